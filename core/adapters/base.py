@@ -1,0 +1,170 @@
+"""The one small interface every agent format implements.
+
+An adapter answers three questions, none of them Claude-shaped:
+  * where are this agent's files (`default_roots`, `discover`, `claims`),
+  * what are the records of a file from a byte offset (`read`: lines for JSONL logs; one record
+    per JSON document or database row for the others),
+  * what does each record mean (`normalize` → `Record`, a format-neutral description that the
+    ledger turns into sessions, turns, tool calls and usage).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+
+@dataclass(slots=True)
+class RawRecord:
+    """Exact bytes of one record and where they came from."""
+
+    offset: int
+    line_number: int
+    raw: bytes
+    newline: bool = True
+
+
+@dataclass(slots=True)
+class ToolUse:
+    id: str
+    name: str
+    input_json: str
+    number: int = 0
+    description: str | None = None  # for Task/Agent: what the subagent was asked to do
+    prompt: str | None = None
+
+
+@dataclass(slots=True)
+class ToolResult:
+    tool_use_id: str
+    content_json: str
+    status: str = "completed"  # completed | failed | rejected | interrupted
+    child_agent_id: str | None = None  # the subagent this result reports on
+
+
+@dataclass(slots=True)
+class Usage:
+    message_id: str
+    request_id: str | None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_tokens: int = 0
+    cache_read_tokens: int = 0
+
+
+@dataclass(slots=True)
+class SessionInfo:
+    """What a record tells about the session it belongs to (first writer wins unless noted)."""
+
+    source: str
+    external_id: str | None = None
+    kind: str = "main"
+    is_subagent: int = 0
+    parent_session_id: str | None = None
+    agent_id: str | None = None
+    agent_type: str | None = None
+    task_description: str | None = None
+    tool_call_id: str | None = None
+    project_key: str | None = None
+    spawn_key: str | None = None
+
+
+@dataclass(slots=True)
+class Record:
+    """A normalized record: the `entries` columns plus what the ledger derives from it."""
+
+    entry_type: str | None = None
+    subtype: str | None = None
+    known: bool = True
+    parse_error: str | None = None
+    uuid: str | None = None
+    parent_uuid: str | None = None
+    logical_parent_uuid: str | None = None
+    ref_uuid: str | None = None
+    session_id: str | None = None  # the ledger session this record belongs to
+    agent_id: str | None = None
+    timestamp: int | None = None
+    is_sidechain: bool = False
+    is_meta: bool = False
+    role: str | None = None
+    content: str | None = None
+    thinking: str | None = None
+    model: str | None = None
+    message_id: str | None = None
+    request_id: str | None = None
+    # derived-table facts
+    is_message: bool = False  # shown as a message (agent_messages)
+    is_prompt: bool = False  # a real human prompt: starts a turn
+    is_compaction: bool = False
+    tool_uses: list[ToolUse] = field(default_factory=list)
+    tool_results: list[ToolResult] = field(default_factory=list)
+    usage: Usage | None = None
+    title: tuple[str, str] | None = None  # (title_source, text)
+    title_target_uuid: str | None = None  # a title that belongs to the session owning this uuid
+    cwd: str | None = None
+    git_branch: str | None = None
+    version: str | None = None
+    session: SessionInfo | None = None
+    forked_from_session_id: str | None = None
+
+
+@dataclass
+class SourceRef:
+    """A file an adapter will read, with what discovery already knows about it."""
+
+    path: Path
+    agent: str
+    kind: str = "transcript"
+    project_key: str | None = None
+
+
+@dataclass
+class FileContext:
+    """Per-file state an adapter keeps while normalizing that file's records in order."""
+
+    path: Path
+    kind: str
+    project_key: str | None
+    state: dict[str, Any] = field(default_factory=dict)
+    # Asks the ledger which session an earlier record (by uuid) was put in; used to keep
+    # appended records in the session their parents are in.
+    session_of_uuid: Any = None
+
+
+class Adapter(Protocol):
+    name: str
+    mode: str  # "lines" (append-only JSONL) | "document" (rewritten whole) | "database"
+
+    def default_roots(self) -> list[Path]: ...
+
+    def discover(self, root: Path) -> Iterator[SourceRef]: ...
+
+    def claims(self, path: Path) -> bool: ...
+
+    def normalize(self, rec: RawRecord, ctx: FileContext) -> Record: ...
+
+
+def parse_iso_ms(value: Any) -> int | None:
+    """ISO-8601 (with Z, ms or µs) or epoch seconds/ms → unix ms; None when unparseable."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return int(value if value > 1e11 else value * 1000)
+    if not isinstance(value, str) or len(value) < 10:
+        return None
+    from datetime import datetime
+
+    text = value.strip()
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        from datetime import UTC
+
+        dt = dt.replace(tzinfo=UTC)
+    return int(dt.timestamp() * 1000)

@@ -1,0 +1,345 @@
+"""`threadloom`: the TUI with no subcommand, and scriptable subcommands.
+
+Imports are lazy on purpose: a no-change `threadloom ingest` must not pay for Textual, Rich or
+SQLModel (see PERF.md, startup).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+EPILOG = """\
+examples:
+  threadloom                          open the browser (ingests new sessions first)
+  threadloom --demo                   open on a bundled demo archive in a temporary database
+  threadloom ingest --source ~/old-claude-projects
+  threadloom sessions --project myapp --json | jq '.[0]'
+  threadloom show 3f2a                show a session by id prefix
+  threadloom restore 3f2a --to /tmp/recovered
+
+where things are:
+  database   $THREADLOOM_DB, else --db, else the platform data dir (see `threadloom sources`)
+  Claude     ~/.claude/projects ($CLAUDE_CONFIG_DIR honoured)
+  more       any folder given with --source is remembered and rescanned on later runs
+"""
+
+
+def _db_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--db", metavar="PATH", type=Path, default=None,
+        help="database file (default: $THREADLOOM_DB or the platform user data dir)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="threadloom",
+        description="Find, read, understand and resume AI coding-agent sessions.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _db_arg(parser)
+    parser.add_argument("--demo", action="store_true", help="open the TUI on the bundled demo archive")
+    parser.add_argument("--source", metavar="DIR", type=Path, action="append", default=[],
+                        help="also read agent logs under DIR (repeatable)")
+    parser.add_argument("--no-ingest", action="store_true", help="open the TUI without ingesting first")
+    parser.add_argument("--version", action="version", version="threadloom 0.1.0")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("ingest", help="read new and changed session logs into the database",
+                       description="Read new and changed session logs. Unchanged files are skipped "
+                       "by size and mtime; grown files are read from where the last run stopped.")
+    _db_arg(p)
+    p.add_argument("--source", metavar="DIR", type=Path, action="append", default=[],
+                   help="a folder or file of agent logs to read besides the default locations (repeatable)")
+    p.add_argument("--only", action="store_true", help="read only the --source folders, not the default locations")
+    p.add_argument("--rebuild", action="store_true",
+                   help="start a fresh database (the old one is moved aside) and read every source again")
+    p.add_argument("--json", action="store_true", help="print one JSON object with the counts")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+
+    p = sub.add_parser("sessions", help="list sessions, newest first")
+    _db_arg(p)
+    p.add_argument("--project", metavar="P", help="project name or path (substring)")
+    p.add_argument("--agent", metavar="A", help="claude-code, codex, ...")
+    p.add_argument("--main", action="store_true", help="main sessions only (no subagents)")
+    p.add_argument("--all", action="store_true", help="include sessions without messages")
+    p.add_argument("--json", action="store_true", help="print a JSON list")
+
+    p = sub.add_parser("show", help="print a session as readable text, subagents indented")
+    _db_arg(p)
+    p.add_argument("session", help="session id, unique prefix, or the agent's own id")
+    p.add_argument("--json", action="store_true", help="print the session and its messages as JSON")
+    p.add_argument("--no-subagents", action="store_true", help="do not expand subagent conversations")
+
+    p = sub.add_parser("verify", help="re-read every source and report stored bytes that no longer match")
+    _db_arg(p)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("restore", help="write a session's original files back, byte for byte")
+    _db_arg(p)
+    p.add_argument("session", help="session id or unique prefix")
+    p.add_argument("--to", metavar="DIR", type=Path, required=True, help="folder to write into (files are never overwritten)")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("sources", help="the locations checked on this machine and what was found")
+    _db_arg(p)
+    p.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from core.db import LedgerError
+
+    try:
+        if args.command is None:
+            return _run_tui(args)
+        handler = {
+            "ingest": cmd_ingest, "sessions": cmd_sessions, "show": cmd_show, "verify": cmd_verify,
+            "restore": cmd_restore, "sources": cmd_sources,
+        }[args.command]
+        return handler(args)
+    except LedgerError as exc:
+        print(f"threadloom: {exc}", file=sys.stderr)
+        return 1
+    except LookupError as exc:
+        print(f"threadloom: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("threadloom: interrupted; what was read so far is saved", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def _connect(args: argparse.Namespace):
+    from core import db
+
+    conn = db.connect(args.db)
+    return conn
+
+
+# ---------------------------------------------------------------------- ingest
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from core import db
+    from core.ingest import run_ingest
+
+    if args.rebuild:
+        path = args.db or db.default_db_path()
+        moved = _move_aside(path)
+        if moved and not args.json:
+            print(f"previous database moved to {moved}", file=sys.stderr)
+    conn = _connect(args)
+    show_progress = not args.json and not args.quiet and sys.stderr.isatty()
+    if show_progress:
+        report = _ingest_with_progress(conn, args.source, not args.only)
+    else:
+        report = run_ingest(conn, args.source, include_defaults=not args.only)
+    if args.json:
+        print(json.dumps(report.as_dict()))
+    else:
+        _print_ingest_summary(report)
+    return 1 if report.errors and report.files_read == 0 and report.files_skipped == 0 else 0
+
+
+def _move_aside(path: Path) -> Path | None:
+    import time
+
+    if not path.exists():
+        return None
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.{stamp}.bak")
+    os.replace(path, target)
+    for suffix in ("-wal", "-shm"):
+        side = Path(str(path) + suffix)
+        if side.exists():
+            os.replace(side, Path(str(target) + suffix))
+    return target
+
+
+def _ingest_with_progress(conn, sources, include_defaults):
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from core.ingest import run_ingest
+
+    with Progress(
+        TextColumn("[bold]ingest[/]"), BarColumn(), DownloadColumn(), TextColumn("{task.fields[files]}"),
+        TimeRemainingColumn(), TextColumn("[dim]{task.fields[name]}"), transient=True,
+    ) as bar:
+        task = bar.add_task("ingest", total=None, files="", name="")
+
+        def on_progress(p):
+            bar.update(task, total=p.bytes_total or 1, completed=p.bytes_done,
+                       files=f"{p.files_done}/{p.files_total} files", name=Path(p.path).name[:40])
+
+        return run_ingest(conn, sources, include_defaults=include_defaults, progress=on_progress)
+
+
+def _print_ingest_summary(report) -> None:
+    mb = report.bytes_read / 1e6
+    print(
+        f"{report.files_seen} files seen, {report.files_skipped} unchanged, {report.files_read} read "
+        f"({mb:.1f} MB), {report.records_added} records, {report.sessions} sessions updated "
+        f"({report.sessions_total} in total), {len(report.errors)} errors, {report.seconds:.2f} s"
+    )
+    if report.files_gone:
+        print(f"{report.files_gone} source files disappeared; their sessions are kept in the archive")
+    for err in report.errors[:10]:
+        print(f"  error: {err}", file=sys.stderr)
+    if len(report.errors) > 10:
+        print(f"  … and {len(report.errors) - 10} more errors", file=sys.stderr)
+    if report.files_seen == 0:
+        print("no agent logs found in: " + ", ".join(report.roots) + ". Add some with --source DIR.")
+
+
+# ---------------------------------------------------------------------- sessions / show
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    from core.query import list_sessions
+
+    conn = _connect(args)
+    rows = list_sessions(conn, project=args.project, agent=args.agent, include_subagents=not args.main,
+                         include_empty=args.all)
+    if args.json:
+        print(json.dumps([r.as_dict() for r in rows], ensure_ascii=False))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    from core.text import human_tokens, human_when
+
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for col in ("id", "when", "project", "title", "msgs", "tokens", "model"):
+        table.add_column(col, overflow="ellipsis", no_wrap=True, justify="right" if col in ("msgs", "tokens") else "left")
+    for r in rows:
+        title = ("  ↳ " + (r.task_description or r.title or "(subagent)")) if r.is_subagent else (r.title or "(untitled)")
+        table.add_row(r.id[:13] if not r.is_subagent else r.id.split(":", 1)[-1][:13], human_when(r.ended_at),
+                      r.project or "", title, str(r.message_count), human_tokens(r.total_tokens), r.model or "")
+    Console().print(table)
+    if not rows:
+        print("no sessions yet: run `threadloom ingest` (or add --source DIR)", file=sys.stderr)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from core.query import resolve_session
+
+    conn = _connect(args)
+    session = resolve_session(conn, args.session)
+    if args.json:
+        from core.query import messages
+
+        data = session.as_dict()
+        data["messages"] = [
+            {
+                "entry_id": m.entry_id, "uuid": m.uuid, "role": m.role, "type": m.entry_type,
+                "timestamp": m.timestamp, "model": m.model, "content": m.content,
+                "tool_calls": [
+                    {"id": t.id, "name": t.name, "status": t.status, "input": t.params_json,
+                     "child_session_id": t.child_session_id} for t in m.tool_calls
+                ],
+            }
+            for m in messages(conn, session.id)
+        ]
+        print(json.dumps(data, ensure_ascii=False))
+        return 0
+    from rich.console import Console
+
+    from core.render import render_session
+
+    console = Console(highlight=False)
+    render_session(console, conn, session, expand_subagents=not args.no_subagents)
+    return 0
+
+
+# ---------------------------------------------------------------------- verify / restore / sources
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from core.archive import verify
+
+    report = verify(_connect(args))
+    if args.json:
+        print(json.dumps({"files_checked": report.files_checked, "files_missing": report.files_missing,
+                          "records_checked": report.records_checked, "mismatches": report.mismatches}))
+    else:
+        print(f"{report.files_checked} files, {report.records_checked} records checked; "
+              f"{report.files_missing} sources no longer on disk (kept in the archive)")
+        for line in report.mismatches:
+            print("  changed: " + line)
+        print("all stored bytes match their sources" if report.ok else f"{len(report.mismatches)} files differ")
+    return 0 if report.ok else 1
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from core.archive import restore_session
+    from core.query import resolve_session
+
+    conn = _connect(args)
+    session = resolve_session(conn, args.session)
+    try:
+        files = restore_session(conn, session.id, args.to)
+    except FileExistsError as exc:
+        print(f"threadloom: {exc.filename} already exists; restore never overwrites (choose another --to)",
+              file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps([f.__dict__ for f in files]))
+    else:
+        for f in files:
+            note = "" if f.complete else "  (incomplete: part of the source was never read)"
+            print(f"{f.written_to}  {f.bytes} bytes{note}")
+        print(f"{len(files)} files restored for session {session.id}")
+    return 0
+
+
+def cmd_sources(args: argparse.Namespace) -> int:
+    from core import db
+    from core.adapters import all_adapters
+
+    conn = _connect(args)
+    found = []
+    for adapter in all_adapters():
+        for root in adapter.default_roots():
+            count = sum(1 for _ in adapter.discover(root)) if root.exists() else 0
+            found.append({"agent": adapter.name, "path": str(root), "exists": root.exists(), "files": count})
+    remembered = [r[0] for r in conn.execute("SELECT path FROM source_roots ORDER BY path")]
+    stats = conn.execute(
+        "SELECT agent, status, count(*), COALESCE(sum(size), 0) FROM source_files GROUP BY agent, status"
+    ).fetchall()
+    if args.json:
+        print(json.dumps({"database": str(args.db or db.default_db_path()), "default_locations": found,
+                          "remembered_sources": remembered,
+                          "ingested": [dict(zip(("agent", "status", "files", "bytes"), s, strict=True)) for s in stats]}))
+        return 0
+    print(f"database: {args.db or db.default_db_path()}")
+    for f in found:
+        state = f"{f['files']} files" if f["exists"] else "not present"
+        print(f"  {f['agent']:<12} {f['path']}  ({state})")
+    for r in remembered:
+        print(f"  {'--source':<12} {r}")
+    for agent, status, count, size in stats:
+        print(f"  ingested: {agent} {status}: {count} files, {size / 1e6:.1f} MB")
+    return 0
+
+
+def _run_tui(args: argparse.Namespace) -> int:
+    try:
+        from tui.app import run_app
+    except ImportError as exc:
+        print(f"threadloom: the TUI is not available ({exc}); use a subcommand, see --help", file=sys.stderr)
+        return 2
+    return run_app(db_path=args.db, sources=args.source, demo=args.demo, ingest=not args.no_ingest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+"""Opening the ledger: file location, pragmas, schema version, clear errors.
+
+The fast path (a database already at the current schema) uses only `sqlite3`; SQLModel and
+SQLAlchemy are imported only when tables must be created or rebuilt, so a no-change launch
+does not pay their ~0.6 s import.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+
+# Bump when the derived tables or their meaning change; entries and source_files survive a bump
+# and the derived tables are rebuilt from `entries`.
+SCHEMA_VERSION = 3
+BUSY_TIMEOUT_MS = 5000
+
+DERIVED_TABLES = ("agent_sessions", "agent_turns", "agent_tool_calls", "agent_usage")
+
+# agent_messages is a view over entries so message text is stored once (entries.content) while
+# seed 000's queries (`SELECT * FROM agent_messages WHERE session_id = ? ORDER BY sequence`) work.
+MESSAGES_VIEW = """
+CREATE VIEW IF NOT EXISTS agent_messages AS
+SELECT
+    COALESCE(e.uuid, 'entry-' || e.id) AS id,
+    e.session_id AS session_id,
+    e.role AS role,
+    COALESCE(e.content, '') AS content,
+    e.seq AS sequence,
+    e.timestamp AS timestamp,
+    NULL AS checkpoint_id,
+    CASE WHEN s.is_agentic THEN 1 ELSE 0 END AS is_agentic,
+    0 AS is_plan_execution,
+    NULL AS context_json,
+    NULL AS cursor_rules_json,
+    CAST(e.raw AS TEXT) AS metadata_json,
+    e.id AS entry_id,
+    e.entry_type AS entry_type,
+    e.model AS model,
+    e.turn_id AS turn_id,
+    e.is_meta AS is_meta,
+    e.thinking AS thinking
+FROM entries e LEFT JOIN agent_sessions s ON s.id = e.session_id
+WHERE e.seq IS NOT NULL
+"""
+
+
+class LedgerError(RuntimeError):
+    """A problem with the database that the user can act on; the message says how."""
+
+
+def default_db_path() -> Path:
+    """`$THREADLOOM_DB`, else `threadloom.db` in the platform's user data directory."""
+    env = os.environ.get("THREADLOOM_DB")
+    if env:
+        return Path(env).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("threadloom", appauthor=False)) / "threadloom.db"
+
+
+def _apply_pragmas(conn: sqlite3.Connection) -> None:
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA cache_size = -65536")
+    conn.execute("PRAGMA temp_store = MEMORY")
+
+
+def _secure_file(path: Path) -> None:
+    """Transcripts hold secrets: the database and its WAL are readable by the owner only."""
+    for p in (path, Path(str(path) + "-wal"), Path(str(path) + "-shm")):
+        try:
+            if p.exists():
+                os.chmod(p, 0o600)
+        except OSError:
+            pass
+
+
+def connect(path: Path | str | None = None, *, readonly: bool = False) -> sqlite3.Connection:
+    """Open (creating if needed) the ledger at `path` with threadloom's pragmas and schema."""
+    db_path = Path(path) if path is not None else default_db_path()
+    if str(db_path) != ":memory:":
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        if not db_path.exists() and not readonly:
+            fd = os.open(db_path, os.O_CREAT | os.O_WRONLY, 0o600)
+            os.close(fd)
+    try:
+        if readonly:
+            conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
+        else:
+            conn = sqlite3.connect(db_path, check_same_thread=False)
+        conn.isolation_level = None  # explicit BEGIN/COMMIT: one transaction per source file
+        _apply_pragmas(conn)
+        if not readonly:
+            ensure_schema(conn)
+            _secure_file(db_path)
+    except sqlite3.DatabaseError as exc:
+        raise _explain(exc, db_path) from exc
+    return conn
+
+
+def _explain(exc: sqlite3.DatabaseError, db_path: Path) -> LedgerError:
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return LedgerError(
+            f"The database {db_path} is locked by another process (waited {BUSY_TIMEOUT_MS / 1000:.0f} s). "
+            "Close the other threadloom, or pass --db to use another file."
+        )
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return LedgerError(
+            f"The database {db_path} is damaged ({text}). Your agents' own files are untouched: run "
+            f"`threadloom ingest --rebuild --db {db_path}` to rebuild it from them."
+        )
+    return LedgerError(f"Cannot open the database {db_path}: {text}")
+
+
+def user_version(conn: sqlite3.Connection) -> int:
+    return conn.execute("PRAGMA user_version").fetchone()[0]
+
+
+def _table_names(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")}
+
+
+def ensure_schema(conn: sqlite3.Connection) -> str | None:
+    """Create or upgrade the schema. Returns a message when derived tables had to be rebuilt."""
+    version = user_version(conn)
+    if version == SCHEMA_VERSION:
+        return None
+    existing = _table_names(conn)
+    had_entries = "entries" in existing and version != 0
+    _create_tables(conn, drop_derived=had_entries)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    if had_entries:
+        from core.ledger import rebuild_derived
+
+        rebuild_derived(conn)
+        return (
+            f"The database schema changed (version {version} → {SCHEMA_VERSION}); "
+            "sessions, turns and tool calls were rebuilt from the stored records."
+        )
+    return None
+
+
+def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool) -> None:
+    """Emit SQLModel's DDL through sqlite3 (no engine needed) plus the view and indexes."""
+    from sqlalchemy.dialects import sqlite as sqlite_dialect
+    from sqlalchemy.schema import CreateIndex, CreateTable
+
+    from core import models
+
+    dialect = sqlite_dialect.dialect()
+    conn.execute("BEGIN")
+    try:
+        conn.execute("DROP VIEW IF EXISTS agent_messages")
+        existing = _table_names(conn)
+        if drop_derived:
+            for name in DERIVED_TABLES:
+                conn.execute(f"DROP TABLE IF EXISTS {name}")
+            existing -= set(DERIVED_TABLES)
+        for table in models.SQLModel.metadata.sorted_tables:
+            if table.name in existing:
+                # entries/source_files survive; add columns a newer schema introduced
+                have = {r[1] for r in conn.execute(f"PRAGMA table_info({table.name})")}
+                for col in table.columns:
+                    if col.name not in have:
+                        coltype = col.type.compile(dialect=dialect)
+                        conn.execute(f"ALTER TABLE {table.name} ADD COLUMN {col.name} {coltype}")
+                continue
+            conn.execute(str(CreateTable(table).compile(dialect=dialect)))
+            for index in table.indexes:
+                conn.execute(str(CreateIndex(index, if_not_exists=True).compile(dialect=dialect)))
+        for index in models.SECONDARY_INDEXES:
+            conn.execute(str(CreateIndex(index, if_not_exists=True).compile(dialect=dialect)))
+        conn.execute(MESSAGES_VIEW)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def chunked(items: list, size: int = 500) -> Iterable[list]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]

@@ -1,0 +1,562 @@
+"""Turns normalized records into sessions, turns, tool calls and usage.
+
+The same code serves the incremental path (new records of one file, state loaded lazily from the
+database) and the rebuild path (all records of some sessions replayed from `entries.raw`), so a
+schema bump or a rewritten source file always converges to what a fresh ingest would give.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from core.adapters.base import FileContext, RawRecord, Record
+from core.adapters.claude import is_bare_command
+
+SESSION_COLUMNS = (
+    "id", "source", "model", "project", "project_path", "created_at", "ended_at", "message_count",
+    "parent_session_id", "parent_message_id", "tool_call_id", "task_description", "task_status",
+    "is_subagent", "is_agentic", "workspace_path", "external_id", "kind", "agent_id", "agent_type",
+    "is_warmup", "first_prompt", "git_branch", "cli_version", "turn_count", "tool_call_count",
+    "compaction_count", "forked_from_session_id", "spawn_key", "source_file_id", "updated_at",
+)
+TURN_COLUMNS = (
+    "id", "session_id", "parent_turn_id", "query_message_ids", "response_message_id", "model",
+    "timestamp", "has_children", "tool_call_count", "started_at", "sequence", "child_count",
+    "last_entry_uuid",
+)
+SESSION_INFO_FIELDS = (
+    "source", "external_id", "kind", "is_subagent", "parent_session_id", "agent_id", "agent_type",
+    "task_description", "tool_call_id", "spawn_key",
+)
+TITLE_PRIORITY = ("custom-title", "custom-title-file", "ai-title", "summary", "agent-name")
+
+
+class Ledger:
+    """Derived-table state for the sessions touched during one ingest run."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.sessions: dict[str, dict[str, Any]] = {}
+        self.turns: dict[str, dict[str, Any]] = {}
+        self.touched: set[str] = set()
+        self.summaries_added = False
+        self._file_id: int | None = None
+        self._tool_inserts: list[tuple] = []
+        self._tool_updates: list[tuple] = []
+        self._usage: list[tuple] = []
+        self.pending_sessions: set[str] = set()
+        self._eid = 0
+
+    # -------------------------------------------------------------- per file
+
+    def begin_file(self, source_file_id: int) -> None:
+        self._file_id = source_file_id
+
+    def place(self, entry_id: int, rec: Record) -> tuple[int | None, str | None, int | None]:
+        """Account for one record; returns its (seq, turn_id, dup_of) for the entries row."""
+        sid = rec.session_id
+        if sid is None:
+            return None, None, None
+        sess = self._session(sid, rec)
+        self._eid = entry_id
+        if rec.uuid:
+            dup = sess["_uuids"].get(rec.uuid)
+            if dup is None and sess["_probe_dups"]:
+                row = self.conn.execute(
+                    "SELECT id FROM entries WHERE uuid = ? AND session_id = ? AND dup_of IS NULL AND id < ? LIMIT 1",
+                    (rec.uuid, sid, entry_id),
+                ).fetchone()
+                dup = row[0] if row else None
+            if dup is not None:
+                return None, None, dup
+        self.touched.add(sid)
+        ts = rec.timestamp
+        if ts is not None and rec.entry_type not in ("queue-operation",):
+            if sess["created_at"] is None or ts < sess["created_at"]:
+                sess["created_at"] = ts
+            if sess["ended_at"] is None or ts > sess["ended_at"]:
+                sess["ended_at"] = ts
+        if rec.cwd and not sess["project_path"]:
+            sess["project_path"] = rec.cwd
+            sess["project"] = Path(rec.cwd).name or rec.cwd
+            sess["workspace_path"] = rec.cwd
+        if rec.git_branch:
+            sess["git_branch"] = rec.git_branch
+        if rec.version:
+            sess["cli_version"] = rec.version
+        if rec.model and rec.model != "<synthetic>":
+            sess["model"] = rec.model
+        if rec.forked_from_session_id and not sess["forked_from_session_id"]:
+            sess["forked_from_session_id"] = rec.forked_from_session_id
+            if sess["kind"] == "main":
+                sess["kind"] = "fork"
+        if rec.session is not None:
+            for name in SESSION_INFO_FIELDS:
+                value = getattr(rec.session, name)
+                if value is None:
+                    continue
+                if name == "is_subagent":
+                    sess[name] = max(sess[name] or 0, value)
+                elif sess[name] is None or (name == "kind" and sess[name] == "main"):
+                    sess[name] = value
+        if rec.is_compaction:
+            sess["compaction_count"] += 1
+        if rec.title is not None:
+            self.summaries_added = True
+
+        seq = None
+        if rec.is_message:
+            seq = sess["message_count"]
+            sess["message_count"] += 1
+
+        turn_id = self._place_in_turn(entry_id, rec, sess)
+        if rec.uuid:
+            sess["_uuids"][rec.uuid] = entry_id
+            sess["_uuid_turn"][rec.uuid] = turn_id
+
+        for use in rec.tool_uses:
+            sess["tool_call_count"] += 1
+            sess["is_agentic"] = 1
+            self._tool_inserts.append(
+                (use.id, rec.uuid, sid, use.name, use.number, use.input_json, "pending", ts, entry_id, turn_id)
+            )
+        for result in rec.tool_results:
+            self._tool_updates.append(
+                (result.content_json, result.status, ts, entry_id, result.child_agent_id, result.tool_use_id)
+            )
+        if rec.usage is not None:
+            u = rec.usage
+            self._usage.append(
+                (u.message_id, u.request_id, sid, turn_id, entry_id, rec.model, int(rec.is_sidechain),
+                 u.input_tokens, u.output_tokens, u.cache_creation_tokens, u.cache_read_tokens)
+            )
+        return seq, turn_id, None
+
+    def _place_in_turn(self, entry_id: int, rec: Record, sess: dict[str, Any]) -> str | None:
+        sid = sess["id"]
+        if rec.is_prompt:
+            turn_id = rec.uuid or f"entry-{entry_id}"
+            parent_turn = self._turn_of(sess, rec.parent_uuid)
+            if parent_turn is None and rec.parent_uuid is None and rec.logical_parent_uuid:
+                parent_turn = self._turn_of(sess, rec.logical_parent_uuid)
+            turn = {
+                "id": turn_id, "session_id": sid, "parent_turn_id": parent_turn,
+                "query_message_ids": orjson.dumps([rec.uuid] if rec.uuid else []).decode(),
+                "response_message_id": None, "model": None, "timestamp": rec.timestamp,
+                "has_children": 0, "tool_call_count": 0, "started_at": rec.timestamp,
+                "sequence": sess["turn_count"], "child_count": 0, "last_entry_uuid": rec.uuid,
+            }
+            self.turns[turn_id] = turn
+            sess["turn_count"] += 1
+            sess["_last_turn"] = turn_id
+            if rec.content and (sess["first_prompt"] is None or (
+                sess["_bare_first"] and not is_bare_command(rec.content)
+            )):
+                # the first prompt names the session, unless it was a bare `/clear`-like command
+                sess["_bare_first"] = is_bare_command(rec.content)
+                if sess["first_prompt"] is None:
+                    sess["is_warmup"] = int(rec.content.strip() == "Warmup")
+                sess["first_prompt"] = rec.content[:2000]
+            if parent_turn is not None:
+                parent = self._turn(parent_turn)
+                if parent is not None:
+                    parent["child_count"] += 1
+                    parent["has_children"] = 1
+            return turn_id
+        turn_id = None
+        if rec.parent_uuid:
+            turn_id = self._turn_of(sess, rec.parent_uuid)
+        elif rec.logical_parent_uuid:
+            turn_id = self._turn_of(sess, rec.logical_parent_uuid)
+        if turn_id is None and rec.parent_uuid is not None:
+            turn_id = sess["_last_turn"]
+        if turn_id is None and not rec.uuid and rec.is_message:
+            turn_id = sess["_last_turn"]
+        if turn_id is None:
+            return None
+        turn = self._turn(turn_id)
+        if turn is None:
+            return turn_id
+        if rec.is_message and rec.uuid:
+            turn["last_entry_uuid"] = rec.uuid
+            if rec.timestamp is not None:
+                turn["timestamp"] = max(turn["timestamp"] or 0, rec.timestamp)
+        if rec.role == "assistant":
+            turn["response_message_id"] = rec.uuid
+            if rec.model and rec.model != "<synthetic>":
+                turn["model"] = rec.model
+        turn["tool_call_count"] += len(rec.tool_uses)
+        return turn_id
+
+    def _turn_of(self, sess: dict[str, Any], uuid: str | None) -> str | None:
+        if not uuid:
+            return None
+        cache = sess["_uuid_turn"]
+        if uuid in cache:
+            return cache[uuid]
+        if not sess["_loaded_from_db"] and not sess["_probe_dups"]:
+            return None
+        row = self.conn.execute(
+            "SELECT turn_id FROM entries WHERE uuid = ? AND session_id = ? AND dup_of IS NULL AND id < ? LIMIT 1",
+            (uuid, sess["id"], self._eid),
+        ).fetchone()
+        turn_id = row[0] if row else None
+        cache[uuid] = turn_id
+        return turn_id
+
+    def _turn(self, turn_id: str) -> dict[str, Any] | None:
+        turn = self.turns.get(turn_id)
+        if turn is None:
+            cur = self.conn.execute(
+                f"SELECT {', '.join(TURN_COLUMNS)} FROM agent_turns WHERE id = ?", (turn_id,)
+            )
+            row = cur.fetchone()
+            if row is None:
+                return None
+            turn = dict(zip(TURN_COLUMNS, row, strict=True))
+            self.turns[turn_id] = turn
+        return turn
+
+    def _session(self, sid: str, rec: Record) -> dict[str, Any]:
+        sess = self.sessions.get(sid)
+        if sess is not None:
+            return sess
+        row = self.conn.execute(
+            f"SELECT {', '.join(SESSION_COLUMNS)} FROM agent_sessions WHERE id = ?", (sid,)
+        ).fetchone()
+        if row is not None:
+            sess = dict(zip(SESSION_COLUMNS, row, strict=True))
+            last = self.conn.execute(
+                "SELECT id FROM agent_turns WHERE session_id = ? ORDER BY sequence DESC LIMIT 1", (sid,)
+            ).fetchone()
+            sess["_last_turn"] = last[0] if last else None
+            sess["_loaded_from_db"] = True
+        else:
+            sess = dict.fromkeys(SESSION_COLUMNS)
+            sess.update(
+                id=sid, source=rec.session.source if rec.session else "unknown", kind="main",
+                message_count=0, is_subagent=0, is_agentic=0, is_warmup=0, turn_count=0,
+                tool_call_count=0, compaction_count=0, source_file_id=self._file_id,
+            )
+            sess["_last_turn"] = None
+            sess["_loaded_from_db"] = False
+        sess["_uuids"] = {}
+        sess["_uuid_turn"] = {}
+        sess["_bare_first"] = bool(sess["first_prompt"]) and is_bare_command(sess["first_prompt"])
+        # a session that already holds records from another file may receive copies of them
+        sess["_probe_dups"] = sess["_loaded_from_db"]
+        self.sessions[sid] = sess
+        return sess
+
+    def flush(self) -> None:
+        """Write what this file changed (inside the caller's transaction)."""
+        conn = self.conn
+        if self._tool_inserts:
+            conn.executemany(
+                "INSERT OR IGNORE INTO agent_tool_calls (id, message_id, session_id, tool_name, tool_number, "
+                "params_json, status, started_at, entry_id, turn_id) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                self._tool_inserts,
+            )
+            self._tool_inserts.clear()
+        if self._tool_updates:
+            conn.executemany(
+                "UPDATE agent_tool_calls SET result_json = ?, status = ?, completed_at = ?, result_entry_id = ?, "
+                "child_agent_id = COALESCE(?, child_agent_id) WHERE id = ?",
+                self._tool_updates,
+            )
+            self._tool_updates.clear()
+        if self._usage:
+            conn.executemany(
+                "INSERT INTO agent_usage (message_id, request_id, session_id, turn_id, entry_id, model, is_sidechain, "
+                "input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+                "ON CONFLICT(message_id) DO UPDATE SET "
+                "output_tokens = max(output_tokens, excluded.output_tokens), "
+                "input_tokens = max(input_tokens, excluded.input_tokens), "
+                "cache_creation_tokens = max(cache_creation_tokens, excluded.cache_creation_tokens), "
+                "cache_read_tokens = max(cache_read_tokens, excluded.cache_read_tokens), "
+                "session_id = CASE WHEN is_sidechain = 1 AND excluded.is_sidechain = 0 THEN excluded.session_id ELSE session_id END, "
+                "turn_id = CASE WHEN is_sidechain = 1 AND excluded.is_sidechain = 0 THEN excluded.turn_id ELSE turn_id END, "
+                "is_sidechain = min(is_sidechain, excluded.is_sidechain)",
+                self._usage,
+            )
+            self._usage.clear()
+        now = int(time.time() * 1000)
+        rows = []
+        for sid in self.touched:
+            sess = self.sessions[sid]
+            sess["updated_at"] = now
+            rows.append(tuple(sess[c] for c in SESSION_COLUMNS))
+        if rows:
+            placeholders = ", ".join("?" * len(SESSION_COLUMNS))
+            updates = ", ".join(f"{c} = excluded.{c}" for c in SESSION_COLUMNS if c != "id")
+            conn.executemany(
+                f"INSERT INTO agent_sessions ({', '.join(SESSION_COLUMNS)}) VALUES ({placeholders}) "
+                f"ON CONFLICT(id) DO UPDATE SET {updates}",
+                rows,
+            )
+        if self.turns:
+            placeholders = ", ".join("?" * len(TURN_COLUMNS))
+            updates = ", ".join(f"{c} = excluded.{c}" for c in TURN_COLUMNS if c != "id")
+            conn.executemany(
+                f"INSERT INTO agent_turns ({', '.join(TURN_COLUMNS)}) VALUES ({placeholders}) "
+                f"ON CONFLICT(id) DO UPDATE SET {updates}",
+                [tuple(t[c] for c in TURN_COLUMNS) for t in self.turns.values()],
+            )
+        self.pending_sessions |= self.touched
+        self.touched = set()
+        self.turns = {}
+        # State now lives in the database; a session met again in a later file is reloaded from it
+        # and probes for copied records, which keeps memory bounded by the largest file.
+        self.sessions = {}
+
+    def rollback(self) -> None:
+        """Forget in-memory state after a failed file so the next file reloads from the database."""
+        self.sessions.clear()
+        self.turns.clear()
+        self.touched.clear()
+        self._tool_inserts.clear()
+        self._tool_updates.clear()
+        self._usage.clear()
+
+    # -------------------------------------------------------------- after all files
+
+    def finalize(self) -> set[str]:
+        """Cross-file facts: titles, subagent links, token totals, branch counts."""
+        sessions = set(self.pending_sessions)
+        self.pending_sessions = set()
+        if not sessions and not self.summaries_added:
+            return sessions
+        conn = self.conn
+        conn.execute("BEGIN")
+        try:
+            if self.summaries_added:
+                sessions |= _summary_targets(conn)
+            _link_subagents(conn, sessions)
+            for sid in sessions:
+                _finalize_session(conn, sid)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        self.summaries_added = False
+        self.sessions.clear()
+        return sessions
+
+
+def _summary_targets(conn: sqlite3.Connection) -> set[str]:
+    rows = conn.execute(
+        "SELECT DISTINCT l.session_id FROM entries s JOIN entries l ON l.uuid = s.ref_uuid "
+        "WHERE s.entry_type = 'summary' AND l.session_id IS NOT NULL"
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def _finalize_session(conn: sqlite3.Connection, sid: str) -> None:
+    from core.adapters.claude import prompt_title
+
+    row = conn.execute(
+        "SELECT first_prompt, project_path, parent_session_id FROM agent_sessions WHERE id = ?", (sid,)
+    ).fetchone()
+    if row is None:
+        return
+    first_prompt, project_path, parent = row
+    titles: dict[str, str] = {}
+    for etype, content in conn.execute(
+        "SELECT entry_type, content FROM entries WHERE session_id = ? AND content IS NOT NULL AND entry_type IN "
+        "('custom-title', 'custom-title-file', 'ai-title', 'agent-name') AND dup_of IS NULL ORDER BY id",
+        (sid,),
+    ):
+        titles[etype] = content
+    summary = conn.execute(
+        "SELECT s.content FROM entries s JOIN entries l ON l.uuid = s.ref_uuid "
+        "WHERE s.entry_type = 'summary' AND l.session_id = ? ORDER BY s.id DESC LIMIT 1",
+        (sid,),
+    ).fetchone()
+    if summary and summary[0]:
+        titles["summary"] = summary[0]
+    title, source = None, None
+    for name in TITLE_PRIORITY:
+        if titles.get(name):
+            title, source = titles[name], name
+            break
+    if title is None and first_prompt:
+        title, source = prompt_title(first_prompt), "prompt"
+    if source == "custom-title-file":
+        source = "custom-title"
+    tokens = conn.execute(
+        "SELECT COALESCE(sum(input_tokens),0), COALESCE(sum(output_tokens),0), "
+        "COALESCE(sum(cache_creation_tokens),0), COALESCE(sum(cache_read_tokens),0) "
+        "FROM agent_usage WHERE session_id = ?",
+        (sid,),
+    ).fetchone()
+    conn.execute(
+        "UPDATE agent_turns SET token_count = COALESCE((SELECT sum(input_tokens + output_tokens + "
+        "cache_creation_tokens + cache_read_tokens) FROM agent_usage u WHERE u.turn_id = agent_turns.id), 0) "
+        "WHERE session_id = ?",
+        (sid,),
+    )
+    branch_points = conn.execute(
+        "SELECT count(*) FROM agent_turns WHERE session_id = ? AND child_count >= 2", (sid,)
+    ).fetchone()[0]
+    roots = conn.execute(
+        "SELECT count(*) FROM agent_turns WHERE session_id = ? AND parent_turn_id IS NULL", (sid,)
+    ).fetchone()[0]
+    if roots >= 2:
+        branch_points += 1
+    if not project_path and parent:
+        inherited = conn.execute(
+            "SELECT project, project_path FROM agent_sessions WHERE id = ?", (parent,)
+        ).fetchone()
+        if inherited and inherited[1]:
+            conn.execute(
+                "UPDATE agent_sessions SET project = ?, project_path = ?, workspace_path = ? WHERE id = ?",
+                (inherited[0], inherited[1], inherited[1], sid),
+            )
+    conn.execute(
+        "UPDATE agent_sessions SET title = ?, title_source = ?, input_tokens = ?, output_tokens = ?, "
+        "cache_creation_tokens = ?, cache_read_tokens = ?, branch_count = ? WHERE id = ?",
+        (title, source, *tokens, branch_points, sid),
+    )
+
+
+def _norm(text: str | None) -> str:
+    from core.adapters.claude import prompt_title
+
+    return prompt_title(text or "").strip()
+
+
+def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
+    """Join subagent sessions to the Task/Agent (or Workflow) call that spawned them.
+
+    Link priority (FORMATS.md §1.7): the meta file's toolUseId, then the agentId the tool result
+    reported, then the Task prompt equal to the subagent's first prompt.
+    """
+    roots = {sid.split(":", 1)[0] for sid in touched}
+    if not roots:
+        return
+    subagents = []
+    for root in roots:
+        subagents += conn.execute(
+            "SELECT id, tool_call_id, spawn_key, first_prompt, agent_id FROM agent_sessions "
+            "WHERE is_subagent = 1 AND (id LIKE ? ESCAPE '\\') ",
+            (root.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ":%",),
+        ).fetchall()
+    for sid, tool_call_id, spawn_key, first_prompt, agent_id in subagents:
+        root = sid.split(":", 1)[0]
+        call = None
+        if tool_call_id:
+            call = conn.execute(
+                "SELECT id, session_id, message_id, params_json, status FROM agent_tool_calls WHERE id = ?",
+                (tool_call_id,),
+            ).fetchone()
+        keys = [k for k in (spawn_key, agent_id) if k]
+        for key in keys:
+            if call is not None:
+                break
+            call = conn.execute(
+                "SELECT id, session_id, message_id, params_json, status FROM agent_tool_calls "
+                "WHERE child_agent_id = ? AND (session_id = ? OR session_id LIKE ?) ORDER BY started_at LIMIT 1",
+                (key, root, root + ":%"),
+            ).fetchone()
+        if call is None and first_prompt:
+            wanted = _norm(first_prompt)
+            for candidate in conn.execute(
+                "SELECT id, session_id, message_id, params_json, status FROM agent_tool_calls "
+                "WHERE tool_name IN ('Task', 'Agent') AND (session_id = ? OR session_id LIKE ?) "
+                "AND (child_session_id IS NULL OR child_session_id = ?)",
+                (root, root + ":%", sid),
+            ):
+                try:
+                    prompt = orjson.loads(candidate[3] or "{}").get("prompt")
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(prompt, str) and _norm(prompt) == wanted:
+                    call = candidate
+                    break
+        if call is None or call[1] == sid:
+            continue
+        call_id, call_session, message_id, params_json, status = call
+        try:
+            params = orjson.loads(params_json or "{}")
+        except orjson.JSONDecodeError:
+            params = {}
+        description = params.get("description") if isinstance(params, dict) else None
+        agent_type = params.get("subagent_type") if isinstance(params, dict) else None
+        conn.execute(
+            "UPDATE agent_sessions SET tool_call_id = ?, parent_session_id = ?, parent_message_id = ?, "
+            "task_description = COALESCE(task_description, ?), agent_type = COALESCE(agent_type, ?), "
+            "task_status = ? WHERE id = ?",
+            (call_id, call_session, message_id, description, agent_type, status, sid),
+        )
+        conn.execute("UPDATE agent_tool_calls SET child_session_id = ? WHERE id = ?", (sid, call_id))
+
+
+# ------------------------------------------------------------------ rebuild
+
+
+def rebuild_derived(conn: sqlite3.Connection, sessions: set[str] | None = None) -> set[str]:
+    """Recompute derived tables (all, or for `sessions`) by replaying `entries.raw` in order."""
+    conn.execute("BEGIN")
+    try:
+        ledger = Ledger(conn)
+        replay(conn, ledger, sessions)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return ledger.finalize()
+
+
+def replay(conn: sqlite3.Connection, ledger: Ledger, sessions: set[str] | None) -> None:
+    """Inside the caller's transaction: clear and re-derive the given sessions (None: all)."""
+    from core.adapters import adapter_for
+
+    if sessions is None:
+        for table in ("agent_sessions", "agent_turns", "agent_tool_calls", "agent_usage"):
+            conn.execute(f"DELETE FROM {table}")
+        conn.execute("UPDATE entries SET seq = NULL, turn_id = NULL, dup_of = NULL")
+        file_ids = [
+            r[0] for r in conn.execute("SELECT source_file_id FROM entries GROUP BY source_file_id ORDER BY min(id)")
+        ]
+    else:
+        sessions = {s for s in sessions if s is not None}
+        file_ids_set: set[int] = set()
+        for sid in sessions:
+            conn.execute("DELETE FROM agent_sessions WHERE id = ?", (sid,))
+            conn.execute("DELETE FROM agent_turns WHERE session_id = ?", (sid,))
+            conn.execute("DELETE FROM agent_tool_calls WHERE session_id = ?", (sid,))
+            conn.execute("DELETE FROM agent_usage WHERE session_id = ?", (sid,))
+            conn.execute("UPDATE entries SET seq = NULL, turn_id = NULL, dup_of = NULL WHERE session_id = ?", (sid,))
+            file_ids_set.update(
+                r[0] for r in conn.execute("SELECT DISTINCT source_file_id FROM entries WHERE session_id = ?", (sid,))
+            )
+        first_id = {
+            fid: conn.execute("SELECT min(id) FROM entries WHERE source_file_id = ?", (fid,)).fetchone()[0]
+            for fid in file_ids_set
+        }
+        file_ids = sorted(file_ids_set, key=lambda fid: first_id[fid] or 0)
+    for file_id in file_ids:
+        path, agent, kind, project_key = conn.execute(
+            "SELECT path, agent, kind, project_key FROM source_files WHERE id = ?", (file_id,)
+        ).fetchone()
+        adapter = adapter_for(agent)
+        ctx = FileContext(Path(path), kind, project_key)
+        ledger.begin_file(file_id)
+        updates = []
+        rows = conn.execute(
+            "SELECT id, byte_offset, line_number, raw, newline FROM entries WHERE source_file_id = ? ORDER BY byte_offset",
+            (file_id,),
+        ).fetchall()
+        for eid, offset, line_number, raw, newline in rows:
+            rec = adapter.normalize(RawRecord(offset, line_number, bytes(raw), bool(newline)), ctx)
+            if sessions is not None and rec.session_id not in sessions:
+                continue
+            seq, turn_id, dup_of = ledger.place(eid, rec)
+            updates.append((rec.session_id, seq, turn_id, dup_of, eid))
+        conn.executemany("UPDATE entries SET session_id = ?, seq = ?, turn_id = ?, dup_of = ? WHERE id = ?", updates)
+        ledger.flush()

@@ -1,0 +1,220 @@
+"""The ledger schema, declared once with SQLModel.
+
+These classes are the schema of record: `core.db` creates the tables from their metadata when a
+database is new or its `user_version` is stale. Hot paths (ingest, list views) read and write the
+same tables through plain `sqlite3`, because building ORM objects costs 7-30x more per row
+(see shared/PERF.md). Table and column names follow the seeds so their SQL runs unchanged.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Column, Index, LargeBinary, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+def _zero() -> object:
+    """An integer column that the database itself defaults to 0 (rows are written with raw SQL)."""
+    return Field(default=0, sa_column_kwargs={"server_default": "0"})
+
+
+class SourceFile(SQLModel, table=True):
+    """One file (or database) an agent wrote, and how far threadloom has read it."""
+
+    __tablename__ = "source_files"
+
+    id: int | None = Field(default=None, primary_key=True)
+    path: str = Field(unique=True)
+    agent: str
+    kind: str = "transcript"  # transcript | subagent | meta | journal | document
+    size: int = 0
+    mtime_ns: int = 0
+    inode: int | None = None
+    bytes_ingested: int = 0
+    lines_ingested: int = 0
+    # sha256 (128 bits, hex) of the head and the last 64 KiB of the ingested prefix: proves the
+    # prefix is unchanged before an append is read, without re-reading a large file.
+    content_hash: str | None = None
+    # Offset of a last record that was complete JSON but had no newline yet; if the file grows
+    # without starting a new line there, the file is read again.
+    open_tail_offset: int | None = None
+    ends_with_newline: bool = True
+    status: str = "ok"  # ok | gone | error | waiting
+    error: str | None = None
+    ingested_at: int | None = None
+    project_key: str | None = None
+
+
+class Entry(SQLModel, table=True):
+    """The zero-loss master: one row per record read from a source, raw bytes kept verbatim."""
+
+    __tablename__ = "entries"
+    __table_args__ = (
+        UniqueConstraint("source_file_id", "byte_offset", name="uq_entries_file_offset"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    source_file_id: int = Field(foreign_key="source_files.id")
+    byte_offset: int
+    line_number: int
+    raw: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    newline: bool = True  # the record ended with "\n" in its source
+    hash: str
+    entry_type: str | None = None
+    subtype: str | None = None
+    known: bool = True  # False: a record type this adapter does not know (kept, shown as such)
+    parse_error: str | None = None
+    uuid: str | None = None
+    parent_uuid: str | None = None
+    logical_parent_uuid: str | None = None
+    ref_uuid: str | None = None  # leafUuid of summaries, messageId of snapshots
+    session_id: str | None = None
+    agent_id: str | None = None
+    timestamp: int | None = None  # unix ms
+    is_sidechain: bool = False
+    is_meta: bool = False
+    role: str | None = None
+    content: str | None = None  # searchable text (text blocks, summaries, system text)
+    thinking: str | None = None
+    model: str | None = None
+    message_id: str | None = None
+    request_id: str | None = None
+    seq: int | None = None  # position in its session's messages (agent_messages.sequence)
+    turn_id: str | None = None
+    dup_of: int | None = None  # an earlier entry with the same uuid in the same session
+
+
+class AgentSession(SQLModel, table=True):
+    """A conversation: a main session, a subagent, or a sidechain (seed 000 plus totals)."""
+
+    __tablename__ = "agent_sessions"
+
+    id: str = Field(primary_key=True)
+    source: str  # claude-code | codex | gemini | ...
+    model: str | None = None
+    project: str | None = None
+    project_path: str | None = None
+    created_at: int | None = None
+    ended_at: int | None = None
+    message_count: int = _zero()
+    parent_session_id: str | None = Field(default=None, index=True)
+    parent_message_id: str | None = None
+    tool_call_id: str | None = None
+    task_description: str | None = None
+    task_status: str | None = None
+    is_subagent: int = _zero()
+    context_token_limit: int | None = None
+    context_tokens_used: int | None = None
+    is_agentic: int = _zero()
+    force_mode: str | None = None
+    workspace_path: str | None = None
+    # threadloom's additions
+    external_id: str | None = None  # the agent's own id (sessionId, agentId)
+    kind: str = "main"  # main | subagent | sidechain | workflow | teammate | fork
+    agent_id: str | None = None
+    agent_type: str | None = None
+    is_warmup: int = _zero()
+    title: str | None = None
+    title_source: str | None = None  # custom-title | ai-title | summary | prompt
+    first_prompt: str | None = None
+    git_branch: str | None = None
+    cli_version: str | None = None
+    input_tokens: int = _zero()
+    output_tokens: int = _zero()
+    cache_creation_tokens: int = _zero()
+    cache_read_tokens: int = _zero()
+    turn_count: int = _zero()
+    tool_call_count: int = _zero()
+    branch_count: int = _zero()
+    compaction_count: int = _zero()
+    forked_from_session_id: str | None = None
+    spawn_key: str | None = None  # what finds the spawning tool call: an agentId or "run:<id>"
+    source_file_id: int | None = None
+    updated_at: int | None = None
+
+
+class AgentTurn(SQLModel, table=True):
+    """One user query and the response to it: the fork points of a conversation."""
+
+    __tablename__ = "agent_turns"
+
+    id: str = Field(primary_key=True)
+    session_id: str = Field(index=True)
+    parent_turn_id: str | None = None
+    query_message_ids: str = "[]"
+    response_message_id: str | None = None
+    model: str | None = None
+    token_count: int = _zero()
+    timestamp: int | None = None
+    has_children: int = _zero()
+    tool_call_count: int = _zero()
+    started_at: int | None = None
+    sequence: int = 0
+    child_count: int = _zero()
+    last_entry_uuid: str | None = None  # the turn's last record: where a fork at this turn cuts
+
+
+class AgentToolCall(SQLModel, table=True):
+    """A tool_use joined to its tool_result and to the subagent session it spawned."""
+
+    __tablename__ = "agent_tool_calls"
+
+    id: str = Field(primary_key=True)
+    message_id: str | None = None
+    session_id: str = Field(index=True)
+    tool_name: str
+    tool_number: int = _zero()
+    params_json: str | None = None
+    result_json: str | None = None
+    status: str | None = None  # completed | failed | rejected | interrupted | pending
+    child_session_id: str | None = None
+    started_at: int | None = None
+    completed_at: int | None = None
+    entry_id: int | None = None
+    result_entry_id: int | None = None
+    turn_id: str | None = None
+    child_agent_id: str | None = None
+
+
+class AgentUsage(SQLModel, table=True):
+    """Token usage of one API message, deduplicated across streaming chunks and files."""
+
+    __tablename__ = "agent_usage"
+
+    message_id: str = Field(primary_key=True)
+    request_id: str | None = None
+    session_id: str = Field(index=True)
+    turn_id: str | None = Field(default=None, index=True)
+    entry_id: int | None = None
+    model: str | None = None
+    is_sidechain: int = _zero()
+    input_tokens: int = _zero()
+    output_tokens: int = _zero()
+    cache_creation_tokens: int = _zero()
+    cache_read_tokens: int = _zero()
+
+
+# Secondary indexes are created after a bulk load (see core.db.create_indexes); listing them here
+# keeps the schema in one place.
+SECONDARY_INDEXES: list[Index] = [
+    Index("ix_entries_session_seq", Entry.__table__.c.session_id, Entry.__table__.c.seq),
+    Index("ix_entries_uuid", Entry.__table__.c.uuid),
+    Index(
+        "ix_entries_titles",
+        Entry.__table__.c.entry_type,
+        Entry.__table__.c.session_id,
+        sqlite_where=Entry.__table__.c.entry_type.in_(
+            ["summary", "custom-title", "ai-title", "agent-name", "custom-title-file"]
+        ),
+    ),
+    Index("ix_tool_calls_child_agent", AgentToolCall.__table__.c.child_agent_id),
+    Index("ix_sessions_project", AgentSession.__table__.c.project_path),
+]
+
+
+class SourceRoot(SQLModel, table=True):
+    """A folder given with --source, remembered so later launches scan it again."""
+
+    __tablename__ = "source_roots"
+
+    path: str = Field(primary_key=True)
+    added_at: int | None = None

@@ -1,0 +1,1 @@
+"""threadloom's Textual interface; reads the ledger only through `core`'s API."""
