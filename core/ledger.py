@@ -65,11 +65,16 @@ class Ledger:
         sess = self._session(sid, rec)
         self._eid = entry_id
         if rec.uuid:
-            dup = sess["_uuids"].get(rec.uuid)
-            if dup is None and sess["_probe_dups"]:
+            # A copy of a record (a resumed session repeats earlier lines with their uuids) is kept
+            # in entries but counted once; same uuid with different content is not a copy.
+            fingerprint = (rec.entry_type, rec.message_id, rec.content)
+            seen = sess["_uuids"].get(rec.uuid)
+            dup = seen[0] if seen is not None and seen[1] == fingerprint else None
+            if seen is None and sess["_probe_dups"]:
                 row = self.conn.execute(
-                    "SELECT id FROM entries WHERE uuid = ? AND session_id = ? AND dup_of IS NULL AND id < ? LIMIT 1",
-                    (rec.uuid, sid, entry_id),
+                    "SELECT id FROM entries WHERE uuid = ? AND session_id = ? AND dup_of IS NULL AND id < ? "
+                    "AND entry_type IS ? AND message_id IS ? AND content IS ? LIMIT 1",
+                    (rec.uuid, sid, entry_id, *fingerprint),
                 ).fetchone()
                 dup = row[0] if row else None
             if dup is not None:
@@ -116,7 +121,7 @@ class Ledger:
 
         turn_id = self._place_in_turn(entry_id, rec, sess)
         if rec.uuid:
-            sess["_uuids"][rec.uuid] = entry_id
+            sess["_uuids"].setdefault(rec.uuid, (entry_id, (rec.entry_type, rec.message_id, rec.content)))
             sess["_uuid_turn"][rec.uuid] = turn_id
 
         for use in rec.tool_uses:

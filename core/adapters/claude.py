@@ -213,7 +213,7 @@ class ClaudeAdapter:
             return f"{root}:agent-{aid}" if root and aid else None
         if ctx.kind in ("journal", "document"):
             return ctx.state.get("root_session")
-        return ctx.state.get("last_sid") or (ctx.state.get("stem") if _looks_like_uuid(ctx.state.get("stem")) else None)
+        return ctx.state.get("last_sid") or ctx.state.get("stem")
 
     def _assign_session(self, out: Record, obj: dict, sid: str | None, ctx: FileContext) -> None:
         project_key = ctx.project_key

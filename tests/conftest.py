@@ -1,0 +1,110 @@
+"""Shared helpers: a tiny builder for Claude Code transcripts and a fresh ledger per test."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core import db
+from core.ingest import IngestReport, run_ingest
+
+SHARED = Path(os.environ.get("THREADLOOM_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+CORPUS = SHARED / "corpus"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never read the developer's real ~/.claude or write the real database."""
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "no-claude-here"))
+    monkeypatch.setenv("THREADLOOM_DB", str(tmp_path / "default.db"))
+
+
+@pytest.fixture
+def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
+    c = db.connect(tmp_path / "ledger.db")
+    yield c
+    c.close()
+
+
+def ingest(conn: sqlite3.Connection, *sources: Path) -> IngestReport:
+    report = run_ingest(conn, list(sources), include_defaults=False)
+    assert not report.errors, report.errors
+    return report
+
+
+class Transcript:
+    """Writes Claude Code JSONL records with consistent uuid/parentUuid chains."""
+
+    def __init__(self, path: Path, session_id: str, cwd: str = "/home/dev/app", **common) -> None:
+        self.path = path
+        self.session_id = session_id
+        self.cwd = cwd
+        self.common = common
+        self.last: str | None = None
+        self.n = 0
+        self.lines: list[dict] = []
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def _uuid(self) -> str:
+        self.n += 1
+        return f"{self.session_id[-8:]}-{self.n:04d}-4000-8000-{self.n:012d}"
+
+    def _ts(self) -> str:
+        return f"2026-03-01T10:{self.n // 60:02d}:{self.n % 60:02d}.000Z"
+
+    def add(self, record: dict, *, parent: str | None | bool = True, chain: bool = True) -> str:
+        uuid = record.get("uuid") or self._uuid()
+        base = {
+            "parentUuid": self.last if parent is True else (None if parent is False else parent),
+            "isSidechain": False, "userType": "external", "cwd": self.cwd, "sessionId": self.session_id,
+            "version": "2.1.20", "gitBranch": "main", "uuid": uuid, "timestamp": self._ts(),
+        }
+        base.update(self.common)
+        base.update(record)
+        self.lines.append(base)
+        if chain:
+            self.last = uuid
+        return uuid
+
+    def user(self, text: str, **kw) -> str:
+        return self.add({"type": "user", "message": {"role": "user", "content": text}}, **kw)
+
+    def assistant(self, text: str | None = None, *, msg_id: str | None = None, usage: dict | None = None,
+                  tools: list[dict] | None = None, thinking: str | None = None, model: str = "claude-opus-4-5",
+                  request_id: str | None = None, **kw) -> str:
+        content: list[dict] = []
+        if thinking:
+            content.append({"type": "thinking", "thinking": thinking, "signature": "sig"})
+        if text:
+            content.append({"type": "text", "text": text})
+        content += tools or []
+        msg_id = msg_id or f"msg_{self.session_id[:6]}_{self.n}"
+        return self.add({
+            "type": "assistant", "requestId": request_id or f"req_{msg_id}",
+            "message": {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": content,
+                        "stop_reason": "end_turn", "usage": usage or {"input_tokens": 10, "output_tokens": 5}},
+        }, **kw)
+
+    def tool_result(self, tool_use_id: str, output: str, *, is_error: bool = False, tool_use_result=None, **kw) -> str:
+        rec = {"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": tool_use_id, "content": output, "is_error": is_error}]}}
+        if tool_use_result is not None:
+            rec["toolUseResult"] = tool_use_result
+        return self.add(rec, **kw)
+
+    def raw(self, record: dict) -> None:
+        self.lines.append(record)
+
+    def write(self, *, final_newline: bool = True) -> Path:
+        text = "\n".join(json.dumps(line) for line in self.lines)
+        self.path.write_text(text + ("\n" if final_newline else ""))
+        return self.path
+
+
+def tool_use(tool_id: str, name: str, **params) -> dict:
+    return {"type": "tool_use", "id": tool_id, "name": name, "input": params}

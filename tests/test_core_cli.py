@@ -1,0 +1,149 @@
+"""The command line as a user runs it: real processes, real files, JSON outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import Transcript, tool_use
+
+from core import db
+
+SID = "dddddddd-1111-4222-8333-000000000001"
+
+
+def run(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, **(env_extra or {}))
+    return subprocess.run([sys.executable, "-m", "core.cli", *args], capture_output=True, text=True, env=env,
+                          cwd=Path(__file__).resolve().parents[1], timeout=120)
+
+
+def make_archive(root: Path) -> Path:
+    t = Transcript(root / "projects" / "-srv-api" / f"{SID}.jsonl", SID, cwd="/srv/api")
+    t.user("Add a health endpoint")
+    t.assistant("Adding it", tools=[tool_use("tu1", "Write", file_path="/srv/api/health.py", content="ok")],
+                usage={"input_tokens": 12, "output_tokens": 30})
+    t.tool_result("tu1", "File created")
+    t.assistant("Done.")
+    t.write()
+    return root / "projects"
+
+
+def test_core_never_imports_textual():
+    modules = sorted(
+        "core." + str(p.relative_to(Path(__file__).resolve().parents[1] / "core").with_suffix("")).replace(os.sep, ".")
+        for p in (Path(__file__).resolve().parents[1] / "core").rglob("*.py")
+        if p.name != "__init__.py"
+    )
+    code = "import sys\n" + "".join(f"import {m}\n" for m in modules) + "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'tui')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1], check=True)
+    assert len(modules) >= 10
+    assert out.stdout.strip() == "[]"
+
+
+def test_ingest_sessions_show_json(tmp_path):
+    projects = make_archive(tmp_path)
+    dbfile = tmp_path / "cli.db"
+    res = run("ingest", "--db", str(dbfile), "--only", "--source", str(projects), "--json")
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    assert {k: report[k] for k in ("files_seen", "files_skipped", "files_read", "records_added", "sessions", "errors")} == {
+        "files_seen": 1, "files_skipped": 0, "files_read": 1, "records_added": 4, "sessions": 1, "errors": []}
+    assert report["bytes_read"] == (projects / "-srv-api" / f"{SID}.jsonl").stat().st_size
+    again = json.loads(run("ingest", "--db", str(dbfile), "--json").stdout)
+    assert (again["files_skipped"], again["files_read"], again["bytes_read"]) == (1, 0, 0)  # the source is remembered
+
+    sessions = json.loads(run("sessions", "--db", str(dbfile), "--json").stdout)
+    assert len(sessions) == 1
+    s = sessions[0]
+    for key in ("id", "agent", "project", "project_path", "title", "started_at", "ended_at", "message_count",
+                "is_subagent", "parent_session_id", "model", "input_tokens", "output_tokens",
+                "cache_creation_tokens", "cache_read_tokens"):
+        assert key in s
+    assert (s["id"], s["agent"], s["project"], s["title"], s["message_count"], s["input_tokens"]) == (
+        SID, "claude-code", "api", "Add a health endpoint", 4, 22)
+
+    shown = run("show", "--db", str(dbfile), SID[:8])
+    assert shown.returncode == 0
+    assert "Add a health endpoint" in shown.stdout and "▸ Write" in shown.stdout and "/srv/api/health.py" in shown.stdout
+    missing = run("show", "--db", str(dbfile), "zzzz")
+    assert missing.returncode == 1 and "no session matches" in missing.stderr
+
+
+def test_verify_and_restore(tmp_path):
+    projects = make_archive(tmp_path)
+    dbfile = tmp_path / "cli.db"
+    run("ingest", "--db", str(dbfile), "--only", "--source", str(projects), "--json")
+    ok = run("verify", "--db", str(dbfile))
+    assert ok.returncode == 0 and "all stored bytes match" in ok.stdout
+    source = projects / "-srv-api" / f"{SID}.jsonl"
+    original = source.read_bytes()
+    source.write_bytes(original.replace(b"Adding it", b"ADDING IT"))
+    bad = run("verify", "--db", str(dbfile), "--json")
+    assert bad.returncode == 1 and "line 2" in json.loads(bad.stdout)["mismatches"][0]
+    res = run("restore", "--db", str(dbfile), SID, "--to", str(tmp_path / "out"))
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "out" / "-srv-api" / f"{SID}.jsonl").read_bytes() == original
+    again = run("restore", "--db", str(dbfile), SID, "--to", str(tmp_path / "out"))
+    assert again.returncode == 1 and "never overwrites" in again.stderr
+
+
+def test_database_file_is_private_and_pragmas_set(tmp_path):
+    conn = db.connect(tmp_path / "p.db")
+    assert stat.S_IMODE(os.stat(tmp_path / "p.db").st_mode) == 0o600
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == db.BUSY_TIMEOUT_MS
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(entries)")}
+    assert {"id", "source_file_id", "byte_offset", "line_number", "raw", "hash", "entry_type", "uuid", "parent_uuid",
+            "logical_parent_uuid", "session_id", "agent_id", "timestamp", "is_sidechain", "is_meta", "role",
+            "content"} <= cols
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(source_files)")}
+    assert {"id", "path", "agent", "size", "mtime_ns", "bytes_ingested", "content_hash", "status", "error",
+            "ingested_at"} <= cols
+
+
+def test_corrupt_database_names_rebuild(tmp_path):
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is definitely not sqlite" * 100)
+    res = run("sessions", "--db", str(bad))
+    assert res.returncode == 1 and "--rebuild" in res.stderr and "Traceback" not in res.stderr
+    projects = make_archive(tmp_path)
+    res = run("ingest", "--db", str(bad), "--rebuild", "--only", "--source", str(projects), "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["records_added"] == 4
+    assert list(tmp_path.glob("bad.db.*.bak"))
+
+
+def test_locked_database_gets_a_clear_message(tmp_path, monkeypatch):
+    dbfile = tmp_path / "locked.db"
+    db.connect(dbfile).close()
+    holder = sqlite3.connect(dbfile, isolation_level=None)
+    holder.execute("PRAGMA journal_mode = DELETE")
+    holder.execute("BEGIN EXCLUSIVE")
+    monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 200)
+    projects = make_archive(tmp_path)
+    from core.cli import main
+
+    try:
+        code = main(["ingest", "--db", str(dbfile), "--only", "--source", str(projects), "--json"])
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert code == 1
+
+
+def test_help_answers_questions():
+    res = run("--help")
+    assert res.returncode == 0
+    for word in ("ingest", "sessions", "show", "verify", "restore", "--demo", "THREADLOOM_DB", "CLAUDE_CONFIG_DIR"):
+        assert word in res.stdout
+    assert "--rebuild" in run("ingest", "--help").stdout

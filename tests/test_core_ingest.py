@@ -1,0 +1,244 @@
+"""Zero-loss, incremental ingest: what is stored, what is re-read, and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+from conftest import Transcript, ingest, tool_use
+
+from core.archive import file_bytes
+
+
+def entries_of(conn: sqlite3.Connection, path: Path) -> list[tuple]:
+    return conn.execute(
+        "SELECT e.byte_offset, e.line_number, e.raw, e.newline, e.entry_type, e.known, e.parse_error "
+        "FROM entries e JOIN source_files f ON f.id = e.source_file_id WHERE f.path = ? ORDER BY e.byte_offset",
+        (str(path),),
+    ).fetchall()
+
+
+def file_id(conn: sqlite3.Connection, path: Path) -> int:
+    return conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path),)).fetchone()[0]
+
+
+def simple_session(root: Path, sid: str = "11111111-aaaa-4bbb-8ccc-000000000001", turns: int = 2) -> Transcript:
+    t = Transcript(root / "projects" / "-home-dev-app" / f"{sid}.jsonl", sid)
+    for i in range(turns):
+        t.user(f"prompt number {i}")
+        t.assistant(f"answer number {i}")
+    return t
+
+
+def test_every_record_type_is_kept_including_unknown_and_invalid(conn, tmp_path):
+    t = simple_session(tmp_path, turns=1)
+    t.raw({"type": "summary", "summary": "A title", "leafUuid": "nowhere"})
+    t.raw({"type": "file-history-snapshot", "messageId": "m1", "snapshot": {}, "isSnapshotUpdate": False})
+    t.raw({"type": "queue-operation", "operation": "enqueue", "content": "later", "sessionId": t.session_id})
+    t.raw({"type": "brand-new-record-type", "payload": {"x": 1}, "sessionId": t.session_id})
+    path = t.write()
+    with open(path, "ab") as f:
+        f.write(b"this is not json\n\n[1, 2]\n")
+    ingest(conn, tmp_path / "projects")
+    rows = entries_of(conn, path)
+    types = [r[4] for r in rows]
+    assert types[:2] == ["user", "assistant"]
+    assert "brand-new-record-type" in types and "summary" in types and "queue-operation" in types
+    unknown = [r for r in rows if r[4] == "brand-new-record-type"][0]
+    assert unknown[5] == 0  # kept and marked unknown
+    invalid = [r for r in rows if r[4] == "invalid"][0]
+    assert invalid[2] == b"this is not json" and invalid[6]
+    assert [r[4] for r in rows[-2:]] == ["blank", "non-object"]
+    # every line is one row, and the rows give back the file byte for byte
+    assert len(rows) == path.read_bytes().count(b"\n")
+    assert file_bytes(conn, file_id(conn, path))[0] == path.read_bytes()
+
+
+def test_bad_bytes_are_kept_raw_and_do_not_stop_the_file(conn, tmp_path):
+    sid = "22222222-aaaa-4bbb-8ccc-000000000002"
+    path = tmp_path / "projects" / "p" / f"{sid}.jsonl"
+    path.parent.mkdir(parents=True)
+    good = json.dumps({"type": "user", "uuid": "u1", "sessionId": sid, "message": {"role": "user", "content": "hello"}})
+    bad_utf8 = b'{"type":"user","uuid":"u2","parentUuid":"u1","sessionId":"' + sid.encode() + b'","message":{"content":"caf\xe9 \xff"}}'
+    surrogate = ('{"type":"user","uuid":"u3","parentUuid":"u2","sessionId":"%s","message":{"content":"lone \\ud800 here"}}' % sid).encode()
+    nul_padded = b"\x00\x00\x00" + json.dumps({"type": "assistant", "uuid": "u4", "parentUuid": "u3", "sessionId": sid,
+                                               "message": {"role": "assistant", "content": [{"type": "text", "text": "after crash"}]}}).encode()
+    huge_text = "x" * (20 * 1024 * 1024)
+    huge = json.dumps({"type": "user", "uuid": "u5", "parentUuid": "u4", "sessionId": sid,
+                       "message": {"role": "user", "content": huge_text}}).encode()
+    data = b"\n".join([good.encode(), bad_utf8, surrogate, nul_padded, huge]) + b"\n"
+    path.write_bytes(data)
+    ingest(conn, tmp_path / "projects")
+    rows = entries_of(conn, path)
+    assert len(rows) == 5
+    assert rows[1][2] == bad_utf8 and rows[1][4] == "user" and "leniently" in rows[1][6]
+    assert rows[2][4] == "user"
+    assert rows[3][2].startswith(b"\x00\x00\x00") and rows[3][4] == "assistant"
+    assert len(rows[4][2]) > 20 * 1024 * 1024
+    assert file_bytes(conn, file_id(conn, path))[0] == data
+    content = conn.execute("SELECT content FROM entries WHERE uuid = 'u2'").fetchone()[0]
+    assert content.startswith("caf")
+
+
+def test_empty_file_and_unreadable_file(conn, tmp_path):
+    projects = tmp_path / "projects" / "p"
+    projects.mkdir(parents=True)
+    (projects / "33333333-aaaa-4bbb-8ccc-000000000003.jsonl").write_bytes(b"")
+    (projects / "44444444-aaaa-4bbb-8ccc-000000000004.jsonl").symlink_to(tmp_path / "missing-target.jsonl")
+    from core.ingest import run_ingest
+
+    report = run_ingest(conn, [tmp_path / "projects"], include_defaults=False)
+    assert report.files_read == 1
+    assert len(report.errors) == 1 and "44444444" in report.errors[0]
+
+
+def test_truncated_last_line_waits_then_is_read_once_complete(conn, tmp_path):
+    t = simple_session(tmp_path, turns=1)
+    path = t.write()
+    partial = b'{"type":"user","uuid":"late","parentUuid":null,"sessionId":"' + t.session_id.encode() + b'","message":{"content":"still be'
+    with open(path, "ab") as f:
+        f.write(partial)
+    report = ingest(conn, tmp_path / "projects")
+    assert report.records_added == 2
+    status = conn.execute("SELECT status, bytes_ingested FROM source_files WHERE path = ?", (str(path),)).fetchone()
+    assert status[0] == "waiting" and status[1] == path.stat().st_size - len(partial)
+    with open(path, "ab") as f:
+        f.write(b'ing written"}}\n')
+    report = ingest(conn, tmp_path / "projects")
+    assert report.records_added == 1
+    assert file_bytes(conn, file_id(conn, path))[0] == path.read_bytes()
+
+
+def test_complete_last_line_without_newline_is_ingested_and_reread_if_extended(conn, tmp_path):
+    t = simple_session(tmp_path, turns=1)
+    path = t.write(final_newline=False)
+    ingest(conn, tmp_path / "projects")
+    rows = entries_of(conn, path)
+    assert len(rows) == 2 and rows[-1][3] == 0
+    assert file_bytes(conn, file_id(conn, path))[0] == path.read_bytes()
+    # the writer finishes the line and appends another record
+    t2 = Transcript(path, t.session_id)
+    t2.n = 50
+    t2.last = t.last
+    t2.user("one more")
+    with open(path, "ab") as f:
+        f.write(b"\n" + json.dumps(t2.lines[0]).encode() + b"\n")
+    report = ingest(conn, tmp_path / "projects")
+    assert report.records_added == 1
+    rows = entries_of(conn, path)
+    assert len(rows) == 3 and rows[1][3] == 1
+    assert file_bytes(conn, file_id(conn, path))[0] == path.read_bytes()
+
+
+def test_unchanged_second_run_reads_nothing(conn, tmp_path):
+    simple_session(tmp_path).write()
+    first = ingest(conn, tmp_path / "projects")
+    assert first.files_read == 1 and first.records_added == 4
+    second = ingest(conn, tmp_path / "projects")
+    assert (second.files_read, second.bytes_read, second.records_added, second.files_skipped) == (0, 0, 0, 1)
+
+
+def test_append_reads_only_new_records(conn, tmp_path):
+    t = simple_session(tmp_path)
+    path = t.write()
+    ingest(conn, tmp_path / "projects")
+    size_before = path.stat().st_size
+    before = len(t.lines)
+    t.user("third prompt")
+    t.assistant("third answer")
+    with open(path, "ab") as f:
+        for line in t.lines[before:]:
+            f.write(json.dumps(line).encode() + b"\n")
+    report = ingest(conn, tmp_path / "projects")
+    assert report.records_added == 2
+    assert report.bytes_read == path.stat().st_size - size_before
+    session = conn.execute("SELECT message_count, turn_count FROM agent_sessions WHERE id = ?", (t.session_id,)).fetchone()
+    assert session == (6, 3)
+    turns = conn.execute(
+        "SELECT id, parent_turn_id FROM agent_turns WHERE session_id = ? ORDER BY sequence", (t.session_id,)
+    ).fetchall()
+    assert turns[2][1] == turns[1][0]  # the appended turn continues the previous one
+
+
+def test_rewritten_file_is_reingested_and_truncation_removes_records(conn, tmp_path):
+    t = simple_session(tmp_path, turns=3)
+    path = t.write()
+    ingest(conn, tmp_path / "projects")
+    # rewrite a line in the middle (same length, different bytes)
+    data = path.read_bytes().replace(b"answer number 1", b"ANSWER NUMBER 1")
+    path.write_bytes(data)
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 1_000_000))
+    ingest(conn, tmp_path / "projects")
+    contents = [r[0] for r in conn.execute("SELECT content FROM entries WHERE role = 'assistant' ORDER BY byte_offset")]
+    assert contents == ["answer number 0", "ANSWER NUMBER 1", "answer number 2"]
+    # truncate to the first two records
+    lines = data.split(b"\n")
+    path.write_bytes(b"\n".join(lines[:2]) + b"\n")
+    ingest(conn, tmp_path / "projects")
+    assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 2
+    assert conn.execute("SELECT message_count, turn_count FROM agent_sessions").fetchone() == (2, 1)
+    assert file_bytes(conn, file_id(conn, path))[0] == path.read_bytes()
+
+
+def test_disappeared_source_keeps_its_session_and_restores(conn, tmp_path):
+    from core.archive import restore_session
+
+    t = simple_session(tmp_path)
+    path = t.write()
+    original = path.read_bytes()
+    ingest(conn, tmp_path / "projects")
+    path.unlink()
+    report = ingest(conn, tmp_path / "projects")
+    assert report.files_gone == 1
+    assert conn.execute("SELECT status FROM source_files").fetchone()[0] == "gone"
+    assert conn.execute("SELECT message_count FROM agent_sessions").fetchone()[0] == 4
+    restored = restore_session(conn, t.session_id, tmp_path / "restored")
+    assert len(restored) == 1 and restored[0].complete
+    assert Path(restored[0].written_to).read_bytes() == original
+    assert Path(restored[0].written_to).relative_to(tmp_path / "restored").parts[0] == "-home-dev-app"
+
+
+def test_sources_are_never_modified(conn, tmp_path):
+    t = simple_session(tmp_path)
+    t.add({"type": "assistant", "message": {"role": "assistant", "content": [tool_use("t1", "Bash", command="ls")]}})
+    path = t.write()
+    before = (path.read_bytes(), path.stat().st_mtime_ns)
+    ingest(conn, tmp_path / "projects")
+    ingest(conn, tmp_path / "projects")
+    assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+
+
+def test_crash_mid_file_leaves_database_consistent(conn, tmp_path, monkeypatch):
+    import core.ingest as ingest_mod
+
+    simple_session(tmp_path, "55555555-aaaa-4bbb-8ccc-000000000005").write()
+    simple_session(tmp_path, "66666666-aaaa-4bbb-8ccc-000000000006").write()
+    original = ingest_mod.INSERT_ENTRY
+    calls = {"n": 0}
+
+    class Boom(Exception):
+        pass
+
+    real_executemany = sqlite3.Connection.executemany
+
+    def flaky(self, sql, rows):
+        if sql == original:
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise Boom("disk on fire")
+        return real_executemany(self, sql, rows)
+
+    class FlakyConn(sqlite3.Connection):
+        executemany = flaky
+
+    flaky_conn = sqlite3.connect(tmp_path / "ledger.db", factory=FlakyConn, isolation_level=None)
+    report = ingest_mod.run_ingest(flaky_conn, [tmp_path / "projects"], include_defaults=False)
+    assert len(report.errors) == 1 and "disk on fire" in report.errors[0]
+    assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 4
+    report = ingest(conn, tmp_path / "projects")  # the next run finishes the job, no duplicates
+    assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 8
+    assert conn.execute("SELECT count(*), sum(message_count) FROM agent_sessions").fetchone() == (2, 8)

@@ -1,0 +1,273 @@
+"""Sessions, subagents in all layouts, threading, turns, tool calls, tokens and titles."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import Transcript, ingest, tool_use
+
+SID = "aaaaaaaa-1111-4222-8333-000000000001"
+PROJECT = "-home-dev-app"
+
+
+def project_dir(tmp_path: Path) -> Path:
+    return tmp_path / "projects" / PROJECT
+
+
+def session(conn, sid):
+    row = conn.execute("SELECT * FROM agent_sessions WHERE id = ?", (sid,)).fetchone()
+    cols = [d[0] for d in conn.execute("SELECT * FROM agent_sessions LIMIT 0").description]
+    return dict(zip(cols, row, strict=True)) if row else None
+
+
+def test_subagents_in_all_three_layouts_link_to_their_task_call(conn, tmp_path):
+    t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
+    t.user("Refactor the parser")
+    # 1. inline sidechain (<= 1.0.x): same file, isSidechain, no agentId
+    t.assistant(tools=[tool_use("toolu_inline", "Task", description="Inline helper", prompt="Find the parser files")])
+    inline_root = t.add({"type": "user", "isSidechain": True, "message": {"role": "user", "content": "Find the parser files"}},
+                        parent=False, chain=False)
+    t.add({"type": "assistant", "isSidechain": True, "message": {"id": "msg_side", "role": "assistant", "model": "m",
+           "content": [{"type": "text", "text": "found them"}], "usage": {"input_tokens": 3, "output_tokens": 2}}},
+          parent=inline_root, chain=False)
+    t.tool_result("toolu_inline", "found them")
+    # 2. legacy agent-<id>.jsonl beside the session (2.0.x), linked by toolUseResult.agentId
+    t.assistant(tools=[tool_use("toolu_legacy", "Task", description="Legacy helper", prompt="Run the tests")])
+    t.tool_result("toolu_legacy", "tests pass", tool_use_result={"status": "completed", "agentId": "1e9ac0de"})
+    # 3. <session>/subagents/agent-<id>.jsonl with .meta.json (2.1.x), meta names the tool call
+    t.assistant(tools=[tool_use("toolu_new", "Agent", description="New helper", prompt="Write docs",
+                                subagent_type="general-purpose")])
+    t.tool_result("toolu_new", "Failed: docs folder missing", is_error=True)
+    t.write()
+
+    legacy = Transcript(project_dir(tmp_path) / "agent-1e9ac0de.jsonl", SID, isSidechain=True, agentId="1e9ac0de")
+    legacy.user("Run the tests", parent=False)
+    legacy.assistant("all green")
+    legacy.write()
+
+    sub_dir = project_dir(tmp_path) / SID / "subagents"
+    new = Transcript(sub_dir / "agent-a0123456789abcdef.jsonl", SID, isSidechain=True, agentId="a0123456789abcdef")
+    new.user("Write docs", parent=False)
+    # a subagent spawning its own subagent: nested
+    new.assistant(tools=[tool_use("toolu_nested", "Task", description="Nested helper", prompt="Check spelling")])
+    new.tool_result("toolu_nested", "spelling ok", tool_use_result={"agentId": "afedcba9876543210"})
+    new.write()
+    (sub_dir / "agent-a0123456789abcdef.meta.json").write_text(
+        json.dumps({"agentType": "general-purpose", "description": "New helper", "toolUseId": "toolu_new"}))
+    nested = Transcript(sub_dir / "agent-afedcba9876543210.jsonl", SID, isSidechain=True, agentId="afedcba9876543210")
+    nested.user("Check spelling", parent=False)
+    nested.assistant("no typos")
+    nested.write()
+    # a 2.0.x Warmup agent, not linked to anything
+    warm = Transcript(project_dir(tmp_path) / "agent-0000beef.jsonl", SID, isSidechain=True, agentId="0000beef")
+    warm.user("Warmup", parent=False)
+    warm.assistant("ready")
+    warm.write()
+
+    ingest(conn, tmp_path / "projects")
+    subs = {r[0]: r for r in conn.execute(
+        "SELECT id, parent_session_id, tool_call_id, task_description, task_status, kind, is_warmup, agent_type "
+        "FROM agent_sessions WHERE is_subagent = 1")}
+    inline = [s for s in subs if ":side-" in s]
+    assert len(inline) == 1
+    assert subs[inline[0]][1:6] == (SID, "toolu_inline", "Inline helper", "completed", "sidechain")
+    assert subs[f"{SID}:agent-1e9ac0de"][1:5] == (SID, "toolu_legacy", "Legacy helper", "completed")
+    assert subs[f"{SID}:agent-a0123456789abcdef"][1:5] == (SID, "toolu_new", "New helper", "failed")
+    assert subs[f"{SID}:agent-a0123456789abcdef"][7] == "general-purpose"
+    # nested: its parent is the agent whose file holds the Task call
+    assert subs[f"{SID}:agent-afedcba9876543210"][1:3] == (f"{SID}:agent-a0123456789abcdef", "toolu_nested")
+    assert subs[f"{SID}:agent-0000beef"][6] == 1 and subs[f"{SID}:agent-0000beef"][2] is None
+    calls = dict(conn.execute("SELECT id, child_session_id FROM agent_tool_calls WHERE tool_name IN ('Task','Agent')"))
+    assert calls["toolu_legacy"] == f"{SID}:agent-1e9ac0de"
+    assert calls["toolu_nested"] == f"{SID}:agent-afedcba9876543210"
+    # the main session holds only its own messages
+    assert session(conn, SID)["message_count"] == 7
+
+
+def test_rewind_branch_compaction_and_turns(conn, tmp_path):
+    t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
+    t.user("first question")
+    a1 = t.assistant("first answer")
+    t.user("second question")
+    t.assistant("second answer")
+    # rewind: a new prompt hangs off the first answer, which already has a child
+    t.user("second question, asked differently", parent=a1)
+    before = t.assistant("better second answer")
+    boundary = t.add({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
+                      "logicalParentUuid": before, "compactMetadata": {"trigger": "auto", "preTokens": 150000}},
+                     parent=False)
+    t.add({"type": "user", "isCompactSummary": True, "isVisibleInTranscriptOnly": True,
+           "message": {"role": "user", "content": "This session is being continued from a previous conversation"}},
+          parent=boundary)
+    t.user("after compaction")
+    t.assistant("still here")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    s = session(conn, SID)
+    assert (s["turn_count"], s["branch_count"], s["compaction_count"]) == (4, 1, 1)
+    turns = conn.execute(
+        "SELECT id, parent_turn_id, child_count, has_children, response_message_id FROM agent_turns "
+        "WHERE session_id = ? ORDER BY sequence", (SID,)).fetchall()
+    first, second, rewound, after = turns
+    assert first[2] == 2 and first[3] == 1  # the branch point
+    assert second[1] == first[0] and rewound[1] == first[0]
+    assert after[1] == rewound[0]  # joined across the compaction through logicalParentUuid
+    # the compact summary is not a human prompt
+    prompts = [r[0] for r in conn.execute(
+        "SELECT content FROM entries e JOIN agent_turns t ON t.id = e.uuid WHERE t.session_id = ?", (SID,))]
+    assert not any("continued from a previous" in p for p in prompts)
+
+
+def test_tool_calls_statuses_and_streaming_token_dedup(conn, tmp_path):
+    t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
+    t.user("do things")
+    usage1 = {"input_tokens": 100, "cache_creation_input_tokens": 1000, "cache_read_input_tokens": 5000, "output_tokens": 3}
+    usage2 = dict(usage1, output_tokens=150)
+    # one API response split over three lines sharing message.id: count it once, output = max
+    t.assistant(thinking="let me think", msg_id="msg_A", usage=usage1, request_id="req_A")
+    t.assistant(msg_id="msg_A", usage=usage1, request_id="req_A", tools=[tool_use("tu_ok", "Bash", command="ls")])
+    t.assistant(msg_id="msg_A", usage=usage2, request_id="req_A", tools=[tool_use("tu_fail", "Bash", command="false")])
+    t.tool_result("tu_ok", "file.txt")
+    t.tool_result("tu_fail", "Exit code 1", is_error=True)
+    t.assistant(msg_id="msg_B", usage={"input_tokens": 7, "output_tokens": 11},
+                tools=[tool_use("tu_rej", "Edit", file_path="a.py", old_string="a", new_string="b"),
+                       tool_use("tu_int", "Bash", command="sleep 100")])
+    t.tool_result("tu_rej", "The user doesn't want to proceed with this tool use.", is_error=True,
+                  tool_use_result="User rejected tool use")
+    t.tool_result("tu_int", "[Request interrupted by user for tool use]", is_error=True)
+    # synthetic / API-error lines carry no real usage
+    t.add({"type": "assistant", "isApiErrorMessage": True, "message": {"id": "msg_err", "role": "assistant",
+           "model": "<synthetic>", "content": [{"type": "text", "text": "API Error"}],
+           "usage": {"input_tokens": 999, "output_tokens": 999}}})
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    statuses = dict(conn.execute("SELECT id, status FROM agent_tool_calls"))
+    assert statuses == {"tu_ok": "completed", "tu_fail": "failed", "tu_rej": "rejected", "tu_int": "interrupted"}
+    s = session(conn, SID)
+    assert (s["input_tokens"], s["output_tokens"], s["cache_creation_tokens"], s["cache_read_tokens"]) == (107, 161, 1000, 5000)
+    assert s["tool_call_count"] == 4 and s["is_agentic"] == 1
+    turn = conn.execute("SELECT tool_call_count, token_count FROM agent_turns WHERE session_id = ?", (SID,)).fetchone()
+    assert turn == (4, 107 + 161 + 1000 + 5000)
+    assert conn.execute("SELECT thinking FROM entries WHERE thinking IS NOT NULL").fetchone()[0] == "let me think"
+
+
+def test_titles_custom_then_ai_then_summary_from_another_file_then_prompt(conn, tmp_path):
+    def make(sid: str, prompt: str, extra: list[dict]) -> Transcript:
+        t = Transcript(project_dir(tmp_path) / f"{sid}.jsonl", sid)
+        t.user("<command-name>/clear</command-name>")
+        t.user(prompt)
+        t.assistant("ok")
+        for rec in extra:
+            t.raw(rec | {"sessionId": sid})
+        return t
+
+    s1 = "bbbbbbbb-0000-4000-8000-000000000001"
+    s2 = "bbbbbbbb-0000-4000-8000-000000000002"
+    s3 = "bbbbbbbb-0000-4000-8000-000000000003"
+    s4 = "bbbbbbbb-0000-4000-8000-000000000004"
+    make(s1, "p1", [{"type": "ai-title", "aiTitle": "AI one"}, {"type": "custom-title", "customTitle": "Mine"},
+                    {"type": "ai-title", "aiTitle": "AI two"}]).write()
+    make(s2, "p2", [{"type": "ai-title", "aiTitle": "Old AI"}, {"type": "ai-title", "aiTitle": "New AI"}]).write()
+    t3 = make(s3, "p3", [])
+    t3.write()
+    make(s4, "Explain the   build\nsystem", []).write()
+    # a summary in s4's file whose leafUuid is a record of s3 belongs to s3
+    with open(project_dir(tmp_path) / f"{s4}.jsonl", "a") as f:
+        f.write(json.dumps({"type": "summary", "summary": "Summary of three", "leafUuid": t3.last}) + "\n")
+    ingest(conn, tmp_path / "projects")
+    titles = dict(conn.execute("SELECT id, title FROM agent_sessions"))
+    assert titles == {s1: "Mine", s2: "New AI", s3: "Summary of three", s4: "Explain the build system"}
+
+
+def test_records_copied_into_a_resumed_session_are_not_counted_twice(conn, tmp_path):
+    old = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
+    old.user("original question")
+    old.assistant("original answer", msg_id="msg_orig", usage={"input_tokens": 50, "output_tokens": 20})
+    old.write()
+    new_sid = "cccccccc-1111-4222-8333-000000000002"
+    resumed = Transcript(project_dir(tmp_path) / f"{new_sid}.jsonl", new_sid)
+    for line in old.lines:
+        resumed.raw(dict(line))  # copies keep their uuid, sessionId and message.id
+    resumed.last = old.last
+    resumed.user("follow-up question")
+    resumed.assistant("follow-up answer")
+    resumed.write()
+    ingest(conn, tmp_path / "projects")
+    assert session(conn, SID)["message_count"] == 2
+    assert session(conn, SID)["input_tokens"] == 50
+    assert session(conn, new_sid)["message_count"] == 2
+    assert conn.execute("SELECT count(*) FROM entries WHERE dup_of IS NOT NULL").fetchone()[0] == 2
+    assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 6
+
+
+def test_seed_query_patterns_run_unchanged(conn, tmp_path):
+    t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
+    t.user("q1")
+    t.assistant("a1", tools=[tool_use("tu1", "Read", file_path="x"), tool_use("tu2", "Read", file_path="y")])
+    t.tool_result("tu1", "x")
+    t.tool_result("tu2", "boom", is_error=True)
+    t.assistant("done")
+    t.user("q2")
+    last = t.assistant("a2", tools=[tool_use("tu3", "Task", description="helper", prompt="help me")])
+    t.tool_result("tu3", "helped", tool_use_result={"agentId": "abc12345"})
+    t.write()
+    sub = Transcript(project_dir(tmp_path) / "agent-abc12345.jsonl", SID, isSidechain=True, agentId="abc12345")
+    sub.user("help me", parent=False)
+    sub.assistant("helping")
+    sub.write()
+    ingest(conn, tmp_path / "projects")
+
+    history = conn.execute("SELECT * FROM agent_messages WHERE session_id = ? ORDER BY sequence;", (SID,)).fetchall()
+    assert [r[2] for r in history] == ["user", "assistant", "user", "user", "assistant", "user", "assistant", "user"]
+    assert [r[4] for r in history] == list(range(8))
+
+    turn2 = conn.execute("SELECT id FROM agent_turns WHERE session_id = ? ORDER BY sequence DESC LIMIT 1", (SID,)).fetchone()[0]
+    tree = conn.execute("""
+WITH RECURSIVE turn_tree AS (
+  SELECT * FROM agent_turns WHERE id = ?  -- start from turn
+  UNION ALL
+  SELECT t.* FROM agent_turns t
+  JOIN turn_tree tt ON t.id = tt.parent_turn_id
+)
+SELECT * FROM turn_tree ORDER BY timestamp;""", (turn2,)).fetchall()
+    assert len(tree) == 2 and tree[1][0] == turn2 and tree[1][4] == last
+
+    subagents = conn.execute("SELECT * FROM agent_sessions\nWHERE parent_session_id = ?;", (SID,)).fetchall()
+    assert [r[0] for r in subagents] == [f"{SID}:agent-abc12345"]
+
+    stats = conn.execute("""SELECT tool_name, COUNT(*) as uses,
+       SUM(CASE WHEN status='completed' THEN 1 ELSE 0 END) as success
+FROM agent_tool_calls
+WHERE session_id = ?
+GROUP BY tool_name
+ORDER BY uses DESC;""", (SID,)).fetchall()
+    assert stats == [("Read", 2, 1), ("Task", 1, 1)]
+
+
+def test_project_path_comes_from_cwd_not_the_folder_name(conn, tmp_path):
+    t = Transcript(tmp_path / "projects" / "-home-dev-my-proj-v2" / f"{SID}.jsonl", SID, cwd="/home/dev/my_proj.v2")
+    t.user("hi")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    s = session(conn, SID)
+    assert (s["project"], s["project_path"]) == ("my_proj.v2", "/home/dev/my_proj.v2")
+
+
+def test_schema_version_mismatch_rebuilds_derived_tables(tmp_path):
+    from core import db
+
+    t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
+    t.user("question")
+    t.assistant("answer", usage={"input_tokens": 4, "output_tokens": 2})
+    t.write()
+    conn = db.connect(tmp_path / "l.db")
+    ingest(conn, tmp_path / "projects")
+    before = session(conn, SID)
+    conn.execute("UPDATE agent_sessions SET title = 'stale', input_tokens = 0")
+    conn.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION - 1}")
+    conn.close()
+    conn = db.connect(tmp_path / "l.db")
+    after = session(conn, SID)
+    assert after["title"] == "question" and after["input_tokens"] == 4
+    assert {k: v for k, v in after.items() if k != "updated_at"} == {k: v for k, v in before.items() if k != "updated_at"}
