@@ -63,7 +63,7 @@ def test_bad_bytes_are_kept_raw_and_do_not_stop_the_file(conn, tmp_path):
     path.parent.mkdir(parents=True)
     good = json.dumps({"type": "user", "uuid": "u1", "sessionId": sid, "message": {"role": "user", "content": "hello"}})
     bad_utf8 = b'{"type":"user","uuid":"u2","parentUuid":"u1","sessionId":"' + sid.encode() + b'","message":{"content":"caf\xe9 \xff"}}'
-    surrogate = ('{"type":"user","uuid":"u3","parentUuid":"u2","sessionId":"%s","message":{"content":"lone \\ud800 here"}}' % sid).encode()
+    surrogate = b'{"type":"user","uuid":"u3","parentUuid":"u2","sessionId":"' + sid.encode() + b'","message":{"content":"lone \\ud800 here"}}'
     nul_padded = b"\x00\x00\x00" + json.dumps({"type": "assistant", "uuid": "u4", "parentUuid": "u3", "sessionId": sid,
                                                "message": {"role": "assistant", "content": [{"type": "text", "text": "after crash"}]}}).encode()
     huge_text = "x" * (20 * 1024 * 1024)

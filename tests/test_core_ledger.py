@@ -17,7 +17,7 @@ def project_dir(tmp_path: Path) -> Path:
 
 def session(conn, sid):
     row = conn.execute("SELECT * FROM agent_sessions WHERE id = ?", (sid,)).fetchone()
-    cols = [d[0] for d in conn.execute("SELECT * FROM agent_sessions LIMIT 0").description]
+    cols = [d[0] for d in conn.execute("SELECT * FROM agent_sessions LIMIT 0").description]  # noqa: RUF015
     return dict(zip(cols, row, strict=True)) if row else None
 
 
