@@ -27,7 +27,7 @@ VERSION = "2.1.17"
 SONNET = "claude-sonnet-4-5-20250929"
 OPUS = "claude-opus-4-1-20250805"
 HAIKU = "claude-haiku-4-5-20251001"
-LONG_SESSION_TURNS = 640
+LONG_SESSION_TURNS = 500
 
 
 def write_demo_archive(dest: Path, *, long_turns: int = LONG_SESSION_TURNS) -> Path:
