@@ -28,9 +28,10 @@ where things are:
 """
 
 
-def _db_arg(parser: argparse.ArgumentParser) -> None:
+def _db_arg(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    # Subcommands accept --db too; SUPPRESS keeps `threadloom --db X ingest` from being reset to None.
     parser.add_argument(
-        "--db", metavar="PATH", type=Path, default=None,
+        "--db", metavar="PATH", type=Path, default=None if top else argparse.SUPPRESS,
         help="database file (default: $THREADLOOM_DB or the platform user data dir)",
     )
 
@@ -42,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _db_arg(parser)
+    _db_arg(parser, top=True)
     parser.add_argument("--demo", action="store_true", help="open the TUI on the bundled demo archive")
     parser.add_argument("--source", metavar="DIR", type=Path, action="append", default=[],
                         help="also read agent logs under DIR (repeatable)")

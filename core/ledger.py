@@ -492,11 +492,12 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
             params = {}
         description = params.get("description") if isinstance(params, dict) else None
         agent_type = params.get("subagent_type") if isinstance(params, dict) else None
+        teammate = isinstance(params, dict) and bool(params.get("team_name") or params.get("name"))
         conn.execute(
             "UPDATE agent_sessions SET tool_call_id = ?, parent_session_id = ?, parent_message_id = ?, "
             "task_description = COALESCE(task_description, ?), agent_type = COALESCE(agent_type, ?), "
-            "task_status = ? WHERE id = ?",
-            (call_id, call_session, message_id, description, agent_type, status, sid),
+            "task_status = ?, kind = CASE WHEN ? AND kind = 'subagent' THEN 'teammate' ELSE kind END WHERE id = ?",
+            (call_id, call_session, message_id, description, agent_type, status, teammate, sid),
         )
         conn.execute("UPDATE agent_tool_calls SET child_session_id = ? WHERE id = ?", (sid, call_id))
 

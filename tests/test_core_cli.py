@@ -59,7 +59,7 @@ def test_ingest_sessions_show_json(tmp_path):
     again = json.loads(run("ingest", "--db", str(dbfile), "--json").stdout)
     assert (again["files_skipped"], again["files_read"], again["bytes_read"]) == (1, 0, 0)  # the source is remembered
 
-    sessions = json.loads(run("sessions", "--db", str(dbfile), "--json").stdout)
+    sessions = json.loads(run("--db", str(dbfile), "sessions", "--json").stdout)  # --db before the command
     assert len(sessions) == 1
     s = sessions[0]
     for key in ("id", "agent", "project", "project_path", "title", "started_at", "ended_at", "message_count",
