@@ -77,6 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the session and its messages as JSON")
     p.add_argument("--no-subagents", action="store_true", help="do not expand subagent conversations")
 
+    p = sub.add_parser("search", help="fuzzy search over every conversation",
+                       description="Fuzzy search over every conversation.",
+                       epilog="query syntax:\n" + _search_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    _db_arg(p)
+    p.add_argument("query", nargs="+", help="words, \"phrases\" and filters (see below)")
+    p.add_argument("--limit", type=int, default=20, metavar="N", help="show at most N hits (default 20)")
+    p.add_argument("--json", action="store_true", help="print a JSON list of hits")
+
     p = sub.add_parser("verify", help="re-read every source and report stored bytes that no longer match")
     _db_arg(p)
     p.add_argument("--json", action="store_true")
@@ -93,6 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _search_help() -> str:
+    from core.search import SEARCH_HELP
+
+    return "\n".join("  " + line for line in SEARCH_HELP.splitlines())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -103,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             return _run_tui(args)
         handler = {
             "ingest": cmd_ingest, "sessions": cmd_sessions, "show": cmd_show, "verify": cmd_verify,
-            "restore": cmd_restore, "sources": cmd_sources,
+            "restore": cmd_restore, "sources": cmd_sources, "search": cmd_search,
         }[args.command]
         return handler(args)
     except LedgerError as exc:
@@ -259,6 +273,45 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     console = Console(highlight=False)
     render_session(console, conn, session, expand_subagents=not args.no_subagents)
+    return 0
+
+
+# ---------------------------------------------------------------------- search
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from core.search import search
+
+    conn = _connect(args)
+    result = search(conn, " ".join(args.query), limit=args.limit)
+    if args.json:
+        print(json.dumps([h.as_dict() for h in result.hits], ensure_ascii=False))
+        for problem in result.problems:
+            print(f"threadloom: {problem}", file=sys.stderr)
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from core.text import human_when
+
+    console = Console(highlight=False)
+    for problem in result.problems:
+        console.print(f"[yellow]{problem}[/]")
+    table = Table(box=None, header_style="bold", pad_edge=False, expand=True)
+    table.add_column("session", no_wrap=True, max_width=34, overflow="ellipsis")
+    table.add_column("who", no_wrap=True)
+    table.add_column("when", no_wrap=True)
+    table.add_column("snippet", ratio=1)
+    for h in result.hits:
+        snippet = Text(h.snippet)
+        for start, end in h.highlights:
+            snippet.stylize("bold reverse", start, end)
+        where = Text(h.session_title or h.session_id, style="bold")
+        where.append(f"\n{h.agent} · {h.project or '?'} · {h.session_id[:8]}", style="dim")
+        table.add_row(where, h.role or "", human_when(h.timestamp), snippet)
+    console.print(table)
+    console.print(f"[dim]{result.count_label} hits in {result.seconds * 1000:.0f} ms[/]")
     return 0
 
 

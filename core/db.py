@@ -14,7 +14,7 @@ from pathlib import Path
 
 # Bump when the derived tables or their meaning change; entries and source_files survive a bump
 # and the derived tables are rebuilt from `entries`.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 5000
 
 DERIVED_TABLES = ("agent_sessions", "agent_turns", "agent_tool_calls", "agent_usage")
@@ -45,6 +45,16 @@ SELECT
 FROM entries e LEFT JOIN agent_sessions s ON s.id = e.session_id
 WHERE e.seq IS NOT NULL
 """
+
+
+# Full-text index over entries (external content: the text is stored once, in entries). Columns:
+# message text, thinking, tool inputs/outputs; filters pick columns (`in:tools`, `in:thinking`).
+SEARCH_DDL = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5("
+    "content, thinking, tool_text, content='entries', content_rowid='id', "
+    "tokenize='unicode61 remove_diacritics 2')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS search_vocab USING fts5vocab(search_fts, 'row')",
+)
 
 
 class LedgerError(RuntimeError):
@@ -139,6 +149,7 @@ def ensure_schema(conn: sqlite3.Connection) -> str | None:
         from core.ledger import rebuild_derived
 
         rebuild_derived(conn)
+        conn.execute("INSERT INTO search_fts(search_fts) VALUES ('rebuild')")
         return (
             f"The database schema changed (version {version} → {SCHEMA_VERSION}); "
             "sessions, turns and tool calls were rebuilt from the stored records."
@@ -177,6 +188,11 @@ def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool) -> None:
         for index in models.SECONDARY_INDEXES:
             conn.execute(str(CreateIndex(index, if_not_exists=True).compile(dialect=dialect)))
         conn.execute(MESSAGES_VIEW)
+        conn.execute("DROP TABLE IF EXISTS search_vocab")
+        conn.execute("DROP TABLE IF EXISTS search_fts")
+        for ddl in SEARCH_DDL:
+            conn.execute(ddl)
+        conn.execute("INSERT INTO search_fts(search_fts) VALUES ('rebuild')")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -186,3 +202,15 @@ def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool) -> None:
 def chunked(items: list, size: int = 500) -> Iterable[list]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM ledger_meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def set_meta(conn: sqlite3.Connection, key: str, value: str | None) -> None:
+    if value is None:
+        conn.execute("DELETE FROM ledger_meta WHERE key = ?", (key,))
+    else:
+        conn.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (key, value))

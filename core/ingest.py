@@ -22,6 +22,7 @@ import orjson
 
 from core.adapters import all_adapters
 from core.adapters.base import Adapter, FileContext, RawRecord, SourceRef
+from core.db import get_meta, set_meta
 from core.ledger import Ledger, replay
 
 HEAD_WINDOW = 4096
@@ -34,7 +35,7 @@ ENTRY_COLUMNS = (
     "id", "source_file_id", "byte_offset", "line_number", "raw", "newline", "hash", "entry_type",
     "subtype", "known", "parse_error", "uuid", "parent_uuid", "logical_parent_uuid", "ref_uuid",
     "session_id", "agent_id", "timestamp", "is_sidechain", "is_meta", "role", "content", "thinking",
-    "model", "message_id", "request_id", "seq", "turn_id", "dup_of",
+    "tool_text", "model", "message_id", "request_id", "seq", "turn_id", "dup_of",
 )
 INSERT_ENTRY = f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) VALUES ({', '.join('?' * len(ENTRY_COLUMNS))})"
 
@@ -160,6 +161,11 @@ def run_ingest(
             report.files_gone += 1
 
     ledger = Ledger(conn)
+    # Into an empty ledger, building the search index once after the load is much cheaper than
+    # keeping it up to date file by file.
+    bulk = bool(plans) and conn.execute("SELECT NOT EXISTS (SELECT 1 FROM entries)").fetchone()[0] == 1
+    if bulk:
+        set_meta(conn, "search_index", "stale")  # survives a crash: the next run rebuilds it
     bytes_total = sum(max(0, p.stat.st_size - (p.row[5] if p.row else 0)) for p in plans)
     bytes_done = 0
     gc_was_enabled = gc.isenabled()
@@ -172,7 +178,7 @@ def run_ingest(
             if progress is not None:
                 progress(Progress(i, len(plans), bytes_done, bytes_total, str(plan.ref.path), time.perf_counter() - started))
             try:
-                added, nbytes = _ingest_file(conn, ledger, plan)
+                added, nbytes = _ingest_file(conn, ledger, plan, index_now=not bulk)
                 report.records_added += added
                 report.bytes_read += nbytes
                 report.files_read += 1
@@ -187,6 +193,9 @@ def run_ingest(
                 report.errors.append(f"{plan.ref.path}: {type(exc).__name__}: {exc}")
             bytes_done += max(0, plan.stat.st_size - (plan.row[5] if plan.row else 0))
         changed = ledger.finalize()
+        if get_meta(conn, "search_index") == "stale" and not report.cancelled:
+            conn.execute("INSERT INTO search_fts(search_fts) VALUES ('rebuild')")
+            set_meta(conn, "search_index", None)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -226,7 +235,7 @@ def fingerprint(f, end: int) -> str:
     return h.hexdigest()[:32]
 
 
-def _ingest_file(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan) -> tuple[int, int]:
+def _ingest_file(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, index_now: bool = True) -> tuple[int, int]:
     """One source file, in one transaction. Returns (records added, bytes read)."""
     ref, adapter, st, row = plan.ref, plan.adapter, plan.stat, plan.row
     size = st.st_size
@@ -272,6 +281,11 @@ def _ingest_file(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan) -> tuple
                         (file_id,),
                     )
                 }
+                conn.execute(
+                    "INSERT INTO search_fts(search_fts, rowid, content, thinking, tool_text) "
+                    "SELECT 'delete', id, content, thinking, tool_text FROM entries WHERE source_file_id = ?",
+                    (file_id,),
+                )
                 conn.execute("DELETE FROM entries WHERE source_file_id = ?", (file_id,))
             elif start > 0 and row[8] is not None and start == row[5] + 1:
                 conn.execute(
@@ -299,16 +313,24 @@ def _ingest_file(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan) -> tuple
                     sha256(raw.raw).hexdigest()[:32], rec.entry_type, rec.subtype, int(rec.known),
                     rec.parse_error, rec.uuid, rec.parent_uuid, rec.logical_parent_uuid, rec.ref_uuid,
                     rec.session_id, rec.agent_id, rec.timestamp, int(rec.is_sidechain), int(rec.is_meta),
-                    rec.role, rec.content, rec.thinking, rec.model, rec.message_id, rec.request_id,
+                    rec.role, rec.content, rec.thinking, rec.tool_text, rec.model, rec.message_id, rec.request_id,
                     seq, turn_id, dup_of,
                 )
             )
         conn.executemany(INSERT_ENTRY, rows)
+        first_new_id = rows[0][0] if rows else next_id
         if rewrite and row is not None:
             ledger.flush()
             replay(conn, ledger, affected)
         else:
             ledger.flush()
+        if index_now and rows:
+            # the search index follows in the same transaction (a cold bulk load builds it once at the end)
+            conn.execute(
+                "INSERT INTO search_fts(rowid, content, thinking, tool_text) "
+                "SELECT id, content, thinking, tool_text FROM entries WHERE source_file_id = ? AND id >= ?",
+                (file_id, first_new_id),
+            )
         status = "waiting" if waiting else "ok"
         error = "the last line is incomplete; it will be read once its writer finishes it" if waiting else None
         conn.execute(

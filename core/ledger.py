@@ -563,6 +563,11 @@ def replay(conn: sqlite3.Connection, ledger: Ledger, sessions: set[str] | None) 
             if sessions is not None and rec.session_id not in sessions:
                 continue
             seq, turn_id, dup_of = ledger.place(eid, rec)
-            updates.append((rec.session_id, seq, turn_id, dup_of, eid))
-        conn.executemany("UPDATE entries SET session_id = ?, seq = ?, turn_id = ?, dup_of = ? WHERE id = ?", updates)
+            updates.append((rec.session_id, seq, turn_id, dup_of, rec.content, rec.thinking, rec.tool_text, eid))
+        # normalized columns are re-derived from the raw bytes too, so a newer adapter refreshes them
+        conn.executemany(
+            "UPDATE entries SET session_id = ?, seq = ?, turn_id = ?, dup_of = ?, content = ?, thinking = ?, "
+            "tool_text = ? WHERE id = ?",
+            updates,
+        )
         ledger.flush()

@@ -75,6 +75,7 @@ class Entry(SQLModel, table=True):
     role: str | None = None
     content: str | None = None  # searchable text (text blocks, summaries, system text)
     thinking: str | None = None
+    tool_text: str | None = None  # tool inputs or outputs as plain text, searched with in:tools
     model: str | None = None
     message_id: str | None = None
     request_id: str | None = None
@@ -209,6 +210,15 @@ SECONDARY_INDEXES: list[Index] = [
     Index("ix_tool_calls_child_agent", AgentToolCall.__table__.c.child_agent_id),
     Index("ix_sessions_project", AgentSession.__table__.c.project_path),
 ]
+
+
+class LedgerMeta(SQLModel, table=True):
+    """Small facts about the ledger itself (e.g. that the search index needs a rebuild)."""
+
+    __tablename__ = "ledger_meta"
+
+    key: str = Field(primary_key=True)
+    value: str | None = None
 
 
 class SourceRoot(SQLModel, table=True):

@@ -91,6 +91,7 @@ class Record:
     role: str | None = None
     content: str | None = None
     thinking: str | None = None
+    tool_text: str | None = None  # plain text of tool inputs (on calls) or outputs (on results)
     model: str | None = None
     message_id: str | None = None
     request_id: str | None = None

@@ -289,6 +289,9 @@ class ClaudeAdapter:
                     out.tool_results.append(_tool_result(block, tool_use_result))
         text = "\n".join(t for t in texts if t)
         out.content = text or None
+        if out.tool_results and isinstance(content, list):
+            outputs = [_text_of(b.get("content")) for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+            out.tool_text = "\n".join(o for o in outputs if o) or None
         if (
             text
             and not out.is_meta
@@ -338,6 +341,8 @@ class ClaudeAdapter:
                     out.tool_results.append(_tool_result(block, None))
         out.content = "\n".join(t for t in texts if t) or None
         out.thinking = "\n".join(t for t in thinking if t) or None
+        if out.tool_uses:
+            out.tool_text = "\n".join(f"{u.name} {_input_text(u.input_json)}" for u in out.tool_uses)
         usage = msg.get("usage")
         synthetic = out.model == "<synthetic>" or bool(obj.get("isApiErrorMessage"))
         if isinstance(usage, dict) and not synthetic:
@@ -486,6 +491,28 @@ def _text_of(content: Any) -> str | None:
                 parts.append(block["text"])
         return "\n".join(p for p in parts if p) or None
     return None
+
+
+def _input_text(input_json: str) -> str:
+    """The string values of a tool's input, for search (`npm test`, a path, an edit's new text)."""
+    try:
+        params = orjson.loads(input_json)
+    except orjson.JSONDecodeError:
+        return input_json
+    parts: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            parts.append(value)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk(params)
+    return " ".join(parts)
 
 
 def _tool_result(block: dict, tool_use_result: Any) -> ToolResult:

@@ -1,0 +1,344 @@
+"""Fuzzy search over every conversation: FTS5 narrows, rapidfuzz expands typos and ranks.
+
+A query is words, "exact phrases" and filters (`agent:`, `project:`, `role:`, `tool:`, `in:tools`,
+`in:thinking`, `in:subagents`, `after:`, `before:`, `session:`). Each word matches indexed terms
+by prefix (`parseConf` finds `parseConfigFile`); a word absent from the index is replaced by its
+nearest indexed terms (`midleware` → `middleware`). Word order never matters.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from rapidfuzz import fuzz, process
+
+FILTER_KEYS = ("agent", "project", "role", "tool", "in", "after", "before", "session")
+SEARCH_HELP = """\
+words            all must match, in any order; typos are forgiven (autentication → authentication)
+"exact phrase"   the words in this order
+parseConf        prefixes match identifiers (parseConfigFile)
+agent:codex      only this agent            project:api     project name or path contains
+role:user        user | assistant | system  session:3f2a    a session id prefix
+tool:Bash        tool calls of this tool (searches tool input and output)
+in:tools         also tool inputs/outputs   in:thinking     also thinking
+in:subagents     also subagent sessions
+after:2026-03-01 before:yesterday  after:7d (also 12h, 2w)"""
+CANDIDATES = 300
+TOKEN = re.compile(r'(\w+):("[^"]*"|\S+)|"([^"]*)"|(\S+)')
+WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass
+class ParsedQuery:
+    words: list[str] = field(default_factory=list)
+    phrases: list[str] = field(default_factory=list)
+    agent: str | None = None
+    project: str | None = None
+    role: str | None = None
+    tool: str | None = None
+    session: str | None = None
+    after: int | None = None
+    before: int | None = None
+    in_tools: bool = False
+    in_thinking: bool = False
+    in_subagents: bool = False
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.words and not self.phrases
+
+
+@dataclass
+class Hit:
+    entry_id: int
+    session_id: str
+    uuid: str | None
+    agent: str
+    project: str | None
+    session_title: str | None
+    role: str | None
+    timestamp: int | None
+    score: float
+    snippet: str
+    highlights: list[tuple[int, int]]
+    field: str  # content | thinking | tool_text
+    seq: int | None
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        data["highlights"] = [list(h) for h in self.highlights]
+        return data
+
+
+@dataclass
+class SearchResult:
+    hits: list[Hit]
+    total: int
+    capped: bool
+    terms: dict[str, list[str]]  # each query word → the indexed terms it matched
+    seconds: float
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def count_label(self) -> str:
+        return f"{len(self.hits)} of >{self.total}" if self.capped else f"{len(self.hits)} of {self.total}"
+
+
+def parse_time(value: str, *, now: float | None = None, end: bool = False) -> int | None:
+    """'2026-03-01', 'today', 'yesterday', '7d', '12h', '2w' → unix ms (None when unreadable)."""
+    now_dt = datetime.fromtimestamp(time.time() if now is None else now, UTC)
+    value = value.strip().lower()
+    day = timedelta(days=1)
+    if value in ("today", "yesterday"):
+        start = now_dt.replace(hour=0, minute=0, second=0, microsecond=0) - (day if value == "yesterday" else timedelta())
+        return int(((start + day) if end else start).timestamp() * 1000)
+    m = re.fullmatch(r"(\d+)\s*([hdwm])", value)
+    if m:
+        unit = {"h": timedelta(hours=1), "d": day, "w": timedelta(weeks=1), "m": timedelta(days=30)}[m.group(2)]
+        return int((now_dt - int(m.group(1)) * unit).timestamp() * 1000)
+    try:
+        dt = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    if end and len(value) <= 10:
+        dt += day
+    return int(dt.timestamp() * 1000)
+
+
+def parse_query(text: str, *, now: float | None = None) -> ParsedQuery:
+    q = ParsedQuery()
+    for m in TOKEN.finditer(text):
+        key, value, phrase, word = m.groups()
+        if key is not None and key.lower() in FILTER_KEYS:
+            key = key.lower()
+            value = value.strip('"')
+            if key == "in":
+                for part in value.lower().split(","):
+                    if part in ("tools", "tool"):
+                        q.in_tools = True
+                    elif part == "thinking":
+                        q.in_thinking = True
+                    elif part in ("subagents", "subagent", "agents"):
+                        q.in_subagents = True
+                    elif part == "all":
+                        q.in_tools = q.in_thinking = q.in_subagents = True
+                    else:
+                        q.problems.append(f"in:{part} is not known (tools, thinking, subagents, all)")
+            elif key in ("after", "before"):
+                ms = parse_time(value, now=now, end=key == "before")
+                if ms is None:
+                    q.problems.append(f"{key}:{value} is not a date (2026-03-01, yesterday, 7d)")
+                setattr(q, key, ms)
+            else:
+                setattr(q, key, value)
+            if key == "tool":
+                q.in_tools = True
+        elif key is not None:
+            q.words.append(m.group(0))  # e.g. "http://x" or "note:this" — just text
+        elif phrase is not None:
+            if phrase.strip():
+                q.phrases.append(phrase.strip())
+        elif word:
+            q.words.append(word)
+    return q
+
+
+class Vocabulary:
+    """Looks up indexed terms to expand prefixes and misspellings."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def has_prefix(self, token: str) -> bool:
+        row = self.conn.execute(
+            "SELECT 1 FROM search_vocab WHERE term >= ? AND term < ? LIMIT 1", (token, token + "\U0010ffff")
+        ).fetchone()
+        return row is not None
+
+    def nearest(self, token: str, limit: int = 3) -> list[str]:
+        """Indexed terms closest to a word the index does not have (same first letter)."""
+        lo = token[:1]
+        terms = [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT term FROM search_vocab WHERE term >= ? AND term < ? AND length(term) BETWEEN ? AND ?",
+                (lo, lo + "\U0010ffff", max(1, len(token) - 3), len(token) + 3),
+            )
+        ]
+        found = process.extract(token, terms, scorer=fuzz.ratio, score_cutoff=72, limit=limit)
+        return [t for t, _, _ in found]
+
+
+def _fts_quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def build_match(q: ParsedQuery, vocab: Vocabulary) -> tuple[str | None, dict[str, list[str]]]:
+    """The FTS5 MATCH expression, and what each word expanded to."""
+    groups: list[str] = []
+    expanded: dict[str, list[str]] = {}
+    for word in q.words:
+        for token in WORD.findall(word.lower()):
+            if vocab.has_prefix(token):
+                variants = [f"{_fts_quote(token)} *" if len(token) >= 2 else _fts_quote(token)]
+                expanded[token] = [token]
+            else:
+                near = vocab.nearest(token)
+                if not near:
+                    expanded[token] = []
+                    return None, expanded  # a word nothing resembles: no hits, say so
+                variants = [_fts_quote(t) for t in near]
+                expanded[token] = near
+            groups.append("(" + " OR ".join(variants) + ")")
+    for phrase in q.phrases:
+        tokens = WORD.findall(phrase.lower())
+        if tokens:
+            groups.append(_fts_quote(" ".join(tokens)))
+            expanded[phrase] = [phrase]
+    if not groups:
+        return None, expanded
+    columns = ["content"] + (["tool_text"] if q.in_tools else []) + (["thinking"] if q.in_thinking else [])
+    if q.tool:
+        columns = ["tool_text"]
+    return "{" + " ".join(columns) + "} : (" + " AND ".join(groups) + ")", expanded
+
+
+def search(conn: sqlite3.Connection, text: str, *, limit: int = 50, now: float | None = None) -> SearchResult:
+    started = time.perf_counter()
+    q = parse_query(text, now=now)
+    if q.empty:
+        return SearchResult([], 0, False, {}, 0.0, q.problems or ["type some words to search for"])
+    match, terms = build_match(q, Vocabulary(conn))
+    if match is None:
+        missing = [w for w, t in terms.items() if not t]
+        problems = q.problems + [f"nothing like {w!r} in any conversation" for w in missing]
+        return SearchResult([], 0, False, terms, time.perf_counter() - started, problems)
+    where = ["search_fts MATCH ?", "e.dup_of IS NULL"]
+    params: list = [match]
+    if q.role:
+        where.append("e.role = ?")
+        params.append(q.role.lower())
+    elif not q.in_tools:
+        where.append("e.role IN ('user', 'assistant') AND e.is_meta = 0")
+    if not q.in_subagents and not q.session:
+        where.append("s.is_subagent = 0")
+    if q.agent:
+        where.append("s.source LIKE ?")
+        params.append(q.agent + "%")
+    if q.project:
+        where.append("(s.project LIKE ? OR s.project_path LIKE ?)")
+        params += [f"%{q.project}%", f"%{q.project}%"]
+    if q.session:
+        where.append("e.session_id LIKE ?")
+        params.append(q.session + "%")
+    if q.after is not None:
+        where.append("e.timestamp >= ?")
+        params.append(q.after)
+    if q.before is not None:
+        where.append("e.timestamp < ?")
+        params.append(q.before)
+    if q.tool:
+        where.append(
+            "e.id IN (SELECT entry_id FROM agent_tool_calls WHERE tool_name = ? COLLATE NOCASE "
+            "UNION ALL SELECT result_entry_id FROM agent_tool_calls WHERE tool_name = ? COLLATE NOCASE)"
+        )
+        params += [q.tool, q.tool]
+    sql = (
+        "SELECT e.id, e.session_id, e.uuid, s.source, s.project, COALESCE(s.title, s.task_description), e.role, "
+        "e.timestamp, bm25(search_fts, 1.0, 0.5, 0.7), e.content, e.thinking, e.tool_text, e.seq "
+        "FROM search_fts JOIN entries e ON e.id = search_fts.rowid JOIN agent_sessions s ON s.id = e.session_id "
+        f"WHERE {' AND '.join(where)} ORDER BY rank LIMIT {CANDIDATES + 1}"
+    )
+    try:
+        rows = conn.execute(sql, params).fetchall()
+    except sqlite3.OperationalError as exc:
+        return SearchResult([], 0, False, terms, time.perf_counter() - started, q.problems + [f"search failed: {exc}"])
+    capped = len(rows) > CANDIDATES
+    rows = rows[:CANDIDATES]
+    patterns = _highlight_pattern(terms)
+    query_text = " ".join(q.words + q.phrases).lower()
+    best = min((r[8] for r in rows), default=0.0)
+    worst = max((r[8] for r in rows), default=0.0)
+    span = (worst - best) or 1.0
+    hits = []
+    for eid, sid, uuid, source, project, title, role, ts, bm25, content, thinking, tool_text, seq in rows:
+        field_name, body = _matched_field(patterns, content, thinking, tool_text, q)
+        snippet, spans = make_snippet(body or "", patterns)
+        relevance = 1.0 - (bm25 - best) / span  # 1 = best FTS rank among candidates
+        closeness = fuzz.partial_token_set_ratio(query_text, (body or "")[:4000].lower()) / 100 if query_text else 1.0
+        score = round(100 * (0.55 * relevance + 0.45 * closeness), 2)
+        hits.append(Hit(eid, sid, uuid, source, project, title, role, ts, score, snippet, spans, field_name, seq))
+    hits.sort(key=lambda h: (-h.score, -(h.timestamp or 0)))
+    return SearchResult(hits[:limit], len(rows), capped, terms, time.perf_counter() - started, q.problems)
+
+
+def _highlight_pattern(terms: dict[str, list[str]]) -> re.Pattern | None:
+    alternatives = sorted({re.escape(t) for ts in terms.values() for t in ts if t}, key=len, reverse=True)
+    if not alternatives:
+        return None
+    return re.compile(r"(?<!\w)(?:" + "|".join(alternatives) + r")\w*", re.IGNORECASE)
+
+
+def _matched_field(pattern, content, thinking, tool_text, q: ParsedQuery) -> tuple[str, str | None]:
+    candidates = [("content", content)]
+    if q.in_tools or q.tool:
+        candidates.append(("tool_text", tool_text))
+    if q.in_thinking:
+        candidates.append(("thinking", thinking))
+    if q.tool:
+        candidates = [("tool_text", tool_text)]
+    for name, text in candidates:
+        if text and (pattern is None or pattern.search(text)):
+            return name, text
+    return candidates[0]
+
+
+def make_snippet(text: str, pattern: re.Pattern | None, width: int = 160) -> tuple[str, list[tuple[int, int]]]:
+    """A one-line window around the first match, and the spans of every match inside it."""
+    flat = " ".join(text.split())
+    first = pattern.search(flat) if pattern else None
+    start = 0 if first is None else max(0, first.start() - width // 3)
+    if start:
+        space = flat.rfind(" ", 0, start + 1)
+        start = space + 1 if space >= 0 and start - space < 20 else start
+    window = flat[start : start + width]
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if start + width < len(flat) else ""
+    snippet = prefix + window + suffix
+    spans = [(m.start() + len(prefix), m.end() + len(prefix)) for m in pattern.finditer(window)] if pattern else []
+    return snippet, spans
+
+
+@dataclass
+class SessionMatch:
+    session_id: str
+    title: str
+    project: str | None
+    agent: str
+    score: float
+
+
+def find_sessions(conn: sqlite3.Connection, text: str, limit: int = 20) -> list[SessionMatch]:
+    """Jump to a session by title, id or project: rapidfuzz over the (few thousand) session labels."""
+    rows = conn.execute(
+        "SELECT id, COALESCE(title, task_description, ''), project, source, COALESCE(ended_at, 0) FROM agent_sessions "
+        "WHERE message_count > 0 AND is_warmup = 0"
+    ).fetchall()
+    if not text.strip():
+        rows.sort(key=lambda r: -r[4])
+        return [SessionMatch(r[0], r[1], r[2], r[3], 0.0) for r in rows[:limit]]
+    needle = text.strip().lower()
+    by_id = [r for r in rows if r[0].lower().startswith(needle)]
+    if by_id and len(needle) >= 4:  # an id prefix wins outright
+        by_id.sort(key=lambda r: -r[4])
+        return [SessionMatch(r[0], r[1], r[2], r[3], 100.0) for r in by_id[:limit]]
+    labels = [f"{r[1]} {r[2] or ''} {r[0]}".lower() for r in rows]
+    found = process.extract(text.lower(), labels, scorer=fuzz.WRatio, processor=None, limit=limit, score_cutoff=50)
+    return [SessionMatch(rows[i][0], rows[i][1], rows[i][2], rows[i][3], score) for _, score, i in found]

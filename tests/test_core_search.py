@@ -1,0 +1,160 @@
+"""Search relevance and filters on fixtures written here, index upkeep, and the corpus."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from pathlib import Path
+
+import pytest
+from conftest import CORPUS, Transcript, ingest, tool_use
+
+from core.search import find_sessions, parse_query, parse_time, search
+
+NOW = time.mktime((2026, 3, 10, 12, 0, 0, 0, 0, -1))
+S_AUTH = "a0000000-0000-4000-8000-00000000a001"
+S_CONF = "a0000000-0000-4000-8000-00000000a002"
+S_DOCS = "a0000000-0000-4000-8000-00000000a003"
+S_OTHER = "a0000000-0000-4000-8000-00000000a004"
+
+
+@pytest.fixture
+def archive(conn, tmp_path):
+    root = tmp_path / "projects"
+    t = Transcript(root / "-srv-api" / f"{S_AUTH}.jsonl", S_AUTH, cwd="/srv/api")
+    t.user("Please add authentication middleware to the express server")
+    t.assistant("I will write the authentication middleware now.", thinking="maybe use passport for sessions",
+                tools=[tool_use("tu_a1", "Bash", command="npm install passport-jwt")])
+    t.tool_result("tu_a1", "added 12 packages, found 0 vulnerabilities")
+    t.assistant("Done: middleware checks the bearer token.")
+    t.write()
+    c = Transcript(root / "-srv-cli" / f"{S_CONF}.jsonl", S_CONF, cwd="/srv/cli")
+    c.user("Why does parseConfigFile crash on empty YAML?")
+    c.assistant("parseConfigFile assumes a mapping; an empty document loads as None.")
+    c.write()
+    d = Transcript(root / "-srv-docs" / f"{S_DOCS}.jsonl", S_DOCS, cwd="/srv/docs")
+    d.user("server middleware authentication is covered in which chapter?")
+    d.assistant("Chapter four covers it.")
+    d.write()
+    o = Transcript(root / "-srv-api" / f"{S_OTHER}.jsonl", S_OTHER, cwd="/srv/api")
+    o.user("Rename the logging helper")
+    o.assistant("Renamed to log_event", tools=[tool_use("tu_o1", "Task", description="find callers", prompt="find log callers")])
+    o.tool_result("tu_o1", "3 callers", tool_use_result={"agentId": "0badc0de"})
+    o.write()
+    sub = Transcript(root / "-srv-api" / "agent-0badc0de.jsonl", S_OTHER, isSidechain=True, agentId="0badc0de")
+    sub.user("find log callers of the authentication middleware", parent=False)
+    sub.assistant("found three callers")
+    sub.write()
+    ingest(conn, root)
+    return conn
+
+
+def sessions_of(result) -> list[str]:
+    return [h.session_id for h in result.hits]
+
+
+def test_exact_misspelt_and_reordered_queries_rank_the_right_session_first(archive):
+    for query in ("authentication middleware", "autentication midleware", "middleware authentication express"):
+        result = search(archive, query)
+        assert sessions_of(result)[0] == S_AUTH, query
+    phrase = search(archive, '"server middleware authentication"')
+    assert sessions_of(phrase) == [S_DOCS]
+
+
+def test_identifier_prefix_is_found(archive):
+    result = search(archive, "parseConf")
+    assert sessions_of(result) and set(sessions_of(result)) == {S_CONF}
+    hit = result.hits[0]
+    assert hit.snippet[hit.highlights[0][0]:hit.highlights[0][1]].lower().startswith("parseconf")
+
+
+def test_default_noise_control_and_filters(archive):
+    # tool output and thinking are not searched unless asked for
+    assert search(archive, "vulnerabilities").hits == []
+    assert sessions_of(search(archive, "vulnerabilities in:tools")) == [S_AUTH]
+    assert search(archive, "passport for sessions").hits == []
+    assert sessions_of(search(archive, "passport sessions in:thinking")) == [S_AUTH]
+    assert sessions_of(search(archive, "passport tool:Bash")) == [S_AUTH]
+    # subagents join only with in:subagents
+    assert S_OTHER not in {h.session_id.split(":")[0] for h in search(archive, "callers").hits if ":" in h.session_id}
+    sub_hits = search(archive, "log callers in:subagents").hits
+    assert any(h.session_id == f"{S_OTHER}:agent-0badc0de" for h in sub_hits)
+    # project, agent, role, session, dates
+    assert set(sessions_of(search(archive, "middleware project:api"))) == {S_AUTH}
+    assert search(archive, "middleware agent:codex").hits == []
+    assert {h.role for h in search(archive, "middleware role:user").hits} == {"user"}
+    assert set(sessions_of(search(archive, f"middleware session:{S_DOCS}"))) == {S_DOCS}
+    assert search(archive, "middleware after:2026-03-02").hits == []
+    assert search(archive, "middleware before:2026-03-02").hits
+
+
+def test_query_parsing():
+    q = parse_query('fix "exact words" agent:claude-code in:tools,thinking after:7d role:user', now=NOW)
+    assert (q.words, q.phrases, q.agent, q.role, q.in_tools, q.in_thinking) == (
+        ["fix"], ["exact words"], "claude-code", "user", True, True)
+    assert q.after == int((NOW - 7 * 86400) * 1000)
+    assert parse_time("yesterday", now=NOW) < parse_time("today", now=NOW)
+    assert parse_query("after:someday x").problems
+
+
+def test_no_match_says_why(archive):
+    result = search(archive, "zzqxjv")
+    assert result.hits == [] and "zzqxjv" in result.problems[0]
+
+
+def test_index_follows_appends_and_rewrites(archive, tmp_path):
+    path = tmp_path / "projects" / "-srv-cli" / f"{S_CONF}.jsonl"
+    with open(path, "a") as f:
+        f.write(json.dumps({"type": "user", "uuid": "late-1", "parentUuid": None, "sessionId": S_CONF,
+                            "timestamp": "2026-03-01T11:00:00Z", "message": {"role": "user", "content": "what about kubernetes manifests"}}) + "\n")
+    ingest(archive, tmp_path / "projects")
+    assert sessions_of(search(archive, "kubernetes")) == [S_CONF]
+    path.write_text(path.read_text().replace("kubernetes", "terraform"))
+    ingest(archive, tmp_path / "projects")
+    assert search(archive, "kubernetes").hits == []
+    assert sessions_of(search(archive, "terraform")) == [S_CONF]
+    assert archive.execute("INSERT INTO search_fts(search_fts) VALUES ('integrity-check')") is not None
+
+
+def test_jump_to_session_by_title_id_or_project(archive):
+    assert find_sessions(archive, "parse config crash")[0].session_id == S_CONF
+    assert find_sessions(archive, S_DOCS)[0].session_id == S_DOCS
+    assert find_sessions(archive, "docs chapter")[0].session_id == S_DOCS
+
+
+def test_cli_search_json(archive, tmp_path):
+    from conftest import SHARED  # noqa: F401  (keeps the import style of the other tests)
+
+    import subprocess
+    import sys
+
+    db_path = archive.execute("PRAGMA database_list").fetchone()[2]
+    out = subprocess.run([sys.executable, "-m", "core.cli", "search", "autentication", "--db", db_path, "--json"],
+                         capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1], check=True)
+    hits = json.loads(out.stdout)
+    assert hits and hits[0]["session_id"] == S_AUTH
+    assert {"session_id", "entry_id", "uuid", "agent", "project", "role", "timestamp", "score", "snippet"} <= set(hits[0])
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not (CORPUS / "claude-code").is_dir(), reason="corpus absent")
+def test_words_from_real_messages_find_their_sessions(conn):
+    ingest(conn, CORPUS / "claude-code")
+    rows = conn.execute(
+        "SELECT e.session_id, e.content FROM entries e JOIN agent_sessions s ON s.id = e.session_id "
+        "WHERE e.role = 'user' AND e.is_meta = 0 AND s.is_subagent = 0 AND e.dup_of IS NULL "
+        "AND length(e.content) > 80 AND e.content NOT LIKE '<%'"
+    ).fetchall()
+    rng = random.Random(7)
+    sample = rng.sample(rows, min(25, len(rows)))
+    found = 0
+    for session_id, content in sample:
+        words = [w for w in re.findall(r"[A-Za-z]{6,}", content)]
+        if len(words) < 3:
+            continue
+        query = " ".join(rng.sample(words, 3))
+        result = search(conn, query + " in:all", limit=200)
+        found += session_id in {h.session_id for h in result.hits}
+    assert found >= 20
