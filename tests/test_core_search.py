@@ -125,8 +125,6 @@ def test_jump_to_session_by_title_id_or_project(archive):
 
 
 def test_cli_search_json(archive, tmp_path):
-    from conftest import SHARED  # noqa: F401  (keeps the import style of the other tests)
-
     import subprocess
     import sys
 
