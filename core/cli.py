@@ -85,6 +85,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=20, metavar="N", help="show at most N hits (default 20)")
     p.add_argument("--json", action="store_true", help="print a JSON list of hits")
 
+    p = sub.add_parser("fork", help="write a fork of a conversation at a point; print the command to continue it",
+                       description="Fork a Claude Code conversation at a record (snapped to the end of its turn): "
+                       "threadloom writes a new transcript beside the source (the source is never changed) and "
+                       "prints the command that resumes it. Plain output is only the command, so "
+                       "`$(threadloom fork X)` works.")
+    _db_arg(p)
+    p.add_argument("entry", help="an entry id or a message uuid (see `threadloom show SESSION --json`)")
+    p.add_argument("--prompt", metavar="TEXT", help="continue with this prompt (a prompt entry is replaced by it)")
+    p.add_argument("--native", action="store_true",
+                   help="with --prompt: let Claude Code fork itself in print mode (costs one model turn)")
+    p.add_argument("--dry-run", action="store_true", help="print what would be written; write nothing")
+    p.add_argument("--copy", action="store_true", help="also copy the command to the clipboard")
+    p.add_argument("--json", action="store_true",
+                   help="print command, new_session_id, path, source_session_id, fork_point, notes")
+
+    p = sub.add_parser("resume", help="print the command that resumes a session (or forks it at its end)")
+    _db_arg(p)
+    p.add_argument("session", help="session id or unique prefix")
+    p.add_argument("--fork-session", action="store_true", help="fork at the end instead of resuming in place")
+    p.add_argument("--copy", action="store_true", help="also copy the command to the clipboard")
+    p.add_argument("--json", action="store_true")
+
     p = sub.add_parser("verify", help="re-read every source and report stored bytes that no longer match")
     _db_arg(p)
     p.add_argument("--json", action="store_true")
@@ -118,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         handler = {
             "ingest": cmd_ingest, "sessions": cmd_sessions, "show": cmd_show, "verify": cmd_verify,
             "restore": cmd_restore, "sources": cmd_sources, "search": cmd_search,
+            "fork": cmd_fork, "resume": cmd_resume,
         }[args.command]
         return handler(args)
     except LedgerError as exc:
@@ -313,6 +336,66 @@ def cmd_search(args: argparse.Namespace) -> int:
     console.print(table)
     console.print(f"[dim]{result.count_label} hits in {result.seconds * 1000:.0f} ms[/]")
     return 0
+
+
+# ---------------------------------------------------------------------- fork / resume
+
+
+def _emit_plan(args: argparse.Namespace, plan, written: bool) -> int:
+    if args.copy:
+        from core.clipboard import copy
+
+        how = copy(plan.command)
+        print(f"copied to the {how}" if how else "no clipboard reachable; copy the command by hand", file=sys.stderr)
+    if args.json:
+        data = plan.as_dict()
+        data["written"] = written
+        print(json.dumps(data, ensure_ascii=False))
+    else:
+        print(plan.command)
+        if written:
+            print(f"wrote {plan.path}", file=sys.stderr)
+        for note in plan.notes:
+            print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+def cmd_fork(args: argparse.Namespace) -> int:
+    from core.fork import ForkError, native_fork_plan, plan_fork, write_fork
+    from core.ingest import run_ingest
+
+    conn = _connect(args)
+    try:
+        if args.native:
+            if not args.prompt:
+                print("threadloom: --native needs --prompt", file=sys.stderr)
+                return 2
+            return _emit_plan(args, native_fork_plan(conn, args.entry, args.prompt), False)
+        plan = plan_fork(conn, args.entry, prompt=args.prompt)
+        if args.dry_run:
+            if not args.json:
+                sys.stderr.write("".join(f"  {line.decode()[:160]}\n" for line in plan.lines))
+            return _emit_plan(args, plan, False)
+        path = write_fork(plan)
+    except ForkError as exc:
+        print(f"threadloom: {exc}", file=sys.stderr)
+        return 1
+    run_ingest(conn, [path], include_defaults=False, remember=False)  # show the fork in the tree at once
+    return _emit_plan(args, plan, True)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from core.fork import ForkError, resume_plan
+    from core.query import resolve_session
+
+    conn = _connect(args)
+    session = resolve_session(conn, args.session)
+    try:
+        plan = resume_plan(conn, session.id, fork_at_end=args.fork_session)
+    except ForkError as exc:
+        print(f"threadloom: {exc}", file=sys.stderr)
+        return 1
+    return _emit_plan(args, plan, False)
 
 
 # ---------------------------------------------------------------------- verify / restore / sources

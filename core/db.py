@@ -14,7 +14,7 @@ from pathlib import Path
 
 # Bump when the derived tables or their meaning change; entries and source_files survive a bump
 # and the derived tables are rebuilt from `entries`.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 BUSY_TIMEOUT_MS = 5000
 
 DERIVED_TABLES = ("agent_sessions", "agent_turns", "agent_tool_calls", "agent_usage")

@@ -80,7 +80,9 @@ class _Plan:
     row: tuple | None
 
 
-def scan_roots(conn: sqlite3.Connection, sources: Iterable[Path], include_defaults: bool) -> list[Path]:
+def scan_roots(
+    conn: sqlite3.Connection, sources: Iterable[Path], include_defaults: bool, remember: bool = True
+) -> list[Path]:
     """Default locations, folders remembered from earlier --source runs, and the new ones."""
     roots: list[Path] = []
     if include_defaults:
@@ -91,7 +93,8 @@ def scan_roots(conn: sqlite3.Connection, sources: Iterable[Path], include_defaul
     for src in sources:
         path = Path(src).expanduser().resolve()
         roots.append(path)
-        conn.execute("INSERT OR IGNORE INTO source_roots (path, added_at) VALUES (?, ?)", (str(path), now))
+        if remember:
+            conn.execute("INSERT OR IGNORE INTO source_roots (path, added_at) VALUES (?, ?)", (str(path), now))
     seen: set[str] = set()
     unique = []
     for root in roots:
@@ -123,11 +126,12 @@ def run_ingest(
     include_defaults: bool = True,
     progress: Callable[[Progress], None] | None = None,
     cancel: threading.Event | None = None,
+    remember: bool = True,
 ) -> IngestReport:
     """Bring the ledger up to date with every source file; safe to interrupt between files."""
     started = time.perf_counter()
     report = IngestReport()
-    roots = scan_roots(conn, list(sources), include_defaults)
+    roots = scan_roots(conn, list(sources), include_defaults, remember)
     report.roots = [str(r) for r in roots]
     refs = discover(roots)
     report.files_seen = len(refs)

@@ -96,10 +96,11 @@ class Ledger:
             sess["cli_version"] = rec.version
         if rec.model and rec.model != "<synthetic>":
             sess["model"] = rec.model
-        if rec.forked_from_session_id and not sess["forked_from_session_id"]:
+        if rec.forked_from_session_id and not sess["forked_from_session_id"] and rec.forked_from_session_id != sid:
             sess["forked_from_session_id"] = rec.forked_from_session_id
             if sess["kind"] == "main":
-                sess["kind"] = "fork"
+                sess["kind"] = "fork"  # shown under the session it was forked from
+                sess["parent_session_id"] = rec.forked_from_session_id
         if rec.session is not None:
             for name in SESSION_INFO_FIELDS:
                 value = getattr(rec.session, name)
@@ -187,7 +188,7 @@ class Ledger:
         turn = self._turn(turn_id)
         if turn is None:
             return turn_id
-        if rec.is_message and rec.uuid:
+        if rec.is_message and rec.uuid and not rec.segment_marker:
             turn["last_entry_uuid"] = rec.uuid
             if rec.timestamp is not None:
                 turn["timestamp"] = max(turn["timestamp"] or 0, rec.timestamp)

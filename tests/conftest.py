@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,7 +53,8 @@ class Transcript:
 
     def _uuid(self) -> str:
         self.n += 1
-        return f"{self.session_id[-8:]}-{self.n:04d}-4000-8000-{self.n:012d}"
+        salt = zlib.crc32(self.path.name.encode()) % 0xFFFF  # distinct uuids per file of a session
+        return f"{self.session_id[-8:]}-{self.n:04d}-4000-8000-{salt:04x}{self.n:08d}"
 
     def _ts(self) -> str:
         return f"2026-03-01T10:{self.n // 60:02d}:{self.n % 60:02d}.000Z"
@@ -90,12 +92,13 @@ class Transcript:
                         "stop_reason": "end_turn", "usage": usage or {"input_tokens": 10, "output_tokens": 5}},
         }, **kw)
 
-    def tool_result(self, tool_use_id: str, output: str, *, is_error: bool = False, tool_use_result=None, **kw) -> str:
+    def tool_result(self, tool_use_id: str, output: str, *, is_error: bool = False, tool_use_result=None,
+                    parent: str | None | bool = True, chain: bool = True, **fields) -> str:
         rec = {"type": "user", "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": tool_use_id, "content": output, "is_error": is_error}]}}
+            {"type": "tool_result", "tool_use_id": tool_use_id, "content": output, "is_error": is_error}]}, **fields}
         if tool_use_result is not None:
             rec["toolUseResult"] = tool_use_result
-        return self.add(rec, **kw)
+        return self.add(rec, parent=parent, chain=chain)
 
     def raw(self, record: dict) -> None:
         self.lines.append(record)

@@ -99,6 +99,8 @@ class Record:
     is_message: bool = False  # shown as a message (agent_messages)
     is_prompt: bool = False  # a real human prompt: starts a turn
     is_compaction: bool = False
+    # compaction boundary and its summary: they open the next segment rather than end a turn
+    segment_marker: bool = False
     tool_uses: list[ToolUse] = field(default_factory=list)
     tool_results: list[ToolResult] = field(default_factory=list)
     usage: Usage | None = None

@@ -200,6 +200,7 @@ class ClaudeAdapter:
             out.is_message = True
             out.content = _text_of(obj.get("content"))
             out.is_compaction = out.subtype == "compact_boundary"
+            out.segment_marker = out.is_compaction
         else:
             self._other(out, obj, etype)
         return out
@@ -289,6 +290,7 @@ class ClaudeAdapter:
                     out.tool_results.append(_tool_result(block, tool_use_result))
         text = "\n".join(t for t in texts if t)
         out.content = text or None
+        out.segment_marker = bool(obj.get("isCompactSummary"))
         if out.tool_results and isinstance(content, list):
             outputs = [_text_of(b.get("content")) for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
             out.tool_text = "\n".join(o for o in outputs if o) or None

@@ -1,0 +1,339 @@
+"""Resume or fork a conversation from any turn, with the exact shell command to run.
+
+For Claude Code the fork is written by threadloom (FORK.md §1.5 Recipe A): the chosen point's
+ancestor chain (so abandoned branches stay out), snapped to a turn boundary so every tool_use keeps
+its tool_result, parallel tool results kept, new uuids and a new session id on every line,
+`forkedFrom` on each, the chosen point last and newest, a "(fork)" title; created beside the source
+with O_EXCL and mode 0600. The source is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sqlite3
+import uuid as uuidlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+
+from core.text import one_line
+
+TRANSCRIPT_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
+DROP_KEYS = ("teamName", "agentName", "slug", "sourceToolAssistantUUID")
+WORKTREE_NOTE = "The working tree is not rolled back: files stay as they are now (git stash or a worktree helps)."
+
+
+class ForkError(RuntimeError):
+    """A fork that cannot be made as asked; the message says why and what can be done."""
+
+
+@dataclass
+class ForkPoint:
+    """A turn boundary: forking here keeps this turn and everything before it on its branch."""
+
+    turn_id: str
+    cut_uuid: str | None  # the turn's last record
+    sequence: int
+    prompt: str
+    reply: str
+    timestamp: int | None
+    model: str | None
+    tool_call_count: int
+    parent_turn_id: str | None
+
+
+@dataclass
+class ForkPlan:
+    action: str  # fork | fork-prompt | resume | fork-end
+    agent: str
+    command: str
+    source_session_id: str
+    fork_point: str | None = None
+    new_session_id: str | None = None
+    path: str | None = None
+    cwd: str | None = None
+    git_branch: str | None = None
+    notes: list[str] = field(default_factory=list)
+    lines: list[bytes] = field(default_factory=list, repr=False)
+
+    def as_dict(self) -> dict:
+        return {
+            "action": self.action, "agent": self.agent, "command": self.command,
+            "new_session_id": self.new_session_id, "path": self.path,
+            "source_session_id": self.source_session_id, "fork_point": self.fork_point, "cwd": self.cwd,
+            "git_branch": self.git_branch, "notes": self.notes,
+        }
+
+
+def fork_points(conn: sqlite3.Connection, session_id: str, around_entry: int | None = None) -> list[ForkPoint]:
+    """The turns of the branch through `around_entry` (or of the latest branch), oldest first."""
+    turns = {
+        r[0]: r
+        for r in conn.execute(
+            "SELECT t.id, t.last_entry_uuid, t.sequence, t.timestamp, t.model, t.tool_call_count, t.parent_turn_id, "
+            "(SELECT content FROM entries WHERE uuid = t.id AND session_id = t.session_id LIMIT 1), "
+            "(SELECT content FROM entries WHERE uuid = t.response_message_id AND session_id = t.session_id LIMIT 1) "
+            "FROM agent_turns t WHERE t.session_id = ?",
+            (session_id,),
+        )
+    }
+    if not turns:
+        return []
+    start = None
+    if around_entry is not None:
+        row = conn.execute("SELECT turn_id FROM entries WHERE id = ?", (around_entry,)).fetchone()
+        start = row[0] if row and row[0] in turns else None
+    if start is None:
+        start = max(turns.values(), key=lambda r: (r[3] or 0, r[2]))[0]
+    # the branch: ancestors of `start`, then its latest descendants
+    chain = []
+    seen = set()
+    node = start
+    while node in turns and node not in seen:
+        seen.add(node)
+        chain.append(node)
+        node = turns[node][6]
+    chain.reverse()
+    children: dict[str, list] = {}
+    for r in turns.values():
+        children.setdefault(r[6], []).append(r)
+    node = start
+    while children.get(node):
+        nxt = max(children[node], key=lambda r: (r[3] or 0, r[2]))[0]
+        if nxt in seen:
+            break
+        seen.add(nxt)
+        chain.append(nxt)
+        node = nxt
+    out = []
+    for tid in chain:
+        r = turns[tid]
+        out.append(ForkPoint(tid, r[1], r[2], one_line(r[7], 120), one_line(r[8], 120), r[3], r[4], r[5], r[6]))
+    return out
+
+
+def _session_row(conn: sqlite3.Connection, session_id: str) -> tuple:
+    row = conn.execute(
+        "SELECT id, source, title, project_path, is_subagent, kind FROM agent_sessions WHERE id = ?", (session_id,)
+    ).fetchone()
+    if row is None:
+        raise ForkError(f"no session {session_id!r}")
+    return row
+
+
+def resolve_entry(conn: sqlite3.Connection, ref: str) -> tuple[int, str, str | None]:
+    """(entry id, session id, uuid) from an entry id or a record uuid."""
+    row = None
+    if ref.isdigit():
+        row = conn.execute("SELECT id, session_id, uuid FROM entries WHERE id = ?", (int(ref),)).fetchone()
+    if row is None:
+        row = conn.execute(
+            "SELECT id, session_id, uuid FROM entries WHERE uuid = ? AND dup_of IS NULL ORDER BY id LIMIT 1", (ref,)
+        ).fetchone()
+    if row is None or row[1] is None:
+        raise ForkError(f"no record {ref!r}: give an entry id or a message uuid (see `threadloom show --json`)")
+    return row
+
+
+def _records(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, dict]]:
+    out = []
+    for eid, raw in conn.execute(
+        "SELECT id, raw FROM entries WHERE session_id = ? AND dup_of IS NULL ORDER BY id", (session_id,)
+    ):
+        try:
+            obj = orjson.loads(bytes(raw).lstrip(b"\x00"))
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            out.append((eid, obj))
+    return out
+
+
+def _tool_uses(obj: dict) -> list[str]:
+    content = (obj.get("message") or {}).get("content") if isinstance(obj.get("message"), dict) else None
+    if obj.get("type") != "assistant" or not isinstance(content, list):
+        return []
+    return [b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id")]
+
+
+def _tool_results(obj: dict) -> list[str]:
+    content = (obj.get("message") or {}).get("content") if isinstance(obj.get("message"), dict) else None
+    if obj.get("type") != "user" or not isinstance(content, list):
+        return []
+    return [b.get("tool_use_id") for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
+def select_chain(records: list[tuple[int, dict]], cut_uuid: str, *, keep_sidechains: bool) -> list[tuple[int, dict]]:
+    """The ancestor chain of `cut_uuid` plus parallel tool results, in file order, tool-complete."""
+    by_uuid: dict[str, tuple[int, dict]] = {}
+    for eid, obj in records:
+        if obj.get("type") in TRANSCRIPT_TYPES and isinstance(obj.get("uuid"), str):
+            if obj.get("isSidechain") and not keep_sidechains:
+                continue
+            by_uuid.setdefault(obj["uuid"], (eid, obj))
+    if cut_uuid not in by_uuid:
+        raise ForkError(f"record {cut_uuid} is not a conversation record of this session")
+    chain: dict[str, tuple[int, dict]] = {}
+    node: str | None = cut_uuid
+    while node and node in by_uuid and node not in chain:  # stops at null: a compaction boundary or the root
+        chain[node] = by_uuid[node]
+        node = by_uuid[node][1].get("parentUuid")
+    cut_eid = by_uuid[cut_uuid][0]
+    used = {tid for _, obj in chain.values() for tid in _tool_uses(obj)}
+    answered = {tid for _, obj in chain.values() for tid in _tool_results(obj)}
+    for uid, (eid, obj) in by_uuid.items():
+        if uid in chain or eid > cut_eid:
+            continue
+        results = [t for t in _tool_results(obj) if t in used and t not in answered]
+        parent = obj.get("parentUuid") or obj.get("sourceToolAssistantUUID")
+        if results and parent in chain:
+            chain[uid] = (eid, obj)
+            answered.update(results)
+    ordered = sorted(chain.values(), key=lambda item: item[0])
+    # Never end on a tool_use without its result: drop trailing unanswered calls.
+    while ordered:
+        missing = [t for t in _tool_uses(ordered[-1][1]) if t not in answered]
+        if not missing:
+            break
+        ordered.pop()
+    if not ordered:
+        raise ForkError("nothing would be left to fork at this point")
+    return ordered
+
+
+def _project_dir(source_path: str, project_key: str | None) -> Path:
+    path = Path(source_path)
+    if project_key and project_key in path.parts:
+        i = len(path.parts) - 1 - path.parts[::-1].index(project_key)
+        return Path(*path.parts[: i + 1])
+    return path.parent
+
+
+def plan_fork(
+    conn: sqlite3.Connection, entry_ref: str, *, prompt: str | None = None, new_session_id: str | None = None,
+    now: datetime | None = None,
+) -> ForkPlan:
+    """Work out (without writing) the fork transcript and command for a point in a session."""
+    entry_id, session_id, _ = resolve_entry(conn, entry_ref)
+    sid, agent, title, project_path, is_subagent, kind = _session_row(conn, session_id)
+    if agent != "claude-code":
+        raise ForkError(f"forking {agent} sessions at a point is not supported yet; `threadloom resume {sid}` resumes it")
+    turn_row = conn.execute(
+        "SELECT t.id, t.last_entry_uuid, t.parent_turn_id, e.uuid = t.id FROM entries e "
+        "JOIN agent_turns t ON t.id = e.turn_id WHERE e.id = ?",
+        (entry_id,),
+    ).fetchone()
+    if turn_row is None:
+        raise ForkError("this record is not part of a conversation turn (nothing to fork from)")
+    turn_id, last_uuid, parent_turn, is_prompt = turn_row
+    notes = []
+    if prompt is not None and is_prompt:
+        # "edit this message": keep what came before it, send the new text instead
+        if parent_turn is None:
+            raise ForkError("this is the first prompt of the session; start a new session instead")
+        last_uuid = conn.execute("SELECT last_entry_uuid FROM agent_turns WHERE id = ?", (parent_turn,)).fetchone()[0]
+        notes.append("The chosen prompt is replaced by yours: the fork ends just before it.")
+    records = _records(conn, sid)
+    chosen = select_chain(records, last_uuid, keep_sidechains=bool(is_subagent))
+    src_file = conn.execute(
+        "SELECT f.path, f.project_key FROM entries e JOIN source_files f ON f.id = e.source_file_id WHERE e.id = ?",
+        (chosen[-1][0],),
+    ).fetchone()
+    project_dir = _project_dir(src_file[0], src_file[1])
+    new_sid = new_session_id or str(uuidlib.uuid4())
+    external_src = sid.split(":", 1)[0] if is_subagent else sid
+    cwd = next((obj["cwd"] for _, obj in reversed(chosen) if isinstance(obj.get("cwd"), str)), project_path)
+    branch = next((obj["gitBranch"] for _, obj in reversed(chosen) if isinstance(obj.get("gitBranch"), str)), None)
+    stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S.") + f"{(now or datetime.now(UTC)).microsecond // 1000:03d}Z"
+    mapping: dict[str, str] = {}
+    lines: list[bytes] = []
+    previous: str | None = None
+    kept = [(eid, obj) for eid, obj in chosen if obj.get("type") != "progress"]
+    for i, (_, obj) in enumerate(kept):
+        new_uuid = str(uuidlib.uuid4())
+        mapping[obj["uuid"]] = new_uuid
+        rec = {k: v for k, v in obj.items() if k not in DROP_KEYS}
+        rec["uuid"] = new_uuid
+        rec["parentUuid"] = previous
+        if "logicalParentUuid" in rec:
+            rec["logicalParentUuid"] = mapping.get(obj.get("logicalParentUuid") or "")
+        rec["sessionId"] = new_sid
+        rec["isSidechain"] = False
+        rec.pop("agentId", None)
+        rec["forkedFrom"] = {"sessionId": external_src, "messageUuid": obj["uuid"]}
+        if i == len(kept) - 1:
+            rec["timestamp"] = stamp  # the leaf is the newest record, so every resume heuristic picks it
+        lines.append(orjson.dumps(rec))
+        previous = new_uuid
+    base_title = title or "session"
+    lines.append(orjson.dumps({"type": "custom-title", "customTitle": f"{base_title} (fork)", "sessionId": new_sid}))
+    cut = kept[-1][1]
+    command = f"cd {shlex.quote(cwd or '.')} && claude --resume {new_sid}"
+    if prompt:
+        command += " " + shlex.quote(prompt)
+        notes.append("Passing a first prompt together with --resume is not verified on every Claude Code version.")
+    if is_subagent:
+        notes.append("This is a subagent's conversation: the fork continues it as a new main session.")
+    if any(obj.get("subtype") == "compact_boundary" for _, obj in kept):
+        notes.append("The fork starts at the last compaction before this point, as Claude Code itself would load it.")
+    notes.append(WORKTREE_NOTE + (f" Recorded git branch then: {branch}." if branch else ""))
+    return ForkPlan(
+        action="fork", agent=agent, command=command, source_session_id=sid, fork_point=cut.get("uuid"),
+        new_session_id=new_sid, path=str(project_dir / f"{new_sid}.jsonl"), cwd=cwd, git_branch=branch,
+        notes=notes, lines=lines,
+    )
+
+
+def write_fork(plan: ForkPlan) -> Path:
+    """Create the fork file (never overwriting anything) with owner-only permissions."""
+    if plan.path is None:
+        raise ForkError("this plan writes no file")
+    path = Path(plan.path)
+    if not path.parent.is_dir():
+        raise ForkError(f"the source's folder {path.parent} no longer exists; restore it first (threadloom restore)")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(b"\n".join(plan.lines) + b"\n")
+    return path
+
+
+def native_fork_plan(conn: sqlite3.Connection, entry_ref: str, prompt: str) -> ForkPlan:
+    """FORK.md Recipe B: Claude Code forks itself in print mode, truncated at the point, with a new prompt."""
+    plan = plan_fork(conn, entry_ref)
+    sid = plan.source_session_id
+    cmd = (
+        f"cd {shlex.quote(plan.cwd or '.')} && NEW=$(claude -p --resume {sid} --fork-session "
+        f"--resume-session-at={plan.fork_point} --output-format json {shlex.quote(prompt)} | jq -r .session_id) "
+        '&& claude --resume "$NEW"'
+    )
+    return ForkPlan(action="fork-prompt", agent=plan.agent, command=cmd, source_session_id=sid,
+                    fork_point=plan.fork_point, cwd=plan.cwd, git_branch=plan.git_branch,
+                    notes=["Runs one model turn with your prompt (print mode), then opens the new session; needs jq.",
+                           WORKTREE_NOTE])
+
+
+def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool = False) -> ForkPlan:
+    """Resume the whole session, or fork it at its end (`--fork-session`)."""
+    sid, agent, _, project_path, is_subagent, _ = _session_row(conn, session_id)
+    row = conn.execute(
+        "SELECT raw FROM entries WHERE session_id = ? AND role IS NOT NULL ORDER BY id DESC LIMIT 1", (sid,)
+    ).fetchone()
+    cwd, branch = project_path, None
+    if row:
+        try:
+            last = orjson.loads(bytes(row[0]))
+            cwd = last.get("cwd") or cwd
+            branch = last.get("gitBranch")
+        except orjson.JSONDecodeError:
+            pass
+    if is_subagent:
+        raise ForkError("a subagent cannot be resumed on its own; fork it at a point instead (threadloom fork)")
+    if agent != "claude-code":
+        raise ForkError(f"resuming {agent} sessions is not supported yet")
+    command = f"cd {shlex.quote(cwd or '.')} && claude --resume {sid}" + (" --fork-session" if fork_at_end else "")
+    notes = [WORKTREE_NOTE + (f" Recorded git branch then: {branch}." if branch else "")]
+    return ForkPlan(action="fork-end" if fork_at_end else "resume", agent=agent, command=command,
+                    source_session_id=sid, cwd=cwd, git_branch=branch, notes=notes)

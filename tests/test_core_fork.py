@@ -1,0 +1,205 @@
+"""Forking at a point: the written transcript is valid, minimal, private, and the source untouched."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import CORPUS, Transcript, ingest, tool_use
+
+from core import clipboard
+from core.fork import ForkError, fork_points, plan_fork, resume_plan, write_fork
+
+SID = "f0000000-0000-4000-8000-00000000f001"
+
+
+def check_fork_file(path: Path, new_sid: str, fork_point_uuid: str) -> list[dict]:
+    """The invariants every fork must hold, checked on the written file itself."""
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert all(rec.get("sessionId") == new_sid for rec in lines)
+    transcript = [r for r in lines if r.get("type") in ("user", "assistant", "system", "attachment")]
+    assert transcript[0]["parentUuid"] is None and transcript[0].get("cwd")
+    for prev, rec in zip(transcript, transcript[1:], strict=False):
+        assert rec["parentUuid"] == prev["uuid"]  # linear
+    assert transcript[-1]["forkedFrom"]["messageUuid"] == fork_point_uuid  # the fork point is the leaf
+    assert transcript[-1]["timestamp"] == max(r["timestamp"] for r in transcript)
+    assert len({r["uuid"] for r in transcript}) == len(transcript)
+    uses, results = set(), set()
+    for rec in transcript:
+        assert rec["isSidechain"] is False
+        for block in rec.get("message", {}).get("content", []) if isinstance(rec.get("message", {}).get("content"), list) else []:
+            if block.get("type") == "tool_use":
+                uses.add(block["id"])
+            if block.get("type") == "tool_result":
+                results.add(block["tool_use_id"])
+    assert uses <= results  # every tool_use has its tool_result
+    assert lines[-1]["type"] == "custom-title" and lines[-1]["customTitle"].endswith("(fork)")
+    return transcript
+
+
+@pytest.fixture
+def branched(conn, tmp_path):
+    t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{SID}.jsonl", SID, cwd="/home/dev/my app's dir")
+    t.user("set up the project")
+    # one API response split over two lines, two parallel tool calls, results as siblings
+    a1 = t.assistant(msg_id="m1", tools=[tool_use("tA", "Bash", command="ls")])
+    a2 = t.assistant(msg_id="m1", tools=[tool_use("tB", "Read", file_path="README.md")])
+    t.tool_result("tA", "README.md", parent=a1, chain=False, sourceToolAssistantUUID=a1)
+    t.tool_result("tB", "# readme", parent=a2, sourceToolAssistantUUID=a2)
+    done = t.assistant("project is set up")
+    t.user("abandoned idea")
+    t.assistant("abandoned answer")
+    t.user("better idea", parent=done)  # rewind: a branch at `done`
+    t.assistant("better answer", tools=[tool_use("tC", "Bash", command="make")])
+    t.tool_result("tC", "ok")
+    t.assistant("built")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    return t
+
+
+def test_fork_at_a_branch_point_keeps_the_chain_only(conn, branched, tmp_path):
+    source = branched.path
+    before = (source.read_bytes(), source.stat().st_mtime_ns)
+    last = branched.lines[-1]["uuid"]
+    plan = plan_fork(conn, last)
+    path = write_fork(plan)
+    assert (source.read_bytes(), source.stat().st_mtime_ns) == before
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert path.parent == source.parent
+    transcript = check_fork_file(path, plan.new_session_id, last)
+    texts = json.dumps(transcript)
+    assert "abandoned" not in texts and "better idea" in texts
+    assert plan.command == f"cd '/home/dev/my app'\"'\"'s dir' && claude --resume {plan.new_session_id}"
+    # forking twice never overwrites
+    second = write_fork(plan_fork(conn, last))
+    assert second != path and path.exists()
+    with pytest.raises(FileExistsError):
+        write_fork(plan)
+
+
+def test_fork_point_inside_a_turn_snaps_to_its_end(conn, branched):
+    # the first assistant chunk (a tool_use) snaps forward to the end of its turn
+    plan = plan_fork(conn, branched.lines[1]["uuid"])
+    assert plan.fork_point == branched.lines[5]["uuid"]  # "project is set up"
+    check_fork_file(write_fork(plan), plan.new_session_id, plan.fork_point)
+
+
+def test_fork_points_follow_the_branch(conn, branched):
+    points = fork_points(conn, SID)
+    assert [p.prompt for p in points] == ["set up the project", "better idea"]
+    abandoned = conn.execute("SELECT id FROM entries WHERE content = 'abandoned answer'").fetchone()[0]
+    assert [p.prompt for p in fork_points(conn, SID, around_entry=abandoned)] == ["set up the project", "abandoned idea"]
+
+
+def test_forked_session_is_ingested_under_its_source(conn, branched, tmp_path):
+    plan = plan_fork(conn, branched.lines[-1]["uuid"])
+    write_fork(plan)
+    ingest(conn, tmp_path / "projects")
+    row = conn.execute("SELECT kind, parent_session_id, title, is_subagent FROM agent_sessions WHERE id = ?",
+                       (plan.new_session_id,)).fetchone()
+    assert row[0] == "fork" and row[1] == SID and row[2].endswith("(fork)") and row[3] == 0
+
+
+def test_edit_a_prompt_cuts_before_it(conn, branched):
+    prompt_uuid = [r["uuid"] for r in branched.lines if r.get("message", {}).get("content") == "better idea"][0]
+    plan = plan_fork(conn, prompt_uuid, prompt="an even better idea")
+    assert plan.fork_point == branched.lines[5]["uuid"]
+    assert plan.command.endswith("'an even better idea'")
+
+
+def test_compaction_and_subagent_fork_points(conn, tmp_path):
+    t = Transcript(tmp_path / "projects" / "-p" / f"{SID}.jsonl", SID)
+    t.user("old context")
+    before = t.assistant("old reply")
+    boundary = t.add({"type": "system", "subtype": "compact_boundary", "logicalParentUuid": before,
+                      "content": "Conversation compacted"}, parent=False)
+    t.add({"type": "user", "isCompactSummary": True, "message": {"role": "user", "content": "Summary of before"}},
+          parent=boundary)
+    t.user("new work", )
+    t.assistant("spawning", tools=[tool_use("tS", "Task", description="helper", prompt="do the sub task")])
+    t.tool_result("tS", "sub done", tool_use_result={"agentId": "abcd1234"})
+    t.assistant("all done")
+    t.write()
+    sub = Transcript(tmp_path / "projects" / "-p" / "agent-abcd1234.jsonl", SID, isSidechain=True, agentId="abcd1234")
+    sub.user("do the sub task", parent=False)
+    sub.assistant("sub step one")
+    sub.user("continue sub")
+    sub.assistant("sub step two")
+    sub.write()
+    ingest(conn, tmp_path / "projects")
+    plan = plan_fork(conn, t.lines[-1]["uuid"])
+    transcript = check_fork_file(write_fork(plan), plan.new_session_id, t.lines[-1]["uuid"])
+    assert transcript[0]["subtype"] == "compact_boundary"  # starts at the compaction, as Claude loads it
+    assert "old context" not in json.dumps(transcript)
+    assert any("compaction" in n for n in plan.notes)
+    # before the compaction: the full old context comes back
+    early = plan_fork(conn, before)
+    assert [json.loads(line).get("message", {}).get("content") for line in early.lines[:1]] == ["old context"]
+    # inside a subagent: the subagent's conversation becomes a new main session
+    sub_plan = plan_fork(conn, sub.lines[1]["uuid"])
+    sub_transcript = check_fork_file(write_fork(sub_plan), sub_plan.new_session_id, sub.lines[1]["uuid"])
+    assert [r["message"]["content"] if isinstance(r["message"]["content"], str) else "a" for r in sub_transcript] == [
+        "do the sub task", "a"]
+    assert any("subagent" in n for n in sub_plan.notes)
+    with pytest.raises(ForkError):
+        resume_plan(conn, f"{SID}:agent-abcd1234")
+
+
+def test_resume_and_fork_at_end_commands(conn, branched):
+    assert resume_plan(conn, SID).command == f"cd '/home/dev/my app'\"'\"'s dir' && claude --resume {SID}"
+    assert resume_plan(conn, SID, fork_at_end=True).command.endswith("--fork-session")
+
+
+def test_cli_fork_json_dry_run_and_plain(conn, branched, tmp_path, monkeypatch):
+    db_path = conn.execute("PRAGMA database_list").fetchone()[2]
+    last = branched.lines[-1]["uuid"]
+    run = lambda *a: subprocess.run([sys.executable, "-m", "core.cli", *a, "--db", db_path], capture_output=True,  # noqa: E731
+                                    text=True, cwd=Path(__file__).resolve().parents[1])
+    dry = run("fork", last, "--dry-run", "--json")
+    data = json.loads(dry.stdout)
+    assert {"command", "new_session_id", "path", "source_session_id", "fork_point"} <= set(data)
+    assert not Path(data["path"]).exists()
+    plain = run("fork", last)
+    assert plain.returncode == 0 and plain.stdout.count("\n") == 1 and plain.stdout.startswith("cd ")
+    new_sid = plain.stdout.split()[-1]
+    assert (branched.path.parent / f"{new_sid}.jsonl").exists()
+    # the clipboard seam
+    copied = []
+    monkeypatch.setattr(clipboard, "copy_with", copied.append)
+    assert clipboard.copy("echo hi") == "system clipboard" and copied == ["echo hi"]
+
+    def broken(_text: str) -> None:
+        raise RuntimeError("no display")
+
+    monkeypatch.setattr(clipboard, "copy_with", broken)
+    assert clipboard.copy("echo hi") is None
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not (CORPUS / "claude-code").is_dir(), reason="corpus absent")
+def test_forks_of_real_sessions_are_valid(conn, tmp_path):
+    import shutil
+
+    shutil.copytree(CORPUS / "claude-code" / "handgemacht-ai__claude-code-log" / "test" / "test_data" / "real_projects",
+                    tmp_path / "projects")
+    ingest(conn, tmp_path / "projects")
+    sessions = [r[0] for r in conn.execute(
+        "SELECT id FROM agent_sessions WHERE is_subagent = 0 AND turn_count >= 3 ORDER BY id LIMIT 6")]
+    assert len(sessions) >= 4
+    made = 0
+    for sid in sessions:
+        points = fork_points(conn, sid)
+        for point in (points[0], points[len(points) // 2], points[-1]):
+            source_files = {p: p.read_bytes() for p in (tmp_path / "projects").rglob("*.jsonl")}
+            plan = plan_fork(conn, point.turn_id)
+            path = write_fork(plan)
+            check_fork_file(path, plan.new_session_id, plan.fork_point)
+            assert all(p.read_bytes() == data for p, data in source_files.items())
+            made += 1
+    assert made >= 12
