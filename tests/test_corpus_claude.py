@@ -38,7 +38,7 @@ def test_every_line_is_a_row_and_round_trips_byte_for_byte(ledger):
     assert len(files) >= 130
     for path in files:
         data = path.read_bytes()
-        row = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path.absolute()),)).fetchone()
+        row = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path.resolve()),)).fetchone()
         assert row is not None, path
         rebuilt, contiguous = file_bytes(conn, row[0])
         assert contiguous and rebuilt == data, path
@@ -50,7 +50,7 @@ def test_every_line_is_a_row_and_round_trips_byte_for_byte(ledger):
 def test_documents_round_trip_too(ledger):
     conn, _ = ledger
     for path in sorted(CLAUDE.rglob("*.meta.json")):
-        row = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path.absolute()),)).fetchone()
+        row = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path.resolve()),)).fetchone()
         assert row is not None and file_bytes(conn, row[0])[0] == path.read_bytes(), path
 
 
