@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -145,6 +146,11 @@ def main(argv: list[str] | None = None) -> int:
         return handler(args)
     except LedgerError as exc:
         print(f"threadloom: {exc}", file=sys.stderr)
+        return 1
+    except sqlite3.DatabaseError as exc:  # locked or damaged while working
+        from core.db import default_db_path, explain
+
+        print(f"threadloom: {explain(exc, getattr(args, 'db', None) or default_db_path())}", file=sys.stderr)
         return 1
     except LookupError as exc:
         print(f"threadloom: {exc.args[0] if exc.args else exc}", file=sys.stderr)

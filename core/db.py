@@ -109,11 +109,11 @@ def connect(path: Path | str | None = None, *, readonly: bool = False) -> sqlite
             ensure_schema(conn)
             _secure_file(db_path)
     except sqlite3.DatabaseError as exc:
-        raise _explain(exc, db_path) from exc
+        raise explain(exc, db_path) from exc
     return conn
 
 
-def _explain(exc: sqlite3.DatabaseError, db_path: Path) -> LedgerError:
+def explain(exc: sqlite3.DatabaseError, db_path: Path) -> LedgerError:
     text = str(exc)
     if "locked" in text or "busy" in text:
         return LedgerError(

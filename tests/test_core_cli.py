@@ -123,7 +123,7 @@ def test_corrupt_database_names_rebuild(tmp_path):
     assert list(tmp_path.glob("bad.db.*.bak"))
 
 
-def test_locked_database_gets_a_clear_message(tmp_path, monkeypatch):
+def test_locked_database_gets_a_clear_message(tmp_path, monkeypatch, capsys):
     dbfile = tmp_path / "locked.db"
     db.connect(dbfile).close()
     holder = sqlite3.connect(dbfile, isolation_level=None)
@@ -139,6 +139,26 @@ def test_locked_database_gets_a_clear_message(tmp_path, monkeypatch):
         holder.execute("ROLLBACK")
         holder.close()
     assert code == 1
+    assert "locked by another process" in capsys.readouterr().err
+
+
+def test_database_locked_in_the_middle_of_an_ingest(tmp_path, monkeypatch, capsys):
+    dbfile = tmp_path / "busy.db"
+    db.connect(dbfile).close()
+    monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 100)
+    projects = make_archive(tmp_path)
+    holder = sqlite3.connect(dbfile, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another writer holds the WAL write lock; readers still work
+    from core.cli import main
+
+    try:
+        code = main(["ingest", "--db", str(dbfile), "--only", "--source", str(projects), "--json"])
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "locked by another process" in err and "Traceback" not in err
 
 
 def test_help_answers_questions():
