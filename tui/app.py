@@ -1,0 +1,559 @@
+"""threadloom's Textual app: projects → sessions → messages, with ingest running behind.
+
+The window shows what the database already holds at once; the ingest runs in a thread worker
+with its own connection and reports progress by messages, and the panes are refreshed as
+sessions land. Everything the app reads goes through `core.browse` / `core.query`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from rich.text import Text
+from textual import events, on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.command import CommandPalette
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widget import Widget
+from textual.widgets import Footer, Label, OptionList, ProgressBar, Static, Tree
+from textual.worker import Worker, WorkerState
+
+from core import browse
+from core.ingest import IngestReport, Progress
+from core.text import human_tokens
+from tui.commands import SessionJumpProvider
+from tui.keymap import keymap_path, load_keymap
+from tui.messages import MessageView
+from tui.panes import NodeRef, ProjectList, SessionTree
+from tui.render import short_model
+from tui.screens import ErrorScreen, HelpScreen, RawJsonScreen
+
+NARROW = 110
+WIDE = 150
+PANE_IDS = ("projects", "sessions", "messages")
+PANE_NAMES = {"projects": "Projects", "sessions": "Sessions", "messages": "Messages"}
+
+
+class IngestProgressed(Message):
+    def __init__(self, progress: Progress) -> None:
+        super().__init__()
+        self.progress = progress
+
+
+class IngestStatus(Message):
+    """A phase of the ingest worker the user should see (writing the demo, database ready)."""
+
+    def __init__(self, text: str, *, database_ready: bool = False) -> None:
+        super().__init__()
+        self.text = text
+        self.database_ready = database_ready
+
+
+class ThreadloomApp(App[int]):
+    """Browse every agent session threadloom has archived."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "threadloom"
+    COMMANDS = App.COMMANDS | {SessionJumpProvider}
+    BINDINGS = [
+        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("f1,question_mark", "help", "Help", id="app.help", tooltip="Keys of the focused pane"),
+        Binding("tab", "next_pane", "Next pane", show=False, id="app.next-pane", priority=True),
+        Binding("shift+tab", "previous_pane", "Previous pane", show=False, id="app.previous-pane", priority=True),
+        Binding("1", "focus_pane('projects')", "Projects", show=False, id="app.focus-projects"),
+        Binding("2", "focus_pane('sessions')", "Sessions", show=False, id="app.focus-sessions"),
+        Binding("3", "focus_pane('messages')", "Messages", show=False, id="app.focus-messages"),
+        Binding("p", "jump", "Jump", id="app.jump", tooltip="Jump to a session by title, id or project"),
+        Binding("slash", "search", "Search", id="app.search"),
+        Binding("f", "fork", "Fork", show=False, id="app.fork"),
+        Binding("ctrl+r", "rescan", "Rescan", show=False, id="app.rescan", tooltip="Read new agent logs now"),
+        Binding("escape", "cancel_ingest", "Cancel ingest", id="app.cancel-ingest"),
+        Binding("d", "open_demo", "Open demo", id="app.demo"),
+    ]
+
+    def __init__(
+        self,
+        *,
+        db_path: Path | None = None,
+        sources: Iterable[Path] = (),
+        demo: bool = False,
+        ingest: bool = True,
+        now: Callable[[], float] = time.time,
+        demo_long_turns: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.db_path = db_path
+        self.sources = [Path(s) for s in sources]
+        self.demo = demo
+        self.ingest_on_start = ingest
+        self.now = now
+        self.demo_long_turns = demo_long_turns
+        self.conn: sqlite3.Connection | None = None
+        self.temp_dir: Path | None = None
+        self.cancel_event = threading.Event()
+        self.ingesting = False
+        self.last_report: IngestReport | None = None
+        self._last_pane_refresh = 0.0
+        self._open_key: tuple | None = None
+        self._preview_timer: Timer | None = None
+        self._status = "Reading agent logs"
+
+    # ------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="panes"):
+            yield ProjectList(now=self.now, id="projects")
+            yield SessionTree(now=self.now, id="sessions")
+            yield MessageView(id="messages")
+        yield Static(id="empty")
+        with Horizontal(id="ingest-bar"):
+            yield Label("", id="ingest-label")
+            yield ProgressBar(id="ingest-progress", show_eta=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._load_keymap()
+        self.query_one(ProjectList).border_title = "Projects"
+        self.query_one(SessionTree).border_title = "Sessions"
+        self.query_one(MessageView).border_title = "Messages"
+        self._apply_layout()
+        if self.demo:
+            self._start_demo()
+            return
+        if self.db_path is None:
+            from core.db import default_db_path
+
+            self.db_path = default_db_path()
+        if self.db_path.exists():
+            self._open_database()
+        if self.ingest_on_start:
+            self.start_ingest()
+        elif self.conn is None:
+            self._open_database()
+            self.refresh_panes()
+        self.query_one(ProjectList).focus()
+
+    def _load_keymap(self) -> None:
+        path = keymap_path()
+        keymap, problems = load_keymap(path)
+        if keymap:
+            self.set_keymap(keymap)
+        for problem in problems:
+            self.notify(problem, title="Keymap not applied", severity="warning", timeout=8)
+
+    def _open_database(self) -> None:
+        from core.db import LedgerError, connect
+
+        if self.conn is not None:
+            return
+        try:
+            self.conn = connect(self.db_path)
+        except LedgerError as exc:
+            self.push_screen(ErrorScreen("Cannot open the database", str(exc)))
+            return
+        self.refresh_panes()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._apply_layout(event.size.width)
+
+    def _apply_layout(self, width: int | None = None) -> None:
+        width = width or self.size.width
+        self.screen.set_class(width < NARROW, "-narrow")
+        self.screen.set_class(width >= WIDE, "-wide")
+        focused = self._focused_pane()
+        for pane in PANE_IDS:
+            self.screen.set_class(focused == pane, f"-focus-{pane}")
+
+    def _focused_pane(self) -> str:
+        widget: Widget | None = self.focused
+        while widget is not None:
+            if widget.id in PANE_IDS:
+                return widget.id or "projects"
+            widget = widget.parent if isinstance(widget.parent, Widget) else None
+        return "projects"
+
+    def on_descendant_focus(self) -> None:
+        self._apply_layout()
+
+    # ------------------------------------------------------------------ panes
+
+    def refresh_panes(self, *, keep_state: bool = True) -> None:
+        """Re-read projects and the current project's sessions (kept expanded where they were)."""
+        if self.conn is None:
+            return
+        projects = browse.list_projects(self.conn)
+        project_list = self.query_one(ProjectList)
+        project_list.set_projects(projects)
+        current = project_list.current
+        self.query_one(SessionTree).show_project(self.conn, current.path if current else None, keep_state=keep_state)
+        self._last_pane_refresh = time.monotonic()
+        self._show_empty(not projects and not self.ingesting)
+
+    def _show_empty(self, empty: bool) -> None:
+        self.screen.set_class(empty, "-empty")
+        if empty:
+            self.query_one("#empty", Static).update(self._empty_text())
+
+    def _empty_text(self) -> Text:
+        from core.adapters import all_adapters
+
+        roots = self.last_report.roots if self.last_report else [
+            str(r) for a in all_adapters() for r in a.default_roots()
+        ] + [str(s) for s in self.sources]
+        text = Text()
+        text.append("No agent sessions yet\n\n", style="bold")
+        text.append("threadloom looked for agent logs in:\n")
+        for root in roots:
+            state = "found" if Path(root).exists() else "not present"
+            text.append(f"  {root}  ", style="#d7af5f")
+            text.append(f"({state})\n", style="dim")
+        text.append("\nLogs somewhere else (a backup, another machine's ~/.claude)? Add the folder:\n\n")
+        text.append("  threadloom --source ~/path/to/claude/projects\n\n", style="bold #87d787")
+        text.append("Folders given with --source are remembered and rescanned on every start.\n\n")
+        text.append("Press ", style="")
+        text.append("d", style="bold reverse")
+        text.append(" to open the demo archive, or ")
+        text.append("q", style="bold reverse")
+        text.append(" to quit.")
+        return text
+
+    @on(OptionList.OptionHighlighted, "#projects")
+    def _project_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if self.conn is not None and event.option.id is not None:
+            self.query_one(SessionTree).show_project(self.conn, event.option.id, keep_state=True)
+
+    @on(OptionList.OptionSelected, "#projects")
+    def _project_selected(self) -> None:
+        self.query_one(SessionTree).focus()
+
+    @on(Tree.NodeHighlighted, "#sessions")
+    def _session_highlighted(self, event: Tree.NodeHighlighted[NodeRef]) -> None:
+        # open what the cursor rests on after a short pause, so holding an arrow key stays cheap
+        if self._preview_timer is not None:
+            self._preview_timer.stop()
+        ref = event.node.data
+        tree = self.query_one(SessionTree)
+        tree.border_subtitle = tree.facts(event.node)
+        if tree.has_focus:  # the user is moving through the tree, not a jump revealing a node
+            self._preview_timer = self.set_timer(0.12, lambda: self.open_ref(ref))
+
+    @on(Tree.NodeSelected, "#sessions")
+    def _session_selected(self, event: Tree.NodeSelected[NodeRef]) -> None:
+        if self._preview_timer is not None:
+            self._preview_timer.stop()
+        self.open_ref(event.node.data)
+        if event.node.data is not None and event.node.data.kind != "loading":
+            self.query_one(MessageView).focus()
+
+    def open_ref(self, ref: NodeRef | None) -> None:
+        """Show a session, a branch or a compaction segment in the message view."""
+        if ref is None or ref.session is None or self.conn is None or ref.kind == "loading":
+            return
+        session = ref.session
+        key = (ref.kind, session.id, ref.branch.number if ref.branch else None,
+               ref.segment.number if ref.segment else None)
+        if key == self._open_key:
+            return
+        self._open_key = key
+        view = self.query_one(MessageView)
+        title = session.task_description if session.is_subagent and session.task_description else session.title
+        count = session.message_count
+        if ref.kind == "branch" and ref.branch is not None:
+            seqs = browse.branch_seqs(self.conn, session.id, ref.branch.turn_ids)
+            view.show(self.conn, session.id, seqs)
+            count = len(seqs)
+            view.border_subtitle = f"branch {ref.branch.number} · {count:,} messages"
+        elif ref.kind == "segment" and ref.segment is not None:
+            view.show(self.conn, session.id, range(session.message_count), at=ref.segment.start_seq)
+            view.border_subtitle = f"segment {ref.segment.number} · {count:,} messages"
+        else:
+            view.show(self.conn, session.id, range(session.message_count))
+            view.border_subtitle = f"{count:,} messages"
+        view.border_title = _clip(title or "(untitled)", 70)
+        view.border_subtitle += f" · {human_tokens(session.tokens)} tokens · {short_model(session.model)}"
+
+    def jump_to_session(self, session_id: str) -> None:
+        """Reveal a session or subagent in the tree (switching project if needed) and read it."""
+        if self.conn is None:
+            return
+        node = browse.get_node(self.conn, session_id, include_warmup=True)
+        if node is None:
+            self.notify(f"No session {session_id}", severity="warning")
+            return
+        projects = self.query_one(ProjectList)
+        tree = self.query_one(SessionTree)
+        path = node.project_path or ""
+        if projects.current is None or projects.current.path != path:
+            paths = [p.path for p in projects.projects]
+            if path in paths:
+                projects.highlighted = paths.index(path)
+            tree.show_project(self.conn, path)
+        if self._preview_timer is not None:
+            self._preview_timer.stop()
+        chain = browse.session_path(self.conn, session_id)
+        if node.is_warmup and not tree.include_warmup:
+            tree.include_warmup = True
+            tree.show_project(self.conn, path)
+        tree_node = tree.reveal(chain)
+        if tree_node is not None:
+            self.call_after_refresh(tree.move_cursor, tree_node)
+        ref = tree_node.data if tree_node is not None else NodeRef("session", node)
+        self._open_key = None
+        self.open_ref(ref)
+        self.query_one(MessageView).focus()
+
+    @on(MessageView.SubagentRequested)
+    def _open_subagent(self, event: MessageView.SubagentRequested) -> None:
+        self.jump_to_session(event.session_id)
+
+    @on(MessageView.RawRequested)
+    def _show_raw(self, event: MessageView.RawRequested) -> None:
+        if self.conn is None:
+            return
+        raw = browse.raw_entry(self.conn, event.entry_id)
+        if raw is None:
+            self.notify("This record is no longer in the database", severity="warning")
+            return
+        self.push_screen(RawJsonScreen(raw, f"Raw record · entry {event.entry_id}"))
+
+    # ------------------------------------------------------------------ ingest
+
+    def start_ingest(self, *, demo_dir: Path | None = None) -> None:
+        if self.ingesting:
+            return
+        self.ingesting = True
+        self.cancel_event = threading.Event()
+        self.screen.add_class("-ingesting")
+        self._show_empty(False)
+        self._status = "Writing the demo archive" if demo_dir else "Reading agent logs"
+        self.query_one("#ingest-label", Label).update(f"{self._status}…")
+        self.query_one(ProgressBar).update(total=None, progress=0)
+        assert self.db_path is not None
+        sources = list(self.sources)
+        self._ingest_worker(self.db_path, sources, demo_dir)
+
+    @work(thread=True, exclusive=True, group="ingest", exit_on_error=False, description="ingest")
+    def _ingest_worker(self, db_path: Path, sources: list[Path], demo_dir: Path | None) -> IngestReport:
+        from core.db import connect
+        from core.ingest import run_ingest
+
+        include_defaults = True
+        if demo_dir is not None:
+            from core.demo import LONG_SESSION_TURNS, write_demo_archive
+
+            sources = [write_demo_archive(demo_dir, long_turns=self.demo_long_turns or LONG_SESSION_TURNS)]
+            include_defaults = False
+        conn = connect(db_path)
+        try:
+            self.post_message(IngestStatus("Reading agent logs", database_ready=True))
+            last = [0.0]
+
+            def progress(p: Progress) -> None:
+                now = time.monotonic()
+                if now - last[0] >= 0.05 or p.files_done == p.files_total:
+                    last[0] = now
+                    self.post_message(IngestProgressed(p))
+
+            return run_ingest(conn, sources, include_defaults=include_defaults, progress=progress,
+                              cancel=self.cancel_event)
+        finally:
+            conn.close()
+
+    def on_ingest_status(self, event: IngestStatus) -> None:
+        self._status = event.text
+        self.query_one("#ingest-label", Label).update(f"{event.text}…")
+        if event.database_ready and self.conn is None:
+            self._open_database()
+
+    def on_ingest_progressed(self, event: IngestProgressed) -> None:
+        p = event.progress
+        bar = self.query_one(ProgressBar)
+        bar.update(total=max(1, p.bytes_total), progress=p.bytes_done)
+        self.query_one("#ingest-label", Label).update(
+            f"{self._status}: {p.files_done:,}/{p.files_total:,} files · "
+            f"{p.bytes_done / 1e6:,.1f}/{p.bytes_total / 1e6:,.1f} MB · Esc cancels"
+        )
+        if time.monotonic() - self._last_pane_refresh > 0.7:
+            self.refresh_panes()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if worker.group != "ingest" or event.state not in (WorkerState.SUCCESS, WorkerState.ERROR,
+                                                           WorkerState.CANCELLED):
+            return
+        self.ingesting = False
+        self.screen.remove_class("-ingesting")
+        if event.state == WorkerState.ERROR:
+            error = worker.error
+            self.push_screen(ErrorScreen(
+                "Reading agent logs failed",
+                f"{type(error).__name__}: {error}",
+                "What was read before the error is kept. Ctrl+R tries again; "
+                "`threadloom ingest` shows the same error on the command line.",
+            ))
+            self.refresh_panes()
+            return
+        report = worker.result
+        if not isinstance(report, IngestReport):
+            self.refresh_panes()
+            return
+        self.last_report = report
+        if self.conn is None:
+            self._open_database()
+        self.refresh_panes()
+        if report.cancelled:
+            self.notify(f"Ingest cancelled after {report.files_read:,} files; what was read is kept.",
+                        severity="warning")
+        elif report.files_read:
+            self.notify(f"{report.files_read:,} files read ({report.bytes_read / 1e6:,.1f} MB), "
+                        f"{report.sessions:,} sessions updated in {report.seconds:.1f} s", title="Ingest done")
+        if report.errors:
+            self.notify(f"{len(report.errors)} files could not be read; first: {report.errors[0]}",
+                        title="Ingest errors", severity="error", timeout=10)
+
+    def _start_demo(self) -> None:
+        self.temp_dir = Path(tempfile.mkdtemp(prefix="threadloom-demo-"))
+        self.db_path = self.temp_dir / "demo.db"
+        self.sources = []
+        self.title = "threadloom · demo"
+        self.start_ingest(demo_dir=self.temp_dir / "archive")
+
+    # ------------------------------------------------------------------ actions
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_ingest":
+            return self.ingesting
+        if action == "open_demo":
+            return self.screen.has_class("-empty")
+        return True
+
+    def action_cancel_ingest(self) -> None:
+        if self.ingesting:
+            self.cancel_event.set()
+            self.notify("Cancelling after the current file…", timeout=2)
+
+    def action_rescan(self) -> None:
+        if self.ingesting:
+            self.notify("Already reading agent logs", timeout=2)
+        elif self.demo or self.temp_dir is not None:
+            self.notify("The demo archive does not change", timeout=2)
+        else:
+            self.start_ingest()
+
+    def action_open_demo(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+        self.demo = True
+        self._start_demo()
+
+    def action_search(self) -> None:
+        self.notify("Search is coming in a later version", title="/ search", timeout=3)
+
+    def action_fork(self) -> None:
+        self.notify("The fork picker is coming in a later version", title="f fork", timeout=3)
+
+    def action_jump(self) -> None:
+        self.push_screen(CommandPalette(providers=[SessionJumpProvider], placeholder="Jump to session…"))
+
+    def action_focus_pane(self, pane: str) -> None:
+        widget = self.query_one(f"#{pane}")
+        if widget.display:
+            widget.focus()
+        else:
+            widget.focus()
+            self._apply_layout()
+
+    def _cycle(self, step: int) -> None:
+        current = PANE_IDS.index(self._focused_pane())
+        self.query_one(f"#{PANE_IDS[(current + step) % len(PANE_IDS)]}").focus()
+
+    def action_next_pane(self) -> None:
+        if isinstance(self.screen, Screen) and self.screen is self.screen_stack[0]:
+            self._cycle(1)
+        else:
+            self.screen.focus_next()
+
+    def action_previous_pane(self) -> None:
+        if self.screen is self.screen_stack[0]:
+            self._cycle(-1)
+        else:
+            self.screen.focus_previous()
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            return
+        pane = self._focused_pane()
+        focused = self.query_one(f"#{pane}")
+        pane_keys: dict[tuple[str, str], list[str]] = {}
+        global_keys: dict[tuple[str, str], list[str]] = {}
+        meta: dict[tuple[str, str], tuple[str, str]] = {}
+        for key, active in self.screen.active_bindings.items():
+            binding = active.binding
+            if active.node is focused:
+                target = pane_keys
+            elif active.node is self or active.node is self.screen:
+                target = global_keys
+            else:
+                continue
+            name = binding.id or binding.action
+            target.setdefault((name, binding.action), []).append(self.get_key_display(binding.with_key(key)))
+            meta[(name, binding.action)] = (binding.tooltip or binding.description, binding.id or "")
+
+        def rows(found: dict[tuple[str, str], list[str]]) -> list[tuple[str, str, str]]:
+            return [(", ".join(keys), meta[k][0], meta[k][1]) for k, keys in found.items()]
+
+        self.push_screen(HelpScreen(PANE_NAMES[pane], rows(pane_keys), rows(global_keys)))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """The palette lists what applies now: pane actions for the focused pane, ingest state."""
+        pane = self._focused_pane()
+        view = self.query_one(MessageView)
+        if pane == "messages" and view.session_id:
+            yield SystemCommand("Messages: expand or collapse all tool calls", "Key e", view.action_toggle_all)
+            yield SystemCommand("Messages: show the raw JSON of this message", "Key r", view.action_raw)
+            yield SystemCommand("Messages: copy the text under the cursor", "Key y", view.action_copy)
+            yield SystemCommand("Messages: go to the last message", "Key G", view.action_last)
+        if pane == "sessions":
+            tree = self.query_one(SessionTree)
+            verb = "Hide" if tree.include_warmup else "Show"
+            yield SystemCommand(f"Sessions: {verb} Warmup agents", "Key w", tree.action_toggle_warmup)
+        yield SystemCommand("Jump to session", "By title, id or project (key p)", self.action_jump)
+        if self.ingesting:
+            yield SystemCommand("Ingest: cancel", "Stop after the current file (Esc)", self.action_cancel_ingest)
+        elif self.temp_dir is None:
+            yield SystemCommand("Ingest: rescan now", "Read new and changed agent logs (Ctrl+R)", self.action_rescan)
+        yield SystemCommand("Help: keys of the focused pane", "F1 or ?", self.action_help)
+        yield from super().get_system_commands(screen)
+
+    def on_unmount(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+def _clip(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def run_app(*, db_path: Path | None = None, sources: Iterable[Path] = (), demo: bool = False,
+            ingest: bool = True) -> int:
+    """Entry point for `threadloom` without a subcommand; returns the process exit code."""
+    app = ThreadloomApp(db_path=db_path, sources=sources, demo=demo, ingest=ingest)
+    try:
+        result = app.run()
+    finally:
+        if app.temp_dir is not None:
+            shutil.rmtree(app.temp_dir, ignore_errors=True)
+    return result if isinstance(result, int) else 0

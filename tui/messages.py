@@ -1,0 +1,614 @@
+"""The message viewer: a Line-API ScrollView that renders only the messages on screen.
+
+A session of 20,000 messages must open at once (PERF.md: a widget per message takes seconds per
+thousand). So the view keeps one height per message, estimated until the message is first drawn,
+and a prefix sum of those heights; `render_line` finds the message under a line by bisection and
+returns a strip from a small cache of rendered messages. Message rows are read from SQLite a page
+at a time, only when a page comes into view or the cursor reaches it. When a message's real
+height replaces its estimate, the message at the top of the screen stays where it was.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from bisect import bisect_right
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Any
+
+from rich.console import RenderableType
+from rich.padding import Padding
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from core import browse
+from core.browse import MessageRow, ToolCallRow
+from tui import render
+
+PAGE = 64
+DEFAULT_HEIGHT = 3
+TEXT_PREVIEW = 14
+CACHE_SIZE = 600
+
+
+@dataclass(slots=True)
+class Block:
+    """A run of lines inside a rendered message that the cursor can sit on (or not)."""
+
+    kind: str  # text | thinking | summary | tool | image | event | gap
+    start: int
+    end: int
+    target: bool
+    key: str | None = None  # what Enter toggles
+    call: ToolCallRow | None = None
+    clipped: bool = False
+
+
+@dataclass(slots=True)
+class Rendered:
+    strips: list[Strip]
+    blocks: list[Block]
+
+
+class MessageView(ScrollView, can_focus=True):
+    """Messages of one session or branch; tool calls, thinking and long text expand in place."""
+
+    BINDINGS = [
+        Binding("down,j", "cursor_down", "Down", show=False, id="messages.down"),
+        Binding("up,k", "cursor_up", "Up", show=False, id="messages.up"),
+        Binding("pagedown,ctrl+f,space", "page_down", "Page down", show=False, id="messages.page-down"),
+        Binding("pageup,ctrl+b", "page_up", "Page up", show=False, id="messages.page-up"),
+        Binding("home,g", "first", "First", show=False, id="messages.first"),
+        Binding("end,G", "last", "Last", show=False, id="messages.last"),
+        Binding("enter", "activate", "Open", id="messages.activate",
+                tooltip="Expand the tool call, thinking or text under the cursor; open a subagent"),
+        Binding("right,l", "expand", "Expand", show=False, id="messages.expand"),
+        Binding("left,h", "collapse", "Collapse", show=False, id="messages.collapse"),
+        Binding("e", "toggle_all", "Expand all", id="messages.expand-all",
+                tooltip="Expand or collapse every tool call"),
+        Binding("r", "raw", "Raw JSON", id="messages.raw", tooltip="The stored record, byte for byte"),
+        Binding("y", "copy", "Copy", show=False, id="messages.copy",
+                tooltip="Copy the text or tool call under the cursor"),
+    ]
+    COMPONENT_CLASSES = {"message-view--cursor", "message-view--gutter"}
+    DEFAULT_CSS = """
+    MessageView > .message-view--cursor { background: $boost; }
+    MessageView:focus > .message-view--cursor { background: $primary 22%; }
+    MessageView > .message-view--gutter { color: $accent; }
+    """
+
+    class SubagentRequested(Message):
+        """Enter on a Task/Agent call: the app opens the subagent it spawned."""
+
+        def __init__(self, session_id: str) -> None:
+            super().__init__()
+            self.session_id = session_id
+
+    class RawRequested(Message):
+        def __init__(self, entry_id: int) -> None:
+            super().__init__()
+            self.entry_id = entry_id
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.conn: sqlite3.Connection | None = None
+        self.session_id: str | None = None
+        self.seqs: Sequence[int] = ()
+        self.heights: list[int] = []
+        self.offsets: list[int] = [0]
+        self.rows: dict[int, MessageRow] = {}
+        self.pages: set[int] = set()
+        self.exact: set[int] = set()
+        self.cache: OrderedDict[int, Rendered] = OrderedDict()
+        self.toggled: set[str] = set()
+        self.expand_all = False
+        self.extras: dict[str, Any] = {}
+        self.cursor: tuple[int, int] = (0, 0)
+        self.stick_end = False
+        self._width = 0
+        self.placeholder = "Select a session to read it."
+
+    # ------------------------------------------------------------------ loading
+
+    @property
+    def count(self) -> int:
+        return len(self.seqs)
+
+    def show(self, conn: sqlite3.Connection, session_id: str, seqs: Sequence[int], *, at: int = 0) -> None:
+        """Open a session (all of it, or the positions `seqs` of a branch), with `at` under the cursor."""
+        self.conn, self.session_id, self.seqs = conn, session_id, seqs
+        self.heights = [DEFAULT_HEIGHT] * len(seqs)
+        self.rows.clear()
+        self.pages.clear()
+        self.exact.clear()
+        self.cache.clear()
+        self.toggled.clear()
+        self.extras.clear()
+        self.expand_all = False
+        self.stick_end = False
+        self._relayout(None)
+        self.set_scroll(0, 0)
+        self.scroll_target_y = 0
+        self.cursor = (0, 0)
+        if seqs:
+            pos = self._find_target(min(max(at, 0), len(seqs) - 1), 1) or 0
+            self.cursor = (pos, self._first_target(pos))
+            if at:
+                self._scroll_to_cursor(top=True)
+        self.refresh()
+
+    def clear(self, placeholder: str = "Select a session to read it.") -> None:
+        self.placeholder = placeholder
+        self.session_id = None
+        self.seqs = ()
+        self.heights = []
+        self.cache.clear()
+        self._relayout(None)
+        self.refresh()
+
+    def position_of_seq(self, seq: int) -> int:
+        """The position of a message sequence number in this view (nearest at or after it)."""
+        if isinstance(self.seqs, range):
+            return max(0, min(len(self.seqs) - 1, seq - self.seqs.start))
+        from bisect import bisect_left
+
+        return min(len(self.seqs) - 1, bisect_left(self.seqs, seq))
+
+    def _load_page(self, page: int) -> None:
+        assert self.conn is not None and self.session_id is not None
+        self.pages.add(page)
+        a, b = page * PAGE, min(len(self.seqs), (page + 1) * PAGE)
+        wanted = {self.seqs[i]: i for i in range(a, b)}
+        for row in browse.message_page(self.conn, self.session_id, self.seqs[a], self.seqs[b - 1]):
+            pos = wanted.get(row.seq)
+            if pos is not None:
+                self.rows[pos] = row
+        for pos in range(a, b):
+            if pos not in self.exact:
+                self.heights[pos] = self._estimate(pos)
+
+    def row(self, pos: int) -> MessageRow | None:
+        if pos not in self.rows and pos // PAGE not in self.pages:
+            self._load_page(pos // PAGE)
+        return self.rows.get(pos)
+
+    # ------------------------------------------------------------------ layout
+
+    def _body_width(self) -> int:
+        return max(20, self.scrollable_content_region.width or self.size.width or 80)
+
+    def _relayout(self, anchor: tuple[int, int] | None) -> None:
+        """Recompute line offsets; keep the message `anchor[0]` at its screen line `anchor[1]`."""
+        self.offsets = list(accumulate(self.heights, initial=0))
+        width = self._body_width()
+        self.virtual_size = Size(width, self.offsets[-1] if self.seqs else 0)
+        if anchor is not None and anchor[0] < len(self.heights):
+            pos, within = anchor
+            y = self.offsets[pos] + min(within, max(0, self.heights[pos] - 1))
+            if y != round(self.scroll_y):
+                self.set_scroll(None, y)
+                self.scroll_target_y = y
+
+    def _anchor(self) -> tuple[int, int] | None:
+        if not self.seqs:
+            return None
+        top = round(self.scroll_y)
+        pos = self.index_at(top)
+        return pos, top - self.offsets[pos]
+
+    def index_at(self, line: int) -> int:
+        pos = bisect_right(self.offsets, line) - 1
+        return max(0, min(pos, len(self.heights) - 1))
+
+    def _estimate(self, pos: int) -> int:
+        msg = self.rows.get(pos)
+        if msg is None:
+            return DEFAULT_HEIGHT
+        if not self._visible(msg):
+            return 0
+        height = 0 if self._continues(pos) else 2
+        if msg.content and msg.role != "system" and not msg.is_compact_summary:
+            width = max(20, self._body_width() - 6)
+            lines = sum(1 + len(part) // width for part in msg.content.split("\n"))
+            height += min(lines, TEXT_PREVIEW)
+        height += bool(msg.thinking) + len(msg.tool_calls) + len(msg.images) + msg.is_compact_summary
+        return max(height, 1)
+
+    @staticmethod
+    def _visible(msg: MessageRow) -> bool:
+        return bool(msg.content or msg.thinking or msg.tool_calls or msg.images or msg.role == "system")
+
+    def _continues(self, pos: int) -> bool:
+        """Another line of the same API response as the previous message: no new header."""
+        msg = self.rows.get(pos)
+        if pos == 0 or msg is None or not msg.message_id:
+            return False
+        prev = self.row(pos - 1)
+        return prev is not None and prev.message_id == msg.message_id
+
+    def ensure(self, pos: int) -> Rendered:
+        """The rendered lines of a message; its height becomes exact."""
+        width = self._body_width()
+        if width != self._width:
+            self._width = width
+            self.cache.clear()
+            self.exact.clear()
+        rendered = self.cache.get(pos)
+        if rendered is not None:
+            self.cache.move_to_end(pos)
+            return rendered
+        rendered = self._render_message(pos, width)
+        self.cache[pos] = rendered
+        if len(self.cache) > CACHE_SIZE:
+            self.cache.popitem(last=False)
+        self.heights[pos] = len(rendered.strips)
+        self.exact.add(pos)
+        return rendered
+
+    def _prepare(self) -> None:
+        """Draw the messages on screen so their heights are exact before the frame is painted."""
+        if not self.seqs:
+            return
+        height = self.scrollable_content_region.height or self.size.height
+        for _ in range(4):
+            anchor = self._anchor()
+            assert anchor is not None
+            before = list(self.heights)
+            if self.stick_end:
+                pos = len(self.seqs) - 1
+                lines = 0
+                while pos >= 0 and lines < height:
+                    lines += len(self.ensure(pos).strips)
+                    pos -= 1
+            else:
+                pos, line = anchor[0], self.offsets[anchor[0]]
+                top = round(self.scroll_y)
+                while pos < len(self.seqs) and line < top + height:
+                    line += len(self.ensure(pos).strips)
+                    pos += 1
+            if self.heights == before and len(self.offsets) == len(self.heights) + 1:
+                break
+            self._relayout(None if self.stick_end else anchor)
+        if self.stick_end:
+            end = max(0, self.offsets[-1] - height)
+            if round(self.scroll_y) != end:
+                self.set_scroll(None, end)
+                self.scroll_target_y = end
+
+    # ------------------------------------------------------------------ rendering
+
+    def _render_message(self, pos: int, width: int) -> Rendered:
+        msg = self.row(pos)
+        strips: list[Strip] = []
+        blocks: list[Block] = []
+        if msg is None or not self._visible(msg):
+            return Rendered(strips, blocks)
+        console = self.app.console
+        options = console.options.update(width=width, min_width=width, max_width=width, height=None)
+
+        def add(kind: str, renderable: RenderableType, *, indent: int, target: bool = True, key: str | None = None,
+                call: ToolCallRow | None = None, clip: int = 0) -> None:
+            lines = console.render_lines(Padding(renderable, (0, 1, 0, indent)), options, pad=False)
+            clipped = False
+            if clip and len(lines) > clip:
+                more = len(lines) - clip + 1
+                lines = lines[: clip - 1]
+                note = Text(f"… {more} more lines · Enter shows all", style="dim italic")
+                lines += console.render_lines(Padding(note, (0, 1, 0, indent)), options, pad=False)
+                clipped = True
+            start = len(strips)
+            strips.extend(Strip(line) for line in lines)
+            blocks.append(Block(kind, start, len(strips), target, key, call, clipped))
+
+        if msg.role == "system" or msg.entry_type == "system":
+            add("gap", Text(""), indent=0, target=False)
+            add("event", render.event_line(msg), indent=2)
+            return Rendered(strips, blocks)
+        continues = self._continues(pos)
+        if not continues:
+            add("gap", Text(""), indent=0, target=False)
+        if msg.is_compact_summary:
+            key = f"summary:{msg.entry_id}"
+            add("summary", render.summary_line(msg, key in self.toggled), indent=2, key=key)
+            return Rendered(strips, blocks)
+        head = None if continues else render.header(msg)
+        if msg.content:
+            key = f"text:{msg.entry_id}"
+            body = render.message_text(msg)
+            if head is not None:
+                add("text", _stack(head, body), indent=2, key=key, clip=0 if key in self.toggled else TEXT_PREVIEW + 1)
+                head = None
+            else:
+                add("text", body, indent=4, key=key, clip=0 if key in self.toggled else TEXT_PREVIEW)
+        if head is not None:
+            add("text", head, indent=2)
+        if msg.thinking:
+            key = f"think:{msg.entry_id}"
+            add("thinking", render.thinking_line(msg, key in self.toggled), indent=4, key=key)
+        for media_type, size in msg.images:
+            add("image", render.image_line(media_type, size), indent=4)
+        for call in msg.tool_calls:
+            key = f"tool:{call.id}"
+            expanded = self.is_expanded(key)
+            line = render.call_line(call, expanded)
+            if expanded:
+                add("tool", _stack(line, Padding(render.call_body(call, self._extra(call)), (0, 0, 0, 2))),
+                    indent=4, key=key, call=call)
+            else:
+                add("tool", line, indent=4, key=key, call=call)
+        return Rendered(strips, blocks)
+
+    def is_expanded(self, key: str) -> bool:
+        if key.startswith("tool:"):
+            return (key in self.toggled) != self.expand_all
+        return key in self.toggled
+
+    def _extra(self, call: ToolCallRow) -> Any:
+        if call.name not in render.EDIT_TOOLS or self.conn is None:
+            return None
+        if call.id not in self.extras:
+            self.extras[call.id] = browse.tool_result_extra(self.conn, call.id)
+        return self.extras[call.id]
+
+    def render_lines(self, crop):  # type: ignore[no-untyped-def]
+        self._prepare()
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width or self.size.width
+        base = self.rich_style
+        if not self.seqs:
+            if y == 1:
+                return Strip([Segment("  " + self.placeholder, base + Style(dim=True))]).extend_cell_length(width, base)
+            return Strip.blank(width, base)
+        scroll_x, scroll_y = self.scroll_offset
+        line = scroll_y + y
+        if line >= self.offsets[-1]:
+            return Strip.blank(width, base)
+        pos = self.index_at(line)
+        rendered = self.cache.get(pos) or self.ensure(pos)
+        i = line - self.offsets[pos]
+        if i >= len(rendered.strips):
+            return Strip.blank(width, base)
+        strip = rendered.strips[i]
+        if pos == self.cursor[0] and self.cursor[1] < len(rendered.blocks):
+            block = rendered.blocks[self.cursor[1]]
+            if block.start <= i < block.end:
+                gutter = self.get_component_rich_style("message-view--gutter")
+                strip = Strip.join([Strip([Segment("▌", gutter)], 1), strip.crop(1)])
+                strip = strip.apply_style(self.get_component_rich_style("message-view--cursor"))
+        return strip.crop_extend(scroll_x, scroll_x + width, base).apply_style(base)
+
+    # ------------------------------------------------------------------ cursor
+
+    def _targets(self, pos: int) -> list[int]:
+        return [i for i, b in enumerate(self.ensure(pos).blocks) if b.target]
+
+    def _first_target(self, pos: int) -> int:
+        targets = self._targets(pos)
+        return targets[0] if targets else 0
+
+    def _find_target(self, pos: int, step: int) -> int | None:
+        """The nearest message from `pos` (in direction `step`) that has something to select."""
+        while 0 <= pos < len(self.seqs):
+            if self._targets(pos):
+                return pos
+            pos += step
+        return None
+
+    def current_block(self) -> Block | None:
+        if not self.seqs:
+            return None
+        blocks = self.ensure(self.cursor[0]).blocks
+        return blocks[self.cursor[1]] if self.cursor[1] < len(blocks) else None
+
+    def current_row(self) -> MessageRow | None:
+        return self.row(self.cursor[0]) if self.seqs else None
+
+    def _move_to(self, pos: int, block: int, *, top: bool = False) -> None:
+        anchor = self._anchor()
+        self.ensure(pos)
+        self._relayout(anchor)
+        self.cursor = (pos, block)
+        self.stick_end = False
+        self._scroll_to_cursor(top=top)
+        self.refresh()
+
+    def _scroll_to_cursor(self, *, top: bool = False) -> None:
+        pos, index = self.cursor
+        rendered = self.ensure(pos)
+        self._relayout(self._anchor())
+        if index >= len(rendered.blocks):
+            return
+        block = rendered.blocks[index]
+        height = self.scrollable_content_region.height or self.size.height
+        start = self.offsets[pos] + block.start
+        end = self.offsets[pos] + block.end
+        y = round(self.scroll_y)
+        if top:
+            y = self.offsets[pos]
+        elif start < y:
+            y = start
+        elif end > y + height:
+            y = min(start, end - height)
+        if y != round(self.scroll_y):
+            self.set_scroll(None, y)
+            self.scroll_target_y = y
+
+    def action_cursor_down(self) -> None:
+        if not self.seqs:
+            return
+        pos, index = self.cursor
+        later = [i for i in self._targets(pos) if i > index]
+        if later:
+            self._move_to(pos, later[0])
+            return
+        nxt = self._find_target(pos + 1, 1)
+        if nxt is not None:
+            self._move_to(nxt, self._first_target(nxt))
+        else:
+            self.scroll_end(animate=False)
+
+    def action_cursor_up(self) -> None:
+        if not self.seqs:
+            return
+        pos, index = self.cursor
+        earlier = [i for i in self._targets(pos) if i < index]
+        if earlier:
+            self._move_to(pos, earlier[-1])
+            return
+        prev = self._find_target(pos - 1, -1)
+        if prev is not None:
+            self._move_to(prev, self._targets(prev)[-1])
+        else:
+            self.set_scroll(None, 0)
+            self.scroll_target_y = 0
+            self.refresh()
+
+    def _page(self, direction: int) -> None:
+        if not self.seqs:
+            return
+        height = self.scrollable_content_region.height or self.size.height
+        max_y = max(0, self.offsets[-1] - height)
+        y = max(0, min(max_y, round(self.scroll_y) + direction * max(1, height - 2)))
+        self.set_scroll(None, y)
+        self.scroll_target_y = y
+        self.stick_end = False
+        self._prepare()
+        pos = self._find_target(self.index_at(y), 1)
+        if pos is None:
+            pos = self._find_target(self.index_at(y), -1)
+        if pos is not None:
+            self.cursor = (pos, self._first_target(pos))
+        self.refresh()
+
+    def action_page_down(self) -> None:
+        self._page(1)
+
+    def action_page_up(self) -> None:
+        self._page(-1)
+
+    def action_first(self) -> None:
+        if self.seqs:
+            pos = self._find_target(0, 1) or 0
+            self._move_to(pos, self._first_target(pos), top=True)
+
+    def action_last(self) -> None:
+        if not self.seqs:
+            return
+        pos = self._find_target(len(self.seqs) - 1, -1)
+        if pos is None:
+            return
+        self.cursor = (pos, self._targets(pos)[-1])
+        self.stick_end = True
+        self._prepare()
+        self.refresh()
+
+    def on_click(self, event: events.Click) -> None:
+        if not self.seqs:
+            return
+        line = round(self.scroll_y) + event.y
+        if line >= self.offsets[-1]:
+            return
+        pos = self.index_at(line)
+        rendered = self.ensure(pos)
+        i = line - self.offsets[pos]
+        for index, block in enumerate(rendered.blocks):
+            if block.target and block.start <= i < block.end:
+                if self.cursor == (pos, index):
+                    self.action_activate()
+                else:
+                    self.cursor = (pos, index)
+                    self.refresh()
+                return
+
+    # ------------------------------------------------------------------ actions
+
+    def _toggle(self, block: Block, value: bool | None = None) -> None:
+        if block.key is None:
+            return
+        if block.kind == "text" and not block.clipped and block.key not in self.toggled:
+            return
+        current = self.is_expanded(block.key)
+        if value is not None and value == current:
+            return
+        self.toggled ^= {block.key}
+        self._rerender(self.cursor[0])
+
+    def _rerender(self, pos: int) -> None:
+        anchor = self._anchor()
+        self.cache.pop(pos, None)
+        self.exact.discard(pos)
+        self.ensure(pos)
+        self._relayout(anchor)
+        self._scroll_to_cursor()
+        self.refresh()
+
+    def action_activate(self) -> None:
+        block = self.current_block()
+        if block is None:
+            return
+        call = block.call
+        if call is not None and call.name in render.SPAWN_TOOLS and call.child_session_id:
+            self.post_message(self.SubagentRequested(call.child_session_id))
+            return
+        self._toggle(block)
+
+    def action_expand(self) -> None:
+        block = self.current_block()
+        if block is not None:
+            self._toggle(block, True)
+
+    def action_collapse(self) -> None:
+        block = self.current_block()
+        if block is not None:
+            self._toggle(block, False)
+
+    def action_toggle_all(self) -> None:
+        if not self.seqs:
+            return
+        anchor = self._anchor()
+        self.expand_all = not self.expand_all
+        self.toggled = {k for k in self.toggled if not k.startswith("tool:")}
+        self.cache.clear()
+        self.exact.clear()
+        for page in self.pages:
+            for pos in range(page * PAGE, min(len(self.seqs), (page + 1) * PAGE)):
+                self.heights[pos] = self._estimate(pos)
+        self._relayout(anchor)
+        self._scroll_to_cursor()
+        self.refresh()
+        self.notify("All tool calls expanded" if self.expand_all else "All tool calls collapsed", timeout=2)
+
+    def action_raw(self) -> None:
+        msg = self.current_row()
+        if msg is not None:
+            self.post_message(self.RawRequested(msg.entry_id))
+
+    def action_copy(self) -> None:
+        block, msg = self.current_block(), self.current_row()
+        if block is None or msg is None:
+            return
+        if block.call is not None:
+            text = f"{block.call.name} {block.call.params_json or ''}\n{render.result_text(block.call)}"
+        elif block.kind == "thinking":
+            text = msg.thinking or ""
+        else:
+            text = msg.content or ""
+        self.app.copy_to_clipboard(text)
+        self.notify(f"Copied {len(text):,} characters", timeout=2)
+
+
+def _stack(*parts: RenderableType) -> RenderableType:
+    from rich.console import Group
+
+    return Group(*parts)

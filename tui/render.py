@@ -1,0 +1,312 @@
+"""Rich renderables for the parts of a message: headers, tool calls, diffs, events.
+
+Kept apart from the widget so the message view only deals with lines and caching, and so the
+look of each part can be read (and changed) in one place.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from datetime import datetime
+from typing import Any
+
+import orjson
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.syntax import Syntax
+from rich.text import Text
+
+from core.browse import MessageRow, ToolCallRow
+from core.render import tool_summary
+from core.text import human_tokens, one_line
+
+ROLE_STYLE = {"user": "bold #5fafff", "assistant": "bold #87d787", "system": "dim"}
+STATUS = {
+    "completed": ("✓", "green"),
+    "failed": ("✗", "bold red"),
+    "rejected": ("⊘ rejected", "yellow"),
+    "interrupted": ("⏹ interrupted", "yellow"),
+    "pending": ("…", "dim"),
+}
+SPAWN_TOOLS = ("Task", "Agent")
+EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit", "apply_patch")
+EXIT_CODE = re.compile(r"[Ee]xit code (\d+)")
+CAT_N = re.compile(r"^\s*(\d+)\t(.*)$")
+COMMAND = re.compile(r"<command-name>(.*?)</command-name>(?:.*?<command-args>(.*?)</command-args>)?", re.S)
+LOCAL_OUT = re.compile(r"<local-command-std(?:out|err)>(.*?)</local-command-std(?:out|err)>", re.S)
+SYNTAX_THEME = "ansi_dark"
+OUTPUT_LINES = 60
+
+
+def short_model(model: str | None) -> str:
+    """`claude-sonnet-4-5-20250929` → `sonnet-4-5`: the part a reader tells models apart by."""
+    if not model:
+        return ""
+    name = model.removeprefix("claude-")
+    return re.sub(r"-\d{8}$", "", name)
+
+
+def when(ms: int | None) -> str:
+    if ms is None:
+        return ""
+    return datetime.fromtimestamp(ms / 1000).strftime("%d %b %H:%M:%S")
+
+
+def duration(ms: int | None) -> str:
+    if ms is None:
+        return ""
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    return f"{minutes // 60}h {minutes % 60:02d}m"
+
+
+def header(msg: MessageRow) -> Text:
+    role = msg.role or msg.entry_type or "?"
+    text = Text()
+    text.append("● " if role == "user" else "◆ ", style=ROLE_STYLE.get(role, "bold"))
+    text.append(role, style=ROLE_STYLE.get(role, "bold"))
+    text.append(f"  {when(msg.timestamp)}", style="dim")
+    if msg.model:
+        text.append(f"  {short_model(msg.model)}", style="#af87d7")
+    if msg.tokens:
+        text.append(f"  {human_tokens(msg.tokens)} tok", style="dim")
+    return text
+
+
+def message_text(msg: MessageRow) -> Text:
+    """The visible text: slash commands and local command output shown the way the user saw them."""
+    content = msg.content or ""
+    command = COMMAND.search(content)
+    if command:
+        args = (command.group(2) or "").strip()
+        return Text(command.group(1).strip() + (" " + args if args else ""), style="bold #d787d7")
+    local = LOCAL_OUT.search(content)
+    if local:
+        return Text(local.group(1).strip(), style="dim")
+    return Text(content, style="dim" if msg.is_meta else "")
+
+
+def thinking_line(msg: MessageRow, expanded: bool) -> RenderableType:
+    size = len(msg.thinking or "")
+    label = Text(("▾ " if expanded else "▸ ") + "✻ thinking", style="italic #8a8a8a")
+    label.append(f"  {size:,} chars", style="dim")
+    if not expanded:
+        return label
+    return Group(label, Text(msg.thinking or "", style="italic #9e9e9e"))
+
+
+def summary_line(msg: MessageRow, expanded: bool) -> RenderableType:
+    label = Text(("▾ " if expanded else "▸ ") + "⧉ summary of the earlier conversation", style="#87afaf")
+    label.append(f"  {len(msg.content or ''):,} chars", style="dim")
+    if not expanded:
+        return label
+    return Group(label, Text(msg.content or "", style="#87afaf"))
+
+
+def image_line(media_type: str, size: int) -> Text:
+    return Text(f"▣ {media_type} · {_bytes(size)}  (image not shown)", style="#d7af5f")
+
+
+def _bytes(n: int) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1e6:.1f} MB"
+    if n >= 1000:
+        return f"{n / 1e3:.1f} KB"
+    return f"{n} B"
+
+
+def event_line(msg: MessageRow) -> Text:
+    """A system record as one dim divider: compaction, API error, hook, turn duration, …"""
+    ev = msg.event
+    kind = msg.subtype or "system"
+    style = "dim"
+    if kind == "compact_boundary":
+        meta = ev.get("compactMetadata") if isinstance(ev.get("compactMetadata"), dict) else {}
+        label = "✂ conversation compacted"
+        if meta.get("trigger"):
+            label += f" · {meta['trigger']}"
+        if isinstance(meta.get("preTokens"), int):
+            label += f" · {human_tokens(meta['preTokens'])} tokens before"
+        style = "#87afaf"
+    elif kind == "api_error":
+        err = ev.get("error")
+        label = "⚠ API error"
+        if isinstance(err, dict):
+            inner = err.get("error", {}).get("error", {}) if isinstance(err.get("error"), dict) else {}
+            status = err.get("status")
+            label += f" {status}" if status else ""
+            if isinstance(inner, dict) and inner.get("type"):
+                label += f" {inner['type']}"
+        if ev.get("retryAttempt"):
+            label += f" · retry {ev['retryAttempt']}/{ev.get('maxRetries', '?')}"
+        style = "#d75f5f"
+    elif kind == "turn_duration":
+        label = f"⏱ turn took {duration(ev.get('durationMs'))}"
+    elif kind == "stop_hook_summary":
+        hooks = ev.get("hookInfos") if isinstance(ev.get("hookInfos"), list) else []
+        commands = ", ".join(str(h.get("command")) for h in hooks if isinstance(h, dict))
+        label = f"⚙ stop hook: {commands or '?'}"
+        if ev.get("hookErrors"):
+            label += " · errors"
+    else:
+        label = f"{kind}: {one_line(msg.content or '', 120)}" if msg.content else kind
+    text = Text("── ", style=style)
+    text.append(label, style=style)
+    text.append(f"  {when(msg.timestamp)} ──", style="dim")
+    return text
+
+
+# ---------------------------------------------------------------------------- tool calls
+
+
+def _params(call: ToolCallRow) -> dict[str, Any]:
+    try:
+        value = orjson.loads(call.params_json or "{}")
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {"input": value}
+
+
+def result_text(call: ToolCallRow) -> str:
+    """The tool_result content as text (a string, or the text of its blocks)."""
+    if not call.result_json:
+        return ""
+    try:
+        value = orjson.loads(call.result_json)
+    except orjson.JSONDecodeError:
+        return call.result_json
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = []
+        for block in value:
+            if isinstance(block, dict):
+                if block.get("type") == "text":
+                    parts.append(str(block.get("text", "")))
+                elif block.get("type") == "image":
+                    parts.append("[image]")
+            elif isinstance(block, str):
+                parts.append(block)
+        return "\n".join(parts)
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() if value is not None else ""
+
+
+def call_line(call: ToolCallRow, expanded: bool) -> Text:
+    """`▸ Bash  npm test  ✗ exit 1 · 2.3 s` — the collapsed form of a tool call."""
+    params = _params(call)
+    text = Text("▾ " if expanded else "▸ ", style="#d7af5f")
+    text.append(call.name, style="bold #d7af5f")
+    gist = params.get("description") if call.name in SPAWN_TOOLS else None
+    text.append("  " + (gist if isinstance(gist, str) else tool_summary(call)))  # type: ignore[arg-type]
+    mark, style = STATUS.get(call.status or "pending", ("?", "dim"))
+    text.append("  ")
+    text.append(mark, style=style)
+    if call.status == "failed":
+        code = EXIT_CODE.search(result_text(call)[:200])
+        text.append(f" exit {code.group(1)}" if code else " error", style=style)
+    if call.duration_ms is not None:
+        text.append(f" · {duration(call.duration_ms)}", style="dim")
+    if call.name in SPAWN_TOOLS and call.child_session_id:
+        agent = params.get("subagent_type")
+        text.append(f"  ↳ subagent{' ' + agent if isinstance(agent, str) else ''} (Enter)", style="#d787d7")
+    return text
+
+
+def call_body(call: ToolCallRow, extra: Any) -> RenderableType:
+    """Input and output of an expanded call; edits as coloured diffs."""
+    params = _params(call)
+    parts: list[RenderableType] = []
+    if call.name in EDIT_TOOLS:
+        parts.append(diff_view(call.name, params, extra))
+    elif call.name == "Bash" and isinstance(params.get("command"), str):
+        parts.append(Syntax(params["command"], "bash", theme=SYNTAX_THEME, word_wrap=True,
+                            background_color="default"))
+    elif call.name in SPAWN_TOOLS and isinstance(params.get("prompt"), str):
+        parts.append(Text("prompt", style="dim underline"))
+        parts.append(Text(params["prompt"]))
+    else:
+        pretty = orjson.dumps(params, option=orjson.OPT_INDENT_2).decode()
+        parts.append(Syntax(pretty, "json", theme=SYNTAX_THEME, word_wrap=True, background_color="default"))
+    output = result_text(call)
+    if call.status is None or call.status == "pending":
+        parts.append(Text("(no result recorded)", style="dim italic"))
+    elif output and not (call.name in EDIT_TOOLS and call.status == "completed"):
+        parts.append(Text("output", style="dim underline"))
+        parts.append(output_view(call, params, output))
+    return Group(*parts)
+
+
+def output_view(call: ToolCallRow, params: dict[str, Any], output: str) -> RenderableType:
+    lines = output.splitlines()
+    more = len(lines) - OUTPUT_LINES
+    shown = lines[:OUTPUT_LINES]
+    tail = Text(f"… {more} more lines (r shows the raw record)", style="dim") if more > 0 else None
+    if call.status in ("failed", "rejected", "interrupted"):
+        body: RenderableType = Text("\n".join(shown), style="#ff8787")
+    elif call.name == "Read" and shown and all(CAT_N.match(line) for line in shown):
+        first = int(CAT_N.match(shown[0]).group(1))  # type: ignore[union-attr]
+        code = "\n".join(CAT_N.match(line).group(2) for line in shown)  # type: ignore[union-attr]
+        path = str(params.get("file_path") or "")
+        body = Syntax(code, Syntax.guess_lexer(path, code), theme=SYNTAX_THEME, line_numbers=True,
+                      start_line=first, word_wrap=True, background_color="default")
+    else:
+        body = Text("\n".join(shown))
+    return Group(body, tail) if tail else body
+
+
+class FilledLines:
+    """Lines whose background reaches the right edge (diff rows), wrapped to the given width."""
+
+    def __init__(self, lines: list[Text]) -> None:
+        self.lines = lines
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        for line in self.lines:
+            for part in line.wrap(console, width):
+                part.pad_right(width - part.cell_len)
+                yield part
+
+
+def diff_view(name: str, params: dict[str, Any], extra: Any) -> RenderableType:
+    """A unified diff with removed lines red and added lines green, from the structured patch."""
+    path = params.get("file_path") or params.get("notebook_path") or ""
+    out: list[Text] = [Text(str(path), style="bold")]
+    hunks = extra.get("structuredPatch") if isinstance(extra, dict) else None
+    if isinstance(hunks, list) and hunks:
+        for hunk in hunks:
+            if not isinstance(hunk, dict):
+                continue
+            out.append(Text(f"@@ -{hunk.get('oldStart')},{hunk.get('oldLines')} +{hunk.get('newStart')},"
+                            f"{hunk.get('newLines')} @@", style="#5f87af"))
+            for line in hunk.get("lines", []):
+                _diff_line(out, str(line))
+    elif name == "Write" and isinstance(params.get("content"), str):
+        for line in params["content"].splitlines():
+            _diff_line(out, "+" + line)
+    else:
+        edits = params.get("edits") if isinstance(params.get("edits"), list) else [params]
+        for edit in edits:
+            if not isinstance(edit, dict):
+                continue
+            old = str(edit.get("old_string") or "").splitlines()
+            new = str(edit.get("new_string") or "").splitlines()
+            for line in list(difflib.unified_diff(old, new, lineterm="", n=2))[2:]:
+                if line.startswith("@@"):
+                    out.append(Text(line, style="#5f87af"))
+                else:
+                    _diff_line(out, line)
+    return FilledLines(out)
+
+
+def _diff_line(out: list[Text], line: str) -> None:
+    if line.startswith("+"):
+        out.append(Text(line, style="#87d787 on #173317"))
+    elif line.startswith("-"):
+        out.append(Text(line, style="#ff8787 on #3a1717"))
+    else:
+        out.append(Text(line, style="#9e9e9e"))

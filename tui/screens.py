@@ -1,0 +1,108 @@
+"""Modal screens: help for the focused pane, a record's raw JSON, and the error dialog."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+LONG_STRING = 400
+
+
+class HelpScreen(ModalScreen[None]):
+    """Every key of the focused pane, then the keys that work everywhere (after user remaps)."""
+
+    BINDINGS = [Binding("escape,q,f1,question_mark", "dismiss", "Close", id="help.close")]
+
+    def __init__(self, pane: str, pane_keys: list[tuple[str, str, str]], global_keys: list[tuple[str, str, str]]) -> None:
+        super().__init__()
+        self.pane, self.pane_keys, self.global_keys = pane, pane_keys, global_keys
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-box") as box:
+            box.border_title = f"Keys · {self.pane}"
+            box.border_subtitle = "Esc closes · remap in keymap.toml by id"
+            yield Static(_keys_table(self.pane, self.pane_keys), classes="help-section")
+            yield Static(_keys_table("Everywhere", self.global_keys), classes="help-section")
+
+
+def _keys_table(title: str, rows: list[tuple[str, str, str]]) -> Table:
+    table = Table(box=None, show_header=False, pad_edge=False, expand=True, title=Text(title, style="bold"),
+                  title_justify="left")
+    table.add_column("key", style="bold #d7af5f", no_wrap=True, width=16)
+    table.add_column("what")
+    table.add_column("id", style="dim", no_wrap=True)
+    for key, description, binding_id in rows:
+        table.add_row(key, description, binding_id)
+    return table
+
+
+class RawJsonScreen(ModalScreen[None]):
+    """The stored record of a message, pretty-printed; `c` copies the exact original bytes."""
+
+    BINDINGS = [
+        Binding("escape,q,r", "dismiss", "Close", id="raw.close"),
+        Binding("c", "copy", "Copy original", id="raw.copy"),
+    ]
+
+    def __init__(self, raw: bytes, title: str) -> None:
+        super().__init__()
+        self.raw = raw
+        self.title_text = title
+
+    def compose(self) -> ComposeResult:
+        try:
+            value: Any = orjson.loads(self.raw)
+            shortened = _shorten(value)
+            pretty = orjson.dumps(shortened, option=orjson.OPT_INDENT_2).decode()
+            body: Any = Syntax(pretty, "json", theme="ansi_dark", word_wrap=True, background_color="default")
+        except orjson.JSONDecodeError:
+            body = Text(self.raw.decode("utf-8", "replace"))
+        with VerticalScroll(id="raw-box") as box:
+            box.border_title = self.title_text
+            box.border_subtitle = f"{len(self.raw):,} bytes · c copies the original · Esc closes"
+            yield Static(body, id="raw-json")
+
+    def action_copy(self) -> None:
+        self.app.copy_to_clipboard(self.raw.decode("utf-8", "replace"))
+        self.notify(f"Copied the raw record ({len(self.raw):,} bytes)", timeout=2)
+
+
+def _shorten(value: Any) -> Any:
+    """Long strings (base64 images, whole files) cut for reading; `c` still copies everything."""
+    if isinstance(value, str) and len(value) > LONG_STRING:
+        return value[:LONG_STRING] + f"… ({len(value):,} characters)"
+    if isinstance(value, list):
+        return [_shorten(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _shorten(v) for k, v in value.items()}
+    return value
+
+
+class ErrorScreen(ModalScreen[None]):
+    """A failure in a background task, said plainly, instead of a traceback over the screen."""
+
+    BINDINGS = [Binding("escape,enter", "dismiss", "Close", id="error.close")]
+
+    def __init__(self, title: str, message: str, hint: str = "") -> None:
+        super().__init__()
+        self.title_text, self.message, self.hint = title, message, hint
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="error-box") as box:
+            box.border_title = self.title_text
+            yield Static(Text(self.message), id="error-message")
+            if self.hint:
+                yield Static(Text(self.hint, style="dim"), id="error-hint")
+            yield Button("Close", variant="error", id="error-close")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss()

@@ -1,0 +1,123 @@
+"""Helpers shared by the TUI tests and `scripts/screenshots.py`: a demo database and a fixed clock.
+
+Screenshots and snapshots must not change from run to run, so both use the demo archive's fixed
+"now", UTC, and a database built once by ingesting the demo archive.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.demo import DEMO_NOW, LONG_SESSION_TURNS, write_demo_archive
+
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
+
+    from tui.app import ThreadloomApp
+
+
+def fixed_now() -> float:
+    return DEMO_NOW.timestamp()
+
+
+def use_utc() -> None:
+    """Times are shown in local time; pin it so output does not depend on the machine."""
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+
+
+def build_demo_db(folder: Path, *, long_turns: int = LONG_SESSION_TURNS) -> Path:
+    """Write the demo archive into `folder` and ingest it into `folder/demo.db`."""
+    from core import db
+    from core.ingest import run_ingest
+
+    root = write_demo_archive(folder / "archive", long_turns=long_turns)
+    path = folder / "demo.db"
+    conn = db.connect(path)
+    try:
+        report = run_ingest(conn, [root], include_defaults=False)
+    finally:
+        conn.close()
+    if report.errors:
+        raise RuntimeError(f"demo ingest failed: {report.errors[:3]}")
+    return path
+
+
+# ---------------------------------------------------------------------------- scenes
+# Driven by scripts/screenshots.py and by the snapshot tests, so the README's pictures and the
+# tests show the same states.
+
+CHECKOUT = "The checkout tests started failing"
+NESTED = "Check how Stripe webhooks apply tax"
+LONG = "We're moving the repository layer"
+
+
+def session_id(app: ThreadloomApp, title: str) -> str:
+    from core import browse
+
+    assert app.conn is not None
+    return next(t.id for t in browse.jump_targets(app.conn) if t.title.startswith(title))
+
+
+async def cursor_to_tool(pilot: Pilot, name: str) -> None:
+    """Move the message cursor down to the next call of tool `name`."""
+    from tui.messages import MessageView
+
+    view = pilot.app.query_one(MessageView)
+    for _ in range(400):
+        block = view.current_block()
+        if block is not None and block.call is not None and block.call.name == name:
+            return
+        view.action_cursor_down()
+    raise LookupError(f"no {name} call below the cursor")
+
+
+async def scene_browse(pilot: Pilot) -> None:
+    app: ThreadloomApp = pilot.app  # type: ignore[assignment]
+    app.jump_to_session(session_id(app, CHECKOUT))
+    await pilot.pause()
+    await pilot.press("down", "down")
+
+
+async def scene_tool_diff(pilot: Pilot) -> None:
+    app: ThreadloomApp = pilot.app  # type: ignore[assignment]
+    app.jump_to_session(session_id(app, CHECKOUT))
+    await pilot.pause()
+    await cursor_to_tool(pilot, "Bash")
+    await pilot.press("enter")
+    await cursor_to_tool(pilot, "Edit")
+    await pilot.press("enter")
+
+
+async def scene_nested_subagents(pilot: Pilot) -> None:
+    app: ThreadloomApp = pilot.app  # type: ignore[assignment]
+    app.jump_to_session(session_id(app, NESTED))
+    await pilot.pause()
+    await pilot.press("down", "down")
+
+
+async def scene_help(pilot: Pilot) -> None:
+    app: ThreadloomApp = pilot.app  # type: ignore[assignment]
+    app.jump_to_session(session_id(app, CHECKOUT))
+    await pilot.pause()
+    await pilot.press("f1")
+
+
+async def scene_narrow(pilot: Pilot) -> None:
+    app: ThreadloomApp = pilot.app  # type: ignore[assignment]
+    app.jump_to_session(session_id(app, LONG))
+    await pilot.pause()
+    await pilot.press("G")
+
+
+SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = {
+    "browse": (scene_browse, (140, 40)),
+    "tool-call-diff": (scene_tool_diff, (140, 40)),
+    "nested-subagents": (scene_nested_subagents, (140, 40)),
+    "help": (scene_help, (140, 40)),
+    "narrow-80x24": (scene_narrow, (80, 24)),
+}
