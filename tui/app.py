@@ -14,12 +14,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
-from textual.command import CommandPalette
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import Screen
@@ -29,14 +29,17 @@ from textual.widgets import Footer, Label, OptionList, ProgressBar, Static, Tree
 from textual.worker import Worker, WorkerState
 
 from core import browse
-from core.ingest import IngestReport, Progress
 from core.text import human_tokens
-from tui.commands import SessionJumpProvider
 from tui.keymap import keymap_path, load_keymap
 from tui.messages import MessageView
 from tui.panes import NodeRef, ProjectList, SessionTree
 from tui.render import short_model
 from tui.screens import ErrorScreen, HelpScreen, RawJsonScreen
+
+if TYPE_CHECKING:
+    from textual.command import Provider
+
+    from core.ingest import IngestReport, Progress
 
 NARROW = 110
 WIDE = 150
@@ -62,9 +65,9 @@ class IngestStatus(Message):
 class ThreadloomApp(App[int]):
     """Browse every agent session threadloom has archived."""
 
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")
     TITLE = "threadloom"
-    COMMANDS = App.COMMANDS | {SessionJumpProvider}
+    COMMANDS = App.COMMANDS | {lambda: _jump_provider()}
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("f1,question_mark", "help", "Help", id="app.help", tooltip="Keys of the focused pane"),
@@ -200,9 +203,13 @@ class ThreadloomApp(App[int]):
         self._show_empty(not projects and not self.ingesting)
 
     def _show_empty(self, empty: bool) -> None:
+        was_empty = self.screen.has_class("-empty")
         self.screen.set_class(empty, "-empty")
         if empty:
             self.query_one("#empty", Static).update(self._empty_text())
+            self.set_focus(None)
+        elif was_empty:
+            self.query_one(ProjectList).focus()
 
     def _empty_text(self) -> Text:
         from core.adapters import all_adapters
@@ -344,6 +351,7 @@ class ThreadloomApp(App[int]):
 
     @work(thread=True, exclusive=True, group="ingest", exit_on_error=False, description="ingest")
     def _ingest_worker(self, db_path: Path, sources: list[Path], demo_dir: Path | None) -> IngestReport:
+        """Runs in a thread with its own connection; only messages go back to the interface."""
         from core.db import connect
         from core.ingest import run_ingest
 
@@ -403,6 +411,8 @@ class ThreadloomApp(App[int]):
             ))
             self.refresh_panes()
             return
+        from core.ingest import IngestReport
+
         report = worker.result
         if not isinstance(report, IngestReport):
             self.refresh_panes()
@@ -464,7 +474,9 @@ class ThreadloomApp(App[int]):
         self.notify("The fork picker is coming in a later version", title="f fork", timeout=3)
 
     def action_jump(self) -> None:
-        self.push_screen(CommandPalette(providers=[SessionJumpProvider], placeholder="Jump to session…"))
+        from textual.command import CommandPalette
+
+        self.push_screen(CommandPalette(providers=[_jump_provider()], placeholder="Jump to session…"))
 
     def action_focus_pane(self, pane: str) -> None:
         widget = self.query_one(f"#{pane}")
@@ -540,6 +552,13 @@ class ThreadloomApp(App[int]):
         if self.conn is not None:
             self.conn.close()
             self.conn = None
+
+
+def _jump_provider() -> type[Provider]:
+    """Imported when the palette first opens: the command machinery costs start-up time."""
+    from tui.commands import SessionJumpProvider
+
+    return SessionJumpProvider
 
 
 def _clip(text: str, width: int) -> str:

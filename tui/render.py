@@ -13,7 +13,6 @@ from typing import Any
 
 import orjson
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.syntax import Syntax
 from rich.text import Text
 
 from core.browse import MessageRow, ToolCallRow
@@ -218,6 +217,8 @@ def call_line(call: ToolCallRow, expanded: bool) -> Text:
 
 def call_body(call: ToolCallRow, extra: Any) -> RenderableType:
     """Input and output of an expanded call; edits as coloured diffs."""
+    from rich.syntax import Syntax  # Pygments is slow to import: only once something expands
+
     params = _params(call)
     parts: list[RenderableType] = []
     if call.name in EDIT_TOOLS:
@@ -241,6 +242,8 @@ def call_body(call: ToolCallRow, extra: Any) -> RenderableType:
 
 
 def output_view(call: ToolCallRow, params: dict[str, Any], output: str) -> RenderableType:
+    from rich.syntax import Syntax
+
     lines = output.splitlines()
     more = len(lines) - OUTPUT_LINES
     shown = lines[:OUTPUT_LINES]

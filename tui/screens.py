@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -59,6 +58,8 @@ class RawJsonScreen(ModalScreen[None]):
         self.title_text = title
 
     def compose(self) -> ComposeResult:
+        from rich.syntax import Syntax
+
         try:
             value: Any = orjson.loads(self.raw)
             shortened = _shorten(value)
