@@ -14,7 +14,7 @@ from pathlib import Path
 
 # Bump when the derived tables or their meaning change; entries and source_files survive a bump
 # and the derived tables are rebuilt from `entries`.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 BUSY_TIMEOUT_MS = 5000
 
 DERIVED_TABLES = ("agent_sessions", "agent_turns", "agent_tool_calls", "agent_usage")
@@ -169,6 +169,8 @@ def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool) -> None:
     try:
         conn.execute("DROP VIEW IF EXISTS agent_messages")
         existing = _table_names(conn)
+        for (old_index,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'ix_%'").fetchall():
+            conn.execute(f"DROP INDEX IF EXISTS {old_index}")  # recreated below from the current schema
         if drop_derived:
             for name in DERIVED_TABLES:
                 conn.execute(f"DROP TABLE IF EXISTS {name}")

@@ -340,11 +340,12 @@ class Ledger:
         conn = self.conn
         conn.execute("BEGIN")
         try:
+            summaries = _summaries_by_session(conn)
             if self.summaries_added:
-                sessions |= _summary_targets(conn)
+                sessions |= set(summaries)
             _link_subagents(conn, sessions)
             for sid in sessions:
-                _finalize_session(conn, sid)
+                _finalize_session(conn, sid, summaries.get(sid))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -354,15 +355,20 @@ class Ledger:
         return sessions
 
 
-def _summary_targets(conn: sqlite3.Connection) -> set[str]:
+def _summaries_by_session(conn: sqlite3.Connection) -> dict[str, str]:
+    """The newest summary of each session: the session that owns its leafUuid (any file)."""
     rows = conn.execute(
-        "SELECT DISTINCT l.session_id FROM entries s JOIN entries l ON l.uuid = s.ref_uuid "
-        "WHERE s.entry_type = 'summary' AND l.session_id IS NOT NULL"
+        "SELECT s.id, s.content, l.session_id FROM entries s JOIN entries l ON l.uuid = s.ref_uuid "
+        "WHERE s.entry_type = 'summary' AND s.ref_uuid IS NOT NULL"  # served by ix_entries_summary
     ).fetchall()
-    return {r[0] for r in rows}
+    out: dict[str, str] = {}
+    for _, content, session_id in sorted(rows):
+        if content and session_id:
+            out[session_id] = content
+    return out
 
 
-def _finalize_session(conn: sqlite3.Connection, sid: str) -> None:
+def _finalize_session(conn: sqlite3.Connection, sid: str, summary: str | None) -> None:
     from core.adapters.claude import prompt_title
 
     row = conn.execute(
@@ -378,13 +384,8 @@ def _finalize_session(conn: sqlite3.Connection, sid: str) -> None:
         (sid,),
     ):
         titles[etype] = content
-    summary = conn.execute(
-        "SELECT s.content FROM entries s JOIN entries l ON l.uuid = s.ref_uuid "
-        "WHERE s.entry_type = 'summary' AND l.session_id = ? ORDER BY s.id DESC LIMIT 1",
-        (sid,),
-    ).fetchone()
-    if summary and summary[0]:
-        titles["summary"] = summary[0]
+    if summary:
+        titles["summary"] = summary
     title, source = None, None
     for name in TITLE_PRIORITY:
         if titles.get(name):

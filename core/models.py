@@ -199,14 +199,8 @@ class AgentUsage(SQLModel, table=True):
 SECONDARY_INDEXES: list[Index] = [
     Index("ix_entries_session_seq", Entry.__table__.c.session_id, Entry.__table__.c.seq),
     Index("ix_entries_uuid", Entry.__table__.c.uuid),
-    Index(
-        "ix_entries_titles",
-        Entry.__table__.c.entry_type,
-        Entry.__table__.c.session_id,
-        sqlite_where=Entry.__table__.c.entry_type.in_(
-            ["summary", "custom-title", "ai-title", "agent-name", "custom-title-file"]
-        ),
-    ),
+    # summaries name the session owning their leafUuid, often in another file: find them all fast
+    Index("ix_entries_summary", Entry.__table__.c.ref_uuid, sqlite_where=Entry.__table__.c.entry_type == "summary"),
     Index("ix_tool_calls_child_agent", AgentToolCall.__table__.c.child_agent_id),
     Index("ix_sessions_project", AgentSession.__table__.c.project_path),
 ]
