@@ -172,6 +172,7 @@ class ThreadloomApp(App[int]):
     def _apply_layout(self, width: int | None = None) -> None:
         width = width or self.size.width
         self.screen.set_class(width < NARROW, "-narrow")
+        self.screen.set_class(NARROW <= width < WIDE, "-medium")
         self.screen.set_class(width >= WIDE, "-wide")
         focused = self._focused_pane()
         for pane in PANE_IDS:
@@ -198,13 +199,25 @@ class ThreadloomApp(App[int]):
         project_list = self.query_one(ProjectList)
         project_list.set_projects(projects)
         current = project_list.current
-        self.query_one(SessionTree).show_project(self.conn, current.path if current else None, keep_state=keep_state)
+        tree = self.query_one(SessionTree)
+        tree.show_project(self.conn, current.path if current else None, keep_state=keep_state)
+        tree.border_subtitle = tree.facts(tree.cursor_node)
+        view = self.query_one(MessageView)
+        if view.session_id is None and tree.cursor_node is not None:
+            self.call_after_refresh(self._open_first)
         self._last_pane_refresh = time.monotonic()
         self._show_empty(not projects and not self.ingesting)
+
+    def _open_first(self) -> None:
+        """Nothing open yet: show the newest session, so the first screen is never blank."""
+        tree = self.query_one(SessionTree)
+        if self.query_one(MessageView).session_id is None and tree.cursor_node is not None:
+            self.open_ref(tree.cursor_node.data)
 
     def _show_empty(self, empty: bool) -> None:
         was_empty = self.screen.has_class("-empty")
         self.screen.set_class(empty, "-empty")
+        self.refresh_bindings()
         if empty:
             self.query_one("#empty", Static).update(self._empty_text())
             self.set_focus(None)
@@ -339,6 +352,7 @@ class ThreadloomApp(App[int]):
         if self.ingesting:
             return
         self.ingesting = True
+        self.refresh_bindings()
         self.cancel_event = threading.Event()
         self.screen.add_class("-ingesting")
         self._show_empty(False)
@@ -400,6 +414,7 @@ class ThreadloomApp(App[int]):
                                                            WorkerState.CANCELLED):
             return
         self.ingesting = False
+        self.refresh_bindings()
         self.screen.remove_class("-ingesting")
         if event.state == WorkerState.ERROR:
             error = worker.error

@@ -341,7 +341,8 @@ class MessageView(ScrollView, can_focus=True):
             expanded = self.is_expanded(key)
             line = render.call_line(call, expanded)
             if expanded:
-                add("tool", _stack(line, Padding(render.call_body(call, self._extra(call)), (0, 0, 0, 2))),
+                body = render.call_body(call, self._extra(call), self.styles.background.hex)
+                add("tool", _stack(line, Padding(body, (0, 0, 0, 2))),
                     indent=4, key=key, call=call)
             else:
                 add("tool", line, indent=4, key=key, call=call)

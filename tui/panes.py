@@ -253,6 +253,10 @@ class SessionTree(Tree[NodeRef]):
         elif self.root.children:
             self.move_cursor(self.root.children[0])
 
+    def move_cursor(self, node: TreeNode[NodeRef] | None, animate: bool = False) -> None:
+        super().move_cursor(node, animate)
+        self.border_subtitle = self.facts(node)
+
     def reveal(self, chain: list[str]) -> TreeNode[NodeRef] | None:
         """Expand the path to a (sub)session, move the cursor onto it and return its node."""
         nodes = list(self.root.children)

@@ -33,7 +33,7 @@ EXIT_CODE = re.compile(r"[Ee]xit code (\d+)")
 CAT_N = re.compile(r"^\s*(\d+)\t(.*)$")
 COMMAND = re.compile(r"<command-name>(.*?)</command-name>(?:.*?<command-args>(.*?)</command-args>)?", re.S)
 LOCAL_OUT = re.compile(r"<local-command-std(?:out|err)>(.*?)</local-command-std(?:out|err)>", re.S)
-SYNTAX_THEME = "ansi_dark"
+SYNTAX_THEME = "monokai"
 OUTPUT_LINES = 60
 
 
@@ -99,7 +99,7 @@ def thinking_line(msg: MessageRow, expanded: bool) -> RenderableType:
 
 
 def summary_line(msg: MessageRow, expanded: bool) -> RenderableType:
-    label = Text(("▾ " if expanded else "▸ ") + "⧉ summary of the earlier conversation", style="#87afaf")
+    label = Text(("▾ " if expanded else "▸ ") + "≡ summary of the earlier conversation", style="#87afaf")
     label.append(f"  {len(msg.content or ''):,} chars", style="dim")
     if not expanded:
         return label
@@ -155,7 +155,7 @@ def event_line(msg: MessageRow) -> Text:
         label = f"{kind}: {one_line(msg.content or '', 120)}" if msg.content else kind
     text = Text("── ", style=style)
     text.append(label, style=style)
-    text.append(f"  {when(msg.timestamp)} ──", style="dim")
+    text.append(f" · {when(msg.timestamp)[-8:-3]} ──", style="dim")
     return text
 
 
@@ -215,33 +215,37 @@ def call_line(call: ToolCallRow, expanded: bool) -> Text:
     return text
 
 
-def call_body(call: ToolCallRow, extra: Any) -> RenderableType:
-    """Input and output of an expanded call; edits as coloured diffs."""
+def code(text: str, lexer: str, background: str, **kw: Any) -> RenderableType:
+    """Highlighted code on the pane's own background (the terminal default would show as a box)."""
     from rich.syntax import Syntax  # Pygments is slow to import: only once something expands
 
+    return Syntax(text, lexer, theme=SYNTAX_THEME, word_wrap=True, background_color=background, **kw)
+
+
+def call_body(call: ToolCallRow, extra: Any, background: str = "default") -> RenderableType:
+    """Input and output of an expanded call; edits as coloured diffs."""
     params = _params(call)
     parts: list[RenderableType] = []
     if call.name in EDIT_TOOLS:
         parts.append(diff_view(call.name, params, extra))
     elif call.name == "Bash" and isinstance(params.get("command"), str):
-        parts.append(Syntax(params["command"], "bash", theme=SYNTAX_THEME, word_wrap=True,
-                            background_color="default"))
+        parts.append(code(params["command"], "bash", background))
     elif call.name in SPAWN_TOOLS and isinstance(params.get("prompt"), str):
         parts.append(Text("prompt", style="dim underline"))
         parts.append(Text(params["prompt"]))
     else:
         pretty = orjson.dumps(params, option=orjson.OPT_INDENT_2).decode()
-        parts.append(Syntax(pretty, "json", theme=SYNTAX_THEME, word_wrap=True, background_color="default"))
+        parts.append(code(pretty, "json", background))
     output = result_text(call)
     if call.status is None or call.status == "pending":
         parts.append(Text("(no result recorded)", style="dim italic"))
     elif output and not (call.name in EDIT_TOOLS and call.status == "completed"):
         parts.append(Text("output", style="dim underline"))
-        parts.append(output_view(call, params, output))
+        parts.append(output_view(call, params, output, background))
     return Group(*parts)
 
 
-def output_view(call: ToolCallRow, params: dict[str, Any], output: str) -> RenderableType:
+def output_view(call: ToolCallRow, params: dict[str, Any], output: str, background: str) -> RenderableType:
     from rich.syntax import Syntax
 
     lines = output.splitlines()
@@ -252,10 +256,9 @@ def output_view(call: ToolCallRow, params: dict[str, Any], output: str) -> Rende
         body: RenderableType = Text("\n".join(shown), style="#ff8787")
     elif call.name == "Read" and shown and all(CAT_N.match(line) for line in shown):
         first = int(CAT_N.match(shown[0]).group(1))  # type: ignore[union-attr]
-        code = "\n".join(CAT_N.match(line).group(2) for line in shown)  # type: ignore[union-attr]
+        source = "\n".join(CAT_N.match(line).group(2) for line in shown)  # type: ignore[union-attr]
         path = str(params.get("file_path") or "")
-        body = Syntax(code, Syntax.guess_lexer(path, code), theme=SYNTAX_THEME, line_numbers=True,
-                      start_line=first, word_wrap=True, background_color="default")
+        body = code(source, Syntax.guess_lexer(path, source), background, line_numbers=True, start_line=first)
     else:
         body = Text("\n".join(shown))
     return Group(body, tail) if tail else body

@@ -58,13 +58,13 @@ class RawJsonScreen(ModalScreen[None]):
         self.title_text = title
 
     def compose(self) -> ComposeResult:
-        from rich.syntax import Syntax
+        from tui.render import code
 
         try:
             value: Any = orjson.loads(self.raw)
             shortened = _shorten(value)
             pretty = orjson.dumps(shortened, option=orjson.OPT_INDENT_2).decode()
-            body: Any = Syntax(pretty, "json", theme="ansi_dark", word_wrap=True, background_color="default")
+            body: Any = code(pretty, "json", self.app.current_theme.surface or "default")
         except orjson.JSONDecodeError:
             body = Text(self.raw.decode("utf-8", "replace"))
         with VerticalScroll(id="raw-box") as box:
