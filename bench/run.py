@@ -1,0 +1,829 @@
+"""Benchmark harness for threadloom (issue 7): one command, every scenario, median of N runs.
+
+    /work/venv/bin/python bench/run.py --sizes 100M,1G --runs 3
+    /work/venv/bin/python bench/run.py --quick --archive-dir /tmp/a --out /tmp/r   # 5M, 1 run, no claude-code-log
+
+Archives come from bench/gen_archive.py and are cached under bench/archives/ (git-ignored). Every
+measurement is a whole process started with subprocess and timed with time.perf_counter; peak RSS
+comes from os.wait4 (the largest process of the tree). Results: a table on stdout,
+bench/results/latest.json and bench/results/latest.md. See bench/README.md for what each
+scenario measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+sys.path.insert(0, str(BENCH))
+
+import gen_archive  # noqa: E402  (a sibling script, not a package)
+
+MB = 1e6
+CCL_VENV = BENCH / ".venv-ccl"
+NOT_BUILT = "not built yet"
+TUI_TODO = "not measured yet (the TUI work adds it)"
+
+
+# ---------------------------------------------------------------------- processes
+
+
+@dataclass
+class Proc:
+    """One finished process: wall time, exit code, peak RSS, output."""
+
+    cmd: list[str]
+    seconds: float
+    returncode: int
+    peak_rss_mb: float  # largest single process of the tree (os.wait4 ru_maxrss)
+    tree_rss_mb: float | None  # sum over the process tree, sampled 10 times a second (if asked)
+    cpu_seconds: float  # user + system CPU of the command and its children
+    foreign_cpu_s: float  # CPU seconds other processes used on the machine meanwhile (noise)
+    stdout: str
+    stderr: str
+
+    def check(self) -> Proc:
+        if self.returncode != 0:
+            raise RuntimeError(f"{' '.join(self.cmd)} exited {self.returncode}:\n{self.stderr[-3000:]}")
+        return self
+
+    def json(self) -> dict[str, Any]:
+        lines = [ln for ln in self.stdout.splitlines() if ln.startswith("{")]
+        if not lines:
+            raise RuntimeError(f"no JSON on stdout of {' '.join(self.cmd)}:\n{self.stdout[-2000:]}\n{self.stderr[-2000:]}")
+        return json.loads(lines[-1])
+
+
+# The measured command is started by a tiny launcher process. A child's ru_maxrss starts from the
+# high-water mark of the memory image it exec()s from (the parent's, after fork or vfork), so a
+# command forked straight from this harness would report at least the harness's own RSS. The
+# launcher is a bare `python -I -S` (~10 MB) that times the command and reports its rusage.
+LAUNCHER = """
+import json, os, sys, time
+report, cmd = sys.argv[1], sys.argv[2:]
+started = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(cmd[0], cmd)
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+seconds = time.perf_counter() - started
+with open(report, "w") as f:
+    json.dump({"seconds": seconds, "maxrss_kb": usage.ru_maxrss, "cpu": usage.ru_utime + usage.ru_stime}, f)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def _tree_rss_bytes(pid: int, include_self: bool = True) -> int:
+    """Resident bytes of pid's descendants (and pid); shared pages are counted in each process."""
+    total = 0
+    stack = [pid]
+    page = os.sysconf("SC_PAGE_SIZE")
+    while stack:
+        p = stack.pop()
+        try:
+            if include_self or p != pid:
+                with open(f"/proc/{p}/statm") as f:
+                    total += int(f.read().split()[1]) * page
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    stack += [int(c) for c in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def run_process(cmd: list[str], env: dict[str, str], *, sample_tree: bool = False,
+                timeout: float | None = None) -> Proc:
+    """Run cmd to completion through the launcher; its wall time and peak RSS, and its output."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile(suffix=".json") as report:
+        peak_tree = 0
+        done = threading.Event()
+        launcher = [sys.executable, "-I", "-S", "-c", LAUNCHER, report.name, *cmd]
+        busy_before = busy_cpu_seconds()
+        started = time.perf_counter()
+        # run from the (empty) HOME: with `python -m core.cli` the current folder would come first on sys.path
+        proc = subprocess.Popen(launcher, env=env, cwd=env.get("HOME"), stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+
+        def sample() -> None:
+            nonlocal peak_tree
+            while not done.wait(0.1):
+                peak_tree = max(peak_tree, _tree_rss_bytes(proc.pid, include_self=False))
+
+        sampler = threading.Thread(target=sample, daemon=True) if sample_tree else None
+        if sampler is not None:
+            sampler.start()
+        timed_out = threading.Event()
+
+        def kill() -> None:
+            timed_out.set()
+            for child in _children(proc.pid):
+                _kill_tree(child)
+            proc.kill()
+
+        killer = threading.Timer(timeout, kill) if timeout else None
+        if killer is not None:
+            killer.start()
+        returncode = proc.wait()
+        outer_seconds = time.perf_counter() - started
+        busy = busy_cpu_seconds() - busy_before
+        done.set()
+        if killer is not None:
+            killer.cancel()
+        if sampler is not None:
+            sampler.join()
+        if timed_out.is_set():
+            raise TimeoutError(f"{' '.join(cmd)} still running after {timeout:.0f} s: stopped")
+        try:
+            measured = json.loads(Path(report.name).read_text())
+        except (OSError, ValueError):
+            measured = {"seconds": outer_seconds, "maxrss_kb": 0, "cpu": 0.0}
+        out.seek(0)
+        err.seek(0)
+        return Proc(
+            cmd=cmd, seconds=measured["seconds"], returncode=returncode,
+            peak_rss_mb=measured["maxrss_kb"] * 1024 / MB, tree_rss_mb=peak_tree / MB if sample_tree else None,
+            cpu_seconds=measured["cpu"], foreign_cpu_s=max(0.0, busy - measured["cpu"]),
+            stdout=out.read().decode(errors="replace"), stderr=err.read().decode(errors="replace"),
+        )
+
+
+def busy_cpu_seconds() -> float:
+    """CPU seconds the whole machine has spent busy since boot (/proc/stat)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return 0.0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_for_quiet(max_wait: float, threshold: float = 0.25) -> float:
+    """Wait (up to max_wait s) until other processes use less than `threshold` of a core. Returns the wait."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < max_wait:
+        before = busy_cpu_seconds()
+        time.sleep(0.5)
+        if (busy_cpu_seconds() - before) / 0.5 < threshold:
+            break
+    return time.perf_counter() - started
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for task in os.listdir(f"/proc/{pid}/task")
+                for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _kill_tree(pid: int) -> None:
+    """Kill a process we started and its descendants (by pid, children first)."""
+    for child in _children(pid):
+        _kill_tree(child)
+    with contextlib.suppress(OSError):
+        os.kill(pid, 9)
+
+
+# ---------------------------------------------------------------------- the tools
+
+
+@dataclass
+class Tools:
+    threadloom: list[str]
+    ccl: list[str] | None
+    ccl_version: str | None
+    ccl_problem: str | None
+    home: Path  # an empty HOME and CLAUDE_CONFIG_DIR for every process
+    timeout: float = 3600.0  # per process
+    quiet_wait: float = 0.0  # before each measured process, wait up to this long for an idle machine
+    pythonpath: str | None = None  # --threadloom-src: benchmark another checkout
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("THREADLOOM_", "CLAUDE_"))}
+        env.update(HOME=str(self.home), CLAUDE_CONFIG_DIR=str(self.home / ".claude"), PYTHONHASHSEED="0")
+        if self.pythonpath:
+            env["PYTHONPATH"] = self.pythonpath
+        env.update(extra)
+        return env
+
+
+def threadloom_command() -> list[str]:
+    script = Path(sys.executable).parent / "threadloom"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "core.cli"]
+
+
+def find_ccl(install: bool) -> tuple[list[str] | None, str | None, str | None]:
+    """(command, version, problem): claude-code-log from bench/.venv-ccl, installed there if asked."""
+    exe = CCL_VENV / "bin" / "claude-code-log"
+    if not exe.exists() and install:
+        try:
+            if not (CCL_VENV / "bin" / "python").exists():
+                subprocess.run([sys.executable, "-m", "venv", str(CCL_VENV)], check=True, capture_output=True)
+            subprocess.run([str(CCL_VENV / "bin" / "pip"), "install", "--quiet", "claude-code-log"],
+                           check=True, capture_output=True, timeout=600)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
+            detail = getattr(exc, "stderr", b"") or b""
+            text = detail.decode(errors="replace").strip().splitlines()[-1:] if isinstance(detail, bytes) else []
+            return None, None, f"could not be installed into {CCL_VENV} ({type(exc).__name__}: {' '.join(text)[:200]})"
+    if not exe.exists():
+        return None, None, f"not installed (expected {exe})"
+    version = subprocess.run([str(exe), "--version"], capture_output=True, text=True).stdout.strip()
+    return [str(exe)], version.rsplit(" ", 1)[-1] or None, None
+
+
+def tl_ingest(tools: Tools, db: Path, source: Path) -> tuple[Proc, dict[str, Any]]:
+    """`threadloom --db DB ingest --only --source SOURCE --json -q` as a whole process."""
+    cmd = [*tools.threadloom, "--db", str(db), "ingest", "--only", "--source", str(source), "--json", "-q"]
+    if tools.quiet_wait:
+        wait_for_quiet(tools.quiet_wait)
+    proc = run_process(cmd, tools.env(), timeout=tools.timeout).check()
+    report = proc.json()
+    if report.get("errors"):
+        raise RuntimeError(f"ingest reported errors: {report['errors'][:5]}")
+    return proc, report
+
+
+def ccl_build(tools: Tools, projects: Path, out: Path, cache: Path) -> Proc:
+    """claude-code-log over every project: its SQLite cache plus the HTML pages (cold or warm)."""
+    assert tools.ccl is not None
+    cmd = [*tools.ccl, "--projects-dir", str(projects), "--all-projects", "--output", str(out)]
+    if tools.quiet_wait:
+        wait_for_quiet(tools.quiet_wait)
+    return run_process(cmd, tools.env(CLAUDE_CODE_LOG_CACHE_PATH=str(cache)), sample_tree=True,
+                       timeout=tools.timeout).check()
+
+
+def db_bytes(db: Path) -> int:
+    return sum(p.stat().st_size for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm")) if p.exists())
+
+
+def has_table(db: Path, name: str) -> bool:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
+
+
+def stored_line(db: Path, path: Path, offset: int) -> bytes | None:
+    """The raw bytes threadloom holds for the record at `offset` of `path` (None if none)."""
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            row = conn.execute(
+                "SELECT e.raw FROM entries e JOIN source_files f ON f.id = e.source_file_id "
+                "WHERE f.path = ? AND e.byte_offset = ?", (str(path), offset),
+            ).fetchone()
+    except sqlite3.Error:
+        return None
+    return bytes(row[0]) if row else None
+
+
+# ---------------------------------------------------------------------- archives and work trees
+
+
+def ensure_archive(size: str, seed: int, archive_dir: Path) -> tuple[Path, dict[str, Any]]:
+    """The cached archive for (size, seed, generator version), generated when missing."""
+    root = archive_dir / f"{size}-seed{seed}-g{gen_archive.GEN_VERSION}"
+    manifest_path = root / "manifest.json"
+    if manifest_path.exists():
+        manifest = json.loads(manifest_path.read_text())
+        if manifest.get("gen_version") == gen_archive.GEN_VERSION:
+            return root, manifest
+    if root.exists():
+        shutil.rmtree(root)
+    print(f"generating {size} archive (seed {seed}) in {root} …", file=sys.stderr, flush=True)
+    manifest = gen_archive.generate(root, gen_archive.parse_size(size), seed, quiet=False)
+    return root, manifest
+
+
+def warm_page_cache(root: Path) -> None:
+    """Read every file once so each run starts from the same (warm) page cache."""
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            with open(os.path.join(dirpath, name), "rb") as f:
+                while f.read(1 << 22):
+                    pass
+
+
+def make_worktree(archive: Path, work: Path, private: list[str]) -> Path:
+    """A hard-linked copy of the archive's projects/ in `work`; the `private` files are real copies
+    (the scenarios edit them), so the cached archive is never modified."""
+    src = archive / "projects"
+    dst = work / "archive" / "projects"
+    private_set = set(private)
+    for dirpath, _, files in os.walk(src):
+        rel = Path(dirpath).relative_to(src)
+        (dst / rel).mkdir(parents=True, exist_ok=True)
+        for name in files:
+            rel_file = str(Path("projects") / rel / name)
+            if rel_file in private_set:
+                shutil.copy2(Path(dirpath) / name, dst / rel / name)
+            else:
+                os.link(Path(dirpath) / name, dst / rel / name)
+    return (work / "archive").resolve()
+
+
+# ---------------------------------------------------------------------- one run of every scenario
+
+
+@dataclass
+class RunContext:
+    tools: Tools
+    archive: Path  # the work tree's archive root
+    manifest: dict[str, Any]
+    work: Path
+    seed: int
+    with_ccl: bool
+    values: dict[str, float] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def record(ctx: RunContext, key: str, proc: Proc) -> None:
+    """The numbers every whole-process measurement gives."""
+    ctx.values.update({f"{key}.seconds": proc.seconds, f"{key}.peak_rss_mb": proc.peak_rss_mb,
+                       f"{key}.cpu_seconds": proc.cpu_seconds, f"{key}.foreign_cpu_s": proc.foreign_cpu_s})
+
+
+def scenario_cold(ctx: RunContext) -> None:
+    """Cold ingest of the whole archive into an empty database."""
+    db = ctx.work / "cold.db"
+    proc, report = tl_ingest(ctx.tools, db, ctx.archive)
+    size = ctx.manifest["bytes"]
+    record(ctx, "cold", proc)
+    ctx.values.update({
+        "cold.mb_per_s": size / MB / proc.seconds,
+        "cold.records": float(report["records_added"]), "cold.files": float(report["files_read"]),
+        "cold.db_mb": db_bytes(db) / MB,
+        "cold.db_ratio": db_bytes(db) / size, "cold.internal_seconds": float(report["seconds"]),
+        "cold.search_index": float(has_table(db, "search_fts")),
+    })
+
+
+def scenario_ccl_cold(ctx: RunContext) -> None:
+    """claude-code-log's cold build: empty cache, no HTML yet."""
+    proc = ccl_build(ctx.tools, ctx.archive / "projects", ctx.work / "ccl-html", ctx.work / "ccl-cache.db")
+    record(ctx, "ccl_cold", proc)
+    ctx.values["ccl_cold.tree_rss_mb"] = proc.tree_rss_mb or 0.0
+
+
+def scenario_nochange(ctx: RunContext) -> None:
+    """The same ingest command again with nothing changed: what every launch pays."""
+    proc, report = tl_ingest(ctx.tools, ctx.work / "cold.db", ctx.archive)
+    if report["files_read"] != 0:
+        ctx.notes["nochange"] = f"{report['files_read']} files were read again although nothing changed"
+    record(ctx, "nochange", proc)
+
+
+def scenario_ccl_warm(ctx: RunContext) -> None:
+    """claude-code-log run again on the unchanged archive (cache and HTML present)."""
+    proc = ccl_build(ctx.tools, ctx.archive / "projects", ctx.work / "ccl-html", ctx.work / "ccl-cache.db")
+    record(ctx, "ccl_warm", proc)
+
+
+def scenario_search(ctx: RunContext) -> None:
+    """Every query of bench/queries.txt in one process (bench/search_probe.py), then one whole
+    `threadloom search` process."""
+    db = ctx.work / "cold.db"
+    if not ctx.values.get("cold.search_index"):
+        ctx.notes["search"] = "the database has no search index (search_fts)"
+        return
+    cmd = [sys.executable, str(BENCH / "search_probe.py"), str(db), "--queries", str(BENCH / "queries.txt")]
+    try:
+        probe = run_process(cmd, ctx.tools.env(), timeout=ctx.tools.timeout).check().json()
+    except RuntimeError as exc:
+        ctx.notes["search"] = f"search probe failed: {str(exc)[-300:]}"
+        return
+    medians = sorted(q["median_ms"] for q in probe["queries"])
+    firsts = sorted(q["first_ms"] for q in probe["queries"])
+    ctx.values.update({
+        "search.p50_ms": percentile(medians, 50), "search.p95_ms": percentile(medians, 95),
+        "search.max_ms": medians[-1], "search.first_p50_ms": percentile(firsts, 50),
+        "search.first_p95_ms": percentile(firsts, 95), "search.queries": float(len(medians)),
+        "search.zero_hit_queries": float(sum(1 for q in probe["queries"] if q["hits"] == 0)),
+        "search.open_seconds": probe["open_seconds"],
+    })
+    slowest = max(probe["queries"], key=lambda q: q["median_ms"])
+    ctx.notes["search"] = f"slowest: {slowest['query']!r} ({slowest['category']}) {slowest['median_ms']:.1f} ms"
+    ctx.extra["search_queries"] = probe["queries"]
+    cli = run_process([*ctx.tools.threadloom, "--db", str(db), "search", "--json", "error"], ctx.tools.env(),
+                      timeout=ctx.tools.timeout)
+    if cli.returncode == 0:
+        record(ctx, "search_cli", cli)
+
+
+def percentile(sorted_values: list[float], pct: float) -> float:
+    """Nearest-rank percentile of an already sorted list."""
+    if not sorted_values:
+        return 0.0
+    rank = max(1, min(len(sorted_values), round(pct / 100 * len(sorted_values) + 0.5)))
+    return sorted_values[rank - 1]
+
+
+def scenario_parse_1mb(ctx: RunContext) -> None:
+    """The yardstick for the append: ingesting a new 1 MB transcript as a whole process.
+
+    `parse1mb`: into an empty database whose schema already exists (what the append run also has).
+    `parse1mb_fresh`: into a new database file, so the one-time schema creation is included.
+    """
+    src = ctx.work / "one-mb" / "projects" / "-home-dev-code-webapp"
+    gen_archive.write_single_session(src, 1_000_000, ctx.seed)
+    empty = ctx.work / "empty-source"
+    empty.mkdir(exist_ok=True)
+    db = ctx.work / "one-mb.db"
+    tl_ingest(ctx.tools, db, empty)  # creates the schema; not timed
+    proc, report = tl_ingest(ctx.tools, db, ctx.work / "one-mb")
+    record(ctx, "parse1mb", proc)
+    ctx.values["parse1mb.records"] = float(report["records_added"])
+    fresh, _ = tl_ingest(ctx.tools, ctx.work / "one-mb-fresh.db", ctx.work / "one-mb")
+    record(ctx, "parse1mb_fresh", fresh)
+
+
+def scenario_append(ctx: RunContext) -> None:
+    """1 MB of new turns appended to the largest transcript, then the ingest command again."""
+    path = ctx.archive / ctx.manifest["largest"]["path"]
+    added = gen_archive.append_records(path, 1_000_000, ctx.seed)
+    proc, report = tl_ingest(ctx.tools, ctx.work / "cold.db", ctx.archive)
+    record(ctx, "append1mb", proc)
+    ctx.values.update({"append1mb.bytes_read_mb": report["bytes_read"] / MB, "append1mb.appended_mb": added / MB})
+    if "parse1mb.seconds" in ctx.values:
+        ctx.values["append1mb.ratio_to_parse1mb"] = proc.seconds / ctx.values["parse1mb.seconds"]
+
+
+def _rewrite(ctx: RunContext, same_size: bool, key: str) -> None:
+    path = ctx.archive / ctx.manifest["mid_sized"]["path"]
+    offset, new_line = gen_archive.rewrite_middle(path, same_size=same_size)
+    proc, report = tl_ingest(ctx.tools, ctx.work / "cold.db", ctx.archive)
+    detected = stored_line(ctx.work / "cold.db", path, offset) == new_line
+    record(ctx, key, proc)
+    ctx.values.update({f"{key}.bytes_read_mb": report["bytes_read"] / MB, f"{key}.detected": float(detected)})
+    if not detected:
+        ctx.notes[key] = (f"the edited line at byte {offset} of {path.name} is not what the database holds "
+                          f"afterwards: the change was not picked up")
+
+
+def scenario_rewrite_same_size(ctx: RunContext) -> None:
+    """A line in the middle of a mid-sized (~1 MB) transcript edited in place, same length."""
+    _rewrite(ctx, True, "rewrite_same")
+
+
+def scenario_rewrite_grow(ctx: RunContext) -> None:
+    """The same file edited in the middle again, this time the line grows (the file is rewritten)."""
+    _rewrite(ctx, False, "rewrite_grow")
+
+
+Scenario = Callable[[RunContext], None]
+# order matters: cold → (ccl cold) → no-change → (ccl warm) interleaves A B A B within a run
+SCENARIOS: list[tuple[str, Scenario, bool]] = [  # (name, function, needs claude-code-log)
+    ("cold", scenario_cold, False),
+    ("ccl_cold", scenario_ccl_cold, True),
+    ("nochange", scenario_nochange, False),
+    ("ccl_warm", scenario_ccl_warm, True),
+    ("search", scenario_search, False),
+    ("parse1mb", scenario_parse_1mb, False),
+    ("append1mb", scenario_append, False),
+    ("rewrite_same", scenario_rewrite_same_size, False),
+    ("rewrite_grow", scenario_rewrite_grow, False),
+]
+
+
+def run_once(tools: Tools, archive: Path, manifest: dict[str, Any], work_root: Path, seed: int,
+             with_ccl: bool, keep: bool) -> RunContext:
+    work = Path(tempfile.mkdtemp(prefix="run-", dir=work_root))
+    try:
+        private = [manifest["largest"]["path"], manifest["mid_sized"]["path"]]
+        tree = make_worktree(archive, work, private)
+        ctx = RunContext(tools, tree, manifest, work, seed, with_ccl)
+        ctx.values["loadavg_1m"] = os.getloadavg()[0]
+        for name, fn, needs_ccl in SCENARIOS:
+            if needs_ccl and not with_ccl:
+                continue
+            print(f"  {name} …", file=sys.stderr, end="", flush=True)
+            try:
+                fn(ctx)
+            except (TimeoutError, RuntimeError) as exc:
+                # the later scenarios build on this one's database: stop this run, say why
+                ctx.notes[name] = f"failed: {exc}"[:400]
+                print(f" {ctx.notes[name]}", file=sys.stderr, flush=True)
+                break
+            shown = ctx.values.get(f"{name}.seconds")
+            print(f" {shown:.3f} s" if shown is not None else " done", file=sys.stderr, flush=True)
+        if with_ccl and "ccl_warm.seconds" in ctx.values:
+            ctx.values["ratio.ccl_cold_over_cold"] = ctx.values["ccl_cold.seconds"] / ctx.values["cold.seconds"]
+            ctx.values["ratio.ccl_warm_over_nochange"] = ctx.values["ccl_warm.seconds"] / ctx.values["nochange.seconds"]
+        return ctx
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------- tables
+
+
+# (metric key, scenario label, metric label, unit)
+ROWS: list[tuple[str, str, str, str]] = [
+    ("cold.seconds", "cold ingest (empty database)", "wall time", "s"),
+    ("cold.internal_seconds", "cold ingest (empty database)", "of which inside run_ingest", "s"),
+    ("cold.mb_per_s", "cold ingest (empty database)", "throughput", "MB/s"),
+    ("cold.records", "cold ingest (empty database)", "records", "records"),
+    ("cold.peak_rss_mb", "cold ingest (empty database)", "peak RSS", "MB"),
+    ("cold.db_mb", "cold ingest (empty database)", "database size", "MB"),
+    ("cold.db_ratio", "cold ingest (empty database)", "database / archive", "x"),
+    ("cold.search_index", "cold ingest (empty database)", "search index built in it (1 = yes)", ""),
+    ("", "cold ingest without the search index", "@index", ""),
+    ("nochange.seconds", "no-change re-ingest", "wall time", "s"),
+    ("nochange.peak_rss_mb", "no-change re-ingest", "peak RSS", "MB"),
+    ("parse1mb.seconds", "ingest a new 1 MB file (schema exists)", "wall time", "s"),
+    ("parse1mb_fresh.seconds", "ingest a new 1 MB file (new database file)", "wall time", "s"),
+    ("append1mb.seconds", "append 1 MB to the largest file, re-ingest", "wall time", "s"),
+    ("append1mb.ratio_to_parse1mb", "append 1 MB to the largest file, re-ingest", "/ ingest of a 1 MB file", "x"),
+    ("append1mb.bytes_read_mb", "append 1 MB to the largest file, re-ingest", "bytes read", "MB"),
+    ("append1mb.peak_rss_mb", "append 1 MB to the largest file, re-ingest", "peak RSS", "MB"),
+    ("rewrite_same.seconds", "edit a line mid-file, same size, re-ingest", "wall time", "s"),
+    ("rewrite_same.detected", "edit a line mid-file, same size, re-ingest", "change picked up (1 = yes)", ""),
+    ("rewrite_grow.seconds", "edit a line mid-file, file grows, re-ingest", "wall time", "s"),
+    ("rewrite_grow.bytes_read_mb", "edit a line mid-file, file grows, re-ingest", "bytes read", "MB"),
+    ("rewrite_grow.detected", "edit a line mid-file, file grows, re-ingest", "change picked up (1 = yes)", ""),
+    ("search.p50_ms", "search, in process, queries.txt (median of 5 per query)", "p50 over queries", "ms"),
+    ("search.p95_ms", "search, in process, queries.txt (median of 5 per query)", "p95 over queries", "ms"),
+    ("search.max_ms", "search, in process, queries.txt (median of 5 per query)", "slowest query", "ms"),
+    ("search.first_p50_ms", "search, in process, queries.txt (median of 5 per query)", "first call p50", "ms"),
+    ("search.first_p95_ms", "search, in process, queries.txt (median of 5 per query)", "first call p95", "ms"),
+    ("search.queries", "search, in process, queries.txt (median of 5 per query)", "queries", "records"),
+    ("search.zero_hit_queries", "search, in process, queries.txt (median of 5 per query)", "queries with no hit", "records"),
+    ("search_cli.seconds", "`threadloom search error` as a whole process", "wall time", "s"),
+    ("search_cli.peak_rss_mb", "`threadloom search error` as a whole process", "peak RSS", "MB"),
+    ("", "TUI: start to first frame with data", TUI_TODO, ""),
+    ("", "TUI: open the largest session, first paint", TUI_TODO, ""),
+    ("", "TUI: scroll a page", TUI_TODO, ""),
+    ("", "peak RSS while browsing", TUI_TODO, ""),
+    ("ccl_cold.seconds", "claude-code-log cold build (cache + HTML)", "wall time", "s"),
+    ("ccl_cold.peak_rss_mb", "claude-code-log cold build (cache + HTML)", "peak RSS, largest process", "MB"),
+    ("ccl_cold.tree_rss_mb", "claude-code-log cold build (cache + HTML)", "peak RSS, all processes", "MB"),
+    ("ccl_warm.seconds", "claude-code-log warm run (nothing changed)", "wall time", "s"),
+    ("ratio.ccl_cold_over_cold", "claude-code-log cold / threadloom cold", "ratio, pair by pair", "x"),
+    ("ratio.ccl_warm_over_nochange", "claude-code-log warm / threadloom no-change", "ratio, pair by pair", "x"),
+]
+
+
+def summarize(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def build_rows(size: str, runs: list[RunContext], ccl_note: str | None) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for key, scenario, metric, unit in ROWS:
+        row: dict[str, Any] = {"size": size, "key": key, "scenario": scenario, "metric": metric, "unit": unit}
+        if not key:
+            if metric == "@index":
+                with_index = any(r.values.get("cold.search_index") for r in runs)
+                row["scenario"] = "cold ingest without the search index" if with_index else "cold ingest with search index"
+                metric = row["metric"] = ("n/a: ingest always builds the index (no switch to skip it)"
+                                          if with_index else NOT_BUILT)
+            row.update(status=NOT_BUILT, values=[])
+        else:
+            values = [r.values[key] for r in runs if key in r.values]
+            failed = sorted({r.notes[key.split(".", 1)[0]] for r in runs if key.split(".", 1)[0] in r.notes})
+            if not values and failed:
+                row.update(status="failed", values=[], note="; ".join(failed))
+                rows.append(row)
+                continue
+            if not values:
+                if not key.startswith(("ccl", "ratio")):
+                    continue
+                if any(r.get("status") == "skipped" for r in rows):
+                    continue  # one row says it for all of claude-code-log
+                row.update(scenario="claude-code-log (all rows)", metric="skipped", status="skipped", values=[],
+                           note=ccl_note or "claude-code-log not run")
+            else:
+                row.update(status="ok", values=[round(v, 6) for v in values], **summarize(values))
+        prefix = key.split(".", 1)[0]
+        notes = sorted({r.notes[prefix] for r in runs if prefix in r.notes})
+        if notes and (row["status"] != "ok" or key.endswith((".seconds", ".detected", ".max_ms"))):
+            row["note"] = "; ".join(notes)
+        if key.endswith(".seconds") and row["status"] == "ok":
+            noise = [r.values[f"{prefix}.foreign_cpu_s"] for r in runs if f"{prefix}.foreign_cpu_s" in r.values]
+            if noise:
+                row["foreign_cpu_s"] = round(statistics.median(noise), 3)
+        rows.append(row)
+    return rows
+
+
+def fmt(value: float, unit: str) -> str:
+    if unit in ("records", "MB") or abs(value) >= 1000:
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.1f}"
+    if unit == "s":
+        return f"{value:.3f}" if value < 10 else f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def table_lines(rows: list[dict[str, Any]], markdown: bool) -> list[str]:
+    head = ["size", "scenario", "metric", "median", "min", "max", "runs", "other CPU s", "note"]
+    body: list[list[str]] = []
+    for r in rows:
+        if r["status"] == "ok":
+            unit = r["unit"]
+            suffix = f" {unit}" if unit and unit != "records" else ""
+            body.append([r["size"], r["scenario"], r["metric"], fmt(r["median"], unit) + suffix,
+                         fmt(r["min"], unit), fmt(r["max"], unit), str(len(r["values"])),
+                         f"{r['foreign_cpu_s']:.2f}" if "foreign_cpu_s" in r else "", r.get("note", "")])
+        else:
+            body.append([r["size"], r["scenario"], r["metric"] if r["status"] == NOT_BUILT else r["status"],
+                         "–", "–", "–", "0", "", r.get("note", "")])
+    if markdown:
+        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in body]
+        return out
+    widths = [max(len(h), *(len(row[i]) for row in body)) if body else len(h) for i, h in enumerate(head)]
+    widths[-1] = len(head[-1])
+    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
+    out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in body]
+    return out
+
+
+# ---------------------------------------------------------------------- targets (issue 7)
+
+
+def evaluate_targets(size: str, rows: list[dict[str, Any]], manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    med = {r["key"]: r["median"] for r in rows if r["status"] == "ok"}
+    mx = {r["key"]: r["max"] for r in rows if r["status"] == "ok"}
+    gb = manifest["bytes"] / 1e9
+    out: list[dict[str, Any]] = []
+
+    def add(target: str, measured: float | None, limit: float, unit: str, higher_is_better: bool = False,
+            note: str = "") -> None:
+        if measured is None:
+            out.append({"size": size, "target": target, "limit": limit, "measured": None, "status": "not measured",
+                        "note": note})
+            return
+        ok = measured >= limit if higher_is_better else measured <= limit
+        factor = (limit / measured if higher_is_better else measured / limit) if measured and limit else None
+        out.append({"size": size, "target": target, "limit": round(limit, 4), "measured": round(measured, 4),
+                    "unit": unit, "status": "met" if ok else "missed",
+                    "factor": round(factor, 2) if factor else None, "note": note})
+
+    add("cold ingest ≤ 15 s per GB", med.get("cold.seconds"), 15 * gb, "s",
+        note=f"limit scaled to this archive ({manifest['bytes'] / MB:,.0f} MB)")
+    add("no-change re-ingest ≤ 0.25 s (whole process)", med.get("nochange.seconds"), 0.25, "s")
+    add("append 1 MB ≤ 2× ingest of a 1 MB file", med.get("append1mb.ratio_to_parse1mb"), 2.0, "x")
+    rss = [mx[k] for k in ("cold.peak_rss_mb", "append1mb.peak_rss_mb", "nochange.peak_rss_mb") if k in mx]
+    add("peak RSS while ingesting ≤ 300 MB", max(rss) if rss else None, 300, "MB", note="worst run")
+    add("database ≤ 2× the archive", med.get("cold.db_ratio"), 2.0, "x")
+    add("cold ingest ≥ 10× faster than claude-code-log's cold build", med.get("ratio.ccl_cold_over_cold"), 10.0, "x",
+        higher_is_better=True)
+    add("no-change ≥ 2× faster than claude-code-log's warm run", med.get("ratio.ccl_warm_over_nochange"), 2.0, "x",
+        higher_is_better=True)
+    add("search p50 ≤ 30 ms (in process)", med.get("search.p50_ms"), 30.0, "ms")
+    add("search p95 ≤ 100 ms (in process)", med.get("search.p95_ms"), 100.0, "ms")
+    if med.get("cold.search_index"):
+        add("cold ingest with the search index complete ≤ 30 s per GB", med.get("cold.seconds"), 30 * gb, "s",
+            note="threadloom builds the index inside ingest")
+    else:
+        out.append({"size": size, "target": "cold ingest with the search index complete ≤ 30 s per GB",
+                    "measured": None, "status": NOT_BUILT})
+    for target in ("TUI first frame with data ≤ 0.5 s", "largest session ≤ 200 ms to first paint",
+                   "page scroll ≤ 16 ms", "peak RSS while browsing ≤ 200 MB"):
+        out.append({"size": size, "target": target, "measured": None, "status": "not measured yet"})
+    return out
+
+
+# ---------------------------------------------------------------------- main
+
+
+def machine_info(tools: Tools, src: Path | None, label: str) -> dict[str, Any]:
+    def git(*args: str) -> str:
+        res = subprocess.run(["git", "-C", str(src or REPO), *args], capture_output=True, text=True)
+        return res.stdout.strip()
+
+    if src is not None and not (src / ".git").exists():
+        commit, dirty = label or f"the tree at {src}", False
+    else:
+        commit, dirty = git("rev-parse", "--short", "HEAD"), bool(git("status", "--porcelain", "--", "core"))
+
+    return {
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(), "platform": platform.platform(),
+        "cpus": os.cpu_count(), "python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
+        "threadloom_commit": commit, "dirty": dirty,
+        "threadloom_command": tools.threadloom, "claude_code_log": tools.ccl_version,
+        "claude_code_log_problem": tools.ccl_problem, "page_cache": "warm (every archive file read before the runs)",
+    }
+
+
+def write_results(out_dir: Path, result: dict[str, Any]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "latest.json").write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    md = ["# threadloom benchmark: latest results", "",
+          f"{result['machine']['date']} · {result['machine']['cpus']} CPUs · Python {result['machine']['python']} · "
+          f"SQLite {result['machine']['sqlite']} · threadloom {result['machine']['threadloom_commit']}"
+          f"{' (core/ modified)' if result['machine']['dirty'] else ''} · claude-code-log "
+          f"{result['machine']['claude_code_log'] or 'not run'} · median of {result['runs']} runs, page cache warm", "",
+          "## Archives", "", "| size | MB | files | records (lines) | sessions | subagent files | largest file | generated in |",
+          "|---|---|---|---|---|---|---|---|"]
+    for size, a in result["archives"].items():
+        md.append(f"| {size} | {a['bytes'] / MB:,.1f} | {a['files']:,} | {a['lines']:,} | {a['sessions']:,} | "
+                  f"{a['subagent_files']:,} | {a['largest_mb']:.1f} MB, {a['largest_lines']:,} lines | {a['gen_seconds']} s |")
+    md += ["", "## Results", ""] + table_lines(result["rows"], markdown=True)
+    md += ["", "## Targets (issue 7)", "", "| size | target | measured | status |", "|---|---|---|---|"]
+    for t in result["targets"]:
+        measured = "–" if t.get("measured") is None else f"{t['measured']:g} {t.get('unit', '')}".strip()
+        status = t["status"] + (f" ({t['factor']}× the limit)" if t["status"] == "missed" and t.get("factor") else "")
+        md.append(f"| {t['size']} | {t['target']} | {measured} | {status} |")
+    md.append("")
+    (out_dir / "latest.md").write_text("\n".join(md))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="100M,1G", help="comma-separated archive sizes (binary units)")
+    ap.add_argument("--runs", type=int, default=3, help="runs per size (median, min, max over them)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--archive-dir", type=Path, default=BENCH / "archives", help="where generated archives are cached")
+    ap.add_argument("--work-dir", type=Path, default=BENCH / "out", help="scratch space for databases and copies")
+    ap.add_argument("--out", type=Path, default=BENCH / "results", help="where latest.json / latest.md go")
+    ap.add_argument("--no-ccl", action="store_true", help="skip claude-code-log")
+    ap.add_argument("--ccl-sizes", default=None, help="sizes to run claude-code-log on (default: all)")
+    ap.add_argument("--no-install", action="store_true", help="do not try to install claude-code-log")
+    ap.add_argument("--quick", action="store_true", help="smoke run: --sizes 5M --runs 1 --no-ccl")
+    ap.add_argument("--keep", action="store_true", help="keep each run's work folder")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds before a measured process is stopped")
+    ap.add_argument("--threadloom-src", type=Path, default=None,
+                    help="benchmark the threadloom in this checkout (python -m core.cli with PYTHONPATH=DIR)")
+    ap.add_argument("--quiet-wait", type=float, default=10.0,
+                    help="before each measured process wait up to this many seconds for the machine to be idle")
+    ap.add_argument("--label", default="", help="a note stored with the results (e.g. what --threadloom-src holds)")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.sizes, args.runs, args.no_ccl = "5M", 1, True
+    sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
+    ccl_sizes = set(sizes if args.ccl_sizes is None else [s.strip() for s in args.ccl_sizes.split(",")])
+
+    home = Path(tempfile.mkdtemp(prefix="threadloom-bench-home-"))
+    (home / ".claude").mkdir()
+    try:
+        if args.no_ccl:
+            ccl, ccl_version, ccl_problem = None, None, "skipped (--no-ccl)"
+        else:
+            ccl, ccl_version, ccl_problem = find_ccl(install=not args.no_install)
+            if ccl_problem:
+                print(f"claude-code-log: {ccl_problem}; skipping it", file=sys.stderr)
+        command = [sys.executable, "-m", "core.cli"] if args.threadloom_src else threadloom_command()
+        src = str(args.threadloom_src.resolve()) if args.threadloom_src else None
+        tools = Tools(command, ccl, ccl_version, ccl_problem, home, args.timeout, 0.0 if args.quick else args.quiet_wait,
+                      src)
+        args.work_dir.mkdir(parents=True, exist_ok=True)
+        result: dict[str, Any] = {"machine": machine_info(tools, args.threadloom_src, args.label), "label": args.label,
+                                  "runs": args.runs, "seed": args.seed,
+                                  "archives": {}, "rows": [], "targets": [], "notes": []}
+        for size in sizes:
+            archive, manifest = ensure_archive(size, args.seed, args.archive_dir)
+            result["archives"][size] = {
+                "path": str(archive), "bytes": manifest["bytes"], "files": manifest["files"],
+                "lines": manifest["lines"], "sessions": manifest["sessions"],
+                "subagent_files": manifest["subagent_files"], "projects": manifest["projects"],
+                "largest_mb": manifest["largest"]["bytes"] / MB, "largest_lines": manifest["largest"]["lines"],
+                "mid_sized_mb": manifest["mid_sized"]["bytes"] / MB, "gen_seconds": manifest["seconds"],
+            }
+            warm_page_cache(archive / "projects")
+            with_ccl = ccl is not None and size in ccl_sizes
+            runs = []
+            for i in range(args.runs):
+                print(f"{size} run {i + 1}/{args.runs}", file=sys.stderr, flush=True)
+                runs.append(run_once(tools, archive, manifest, args.work_dir, args.seed, with_ccl, args.keep))
+            note = ccl_problem if ccl is None else (None if with_ccl else "not run at this size (--ccl-sizes)")
+            rows = build_rows(size, runs, note)
+            result["rows"] += rows
+            result["targets"] += evaluate_targets(size, rows, manifest)
+            result.setdefault("raw_runs", {})[size] = [{"values": r.values, "notes": r.notes, **r.extra} for r in runs]
+            print("\n".join(table_lines(rows, markdown=False)) + "\n", flush=True)
+            write_results(args.out, result)  # after every size, so a later failure keeps these
+        for t in result["targets"]:
+            if t["status"] in ("met", "missed"):
+                print(f"[{t['status']:>6}] {t['size']:>5} {t['target']}: {t['measured']:g} {t.get('unit', '')} "
+                      f"(limit {t['limit']:g})")
+        print(f"\nwrote {args.out / 'latest.json'} and {args.out / 'latest.md'}")
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
