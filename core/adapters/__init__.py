@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from core.adapters.base import Adapter
 from core.adapters.claude import ClaudeAdapter
+from core.adapters.codex import CodexAdapter
+from core.adapters.gemini import GeminiAdapter
 
-ADAPTERS: dict[str, Adapter] = {"claude-code": ClaudeAdapter()}
+ADAPTERS: dict[str, Adapter] = {
+    "claude-code": ClaudeAdapter(),
+    "codex": CodexAdapter(),
+    "gemini": GeminiAdapter(),
+}
 
 
 def adapter_for(agent: str) -> Adapter:
@@ -17,3 +25,8 @@ def adapter_for(agent: str) -> Adapter:
 
 def all_adapters() -> list[Adapter]:
     return list(ADAPTERS.values())
+
+
+def claimed_elsewhere(agent: str, path: Path) -> bool:
+    """Whether another adapter recognises the file, so that `agent` leaves it alone."""
+    return any(name != agent and adapter.claims(path) for name, adapter in ADAPTERS.items())

@@ -112,7 +112,11 @@ class ClaudeAdapter:
     def claims(self, path: Path) -> bool:
         name = path.name
         if name.endswith(".jsonl"):
-            return not name.startswith("rollout-") and name != "history.jsonl"
+            if name.startswith("rollout-") or name == "history.jsonl":
+                return False
+            from core.adapters import claimed_elsewhere  # the registry imports this module
+
+            return not claimed_elsewhere(AGENT, path)
         return name.endswith(".meta.json") or name == "custom-title.json" or (
             name.endswith(".json") and path.parent.name == "workflows"
         )

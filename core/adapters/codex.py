@@ -1,0 +1,923 @@
+"""OpenAI Codex CLI: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl` (FORMATS.md §3).
+
+Eras read here:
+  * bare (Rust CLI ≤ Sept 2025): a `{id, timestamp, instructions, git}` header, then bare ResponseItems;
+  * wrapped (Sept 2025 →): `{timestamp, type, payload}` lines, incl. the 2026 meta drift and `ordinal`;
+  * TypeScript snapshots (spring 2025): pretty-printed `rollout-<date>-<uuid>.json`, one new file per
+    save. The ingest cuts them into lines like any log (so they round-trip byte for byte); the items
+    are reassembled here from those lines, and their ids are chained over content, so the many
+    snapshots of one conversation collapse into one session;
+  * `.jsonl.zst` (v0.137 →): the ingest cannot decompress, so such a file is kept whole as one
+    document entry (restorable); it contributes its session facts and first prompt only, written so
+    that it is a copy of the same record from the plain file it replaced.
+
+Codex lines carry no per-record ids, so each line gets `<thread>:<line>` and the previous line as
+its parent. Tokens come from `token_count` events, keyed by the cumulative totals they report, so a
+total emitted twice, replayed after a resume, or copied into a fork is counted once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from core.adapters.base import (
+    FileContext,
+    RawRecord,
+    Record,
+    SessionInfo,
+    SourceRef,
+    ToolResult,
+    ToolUse,
+    Usage,
+    parse_iso_ms,
+)
+from core.adapters.claude import _dumps, _input_text, _int, _parse, _str
+
+AGENT = "codex"
+
+ROLLOUT_TYPES = frozenset(
+    {
+        "session_meta", "response_item", "event_msg", "turn_context", "compacted", "world_state",
+        "inter_agent_communication", "inter_agent_communication_metadata",
+    }
+)
+ITEM_TYPES = frozenset(
+    {
+        "message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
+        "custom_tool_call_output", "local_shell_call", "web_search_call", "tool_search_call",
+        "tool_search_output", "image_generation_call", "ghost_snapshot", "agent_message", "compaction",
+        "context_compaction", "additional_tools",
+    }
+)
+EVENT_TYPES = frozenset(
+    {
+        "user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content", "token_count",
+        "task_started", "task_complete", "turn_started", "turn_complete", "turn_aborted", "exec_command_end",
+        "exec_command_begin", "patch_apply_end", "mcp_tool_call_end", "web_search_end", "context_compacted",
+        "thread_name_updated", "entered_review_mode", "exited_review_mode", "collab_agent_spawn_end",
+        "collab_agent_interaction_end", "collab_waiting_end", "collab_close_end", "collab_resume_end",
+        "sub_agent_activity", "error", "warning", "thread_rolled_back", "thread_goal_updated",
+        "image_generation_end", "item_completed", "undo_completed", "guardian_assessment",
+        "view_image_tool_call", "dynamic_tool_call_request", "dynamic_tool_call_response",
+        "thread_settings_applied", "stream_error", "plan_update", "turn_diff", "session_configured",
+    }
+)
+UUID_IN_NAME = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", re.I)
+UUID_STEM = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
+# Model-visible context that Codex injects as user messages: never a human prompt.
+INJECTED = re.compile(r"^\s*<([A-Za-z_][\w -]*)>.*</\1>\s*$", re.S)
+INJECTED_PREFIXES = ("# AGENTS.md instructions", "<environment_context>", "<user_instructions>")
+ENV_CWD = re.compile(r"<environment_context>.*?<cwd>(.*?)</cwd>", re.S)
+EXIT_CODE = re.compile(r"^Exit code: (-?\d+)", re.M)
+# Lines that can change what later lines mean; only these are re-read to resume a file mid-way.
+STATE_MARKERS = (
+    b"session_meta", b"turn_context", b"token_count", b"user_message", b"thread_rolled_back",
+    b'"role":"user"', b'"role": "user"',
+)
+SNIFF_BYTES = 65536
+ECHO_DISTANCE = 8  # lines between a prompt and its copy in the other stream
+
+
+def codex_home() -> Path:
+    env = os.environ.get("CODEX_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".codex"
+
+
+def is_injected(text: str) -> bool:
+    """True for environment/instruction blocks Codex adds to the history as user messages."""
+    stripped = text.lstrip()
+    return stripped.startswith(INJECTED_PREFIXES) or bool(INJECTED.match(text))
+
+
+# ---------------------------------------------------------------------- pretty-printed JSON documents
+
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
+
+
+class JsonDocumentLines:
+    """Follows a pretty-printed JSON document fed one line at a time.
+
+    Writers of "one JSON document" session files (Codex's TypeScript CLI, Gemini CLI ≤ v0.38) indent
+    with JSON.stringify(…, null, 2); the ingest stores such a file line by line, and this puts the
+    document's parts back together: each element of the named top-level arrays, and every other
+    top-level member, is returned as soon as the line that closes it is fed. JSON strings cannot hold
+    a raw newline, so a line never ends inside a string.
+    """
+
+    def __init__(self, array_keys: frozenset[str]) -> None:
+        self.array_keys = array_keys
+        self.depth = 0
+        self.key: str | None = None  # the top-level member being read
+        self.after_colon = False
+        self.in_array: str | None = None
+        self.capture: str | None = None  # "item" | "member"
+        self.buf: list[bytes] = []
+
+    def feed(self, line: bytes) -> list[tuple[str, str | None, Any, str | None]]:
+        """(kind, key, value, parse error) for each element or member that ends on this line."""
+        done: list[tuple[str, str | None, Any, str | None]] = []
+        start: int | None = None  # where a capture began on this line
+        for m in _TOKEN.finditer(line):
+            tok = m.group()
+            if tok[:1] == b'"':
+                if self.depth == 1 and not self.after_colon:
+                    self.key = _decode_key(tok)
+                continue
+            if tok == b":":
+                if self.depth == 1 and not self.after_colon:
+                    self.after_colon = True
+                    if self.key not in self.array_keys:
+                        self.capture, start = "member", m.end()
+                continue
+            if tok in (b"{", b"["):
+                if self.depth == 1 and self.capture is None and tok == b"[" and self.key in self.array_keys:
+                    self.in_array = self.key
+                elif self.depth == 2 and self.in_array and self.capture is None:
+                    self.capture, start = "item", m.start()
+                self.depth += 1
+                continue
+            if tok in (b"}", b"]"):
+                self.depth -= 1
+                if self.capture == "item" and self.depth == 2:
+                    done.append(self._finish(line[start or 0 : m.end()]))
+                    start = None
+                elif self.in_array and self.depth == 1:
+                    self.in_array = None
+                elif self.capture == "member" and self.depth == 0:
+                    done.append(self._finish(line[start or 0 : m.start()]))
+                    start = None
+                continue
+            if tok == b"," and self.depth == 1:
+                if self.capture == "member":
+                    done.append(self._finish(line[start or 0 : m.start()]))
+                    start = None
+                self.after_colon = False
+        if self.capture is not None:
+            self.buf.append(line[start:] if start is not None else line)
+        return done
+
+    def _finish(self, piece: bytes) -> tuple[str, str | None, Any, str | None]:
+        text = b"\n".join([*self.buf, piece]) if self.buf else piece
+        kind, self.capture, self.buf = self.capture or "member", None, []
+        key = self.in_array if kind == "item" else self.key
+        try:
+            return kind, key, orjson.loads(text), None
+        except orjson.JSONDecodeError as exc:
+            return kind, key, None, str(exc)
+
+
+def _decode_key(tok: bytes) -> str | None:
+    try:
+        value = orjson.loads(tok)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+# ---------------------------------------------------------------------- discovery
+
+
+def _head(path: Path, limit: int = SNIFF_BYTES) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(limit)
+    except OSError:
+        return b""
+
+
+def _sniff_lines(head: bytes) -> Iterator[Any]:
+    for line in head.split(b"\n")[:20]:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            yield orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+
+
+def looks_like_codex(head: bytes) -> bool:
+    """A rollout's first lines: wrapped RolloutItems, or a bare-era header and ResponseItems."""
+    for i, obj in enumerate(_sniff_lines(head)):
+        if not isinstance(obj, dict) or "uuid" in obj or "sessionId" in obj:
+            continue
+        etype = obj.get("type")
+        if etype in ROLLOUT_TYPES and "payload" in obj:
+            return True
+        if etype in ITEM_TYPES and ("role" in obj or "call_id" in obj or "summary" in obj):
+            return True
+        if i == 0 and etype is None and isinstance(obj.get("id"), str) and "timestamp" in obj and (
+            "instructions" in obj or "git" in obj
+        ):
+            return True
+    return False
+
+
+def _is_snapshot(head: bytes) -> bool:
+    text = head.lstrip()
+    return text.startswith(b"{") and b'"session"' in text[:4096] and b'"items"' in head
+
+
+def project_key_of(path: Path) -> str | None:
+    """The part of the path a restore keeps: from `sessions`/`archived_sessions` on."""
+    for name in ("archived_sessions", "sessions"):
+        if name in path.parts:
+            return name
+    return path.parent.name or None
+
+
+class CodexAdapter:
+    """Reads Codex CLI rollouts of every era; see the module docstring."""
+
+    name = AGENT
+    mode = "lines"
+
+    def default_roots(self) -> list[Path]:
+        home = codex_home()
+        return [home / "sessions", home / "archived_sessions", home / "session_index.jsonl"]
+
+    def claims(self, path: Path, explicit: bool = False) -> bool:
+        name = path.name
+        if name.startswith("rollout-") and name.endswith((".jsonl", ".jsonl.zst", ".json")):
+            return True
+        if name == "session_index.jsonl":
+            return True
+        if not name.endswith(".jsonl") or name == "history.jsonl":
+            return False
+        stem = name[: -len(".jsonl")]
+        if not explicit and (UUID_STEM.match(stem) or stem.startswith("agent-") or stem == "journal"):
+            return False  # Claude's own names: never opened here
+        return looks_like_codex(_head(path))
+
+    def kind_of(self, path: Path) -> str:
+        if path.name.endswith(".zst"):
+            return "document"
+        if path.name == "session_index.jsonl":
+            return "index"
+        return "transcript"
+
+    def discover(self, root: Path) -> Iterator[SourceRef]:
+        if root.is_file():
+            if self.claims(root, explicit=True):
+                yield SourceRef(root, AGENT, self.kind_of(root), project_key_of(root))
+            return
+        if not root.is_dir():
+            return
+        roots = [root]
+        if (root / "sessions").is_dir():  # a CODEX_HOME given as the source
+            roots = [root / "sessions", root / "archived_sessions"]
+            index = root / "session_index.jsonl"
+            if index.is_file():
+                yield SourceRef(index, AGENT, "index", None)
+        for top in roots:
+            for dirpath, dirnames, filenames in os.walk(top):
+                dirnames.sort()
+                names = set(filenames)
+                for fname in sorted(filenames):
+                    path = Path(dirpath) / fname
+                    if fname.endswith(".zst") and fname[: -len(".zst")] in names:
+                        continue  # Codex itself prefers the plain file while both exist
+                    if self.claims(path):
+                        yield SourceRef(path, AGENT, self.kind_of(path), project_key_of(path))
+
+    # ------------------------------------------------------------------ normalize
+
+    def start_file(self, ctx: FileContext, first_offset: int) -> None:
+        name = ctx.path.name
+        st = ctx.state
+        st.update(
+            started=True, sid=None, own_meta=False, model=None, prev_total=None, prompts=[],
+            branch_parent=None, copy=None, totals={}, snapshot=name.endswith(".json"), chain=None, doc_session=None,
+        )
+        if st["snapshot"]:
+            st["doc"] = JsonDocumentLines(frozenset({"items"}))
+        if first_offset > 0 and ctx.kind == "transcript":
+            self._resume_state(ctx, first_offset)
+
+    def _resume_state(self, ctx: FileContext, end: int) -> None:
+        """Rebuild the per-file state from the bytes before `end` (an append read on its own)."""
+        try:
+            with open(ctx.path, "rb") as f:
+                data = f.read(end)
+        except OSError:
+            return
+        snapshot = ctx.state["snapshot"]
+        pos, line_number = 0, 0
+        while pos < len(data):
+            nl = data.find(b"\n", pos)
+            if nl < 0:
+                nl = len(data)
+            line_number += 1
+            line = data[pos:nl]
+            if snapshot or line_number == 1 or any(m in line for m in STATE_MARKERS):
+                self._normalize(RawRecord(pos, line_number, line), ctx)
+            pos = nl + 1
+
+    def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        if "started" not in ctx.state:
+            self.start_file(ctx, rec.offset)
+        return self._normalize(rec, ctx)
+
+    def _normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        if ctx.kind == "document":
+            return self._compressed(rec, ctx)
+        if ctx.kind == "index":
+            return self._index_line(rec)
+        if ctx.state["snapshot"]:
+            return self._snapshot_line(rec, ctx)
+        obj, error = _parse(rec.raw)
+        sid = self._sid(ctx, obj, rec.line_number)
+        if obj is None:
+            return Record(entry_type="invalid" if error else "blank", known=False, parse_error=error,
+                          session_id=sid, uuid=self._uuid(sid, rec), parent_uuid=self._parent(sid, rec))
+        if not isinstance(obj, dict):
+            return Record(entry_type="non-object", known=False, parse_error=error or "not a JSON object",
+                          session_id=sid, uuid=self._uuid(sid, rec), parent_uuid=self._parent(sid, rec))
+        out = Record(parse_error=error, session_id=sid, uuid=self._uuid(sid, rec), parent_uuid=self._parent(sid, rec))
+        etype = obj.get("type") if isinstance(obj.get("type"), str) else None
+        payload = obj.get("payload")
+        if etype in ROLLOUT_TYPES or (etype is not None and isinstance(payload, dict) and "timestamp" in obj):
+            out.timestamp = parse_iso_ms(obj.get("timestamp"))
+            out.entry_type = etype
+            p = payload if isinstance(payload, dict) else {}
+            out.subtype = _str(p.get("type"))
+            out.known = etype in ROLLOUT_TYPES
+            if etype == "session_meta":
+                self._session_meta(out, p, ctx)
+            elif etype == "turn_context":
+                out.model = _str(p.get("model"))
+                out.cwd = _str(p.get("cwd"))
+                if out.model:
+                    ctx.state["model"] = out.model
+                out.model = out.model or ctx.state.get("model")
+            elif etype == "response_item":
+                out.known = out.subtype in ITEM_TYPES
+                self._item(out, p, ctx, wrapped=True)
+            elif etype == "event_msg":
+                out.known = out.subtype in EVENT_TYPES
+                self._event(out, p, ctx, rec)
+            elif etype == "compacted":
+                out.role = "system"
+                out.is_message = True
+                out.is_compaction = True
+                out.segment_marker = True
+                out.content = _str(p.get("message")) or None
+            elif etype == "inter_agent_communication":
+                out.content = _text(p.get("content")) or _str(p.get("message"))
+            if out.session is None:
+                out.session = SessionInfo(source=AGENT, external_id=sid)
+            return out
+        # bare era (and unknown shapes): the header, ResponseItems, state placeholders
+        out.timestamp = parse_iso_ms(obj.get("timestamp"))
+        if rec.line_number == 1 and etype is None and isinstance(obj.get("id"), str):
+            out.entry_type = "session_meta"
+            out.subtype = "bare"
+            self._session_meta(out, obj, ctx)
+        elif etype in ITEM_TYPES:
+            out.entry_type = "response_item"
+            out.subtype = etype
+            self._item(out, obj, ctx, wrapped=False)
+        elif obj.get("record_type") == "state":
+            out.entry_type = "state"
+        else:
+            out.entry_type = etype or "unknown"
+            out.known = False
+        if out.session is None:
+            out.session = SessionInfo(source=AGENT, external_id=sid)
+        return out
+
+    # ------------------------------------------------------------------ identity
+
+    def _sid(self, ctx: FileContext, obj: Any, line_number: int) -> str:
+        st = ctx.state
+        if st["sid"] is None:
+            sid = None
+            if isinstance(obj, dict):
+                payload = obj.get("payload")
+                if obj.get("type") == "session_meta" and isinstance(payload, dict):
+                    sid = _str(payload.get("id")) or _str(payload.get("session_id"))
+                elif line_number == 1 and obj.get("type") is None:
+                    sid = _str(obj.get("id"))
+            st["sid"] = sid or _name_id(ctx.path)
+        return st["sid"]
+
+    @staticmethod
+    def _uuid(sid: str, rec: RawRecord) -> str:
+        return f"{sid}:{rec.line_number}"
+
+    @staticmethod
+    def _parent(sid: str, rec: RawRecord) -> str | None:
+        return f"{sid}:{rec.line_number - 1}" if rec.line_number > 1 else None
+
+    # ------------------------------------------------------------------ record kinds
+
+    def _session_meta(self, out: Record, p: dict, ctx: FileContext) -> None:
+        st = ctx.state
+        meta_id = _str(p.get("id")) or _str(p.get("session_id"))
+        if st["own_meta"] or (meta_id is not None and meta_id != st["sid"]):
+            # A fork (or a subagent spawned with context) copies its parent's rollout after its own
+            # meta, all written in one burst: token counts in that burst are the parent's.
+            if meta_id and meta_id != st["sid"] and out.timestamp is not None:
+                st["copy"] = (meta_id, out.timestamp // 1000)
+            return
+        st["own_meta"] = True
+        out.cwd = _str(p.get("cwd"))
+        out.version = _str(p.get("cli_version"))
+        git = p.get("git") if isinstance(p.get("git"), dict) else {}
+        out.git_branch = _str(git.get("branch"))
+        out.timestamp = out.timestamp or parse_iso_ms(p.get("timestamp"))
+        out.forked_from_session_id = _str(p.get("forked_from_id"))
+        info = SessionInfo(source=AGENT, external_id=st["sid"])
+        source = p.get("source")
+        parent = _str(p.get("parent_thread_id"))
+        sub = source.get("subagent") if isinstance(source, dict) else None
+        if sub is not None or parent:
+            info.kind = "subagent"
+            info.is_subagent = 1
+            info.agent_id = st["sid"]
+            info.spawn_key = st["sid"]
+            if isinstance(sub, dict):
+                spawn = sub.get("thread_spawn")
+                if isinstance(spawn, dict):
+                    parent = parent or _str(spawn.get("parent_thread_id"))
+                    info.agent_type = _str(spawn.get("agent_role")) or _str(spawn.get("agent_nickname"))
+                    info.task_description = _str(spawn.get("agent_nickname"))
+                else:
+                    info.agent_type = next(iter(sub), None)
+            elif isinstance(sub, str):
+                info.agent_type = sub
+            info.agent_type = info.agent_type or _str(p.get("agent_role"))
+            info.parent_session_id = parent
+        out.session = info
+
+    def _item(self, out: Record, p: dict, ctx: FileContext, wrapped: bool) -> None:
+        """One ResponseItem: the same shapes in every era (bare lines, payloads, snapshot items)."""
+        itype = _str(p.get("type"))
+        out.model = ctx.state.get("model")
+        out.message_id = _str(p.get("id"))
+        if itype != "message":
+            ctx.state["pending"] = None
+        if itype == "message":
+            role = _str(p.get("role")) or "user"
+            text = _text(p.get("content"))
+            out.content = text
+            if role == "user":
+                out.role = "user"
+                if text and not is_injected(text):
+                    self._human(out, text, ctx)
+                else:
+                    out.is_message = True
+                    out.is_meta = True
+                    cwd = ENV_CWD.search(text or "")
+                    out.cwd = cwd.group(1).strip() if cwd else None  # the bare era's only cwd
+                return
+            ctx.state["pending"] = None
+            if role == "assistant":
+                out.role = "assistant"
+                out.is_message = True
+            else:
+                out.role = "system"
+                out.is_meta = True
+                out.is_message = True
+        elif itype == "reasoning":
+            out.role = "assistant"
+            out.thinking = _reasoning_text(p)
+            out.is_message = out.thinking is not None
+        elif itype in ("function_call", "custom_tool_call", "local_shell_call", "tool_search_call"):
+            call_id = _str(p.get("call_id")) or _str(p.get("id"))
+            if itype == "function_call":
+                params = _json_arg(p.get("arguments"))
+            elif itype == "custom_tool_call":
+                params = _json_arg(p.get("input"), key="input")
+            elif itype == "local_shell_call":
+                params = p.get("action") if isinstance(p.get("action"), dict) else {"action": p.get("action")}
+            else:
+                params = p.get("arguments") if isinstance(p.get("arguments"), dict) else {"arguments": p.get("arguments")}
+            name = _str(p.get("name")) or ("local_shell" if itype == "local_shell_call" else "tool_search")
+            if isinstance(p.get("namespace"), str) and p["namespace"]:
+                name = f"{p['namespace']}.{name}"
+            out.role = "assistant"
+            out.is_message = True
+            if call_id:
+                out.tool_uses.append(_tool_use(call_id, name, params))
+                out.tool_text = f"{name} {_input_text(out.tool_uses[0].input_json)}"
+        elif itype in ("function_call_output", "custom_tool_call_output", "tool_search_output"):
+            call_id = _str(p.get("call_id"))
+            output = p.get("output") if itype != "tool_search_output" else p.get("tools")
+            out.role = "user"
+            out.is_message = True
+            out.tool_text = _output_text(output)
+            if call_id:
+                out.tool_results.append(ToolResult(call_id, _dumps(output), _output_status(output)))
+        elif itype in ("web_search_call", "image_generation_call"):
+            call_id = _str(p.get("call_id")) or _str(p.get("id"))
+            name = "web_search" if itype == "web_search_call" else "image_generation"
+            params = p.get("action") if itype == "web_search_call" else {"revised_prompt": p.get("revised_prompt")}
+            out.role = "assistant"
+            out.is_message = True
+            if call_id:
+                use = _tool_use(call_id, name, params)
+                out.tool_uses.append(use)
+                out.tool_text = f"{name} {_input_text(use.input_json)}"
+                status = _str(p.get("status"))
+                if status and status not in ("in_progress", "searching", "generating"):
+                    out.tool_results.append(
+                        ToolResult(call_id, _dumps({"status": status}), "failed" if status == "failed" else "completed")
+                    )
+        elif itype == "agent_message":
+            out.role = "user"
+            out.is_meta = True
+            out.is_message = True
+            out.content = _text(p.get("content"))
+        elif itype in ("compaction", "context_compaction"):
+            out.is_compaction = False  # the `compacted` rollout item marks the boundary
+
+    def _human(self, out: Record, text: str, ctx: FileContext) -> None:
+        """A typed prompt. Wrapped rollouts log it twice, as the `user_message` event and as the
+        model's user item, in either order: the first is the prompt, the second its copy."""
+        st = ctx.state
+        pending = st.get("pending")
+        if pending and pending[0] == text and 0 < out_line(out) - pending[1] <= ECHO_DISTANCE:
+            out.is_meta = True
+            st["pending"] = None
+            return
+        out.is_message = True
+        self._prompt(out, ctx)
+        st["pending"] = (text, out_line(out))
+
+    def _prompt(self, out: Record, ctx: FileContext) -> None:
+        st = ctx.state
+        out.is_prompt = True
+        if st["branch_parent"] is not None:
+            out.parent_uuid = st["branch_parent"][0]
+            st["branch_parent"] = None
+        st["prompts"].append((out.uuid, out.parent_uuid))
+
+    def _event(self, out: Record, p: dict, ctx: FileContext, rec: RawRecord) -> None:
+        kind = out.subtype
+        st = ctx.state
+        if kind == "user_message":
+            text = _str(p.get("message")) or ""
+            msg_kind = _str(p.get("kind"))
+            out.role = "user"
+            out.content = text or None
+            if text and msg_kind in (None, "plain") and not is_injected(text):
+                self._human(out, text, ctx)
+            else:
+                out.is_message = True
+                out.is_meta = True
+            return
+        if kind in ("agent_message", "agent_reasoning", "task_complete", "turn_complete", "turn_aborted"):
+            st["pending"] = None
+        if kind == "agent_message":
+            out.role = "assistant"
+            out.is_meta = True  # the same text as the assistant ResponseItem
+            out.content = _str(p.get("message"))
+        elif kind in ("agent_reasoning", "agent_reasoning_raw_content"):
+            out.role = "assistant"
+            out.is_meta = True
+            out.thinking = _str(p.get("text"))
+        elif kind == "token_count":
+            out.model = st.get("model")
+            copy = st.get("copy")
+            origin = st["sid"]
+            if copy is not None and out.timestamp is not None and out.timestamp // 1000 == copy[1]:
+                origin = copy[0]
+            else:
+                st["copy"] = None
+            out.usage = self._usage(p, st, out.uuid, origin)
+        elif kind in ("turn.completed", "turn_completed") and isinstance(p.get("usage"), dict):
+            # `codex exec --json` stream shape: the usage of that one turn
+            out.model = st.get("model")
+            out.usage = _usage_from(p["usage"], f"codex-line:{out.uuid}")
+        elif kind == "thread_name_updated":
+            name = _str(p.get("thread_name"))
+            if name:
+                out.entry_type = "custom-title"
+                out.content = name
+                out.title = ("custom-title", name)
+        elif kind == "thread_rolled_back":
+            turns = _int(p.get("num_turns"))
+            prompts = st["prompts"]
+            if 0 < turns <= len(prompts):
+                first = prompts[-turns]
+                del prompts[-turns:]
+                st["branch_parent"] = (first[1],)
+        elif kind == "patch_apply_end":
+            changes = p.get("changes") if isinstance(p.get("changes"), dict) else {}
+            diffs = []
+            for path, change in changes.items():
+                diff = change.get("unified_diff") if isinstance(change, dict) else None
+                diffs.append(f"{path}\n{diff}" if isinstance(diff, str) else str(path))
+            out.tool_text = "\n".join(diffs) or None
+        elif kind == "collab_agent_spawn_end":
+            call_id, child = _str(p.get("call_id")), _str(p.get("new_thread_id"))
+            if call_id:
+                status = _str(p.get("status"))
+                out.tool_results.append(
+                    ToolResult(call_id, _dumps(p), "failed" if status == "failed" else "completed", child)
+                )
+        elif kind in ("error", "warning", "stream_error"):
+            out.role = "system"
+            out.is_message = True
+            out.content = _str(p.get("message")) or _text_or_json(p.get("error"))
+        elif kind == "item_completed":
+            item = p.get("item") if isinstance(p.get("item"), dict) else {}
+            if item.get("type") == "Plan":
+                out.role = "assistant"
+                out.is_message = True
+                out.content = _str(item.get("text"))
+        elif kind in ("mcp_tool_call_end", "web_search_end", "exec_command_end"):
+            out.tool_text = _short(p.get("invocation") or p.get("query") or p.get("command"))
+
+    def _usage(self, p: dict, st: dict, uuid: str | None, origin: str) -> Usage | None:
+        """Keyed by thread and cumulative totals: a repeated or replayed total is one request."""
+        info = p.get("info")
+        if not isinstance(info, dict):
+            if "input_tokens" in p:  # an early flat shape: the usage of the last request
+                return _usage_from(p, f"codex-line:{uuid}")
+            return None  # info:null lines carry rate limits only
+        total = info.get("total_token_usage")
+        last = info.get("last_token_usage")
+        if isinstance(total, dict):
+            fields = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens")
+            values = tuple(_int(total.get(k)) for k in fields)
+            prev = st.get("prev_total")
+            st["prev_total"] = total
+            seen = st.setdefault("totals", {})
+            if not any(values) or seen.get(values, origin) != origin:
+                return None  # nothing yet, or a resumed fork replaying its parent's last total
+            seen[values] = origin
+            key = f"codex:{origin}:" + ":".join(str(v) for v in values)
+            if isinstance(last, dict):
+                return _usage_from(last, key)
+            delta = {k: _int(total.get(k)) - _int(prev.get(k)) if isinstance(prev, dict) else _int(total.get(k))
+                     for k in ("input_tokens", "cached_input_tokens", "output_tokens", "cache_write_input_tokens")}
+            if any(v < 0 for v in delta.values()):
+                delta = {k: _int(total.get(k)) for k in delta}  # totals restarted
+            return _usage_from(delta, key)
+        if isinstance(last, dict):
+            return _usage_from(last, f"codex-line:{uuid}")
+        return None
+
+    # ------------------------------------------------------------------ other file kinds
+
+    def _index_line(self, rec: RawRecord) -> Record:
+        """`session_index.jsonl`: thread names (the titles Codex shows), one line per rename."""
+        obj, error = _parse(rec.raw)
+        out = Record(entry_type="session-index", parse_error=error, known=obj is not None)
+        if isinstance(obj, dict):
+            sid = _str(obj.get("id")) or _str(obj.get("thread_id"))
+            name = _str(obj.get("thread_name"))
+            if sid and name:
+                out.entry_type = "custom-title"
+                out.session_id = sid
+                out.content = name
+                out.title = ("custom-title", name)
+                out.session = SessionInfo(source=AGENT, external_id=sid)
+        return out
+
+    def _snapshot_line(self, rec: RawRecord, ctx: FileContext) -> Record:
+        """A line of a TypeScript-era snapshot; the line that closes an item carries that item."""
+        st = ctx.state
+        out: Record | None = None
+        subtype = None
+        for kind, key, value, error in st["doc"].feed(rec.raw):
+            if kind == "member":
+                subtype = key
+                if key == "session" and isinstance(value, dict):
+                    st["header"] = value
+                continue
+            item = self._snapshot_item(value, error, ctx)
+            out = item if out is None else _merge(out, item)
+        if out is None:
+            out = Record(entry_type="json-line", subtype=subtype, session_id=st["doc_session"])
+        return out
+
+    def _snapshot_item(self, item: Any, error: str | None, ctx: FileContext) -> Record:
+        st = ctx.state
+        canonical = orjson.dumps(item, option=orjson.OPT_SORT_KEYS) if item is not None else b"null"
+        prev = st["chain"]
+        digest = hashlib.sha256((prev or "").encode() + b"\n" + canonical).hexdigest()[:16]
+        if prev is None:
+            # the conversation is named by its first item, so every snapshot of it lands together
+            st["doc_session"] = "codex-ts-" + digest
+            st["sid"] = st["doc_session"]
+        sid = st["doc_session"]
+        out = Record(entry_type="response_item", parse_error=error, session_id=sid, uuid=f"{sid}:{digest}",
+                     parent_uuid=f"{sid}:{prev}" if prev else None)
+        st["chain"] = digest
+        if prev is None:
+            header = st.get("header") or {}
+            out.timestamp = parse_iso_ms(header.get("timestamp"))
+            out.session = SessionInfo(source=AGENT, external_id=_str(header.get("id")))
+        if isinstance(item, dict):
+            out.subtype = _str(item.get("type"))
+            out.known = out.subtype in ITEM_TYPES
+            self._item(out, item, ctx, wrapped=False)
+        else:
+            out.known = False
+        return out
+
+    def _compressed(self, rec: RawRecord, ctx: FileContext) -> Record:
+        """A `.jsonl.zst` rollout, stored whole; see the module docstring for what it contributes."""
+        out = Record(entry_type="compressed-rollout", session_id=_name_id(ctx.path))
+        try:
+            import zstandard
+
+            with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(rec.raw), read_across_frames=True) as r:
+                text = r.read()
+        except Exception as exc:  # a damaged or unsupported frame: kept raw, marked
+            out.known = False
+            out.parse_error = f"cannot decompress: {exc}"
+            return out
+        inner = FileContext(ctx.path.with_name(ctx.path.name[: -len(".zst")]), "transcript", ctx.project_key)
+        first: Record | None = None
+        facts = Record()
+        usage: Usage | None = None
+        pos, line_number = 0, 0
+        while pos < len(text):
+            nl = text.find(b"\n", pos)
+            nl = len(text) if nl < 0 else nl
+            line_number += 1
+            r = self.normalize(RawRecord(pos, line_number, text[pos:nl]), inner)
+            pos = nl + 1
+            if r.entry_type == "session_meta" and r.session is not None and facts.session is None:
+                facts = r
+            if r.is_prompt and first is None:
+                first = r
+            usage = r.usage if r.usage is not None and r.usage.message_id.startswith("codex:") else usage
+        if first is not None:
+            # The very record the plain file had (same uuid and text): where that file was ingested
+            # the ledger takes this for a copy and adds nothing; otherwise the session gets its facts.
+            out = first
+        out.session_id = inner.state.get("sid") or out.session_id
+        out.session = facts.session
+        out.cwd, out.version, out.git_branch = facts.cwd, facts.version, facts.git_branch
+        out.forked_from_session_id = facts.forked_from_session_id
+        out.timestamp = out.timestamp or facts.timestamp
+        if usage is not None:
+            # the last cumulative total is the thread's whole use
+            total = _last_total(text)
+            out.usage = _usage_from(total, "codex-zst:" + usage.message_id) if total else None
+        return out
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _merge(into: Record, other: Record) -> Record:
+    """Items that close on one line (a minified snapshot) share that line's record."""
+    into.content = "\n".join(t for t in (into.content, other.content) if t) or None
+    into.thinking = "\n".join(t for t in (into.thinking, other.thinking) if t) or None
+    into.tool_text = "\n".join(t for t in (into.tool_text, other.tool_text) if t) or None
+    into.tool_uses += other.tool_uses
+    into.tool_results += other.tool_results
+    into.is_message = into.is_message or other.is_message
+    return into
+
+
+def _last_total(text: bytes) -> dict | None:
+    i = text.rfind(b'"total_token_usage"')
+    while i >= 0:
+        start = text.rfind(b"\n", 0, i) + 1
+        end = text.find(b"\n", i)
+        obj, _ = _parse(text[start : end if end >= 0 else len(text)])
+        info = obj.get("payload", {}).get("info") if isinstance(obj, dict) and isinstance(obj.get("payload"), dict) else None
+        if isinstance(info, dict) and isinstance(info.get("total_token_usage"), dict):
+            return info["total_token_usage"]
+        i = text.rfind(b'"total_token_usage"', 0, start)
+    return None
+
+
+def out_line(out: Record) -> int:
+    """The line number inside a `<thread>:<line>` uuid (0 for snapshot items)."""
+    tail = (out.uuid or "").rsplit(":", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+def _name_id(path: Path) -> str:
+    m = UUID_IN_NAME.search(path.name)
+    if m:
+        return m.group(1).lower()
+    name = path.name
+    for suffix in (".jsonl.zst", ".jsonl", ".json"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _text(content: Any) -> str | None:
+    """Text of a ResponseItem content list (input_text / output_text / text blocks)."""
+    if isinstance(content, str):
+        return content or None
+    if not isinstance(content, list):
+        return None
+    parts = []
+    for block in content:
+        if isinstance(block, dict) and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif isinstance(block, str):
+            parts.append(block)
+    return "\n".join(p for p in parts if p) or None
+
+
+def _reasoning_text(p: dict) -> str | None:
+    parts = []
+    for field_name in ("summary", "content"):
+        value = p.get(field_name)
+        if isinstance(value, list):
+            parts += [b["text"] for b in value if isinstance(b, dict) and isinstance(b.get("text"), str)]
+    return "\n".join(t for t in parts if t) or None
+
+
+def _json_arg(value: Any, key: str = "arguments") -> dict:
+    """Tool arguments as an object: Codex stores them as a JSON string (or raw text for custom tools)."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        try:
+            parsed = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return {key: value}
+        return parsed if isinstance(parsed, dict) else {key: parsed}
+    return {key: value}
+
+
+def _tool_use(call_id: str, name: str, params: Any) -> ToolUse:
+    params = params if isinstance(params, dict) else {"input": params}
+    return ToolUse(id=call_id, name=name, input_json=_dumps(params), number=0,
+                   description=_str(params.get("description")), prompt=_str(params.get("message")))
+
+
+def _output_text(output: Any) -> str | None:
+    if isinstance(output, str):
+        try:
+            parsed = orjson.loads(output)
+        except orjson.JSONDecodeError:
+            return output or None
+        if isinstance(parsed, dict) and isinstance(parsed.get("output"), str):
+            return parsed["output"] or None
+        return output or None
+    if isinstance(output, dict):
+        return _str(output.get("text")) or _str(output.get("output")) or _dumps(output)
+    if isinstance(output, list):
+        return _text(output) or _dumps(output)
+    return None
+
+
+def _output_status(output: Any) -> str:
+    """failed when a command's exit code says so; Codex keeps it inside the output text."""
+    code = None
+    if isinstance(output, str):
+        try:
+            parsed = orjson.loads(output)
+        except orjson.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, dict) and isinstance(parsed.get("metadata"), dict):
+            code = parsed["metadata"].get("exit_code")
+        else:
+            m = EXIT_CODE.search(output[:200])
+            code = int(m.group(1)) if m else None
+            if output.startswith(("aborted", "exec command rejected", "patch rejected")):
+                return "rejected"
+    return "failed" if isinstance(code, int) and code != 0 else "completed"
+
+
+def _usage_from(u: dict, key: str) -> Usage:
+    """OpenAI counts cached (and cache-written) input inside input_tokens; the ledger keeps them apart."""
+    cached = _int(u.get("cached_input_tokens"))
+    written = _int(u.get("cache_write_input_tokens"))
+    return Usage(
+        message_id=key,
+        request_id=None,
+        input_tokens=max(0, _int(u.get("input_tokens")) - cached - written),
+        output_tokens=_int(u.get("output_tokens")),
+        cache_creation_tokens=written,
+        cache_read_tokens=cached,
+    )
+
+
+def _text_or_json(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("message"), str):
+        return value["message"]
+    return _dumps(value)
+
+
+def _short(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else _input_text(_dumps(value))
+    return text[:2000] or None

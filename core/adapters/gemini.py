@@ -1,0 +1,522 @@
+"""Gemini CLI: `~/.gemini/tmp/<project>/chats/session-*.json[l]` (FORMATS.md §4).
+
+Eras read here:
+  * JSON (v0.2 … v0.38): one pretty-printed ConversationRecord per session, rewritten on every
+    message. The ingest stores it line by line (so it round-trips byte for byte, and a rewrite is
+    read again whole); the messages are put back together here from those lines;
+  * JSONL (v0.39 →): a metadata line, then message lines upserted by id (a later line with the same
+    id completes that message: tool results, tokens), `{"$set": …}` metadata updates (`messages`
+    there replaces the whole history) and `{"$rewindTo": id}`, which drops that message and all
+    after it; the next message then branches from what is left, as a Claude rewind does;
+  * subagents in `chats/<parentSessionId>/<sessionId>.jsonl`.
+
+Messages keep their own ids (`<session>:<message id>`), so the JSONL copy that a resumed legacy
+session gets is recognised as a copy of the `.json` it came from. Project paths come from
+`.project_root` or `projects.json` (slug dirs), or by hashing the known roots (sha256 dirs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from core.adapters.base import (
+    FileContext,
+    RawRecord,
+    Record,
+    SessionInfo,
+    SourceRef,
+    ToolResult,
+    ToolUse,
+    Usage,
+    parse_iso_ms,
+)
+from core.adapters.claude import _dumps, _input_text, _int, _parse, _str
+from core.adapters.codex import SNIFF_BYTES, UUID_STEM, JsonDocumentLines, _head, _merge
+
+AGENT = "gemini"
+MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
+NOTICE_TYPES = frozenset({"info", "error", "warning"})
+DOC_ARRAYS = frozenset({"messages", "history"})
+STATUS = {"success": "completed", "error": "failed", "cancelled": "interrupted", "canceled": "interrupted"}
+SESSION_NAME = re.compile(r"^session-.*\.jsonl?$")
+
+
+def gemini_dir() -> Path:
+    """`$GEMINI_CLI_HOME/.gemini` (gemini-cli's own home override) or `~/.gemini`."""
+    env = os.environ.get("GEMINI_CLI_HOME")
+    return (Path(env).expanduser() if env else Path.home()) / ".gemini"
+
+
+def _chats_index(path: Path) -> int | None:
+    parts = path.parts
+    for i in (len(parts) - 2, len(parts) - 3):
+        if i >= 0 and parts[i] == "chats":
+            return i
+    return None
+
+
+def looks_like_gemini(head: bytes, jsonl: bool) -> bool:
+    if jsonl:
+        for line in head.split(b"\n")[:10]:
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(obj, dict) and (
+                ("sessionId" in obj and "projectHash" in obj and "type" not in obj)
+                or "$rewindTo" in obj
+                or ("$set" in obj and len(obj) == 1)
+                or (obj.get("type") == "gemini" and "id" in obj)
+            ):
+                return True
+        return False
+    text = head.lstrip()
+    if not text.startswith(b"{"):
+        return False
+    return (b'"sessionId"' in head and (b'"messages"' in head or b'"projectHash"' in head)) or (
+        b'"history"' in head and b'"parts"' in head
+    )
+
+
+class GeminiAdapter:
+    """Reads Gemini CLI chat recordings of both eras; see the module docstring."""
+
+    name = AGENT
+    mode = "lines"
+
+    def __init__(self) -> None:
+        self._roots_cache: dict[str, tuple[float, dict[str, str]]] = {}
+
+    def default_roots(self) -> list[Path]:
+        return [gemini_dir() / "tmp"]
+
+    def claims(self, path: Path, explicit: bool = False) -> bool:
+        name = path.name
+        jsonl = name.endswith(".jsonl")
+        if not (jsonl or name.endswith(".json")):
+            return False
+        chats = _chats_index(path)
+        if chats is not None:
+            if SESSION_NAME.match(name):
+                return True
+            if jsonl and chats == len(path.parts) - 3:
+                return True  # chats/<parent session>/<session>.jsonl
+        stranger = not jsonl or UUID_STEM.match(name[: -len(".jsonl")]) or name.startswith("agent-")
+        if not explicit and not SESSION_NAME.match(name) and stranger:
+            return False  # never open other tools' files on a walk
+        return looks_like_gemini(_head(path, SNIFF_BYTES), jsonl)
+
+    def discover(self, root: Path) -> Iterator[SourceRef]:
+        if root.is_file():
+            if self.claims(root, explicit=True):
+                yield SourceRef(root, AGENT, "transcript", _project_key(root))
+            return
+        if not root.is_dir():
+            return
+        if (root / "tmp").is_dir() and root.name == ".gemini":
+            root = root / "tmp"
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            for fname in sorted(filenames):
+                path = Path(dirpath) / fname
+                if self.claims(path):
+                    yield SourceRef(path, AGENT, "transcript", _project_key(path))
+
+    # ------------------------------------------------------------------ normalize
+
+    def start_file(self, ctx: FileContext, first_offset: int) -> None:
+        path = ctx.path
+        chats = _chats_index(path)
+        parent = path.parts[-2] if chats == len(path.parts) - 3 else None
+        ctx.state.update(
+            started=True, sid=None, meta={}, seen={}, live=[], last_uuid=None, parent=parent,
+            cwd=self._project_root(path, chats), doc=None,
+        )
+        if path.name.endswith(".json"):
+            ctx.state["doc"] = JsonDocumentLines(DOC_ARRAYS)
+        if first_offset > 0:
+            self._resume_state(ctx, first_offset)
+
+    def _resume_state(self, ctx: FileContext, end: int) -> None:
+        """Rebuild the per-file state from the bytes before `end` (an append read on its own)."""
+        try:
+            with open(ctx.path, "rb") as f:
+                data = f.read(end)
+        except OSError:
+            return
+        pos, line_number = 0, 0
+        while pos < len(data):
+            nl = data.find(b"\n", pos)
+            nl = len(data) if nl < 0 else nl
+            line_number += 1
+            self._normalize(RawRecord(pos, line_number, data[pos:nl]), ctx)
+            pos = nl + 1
+
+    def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        if "started" not in ctx.state:
+            self.start_file(ctx, rec.offset)
+        return self._normalize(rec, ctx)
+
+    def _normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        st = ctx.state
+        if st["doc"] is not None:
+            return self._document_line(rec, ctx)
+        obj, error = _parse(rec.raw)
+        if not isinstance(obj, dict):
+            etype = "invalid" if error else ("blank" if obj is None else "non-object")
+            return Record(entry_type=etype, known=False, parse_error=error or (None if obj is None else "not a JSON object"),
+                          session_id=st["sid"] or self._sid(ctx), parent_uuid=st["last_uuid"])
+        if isinstance(obj.get("$rewindTo"), str):
+            return self._rewind(obj["$rewindTo"], ctx, error)
+        if isinstance(obj.get("$set"), dict):
+            return self._set(obj["$set"], ctx, rec, error)
+        if isinstance(obj.get("id"), str) and ("type" in obj or "content" in obj):
+            out = self._message(obj, ctx, rec)
+            out.parse_error = error
+            return out
+        if isinstance(obj.get("sessionId"), str):
+            return self._metadata(obj, ctx, error)
+        return Record(entry_type=_str(obj.get("type")) or "unknown", known=False, parse_error=error,
+                      session_id=self._sid(ctx), parent_uuid=st["last_uuid"])
+
+    # ------------------------------------------------------------------ sessions
+
+    def _sid(self, ctx: FileContext) -> str:
+        st = ctx.state
+        if st["sid"] is None:
+            sid = _str(st["meta"].get("sessionId"))
+            if sid is None:
+                name = ctx.path.name
+                sid = name[: name.rindex(".")] if "." in name else name
+            st["sid"] = sid
+        return st["sid"]
+
+    def _info(self, ctx: FileContext) -> SessionInfo:
+        st = ctx.state
+        sid = self._sid(ctx)
+        info = SessionInfo(source=AGENT, external_id=sid, project_key=ctx.project_key)
+        if st["parent"] or st["meta"].get("kind") == "subagent":
+            info.kind = "subagent"
+            info.is_subagent = 1
+            info.parent_session_id = st["parent"]
+            info.agent_id = sid
+            info.spawn_key = sid
+        return info
+
+    def _cwd(self, ctx: FileContext) -> str | None:
+        st = ctx.state
+        if st["cwd"]:
+            return st["cwd"]
+        dirs = st["meta"].get("directories")
+        if isinstance(dirs, list) and dirs and isinstance(dirs[0], str):
+            return dirs[0]
+        project_hash = _str(st["meta"].get("projectHash"))
+        if project_hash:
+            roots = self._known_roots(ctx.path)
+            return roots.get(project_hash)
+        return None
+
+    def _project_root(self, path: Path, chats: int | None) -> str | None:
+        """The project a chats folder belongs to: `.project_root`, or projects.json by slug or hash."""
+        if chats is None:
+            return None
+        id_dir = Path(*path.parts[:chats])
+        try:
+            marker = (id_dir / ".project_root").read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            marker = ""
+        if marker:
+            return marker
+        return self._known_roots(path).get(id_dir.name)
+
+    def _known_roots(self, path: Path) -> dict[str, str]:
+        """slug → root and sha256(root) → root, from the projects.json next to `tmp/`."""
+        home = None
+        for parent in path.parents:
+            if parent.name == "tmp":
+                home = parent.parent
+                break
+        if home is None:
+            return {}
+        registry = home / "projects.json"
+        try:
+            mtime = registry.stat().st_mtime
+        except OSError:
+            return {}
+        cached = self._roots_cache.get(str(registry))
+        if cached and cached[0] == mtime:
+            return cached[1]
+        mapping: dict[str, str] = {}
+        try:
+            data = orjson.loads(registry.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            data = {}
+        projects = data.get("projects") if isinstance(data, dict) else None
+        if isinstance(projects, dict):
+            for root, slug in projects.items():
+                if isinstance(root, str):
+                    mapping[hashlib.sha256(root.encode()).hexdigest()] = root
+                    if isinstance(slug, str):
+                        mapping[slug] = root
+        self._roots_cache[str(registry)] = (mtime, mapping)
+        return mapping
+
+    # ------------------------------------------------------------------ record kinds
+
+    def _metadata(self, obj: dict, ctx: FileContext, error: str | None) -> Record:
+        st = ctx.state
+        st["meta"].update(obj)
+        out = Record(entry_type="metadata", parse_error=error, session_id=self._sid(ctx),
+                     timestamp=parse_iso_ms(obj.get("startTime")), cwd=self._cwd(ctx), session=self._info(ctx))
+        summary = _str(obj.get("summary"))
+        if summary:
+            out.content = summary
+            out.title = ("ai-title", summary)
+            out.entry_type = "ai-title"
+            out.subtype = "metadata"
+        return out
+
+    def _set(self, values: dict, ctx: FileContext, rec: RawRecord, error: str | None) -> Record:
+        st = ctx.state
+        sid = self._sid(ctx)
+        out = Record(entry_type="set", parse_error=error, session_id=sid, parent_uuid=st["last_uuid"],
+                     timestamp=parse_iso_ms(values.get("lastUpdated")))
+        for key in ("summary", "directories", "kind", "memoryScratchpad", "projectHash"):
+            if key in values:
+                st["meta"][key] = values[key]
+        summary = _str(values.get("summary"))
+        if summary:
+            out.entry_type = "ai-title"
+            out.subtype = "$set"
+            out.content = summary
+            out.title = ("ai-title", summary)
+        messages = values.get("messages")
+        if isinstance(messages, list):
+            self._checkpoint(out, [m for m in messages if isinstance(m, dict)], ctx, rec)
+        return out
+
+    def _checkpoint(self, out: Record, messages: list[dict], ctx: FileContext, rec: RawRecord) -> None:
+        """`$set.messages`: the whole history replaced (compression, masking); new parts are shown."""
+        st = ctx.state
+        sid = self._sid(ctx)
+        uuid = f"{sid}:L{rec.line_number}"
+        ids = [m["id"] for m in messages if isinstance(m.get("id"), str)]
+        new = [m for m in messages if isinstance(m.get("id"), str) and m["id"] not in st["seen"]]
+        dropped = [i for i in st["live"] if i not in set(ids)]
+        out.subtype = "messages"
+        if new or dropped:
+            out.uuid = uuid
+            out.role = "system"
+            out.is_message = True
+            out.is_compaction = True
+            out.segment_marker = True
+            out.content = "\n".join(t for t in (_message_text(m) for m in new) if t) or None
+        for m in new:
+            tools = _tool_calls(m)
+            st["seen"][m["id"]] = {"uuid": uuid, "text": _message_text(m), "tools": {t["id"] for t in tools}}
+            out.tool_uses += [_tool_use(t, i) for i, t in enumerate(tools)]
+        st["live"] = ids
+        st["last_uuid"] = st["seen"][ids[-1]]["uuid"] if ids and ids[-1] in st["seen"] else (out.uuid or st["last_uuid"])
+
+    def _rewind(self, target: str, ctx: FileContext, error: str | None) -> Record:
+        st = ctx.state
+        live = st["live"]
+        if target in live:
+            del live[live.index(target) :]
+        else:
+            live.clear()  # gemini-cli drops everything when the id is unknown
+        st["last_uuid"] = st["seen"][live[-1]]["uuid"] if live else None
+        return Record(entry_type="rewind", parse_error=error, session_id=self._sid(ctx), ref_uuid=target,
+                      parent_uuid=st["last_uuid"])
+
+    def _message(self, m: dict, ctx: FileContext, rec: RawRecord) -> Record:
+        st = ctx.state
+        sid = self._sid(ctx)
+        msg_id = _str(m.get("id"))
+        mtype = _str(m.get("type")) or _str(m.get("role"))
+        text = _message_text(m)
+        tools = _tool_calls(m)
+        seen = st["seen"].get(msg_id) if msg_id else None
+        out = Record(entry_type=mtype or "message", known=mtype in MESSAGE_TYPES, session_id=sid,
+                     message_id=msg_id, timestamp=parse_iso_ms(m.get("timestamp") or m.get("ts")),
+                     model=_str(m.get("model")), cwd=self._cwd(ctx), session=self._info(ctx))
+        if seen is None:
+            out.uuid = f"{sid}:{msg_id}" if msg_id else f"{sid}:L{rec.line_number}"
+            out.parent_uuid = st["last_uuid"]
+            new_tools = tools
+            out.content = text
+            out.is_message = True
+            if msg_id:
+                st["seen"][msg_id] = {"uuid": out.uuid, "text": text, "tools": set()}
+                st["live"].append(msg_id)
+            st["last_uuid"] = out.uuid
+            seen = st["seen"].get(msg_id, {"tools": set()})
+        else:
+            # a later line for the same message: only what it adds is a new message part
+            out.uuid = f"{sid}:{msg_id}:{rec.line_number}"
+            out.parent_uuid = seen["uuid"]
+            new_tools = [t for t in tools if t["id"] not in seen["tools"]]
+            out.content = text if text and text != seen["text"] else None
+            out.is_message = bool(out.content or new_tools)
+            out.is_meta = not out.is_message
+            seen["text"] = text or seen["text"]
+            if msg_id not in st["live"]:
+                st["live"].append(msg_id)
+                st["last_uuid"] = seen["uuid"]
+        seen["tools"].update(t["id"] for t in new_tools)
+        if mtype == "user":
+            out.role = "user"
+            out.is_prompt = out.is_message and out.uuid == seen.get("uuid", out.uuid) and bool(text) and _has_text(m)
+        elif mtype in ("gemini", "model"):
+            out.role = "assistant"
+            out.thinking = _thoughts(m.get("thoughts")) if out.is_message else None
+            out.tool_uses = [_tool_use(t, i) for i, t in enumerate(new_tools)]
+            out.tool_results = [r for r in (_tool_result(t) for t in tools) if r is not None]
+            if out.tool_uses:
+                out.tool_text = "\n".join(f"{u.name} {_input_text(u.input_json)}" for u in out.tool_uses)
+            elif out.tool_results:
+                out.tool_text = "\n".join(filter(None, (_result_text(t) for t in tools))) or None
+            tokens = m.get("tokens")
+            if isinstance(tokens, dict) and msg_id:
+                out.usage = _usage(tokens, f"gemini:{sid}:{msg_id}")
+        elif mtype in NOTICE_TYPES:
+            out.role = "system"
+        return out
+
+    def _document_line(self, rec: RawRecord, ctx: FileContext) -> Record:
+        """A line of a JSON-era session file; the line closing a message carries that message."""
+        st = ctx.state
+        out: Record | None = None
+        subtype = None
+        summary = None
+        for kind, key, value, error in st["doc"].feed(rec.raw):
+            if kind == "member":
+                subtype = key
+                if key:
+                    st["meta"][key] = value
+                if key == "summary" and isinstance(value, str) and value:
+                    summary = value
+                continue
+            if not isinstance(value, dict):
+                part = Record(entry_type="invalid", known=False, parse_error=error or "not a JSON object",
+                              session_id=self._sid(ctx), parent_uuid=st["last_uuid"])
+            else:
+                part = self._message(value, ctx, rec)
+            out = part if out is None else _merge(out, part)
+        if out is not None:
+            return out
+        sid = st["sid"] or _str(st["meta"].get("sessionId"))
+        out = Record(entry_type="json-line", subtype=subtype, session_id=sid)
+        if sid and subtype == "sessionId":
+            st["sid"] = sid
+            out.session = self._info(ctx)
+            out.cwd = self._cwd(ctx)
+        if sid and subtype == "startTime":
+            out.timestamp = parse_iso_ms(st["meta"].get("startTime"))
+        if sid and summary:
+            out.entry_type = "ai-title"
+            out.content = summary
+            out.title = ("ai-title", summary)
+        return out
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _project_key(path: Path) -> str | None:
+    chats = _chats_index(path)
+    if chats is not None and chats >= 1:
+        return path.parts[chats - 1]
+    return path.parent.name or None
+
+
+def _parts_text(content: Any) -> str | None:
+    """Text of a PartListUnion: a string, a part, or a list of parts (`{text}` ones)."""
+    if isinstance(content, str):
+        return content or None
+    if isinstance(content, dict):
+        return _str(content.get("text")) or None
+    if isinstance(content, list):
+        texts = [t for t in (_parts_text(p) for p in content) if t]
+        return "\n".join(texts) or None
+    return None
+
+
+def _has_text(m: dict) -> bool:
+    content = m.get("displayContent") or m.get("content") or m.get("parts")
+    return _parts_text(content) is not None
+
+
+def _message_text(m: dict) -> str | None:
+    if m.get("type") == "user" and m.get("displayContent"):
+        return _parts_text(m.get("displayContent"))
+    return _parts_text(m.get("content")) or _parts_text(m.get("parts"))
+
+
+def _thoughts(thoughts: Any) -> str | None:
+    if not isinstance(thoughts, list):
+        return None
+    lines = []
+    for t in thoughts:
+        if isinstance(t, dict):
+            subject, description = _str(t.get("subject")), _str(t.get("description"))
+            lines.append(": ".join(x for x in (subject, description) if x))
+    return "\n".join(x for x in lines if x) or None
+
+
+def _tool_calls(m: dict) -> list[dict]:
+    calls = m.get("toolCalls")
+    if not isinstance(calls, list):
+        return []
+    return [c for c in calls if isinstance(c, dict) and isinstance(c.get("id"), str)]
+
+
+def _tool_use(call: dict, number: int) -> ToolUse:
+    args = call.get("args")
+    params = args if isinstance(args, dict) else {"args": args}
+    return ToolUse(id=call["id"], name=_str(call.get("name")) or "?", input_json=_dumps(params), number=number,
+                   description=_str(call.get("description")) or _str(params.get("description")),
+                   prompt=_str(params.get("prompt")))
+
+
+def _tool_result(call: dict) -> ToolResult | None:
+    status = STATUS.get(_str(call.get("status")) or "")
+    if status is None and call.get("result") is None:
+        return None  # scheduled or running: the result comes on a later line
+    result = call.get("result") if call.get("result") is not None else call.get("resultDisplay")
+    return ToolResult(tool_use_id=call["id"], content_json=_dumps(result), status=status or "completed",
+                      child_agent_id=_str(call.get("agentId")))
+
+
+def _result_text(call: dict) -> str | None:
+    display = call.get("resultDisplay")
+    if isinstance(display, str) and display:
+        return display
+    result = call.get("result")
+    if isinstance(result, list):
+        for part in result:
+            response = part.get("functionResponse") if isinstance(part, dict) else None
+            if isinstance(response, dict) and isinstance(response.get("response"), dict):
+                output = response["response"].get("output")
+                if isinstance(output, str):
+                    return output
+    return None
+
+
+def _usage(tokens: dict, key: str) -> Usage:
+    """Gemini counts cached tokens inside `input`; thoughts and tool-use prompts come on top."""
+    cached = _int(tokens.get("cached"))
+    return Usage(
+        message_id=key,
+        request_id=None,
+        input_tokens=max(0, _int(tokens.get("input")) + _int(tokens.get("tool")) - cached),
+        output_tokens=_int(tokens.get("output")) + _int(tokens.get("thoughts")),
+        cache_read_tokens=cached,
+    )

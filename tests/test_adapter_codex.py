@@ -1,0 +1,432 @@
+"""Codex CLI rollouts of every era, written here line by line, plus the corpus samples."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+import zstandard
+from conftest import CORPUS, ingest
+
+from core import db
+from core.adapters import ADAPTERS
+from core.adapters.codex import CodexAdapter
+from core.archive import file_bytes
+from core.ingest import run_ingest
+
+THREAD = "019a0000-1111-7222-8333-444455556666"
+CHILD = "019a0000-1111-7222-8333-777788889999"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    codex = tmp_path / "codex-home"
+    monkeypatch.setenv("CODEX_HOME", str(codex))
+    return codex
+
+
+def usage(inp: int, cached: int, out: int, reasoning: int = 0) -> dict:
+    return {"input_tokens": inp, "cached_input_tokens": cached, "output_tokens": out,
+            "reasoning_output_tokens": reasoning, "total_tokens": inp + out}
+
+
+class Rollout:
+    """Writes wrapped-era rollout lines (`{timestamp, type, payload}`)."""
+
+    def __init__(self, home: Path, thread: str, day: str = "2026/03/02") -> None:
+        self.path = home / "sessions" / day / f"rollout-2026-03-02T10-00-00-{thread}.jsonl"
+        self.thread = thread
+        self.lines: list[dict] = []
+        self.n = 0
+        self.total = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0,
+                      "reasoning_output_tokens": 0, "total_tokens": 0}
+
+    def ts(self) -> str:
+        self.n += 1
+        return f"2026-03-02T10:{self.n // 60:02d}:{self.n % 60:02d}.000Z"
+
+    def add(self, rtype: str, payload: dict, ts: str | None = None) -> None:
+        self.lines.append({"timestamp": ts or self.ts(), "type": rtype, "payload": payload})
+
+    def meta(self, **extra) -> None:
+        payload = {"id": self.thread, "timestamp": "2026-03-02T10:00:00.000Z", "cwd": "/home/dev/shop",
+                   "originator": "codex_cli_rs", "cli_version": "0.101.0", "source": "cli",
+                   "git": {"branch": "feature/cart", "commit_hash": "abc"}, **extra}
+        self.add("session_meta", payload)
+
+    def context(self, model: str = "gpt-5.2-codex") -> None:
+        self.add("turn_context", {"cwd": "/home/dev/shop", "approval_policy": "never", "model": model})
+
+    def prompt(self, text: str, event_first: bool = True) -> None:
+        event = ("event_msg", {"type": "user_message", "message": text, "images": []})
+        item = ("response_item", {"type": "message", "role": "user",
+                                  "content": [{"type": "input_text", "text": text}]})
+        for rtype, payload in (event, item) if event_first else (item, event):
+            self.add(rtype, payload)
+
+    def say(self, text: str) -> None:
+        self.add("response_item", {"type": "message", "role": "assistant",
+                                   "content": [{"type": "output_text", "text": text}]})
+        self.add("event_msg", {"type": "agent_message", "message": text})
+
+    def call(self, call_id: str, command: list[str], output: str, exit_code: int = 0) -> None:
+        self.add("response_item", {"type": "function_call", "name": "shell", "call_id": call_id,
+                                   "arguments": json.dumps({"command": command})})
+        self.add("response_item", {"type": "function_call_output", "call_id": call_id, "output": json.dumps(
+            {"output": output, "metadata": {"exit_code": exit_code, "duration_seconds": 0.1}})})
+
+    def tokens(self, last: dict | None, *, with_last: bool = True, repeat: int = 1) -> None:
+        if last is not None:
+            for k in self.total:
+                self.total[k] += last[k]
+        info = {"total_token_usage": dict(self.total), "model_context_window": 258400}
+        if with_last and last is not None:
+            info["last_token_usage"] = last
+        for _ in range(repeat):
+            self.add("event_msg", {"type": "token_count", "info": info, "rate_limits": {}})
+
+    def write(self, lines: list[dict] | None = None) -> Path:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text("".join(json.dumps(x) + "\n" for x in (lines or self.lines)))
+        return self.path
+
+
+def session(conn: sqlite3.Connection, sid: str) -> dict:
+    cur = conn.execute("SELECT * FROM agent_sessions WHERE id = ?", (sid,))
+    row = cur.fetchone()
+    assert row is not None, sid
+    return dict(zip([d[0] for d in cur.description], row, strict=True))
+
+
+def round_trips(conn: sqlite3.Connection, path: Path) -> bool:
+    fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path.resolve()),)).fetchone()[0]
+    data, contiguous = file_bytes(conn, fid)
+    return contiguous and data == path.read_bytes()
+
+
+def full_session(home: Path) -> Rollout:
+    r = Rollout(home, THREAD)
+    r.meta()
+    r.context()
+    r.prompt("add a cart total")
+    r.add("response_item", {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Looking at cart.py"}],
+                            "encrypted_content": "xx"})
+    r.call("call_1", ["bash", "-lc", "pytest -q"], "1 failed", exit_code=1)
+    r.add("response_item", {"type": "custom_tool_call", "name": "apply_patch", "call_id": "call_2",
+                            "input": "*** Begin Patch\n*** Update File: cart.py\n+total = 0\n*** End Patch"})
+    r.add("event_msg", {"type": "patch_apply_end", "call_id": "call_2", "success": True,
+                        "changes": {"cart.py": {"type": "update", "unified_diff": "@@ -1 +1 @@\n+total = 0"}}})
+    r.add("response_item", {"type": "custom_tool_call_output", "call_id": "call_2", "output": "Success."})
+    r.tokens(usage(1000, 800, 50, 20), repeat=2)  # Codex often writes the same count twice
+    r.say("Added the total.")
+    r.add("event_msg", {"type": "task_complete", "last_agent_message": "Added the total."})
+    r.context()
+    r.prompt("now the tests", event_first=False)  # 0.4x wrote the model's item before the event
+    r.say("Tests pass.")
+    r.tokens(usage(1500, 1200, 30))
+    return r
+
+
+# ---------------------------------------------------------------------- wrapped era
+
+
+def test_wrapped_rollout_sessions_turns_tools_and_tokens(conn, home):
+    r = full_session(home)
+    path = r.write()
+    report = ingest(conn, home)
+    assert report.files_read == 1
+    s = session(conn, THREAD)
+    assert (s["source"], s["kind"], s["project_path"], s["git_branch"], s["cli_version"], s["model"]) == (
+        "codex", "main", "/home/dev/shop", "feature/cart", "0.101.0", "gpt-5.2-codex")
+    assert s["turn_count"] == 2 and s["title"] == "add a cart total" and s["title_source"] == "prompt"
+    # each prompt shows once although both streams log it
+    prompts = conn.execute("SELECT content FROM entries WHERE session_id = ? AND role = 'user' AND seq IS NOT NULL "
+                           "AND content IS NOT NULL ORDER BY seq", (THREAD,)).fetchall()
+    assert [p[0] for p in prompts] == ["add a cart total", "now the tests"]
+    said = conn.execute("SELECT count(*) FROM entries WHERE session_id = ? AND seq IS NOT NULL AND "
+                        "content = 'Added the total.'", (THREAD,)).fetchone()[0]
+    assert said == 1
+    calls = dict(conn.execute("SELECT id, status FROM agent_tool_calls WHERE session_id = ?", (THREAD,)).fetchall())
+    assert calls == {"call_1": "failed", "call_2": "completed"}
+    params = conn.execute("SELECT params_json FROM agent_tool_calls WHERE id = 'call_1'").fetchone()[0]
+    assert json.loads(params) == {"command": ["bash", "-lc", "pytest -q"]}
+    # the duplicated token_count is one request; input excludes the cached part
+    assert (s["input_tokens"], s["cache_read_tokens"], s["output_tokens"]) == (200 + 300, 800 + 1200, 80)
+    turns = conn.execute("SELECT token_count FROM agent_turns WHERE session_id = ? ORDER BY sequence",
+                         (THREAD,)).fetchall()
+    assert [t[0] for t in turns] == [1050, 1530]
+    thinking = conn.execute("SELECT thinking FROM entries WHERE thinking LIKE 'Looking%' AND seq IS NOT NULL").fetchall()
+    assert len(thinking) == 1
+    diff = conn.execute("SELECT count(*) FROM entries WHERE tool_text LIKE '%total = 0%'").fetchone()[0]
+    assert diff >= 2  # the patch as sent and the diff as applied are both searchable in:tools
+    assert round_trips(conn, path)
+    assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == len(r.lines)
+
+
+def test_default_root_honours_codex_home(home):
+    assert CodexAdapter().default_roots()[0] == home / "sessions"
+
+
+@pytest.mark.parametrize("cut", [3, 9, 12, 16])
+def test_appended_lines_keep_the_state_of_the_lines_before(conn, home, tmp_path, cut):
+    r = full_session(home)
+    r.tokens(usage(10, 0, 5), with_last=False)  # an old shape: totals only, the delta is the request
+    full = list(r.lines)
+    r.write(full[:cut])
+    ingest(conn, home)
+    with open(r.path, "a") as f:
+        f.write("".join(json.dumps(x) + "\n" for x in full[cut:]))
+    ingest(conn, home)
+    fresh = db.connect(tmp_path / "fresh.db")
+    ingest(fresh, home)
+    for table, cols in (("agent_sessions", "turn_count, message_count, input_tokens, output_tokens, cache_read_tokens, "
+                                           "model, project_path, title"),
+                        ("agent_turns", "id, parent_turn_id, token_count, sequence"),
+                        ("agent_usage", "message_id, input_tokens, output_tokens, turn_id")):
+        sql = f"SELECT {cols} FROM {table} ORDER BY 1"
+        assert conn.execute(sql).fetchall() == fresh.execute(sql).fetchall(), table
+    assert session(conn, THREAD)["input_tokens"] == 510
+
+
+def test_cumulative_totals_are_never_summed(conn, home):
+    r = Rollout(home, THREAD)
+    r.meta()
+    r.prompt("go")
+    r.tokens(usage(100, 0, 10), with_last=False)
+    r.tokens(None, with_last=False)  # the same totals again: nothing new
+    r.add("event_msg", {"type": "token_count", "info": None, "rate_limits": {"primary": {"used_percent": 3}}})
+    r.tokens(usage(300, 100, 20), with_last=False)
+    r.write()
+    ingest(conn, home)
+    s = session(conn, THREAD)
+    assert (s["input_tokens"] + s["cache_read_tokens"], s["output_tokens"]) == (400, 30)
+
+
+def test_bare_era_header_items_and_cwd_from_environment_context(conn, home):
+    path = home / "sessions" / "2025" / "08" / "20" / f"rollout-2025-08-20T09-00-00-{THREAD}.jsonl"
+    lines = [
+        {"id": THREAD, "timestamp": "2025-08-20T09:00:00.000Z", "instructions": None, "git": {"branch": "main"}},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text":
+            "<environment_context>\n  <cwd>/srv/api</cwd>\n</environment_context>"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "why is login slow?"}]},
+        {"record_type": "state"},
+        {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "profiling"}]},
+        {"type": "function_call", "name": "shell", "arguments": "{\"command\":[\"rg\",\"login\"]}", "call_id": "c1"},
+        {"type": "function_call_output", "call_id": "c1", "output": "{\"output\":\"auth.py\",\"metadata\":{\"exit_code\":0}}"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "N+1 query."}]},
+        {"record_type": "state"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix it"}]},
+    ]
+    path.parent.mkdir(parents=True)
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    ingest(conn, home)
+    s = session(conn, THREAD)
+    assert (s["turn_count"], s["project_path"], s["tool_call_count"], s["title"]) == (2, "/srv/api", 1, "why is login slow?")
+    assert conn.execute("SELECT status FROM agent_tool_calls WHERE id = 'c1'").fetchone()[0] == "completed"
+    assert round_trips(conn, path)
+
+
+def test_fork_and_its_copied_history_count_tokens_once(conn, home):
+    parent = full_session(home)
+    parent.write()
+    fork_id = "019a0000-1111-7222-8333-aaaabbbbcccc"
+    fork = Rollout(home, fork_id, day="2026/03/03")
+    fork.meta(forked_from_id=THREAD)
+    burst = "2026-03-03T08:00:00.000Z"
+    for line in parent.lines:  # Codex copies the parent's rollout, written in one burst
+        fork.add(line["type"], line["payload"], ts=burst)
+    fork.total = dict(parent.total)
+    fork.tokens(None)  # on start the fork replays its parent's last total
+    fork.context()
+    fork.prompt("try another way")
+    fork.tokens(usage(2000, 1500, 40))
+    fork.write()
+    ingest(conn, home)
+    s = session(conn, fork_id)
+    assert (s["kind"], s["parent_session_id"], s["forked_from_session_id"]) == ("fork", THREAD, THREAD)
+    assert s["turn_count"] == 3  # the copied turns and its own
+    parent_tokens = session(conn, THREAD)["input_tokens"] + session(conn, THREAD)["cache_read_tokens"]
+    assert parent_tokens == 2500
+    assert s["input_tokens"] + s["cache_read_tokens"] == 2000
+    total = conn.execute("SELECT sum(input_tokens + cache_read_tokens) FROM agent_usage").fetchone()[0]
+    assert total == 4500
+
+
+def test_subagent_rollout_links_to_its_parent_thread(conn, home):
+    parent = Rollout(home, THREAD)
+    parent.meta()
+    parent.prompt("review this with a helper")
+    parent.add("response_item", {"type": "function_call", "name": "spawn_agent", "call_id": "spawn_1",
+                                 "arguments": json.dumps({"message": "check the tests"})})
+    parent.add("event_msg", {"type": "collab_agent_spawn_end", "call_id": "spawn_1", "sender_thread_id": THREAD,
+                             "new_thread_id": CHILD, "new_agent_nickname": "Ada", "status": "running"})
+    parent.write()
+    child = Rollout(home, CHILD)
+    child.meta(source={"subagent": {"thread_spawn": {"parent_thread_id": THREAD, "depth": 1,
+                                                      "agent_nickname": "Ada", "agent_role": "explorer"}}})
+    child.prompt("check the tests")
+    child.say("They pass.")
+    child.write()
+    ingest(conn, home)
+    s = session(conn, CHILD)
+    assert (s["kind"], s["is_subagent"], s["parent_session_id"], s["agent_type"]) == ("subagent", 1, THREAD, "explorer")
+    call = conn.execute("SELECT tool_name, child_agent_id FROM agent_tool_calls WHERE id = 'spawn_1'").fetchone()
+    assert call == ("spawn_agent", CHILD)
+
+
+def test_rollback_makes_a_branch(conn, home):
+    r = Rollout(home, THREAD)
+    r.meta()
+    r.prompt("first")
+    r.say("one")
+    r.prompt("second")
+    r.say("two")
+    r.add("event_msg", {"type": "thread_rolled_back", "num_turns": 1})
+    r.prompt("second, differently")
+    r.say("two again")
+    r.write()
+    ingest(conn, home)
+    assert session(conn, THREAD)["branch_count"] == 1
+    turns = conn.execute("SELECT id, parent_turn_id FROM agent_turns WHERE session_id = ? ORDER BY sequence",
+                         (THREAD,)).fetchall()
+    assert turns[1][1] == turns[0][0] and turns[2][1] == turns[0][0]
+
+
+def test_thread_names_are_titles(conn, home):
+    r = Rollout(home, THREAD)
+    r.meta()
+    r.prompt("hello")
+    r.add("event_msg", {"type": "thread_name_updated", "thread_id": THREAD, "thread_name": "Cart totals"})
+    r.write()
+    other = Rollout(home, CHILD)
+    other.meta()
+    other.prompt("another")
+    other.write()
+    (home / "session_index.jsonl").write_text(
+        json.dumps({"id": CHILD, "thread_name": "Renamed in the app", "updated_at": "2026-03-02T11:00:00Z"}) + "\n")
+    ingest(conn, home)
+    assert session(conn, THREAD)["title"] == "Cart totals"
+    assert session(conn, CHILD)["title"] == "Renamed in the app"
+
+
+# ---------------------------------------------------------------------- TypeScript snapshots
+
+
+def snapshot(home: Path, name: str, items: list[dict]) -> Path:
+    path = home / "sessions" / f"rollout-2025-04-20-{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"session": {"timestamp": "2025-04-20T10:00:00.000Z", "id": name, "instructions": ""}, "items": items}
+    path.write_text(json.dumps(doc, indent=2))  # JSON.stringify(…, null, 2): no final newline
+    old = time.time() - 86400
+    os.utime(path, (old, old))
+    return path
+
+
+def test_typescript_snapshots_collapse_into_one_conversation(conn, home):
+    items = [
+        {"role": "user", "type": "message", "content": [{"type": "input_text", "text": "rename foo to bar"}]},
+        {"id": "rs_1", "type": "reasoning", "summary": [{"type": "summary_text", "text": "grep first"}]},
+        {"id": "fc_1", "type": "function_call", "call_id": "call_a", "name": "shell",
+         "arguments": "{\"command\":[\"rg\",\"foo\"]}", "status": "completed"},
+        {"type": "function_call_output", "call_id": "call_a", "output": "{\"output\":\"a.py\",\"metadata\":{\"exit_code\":0}}"},
+        {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
+         "content": [{"type": "output_text", "text": "Renamed.", "annotations": []}]},
+    ]
+    later = [*items, {"role": "user", "type": "message", "content": [{"type": "input_text", "text": "thanks"}]}]
+    a = snapshot(home, "11111111-1111-4111-8111-111111111111", items[:1])
+    b = snapshot(home, "22222222-2222-4222-8222-222222222222", later)
+    c = snapshot(home, "33333333-3333-4333-8333-333333333333", items)
+    ingest(conn, home)
+    sessions = conn.execute("SELECT id, turn_count, tool_call_count FROM agent_sessions").fetchall()
+    assert len(sessions) == 1 and sessions[0][1:] == (2, 1)
+    texts = conn.execute("SELECT content FROM entries WHERE seq IS NOT NULL AND content IS NOT NULL ORDER BY seq").fetchall()
+    assert [t[0] for t in texts] == ["rename foo to bar", "Renamed.", "thanks"]
+    assert conn.execute("SELECT status FROM agent_tool_calls").fetchone()[0] == "completed"
+    for path in (a, b, c):
+        assert round_trips(conn, path)
+
+
+# ---------------------------------------------------------------------- compressed rollouts
+
+
+def test_zst_rollout_is_kept_whole_and_never_double_counted(conn, home, tmp_path):
+    r = full_session(home)
+    plain = r.write()
+    packed = plain.with_name(plain.name + ".zst")
+    packed.write_bytes(zstandard.ZstdCompressor().compress(plain.read_bytes()))
+    report = ingest(conn, home)
+    assert report.files_read == 1  # while both exist, Codex itself reads the plain file
+    before = session(conn, THREAD)
+    plain.unlink()  # the compression worker removes the plain file
+    ingest(conn, home)
+    after = session(conn, THREAD)
+    for key in ("turn_count", "message_count", "input_tokens", "output_tokens", "cache_read_tokens"):
+        assert after[key] == before[key], key
+    fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(packed.resolve()),)).fetchone()[0]
+    assert file_bytes(conn, fid)[0] == packed.read_bytes()
+    # never seen plain: the session still appears, with its facts, first prompt and whole use
+    other = db.connect(tmp_path / "other.db")
+    ingest(other, home)
+    s = session(other, THREAD)
+    assert (s["title"], s["project_path"], s["turn_count"]) == ("add a cart total", "/home/dev/shop", 1)
+    assert s["input_tokens"] + s["cache_read_tokens"] + s["output_tokens"] == 2500 + 80
+
+
+# ---------------------------------------------------------------------- detection
+
+
+def test_detection_keeps_claude_and_codex_apart(tmp_path, conn):
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "exported.jsonl").write_text(json.dumps({"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta",
+                                                       "payload": {"id": THREAD, "cwd": "/x"}}) + "\n")
+    claude = {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "c1", "timestamp": "2026-01-01T00:00:00Z",
+              "message": {"role": "user", "content": "hi"}}
+    (folder / "notes.jsonl").write_text(json.dumps(claude) + "\n")
+    run_ingest(conn, [folder], include_defaults=False)
+    agents = dict(conn.execute("SELECT path, agent FROM source_files").fetchall())
+    assert agents == {str(folder / "exported.jsonl"): "codex", str(folder / "notes.jsonl"): "claude-code"}
+    assert not ADAPTERS["claude-code"].claims(folder / "exported.jsonl")
+    assert not ADAPTERS["claude-code"].claims(folder / "rollout-2026-01-01T00-00-00-x.jsonl")
+
+
+# ---------------------------------------------------------------------- corpus
+
+CODEX = CORPUS / "codex"
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not CODEX.is_dir(), reason="../shared/corpus/codex is not present")
+def test_corpus_codex(tmp_path):
+    conn = db.connect(tmp_path / "corpus.db")
+    report = run_ingest(conn, [CODEX], include_defaults=False)
+    assert not report.errors, report.errors
+    files = sorted(CODEX.rglob("*.jsonl"))
+    assert len(files) >= 9
+    lines = 0
+    for path in files:
+        row = conn.execute("SELECT id, agent FROM source_files WHERE path = ?", (str(path.resolve()),)).fetchone()
+        assert row is not None and row[1] == "codex", path
+        assert round_trips(conn, path), path
+        data = path.read_bytes()
+        count = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+        lines += count
+        assert conn.execute("SELECT count(*) FROM entries WHERE source_file_id = ?", (row[0],)).fetchone()[0] == count
+    assert report.records_added == lines
+    sessions = dict(conn.execute("SELECT id, turn_count FROM agent_sessions WHERE source = 'codex'").fetchall())
+    assert len(sessions) == len(files)
+    assert sessions["44444444-4444-4444-8444-444444444444"] == 1  # bare era
+    assert sessions["019b2ea4-aaaa-bbbb-cccc-58208e1f0000"] == 6
+    assert sessions["019fc8be-3658-7ca3-9e29-000000000000"] >= 2
+    # tokens as Codex reports them: every distinct request once, cached input apart
+    tokens = dict(conn.execute("SELECT id, input_tokens + cache_read_tokens + output_tokens FROM agent_sessions").fetchall())
+    assert tokens["test-ratelimit-session"] == 12091 + 182
+    assert tokens["019b2ea4-aaaa-bbbb-cccc-58208e1f0000"] == 12091 + 182
+    assert tokens["session-alpha"] == 1000 + 125 + 2500 + 300
+    assert tokens["019fc8be-3658-7ca3-9e29-000000000000"] == 16341 + 81
+    assert tokens["test-legacy-session"] == 0  # `info: {prompt, completion}` is no Codex shape
+    conn.close()

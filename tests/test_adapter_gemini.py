@@ -1,0 +1,269 @@
+"""Gemini CLI chat recordings, JSON and JSONL eras, written here, plus the corpus samples."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from conftest import CORPUS, ingest
+
+from core import db
+from core.adapters import ADAPTERS
+from core.adapters.gemini import GeminiAdapter
+from core.archive import file_bytes
+from core.ingest import run_ingest
+
+SID = "5f0e2a8c-1b2d-4e3f-9a0b-c1d2e3f4a5b6"
+PROJECT = "/home/dev/webshop"
+
+
+@pytest.fixture
+def gemini(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "ghome"))
+    root = tmp_path / "ghome" / ".gemini"
+    (root / "tmp" / "webshop").mkdir(parents=True)
+    (root / "tmp" / "webshop" / ".project_root").write_text(PROJECT + "\n")
+    return root
+
+
+def user(mid: str, text: str, ts: str = "2026-04-29T21:39:33.155Z") -> dict:
+    return {"id": mid, "timestamp": ts, "type": "user", "content": [{"text": text}]}
+
+
+def reply(mid: str, text: str, *, tools: list[dict] | None = None, tokens: dict | None = None) -> dict:
+    msg = {"id": mid, "timestamp": "2026-04-29T21:39:35.125Z", "type": "gemini", "content": text,
+           "thoughts": [{"subject": "Plan", "description": "read the file", "timestamp": "2026-04-29T21:39:34Z"}],
+           "model": "gemini-3-flash-preview"}
+    if tools is not None:
+        msg["toolCalls"] = tools
+    if tokens is not None:
+        msg["tokens"] = tokens
+    return msg
+
+
+def shell(cid: str, command: str, *, result: str | None = None, status: str = "executing") -> dict:
+    call = {"id": cid, "name": "run_shell_command", "args": {"command": command}, "status": status,
+            "timestamp": "2026-04-29T21:39:35.364Z", "displayName": "Shell", "description": command}
+    if result is not None:
+        call["result"] = [{"functionResponse": {"id": cid, "name": "run_shell_command", "response": {"output": result}}}]
+        call["resultDisplay"] = result
+    return call
+
+
+def meta(**extra) -> dict:
+    return {"sessionId": SID, "projectHash": hashlib.sha256(PROJECT.encode()).hexdigest(),
+            "startTime": "2026-04-29T21:39:22.319Z", "lastUpdated": "2026-04-29T21:39:22.319Z", "kind": "main", **extra}
+
+
+def write_jsonl(path: Path, lines: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def chats(gemini: Path) -> Path:
+    return gemini / "tmp" / "webshop" / "chats"
+
+
+def session(conn: sqlite3.Connection, sid: str = SID) -> dict:
+    cur = conn.execute("SELECT * FROM agent_sessions WHERE id = ?", (sid,))
+    row = cur.fetchone()
+    assert row is not None, sid
+    return dict(zip([d[0] for d in cur.description], row, strict=True))
+
+
+def round_trips(conn: sqlite3.Connection, path: Path) -> bool:
+    fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path.resolve()),)).fetchone()[0]
+    data, contiguous = file_bytes(conn, fid)
+    return contiguous and data == path.read_bytes()
+
+
+def visible(conn: sqlite3.Connection, sid: str = SID) -> list[tuple]:
+    return conn.execute("SELECT role, content FROM entries WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq",
+                        (sid,)).fetchall()
+
+
+def jsonl_session() -> list[dict]:
+    tokens = {"input": 12069, "output": 147, "cached": 11502, "thoughts": 20, "tool": 0, "total": 12236}
+    return [
+        meta(),
+        user("u1", "list the files"),
+        {"$set": {"lastUpdated": "2026-04-29T21:39:33.156Z"}},
+        reply("g1", "Let me look."),
+        reply("g1", "Let me look.", tools=[shell("t1", "ls")]),  # the same message, its call added
+        reply("g1", "Let me look.", tools=[shell("t1", "ls", result="a.py\nb.py", status="success")]),
+        reply("g1", "Let me look.", tools=[shell("t1", "ls", result="a.py\nb.py", status="success")], tokens=tokens),
+        reply("g2", "Two files."),
+        {"$set": {"lastUpdated": "2026-04-29T21:40:00.000Z"}},
+        user("u2", "and the tests?"),
+        reply("g3", "None yet.", tokens={"input": 100, "output": 5, "cached": 0, "total": 105}),
+        {"id": "n1", "timestamp": "2026-04-29T21:41:00Z", "type": "info", "content": "Request cancelled."},
+    ]
+
+
+def test_jsonl_upserts_tools_tokens_and_project(conn, gemini):
+    path = write_jsonl(chats(gemini) / "session-2026-04-29T21-39-5f0e2a8c.jsonl", jsonl_session())
+    ingest(conn, gemini / "tmp")
+    s = session(conn)
+    assert (s["source"], s["project_path"], s["model"], s["turn_count"], s["title"]) == (
+        "gemini", PROJECT, "gemini-3-flash-preview", 2, "list the files")
+    shown = visible(conn)
+    assert [c for _, c in shown if c] == ["list the files", "Let me look.", "Two files.", "and the tests?",
+                                          "None yet.", "Request cancelled."]
+    calls = conn.execute("SELECT id, status, result_json, entry_id FROM agent_tool_calls").fetchall()
+    assert len(calls) == 1 and calls[0][1] == "completed" and "a.py" in calls[0][2]
+    assert conn.execute("SELECT seq FROM entries WHERE id = ?", (calls[0][3],)).fetchone()[0] is not None
+    # cached tokens are part of `input`; thoughts are output
+    assert (s["input_tokens"], s["cache_read_tokens"], s["output_tokens"]) == (567 + 100, 11502, 167 + 5)
+    assert round_trips(conn, path)
+    assert GeminiAdapter().default_roots() == [gemini / "tmp"]
+
+
+def test_rewind_drops_messages_and_branches(conn, gemini):
+    lines = [meta(), user("u1", "first"), reply("g1", "one"), user("u2", "second"), reply("g2", "two"),
+             {"$rewindTo": "u2"}, user("u3", "second, better"), reply("g3", "two, better")]
+    write_jsonl(chats(gemini) / "session-2026-04-29T21-39-5f0e2a8c.jsonl", lines)
+    ingest(conn, gemini)
+    assert session(conn)["branch_count"] == 1
+    turns = conn.execute("SELECT id, parent_turn_id FROM agent_turns ORDER BY sequence").fetchall()
+    assert [t[0] for t in turns] == [f"{SID}:u1", f"{SID}:u2", f"{SID}:u3"]
+    assert turns[1][1] == turns[0][0] == turns[2][1]
+
+
+def test_set_messages_checkpoint_and_summary_title(conn, gemini):
+    lines = [meta(), user("u1", "long task"), reply("g1", "working"),
+             {"$set": {"messages": [user("s1", "Summary of the earlier work: tests added"), reply("g1", "working")]}},
+             {"$set": {"summary": "Add tests to the webshop"}},
+             user("u2", "go on"), reply("g2", "done")]
+    write_jsonl(chats(gemini) / "session-2026-04-29T21-39-5f0e2a8c.jsonl", lines)
+    ingest(conn, gemini)
+    s = session(conn)
+    assert (s["compaction_count"], s["title"], s["title_source"], s["turn_count"]) == (
+        1, "Add tests to the webshop", "ai-title", 2)
+    assert any("earlier work" in (c or "") for _, c in visible(conn))
+
+
+def test_appended_lines_continue_the_session(conn, gemini, tmp_path):
+    lines = jsonl_session()
+    path = chats(gemini) / "session-2026-04-29T21-39-5f0e2a8c.jsonl"
+    for cut in (4, 6, 10):
+        write_jsonl(path, lines[:cut])
+        ingest(conn, gemini)
+    write_jsonl(path, lines)
+    ingest(conn, gemini)
+    fresh = db.connect(tmp_path / "fresh.db")
+    ingest(fresh, gemini)
+    for sql in ("SELECT turn_count, message_count, input_tokens, output_tokens, cache_read_tokens FROM agent_sessions",
+                "SELECT id, parent_turn_id, token_count FROM agent_turns ORDER BY id",
+                "SELECT id, status FROM agent_tool_calls", "SELECT message_id, input_tokens FROM agent_usage ORDER BY 1"):
+        assert conn.execute(sql).fetchall() == fresh.execute(sql).fetchall(), sql
+
+
+def legacy_doc(messages: list[dict], **extra) -> dict:
+    return {"sessionId": SID, "projectHash": hashlib.sha256(PROJECT.encode()).hexdigest(),
+            "startTime": "2026-01-16T18:34:00.000Z", "lastUpdated": "2026-01-16T18:35:00.000Z",
+            "messages": messages, **extra}
+
+
+def write_legacy(path: Path, doc: dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2))  # JSON.stringify(…, null, 2): no final newline
+    old = time.time() - 7200
+    os.utime(path, (old, old))
+    return path
+
+
+def legacy_messages() -> list[dict]:
+    return [user("u1", "list the files"),
+            reply("g1", "Here:", tools=[shell("t1", "ls", result="a.py", status="success")],
+                  tokens={"input": 500, "output": 20, "cached": 100, "total": 520}),
+            user("u2", "thanks")]
+
+
+def test_legacy_json_document_is_read_from_its_lines(conn, gemini):
+    path = write_legacy(chats(gemini) / "session-2026-01-16T18-34-5f0e2a8c.json",
+                        legacy_doc(legacy_messages(), summary="Listing files"))
+    ingest(conn, gemini)
+    s = session(conn)
+    assert (s["turn_count"], s["tool_call_count"], s["title"], s["project_path"]) == (2, 1, "Listing files", PROJECT)
+    assert (s["input_tokens"], s["cache_read_tokens"], s["output_tokens"]) == (400, 100, 20)
+    assert conn.execute("SELECT status FROM agent_tool_calls").fetchone()[0] == "completed"
+    assert round_trips(conn, path)
+    # rewritten whole on the next message: read again, nothing doubled
+    write_legacy(path, legacy_doc([*legacy_messages(), reply("g2", "You're welcome.")], summary="Listing files"))
+    ingest(conn, gemini)
+    s = session(conn)
+    assert (s["turn_count"], s["message_count"], s["input_tokens"]) == (2, 4, 400)
+    assert round_trips(conn, path)
+
+
+def test_resumed_legacy_session_migrated_to_jsonl_is_not_doubled(conn, gemini):
+    folder = chats(gemini)
+    write_legacy(folder / "session-2026-01-16T18-34-5f0e2a8c.json", legacy_doc(legacy_messages()))
+    migrated = [meta(), *legacy_messages(), {"$set": {"sessionId": SID}}, user("u3", "one more"), reply("g3", "ok")]
+    write_jsonl(folder / "session-2026-01-16T18-34-5f0e2a8c.jsonl", migrated)
+    ingest(conn, gemini)
+    s = session(conn)
+    assert (s["turn_count"], s["tool_call_count"], s["input_tokens"]) == (3, 1, 400)
+    assert [c for _, c in visible(conn) if c] == ["list the files", "Here:", "thanks", "one more", "ok"]
+
+
+def test_subagent_session_and_hashed_project_dir(conn, gemini, tmp_path):
+    digest = hashlib.sha256(b"/srv/api").hexdigest()
+    (gemini / "projects.json").write_text(json.dumps({"projects": {"/srv/api": "api"}}))
+    folder = gemini / "tmp" / digest / "chats"
+    write_jsonl(folder / "session-2025-10-01T10-00-5f0e2a8c.jsonl", [meta(projectHash=digest), user("u1", "delegate")])
+    child = "9d8c7b6a-0000-4000-8000-000000000001"
+    write_jsonl(folder / SID / f"{child}.jsonl",
+                [{**meta(kind="subagent", projectHash=digest), "sessionId": child, "directories": ["/srv/api"]},
+                 user("c1", "look into the tests"), reply("c2", "they pass")])
+    ingest(conn, gemini)
+    assert session(conn)["project_path"] == "/srv/api"
+    c = session(conn, child)
+    assert (c["kind"], c["is_subagent"], c["parent_session_id"], c["project_path"]) == ("subagent", 1, SID, "/srv/api")
+
+
+def test_detection_of_gemini_files_by_content(tmp_path, conn):
+    folder = tmp_path / "loose"
+    write_jsonl(folder / "exported.jsonl", [meta(), user("u1", "hi")])
+    assert not ADAPTERS["claude-code"].claims(folder / "exported.jsonl")
+    run_ingest(conn, [folder], include_defaults=False)
+    assert conn.execute("SELECT agent FROM source_files").fetchall() == [("gemini",)]
+
+
+# ---------------------------------------------------------------------- corpus
+
+GEMINI = CORPUS / "gemini"
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not GEMINI.is_dir(), reason="../shared/corpus/gemini is not present")
+def test_corpus_gemini(tmp_path):
+    conn = db.connect(tmp_path / "corpus.db")
+    files = sorted(p for p in GEMINI.rglob("*") if p.suffix in (".json", ".jsonl"))
+    assert len(files) >= 4
+    report = run_ingest(conn, files, include_defaults=False)  # each file on its own: detected by content
+    assert not report.errors, report.errors
+    lines = 0
+    for path in files:
+        row = conn.execute("SELECT id, agent FROM source_files WHERE path = ?", (str(path.resolve()),)).fetchone()
+        assert row is not None and row[1] == "gemini", path
+        assert round_trips(conn, path), path
+        data = path.read_bytes()
+        count = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+        lines += count
+        assert conn.execute("SELECT count(*) FROM entries WHERE source_file_id = ?", (row[0],)).fetchone()[0] == count
+    assert report.records_added == lines
+    rows = {r[0]: r[1:] for r in conn.execute(
+        "SELECT id, turn_count, tool_call_count, input_tokens + cache_read_tokens, output_tokens FROM agent_sessions")}
+    assert len(rows) == len(files)
+    assert rows["gemini_stage0_jsonl"] == (1, 1, 11855 + 12069, 81 + 147)
+    assert rows["session-2026-01-16T18-34-3739ef95"] == (1, 0, 10, 5)
+    assert rows["session-2025-12-16T23-47-b4f17607"][:2] == (2, 2)
+    assert rows["schema_drift"][0] == 1
+    conn.close()
