@@ -446,15 +446,19 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
     roots = {sid.split(":", 1)[0] for sid in touched}
     if not roots:
         return
-    subagents = []
+    found: dict[str, tuple] = {}
+    columns = "id, tool_call_id, spawn_key, first_prompt, agent_id, parent_session_id"
     for root in roots:
-        subagents += conn.execute(
-            "SELECT id, tool_call_id, spawn_key, first_prompt, agent_id FROM agent_sessions "
-            "WHERE is_subagent = 1 AND (id LIKE ? ESCAPE '\\') ",
-            (root.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ":%",),
-        ).fetchall()
-    for sid, tool_call_id, spawn_key, first_prompt, agent_id in subagents:
-        root = sid.split(":", 1)[0]
+        # Claude subagents are named "<root>:agent-…"; other agents' subagents keep their own ids
+        # and name their parent, so look both ways.
+        for row in conn.execute(
+            f"SELECT {columns} FROM agent_sessions WHERE is_subagent = 1 AND (id LIKE ? ESCAPE '\\' "
+            "OR parent_session_id = ? OR id = ?)",
+            (root.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ":%", root, root),
+        ):
+            found[row[0]] = row
+    for sid, tool_call_id, spawn_key, first_prompt, agent_id, parent_sid in found.values():
+        root = parent_sid if ":" not in sid and parent_sid else sid.split(":", 1)[0]
         call = None
         if tool_call_id:
             call = conn.execute(
