@@ -288,16 +288,20 @@ def message_page(conn: sqlite3.Connection, session_id: str, first_seq: int, last
     """Messages with `first_seq <= seq <= last_seq`, their tool calls, token counts and images."""
     rows = conn.execute(
         "SELECT id, seq, role, entry_type, subtype, content, thinking, model, timestamp, is_meta, message_id, "
-        "turn_id, CASE WHEN entry_type = 'system' OR instr(raw, ?) > 0 OR instr(raw, ?) > 0 THEN raw END "
+        # raw is read only where events, images or compaction flags can be: not for tool results,
+        # whose lines are the big ones (their text is in agent_tool_calls already)
+        "turn_id, CASE WHEN entry_type = 'system' OR (role = 'user' AND (content IS NOT NULL "
+        "OR instr(substr(raw, 1, 2048), ?) > 0)) THEN raw END "
         "FROM entries WHERE session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
-        (_IMAGE, _COMPACT, session_id, first_seq, last_seq),
+        (_IMAGE, session_id, first_seq, last_seq),
     ).fetchall()
     out: list[MessageRow] = []
     for r in rows:
         msg = MessageRow(*r[:12])
         msg.is_meta = bool(msg.is_meta)
-        if r[12] is not None:
-            _read_event(msg, _loads(r[12]))
+        raw = r[12]
+        if raw is not None and (msg.entry_type == "system" or _IMAGE in raw or _COMPACT in raw):
+            _read_event(msg, _loads(raw))
         out.append(msg)
     if not out:
         return out

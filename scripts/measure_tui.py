@@ -35,8 +35,8 @@ from tui.app import ThreadloomApp
 
 class Timed(ThreadloomApp):
     def on_mount(self):
+        self.call_after_refresh(self.done)  # queued first: the frame with projects and sessions
         super().on_mount()
-        self.call_after_refresh(self.done)
 
     def done(self):
         print((time.perf_counter() - t0) * 1000)

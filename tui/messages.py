@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
-from rich.console import RenderableType
+from rich.console import Console, ConsoleOptions, RenderableType
 from rich.padding import Padding
 from rich.segment import Segment
 from rich.style import Style
@@ -186,6 +186,9 @@ class MessageView(ScrollView, can_focus=True):
     def _body_width(self) -> int:
         return max(20, self.scrollable_content_region.width or self.size.width or 80)
 
+    def on_resize(self) -> None:
+        self._relayout(self._anchor())
+
     def _relayout(self, anchor: tuple[int, int] | None) -> None:
         """Recompute line offsets; keep the message `anchor[0]` at its screen line `anchor[1]`."""
         self.offsets = list(accumulate(self.heights, initial=0))
@@ -297,16 +300,16 @@ class MessageView(ScrollView, can_focus=True):
 
         def add(kind: str, renderable: RenderableType, *, indent: int, target: bool = True, key: str | None = None,
                 call: ToolCallRow | None = None, clip: int = 0) -> None:
-            lines = console.render_lines(Padding(renderable, (0, 1, 0, indent)), options, pad=False)
+            lines = _lines(console, options, renderable, indent)
             clipped = False
             if clip and len(lines) > clip:
                 more = len(lines) - clip + 1
                 lines = lines[: clip - 1]
                 note = Text(f"… {more} more lines · Enter shows all", style="dim italic")
-                lines += console.render_lines(Padding(note, (0, 1, 0, indent)), options, pad=False)
+                lines += _lines(console, options, note, indent)
                 clipped = True
             start = len(strips)
-            strips.extend(Strip(line) for line in lines)
+            strips.extend(Strip(line).extend_cell_length(width) for line in lines)
             blocks.append(Block(kind, start, len(strips), target, key, call, clipped))
 
         if msg.role == "system" or msg.entry_type == "system":
@@ -607,6 +610,15 @@ class MessageView(ScrollView, can_focus=True):
             text = msg.content or ""
         self.app.copy_to_clipboard(text)
         self.notify(f"Copied {len(text):,} characters", timeout=2)
+
+
+def _lines(console: Console, options: ConsoleOptions, renderable: RenderableType, indent: int) -> list[list[Segment]]:
+    """Rendered lines with `indent` cells on the left; plain Text takes a fast path (most parts)."""
+    if isinstance(renderable, Text):
+        pad = Segment(" " * indent)
+        width = max(1, options.max_width - indent - 1)
+        return [[pad, *line.render(console)] for line in renderable.wrap(console, width)]
+    return console.render_lines(Padding(renderable, (0, 1, 0, indent)), options, pad=False)
 
 
 def _stack(*parts: RenderableType) -> RenderableType:

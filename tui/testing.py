@@ -77,10 +77,11 @@ async def cursor_to_tool(pilot: Pilot, name: str) -> None:
 
 
 async def scene_browse(pilot: Pilot) -> None:
+    """All three panes: the sessions pane has focus, so the projects pane stays in view."""
     app: ThreadloomApp = pilot.app  # type: ignore[assignment]
     app.jump_to_session(session_id(app, CHECKOUT))
     await pilot.pause()
-    await pilot.press("down", "down")
+    await pilot.press("down", "down", "2")
 
 
 async def scene_tool_diff(pilot: Pilot) -> None:
