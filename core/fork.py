@@ -219,6 +219,10 @@ def plan_fork(
     """Work out (without writing) the fork transcript and command for a point in a session."""
     entry_id, session_id, _ = resolve_entry(conn, entry_ref)
     sid, agent, title, project_path, is_subagent, kind = _session_row(conn, session_id)
+    if agent == "codex":
+        return _codex_fork_plan(conn, sid, entry_id)
+    if agent == "gemini":
+        return _gemini_fork_plan(conn, sid, entry_id, now=now)
     if agent != "claude-code":
         raise ForkError(f"forking {agent} sessions at a point is not supported yet; `threadloom resume {sid}` resumes it")
     turn_row = conn.execute(
@@ -329,11 +333,96 @@ def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool 
             branch = last.get("gitBranch")
         except orjson.JSONDecodeError:
             pass
-    if is_subagent:
+    external = conn.execute("SELECT COALESCE(external_id, id) FROM agent_sessions WHERE id = ?", (sid,)).fetchone()[0]
+    where = shlex.quote(cwd or ".")
+    if agent == "codex":
+        command = (f"cd {where} && codex fork {external}" if fork_at_end
+                   else f"codex resume {external} -C {where}")
+    elif agent == "gemini":
+        if fork_at_end:
+            return _gemini_fork_plan(conn, sid, None)
+        command = f"cd {where} && gemini --resume {external}"
+    elif is_subagent:
         raise ForkError("a subagent cannot be resumed on its own; fork it at a point instead (threadloom fork)")
-    if agent != "claude-code":
+    elif agent == "claude-code":
+        command = f"cd {where} && claude --resume {sid}" + (" --fork-session" if fork_at_end else "")
+    else:
         raise ForkError(f"resuming {agent} sessions is not supported yet")
-    command = f"cd {shlex.quote(cwd or '.')} && claude --resume {sid}" + (" --fork-session" if fork_at_end else "")
     notes = [WORKTREE_NOTE + (f" Recorded git branch then: {branch}." if branch else "")]
     return ForkPlan(action="fork-end" if fork_at_end else "resume", agent=agent, command=command,
                     source_session_id=sid, cwd=cwd, git_branch=branch, notes=notes)
+
+
+def _cwd_of(conn: sqlite3.Connection, sid: str) -> str | None:
+    row = conn.execute("SELECT project_path FROM agent_sessions WHERE id = ?", (sid,)).fetchone()
+    return row[0] if row else None
+
+
+def _codex_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int) -> ForkPlan:
+    """Codex forks whole sessions only (`codex fork`); say how to step back to the chosen turn."""
+    external = conn.execute("SELECT COALESCE(external_id, id) FROM agent_sessions WHERE id = ?", (sid,)).fetchone()[0]
+    cwd = _cwd_of(conn, sid)
+    prompt = conn.execute(
+        "SELECT p.content FROM entries e JOIN entries p ON p.uuid = e.turn_id AND p.session_id = e.session_id "
+        "WHERE e.id = ?",
+        (entry_id,),
+    ).fetchone()
+    where = f"the prompt after “{one_line(prompt[0], 60)}”" if prompt and prompt[0] else "the chosen turn"
+    return ForkPlan(
+        action="fork", agent="codex", command=f"cd {shlex.quote(cwd or '.')} && codex fork {external}",
+        source_session_id=sid, cwd=cwd,
+        notes=[
+            "Codex cannot be started at a chosen point from outside: this copies the whole session. In the new "
+            f"session press Esc Esc on the empty composer and step back to {where} to cut there.",
+            WORKTREE_NOTE,
+        ],
+    )
+
+
+def _gemini_messages(conn: sqlite3.Connection, sid: str, cut_entry: int | None) -> list[dict]:
+    """The branch's user/gemini messages up to the cut, with later lines of a message merged in."""
+    rows = conn.execute(
+        "SELECT id, uuid, parent_uuid, raw FROM entries WHERE session_id = ? AND dup_of IS NULL ORDER BY id", (sid,)
+    ).fetchall()
+    by_uuid = {r[1]: r for r in rows if r[1]}
+    cut = next((r for r in rows if r[0] == cut_entry), None) if cut_entry is not None else None
+    if cut is None:
+        cut = next((r for r in reversed(rows) if r[1]), None)
+    chain_ids: set[int] = set()
+    node = cut[1] if cut else None
+    while node and node in by_uuid and by_uuid[node][0] not in chain_ids:
+        chain_ids.add(by_uuid[node][0])
+        node = by_uuid[node][2]
+    merged: dict[str, dict] = {}
+    for eid, _, _, raw in rows:
+        if eid not in chain_ids:
+            continue
+        try:
+            obj = orjson.loads(bytes(raw))
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("id"), str) and obj.get("type") in ("user", "gemini"):
+            merged[obj["id"]] = {**merged.get(obj["id"], {}), **obj}
+    return [m for m in merged.values() if m.get("content")]
+
+
+def _gemini_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int | None, now: datetime | None = None) -> ForkPlan:
+    """Gemini imports a session file as a new session (`--session-file`): write one cut at the point."""
+    import tempfile
+
+    messages = _gemini_messages(conn, sid, entry_id)
+    if not messages:
+        raise ForkError("no user or Gemini messages to fork on this branch")
+    stamp = (now or datetime.now(UTC)).isoformat().replace("+00:00", "Z")
+    doc = {"sessionId": "fork", "projectHash": "fork", "startTime": stamp, "lastUpdated": stamp, "messages": messages}
+    fd, path = tempfile.mkstemp(prefix=f"gemini-fork-{sid[:8]}-", suffix=".json")  # created 0600
+    with os.fdopen(fd, "wb") as f:
+        f.write(orjson.dumps(doc))
+    cwd = _cwd_of(conn, sid)
+    return ForkPlan(
+        action="fork", agent="gemini",
+        command=f"cd {shlex.quote(cwd or '.')} && gemini --session-file {shlex.quote(path)}",
+        source_session_id=sid, fork_point=messages[-1].get("id"), path=path, cwd=cwd,
+        notes=[f"Wrote {len(messages)} messages to {path}; Gemini imports it as a new session (v0.42+).",
+               "Info and error messages are not imported by Gemini.", WORKTREE_NOTE],
+    )

@@ -203,3 +203,40 @@ def test_forks_of_real_sessions_are_valid(conn, tmp_path):
             assert all(p.read_bytes() == data for p, data in source_files.items())
             made += 1
     assert made >= 12
+
+
+def test_gemini_fork_writes_the_branch_to_a_session_file(conn, tmp_path, monkeypatch):
+    from test_adapter_gemini import chats, meta, reply, user, write_jsonl
+
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "ghome"))
+    root = tmp_path / "ghome" / ".gemini"
+    (root / "tmp" / "webshop").mkdir(parents=True)
+    (root / "tmp" / "webshop" / ".project_root").write_text("/home/dev/webshop\n")
+    lines = [meta(), user("u1", "first"), reply("g1", "one"), user("u2", "second"), reply("g2", "two"),
+             {"$rewindTo": "u2"}, user("u3", "second, better"), reply("g3", "two, better")]
+    write_jsonl(chats(root) / "session-2026-04-29T21-39-5f0e2a8c.jsonl", lines)
+    ingest(conn, root)
+    sid = conn.execute("SELECT id FROM agent_sessions WHERE source = 'gemini'").fetchone()[0]
+    g3 = conn.execute("SELECT id FROM entries WHERE session_id = ? AND content = 'two, better'", (sid,)).fetchone()[0]
+    plan = plan_fork(conn, str(g3))
+    doc = json.loads(Path(plan.path).read_text())
+    assert [m["id"] for m in doc["messages"]] == ["u1", "g1", "u3", "g3"]  # the abandoned branch stays out
+    assert stat.S_IMODE(os.stat(plan.path).st_mode) == 0o600
+    assert plan.command == f"cd /home/dev/webshop && gemini --session-file {plan.path}"
+    assert resume_plan(conn, sid).command.endswith(f"gemini --resume {sid}")
+    Path(plan.path).unlink()
+
+
+def test_codex_fork_says_what_it_can_do(conn, tmp_path, monkeypatch):
+    from test_adapter_codex import full_session
+
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    rollout = full_session(tmp_path / "codex")
+    rollout.write()
+    ingest(conn, tmp_path / "codex")
+    sid, cwd = conn.execute("SELECT id, project_path FROM agent_sessions WHERE source = 'codex'").fetchone()
+    entry = conn.execute("SELECT id FROM entries WHERE session_id = ? AND turn_id IS NOT NULL LIMIT 1", (sid,)).fetchone()[0]
+    plan = plan_fork(conn, str(entry))
+    assert plan.command.endswith(f"codex fork {sid}") and "Esc Esc" in plan.notes[0]
+    assert resume_plan(conn, sid).command == f"codex resume {sid} -C {cwd}"
+    assert rollout is not None
