@@ -62,6 +62,12 @@ class IngestStatus(Message):
         self.database_ready = database_ready
 
 
+class MainScreen(Screen[None]):
+    """The browsing screen; only here so its copy binding has an id like every other one."""
+
+    BINDINGS = [Binding("ctrl+c,super+c", "screen.copy_text", "Copy selection", show=False, id="app.copy-selection")]
+
+
 class ThreadloomApp(App[int]):
     """Browse every agent session threadloom has archived."""
 
@@ -82,6 +88,9 @@ class ThreadloomApp(App[int]):
         Binding("ctrl+r", "rescan", "Rescan", show=False, id="app.rescan", tooltip="Read new agent logs now"),
         Binding("escape", "cancel_ingest", "Cancel ingest", id="app.cancel-ingest"),
         Binding("d", "open_demo", "Open demo", id="app.demo"),
+        Binding("ctrl+p", "command_palette", "Palette", show=False, id="app.palette", priority=True,
+                tooltip="Actions that apply now, and jump to session"),
+        Binding("ctrl+q", "quit", "Quit", show=False, id="app.force-quit", priority=True),
     ]
 
     def __init__(
@@ -112,6 +121,9 @@ class ThreadloomApp(App[int]):
         self._status = "Reading agent logs"
 
     # ------------------------------------------------------------------ layout
+
+    def get_default_screen(self) -> Screen:
+        return MainScreen(id="_default")
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="panes"):

@@ -78,6 +78,8 @@ class MessageView(ScrollView, can_focus=True):
         Binding("r", "raw", "Raw JSON", id="messages.raw", tooltip="The stored record, byte for byte"),
         Binding("y", "copy", "Copy", show=False, id="messages.copy",
                 tooltip="Copy the text or tool call under the cursor"),
+        Binding("ctrl+pageup", "page_left", "Page left", show=False, id="messages.page-left"),
+        Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="messages.page-right"),
     ]
     COMPONENT_CLASSES = {"message-view--cursor", "message-view--gutter"}
     DEFAULT_CSS = """

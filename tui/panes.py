@@ -37,6 +37,9 @@ class ProjectList(OptionList):
         Binding("pagedown", "page_down", "Page down", show=False, id="projects.page-down"),
         Binding("pageup", "page_up", "Page up", show=False, id="projects.page-up"),
         Binding("enter,right,l", "select", "Open", id="projects.open", tooltip="Show the sessions of this project"),
+        Binding("left", "scroll_left", "Scroll left", show=False, id="projects.scroll-left"),
+        Binding("ctrl+pageup", "page_left", "Page left", show=False, id="projects.page-left"),
+        Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="projects.page-right"),
     ]
 
     def __init__(self, *, now: Callable[[], float], id: str | None = None) -> None:
@@ -123,6 +126,14 @@ class SessionTree(Tree[NodeRef]):
         Binding("left,h", "collapse", "Collapse", show=False, id="sessions.collapse"),
         Binding("space", "toggle_node", "Expand/collapse", show=False, id="sessions.toggle"),
         Binding("w", "toggle_warmup", "Warmups", id="sessions.warmup", tooltip="Show or hide Warmup agents"),
+        Binding("shift+space", "toggle_expand_all", "Expand all below", show=False, id="sessions.expand-all"),
+        Binding("shift+up", "cursor_previous_sibling", "Previous sibling", show=False, id="sessions.previous-sibling"),
+        Binding("shift+down", "cursor_next_sibling", "Next sibling", show=False, id="sessions.next-sibling"),
+        Binding("shift+left", "cursor_parent", "Parent", show=False, id="sessions.parent"),
+        Binding("shift+right", "cursor_parent_next_sibling", "Parent's next sibling", show=False,
+                id="sessions.parent-next"),
+        Binding("ctrl+pageup", "page_left", "Page left", show=False, id="sessions.page-left"),
+        Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="sessions.page-right"),
     ]
 
     def __init__(self, *, now: Callable[[], float], id: str | None = None) -> None:
