@@ -21,7 +21,7 @@ from pathlib import Path
 import orjson
 
 from core.adapters import all_adapters
-from core.adapters.base import Adapter, FileContext, RawRecord, SourceRef
+from core.adapters.base import Adapter, FileContext, RawRecord, SourceIncomplete, SourceRef
 from core.db import get_meta, set_meta
 from core.ledger import Ledger, replay
 
@@ -146,7 +146,7 @@ def run_ingest(
     for ref, adapter in refs:
         key = str(ref.path)
         try:
-            st = os.stat(key)
+            st = _stat(adapter, ref.path)
         except OSError as exc:
             report.errors.append(f"{key}: {exc.strerror or exc}")
             continue
@@ -212,6 +212,27 @@ def run_ingest(
     return report
 
 
+def _stat(adapter: Adapter, path: Path) -> os.stat_result:
+    """The file's stat; for sources with side files (a database's WAL) their change counts too."""
+    st = os.stat(path)
+    extra = getattr(adapter, "stat_paths", None)
+    if extra is None:
+        return st
+    size, mtime = st.st_size, st.st_mtime_ns
+    for side in extra(path):
+        try:
+            side_st = os.stat(side)
+        except OSError:
+            continue
+        size += side_st.st_size
+        mtime = max(mtime, side_st.st_mtime_ns)
+    fields = list(st)
+    fields[6] = size
+    fields[8] = mtime // 1_000_000_000
+    result = os.stat_result(fields, {"st_mtime_ns": mtime, "st_mtime": mtime / 1e9})
+    return result
+
+
 def _record_error(conn: sqlite3.Connection, plan: _Plan, message: str) -> None:
     if conn.in_transaction:
         conn.execute("ROLLBACK")
@@ -243,25 +264,50 @@ def _ingest_file(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, index_no
     """One source file, in one transaction. Returns (records added, bytes read)."""
     ref, adapter, st, row = plan.ref, plan.adapter, plan.stat, plan.row
     size = st.st_size
-    with open(ref.path, "rb") as f:
-        start, line_number, rewrite = 0, 0, True
-        if row is not None and adapter.mode == "lines" and ref.kind != "document":
-            _, _, _, _, inode, done, lines_done, content_hash, open_tail, _ = row
-            if size >= done and (inode is None or inode == st.st_ino) and done > 0 and fingerprint(f, done) == content_hash:
-                rewrite = False
-                start, line_number = done, lines_done
-                if open_tail is not None and size > done:
-                    f.seek(done)
-                    if f.read(1) == b"\n":
-                        start += 1  # the open last record was complete after all: carry on after it
-                    else:
-                        rewrite = True
-                        start, line_number = 0, 0
-        f.seek(start)
-        data = f.read(max(0, size - start))
-        records, consumed, open_tail_offset, waiting = _split(data, start, line_number, ref, adapter, st)
-        end = start + consumed
-        new_hash = fingerprint(f, end) if end > 0 else None
+    whole = adapter.mode in ("document", "database") or ref.kind == "document"
+    open_tail_offset, waiting = None, False
+    if adapter.mode == "database":
+        # rows of a SQLite source (opened read-only by the adapter); any change re-reads it
+        records = list(adapter.read_rows(ref.path))
+        start, line_number, rewrite, end, new_hash, data = 0, 0, True, size, None, b""
+        nbytes = size
+    else:
+        with open(ref.path, "rb") as f:
+            start, line_number, rewrite = 0, 0, True
+            if row is not None and not whole:
+                _, _, _, _, inode, done, lines_done, content_hash, open_tail, _ = row
+                if size >= done and (inode is None or inode == st.st_ino) and done > 0 and fingerprint(f, done) == content_hash:
+                    rewrite = False
+                    start, line_number = done, lines_done
+                    if open_tail is not None and size > done:
+                        f.seek(done)
+                        if f.read(1) == b"\n":
+                            start += 1  # the open last record was complete after all: carry on after it
+                        else:
+                            rewrite = True
+                            start, line_number = 0, 0
+            f.seek(start)
+            data = f.read(max(0, size - start))
+            if whole:
+                # documents are rewritten whole: the same bytes under a new mtime are not read again
+                new_hash = hashlib.sha256(data).hexdigest()[:32]
+                if row is not None and row[7] == new_hash:
+                    _touch(conn, row[1], st)
+                    return 0, 0
+                split = getattr(adapter, "split", None)
+                try:
+                    records = split(data) if split is not None else _split(data, 0, 0, ref, adapter, st)[0]
+                except SourceIncomplete:
+                    if time.time() - st.st_mtime < STALE_TAIL_SECONDS:
+                        _mark_waiting(conn, plan)
+                        return 0, 0
+                    records = [RawRecord(0, 1, data, newline=False)]  # keep the bytes even if never finished
+                end = len(data)
+            else:
+                records, consumed, open_tail_offset, waiting = _split(data, start, line_number, ref, adapter, st)
+                end = start + consumed
+                new_hash = fingerprint(f, end) if end > 0 else None
+        nbytes = len(data)
 
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -351,7 +397,24 @@ def _ingest_file(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, index_no
         conn.execute("ROLLBACK")
         ledger.rollback()
         raise
-    return len(records), len(data)
+    return len(records), nbytes
+
+
+def _touch(conn: sqlite3.Connection, file_id: int, st: os.stat_result) -> None:
+    conn.execute("UPDATE source_files SET size = ?, mtime_ns = ?, status = 'ok', error = NULL WHERE id = ?",
+                 (st.st_size, st.st_mtime_ns, file_id))
+
+
+def _mark_waiting(conn: sqlite3.Connection, plan: _Plan) -> None:
+    message = "the file is being written; it will be read again on the next run"
+    if plan.row is None:
+        conn.execute(
+            "INSERT INTO source_files (path, agent, kind, size, mtime_ns, bytes_ingested, lines_ingested, status, "
+            "error, project_key, ends_with_newline) VALUES (?, ?, ?, 0, 0, 0, 0, 'waiting', ?, ?, 1)",
+            (str(plan.ref.path), plan.ref.agent, plan.ref.kind, message, plan.ref.project_key),
+        )
+    else:
+        conn.execute("UPDATE source_files SET status = 'waiting', error = ? WHERE id = ?", (message, plan.row[1]))
 
 
 def _session_of_uuid(conn: sqlite3.Connection, file_id: int, uuid: str) -> str | None:

@@ -242,3 +242,82 @@ def test_crash_mid_file_leaves_database_consistent(conn, tmp_path, monkeypatch):
     report = ingest(conn, tmp_path / "projects")  # the next run finishes the job, no duplicates
     assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 8
     assert conn.execute("SELECT count(*), sum(message_count) FROM agent_sessions").fetchone() == (2, 8)
+
+
+class _DocAdapter:
+    """A toy document format: a JSON object {"messages": [...]} cut into exact message slices."""
+
+    name = "toydoc"
+    mode = "document"
+
+    def default_roots(self):
+        return []
+
+    def claims(self, path):
+        return path.suffix == ".toy"
+
+    def discover(self, root):
+        from core.adapters.base import SourceRef
+
+        for p in sorted(root.rglob("*.toy")):
+            yield SourceRef(p, self.name, "transcript", p.parent.name)
+
+    def split(self, data):
+        from core.adapters.base import RawRecord, SourceIncomplete
+
+        try:
+            doc = json.loads(data)
+        except ValueError:
+            raise SourceIncomplete from None
+        records, pos = [], 0
+        for msg in doc["messages"]:
+            raw = json.dumps(msg).encode()
+            at = data.index(raw, pos)
+            records.append(RawRecord(pos, len(records) + 1, data[pos:at], newline=False))
+            records.append(RawRecord(at, len(records) + 1, raw, newline=False))
+            pos = at + len(raw)
+        records.append(RawRecord(pos, len(records) + 1, data[pos:], newline=False))
+        return [r for r in records if r.raw]
+
+    def normalize(self, rec, ctx):
+        from core.adapters.base import Record, SessionInfo
+
+        try:
+            obj = json.loads(rec.raw)
+        except ValueError:
+            return Record(entry_type="document-part", session_id=ctx.path.stem)
+        if not isinstance(obj, dict) or "role" not in obj:
+            return Record(entry_type="document-part", session_id=ctx.path.stem)
+        return Record(entry_type="message", role=obj["role"], content=obj["text"], is_message=True,
+                      is_prompt=obj["role"] == "user", uuid=f"{ctx.path.stem}:{obj['id']}",
+                      parent_uuid=f"{ctx.path.stem}:{obj['id'] - 1}" if obj["id"] > 1 else None,
+                      session_id=ctx.path.stem, session=SessionInfo(source=self.name))
+
+
+def test_document_sources_are_cut_into_exact_records_and_reread_only_when_content_changes(conn, tmp_path, monkeypatch):
+    from core import adapters
+
+    monkeypatch.setitem(adapters.ADAPTERS, "toydoc", _DocAdapter())
+    folder = tmp_path / "docs" / "proj"
+    folder.mkdir(parents=True)
+    path = folder / "task1.toy"
+    doc = {"title": "t", "messages": [{"id": 1, "role": "user", "text": "hello doc"},
+                                      {"id": 2, "role": "assistant", "text": "hi"}]}
+    path.write_text(json.dumps(doc))
+    ingest(conn, tmp_path / "docs")
+    raws = [bytes(r[0]) for r in conn.execute("SELECT raw FROM entries ORDER BY byte_offset")]
+    assert json.dumps(doc["messages"][0]).encode() in raws
+    assert file_bytes(conn, file_id(conn, path))[0] == path.read_bytes()
+    assert conn.execute("SELECT message_count FROM agent_sessions WHERE id = 'task1'").fetchone()[0] == 2
+    # rewritten with the same bytes: not read again
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 5_000_000))
+    assert ingest(conn, tmp_path / "docs").records_added == 0
+    # caught mid-write: waits, loses nothing, and is read once complete
+    full = json.dumps(doc | {"messages": doc["messages"] + [{"id": 3, "role": "user", "text": "more"}]})
+    path.write_text(full[: len(full) // 2])
+    ingest(conn, tmp_path / "docs")
+    assert conn.execute("SELECT status FROM source_files WHERE path = ?", (str(path),)).fetchone()[0] == "waiting"
+    path.write_text(full)
+    ingest(conn, tmp_path / "docs")
+    assert conn.execute("SELECT message_count FROM agent_sessions WHERE id = 'task1'").fetchone()[0] == 3
+    assert file_bytes(conn, file_id(conn, path))[0] == path.read_bytes()

@@ -136,7 +136,22 @@ class FileContext:
     session_of_uuid: Any = None
 
 
+class SourceIncomplete(Exception):
+    """A document caught mid-write: read it again on a later run rather than failing."""
+
+
 class Adapter(Protocol):
+    """What every agent format implements. Optional hooks, looked up with getattr:
+
+    * ``split(data: bytes) -> list[RawRecord]`` for "document" files: cut the whole file into
+      records that tile it exactly (each message's exact JSON, plus the bytes between them), so
+      the file stays restorable; raise SourceIncomplete for a file caught mid-write.
+    * ``read_rows(path: Path) -> list[RawRecord]`` for "database" sources: one record per row,
+      `raw` the row's exact JSON value, `offset` a stable row number.
+    * ``stat_paths(path: Path) -> list[Path]`` extra files whose change means the source changed
+      (a SQLite database's -wal file).
+    """
+
     name: str
     mode: str  # "lines" (append-only JSONL) | "document" (rewritten whole) | "database"
 
