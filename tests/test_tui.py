@@ -350,3 +350,23 @@ async def test_tree_node_highlight_previews_session(demo_db: Path) -> None:
         assert view.session_id == tree.cursor_node.data.session.id
         assert app.focused is tree
         assert isinstance(tree, Tree)
+
+
+async def test_every_binding_has_an_id(demo_db: Path) -> None:
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        for pane in ("projects", "sessions", "messages"):
+            app.query_one(f"#{pane}").focus()
+            await pilot.pause()
+            missing = [key for key, active in app.screen.active_bindings.items() if not active.binding.id]
+            assert missing == [], pane
+
+
+def test_core_never_imports_textual() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, core.browse, core.demo, core.query; print('textual' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -331,20 +331,21 @@ def fit(head: Text, facts: list[tuple[str, str]], width: int) -> Text:
     """`head` cut to leave room for as many `facts` (right-aligned) as a row of `width` allows."""
     while len(facts) > 1 and width - sum(len(f[0]) + 2 for f in facts) < 28:
         facts = facts[:-1]
-    if facts and width - sum(len(f[0]) + 2 for f in facts) < 20:
-        facts = [(facts[0][0][:12], facts[0][1])]
+    if facts and width - sum(len(f[0]) + 2 for f in facts) < 24:
+        facts = [(facts[0][0][:6], facts[0][1])]  # "12 Jun 14:05" → "12 Jun" on narrow panes
     tail = Text(no_wrap=True)
     for fact, fact_style in facts:
         tail.append("  ")
         tail.append(fact, style=fact_style)
     room = max(8, width - tail.cell_len)
     if head.cell_len > room:
-        head.truncate(room - 1)
+        head.truncate(room - 1, overflow="crop")
         head.append("…")
     else:
         head.pad_right(room - head.cell_len)
     return Text.assemble(head, tail)
 
 
-def _signature(sessions: list[SessionNode]) -> list[tuple[str, int, str]]:
-    return [(s.id, s.message_count, s.title) for s in sessions]
+def _signature(sessions: list[SessionNode]) -> list[tuple]:
+    """What a refresh compares: a session that grew, got its title or its token total changes it."""
+    return [(s.id, s.message_count, s.title, s.tokens, s.child_count, s.task_status) for s in sessions]
