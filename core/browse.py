@@ -17,7 +17,7 @@ from core.query import raw_entry
 
 __all__ = [
     "Branch", "MessageRow", "ProjectRow", "Segment", "SessionNode", "ToolCallRow", "branch_seqs", "branches",
-    "child_sessions", "compaction_segments", "get_node", "jump_targets", "list_projects", "message_page",
+    "child_sessions", "compaction_segments", "rewind_seqs", "get_node", "jump_targets", "list_projects", "message_page",
     "project_sessions", "raw_entry", "session_count", "tool_result_extra",
 ]
 
@@ -186,6 +186,28 @@ def _prompt_text(conn: sqlite3.Connection, turn_id: str) -> str:
         "SELECT content FROM entries WHERE uuid = ? AND content IS NOT NULL LIMIT 1", (turn_id,)
     ).fetchone()
     return " ".join((row[0] if row else "").split())[:200]
+
+
+def rewind_seqs(conn: sqlite3.Connection, session_id: str) -> set[int]:
+    """Positions of prompts that start a later branch (the user rewound and asked again)."""
+    rows = conn.execute(
+        "SELECT t.parent_turn_id, t.id, t.sequence FROM agent_turns t JOIN agent_turns p ON p.id = t.parent_turn_id "
+        "WHERE t.session_id = ? AND p.child_count >= 2 ORDER BY t.sequence",
+        (session_id,),
+    ).fetchall()
+    seen: set[str] = set()
+    later = []
+    for parent, turn, _ in rows:
+        if parent in seen:
+            later.append(turn)
+        seen.add(parent)
+    if not later:
+        return set()
+    found = conn.execute(
+        "SELECT seq FROM entries WHERE session_id = ? AND seq IS NOT NULL AND uuid IN (SELECT value FROM json_each(?))",
+        (session_id, orjson.dumps(later).decode()),
+    ).fetchall()
+    return {r[0] for r in found}
 
 
 def branch_seqs(conn: sqlite3.Connection, session_id: str, turn_ids: list[str]) -> list[int]:

@@ -370,3 +370,16 @@ def test_core_never_imports_textual() -> None:
     code = "import sys, core.browse, core.demo, core.query; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+async def test_rewind_is_marked_in_the_whole_session(demo_db: Path) -> None:
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.jump_to_session(session_id(app, CHECKOUT))
+        await pilot.pause()
+        view = app.query_one(MessageView)
+        assert view.rewinds == {15} and "2 branches" in str(view.border_subtitle)
+        rendered = view.ensure(view.position_of_seq(15))
+        assert [b.kind for b in rendered.blocks][:3] == ["gap", "rewind", "gap"]
+        assert "rewound" in rendered.strips[rendered.blocks[1].start].text

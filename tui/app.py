@@ -309,8 +309,11 @@ class ThreadloomApp(App[int]):
             view.show(self.conn, session.id, range(session.message_count), at=ref.segment.start_seq)
             view.border_subtitle = f"segment {ref.segment.number} · {count:,} messages"
         else:
-            view.show(self.conn, session.id, range(session.message_count))
+            rewinds = browse.rewind_seqs(self.conn, session.id) if session.branch_count else set()
+            view.show(self.conn, session.id, range(session.message_count), rewinds=rewinds)
             view.border_subtitle = f"{count:,} messages"
+            if rewinds:
+                view.border_subtitle += f" · {len(rewinds) + 1} branches"
         view.border_title = _clip(title or "(untitled)", 70)
         view.border_subtitle += f" · {human_tokens(session.tokens)} tokens · {short_model(session.model)}"
 

@@ -115,6 +115,7 @@ class MessageView(ScrollView, can_focus=True):
         self.expand_all = False
         self.extras: dict[str, Any] = {}
         self.cursor: tuple[int, int] = (0, 0)
+        self.rewinds: set[int] = set()
         self.stick_end = False
         self._width = 0
         self.placeholder = "Select a session to read it."
@@ -125,9 +126,15 @@ class MessageView(ScrollView, can_focus=True):
     def count(self) -> int:
         return len(self.seqs)
 
-    def show(self, conn: sqlite3.Connection, session_id: str, seqs: Sequence[int], *, at: int = 0) -> None:
-        """Open a session (all of it, or the positions `seqs` of a branch), with `at` under the cursor."""
+    def show(self, conn: sqlite3.Connection, session_id: str, seqs: Sequence[int], *, at: int = 0,
+             rewinds: set[int] | None = None) -> None:
+        """Open a session (all of it, or the positions `seqs` of a branch), with `at` under the cursor.
+
+        `rewinds` are the sequence numbers of prompts where the user went back and asked again;
+        a divider marks them so an abandoned branch is not read as part of the later one.
+        """
         self.conn, self.session_id, self.seqs = conn, session_id, seqs
+        self.rewinds = rewinds or set()
         self.heights = [DEFAULT_HEIGHT] * len(seqs)
         self.rows.clear()
         self.pages.clear()
@@ -220,7 +227,7 @@ class MessageView(ScrollView, can_focus=True):
             return DEFAULT_HEIGHT
         if not self._visible(msg):
             return 0
-        height = 0 if self._continues(pos) else 2
+        height = (0 if self._continues(pos) else 2) + 2 * (msg.seq in self.rewinds)
         if msg.content and msg.role != "system" and not msg.is_compact_summary:
             width = max(20, self._body_width() - 6)
             lines = sum(1 + len(part) // width for part in msg.content.split("\n"))
@@ -320,6 +327,9 @@ class MessageView(ScrollView, can_focus=True):
             return Rendered(strips, blocks)
         continues = self._continues(pos)
         if not continues:
+            add("gap", Text(""), indent=0, target=False)
+        if msg.seq in self.rewinds:
+            add("rewind", render.rewind_line(), indent=2, target=False)
             add("gap", Text(""), indent=0, target=False)
         if msg.is_compact_summary:
             key = f"summary:{msg.entry_id}"

@@ -118,6 +118,10 @@ def _bytes(n: int) -> str:
     return f"{n} B"
 
 
+def rewind_line() -> Text:
+    return Text("── ↶ rewound: a new branch starts here, from an earlier message ──", style="#5fafaf")
+
+
 def event_line(msg: MessageRow) -> Text:
     """A system record as one dim divider: compaction, API error, hook, turn duration, …"""
     ev = msg.event
@@ -144,7 +148,7 @@ def event_line(msg: MessageRow) -> Text:
             label += f" · retry {ev['retryAttempt']}/{ev.get('maxRetries', '?')}"
         style = "#d75f5f"
     elif kind == "turn_duration":
-        label = f"⏱ turn took {duration(ev.get('durationMs'))}"
+        label = f"turn took {duration(ev.get('durationMs'))}"
     elif kind == "stop_hook_summary":
         hooks = ev.get("hookInfos") if isinstance(ev.get("hookInfos"), list) else []
         commands = ", ".join(str(h.get("command")) for h in hooks if isinstance(h, dict))
