@@ -506,7 +506,9 @@ class ThreadloomApp(App[int]):
     def action_jump(self) -> None:
         from textual.command import CommandPalette
 
-        self.push_screen(CommandPalette(providers=[_jump_provider()], placeholder="Jump to session…"))
+        from tui.commands import RecentSessionsProvider
+
+        self.push_screen(CommandPalette(providers=[RecentSessionsProvider], placeholder="Jump to session…"))
 
     def action_focus_pane(self, pane: str) -> None:
         widget = self.query_one(f"#{pane}")

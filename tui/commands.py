@@ -17,7 +17,13 @@ SHOWN = 40
 
 
 class SessionJumpProvider(Provider):
-    """Sessions and subagents; matched on "title · project · id" so any of the three finds it."""
+    """Sessions and subagents; matched on "title · project · id" so any of the three finds it.
+
+    In the general palette (ctrl+p) sessions appear once something is typed, so the actions that
+    apply now are what an empty palette lists; the jump palette (p) lists recent sessions at once.
+    """
+
+    list_recent = False
 
     async def startup(self) -> None:
         app: ThreadloomApp = self.app  # type: ignore[assignment]
@@ -43,6 +49,12 @@ class SessionJumpProvider(Provider):
 
     async def discover(self) -> Hits:
         app: ThreadloomApp = self.app  # type: ignore[assignment]
+        if not self.list_recent:
+            return
         for target in self.targets[:SHOWN]:
             yield DiscoveryHit(self._text(target), partial(app.jump_to_session, target.id),
                                help=f"jump to session · {when(target.started_at)}")
+
+
+class RecentSessionsProvider(SessionJumpProvider):
+    list_recent = True

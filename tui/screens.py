@@ -58,19 +58,22 @@ class RawJsonScreen(ModalScreen[None]):
         self.title_text = title
 
     def compose(self) -> ComposeResult:
+        with VerticalScroll(id="raw-box") as box:
+            box.border_title = self.title_text
+            box.border_subtitle = f"{len(self.raw):,} bytes · c copies the original · Esc closes"
+            yield Static(id="raw-json")
+
+    def on_mount(self) -> None:
         from tui.render import code
 
         try:
             value: Any = orjson.loads(self.raw)
-            shortened = _shorten(value)
-            pretty = orjson.dumps(shortened, option=orjson.OPT_INDENT_2).decode()
-            body: Any = code(pretty, "json", self.app.current_theme.surface or "default")
+            pretty = orjson.dumps(_shorten(value), option=orjson.OPT_INDENT_2).decode()
+            # highlighted on the box's own background, known only once styled
+            body: Any = code(pretty, "json", self.query_one("#raw-box").styles.background.hex)
         except orjson.JSONDecodeError:
             body = Text(self.raw.decode("utf-8", "replace"))
-        with VerticalScroll(id="raw-box") as box:
-            box.border_title = self.title_text
-            box.border_subtitle = f"{len(self.raw):,} bytes · c copies the original · Esc closes"
-            yield Static(body, id="raw-json")
+        self.query_one("#raw-json", Static).update(body)
 
     def action_copy(self) -> None:
         self.app.copy_to_clipboard(self.raw.decode("utf-8", "replace"))
