@@ -383,3 +383,24 @@ async def test_rewind_is_marked_in_the_whole_session(demo_db: Path) -> None:
         rendered = view.ensure(view.position_of_seq(15))
         assert [b.kind for b in rendered.blocks][:3] == ["gap", "rewind", "gap"]
         assert "rewound" in rendered.strips[rendered.blocks[1].start].text
+
+
+async def test_palette_offers_pane_actions_and_finds_sessions(demo_db: Path) -> None:
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.jump_to_session(session_id(app, CHECKOUT))
+        await pilot.pause()
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Messages: expand or collapse all tool calls" in titles
+        app.query_one(ProjectList).focus()
+        await pilot.pause()
+        assert not any(t.startswith("Messages:") for t in (c.title for c in app.get_system_commands(app.screen)))
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"tmux config")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause()
+        node = browse.get_node(app.conn, app.query_one(MessageView).session_id or "")
+        assert node is not None and node.title.startswith("Add a tmux config")
