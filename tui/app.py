@@ -584,6 +584,8 @@ class ThreadloomApp(App[int]):
         if self.conn is not None:
             self.conn.close()
             self.conn = None
+        if self.temp_dir is not None and not self.ingesting:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
 def _jump_provider() -> type[Provider]:
