@@ -6,12 +6,18 @@ from pathlib import Path
 
 from core.adapters.base import Adapter
 from core.adapters.claude import ClaudeAdapter
+from core.adapters.cline import ClineAdapter
 from core.adapters.codex import CodexAdapter
 from core.adapters.gemini import GeminiAdapter
 
+# Order matters when a file is named on the command line: the first adapter that recognises it
+# reads it, so the formats recognised by name and place come before Gemini's looser JSON sniffing.
 ADAPTERS: dict[str, Adapter] = {
     "claude-code": ClaudeAdapter(),
     "codex": CodexAdapter(),
+    "cline": ClineAdapter("cline", ("saoudrizwan.claude-dev",), sdk=True),
+    "roo-code": ClineAdapter("roo-code", ("rooveterinaryinc.roo-cline",)),
+    "kilo-code": ClineAdapter("kilo-code", ("kilocode.kilo-code",)),
     "gemini": GeminiAdapter(),
 }
 

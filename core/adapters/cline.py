@@ -1,0 +1,626 @@
+"""Cline, Roo Code (and Kilo Code): VS Code extension task folders and the Cline SDK sessions.
+
+FORMATS.md §5. Every file here is a JSON document rewritten whole, so this is a "document"
+adapter: `split` cuts a file into one record per message (its exact JSON) plus the bytes between,
+and a file caught mid-write (Cline writes without a rename) waits for the next run.
+
+Extension storage (`<User>/globalStorage/<extension id>/`, any VS Code-family editor, Linux,
+macOS and Windows folders):
+  * `tasks/<taskId>/ui_messages.json`: the UI stream, shown as the conversation: `task` and
+    `user_feedback` start turns; tool, command, browser and MCP asks/says are tool calls (with
+    synthetic ids, results from `command_output`, `browser_action_result`, `mcp_server_response`);
+    tokens from the JSON text of `api_req_started` (plus `deleted_api_reqs`, `subagent_usage`:
+    Cline's own totals count those too);
+  * `tasks/<taskId>/api_conversation_history.json`: the model-facing history. Kept record by
+    record; it becomes the shown conversation (with native tool_use ids and `metrics.tokens`)
+    only when the task has no `ui_messages.json`, so nothing is shown or counted twice;
+  * `task_metadata.json` (models, Cline version), `history_item.json` / `tasks/_index.json` (Roo:
+    workspace, parent task → subtask tree) and `state/taskHistory.json` (Cline: the working
+    folder a task started in).
+Cline SDK / CLI (`~/.cline/data/sessions/<id>/`): `<id>.json` manifest, `<id>.messages.json`
+and subagents' `<agent>.messages.json` (session `<root>__<agent>`), tokens from each assistant
+message's `metrics` (input counted with the cache, as the SDK reports it) and, after a compaction
+rewrote the file, from the compaction message's `usageBefore`; the `<id>.compaction.json`
+sidecar is kept without being shown.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from core.adapters.base import (
+    FileContext,
+    RawRecord,
+    Record,
+    SessionInfo,
+    SourceRef,
+    ToolResult,
+    ToolUse,
+    Usage,
+    parse_iso_ms,
+)
+from core.adapters.claude import _dumps, _input_text, _int, _str
+from core.adapters.codex import _head
+from core.adapters.shared import editor_user_dirs, loads, parse_document, scalar_members, tile
+
+EXTENSIONS = {
+    "saoudrizwan.claude-dev": "cline",
+    "rooveterinaryinc.roo-cline": "roo-code",
+    "kilocode.kilo-code": "kilo-code",
+}
+TASK_FILES = frozenset({"api_conversation_history.json", "ui_messages.json", "task_metadata.json", "history_item.json"})
+UI_SPEC = frozenset({("[]",)})
+SDK_SPEC = frozenset({("messages", "[]")})
+INDEX_SPEC = frozenset({("entries", "[]"), ("[]",)})
+WHOLE = frozenset({()})
+PRUNE = frozenset({"checkpoints", "puppeteer", "cache", ".git", "node_modules", "settings", "mcp", "logs"})
+UUID_DIR = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
+CWD_IN_TEXT = re.compile(r"# Current (?:Working|Workspace) Directory \((.+?)\)")
+TAGGED_PROMPT = re.compile(r"<(task|feedback|answer|user_message)>\s*(.*?)\s*</\1>", re.S)
+ENV_DETAILS = re.compile(r"<environment_details>.*?</environment_details>", re.S)
+USER_INPUT = re.compile(r"^\s*<user_input[^>]*>\s*(.*?)\s*</user_input>\s*$", re.S)
+
+# ui_messages.json: what each ask/say means (ExtensionMessage.ts of Cline and Roo Code)
+PROMPT_SAYS = frozenset({"task", "user_feedback"})
+ASSISTANT_SAYS = frozenset({"text", "completion_result", "subtask_result", "info", "task_progress", "generate_explanation"})
+SYSTEM_SAYS = frozenset({
+    "error", "diff_error", "clineignore_error", "rooignore_error", "api_req_retried", "error_retry",
+    "shell_integration_warning", "condense_context_error", "api_req_retry_delayed", "too_many_tools_warning",
+})
+SYSTEM_ASKS = frozenset({"api_req_failed", "mistake_limit_reached", "auto_approval_max_req_reached"})
+USAGE_SAYS = frozenset({"api_req_started", "deleted_api_reqs", "subagent_usage"})
+META_NAMES = frozenset({
+    "api_req_finished", "checkpoint_created", "checkpoint_saved", "resume_task", "resume_completed_task",
+    "hook_status", "hook", "load_mcp_documentation", "mcp_notification", "mcp_server_request_started",
+    "api_req_deleted", "user_edit_todos", "codebase_search_result", "image", "report_bug", "command_permission",
+})
+KNOWN_UI = (PROMPT_SAYS | ASSISTANT_SAYS | SYSTEM_SAYS | SYSTEM_ASKS | USAGE_SAYS | META_NAMES | frozenset({
+    "reasoning", "followup", "plan_mode_respond", "tool", "command", "command_output", "browser_action_launch",
+    "browser_action", "browser_action_result", "use_mcp_server", "mcp_server_response", "new_task",
+    "user_feedback_diff", "condense_context", "condense", "summarize_task", "compaction", "subagent",
+    "use_subagents",
+}))
+
+
+def cline_data_dir() -> Path:
+    """The Cline CLI / SDK data folder: `$CLINE_DIR/data` or `~/.cline/data`."""
+    env = os.environ.get("CLINE_DIR")
+    return (Path(env).expanduser() if env else Path.home() / ".cline") / "data"
+
+
+def agent_of(path: Path) -> str | None:
+    """Which extension wrote a file, from its path; None when the path does not say."""
+    for part in path.parts:
+        agent = EXTENSIONS.get(part.lower())
+        if agent:
+            return agent
+    if ".cline" in path.parts:
+        return "cline"
+    return None
+
+
+def _task_dir(path: Path) -> Path | None:
+    parent = path.parent
+    return parent if parent.parent.name == "tasks" else None
+
+
+def kind_of(path: Path, head: bytes | None = None) -> str | None:
+    """ui | api | task-meta | history-item | task-index | task-history | sdk-messages | sdk-manifest."""
+    name = path.name
+    if name == "ui_messages.json":
+        return "ui"
+    if name == "api_conversation_history.json":
+        return "api"
+    if name == "task_metadata.json":
+        return "task-meta"
+    if name == "history_item.json":
+        return "history-item"
+    if name == "_index.json" and path.parent.name == "tasks":
+        return "task-index"
+    if name == "taskHistory.json":
+        return "task-history"
+    if name.endswith((".messages.json", ".compaction.json")):
+        return "sdk-messages"
+    if head is None:
+        return None
+    text = head.lstrip()
+    if text.startswith(b"{"):
+        if b'"messages_path"' in head and b'"session_id"' in head:
+            return "sdk-manifest"
+        if b'"messages"' in head and b'"version"' in head and (b'"agent"' in head or b'"sessionId"' in head) and b'"role"' in head:
+            return "sdk-messages"
+        if b'"entries"' in head and b'"tokensIn"' in head:
+            return "task-index"
+    if text.startswith(b"["):
+        if re.search(rb'"type"\s*:\s*"(?:say|ask)"', head) and b'"ts"' in head:
+            return "ui"
+        if b'"role"' in head and b'"content"' in head:
+            return "api"
+        if b'"tokensIn"' in head and b'"task"' in head:
+            return "task-history"
+    return None
+
+
+class ClineAdapter:
+    """Reads one Cline-family agent's files; see the module docstring."""
+
+    mode = "document"
+
+    def __init__(self, name: str, extensions: tuple[str, ...], sdk: bool = False) -> None:
+        self.name = name
+        self.extensions = extensions
+        self.sdk = sdk
+
+    def default_roots(self) -> list[Path]:
+        """Extension folders that exist (in every VS Code-family editor); the VS Code one if none."""
+        candidates = [user / "globalStorage" / ext for user in editor_user_dirs() for ext in self.extensions]
+        roots = [p for p in candidates if p.is_dir()] or candidates[:1]
+        if self.sdk:
+            roots.append(cline_data_dir())
+        return roots
+
+    def _owns(self, path: Path) -> bool:
+        agent = agent_of(path)
+        if agent is not None:
+            return agent == self.name
+        task = _task_dir(path)
+        if task is not None:  # no extension folder in the path: Cline names tasks by ms time, Roo by uuid
+            return (self.name == "roo-code") == bool(UUID_DIR.match(task.name))
+        return self.name == "cline"
+
+    def claims(self, path: Path, explicit: bool = False) -> bool:
+        name = path.name
+        if not name.endswith(".json") or not self._owns(path):
+            return False
+        kind = kind_of(path)
+        if kind in ("ui", "api", "task-meta", "history-item"):
+            return _task_dir(path) is not None or explicit
+        if kind == "task-index":
+            return True
+        if kind == "task-history":
+            return path.parent.name == "state" or explicit
+        in_sessions = "sessions" in path.parts
+        if kind == "sdk-messages":
+            return in_sessions or explicit and kind_of(path, _head(path, 4096)) == "sdk-messages"
+        if in_sessions and path.parent.name == path.name[: -len(".json")]:
+            return kind_of(path, _head(path, 8192)) == "sdk-manifest"
+        if explicit:
+            return kind_of(path, _head(path, 8192)) is not None
+        return False
+
+    def discover(self, root: Path) -> Iterator[SourceRef]:
+        if root.is_file():
+            if self.claims(root, explicit=True):
+                yield self._ref(root)
+            return
+        if not root.is_dir():
+            return
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d not in PRUNE)
+            for fname in sorted(filenames):
+                if fname.endswith(".json"):
+                    path = Path(dirpath) / fname
+                    if self.claims(path):
+                        yield self._ref(path)
+
+    def _ref(self, path: Path) -> SourceRef:
+        task = _task_dir(path)
+        project_key = task.parent.parent.name if task is not None else path.parent.name
+        return SourceRef(path, self.name, "document", project_key)
+
+    # ------------------------------------------------------------------ split
+
+    def split(self, data: bytes) -> list[RawRecord]:
+        """One record per message (or history item), plus the bytes between them."""
+        doc = parse_document(data)
+        if isinstance(doc, list):
+            return tile(data, UI_SPEC)
+        if isinstance(doc, dict):
+            if isinstance(doc.get("messages"), list):
+                return tile(data, SDK_SPEC)
+            if isinstance(doc.get("entries"), list):
+                return tile(data, INDEX_SPEC)
+        return tile(data, WHOLE)
+
+    # ------------------------------------------------------------------ normalize
+
+    def _start(self, ctx: FileContext) -> dict[str, Any]:
+        st = ctx.state
+        if "kind" in st:
+            return st
+        path = ctx.path
+        kind = kind_of(path) or kind_of(path, _head(path, 8192)) or "unknown"
+        task = _task_dir(path)
+        agent = agent_of(path)
+        if agent is None:
+            agent = "roo-code" if task is not None and UUID_DIR.match(task.name) else self.name
+        sid = task.name if task is not None else None
+        if kind == "sdk-messages" and path.name.endswith((".messages.json", ".compaction.json")):
+            stem = path.name.rsplit(".", 2)[0]
+            parent = path.parent.name
+            sid = stem if stem == parent or "sessions" not in path.parts else f"{parent}__{stem}"
+        elif kind in ("ui", "api", "task-meta", "history-item") and sid is None:
+            sid = path.parent.name
+        st.update(kind=kind, agent=agent, sid=sid, header={}, n=0, last=None, seen={}, open={},
+                  sidecar=False, cwd=None, started=False)
+        if kind == "api":
+            # looked at once per read of the file, never cached: the ui file may appear later
+            st["shown"] = not path.with_name("ui_messages.json").exists()
+        return st
+
+    def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        st = self._start(ctx)
+        obj, error = loads(rec.raw)
+        kind = st["kind"]
+        if obj is None:  # the bytes between elements (or a document kept whole while unfinished)
+            if rec.offset == 0 or not st["started"]:
+                st["header"].update(scalar_members(rec.raw))
+                if kind == "sdk-messages":
+                    st["sid"] = _str(st["header"].get("sessionId")) or st["sid"]
+                    st["sidecar"] = "source_message_count" in st["header"]
+            return Record(entry_type="json-gap", session_id=st["sid"], session=self._info(st))
+        st["started"] = True
+        if kind == "ui":
+            return self._ui(obj, rec, st)
+        if kind == "api":
+            return self._api(obj, rec, st)
+        if kind == "sdk-messages":
+            return self._sdk_message(obj, rec, st)
+        if kind == "sdk-manifest":
+            return self._manifest(obj, st)
+        if kind == "task-meta":
+            return self._task_meta(obj, st)
+        if kind in ("history-item", "task-index", "task-history"):
+            return self._history_item(obj, ctx, st)
+        return Record(entry_type="document", known=False, session_id=st["sid"], session=self._info(st))
+
+    def _info(self, st: dict[str, Any], **extra: Any) -> SessionInfo | None:
+        sid = st["sid"]
+        if sid is None:
+            return None
+        info = SessionInfo(source=st["agent"], external_id=sid, **extra)
+        if "__" in sid and st["kind"] == "sdk-messages":
+            root, _, agent = sid.partition("__")
+            info.kind = "teammate" if agent.startswith("teamtask__") else "subagent"
+            info.is_subagent = 1
+            info.parent_session_id = root
+            info.agent_id = agent
+        return info
+
+    def _uuid(self, st: dict[str, Any], key: str) -> str:
+        base = f"{st['sid']}:{key}"
+        count = st["seen"].get(base, 0)
+        st["seen"][base] = count + 1
+        return base if count == 0 else f"{base}:{count}"
+
+    def _chain(self, out: Record, st: dict[str, Any]) -> None:
+        out.parent_uuid = st["last"]
+        st["last"] = out.uuid
+
+    # ------------------------------------------------------------------ ui_messages.json
+
+    def _ui(self, m: Any, rec: RawRecord, st: dict[str, Any]) -> Record:
+        sid = st["sid"]
+        if not isinstance(m, dict):
+            return Record(entry_type="non-object", known=False, session_id=sid, session=self._info(st))
+        mtype = _str(m.get("type")) or "?"
+        name = _str(m.get("say") if mtype == "say" else m.get("ask")) or "?"
+        ts = m.get("ts")
+        out = Record(entry_type=mtype, subtype=name, known=name in KNOWN_UI, session_id=sid,
+                     timestamp=_int(ts) or None, session=self._info(st))
+        out.uuid = self._uuid(st, str(ts) if ts is not None else f"i{rec.line_number}")
+        self._chain(out, st)
+        info = m.get("modelInfo")
+        if isinstance(info, dict):
+            out.model = _str(info.get("modelId"))
+        text = _str(m.get("text")) or ""
+        if name in PROMPT_SAYS:
+            out.role = "user"
+            out.is_message = True
+            images = m.get("images") if isinstance(m.get("images"), list) else []
+            out.content = text or (f"[{len(images)} image(s)]" if images else None)
+            out.is_prompt = bool(out.content)
+        elif name == "user_feedback_diff":
+            out.role, out.is_message, out.content = "user", True, text or None
+        elif name == "reasoning":
+            out.role, out.is_message, out.thinking = "assistant", bool(text), text or None
+        elif name in ASSISTANT_SAYS or name in ("followup", "plan_mode_respond"):
+            out.role = "assistant"
+            out.content = _ui_text(name, text)
+            out.is_message = out.content is not None
+        elif name in SYSTEM_SAYS or name in SYSTEM_ASKS:
+            out.role, out.is_message, out.content = "system", True, text or name.replace("_", " ")
+        elif name in USAGE_SAYS:
+            self._ui_usage(out, text, st, name)
+        elif name in ("condense_context", "condense", "summarize_task", "compaction"):
+            condense = m.get("contextCondense") if isinstance(m.get("contextCondense"), dict) else {}
+            out.role, out.is_message = "system", True
+            out.is_compaction = out.segment_marker = True
+            out.content = _str(condense.get("summary")) or text or "context condensed"
+        elif name in ("command_output", "browser_action_result", "mcp_server_response"):
+            family = {"command_output": "command", "browser_action_result": "browser", "mcp_server_response": "mcp"}[name]
+            call = st["open"].get(family)
+            if call is not None:
+                out.tool_results.append(ToolResult(call, _dumps(text)))
+            out.tool_text = text or None
+        elif name in ("tool", "command", "browser_action_launch", "browser_action", "use_mcp_server", "new_task",
+                      "subagent", "use_subagents"):
+            self._ui_tool(out, name, text, st)
+        else:
+            out.content = text or None  # known bookkeeping or a new kind: kept, searchable, not shown
+        return out
+
+    def _ui_tool(self, out: Record, name: str, text: str, st: dict[str, Any]) -> None:
+        obj, _ = loads(text.encode()) if text[:1] in ("{", "[") else (None, None)
+        params: dict[str, Any]
+        if name == "tool" and isinstance(obj, dict):
+            tool, params = _str(obj.get("tool")) or "tool", obj
+        elif name == "command":
+            tool, params = "execute_command", {"command": text}
+        elif name == "browser_action_launch":
+            tool, params = "browser_action", {"action": "launch", "url": text}
+        elif name == "use_mcp_server" and isinstance(obj, dict):
+            tool = f"mcp:{obj.get('serverName', '?')}/{obj.get('toolName') or obj.get('uri') or '?'}"
+            params = obj
+        else:
+            tool, params = name, obj if isinstance(obj, dict) else {"text": text}
+        call_id = out.uuid or ""
+        out.role = "assistant"
+        out.is_message = True
+        out.tool_uses.append(ToolUse(call_id, tool, _dumps(params), description=_str(params.get("description"))))
+        out.tool_text = f"{tool} {_input_text(_dumps(params))}"
+        family = {"command": "command", "browser_action_launch": "browser", "browser_action": "browser",
+                  "use_mcp_server": "mcp"}.get(name)
+        if family:
+            st["open"][family] = call_id  # its output comes in a later message
+        else:
+            # a file tool's ask/say already carries what it did (content, diff): it is its own result
+            result = params.get("content") if "content" in params else params.get("diff")
+            out.tool_results.append(ToolResult(call_id, _dumps(result if result is not None else params)))
+
+    def _ui_usage(self, out: Record, text: str, st: dict[str, Any], name: str) -> None:
+        data, _ = loads(text.encode()) if text else (None, None)
+        if not isinstance(data, dict):
+            return
+        request = _str(data.get("request"))
+        if request and st["cwd"] is None:
+            m = CWD_IN_TEXT.search(request)
+            if m:
+                st["cwd"] = out.cwd = m.group(1).strip()
+        usage = _api_usage(data, f"{st['agent']}:{out.uuid}")
+        if usage is not None:
+            out.usage = usage
+        if name != "api_req_started":
+            out.content = None
+
+    # ------------------------------------------------------------------ api_conversation_history.json
+
+    def _api(self, m: Any, rec: RawRecord, st: dict[str, Any]) -> Record:
+        sid = st["sid"]
+        st["n"] += 1
+        if not isinstance(m, dict):
+            return Record(entry_type="non-object", known=False, session_id=sid, session=self._info(st))
+        role = _str(m.get("role"))
+        out = Record(entry_type="api-message", subtype=_str(m.get("type")) or role, known=role in ("user", "assistant"),
+                     session_id=sid, role=role, timestamp=_int(m.get("ts")) or None, session=self._info(st))
+        out.uuid = self._uuid(st, f"api:{st['n']}")
+        info = m.get("modelInfo")
+        if isinstance(info, dict):
+            out.model = _str(info.get("modelId"))
+        if not st["shown"]:
+            out.is_meta = True  # the task's ui_messages.json is the conversation shown
+            return out
+        self._chain(out, st)
+        _blocks(out, m.get("content"), role)
+        if role == "user":
+            out.is_prompt, out.content = _api_prompt(m.get("content"))
+            if st["cwd"] is None:
+                texts = _all_text(m.get("content"))
+                found = CWD_IN_TEXT.search(texts) if texts else None
+                if found:
+                    st["cwd"] = out.cwd = found.group(1).strip()
+        out.is_message = bool(out.content or out.thinking or out.tool_uses or out.tool_results)
+        metrics = m.get("metrics")
+        tokens = metrics.get("tokens") if isinstance(metrics, dict) else None
+        if isinstance(tokens, dict):
+            cached = _int(tokens.get("cached"))
+            out.usage = Usage(f"{st['agent']}:{out.uuid}", None, max(0, _int(tokens.get("prompt")) - cached),
+                              _int(tokens.get("completion")), 0, cached)
+        if m.get("isSummary"):
+            out.is_compaction = out.segment_marker = True
+        return out
+
+    # ------------------------------------------------------------------ Cline SDK
+
+    def _sdk_message(self, m: Any, rec: RawRecord, st: dict[str, Any]) -> Record:
+        sid = st["sid"]
+        st["n"] += 1
+        if not isinstance(m, dict):
+            return Record(entry_type="non-object", known=False, session_id=sid, session=self._info(st))
+        role = _str(m.get("role"))
+        meta = m.get("metadata") if isinstance(m.get("metadata"), dict) else {}
+        msg_id = _str(m.get("id"))
+        out = Record(entry_type="message", subtype=_str(meta.get("kind")), known=role in ("user", "assistant"),
+                     session_id=sid, role=role, message_id=msg_id, timestamp=_int(m.get("ts")) or None,
+                     session=self._info(st))
+        out.uuid = self._uuid(st, msg_id or f"m{st['n']}")
+        info = m.get("modelInfo")
+        if isinstance(info, dict):
+            out.model = _str(info.get("id")) or _str(info.get("modelId"))
+        if st["sidecar"]:
+            out.entry_type = "compaction-state"
+            out.is_meta = True  # the compacted copy the model sees; the transcript holds the messages
+            return out
+        self._chain(out, st)
+        _blocks(out, m.get("content"), role)
+        kind = _str(meta.get("kind"))
+        if kind == "compaction_summary":
+            out.role = "system"
+            out.is_compaction = out.segment_marker = True
+            out.content = _str(meta.get("summary")) or out.content
+        elif role == "user" and out.content:
+            wrapped = USER_INPUT.match(out.content)
+            if wrapped:
+                out.content = wrapped.group(1)
+            out.is_prompt = True
+            out.is_compaction = kind == "compaction"
+        out.is_message = bool(out.content or out.thinking or out.tool_uses or out.tool_results)
+        metrics = m.get("metrics")
+        before = meta.get("usageBefore")
+        if isinstance(metrics, dict):
+            out.usage = _sdk_usage(metrics, f"cline:{out.uuid}")
+        elif isinstance(before, dict):
+            # a compaction dropped the earlier messages and their metrics: this is what they had used
+            out.usage = _sdk_usage(before, f"cline:{out.uuid}:before")
+        return out
+
+    def _manifest(self, obj: Any, st: dict[str, Any]) -> Record:
+        if not isinstance(obj, dict):
+            return Record(entry_type="manifest", known=False)
+        sid = _str(obj.get("session_id"))
+        st["sid"] = sid
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        out = Record(entry_type="manifest", session_id=sid, model=_str(obj.get("model")),
+                     cwd=_str(obj.get("cwd")) or _str(obj.get("workspace_root")),
+                     session=self._info(st))
+        out.timestamp = parse_iso_ms(obj.get("started_at"))
+        title = _str(meta.get("title"))
+        if title:
+            out.content, out.title, out.entry_type = title, ("ai-title", title), "ai-title"
+        fork = meta.get("fork")
+        if isinstance(fork, dict):
+            out.forked_from_session_id = _str(fork.get("forkedFromSessionId"))
+        parent = _str(obj.get("parent_session_id")) or _str(meta.get("parentSessionId"))
+        if parent and out.session is not None:
+            out.session.kind, out.session.is_subagent, out.session.parent_session_id = "subagent", 1, parent
+        return out
+
+    # ------------------------------------------------------------------ task metadata and history
+
+    def _task_meta(self, obj: Any, st: dict[str, Any]) -> Record:
+        out = Record(entry_type="task-metadata", session_id=st["sid"], session=self._info(st))
+        if isinstance(obj, dict):
+            usage = obj.get("model_usage")
+            if isinstance(usage, list) and usage and isinstance(usage[-1], dict):
+                out.model = _str(usage[-1].get("model_id"))
+            env = obj.get("environment_history")
+            if isinstance(env, list) and env and isinstance(env[-1], dict):
+                out.version = _str(env[-1].get("cline_version"))
+        return out
+
+    def _history_item(self, item: Any, ctx: FileContext, st: dict[str, Any]) -> Record:
+        """A HistoryItem: working folder, model and (Roo) the parent task of a subtask."""
+        if not isinstance(item, dict) or not _str(item.get("id")):
+            return Record(entry_type="history", known=isinstance(item, dict), session_id=st["sid"] if st["kind"] == "history-item" else None)
+        tid = str(item["id"])
+        if st["kind"] != "history-item":
+            tasks = ctx.path.parent if st["kind"] == "task-index" else ctx.path.parent.parent / "tasks"
+            if not (tasks / tid).is_dir():
+                return Record(entry_type="history-item", subtype="no-task-folder")  # kept, not a session
+        sub = {"sid": tid, "agent": st["agent"], "kind": "history"}
+        out = Record(entry_type="history-item", session_id=tid, session=self._info(sub),
+                     cwd=_str(item.get("cwdOnTaskInitialization")) or _str(item.get("workspace")),
+                     model=_str(item.get("modelId")))
+        parent = _str(item.get("parentTaskId"))
+        if parent and out.session is not None:
+            out.session.kind, out.session.is_subagent, out.session.parent_session_id = "subagent", 1, parent
+            out.session.agent_id = tid
+        return out
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _ui_text(name: str, text: str) -> str | None:
+    """Followups and plan responses are JSON ({question|response, options}); the rest is text."""
+    if name in ("followup", "plan_mode_respond") and text[:1] == "{":
+        obj, _ = loads(text.encode())
+        if isinstance(obj, dict):
+            body = _str(obj.get("question")) or _str(obj.get("response")) or ""
+            options = obj.get("options") if isinstance(obj.get("options"), list) else []
+            labels = [o if isinstance(o, str) else _str(o.get("answer")) if isinstance(o, dict) else None for o in options]
+            choices = "\n".join(f"- {x}" for x in labels if x)
+            return "\n".join(x for x in (body, choices) if x) or None
+    return text or None
+
+
+def _api_usage(data: dict, key: str) -> Usage | None:
+    """tokensIn of api_req_started: OpenAI-style providers (and newer Roo) count the cache inside it."""
+    tin, tout = _int(data.get("tokensIn")), _int(data.get("tokensOut"))
+    writes, reads = _int(data.get("cacheWrites")), _int(data.get("cacheReads"))
+    if not (tin or tout or writes or reads):
+        return None
+    cached = writes + reads
+    inclusive = data.get("apiProtocol") == "openai" or (cached > 0 and tin >= cached and data.get("apiProtocol") != "anthropic")
+    return Usage(key, None, max(0, tin - cached) if inclusive else tin, tout, writes, reads)
+
+
+def _sdk_usage(metrics: dict, key: str) -> Usage | None:
+    tin, tout = _int(metrics.get("inputTokens")), _int(metrics.get("outputTokens"))
+    reads, writes = _int(metrics.get("cacheReadTokens")), _int(metrics.get("cacheWriteTokens"))
+    if not (tin or tout or reads or writes):
+        return None
+    return Usage(key, None, max(0, tin - reads - writes), tout, writes, reads)
+
+
+def _all_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return ""
+
+
+def _api_prompt(content: Any) -> tuple[bool, str | None]:
+    """Whether a model-facing user message holds something the person typed, and that text."""
+    text = _all_text(content)
+    if not text:
+        return False, None
+    tagged = TAGGED_PROMPT.search(text)
+    if tagged:
+        return True, tagged.group(2) or None
+    bare = ENV_DETAILS.sub("", text).strip()
+    if not bare or bare.startswith("[") or bare.startswith("<"):
+        return False, bare or None  # tool results ("[read_file for 'x'] Result:") and injected context
+    return True, bare
+
+
+def _blocks(out: Record, content: Any, role: str | None) -> None:
+    """Anthropic-style content: text, thinking, tool_use and tool_result blocks."""
+    if isinstance(content, str):
+        out.content = content or None
+        return
+    if not isinstance(content, list):
+        return
+    texts: list[str] = []
+    thinking: list[str] = []
+    results: list[str] = []
+    for number, block in enumerate(content):
+        if not isinstance(block, dict):
+            continue
+        btype = block.get("type")
+        if btype == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif btype in ("thinking", "reasoning"):
+            thinking.append(_str(block.get("thinking")) or _str(block.get("text")) or "")
+        elif btype == "redacted_thinking":
+            thinking.append("[redacted thinking]")
+        elif btype == "tool_use" and block.get("id") is not None:
+            params = block.get("input") if isinstance(block.get("input"), dict) else {"input": block.get("input")}
+            out.tool_uses.append(ToolUse(str(block["id"]), _str(block.get("name")) or "?", _dumps(params), number,
+                                         _str(params.get("description")), _str(params.get("prompt"))))
+        elif btype == "tool_result" and block.get("tool_use_id") is not None:
+            body = block.get("content")
+            out.tool_results.append(ToolResult(str(block["tool_use_id"]), _dumps(body),
+                                               "failed" if block.get("is_error") else "completed"))
+            results.append(_all_text(body) if not isinstance(body, str) else body)
+    out.content = "\n".join(t for t in texts if t) or None
+    out.thinking = "\n".join(t for t in thinking if t) or None
+    if out.tool_uses:
+        out.tool_text = "\n".join(f"{u.name} {_input_text(u.input_json)}" for u in out.tool_uses)
+    elif results:
+        out.tool_text = "\n".join(r for r in results if r) or None
