@@ -321,3 +321,28 @@ def test_document_sources_are_cut_into_exact_records_and_reread_only_when_conten
     ingest(conn, tmp_path / "docs")
     assert conn.execute("SELECT message_count FROM agent_sessions WHERE id = 'task1'").fetchone()[0] == 3
     assert file_bytes(conn, file_id(conn, path))[0] == path.read_bytes()
+
+
+def test_same_size_edit_in_the_middle_is_picked_up(conn, tmp_path):
+    t = simple_session(tmp_path, turns=400)
+    path = t.write()
+    ingest(conn, tmp_path / "projects")
+    data = path.read_bytes()
+    middle = data.index(b"answer number 200")
+    path.write_bytes(data[:middle] + b"ANSWER NUMBER 200" + data[middle + 17:])
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 1_000_000))
+    ingest(conn, tmp_path / "projects")
+    assert conn.execute("SELECT count(*) FROM entries WHERE content = 'ANSWER NUMBER 200'").fetchone()[0] == 1
+    assert file_bytes(conn, file_id(conn, path))[0] == path.read_bytes()
+
+
+def test_append_to_a_large_file_reads_only_the_new_bytes(conn, tmp_path):
+    t = simple_session(tmp_path, turns=3000)
+    path = t.write()
+    ingest(conn, tmp_path / "projects")
+    assert path.stat().st_size > 500_000
+    with open(path, "ab") as f:
+        f.write(json.dumps({"type": "user", "uuid": "tail-1", "sessionId": t.session_id,
+                            "message": {"role": "user", "content": "late"}}).encode() + b"\n")
+    report = ingest(conn, tmp_path / "projects")
+    assert report.records_added == 1 and report.bytes_read < 1000
