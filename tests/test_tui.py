@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,20 +18,31 @@ from tui.app import ThreadloomApp
 from tui.messages import MessageView
 from tui.panes import ProjectList, SessionTree
 from tui.screens import ErrorScreen, HelpScreen, RawJsonScreen
-from tui.testing import CHECKOUT, LONG, build_demo_db, cursor_to_tool, fixed_now, session_id, use_utc
+from tui.testing import (
+    CHECKOUT,
+    LONG,
+    build_demo_db,
+    cursor_to_tool,
+    fixed_now,
+    restore_tz,
+    session_id,
+    use_utc,
+)
 
 
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    use_utc()
     return build_demo_db(tmp_path_factory.mktemp("tui"))
 
 
 @pytest.fixture(autouse=True)
-def no_real_logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Never read the developer's own ~/.claude or keymap during a test."""
+def no_real_logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Never read the developer's own ~/.claude or keymap during a test; times in UTC."""
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "no-claude"))
     monkeypatch.setenv("THREADLOOM_KEYMAP", str(tmp_path / "no-keymap.toml"))
+    previous = use_utc()
+    yield
+    restore_tz(previous)
 
 
 def make_app(db: Path, **kw) -> ThreadloomApp:

@@ -66,6 +66,7 @@ class MainScreen(Screen[None]):
     """The browsing screen; only here so its copy binding has an id like every other one."""
 
     BINDINGS = [Binding("ctrl+c,super+c", "screen.copy_text", "Copy selection", show=False, id="app.copy-selection")]
+    AUTO_FOCUS = ""  # the app chooses: the projects pane, or nothing on the empty state
 
 
 class ThreadloomApp(App[int]):
@@ -156,7 +157,8 @@ class ThreadloomApp(App[int]):
         elif self.conn is None:
             self._open_database()
             self.refresh_panes()
-        self.query_one(ProjectList).focus()
+        if not self.screen.has_class("-empty"):
+            self.query_one(ProjectList).focus()
 
     def _load_keymap(self) -> None:
         path = keymap_path()

@@ -24,9 +24,22 @@ def fixed_now() -> float:
     return DEMO_NOW.timestamp()
 
 
-def use_utc() -> None:
-    """Times are shown in local time; pin it so output does not depend on the machine."""
+def use_utc() -> str | None:
+    """Times are shown in local time; pin it so output does not depend on the machine.
+
+    Returns the previous TZ so a test can put it back with `restore_tz`.
+    """
+    previous = os.environ.get("TZ")
     os.environ["TZ"] = "UTC"
+    time.tzset()
+    return previous
+
+
+def restore_tz(previous: str | None) -> None:
+    if previous is None:
+        os.environ.pop("TZ", None)
+    else:
+        os.environ["TZ"] = previous
     time.tzset()
 
 
