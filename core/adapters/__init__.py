@@ -8,6 +8,7 @@ from core.adapters.base import Adapter
 from core.adapters.claude import ClaudeAdapter
 from core.adapters.cline import ClineAdapter
 from core.adapters.codex import CodexAdapter
+from core.adapters.cursor import CursorAdapter, CursorAgentAdapter
 from core.adapters.gemini import GeminiAdapter
 
 # Order matters when a file is named on the command line: the first adapter that recognises it
@@ -18,6 +19,8 @@ ADAPTERS: dict[str, Adapter] = {
     "cline": ClineAdapter("cline", ("saoudrizwan.claude-dev",), sdk=True),
     "roo-code": ClineAdapter("roo-code", ("rooveterinaryinc.roo-cline",)),
     "kilo-code": ClineAdapter("kilo-code", ("kilocode.kilo-code",)),
+    "cursor": CursorAdapter(),
+    "cursor-agent": CursorAgentAdapter(),
     "gemini": GeminiAdapter(),
 }
 

@@ -1,0 +1,745 @@
+"""Cursor: the IDE's `state.vscdb` databases and the cursor-agent CLI's chats (FORMATS.md §7).
+
+Databases ("database" mode; see `shared.open_sqlite` for how they are opened without writing):
+  * global `globalStorage/state.vscdb`, table cursorDiskKV: `composerData:<composer>` (one per
+    chat) and `bubbleId:<composer>:<bubble>` (one per message), put in the order of the
+    composer's `fullConversationHeadersOnly` (header ids are matched to row keys, then to the
+    bubble's own `bubbleId`); bubbles no header names are kept after them. Tool calls come from
+    `toolFormerData`, tokens from a bubble's `tokenCount`. Older composers hold their messages
+    inline in `conversation`; the global ItemTable's `composer.composerHeaders` (2026) tells a
+    composer's workspace and whether it is a subagent;
+  * workspace `workspaceStorage/<id>/state.vscdb` (ItemTable): the legacy chat panel
+    (`workbench.panel.aichat.view.aichat.chatdata`: tabs of bubbles, one session per tab) and the
+    workspace's composer list; `workspace.json` beside it names the project folder, which is how
+    composers of builds without `workspaceIdentifier` get their project;
+  * cursor-agent `~/.cursor/chats/<md5(cwd)>/<agent id>/store.db`: the `meta` row (hex JSON) and the
+    content-addressed `blobs`, message blobs (JSON) in row order.
+Each row read becomes a key record (the row's key, exact) followed by its value: the exact JSON
+bytes as one record, or, for a value that holds a whole conversation (inline composer, chat
+tabs), records that tile it — one per message and the bytes between. Offsets run over that
+sequence, so `file_bytes` gives back every key and value read, in order. Other cursorDiskKV
+families (checkpoints, diffs, request context) are not read.
+
+cursor-agent transcripts (`~/.cursor/projects/<slug>/agent-transcripts/<id>.jsonl`, "lines"
+mode, `CursorAgentAdapter`): `{role, message: {content: [...]}}` lines with no ids or times.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import orjson
+
+from core.adapters.base import (
+    FileContext,
+    RawRecord,
+    Record,
+    SessionInfo,
+    SourceRef,
+    ToolResult,
+    ToolUse,
+    Usage,
+    parse_iso_ms,
+)
+from core.adapters.claude import _dumps, _input_text, _int, _parse, _str
+from core.adapters.codex import SNIFF_BYTES, UUID_STEM, _head
+from core.adapters.shared import (
+    app_config_dirs,
+    as_bytes,
+    loads,
+    open_sqlite,
+    scalar_members,
+    sqlite_header,
+    tile,
+)
+
+AGENT = "cursor"
+CHAT_DATA = "workbench.panel.aichat.view.aichat.chatdata"
+ITEM_KEYS = (CHAT_DATA, "composer.composerData", "composer.composerHeaders", "aiService.prompts", "aiService.generations")
+CHAT_SPECS = frozenset({("tabs", "[]", "bubbles", "[]"), ("tabs", "[]", "messages", "[]")})
+INLINE_SPEC = frozenset({("conversation", "[]")})
+TOOL_STATUS = {"completed": "completed", "success": "completed", "error": "failed", "failed": "failed",
+               "cancelled": "interrupted", "canceled": "interrupted", "rejected": "rejected", "aborted": "interrupted"}
+USER_QUERY = re.compile(r"^\s*<user_query>\s*(.*?)\s*</user_query>\s*$", re.S)
+KEY_RECORD = re.compile(rb"^(composerData|bubbleId|workbench\.|aiService\.|composer\.|meta:|blob:)")
+TABS_OPEN = re.compile(rb'"(?:bubbles|messages)"\s*:\s*\[')
+TAB_ID = re.compile(rb'"(?:tabId|id)"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+def cursor_user_dirs() -> list[Path]:
+    return [base / "Cursor" / "User" for base in app_config_dirs()]
+
+
+def cursor_home() -> Path:
+    return Path.home() / ".cursor"
+
+
+def folder_of_uri(uri: Any) -> str | None:
+    """`file:///home/me/app` → `/home/me/app` (Windows `file:///c%3A/x` → `c:/x`)."""
+    if isinstance(uri, dict):
+        uri = uri.get("fsPath") or uri.get("external") or uri.get("path")
+    if not isinstance(uri, str) or not uri:
+        return None
+    if not uri.startswith("file:"):
+        return uri
+    path = unquote(urlparse(uri).path)
+    if re.match(r"^/[A-Za-z]:", path):
+        path = path[1:]
+    return path or None
+
+
+# ---------------------------------------------------------------------- the IDE's databases
+
+
+class CursorAdapter:
+    """Reads Cursor's state.vscdb databases and cursor-agent store.db files."""
+
+    name = AGENT
+    mode = "database"
+
+    def __init__(self) -> None:
+        self._folders: dict[str, tuple[float, dict[str, str], dict[str, str]]] = {}
+
+    def default_roots(self) -> list[Path]:
+        roots = []
+        for user in cursor_user_dirs():
+            for p in (user / "globalStorage" / "state.vscdb", user / "workspaceStorage"):
+                if p.exists():
+                    roots.append(p)
+        chats = cursor_home() / "chats"
+        if chats.is_dir():
+            roots.append(chats)
+        return roots or [cursor_user_dirs()[0] / "globalStorage" / "state.vscdb"]
+
+    def claims(self, path: Path, explicit: bool = False) -> bool:
+        name = path.name
+        if name == "state.vscdb":
+            return "Cursor" in path.parts or (explicit and _has_table(path, ("cursorDiskKV", "ItemTable")))
+        if name == "store.db":
+            return "chats" in path.parts and ".cursor" in path.parts or (explicit and _has_table(path, ("blobs",)))
+        return explicit and path.suffix in (".vscdb", ".db") and _has_table(path, ("cursorDiskKV", "blobs"))
+
+    def discover(self, root: Path) -> Iterator[SourceRef]:
+        if root.is_file():
+            if self.claims(root, explicit=True):
+                yield SourceRef(root, AGENT, "database", root.parent.name)
+            return
+        if not root.is_dir():
+            return
+        if (root / "User").is_dir():
+            root = root / "User"
+        for dirpath, dirnames, filenames in os.walk(root):
+            # a User folder also holds file history and every extension's storage: only these matter
+            dirnames[:] = sorted(d for d in dirnames if d not in ("History", "logs", "CachedData", "snippets")
+                                 and not (Path(dirpath).name == "globalStorage" and "." in d))
+            for fname in filenames:
+                if fname in ("state.vscdb", "store.db"):
+                    path = Path(dirpath) / fname
+                    if self.claims(path):
+                        yield SourceRef(path, AGENT, "database", path.parent.name)
+
+    def stat_paths(self, path: Path) -> list[Path]:
+        return [Path(str(path) + "-wal")]
+
+    # ------------------------------------------------------------------ reading rows
+
+    def read_rows(self, path: Path) -> list[RawRecord]:
+        """Key and value records of the chat rows (see the module docstring for the order)."""
+        out: list[RawRecord] = []
+        with open_sqlite(path) as conn:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "blobs" in tables and "meta" in tables:
+                rows = _agent_store_rows(conn)
+            else:
+                rows = _state_rows(conn, tables)
+        pos = 0
+        for key, value, specs in rows:
+            out.append(RawRecord(pos, len(out) + 1, key, newline=False))
+            pos += len(key)
+            if value is None:
+                continue
+            parts = _tile_value(value, specs) if specs else [value]
+            for part in parts:
+                out.append(RawRecord(pos, len(out) + 1, part, newline=False))
+                pos += len(part)
+        return out
+
+    # ------------------------------------------------------------------ normalize
+
+    def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        st = ctx.state
+        if "key" not in st:
+            st.update(key=None, family=None, composer=None, last={}, heads={}, children={}, tab=None, tabs=0,
+                      meta={}, agent_last=None, n=0, first=False)
+            st["workspace"] = _workspace_folder(ctx.path)
+            st["db_dir"] = ctx.path.parent.name
+            st["agent_cwd"] = _meta_cwd(ctx.path.parent / "meta.json")
+        raw = rec.raw
+        if KEY_RECORD.match(raw) and raw not in (b"true", b"false", b"null"):
+            return self._key(raw.decode("utf-8", "replace"), st)
+        family = st["family"]
+        obj, error = loads(raw)
+        if family == "composer":
+            return self._composer_part(obj, raw, ctx, st)
+        if family == "bubble":
+            cid, bid = st["key"]
+            return self._bubble(obj, error, cid, bid, st)
+        if family == CHAT_DATA:
+            return self._chat_part(obj, raw, st)
+        if family == "composer.composerHeaders":
+            self._headers(obj, st)
+            return Record(entry_type="composer-headers", parse_error=error)
+        if family == "agent-meta":
+            return self._agent_meta(raw, st)
+        if family == "agent-blob":
+            return self._agent_blob(obj, error, st)
+        return Record(entry_type=str(family or "value"), parse_error=error, known=obj is not None)
+
+    def _key(self, key: str, st: dict[str, Any]) -> Record:
+        out = Record(entry_type="row-key", subtype=key.split(":", 1)[0])
+        st["tab"] = None
+        if key.startswith("composerData:"):
+            cid = key.split(":", 1)[1]
+            st.update(key=cid, family="composer", composer=cid, first=True)
+            st["heads"][cid] = True
+            out.session_id = cid
+        elif key.startswith("bubbleId:"):
+            _, cid, bid = (key.split(":", 2) + ["", ""])[:3]
+            st.update(key=(cid, bid), family="bubble")
+            out.session_id = cid if cid in st["heads"] else None  # bubbles whose composer row is gone
+        elif key.startswith("meta:"):
+            st.update(key=key, family="agent-meta")
+        elif key.startswith("blob:"):
+            st.update(key=key, family="agent-blob")
+            out.session_id = st["meta"].get("agentId")
+        else:
+            st.update(key=key, family=key, tabs=0)
+        if out.session_id:
+            out.session = SessionInfo(source=AGENT, external_id=out.session_id)
+        return out
+
+    def _headers(self, obj: Any, st: dict[str, Any]) -> None:
+        """composer.composerHeaders: each composer's workspace and subagent flag (2026 builds)."""
+        items = obj.get("allComposers") if isinstance(obj, dict) else obj
+        for head in items if isinstance(items, list) else []:
+            if isinstance(head, dict) and isinstance(head.get("composerId"), str):
+                st.setdefault("composer_heads", {})[head["composerId"]] = head
+
+    def _composer_part(self, obj: Any, raw: bytes, ctx: FileContext, st: dict[str, Any]) -> Record:
+        cid = st["composer"]
+        first, st["first"] = st["first"], False
+        if first and isinstance(obj, dict):  # the whole value in one record
+            for child in obj.get("subComposerIds") or []:
+                if isinstance(child, str):
+                    st["children"][child] = cid
+            out = Record(entry_type="composer", subtype=str(obj.get("_v", "")) or None, session_id=cid)
+            self._composer_facts(out, obj, cid, ctx, st)
+            return out
+        if isinstance(obj, dict):  # a message held inline in `conversation`
+            st["n"] += 1
+            return self._bubble(obj, None, cid, _str(obj.get("bubbleId")) or f"i{st['n']}", st)
+        # the bytes around inline messages hold the composer's own fields
+        out = Record(entry_type="composer-part", session_id=cid, session=self._info(cid, st))
+        fields = scalar_members(raw)
+        if first or "name" in fields or "createdAt" in fields:
+            self._composer_facts(out, fields, cid, ctx, st)
+            if not first:
+                out.cwd = None
+        return out
+
+    def _composer_facts(self, out: Record, c: dict, cid: str, ctx: FileContext, st: dict[str, Any]) -> None:
+        out.session = self._info(cid, st)
+        out.timestamp = parse_iso_ms(c.get("createdAt"))
+        name = _str(c.get("name"))
+        if name:
+            out.content, out.title = name, ("ai-title", name)
+            out.subtype, out.entry_type = out.entry_type, "ai-title"
+        config = c.get("modelConfig")
+        if isinstance(config, dict):
+            out.model = _str(config.get("modelName"))
+        workspace = c.get("workspaceIdentifier")
+        folder = folder_of_uri(workspace.get("uri") if isinstance(workspace, dict) else None)
+        head = st.get("composer_heads", {}).get(cid)
+        if folder is None and isinstance(head, dict):
+            folder = self._folders_of(ctx.path)[0].get(str(head.get("workspaceId")))
+        out.cwd = folder or self._folders_of(ctx.path)[1].get(cid)
+
+    def _info(self, cid: str, st: dict[str, Any]) -> SessionInfo:
+        info = SessionInfo(source=AGENT, external_id=cid)
+        head = st.get("composer_heads", {}).get(cid)
+        parent = st["children"].get(cid)
+        if parent or (isinstance(head, dict) and head.get("isSubagent")):
+            info.kind, info.is_subagent, info.agent_id = "subagent", 1, cid
+            info.parent_session_id = parent
+            info.agent_type = _str(head.get("subagentTypeName")) if isinstance(head, dict) else None
+        return info
+
+    def _bubble(self, b: Any, error: str | None, cid: str, bid: str, st: dict[str, Any]) -> Record:
+        known_composer = cid in st["heads"]
+        sid = cid if known_composer else None
+        out = Record(entry_type="bubble", session_id=sid, parse_error=error,
+                     session=self._info(cid, st) if sid else None)
+        if not known_composer:
+            out.subtype = "no-composer"
+        if not isinstance(b, dict):
+            out.known = b is None and error is None
+            return out
+        out.uuid = f"{cid}:{bid}"
+        out.parent_uuid = st["last"].get(cid)
+        st["last"][cid] = out.uuid
+        btype = b.get("type")
+        out.timestamp = parse_iso_ms(b.get("createdAt"))
+        timing = b.get("timingInfo")
+        if out.timestamp is None and isinstance(timing, dict):
+            out.timestamp = parse_iso_ms(timing.get("clientStartTime"))
+        info = b.get("modelInfo")
+        if isinstance(info, dict):
+            out.model = _str(info.get("modelName"))
+        out.request_id = _str(b.get("requestId"))
+        text = _str(b.get("text")) or ""
+        thinking = b.get("thinking")
+        out.thinking = _str(thinking.get("text")) if isinstance(thinking, dict) else _str(thinking)
+        if btype in (1, "user"):
+            out.role = "user"
+            out.content = text or None
+            out.is_prompt = bool(text)
+        else:
+            out.role = "assistant" if btype in (2, "ai", "assistant") else None
+            out.known = out.role is not None
+            out.content = text or None
+        tool = b.get("toolFormerData")
+        if isinstance(tool, dict) and (tool.get("name") or tool.get("tool") is not None):
+            self._tool(out, tool, f"{cid}:{bid}")
+        out.is_message = bool(out.content or out.thinking or out.tool_uses)
+        tokens = b.get("tokenCount")
+        if isinstance(tokens, dict) and (_int(tokens.get("inputTokens")) or _int(tokens.get("outputTokens"))):
+            out.usage = Usage(f"cursor:{cid}:{bid}", out.request_id, _int(tokens.get("inputTokens")),
+                              _int(tokens.get("outputTokens")))
+        return out
+
+    def _tool(self, out: Record, tool: dict, fallback_id: str) -> None:
+        call_id = _str(tool.get("toolCallId")) or fallback_id
+        name = _str(tool.get("name")) or str(tool.get("tool"))
+        params = tool.get("params") if tool.get("params") is not None else tool.get("rawArgs")
+        if isinstance(params, str):
+            parsed, _ = loads(params.encode())
+            params = parsed if isinstance(parsed, dict) else {"args": params}
+        if not isinstance(params, dict):
+            params = {"args": params}
+        out.tool_uses.append(ToolUse(call_id, name, _dumps(params), description=_str(params.get("explanation"))))
+        out.tool_text = f"{name} {_input_text(_dumps(params))}"
+        status = TOOL_STATUS.get(str(tool.get("status") or "").lower())
+        result = tool.get("result")
+        if status is not None or result is not None:
+            out.tool_results.append(ToolResult(call_id, _dumps(result), status or "completed"))
+
+    def _chat_part(self, obj: Any, raw: bytes, st: dict[str, Any]) -> Record:
+        """The legacy chat panel: tabs of bubbles, one session per tab (`cursor-chat:<tabId>`)."""
+        if isinstance(obj, dict):
+            sid = st["tab"]
+            out = Record(entry_type="chat-bubble", session_id=sid,
+                         session=SessionInfo(source=AGENT, external_id=sid) if sid else None)
+            st["n"] += 1
+            out.uuid = f"{sid}:{_str(obj.get('id')) or _str(obj.get('bubbleId')) or st['n']}"
+            out.parent_uuid = st["last"].get(sid)
+            st["last"][sid] = out.uuid
+            kind = obj.get("type") or obj.get("role")
+            out.role = "user" if kind == "user" else "assistant" if kind in ("ai", "assistant") else None
+            out.known = out.role is not None
+            out.content = _str(obj.get("text")) or _str(obj.get("rawText")) or _str(obj.get("content"))
+            out.timestamp = parse_iso_ms(obj.get("timestamp") or obj.get("createdAt"))
+            out.model = _str(obj.get("modelType"))
+            out.is_message = bool(out.content)
+            out.is_prompt = out.role == "user" and out.is_message
+            return out
+        out = Record(entry_type="chat-part", session_id=st["tab"])
+        for m in TABS_OPEN.finditer(raw):  # a tab's messages open here: name it by the id before it
+            ids = TAB_ID.findall(raw, 0, m.start())
+            st["tabs"] += 1
+            # a tab whose id is written after its messages is named by the workspace and its place
+            tab = ids[-1].decode("utf-8", "replace") if ids else f"{st['db_dir']}#{st['tabs']}"
+            st["tab"] = f"cursor-chat:{tab}"
+            out.session_id = st["tab"]
+            fields = scalar_members(raw[: m.start()])
+            out.session = SessionInfo(source=AGENT, external_id=tab)
+            title = _str(fields.get("chatTitle")) or _str(fields.get("title"))
+            if title:
+                out.content, out.title, out.entry_type = title, ("ai-title", title), "ai-title"
+            out.cwd = st["workspace"]
+            out.timestamp = parse_iso_ms(fields.get("lastSendTime") or fields.get("createdAt"))
+        return out
+
+    # ------------------------------------------------------------------ cursor-agent store.db
+
+    def _agent_meta(self, raw: bytes, st: dict[str, Any]) -> Record:
+        text = raw.decode("ascii", "replace").strip()
+        try:
+            meta = orjson.loads(bytes.fromhex(text))
+        except (ValueError, orjson.JSONDecodeError):
+            meta, _ = loads(raw)
+        out = Record(entry_type="agent-meta", known=isinstance(meta, dict))
+        if isinstance(meta, dict):
+            st["meta"] = meta
+            sid = _str(meta.get("agentId"))
+            out.session_id = sid
+            out.session = SessionInfo(source=AGENT, external_id=sid) if sid else None
+            out.model = _str(meta.get("lastUsedModel"))
+            out.timestamp = parse_iso_ms(meta.get("createdAt"))
+            name = _str(meta.get("name"))
+            if name and name not in ("New Agent", "New Chat"):
+                out.content, out.title, out.entry_type, out.subtype = name, ("ai-title", name), "ai-title", "agent-meta"
+            out.cwd = st["agent_cwd"]
+        return out
+
+    def _agent_blob(self, obj: Any, error: str | None, st: dict[str, Any]) -> Record:
+        sid = st["meta"].get("agentId") if isinstance(st["meta"], dict) else None
+        out = Record(entry_type="blob", session_id=sid, session=SessionInfo(source=AGENT, external_id=sid) if sid else None)
+        if not isinstance(obj, dict) or "role" not in obj:
+            out.known = obj is not None
+            out.parse_error = None if obj is not None else "not a JSON message (tree node or binary)"
+            return out
+        st["n"] += 1
+        out.uuid = f"{sid}:blob{st['n']}"
+        out.parent_uuid = st["agent_last"]
+        st["agent_last"] = out.uuid
+        _agent_message(out, obj, st)
+        return out
+
+    # ------------------------------------------------------------------ project folders
+
+    def _folders_of(self, db_path: Path) -> tuple[dict[str, str], dict[str, str]]:
+        """(workspace id → folder, composer id → folder) from the workspaceStorage beside this database."""
+        user = db_path.parent.parent
+        storage = user / "workspaceStorage"
+        try:
+            stamp = storage.stat().st_mtime
+        except OSError:
+            return {}, {}
+        cached = self._folders.get(str(storage))
+        if cached and cached[0] == stamp:
+            return cached[1], cached[2]
+        by_workspace: dict[str, str] = {}
+        by_composer: dict[str, str] = {}
+        for ws in sorted(storage.iterdir()):
+            folder = _workspace_folder(ws / "state.vscdb")
+            if folder is None:
+                continue
+            by_workspace[ws.name] = folder
+            db = ws / "state.vscdb"
+            if not db.is_file():
+                continue
+            try:
+                with open_sqlite(db) as conn:
+                    row = conn.execute("SELECT value FROM ItemTable WHERE key = 'composer.composerData'").fetchone()
+            except (sqlite3.Error, OSError):
+                continue
+            data, _ = loads(as_bytes(row[0]) or b"") if row else (None, None)
+            for head in data.get("allComposers", []) if isinstance(data, dict) else []:
+                if isinstance(head, dict) and isinstance(head.get("composerId"), str):
+                    by_composer.setdefault(head["composerId"], folder)
+        self._folders[str(storage)] = (stamp, by_workspace, by_composer)
+        return by_workspace, by_composer
+
+
+def _meta_cwd(meta: Path) -> str | None:
+    try:
+        data = orjson.loads(meta.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return data.get("cwd") if isinstance(data, dict) and isinstance(data.get("cwd"), str) else None
+
+
+def _workspace_folder(db_path: Path) -> str | None:
+    """The folder a workspace database belongs to, from the `workspace.json` beside it."""
+    try:
+        data = orjson.loads((db_path.parent / "workspace.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    return folder_of_uri(data.get("folder") or data.get("workspace"))
+
+
+def _has_table(path: Path, names: tuple[str, ...]) -> bool:
+    if not sqlite_header(path):
+        return False
+    try:
+        with open_sqlite(path) as conn:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error:
+        return False
+    return any(n in tables for n in names)
+
+
+def _tile_value(value: bytes, specs: frozenset) -> list[bytes]:
+    try:
+        orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return [value]
+    return [r.raw for r in tile(value, specs)]
+
+
+def _state_rows(conn: sqlite3.Connection, tables: set[str]) -> list[tuple[bytes, bytes | None, frozenset | None]]:
+    """(key, value, specs to tile the value by) in reading order."""
+    rows: list[tuple[bytes, bytes | None, frozenset | None]] = []
+    if "ItemTable" in tables:
+        marks = ", ".join("?" * len(ITEM_KEYS))
+        found = {k: v for k, v in conn.execute(f"SELECT key, value FROM ItemTable WHERE key IN ({marks})", ITEM_KEYS)}
+        for key in ("composer.composerHeaders", "composer.composerData", "aiService.prompts", "aiService.generations", CHAT_DATA):
+            if key in found:
+                rows.append((key.encode(), as_bytes(found[key]), CHAT_SPECS if key == CHAT_DATA else None))
+    if "cursorDiskKV" not in tables:
+        return rows
+    composers: list[tuple[Any, str, bytes | None]] = []
+    for key, value in conn.execute(
+        "SELECT key, value FROM cursorDiskKV WHERE key >= 'composerData:' AND key < 'composerData;' ORDER BY rowid"
+    ):
+        data = as_bytes(value)
+        parsed, _ = loads(data) if data else (None, None)
+        created = parsed.get("createdAt") if isinstance(parsed, dict) else None
+        composers.append((created if isinstance(created, (int, float)) else float("inf"), key, data))
+    bubbles: dict[str, list[tuple[str, bytes | None]]] = {}
+    for key, value in conn.execute(
+        "SELECT key, value FROM cursorDiskKV WHERE key >= 'bubbleId:' AND key < 'bubbleId;' ORDER BY rowid"
+    ):
+        parts = key.split(":", 2)
+        if len(parts) == 3:
+            bubbles.setdefault(parts[1], []).append((parts[2], as_bytes(value)))
+    # parents before their subagents: creation time, then key
+    for _, key, data in sorted(composers, key=lambda c: (c[0], c[1])):
+        cid = key.split(":", 1)[1]
+        inline = bool(data) and b'"conversation"' in data and _has_inline(data)
+        rows.append((key.encode(), data, INLINE_SPEC if inline else None))
+        for bid, value in _ordered(data, bubbles.pop(cid, [])):
+            rows.append((f"bubbleId:{cid}:{bid}".encode(), value, None))
+    for cid in sorted(bubbles):  # bubbles whose composer row is gone: kept, not attached
+        for bid, value in bubbles[cid]:
+            rows.append((f"bubbleId:{cid}:{bid}".encode(), value, None))
+    return rows
+
+
+def _has_inline(data: bytes) -> bool:
+    parsed, _ = loads(data)
+    return isinstance(parsed, dict) and isinstance(parsed.get("conversation"), list) and bool(parsed["conversation"])
+
+
+def _ordered(composer: bytes | None, rows: list[tuple[str, bytes | None]]) -> list[tuple[str, bytes | None]]:
+    """A composer's bubbles in header order (by key, then by the bubble's own id), then the rest."""
+    parsed, _ = loads(composer) if composer else (None, None)
+    headers = parsed.get("fullConversationHeadersOnly") if isinstance(parsed, dict) else None
+    if not isinstance(headers, list) or not rows:
+        return rows
+    by_key = {bid: i for i, (bid, _) in enumerate(rows)}
+    own: dict[str, int] = {}
+    for i, (_, value) in enumerate(rows):
+        b, _ = loads(value) if value else (None, None)
+        if isinstance(b, dict) and isinstance(b.get("bubbleId"), str):
+            own.setdefault(b["bubbleId"], i)
+    order: list[int] = []
+    taken: set[int] = set()
+    for head in headers:
+        hid = head.get("bubbleId") if isinstance(head, dict) else None
+        if not isinstance(hid, str):
+            continue
+        i = by_key.get(hid) if hid in by_key and by_key[hid] not in taken else own.get(hid)
+        if i is not None and i not in taken:
+            order.append(i)
+            taken.add(i)
+    order += [i for i in range(len(rows)) if i not in taken]
+    return [rows[i] for i in order]
+
+
+def _agent_store_rows(conn: sqlite3.Connection) -> list[tuple[bytes, bytes | None, frozenset | None]]:
+    rows: list[tuple[bytes, bytes | None, frozenset | None]] = []
+    for key, value in conn.execute("SELECT key, value FROM meta ORDER BY rowid"):
+        rows.append((f"meta:{key}".encode(), as_bytes(value), None))
+    for blob_id, data in conn.execute("SELECT id, data FROM blobs ORDER BY rowid"):
+        rows.append((f"blob:{blob_id}".encode(), as_bytes(data), None))
+    return rows
+
+
+# ---------------------------------------------------------------------- cursor-agent transcripts
+
+
+def _agent_message(out: Record, obj: dict, st: dict[str, Any]) -> None:
+    """A `{role, message: {content}}` line or blob: text, thinking, tool calls, tool results."""
+    role = _str(obj.get("role"))
+    message = obj.get("message") if isinstance(obj.get("message"), dict) else obj
+    content = message.get("content")
+    out.role = role
+    out.entry_type = role or out.entry_type
+    out.known = role in ("user", "assistant", "system")
+    out.model = _str(obj.get("model"))
+    texts: list[str] = []
+    thinking: list[str] = []
+    results: list[str] = []
+    blocks = content if isinstance(content, list) else [{"type": "text", "text": content}] if isinstance(content, str) else []
+    pending: list[str] = st.setdefault("pending", [])
+    for number, block in enumerate(blocks):
+        if not isinstance(block, dict):
+            continue
+        btype = block.get("type")
+        if btype == "text" or (btype not in ("thinking", "tool_use", "tool_call", "tool_result", "tool-result")
+                               and isinstance(block.get("text"), str)):
+            texts.append(_str(block.get("text")) or "")
+        elif btype == "thinking":
+            thinking.append(_str(block.get("thinking")) or _str(block.get("text")) or "")
+        elif btype in ("tool_use", "tool_call"):
+            call_id = _str(block.get("id")) or f"{out.uuid}:{number}"
+            params = block.get("input") if isinstance(block.get("input"), dict) else {"input": block.get("input")}
+            out.tool_uses.append(ToolUse(call_id, _str(block.get("name")) or "?", _dumps(params), number,
+                                         _str(params.get("description")), _str(params.get("prompt"))))
+            pending.append(call_id)
+        elif btype in ("tool_result", "tool-result"):
+            # transcripts give results an id their calls never had: match them to the oldest open call
+            wanted = _str(block.get("tool_use_id"))
+            call_id = wanted if wanted in pending else (pending[0] if pending else wanted)
+            if call_id:
+                if call_id in pending:
+                    pending.remove(call_id)
+                body = block.get("content")
+                out.tool_results.append(ToolResult(call_id, _dumps(body), "failed" if block.get("is_error") else "completed"))
+                results.append(_block_text(body))
+    text = "\n".join(t for t in texts if t)
+    if role == "user":
+        wrapped = USER_QUERY.match(text)
+        text = wrapped.group(1) if wrapped else text
+        out.is_prompt = bool(text)
+    out.content = text or None
+    out.thinking = "\n".join(t for t in thinking if t) or None
+    if out.tool_uses:
+        out.tool_text = "\n".join(f"{u.name} {_input_text(u.input_json)}" for u in out.tool_uses)
+    elif results:
+        out.tool_text = "\n".join(r for r in results if r) or None
+    out.is_message = bool(out.content or out.thinking or out.tool_uses or out.tool_results)
+
+
+def _block_text(body: Any) -> str:
+    if isinstance(body, str):
+        return body
+    if isinstance(body, list):
+        return "\n".join(b["text"] for b in body if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return ""
+
+
+def looks_like_cursor_agent(head: bytes) -> bool:
+    """Top-level `role` + `message` lines (or Cursor's bare error lines), with none of Claude's ids."""
+    for line in head.split(b"\n")[:10]:
+        obj, _ = _parse(line)
+        if not isinstance(obj, dict) or "uuid" in obj or "sessionId" in obj or "parentUuid" in obj:
+            continue
+        if isinstance(obj.get("role"), str) and isinstance(obj.get("message"), dict):
+            return True
+        if obj.get("type") == "error" and isinstance(obj.get("error"), str) and len(obj) == 2:
+            return True
+    return False
+
+
+class CursorAgentAdapter:
+    """cursor-agent's JSONL transcripts; sessions get `source = cursor` like the IDE's."""
+
+    name = "cursor-agent"
+    mode = "lines"
+
+    def default_roots(self) -> list[Path]:
+        return [cursor_home() / "projects"]
+
+    def claims(self, path: Path, explicit: bool = False) -> bool:
+        if not path.name.endswith(".jsonl"):
+            return False
+        if "agent-transcripts" in path.parts:
+            return True
+        stem = path.name[: -len(".jsonl")]
+        if not explicit and (UUID_STEM.match(stem) or stem.startswith(("agent-", "rollout-")) or stem in ("journal", "history")):
+            return False  # other agents' names: never opened on a walk
+        return looks_like_cursor_agent(_head(path, SNIFF_BYTES))
+
+    def discover(self, root: Path) -> Iterator[SourceRef]:
+        if root.is_file():
+            if self.claims(root, explicit=True):
+                yield SourceRef(root, self.name, "transcript", _slug(root))
+            return
+        if not root.is_dir():
+            return
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            for fname in sorted(filenames):
+                if fname.endswith(".jsonl"):
+                    path = Path(dirpath) / fname
+                    if "agent-transcripts" in path.parts and self.claims(path):
+                        yield SourceRef(path, self.name, "transcript", _slug(path))
+
+    def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        st = ctx.state
+        if "sid" not in st:
+            self._start(ctx, rec.offset)
+        return self._line(rec, st)
+
+    def _start(self, ctx: FileContext, offset: int) -> None:
+        st = ctx.state
+        path = ctx.path
+        st.update(sid=path.name[: -len(".jsonl")], parent=None, pending=[], cwd=None, first=True)
+        if path.parent.name == "subagents":
+            st["parent"] = path.parent.parent.name
+        st["cwd"] = _agent_cwd(path, st["parent"] or st["sid"])
+        if offset > 0:  # an append read on its own: replay the earlier lines for the open tool calls
+            try:
+                with open(path, "rb") as f:
+                    data = f.read(offset)
+            except OSError:
+                return
+            for n, line in enumerate(data.split(b"\n")[:-1], 1):
+                self._line(RawRecord(0, n, line), st)
+
+    def _line(self, rec: RawRecord, st: dict[str, Any]) -> Record:
+        sid = st["sid"]
+        info = SessionInfo(source=AGENT, external_id=sid)
+        if st["parent"]:
+            info.kind, info.is_subagent, info.parent_session_id, info.agent_id = "subagent", 1, st["parent"], sid
+        out = Record(session_id=sid, session=info, uuid=f"{sid}:{rec.line_number}",
+                     parent_uuid=f"{sid}:{rec.line_number - 1}" if rec.line_number > 1 else None)
+        if st["first"]:
+            out.cwd = st["cwd"]
+            st["first"] = False
+        obj, error = _parse(rec.raw)
+        out.parse_error = error
+        if not isinstance(obj, dict):
+            out.entry_type = "invalid" if error else "blank"
+            out.known = False
+            return out
+        if isinstance(obj.get("role"), str):
+            _agent_message(out, obj, st)
+            return out
+        out.entry_type = _str(obj.get("type")) or "unknown"
+        out.known = out.entry_type in ("error", "turn_ended")
+        if out.entry_type == "error":
+            out.role, out.is_message = "system", True
+            out.content = _str(obj.get("error")) or _dumps(obj.get("error"))
+        return out
+
+
+def _slug(path: Path) -> str | None:
+    parts = path.parts
+    if "agent-transcripts" in parts:
+        i = parts.index("agent-transcripts")
+        return parts[i - 1] if i >= 1 else None
+    return path.parent.name or None
+
+
+def _agent_cwd(path: Path, agent_id: str) -> str | None:
+    """cursor-agent keeps the working folder in `~/.cursor/chats/<md5(cwd)>/<agent id>/meta.json`."""
+    parts = path.parts
+    if "agent-transcripts" not in parts or parts.index("agent-transcripts") < 3:
+        return None
+    home = Path(*parts[: parts.index("agent-transcripts") - 2])  # <home>/projects/<slug>/agent-transcripts
+    for meta in sorted((home / "chats").glob(f"*/{agent_id}/meta.json")):
+        cwd = _meta_cwd(meta)
+        if cwd:
+            return cwd
+    return None
