@@ -449,12 +449,12 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
     found: dict[str, tuple] = {}
     columns = "id, tool_call_id, spawn_key, first_prompt, agent_id, parent_session_id"
     for root in roots:
-        # Claude subagents are named "<root>:agent-…"; other agents' subagents keep their own ids
-        # and name their parent, so look both ways.
+        # Claude subagents are named "<root>:agent-…" (a range on the primary key, not a LIKE scan);
+        # other agents' subagents keep their own ids and name their parent, so look both ways.
         for row in conn.execute(
-            f"SELECT {columns} FROM agent_sessions WHERE is_subagent = 1 AND (id LIKE ? ESCAPE '\\' "
-            "OR parent_session_id = ? OR id = ?)",
-            (root.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ":%", root, root),
+            f"SELECT {columns} FROM agent_sessions WHERE is_subagent = 1 AND id > ? AND id < ? "
+            f"UNION SELECT {columns} FROM agent_sessions WHERE is_subagent = 1 AND (parent_session_id = ? OR id = ?)",
+            (root + ":", root + ";", root, root),
         ):
             found[row[0]] = row
     for sid, tool_call_id, spawn_key, first_prompt, agent_id, parent_sid in found.values():
@@ -471,16 +471,17 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
                 break
             call = conn.execute(
                 "SELECT id, session_id, message_id, params_json, status FROM agent_tool_calls "
-                "WHERE child_agent_id = ? AND (session_id = ? OR session_id LIKE ?) ORDER BY started_at LIMIT 1",
-                (key, root, root + ":%"),
+                "WHERE child_agent_id = ? AND (session_id = ? OR (session_id > ? AND session_id < ?)) "
+                "ORDER BY started_at LIMIT 1",
+                (key, root, root + ":", root + ";"),
             ).fetchone()
         if call is None and first_prompt:
             wanted = _norm(first_prompt)
             for candidate in conn.execute(
                 "SELECT id, session_id, message_id, params_json, status FROM agent_tool_calls "
-                "WHERE tool_name IN ('Task', 'Agent') AND (session_id = ? OR session_id LIKE ?) "
+                "WHERE (session_id = ? OR (session_id > ? AND session_id < ?)) AND tool_name IN ('Task', 'Agent') "
                 "AND (child_session_id IS NULL OR child_session_id = ?)",
-                (root, root + ":%", sid),
+                (root, root + ":", root + ";", sid),
             ):
                 try:
                     prompt = orjson.loads(candidate[3] or "{}").get("prompt")
