@@ -10,6 +10,7 @@ from core.adapters.cline import ClineAdapter
 from core.adapters.codex import CodexAdapter
 from core.adapters.cursor import CursorAdapter, CursorAgentAdapter
 from core.adapters.gemini import GeminiAdapter
+from core.adapters.opencode import OpenCodeDbAdapter, OpenCodeStorageAdapter
 
 # Order matters when a file is named on the command line: the first adapter that recognises it
 # reads it, so the formats recognised by name and place come before Gemini's looser JSON sniffing.
@@ -21,6 +22,8 @@ ADAPTERS: dict[str, Adapter] = {
     "kilo-code": ClineAdapter("kilo-code", ("kilocode.kilo-code",)),
     "cursor": CursorAdapter(),
     "cursor-agent": CursorAgentAdapter(),
+    "opencode": OpenCodeStorageAdapter(),
+    "opencode-db": OpenCodeDbAdapter(),
     "gemini": GeminiAdapter(),
 }
 

@@ -1,0 +1,422 @@
+"""OpenCode: the JSON storage tree (≤ v1.1) and `opencode.db` (v1.2 →), FORMATS.md §8.
+
+Both hold the same three kinds of objects, read the same way here:
+  * session `{id, projectID, directory, parentID, title, time}`: project folder, title, and for a
+    child session (a `task` subagent) its parent;
+  * message `{id, sessionID, role, time, modelID|model, tokens, parentID, path}`: a user message
+    starts a turn (its text is in its parts); an assistant message carries the tokens, which are
+    counted from `message.tokens` as OpenCode's own totals do (each `step-finish` part keeps its
+    step's counts too; they are stored, not added);
+  * part `{id, messageID, sessionID?, type, …}`: text, reasoning, tool (call and result in one
+    part; a `task` tool's `metadata.sessionId` names the subagent session), file, step and patch
+    parts.
+
+`OpenCodeStorageAdapter` ("document" mode) reads `storage/{session,message,part}/…/*.json`, one
+record for the object's exact JSON and one for the bytes after it; the older layout
+`storage/session/{info,message,part}/…` too. Files are yielded session by session, each message
+followed by its parts, so turns build in order. A part file that does not say its session or role
+is looked up in the message file it belongs to.
+
+`OpenCodeDbAdapter` ("database" mode) reads `opencode.db` (see `shared.open_sqlite`): per session
+its row (rendered as JSON), then per message a key record (`{"$row": "message", …columns}`)
+followed by the exact bytes of its `data`, then the same for each of its parts.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from core.adapters.base import (
+    FileContext,
+    RawRecord,
+    Record,
+    SessionInfo,
+    SourceRef,
+    ToolResult,
+    ToolUse,
+    Usage,
+)
+from core.adapters.claude import _dumps, _input_text, _int, _str
+from core.adapters.codex import _head
+from core.adapters.shared import (
+    as_bytes,
+    loads,
+    open_sqlite,
+    parse_document,
+    sqlite_header,
+    table_columns,
+    tile,
+)
+
+AGENT = "opencode"
+WHOLE = frozenset({()})
+PART_TYPES = frozenset({"text", "reasoning", "tool", "file", "step-start", "step-finish", "snapshot", "patch", "agent",
+                        "compaction", "subtask", "retry"})
+TOOL_STATUS = {"completed": "completed", "success": "completed", "error": "failed"}
+
+
+def opencode_data_dir() -> Path:
+    """OpenCode follows XDG on every platform: `$XDG_DATA_HOME/opencode` or `~/.local/share/opencode`."""
+    xdg = os.environ.get("XDG_DATA_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share") / "opencode"
+
+
+def kind_of(path: Path) -> str | None:
+    """session | message | part, from where the file lies in a storage tree."""
+    parts = path.parts
+    if len(parts) >= 3 and parts[-3] == "message":
+        return "message"
+    if (len(parts) >= 3 and parts[-3] == "part") or parts[-2:-1] == ("part",) or (len(parts) >= 4 and parts[-4] == "part"):
+        return "part"
+    if len(parts) >= 3 and parts[-3] == "session":
+        return "session"
+    return None
+
+
+def storage_root(path: Path) -> Path | None:
+    """The folder holding `session/`, `message/` and `part/` (the old layout keeps them in `session/`)."""
+    for parent in path.parents:
+        if (parent / "message").is_dir() or (parent / "part").is_dir():
+            return parent
+    return None
+
+
+# ---------------------------------------------------------------------- shared meaning
+
+
+def session_record(s: dict, raw_kind: str = "session") -> Record:
+    sid = _str(s.get("id"))
+    out = Record(entry_type=raw_kind, session_id=sid, cwd=_str(s.get("directory")), version=_str(s.get("version")))
+    time = s.get("time") if isinstance(s.get("time"), dict) else {}
+    out.timestamp = _int(time.get("created") or s.get("time_created")) or None
+    info = SessionInfo(source=AGENT, external_id=sid, project_key=_str(s.get("projectID") or s.get("project_id")))
+    parent = _str(s.get("parentID") or s.get("parent_id"))
+    if parent:
+        info.kind, info.is_subagent, info.parent_session_id, info.agent_id, info.spawn_key = "subagent", 1, parent, sid, sid
+    out.session = info
+    title = _str(s.get("title"))
+    if title:
+        out.content, out.title, out.subtype, out.entry_type = title, ("ai-title", title), out.entry_type, "ai-title"
+    return out
+
+
+def message_record(m: dict, mid: str | None, sid: str | None) -> Record:
+    role = _str(m.get("role"))
+    out = Record(entry_type="message", subtype=role, known=role in ("user", "assistant"), session_id=sid,
+                 uuid=mid, message_id=mid, role=role, session=SessionInfo(source=AGENT, external_id=sid) if sid else None)
+    time = m.get("time") if isinstance(m.get("time"), dict) else {}
+    out.timestamp = _int(time.get("created")) or None
+    model = m.get("model") if isinstance(m.get("model"), dict) else {}
+    out.model = _str(m.get("modelID")) or _str(model.get("modelID"))
+    path = m.get("path") if isinstance(m.get("path"), dict) else {}
+    out.cwd = _str(path.get("cwd"))
+    if role == "user":
+        out.is_prompt = True  # its text arrives in its parts, which are placed in this turn
+    else:
+        out.parent_uuid = _str(m.get("parentID"))
+        tokens = m.get("tokens")
+        if isinstance(tokens, dict) and mid:
+            cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+            usage = Usage(f"opencode:{mid}", None, _int(tokens.get("input")),
+                          _int(tokens.get("output")) + _int(tokens.get("reasoning")),
+                          _int(cache.get("write")), _int(cache.get("read")))
+            if usage.input_tokens or usage.output_tokens or usage.cache_read_tokens or usage.cache_creation_tokens:
+                out.usage = usage
+        error = m.get("error")
+        if isinstance(error, dict):
+            data = error.get("data") if isinstance(error.get("data"), dict) else {}
+            out.content = _str(data.get("message")) or _str(error.get("name"))
+            out.is_message = out.content is not None
+    return out
+
+
+def part_record(p: dict, pid: str | None, mid: str | None, sid: str | None, role: str | None) -> Record:
+    ptype = _str(p.get("type"))
+    out = Record(entry_type="part", subtype=ptype, known=ptype in PART_TYPES, session_id=sid,
+                 uuid=pid, parent_uuid=mid, role=role,
+                 session=SessionInfo(source=AGENT, external_id=sid) if sid else None)
+    time = p.get("time") if isinstance(p.get("time"), dict) else {}
+    out.timestamp = _int(time.get("start") or time.get("created")) or None
+    if ptype == "text":
+        out.content = _str(p.get("text")) or None
+        if p.get("synthetic"):
+            out.is_meta = True  # injected by OpenCode (file contents, reminders): searchable, not shown
+        else:
+            out.is_message = out.content is not None
+    elif ptype == "reasoning":
+        out.thinking = _str(p.get("text")) or None
+        out.role = "assistant"
+        out.is_message = out.thinking is not None
+    elif ptype == "tool":
+        _tool(out, p)
+    elif ptype in ("compaction", "subtask", "agent"):
+        out.content = _str(p.get("prompt")) or _str(p.get("description")) or _str(p.get("name"))
+        out.is_compaction = ptype == "compaction"
+    elif ptype == "file":
+        out.content = _str(p.get("filename")) or _str(p.get("url"))
+    return out
+
+
+def _tool(out: Record, p: dict) -> None:
+    state = p.get("state") if isinstance(p.get("state"), dict) else {}
+    call_id = _str(p.get("callID")) or out.uuid or "?"
+    name = _str(p.get("tool")) or "?"
+    params = state.get("input") if isinstance(state.get("input"), dict) else {"input": state.get("input")}
+    out.role = "assistant"
+    out.is_message = True
+    out.tool_uses.append(ToolUse(call_id, name, _dumps(params), 0, _str(params.get("description")),
+                                 _str(params.get("prompt"))))
+    status = TOOL_STATUS.get(_str(state.get("status")) or "")
+    if status is not None:
+        output = state.get("output") if state.get("output") is not None else state.get("error")
+        metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
+        if status == "completed" and isinstance(metadata.get("exit"), int) and metadata["exit"] != 0:
+            status = "failed"
+        child = _str(metadata.get("sessionId")) if name == "task" else None
+        out.tool_results.append(ToolResult(call_id, _dumps(output), status, child))
+        out.tool_text = "\n".join(t for t in (f"{name} {_input_text(_dumps(params))}",
+                                              output if isinstance(output, str) else None) if t)
+    else:
+        out.tool_text = f"{name} {_input_text(_dumps(params))}"
+
+
+# ---------------------------------------------------------------------- the JSON storage tree
+
+
+class OpenCodeStorageAdapter:
+    """OpenCode's `storage/` JSON files; see the module docstring."""
+
+    name = AGENT
+    mode = "document"
+
+    def __init__(self) -> None:
+        self._messages: dict[str, dict[str, Path]] = {}  # storage root → message id → file
+        self._roles: dict[str, tuple[str | None, str | None]] = {}  # message file → (session, role)
+        self._missing: dict[str, set[str]] = {}
+
+    def default_roots(self) -> list[Path]:
+        return [opencode_data_dir() / "storage"]
+
+    def claims(self, path: Path, explicit: bool = False) -> bool:
+        if not path.name.endswith(".json"):
+            return False
+        kind = kind_of(path)
+        if kind is None:
+            return False
+        if not explicit and "opencode" not in path.parts and not any(p.startswith("storage") for p in path.parts):
+            return False
+        head = _head(path, 4096)
+        return head.lstrip().startswith(b"{") and (b'"id"' in head or b'"type"' in head)
+
+    def discover(self, root: Path) -> Iterator[SourceRef]:
+        if root.is_file():
+            if self.claims(root, explicit=True):
+                yield SourceRef(root, AGENT, "document", root.parent.name)
+            return
+        if not root.is_dir():
+            return
+        if (root / "storage").is_dir():
+            root = root / "storage"
+        sessions: list[Path] = []
+        messages: list[Path] = []
+        parts: dict[str, list[Path]] = {}
+        loose: list[Path] = []
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d not in ("snapshot", "session_diff", "todo", "project", "share"))
+            for fname in sorted(filenames):
+                path = Path(dirpath) / fname
+                if not self.claims(path):
+                    continue
+                kind = kind_of(path)
+                if kind == "session":
+                    sessions.append(path)
+                elif kind == "message":
+                    messages.append(path)
+                elif path.parent.name != "part":
+                    parts.setdefault(path.parent.name, []).append(path)
+                else:
+                    loose.append(path)  # a flat part/<id>.json names its message inside
+        # session by session, each message followed by its parts: turns then build in order
+        order = list(sessions)
+        for message in messages:
+            order.append(message)
+            order += parts.pop(message.name[: -len(".json")], [])
+        for rest in parts.values():
+            order += rest
+        order += loose
+        for path in order:
+            yield SourceRef(path, AGENT, "document", path.parent.name)
+
+    def split(self, data: bytes) -> list[RawRecord]:
+        parse_document(data)
+        return tile(data, WHOLE)
+
+    def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        obj, _ = loads(rec.raw)
+        path = ctx.path
+        if not isinstance(obj, dict):
+            return Record(entry_type="json-gap", session_id=ctx.state.get("sid"))
+        kind = kind_of(path)
+        stem = path.name[: -len(".json")]
+        if kind == "session":
+            out = session_record(obj)
+        elif kind == "message":
+            sid = _str(obj.get("sessionID")) or path.parent.name
+            out = message_record(obj, _str(obj.get("id")) or stem, sid)
+        else:
+            mid = _str(obj.get("messageID")) or (path.parent.name if path.parent.name != "part" else None)
+            sid, role = self._message_of(path, mid, _str(obj.get("sessionID")))
+            out = part_record(obj, _str(obj.get("id")) or stem, mid, sid, role)
+        ctx.state["sid"] = out.session_id
+        return out
+
+    def _message_of(self, part: Path, mid: str | None, sid: str | None) -> tuple[str | None, str | None]:
+        """(session, role) of a part's message, read from the message's own file."""
+        if mid is None:
+            return sid, None
+        root = storage_root(part)
+        if root is None:
+            return sid, None
+        message_dir = root / "message"
+        candidate = message_dir / sid / f"{mid}.json" if sid else None
+        if candidate is None or not candidate.is_file():
+            index = self._messages.get(str(root))
+            if index is None or (mid not in index and mid not in self._missing.setdefault(str(root), set())):
+                index = _message_index(message_dir)
+                self._messages[str(root)] = index
+                if mid not in index:
+                    self._missing[str(root)].add(mid)
+            candidate = index.get(mid)
+        if candidate is None:
+            return sid, None
+        key = str(candidate)
+        if key not in self._roles:
+            try:
+                data = orjson.loads(candidate.read_bytes())
+            except (OSError, orjson.JSONDecodeError):
+                data = {}
+            data = data if isinstance(data, dict) else {}
+            self._roles[key] = (_str(data.get("sessionID")) or candidate.parent.name, _str(data.get("role")))
+        found_sid, role = self._roles[key]
+        return sid or found_sid, role
+
+
+def _message_index(message_dir: Path) -> dict[str, Path]:
+    """Message id → file: by file name, and by the `id` inside files named otherwise."""
+    index: dict[str, Path] = {}
+    if not message_dir.is_dir():
+        return index
+    for path in sorted(message_dir.glob("*/*.json")):
+        index.setdefault(path.name[: -len(".json")], path)
+        try:
+            data = orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("id"), str):
+            index.setdefault(data["id"], path)
+    return index
+
+
+# ---------------------------------------------------------------------- opencode.db
+
+
+class OpenCodeDbAdapter:
+    """OpenCode's SQLite store (v1.2 →); see the module docstring."""
+
+    name = "opencode-db"
+    mode = "database"
+
+    def default_roots(self) -> list[Path]:
+        return [opencode_data_dir() / "opencode.db"]
+
+    def claims(self, path: Path, explicit: bool = False) -> bool:
+        if path.name != "opencode.db" and not (explicit and path.suffix == ".db"):
+            return False
+        if not sqlite_header(path):
+            return False
+        try:
+            with open_sqlite(path) as conn:
+                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.Error:
+            return False
+        return {"session", "message", "part"} <= tables
+
+    def discover(self, root: Path) -> Iterator[SourceRef]:
+        path = root if root.is_file() else root / "opencode.db"
+        if path.is_file() and self.claims(path, explicit=root.is_file()):
+            yield SourceRef(path, self.name, "database", path.parent.name)
+
+    def stat_paths(self, path: Path) -> list[Path]:
+        return [Path(str(path) + "-wal")]
+
+    def read_rows(self, path: Path) -> list[RawRecord]:
+        out: list[RawRecord] = []
+        pos = 0
+
+        def add(raw: bytes) -> None:
+            nonlocal pos
+            out.append(RawRecord(pos, len(out) + 1, raw, newline=False))
+            pos += len(raw)
+
+        with open_sqlite(path) as conn:
+            conn.row_factory = sqlite3.Row
+            order = "time_created, id" if "time_created" in table_columns(conn, "session") else "id"
+            m_order = "time_created, id" if "time_created" in table_columns(conn, "message") else "id"
+            parts: dict[str, list[sqlite3.Row]] = {}
+            for row in conn.execute("SELECT * FROM part ORDER BY id"):
+                parts.setdefault(row["message_id"], []).append(row)
+            messages: dict[str, list[sqlite3.Row]] = {}
+            for row in conn.execute(f"SELECT * FROM message ORDER BY {m_order}"):
+                messages.setdefault(row["session_id"], []).append(row)
+            for srow in conn.execute(f"SELECT * FROM session ORDER BY {order}"):
+                add(_row_json("session", srow))
+                for mrow in messages.pop(srow["id"], []):
+                    add(_row_json("message", mrow, skip="data"))
+                    add(as_bytes(mrow["data"]) or b"null")
+                    for prow in parts.pop(mrow["id"], []):
+                        add(_row_json("part", prow, skip="data"))
+                        add(as_bytes(prow["data"]) or b"null")
+            for rows in messages.values():  # messages of a session row that is gone
+                for mrow in rows:
+                    add(_row_json("message", mrow, skip="data"))
+                    add(as_bytes(mrow["data"]) or b"null")
+        return out
+
+    def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        st = ctx.state
+        obj, error = loads(rec.raw)
+        if isinstance(obj, dict) and isinstance(obj.get("$row"), str):
+            st["row"] = obj
+            if obj["$row"] == "session":
+                return session_record(obj)
+            sid = _str(obj.get("session_id"))
+            return Record(entry_type="row", subtype=obj["$row"], session_id=sid,
+                          session=SessionInfo(source=AGENT, external_id=sid) if sid else None)
+        row = st.get("row") or {}
+        sid = _str(row.get("session_id"))
+        if not isinstance(obj, dict):
+            return Record(entry_type="row-data", known=False, parse_error=error, session_id=sid)
+        if row.get("$row") == "message":
+            mid = _str(row.get("id"))
+            out = message_record(obj, mid, sid)
+            st.setdefault("roles", {})[mid] = out.role
+            return out
+        mid = _str(row.get("message_id"))
+        return part_record(obj, _str(row.get("id")), mid, sid, st.get("roles", {}).get(mid))
+
+
+def _row_json(table: str, row: sqlite3.Row, skip: str | None = None) -> bytes:
+    """A row's columns as JSON, tagged with its table (`data` is stored next, byte for byte)."""
+    values: dict[str, Any] = {"$row": table}
+    for key in row.keys():  # noqa: SIM118 - a sqlite3.Row iterates its values
+        if key == skip:
+            continue
+        value = row[key]
+        values[key] = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    return orjson.dumps(values)
