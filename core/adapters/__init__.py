@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from core.adapters.aider import AiderAdapter
 from core.adapters.base import Adapter
 from core.adapters.claude import ClaudeAdapter
 from core.adapters.cline import ClineAdapter
@@ -24,6 +25,7 @@ ADAPTERS: dict[str, Adapter] = {
     "cursor-agent": CursorAgentAdapter(),
     "opencode": OpenCodeStorageAdapter(),
     "opencode-db": OpenCodeDbAdapter(),
+    "aider": AiderAdapter(),
     "gemini": GeminiAdapter(),
 }
 

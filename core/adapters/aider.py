@@ -1,0 +1,304 @@
+"""Aider: `.aider.chat.history.md` in a project's root (FORMATS.md §6), read line by line.
+
+The file is append-only markdown; every line is stored as its own record, so it round-trips byte
+for byte. What the lines mean is decided by blocks:
+  * `# aider chat started at <local time>` starts a session (id `aider:<file>:<byte offset>`; the
+    lines before the first header, the tail of an older run, form a session of their own);
+  * `#### ` lines are what the person typed (a multi-line input is one block): a turn starts there,
+    commands (`/add`, `/run`, …) included; the block's first line carries the whole text;
+  * `> ` lines are aider's own output (version, model, "Applied edit", commits, command output), one
+    system message per group; a `> Tokens: … sent, … received` line carries that request's usage
+    (`sent` includes the cache, which is split out when the line names it);
+  * other lines are the model's reply, one message per block (code fences keep `#### ` and `> `
+    lines inside a reply).
+The first line of a block looks ahead in the file for the rest of its block (the file is re-read
+once per ingest), and an append read on its own first replays its session from the header.
+
+Default discovery stays cheap: the history file in the home folder and in its project folders one
+or two levels down (`~/x/`, `~/src/x/`, …), never a walk of the whole home; `--source` folders are
+walked (skipping `.git`, `node_modules`, virtualenvs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from core.adapters.base import FileContext, RawRecord, Record, SessionInfo, SourceRef, Usage
+
+AGENT = "aider"
+HISTORY_NAME = ".aider.chat.history.md"
+HEADER = b"# aider chat started at "
+PROJECT_DIRS = ("src", "code", "Code", "projects", "Projects", "dev", "work", "repos", "git", "workspace",
+                "Developer", "Documents/GitHub", "go/src")
+PRUNE = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache", ".cache",
+                   "site-packages", ".aider.tags.cache.v3", ".aider.tags.cache.v4", "Library", ".Trash"})
+TOKENS = re.compile(r"^Tokens: (.*?) received\b")
+TOKEN_PART = re.compile(r"([\d.,]+)([kKmM]?) (sent|cache write|cache hit|cached)")
+RECEIVED = re.compile(r"([\d.,]+)([kKmM]?)$")
+MODEL = re.compile(r"^(?:Main model|Models?|Model): ([\w./@:+-]+)")  # "⚡" after a name marks prompt caching
+VERSION = re.compile(r"^Aider v(\S+)")
+
+
+def looks_like_aider(head: bytes) -> bool:
+    return HEADER in head or (b"\n#### " in head and b"\n> " in head and not head.lstrip().startswith((b"{", b"[")))
+
+
+def _head(path: Path, size: int = 65536) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(size)
+    except OSError:
+        return b""
+
+
+class AiderAdapter:
+    """Reads aider chat histories; see the module docstring."""
+
+    name = AGENT
+    mode = "lines"
+
+    def default_roots(self) -> list[Path]:
+        """History files in the usual places only: the home folder and project folders under it."""
+        home = Path.home()
+        found: list[Path] = []
+        env = os.environ.get("AIDER_CHAT_HISTORY_FILE")
+        if env:
+            found.append(Path(env).expanduser())
+        candidates = [home / HISTORY_NAME]
+        for base in (home, *(home / d for d in PROJECT_DIRS)):
+            try:
+                entries = sorted(os.scandir(base), key=lambda e: e.name)
+            except OSError:
+                continue
+            candidates += [Path(e.path) / HISTORY_NAME for e in entries if e.is_dir(follow_symlinks=False)
+                           and not e.name.startswith(".")]
+        found += [p for p in candidates if p.is_file()]
+        return found or [home / HISTORY_NAME]
+
+    def claims(self, path: Path, explicit: bool = False) -> bool:
+        name = path.name
+        if name == HISTORY_NAME or name.endswith(".chat.history.md"):
+            return True
+        return explicit and name.endswith((".md", ".markdown", ".txt")) and looks_like_aider(_head(path))
+
+    def discover(self, root: Path) -> Iterator[SourceRef]:
+        if root.is_file():
+            if self.claims(root, explicit=True):
+                yield SourceRef(root, AGENT, "transcript", root.parent.name)
+            return
+        if not root.is_dir():
+            return
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d not in PRUNE)
+            for fname in filenames:
+                if fname == HISTORY_NAME or fname.endswith(".chat.history.md"):
+                    path = Path(dirpath) / fname
+                    yield SourceRef(path, AGENT, "transcript", path.parent.name)
+
+    # ------------------------------------------------------------------ normalize
+
+    def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        st = ctx.state
+        if "blocks" not in st:
+            self._start(ctx, rec.offset)
+        return self._line(rec, st)
+
+    def _start(self, ctx: FileContext, offset: int) -> None:
+        st = ctx.state
+        try:
+            data = ctx.path.read_bytes()
+        except OSError:
+            data = b""
+        tag = hashlib.sha1(str(ctx.path).encode()).hexdigest()[:8]
+        st.update(data=data, tag=tag, sid=f"aider:{tag}:0", ts=None, last=None, model=None, cwd=str(ctx.path.parent),
+                  first=True, version=None)
+        begin = 0
+        if offset > 0:  # an append read on its own: start from the header of the session it continues
+            header = data.rfind(b"\n" + HEADER, 0, offset)
+            begin = header + 1 if header >= 0 else 0
+        st["blocks"] = _segment(data, begin)
+        if offset > begin:
+            for line_number, (start, end) in enumerate(_lines(data, begin, offset), 1):
+                self._line(RawRecord(start, line_number, data[start:end]), st)
+
+    def _line(self, rec: RawRecord, st: dict[str, Any]) -> Record:
+        raw = rec.raw
+        text = raw.decode("utf-8", "replace")
+        block = st["blocks"].get(rec.offset)
+        if block is None or st["data"][rec.offset : rec.offset + len(raw)] != raw:
+            block = _classify_alone(raw)  # the file changed since: this line is read on its own
+        kind, first, body = block
+        if kind == "header":
+            return self._header(rec, text, st)
+        out = Record(entry_type=kind, session_id=st["sid"], session=self._info(st))
+        if st["first"]:
+            out.cwd = st["cwd"]
+            st["first"] = False
+        if kind == "blank":
+            return out
+        if kind == "quote":
+            self._facts(out, text[1:].strip(), st, rec.offset)
+        if not first:
+            out.is_meta = True  # part of the block its first line carries
+            return out
+        out.uuid = f"{st['sid']}:{rec.offset}"
+        out.parent_uuid = st["last"]
+        st["last"] = out.uuid
+        out.content = body or None
+        out.is_message = bool(body)
+        if kind == "user":
+            out.role = "user"
+            out.is_prompt = bool(body) and body != "<blank>"
+            out.subtype = "command" if body.startswith("/") else "prompt"
+            out.timestamp = st["ts"]
+        elif kind == "reply":
+            out.role = "assistant"
+            out.model = st["model"]
+        else:
+            out.role = "system"
+        return out
+
+    def _header(self, rec: RawRecord, text: str, st: dict[str, Any]) -> Record:
+        stamp = text[len(HEADER) :].strip()
+        st.update(sid=f"aider:{st['tag']}:{rec.offset}", last=None, model=None, first=False, version=None)
+        try:
+            st["ts"] = int(datetime.fromisoformat(stamp).timestamp() * 1000)  # local time, as aider writes it
+        except ValueError:
+            st["ts"] = None
+        return Record(entry_type="session-start", session_id=st["sid"], timestamp=st["ts"], cwd=st["cwd"],
+                      session=self._info(st, stamp))
+
+    def _info(self, st: dict[str, Any], stamp: str | None = None) -> SessionInfo:
+        return SessionInfo(source=AGENT, external_id=stamp or st["sid"], project_key=Path(st["cwd"]).name)
+
+    def _facts(self, out: Record, line: str, st: dict[str, Any], offset: int) -> None:
+        """Model, version and token counts from aider's own output lines."""
+        m = MODEL.match(line)
+        if m:
+            st["model"] = out.model = m.group(1)
+        v = VERSION.match(line)
+        if v:
+            out.version = v.group(1)
+        usage = _tokens(line, f"{st['sid']}:tokens:{offset}")
+        if usage is not None:
+            out.usage = usage
+            out.model = st["model"]
+
+
+def _number(value: str, suffix: str) -> int:
+    n = float(value.replace(",", ""))
+    return int(round(n * {"k": 1e3, "m": 1e6}.get(suffix.lower(), 1)))
+
+
+def _tokens(line: str, key: str) -> Usage | None:
+    """`Tokens: 1.6k sent, 1.6k cache write, 2.1k cache hit, 51 received.`; sent includes the cache."""
+    m = TOKENS.match(line)
+    if not m:
+        return None
+    body = m.group(1)
+    values: dict[str, int] = {}
+    for part in TOKEN_PART.finditer(body):
+        values[part.group(3)] = _number(part.group(1), part.group(2))
+    received = RECEIVED.search(body.strip())
+    output = _number(received.group(1), received.group(2)) if received else 0
+    written = values.get("cache write", 0)
+    read = values.get("cache hit", 0) + values.get("cached", 0)
+    return Usage(key, None, max(0, values.get("sent", 0) - written - read), output, written, read)
+
+
+# ---------------------------------------------------------------------- blocks
+
+
+def _lines(data: bytes, begin: int, end: int) -> Iterator[tuple[int, int]]:
+    pos = begin
+    while pos < end:
+        nl = data.find(b"\n", pos, end)
+        stop = end if nl < 0 else nl
+        yield pos, stop
+        pos = stop + 1
+
+
+def _line_kind(line: bytes) -> str:
+    if line.startswith(HEADER):
+        return "header"
+    stripped = line.rstrip(b" \r")
+    if stripped == b"####" or line.startswith(b"#### "):
+        return "user"
+    if stripped == b">" or line.startswith(b"> "):
+        return "quote"
+    if not stripped:
+        return "blank"
+    return "reply"
+
+
+def _classify_alone(raw: bytes) -> tuple[str, bool, str]:
+    kind = _line_kind(raw)
+    return kind, kind not in ("blank", "header"), _strip(kind, raw)
+
+
+def _strip(kind: str, line: bytes) -> str:
+    text = line.decode("utf-8", "replace").rstrip("\r")
+    if kind == "user":
+        return text[4:].strip()
+    if kind == "quote":
+        return text[1:].rstrip().removeprefix(" ")
+    return text.rstrip()
+
+
+def _segment(data: bytes, begin: int) -> dict[int, tuple[str, bool, str]]:
+    """Line offset → (kind, first line of its block, the block's text) from `begin` to the end.
+
+    As aider's own history reader does, `#### ` lines are the person's and `> ` lines aider's; but
+    inside a code fence of a reply they stay part of the reply, unless they follow a blank line and
+    end in aider's two-space line break (the reply was interrupted with its fence open).
+    """
+    out: dict[int, tuple[str, bool, str]] = {}
+    block: list[tuple[int, bytes]] = []
+    kind: str | None = None
+    fence = False
+    prev_blank = True
+
+    def close() -> None:
+        if not block:
+            return
+        texts = [_strip(kind or "reply", line) for _, line in block]
+        body = "\n".join(texts).strip("\n")
+        for i, (offset, _) in enumerate(block):
+            out[offset] = (kind or "reply", i == 0, body if i == 0 else "")
+        block.clear()
+
+    for start, end in _lines(data, begin, len(data)):
+        line = data[start:end]
+        lk = _line_kind(line)
+        if lk == "header":
+            close()
+            kind, fence, prev_blank = None, False, True
+            out[start] = ("header", False, "")
+            continue
+        if fence and lk in ("user", "quote") and prev_blank and (line.endswith(b"  ") or line.startswith(b"> Tokens: ")):
+            fence = False  # a reply cut off inside a code block: aider's own line (ends "  ") ends it
+        prev_blank = lk == "blank"
+        if kind == "reply" and (fence or lk in ("reply", "blank")):
+            if line.lstrip().startswith(b"```"):
+                fence = not fence
+            block.append((start, line))
+            continue
+        if lk == "blank":
+            close()
+            kind = None
+            out[start] = ("blank", False, "")
+            continue
+        if lk != kind:
+            close()
+            kind = lk
+        if lk == "reply" and line.lstrip().startswith(b"```"):
+            fence = not fence
+        block.append((start, line))
+    close()
+    return out

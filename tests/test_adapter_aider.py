@@ -1,0 +1,193 @@
+"""Aider chat histories: sessions, prompts, replies and token lines written here, plus the corpus file."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from conftest import CORPUS, ingest
+
+from core import db
+from core.adapters import ADAPTERS
+from core.adapters.aider import AiderAdapter
+from core.archive import file_bytes
+from core.ingest import run_ingest
+
+PREAMBLE = """-*- mode: fundamental -*-
+> ^C again to exit  
+
+#### finish the parser  
+
+Done with the parser.
+
+"""
+
+SESSION_1 = """
+# aider chat started at 2025-12-03 14:43:45
+
+> /home/dev/.venv/bin/aider parser.py  
+> Aider v0.86.1  
+> Main model: anthropic/claude-sonnet-4-5⚡ with diff edit format, infinite output  
+> Git repo: .git with 12 files  
+> Added parser.py to the chat.  
+
+#### Fix the tokenizer:  
+#### it drops the last token  
+
+The loop stops one short. Here is the fix:
+
+parser.py
+```python
+<<<<<<< SEARCH
+#### not a prompt, just code
+> not aider output either
+=======
+for i in range(len(tokens)):
+>>>>>>> REPLACE
+```
+
+> Quoted in the reply, right after text.
+
+> Tokens: 2.4k sent, 1.6k cache write, 104 received. Cost: $0.0042 message, $0.0042 session.  
+> Applied edit to parser.py  
+> Commit 1b2614a fix: keep the last token  
+
+#### /run pytest -q  
+> 3 passed  
+
+#### <blank>  
+"""
+
+SESSION_2 = """
+# aider chat started at 2025-12-04 09:00:00
+
+> Aider v0.86.1  
+> Model: gpt-4o-mini with whole edit format  
+
+#### hi  
+
+Hello! How can I help?
+
+> Tokens: 1,234 sent, 1,000 cache hit, 12 received.
+"""
+
+
+def history(root: Path, text: str) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / ".aider.chat.history.md"
+    path.write_text(text)
+    return path
+
+
+def sessions(conn: sqlite3.Connection) -> dict[str, dict]:
+    cur = conn.execute("SELECT * FROM agent_sessions ORDER BY created_at IS NOT NULL, created_at")
+    names = [d[0] for d in cur.description]
+    return {row[0]: dict(zip(names, row, strict=True)) for row in cur.fetchall()}
+
+
+def shown(conn: sqlite3.Connection, sid: str) -> list[tuple]:
+    return conn.execute("SELECT role, content FROM entries WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq",
+                        (sid,)).fetchall()
+
+
+def test_sessions_prompts_replies_commands_and_tokens(conn, tmp_path):
+    path = history(tmp_path / "parser-project", PREAMBLE + SESSION_1 + SESSION_2)
+    ingest(conn, tmp_path)
+    found = sessions(conn)
+    assert len(found) == 3  # the lines before the first header are a session of their own
+    pre, first, second = found.values()
+    assert pre["id"].endswith(":0") and pre["turn_count"] == 1 and pre["title"] == "finish the parser"
+    assert (first["source"], first["project_path"], first["model"], first["cli_version"]) == (
+        "aider", str(tmp_path / "parser-project"), "anthropic/claude-sonnet-4-5", "0.86.1")
+    stamp = int(datetime(2025, 12, 3, 14, 43, 45).timestamp() * 1000)  # aider writes local time
+    assert first["created_at"] == stamp
+    assert first["turn_count"] == 2 and first["title"] == "Fix the tokenizer: it drops the last token"
+    messages = shown(conn, first["id"])
+    assert messages[1] == ("user", "Fix the tokenizer:\nit drops the last token")
+    reply = messages[2][1]
+    assert messages[2][0] == "assistant" and "#### not a prompt" in reply and "> not aider output" in reply
+    assert "> Quoted in the reply, right after text." not in reply  # a quote after a blank line is aider's
+    assert ("user", "/run pytest -q") in messages and ("system", "3 passed") in messages
+    # 2.4k sent includes the 1.6k written to the cache
+    assert (first["input_tokens"], first["cache_creation_tokens"], first["output_tokens"]) == (800, 1600, 104)
+    assert (second["input_tokens"], second["cache_read_tokens"], second["output_tokens"], second["model"]) == (
+        234, 1000, 12, "gpt-4o-mini")
+    fid = conn.execute("SELECT id FROM source_files").fetchone()[0]
+    assert file_bytes(conn, fid) == (path.read_bytes(), True)
+    assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == path.read_bytes().count(b"\n")
+
+
+def test_appended_lines_continue_their_session(conn, tmp_path):
+    text = PREAMBLE + SESSION_1 + SESSION_2
+    path = tmp_path / "proj" / ".aider.chat.history.md"
+    cuts = [text.index("The loop stops"), text.index("> Tokens: 2.4k"), text.index("#### hi")]
+    for cut in cuts:
+        history(tmp_path / "proj", text[:cut])
+        ingest(conn, tmp_path)
+    history(tmp_path / "proj", text)
+    ingest(conn, tmp_path)
+    fresh = db.connect(tmp_path / "fresh.db")
+    ingest(fresh, tmp_path)
+    for sql in ("SELECT id, turn_count, message_count, input_tokens, output_tokens, title FROM agent_sessions ORDER BY id",
+                "SELECT id, parent_turn_id, token_count FROM agent_turns ORDER BY id",
+                "SELECT session_id, role, content FROM entries WHERE seq IS NOT NULL ORDER BY session_id, seq"):
+        assert conn.execute(sql).fetchall() == fresh.execute(sql).fetchall(), sql
+    assert file_bytes(conn, 1) == (path.read_bytes(), True)
+    fresh.close()
+
+
+def test_discovery_is_cheap_and_recognises_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(Path, "home", lambda: tmp_path)
+    monkeypatch.delenv("AIDER_CHAT_HISTORY_FILE", raising=False)
+    adapter = AiderAdapter()
+    near = history(tmp_path / "webshop", SESSION_2)
+    under_src = history(tmp_path / "src" / "api", SESSION_2)
+    deep = history(tmp_path / "a" / "b" / "c", SESSION_2)  # too deep for the default places
+    assert adapter.default_roots() == [near, under_src]
+    # a --source folder is walked, skipping dependency folders
+    history(tmp_path / "a" / "node_modules" / "x", SESSION_2)
+    assert [r.path for r in adapter.discover(tmp_path / "a")] == [deep]
+    loose = tmp_path / "notes" / "chat-history.md"
+    loose.parent.mkdir()
+    loose.write_text(PREAMBLE + SESSION_1)
+    assert adapter.claims(loose, explicit=True) and not adapter.claims(loose)
+    q_save = tmp_path / "notes" / "convo.md"
+    q_save.write_text('{\n  "conversation_id": "x",\n  "history": []\n}')
+    assert not adapter.claims(q_save, explicit=True)
+    assert not ADAPTERS["claude-code"].claims(near)
+
+
+# ---------------------------------------------------------------------- corpus
+
+AIDER = CORPUS / "aider"
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not AIDER.is_dir(), reason="../shared/corpus/aider is not present")
+def test_corpus_aider(tmp_path):
+    conn = db.connect(tmp_path / "corpus.db")
+    (path,) = sorted(AIDER.rglob("*.md"))
+    report = run_ingest(conn, [path], include_defaults=False)
+    assert not report.errors, report.errors
+    data = path.read_bytes()
+    assert conn.execute("SELECT agent FROM source_files").fetchone() == ("aider",)
+    assert report.records_added == data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    assert file_bytes(conn, 1) == (data, True)
+    headers = data.count(b"\n# aider chat started at ") + data.startswith(b"# aider chat started at ")
+    assert headers == 1133
+    assert conn.execute("SELECT count(*) FROM agent_sessions WHERE source = 'aider'").fetchone() == (headers + 1,)
+    # every `> Tokens:` line is one request's usage
+    token_lines = re.findall(rb"^> Tokens: .*", data, re.M)
+    assert conn.execute("SELECT count(*) FROM agent_usage").fetchone() == (len(token_lines),)
+    received = 0
+    for line in token_lines:
+        m = re.search(rb"([\d.,]+)([kKmM]?) received", line)
+        n = float(m.group(1).replace(b",", b""))
+        received += round(n * {b"k": 1e3, b"m": 1e6}.get(m.group(2).lower(), 1))
+    assert conn.execute("SELECT sum(output_tokens) FROM agent_sessions").fetchone() == (received,)
+    turns = conn.execute("SELECT sum(turn_count) FROM agent_sessions").fetchone()[0]
+    assert 1500 < turns < len(re.findall(rb"^#### ", data, re.M))
+    conn.close()
