@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.adapters.aider import AiderAdapter
+from core.adapters.amazon_q import AmazonQAdapter, AmazonQDbAdapter
 from core.adapters.base import Adapter
 from core.adapters.claude import ClaudeAdapter
+from core.adapters.claude_store import ClaudeStoreAdapter
 from core.adapters.cline import ClineAdapter
 from core.adapters.codex import CodexAdapter
 from core.adapters.cursor import CursorAdapter, CursorAgentAdapter
@@ -17,6 +19,7 @@ from core.adapters.opencode import OpenCodeDbAdapter, OpenCodeStorageAdapter
 # reads it, so the formats recognised by name and place come before Gemini's looser JSON sniffing.
 ADAPTERS: dict[str, Adapter] = {
     "claude-code": ClaudeAdapter(),
+    "claude-store": ClaudeStoreAdapter(),
     "codex": CodexAdapter(),
     "cline": ClineAdapter("cline", ("saoudrizwan.claude-dev",), sdk=True),
     "roo-code": ClineAdapter("roo-code", ("rooveterinaryinc.roo-cline",)),
@@ -26,6 +29,8 @@ ADAPTERS: dict[str, Adapter] = {
     "opencode": OpenCodeStorageAdapter(),
     "opencode-db": OpenCodeDbAdapter(),
     "aider": AiderAdapter(),
+    "amazon-q": AmazonQAdapter(),
+    "amazon-q-db": AmazonQDbAdapter(),
     "gemini": GeminiAdapter(),
 }
 

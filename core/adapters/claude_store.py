@@ -1,0 +1,160 @@
+"""Claude Code's legacy SQLite store, `~/.claude/__store.db` (0.2.90 – 0.2.10x, FORMATS.md §2).
+
+The rows hold the same messages the JSONL transcripts hold: `base_messages` (uuid, parent,
+session, time, type, cwd, version, sidechain) joined with `user_messages` or
+`assistant_messages`, whose `message` / `tool_use_result` columns are the JSONL `message` /
+`toolUseResult` JSON. Each message is read as a key record (its other columns, rendered as JSON
+and naming the value records that follow) then the exact bytes of `tool_use_result` (if any) and
+`message`; `conversation_summaries` rows are one record each. The message is then put back in its
+JSONL shape and read by the Claude Code adapter, so sessions keep their ids and `source`, and a
+session that also exists as JSONL (newer versions copied them) is recognised as the same records.
+Timestamps are seconds or milliseconds (told apart by magnitude). Opened read-only, see
+`shared.open_sqlite`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from core.adapters.base import FileContext, RawRecord, Record, SessionInfo, SourceRef
+from core.adapters.claude import AGENT as CLAUDE
+from core.adapters.claude import ClaudeAdapter, _str, config_dir
+from core.adapters.shared import as_bytes, loads, open_sqlite, sqlite_header, table_columns
+
+JSON_COLUMNS = frozenset({"message", "tool_use_result"})
+
+
+class ClaudeStoreAdapter:
+    """Reads `__store.db`; see the module docstring."""
+
+    name = "claude-store"
+    mode = "database"
+
+    def __init__(self) -> None:
+        self._claude = ClaudeAdapter()
+
+    def default_roots(self) -> list[Path]:
+        return [config_dir() / "__store.db"]
+
+    def claims(self, path: Path, explicit: bool = False) -> bool:
+        if path.name != "__store.db" and not (explicit and path.suffix in (".db", ".sqlite", ".sqlite3")):
+            return False
+        if not sqlite_header(path):
+            return False
+        try:
+            with open_sqlite(path) as conn:
+                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.Error:
+            return False
+        return "base_messages" in tables
+
+    def discover(self, root: Path) -> Iterator[SourceRef]:
+        path = root if root.is_file() else root / "__store.db"
+        if path.is_file() and self.claims(path, explicit=root.is_file()):
+            yield SourceRef(path, self.name, "database", path.parent.name)
+
+    def stat_paths(self, path: Path) -> list[Path]:
+        return [Path(str(path) + "-wal")]
+
+    def read_rows(self, path: Path) -> list[RawRecord]:
+        out: list[RawRecord] = []
+        pos = 0
+
+        def add(raw: bytes) -> None:
+            nonlocal pos
+            out.append(RawRecord(pos, len(out) + 1, raw, newline=False))
+            pos += len(raw)
+
+        with open_sqlite(path) as conn:
+            conn.row_factory = sqlite3.Row
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            details: dict[str, tuple[str, sqlite3.Row]] = {}
+            for table in ("user_messages", "assistant_messages"):
+                if table in tables:
+                    for row in conn.execute(f"SELECT * FROM {table}"):
+                        details[row["uuid"]] = (table, row)
+            order = "timestamp, rowid" if "timestamp" in table_columns(conn, "base_messages") else "rowid"
+            for base in conn.execute(f"SELECT * FROM base_messages ORDER BY {order}"):
+                table, detail = details.get(base["uuid"], (None, None))
+                values = {"tool_use_result": None, "message": None}
+                key: dict[str, Any] = {"$row": "base_messages", **_plain(base)}
+                if detail is not None:
+                    key["$detail"] = {"table": table, **_plain(detail, skip=JSON_COLUMNS)}
+                    for column in ("tool_use_result", "message"):
+                        if column in detail.keys():  # noqa: SIM118 - a sqlite3.Row iterates its values
+                            values[column] = as_bytes(detail[column])
+                key["$then"] = [c for c, v in values.items() if v is not None]
+                add(orjson.dumps(key))
+                for column in key["$then"]:
+                    add(values[column] or b"")
+            if "conversation_summaries" in tables:
+                for row in conn.execute("SELECT * FROM conversation_summaries ORDER BY rowid"):
+                    add(orjson.dumps({"$row": "conversation_summaries", **_plain(row)}))
+        return out
+
+    def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        st = ctx.state
+        if "inner" not in st:
+            st.update(inner=FileContext(ctx.path, "transcript", ctx.project_key), row={}, then=[], values={})
+        then: list[str] = st["then"]
+        if then:  # a value record of the message whose key came before
+            column = then.pop(0)
+            obj, error = loads(rec.raw)
+            st["values"][column] = obj
+            base = st["row"]
+            if column != "message":
+                return Record(entry_type="tool-use-result", session_id=_str(base.get("session_id")), parse_error=error,
+                              session=_info(base))
+            out = self._message(base, st, rec)
+            out.parse_error = out.parse_error or error
+            return out
+        obj, error = loads(rec.raw)
+        if not isinstance(obj, dict):
+            return Record(entry_type="invalid", known=False, parse_error=error)
+        if obj.get("$row") == "conversation_summaries":
+            line = {"type": "summary", "summary": obj.get("summary"), "leafUuid": obj.get("leaf_uuid")}
+            out = self._claude.normalize(RawRecord(rec.offset, rec.line_number, orjson.dumps(line)), st["inner"])
+            out.timestamp = None
+            return out
+        st["row"], st["then"], st["values"] = obj, list(obj.get("$then") or []), {}
+        return Record(entry_type="row", subtype=_str(obj.get("message_type")), session_id=_str(obj.get("session_id")),
+                      session=_info(obj), cwd=_str(obj.get("cwd")), version=_str(obj.get("version")))
+
+    def _message(self, base: dict, st: dict[str, Any], rec: RawRecord) -> Record:
+        """The message in its JSONL shape, read by the Claude Code adapter."""
+        detail = base.get("$detail") if isinstance(base.get("$detail"), dict) else {}
+        line: dict[str, Any] = {
+            "type": base.get("message_type"), "uuid": base.get("uuid"), "parentUuid": base.get("parent_uuid"),
+            "sessionId": base.get("session_id"), "timestamp": base.get("timestamp"), "cwd": base.get("cwd"),
+            "userType": base.get("user_type"), "version": base.get("version"),
+            "isSidechain": bool(base.get("isSidechain")), "message": st["values"].get("message"),
+        }
+        if st["values"].get("tool_use_result") is not None:
+            line["toolUseResult"] = st["values"]["tool_use_result"]
+        if detail.get("is_meta"):
+            line["isMeta"] = True
+        if detail.get("is_api_error_message"):
+            line["isApiErrorMessage"] = True
+        if detail.get("cost_usd") is not None:
+            line["costUSD"], line["durationMs"] = detail.get("cost_usd"), detail.get("duration_ms")
+        return self._claude.normalize(RawRecord(rec.offset, rec.line_number, orjson.dumps(line)), st["inner"])
+
+
+def _plain(row: sqlite3.Row, skip: frozenset[str] = frozenset()) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in row.keys():  # noqa: SIM118 - a sqlite3.Row iterates its values
+        if key in skip:
+            continue
+        value = row[key]
+        out[key] = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    return out
+
+
+def _info(base: dict) -> SessionInfo | None:
+    sid = _str(base.get("session_id"))
+    return SessionInfo(source=CLAUDE, external_id=sid) if sid else None
