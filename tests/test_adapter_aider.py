@@ -150,10 +150,12 @@ def test_discovery_is_cheap_and_recognises_files(tmp_path, monkeypatch):
     # a --source folder is walked, skipping dependency folders
     history(tmp_path / "a" / "node_modules" / "x", SESSION_2)
     assert [r.path for r in adapter.discover(tmp_path / "a")] == [deep]
-    loose = tmp_path / "notes" / "chat-history.md"
-    loose.parent.mkdir()
+    (tmp_path / "notes").mkdir()
+    renamed = tmp_path / "notes" / "chat-history.md"  # --chat-history-file: a history-like name is read on a walk
+    renamed.write_text(PREAMBLE + SESSION_1)
+    loose = tmp_path / "notes" / "monday.md"  # any other name only when named on the command line
     loose.write_text(PREAMBLE + SESSION_1)
-    assert adapter.claims(loose, explicit=True) and not adapter.claims(loose)
+    assert adapter.claims(renamed) and adapter.claims(loose, explicit=True) and not adapter.claims(loose)
     q_save = tmp_path / "notes" / "convo.md"
     q_save.write_text('{\n  "conversation_id": "x",\n  "history": []\n}')
     assert not adapter.claims(q_save, explicit=True)

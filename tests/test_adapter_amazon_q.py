@@ -136,8 +136,10 @@ def test_q_database_conversations_never_the_credentials(conn, tmp_path, monkeypa
 
 def test_detection(tmp_path):
     md = save(tmp_path / "convo.md", state(pairs()))
-    assert ADAPTERS["amazon-q"].claims(md, explicit=True)
-    assert not ADAPTERS["amazon-q"].claims(md)  # a .md is only read when named
+    assert ADAPTERS["amazon-q"].claims(md, explicit=True) and ADAPTERS["amazon-q"].claims(md)
+    readme = tmp_path / "README.md"
+    readme.write_text("# Project\n\nconversation_id and history are words here.\n")
+    assert not ADAPTERS["amazon-q"].claims(readme)
     assert not ADAPTERS["aider"].claims(md, explicit=True)
     assert not ADAPTERS["gemini"].claims(save(tmp_path / "q.json", state(pairs())), explicit=True)
 

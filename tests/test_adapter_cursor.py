@@ -275,6 +275,10 @@ def test_claims_and_roots(tmp_path, monkeypatch):
     adapter = CursorAdapter()
     vscode = tmp_path / ".config" / "Code" / "User" / "globalStorage" / "state.vscdb"
     make_db(vscode).close()
+    plain = sqlite3.connect(vscode)
+    plain.execute("DROP TABLE cursorDiskKV")  # VS Code's own database has only ItemTable
+    plain.commit()
+    plain.close()
     assert not adapter.claims(vscode)  # VS Code's own state database is not Cursor's
     assert adapter.claims(vscode, explicit=True)  # named on the command line, its tables decide
     monkeypatch.setattr(Path, "home", lambda: tmp_path)

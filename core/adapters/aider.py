@@ -85,7 +85,10 @@ class AiderAdapter:
         name = path.name
         if name == HISTORY_NAME or name.endswith(".chat.history.md"):
             return True
-        return explicit and name.endswith((".md", ".markdown", ".txt")) and looks_like_aider(_head(path))
+        if not name.endswith((".md", ".markdown", ".txt")):
+            return False
+        # on a walk only history-like names are opened; a file named on the command line always is
+        return (explicit or "history" in name.lower() or "aider" in name.lower()) and looks_like_aider(_head(path))
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if root.is_file():
@@ -96,8 +99,8 @@ class AiderAdapter:
             return
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if d not in PRUNE)
-            for fname in filenames:
-                if fname == HISTORY_NAME or fname.endswith(".chat.history.md"):
+            for fname in sorted(filenames):
+                if fname.endswith((".md", ".markdown", ".txt")) and self.claims(Path(dirpath) / fname):
                     path = Path(dirpath) / fname
                     yield SourceRef(path, AGENT, "transcript", path.parent.name)
 

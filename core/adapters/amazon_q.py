@@ -80,7 +80,8 @@ class AmazonQAdapter:
         suffix = path.suffix.lower()
         if explicit:
             return suffix in (".json", ".md", ".txt", "") and looks_like_q(_head(path, 8192))
-        return suffix == ".json" and looks_like_q(_head(path, 512))
+        # on a walk: a save starts with `{` and names its conversation within its first bytes
+        return suffix in (".json", ".md") and looks_like_q(_head(path, 512))
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if root.is_file():
@@ -94,7 +95,7 @@ class AmazonQAdapter:
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in ("node_modules", "venv"))
             for fname in sorted(filenames):
-                if fname.endswith(".json"):
+                if fname.endswith((".json", ".md")):
                     path = Path(dirpath) / fname
                     if self.claims(path):
                         yield SourceRef(path, AGENT, "document", path.parent.name)

@@ -184,9 +184,9 @@ class ClineAdapter:
         if kind == "task-history":
             return path.parent.name == "state" or explicit
         in_sessions = "sessions" in path.parts
-        if kind == "sdk-messages":
-            return in_sessions or explicit and kind_of(path, _head(path, 4096)) == "sdk-messages"
-        if in_sessions and path.parent.name == path.name[: -len(".json")]:
+        if kind == "sdk-messages":  # a distinctive name: outside a sessions folder its content decides
+            return in_sessions or kind_of(path, _head(path, 4096)) == "sdk-messages"
+        if path.parent.name == path.name[: -len(".json")] or name == "session.json":
             return kind_of(path, _head(path, 8192)) == "sdk-manifest"
         if explicit:
             return kind_of(path, _head(path, 8192)) is not None

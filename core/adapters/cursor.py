@@ -119,11 +119,15 @@ class CursorAdapter:
 
     def claims(self, path: Path, explicit: bool = False) -> bool:
         name = path.name
-        if name == "state.vscdb":
-            return "Cursor" in path.parts or (explicit and _has_table(path, ("cursorDiskKV", "ItemTable")))
-        if name == "store.db":
-            return "chats" in path.parts and ".cursor" in path.parts or (explicit and _has_table(path, ("blobs",)))
-        return explicit and path.suffix in (".vscdb", ".db") and _has_table(path, ("cursorDiskKV", "blobs"))
+        if name == "state.vscdb" and "Cursor" in path.parts:
+            return True
+        if name == "store.db" and "chats" in path.parts and ".cursor" in path.parts:
+            return True
+        if name.endswith(".vscdb"):  # another editor's state database has no cursorDiskKV table
+            return _has_table(path, ("cursorDiskKV",) if not explicit else ("cursorDiskKV", "ItemTable"))
+        if name.endswith("store.db") or (explicit and path.suffix == ".db"):
+            return _has_table(path, ("blobs",)) and (explicit or _has_table(path, ("meta",)))
+        return False
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if root.is_file():
@@ -139,7 +143,7 @@ class CursorAdapter:
             dirnames[:] = sorted(d for d in dirnames if d not in ("History", "logs", "CachedData", "snippets")
                                  and not (Path(dirpath).name == "globalStorage" and "." in d))
             for fname in filenames:
-                if fname in ("state.vscdb", "store.db"):
+                if fname.endswith((".vscdb", "store.db")):
                     path = Path(dirpath) / fname
                     if self.claims(path):
                         yield SourceRef(path, AGENT, "database", path.parent.name)
@@ -668,11 +672,11 @@ class CursorAgentAdapter:
         if not root.is_dir():
             return
         for dirpath, dirnames, filenames in os.walk(root):
-            dirnames.sort()
+            dirnames[:] = sorted(d for d in dirnames if d not in (".git", "node_modules"))
             for fname in sorted(filenames):
                 if fname.endswith(".jsonl"):
                     path = Path(dirpath) / fname
-                    if "agent-transcripts" in path.parts and self.claims(path):
+                    if self.claims(path):
                         yield SourceRef(path, self.name, "transcript", _slug(path))
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
