@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _search_help() -> str:
-    from core.search import SEARCH_HELP
+    from core.text import SEARCH_HELP
 
     return "\n".join("  " + line for line in SEARCH_HELP.splitlines())
 

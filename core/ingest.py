@@ -20,7 +20,7 @@ from pathlib import Path
 
 import orjson
 
-from core.adapters import all_adapters
+from core.adapters import all_adapters, walk
 from core.adapters.base import Adapter, FileContext, RawRecord, SourceIncomplete, SourceRef
 from core.db import get_meta, set_meta
 from core.ledger import Ledger, replay
@@ -106,6 +106,7 @@ def scan_roots(
 
 
 def discover(roots: list[Path]) -> list[tuple[SourceRef, Adapter]]:
+    walk.reset()  # one listing of each folder per run, shared by every adapter
     found: dict[str, tuple[SourceRef, Adapter]] = {}
     for root in roots:
         if not root.exists():

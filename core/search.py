@@ -16,17 +16,10 @@ from datetime import UTC, datetime, timedelta
 
 from rapidfuzz import fuzz, process
 
+from core.text import SEARCH_HELP  # noqa: F401  (re-exported: the TUI and CLI show it)
+
 FILTER_KEYS = ("agent", "project", "role", "tool", "in", "after", "before", "session")
-SEARCH_HELP = """\
-words            all must match, in any order; typos are forgiven (autentication → authentication)
-"exact phrase"   the words in this order
-parseConf        prefixes match identifiers (parseConfigFile)
-agent:codex      only this agent            project:api     project name or path contains
-role:user        user | assistant | system  session:3f2a    a session id prefix
-tool:Bash        tool calls of this tool (searches tool input and output)
-in:tools         also tool inputs/outputs   in:thinking     also thinking
-in:subagents     also subagent sessions
-after:2026-03-01 before:yesterday  after:7d (also 12h, 2w)"""
+
 CANDIDATES = 300
 TOKEN = re.compile(r'(\w+):("[^"]*"|\S+)|"([^"]*)"|(\S+)')
 WORD = re.compile(r"\w+", re.UNICODE)

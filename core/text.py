@@ -5,6 +5,19 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
+# The search syntax, shown by `threadloom search --help` and the TUI (kept here: importing
+# core.search pulls in rapidfuzz, which `threadloom --help` and a no-change ingest do not need).
+SEARCH_HELP = """\
+words            all must match, in any order; typos are forgiven (autentication → authentication)
+"exact phrase"   the words in this order
+parseConf        prefixes match identifiers (parseConfigFile)
+agent:codex      only this agent            project:api     project name or path contains
+role:user        user | assistant | system  session:3f2a    a session id prefix
+tool:Bash        tool calls of this tool (searches tool input and output)
+in:tools         also tool inputs/outputs   in:thinking     also thinking
+in:subagents     also subagent sessions
+after:2026-03-01 before:yesterday  after:7d (also 12h, 2w)"""
+
 
 def human_when(ms: int | None, now: float | None = None) -> str:
     """'3m ago', 'yesterday', '12 Mar', '2024-03-12' — short enough for a column."""

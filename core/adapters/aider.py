@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from core.adapters.base import FileContext, RawRecord, Record, SessionInfo, SourceRef, Usage
+from core.adapters.walk import walk
 
 AGENT = "aider"
 HISTORY_NAME = ".aider.chat.history.md"
@@ -97,7 +98,7 @@ class AiderAdapter:
             return
         if not root.is_dir():
             return
-        for dirpath, dirnames, filenames in os.walk(root):
+        for dirpath, dirnames, filenames in walk(root):
             dirnames[:] = sorted(d for d in dirnames if d not in PRUNE)
             for fname in sorted(filenames):
                 if fname.endswith((".md", ".markdown", ".txt")) and self.claims(Path(dirpath) / fname):

@@ -51,6 +51,7 @@ from core.adapters.shared import (
     sqlite_header,
     tile,
 )
+from core.adapters.walk import walk
 
 AGENT = "amazon-q"
 SPECS = frozenset({
@@ -90,9 +91,8 @@ class AmazonQAdapter:
             return
         if not root.is_dir():
             return
-        import os
 
-        for dirpath, dirnames, filenames in os.walk(root):
+        for dirpath, dirnames, filenames in walk(root):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in ("node_modules", "venv"))
             for fname in sorted(filenames):
                 if fname.endswith((".json", ".md")):

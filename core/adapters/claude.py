@@ -27,6 +27,7 @@ from core.adapters.base import (
     Usage,
     parse_iso_ms,
 )
+from core.adapters.walk import walk
 
 AGENT = "claude-code"
 
@@ -129,7 +130,7 @@ class ClaudeAdapter:
             return
         if (root / "projects").is_dir():
             root = root / "projects"
-        for dirpath, dirnames, filenames in os.walk(root):
+        for dirpath, dirnames, filenames in walk(root):
             dirnames.sort()
             for fname in sorted(filenames):
                 path = Path(dirpath) / fname
@@ -507,17 +508,17 @@ def _input_text(input_json: str) -> str:
         return input_json
     parts: list[str] = []
 
-    def walk(value: Any) -> None:
+    def collect(value: Any) -> None:
         if isinstance(value, str):
             parts.append(value)
         elif isinstance(value, dict):
             for v in value.values():
-                walk(v)
+                collect(v)
         elif isinstance(value, list):
             for v in value:
-                walk(v)
+                collect(v)
 
-    walk(params)
+    collect(params)
     return " ".join(parts)
 
 

@@ -46,6 +46,7 @@ from core.adapters.base import (
 from core.adapters.claude import _dumps, _input_text, _int, _str
 from core.adapters.codex import _head
 from core.adapters.shared import editor_user_dirs, loads, parse_document, scalar_members, tile
+from core.adapters.walk import walk
 
 EXTENSIONS = {
     "saoudrizwan.claude-dev": "cline",
@@ -199,7 +200,7 @@ class ClineAdapter:
             return
         if not root.is_dir():
             return
-        for dirpath, dirnames, filenames in os.walk(root):
+        for dirpath, dirnames, filenames in walk(root):
             dirnames[:] = sorted(d for d in dirnames if d not in PRUNE)
             for fname in sorted(filenames):
                 if fname.endswith(".json"):

@@ -40,6 +40,7 @@ from core.adapters.base import (
     parse_iso_ms,
 )
 from core.adapters.claude import _dumps, _input_text, _int, _parse, _str
+from core.adapters.walk import walk
 
 AGENT = "codex"
 
@@ -278,7 +279,7 @@ class CodexAdapter:
             if index.is_file():
                 yield SourceRef(index, AGENT, "index", None)
         for top in roots:
-            for dirpath, dirnames, filenames in os.walk(top):
+            for dirpath, dirnames, filenames in walk(top):
                 dirnames.sort()
                 names = set(filenames)
                 for fname in sorted(filenames):

@@ -26,7 +26,6 @@ mode, `CursorAgentAdapter`): `{role, message: {content: [...]}}` lines with no i
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 from collections.abc import Iterator
@@ -58,6 +57,7 @@ from core.adapters.shared import (
     sqlite_header,
     tile,
 )
+from core.adapters.walk import walk
 
 AGENT = "cursor"
 CHAT_DATA = "workbench.panel.aichat.view.aichat.chatdata"
@@ -138,7 +138,7 @@ class CursorAdapter:
             return
         if (root / "User").is_dir():
             root = root / "User"
-        for dirpath, dirnames, filenames in os.walk(root):
+        for dirpath, dirnames, filenames in walk(root):
             # a User folder also holds file history and every extension's storage: only these matter
             dirnames[:] = sorted(d for d in dirnames if d not in ("History", "logs", "CachedData", "snippets")
                                  and not (Path(dirpath).name == "globalStorage" and "." in d))
@@ -671,7 +671,7 @@ class CursorAgentAdapter:
             return
         if not root.is_dir():
             return
-        for dirpath, dirnames, filenames in os.walk(root):
+        for dirpath, dirnames, filenames in walk(root):
             dirnames[:] = sorted(d for d in dirnames if d not in (".git", "node_modules"))
             for fname in sorted(filenames):
                 if fname.endswith(".jsonl"):

@@ -39,6 +39,7 @@ from core.adapters.base import (
 )
 from core.adapters.claude import _dumps, _input_text, _int, _parse, _str
 from core.adapters.codex import SNIFF_BYTES, UUID_STEM, JsonDocumentLines, _head, _merge
+from core.adapters.walk import walk
 
 AGENT = "gemini"
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
@@ -122,7 +123,7 @@ class GeminiAdapter:
             return
         if (root / "tmp").is_dir() and root.name == ".gemini":
             root = root / "tmp"
-        for dirpath, dirnames, filenames in os.walk(root):
+        for dirpath, dirnames, filenames in walk(root):
             dirnames.sort()
             for fname in sorted(filenames):
                 path = Path(dirpath) / fname

@@ -53,6 +53,7 @@ from core.adapters.shared import (
     table_columns,
     tile,
 )
+from core.adapters.walk import walk
 
 AGENT = "opencode"
 WHOLE = frozenset({()})
@@ -227,7 +228,7 @@ class OpenCodeStorageAdapter:
         messages: list[Path] = []
         parts: dict[str, list[Path]] = {}
         loose: list[Path] = []
-        for dirpath, dirnames, filenames in os.walk(root):
+        for dirpath, dirnames, filenames in walk(root):
             dirnames[:] = sorted(d for d in dirnames if d not in ("snapshot", "session_diff", "todo", "project", "share"))
             for fname in sorted(filenames):
                 path = Path(dirpath) / fname

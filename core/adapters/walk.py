@@ -1,0 +1,53 @@
+"""One directory walk per ingest run, shared by every adapter.
+
+Each adapter discovers its files with `os.walk`-style loops; with a dozen adapters over the same
+--source folder that meant a dozen walks. `walk` lists each folder once per run and replays the
+listing with `os.walk` semantics (top-down, and a caller that prunes `dirnames` is not descended).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+_listing: dict[str, tuple[list[str], list[str], frozenset[str]]] = {}
+
+
+def reset() -> None:
+    """Forget the listings: called at the start of each discovery so new files are seen."""
+    _listing.clear()
+
+
+def _list(path: str) -> tuple[list[str], list[str], frozenset[str]]:
+    cached = _listing.get(path)
+    if cached is None:
+        dirs, files, links = [], [], set()
+        try:
+            with os.scandir(path) as it:
+                for entry in it:
+                    try:
+                        is_dir = entry.is_dir()
+                    except OSError:
+                        is_dir = False
+                    if is_dir:
+                        dirs.append(entry.name)
+                        if entry.is_symlink():
+                            links.add(entry.name)  # listed, as os.walk does, but not descended
+                    else:
+                        files.append(entry.name)
+        except OSError:
+            pass
+        cached = (dirs, files, frozenset(links))
+        _listing[path] = cached
+    return cached
+
+
+def walk(top: str | os.PathLike) -> Iterator[tuple[str, list[str], list[str]]]:
+    """Like `os.walk(top)` (top-down, symlinked folders not followed), from a per-run cache."""
+    stack = [os.fspath(top)]
+    while stack:
+        path = stack.pop()
+        dirs, files, links = _list(path)
+        dirnames, filenames = list(dirs), list(files)
+        yield path, dirnames, filenames
+        stack.extend(os.path.join(path, d) for d in reversed(dirnames) if d not in links)
