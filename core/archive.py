@@ -54,13 +54,35 @@ def _relative(path: str, project_key: str | None) -> Path:
     return Path(Path(path).name)
 
 
+def _is_database(conn: sqlite3.Connection, file_id: int) -> bool:
+    from core.adapters import ADAPTERS
+
+    agent = conn.execute("SELECT agent FROM source_files WHERE id = ?", (file_id,)).fetchone()[0]
+    adapter = ADAPTERS.get(agent)
+    return adapter is not None and adapter.mode == "database"
+
+
 def restore_session(conn: sqlite3.Connection, session_id: str, dest: Path) -> list[RestoredFile]:
-    """Write the session's source files under `dest`, byte for byte; never overwrite."""
+    """Write the session's source files under `dest`, byte for byte; never overwrite.
+
+    A SQLite source (Cursor, OpenCode's db, …) cannot be rebuilt as a database file: its rows are
+    written instead, one exact record per line, to `<name>.rows.jsonl`.
+    """
     restored = []
     for file_id, path, project_key in session_files(conn, session_id):
-        data, contiguous = file_bytes(conn, file_id)
         size = conn.execute("SELECT size FROM source_files WHERE id = ?", (file_id,)).fetchone()[0]
         target = dest / _relative(path, project_key)
+        if _is_database(conn, file_id):
+            rows = [bytes(r[0]) for r in conn.execute(
+                "SELECT raw FROM entries WHERE source_file_id = ? ORDER BY byte_offset", (file_id,))]
+            target = target.with_name(target.name + ".rows.jsonl")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(b"\n".join(rows) + b"\n")
+            restored.append(RestoredFile(path, str(target), sum(map(len, rows)), False))
+            continue
+        data, contiguous = file_bytes(conn, file_id)
         target.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as f:
@@ -85,6 +107,9 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
     """Re-read every source still present; report stored byte ranges that no longer match."""
     report = VerifyReport()
     for file_id, path in conn.execute("SELECT id, path FROM source_files WHERE status != 'error' ORDER BY path").fetchall():
+        if _is_database(conn, file_id):
+            _verify_rows(conn, report, file_id, path)
+            continue
         try:
             with open(path, "rb") as f:
                 data = f.read()
@@ -115,3 +140,26 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
                 f"(bytes {offset}-{offset + length})"
             )
     return report
+
+
+def _verify_rows(conn: sqlite3.Connection, report: VerifyReport, file_id: int, path: str) -> None:
+    """A database source is checked row by row against what its adapter reads now."""
+    from core.adapters import ADAPTERS
+
+    agent = conn.execute("SELECT agent FROM source_files WHERE id = ?", (file_id,)).fetchone()[0]
+    if not os.path.exists(path):
+        report.files_missing += 1
+        return
+    try:
+        current = {r.offset: r.raw for r in ADAPTERS[agent].read_rows(Path(path))}
+    except Exception as exc:  # the adapter's own error says what is wrong with the database
+        report.mismatches.append(f"{path}: cannot read ({exc})")
+        return
+    report.files_checked += 1
+    bad = 0
+    for offset, raw in conn.execute("SELECT byte_offset, raw FROM entries WHERE source_file_id = ?", (file_id,)):
+        report.records_checked += 1
+        if current.get(offset) != bytes(raw):
+            bad += 1
+    if bad:
+        report.mismatches.append(f"{path}: {bad} stored row(s) differ from the database now")

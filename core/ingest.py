@@ -282,9 +282,21 @@ def _ingest_file(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, index_no
     whole = adapter.mode in ("document", "database") or ref.kind == "document"
     open_tail_offset, waiting = None, False
     if adapter.mode == "database":
-        # rows of a SQLite source (opened read-only by the adapter); any change re-reads it
-        records = list(adapter.read_rows(ref.path))
-        start, line_number, rewrite, end, new_hash, data = 0, 0, True, size, None, b""
+        # rows of a SQLite source (opened read-only by the adapter); re-read only when they changed
+        try:
+            records = list(adapter.read_rows(ref.path))
+        except SourceIncomplete:
+            _mark_waiting(conn, plan)
+            return 0, 0
+        digest = hashlib.sha256()
+        for r in records:
+            digest.update(r.offset.to_bytes(8, "little", signed=True))
+            digest.update(r.raw)
+        new_hash = digest.hexdigest()[:32]
+        if row is not None and row[7] == new_hash:
+            _touch(conn, row[1], st)
+            return 0, 0
+        start, line_number, rewrite, end, data = 0, 0, True, size, b""
         nbytes = size
     else:
         with open(ref.path, "rb") as f:

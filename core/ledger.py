@@ -533,9 +533,7 @@ def replay(conn: sqlite3.Connection, ledger: Ledger, sessions: set[str] | None) 
         for table in ("agent_sessions", "agent_turns", "agent_tool_calls", "agent_usage"):
             conn.execute(f"DELETE FROM {table}")
         conn.execute("UPDATE entries SET seq = NULL, turn_id = NULL, dup_of = NULL")
-        file_ids = [
-            r[0] for r in conn.execute("SELECT source_file_id FROM entries GROUP BY source_file_id ORDER BY min(id)")
-        ]
+        file_ids = [r[0] for r in conn.execute("SELECT DISTINCT source_file_id FROM entries ORDER BY source_file_id")]
     else:
         sessions = {s for s in sessions if s is not None}
         file_ids_set: set[int] = set()
@@ -548,11 +546,9 @@ def replay(conn: sqlite3.Connection, ledger: Ledger, sessions: set[str] | None) 
             file_ids_set.update(
                 r[0] for r in conn.execute("SELECT DISTINCT source_file_id FROM entries WHERE session_id = ?", (sid,))
             )
-        first_id = {
-            fid: conn.execute("SELECT min(id) FROM entries WHERE source_file_id = ?", (fid,)).fetchone()[0]
-            for fid in file_ids_set
-        }
-        file_ids = sorted(file_ids_set, key=lambda fid: first_id[fid] or 0)
+        # files in the order they were first seen, so a rewritten file keeps its place; which copy of
+        # a duplicated record counts is decided by entry id, whatever the replay order
+        file_ids = sorted(file_ids_set)
     for file_id in file_ids:
         path, agent, kind, project_key = conn.execute(
             "SELECT path, agent, kind, project_key FROM source_files WHERE id = ?", (file_id,)

@@ -346,3 +346,30 @@ def test_append_to_a_large_file_reads_only_the_new_bytes(conn, tmp_path):
                             "message": {"role": "user", "content": "late"}}).encode() + b"\n")
     report = ingest(conn, tmp_path / "projects")
     assert report.records_added == 1 and report.bytes_read < 1000
+
+
+def test_database_sources_reread_only_when_rows_change_and_verify_by_rows(conn, tmp_path):
+    import shutil
+
+    from conftest import CORPUS
+
+    from core.archive import restore_session, verify
+
+    found = sorted((CORPUS / "cursor").rglob("*.vscdb")) if (CORPUS / "cursor").is_dir() else []
+    if not found:
+        import pytest
+
+        pytest.skip("no Cursor database in the corpus")
+    folder = tmp_path / "cursor"
+    folder.mkdir()
+    db_copy = folder / "state.vscdb"
+    shutil.copy(found[0], db_copy)
+    first = ingest(conn, folder)
+    assert first.records_added > 0
+    os.utime(db_copy, ns=(time.time_ns(), time.time_ns() + 5_000_000))  # touched, rows unchanged
+    assert ingest(conn, folder).records_added == 0
+    report = verify(conn)
+    assert report.ok and report.records_checked >= first.records_added
+    session = conn.execute("SELECT id FROM agent_sessions WHERE message_count > 0 LIMIT 1").fetchone()[0]
+    restored = restore_session(conn, session, tmp_path / "out")
+    assert restored and restored[0].written_to.endswith(".rows.jsonl")
