@@ -223,6 +223,15 @@ def plan_fork(
         return _codex_fork_plan(conn, sid, entry_id)
     if agent == "gemini":
         return _gemini_fork_plan(conn, sid, entry_id, now=now)
+    if agent == "aider":
+        return _aider_fork_plan(conn, sid, entry_id)
+    if agent in ("opencode", "opencode-db", "cursor-agent", "cline"):
+        plan = resume_plan(conn, sid, fork_at_end=agent.startswith("opencode"))
+        plan.action = "fork"
+        plan.notes.insert(0, f"{agent} cannot be started at a chosen point from outside; this is the closest command: "
+                          + ("it copies the whole session, then step back inside it." if agent.startswith("opencode")
+                             else "it resumes the whole session."))
+        return plan
     if agent != "claude-code":
         raise ForkError(f"forking {agent} sessions at a point is not supported yet; `threadloom resume {sid}` resumes it")
     turn_row = conn.execute(
@@ -346,11 +355,62 @@ def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool 
         raise ForkError("a subagent cannot be resumed on its own; fork it at a point instead (threadloom fork)")
     elif agent == "claude-code":
         command = f"cd {where} && claude --resume {sid}" + (" --fork-session" if fork_at_end else "")
+    elif agent in ("opencode", "opencode-db"):
+        command = f"cd {where} && opencode -s {external}" + (" --fork" if fork_at_end else "")
+    elif agent == "cursor-agent":
+        if fork_at_end:
+            raise ForkError("cursor-agent has no fork; `threadloom resume` gives the command that resumes the chat")
+        command = f"cd {where} && agent --resume {external}"
+    elif agent == "aider":
+        if fork_at_end:
+            raise ForkError("Aider has no sessions to fork; fork at a point writes a history copy instead")
+        command = f"cd {where} && aider --restore-chat-history"
+    elif agent == "cline" and not fork_at_end:
+        command = f"cd {where} && cline --id {external}"
     else:
-        raise ForkError(f"resuming {agent} sessions is not supported yet")
+        raise ForkError(_NO_COMMAND.get(agent, f"threadloom has no resume command for {agent} sessions"))
     notes = [WORKTREE_NOTE + (f" Recorded git branch then: {branch}." if branch else "")]
+    if agent == "cline":
+        notes.insert(0, "`cline --id` resumes Cline CLI sessions; tasks of the VS Code extension resume from its History view.")
     return ForkPlan(action="fork-end" if fork_at_end else "resume", agent=agent, command=command,
                     source_session_id=sid, cwd=cwd, git_branch=branch, notes=notes)
+
+
+_NO_COMMAND = {
+    "cursor": "Cursor IDE chats can only be reopened from Cursor's own chat history; no command opens one",
+    "roo-code": "Roo Code tasks resume from the extension's History view (open History, pick the task, Resume)",
+    "kilo-code": "Kilo Code tasks resume from the extension's History view (open History, pick the task, Resume)",
+    "amazon-q": "Amazon Q /save files are not resumable; `q chat` starts a new conversation",
+    "amazon-q-db": "Amazon Q conversations resume with `q chat --resume` from the same folder",
+}
+
+
+def _aider_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int) -> ForkPlan:
+    """Aider restores a whole history file: write a copy of this session cut after the chosen turn."""
+    turn = conn.execute(
+        "SELECT t.last_entry_uuid FROM entries e JOIN agent_turns t ON t.id = e.turn_id WHERE e.id = ?", (entry_id,)
+    ).fetchone()
+    cut = None
+    if turn and turn[0]:
+        row = conn.execute("SELECT id FROM entries WHERE uuid = ? AND session_id = ?", (turn[0], sid)).fetchone()
+        cut = row[0] if row else None
+    rows = conn.execute(
+        "SELECT id, raw, newline FROM entries WHERE session_id = ? ORDER BY source_file_id, byte_offset", (sid,)
+    ).fetchall()
+    kept: list[bytes] = []
+    for eid, raw, newline in rows:
+        kept.append(bytes(raw) + (b"\n" if newline else b""))
+        if eid == (cut or entry_id):
+            break
+    cwd = _cwd_of(conn, sid) or "."
+    name = f".aider.fork-{uuidlib.uuid4().hex[:8]}.chat.history.md"
+    return ForkPlan(
+        action="fork", agent="aider",
+        command=f"cd {shlex.quote(cwd)} && aider --chat-history-file {name} --restore-chat-history",
+        source_session_id=sid, path=str(Path(cwd) / name), cwd=cwd, lines=[b"".join(kept).rstrip(b"\n")],
+        notes=["Aider restores the whole history copy (summarised when long); tool runs and git state are not rewound.",
+               WORKTREE_NOTE],
+    )
 
 
 def _cwd_of(conn: sqlite3.Connection, sid: str) -> str | None:

@@ -240,3 +240,26 @@ def test_codex_fork_says_what_it_can_do(conn, tmp_path, monkeypatch):
     assert plan.command.endswith(f"codex fork {sid}") and "Esc Esc" in plan.notes[0]
     assert resume_plan(conn, sid).command == f"codex resume {sid} -C {cwd}"
     assert rollout is not None
+
+
+def test_aider_fork_writes_a_cut_history_copy_and_others_say_what_they_can(conn, tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    history = project / ".aider.chat.history.md"
+    history.write_text(
+        "\n# aider chat started at 2026-03-01 10:00:00\n\n#### add a readme\n\nI added README.md.\n\n"
+        "#### now a license\n\nAdded LICENSE.\n\n#### and a changelog\n\nAdded CHANGELOG.md.\n"
+    )
+    ingest(conn, tmp_path)
+    sid = conn.execute("SELECT id FROM agent_sessions WHERE source = 'aider' AND message_count > 0").fetchone()[0]
+    entry = conn.execute("SELECT id FROM entries WHERE session_id = ? AND content LIKE '%LICENSE%' "
+                         "ORDER BY id LIMIT 1", (sid,)).fetchone()[0]
+    plan = plan_fork(conn, str(entry))
+    path = write_fork(plan)
+    text = path.read_text()
+    assert "now a license" in text and "Added LICENSE." in text and "changelog" not in text
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and path.parent == project
+    assert plan.command == f"cd {project} && aider --chat-history-file {path.name} --restore-chat-history"
+    assert history.read_text().count("####") == 3  # the source is untouched
+    with pytest.raises(ForkError):
+        resume_plan(conn, sid, fork_at_end=True)
