@@ -62,6 +62,7 @@ class IngestReport:
     sessions_total: int = 0
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    index_seconds: float = 0.0  # of `seconds`, building the search index after a bulk load
     cancelled: bool = False
     roots: list[str] = field(default_factory=list)
     changed_sessions: list[str] = field(default_factory=list)
@@ -199,8 +200,13 @@ def run_ingest(
             bytes_done += max(0, plan.stat.st_size - (plan.row[5] if plan.row else 0))
         changed = ledger.finalize()
         if get_meta(conn, "search_index") == "stale" and not report.cancelled:
+            if progress is not None:
+                progress(Progress(len(plans), len(plans), bytes_done, bytes_total, "building the search index",
+                                  time.perf_counter() - started))
+            index_started = time.perf_counter()
             conn.execute("INSERT INTO search_fts(search_fts) VALUES ('rebuild')")
             set_meta(conn, "search_index", None)
+            report.index_seconds = round(time.perf_counter() - index_started, 3)
     finally:
         if gc_was_enabled:
             gc.enable()
