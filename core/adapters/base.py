@@ -164,15 +164,36 @@ class Adapter(Protocol):
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record: ...
 
 
+_DAY_MS: dict[str, int] = {}
+
+
 def parse_iso_ms(value: Any) -> int | None:
-    """ISO-8601 (with Z, ms or µs) or epoch seconds/ms → unix ms; None when unparseable."""
+    """ISO-8601 (with Z, ms or µs) or epoch seconds/ms → unix ms; None when unparseable.
+
+    The common `2025-11-17T23:50:06.046Z` shape is parsed by slicing, with the date part cached
+    (datetime.fromisoformat on every record cost a tenth of the parse time).
+    """
     if value is None:
         return None
     if isinstance(value, (int, float)):
         return int(value if value > 1e11 else value * 1000)
     if not isinstance(value, str) or len(value) < 10:
         return None
-    from datetime import datetime
+    if len(value) >= 20 and value[-1] == "Z" and value[10] == "T" and value[13] == ":" and value[16] == ":":
+        day = _DAY_MS.get(value[:10])
+        try:
+            if day is None:
+                from datetime import UTC, datetime
+
+                day = int(datetime.fromisoformat(value[:10]).replace(tzinfo=UTC).timestamp() * 1000)
+                _DAY_MS[value[:10]] = day
+            ms = int(value[11:13]) * 3_600_000 + int(value[14:16]) * 60_000 + int(value[17:19]) * 1000
+            if len(value) > 21 and value[19] == ".":
+                ms += int((value[20:-1] + "00")[:3])
+            return day + ms
+        except ValueError:
+            pass
+    from datetime import UTC, datetime
 
     text = value.strip()
     if text.endswith("Z"):
@@ -182,7 +203,5 @@ def parse_iso_ms(value: Any) -> int | None:
     except ValueError:
         return None
     if dt.tzinfo is None:
-        from datetime import UTC
-
         dt = dt.replace(tzinfo=UTC)
     return int(dt.timestamp() * 1000)

@@ -318,6 +318,7 @@ class ClaudeAdapter:
         content = msg.get("content")
         texts: list[str] = []
         thinking: list[str] = []
+        inputs: list[tuple[str, dict]] = []
         if isinstance(content, str):
             texts.append(content)
         elif isinstance(content, list):
@@ -334,6 +335,7 @@ class ClaudeAdapter:
                 elif btype in ("tool_use", "server_tool_use") and block.get("id"):
                     tool_input = block.get("input")
                     tool_input = tool_input if isinstance(tool_input, dict) else {"input": tool_input}
+                    inputs.append((_str(block.get("name")) or "?", tool_input))
                     out.tool_uses.append(
                         ToolUse(
                             id=str(block["id"]),
@@ -348,8 +350,8 @@ class ClaudeAdapter:
                     out.tool_results.append(_tool_result(block, None))
         out.content = "\n".join(t for t in texts if t) or None
         out.thinking = "\n".join(t for t in thinking if t) or None
-        if out.tool_uses:
-            out.tool_text = "\n".join(f"{u.name} {_input_text(u.input_json)}" for u in out.tool_uses)
+        if inputs:
+            out.tool_text = "\n".join(f"{name} {_strings_of(params)}" for name, params in inputs)
         usage = msg.get("usage")
         synthetic = out.model == "<synthetic>" or bool(obj.get("isApiErrorMessage"))
         if isinstance(usage, dict) and not synthetic:
@@ -501,11 +503,15 @@ def _text_of(content: Any) -> str | None:
 
 
 def _input_text(input_json: str) -> str:
-    """The string values of a tool's input, for search (`npm test`, a path, an edit's new text)."""
+    """`_strings_of` a tool input given as JSON text (the other adapters' shape)."""
     try:
-        params = orjson.loads(input_json)
+        return _strings_of(orjson.loads(input_json))
     except orjson.JSONDecodeError:
         return input_json
+
+
+def _strings_of(params: Any) -> str:
+    """The string values of a tool's input, for search (`npm test`, a path, an edit's new text)."""
     parts: list[str] = []
 
     def collect(value: Any) -> None:
