@@ -8,6 +8,11 @@ Reports, as medians:
   open largest     selecting the session with the most messages → its first paint
   page down        one page of scrolling in that session → the next paint
   RSS              resident memory after browsing
+  search           typing a query on the search screen → its hits in the list (includes the 150 ms
+                   debounce), and the worker's own time (connect + search), over a fixed set of queries
+  picker open      `f` on the last message of the largest session → the fork picker on screen, and
+                   → its turns listed (read by a worker)
+  fork plan        "Fork here" in that picker → the confirmation (the whole transcript planned)
 """
 
 from __future__ import annotations
@@ -99,6 +104,68 @@ async def browse(db: Path) -> dict[str, float]:
             "end_ms": end_ms, "rss_mb": rss}
 
 
+SEARCH_QUERIES = ["checkout tax", "tests green", "invoise", "repository layer", "role:user fix", "tmux",
+                  "migrated committed", "in:tools npm", "after:7d test", "zero rated"]
+
+
+async def search_and_fork(db: Path) -> dict[str, float]:
+    from tui.app import ThreadloomApp
+    from tui.fork import ForkPicker
+    from tui.messages import MessageView
+    from tui.search import SearchScreen
+    from tui.testing import wait_for_search
+
+    app = ThreadloomApp(db_path=db, ingest=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        assert app.conn is not None
+        typed, worker = [], []
+        await pilot.press("slash")
+        for query in SEARCH_QUERIES:
+            await pilot.press(*query)
+            await wait_for_search(pilot)
+            screen = app.screen
+            assert isinstance(screen, SearchScreen)
+            typed.append(screen.latency * 1000)
+            worker.append(screen.last_seconds * 1000)
+            await pilot.press("ctrl+u")  # clear the query
+            await wait_for_search(pilot)
+        await pilot.press("escape")
+        sid = app.conn.execute("SELECT id FROM agent_sessions ORDER BY message_count DESC LIMIT 1").fetchone()[0]
+        app.jump_to_session(sid)
+        await pilot.pause()
+        app.query_one(MessageView).action_last()
+        await pilot.pause()
+        # polled with asyncio.sleep: Pilot.pause waits for the whole process to idle, workers included
+        painted: list[float] = []
+        t0 = time.perf_counter()
+        app.action_fork()  # what `f` runs
+        picker = app.screen
+        assert isinstance(picker, ForkPicker)
+        while not picker.is_mounted:
+            await asyncio.sleep(0.001)
+        picker.call_after_refresh(lambda: painted.append(time.perf_counter()))
+        while not painted:
+            await asyncio.sleep(0.001)
+        picker_ms = (painted[0] - t0) * 1000
+        while not picker.points_read:
+            await asyncio.sleep(0.001)
+        picker.call_after_refresh(lambda: painted.append(time.perf_counter()))
+        while len(painted) < 2:
+            await asyncio.sleep(0.001)
+        points_ms = (painted[1] - t0) * 1000
+        points = len(picker.points)
+        t0 = time.perf_counter()
+        picker.action_fork_here()
+        while picker.pending is None and not picker.error:
+            await asyncio.sleep(0.001)
+        plan_ms = (time.perf_counter() - t0) * 1000
+    return {"search_typed_ms": statistics.median(typed), "search_typed_max_ms": max(typed),
+            "search_worker_ms": statistics.median(worker), "picker_points": points, "picker_open_ms": picker_ms,
+            "picker_points_ms": points_ms,
+            "fork_plan_ms": plan_ms}
+
+
 def _rss_mb() -> float:
     with open(f"/proc/{os.getpid()}/status") as f:
         for line in f:
@@ -114,10 +181,12 @@ def main() -> int:
     args = parser.parse_args()
     firsts = [first_frame_ms(args.db) for _ in range(args.runs)]
     runs = [asyncio.run(browse(args.db)) for _ in range(max(1, args.runs // 2))]
+    searches = [asyncio.run(search_and_fork(args.db)) for _ in range(max(1, args.runs // 2))]
     result = {
         "db": str(args.db),
         "first_frame_ms": round(statistics.median(firsts), 1),
         **{k: round(statistics.median(r[k] for r in runs), 1) for k in runs[0]},
+        **{k: round(statistics.median(r[k] for r in searches), 1) for k in searches[0]},
     }
     print(json.dumps(result))
     return 0

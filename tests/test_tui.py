@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from textual.widgets import Tree
+from rich.console import Console
+from rich.text import Text
+from textual.widgets import Input, Static, Tree
 from textual.worker import WorkerFailed
 
 from core import browse
 from core.demo import write_demo_archive
 from core.ingest import IngestReport
 from tui.app import ThreadloomApp
+from tui.fork import ForkPicker, PointList
 from tui.messages import MessageView
 from tui.panes import ProjectList, SessionTree
 from tui.screens import ErrorScreen, HelpScreen, RawJsonScreen
+from tui.search import ResultsList, SearchScreen
 from tui.testing import (
     CHECKOUT,
     LONG,
@@ -26,7 +31,9 @@ from tui.testing import (
     fixed_now,
     restore_tz,
     session_id,
+    settle,
     use_utc,
+    wait_for_search,
 )
 
 
@@ -35,11 +42,16 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_demo_db(tmp_path_factory.mktemp("tui"))
 
 
+def no_clipboard(text: str) -> None:
+    raise OSError("no clipboard in tests")
+
+
 @pytest.fixture(autouse=True)
 def no_real_logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Never read the developer's own ~/.claude or keymap during a test; times in UTC."""
+    """Never read the developer's own ~/.claude or keymap, nor touch their clipboard; times in UTC."""
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "no-claude"))
     monkeypatch.setenv("THREADLOOM_KEYMAP", str(tmp_path / "no-keymap.toml"))
+    monkeypatch.setattr("core.clipboard.copy_with", no_clipboard)
     previous = use_utc()
     yield
     restore_tz(previous)
@@ -220,7 +232,8 @@ async def test_help_lists_keys_of_focused_pane(demo_db: Path) -> None:
         assert app.screen.pane == "Messages"
         ids = {row[2] for row in app.screen.pane_keys}
         assert {"messages.raw", "messages.expand-all", "messages.activate", "messages.down"} <= ids
-        assert {"app.quit", "app.help", "app.next-pane", "app.search"} <= {row[2] for row in app.screen.global_keys}
+        assert {"app.quit", "app.help", "app.next-pane", "app.search", "app.fork"} <= {
+            row[2] for row in app.screen.global_keys}
         await pilot.press("escape")
         app.query_one(SessionTree).focus()
         await pilot.press("question_mark")
@@ -244,15 +257,6 @@ async def test_keymap_file_remaps_by_id(demo_db: Path, tmp_path: Path, monkeypat
         assert isinstance(app.screen, RawJsonScreen)
 
 
-async def test_reserved_keys_notify(demo_db: Path) -> None:
-    app = make_app(demo_db)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.pause()
-        await pilot.press("slash", "f")
-        titles = [n.title for n in app._notifications]
-        assert "/ search" in titles and "f fork" in titles
-
-
 async def test_warmup_agents_hidden_until_asked(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
@@ -267,7 +271,17 @@ async def test_warmup_agents_hidden_until_asked(demo_db: Path) -> None:
         assert [c.data.session.is_warmup for c in header.children] == [True]
 
 
-async def test_jump_to_session_from_palette(demo_db: Path) -> None:
+async def test_jump_to_session_from_palette(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import core.search
+
+    asked: list[str] = []
+    real = core.search.find_sessions
+
+    def spy(conn, text, limit=20):
+        asked.append(text)
+        return real(conn, text, limit)
+
+    monkeypatch.setattr(core.search, "find_sessions", spy)
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
@@ -277,9 +291,18 @@ async def test_jump_to_session_from_palette(demo_db: Path) -> None:
         await pilot.pause(0.5)
         await pilot.press("enter")
         await pilot.pause()
+        assert "stripe webhooks" in asked  # the engine ranks first; the palette's matcher finds the rest
         view = app.query_one(MessageView)
         node = browse.get_node(app.conn, view.session_id or "")
         assert node is not None and node.task_description == "Check how Stripe webhooks apply tax"
+        await pilot.press("p")
+        await pilot.pause()
+        await pilot.press(*"tmux")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause()
+        node = browse.get_node(app.conn, view.session_id or "")
+        assert node is not None and node.title.startswith("Add a tmux config")
 
 
 def small_archive(tmp_path: Path) -> Path:
@@ -303,7 +326,7 @@ async def test_empty_state_then_demo(tmp_path: Path) -> None:
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.screen.has_class("-empty")
-        text = str(app.query_one("#empty").render())
+        text = shown(app.query_one("#empty", Static))
         assert "--source" in text and str(tmp_path / "no-claude") in text
         await pilot.press("d")
         await pilot.pause()
@@ -373,6 +396,21 @@ async def test_every_binding_has_an_id(demo_db: Path) -> None:
             await pilot.pause()
             missing = [key for key, active in app.screen.active_bindings.items() if not active.binding.id]
             assert missing == [], pane
+        await pilot.press("f")  # the fork picker, on the message under the cursor
+        await settle(pilot)
+        assert isinstance(app.screen, ForkPicker)
+        for widget in ("#fork-points", "#fork-here"):
+            app.screen.query_one(widget).focus()
+            await pilot.pause()
+            assert [k for k, a in app.screen.active_bindings.items() if not a.binding.id] == [], widget
+        await pilot.press("escape", "slash", *"tax")
+        await wait_for_search(pilot)
+        for widget in ("#search-input", "#search-results"):
+            app.screen.query_one(widget).focus()
+            await pilot.pause()
+            missing = [k for k, a in app.screen.active_bindings.items()
+                       if not a.binding.id and not isinstance(a.node, Input)]  # Input's own editing keys
+            assert missing == [], widget
 
 
 def test_core_never_imports_textual() -> None:
@@ -416,3 +454,287 @@ async def test_palette_offers_pane_actions_and_finds_sessions(demo_db: Path) -> 
         await pilot.pause()
         node = browse.get_node(app.conn, app.query_one(MessageView).session_id or "")
         assert node is not None and node.title.startswith("Add a tmux config")
+
+
+# ---------------------------------------------------------------------------- search
+
+
+def shown(widget: Static) -> str:
+    """The plain text a Static shows, whatever renderable it holds."""
+    console = Console(width=400, file=io.StringIO(), color_system=None)
+    with console.capture() as capture:
+        console.print(widget.content)
+    return capture.get()
+
+
+def visible(view: MessageView, pos: int) -> bool:
+    height = view.scrollable_content_region.height
+    return view.scroll_y <= view.offsets[pos] < view.scroll_y + height
+
+
+async def test_search_as_you_type_then_enter_opens_the_message(demo_db: Path) -> None:
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("slash")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        assert screen.query_one("#search-help").display  # the filters, until something is typed
+        await pilot.press(*"invoise")  # misspelt
+        await wait_for_search(pilot)
+        assert screen.result_query == "invoise" and len(screen.hits) == 2
+        assert screen.result is not None and screen.result.terms["invoise"][0] == "invoice"
+        results = screen.query_one(ResultsList)
+        assert results.option_count == 2 and results.highlighted == 0
+        status = shown(screen.query_one("#search-status", Static))
+        assert "2 of 2 hits" in status and " ms" in status and "invoise → invoice" in status
+        for hit in screen.hits:
+            assert [hit.snippet[a:b].lower()[:7] for a, b in hit.highlights] == ["invoice"]
+        prompt = results.get_option_at_index(0).prompt
+        assert isinstance(prompt, Text)
+        marked = [prompt.plain[span.start:span.end] for span in prompt.spans if "on #d7af5f" in str(span.style)]
+        assert marked and marked[0].lower().startswith("invoice")
+        assert "claude-code · acme-shop · The checkout tests" in prompt.plain and "19h ago" in prompt.plain
+
+        await pilot.press("down")
+        hit = screen.current_hit()
+        assert hit is not None and results.highlighted == 1
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.pause()
+        view = app.query_one(MessageView)
+        assert app.screen is app.main_screen and app.focused is view
+        assert view.session_id == hit.session_id
+        pos = view.cursor[0]
+        assert view.row(pos).seq == hit.seq and view.row(pos).entry_id == hit.entry_id
+        assert view.found == pos and visible(view, pos)
+        assert view.offsets[pos] - view.scroll_y >= 3  # what came before it is on screen too
+
+        await pilot.press("escape")  # back to the results, as they were
+        await pilot.pause()
+        assert app.screen is screen
+        assert screen.query_one("#search-input", Input).value == "invoise"
+        assert results.highlighted == 1 and screen.current_hit() == hit
+        await pilot.press("escape")  # closes search
+        await pilot.pause()
+        assert app.screen is app.main_screen
+        await pilot.press("escape")  # nothing to go back to now
+        await pilot.pause()
+        assert app.screen is app.main_screen
+        await pilot.press("slash")  # the same search again, its query selected to be typed over
+        await pilot.pause()
+        assert app.screen is screen and screen.query_one("#search-input", Input).selected_text == "invoise"
+
+
+async def test_search_newest_query_wins_and_problems_show(demo_db: Path) -> None:
+    app = make_app(demo_db)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("slash", *"tax")
+        await pilot.pause(0.05)  # before the debounce fires
+        await pilot.press("backspace", "backspace", "backspace", *"zzqxv")
+        await wait_for_search(pilot)
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        assert screen.result_query == "zzqxv" and screen.hits == []
+        assert "nothing like 'zzqxv'" in shown(screen.query_one("#search-status", Static))
+        await pilot.press(*(["backspace"] * 5), *"role:user checkout")
+        await wait_for_search(pilot)
+        assert screen.hits and {h.role for h in screen.hits} == {"user"}
+        await pilot.press("f1")  # the filters and keys
+        assert screen.query_one("#search-help").display and not screen.query_one(ResultsList).display
+        help_text = shown(screen.query_one("#search-help", Static))
+        assert "in:subagents" in help_text and "after:" in help_text and "Fork" in help_text
+        await pilot.press("escape")  # closes the filters first
+        assert screen.query_one(ResultsList).display and app.screen is screen
+        screen.query_one(ResultsList).focus()
+        await pilot.press("x")  # a letter in the results goes to the query
+        assert app.focused is screen.query_one("#search-input")
+        assert screen.query_one("#search-input", Input).value == "role:user checkoutx"
+
+
+async def test_search_during_ingest_keeps_the_browser_fed(tmp_path: Path) -> None:
+    root = small_archive(tmp_path)
+    app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
+    async with app.run_test(size=(140, 40)) as pilot:
+        while app.conn is None:  # search needs the database the ingest creates
+            await pilot.pause(0.02)
+        await pilot.press("slash")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, SearchScreen)  # progress and refreshes went to the browser
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.query_one(ProjectList).border_title == "Projects (4)"
+
+
+# ---------------------------------------------------------------------------- fork picker
+
+
+@pytest.fixture
+def fork_db(tmp_path: Path) -> Path:
+    """Forks write beside the demo archive and into the database: a fresh one per test."""
+    return build_demo_db(tmp_path / "fork", long_turns=3)
+
+
+async def open_picker_at(pilot, seq: int) -> ForkPicker:
+    app: ThreadloomApp = pilot.app
+    app.jump_to_session(session_id(app, CHECKOUT))
+    await pilot.pause()
+    app.query_one(MessageView).go_to_seq(seq)
+    await pilot.press("f")
+    await settle(pilot)
+    assert isinstance(app.screen, ForkPicker)
+    return app.screen
+
+
+async def test_fork_picker_preselects_the_turn_then_resume_copies(demo_db: Path) -> None:
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        picker = await open_picker_at(pilot, 11)  # "Also round to cents in the invoice summary email."
+        row = app.query_one(MessageView).current_row()
+        assert row is not None and picker.turn_id == row.turn_id and picker.entry_id == row.entry_id
+        points = picker.query_one(PointList)
+        assert [p.prompt[:24] for p in picker.points] == ["The checkout tests start", "Also round to cents in t"]
+        assert points.highlighted == 1 and picker.points[1].turn_id == row.turn_id
+        assert "your message" in str(points.get_option_at_index(1).prompt)
+        assert "The email formats amounts" in str(points.get_option_at_index(1).prompt)
+        await pilot.press("r")  # resume: the system clipboard fails here (autouse fixture), so OSC 52
+        await settle(pilot)
+        assert picker.plan is not None and picker.plan.command.startswith("cd /home/dev/src/acme-shop && claude --resume")
+        assert app.clipboard == picker.plan.command
+        assert any("OSC 52" in n.message for n in app._notifications)
+        await pilot.press("e")  # fork at the end
+        await settle(pilot)
+        assert picker.plan.command.endswith("--fork-session") and app.clipboard == picker.plan.command
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ForkPicker)
+
+
+async def test_fork_here_confirms_writes_copies_and_shows_in_tree(
+        fork_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    copied: list[str] = []
+    monkeypatch.setattr("core.clipboard.copy_with", copied.append)
+    app = make_app(fork_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        picker = await open_picker_at(pilot, 11)
+        await pilot.press("f")  # Fork here: asks first, writes nothing yet
+        await settle(pilot)
+        plan = picker.pending
+        assert plan is not None and plan.path is not None and plan.new_session_id is not None
+        assert picker.query_one("#fork-confirm").display
+        confirm = shown(picker.query_one("#fork-confirm-text", Static))
+        assert plan.path in confirm.replace("\n", "") and "0600" in confirm and plan.command in confirm
+        assert not Path(plan.path).exists() and copied == []
+        await pilot.press("enter")  # "Write the fork" has the focus
+        await settle(pilot)
+        path = Path(plan.path)
+        assert path.exists() and (path.stat().st_mode & 0o777) == 0o600
+        assert copied == [plan.command] and plan.command.endswith(f"claude --resume {plan.new_session_id}")
+        assert picker.written == path and picker.plan is plan
+        assert plan.command in shown(picker.query_one("#fork-command", Static))
+        assert "fix/checkout-tax" in shown(picker.query_one("#fork-notes", Static))
+        assert "system clipboard" in shown(picker.query_one("#fork-status", Static))
+        assert any("system clipboard" in n.message for n in app._notifications)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        fork = browse.get_node(app.conn, plan.new_session_id)
+        assert fork is not None and fork.parent_session_id == picker.session_id and fork.kind == "fork"
+        await pilot.press("escape")
+        await pilot.pause()
+        tree = app.query_one(SessionTree)
+        assert plan.new_session_id in {s.id for s in tree.sessions}
+
+
+async def test_fork_errors_stay_in_the_dialog(fork_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = make_app(fork_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        picker = await open_picker_at(pilot, 11)
+        await pilot.press("f")
+        await settle(pilot)
+        plan = picker.pending
+        assert plan is not None and plan.path is not None
+        Path(plan.path).write_text("someone else's file")  # appears between planning and writing
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ForkPicker)
+        assert "already exists" in shown(picker.query_one("#fork-status", Static))
+        assert Path(plan.path).read_text() == "someone else's file"
+        await pilot.press("escape")
+        await pilot.pause()
+        # a subagent cannot be resumed on its own: said in the dialog
+        explore = next(t for t in browse.jump_targets(app.conn) if t.is_subagent)
+        app.open_fork_picker(explore.id, None)
+        await settle(pilot)
+        assert isinstance(app.screen, ForkPicker)
+        await pilot.press("r")
+        await settle(pilot)
+        assert "subagent cannot be resumed" in shown(app.screen.query_one("#fork-status", Static))
+
+
+async def test_fork_with_a_new_prompt_from_a_search_hit(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    copied: list[str] = []
+    monkeypatch.setattr("core.clipboard.copy_with", copied.append)
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("slash", *"summary email")
+        await wait_for_search(pilot)
+        search = app.screen
+        assert isinstance(search, SearchScreen)
+        hit = search.current_hit()
+        assert hit is not None
+        await pilot.press("ctrl+f")  # f while typing would be a letter
+        await settle(pilot)
+        picker = app.screen
+        assert isinstance(picker, ForkPicker) and picker.entry_id == hit.entry_id
+        assert picker.points[picker.query_one(PointList).highlighted or 0].prompt.startswith("Also round to cents")
+        await pilot.press("n", *"Round the PDF too")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert picker.plan is not None and picker.plan.action == "fork-prompt"
+        assert "--fork-session" in picker.plan.command and "'Round the PDF too'" in picker.plan.command
+        assert copied == [picker.plan.command]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is search  # the picker closes onto the search it came from
+
+
+async def test_fork_picker_for_codex_says_what_it_can(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_adapter_codex import full_session
+
+    from core import db
+    from core.ingest import run_ingest
+
+    copied: list[str] = []
+    monkeypatch.setattr("core.clipboard.copy_with", copied.append)
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    full_session(tmp_path / "codex").write()
+    conn = db.connect(tmp_path / "codex.db")
+    run_ingest(conn, [tmp_path / "codex"], include_defaults=False)
+    sid = conn.execute("SELECT id FROM agent_sessions WHERE source = 'codex'").fetchone()[0]
+    conn.close()
+    app = make_app(tmp_path / "codex.db")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.jump_to_session(sid)
+        await pilot.pause()
+        await pilot.press("f")
+        await settle(pilot)
+        picker = app.screen
+        assert isinstance(picker, ForkPicker) and picker.agent == "codex" and len(picker.points) == 2
+        await pilot.press("f")  # Codex forks whole sessions: a command and how to step back, nothing written
+        await settle(pilot)
+        assert picker.pending is None and picker.written is None and picker.plan is not None
+        assert picker.plan.command.endswith(f"codex fork {sid}") and copied == [picker.plan.command]
+        assert "Esc Esc" in shown(picker.query_one("#fork-notes", Static))
+        await pilot.press("n")
+        await settle(pilot)
+        assert "Only Claude Code" in shown(picker.query_one("#fork-status", Static))
+        await pilot.press("r")
+        await settle(pilot)
+        assert picker.plan is not None and picker.plan.command.startswith(f"codex resume {sid} -C ")

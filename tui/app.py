@@ -40,11 +40,14 @@ if TYPE_CHECKING:
     from textual.command import Provider
 
     from core.ingest import IngestReport, Progress
+    from core.search import Hit
+    from tui.search import SearchScreen
 
 NARROW = 110
 WIDE = 150
 PANE_IDS = ("projects", "sessions", "messages")
 PANE_NAMES = {"projects": "Projects", "sessions": "Sessions", "messages": "Messages"}
+BROWSER_ONLY = frozenset({"quit", "jump", "search", "fork", "focus_pane", "open_demo", "back_to_search", "help"})
 
 
 class IngestProgressed(Message):
@@ -84,9 +87,12 @@ class ThreadloomApp(App[int]):
         Binding("2", "focus_pane('sessions')", "Sessions", show=False, id="app.focus-sessions"),
         Binding("3", "focus_pane('messages')", "Messages", show=False, id="app.focus-messages"),
         Binding("p", "jump", "Jump", id="app.jump", tooltip="Jump to a session by title, id or project"),
-        Binding("slash", "search", "Search", id="app.search"),
-        Binding("f", "fork", "Fork", show=False, id="app.fork"),
+        Binding("slash", "search", "Search", id="app.search", tooltip="Search every conversation of every agent"),
+        Binding("f", "fork", "Fork", id="app.fork",
+                tooltip="Fork or resume from the message (or session) under the cursor"),
         Binding("ctrl+r", "rescan", "Rescan", show=False, id="app.rescan", tooltip="Read new agent logs now"),
+        Binding("escape", "back_to_search", "Back to search", id="app.back-to-search",
+                tooltip="Return to the search results this message was opened from"),
         Binding("escape", "cancel_ingest", "Cancel ingest", id="app.cancel-ingest"),
         Binding("d", "open_demo", "Open demo", id="app.demo"),
         Binding("ctrl+p", "command_palette", "Palette", show=False, id="app.palette", priority=True,
@@ -120,8 +126,15 @@ class ThreadloomApp(App[int]):
         self._open_key: tuple | None = None
         self._preview_timer: Timer | None = None
         self._status = "Reading agent logs"
+        self.search_screen: SearchScreen | None = None
+        self._search_return = False  # Esc in the browser goes back to the search results
 
     # ------------------------------------------------------------------ layout
+
+    @property
+    def main_screen(self) -> Screen:
+        """The browsing screen: the panes live there even while search or a dialog is on top."""
+        return self.screen_stack[0] if self.screen_stack else self.screen
 
     def get_default_screen(self) -> Screen:
         return MainScreen(id="_default")
@@ -139,9 +152,9 @@ class ThreadloomApp(App[int]):
 
     def on_mount(self) -> None:
         self._load_keymap()
-        self.query_one(ProjectList).border_title = "Projects"
-        self.query_one(SessionTree).border_title = "Sessions"
-        self.query_one(MessageView).border_title = "Messages"
+        self.main_screen.query_one(ProjectList).border_title = "Projects"
+        self.main_screen.query_one(SessionTree).border_title = "Sessions"
+        self.main_screen.query_one(MessageView).border_title = "Messages"
         self._apply_layout()
         if self.demo:
             self._start_demo()
@@ -157,8 +170,8 @@ class ThreadloomApp(App[int]):
         elif self.conn is None:
             self._open_database()
             self.refresh_panes()
-        if not self.screen.has_class("-empty"):
-            self.query_one(ProjectList).focus()
+        if not self.main_screen.has_class("-empty"):
+            self.main_screen.query_one(ProjectList).focus()
 
     def _load_keymap(self) -> None:
         path = keymap_path()
@@ -185,12 +198,12 @@ class ThreadloomApp(App[int]):
 
     def _apply_layout(self, width: int | None = None) -> None:
         width = width or self.size.width
-        self.screen.set_class(width < NARROW, "-narrow")
-        self.screen.set_class(NARROW <= width < WIDE, "-medium")
-        self.screen.set_class(width >= WIDE, "-wide")
+        self.main_screen.set_class(width < NARROW, "-narrow")
+        self.main_screen.set_class(NARROW <= width < WIDE, "-medium")
+        self.main_screen.set_class(width >= WIDE, "-wide")
         focused = self._focused_pane()
         for pane in PANE_IDS:
-            self.screen.set_class(focused == pane, f"-focus-{pane}")
+            self.main_screen.set_class(focused == pane, f"-focus-{pane}")
 
     def _focused_pane(self) -> str:
         widget: Widget | None = self.focused
@@ -210,13 +223,13 @@ class ThreadloomApp(App[int]):
         if self.conn is None:
             return
         projects = browse.list_projects(self.conn)
-        project_list = self.query_one(ProjectList)
+        project_list = self.main_screen.query_one(ProjectList)
         project_list.set_projects(projects)
         current = project_list.current
-        tree = self.query_one(SessionTree)
+        tree = self.main_screen.query_one(SessionTree)
         tree.show_project(self.conn, current.path if current else None, keep_state=keep_state)
         tree.border_subtitle = tree.facts(tree.cursor_node)
-        view = self.query_one(MessageView)
+        view = self.main_screen.query_one(MessageView)
         if view.session_id is None and tree.cursor_node is not None:
             self.call_after_refresh(self._open_first)
         self._last_pane_refresh = time.monotonic()
@@ -224,19 +237,19 @@ class ThreadloomApp(App[int]):
 
     def _open_first(self) -> None:
         """Nothing open yet: show the newest session, so the first screen is never blank."""
-        tree = self.query_one(SessionTree)
-        if self.query_one(MessageView).session_id is None and tree.cursor_node is not None:
+        tree = self.main_screen.query_one(SessionTree)
+        if self.main_screen.query_one(MessageView).session_id is None and tree.cursor_node is not None:
             self.open_ref(tree.cursor_node.data)
 
     def _show_empty(self, empty: bool) -> None:
-        was_empty = self.screen.has_class("-empty")
-        self.screen.set_class(empty, "-empty")
+        was_empty = self.main_screen.has_class("-empty")
+        self.main_screen.set_class(empty, "-empty")
         self.refresh_bindings()
         if empty:
-            self.query_one("#empty", Static).update(self._empty_text())
+            self.main_screen.query_one("#empty", Static).update(self._empty_text())
             self.set_focus(None)
         elif was_empty:
-            self.query_one(ProjectList).focus()
+            self.main_screen.query_one(ProjectList).focus()
 
     def _empty_text(self) -> Text:
         from core.adapters import all_adapters
@@ -264,11 +277,11 @@ class ThreadloomApp(App[int]):
     @on(OptionList.OptionHighlighted, "#projects")
     def _project_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         if self.conn is not None and event.option.id is not None:
-            self.query_one(SessionTree).show_project(self.conn, event.option.id, keep_state=True)
+            self.main_screen.query_one(SessionTree).show_project(self.conn, event.option.id, keep_state=True)
 
     @on(OptionList.OptionSelected, "#projects")
     def _project_selected(self) -> None:
-        self.query_one(SessionTree).focus()
+        self.main_screen.query_one(SessionTree).focus()
 
     @on(Tree.NodeHighlighted, "#sessions")
     def _session_highlighted(self, event: Tree.NodeHighlighted[NodeRef]) -> None:
@@ -276,7 +289,7 @@ class ThreadloomApp(App[int]):
         if self._preview_timer is not None:
             self._preview_timer.stop()
         ref = event.node.data
-        tree = self.query_one(SessionTree)
+        tree = self.main_screen.query_one(SessionTree)
         tree.border_subtitle = tree.facts(event.node)
         if tree.has_focus:  # the user is moving through the tree, not a jump revealing a node
             self._preview_timer = self.set_timer(0.12, lambda: self.open_ref(ref))
@@ -287,7 +300,7 @@ class ThreadloomApp(App[int]):
             self._preview_timer.stop()
         self.open_ref(event.node.data)
         if event.node.data is not None and event.node.data.kind != "loading":
-            self.query_one(MessageView).focus()
+            self.main_screen.query_one(MessageView).focus()
 
     def open_ref(self, ref: NodeRef | None) -> None:
         """Show a session, a branch or a compaction segment in the message view."""
@@ -299,7 +312,7 @@ class ThreadloomApp(App[int]):
         if key == self._open_key:
             return
         self._open_key = key
-        view = self.query_one(MessageView)
+        view = self.main_screen.query_one(MessageView)
         title = session.task_description if session.is_subagent and session.task_description else session.title
         count = session.message_count
         if ref.kind == "branch" and ref.branch is not None:
@@ -327,8 +340,8 @@ class ThreadloomApp(App[int]):
         if node is None:
             self.notify(f"No session {session_id}", severity="warning")
             return
-        projects = self.query_one(ProjectList)
-        tree = self.query_one(SessionTree)
+        projects = self.main_screen.query_one(ProjectList)
+        tree = self.main_screen.query_one(SessionTree)
         path = node.project_path or ""
         if projects.current is None or projects.current.path != path:
             paths = [p.path for p in projects.projects]
@@ -347,7 +360,7 @@ class ThreadloomApp(App[int]):
         ref = tree_node.data if tree_node is not None else NodeRef("session", node)
         self._open_key = None
         self.open_ref(ref)
-        self.query_one(MessageView).focus()
+        self.main_screen.query_one(MessageView).focus()
 
     @on(MessageView.SubagentRequested)
     def _open_subagent(self, event: MessageView.SubagentRequested) -> None:
@@ -371,11 +384,11 @@ class ThreadloomApp(App[int]):
         self.ingesting = True
         self.refresh_bindings()
         self.cancel_event = threading.Event()
-        self.screen.add_class("-ingesting")
+        self.main_screen.add_class("-ingesting")
         self._show_empty(False)
         self._status = "Writing the demo archive" if demo_dir else "Reading agent logs"
-        self.query_one("#ingest-label", Label).update(f"{self._status}…")
-        self.query_one(ProgressBar).update(total=None, progress=0)
+        self.main_screen.query_one("#ingest-label", Label).update(f"{self._status}…")
+        self.main_screen.query_one(ProgressBar).update(total=None, progress=0)
         assert self.db_path is not None
         sources = list(self.sources)
         self._ingest_worker(self.db_path, sources, demo_dir)
@@ -410,15 +423,15 @@ class ThreadloomApp(App[int]):
 
     def on_ingest_status(self, event: IngestStatus) -> None:
         self._status = event.text
-        self.query_one("#ingest-label", Label).update(f"{event.text}…")
+        self.main_screen.query_one("#ingest-label", Label).update(f"{event.text}…")
         if event.database_ready and self.conn is None:
             self._open_database()
 
     def on_ingest_progressed(self, event: IngestProgressed) -> None:
         p = event.progress
-        bar = self.query_one(ProgressBar)
+        bar = self.main_screen.query_one(ProgressBar)
         bar.update(total=max(1, p.bytes_total), progress=p.bytes_done)
-        self.query_one("#ingest-label", Label).update(
+        self.main_screen.query_one("#ingest-label", Label).update(
             f"{self._status}: {p.files_done:,}/{p.files_total:,} files · "
             f"{p.bytes_done / 1e6:,.1f}/{p.bytes_total / 1e6:,.1f} MB · Esc cancels"
         )
@@ -427,12 +440,15 @@ class ThreadloomApp(App[int]):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
+        if worker.group == "fork-ingest":
+            self._fork_ingested(event)
+            return
         if worker.group != "ingest" or event.state not in (WorkerState.SUCCESS, WorkerState.ERROR,
                                                            WorkerState.CANCELLED):
             return
         self.ingesting = False
         self.refresh_bindings()
-        self.screen.remove_class("-ingesting")
+        self.main_screen.remove_class("-ingesting")
         if event.state == WorkerState.ERROR:
             error = worker.error
             self.push_screen(ErrorScreen(
@@ -473,10 +489,17 @@ class ThreadloomApp(App[int]):
     # ------------------------------------------------------------------ actions
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.search_screen is not None and self.screen is self.search_screen:
+            # on the search screen letters are typed into the query; these belong to the browser
+            return action not in BROWSER_ONLY
+        if action == "back_to_search":
+            return self._search_return and self.search_screen is not None
+        if action == "fork":
+            return self._focused_pane() in ("messages", "sessions") and self.conn is not None
         if action == "cancel_ingest":
             return self.ingesting
         if action == "open_demo":
-            return self.screen.has_class("-empty")
+            return self.main_screen.has_class("-empty")
         return True
 
     def action_cancel_ingest(self) -> None:
@@ -499,11 +522,119 @@ class ThreadloomApp(App[int]):
         self.demo = True
         self._start_demo()
 
+    # ------------------------------------------------------------------ search
+
     def action_search(self) -> None:
-        self.notify("Search is coming in a later version", title="/ search", timeout=3)
+        """Open search (the same screen each time: the last query stays, selected)."""
+        from tui.search import SearchScreen
+
+        if self.db_path is None or self.conn is None:
+            self.notify("No database yet", timeout=2)
+            return
+        if isinstance(self.screen, SearchScreen):
+            return
+        self._search_return = False
+        if self.search_screen is None or self.search_screen.db_path != self.db_path:
+            if self.search_screen is not None:
+                self.uninstall_screen(self.search_screen)
+            self.search_screen = SearchScreen(self.db_path, now=self.now)
+            self.install_screen(self.search_screen, "search")
+            self.push_screen(self.search_screen)
+        else:
+            self.push_screen(self.search_screen)
+            self.search_screen.reopen()
+        self.refresh_bindings()
+
+    def open_search_hit(self, hit: Hit) -> None:
+        """Enter on a hit: the session in the message viewer, at the hit, marked; Esc comes back."""
+        if self.screen is not self.main_screen:
+            self.pop_screen()
+        self._search_return = True
+        self.jump_to_session(hit.session_id)
+        if hit.seq is not None:
+            view = self.main_screen.query_one(MessageView)
+            seq = hit.seq
+            self.call_after_refresh(lambda: view.go_to_seq(seq) if view.session_id == hit.session_id else None)
+        self.refresh_bindings()
+
+    def action_back_to_search(self) -> None:
+        if self.search_screen is None or self.screen is not self.main_screen:
+            return
+        self._search_return = False
+        self.push_screen(self.search_screen)
+        self.refresh_bindings()
+
+    def close_search(self) -> None:
+        from tui.search import SearchScreen
+
+        self._search_return = False
+        if isinstance(self.screen, SearchScreen):
+            self.pop_screen()
+        self.refresh_bindings()
+
+    # ------------------------------------------------------------------ fork
 
     def action_fork(self) -> None:
-        self.notify("The fork picker is coming in a later version", title="f fork", timeout=3)
+        """`f`: the fork picker for the message under the cursor, or for a session's latest turn."""
+        pane = self._focused_pane()
+        if pane == "messages":
+            view = self.main_screen.query_one(MessageView)
+            row = view.current_row()
+            if view.session_id is not None:
+                self.open_fork_picker(view.session_id, row.entry_id if row else None,
+                                      turn_id=row.turn_id if row else None)
+                return
+        elif pane == "sessions":
+            node = self.main_screen.query_one(SessionTree).cursor_node
+            ref = node.data if node is not None else None
+            if ref is not None and ref.session is not None and ref.kind != "loading":
+                leaf = ref.branch.leaf_turn_id if ref.branch is not None else None
+                self.open_fork_picker(ref.session.id, None, turn_id=leaf)
+                return
+        self.notify("Open a session, then press f on a message to fork from it", timeout=3)
+
+    def open_fork_picker(self, session_id: str, entry_id: int | None, *, turn_id: str | None = None,
+                         seq: int | None = None) -> None:
+        """The fork picker around an entry (or the latest branch); `seq` finds the entry's turn."""
+        from tui.fork import ForkPicker
+
+        if self.conn is None or self.db_path is None:
+            return
+        if turn_id is None and seq is not None:
+            rows = browse.message_page(self.conn, session_id, seq, seq)
+            turn_id = rows[0].turn_id if rows else None
+        if entry_id is None and turn_id is not None:
+            seqs = browse.branch_seqs(self.conn, session_id, [turn_id])
+            rows = browse.message_page(self.conn, session_id, seqs[-1], seqs[-1]) if seqs else []
+            entry_id = rows[0].entry_id if rows else None
+        self.push_screen(ForkPicker(self.conn, self.db_path, session_id, entry_id=entry_id, turn_id=turn_id))
+
+    def ingest_fork(self, path: Path) -> None:
+        """Read a fork threadloom just wrote, so it shows in the tree (under its source, too)."""
+        if self.db_path is not None:
+            self._fork_ingest_worker(self.db_path, path)
+
+    @work(thread=True, group="fork-ingest", exit_on_error=False, description="ingest a fork")
+    def _fork_ingest_worker(self, db_path: Path, path: Path) -> IngestReport:
+        from core.db import connect
+        from core.ingest import run_ingest
+
+        conn = connect(db_path)
+        try:
+            return run_ingest(conn, [path], include_defaults=False, remember=False)
+        finally:
+            conn.close()
+
+    def _fork_ingested(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            self.notify(f"The fork was written but could not be read back: {event.worker.error}",
+                        title="Fork", severity="error", timeout=10)
+            return
+        if event.state == WorkerState.SUCCESS:
+            self.refresh_panes()
+            report = event.worker.result
+            if getattr(report, "sessions", 0):
+                self.notify("The fork is in the session tree, beside and under its source.", title="Fork", timeout=4)
 
     def action_jump(self) -> None:
         from textual.command import CommandPalette
@@ -513,7 +644,7 @@ class ThreadloomApp(App[int]):
         self.push_screen(CommandPalette(providers=[RecentSessionsProvider], placeholder="Jump to session…"))
 
     def action_focus_pane(self, pane: str) -> None:
-        widget = self.query_one(f"#{pane}")
+        widget = self.main_screen.query_one(f"#{pane}")
         if widget.display:
             widget.focus()
         else:
@@ -522,7 +653,7 @@ class ThreadloomApp(App[int]):
 
     def _cycle(self, step: int) -> None:
         current = PANE_IDS.index(self._focused_pane())
-        self.query_one(f"#{PANE_IDS[(current + step) % len(PANE_IDS)]}").focus()
+        self.main_screen.query_one(f"#{PANE_IDS[(current + step) % len(PANE_IDS)]}").focus()
 
     def action_next_pane(self) -> None:
         if isinstance(self.screen, Screen) and self.screen is self.screen_stack[0]:
@@ -540,7 +671,7 @@ class ThreadloomApp(App[int]):
         if isinstance(self.screen, HelpScreen):
             return
         pane = self._focused_pane()
-        focused = self.query_one(f"#{pane}")
+        focused = self.main_screen.query_one(f"#{pane}")
         pane_keys: dict[tuple[str, str], list[str]] = {}
         global_keys: dict[tuple[str, str], list[str]] = {}
         meta: dict[tuple[str, str], tuple[str, str]] = {}
@@ -564,14 +695,14 @@ class ThreadloomApp(App[int]):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """The palette lists what applies now: pane actions for the focused pane, ingest state."""
         pane = self._focused_pane()
-        view = self.query_one(MessageView)
+        view = self.main_screen.query_one(MessageView)
         if pane == "messages" and view.session_id:
             yield SystemCommand("Messages: expand or collapse all tool calls", "Key e", view.action_toggle_all)
             yield SystemCommand("Messages: show the raw JSON of this message", "Key r", view.action_raw)
             yield SystemCommand("Messages: copy the text under the cursor", "Key y", view.action_copy)
             yield SystemCommand("Messages: go to the last message", "Key G", view.action_last)
         if pane == "sessions":
-            tree = self.query_one(SessionTree)
+            tree = self.main_screen.query_one(SessionTree)
             verb = "Hide" if tree.include_warmup else "Show"
             yield SystemCommand(f"Sessions: {verb} Warmup agents", "Key w", tree.action_toggle_warmup)
         yield SystemCommand("Jump to session", "By title, id or project (key p)", self.action_jump)

@@ -1,4 +1,4 @@
-"""Command palette providers: "jump to session" by title, id or project."""
+"""Command palette providers: "jump to session" by title, id or project (core.search.find_sessions)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,12 @@ if TYPE_CHECKING:
     from tui.app import ThreadloomApp
 
 SHOWN = 40
+SEARCHED = 60
+ENGINE_RANK = 10_000.0  # above any score of Textual's fuzzy matcher, so the engine's hits come first
 
 
 class SessionJumpProvider(Provider):
-    """Sessions and subagents; matched on "title · project · id" so any of the three finds it.
+    """Sessions and subagents, found by title, project or id prefix through `core.search.find_sessions`.
 
     In the general palette (ctrl+p) sessions appear once something is typed, so the actions that
     apply now are what an empty palette lists; the jump palette (p) lists recent sessions at once.
@@ -34,17 +36,39 @@ class SessionJumpProvider(Provider):
         return f"{kind}{t.title or '(untitled)'} · {t.project} · {t.id.split(':')[-1][:13]}"
 
     async def search(self, query: str) -> Hits:
+        """Ranked by `core.search.find_sessions`, the engine `threadloom` uses for titles and ids.
+
+        Sessions it misses follow, matched by the palette's own fuzzy matcher on "title · project ·
+        id" with a subagent's task description as its title (find_sessions reads the first prompt).
+        """
+        from core.search import find_sessions
+
         app: ThreadloomApp = self.app  # type: ignore[assignment]
+        if app.conn is None or not query.strip():
+            return
         matcher = self.matcher(query)
-        found = 0
+        by_id = {t.id: t for t in self.targets}
+        found: set[str] = set()
+        for match in find_sessions(app.conn, query, limit=SEARCHED):
+            target = by_id.get(match.session_id)
+            if target is None:  # ingested since the palette opened
+                target = browse.JumpTarget(match.session_id, match.title, match.project or "", None, False)
+            found.add(target.id)
+            text = self._text(target)
+            yield Hit(ENGINE_RANK + match.score, matcher.highlight(text),
+                      partial(app.jump_to_session, target.id), text=text,
+                      help=f"jump to session · {match.agent} · {when(target.started_at)}")
+        more = 0
         for target in self.targets:
+            if target.id in found:
+                continue
             text = self._text(target)
             score = matcher.match(text)
             if score > 0:
-                found += 1
-                yield Hit(score, matcher.highlight(text), partial(app.jump_to_session, target.id),
+                more += 1
+                yield Hit(score, matcher.highlight(text), partial(app.jump_to_session, target.id), text=text,
                           help=f"jump to session · {when(target.started_at)}")
-                if found >= 400:
+                if more >= SEARCHED:
                     return
 
     async def discover(self) -> Hits:

@@ -81,11 +81,14 @@ class MessageView(ScrollView, can_focus=True):
         Binding("ctrl+pageup", "page_left", "Page left", show=False, id="messages.page-left"),
         Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="messages.page-right"),
     ]
-    COMPONENT_CLASSES = {"message-view--cursor", "message-view--gutter"}
+    COMPONENT_CLASSES = {"message-view--cursor", "message-view--gutter", "message-view--found",
+                         "message-view--found-gutter"}
     DEFAULT_CSS = """
     MessageView > .message-view--cursor { background: $boost; }
     MessageView:focus > .message-view--cursor { background: $primary 22%; }
     MessageView > .message-view--gutter { color: $accent; }
+    MessageView > .message-view--found { background: $warning 10%; }
+    MessageView > .message-view--found-gutter { color: $warning; }
     """
 
     class SubagentRequested(Message):
@@ -116,6 +119,7 @@ class MessageView(ScrollView, can_focus=True):
         self.extras: dict[str, Any] = {}
         self.cursor: tuple[int, int] = (0, 0)
         self.rewinds: set[int] = set()
+        self.found: int | None = None  # the position of the message a search opened, marked
         self.stick_end = False
         self._width = 0
         self.placeholder = "Select a session to read it."
@@ -144,6 +148,7 @@ class MessageView(ScrollView, can_focus=True):
         self.extras.clear()
         self.expand_all = False
         self.stick_end = False
+        self.found = None
         self._relayout(None)
         self.set_scroll(0, 0)
         self.scroll_target_y = 0
@@ -171,6 +176,36 @@ class MessageView(ScrollView, can_focus=True):
         from bisect import bisect_left
 
         return min(len(self.seqs) - 1, bisect_left(self.seqs, seq))
+
+    def go_to_seq(self, seq: int, *, mark: bool = True) -> None:
+        """Put the cursor on message `seq`, with a quarter of the screen of what came before above it.
+
+        With `mark` the message keeps a marker (a search hit) until another session is shown.
+        """
+        if not self.seqs:
+            return
+        start = self.position_of_seq(seq)
+        pos = self._find_target(start, 1)
+        if pos is None:
+            pos = self._find_target(start, -1)
+        if pos is None:
+            return
+        self.found = pos if mark else None
+        self.cursor = (pos, self._first_target(pos))
+        self.stick_end = False
+        height = self.scrollable_content_region.height or self.size.height or 20
+        context = max(1, height // 4)
+        lines, above = 0, pos
+        while above > 0 and lines < context:  # exact heights above, so the offsets below are exact
+            above -= 1
+            lines += len(self.ensure(above).strips)
+        self.ensure(pos)
+        self._relayout(None)
+        y = max(0, min(self.offsets[pos] - context, self.offsets[-1] - height))
+        y = min(y, self.offsets[pos])
+        self.set_scroll(None, y)
+        self.scroll_target_y = y
+        self.refresh()
 
     def _load_page(self, page: int) -> None:
         assert self.conn is not None and self.session_id is not None
@@ -396,6 +431,10 @@ class MessageView(ScrollView, can_focus=True):
         if i >= len(rendered.strips):
             return Strip.blank(width, base)
         strip = rendered.strips[i]
+        if pos == self.found:
+            mark = self.get_component_rich_style("message-view--found-gutter")
+            strip = Strip.join([Strip([Segment("▎", mark)], 1), strip.crop(1)])
+            strip = strip.apply_style(self.get_component_rich_style("message-view--found"))
         if pos == self.cursor[0] and self.cursor[1] < len(rendered.blocks):
             block = rendered.blocks[self.cursor[1]]
             if block.start <= i < block.end:

@@ -312,7 +312,11 @@ def session_label(s: SessionNode, width: int) -> Text:
     """Title (or a subagent's description, type and status), then start, messages, tokens, model."""
     head = Text(no_wrap=True, overflow="ellipsis")
     facts: list[tuple[str, str]] = []
-    if s.is_subagent:
+    if s.kind == "fork":  # a fork threadloom (or the agent) made: its own session, from its source
+        head.append("⑂ ", style="bold #5fafaf")
+        head.append(s.title or "(fork)", style="bold")
+        facts.append(("fork", "#5fafaf"))
+    elif s.is_subagent:
         head.append("⚙ ", style="#d787d7")
         head.append(" ".join((s.task_description or s.title or "(subagent)").split()), style="bold")
         mark, mark_style = STATUS_MARK.get(s.task_status or "", ("", ""))

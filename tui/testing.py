@@ -89,6 +89,26 @@ async def cursor_to_tool(pilot: Pilot, name: str) -> None:
     raise LookupError(f"no {name} call below the cursor")
 
 
+async def settle(pilot: Pilot) -> None:
+    """Until the app's workers are done (the fork picker reads turns and plans in threads)."""
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def wait_for_search(pilot: Pilot, timeout: float = 10.0) -> None:
+    """Until the search screen shows the result of what is typed (debounce and worker done)."""
+    from tui.search import SearchScreen
+
+    screen = pilot.app.screen
+    assert isinstance(screen, SearchScreen), screen
+    deadline = time.monotonic() + timeout
+    while not screen.settled:
+        if time.monotonic() > deadline:
+            raise TimeoutError("search did not finish")
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
 async def scene_browse(pilot: Pilot) -> None:
     """All three panes: the sessions pane has focus, so the projects pane stays in view."""
     app: ThreadloomApp = pilot.app  # type: ignore[assignment]
@@ -128,10 +148,48 @@ async def scene_narrow(pilot: Pilot) -> None:
     await pilot.press("G")
 
 
+async def scene_search(pilot: Pilot) -> None:
+    """A misspelt query over every project: hits with their matches marked, the typo's expansion."""
+    from tui.search import SearchScreen
+
+    app: ThreadloomApp = pilot.app  # type: ignore[assignment]
+    app.jump_to_session(session_id(app, CHECKOUT))
+    await pilot.pause()
+    await pilot.press("slash", *"chnage")
+    await wait_for_search(pilot)
+    screen = app.screen
+    assert isinstance(screen, SearchScreen)
+    screen.freeze_timing(0.004)
+    await pilot.press("down")
+
+
+async def scene_fork_picker(pilot: Pilot) -> None:
+    """`f` on a prompt in the viewer, then "Fork here with a new prompt": the command and the notes."""
+    from core import clipboard
+    from tui.messages import MessageView
+
+    app: ThreadloomApp = pilot.app  # type: ignore[assignment]
+    app.jump_to_session(session_id(app, CHECKOUT))
+    await pilot.pause()
+    app.query_one(MessageView).go_to_seq(11)  # "Also round to cents in the invoice summary email."
+    await pilot.press("f")
+    await settle(pilot)
+    await pilot.press("n", *"Round the PDF invoice too")
+    saved = clipboard.copy_with
+    clipboard.copy_with = lambda text: None  # the same notification on every machine
+    try:
+        await pilot.press("enter")
+        await settle(pilot)
+    finally:
+        clipboard.copy_with = saved
+
+
 SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = {
     "browse": (scene_browse, (140, 40)),
     "tool-call-diff": (scene_tool_diff, (140, 40)),
     "nested-subagents": (scene_nested_subagents, (140, 40)),
     "help": (scene_help, (140, 40)),
     "narrow-80x24": (scene_narrow, (80, 24)),
+    "search": (scene_search, (140, 40)),
+    "fork-picker": (scene_fork_picker, (140, 40)),
 }

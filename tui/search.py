@@ -1,0 +1,379 @@
+"""The search screen: every conversation of every agent, results as the user types.
+
+Each keystroke restarts a short timer; when it fires, a thread worker (exclusive group, so a newer
+query cancels the older one) opens its own read-only connection and runs `core.search.search`.
+A newer query also interrupts the older one's SQLite statement, and a result that is no longer the
+latest is dropped. Enter opens the hit in the browsing screen's message viewer; the app keeps this
+screen installed, so Esc there comes back here with the query and the selection as they were.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual import events, on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
+
+from core.search import SEARCH_HELP, Hit, SearchResult
+from core.text import human_when
+from tui.panes import fit
+from tui.render import ROLE_STYLE
+
+if TYPE_CHECKING:
+    from tui.app import ThreadloomApp
+
+DEBOUNCE = 0.15
+LIMIT = 100
+HINT = ('F1 filters and keys · words in any order · "a phrase" · agent: project: role: tool: session: '
+        "in:tools in:thinking in:subagents after: before:")
+AGENT_STYLE = "#5f87af"
+PROJECT_STYLE = "#87d787"
+MATCH_STYLE = "bold #1c1c1c on #d7af5f"
+
+
+class SearchDone(Message):
+    """A worker's result, for the query it was started with (`serial` tells stale ones apart)."""
+
+    def __init__(self, serial: int, query: str, result: SearchResult | None, seconds: float, error: str = "") -> None:
+        super().__init__()
+        self.serial, self.query, self.result, self.seconds, self.error = serial, query, result, seconds, error
+
+
+class ResultsList(OptionList):
+    """The hits, three lines each; typing a letter here goes back to the query."""
+
+    BINDINGS = [
+        Binding("down,j", "cursor_down", "Down", show=False, id="search.results-down"),
+        Binding("up,k", "cursor_up", "Up", show=False, id="search.results-up"),
+        Binding("home,g", "first", "First", show=False, id="search.results-first"),
+        Binding("end,G", "last", "Last", show=False, id="search.results-last"),
+        Binding("pagedown", "page_down", "Page down", show=False, id="search.results-page-down"),
+        Binding("pageup", "page_up", "Page up", show=False, id="search.results-page-up"),
+        Binding("left", "scroll_left", "Scroll left", show=False, id="search.results-scroll-left"),
+        Binding("right", "scroll_right", "Scroll right", show=False, id="search.results-scroll-right"),
+        Binding("ctrl+pageup", "page_left", "Page left", show=False, id="search.results-page-left"),
+        Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="search.results-page-right"),
+        Binding("enter", "select", "Open", show=False, id="search.results-open"),
+    ]
+
+    def on_key(self, event: events.Key) -> None:
+        """A printable key no binding wants is typed into the query (and focus moves there)."""
+        if not event.is_printable or not event.character:
+            return
+        screen = self.screen
+        if any(event.key in bindings.key_to_bindings for node, bindings in screen._modal_binding_chain
+               if node is self or node is screen):
+            return  # j, k, f… as bound here (after the user's keymap)
+        event.stop()
+        event.prevent_default()
+        query = screen.query_one("#search-input", Input)
+        query.focus()
+        if event.key != "slash":
+            query.insert_text_at_cursor(event.character)
+
+
+class SearchScreen(Screen[None]):
+    """Search every session; Enter opens a hit, `f` forks from it, Esc closes."""
+
+    AUTO_FOCUS = "#search-input"
+    BINDINGS = [
+        Binding("escape", "close", "Close", id="search.close"),
+        Binding("enter", "open", "Open", id="search.open", priority=True,
+                tooltip="Open the session at this message"),
+        Binding("down", "move(1)", "Next", show=False, id="search.down"),
+        Binding("up", "move(-1)", "Previous", show=False, id="search.up"),
+        Binding("pagedown", "page(1)", "Page down", show=False, id="search.page-down"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="search.page-up"),
+        Binding("f,ctrl+f", "fork", "Fork", id="search.fork",
+                tooltip="Fork or resume from this hit (f in the results, Ctrl+F while typing)"),
+        Binding("f1", "filters", "Filters", id="search.help", tooltip="The filters and keys of search"),
+        Binding("ctrl+c,super+c", "screen.copy_text", "Copy selection", show=False, id="search.copy-selection"),
+    ]
+
+    def __init__(self, db_path: Path, *, now: Callable[[], float]) -> None:
+        super().__init__(id="search")
+        self.db_path = db_path
+        self.now = now
+        self.hits: list[Hit] = []
+        self.result: SearchResult | None = None
+        self.result_query = ""  # the query the list shows
+        self.last_seconds = 0.0  # worker time of the shown result: connect + search
+        self.latency = 0.0  # last key press of the query → its results on screen
+        self.show_filters = False
+        self._query_serial = 0
+        self._shown_serial = 0
+        self._query_typed_at = 0.0
+        self._debounce: Timer | None = None
+        self._conns_lock = threading.Lock()
+        self._query_conns: set[sqlite3.Connection] = set()
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="search-box") as box:
+            box.border_title = "Search every conversation"
+            with Horizontal(id="search-bar"):
+                yield Static("/", id="search-prompt")
+                yield Input(placeholder='words, "a phrase", filters such as agent:codex role:user after:7d',
+                            id="search-input")
+            yield Static(id="search-status")
+            yield ResultsList(id="search-results")
+            yield Static(id="search-help")
+        yield Static(Text(HINT, style="dim"), id="search-hint")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._show_status()
+        self._update_help()
+
+    # ------------------------------------------------------------------ typing → worker
+
+    @on(Input.Changed, "#search-input")
+    def _query_changed(self, event: Input.Changed) -> None:
+        self._query_serial += 1
+        self._query_typed_at = time.perf_counter()
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._interrupt()
+        if not event.value.strip():
+            self.workers.cancel_group(self, "search")
+            self._shown_serial = self._query_serial
+            self._set_results("", None, 0.0)
+            return
+        serial, query = self._query_serial, event.value
+        self._debounce = self.set_timer(DEBOUNCE, lambda: self._search(serial, query, self.now()))
+
+    def _interrupt(self) -> None:
+        """Stop the SQLite statement of an older query, if one is still running."""
+        with self._conns_lock:
+            for conn in self._query_conns:
+                conn.interrupt()
+
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False, description="search")
+    def _search(self, serial: int, query: str, now: float) -> None:
+        from core.db import LedgerError, connect
+        from core.search import search
+
+        worker = get_current_worker()
+        started = time.perf_counter()
+        try:
+            conn = connect(self.db_path, readonly=True)
+        except LedgerError as exc:
+            self.post_message(SearchDone(serial, query, None, 0.0, str(exc)))
+            return
+        with self._conns_lock:
+            self._query_conns.add(conn)
+        try:
+            result = search(conn, query, limit=LIMIT, now=now)
+        except Exception as exc:  # interrupted by a newer query, a locked file: said, never a traceback
+            if not worker.is_cancelled:
+                self.post_message(SearchDone(serial, query, None, 0.0, f"search failed: {exc}"))
+            return
+        finally:
+            with self._conns_lock:
+                self._query_conns.discard(conn)
+            conn.close()
+        if not worker.is_cancelled:
+            self.post_message(SearchDone(serial, query, result, time.perf_counter() - started))
+
+    @property
+    def settled(self) -> bool:
+        """The list shows the result of what is typed now (nothing pending)."""
+        return self._shown_serial == self._query_serial
+
+    def on_search_done(self, event: SearchDone) -> None:
+        if event.serial != self._query_serial:
+            return  # typed on since: a newer result is coming
+        self._shown_serial = event.serial
+        if event.result is None:
+            self._set_results(event.query, None, 0.0, error=event.error)
+            return
+        self._set_results(event.query, event.result, event.seconds)
+        self.latency = time.perf_counter() - self._query_typed_at
+
+    # ------------------------------------------------------------------ showing
+
+    def _set_results(self, query: str, result: SearchResult | None, seconds: float, *, error: str = "") -> None:
+        self.result, self.result_query, self.last_seconds = result, query, seconds
+        self.hits = result.hits if result else []
+        results = self.query_one(ResultsList)
+        # box border and padding, list padding, scrollbar, option padding (and one to spare)
+        width = max(40, (self.size.width or self.app.size.width) - 10)
+        results.set_options([Option(self._prompt(hit, width), id=str(i)) for i, hit in enumerate(self.hits)])
+        if self.hits:
+            results.highlighted = 0
+        self._show_status(error)
+        self._update_help()
+
+    def _show_status(self, error: str = "") -> None:
+        status = Text()
+        result = self.result
+        if error:
+            status.append(error, style="bold #d75f5f")
+        elif result is None:
+            status.append("Type to search every session of every agent.", style="dim")
+        else:
+            status.append(f"{result.count_label} hits", style="bold")
+            status.append(f" · {self.last_seconds * 1000:,.0f} ms", style="dim")
+            expanded = [f"{word} → {', '.join(terms)}" for word, terms in result.terms.items()
+                        if terms and terms != [word] and " " not in word]
+            if expanded:
+                status.append(" · " + "; ".join(expanded), style="#87afaf")
+            for problem in result.problems:
+                status.append(" · ")
+                status.append(problem, style="#d7af5f")
+        self.query_one("#search-status", Static).update(status)
+
+    def freeze_timing(self, seconds: float) -> None:
+        """Show a fixed search time (screenshots and snapshots must not change from run to run)."""
+        self.last_seconds = seconds
+        self._show_status()
+
+    def _update_help(self) -> None:
+        help_box = self.query_one("#search-help", Static)
+        show = self.show_filters or (self.result is None and not self.result_query)
+        help_box.display = show
+        self.query_one(ResultsList).display = not show
+        if show:
+            parts: list[RenderableType] = [Text("Filters", style="bold"), _pairs(_help_pairs(SEARCH_HELP)),
+                                           Text("\nKeys", style="bold"), _pairs(self._key_pairs())]
+            if self.show_filters:
+                parts.append(Text("\nF1 shows the results again", style="dim"))
+            help_box.update(Group(*parts))
+
+    def _key_pairs(self) -> list[tuple[str, str]]:
+        """The keys of this screen as they are bound now (after a keymap file)."""
+        seen: dict[str, list[str]] = {}
+        descriptions: dict[str, str] = {}
+        for key, active in self.active_bindings.items():
+            binding = active.binding
+            if not (binding.id or "").startswith("search."):
+                continue
+            seen.setdefault(binding.id or "", []).append(self.app.get_key_display(binding.with_key(key)))
+            descriptions[binding.id or ""] = binding.tooltip or binding.description
+        return [(", ".join(keys), descriptions[bid]) for bid, keys in seen.items()]
+
+    def _prompt(self, hit: Hit, width: int) -> Text:
+        """agent · project · session title, role and age on the right; the snippet below, matches marked."""
+        head = Text(no_wrap=True, overflow="ellipsis")
+        head.append(hit.agent, style=AGENT_STYLE)
+        head.append(" · ")
+        head.append(hit.project or "?", style=PROJECT_STYLE)
+        head.append(" · ")
+        head.append(" ".join((hit.session_title or "(untitled)").split()), style="bold")
+        facts = [(hit.role or "", ROLE_STYLE.get(hit.role or "", "dim").replace("bold ", "")),
+                 (human_when(hit.timestamp, self.now()), "dim")]
+        if hit.field != "content":
+            facts.insert(0, ("in " + hit.field.replace("_text", "s"), "italic #af87d7"))
+        first = fit(head, [f for f in facts if f[0]], width)
+        snippet = Text(hit.snippet)
+        for start, end in hit.highlights:
+            snippet.stylize(MATCH_STYLE, start, end)
+        lines = snippet.wrap(self.app.console, width - 2, no_wrap=False)
+        body = Text("\n").join(Text("  ") + line for line in list(lines)[:2])
+        if len(lines) > 2:
+            body.append("…", style="dim")
+        return Text("\n").join([first, body, Text("")])
+
+    def on_resize(self) -> None:
+        if self.result is not None:
+            highlighted = self.query_one(ResultsList).highlighted
+            self._set_results(self.result_query, self.result, self.last_seconds)
+            if highlighted is not None and highlighted < len(self.hits):
+                self.query_one(ResultsList).highlighted = highlighted
+
+    # ------------------------------------------------------------------ actions
+
+    def current_hit(self) -> Hit | None:
+        index = self.query_one(ResultsList).highlighted
+        if index is None or index >= len(self.hits) or not self.query_one(ResultsList).display:
+            return None
+        return self.hits[index]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("open", "fork"):
+            return True if self.hits else None
+        return True
+
+    def action_move(self, step: int) -> None:
+        results = self.query_one(ResultsList)
+        if step > 0:
+            results.action_cursor_down()
+        else:
+            results.action_cursor_up()
+
+    def action_page(self, step: int) -> None:
+        results = self.query_one(ResultsList)
+        if step > 0:
+            results.action_page_down()
+        else:
+            results.action_page_up()
+
+    @on(OptionList.OptionSelected, "#search-results")
+    def _clicked(self) -> None:
+        self.action_open()
+
+    def action_open(self) -> None:
+        hit = self.current_hit()
+        if hit is not None:
+            app: ThreadloomApp = self.app  # type: ignore[assignment]
+            app.open_search_hit(hit)
+
+    def action_fork(self) -> None:
+        hit = self.current_hit()
+        if hit is not None:
+            app: ThreadloomApp = self.app  # type: ignore[assignment]
+            app.open_fork_picker(hit.session_id, hit.entry_id, seq=hit.seq)
+
+    def action_filters(self) -> None:
+        self.show_filters = not self.show_filters
+        self._update_help()
+
+    def action_close(self) -> None:
+        if self.show_filters:
+            self.show_filters = False
+            self._update_help()
+            return
+        app: ThreadloomApp = self.app  # type: ignore[assignment]
+        app.close_search()
+
+    def reopen(self) -> None:
+        """`/` again: the last query stays, selected, so typing replaces it."""
+        query = self.query_one("#search-input", Input)
+        query.focus()
+        if query.value:
+            query.select_all()
+
+
+def _help_pairs(help_text: str) -> list[tuple[str, str]]:
+    """SEARCH_HELP's columns ("key  what  key  what", split on runs of spaces) as (key, what) pairs."""
+    pairs = []
+    for line in help_text.splitlines():
+        cells = [c for c in re.split(r"\s{2,}", line.strip()) if c]
+        pairs += [(cells[i], cells[i + 1] if i + 1 < len(cells) else "") for i in range(0, len(cells), 2)]
+    return pairs
+
+
+def _pairs(rows: list[tuple[str, str]]) -> Table:
+    """Two columns that wrap the description, not the key, on narrow terminals."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold #d7af5f", max_width=18)
+    table.add_column()
+    for key, what in rows:
+        table.add_row(key, what)
+    return table
