@@ -43,6 +43,7 @@ class ForkPoint:
     model: str | None
     tool_call_count: int
     parent_turn_id: str | None
+    entry_id: int | None = None  # the prompt's record: `plan_fork(conn, str(entry_id))` forks at this turn
 
 
 @dataclass
@@ -74,8 +75,10 @@ def fork_points(conn: sqlite3.Connection, session_id: str, around_entry: int | N
         r[0]: r
         for r in conn.execute(
             "SELECT t.id, t.last_entry_uuid, t.sequence, t.timestamp, t.model, t.tool_call_count, t.parent_turn_id, "
-            "(SELECT content FROM entries WHERE uuid = t.id AND session_id = t.session_id LIMIT 1), "
-            "(SELECT content FROM entries WHERE uuid = t.response_message_id AND session_id = t.session_id LIMIT 1) "
+            # `+session_id`: look the records up by uuid (ix_entries_uuid), not by scanning the session
+            "(SELECT content FROM entries WHERE uuid = t.id AND +session_id = t.session_id LIMIT 1), "
+            "(SELECT content FROM entries WHERE uuid = t.response_message_id AND +session_id = t.session_id LIMIT 1), "
+            "(SELECT id FROM entries WHERE uuid = t.id AND +session_id = t.session_id LIMIT 1) "
             "FROM agent_turns t WHERE t.session_id = ?",
             (session_id,),
         )
@@ -111,7 +114,7 @@ def fork_points(conn: sqlite3.Connection, session_id: str, around_entry: int | N
     out = []
     for tid in chain:
         r = turns[tid]
-        out.append(ForkPoint(tid, r[1], r[2], one_line(r[7], 120), one_line(r[8], 120), r[3], r[4], r[5], r[6]))
+        out.append(ForkPoint(tid, r[1], r[2], one_line(r[7], 120), one_line(r[8], 120), r[3], r[4], r[5], r[6], r[9]))
     return out
 
 
@@ -325,7 +328,7 @@ def native_fork_plan(conn: sqlite3.Connection, entry_ref: str, prompt: str) -> F
     return ForkPlan(action="fork-prompt", agent=plan.agent, command=cmd, source_session_id=sid,
                     fork_point=plan.fork_point, cwd=plan.cwd, git_branch=plan.git_branch,
                     notes=["Runs one model turn with your prompt (print mode), then opens the new session; needs jq.",
-                           WORKTREE_NOTE])
+                           WORKTREE_NOTE + (f" Recorded git branch then: {plan.git_branch}." if plan.git_branch else "")])
 
 
 def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool = False) -> ForkPlan:

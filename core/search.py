@@ -321,7 +321,8 @@ class SessionMatch:
 def find_sessions(conn: sqlite3.Connection, text: str, limit: int = 20) -> list[SessionMatch]:
     """Jump to a session by title, id or project: rapidfuzz over the (few thousand) session labels."""
     rows = conn.execute(
-        "SELECT id, COALESCE(title, task_description, ''), project, source, COALESCE(ended_at, 0) FROM agent_sessions "
+        "SELECT id, CASE WHEN is_subagent = 1 THEN COALESCE(task_description, title, '') "
+        "ELSE COALESCE(title, task_description, '') END, project, source, COALESCE(ended_at, 0) FROM agent_sessions "
         "WHERE message_count > 0 AND is_warmup = 0"
     ).fetchall()
     if not text.strip():
@@ -333,5 +334,13 @@ def find_sessions(conn: sqlite3.Connection, text: str, limit: int = 20) -> list[
         by_id.sort(key=lambda r: -r[4])
         return [SessionMatch(r[0], r[1], r[2], r[3], 100.0) for r in by_id[:limit]]
     labels = [f"{r[1]} {r[2] or ''} {r[0]}".lower() for r in rows]
-    found = process.extract(text.lower(), labels, scorer=fuzz.WRatio, processor=None, limit=limit, score_cutoff=50)
-    return [SessionMatch(rows[i][0], rows[i][1], rows[i][2], rows[i][3], score) for _, score, i in found]
+    # word order and extra words in a long title should not matter: best of a token-set and a
+    # partial match, so "stripe webhooks" finds "Wire up Stripe webhooks for refunds"
+    query = text.lower()
+    scored = []
+    for i, label in enumerate(labels):
+        score = max(fuzz.token_set_ratio(query, label), fuzz.partial_ratio(query, label))
+        if score >= 60:
+            scored.append((score, rows[i][4], i))
+    scored.sort(key=lambda t: (-t[0], -t[1]))
+    return [SessionMatch(rows[i][0], rows[i][1], rows[i][2], rows[i][3], float(score)) for score, _, i in scored[:limit]]

@@ -122,6 +122,8 @@ def test_jump_to_session_by_title_id_or_project(archive):
     assert find_sessions(archive, "parse config crash")[0].session_id == S_CONF
     assert find_sessions(archive, S_DOCS)[0].session_id == S_DOCS
     assert find_sessions(archive, "docs chapter")[0].session_id == S_DOCS
+    # subagents by what they were asked to do; extra words and word order do not matter
+    assert find_sessions(archive, "callers find")[0].session_id == f"{S_OTHER}:agent-0badc0de"
 
 
 def test_cli_search_json(archive, tmp_path):
