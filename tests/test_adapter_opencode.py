@@ -214,7 +214,7 @@ def test_corpus_opencode(tmp_path):
     files = sorted(p for root in roots for p in root.rglob("*.json"))
     assert report.files_read == len(files) == 27
     for path in files:
-        fid, agent = conn.execute("SELECT id, agent FROM source_files WHERE path = ?", (str(path),)).fetchone()
+        fid, agent = conn.execute("SELECT id, agent FROM source_files WHERE path = ?", (str(path.resolve()),)).fetchone()
         assert agent == "opencode"
         assert file_bytes(conn, fid) == (path.read_bytes(), True), path
         assert conn.execute("SELECT count(*) FROM entries WHERE source_file_id = ? AND entry_type != 'json-gap'",
