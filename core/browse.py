@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from core.query import raw_entry
+from core.query import ToolCall, raw_entry
 
 __all__ = [
     "Branch", "MessageRow", "ProjectRow", "Segment", "SessionNode", "ToolCallRow", "branch_seqs", "branches",
@@ -258,22 +258,8 @@ def compaction_segments(conn: sqlite3.Connection, session_id: str, message_count
 # ---------------------------------------------------------------------------- messages
 
 
-@dataclass(slots=True)
-class ToolCallRow:
-    id: str
-    name: str
-    params_json: str | None
-    result_json: str | None
-    status: str | None
-    child_session_id: str | None
-    started_at: int | None
-    completed_at: int | None
-
-    @property
-    def duration_ms(self) -> int | None:
-        if self.started_at is None or self.completed_at is None:
-            return None
-        return max(0, self.completed_at - self.started_at)
+# One tool call: the same row the CLI reads (core.query.ToolCall), named for the viewer.
+ToolCallRow = ToolCall
 
 
 @dataclass(slots=True)

@@ -42,6 +42,8 @@ from core.adapters.base import (
 from core.adapters.claude import _dumps, _input_text, _int, _str
 from core.adapters.codex import _head
 from core.adapters.shared import (
+    RowSink,
+    SqliteSource,
     app_config_dirs,
     as_bytes,
     loads,
@@ -232,10 +234,11 @@ def q_data_dirs() -> list[Path]:
     return [b / name for b in base for name in ("amazon-q", "kiro-cli")]
 
 
-class AmazonQDbAdapter:
+class AmazonQDbAdapter(SqliteSource):
     """The Amazon Q / Kiro CLI database of conversations (one per working folder)."""
 
     name = "amazon-q-db"
+    db_name = "data.sqlite3"
     mode = "database"
 
     def default_roots(self) -> list[Path]:
@@ -253,17 +256,8 @@ class AmazonQDbAdapter:
             return False
         return any(t in tables for t in TABLES)
 
-    def discover(self, root: Path) -> Iterator[SourceRef]:
-        path = root if root.is_file() else root / "data.sqlite3"
-        if path.is_file() and self.claims(path, explicit=root.is_file()):
-            yield SourceRef(path, self.name, "database", path.parent.name)
-
-    def stat_paths(self, path: Path) -> list[Path]:
-        return [Path(str(path) + "-wal")]
-
     def read_rows(self, path: Path) -> list[RawRecord]:
-        out: list[RawRecord] = []
-        pos = 0
+        sink = RowSink()
         with open_sqlite(path) as conn:
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             for table in TABLES:
@@ -279,9 +273,8 @@ class AmazonQDbAdapter:
                         except Exception:  # a value that is not a whole JSON document: kept as it is
                             parts.append(data)
                     for raw in parts:
-                        out.append(RawRecord(pos, len(out) + 1, raw, newline=False))
-                        pos += len(raw)
-        return out
+                        sink.add(raw)
+        return sink.records
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
         obj, _ = loads(rec.raw)

@@ -15,24 +15,32 @@ Timestamps are seconds or milliseconds (told apart by magnitude). Opened read-on
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from core.adapters.base import FileContext, RawRecord, Record, SessionInfo, SourceRef
+from core.adapters.base import FileContext, RawRecord, Record, SessionInfo
 from core.adapters.claude import AGENT as CLAUDE
 from core.adapters.claude import ClaudeAdapter, _str, config_dir
-from core.adapters.shared import as_bytes, loads, open_sqlite, sqlite_header, table_columns
+from core.adapters.shared import (
+    RowSink,
+    SqliteSource,
+    as_bytes,
+    loads,
+    open_sqlite,
+    sqlite_header,
+    table_columns,
+)
 
 JSON_COLUMNS = frozenset({"message", "tool_use_result"})
 
 
-class ClaudeStoreAdapter:
+class ClaudeStoreAdapter(SqliteSource):
     """Reads `__store.db`; see the module docstring."""
 
     name = "claude-store"
+    db_name = "__store.db"
     mode = "database"
 
     def __init__(self) -> None:
@@ -53,23 +61,10 @@ class ClaudeStoreAdapter:
             return False
         return "base_messages" in tables
 
-    def discover(self, root: Path) -> Iterator[SourceRef]:
-        path = root if root.is_file() else root / "__store.db"
-        if path.is_file() and self.claims(path, explicit=root.is_file()):
-            yield SourceRef(path, self.name, "database", path.parent.name)
-
-    def stat_paths(self, path: Path) -> list[Path]:
-        return [Path(str(path) + "-wal")]
-
     def read_rows(self, path: Path) -> list[RawRecord]:
-        out: list[RawRecord] = []
-        pos = 0
-
-        def add(raw: bytes) -> None:
-            nonlocal pos
-            out.append(RawRecord(pos, len(out) + 1, raw, newline=False))
-            pos += len(raw)
-
+        sink = RowSink()
+        add = sink.add
+        out = sink.records
         with open_sqlite(path) as conn:
             conn.row_factory = sqlite3.Row
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

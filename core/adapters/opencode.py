@@ -45,6 +45,8 @@ from core.adapters.base import (
 from core.adapters.claude import _dumps, _input_text, _int, _str
 from core.adapters.codex import _head
 from core.adapters.shared import (
+    RowSink,
+    SqliteSource,
     as_bytes,
     loads,
     open_sqlite,
@@ -327,10 +329,11 @@ def _message_index(message_dir: Path) -> dict[str, Path]:
 # ---------------------------------------------------------------------- opencode.db
 
 
-class OpenCodeDbAdapter:
+class OpenCodeDbAdapter(SqliteSource):
     """OpenCode's SQLite store (v1.2 →); see the module docstring."""
 
     name = "opencode-db"
+    db_name = "opencode.db"
     mode = "database"
 
     def default_roots(self) -> list[Path]:
@@ -348,23 +351,10 @@ class OpenCodeDbAdapter:
             return False
         return {"session", "message", "part"} <= tables
 
-    def discover(self, root: Path) -> Iterator[SourceRef]:
-        path = root if root.is_file() else root / "opencode.db"
-        if path.is_file() and self.claims(path, explicit=root.is_file()):
-            yield SourceRef(path, self.name, "database", path.parent.name)
-
-    def stat_paths(self, path: Path) -> list[Path]:
-        return [Path(str(path) + "-wal")]
-
     def read_rows(self, path: Path) -> list[RawRecord]:
-        out: list[RawRecord] = []
-        pos = 0
-
-        def add(raw: bytes) -> None:
-            nonlocal pos
-            out.append(RawRecord(pos, len(out) + 1, raw, newline=False))
-            pos += len(raw)
-
+        sink = RowSink()
+        add = sink.add
+        out = sink.records
         with open_sqlite(path) as conn:
             conn.row_factory = sqlite3.Row
             order = "time_created, id" if "time_created" in table_columns(conn, "session") else "id"

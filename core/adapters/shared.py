@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from core.adapters.base import RawRecord, SourceIncomplete
+from core.adapters.base import RawRecord, SourceIncomplete, SourceRef
 
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:,]')  # strings unrolled: 5x faster
 _OPEN = frozenset(b"{[")
@@ -243,3 +243,38 @@ def text_of_blocks(content: Any) -> str | None:
                  and b.get("type", "text") == "text"]
         return "\n".join(p for p in parts if p) or None
     return None
+
+
+class RowSink:
+    """Collects a database source's rows as records at consecutive offsets (see Adapter.read_rows)."""
+
+    def __init__(self) -> None:
+        self.records: list[RawRecord] = []
+        self._pos = 0
+
+    def add(self, raw: bytes) -> None:
+        self.records.append(RawRecord(self._pos, len(self.records) + 1, raw, newline=False))
+        self._pos += len(raw)
+
+
+class SqliteSource:
+    """Discovery and change detection shared by adapters whose source is one SQLite file.
+
+    Subclasses set `db_name` (the file name looked for in a folder) and implement `claims(path,
+    explicit)` and `read_rows`.
+    """
+
+    name: str
+    db_name: str
+
+    def claims(self, path: Path, explicit: bool = False) -> bool:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def discover(self, root: Path) -> Iterator[SourceRef]:
+        path = root if root.is_file() else root / self.db_name
+        if path.is_file() and self.claims(path, explicit=root.is_file()):
+            yield SourceRef(path, self.name, "database", path.parent.name)
+
+    def stat_paths(self, path: Path) -> list[Path]:
+        """A change that is still in the write-ahead log counts as a change too."""
+        return [Path(str(path) + "-wal")]
