@@ -106,19 +106,65 @@ def scan_roots(
     return unique
 
 
-def discover(roots: list[Path]) -> list[tuple[SourceRef, Adapter]]:
+def folder_signature(root: Path) -> str | None:
+    """A fingerprint of which files a root can hold: every folder's mtime (a file's own stat for a
+    file root). Adding, removing or renaming a file changes its folder's mtime, so an unchanged
+    signature means discovery would find the same files: a launch then skips the adapters' walks."""
+    h = hashlib.sha256()
+    try:
+        st = os.stat(root)
+    except OSError:
+        return None
+    h.update(f"{st.st_mtime_ns}:{st.st_size if not os.path.isdir(root) else 0}".encode())
+    stack = [str(root)] if os.path.isdir(root) else []
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                for entry in it:
+                    if entry.is_dir(follow_symlinks=False):
+                        h.update(f"{entry.path}\0{entry.stat(follow_symlinks=False).st_mtime_ns}\n".encode())
+                        stack.append(entry.path)
+        except OSError:
+            continue
+    return h.hexdigest()[:32]
+
+
+def discover(roots: list[Path], conn: sqlite3.Connection | None = None) -> tuple[list[tuple[SourceRef, Adapter]], dict[str, str]]:
+    """Every source file under the roots, and the roots' new folder signatures.
+
+    With `conn`, a root whose folders are unchanged since the last run reuses the files recorded
+    then instead of asking every adapter to walk it again (5,000 files: ~0.8 s → ~0.1 s)."""
+    from core.adapters import ADAPTERS
+
     walk.reset()  # one listing of each folder per run, shared by every adapter
     found: dict[str, tuple[SourceRef, Adapter]] = {}
+    signatures: dict[str, str] = {}
     for root in roots:
         if not root.exists():
             continue
+        signature = folder_signature(root)
+        key = f"roots:{root}"
+        if conn is not None and signature is not None and get_meta(conn, key) == signature:
+            prefix = str(root) if not root.is_dir() else str(root).rstrip(os.sep) + os.sep
+            for path, agent, kind, project_key in conn.execute(
+                "SELECT path, agent, kind, project_key FROM source_files WHERE (path = ? OR substr(path, 1, ?) = ?) "
+                "AND status != 'gone'",
+                (str(root), len(prefix), prefix),
+            ):
+                adapter = ADAPTERS.get(agent)
+                if adapter is not None and path not in found:
+                    found[path] = (SourceRef(Path(path), agent, kind, project_key), adapter)
+            continue
+        if signature is not None:
+            signatures[key] = signature
         for adapter in all_adapters():
             for ref in adapter.discover(root):
-                key = str(ref.path.absolute())
-                if key not in found:
-                    ref.path = Path(key)
-                    found[key] = (ref, adapter)
-    return list(found.values())
+                path_key = str(ref.path.absolute())
+                if path_key not in found:
+                    ref.path = Path(path_key)
+                    found[path_key] = (ref, adapter)
+    return list(found.values()), signatures
 
 
 def run_ingest(
@@ -135,7 +181,7 @@ def run_ingest(
     report = IngestReport()
     roots = scan_roots(conn, list(sources), include_defaults, remember)
     report.roots = [str(r) for r in roots]
-    refs = discover(roots)
+    refs, signatures = discover(roots, conn)
     report.files_seen = len(refs)
     known = {
         r[0]: r
@@ -199,6 +245,9 @@ def run_ingest(
                 report.errors.append(f"{plan.ref.path}: {type(exc).__name__}: {exc}")
             bytes_done += max(0, plan.stat.st_size - (plan.row[5] if plan.row else 0))
         changed = ledger.finalize()
+        if not report.cancelled:
+            for key, signature in signatures.items():
+                set_meta(conn, key, signature)
         if get_meta(conn, "search_index") == "stale" and not report.cancelled:
             if progress is not None:
                 progress(Progress(len(plans), len(plans), bytes_done, bytes_total, "building the search index",

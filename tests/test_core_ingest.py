@@ -373,3 +373,27 @@ def test_database_sources_reread_only_when_rows_change_and_verify_by_rows(conn, 
     session = conn.execute("SELECT id FROM agent_sessions WHERE message_count > 0 LIMIT 1").fetchone()[0]
     restored = restore_session(conn, session, tmp_path / "out")
     assert restored and restored[0].written_to.endswith(".rows.jsonl")
+
+
+def test_unchanged_folders_skip_the_adapters_walks_and_new_files_are_still_found(conn, tmp_path, monkeypatch):
+    from core.adapters.claude import ClaudeAdapter
+
+    simple_session(tmp_path, "77777777-aaaa-4bbb-8ccc-000000000007").write()
+    ingest(conn, tmp_path / "projects")
+    calls = []
+    real = ClaudeAdapter.discover
+
+    def counting(self, root):
+        calls.append(root)
+        return real(self, root)
+
+    monkeypatch.setattr(ClaudeAdapter, "discover", counting)
+    again = ingest(conn, tmp_path / "projects")
+    assert calls == [] and again.files_seen == 1 and again.files_skipped == 1
+    time.sleep(0.01)
+    t = simple_session(tmp_path, "88888888-aaaa-4bbb-8ccc-000000000008")
+    t.path = tmp_path / "projects" / "-home-dev-other" / t.path.name  # a new project folder
+    t.path.parent.mkdir(parents=True)
+    t.write()
+    found = ingest(conn, tmp_path / "projects")
+    assert calls and found.files_seen == 2 and found.files_read == 1
