@@ -221,7 +221,9 @@ class Tools:
     pythonpath: str | None = None  # --threadloom-src: benchmark another checkout
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("THREADLOOM_", "CLAUDE_"))}
+        # PYTHONDONTWRITEBYTECODE would make every measured process compile threadloom from source
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("THREADLOOM_", "CLAUDE_")) and k != "PYTHONDONTWRITEBYTECODE"}
         env.update(HOME=str(self.home), CLAUDE_CONFIG_DIR=str(self.home / ".claude"), PYTHONHASHSEED="0")
         if self.pythonpath:
             env["PYTHONPATH"] = self.pythonpath
@@ -736,6 +738,7 @@ def write_results(out_dir: Path, result: dict[str, Any]) -> None:
           f"SQLite {result['machine']['sqlite']} · threadloom {result['machine']['threadloom_commit']}"
           f"{' (core/ modified)' if result['machine']['dirty'] else ''} · claude-code-log "
           f"{result['machine']['claude_code_log'] or 'not run'} · median of {result['runs']} runs, page cache warm", "",
+          *[f"Note: {n}" for n in result.get("notes", [])], "",
           "## Archives", "", "| size | MB | files | records (lines) | sessions | subagent files | largest file | generated in |",
           "|---|---|---|---|---|---|---|---|"]
     for size, a in result["archives"].items():
@@ -761,6 +764,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=BENCH / "results", help="where latest.json / latest.md go")
     ap.add_argument("--no-ccl", action="store_true", help="skip claude-code-log")
     ap.add_argument("--ccl-sizes", default=None, help="sizes to run claude-code-log on (default: all)")
+    ap.add_argument("--ccl-runs", type=int, default=None,
+                    help="run claude-code-log only in the first N runs of each size (its 1 GB build takes ~20 min)")
+    ap.add_argument("--append-results", action="store_true",
+                    help="keep the other sizes already in OUT/latest.json and replace only the sizes run now")
     ap.add_argument("--no-install", action="store_true", help="do not try to install claude-code-log")
     ap.add_argument("--quick", action="store_true", help="smoke run: --sizes 5M --runs 1 --no-ccl")
     ap.add_argument("--keep", action="store_true", help="keep each run's work folder")
@@ -789,10 +796,23 @@ def main(argv: list[str] | None = None) -> int:
         src = str(args.threadloom_src.resolve()) if args.threadloom_src else None
         tools = Tools(command, ccl, ccl_version, ccl_problem, home, args.timeout, 0.0 if args.quick else args.quiet_wait,
                       src)
+        # byte-compile the code under test once, as an installed package is, so no measured process pays it
+        for folder in ([Path(src) / "core"] if src else [REPO / "core", REPO / "tui"]):
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(folder)], capture_output=True,
+                           env=tools.env())
         args.work_dir.mkdir(parents=True, exist_ok=True)
         result: dict[str, Any] = {"machine": machine_info(tools, args.threadloom_src, args.label), "label": args.label,
                                   "runs": args.runs, "seed": args.seed,
                                   "archives": {}, "rows": [], "targets": [], "notes": []}
+        previous = args.out / "latest.json"
+        if args.append_results and previous.exists():
+            old = json.loads(previous.read_text())
+            keep = [s for s in old.get("archives", {}) if s not in sizes]
+            result["archives"] = {s: old["archives"][s] for s in keep}
+            result["rows"] = [r for r in old.get("rows", []) if r["size"] in keep]
+            result["targets"] = [t for t in old.get("targets", []) if t["size"] in keep]
+            result["raw_runs"] = {s: v for s, v in old.get("raw_runs", {}).items() if s in keep}
+            result["notes"].append(f"sizes {', '.join(keep)} kept from the run of {old['machine']['date']}")
         for size in sizes:
             archive, manifest = ensure_archive(size, args.seed, args.archive_dir)
             result["archives"][size] = {
@@ -807,7 +827,8 @@ def main(argv: list[str] | None = None) -> int:
             runs = []
             for i in range(args.runs):
                 print(f"{size} run {i + 1}/{args.runs}", file=sys.stderr, flush=True)
-                runs.append(run_once(tools, archive, manifest, args.work_dir, args.seed, with_ccl, args.keep))
+                ccl_now = with_ccl and (args.ccl_runs is None or i < args.ccl_runs)
+                runs.append(run_once(tools, archive, manifest, args.work_dir, args.seed, ccl_now, args.keep))
             note = ccl_problem if ccl is None else (None if with_ccl else "not run at this size (--ccl-sizes)")
             rows = build_rows(size, runs, note)
             result["rows"] += rows
