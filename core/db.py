@@ -14,7 +14,7 @@ from pathlib import Path
 
 # Bump when the derived tables or their meaning change; entries and source_files survive a bump
 # and the derived tables are rebuilt from `entries`.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 8
 BUSY_TIMEOUT_MS = 5000
 
 DERIVED_TABLES = ("agent_sessions", "agent_turns", "agent_tool_calls", "agent_usage")
@@ -178,6 +178,10 @@ def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool) -> None:
             for name in DERIVED_TABLES:
                 conn.execute(f"DROP TABLE IF EXISTS {name}")
             existing -= set(DERIVED_TABLES)
+        if "entries" in existing:
+            columns = [r[1] for r in conn.execute("PRAGMA table_info(entries)")]
+            if columns and columns[-1] != "raw":
+                _move_raw_last(conn, models, dialect)
         for table in models.SQLModel.metadata.sorted_tables:
             if table.name in existing:
                 # entries/source_files survive; add columns a newer schema introduced
@@ -202,6 +206,20 @@ def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool) -> None:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def _move_raw_last(conn: sqlite3.Connection, models, dialect) -> None:
+    """Rebuild `entries` with `raw` as its last column (same ids, so the search index stays valid)."""
+    from sqlalchemy.schema import CreateTable
+
+    old_columns = {r[1] for r in conn.execute("PRAGMA table_info(entries)")}
+    table = models.Entry.__table__
+    keep = [c.name for c in table.columns if c.name in old_columns]
+    conn.execute("ALTER TABLE entries RENAME TO entries_old")
+    conn.execute(str(CreateTable(table).compile(dialect=dialect)))
+    names = ", ".join(keep)
+    conn.execute(f"INSERT INTO entries ({names}) SELECT {names} FROM entries_old")
+    conn.execute("DROP TABLE entries_old")
 
 
 def chunked(items: list, size: int = 500) -> Iterable[list]:

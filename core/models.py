@@ -56,7 +56,6 @@ class Entry(SQLModel, table=True):
     source_file_id: int = Field(foreign_key="source_files.id")
     byte_offset: int
     line_number: int
-    raw: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     newline: bool = True  # the record ended with "\n" in its source
     hash: str
     entry_type: str | None = None
@@ -82,6 +81,9 @@ class Entry(SQLModel, table=True):
     seq: int | None = None  # position in its session's messages (agent_messages.sequence)
     turn_id: str | None = None
     dup_of: int | None = None  # an earlier entry with the same uuid in the same session
+    # Last on purpose: SQLite reads a row's columns in order, so with the (often large) raw bytes at
+    # the end, reading any other column never walks the raw value's overflow pages.
+    raw: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
 
 
 class AgentSession(SQLModel, table=True):
@@ -202,6 +204,8 @@ SECONDARY_INDEXES: list[Index] = [
     # summaries name the session owning their leafUuid, often in another file: find them all fast
     Index("ix_entries_summary", Entry.__table__.c.ref_uuid, sqlite_where=Entry.__table__.c.entry_type == "summary"),
     Index("ix_tool_calls_child_agent", AgentToolCall.__table__.c.child_agent_id),
+    Index("ix_tool_calls_entry", AgentToolCall.__table__.c.entry_id),
+    Index("ix_tool_calls_result_entry", AgentToolCall.__table__.c.result_entry_id),
     Index("ix_sessions_project", AgentSession.__table__.c.project_path),
 ]
 

@@ -21,6 +21,8 @@ from core.text import SEARCH_HELP  # noqa: F401  (re-exported: the TUI and CLI s
 FILTER_KEYS = ("agent", "project", "role", "tool", "in", "after", "before", "session")
 
 CANDIDATES = 300
+PRESELECT = 2000
+COMMON = 20_000  # matches beyond which a query is ranked among its newest matches only
 TOKEN = re.compile(r'(\w+):("[^"]*"|\S+)|"([^"]*)"|(\S+)')
 WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -143,29 +145,67 @@ def parse_query(text: str, *, now: float | None = None) -> ParsedQuery:
     return q
 
 
+# Words so common that requiring them only costs time (each matches most messages); dropped from
+# a query that has other words. Phrases keep them.
+STOP_WORDS = frozenset(
+    {
+        "a", "an", "and", "are", "as", "at", "be", "but", "by", "did", "do", "does", "for", "from", "had",
+        "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no", "not", "of", "on",
+        "or", "our", "so", "than", "that", "the", "their", "then", "there", "these", "they", "this", "to",
+        "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "you", "your",
+    }
+)
+
+
+_TERMS_CACHE: dict[tuple, list[str]] = {}
+
+
 class Vocabulary:
-    """Looks up indexed terms to expand prefixes and misspellings."""
+    """Looks up indexed terms to expand prefixes and misspellings.
+
+    Existence checks are FTS queries with LIMIT 1 (they stop at the first match); the fts5vocab
+    table is only scanned to find near spellings, and what it returned is cached in the process
+    until the index changes (it reads whole doclists: costly for common letters on a large index).
+    """
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        self._generation: tuple | None = None
 
-    def has_prefix(self, token: str) -> bool:
+    def _exists(self, expression: str) -> bool:
         row = self.conn.execute(
-            "SELECT 1 FROM search_vocab WHERE term >= ? AND term < ? LIMIT 1", (token, token + "\U0010ffff")
+            "SELECT 1 FROM search_fts WHERE search_fts MATCH ? LIMIT 1", (expression,)
         ).fetchone()
         return row is not None
+
+    def has_term(self, token: str) -> bool:
+        return self._exists(_fts_quote(token))
+
+    def has_prefix(self, token: str) -> bool:
+        return self._exists(f"{_fts_quote(token)} *")
+
+    def generation(self) -> tuple:
+        if self._generation is None:
+            path = self.conn.execute("PRAGMA database_list").fetchone()[2]
+            top = self.conn.execute("SELECT max(id), count(*) FROM entries").fetchone()
+            self._generation = (path, *top)
+        return self._generation
 
     def nearest(self, token: str, limit: int = 3) -> list[str]:
         """Indexed terms closest to a word the index does not have (same first letter)."""
         lo = token[:1]
-        terms = [
-            r[0]
-            for r in self.conn.execute(
-                "SELECT term FROM search_vocab WHERE term >= ? AND term < ? AND length(term) BETWEEN ? AND ?",
-                (lo, lo + "\U0010ffff", max(1, len(token) - 3), len(token) + 3),
-            )
-        ]
-        found = process.extract(token, terms, scorer=fuzz.ratio, score_cutoff=72, limit=limit)
+        key = (*self.generation(), lo)
+        terms = _TERMS_CACHE.get(key)
+        if terms is None:
+            terms = [
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT term FROM search_vocab WHERE term >= ? AND term < ?", (lo, lo + "\U0010ffff")
+                )
+            ]
+            _TERMS_CACHE[key] = terms
+        near = [t for t in terms if abs(len(t) - len(token)) <= 3]
+        found = process.extract(token, near, scorer=fuzz.ratio, score_cutoff=72, limit=limit)
         return [t for t, _, _ in found]
 
 
@@ -177,23 +217,32 @@ def build_match(q: ParsedQuery, vocab: Vocabulary) -> tuple[str | None, dict[str
     """The FTS5 MATCH expression, and what each word expanded to."""
     groups: list[str] = []
     expanded: dict[str, list[str]] = {}
-    for word in q.words:
-        for token in WORD.findall(word.lower()):
-            if vocab.has_prefix(token):
-                variants = [f"{_fts_quote(token)} *" if len(token) >= 2 else _fts_quote(token)]
-                expanded[token] = [token]
-            else:
-                near = vocab.nearest(token)
-                if not near:
-                    expanded[token] = []
-                    return None, expanded  # a word nothing resembles: no hits, say so
-                variants = [_fts_quote(t) for t in near]
-                expanded[token] = near
-            groups.append("(" + " OR ".join(variants) + ")")
+    tokens = [t for word in q.words for t in WORD.findall(word.lower())]
+    meaningful = [t for t in tokens if t not in STOP_WORDS]
+    if meaningful:
+        tokens = meaningful
+    for i, token in enumerate(tokens):
+        last = i == len(tokens) - 1
+        # a whole indexed word matches as itself; a prefix search (slow on short common words) is
+        # for a word the index only has longer forms of, and for the word being typed
+        if vocab.has_term(token) and not (last and len(token) >= 3):
+            variants = [_fts_quote(token)]
+            expanded[token] = [token]
+        elif vocab.has_prefix(token):
+            variants = [f"{_fts_quote(token)} *" if len(token) >= 2 else _fts_quote(token)]
+            expanded[token] = [token]
+        else:
+            near = vocab.nearest(token)
+            if not near:
+                expanded[token] = []
+                return None, expanded  # a word nothing resembles: no hits, say so
+            variants = [_fts_quote(t) for t in near]
+            expanded[token] = near
+        groups.append("(" + " OR ".join(variants) + ")")
     for phrase in q.phrases:
-        tokens = WORD.findall(phrase.lower())
-        if tokens:
-            groups.append(_fts_quote(" ".join(tokens)))
+        words = WORD.findall(phrase.lower())
+        if words:
+            groups.append(_fts_quote(" ".join(words)))
             expanded[phrase] = [phrase]
     if not groups:
         return None, expanded
@@ -239,18 +288,49 @@ def search(conn: sqlite3.Connection, text: str, *, limit: int = 50, now: float |
         params.append(q.before)
     if q.tool:
         where.append(
-            "e.id IN (SELECT entry_id FROM agent_tool_calls WHERE tool_name = ? COLLATE NOCASE "
-            "UNION ALL SELECT result_entry_id FROM agent_tool_calls WHERE tool_name = ? COLLATE NOCASE)"
+            "(EXISTS (SELECT 1 FROM agent_tool_calls t WHERE t.entry_id = e.id AND t.tool_name = ? COLLATE NOCASE) "
+            "OR EXISTS (SELECT 1 FROM agent_tool_calls t WHERE t.result_entry_id = e.id "
+            "AND t.tool_name = ? COLLATE NOCASE))"
         )
         params += [q.tool, q.tool]
-    sql = (
+    # Rank inside FTS first and join only the best PRESELECT matches; when filters leave too few of
+    # them, rank everything (a common word over 1 GB: hundreds of thousands of matches to join).
+    filters = " AND ".join(where[1:])
+    columns = (
         "SELECT e.id, e.session_id, e.uuid, s.source, s.project, COALESCE(s.title, s.task_description), e.role, "
-        "e.timestamp, bm25(search_fts, 1.0, 0.5, 0.7), e.content, e.thinking, e.tool_text, e.seq "
-        "FROM search_fts JOIN entries e ON e.id = search_fts.rowid JOIN agent_sessions s ON s.id = e.session_id "
-        f"WHERE {' AND '.join(where)} ORDER BY rank LIMIT {CANDIDATES + 1}"
+        "e.timestamp, f.score, e.content, e.thinking, e.tool_text, e.seq "
     )
+    ranked = "SELECT rowid, bm25(search_fts, 1.0, 0.5, 0.7) AS score FROM search_fts WHERE search_fts MATCH ?"
+    common = conn.execute(
+        f"SELECT count(*) FROM (SELECT rowid FROM search_fts WHERE search_fts MATCH ? LIMIT {COMMON})", params[:1]
+    ).fetchone()[0] >= COMMON
+    # A query matching most of the archive: bm25 over all of it says little and costs ~100 ms per GB;
+    # take its newest matches instead and let the re-ranking below order them.
+    pre = ranked + (" ORDER BY rowid DESC" if common else " ORDER BY score") + f" LIMIT {PRESELECT}"
+    joins = "JOIN entries e ON e.id = f.rowid JOIN agent_sessions s ON s.id = e.session_id"
     try:
-        rows = conn.execute(sql, params).fetchall()
+        rows = conn.execute(
+            f"{columns} FROM ({pre}) f {joins} WHERE {filters} "
+            f"ORDER BY f.score LIMIT {CANDIDATES + 1}",
+            params,
+        ).fetchall()
+        if len(rows) <= CANDIDATES and common:
+            # filters dropped most of the newest matches: walk all matches newest first instead
+            rows = conn.execute(
+                f"{columns} FROM ({ranked} ORDER BY rowid DESC) f {joins} WHERE {filters} "
+                f"ORDER BY f.rowid DESC LIMIT {CANDIDATES + 1}",
+                params,
+            ).fetchall()
+        elif len(rows) <= CANDIDATES and not common:
+            preselected = conn.execute(
+                f"SELECT count(*) FROM (SELECT rowid FROM search_fts WHERE search_fts MATCH ? LIMIT {PRESELECT})",
+                params[:1],
+            ).fetchone()[0]
+            if preselected >= PRESELECT:
+                rows = conn.execute(
+                    f"{columns} FROM ({ranked}) f {joins} WHERE {filters} ORDER BY f.score LIMIT {CANDIDATES + 1}",
+                    params,
+                ).fetchall()
     except sqlite3.OperationalError as exc:
         return SearchResult([], 0, False, terms, time.perf_counter() - started, q.problems + [f"search failed: {exc}"])
     capped = len(rows) > CANDIDATES
@@ -265,7 +345,9 @@ def search(conn: sqlite3.Connection, text: str, *, limit: int = 50, now: float |
         field_name, body = _matched_field(patterns, content, thinking, tool_text, q)
         snippet, spans = make_snippet(body or "", patterns)
         relevance = 1.0 - (bm25 - best) / span  # 1 = best FTS rank among candidates
-        closeness = fuzz.partial_token_set_ratio(query_text, (body or "")[:4000].lower()) / 100 if query_text else 1.0
+        # how closely the words around the match read like the query (the snippet window, not the
+        # whole message: scoring 300 long bodies cost more than the FTS query itself)
+        closeness = fuzz.token_set_ratio(query_text, snippet.lower()) / 100 if query_text else 1.0
         score = round(100 * (0.55 * relevance + 0.45 * closeness), 2)
         hits.append(Hit(eid, sid, uuid, source, project, title, role, ts, score, snippet, spans, field_name, seq))
     hits.sort(key=lambda h: (-h.score, -(h.timestamp or 0)))
