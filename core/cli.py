@@ -11,6 +11,7 @@ import json
 import os
 import sqlite3
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 EPILOG = """\
@@ -130,14 +131,16 @@ def _search_help() -> str:
     return "\n".join("  " + line for line in SEARCH_HELP.splitlines())
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace], int] | None = None) -> int:
+    """The command line. `run_tui` opens the app when no subcommand is given; it is passed in by
+    `tui.entry` (the console script) so that core never imports the TUI."""
     parser = build_parser()
     args = parser.parse_args(argv)
     from core.db import LedgerError
 
     try:
         if args.command is None:
-            return _run_tui(args)
+            return (run_tui or _no_tui)(args)
         handler = {
             "ingest": cmd_ingest, "sessions": cmd_sessions, "show": cmd_show, "verify": cmd_verify,
             "restore": cmd_restore, "sources": cmd_sources, "search": cmd_search,
@@ -475,13 +478,10 @@ def cmd_sources(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_tui(args: argparse.Namespace) -> int:
-    try:
-        from tui.app import run_app
-    except ImportError as exc:
-        print(f"threadloom: the TUI is not available ({exc}); use a subcommand, see --help", file=sys.stderr)
-        return 2
-    return run_app(db_path=args.db, sources=args.source, demo=args.demo, ingest=not args.no_ingest)
+def _no_tui(args: argparse.Namespace) -> int:
+    print("threadloom: the TUI starts from the `threadloom` command; use a subcommand here, see --help",
+          file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from core.adapters.base import FileContext, RawRecord, Record
-from core.adapters.claude import is_bare_command
+from core.adapters.claude import is_bare_command, prompt_title
 
 SESSION_COLUMNS = (
     "id", "source", "model", "project", "project_path", "created_at", "ended_at", "message_count",
@@ -369,8 +369,6 @@ def _summaries_by_session(conn: sqlite3.Connection) -> dict[str, str]:
 
 
 def _finalize_session(conn: sqlite3.Connection, sid: str, summary: str | None) -> None:
-    from core.adapters.claude import prompt_title
-
     row = conn.execute(
         "SELECT first_prompt, project_path, parent_session_id FROM agent_sessions WHERE id = ?", (sid,)
     ).fetchone()
@@ -432,8 +430,6 @@ def _finalize_session(conn: sqlite3.Connection, sid: str, summary: str | None) -
 
 
 def _norm(text: str | None) -> str:
-    from core.adapters.claude import prompt_title
-
     return prompt_title(text or "").strip()
 
 

@@ -167,3 +167,15 @@ def test_help_answers_questions():
     for word in ("ingest", "sessions", "show", "verify", "restore", "--demo", "THREADLOOM_DB", "CLAUDE_CONFIG_DIR"):
         assert word in res.stdout
     assert "--rebuild" in run("ingest", "--help").stdout
+
+
+def test_the_console_script_opens_the_tui_but_core_alone_does_not(tmp_path, monkeypatch, capsys):
+    import tui.app
+    from core.cli import main
+    from tui import entry
+
+    assert main(["--db", str(tmp_path / "x.db")]) == 2 and "threadloom` command" in capsys.readouterr().err
+    opened = []
+    monkeypatch.setattr(tui.app, "run_app", lambda **kw: opened.append(kw) or 0)
+    assert entry.main(["--db", str(tmp_path / "x.db"), "--no-ingest"]) == 0
+    assert opened == [{"db_path": tmp_path / "x.db", "sources": [], "demo": False, "ingest": False}]
