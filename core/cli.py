@@ -62,7 +62,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", action="store_true", help="read only the --source folders, not the default locations")
     p.add_argument("--rebuild", action="store_true",
                    help="start a fresh database (the old one is moved aside) and read every source again")
+    p.add_argument("--no-index", action="store_true",
+                   help="after a first (bulk) load, leave the search index to be built later: by the TUI "
+                   "in the background, by `threadloom index`, or before the next search")
     p.add_argument("--json", action="store_true", help="print one JSON object with the counts")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+
+    p = sub.add_parser("index", help="finish the search index if a first load left it behind",
+                       description="Index for search every record not indexed yet. A first load of a "
+                       "big archive makes sessions browsable first and indexes afterwards; this "
+                       "catches up (it is resumable: an interrupted run continues where it stopped).")
+    _db_arg(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object: indexed, seconds")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
 
     p = sub.add_parser("sessions", help="list sessions, newest first")
@@ -144,7 +155,7 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
         handler = {
             "ingest": cmd_ingest, "sessions": cmd_sessions, "show": cmd_show, "verify": cmd_verify,
             "restore": cmd_restore, "sources": cmd_sources, "search": cmd_search,
-            "fork": cmd_fork, "resume": cmd_resume,
+            "fork": cmd_fork, "resume": cmd_resume, "index": cmd_index,
         }[args.command]
         return handler(args)
     except LedgerError as exc:
@@ -186,10 +197,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             print(f"previous database moved to {moved}", file=sys.stderr)
     conn = _connect(args)
     show_progress = not args.json and not args.quiet and sys.stderr.isatty()
+    build_index = not args.no_index
     if show_progress:
-        report = _ingest_with_progress(conn, args.source, not args.only)
+        report = _ingest_with_progress(conn, args.source, not args.only, build_index)
     else:
-        report = run_ingest(conn, args.source, include_defaults=not args.only)
+        report = run_ingest(conn, args.source, include_defaults=not args.only, build_index=build_index)
     if args.json:
         print(json.dumps(report.as_dict()))
     else:
@@ -212,10 +224,10 @@ def _move_aside(path: Path) -> Path | None:
     return target
 
 
-def _ingest_with_progress(conn, sources, include_defaults):
+def _ingest_with_progress(conn, sources, include_defaults, build_index=True):
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from core.ingest import run_ingest
+    from core.ingest import INDEXING, run_ingest
 
     with Progress(
         TextColumn("[bold]ingest[/]"), BarColumn(), DownloadColumn(), TextColumn("{task.fields[files]}"),
@@ -224,10 +236,51 @@ def _ingest_with_progress(conn, sources, include_defaults):
         task = bar.add_task("ingest", total=None, files="", name="")
 
         def on_progress(p):
+            if p.path == INDEXING:
+                bar.update(task, total=p.bytes_total or 1, completed=p.bytes_done, files="",
+                           name=f"indexing for search {p.index_done / max(1, p.index_total):.0%}")
+                return
             bar.update(task, total=p.bytes_total or 1, completed=p.bytes_done,
                        files=f"{p.files_done}/{p.files_total} files", name=Path(p.path).name[:40])
 
-        return run_ingest(conn, sources, include_defaults=include_defaults, progress=on_progress)
+        return run_ingest(conn, sources, include_defaults=include_defaults, progress=on_progress,
+                          build_index=build_index)
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    import time
+
+    conn = _connect(args)
+    started = time.perf_counter()
+    behind = _catch_up_index(conn, quiet=args.json or args.quiet)
+    seconds = round(time.perf_counter() - started, 3)
+    if args.json:
+        print(json.dumps({"indexed": behind, "seconds": seconds}))
+    elif behind:
+        print(f"search index complete: {behind:,} records indexed in {seconds:.2f} s")
+    else:
+        print("the search index is already complete")
+    return 0
+
+
+def _catch_up_index(conn, *, quiet: bool) -> int:
+    """Finish an index a bulk load left behind; returns how many entry ids it covered."""
+    from core import search_index
+
+    state = search_index.pending(conn)
+    if state is None:
+        return 0
+    behind = state.total - state.done
+    if quiet or not sys.stderr.isatty():
+        search_index.build(conn)
+        return behind
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("[bold]indexing for search[/]"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                  TimeRemainingColumn(), transient=True) as bar:
+        task = bar.add_task("index", total=max(1, state.total))
+        search_index.build(conn, lambda p: bar.update(task, total=max(1, p.total), completed=p.done))
+    return behind
 
 
 def _print_ingest_summary(report) -> None:
@@ -315,6 +368,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     from core.search import search
 
     conn = _connect(args)
+    if _catch_up_index(conn, quiet=args.json) and not args.json:
+        print("threadloom: the search index was behind the archive; it is complete now", file=sys.stderr)
     result = search(conn, " ".join(args.query), limit=args.limit)
     if args.json:
         print(json.dumps([h.as_dict() for h in result.hits], ensure_ascii=False))

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import orjson
 
+from core import search_index
 from core.adapters import all_adapters, walk
 from core.adapters.base import Adapter, FileContext, RawRecord, SourceIncomplete, SourceRef
 from core.db import get_meta, set_meta
@@ -48,6 +49,11 @@ class Progress:
     bytes_total: int
     path: str
     elapsed: float
+    index_done: int = 0  # while the search index is built (path == INDEXING): entry ids covered
+    index_total: int = 0
+
+
+INDEXING = "building the search index"
 
 
 @dataclass
@@ -63,6 +69,7 @@ class IngestReport:
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
     index_seconds: float = 0.0  # of `seconds`, building the search index after a bulk load
+    index_complete: bool | None = None  # None: no index work was due; False: left behind or paused
     cancelled: bool = False
     roots: list[str] = field(default_factory=list)
     changed_sessions: list[str] = field(default_factory=list)
@@ -175,8 +182,12 @@ def run_ingest(
     progress: Callable[[Progress], None] | None = None,
     cancel: threading.Event | None = None,
     remember: bool = True,
+    build_index: bool = True,
 ) -> IngestReport:
-    """Bring the ledger up to date with every source file; safe to interrupt between files."""
+    """Bring the ledger up to date with every source file; safe to interrupt between files.
+
+    With `build_index=False` a search index left behind by a bulk load stays behind, for the
+    caller to catch up with `core.search_index.build` (the TUI does it while the user browses)."""
     started = time.perf_counter()
     report = IngestReport()
     roots = scan_roots(conn, list(sources), include_defaults, remember)
@@ -217,9 +228,10 @@ def run_ingest(
     # keeping it up to date file by file.
     bulk = bool(plans) and conn.execute("SELECT NOT EXISTS (SELECT 1 FROM entries)").fetchone()[0] == 1
     if bulk:
-        set_meta(conn, "search_index", "stale")  # survives a crash: the next run rebuilds it
+        search_index.mark_behind(conn)  # survives a crash: the next run catches the index up
     bytes_total = sum(max(0, p.stat.st_size - (p.row[5] if p.row else 0)) for p in plans)
     bytes_done = 0
+    batch = _Batch(conn)
     gc_was_enabled = gc.isenabled()
     gc.disable()  # parsed records are short-lived; the cyclic GC costs 2.6x here (PERF.md)
     try:
@@ -230,7 +242,7 @@ def run_ingest(
             if progress is not None:
                 progress(Progress(i, len(plans), bytes_done, bytes_total, str(plan.ref.path), time.perf_counter() - started))
             try:
-                added, nbytes = _ingest_file(conn, ledger, plan, index_now=not bulk)
+                added, nbytes = _ingest_file(conn, ledger, plan)
                 report.records_added += added
                 report.bytes_read += nbytes
                 report.files_read += 1
@@ -238,25 +250,35 @@ def run_ingest(
                 _record_error(conn, plan, f"cannot read: {exc.strerror or exc}")
                 report.errors.append(f"{plan.ref.path}: cannot read: {exc.strerror or exc}")
             except sqlite3.OperationalError:
+                batch.abandon()
                 raise
             except Exception as exc:  # a bug or an unforeseen shape: report, keep going
                 ledger.rollback()
                 _record_error(conn, plan, f"{type(exc).__name__}: {exc}")
                 report.errors.append(f"{plan.ref.path}: {type(exc).__name__}: {exc}")
-            bytes_done += max(0, plan.stat.st_size - (plan.row[5] if plan.row else 0))
+            planned = max(0, plan.stat.st_size - (plan.row[5] if plan.row else 0))
+            bytes_done += planned
+            batch.file_done(planned)
+        batch.commit()
         changed = ledger.finalize()
         if not report.cancelled:
             for key, signature in signatures.items():
                 set_meta(conn, key, signature)
-        if get_meta(conn, "search_index") == "stale" and not report.cancelled:
-            if progress is not None:
-                progress(Progress(len(plans), len(plans), bytes_done, bytes_total, "building the search index",
-                                  time.perf_counter() - started))
+        if search_index.indexed_upto(conn) is not None:
+            report.index_complete = False
+        if build_index and not report.cancelled and report.index_complete is False:
             index_started = time.perf_counter()
-            conn.execute("INSERT INTO search_fts(search_fts) VALUES ('rebuild')")
-            set_meta(conn, "search_index", None)
+
+            def index_progress(p: search_index.IndexProgress) -> None:
+                if progress is not None:
+                    progress(Progress(len(plans), len(plans), bytes_done, bytes_total, INDEXING,
+                                      time.perf_counter() - started, p.done, p.total))
+
+            report.index_complete = search_index.build(conn, index_progress, cancel)
+            report.cancelled = not report.index_complete
             report.index_seconds = round(time.perf_counter() - index_started, 3)
     finally:
+        batch.commit()
         if gc_was_enabled:
             gc.enable()
     if progress is not None:
@@ -266,6 +288,38 @@ def run_ingest(
     report.sessions_total = conn.execute("SELECT count(*) FROM agent_sessions").fetchone()[0]
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+class _Batch:
+    """Groups files into one transaction (each file in its own savepoint).
+
+    A commit per file rewrites the same index pages into the WAL thousands of times on a first
+    load of small files; committing every second or 64 MB keeps a crash's loss to files that are
+    simply read again, and lets a reader (the TUI) see progress about once a second.
+    """
+
+    MAX_BYTES = 64 << 20
+    MAX_SECONDS = 1.0
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.bytes = 0
+        self.started = time.monotonic()
+
+    def file_done(self, nbytes: int) -> None:
+        self.bytes += nbytes
+        if self.bytes >= self.MAX_BYTES or time.monotonic() - self.started >= self.MAX_SECONDS:
+            self.commit()
+
+    def commit(self) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("COMMIT")
+        self.bytes = 0
+        self.started = time.monotonic()
+
+    def abandon(self) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
 
 
 def _stat(adapter: Adapter, path: Path) -> os.stat_result:
@@ -290,8 +344,6 @@ def _stat(adapter: Adapter, path: Path) -> os.stat_result:
 
 
 def _record_error(conn: sqlite3.Connection, plan: _Plan, message: str) -> None:
-    if conn.in_transaction:
-        conn.execute("ROLLBACK")
     path = str(plan.ref.path)
     if plan.row is None:
         conn.execute(
@@ -330,7 +382,7 @@ def fingerprint(f, end: int) -> str:
     return h.hexdigest()[:32]
 
 
-def _ingest_file(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, index_now: bool = True) -> tuple[int, int]:
+def _ingest_file(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan) -> tuple[int, int]:
     """One source file, in one transaction. Returns (records added, bytes read)."""
     ref, adapter, st, row = plan.ref, plan.adapter, plan.stat, plan.row
     size = st.st_size
@@ -393,10 +445,14 @@ def _ingest_file(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, index_no
                 new_hash = fingerprint(f, end) if end > 0 else None
         nbytes = len(data)
 
-    conn.execute("BEGIN IMMEDIATE")
+    if not conn.in_transaction:
+        conn.execute("BEGIN IMMEDIATE")
+    conn.execute("SAVEPOINT source_file")
     try:
         now = int(time.time() * 1000)
         affected: set[str] = set()
+        # read under the write lock: while the index is behind, new entries are left to its builder
+        index_upto = search_index.indexed_upto(conn)
         if row is None:
             cur = conn.execute(
                 "INSERT INTO source_files (path, agent, kind, size, mtime_ns, inode, bytes_ingested, lines_ingested, "
@@ -417,8 +473,9 @@ def _ingest_file(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, index_no
                 }
                 conn.execute(
                     "INSERT INTO search_fts(search_fts, rowid, content, thinking, tool_text) "
-                    "SELECT 'delete', id, content, thinking, tool_text FROM entries WHERE source_file_id = ?",
-                    (file_id,),
+                    "SELECT 'delete', id, content, thinking, tool_text FROM entries WHERE source_file_id = ? "
+                    "AND id <= ?",
+                    (file_id, index_upto if index_upto is not None else 1 << 62),
                 )
                 conn.execute("DELETE FROM entries WHERE source_file_id = ?", (file_id,))
             elif start > 0 and row[8] is not None and start == row[5] + 1:
@@ -458,7 +515,7 @@ def _ingest_file(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, index_no
             replay(conn, ledger, affected)
         else:
             ledger.flush()
-        if index_now and rows:
+        if index_upto is None and rows:
             # the search index follows in the same transaction (a cold bulk load builds it once at the end)
             conn.execute(
                 "INSERT INTO search_fts(rowid, content, thinking, tool_text) "
@@ -476,9 +533,10 @@ def _ingest_file(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, index_no
                 int(open_tail_offset is None), status, error, now, ref.kind, ref.project_key, file_id,
             ),
         )
-        conn.execute("COMMIT")
+        conn.execute("RELEASE source_file")
     except BaseException:
-        conn.execute("ROLLBACK")
+        conn.execute("ROLLBACK TO source_file")
+        conn.execute("RELEASE source_file")
         ledger.rollback()
         raise
     return len(records), nbytes

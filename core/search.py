@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 from rapidfuzz import fuzz, process
 
+from core import search_index
 from core.text import SEARCH_HELP  # noqa: F401  (re-exported: the TUI and CLI show it)
 
 FILTER_KEYS = ("agent", "project", "role", "tool", "in", "after", "before", "session")
@@ -253,6 +254,17 @@ def build_match(q: ParsedQuery, vocab: Vocabulary) -> tuple[str | None, dict[str
 
 
 def search(conn: sqlite3.Connection, text: str, *, limit: int = 50, now: float | None = None) -> SearchResult:
+    """Hits for `text`, best first; `problems` says what could not be honoured (or is incomplete)."""
+    result = _search(conn, text, limit=limit, now=now)
+    behind = search_index.pending(conn)
+    if behind is not None:
+        result.problems.append(
+            f"the search index is still being built ({behind.fraction:.0%}): newer records are not found yet"
+        )
+    return result
+
+
+def _search(conn: sqlite3.Connection, text: str, *, limit: int, now: float | None) -> SearchResult:
     started = time.perf_counter()
     q = parse_query(text, now=now)
     if q.empty:

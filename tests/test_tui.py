@@ -320,6 +320,42 @@ async def test_ingest_worker_fills_panes_and_notifies(tmp_path: Path) -> None:
         assert not app.screen.has_class("-ingesting")
 
 
+async def test_archive_is_browsable_while_the_search_index_builds(tmp_path: Path, monkeypatch) -> None:
+    from core import search_index
+
+    root = small_archive(tmp_path)
+    real_build = search_index.build
+    indexing, release = threading.Event(), threading.Event()
+
+    def held_build(conn, progress=None, cancel=None, chunk_rows=search_index.CHUNK_ROWS):
+        indexing.set()
+        assert release.wait(10)
+        return real_build(conn, progress, cancel, chunk_rows)
+
+    monkeypatch.setattr(search_index, "build", held_build)
+    app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
+    async with app.run_test(size=(140, 40)) as pilot:
+        assert indexing.wait(10)
+        await pilot.pause(0.2)
+        # the records are in: panes are filled and the user was told, while the index is pending
+        assert app.query_one(ProjectList).border_title == "Projects (4)"
+        assert any(n.title == "Ingest done" for n in app._notifications)
+        assert app.screen.has_class("-ingesting")
+        assert "Indexing for search" in shown(app.main_screen.query_one("#ingest-label", Static))
+        await pilot.press("slash")
+        await pilot.pause()
+        search = app.screen
+        assert isinstance(search, SearchScreen)
+        await pilot.press(*"tmux")
+        await pilot.pause(0.5)
+        assert any("still being built" in p for p in search.result.problems)
+        release.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert any("Search index complete" in n.message for n in app._notifications)
+        assert not app.screen.has_class("-ingesting")
+
+
 async def test_empty_state_then_demo(tmp_path: Path) -> None:
     app = make_app(tmp_path / "empty.db", ingest=True, demo_long_turns=3)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -356,7 +392,7 @@ async def test_worker_error_opens_dialog(tmp_path: Path, monkeypatch: pytest.Mon
 async def test_escape_cancels_ingest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     started = threading.Event()
 
-    def slow(conn, sources, *, include_defaults, progress, cancel):
+    def slow(conn, sources, *, include_defaults, progress, cancel, build_index):
         started.set()
         assert cancel.wait(10)
         return IngestReport(cancelled=True)

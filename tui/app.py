@@ -65,6 +65,14 @@ class IngestStatus(Message):
         self.database_ready = database_ready
 
 
+class RecordsLoaded(Message):
+    """The records are in and browsable; the search index may still be catching up."""
+
+    def __init__(self, report: IngestReport) -> None:
+        super().__init__()
+        self.report = report
+
+
 class MainScreen(Screen[None]):
     """The browsing screen; only here so its copy binding has an id like every other one."""
 
@@ -416,10 +424,44 @@ class ThreadloomApp(App[int]):
                     last[0] = now
                     self.post_message(IngestProgressed(p))
 
-            return run_ingest(conn, sources, include_defaults=include_defaults, progress=progress,
-                              cancel=self.cancel_event)
+            report = run_ingest(conn, sources, include_defaults=include_defaults, progress=progress,
+                                cancel=self.cancel_event, build_index=False)
+            if report.cancelled:
+                return report
+            self.post_message(RecordsLoaded(report))
+            # the archive is browsable now; the search index (a quarter of a first load) follows
+            from core import search_index
+            from core.ingest import INDEXING
+            from core.ingest import Progress as IngestProgress
+
+            if search_index.pending(conn) is None:
+                return report
+            self.post_message(IngestStatus("Indexing for search"))
+            index_started = time.perf_counter()
+
+            def index_progress(p: search_index.IndexProgress) -> None:
+                self.post_message(IngestProgressed(IngestProgress(
+                    p.done, p.total, p.done, p.total, INDEXING, p.elapsed, p.done, p.total)))
+
+            report.index_complete = search_index.build(conn, index_progress, self.cancel_event)
+            report.cancelled = not report.index_complete
+            report.index_seconds = round(time.perf_counter() - index_started, 3)
+            return report
         finally:
             conn.close()
+
+    def on_records_loaded(self, event: RecordsLoaded) -> None:
+        report = event.report
+        self.last_report = report
+        if self.conn is None:
+            self._open_database()
+        self.refresh_panes()
+        if report.files_read:
+            self.notify(f"{report.files_read:,} files read ({report.bytes_read / 1e6:,.1f} MB), "
+                        f"{report.sessions:,} sessions updated in {report.seconds:.1f} s", title="Ingest done")
+        if report.errors:
+            self.notify(f"{len(report.errors)} files could not be read; first: {report.errors[0]}",
+                        title="Ingest errors", severity="error", timeout=10)
 
     def on_ingest_status(self, event: IngestStatus) -> None:
         self._status = event.text
@@ -428,8 +470,17 @@ class ThreadloomApp(App[int]):
             self._open_database()
 
     def on_ingest_progressed(self, event: IngestProgressed) -> None:
+        from core.ingest import INDEXING
+
         p = event.progress
         bar = self.main_screen.query_one(ProgressBar)
+        if p.path == INDEXING:
+            bar.update(total=max(1, p.index_total), progress=p.index_done)
+            self.main_screen.query_one("#ingest-label", Label).update(
+                f"Indexing for search (browsing works meanwhile): {p.index_done / max(1, p.index_total):.0%} · "
+                "Esc pauses it until the next launch"
+            )
+            return
         bar.update(total=max(1, p.bytes_total), progress=p.bytes_done)
         self.main_screen.query_one("#ingest-label", Label).update(
             f"{self._status}: {p.files_done:,}/{p.files_total:,} files · "
@@ -469,15 +520,14 @@ class ThreadloomApp(App[int]):
         if self.conn is None:
             self._open_database()
         self.refresh_panes()
-        if report.cancelled:
+        if report.cancelled and report.index_complete is False:
+            self.notify("Search indexing paused; it continues on the next launch. Until then search "
+                        "finds older records only.", severity="warning")
+        elif report.cancelled:
             self.notify(f"Ingest cancelled after {report.files_read:,} files; what was read is kept.",
                         severity="warning")
-        elif report.files_read:
-            self.notify(f"{report.files_read:,} files read ({report.bytes_read / 1e6:,.1f} MB), "
-                        f"{report.sessions:,} sessions updated in {report.seconds:.1f} s", title="Ingest done")
-        if report.errors:
-            self.notify(f"{len(report.errors)} files could not be read; first: {report.errors[0]}",
-                        title="Ingest errors", severity="error", timeout=10)
+        elif report.index_complete:
+            self.notify(f"Search index complete in {report.index_seconds:.1f} s", timeout=3)
 
     def _start_demo(self) -> None:
         self.temp_dir = Path(tempfile.mkdtemp(prefix="threadloom-demo-"))

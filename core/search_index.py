@@ -1,0 +1,112 @@
+"""Building the full-text search index after the records it covers, in resumable chunks.
+
+A first load of a big archive is browsable long before its search index is complete (at 1 GB the
+index is a quarter of the work), so a bulk load leaves the index behind and this module catches it
+up: in the TUI's worker while the user browses, or in `threadloom index` / before a CLI search.
+Entries are indexed in id order and the highest indexed id is saved with each chunk, so a build
+that is cancelled or killed continues where it stopped. New entries always get higher ids, which
+is why ingest can simply leave them to the builder while the index is behind.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from core.db import get_meta, set_meta
+
+STATE_KEY = "search_index"  # "stale" while the index is behind the entries table
+UPTO_KEY = "search_index_upto"  # every entry with an id <= this is indexed
+CHUNK_ROWS = 20_000  # ~0.5 s per chunk on a 1 GB archive: cancel is prompt, commits are few
+
+
+@dataclass
+class IndexProgress:
+    done: int  # entry ids covered so far
+    total: int  # the highest entry id to cover
+    elapsed: float
+
+    @property
+    def fraction(self) -> float:
+        return self.done / self.total if self.total else 1.0
+
+
+def indexed_upto(conn: sqlite3.Connection) -> int | None:
+    """The highest entry id known to be indexed, or None when the index is complete."""
+    if get_meta(conn, STATE_KEY) != "stale":
+        return None
+    value = get_meta(conn, UPTO_KEY)
+    return int(value) if value and value.isdigit() else 0
+
+
+def pending(conn: sqlite3.Connection) -> IndexProgress | None:
+    """How far an incomplete index is (None when it is complete)."""
+    upto = indexed_upto(conn)
+    if upto is None:
+        return None
+    total = conn.execute("SELECT COALESCE(max(id), 0) FROM entries").fetchone()[0]
+    return IndexProgress(min(upto, total), total, 0.0)
+
+
+def mark_behind(conn: sqlite3.Connection) -> None:
+    """Declare that entries from now on are not indexed as they are written (a bulk load)."""
+    if indexed_upto(conn) is not None:
+        return
+    upto = conn.execute("SELECT COALESCE(max(id), 0) FROM entries").fetchone()[0]
+    set_meta(conn, UPTO_KEY, str(upto))
+    set_meta(conn, STATE_KEY, "stale")
+
+
+def build(
+    conn: sqlite3.Connection,
+    progress: Callable[[IndexProgress], None] | None = None,
+    cancel: threading.Event | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+) -> bool:
+    """Index every entry not yet indexed; returns True when the index is complete."""
+    upto = indexed_upto(conn)
+    if upto is None:
+        return True
+    started = time.perf_counter()
+    if upto == 0:
+        # nothing is known to be indexed: clear whatever an older version may have left half-done
+        conn.execute("INSERT INTO search_fts(search_fts) VALUES ('delete-all')")
+    while True:
+        total = conn.execute("SELECT COALESCE(max(id), 0) FROM entries").fetchone()[0]
+        if progress is not None:
+            progress(IndexProgress(min(upto, total), total, time.perf_counter() - started))
+        if upto >= total:
+            break
+        if cancel is not None and cancel.is_set():
+            return False
+        high = min(upto + chunk_rows, total)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "INSERT INTO search_fts(rowid, content, thinking, tool_text) "
+                "SELECT id, content, thinking, tool_text FROM entries WHERE id > ? AND id <= ?",
+                (upto, high),
+            )
+            set_meta(conn, UPTO_KEY, str(high))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        upto = high
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        # re-checked inside the write lock: an ingest in another process may have added entries
+        if conn.execute("SELECT COALESCE(max(id), 0) FROM entries").fetchone()[0] > upto:
+            conn.execute("COMMIT")
+            return build(conn, progress, cancel, chunk_rows)
+        set_meta(conn, STATE_KEY, None)
+        set_meta(conn, UPTO_KEY, None)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return True
