@@ -22,6 +22,7 @@ def session_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, 
     return conn.execute(
         "SELECT id, path, project_key FROM source_files WHERE id IN ("
         "SELECT DISTINCT source_file_id FROM entries WHERE session_id = ? OR session_id LIKE ? ESCAPE '\\') "
+        "AND kind != 'decoded' "  # a decoded log is restored as the file it was decoded from
         "ORDER BY path",
         (session_id, like),
     ).fetchall()
@@ -106,18 +107,19 @@ class VerifyReport:
 def verify(conn: sqlite3.Connection) -> VerifyReport:
     """Re-read every source still present; report stored byte ranges that no longer match."""
     report = VerifyReport()
-    for file_id, path in conn.execute("SELECT id, path FROM source_files WHERE status != 'error' ORDER BY path").fetchall():
+    for file_id, path, kind in conn.execute(
+        "SELECT id, path, kind FROM source_files WHERE status != 'error' ORDER BY path"
+    ).fetchall():
         if _is_database(conn, file_id):
             _verify_rows(conn, report, file_id, path)
             continue
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = _decoded(conn, file_id, path) if kind == "decoded" else Path(path).read_bytes()
         except FileNotFoundError:
             report.files_missing += 1
             continue
         except OSError as exc:
-            report.mismatches.append(f"{path}: cannot read ({exc.strerror})")
+            report.mismatches.append(f"{path}: cannot read ({exc.strerror or exc})")
             continue
         report.files_checked += 1
         bad = 0
@@ -140,6 +142,22 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
                 f"(bytes {offset}-{offset + length})"
             )
     return report
+
+
+def _decoded(conn: sqlite3.Connection, file_id: int, path: str) -> bytes:
+    """A decoded log as its container decodes now (a `.jsonl.zst` decompressed)."""
+    from core.adapters import ADAPTERS
+    from core.adapters.base import container_of
+
+    agent = conn.execute("SELECT agent FROM source_files WHERE id = ?", (file_id,)).fetchone()[0]
+    container = Path(container_of(path) or path)
+    try:
+        data = ADAPTERS[agent].decode(container, container.read_bytes())
+    except ValueError as exc:
+        raise OSError(f"cannot decode: {exc}") from exc
+    if data is None:
+        raise OSError("no longer decodes to a log")
+    return data
 
 
 def _verify_rows(conn: sqlite3.Connection, report: VerifyReport, file_id: int, path: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import io
 import os
 import sqlite3
 import threading
@@ -22,7 +23,15 @@ import orjson
 
 from core import search_index
 from core.adapters import all_adapters, walk
-from core.adapters.base import Adapter, FileContext, RawRecord, SourceIncomplete, SourceRef
+from core.adapters.base import (
+    Adapter,
+    FileContext,
+    RawRecord,
+    SourceIncomplete,
+    SourceRef,
+    container_of,
+    decoded_path,
+)
 from core.db import get_meta, set_meta
 from core.ledger import Ledger, replay
 
@@ -78,6 +87,20 @@ class IngestReport:
         data = asdict(self)
         data.pop("changed_sessions")
         return data
+
+
+# Sources an older threadloom read less fully, read again once (the key is kept in ledger_meta).
+REREADS = {
+    # .jsonl.zst rollouts were stored whole only; now their decompressed lines are read too
+    "reread:codex-zst-lines": "agent = 'codex' AND kind = 'document' AND path LIKE '%.zst'",
+}
+
+
+def _apply_rereads(conn: sqlite3.Connection) -> None:
+    for key, where in REREADS.items():
+        if get_meta(conn, key) is None:
+            conn.execute(f"UPDATE source_files SET size = -1, content_hash = NULL WHERE {where}")
+            set_meta(conn, key, "done")
 
 
 @dataclass
@@ -156,7 +179,7 @@ def discover(roots: list[Path], conn: sqlite3.Connection | None = None) -> tuple
             prefix = str(root) if not root.is_dir() else str(root).rstrip(os.sep) + os.sep
             for path, agent, kind, project_key in conn.execute(
                 "SELECT path, agent, kind, project_key FROM source_files WHERE (path = ? OR substr(path, 1, ?) = ?) "
-                "AND status != 'gone'",
+                "AND status != 'gone' AND kind != 'decoded'",
                 (str(root), len(prefix), prefix),
             ):
                 adapter = ADAPTERS.get(agent)
@@ -194,6 +217,7 @@ def run_ingest(
     report.roots = [str(r) for r in roots]
     refs, signatures = discover(roots, conn)
     report.files_seen = len(refs)
+    _apply_rereads(conn)
     known = {
         r[0]: r
         for r in conn.execute(
@@ -219,7 +243,8 @@ def run_ingest(
     discovered = {str(ref.path) for ref, _ in refs}
     root_prefixes = tuple(str(r) for r in roots)
     for path, row in known.items():
-        if path not in discovered and path.startswith(root_prefixes) and row[9] != "gone" and not os.path.exists(path):
+        on_disk = container_of(path) or path  # a decoded log is gone when the file it came from is
+        if path not in discovered and path.startswith(root_prefixes) and row[9] != "gone" and not os.path.exists(on_disk):
             conn.execute("UPDATE source_files SET status = 'gone' WHERE id = ?", (row[1],))
             report.files_gone += 1
 
@@ -243,6 +268,8 @@ def run_ingest(
                 progress(Progress(i, len(plans), bytes_done, bytes_total, str(plan.ref.path), time.perf_counter() - started))
             try:
                 added, nbytes = _ingest_file(conn, ledger, plan)
+                if added and plan.ref.kind == "document" and getattr(plan.adapter, "decode", None) is not None:
+                    added += _ingest_decoded(conn, ledger, plan, known)
                 report.records_added += added
                 report.bytes_read += nbytes
                 report.files_read += 1
@@ -382,8 +409,36 @@ def fingerprint(f, end: int) -> str:
     return h.hexdigest()[:32]
 
 
-def _ingest_file(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan) -> tuple[int, int]:
-    """One source file, in one transaction. Returns (records added, bytes read)."""
+def _ingest_decoded(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, known: dict[str, tuple]) -> int:
+    """The log inside an encoded document (a `.jsonl.zst`), read like a log file of its own.
+
+    The document itself is stored whole, so its exact bytes stay restorable; its decoded lines go
+    to a ledger-only source (`<path>#decoded`) so each message is searchable and browsable."""
+    try:
+        data = plan.adapter.decode(plan.ref.path, plan.ref.path.read_bytes())
+    except (OSError, ValueError):
+        return 0  # the document's own record says what is wrong with it
+    if data is None:
+        return 0
+    path = decoded_path(plan.ref.path)
+    row = known.get(path)
+    if row is None:
+        row = conn.execute(
+            "SELECT path, id, size, mtime_ns, inode, bytes_ingested, lines_ingested, content_hash, "
+            "open_tail_offset, status FROM source_files WHERE path = ?", (path,)
+        ).fetchone()
+    st = os.stat_result((0o100400, 0, 0, 1, 0, 0, len(data), 0, int(plan.stat.st_mtime), int(plan.stat.st_mtime)),
+                        {"st_mtime_ns": plan.stat.st_mtime_ns})
+    ref = SourceRef(Path(path), plan.ref.agent, "decoded", plan.ref.project_key)
+    added, _ = _ingest_file(conn, ledger, _Plan(ref, plan.adapter, st, row), source_bytes=data)
+    return added
+
+
+def _ingest_file(
+    conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, source_bytes: bytes | None = None
+) -> tuple[int, int]:
+    """One source file (or `source_bytes` standing for it), in a savepoint of the batch's
+    transaction. Returns (records added, bytes read)."""
     ref, adapter, st, row = plan.ref, plan.adapter, plan.stat, plan.row
     size = st.st_size
     whole = adapter.mode in ("document", "database") or ref.kind == "document"
@@ -406,7 +461,7 @@ def _ingest_file(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan) -> tuple
         start, line_number, rewrite, end, data = 0, 0, True, size, b""
         nbytes = size
     else:
-        with open(ref.path, "rb") as f:
+        with io.BytesIO(source_bytes) if source_bytes is not None else open(ref.path, "rb") as f:
             start, line_number, rewrite = 0, 0, True
             if row is not None and not whole:
                 _, _, _, _, inode, done, lines_done, content_hash, open_tail, _ = row

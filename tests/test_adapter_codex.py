@@ -353,7 +353,7 @@ def test_typescript_snapshots_collapse_into_one_conversation(conn, home):
 # ---------------------------------------------------------------------- compressed rollouts
 
 
-def test_zst_rollout_is_kept_whole_and_never_double_counted(conn, home, tmp_path):
+def test_zst_rollout_is_read_message_by_message_kept_whole_and_never_double_counted(conn, home, tmp_path):
     r = full_session(home)
     plain = r.write()
     packed = plain.with_name(plain.name + ".zst")
@@ -368,12 +368,43 @@ def test_zst_rollout_is_kept_whole_and_never_double_counted(conn, home, tmp_path
         assert after[key] == before[key], key
     fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(packed.resolve()),)).fetchone()[0]
     assert file_bytes(conn, fid)[0] == packed.read_bytes()
-    # never seen plain: the session still appears, with its facts, first prompt and whole use
+    # never seen plain: the whole conversation is read from the compressed file
     other = db.connect(tmp_path / "other.db")
     ingest(other, home)
     s = session(other, THREAD)
-    assert (s["title"], s["project_path"], s["turn_count"]) == ("add a cart total", "/home/dev/shop", 1)
-    assert s["input_tokens"] + s["cache_read_tokens"] + s["output_tokens"] == 2500 + 80
+    for key in ("title", "project_path", "turn_count", "message_count", "tool_call_count", "input_tokens",
+                "output_tokens", "cache_read_tokens"):
+        assert s[key] == before[key], key
+    texts = [r[0] for r in other.execute(
+        "SELECT content FROM entries WHERE session_id = ? AND seq IS NOT NULL AND content IS NOT NULL ORDER BY seq",
+        (s["id"],))]
+    plain_texts = [r[0] for r in conn.execute(
+        "SELECT content FROM entries WHERE session_id = ? AND seq IS NOT NULL AND content IS NOT NULL "
+        "AND dup_of IS NULL ORDER BY seq", (s["id"],))]
+    assert texts == plain_texts and len(texts) >= 3
+    from core.archive import restore_session, verify
+    from core.search import search
+
+    assert search(other, "cart total").hits
+    checked = verify(other)
+    assert not checked.mismatches and checked.files_missing == 0 and checked.files_checked == 2
+    restored = restore_session(other, s["id"], tmp_path / "restored")
+    assert [Path(r.written_to).read_bytes() for r in restored] == [packed.read_bytes()]
+    again = ingest(other, home)  # nothing changed: nothing read, the decoded log is not "gone"
+    assert again.files_read == 0 and again.files_gone == 0
+    assert other.execute("SELECT count(*) FROM source_files WHERE status = 'gone'").fetchone()[0] == 0
+    # a ledger from before decoded logs existed reads its .zst files once more, then never again
+    other.execute("DELETE FROM entries WHERE source_file_id IN (SELECT id FROM source_files WHERE kind = 'decoded')")
+    other.execute("DELETE FROM source_files WHERE kind = 'decoded'")
+    other.execute("DELETE FROM ledger_meta WHERE key LIKE 'reread:%'")
+    assert ingest(other, home).files_read == 1 and ingest(other, home).files_read == 0
+    assert session(other, THREAD)["message_count"] == s["message_count"]
+    # a damaged compressed file is kept raw and says why
+    packed.write_bytes(b"\x28\xb5\x2f\xfd" + b"garbage" * 10)
+    ingest(other, home)
+    error = other.execute("SELECT parse_error FROM entries WHERE entry_type = 'compressed-rollout' "
+                          "ORDER BY id DESC LIMIT 1").fetchone()[0]
+    assert error and error.startswith("cannot decompress")
 
 
 # ---------------------------------------------------------------------- detection

@@ -136,6 +136,19 @@ class FileContext:
     session_of_uuid: Any = None
 
 
+DECODED_SUFFIX = "#decoded"
+
+
+def decoded_path(path: Path | str) -> str:
+    """The ledger-only path under which a document's decoded log is stored."""
+    return f"{path}{DECODED_SUFFIX}"
+
+
+def container_of(path: str) -> str | None:
+    """The real file a decoded log came from (None for a real file)."""
+    return path[: -len(DECODED_SUFFIX)] if path.endswith(DECODED_SUFFIX) else None
+
+
 class SourceIncomplete(Exception):
     """A document caught mid-write: read it again on a later run rather than failing."""
 
@@ -150,6 +163,10 @@ class Adapter(Protocol):
       `raw` the row's exact JSON value, `offset` a stable row number.
     * ``stat_paths(path: Path) -> list[Path]`` extra files whose change means the source changed
       (a SQLite database's -wal file).
+    * ``decode(path: Path, data: bytes) -> bytes | None`` for a "document" that is an encoding of a
+      log (a `.jsonl.zst`): the decoded log. The document is stored whole (its exact bytes stay
+      restorable) and the decoded log is read like any log, as a source of kind "decoded" at
+      `decoded_path(path)` that exists only in the ledger. Raise ValueError for a damaged file.
     """
 
     name: str

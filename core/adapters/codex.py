@@ -7,9 +7,11 @@ Eras read here:
     save. The ingest cuts them into lines like any log (so they round-trip byte for byte); the items
     are reassembled here from those lines, and their ids are chained over content, so the many
     snapshots of one conversation collapse into one session;
-  * `.jsonl.zst` (v0.137 →): the ingest cannot decompress, so such a file is kept whole as one
-    document entry (restorable); it contributes its session facts and first prompt only, written so
-    that it is a copy of the same record from the plain file it replaced.
+  * `.jsonl.zst` (v0.137 →): kept whole as one document entry (its exact bytes stay restorable),
+    and its decompressed log is read line by line like a plain rollout (the ingest's `decode` hook),
+    so every message is browsable and searchable. Its lines get the same ids as the plain file's
+    had, so a session read from both (plain first, compressed after the worker replaced it) counts
+    each record once.
 
 Codex lines carry no per-record ids, so each line gets `<thread>:<line>` and the previous line as
 its parent. Tokens come from `token_count` events, keyed by the cumulative totals they report, so a
@@ -37,6 +39,7 @@ from core.adapters.base import (
     ToolResult,
     ToolUse,
     Usage,
+    container_of,
     parse_iso_ms,
 )
 from core.adapters.claude import _dumps, _input_text, _int, _parse, _str
@@ -300,15 +303,25 @@ class CodexAdapter:
         )
         if st["snapshot"]:
             st["doc"] = JsonDocumentLines(frozenset({"items"}))
-        if first_offset > 0 and ctx.kind == "transcript":
+        if first_offset > 0 and ctx.kind in ("transcript", "decoded"):
             self._resume_state(ctx, first_offset)
+
+    def decode(self, path: Path, data: bytes) -> bytes | None:
+        """A `.jsonl.zst` rollout's log (see the module docstring); None for other documents."""
+        if not path.name.endswith(".zst"):
+            return None
+        return _decompress(data)
 
     def _resume_state(self, ctx: FileContext, end: int) -> None:
         """Rebuild the per-file state from the bytes before `end` (an append read on its own)."""
         try:
-            with open(ctx.path, "rb") as f:
-                data = f.read(end)
-        except OSError:
+            if ctx.kind == "decoded":
+                container = Path(container_of(str(ctx.path)) or ctx.path)
+                data = _decompress(container.read_bytes())[:end]
+            else:
+                with open(ctx.path, "rb") as f:
+                    data = f.read(end)
+        except (OSError, ValueError):
             return
         snapshot = ctx.state["snapshot"]
         pos, line_number = 0, 0
@@ -729,21 +742,16 @@ class CodexAdapter:
         return out
 
     def _compressed(self, rec: RawRecord, ctx: FileContext) -> Record:
-        """A `.jsonl.zst` rollout, stored whole; see the module docstring for what it contributes."""
+        """A `.jsonl.zst` rollout stored whole: the session's facts (its messages come from the
+        decoded log, read as a source of its own)."""
         out = Record(entry_type="compressed-rollout", session_id=_name_id(ctx.path))
         try:
-            import zstandard
-
-            with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(rec.raw), read_across_frames=True) as r:
-                text = r.read()
-        except Exception as exc:  # a damaged or unsupported frame: kept raw, marked
+            text = _decompress(rec.raw)
+        except ValueError as exc:  # a damaged or unsupported frame: kept raw, marked
             out.known = False
             out.parse_error = f"cannot decompress: {exc}"
             return out
         inner = FileContext(ctx.path.with_name(ctx.path.name[: -len(".zst")]), "transcript", ctx.project_key)
-        first: Record | None = None
-        facts = Record()
-        usage: Usage | None = None
         pos, line_number = 0, 0
         while pos < len(text):
             nl = text.find(b"\n", pos)
@@ -751,28 +759,27 @@ class CodexAdapter:
             line_number += 1
             r = self.normalize(RawRecord(pos, line_number, text[pos:nl]), inner)
             pos = nl + 1
-            if r.entry_type == "session_meta" and r.session is not None and facts.session is None:
-                facts = r
-            if r.is_prompt and first is None:
-                first = r
-            usage = r.usage if r.usage is not None and r.usage.message_id.startswith("codex:") else usage
-        if first is not None:
-            # The very record the plain file had (same uuid and text): where that file was ingested
-            # the ledger takes this for a copy and adds nothing; otherwise the session gets its facts.
-            out = first
+            if r.entry_type == "session_meta" and r.session is not None:
+                out.session, out.cwd, out.version, out.git_branch = r.session, r.cwd, r.version, r.git_branch
+                out.forked_from_session_id = r.forked_from_session_id
+                out.timestamp = r.timestamp
+                break
         out.session_id = inner.state.get("sid") or out.session_id
-        out.session = facts.session
-        out.cwd, out.version, out.git_branch = facts.cwd, facts.version, facts.git_branch
-        out.forked_from_session_id = facts.forked_from_session_id
-        out.timestamp = out.timestamp or facts.timestamp
-        if usage is not None:
-            # the last cumulative total is the thread's whole use
-            total = _last_total(text)
-            out.usage = _usage_from(total, "codex-zst:" + usage.message_id) if total else None
         return out
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _decompress(data: bytes) -> bytes:
+    """Every zstd frame of `data`, decompressed; ValueError when it is not (or no longer) zstd."""
+    import zstandard
+
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True) as reader:
+            return reader.read()
+    except zstandard.ZstdError as exc:
+        raise ValueError(str(exc)) from exc
 
 
 def _merge(into: Record, other: Record) -> Record:
@@ -784,19 +791,6 @@ def _merge(into: Record, other: Record) -> Record:
     into.tool_results += other.tool_results
     into.is_message = into.is_message or other.is_message
     return into
-
-
-def _last_total(text: bytes) -> dict | None:
-    i = text.rfind(b'"total_token_usage"')
-    while i >= 0:
-        start = text.rfind(b"\n", 0, i) + 1
-        end = text.find(b"\n", i)
-        obj, _ = _parse(text[start : end if end >= 0 else len(text)])
-        info = obj.get("payload", {}).get("info") if isinstance(obj, dict) and isinstance(obj.get("payload"), dict) else None
-        if isinstance(info, dict) and isinstance(info.get("total_token_usage"), dict):
-            return info["total_token_usage"]
-        i = text.rfind(b'"total_token_usage"', 0, start)
-    return None
 
 
 def out_line(out: Record) -> int:
