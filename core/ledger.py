@@ -33,6 +33,8 @@ SESSION_INFO_FIELDS = (
     "source", "external_id", "kind", "is_subagent", "parent_session_id", "agent_id", "agent_type",
     "task_description", "tool_call_id", "spawn_key",
 )
+# tools that start a subagent whose first prompt is the tool's prompt parameter
+SPAWN_TOOLS = "'Task', 'Agent', 'newTask', 'new_task'"
 TITLE_PRIORITY = ("custom-title", "custom-title-file", "ai-title", "summary", "agent-name")
 
 
@@ -475,14 +477,18 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
             wanted = _norm(first_prompt)
             for candidate in conn.execute(
                 "SELECT id, session_id, message_id, params_json, status FROM agent_tool_calls "
-                "WHERE (session_id = ? OR (session_id > ? AND session_id < ?)) AND tool_name IN ('Task', 'Agent') "
-                "AND (child_session_id IS NULL OR child_session_id = ?)",
+                f"WHERE (session_id = ? OR (session_id > ? AND session_id < ?)) AND tool_name IN ({SPAWN_TOOLS}) "
+                "AND (child_session_id IS NULL OR child_session_id = ?) ORDER BY started_at",
                 (root, root + ":", root + ";", sid),
             ):
                 try:
-                    prompt = orjson.loads(candidate[3] or "{}").get("prompt")
+                    params = orjson.loads(candidate[3] or "{}")
                 except orjson.JSONDecodeError:
                     continue
+                if not isinstance(params, dict):
+                    continue
+                # Claude's Task/Agent give the subagent `prompt`; Roo's new_task a `message` (`content` in its UI log)
+                prompt = params.get("prompt") or params.get("message") or params.get("content")
                 if isinstance(prompt, str) and _norm(prompt) == wanted:
                     call = candidate
                     break

@@ -209,6 +209,10 @@ def test_roo_task_subtask_condense_and_openai_usage(conn, tmp_path):
     assert (parent["source"], parent["compaction_count"], parent["project_path"]) == ("roo-code", 1, "/srv/roo")
     assert (parent["input_tokens"], parent["cache_read_tokens"], parent["cache_creation_tokens"]) == (500, 4000, 500)
     assert (child["kind"], child["is_subagent"], child["parent_session_id"]) == ("subagent", 1, ROO_TASK)
+    # the subtask hangs off the newTask call that created it (its message is the subtask's prompt)
+    call = conn.execute("SELECT id, tool_name, child_session_id FROM agent_tool_calls WHERE session_id = ?",
+                        (ROO_TASK,)).fetchone()
+    assert call[1:] == ("newTask", ROO_CHILD) and child["tool_call_id"] == call[0]
     assert conn.execute("SELECT count(*) FROM agent_sessions WHERE id = 'gone-task'").fetchone() == (0,)
     assert conn.execute("SELECT count(*) FROM entries WHERE subtype = 'no-task-folder'").fetchone() == (1,)
     assert {r[0] for r in conn.execute("SELECT DISTINCT agent FROM source_files")} == {"roo-code"}
