@@ -1,10 +1,11 @@
 """Measure the TUI's speed on a database (not a test: numbers depend on the machine).
 
-    python scripts/measure_tui.py DB [--runs 5]
+    python scripts/measure_tui.py DB [--runs 5] [--only first,browse,search] [--source DIR] [--installed]
 
 Reports, as medians:
   first frame      process start → the first frame with the projects and sessions drawn
-                   (a fresh interpreter each run, so it includes importing Textual)
+                   (a fresh interpreter each run, so it includes importing Textual); with --source
+                   the app also ingests DIR behind, as a plain `threadloom` launch does
   open largest     selecting the session with the most messages → its first paint
   page down        one page of scrolling in that session → the next paint
   RSS              resident memory after browsing
@@ -13,6 +14,10 @@ Reports, as medians:
   picker open      `f` on the last message of the largest session → the fork picker on screen, and
                    → its turns listed (read by a worker)
   fork plan        "Fork here" in that picker → the confirmation (the whole transcript planned)
+
+The threadloom measured is this checkout's (its folder goes first on sys.path), or with --installed
+whatever the interpreter imports (PYTHONPATH, the installed package): bench/run.py runs it that way
+and imports `first_frame_code` from here.
 """
 
 from __future__ import annotations
@@ -28,14 +33,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
+# Prints one JSON line at the first frame: "ms" since the child's first line of Python, and "at",
+# CLOCK_MONOTONIC then (system-wide on Linux, so a parent that noted the clock when it started the
+# process gets process start → first frame, the interpreter's own start included).
 FIRST_FRAME = """
 import time
 t0 = time.perf_counter()
-import sys
-sys.path.insert(0, {root!r})
-from pathlib import Path
+import json, sys
+{path_setup}from pathlib import Path
 from tui.app import ThreadloomApp
 
 class Timed(ThreadloomApp):
@@ -44,18 +50,34 @@ class Timed(ThreadloomApp):
         super().on_mount()
 
     def done(self):
-        print((time.perf_counter() - t0) * 1000)
+        ms = (time.perf_counter() - t0) * 1000
+        print(json.dumps({{"ms": ms, "at": time.clock_gettime(time.CLOCK_MONOTONIC)}}), flush=True)
+        cancel = getattr(self, "cancel_event", None)
+        if cancel is not None:
+            cancel.set()  # an ingest running behind stops at its next file
         self.exit()
 
-Timed(db_path=Path({db!r}), ingest=False).run(headless=True, size=(140, 40))
+Timed(db_path=Path({db!r}), sources={sources!r}, ingest={ingest!r}).run(headless=True, size=(140, 40))
 """
 
 
-def first_frame_ms(db: Path) -> float:
+def first_frame_code(db: Path, *, sources: list[Path] | None = None, root: Path | None = ROOT) -> str:
+    """The `python -c` program of one first-frame measurement.
+
+    With `sources` the app ingests them behind (as `threadloom --source …` does; the default roots
+    under HOME are read too); without, it starts with the ingest off (`threadloom --no-ingest`).
+    `root` goes first on the child's sys.path; None leaves the import path to the environment.
+    """
+    path_setup = f"sys.path.insert(0, {str(root)!r})\n" if root is not None else ""
+    return FIRST_FRAME.format(path_setup=path_setup, db=str(db), sources=[str(s) for s in sources or []],
+                              ingest=bool(sources))
+
+
+def first_frame_ms(db: Path, *, sources: list[Path] | None = None, root: Path | None = ROOT) -> float:
     """From the child's first line of Python (the interpreter's own ~12 ms start comes on top)."""
-    code = FIRST_FRAME.format(root=str(ROOT), db=str(db))
+    code = first_frame_code(db, sources=sources, root=root)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return float(out.stdout.strip().splitlines()[-1])
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["ms"])
 
 
 async def browse(db: Path) -> dict[str, float]:
@@ -100,8 +122,9 @@ async def browse(db: Path) -> dict[str, float]:
         end_ms = (frames[0] - t0) * 1000 if frames else float("nan")
         rss = _rss_mb()
         sessions = len(queries.jump_targets(app.conn))
-    return {"messages": count, "sessions": sessions, "open_ms": open_ms, "page_ms": statistics.median(pages),
-            "end_ms": end_ms, "rss_mb": rss}
+    page_ms = statistics.median(pages) if pages else float("nan")  # no paint: the session is under a page
+    return {"messages": count, "sessions": sessions, "open_ms": open_ms, "page_ms": page_ms, "end_ms": end_ms,
+            "rss_mb": rss, "peak_rss_mb": _rss_mb("VmHWM")}
 
 
 SEARCH_QUERIES = ["checkout tax", "tests green", "invoise", "repository layer", "role:user fix", "tmux",
@@ -166,28 +189,46 @@ async def search_and_fork(db: Path) -> dict[str, float]:
             "fork_plan_ms": plan_ms}
 
 
-def _rss_mb() -> float:
+def _rss_mb(field: str = "VmRSS") -> float:
+    """This process's resident memory now (VmRSS) or its high-water mark (VmHWM), in MiB."""
     with open(f"/proc/{os.getpid()}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
+PARTS = ("first", "browse", "search")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("db", type=Path)
     parser.add_argument("--runs", type=int, default=5)
-    args = parser.parse_args()
-    firsts = [first_frame_ms(args.db) for _ in range(args.runs)]
-    runs = [asyncio.run(browse(args.db)) for _ in range(max(1, args.runs // 2))]
-    searches = [asyncio.run(search_and_fork(args.db)) for _ in range(max(1, args.runs // 2))]
-    result = {
-        "db": str(args.db),
-        "first_frame_ms": round(statistics.median(firsts), 1),
-        **{k: round(statistics.median(r[k] for r in runs), 1) for k in runs[0]},
-        **{k: round(statistics.median(r[k] for r in searches), 1) for k in searches[0]},
-    }
+    parser.add_argument("--only", default=",".join(PARTS),
+                        help="comma-separated parts to measure: first (first frame), browse, search (search and fork)")
+    parser.add_argument("--source", type=Path, action="append", default=[],
+                        help="first frame: ingest this folder behind, as a plain `threadloom` launch does")
+    parser.add_argument("--installed", action="store_true",
+                        help="measure the threadloom the interpreter imports (PYTHONPATH, installed package), "
+                             "not this checkout")
+    args = parser.parse_args(argv)
+    parts = {p.strip() for p in args.only.split(",") if p.strip()}
+    if parts - set(PARTS):
+        parser.error(f"--only: unknown part(s) {', '.join(sorted(parts - set(PARTS)))}; choose from {', '.join(PARTS)}")
+    root = None if args.installed else ROOT
+    if root is not None:
+        sys.path.insert(0, str(root))
+    result: dict[str, object] = {"db": str(args.db)}
+    if "first" in parts:
+        firsts = [first_frame_ms(args.db, sources=args.source, root=root) for _ in range(args.runs)]
+        result["first_frame_ms"] = round(statistics.median(firsts), 1)
+    if "browse" in parts:
+        runs = [asyncio.run(browse(args.db)) for _ in range(max(1, args.runs // 2))]
+        result.update({k: round(statistics.median(r[k] for r in runs), 1) for k in runs[0]})
+    if "search" in parts:
+        searches = [asyncio.run(search_and_fork(args.db)) for _ in range(max(1, args.runs // 2))]
+        result.update({k: round(statistics.median(r[k] for r in searches), 1) for k in searches[0]})
     print(json.dumps(result))
     return 0
 
