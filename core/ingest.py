@@ -40,6 +40,7 @@ TAIL_WINDOW = 65536
 # A last line that is not complete JSON waits for its writer; after this long unchanged it is kept
 # as an invalid record instead, so a crashed writer's bytes are not lost.
 STALE_TAIL_SECONDS = 3600
+ROWS_PER_CHUNK = 2000
 
 ENTRY_COLUMNS = (
     "id", "source_file_id", "byte_offset", "line_number", "raw", "newline", "hash", "entry_type",
@@ -499,6 +500,7 @@ def _ingest_file(
                 end = start + consumed
                 new_hash = fingerprint(f, end) if end > 0 else None
         nbytes = len(data)
+        data = b""  # the records hold their own bytes from here on
 
     if not conn.in_transaction:
         conn.execute("BEGIN IMMEDIATE")
@@ -542,35 +544,41 @@ def _ingest_file(
         ctx = FileContext(ref.path, ref.kind, ref.project_key)
         ctx.session_of_uuid = lambda uuid: _session_of_uuid(conn, file_id, uuid)
         ledger.begin_file(file_id)
-        rows = []
         sha256 = hashlib.sha256
-        for raw in records:
-            rec = adapter.normalize(raw, ctx)
-            eid = next_id
-            next_id += 1
-            if rewrite and row is not None:
-                seq, turn_id, dup_of = None, None, None
-                affected.add(rec.session_id)
-            else:
-                seq, turn_id, dup_of = ledger.place(eid, rec)
-            rows.append(
-                (
-                    eid, file_id, raw.offset, raw.line_number, raw.raw, int(raw.newline),
-                    sha256(raw.raw).hexdigest()[:32], rec.entry_type, rec.subtype, int(rec.known),
-                    rec.parse_error, rec.uuid, rec.parent_uuid, rec.logical_parent_uuid, rec.ref_uuid,
-                    rec.session_id, rec.agent_id, rec.timestamp, int(rec.is_sidechain), int(rec.is_meta),
-                    rec.role, rec.content, rec.thinking, rec.tool_text, rec.model, rec.message_id, rec.request_id,
-                    seq, turn_id, dup_of,
+        first_new_id = next_id
+        records = records if isinstance(records, list) else list(records)
+        count = len(records)
+        # In chunks, each dropped once written: a 40 MB file then never holds all its parsed
+        # records, rows and raw copies at once (peak memory follows the chunk, not the file).
+        while records:
+            rows = []
+            for raw in records[:ROWS_PER_CHUNK]:
+                rec = adapter.normalize(raw, ctx)
+                eid = next_id
+                next_id += 1
+                if rewrite and row is not None:
+                    seq, turn_id, dup_of = None, None, None
+                    affected.add(rec.session_id)
+                else:
+                    seq, turn_id, dup_of = ledger.place(eid, rec)
+                rows.append(
+                    (
+                        eid, file_id, raw.offset, raw.line_number, raw.raw, int(raw.newline),
+                        sha256(raw.raw).hexdigest()[:32], rec.entry_type, rec.subtype, int(rec.known),
+                        rec.parse_error, rec.uuid, rec.parent_uuid, rec.logical_parent_uuid, rec.ref_uuid,
+                        rec.session_id, rec.agent_id, rec.timestamp, int(rec.is_sidechain), int(rec.is_meta),
+                        rec.role, rec.content, rec.thinking, rec.tool_text, rec.model, rec.message_id,
+                        rec.request_id, seq, turn_id, dup_of,
+                    )
                 )
-            )
-        conn.executemany(INSERT_ENTRY, rows)
-        first_new_id = rows[0][0] if rows else next_id
+            conn.executemany(INSERT_ENTRY, rows)
+            del records[:ROWS_PER_CHUNK], rows
         if rewrite and row is not None:
             ledger.flush()
             replay(conn, ledger, affected)
         else:
             ledger.flush()
-        if index_upto is None and rows:
+        if index_upto is None and count:
             # the search index follows in the same transaction (a cold bulk load builds it once at the end)
             conn.execute(
                 "INSERT INTO search_fts(rowid, content, thinking, tool_text) "
@@ -584,7 +592,7 @@ def _ingest_file(
             "content_hash = ?, open_tail_offset = ?, ends_with_newline = ?, status = ?, error = ?, ingested_at = ?, "
             "kind = ?, project_key = ? WHERE id = ?",
             (
-                size, st.st_mtime_ns, st.st_ino, end, line_number + len(records), new_hash, open_tail_offset,
+                size, st.st_mtime_ns, st.st_ino, end, line_number + count, new_hash, open_tail_offset,
                 int(open_tail_offset is None), status, error, now, ref.kind, ref.project_key, file_id,
             ),
         )
@@ -594,7 +602,7 @@ def _ingest_file(
         conn.execute("RELEASE source_file")
         ledger.rollback()
         raise
-    return len(records), nbytes
+    return count, nbytes
 
 
 def _touch(conn: sqlite3.Connection, file_id: int, st: os.stat_result) -> None:

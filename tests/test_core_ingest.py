@@ -397,3 +397,21 @@ def test_unchanged_folders_skip_the_adapters_walks_and_new_files_are_still_found
     t.write()
     found = ingest(conn, tmp_path / "projects")
     assert calls and found.files_seen == 2 and found.files_read == 1
+
+
+def test_a_file_written_in_chunks_gives_the_same_ledger(tmp_path, monkeypatch):
+    from core import db
+
+    t = simple_session(tmp_path, turns=7)
+    t.write()
+    whole = db.connect(tmp_path / "whole.db")
+    ingest(whole, tmp_path / "projects")
+    monkeypatch.setattr("core.ingest.ROWS_PER_CHUNK", 3)
+    chunked = db.connect(tmp_path / "chunked.db")
+    report = ingest(chunked, tmp_path / "projects")
+    assert report.records_added == 14
+    for query in ("SELECT id, byte_offset, raw, session_id, seq, turn_id, content FROM entries ORDER BY id",
+                  "SELECT id, message_count, turn_count, first_prompt FROM agent_sessions",
+                  "SELECT id, parent_turn_id, sequence, last_entry_uuid FROM agent_turns ORDER BY id",
+                  "SELECT lines_ingested, bytes_ingested FROM source_files"):
+        assert whole.execute(query).fetchall() == chunked.execute(query).fetchall(), query
