@@ -64,7 +64,8 @@ def test_harness_quick_run(tmp_path: Path) -> None:
     assert result["runs"] == 1 and set(result["archives"]) == {"5M"}
     assert result["archives"]["5M"]["bytes"] > 1_000_000
     rows = {r["key"]: r for r in result["rows"] if r["key"]}
-    for key in ("cold.seconds", "cold.peak_rss_mb", "cold.db_mb", "nochange.seconds", "parse1mb.seconds",
+    for key in ("cold.seconds", "cold_index.seconds", "cold_total.seconds", "cold.peak_rss_mb", "cold.db_mb",
+                "nochange.seconds", "parse1mb.seconds",
                 "append1mb.seconds", "append1mb.ratio_to_parse1mb", "rewrite_same.seconds", "rewrite_grow.seconds"):
         assert rows[key]["status"] == "ok", (key, rows[key])
         assert rows[key]["median"] > 0 and rows[key]["min"] <= rows[key]["median"] <= rows[key]["max"], key
