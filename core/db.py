@@ -97,6 +97,7 @@ def connect(path: Path | str | None = None, *, readonly: bool = False) -> sqlite
     """Open (creating if needed) the ledger at `path` with threadloom's pragmas and schema."""
     db_path = Path(path) if path is not None else default_db_path()
     if str(db_path) != ":memory:":
+        _recover_first_load(db_path)
         db_path.parent.mkdir(parents=True, exist_ok=True)
         if not db_path.exists() and not readonly:
             fd = os.open(db_path, os.O_CREAT | os.O_WRONLY, 0o600)
@@ -114,6 +115,50 @@ def connect(path: Path | str | None = None, *, readonly: bool = False) -> sqlite
     except sqlite3.DatabaseError as exc:
         raise explain(exc, db_path) from exc
     return conn
+
+
+FIRST_LOAD_SUFFIX = ".first-load"  # core.ingest writes it while a first load runs without a journal
+
+
+def _recover_first_load(db_path: Path) -> None:
+    """A first load that died half-way (its marker outlived its process) left a database that
+    may be damaged and held nothing else: start it afresh, keeping the remembered --source folders."""
+    marker = Path(str(db_path) + FIRST_LOAD_SUFFIX)
+    try:
+        pid = int(marker.read_text().strip() or 0)
+    except (OSError, ValueError):
+        if not marker.exists():
+            return
+        pid = 0
+    if pid and _alive(pid):
+        raise LedgerError(
+            f"The database {db_path} is being filled for the first time by process {pid}. "
+            "Try again when that load has finished (it shows its progress where it was started)."
+        )
+    roots: list[tuple] = []
+    try:
+        old = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+        roots = old.execute("SELECT path, added_at FROM source_roots").fetchall()
+        old.close()
+    except sqlite3.DatabaseError:
+        pass
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(str(db_path) + suffix).unlink(missing_ok=True)
+    marker.unlink(missing_ok=True)
+    if roots:
+        fresh = connect(db_path)
+        fresh.executemany("INSERT OR IGNORE INTO source_roots (path, added_at) VALUES (?, ?)", roots)
+        fresh.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def explain(exc: sqlite3.DatabaseError, db_path: Path) -> LedgerError:

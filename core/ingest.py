@@ -32,7 +32,7 @@ from core.adapters.base import (
     container_of,
     decoded_path,
 )
-from core.db import get_meta, set_meta
+from core.db import FIRST_LOAD_SUFFIX, get_meta, set_meta
 from core.ledger import Ledger, replay
 
 HEAD_WINDOW = 4096
@@ -253,8 +253,10 @@ def run_ingest(
     # Into an empty ledger, building the search index once after the load is much cheaper than
     # keeping it up to date file by file.
     bulk = bool(plans) and conn.execute("SELECT NOT EXISTS (SELECT 1 FROM entries)").fetchone()[0] == 1
+    fast_marker = None
     if bulk:
         search_index.mark_behind(conn)  # survives a crash: the next run catches the index up
+        fast_marker = _enter_fast_load(conn)
     bytes_total = sum(max(0, p.stat.st_size - (p.row[5] if p.row else 0)) for p in plans)
     bytes_done = 0
     batch = _Batch(conn)
@@ -268,9 +270,9 @@ def run_ingest(
             if progress is not None:
                 progress(Progress(i, len(plans), bytes_done, bytes_total, str(plan.ref.path), time.perf_counter() - started))
             try:
-                added, nbytes = _ingest_file(conn, ledger, plan)
+                added, nbytes = _ingest_file(conn, ledger, plan, undo_by_delete=fast_marker is not None)
                 if added and plan.ref.kind == "document" and getattr(plan.adapter, "decode", None) is not None:
-                    added += _ingest_decoded(conn, ledger, plan, known)
+                    added += _ingest_decoded(conn, ledger, plan, known, fast_marker is not None)
                 report.records_added += added
                 report.bytes_read += nbytes
                 report.files_read += 1
@@ -278,7 +280,10 @@ def run_ingest(
                 _record_error(conn, plan, f"cannot read: {exc.strerror or exc}")
                 report.errors.append(f"{plan.ref.path}: cannot read: {exc.strerror or exc}")
             except sqlite3.OperationalError:
-                batch.abandon()
+                if fast_marker is None:
+                    batch.abandon()
+                else:  # no rollback without a journal: the marker stays, the next run starts over
+                    fast_marker = None
                 raise
             except Exception as exc:  # a bug or an unforeseen shape: report, keep going
                 ledger.rollback()
@@ -288,6 +293,9 @@ def run_ingest(
             bytes_done += planned
             batch.file_done(planned)
         batch.commit()
+        if fast_marker is not None:
+            _leave_fast_load(conn, fast_marker)
+            fast_marker = None
         changed = ledger.finalize()
         if not report.cancelled:
             for key, signature in signatures.items():
@@ -307,6 +315,8 @@ def run_ingest(
             report.index_seconds = round(time.perf_counter() - index_started, 3)
     finally:
         batch.commit()
+        if fast_marker is not None:  # interrupted (Ctrl+C): what was read is whole and kept
+            _leave_fast_load(conn, fast_marker)
         if gc_was_enabled:
             gc.enable()
     if progress is not None:
@@ -316,6 +326,37 @@ def run_ingest(
     report.sessions_total = conn.execute("SELECT count(*) FROM agent_sessions").fetchone()[0]
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def _enter_fast_load(conn: sqlite3.Connection) -> Path | None:
+    """Write a first load into an empty ledger without a journal (~35% faster at 1 GB: every
+    page is written once instead of to the WAL and again at checkpoints).
+
+    Only when this is the database's one connection. A marker file beside the database holds
+    this process's id until the load ends; if the process dies first, `core.db.connect` finds the
+    marker and starts the database afresh (it held nothing but this load)."""
+    row = conn.execute("PRAGMA database_list").fetchone()
+    if not row or not row[2] or conn.in_transaction:
+        return None
+    marker = Path(row[2] + FIRST_LOAD_SUFFIX)
+    try:
+        marker.write_text(str(os.getpid()))
+        mode = conn.execute("PRAGMA journal_mode = OFF").fetchone()[0]
+    except (OSError, sqlite3.OperationalError):
+        mode = None
+    if mode != "off":  # another connection has the database open: stay in WAL mode
+        marker.unlink(missing_ok=True)
+        return None
+    conn.execute("PRAGMA synchronous = OFF")
+    return marker
+
+
+def _leave_fast_load(conn: sqlite3.Connection, marker: Path) -> None:
+    if conn.in_transaction:
+        conn.execute("COMMIT")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    marker.unlink(missing_ok=True)
 
 
 class _Batch:
@@ -410,7 +451,9 @@ def fingerprint(f, end: int) -> str:
     return h.hexdigest()[:32]
 
 
-def _ingest_decoded(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, known: dict[str, tuple]) -> int:
+def _ingest_decoded(
+    conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, known: dict[str, tuple], undo_by_delete: bool = False
+) -> int:
     """The log inside an encoded document (a `.jsonl.zst`), read like a log file of its own.
 
     The document itself is stored whole, so its exact bytes stay restorable; its decoded lines go
@@ -431,15 +474,20 @@ def _ingest_decoded(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, known
     st = os.stat_result((0o100400, 0, 0, 1, 0, 0, len(data), 0, int(plan.stat.st_mtime), int(plan.stat.st_mtime)),
                         {"st_mtime_ns": plan.stat.st_mtime_ns})
     ref = SourceRef(Path(path), plan.ref.agent, "decoded", plan.ref.project_key)
-    added, _ = _ingest_file(conn, ledger, _Plan(ref, plan.adapter, st, row), source_bytes=data)
+    added, _ = _ingest_file(conn, ledger, _Plan(ref, plan.adapter, st, row), source_bytes=data,
+                            undo_by_delete=undo_by_delete)
     return added
 
 
 def _ingest_file(
-    conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, source_bytes: bytes | None = None
+    conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, source_bytes: bytes | None = None,
+    undo_by_delete: bool = False,
 ) -> tuple[int, int]:
     """One source file (or `source_bytes` standing for it), in a savepoint of the batch's
-    transaction. Returns (records added, bytes read)."""
+    transaction. Returns (records added, bytes read).
+
+    `undo_by_delete`: the database has no journal (a first load), so a file that fails half-way
+    is undone by deleting its records rather than by a rollback."""
     ref, adapter, st, row = plan.ref, plan.adapter, plan.stat, plan.row
     size = st.st_size
     whole = adapter.mode in ("document", "database") or ref.kind == "document"
@@ -505,6 +553,7 @@ def _ingest_file(
     if not conn.in_transaction:
         conn.execute("BEGIN IMMEDIATE")
     conn.execute("SAVEPOINT source_file")
+    file_id = None
     try:
         now = int(time.time() * 1000)
         affected: set[str] = set()
@@ -598,8 +647,13 @@ def _ingest_file(
         )
         conn.execute("RELEASE source_file")
     except BaseException:
-        conn.execute("ROLLBACK TO source_file")
-        conn.execute("RELEASE source_file")
+        if undo_by_delete:
+            conn.execute("RELEASE source_file")
+            if file_id is not None:
+                conn.execute("DELETE FROM entries WHERE source_file_id = ?", (file_id,))
+        else:
+            conn.execute("ROLLBACK TO source_file")
+            conn.execute("RELEASE source_file")
         ledger.rollback()
         raise
     return count, nbytes

@@ -1,0 +1,117 @@
+"""A first load into an empty ledger is written without a journal; it must end exactly like a
+journaled load, undo a failing file, and never leave a half-written database behind."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Transcript
+
+from core import db
+from core.adapters.claude import ClaudeAdapter
+from core.ingest import run_ingest
+
+TABLES = (
+    "SELECT id, source_file_id, byte_offset, raw, session_id, seq, turn_id, dup_of, content FROM entries ORDER BY id",
+    "SELECT id, message_count, turn_count, title, first_prompt, tool_call_count FROM agent_sessions ORDER BY id",
+    "SELECT id, session_id, parent_turn_id, sequence FROM agent_turns ORDER BY id",
+    "SELECT path, size, bytes_ingested, lines_ingested, status FROM source_files ORDER BY path",
+)
+
+
+def archive(root: Path, sessions: int = 4) -> Path:
+    projects = root / "projects"
+    for n in range(sessions):
+        sid = f"55555555-aaaa-4bbb-8ccc-{n:012d}"
+        t = Transcript(projects / f"-srv-app{n % 2}" / f"{sid}.jsonl", sid)
+        for turn in range(6):
+            t.user(f"question {turn} of session {n}")
+            t.assistant(f"answer {turn}")
+        t.write()
+    return projects
+
+
+def test_first_load_without_journal_equals_a_journaled_load(tmp_path):
+    projects = archive(tmp_path)
+    fast = db.connect(tmp_path / "fast.db")
+    journal_modes: list[str] = []
+    run_ingest(fast, [projects], include_defaults=False,
+               progress=lambda p: journal_modes.append(fast.execute("PRAGMA journal_mode").fetchone()[0]))
+    slow = db.connect(tmp_path / "slow.db")
+    reader = sqlite3.connect(tmp_path / "slow.db")  # a second connection keeps the journal on
+    reader.execute("SELECT 1").fetchone()
+    run_ingest(slow, [projects], include_defaults=False)
+    assert "off" in journal_modes  # the load itself ran without a journal
+    assert fast.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert slow.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert not Path(str(tmp_path / "fast.db") + db.FIRST_LOAD_SUFFIX).exists()
+    for query in TABLES:
+        assert fast.execute(query).fetchall() == slow.execute(query).fetchall(), query
+    assert fast.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_file_failing_half_way_through_a_first_load_is_undone(tmp_path, monkeypatch):
+    projects = archive(tmp_path)
+    bad = sorted(projects.glob("*/*.jsonl"))[1]
+    real = ClaudeAdapter.normalize
+    seen = {"n": 0}
+
+    def flaky(self, rec, ctx):
+        if ctx.path == bad:
+            seen["n"] += 1
+            if seen["n"] == 9:  # after two chunks of this file were written
+                raise RuntimeError("adapter bug")
+        return real(self, rec, ctx)
+
+    monkeypatch.setattr(ClaudeAdapter, "normalize", flaky)
+    monkeypatch.setattr("core.ingest.ROWS_PER_CHUNK", 4)
+    conn = db.connect(tmp_path / "ledger.db")
+    report = run_ingest(conn, [projects], include_defaults=False)
+    assert len(report.errors) == 1 and "adapter bug" in report.errors[0]
+    status = dict(conn.execute("SELECT path, status FROM source_files"))
+    assert status[str(bad)] == "error" and list(status.values()).count("ok") == 3
+    assert conn.execute("SELECT count(*) FROM entries e JOIN source_files f ON f.id = e.source_file_id "
+                        "WHERE f.path = ?", (str(bad),)).fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 3 * 12
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    monkeypatch.setattr(ClaudeAdapter, "normalize", real)
+    os.utime(bad)  # the next run reads it again
+    assert run_ingest(conn, [projects], include_defaults=False).records_added == 12
+
+
+def test_a_first_load_that_died_is_started_afresh_keeping_remembered_folders(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # default locations: nothing there
+    projects = archive(tmp_path)
+    path = tmp_path / "ledger.db"
+    code = (
+        "import os, sys; sys.path.insert(0, sys.argv[1])\n"
+        "from core import db, ingest\n"
+        "conn = db.connect(sys.argv[2])\n"
+        "def die(p):\n"
+        "    if p.files_done == 2: os._exit(9)  # killed mid-load: no cleanup runs\n"
+        "ingest.run_ingest(conn, [sys.argv[3]], include_defaults=False, progress=die)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", code, str(root), str(path), str(projects)], timeout=60)
+    assert proc.returncode == 9
+    assert Path(str(path) + db.FIRST_LOAD_SUFFIX).exists()
+    conn = db.connect(path)  # finds the marker of a dead process: a fresh database
+    assert not Path(str(path) + db.FIRST_LOAD_SUFFIX).exists()
+    assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 0
+    assert [r[0] for r in conn.execute("SELECT path FROM source_roots")] == [str(projects)]
+    report = run_ingest(conn, [], include_defaults=True)  # the remembered folder is read again
+    assert report.records_added == 48 and conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_first_load_still_running_elsewhere_is_not_disturbed(tmp_path):
+    path = tmp_path / "ledger.db"
+    db.connect(path).close()
+    Path(str(path) + db.FIRST_LOAD_SUFFIX).write_text(str(os.getpid()))  # a live process
+    with pytest.raises(db.LedgerError, match="being filled for the first time"):
+        db.connect(path)
+    assert path.exists()
