@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -774,3 +775,23 @@ async def test_fork_picker_for_codex_says_what_it_can(tmp_path: Path, monkeypatc
         await pilot.press("r")
         await settle(pilot)
         assert picker.plan is not None and picker.plan.command.startswith(f"codex resume {sid} -C ")
+
+
+def test_codex_patch_calls_render_as_diffs() -> None:
+    from core.browse import ToolCallRow
+    from tui import render as tui_render
+
+    patch = "*** Begin Patch\n*** Update File: cart.py\n@@ def total\n-total = None\n+total = 0\n*** End Patch"
+    calls = [
+        ToolCallRow("c1", "apply_patch", json.dumps({"input": patch}), '"Success."', "completed", None, None, None),
+        ToolCallRow("c2", "shell", json.dumps({"command": ["apply_patch", patch]}), '"Done!"', "completed", None,
+                    None, None),
+    ]
+    for call in calls:
+        console = Console(width=80, record=True, color_system="truecolor")
+        console.print(tui_render.call_body(call, None))
+        text = console.export_text(clear=False)
+        assert "Update File: cart.py" in text and "-total = None" in text and "+total = 0" in text
+        assert "Begin Patch" not in text and '"input"' not in text
+        styles = console.export_html(inline_styles=True)
+        assert "#87d787" in styles and "#ff8787" in styles  # added green, removed red

@@ -230,7 +230,7 @@ def call_body(call: ToolCallRow, extra: Any, background: str = "default") -> Ren
     """Input and output of an expanded call; edits as coloured diffs."""
     params = _params(call)
     parts: list[RenderableType] = []
-    if call.name in EDIT_TOOLS:
+    if call.name in EDIT_TOOLS or patch_text(params) is not None:
         parts.append(diff_view(call.name, params, extra))
     elif call.name == "Bash" and isinstance(params.get("command"), str):
         parts.append(code(params["command"], "bash", background))
@@ -282,8 +282,39 @@ class FilledLines:
                 yield part
 
 
+def patch_text(params: dict[str, Any]) -> str | None:
+    """The `*** Begin Patch` text of a Codex apply_patch call (its own input, or the argument of a
+    shell call running `apply_patch`)."""
+    candidates = [params.get("input"), params.get("patch")]
+    command = params.get("command")
+    if isinstance(command, list):
+        candidates += command
+    for value in candidates:
+        if isinstance(value, str) and "*** Begin Patch" in value:
+            return value
+    return None
+
+
+def patch_view(patch: str) -> RenderableType:
+    """A Codex patch: file headers bold, hunks blue, removed lines red and added lines green."""
+    out: list[Text] = []
+    for line in patch.splitlines():
+        if line.startswith(("*** Begin Patch", "*** End Patch")):
+            continue
+        if line.startswith("*** "):
+            out.append(Text(line[4:], style="bold"))
+        elif line.startswith("@@"):
+            out.append(Text(line, style="#5f87af"))
+        else:
+            _diff_line(out, line)
+    return FilledLines(out)
+
+
 def diff_view(name: str, params: dict[str, Any], extra: Any) -> RenderableType:
     """A unified diff with removed lines red and added lines green, from the structured patch."""
+    patch = patch_text(params)
+    if patch is not None:
+        return patch_view(patch)
     path = params.get("file_path") or params.get("notebook_path") or ""
     out: list[Text] = [Text(str(path), style="bold")]
     hunks = extra.get("structuredPatch") if isinstance(extra, dict) else None
