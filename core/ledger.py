@@ -48,9 +48,10 @@ class Ledger:
         self.touched: set[str] = set()
         self.summaries_added = False
         self._file_id: int | None = None
-        self._tool_inserts: list[tuple] = []
+        # new calls by id; a result met in the same file fills its call in place (one INSERT, no UPDATE)
+        self._tool_inserts: dict[str, list] = {}
         self._tool_updates: list[tuple] = []
-        self._usage: list[tuple] = []
+        self._usage: dict[str, list] = {}  # by message id: streaming chunks merged before the upsert
         self.pending_sessions: set[str] = set()
         self._eid = 0
 
@@ -130,19 +131,30 @@ class Ledger:
         for use in rec.tool_uses:
             sess["tool_call_count"] += 1
             sess["is_agentic"] = 1
-            self._tool_inserts.append(
-                (use.id, rec.uuid, sid, use.name, use.number, use.input_json, "pending", ts, entry_id, turn_id)
-            )
+            self._tool_inserts.setdefault(use.id, [
+                use.id, rec.uuid, sid, use.name, use.number, use.input_json, "pending", ts, entry_id, turn_id,
+                None, None, None, None,
+            ])
         for result in rec.tool_results:
-            self._tool_updates.append(
-                (result.content_json, result.status, ts, entry_id, result.child_agent_id, result.tool_use_id)
-            )
+            call = self._tool_inserts.get(result.tool_use_id)
+            if call is not None:
+                call[10:13] = result.content_json, ts, entry_id
+                call[6] = result.status
+                if result.child_agent_id is not None:
+                    call[13] = result.child_agent_id
+            else:
+                self._tool_updates.append(
+                    (result.content_json, result.status, ts, entry_id, result.child_agent_id, result.tool_use_id)
+                )
         if rec.usage is not None:
             u = rec.usage
-            self._usage.append(
-                (u.message_id, u.request_id, sid, turn_id, entry_id, rec.model, int(rec.is_sidechain),
-                 u.input_tokens, u.output_tokens, u.cache_creation_tokens, u.cache_read_tokens)
-            )
+            row = [u.message_id, u.request_id, sid, turn_id, entry_id, rec.model, int(rec.is_sidechain),
+                   u.input_tokens, u.output_tokens, u.cache_creation_tokens, u.cache_read_tokens]
+            seen = self._usage.get(u.message_id)
+            if seen is None:
+                self._usage[u.message_id] = row
+            else:
+                _merge_usage(seen, row)
         return seq, turn_id, None
 
     def _place_in_turn(self, entry_id: int, rec: Record, sess: dict[str, Any]) -> str | None:
@@ -267,8 +279,9 @@ class Ledger:
         if self._tool_inserts:
             conn.executemany(
                 "INSERT OR IGNORE INTO agent_tool_calls (id, message_id, session_id, tool_name, tool_number, "
-                "params_json, status, started_at, entry_id, turn_id) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                self._tool_inserts,
+                "params_json, status, started_at, entry_id, turn_id, result_json, completed_at, result_entry_id, "
+                "child_agent_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                list(self._tool_inserts.values()),
             )
             self._tool_inserts.clear()
         if self._tool_updates:
@@ -290,7 +303,7 @@ class Ledger:
                 "session_id = CASE WHEN is_sidechain = 1 AND excluded.is_sidechain = 0 THEN excluded.session_id ELSE session_id END, "
                 "turn_id = CASE WHEN is_sidechain = 1 AND excluded.is_sidechain = 0 THEN excluded.turn_id ELSE turn_id END, "
                 "is_sidechain = min(is_sidechain, excluded.is_sidechain)",
-                self._usage,
+                list(self._usage.values()),
             )
             self._usage.clear()
         now = int(time.time() * 1000)
@@ -355,6 +368,15 @@ class Ledger:
         self.summaries_added = False
         self.sessions.clear()
         return sessions
+
+
+def _merge_usage(into: list, other: list) -> None:
+    """Two records of one API message, as the upsert in `Ledger.flush` would combine them."""
+    for i in (7, 8, 9, 10):  # token counts: streaming chunks repeat or grow them
+        into[i] = max(into[i], other[i])
+    if into[6] == 1 and other[6] == 0:  # the main chain's copy owns the message
+        into[2], into[3] = other[2], other[3]
+    into[6] = min(into[6], other[6])
 
 
 def _summaries_by_session(conn: sqlite3.Connection) -> dict[str, str]:
