@@ -115,3 +115,16 @@ def test_a_first_load_still_running_elsewhere_is_not_disturbed(tmp_path):
     with pytest.raises(db.LedgerError, match="being filled for the first time"):
         db.connect(path)
     assert path.exists()
+
+
+def test_a_new_database_uses_large_pages_and_an_old_one_keeps_its_own(tmp_path):
+    fresh = db.connect(tmp_path / "new.db")
+    assert fresh.execute("PRAGMA page_size").fetchone()[0] == db.PAGE_SIZE
+    old_path = tmp_path / "old.db"
+    old = sqlite3.connect(old_path)
+    old.execute("PRAGMA page_size = 4096")
+    old.execute("CREATE TABLE t (x)")
+    old.close()
+    reopened = db.connect(old_path)  # an existing file is never rebuilt just for its page size
+    assert reopened.execute("PRAGMA page_size").fetchone()[0] == 4096
+    assert reopened.execute("SELECT count(*) FROM entries").fetchone()[0] == 0
