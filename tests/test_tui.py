@@ -306,6 +306,16 @@ async def test_jump_to_session_from_palette(demo_db: Path, monkeypatch: pytest.M
         assert node is not None and node.title.startswith("Add a tmux config")
 
 
+async def event_set(pilot, event: threading.Event, timeout: float = 10.0) -> bool:
+    """Wait for a worker thread's event while the app keeps running (the ingest starts after the
+    first frame, so blocking the loop would keep it from ever starting)."""
+    for _ in range(int(timeout / 0.05)):
+        if event.is_set():
+            return True
+        await pilot.pause(0.05)
+    return event.is_set()
+
+
 def small_archive(tmp_path: Path) -> Path:
     return write_demo_archive(tmp_path / "archive", long_turns=3)
 
@@ -336,7 +346,7 @@ async def test_archive_is_browsable_while_the_search_index_builds(tmp_path: Path
     monkeypatch.setattr(search_index, "build", held_build)
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
     async with app.run_test(size=(140, 40)) as pilot:
-        assert indexing.wait(10)
+        assert await event_set(pilot, indexing)
         await pilot.pause(0.2)
         # the records are in: panes are filled and the user was told, while the index is pending
         assert app.query_one(ProjectList).border_title == "Projects (4)"
@@ -401,7 +411,7 @@ async def test_escape_cancels_ingest(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr("core.ingest.run_ingest", slow)
     app = make_app(tmp_path / "x.db", ingest=True)
     async with app.run_test(size=(100, 30)) as pilot:
-        assert started.wait(10)
+        assert await event_set(pilot, started)
         await pilot.pause()
         assert app.screen.has_class("-ingesting")
         await pilot.press("escape")

@@ -174,7 +174,9 @@ class ThreadloomApp(App[int]):
         if self.db_path.exists():
             self._open_database()
         if self.ingest_on_start:
-            self.start_ingest()
+            # after the first frame: the worker's imports and stats would otherwise hold the GIL
+            # while the archive we already have is being drawn
+            self.call_after_refresh(self.start_ingest)
         elif self.conn is None:
             self._open_database()
             self.refresh_panes()
