@@ -58,6 +58,17 @@ SEARCH_DDL = (
 )
 
 
+# The record types that name a session; the ledger finds them through the partial index below
+# (a session of 20,000 records otherwise has every row read to find its one title).
+TITLE_TYPES_SQL = "('custom-title', 'custom-title-file', 'ai-title', 'agent-name')"
+
+# Indexes added after schema 8 without a rebuild: plain SQL, created when missing on every open
+# for writing (a no-op once they exist; the first open of a large ledger builds them once).
+LATE_INDEXES = (
+    f"CREATE INDEX IF NOT EXISTS ix_entries_titles ON entries (session_id) WHERE entry_type IN {TITLE_TYPES_SQL}",
+)
+
+
 class LedgerError(RuntimeError):
     """A problem with the database that the user can act on; the message says how."""
 
@@ -195,6 +206,8 @@ def ensure_schema(conn: sqlite3.Connection) -> str | None:
     """Create or upgrade the schema. Returns a message when derived tables had to be rebuilt."""
     version = user_version(conn)
     if version == SCHEMA_VERSION:
+        for ddl in LATE_INDEXES:
+            conn.execute(ddl)
         return None
     existing = _table_names(conn)
     had_entries = "entries" in existing and version != 0
@@ -248,6 +261,8 @@ def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool) -> None:
                 conn.execute(str(CreateIndex(index, if_not_exists=True).compile(dialect=dialect)))
         for index in models.SECONDARY_INDEXES:
             conn.execute(str(CreateIndex(index, if_not_exists=True).compile(dialect=dialect)))
+        for ddl in LATE_INDEXES:
+            conn.execute(ddl)
         conn.execute(MESSAGES_VIEW)
         conn.execute("DROP TABLE IF EXISTS search_vocab")
         conn.execute("DROP TABLE IF EXISTS search_fts")

@@ -16,6 +16,7 @@ import orjson
 
 from core.adapters.base import FileContext, RawRecord, Record
 from core.adapters.claude import is_bare_command, prompt_title
+from core.db import TITLE_TYPES_SQL
 
 SESSION_COLUMNS = (
     "id", "source", "model", "project", "project_path", "created_at", "ended_at", "message_count",
@@ -401,8 +402,8 @@ def _finalize_session(conn: sqlite3.Connection, sid: str, summary: str | None) -
     first_prompt, project_path, parent = row
     titles: dict[str, str] = {}
     for etype, content in conn.execute(
-        "SELECT entry_type, content FROM entries WHERE session_id = ? AND content IS NOT NULL AND entry_type IN "
-        "('custom-title', 'custom-title-file', 'ai-title', 'agent-name') AND dup_of IS NULL ORDER BY id",
+        "SELECT entry_type, content FROM entries WHERE session_id = ? AND content IS NOT NULL "
+        f"AND entry_type IN {TITLE_TYPES_SQL} AND dup_of IS NULL ORDER BY id",  # ix_entries_titles
         (sid,),
     ):
         titles[etype] = content
@@ -423,12 +424,20 @@ def _finalize_session(conn: sqlite3.Connection, sid: str, summary: str | None) -
         "FROM agent_usage WHERE session_id = ?",
         (sid,),
     ).fetchone()
-    conn.execute(
-        "UPDATE agent_turns SET token_count = COALESCE((SELECT sum(input_tokens + output_tokens + "
-        "cache_creation_tokens + cache_read_tokens) FROM agent_usage u WHERE u.turn_id = agent_turns.id), 0) "
-        "WHERE session_id = ?",
+    # each turn's tokens, written only where they changed: rewriting every turn of a long session
+    # made appending to it cost in proportion to the session rather than to what was appended
+    totals = dict(conn.execute(
+        "SELECT turn_id, sum(input_tokens + output_tokens + cache_creation_tokens + cache_read_tokens) "
+        "FROM agent_usage WHERE session_id = ? AND turn_id IS NOT NULL GROUP BY turn_id",
         (sid,),
-    )
+    ))
+    changed = [
+        (totals.get(turn_id, 0), turn_id)
+        for turn_id, count in conn.execute("SELECT id, token_count FROM agent_turns WHERE session_id = ?", (sid,))
+        if totals.get(turn_id, 0) != count
+    ]
+    if changed:
+        conn.executemany("UPDATE agent_turns SET token_count = ? WHERE id = ?", changed)
     branch_points = conn.execute(
         "SELECT count(*) FROM agent_turns WHERE session_id = ? AND child_count >= 2", (sid,)
     ).fetchone()[0]
