@@ -228,34 +228,7 @@ def run_ingest(
     report = IngestReport()
     roots = scan_roots(conn, list(sources), include_defaults, remember)
     report.roots = [str(r) for r in roots]
-    _apply_rereads(conn)
-    known = {r[0]: r for r in conn.execute(f"SELECT {KNOWN_COLUMNS} FROM source_files")}
-    refs, signatures = discover(roots, conn, known)
-    report.files_seen = len(refs)
-    plans: list[_Plan] = []
-    for ref, adapter in refs:
-        key = ref.path if isinstance(ref.path, str) else str(ref.path)
-        try:
-            st = _stat(adapter, key)
-        except OSError as exc:
-            report.errors.append(f"{key}: {exc.strerror or exc}")
-            continue
-        row = known.get(key)
-        if row is not None and row[2] == st.st_size and row[3] == st.st_mtime_ns and row[9] in ("ok", "gone"):
-            if row[9] == "gone":
-                conn.execute("UPDATE source_files SET status = 'ok', error = NULL WHERE id = ?", (row[1],))
-            report.files_skipped += 1
-            continue
-        ref.path = Path(key)
-        plans.append(_Plan(ref, adapter, st, row))
-    discovered = {ref.path if isinstance(ref.path, str) else str(ref.path) for ref, _ in refs}
-    root_prefixes = tuple(str(r) for r in roots)
-    for path, row in known.items():
-        on_disk = container_of(path) or path  # a decoded log is gone when the file it came from is
-        if path not in discovered and path.startswith(root_prefixes) and row[9] != "gone" and not os.path.exists(on_disk):
-            conn.execute("UPDATE source_files SET status = 'gone' WHERE id = ?", (row[1],))
-            report.files_gone += 1
-
+    plans, known, signatures = _plan(conn, roots, report)
     ledger = Ledger(conn)
     # Into an empty ledger, building the search index once after the load is much cheaper than
     # keeping it up to date file by file.
@@ -396,6 +369,41 @@ class _Batch:
     def abandon(self) -> None:
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
+
+
+def _plan(
+    conn: sqlite3.Connection, roots: list[Path], report: IngestReport
+) -> tuple[list[_Plan], dict[str, tuple], dict[str, str]]:
+    """What this run must read: every discovered file whose size or mtime changed (or is new).
+    Also marks files that disappeared as gone. Returns (plans, known rows by path, signatures)."""
+    _apply_rereads(conn)
+    known = {r[0]: r for r in conn.execute(f"SELECT {KNOWN_COLUMNS} FROM source_files")}
+    refs, signatures = discover(roots, conn, known)
+    report.files_seen = len(refs)
+    plans: list[_Plan] = []
+    for ref, adapter in refs:
+        key = ref.path if isinstance(ref.path, str) else str(ref.path)
+        try:
+            st = _stat(adapter, key)
+        except OSError as exc:
+            report.errors.append(f"{key}: {exc.strerror or exc}")
+            continue
+        row = known.get(key)
+        if row is not None and row[2] == st.st_size and row[3] == st.st_mtime_ns and row[9] in ("ok", "gone"):
+            if row[9] == "gone":
+                conn.execute("UPDATE source_files SET status = 'ok', error = NULL WHERE id = ?", (row[1],))
+            report.files_skipped += 1
+            continue
+        ref.path = Path(key)
+        plans.append(_Plan(ref, adapter, st, row))
+    discovered = {ref.path if isinstance(ref.path, str) else str(ref.path) for ref, _ in refs}
+    root_prefixes = tuple(str(r) for r in roots)
+    for path, row in known.items():
+        on_disk = container_of(path) or path  # a decoded log is gone when the file it came from is
+        if path not in discovered and path.startswith(root_prefixes) and row[9] != "gone" and not os.path.exists(on_disk):
+            conn.execute("UPDATE source_files SET status = 'gone' WHERE id = ?", (row[1],))
+            report.files_gone += 1
+    return plans, known, signatures
 
 
 def _stat(adapter: Adapter, path: str) -> os.stat_result:
