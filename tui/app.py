@@ -482,8 +482,7 @@ class ThreadloomApp(App[int]):
         if p.path == INDEXING:
             bar.update(total=max(1, p.index_total), progress=p.index_done)
             self.main_screen.query_one("#ingest-label", Label).update(
-                f"Indexing for search (browsing works meanwhile): {p.index_done / max(1, p.index_total):.0%} · "
-                "Esc pauses it until the next launch"
+                f"Indexing for search: {p.index_done / max(1, p.index_total):.0%} · browse meanwhile · Esc pauses"
             )
             return
         bar.update(total=max(1, p.bytes_total), progress=p.bytes_done)
