@@ -21,7 +21,6 @@ The credentials tables of that database are never read.
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,7 +49,7 @@ from core.adapters.shared import (
     open_sqlite,
     parse_document,
     scalar_members,
-    sqlite_header,
+    sqlite_tables,
     tile,
 )
 from core.adapters.walk import walk
@@ -247,13 +246,7 @@ class AmazonQDbAdapter(SqliteSource):
     def claims(self, path: Path, explicit: bool = False) -> bool:
         if path.name != "data.sqlite3" and not (explicit and path.suffix in (".sqlite3", ".db", ".sqlite")):
             return False
-        if not sqlite_header(path):
-            return False
-        try:
-            with open_sqlite(path) as conn:
-                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        except sqlite3.Error:
-            return False
+        tables = sqlite_tables(path)
         return any(t in tables for t in TABLES)
 
     def read_rows(self, path: Path) -> list[RawRecord]:

@@ -29,7 +29,7 @@ from core.adapters.shared import (
     as_bytes,
     loads,
     open_sqlite,
-    sqlite_header,
+    sqlite_tables,
     table_columns,
 )
 
@@ -52,14 +52,7 @@ class ClaudeStoreAdapter(SqliteSource):
     def claims(self, path: Path, explicit: bool = False) -> bool:
         if path.name != "__store.db" and not (explicit and path.suffix in (".db", ".sqlite", ".sqlite3")):
             return False
-        if not sqlite_header(path):
-            return False
-        try:
-            with open_sqlite(path) as conn:
-                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        except sqlite3.Error:
-            return False
-        return "base_messages" in tables
+        return "base_messages" in sqlite_tables(path)
 
     def read_rows(self, path: Path) -> list[RawRecord]:
         sink = RowSink()

@@ -54,7 +54,7 @@ from core.adapters.shared import (
     loads,
     open_sqlite,
     scalar_members,
-    sqlite_header,
+    sqlite_tables,
     tile,
 )
 from core.adapters.walk import walk
@@ -471,13 +471,7 @@ def _workspace_folder(db_path: Path) -> str | None:
 
 
 def _has_table(path: Path, names: tuple[str, ...]) -> bool:
-    if not sqlite_header(path):
-        return False
-    try:
-        with open_sqlite(path) as conn:
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.Error:
-        return False
+    tables = sqlite_tables(path)
     return any(n in tables for n in names)
 
 

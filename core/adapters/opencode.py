@@ -51,7 +51,7 @@ from core.adapters.shared import (
     loads,
     open_sqlite,
     parse_document,
-    sqlite_header,
+    sqlite_tables,
     table_columns,
     tile,
 )
@@ -342,14 +342,7 @@ class OpenCodeDbAdapter(SqliteSource):
     def claims(self, path: Path, explicit: bool = False) -> bool:
         if path.name != "opencode.db" and not (explicit and path.suffix == ".db"):
             return False
-        if not sqlite_header(path):
-            return False
-        try:
-            with open_sqlite(path) as conn:
-                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        except sqlite3.Error:
-            return False
-        return {"session", "message", "part"} <= tables
+        return {"session", "message", "part"} <= sqlite_tables(path)
 
     def read_rows(self, path: Path) -> list[RawRecord]:
         sink = RowSink()

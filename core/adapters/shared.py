@@ -197,6 +197,17 @@ def sqlite_header(path: Path) -> bool:
         return False
 
 
+def sqlite_tables(path: Path) -> set[str]:
+    """The table names of a SQLite file (empty when it is not one, or cannot be read)."""
+    if not sqlite_header(path):
+        return set()
+    try:
+        with open_sqlite(path) as conn:
+            return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error:
+        return set()
+
+
 def table_columns(conn: sqlite3.Connection, table: str) -> list[str]:
     return [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
 
