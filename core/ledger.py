@@ -36,6 +36,11 @@ SESSION_INFO_FIELDS = (
 )
 # tools that start a subagent whose first prompt is the tool's prompt parameter
 SPAWN_TOOLS = "'Task', 'Agent', 'newTask', 'new_task'"
+# a session's naming records, found through the partial index ix_entries_titles
+TITLES_SQL = (
+    "SELECT entry_type, content FROM entries WHERE session_id = ? AND content IS NOT NULL "
+    f"AND entry_type IN {TITLE_TYPES_SQL} AND dup_of IS NULL ORDER BY id"
+)
 TITLE_PRIORITY = ("custom-title", "custom-title-file", "ai-title", "summary", "agent-name")
 
 
@@ -401,11 +406,7 @@ def _finalize_session(conn: sqlite3.Connection, sid: str, summary: str | None) -
         return
     first_prompt, project_path, parent = row
     titles: dict[str, str] = {}
-    for etype, content in conn.execute(
-        "SELECT entry_type, content FROM entries WHERE session_id = ? AND content IS NOT NULL "
-        f"AND entry_type IN {TITLE_TYPES_SQL} AND dup_of IS NULL ORDER BY id",  # ix_entries_titles
-        (sid,),
-    ):
+    for etype, content in conn.execute(TITLES_SQL, (sid,)):
         titles[etype] = content
     if summary:
         titles["summary"] = summary

@@ -274,8 +274,7 @@ def test_schema_version_mismatch_rebuilds_derived_tables(tmp_path):
 
 
 def test_session_titles_are_found_through_their_own_index(conn):
-    plan = " ".join(r[3] for r in conn.execute(
-        "EXPLAIN QUERY PLAN SELECT entry_type, content FROM entries WHERE session_id = 'x' AND content IS NOT NULL "
-        "AND entry_type IN ('custom-title', 'custom-title-file', 'ai-title', 'agent-name') AND dup_of IS NULL "
-        "ORDER BY id"))
+    from core.ledger import TITLES_SQL
+
+    plan = " ".join(r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + TITLES_SQL, ("x",)))
     assert "ix_entries_titles" in plan
