@@ -13,6 +13,7 @@ import hashlib
 import io
 import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -109,6 +110,9 @@ KNOWN_COLUMNS = (
     "path, id, size, mtime_ns, inode, bytes_ingested, lines_ingested, content_hash, open_tail_offset, status, "
     "agent, kind, project_key"
 )
+# the part of it that tells an unchanged file (a launch reads it for every file; the rest is read
+# only for the files that changed: 7,400 rows in ~25 ms rather than ~40)
+INDEX_COLUMNS = "path, id, size, mtime_ns, status, agent, kind, project_key"
 
 
 @dataclass
@@ -144,36 +148,59 @@ def scan_roots(
     return unique
 
 
-def folder_signature(root: Path) -> str | None:
-    """A fingerprint of which files a root can hold: every folder's mtime (a file's own stat for a
-    file root). Adding, removing or renaming a file changes its folder's mtime, so an unchanged
-    signature means discovery would find the same files: a launch then skips the adapters' walks."""
-    h = hashlib.sha256()
+def folder_snapshot(root: Path) -> dict[str, list[int]] | None:
+    """Which files a root can hold, as every folder under it with its mtime (a file root: its own
+    mtime and size). Adding, removing or renaming a file changes its folder's mtime, so a snapshot
+    whose folders all still have their mtimes means discovery would find the same files: a launch
+    then skips the adapters' walks."""
     try:
         st = os.stat(root)
     except OSError:
         return None
-    h.update(f"{st.st_mtime_ns}:{st.st_size if not os.path.isdir(root) else 0}".encode())
-    stack = [str(root)] if os.path.isdir(root) else []
+    if not stat.S_ISDIR(st.st_mode):
+        return {str(root): [st.st_mtime_ns, st.st_size]}
+    snapshot = {str(root): [st.st_mtime_ns, 0]}
+    stack = [str(root)]
     while stack:
         folder = stack.pop()
         try:
             with os.scandir(folder) as it:
                 for entry in it:
                     if entry.is_dir(follow_symlinks=False):
-                        h.update(f"{entry.path}\0{entry.stat(follow_symlinks=False).st_mtime_ns}\n".encode())
+                        snapshot[entry.path] = [entry.stat(follow_symlinks=False).st_mtime_ns, 0]
                         stack.append(entry.path)
         except OSError:
             continue
-    return h.hexdigest()[:32]
+    return snapshot
+
+
+def snapshot_unchanged(stored: str | None) -> bool:
+    """True when every folder of a stored snapshot still has its mtime: one stat per folder
+    rather than listing every file (1,200 folders of 7,400 files: ~5 ms against ~45 ms)."""
+    if not stored:
+        return False
+    try:
+        snapshot = orjson.loads(stored)
+    except orjson.JSONDecodeError:
+        return False
+    if not isinstance(snapshot, dict) or not snapshot:
+        return False
+    for path, (mtime_ns, size) in snapshot.items():
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        if st.st_mtime_ns != mtime_ns or (size and st.st_size != size):
+            return False
+    return True
 
 
 def discover(
     roots: list[Path], conn: sqlite3.Connection | None = None, known: dict[str, tuple] | None = None
 ) -> tuple[list[tuple[SourceRef, Adapter]], dict[str, str]]:
-    """Every source file under the roots, and the roots' new folder signatures.
+    """Every source file under the roots, and the roots' new folder snapshots (JSON, by meta key).
 
-    With `conn` and `known` (the source_files rows by path, see KNOWN_COLUMNS), a root whose
+    With `conn` and `known` (the source_files rows by path, see INDEX_COLUMNS), a root whose
     folders are unchanged since the last run reuses the files recorded then instead of asking
     every adapter to walk it again (5,000 files: ~0.8 s → ~0.1 s)."""
     from core.adapters import ADAPTERS
@@ -184,23 +211,23 @@ def discover(
     for root in roots:
         if not root.exists():
             continue
-        signature = folder_signature(root)
         key = f"roots:{root}"
-        if conn is not None and known is not None and signature is not None and get_meta(conn, key) == signature:
+        if conn is not None and known is not None and snapshot_unchanged(get_meta(conn, key)):
             whole = str(root)
             prefix = whole if not root.is_dir() else whole.rstrip(os.sep) + os.sep
             for path, row in known.items():
-                if row[9] == "gone" or row[11] == "decoded" or path in found:
+                if row[4] == "gone" or row[6] == "decoded" or path in found:
                     continue
                 if path == whole or path.startswith(prefix):
-                    adapter = ADAPTERS.get(row[10])
+                    adapter = ADAPTERS.get(row[5])
                     if adapter is not None:
                         # the path stays a str until the file turns out to need reading: building
                         # 5,000 Path objects was a third of a no-change launch
-                        found[path] = (SourceRef(path, row[10], row[11], row[12]), adapter)  # type: ignore[arg-type]
+                        found[path] = (SourceRef(path, row[5], row[6], row[7]), adapter)  # type: ignore[arg-type]
             continue
-        if signature is not None:
-            signatures[key] = signature
+        snapshot = folder_snapshot(root)  # before the walk: a file added meanwhile shows next time
+        if snapshot is not None:
+            signatures[key] = orjson.dumps(snapshot).decode()
         for adapter in all_adapters():
             for ref in adapter.discover(root):
                 path_key = str(ref.path.absolute())
@@ -228,7 +255,7 @@ def run_ingest(
     report = IngestReport()
     roots = scan_roots(conn, list(sources), include_defaults, remember)
     report.roots = [str(r) for r in roots]
-    plans, known, signatures = _plan(conn, roots, report)
+    plans, signatures = _plan(conn, roots, report)
     ledger = Ledger(conn)
     # Into an empty ledger, building the search index once after the load is much cheaper than
     # keeping it up to date file by file.
@@ -252,7 +279,7 @@ def run_ingest(
             try:
                 added, nbytes = _ingest_file(conn, ledger, plan, undo_by_delete=fast_marker is not None)
                 if added and plan.ref.kind == "document" and getattr(plan.adapter, "decode", None) is not None:
-                    added += _ingest_decoded(conn, ledger, plan, known, fast_marker is not None)
+                    added += _ingest_decoded(conn, ledger, plan, fast_marker is not None)
                 report.records_added += added
                 report.bytes_read += nbytes
                 report.files_read += 1
@@ -373,11 +400,11 @@ class _Batch:
 
 def _plan(
     conn: sqlite3.Connection, roots: list[Path], report: IngestReport
-) -> tuple[list[_Plan], dict[str, tuple], dict[str, str]]:
+) -> tuple[list[_Plan], dict[str, str]]:
     """What this run must read: every discovered file whose size or mtime changed (or is new).
-    Also marks files that disappeared as gone. Returns (plans, known rows by path, signatures)."""
+    Also marks files that disappeared as gone. Returns (plans, root snapshots to store)."""
     _apply_rereads(conn)
-    known = {r[0]: r for r in conn.execute(f"SELECT {KNOWN_COLUMNS} FROM source_files")}
+    known = {r[0]: r for r in conn.execute(f"SELECT {INDEX_COLUMNS} FROM source_files")}
     refs, signatures = discover(roots, conn, known)
     report.files_seen = len(refs)
     plans: list[_Plan] = []
@@ -389,21 +416,26 @@ def _plan(
             report.errors.append(f"{key}: {exc.strerror or exc}")
             continue
         row = known.get(key)
-        if row is not None and row[2] == st.st_size and row[3] == st.st_mtime_ns and row[9] in ("ok", "gone"):
-            if row[9] == "gone":
+        if row is not None and row[2] == st.st_size and row[3] == st.st_mtime_ns and row[4] in ("ok", "gone"):
+            if row[4] == "gone":
                 conn.execute("UPDATE source_files SET status = 'ok', error = NULL WHERE id = ?", (row[1],))
             report.files_skipped += 1
             continue
         ref.path = Path(key)
-        plans.append(_Plan(ref, adapter, st, row))
+        plans.append(_Plan(ref, adapter, st, _known_row(conn, key) if row is not None else None))
     discovered = {ref.path if isinstance(ref.path, str) else str(ref.path) for ref, _ in refs}
     root_prefixes = tuple(str(r) for r in roots)
     for path, row in known.items():
         on_disk = container_of(path) or path  # a decoded log is gone when the file it came from is
-        if path not in discovered and path.startswith(root_prefixes) and row[9] != "gone" and not os.path.exists(on_disk):
+        if path not in discovered and path.startswith(root_prefixes) and row[4] != "gone" and not os.path.exists(on_disk):
             conn.execute("UPDATE source_files SET status = 'gone' WHERE id = ?", (row[1],))
             report.files_gone += 1
-    return plans, known, signatures
+    return plans, signatures
+
+
+def _known_row(conn: sqlite3.Connection, path: str) -> tuple | None:
+    """What the last run recorded of one file (KNOWN_COLUMNS), for a file that must be read."""
+    return conn.execute(f"SELECT {KNOWN_COLUMNS} FROM source_files WHERE path = ?", (path,)).fetchone()
 
 
 def _stat(adapter: Adapter, path: str) -> os.stat_result:
@@ -467,7 +499,7 @@ def fingerprint(f, end: int) -> str:
 
 
 def _ingest_decoded(
-    conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, known: dict[str, tuple], undo_by_delete: bool = False
+    conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, undo_by_delete: bool = False
 ) -> int:
     """The log inside an encoded document (a `.jsonl.zst`), read like a log file of its own.
 
@@ -480,9 +512,7 @@ def _ingest_decoded(
     if data is None:
         return 0
     path = decoded_path(plan.ref.path)
-    row = known.get(path)
-    if row is None:
-        row = conn.execute(f"SELECT {KNOWN_COLUMNS} FROM source_files WHERE path = ?", (path,)).fetchone()
+    row = _known_row(conn, path)
     st = os.stat_result((0o100400, 0, 0, 1, 0, 0, len(data), 0, int(plan.stat.st_mtime), int(plan.stat.st_mtime)),
                         {"st_mtime_ns": plan.stat.st_mtime_ns})
     ref = SourceRef(Path(path), plan.ref.agent, "decoded", plan.ref.project_key)

@@ -8,6 +8,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+import orjson
 from conftest import Transcript, ingest, tool_use
 
 from core.archive import file_bytes
@@ -415,3 +416,22 @@ def test_a_file_written_in_chunks_gives_the_same_ledger(tmp_path, monkeypatch):
                   "SELECT id, parent_turn_id, sequence, last_entry_uuid FROM agent_turns ORDER BY id",
                   "SELECT lines_ingested, bytes_ingested FROM source_files"):
         assert whole.execute(query).fetchall() == chunked.execute(query).fetchall(), query
+
+
+def test_a_file_added_or_a_folder_removed_deep_under_a_root_is_noticed(tmp_path):
+    from core.ingest import folder_snapshot, snapshot_unchanged
+
+    deep = tmp_path / "root" / "project" / "session" / "subagents"
+    deep.mkdir(parents=True)
+    (tmp_path / "root" / "project" / "kept").mkdir()
+    stored = orjson.dumps(folder_snapshot(tmp_path / "root")).decode()
+    assert len(orjson.loads(stored)) == 5 and snapshot_unchanged(stored)
+    time.sleep(0.01)
+    (deep / "agent-1.jsonl").write_text("{}\n")
+    assert not snapshot_unchanged(stored)
+    stored = orjson.dumps(folder_snapshot(tmp_path / "root")).decode()
+    (deep / "agent-1.jsonl").write_text("{}\n{}\n")  # growing a file is the stat check's business
+    assert snapshot_unchanged(stored)
+    (tmp_path / "root" / "project" / "kept").rmdir()
+    assert not snapshot_unchanged(stored)
+    assert not snapshot_unchanged("0123abcd") and not snapshot_unchanged(None)  # an older signature: walk again
