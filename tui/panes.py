@@ -175,15 +175,26 @@ class SessionTree(Tree[NodeRef]):
     def _label(self, s: SessionNode) -> Text:
         return Text(s.title or "(untitled)")
 
+    def _row_width(self, node: TreeNode[NodeRef]) -> int:
+        depth, parent = 0, node.parent
+        while parent is not None and parent is not self.root:
+            depth, parent = depth + 1, parent.parent
+        return max(24, (self.scrollable_content_region.width or 60) - depth * self.guide_depth - 3)
+
+    def get_label_width(self, node: TreeNode[NodeRef]) -> int:
+        """Session rows are as wide as the pane: the Tree asks this of every row to size itself, and
+        rendering 600 labels for it was a third of the first frame."""
+        ref = node.data
+        if ref is None or ref.session is None or ref.kind == "loading":
+            return super().get_label_width(node)
+        return self._row_width(node) + 2  # the expand icon
+
     def render_label(self, node: TreeNode[NodeRef], base_style: Style, style: Style) -> Text:
         """Session rows are fitted to the pane: the title gives way, the facts stay visible."""
         ref = node.data
         if ref is None or ref.session is None or ref.kind == "loading":
             return super().render_label(node, base_style, style)
-        depth, parent = 0, node.parent
-        while parent is not None and parent is not self.root:
-            depth, parent = depth + 1, parent.parent
-        width = max(24, (self.scrollable_content_region.width or 60) - depth * self.guide_depth - 3)
+        width = self._row_width(node)
         if ref.branch is not None:
             b = ref.branch
             head = Text(f"↳ branch {b.number} ", style="bold #5fafaf")
