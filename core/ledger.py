@@ -54,6 +54,7 @@ class Ledger:
         self.touched: set[str] = set()
         self.summaries_added = False
         self._file_id: int | None = None
+        self._keep_results = True
         # new calls by id; a result met in the same file fills its call in place (one INSERT, no UPDATE)
         self._tool_inserts: dict[str, list] = {}
         self._tool_updates: list[tuple] = []
@@ -63,8 +64,11 @@ class Ledger:
 
     # -------------------------------------------------------------- per file
 
-    def begin_file(self, source_file_id: int) -> None:
+    def begin_file(self, source_file_id: int, keep_results: bool = True) -> None:
+        """`keep_results=False`: the file's adapter can re-read a tool result from its record
+        (`results_in_record`), so `result_json` stays NULL rather than copying the output."""
         self._file_id = source_file_id
+        self._keep_results = keep_results
 
     def place(self, entry_id: int, rec: Record) -> tuple[int | None, str | None, int | None]:
         """Account for one record; returns its (seq, turn_id, dup_of) for the entries row."""
@@ -142,15 +146,16 @@ class Ledger:
                 None, None, None, None,
             ])
         for result in rec.tool_results:
+            content = result.content_json if self._keep_results else None
             call = self._tool_inserts.get(result.tool_use_id)
             if call is not None:
-                call[10:13] = result.content_json, ts, entry_id
+                call[10:13] = content, ts, entry_id
                 call[6] = result.status
                 if result.child_agent_id is not None:
                     call[13] = result.child_agent_id
             else:
                 self._tool_updates.append(
-                    (result.content_json, result.status, ts, entry_id, result.child_agent_id, result.tool_use_id)
+                    (content, result.status, ts, entry_id, result.child_agent_id, result.tool_use_id)
                 )
         if rec.usage is not None:
             u = rec.usage
@@ -589,7 +594,7 @@ def replay(conn: sqlite3.Connection, ledger: Ledger, sessions: set[str] | None) 
         ).fetchone()
         adapter = adapter_for(agent)
         ctx = FileContext(Path(path), kind, project_key)
-        ledger.begin_file(file_id)
+        ledger.begin_file(file_id, keep_results=not getattr(adapter, "results_in_record", False))
         updates = []
         rows = conn.execute(
             "SELECT id, byte_offset, line_number, raw, newline FROM entries WHERE source_file_id = ? ORDER BY byte_offset",

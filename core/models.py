@@ -167,6 +167,8 @@ class AgentToolCall(SQLModel, table=True):
     tool_name: str
     tool_number: int = _zero()
     params_json: str | None = None
+    # NULL where the adapter can re-read the result from its record (`results_in_record`, Claude):
+    # core.query.fill_results derives it from result_entry_id's raw bytes instead of a copy
     result_json: str | None = None
     status: str | None = None  # completed | failed | rejected | interrupted | pending
     child_session_id: str | None = None

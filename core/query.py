@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 
 @dataclass(slots=True)
@@ -128,6 +129,7 @@ class ToolCall:
     child_session_id: str | None
     started_at: int | None
     completed_at: int | None
+    result_entry_id: int | None = None  # the record the result came in
 
     @property
     def duration_ms(self) -> int | None:
@@ -168,14 +170,52 @@ def messages(conn: sqlite3.Connection, session_id: str, *, offset: int = 0, limi
         return out
     by_entry = {m.entry_id: m for m in out}
     for row in conn.execute(
-        "SELECT entry_id, id, tool_name, params_json, result_json, status, child_session_id, started_at, "
-        "completed_at FROM agent_tool_calls WHERE session_id = ? AND entry_id BETWEEN ? AND ? ORDER BY tool_number",
+        f"SELECT entry_id, {TOOL_CALL_COLUMNS} FROM agent_tool_calls WHERE session_id = ? "
+        "AND entry_id BETWEEN ? AND ? ORDER BY tool_number",
         (session_id, min(by_entry), max(by_entry)),
     ):
         msg = by_entry.get(row[0])
         if msg is not None:
             msg.tool_calls.append(ToolCall(*row[1:]))
+    fill_results(conn, [c for m in out for c in m.tool_calls])
     return out
+
+
+TOOL_CALL_COLUMNS = (
+    "id, tool_name, params_json, result_json, status, child_session_id, started_at, completed_at, result_entry_id"
+)
+
+
+def fill_results(conn: sqlite3.Connection, calls: list[ToolCall]) -> None:
+    """Give calls their result where the ledger kept no copy of it (an adapter with
+    `results_in_record`): the result record is normalized again and its result picked out."""
+    wanted = sorted({c.result_entry_id for c in calls if c.result_json is None and c.result_entry_id is not None})
+    if not wanted:
+        return
+    import orjson
+
+    from core.adapters import adapter_for
+    from core.adapters.base import FileContext, RawRecord
+
+    found: dict[tuple[int, str], str] = {}
+    contexts: dict[str, FileContext] = {}
+    for eid, offset, line, raw, newline, path, agent, kind, project_key in conn.execute(
+        "SELECT e.id, e.byte_offset, e.line_number, e.raw, e.newline, f.path, f.agent, f.kind, f.project_key "
+        "FROM entries e JOIN source_files f ON f.id = e.source_file_id WHERE e.id IN (SELECT value FROM json_each(?))",
+        (orjson.dumps(wanted).decode(),),
+    ):
+        ctx = contexts.get(path)
+        if ctx is None:
+            ctx = contexts[path] = FileContext(Path(path), kind, project_key)
+        try:
+            rec = adapter_for(agent).normalize(RawRecord(offset, line, bytes(raw), bool(newline)), ctx)
+        except KeyError:
+            continue  # an agent this version no longer reads
+        for result in rec.tool_results:
+            found[(eid, result.tool_use_id)] = result.content_json
+    for call in calls:
+        if call.result_json is None and call.result_entry_id is not None:
+            call.result_json = found.get((call.result_entry_id, call.id))
 
 
 def raw_entry(conn: sqlite3.Connection, entry_id: int) -> bytes | None:

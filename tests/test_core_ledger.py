@@ -278,3 +278,29 @@ def test_session_titles_are_found_through_their_own_index(conn):
 
     plan = " ".join(r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + TITLES_SQL, ("x",)))
     assert "ix_entries_titles" in plan
+
+
+def test_claude_tool_output_is_stored_once_and_read_back_from_its_record(conn, tmp_path):
+    from core import browse, query
+
+    t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
+    t.user("run both")
+    t.assistant(tools=[tool_use("tu_a", "Bash", command="ls"), tool_use("tu_b", "Bash", command="cat x")])
+    # parallel calls answered in one record: each call gets its own block back
+    t.add({"type": "user", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "tu_a", "content": "a.py\nb.py"},
+        {"type": "tool_result", "tool_use_id": "tu_b", "content": [{"type": "text", "text": "no such file"}],
+         "is_error": True}]}})
+    t.assistant(tools=[tool_use("tu_late", "Read", file_path="c.py")])
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    t.tool_result("tu_late", "print('c')")  # the result arrives in a later run: an UPDATE, not an INSERT
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    assert conn.execute("SELECT count(*) FROM agent_tool_calls WHERE result_json IS NOT NULL").fetchone()[0] == 0
+    expected = {"tu_a": '"a.py\\nb.py"', "tu_b": '[{"type":"text","text":"no such file"}]', "tu_late": '"print(\'c\')"'}
+    calls = {c.id: c for m in query.messages(conn, SID) for c in m.tool_calls}
+    assert {k: c.result_json for k, c in calls.items()} == expected
+    assert calls["tu_b"].status == "failed" and calls["tu_late"].status == "completed"
+    page = browse.message_page(conn, SID, 0, 10)
+    assert {c.id: c.result_json for m in page for c in m.tool_calls} == expected

@@ -167,6 +167,10 @@ class Adapter(Protocol):
       log (a `.jsonl.zst`): the decoded log. The document is stored whole (its exact bytes stay
       restorable) and the decoded log is read like any log, as a source of kind "decoded" at
       `decoded_path(path)` that exists only in the ledger. Raise ValueError for a damaged file.
+    * ``results_in_record = True`` when a tool result can be read again from its own record alone
+      (`normalize` of that record with a fresh FileContext gives it back): the ledger then keeps no
+      copy in `agent_tool_calls.result_json` and readers re-derive it (`core.query.fill_results`).
+      Tool output is the bulk of a log, so the copy was ~16% of the database.
     """
 
     name: str

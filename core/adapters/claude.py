@@ -106,6 +106,7 @@ class ClaudeAdapter:
 
     name = AGENT
     mode = "lines"
+    results_in_record = True  # a tool_result block holds its whole output
 
     def default_roots(self) -> list[Path]:
         return [config_dir() / "projects"]
