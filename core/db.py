@@ -210,6 +210,9 @@ def ensure_schema(conn: sqlite3.Connection) -> str | None:
             conn.execute(ddl)
         return None
     existing = _table_names(conn)
+    if version == 0 and not existing:
+        _create_fresh(conn)
+        return None
     had_entries = "entries" in existing and version != 0
     _create_tables(conn, drop_derived=had_entries)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -223,6 +226,41 @@ def ensure_schema(conn: sqlite3.Connection) -> str | None:
             "sessions, turns and tool calls were rebuilt from the stored records."
         )
     return None
+
+
+# A new ledger is created from this file rather than from the SQLModel classes: importing
+# SQLModel and SQLAlchemy to compile the same DDL cost a first launch ~0.5 s. The file is generated
+# from the classes (`python -m core.db`) and a test fails when the two disagree.
+SCHEMA_FILE = Path(__file__).with_name("schema.sql")
+SCHEMA_HEADER = "-- threadloom ledger schema {version}, generated from core/models.py by `python -m core.db`; do not edit\n"
+
+
+def fresh_schema() -> str:
+    """Every statement that creates a new ledger, compiled from the SQLModel classes."""
+    from sqlalchemy.dialects import sqlite as sqlite_dialect
+    from sqlalchemy.schema import CreateIndex, CreateTable
+
+    from core import models
+
+    dialect = sqlite_dialect.dialect()
+    statements = []
+    for table in models.SQLModel.metadata.sorted_tables:
+        statements.append(str(CreateTable(table).compile(dialect=dialect)).strip())
+        for index in sorted(table.indexes, key=lambda i: i.name or ""):
+            statements.append(str(CreateIndex(index, if_not_exists=True).compile(dialect=dialect)))
+    for index in models.SECONDARY_INDEXES:
+        statements.append(str(CreateIndex(index, if_not_exists=True).compile(dialect=dialect)))
+    statements += [*LATE_INDEXES, MESSAGES_VIEW.strip(), *SEARCH_DDL]
+    text = "".join(f"\n{s};\n" for s in statements)
+    return SCHEMA_HEADER.format(version=SCHEMA_VERSION) + "\n".join(line.rstrip() for line in text.split("\n"))
+
+
+def _create_fresh(conn: sqlite3.Connection) -> None:
+    """An empty database gets the schema from schema.sql in one transaction."""
+    script = SCHEMA_FILE.read_text()
+    if not script.startswith(SCHEMA_HEADER.format(version=SCHEMA_VERSION)):
+        script = fresh_schema()  # a stale file (a checkout that bumped the schema): compile it
+    conn.executescript(f"BEGIN;\n{script}\nPRAGMA user_version = {SCHEMA_VERSION};\nCOMMIT;")
 
 
 def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool) -> None:
@@ -304,3 +342,8 @@ def set_meta(conn: sqlite3.Connection, key: str, value: str | None) -> None:
         conn.execute("DELETE FROM ledger_meta WHERE key = ?", (key,))
     else:
         conn.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (key, value))
+
+
+if __name__ == "__main__":
+    SCHEMA_FILE.write_text(fresh_schema())
+    print(f"wrote {SCHEMA_FILE}")

@@ -179,3 +179,26 @@ def test_the_console_script_opens_the_tui_but_core_alone_does_not(tmp_path, monk
     monkeypatch.setattr(tui.app, "run_app", lambda **kw: opened.append(kw) or 0)
     assert entry.main(["--db", str(tmp_path / "x.db"), "--no-ingest"]) == 0
     assert opened == [{"db_path": tmp_path / "x.db", "sources": [], "demo": False, "ingest": False}]
+
+
+def test_new_databases_get_the_schema_the_sqlmodel_classes_compile_to(tmp_path):
+    # schema.sql is what a new ledger is created from (no SQLModel import on a first launch)
+    assert db.SCHEMA_FILE.read_text() == db.fresh_schema(), "core/schema.sql is stale: run `python -m core.db`"
+    fast = db.connect(tmp_path / "fast.db")
+    slow = sqlite3.connect(tmp_path / "slow.db")
+    slow.isolation_level = None
+    db._create_tables(slow, drop_derived=False)
+    slow.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION}")
+
+    def schema(conn):
+        return sorted((t, n, " ".join((sql or "").split())) for t, n, sql in conn.execute(
+            "SELECT type, name, sql FROM sqlite_master"))
+
+    assert schema(fast) == schema(slow) and len(schema(fast)) > 30
+    assert db.user_version(fast) == db.SCHEMA_VERSION
+    # and creating one in a fresh process never imports SQLModel or SQLAlchemy
+    code = ("import sys; from core import db; db.connect(sys.argv[1]); "
+            "print(sorted(m for m in sys.modules if m.startswith(('sqlmodel', 'sqlalchemy')))[:3])")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "third.db")], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,234 @@
+-- threadloom ledger schema 8, generated from core/models.py by `python -m core.db`; do not edit
+
+CREATE TABLE agent_sessions (
+	id VARCHAR NOT NULL,
+	source VARCHAR NOT NULL,
+	model VARCHAR,
+	project VARCHAR,
+	project_path VARCHAR,
+	created_at INTEGER,
+	ended_at INTEGER,
+	message_count INTEGER DEFAULT '0' NOT NULL,
+	parent_session_id VARCHAR,
+	parent_message_id VARCHAR,
+	tool_call_id VARCHAR,
+	task_description VARCHAR,
+	task_status VARCHAR,
+	is_subagent INTEGER DEFAULT '0' NOT NULL,
+	context_token_limit INTEGER,
+	context_tokens_used INTEGER,
+	is_agentic INTEGER DEFAULT '0' NOT NULL,
+	force_mode VARCHAR,
+	workspace_path VARCHAR,
+	external_id VARCHAR,
+	kind VARCHAR NOT NULL,
+	agent_id VARCHAR,
+	agent_type VARCHAR,
+	is_warmup INTEGER DEFAULT '0' NOT NULL,
+	title VARCHAR,
+	title_source VARCHAR,
+	first_prompt VARCHAR,
+	git_branch VARCHAR,
+	cli_version VARCHAR,
+	input_tokens INTEGER DEFAULT '0' NOT NULL,
+	output_tokens INTEGER DEFAULT '0' NOT NULL,
+	cache_creation_tokens INTEGER DEFAULT '0' NOT NULL,
+	cache_read_tokens INTEGER DEFAULT '0' NOT NULL,
+	turn_count INTEGER DEFAULT '0' NOT NULL,
+	tool_call_count INTEGER DEFAULT '0' NOT NULL,
+	branch_count INTEGER DEFAULT '0' NOT NULL,
+	compaction_count INTEGER DEFAULT '0' NOT NULL,
+	forked_from_session_id VARCHAR,
+	spawn_key VARCHAR,
+	source_file_id INTEGER,
+	updated_at INTEGER,
+	PRIMARY KEY (id)
+);
+
+CREATE INDEX IF NOT EXISTS ix_agent_sessions_parent_session_id ON agent_sessions (parent_session_id);
+
+CREATE INDEX IF NOT EXISTS ix_sessions_project ON agent_sessions (project_path);
+
+CREATE TABLE agent_tool_calls (
+	id VARCHAR NOT NULL,
+	message_id VARCHAR,
+	session_id VARCHAR NOT NULL,
+	tool_name VARCHAR NOT NULL,
+	tool_number INTEGER DEFAULT '0' NOT NULL,
+	params_json VARCHAR,
+	result_json VARCHAR,
+	status VARCHAR,
+	child_session_id VARCHAR,
+	started_at INTEGER,
+	completed_at INTEGER,
+	entry_id INTEGER,
+	result_entry_id INTEGER,
+	turn_id VARCHAR,
+	child_agent_id VARCHAR,
+	PRIMARY KEY (id)
+);
+
+CREATE INDEX IF NOT EXISTS ix_agent_tool_calls_session_id ON agent_tool_calls (session_id);
+
+CREATE INDEX IF NOT EXISTS ix_tool_calls_child_agent ON agent_tool_calls (child_agent_id);
+
+CREATE INDEX IF NOT EXISTS ix_tool_calls_entry ON agent_tool_calls (entry_id);
+
+CREATE INDEX IF NOT EXISTS ix_tool_calls_result_entry ON agent_tool_calls (result_entry_id);
+
+CREATE TABLE agent_turns (
+	id VARCHAR NOT NULL,
+	session_id VARCHAR NOT NULL,
+	parent_turn_id VARCHAR,
+	query_message_ids VARCHAR NOT NULL,
+	response_message_id VARCHAR,
+	model VARCHAR,
+	token_count INTEGER DEFAULT '0' NOT NULL,
+	timestamp INTEGER,
+	has_children INTEGER DEFAULT '0' NOT NULL,
+	tool_call_count INTEGER DEFAULT '0' NOT NULL,
+	started_at INTEGER,
+	sequence INTEGER NOT NULL,
+	child_count INTEGER DEFAULT '0' NOT NULL,
+	last_entry_uuid VARCHAR,
+	PRIMARY KEY (id)
+);
+
+CREATE INDEX IF NOT EXISTS ix_agent_turns_session_id ON agent_turns (session_id);
+
+CREATE TABLE agent_usage (
+	message_id VARCHAR NOT NULL,
+	request_id VARCHAR,
+	session_id VARCHAR NOT NULL,
+	turn_id VARCHAR,
+	entry_id INTEGER,
+	model VARCHAR,
+	is_sidechain INTEGER DEFAULT '0' NOT NULL,
+	input_tokens INTEGER DEFAULT '0' NOT NULL,
+	output_tokens INTEGER DEFAULT '0' NOT NULL,
+	cache_creation_tokens INTEGER DEFAULT '0' NOT NULL,
+	cache_read_tokens INTEGER DEFAULT '0' NOT NULL,
+	PRIMARY KEY (message_id)
+);
+
+CREATE INDEX IF NOT EXISTS ix_agent_usage_session_id ON agent_usage (session_id);
+
+CREATE INDEX IF NOT EXISTS ix_agent_usage_turn_id ON agent_usage (turn_id);
+
+CREATE TABLE ledger_meta (
+	"key" VARCHAR NOT NULL,
+	value VARCHAR,
+	PRIMARY KEY ("key")
+);
+
+CREATE TABLE source_files (
+	id INTEGER NOT NULL,
+	path VARCHAR NOT NULL,
+	agent VARCHAR NOT NULL,
+	kind VARCHAR NOT NULL,
+	size INTEGER NOT NULL,
+	mtime_ns INTEGER NOT NULL,
+	inode INTEGER,
+	bytes_ingested INTEGER NOT NULL,
+	lines_ingested INTEGER NOT NULL,
+	content_hash VARCHAR,
+	open_tail_offset INTEGER,
+	ends_with_newline BOOLEAN NOT NULL,
+	status VARCHAR NOT NULL,
+	error VARCHAR,
+	ingested_at INTEGER,
+	project_key VARCHAR,
+	PRIMARY KEY (id),
+	UNIQUE (path)
+);
+
+CREATE TABLE source_roots (
+	path VARCHAR NOT NULL,
+	added_at INTEGER,
+	PRIMARY KEY (path)
+);
+
+CREATE TABLE entries (
+	id INTEGER NOT NULL,
+	source_file_id INTEGER NOT NULL,
+	byte_offset INTEGER NOT NULL,
+	line_number INTEGER NOT NULL,
+	newline BOOLEAN NOT NULL,
+	hash VARCHAR NOT NULL,
+	entry_type VARCHAR,
+	subtype VARCHAR,
+	known BOOLEAN NOT NULL,
+	parse_error VARCHAR,
+	uuid VARCHAR,
+	parent_uuid VARCHAR,
+	logical_parent_uuid VARCHAR,
+	ref_uuid VARCHAR,
+	session_id VARCHAR,
+	agent_id VARCHAR,
+	timestamp INTEGER,
+	is_sidechain BOOLEAN NOT NULL,
+	is_meta BOOLEAN NOT NULL,
+	role VARCHAR,
+	content VARCHAR,
+	thinking VARCHAR,
+	tool_text VARCHAR,
+	model VARCHAR,
+	message_id VARCHAR,
+	request_id VARCHAR,
+	seq INTEGER,
+	turn_id VARCHAR,
+	dup_of INTEGER,
+	raw BLOB NOT NULL,
+	PRIMARY KEY (id),
+	CONSTRAINT uq_entries_file_offset UNIQUE (source_file_id, byte_offset),
+	FOREIGN KEY(source_file_id) REFERENCES source_files (id)
+);
+
+CREATE INDEX IF NOT EXISTS ix_entries_session_seq ON entries (session_id, seq);
+
+CREATE INDEX IF NOT EXISTS ix_entries_summary ON entries (ref_uuid) WHERE entry_type = 'summary';
+
+CREATE INDEX IF NOT EXISTS ix_entries_uuid ON entries (uuid);
+
+CREATE INDEX IF NOT EXISTS ix_entries_session_seq ON entries (session_id, seq);
+
+CREATE INDEX IF NOT EXISTS ix_entries_uuid ON entries (uuid);
+
+CREATE INDEX IF NOT EXISTS ix_entries_summary ON entries (ref_uuid) WHERE entry_type = 'summary';
+
+CREATE INDEX IF NOT EXISTS ix_tool_calls_child_agent ON agent_tool_calls (child_agent_id);
+
+CREATE INDEX IF NOT EXISTS ix_tool_calls_entry ON agent_tool_calls (entry_id);
+
+CREATE INDEX IF NOT EXISTS ix_tool_calls_result_entry ON agent_tool_calls (result_entry_id);
+
+CREATE INDEX IF NOT EXISTS ix_sessions_project ON agent_sessions (project_path);
+
+CREATE INDEX IF NOT EXISTS ix_entries_titles ON entries (session_id) WHERE entry_type IN ('custom-title', 'custom-title-file', 'ai-title', 'agent-name');
+
+CREATE VIEW IF NOT EXISTS agent_messages AS
+SELECT
+    COALESCE(e.uuid, 'entry-' || e.id) AS id,
+    e.session_id AS session_id,
+    e.role AS role,
+    COALESCE(e.content, '') AS content,
+    e.seq AS sequence,
+    e.timestamp AS timestamp,
+    NULL AS checkpoint_id,
+    CASE WHEN s.is_agentic THEN 1 ELSE 0 END AS is_agentic,
+    0 AS is_plan_execution,
+    NULL AS context_json,
+    NULL AS cursor_rules_json,
+    CAST(e.raw AS TEXT) AS metadata_json,
+    e.id AS entry_id,
+    e.entry_type AS entry_type,
+    e.model AS model,
+    e.turn_id AS turn_id,
+    e.is_meta AS is_meta,
+    e.thinking AS thinking
+FROM entries e LEFT JOIN agent_sessions s ON s.id = e.session_id
+WHERE e.seq IS NOT NULL;
+
+CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(content, thinking, tool_text, content='entries', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
+
+CREATE VIRTUAL TABLE IF NOT EXISTS search_vocab USING fts5vocab(search_fts, 'row');
