@@ -198,6 +198,15 @@ async def test_long_session_is_virtualized(demo_db: Path) -> None:
         assert view.cursor[0] == 0 and view.scroll_y == 0
         await pilot.press("pagedown", "pagedown", "j", "k")
         assert view.scroll_y > 0
+        await pilot.press("pagedown")
+        await pilot.pause()
+        # the page below the one on screen is drawn ahead (exact heights), and the scrollable
+        # height follows the heights without a screen layout
+        height = view.scrollable_content_region.height
+        below = view.index_at(round(view.scroll_y) + height + height // 2)
+        assert below in view.exact and below in view.cache
+        assert view.virtual_size.height == view.offsets[-1]
+        assert view.max_scroll_y == view.offsets[-1] - height
 
 
 async def test_resize_to_80x24_collapses_panes(demo_db: Path) -> None:

@@ -122,6 +122,7 @@ class MessageView(ScrollView, can_focus=True):
         self.found: int | None = None  # the position of the message a search opened, marked
         self.stick_end = False
         self._width = 0
+        self._ahead = 0  # the direction of the last page key: the next page is drawn ahead
         self.placeholder = "Select a session to read it."
 
     # ------------------------------------------------------------------ loading
@@ -237,13 +238,26 @@ class MessageView(ScrollView, can_focus=True):
         """Recompute line offsets; keep the message `anchor[0]` at its screen line `anchor[1]`."""
         self.offsets = list(accumulate(self.heights, initial=0))
         width = self._body_width()
-        self.virtual_size = Size(width, self.offsets[-1] if self.seqs else 0)
+        self._set_virtual_size(Size(width, self.offsets[-1] if self.seqs else 0))
         if anchor is not None and anchor[0] < len(self.heights):
             pos, within = anchor
             y = self.offsets[pos] + min(within, max(0, self.heights[pos] - 1))
             if y != round(self.scroll_y):
                 self.set_scroll(None, y)
                 self.scroll_target_y = y
+
+    def _set_virtual_size(self, size: Size) -> None:
+        """The scrollable size changes as estimated heights become exact. The view's own size does
+        not depend on it, so only the scrollbars are updated: a screen layout (what assigning
+        `virtual_size` asks for) re-rendered every widget on screen after each page of messages."""
+        if size == self.virtual_size:
+            return
+        scroll_update = getattr(self, "_scroll_update", None)  # Textual's own no-layout path
+        if scroll_update is None:
+            self.virtual_size = size
+            return
+        self.set_reactive(MessageView.virtual_size, size)
+        scroll_update(size)
 
     def _anchor(self) -> tuple[int, int] | None:
         if not self.seqs:
@@ -412,7 +426,11 @@ class MessageView(ScrollView, can_focus=True):
 
     def render_lines(self, crop):  # type: ignore[no-untyped-def]
         self._prepare()
-        return super().render_lines(crop)
+        lines = super().render_lines(crop)
+        if self._ahead:
+            self.call_later(self._render_ahead, self._ahead)
+            self._ahead = 0
+        return lines
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width or self.size.width
@@ -545,6 +563,24 @@ class MessageView(ScrollView, can_focus=True):
         if pos is not None:
             self.cursor = (pos, self._first_target(pos))
         self.refresh()
+        self._ahead = direction  # render_lines draws the next page once this one is painted
+
+    def _render_ahead(self, direction: int) -> None:
+        """Once a page is painted, draw the next one in the same direction, so paging on costs
+        a paint rather than rendering a screenful of messages first (~8 ms of the ~25)."""
+        if not self.seqs:
+            return
+        height = self.scrollable_content_region.height or self.size.height
+        top = round(self.scroll_y)
+        start, end = (top + height, top + 2 * height) if direction > 0 else (max(0, top - height), top)
+        anchor = self._anchor()
+        pos, changed = self.index_at(start), False
+        while pos < len(self.seqs) and self.offsets[pos] < end:
+            changed |= pos not in self.exact
+            self.ensure(pos)
+            pos += 1
+        if changed:
+            self._relayout(anchor)  # the messages on screen keep their place
 
     def action_page_down(self) -> None:
         self._page(1)
