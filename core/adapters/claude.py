@@ -513,19 +513,18 @@ def _input_text(input_json: str) -> str:
 
 def _strings_of(params: Any) -> str:
     """The string values of a tool's input, for search (`npm test`, a path, an edit's new text)."""
+    # depth first with a stack rather than a recursive inner function: that function referred to
+    # itself, a cycle per call that ingest (which runs with the cyclic GC off) never freed
     parts: list[str] = []
-
-    def collect(value: Any) -> None:
+    stack = [params]
+    while stack:
+        value = stack.pop()
         if isinstance(value, str):
             parts.append(value)
         elif isinstance(value, dict):
-            for v in value.values():
-                collect(v)
+            stack.extend(reversed(list(value.values())))
         elif isinstance(value, list):
-            for v in value:
-                collect(v)
-
-    collect(params)
+            stack.extend(reversed(value))
     return " ".join(parts)
 
 
