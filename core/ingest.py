@@ -644,8 +644,10 @@ def _ingest_file(
         # records, rows and raw copies at once (peak memory follows the chunk, not the file).
         while records:
             rows = []
-            for raw in records[:ROWS_PER_CHUNK]:
-                rec = adapter.normalize(raw, ctx)
+            chunk = records[:ROWS_PER_CHUNK]
+            recs = [adapter.normalize(raw, ctx) for raw in chunk]
+            ledger.begin_chunk([r.uuid for r in recs if r.uuid])
+            for raw, rec in zip(chunk, recs, strict=True):
                 eid = next_id
                 next_id += 1
                 if rewrite and row is not None:
@@ -664,7 +666,7 @@ def _ingest_file(
                     )
                 )
             conn.executemany(INSERT_ENTRY, rows)
-            del records[:ROWS_PER_CHUNK], rows
+            del records[:ROWS_PER_CHUNK], rows, chunk, recs
         if rewrite and row is not None:
             ledger.flush()
             replay(conn, ledger, affected)

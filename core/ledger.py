@@ -61,6 +61,10 @@ class Ledger:
         self._usage: dict[str, list] = {}  # by message id: streaming chunks merged before the upsert
         self.pending_sessions: set[str] = set()
         self._eid = 0
+        # the uuids of the chunk being placed, and which of them the database already holds
+        # (asked once per chunk, the first time a record needs the copy check)
+        self._chunk_uuids: list[str] | None = None
+        self._in_db: set[str] | None = None
 
     # -------------------------------------------------------------- per file
 
@@ -69,6 +73,23 @@ class Ledger:
         (`results_in_record`), so `result_json` stays NULL rather than copying the output."""
         self._file_id = source_file_id
         self._keep_results = keep_results
+        self._chunk_uuids = self._in_db = None
+
+    def begin_chunk(self, uuids: list[str]) -> None:
+        """The uuids of the records about to be placed: whether copies of them are stored is asked
+        of the database for all at once rather than record by record (an append to a long
+        session probed each of its ~500 new records)."""
+        self._chunk_uuids, self._in_db = uuids, None
+
+    def _maybe_stored(self, uuid: str) -> bool:
+        if self._chunk_uuids is None:
+            return True
+        if self._in_db is None:
+            self._in_db = {r[0] for r in self.conn.execute(
+                "SELECT uuid FROM entries WHERE uuid IN (SELECT value FROM json_each(?))",
+                (orjson.dumps(self._chunk_uuids).decode(),),
+            )}
+        return uuid in self._in_db
 
     def place(self, entry_id: int, rec: Record) -> tuple[int | None, str | None, int | None]:
         """Account for one record; returns its (seq, turn_id, dup_of) for the entries row."""
@@ -83,7 +104,7 @@ class Ledger:
             fingerprint = (rec.entry_type, rec.message_id, rec.content)
             seen = sess["_uuids"].get(rec.uuid)
             dup = seen[0] if seen is not None and seen[1] == fingerprint else None
-            if seen is None and sess["_probe_dups"]:
+            if seen is None and sess["_probe_dups"] and self._maybe_stored(rec.uuid):
                 row = self.conn.execute(
                     "SELECT id FROM entries WHERE uuid = ? AND session_id = ? AND dup_of IS NULL AND id < ? "
                     "AND entry_type IS ? AND message_id IS ? AND content IS ? LIMIT 1",
@@ -341,6 +362,7 @@ class Ledger:
             )
         self.pending_sessions |= self.touched
         self.touched = set()
+        self._chunk_uuids = self._in_db = None
         self.turns = {}
         # State now lives in the database; a session met again in a later file is reloaded from it
         # and probes for copied records, which keeps memory bounded by the largest file.
@@ -482,7 +504,7 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
     if not roots:
         return
     found: dict[str, tuple] = {}
-    columns = "id, tool_call_id, spawn_key, first_prompt, agent_id, parent_session_id"
+    columns = "id, tool_call_id, spawn_key, first_prompt, agent_id, parent_session_id, task_status"
     for root in roots:
         # Claude subagents are named "<root>:agent-…" (a range on the primary key, not a LIKE scan);
         # other agents' subagents keep their own ids and name their parent, so look both ways.
@@ -492,7 +514,19 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
             (root + ":", root + ";", root, root),
         ):
             found[row[0]] = row
-    for sid, tool_call_id, spawn_key, first_prompt, agent_id, parent_sid in found.values():
+    # a subagent whose call already points at it with the final status it has needs nothing: a
+    # long session with a hundred subagents asked ~300 questions per append otherwise
+    calls = {
+        r[0]: (r[1], r[2])
+        for r in conn.execute(
+            "SELECT id, child_session_id, status FROM agent_tool_calls WHERE id IN (SELECT value FROM json_each(?))",
+            (orjson.dumps([row[1] for row in found.values() if row[1]]).decode(),),
+        )
+    }
+    for sid, tool_call_id, spawn_key, first_prompt, agent_id, parent_sid, task_status in found.values():
+        linked = calls.get(tool_call_id) if tool_call_id else None
+        if linked is not None and linked[0] == sid and linked[1] == task_status and task_status != "pending":
+            continue
         root = parent_sid if ":" not in sid and parent_sid else sid.split(":", 1)[0]
         call = None
         if tool_call_id:
