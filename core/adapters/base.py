@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -185,14 +186,16 @@ class Adapter(Protocol):
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record: ...
 
 
-_DAY_MS: dict[str, int] = {}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_MS = timedelta(milliseconds=1)
 
 
 def parse_iso_ms(value: Any) -> int | None:
     """ISO-8601 (with Z, ms or µs) or epoch seconds/ms → unix ms; None when unparseable.
 
-    The common `2025-11-17T23:50:06.046Z` shape is parsed by slicing, with the date part cached
-    (datetime.fromisoformat on every record cost a tenth of the parse time).
+    The common `2025-11-17T23:50:06.046Z` shape goes straight to `datetime.fromisoformat`, which
+    reads the Z itself since Python 3.11 (in C: 0.5 µs, a third of slicing the fields in Python);
+    the difference from the epoch in whole milliseconds is exact, with no float in between.
     """
     if value is None:
         return None
@@ -200,22 +203,11 @@ def parse_iso_ms(value: Any) -> int | None:
         return int(value if value > 1e11 else value * 1000)
     if not isinstance(value, str) or len(value) < 10:
         return None
-    if len(value) >= 20 and value[-1] == "Z" and value[10] == "T" and value[13] == ":" and value[16] == ":":
-        day = _DAY_MS.get(value[:10])
+    if value[-1] == "Z" and len(value) >= 20 and value[10] == "T":
         try:
-            if day is None:
-                from datetime import UTC, datetime
-
-                day = int(datetime.fromisoformat(value[:10]).replace(tzinfo=UTC).timestamp() * 1000)
-                _DAY_MS[value[:10]] = day
-            ms = int(value[11:13]) * 3_600_000 + int(value[14:16]) * 60_000 + int(value[17:19]) * 1000
-            if len(value) > 21 and value[19] == ".":
-                ms += int((value[20:-1] + "00")[:3])
-            return day + ms
+            return (datetime.fromisoformat(value) - _EPOCH) // _ONE_MS
         except ValueError:
             pass
-    from datetime import UTC, datetime
-
     text = value.strip()
     if text.endswith("Z"):
         text = text[:-1] + "+00:00"
