@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from core.query import TOOL_CALL_COLUMNS, ToolCall, fill_results, raw_entry
+from core.query import TOOL_CALL_COLUMNS, ToolCall, fill_tool_io, raw_entry
 
 __all__ = [
     "Branch", "MessageRow", "ProjectRow", "Segment", "SessionNode", "ToolCallRow", "branch_seqs", "branches",
@@ -297,7 +297,7 @@ def message_page(conn: sqlite3.Connection, session_id: str, first_seq: int, last
     rows = conn.execute(
         "SELECT id, seq, role, entry_type, subtype, content, thinking, model, timestamp, is_meta, message_id, "
         # raw is read only where events, images or compaction flags can be: not for tool results,
-        # whose lines are the big ones (fill_results reads those of the page's calls)
+        # whose lines are the big ones (fill_tool_io reads those of the page's calls)
         "turn_id, CASE WHEN entry_type = 'system' OR (role = 'user' AND (content IS NOT NULL "
         "OR instr(substr(raw, 1, 2048), ?) > 0)) THEN raw END "
         "FROM entries WHERE session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
@@ -322,7 +322,7 @@ def message_page(conn: sqlite3.Connection, session_id: str, first_seq: int, last
         msg = by_entry.get(row[0])
         if msg is not None:
             msg.tool_calls.append(ToolCallRow(*row[1:]))
-    fill_results(conn, [c for m in out for c in m.tool_calls])
+    fill_tool_io(conn, [c for m in out for c in m.tool_calls])
     ids = sorted({m.message_id for m in out if m.message_id})
     if ids:
         for entry_id, total in conn.execute(

@@ -635,7 +635,7 @@ def _ingest_file(
         next_id = conn.execute("SELECT COALESCE(max(id), 0) + 1 FROM entries").fetchone()[0]
         ctx = FileContext(ref.path, ref.kind, ref.project_key)
         ctx.session_of_uuid = lambda uuid: _session_of_uuid(conn, file_id, uuid)
-        ledger.begin_file(file_id, keep_results=not getattr(adapter, "results_in_record", False))
+        ledger.begin_file(file_id, keep_tool_io=not getattr(adapter, "tool_io_in_record", False))
         sha256 = hashlib.sha256
         first_new_id = next_id
         records = records if isinstance(records, list) else list(records)

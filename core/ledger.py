@@ -36,6 +36,9 @@ SESSION_INFO_FIELDS = (
 )
 # tools that start a subagent whose first prompt is the tool's prompt parameter
 SPAWN_TOOLS = "'Task', 'Agent', 'newTask', 'new_task'"
+# tools whose input the ledger reads itself (to link and describe subagents): stored even when the
+# adapter can re-read inputs from their records
+PARAMS_KEPT = frozenset({"Task", "Agent", "newTask", "new_task", "Workflow"})
 # a session's naming records, found through the partial index ix_entries_titles
 TITLES_SQL = (
     "SELECT entry_type, content FROM entries WHERE session_id = ? AND content IS NOT NULL "
@@ -54,7 +57,7 @@ class Ledger:
         self.touched: set[str] = set()
         self.summaries_added = False
         self._file_id: int | None = None
-        self._keep_results = True
+        self._keep_tool_io = True
         # new calls by id; a result met in the same file fills its call in place (one INSERT, no UPDATE)
         self._tool_inserts: dict[str, list] = {}
         self._tool_updates: list[tuple] = []
@@ -68,11 +71,12 @@ class Ledger:
 
     # -------------------------------------------------------------- per file
 
-    def begin_file(self, source_file_id: int, keep_results: bool = True) -> None:
-        """`keep_results=False`: the file's adapter can re-read a tool result from its record
-        (`results_in_record`), so `result_json` stays NULL rather than copying the output."""
+    def begin_file(self, source_file_id: int, keep_tool_io: bool = True) -> None:
+        """`keep_tool_io=False`: the file's adapter can re-read a tool call's input and result from
+        their records (`tool_io_in_record`), so `params_json` (but for PARAMS_KEPT) and
+        `result_json` stay NULL rather than copying them."""
         self._file_id = source_file_id
-        self._keep_results = keep_results
+        self._keep_tool_io = keep_tool_io
         self._chunk_uuids = self._in_db = None
 
     def begin_chunk(self, uuids: list[str]) -> None:
@@ -162,12 +166,13 @@ class Ledger:
         for use in rec.tool_uses:
             sess["tool_call_count"] += 1
             sess["is_agentic"] = 1
+            params = use.input_json if self._keep_tool_io or use.name in PARAMS_KEPT else None
             self._tool_inserts.setdefault(use.id, [
-                use.id, rec.uuid, sid, use.name, use.number, use.input_json, "pending", ts, entry_id, turn_id,
+                use.id, rec.uuid, sid, use.name, use.number, params, "pending", ts, entry_id, turn_id,
                 None, None, None, None,
             ])
         for result in rec.tool_results:
-            content = result.content_json if self._keep_results else None
+            content = result.content_json if self._keep_tool_io else None
             call = self._tool_inserts.get(result.tool_use_id)
             if call is not None:
                 call[10:13] = content, ts, entry_id
@@ -628,7 +633,7 @@ def replay(conn: sqlite3.Connection, ledger: Ledger, sessions: set[str] | None) 
         ).fetchone()
         adapter = adapter_for(agent)
         ctx = FileContext(Path(path), kind, project_key)
-        ledger.begin_file(file_id, keep_results=not getattr(adapter, "results_in_record", False))
+        ledger.begin_file(file_id, keep_tool_io=not getattr(adapter, "tool_io_in_record", False))
         updates = []
         rows = conn.execute(
             "SELECT id, byte_offset, line_number, raw, newline FROM entries WHERE source_file_id = ? ORDER BY byte_offset",

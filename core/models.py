@@ -166,9 +166,9 @@ class AgentToolCall(SQLModel, table=True):
     session_id: str = Field(index=True)
     tool_name: str
     tool_number: int = _zero()
+    # both NULL where the adapter can re-read them from their records (`tool_io_in_record`, Claude):
+    # core.query.fill_tool_io derives them from entry_id's / result_entry_id's raw bytes instead
     params_json: str | None = None
-    # NULL where the adapter can re-read the result from its record (`results_in_record`, Claude):
-    # core.query.fill_results derives it from result_entry_id's raw bytes instead of a copy
     result_json: str | None = None
     status: str | None = None  # completed | failed | rejected | interrupted | pending
     child_session_id: str | None = None

@@ -130,6 +130,7 @@ class ToolCall:
     started_at: int | None
     completed_at: int | None
     result_entry_id: int | None = None  # the record the result came in
+    entry_id: int | None = None  # the record the call was made in
 
     @property
     def duration_ms(self) -> int | None:
@@ -177,19 +178,21 @@ def messages(conn: sqlite3.Connection, session_id: str, *, offset: int = 0, limi
         msg = by_entry.get(row[0])
         if msg is not None:
             msg.tool_calls.append(ToolCall(*row[1:]))
-    fill_results(conn, [c for m in out for c in m.tool_calls])
+    fill_tool_io(conn, [c for m in out for c in m.tool_calls])
     return out
 
 
 TOOL_CALL_COLUMNS = (
-    "id, tool_name, params_json, result_json, status, child_session_id, started_at, completed_at, result_entry_id"
+    "id, tool_name, params_json, result_json, status, child_session_id, started_at, completed_at, result_entry_id, "
+    "entry_id"
 )
 
 
-def fill_results(conn: sqlite3.Connection, calls: list[ToolCall]) -> None:
-    """Give calls their result where the ledger kept no copy of it (an adapter with
-    `results_in_record`): the result record is normalized again and its result picked out."""
-    wanted = sorted({c.result_entry_id for c in calls if c.result_json is None and c.result_entry_id is not None})
+def fill_tool_io(conn: sqlite3.Connection, calls: list[ToolCall]) -> None:
+    """Give calls their input and result where the ledger kept no copy of them (an adapter with
+    `tool_io_in_record`): the records they came in are normalized again and picked from."""
+    wanted = {c.entry_id for c in calls if c.params_json is None and c.entry_id is not None}
+    wanted |= {c.result_entry_id for c in calls if c.result_json is None and c.result_entry_id is not None}
     if not wanted:
         return
     import orjson
@@ -197,12 +200,13 @@ def fill_results(conn: sqlite3.Connection, calls: list[ToolCall]) -> None:
     from core.adapters import adapter_for
     from core.adapters.base import FileContext, RawRecord
 
-    found: dict[tuple[int, str], str] = {}
+    inputs: dict[tuple[int, str], str] = {}
+    results: dict[tuple[int, str], str] = {}
     contexts: dict[str, FileContext] = {}
     for eid, offset, line, raw, newline, path, agent, kind, project_key in conn.execute(
         "SELECT e.id, e.byte_offset, e.line_number, e.raw, e.newline, f.path, f.agent, f.kind, f.project_key "
         "FROM entries e JOIN source_files f ON f.id = e.source_file_id WHERE e.id IN (SELECT value FROM json_each(?))",
-        (orjson.dumps(wanted).decode(),),
+        (orjson.dumps(sorted(wanted)).decode(),),
     ):
         ctx = contexts.get(path)
         if ctx is None:
@@ -211,11 +215,15 @@ def fill_results(conn: sqlite3.Connection, calls: list[ToolCall]) -> None:
             rec = adapter_for(agent).normalize(RawRecord(offset, line, bytes(raw), bool(newline)), ctx)
         except KeyError:
             continue  # an agent this version no longer reads
+        for use in rec.tool_uses:
+            inputs[(eid, use.id)] = use.input_json
         for result in rec.tool_results:
-            found[(eid, result.tool_use_id)] = result.content_json
+            results[(eid, result.tool_use_id)] = result.content_json
     for call in calls:
+        if call.params_json is None and call.entry_id is not None:
+            call.params_json = inputs.get((call.entry_id, call.id))
         if call.result_json is None and call.result_entry_id is not None:
-            call.result_json = found.get((call.result_entry_id, call.id))
+            call.result_json = results.get((call.result_entry_id, call.id))
 
 
 def raw_entry(conn: sqlite3.Connection, entry_id: int) -> bytes | None:

@@ -280,7 +280,7 @@ def test_session_titles_are_found_through_their_own_index(conn):
     assert "ix_entries_titles" in plan
 
 
-def test_claude_tool_output_is_stored_once_and_read_back_from_its_record(conn, tmp_path):
+def test_claude_tool_input_and_output_are_stored_once_and_read_back_from_their_records(conn, tmp_path):
     from core import browse, query
 
     t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
@@ -291,16 +291,23 @@ def test_claude_tool_output_is_stored_once_and_read_back_from_its_record(conn, t
         {"type": "tool_result", "tool_use_id": "tu_a", "content": "a.py\nb.py"},
         {"type": "tool_result", "tool_use_id": "tu_b", "content": [{"type": "text", "text": "no such file"}],
          "is_error": True}]}})
-    t.assistant(tools=[tool_use("tu_late", "Read", file_path="c.py")])
+    t.assistant(tools=[tool_use("tu_late", "Read", file_path="c.py"),
+                       tool_use("tu_task", "Task", description="look", prompt="find it")])
     t.write()
     ingest(conn, tmp_path / "projects")
     t.tool_result("tu_late", "print('c')")  # the result arrives in a later run: an UPDATE, not an INSERT
     t.write()
     ingest(conn, tmp_path / "projects")
-    assert conn.execute("SELECT count(*) FROM agent_tool_calls WHERE result_json IS NOT NULL").fetchone()[0] == 0
-    expected = {"tu_a": '"a.py\\nb.py"', "tu_b": '[{"type":"text","text":"no such file"}]', "tu_late": '"print(\'c\')"'}
+    stored = dict(conn.execute("SELECT id, coalesce(params_json, '') || '|' || coalesce(result_json, '') "
+                               "FROM agent_tool_calls"))
+    # only the input the ledger reads itself (a subagent's Task) is kept
+    assert stored == {"tu_a": "|", "tu_b": "|", "tu_late": "|", "tu_task": '{"description":"look","prompt":"find it"}|'}
+    expected = {"tu_a": ('{"command":"ls"}', '"a.py\\nb.py"'),
+                "tu_b": ('{"command":"cat x"}', '[{"type":"text","text":"no such file"}]'),
+                "tu_late": ('{"file_path":"c.py"}', '"print(\'c\')"'),
+                "tu_task": ('{"description":"look","prompt":"find it"}', None)}
     calls = {c.id: c for m in query.messages(conn, SID) for c in m.tool_calls}
-    assert {k: c.result_json for k, c in calls.items()} == expected
+    assert {k: (c.params_json, c.result_json) for k, c in calls.items()} == expected
     assert calls["tu_b"].status == "failed" and calls["tu_late"].status == "completed"
     page = browse.message_page(conn, SID, 0, 10)
-    assert {c.id: c.result_json for m in page for c in m.tool_calls} == expected
+    assert {c.id: (c.params_json, c.result_json) for m in page for c in m.tool_calls} == expected

@@ -168,10 +168,12 @@ class Adapter(Protocol):
       log (a `.jsonl.zst`): the decoded log. The document is stored whole (its exact bytes stay
       restorable) and the decoded log is read like any log, as a source of kind "decoded" at
       `decoded_path(path)` that exists only in the ledger. Raise ValueError for a damaged file.
-    * ``results_in_record = True`` when a tool result can be read again from its own record alone
-      (`normalize` of that record with a fresh FileContext gives it back): the ledger then keeps no
-      copy in `agent_tool_calls.result_json` and readers re-derive it (`core.query.fill_results`).
-      Tool output is the bulk of a log, so the copy was ~16% of the database.
+    * ``tool_io_in_record = True`` when a tool call's input and its result can be read again from
+      their own records alone (`normalize` of that record with a fresh FileContext gives them back):
+      the ledger then keeps no copy in `agent_tool_calls.params_json` / `result_json` (but for the
+      inputs it reads itself, `ledger.PARAMS_KEPT`) and readers re-derive them
+      (`core.query.fill_tool_io`). Tool output and input are the bulk of a log: the copies were
+      ~20% of the database.
     """
 
     name: str

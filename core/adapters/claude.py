@@ -106,7 +106,7 @@ class ClaudeAdapter:
 
     name = AGENT
     mode = "lines"
-    results_in_record = True  # a tool_result block holds its whole output
+    tool_io_in_record = True  # tool_use and tool_result blocks hold the whole input and output
 
     def default_roots(self) -> list[Path]:
         return [config_dir() / "projects"]
