@@ -185,13 +185,13 @@ def snapshot_unchanged(stored: str | None) -> bool:
         return False
     if not isinstance(snapshot, dict) or not snapshot:
         return False
-    for path, (mtime_ns, size) in snapshot.items():
-        try:
+    try:
+        for path, (mtime_ns, size) in snapshot.items():
             st = os.stat(path)
-        except OSError:
-            return False
-        if st.st_mtime_ns != mtime_ns or (size and st.st_size != size):
-            return False
+            if st.st_mtime_ns != mtime_ns or (size and st.st_size != size):
+                return False
+    except (OSError, TypeError, ValueError):  # a folder gone, or a value of another shape
+        return False
     return True
 
 
@@ -213,7 +213,7 @@ def discover(
 
     walk.reset()  # one listing of each folder per run, shared by every adapter
     found: Found = {}
-    signatures: dict[str, str] = {}
+    snapshots: dict[str, str] = {}
     for root in roots:
         if not root.exists():
             continue
@@ -231,13 +231,13 @@ def discover(
             continue
         snapshot = folder_snapshot(root)  # before the walk: a file added meanwhile shows next time
         if snapshot is not None:
-            signatures[key] = orjson.dumps(snapshot).decode()
+            snapshots[key] = orjson.dumps(snapshot).decode()
         for adapter in all_adapters():
             for ref in adapter.discover(root):
                 path_key = str(ref.path.absolute())
                 if path_key not in found:
                     found[path_key] = (ref.agent, ref.kind, ref.project_key, adapter)
-    return found, signatures
+    return found, snapshots
 
 
 def run_ingest(
@@ -258,7 +258,7 @@ def run_ingest(
     report = IngestReport()
     roots = scan_roots(conn, list(sources), include_defaults, remember)
     report.roots = [str(r) for r in roots]
-    plans, signatures = _plan(conn, roots, report)
+    plans, snapshots = _plan(conn, roots, report)
     ledger = Ledger(conn)
     # Into an empty ledger, building the search index once after the load is much cheaper than
     # keeping it up to date file by file.
@@ -308,8 +308,8 @@ def run_ingest(
             fast_marker = None
         changed = ledger.finalize()
         if not report.cancelled:
-            for key, signature in signatures.items():
-                set_meta(conn, key, signature)
+            for key, snapshot in snapshots.items():
+                set_meta(conn, key, snapshot)
         if search_index.indexed_upto(conn) is not None:
             report.index_complete = False
         if build_index and not report.cancelled and report.index_complete is False:
@@ -408,7 +408,7 @@ def _plan(
     Also marks files that disappeared as gone. Returns (plans, root snapshots to store)."""
     _apply_rereads(conn)
     known = {r[0]: r for r in conn.execute(f"SELECT {INDEX_COLUMNS} FROM source_files")}
-    found, signatures = discover(roots, conn, known)
+    found, snapshots = discover(roots, conn, known)
     report.files_seen = len(found)
     plans: list[_Plan] = []
     for path, (agent, kind, project_key, adapter) in found.items():
@@ -431,7 +431,7 @@ def _plan(
         if path not in found and path.startswith(root_prefixes) and row[4] != "gone" and not os.path.exists(on_disk):
             conn.execute("UPDATE source_files SET status = 'gone' WHERE id = ?", (row[1],))
             report.files_gone += 1
-    return plans, signatures
+    return plans, snapshots
 
 
 def _known_row(conn: sqlite3.Connection, path: str) -> tuple | None:

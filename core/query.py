@@ -208,13 +208,14 @@ def fill_tool_io(conn: sqlite3.Connection, calls: list[ToolCall]) -> None:
         "FROM entries e JOIN source_files f ON f.id = e.source_file_id WHERE e.id IN (SELECT value FROM json_each(?))",
         (orjson.dumps(sorted(wanted)).decode(),),
     ):
+        try:
+            adapter = adapter_for(agent)
+        except KeyError:
+            continue  # an agent this version no longer reads
         ctx = contexts.get(path)
         if ctx is None:
             ctx = contexts[path] = FileContext(Path(path), kind, project_key)
-        try:
-            rec = adapter_for(agent).normalize(RawRecord(offset, line, bytes(raw), bool(newline)), ctx)
-        except KeyError:
-            continue  # an agent this version no longer reads
+        rec = adapter.normalize(RawRecord(offset, line, bytes(raw), bool(newline)), ctx)
         for use in rec.tool_uses:
             inputs[(eid, use.id)] = use.input_json
         for result in rec.tool_results:
