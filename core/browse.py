@@ -106,8 +106,10 @@ def _node(row: tuple) -> SessionNode:
 
 def project_sessions(conn: sqlite3.Connection, project_path: str, *, include_warmup: bool = False) -> list[SessionNode]:
     """Main sessions of one project, newest first (subagents hang below them)."""
+    # a plain equality where it can be one, so the project's rows come through an index
+    where = "s.project_path = ?" if project_path else "COALESCE(s.project_path, '') = ?"
     rows = conn.execute(
-        _NODE_SELECT + " WHERE COALESCE(s.project_path, '') = ? AND s.is_subagent = 0 AND s.message_count > 0 "
+        _NODE_SELECT + f" WHERE {where} AND s.is_subagent = 0 AND s.message_count > 0 "
         "ORDER BY COALESCE(s.ended_at, s.created_at, 0) DESC, s.id",
         (int(include_warmup), project_path),
     ).fetchall()

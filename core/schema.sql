@@ -206,6 +206,8 @@ CREATE INDEX IF NOT EXISTS ix_sessions_project ON agent_sessions (project_path);
 
 CREATE INDEX IF NOT EXISTS ix_entries_titles ON entries (session_id) WHERE entry_type IN ('custom-title', 'custom-title-file', 'ai-title', 'agent-name');
 
+CREATE INDEX IF NOT EXISTS ix_sessions_listing ON agent_sessions (project_path, is_subagent, message_count, ended_at, created_at, source, project);
+
 CREATE VIEW IF NOT EXISTS agent_messages AS
 SELECT
     COALESCE(e.uuid, 'entry-' || e.id) AS id,
