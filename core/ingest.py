@@ -174,16 +174,21 @@ def folder_snapshot(root: Path) -> dict[str, list[int]] | None:
     return snapshot
 
 
-def snapshot_unchanged(stored: str | None) -> bool:
-    """True when every folder of a stored snapshot still has its mtime: one stat per folder
-    rather than listing every file (1,200 folders of 7,400 files: ~5 ms against ~45 ms)."""
+def _load_snapshot(stored: str | None) -> dict[str, list[int]] | None:
     if not stored:
-        return False
+        return None
     try:
         snapshot = orjson.loads(stored)
     except orjson.JSONDecodeError:
-        return False
-    if not isinstance(snapshot, dict) or not snapshot:
+        return None
+    return snapshot if isinstance(snapshot, dict) and snapshot else None
+
+
+def snapshot_unchanged(stored: str | None) -> bool:
+    """True when every folder of a stored snapshot still has its mtime: one stat per folder
+    rather than listing every file (1,200 folders of 7,400 files: ~5 ms against ~45 ms)."""
+    snapshot = _load_snapshot(stored)
+    if snapshot is None:
         return False
     try:
         for path, (mtime_ns, size) in snapshot.items():
@@ -214,24 +219,44 @@ def discover(
     walk.reset()  # one listing of each folder per run, shared by every adapter
     found: Found = {}
     snapshots: dict[str, str] = {}
+
+    def add_known(root: Path, folders: set[str] | None) -> None:
+        """The files recorded under `root` last time (only those in `folders`, when given)."""
+        whole = str(root)
+        prefix = whole if not root.is_dir() else whole.rstrip(os.sep) + os.sep
+        for path, row in (known or {}).items():
+            if row[4] == "gone" or row[6] == "decoded" or path in found:
+                continue
+            if (path == whole or path.startswith(prefix)) and (folders is None or os.path.dirname(path) in folders):
+                adapter = ADAPTERS.get(row[5])
+                if adapter is not None:
+                    found[path] = (row[5], row[6], row[7], adapter)
+
     for root in roots:
         if not root.exists():
             continue
         key = f"roots:{root}"
-        if conn is not None and known is not None and snapshot_unchanged(get_meta(conn, key)):
-            whole = str(root)
-            prefix = whole if not root.is_dir() else whole.rstrip(os.sep) + os.sep
-            for path, row in known.items():
-                if row[4] == "gone" or row[6] == "decoded" or path in found:
-                    continue
-                if path == whole or path.startswith(prefix):
-                    adapter = ADAPTERS.get(row[5])
-                    if adapter is not None:
-                        found[path] = (row[5], row[6], row[7], adapter)
+        stored = get_meta(conn, key) if conn is not None and known is not None else None
+        if snapshot_unchanged(stored):
+            add_known(root, None)
             continue
         snapshot = folder_snapshot(root)  # before the walk: a file added meanwhile shows next time
         if snapshot is not None:
             snapshots[key] = orjson.dumps(snapshot).decode()
+        walk.reset()
+        previous = _load_snapshot(stored)
+        if previous and snapshot and root.is_dir():
+            # Only the folders whose mtime moved can hold new files (a new session in a project
+            # folder): the others keep the files recorded last time and offer none to the
+            # adapters, whose per-file checks over 7,000 files took ~0.8 s.
+            unchanged = {folder for folder, value in snapshot.items() if previous.get(folder) == value}
+            subfolders: dict[str, list[str]] = {}
+            for folder in snapshot:
+                if folder != str(root):
+                    subfolders.setdefault(os.path.dirname(folder), []).append(os.path.basename(folder))
+            for folder in unchanged:
+                walk.seed(folder, sorted(subfolders.get(folder, [])))
+            add_known(root, unchanged)
         for adapter in all_adapters():
             for ref in adapter.discover(root):
                 path_key = str(ref.path.absolute())

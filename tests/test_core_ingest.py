@@ -457,3 +457,38 @@ def test_ingest_leaves_no_reference_cycles_behind(conn, tmp_path):
         gc.enable()
     text = conn.execute("SELECT tool_text FROM entries WHERE tool_text LIKE 'MultiEdit%'").fetchone()[0]
     assert text == "MultiEdit a.py a b c"  # the input's strings, depth first, in order
+
+
+def test_a_new_file_in_one_folder_is_found_without_offering_the_other_folders_files_again(conn, tmp_path, monkeypatch):
+    from core.adapters.claude import ClaudeAdapter
+
+    def session_in(project: str, sid: str) -> Transcript:
+        t = Transcript(tmp_path / "projects" / project / f"{sid}.jsonl", sid)
+        t.user("hello")
+        t.assistant("hi")
+        return t
+
+    session_in("-home-dev-app", "11111111-aaaa-4bbb-8ccc-000000000001").write()
+    session_in("-home-dev-api", "22222222-aaaa-4bbb-8ccc-000000000002").write()
+    gone = session_in("-home-dev-api", "33333333-aaaa-4bbb-8ccc-000000000003")
+    gone.write()
+    assert ingest(conn, tmp_path / "projects").files_read == 3
+    asked: list[str] = []
+    real = ClaudeAdapter.claims
+
+    def claims(self, path):
+        asked.append(path.parent.name)
+        return real(self, path)
+
+    monkeypatch.setattr(ClaudeAdapter, "claims", claims)
+    time.sleep(0.01)
+    session_in("-home-dev-api", "44444444-aaaa-4bbb-8ccc-000000000004").write()  # a new session
+    gone.path.unlink()
+    report = ingest(conn, tmp_path / "projects")
+    assert report.files_read == 1 and report.files_seen == 3 and report.files_gone == 1
+    assert asked and set(asked) == {"-home-dev-api"}  # the app folder's file was not offered again
+    sessions = {r[0] for r in conn.execute("SELECT id FROM agent_sessions")}
+    assert "44444444-aaaa-4bbb-8ccc-000000000004" in sessions and len(sessions) == 4
+    asked.clear()
+    again = ingest(conn, tmp_path / "projects")  # nothing changed since: no folder is walked
+    assert again.files_seen == 3 and again.files_read == 0 and asked == []

@@ -3,6 +3,7 @@
 Each adapter discovers its files with `os.walk`-style loops; with a dozen adapters over the same
 --source folder that meant a dozen walks. `walk` lists each folder once per run and replays the
 listing with `os.walk` semantics (top-down, and a caller that prunes `dirnames` is not descended).
+Folders unchanged since the last run can be `seed`ed so that only the changed ones offer files.
 """
 
 from __future__ import annotations
@@ -16,6 +17,13 @@ _listing: dict[str, tuple[list[str], list[str], frozenset[str]]] = {}
 def reset() -> None:
     """Forget the listings: called at the start of each discovery so new files are seen."""
     _listing.clear()
+
+
+def seed(path: str, dirs: list[str]) -> None:
+    """Stand in for listing a folder the run knows to be unchanged since the last one: its
+    subfolders are walked as usual, but its files are not offered again (the ledger already knows
+    which of them are sources, and the adapters' per-file checks were most of a walk's cost)."""
+    _listing[path] = (dirs, [], frozenset())
 
 
 def _list(path: str) -> tuple[list[str], list[str], frozenset[str]]:
