@@ -565,6 +565,17 @@ def scenario_rewrite_grow(ctx: RunContext) -> None:
     _rewrite(ctx, False, "rewrite_grow")
 
 
+def scenario_new_session(ctx: RunContext) -> None:
+    """A new ~20 KB session file in the largest file's project folder (what starting an agent
+    session does), then the ingest command: the folder's mtime moves, so discovery looks again."""
+    folder = (ctx.archive / ctx.manifest["largest"]["path"]).parent
+    gen_archive.write_single_session(folder, 20_000, ctx.seed + 7)
+    proc, report = tl_ingest(ctx.tools, ctx.work / "cold.db", ctx.archive)
+    record(ctx, "newsession", proc)
+    ctx.values.update({"newsession.files_read": float(report["files_read"]),
+                       "newsession.files_seen": float(report["files_seen"])})
+
+
 Scenario = Callable[[RunContext], None]
 # order matters: cold → (ccl cold) → no-change → (ccl warm) interleaves A B A B within a run
 SCENARIOS: list[tuple[str, Scenario, bool]] = [  # (name, function, needs claude-code-log)
@@ -578,6 +589,7 @@ SCENARIOS: list[tuple[str, Scenario, bool]] = [  # (name, function, needs claude
     ("append1mb", scenario_append, False),
     ("rewrite_same", scenario_rewrite_same_size, False),
     ("rewrite_grow", scenario_rewrite_grow, False),
+    ("newsession", scenario_new_session, False),
 ]
 
 
@@ -644,6 +656,8 @@ ROWS: list[tuple[str, str, str, str]] = [
     ("rewrite_grow.seconds", "edit a line mid-file, file grows, re-ingest", "wall time", "s"),
     ("rewrite_grow.bytes_read_mb", "edit a line mid-file, file grows, re-ingest", "bytes read", "MB"),
     ("rewrite_grow.detected", "edit a line mid-file, file grows, re-ingest", "change picked up (1 = yes)", ""),
+    ("newsession.seconds", "a new 20 KB session file in a project folder, re-ingest", "wall time", "s"),
+    ("newsession.files_read", "a new 20 KB session file in a project folder, re-ingest", "files read", ""),
     ("search.p50_ms", "search, in process, queries.txt (median of 5 per query)", "p50 over queries", "ms"),
     ("search.p95_ms", "search, in process, queries.txt (median of 5 per query)", "p95 over queries", "ms"),
     ("search.max_ms", "search, in process, queries.txt (median of 5 per query)", "slowest query", "ms"),
