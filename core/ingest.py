@@ -184,11 +184,11 @@ def _load_snapshot(stored: str | None) -> dict[str, list[int]] | None:
     return snapshot if isinstance(snapshot, dict) and snapshot else None
 
 
-def snapshot_unchanged(stored: str | None) -> bool:
+def snapshot_unchanged(stored: str | dict[str, list[int]] | None) -> bool:
     """True when every folder of a stored snapshot still has its mtime: one stat per folder
     rather than listing every file (1,200 folders of 7,400 files: ~5 ms against ~45 ms)."""
-    snapshot = _load_snapshot(stored)
-    if snapshot is None:
+    snapshot = stored if isinstance(stored, dict) else _load_snapshot(stored)
+    if not snapshot:
         return False
     try:
         for path, (mtime_ns, size) in snapshot.items():
@@ -236,15 +236,14 @@ def discover(
         if not root.exists():
             continue
         key = f"roots:{root}"
-        stored = get_meta(conn, key) if conn is not None and known is not None else None
-        if snapshot_unchanged(stored):
+        previous = _load_snapshot(get_meta(conn, key)) if conn is not None and known is not None else None
+        if snapshot_unchanged(previous):
             add_known(root, None)
             continue
         snapshot = folder_snapshot(root)  # before the walk: a file added meanwhile shows next time
         if snapshot is not None:
             snapshots[key] = orjson.dumps(snapshot).decode()
         walk.reset()
-        previous = _load_snapshot(stored)
         if previous and snapshot and root.is_dir():
             # Only the folders whose mtime moved can hold new files (a new session in a project
             # folder): the others keep the files recorded last time and offer none to the
