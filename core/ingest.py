@@ -216,7 +216,6 @@ def discover(
     was a quarter of a launch."""
     from core.adapters import ADAPTERS
 
-    walk.reset()  # one listing of each folder per run, shared by every adapter
     found: Found = {}
     snapshots: dict[str, str] = {}
 
@@ -243,6 +242,8 @@ def discover(
         snapshot = folder_snapshot(root)  # before the walk: a file added meanwhile shows next time
         if snapshot is not None:
             snapshots[key] = orjson.dumps(snapshot).decode()
+        # one listing of each folder per root, shared by every adapter; a fresh one per root, so
+        # that one root's seeds (below) never hide files from another root's walk
         walk.reset()
         if previous and snapshot and root.is_dir():
             # Only the folders whose mtime moved can hold new files (a new session in a project

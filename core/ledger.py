@@ -519,6 +519,8 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
             (root + ":", root + ";", root, root),
         ):
             found[row[0]] = row
+    if not found:
+        return
     # a subagent whose call already points at it with the final status it has needs nothing: a
     # long session with a hundred subagents asked ~300 questions per append otherwise
     calls = {

@@ -6,6 +6,8 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import orjson
+
 
 @dataclass(slots=True)
 class SessionSummary:
@@ -195,9 +197,7 @@ def fill_tool_io(conn: sqlite3.Connection, calls: list[ToolCall]) -> None:
     wanted |= {c.result_entry_id for c in calls if c.result_json is None and c.result_entry_id is not None}
     if not wanted:
         return
-    import orjson
-
-    from core.adapters import adapter_for
+    from core.adapters import adapter_for  # the adapters load on demand (see core.adapters)
     from core.adapters.base import FileContext, RawRecord
 
     inputs: dict[tuple[int, str], str] = {}

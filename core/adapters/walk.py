@@ -1,4 +1,4 @@
-"""One directory walk per ingest run, shared by every adapter.
+"""One directory walk per root and ingest run, shared by every adapter.
 
 Each adapter discovers its files with `os.walk`-style loops; with a dozen adapters over the same
 --source folder that meant a dozen walks. `walk` lists each folder once per run and replays the
@@ -15,7 +15,7 @@ _listing: dict[str, tuple[list[str], list[str], frozenset[str]]] = {}
 
 
 def reset() -> None:
-    """Forget the listings: called at the start of each discovery so new files are seen."""
+    """Forget the listings (and seeds): called before each root is walked, so new files are seen."""
     _listing.clear()
 
 
