@@ -1,7 +1,7 @@
 """One directory walk per root and ingest run, shared by every adapter.
 
 Each adapter discovers its files with `os.walk`-style loops; with a dozen adapters over the same
---source folder that meant a dozen walks. `walk` lists each folder once per run and replays the
+--source folder that meant a dozen walks. `walk` lists each folder once per root and replays the
 listing with `os.walk` semantics (top-down, and a caller that prunes `dirnames` is not descended).
 Folders unchanged since the last run can be `seed`ed so that only the changed ones offer files.
 """
