@@ -3,7 +3,8 @@
     python scripts/measure_tui.py DB [--runs 5] [--only first,browse,search] [--source DIR] [--installed]
 
 Reports, as medians:
-  first frame      process start → the first frame with the projects and sessions drawn
+  first frame      process start → the first frame with the projects and sessions drawn; and
+                   → settled, when the app's queue first runs empty (the frames after the first drawn)
                    (a fresh interpreter each run, so it includes importing Textual); with --source
                    the app also ingests DIR behind, as a plain `threadloom` launch does
   open largest     selecting the session with the most messages → its first paint
@@ -34,24 +35,41 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Prints one JSON line at the first frame: "ms" since the child's first line of Python, and "at",
-# CLOCK_MONOTONIC then (system-wide on Linux, so a parent that noted the clock when it started the
-# process gets process start → first frame, the interpreter's own start included).
+# Prints one JSON line once the app has settled: "ms" since the child's first line of Python to the
+# first frame drawn with the projects and sessions in it (the first `App._display` after the panes
+# are filled, as PERF.md measured Textual's first frames), and "at", CLOCK_MONOTONIC then
+# (system-wide on Linux, so a parent that noted the clock when it started the process gets process
+# start → first frame, the interpreter's own start included); "settled_ms" / "settled_at" when the
+# app's queue first ran empty after mounting (the frames that follow the first one are drawn by then).
 FIRST_FRAME = """
 import time
 t0 = time.perf_counter()
 import json, sys
 {path_setup}from pathlib import Path
 from tui.app import ThreadloomApp
+from tui.panes import ProjectList, SessionTree
 
 class Timed(ThreadloomApp):
+    first = None
+
+    def _display(self, screen, update):
+        super()._display(screen, update)
+        if update is not None and self.first is None and self.panes_filled():
+            self.first = (time.perf_counter(), time.clock_gettime(time.CLOCK_MONOTONIC))
+
+    def panes_filled(self):
+        screen = self.main_screen
+        return screen.query_one(ProjectList).option_count > 0 and bool(screen.query_one(SessionTree).root.children)
+
     def on_mount(self):
-        self.call_after_refresh(self.done)  # queued first: the frame with projects and sessions
+        self.call_after_refresh(self.done)  # queued first: runs when the queue is next empty
         super().on_mount()
 
     def done(self):
-        ms = (time.perf_counter() - t0) * 1000
-        print(json.dumps({{"ms": ms, "at": time.clock_gettime(time.CLOCK_MONOTONIC)}}), flush=True)
+        settled = (time.perf_counter(), time.clock_gettime(time.CLOCK_MONOTONIC))
+        first = self.first or settled
+        print(json.dumps({{"ms": (first[0] - t0) * 1000, "at": first[1],
+                          "settled_ms": (settled[0] - t0) * 1000, "settled_at": settled[1]}}), flush=True)
         cancel = getattr(self, "cancel_event", None)
         if cancel is not None:
             cancel.set()  # an ingest running behind stops at its next file
@@ -73,11 +91,13 @@ def first_frame_code(db: Path, *, sources: list[Path] | None = None, root: Path 
                               ingest=bool(sources))
 
 
-def first_frame_ms(db: Path, *, sources: list[Path] | None = None, root: Path | None = ROOT) -> float:
-    """From the child's first line of Python (the interpreter's own ~12 ms start comes on top)."""
+def first_frame_ms(db: Path, *, sources: list[Path] | None = None, root: Path | None = ROOT) -> tuple[float, float]:
+    """The first frame with data and the settled app, in ms from the child's first line of Python
+    (the interpreter's own ~12 ms start comes on top)."""
     code = first_frame_code(db, sources=sources, root=root)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return float(json.loads(out.stdout.strip().splitlines()[-1])["ms"])
+    line = json.loads(out.stdout.strip().splitlines()[-1])
+    return float(line["ms"]), float(line["settled_ms"])
 
 
 async def browse(db: Path) -> dict[str, float]:
@@ -222,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, object] = {"db": str(args.db)}
     if "first" in parts:
         firsts = [first_frame_ms(args.db, sources=args.source, root=root) for _ in range(args.runs)]
-        result["first_frame_ms"] = round(statistics.median(firsts), 1)
+        result["first_frame_ms"] = round(statistics.median(f for f, _ in firsts), 1)
+        result["settled_ms"] = round(statistics.median(s for _, s in firsts), 1)
     if "browse" in parts:
         runs = [asyncio.run(browse(args.db)) for _ in range(max(1, args.runs // 2))]
         result.update({k: round(statistics.median(r[k] for r in runs), 1) for k in runs[0]})

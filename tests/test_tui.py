@@ -231,6 +231,39 @@ async def test_resize_to_80x24_collapses_panes(demo_db: Path) -> None:
         assert projects.display and tree.display and view.display
 
 
+@pytest.mark.parametrize("size", [(140, 40), (140, 12), (160, 40)])
+async def test_first_load_draws_the_project_list_once(demo_db: Path, size: tuple[int, int],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first frame is drawn with the layout classes and the prompts' final width: restyling or
+    refilling the panes after it cost a whole-screen layout each. At 12 rows the list scrolls."""
+    fills: list[int] = []
+    original = ProjectList.set_projects
+
+    def counted(self: ProjectList, projects: list) -> None:
+        original(self, projects)
+        fills.append(self._width)
+
+    monkeypatch.setattr(ProjectList, "set_projects", counted)
+    born_with: list[set[str]] = []
+    make_screen = ThreadloomApp.get_default_screen
+
+    def recorded(self: ThreadloomApp):  # type: ignore[no-untyped-def]
+        screen = make_screen(self)
+        born_with.append(set(screen.classes))
+        return screen
+
+    monkeypatch.setattr(ThreadloomApp, "get_default_screen", recorded)
+    app = make_app(demo_db)
+    layout = "-wide" if size[0] >= 150 else "-medium"
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        projects = app.query_one(ProjectList)
+        assert projects.show_vertical_scrollbar == (size[1] == 12)
+        assert fills == [projects._prompt_width()]
+        assert app.main_screen.has_class(layout)
+    assert born_with == [{layout, "-focus-projects"}]
+
+
 async def test_help_lists_keys_of_focused_pane(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:

@@ -73,6 +73,13 @@ class RecordsLoaded(Message):
         self.report = report
 
 
+def _layout_classes(width: int, focused: str) -> dict[str, bool]:
+    """The main screen's classes for a terminal width and the focused pane (app.tcss reads them)."""
+    classes = {"-narrow": width < NARROW, "-medium": NARROW <= width < WIDE, "-wide": width >= WIDE}
+    classes.update({f"-focus-{pane}": focused == pane for pane in PANE_IDS})
+    return classes
+
+
 class MainScreen(Screen[None]):
     """The browsing screen; only here so its copy binding has an id like every other one."""
 
@@ -145,7 +152,10 @@ class ThreadloomApp(App[int]):
         return self.screen_stack[0] if self.screen_stack else self.screen
 
     def get_default_screen(self) -> Screen:
-        return MainScreen(id="_default")
+        # born with its layout classes: adding them after the panes are styled restyles every one
+        # of them again (60 ms of the first frame)
+        classes = " ".join(name for name, wanted in _layout_classes(self.size.width, "projects").items() if wanted)
+        return MainScreen(id="_default", classes=classes)
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="panes"):
@@ -173,15 +183,17 @@ class ThreadloomApp(App[int]):
             self.db_path = default_db_path()
         if self.db_path.exists():
             self._open_database()
-        if self.ingest_on_start:
-            # after the first frame: the worker's imports and stats would otherwise hold the GIL
-            # while the archive we already have is being drawn
-            self.call_after_refresh(self.start_ingest)
-        elif self.conn is None:
+        if not self.ingest_on_start and self.conn is None:  # else on_ready starts the ingest
             self._open_database()
             self.refresh_panes()
         if not self.main_screen.has_class("-empty"):
             self.main_screen.query_one(ProjectList).focus()
+
+    def on_ready(self) -> None:
+        """The first frame is displayed: only now start the ingest, whose imports and stats would
+        otherwise hold the GIL while the archive we already have is being drawn."""
+        if self.ingest_on_start and not self.demo:
+            self.start_ingest()
 
     def _load_keymap(self) -> None:
         path = keymap_path()
@@ -207,13 +219,8 @@ class ThreadloomApp(App[int]):
         self._apply_layout(event.size.width)
 
     def _apply_layout(self, width: int | None = None) -> None:
-        width = width or self.size.width
-        self.main_screen.set_class(width < NARROW, "-narrow")
-        self.main_screen.set_class(NARROW <= width < WIDE, "-medium")
-        self.main_screen.set_class(width >= WIDE, "-wide")
-        focused = self._focused_pane()
-        for pane in PANE_IDS:
-            self.main_screen.set_class(focused == pane, f"-focus-{pane}")
+        for name, wanted in _layout_classes(width or self.size.width, self._focused_pane()).items():
+            self.main_screen.set_class(wanted, name)
 
     def _focused_pane(self) -> str:
         widget: Widget | None = self.focused

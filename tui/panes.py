@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
+from textual.css.scalar import Unit
 from textual.widgets import OptionList, Tree
 from textual.widgets.option_list import Option
 from textual.widgets.tree import TreeNode
@@ -24,6 +25,9 @@ from tui.render import short_model, when
 
 STATUS_MARK = {"completed": ("✓", "green"), "failed": ("✗", "red"), "rejected": ("⊘", "yellow"),
                "interrupted": ("⏹", "yellow"), "pending": ("…", "dim")}
+
+
+PROMPT_LINES = 4  # a project's rows in the list: name, counts, path and a blank line
 
 
 class ProjectList(OptionList):
@@ -61,7 +65,16 @@ class ProjectList(OptionList):
         self.border_title = f"Projects ({len(projects)})"
 
     def _prompt_width(self) -> int:
-        return max(16, (self.scrollable_content_region.width or 28) - 2)
+        width = self.scrollable_content_region.width
+        declared = self.styles.width
+        if not width and declared is not None and declared.unit == Unit.CELLS:
+            # not laid out yet (the first load): the width the stylesheet gives, less the scrollbar
+            # when the rows cannot fit the terminal, so the first frame is drawn at its final width
+            # rather than redrawn once that is known (a guess that is off is mended in on_resize)
+            width = int(declared.value) - self.styles.gutter.width
+            if PROMPT_LINES * len(self.projects) > self.app.size.height - 3:  # footer and borders
+                width -= self.styles.scrollbar_size_vertical
+        return max(16, (width or 28) - 2)
 
     def on_resize(self) -> None:
         if self.projects and self._prompt_width() != self._width:
