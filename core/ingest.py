@@ -218,6 +218,7 @@ def discover(
 
     found: Found = {}
     snapshots: dict[str, str] = {}
+    adapters: dict[str, Adapter | None] = {}
 
     def add_known(root: Path, folders: set[str] | None) -> None:
         """The files recorded under `root` last time (only those in `folders`, when given)."""
@@ -227,7 +228,10 @@ def discover(
             if row[4] == "gone" or row[6] == "decoded" or path in found:
                 continue
             if (path == whole or path.startswith(prefix)) and (folders is None or os.path.dirname(path) in folders):
-                adapter = ADAPTERS.get(row[5])
+                agent = row[5]
+                if agent not in adapters:  # once per agent: the registry's own lookup is slow per file
+                    adapters[agent] = ADAPTERS.get(agent)
+                adapter = adapters[agent]
                 if adapter is not None:
                     found[path] = (row[5], row[6], row[7], adapter)
 
