@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -407,6 +408,46 @@ async def test_archive_is_browsable_while_the_search_index_builds(tmp_path: Path
         await pilot.pause()
         assert any("Search index complete" in n.message for n in app._notifications)
         assert not app.screen.has_class("-ingesting")
+
+
+async def test_first_load_is_browsable_while_it_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first load runs without a journal as the database's writer; the panes read what its
+    committed transactions hold through a read-only connection, long before the load ends."""
+    import core.ingest
+
+    root = small_archive(tmp_path)
+    real_ingest_file = core.ingest._ingest_file
+    halfway, release = threading.Event(), threading.Event()
+    calls = []
+
+    def held(conn, ledger, plan, *, undo_by_delete=False):  # type: ignore[no-untyped-def]
+        calls.append(plan.ref.path)
+        time.sleep(0.06)  # progress is posted at most every 50 ms
+        if len(calls) == 4:
+            halfway.set()
+            assert release.wait(10)
+        return real_ingest_file(conn, ledger, plan, undo_by_delete=undo_by_delete)
+
+    monkeypatch.setattr(core.ingest, "_ingest_file", held)
+    monkeypatch.setattr(core.ingest._Batch, "MAX_SECONDS", 0.0)  # a transaction per file
+    app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
+    async with app.run_test(size=(140, 40)) as pilot:
+        assert await event_set(pilot, halfway)
+        await pilot.pause(0.3)
+        assert app.ingesting and app.load_reader and app.conn is not None
+        assert app.conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal"  # still the fast load
+        projects = app.query_one(ProjectList)
+        loaded = {p.name for p in projects.projects}
+        assert 1 <= len(loaded) < 4
+        assert app.query_one(SessionTree).sessions
+        assert not app.check_action("fork", ())
+        release.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not app.load_reader
+        assert app.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert projects.border_title == "Projects (4)"
+        assert any(n.title == "Ingest done" for n in app._notifications)
 
 
 async def test_empty_state_then_demo(tmp_path: Path) -> None:

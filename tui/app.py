@@ -57,12 +57,14 @@ class IngestProgressed(Message):
 
 
 class IngestStatus(Message):
-    """A phase of the ingest worker the user should see (writing the demo, database ready)."""
+    """A phase of the ingest worker the user should see (writing the demo, database ready, or a
+    first load under way, which the panes read through a read-only connection)."""
 
-    def __init__(self, text: str, *, database_ready: bool = False) -> None:
+    def __init__(self, text: str, *, database_ready: bool = False, first_load: bool = False) -> None:
         super().__init__()
         self.text = text
         self.database_ready = database_ready
+        self.first_load = first_load
 
 
 class RecordsLoaded(Message):
@@ -133,6 +135,8 @@ class ThreadloomApp(App[int]):
         self.now = now
         self.demo_long_turns = demo_long_turns
         self.conn: sqlite3.Connection | None = None
+        self.first_load = False  # a first load is filling an empty database
+        self.load_reader = False  # self.conn is a read-only connection opened during that load
         self.temp_dir: Path | None = None
         self.cancel_event = threading.Event()
         self.ingesting = False
@@ -203,17 +207,30 @@ class ThreadloomApp(App[int]):
         for problem in problems:
             self.notify(problem, title="Keymap not applied", severity="warning", timeout=8)
 
-    def _open_database(self) -> None:
+    def _open_database(self, *, readonly: bool = False) -> None:
         from core.db import LedgerError, connect
 
         if self.conn is not None:
             return
         try:
-            self.conn = connect(self.db_path)
+            self.conn = connect(self.db_path, readonly=readonly)
         except LedgerError as exc:
             self.push_screen(ErrorScreen("Cannot open the database", str(exc)))
             return
+        self.load_reader = readonly
         self.refresh_panes()
+
+    def _end_load_reader(self) -> None:
+        """The first load is over: browse through an ordinary connection from now on."""
+        if not self.load_reader or self.conn is None:
+            return
+        reader, self.conn = self.conn, None
+        self.load_reader = False
+        self._open_database()
+        view = self.main_screen.query_one(MessageView)
+        if view.conn is reader:
+            view.conn = self.conn
+        reader.close()
 
     def on_resize(self, event: events.Resize) -> None:
         self._apply_layout(event.size.width)
@@ -427,12 +444,12 @@ class ThreadloomApp(App[int]):
             # A first load into an empty ledger runs fastest as the database's only connection (no
             # journal): the panes open the database when its records are in.
             first_load = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM entries)").fetchone()[0] == 1
-            self.post_message(IngestStatus("Reading agent logs", database_ready=not first_load))
+            self.post_message(IngestStatus("Reading agent logs", database_ready=not first_load, first_load=first_load))
             last = [0.0]
 
             def progress(p: Progress) -> None:
                 now = time.monotonic()
-                if now - last[0] >= 0.05 or p.files_done == p.files_total:
+                if now - last[0] >= 0.05 or p.files_done in (1, p.files_total):  # 1: the panes may read
                     last[0] = now
                     self.post_message(IngestProgressed(p))
 
@@ -465,6 +482,8 @@ class ThreadloomApp(App[int]):
     def on_records_loaded(self, event: RecordsLoaded) -> None:
         report = event.report
         self.last_report = report
+        self.first_load = False
+        self._end_load_reader()
         if self.conn is None:
             self._open_database()
         self.refresh_panes()
@@ -478,6 +497,7 @@ class ThreadloomApp(App[int]):
     def on_ingest_status(self, event: IngestStatus) -> None:
         self._status = event.text
         self.main_screen.query_one("#ingest-label", Label).update(f"{event.text}…")
+        self.first_load = self.first_load or event.first_load
         if event.database_ready and self.conn is None:
             self._open_database()
 
@@ -489,15 +509,24 @@ class ThreadloomApp(App[int]):
         if p.path == INDEXING:
             bar.update(total=max(1, p.index_total), progress=p.index_done)
             self.main_screen.query_one("#ingest-label", Label).update(
-                f"Indexing for search: {p.index_done / max(1, p.index_total):.0%} · browse meanwhile · Esc pauses"
+                f"Indexing for search: {p.index_done / max(1, p.index_total):.0%} · browse meanwhile · Esc pauses",
+                layout=False,  # its size is fixed: no layout of the whole screen 20 times a second
             )
             return
         bar.update(total=max(1, p.bytes_total), progress=p.bytes_done)
         self.main_screen.query_one("#ingest-label", Label).update(
             f"{self._status}: {p.files_done:,}/{p.files_total:,} files · "
-            f"{p.bytes_done / 1e6:,.1f}/{p.bytes_total / 1e6:,.1f} MB · Esc cancels"
+            f"{p.bytes_done / 1e6:,.1f}/{p.bytes_total / 1e6:,.1f} MB · Esc cancels",
+            layout=False,
         )
-        if time.monotonic() - self._last_pane_refresh > 0.7:
+        if self.conn is None and self.first_load and p.files_done > 0:
+            # the load is under way (its files are being written in ~1 s transactions): browse
+            # what is in meanwhile, read-only, rather than wait a minute for a large archive
+            self._open_database(readonly=True)
+        # during a first load a refresh takes the GIL and the database from the load: once the
+        # panes show something, every 3 s is enough
+        shown = bool(self.main_screen.query_one(ProjectList).projects)
+        if time.monotonic() - self._last_pane_refresh > (3.0 if self.load_reader and shown else 0.7):
             self.refresh_panes()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -509,6 +538,16 @@ class ThreadloomApp(App[int]):
                                                            WorkerState.CANCELLED):
             return
         self.ingesting = False
+        self.first_load = False
+        if event.state == WorkerState.ERROR and self.load_reader and self.conn is not None:
+            # a first load that failed is started afresh by the next launch: show none of it
+            self.main_screen.query_one(MessageView).clear()
+            self.main_screen.query_one(ProjectList).set_projects([])
+            self.main_screen.query_one(SessionTree).show_project(self.conn, None)
+            self.main_screen.query_one(SessionTree).conn = None
+            self.conn.close()
+            self.conn, self.load_reader = None, False
+        self._end_load_reader()  # a first load cancelled half-way: what is in stays browsable
         self.refresh_bindings()
         self.main_screen.remove_class("-ingesting")
         if event.state == WorkerState.ERROR:
@@ -555,8 +594,8 @@ class ThreadloomApp(App[int]):
             return action not in BROWSER_ONLY
         if action == "back_to_search":
             return self._search_return and self.search_screen is not None
-        if action == "fork":
-            return self._focused_pane() in ("messages", "sessions") and self.conn is not None
+        if action == "fork":  # not during a first load: forking ingests the fork, after the load
+            return self._focused_pane() in ("messages", "sessions") and self.conn is not None and not self.load_reader
         if action == "cancel_ingest":
             return self.ingesting
         if action == "open_demo":
