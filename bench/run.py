@@ -455,6 +455,8 @@ def scenario_tui(ctx: RunContext) -> None:
     (and to "settled", when the app's queue first runs empty and the frames after it are drawn), TUI_LAUNCHES
     times with the ingest of the unchanged archive running behind (a plain `threadloom --source
     ARCHIVE` launch) and as many with the ingest off (`--no-ingest`); the median of each.
+    First launch: the same on an empty database, to the first frame with sessions in it while the
+    first load runs (which is then stopped).
     Browsing: `scripts/measure_tui.py DB --only browse` in one process: the largest session opened
     (→ first paint), 10 pages down (median → next paint), the end; peak RSS is that process's.
     """
@@ -488,6 +490,19 @@ def scenario_tui(ctx: RunContext) -> None:
             ctx.values[f"{key}.foreign_cpu_s"] = statistics.median(noise)  # per launch (the whole process)
             if sources:
                 ctx.values["tui.first_frame_rss_mb"] = max(rss)
+        # a first launch: an empty database, the whole archive to load; the panes read the load's
+        # first transactions, so the first frame with sessions comes long before the load ends
+        starts = []
+        for _ in range(TUI_LAUNCHES):
+            fresh = ctx.work / "first-launch.db"
+            for suffix in ("", "-wal", "-shm", ".first-load"):
+                Path(f"{fresh}{suffix}").unlink(missing_ok=True)
+            code = measure_tui.first_frame_code(fresh, sources=[ctx.archive], root=None, wait_for_data=True)
+            proc = launch([sys.executable, "-c", code])
+            if proc.started_at is None:
+                raise RuntimeError("the launcher did not report when it started the process")
+            starts.append(proc.json()["at"] - proc.started_at)
+        ctx.values["tui.first_load_data_s"] = statistics.median(starts)
         browsing = launch([sys.executable, str(REPO / "scripts" / "measure_tui.py"), str(db), "--only", "browse",
                            "--runs", "1", "--installed"])
         browse = browsing.json()
@@ -674,6 +689,7 @@ ROWS: list[tuple[str, str, str, str]] = [
     ("tui.first_frame_no_ingest_s", "TUI: start to first frame with data", "the same with the ingest off", "s"),
     ("tui.settled_s", "TUI: start to first frame with data", "→ settled (queue empty, later frames drawn), ingest behind", "s"),
     ("tui.settled_no_ingest_s", "TUI: start to first frame with data", "→ settled, the ingest off", "s"),
+    ("tui.first_load_data_s", "TUI: start to first frame with data", "first launch (empty database, the load running)", "s"),
     ("tui.first_frame_rss_mb", "TUI: start to first frame with data", "peak RSS (ingest behind, to exit)", "MB"),
     ("tui.open_largest_ms", "TUI: open the largest session, first paint", "select → first paint", "ms"),
     ("tui.largest_messages", "TUI: open the largest session, first paint", "messages in it", "records"),

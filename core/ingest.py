@@ -408,15 +408,17 @@ class _Batch:
 
     MAX_BYTES = 64 << 20
     MAX_SECONDS = 1.0
+    FIRST_SECONDS = 0.25  # the first transaction ends sooner: the TUI shows its sessions meanwhile
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.bytes = 0
         self.started = time.monotonic()
+        self.limit = min(self.FIRST_SECONDS, self.MAX_SECONDS)
 
     def file_done(self, nbytes: int) -> None:
         self.bytes += nbytes
-        if self.bytes >= self.MAX_BYTES or time.monotonic() - self.started >= self.MAX_SECONDS:
+        if self.bytes >= self.MAX_BYTES or time.monotonic() - self.started >= self.limit:
             self.commit()
 
     def commit(self) -> None:
@@ -424,6 +426,7 @@ class _Batch:
             self.conn.execute("COMMIT")
         self.bytes = 0
         self.started = time.monotonic()
+        self.limit = self.MAX_SECONDS
 
     def abandon(self) -> None:
         if self.conn.in_transaction:

@@ -67,6 +67,9 @@ class Timed(ThreadloomApp):
 
     def done(self):
         settled = (time.perf_counter(), time.clock_gettime(time.CLOCK_MONOTONIC))
+        if {wait!r} and self.first is None and settled[0] - t0 < 300:
+            self.set_timer(0.05, self.done)  # a first load: the data arrives after the first frames
+            return
         first = self.first or settled
         print(json.dumps({{"ms": (first[0] - t0) * 1000, "at": first[1],
                           "settled_ms": (settled[0] - t0) * 1000, "settled_at": settled[1]}}), flush=True)
@@ -79,16 +82,19 @@ Timed(db_path=Path({db!r}), sources={sources!r}, ingest={ingest!r}).run(headless
 """
 
 
-def first_frame_code(db: Path, *, sources: list[Path] | None = None, root: Path | None = ROOT) -> str:
+def first_frame_code(db: Path, *, sources: list[Path] | None = None, root: Path | None = ROOT,
+                     wait_for_data: bool = False) -> str:
     """The `python -c` program of one first-frame measurement.
 
     With `sources` the app ingests them behind (as `threadloom --source …` does; the default roots
     under HOME are read too); without, it starts with the ingest off (`threadloom --no-ingest`).
     `root` goes first on the child's sys.path; None leaves the import path to the environment.
+    `wait_for_data`: on a first load (an empty `db`) the first frames have no data yet; wait for
+    the first one that has (the panes read the load's first transactions), then stop the load.
     """
     path_setup = f"sys.path.insert(0, {str(root)!r})\n" if root is not None else ""
     return FIRST_FRAME.format(path_setup=path_setup, db=str(db), sources=[str(s) for s in sources or []],
-                              ingest=bool(sources))
+                              ingest=bool(sources), wait=wait_for_data)
 
 
 def first_frame_ms(db: Path, *, sources: list[Path] | None = None, root: Path | None = ROOT) -> tuple[float, float]:

@@ -526,7 +526,8 @@ class ThreadloomApp(App[int]):
         # during a first load a refresh takes the GIL and the database from the load: once the
         # panes show something, every 3 s is enough
         shown = bool(self.main_screen.query_one(ProjectList).projects)
-        if time.monotonic() - self._last_pane_refresh > (3.0 if self.load_reader and shown else 0.7):
+        interval = (3.0 if shown else 0.25) if self.load_reader else 0.7
+        if time.monotonic() - self._last_pane_refresh > interval:
             self.refresh_panes()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
