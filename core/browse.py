@@ -131,6 +131,16 @@ def get_node(conn: sqlite3.Connection, session_id: str, *, include_warmup: bool 
     return _node(row) if row else None
 
 
+def session_source(conn: sqlite3.Connection, session_id: str) -> tuple[str, int, int] | None:
+    """The file a session was read from, with the size and mtime (ns) its last ingest saw: a
+    reader compares them with the file's own to notice that an agent is still writing it."""
+    row = conn.execute(
+        "SELECT f.path, f.size, f.mtime_ns FROM agent_sessions s JOIN source_files f ON f.id = s.source_file_id "
+        "WHERE s.id = ?", (session_id,)
+    ).fetchone()
+    return (row[0], row[1], row[2]) if row else None
+
+
 def session_path(conn: sqlite3.Connection, session_id: str) -> list[str]:
     """The chain of session ids from the main session down to `session_id` (for revealing it)."""
     chain = [session_id]

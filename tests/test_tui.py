@@ -450,6 +450,58 @@ async def test_first_load_is_browsable_while_it_runs(tmp_path: Path, monkeypatch
         assert any(n.title == "Ingest done" for n in app._notifications)
 
 
+async def test_open_session_follows_its_growing_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent still writing the session being read: the new messages appear at the end, and a
+    reader resting on the last message is carried to them."""
+    db = build_demo_db(tmp_path, long_turns=3)
+    monkeypatch.setattr(ThreadloomApp, "FOLLOW_SECONDS", 0.1)
+    launches: list[tuple] = []
+    follow = ThreadloomApp._follow_worker
+
+    def counted(self: ThreadloomApp, *args):  # type: ignore[no-untyped-def]
+        launches.append(args)
+        return follow(self, *args)
+
+    monkeypatch.setattr(ThreadloomApp, "_follow_worker", counted)
+    app = make_app(db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        sid = session_id(app, CHECKOUT)
+        app.jump_to_session(sid)
+        await pilot.pause()
+        view = app.query_one(MessageView)
+        before = view.count
+        view.action_last()
+        await pilot.pause()
+        source = browse.session_source(app.conn, sid)
+        assert source is not None
+        path = Path(source[0])
+        last = json.loads(path.read_bytes().splitlines()[-1])
+        added = []
+        for n, (kind, text) in enumerate([("user", "And the refund flow too?"),
+                                          ("assistant", "Checked: refunds reuse the same tax call.")]):
+            record = {"type": kind, "uuid": f"follow-{n}", "parentUuid": added[-1]["uuid"] if added else last["uuid"],
+                      "sessionId": last["sessionId"], "timestamp": f"2026-06-12T15:00:0{n}Z",
+                      "cwd": last.get("cwd"), "isSidechain": False,
+                      "message": {"role": kind, "content": text} if kind == "user" else
+                      {"role": "assistant", "id": "msg_follow", "model": "claude-opus-4-1",
+                       "content": [{"type": "text", "text": text}]}}
+            added.append(record)
+        with path.open("ab") as f:
+            f.write(b"".join(json.dumps(r).encode() + b"\n" for r in added))
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if view.count > before:
+                break
+        assert view.count == before + 2
+        assert view.cursor[0] == view.count - 1  # the reader was at the end: carried to the new one
+        assert "refunds reuse the same tax call" in (view.row(view.count - 1).content or "")
+        assert view.border_subtitle.startswith(f"{before + 2:,} messages")
+        # nothing more written: the file is not read again
+        await pilot.pause(0.5)
+        assert len(launches) == 1
+
+
 async def test_empty_state_then_demo(tmp_path: Path) -> None:
     app = make_app(tmp_path / "empty.db", ingest=True, demo_long_turns=3)
     async with app.run_test(size=(100, 30)) as pilot:

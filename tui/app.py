@@ -7,6 +7,7 @@ sessions land. Everything the app reads goes through `core.browse` / `core.query
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import tempfile
@@ -39,6 +40,7 @@ from tui.screens import ErrorScreen, HelpScreen, RawJsonScreen
 if TYPE_CHECKING:
     from textual.command import Provider
 
+    from core.browse import SessionNode
     from core.ingest import IngestReport, Progress
     from core.search import Hit
     from tui.search import SearchScreen
@@ -93,6 +95,7 @@ class ThreadloomApp(App[int]):
     """Browse every agent session threadloom has archived."""
 
     CSS_PATH = Path(__file__).with_name("app.tcss")
+    FOLLOW_SECONDS = 2.0  # how often the file of the session being read is checked for growth
     TITLE = "threadloom"
     COMMANDS = App.COMMANDS | {lambda: _jump_provider()}
     BINDINGS = [
@@ -143,6 +146,7 @@ class ThreadloomApp(App[int]):
         self.last_report: IngestReport | None = None
         self._last_pane_refresh = 0.0
         self._open_key: tuple | None = None
+        self._follow_seen: dict[str, tuple[int, int]] = {}  # (size, mtime) of a file last looked at
         self._preview_timer: Timer | None = None
         self._status = "Reading agent logs"
         self.search_screen: SearchScreen | None = None
@@ -178,6 +182,7 @@ class ThreadloomApp(App[int]):
         self.main_screen.query_one(SessionTree).border_title = "Sessions"
         self.main_screen.query_one(MessageView).border_title = "Messages"
         self._apply_layout()
+        self.set_interval(self.FOLLOW_SECONDS, self._follow_open_session)
         if self.demo:
             self._start_demo()
             return
@@ -360,9 +365,9 @@ class ThreadloomApp(App[int]):
         else:
             rewinds = browse.rewind_seqs(self.conn, session.id) if session.branch_count else set()
             view.show(self.conn, session.id, range(session.message_count), rewinds=rewinds)
-            view.border_subtitle = f"{count:,} messages"
-            if rewinds:
-                view.border_subtitle += f" · {len(rewinds) + 1} branches"
+            view.border_subtitle = _subtitle(session, count, len(rewinds))
+            view.border_title = _clip(title or "(untitled)", 70)
+            return
         view.border_title = _clip(title or "(untitled)", 70)
         view.border_subtitle += f" · {human_tokens(session.tokens)} tokens · {short_model(session.model)}"
 
@@ -441,8 +446,8 @@ class ThreadloomApp(App[int]):
             include_defaults = False
         conn = connect(db_path)
         try:
-            # A first load into an empty ledger runs fastest as the database's only connection (no
-            # journal): the panes open the database when its records are in.
+            # A first load into an empty ledger runs fastest as the database's only writer (no
+            # journal): the panes read it through a read-only connection once the load is under way.
             first_load = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM entries)").fetchone()[0] == 1
             self.post_message(IngestStatus("Reading agent logs", database_ready=not first_load, first_load=first_load))
             last = [0.0]
@@ -534,6 +539,9 @@ class ThreadloomApp(App[int]):
         worker = event.worker
         if worker.group == "fork-ingest":
             self._fork_ingested(event)
+            return
+        if worker.group == "follow":
+            self._followed(event)
             return
         if worker.group != "ingest" or event.state not in (WorkerState.SUCCESS, WorkerState.ERROR,
                                                            WorkerState.CANCELLED):
@@ -710,6 +718,55 @@ class ThreadloomApp(App[int]):
             entry_id = rows[0].entry_id if rows else None
         self.push_screen(ForkPicker(self.conn, self.db_path, session_id, entry_id=entry_id, turn_id=turn_id))
 
+    # ------------------------------------------------------------------ following a live session
+
+    def _follow_open_session(self) -> None:
+        """Every FOLLOW_SECONDS: when the file of the session being read has grown (its agent is
+        still at work), read what was added, and show it."""
+        key = self._open_key
+        if (self.conn is None or self.db_path is None or self.ingesting or self.load_reader or key is None
+                or key[0] != "session" or any(w.group == "follow" and w.is_running for w in self.workers)):
+            return
+        source = browse.session_source(self.conn, key[1])
+        if source is None:
+            return
+        path, size, mtime_ns = source
+        try:
+            st = os.stat(path)
+        except OSError:
+            return  # gone, or not a plain file (a member of a compressed log)
+        seen = (st.st_size, st.st_mtime_ns)
+        if seen == (size, mtime_ns) or self._follow_seen.get(path) == seen:
+            return
+        self._follow_seen[path] = seen  # once per change, even when nothing new comes of it
+        self._follow_worker(self.db_path, Path(path), key[1])
+
+    @work(thread=True, group="follow", exit_on_error=False, description="read a growing session")
+    def _follow_worker(self, db_path: Path, path: Path, session_id: str) -> tuple[str, IngestReport]:
+        from core.db import connect
+        from core.ingest import run_ingest
+
+        conn = connect(db_path)
+        try:
+            return session_id, run_ingest(conn, [path], include_defaults=False, remember=False)
+        finally:
+            conn.close()
+
+    def _followed(self, event: Worker.StateChanged) -> None:
+        if event.state != WorkerState.SUCCESS or self.conn is None:
+            return
+        session_id, report = event.worker.result
+        if not report.records_added:
+            return
+        self.refresh_panes()
+        key = self._open_key
+        view = self.main_screen.query_one(MessageView)
+        if key is None or key[0] != "session" or key[1] != session_id or view.session_id != session_id:
+            return
+        node = browse.get_node(self.conn, session_id, include_warmup=True)
+        if node is not None and view.extend(range(node.message_count)):
+            view.border_subtitle = _subtitle(node, node.message_count, len(view.rewinds))
+
     def ingest_fork(self, path: Path) -> None:
         """Read a fork threadloom just wrote, so it shows in the tree (under its source, too)."""
         if self.db_path is not None:
@@ -820,6 +877,14 @@ class ThreadloomApp(App[int]):
             self.conn = None
         if self.temp_dir is not None and not self.ingesting:
             shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+def _subtitle(session: SessionNode, count: int, rewinds: int) -> str:
+    """The message view's subtitle for a whole session: size, branches, tokens, model."""
+    text = f"{count:,} messages"
+    if rewinds:
+        text += f" · {rewinds + 1} branches"
+    return text + f" · {human_tokens(session.tokens)} tokens · {short_model(session.model)}"
 
 
 def _jump_provider() -> type[Provider]:

@@ -161,6 +161,32 @@ class MessageView(ScrollView, can_focus=True):
                 self._scroll_to_cursor(top=True)
         self.refresh()
 
+    def extend(self, seqs: Sequence[int]) -> bool:
+        """The open session grew (its agent wrote more): show the new messages, keeping what is on
+        screen where it is; a reader resting on the last message follows to the new end.
+        False when `seqs` does not continue what is shown (the caller opens it afresh)."""
+        old = len(self.seqs)
+        if len(seqs) <= old or list(seqs[:old]) != list(self.seqs):
+            return False
+        at_end = self.stick_end or not old or self.cursor[0] >= old - 1
+        anchor = self._anchor()
+        # the last page read may hold a message that has changed since (a tool call answered, a
+        # streamed reply continued): read it again
+        last = (old - 1) // PAGE if old else 0
+        self.pages.discard(last)
+        for pos in range(last * PAGE, old):
+            self.rows.pop(pos, None)
+            self.cache.pop(pos, None)
+            self.exact.discard(pos)
+            self.heights[pos] = DEFAULT_HEIGHT
+        self.seqs = seqs
+        self.heights.extend([DEFAULT_HEIGHT] * (len(seqs) - old))
+        self._relayout(anchor)
+        if at_end:
+            self.action_last()
+        self.refresh()
+        return True
+
     def clear(self, placeholder: str = "Select a session to read it.") -> None:
         self.placeholder = placeholder
         self.session_id = None
