@@ -141,6 +141,9 @@ def connect(path: Path | str | None = None, *, readonly: bool = False) -> sqlite
 
 
 FIRST_LOAD_SUFFIX = ".first-load"  # core.ingest writes it while a first load runs without a journal
+# the markers of the first loads running in this process: a marker with this process's id and not
+# in here is one of its loads that failed (the TUI retrying after a full disk, say)
+FIRST_LOADS_HERE: set[str] = set()
 
 
 def _recover_first_load(db_path: Path, *, readonly: bool = False) -> None:
@@ -159,7 +162,7 @@ def _recover_first_load(db_path: Path, *, readonly: bool = False) -> None:
         if not marker.exists():
             return
         pid = 0
-    if pid and _alive(pid):
+    if pid and _alive(pid) and (pid != os.getpid() or os.path.realpath(marker) in FIRST_LOADS_HERE):
         raise LedgerError(
             f"The database {db_path} is being filled for the first time by process {pid}. "
             "Try again when that load has finished (it shows its progress where it was started)."

@@ -33,7 +33,7 @@ from core.adapters.base import (
     container_of,
     decoded_path,
 )
-from core.db import FIRST_LOAD_SUFFIX, get_meta, set_meta
+from core.db import FIRST_LOAD_SUFFIX, FIRST_LOADS_HERE, get_meta, set_meta
 from core.ledger import Ledger, replay
 
 HEAD_WINDOW = 4096
@@ -322,6 +322,7 @@ def run_ingest(
                 if fast_marker is None:
                     batch.abandon()
                 else:  # no rollback without a journal: the marker stays, the next run starts over
+                    FIRST_LOADS_HERE.discard(os.path.realpath(fast_marker))
                     fast_marker = None
                 raise
             except Exception as exc:  # a bug or an unforeseen shape: report, keep going
@@ -387,6 +388,7 @@ def _enter_fast_load(conn: sqlite3.Connection) -> Path | None:
         marker.unlink(missing_ok=True)
         return None
     conn.execute("PRAGMA synchronous = OFF")
+    FIRST_LOADS_HERE.add(os.path.realpath(marker))
     return marker
 
 
@@ -396,6 +398,7 @@ def _leave_fast_load(conn: sqlite3.Connection, marker: Path) -> None:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     marker.unlink(missing_ok=True)
+    FIRST_LOADS_HERE.discard(os.path.realpath(marker))
 
 
 class _Batch:

@@ -111,10 +111,64 @@ def test_a_first_load_that_died_is_started_afresh_keeping_remembered_folders(tmp
 def test_a_first_load_still_running_elsewhere_is_not_disturbed(tmp_path):
     path = tmp_path / "ledger.db"
     db.connect(path).close()
-    Path(str(path) + db.FIRST_LOAD_SUFFIX).write_text(str(os.getpid()))  # a live process
-    with pytest.raises(db.LedgerError, match="being filled for the first time"):
-        db.connect(path)
-    assert path.exists()
+    elsewhere = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        Path(str(path) + db.FIRST_LOAD_SUFFIX).write_text(str(elsewhere.pid))  # a live process
+        with pytest.raises(db.LedgerError, match="being filled for the first time"):
+            db.connect(path)
+        assert path.exists()
+        assert db.connect(path, readonly=True).execute("SELECT count(*) FROM entries").fetchone() == (0,)
+    finally:
+        elsewhere.kill()
+        elsewhere.wait()
+
+
+def test_a_first_load_running_in_this_process_is_not_disturbed(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    projects = archive(tmp_path)
+    path = tmp_path / "ledger.db"
+    conn = db.connect(path)
+    refused = []
+
+    def another_writer(p):  # type: ignore[no-untyped-def]
+        if p.files_done == 2 and not refused:
+            with pytest.raises(db.LedgerError, match="being filled for the first time"):
+                db.connect(path)
+            refused.append(True)
+
+    report = run_ingest(conn, [projects], include_defaults=False, progress=another_writer)
+    assert refused and report.records_added == 48
+    assert not Path(str(path) + db.FIRST_LOAD_SUFFIX).exists()
+
+
+def test_a_first_load_that_failed_in_this_process_is_started_afresh(tmp_path, monkeypatch):
+    """A first load that stopped on a database error (a full disk) leaves its marker with this
+    process's id; the same process (the TUI retrying) must not be told the load is still running."""
+    import core.ingest
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    projects = archive(tmp_path)
+    path = tmp_path / "ledger.db"
+    real, calls = core.ingest._ingest_file, []
+
+    def full_disk(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 3:
+            raise sqlite3.OperationalError("database or disk is full")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(core.ingest, "_ingest_file", full_disk)
+    conn = db.connect(path)
+    with pytest.raises(sqlite3.OperationalError):
+        run_ingest(conn, [projects], include_defaults=False)
+    conn.close()
+    assert Path(str(path) + db.FIRST_LOAD_SUFFIX).read_text() == str(os.getpid())
+    monkeypatch.setattr(core.ingest, "_ingest_file", real)
+    conn = db.connect(path)  # not "being filled": that load is over; its half is discarded
+    assert not Path(str(path) + db.FIRST_LOAD_SUFFIX).exists()
+    assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 0
+    report = run_ingest(conn, [projects], include_defaults=False)
+    assert report.records_added == 48 and conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
 def test_a_new_database_uses_large_pages_and_an_old_one_keeps_its_own(tmp_path):
