@@ -153,9 +153,9 @@ def _recover_first_load(db_path: Path, *, readonly: bool = False) -> None:
     A reader is let in while a first load runs: the load has no journal, but SQLite's locks still
     show a reader whole transactions only (the TUI browses what is in while the rest loads).
     A reader never starts a database afresh."""
-    marker = Path(str(db_path) + FIRST_LOAD_SUFFIX)
     if readonly:
         return
+    marker = Path(str(db_path) + FIRST_LOAD_SUFFIX)
     try:
         pid = int(marker.read_text().strip() or 0)
     except (OSError, ValueError):
