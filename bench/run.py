@@ -454,7 +454,7 @@ def scenario_tui(ctx: RunContext) -> None:
     is in it), from the launcher's fork to the first frame drawn with projects and sessions in it
     (and to "settled", when the app's queue first runs empty and the frames after it are drawn), TUI_LAUNCHES
     times with the ingest of the unchanged archive running behind (a plain `threadloom --source
-    ARCHIVE` launch) and as many with the ingest off (`--no-ingest`); the median of each.
+    ARCHIVE` launch) and as many with the ingest off (`--no-ingest`), interleaved; the median of each.
     First launch: the same on an empty database, to the first frame with sessions in it while the
     first load runs (which is then stopped).
     Browsing: `scripts/measure_tui.py DB --only browse` in one process: the largest session opened
@@ -473,23 +473,23 @@ def scenario_tui(ctx: RunContext) -> None:
         return run_process(cmd, env, timeout=tools.timeout).check()
 
     try:
-        for key, sources in (("tui.first_frame_s", [ctx.archive]), ("tui.first_frame_no_ingest_s", [])):
-            # the code under test comes from the environment (PYTHONPATH with --threadloom-src), as for search_probe
-            code = measure_tui.first_frame_code(db, sources=sources, root=None)
-            starts, settled, rss, noise = [], [], [], []
-            for _ in range(TUI_LAUNCHES):
+        variants = {"tui.first_frame_s": [ctx.archive], "tui.first_frame_no_ingest_s": []}
+        # the code under test comes from the environment (PYTHONPATH with --threadloom-src), as for search_probe
+        codes = {key: measure_tui.first_frame_code(db, sources=sources, root=None) for key, sources in variants.items()}
+        launches: dict[str, list[Proc]] = {key: [] for key in variants}
+        for _ in range(TUI_LAUNCHES):
+            for key, code in codes.items():  # interleaved (A B A B), so neither kind gets the quieter minutes
                 proc = launch([sys.executable, "-c", code])
                 if proc.started_at is None:
                     raise RuntimeError("the launcher did not report when it started the process")
-                starts.append(proc.json()["at"] - proc.started_at)
-                settled.append(proc.json()["settled_at"] - proc.started_at)
-                rss.append(proc.peak_rss_mb)
-                noise.append(proc.foreign_cpu_s)
-            ctx.values[key] = statistics.median(starts)
-            ctx.values[key.replace("first_frame", "settled")] = statistics.median(settled)
-            ctx.values[f"{key}.foreign_cpu_s"] = statistics.median(noise)  # per launch (the whole process)
-            if sources:
-                ctx.values["tui.first_frame_rss_mb"] = max(rss)
+                launches[key].append(proc)
+        for key, procs in launches.items():
+            ctx.values[key] = statistics.median(p.json()["at"] - (p.started_at or 0.0) for p in procs)
+            ctx.values[key.replace("first_frame", "settled")] = statistics.median(
+                p.json()["settled_at"] - (p.started_at or 0.0) for p in procs)
+            ctx.values[f"{key}.foreign_cpu_s"] = statistics.median(p.foreign_cpu_s for p in procs)  # per launch
+            if variants[key]:
+                ctx.values["tui.first_frame_rss_mb"] = max(p.peak_rss_mb for p in procs)
         # a first launch: an empty database, the whole archive to load; the panes read the load's
         # first transactions, so the first frame with sessions comes long before the load ends
         starts = []
