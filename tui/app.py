@@ -764,7 +764,11 @@ class ThreadloomApp(App[int]):
         if key is None or key[0] != "session" or key[1] != session_id or view.session_id != session_id:
             return
         node = browse.get_node(self.conn, session_id, include_warmup=True)
-        if node is not None and view.extend(range(node.message_count)):
+        if node is None:
+            return
+        if node.branch_count:  # the agent may have been rewound meanwhile: mark the new branch
+            view.rewinds = browse.rewind_seqs(self.conn, session_id)
+        if view.extend(range(node.message_count)):
             view.border_subtitle = _subtitle(node, node.message_count, len(view.rewinds))
 
     def ingest_fork(self, path: Path) -> None:
