@@ -317,14 +317,22 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
     from core.text import human_tokens, human_when
 
+    # piped (to grep, a file): no terminal width to fit, so nothing is cut; on a terminal the title,
+    # project and model give way, the id (what `show` takes) and the numbers never do
+    console = Console(width=None if sys.stdout.isatty() else 1000)
+    fixed = {"id": 13, "when": 12, "msgs": 5, "tokens": 6}
+    room = console.width - sum(fixed.values()) - 2 * 6  # the gaps between the 7 columns
+    widths = {"project": max(8, room // 6), "model": max(8, room // 6)}
+    widths["title"] = max(12, room - widths["project"] - widths["model"])
     table = Table(box=None, header_style="bold", pad_edge=False)
     for col in ("id", "when", "project", "title", "msgs", "tokens", "model"):
-        table.add_column(col, overflow="ellipsis", no_wrap=True, justify="right" if col in ("msgs", "tokens") else "left")
+        table.add_column(col, overflow="ellipsis", no_wrap=True, min_width=fixed.get(col),
+                         max_width=widths.get(col), justify="right" if col in ("msgs", "tokens") else "left")
     for r in rows:
         title = ("  ↳ " + (r.task_description or r.title or "(subagent)")) if r.is_subagent else (r.title or "(untitled)")
         table.add_row(r.id[:13] if not r.is_subagent else r.id.split(":", 1)[-1][:13], human_when(r.ended_at),
                       r.project or "", title, str(r.message_count), human_tokens(r.total_tokens), r.model or "")
-    Console().print(table)
+    console.print(table)
     if not rows:
         print("no sessions yet: run `threadloom ingest` (or add --source DIR)", file=sys.stderr)
     return 0

@@ -69,6 +69,12 @@ def test_ingest_sessions_show_json(tmp_path):
     assert (s["id"], s["agent"], s["project"], s["title"], s["message_count"], s["input_tokens"]) == (
         SID, "claude-code", "api", "Add a health endpoint", 4, 22)
 
+    table = run("sessions", "--db", str(dbfile))  # piped: nothing is cut to a terminal's width
+    assert table.returncode == 0
+    header, line = table.stdout.splitlines()[:2]
+    assert header.split() == ["id", "when", "project", "title", "msgs", "tokens", "model"]
+    assert line.startswith(SID[:13]) and " api " in line and "Add a health endpoint" in line and "…" not in line
+
     shown = run("show", "--db", str(dbfile), SID[:8])
     assert shown.returncode == 0
     assert "Add a health endpoint" in shown.stdout and "▸ Write" in shown.stdout and "/srv/api/health.py" in shown.stdout
