@@ -7,6 +7,7 @@ of 20,000 messages opens without reading all of it (PERF.md: first 200 rows in 0
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
@@ -139,6 +140,21 @@ def session_source(conn: sqlite3.Connection, session_id: str) -> tuple[str, int,
         "WHERE s.id = ?", (session_id,)
     ).fetchone()
     return (row[0], row[1], row[2]) if row else None
+
+
+def grown_source(conn: sqlite3.Connection, session_id: str) -> tuple[str, tuple[int, int]] | None:
+    """The session's file and its (size, mtime_ns) now, when they differ from what its last
+    ingest saw (an agent is still writing it); None when unchanged, gone or not a plain file."""
+    source = session_source(conn, session_id)
+    if source is None:
+        return None
+    path, size, mtime_ns = source
+    try:
+        st = os.stat(path)
+    except OSError:  # gone, or a member of a compressed log
+        return None
+    now = (st.st_size, st.st_mtime_ns)
+    return None if now == (size, mtime_ns) else (path, now)
 
 
 def session_path(conn: sqlite3.Connection, session_id: str) -> list[str]:

@@ -7,7 +7,6 @@ sessions land. Everything the app reads goes through `core.browse` / `core.query
 
 from __future__ import annotations
 
-import os
 import shutil
 import sqlite3
 import tempfile
@@ -727,16 +726,11 @@ class ThreadloomApp(App[int]):
         if (self.conn is None or self.db_path is None or self.ingesting or self.load_reader or key is None
                 or key[0] != "session" or any(w.group == "follow" and w.is_running for w in self.workers)):
             return
-        source = browse.session_source(self.conn, key[1])
-        if source is None:
+        grown = browse.grown_source(self.conn, key[1])
+        if grown is None:
             return
-        path, size, mtime_ns = source
-        try:
-            st = os.stat(path)
-        except OSError:
-            return  # gone, or not a plain file (a member of a compressed log)
-        seen = (st.st_size, st.st_mtime_ns)
-        if seen == (size, mtime_ns) or self._follow_seen.get(path) == seen:
+        path, seen = grown
+        if self._follow_seen.get(path) == seen:
             return
         self._follow_seen[path] = seen  # once per change, even when nothing new comes of it
         self._follow_worker(self.db_path, Path(path), key[1])
