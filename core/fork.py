@@ -261,7 +261,9 @@ def plan_fork(
     project_dir = _project_dir(src_file[0], src_file[1])
     new_sid = new_session_id or str(uuidlib.uuid4())
     external_src = sid.split(":", 1)[0] if is_subagent else sid
-    cwd = next((obj["cwd"] for _, obj in reversed(chosen) if isinstance(obj.get("cwd"), str)), project_path)
+    # the folder the session was started in, not where its shell was last: Claude Code finds a
+    # session only from that folder (and its picker files the fork by its first line's cwd)
+    cwd = next((obj["cwd"] for _, obj in chosen if isinstance(obj.get("cwd"), str)), project_path)
     branch = next((obj["gitBranch"] for _, obj in reversed(chosen) if isinstance(obj.get("gitBranch"), str)), None)
     stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S.") + f"{(now or datetime.now(UTC)).microsecond // 1000:03d}Z"
     mapping: dict[str, str] = {}
@@ -337,11 +339,13 @@ def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool 
     row = conn.execute(
         "SELECT raw FROM entries WHERE session_id = ? AND role IS NOT NULL ORDER BY id DESC LIMIT 1", (sid,)
     ).fetchone()
+    # project_path is the session's first cwd: the folder it was started in, which is where its
+    # agent looks for it (a later line's cwd may be a folder its shell moved into)
     cwd, branch = project_path, None
     if row:
         try:
             last = orjson.loads(bytes(row[0]))
-            cwd = last.get("cwd") or cwd
+            cwd = cwd or last.get("cwd")
             branch = last.get("gitBranch")
         except orjson.JSONDecodeError:
             pass

@@ -156,6 +156,26 @@ def test_resume_and_fork_at_end_commands(conn, branched):
     assert resume_plan(conn, SID, fork_at_end=True).command.endswith("--fork-session")
 
 
+def test_commands_go_to_the_folder_the_session_was_started_in(conn, tmp_path):
+    """Claude Code finds a session only from the folder it was started in; the lines written after
+    its shell moved into a subfolder carry that subfolder as their cwd."""
+    t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{SID}.jsonl", SID, cwd="/home/dev/app")
+    t.user("run the tests")
+    t.assistant("moving into test/", tools=[tool_use("t1", "Bash", command="cd test && pytest")])
+    t.cwd = "/home/dev/app/test"
+    t.tool_result("t1", "12 passed")
+    t.assistant("all pass")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    assert resume_plan(conn, SID).command == f"cd /home/dev/app && claude --resume {SID}"
+    assert resume_plan(conn, SID, fork_at_end=True).command.startswith("cd /home/dev/app && claude --resume")
+    plan = plan_fork(conn, t.lines[-1]["uuid"])
+    assert plan.cwd == "/home/dev/app"
+    assert plan.command == f"cd /home/dev/app && claude --resume {plan.new_session_id}"
+    first = json.loads(write_fork(plan).read_text().splitlines()[0])
+    assert first["cwd"] == "/home/dev/app"  # the picker files the fork under the same project
+
+
 def test_cli_fork_json_dry_run_and_plain(conn, branched, tmp_path, monkeypatch):
     db_path = conn.execute("PRAGMA database_list").fetchone()[2]
     last = branched.lines[-1]["uuid"]
