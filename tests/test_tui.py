@@ -569,6 +569,35 @@ async def test_tree_node_highlight_previews_session(demo_db: Path) -> None:
         assert isinstance(tree, Tree)
 
 
+async def test_moving_to_another_project_shows_its_newest_session(demo_db: Path) -> None:
+    """The message pane never shows a conversation of a project that is no longer listed."""
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause(0.3)
+        view, tree = app.query_one(MessageView), app.query_one(SessionTree)
+        projects = app.query_one(ProjectList)
+        first = view.session_id
+        assert first == session_id(app, CHECKOUT) and app.focused is projects
+        await pilot.press("down")  # to ledger-api
+        await pilot.pause(0.4)
+        node = tree.cursor_node
+        assert node is not None and projects.current is not None
+        assert tree.project == projects.current.path == node.data.session.project_path
+        assert view.session_id == node.data.session.id != first
+        assert view.border_title == _clip_title(node.data.session.title)
+        assert tree.border_subtitle == tree.facts(node)
+        assert app.focused is projects  # the preview does not take the focus
+        await pilot.press("up")
+        await pilot.pause(0.4)
+        assert view.session_id == first
+
+
+def _clip_title(title: str | None) -> str:
+    from tui.app import _clip
+
+    return _clip(title or "(untitled)", 70)
+
+
 async def test_every_binding_has_an_id(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:

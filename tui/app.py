@@ -145,6 +145,7 @@ class ThreadloomApp(App[int]):
         self.last_report: IngestReport | None = None
         self._last_pane_refresh = 0.0
         self._open_key: tuple | None = None
+        self._open_ref: NodeRef | None = None  # what _open_key names: its session says which project
         self._follow_seen: dict[str, tuple[int, int]] = {}  # (size, mtime) of a file last looked at
         self._preview_timer: Timer | None = None
         self._status = "Reading agent logs"
@@ -314,8 +315,32 @@ class ThreadloomApp(App[int]):
 
     @on(OptionList.OptionHighlighted, "#projects")
     def _project_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        if self.conn is not None and event.option.id is not None:
-            self.main_screen.query_one(SessionTree).show_project(self.conn, event.option.id, keep_state=True)
+        if self.conn is None or event.option.id is None:
+            return
+        if self.main_screen.query_one(SessionTree).show_project(self.conn, event.option.id, keep_state=True):
+            self.call_after_refresh(self._project_shown)
+
+    def _project_shown(self) -> None:
+        """Another project's sessions are listed: the tree's facts line and the message pane follow
+        (after the preview's pause), so the pane never shows a conversation of a project that is
+        no longer listed beside it."""
+        tree = self.main_screen.query_one(SessionTree)
+        tree.border_subtitle = tree.facts(tree.cursor_node)
+        open_project = self._open_ref.session.project_path if self._open_ref and self._open_ref.session else None
+        if self._open_ref is not None and (open_project or None) == (tree.project or None):
+            return
+        if self._preview_timer is not None:
+            self._preview_timer.stop()
+        self._preview_timer = self.set_timer(0.12, self._preview_project)
+
+    def _preview_project(self) -> None:
+        tree = self.main_screen.query_one(SessionTree)
+        node = tree.cursor_node
+        if node is not None and node.data is not None and node.data.session is not None:
+            self.open_ref(node.data)
+        else:
+            self._open_key = self._open_ref = None
+            self.main_screen.query_one(MessageView).clear("No sessions in this project.")
 
     @on(OptionList.OptionSelected, "#projects")
     def _project_selected(self) -> None:
@@ -349,7 +374,7 @@ class ThreadloomApp(App[int]):
                ref.segment.number if ref.segment else None)
         if key == self._open_key:
             return
-        self._open_key = key
+        self._open_key, self._open_ref = key, ref
         view = self.main_screen.query_one(MessageView)
         title = session.task_description if session.is_subagent and session.task_description else session.title
         count = session.message_count
