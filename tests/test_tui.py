@@ -232,6 +232,30 @@ async def test_resize_to_80x24_collapses_panes(demo_db: Path) -> None:
         assert projects.display and tree.display and view.display
 
 
+@pytest.mark.parametrize("size", [(140, 40), (80, 24)])
+async def test_a_dialog_closed_gives_back_the_layout_it_covered(demo_db: Path, size: tuple[int, int]) -> None:
+    """Help, the raw record and the fork picker take the focus while open; the panes behind them
+    keep the layout of the pane that had it, and get it back."""
+    app = make_app(demo_db)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        view = app.query_one(MessageView)
+        view.focus()
+        await pilot.pause()
+        before = set(app.main_screen.classes)
+        assert "-focus-messages" in before
+        for key in ("question_mark", "r", "f"):
+            await pilot.press(key)
+            await pilot.pause(0.3)
+            assert app.screen is not app.main_screen, key
+            assert set(app.main_screen.classes) == before, key
+            await pilot.press("escape")
+            await pilot.pause(0.3)
+            assert app.screen is app.main_screen and app.focused is view, key
+            assert set(app.main_screen.classes) == before, key
+            assert view.display and view.region.width > 0
+
+
 @pytest.mark.parametrize("size", [(140, 40), (140, 12), (160, 40)])
 async def test_first_load_draws_the_project_list_once(demo_db: Path, size: tuple[int, int],
                                                       monkeypatch: pytest.MonkeyPatch) -> None:

@@ -245,7 +245,8 @@ class ThreadloomApp(App[int]):
             self.main_screen.set_class(wanted, name)
 
     def _focused_pane(self) -> str:
-        widget: Widget | None = self.focused
+        # the main screen's own focus: a dialog on top of it (help, raw record, fork) has the app's
+        widget: Widget | None = self.main_screen.focused
         while widget is not None:
             if widget.id in PANE_IDS:
                 return widget.id or "projects"
