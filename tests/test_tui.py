@@ -622,6 +622,26 @@ def _clip_title(title: str | None) -> str:
     return _clip(title or "(untitled)", 70)
 
 
+def test_session_rows_show_when_they_were_last_written_with_the_year_when_not_this_one() -> None:
+    from datetime import datetime
+
+    from tui.panes import session_label
+    from tui.render import short_when
+
+    now = datetime(2026, 3, 1, 12, 0).timestamp()
+    june_2025 = int(datetime(2025, 6, 12, 14, 5).timestamp() * 1000)
+    feb_2026 = int(datetime(2026, 2, 3, 9, 30).timestamp() * 1000)
+    assert short_when(june_2025, now) == "12 Jun 2025"
+    assert short_when(feb_2026, now) == "03 Feb 09:30"
+    node = browse.SessionNode(
+        id="s1", title="Fix the build", project=None, project_path=None, started_at=june_2025, ended_at=feb_2026,
+        message_count=1, tokens=0, model=None, kind="main", agent_type=None, task_description=None,
+        task_status=None, is_warmup=False, branch_count=0, compaction_count=0, parent_session_id=None,
+        tool_call_id=None)
+    row = session_label(node, 90, now).plain
+    assert "03 Feb 09:30" in row and "2025" not in row and "1 msg " in row
+
+
 async def test_every_binding_has_an_id(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:

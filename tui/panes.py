@@ -21,7 +21,7 @@ from textual.widgets.tree import TreeNode
 from core import browse
 from core.browse import Branch, ProjectRow, Segment, SessionNode
 from core.text import human_tokens, human_when
-from tui.render import short_model, when
+from tui.render import short_model, short_when
 
 STATUS_MARK = {"completed": ("✓", "green"), "failed": ("✗", "red"), "rejected": ("⊘", "yellow"),
                "interrupted": ("⏹", "yellow"), "pending": ("…", "dim")}
@@ -213,14 +213,14 @@ class SessionTree(Tree[NodeRef]):
             head = Text(f"↳ branch {b.number} ", style="bold #5fafaf")
             head.append(b.label or "(no prompt)")
             facts = [("latest", "#87d787")] if b.active else []
-            label = fit(head, [*facts, (when(b.started_at)[:12], "dim")], width)
+            label = fit(head, [*facts, (short_when(b.started_at, self.now()), "dim")], width)
         elif ref.segment is not None:
             g = ref.segment
             head = Text(f"✂ segment {g.number} ", style="bold #87afaf")
             head.append(f"messages {g.start_seq + 1:,}–{g.end_seq + 1:,}")
-            label = fit(head, [(when(g.started_at)[:12], "dim")], width)
+            label = fit(head, [(short_when(g.started_at, self.now()), "dim")], width)
         else:
-            label = session_label(ref.session, width)
+            label = session_label(ref.session, width, self.now())
         label.stylize(style)
         icon = (self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE) if node.allow_expand else "  "
         return Text.assemble((icon, base_style + Style(bold=True)), label)
@@ -245,8 +245,8 @@ class SessionTree(Tree[NodeRef]):
         if node is None or node.data is None or node.data.session is None:
             return ""
         s = node.data.session
-        return (f"{when(s.started_at)[:12]} · {s.message_count:,} msgs · {human_tokens(s.tokens)} tok · "
-                f"{short_model(s.model)}")
+        return (f"{short_when(last_activity(s), self.now())} · {messages(s.message_count)} · "
+                f"{human_tokens(s.tokens)} tok · {short_model(s.model)}")
 
     def _on_tree_node_expanded(self, event: Tree.NodeExpanded[NodeRef]) -> None:
         self.load_children(event.node)
@@ -332,8 +332,18 @@ class SessionTree(Tree[NodeRef]):
         self.notify("Warmup agents shown" if self.include_warmup else "Warmup agents hidden", timeout=2)
 
 
-def session_label(s: SessionNode, width: int) -> Text:
-    """Title (or a subagent's description, type and status), then start, messages, tokens, model."""
+def last_activity(s: SessionNode) -> int | None:
+    """When the session was last written to: what the tree sorts by, so what its rows show."""
+    return s.ended_at or s.started_at
+
+
+def messages(count: int) -> str:
+    return f"{count:,} msg" + ("" if count == 1 else "s")
+
+
+def session_label(s: SessionNode, width: int, now: float | None = None) -> Text:
+    """Title (or a subagent's description, type and status), then last activity, messages, tokens
+    and model, each padded to a column of its own so that the rows line up."""
     head = Text(no_wrap=True, overflow="ellipsis")
     facts: list[tuple[str, str]] = []
     if s.kind == "fork":  # a fork threadloom (or the agent) made: its own session, from its source
@@ -350,8 +360,8 @@ def session_label(s: SessionNode, width: int) -> Text:
         head.append(s.title or "(untitled)", style="bold")
     if s.is_warmup:
         facts.insert(0, ("warmup", "dim italic"))
-    facts += [(when(s.started_at)[:12], "dim"), (f"{s.message_count:,} msgs", "dim"),
-              (f"{human_tokens(s.tokens)} tok", "dim"), (short_model(s.model), "#af87d7")]
+    facts += [(short_when(last_activity(s), now).ljust(12), "dim"), (messages(s.message_count).rjust(10), "dim"),
+              (f"{human_tokens(s.tokens)} tok".rjust(9), "dim"), (short_model(s.model).ljust(10), "#af87d7")]
     return fit(head, [f for f in facts if f[0]], width)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import time
 from datetime import datetime
 from typing import Any
 
@@ -49,6 +50,16 @@ def when(ms: int | None) -> str:
     if ms is None:
         return ""
     return datetime.fromtimestamp(ms / 1000).strftime("%d %b %H:%M:%S")
+
+
+def short_when(ms: int | None, now: float | None = None) -> str:
+    """'12 Jun 14:05' in the current year, '12 Jun 2025' before it: a list sorted by time reads in
+    order across a new year, and an old session says how old."""
+    if ms is None:
+        return ""
+    dt = datetime.fromtimestamp(ms / 1000)
+    this_year = datetime.fromtimestamp(time.time() if now is None else now).year
+    return dt.strftime("%d %b %H:%M" if dt.year == this_year else "%d %b %Y")
 
 
 def duration(ms: int | None) -> str:
