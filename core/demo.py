@@ -12,8 +12,12 @@ from __future__ import annotations
 import base64
 import difflib
 import json
+import os
 import random
+import shutil
 import struct
+import tempfile
+import time
 import uuid
 import zlib
 from dataclasses import dataclass, field
@@ -28,6 +32,42 @@ SONNET = "claude-sonnet-4-5-20250929"
 OPUS = "claude-opus-4-1-20250805"
 HAIKU = "claude-haiku-4-5-20251001"
 LONG_SESSION_TURNS = 500
+
+
+DEMO_DIR_PREFIX = "threadloom-demo-"
+OWNER_FILE = "owner.pid"
+UNOWNED_GRACE_SECONDS = 86400
+
+
+def claim_demo_dir(parent: Path | None = None) -> Path:
+    """A fresh folder for one demo run (its archive and database), marked with this process's id.
+
+    The demo removes its folder when it ends; a run killed with its terminal cannot, so the
+    folders of demo runs whose process is gone are removed here, at the next demo's start."""
+    parent = Path(tempfile.gettempdir()) if parent is None else parent
+    for folder in parent.glob(DEMO_DIR_PREFIX + "*"):
+        if folder.is_dir() and not _owner_alive(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+    folder = Path(tempfile.mkdtemp(prefix=DEMO_DIR_PREFIX, dir=parent))
+    (folder / OWNER_FILE).write_text(str(os.getpid()))
+    return folder
+
+
+def _owner_alive(folder: Path) -> bool:
+    try:
+        pid = int((folder / OWNER_FILE).read_text())
+    except (OSError, ValueError):  # not marked (an older threadloom's): gone after a day
+        try:
+            return time.time() - folder.stat().st_mtime < UNOWNED_GRACE_SECONDS
+        except OSError:
+            return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def write_demo_archive(dest: Path, *, long_turns: int = LONG_SESSION_TURNS) -> Path:

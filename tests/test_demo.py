@@ -93,3 +93,31 @@ def test_demo_has_failures_edits_thinking_and_image(demo_db) -> None:
     assert conn.execute("SELECT count(*) FROM entries WHERE thinking IS NOT NULL").fetchone()[0] >= 4
     assert conn.execute("SELECT count(*) FROM entries WHERE CAST(raw AS TEXT) LIKE '%\"type\":\"image\"%'").fetchone()[0] == 1
     assert conn.execute("SELECT count(*) FROM entries WHERE subtype = 'api_error'").fetchone()[0] == 1
+
+
+def test_a_demo_folder_whose_process_is_gone_is_removed_at_the_next_demo(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from core.demo import OWNER_FILE, UNOWNED_GRACE_SECONDS, claim_demo_dir
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    killed = claim_demo_dir(tmp_path)
+    (killed / OWNER_FILE).write_text(gone.stdout.strip())  # its terminal was closed under it
+    (killed / "demo.db").write_bytes(b"x" * 1000)
+    running = claim_demo_dir(tmp_path)  # this process: still running
+    old_unmarked = tmp_path / "threadloom-demo-old"
+    old_unmarked.mkdir()
+    past = time.time() - UNOWNED_GRACE_SECONDS - 60
+    os.utime(old_unmarked, (past, past))
+    fresh_unmarked = tmp_path / "threadloom-demo-fresh"
+    fresh_unmarked.mkdir()
+    someone_else = tmp_path / "not-a-demo"
+    someone_else.mkdir()
+    newest = claim_demo_dir(tmp_path)
+    assert not killed.exists() and not old_unmarked.exists()
+    assert running.exists() and fresh_unmarked.exists() and someone_else.exists() and newest.exists()
+    assert (newest / OWNER_FILE).read_text() == str(os.getpid())

@@ -543,6 +543,20 @@ async def test_empty_state_then_demo(tmp_path: Path) -> None:
         assert app.temp_dir is not None and app.db_path.parent == app.temp_dir
 
 
+async def test_demo_starts_with_the_project_list_focused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))  # the demo's folder goes here
+    app = ThreadloomApp(demo=True, now=fixed_now, demo_long_turns=3)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        projects = app.query_one(ProjectList)
+        assert projects.option_count == 4 and app.focused is projects
+        await pilot.press("down")  # keys work at once, without Tab first
+        await pilot.pause()
+        assert projects.highlighted == 1
+        assert app.temp_dir is not None and app.temp_dir.parent == tmp_path
+
+
 async def test_worker_error_opens_dialog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(*args, **kwargs):
         raise RuntimeError("disk on fire")

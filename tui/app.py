@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -274,6 +273,8 @@ class ThreadloomApp(App[int]):
             self.call_after_refresh(self._open_first)
         self._last_pane_refresh = time.monotonic()
         self._show_empty(not projects and not self.ingesting)
+        if projects and self.main_screen.focused is None and self.screen is self.main_screen:
+            project_list.focus()  # the demo, or a first load, that started with nothing to focus
 
     def _open_first(self) -> None:
         """Nothing open yet: show the newest session, so the first screen is never blank."""
@@ -614,7 +615,9 @@ class ThreadloomApp(App[int]):
             self.notify(f"Search index complete in {report.index_seconds:.1f} s", timeout=3)
 
     def _start_demo(self) -> None:
-        self.temp_dir = Path(tempfile.mkdtemp(prefix="threadloom-demo-"))
+        from core.demo import claim_demo_dir
+
+        self.temp_dir = claim_demo_dir()
         self.db_path = self.temp_dir / "demo.db"
         self.sources = []
         self.title = "threadloom · demo"
