@@ -111,6 +111,42 @@ async def test_navigate_project_session_subagent_nested(demo_db: Path) -> None:
         assert cursor is not None and cursor.data.session.id == nested.id
 
 
+async def test_escape_goes_back_from_a_subagent_to_its_task_call(demo_db: Path) -> None:
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("enter", "enter")  # the newest session of the first project
+        await pilot.pause()
+        view = app.query_one(MessageView)
+        checkout = session_id(app, CHECKOUT)
+        await cursor_to_tool(pilot, "Task")
+        task_seq = view.current_row().seq
+        await pilot.press("enter")  # into the subagent
+        await pilot.pause()
+        explore = view.session_id
+        await cursor_to_tool(pilot, "Task")
+        await pilot.press("enter")  # and into its own subagent
+        await pilot.pause()
+        assert view.session_id not in (checkout, explore)
+        await pilot.press("backspace")
+        await pilot.pause()
+        assert view.session_id == explore
+        await pilot.press("escape")
+        await pilot.pause()
+        assert view.session_id == checkout and view.current_row().seq == task_seq
+        assert app.focused is view and not app._back
+        await pilot.press("escape")  # nothing more to go back to
+        await pilot.pause()
+        assert view.session_id == checkout
+        # a trail ends when another session is opened some other way
+        await cursor_to_tool(pilot, "Task")
+        await pilot.press("enter")
+        await pilot.pause()
+        app.jump_to_session(checkout)
+        await pilot.pause()
+        assert not app._back
+
+
 async def test_session_tree_children_branches_segments(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:

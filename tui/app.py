@@ -47,7 +47,7 @@ NARROW = 110
 WIDE = 150
 PANE_IDS = ("projects", "sessions", "messages")
 PANE_NAMES = {"projects": "Projects", "sessions": "Sessions", "messages": "Messages"}
-BROWSER_ONLY = frozenset({"quit", "jump", "search", "fork", "focus_pane", "open_demo", "back_to_search", "help"})
+BROWSER_ONLY = frozenset({"quit", "jump", "search", "fork", "focus_pane", "open_demo", "back_to_search", "back", "help"})
 
 
 class IngestProgressed(Message):
@@ -109,6 +109,8 @@ class ThreadloomApp(App[int]):
         Binding("f", "fork", "Fork", id="app.fork",
                 tooltip="Fork or resume from the message (or session) under the cursor"),
         Binding("ctrl+r", "rescan", "Rescan", show=False, id="app.rescan", tooltip="Read new agent logs now"),
+        Binding("escape,backspace", "back", "Back", id="app.back",
+                tooltip="Back to the session (and message) this subagent was opened from"),
         Binding("escape", "back_to_search", "Back to search", id="app.back-to-search",
                 tooltip="Return to the search results this message was opened from"),
         Binding("escape", "cancel_ingest", "Cancel ingest", id="app.cancel-ingest"),
@@ -150,6 +152,9 @@ class ThreadloomApp(App[int]):
         self._status = "Reading agent logs"
         self.search_screen: SearchScreen | None = None
         self._search_return = False  # Esc in the browser goes back to the search results
+        # Esc from a subagent opened from a Task call: the sessions (and messages) it came from
+        self._back: list[tuple[str, int]] = []
+        self._keep_back = False  # set while following a subagent or going back: the trail stays
 
     # ------------------------------------------------------------------ layout
 
@@ -377,6 +382,9 @@ class ThreadloomApp(App[int]):
         if key == self._open_key:
             return
         self._open_key, self._open_ref = key, ref
+        if not self._keep_back and self._back:  # opened some other way: no way back from it
+            self._back.clear()
+            self.refresh_bindings()
         view = self.main_screen.query_one(MessageView)
         title = session.task_description if session.is_subagent and session.task_description else session.title
         count = session.message_count
@@ -429,7 +437,28 @@ class ThreadloomApp(App[int]):
 
     @on(MessageView.SubagentRequested)
     def _open_subagent(self, event: MessageView.SubagentRequested) -> None:
-        self.jump_to_session(event.session_id)
+        view = self.main_screen.query_one(MessageView)
+        row = view.current_row()
+        if view.session_id is not None:
+            self._back.append((view.session_id, row.seq if row is not None else 0))
+        self._follow_trail(event.session_id)
+
+    def action_back(self) -> None:
+        """Esc (or Backspace) in a subagent opened from its Task call: back to that call."""
+        if not self._back:
+            return
+        session_id, seq = self._back.pop()
+        self._follow_trail(session_id)
+        view = self.main_screen.query_one(MessageView)
+        self.call_after_refresh(lambda: view.go_to_seq(seq, mark=False) if view.session_id == session_id else None)
+
+    def _follow_trail(self, session_id: str) -> None:
+        self._keep_back = True
+        try:
+            self.jump_to_session(session_id)
+        finally:
+            self._keep_back = False
+        self.refresh_bindings()
 
     @on(MessageView.RawRequested)
     def _show_raw(self, event: MessageView.RawRequested) -> None:
@@ -629,6 +658,8 @@ class ThreadloomApp(App[int]):
         if self.search_screen is not None and self.screen is self.search_screen:
             # on the search screen letters are typed into the query; these belong to the browser
             return action not in BROWSER_ONLY
+        if action == "back":
+            return bool(self._back)
         if action == "back_to_search":
             return self._search_return and self.search_screen is not None
         if action == "fork":  # not during a first load: forking ingests the fork, after the load
