@@ -667,9 +667,9 @@ async def test_moving_to_another_project_shows_its_newest_session(demo_db: Path)
 
 
 def _clip_title(title: str | None) -> str:
-    from tui.app import _clip
+    from tui.render import plain_title
 
-    return _clip(title or "(untitled)", 70)
+    return plain_title(title, 70).markup
 
 
 def test_session_rows_show_when_they_were_last_written_with_the_year_when_not_this_one() -> None:
@@ -894,6 +894,34 @@ async def open_picker_at(pilot, seq: int) -> ForkPicker:
     return app.screen
 
 
+async def test_titles_with_brackets_are_shown_as_written(tmp_path: Path) -> None:
+    """A border reads a str as markup: "[Image #1]" and "[red]" vanished from titles."""
+    from conftest import Transcript, ingest
+
+    from core import db
+
+    sid = "abcdef00-0000-4000-8000-000000000001"
+    t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{sid}.jsonl", sid)
+    title = "[Image #1] why is the [red] header misaligned?"
+    t.user(title)
+    t.assistant("Looking.")
+    t.write()
+    conn = db.connect(tmp_path / "t.db")
+    ingest(conn, tmp_path / "projects")
+    conn.close()
+    app = make_app(tmp_path / "t.db")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause(0.3)
+        view = app.query_one(MessageView)
+        assert view.session_id == sid
+        assert view._border_title is not None and view._border_title.plain == title
+        view.focus()
+        await pilot.press("f")
+        await settle(pilot)
+        box = app.screen.query_one("#fork-box")
+        assert box._border_title is not None and box._border_title.plain == f"Fork or resume · {title}"
+
+
 async def test_fork_picker_preselects_the_turn_then_resume_copies(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
@@ -934,6 +962,8 @@ async def test_fork_here_confirms_writes_copies_and_shows_in_tree(
         confirm = shown(picker.query_one("#fork-confirm-text", Static))
         assert plan.path in confirm.replace("\n", "") and "0600" in confirm and plan.command in confirm
         assert not Path(plan.path).exists() and copied == []
+        assert "copied once the file is written" in confirm
+        assert "Working out" not in shown(picker.query_one("#fork-status", Static))
         await pilot.press("enter")  # "Write the fork" has the focus
         await settle(pilot)
         path = Path(plan.path)

@@ -32,7 +32,7 @@ from core.text import human_tokens
 from tui.keymap import keymap_path, load_keymap
 from tui.messages import MessageView
 from tui.panes import NodeRef, ProjectList, SessionTree
-from tui.render import short_model
+from tui.render import plain_title, short_model
 from tui.screens import ErrorScreen, HelpScreen, RawJsonScreen
 
 if TYPE_CHECKING:
@@ -400,9 +400,9 @@ class ThreadloomApp(App[int]):
             rewinds = browse.rewind_seqs(self.conn, session.id) if session.branch_count else set()
             view.show(self.conn, session.id, range(session.message_count), rewinds=rewinds)
             view.border_subtitle = _subtitle(session, count, len(rewinds))
-            view.border_title = _clip(title or "(untitled)", 70)
+            view.border_title = plain_title(title, 70)
             return
-        view.border_title = _clip(title or "(untitled)", 70)
+        view.border_title = plain_title(title, 70)
         view.border_subtitle += f" · {human_tokens(session.tokens)} tokens · {short_model(session.model)}"
 
     def jump_to_session(self, session_id: str) -> None:
@@ -950,11 +950,6 @@ def _jump_provider() -> type[Provider]:
     from tui.commands import SessionJumpProvider
 
     return SessionJumpProvider
-
-
-def _clip(text: str, width: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def run_app(*, db_path: Path | None = None, sources: Iterable[Path] = (), demo: bool = False,

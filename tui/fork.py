@@ -31,7 +31,7 @@ from core import browse
 from core.fork import ForkError, ForkPlan, ForkPoint, fork_points, native_fork_plan, plan_fork, resume_plan
 from core.query import SessionSummary, get_session
 from tui.panes import fit
-from tui.render import ROLE_STYLE, short_model, when
+from tui.render import ROLE_STYLE, clip, plain_title, short_model, when
 
 if TYPE_CHECKING:
     from tui.app import ThreadloomApp
@@ -139,7 +139,7 @@ class ForkPicker(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with DialogBox(id="fork-box") as box:
             title = (self.session.title or self.session.task_description) if self.session else None
-            box.border_title = "Fork or resume · " + _clip(title or "(untitled)", 60)
+            box.border_title = Text("Fork or resume · ") + plain_title(title, 60)
             box.border_subtitle = "Esc closes"
             yield Static(id="fork-about")
             yield PointList(id="fork-points")
@@ -229,9 +229,9 @@ class ForkPicker(ModalScreen[None]):
         if chosen:
             facts.insert(0, ("your message", "#d7af5f"))
         first = fit(head, [f for f in facts if f[0]], width)
-        prompt = Text.assemble(("    › ", ROLE_STYLE["user"]), _clip(point.prompt or "(no prompt text)", width - 6))
+        prompt = Text.assemble(("    › ", ROLE_STYLE["user"]), clip(point.prompt or "(no prompt text)", width - 6))
         reply = Text.assemble(("    ‹ ", ROLE_STYLE["assistant"]),
-                              (_clip(point.reply or "(no reply text)", width - 6), "dim"))
+                              (clip(point.reply or "(no reply text)", width - 6), "dim"))
         return Text("\n").join([first, prompt, reply])
 
     def _show(self) -> None:
@@ -353,6 +353,7 @@ class ForkPicker(ModalScreen[None]):
     def _ask(self, plan: ForkPlan) -> None:
         self.pending = plan
         self.error = ""
+        self._show()  # the status line no longer says the command is being worked out
         table = Table.grid(padding=(0, 2))
         table.add_column(style="dim", no_wrap=True)
         table.add_column(overflow="fold")
@@ -360,7 +361,7 @@ class ForkPicker(ModalScreen[None]):
             ("file", f"{plan.path}  (new, mode 0600; nothing is overwritten)"),
             ("holds", self._holds(plan)),
             ("source", "untouched"),
-            ("then", plan.command + "   (copied)"),
+            ("then", plan.command + "   (copied once the file is written)"),
         ]
         for label, value in rows:
             table.add_row(label, value)
@@ -496,8 +497,3 @@ class ForkPicker(ModalScreen[None]):
         if action is not None:
             event.stop()
             action()
-
-
-def _clip(text: str, width: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: max(1, width - 1)] + "…"

@@ -52,6 +52,18 @@ def when(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000).strftime("%d %b %H:%M:%S")
 
 
+def clip(text: str, width: int) -> str:
+    """One line of at most `width` characters, its whitespace collapsed."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: max(1, width - 1)] + "…"
+
+
+def plain_title(title: str | None, width: int) -> Text:
+    """A session's title for a border: as plain text (a str there is read as markup, and a prompt
+    such as "[Image #1] fix this" lost its brackets), never blank."""
+    return Text(clip(title or "", width) or "(untitled)")
+
+
 def short_when(ms: int | None, now: float | None = None) -> str:
     """'12 Jun 14:05' in the current year, '12 Jun 2025' before it: a list sorted by time reads in
     order across a new year, and an old session says how old."""
