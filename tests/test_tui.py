@@ -690,6 +690,9 @@ def test_session_rows_show_when_they_were_last_written_with_the_year_when_not_th
         tool_call_id=None)
     row = session_label(node, 90, now).plain
     assert "03 Feb 09:30" in row and "2025" not in row and "1 msg " in row
+    from tui.app import _subtitle
+
+    assert _subtitle(node, 1, 0) == "1 message · 0 tokens"  # no model: no dangling separator
 
 
 async def test_every_binding_has_an_id(demo_db: Path) -> None:

@@ -32,7 +32,7 @@ from core.text import human_tokens
 from tui.keymap import keymap_path, load_keymap
 from tui.messages import MessageView
 from tui.panes import NodeRef, ProjectList, SessionTree
-from tui.render import plain_title, short_model
+from tui.render import count_of, plain_title, short_model
 from tui.screens import ErrorScreen, HelpScreen, RawJsonScreen
 
 if TYPE_CHECKING:
@@ -392,10 +392,10 @@ class ThreadloomApp(App[int]):
             seqs = browse.branch_seqs(self.conn, session.id, ref.branch.turn_ids)
             view.show(self.conn, session.id, seqs)
             count = len(seqs)
-            view.border_subtitle = f"branch {ref.branch.number} · {count:,} messages"
+            view.border_subtitle = f"branch {ref.branch.number} · {count_of(count, 'message')}"
         elif ref.kind == "segment" and ref.segment is not None:
             view.show(self.conn, session.id, range(session.message_count), at=ref.segment.start_seq)
-            view.border_subtitle = f"segment {ref.segment.number} · {count:,} messages"
+            view.border_subtitle = f"segment {ref.segment.number} · {count_of(count, 'message')}"
         else:
             rewinds = browse.rewind_seqs(self.conn, session.id) if session.branch_count else set()
             view.show(self.conn, session.id, range(session.message_count), rewinds=rewinds)
@@ -403,7 +403,8 @@ class ThreadloomApp(App[int]):
             view.border_title = plain_title(title, 70)
             return
         view.border_title = plain_title(title, 70)
-        view.border_subtitle += f" · {human_tokens(session.tokens)} tokens · {short_model(session.model)}"
+        model = short_model(session.model)
+        view.border_subtitle += f" · {human_tokens(session.tokens)} tokens" + (f" · {model}" if model else "")
 
     def jump_to_session(self, session_id: str) -> None:
         """Reveal a session or subagent in the tree (switching project if needed) and read it."""
@@ -939,10 +940,12 @@ class ThreadloomApp(App[int]):
 
 def _subtitle(session: SessionNode, count: int, rewinds: int) -> str:
     """The message view's subtitle for a whole session: size, branches, tokens, model."""
-    text = f"{count:,} messages"
+    text = count_of(count, "message")
     if rewinds:
         text += f" · {rewinds + 1} branches"
-    return text + f" · {human_tokens(session.tokens)} tokens · {short_model(session.model)}"
+    text += f" · {human_tokens(session.tokens)} tokens"
+    model = short_model(session.model)
+    return text + (f" · {model}" if model else "")
 
 
 def _jump_provider() -> type[Provider]:

@@ -21,7 +21,7 @@ from textual.widgets.tree import TreeNode
 from core import browse
 from core.browse import Branch, ProjectRow, Segment, SessionNode
 from core.text import human_tokens, human_when
-from tui.render import short_model, short_when
+from tui.render import count_of, short_model, short_when
 
 STATUS_MARK = {"completed": ("✓", "green"), "failed": ("✗", "red"), "rejected": ("⊘", "yellow"),
                "interrupted": ("⏹", "yellow"), "pending": ("…", "dim")}
@@ -245,8 +245,9 @@ class SessionTree(Tree[NodeRef]):
         if node is None or node.data is None or node.data.session is None:
             return ""
         s = node.data.session
-        return (f"{short_when(last_activity(s), self.now())} · {messages(s.message_count)} · "
-                f"{human_tokens(s.tokens)} tok · {short_model(s.model)}")
+        parts = (short_when(last_activity(s), self.now()), count_of(s.message_count, "msg"),
+                 f"{human_tokens(s.tokens)} tok", short_model(s.model))
+        return " · ".join(p for p in parts if p)
 
     def _on_tree_node_expanded(self, event: Tree.NodeExpanded[NodeRef]) -> None:
         self.load_children(event.node)
@@ -337,10 +338,6 @@ def last_activity(s: SessionNode) -> int | None:
     return s.ended_at or s.started_at
 
 
-def messages(count: int) -> str:
-    return f"{count:,} msg" + ("" if count == 1 else "s")
-
-
 def session_label(s: SessionNode, width: int, now: float | None = None) -> Text:
     """Title (or a subagent's description, type and status), then last activity, messages, tokens
     and model, each padded to a column of its own so that the rows line up."""
@@ -360,7 +357,7 @@ def session_label(s: SessionNode, width: int, now: float | None = None) -> Text:
         head.append(s.title or "(untitled)", style="bold")
     if s.is_warmup:
         facts.insert(0, ("warmup", "dim italic"))
-    facts += [(short_when(last_activity(s), now).ljust(12), "dim"), (messages(s.message_count).rjust(10), "dim"),
+    facts += [(short_when(last_activity(s), now).ljust(12), "dim"), (count_of(s.message_count, "msg").rjust(10), "dim"),
               (f"{human_tokens(s.tokens)} tok".rjust(9), "dim"), (short_model(s.model).ljust(10), "#af87d7")]
     return fit(head, [f for f in facts if f[0]], width)
 

@@ -52,6 +52,11 @@ def when(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000).strftime("%d %b %H:%M:%S")
 
 
+def count_of(n: int, noun: str) -> str:
+    """'1 message', '2,310 messages'."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
 def clip(text: str, width: int) -> str:
     """One line of at most `width` characters, its whitespace collapsed."""
     flat = " ".join(text.split())
