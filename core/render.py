@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 import orjson
@@ -12,6 +13,7 @@ from rich.text import Text
 from core.query import SessionSummary, ToolCall, children_of, get_session, messages
 from core.text import clock, human_tokens, one_line
 
+OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")  # window titles, links: no text to show
 ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "system": "dim"}
 STATUS_MARK = {"completed": "✓", "failed": "✗", "rejected": "⊘", "interrupted": "⏹", "pending": "…"}
 
@@ -29,6 +31,14 @@ def tool_summary(call: ToolCall) -> str:
         if isinstance(value, str) and value:
             return one_line(value, 70)
     return one_line(call.params_json, 70)
+
+
+def terminal_text(text: str, style: str = "") -> Text:
+    """Text as a terminal showed it to the user: the colours and bold of the escape sequences a
+    tool printed become styles, and no escape sequence is printed as it is."""
+    if "\x1b" not in text:
+        return Text(text, style=style)
+    return Text.from_ansi(OSC.sub("", text), style=style)
 
 
 def render_session(console: Console, conn: sqlite3.Connection, session: SessionSummary, *,
@@ -59,7 +69,7 @@ def render_session(console: Console, conn: sqlite3.Connection, session: SessionS
             console.print(Padding(Text(f"(thinking) {one_line(msg.thinking, 100)}", style="dim italic"),
                                   (0, 0, 0, indent + 2)))
         if msg.content:
-            console.print(Padding(Text(msg.content), (0, 0, 0, indent + 2)))
+            console.print(Padding(terminal_text(msg.content), (0, 0, 0, indent + 2)))
         for call in msg.tool_calls:
             mark = STATUS_MARK.get(call.status or "pending", "?")
             line = Text(f"▸ {call.name}  ", style="yellow")

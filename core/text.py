@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import datetime
 
@@ -59,8 +60,20 @@ def clock(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M")
 
 
+# what terminals read as commands rather than text: CSI (colours, cursor moves), OSC (titles,
+# links) and the two-character escapes
+ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+
+
+def strip_escapes(text: str) -> str:
+    """`text` without the escape sequences tools print (a hook's "\x1b[1mPostToolUse\x1b[22m", a
+    coloured test run): shown as they are, they reach the terminal as commands."""
+    return ESCAPE.sub("", text) if "\x1b" in text else text
+
+
 def one_line(text: str | None, width: int = 80) -> str:
+    """`text` on one line of at most `width` characters, its whitespace collapsed."""
     if not text:
         return ""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    flat = " ".join(strip_escapes(text).split())
+    return flat if len(flat) <= width else flat[: max(1, width - 1)] + "…"

@@ -111,3 +111,17 @@ class Transcript:
 
 def tool_use(tool_id: str, name: str, **params) -> dict:
     return {"type": "tool_use", "id": tool_id, "name": name, "input": params}
+
+
+def ansi_session(root: Path, sid: str = "eeeeeeee-1111-4222-8333-00000000a051") -> Transcript:
+    """A session whose tools printed terminal escape sequences: a hook's bold name, a coloured
+    test run, a window title."""
+    t = Transcript(root / "projects" / "-srv-ansi" / f"{sid}.jsonl", sid, cwd="/srv/ansi")
+    t.user("run the tests")
+    t.assistant("Running them.", tools=[tool_use("tb1", "Bash", command="pytest --color=yes")])
+    t.tool_result("tb1", "\x1b]0;pytest\x07\x1b[32m12 passed\x1b[0m in 0.4s\n\x1b[31m1 failed\x1b[0m")
+    t.add({"type": "system", "subtype": "informational", "content": "Running \x1b[1mPostToolUse:Edit\x1b[22m..."})
+    t.user("<local-command-stdout>\x1b[1mCost:\x1b[22m $0.12</local-command-stdout>")
+    t.assistant("Done: \x1b[1m12 passed\x1b[22m.")
+    t.write()
+    return t

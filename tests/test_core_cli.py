@@ -208,3 +208,14 @@ def test_new_databases_get_the_schema_the_sqlmodel_classes_compile_to(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "third.db")], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parents[1])
     assert out.stdout.strip() == "[]"
+
+
+def test_show_prints_no_escape_sequences_that_tools_left_in_the_log(tmp_path):
+    from conftest import ansi_session
+
+    ansi_session(tmp_path)
+    dbp = str(tmp_path / "t.db")
+    assert run("--db", dbp, "ingest", "--only", "--source", str(tmp_path / "projects")).returncode == 0
+    out = run("--db", dbp, "show", "eeeeeeee").stdout  # piped
+    assert "\x1b" not in out and "\x07" not in out
+    assert "PostToolUse:Edit" in out and "Done: 12 passed." in out

@@ -925,6 +925,34 @@ async def test_titles_with_brackets_are_shown_as_written(tmp_path: Path) -> None
         assert box._border_title is not None and box._border_title.plain == f"Fork or resume · {title}"
 
 
+async def test_escape_sequences_in_a_log_become_styles_not_terminal_commands(tmp_path: Path) -> None:
+    """Written to the terminal as they are, a tool's escape sequences would move the cursor or
+    retitle the window; the viewer shows their colours and bold as styles instead."""
+    from conftest import ansi_session, ingest
+
+    from core import db
+
+    t = ansi_session(tmp_path)
+    conn = db.connect(tmp_path / "t.db")
+    ingest(conn, tmp_path / "projects")
+    conn.close()
+    app = make_app(tmp_path / "t.db")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause(0.3)
+        view = app.query_one(MessageView)
+        assert view.session_id == t.session_id
+        view.focus()
+        view.action_toggle_all()
+        await pilot.pause()
+        strips = [strip for pos in range(len(view.seqs)) for strip in view.ensure(pos).strips]
+        text = "\n".join(strip.text for strip in strips)
+        assert "\x1b" not in text and "\x07" not in text and "0;pytest" not in text
+        assert "PostToolUse:Edit" in text and "12 passed in 0.4s" in text and "Cost: $0.12" in text
+        bold = [seg for strip in strips for seg in strip if "12 passed" in seg.text and seg.style and seg.style.bold]
+        green = [seg for strip in strips for seg in strip if "12 passed" in seg.text and seg.style and seg.style.color]
+        assert bold and green, [seg for strip in strips for seg in strip if "passed" in seg.text]
+
+
 async def test_fork_picker_preselects_the_turn_then_resume_copies(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:

@@ -30,8 +30,9 @@ from textual.widgets.option_list import Option
 from core import browse
 from core.fork import ForkError, ForkPlan, ForkPoint, fork_points, native_fork_plan, plan_fork, resume_plan
 from core.query import SessionSummary, get_session
+from core.text import one_line
 from tui.panes import fit
-from tui.render import ROLE_STYLE, clip, plain_title, short_model, when
+from tui.render import ROLE_STYLE, plain_title, short_model, when
 
 if TYPE_CHECKING:
     from tui.app import ThreadloomApp
@@ -229,9 +230,9 @@ class ForkPicker(ModalScreen[None]):
         if chosen:
             facts.insert(0, ("your message", "#d7af5f"))
         first = fit(head, [f for f in facts if f[0]], width)
-        prompt = Text.assemble(("    › ", ROLE_STYLE["user"]), clip(point.prompt or "(no prompt text)", width - 6))
+        prompt = Text.assemble(("    › ", ROLE_STYLE["user"]), one_line(point.prompt or "(no prompt text)", width - 6))
         reply = Text.assemble(("    ‹ ", ROLE_STYLE["assistant"]),
-                              (clip(point.reply or "(no reply text)", width - 6), "dim"))
+                              (one_line(point.reply or "(no reply text)", width - 6), "dim"))
         return Text("\n").join([first, prompt, reply])
 
     def _show(self) -> None:

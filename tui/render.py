@@ -17,7 +17,7 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.text import Text
 
 from core.browse import MessageRow, ToolCallRow
-from core.render import tool_summary
+from core.render import terminal_text, tool_summary
 from core.text import human_tokens, one_line
 
 ROLE_STYLE = {"user": "bold #5fafff", "assistant": "bold #87d787", "system": "dim"}
@@ -57,16 +57,10 @@ def count_of(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
-def clip(text: str, width: int) -> str:
-    """One line of at most `width` characters, its whitespace collapsed."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: max(1, width - 1)] + "…"
-
-
 def plain_title(title: str | None, width: int) -> Text:
     """A session's title for a border: as plain text (a str there is read as markup, and a prompt
     such as "[Image #1] fix this" lost its brackets), never blank."""
-    return Text(clip(title or "", width) or "(untitled)")
+    return Text(one_line(title, width) or "(untitled)")
 
 
 def short_when(ms: int | None, now: float | None = None) -> str:
@@ -113,8 +107,8 @@ def message_text(msg: MessageRow) -> Text:
         return Text(command.group(1).strip() + (" " + args if args else ""), style="bold #d787d7")
     local = LOCAL_OUT.search(content)
     if local:
-        return Text(local.group(1).strip(), style="dim")
-    return Text(content, style="dim" if msg.is_meta else "")
+        return terminal_text(local.group(1).strip(), "dim")
+    return terminal_text(content, "dim" if msg.is_meta else "")
 
 
 def thinking_line(msg: MessageRow, expanded: bool) -> RenderableType:
@@ -123,7 +117,7 @@ def thinking_line(msg: MessageRow, expanded: bool) -> RenderableType:
     label.append(f"  {size:,} chars", style="dim")
     if not expanded:
         return label
-    return Group(label, Text(msg.thinking or "", style="italic #9e9e9e"))
+    return Group(label, terminal_text(msg.thinking or "", "italic #9e9e9e"))
 
 
 def summary_line(msg: MessageRow, expanded: bool) -> RenderableType:
@@ -131,7 +125,7 @@ def summary_line(msg: MessageRow, expanded: bool) -> RenderableType:
     label.append(f"  {len(msg.content or ''):,} chars", style="dim")
     if not expanded:
         return label
-    return Group(label, Text(msg.content or "", style="#87afaf"))
+    return Group(label, terminal_text(msg.content or "", "#87afaf"))
 
 
 def image_line(media_type: str, size: int) -> Text:
@@ -285,14 +279,14 @@ def output_view(call: ToolCallRow, params: dict[str, Any], output: str, backgrou
     shown = lines[:OUTPUT_LINES]
     tail = Text(f"… {more} more lines (r shows the raw record)", style="dim") if more > 0 else None
     if call.status in ("failed", "rejected", "interrupted"):
-        body: RenderableType = Text("\n".join(shown), style="#ff8787")
+        body: RenderableType = terminal_text("\n".join(shown), "#ff8787")
     elif call.name == "Read" and shown and all(CAT_N.match(line) for line in shown):
         first = int(CAT_N.match(shown[0]).group(1))  # type: ignore[union-attr]
         source = "\n".join(CAT_N.match(line).group(2) for line in shown)  # type: ignore[union-attr]
         path = str(params.get("file_path") or "")
         body = code(source, Syntax.guess_lexer(path, source), background, line_numbers=True, start_line=first)
     else:
-        body = Text("\n".join(shown))
+        body = terminal_text("\n".join(shown))
     return Group(body, tail) if tail else body
 
 
