@@ -24,7 +24,7 @@ examples:
   threadloom restore 3f2a --to /tmp/recovered
 
 where things are:
-  database   $THREADLOOM_DB, else --db, else the platform data dir (see `threadloom sources`)
+  database   --db, else $THREADLOOM_DB, else the platform data dir (see `threadloom sources`)
   Claude     ~/.claude/projects ($CLAUDE_CONFIG_DIR honoured)
   more       any folder given with --source is remembered and rescanned on later runs
 """
@@ -76,7 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object: indexed, seconds")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
 
-    p = sub.add_parser("sessions", help="list sessions, newest first")
+    p = sub.add_parser("sessions", help="list sessions, newest first",
+                       description="List sessions, newest first, subagents under their session. The id "
+                       "column is what `show`, `resume` and `restore` take (a unique prefix is enough).")
     _db_arg(p)
     p.add_argument("--project", metavar="P", help="project name or path (substring)")
     p.add_argument("--agent", metavar="A", help="claude-code, codex, ...")
@@ -84,7 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="include sessions without messages")
     p.add_argument("--json", action="store_true", help="print a JSON list")
 
-    p = sub.add_parser("show", help="print a session as readable text, subagents indented")
+    p = sub.add_parser("show", help="print a session as readable text, subagents indented",
+                       description="Print a session as readable text: messages, thinking and tool calls, "
+                       "with the conversations of its subagents indented under the calls that started them.")
     _db_arg(p)
     p.add_argument("session", help="session id, unique prefix, or the agent's own id")
     p.add_argument("--json", action="store_true", help="print the session and its messages as JSON")
@@ -113,26 +117,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true",
                    help="print command, new_session_id, path, source_session_id, fork_point, notes")
 
-    p = sub.add_parser("resume", help="print the command that resumes a session (or forks it at its end)")
+    p = sub.add_parser("resume", help="print the command that resumes a session (or forks it at its end)",
+                       description="Print the command that resumes a session in its agent, run from the "
+                       "folder the session was started in (where the agent looks for it).")
     _db_arg(p)
     p.add_argument("session", help="session id or unique prefix")
     p.add_argument("--fork-session", action="store_true", help="fork at the end instead of resuming in place")
     p.add_argument("--copy", action="store_true", help="also copy the command to the clipboard")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the plan (command, cwd, agent, notes) as JSON")
 
-    p = sub.add_parser("verify", help="re-read every source and report stored bytes that no longer match")
+    p = sub.add_parser("verify", help="re-read every source and report stored bytes that no longer match",
+                       description="Re-read every source file still on disk and compare it with the bytes "
+                       "stored for it: reports files that changed in place, shrank or disappeared "
+                       "(their stored copy is what `restore` writes back).")
     _db_arg(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
 
-    p = sub.add_parser("restore", help="write a session's original files back, byte for byte")
+    p = sub.add_parser("restore", help="write a session's original files back, byte for byte",
+                       description="Write the files a session was read from back, byte for byte, from the "
+                       "database: for a log its agent deleted or rewrote.")
     _db_arg(p)
     p.add_argument("session", help="session id or unique prefix")
     p.add_argument("--to", metavar="DIR", type=Path, required=True, help="folder to write into (files are never overwritten)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the files written as JSON")
 
-    p = sub.add_parser("sources", help="the locations checked on this machine and what was found")
+    p = sub.add_parser("sources", help="the locations checked on this machine and what was found",
+                       description="Where threadloom looks for each agent's logs on this machine, whether "
+                       "each place exists, and where the database is.")
     _db_arg(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the locations as JSON")
     return parser
 
 
@@ -320,7 +333,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     # piped (to grep, a file): no terminal width to fit, so nothing is cut; on a terminal the title,
     # project and model give way, the id (what `show` takes) and the numbers never do
     console = Console(width=None if sys.stdout.isatty() else 1000)
-    fixed = {"id": 13, "when": 12, "msgs": 5, "tokens": 6}
+    fixed = {"id": 24, "when": 12, "msgs": 5, "tokens": 6}  # id: a main session's 13, a subagent's own id
     room = console.width - sum(fixed.values()) - 2 * 6  # the gaps between the 7 columns
     widths = {"project": max(8, room // 6), "model": max(8, room // 6)}
     widths["title"] = max(12, room - widths["project"] - widths["model"])
@@ -330,7 +343,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
                          max_width=widths.get(col), justify="right" if col in ("msgs", "tokens") else "left")
     for r in rows:
         title = ("  ↳ " + (r.task_description or r.title or "(subagent)")) if r.is_subagent else (r.title or "(untitled)")
-        table.add_row(r.id[:13] if not r.is_subagent else r.id.split(":", 1)[-1][:13], human_when(r.ended_at),
+        table.add_row(r.id[:13] if not r.is_subagent else r.id.split(":", 1)[-1], human_when(r.ended_at),
                       r.project or "", title, str(r.message_count), human_tokens(r.total_tokens), r.model or "")
     console.print(table)
     if not rows:
@@ -390,7 +403,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     from core.text import human_when
 
-    console = Console(highlight=False)
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)  # piped: snippets not squeezed
     for problem in result.problems:
         console.print(f"[yellow]{problem}[/]")
     table = Table(box=None, header_style="bold", pad_edge=False, expand=True)

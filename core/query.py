@@ -97,13 +97,16 @@ class AmbiguousSession(LookupError):
 
 
 def resolve_session(conn: sqlite3.Connection, ref: str) -> SessionSummary:
-    """A session by full id, unique id prefix, or the agent's own id; clear errors otherwise."""
+    """A session by full id, unique id prefix, the agent's own id, or a subagent's own id (or its
+    prefix: what `threadloom sessions` lists for it); clear errors otherwise."""
     found = get_session(conn, ref)
     if found:
         return found
+    escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     rows = conn.execute(
-        "SELECT id FROM agent_sessions WHERE id LIKE ? ESCAPE '\\' OR external_id = ? ORDER BY is_subagent, id LIMIT 6",
-        (ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%", ref),
+        "SELECT id FROM agent_sessions WHERE id LIKE ? ESCAPE '\\' OR external_id = ? "
+        "OR (is_subagent = 1 AND id LIKE ? ESCAPE '\\') ORDER BY is_subagent, id LIMIT 6",
+        (escaped + "%", ref, "%:" + escaped + "%"),
     ).fetchall()
     mains = [r[0] for r in rows if ":" not in r[0]]
     candidates = mains if len(mains) == 1 else [r[0] for r in rows]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import stat
 import subprocess
@@ -173,6 +174,29 @@ def test_help_answers_questions():
     for word in ("ingest", "sessions", "show", "verify", "restore", "--demo", "THREADLOOM_DB", "CLAUDE_CONFIG_DIR"):
         assert word in res.stdout
     assert "--rebuild" in run("ingest", "--help").stdout
+    assert "--db, else $THREADLOOM_DB" in res.stdout  # the order that applies: --db wins
+    for command in ("ingest", "index", "sessions", "show", "search", "fork", "resume", "verify", "restore", "sources"):
+        text = run(command, "--help").stdout
+        usage_end = text.index("\n\n")
+        description = text[usage_end:text.index("options:")].strip()
+        assert description and not description.startswith("positional"), command  # says what it does
+        if "[--json]" in text:  # and what --json prints
+            assert re.search(r"^  --json +\S", text, re.M), command
+
+
+def test_a_subagent_is_shown_by_the_id_the_sessions_list_gives_it(tmp_path):
+    from core.demo import write_demo_archive
+
+    root = write_demo_archive(tmp_path / "demo", long_turns=3)
+    dbp = str(tmp_path / "t.db")
+    assert run("--db", dbp, "ingest", "--only", "--source", str(root), "-q").returncode == 0
+    listed = run("--db", dbp, "sessions").stdout.splitlines()
+    ids = [line.split()[0] for line in listed[1:] if "↳" in line]
+    assert len(ids) >= 3 and len(set(ids)) == len(ids)  # each subagent's own, whole
+    for sub in ids:
+        shown = run("--db", dbp, "show", sub, "--no-subagents")
+        assert shown.returncode == 0, shown.stderr
+        assert f":{sub}" in shown.stdout.replace("\n", "")
 
 
 def test_the_console_script_opens_the_tui_but_core_alone_does_not(tmp_path, monkeypatch, capsys):
