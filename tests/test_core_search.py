@@ -104,6 +104,29 @@ def test_no_match_says_why(archive):
     assert result.hits == [] and "zzqxjv" in result.problems[0]
 
 
+def test_filters_alone_give_the_newest_records_they_let_through(archive):
+    calls = search(archive, "tool:Bash")
+    assert [(h.session_id, h.field) for h in calls.hits] == [(S_AUTH, "tool_text"), (S_AUTH, "tool_text")]
+    assert "12 packages" in calls.hits[0].snippet and "npm install" in calls.hits[1].snippet  # newest first
+    assert any("no words given" in p for p in calls.problems)
+    api = search(archive, "project:api")
+    assert {h.session_id for h in api.hits} == {S_AUTH, S_OTHER}
+    assert [h.entry_id for h in api.hits] == sorted((h.entry_id for h in api.hits), reverse=True)
+    assert sessions_of(search(archive, "tool:Task project:api")) == [S_OTHER, S_OTHER]
+    assert search(archive, "tool:Bash project:docs").hits == []
+    assert sessions_of(search(archive, "role:user session:a0000000-0000-4000-8000-00000000a002")) == [S_CONF]
+    assert search(archive, "").problems == ["type some words to search for"]
+    newest = search(archive, "role:assistant")  # nothing to narrow by id: every record from the newest
+    assert newest.hits[0].role == "assistant" and newest.hits[0].entry_id == max(h.entry_id for h in newest.hits)
+
+
+def test_a_wide_session_filter_walks_the_records_instead_of_listing_them(archive, monkeypatch):
+    listed = [h.entry_id for h in search(archive, "project:api").hits]
+    monkeypatch.setattr("core.search.SESSION_IDS_MAX", 0)
+    assert [h.entry_id for h in search(archive, "project:api").hits] == listed
+    assert sessions_of(search(archive, "tool:Task project:api")) == [S_OTHER, S_OTHER]
+
+
 def test_index_follows_appends_and_rewrites(archive, tmp_path):
     path = tmp_path / "projects" / "-srv-cli" / f"{S_CONF}.jsonl"
     with open(path, "a") as f:
