@@ -8,6 +8,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from itertools import accumulate
 from pathlib import Path
 
 import pytest
@@ -230,6 +231,10 @@ async def test_long_session_is_virtualized(demo_db: Path) -> None:
         assert view.row(view.cursor[0]).seq == node.message_count - 1
         assert "pull/214" in block_text(view)
         assert view.scroll_y == view.max_scroll_y
+        assert view.offsets == list(accumulate(view.heights, initial=0))  # laid out on what is drawn
+        screen = [view.render_line(y).text.strip() for y in range(view.scrollable_content_region.height)]
+        gaps = [y for y in range(2, len(screen)) if not (screen[y] or screen[y - 1] or screen[y - 2])]
+        assert gaps == [], screen  # no blank rows where hidden messages (tool results) were guessed to be
         await pilot.press("g")
         await pilot.pause()
         assert view.cursor[0] == 0 and view.scroll_y == 0
@@ -244,6 +249,22 @@ async def test_long_session_is_virtualized(demo_db: Path) -> None:
         assert below in view.exact and below in view.cache
         assert view.virtual_size.height == view.offsets[-1]
         assert view.max_scroll_y == view.offsets[-1] - height
+
+
+async def test_the_end_of_a_long_session_at_80x24_has_no_blank_gaps(demo_db: Path) -> None:
+    """Heights that became exact before a frame (a page read, a message drawn) are laid out before
+    it is painted: stale offsets showed blank rows where tool results had been guessed to be."""
+    app = make_app(demo_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.jump_to_session(session_id(app, LONG))
+        await pilot.pause()
+        await pilot.press("G")
+        await pilot.pause()
+        view = app.query_one(MessageView)
+        assert view.offsets == list(accumulate(view.heights, initial=0))
+        screen = [view.render_line(y).text.strip() for y in range(view.scrollable_content_region.height)]
+        assert not any(not (screen[y] or screen[y - 1]) for y in range(1, len(screen))), screen
 
 
 async def test_resize_to_80x24_collapses_panes(demo_db: Path) -> None:
@@ -373,6 +394,13 @@ async def test_warmup_agents_hidden_until_asked(demo_db: Path) -> None:
         header = next(n for n in tree.root.children if n.data.session.title.startswith("The header"))
         tree.load_children(header)
         assert [c.data.session.is_warmup for c in header.children] == [True]
+        await pilot.press("down")
+        await pilot.pause(0.3)
+        on = tree.cursor_node
+        assert on is not None and on.data.session.title.startswith("The header")
+        await pilot.press("w")  # hidden again: the cursor stays on the session it was on
+        await pilot.pause(0.3)
+        assert tree.cursor_node is not None and tree.cursor_node.data.session.id == on.data.session.id
 
 
 async def test_jump_to_session_from_palette(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -591,6 +619,35 @@ async def test_demo_starts_with_the_project_list_focused(tmp_path: Path, monkeyp
         await pilot.pause()
         assert projects.highlighted == 1
         assert app.temp_dir is not None and app.temp_dir.parent == tmp_path
+
+
+async def test_rescan_says_so_when_nothing_was_new(tmp_path: Path) -> None:
+    from conftest import ingest
+
+    from core import db
+
+    root = small_archive(tmp_path)
+    conn = db.connect(tmp_path / "t.db")
+    ingest(conn, root)  # the folder is remembered: a rescan reads it again
+    conn.close()
+    app = make_app(tmp_path / "t.db")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        said = [n.message for n in app._notifications if n.title == "Rescan"]
+        assert len(said) == 1 and "No new or changed agent logs" in said[0]
+        first = sorted(root.rglob("*.jsonl"))[0]
+        with open(first, "ab") as f:
+            f.write(b'{"type":"custom-title","customTitle":"renamed","sessionId":"x"}\n')
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert any(n.title == "Ingest done" for n in app._notifications)
+        assert len([n for n in app._notifications if n.title == "Rescan"]) == 1
 
 
 async def test_worker_error_opens_dialog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1104,6 +1161,21 @@ async def test_fork_picker_for_codex_says_what_it_can(tmp_path: Path, monkeypatc
         await pilot.press("r")
         await settle(pilot)
         assert picker.plan is not None and picker.plan.command.startswith(f"codex resume {sid} -C ")
+
+
+def test_a_collapsed_tool_call_stays_on_one_line_its_path_giving_way() -> None:
+    from core.query import ToolCall
+    from tui.render import call_line
+
+    path = "/Users/dev/workspace/claude-code-log/claude_code_log/renderer.py"
+    call = ToolCall("t1", "Read", json.dumps({"file_path": path}), '"ok"', "completed", None, 0, 8400)
+    wide = call_line(call, False, 200).plain
+    assert path in wide and wide.endswith("✓ · 8.4 s")
+    narrow = call_line(call, False, 60)
+    assert narrow.cell_len <= 60 and narrow.plain.endswith("✓ · 8.4 s") and "…" in narrow.plain
+    assert narrow.plain.startswith("▸ Read  /Users/dev/")
+    tiny = call_line(call, False, 20).plain  # too narrow to cut: it wraps whole
+    assert path in tiny
 
 
 def test_codex_patch_calls_render_as_diffs() -> None:

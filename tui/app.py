@@ -152,6 +152,7 @@ class ThreadloomApp(App[int]):
         self._status = "Reading agent logs"
         self.search_screen: SearchScreen | None = None
         self._search_return = False  # Esc in the browser goes back to the search results
+        self._rescan_asked = False  # Ctrl+R: the ingest's end is reported even when nothing was new
         # Esc from a subagent opened from a Task call: the sessions (and messages) it came from
         self._back: list[tuple[str, int]] = []
         self._keep_back = False  # set while following a subagent or going back: the trail stays
@@ -274,8 +275,8 @@ class ThreadloomApp(App[int]):
         tree.show_project(self.conn, current.path if current else None, keep_state=keep_state)
         tree.border_subtitle = tree.facts(tree.cursor_node)
         view = self.main_screen.query_one(MessageView)
-        if view.session_id is None and tree.cursor_node is not None:
-            self.call_after_refresh(self._open_first)
+        if view.session_id is None and tree.root.children:
+            self.call_after_refresh(self._open_first)  # after the tree has put its cursor
         self._last_pane_refresh = time.monotonic()
         self._show_empty(not projects and not self.ingesting)
         if projects and self.main_screen.focused is None and self.screen is self.main_screen:
@@ -551,6 +552,10 @@ class ThreadloomApp(App[int]):
         if report.files_read:
             self.notify(f"{report.files_read:,} files read ({report.bytes_read / 1e6:,.1f} MB), "
                         f"{report.sessions:,} sessions updated in {report.seconds:.1f} s", title="Ingest done")
+        elif self._rescan_asked:  # Ctrl+R: say that it looked, even when nothing was new
+            self.notify(f"No new or changed agent logs ({report.files_seen:,} files checked)", title="Rescan",
+                        timeout=3)
+        self._rescan_asked = False
         if report.errors:
             self.notify(f"{len(report.errors)} files could not be read; first: {report.errors[0]}",
                         title="Ingest errors", severity="error", timeout=10)
@@ -682,6 +687,7 @@ class ThreadloomApp(App[int]):
         elif self.demo or self.temp_dir is not None:
             self.notify("The demo archive does not change", timeout=2)
         else:
+            self._rescan_asked = True
             self.start_ingest()
 
     def action_open_demo(self) -> None:

@@ -122,6 +122,9 @@ class MessageView(ScrollView, can_focus=True):
         self.found: int | None = None  # the position of the message a search opened, marked
         self.stick_end = False
         self._width = 0
+        # a height changed since the offsets were computed (a page read, a message drawn): the
+        # next frame lays out again before it paints
+        self._stale = False
         self._ahead = 0  # the direction of the last page key: the next page is drawn ahead
         self.placeholder = "Select a session to read it."
 
@@ -245,7 +248,9 @@ class MessageView(ScrollView, can_focus=True):
                 self.rows[pos] = row
         for pos in range(a, b):
             if pos not in self.exact:
-                self.heights[pos] = self._estimate(pos)
+                height = self._estimate(pos)
+                self._stale = self._stale or height != self.heights[pos]
+                self.heights[pos] = height
 
     def row(self, pos: int) -> MessageRow | None:
         if pos not in self.rows and pos // PAGE not in self.pages:
@@ -263,6 +268,7 @@ class MessageView(ScrollView, can_focus=True):
     def _relayout(self, anchor: tuple[int, int] | None) -> None:
         """Recompute line offsets; keep the message `anchor[0]` at its screen line `anchor[1]`."""
         self.offsets = list(accumulate(self.heights, initial=0))
+        self._stale = False
         width = self._body_width()
         self._set_virtual_size(Size(width, self.offsets[-1] if self.seqs else 0))
         if anchor is not None and anchor[0] < len(self.heights):
@@ -337,6 +343,7 @@ class MessageView(ScrollView, can_focus=True):
         self.cache[pos] = rendered
         if len(self.cache) > CACHE_SIZE:
             self.cache.popitem(last=False)
+        self._stale = self._stale or self.heights[pos] != len(rendered.strips)
         self.heights[pos] = len(rendered.strips)
         self.exact.add(pos)
         return rendered
@@ -347,9 +354,10 @@ class MessageView(ScrollView, can_focus=True):
             return
         height = self.scrollable_content_region.height or self.size.height
         for _ in range(4):
+            if self._stale:  # heights changed since the last layout (before this frame, too)
+                self._relayout(None if self.stick_end else self._anchor())
             anchor = self._anchor()
             assert anchor is not None
-            before = list(self.heights)
             if self.stick_end:
                 pos = len(self.seqs) - 1
                 lines = 0
@@ -362,7 +370,7 @@ class MessageView(ScrollView, can_focus=True):
                 while pos < len(self.seqs) and line < top + height:
                     line += len(self.ensure(pos).strips)
                     pos += 1
-            if self.heights == before and len(self.offsets) == len(self.heights) + 1:
+            if not self._stale and len(self.offsets) == len(self.heights) + 1:
                 break
             self._relayout(None if self.stick_end else anchor)
         if self.stick_end:
@@ -429,7 +437,7 @@ class MessageView(ScrollView, can_focus=True):
         for call in msg.tool_calls:
             key = f"tool:{call.id}"
             expanded = self.is_expanded(key)
-            line = render.call_line(call, expanded)
+            line = render.call_line(call, expanded, width - 5)  # its indent, and the last column
             if expanded:
                 body = render.call_body(call, self._extra(call), self.styles.background.hex)
                 add("tool", _stack(line, Padding(body, (0, 0, 0, 2))),

@@ -284,10 +284,12 @@ class SessionTree(Tree[NodeRef]):
                 self.load_children(node)
                 node.expand()
                 stack.extend(node.children)
+        # once the new rows are laid out: a node added just now has no line yet, and the cursor
+        # went to the top (Warmups toggled with `w` lost the session the cursor was on)
         if target is not None:
-            self.move_cursor(target)
+            self.call_after_refresh(self.move_cursor, target)
         elif self.root.children:
-            self.move_cursor(self.root.children[0])
+            self.call_after_refresh(self.move_cursor, self.root.children[0])
 
     def move_cursor(self, node: TreeNode[NodeRef] | None, animate: bool = False) -> None:
         super().move_cursor(node, animate)

@@ -220,13 +220,19 @@ def result_text(call: ToolCallRow) -> str:
     return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() if value is not None else ""
 
 
-def call_line(call: ToolCallRow, expanded: bool) -> Text:
-    """`▸ Bash  npm test  ✗ exit 1 · 2.3 s` — the collapsed form of a tool call."""
+MIN_GIST = 12  # narrower than this, a collapsed call wraps rather than lose its command or path
+
+
+def call_line(call: ToolCallRow, expanded: bool, width: int | None = None) -> Text:
+    """`▸ Bash  npm test  ✗ exit 1 · 2.3 s` — the collapsed form of a tool call, on one line of
+    `width` when given: the gist (a command, a path) gives way, the status stays."""
     params = _params(call)
     text = Text("▾ " if expanded else "▸ ", style="#d7af5f")
     text.append(call.name, style="bold #d7af5f")
     gist = params.get("description") if call.name in SPAWN_TOOLS else None
+    gist_at = len(text) + 2
     text.append("  " + (gist if isinstance(gist, str) else tool_summary(call)))  # type: ignore[arg-type]
+    gist_end = len(text)
     mark, style = STATUS.get(call.status or "pending", ("?", "dim"))
     text.append("  ")
     text.append(mark, style=style)
@@ -238,6 +244,9 @@ def call_line(call: ToolCallRow, expanded: bool) -> Text:
     if call.name in SPAWN_TOOLS and call.child_session_id:
         agent = params.get("subagent_type")
         text.append(f"  ↳ subagent{' ' + agent if isinstance(agent, str) else ''} (Enter)", style="#d787d7")
+    over = text.cell_len - width if width else 0
+    if over > 0 and gist_end - gist_at - over - 1 >= MIN_GIST:
+        text = text[:gist_end - over - 1] + Text("…") + text[gist_end:]
     return text
 
 
