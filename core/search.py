@@ -358,15 +358,9 @@ def _filters(q: ParsedQuery, *, tool_test: bool = True) -> tuple[list[str], list
         where.append("e.role IN ('user', 'assistant') AND e.is_meta = 0")
     if not q.in_subagents and not q.session:
         where.append("s.is_subagent = 0")
-    if q.agent:
-        where.append("s.source LIKE ?")
-        params.append(q.agent + "%")
-    if q.project:
-        where.append("(s.project LIKE ? OR s.project_path LIKE ?)")
-        params += [f"%{q.project}%", f"%{q.project}%"]
-    if q.session:
-        where.append("e.session_id LIKE ?")
-        params.append(q.session + "%")
+    session_where, session_params = _session_filters(q, "s.")
+    where += session_where
+    params += session_params
     if q.after is not None:
         where.append("e.timestamp >= ?")
         params.append(q.after)
@@ -380,6 +374,21 @@ def _filters(q: ParsedQuery, *, tool_test: bool = True) -> tuple[list[str], list
             "AND t.tool_name = ? COLLATE NOCASE))"
         )
         params += [q.tool, q.tool]
+    return where, params
+
+
+def _session_filters(q: ParsedQuery, prefix: str) -> tuple[list[str], list]:
+    """The conditions of the agent, project and session filters on agent_sessions (`prefix`: its alias)."""
+    where, params = [], []
+    if q.agent:
+        where.append(f"{prefix}source LIKE ?")
+        params.append(q.agent + "%")
+    if q.project:
+        where.append(f"({prefix}project LIKE ? OR {prefix}project_path LIKE ?)")
+        params += [f"%{q.project}%", f"%{q.project}%"]
+    if q.session:
+        where.append(f"{prefix}id LIKE ?")
+        params.append(q.session + "%")
     return where, params
 
 
@@ -438,17 +447,8 @@ def _candidate_ids(conn: sqlite3.Connection, q: ParsedQuery) -> list[int] | None
             "UNION SELECT result_entry_id FROM agent_tool_calls WHERE tool_name = ? COLLATE NOCASE "
             "AND result_entry_id IS NOT NULL", (q.tool, q.tool))]
     session_ids = None
-    if q.agent or q.project or q.session:
-        where, params = [], []
-        if q.agent:
-            where.append("source LIKE ?")
-            params.append(q.agent + "%")
-        if q.project:
-            where.append("(project LIKE ? OR project_path LIKE ?)")
-            params += [f"%{q.project}%", f"%{q.project}%"]
-        if q.session:
-            where.append("id LIKE ?")
-            params.append(q.session + "%")
+    where, params = _session_filters(q, "")
+    if where:
         sessions = f"SELECT id FROM agent_sessions WHERE {' AND '.join(where)}"
         messages = conn.execute(f"SELECT sum(message_count) FROM agent_sessions WHERE id IN ({sessions})",
                                 params).fetchone()[0] or 0
