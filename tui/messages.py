@@ -354,8 +354,6 @@ class MessageView(ScrollView, can_focus=True):
             return
         height = self.scrollable_content_region.height or self.size.height
         for _ in range(4):
-            if self._stale:  # heights changed since the last layout (before this frame, too)
-                self._relayout(None if self.stick_end else self._anchor())
             anchor = self._anchor()
             assert anchor is not None
             if self.stick_end:
@@ -370,6 +368,8 @@ class MessageView(ScrollView, can_focus=True):
                 while pos < len(self.seqs) and line < top + height:
                     line += len(self.ensure(pos).strips)
                     pos += 1
+            # _stale, not a comparison with the heights before this pass: heights that became exact
+            # before it (a page read, a message drawn ahead) need the layout too
             if not self._stale and len(self.offsets) == len(self.heights) + 1:
                 break
             self._relayout(None if self.stick_end else anchor)
