@@ -231,10 +231,6 @@ async def test_long_session_is_virtualized(demo_db: Path) -> None:
         assert view.row(view.cursor[0]).seq == node.message_count - 1
         assert "pull/214" in block_text(view)
         assert view.scroll_y == view.max_scroll_y
-        assert view.offsets == list(accumulate(view.heights, initial=0))  # laid out on what is drawn
-        screen = [view.render_line(y).text.strip() for y in range(view.scrollable_content_region.height)]
-        gaps = [y for y in range(2, len(screen)) if not (screen[y] or screen[y - 1] or screen[y - 2])]
-        assert gaps == [], screen  # no blank rows where hidden messages (tool results) were guessed to be
         await pilot.press("g")
         await pilot.pause()
         assert view.cursor[0] == 0 and view.scroll_y == 0

@@ -145,8 +145,7 @@ class ThreadloomApp(App[int]):
         self.ingesting = False
         self.last_report: IngestReport | None = None
         self._last_pane_refresh = 0.0
-        self._open_key: tuple | None = None
-        self._open_ref: NodeRef | None = None  # what _open_key names: its session says which project
+        self._open_ref: NodeRef | None = None  # what the message view shows
         self._follow_seen: dict[str, tuple[int, int]] = {}  # (size, mtime) of a file last looked at
         self._preview_timer: Timer | None = None
         self._status = "Reading agent logs"
@@ -155,7 +154,6 @@ class ThreadloomApp(App[int]):
         self._rescan_asked = False  # Ctrl+R: the ingest's end is reported even when nothing was new
         # Esc from a subagent opened from a Task call: the sessions (and messages) it came from
         self._back: list[tuple[str, int]] = []
-        self._keep_back = False  # set while following a subagent or going back: the trail stays
 
     # ------------------------------------------------------------------ layout
 
@@ -347,7 +345,7 @@ class ThreadloomApp(App[int]):
         if node is not None and node.data is not None and node.data.session is not None:
             self.open_ref(node.data)
         else:
-            self._open_key = self._open_ref = None
+            self._open_ref = None
             self.main_screen.query_one(MessageView).clear("No sessions in this project.")
 
     @on(OptionList.OptionSelected, "#projects")
@@ -373,17 +371,25 @@ class ThreadloomApp(App[int]):
         if event.node.data is not None and event.node.data.kind != "loading":
             self.main_screen.query_one(MessageView).focus()
 
-    def open_ref(self, ref: NodeRef | None) -> None:
-        """Show a session, a branch or a compaction segment in the message view."""
+    @property
+    def _open_key(self) -> tuple | None:
+        """What is shown, as (kind, session id, branch number, segment number)."""
+        ref = self._open_ref
+        if ref is None or ref.session is None:
+            return None
+        return (ref.kind, ref.session.id, ref.branch.number if ref.branch else None,
+                ref.segment.number if ref.segment else None)
+
+    def open_ref(self, ref: NodeRef | None, *, keep_trail: bool = False) -> None:
+        """Show a session, a branch or a compaction segment in the message view. `keep_trail`:
+        opened by following a subagent or going back, so Esc's way back stays."""
         if ref is None or ref.session is None or self.conn is None or ref.kind == "loading":
             return
         session = ref.session
-        key = (ref.kind, session.id, ref.branch.number if ref.branch else None,
-               ref.segment.number if ref.segment else None)
-        if key == self._open_key:
+        previous, self._open_ref = self._open_key, ref
+        if self._open_key == previous:
             return
-        self._open_key, self._open_ref = key, ref
-        if not self._keep_back and self._back:  # opened some other way: no way back from it
+        if not keep_trail and self._back:  # opened some other way: no way back from it
             self._back.clear()
             self.refresh_bindings()
         view = self.main_screen.query_one(MessageView)
@@ -404,10 +410,9 @@ class ThreadloomApp(App[int]):
             view.border_title = plain_title(title, 70)
             return
         view.border_title = plain_title(title, 70)
-        model = short_model(session.model)
-        view.border_subtitle += f" · {human_tokens(session.tokens)} tokens" + (f" · {model}" if model else "")
+        view.border_subtitle += _tokens_and_model(session)
 
-    def jump_to_session(self, session_id: str) -> None:
+    def jump_to_session(self, session_id: str, *, keep_trail: bool = False) -> None:
         """Reveal a session or subagent in the tree (switching project if needed) and read it."""
         if self.conn is None:
             return
@@ -433,8 +438,8 @@ class ThreadloomApp(App[int]):
         if tree_node is not None:
             self.call_after_refresh(tree.move_cursor, tree_node)
         ref = tree_node.data if tree_node is not None else NodeRef("session", node)
-        self._open_key = None
-        self.open_ref(ref)
+        self._open_ref = None
+        self.open_ref(ref, keep_trail=keep_trail)
         self.main_screen.query_one(MessageView).focus()
 
     @on(MessageView.SubagentRequested)
@@ -455,11 +460,7 @@ class ThreadloomApp(App[int]):
         self.call_after_refresh(lambda: view.go_to_seq(seq, mark=False) if view.session_id == session_id else None)
 
     def _follow_trail(self, session_id: str) -> None:
-        self._keep_back = True
-        try:
-            self.jump_to_session(session_id)
-        finally:
-            self._keep_back = False
+        self.jump_to_session(session_id, keep_trail=True)
         self.refresh_bindings()
 
     @on(MessageView.RawRequested)
@@ -949,9 +950,13 @@ def _subtitle(session: SessionNode, count: int, rewinds: int) -> str:
     text = count_of(count, "message")
     if rewinds:
         text += f" · {rewinds + 1} branches"
-    text += f" · {human_tokens(session.tokens)} tokens"
+    return text + _tokens_and_model(session)
+
+
+def _tokens_and_model(session: SessionNode) -> str:
+    """' · 215k tokens · opus-4-1' (no model: no separator left hanging)."""
     model = short_model(session.model)
-    return text + (f" · {model}" if model else "")
+    return f" · {human_tokens(session.tokens)} tokens" + (f" · {model}" if model else "")
 
 
 def _jump_provider() -> type[Provider]:
