@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from core.query import TOOL_CALL_COLUMNS, ToolCall, fill_tool_io, raw_entry
+from core.text import one_line, task_notice
 
 __all__ = [
     "Branch", "MessageRow", "ProjectRow", "Segment", "SessionNode", "ToolCallRow", "branch_seqs", "branches",
@@ -201,9 +202,10 @@ def branches(conn: sqlite3.Connection, session_id: str) -> list[Branch]:
         while parent.get(path[-1]) in parent:
             path.append(parent[path[-1]])
         path.reverse()
-        # name the branch by its first turn that has a sibling: where it left the other branches
-        fork_turn = next((t for t in path if len(children.get(parent.get(t) if parent.get(t) in parent else None, [])) > 1),
-                         path[0])
+        # name the branch by its last turn that has a sibling: where it left the branch nearest to
+        # it (three branches rewound below one shared "Start" are told apart by what came after it)
+        forks = [t for t in path if len(children.get(parent.get(t) if parent.get(t) in parent else None, [])) > 1]
+        fork_turn = forks[-1] if forks else path[0]
         out.append(Branch(number, leaf, path, _prompt_text(conn, fork_turn), started.get(fork_turn), False))
     out[-1].active = True  # the branch written last is the one the agent continued
     return out
@@ -213,7 +215,9 @@ def _prompt_text(conn: sqlite3.Connection, turn_id: str) -> str:
     row = conn.execute(
         "SELECT content FROM entries WHERE uuid = ? AND content IS NOT NULL LIMIT 1", (turn_id,)
     ).fetchone()
-    return " ".join((row[0] if row else "").split())[:200]
+    text = row[0] if row else ""
+    notice = task_notice(text)
+    return one_line("⚑ " + notice.headline if notice else text, 200)
 
 
 def rewind_seqs(conn: sqlite3.Connection, session_id: str) -> set[int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 from datetime import datetime
 
 # The search syntax, shown by `threadloom search --help` and the TUI (kept here: importing
@@ -78,3 +79,33 @@ def one_line(text: str | None, width: int = 80) -> str:
         return ""
     flat = " ".join(strip_escapes(text).split())
     return flat if len(flat) <= width else flat[: max(1, width - 1)] + "…"
+
+
+NOTICE = re.compile(r"^\s*<task-notification>(.*?)</task-notification>(.*)$", re.S)
+NOTICE_FIELD = re.compile(r"<([a-z-]+)>(.*?)</\1>", re.S)
+
+
+@dataclass
+class TaskNotice:
+    """A background task's completion, which Claude Code hands the model as a user message made of
+    `<task-notification>` tags: shown as a notice, never as something the user typed."""
+
+    task_id: str
+    status: str
+    summary: str
+    result: str
+    usage: str
+    trailer: str  # what follows the tags ("Full transcript available at: …")
+
+    @property
+    def headline(self) -> str:
+        return self.summary or f"background task {self.task_id} {self.status}".replace("  ", " ").strip()
+
+
+def task_notice(text: str | None) -> TaskNotice | None:
+    match = NOTICE.match(text) if text and "<task-notification>" in text else None
+    if match is None:
+        return None
+    fields = {name: value.strip() for name, value in NOTICE_FIELD.findall(match.group(1))}
+    return TaskNotice(fields.get("task-id", ""), fields.get("status", ""), fields.get("summary", ""),
+                      fields.get("result", ""), fields.get("usage", ""), match.group(2).strip())

@@ -125,3 +125,23 @@ def ansi_session(root: Path, sid: str = "eeeeeeee-1111-4222-8333-00000000a051") 
     t.assistant("Done: \x1b[1m12 passed\x1b[22m.")
     t.write()
     return t
+
+
+TASK_NOTICE = ("<task-notification>\n<task-id>b07h5t4ng</task-id>\n<tool-use-id>tn1</tool-use-id>\n"
+               "<status>completed</status>\n<summary>Agent \"Coverage analysis\" completed</summary>\n"
+               "<result>Coverage is now 96%.</result>\n<usage>total_tokens: 23099\nduration_ms: 15506</usage>\n"
+               "</task-notification>\nFull transcript available at: /tmp/tasks/b07h5t4ng.output")
+
+
+def notice_session(root: Path, sid: str = "eeeeeeee-1111-4222-8333-00000000b0b0") -> Transcript:
+    """A session with a background agent whose end reaches the model as `<task-notification>` tags
+    in a user message."""
+    t = Transcript(root / "projects" / "-srv-notice" / f"{sid}.jsonl", sid, cwd="/srv/notice")
+    t.user("measure the coverage in the background")
+    t.assistant("Started it.", tools=[tool_use("tn1", "Task", description="Coverage analysis",
+                                               prompt="measure coverage", run_in_background=True)])
+    t.tool_result("tn1", "Async agent launched successfully\nagentId: ab07h5t4ng")
+    t.user(TASK_NOTICE)
+    t.assistant("Coverage reached 96%.")
+    t.write()
+    return t

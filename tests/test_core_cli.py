@@ -243,3 +243,15 @@ def test_show_prints_no_escape_sequences_that_tools_left_in_the_log(tmp_path):
     out = run("--db", dbp, "show", "eeeeeeee").stdout  # piped
     assert "\x1b" not in out and "\x07" not in out
     assert "PostToolUse:Edit" in out and "Done: 12 passed." in out
+
+
+def test_show_prints_a_background_tasks_notification_as_a_notice(tmp_path):
+    from conftest import notice_session
+
+    notice_session(tmp_path)
+    dbp = str(tmp_path / "t.db")
+    assert run("--db", dbp, "ingest", "--only", "--source", str(tmp_path / "projects")).returncode == 0
+    out = run("--db", dbp, "show", "eeeeeeee").stdout
+    assert "<task-notification>" not in out and "<summary>" not in out
+    assert 'background task' in out and 'Agent "Coverage analysis" completed  (completed)' in out
+    assert "Coverage is now 96%." in out

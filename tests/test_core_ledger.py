@@ -119,6 +119,34 @@ def test_rewind_branch_compaction_and_turns(conn, tmp_path):
     assert not any("continued from a previous" in p for p in prompts)
 
 
+
+NOTICE = ("<task-notification>\n<task-id>b07h5t4ng</task-id>\n<status>completed</status>\n"
+          "<summary>Agent \"Coverage analysis\" completed</summary>\n<result>coverage is 96%</result>\n"
+          "</task-notification>\nFull transcript available at: /tmp/tasks/b07h5t4ng.output")
+
+
+def test_branches_are_named_where_each_left_its_nearest_sibling(conn, tmp_path):
+    from core import browse
+
+    t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
+    t.user("Start")
+    start = t.assistant("ready")
+    t.user("use sqlite")
+    t.assistant("done with sqlite")
+    t.user("use postgres", parent=start)  # rewound twice below the same first prompt
+    t.assistant("done with postgres")
+    t.user("use duckdb", parent=start)
+    answer = t.assistant("done with duckdb")
+    t.user(NOTICE, parent=answer)  # a background task's end, answered in its own turn
+    t.assistant("noted")
+    t.user("and now the docs", parent=answer)
+    t.assistant("docs written")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    labels = [b.label for b in browse.branches(conn, SID)]
+    assert labels == ["use sqlite", "use postgres", '⚑ Agent "Coverage analysis" completed', "and now the docs"]
+
+
 def test_tool_calls_statuses_and_streaming_token_dedup(conn, tmp_path):
     t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
     t.user("do things")

@@ -1006,6 +1006,27 @@ async def test_escape_sequences_in_a_log_become_styles_not_terminal_commands(tmp
         assert bold and green, [seg for strip in strips for seg in strip if "passed" in seg.text]
 
 
+
+async def test_a_background_tasks_notification_is_shown_as_a_notice_not_as_the_users_words(tmp_path: Path) -> None:
+    from conftest import ingest, notice_session
+
+    from core import db
+
+    t = notice_session(tmp_path)
+    conn = db.connect(tmp_path / "t.db")
+    ingest(conn, tmp_path / "projects")
+    conn.close()
+    app = make_app(tmp_path / "t.db")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause(0.3)
+        view = app.query_one(MessageView)
+        assert view.session_id == t.session_id
+        text = "\n".join(strip.text for pos in range(len(view.seqs)) for strip in view.ensure(pos).strips)
+        assert "<task-notification>" not in text and "<result>" not in text
+        assert '⚑ background task' in text and 'Agent "Coverage analysis" completed  ✓' in text
+        assert "Coverage is now 96%." in text and "total_tokens: 23099" in text
+        assert text.count("● user") == 1  # only the prompt the user typed
+
 async def test_fork_picker_preselects_the_turn_then_resume_copies(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:

@@ -18,9 +18,10 @@ from rich.text import Text
 
 from core.browse import MessageRow, ToolCallRow
 from core.render import terminal_text, tool_summary
-from core.text import human_tokens, one_line
+from core.text import TaskNotice, human_tokens, one_line, task_notice
 
 ROLE_STYLE = {"user": "bold #5fafff", "assistant": "bold #87d787", "system": "dim"}
+NOTICE_STYLE = "bold #d7af5f"
 STATUS = {
     "completed": ("✓", "green"),
     "failed": ("✗", "bold red"),
@@ -88,8 +89,11 @@ def duration(ms: int | None) -> str:
 def header(msg: MessageRow) -> Text:
     role = msg.role or msg.entry_type or "?"
     text = Text()
-    text.append("● " if role == "user" else "◆ ", style=ROLE_STYLE.get(role, "bold"))
-    text.append(role, style=ROLE_STYLE.get(role, "bold"))
+    if role == "user" and task_notice(msg.content) is not None:
+        text.append("⚑ background task", style=NOTICE_STYLE)  # not typed by the user
+    else:
+        text.append("● " if role == "user" else "◆ ", style=ROLE_STYLE.get(role, "bold"))
+        text.append(role, style=ROLE_STYLE.get(role, "bold"))
     text.append(f"  {when(msg.timestamp)}", style="dim")
     if msg.model:
         text.append(f"  {short_model(msg.model)}", style="#af87d7")
@@ -108,7 +112,25 @@ def message_text(msg: MessageRow) -> Text:
     local = LOCAL_OUT.search(content)
     if local:
         return terminal_text(local.group(1).strip(), "dim")
+    notice = task_notice(content)
+    if notice is not None:
+        return notice_text(notice)
     return terminal_text(content, "dim" if msg.is_meta else "")
+
+
+def notice_text(notice: TaskNotice) -> Text:
+    """A background task's end: its summary and status, its result as written, the rest dimmed."""
+    mark, style = STATUS.get(notice.status, ("", "dim"))
+    text = Text(notice.headline, style=NOTICE_STYLE)
+    if mark:
+        text.append(f"  {mark}", style=style)
+    if notice.result:
+        text.append("\n")
+        text.append_text(terminal_text(notice.result))
+    extra = "  ".join(one_line(part, 200) for part in (notice.usage, notice.trailer) if part)
+    if extra:
+        text.append("\n" + extra, style="dim")
+    return text
 
 
 def thinking_line(msg: MessageRow, expanded: bool) -> RenderableType:

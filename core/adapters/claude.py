@@ -28,6 +28,7 @@ from core.adapters.base import (
     parse_iso_ms,
 )
 from core.adapters.walk import walk
+from core.text import one_line, task_notice
 
 AGENT = "claude-code"
 
@@ -558,7 +559,11 @@ def _tool_result(block: dict, tool_use_result: Any) -> ToolResult:
 
 
 def prompt_title(text: str) -> str:
-    """A one-line title from a prompt: slash commands as `/cmd args`, teammate wrappers removed."""
+    """A one-line title from a prompt: slash commands as `/cmd args`, teammate wrappers removed,
+    a background task's notification by its summary."""
+    notice = task_notice(text)
+    if notice is not None:
+        return one_line("⚑ " + notice.headline, 200)
     name = COMMAND_NAME.search(text)
     if name:
         args = COMMAND_ARGS.search(text)
