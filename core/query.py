@@ -208,7 +208,8 @@ def fill_tool_io(conn: sqlite3.Connection, calls: list[ToolCall]) -> None:
     contexts: dict[str, FileContext] = {}
     for eid, offset, line, raw, newline, path, agent, kind, project_key in conn.execute(
         "SELECT e.id, e.byte_offset, e.line_number, e.raw, e.newline, f.path, f.agent, f.kind, f.project_key "
-        "FROM entries e JOIN source_files f ON f.id = e.source_file_id WHERE e.id IN (SELECT value FROM json_each(?))",
+        "FROM entries e JOIN source_files f ON f.id = e.source_file_id WHERE e.id IN (SELECT value FROM json_each(?)) "
+        "ORDER BY e.id",
         (orjson.dumps(sorted(wanted)).decode(),),
     ):
         try:
@@ -222,12 +223,14 @@ def fill_tool_io(conn: sqlite3.Connection, calls: list[ToolCall]) -> None:
         for use in rec.tool_uses:
             inputs[(eid, use.id)] = use.input_json
         for result in rec.tool_results:
-            results[(eid, result.tool_use_id)] = result.content_json
+            # a result without an id (read alone here, it has no call to be matched to): "" keeps the first
+            results.setdefault((eid, result.tool_use_id), result.content_json)
     for call in calls:
         if call.params_json is None and call.entry_id is not None:
             call.params_json = inputs.get((call.entry_id, call.id))
         if call.result_json is None and call.result_entry_id is not None:
-            call.result_json = results.get((call.result_entry_id, call.id))
+            key = call.result_entry_id
+            call.result_json = results.get((key, call.id)) or results.get((key, ""))
 
 
 def raw_entry(conn: sqlite3.Connection, entry_id: int) -> bytes | None:

@@ -120,6 +120,36 @@ def test_rewind_branch_compaction_and_turns(conn, tmp_path):
 
 
 
+
+def test_tool_calls_whose_writer_left_out_their_ids_are_kept_and_matched_in_order(conn, tmp_path):
+    """Some writers (test fixtures, older tools) give tool_use blocks and results no ids: the calls
+    are still listed, each answered by the next result that has no id either."""
+    t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
+    t.user("look around")
+    t.assistant("Two commands.", tools=[{"type": "tool_use", "name": "Bash", "input": {"command": "ls"}},
+                                        {"type": "tool_use", "name": "Bash", "input": {"command": "pwd"}}])
+    t.add({"type": "user", "message": {"role": "user", "content": [
+        {"type": "tool_result", "content": "README.md", "is_error": False}]}})
+    t.add({"type": "user", "message": {"role": "user", "content": [
+        {"type": "tool_result", "content": "/srv/app", "is_error": True}]}})
+    t.assistant(tools=[{"type": "tool_use", "name": "Task", "input": {"description": "search files"}}])
+    t.add({"type": "user", "message": {"role": "user", "content": [
+        {"type": "tool_result", "content": "found 3 files", "is_error": False}]}})
+    t.assistant(tools=[{"type": "tool_use", "name": "Bash", "input": {"command": "date"}}])
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    from core.query import messages
+
+    calls = [call for msg in messages(conn, SID) for call in msg.tool_calls]
+    assert [(c.name, c.status) for c in calls] == [("Bash", "completed"), ("Bash", "failed"), ("Task", "completed"),
+                                                   ("Bash", "pending")]
+    assert '"ls"' in calls[0].params_json and "README.md" in calls[0].result_json
+    assert '"pwd"' in calls[1].params_json and "/srv/app" in calls[1].result_json
+    # a Task's input is kept in the ledger: its result is read again alone
+    assert "search files" in calls[2].params_json and "found 3 files" in calls[2].result_json
+    assert '"date"' in calls[3].params_json and calls[3].result_json is None
+    assert session(conn, SID)["tool_call_count"] == 4
+
 NOTICE = ("<task-notification>\n<task-id>b07h5t4ng</task-id>\n<status>completed</status>\n"
           "<summary>Agent \"Coverage analysis\" completed</summary>\n<result>coverage is 96%</result>\n"
           "</task-notification>\nFull transcript available at: /tmp/tasks/b07h5t4ng.output")

@@ -199,7 +199,7 @@ class ClaudeAdapter:
         if isinstance(forked, dict):
             out.forked_from_session_id = _str(forked.get("sessionId"))
         if etype == "user" or role_hint == "user":
-            self._user(out, obj)
+            self._user(out, obj, ctx)
         elif etype == "assistant" or role_hint == "assistant":
             self._assistant(out, obj, ctx, rec.offset)
         elif etype == "system":
@@ -277,7 +277,7 @@ class ClaudeAdapter:
 
     # ------------------------------------------------------------------ record kinds
 
-    def _user(self, out: Record, obj: dict) -> None:
+    def _user(self, out: Record, obj: dict, ctx: FileContext) -> None:
         out.role = "user"
         out.is_message = True
         msg = obj.get("message") if isinstance(obj.get("message"), dict) else {}
@@ -294,7 +294,7 @@ class ClaudeAdapter:
                 if btype == "text":
                     texts.append(_str(block.get("text")) or "")
                 elif btype == "tool_result":
-                    out.tool_results.append(_tool_result(block, tool_use_result))
+                    out.tool_results.append(_tool_result(block, tool_use_result, ctx))
         text = "\n".join(t for t in texts if t)
         out.content = text or None
         out.segment_marker = bool(obj.get("isCompactSummary"))
@@ -334,13 +334,17 @@ class ClaudeAdapter:
                     thinking.append(_str(block.get("thinking")) or "")
                 elif btype == "redacted_thinking":
                     thinking.append("[redacted thinking]")
-                elif btype in ("tool_use", "server_tool_use") and block.get("id"):
+                elif btype in ("tool_use", "server_tool_use"):
+                    call_id = _str(block.get("id"))
+                    if call_id is None:  # some writers leave ids out: its result is matched by order
+                        call_id = f"{out.uuid or f'line-{offset}'}:{number}"
+                        ctx.state.setdefault("calls_without_id", []).append(call_id)
                     tool_input = block.get("input")
                     tool_input = tool_input if isinstance(tool_input, dict) else {"input": tool_input}
                     inputs.append((_str(block.get("name")) or "?", tool_input))
                     out.tool_uses.append(
                         ToolUse(
-                            id=str(block["id"]),
+                            id=call_id,
                             name=_str(block.get("name")) or "?",
                             input_json=_dumps(tool_input),
                             number=number,
@@ -349,7 +353,7 @@ class ClaudeAdapter:
                         )
                     )
                 elif btype and btype.endswith("_tool_result") and block.get("tool_use_id"):
-                    out.tool_results.append(_tool_result(block, None))
+                    out.tool_results.append(_tool_result(block, None, ctx))
         out.content = "\n".join(t for t in texts if t) or None
         out.thinking = "\n".join(t for t in thinking if t) or None
         if inputs:
@@ -529,7 +533,11 @@ def _strings_of(params: Any) -> str:
     return " ".join(parts)
 
 
-def _tool_result(block: dict, tool_use_result: Any) -> ToolResult:
+def _tool_result(block: dict, tool_use_result: Any, ctx: FileContext) -> ToolResult:
+    call_id = _str(block.get("tool_use_id"))
+    if call_id is None:  # a result without an id answers the oldest call that had none
+        waiting = ctx.state.get("calls_without_id")
+        call_id = waiting.pop(0) if waiting else ""
     content = block.get("content")
     text = _text_of(content) or ""
     status = "completed"
@@ -551,7 +559,7 @@ def _tool_result(block: dict, tool_use_result: Any) -> ToolResult:
         if m:
             child = m.group(1)
     return ToolResult(
-        tool_use_id=str(block.get("tool_use_id")),
+        tool_use_id=call_id,
         content_json=_dumps(content),
         status=status,
         child_agent_id=child,
