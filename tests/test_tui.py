@@ -815,6 +815,16 @@ async def test_palette_offers_pane_actions_and_finds_sessions(demo_db: Path) -> 
         await pilot.pause()
         node = browse.get_node(app.conn, app.query_one(MessageView).session_id or "")
         assert node is not None and node.title.startswith("Add a tmux config")
+        # "keys" names the help action (the tmux session's "vim keys" comes after it); Textual's
+        # own keys panel is not offered beside our help
+        assert "Keys" not in [c.title for c in app.get_system_commands(app.screen)]
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"keys")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
 
 
 # ---------------------------------------------------------------------------- search

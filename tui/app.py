@@ -95,7 +95,7 @@ class ThreadloomApp(App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")
     FOLLOW_SECONDS = 2.0  # how often the file of the session being read is checked for growth
     TITLE = "threadloom"
-    COMMANDS = App.COMMANDS | {lambda: _jump_provider()}
+    COMMANDS = {lambda: _palette_provider("ActionsProvider"), lambda: _palette_provider("SessionJumpProvider")}
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("f1,question_mark", "help", "Help", id="app.help", tooltip="Keys of the focused pane"),
@@ -935,7 +935,8 @@ class ThreadloomApp(App[int]):
         elif self.temp_dir is None:
             yield SystemCommand("Ingest: rescan now", "Read new and changed agent logs (Ctrl+R)", self.action_rescan)
         yield SystemCommand("Help: keys of the focused pane", "F1 or ?", self.action_help)
-        yield from super().get_system_commands(screen)
+        # Textual's own "Keys" panel would be a second, different help beside ours
+        yield from (command for command in super().get_system_commands(screen) if command.title != "Keys")
 
     def on_unmount(self) -> None:
         if self.conn is not None:
@@ -959,11 +960,11 @@ def _tokens_and_model(session: SessionNode) -> str:
     return f" · {human_tokens(session.tokens)} tokens" + (f" · {model}" if model else "")
 
 
-def _jump_provider() -> type[Provider]:
+def _palette_provider(name: str) -> type[Provider]:
     """Imported when the palette first opens: the command machinery costs start-up time."""
-    from tui.commands import SessionJumpProvider
+    from tui import commands
 
-    return SessionJumpProvider
+    return getattr(commands, name)
 
 
 def run_app(*, db_path: Path | None = None, sources: Iterable[Path] = (), demo: bool = False,

@@ -6,6 +6,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.system_commands import SystemCommandsProvider
 
 from core import browse
 from tui.render import when
@@ -16,6 +17,25 @@ if TYPE_CHECKING:
 SHOWN = 40
 SEARCHED = 60
 ENGINE_RANK = 10_000.0  # above any score of Textual's fuzzy matcher, so the engine's hits come first
+ACTION_RANK = 1_000_000.0  # above the engine's hits: an action named by the words typed comes first
+
+
+class ActionsProvider(SystemCommandsProvider):
+    """The actions of the general palette (ctrl+p). One whose title has a word starting with each
+    word typed ("keys", "quit", "rescan") is listed above the sessions those words also find; a
+    looser fuzzy match of an action comes after them."""
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        typed = query.lower().split()
+        for name, help_text, callback, *_ in self.app.get_system_commands(self.screen):
+            score = matcher.match(name)
+            if score <= 0:
+                continue
+            words = name.lower().replace(":", " ").split()
+            if typed and all(any(w.startswith(t) for w in words) for t in typed):
+                score += ACTION_RANK
+            yield Hit(score, matcher.highlight(name), callback, help=help_text)
 
 
 class SessionJumpProvider(Provider):
