@@ -362,6 +362,45 @@ async def test_help_lists_keys_of_focused_pane(demo_db: Path) -> None:
         assert "sessions.warmup" in {row[2] for row in app.screen.pane_keys}
 
 
+
+async def test_help_on_a_small_terminal_fits_its_lines_and_scrolls_to_the_rest(demo_db: Path) -> None:
+    from textual.containers import VerticalScroll
+
+    app = make_app(demo_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("f1")
+        await pilot.pause()
+        box = app.screen.query_one("#help-box", VerticalScroll)
+        tables = [static.content for static in app.screen.query(".help-section").results(Static)]
+        assert [len(t.columns) for t in tables] == [2, 2]  # no binding ids squeezing the descriptions
+        assert box.has_focus and box.max_scroll_y > 0 and "↑↓ scrolls" in str(box.border_subtitle)
+        await pilot.press("end")
+        await pilot.pause()
+        assert box.scroll_y == box.max_scroll_y  # "Everywhere" is reached from the keyboard
+        await pilot.press("escape")
+    async with make_app(demo_db).run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("f1")
+        await pilot.pause()
+        tables = [static.content for static in pilot.app.screen.query(".help-section").results(Static)]
+        assert [len(t.columns) for t in tables] == [3, 3]
+
+
+async def test_footer_on_a_narrow_terminal_keeps_search_and_fork_in_sight(demo_db: Path) -> None:
+    from textual.widgets._footer import FooterKey
+
+    app = make_app(demo_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.jump_to_session(session_id(app, CHECKOUT))
+        app.query_one(MessageView).focus()
+        await pilot.pause()
+        palette = next(k for k in app.screen.query(FooterKey) if k.description == "Palette")
+        shown = {k.description for k in app.screen.query(FooterKey)
+                 if k.region.width and k.region.right <= palette.region.x}
+        assert {"Expand all", "Search", "Fork", "Jump", "Help"} <= shown, shown
+
 async def test_keymap_file_remaps_by_id(demo_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     keymap = tmp_path / "keymap.toml"
     keymap.write_text('[keys]\n"messages.raw" = "R"\n"app.quit" = "ctrl+q,x"\n', encoding="utf-8")

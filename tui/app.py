@@ -97,17 +97,19 @@ class ThreadloomApp(App[int]):
     TITLE = "threadloom"
     COMMANDS = {lambda: _palette_provider("ActionsProvider"), lambda: _palette_provider("SessionJumpProvider")}
     BINDINGS = [
-        Binding("q", "quit", "Quit", id="app.quit"),
-        Binding("f1,question_mark", "help", "Help", id="app.help", tooltip="Keys of the focused pane"),
         Binding("tab", "next_pane", "Next pane", show=False, id="app.next-pane", priority=True),
         Binding("shift+tab", "previous_pane", "Previous pane", show=False, id="app.previous-pane", priority=True),
         Binding("1", "focus_pane('projects')", "Projects", show=False, id="app.focus-projects"),
         Binding("2", "focus_pane('sessions')", "Sessions", show=False, id="app.focus-sessions"),
         Binding("3", "focus_pane('messages')", "Messages", show=False, id="app.focus-messages"),
-        Binding("p", "jump", "Jump", id="app.jump", tooltip="Jump to a session by title, id or project"),
+        # the footer shows these in this order after the pane's own keys and cuts what does not fit:
+        # what threadloom is for first, the keys every TUI has last
         Binding("slash", "search", "Search", id="app.search", tooltip="Search every conversation of every agent"),
         Binding("f", "fork", "Fork", id="app.fork",
                 tooltip="Fork or resume from the message (or session) under the cursor"),
+        Binding("p", "jump", "Jump", id="app.jump", tooltip="Jump to a session by title, id or project"),
+        Binding("f1,question_mark", "help", "Help", id="app.help", tooltip="Keys of the focused pane"),
+        Binding("q", "quit", "Quit", id="app.quit"),
         Binding("ctrl+r", "rescan", "Rescan", show=False, id="app.rescan", tooltip="Read new agent logs now"),
         Binding("escape,backspace", "back", "Back", id="app.back",
                 tooltip="Back to the session (and message) this subagent was opened from"),

@@ -16,6 +16,9 @@ from textual.widgets import Button, Static
 LONG_STRING = 400
 
 
+HELP_IDS_WIDTH = 100  # terminal columns from which the help shows binding ids
+
+
 class HelpScreen(ModalScreen[None]):
     """Every key of the focused pane, then the keys that work everywhere (after user remaps)."""
 
@@ -26,21 +29,34 @@ class HelpScreen(ModalScreen[None]):
         self.pane, self.pane_keys, self.global_keys = pane, pane_keys, global_keys
 
     def compose(self) -> ComposeResult:
+        # the ids (what keymap.toml remaps) only where there is room: on a narrow terminal they
+        # squeezed the descriptions onto two lines and pushed "Everywhere" out of sight
+        with_ids = self.app.size.width >= HELP_IDS_WIDTH
         with VerticalScroll(id="help-box") as box:
             box.border_title = f"Keys · {self.pane}"
-            box.border_subtitle = "Esc closes · remap in keymap.toml by id"
-            yield Static(_keys_table(self.pane, self.pane_keys), classes="help-section")
-            yield Static(_keys_table("Everywhere", self.global_keys), classes="help-section")
+            box.border_subtitle = "Esc closes" + (" · remap in keymap.toml by id" if with_ids else "")
+            yield Static(_keys_table(self.pane, self.pane_keys, with_ids), classes="help-section")
+            yield Static(_keys_table("Everywhere", self.global_keys, with_ids), classes="help-section")
+
+    def on_mount(self) -> None:
+        self.call_after_refresh(self._say_if_it_scrolls)
+
+    def _say_if_it_scrolls(self) -> None:
+        box = self.query_one("#help-box", VerticalScroll)
+        if box.max_scroll_y > 0:
+            box.border_subtitle = f"↑↓ scrolls · {box.border_subtitle}"
+        box.focus()
 
 
-def _keys_table(title: str, rows: list[tuple[str, str, str]]) -> Table:
+def _keys_table(title: str, rows: list[tuple[str, str, str]], with_ids: bool = True) -> Table:
     table = Table(box=None, show_header=False, pad_edge=False, expand=True, title=Text(title, style="bold"),
                   title_justify="left")
     table.add_column("key", style="bold #d7af5f", no_wrap=True, width=16)
-    table.add_column("what")
-    table.add_column("id", style="dim", no_wrap=True)
+    table.add_column("what", ratio=1)  # the room left goes to the descriptions, the key column stays put
+    if with_ids:
+        table.add_column("id", style="dim", no_wrap=True)
     for key, description, binding_id in rows:
-        table.add_row(key, description, binding_id)
+        table.add_row(key, description, *([binding_id] if with_ids else []))
     return table
 
 
