@@ -1262,3 +1262,19 @@ def test_codex_patch_calls_render_as_diffs() -> None:
         assert "Begin Patch" not in text and '"input"' not in text
         styles = console.export_html(inline_styles=True)
         assert "#87d787" in styles and "#ff8787" in styles  # added green, removed red
+
+
+def test_a_wrapped_diff_row_continues_beside_its_marker_column() -> None:
+    from tui.render import FilledLines, _diff_line
+
+    rows: list[Text] = []
+    _diff_line(rows, "-  const tax = subtotal.amount * rule.rate; // rounded later, in the invoice email")
+    _diff_line(rows, "+  const tax = round(subtotal.amount * rule.rate)")
+    console = Console(width=40, color_system="truecolor")
+    lines = console.render_lines(FilledLines(rows), console.options, pad=False)
+    texts = ["".join(seg.text for seg in line) for line in lines]
+    assert texts[0].startswith("-  const tax") and all(len(t) == 40 for t in texts)
+    removed = [t for t, line in zip(texts, lines, strict=True) if line[0].style.bgcolor.triplet == (58, 23, 23)]
+    assert len(removed) == 3 and all(t[0] == " " and t[1] != " " for t in removed[1:])  # hang under the text
+    assert all(seg.style.bgcolor is not None for line in lines for seg in line)  # the row colour reaches the edge
+    assert texts[3].startswith("+  const tax = round(")

@@ -37,6 +37,7 @@ COMMAND = re.compile(r"<command-name>(.*?)</command-name>(?:.*?<command-args>(.*
 LOCAL_OUT = re.compile(r"<local-command-std(?:out|err)>(.*?)</local-command-std(?:out|err)>", re.S)
 SYNTAX_THEME = "monokai"
 OUTPUT_LINES = 60
+DIFF_MARKS = ("+", "-", " ")  # the first column of a diff row
 
 
 def short_model(model: str | None) -> str:
@@ -322,7 +323,8 @@ def output_view(call: ToolCallRow, params: dict[str, Any], output: str, backgrou
 
 
 class FilledLines:
-    """Lines whose background reaches the right edge (diff rows), wrapped to the given width."""
+    """Lines whose background reaches the right edge (diff rows), wrapped to the given width. A
+    diff row's text wraps beside its +/- column, so a continuation never reads as a line of its own."""
 
     def __init__(self, lines: list[Text]) -> None:
         self.lines = lines
@@ -330,7 +332,15 @@ class FilledLines:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width
         for line in self.lines:
-            for part in line.wrap(console, width):
+            if line.cell_len <= width or width < 8 or line.plain[:1] not in DIFF_MARKS:
+                parts = line.wrap(console, width)
+            else:
+                marker, body = line[:1], line[1:]
+                parts = body.wrap(console, width - 1)
+                for number, part in enumerate(parts):
+                    prefix = marker.copy() if number == 0 else Text(" ", style=marker.style)
+                    parts[number] = Text.assemble(prefix, part, style=line.style)
+            for part in parts:
                 part.pad_right(width - part.cell_len)
                 yield part
 
