@@ -1278,3 +1278,76 @@ def test_a_wrapped_diff_row_continues_beside_its_marker_column() -> None:
     assert len(removed) == 3 and all(t[0] == " " and t[1] != " " for t in removed[1:])  # hang under the text
     assert all(seg.style.bgcolor is not None for line in lines for seg in line)  # the row colour reaches the edge
     assert texts[3].startswith("+  const tax = round(")
+
+
+AIDER_EDITS = """
+# aider chat started at 2025-12-03 14:43:45
+
+> Aider v0.86.1  
+> Main model: anthropic/claude-sonnet-4-5 with diff edit format  
+
+#### Fix the tokenizer, and add a README  
+
+The loop stops one short. Here is the fix:
+
+parser.py
+```python
+<<<<<<< SEARCH
+def tokens(text):
+    out = text.split()
+    for i in range(len(out) - 1):
+        yield out[i]
+=======
+def tokens(text):
+    out = text.split()
+    for i in range(len(out)):
+        yield out[i]
+>>>>>>> REPLACE
+```
+
+README.md
+```
+<<<<<<< SEARCH
+=======
+# Tokenizer
+>>>>>>> REPLACE
+```
+
+Both edits are small.
+
+> Applied edit to parser.py  
+"""
+
+
+async def test_aider_search_replace_blocks_are_shown_as_diffs(tmp_path: Path) -> None:
+    from conftest import ingest
+
+    from core import db
+    from tui.render import EditBlock, edit_blocks
+
+    folder = tmp_path / "parser-project"
+    folder.mkdir()
+    (folder / ".aider.chat.history.md").write_text(AIDER_EDITS)
+    conn = db.connect(tmp_path / "t.db")
+    ingest(conn, tmp_path)
+    sid = conn.execute("SELECT id FROM agent_sessions WHERE message_count > 0").fetchone()[0]
+    conn.close()
+    app = make_app(tmp_path / "t.db")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.jump_to_session(sid)
+        await pilot.pause()
+        view = app.query_one(MessageView)
+        reply = next(pos for pos in range(len(view.seqs)) if "stops one short" in
+                     "\n".join(s.text for s in view.ensure(pos).strips))
+        view.toggled.add(f"text:{view.row(reply).entry_id}")  # the whole text, not its preview
+        view._rerender(reply)
+        text = "\n".join(s.text.rstrip() for s in view.ensure(reply).strips)
+        assert "<<<<<<< SEARCH" not in text and "=======" not in text and "```" not in text
+        assert "-    for i in range(len(out) - 1):" in text and "+    for i in range(len(out)):" in text
+        assert "     out = text.split()" in text  # context, unmarked
+        assert "README.md" in text and "+# Tokenizer" in text  # an empty SEARCH: a new file
+        assert text.index("stops one short") < text.index("parser.py") < text.index("Both edits are small.")
+    # a block the reply never finished (a stream cut short) stays as it was written
+    assert edit_blocks("try this:\n<<<<<<< SEARCH\nold line") == ["try this:\n<<<<<<< SEARCH\nold line"]
+    assert edit_blocks("a.py\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE") == [EditBlock("a.py", ["x"], ["y"])]

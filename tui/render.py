@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import re
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -38,6 +39,11 @@ LOCAL_OUT = re.compile(r"<local-command-std(?:out|err)>(.*?)</local-command-std(
 SYNTAX_THEME = "monokai"
 OUTPUT_LINES = 60
 DIFF_MARKS = ("+", "-", " ")  # the first column of a diff row
+ADDED_STYLE = "#87d787 on #173317"
+REMOVED_STYLE = "#ff8787 on #3a1717"
+HUNK_STYLE = "#5f87af"
+# Aider's edit blocks (its "diff" edit format), written by the model in its answer
+EDIT_SEARCH, EDIT_DIVIDER, EDIT_REPLACE = "<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE"
 
 
 def short_model(model: str | None) -> str:
@@ -103,9 +109,15 @@ def header(msg: MessageRow) -> Text:
     return text
 
 
-def message_text(msg: MessageRow) -> Text:
-    """The visible text: slash commands and local command output shown the way the user saw them."""
+def message_text(msg: MessageRow) -> RenderableType:
+    """The visible text: slash commands and local command output shown the way the user saw them,
+    an assistant's SEARCH/REPLACE edit blocks (Aider's) as diffs."""
     content = msg.content or ""
+    if msg.role == "assistant" and EDIT_SEARCH in content:
+        parts = edit_blocks(content)
+        if any(isinstance(part, EditBlock) for part in parts):
+            views = [edit_block_view(p) if isinstance(p, EditBlock) else terminal_text(p) for p in parts]
+            return Group(*(view for i, v in enumerate(views) for view in ((Text(""), v) if i else (v,))))
     command = COMMAND.search(content)
     if command:
         args = (command.group(2) or "").strip()
@@ -117,6 +129,60 @@ def message_text(msg: MessageRow) -> Text:
     if notice is not None:
         return notice_text(notice)
     return terminal_text(content, "dim" if msg.is_meta else "")
+
+
+@dataclass
+class EditBlock:
+    """One SEARCH/REPLACE block of an assistant's answer: the file, the lines searched for, and the
+    lines that replace them."""
+
+    path: str
+    old: list[str]
+    new: list[str]
+
+
+def edit_blocks(content: str) -> list[str | EditBlock]:
+    """`content` cut into its text and its SEARCH/REPLACE blocks (with the path line and the code
+    fence around each one taken into the block). An unfinished block stays text."""
+    lines = content.split("\n")
+    parts: list[str | EditBlock] = []
+    text: list[str] = []
+    i = 0
+    while i < len(lines):
+        if lines[i].strip() != EDIT_SEARCH:
+            text.append(lines[i])
+            i += 1
+            continue
+        middle = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == EDIT_DIVIDER), None)
+        end = next((j for j in range(middle + 1, len(lines)) if lines[j].strip().startswith(EDIT_REPLACE)), None) \
+            if middle is not None else None
+        if middle is None or end is None:
+            text.append(lines[i])
+            i += 1
+            continue
+        if text and text[-1].startswith("```"):
+            text.pop()  # the fence opened for this block
+        path = text.pop().strip() if text and text[-1].strip() and " " not in text[-1].strip() else ""
+        if "\n".join(text).strip():
+            parts.append("\n".join(text).strip("\n"))
+        text = []
+        parts.append(EditBlock(path, lines[i + 1:middle], lines[middle + 1:end]))
+        i = end + 1
+        if i < len(lines) and lines[i].startswith("```"):
+            i += 1  # and the fence closed after it
+    if text and "\n".join(text).strip():
+        parts.append("\n".join(text).strip("\n"))
+    return parts
+
+
+def edit_block_view(block: EditBlock) -> RenderableType:
+    """A SEARCH/REPLACE block as a diff of what it searched for against what replaces it."""
+    out: list[Text] = [Text(block.path or "(no file named)", style="bold")]
+    if not block.old:
+        out += [Text("+" + line, style=ADDED_STYLE) for line in block.new]
+    else:
+        _unified_diff(out, block.old, block.new)
+    return FilledLines(out)
 
 
 def notice_text(notice: TaskNotice) -> Text:
@@ -367,7 +433,7 @@ def patch_view(patch: str) -> RenderableType:
         if line.startswith("*** "):
             out.append(Text(line[4:], style="bold"))
         elif line.startswith("@@"):
-            out.append(Text(line, style="#5f87af"))
+            out.append(Text(line, style=HUNK_STYLE))
         else:
             _diff_line(out, line)
     return FilledLines(out)
@@ -386,7 +452,7 @@ def diff_view(name: str, params: dict[str, Any], extra: Any) -> RenderableType:
             if not isinstance(hunk, dict):
                 continue
             out.append(Text(f"@@ -{hunk.get('oldStart')},{hunk.get('oldLines')} +{hunk.get('newStart')},"
-                            f"{hunk.get('newLines')} @@", style="#5f87af"))
+                            f"{hunk.get('newLines')} @@", style=HUNK_STYLE))
             for line in hunk.get("lines", []):
                 _diff_line(out, str(line))
     elif name == "Write" and isinstance(params.get("content"), str):
@@ -397,20 +463,28 @@ def diff_view(name: str, params: dict[str, Any], extra: Any) -> RenderableType:
         for edit in edits:
             if not isinstance(edit, dict):
                 continue
-            old = str(edit.get("old_string") or "").splitlines()
-            new = str(edit.get("new_string") or "").splitlines()
-            for line in list(difflib.unified_diff(old, new, lineterm="", n=2))[2:]:
-                if line.startswith("@@"):
-                    out.append(Text(line, style="#5f87af"))
-                else:
-                    _diff_line(out, line)
+            _unified_diff(out, str(edit.get("old_string") or "").splitlines(),
+                          str(edit.get("new_string") or "").splitlines())
     return FilledLines(out)
+
+
+def _unified_diff(out: list[Text], old: list[str], new: list[str]) -> None:
+    """The hunks turning `old` into `new`, two lines of context, as diff rows. Their line numbers
+    would count from the start of the snippet, not of the file: hunks are only set apart by "⋯"."""
+    first = True
+    for line in list(difflib.unified_diff(old, new, lineterm="", n=2))[2:]:
+        if line.startswith("@@"):
+            if not first:
+                out.append(Text("⋯", style=HUNK_STYLE))
+            first = False
+        else:
+            _diff_line(out, line)
 
 
 def _diff_line(out: list[Text], line: str) -> None:
     if line.startswith("+"):
-        out.append(Text(line, style="#87d787 on #173317"))
+        out.append(Text(line, style=ADDED_STYLE))
     elif line.startswith("-"):
-        out.append(Text(line, style="#ff8787 on #3a1717"))
+        out.append(Text(line, style=REMOVED_STYLE))
     else:
         out.append(Text(line, style="#9e9e9e"))
