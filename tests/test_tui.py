@@ -64,6 +64,19 @@ def make_app(db: Path, **kw) -> ThreadloomApp:
     return ThreadloomApp(db_path=db, ingest=kw.pop("ingest", False), now=fixed_now, **kw)
 
 
+def ingested_db(tmp_path: Path, source: Path) -> Path:
+    """A database holding what `source` has, written before the app opens it."""
+    from conftest import ingest
+
+    from core import db
+
+    path = tmp_path / "t.db"
+    conn = db.connect(path)
+    ingest(conn, source)
+    conn.close()
+    return path
+
+
 def block_text(view: MessageView) -> str:
     """The text of the lines under the message cursor."""
     pos, index = view.cursor
@@ -1030,15 +1043,10 @@ async def test_titles_with_brackets_are_shown_as_written(tmp_path: Path) -> None
 async def test_escape_sequences_in_a_log_become_styles_not_terminal_commands(tmp_path: Path) -> None:
     """Written to the terminal as they are, a tool's escape sequences would move the cursor or
     retitle the window; the viewer shows their colours and bold as styles instead."""
-    from conftest import ansi_session, ingest
-
-    from core import db
+    from conftest import ansi_session
 
     t = ansi_session(tmp_path)
-    conn = db.connect(tmp_path / "t.db")
-    ingest(conn, tmp_path / "projects")
-    conn.close()
-    app = make_app(tmp_path / "t.db")
+    app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause(0.3)
         view = app.query_one(MessageView)
@@ -1055,17 +1063,11 @@ async def test_escape_sequences_in_a_log_become_styles_not_terminal_commands(tmp
         assert bold and green, [seg for strip in strips for seg in strip if "passed" in seg.text]
 
 
-
 async def test_a_background_tasks_notification_is_shown_as_a_notice_not_as_the_users_words(tmp_path: Path) -> None:
-    from conftest import ingest, notice_session
-
-    from core import db
+    from conftest import notice_session
 
     t = notice_session(tmp_path)
-    conn = db.connect(tmp_path / "t.db")
-    ingest(conn, tmp_path / "projects")
-    conn.close()
-    app = make_app(tmp_path / "t.db")
+    app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause(0.3)
         view = app.query_one(MessageView)
@@ -1320,24 +1322,16 @@ Both edits are small.
 
 
 async def test_aider_search_replace_blocks_are_shown_as_diffs(tmp_path: Path) -> None:
-    from conftest import ingest
-
-    from core import db
     from tui.render import EditBlock, edit_blocks
 
     folder = tmp_path / "parser-project"
     folder.mkdir()
     (folder / ".aider.chat.history.md").write_text(AIDER_EDITS)
-    conn = db.connect(tmp_path / "t.db")
-    ingest(conn, tmp_path)
-    sid = conn.execute("SELECT id FROM agent_sessions WHERE message_count > 0").fetchone()[0]
-    conn.close()
-    app = make_app(tmp_path / "t.db")
+    app = make_app(ingested_db(tmp_path, folder))
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
-        app.jump_to_session(sid)
-        await pilot.pause()
-        view = app.query_one(MessageView)
+        await pilot.pause(0.3)
+        view = app.query_one(MessageView)  # the session opens first (the file's empty preamble is not listed)
+        assert view.session_id is not None
         reply = next(pos for pos in range(len(view.seqs)) if "stops one short" in
                      "\n".join(s.text for s in view.ensure(pos).strips))
         view.toggled.add(f"text:{view.row(reply).entry_id}")  # the whole text, not its preview
