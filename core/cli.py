@@ -378,7 +378,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     from core.render import render_session
 
     console = Console(highlight=False)
-    render_session(console, conn, session, expand_subagents=not args.no_subagents)
+    if sys.stdout.isatty():
+        render_session(console, conn, session, expand_subagents=not args.no_subagents)
+        return 0
+    # piped (to a file, grep, a pager): Rich pads lines to the console's width; end each where its text does
+    with console.capture() as captured:
+        render_session(console, conn, session, expand_subagents=not args.no_subagents)
+    sys.stdout.writelines(line.rstrip() + "\n" for line in captured.get().splitlines())
     return 0
 
 

@@ -50,14 +50,14 @@ def render_session(console: Console, conn: sqlite3.Connection, session: SessionS
         f"{session.agent} · {session.project_path or session.project or '?'} · {clock(session.started_at)} · "
         f"{session.message_count} messages · {human_tokens(session.total_tokens)} tokens · {session.model or ''}"
     )
-    console.print(Padding(header, (0, 0, 0, indent), expand=False))
-    console.print(Padding(Text(meta, style="dim"), (0, 0, 1, indent), expand=False))
+    console.print(Padding(header, (0, 0, 0, indent)))
+    console.print(Padding(Text(meta, style="dim"), (0, 0, 1, indent)))
     children = {c.tool_call_id: c for c in children_of(conn, session.id, include_warmup=False) if c.tool_call_id}
     for msg in messages(conn, session.id):
         if msg.role == "system" or msg.entry_type == "system":
             if msg.content:
                 console.print(Padding(Text(f"── {msg.subtype or 'system'}: {one_line(msg.content, 100)}", style="dim"),
-                                      (0, 0, 0, indent), expand=False))
+                                      (0, 0, 0, indent)))
             continue
         notice = task_notice(msg.content) if msg.role == "user" else None
         if notice is not None:
@@ -66,20 +66,20 @@ def render_session(console: Console, conn: sqlite3.Connection, session: SessionS
             body = Text(notice.headline + (f"  ({notice.status})" if notice.status else ""), style="yellow")
             if notice.result:
                 body.append("\n").append_text(terminal_text(notice.result))
-            console.print(Padding(label, (0, 0, 0, indent), expand=False))
-            console.print(Padding(body, (0, 0, 1, indent + 2), expand=False))
+            console.print(Padding(label, (0, 0, 0, indent)))
+            console.print(Padding(body, (0, 0, 1, indent + 2)))
             continue
         label = Text(f"{msg.role or msg.entry_type} ", style=ROLE_STYLE.get(msg.role or "", "bold"))
         label.append(clock(msg.timestamp), style="dim")
         if msg.model:
             label.append(f"  {msg.model}", style="dim")
         if msg.content or msg.thinking:
-            console.print(Padding(label, (0, 0, 0, indent), expand=False))
+            console.print(Padding(label, (0, 0, 0, indent)))
         if msg.thinking:
             console.print(Padding(Text(f"(thinking) {one_line(msg.thinking, 100)}", style="dim italic"),
-                                  (0, 0, 0, indent + 2), expand=False))
+                                  (0, 0, 0, indent + 2)))
         if msg.content:
-            console.print(Padding(terminal_text(msg.content), (0, 0, 0, indent + 2), expand=False))
+            console.print(Padding(terminal_text(msg.content), (0, 0, 0, indent + 2)))
         for call in msg.tool_calls:
             mark = STATUS_MARK.get(call.status or "pending", "?")
             line = Text(f"▸ {call.name}  ", style="yellow")
@@ -88,7 +88,7 @@ def render_session(console: Console, conn: sqlite3.Connection, session: SessionS
             duration = call.duration_ms
             if duration is not None:
                 line.append(f" · {duration / 1000:.1f} s", style="dim")
-            console.print(Padding(line, (0, 0, 0, indent + 2), expand=False))
+            console.print(Padding(line, (0, 0, 0, indent + 2)))
             child_id = call.child_session_id or (children[call.id].id if call.id in children else None)
             if expand_subagents and child_id:
                 child = get_session(conn, child_id)

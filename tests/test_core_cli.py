@@ -255,3 +255,4 @@ def test_show_prints_a_background_tasks_notification_as_a_notice(tmp_path):
     assert "<task-notification>" not in out and "<summary>" not in out
     assert 'background task' in out and 'Agent "Coverage analysis" completed  (completed)' in out
     assert "Coverage is now 96%." in out
+    assert not [line for line in out.splitlines() if line.endswith(" ")]  # piped lines end where their text does

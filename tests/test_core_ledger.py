@@ -119,8 +119,6 @@ def test_rewind_branch_compaction_and_turns(conn, tmp_path):
     assert not any("continued from a previous" in p for p in prompts)
 
 
-
-
 def test_tool_calls_whose_writer_left_out_their_ids_are_kept_and_matched_in_order(conn, tmp_path):
     """Some writers (test fixtures, older tools) give tool_use blocks and results no ids: the calls
     are still listed, each answered by the next result that has no id either."""

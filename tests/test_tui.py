@@ -375,7 +375,6 @@ async def test_help_lists_keys_of_focused_pane(demo_db: Path) -> None:
         assert "sessions.warmup" in {row[2] for row in app.screen.pane_keys}
 
 
-
 async def test_help_on_a_small_terminal_fits_its_lines_and_scrolls_to_the_rest(demo_db: Path) -> None:
     from textual.containers import VerticalScroll
 
