@@ -216,7 +216,7 @@ def _prompt_text(conn: sqlite3.Connection, turn_id: str) -> str:
         "SELECT content FROM entries WHERE uuid = ? AND content IS NOT NULL LIMIT 1", (turn_id,)
     ).fetchone()
     text = row[0] if row else ""
-    notice = task_notice(text)
+    notice = task_notice(text)  # a branch is named by the notification's headline, not its result
     return one_line("⚑ " + notice.headline if notice else text, 200)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import orjson
 
-from core.text import one_line
+from core.text import one_line, readable
 
 TRANSCRIPT_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
 DROP_KEYS = ("teamName", "agentName", "slug", "sourceToolAssistantUUID")
@@ -114,7 +114,7 @@ def fork_points(conn: sqlite3.Connection, session_id: str, around_entry: int | N
     out = []
     for tid in chain:
         r = turns[tid]
-        out.append(ForkPoint(tid, r[1], r[2], one_line(r[7], 120), one_line(r[8], 120), r[3], r[4], r[5], r[6], r[9]))
+        out.append(ForkPoint(tid, r[1], r[2], one_line(readable(r[7]), 120), one_line(r[8], 120), r[3], r[4], r[5], r[6], r[9]))
     return out
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 import sqlite3
+from dataclasses import dataclass
 
 import orjson
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
@@ -15,6 +17,10 @@ from core.text import clock, human_tokens, one_line, task_notice
 
 OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")  # window titles, links: no text to show
 ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "system": "dim"}
+# Aider's edit blocks (its "diff" edit format), written by the model in its answer
+EDIT_SEARCH, EDIT_DIVIDER, EDIT_REPLACE = "<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE"
+HUNK_GAP = "⋯"
+DIFF_STYLE = {"+": "green", "-": "red"}
 STATUS_MARK = {"completed": "✓", "failed": "✗", "rejected": "⊘", "interrupted": "⏹", "pending": "…"}
 
 
@@ -33,6 +39,85 @@ def tool_summary(call: ToolCall) -> str:
     return one_line(call.params_json, 70)
 
 
+@dataclass
+class EditBlock:
+    """One SEARCH/REPLACE block of an assistant's answer: the file, the lines searched for, and the
+    lines that replace them."""
+
+    path: str
+    old: list[str]
+    new: list[str]
+
+
+def edit_blocks(content: str) -> list[str | EditBlock]:
+    """`content` cut into its text and its SEARCH/REPLACE blocks (with the path line and the code
+    fence around each one taken into the block). An unfinished block stays text."""
+    lines = content.split("\n")
+    parts: list[str | EditBlock] = []
+    text: list[str] = []
+    i = 0
+    while i < len(lines):
+        if lines[i].strip() != EDIT_SEARCH:
+            text.append(lines[i])
+            i += 1
+            continue
+        middle = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == EDIT_DIVIDER), None)
+        end = next((j for j in range(middle + 1, len(lines)) if lines[j].strip().startswith(EDIT_REPLACE)), None) \
+            if middle is not None else None
+        if middle is None or end is None:
+            text.append(lines[i])
+            i += 1
+            continue
+        if text and text[-1].startswith("```"):
+            text.pop()  # the fence opened for this block
+        path = text.pop().strip() if text and text[-1].strip() and " " not in text[-1].strip() else ""
+        if "\n".join(text).strip():
+            parts.append("\n".join(text).strip("\n"))
+        text = []
+        parts.append(EditBlock(path, lines[i + 1:middle], lines[middle + 1:end]))
+        i = end + 1
+        if i < len(lines) and lines[i].startswith("```"):
+            i += 1  # and the fence closed after it
+    if text and "\n".join(text).strip():
+        parts.append("\n".join(text).strip("\n"))
+    return parts
+
+
+def _content(role: str | None, content: str) -> RenderableType:
+    """A message's text; an assistant's SEARCH/REPLACE blocks as diffs under their file's name."""
+    if role != "assistant" or EDIT_SEARCH not in content:
+        return terminal_text(content)
+    parts: list[RenderableType] = []
+    for part in edit_blocks(content):
+        if isinstance(part, str):
+            parts.append(terminal_text(part))
+            continue
+        block = Text(part.path or "(no file named)", style="bold")
+        rows = [f"+{line}" for line in part.new] if not part.old else diff_rows(part.old, part.new)
+        for row in rows:
+            block.append("\n" + row, style=DIFF_STYLE.get(row[:1], "dim"))
+        parts.append(block)
+    return spaced(parts)
+
+
+def spaced(parts: list[RenderableType]) -> Group:
+    """`parts` one below the other, a blank line between each two."""
+    return Group(*(view for i, part in enumerate(parts) for view in ((Text(""), part) if i else (part,))))
+
+
+def diff_rows(old: list[str], new: list[str]) -> list[str]:
+    """The rows (" kept", "-removed", "+added") turning `old` into `new`, two lines of context. The
+    hunks' line numbers would count from the start of the snippet, not of the file: hunks are only
+    set apart by HUNK_GAP."""
+    rows: list[str] = []
+    for line in list(difflib.unified_diff(old, new, lineterm="", n=2))[2:]:
+        if not line.startswith("@@"):
+            rows.append(line)
+        elif rows:
+            rows.append(HUNK_GAP)
+    return rows
+
+
 def terminal_text(text: str, style: str = "") -> Text:
     """Text as a terminal showed it to the user: the colours and bold of the escape sequences a
     tool printed become styles, and no escape sequence is printed as it is."""
@@ -46,10 +131,9 @@ def render_session(console: Console, conn: sqlite3.Connection, session: SessionS
     header = Text()
     header.append(session.title or session.task_description or "(untitled)", style="bold")
     header.append(f"  {session.id}", style="dim")
-    meta = (
-        f"{session.agent} · {session.project_path or session.project or '?'} · {clock(session.started_at)} · "
-        f"{session.message_count} messages · {human_tokens(session.total_tokens)} tokens · {session.model or ''}"
-    )
+    facts = (session.agent, session.project_path or session.project or "?", clock(session.started_at),
+             f"{session.message_count} messages", f"{human_tokens(session.total_tokens)} tokens", session.model or "")
+    meta = " · ".join(fact for fact in facts if fact)  # what is unknown is left out, not shown as "·  ·"
     console.print(Padding(header, (0, 0, 0, indent)))
     console.print(Padding(Text(meta, style="dim"), (0, 0, 1, indent)))
     children = {c.tool_call_id: c for c in children_of(conn, session.id, include_warmup=False) if c.tool_call_id}
@@ -63,14 +147,16 @@ def render_session(console: Console, conn: sqlite3.Connection, session: SessionS
         if notice is not None:
             label = Text("background task ", style="bold yellow")
             label.append(clock(msg.timestamp), style="dim")
-            body = Text(notice.headline + (f"  ({notice.status})" if notice.status else ""), style="yellow")
+            status = notice.status if notice.status and notice.status not in notice.headline else ""
+            body = Text(notice.headline + (f"  ({status})" if status else ""), style="yellow")
             if notice.result:
                 body.append("\n").append_text(terminal_text(notice.result))
             console.print(Padding(label, (0, 0, 0, indent)))
             console.print(Padding(body, (0, 0, 1, indent + 2)))
             continue
-        label = Text(f"{msg.role or msg.entry_type} ", style=ROLE_STYLE.get(msg.role or "", "bold"))
-        label.append(clock(msg.timestamp), style="dim")
+        label = Text(f"{msg.role or msg.entry_type}", style=ROLE_STYLE.get(msg.role or "", "bold"))
+        if msg.timestamp is not None:
+            label.append(f" {clock(msg.timestamp)}", style="dim")
         if msg.model:
             label.append(f"  {msg.model}", style="dim")
         if msg.content or msg.thinking:
@@ -79,7 +165,7 @@ def render_session(console: Console, conn: sqlite3.Connection, session: SessionS
             console.print(Padding(Text(f"(thinking) {one_line(msg.thinking, 100)}", style="dim italic"),
                                   (0, 0, 0, indent + 2)))
         if msg.content:
-            console.print(Padding(terminal_text(msg.content), (0, 0, 0, indent + 2)))
+            console.print(Padding(_content(msg.role, msg.content), (0, 0, 0, indent + 2)))
         for call in msg.tool_calls:
             mark = STATUS_MARK.get(call.status or "pending", "?")
             line = Text(f"▸ {call.name}  ", style="yellow")

@@ -17,7 +17,10 @@ from datetime import UTC, datetime, timedelta
 from rapidfuzz import fuzz, process
 
 from core import search_index
-from core.text import SEARCH_HELP  # noqa: F401  (re-exported: the TUI and CLI show it)
+from core.text import (
+    SEARCH_HELP,  # noqa: F401  (re-exported: the TUI and CLI show it)
+    readable,
+)
 
 FILTER_KEYS = ("agent", "project", "role", "tool", "in", "after", "before", "session")
 
@@ -484,7 +487,7 @@ def _matched_field(pattern, content, thinking, tool_text, q: ParsedQuery) -> tup
 
 def make_snippet(text: str, pattern: re.Pattern | None, width: int = 160) -> tuple[str, list[tuple[int, int]]]:
     """A one-line window around the first match, and the spans of every match inside it."""
-    flat = " ".join(text.split())
+    flat = " ".join(readable(text).split())
     first = pattern.search(flat) if pattern else None
     start = 0 if first is None else max(0, first.start() - width // 3)
     if start:
@@ -519,8 +522,9 @@ def find_sessions(conn: sqlite3.Connection, text: str, limit: int = 20) -> list[
         return [SessionMatch(r[0], r[1], r[2], r[3], 0.0) for r in rows[:limit]]
     needle = text.strip().lower()
     by_id = [r for r in rows if r[0].lower().startswith(needle)]
-    if by_id and len(needle) >= 4:  # an id prefix wins outright
-        by_id.sort(key=lambda r: -r[4])
+    exact = [SessionMatch(r[0], r[1], r[2], r[3], 100.0) for r in by_id if r[0].lower() == needle]
+    if by_id and len(needle) >= 4:  # an id prefix wins outright, the whole id first
+        by_id.sort(key=lambda r: (r[0].lower() != needle, -r[4]))
         return [SessionMatch(r[0], r[1], r[2], r[3], 100.0) for r in by_id[:limit]]
     labels = [f"{r[1]} {r[2] or ''} {r[0]}".lower() for r in rows]
     # word order and extra words in a long title should not matter: best of a token-set and a
@@ -532,4 +536,6 @@ def find_sessions(conn: sqlite3.Connection, text: str, limit: int = 20) -> list[
         if score >= 60:
             scored.append((score, rows[i][4], i))
     scored.sort(key=lambda t: (-t[0], -t[1]))
-    return [SessionMatch(rows[i][0], rows[i][1], rows[i][2], rows[i][3], float(score)) for score, _, i in scored[:limit]]
+    found = [SessionMatch(rows[i][0], rows[i][1], rows[i][2], rows[i][3], float(score)) for score, _, i in scored]
+    # a short id typed whole ("s1") names its session before the ones it is a fuzzy part of ("s154")
+    return (exact + [m for m in found if m.session_id not in {e.session_id for e in exact}])[:limit]

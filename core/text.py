@@ -102,6 +102,15 @@ class TaskNotice:
         return self.summary or f"background task {self.task_id} {self.status}".replace("  ", " ").strip()
 
 
+def readable(text: str | None) -> str:
+    """`text` as a person reads it in a list (a search hit, a fork point, a branch): a background
+    task's notification as its headline and result rather than its tags."""
+    notice = task_notice(text)
+    if notice is None:
+        return text or ""
+    return f"⚑ {notice.headline}" + (f": {notice.result}" if notice.result else "")
+
+
 def task_notice(text: str | None) -> TaskNotice | None:
     match = NOTICE.match(text) if text and "<task-notification>" in text else None
     if match is None:

@@ -145,3 +145,43 @@ def notice_session(root: Path, sid: str = "eeeeeeee-1111-4222-8333-00000000b0b0"
     t.assistant("Coverage reached 96%.")
     t.write()
     return t
+
+
+# an Aider chat history whose reply makes two SEARCH/REPLACE edits, one of them a new file
+AIDER_EDITS = """
+# aider chat started at 2025-12-03 14:43:45
+
+> Aider v0.86.1  
+> Main model: anthropic/claude-sonnet-4-5 with diff edit format  
+
+#### Fix the tokenizer, and add a README  
+
+The loop stops one short. Here is the fix:
+
+parser.py
+```python
+<<<<<<< SEARCH
+def tokens(text):
+    out = text.split()
+    for i in range(len(out) - 1):
+        yield out[i]
+=======
+def tokens(text):
+    out = text.split()
+    for i in range(len(out)):
+        yield out[i]
+>>>>>>> REPLACE
+```
+
+README.md
+```
+<<<<<<< SEARCH
+=======
+# Tokenizer
+>>>>>>> REPLACE
+```
+
+Both edits are small.
+
+> Applied edit to parser.py  
+"""

@@ -253,6 +253,24 @@ def test_show_prints_a_background_tasks_notification_as_a_notice(tmp_path):
     assert run("--db", dbp, "ingest", "--only", "--source", str(tmp_path / "projects")).returncode == 0
     out = run("--db", dbp, "show", "eeeeeeee").stdout
     assert "<task-notification>" not in out and "<summary>" not in out
-    assert 'background task' in out and 'Agent "Coverage analysis" completed  (completed)' in out
+    assert 'background task' in out and 'Agent "Coverage analysis" completed\n' in out
+    assert "(completed)" not in out  # the summary says it already
     assert "Coverage is now 96%." in out
     assert not [line for line in out.splitlines() if line.endswith(" ")]  # piped lines end where their text does
+
+
+def test_show_prints_aider_edit_blocks_as_diffs(tmp_path):
+    from conftest import AIDER_EDITS
+
+    folder = tmp_path / "parser-project"
+    folder.mkdir()
+    (folder / ".aider.chat.history.md").write_text(AIDER_EDITS)
+    dbp = str(tmp_path / "t.db")
+    assert run("--db", dbp, "ingest", "--only", "--source", str(tmp_path)).returncode == 0
+    listed = json.loads(run("--db", dbp, "sessions", "--json").stdout)
+    sid = next(s["id"] for s in listed if s["message_count"])
+    out = run("--db", dbp, "show", sid).stdout
+    assert "<<<<<<< SEARCH" not in out and "=======" not in out and "```" not in out
+    assert "  parser.py\n" in out and "  -    for i in range(len(out) - 1):\n" in out
+    assert "  +    for i in range(len(out)):\n" in out and "  +# Tokenizer\n" in out
+    assert "\n\n  Both edits are small." in out  # set apart from the diff above it

@@ -181,3 +181,27 @@ def test_words_from_real_messages_find_their_sessions(conn):
         result = search(conn, query + " in:all", limit=200)
         found += session_id in {h.session_id for h in result.hits}
     assert found >= 20
+
+
+def test_a_background_tasks_notification_is_found_and_read_by_its_summary(conn, tmp_path):
+    from conftest import notice_session
+
+    notice_session(tmp_path)
+    ingest(conn, tmp_path / "projects")
+    hits = search(conn, "coverage analysis completed").hits
+    notice = next(h for h in hits if "Coverage is now 96%" in h.snippet)
+    assert notice.snippet.startswith('⚑ Agent "Coverage analysis" completed: Coverage is now 96%.')
+    assert "<task-id>" not in notice.snippet and "task-notification" not in notice.snippet
+
+
+def test_a_short_session_id_typed_whole_comes_first(conn, tmp_path):
+    root = tmp_path / "projects"
+    for sid, prompt, turns in (("s154", "tune the s1 cache", 4), ("s1", "write the parser", 1)):
+        t = Transcript(root / "-srv-ids" / f"{sid}.jsonl", sid, cwd="/srv/ids")
+        for _ in range(turns):  # s154 ends later: on a tie of scores the newer would come first
+            t.user(prompt)
+            t.assistant("ok")
+        t.write()
+    ingest(conn, root)
+    assert [m.session_id for m in find_sessions(conn, "s1")][:2] == ["s1", "s154"]
+    assert [m.session_id for m in find_sessions(conn, "S154")] == ["s154"]

@@ -1076,6 +1076,14 @@ async def test_a_background_tasks_notification_is_shown_as_a_notice_not_as_the_u
         assert '⚑ background task' in text and 'Agent "Coverage analysis" completed  ✓' in text
         assert "Coverage is now 96%." in text and "total_tokens: 23099" in text
         assert text.count("● user") == 1  # only the prompt the user typed
+        view.focus()
+        view.go_to_seq(len(view.seqs) - 1)
+        await pilot.press("f")  # the fork picker lists the notification's turn by its summary
+        await settle(pilot)
+        points = app.screen.query_one(PointList)
+        prompts = [str(points.get_option_at_index(i).prompt) for i in range(points.option_count)]
+        assert any('› ⚑ Agent "Coverage analysis" completed: Coverage is now 96%.' in p for p in prompts), prompts
+        assert not any("<task-" in p for p in prompts)
 
 async def test_fork_picker_preselects_the_turn_then_resume_copies(demo_db: Path) -> None:
     app = make_app(demo_db)
@@ -1281,46 +1289,9 @@ def test_a_wrapped_diff_row_continues_beside_its_marker_column() -> None:
     assert texts[3].startswith("+  const tax = round(")
 
 
-AIDER_EDITS = """
-# aider chat started at 2025-12-03 14:43:45
-
-> Aider v0.86.1  
-> Main model: anthropic/claude-sonnet-4-5 with diff edit format  
-
-#### Fix the tokenizer, and add a README  
-
-The loop stops one short. Here is the fix:
-
-parser.py
-```python
-<<<<<<< SEARCH
-def tokens(text):
-    out = text.split()
-    for i in range(len(out) - 1):
-        yield out[i]
-=======
-def tokens(text):
-    out = text.split()
-    for i in range(len(out)):
-        yield out[i]
->>>>>>> REPLACE
-```
-
-README.md
-```
-<<<<<<< SEARCH
-=======
-# Tokenizer
->>>>>>> REPLACE
-```
-
-Both edits are small.
-
-> Applied edit to parser.py  
-"""
-
-
 async def test_aider_search_replace_blocks_are_shown_as_diffs(tmp_path: Path) -> None:
+    from conftest import AIDER_EDITS
+
     from tui.render import EditBlock, edit_blocks
 
     folder = tmp_path / "parser-project"
@@ -1341,6 +1312,7 @@ async def test_aider_search_replace_blocks_are_shown_as_diffs(tmp_path: Path) ->
         assert "     out = text.split()" in text  # context, unmarked
         assert "README.md" in text and "+# Tokenizer" in text  # an empty SEARCH: a new file
         assert text.index("stops one short") < text.index("parser.py") < text.index("Both edits are small.")
+        assert "◆ assistant  anthropic/" in text  # no time written for a reply: no gap where it would be
     # a block the reply never finished (a stream cut short) stays as it was written
     assert edit_blocks("try this:\n<<<<<<< SEARCH\nold line") == ["try this:\n<<<<<<< SEARCH\nold line"]
     assert edit_blocks("a.py\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE") == [EditBlock("a.py", ["x"], ["y"])]

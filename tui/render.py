@@ -6,10 +6,8 @@ look of each part can be read (and changed) in one place.
 
 from __future__ import annotations
 
-import difflib
 import re
 import time
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -18,7 +16,16 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.text import Text
 
 from core.browse import MessageRow, ToolCallRow
-from core.render import terminal_text, tool_summary
+from core.render import (
+    EDIT_SEARCH,
+    HUNK_GAP,
+    EditBlock,
+    diff_rows,
+    edit_blocks,
+    spaced,
+    terminal_text,
+    tool_summary,
+)
 from core.text import TaskNotice, human_tokens, one_line, task_notice
 
 ROLE_STYLE = {"user": "bold #5fafff", "assistant": "bold #87d787", "system": "dim"}
@@ -42,8 +49,6 @@ DIFF_MARKS = ("+", "-", " ")  # the first column of a diff row
 ADDED_STYLE = "#87d787 on #173317"
 REMOVED_STYLE = "#ff8787 on #3a1717"
 HUNK_STYLE = "#5f87af"
-# Aider's edit blocks (its "diff" edit format), written by the model in its answer
-EDIT_SEARCH, EDIT_DIVIDER, EDIT_REPLACE = "<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE"
 
 
 def short_model(model: str | None) -> str:
@@ -101,7 +106,8 @@ def header(msg: MessageRow) -> Text:
     else:
         text.append("● " if role == "user" else "◆ ", style=ROLE_STYLE.get(role, "bold"))
         text.append(role, style=ROLE_STYLE.get(role, "bold"))
-    text.append(f"  {when(msg.timestamp)}", style="dim")
+    if msg.timestamp is not None:
+        text.append(f"  {when(msg.timestamp)}", style="dim")
     if msg.model:
         text.append(f"  {short_model(msg.model)}", style="#af87d7")
     if msg.tokens:
@@ -116,8 +122,7 @@ def message_text(msg: MessageRow) -> RenderableType:
     if msg.role == "assistant" and EDIT_SEARCH in content:
         parts = edit_blocks(content)
         if any(isinstance(part, EditBlock) for part in parts):
-            views = [edit_block_view(p) if isinstance(p, EditBlock) else terminal_text(p) for p in parts]
-            return Group(*(view for i, v in enumerate(views) for view in ((Text(""), v) if i else (v,))))
+            return spaced([edit_block_view(p) if isinstance(p, EditBlock) else terminal_text(p) for p in parts])
     command = COMMAND.search(content)
     if command:
         args = (command.group(2) or "").strip()
@@ -129,50 +134,6 @@ def message_text(msg: MessageRow) -> RenderableType:
     if notice is not None:
         return notice_text(notice)
     return terminal_text(content, "dim" if msg.is_meta else "")
-
-
-@dataclass
-class EditBlock:
-    """One SEARCH/REPLACE block of an assistant's answer: the file, the lines searched for, and the
-    lines that replace them."""
-
-    path: str
-    old: list[str]
-    new: list[str]
-
-
-def edit_blocks(content: str) -> list[str | EditBlock]:
-    """`content` cut into its text and its SEARCH/REPLACE blocks (with the path line and the code
-    fence around each one taken into the block). An unfinished block stays text."""
-    lines = content.split("\n")
-    parts: list[str | EditBlock] = []
-    text: list[str] = []
-    i = 0
-    while i < len(lines):
-        if lines[i].strip() != EDIT_SEARCH:
-            text.append(lines[i])
-            i += 1
-            continue
-        middle = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == EDIT_DIVIDER), None)
-        end = next((j for j in range(middle + 1, len(lines)) if lines[j].strip().startswith(EDIT_REPLACE)), None) \
-            if middle is not None else None
-        if middle is None or end is None:
-            text.append(lines[i])
-            i += 1
-            continue
-        if text and text[-1].startswith("```"):
-            text.pop()  # the fence opened for this block
-        path = text.pop().strip() if text and text[-1].strip() and " " not in text[-1].strip() else ""
-        if "\n".join(text).strip():
-            parts.append("\n".join(text).strip("\n"))
-        text = []
-        parts.append(EditBlock(path, lines[i + 1:middle], lines[middle + 1:end]))
-        i = end + 1
-        if i < len(lines) and lines[i].startswith("```"):
-            i += 1  # and the fence closed after it
-    if text and "\n".join(text).strip():
-        parts.append("\n".join(text).strip("\n"))
-    return parts
 
 
 def edit_block_view(block: EditBlock) -> RenderableType:
@@ -194,9 +155,9 @@ def notice_text(notice: TaskNotice) -> Text:
     if notice.result:
         text.append("\n")
         text.append_text(terminal_text(notice.result))
-    extra = "  ".join(one_line(part, 200) for part in (notice.usage, notice.trailer) if part)
-    if extra:
-        text.append("\n" + extra, style="dim")
+    for part in (notice.usage, notice.trailer):  # "total_tokens: … duration_ms: …", "Full transcript at …"
+        if part:
+            text.append("\n" + one_line(part, 200), style="dim")
     return text
 
 
@@ -469,16 +430,12 @@ def diff_view(name: str, params: dict[str, Any], extra: Any) -> RenderableType:
 
 
 def _unified_diff(out: list[Text], old: list[str], new: list[str]) -> None:
-    """The hunks turning `old` into `new`, two lines of context, as diff rows. Their line numbers
-    would count from the start of the snippet, not of the file: hunks are only set apart by "⋯"."""
-    first = True
-    for line in list(difflib.unified_diff(old, new, lineterm="", n=2))[2:]:
-        if line.startswith("@@"):
-            if not first:
-                out.append(Text("⋯", style=HUNK_STYLE))
-            first = False
+    """The rows turning `old` into `new`, styled (see `core.render.diff_rows`)."""
+    for row in diff_rows(old, new):
+        if row == HUNK_GAP:
+            out.append(Text(row, style=HUNK_STYLE))
         else:
-            _diff_line(out, line)
+            _diff_line(out, row)
 
 
 def _diff_line(out: list[Text], line: str) -> None:
