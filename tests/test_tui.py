@@ -397,6 +397,12 @@ async def test_help_on_a_small_terminal_fits_its_lines_and_scrolls_to_the_rest(d
         await pilot.pause()
         tables = [static.content for static in pilot.app.screen.query(".help-section").results(Static)]
         assert [len(t.columns) for t in tables] == [3, 3]
+        console = Console(width=90, file=io.StringIO())
+        starts = set()
+        for table, prefix in zip(tables, ("projects.", "app."), strict=True):
+            lines = ["".join(seg.text for seg in line) for line in console.render_lines(table, console.options)]
+            starts |= {line.index(prefix) for line in lines if prefix in line}
+        assert len(starts) == 1, starts  # the ids of both tables line up
 
 
 async def test_footer_on_a_narrow_terminal_keeps_search_and_fork_in_sight(demo_db: Path) -> None:

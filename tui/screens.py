@@ -35,8 +35,10 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(id="help-box") as box:
             box.border_title = f"Keys · {self.pane}"
             box.border_subtitle = "Esc closes" + (" · remap in keymap.toml by id" if with_ids else "")
-            yield Static(_keys_table(self.pane, self.pane_keys, with_ids), classes="help-section")
-            yield Static(_keys_table("Everywhere", self.global_keys, with_ids), classes="help-section")
+            # one id column width for both tables, so their ids line up
+            ids = max((len(row[2]) for row in (*self.pane_keys, *self.global_keys)), default=0) if with_ids else 0
+            yield Static(_keys_table(self.pane, self.pane_keys, ids), classes="help-section")
+            yield Static(_keys_table("Everywhere", self.global_keys, ids), classes="help-section")
 
     def on_mount(self) -> None:
         self.call_after_refresh(self._say_if_it_scrolls)
@@ -48,15 +50,16 @@ class HelpScreen(ModalScreen[None]):
         box.focus()
 
 
-def _keys_table(title: str, rows: list[tuple[str, str, str]], with_ids: bool = True) -> Table:
+def _keys_table(title: str, rows: list[tuple[str, str, str]], id_width: int) -> Table:
+    """Key, description and (when `id_width`) the binding id that keymap.toml remaps."""
     table = Table(box=None, show_header=False, pad_edge=False, expand=True, title=Text(title, style="bold"),
                   title_justify="left")
     table.add_column("key", style="bold #d7af5f", no_wrap=True, width=16)
     table.add_column("what", ratio=1)  # the room left goes to the descriptions, the key column stays put
-    if with_ids:
-        table.add_column("id", style="dim", no_wrap=True)
+    if id_width:
+        table.add_column("id", style="dim", no_wrap=True, width=id_width)
     for key, description, binding_id in rows:
-        table.add_row(key, description, *([binding_id] if with_ids else []))
+        table.add_row(key, description, *([binding_id] if id_width else []))
     return table
 
 
