@@ -93,8 +93,7 @@ def _content(role: str | None, content: str) -> RenderableType:
             parts.append(terminal_text(part))
             continue
         block = Text(part.path or "(no file named)", style="bold")
-        rows = [f"+{line}" for line in part.new] if not part.old else diff_rows(part.old, part.new)
-        for row in rows:
+        for row in diff_rows(part.old, part.new):
             block.append("\n" + row, style=DIFF_STYLE.get(row[:1], "dim"))
         parts.append(block)
     return spaced(parts)
@@ -108,7 +107,9 @@ def spaced(parts: list[RenderableType]) -> Group:
 def diff_rows(old: list[str], new: list[str]) -> list[str]:
     """The rows (" kept", "-removed", "+added") turning `old` into `new`, two lines of context. The
     hunks' line numbers would count from the start of the snippet, not of the file: hunks are only
-    set apart by HUNK_GAP."""
+    set apart by HUNK_GAP. Nothing old (a new file): every line added."""
+    if not old:
+        return [f"+{line}" for line in new]
     rows: list[str] = []
     for line in list(difflib.unified_diff(old, new, lineterm="", n=2))[2:]:
         if not line.startswith("@@"):

@@ -139,10 +139,7 @@ def message_text(msg: MessageRow) -> RenderableType:
 def edit_block_view(block: EditBlock) -> RenderableType:
     """A SEARCH/REPLACE block as a diff of what it searched for against what replaces it."""
     out: list[Text] = [Text(block.path or "(no file named)", style="bold")]
-    if not block.old:
-        out += [Text("+" + line, style=ADDED_STYLE) for line in block.new]
-    else:
-        _unified_diff(out, block.old, block.new)
+    _unified_diff(out, block.old, block.new)
     return FilledLines(out)
 
 
