@@ -217,7 +217,7 @@ def _prompt_text(conn: sqlite3.Connection, turn_id: str) -> str:
     ).fetchone()
     text = row[0] if row else ""
     notice = task_notice(text)  # a branch is named by the notification's headline, not its result
-    return one_line("⚑ " + notice.headline if notice else text, 200)
+    return one_line(notice.title if notice else text, 200)
 
 
 def rewind_seqs(conn: sqlite3.Connection, session_id: str) -> set[int]:

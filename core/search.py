@@ -522,10 +522,9 @@ def find_sessions(conn: sqlite3.Connection, text: str, limit: int = 20) -> list[
         return [SessionMatch(r[0], r[1], r[2], r[3], 0.0) for r in rows[:limit]]
     needle = text.strip().lower()
     by_id = [r for r in rows if r[0].lower().startswith(needle)]
-    exact = [SessionMatch(r[0], r[1], r[2], r[3], 100.0) for r in by_id if r[0].lower() == needle]
-    if by_id and len(needle) >= 4:  # an id prefix wins outright, the whole id first
-        by_id.sort(key=lambda r: (r[0].lower() != needle, -r[4]))
-        return [SessionMatch(r[0], r[1], r[2], r[3], 100.0) for r in by_id[:limit]]
+    if by_id and len(needle) >= 4:  # an id prefix wins outright
+        by_id.sort(key=lambda r: -r[4])
+        return _whole_id_first([SessionMatch(r[0], r[1], r[2], r[3], 100.0) for r in by_id], needle)[:limit]
     labels = [f"{r[1]} {r[2] or ''} {r[0]}".lower() for r in rows]
     # word order and extra words in a long title should not matter: best of a token-set and a
     # partial match, so "stripe webhooks" finds "Wire up Stripe webhooks for refunds"
@@ -537,5 +536,10 @@ def find_sessions(conn: sqlite3.Connection, text: str, limit: int = 20) -> list[
             scored.append((score, rows[i][4], i))
     scored.sort(key=lambda t: (-t[0], -t[1]))
     found = [SessionMatch(rows[i][0], rows[i][1], rows[i][2], rows[i][3], float(score)) for score, _, i in scored]
-    # a short id typed whole ("s1") names its session before the ones it is a fuzzy part of ("s154")
-    return (exact + [m for m in found if m.session_id not in {e.session_id for e in exact}])[:limit]
+    return _whole_id_first(found, needle)[:limit]
+
+
+def _whole_id_first(found: list[SessionMatch], needle: str) -> list[SessionMatch]:
+    """An id typed whole ("s1") names its session before those it is a prefix or a fuzzy part of
+    ("s154"); the order is kept otherwise."""
+    return sorted(found, key=lambda m: m.session_id.lower() != needle)

@@ -101,14 +101,19 @@ class TaskNotice:
     def headline(self) -> str:
         return self.summary or f"background task {self.task_id} {self.status}".replace("  ", " ").strip()
 
+    @property
+    def title(self) -> str:
+        """What names it in a title or a branch row."""
+        return f"⚑ {self.headline}"
+
 
 def readable(text: str | None) -> str:
-    """`text` as a person reads it in a list (a search hit, a fork point, a branch): a background
-    task's notification as its headline and result rather than its tags."""
+    """`text` as a person reads it in a list (a search hit, a fork point): a background task's
+    notification as its title and result rather than its tags."""
     notice = task_notice(text)
     if notice is None:
         return text or ""
-    return f"⚑ {notice.headline}" + (f": {notice.result}" if notice.result else "")
+    return notice.title + (f": {notice.result}" if notice.result else "")
 
 
 def task_notice(text: str | None) -> TaskNotice | None:

@@ -414,8 +414,7 @@ def diff_view(name: str, params: dict[str, Any], extra: Any) -> RenderableType:
             for line in hunk.get("lines", []):
                 _diff_line(out, str(line))
     elif name == "Write" and isinstance(params.get("content"), str):
-        for line in params["content"].splitlines():
-            _diff_line(out, "+" + line)
+        _unified_diff(out, [], params["content"].splitlines())  # a new file: every line added
     else:
         edits = params.get("edits") if isinstance(params.get("edits"), list) else [params]
         for edit in edits:

@@ -571,7 +571,7 @@ def prompt_title(text: str) -> str:
     a background task's notification by its summary."""
     notice = task_notice(text)
     if notice is not None:
-        return one_line("⚑ " + notice.headline, 200)
+        return one_line(notice.title, 200)
     name = COMMAND_NAME.search(text)
     if name:
         args = COMMAND_ARGS.search(text)
