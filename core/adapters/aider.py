@@ -29,7 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from core.adapters.base import FileContext, RawRecord, Record, SessionInfo, SourceRef, Usage
+from core.adapters.base import FileContext, RawRecord, Record, SessionInfo, SourceRef, Usage, read_regular
 from core.adapters.walk import walk
 
 AGENT = "aider"
@@ -52,8 +52,7 @@ def looks_like_aider(head: bytes) -> bool:
 
 def _head(path: Path, size: int = 65536) -> bytes:
     try:
-        with open(path, "rb") as f:
-            return f.read(size)
+        return read_regular(path, size)
     except OSError:
         return b""
 
@@ -116,7 +115,7 @@ class AiderAdapter:
     def _start(self, ctx: FileContext, offset: int) -> None:
         st = ctx.state
         try:
-            data = ctx.path.read_bytes()
+            data = read_regular(ctx.path)
         except OSError:
             data = b""
         tag = hashlib.sha1(str(ctx.path).encode()).hexdigest()[:8]

@@ -10,11 +10,49 @@ An adapter answers three questions, none of them Claude-shaped:
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
+
+
+class NotARegularFile(OSError):
+    """A path that is a FIFO, a device or a socket: opening it could block forever or read
+    without end, so sources are only ever regular files."""
+
+
+def open_regular(path: Path | str) -> BinaryIO:
+    """Open a source file for reading, refusing anything that is not a regular file.
+
+    `O_NONBLOCK` keeps `open()` of a FIFO from waiting for a writer that never comes; the fstat
+    on the open descriptor (not a stat before it) leaves no window for the path to be swapped."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotARegularFile(f"not a regular file ({file_kind(mode)}); skipped")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: Path | str, limit: int = -1) -> bytes:
+    """The first `limit` bytes (all by default) of a regular file; see `open_regular`."""
+    with open_regular(path) as f:
+        return f.read(limit)
+
+
+def file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "not a file"
 
 
 @dataclass(slots=True)

@@ -41,6 +41,7 @@ from core.adapters.base import (
     Usage,
     container_of,
     parse_iso_ms,
+    read_regular,
 )
 from core.adapters.claude import _dumps, _input_text, _int, _parse, _str
 from core.adapters.walk import walk
@@ -191,8 +192,7 @@ def _decode_key(tok: bytes) -> str | None:
 
 def _head(path: Path, limit: int = SNIFF_BYTES) -> bytes:
     try:
-        with open(path, "rb") as f:
-            return f.read(limit)
+        return read_regular(path, limit)
     except OSError:
         return b""
 
@@ -317,10 +317,9 @@ class CodexAdapter:
         try:
             if ctx.kind == "decoded":
                 container = Path(container_of(str(ctx.path)) or ctx.path)
-                data = _decompress(container.read_bytes())[:end]
+                data = _decompress(read_regular(container))[:end]
             else:
-                with open(ctx.path, "rb") as f:
-                    data = f.read(end)
+                data = read_regular(ctx.path, end)
         except (OSError, ValueError):
             return
         snapshot = ctx.state["snapshot"]

@@ -45,6 +45,7 @@ from core.adapters.base import (
     ToolUse,
     Usage,
     parse_iso_ms,
+    read_regular,
 )
 from core.adapters.claude import _dumps, _input_text, _int, _parse, _str
 from core.adapters.codex import SNIFF_BYTES, UUID_STEM, _head
@@ -688,8 +689,7 @@ class CursorAgentAdapter:
         st["cwd"] = _agent_cwd(path, st["parent"] or st["sid"])
         if offset > 0:  # an append read on its own: replay the earlier lines for the open tool calls
             try:
-                with open(path, "rb") as f:
-                    data = f.read(offset)
+                data = read_regular(path, offset)
             except OSError:
                 return
             for n, line in enumerate(data.split(b"\n")[:-1], 1):

@@ -36,6 +36,7 @@ from core.adapters.base import (
     ToolUse,
     Usage,
     parse_iso_ms,
+    read_regular,
 )
 from core.adapters.claude import _dumps, _input_text, _int, _parse, _str
 from core.adapters.codex import SNIFF_BYTES, UUID_STEM, JsonDocumentLines, _head, _merge
@@ -148,8 +149,7 @@ class GeminiAdapter:
     def _resume_state(self, ctx: FileContext, end: int) -> None:
         """Rebuild the per-file state from the bytes before `end` (an append read on its own)."""
         try:
-            with open(ctx.path, "rb") as f:
-                data = f.read(end)
+            data = read_regular(ctx.path, end)
         except OSError:
             return
         pos, line_number = 0, 0

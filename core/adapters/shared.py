@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from core.adapters.base import RawRecord, SourceIncomplete, SourceRef
+from core.adapters.base import RawRecord, SourceIncomplete, SourceRef, read_regular
 
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:,]')  # strings unrolled: 5x faster
 _OPEN = frozenset(b"{[")
@@ -191,8 +191,7 @@ def _uri_path(path: Path) -> str:
 
 def sqlite_header(path: Path) -> bool:
     try:
-        with open(path, "rb") as f:
-            return f.read(16) == b"SQLite format 3\x00"
+        return read_regular(path, 16) == b"SQLite format 3\x00"
     except OSError:
         return False
 
