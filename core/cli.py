@@ -201,6 +201,15 @@ def _connect(args: argparse.Namespace):
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from core import db
+    from core.writer_lock import writer_lock
+
+    # one writer at a time, decided before anything is opened: a second ingest waits here, saying so
+    with writer_lock(args.db or db.default_db_path(), on_wait=_say_waiting):
+        return _ingest(args)
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from core import db
     from core.ingest import run_ingest
 
     if args.rebuild:
@@ -214,7 +223,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if show_progress:
         report = _ingest_with_progress(conn, args.source, not args.only, build_index)
     else:
-        report = run_ingest(conn, args.source, include_defaults=not args.only, build_index=build_index)
+        report = run_ingest(conn, args.source, include_defaults=not args.only, build_index=build_index,
+                            on_wait=_say_waiting)
     if args.json:
         print(json.dumps(report.as_dict()))
     else:
@@ -257,15 +267,23 @@ def _ingest_with_progress(conn, sources, include_defaults, build_index=True):
                        files=f"{p.files_done}/{p.files_total} files", name=Path(p.path).name[:40])
 
         return run_ingest(conn, sources, include_defaults=include_defaults, progress=on_progress,
-                          build_index=build_index)
+                          build_index=build_index, on_wait=_say_waiting)
+
+
+def _say_waiting(text: str) -> None:
+    """Another threadloom holds the writer lock: say so before waiting for it."""
+    print(f"threadloom: {text}", file=sys.stderr, flush=True)
 
 
 def cmd_index(args: argparse.Namespace) -> int:
     import time
 
-    conn = _connect(args)
+    from core import db
+    from core.writer_lock import writer_lock
+
     started = time.perf_counter()
-    behind = _catch_up_index(conn, quiet=args.json or args.quiet)
+    with writer_lock(args.db or db.default_db_path(), on_wait=_say_waiting):
+        behind = _catch_up_index(_connect(args), quiet=args.json or args.quiet)
     seconds = round(time.perf_counter() - started, 3)
     if args.json:
         print(json.dumps({"indexed": behind, "seconds": seconds}))
@@ -276,8 +294,10 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _catch_up_index(conn, *, quiet: bool) -> int:
-    """Finish an index a bulk load left behind; returns how many entry ids it covered."""
+def _catch_up_index(conn, *, quiet: bool, wait: bool = True) -> int:
+    """Finish an index a bulk load left behind; returns how many entry ids it covered.
+
+    Without `wait`, an index another threadloom is writing to is left to it (0 is returned)."""
     from core import search_index
 
     state = search_index.pending(conn)
@@ -285,15 +305,15 @@ def _catch_up_index(conn, *, quiet: bool) -> int:
         return 0
     behind = state.total - state.done
     if quiet or not sys.stderr.isatty():
-        search_index.build(conn)
-        return behind
+        return behind if search_index.build(conn, wait=wait, on_wait=_say_waiting) else 0
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     with Progress(TextColumn("[bold]indexing for search[/]"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                   TimeRemainingColumn(), transient=True) as bar:
         task = bar.add_task("index", total=max(1, state.total))
-        search_index.build(conn, lambda p: bar.update(task, total=max(1, p.total), completed=p.done))
-    return behind
+        done = search_index.build(conn, lambda p: bar.update(task, total=max(1, p.total), completed=p.done),
+                                  wait=wait, on_wait=_say_waiting)
+    return behind if done else 0
 
 
 def _print_ingest_summary(report) -> None:
@@ -395,7 +415,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     from core.search import search
 
     conn = _connect(args)
-    if _catch_up_index(conn, quiet=args.json) and not args.json:
+    if _catch_up_index(conn, quiet=args.json, wait=False) and not args.json:
         print("threadloom: the search index was behind the archive; it is complete now", file=sys.stderr)
     result = search(conn, " ".join(args.query), limit=args.limit)
     if args.json:

@@ -141,30 +141,27 @@ def connect(path: Path | str | None = None, *, readonly: bool = False) -> sqlite
 
 
 FIRST_LOAD_SUFFIX = ".first-load"  # core.ingest writes it while a first load runs without a journal
-# the markers of the first loads running in this process: a marker with this process's id and not
-# in here is one of its loads that failed (the TUI retrying after a full disk, say)
-FIRST_LOADS_HERE: set[str] = set()
 
 
 def _recover_first_load(db_path: Path, *, readonly: bool = False) -> None:
-    """A first load that died half-way (its marker outlived its process) left a database that
-    may be damaged and held nothing else: start it afresh, keeping the remembered --source folders.
+    """A first load that died half-way (its marker outlived it) left a database that may be
+    damaged and held nothing else: start it afresh, keeping the remembered --source folders.
 
-    A reader is let in while a first load runs: the load has no journal, but SQLite's locks still
-    show a reader whole transactions only (the TUI browses what is in while the rest loads).
-    A reader never starts a database afresh."""
+    A first load holds the writer lock (core.writer_lock) while its marker exists, so a marker
+    whose lock is free belongs to a load that is over, whatever became of its process (a pid alone
+    could be reused by another program). A reader is let in while a first load runs: the load has
+    no journal, but SQLite's locks still show a reader whole transactions only (the TUI browses
+    what is in while the rest loads). A reader never starts a database afresh."""
     if readonly:
         return
     marker = Path(str(db_path) + FIRST_LOAD_SUFFIX)
-    try:
-        pid = int(marker.read_text().strip() or 0)
-    except (OSError, ValueError):
-        if not marker.exists():
-            return
-        pid = 0
-    if pid and _alive(pid) and (pid != os.getpid() or os.path.realpath(marker) in FIRST_LOADS_HERE):
+    if not marker.exists():
+        return
+    from core.writer_lock import holder, is_busy
+
+    if is_busy(db_path):
         raise LedgerError(
-            f"The database {db_path} is being filled for the first time by process {pid}. "
+            f"The database {db_path} is being filled for the first time by {holder(db_path)}. "
             "Try again when that load has finished (it shows its progress where it was started)."
         )
     roots: list[tuple] = []
@@ -181,16 +178,6 @@ def _recover_first_load(db_path: Path, *, readonly: bool = False) -> None:
         fresh = connect(db_path)
         fresh.executemany("INSERT OR IGNORE INTO source_roots (path, added_at) VALUES (?, ?)", roots)
         fresh.close()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def explain(exc: sqlite3.DatabaseError, db_path: Path) -> LedgerError:

@@ -36,8 +36,9 @@ from core.adapters.base import (
     open_regular,
     read_regular,
 )
-from core.db import FIRST_LOAD_SUFFIX, FIRST_LOADS_HERE, get_meta, set_meta
+from core.db import FIRST_LOAD_SUFFIX, get_meta, set_meta
 from core.ledger import Ledger, replay
+from core.writer_lock import WriterBusy, writer_lock
 
 # A last line that is not complete JSON waits for its writer; after this long unchanged it is kept
 # as an invalid record instead, so a crashed writer's bytes are not lost.
@@ -279,11 +280,30 @@ def run_ingest(
     cancel: threading.Event | None = None,
     remember: bool = True,
     build_index: bool = True,
+    on_wait: Callable[[str], None] | None = None,
 ) -> IngestReport:
     """Bring the ledger up to date with every source file; safe to interrupt between files.
 
     With `build_index=False` a search index left behind by a bulk load stays behind, for the
-    caller to catch up with `core.search_index.build` (the TUI does it while the user browses)."""
+    caller to catch up with `core.search_index.build` (the TUI does it while the user browses).
+    One ingest writes at a time: while another holds the writer lock this one waits for it, after
+    telling `on_wait` who it waits for (a `cancel` set meanwhile ends the wait: a cancelled report)."""
+    try:
+        with writer_lock(conn, on_wait=on_wait, cancel=cancel):
+            return _run_ingest(conn, sources, include_defaults, progress, cancel, remember, build_index)
+    except WriterBusy:
+        return IngestReport(cancelled=True)
+
+
+def _run_ingest(
+    conn: sqlite3.Connection,
+    sources: Iterable[Path],
+    include_defaults: bool,
+    progress: Callable[[Progress], None] | None,
+    cancel: threading.Event | None,
+    remember: bool,
+    build_index: bool,
+) -> IngestReport:
     started = time.perf_counter()
     report = IngestReport()
     roots = scan_roots(conn, list(sources), include_defaults, remember)
@@ -323,7 +343,6 @@ def run_ingest(
                 if fast_marker is None:
                     batch.abandon()
                 else:  # no rollback without a journal: the marker stays, the next run starts over
-                    FIRST_LOADS_HERE.discard(os.path.realpath(fast_marker))
                     fast_marker = None
                 raise
             except Exception as exc:  # a bug or an unforeseen shape: report, keep going
@@ -373,15 +392,17 @@ def _enter_fast_load(conn: sqlite3.Connection) -> Path | None:
     """Write a first load into an empty ledger without a journal (~35% faster at 1 GB: every
     page is written once instead of to the WAL and again at checkpoints).
 
-    Only when this is the database's one connection. A marker file beside the database holds
-    this process's id until the load ends; if the process dies first, `core.db.connect` finds the
-    marker and starts the database afresh (it held nothing but this load)."""
+    Only when this is the database's one connection. A marker file beside the database says a
+    first load is under way while the writer lock is held; a marker found with the lock free is a
+    load that died, and `core.db.connect` starts the database afresh (it held nothing but that load)."""
     row = conn.execute("PRAGMA database_list").fetchone()
     if not row or not row[2] or conn.in_transaction:
         return None
     marker = Path(row[2] + FIRST_LOAD_SUFFIX)
     try:
-        marker.write_text(str(os.getpid()))
+        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
         mode = conn.execute("PRAGMA journal_mode = OFF").fetchone()[0]
     except (OSError, sqlite3.OperationalError):
         mode = None
@@ -389,7 +410,6 @@ def _enter_fast_load(conn: sqlite3.Connection) -> Path | None:
         marker.unlink(missing_ok=True)
         return None
     conn.execute("PRAGMA synchronous = OFF")
-    FIRST_LOADS_HERE.add(os.path.realpath(marker))
     return marker
 
 
@@ -399,7 +419,6 @@ def _leave_fast_load(conn: sqlite3.Connection, marker: Path) -> None:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     marker.unlink(missing_ok=True)
-    FIRST_LOADS_HERE.discard(os.path.realpath(marker))
 
 
 class _Batch:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.db import get_meta, set_meta
+from core.writer_lock import WriterBusy, writer_lock
 
 STATE_KEY = "search_index"  # "stale" while the index is behind the entries table
 UPTO_KEY = "search_index_upto"  # every entry with an id <= this is indexed
@@ -65,26 +66,51 @@ def build(
     progress: Callable[[IndexProgress], None] | None = None,
     cancel: threading.Event | None = None,
     chunk_rows: int = CHUNK_ROWS,
+    *,
+    wait: bool = True,
+    on_wait: Callable[[str], None] | None = None,
 ) -> bool:
-    """Index every entry not yet indexed; returns True when the index is complete."""
-    upto = indexed_upto(conn)
-    if upto is None:
+    """Index every entry not yet indexed; returns True when the index is complete.
+
+    Only the holder of the writer lock builds (see core.writer_lock): without `wait`, a build that
+    finds another writer at work leaves the index to it and returns False."""
+    if indexed_upto(conn) is None:
         return True
+    try:
+        with writer_lock(conn, wait=wait, on_wait=on_wait, cancel=cancel):
+            return _build(conn, progress, cancel, chunk_rows)
+    except WriterBusy:
+        return False
+
+
+def _build(
+    conn: sqlite3.Connection,
+    progress: Callable[[IndexProgress], None] | None,
+    cancel: threading.Event | None,
+    chunk_rows: int,
+) -> bool:
+    """Chunk by chunk, each read and advanced in its own write transaction: where the index stands
+    is read under the same lock that moves it on, so no chunk is ever indexed twice."""
     started = time.perf_counter()
-    if upto == 0:
-        # nothing is known to be indexed: clear whatever an older version may have left half-done
-        conn.execute("INSERT INTO search_fts(search_fts) VALUES ('delete-all')")
     while True:
-        total = conn.execute("SELECT COALESCE(max(id), 0) FROM entries").fetchone()[0]
-        if progress is not None:
-            progress(IndexProgress(min(upto, total), total, time.perf_counter() - started))
-        if upto >= total:
-            break
-        if cancel is not None and cancel.is_set():
-            return False
-        high = min(upto + chunk_rows, total)
         conn.execute("BEGIN IMMEDIATE")
         try:
+            upto = indexed_upto(conn)
+            total = conn.execute("SELECT COALESCE(max(id), 0) FROM entries").fetchone()[0]
+            if progress is not None:
+                progress(IndexProgress(total if upto is None else min(upto, total), total, time.perf_counter() - started))
+            if upto is None or upto >= total:
+                set_meta(conn, STATE_KEY, None)
+                set_meta(conn, UPTO_KEY, None)
+                conn.execute("COMMIT")
+                return True
+            if cancel is not None and cancel.is_set():
+                conn.execute("COMMIT")
+                return False
+            if upto == 0:
+                # nothing is known to be indexed: clear whatever an older version may have left half-done
+                conn.execute("INSERT INTO search_fts(search_fts) VALUES ('delete-all')")
+            high = min(upto + chunk_rows, total)
             conn.execute(
                 "INSERT INTO search_fts(rowid, content, thinking, tool_text) "
                 "SELECT id, content, thinking, tool_text FROM entries WHERE id > ? AND id <= ?",
@@ -93,20 +119,6 @@ def build(
             set_meta(conn, UPTO_KEY, str(high))
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
-        upto = high
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        # re-checked inside the write lock: an ingest in another process may have added entries
-        if conn.execute("SELECT COALESCE(max(id), 0) FROM entries").fetchone()[0] > upto:
-            conn.execute("COMMIT")
-            return build(conn, progress, cancel, chunk_rows)
-        set_meta(conn, STATE_KEY, None)
-        set_meta(conn, UPTO_KEY, None)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    return True

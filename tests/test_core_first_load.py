@@ -108,19 +108,65 @@ def test_a_first_load_that_died_is_started_afresh_keeping_remembered_folders(tmp
     assert report.records_added == 48 and conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
+def hold_writer_lock(path: Path) -> subprocess.Popen:
+    """Another process holding the database's writer lock until its stdin closes."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from core.writer_lock import writer_lock\n"
+        "with writer_lock(sys.argv[2]):\n"
+        "    print('holding', flush=True); sys.stdin.read()\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-c", code, str(root), str(path)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "holding\n"
+    return proc
+
+
 def test_a_first_load_still_running_elsewhere_is_not_disturbed(tmp_path):
     path = tmp_path / "ledger.db"
     db.connect(path).close()
-    elsewhere = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    elsewhere = hold_writer_lock(path)
     try:
-        Path(str(path) + db.FIRST_LOAD_SUFFIX).write_text(str(elsewhere.pid))  # a live process
-        with pytest.raises(db.LedgerError, match="being filled for the first time"):
+        Path(str(path) + db.FIRST_LOAD_SUFFIX).write_text(str(elsewhere.pid))
+        with pytest.raises(db.LedgerError, match=f"being filled for the first time by process {elsewhere.pid}"):
             db.connect(path)
         assert path.exists()
         assert db.connect(path, readonly=True).execute("SELECT count(*) FROM entries").fetchone() == (0,)
     finally:
-        elsewhere.kill()
-        elsewhere.wait()
+        elsewhere.communicate("")
+
+
+def test_a_marker_whose_pid_was_reused_by_another_program_does_not_lock_anyone_out(tmp_path, monkeypatch):
+    """The load died and its pid now belongs to some other live program: the lock tells, not the pid."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    path = tmp_path / "ledger.db"
+    conn = db.connect(path)
+    run_ingest(conn, [archive(tmp_path)], include_defaults=False)
+    conn.close()
+    other = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        Path(str(path) + db.FIRST_LOAD_SUFFIX).write_text(str(other.pid))  # a live pid, not a loader
+        conn = db.connect(path)
+        assert not Path(str(path) + db.FIRST_LOAD_SUFFIX).exists()
+        assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 0  # the dead load's half is gone
+    finally:
+        other.communicate(b"")
+
+
+def test_the_first_load_marker_is_readable_by_its_owner_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    projects = archive(tmp_path)
+    path = tmp_path / "ledger.db"
+    modes = []
+
+    def look(p):  # type: ignore[no-untyped-def]
+        marker = Path(str(path) + db.FIRST_LOAD_SUFFIX)
+        if marker.exists():
+            modes.append(marker.stat().st_mode & 0o777)
+
+    run_ingest(db.connect(path), [projects], include_defaults=False, progress=look)
+    assert modes and set(modes) == {0o600}
 
 
 def test_a_first_load_running_in_this_process_is_not_disturbed(tmp_path, monkeypatch):

@@ -496,7 +496,8 @@ class ThreadloomApp(App[int]):
     def _ingest_worker(self, db_path: Path, sources: list[Path], demo_dir: Path | None) -> IngestReport:
         """Runs in a thread with its own connection; only messages go back to the interface."""
         from core.db import connect
-        from core.ingest import run_ingest
+        from core.ingest import IngestReport
+        from core.writer_lock import WriterBusy, writer_lock
 
         include_defaults = True
         if demo_dir is not None:
@@ -504,7 +505,21 @@ class ThreadloomApp(App[int]):
 
             sources = [write_demo_archive(demo_dir, long_turns=self.demo_long_turns or LONG_SESSION_TURNS)]
             include_defaults = False
-        conn = connect(db_path)
+
+        def waiting(text: str) -> None:
+            # another threadloom is ingesting: browse what is stored meanwhile, then catch up
+            self.post_message(IngestStatus(text[0].upper() + text[1:], database_ready=db_path.exists()))
+
+        try:
+            with writer_lock(db_path, on_wait=waiting, cancel=self.cancel_event):
+                return self._ingest(connect(db_path), sources, include_defaults)
+        except WriterBusy:
+            return IngestReport(cancelled=True)
+
+    def _ingest(self, conn: sqlite3.Connection, sources: list[Path], include_defaults: bool) -> IngestReport:
+        """The ingest worker's work, once it is the database's one writer."""
+        from core.ingest import run_ingest
+
         try:
             # A first load into an empty ledger runs fastest as the database's only writer (no
             # journal): the panes read it through a read-only connection once the load is under way.
