@@ -32,6 +32,7 @@ from core.adapters.base import (
     SourceRef,
     container_of,
     decoded_path,
+    normalized,
 )
 from core.db import FIRST_LOAD_SUFFIX, FIRST_LOADS_HERE, get_meta, set_meta
 from core.ledger import Ledger, replay
@@ -680,7 +681,7 @@ def _ingest_file(
         while records:
             rows = []
             chunk = records[:ROWS_PER_CHUNK]
-            recs = [adapter.normalize(raw, ctx) for raw in chunk]
+            recs = [normalized(adapter, raw, ctx) for raw in chunk]  # a record it fails on is kept raw
             ledger.begin_chunk([r.uuid for r in recs if r.uuid])
             for raw, rec in zip(chunk, recs, strict=True):
                 eid = next_id
