@@ -98,15 +98,22 @@ class VerifyReport:
     files_missing: int = 0
     records_checked: int = 0
     mismatches: list[str] = field(default_factory=list)
+    # (path, error) of the files that failed to be read in: their bytes are not (all) stored
+    not_stored: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.mismatches
+        return not self.mismatches and not self.not_stored
 
 
 def verify(conn: sqlite3.Connection) -> VerifyReport:
-    """Re-read every source still present; report stored byte ranges that no longer match."""
+    """Re-read every source still present; report stored byte ranges that no longer match, and
+    the files whose reading failed (nothing of them can be checked: their bytes were never stored)."""
     report = VerifyReport()
+    report.not_stored = [
+        (path, error or "unknown error")
+        for path, error in conn.execute("SELECT path, error FROM source_files WHERE status = 'error' ORDER BY path")
+    ]
     for file_id, path, kind in conn.execute(
         "SELECT id, path, kind FROM source_files WHERE status != 'error' ORDER BY path"
     ).fetchall():

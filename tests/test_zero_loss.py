@@ -1,7 +1,8 @@
 """Zero loss under any input: a value normalization cannot use never costs a record.
 
 Each hostile line sits between good ones; the file must ingest, every line must be stored byte for
-byte, the good messages must show, and `verify` must be clean.
+byte, the good messages must show, and `verify` must be clean. A file that does fail must make
+`verify` fail too.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from core import cli
 from core.adapters.claude import ClaudeAdapter
 from core.archive import file_bytes, verify
 from core.browse import message_page
+from core.ingest import run_ingest
 from core.ledger import Ledger
 from tui import render as tui_render
 
@@ -65,7 +67,7 @@ def assert_all_stored(conn: sqlite3.Connection, path: Path, lines: list[bytes]) 
     fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path),)).fetchone()[0]
     assert file_bytes(conn, fid) == (path.read_bytes(), True)
     report = verify(conn)
-    assert report.ok and report.records_checked == len(lines)
+    assert report.ok and report.not_stored == [] and report.records_checked == len(lines)
 
 
 # ---------------------------------------------------------------------- Claude Code
@@ -210,6 +212,41 @@ def test_a_record_the_ledger_fails_on_is_stored_and_left_out_of_its_session(conn
     assert shown(conn, SID) == ["hello", "world"]
     note = conn.execute("SELECT parse_error FROM entries WHERE content = 'trips the ledger'").fetchone()[0]
     assert "ValueError" in note and "a bug in placing it" in note
+
+
+# ---------------------------------------------------------------------- verify
+
+
+def test_verify_fails_while_a_file_is_in_error(conn, tmp_path, monkeypatch):
+    t = claude_session(tmp_path)
+    t.user("hello")
+    t.assistant("world")
+    t.write()
+
+    def broken(self):
+        raise RuntimeError("a bug while writing the session")
+
+    with monkeypatch.context() as m:
+        m.setattr(Ledger, "flush", broken)
+        report = run_ingest(conn, [tmp_path], include_defaults=False)
+    assert len(report.errors) == 1
+    assert conn.execute("SELECT status FROM source_files").fetchone() == ("error",)
+    checked = verify(conn)
+    assert not checked.ok
+    assert checked.not_stored == [(str(t.path), "RuntimeError: a bug while writing the session")]
+    db_path = str(tmp_path / "ledger.db")
+    code, out = run_cli("verify", "--db", db_path)
+    assert code == 1
+    assert f"not stored: {t.path}: RuntimeError: a bug while writing the session" in out
+    assert "all stored bytes match" not in out
+    assert "run `threadloom ingest` again" in out
+    code, out = run_cli("verify", "--db", db_path, "--json")
+    assert code == 1 and json.loads(out)["not_stored"] == [
+        {"path": str(t.path), "error": "RuntimeError: a bug while writing the session"}]
+    # once the bug is gone the next ingest reads the file and verify is clean again
+    ingest(conn, tmp_path)
+    assert_all_stored(conn, t.path, t.path.read_bytes().split(b"\n")[:-1])
+    assert run_cli("verify", "--db", db_path)[0] == 0
 
 
 # ---------------------------------------------------------------------- other agents
