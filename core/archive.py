@@ -7,6 +7,8 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.adapters.base import read_regular
+
 
 @dataclass
 class RestoredFile:
@@ -98,15 +100,22 @@ class VerifyReport:
     files_missing: int = 0
     records_checked: int = 0
     mismatches: list[str] = field(default_factory=list)
+    # (path, error) of the files that failed to be read in: their bytes are not (all) stored
+    not_stored: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.mismatches
+        return not self.mismatches and not self.not_stored
 
 
 def verify(conn: sqlite3.Connection) -> VerifyReport:
-    """Re-read every source still present; report stored byte ranges that no longer match."""
+    """Re-read every source still present; report stored byte ranges that no longer match, and
+    the files whose reading failed (nothing of them can be checked: their bytes were never stored)."""
     report = VerifyReport()
+    report.not_stored = [
+        (path, error or "unknown error")
+        for path, error in conn.execute("SELECT path, error FROM source_files WHERE status = 'error' ORDER BY path")
+    ]
     for file_id, path, kind in conn.execute(
         "SELECT id, path, kind FROM source_files WHERE status != 'error' ORDER BY path"
     ).fetchall():
@@ -114,7 +123,7 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
             _verify_rows(conn, report, file_id, path)
             continue
         try:
-            data = _decoded(conn, file_id, path) if kind == "decoded" else Path(path).read_bytes()
+            data = _decoded(conn, file_id, path) if kind == "decoded" else read_regular(path)
         except FileNotFoundError:
             report.files_missing += 1
             continue
@@ -152,7 +161,7 @@ def _decoded(conn: sqlite3.Connection, file_id: int, path: str) -> bytes:
     agent = conn.execute("SELECT agent FROM source_files WHERE id = ?", (file_id,)).fetchone()[0]
     container = Path(container_of(path) or path)
     try:
-        data = ADAPTERS[agent].decode(container, container.read_bytes())
+        data = ADAPTERS[agent].decode(container, read_regular(container))
     except ValueError as exc:
         raise OSError(f"cannot decode: {exc}") from exc
     if data is None:

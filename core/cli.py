@@ -518,13 +518,23 @@ def cmd_verify(args: argparse.Namespace) -> int:
     report = verify(_connect(args))
     if args.json:
         print(json.dumps({"files_checked": report.files_checked, "files_missing": report.files_missing,
-                          "records_checked": report.records_checked, "mismatches": report.mismatches}))
+                          "records_checked": report.records_checked, "mismatches": report.mismatches,
+                          "not_stored": [{"path": path, "error": error} for path, error in report.not_stored]}))
     else:
         print(f"{report.files_checked} files, {report.records_checked} records checked; "
               f"{report.files_missing} sources no longer on disk (kept in the archive)")
         for line in report.mismatches:
             print("  changed: " + line)
-        print("all stored bytes match their sources" if report.ok else f"{len(report.mismatches)} files differ")
+        for path, error in report.not_stored:
+            print(f"  not stored: {path}: {error}")
+        if report.ok:
+            print("all stored bytes match their sources")
+        if report.mismatches:
+            print(f"{len(report.mismatches)} files differ")
+        if report.not_stored:
+            print(f"{len(report.not_stored)} files could not be read into the archive, so their bytes are not "
+                  "stored: mend what the error names (a file's permissions, say) and run `threadloom ingest` "
+                  "again; an error that stays is a threadloom bug, please report it")
     return 0 if report.ok else 1
 
 

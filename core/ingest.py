@@ -33,6 +33,7 @@ from core.adapters.base import (
     container_of,
     decoded_path,
     file_kind,
+    normalized,
     open_regular,
     read_regular,
 )
@@ -718,7 +719,7 @@ def _ingest_file(
         while records:
             rows = []
             chunk = records[:ROWS_PER_CHUNK]
-            recs = [adapter.normalize(raw, ctx) for raw in chunk]
+            recs = [normalized(adapter, raw, ctx) for raw in chunk]  # a record it fails on is kept raw
             ledger.begin_chunk([r.uuid for r in recs if r.uuid])
             for raw, rec in zip(chunk, recs, strict=True):
                 eid = next_id

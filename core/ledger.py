@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from core.adapters.base import FileContext, RawRecord, Record
+from core.adapters.base import FileContext, RawRecord, Record, normalized
 from core.adapters.claude import is_bare_command, prompt_title
 from core.db import TITLE_TYPES_SQL
 
@@ -96,7 +96,18 @@ class Ledger:
         return uuid in self._in_db
 
     def place(self, entry_id: int, rec: Record) -> tuple[int | None, str | None, int | None]:
-        """Account for one record; returns its (seq, turn_id, dup_of) for the entries row."""
+        """Account for one record; returns its (seq, turn_id, dup_of) for the entries row.
+
+        A record this fails on (a bug, or a shape nobody foresaw) is left out of the derived tables
+        with the failure noted in its `parse_error`, rather than failing its whole file."""
+        try:
+            return self._place(entry_id, rec)
+        except Exception as exc:
+            note = f"left out of its session: {type(exc).__name__}: {exc}"[:500]
+            rec.parse_error = f"{rec.parse_error}; {note}" if rec.parse_error else note
+            return None, None, None
+
+    def _place(self, entry_id: int, rec: Record) -> tuple[int | None, str | None, int | None]:
         sid = rec.session_id
         if sid is None:
             return None, None, None
@@ -452,15 +463,17 @@ def _finalize_session(conn: sqlite3.Connection, sid: str, summary: str | None) -
     if source == "custom-title-file":
         source = "custom-title"
     tokens = conn.execute(
-        "SELECT COALESCE(sum(input_tokens),0), COALESCE(sum(output_tokens),0), "
-        "COALESCE(sum(cache_creation_tokens),0), COALESCE(sum(cache_read_tokens),0) "
+        # total() rather than sum(): a sum past 64 bits would fail the run ("integer overflow"),
+        # while a float past them is cast to the largest integer
+        "SELECT CAST(total(input_tokens) AS INTEGER), CAST(total(output_tokens) AS INTEGER), "
+        "CAST(total(cache_creation_tokens) AS INTEGER), CAST(total(cache_read_tokens) AS INTEGER) "
         "FROM agent_usage WHERE session_id = ?",
         (sid,),
     ).fetchone()
     # each turn's tokens, written only where they changed: rewriting every turn of a long session
     # made appending to it cost in proportion to the session rather than to what was appended
     totals = dict(conn.execute(
-        "SELECT turn_id, sum(input_tokens + output_tokens + cache_creation_tokens + cache_read_tokens) "
+        "SELECT turn_id, CAST(total(input_tokens + output_tokens + cache_creation_tokens + cache_read_tokens) AS INTEGER) "
         "FROM agent_usage WHERE session_id = ? AND turn_id IS NOT NULL GROUP BY turn_id",
         (sid,),
     ))
@@ -642,7 +655,7 @@ def replay(conn: sqlite3.Connection, ledger: Ledger, sessions: set[str] | None) 
             (file_id,),
         ).fetchall()
         for eid, offset, line_number, raw, newline in rows:
-            rec = adapter.normalize(RawRecord(offset, line_number, bytes(raw), bool(newline)), ctx)
+            rec = normalized(adapter, RawRecord(offset, line_number, bytes(raw), bool(newline)), ctx)
             if sessions is not None and rec.session_id not in sessions:
                 continue
             seq, turn_id, dup_of = ledger.place(eid, rec)

@@ -13,7 +13,7 @@ import pytest
 from conftest import Transcript
 
 from core import db
-from core.adapters.claude import ClaudeAdapter
+from core import ingest as ingest_module
 from core.ingest import run_ingest
 
 TABLES = (
@@ -58,28 +58,29 @@ def test_first_load_without_journal_equals_a_journaled_load(tmp_path):
 def test_a_file_failing_half_way_through_a_first_load_is_undone(tmp_path, monkeypatch):
     projects = archive(tmp_path)
     bad = sorted(projects.glob("*/*.jsonl"))[1]
-    real = ClaudeAdapter.normalize
+    real = ingest_module.normalized
     seen = {"n": 0}
 
-    def flaky(self, rec, ctx):
+    # a record that fails is stored raw (see test_zero_loss); a failure outside that net still fails its file
+    def flaky(adapter, rec, ctx):
         if ctx.path == bad:
             seen["n"] += 1
             if seen["n"] == 9:  # after two chunks of this file were written
-                raise RuntimeError("adapter bug")
-        return real(self, rec, ctx)
+                raise RuntimeError("ingest bug")
+        return real(adapter, rec, ctx)
 
-    monkeypatch.setattr(ClaudeAdapter, "normalize", flaky)
+    monkeypatch.setattr(ingest_module, "normalized", flaky)
     monkeypatch.setattr("core.ingest.ROWS_PER_CHUNK", 4)
     conn = db.connect(tmp_path / "ledger.db")
     report = run_ingest(conn, [projects], include_defaults=False)
-    assert len(report.errors) == 1 and "adapter bug" in report.errors[0]
+    assert len(report.errors) == 1 and "ingest bug" in report.errors[0]
     status = dict(conn.execute("SELECT path, status FROM source_files"))
     assert status[str(bad)] == "error" and list(status.values()).count("ok") == 3
     assert conn.execute("SELECT count(*) FROM entries e JOIN source_files f ON f.id = e.source_file_id "
                         "WHERE f.path = ?", (str(bad),)).fetchone()[0] == 0
     assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 3 * 12
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    monkeypatch.setattr(ClaudeAdapter, "normalize", real)
+    monkeypatch.setattr(ingest_module, "normalized", real)
     os.utime(bad)  # the next run reads it again
     assert run_ingest(conn, [projects], include_defaults=False).records_added == 12
 

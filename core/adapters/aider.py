@@ -29,7 +29,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from core.adapters.base import FileContext, RawRecord, Record, SessionInfo, SourceRef, Usage, read_regular
+from core.adapters.base import (
+    FileContext,
+    RawRecord,
+    Record,
+    SessionInfo,
+    SourceRef,
+    Usage,
+    drop,
+    epoch_ms,
+    read_regular,
+    safe_int,
+)
 from core.adapters.walk import walk
 
 AGENT = "aider"
@@ -171,8 +182,8 @@ class AiderAdapter:
         stamp = text[len(HEADER) :].strip()
         st.update(sid=f"aider:{st['tag']}:{rec.offset}", last=None, model=None, first=False, version=None)
         try:
-            st["ts"] = int(datetime.fromisoformat(stamp).timestamp() * 1000)  # local time, as aider writes it
-        except ValueError:
+            st["ts"] = epoch_ms(datetime.fromisoformat(stamp).timestamp() * 1000)  # local time, as aider writes it
+        except (ValueError, OverflowError, OSError):  # not a date, or one the platform cannot place
             st["ts"] = None
         return Record(entry_type="session-start", session_id=st["sid"], timestamp=st["ts"], cwd=st["cwd"],
                       session=self._info(st, stamp))
@@ -195,8 +206,13 @@ class AiderAdapter:
 
 
 def _number(value: str, suffix: str) -> int:
-    n = float(value.replace(",", ""))
-    return int(round(n * {"k": 1e3, "m": 1e6}.get(suffix.lower(), 1)))
+    """`1,234`, `1.6k`, `2.1M` as a count; 0 for what only looks like one (`1.2.3`, `.`)."""
+    try:
+        n = float(value.replace(",", ""))
+    except ValueError:
+        drop("number", value)
+        return 0
+    return safe_int(round(n * {"k": 1e3, "m": 1e6}.get(suffix.lower(), 1), 0))
 
 
 def _tokens(line: str, key: str) -> Usage | None:

@@ -36,9 +36,10 @@ from core.adapters.base import (
     SourceRef,
     ToolResult,
     ToolUse,
+    epoch_ms,
     parse_iso_ms,
 )
-from core.adapters.claude import _dumps, _input_text, _int, _str
+from core.adapters.claude import _dumps, _input_text, _str
 from core.adapters.codex import _head
 from core.adapters.shared import (
     RowSink,
@@ -136,7 +137,7 @@ def conversation_record(rec: RawRecord, st: dict[str, Any]) -> Record:
         return _assistant(obj, st)
     if "request_start_timestamp_ms" in obj or "message_meta_tags" in obj or "model_id" in obj:
         out = Record(entry_type="request_metadata", session_id=st["sid"], session=_info(st),
-                     timestamp=_int(obj.get("request_start_timestamp_ms")) or None, model=_str(obj.get("model_id")))
+                     timestamp=epoch_ms(obj.get("request_start_timestamp_ms")), model=_str(obj.get("model_id")))
         out.request_id = _str(obj.get("request_id"))
         return out
     return Record(entry_type="unknown", known=False, session_id=st["sid"], session=_info(st))

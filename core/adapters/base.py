@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -229,9 +230,99 @@ class Adapter(Protocol):
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_MS = timedelta(milliseconds=1)
 
+# What the normalized columns hold. A number beyond these stays in the record's raw bytes only:
+# SQLite's INTEGER is 64 bits, a time past year 9999 cannot be shown as a date, and counts within
+# 2**53 stay exact when the ledger totals them as floats.
+LATEST_MS = 253402214400000  # 9999-12-31T00:00Z: a day short of the end, for any time zone
+COUNT_LIMIT = 2**53
+
+
+class _DroppedValues(threading.local):
+    """Notes on values the record being normalized could not use, per thread.
+
+    The converters below have no record at hand: they leave a note here, and `normalized` adds it
+    to that record's `parse_error`."""
+
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+
+
+DROPPED = _DroppedValues()
+
+
+def drop(what: str, value: Any) -> None:
+    """Note that `value` was left out of the normalized columns (it stays in the raw bytes)."""
+    notes = DROPPED.notes
+    if len(notes) < 4:  # a reader that normalizes without taking the notes keeps only a few
+        notes.append(f"{what} {_shown(value)} unusable: kept in the raw record only")
+
+
+def take_dropped() -> str | None:
+    """The notes left since the last call, as one line (None when there are none)."""
+    notes = DROPPED.notes
+    if not notes:
+        return None
+    text = "; ".join(dict.fromkeys(notes))
+    notes.clear()
+    return text
+
+
+def normalized(adapter: Adapter, rec: RawRecord, ctx: FileContext) -> Record:
+    """`adapter.normalize(rec, ctx)`, never raising, with the values it left out noted.
+
+    A record the adapter fails on (a bug, or a shape nobody foresaw) comes back unread, with what
+    failed in its `parse_error`: it is still stored byte for byte, and the file's other records
+    are read as usual."""
+    notes = DROPPED.notes
+    if notes:  # left by a reader that normalized without taking them
+        notes.clear()
+    try:
+        out = adapter.normalize(rec, ctx)
+    except Exception as exc:
+        out = Record(entry_type="unreadable", known=False,
+                     parse_error=f"kept raw only: reading it failed ({type(exc).__name__}: {exc})"[:500])
+    if notes:
+        out.parse_error = "; ".join(t for t in (out.parse_error, take_dropped()) if t)
+    return out
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, int) and not -COUNT_LIMIT <= value <= COUNT_LIMIT:
+        return f"{value.bit_length()}-bit integer"  # str() of a long one is long, or refused
+    return repr(value)[:40]
+
+
+def safe_int(value: Any) -> int:
+    """A count (tokens, turns) as stored: 0 when absent, not a number, or not a finite number
+    within ±2**53 (that last case noted with `drop`)."""
+    if isinstance(value, int):
+        if isinstance(value, bool):
+            return 0
+        if -COUNT_LIMIT <= value <= COUNT_LIMIT:
+            return value
+    elif isinstance(value, float):
+        if -COUNT_LIMIT <= value <= COUNT_LIMIT:  # False for NaN and infinities
+            return int(value)
+    else:
+        return 0
+    drop("number", value)
+    return 0
+
+
+def epoch_ms(value: Any) -> int | None:
+    """A number of milliseconds since 1970 as stored: None when absent, zero or not a number, or
+    not a time between 1970 and 9999 (that last case noted with `drop`)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value:
+        return None
+    if 0 < value <= LATEST_MS:  # False for NaN
+        return int(value)
+    drop("timestamp", value)
+    return None
+
 
 def parse_iso_ms(value: Any) -> int | None:
-    """ISO-8601 (with Z, ms or µs) or epoch seconds/ms → unix ms; None when unparseable.
+    """ISO-8601 (with Z, ms or µs) or epoch seconds/ms → unix ms; None when unparseable, or not a
+    time between 1970 and 9999 (noted with `drop`: the value stays in the raw record).
 
     The common `2025-11-17T23:50:06.046Z` shape goes straight to `datetime.fromisoformat`, which
     reads the Z itself since Python 3.11 (in C: 0.5 µs, a third of slicing the fields in Python);
@@ -240,21 +331,36 @@ def parse_iso_ms(value: Any) -> int | None:
     if value is None:
         return None
     if isinstance(value, (int, float)):
-        return int(value if value > 1e11 else value * 1000)
+        if isinstance(value, bool):
+            return None
+        if 0 <= value <= LATEST_MS:  # False for NaN and infinities
+            return int(value if value > 1e11 else value * 1000)
+        drop("timestamp", value)
+        return None
     if not isinstance(value, str) or len(value) < 10:
         return None
     if value[-1] == "Z" and len(value) >= 20 and value[10] == "T":
         try:
-            return (datetime.fromisoformat(value) - _EPOCH) // _ONE_MS
+            ms = (datetime.fromisoformat(value) - _EPOCH) // _ONE_MS
         except ValueError:
             pass
+        else:
+            if 0 <= ms <= LATEST_MS:
+                return ms
+            drop("timestamp", value)
+            return None
     text = value.strip()
     if text.endswith("Z"):
         text = text[:-1] + "+00:00"
     try:
         dt = datetime.fromisoformat(text)
     except ValueError:
+        drop("timestamp", value)
         return None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
-    return int(dt.timestamp() * 1000)
+    ms = int(dt.timestamp() * 1000)
+    if 0 <= ms <= LATEST_MS:
+        return ms
+    drop("timestamp", value)
+    return None

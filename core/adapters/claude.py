@@ -26,6 +26,7 @@ from core.adapters.base import (
     ToolUse,
     Usage,
     parse_iso_ms,
+    safe_int,
 )
 from core.adapters.walk import walk
 from core.text import one_line, task_notice
@@ -472,15 +473,29 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _int(value: Any) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+_int = safe_int  # the name the other adapters import
+
+# how deep a value is written out when it is too deep for the JSON writers (its record keeps it whole)
+DUMP_DEPTH = 100
 
 
 def _dumps(value: Any) -> str:
+    """`value` as JSON text that orjson reads and writes back (the viewer pretty-prints it)."""
     try:
         return orjson.dumps(value).decode()
-    except TypeError:
-        return json.dumps(value, default=str)
+    except TypeError:  # nested deeper than orjson writes (254), an integer beyond 64 bits, another type
+        return json.dumps(_clipped(value, DUMP_DEPTH), default=str)
+
+
+def _clipped(value: Any, depth: int) -> Any:
+    """`value` with what is nested deeper than `depth` levels replaced by a note."""
+    if isinstance(value, (dict, list)) and depth <= 0:
+        return f"[nested deeper than {DUMP_DEPTH} levels: see the raw record]"
+    if isinstance(value, dict):
+        return {k: _clipped(v, depth - 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clipped(v, depth - 1) for v in value]
+    return value
 
 
 def _short_json(value: Any) -> str | None:

@@ -41,6 +41,7 @@ from core.adapters.base import (
     ToolResult,
     ToolUse,
     Usage,
+    epoch_ms,
     parse_iso_ms,
 )
 from core.adapters.claude import _dumps, _input_text, _int, _str
@@ -312,7 +313,7 @@ class ClineAdapter:
         name = _str(m.get("say") if mtype == "say" else m.get("ask")) or "?"
         ts = m.get("ts")
         out = Record(entry_type=mtype, subtype=name, known=name in KNOWN_UI, session_id=sid,
-                     timestamp=_int(ts) or None, session=self._info(st))
+                     timestamp=epoch_ms(ts), session=self._info(st))
         out.uuid = self._uuid(st, str(ts) if ts is not None else f"i{rec.line_number}")
         self._chain(out, st)
         info = m.get("modelInfo")
@@ -407,7 +408,7 @@ class ClineAdapter:
             return Record(entry_type="non-object", known=False, session_id=sid, session=self._info(st))
         role = _str(m.get("role"))
         out = Record(entry_type="api-message", subtype=_str(m.get("type")) or role, known=role in ("user", "assistant"),
-                     session_id=sid, role=role, timestamp=_int(m.get("ts")) or None, session=self._info(st))
+                     session_id=sid, role=role, timestamp=epoch_ms(m.get("ts")), session=self._info(st))
         out.uuid = self._uuid(st, f"api:{st['n']}")
         info = m.get("modelInfo")
         if isinstance(info, dict):
@@ -446,7 +447,7 @@ class ClineAdapter:
         meta = m.get("metadata") if isinstance(m.get("metadata"), dict) else {}
         msg_id = _str(m.get("id"))
         out = Record(entry_type="message", subtype=_str(meta.get("kind")), known=role in ("user", "assistant"),
-                     session_id=sid, role=role, message_id=msg_id, timestamp=_int(m.get("ts")) or None,
+                     session_id=sid, role=role, message_id=msg_id, timestamp=epoch_ms(m.get("ts")),
                      session=self._info(st))
         out.uuid = self._uuid(st, msg_id or f"m{st['n']}")
         info = m.get("modelInfo")

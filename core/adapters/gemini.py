@@ -444,10 +444,22 @@ def _parts_text(content: Any) -> str | None:
         return content or None
     if isinstance(content, dict):
         return _str(content.get("text")) or None
-    if isinstance(content, list):
-        texts = [t for t in (_parts_text(p) for p in content) if t]
-        return "\n".join(texts) or None
-    return None
+    if not isinstance(content, list):
+        return None
+    texts: list[str] = []
+    # lists of parts may nest without bound: walked in order with a stack, not by recursion
+    stack = [iter(content)]
+    while stack:
+        for part in stack[-1]:
+            if isinstance(part, list):
+                stack.append(iter(part))
+                break
+            text = part if isinstance(part, str) else _str(part.get("text")) if isinstance(part, dict) else None
+            if text:
+                texts.append(text)
+        else:
+            stack.pop()
+    return "\n".join(texts) or None
 
 
 def _has_text(m: dict) -> bool:

@@ -41,6 +41,7 @@ from core.adapters.base import (
     ToolResult,
     ToolUse,
     Usage,
+    epoch_ms,
 )
 from core.adapters.claude import _dumps, _input_text, _int, _str
 from core.adapters.codex import _head
@@ -97,7 +98,7 @@ def session_record(s: dict, raw_kind: str = "session") -> Record:
     sid = _str(s.get("id"))
     out = Record(entry_type=raw_kind, session_id=sid, cwd=_str(s.get("directory")), version=_str(s.get("version")))
     time = s.get("time") if isinstance(s.get("time"), dict) else {}
-    out.timestamp = _int(time.get("created") or s.get("time_created")) or None
+    out.timestamp = epoch_ms(time.get("created") or s.get("time_created"))
     info = SessionInfo(source=AGENT, external_id=sid, project_key=_str(s.get("projectID") or s.get("project_id")))
     parent = _str(s.get("parentID") or s.get("parent_id"))
     if parent:
@@ -114,7 +115,7 @@ def message_record(m: dict, mid: str | None, sid: str | None) -> Record:
     out = Record(entry_type="message", subtype=role, known=role in ("user", "assistant"), session_id=sid,
                  uuid=mid, message_id=mid, role=role, session=SessionInfo(source=AGENT, external_id=sid) if sid else None)
     time = m.get("time") if isinstance(m.get("time"), dict) else {}
-    out.timestamp = _int(time.get("created")) or None
+    out.timestamp = epoch_ms(time.get("created"))
     model = m.get("model") if isinstance(m.get("model"), dict) else {}
     out.model = _str(m.get("modelID")) or _str(model.get("modelID"))
     path = m.get("path") if isinstance(m.get("path"), dict) else {}
@@ -145,7 +146,7 @@ def part_record(p: dict, pid: str | None, mid: str | None, sid: str | None, role
                  uuid=pid, parent_uuid=mid, role=role,
                  session=SessionInfo(source=AGENT, external_id=sid) if sid else None)
     time = p.get("time") if isinstance(p.get("time"), dict) else {}
-    out.timestamp = _int(time.get("start") or time.get("created")) or None
+    out.timestamp = epoch_ms(time.get("start") or time.get("created"))
     if ptype == "text":
         out.content = _str(p.get("text")) or None
         if p.get("synthetic"):
