@@ -78,8 +78,8 @@ def usable_folder(cwd: object, notes: list[str]) -> str | None:
                      "run it from the folder the session was started in.")
         return None
     if not os.path.isdir(cwd):
-        notes.append(f"The folder {cwd} does not exist on this machine, so the cd fails: restore or recreate it "
-                     "(or move there the project it held) first.")
+        notes.append(f"The folder {cwd} does not exist on this machine, so the cd will fail: restore or recreate it "
+                     "first.")
     return cwd
 
 

@@ -233,7 +233,7 @@ def test_a_folder_missing_on_this_machine_is_said(tmp_path, capsys, fake_agents,
     claude_session(tmp_path, cwd=gone)
     dbfile = ledger(tmp_path, tmp_path / "projects")
     code, printed, err = threadloom(capsys, dbfile, "resume", SID)
-    assert code == 0 and f"note: The folder {gone} does not exist on this machine, so the cd fails" in err
+    assert code == 0 and f"note: The folder {gone} does not exist on this machine, so the cd will fail" in err
     assert run_printed(printed, fake_agents, sandbox) == []  # cd fails, so the agent is not started elsewhere
     data = json.loads(main_json(capsys, dbfile, "resume", SID))
     assert any("does not exist on this machine" in note for note in data["notes"])
