@@ -483,6 +483,8 @@ def cmd_fork(args: argparse.Namespace) -> int:
                 return 2
             return _emit_plan(args, native_fork_plan(conn, args.entry, args.prompt), False)
         plan = plan_fork(conn, args.entry, prompt=args.prompt)
+        if not plan.lines:  # a command only: Codex and OpenCode copy the session themselves, Gemini's copy is written
+            return _emit_plan(args, plan, False)
         if args.dry_run:
             if not args.json:
                 sys.stderr.write("".join(f"  {line.decode()[:160]}\n" for line in plan.lines))

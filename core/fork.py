@@ -10,6 +10,7 @@ with O_EXCL and mode 0600. The source is never touched.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sqlite3
 import uuid as uuidlib
@@ -28,6 +29,64 @@ WORKTREE_NOTE = "The working tree is not rolled back: files stay as they are now
 
 class ForkError(RuntimeError):
     """A fork that cannot be made as asked; the message says why and what can be done."""
+
+
+# ---------------------------------------------------------------------- commands
+# Every value of a printed command that comes from a log (ids, folders) is untrusted: logs arrive
+# from backups and from other people. Ids must have the shape their agent writes; every word is
+# quoted; a folder goes into `cd` only when it is an absolute path without control characters.
+
+UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+# gemini-cli's own rule for `--session-id` (its generated ids are UUIDs), minus a leading "-" that reads as an option
+GEMINI_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
+# the other agents' ids (OpenCode `ses_…`, Cline's ms-epoch or UUID, cursor-agent's UUID): one word, never an option
+PLAIN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._:-]*")
+ID_SHAPES: dict[str, tuple[re.Pattern[str], str]] = {
+    "claude-code": (UUID, "a UUID"),
+    "codex": (UUID, "a UUID"),
+    "gemini": (GEMINI_ID, "made of letters, digits, '-' and '_'"),
+}
+# C0/C1 controls but tab and newline (which quoting keeps literal), and bidi overrides: printed, they
+# would drive the terminal or hide part of the command
+UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+WINDOWS_ABSOLUTE = re.compile(r"[A-Za-z]:[\\/]|\\\\")
+
+
+def checked_id(agent: str, value: object, what: str = "session id") -> str:
+    """`value` if it has the shape `agent` gives its ids; else ForkError, so that no command carries it."""
+    pattern, shape = ID_SHAPES.get(agent, (PLAIN_ID, "made of letters, digits and . _ : -"))
+    if isinstance(value, str) and pattern.fullmatch(value):
+        return value
+    raise ForkError(f"the {what} {repr(value)[:80]} in this {agent} log is not {shape}, as {agent} writes it; "
+                    "threadloom puts no such value in a command (the log may be damaged or crafted)")
+
+
+def shell_command(argv: list[str]) -> str:
+    """One command line from its words, each quoted: no value taken from a log can become shell syntax."""
+    return shlex.join(argv)
+
+
+def usable_folder(cwd: object, notes: list[str]) -> str | None:
+    """The session's folder if a command may go there; otherwise None. Either way `notes` says what
+    the user must know: a folder not recorded, not usable, or missing on this machine."""
+    if not isinstance(cwd, str) or not cwd:
+        notes.append("The log does not say which folder the session ran in: run the command from that folder.")
+        return None
+    if UNPRINTABLE.search(cwd) or not (cwd.startswith("/") or WINDOWS_ABSOLUTE.match(cwd)):
+        why = "has control characters" if UNPRINTABLE.search(cwd) else "is not an absolute path"
+        notes.append(f"The session's folder in the log, {repr(cwd)[:120]}, {why}, so the command has no cd: "
+                     "run it from the folder the session was started in.")
+        return None
+    if not os.path.isdir(cwd):
+        notes.append(f"The folder {cwd} does not exist on this machine, so the cd will fail: restore or recreate it "
+                     "first.")
+    return cwd
+
+
+def in_folder(cwd: object, command: str, notes: list[str]) -> str:
+    """`cd DIR && command` with DIR quoted, or `command` alone (and a note) when the folder is not usable."""
+    folder = usable_folder(cwd, notes)
+    return f"cd {shlex.quote(folder)} && {command}" if folder else command
 
 
 @dataclass
@@ -259,7 +318,7 @@ def plan_fork(
         (chosen[-1][0],),
     ).fetchone()
     project_dir = _project_dir(src_file[0], src_file[1])
-    new_sid = new_session_id or str(uuidlib.uuid4())
+    new_sid = checked_id(agent, new_session_id or str(uuidlib.uuid4()), "new session id")
     external_src = sid.split(":", 1)[0] if is_subagent else sid
     # the folder the session was started in, not where its shell was last: Claude Code finds a
     # session only from that folder (and its picker files the fork by its first line's cwd)
@@ -289,9 +348,8 @@ def plan_fork(
     base_title = title or "session"
     lines.append(orjson.dumps({"type": "custom-title", "customTitle": f"{base_title} (fork)", "sessionId": new_sid}))
     cut = kept[-1][1]
-    command = f"cd {shlex.quote(cwd or '.')} && claude --resume {new_sid}"
+    command = in_folder(cwd, shell_command(["claude", "--resume", new_sid] + ([prompt] if prompt else [])), notes)
     if prompt:
-        command += " " + shlex.quote(prompt)
         notes.append("Passing a first prompt together with --resume is not verified on every Claude Code version.")
     if is_subagent:
         notes.append("This is a subagent's conversation: the fork continues it as a new main session.")
@@ -321,16 +379,21 @@ def write_fork(plan: ForkPlan) -> Path:
 def native_fork_plan(conn: sqlite3.Connection, entry_ref: str, prompt: str) -> ForkPlan:
     """FORK.md Recipe B: Claude Code forks itself in print mode, truncated at the point, with a new prompt."""
     plan = plan_fork(conn, entry_ref)
-    sid = plan.source_session_id
-    cmd = (
-        f"cd {shlex.quote(plan.cwd or '.')} && NEW=$(claude -p --resume {sid} --fork-session "
-        f"--resume-session-at={plan.fork_point} --output-format json {shlex.quote(prompt)} | jq -r .session_id) "
-        '&& claude --resume "$NEW"'
-    )
+    if plan.agent != "claude-code":
+        raise ForkError(f"only Claude Code forks itself with a new prompt; fork this {plan.agent} session without "
+                        "--native and type the prompt in the new session")
+    if _session_row(conn, plan.source_session_id)[4]:
+        raise ForkError("Claude Code cannot fork a subagent's conversation itself; fork it without --native "
+                        "(threadloom writes the fork as a new main session)")
+    sid = checked_id(plan.agent, plan.source_session_id)
+    point = checked_id(plan.agent, plan.fork_point, "message uuid")
+    notes = ["Runs one model turn with your prompt (print mode), then opens the new session; needs jq."]
+    fork = shell_command(["claude", "-p", "--resume", sid, "--fork-session", f"--resume-session-at={point}",
+                          "--output-format", "json", prompt])
+    cmd = in_folder(plan.cwd, f'NEW=$({fork} | jq -r .session_id) && claude --resume "$NEW"', notes)
+    notes.append(WORKTREE_NOTE + (f" Recorded git branch then: {plan.git_branch}." if plan.git_branch else ""))
     return ForkPlan(action="fork-prompt", agent=plan.agent, command=cmd, source_session_id=sid,
-                    fork_point=plan.fork_point, cwd=plan.cwd, git_branch=plan.git_branch,
-                    notes=["Runs one model turn with your prompt (print mode), then opens the new session; needs jq.",
-                           WORKTREE_NOTE + (f" Recorded git branch then: {plan.git_branch}." if plan.git_branch else "")])
+                    fork_point=point, cwd=plan.cwd, git_branch=plan.git_branch, notes=notes)
 
 
 def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool = False) -> ForkPlan:
@@ -345,38 +408,44 @@ def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool 
     if row:
         try:
             last = orjson.loads(bytes(row[0]))
-            cwd = cwd or last.get("cwd")
-            branch = last.get("gitBranch")
         except orjson.JSONDecodeError:
-            pass
+            last = None
+        if isinstance(last, dict):
+            cwd = cwd or last.get("cwd")
+            branch = last.get("gitBranch") if isinstance(last.get("gitBranch"), str) else None
     external = conn.execute("SELECT COALESCE(external_id, id) FROM agent_sessions WHERE id = ?", (sid,)).fetchone()[0]
-    where = shlex.quote(cwd or ".")
+    notes: list[str] = []
     if agent == "codex":
-        command = (f"cd {where} && codex fork {external}" if fork_at_end
-                   else f"codex resume {external} -C {where}")
+        if fork_at_end:
+            command = in_folder(cwd, shell_command(["codex", "fork", checked_id(agent, external)]), notes)
+        else:
+            folder = usable_folder(cwd, notes)
+            command = shell_command(["codex", "resume", checked_id(agent, external)] + (["-C", folder] if folder else []))
     elif agent == "gemini":
         if fork_at_end:
             return _gemini_fork_plan(conn, sid, None)
-        command = f"cd {where} && gemini --resume {external}"
+        command = in_folder(cwd, shell_command(["gemini", "--resume", checked_id(agent, external)]), notes)
     elif is_subagent:
         raise ForkError("a subagent cannot be resumed on its own; fork it at a point instead (threadloom fork)")
     elif agent == "claude-code":
-        command = f"cd {where} && claude --resume {sid}" + (" --fork-session" if fork_at_end else "")
+        argv = ["claude", "--resume", checked_id(agent, sid)] + (["--fork-session"] if fork_at_end else [])
+        command = in_folder(cwd, shell_command(argv), notes)
     elif agent in ("opencode", "opencode-db"):
-        command = f"cd {where} && opencode -s {external}" + (" --fork" if fork_at_end else "")
+        argv = ["opencode", "-s", checked_id(agent, external)] + (["--fork"] if fork_at_end else [])
+        command = in_folder(cwd, shell_command(argv), notes)
     elif agent == "cursor-agent":
         if fork_at_end:
             raise ForkError("cursor-agent has no fork; `threadloom resume` gives the command that resumes the chat")
-        command = f"cd {where} && agent --resume {external}"
+        command = in_folder(cwd, shell_command(["agent", "--resume", checked_id(agent, external)]), notes)
     elif agent == "aider":
         if fork_at_end:
             raise ForkError("Aider has no sessions to fork; fork at a point writes a history copy instead")
-        command = f"cd {where} && aider --restore-chat-history"
+        command = in_folder(cwd, shell_command(["aider", "--restore-chat-history"]), notes)
     elif agent == "cline" and not fork_at_end:
-        command = f"cd {where} && cline --id {external}"
+        command = in_folder(cwd, shell_command(["cline", "--id", checked_id(agent, external)]), notes)
     else:
         raise ForkError(_NO_COMMAND.get(agent, f"threadloom has no resume command for {agent} sessions"))
-    notes = [WORKTREE_NOTE + (f" Recorded git branch then: {branch}." if branch else "")]
+    notes.append(WORKTREE_NOTE + (f" Recorded git branch then: {branch}." if branch else ""))
     if agent == "cline":
         notes.insert(0, "`cline --id` resumes Cline CLI sessions; tasks of the VS Code extension resume from its History view.")
     return ForkPlan(action="fork-end" if fork_at_end else "resume", agent=agent, command=command,
@@ -409,14 +478,18 @@ def _aider_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int) -> ForkP
         kept.append(bytes(raw) + (b"\n" if newline else b""))
         if eid == (cut or entry_id):
             break
-    cwd = _cwd_of(conn, sid) or "."
+    notes: list[str] = []
+    cwd = usable_folder(_cwd_of(conn, sid), notes)
+    if cwd is None:  # the copy is written beside the history: only into a folder known for sure
+        raise ForkError(f"cannot fork this Aider history: {notes[0]}")
     name = f".aider.fork-{uuidlib.uuid4().hex[:8]}.chat.history.md"
+    command = in_folder(cwd, shell_command(["aider", "--chat-history-file", name, "--restore-chat-history"]), [])
+    notes += ["Aider restores the whole history copy (summarised when long); tool runs and git state are not rewound.",
+              WORKTREE_NOTE]
     return ForkPlan(
-        action="fork", agent="aider",
-        command=f"cd {shlex.quote(cwd)} && aider --chat-history-file {name} --restore-chat-history",
+        action="fork", agent="aider", command=command,
         source_session_id=sid, path=str(Path(cwd) / name), cwd=cwd, lines=[b"".join(kept).rstrip(b"\n")],
-        notes=["Aider restores the whole history copy (summarised when long); tool runs and git state are not rewound.",
-               WORKTREE_NOTE],
+        notes=notes,
     )
 
 
@@ -435,15 +508,11 @@ def _codex_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int) -> ForkP
         (entry_id,),
     ).fetchone()
     where = f"the prompt after “{one_line(prompt[0], 60)}”" if prompt and prompt[0] else "the chosen turn"
-    return ForkPlan(
-        action="fork", agent="codex", command=f"cd {shlex.quote(cwd or '.')} && codex fork {external}",
-        source_session_id=sid, cwd=cwd,
-        notes=[
-            "Codex cannot be started at a chosen point from outside: this copies the whole session. In the new "
-            f"session press Esc Esc on the empty composer and step back to {where} to cut there.",
-            WORKTREE_NOTE,
-        ],
-    )
+    notes = ["Codex cannot be started at a chosen point from outside: this copies the whole session. In the new "
+             f"session press Esc Esc on the empty composer and step back to {where} to cut there."]
+    command = in_folder(cwd, shell_command(["codex", "fork", checked_id("codex", external)]), notes)
+    notes.append(WORKTREE_NOTE)
+    return ForkPlan(action="fork", agent="codex", command=command, source_session_id=sid, cwd=cwd, notes=notes)
 
 
 def _gemini_messages(conn: sqlite3.Connection, sid: str, cut_entry: int | None) -> list[dict]:
@@ -482,14 +551,14 @@ def _gemini_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int | None, 
         raise ForkError("no user or Gemini messages to fork on this branch")
     stamp = (now or datetime.now(UTC)).isoformat().replace("+00:00", "Z")
     doc = {"sessionId": "fork", "projectHash": "fork", "startTime": stamp, "lastUpdated": stamp, "messages": messages}
-    fd, path = tempfile.mkstemp(prefix=f"gemini-fork-{sid[:8]}-", suffix=".json")  # created 0600
+    tag = re.sub(r"[^A-Za-z0-9_-]", "", sid)[:8]  # the name holds no "/" or ".." from the log
+    fd, path = tempfile.mkstemp(prefix=f"gemini-fork-{tag}-", suffix=".json")  # created 0600
     with os.fdopen(fd, "wb") as f:
         f.write(orjson.dumps(doc))
     cwd = _cwd_of(conn, sid)
-    return ForkPlan(
-        action="fork", agent="gemini",
-        command=f"cd {shlex.quote(cwd or '.')} && gemini --session-file {shlex.quote(path)}",
-        source_session_id=sid, fork_point=messages[-1].get("id"), path=path, cwd=cwd,
-        notes=[f"Wrote {len(messages)} messages to {path}; Gemini imports it as a new session (v0.42+).",
-               "Info and error messages are not imported by Gemini.", WORKTREE_NOTE],
-    )
+    notes = [f"Wrote {len(messages)} messages to {path}; Gemini imports it as a new session (v0.42+).",
+             "Info and error messages are not imported by Gemini."]
+    command = in_folder(cwd, shell_command(["gemini", "--session-file", path]), notes)
+    notes.append(WORKTREE_NOTE)
+    return ForkPlan(action="fork", agent="gemini", command=command, source_session_id=sid,
+                    fork_point=messages[-1].get("id"), path=path, cwd=cwd, notes=notes)

@@ -260,6 +260,34 @@ def test_codex_fork_says_what_it_can_do(conn, tmp_path, monkeypatch):
     assert resume_plan(conn, sid).command == f"codex resume {sid} -C {cwd}"
 
 
+def test_cli_fork_prints_the_command_of_agents_that_copy_the_session_themselves(conn, tmp_path, monkeypatch, capsys):
+    """`threadloom fork` at a Codex or Gemini point failed ("this plan writes no file", or a traceback for
+    Gemini's already written copy): only a plan holding a transcript has a file to write."""
+    from test_adapter_codex import full_session
+    from test_adapter_gemini import chats, meta, reply, user, write_jsonl
+
+    from core.cli import main
+
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "ghome"))
+    full_session(tmp_path / "codex").write()
+    root = tmp_path / "ghome" / ".gemini"
+    (root / "tmp" / "webshop").mkdir(parents=True)
+    (root / "tmp" / "webshop" / ".project_root").write_text("/home/dev/webshop\n")
+    write_jsonl(chats(root) / "session-2026-04-29T21-39-5f0e2a8c.jsonl", [meta(), user("u1", "hi"), reply("g1", "hello")])
+    ingest(conn, tmp_path / "codex", root)
+    db_path = conn.execute("PRAGMA database_list").fetchone()[2]
+    for agent, ends in (("codex", "&& codex fork 019a0000-1111-7222-8333-444455556666"),
+                        ("gemini", ".json")):
+        entry = conn.execute("SELECT e.id FROM entries e JOIN agent_sessions s ON s.id = e.session_id "
+                             "WHERE s.source = ? AND e.turn_id IS NOT NULL ORDER BY e.id DESC LIMIT 1", (agent,)).fetchone()[0]
+        assert main(["fork", "--db", db_path, str(entry)]) == 0
+        out = capsys.readouterr()
+        assert out.out.endswith(ends + "\n") and "Traceback" not in out.err, (agent, out)
+        if agent == "gemini":
+            Path(out.out.split()[-1]).unlink()
+
+
 def test_aider_fork_writes_a_cut_history_copy_and_others_say_what_they_can(conn, tmp_path):
     project = tmp_path / "proj"
     project.mkdir()
