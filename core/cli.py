@@ -325,8 +325,10 @@ def _print_ingest_summary(report) -> None:
     )
     if report.files_gone:
         print(f"{report.files_gone} source files disappeared; their sessions are kept in the archive")
+    from core.text import printable
+
     for err in report.errors[:10]:
-        print(f"  error: {err}", file=sys.stderr)
+        print(f"  error: {printable(err)}", file=sys.stderr)
     if len(report.errors) > 10:
         print(f"  … and {len(report.errors) - 10} more errors", file=sys.stderr)
     if report.files_seen == 0:

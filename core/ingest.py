@@ -468,6 +468,10 @@ def _plan(
     report.files_seen = len(found)
     plans: list[_Plan] = []
     for path, (agent, kind, project_key, adapter) in found.items():
+        if not path.isascii() and not _storable(path):
+            report.errors.append(f"{os.fsencode(path).decode('utf-8', 'backslashreplace')}: the file name is not "
+                                 "valid UTF-8, so it cannot be recorded; rename the file to read it")
+            continue
         try:
             st = _stat(adapter, path)
         except OSError as exc:
@@ -491,6 +495,15 @@ def _plan(
             conn.execute("UPDATE source_files SET status = 'gone' WHERE id = ?", (row[1],))
             report.files_gone += 1
     return plans, snapshots
+
+
+def _storable(path: str) -> bool:
+    """Whether a path can be stored as text (a name of bytes that are not UTF-8 decodes to surrogates)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _known_row(conn: sqlite3.Connection, path: str) -> tuple | None:

@@ -73,6 +73,15 @@ def strip_escapes(text: str) -> str:
     return ESCAPE.sub("", text) if "\x1b" in text else text
 
 
+CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` with control characters shown as escapes (`\\x1b`): a file name or an error taken
+    from untrusted input printed to the terminal must not drive it."""
+    return CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def one_line(text: str | None, width: int = 80) -> str:
     """`text` on one line of at most `width` characters, its whitespace collapsed."""
     if not text:

@@ -118,3 +118,23 @@ def test_a_half_written_gemini_chat_still_waits_for_its_writer(conn, tmp_path):
     ingest(conn, tmp_path / "gemini")
     assert conn.execute("SELECT status FROM source_files WHERE path = ?", (str(path),)).fetchone()[0] == "ok"
     assert stored(conn, path) == whole
+
+
+def test_a_file_name_that_is_not_utf8_is_reported_and_the_rest_is_read(conn, tmp_path):
+    long_session(tmp_path, turns=2).write()
+    folder = os.fsencode(tmp_path / "projects" / "-home-dev-app")
+    with open(folder + b"/\xff-33333333-aaaa-4bbb-8ccc-000000000003.jsonl", "wb") as f:
+        f.write(b'{"type":"user","sessionId":"33333333-aaaa-4bbb-8ccc-000000000003","message":{"content":"x"}}\n')
+    report = run_ingest(conn, [tmp_path / "projects"], include_defaults=False)
+    assert report.records_added == 4
+    assert len(report.errors) == 1 and "\\xff-3333" in report.errors[0] and "rename the file" in report.errors[0]
+
+
+def test_errors_printed_by_ingest_cannot_drive_the_terminal(tmp_path, capsys):
+    from core.cli import main
+
+    long_session(tmp_path, turns=1).write()
+    os.mkfifo(tmp_path / "projects" / "-home-dev-app" / "\x1b]0;pwned\x07\x1b[2J.jsonl")
+    assert main(["--db", str(tmp_path / "t.db"), "ingest", "--only", "--source", str(tmp_path / "projects")]) == 0
+    err = capsys.readouterr().err
+    assert "\\x1b]0;pwned\\x07\\x1b[2J.jsonl" in err and "\x1b" not in err
