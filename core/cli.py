@@ -272,7 +272,7 @@ def _ingest_with_progress(conn, sources, include_defaults, build_index=True):
 
 def _say_waiting(text: str) -> None:
     """Another threadloom holds the writer lock: say so before waiting for it."""
-    print(f"threadloom: {text}", file=sys.stderr, flush=True)
+    print(f"threadloom: {text} (Ctrl+C to stop)", file=sys.stderr, flush=True)
 
 
 def cmd_index(args: argparse.Namespace) -> int:

@@ -135,7 +135,7 @@ def _acquire(fd: int, db_file: str, *, wait: bool, on_wait: Callable[[str], None
     if not wait:
         raise WriterBusy(f"{who} is updating {db_file}")
     if on_wait is not None:
-        on_wait(f"{who} is updating {db_file}; waiting for it to finish (Ctrl+C to stop)")
+        on_wait(f"{who} is updating {db_file}; waiting for it to finish")
     if cancel is None:
         fcntl.flock(fd, fcntl.LOCK_EX)  # Ctrl+C interrupts the wait
         return

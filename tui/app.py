@@ -507,8 +507,11 @@ class ThreadloomApp(App[int]):
             include_defaults = False
 
         def waiting(text: str) -> None:
-            # another threadloom is ingesting: browse what is stored meanwhile, then catch up
-            self.post_message(IngestStatus(text[0].upper() + text[1:], database_ready=db_path.exists()))
+            # another threadloom is ingesting: browse what is stored meanwhile (read-only: it may be
+            # a first load, written without a journal), then catch up
+            self.post_message(IngestStatus(f"{text[0].upper()}{text[1:]} · browse meanwhile · Esc stops waiting",
+                                           database_ready=db_path.exists(),
+                                           first_load=True))
 
         try:
             with writer_lock(db_path, on_wait=waiting, cancel=self.cancel_event):
@@ -583,7 +586,7 @@ class ThreadloomApp(App[int]):
         self.main_screen.query_one("#ingest-label", Label).update(f"{event.text}…")
         self.first_load = self.first_load or event.first_load
         if event.database_ready and self.conn is None:
-            self._open_database()
+            self._open_database(readonly=self.first_load)
 
     def on_ingest_progressed(self, event: IngestProgressed) -> None:
         from core.ingest import INDEXING
