@@ -163,12 +163,19 @@ class Ledger:
             sess["_uuids"].setdefault(rec.uuid, (entry_id, (rec.entry_type, rec.message_id, rec.content)))
             sess["_uuid_turn"][rec.uuid] = turn_id
 
+        owner_uuid, owner_entry = rec.uuid, entry_id
+        if rec.update_of and rec.tool_uses:
+            found = self._entry_of(sess, rec.update_of)
+            if found is not None:
+                owner_uuid, owner_entry = rec.update_of, found
         for use in rec.tool_uses:
             sess["tool_call_count"] += 1
             sess["is_agentic"] = 1
-            params = use.input_json if self._keep_tool_io or use.name in PARAMS_KEPT else None
+            # a call shown on another record keeps its input: readers re-read inputs from the call's own record
+            kept = self._keep_tool_io or use.name in PARAMS_KEPT or owner_entry != entry_id
+            params = use.input_json if kept else None
             self._tool_inserts.setdefault(use.id, [
-                use.id, rec.uuid, sid, use.name, use.number, params, "pending", ts, entry_id, turn_id,
+                use.id, owner_uuid, sid, use.name, use.number, params, "pending", ts, owner_entry, turn_id,
                 None, None, None, None,
             ])
         for result in rec.tool_results:
@@ -249,6 +256,17 @@ class Ledger:
                 turn["model"] = rec.model
         turn["tool_call_count"] += len(rec.tool_uses)
         return turn_id
+
+    def _entry_of(self, sess: dict[str, Any], uuid: str) -> int | None:
+        """The entry id of the (first, uncopied) record with this uuid in the session."""
+        seen = sess["_uuids"].get(uuid)
+        if seen is not None:
+            return seen[0]
+        row = self.conn.execute(
+            "SELECT id FROM entries WHERE uuid = ? AND session_id = ? AND dup_of IS NULL AND id < ? ORDER BY id LIMIT 1",
+            (uuid, sess["id"], self._eid),
+        ).fetchone()
+        return row[0] if row else None
 
     def _turn_of(self, sess: dict[str, Any], uuid: str | None) -> str | None:
         if not uuid:

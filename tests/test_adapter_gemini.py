@@ -124,6 +124,26 @@ def test_jsonl_upserts_tools_tokens_and_project(conn, gemini):
     assert GeminiAdapter().default_roots() == [gemini / "tmp"]
 
 
+def test_a_message_rewritten_with_its_calls_is_one_message(conn, gemini):
+    """gemini-cli writes a message again, whole, each time its tool calls change: one message per id,
+    its thoughts shown once and its calls on it, every line still stored."""
+    lines = jsonl_session()
+    path = chats(gemini) / "session-2026-04-29T21-39-5f0e2a8c.jsonl"
+    write_jsonl(path, lines[:4])  # g1 as first written: text and thoughts, no calls yet
+    ingest(conn, gemini)
+    write_jsonl(path, lines)  # its rewrites (call added, call done, tokens) come in a later read
+    ingest(conn, gemini)
+    ids = {x["id"] for x in lines if "id" in x}
+    shown = conn.execute("SELECT id, thinking FROM entries WHERE session_id = ? AND seq IS NOT NULL", (SID,)).fetchall()
+    assert len(shown) == len(ids) == 6
+    assert sum(1 for _, thinking in shown if thinking) == 3  # g1, g2, g3: once each
+    first_g1 = conn.execute("SELECT id FROM entries WHERE uuid = ?", (f"{SID}:g1",)).fetchone()[0]
+    assert conn.execute("SELECT entry_id, status FROM agent_tool_calls WHERE id = 't1'").fetchone() == (first_g1, "completed")
+    assert conn.execute("SELECT count(*) FROM entries WHERE session_id = ?", (SID,)).fetchone()[0] == len(lines)
+    assert session(conn)["message_count"] == 6
+    assert round_trips(conn, path)
+
+
 def test_rewind_drops_messages_and_branches(conn, gemini):
     lines = [meta(), user("u1", "first"), reply("g1", "one"), user("u2", "second"), reply("g2", "two"),
              {"$rewindTo": "u2"}, user("u3", "second, better"), reply("g3", "two, better")]

@@ -112,6 +112,9 @@ class Record:
     version: str | None = None
     session: SessionInfo | None = None
     forked_from_session_id: str | None = None
+    # a later write of the message with this uuid (Gemini rewrites a message whole when its tool
+    # calls change): the record is no message of its own, and the calls it adds are that message's
+    update_of: str | None = None
 
 
 @dataclass
