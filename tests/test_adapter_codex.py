@@ -425,6 +425,26 @@ def test_detection_keeps_claude_and_codex_apart(tmp_path, conn):
     assert not ADAPTERS["claude-code"].claims(folder / "rollout-2026-01-01T00-00-00-x.jsonl")
 
 
+def test_a_jsonl_is_claude_codes_only_when_its_records_are(tmp_path, conn):
+    """Away from Claude Code's own folders a JSONL is looked at: a rollout named like a Claude
+    session is Codex's, any other tool's JSONL is nobody's, a Claude transcript stays Claude's."""
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    rollout = folder / f"{THREAD}.jsonl"
+    rollout.write_text(json.dumps({"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta",
+                                   "payload": {"id": THREAD, "cwd": "/x"}}) + "\n")
+    (folder / "metrics.jsonl").write_text('{"step": 1, "loss": 0.5}\n{"step": 2, "loss": 0.4}\n')
+    (folder / "events.jsonl").write_text('{"type": "user", "text": "not a transcript"}\n')
+    claude = {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "c1", "timestamp": "2026-01-01T00:00:00Z",
+              "message": {"role": "user", "content": "hi"}}
+    (folder / "c1.jsonl").write_text(json.dumps(claude) + "\n")
+    run_ingest(conn, [folder], include_defaults=False)
+    agents = {Path(p).name: a for p, a in conn.execute("SELECT path, agent FROM source_files")}
+    assert agents == {rollout.name: "codex", "c1.jsonl": "claude-code"}
+    for name in ("metrics.jsonl", "events.jsonl", rollout.name):
+        assert not ADAPTERS["claude-code"].claims(folder / name)
+
+
 # ---------------------------------------------------------------------- corpus
 
 CODEX = CORPUS / "codex"

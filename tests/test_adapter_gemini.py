@@ -256,6 +256,18 @@ def test_detection_of_gemini_files_by_content(tmp_path, conn):
     assert conn.execute("SELECT agent FROM source_files").fetchall() == [("gemini",)]
 
 
+def test_a_subagent_chat_outside_a_chats_folder_is_gemini_s(tmp_path, conn):
+    """`<uuid>.jsonl` is a Claude Code name too: away from Claude's folders its first line decides."""
+    child = "9d8c7b6a-0000-4000-8000-000000000001"
+    path = write_jsonl(tmp_path / "copied" / f"{child}.jsonl",
+                       [{**meta(kind="subagent"), "sessionId": child}, user("c1", "look into the tests"),
+                        reply("c2", "they pass")])
+    assert not ADAPTERS["claude-code"].claims(path)
+    run_ingest(conn, [tmp_path / "copied"], include_defaults=False)
+    assert conn.execute("SELECT agent FROM source_files").fetchall() == [("gemini",)]
+    assert session(conn, child)["message_count"] == 2
+
+
 # ---------------------------------------------------------------------- corpus
 
 GEMINI = CORPUS / "gemini"

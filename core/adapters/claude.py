@@ -45,6 +45,13 @@ KNOWN_TYPES = frozenset(
     }
 )
 MESSAGE_TYPES = frozenset({"user", "assistant", "system"})
+# what tells a Claude Code line from another tool's JSONL: a record type of its own and one of its
+# envelope keys (Gemini's message lines are `{"id","type":"user","content"}`, Codex's are wrapped)
+SNIFF_TYPES = KNOWN_TYPES - {"started", "result", "agent-meta", "workflow-run", "custom-title-file"}
+ENVELOPE_KEYS = ("uuid", "parentUuid", "sessionId", "message", "leafUuid", "messageId", "snapshot")
+SNIFF_LIMIT = 8192
+BOM = b"\xef\xbb\xbf"
+UUID_STEM = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 SPAWN_TOOLS = frozenset({"Task", "Agent"})
 AGENT_ID_IN_TEXT = re.compile(r"agentId:\s*([A-Za-z0-9_-]{6,})")
 COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
@@ -102,6 +109,50 @@ def classify(path: Path) -> tuple[str, str | None, dict[str, Any]]:
     return "transcript", project_key, facts
 
 
+def claude_layout(path: Path) -> bool:
+    """A `.jsonl` that Claude Code named and placed itself (`projects/<project>/<uuid or agent-…>`,
+    a session's `subagents/` folder): known by its place, so no adapter opens it to tell whose it is."""
+    stem = path.name[: -len(".jsonl")]
+    parts = path.parts
+    if "subagents" in parts:
+        return stem.startswith("agent-") or stem == "journal"
+    return len(parts) >= 3 and parts[-3] == "projects" and (bool(UUID_STEM.match(stem)) or stem.startswith("agent-"))
+
+
+def looks_like_claude(head: bytes, whole: bool) -> bool:
+    """Whether the first record of a file (its first `SNIFF_LIMIT` bytes; `whole`: that is all of
+    it) is a Claude Code record. An empty file has nothing to tell by and counts as one."""
+    data = head.lstrip(b"\x00")
+    if data.startswith(BOM):
+        data = data[len(BOM):]
+    data = data.lstrip()
+    if not data:
+        return True
+    end = data.find(b"\n")
+    if end < 0 and not whole:  # a first line longer than the sniff (an image): its keys decide
+        return any(key in data for key in (b'"parentUuid"', b'"isSidechain"', b'"leafUuid"')) or (
+            b'"sessionId"' in data and b'"message"' in data)
+    try:
+        obj = orjson.loads(data if end < 0 else data[:end])
+    except orjson.JSONDecodeError:
+        return False
+    if not isinstance(obj, dict):
+        return False
+    etype = obj.get("type")
+    if etype is None:  # old or trimmed lines without a type
+        return isinstance(obj.get("message"), dict) and any(k in obj for k in ("uuid", "parentUuid", "sessionId"))
+    return etype in SNIFF_TYPES and any(k in obj for k in ENVELOPE_KEYS)
+
+
+def _head(path: Path) -> tuple[bytes, bool]:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(SNIFF_LIMIT)
+    except OSError:
+        return b"", True
+    return head, len(head) < SNIFF_LIMIT
+
+
 class ClaudeAdapter:
     """Reads Claude Code transcripts; see the module docstring for what is covered."""
 
@@ -119,7 +170,10 @@ class ClaudeAdapter:
                 return False
             from core.adapters import claimed_elsewhere  # the registry imports this module
 
-            return not claimed_elsewhere(AGENT, path)
+            if claimed_elsewhere(AGENT, path):
+                return False
+            # elsewhere a JSONL is Claude Code's only when its first record is (not any tool's JSONL)
+            return claude_layout(path) or looks_like_claude(*_head(path))
         return name.endswith(".meta.json") or name == "custom-title.json" or (
             name.endswith(".json") and path.parent.name == "workflows"
         )

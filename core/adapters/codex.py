@@ -42,7 +42,7 @@ from core.adapters.base import (
     container_of,
     parse_iso_ms,
 )
-from core.adapters.claude import _dumps, _input_text, _int, _parse, _str
+from core.adapters.claude import _dumps, _input_text, _int, _parse, _str, claude_layout
 from core.adapters.walk import walk
 
 AGENT = "codex"
@@ -75,7 +75,6 @@ EVENT_TYPES = frozenset(
     }
 )
 UUID_IN_NAME = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", re.I)
-UUID_STEM = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 # Model-visible context that Codex injects as user messages: never a human prompt.
 INJECTED = re.compile(r"^\s*<([A-Za-z_][\w -]*)>.*</\1>\s*$", re.S)
 INJECTED_PREFIXES = ("# AGENTS.md instructions", "<environment_context>", "<user_instructions>")
@@ -256,9 +255,8 @@ class CodexAdapter:
             return True
         if not name.endswith(".jsonl") or name == "history.jsonl":
             return False
-        stem = name[: -len(".jsonl")]
-        if not explicit and (UUID_STEM.match(stem) or stem.startswith("agent-") or stem == "journal"):
-            return False  # Claude's own names: never opened here
+        if not explicit and claude_layout(path):
+            return False  # Claude's own files: never opened here
         return looks_like_codex(_head(path))
 
     def kind_of(self, path: Path) -> str:

@@ -46,8 +46,8 @@ from core.adapters.base import (
     Usage,
     parse_iso_ms,
 )
-from core.adapters.claude import _dumps, _input_text, _int, _parse, _str
-from core.adapters.codex import SNIFF_BYTES, UUID_STEM, _head
+from core.adapters.claude import _dumps, _input_text, _int, _parse, _str, claude_layout
+from core.adapters.codex import SNIFF_BYTES, _head
 from core.adapters.shared import (
     app_config_dirs,
     as_bytes,
@@ -654,8 +654,8 @@ class CursorAgentAdapter:
         if "agent-transcripts" in path.parts:
             return True
         stem = path.name[: -len(".jsonl")]
-        if not explicit and (UUID_STEM.match(stem) or stem.startswith(("agent-", "rollout-")) or stem in ("journal", "history")):
-            return False  # other agents' names: never opened on a walk
+        if not explicit and (claude_layout(path) or stem.startswith("rollout-") or stem == "history"):
+            return False  # other agents' files: never opened on a walk
         return looks_like_cursor_agent(_head(path, SNIFF_BYTES))
 
     def discover(self, root: Path) -> Iterator[SourceRef]:

@@ -37,8 +37,8 @@ from core.adapters.base import (
     Usage,
     parse_iso_ms,
 )
-from core.adapters.claude import _dumps, _input_text, _int, _parse, _str
-from core.adapters.codex import SNIFF_BYTES, UUID_STEM, JsonDocumentLines, _head, _merge
+from core.adapters.claude import _dumps, _input_text, _int, _parse, _str, claude_layout
+from core.adapters.codex import SNIFF_BYTES, JsonDocumentLines, _head, _merge
 from core.adapters.walk import walk
 
 AGENT = "gemini"
@@ -109,9 +109,12 @@ class GeminiAdapter:
                 return True
             if jsonl and chats == len(path.parts) - 3:
                 return True  # chats/<parent session>/<session>.jsonl
-        stranger = not jsonl or UUID_STEM.match(name[: -len(".jsonl")]) or name.startswith("agent-")
+        # never open other tools' files on a walk: Claude Code's own, or any JSON document (a
+        # legacy session elsewhere is known by its name); a subagent's `<uuid>.jsonl` outside a
+        # `chats` folder is looked at
+        stranger = not jsonl or claude_layout(path)
         if not explicit and not SESSION_NAME.match(name) and stranger:
-            return False  # never open other tools' files on a walk
+            return False
         return looks_like_gemini(_head(path, SNIFF_BYTES), jsonl)
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
