@@ -352,3 +352,15 @@ def test_rebuild_from_entries_converges(conn, tmp_path):
     before = [conn.execute(q).fetchall() for q in queries]
     rebuild_derived(conn)
     assert [conn.execute(q).fetchall() for q in queries] == before
+
+
+def test_a_byte_order_mark_before_a_task_document(conn, tmp_path):
+    """A document that starts with a UTF-8 BOM is read (not taken for one caught mid-write), and the
+    mark stays in its stored bytes."""
+    plain = task_folder(tmp_path / "plain", ui=ui_stream())
+    folder = task_folder(tmp_path / "marked", task="1700000000001", ui=ui_stream())
+    path = folder / "ui_messages.json"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    ingest(conn, tmp_path)
+    assert shown(conn, "1700000000001") == shown(conn, plain.name) != []
+    assert round_trips(conn, path)

@@ -481,3 +481,14 @@ def test_corpus_codex(tmp_path):
     assert tokens["019fc8be-3658-7ca3-9e29-000000000000"] == 16341 + 81
     assert tokens["test-legacy-session"] == 0  # `info: {prompt, completion}` is no Codex shape
     conn.close()
+
+
+def test_a_byte_order_mark_before_the_session_meta(conn, home):
+    path = full_session(home).write()
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    ingest(conn, home)
+    assert conn.execute("SELECT count(*) FROM entries WHERE parse_error IS NOT NULL").fetchone()[0] == 0
+    s = session(conn, THREAD)
+    assert (s["project_path"], s["cli_version"], s["git_branch"], s["turn_count"]) == (
+        "/home/dev/shop", "0.101.0", "feature/cart", 2)
+    assert round_trips(conn, path)

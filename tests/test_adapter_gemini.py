@@ -299,3 +299,15 @@ def test_corpus_gemini(tmp_path):
     assert rows["session-2025-12-16T23-47-b4f17607"][:2] == (2, 2)
     assert rows["schema_drift"][0] == 1
     conn.close()
+
+
+def test_a_byte_order_mark_before_the_metadata_line(conn, gemini):
+    """A file that starts with a UTF-8 BOM: its first line (the session's metadata) is read, and the
+    stored bytes keep the mark."""
+    path = write_jsonl(chats(gemini) / "session-2026-04-29T21-39-5f0e2a8c.jsonl", jsonl_session())
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    ingest(conn, gemini)
+    assert conn.execute("SELECT count(*) FROM entries WHERE known = 0 OR parse_error IS NOT NULL").fetchone()[0] == 0
+    assert conn.execute("SELECT entry_type FROM entries ORDER BY id LIMIT 1").fetchone()[0] == "metadata"
+    assert session(conn)["turn_count"] == 2
+    assert round_trips(conn, path)

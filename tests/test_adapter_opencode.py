@@ -225,3 +225,15 @@ def test_corpus_opencode(tmp_path):
                     "s_stage0_small": (1, 1, 0, 0, "/tmp/repo")}
     assert conn.execute("SELECT count(*) FROM entries WHERE session_id IS NULL AND entry_type != 'json-gap'").fetchone() == (0,)
     conn.close()
+
+
+def test_byte_order_marks_before_the_storage_files(conn, tmp_path):
+    storage = tmp_path / "share" / "opencode" / "storage"
+    write_storage(storage)
+    for path in storage.rglob("*.json"):
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    ingest(conn, storage)
+    check_conversation(conn)
+    for path in storage.rglob("*.json"):
+        fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path),)).fetchone()[0]
+        assert file_bytes(conn, fid) == (path.read_bytes(), True), path

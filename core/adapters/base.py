@@ -191,6 +191,10 @@ class Adapter(Protocol):
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record: ...
 
 
+# a UTF-8 byte order mark: some editors and Windows tools start a file with one. Parsers look past
+# it; the stored bytes keep it, so the file is restored as it was
+BOM = b"\xef\xbb\xbf"
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_MS = timedelta(milliseconds=1)
 

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from core.adapters.base import (
+    BOM,
     FileContext,
     RawRecord,
     Record,
@@ -50,7 +51,6 @@ MESSAGE_TYPES = frozenset({"user", "assistant", "system"})
 SNIFF_TYPES = KNOWN_TYPES - {"started", "result", "agent-meta", "workflow-run", "custom-title-file"}
 ENVELOPE_KEYS = ("uuid", "parentUuid", "sessionId", "message", "leafUuid", "messageId", "snapshot")
 SNIFF_LIMIT = 8192
-BOM = b"\xef\xbb\xbf"
 UUID_STEM = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 SPAWN_TOOLS = frozenset({"Task", "Agent"})
 AGENT_ID_IN_TEXT = re.compile(r"agentId:\s*([A-Za-z0-9_-]{6,})")
@@ -205,7 +205,7 @@ class ClaudeAdapter:
         if kind == "subagent":
             meta_path = ctx.path.with_name(ctx.path.name[: -len(".jsonl")] + ".meta.json")
             try:
-                ctx.state["meta"] = orjson.loads(meta_path.read_bytes())
+                ctx.state["meta"] = orjson.loads(meta_path.read_bytes().removeprefix(BOM))
             except (OSError, orjson.JSONDecodeError):
                 ctx.state["meta"] = {}
 
@@ -337,6 +337,7 @@ class ClaudeAdapter:
         msg = obj.get("message") if isinstance(obj.get("message"), dict) else {}
         content = msg.get("content")
         texts: list[str] = []
+        others = 0  # blocks that are not text (tool results, images, documents)
         tool_use_result = obj.get("toolUseResult")
         if isinstance(content, str):
             texts.append(content)
@@ -347,10 +348,14 @@ class ClaudeAdapter:
                 btype = block.get("type")
                 if btype == "text":
                     texts.append(_str(block.get("text")) or "")
-                elif btype == "tool_result":
-                    out.tool_results.append(_tool_result(block, tool_use_result, ctx))
-        text = "\n".join(t for t in texts if t)
+                else:
+                    others += 1
+                    if btype == "tool_result":
+                        out.tool_results.append(_tool_result(block, tool_use_result, ctx))
+        text = _visible_text(texts)
         out.content = text or None
+        if texts and not text and not others:
+            out.is_message = False  # nothing but blank text: not shown as an empty message
         out.segment_marker = bool(obj.get("isCompactSummary"))
         if out.tool_results and isinstance(content, list):
             outputs = [_text_of(b.get("content")) for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
@@ -375,6 +380,7 @@ class ClaudeAdapter:
         texts: list[str] = []
         thinking: list[str] = []
         inputs: list[tuple[str, dict]] = []
+        others = 0  # blocks that are neither text nor thinking
         if isinstance(content, str):
             texts.append(content)
         elif isinstance(content, list):
@@ -382,6 +388,8 @@ class ClaudeAdapter:
                 if not isinstance(block, dict):
                     continue
                 btype = block.get("type")
+                if btype != "text" and btype not in ("thinking", "redacted_thinking"):
+                    others += 1
                 if btype == "text":
                     texts.append(_str(block.get("text")) or "")
                 elif btype == "thinking":
@@ -408,8 +416,10 @@ class ClaudeAdapter:
                     )
                 elif btype and btype.endswith("_tool_result") and block.get("tool_use_id"):
                     out.tool_results.append(_tool_result(block, None, ctx))
-        out.content = "\n".join(t for t in texts if t) or None
+        out.content = _visible_text(texts) or None
         out.thinking = "\n".join(t for t in thinking if t) or None
+        if texts and out.content is None and not thinking and not others:
+            out.is_message = False  # a streamed chunk of blank text: not shown as an empty message
         if inputs:
             out.tool_text = "\n".join(f"{name} {_strings_of(params)}" for name, params in inputs)
         usage = msg.get("usage")
@@ -497,6 +507,8 @@ class ClaudeAdapter:
 def _parse(raw: bytes) -> tuple[Any, str | None]:
     """Parse one record; invalid UTF-8 still parses (replaced) with the problem noted."""
     data = raw.lstrip(b"\x00")
+    if data.startswith(BOM):  # a file's first line, written by a tool that marks UTF-8
+        data = data[len(BOM):]
     if not data.strip():
         return None, None
     try:
@@ -545,6 +557,11 @@ def _short_json(value: Any) -> str | None:
 
 def _looks_like_uuid(value: str | None) -> bool:
     return bool(value) and len(value) == 36 and value.count("-") == 4
+
+
+def _visible_text(texts: list[str]) -> str:
+    """Text blocks joined, leaving out the empty and the blank (a `"\\n\\n"` block shows nothing)."""
+    return "\n".join(t for t in texts if t and not t.isspace())
 
 
 def _text_of(content: Any) -> str | None:

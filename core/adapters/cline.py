@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from core.adapters.base import (
+    BOM,
     FileContext,
     RawRecord,
     Record,
@@ -128,6 +129,7 @@ def kind_of(path: Path, head: bytes | None = None) -> str | None:
         return "sdk-messages"
     if head is None:
         return None
+    head = head.removeprefix(BOM)
     text = head.lstrip()
     if text.startswith(b"{"):
         if b'"messages_path"' in head and b'"session_id"' in head:

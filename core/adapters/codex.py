@@ -31,6 +31,7 @@ from typing import Any
 import orjson
 
 from core.adapters.base import (
+    BOM,
     FileContext,
     RawRecord,
     Record,
@@ -197,7 +198,7 @@ def _head(path: Path, limit: int = SNIFF_BYTES) -> bytes:
 
 
 def _sniff_lines(head: bytes) -> Iterator[Any]:
-    for line in head.split(b"\n")[:20]:
+    for line in head.removeprefix(BOM).split(b"\n")[:20]:
         line = line.strip()
         if not line:
             continue
@@ -225,7 +226,7 @@ def looks_like_codex(head: bytes) -> bool:
 
 
 def _is_snapshot(head: bytes) -> bool:
-    text = head.lstrip()
+    text = head.removeprefix(BOM).lstrip()
     return text.startswith(b"{") and b'"session"' in text[:4096] and b'"items"' in head
 
 

@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from core.adapters.base import (
+    BOM,
     FileContext,
     RawRecord,
     Record,
@@ -64,6 +65,7 @@ def _chats_index(path: Path) -> int | None:
 
 
 def looks_like_gemini(head: bytes, jsonl: bool) -> bool:
+    head = head.removeprefix(BOM)
     if jsonl:
         for line in head.split(b"\n")[:10]:
             try:
