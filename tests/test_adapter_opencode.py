@@ -237,3 +237,15 @@ def test_byte_order_marks_before_the_storage_files(conn, tmp_path):
     for path in storage.rglob("*.json"):
         fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path),)).fetchone()[0]
         assert file_bytes(conn, fid) == (path.read_bytes(), True), path
+
+
+def test_a_part_whose_message_file_is_gone(conn, tmp_path):
+    """OpenCode may remove a message file before its parts: the part is still read (its session from
+    its own fields), and the file is not reported as failed."""
+    storage = tmp_path / "share" / "opencode" / "storage"
+    write_json(storage / "session" / "a1b2c3" / f"{SID}.json", session_obj())
+    write_json(storage / "part" / "msg_77" / "prt_77.json", text("prt_77", "msg_77", "an orphaned part"))
+    report = run_ingest(conn, [storage], include_defaults=False)
+    assert not report.errors, report.errors
+    assert conn.execute("SELECT session_id FROM entries WHERE uuid LIKE '%prt_77%' OR content = 'an orphaned part'"
+                        ).fetchone() == (SID,)
