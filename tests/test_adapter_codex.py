@@ -492,3 +492,35 @@ def test_a_byte_order_mark_before_the_session_meta(conn, home):
     assert (s["project_path"], s["cli_version"], s["git_branch"], s["turn_count"]) == (
         "/home/dev/shop", "0.101.0", "feature/cart", 2)
     assert round_trips(conn, path)
+
+
+def test_response_items_of_every_kind_are_shown(conn, home):
+    """Items that are not `"type": "message"` (reasoning, calls of each kind), the short `{role,
+    content}` form with no type, and a kind this version does not know: each is kept and shown."""
+    r = Rollout(home, THREAD)
+    r.meta()
+    r.context()
+    r.add("response_item", {"role": "user", "content": [{"type": "input_text", "text": "list the big files"}]})
+    r.add("response_item", {"type": "reasoning", "summary": [], "content": None, "encrypted_content": "gAAAA"})
+    r.add("response_item", {"type": "local_shell_call", "call_id": "ls1", "status": "completed",
+                            "action": {"type": "exec", "command": ["du", "-sh", "."]}})
+    r.add("response_item", {"type": "function_call_output", "call_id": "ls1", "output": "4.0M\t."})
+    r.add("response_item", {"type": "web_search_call", "id": "ws1", "status": "completed",
+                            "action": {"type": "search", "query": "du sort by size"}})
+    r.add("response_item", {"type": "custom_tool_call", "call_id": "ap1", "name": "apply_patch", "input": "*** Begin Patch"})
+    r.add("response_item", {"type": "tool_call", "function": {"name": "run_shell_command"},
+                            "arguments": {"command": "ls -S"}})
+    r.add("response_item", {"role": "assistant", "content": [{"type": "output_text", "text": "big.bin is the biggest."}]})
+    r.write()
+    ingest(conn, home)
+    rows = conn.execute("SELECT role, content, thinking, is_meta FROM entries WHERE session_id = ? AND seq IS NOT NULL "
+                        "ORDER BY seq", (THREAD,)).fetchall()
+    assert rows[0] == ("user", "list the big files", None, 0)
+    assert rows[1] == ("assistant", None, "[encrypted reasoning]", 0)
+    assert [r[0] for r in rows[2:6]] == ["assistant", "user", "assistant", "assistant"]  # shell, its output, search, patch
+    assert rows[6][0] == "assistant" and rows[6][1].startswith("[tool_call] ") and "ls -S" in rows[6][1] and rows[6][3] == 1
+    assert rows[7] == ("assistant", "big.bin is the biggest.", None, 0)
+    calls = dict(conn.execute("SELECT id, tool_name FROM agent_tool_calls"))
+    assert calls == {"ls1": "local_shell", "ws1": "web_search", "ap1": "apply_patch"}
+    s = session(conn, THREAD)
+    assert (s["turn_count"], s["title"]) == (1, "list the big files")

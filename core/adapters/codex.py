@@ -13,6 +13,10 @@ Eras read here:
     had, so a session read from both (plain first, compressed after the worker replaced it) counts
     each record once.
 
+Every ResponseItem is shown: messages (also in the Responses API's short `{role, content}` form with
+no type), reasoning (a step kept only encrypted says so), each kind of call and its output, and an
+item of a kind not known here, dimmed, with its text or fields.
+
 Codex lines carry no per-record ids, so each line gets `<thread>:<line>` and the previous line as
 its parent. Tokens come from `token_count` events, keyed by the cumulative totals they report, so a
 total emitted twice, replayed after a resume, or copied into a fork is counted once.
@@ -87,6 +91,7 @@ STATE_MARKERS = (
     b'"role":"user"', b'"role": "user"',
 )
 SNIFF_BYTES = 65536
+ENCRYPTED_REASONING = "[encrypted reasoning]"
 ECHO_DISTANCE = 8  # lines between a prompt and its copy in the other stream
 
 
@@ -361,7 +366,7 @@ class CodexAdapter:
             out.timestamp = parse_iso_ms(obj.get("timestamp"))
             out.entry_type = etype
             p = payload if isinstance(payload, dict) else {}
-            out.subtype = _str(p.get("type"))
+            out.subtype = _str(p.get("type")) or ("message" if isinstance(p.get("role"), str) else None)
             out.known = etype in ROLLOUT_TYPES
             if etype == "session_meta":
                 self._session_meta(out, p, ctx)
@@ -394,9 +399,9 @@ class CodexAdapter:
             out.entry_type = "session_meta"
             out.subtype = "bare"
             self._session_meta(out, obj, ctx)
-        elif etype in ITEM_TYPES:
+        elif etype in ITEM_TYPES or (etype is None and isinstance(obj.get("role"), str)):
             out.entry_type = "response_item"
-            out.subtype = etype
+            out.subtype = etype or "message"
             self._item(out, obj, ctx, wrapped=False)
         elif obj.get("record_type") == "state":
             out.entry_type = "state"
@@ -474,6 +479,8 @@ class CodexAdapter:
     def _item(self, out: Record, p: dict, ctx: FileContext, wrapped: bool) -> None:
         """One ResponseItem: the same shapes in every era (bare lines, payloads, snapshot items)."""
         itype = _str(p.get("type"))
+        if itype is None and isinstance(p.get("role"), str):
+            itype = "message"  # the Responses API's short form of a message: `{role, content}`, no type
         out.model = ctx.state.get("model")
         out.message_id = _str(p.get("id"))
         if itype != "message":
@@ -503,6 +510,8 @@ class CodexAdapter:
         elif itype == "reasoning":
             out.role = "assistant"
             out.thinking = _reasoning_text(p)
+            if out.thinking is None and p.get("encrypted_content"):
+                out.thinking = ENCRYPTED_REASONING  # no summary asked for: the step is shown all the same
             out.is_message = out.thinking is not None
         elif itype in ("function_call", "custom_tool_call", "local_shell_call", "tool_search_call"):
             call_id = _str(p.get("call_id")) or _str(p.get("id"))
@@ -552,6 +561,12 @@ class CodexAdapter:
             out.content = _text(p.get("content"))
         elif itype in ("compaction", "context_compaction"):
             out.is_compaction = False  # the `compacted` rollout item marks the boundary
+        elif itype not in ITEM_TYPES:
+            # an item of a kind not known here (a newer Codex, another writer): shown as it is, dimmed
+            out.role = _str(p.get("role")) or ("user" if itype and itype.endswith(("_output", "_result")) else "assistant")
+            out.is_message = True
+            out.is_meta = True
+            out.content = f"[{itype or 'item'}] {_item_text(p)}"
 
     def _human(self, out: Record, text: str, ctx: FileContext) -> None:
         """A typed prompt. Wrapped rollouts log it twice, as the `user_message` event and as the
@@ -822,6 +837,16 @@ def _text(content: Any) -> str | None:
         elif isinstance(block, str):
             parts.append(block)
     return "\n".join(p for p in parts if p) or None
+
+
+def _item_text(p: dict) -> str:
+    """What an unknown item says: its text where it has one, else its fields as JSON."""
+    for key in ("content", "text", "output", "result", "message", "summary"):
+        text = _text(p.get(key)) if not isinstance(p.get(key), dict) else None
+        if text:
+            return text[:4000]
+    rest = {k: v for k, v in p.items() if k != "type"}
+    return _dumps(rest)[:4000]
 
 
 def _reasoning_text(p: dict) -> str | None:
