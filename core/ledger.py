@@ -32,7 +32,7 @@ TURN_COLUMNS = (
 )
 SESSION_INFO_FIELDS = (
     "source", "external_id", "kind", "is_subagent", "parent_session_id", "agent_id", "agent_type",
-    "task_description", "tool_call_id", "spawn_key",
+    "task_description", "tool_call_id", "spawn_key", "parent_message_id",
 )
 # tools that start a subagent whose first prompt is the tool's prompt parameter
 SPAWN_TOOLS = "'Task', 'Agent', 'newTask', 'new_task'"
@@ -415,6 +415,7 @@ class Ledger:
             if self.summaries_added:
                 sessions |= set(summaries)
             _link_subagents(conn, sessions)
+            _link_side_questions(conn, sessions)
             for sid in sessions:
                 _finalize_session(conn, sid, summaries.get(sid))
             conn.execute("COMMIT")
@@ -605,6 +606,35 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
             (call_id, call_session, message_id, description, agent_type, status, teammate, sid),
         )
         conn.execute("UPDATE agent_tool_calls SET child_session_id = ? WHERE id = ?", (sid, call_id))
+
+
+def _link_side_questions(conn: sqlite3.Connection, touched: set[str]) -> None:
+    """Hang each side question under the message of its parent session it was asked after.
+
+    No call spawns one: its question names the record it follows, which is the parent's message
+    when the conversation was copied before it; otherwise the parent's last message before the
+    question's time is taken."""
+    rows = []
+    for root in {sid.split(":", 1)[0] for sid in touched}:  # a parent read later than its side question too
+        rows += conn.execute(
+            "SELECT s.id, s.parent_session_id, s.parent_message_id, t.started_at FROM agent_sessions s "
+            "LEFT JOIN agent_turns t ON t.session_id = s.id AND t.sequence = 0 "
+            "WHERE s.id > ? AND s.id < ? AND s.agent_type = 'side question' AND s.parent_session_id IS NOT NULL",
+            (root + ":", root + ";"),
+        ).fetchall()
+    for sid, parent, message, asked_at in rows:
+        if message and conn.execute(
+            "SELECT 1 FROM entries WHERE uuid = ? AND session_id = ? AND seq IS NOT NULL LIMIT 1", (message, parent)
+        ).fetchone():
+            continue
+        found = None
+        if asked_at is not None:
+            found = conn.execute(
+                "SELECT uuid FROM entries WHERE session_id = ? AND seq IS NOT NULL AND uuid IS NOT NULL "
+                "AND timestamp <= ? ORDER BY seq DESC LIMIT 1",
+                (parent, asked_at),
+            ).fetchone()
+        conn.execute("UPDATE agent_sessions SET parent_message_id = ? WHERE id = ?", (found[0] if found else None, sid))
 
 
 # ------------------------------------------------------------------ rebuild

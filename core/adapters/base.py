@@ -70,6 +70,7 @@ class SessionInfo:
     tool_call_id: str | None = None
     project_key: str | None = None
     spawn_key: str | None = None
+    parent_message_id: str | None = None  # the message a child without a spawning call was started from
 
 
 @dataclass(slots=True)
