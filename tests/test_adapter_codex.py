@@ -510,6 +510,7 @@ def test_response_items_of_every_kind_are_shown(conn, home):
     r.add("response_item", {"type": "custom_tool_call", "call_id": "ap1", "name": "apply_patch", "input": "*** Begin Patch"})
     r.add("response_item", {"type": "tool_call", "function": {"name": "run_shell_command"},
                             "arguments": {"command": "ls -S"}})
+    r.add("response_item", {"type": "function_call", "name": "shell", "arguments": json.dumps({"command": ["ls"]})})
     r.add("response_item", {"role": "assistant", "content": [{"type": "output_text", "text": "big.bin is the biggest."}]})
     r.write()
     ingest(conn, home)
@@ -519,8 +520,9 @@ def test_response_items_of_every_kind_are_shown(conn, home):
     assert rows[1] == ("assistant", None, "[encrypted reasoning]", 0)
     assert [r[0] for r in rows[2:6]] == ["assistant", "user", "assistant", "assistant"]  # shell, its output, search, patch
     assert rows[6][0] == "assistant" and rows[6][1].startswith("[tool_call] ") and "ls -S" in rows[6][1] and rows[6][3] == 1
-    assert rows[7] == ("assistant", "big.bin is the biggest.", None, 0)
+    assert rows[7][0] == "assistant" and rows[7][1] is None  # a call written without an id: shown as a call
+    assert rows[8] == ("assistant", "big.bin is the biggest.", None, 0)
     calls = dict(conn.execute("SELECT id, tool_name FROM agent_tool_calls"))
-    assert calls == {"ls1": "local_shell", "ws1": "web_search", "ap1": "apply_patch"}
+    assert calls == {"ls1": "local_shell", "ws1": "web_search", "ap1": "apply_patch", f"{THREAD}:10:call": "shell"}
     s = session(conn, THREAD)
     assert (s["turn_count"], s["title"]) == (1, "list the big files")

@@ -366,7 +366,7 @@ class CodexAdapter:
             out.timestamp = parse_iso_ms(obj.get("timestamp"))
             out.entry_type = etype
             p = payload if isinstance(payload, dict) else {}
-            out.subtype = _str(p.get("type")) or ("message" if isinstance(p.get("role"), str) else None)
+            out.subtype = _str(p.get("type")) or ("message" if isinstance(p.get("role"), str) and "content" in p else None)
             out.known = etype in ROLLOUT_TYPES
             if etype == "session_meta":
                 self._session_meta(out, p, ctx)
@@ -399,7 +399,7 @@ class CodexAdapter:
             out.entry_type = "session_meta"
             out.subtype = "bare"
             self._session_meta(out, obj, ctx)
-        elif etype in ITEM_TYPES or (etype is None and isinstance(obj.get("role"), str)):
+        elif etype in ITEM_TYPES or (etype is None and isinstance(obj.get("role"), str) and "content" in obj):
             out.entry_type = "response_item"
             out.subtype = etype or "message"
             self._item(out, obj, ctx, wrapped=False)
@@ -479,7 +479,7 @@ class CodexAdapter:
     def _item(self, out: Record, p: dict, ctx: FileContext, wrapped: bool) -> None:
         """One ResponseItem: the same shapes in every era (bare lines, payloads, snapshot items)."""
         itype = _str(p.get("type"))
-        if itype is None and isinstance(p.get("role"), str):
+        if itype is None and isinstance(p.get("role"), str) and "content" in p:
             itype = "message"  # the Responses API's short form of a message: `{role, content}`, no type
         out.model = ctx.state.get("model")
         out.message_id = _str(p.get("id"))
@@ -528,9 +528,9 @@ class CodexAdapter:
                 name = f"{p['namespace']}.{name}"
             out.role = "assistant"
             out.is_message = True
-            if call_id:
-                out.tool_uses.append(_tool_use(call_id, name, params))
-                out.tool_text = f"{name} {_input_text(out.tool_uses[0].input_json)}"
+            # a call written without an id is still a call (its output cannot be matched to it)
+            out.tool_uses.append(_tool_use(call_id or f"{out.uuid}:call", name, params))
+            out.tool_text = f"{name} {_input_text(out.tool_uses[0].input_json)}"
         elif itype in ("function_call_output", "custom_tool_call_output", "tool_search_output"):
             call_id = _str(p.get("call_id"))
             output = p.get("output") if itype != "tool_search_output" else p.get("tools")
