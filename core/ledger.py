@@ -32,7 +32,7 @@ TURN_COLUMNS = (
 )
 SESSION_INFO_FIELDS = (
     "source", "external_id", "kind", "is_subagent", "parent_session_id", "agent_id", "agent_type",
-    "task_description", "tool_call_id", "spawn_key",
+    "task_description", "tool_call_id", "spawn_key", "parent_message_id",
 )
 # tools that start a subagent whose first prompt is the tool's prompt parameter
 SPAWN_TOOLS = "'Task', 'Agent', 'newTask', 'new_task'"
@@ -174,12 +174,19 @@ class Ledger:
             sess["_uuids"].setdefault(rec.uuid, (entry_id, (rec.entry_type, rec.message_id, rec.content)))
             sess["_uuid_turn"][rec.uuid] = turn_id
 
+        owner_uuid, owner_entry = rec.uuid, entry_id
+        if rec.update_of and rec.tool_uses:
+            found = self._entry_of(sess, rec.update_of)
+            if found is not None:
+                owner_uuid, owner_entry = rec.update_of, found
         for use in rec.tool_uses:
             sess["tool_call_count"] += 1
             sess["is_agentic"] = 1
-            params = use.input_json if self._keep_tool_io or use.name in PARAMS_KEPT else None
+            # a call shown on another record keeps its input: readers re-read inputs from the call's own record
+            kept = self._keep_tool_io or use.name in PARAMS_KEPT or owner_entry != entry_id
+            params = use.input_json if kept else None
             self._tool_inserts.setdefault(use.id, [
-                use.id, rec.uuid, sid, use.name, use.number, params, "pending", ts, entry_id, turn_id,
+                use.id, owner_uuid, sid, use.name, use.number, params, "pending", ts, owner_entry, turn_id,
                 None, None, None, None,
             ])
         for result in rec.tool_results:
@@ -260,6 +267,17 @@ class Ledger:
                 turn["model"] = rec.model
         turn["tool_call_count"] += len(rec.tool_uses)
         return turn_id
+
+    def _entry_of(self, sess: dict[str, Any], uuid: str) -> int | None:
+        """The entry id of the (first, uncopied) record with this uuid in the session."""
+        seen = sess["_uuids"].get(uuid)
+        if seen is not None:
+            return seen[0]
+        row = self.conn.execute(
+            "SELECT id FROM entries WHERE uuid = ? AND session_id = ? AND dup_of IS NULL AND id < ? ORDER BY id LIMIT 1",
+            (uuid, sess["id"], self._eid),
+        ).fetchone()
+        return row[0] if row else None
 
     def _turn_of(self, sess: dict[str, Any], uuid: str | None) -> str | None:
         if not uuid:
@@ -408,6 +426,7 @@ class Ledger:
             if self.summaries_added:
                 sessions |= set(summaries)
             _link_subagents(conn, sessions)
+            _link_side_questions(conn, sessions)
             for sid in sessions:
                 _finalize_session(conn, sid, summaries.get(sid))
             conn.execute("COMMIT")
@@ -600,6 +619,35 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
             (call_id, call_session, message_id, description, agent_type, status, teammate, sid),
         )
         conn.execute("UPDATE agent_tool_calls SET child_session_id = ? WHERE id = ?", (sid, call_id))
+
+
+def _link_side_questions(conn: sqlite3.Connection, touched: set[str]) -> None:
+    """Hang each side question under the message of its parent session it was asked after.
+
+    No call spawns one: its question names the record it follows, which is the parent's message
+    when the conversation was copied before it; otherwise the parent's last message before the
+    question's time is taken."""
+    rows = []
+    for root in {sid.split(":", 1)[0] for sid in touched}:  # a parent read later than its side question too
+        rows += conn.execute(
+            "SELECT s.id, s.parent_session_id, s.parent_message_id, t.started_at FROM agent_sessions s "
+            "LEFT JOIN agent_turns t ON t.session_id = s.id AND t.sequence = 0 "
+            "WHERE s.id > ? AND s.id < ? AND s.agent_type = 'side question' AND s.parent_session_id IS NOT NULL",
+            (root + ":", root + ";"),
+        ).fetchall()
+    for sid, parent, message, asked_at in rows:
+        if message and conn.execute(
+            "SELECT 1 FROM entries WHERE uuid = ? AND session_id = ? AND seq IS NOT NULL LIMIT 1", (message, parent)
+        ).fetchone():
+            continue
+        found = None
+        if asked_at is not None:
+            found = conn.execute(
+                "SELECT uuid FROM entries WHERE session_id = ? AND seq IS NOT NULL AND uuid IS NOT NULL "
+                "AND timestamp <= ? ORDER BY seq DESC LIMIT 1",
+                (parent, asked_at),
+            ).fetchone()
+        conn.execute("UPDATE agent_sessions SET parent_message_id = ? WHERE id = ?", (found[0] if found else None, sid))
 
 
 # ------------------------------------------------------------------ rebuild

@@ -193,3 +193,14 @@ def test_corpus_aider(tmp_path):
     turns = conn.execute("SELECT sum(turn_count) FROM agent_sessions").fetchone()[0]
     assert 1500 < turns < len(re.findall(rb"^#### ", data, re.M))
     conn.close()
+
+
+def test_a_byte_order_mark_before_the_first_header(conn, tmp_path):
+    path = history(tmp_path / "proj", SESSION_2.lstrip("\n"))
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    ingest(conn, tmp_path)
+    (only,) = sessions(conn).values()
+    assert only["created_at"] == int(datetime(2025, 12, 4, 9, 0, 0).timestamp() * 1000)
+    assert (only["model"], only["cli_version"], only["title"]) == ("gpt-4o-mini", "0.86.1", "hi")
+    fid = conn.execute("SELECT id FROM source_files").fetchone()[0]
+    assert file_bytes(conn, fid) == (path.read_bytes(), True)

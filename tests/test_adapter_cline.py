@@ -352,3 +352,33 @@ def test_rebuild_from_entries_converges(conn, tmp_path):
     before = [conn.execute(q).fetchall() for q in queries]
     rebuild_derived(conn)
     assert [conn.execute(q).fetchall() for q in queries] == before
+
+
+def test_a_byte_order_mark_before_a_task_document(conn, tmp_path):
+    """A document that starts with a UTF-8 BOM is read (not taken for one caught mid-write), and the
+    mark stays in its stored bytes."""
+    plain = task_folder(tmp_path / "plain", ui=ui_stream())
+    folder = task_folder(tmp_path / "marked", task="1700000000001", ui=ui_stream())
+    path = folder / "ui_messages.json"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    ingest(conn, tmp_path)
+    assert shown(conn, "1700000000001") == shown(conn, plain.name) != []
+    assert round_trips(conn, path)
+
+
+def test_a_task_folder_is_found_wherever_it_sits(conn, tmp_path):
+    """A task folder copied out of the editor (a backup, another machine's export) given as a source:
+    found by its files' names and first bytes, Cline's (ms ids) and Roo's (uuids) told apart as in
+    `tasks/`; a file that only shares the name is left alone."""
+    export = tmp_path / "backup" / "old-laptop"
+    write(export / TASK / "ui_messages.json", ui_stream())
+    write(export / TASK / "api_conversation_history.json", api_history())
+    write(export / TASK / "task_metadata.json", {"model_usage": []})
+    write(export / ROO_TASK / "ui_messages.json", [say(1, "task", "plan the refactor"), say(2, "text", "planned")])
+    write(export / "unrelated" / "ui_messages.json", {"theme": "dark"})
+    run_ingest(conn, [tmp_path / "backup"], include_defaults=False)
+    agents = {str(Path(p).relative_to(export)): a for p, a in conn.execute("SELECT path, agent FROM source_files")}
+    assert agents == {f"{TASK}/ui_messages.json": "cline", f"{TASK}/api_conversation_history.json": "cline",
+                      f"{TASK}/task_metadata.json": "cline", f"{ROO_TASK}/ui_messages.json": "roo-code"}
+    assert session(conn, TASK)["turn_count"] == 3
+    assert shown(conn, ROO_TASK) == [("user", "plan the refactor"), ("assistant", "planned")]

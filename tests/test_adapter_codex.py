@@ -425,6 +425,26 @@ def test_detection_keeps_claude_and_codex_apart(tmp_path, conn):
     assert not ADAPTERS["claude-code"].claims(folder / "rollout-2026-01-01T00-00-00-x.jsonl")
 
 
+def test_a_jsonl_is_claude_codes_only_when_its_records_are(tmp_path, conn):
+    """Away from Claude Code's own folders a JSONL is looked at: a rollout named like a Claude
+    session is Codex's, any other tool's JSONL is nobody's, a Claude transcript stays Claude's."""
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    rollout = folder / f"{THREAD}.jsonl"
+    rollout.write_text(json.dumps({"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta",
+                                   "payload": {"id": THREAD, "cwd": "/x"}}) + "\n")
+    (folder / "metrics.jsonl").write_text('{"step": 1, "loss": 0.5}\n{"step": 2, "loss": 0.4}\n')
+    (folder / "events.jsonl").write_text('{"type": "user", "text": "not a transcript"}\n')
+    claude = {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "c1", "timestamp": "2026-01-01T00:00:00Z",
+              "message": {"role": "user", "content": "hi"}}
+    (folder / "c1.jsonl").write_text(json.dumps(claude) + "\n")
+    run_ingest(conn, [folder], include_defaults=False)
+    agents = {Path(p).name: a for p, a in conn.execute("SELECT path, agent FROM source_files")}
+    assert agents == {rollout.name: "codex", "c1.jsonl": "claude-code"}
+    for name in ("metrics.jsonl", "events.jsonl", rollout.name):
+        assert not ADAPTERS["claude-code"].claims(folder / name)
+
+
 # ---------------------------------------------------------------------- corpus
 
 CODEX = CORPUS / "codex"
@@ -461,3 +481,48 @@ def test_corpus_codex(tmp_path):
     assert tokens["019fc8be-3658-7ca3-9e29-000000000000"] == 16341 + 81
     assert tokens["test-legacy-session"] == 0  # `info: {prompt, completion}` is no Codex shape
     conn.close()
+
+
+def test_a_byte_order_mark_before_the_session_meta(conn, home):
+    path = full_session(home).write()
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    ingest(conn, home)
+    assert conn.execute("SELECT count(*) FROM entries WHERE parse_error IS NOT NULL").fetchone()[0] == 0
+    s = session(conn, THREAD)
+    assert (s["project_path"], s["cli_version"], s["git_branch"], s["turn_count"]) == (
+        "/home/dev/shop", "0.101.0", "feature/cart", 2)
+    assert round_trips(conn, path)
+
+
+def test_response_items_of_every_kind_are_shown(conn, home):
+    """Items that are not `"type": "message"` (reasoning, calls of each kind), the short `{role,
+    content}` form with no type, and a kind this version does not know: each is kept and shown."""
+    r = Rollout(home, THREAD)
+    r.meta()
+    r.context()
+    r.add("response_item", {"role": "user", "content": [{"type": "input_text", "text": "list the big files"}]})
+    r.add("response_item", {"type": "reasoning", "summary": [], "content": None, "encrypted_content": "gAAAA"})
+    r.add("response_item", {"type": "local_shell_call", "call_id": "ls1", "status": "completed",
+                            "action": {"type": "exec", "command": ["du", "-sh", "."]}})
+    r.add("response_item", {"type": "function_call_output", "call_id": "ls1", "output": "4.0M\t."})
+    r.add("response_item", {"type": "web_search_call", "id": "ws1", "status": "completed",
+                            "action": {"type": "search", "query": "du sort by size"}})
+    r.add("response_item", {"type": "custom_tool_call", "call_id": "ap1", "name": "apply_patch", "input": "*** Begin Patch"})
+    r.add("response_item", {"type": "tool_call", "function": {"name": "run_shell_command"},
+                            "arguments": {"command": "ls -S"}})
+    r.add("response_item", {"type": "function_call", "name": "shell", "arguments": json.dumps({"command": ["ls"]})})
+    r.add("response_item", {"role": "assistant", "content": [{"type": "output_text", "text": "big.bin is the biggest."}]})
+    r.write()
+    ingest(conn, home)
+    rows = conn.execute("SELECT role, content, thinking, is_meta FROM entries WHERE session_id = ? AND seq IS NOT NULL "
+                        "ORDER BY seq", (THREAD,)).fetchall()
+    assert rows[0] == ("user", "list the big files", None, 0)
+    assert rows[1] == ("assistant", None, "[encrypted reasoning]", 0)
+    assert [r[0] for r in rows[2:6]] == ["assistant", "user", "assistant", "assistant"]  # shell, its output, search, patch
+    assert rows[6][0] == "assistant" and rows[6][1].startswith("[tool_call] ") and "ls -S" in rows[6][1] and rows[6][3] == 1
+    assert rows[7][0] == "assistant" and rows[7][1] is None  # a call written without an id: shown as a call
+    assert rows[8] == ("assistant", "big.bin is the biggest.", None, 0)
+    calls = dict(conn.execute("SELECT id, tool_name FROM agent_tool_calls"))
+    assert calls == {"ls1": "local_shell", "ws1": "web_search", "ap1": "apply_patch", f"{THREAD}:10:call": "shell"}
+    s = session(conn, THREAD)
+    assert (s["turn_count"], s["title"]) == (1, "list the big files")

@@ -324,3 +324,33 @@ def test_corpus_cursor(tmp_path):
     assert turns["aaaaaaaa-0000-0000-0000-000000000001"] == 1
     assert session(conn, "aaaaaaaa-0000-0000-0000-000000000001")["project_path"] == "/mnt/d/1_yuyu_proj/cursor-history"
     conn.close()
+
+
+def test_a_workspace_that_only_kept_its_prompts(conn, tmp_path):
+    """A workspace database copied without the global one (or from before composers were kept
+    there) holds only its prompt history: that is a session, its prompts timed by the generations."""
+    ws = user_dir(tmp_path) / "workspaceStorage" / WORKSPACE
+    prompts = [{"text": "add a dark mode", "commandType": 4}, {"text": "rename foo to bar", "commandType": 2},
+               {"text": "add a dark mode", "commandType": 4}]
+    generations = [
+        {"unixMs": 1762046253035, "generationUUID": "g1", "type": "composer", "textDescription": "add a dark mode"},
+        {"unixMs": 1762046300000, "generationUUID": "g2", "type": "cmdk", "textDescription": "rename foo to bar"},
+        {"unixMs": 1762046400000, "generationUUID": "g3", "type": "composer", "textDescription": "add a dark mode"},
+        {"unixMs": 1762046500000, "generationUUID": "g4", "type": "cmdk"}]
+    make_db(ws / "state.vscdb", items=[("aiService.prompts", dumps(prompts)),
+                                      ("aiService.generations", dumps(generations))]).close()
+    (ws / "workspace.json").write_text(dumps({"folder": "file:///home/dev/shop%20app"}))
+    ingest(conn, user_dir(tmp_path))
+    sid = f"cursor-prompts:{WORKSPACE}"
+    s = session(conn, sid)
+    assert (s["source"], s["project_path"], s["turn_count"], s["title"]) == ("cursor", "/home/dev/shop app", 3, "add a dark mode")
+    assert (s["created_at"], s["ended_at"]) == (1762046253035, 1762046500000)
+    assert shown(conn, sid) == [("user", p["text"]) for p in prompts]
+    times = conn.execute("SELECT timestamp FROM entries WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq", (sid,))
+    assert [t for (t,) in times] == [1762046253035, 1762046300000, 1762046400000]
+    # beside a global database that holds the chats, the prompts are that history again: no session
+    install(tmp_path / "full")
+    full_ws = user_dir(tmp_path / "full") / "workspaceStorage" / WORKSPACE
+    make_db(full_ws / "state.vscdb", items=[("aiService.prompts", dumps(prompts))]).close()
+    ingest(conn, user_dir(tmp_path / "full"))
+    assert conn.execute("SELECT count(*) FROM agent_sessions WHERE id LIKE 'cursor-prompts:%'").fetchone()[0] == 1

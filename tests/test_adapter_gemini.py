@@ -124,6 +124,26 @@ def test_jsonl_upserts_tools_tokens_and_project(conn, gemini):
     assert GeminiAdapter().default_roots() == [gemini / "tmp"]
 
 
+def test_a_message_rewritten_with_its_calls_is_one_message(conn, gemini):
+    """gemini-cli writes a message again, whole, each time its tool calls change: one message per id,
+    its thoughts shown once and its calls on it, every line still stored."""
+    lines = jsonl_session()
+    path = chats(gemini) / "session-2026-04-29T21-39-5f0e2a8c.jsonl"
+    write_jsonl(path, lines[:4])  # g1 as first written: text and thoughts, no calls yet
+    ingest(conn, gemini)
+    write_jsonl(path, lines)  # its rewrites (call added, call done, tokens) come in a later read
+    ingest(conn, gemini)
+    ids = {x["id"] for x in lines if "id" in x}
+    shown = conn.execute("SELECT id, thinking FROM entries WHERE session_id = ? AND seq IS NOT NULL", (SID,)).fetchall()
+    assert len(shown) == len(ids) == 6
+    assert sum(1 for _, thinking in shown if thinking) == 3  # g1, g2, g3: once each
+    first_g1 = conn.execute("SELECT id FROM entries WHERE uuid = ?", (f"{SID}:g1",)).fetchone()[0]
+    assert conn.execute("SELECT entry_id, status FROM agent_tool_calls WHERE id = 't1'").fetchone() == (first_g1, "completed")
+    assert conn.execute("SELECT count(*) FROM entries WHERE session_id = ?", (SID,)).fetchone()[0] == len(lines)
+    assert session(conn)["message_count"] == 6
+    assert round_trips(conn, path)
+
+
 def test_rewind_drops_messages_and_branches(conn, gemini):
     lines = [meta(), user("u1", "first"), reply("g1", "one"), user("u2", "second"), reply("g2", "two"),
              {"$rewindTo": "u2"}, user("u3", "second, better"), reply("g3", "two, better")]
@@ -236,6 +256,18 @@ def test_detection_of_gemini_files_by_content(tmp_path, conn):
     assert conn.execute("SELECT agent FROM source_files").fetchall() == [("gemini",)]
 
 
+def test_a_subagent_chat_outside_a_chats_folder_is_gemini_s(tmp_path, conn):
+    """`<uuid>.jsonl` is a Claude Code name too: away from Claude's folders its first line decides."""
+    child = "9d8c7b6a-0000-4000-8000-000000000001"
+    path = write_jsonl(tmp_path / "copied" / f"{child}.jsonl",
+                       [{**meta(kind="subagent"), "sessionId": child}, user("c1", "look into the tests"),
+                        reply("c2", "they pass")])
+    assert not ADAPTERS["claude-code"].claims(path)
+    run_ingest(conn, [tmp_path / "copied"], include_defaults=False)
+    assert conn.execute("SELECT agent FROM source_files").fetchall() == [("gemini",)]
+    assert session(conn, child)["message_count"] == 2
+
+
 # ---------------------------------------------------------------------- corpus
 
 GEMINI = CORPUS / "gemini"
@@ -267,3 +299,15 @@ def test_corpus_gemini(tmp_path):
     assert rows["session-2025-12-16T23-47-b4f17607"][:2] == (2, 2)
     assert rows["schema_drift"][0] == 1
     conn.close()
+
+
+def test_a_byte_order_mark_before_the_metadata_line(conn, gemini):
+    """A file that starts with a UTF-8 BOM: its first line (the session's metadata) is read, and the
+    stored bytes keep the mark."""
+    path = write_jsonl(chats(gemini) / "session-2026-04-29T21-39-5f0e2a8c.jsonl", jsonl_session())
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    ingest(conn, gemini)
+    assert conn.execute("SELECT count(*) FROM entries WHERE known = 0 OR parse_error IS NOT NULL").fetchone()[0] == 0
+    assert conn.execute("SELECT entry_type FROM entries ORDER BY id LIMIT 1").fetchone()[0] == "metadata"
+    assert session(conn)["turn_count"] == 2
+    assert round_trips(conn, path)

@@ -225,3 +225,27 @@ def test_corpus_opencode(tmp_path):
                     "s_stage0_small": (1, 1, 0, 0, "/tmp/repo")}
     assert conn.execute("SELECT count(*) FROM entries WHERE session_id IS NULL AND entry_type != 'json-gap'").fetchone() == (0,)
     conn.close()
+
+
+def test_byte_order_marks_before_the_storage_files(conn, tmp_path):
+    storage = tmp_path / "share" / "opencode" / "storage"
+    write_storage(storage)
+    for path in storage.rglob("*.json"):
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    ingest(conn, storage)
+    check_conversation(conn)
+    for path in storage.rglob("*.json"):
+        fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path),)).fetchone()[0]
+        assert file_bytes(conn, fid) == (path.read_bytes(), True), path
+
+
+def test_a_part_whose_message_file_is_gone(conn, tmp_path):
+    """OpenCode may remove a message file before its parts: the part is still read (its session from
+    its own fields), and the file is not reported as failed."""
+    storage = tmp_path / "share" / "opencode" / "storage"
+    write_json(storage / "session" / "a1b2c3" / f"{SID}.json", session_obj())
+    write_json(storage / "part" / "msg_77" / "prt_77.json", text("prt_77", "msg_77", "an orphaned part"))
+    report = run_ingest(conn, [storage], include_defaults=False)
+    assert not report.errors, report.errors
+    assert conn.execute("SELECT session_id FROM entries WHERE uuid LIKE '%prt_77%' OR content = 'an orphaned part'"
+                        ).fetchone() == (SID,)

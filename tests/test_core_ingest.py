@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 from conftest import Transcript, ingest, tool_use
 
+from core import db
 from core.archive import file_bytes
 
 
@@ -492,3 +493,39 @@ def test_a_new_file_in_one_folder_is_found_without_offering_the_other_folders_fi
     asked.clear()
     again = ingest(conn, tmp_path / "projects")  # nothing changed since: no folder is walked
     assert again.files_seen == 3 and again.files_read == 0 and asked == []
+
+
+def test_a_first_line_with_a_byte_order_mark_is_read_and_kept_as_written(tmp_path):
+    """Some editors and Windows tools write UTF-8 with a BOM: the line is parsed (agent, first
+    prompt), and the stored bytes still start with the mark, so the file restores exactly."""
+    sid = "bbbbbbbb-0000-4000-8000-0000000000b0"
+    for folder in (tmp_path / "projects" / "p", tmp_path / "elsewhere"):  # Claude's own folder, and any other
+        t = Transcript(folder / f"{sid}.jsonl", sid)
+        t.user("fix the flaky test")
+        t.assistant("Fixed.")
+        path = t.write()
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+        conn = db.connect(tmp_path / f"{folder.name}.db")
+        ingest(conn, folder)
+        rows = entries_of(conn, path)
+        assert rows[0][2].startswith(b"\xef\xbb\xbf") and rows[0][4] == "user" and rows[0][6] is None
+        assert file_bytes(conn, file_id(conn, path))[0] == path.read_bytes()
+        assert conn.execute("SELECT source, first_prompt FROM agent_sessions WHERE id = ?", (sid,)).fetchone() == (
+            "claude-code", "fix the flaky test")
+        conn.close()
+
+
+def test_blank_text_is_not_an_empty_message(conn, tmp_path):
+    """A streamed chunk whose text block is only whitespace (or a blank prompt) shows nothing: it is
+    stored, but not shown, counted or searched as a message."""
+    t = simple_session(tmp_path, turns=1)
+    t.assistant("\n\n", msg_id="msg_blank")
+    t.user("   ")
+    t.add({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": " \n "}]}})
+    t.assistant("Still here.")
+    path = t.write()
+    ingest(conn, tmp_path / "projects")
+    shown = conn.execute("SELECT role, content FROM entries WHERE seq IS NOT NULL ORDER BY seq").fetchall()
+    assert shown == [("user", "prompt number 0"), ("assistant", "answer number 0"), ("assistant", "Still here.")]
+    assert conn.execute("SELECT message_count, turn_count FROM agent_sessions").fetchone() == (3, 1)
+    assert len(entries_of(conn, path)) == 6

@@ -367,3 +367,45 @@ def test_claude_tool_input_and_output_are_stored_once_and_read_back_from_their_r
     assert calls["tu_b"].status == "failed" and calls["tu_late"].status == "completed"
     page = browse.message_page(conn, SID, 0, 10)
     assert {c.id: (c.params_json, c.result_json) for m in page for c in m.tool_calls} == expected
+
+
+SIDE_REMINDER = ("<system-reminder>This is a side question from the user. You must answer this question directly in a "
+                 "single response.\n\nCRITICAL CONSTRAINTS:\n- You have NO tools available\n</system-reminder>\n\n")
+
+
+def test_a_side_question_is_named_by_its_question_and_hangs_under_the_message_it_followed(conn, tmp_path):
+    """Claude Code 2.1's `/btw`: `subagents/agent-aside_question-<id>.jsonl` copies the conversation so
+    far (same uuids), then asks the wrapped question and answers it. The copy is context, the
+    question names the session, and the session hangs under the parent message it followed."""
+    t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
+    u1 = t.user("Refactor the parser")
+    a1 = t.assistant("On it: the lexer first.")
+    t.user("now the parser itself")
+    t.assistant("Done.")
+    t.write()
+    asked = "what does the lexer return for an empty file?"
+    aside = Transcript(project_dir(tmp_path) / SID / "subagents" / "agent-aside_question-c5e5c961a7749e08.jsonl", SID,
+                       isSidechain=True, agentId="aside_question-c5e5c961a7749e08")
+    aside.add({"type": "user", "uuid": u1, "message": {"role": "user", "content": "Refactor the parser"}})
+    aside.add({"type": "assistant", "uuid": a1, "message": {"id": "msg_copy", "role": "assistant", "model": "claude-opus-4-5",
+                                                            "content": [{"type": "text", "text": "On it: the lexer first."}]}})
+    aside.user(SIDE_REMINDER + asked)
+    aside.assistant("An empty token list.")
+    aside.write()
+    # a side question without the copy (its question follows nothing): the parent's message before it
+    lone = Transcript(project_dir(tmp_path) / SID / "subagents" / "agent-aside_question-0000000000000002.jsonl", SID,
+                      isSidechain=True, agentId="aside_question-0000000000000002")
+    lone.add({"type": "user", "timestamp": "2026-03-01T10:00:03.500Z",
+              "message": {"role": "user", "content": SIDE_REMINDER + "is the parser done yet?"}}, parent=False)
+    lone.assistant("Not yet.")
+    lone.write()
+    ingest(conn, tmp_path / "projects")
+    s = session(conn, f"{SID}:agent-aside_question-c5e5c961a7749e08")
+    title = f"Side question: {asked}"
+    assert (s["title"], s["task_description"], s["agent_type"], s["parent_session_id"], s["parent_message_id"]) == (
+        title, title, "side question", SID, a1)
+    assert (s["turn_count"], s["first_prompt"]) == (1, SIDE_REMINDER + asked)
+    other = session(conn, f"{SID}:agent-aside_question-0000000000000002")
+    third = conn.execute("SELECT uuid FROM entries WHERE session_id = ? AND seq = 2", (SID,)).fetchone()[0]
+    assert (other["title"], other["parent_message_id"]) == ("Side question: is the parser done yet?", third)
+    assert session(conn, SID)["title"] == "Refactor the parser"

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from core.adapters.base import (
+    BOM,
     FileContext,
     RawRecord,
     Record,
@@ -58,6 +59,7 @@ VERSION = re.compile(r"^Aider v(\S+)")
 
 
 def looks_like_aider(head: bytes) -> bool:
+    head = head.removeprefix(BOM)
     return HEADER in head or (b"\n#### " in head and b"\n> " in head and not head.lstrip().startswith((b"{", b"[")))
 
 
@@ -143,7 +145,7 @@ class AiderAdapter:
 
     def _line(self, rec: RawRecord, st: dict[str, Any]) -> Record:
         raw = rec.raw
-        text = raw.decode("utf-8", "replace")
+        text = raw.removeprefix(BOM).decode("utf-8", "replace")
         block = st["blocks"].get(rec.offset)
         if block is None or st["data"][rec.offset : rec.offset + len(raw)] != raw:
             block = _classify_alone(raw)  # the file changed since: this line is read on its own
@@ -244,6 +246,7 @@ def _lines(data: bytes, begin: int, end: int) -> Iterator[tuple[int, int]]:
 
 
 def _line_kind(line: bytes) -> str:
+    line = line.removeprefix(BOM)
     if line.startswith(HEADER):
         return "header"
     stripped = line.rstrip(b" \r")
@@ -262,7 +265,7 @@ def _classify_alone(raw: bytes) -> tuple[str, bool, str]:
 
 
 def _strip(kind: str, line: bytes) -> str:
-    text = line.decode("utf-8", "replace").rstrip("\r")
+    text = line.removeprefix(BOM).decode("utf-8", "replace").rstrip("\r")
     if kind == "user":
         return text[4:].strip()
     if kind == "quote":

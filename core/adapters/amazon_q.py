@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 
 from core.adapters.base import (
+    BOM,
     FileContext,
     RawRecord,
     Record,
@@ -66,6 +67,7 @@ STATUS = {"Success": "completed", "Error": "failed"}
 
 
 def looks_like_q(head: bytes) -> bool:
+    head = head.removeprefix(BOM)
     text = head.lstrip()
     return text.startswith(b"{") and b'"conversation_id"' in head[:4096] and b'"history"' in head
 

@@ -109,6 +109,7 @@ class SessionInfo:
     tool_call_id: str | None = None
     project_key: str | None = None
     spawn_key: str | None = None
+    parent_message_id: str | None = None  # the message a child without a spawning call was started from
 
 
 @dataclass(slots=True)
@@ -151,6 +152,9 @@ class Record:
     version: str | None = None
     session: SessionInfo | None = None
     forked_from_session_id: str | None = None
+    # a later write of the message with this uuid (Gemini rewrites a message whole when its tool
+    # calls change): the record is no message of its own, and the calls it adds are that message's
+    update_of: str | None = None
 
 
 @dataclass
@@ -226,6 +230,10 @@ class Adapter(Protocol):
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record: ...
 
+
+# a UTF-8 byte order mark: some editors and Windows tools start a file with one. Parsers look past
+# it; the stored bytes keep it, so the file is restored as it was
+BOM = b"\xef\xbb\xbf"
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_MS = timedelta(milliseconds=1)

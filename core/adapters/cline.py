@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from core.adapters.base import (
+    BOM,
     FileContext,
     RawRecord,
     Record,
@@ -110,6 +111,26 @@ def _task_dir(path: Path) -> Path | None:
     return parent if parent.parent.name == "tasks" else None
 
 
+def _loose_task_dir(path: Path) -> Path | None:
+    """The folder of a task file found outside `tasks/` (a task folder copied or exported anywhere)."""
+    return path.parent if path.name in TASK_FILES and _task_dir(path) is None else None
+
+
+def looks_like_task_file(path: Path, kind: str) -> bool:
+    """A task file away from `tasks/<id>/`, by its first bytes: a UI stream or an API history is a
+    JSON array of `say`/`ask` or `role` objects; metadata files count beside one of those."""
+    if kind in ("task-meta", "history-item"):
+        return any((path.parent / name).is_file() for name in ("ui_messages.json", "api_conversation_history.json"))
+    head = _head(path, 4096).removeprefix(BOM).lstrip()
+    if not head.startswith(b"["):
+        return False
+    if head[1:].lstrip().startswith(b"]"):
+        return True  # an empty task, as Cline writes it first
+    if kind == "ui":
+        return bool(re.search(rb'"type"\s*:\s*"(?:say|ask)"', head)) and b'"ts"' in head
+    return b'"role"' in head
+
+
 def kind_of(path: Path, head: bytes | None = None) -> str | None:
     """ui | api | task-meta | history-item | task-index | task-history | sdk-messages | sdk-manifest."""
     name = path.name
@@ -129,6 +150,7 @@ def kind_of(path: Path, head: bytes | None = None) -> str | None:
         return "sdk-messages"
     if head is None:
         return None
+    head = head.removeprefix(BOM)
     text = head.lstrip()
     if text.startswith(b"{"):
         if b'"messages_path"' in head and b'"session_id"' in head:
@@ -169,7 +191,7 @@ class ClineAdapter:
         agent = agent_of(path)
         if agent is not None:
             return agent == self.name
-        task = _task_dir(path)
+        task = _task_dir(path) or _loose_task_dir(path)
         if task is not None:  # no extension folder in the path: Cline names tasks by ms time, Roo by uuid
             return (self.name == "roo-code") == bool(UUID_DIR.match(task.name))
         return self.name == "cline"
@@ -180,7 +202,8 @@ class ClineAdapter:
             return False
         kind = kind_of(path)
         if kind in ("ui", "api", "task-meta", "history-item"):
-            return _task_dir(path) is not None or explicit
+            # under `tasks/<id>/` by name; a task folder anywhere else (a --source of an export) by content
+            return _task_dir(path) is not None or explicit or looks_like_task_file(path, kind)
         if kind == "task-index":
             return True
         if kind == "task-history":

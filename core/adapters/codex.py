@@ -13,6 +13,10 @@ Eras read here:
     had, so a session read from both (plain first, compressed after the worker replaced it) counts
     each record once.
 
+Every ResponseItem is shown: messages (also in the Responses API's short `{role, content}` form with
+no type), reasoning (a step kept only encrypted says so), each kind of call and its output, and an
+item of a kind not known here, dimmed, with its text or fields.
+
 Codex lines carry no per-record ids, so each line gets `<thread>:<line>` and the previous line as
 its parent. Tokens come from `token_count` events, keyed by the cumulative totals they report, so a
 total emitted twice, replayed after a resume, or copied into a fork is counted once.
@@ -31,6 +35,7 @@ from typing import Any
 import orjson
 
 from core.adapters.base import (
+    BOM,
     FileContext,
     RawRecord,
     Record,
@@ -43,7 +48,7 @@ from core.adapters.base import (
     parse_iso_ms,
     read_regular,
 )
-from core.adapters.claude import _dumps, _input_text, _int, _parse, _str
+from core.adapters.claude import _dumps, _input_text, _int, _parse, _str, claude_layout
 from core.adapters.walk import walk
 
 AGENT = "codex"
@@ -76,7 +81,6 @@ EVENT_TYPES = frozenset(
     }
 )
 UUID_IN_NAME = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", re.I)
-UUID_STEM = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 # Model-visible context that Codex injects as user messages: never a human prompt.
 INJECTED = re.compile(r"^\s*<([A-Za-z_][\w -]*)>.*</\1>\s*$", re.S)
 INJECTED_PREFIXES = ("# AGENTS.md instructions", "<environment_context>", "<user_instructions>")
@@ -88,6 +92,7 @@ STATE_MARKERS = (
     b'"role":"user"', b'"role": "user"',
 )
 SNIFF_BYTES = 65536
+ENCRYPTED_REASONING = "[encrypted reasoning]"
 ECHO_DISTANCE = 8  # lines between a prompt and its copy in the other stream
 
 
@@ -198,7 +203,7 @@ def _head(path: Path, limit: int = SNIFF_BYTES) -> bytes:
 
 
 def _sniff_lines(head: bytes) -> Iterator[Any]:
-    for line in head.split(b"\n")[:20]:
+    for line in head.removeprefix(BOM).split(b"\n")[:20]:
         line = line.strip()
         if not line:
             continue
@@ -226,7 +231,7 @@ def looks_like_codex(head: bytes) -> bool:
 
 
 def _is_snapshot(head: bytes) -> bool:
-    text = head.lstrip()
+    text = head.removeprefix(BOM).lstrip()
     return text.startswith(b"{") and b'"session"' in text[:4096] and b'"items"' in head
 
 
@@ -256,9 +261,8 @@ class CodexAdapter:
             return True
         if not name.endswith(".jsonl") or name == "history.jsonl":
             return False
-        stem = name[: -len(".jsonl")]
-        if not explicit and (UUID_STEM.match(stem) or stem.startswith("agent-") or stem == "journal"):
-            return False  # Claude's own names: never opened here
+        if not explicit and claude_layout(path):
+            return False  # Claude's own files: never opened here
         return looks_like_codex(_head(path))
 
     def kind_of(self, path: Path) -> str:
@@ -361,7 +365,7 @@ class CodexAdapter:
             out.timestamp = parse_iso_ms(obj.get("timestamp"))
             out.entry_type = etype
             p = payload if isinstance(payload, dict) else {}
-            out.subtype = _str(p.get("type"))
+            out.subtype = _str(p.get("type")) or ("message" if isinstance(p.get("role"), str) and "content" in p else None)
             out.known = etype in ROLLOUT_TYPES
             if etype == "session_meta":
                 self._session_meta(out, p, ctx)
@@ -394,9 +398,9 @@ class CodexAdapter:
             out.entry_type = "session_meta"
             out.subtype = "bare"
             self._session_meta(out, obj, ctx)
-        elif etype in ITEM_TYPES:
+        elif etype in ITEM_TYPES or (etype is None and isinstance(obj.get("role"), str) and "content" in obj):
             out.entry_type = "response_item"
-            out.subtype = etype
+            out.subtype = etype or "message"
             self._item(out, obj, ctx, wrapped=False)
         elif obj.get("record_type") == "state":
             out.entry_type = "state"
@@ -474,6 +478,8 @@ class CodexAdapter:
     def _item(self, out: Record, p: dict, ctx: FileContext, wrapped: bool) -> None:
         """One ResponseItem: the same shapes in every era (bare lines, payloads, snapshot items)."""
         itype = _str(p.get("type"))
+        if itype is None and isinstance(p.get("role"), str) and "content" in p:
+            itype = "message"  # the Responses API's short form of a message: `{role, content}`, no type
         out.model = ctx.state.get("model")
         out.message_id = _str(p.get("id"))
         if itype != "message":
@@ -503,6 +509,8 @@ class CodexAdapter:
         elif itype == "reasoning":
             out.role = "assistant"
             out.thinking = _reasoning_text(p)
+            if out.thinking is None and p.get("encrypted_content"):
+                out.thinking = ENCRYPTED_REASONING  # no summary asked for: the step is shown all the same
             out.is_message = out.thinking is not None
         elif itype in ("function_call", "custom_tool_call", "local_shell_call", "tool_search_call"):
             call_id = _str(p.get("call_id")) or _str(p.get("id"))
@@ -519,9 +527,9 @@ class CodexAdapter:
                 name = f"{p['namespace']}.{name}"
             out.role = "assistant"
             out.is_message = True
-            if call_id:
-                out.tool_uses.append(_tool_use(call_id, name, params))
-                out.tool_text = f"{name} {_input_text(out.tool_uses[0].input_json)}"
+            # a call written without an id is still a call (its output cannot be matched to it)
+            out.tool_uses.append(_tool_use(call_id or f"{out.uuid}:call", name, params))
+            out.tool_text = f"{name} {_input_text(out.tool_uses[0].input_json)}"
         elif itype in ("function_call_output", "custom_tool_call_output", "tool_search_output"):
             call_id = _str(p.get("call_id"))
             output = p.get("output") if itype != "tool_search_output" else p.get("tools")
@@ -552,6 +560,12 @@ class CodexAdapter:
             out.content = _text(p.get("content"))
         elif itype in ("compaction", "context_compaction"):
             out.is_compaction = False  # the `compacted` rollout item marks the boundary
+        elif itype not in ITEM_TYPES:
+            # an item of a kind not known here (a newer Codex, another writer): shown as it is, dimmed
+            out.role = _str(p.get("role")) or ("user" if itype and itype.endswith(("_output", "_result")) else "assistant")
+            out.is_message = True
+            out.is_meta = True
+            out.content = f"[{itype or 'item'}] {_item_text(p)}"
 
     def _human(self, out: Record, text: str, ctx: FileContext) -> None:
         """A typed prompt. Wrapped rollouts log it twice, as the `user_message` event and as the
@@ -822,6 +836,16 @@ def _text(content: Any) -> str | None:
         elif isinstance(block, str):
             parts.append(block)
     return "\n".join(p for p in parts if p) or None
+
+
+def _item_text(p: dict) -> str:
+    """What an unknown item says: its text where it has one, else its fields as JSON."""
+    for key in ("content", "text", "output", "result", "message", "summary"):
+        text = _text(p.get(key)) if not isinstance(p.get(key), dict) else None
+        if text:
+            return text[:4000]
+    rest = {k: v for k, v in p.items() if k != "type"}
+    return _dumps(rest)[:4000]
 
 
 def _reasoning_text(p: dict) -> str | None:

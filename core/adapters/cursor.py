@@ -11,7 +11,9 @@ Databases ("database" mode; see `shared.open_sqlite` for how they are opened wit
   * workspace `workspaceStorage/<id>/state.vscdb` (ItemTable): the legacy chat panel
     (`workbench.panel.aichat.view.aichat.chatdata`: tabs of bubbles, one session per tab) and the
     workspace's composer list; `workspace.json` beside it names the project folder, which is how
-    composers of builds without `workspaceIdentifier` get their project;
+    composers of builds without `workspaceIdentifier` get their project. Its prompt history
+    (`aiService.prompts`, timed by `aiService.generations`) is a session `cursor-prompts:<id>` only
+    where nothing else holds the chats (no chat tabs, no composers in the global database);
   * cursor-agent `~/.cursor/chats/<md5(cwd)>/<agent id>/store.db`: the `meta` row (hex JSON) and the
     content-addressed `blobs`, message blobs (JSON) in row order.
 Each row read becomes a key record (the row's key, exact) followed by its value: the exact JSON
@@ -47,8 +49,8 @@ from core.adapters.base import (
     parse_iso_ms,
     read_regular,
 )
-from core.adapters.claude import _dumps, _input_text, _int, _parse, _str
-from core.adapters.codex import SNIFF_BYTES, UUID_STEM, _head
+from core.adapters.claude import _dumps, _input_text, _int, _parse, _str, claude_layout
+from core.adapters.codex import SNIFF_BYTES, _head
 from core.adapters.shared import (
     app_config_dirs,
     as_bytes,
@@ -64,6 +66,10 @@ AGENT = "cursor"
 CHAT_DATA = "workbench.panel.aichat.view.aichat.chatdata"
 ITEM_KEYS = (CHAT_DATA, "composer.composerData", "composer.composerHeaders", "aiService.prompts", "aiService.generations")
 CHAT_SPECS = frozenset({("tabs", "[]", "bubbles", "[]"), ("tabs", "[]", "messages", "[]")})
+LIST_SPEC = frozenset({("[]",)})
+# ItemTable rows in reading order: the chat tabs before the prompt history, whose session is made
+# only when nothing else holds the chats; the generations (with times) before the prompts (without)
+ITEM_ORDER = ("composer.composerHeaders", "composer.composerData", CHAT_DATA, "aiService.generations", "aiService.prompts")
 INLINE_SPEC = frozenset({("conversation", "[]")})
 TOOL_STATUS = {"completed": "completed", "success": "completed", "error": "failed", "failed": "failed",
                "cancelled": "interrupted", "canceled": "interrupted", "rejected": "rejected", "aborted": "interrupted"}
@@ -106,6 +112,7 @@ class CursorAdapter:
 
     def __init__(self) -> None:
         self._folders: dict[str, tuple[float, dict[str, str], dict[str, str]]] = {}
+        self._composers: dict[str, tuple[int, bool]] = {}
 
     def default_roots(self) -> list[Path]:
         roots = []
@@ -197,6 +204,8 @@ class CursorAdapter:
             return self._bubble(obj, error, cid, bid, st)
         if family == CHAT_DATA:
             return self._chat_part(obj, raw, st)
+        if family in ("aiService.generations", "aiService.prompts"):
+            return self._prompt_history(family, obj, error, ctx, st)
         if family == "composer.composerHeaders":
             self._headers(obj, st)
             return Record(entry_type="composer-headers", parse_error=error)
@@ -225,6 +234,8 @@ class CursorAdapter:
             out.session_id = st["meta"].get("agentId")
         else:
             st.update(key=key, family=key, tabs=0)
+            if key == CHAT_DATA:
+                st["chat_tabs"] = True
         if out.session_id:
             out.session = SessionInfo(source=AGENT, external_id=out.session_id)
         return out
@@ -380,6 +391,65 @@ class CursorAdapter:
             out.timestamp = parse_iso_ms(fields.get("lastSendTime") or fields.get("createdAt"))
         return out
 
+    def _prompt_history(self, family: str, obj: Any, error: str | None, ctx: FileContext, st: dict[str, Any]) -> Record:
+        """`aiService.generations` and `aiService.prompts`: what a workspace keeps of its prompts (the
+        last hundred or so, with the time of each generation). A session of their own only where no
+        other record holds the chats: no chat tabs here, no composers in the global database."""
+        kind = "generation" if family == "aiService.generations" else "prompt"
+        if "prompts_sid" not in st:
+            alone = not st.get("chat_tabs") and not self._global_composers(ctx.path)
+            st["prompts_sid"] = f"cursor-prompts:{st['db_dir']}" if alone else None
+            st["gen_times"] = {}
+        sid = st["prompts_sid"]
+        info = SessionInfo(source=AGENT, external_id=st["db_dir"]) if sid else None
+        if not isinstance(obj, dict):  # the bytes between elements
+            return Record(entry_type=f"{kind}s-part", session_id=sid, session=info)
+        out = Record(entry_type=kind, subtype=_str(obj.get("type")) or str(obj.get("commandType", "")) or None,
+                     session_id=sid, session=info)
+        if kind == "generation":
+            out.timestamp = _int(obj.get("unixMs")) or None
+            text = _str(obj.get("textDescription"))
+            if text and out.timestamp:
+                st["gen_times"].setdefault(text, []).append(out.timestamp)
+            return out
+        text = _str(obj.get("text"))
+        times = st["gen_times"].get(text) if text else None
+        out.timestamp = times.pop(0) if times else None
+        if sid is None or not text:
+            return out
+        st["prompts_n"] = number = st.get("prompts_n", 0) + 1
+        out.uuid = f"{sid}:{number}"
+        out.parent_uuid = st["last"].get(sid)
+        st["last"][sid] = out.uuid
+        out.role = "user"
+        out.content = text
+        out.is_message = out.is_prompt = True
+        if number == 1:
+            out.cwd = st["workspace"]
+        return out
+
+    def _global_composers(self, db_path: Path) -> bool:
+        """Whether the global database of this Cursor install holds composer chats."""
+        user = db_path.parent.parent if db_path.parent.name == "globalStorage" else db_path.parent.parent.parent
+        path = user / "globalStorage" / "state.vscdb"
+        try:
+            stamp = path.stat().st_mtime_ns
+        except OSError:
+            return False
+        cached = self._composers.get(str(path))
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        found = False
+        if "cursorDiskKV" in sqlite_tables(path):
+            try:
+                with open_sqlite(path) as conn:
+                    found = conn.execute("SELECT 1 FROM cursorDiskKV WHERE key >= 'composerData:' "
+                                         "AND key < 'composerData;' LIMIT 1").fetchone() is not None
+            except sqlite3.Error:
+                found = False
+        self._composers[str(path)] = (stamp, found)
+        return found
+
     # ------------------------------------------------------------------ cursor-agent store.db
 
     def _agent_meta(self, raw: bytes, st: dict[str, Any]) -> Record:
@@ -454,7 +524,7 @@ class CursorAdapter:
 
 def _meta_cwd(meta: Path) -> str | None:
     try:
-        data = orjson.loads(meta.read_bytes())
+        data = orjson.loads(read_regular(meta))
     except (OSError, orjson.JSONDecodeError):
         return None
     return data.get("cwd") if isinstance(data, dict) and isinstance(data.get("cwd"), str) else None
@@ -463,7 +533,7 @@ def _meta_cwd(meta: Path) -> str | None:
 def _workspace_folder(db_path: Path) -> str | None:
     """The folder a workspace database belongs to, from the `workspace.json` beside it."""
     try:
-        data = orjson.loads((db_path.parent / "workspace.json").read_bytes())
+        data = orjson.loads(read_regular(db_path.parent / "workspace.json"))
     except (OSError, orjson.JSONDecodeError):
         return None
     if not isinstance(data, dict):
@@ -490,9 +560,10 @@ def _state_rows(conn: sqlite3.Connection, tables: set[str]) -> list[tuple[bytes,
     if "ItemTable" in tables:
         marks = ", ".join("?" * len(ITEM_KEYS))
         found = {k: v for k, v in conn.execute(f"SELECT key, value FROM ItemTable WHERE key IN ({marks})", ITEM_KEYS)}
-        for key in ("composer.composerHeaders", "composer.composerData", "aiService.prompts", "aiService.generations", CHAT_DATA):
+        for key in ITEM_ORDER:
             if key in found:
-                rows.append((key.encode(), as_bytes(found[key]), CHAT_SPECS if key == CHAT_DATA else None))
+                specs = CHAT_SPECS if key == CHAT_DATA else LIST_SPEC if key.startswith("aiService.") else None
+                rows.append((key.encode(), as_bytes(found[key]), specs))
     if "cursorDiskKV" not in tables:
         return rows
     composers: list[tuple[Any, str, bytes | None]] = []
@@ -655,8 +726,8 @@ class CursorAgentAdapter:
         if "agent-transcripts" in path.parts:
             return True
         stem = path.name[: -len(".jsonl")]
-        if not explicit and (UUID_STEM.match(stem) or stem.startswith(("agent-", "rollout-")) or stem in ("journal", "history")):
-            return False  # other agents' names: never opened on a walk
+        if not explicit and (claude_layout(path) or stem.startswith("rollout-") or stem == "history"):
+            return False  # other agents' files: never opened on a walk
         return looks_like_cursor_agent(_head(path, SNIFF_BYTES))
 
     def discover(self, root: Path) -> Iterator[SourceRef]:

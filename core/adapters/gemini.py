@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from core.adapters.base import (
+    BOM,
     FileContext,
     RawRecord,
     Record,
@@ -38,8 +39,8 @@ from core.adapters.base import (
     parse_iso_ms,
     read_regular,
 )
-from core.adapters.claude import _dumps, _input_text, _int, _parse, _str
-from core.adapters.codex import SNIFF_BYTES, UUID_STEM, JsonDocumentLines, _head, _merge
+from core.adapters.claude import _dumps, _input_text, _int, _parse, _str, claude_layout
+from core.adapters.codex import SNIFF_BYTES, JsonDocumentLines, _head, _merge
 from core.adapters.walk import walk
 
 AGENT = "gemini"
@@ -65,6 +66,7 @@ def _chats_index(path: Path) -> int | None:
 
 
 def looks_like_gemini(head: bytes, jsonl: bool) -> bool:
+    head = head.removeprefix(BOM)
     if jsonl:
         for line in head.split(b"\n")[:10]:
             try:
@@ -110,9 +112,12 @@ class GeminiAdapter:
                 return True
             if jsonl and chats == len(path.parts) - 3:
                 return True  # chats/<parent session>/<session>.jsonl
-        stranger = not jsonl or UUID_STEM.match(name[: -len(".jsonl")]) or name.startswith("agent-")
+        # never open other tools' files on a walk: Claude Code's own, or any JSON document (a
+        # legacy session elsewhere is known by its name); a subagent's `<uuid>.jsonl` outside a
+        # `chats` folder is looked at
+        stranger = not jsonl or claude_layout(path)
         if not explicit and not SESSION_NAME.match(name) and stranger:
-            return False  # never open other tools' files on a walk
+            return False
         return looks_like_gemini(_head(path, SNIFF_BYTES), jsonl)
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
@@ -256,7 +261,7 @@ class GeminiAdapter:
             return cached[1]
         mapping: dict[str, str] = {}
         try:
-            data = orjson.loads(registry.read_bytes())
+            data = orjson.loads(read_regular(registry))
         except (OSError, orjson.JSONDecodeError):
             data = {}
         projects = data.get("projects") if isinstance(data, dict) else None
@@ -348,26 +353,33 @@ class GeminiAdapter:
         out = Record(entry_type=mtype or "message", known=mtype in MESSAGE_TYPES, session_id=sid,
                      message_id=msg_id, timestamp=parse_iso_ms(m.get("timestamp") or m.get("ts")),
                      model=_str(m.get("model")), cwd=self._cwd(ctx), session=self._info(ctx))
+        thinking = _thoughts(m.get("thoughts")) if mtype in ("gemini", "model") else None
         if seen is None:
             out.uuid = f"{sid}:{msg_id}" if msg_id else f"{sid}:L{rec.line_number}"
             out.parent_uuid = st["last_uuid"]
             new_tools = tools
             out.content = text
+            out.thinking = thinking
             out.is_message = True
             if msg_id:
-                st["seen"][msg_id] = {"uuid": out.uuid, "text": text, "tools": set()}
+                st["seen"][msg_id] = {"uuid": out.uuid, "text": text, "thinking": thinking, "tools": set()}
                 st["live"].append(msg_id)
             st["last_uuid"] = out.uuid
             seen = st["seen"].get(msg_id, {"tools": set()})
         else:
-            # a later line for the same message: only what it adds is a new message part
+            # A later line for the same message is that message rewritten whole (its tool calls
+            # added, their results, tokens): an update, not a second message. Its new calls are
+            # shown on the message; only text or thoughts it changes are shown, as a part of it.
             out.uuid = f"{sid}:{msg_id}:{rec.line_number}"
             out.parent_uuid = seen["uuid"]
+            out.update_of = seen["uuid"]
             new_tools = [t for t in tools if t["id"] not in seen["tools"]]
             out.content = text if text and text != seen["text"] else None
-            out.is_message = bool(out.content or new_tools)
+            out.thinking = thinking if thinking and thinking != seen.get("thinking") else None
+            out.is_message = bool(out.content or out.thinking)
             out.is_meta = not out.is_message
             seen["text"] = text or seen["text"]
+            seen["thinking"] = thinking or seen.get("thinking")
             if msg_id not in st["live"]:
                 st["live"].append(msg_id)
                 st["last_uuid"] = seen["uuid"]
@@ -377,8 +389,9 @@ class GeminiAdapter:
             out.is_prompt = out.is_message and out.uuid == seen.get("uuid", out.uuid) and bool(text) and _has_text(m)
         elif mtype in ("gemini", "model"):
             out.role = "assistant"
-            out.thinking = _thoughts(m.get("thoughts")) if out.is_message else None
-            out.tool_uses = [_tool_use(t, i) for i, t in enumerate(new_tools)]
+            fresh = {t["id"] for t in new_tools}
+            # numbered by place in the message, so calls added by later lines keep their order
+            out.tool_uses = [_tool_use(t, i) for i, t in enumerate(tools) if t["id"] in fresh]
             out.tool_results = [r for r in (_tool_result(t) for t in tools) if r is not None]
             if out.tool_uses:
                 out.tool_text = "\n".join(f"{u.name} {_input_text(u.input_json)}" for u in out.tool_uses)

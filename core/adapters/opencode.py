@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 
 from core.adapters.base import (
+    BOM,
     FileContext,
     RawRecord,
     Record,
@@ -42,6 +43,7 @@ from core.adapters.base import (
     ToolUse,
     Usage,
     epoch_ms,
+    read_regular,
 )
 from core.adapters.claude import _dumps, _input_text, _int, _str
 from core.adapters.codex import _head
@@ -215,7 +217,7 @@ class OpenCodeStorageAdapter:
             return False
         if not explicit and "opencode" not in path.parts and not any(p.startswith("storage") for p in path.parts):
             return False
-        head = _head(path, 4096)
+        head = _head(path, 4096).removeprefix(BOM)
         return head.lstrip().startswith(b"{") and (b'"id"' in head or b'"type"' in head)
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
@@ -295,14 +297,14 @@ class OpenCodeStorageAdapter:
                 index = _message_index(message_dir)
                 self._messages[str(root)] = index
                 if mid not in index:
-                    self._missing[str(root)].add(mid)
+                    self._missing.setdefault(str(root), set()).add(mid)
             candidate = index.get(mid)
         if candidate is None:
             return sid, None
         key = str(candidate)
         if key not in self._roles:
             try:
-                data = orjson.loads(candidate.read_bytes())
+                data = orjson.loads(read_regular(candidate).removeprefix(BOM))
             except (OSError, orjson.JSONDecodeError):
                 data = {}
             data = data if isinstance(data, dict) else {}
@@ -319,7 +321,7 @@ def _message_index(message_dir: Path) -> dict[str, Path]:
     for path in sorted(message_dir.glob("*/*.json")):
         index.setdefault(path.name[: -len(".json")], path)
         try:
-            data = orjson.loads(path.read_bytes())
+            data = orjson.loads(read_regular(path).removeprefix(BOM))
         except (OSError, orjson.JSONDecodeError):
             continue
         if isinstance(data, dict) and isinstance(data.get("id"), str):

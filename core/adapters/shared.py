@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from core.adapters.base import RawRecord, SourceIncomplete, SourceRef, read_regular
+from core.adapters.base import BOM, RawRecord, SourceIncomplete, SourceRef, read_regular
 
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:,]')  # strings unrolled: 5x faster
 _OPEN = frozenset(b"{[")
@@ -38,7 +38,7 @@ def parse_document(data: bytes) -> Any:
     if not data.strip():
         raise SourceIncomplete("empty document")
     try:
-        return orjson.loads(data)
+        return orjson.loads(data.removeprefix(BOM))  # the mark stays in the stored bytes (a gap record)
     except orjson.JSONDecodeError as exc:
         raise SourceIncomplete(str(exc)) from None
 
