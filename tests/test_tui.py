@@ -1322,3 +1322,38 @@ async def test_aider_search_replace_blocks_are_shown_as_diffs(tmp_path: Path) ->
     # a block the reply never finished (a stream cut short) stays as it was written
     assert edit_blocks("try this:\n<<<<<<< SEARCH\nold line") == ["try this:\n<<<<<<< SEARCH\nold line"]
     assert edit_blocks("a.py\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE") == [EditBlock("a.py", ["x"], ["y"])]
+
+
+async def test_opened_while_another_threadloom_ingests_it_waits_browsing_what_is_stored(tmp_path: Path) -> None:
+    """Another writer holds the database (a CLI ingest): the app says so, browses read-only, and
+    catches up once the other is done; no error, no second writer."""
+    from core.writer_lock import writer_lock
+
+    root = small_archive(tmp_path)
+    path = ingested_db(tmp_path, root)
+    holding, release, released = threading.Event(), threading.Event(), threading.Event()
+
+    def other_writer() -> None:
+        with writer_lock(path):
+            holding.set()
+            release.wait(10)
+        released.set()
+
+    threading.Thread(target=other_writer, daemon=True).start()
+    assert holding.wait(10)
+    app = make_app(path, ingest=True, sources=[root])
+    async with app.run_test(size=(140, 40)) as pilot:
+        label = app.main_screen.query_one("#ingest-label", Static)
+        for _ in range(200):
+            if "waiting" in shown(label):
+                break
+            await pilot.pause(0.05)
+        assert "is updating" in shown(label) and "Esc stops waiting" in shown(label)
+        assert not isinstance(app.screen, ErrorScreen)
+        assert app.query_one(ProjectList).border_title == "Projects (4)"  # what is stored, read meanwhile
+        release.set()
+        assert await event_set(pilot, released)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not app.screen.has_class("-ingesting") and not isinstance(app.screen, ErrorScreen)
+        assert app.last_report is not None and app.last_report.files_skipped > 0 and not app.last_report.errors
