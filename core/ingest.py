@@ -665,14 +665,12 @@ def _ingest_file(
                     records = [RawRecord(0, 1, data, newline=False)]  # keep the bytes even if never finished
                 end = len(data)
             else:
-                def whole_file(f=f, start=start, data=data) -> bytes:
-                    if start == 0:
-                        return data
+                def prefix(f=f, start=start) -> bytes:
                     f.seek(0)
-                    return f.read(start) + data
+                    return f.read(start)
 
                 records, consumed, open_tail_offset, waiting = _split(
-                    data, start, line_number, ref, adapter, st, whole_file
+                    data, start, line_number, ref, adapter, st, prefix
                 )
                 end = start + consumed
                 hasher.update(memoryview(data)[:consumed])
@@ -817,13 +815,14 @@ def _session_of_uuid(conn: sqlite3.Connection, file_id: int, uuid: str) -> str |
 
 def _split(
     data: bytes, start: int, line_number: int, ref: SourceRef, adapter: Adapter, st: os.stat_result,
-    whole_file: Callable[[], bytes] | None = None,
+    read_prefix: Callable[[], bytes] | None = None,
 ) -> tuple[list[RawRecord], int, int | None, bool]:
     """Cut `data` into records. Returns (records, bytes consumed, open tail offset, waiting).
 
     A last line without a newline is a record when it is complete JSON (a JSONL writer that has
     not written its newline yet), or when it closes a JSON document written over many lines that
-    now parses whole (Gemini CLI's chats end in `}` with no newline); else it waits for its writer."""
+    now parses whole (Gemini CLI's chats end in `}` with no newline; `read_prefix` gives the bytes
+    before `data`); else it waits for its writer."""
     if adapter.mode != "lines" or ref.kind == "document":
         if not data:
             return [], 0, None, False
@@ -843,7 +842,7 @@ def _split(
         return records, pos, None, False
     if (
         _complete_json(tail)
-        or (whole_file is not None and _closes_document(tail, whole_file))
+        or (read_prefix is not None and _closes_document(tail, data, start, read_prefix))
         or time.time() - st.st_mtime > STALE_TAIL_SECONDS
     ):
         line_number += 1
@@ -860,15 +859,15 @@ def _complete_json(data: bytes) -> bool:
         return False
 
 
-def _closes_document(tail: bytes, whole_file: Callable[[], bytes]) -> bool:
+def _closes_document(tail: bytes, data: bytes, start: int, read_prefix: Callable[[], bytes]) -> bool:
     """Whether `tail` is the closing line of a JSON document and the file now parses whole."""
     if not tail.strip().startswith((b"}", b"]")):
         return False
-    data = whole_file()
-    if data[:256].lstrip()[:1] not in (b"{", b"["):
+    whole = read_prefix() + data if start else data
+    if whole[:256].lstrip()[:1] not in (b"{", b"["):
         return False
     try:
-        orjson.loads(data)
+        orjson.loads(whole)
         return True
     except orjson.JSONDecodeError:
         return False
