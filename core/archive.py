@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,22 +30,35 @@ def session_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, 
     ).fetchall()
 
 
+@contextmanager
+def _stored_records() -> Iterator[None]:
+    """Around code that reads records back: a NULL or a text where the schema keeps bytes and
+    offsets (NOT NULL) comes only from a damaged page, and is said as such, not as a TypeError."""
+    try:
+        yield
+    except TypeError as exc:
+        raise sqlite3.DatabaseError(
+            "database disk image is malformed: a stored record reads back with a field missing or of another type"
+        ) from exc
+
+
 def file_bytes(conn: sqlite3.Connection, file_id: int) -> tuple[bytes, bool]:
     """The source file rebuilt from its records, and whether it is contiguous from byte 0."""
     parts: list[bytes] = []
     expected = 0
     contiguous = True
-    for offset, raw, newline in conn.execute(
-        "SELECT byte_offset, raw, newline FROM entries WHERE source_file_id = ? ORDER BY byte_offset", (file_id,)
-    ):
-        if offset != expected:
-            contiguous = False
-        raw = bytes(raw)
-        parts.append(raw)
-        expected = offset + len(raw)
-        if newline:
-            parts.append(b"\n")
-            expected += 1
+    with _stored_records():
+        for offset, raw, newline in conn.execute(
+            "SELECT byte_offset, raw, newline FROM entries WHERE source_file_id = ? ORDER BY byte_offset", (file_id,)
+        ):
+            if offset != expected:
+                contiguous = False
+            raw = bytes(raw)
+            parts.append(raw)
+            expected = offset + len(raw)
+            if newline:
+                parts.append(b"\n")
+                expected += 1
     return b"".join(parts), contiguous
 
 
@@ -74,8 +89,9 @@ def restore_session(conn: sqlite3.Connection, session_id: str, dest: Path) -> li
         size = conn.execute("SELECT size FROM source_files WHERE id = ?", (file_id,)).fetchone()[0]
         target = dest / _relative(path, project_key)
         if _is_database(conn, file_id):
-            rows = [bytes(r[0]) for r in conn.execute(
-                "SELECT raw FROM entries WHERE source_file_id = ? ORDER BY byte_offset", (file_id,))]
+            with _stored_records():
+                rows = [bytes(r[0]) for r in conn.execute(
+                    "SELECT raw FROM entries WHERE source_file_id = ? ORDER BY byte_offset", (file_id,))]
             target = target.with_name(target.name + ".rows.jsonl")
             target.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -118,23 +134,25 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
         except FileNotFoundError:
             report.files_missing += 1
             continue
-        except OSError as exc:
-            report.mismatches.append(f"{path}: cannot read ({exc.strerror or exc})")
+        except (OSError, ValueError) as exc:  # ValueError: a stored path no file system has (a NUL in it)
+            report.mismatches.append(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})")
             continue
         report.files_checked += 1
         bad = 0
         first_bad = None
-        for offset, line_number, raw, newline in conn.execute(
-            "SELECT byte_offset, line_number, raw, newline FROM entries WHERE source_file_id = ? ORDER BY byte_offset",
-            (file_id,),
-        ):
-            report.records_checked += 1
-            raw = bytes(raw)
-            end = offset + len(raw)
-            if data[offset:end] != raw or (newline and data[end : end + 1] != b"\n"):
-                bad += 1
-                if first_bad is None:
-                    first_bad = (line_number, offset, len(raw))
+        with _stored_records():
+            for offset, line_number, raw, newline in conn.execute(
+                "SELECT byte_offset, line_number, raw, newline FROM entries WHERE source_file_id = ? "
+                "ORDER BY byte_offset",
+                (file_id,),
+            ):
+                report.records_checked += 1
+                raw = bytes(raw)
+                end = offset + len(raw)
+                if data[offset:end] != raw or (newline and data[end : end + 1] != b"\n"):
+                    bad += 1
+                    if first_bad is None:
+                        first_bad = (line_number, offset, len(raw))
         if bad:
             line, offset, length = first_bad
             report.mismatches.append(
@@ -175,9 +193,10 @@ def _verify_rows(conn: sqlite3.Connection, report: VerifyReport, file_id: int, p
         return
     report.files_checked += 1
     bad = 0
-    for offset, raw in conn.execute("SELECT byte_offset, raw FROM entries WHERE source_file_id = ?", (file_id,)):
-        report.records_checked += 1
-        if current.get(offset) != bytes(raw):
-            bad += 1
+    with _stored_records():
+        for offset, raw in conn.execute("SELECT byte_offset, raw FROM entries WHERE source_file_id = ?", (file_id,)):
+            report.records_checked += 1
+            if current.get(offset) != bytes(raw):
+                bad += 1
     if bad:
         report.mismatches.append(f"{path}: {bad} stored row(s) differ from the database now")

@@ -73,6 +73,24 @@ def strip_escapes(text: str) -> str:
     return ESCAPE.sub("", text) if "\x1b" in text else text
 
 
+# what a terminal acts on rather than shows, once escape sequences are dealt with: the C0
+# controls but newline and tab, DEL, the C1 controls (U+009B starts a CSI on some terminals) and
+# lone surrogates (which cannot even be encoded for the terminal)
+UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _shown(match: re.Match) -> str:
+    code = ord(match.group())
+    return chr(0x2400 + code) if code < 0x20 else f"\\u{code:04x}"  # ␛ for ESC, \u009b for CSI
+
+
+def printable(text: str) -> str:
+    """`text` with every character a terminal would act on made visible: a C0 control as its
+    picture (ESC → ␛), anything else as `\\uXXXX` (which a JSON reader also takes back as the
+    character). What a damaged database or an odd log holds never reaches the terminal raw."""
+    return UNPRINTABLE.sub(_shown, text)
+
+
 def one_line(text: str | None, width: int = 80) -> str:
     """`text` on one line of at most `width` characters, its whitespace collapsed."""
     if not text:
