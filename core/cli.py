@@ -136,10 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("restore", help="write a session's original files back, byte for byte",
                        description="Write the files a session was read from back, byte for byte, from the "
-                       "database: for a log its agent deleted or rewrote.")
+                       "database: for a log its agent deleted or rewrote. Nothing is ever overwritten: a file "
+                       "already in DIR with the same bytes is left as it is (restoring twice is fine); one with "
+                       "other bytes, or a symbolic link where a file or folder goes, stops the restore before "
+                       "anything is written. Files go under DIR only, never through a link out of it.")
     _db_arg(p)
     p.add_argument("session", help="session id or unique prefix")
-    p.add_argument("--to", metavar="DIR", type=Path, required=True, help="folder to write into (files are never overwritten)")
+    p.add_argument("--to", metavar="DIR", type=Path, required=True, help="folder to write into (created if missing; files are never overwritten)")
     p.add_argument("--json", action="store_true", help="print the files written as JSON")
 
     p = sub.add_parser("sources", help="the locations checked on this machine and what was found",
@@ -601,23 +604,29 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    from core.archive import restore_session
+    from core.archive import RestoreError, restore_session
+    from core.db import cannot_use
     from core.query import resolve_session
 
     conn = _open_for_reading(args)
     session = resolve_session(conn, args.session)
     try:
         files = restore_session(conn, session.id, args.to)
-    except FileExistsError as exc:
-        print(f"threadloom: {exc.filename} already exists; restore never overwrites (choose another --to)",
-              file=sys.stderr)
+    except RestoreError as exc:
+        _fail(exc)
+        return 1
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):
+            raise
+        _fail(cannot_use(args.to, exc, what="the restored files into", fix="choose another --to folder"))
         return 1
     if args.json:
         print(json.dumps([f.__dict__ for f in files]))
     else:
         for f in files:
             note = "" if f.complete else "  (incomplete: part of the source was never read)"
-            print(f"{f.written_to}  {f.bytes} bytes{note}")
+            there = "  (already there, the same bytes: left as it was)" if f.already_there else ""
+            print(f"{f.written_to}  {f.bytes} bytes{note}{there}")
         print(f"{len(files)} files restored for session {session.id}")
     return 0
 

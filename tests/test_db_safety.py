@@ -1,6 +1,6 @@
 """The database and the paths threadloom writes: a read-only database is read as it is and never
-changed, a path that cannot be written is said in one line, and a damaged database is named with
-the command that rebuilds it.
+changed, a path that cannot be written is said in one line, a damaged database is named with the
+command that rebuilds it, and restore writes new files inside its folder only.
 
 Tests run as root here, which chmod does not stop: a read-only folder is a read-only mount in a
 mount namespace of its own (`unshare`), and the permission cases run as `nobody`; each skips
@@ -257,6 +257,13 @@ def test_a_folder_the_user_cannot_write_is_said_in_one_line(as_nobody):
         res = run(*args)
         line = one_line_error(res.stderr)
         assert res.returncode == 1 and "permission denied on" in line and "--db" in line, args
+    path = ingested(work / "data")
+    os.chmod(path, 0o644)
+    os.chmod(work / "data", 0o755)
+    res = run("restore", SID, "--db", str(path), "--to", str(closed / "out"))
+    line = one_line_error(res.stderr)
+    assert res.returncode == 1 and f"permission denied on {closed}" in line and "--to" in line
+    assert not (closed / "out").exists()
 
 
 # ---------------------------------------------------------------------- paths that cannot be written
@@ -292,6 +299,19 @@ def test_an_os_error_is_said_with_what_to_do():
     said = db.cannot_use(Path("/srv/out"), PermissionError(errno.EACCES, "Permission denied", "/srv"),
                          what="the restored files into", fix="choose another --to folder")
     assert said == "Cannot write the restored files into /srv/out: permission denied on /srv. Choose another --to folder."
+
+
+def test_restore_into_a_file_or_a_place_that_takes_no_files_is_one_line(tmp_path, capsys):
+    path = ingested(tmp_path)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("mine")
+    for to, said in ((a_file, f"{a_file} is a file: --to takes a folder"),
+                     (a_file / "below", f"{a_file} is a file: --to takes a folder"),
+                     (Path("/proc/threadloom-test"), "/proc/threadloom-test")):
+        code, _, err = cli(capsys, "restore", SID, "--db", str(path), "--to", str(to))
+        line = one_line_error(err)
+        assert code == 1 and said in line and "--to" in line, line
+    assert a_file.read_text() == "mine"
 
 
 # ---------------------------------------------------------------------- a damaged database
@@ -429,3 +449,90 @@ def test_a_full_disk_is_said_as_a_full_disk_on_a_real_file_system(tmp_path):
         said.append((res.returncode, one_line_error(res.stderr)))
     for code, line in said:
         assert code == 1 and "is full (database or disk is full). Free some space" in line, line
+
+
+# ---------------------------------------------------------------------- restore writes inside its folder only
+
+
+def test_restore_never_follows_a_link_planted_in_its_folder(tmp_path, capsys):
+    path = ingested(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("not to be touched")
+    dest = tmp_path / "out"
+    dest.mkdir()
+    (dest / "-srv-api").symlink_to(outside)  # the project folder is a link out
+    code, _, err = cli(capsys, "restore", SID, "--db", str(path), "--to", str(dest))
+    assert code == 1 and f"{dest / '-srv-api'} is a symbolic link" in one_line_error(err)
+    assert sorted(p.name for p in outside.iterdir()) == ["keep"]
+    (dest / "-srv-api").unlink()
+    (dest / "-srv-api").mkdir()
+    target = dest / "-srv-api" / f"{SID}.jsonl"
+    for link_to in (outside / "keep", outside / "new-file"):  # the file itself is a link, to a file or to nothing
+        target.symlink_to(link_to)
+        code, _, err = cli(capsys, "restore", SID, "--db", str(path), "--to", str(dest))
+        assert code == 1 and f"{target} is a symbolic link" in one_line_error(err)
+        target.unlink()
+    assert sorted(p.name for p in outside.iterdir()) == ["keep"] and (outside / "keep").read_text() == "not to be touched"
+    code, out, err = cli(capsys, "restore", SID, "--db", str(path), "--to", str(dest))
+    assert code == 0 and target.read_bytes() == (tmp_path / "projects" / "-srv-api" / f"{SID}.jsonl").read_bytes()
+
+
+def test_restore_keeps_stored_paths_inside_its_folder(tmp_path, capsys):
+    path = ingested(tmp_path)
+    outside = tmp_path / "outside"
+    conn = sqlite3.connect(path)
+    # a path as another machine's logs may give it: climbing out of the project folder, to here
+    climbing = "/home/u/.claude/projects/-srv-api/" + "../" * 12 + str(outside).lstrip("/") + "/evil.jsonl"
+    conn.execute("UPDATE source_files SET path = ?", (climbing,))
+    conn.commit()
+    conn.close()
+    dest = tmp_path / "out"
+    code, out, err = cli(capsys, "restore", SID, "--db", str(path), "--to", str(dest))
+    assert code == 0, err
+    assert not outside.exists()
+    written = [p for p in dest.rglob("*") if p.is_file()]
+    assert [p.relative_to(dest).parts[0] for p in written] == ["-srv-api"] and written[0].name == "evil.jsonl"
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE source_files SET path = '/', project_key = '/'")  # nothing left of it but the root
+    conn.commit()
+    conn.close()
+    code, out, err = cli(capsys, "restore", SID, "--db", str(path), "--to", str(tmp_path / "out2"))
+    assert code == 0, err
+    assert [p.name for p in (tmp_path / "out2").iterdir()] == ["source-1"]
+
+
+def test_restore_leaves_the_same_bytes_and_refuses_other_bytes_before_writing(tmp_path, capsys):
+    from core.archive import session_files
+    from core.demo import write_demo_archive
+
+    root = write_demo_archive(tmp_path / "demo", long_turns=3)
+    path = tmp_path / "demo.db"
+    conn = db.connect(path)
+    assert not run_ingest(conn, [root], include_defaults=False).errors
+    mains = [r[0] for r in conn.execute("SELECT id FROM agent_sessions WHERE is_subagent = 0 ORDER BY id")]
+    session = next(s for s in mains if len(session_files(conn, s)) >= 3)  # with its subagents' files
+    conn.close()
+    dest = tmp_path / "out"
+    code, out, err = cli(capsys, "restore", session, "--db", str(path), "--to", str(dest))
+    assert code == 0, err
+    written = sorted(p for p in dest.rglob("*") if p.is_file())
+    assert len(written) >= 3
+    code, out, err = cli(capsys, "restore", session, "--db", str(path), "--to", str(dest))  # again: all the same
+    assert code == 0 and out.count("already there, the same bytes") == len(written)
+    written[-1].write_bytes(b"the user's own")
+    for other in written[:-1]:
+        other.unlink()
+    code, out, err = cli(capsys, "restore", session, "--db", str(path), "--to", str(dest))
+    line = one_line_error(err)
+    assert code == 1 and f"{written[-1]} already exists with other bytes; restore never overwrites" in line
+    assert written[-1].read_bytes() == b"the user's own"
+    assert [p for p in dest.rglob("*") if p.is_file()] == [written[-1]]  # nothing else was written either
+
+
+def test_restore_help_says_what_it_does_with_files_already_there(capsys):
+    with pytest.raises(SystemExit):
+        main(["restore", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Nothing is ever overwritten" in text and "the same bytes is left as it is" in text
+    assert "never through a link" in text
