@@ -196,6 +196,8 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
         _fail(_explain(args, exc))  # text read back from the database that is no longer UTF-8
         return 1
     except LookupError as exc:
+        if reads and isinstance(exc, (KeyError, IndexError)):  # not "no session matches": unexpected
+            return _unexpected(args, exc)
         _fail(exc.args[0] if exc.args else exc)
         return 1
     except KeyboardInterrupt:
@@ -211,9 +213,26 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
         else:
             _fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else (exc.strerror or exc))
         return 1
+    except Exception as exc:
+        if not reads:
+            raise
+        return _unexpected(args, exc)
     finally:
         if reads:
             sys.stdout, sys.stderr = streams
+
+
+def _unexpected(args: argparse.Namespace, exc: Exception) -> int:
+    """An error no reading code expects: the database's doing when SQLite's check finds it
+    damaged (a number read back as text, say), else a bug, raised as it is to be reported."""
+    from core.db import damage_found, damaged, default_db_path
+
+    path = getattr(args, "db", None) or default_db_path()
+    problem = damage_found(path)
+    if problem is None:
+        raise exc
+    _fail(damaged(path, f"{problem}; reading it failed with {type(exc).__name__}"))
+    return 1
 
 
 def _fail(message: object) -> None:

@@ -396,6 +396,34 @@ def _said(exc: BaseException) -> str:
     return text if len(text) <= 160 else text[:159] + "…"
 
 
+def damaged(db_path: Path, detail: str) -> LedgerError:
+    rebuild = f"threadloom ingest --rebuild --db {shlex.quote(str(db_path))}"
+    return LedgerError(
+        f"The database {db_path} is damaged ({detail}). Your agents' own files are untouched: run "
+        f"`{rebuild}` to rebuild it from them."
+    )
+
+
+def damage_found(db_path: Path) -> str | None:
+    """What SQLite's own check finds wrong with the database, or None when it finds nothing.
+
+    For an error no reading code expects (a number read back as text, a row an index names but
+    the table lacks): run then, on that rare path, it tells damage from a bug in threadloom."""
+    try:
+        conn = connect(db_path, readonly=True)
+        try:
+            found = conn.execute("PRAGMA quick_check(1)").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        return _said(exc)
+    except LedgerError:
+        return None
+    from core.text import printable
+
+    return None if found is None or found[0] == "ok" else printable(" ".join(str(found[0]).split()))[:160]
+
+
 def explain(exc: BaseException, db_path: Path) -> LedgerError:
     """A database error (at any point of a command, not only when opening) as what the user can
     do about it."""
@@ -419,10 +447,7 @@ def explain(exc: BaseException, db_path: Path) -> LedgerError:
             "or pass --db another file."
         )
     if is_damage(exc):
-        return LedgerError(
-            f"The database {db_path} is damaged ({text}). Your agents' own files are untouched: run "
-            f"`{rebuild}` to rebuild it from them."
-        )
+        return damaged(db_path, text)
     if code == SQLITE_CANTOPEN:
         return LedgerError(
             f"Cannot open the database {db_path} ({text}): check that it, its folder and the -wal and -shm "

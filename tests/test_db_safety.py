@@ -411,6 +411,37 @@ def test_a_damage_message_never_holds_the_damaged_bytes():
     assert "threadloom ingest --rebuild --db '/d/my data.db'" in said  # a path with a space, quoted
 
 
+def _tool_call_time_as_text(path: Path) -> None:
+    """A value of another type where a number is kept: what a damaged record may read back as
+    (SQLite keeps a text in an INTEGER column of a table that is not STRICT)."""
+    conn = sqlite3.connect(path)
+    assert conn.execute("UPDATE agent_tool_calls SET completed_at = 'not a time'").rowcount == 1
+    conn.commit()
+    conn.close()
+
+
+def test_an_error_no_reading_code_expects_is_said_as_damage_when_sqlite_finds_damage(tmp_path, capsys):
+    path = ingested(tmp_path)
+    _tool_call_time_as_text(path)
+    conn = sqlite3.connect(path)
+    page = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'search_fts_data'").fetchone()[0]
+    conn.close()
+    data = bytearray(path.read_bytes())  # and a page `show` does not read is noise
+    data[(page - 1) * db.PAGE_SIZE:page * db.PAGE_SIZE] = random.Random(7).randbytes(db.PAGE_SIZE)
+    path.write_bytes(bytes(data))
+    code, _, err = cli(capsys, "show", SID, "--db", str(path))
+    line = one_line_error(err)  # was a TypeError's traceback
+    assert code == 1 and "is damaged (" in line and "reading it failed with TypeError" in line
+    assert f"threadloom ingest --rebuild --db {path}" in line
+
+
+def test_an_error_no_reading_code_expects_is_raised_when_the_database_is_sound(tmp_path, capsys):
+    path = ingested(tmp_path)
+    _tool_call_time_as_text(path)
+    with pytest.raises(TypeError):  # a bug to report, not a damaged database to rebuild
+        main(["show", SID, "--db", str(path)])
+
+
 def test_a_full_disk_during_a_first_load_is_said_as_a_full_disk(tmp_path, capsys, monkeypatch):
     damaged_archive(tmp_path)  # its archive: ~1.3 MB of database, ~40 pages beyond the empty schema
     projects = tmp_path / "projects"
