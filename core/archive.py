@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +20,7 @@ class RestoredFile:
     written_to: str
     bytes: int
     complete: bool  # False when some bytes of the source were never ingested (a waiting last line)
+    already_there: bool = False  # the same bytes were in the folder already: left as they were
 
 
 def session_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str, str | None]]:
@@ -30,31 +35,51 @@ def session_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, 
     ).fetchall()
 
 
+@contextmanager
+def _stored_records() -> Iterator[None]:
+    """Around code that reads records back: a NULL or a text where the schema keeps bytes and
+    offsets (NOT NULL) comes only from a damaged page, and is said as such, not as a TypeError."""
+    try:
+        yield
+    except TypeError as exc:
+        raise sqlite3.DatabaseError(
+            "database disk image is malformed: a stored record reads back with a field missing or of another type"
+        ) from exc
+
+
 def file_bytes(conn: sqlite3.Connection, file_id: int) -> tuple[bytes, bool]:
     """The source file rebuilt from its records, and whether it is contiguous from byte 0."""
     parts: list[bytes] = []
     expected = 0
     contiguous = True
-    for offset, raw, newline in conn.execute(
-        "SELECT byte_offset, raw, newline FROM entries WHERE source_file_id = ? ORDER BY byte_offset", (file_id,)
-    ):
-        if offset != expected:
-            contiguous = False
-        raw = bytes(raw)
-        parts.append(raw)
-        expected = offset + len(raw)
-        if newline:
-            parts.append(b"\n")
-            expected += 1
+    with _stored_records():
+        for offset, raw, newline in conn.execute(
+            "SELECT byte_offset, raw, newline FROM entries WHERE source_file_id = ? ORDER BY byte_offset", (file_id,)
+        ):
+            if offset != expected:
+                contiguous = False
+            raw = bytes(raw)
+            parts.append(raw)
+            expected = offset + len(raw)
+            if newline:
+                parts.append(b"\n")
+                expected += 1
     return b"".join(parts), contiguous
 
 
-def _relative(path: str, project_key: str | None) -> Path:
+def _relative(path: str, project_key: str | None) -> tuple[str, ...]:
+    """Where under the restore folder a source goes: from its project folder on (else its name).
+
+    The path was stored from another machine's logs perhaps: `..`, `.` and a root are dropped,
+    so no stored path names a place outside the folder."""
     parts = Path(path).parts
     if project_key and project_key in parts:
         i = len(parts) - 1 - parts[::-1].index(project_key)
-        return Path(*parts[i:])
-    return Path(Path(path).name)
+        parts = parts[i:]
+    else:
+        parts = parts[-1:]
+    # a NUL (no file system's names have one) can only be damage: kept visible, not fatal
+    return tuple(p.replace("\0", "\ufffd") for p in parts if p not in ("", ".", "..") and os.sep not in p and "/" not in p)
 
 
 def _is_database(conn: sqlite3.Connection, file_id: int) -> bool:
@@ -65,33 +90,165 @@ def _is_database(conn: sqlite3.Connection, file_id: int) -> bool:
     return adapter is not None and adapter.mode == "database"
 
 
+class RestoreError(Exception):
+    """A restore refused before anything was written; the message says why and what to do."""
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted where a file goes must not hang the check
+_BINARY = getattr(os, "O_BINARY", 0)
+# each folder is opened relative to the one above it (no path is looked up twice, so a link
+# swapped in between cannot redirect a write); without that (Windows) each step is checked first
+_RELATIVE = os.open in os.supports_dir_fd and os.mkdir in os.supports_dir_fd
+
+
 def restore_session(conn: sqlite3.Connection, session_id: str, dest: Path) -> list[RestoredFile]:
-    """Write the session's source files under `dest`, byte for byte; never overwrite.
+    """Write the session's source files under `dest`, byte for byte.
+
+    Nothing is ever overwritten, written through a link, or written outside `dest`. A file
+    already there with the same bytes is left as it is (restoring twice into a folder is not an
+    error); one with other bytes, or a link where a file or folder goes, stops the restore before
+    anything is written.
 
     A SQLite source (Cursor, OpenCode's db, …) cannot be rebuilt as a database file: its rows are
     written instead, one exact record per line, to `<name>.rows.jsonl`.
     """
-    restored = []
+    planned: dict[tuple[str, ...], tuple[bytes, RestoredFile]] = {}
     for file_id, path, project_key in session_files(conn, session_id):
         size = conn.execute("SELECT size FROM source_files WHERE id = ?", (file_id,)).fetchone()[0]
-        target = dest / _relative(path, project_key)
+        parts = _relative(path, project_key) or (f"source-{file_id}",)
         if _is_database(conn, file_id):
-            rows = [bytes(r[0]) for r in conn.execute(
-                "SELECT raw FROM entries WHERE source_file_id = ? ORDER BY byte_offset", (file_id,))]
-            target = target.with_name(target.name + ".rows.jsonl")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(b"\n".join(rows) + b"\n")
-            restored.append(RestoredFile(path, str(target), sum(map(len, rows)), False))
-            continue
-        data, contiguous = file_bytes(conn, file_id)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        restored.append(RestoredFile(path, str(target), len(data), contiguous and len(data) == size))
-    return restored
+            with _stored_records():
+                rows = [bytes(r[0]) for r in conn.execute(
+                    "SELECT raw FROM entries WHERE source_file_id = ? ORDER BY byte_offset", (file_id,))]
+            parts = (*parts[:-1], parts[-1] + ".rows.jsonl")
+            data, complete = b"\n".join(rows) + b"\n", False
+            written = sum(map(len, rows))
+        else:
+            data, contiguous = file_bytes(conn, file_id)
+            complete, written = contiguous and len(data) == size, len(data)
+        if parts in planned:
+            raise RestoreError(f"two source files of the session would both be restored as {Path(*parts)}; "
+                               "nothing was written")
+        planned[parts] = (data, RestoredFile(path, str(dest.joinpath(*parts)), written, complete))
+    nearest = next(p for p in (dest, *dest.parents) if p.exists())
+    if not nearest.is_dir():
+        raise RestoreError(f"{nearest} is a file: --to takes a folder (created if missing); nothing was written")
+    if not os.access(nearest, os.W_OK | os.X_OK):  # said before anything is written
+        read_only = hasattr(os, "statvfs") and os.statvfs(nearest).f_flag & os.ST_RDONLY
+        raise OSError(errno.EROFS if read_only else errno.EACCES, "cannot be written", str(nearest))
+    new = {parts: data for parts, (data, _) in planned.items() if not _already_there(dest, parts, data)}
+    for parts, data in new.items():
+        _write_new(dest, parts, data)
+    for parts, (_, restored) in planned.items():
+        restored.already_there = parts not in new
+    return [restored for _, restored in planned.values()]
+
+
+def _refused(dest: Path, parts: tuple[str, ...], exc: OSError, *, done: str = "nothing was written") -> RestoreError:
+    where = dest.joinpath(*parts)
+    if exc.errno == errno.ELOOP or os.path.islink(where):
+        why = "is a symbolic link, and restore never writes through one"
+    elif exc.errno in (errno.ENOTDIR, errno.EEXIST):
+        why = "is in the way (a file where a folder goes, or a link)"
+    else:
+        why = f"cannot be used ({exc.strerror or exc})"
+    return RestoreError(f"{where} {why}: choose another --to folder (or move it away); {done}")
+
+
+class _Folder:
+    """A folder inside the restore folder, reached without following a link."""
+
+    def __init__(self, path: Path, fd: int | None) -> None:
+        self.path, self.fd = path, fd
+
+    def open(self, name: str, flags: int, mode: int = 0o600) -> int:
+        if self.fd is not None:
+            return os.open(name, flags | _NOFOLLOW, mode, dir_fd=self.fd)
+        if os.path.islink(self.path / name):
+            raise OSError(errno.ELOOP, "is a symbolic link", str(self.path / name))
+        return os.open(self.path / name, flags | _NOFOLLOW, mode)
+
+    def mkdir(self, name: str) -> None:
+        try:
+            if self.fd is not None:
+                os.mkdir(name, 0o700, dir_fd=self.fd)
+            else:
+                os.mkdir(self.path / name, 0o700)
+        except FileExistsError:
+            pass
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+
+
+def _walk(dest: Path, folders: tuple[str, ...], *, create: bool) -> _Folder | None:
+    """dest/folders, reached one folder at a time without following a link (so nothing planted
+    in `dest` leads outside it); None when a folder is missing and not to be created."""
+    folder = _Folder(dest, os.open(dest, os.O_RDONLY | _DIRECTORY) if _RELATIVE else None)
+    try:
+        for i, name in enumerate(folders):
+            if create:
+                folder.mkdir(name)
+            try:
+                fd = folder.open(name, os.O_RDONLY | _DIRECTORY)
+            except FileNotFoundError:
+                if create:
+                    raise
+                folder.close()
+                return None
+            except OSError as exc:
+                raise _refused(dest, folders[: i + 1], exc) from exc
+            if not _RELATIVE:
+                os.close(fd)
+                fd = None
+            folder.close()
+            folder = _Folder(folder.path / name, fd)
+    except BaseException:
+        folder.close()
+        raise
+    return folder
+
+
+def _already_there(dest: Path, parts: tuple[str, ...], data: bytes) -> bool:
+    """Whether dest/parts holds `data` already. Nothing there: False. Anything else there
+    (other bytes, a link, a folder) refuses the restore."""
+    if not dest.exists():
+        return False
+    folder = _walk(dest, parts[:-1], create=False)
+    if folder is None:
+        return False
+    try:
+        fd = folder.open(parts[-1], os.O_RDONLY | _NONBLOCK | _BINARY)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise _refused(dest, parts, exc) from exc
+    finally:
+        folder.close()
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise RestoreError(f"{dest.joinpath(*parts)} is in the way (not a file): choose another --to "
+                               "folder (or move it away); nothing was written")
+        if f.read() != data:
+            raise RestoreError(f"{dest.joinpath(*parts)} already exists with other bytes; restore never overwrites: "
+                               "choose another --to folder (or move that file away); nothing was written")
+    return True
+
+
+def _write_new(dest: Path, parts: tuple[str, ...], data: bytes) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    folder = _walk(dest, parts[:-1], create=True)
+    try:
+        fd = folder.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY)
+    except OSError as exc:  # something appeared there since it was checked
+        raise _refused(dest, parts, exc, done="files of the session before it may have been written") from exc
+    finally:
+        folder.close()
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
 
 
 @dataclass
@@ -127,23 +284,25 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
         except FileNotFoundError:
             report.files_missing += 1
             continue
-        except OSError as exc:
-            report.mismatches.append(f"{path}: cannot read ({exc.strerror or exc})")
+        except (OSError, ValueError) as exc:  # ValueError: a stored path no file system has (a NUL in it)
+            report.mismatches.append(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})")
             continue
         report.files_checked += 1
         bad = 0
         first_bad = None
-        for offset, line_number, raw, newline in conn.execute(
-            "SELECT byte_offset, line_number, raw, newline FROM entries WHERE source_file_id = ? ORDER BY byte_offset",
-            (file_id,),
-        ):
-            report.records_checked += 1
-            raw = bytes(raw)
-            end = offset + len(raw)
-            if data[offset:end] != raw or (newline and data[end : end + 1] != b"\n"):
-                bad += 1
-                if first_bad is None:
-                    first_bad = (line_number, offset, len(raw))
+        with _stored_records():
+            for offset, line_number, raw, newline in conn.execute(
+                "SELECT byte_offset, line_number, raw, newline FROM entries WHERE source_file_id = ? "
+                "ORDER BY byte_offset",
+                (file_id,),
+            ):
+                report.records_checked += 1
+                raw = bytes(raw)
+                end = offset + len(raw)
+                if data[offset:end] != raw or (newline and data[end : end + 1] != b"\n"):
+                    bad += 1
+                    if first_bad is None:
+                        first_bad = (line_number, offset, len(raw))
         if bad:
             line, offset, length = first_bad
             report.mismatches.append(
@@ -184,9 +343,10 @@ def _verify_rows(conn: sqlite3.Connection, report: VerifyReport, file_id: int, p
         return
     report.files_checked += 1
     bad = 0
-    for offset, raw in conn.execute("SELECT byte_offset, raw FROM entries WHERE source_file_id = ?", (file_id,)):
-        report.records_checked += 1
-        if current.get(offset) != bytes(raw):
-            bad += 1
+    with _stored_records():
+        for offset, raw in conn.execute("SELECT byte_offset, raw FROM entries WHERE source_file_id = ?", (file_id,)):
+            report.records_checked += 1
+            if current.get(offset) != bytes(raw):
+                bad += 1
     if bad:
         report.mismatches.append(f"{path}: {bad} stored row(s) differ from the database now")

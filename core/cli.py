@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sqlite3
 import sys
 from collections.abc import Callable
@@ -135,10 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("restore", help="write a session's original files back, byte for byte",
                        description="Write the files a session was read from back, byte for byte, from the "
-                       "database: for a log its agent deleted or rewrote.")
+                       "database: for a log its agent deleted or rewrote. Nothing is ever overwritten: a file "
+                       "already in DIR with the same bytes is left as it is (restoring twice is fine); one with "
+                       "other bytes, or a symbolic link where a file or folder goes, stops the restore before "
+                       "anything is written. Files go under DIR only, never through a link out of it.")
     _db_arg(p)
     p.add_argument("session", help="session id or unique prefix")
-    p.add_argument("--to", metavar="DIR", type=Path, required=True, help="folder to write into (files are never overwritten)")
+    p.add_argument("--to", metavar="DIR", type=Path, required=True, help="folder to write into (created if missing; files are never overwritten)")
     p.add_argument("--json", action="store_true", help="print the files written as JSON")
 
     p = sub.add_parser("sources", help="the locations checked on this machine and what was found",
@@ -155,6 +159,11 @@ def _search_help() -> str:
     return "\n".join("  " + line for line in SEARCH_HELP.splitlines())
 
 
+# the commands that only read the database: opened read-only (never written, its mode never
+# changed), and what they print goes through `_PrintableStream`
+READ_COMMANDS = frozenset({"sessions", "show", "search", "verify", "restore", "sources"})
+
+
 def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace], int] | None = None) -> int:
     """The command line. `run_tui` opens the app when no subcommand is given; it is passed in by
     `tui.entry` (the console script) so that core never imports the TUI."""
@@ -162,6 +171,10 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
     args = parser.parse_args(argv)
     from core.db import LedgerError
 
+    streams = sys.stdout, sys.stderr
+    reads = args.command in READ_COMMANDS
+    if reads:
+        sys.stdout, sys.stderr = _PrintableStream(sys.stdout), _PrintableStream(sys.stderr)
     try:
         if args.command is None:
             return (run_tui or _no_tui)(args)
@@ -172,21 +185,100 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
         }[args.command]
         return handler(args)
     except LedgerError as exc:
-        print(f"threadloom: {exc}", file=sys.stderr)
+        _fail(exc)
         return 1
-    except sqlite3.DatabaseError as exc:  # locked or damaged while working
-        from core.db import default_db_path, explain
-
-        print(f"threadloom: {explain(exc, getattr(args, 'db', None) or default_db_path())}", file=sys.stderr)
+    except sqlite3.DatabaseError as exc:  # locked, damaged or full while working
+        _fail(_explain(args, exc))
+        return 1
+    except UnicodeDecodeError as exc:
+        if not reads:  # ingest decodes the agents' files: not the database's fault
+            raise
+        _fail(_explain(args, exc))  # text read back from the database that is no longer UTF-8
         return 1
     except LookupError as exc:
-        print(f"threadloom: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        if reads and isinstance(exc, (KeyError, IndexError)):  # not "no session matches": unexpected
+            return _unexpected(args, exc)
+        _fail(exc.args[0] if exc.args else exc)
         return 1
     except KeyboardInterrupt:
         print("threadloom: interrupted; what was read so far is saved", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        from core.db import is_disk_full
+
+        if is_disk_full(exc):
+            _fail(_explain(args, exc))
+        else:
+            _fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else (exc.strerror or exc))
+        return 1
+    except Exception as exc:
+        if not reads:
+            raise
+        return _unexpected(args, exc)
+    finally:
+        if reads:
+            sys.stdout, sys.stderr = streams
+
+
+def _unexpected(args: argparse.Namespace, exc: Exception) -> int:
+    """An error no reading code expects: the database's doing when SQLite's check finds it
+    damaged (a number read back as text, say), else a bug, raised as it is to be reported."""
+    from core.db import damage_found, damaged, default_db_path
+
+    path = getattr(args, "db", None) or default_db_path()
+    problem = damage_found(path)
+    if problem is None:
+        raise exc
+    _fail(damaged(path, f"{problem}; reading it failed with {type(exc).__name__}"))
+    return 1
+
+
+def _fail(message: object) -> None:
+    from core.text import printable
+
+    print(f"threadloom: {printable(str(message))}", file=sys.stderr)
+
+
+def _explain(args: argparse.Namespace, exc: BaseException):
+    from core.db import default_db_path, explain
+
+    return explain(exc, getattr(args, "db", None) or default_db_path())
+
+
+class _PrintableStream:
+    """stdout or stderr for the read commands: every character a terminal would act on is
+    printed visibly (see core.text.printable), so nothing read from the database, a damaged one
+    included, reaches the terminal raw. On a terminal colour sequences pass (Rich writes them;
+    one in a title can only colour it): cursor moves, titles, a clear screen do not."""
+
+    SGR = re.compile(r"(\x1b\[[0-9;:]*m)")
+
+    def __init__(self, stream) -> None:
+        self.unfiltered = stream
+        try:
+            self.keep_colours = stream.isatty()
+        except (AttributeError, ValueError):
+            self.keep_colours = False
+
+    def write(self, text: str) -> int:
+        from core.text import UNPRINTABLE, printable
+
+        if UNPRINTABLE.search(text):
+            if self.keep_colours:
+                parts = self.SGR.split(text)  # odd items are the colour sequences
+                text = "".join(part if i % 2 else printable(part) for i, part in enumerate(parts))
+            else:
+                text = printable(text)
+        return self.unfiltered.write(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str):
+        return getattr(self.unfiltered, name)
 
 
 def _connect(args: argparse.Namespace):
@@ -194,6 +286,12 @@ def _connect(args: argparse.Namespace):
 
     conn = db.connect(args.db)
     return conn
+
+
+def _open_for_reading(args: argparse.Namespace):
+    from core import db
+
+    return db.open_for_reading(args.db)
 
 
 # ---------------------------------------------------------------------- ingest
@@ -214,6 +312,7 @@ def _ingest(args: argparse.Namespace) -> int:
 
     if args.rebuild:
         path = args.db or db.default_db_path()
+        db.check_writable(path)  # a read-only database is left where it is, not moved aside
         moved = _move_aside(path)
         if moved and not args.json:
             print(f"previous database moved to {moved}", file=sys.stderr)
@@ -306,10 +405,13 @@ def _catch_up_index(conn, *, quiet: bool, wait: bool = True) -> int:
     behind = state.total - state.done
     if quiet or not sys.stderr.isatty():
         return behind if search_index.build(conn, wait=wait, on_wait=_say_waiting) else 0
+    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+    # on the terminal itself: the bar's cursor moves are not text for _PrintableStream to escape
+    console = Console(file=getattr(sys.stderr, "unfiltered", sys.stderr))
     with Progress(TextColumn("[bold]indexing for search[/]"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                  TimeRemainingColumn(), transient=True) as bar:
+                  TimeRemainingColumn(), transient=True, console=console) as bar:
         task = bar.add_task("index", total=max(1, state.total))
         done = search_index.build(conn, lambda p: bar.update(task, total=max(1, p.total), completed=p.done),
                                   wait=wait, on_wait=_say_waiting)
@@ -328,7 +430,7 @@ def _print_ingest_summary(report) -> None:
     from core.text import printable
 
     for err in report.errors[:10]:
-        print(f"  error: {printable(err)}", file=sys.stderr)
+        print("  error: " + printable(err).replace("\n", "\\n"), file=sys.stderr)  # one line each
     if len(report.errors) > 10:
         print(f"  … and {len(report.errors) - 10} more errors", file=sys.stderr)
     if report.files_seen == 0:
@@ -341,7 +443,7 @@ def _print_ingest_summary(report) -> None:
 def cmd_sessions(args: argparse.Namespace) -> int:
     from core.query import list_sessions
 
-    conn = _connect(args)
+    conn = _open_for_reading(args)
     rows = list_sessions(conn, project=args.project, agent=args.agent, include_subagents=not args.main,
                          include_empty=args.all)
     if args.json:
@@ -376,7 +478,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from core.query import resolve_session
 
-    conn = _connect(args)
+    conn = _open_for_reading(args)
     session = resolve_session(conn, args.session)
     if args.json:
         from core.query import messages
@@ -414,11 +516,23 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    from core import db, search_index
     from core.search import search
 
-    conn = _connect(args)
-    if _catch_up_index(conn, quiet=args.json, wait=False) and not args.json:
-        print("threadloom: the search index was behind the archive; it is complete now", file=sys.stderr)
+    conn = _open_for_reading(args)
+    if search_index.pending(conn) is not None:
+        # catching the index up writes: only into a database that can be written
+        try:
+            db.check_writable(args.db or db.default_db_path())
+        except db.LedgerError:
+            print("threadloom: the database cannot be written, so the search index it left behind is not "
+                  "completed now: the newest records may be missing from the hits (`threadloom index` "
+                  "completes it once the database is writable)", file=sys.stderr)
+        else:
+            conn.close()
+            conn = _connect(args)
+            if _catch_up_index(conn, quiet=args.json, wait=False) and not args.json:
+                print("threadloom: the search index was behind the archive; it is complete now", file=sys.stderr)
     result = search(conn, " ".join(args.query), limit=args.limit)
     if args.json:
         print(json.dumps([h.as_dict() for h in result.hits], ensure_ascii=False))
@@ -519,7 +633,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from core.archive import verify
 
-    report = verify(_connect(args))
+    report = verify(_open_for_reading(args))
     if args.json:
         print(json.dumps({"files_checked": report.files_checked, "files_missing": report.files_missing,
                           "records_checked": report.records_checked, "mismatches": report.mismatches,
@@ -543,23 +657,29 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    from core.archive import restore_session
+    from core.archive import RestoreError, restore_session
+    from core.db import cannot_use
     from core.query import resolve_session
 
-    conn = _connect(args)
+    conn = _open_for_reading(args)
     session = resolve_session(conn, args.session)
     try:
         files = restore_session(conn, session.id, args.to)
-    except FileExistsError as exc:
-        print(f"threadloom: {exc.filename} already exists; restore never overwrites (choose another --to)",
-              file=sys.stderr)
+    except RestoreError as exc:
+        _fail(exc)
+        return 1
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):
+            raise
+        _fail(cannot_use(args.to, exc, what="the restored files into", fix="choose another --to folder"))
         return 1
     if args.json:
         print(json.dumps([f.__dict__ for f in files]))
     else:
         for f in files:
             note = "" if f.complete else "  (incomplete: part of the source was never read)"
-            print(f"{f.written_to}  {f.bytes} bytes{note}")
+            there = "  (already there, the same bytes: left as it was)" if f.already_there else ""
+            print(f"{f.written_to}  {f.bytes} bytes{note}{there}")
         print(f"{len(files)} files restored for session {session.id}")
     return 0
 
@@ -568,7 +688,7 @@ def cmd_sources(args: argparse.Namespace) -> int:
     from core import db
     from core.adapters import all_adapters
 
-    conn = _connect(args)
+    conn = _open_for_reading(args)
     found = []
     for adapter in all_adapters():
         for root in adapter.default_roots():

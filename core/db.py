@@ -7,10 +7,15 @@ does not pay their ~0.6 s import.
 
 from __future__ import annotations
 
+import errno
 import os
+import re
+import shlex
 import sqlite3
+import stat
 from collections.abc import Iterable
 from pathlib import Path
+from urllib.parse import quote
 
 # Bump when the derived tables or their meaning change; entries and source_files survive a bump
 # and the derived tables are rebuilt from `entries`.
@@ -101,29 +106,109 @@ def _apply_pragmas(conn: sqlite3.Connection, *, readonly: bool = False) -> None:
 
 
 def _secure_file(path: Path) -> None:
-    """Transcripts hold secrets: the database and its WAL are readable by the owner only."""
+    """Transcripts hold secrets: the database and its WAL are readable by the owner only. A file
+    the user made read-only (no write bit) is theirs to keep as it is: never changed."""
     for p in (path, Path(str(path) + "-wal"), Path(str(path) + "-shm")):
         try:
-            if p.exists():
+            mode = stat.S_IMODE(os.stat(p).st_mode)
+            if mode & 0o222 and mode & 0o077:
                 os.chmod(p, 0o600)
         except OSError:
             pass
 
 
+def _is_read_only(path: Path, mode: int) -> bool:
+    """Made read-only by its owner (no write bit, which root's writes would not notice) or not
+    writable by this user."""
+    return not mode & 0o222 or not os.access(path, os.W_OK)
+
+
+def check_writable(db_path: Path) -> None:
+    """Refuse, before anything is changed, a database that cannot be written: a read-only file,
+    a folder that cannot be written (SQLite keeps its journal beside the database), a folder
+    given as the file."""
+    try:
+        st = os.stat(db_path)
+    except FileNotFoundError:
+        return  # a new database: creating it says what is wrong with its folder
+    except OSError as exc:
+        raise LedgerError(cannot_use(db_path, exc)) from exc
+    if stat.S_ISDIR(st.st_mode):
+        raise LedgerError(_folder_given(db_path))
+    if hasattr(os, "statvfs") and os.statvfs(db_path).f_flag & os.ST_RDONLY:
+        raise LedgerError(
+            f"The database {db_path} is on a read-only file system: it can be read (sessions, show, "
+            "search, …) but not added to. To ingest, pass --db a file on a writable disk."
+        )
+    if _is_read_only(db_path, st.st_mode):
+        raise LedgerError(
+            f"The database {db_path} is read-only ({stat.filemode(st.st_mode)}), so threadloom leaves it as "
+            f"it is. Reading it works as it is (sessions, show, search, …); to add to it, make it writable "
+            f"(chmod u+w {shlex.quote(str(db_path))}) or pass --db another file."
+        )
+    for side in (Path(str(db_path) + "-wal"), Path(str(db_path) + "-shm")):
+        if side.exists() and not os.access(side, os.W_OK):
+            raise LedgerError(
+                f"{side} (SQLite's file beside the database {db_path.name}) cannot be written: make it "
+                f"writable (chmod u+w {shlex.quote(str(side))}) or pass --db another file."
+            )
+    folder = db_path.parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise LedgerError(
+            f"The folder {folder} cannot be written, and SQLite keeps the database's journal beside it: "
+            f"{db_path} can be read (sessions, show, search, …) but not added to. Make the folder writable, "
+            "or pass --db a file in a folder you can write."
+        )
+
+
+def _folder_given(db_path: Path) -> str:
+    return (f"{db_path} is a folder, not a database file: pass --db a file path "
+            f"(such as {db_path / 'threadloom.db'}).")
+
+
+def cannot_use(path: Path, exc: OSError, *, what: str = "the database",
+               fix: str = "pass --db a path in a folder you can write (or set $THREADLOOM_DB)") -> str:
+    """An OSError on `path` in one line: what happened, and what to do about it."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"No space left to write {what} {path} (the disk or your quota is full): free some space and run it again."
+    if isinstance(exc, (FileExistsError, NotADirectoryError)) or exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), Path(exc.filename or path))
+        reason = f"{blocker} is a file, not a folder"
+    elif exc.errno in (errno.EACCES, errno.EPERM):
+        reason = f"permission denied on {exc.filename or path}"
+    elif exc.errno == errno.EROFS:
+        reason = f"{exc.filename or path} is on a read-only file system"
+    elif exc.errno == errno.EISDIR:
+        return _folder_given(path)
+    elif exc.errno == errno.ENOENT and path.parent.is_dir():
+        reason = f"{path.parent} takes no new files ({exc.strerror})"
+    else:
+        reason = f"{exc.strerror or exc} ({exc.filename or path})"
+    return f"Cannot write {what} {path}: {reason}. {fix[:1].upper()}{fix[1:]}."
+
+
 def connect(path: Path | str | None = None, *, readonly: bool = False) -> sqlite3.Connection:
-    """Open (creating if needed) the ledger at `path` with threadloom's pragmas and schema."""
+    """Open (creating if needed) the ledger at `path` with threadloom's pragmas and schema.
+
+    `readonly`: open it as it is, never writing it (the TUI's reader during a first load; see
+    `open_for_reading` for the commands that only read)."""
     db_path = Path(path) if path is not None else default_db_path()
     new = False
-    if str(db_path) != ":memory:":
+    if str(db_path) != ":memory:" and not readonly:
+        check_writable(db_path)
         _recover_first_load(db_path, readonly=readonly)
-        db_path.parent.mkdir(parents=True, exist_ok=True)
-        if not db_path.exists() and not readonly:
-            fd = os.open(db_path, os.O_CREAT | os.O_WRONLY, 0o600)
-            os.close(fd)
-            new = True
+        try:
+            db_path.parent.mkdir(parents=True, exist_ok=True)
+            if not db_path.exists():
+                fd = os.open(db_path, os.O_CREAT | os.O_WRONLY, 0o600)
+                os.close(fd)
+                new = True
+        except OSError as exc:
+            raise LedgerError(cannot_use(db_path, exc)) from exc
     try:
         if readonly:
-            conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
+            options = "mode=ro&immutable=1" if _read_as_immutable(db_path) else "mode=ro"
+            conn = sqlite3.connect(f"file:{quote(str(db_path))}?{options}", uri=True, check_same_thread=False)
         else:
             conn = sqlite3.connect(db_path, check_same_thread=False)
         conn.isolation_level = None  # explicit BEGIN/COMMIT: one transaction per source file
@@ -138,6 +223,69 @@ def connect(path: Path | str | None = None, *, readonly: bool = False) -> sqlite
     except sqlite3.DatabaseError as exc:
         raise explain(exc, db_path) from exc
     return conn
+
+
+def _read_as_immutable(db_path: Path) -> bool:
+    """Whether a reader opens this database as an unchanging file (SQLite's `immutable`).
+
+    A reader of a WAL database needs the -wal and -shm files beside it and creates them when
+    missing: in a folder it cannot write it fails ("attempt to write a readonly database"), and
+    beside a read-only file it leaves them behind, read-only too, in the way of a later ingest.
+    When they are missing the file is the whole database, and when it or its folder cannot be
+    written nothing changes it (threadloom writes only a writable one): reading it as immutable
+    is exact and leaves nothing behind. A -wal holding changes that cannot be read is said."""
+    wal, shm = Path(str(db_path) + "-wal"), Path(str(db_path) + "-shm")
+    try:
+        if shm.exists():
+            return False
+        mode = os.stat(db_path).st_mode
+        with open(db_path, "rb") as f:
+            header = f.read(20)
+    except OSError:
+        return False  # SQLite's own open says what is wrong
+    if header[18:20] != b"\x02\x02":  # not in WAL mode: nothing is created beside it
+        return False
+    folder_writable = os.access(db_path.parent, os.W_OK | os.X_OK)
+    if folder_writable and not _is_read_only(db_path, mode):
+        return False
+    if wal.exists() and wal.stat().st_size > 0:
+        if folder_writable:
+            return False  # SQLite indexes the changes (a -shm is created) and reads them
+        raise LedgerError(
+            f"The database {db_path} has changes in {wal.name} not yet merged into it, and its folder "
+            f"cannot be written, so they cannot be read. Make the folder writable and run "
+            f"`threadloom index --db {shlex.quote(str(db_path))}` once (it merges them and adds nothing), "
+            "or copy both files into a folder you can write."
+        )
+    return True
+
+
+def open_for_reading(path: Path | str | None = None) -> sqlite3.Connection:
+    """The connection of a command that only reads: read-only, so the database is never written
+    and its mode never changed, and a read-only file or folder works.
+
+    Falls back to `connect` (which writes) only where a read needs a write first: no database
+    yet (it is created, empty), a schema to upgrade, or a first load's marker to look after."""
+    db_path = Path(path) if path is not None else default_db_path()
+    if (str(db_path) == ":memory:" or not db_path.is_file()
+            or Path(str(db_path) + FIRST_LOAD_SUFFIX).exists()):
+        return connect(db_path)
+    conn = connect(db_path, readonly=True)
+    try:
+        version = user_version(conn)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise explain(exc, db_path) from exc
+    if version == SCHEMA_VERSION:
+        return conn
+    conn.close()
+    if _is_read_only(db_path, os.stat(db_path).st_mode) or not os.access(db_path.parent, os.W_OK | os.X_OK):
+        raise LedgerError(
+            f"The database {db_path} has the layout of another threadloom version ({version}; this one "
+            f"reads {SCHEMA_VERSION}). Adapting it writes to it, and it is read-only: make it and its "
+            "folder writable for one run, or read it with the threadloom version that wrote it."
+        )
+    return connect(db_path)
 
 
 FIRST_LOAD_SUFFIX = ".first-load"  # core.ingest writes it while a first load runs without a journal
@@ -180,19 +328,122 @@ def _recover_first_load(db_path: Path, *, readonly: bool = False) -> None:
         fresh.close()
 
 
-def explain(exc: sqlite3.DatabaseError, db_path: Path) -> LedgerError:
-    text = str(exc)
-    if "locked" in text or "busy" in text:
+# SQLite's primary result codes this module tells apart (exc.sqlite_errorcode & 0xFF)
+SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_IOERR, SQLITE_CORRUPT = 5, 6, 8, 10, 11
+SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_FORMAT, SQLITE_NOTADB = 13, 14, 24, 26
+DAMAGE_WORDS = ("malformed", "not a database", "corrupt", "could not decode", "disk i/o error")
+
+
+def _code(exc: BaseException) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def _chain(exc: BaseException) -> Iterable[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _full_disk(exc: BaseException) -> BaseException | None:
+    """The full disk in the chain, if any: what went wrong after it (a rollback with no journal,
+    a savepoint gone, a page left half-written) is its consequence, not the cause to tell."""
+    return next((
+        e for e in _chain(exc)
+        if _code(e) == SQLITE_FULL or "database or disk is full" in str(e)
+        or (isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT))
+    ), None)
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    return _full_disk(exc) is not None
+
+
+def is_damage(exc: BaseException) -> bool:
+    """A read that failed because the file's bytes are not what SQLite (or UTF-8) expects."""
+    if isinstance(exc, UnicodeDecodeError):
+        return True
+    text = str(exc).lower()
+    return _code(exc) in (SQLITE_CORRUPT, SQLITE_NOTADB, SQLITE_FORMAT, SQLITE_IOERR) or any(
+        word in text for word in DAMAGE_WORDS)
+
+
+def _said(exc: BaseException) -> str:
+    """SQLite's message, short and printable: a text that failed to decode is left out (it is
+    the damaged bytes themselves)."""
+    text = re.sub(r" with text '.*", "", str(exc), flags=re.S)
+    if isinstance(exc, UnicodeDecodeError):
+        text = f"stored text is not valid UTF-8 ({exc.reason})"
+    from core.text import printable
+
+    text = printable(" ".join(text.split()))
+    return text if len(text) <= 160 else text[:159] + "…"
+
+
+def damaged(db_path: Path, detail: str) -> LedgerError:
+    rebuild = f"threadloom ingest --rebuild --db {shlex.quote(str(db_path))}"
+    return LedgerError(
+        f"The database {db_path} is damaged ({detail}). Your agents' own files are untouched: run "
+        f"`{rebuild}` to rebuild it from them."
+    )
+
+
+def damage_found(db_path: Path) -> str | None:
+    """What SQLite's own check finds wrong with the database, or None when it finds nothing.
+
+    For an error no reading code expects (a number read back as text, a row an index names but
+    the table lacks): run then, on that rare path, it tells damage from a bug in threadloom."""
+    try:
+        conn = connect(db_path, readonly=True)
+        try:
+            found = conn.execute("PRAGMA quick_check(1)").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        return _said(exc)
+    except LedgerError:
+        return None
+    from core.text import printable
+
+    return None if found is None or found[0] == "ok" else printable(" ".join(str(found[0]).split()))[:160]
+
+
+def explain(exc: BaseException, db_path: Path) -> LedgerError:
+    """A database error (at any point of a command, not only when opening) as what the user can
+    do about it."""
+    text = _said(exc)
+    rebuild = f"threadloom ingest --rebuild --db {shlex.quote(str(db_path))}"
+    full = _full_disk(exc)
+    if full is not None:
+        return LedgerError(
+            f"The disk holding the database {db_path} is full ({_said(full)}). Free some space and run the "
+            "command again: what was stored before is kept, and a first load starts over."
+        )
+    code = _code(exc)
+    if code in (SQLITE_BUSY, SQLITE_LOCKED) or "locked" in text or "busy" in text:
         return LedgerError(
             f"The database {db_path} is locked by another process (waited {BUSY_TIMEOUT_MS / 1000:.0f} s). "
             "Close the other threadloom, or pass --db to use another file."
         )
-    if "not a database" in text or "malformed" in text or "corrupt" in text:
+    if code == SQLITE_READONLY or "readonly database" in text:
         return LedgerError(
-            f"The database {db_path} is damaged ({text}). Your agents' own files are untouched: run "
-            f"`threadloom ingest --rebuild --db {db_path}` to rebuild it from them."
+            f"The database {db_path} cannot be written ({text}): make it and its folder writable, "
+            "or pass --db another file."
         )
-    return LedgerError(f"Cannot open the database {db_path}: {text}")
+    if is_damage(exc):
+        return damaged(db_path, text)
+    if code == SQLITE_CANTOPEN:
+        return LedgerError(
+            f"Cannot open the database {db_path} ({text}): check that it, its folder and the -wal and -shm "
+            "files beside it can be read, or pass --db another file."
+        )
+    return LedgerError(
+        f"The database {db_path} could not be used ({text}). If this keeps happening it may be damaged: "
+        f"`{rebuild}` rebuilds it from your agents' own files."
+    )
 
 
 def user_version(conn: sqlite3.Connection) -> int:

@@ -112,7 +112,9 @@ def resolve_session(conn: sqlite3.Connection, ref: str) -> SessionSummary:
     candidates = mains if len(mains) == 1 else [r[0] for r in rows]
     if len(candidates) == 1:
         result = get_session(conn, candidates[0])
-        assert result is not None
+        if result is None:  # found through the id index but not in the table: only damage does that
+            raise sqlite3.DatabaseError(f"database disk image is malformed: the session index names {candidates[0]!r}, "
+                                        "the sessions table does not hold it")
         return result
     if not candidates:
         raise LookupError(f"no session matches {ref!r}; `threadloom sessions` lists them")

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from rapidfuzz import fuzz, process
 
 from core import search_index
+from core.db import is_damage
 from core.text import (
     SEARCH_HELP,  # noqa: F401  (re-exported: the TUI and CLI show it)
     readable,
@@ -327,6 +328,8 @@ def _search(conn: sqlite3.Connection, text: str, *, limit: int, now: float | Non
                     params,
                 ).fetchall()
     except sqlite3.OperationalError as exc:
+        if is_damage(exc):  # not a query it could not run: the caller says how to rebuild
+            raise
         return SearchResult([], 0, False, terms, time.perf_counter() - started, q.problems + [f"search failed: {exc}"])
     capped = len(rows) > CANDIDATES
     rows = rows[:CANDIDATES]
@@ -422,6 +425,8 @@ def _filtered_only(conn: sqlite3.Connection, q: ParsedQuery, limit: int, started
                 if len(rows) > CANDIDATES:
                     break
     except sqlite3.OperationalError as exc:
+        if is_damage(exc):  # not a query it could not run: the caller says how to rebuild
+            raise
         return SearchResult([], 0, False, {}, time.perf_counter() - started, q.problems + [f"search failed: {exc}"])
     capped = len(rows) > CANDIDATES
     hits = []

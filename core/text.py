@@ -73,13 +73,22 @@ def strip_escapes(text: str) -> str:
     return ESCAPE.sub("", text) if "\x1b" in text else text
 
 
-CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+# what a terminal acts on rather than shows, once escape sequences are dealt with: the C0
+# controls but newline and tab, DEL, the C1 controls (U+009B starts a CSI on some terminals) and
+# lone surrogates (which cannot even be encoded for the terminal)
+UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _shown(match: re.Match) -> str:
+    code = ord(match.group())
+    return chr(0x2400 + code) if code < 0x20 else f"\\u{code:04x}"  # ␛ for ESC, \u009b for CSI
 
 
 def printable(text: str) -> str:
-    """`text` with control characters shown as escapes (`\\x1b`): a file name or an error taken
-    from untrusted input printed to the terminal must not drive it."""
-    return CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    """`text` with every character a terminal would act on made visible: a C0 control as its
+    picture (ESC → ␛), anything else as `\\uXXXX` (which a JSON reader also takes back as the
+    character). What a damaged database or an odd log holds never reaches the terminal raw."""
+    return UNPRINTABLE.sub(_shown, text)
 
 
 def one_line(text: str | None, width: int = 80) -> str:

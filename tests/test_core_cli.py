@@ -97,8 +97,12 @@ def test_verify_and_restore(tmp_path):
     res = run("restore", "--db", str(dbfile), SID, "--to", str(tmp_path / "out"))
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "out" / "-srv-api" / f"{SID}.jsonl").read_bytes() == original
-    again = run("restore", "--db", str(dbfile), SID, "--to", str(tmp_path / "out"))
-    assert again.returncode == 1 and "never overwrites" in again.stderr
+    again = run("restore", "--db", str(dbfile), SID, "--to", str(tmp_path / "out"))  # the same bytes: fine
+    assert again.returncode == 0 and "already there, the same bytes" in again.stdout
+    (tmp_path / "out" / "-srv-api" / f"{SID}.jsonl").write_bytes(b"mine")
+    other = run("restore", "--db", str(dbfile), SID, "--to", str(tmp_path / "out"))
+    assert other.returncode == 1 and "never overwrites" in other.stderr
+    assert (tmp_path / "out" / "-srv-api" / f"{SID}.jsonl").read_bytes() == b"mine"
 
 
 def test_database_file_is_private_and_pragmas_set(tmp_path):

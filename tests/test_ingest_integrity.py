@@ -137,4 +137,4 @@ def test_errors_printed_by_ingest_cannot_drive_the_terminal(tmp_path, capsys):
     os.mkfifo(tmp_path / "projects" / "-home-dev-app" / "\x1b]0;pwned\x07\x1b[2J.jsonl")
     assert main(["--db", str(tmp_path / "t.db"), "ingest", "--only", "--source", str(tmp_path / "projects")]) == 0
     err = capsys.readouterr().err
-    assert "\\x1b]0;pwned\\x07\\x1b[2J.jsonl" in err and "\x1b" not in err
+    assert "␛]0;pwned␇␛[2J.jsonl" in err and "\x1b" not in err and "\x07" not in err
