@@ -389,11 +389,13 @@ def _read_event(msg: MessageRow, obj: dict[str, Any]) -> None:
                     msg.images.append((str(source.get("media_type") or "image"), len(data) * 3 // 4))
 
 
-def tool_result_extra(conn: sqlite3.Connection, call_id: str) -> Any:
-    """The tool's own structured result (`toolUseResult`): patches, exit codes, agent stats."""
-    row = conn.execute(
-        "SELECT e.raw FROM agent_tool_calls t JOIN entries e ON e.id = t.result_entry_id WHERE t.id = ?", (call_id,)
-    ).fetchone()
+def tool_result_extra(conn: sqlite3.Connection, call: ToolCallRow) -> Any:
+    """The tool's own structured result (`toolUseResult`): patches, exit codes, agent stats.
+
+    Read from the call's own result record: its tool id alone may name calls of other sessions."""
+    if call.result_entry_id is None:
+        return None
+    row = conn.execute("SELECT raw FROM entries WHERE id = ?", (call.result_entry_id,)).fetchone()
     if not row:
         return None
     return _loads(row[0]).get("toolUseResult")

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 # Bump when the derived tables or their meaning change; entries and source_files survive a bump
 # and the derived tables are rebuilt from `entries`.
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 BUSY_TIMEOUT_MS = 5000
 PAGE_SIZE = 16384
 

@@ -58,8 +58,9 @@ class Ledger:
         self.summaries_added = False
         self._file_id: int | None = None
         self._keep_tool_io = True
-        # new calls by id; a result met in the same file fills its call in place (one INSERT, no UPDATE)
-        self._tool_inserts: dict[str, list] = {}
+        # new calls by (session, tool id): sessions repeat each other's tool ids (forks, side questions),
+        # each keeps its own; a result met in the same file fills its call in place (one INSERT, no UPDATE)
+        self._tool_inserts: dict[tuple[str, str], list] = {}
         self._tool_updates: list[tuple] = []
         self._usage: dict[str, list] = {}  # by message id: streaming chunks merged before the upsert
         self.pending_sessions: set[str] = set()
@@ -185,13 +186,13 @@ class Ledger:
             # a call shown on another record keeps its input: readers re-read inputs from the call's own record
             kept = self._keep_tool_io or use.name in PARAMS_KEPT or owner_entry != entry_id
             params = use.input_json if kept else None
-            self._tool_inserts.setdefault(use.id, [
+            self._tool_inserts.setdefault((sid, use.id), [
                 use.id, owner_uuid, sid, use.name, use.number, params, "pending", ts, owner_entry, turn_id,
                 None, None, None, None,
             ])
         for result in rec.tool_results:
             content = result.content_json if self._keep_tool_io else None
-            call = self._tool_inserts.get(result.tool_use_id)
+            call = self._tool_inserts.get((sid, result.tool_use_id))
             if call is not None:
                 call[10:13] = content, ts, entry_id
                 call[6] = result.status
@@ -199,7 +200,7 @@ class Ledger:
                     call[13] = result.child_agent_id
             else:
                 self._tool_updates.append(
-                    (content, result.status, ts, entry_id, result.child_agent_id, result.tool_use_id)
+                    (content, result.status, ts, entry_id, result.child_agent_id, result.tool_use_id, sid)
                 )
         if rec.usage is not None:
             u = rec.usage
@@ -353,7 +354,7 @@ class Ledger:
         if self._tool_updates:
             conn.executemany(
                 "UPDATE agent_tool_calls SET result_json = ?, status = ?, completed_at = ?, result_entry_id = ?, "
-                "child_agent_id = COALESCE(?, child_agent_id) WHERE id = ?",
+                "child_agent_id = COALESCE(?, child_agent_id) WHERE id = ? AND session_id = ?",
                 self._tool_updates,
             )
             self._tool_updates.clear()
@@ -531,6 +532,20 @@ def _norm(text: str | None) -> str:
     return prompt_title(text or "").strip()
 
 
+# The calls a subagent of `root` can have been spawned by: the root session's and its subagents'
+# ("<root>:…"). A subagent's copy of one of the root's own calls (a side question repeats the
+# conversation before it, tool ids included) spawned nothing and is left out.
+TREE_CALLS = (
+    "SELECT c.id, c.session_id, c.message_id, c.params_json, c.status FROM agent_tool_calls c "
+    "WHERE (c.session_id = ? OR (c.session_id > ? AND c.session_id < ? AND NOT EXISTS ("
+    "SELECT 1 FROM agent_tool_calls r WHERE r.id = c.id AND r.session_id = ?)))"
+)
+
+
+def _tree_args(root: str) -> tuple[str, str, str, str]:
+    return root, root + ":", root + ";", root
+
+
 def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
     """Join subagent sessions to the Task/Agent (or Workflow) call that spawned them.
 
@@ -556,40 +571,38 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
     # a subagent whose call already points at it with the final status it has needs nothing: a
     # long session with a hundred subagents asked ~300 questions per append otherwise
     calls = {
-        r[0]: (r[1], r[2])
+        (r[0], r[1]): (r[2], r[3])
         for r in conn.execute(
-            "SELECT id, child_session_id, status FROM agent_tool_calls WHERE id IN (SELECT value FROM json_each(?))",
+            "SELECT session_id, id, child_session_id, status FROM agent_tool_calls "
+            "WHERE id IN (SELECT value FROM json_each(?))",
             (orjson.dumps([row[1] for row in found.values() if row[1]]).decode(),),
         )
     }
     for sid, tool_call_id, spawn_key, first_prompt, agent_id, parent_sid, task_status in found.values():
-        linked = calls.get(tool_call_id) if tool_call_id else None
+        linked = calls.get((parent_sid, tool_call_id)) if tool_call_id else None
         if linked is not None and linked[0] == sid and linked[1] == task_status and task_status != "pending":
             continue
         root = parent_sid if ":" not in sid and parent_sid else sid.split(":", 1)[0]
         call = None
         if tool_call_id:
             call = conn.execute(
-                "SELECT id, session_id, message_id, params_json, status FROM agent_tool_calls WHERE id = ?",
-                (tool_call_id,),
+                f"{TREE_CALLS} AND c.id = ? ORDER BY c.session_id <> ?, c.session_id LIMIT 1",
+                (*_tree_args(root), tool_call_id, root),
             ).fetchone()
         keys = [k for k in (spawn_key, agent_id) if k]
         for key in keys:
             if call is not None:
                 break
             call = conn.execute(
-                "SELECT id, session_id, message_id, params_json, status FROM agent_tool_calls "
-                "WHERE child_agent_id = ? AND (session_id = ? OR (session_id > ? AND session_id < ?)) "
-                "ORDER BY started_at LIMIT 1",
-                (key, root, root + ":", root + ";"),
+                f"{TREE_CALLS} AND c.child_agent_id = ? ORDER BY c.started_at, c.session_id LIMIT 1",
+                (*_tree_args(root), key),
             ).fetchone()
         if call is None and first_prompt:
             wanted = _norm(first_prompt)
             for candidate in conn.execute(
-                "SELECT id, session_id, message_id, params_json, status FROM agent_tool_calls "
-                f"WHERE (session_id = ? OR (session_id > ? AND session_id < ?)) AND tool_name IN ({SPAWN_TOOLS}) "
-                "AND (child_session_id IS NULL OR child_session_id = ?) ORDER BY started_at",
-                (root, root + ":", root + ";", sid),
+                f"{TREE_CALLS} AND c.tool_name IN ({SPAWN_TOOLS}) "
+                "AND (c.child_session_id IS NULL OR c.child_session_id = ?) ORDER BY c.started_at, c.session_id",
+                (*_tree_args(root), sid),
             ):
                 try:
                     params = orjson.loads(candidate[3] or "{}")
@@ -618,7 +631,10 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
             "task_status = ?, kind = CASE WHEN ? AND kind = 'subagent' THEN 'teammate' ELSE kind END WHERE id = ?",
             (call_id, call_session, message_id, description, agent_type, status, teammate, sid),
         )
-        conn.execute("UPDATE agent_tool_calls SET child_session_id = ? WHERE id = ?", (sid, call_id))
+        conn.execute(
+            "UPDATE agent_tool_calls SET child_session_id = ? WHERE id = ? AND session_id = ?",
+            (sid, call_id, call_session),
+        )
 
 
 def _link_side_questions(conn: sqlite3.Connection, touched: set[str]) -> None:

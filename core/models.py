@@ -157,13 +157,16 @@ class AgentTurn(SQLModel, table=True):
 
 
 class AgentToolCall(SQLModel, table=True):
-    """A tool_use joined to its tool_result and to the subagent session it spawned."""
+    """A tool_use joined to its tool_result and to the subagent session it spawned.
+
+    Keyed by the provider's tool id *and* the session: forks, side questions and Codex forks
+    repeat their source's tool ids, and each session keeps its own calls and results."""
 
     __tablename__ = "agent_tool_calls"
 
-    id: str = Field(primary_key=True)
+    id: str = Field(primary_key=True)  # the provider's tool id (seed 000's name); unique per session only
     message_id: str | None = None
-    session_id: str = Field(index=True)
+    session_id: str = Field(primary_key=True, index=True)
     tool_name: str
     tool_number: int = _zero()
     # both NULL where the adapter can re-read them from their records (`tool_io_in_record`, Claude):

@@ -1,4 +1,4 @@
--- threadloom ledger schema 8, generated from core/models.py by `python -m core.db`; do not edit
+-- threadloom ledger schema 9, generated from core/models.py by `python -m core.db`; do not edit
 
 CREATE TABLE agent_sessions (
 	id VARCHAR NOT NULL,
@@ -65,7 +65,7 @@ CREATE TABLE agent_tool_calls (
 	result_entry_id INTEGER,
 	turn_id VARCHAR,
 	child_agent_id VARCHAR,
-	PRIMARY KEY (id)
+	PRIMARY KEY (id, session_id)
 );
 
 CREATE INDEX IF NOT EXISTS ix_agent_tool_calls_session_id ON agent_tool_calls (session_id);

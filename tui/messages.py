@@ -455,7 +455,7 @@ class MessageView(ScrollView, can_focus=True):
         if call.name not in render.EDIT_TOOLS or self.conn is None:
             return None
         if call.id not in self.extras:
-            self.extras[call.id] = browse.tool_result_extra(self.conn, call.id)
+            self.extras[call.id] = browse.tool_result_extra(self.conn, call)
         return self.extras[call.id]
 
     def render_lines(self, crop):  # type: ignore[no-untyped-def]
