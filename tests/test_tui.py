@@ -1357,3 +1357,20 @@ async def test_opened_while_another_threadloom_ingests_it_waits_browsing_what_is
         await pilot.pause()
         assert not app.screen.has_class("-ingesting") and not isinstance(app.screen, ErrorScreen)
         assert app.last_report is not None and app.last_report.files_skipped > 0 and not app.last_report.errors
+
+
+async def test_a_read_only_database_is_browsed_as_it_is(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    root = small_archive(tmp_path)
+    path = ingested_db(tmp_path, root)
+    os.chmod(path, 0o444)
+    app = make_app(path, ingest=True, sources=[root])
+    async with app.run_test(size=(140, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.query_one(ProjectList).border_title == "Projects (4)"
+        assert not isinstance(app.screen, ErrorScreen) and not app.ingesting
+        assert any(n.title == "Read-only archive" and "chmod u+w" in n.message for n in app._notifications)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o444

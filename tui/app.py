@@ -137,6 +137,7 @@ class ThreadloomApp(App[int]):
         self.sources = [Path(s) for s in sources]
         self.demo = demo
         self.ingest_on_start = ingest
+        self.read_only = ""  # why the database cannot be written, when it cannot: browse only
         self.now = now
         self.demo_long_turns = demo_long_turns
         self.conn: sqlite3.Connection | None = None
@@ -196,6 +197,7 @@ class ThreadloomApp(App[int]):
 
             self.db_path = default_db_path()
         if self.db_path.exists():
+            self._check_writable()
             self._open_database()
         if not self.ingest_on_start and self.conn is None:  # else on_ready starts the ingest
             self._open_database()
@@ -217,13 +219,27 @@ class ThreadloomApp(App[int]):
         for problem in problems:
             self.notify(problem, title="Keymap not applied", severity="warning", timeout=8)
 
+    def _check_writable(self) -> None:
+        """A database the user made read-only (or on a read-only disk) is browsed as it is: no
+        ingest, never a chmod; the notice says why and how to add to it."""
+        from core.db import LedgerError, check_writable
+
+        assert self.db_path is not None
+        try:
+            check_writable(self.db_path)
+        except LedgerError as exc:
+            self.read_only = str(exc)
+            self.ingest_on_start = False
+            self.notify(f"{exc} Browsing only: nothing is ingested.", title="Read-only archive",
+                        severity="warning", timeout=12)
+
     def _open_database(self, *, readonly: bool = False) -> None:
-        from core.db import LedgerError, connect
+        from core.db import LedgerError, connect, open_for_reading
 
         if self.conn is not None:
             return
         try:
-            self.conn = connect(self.db_path, readonly=readonly)
+            self.conn = open_for_reading(self.db_path) if self.read_only else connect(self.db_path, readonly=readonly)
         except LedgerError as exc:
             self.push_screen(ErrorScreen("Cannot open the database", str(exc)))
             return
@@ -479,6 +495,9 @@ class ThreadloomApp(App[int]):
 
     def start_ingest(self, *, demo_dir: Path | None = None) -> None:
         if self.ingesting:
+            return
+        if self.read_only and demo_dir is None:
+            self.notify(self.read_only, title="Read-only archive", severity="warning", timeout=8)
             return
         self.ingesting = True
         self.refresh_bindings()
