@@ -284,14 +284,27 @@ class _PrintableStream:
 def _connect(args: argparse.Namespace):
     from core import db
 
-    conn = db.connect(args.db)
-    return conn
+    _say_if_upgrading(args)
+    return db.connect(args.db)
 
 
 def _open_for_reading(args: argparse.Namespace):
     from core import db
 
+    _say_if_upgrading(args)
     return db.open_for_reading(args.db)
+
+
+def _say_if_upgrading(args: argparse.Namespace) -> None:
+    """An older database is rebuilt from its stored records on this open: say so before the wait."""
+    from core import db
+
+    path = Path(args.db or db.default_db_path())
+    version = db.stored_version(path) if path.is_file() else None
+    if version and version != db.SCHEMA_VERSION:
+        print(f"threadloom: {path} was written by another version of threadloom (layout {version}, now "
+              f"{db.SCHEMA_VERSION}): its sessions are rebuilt from the stored records, once; on a big archive "
+              "this takes a minute or two", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------- ingest

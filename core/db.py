@@ -454,6 +454,32 @@ def _table_names(conn: sqlite3.Connection) -> set[str]:
     return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")}
 
 
+def stored_version(path: Path | str) -> int | None:
+    """The schema version of the database at `path`, read without writing (None: no database
+    yet, or not one threadloom can read). A version other than SCHEMA_VERSION means the next
+    writable `connect` rebuilds the derived tables: long on a big archive, so callers say so first.
+
+    Read from the file's header (offset 60) when no WAL holds newer pages: opening it through SQLite
+    would leave -wal and -shm files beside a read-only database."""
+    try:
+        wal = Path(f"{path}-wal")
+        if not wal.exists() or wal.stat().st_size == 0:
+            with open(path, "rb") as f:
+                header = f.read(100)
+            ok = len(header) == 100 and header.startswith(b"SQLite format 3\x00")
+            return int.from_bytes(header[60:64], "big") if ok else None
+    except OSError:
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return user_version(conn)
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return None
+
+
 def ensure_schema(conn: sqlite3.Connection) -> str | None:
     """Create or upgrade the schema. Returns a message when derived tables had to be rebuilt."""
     version = user_version(conn)

@@ -278,3 +278,17 @@ def test_show_prints_aider_edit_blocks_as_diffs(tmp_path):
     assert "  parser.py\n" in out and "  -    for i in range(len(out) - 1):\n" in out
     assert "  +    for i in range(len(out)):\n" in out and "  +# Tokenizer\n" in out
     assert "\n\n  Both edits are small." in out  # set apart from the diff above it
+
+
+def test_a_command_on_an_older_database_says_it_is_upgrading_before_the_wait(tmp_path):
+    projects = make_archive(tmp_path)
+    path = tmp_path / "t.db"
+    assert run("ingest", "--db", str(path), "--source", str(projects), "--only").returncode == 0
+    old = sqlite3.connect(path)
+    old.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION - 1}")
+    old.close()
+    proc = run("sessions", "--db", str(path))
+    assert proc.returncode == 0 and SID[:8] in proc.stdout
+    assert "rebuilt from the stored records, once" in proc.stderr
+    assert db.stored_version(path) == db.SCHEMA_VERSION
+    assert "rebuilt" not in run("sessions", "--db", str(path)).stderr  # once

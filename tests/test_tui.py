@@ -1374,3 +1374,24 @@ async def test_a_read_only_database_is_browsed_as_it_is(tmp_path: Path) -> None:
         assert not isinstance(app.screen, ErrorScreen) and not app.ingesting
         assert any(n.title == "Read-only archive" and "chmod u+w" in n.message for n in app._notifications)
     assert stat.S_IMODE(path.stat().st_mode) == 0o444
+
+
+async def test_an_older_database_is_upgraded_by_the_worker_with_the_screen_up(tmp_path: Path) -> None:
+    """The rebuild of an older schema runs in the ingest worker, saying so, not before the first frame."""
+    import sqlite3
+
+    from core import db
+
+    root = small_archive(tmp_path)
+    path = ingested_db(tmp_path, root)
+    old = sqlite3.connect(path)
+    old.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION - 1}")
+    old.close()
+    app = make_app(path, ingest=True, sources=[root])
+    async with app.run_test(size=(140, 40)) as pilot:
+        assert app.conn is None  # not opened (and rebuilt) on the interface's thread
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.query_one(ProjectList).border_title == "Projects (4)"
+        assert not isinstance(app.screen, ErrorScreen)
+    assert db.stored_version(path) == db.SCHEMA_VERSION

@@ -198,7 +198,8 @@ class ThreadloomApp(App[int]):
             self.db_path = default_db_path()
         if self.db_path.exists():
             self._check_writable()
-            self._open_database()
+            if not self._upgrade_pending():
+                self._open_database()
         if not self.ingest_on_start and self.conn is None:  # else on_ready starts the ingest
             self._open_database()
             self.refresh_panes()
@@ -218,6 +219,15 @@ class ThreadloomApp(App[int]):
             self.set_keymap(keymap)
         for problem in problems:
             self.notify(problem, title="Keymap not applied", severity="warning", timeout=8)
+
+    def _upgrade_pending(self) -> bool:
+        """A database of an older schema is rebuilt from its stored records when first opened for
+        writing (a minute or more at 1 GB): the ingest worker does it, with the screen up and saying
+        so, rather than this thread before the first frame."""
+        from core.db import SCHEMA_VERSION, stored_version
+
+        version = stored_version(self.db_path) if self.db_path is not None else None
+        return bool(self.ingest_on_start and version and version != SCHEMA_VERSION)
 
     def _check_writable(self) -> None:
         """A database the user made read-only (or on a read-only disk) is browsed as it is: no
@@ -514,7 +524,7 @@ class ThreadloomApp(App[int]):
     @work(thread=True, exclusive=True, group="ingest", exit_on_error=False, description="ingest")
     def _ingest_worker(self, db_path: Path, sources: list[Path], demo_dir: Path | None) -> IngestReport:
         """Runs in a thread with its own connection; only messages go back to the interface."""
-        from core.db import connect
+        from core.db import SCHEMA_VERSION, connect, stored_version
         from core.ingest import IngestReport
         from core.writer_lock import WriterBusy, writer_lock
 
@@ -534,6 +544,11 @@ class ThreadloomApp(App[int]):
 
         try:
             with writer_lock(db_path, on_wait=waiting, cancel=self.cancel_event):
+                version = stored_version(db_path) if db_path.exists() else None
+                if version and version != SCHEMA_VERSION:
+                    self.post_message(IngestStatus(
+                        "Upgrading the archive for this version of threadloom: sessions, turns and tool calls "
+                        "are rebuilt from the stored records (once)"))
                 return self._ingest(connect(db_path), sources, include_defaults)
         except WriterBusy:
             return IngestReport(cancelled=True)
