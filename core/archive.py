@@ -65,16 +65,21 @@ def _is_database(conn: sqlite3.Connection, file_id: int) -> bool:
     return adapter is not None and adapter.mode == "database"
 
 
-def restore_session(conn: sqlite3.Connection, session_id: str, dest: Path) -> list[RestoredFile]:
+def restore_session(conn: sqlite3.Connection, session_id: str, dest: Path, *,
+                    only: dict[str, Path] | None = None) -> list[RestoredFile]:
     """Write the session's source files under `dest`, byte for byte; never overwrite.
 
+    `only` (source path -> target): write just these files, each to its own target (a resume puts
+    a transcript back where its agent looks, whatever folder it was read from).
     A SQLite source (Cursor, OpenCode's db, …) cannot be rebuilt as a database file: its rows are
     written instead, one exact record per line, to `<name>.rows.jsonl`.
     """
     restored = []
     for file_id, path, project_key in session_files(conn, session_id):
+        if only is not None and path not in only:
+            continue
         size = conn.execute("SELECT size FROM source_files WHERE id = ?", (file_id,)).fetchone()[0]
-        target = dest / _relative(path, project_key)
+        target = only[path] if only is not None else dest / _relative(path, project_key)
         if _is_database(conn, file_id):
             rows = [bytes(r[0]) for r in conn.execute(
                 "SELECT raw FROM entries WHERE source_file_id = ? ORDER BY byte_offset", (file_id,))]
