@@ -420,3 +420,19 @@ def test_fork_messages_of_a_compacted_session_and_a_fork_at_the_summary(conn, tm
     plan = plan_fork(conn, str(at.entry_id))
     assert plan.fork_point == summary and [json.loads(line).get("subtype") for line in plan.lines[:1]] == [
         "compact_boundary"]  # from the compaction on, as Claude Code loads it
+
+
+def test_a_native_fork_needs_the_source_where_claude_looks(conn, session, tmp_path, work, capsys, fake_agents,
+                                                           sandbox):
+    """`claude -p --resume SRC --fork-session …` reads SRC itself: refused until it is restored."""
+    db_path = conn.execute("PRAGMA database_list").fetchone()[2]
+    reply = conn.execute("SELECT id FROM entries WHERE content = 'Here is the log.'").fetchone()[0]
+    args = ["fork", "--db", db_path, "--native", "--prompt", "go on", str(reply)]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "not where claude looks for it" in err and "--restore" in err
+    assert main([*args, "--restore"]) == 0
+    out = capsys.readouterr()
+    assert (agent_folder(tmp_path, work) / f"{SID}.jsonl").read_bytes() == session.path.read_bytes()
+    calls = run_printed(out.out.strip(), fake_agents, sandbox)  # the calls of a pipe run at once: any order
+    assert ["claude", str(work), "-p", "--resume", SID] in [call[:5] for call in calls]
