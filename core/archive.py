@@ -103,7 +103,8 @@ _BINARY = getattr(os, "O_BINARY", 0)
 _RELATIVE = os.open in os.supports_dir_fd and os.mkdir in os.supports_dir_fd
 
 
-def restore_session(conn: sqlite3.Connection, session_id: str, dest: Path) -> list[RestoredFile]:
+def restore_session(conn: sqlite3.Connection, session_id: str, dest: Path, *,
+                    only: dict[str, Path] | None = None) -> list[RestoredFile]:
     """Write the session's source files under `dest`, byte for byte.
 
     Nothing is ever overwritten, written through a link, or written outside `dest`. A file
@@ -111,13 +112,22 @@ def restore_session(conn: sqlite3.Connection, session_id: str, dest: Path) -> li
     error); one with other bytes, or a link where a file or folder goes, stops the restore before
     anything is written.
 
+    `only` (source path -> target): write just these files, each to its own target (a resume puts
+    a transcript back where its agent looks, whatever folder it was read from).
     A SQLite source (Cursor, OpenCode's db, …) cannot be rebuilt as a database file: its rows are
     written instead, one exact record per line, to `<name>.rows.jsonl`.
     """
     planned: dict[tuple[str, ...], tuple[bytes, RestoredFile]] = {}
     for file_id, path, project_key in session_files(conn, session_id):
+        if only is not None and path not in only:
+            continue
         size = conn.execute("SELECT size FROM source_files WHERE id = ?", (file_id,)).fetchone()[0]
-        parts = _relative(path, project_key) or (f"source-{file_id}",)
+        if only is not None:
+            if not Path(only[path]).is_relative_to(dest):
+                raise RestoreError(f"{only[path]} is not inside {dest}; nothing was written")
+            parts = Path(only[path]).relative_to(dest).parts
+        else:
+            parts = _relative(path, project_key) or (f"source-{file_id}",)
         if _is_database(conn, file_id):
             with _stored_records():
                 rows = [bytes(r[0]) for r in conn.execute(

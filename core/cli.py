@@ -103,27 +103,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=20, metavar="N", help="show at most N hits (default 20)")
     p.add_argument("--json", action="store_true", help="print a JSON list of hits")
 
-    p = sub.add_parser("fork", help="write a fork of a conversation at a point; print the command to continue it",
-                       description="Fork a Claude Code conversation at a record (snapped to the end of its turn): "
-                       "threadloom writes a new transcript beside the source (the source is never changed) and "
-                       "prints the command that resumes it. Plain output is only the command, so "
-                       "`$(threadloom fork X)` works.")
+    p = sub.add_parser("fork", help="write a fork of a conversation at a message; print the command to continue it",
+                       description="Fork a conversation at a message. For Claude Code threadloom writes a new "
+                       "transcript that keeps everything up to and including that message (its whole API message, "
+                       "with the results of its tool calls) and no more, into Claude Code's own project folder for "
+                       "the session's folder ($CLAUDE_CONFIG_DIR/projects/<folder>, where `claude --resume` looks); "
+                       "for a Codex rollout, a new thread cut after the message's turn, in $CODEX_HOME/sessions. "
+                       "The source is never changed. Plain output is only the command, so `$(threadloom fork X)` "
+                       "works.")
     _db_arg(p)
     p.add_argument("entry", help="an entry id or a message uuid (see `threadloom show SESSION --json`)")
-    p.add_argument("--prompt", metavar="TEXT", help="continue with this prompt (a prompt entry is replaced by it)")
+    p.add_argument("--before", action="store_true",
+                   help="ENTRY is a prompt: end the fork just before it (edit and resend, with --prompt)")
+    p.add_argument("--prompt", metavar="TEXT",
+                   help="continue with this prompt (given for a prompt entry, it replaces that prompt: --before)")
     p.add_argument("--native", action="store_true",
                    help="with --prompt: let Claude Code fork itself in print mode (costs one model turn)")
+    p.add_argument("--restore", action="store_true",
+                   help="when the command needs the source where the agent looks and it is not there, write it "
+                   "back there from the archive first (never overwriting)")
     p.add_argument("--dry-run", action="store_true", help="print what would be written; write nothing")
     p.add_argument("--copy", action="store_true", help="also copy the command to the clipboard")
     p.add_argument("--json", action="store_true",
-                   help="print command, new_session_id, path, source_session_id, fork_point, notes")
+                   help="print command, new_session_id, path, source_session_id, fork_point, records, tool_calls, "
+                   "restore, notes")
 
     p = sub.add_parser("resume", help="print the command that resumes a session (or forks it at its end)",
                        description="Print the command that resumes a session in its agent, run from the "
-                       "folder the session was started in (where the agent looks for it).")
+                       "folder the session was started in (where the agent looks for it). When the transcript is "
+                       "not where the agent looks (read with --source from elsewhere, or deleted by the agent and "
+                       "kept in the archive), the command is refused unless --restore writes it back there first.")
     _db_arg(p)
     p.add_argument("session", help="session id or unique prefix")
     p.add_argument("--fork-session", action="store_true", help="fork at the end instead of resuming in place")
+    p.add_argument("--restore", action="store_true",
+                   help="write the transcript (and its subagents' files) back where the agent looks, from the "
+                   "archive, before printing the command; nothing is overwritten")
     p.add_argument("--copy", action="store_true", help="also copy the command to the clipboard")
     p.add_argument("--json", action="store_true", help="print the plan (command, cwd, agent, notes) as JSON")
 
@@ -600,19 +615,48 @@ def _emit_plan(args: argparse.Namespace, plan, written: bool) -> int:
     return 0
 
 
+def _restored(args: argparse.Namespace, conn, plan, command: str) -> bool:
+    """Do the plan's restore step when --restore was given; otherwise refuse, saying why and how."""
+    from core.fork import restore_for
+
+    step = plan.restore
+    if step is None:
+        return True
+    if not args.restore:
+        print(f"threadloom: {step.question.split(' Restore it')[0]} The command would find nothing. "
+              f"`threadloom {command} --restore` writes it back to {step.folder} first (nothing is overwritten), "
+              "then prints the command.", file=sys.stderr)
+        return False
+    try:
+        written = restore_for(conn, plan)
+    except FileExistsError as exc:
+        print(f"threadloom: {exc.filename} appeared meanwhile; restore never overwrites, so nothing more was "
+              "written. Run the command again.", file=sys.stderr)
+        return False
+    for f in written:
+        print(f"restored {f.written_to}", file=sys.stderr)
+    return True
+
+
 def cmd_fork(args: argparse.Namespace) -> int:
     from core.fork import ForkError, native_fork_plan, plan_fork, write_fork
     from core.ingest import run_ingest
 
     conn = _connect(args)
+    again = f"fork {args.entry}" + (" --before" if args.before else "")
     try:
         if args.native:
             if not args.prompt:
                 print("threadloom: --native needs --prompt", file=sys.stderr)
                 return 2
-            return _emit_plan(args, native_fork_plan(conn, args.entry, args.prompt), False)
-        plan = plan_fork(conn, args.entry, prompt=args.prompt)
+            plan = native_fork_plan(conn, args.entry, args.prompt, before=args.before)
+            if not args.dry_run and not _restored(args, conn, plan, again + " --native --prompt …"):
+                return 1
+            return _emit_plan(args, plan, False)
+        plan = plan_fork(conn, args.entry, prompt=args.prompt, before=args.before)
         if not plan.lines:  # a command only: Codex and OpenCode copy the session themselves, Gemini's copy is written
+            if not args.dry_run and not _restored(args, conn, plan, again):
+                return 1
             return _emit_plan(args, plan, False)
         if args.dry_run:
             if not args.json:
@@ -636,6 +680,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
         plan = resume_plan(conn, session.id, fork_at_end=args.fork_session)
     except ForkError as exc:
         print(f"threadloom: {exc}", file=sys.stderr)
+        return 1
+    again = f"resume {session.id}" + (" --fork-session" if args.fork_session else "")
+    if not _restored(args, conn, plan, again):
         return 1
     return _emit_plan(args, plan, False)
 

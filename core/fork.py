@@ -1,10 +1,16 @@
-"""Resume or fork a conversation from any turn, with the exact shell command to run.
+"""Resume or fork a conversation at any message, with the exact shell command to run.
 
-For Claude Code the fork is written by threadloom (FORK.md §1.5 Recipe A): the chosen point's
-ancestor chain (so abandoned branches stay out), snapped to a turn boundary so every tool_use keeps
-its tool_result, parallel tool results kept, new uuids and a new session id on every line,
-`forkedFrom` on each, the chosen point last and newest, a "(fork)" title; created beside the source
-with O_EXCL and mode 0600. The source is never touched.
+For Claude Code the fork is written by threadloom (FORK.md §1.5 Recipe A): everything up to and
+including the chosen message, and no more. The chosen point's ancestor chain (so abandoned
+branches stay out), every block of each API message on it (parallel tool calls too), each call
+with its result, in file order, in one linear chain; new uuids and a new session id on every
+line, `forkedFrom` on each, the chosen point last and newest, a "(fork)" title. It is created
+with O_EXCL and mode 0600 in Claude Code's own project folder for the session's folder, where
+`claude --resume` looks, whatever folder the source was read from. The source is never touched.
+
+For Codex a legacy rollout is cut at a turn and written as a new thread (FORK.md §2.3 recipe C).
+A command that resumes a session needs its transcript where the agent looks: when it is not
+there (read from elsewhere, or deleted by the agent), the plan carries a restore step.
 """
 
 from __future__ import annotations
@@ -102,7 +108,55 @@ class ForkPoint:
     model: str | None
     tool_call_count: int
     parent_turn_id: str | None
-    entry_id: int | None = None  # the prompt's record: `plan_fork(conn, str(entry_id))` forks at this turn
+    entry_id: int | None = None  # the prompt's record
+    cut_entry_id: int | None = None  # the turn's last record: `plan_fork(conn, str(cut_entry_id))` keeps the turn
+
+
+@dataclass
+class ForkMessage:
+    """One message of a turn, as a place to fork: `plan_fork(conn, str(entry_id))` keeps everything
+    up to and including it (its whole API message, with the results of its tool calls), and
+    `plan_fork(conn, str(entry_id), before=True)` of a prompt keeps what came before the prompt."""
+
+    entry_id: int
+    turn_id: str
+    kind: str  # prompt | reply | thinking | tool call | summary | note | event
+    label: str  # one line: the text, or the tool and what it was given
+    timestamp: int | None
+    message_id: str | None = None  # the API message: its blocks (records) fork as one
+    tool_name: str | None = None
+    tool_status: str | None = None  # completed | failed | rejected | interrupted | pending (no result in the log)
+    can_fork_before: bool = False  # a prompt: "fork before it" (edit and resend)
+    exact: bool = True  # False where the agent forks at turn ends only (Codex: the fork keeps the whole turn)
+
+
+@dataclass
+class RestoreStep:
+    """The transcript is not where the agent looks for it: these files are written back there
+    (from the archive, byte for byte, never overwriting) before the command can work."""
+
+    agent: str
+    folder: str  # where the agent looks
+    reason: str  # why the transcript is not there, with the place it was read from
+    files: dict[str, str] = field(default_factory=dict)  # source path -> where it is written
+
+    @property
+    def gone(self) -> bool:
+        """The agent deleted it (rather than: it was read from a folder the agent does not look in)."""
+        return " deleted it" in self.reason
+
+    @property
+    def question(self) -> str:
+        """What a user is asked before the files are written."""
+        return (f"The transcript is not where {_PROGRAM.get(self.agent, self.agent)} looks for it ({self.reason}). "
+                f"Restore it to {self.folder}? ({len(self.files)} file{'s' if len(self.files) != 1 else ''}, "
+                "nothing is overwritten)")
+
+    def as_dict(self) -> dict:
+        return {"folder": self.folder, "reason": self.reason, "files": self.files}
+
+
+_PROGRAM = {"claude-code": "claude", "codex": "codex"}
 
 
 @dataclass
@@ -111,20 +165,24 @@ class ForkPlan:
     agent: str
     command: str
     source_session_id: str
-    fork_point: str | None = None
+    fork_point: str | None = None  # the source record the fork ends on (Claude: its last record)
     new_session_id: str | None = None
     path: str | None = None
     cwd: str | None = None
     git_branch: str | None = None
     notes: list[str] = field(default_factory=list)
     lines: list[bytes] = field(default_factory=list, repr=False)
+    records: int = 0  # conversation records the written fork holds
+    tool_calls: int = 0  # tool calls the written fork holds (each with its result)
+    restore: RestoreStep | None = None  # to do first: the command finds nothing until then
 
     def as_dict(self) -> dict:
         return {
             "action": self.action, "agent": self.agent, "command": self.command,
             "new_session_id": self.new_session_id, "path": self.path,
             "source_session_id": self.source_session_id, "fork_point": self.fork_point, "cwd": self.cwd,
-            "git_branch": self.git_branch, "notes": self.notes,
+            "git_branch": self.git_branch, "notes": self.notes, "records": self.records,
+            "tool_calls": self.tool_calls, "restore": self.restore.as_dict() if self.restore else None,
         }
 
 
@@ -137,7 +195,9 @@ def fork_points(conn: sqlite3.Connection, session_id: str, around_entry: int | N
             # `+session_id`: look the records up by uuid (ix_entries_uuid), not by scanning the session
             "(SELECT content FROM entries WHERE uuid = t.id AND +session_id = t.session_id LIMIT 1), "
             "(SELECT content FROM entries WHERE uuid = t.response_message_id AND +session_id = t.session_id LIMIT 1), "
-            "(SELECT id FROM entries WHERE uuid = t.id AND +session_id = t.session_id LIMIT 1) "
+            "(SELECT id FROM entries WHERE uuid = t.id AND +session_id = t.session_id LIMIT 1), "
+            "(SELECT id FROM entries WHERE uuid = t.last_entry_uuid AND +session_id = t.session_id "
+            "AND dup_of IS NULL LIMIT 1) "
             "FROM agent_turns t WHERE t.session_id = ?",
             (session_id,),
         )
@@ -173,8 +233,270 @@ def fork_points(conn: sqlite3.Connection, session_id: str, around_entry: int | N
     out = []
     for tid in chain:
         r = turns[tid]
-        out.append(ForkPoint(tid, r[1], r[2], one_line(readable(r[7]), 120), one_line(r[8], 120), r[3], r[4], r[5], r[6], r[9]))
+        out.append(ForkPoint(tid, r[1], r[2], one_line(readable(r[7]), 120), one_line(r[8], 120), r[3], r[4], r[5],
+                             r[6], r[9], r[10]))
     return out
+
+
+def fork_messages(conn: sqlite3.Connection, session_id: str, turn_ids: list[str]) -> list[ForkMessage]:
+    """The messages of these turns (from `fork_points`), in order: each prompt, reply, thinking step
+    and tool call (its result folded in), each a place to fork. Tool results are not listed on
+    their own: forking at a call keeps its result."""
+    from core.query import ToolCall, fill_tool_io
+    from core.render import tool_summary
+
+    agent = conn.execute("SELECT source FROM agent_sessions WHERE id = ?", (session_id,)).fetchone()
+    exact = agent is not None and agent[0] == "claude-code"
+    rows = conn.execute(
+        "SELECT id, turn_id, uuid, role, entry_type, subtype, is_meta, content, thinking, timestamp, message_id, "
+        "CASE WHEN role = 'user' AND instr(substr(raw, 1, 2048), ?) > 0 THEN raw END "
+        "FROM entries WHERE session_id = ? AND seq IS NOT NULL AND turn_id IN (SELECT value FROM json_each(?)) "
+        "ORDER BY seq",
+        (b'"isCompactSummary"', session_id, orjson.dumps(turn_ids).decode()),
+    ).fetchall()
+    if not rows:
+        return []
+    first, last = min(r[0] for r in rows), max(r[0] for r in rows)
+    calls: dict[int, list[ToolCall]] = {}
+    results: set[int] = set()
+    for row in conn.execute(
+        "SELECT entry_id, id, tool_name, params_json, result_json, status, child_session_id, started_at, "
+        "completed_at, result_entry_id FROM agent_tool_calls WHERE session_id = ? AND ("
+        "entry_id BETWEEN ? AND ? OR result_entry_id BETWEEN ? AND ?) ORDER BY entry_id, tool_number",
+        (session_id, first, last, first, last),
+    ):
+        if row[9] is not None:
+            results.add(row[9])
+        if row[0] is not None and first <= row[0] <= last:
+            calls.setdefault(row[0], []).append(ToolCall(*row[1:], entry_id=row[0]))
+    fill_tool_io(conn, [c for own in calls.values() for c in own])
+    out: list[ForkMessage] = []
+    for eid, turn_id, uuid, role, etype, subtype, is_meta, content, thinking, ts, message_id, summary in rows:
+        own = calls.get(eid, [])
+        if eid in results and not content and not own:
+            continue  # a tool's result: listed with its call
+
+        items: list[tuple[str, str, ToolCall | None]] = []  # (kind, label, call)
+        text = one_line(readable(content), 200)
+        if uuid is not None and uuid == turn_id:
+            items.append(("prompt", text or "(no prompt text)", None))
+        elif role == "assistant" and content:
+            items.append(("reply", text, None))
+        elif role == "assistant" and (thinking or not own):
+            items.append(("thinking", one_line(thinking, 200) or "(thinking)", None))
+        elif subtype == "compact_boundary" or (summary is not None and _compact_summary(summary)):
+            items.append(("summary", text or "(conversation compacted)", None))
+        elif role == "user" and not own:
+            items.append(("note" if is_meta else "message", text or "(no text)", None))
+        elif not own:
+            items.append(("event", text or subtype or etype or "event", None))
+        if not (uuid is not None and uuid == turn_id):
+            for call in own:
+                gist = tool_summary(call)
+                items.append(("tool call", f"{call.name}: {gist}" if gist else call.name, call))
+        out += [ForkMessage(eid, turn_id, kind, label, ts, message_id, call.name if call else None,
+                            call.status if call else None, kind == "prompt", exact) for kind, label, call in items]
+    return out
+
+
+def _compact_summary(raw: bytes) -> bool:
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(obj, dict) and obj.get("isCompactSummary") is True
+
+
+# ---------------------------------------------------------------------- where the agents look
+
+MAX_FOLDER_NAME = 200  # Claude Code cuts a longer project folder name here and adds a hash
+
+
+def claude_projects_root() -> Path:
+    """`$CLAUDE_CONFIG_DIR/projects` (default ~/.claude/projects): where Claude Code keeps sessions."""
+    from core.adapters.claude import config_dir
+
+    return config_dir() / "projects"
+
+
+def claude_folder_name(cwd: str) -> str:
+    """Claude Code's name for a project's folder (FORMATS.md §1.2): every UTF-16 unit that is not
+    an ASCII letter or digit becomes "-" (a character beyond the BMP is two units)."""
+    return "".join(ch if ch.isascii() and ch.isalnum() else ("--" if ord(ch) > 0xFFFF else "-") for ch in cwd)
+
+
+def _js_hash36(text: str) -> str:
+    """The 32-bit string hash Claude Code's SDK appends to a long folder name, in base 36."""
+    h = 0
+    data = text.encode("utf-16-le", "surrogatepass")
+    for i in range(0, len(data), 2):
+        h = (h * 31 + int.from_bytes(data[i : i + 2], "little")) & 0xFFFFFFFF
+    h = abs(h - (1 << 32) if h >= 1 << 31 else h)
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        h, r = divmod(h, 36)
+        out = digits[r] + out
+        if not h:
+            return out
+
+
+def claude_project_dir(cwd: str, source_path: str | None, notes: list[str]) -> Path:
+    """The folder where `claude --resume`, run in `cwd`, looks for a session. A name longer than
+    200 characters ends in a hash that differs between Claude Code builds: an existing folder
+    with the same start is taken then (the source's own first)."""
+    root = claude_projects_root()
+    name = claude_folder_name(cwd)
+    if len(name) <= MAX_FOLDER_NAME:
+        return root / name
+    prefix = name[:MAX_FOLDER_NAME] + "-"
+    if source_path:
+        parent = Path(source_path).parent
+        if parent.parent == root and parent.name.startswith(prefix):
+            return parent
+    try:
+        existing = sorted(p for p in root.iterdir() if p.name.startswith(prefix) and p.is_dir())
+    except OSError:
+        existing = []
+    if len(existing) == 1:
+        return existing[0]
+    notes.append("The session's folder path is long, so Claude Code names its project folder with a hash that "
+                 "differs between versions; if `claude --resume` does not find the session, recent versions still "
+                 "find it by scanning every project folder.")
+    return root / (prefix + _js_hash36(cwd))
+
+
+def _own_files(conn: sqlite3.Connection, sid: str) -> list[tuple[str, str | None, bool]]:
+    """(path, project key, is the main transcript) of the files that are this session's own: its
+    transcript, its subagents' files and the files in its own folder, not other sessions' copies."""
+    from core.archive import session_files
+
+    like = sid.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ":%"
+    own = conn.execute(
+        "SELECT source_file_id, id = ? FROM agent_sessions WHERE (id = ? OR id LIKE ? ESCAPE '\\') "
+        "AND source_file_id IS NOT NULL",
+        (sid, sid, like),
+    ).fetchall()
+    ids = {fid for fid, _ in own}
+    main = {fid for fid, is_main in own if is_main}
+    out = []
+    for fid, path, key in session_files(conn, sid):
+        rest = _rest(path, key)
+        if fid in ids or rest.startswith(f"{sid}/"):
+            out.append((path, key, fid in main))
+    return out
+
+
+def _rest(path: str, key: str | None) -> str:
+    """The path below the project folder it was read from."""
+    parts = Path(path).parts
+    if key and key in parts:
+        i = len(parts) - 1 - parts[::-1].index(key)
+        return "/".join(parts[i + 1 :]) or Path(path).name
+    return Path(path).name
+
+
+def _gone_or_elsewhere(source: str | None, expected: Path, program: str) -> str:
+    if source is None:
+        return "threadloom does not know the file it was read from"
+    if Path(source) == expected or (not os.path.exists(source) and Path(source).parent == expected.parent):
+        return f"{program} deleted it; threadloom's archive kept it"
+    if not os.path.exists(source):
+        return f"it was read from {source}, which is gone, and {program} does not look there"
+    return f"it was read from {source}, and {program} does not look there"
+
+
+def claude_restore_step(conn: sqlite3.Connection, sid: str, cwd: str | None) -> RestoreStep | None:
+    """What must be written back before `claude --resume SID` (run in `cwd`) finds the session:
+    None when its transcript is in place (or the folder is not known: the command's note says so)."""
+    if usable_folder(cwd, []) is None:
+        return None
+    files = _own_files(conn, sid)
+    main = next((path for path, _, is_main in files if is_main), None)
+    project = claude_project_dir(cwd, main, [])
+    expected = project / f"{sid}.jsonl"
+    if os.path.lexists(expected):
+        return None
+    step = RestoreStep("claude-code", str(project), _gone_or_elsewhere(main, expected, "claude"))
+    for path, key, is_main in files:
+        target = expected if is_main else project / _rest(path, key)
+        if not os.path.lexists(target):  # what is there already stays: restore never overwrites
+            step.files[path] = str(target)
+    return step if main in step.files else None
+
+
+ROLLOUT_DATE = re.compile(r"rollout-(\d{4})-(\d{2})-(\d{2})T")
+
+
+def codex_sessions_root() -> Path:
+    """`$CODEX_HOME/sessions` (default ~/.codex/sessions): where `codex resume ID` looks."""
+    from core.adapters.codex import codex_home
+
+    return codex_home() / "sessions"
+
+
+def codex_restore_step(conn: sqlite3.Connection, sid: str, external: str) -> RestoreStep | None:
+    """What must be written back before `codex resume ID` finds the thread: its rollout, into
+    `$CODEX_HOME/sessions/YYYY/MM/DD/`. None when a rollout of the thread is there already."""
+    root = codex_sessions_root()
+    files = _own_files(conn, sid)
+    main = next((path for path, _, is_main in files if is_main), files[0][0] if files else None)
+    if main is None:
+        return None
+    if Path(main).is_relative_to(root) and os.path.exists(main):
+        return None
+    if any(root.glob(f"*/*/*/rollout-*{glob_escape(external)}.jsonl*")):
+        return None
+    name = Path(main).name
+    day = ROLLOUT_DATE.match(name)
+    if not (name.startswith("rollout-") and external in name and day):
+        created = conn.execute("SELECT created_at FROM agent_sessions WHERE id = ?", (sid,)).fetchone()[0]
+        when = datetime.fromtimestamp(created / 1000) if created else datetime.now()
+        name = f"rollout-{when:%Y-%m-%dT%H-%M-%S}-{external}.jsonl"
+        day = ROLLOUT_DATE.match(name)
+    assert day is not None
+    folder = root.joinpath(*day.groups())
+    target = folder / name
+    if os.path.lexists(target):
+        return None
+    step = RestoreStep("codex", str(folder), _gone_or_elsewhere(main, target, "codex"))
+    step.files[main] = str(target)
+    return step
+
+
+def glob_escape(text: str) -> str:
+    return re.sub(r"([*?\[])", r"[\1]", text)
+
+
+def _needs_restore(plan: ForkPlan, step: RestoreStep | None) -> ForkPlan:
+    """Attach a restore step to a plan, with the note that says what it is and how to do it."""
+    if step is not None:
+        plan.restore = step
+        program = _PROGRAM.get(step.agent, step.agent)
+        why = f"{program} deleted it" if step.gone else "it was read from a folder the agent does not look in"
+        plan.notes.insert(0, f"The transcript is not where {program} looks for it ({why}): it must be restored to "
+                          f"{step.folder} first (`--restore` on the command line; nothing is overwritten), or the "
+                          "command finds nothing.")
+    return plan
+
+
+def restore_for(conn: sqlite3.Connection, plan: ForkPlan) -> list:
+    """Do a plan's restore step: write its files back where the agent looks (never overwriting).
+    Returns the `core.archive.RestoredFile`s; the plan's command works afterwards."""
+    from core.archive import restore_session
+
+    step = plan.restore
+    if step is None:
+        return []
+    written = restore_session(conn, plan.source_session_id, Path(step.folder),
+                              only={src: Path(dst) for src, dst in step.files.items()})
+    plan.restore = None
+    plan.notes = [n for n in plan.notes if "must be restored to" not in n]
+    plan.notes.insert(0, f"Restored {len(written)} file{'s' if len(written) != 1 else ''} to {step.folder}.")
+    return written
+
+
+# ---------------------------------------------------------------------- Claude Code: the fork itself
 
 
 def _session_row(conn: sqlite3.Connection, session_id: str) -> tuple:
@@ -214,75 +536,166 @@ def _records(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, dict]
     return out
 
 
+def _content(obj: dict) -> list | None:
+    message = obj.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, list) else None
+
+
 def _tool_uses(obj: dict) -> list[str]:
-    content = (obj.get("message") or {}).get("content") if isinstance(obj.get("message"), dict) else None
-    if obj.get("type") != "assistant" or not isinstance(content, list):
+    content = _content(obj)
+    if obj.get("type") != "assistant" or content is None:
         return []
-    return [b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id")]
+    return [b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)]
 
 
 def _tool_results(obj: dict) -> list[str]:
-    content = (obj.get("message") or {}).get("content") if isinstance(obj.get("message"), dict) else None
-    if obj.get("type") != "user" or not isinstance(content, list):
+    content = _content(obj)
+    if obj.get("type") != "user" or content is None:
         return []
-    return [b.get("tool_use_id") for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+    return [b["tool_use_id"] for b in content
+            if isinstance(b, dict) and b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str)]
+
+
+def _message_id(obj: dict) -> str | None:
+    message = obj.get("message")
+    mid = message.get("id") if obj.get("type") == "assistant" and isinstance(message, dict) else None
+    return mid if isinstance(mid, str) and mid else None
+
+
+# records that hang off a tool's result without starting anything: hook output, timings, progress
+SATELLITES = frozenset({"attachment", "system", "progress"})
 
 
 def select_chain(records: list[tuple[int, dict]], cut_uuid: str, *, keep_sidechains: bool) -> list[tuple[int, dict]]:
-    """The ancestor chain of `cut_uuid` plus parallel tool results, in file order, tool-complete."""
+    """What a fork at `cut_uuid` keeps, in file order (FORK.md §1.5 step 3, §1.6).
+
+    The ancestor chain of the cut (so abandoned branches stay out), plus every block of each API
+    message on it: Claude Code writes each content block as its own record, and the parallel calls
+    of one message are not all ancestors of what follows (each result hangs off its own call).
+    Each call comes with its result and what hangs off that result (hook attachments), and nothing
+    past the chosen message: the cut moves only as far as its own blocks and their results."""
     by_uuid: dict[str, tuple[int, dict]] = {}
+    order: dict[str, int] = {}
+    blocks: dict[str, list[str]] = {}  # message.id -> its records
+    answers: dict[str, list[str]] = {}  # tool_use id -> the records holding its tool_result
+    children: dict[str, list[str]] = {}
+    caller: dict[str, str] = {}  # tool_use id -> the message that made the call
     for eid, obj in records:
-        if obj.get("type") in TRANSCRIPT_TYPES and isinstance(obj.get("uuid"), str):
-            if obj.get("isSidechain") and not keep_sidechains:
-                continue
-            by_uuid.setdefault(obj["uuid"], (eid, obj))
+        uid = obj.get("uuid")
+        if obj.get("type") not in TRANSCRIPT_TYPES or not isinstance(uid, str) or uid in by_uuid:
+            continue
+        if obj.get("isSidechain") and not keep_sidechains:
+            continue
+        by_uuid[uid] = (eid, obj)
+        order[uid] = len(order)
+        mid = _message_id(obj)
+        if mid:
+            blocks.setdefault(mid, []).append(uid)
+            for tid in _tool_uses(obj):
+                caller.setdefault(tid, mid)
+        for tid in _tool_results(obj):
+            answers.setdefault(tid, []).append(uid)
+        parent = obj.get("parentUuid")
+        if isinstance(parent, str):
+            children.setdefault(parent, []).append(uid)
     if cut_uuid not in by_uuid:
         raise ForkError(f"record {cut_uuid} is not a conversation record of this session")
-    chain: dict[str, tuple[int, dict]] = {}
+    chain: list[str] = []
+    kept: set[str] = set()
     node: str | None = cut_uuid
-    while node and node in by_uuid and node not in chain:  # stops at null: a compaction boundary or the root
-        chain[node] = by_uuid[node]
-        node = by_uuid[node][1].get("parentUuid")
-    cut_eid = by_uuid[cut_uuid][0]
-    used = {tid for _, obj in chain.values() for tid in _tool_uses(obj)}
-    answered = {tid for _, obj in chain.values() for tid in _tool_results(obj)}
-    for uid, (eid, obj) in by_uuid.items():
-        if uid in chain or eid > cut_eid:
-            continue
-        results = [t for t in _tool_results(obj) if t in used and t not in answered]
-        parent = obj.get("parentUuid") or obj.get("sourceToolAssistantUUID")
-        if results and parent in chain:
-            chain[uid] = (eid, obj)
-            answered.update(results)
-    ordered = sorted(chain.values(), key=lambda item: item[0])
-    # Never end on a tool_use without its result: drop trailing unanswered calls.
-    while ordered:
-        missing = [t for t in _tool_uses(ordered[-1][1]) if t not in answered]
-        if not missing:
-            break
-        ordered.pop()
-    if not ordered:
+    while node and node in by_uuid and node not in kept:  # stops at null: a compaction boundary or the root
+        kept.add(node)
+        chain.append(node)
+        parent = by_uuid[node][1].get("parentUuid")
+        node = parent if isinstance(parent, str) else None
+    start = min(order[u] for u in chain)  # nothing from before the compaction the chain starts at
+    end = order[cut_uuid]
+    added: list[str] = []
+    queue = list(chain)
+    while queue:
+        uid = queue.pop()
+        obj = by_uuid[uid][1]
+        more = []
+        mid = _message_id(obj)
+        if mid:
+            more += [u for u in blocks[mid] if order[u] >= start]
+        for tid in _tool_uses(obj):
+            found = [u for u in answers.get(tid, ()) if order[u] > order[uid]]
+            if found and not any(u in kept for u in found):
+                more.append(found[0])
+        for tid in _tool_results(obj):  # a result chosen on its own brings its call's message
+            more += [u for u in blocks.get(caller.get(tid, ""), ()) if order[u] >= start]
+        for u in more:
+            if u not in kept:
+                kept.add(u)
+                added.append(u)
+                queue.append(u)
+                end = max(end, order[u])
+    stack = list(added)
+    while stack:  # what hangs off a parallel call's result, up to the cut
+        for u in children.get(stack.pop(), ()):
+            if u not in kept and order[u] <= end and by_uuid[u][1].get("type") in SATELLITES:
+                kept.add(u)
+                stack.append(u)
+    return [by_uuid[u] for u in sorted(kept, key=order.__getitem__)]
+
+
+def _answered_only(kept: list[tuple[int, dict]], notes: list[str]) -> list[tuple[int, dict]]:
+    """`kept` without tool calls that have no result in the log (an agent resumed with an
+    unanswered call fails): a record of such calls only is left out, a mixed one loses them."""
+    answered = {tid for _, obj in kept for tid in _tool_results(obj)}
+    out = []
+    dropped = 0
+    for eid, obj in kept:
+        missing = [t for t in _tool_uses(obj) if t not in answered]
+        if missing:
+            dropped += len(missing)
+            content = [b for b in _content(obj) or []
+                       if not (isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") in missing)]
+            if not content:
+                continue
+            obj = {**obj, "message": {**obj["message"], "content": content}}
+        out.append((eid, obj))
+    if dropped:
+        notes.append(f"{dropped} tool call{'s' if dropped != 1 else ''} with no result in the log "
+                     f"{'are' if dropped != 1 else 'is'} left out: the agent cannot be resumed with a call unanswered.")
+    if not out:
         raise ForkError("nothing would be left to fork at this point")
-    return ordered
+    return out
 
 
-def _project_dir(source_path: str, project_key: str | None) -> Path:
-    path = Path(source_path)
-    if project_key and project_key in path.parts:
-        i = len(path.parts) - 1 - path.parts[::-1].index(project_key)
-        return Path(*path.parts[: i + 1])
-    return path.parent
+def _stamp(now: datetime | None) -> str:
+    moment = now or datetime.now(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def plan_fork(
-    conn: sqlite3.Connection, entry_ref: str, *, prompt: str | None = None, new_session_id: str | None = None,
-    now: datetime | None = None,
+    conn: sqlite3.Connection, entry_ref: str, *, prompt: str | None = None, before: bool = False,
+    new_session_id: str | None = None, now: datetime | None = None,
 ) -> ForkPlan:
-    """Work out (without writing) the fork transcript and command for a point in a session."""
-    entry_id, session_id, _ = resolve_entry(conn, entry_ref)
+    """Work out (without writing) the fork at a record and the command that continues it.
+
+    Claude Code: the fork keeps everything up to and including the chosen message (its whole API
+    message, with the results of its tool calls), and no more; `before` (a prompt only) keeps what
+    came before it, for "edit and resend". A `prompt` given for a prompt record means `before`.
+    It is written into Claude Code's own project folder for the session's folder, whatever folder
+    the source was read from."""
+    entry_id, session_id, uuid = resolve_entry(conn, entry_ref)
     sid, agent, title, project_path, is_subagent, kind = _session_row(conn, session_id)
+    turn_row = conn.execute("SELECT turn_id, parent_uuid FROM entries WHERE id = ?", (entry_id,)).fetchone()
+    is_prompt = uuid is not None and turn_row is not None and uuid == turn_row[0]
+    if prompt is not None and is_prompt and agent in ("claude-code", "codex"):
+        before = True  # "edit this message": keep what came before it, send the new text instead
+    if before and not is_prompt:
+        raise ForkError("only a prompt can be forked before (to edit and resend it); fork at the message before it "
+                        "instead")
     if agent == "codex":
-        return _codex_fork_plan(conn, sid, entry_id)
+        return _codex_fork_plan(conn, sid, entry_id, before=before, prompt=prompt, new_session_id=new_session_id,
+                                now=now)
+    if before and agent != "claude-code":
+        raise ForkError(f"forking before a prompt is for Claude Code and Codex sessions; fork this {agent} session at "
+                        "the message before it")
     if agent == "gemini":
         return _gemini_fork_plan(conn, sid, entry_id, now=now)
     if agent == "aider":
@@ -296,39 +709,31 @@ def plan_fork(
         return plan
     if agent != "claude-code":
         raise ForkError(f"forking {agent} sessions at a point is not supported yet; `threadloom resume {sid}` resumes it")
-    turn_row = conn.execute(
-        "SELECT t.id, t.last_entry_uuid, t.parent_turn_id, e.uuid = t.id FROM entries e "
-        "JOIN agent_turns t ON t.id = e.turn_id WHERE e.id = ?",
-        (entry_id,),
-    ).fetchone()
-    if turn_row is None:
-        raise ForkError("this record is not part of a conversation turn (nothing to fork from)")
-    turn_id, last_uuid, parent_turn, is_prompt = turn_row
-    notes = []
-    if prompt is not None and is_prompt:
-        # "edit this message": keep what came before it, send the new text instead
-        if parent_turn is None:
-            raise ForkError("this is the first prompt of the session; start a new session instead")
-        last_uuid = conn.execute("SELECT last_entry_uuid FROM agent_turns WHERE id = ?", (parent_turn,)).fetchone()[0]
-        notes.append("The chosen prompt is replaced by yours: the fork ends just before it.")
+    notes: list[str] = []
+    if before:
+        cut = turn_row[1]
+        if cut is None:
+            return _fresh_start(conn, sid, prompt)
+        notes.append("The fork ends just before the chosen prompt" + (", and yours is sent instead." if prompt else
+                                                                      ": type the new one in the session."))
+    elif uuid is None:
+        raise ForkError("this record has no uuid, so it is not part of the conversation Claude Code resumes")
+    else:
+        cut = uuid
     records = _records(conn, sid)
-    chosen = select_chain(records, last_uuid, keep_sidechains=bool(is_subagent))
-    src_file = conn.execute(
-        "SELECT f.path, f.project_key FROM entries e JOIN source_files f ON f.id = e.source_file_id WHERE e.id = ?",
-        (chosen[-1][0],),
-    ).fetchone()
-    project_dir = _project_dir(src_file[0], src_file[1])
+    chosen = _answered_only(select_chain(records, cut, keep_sidechains=bool(is_subagent)), notes)
     new_sid = checked_id(agent, new_session_id or str(uuidlib.uuid4()), "new session id")
     external_src = sid.split(":", 1)[0] if is_subagent else sid
     # the folder the session was started in, not where its shell was last: Claude Code finds a
     # session only from that folder (and its picker files the fork by its first line's cwd)
     cwd = next((obj["cwd"] for _, obj in chosen if isinstance(obj.get("cwd"), str)), project_path)
     branch = next((obj["gitBranch"] for _, obj in reversed(chosen) if isinstance(obj.get("gitBranch"), str)), None)
-    stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S.") + f"{(now or datetime.now(UTC)).microsecond // 1000:03d}Z"
+    folder = _fork_folder(conn, sid, cwd, chosen[-1][0], notes)
     mapping: dict[str, str] = {}
     lines: list[bytes] = []
     previous: str | None = None
     kept = [(eid, obj) for eid, obj in chosen if obj.get("type") != "progress"]
+    tool_calls = 0
     for i, (_, obj) in enumerate(kept):
         new_uuid = str(uuidlib.uuid4())
         mapping[obj["uuid"]] = new_uuid
@@ -342,58 +747,104 @@ def plan_fork(
         rec.pop("agentId", None)
         rec["forkedFrom"] = {"sessionId": external_src, "messageUuid": obj["uuid"]}
         if i == len(kept) - 1:
-            rec["timestamp"] = stamp  # the leaf is the newest record, so every resume heuristic picks it
+            rec["timestamp"] = _stamp(now)  # the leaf is the newest record, so every resume heuristic picks it
+        tool_calls += len(_tool_uses(obj))
         lines.append(orjson.dumps(rec))
         previous = new_uuid
     base_title = title or "session"
     lines.append(orjson.dumps({"type": "custom-title", "customTitle": f"{base_title} (fork)", "sessionId": new_sid}))
-    cut = kept[-1][1]
-    command = in_folder(cwd, shell_command(["claude", "--resume", new_sid] + ([prompt] if prompt else [])), notes)
+    cut_record = kept[-1][1]
+    command = in_folder(cwd, shell_command(["claude", "--resume", new_sid] + _prompt_words(prompt)), notes)
     if prompt:
         notes.append("Passing a first prompt together with --resume is not verified on every Claude Code version.")
+    elif cut_record.get("type") == "user" and not _tool_results(cut_record) and not cut_record.get("isMeta"):
+        notes.append("The fork ends on the chosen prompt, before its answer: Claude Code shows it as an interrupted "
+                     "turn; send a message to go on (or fork before the prompt to send a different one).")
     if is_subagent:
         notes.append("This is a subagent's conversation: the fork continues it as a new main session.")
     if any(obj.get("subtype") == "compact_boundary" for _, obj in kept):
         notes.append("The fork starts at the last compaction before this point, as Claude Code itself would load it.")
     notes.append(WORKTREE_NOTE + (f" Recorded git branch then: {branch}." if branch else ""))
     return ForkPlan(
-        action="fork", agent=agent, command=command, source_session_id=sid, fork_point=cut.get("uuid"),
-        new_session_id=new_sid, path=str(project_dir / f"{new_sid}.jsonl"), cwd=cwd, git_branch=branch,
-        notes=notes, lines=lines,
+        action="fork", agent=agent, command=command, source_session_id=sid, fork_point=cut_record.get("uuid"),
+        new_session_id=new_sid, path=str(folder / f"{new_sid}.jsonl"), cwd=cwd, git_branch=branch,
+        notes=notes, lines=lines, records=len(kept), tool_calls=tool_calls,
     )
 
 
+def _fork_folder(conn: sqlite3.Connection, sid: str, cwd: object, entry_id: int, notes: list[str]) -> Path:
+    """Claude Code's project folder for `cwd`; without a recorded folder, the source's own
+    folder when it is one of Claude Code's, else nowhere (the fork would be found by no one)."""
+    source = conn.execute(
+        "SELECT f.path FROM entries e JOIN source_files f ON f.id = e.source_file_id WHERE e.id = ?", (entry_id,)
+    ).fetchone()
+    source_path = source[0] if source else None
+    if isinstance(cwd, str) and cwd:
+        return claude_project_dir(cwd, source_path, notes)
+    parent = Path(source_path).parent if source_path else None
+    if parent is not None and parent.parent == claude_projects_root():
+        return parent
+    raise ForkError("the log does not say which folder the session ran in, so threadloom cannot tell where Claude "
+                    f"Code would look for a fork of it (in {claude_projects_root()}/<the folder, encoded>)")
+
+
+def _prompt_words(prompt: str | None) -> list[str]:
+    """A first prompt as the command's last word; after `--` when it starts with "-", which the
+    agent would read as an option."""
+    if not prompt:
+        return []
+    return ["--", prompt] if prompt.startswith("-") else [prompt]
+
+
+def _fresh_start(conn: sqlite3.Connection, sid: str, prompt: str | None) -> ForkPlan:
+    """Before the first prompt there is nothing to keep: a new session in the same folder."""
+    notes = ["Nothing comes before the session's first prompt: this starts a new session"
+             + (" with yours." if prompt else ".")]
+    cwd = _cwd_of(conn, sid)
+    command = in_folder(cwd, shell_command(["claude"] + _prompt_words(prompt)), notes)
+    return ForkPlan(action="fork", agent="claude-code", command=command, source_session_id=sid, cwd=cwd, notes=notes)
+
+
 def write_fork(plan: ForkPlan) -> Path:
-    """Create the fork file (never overwriting anything) with owner-only permissions."""
+    """Create the fork file (never overwriting anything) with owner-only permissions. The agent's
+    own folders (Claude Code's project folder, Codex's day folder) are made when missing."""
     if plan.path is None:
         raise ForkError("this plan writes no file")
     path = Path(plan.path)
-    if not path.parent.is_dir():
-        raise ForkError(f"the source's folder {path.parent} no longer exists; restore it first (threadloom restore)")
+    if plan.agent in ("claude-code", "codex"):
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    elif not path.parent.is_dir():
+        raise ForkError(f"the folder {path.parent} no longer exists; restore or recreate it first")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as f:
         f.write(b"\n".join(plan.lines) + b"\n")
     return path
 
 
-def native_fork_plan(conn: sqlite3.Connection, entry_ref: str, prompt: str) -> ForkPlan:
+def native_fork_plan(conn: sqlite3.Connection, entry_ref: str, prompt: str, *, before: bool = False) -> ForkPlan:
     """FORK.md Recipe B: Claude Code forks itself in print mode, truncated at the point, with a new prompt."""
-    plan = plan_fork(conn, entry_ref)
+    plan = plan_fork(conn, entry_ref, prompt=prompt, before=before)
     if plan.agent != "claude-code":
         raise ForkError(f"only Claude Code forks itself with a new prompt; fork this {plan.agent} session without "
                         "--native and type the prompt in the new session")
-    if _session_row(conn, plan.source_session_id)[4]:
+    if plan.fork_point is None:  # before the first prompt: a new session, nothing to fork
+        plan.action = "fork-prompt"
+        return plan
+    row = _session_row(conn, plan.source_session_id)
+    if row[4]:
         raise ForkError("Claude Code cannot fork a subagent's conversation itself; fork it without --native "
                         "(threadloom writes the fork as a new main session)")
     sid = checked_id(plan.agent, plan.source_session_id)
     point = checked_id(plan.agent, plan.fork_point, "message uuid")
+    cwd = row[3] or plan.cwd  # where the source is found: the folder the session was started in
     notes = ["Runs one model turn with your prompt (print mode), then opens the new session; needs jq."]
     fork = shell_command(["claude", "-p", "--resume", sid, "--fork-session", f"--resume-session-at={point}",
-                          "--output-format", "json", prompt])
-    cmd = in_folder(plan.cwd, f'NEW=$({fork} | jq -r .session_id) && claude --resume "$NEW"', notes)
+                          "--output-format", "json", *_prompt_words(prompt)])
+    cmd = in_folder(cwd, f'NEW=$({fork} | jq -r .session_id) && claude --resume "$NEW"', notes)
     notes.append(WORKTREE_NOTE + (f" Recorded git branch then: {plan.git_branch}." if plan.git_branch else ""))
-    return ForkPlan(action="fork-prompt", agent=plan.agent, command=cmd, source_session_id=sid,
-                    fork_point=point, cwd=plan.cwd, git_branch=plan.git_branch, notes=notes)
+    native = ForkPlan(action="fork-prompt", agent=plan.agent, command=cmd, source_session_id=sid,
+                      fork_point=point, cwd=cwd, git_branch=plan.git_branch, notes=notes)
+    return _needs_restore(native, claude_restore_step(conn, sid, cwd))
 
 
 def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool = False) -> ForkPlan:
@@ -415,12 +866,14 @@ def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool 
             branch = last.get("gitBranch") if isinstance(last.get("gitBranch"), str) else None
     external = conn.execute("SELECT COALESCE(external_id, id) FROM agent_sessions WHERE id = ?", (sid,)).fetchone()[0]
     notes: list[str] = []
+    restore = None
     if agent == "codex":
         if fork_at_end:
             command = in_folder(cwd, shell_command(["codex", "fork", checked_id(agent, external)]), notes)
         else:
             folder = usable_folder(cwd, notes)
             command = shell_command(["codex", "resume", checked_id(agent, external)] + (["-C", folder] if folder else []))
+        restore = codex_restore_step(conn, sid, external)
     elif agent == "gemini":
         if fork_at_end:
             return _gemini_fork_plan(conn, sid, None)
@@ -430,6 +883,7 @@ def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool 
     elif agent == "claude-code":
         argv = ["claude", "--resume", checked_id(agent, sid)] + (["--fork-session"] if fork_at_end else [])
         command = in_folder(cwd, shell_command(argv), notes)
+        restore = claude_restore_step(conn, sid, cwd)
     elif agent in ("opencode", "opencode-db"):
         argv = ["opencode", "-s", checked_id(agent, external)] + (["--fork"] if fork_at_end else [])
         command = in_folder(cwd, shell_command(argv), notes)
@@ -448,8 +902,9 @@ def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool 
     notes.append(WORKTREE_NOTE + (f" Recorded git branch then: {branch}." if branch else ""))
     if agent == "cline":
         notes.insert(0, "`cline --id` resumes Cline CLI sessions; tasks of the VS Code extension resume from its History view.")
-    return ForkPlan(action="fork-end" if fork_at_end else "resume", agent=agent, command=command,
+    plan = ForkPlan(action="fork-end" if fork_at_end else "resume", agent=agent, command=command,
                     source_session_id=sid, cwd=cwd, git_branch=branch, notes=notes)
+    return _needs_restore(plan, restore)
 
 
 _NO_COMMAND = {
@@ -498,9 +953,109 @@ def _cwd_of(conn: sqlite3.Connection, sid: str) -> str | None:
     return row[0] if row else None
 
 
-def _codex_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int) -> ForkPlan:
-    """Codex forks whole sessions only (`codex fork`); say how to step back to the chosen turn."""
-    external = conn.execute("SELECT COALESCE(external_id, id) FROM agent_sessions WHERE id = ?", (sid,)).fetchone()[0]
+CODEX_TURN_OPENERS = frozenset({"task_started", "turn_started", "user_message"})
+
+
+def _codex_kind(raw: bytes) -> tuple[str | None, str | None, dict]:
+    """(line type, payload type, the object) of a rollout line."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None, None, {}
+    if not isinstance(obj, dict):
+        return None, None, {}
+    payload = obj.get("payload")
+    ptype = payload.get("type") if isinstance(payload, dict) else None
+    return obj.get("type"), ptype if isinstance(ptype, str) else None, obj
+
+
+def _uuid7(now: datetime) -> str:
+    """A UUID v7 (milliseconds first), the kind of id Codex gives new threads."""
+    ms = int(now.timestamp() * 1000) & ((1 << 48) - 1)
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (ms << 80) | (0x7 << 76) | ((rand >> 68) & 0xFFF) << 64 | (0b10 << 62) | (rand & ((1 << 62) - 1))
+    return str(uuidlib.UUID(int=value))
+
+
+def _codex_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int, *, before: bool = False,
+                     prompt: str | None = None, new_session_id: str | None = None,
+                     now: datetime | None = None) -> ForkPlan:
+    """A legacy rollout is cut after the chosen turn (before it, with `before`) and written as a new
+    thread with a fresh first `session_meta` (FORK.md §2.3 recipe C), so `codex resume NEW` starts
+    there. A paginated rollout refers to segments in other files and cannot be cut: `codex fork`
+    copies the whole thread, and the note says how to step back in it."""
+    external = checked_id("codex", conn.execute(
+        "SELECT COALESCE(external_id, id) FROM agent_sessions WHERE id = ?", (sid,)).fetchone()[0])
+    cwd = _cwd_of(conn, sid)
+    rows = conn.execute(
+        "SELECT uuid, turn_id, entry_type, raw FROM entries WHERE source_file_id = "
+        "(SELECT source_file_id FROM entries WHERE id = ?) ORDER BY byte_offset",
+        (entry_id,),
+    ).fetchall()
+    turn = conn.execute("SELECT turn_id FROM entries WHERE id = ?", (entry_id,)).fetchone()[0]
+    first_type, _, first = _codex_kind(bytes(rows[0][3])) if rows else (None, None, {})
+    meta = first.get("payload") if first_type == "session_meta" else None
+    why = None
+    if not isinstance(meta, dict):
+        why = "this rollout has no session_meta envelope on its first line (an old format)"
+    elif (meta.get("history_mode") not in (None, "legacy") or meta.get("segment_id") or "ordinal" in first
+          or any(r[2] == "rollout_reference" for r in rows)):
+        why = "this thread uses Codex's paginated history, whose segments live in other files"
+    prompts = [i for i, r in enumerate(rows) if r[0] is not None and r[0] == r[1]]
+    mine = next((i for i in prompts if rows[i][0] == turn), None)
+    if why is None and mine is None:
+        why = "the chosen record is not part of a turn of this rollout"
+    if why is not None:
+        return _codex_whole_fork(conn, sid, external, entry_id, why)
+    assert isinstance(meta, dict) and mine is not None
+
+    def turn_start(index: int) -> int:
+        while index > 0:
+            kind, ptype, _ = _codex_kind(bytes(rows[index - 1][3]))
+            if kind in ("turn_context", "world_state") or (kind == "event_msg" and ptype in CODEX_TURN_OPENERS):
+                index -= 1
+            else:
+                break
+        return index
+
+    notes: list[str] = []
+    if before:
+        if mine == prompts[0]:
+            notes.append("Nothing comes before the thread's first prompt: this starts a new session"
+                         + (" with yours." if prompt else "."))
+            argv = ["codex"] + _prompt_words(prompt)
+            return ForkPlan(action="fork", agent="codex", command=in_folder(cwd, shell_command(argv), notes),
+                            source_session_id=sid, cwd=cwd, notes=notes)
+        cut = turn_start(mine)
+        notes.append("The fork ends just before the chosen prompt" + (", and yours is sent instead." if prompt else
+                                                                      ": type the new one in the session."))
+    else:
+        later = [i for i in prompts if i > mine]
+        cut = turn_start(later[0]) if later else len(rows)
+        notes.append("Codex forks at the end of a turn: the fork keeps the whole chosen turn.")
+    moment = now or datetime.now(UTC)
+    new_id = checked_id("codex", new_session_id or _uuid7(moment), "new session id")
+    stamp = _stamp(moment)
+    payload = {**meta, "id": new_id, "timestamp": stamp, "forked_from_id": external}
+    if "session_id" in payload:
+        payload["session_id"] = new_id
+    lines = [orjson.dumps({**first, "timestamp": stamp, "payload": payload})] + [bytes(r[3]) for r in rows[:cut]]
+    local = moment.astimezone()
+    path = codex_sessions_root().joinpath(f"{local:%Y}", f"{local:%m}", f"{local:%d}",
+                                          f"rollout-{local:%Y-%m-%dT%H-%M-%S}-{new_id}.jsonl")
+    folder = usable_folder(cwd, notes)
+    words = ["codex", "resume", new_id] + (["-C", folder] if folder else [])
+    words += _prompt_words(prompt)
+    notes.append(WORKTREE_NOTE)
+    calls = sum(1 for r in rows[:cut] if r[2] == "response_item" and _codex_kind(bytes(r[3]))[1] in (
+        "function_call", "custom_tool_call", "local_shell_call"))
+    return ForkPlan(action="fork", agent="codex", command=shell_command(words), source_session_id=sid,
+                    fork_point=rows[cut - 1][0] if cut else None, new_session_id=new_id, path=str(path), cwd=cwd,
+                    notes=notes, lines=lines, records=cut, tool_calls=calls)
+
+
+def _codex_whole_fork(conn: sqlite3.Connection, sid: str, external: str, entry_id: int, why: str) -> ForkPlan:
+    """`codex fork SRC` copies the whole thread; say how to step back to the chosen turn."""
     cwd = _cwd_of(conn, sid)
     prompt = conn.execute(
         "SELECT p.content FROM entries e JOIN entries p ON p.uuid = e.turn_id AND p.session_id = e.session_id "
@@ -508,11 +1063,12 @@ def _codex_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int) -> ForkP
         (entry_id,),
     ).fetchone()
     where = f"the prompt after “{one_line(prompt[0], 60)}”" if prompt and prompt[0] else "the chosen turn"
-    notes = ["Codex cannot be started at a chosen point from outside: this copies the whole session. In the new "
-             f"session press Esc Esc on the empty composer and step back to {where} to cut there."]
-    command = in_folder(cwd, shell_command(["codex", "fork", checked_id("codex", external)]), notes)
+    notes = [f"Codex cannot be started at a chosen point from outside here ({why}): this copies the whole "
+             f"session. In the new session press Esc Esc on the empty composer and step back to {where} to cut there."]
+    command = in_folder(cwd, shell_command(["codex", "fork", external]), notes)
     notes.append(WORKTREE_NOTE)
-    return ForkPlan(action="fork", agent="codex", command=command, source_session_id=sid, cwd=cwd, notes=notes)
+    plan = ForkPlan(action="fork", agent="codex", command=command, source_session_id=sid, cwd=cwd, notes=notes)
+    return _needs_restore(plan, codex_restore_step(conn, sid, external))
 
 
 def _gemini_messages(conn: sqlite3.Connection, sid: str, cut_entry: int | None) -> list[dict]:

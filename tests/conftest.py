@@ -38,6 +38,51 @@ def ingest(conn: sqlite3.Connection, *sources: Path) -> IngestReport:
     return report
 
 
+# ---------------------------------------------------------------------- fake agents
+
+FAKE_AGENT = r"""#!/bin/sh
+# a fake agent: records its name, where it ran and its words (NUL-separated; one call per record)
+name=$(basename "$0")
+printf '%s\0' "$name" "$PWD" "$@" "$(printf '\036')" >> "$FAKE_LOG"  # one write: calls of a pipe run at once
+if [ "$name" = claude ] && [ "$1" = -p ]; then printf '{"session_id": "%s"}\n' "$FORKED"; fi
+if [ "$name" = jq ]; then sed -n 's/.*"session_id": "\([^"]*\)".*/\1/p'; fi
+# where the real agent would look for the session it is asked to resume: found or missing, one line each
+prev=""
+for word in "$@"; do
+  if [ "$name" = claude ] && [ "$prev" = --resume ] && [ "$1" != -p ]; then
+    f="$CLAUDE_CONFIG_DIR/projects/$(printf %s "$PWD" | tr -c 'A-Za-z0-9' '-')/$word.jsonl"
+    if [ -f "$f" ]; then echo "found $f"; else echo "missing $f"; fi >> "$FAKE_LOOKUPS"
+  fi
+  if [ "$name" = codex ] && [ "$prev" = resume ]; then
+    found=$(ls "$CODEX_HOME"/sessions/*/*/*/rollout-*"$word".jsonl 2>/dev/null | head -n 1)
+    if [ -n "$found" ]; then echo "found $found"; else echo "missing $word"; fi >> "$FAKE_LOOKUPS"
+  fi
+  prev=$word
+done
+exit 0
+"""
+AGENTS = ("claude", "codex", "gemini", "aider", "opencode", "agent", "cline", "jq")
+
+
+@pytest.fixture
+def fake_agents(tmp_path: Path) -> Path:
+    """A folder of fake agents to put on PATH (see tests/test_command_safety.py's `run_printed`)."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    for name in AGENTS:
+        (folder / name).write_text(FAKE_AGENT)
+        (folder / name).chmod(0o755)
+    return folder
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Path:
+    """Where a printed command is run from."""
+    path = tmp_path / "sandbox"
+    path.mkdir()
+    return path
+
+
 class Transcript:
     """Writes Claude Code JSONL records with consistent uuid/parentUuid chains."""
 

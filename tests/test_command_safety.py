@@ -9,6 +9,7 @@ with exactly the expected words, or is refused with a message; no marker file is
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ from conftest import CORPUS, Transcript, ingest
 
 from core import db
 from core.cli import main
+from core.fork import claude_folder_name
 
 MARK = "pwned"  # what every payload tries to create
 PAYLOADS = [
@@ -27,43 +29,26 @@ PAYLOADS = [
     "\ntouch pwned\n", "-x$(touch pwned)", "&& touch pwned #", "| touch pwned", "$'\\n'$(touch pwned)",
 ]
 FORKED = "99999999-0000-4000-8000-000000000099"  # the session id the fake `claude -p` reports
-FAKE = r"""#!/bin/sh
-# a fake agent: records its name, where it ran and its words (NUL-separated; one call per record)
-name=$(basename "$0")
-printf '%s\0' "$name" "$PWD" "$@" "$(printf '\036')" >> "$FAKE_LOG"  # one write: calls of a pipe run at once
-if [ "$name" = claude ] && [ "$1" = -p ]; then printf '{"session_id": "%s"}\n' "$FORKED"; fi
-if [ "$name" = jq ]; then sed -n 's/.*"session_id": "\([^"]*\)".*/\1/p'; fi
-exit 0
-"""
-AGENTS = ("claude", "codex", "gemini", "aider", "opencode", "agent", "cline", "jq")
 SID = "c0ffee00-1111-4222-8333-444455556666"
 THREAD = "019a0000-1111-7222-8333-444455556666"
 
 
-@pytest.fixture
-def fake_agents(tmp_path: Path) -> Path:
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    for name in AGENTS:
-        (folder / name).write_text(FAKE)
-        (folder / name).chmod(0o755)
-    return folder
-
-
-@pytest.fixture
-def sandbox(tmp_path: Path) -> Path:
-    """Where the printed command is run from."""
-    path = tmp_path / "sandbox"
-    path.mkdir()
-    return path
+@pytest.fixture(autouse=True)
+def agent_homes(_isolated_home: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agents' own folders, where their sessions are written: `tmp_path/projects` is Claude
+    Code's (`$CLAUDE_CONFIG_DIR/projects`)."""
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))
 
 
 def run_printed(command: str, fake_agents: Path, sandbox: Path) -> list[list[str]]:
     """Run `command` as a user pasting it would (bash, from `sandbox`); the fake agents' calls."""
     log = fake_agents.parent / "calls.log"
     log.unlink(missing_ok=True)
+    lookups(fake_agents)  # a fresh list of what the agents looked for
     env = {"PATH": f"{fake_agents}:/usr/bin:/bin", "FAKE_LOG": str(log), "FORKED": FORKED,
-           "HOME": str(sandbox), "LC_ALL": "C.UTF-8"}
+           "HOME": str(sandbox), "LC_ALL": "C.UTF-8", "FAKE_LOOKUPS": str(fake_agents.parent / "lookups.log"),
+           "CLAUDE_CONFIG_DIR": os.environ.get("CLAUDE_CONFIG_DIR", str(sandbox / ".claude")),
+           "CODEX_HOME": os.environ.get("CODEX_HOME", str(sandbox / ".codex"))}
     subprocess.run(["bash", "-c", command], cwd=sandbox, env=env, capture_output=True, timeout=60, check=False)
     if not log.exists():
         return []
@@ -76,6 +61,16 @@ def run_printed(command: str, fake_agents: Path, sandbox: Path) -> list[list[str
         else:
             call.append(word)
     return calls
+
+
+def lookups(fake_agents: Path) -> list[str]:
+    """What the fake agents of the last `run_printed` looked for ("found PATH" / "missing PATH"),
+    as the real ones look: Claude Code in `$CLAUDE_CONFIG_DIR/projects/<its folder, encoded>/`, Codex
+    in `$CODEX_HOME/sessions/YYYY/MM/DD/`. Reading them empties the list."""
+    log = fake_agents.parent / "lookups.log"
+    found = log.read_text().splitlines() if log.exists() else []
+    log.unlink(missing_ok=True)
+    return found
 
 
 def no_marker(root: Path) -> bool:
@@ -91,8 +86,9 @@ def threadloom(capsys: pytest.CaptureFixture[str], dbfile: Path, command: str, *
 
 
 def claude_session(root: Path, *, sid: str = SID, cwd: str, cut_uuid: str | None = None) -> Transcript:
-    """Two turns; `cut_uuid` names the last record of the first turn (where a fork is cut)."""
-    t = Transcript(root / "projects" / "-work" / f"{SID}.jsonl", sid, cwd=cwd)
+    """Two turns; `cut_uuid` names the last record of the first turn (where a fork is cut). Written
+    where Claude Code keeps it, in `ROOT/projects/<the folder, encoded>/`."""
+    t = Transcript(root / "projects" / claude_folder_name(cwd) / f"{SID}.jsonl", sid, cwd=cwd)
     t.user("first question")
     t.assistant("first answer")
     if cut_uuid:
@@ -188,12 +184,14 @@ def test_a_claude_folder_is_quoted_in_every_command(tmp_path, capsys, fake_agent
     code, printed, err = threadloom(capsys, dbfile, "resume", SID)
     assert code == 0 and "does not exist" not in err
     assert run_printed(printed, fake_agents, sandbox) == [["claude", str(folder), "--resume", SID]]
+    assert [line.split()[0] for line in lookups(fake_agents)] == ["found"]  # where Claude Code looks
     code, printed, _ = threadloom(capsys, dbfile, "resume", "--fork-session", SID)
     assert run_printed(printed, fake_agents, sandbox) == [["claude", str(folder), "--resume", SID, "--fork-session"]]
     code, printed, err = threadloom(capsys, dbfile, "fork", "--prompt", "try $(touch pwned) again", entry)
     new = written_fork(err)
     assert run_printed(printed, fake_agents, sandbox) == [
         ["claude", str(folder), "--resume", new, "try $(touch pwned) again"]]
+    assert [line.split()[0] for line in lookups(fake_agents)] == ["found"]
     cut = json.loads(main_json(capsys, dbfile, "fork", "--native", "--prompt", "x", entry))["fork_point"]
     code, printed, _ = threadloom(capsys, dbfile, "fork", "--native", "--prompt", "it's `fine`", entry)
     calls = run_printed(printed, fake_agents, sandbox)
@@ -284,7 +282,9 @@ def test_a_codex_folder_is_quoted(tmp_path, capsys, monkeypatch, fake_agents, sa
         "SELECT id FROM entries WHERE content = 'now the tests'").fetchone()[0]
     code, printed, err = threadloom(capsys, dbfile, "fork", str(entry))
     assert code == 0, err
-    assert run_printed(printed, fake_agents, sandbox) == [["codex", str(folder), "fork", THREAD]]
+    new = written_fork(err)[-36:]  # a new thread cut at the turn, which Codex resumes
+    assert run_printed(printed, fake_agents, sandbox) == [["codex", str(sandbox), "resume", new, "-C", str(folder)]]
+    assert [line.split()[0] for line in lookups(fake_agents)] == ["found"]
     assert no_marker(tmp_path)
 
 
@@ -380,13 +380,23 @@ def test_real_claude_sessions_resume_and_fork_with_their_own_ids(tmp_path, capsy
     cd = lambda folder: [["cd", folder]] if folder.startswith("/") else []  # noqa: E731 (some were anonymized to "-x/y")
     for sid, folder in sessions:
         code, printed, err = threadloom(capsys, dbfile, "resume", sid)
+        if code:  # read from a folder Claude Code does not look in (the copy above): refused, then restored
+            assert "not where claude looks for it" in err and "--restore" in err and printed == ""
+            code, printed, err = threadloom(capsys, dbfile, "resume", "--restore", sid)
+            assert "restored " in err
         assert code == 0, err
         assert run_elsewhere(printed, fake_agents, sandbox) == [*cd(folder), ["claude", str(sandbox), "--resume", sid]]
+        if folder.startswith("/"):  # the transcript is where Claude Code looks, byte for byte
+            placed = tmp_path / "projects" / claude_folder_name(folder) / f"{sid}.jsonl"
+            source = conn.execute("SELECT f.path FROM agent_sessions s JOIN source_files f ON f.id = s.source_file_id "
+                                  "WHERE s.id = ?", (sid,)).fetchone()[0]
+            assert placed.read_bytes() == Path(source).read_bytes()
         code, printed, err = threadloom(capsys, dbfile, "resume", "--fork-session", sid)
         assert run_elsewhere(printed, fake_agents, sandbox) == [
             *cd(folder), ["claude", str(sandbox), "--resume", sid, "--fork-session"]]
-        turn = conn.execute("SELECT e.id FROM entries e JOIN agent_turns t ON t.id = e.uuid "
-                            "WHERE e.session_id = ? ORDER BY t.sequence LIMIT 1", (sid,)).fetchone()
+        turn = conn.execute("SELECT e.id FROM entries e JOIN agent_turns t ON t.last_entry_uuid = e.uuid "
+                            "AND t.session_id = e.session_id WHERE e.session_id = ? AND e.dup_of IS NULL AND t.last_entry_uuid != t.id "
+                            "ORDER BY t.sequence LIMIT 1", (sid,)).fetchone()
         if turn is None:
             continue
         plan = json.loads(main_json(capsys, dbfile, "fork", "--dry-run", str(turn[0])))
@@ -419,7 +429,7 @@ def test_codex_and_gemini_corpus_ids_resume_or_are_refused_as_not_theirs(tmp_pat
     conn.close()
     resumed, refused = set(), set()
     for sid, agent, external in rows:
-        code, printed, err = threadloom(capsys, dbfile, "resume", "--", sid)
+        code, printed, err = threadloom(capsys, dbfile, "resume", "--restore", "--", sid)
         if code:
             refused.add(sid)
             assert "not a UUID" in err and agent == "codex"

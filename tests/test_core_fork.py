@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -71,7 +72,8 @@ def test_fork_at_a_branch_point_keeps_the_chain_only(conn, branched, tmp_path):
     path = write_fork(plan)
     assert (source.read_bytes(), source.stat().st_mtime_ns) == before
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    assert path.parent == source.parent
+    # where Claude Code looks for sessions of that folder, not beside the copy it was read from
+    assert path.parent == tmp_path / "no-claude-here" / "projects" / "-home-dev-my-app-s-dir"
     transcript = check_fork_file(path, plan.new_session_id, last)
     texts = json.dumps(transcript)
     assert "abandoned" not in texts and "better idea" in texts
@@ -83,11 +85,13 @@ def test_fork_at_a_branch_point_keeps_the_chain_only(conn, branched, tmp_path):
         write_fork(plan)
 
 
-def test_fork_point_inside_a_turn_snaps_to_its_end(conn, branched):
-    # the first assistant chunk (a tool_use) snaps forward to the end of its turn
+def test_fork_at_a_tool_call_keeps_its_whole_message_and_results_and_no_more(conn, branched):
+    # the first block of an API message with two parallel calls: both calls and both results, not the reply
     plan = plan_fork(conn, branched.lines[1]["uuid"])
-    assert plan.fork_point == branched.lines[5]["uuid"]  # "project is set up"
-    check_fork_file(write_fork(plan), plan.new_session_id, plan.fork_point)
+    assert plan.fork_point == branched.lines[4]["uuid"]  # the result of the second call
+    transcript = check_fork_file(write_fork(plan), plan.new_session_id, plan.fork_point)
+    assert [r["forkedFrom"]["messageUuid"] for r in transcript] == [r["uuid"] for r in branched.lines[:5]]
+    assert (plan.records, plan.tool_calls) == (5, 2)
 
 
 def test_fork_points_follow_the_branch(conn, branched):
@@ -99,8 +103,7 @@ def test_fork_points_follow_the_branch(conn, branched):
 
 def test_forked_session_is_ingested_under_its_source(conn, branched, tmp_path):
     plan = plan_fork(conn, branched.lines[-1]["uuid"])
-    write_fork(plan)
-    ingest(conn, tmp_path / "projects")
+    ingest(conn, write_fork(plan))
     row = conn.execute("SELECT kind, parent_session_id, title, is_subagent FROM agent_sessions WHERE id = ?",
                        (plan.new_session_id,)).fetchone()
     assert row[0] == "fork" and row[1] == SID and row[2].endswith("(fork)") and row[3] == 0
@@ -111,6 +114,13 @@ def test_edit_a_prompt_cuts_before_it(conn, branched):
     plan = plan_fork(conn, prompt_uuid, prompt="an even better idea")
     assert plan.fork_point == branched.lines[5]["uuid"]
     assert plan.command.endswith("'an even better idea'")
+    assert plan_fork(conn, prompt_uuid, before=True).fork_point == branched.lines[5]["uuid"]
+    assert plan_fork(conn, prompt_uuid).fork_point == prompt_uuid  # fork here: the prompt is kept, unanswered
+    with pytest.raises(ForkError, match="only a prompt"):
+        plan_fork(conn, branched.lines[5]["uuid"], before=True)
+    # before the first prompt there is nothing: a new session in the same folder
+    first = plan_fork(conn, branched.lines[0]["uuid"], prompt="start over")
+    assert first.command == "cd '/home/dev/my app'\"'\"'s dir' && claude 'start over'" and not first.lines
 
 
 def test_compaction_and_subagent_fork_points(conn, tmp_path):
@@ -188,7 +198,7 @@ def test_cli_fork_json_dry_run_and_plain(conn, branched, tmp_path, monkeypatch):
     plain = run("fork", last)
     assert plain.returncode == 0 and plain.stdout.count("\n") == 1 and plain.stdout.startswith("cd ")
     new_sid = plain.stdout.split()[-1]
-    assert (branched.path.parent / f"{new_sid}.jsonl").exists()
+    assert (tmp_path / "no-claude-here" / "projects" / "-home-dev-my-app-s-dir" / f"{new_sid}.jsonl").exists()
     # the clipboard seam
     copied = []
     monkeypatch.setattr(clipboard, "copy_with", copied.append)
@@ -217,7 +227,7 @@ def test_forks_of_real_sessions_are_valid(conn, tmp_path):
         points = fork_points(conn, sid)
         for point in (points[0], points[len(points) // 2], points[-1]):
             source_files = {p: p.read_bytes() for p in (tmp_path / "projects").rglob("*.jsonl")}
-            plan = plan_fork(conn, point.turn_id)
+            plan = plan_fork(conn, str(point.cut_entry_id))  # the turn's end, as the picker's turns fork
             path = write_fork(plan)
             check_fork_file(path, plan.new_session_id, plan.fork_point)
             assert all(p.read_bytes() == data for p, data in source_files.items())
@@ -247,16 +257,61 @@ def test_gemini_fork_writes_the_branch_to_a_session_file(conn, tmp_path, monkeyp
     Path(plan.path).unlink()
 
 
-def test_codex_fork_says_what_it_can_do(conn, tmp_path, monkeypatch):
+def test_codex_fork_cuts_a_legacy_rollout_after_the_turn(conn, tmp_path, monkeypatch):
+    """FORK.md §2.3 recipe C: a new thread whose first line is a fresh session_meta, then the source's
+    lines up to the end of the chosen turn, in $CODEX_HOME/sessions/YYYY/MM/DD/ where Codex finds it."""
+    from test_adapter_codex import THREAD, full_session
+
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    rollout = full_session(tmp_path / "codex")
+    source = rollout.write()
+    before = (source.read_bytes(), source.stat().st_mtime_ns)
+    ingest(conn, tmp_path / "codex")
+    sid = conn.execute("SELECT id FROM agent_sessions WHERE source = 'codex'").fetchone()[0]
+    reply = conn.execute("SELECT id FROM entries WHERE session_id = ? AND content = 'Added the total.' ORDER BY id "
+                         "LIMIT 1", (sid,)).fetchone()[0]
+    now = datetime(2026, 5, 4, 12, 30, tzinfo=UTC)
+    plan = plan_fork(conn, str(reply), now=now)
+    path = write_fork(plan)
+    local = now.astimezone()
+    assert path.parent == tmp_path / "codex" / "sessions" / f"{local:%Y}" / f"{local:%m}" / f"{local:%d}"
+    assert path.name == f"rollout-{local:%Y-%m-%dT%H-%M-%S}-{plan.new_session_id}.jsonl"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert (source.read_bytes(), source.stat().st_mtime_ns) == before
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    meta = lines[0]["payload"]
+    assert lines[0]["type"] == "session_meta" and meta["id"] == plan.new_session_id != THREAD
+    assert meta["forked_from_id"] == THREAD and meta["cwd"] == "/home/dev/shop"
+    # the first turn, through its task_complete; the second turn's context and prompt are not kept
+    assert lines[1:] == rollout.lines[:15] and lines[-1]["payload"]["type"] == "task_complete"
+    assert plan.command == f"codex resume {plan.new_session_id} -C /home/dev/shop" and plan.tool_calls == 2
+    assert any("whole chosen turn" in note for note in plan.notes)
+    # "fork before" the second prompt is the same cut; a prompt given for it is sent
+    second = conn.execute("SELECT id FROM entries WHERE session_id = ? AND uuid = turn_id ORDER BY id DESC LIMIT 1",
+                          (sid,)).fetchone()[0]
+    edit = plan_fork(conn, str(second), prompt="now the docs")
+    assert edit.lines[1:] == plan.lines[1:] and edit.command.endswith("-C /home/dev/shop 'now the docs'")
+    # ingested, the fork is a thread of its own under its source, with the first turn only
+    ingest(conn, path)
+    row = conn.execute("SELECT kind, parent_session_id, turn_count FROM agent_sessions WHERE id = ?",
+                       (plan.new_session_id,)).fetchone()
+    assert row == ("fork", sid, 1)
+
+
+def test_codex_paginated_threads_keep_the_whole_session_fork(conn, tmp_path, monkeypatch):
+    """A paginated rollout refers to segments in other files: no file-level cut, `codex fork` and a note."""
     from test_adapter_codex import full_session
 
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
-    full_session(tmp_path / "codex").write()
+    rollout = full_session(tmp_path / "codex")
+    rollout.lines[0]["payload"]["history_mode"] = "paginated"
+    rollout.write()
     ingest(conn, tmp_path / "codex")
     sid, cwd = conn.execute("SELECT id, project_path FROM agent_sessions WHERE source = 'codex'").fetchone()
     entry = conn.execute("SELECT id FROM entries WHERE session_id = ? AND turn_id IS NOT NULL LIMIT 1", (sid,)).fetchone()[0]
     plan = plan_fork(conn, str(entry))
-    assert plan.command.endswith(f"codex fork {sid}") and "Esc Esc" in plan.notes[0]
+    assert plan.command.endswith(f"codex fork {sid}") and "Esc Esc" in plan.notes[0] and "paginated" in plan.notes[0]
+    assert not plan.lines and plan.restore is None
     assert resume_plan(conn, sid).command == f"codex resume {sid} -C {cwd}"
 
 
@@ -277,8 +332,7 @@ def test_cli_fork_prints_the_command_of_agents_that_copy_the_session_themselves(
     write_jsonl(chats(root) / "session-2026-04-29T21-39-5f0e2a8c.jsonl", [meta(), user("u1", "hi"), reply("g1", "hello")])
     ingest(conn, tmp_path / "codex", root)
     db_path = conn.execute("PRAGMA database_list").fetchone()[2]
-    for agent, ends in (("codex", "&& codex fork 019a0000-1111-7222-8333-444455556666"),
-                        ("gemini", ".json")):
+    for agent, ends in (("codex", " -C /home/dev/shop"), ("gemini", ".json")):
         entry = conn.execute("SELECT e.id FROM entries e JOIN agent_sessions s ON s.id = e.session_id "
                              "WHERE s.source = ? AND e.turn_id IS NOT NULL ORDER BY e.id DESC LIMIT 1", (agent,)).fetchone()[0]
         assert main(["fork", "--db", db_path, str(entry)]) == 0

@@ -1162,6 +1162,7 @@ async def test_fork_errors_stay_in_the_dialog(fork_db: Path, monkeypatch: pytest
         await settle(pilot)
         plan = picker.pending
         assert plan is not None and plan.path is not None
+        Path(plan.path).parent.mkdir(parents=True, exist_ok=True)
         Path(plan.path).write_text("someone else's file")  # appears between planning and writing
         await pilot.press("enter")
         await settle(pilot)
@@ -1231,11 +1232,16 @@ async def test_fork_picker_for_codex_says_what_it_can(tmp_path: Path, monkeypatc
         await settle(pilot)
         picker = app.screen
         assert isinstance(picker, ForkPicker) and picker.agent == "codex" and len(picker.points) == 2
-        await pilot.press("f")  # Codex forks whole sessions: a command and how to step back, nothing written
+        await pilot.press("f")  # a legacy rollout is cut at the turn into a new thread: asked first, then written
         await settle(pilot)
-        assert picker.pending is None and picker.written is None and picker.plan is not None
-        assert picker.plan.command.endswith(f"codex fork {sid}") and copied == [picker.plan.command]
-        assert "Esc Esc" in shown(picker.query_one("#fork-notes", Static))
+        plan = picker.pending
+        assert plan is not None and plan.path is not None and copied == []
+        assert "up to the end of the chosen turn" in shown(picker.query_one("#fork-confirm-text", Static))
+        await pilot.press("enter")
+        await settle(pilot)
+        assert picker.written == Path(plan.path) and Path(plan.path).is_file()
+        assert picker.plan is plan and plan.command.startswith(f"codex resume {plan.new_session_id} -C ")
+        assert copied == [plan.command] and "whole chosen turn" in shown(picker.query_one("#fork-notes", Static))
         await pilot.press("n")
         await settle(pilot)
         assert "Only Claude Code" in shown(picker.query_one("#fork-status", Static))

@@ -276,9 +276,10 @@ class ForkPicker(ModalScreen[None]):
         return self.points[index]
 
     def _entry_ref(self, point: ForkPoint) -> str:
-        """An entry of the point's turn, by id (a uuid alone could name a record of another session)."""
-        if self.entry_id is not None and point.turn_id == self.turn_id:
-            return str(self.entry_id)
+        """The turn's last record, by id (a uuid alone could name a record of another session): a
+        fork there keeps the turn and everything before it."""
+        if point.cut_entry_id is not None:
+            return str(point.cut_entry_id)
         seqs = browse.branch_seqs(self.conn, self.session_id, [point.turn_id])
         rows = browse.message_page(self.conn, self.session_id, seqs[-1], seqs[-1]) if seqs else []
         return str(rows[0].entry_id) if rows else (point.cut_uuid or point.turn_id)
@@ -374,10 +375,11 @@ class ForkPicker(ModalScreen[None]):
 
     @staticmethod
     def _holds(plan: ForkPlan) -> str:
+        calls = f", {plan.tool_calls} tool call{'s' if plan.tool_calls != 1 else ''} with their results"
         if plan.agent == CLAUDE:
-            return (f"{len(plan.lines) - 1} records: this branch up to the end of the chosen turn, new session id "
+            return (f"{plan.records} records{calls}: this branch up to the end of the chosen turn, new session id "
                     f"{plan.new_session_id}, titled “… (fork)”")
-        held = "this session up to the end of the chosen turn"
+        held = f"this session up to the end of the chosen turn ({plan.records} lines{calls})"
         return held + (f", new session id {plan.new_session_id}" if plan.new_session_id else "")
 
     def _reveal(self, selector: str) -> None:
