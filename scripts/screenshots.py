@@ -3,12 +3,14 @@
     python scripts/screenshots.py [OUTDIR [SCENE ...]]
 
 Each scene (see `tui.testing.SCENES`) drives the real app headless at a fixed size, with the
-demo's fixed clock and UTC, so the files only change when the interface does.
+demo's fixed clock, UTC and a fixed (fake) Claude Code folder, so the files only change when the
+interface does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -35,6 +37,10 @@ async def shoot(db_path: Path, out: Path, name: str) -> Path:
 
 def main(argv: list[str]) -> int:
     use_utc()
+    # the fork picker shows where Claude Code looks for sessions: a fixed path (the snapshot tests'
+    # own), not the home folder of whoever regenerates the pictures; and no personal keymap
+    os.environ["CLAUDE_CONFIG_DIR"] = "/nonexistent/.claude"
+    os.environ["THREADLOOM_KEYMAP"] = "/nonexistent/keymap.toml"
     out = Path(argv[1]) if len(argv) > 1 else ROOT / "screenshots"
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="threadloom-shots-") as tmp:
