@@ -486,8 +486,90 @@ async def test_the_fork_picker_refuses_a_hostile_id_and_copies_a_safe_command(tm
         app.open_fork_picker(SID, None)
         await settle(pilot)
         picker = app.screen
-        await pilot.press("r")
+        await pilot.press("r")  # read from elsewhere: the picker asks to restore it where claude looks first
+        await settle(pilot)
+        assert picker.asking == "restore" and copied == []
+        await pilot.press("y")
         await settle(pilot)
         assert picker.plan is not None and copied == [picker.plan.command]
     assert run_printed(copied[0], fake_agents, sandbox) == [["claude", str(folder), "--resume", SID]]
+    assert [line.split()[0] for line in lookups(fake_agents)] == ["found"]
+    assert no_marker(tmp_path)
+
+
+def fake_calls(log: Path) -> list[list[str]]:
+    """The calls a fake agent recorded in `log` (see conftest's FAKE_AGENT)."""
+    calls, call = [], []
+    for word in (log.read_bytes().decode().split("\0")[:-1] if log.exists() else []):
+        if word == "\x1e":
+            calls.append(call)
+            call = []
+        else:
+            call.append(word)
+    return calls
+
+
+LATER = "c0ffee00-9999-4222-8333-444455556666"  # the session the fake agent writes while it runs
+
+
+async def test_run_it_now_starts_exactly_the_plans_command_in_its_folder(tmp_path, monkeypatch, fake_agents):
+    """x in the picker hands the terminal to the agent: it runs exactly the plan's command, in the
+    session's folder (a hostile name), and finds the fork where it looks; what it wrote meanwhile is
+    read once it ends. The terminal hand-over is the only part replaced (Pilot has no terminal)."""
+    import contextlib
+
+    from test_tui import shown
+    from textual.widgets import Static
+
+    from core import browse
+    from tui import fork as tui_fork
+    from tui.app import ThreadloomApp
+    from tui.fork import ForkPicker
+    from tui.messages import MessageView
+    from tui.testing import settle
+
+    folder = hostile_folder(tmp_path, "$(touch pwned)")
+    claude_session(tmp_path, cwd=str(folder))  # where claude looks: $CLAUDE_CONFIG_DIR is tmp_path
+    dbfile = ledger(tmp_path, tmp_path / "projects")
+    later = Transcript(tmp_path / "later" / f"{LATER}.jsonl", LATER, cwd=str(folder))
+    later.user("a question asked in the resumed agent")
+    later.assistant("its answer")
+    later.write()
+    wrapper = tmp_path / "wrapper"  # the fake claude, which also writes a session as the real one would
+    wrapper.mkdir()
+    (wrapper / "claude").write_text('#!/bin/sh\n"$FAKE_BIN/claude" "$@" || exit $?\n'
+                                    f'cp "$LATER" "$CLAUDE_CONFIG_DIR/projects/{claude_folder_name(str(folder))}/"\n')
+    (wrapper / "claude").chmod(0o755)
+    log, found = tmp_path / "calls.log", tmp_path / "lookups.log"
+    for name, value in {"PATH": f"{wrapper}:{fake_agents}:/usr/bin:/bin", "FAKE_BIN": str(fake_agents),
+                        "FAKE_LOG": str(log), "FAKE_LOOKUPS": str(found), "SHELL": "/bin/sh",
+                        "LATER": str(later.path), "HOME": str(tmp_path / "home"),
+                        "THREADLOOM_KEYMAP": str(tmp_path / "no-keymap.toml")}.items():
+        monkeypatch.setenv(name, value)
+    for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "CODEX_HOME", "GEMINI_CLI_HOME", "CLINE_DIR",
+                 "AIDER_CHAT_HISTORY_FILE"):  # the rescan after the agent reads only this test's folders
+        monkeypatch.delenv(name, raising=False)
+    copied: list[str] = []
+    monkeypatch.setattr("core.clipboard.copy_with", copied.append)
+    monkeypatch.setattr(tui_fork, "hand_over", lambda app: contextlib.nullcontext())
+    app = ThreadloomApp(db_path=dbfile, ingest=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.jump_to_session(SID)
+        await pilot.pause()
+        app.query_one(MessageView).go_to_seq(1)  # "first answer"
+        await pilot.press("f")
+        await settle(pilot)
+        picker = app.screen
+        assert isinstance(picker, ForkPicker) and picker.marked is not None and picker.marked.label == "first answer"
+        await pilot.press("f", "y")  # fork here, and yes: written where claude looks
+        await settle(pilot)
+        plan = picker.plan
+        assert plan is not None and plan.path is not None and copied == [plan.command] and not log.exists()
+        await pilot.press("x")
+        await settle(pilot)
+        assert fake_calls(log) == [["claude", str(folder), "--resume", plan.new_session_id]]
+        assert found.read_text().split() == ["found", plan.path]
+        assert "The agent ended (exit 0)" in shown(picker.query_one("#fork-status", Static))
+        assert browse.get_node(app.conn, LATER) is not None  # read after the agent ended
     assert no_marker(tmp_path)

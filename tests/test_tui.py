@@ -1091,28 +1091,185 @@ async def test_a_background_tasks_notification_is_shown_as_a_notice_not_as_the_u
         assert any('› ⚑ Agent "Coverage analysis" completed: Coverage is now 96%.' in p for p in prompts), prompts
         assert not any("<task-" in p for p in prompts)
 
-async def test_fork_picker_preselects_the_turn_then_resume_copies(demo_db: Path) -> None:
+def option_texts(picker: ForkPicker) -> list[str]:
+    points = picker.query_one(PointList)
+    return [str(points.get_option_at_index(i).prompt) for i in range(points.option_count)]
+
+
+async def test_fork_picker_preselects_the_message_then_resume_copies(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         picker = await open_picker_at(pilot, 11)  # "Also round to cents in the invoice summary email."
         row = app.query_one(MessageView).current_row()
         assert row is not None and picker.turn_id == row.turn_id and picker.entry_id == row.entry_id
-        points = picker.query_one(PointList)
         assert [p.prompt[:24] for p in picker.points] == ["The checkout tests start", "Also round to cents in t"]
-        assert points.highlighted == 1 and picker.points[1].turn_id == row.turn_id
-        assert "your message" in str(points.get_option_at_index(1).prompt)
-        assert "The email formats amounts" in str(points.get_option_at_index(1).prompt)
-        await pilot.press("r")  # resume: the system clipboard fails here (autouse fixture), so OSC 52
-        await settle(pilot)
-        assert picker.plan is not None and picker.plan.command.startswith("cd /home/dev/src/acme-shop && claude --resume")
-        assert app.clipboard == picker.plan.command
-        assert any("OSC 52" in n.message for n in app._notifications)
-        await pilot.press("e")  # fork at the end
-        await settle(pilot)
-        assert picker.plan.command.endswith("--fork-session") and app.clipboard == picker.plan.command
+        # the chosen turn is open on its messages, the other one folded to its prompt and reply
+        texts = option_texts(picker)
+        assert texts[0].startswith("  ▸ turn 1") and "› The checkout tests started failing" in texts[0]
+        assert texts[1].startswith("  ▾ turn 2") and "\n" not in texts[1]
+        kinds = [(r.message.kind, r.message.label[:20]) if r.message else ("turn", r.turn) for r in picker.rows]
+        assert kinds == [("turn", 0), ("turn", 1), ("prompt", "Also round to cents "), ("tool call", "Read: src/email/invo"),
+                         ("reply", "The email formats am")], kinds
+        points = picker.query_one(PointList)
+        assert points.highlighted == 2 and picker.rows[2].message is not None
+        assert picker.rows[2].message.entry_id == row.entry_id and picker.marked is picker.rows[2].message
+        assert texts[2].startswith("▶ ") and "your message" in texts[2]
+        hint = shown(picker.query_one("#fork-hint", Static))
+        assert "ends on this prompt" in hint and "b forks just before it" in hint
         await pilot.press("escape")
         assert not isinstance(app.screen, ForkPicker)
+
+
+async def test_resume_asks_to_restore_the_transcript_before_the_command_is_offered(
+        fork_db: Path, tmp_path: Path) -> None:
+    """The demo's transcripts are not where Claude Code looks: resume asks first, and the command is
+    copied (and can be run) only once the transcript is back there."""
+    app = make_app(fork_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        picker = await open_picker_at(pilot, 11)
+        await pilot.press("r")
+        await settle(pilot)
+        plan = picker.pending
+        assert plan is not None and plan.restore is not None and picker.asking == "restore"
+        question = shown(picker.query_one("#fork-confirm-text", Static)).replace("\n", " ")
+        assert "The transcript is not where claude looks for it" in question and "Restore it to" in question
+        assert picker.query_one("#fork-confirm").display and not app.clipboard and picker.plan is None
+        expected = list(plan.restore.files.values())
+        await pilot.press("escape")  # no: the command is shown, said not to work, not copied, not runnable
+        await pilot.pause()
+        assert picker.plan is plan and not app.clipboard
+        assert "finds nothing until the transcript is restored" in shown(picker.query_one("#fork-command", Static))
+        assert picker.check_action("run", ()) is None and picker.query_one("#fork-run").disabled
+        await pilot.press("y")  # yes after all
+        await settle(pilot)
+        assert plan.restore is None and picker.plan is plan
+        main = next(p for p in expected if p.endswith(f"/{picker.session_id}.jsonl"))
+        assert main.startswith(str(tmp_path / "no-claude" / "projects") + "/")
+        assert all(Path(p).stat().st_size > 0 for p in expected) and len(expected) == 5  # its subagents' files too
+        assert app.clipboard == plan.command and plan.command.startswith("cd /home/dev/src/acme-shop && claude --resume")
+        assert any("OSC 52" in n.message for n in app._notifications)  # no system clipboard (autouse fixture)
+        assert "Restored 5 files to" in shown(picker.query_one("#fork-notes", Static))
+        await pilot.press("e")  # fork at the end: the transcript is in place now, so no question
+        await settle(pilot)
+        assert picker.pending is None and picker.plan is not None and picker.plan.command.endswith("--fork-session")
+        assert app.clipboard == picker.plan.command
+        await pilot.press("x")  # no terminal to hand over under Pilot: said, and the command copied
+        await settle(pilot)
+        status = shown(picker.query_one("#fork-status", Static))
+        assert "Not run: this terminal cannot be handed over from here" in status and "copied" in status
+
+
+async def test_every_message_is_a_fork_point_and_one_api_message_forks_whole(fork_db: Path) -> None:
+    """`f` on the failed Bash call: the call is chosen, bracketed with the thinking of its API
+    message; Fork here on the thinking writes both blocks and the call's result, nothing after."""
+    app = make_app(fork_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.jump_to_session(session_id(app, CHECKOUT))
+        await pilot.pause()
+        await cursor_to_tool(pilot, "Bash")
+        await pilot.press("f")
+        await settle(pilot)
+        picker = app.screen
+        assert isinstance(picker, ForkPicker)
+        rows = picker.rows
+        chosen = picker.current_row()
+        assert chosen is not None and chosen.message is not None and chosen.message is picker.marked
+        assert (chosen.message.kind, chosen.message.tool_name, chosen.message.tool_status) == ("tool call", "Bash",
+                                                                                               "failed")
+        thinking = rows[rows.index(chosen) - 1]
+        assert thinking.message is not None and thinking.message.kind == "thinking"
+        assert (thinking.bracket, chosen.bracket, thinking.blocks) == ("┌", "└", 2)
+        texts = option_texts(picker)
+        assert "┌ ✻ The failure is probably floating point" in texts[rows.index(thinking)]
+        assert "└ Bash  npm test -- checkout" in texts[rows.index(chosen)] and "✗" in texts[rows.index(chosen)]
+        assert "2 blocks of its API message (┌…└) fork as one" in shown(picker.query_one("#fork-hint", Static))
+        assert not picker.query_one("#fork-before").display or picker.query_one("#fork-before").disabled
+        await pilot.press("k")  # the thinking block: the same API message
+        await pilot.press("f")
+        await settle(pilot)
+        plan = picker.pending
+        assert plan is not None and plan.path is not None and plan.tool_calls == 1
+        assert "up to the chosen thinking of turn 1 (with its whole API message)" in shown(
+            picker.query_one("#fork-confirm-text", Static)).replace("\n", " ").replace("  ", " ")
+        await pilot.press("y")
+        await settle(pilot)
+        records = [json.loads(line) for line in Path(plan.path).read_text().splitlines()]
+        conversation = [r for r in records if r.get("type") in ("user", "assistant")]
+        blocks = [b for r in conversation for b in r["message"]["content"] if isinstance(b, dict)]
+        assert [b["type"] for b in blocks if b["type"] != "text"] == ["thinking", "tool_use", "tool_result"]
+        assert conversation[-1]["type"] == "user" and blocks[-1]["type"] == "tool_result"
+        assert "Task" not in Path(plan.path).read_text()  # the next API message stays out
+
+
+async def test_turns_open_and_close_and_keep_the_cursor(demo_db: Path) -> None:
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        picker = await open_picker_at(pilot, 11)
+        assert len(picker.rows) == 5
+        await pilot.press("g", "right")  # turn 1 opens: its messages are read in a worker
+        await settle(pilot)
+        turn1 = [r for r in picker.rows if r.turn == 0]
+        assert [r.message.kind for r in turn1[1:]] == ["prompt", "thinking", "tool call", "tool call", "tool call",
+                                                        "tool call", "reply"]
+        assert picker.current_row() is turn1[0] and option_texts(picker)[0].startswith("  ▾ turn 1")
+        assert "Fork here keeps turn 1 whole" in shown(picker.query_one("#fork-hint", Static))
+        await pilot.press("down", "down", "left")  # closing from a message goes back to its turn
+        await pilot.pause()
+        assert picker.current_row() is picker.rows[0] and len(picker.rows) == 5
+        await pilot.press("space")
+        await pilot.pause()
+        assert len(picker.rows) == 12
+        await pilot.press("space")
+        await pilot.pause()
+        assert len(picker.rows) == 5
+        await pilot.press("f1")  # the picker's own keys, with their ids
+        await pilot.pause()
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen) and help_screen.pane == "Fork picker · the list"
+        assert {"fork.expand", "fork.collapse", "fork.toggle", "fork.select"} <= {r[2] for r in help_screen.pane_keys}
+        everywhere = {r[2] for r in help_screen.global_keys}
+        assert {"fork.here", "fork.prompt", "fork.resume", "fork.run", "fork.copy", "fork.close"} <= everywhere
+        assert not {"fork.before", "fork.yes"} & everywhere  # what applies now: not on a turn, no question asked
+        assert help_screen.everywhere_title == "Anywhere in the picker"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is picker
+
+
+async def test_fork_before_a_prompt_asks_for_the_prompt_to_send_instead(fork_db: Path) -> None:
+    copied: list[str] = []
+    app = make_app(fork_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        picker = await open_picker_at(pilot, 11)  # the prompt "Also round to cents in the invoice summary email."
+        import core.clipboard
+
+        core.clipboard.copy_with = copied.append
+        await pilot.press("b")
+        await pilot.pause()
+        box = picker.query_one("#fork-prompt-input", Input)
+        assert box.display and box.has_focus and "instead" in str(box.placeholder)
+        await pilot.press(*"Round the PDF too", "enter")
+        await settle(pilot)
+        plan = picker.pending
+        assert plan is not None and plan.path is not None and plan.command.endswith("'Round the PDF too'")
+        confirm = shown(picker.query_one("#fork-confirm-text", Static))
+        assert "just before the prompt of turn 2" in confirm
+        await pilot.press("y")
+        await settle(pilot)
+        text = Path(plan.path).read_text()
+        assert "Also round to cents" not in text and "All 24 checkout tests pass" in text
+        assert copied == [plan.command] and picker.plan is plan
+        assert "ends just before the chosen prompt, and yours is sent instead" in shown(
+            picker.query_one("#fork-notes", Static))
+        await pilot.press("j")  # not a prompt: no fork before
+        await pilot.pause()
+        assert picker.query_one("#fork-before").disabled
+        assert not picker.check_action("fork_before", ())
 
 
 async def test_fork_here_confirms_writes_copies_and_shows_in_tree(
@@ -1197,9 +1354,13 @@ async def test_fork_with_a_new_prompt_from_a_search_hit(demo_db: Path, monkeypat
         await settle(pilot)
         picker = app.screen
         assert isinstance(picker, ForkPicker) and picker.entry_id == hit.entry_id
-        assert picker.points[picker.query_one(PointList).highlighted or 0].prompt.startswith("Also round to cents")
+        point = picker.current_point()
+        assert point is not None and point.prompt.startswith("Also round to cents")
         await pilot.press("n", *"Round the PDF too")
         await pilot.press("enter")
+        await settle(pilot)
+        assert picker.pending is not None and picker.asking == "restore" and copied == []  # source not where claude looks
+        await pilot.press("y")
         await settle(pilot)
         assert picker.plan is not None and picker.plan.action == "fork-prompt"
         assert "--fork-session" in picker.plan.command and "'Round the PDF too'" in picker.plan.command
@@ -1232,11 +1393,15 @@ async def test_fork_picker_for_codex_says_what_it_can(tmp_path: Path, monkeypatc
         await settle(pilot)
         picker = app.screen
         assert isinstance(picker, ForkPicker) and picker.agent == "codex" and len(picker.points) == 2
+        row = picker.current_row()  # the message under the cursor, said to snap to its turn's end
+        assert row is not None and row.message is not None and row.message is picker.marked and not row.message.exact
+        assert "Codex forks at the end of a turn: Fork here keeps turn 1 whole" in shown(
+            picker.query_one("#fork-hint", Static))
         await pilot.press("f")  # a legacy rollout is cut at the turn into a new thread: asked first, then written
         await settle(pilot)
         plan = picker.pending
         assert plan is not None and plan.path is not None and copied == []
-        assert "up to the end of the chosen turn" in shown(picker.query_one("#fork-confirm-text", Static))
+        assert "up to the end of turn 1" in shown(picker.query_one("#fork-confirm-text", Static))
         await pilot.press("enter")
         await settle(pilot)
         assert picker.written == Path(plan.path) and Path(plan.path).is_file()

@@ -903,6 +903,14 @@ class ThreadloomApp(App[int]):
         finally:
             conn.close()
 
+    def after_agent_ran(self) -> None:
+        """An agent started from the fork picker has ended: read what it wrote (a new session, or
+        the resumed one grown), as Ctrl+R does; the demo archive does not change."""
+        if self.demo or self.temp_dir is not None or self.read_only:
+            self.refresh_panes()
+        else:
+            self.start_ingest()
+
     def _fork_ingested(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
             self.notify(f"The fork was written but could not be read back: {event.worker.error}",

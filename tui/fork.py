@@ -1,17 +1,26 @@
-"""The fork picker: continue any conversation from any turn, with the exact command shown and copied.
+"""The fork picker: continue any conversation from any message, with the exact command shown and copied.
 
-The points are the turn boundaries of the branch through the chosen message (`core.fork.fork_points`);
-forking at one keeps that turn and everything before it. For Claude Code "Fork here" writes a new
-transcript beside the source, after a confirmation that says what goes where; the other actions
-only make a command. Whatever `core.fork` cannot do is said in the dialog, never as a traceback.
+The list is the branch through the chosen message, turn by turn (`core.fork.fork_points`); the
+chosen turn is open on its messages (`core.fork.fork_messages`: the prompt, replies, thinking, each
+tool call with its result), the others open with → or Space. Forking at a message keeps it and
+everything before it (for Claude Code, its whole API message: the blocks marked ┌ ├ └ fork as one);
+forking at a turn keeps the whole turn. For Claude Code and Codex "Fork here" writes a new session,
+after a confirmation that says what goes where; the other actions only make a command. A command
+that needs the transcript put back where the agent looks asks before doing that. `x` hands the
+terminal to the agent and comes back when it ends. Whatever `core.fork` cannot do is said in the
+dialog, never as a traceback.
 
-Reading the turns and planning a fork read the whole session, so both run in thread workers with
-their own read-only connections: the dialog opens at once and says what it is doing.
+Reading the turns, a turn's messages, planning and restoring read the whole session, so they run in
+thread workers with their own connections: the dialog opens at once and says what it is doing.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +28,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual import on, work
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
@@ -28,11 +37,20 @@ from textual.widgets import Button, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from core import browse
-from core.fork import ForkError, ForkPlan, ForkPoint, fork_points, native_fork_plan, plan_fork, resume_plan
+from core.fork import (
+    ForkError,
+    ForkMessage,
+    ForkPlan,
+    ForkPoint,
+    fork_messages,
+    fork_points,
+    native_fork_plan,
+    plan_fork,
+    resume_plan,
+)
 from core.query import SessionSummary, get_session
-from core.text import one_line
 from tui.panes import fit
-from tui.render import ROLE_STYLE, plain_title, short_model, when
+from tui.render import ROLE_STYLE, STATUS, plain_title, short_model, when
 
 if TYPE_CHECKING:
     from tui.app import ThreadloomApp
@@ -41,10 +59,74 @@ CLAUDE = "claude-code"
 AROUND = 60  # turns listed on each side of the chosen one (a long session has thousands)
 ERROR_STYLE = "bold #ff5f5f"
 OK_STYLE = "#87d787"
+CHOSEN_STYLE = "bold #d7af5f"
+TOOL_STYLE = "bold #d7af5f"
+BRACKET_STYLE = "#5f87af"
+KIND_MARK = {  # the mark before a message, and its style
+    "prompt": ("› ", ROLE_STYLE["user"]), "reply": ("‹ ", ROLE_STYLE["assistant"]), "thinking": ("✻ ", "dim"),
+    "summary": ("≡ ", "#af87d7"), "note": ("· ", "dim"), "message": ("› ", ROLE_STYLE["user"]), "event": ("· ", "dim"),
+}
+
+KIND_NOUN = {"thinking": "thinking block", "event": "record"}
+
+
+# ---------------------------------------------------------------------- running the agent
+# The seam tests replace: `hand_over` gives the terminal away (Textual's suspend), `run_in_shell`
+# starts the command in it and waits.
+
+
+def hand_over(app: App) -> contextlib.AbstractContextManager[None]:
+    """The terminal handed to another program for the `with` block (SuspendNotSupported headless)."""
+    return app.suspend()
+
+
+def run_in_shell(command: str) -> int:
+    """Run `command` (already quoted by core) with the user's shell, in the foreground; its exit code."""
+    shell = os.environ.get("SHELL") or "/bin/sh"
+    print(f"threadloom: {command}\n(threadloom comes back when this ends)\n", flush=True)
+    code = subprocess.run([shell, "-c", command], check=False).returncode
+    if code != 0:  # what went wrong stays on screen until read
+        print(f"\nthreadloom: the command ended with exit status {code}; press Enter to go back to threadloom.",
+              flush=True)
+        with contextlib.suppress(EOFError, OSError):
+            input()
+    return code
+
+
+# ---------------------------------------------------------------------- the list
+
+
+@dataclass
+class Row:
+    """One option of the list: a turn (a fork there keeps the whole turn) or one of its messages."""
+
+    turn: int  # index into ForkPicker.points
+    message: ForkMessage | None = None
+    bracket: str = ""  # ┌ ├ └ (│ between): the blocks of one API message, which fork as one
+    blocks: int = 1  # how many blocks its API message has in this turn
+
+
+def message_rows(turn: int, messages: list[ForkMessage]) -> list[Row]:
+    """The rows of a turn's messages, the blocks of one API message bracketed together."""
+    rows = [Row(turn, m) for m in messages]
+    spans: dict[str, list[int]] = {}
+    for i, m in enumerate(messages):
+        if m.message_id:
+            spans.setdefault(m.message_id, []).append(i)
+    for members in spans.values():
+        if len(members) < 2:
+            continue
+        first, last = members[0], members[-1]
+        for i in range(first, last + 1):
+            mine = i in members
+            rows[i].bracket = "┌" if i == first else "└" if i == last else "├" if mine else "│"
+            if mine:
+                rows[i].blocks = len(members)
+    return rows
 
 
 class PointList(OptionList):
-    """Fork points, oldest first: when, model, tools, then the prompt and the reply."""
+    """Turns, oldest first, open ones followed by their messages: each option is a place to fork."""
 
     BINDINGS = [
         Binding("down,j", "cursor_down", "Down", show=False, id="fork.down"),
@@ -53,24 +135,43 @@ class PointList(OptionList):
         Binding("end,G", "last", "Last", show=False, id="fork.last"),
         Binding("pagedown", "page_down", "Page down", show=False, id="fork.page-down"),
         Binding("pageup", "page_up", "Page up", show=False, id="fork.page-up"),
-        Binding("left", "scroll_left", "Scroll left", show=False, id="fork.scroll-left"),
-        Binding("right", "scroll_right", "Scroll right", show=False, id="fork.scroll-right"),
         Binding("ctrl+pageup", "page_left", "Page left", show=False, id="fork.page-left"),
         Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="fork.page-right"),
-        Binding("enter", "select", "Fork here", show=False, id="fork.select"),
+        Binding("right,l", "screen.expand", "Open turn", show=False, id="fork.expand",
+                tooltip="Show the messages of the turn under the cursor"),
+        Binding("left,h", "screen.collapse", "Close turn", show=False, id="fork.collapse",
+                tooltip="Fold the turn under the cursor back to one entry"),
+        Binding("space", "screen.toggle", "Open/close turn", show=False, id="fork.toggle",
+                tooltip="Open or close the turn under the cursor"),
+        Binding("enter", "select", "Fork here", show=False, id="fork.select",
+                tooltip="Fork here: at the message (or the end of the turn) under the cursor"),
     ]
 
 
 class PointsRead(Message):
-    def __init__(self, points: list[ForkPoint], error: str) -> None:
+    def __init__(self, points: list[ForkPoint], first_turn: int, branch_turns: int, chosen: int | None,
+                 messages: dict[str, list[ForkMessage]], error: str) -> None:
         super().__init__()
-        self.points, self.error = points, error
+        self.points, self.first_turn, self.branch_turns, self.chosen = points, first_turn, branch_turns, chosen
+        self.messages, self.error = messages, error
+
+
+class MessagesRead(Message):
+    def __init__(self, turn_id: str, messages: list[ForkMessage], error: str) -> None:
+        super().__init__()
+        self.turn_id, self.messages, self.error = turn_id, messages, error
 
 
 class PlanMade(Message):
     def __init__(self, action: str, plan: ForkPlan | None, error: str) -> None:
         super().__init__()
         self.action, self.plan, self.error = action, plan, error
+
+
+class Restored(Message):
+    def __init__(self, plan: ForkPlan, error: str) -> None:
+        super().__init__()
+        self.plan, self.error = plan, error
 
 
 class DialogBox(VerticalScroll):
@@ -96,18 +197,38 @@ class ActionButton(Button):
     BINDINGS = [Binding("enter", "press", "Press", show=False, id="fork.press")]
 
 
+@dataclass
+class Target:
+    """Where a fork is cut: the record given to `plan_fork`, and how a user would say it."""
+
+    ref: str
+    where: str  # "the end of turn 3", "the chosen reply (and its API message)", "just before the chosen prompt"
+    before: bool = False
+
+
 class ForkPicker(ModalScreen[None]):
-    """Pick a turn and an action; the command appears below, is copied, and stays selectable."""
+    """Pick a message (or a turn) and an action; the command appears below, is copied, and stays selectable."""
+
+    AUTO_FOCUS = "#fork-points"  # the arrows move through the list from the start
 
     BINDINGS = [
         Binding("escape", "back", "Close", id="fork.close", tooltip="Cancel the current step, or close"),
         Binding("f", "fork_here", "Fork here", id="fork.here",
-                tooltip="Write a new session that ends after this turn (asks first)"),
+                tooltip="Write a new session that ends with the message (or turn) under the cursor (asks first)"),
+        Binding("b", "fork_before", "Fork before", id="fork.before",
+                tooltip="On a prompt: a new session that ends just before it, to send a different one (edit and "
+                        "resend)"),
         Binding("n", "fork_prompt", "New prompt", id="fork.prompt",
                 tooltip="Let the agent fork here itself, continuing with a new prompt"),
         Binding("r", "resume", "Resume", id="fork.resume", tooltip="Resume the whole session"),
         Binding("e", "fork_end", "Fork at end", id="fork.end", tooltip="Fork the whole session at its end"),
-        Binding("c", "copy", "Copy", id="fork.copy", tooltip="Copy the command again"),
+        Binding("y", "confirm", "Yes", id="fork.yes",
+                tooltip="Yes to the question shown: write the fork, or restore the transcript"),
+        Binding("x", "run", "Run", id="fork.run",
+                tooltip="Leave threadloom and start the agent with the command; back here when it ends"),
+        # off the footer (the Copy again button is beside the command): an 80-column footer has room for the rest
+        Binding("c", "copy", "Copy", show=False, id="fork.copy", tooltip="Copy the command again"),
+        Binding("f1,question_mark", "help", "Keys", show=False, id="fork.help", tooltip="The keys of the picker"),
         Binding("ctrl+c,super+c", "screen.copy_text", "Copy selection", show=False, id="fork.copy-selection"),
         Binding("tab", "app.focus_next", "Next", show=False, id="fork.focus-next"),
         Binding("shift+tab", "app.focus_previous", "Previous", show=False, id="fork.focus-previous"),
@@ -119,7 +240,7 @@ class ForkPicker(ModalScreen[None]):
         self.conn = conn
         self.db_path = db_path
         self.session_id = session_id
-        self.entry_id = entry_id
+        self.entry_id = entry_id  # the message the picker was opened on
         self.turn_id = turn_id
         self.session: SessionSummary | None = get_session(conn, session_id)
         self.agent = self.session.agent if self.session else "?"
@@ -127,12 +248,21 @@ class ForkPicker(ModalScreen[None]):
         self.first_turn = 0  # the branch position of points[0]
         self.branch_turns = 0
         self.points_read = False
-        self.chosen = 0
+        self.chosen: int | None = None  # the index in `points` of the turn of the user's message
+        self.messages: dict[str, list[ForkMessage]] = {}  # the messages of the turns read so far
+        self.expanded: set[str] = set()  # turns shown with their messages
+        self.rows: list[Row] = []
+        self.marked: ForkMessage | None = None  # the user's message, marked ▶
         self.planning = ""  # the action whose plan a worker is making
+        self.target: Target | None = None  # where the plan being made or asked about cuts
         self.plan: ForkPlan | None = None  # the command on show
-        self.pending: ForkPlan | None = None  # a fork transcript waiting for "Write"
+        self.pending: ForkPlan | None = None  # a plan waiting for a yes: its transcript written, or restored
+        self.asking = ""  # "write" | "restore": what `pending` waits for
+        self.restoring = False
+        self.prompt_for = ""  # "native" | "before": what the prompt box is asking for
         self.written: Path | None = None
         self.copied_how = ""
+        self.ran = ""  # what happened when the command was run from here
         self.error = ""
 
     # ------------------------------------------------------------------ layout
@@ -141,26 +271,37 @@ class ForkPicker(ModalScreen[None]):
         with DialogBox(id="fork-box") as box:
             title = (self.session.title or self.session.task_description) if self.session else None
             box.border_title = Text("Fork or resume · ") + plain_title(title, 60)
-            box.border_subtitle = "Esc closes"
+            box.border_subtitle = "F1 keys · Esc closes"
             yield Static(id="fork-about")
             yield PointList(id="fork-points")
+            yield Static(id="fork-hint")
             with Horizontal(id="fork-actions"):
                 yield ActionButton("Fork here", id="fork-here", variant="primary", compact=True)
-                yield ActionButton("Fork with a new prompt", id="fork-prompt", compact=True)
+                yield ActionButton("Fork before it", id="fork-before", compact=True)
+                yield ActionButton("New prompt", id="fork-prompt", compact=True)
                 yield ActionButton("Resume", id="fork-resume", compact=True)
                 yield ActionButton("Fork at end", id="fork-end", compact=True)
-            yield Input(placeholder="The new prompt · Enter makes the command · Esc cancels", id="fork-prompt-input")
+            yield Input(id="fork-prompt-input")
             with Vertical(id="fork-confirm"):
                 yield Static(id="fork-confirm-text")
                 with Horizontal(id="fork-confirm-buttons"):
-                    yield ActionButton("Write the fork", id="fork-write", variant="warning", compact=True)
+                    yield ActionButton("Write the fork", id="fork-yes", variant="warning", compact=True)
                     yield ActionButton("Cancel", id="fork-cancel", compact=True)
             yield Static(id="fork-command")
+            with Horizontal(id="fork-run-buttons"):
+                yield ActionButton("Run it now", id="fork-run", variant="success", compact=True)
+                yield ActionButton("Copy again", id="fork-copy", compact=True)
             yield Static(id="fork-notes")
             yield Static(id="fork-status")
         yield Footer()
 
+    def on_resize(self) -> None:
+        from tui.app import NARROW
+
+        self.set_class(self.app.size.width < NARROW, "-narrow")  # the footer's tighter spacing
+
     def on_mount(self) -> None:
+        self.on_resize()
         self.query_one("#fork-command", Static).border_title = "Command"
         self.query_one("#fork-prompt-input").display = False
         self.query_one("#fork-confirm").display = False
@@ -170,36 +311,43 @@ class ForkPicker(ModalScreen[None]):
 
     @work(thread=True, exclusive=True, group="fork-points", exit_on_error=False, description="fork points")
     def _read_points(self) -> None:
+        """The branch's turns around the chosen one, and the chosen turn's messages."""
         from core.db import LedgerError, connect
 
         try:
             conn = connect(self.db_path, readonly=True)
         except LedgerError as exc:
-            self.post_message(PointsRead([], f"Cannot read the turns of this session: {exc}"))
+            self.post_message(PointsRead([], 0, 0, None, {}, f"Cannot read the turns of this session: {exc}"))
             return
         try:
-            self.post_message(PointsRead(fork_points(conn, self.session_id, around_entry=self.entry_id), ""))
+            points = fork_points(conn, self.session_id, around_entry=self.entry_id)
+            ids = [p.turn_id for p in points]
+            chosen = ids.index(self.turn_id) if self.turn_id in ids else len(ids) - 1
+            first = max(0, chosen - AROUND)
+            window = points[first : chosen + AROUND + 1]
+            messages = {}
+            if points:
+                turn = points[chosen].turn_id
+                messages[turn] = fork_messages(conn, self.session_id, [turn])
+            self.post_message(PointsRead(window, first, len(points), chosen - first if points else None, messages,
+                                         ""))
         except sqlite3.Error as exc:
-            self.post_message(PointsRead([], f"Cannot read the turns of this session: {exc}"))
+            self.post_message(PointsRead([], 0, 0, None, {}, f"Cannot read the turns of this session: {exc}"))
         finally:
             conn.close()
 
     def on_points_read(self, event: PointsRead) -> None:
-        self.points_read, self.branch_turns = True, len(event.points)
+        self.points_read = True
         if event.error:
             self.error = event.error
             self._show()
-        ids = [p.turn_id for p in event.points]
-        chosen = ids.index(self.turn_id) if self.turn_id in ids else max(0, len(ids) - 1)
-        self.first_turn = max(0, chosen - AROUND)
-        self.points = event.points[self.first_turn : chosen + AROUND + 1]
-        self.chosen = chosen - self.first_turn
-        points = self.query_one(PointList)
-        width = self._option_width()
-        points.set_options([Option(self._prompt(i, p, width), id=p.turn_id) for i, p in enumerate(self.points)])
-        if self.points:
-            points.highlighted = self.chosen
-            self.call_after_refresh(points.scroll_to_highlight, top=False)
+        self.points, self.first_turn, self.branch_turns = event.points, event.first_turn, event.branch_turns
+        self.chosen = event.chosen
+        self.messages.update(event.messages)
+        self.expanded.update(event.messages)
+        if self.chosen is not None:
+            self.marked = self._users_message(self.messages.get(self.points[self.chosen].turn_id, []))
+        self._fill(keep=None)
         about = Text()
         about.append(self.agent, style="#5f87af")
         if self.session and self.session.project:
@@ -210,41 +358,151 @@ class ForkPicker(ModalScreen[None]):
         if len(self.points) < count:
             last = self.first_turn + len(self.points)
             about.append(f" (turns {self.first_turn + 1}–{last} listed, around yours)", style="dim")
-        about.append(" · a fork keeps the chosen turn and everything before it", style="dim")
+        about.append(" · → ← open and close a turn", style="dim")
         if not self.points:
             about.append("\nThis session has no turns to fork at; Resume and Fork at end still work.", style="#d7af5f")
         self.query_one("#fork-about", Static).update(about)
         self.refresh_bindings()
 
+    def _users_message(self, messages: list[ForkMessage]) -> ForkMessage | None:
+        """The message the picker was opened on: by its record, else the last one listed before it
+        (a tool's result is listed with its call), else None (the turn itself is chosen)."""
+        if self.entry_id is None or not messages:
+            return None
+        exact = next((m for m in messages if m.entry_id == self.entry_id), None)
+        if exact is not None:
+            return exact
+        before = [m for m in messages if m.entry_id <= self.entry_id]
+        return before[-1] if before else None
+
+    def _fill(self, keep: tuple[str, int | None] | None) -> None:
+        """(Re)build the options from the turns and the open ones' messages; the cursor stays on
+        `keep` (a turn id and a message's entry id, or None for the turn), else goes to the user's
+        message (or its turn)."""
+        self.rows = []
+        for index, point in enumerate(self.points):
+            self.rows.append(Row(index))
+            if point.turn_id in self.expanded and point.turn_id in self.messages:
+                self.rows += message_rows(index, self.messages[point.turn_id])
+        width = self._option_width()
+        points = self.query_one(PointList)
+        points.set_options([Option(self._prompt(row, width)) for row in self.rows])
+        wanted = None
+        if keep is not None:
+            wanted = next((i for i, r in enumerate(self.rows) if self.points[r.turn].turn_id == keep[0]
+                           and (r.message.entry_id if r.message else None) == keep[1]), None)
+        if wanted is None and self.chosen is not None:
+            wanted = next((i for i, r in enumerate(self.rows) if r.message is not None and r.message is self.marked),
+                          None)
+            if wanted is None:
+                wanted = next((i for i, r in enumerate(self.rows) if r.turn == self.chosen and r.message is None), None)
+        if wanted is not None:
+            points.highlighted = wanted
+            self.call_after_refresh(points.scroll_to_highlight, top=False)
+        self._show_hint()
+
     def _option_width(self) -> int:
         return max(40, min(110, self.app.size.width - 10) - 6)
 
-    def _prompt(self, index: int, point: ForkPoint, width: int) -> Text:
+    def _prompt(self, row: Row, width: int) -> Text:
+        point = self.points[row.turn]
+        if row.message is not None:
+            return self._message_prompt(row, width)
+        opened = point.turn_id in self.expanded
         head = Text(no_wrap=True, overflow="ellipsis")
-        chosen = index == self.chosen and self.turn_id is not None
-        head.append("▶ " if chosen else "  ", style="bold #d7af5f")
-        head.append(f"turn {self.first_turn + index + 1}", style="bold")
+        mine = row.turn == self.chosen and self.marked is None and self.turn_id is not None
+        head.append("▶ " if mine else "  ", style=CHOSEN_STYLE)
+        head.append("▾ " if opened else "▸ ", style="dim")
+        head.append(f"turn {self.first_turn + row.turn + 1}", style="bold")
         facts = [(when(point.timestamp)[:12], "dim"), (short_model(point.model), "#af87d7")]
         if point.tool_call_count:
             facts.append((f"{point.tool_call_count} tool call{'s' if point.tool_call_count != 1 else ''}", "dim"))
-        if chosen:
-            facts.insert(0, ("your message", "#d7af5f"))
+        if mine:
+            facts.insert(0, ("your message", CHOSEN_STYLE))
+        if opened and point.turn_id not in self.messages:
+            facts.insert(0, ("reading…", "dim"))
         first = fit(head, [f for f in facts if f[0]], width)
-        prompt = Text.assemble(("    › ", ROLE_STYLE["user"]), one_line(point.prompt or "(no prompt text)", width - 6))
-        reply = Text.assemble(("    ‹ ", ROLE_STYLE["assistant"]),
-                              (one_line(point.reply or "(no reply text)", width - 6), "dim"))
+        if opened:
+            return first
+        prompt = Text.assemble(("      › ", ROLE_STYLE["user"]), point.prompt or "(no prompt text)")
+        reply = Text.assemble(("      ‹ ", ROLE_STYLE["assistant"]), (point.reply or "(no reply text)", "dim"))
+        for line in (prompt, reply):
+            line.no_wrap, line.overflow = True, "ellipsis"
+            line.truncate(width, overflow="ellipsis")
         return Text("\n").join([first, prompt, reply])
+
+    def _message_prompt(self, row: Row, width: int) -> Text:
+        message = row.message
+        assert message is not None
+        mine = message is self.marked
+        head = Text(no_wrap=True)
+        head.append("▶ " if mine else "  ", style=CHOSEN_STYLE)
+        head.append("  ")
+        head.append(f"{row.bracket} " if row.bracket else "  ", style=BRACKET_STYLE)
+        facts = [(when(message.timestamp)[-8:], "dim")]
+        if message.kind == "tool call" and message.tool_name:
+            head.append(message.tool_name, style=TOOL_STYLE)
+            gist = message.label.removeprefix(message.tool_name).removeprefix(":").strip()
+            if gist:
+                head.append(f"  {gist}")
+            facts.insert(0, STATUS.get(message.tool_status or "pending", ("?", "dim")))
+        else:
+            mark, style = KIND_MARK.get(message.kind, ("· ", "dim"))
+            head.append(mark, style=style)
+            head.append(message.label, style="dim" if message.kind in ("thinking", "event", "note") else "")
+        if mine:
+            facts.insert(0, ("your message", CHOSEN_STYLE))
+        return fit(head, [f for f in facts if f[0]], width)
+
+    def _show_hint(self) -> None:
+        """What Fork here keeps at the row under the cursor, and what else can be done there."""
+        hint = Text()
+        row = self.current_row()
+        if row is not None:
+            turn = f"turn {self.first_turn + row.turn + 1}"
+            message = row.message
+            if message is None:
+                hint.append(f"Fork here keeps {turn} whole and everything before it", style="dim")
+                opened = self.points[row.turn].turn_id in self.expanded
+                hint.append(" · ← closes its messages" if opened else " · → shows its messages", style="dim")
+            elif not message.exact:
+                hint.append(f"{_agent_name(self.agent)} forks at the end of a turn: Fork here keeps {turn} whole "
+                            "and everything before it.", style="#d7af5f")
+            elif message.kind == "prompt":
+                hint.append("Fork here ends on this prompt, before its answer.", style="dim")
+            else:
+                what = f"this {message.tool_name} call and its result" if message.kind == "tool call" else \
+                    f"this {KIND_NOUN.get(message.kind, message.kind)}"
+                hint.append(f"Fork here keeps everything up to and including {what}", style="dim")
+                hint.append(".", style="dim")
+                if row.blocks > 1:
+                    hint.append(f" The {row.blocks} blocks of its API message (┌…└) fork as one, each call with its "
+                                "result.", style=BRACKET_STYLE)
+            if message is not None and message.can_fork_before:
+                hint.append(" b forks just before it, to send a different prompt (edit and resend).",
+                            style="#d7af5f")
+        self.query_one("#fork-before", Button).disabled = not (row and row.message and row.message.can_fork_before)
+        self.query_one("#fork-hint", Static).update(hint)
+        self.query_one("#fork-hint").display = bool(hint)
 
     def _show(self) -> None:
         """The command box, the notes and the status line from the current state."""
         command = self.query_one("#fork-command", Static)
-        if self.plan is not None:
-            command.update(Text(self.plan.command, style="bold"))
+        plan = self.plan
+        if plan is not None:
+            shown = Text(plan.command, style="bold")
+            if plan.restore is not None:
+                shown.append("\nfinds nothing until the transcript is restored where the agent looks: y restores it",
+                             style="#d7af5f")
+            command.update(shown)
         else:
-            command.update(Text("Choose a turn and an action; the command appears here and is copied.", style="dim"))
+            command.update(Text("Choose a message and an action; the command appears here and is copied.",
+                                style="dim"))
+        self.query_one("#fork-run-buttons").display = plan is not None
+        self.query_one("#fork-run", Button).disabled = plan is None or plan.restore is not None
         notes = Text()
-        lines = list(self.plan.notes) if self.plan else []
-        branch = self.plan.git_branch if self.plan else None
+        lines = list(plan.notes) if plan else []
+        branch = plan.git_branch if plan else None
         if branch and not any(branch in line for line in lines):
             lines.append(f"Recorded git branch at this point: {branch}.")
         for note in lines:
@@ -256,6 +514,8 @@ class ForkPicker(ModalScreen[None]):
         status = Text()
         if self.planning:
             status.append("Working out the command…", style="dim")
+        elif self.restoring:
+            status.append("Restoring the transcript…", style="dim")
         elif self.error:
             status.append(self.error, style=ERROR_STYLE)
         else:
@@ -263,19 +523,86 @@ class ForkPicker(ModalScreen[None]):
                 status.append("Wrote ", style=OK_STYLE)
                 status.append(str(self.written) + "\n")
             if self.copied_how:
-                status.append(self.copied_how, style=OK_STYLE)
+                status.append(self.copied_how + ("\n" if self.ran else ""), style=OK_STYLE)
+            if self.ran:
+                status.append(self.ran, style=OK_STYLE)
         self.query_one("#fork-status", Static).update(status)
         self.query_one("#fork-status").display = bool(status)
 
-    # ------------------------------------------------------------------ state
+    # ------------------------------------------------------------------ the list
+
+    def current_row(self) -> Row | None:
+        index = self.query_one(PointList).highlighted
+        if index is None or index >= len(self.rows):
+            return None
+        return self.rows[index]
 
     def current_point(self) -> ForkPoint | None:
-        index = self.query_one(PointList).highlighted
-        if index is None or index >= len(self.points):
-            return None
-        return self.points[index]
+        row = self.current_row()
+        return self.points[row.turn] if row is not None else None
 
-    def _entry_ref(self, point: ForkPoint) -> str:
+    @on(OptionList.OptionHighlighted, "#fork-points")
+    def _highlighted(self) -> None:
+        self._show_hint()
+        self.refresh_bindings()
+
+    def action_expand(self) -> None:
+        row = self.current_row()
+        if row is None or row.message is not None:
+            return
+        turn = self.points[row.turn].turn_id
+        if turn in self.expanded:
+            return
+        self.expanded.add(turn)
+        if turn not in self.messages:
+            self._read_messages(turn)
+        self._fill(keep=(turn, None))
+
+    def action_collapse(self) -> None:
+        row = self.current_row()
+        if row is None:
+            return
+        turn = self.points[row.turn].turn_id
+        if turn in self.expanded:
+            self.expanded.discard(turn)
+            self._fill(keep=(turn, None))
+
+    def action_toggle(self) -> None:
+        row = self.current_row()
+        if row is not None and self.points[row.turn].turn_id in self.expanded:
+            self.action_collapse()
+        else:
+            self.action_expand()
+
+    @work(thread=True, group="fork-messages", exit_on_error=False, description="fork messages")
+    def _read_messages(self, turn_id: str) -> None:
+        from core.db import LedgerError, connect
+
+        try:
+            conn = connect(self.db_path, readonly=True)
+        except LedgerError as exc:
+            self.post_message(MessagesRead(turn_id, [], f"Cannot read the messages of this turn: {exc}"))
+            return
+        try:
+            self.post_message(MessagesRead(turn_id, fork_messages(conn, self.session_id, [turn_id]), ""))
+        except sqlite3.Error as exc:
+            self.post_message(MessagesRead(turn_id, [], f"Cannot read the messages of this turn: {exc}"))
+        finally:
+            conn.close()
+
+    def on_messages_read(self, event: MessagesRead) -> None:
+        if event.error:
+            self.expanded.discard(event.turn_id)
+            self._fail(event.error)
+        else:
+            self.messages[event.turn_id] = event.messages
+        row = self.current_row()
+        keep = (self.points[row.turn].turn_id, row.message.entry_id if row.message else None) if row else None
+        self._fill(keep=keep)
+
+    # ------------------------------------------------------------------ state
+
+    def _turn_ref(self, point: ForkPoint) -> str:
         """The turn's last record, by id (a uuid alone could name a record of another session): a
         fork there keeps the turn and everything before it."""
         if point.cut_entry_id is not None:
@@ -284,40 +611,76 @@ class ForkPicker(ModalScreen[None]):
         rows = browse.message_page(self.conn, self.session_id, seqs[-1], seqs[-1]) if seqs else []
         return str(rows[0].entry_id) if rows else (point.cut_uuid or point.turn_id)
 
+    def _target(self, *, before: bool = False) -> Target | None:
+        """Where the row under the cursor cuts a fork."""
+        row = self.current_row()
+        if row is None:
+            return None
+        turn = f"turn {self.first_turn + row.turn + 1}"
+        message = row.message
+        if message is None or (not message.exact and not before):
+            return Target(self._turn_ref(self.points[row.turn]), f"the end of {turn}")
+        if before:
+            return Target(str(message.entry_id), f"just before the prompt of {turn}", before=True)
+        what = f"{message.tool_name} call" if message.kind == "tool call" else message.kind
+        whole = " (with its whole API message)" if row.blocks > 1 else ""
+        return Target(str(message.entry_id), f"the chosen {what} of {turn}{whole}")
+
     def _busy(self) -> bool:
-        return bool(self.planning) or self.pending is not None or self.query_one("#fork-prompt-input").display
+        return (bool(self.planning) or self.restoring or self.pending is not None
+                or self.query_one("#fork-prompt-input").display)
 
     def _fail(self, message: str) -> None:
-        self.plan, self.written, self.copied_how, self.error = None, None, "", message
+        self.plan, self.written, self.copied_how, self.ran, self.error = None, None, "", "", message
         self._show()
         self._reveal("#fork-status")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("fork_here", "fork_prompt", "resume", "fork_end"):
+        if action in ("fork_here", "fork_prompt", "fork_before", "resume", "fork_end"):
+            if action == "fork_before":  # shown on prompts only
+                row = self.current_row() if self.points_read else None
+                if row is None or row.message is None or not row.message.can_fork_before:
+                    return False
             if self._busy():
                 return None
             if action in ("fork_here", "fork_prompt") and not self.points:
                 return None
+        if action == "confirm":
+            return self.pending is not None or (self.plan is not None and self.plan.restore is not None
+                                                and not self._busy())
         if action == "copy":
-            return True if self.plan is not None else None
+            return True if self.plan is not None and not self._busy() else None
+        if action == "run":  # a command that finds nothing until restored is not offered as working
+            return True if self.plan is not None and self.plan.restore is None and not self._busy() else None
         return True
 
     # ------------------------------------------------------------------ actions
 
     def action_fork_here(self) -> None:
-        point = self.current_point()
-        if point is None or self._busy():
+        target = self._target()
+        if target is None or self._busy():
             return
-        self._plan("fork", self._entry_ref(point))
+        self._plan("fork", target)
 
-    def _plan(self, action: str, ref: str | None = None, prompt: str | None = None) -> None:
-        self.planning, self.error = action, ""
+    def action_fork_before(self) -> None:
+        row = self.current_row()
+        if self._busy() or row is None or row.message is None or not row.message.can_fork_before:
+            return
+        if self.agent not in (CLAUDE, "codex"):
+            self._fail(f"Forking before a prompt is for Claude Code and Codex sessions; for {self.agent} fork at the "
+                       "message before it.")
+            return
+        self._ask_prompt("before")
+
+    def _plan(self, action: str, target: Target | None = None, prompt: str | None = None) -> None:
+        self.planning, self.target, self.error = action, target, ""
+        self.plan, self.written, self.copied_how, self.ran = None, None, "", ""  # the last command is not this one
         self._show()
         self.refresh_bindings()
-        self._make_plan(action, ref, prompt)
+        self._make_plan(action, target, prompt)
 
     @work(thread=True, exclusive=True, group="fork-plan", exit_on_error=False, description="fork plan")
-    def _make_plan(self, action: str, ref: str | None, prompt: str | None) -> None:
+    def _make_plan(self, action: str, target: Target | None, prompt: str | None) -> None:
         from core.db import LedgerError, connect
 
         failure = {"fork": "Cannot fork here", "fork-prompt": "Cannot fork here",
@@ -327,11 +690,12 @@ class ForkPicker(ModalScreen[None]):
         except LedgerError as exc:
             self.post_message(PlanMade(action, None, f"{failure}: {exc}"))
             return
+        ref = target.ref if target else ""
         try:
             if action == "fork":
-                plan = plan_fork(conn, ref or "")
+                plan = plan_fork(conn, ref, before=bool(target and target.before), prompt=prompt)
             elif action == "fork-prompt":
-                plan = native_fork_plan(conn, ref or "", prompt or "")
+                plan = native_fork_plan(conn, ref, prompt or "")
             else:
                 plan = resume_plan(conn, self.session_id, fork_at_end=action == "fork-end")
         except (ForkError, OSError, sqlite3.Error) as exc:
@@ -347,39 +711,59 @@ class ForkPicker(ModalScreen[None]):
         if plan is None:
             self._fail(event.error)
         elif event.action == "fork" and plan.lines:  # threadloom writes the transcript: say what and where first
-            self._ask(plan)
+            self._ask_write(plan)
+        elif plan.restore is not None:  # the command finds nothing until the transcript is back
+            self._ask_restore(plan)
         else:  # a command only; Gemini's plan already wrote its truncated copy to a temporary file
             self._finish(plan, Path(plan.path) if plan.path else None)
         self.refresh_bindings()
 
-    def _ask(self, plan: ForkPlan) -> None:
-        self.pending = plan
+    def _ask(self, plan: ForkPlan, asking: str, question: Text, rows: list[tuple[str, str]], yes: str) -> None:
+        self.pending, self.asking = plan, asking
         self.error = ""
         self._show()  # the status line no longer says the command is being worked out
         table = Table.grid(padding=(0, 2))
         table.add_column(style="dim", no_wrap=True)
         table.add_column(overflow="fold")
+        for label, value in rows:
+            table.add_row(label, value)
+        self.query_one("#fork-confirm-text", Static).update(Group(question, table))
+        self.query_one("#fork-yes", Button).label = yes
+        self.query_one("#fork-confirm").display = True
+        self.query_one("#fork-yes", Button).focus(scroll_visible=False)
+        self._reveal("#fork-confirm")
+        self.refresh_bindings()
+
+    def _ask_write(self, plan: ForkPlan) -> None:
         rows = [
             ("file", f"{plan.path}  (new, mode 0600; nothing is overwritten)"),
             ("holds", self._holds(plan)),
             ("source", "untouched"),
             ("then", plan.command + "   (copied once the file is written)"),
         ]
-        for label, value in rows:
-            table.add_row(label, value)
-        self.query_one("#fork-confirm-text", Static).update(Group(Text("Write a new session?", style="bold"), table))
-        self.query_one("#fork-confirm").display = True
-        self.query_one("#fork-write", Button).focus(scroll_visible=False)
-        self._reveal("#fork-confirm")
-        self.refresh_bindings()
+        self._ask(plan, "write", Text("Write a new session?  (y or Enter: yes · Esc: no)", style="bold"), rows,
+                  "Write the fork")
 
-    @staticmethod
-    def _holds(plan: ForkPlan) -> str:
-        calls = f", {plan.tool_calls} tool call{'s' if plan.tool_calls != 1 else ''} with their results"
+    def _ask_restore(self, plan: ForkPlan) -> None:
+        step = plan.restore
+        assert step is not None
+        targets = list(step.files.values())
+        rows = [("file", targets[0] if targets else step.folder)]
+        if len(targets) > 1:  # its subagents' files: the count, not a screenful of paths
+            rows.append(("", f"and {len(targets) - 1} more of the session's files, beside it"))
+        rows.append(("then", plan.command + "   (copied once it is restored)"))
+        question = Text(step.question, style="bold")
+        question.append("  (y or Enter: yes · Esc: no)", style="dim")
+        self._ask(plan, "restore", question, rows, "Restore it")
+
+    def _holds(self, plan: ForkPlan) -> str:
+        calls = (", 1 tool call with its result" if plan.tool_calls == 1 else
+                 f", {plan.tool_calls} tool calls with their results")
+        where = self.target.where if self.target else "the chosen point"
         if plan.agent == CLAUDE:
-            return (f"{plan.records} records{calls}: this branch up to the end of the chosen turn, new session id "
+            return (f"{plan.records} records{calls}: this branch up to {where}, new session id "
                     f"{plan.new_session_id}, titled “… (fork)”")
-        held = f"this session up to the end of the chosen turn ({plan.records} lines{calls})"
+        held = f"this session up to {where} ({plan.records} lines{calls})"
         return held + (f", new session id {plan.new_session_id}" if plan.new_session_id else "")
 
     def _reveal(self, selector: str) -> None:
@@ -387,19 +771,36 @@ class ForkPicker(ModalScreen[None]):
         box = self.query_one(DialogBox)
         self.call_after_refresh(lambda: box.scroll_to_widget(self.query_one(selector), animate=False))
 
-    def _cancel_ask(self) -> None:
-        self.pending = None
+    def _close_ask(self) -> None:
+        self.pending, self.asking = None, ""
         self.query_one("#fork-confirm").display = False
         self.query_one(PointList).focus(scroll_visible=False)
         self.refresh_bindings()
+
+    def _cancel_ask(self) -> None:
+        """No to the question: a restore not made leaves the command on show, said not to work yet."""
+        plan, asking = self.pending, self.asking
+        self._close_ask()
+        if asking == "restore" and plan is not None:
+            self.plan, self.written, self.copied_how, self.error = plan, None, "", ""
+            self.ran = ""
+            self._show()
+
+    def action_confirm(self) -> None:
+        """y: yes to the question on show; with none, restore the transcript of the command shown."""
+        if self.pending is not None:
+            (self.action_write if self.asking == "write" else self._restore_pending)()
+        elif self.plan is not None and self.plan.restore is not None and not self._busy():
+            self.pending, self.asking = self.plan, "restore"
+            self._restore_pending()
 
     def action_write(self) -> None:
         from core.fork import write_fork
 
         plan = self.pending
-        if plan is None:
+        if plan is None or self.asking != "write":
             return
-        self._cancel_ask()
+        self._close_ask()
         try:
             path = write_fork(plan)
         except FileExistsError:
@@ -409,18 +810,74 @@ class ForkPicker(ModalScreen[None]):
         except (ForkError, OSError) as exc:
             self._fail(f"Could not write the fork: {exc}")
             return
-        self._finish(plan, path)
         app: ThreadloomApp = self.app  # type: ignore[assignment]
         app.ingest_fork(path)
+        if plan.restore is not None:
+            self.written = path
+            self._ask_restore(plan)
+            return
+        self._finish(plan, path)
+
+    def _restore_pending(self) -> None:
+        plan = self.pending
+        if plan is None or self.asking != "restore":
+            return
+        self._close_ask()
+        self.restoring, self.error = True, ""
+        self._show()
+        self.refresh_bindings()
+        self._restore(plan)
+
+    @work(thread=True, exclusive=True, group="fork-restore", exit_on_error=False, description="restore transcript")
+    def _restore(self, plan: ForkPlan) -> None:
+        """Write the transcript back where the agent looks (core never overwrites), from the archive."""
+        from core.archive import RestoreError
+        from core.db import LedgerError, connect
+        from core.fork import restore_for
+
+        folder = plan.restore.folder if plan.restore else ""
+        try:
+            conn = connect(self.db_path, readonly=True)
+        except LedgerError as exc:
+            self.post_message(Restored(plan, f"Could not restore the transcript: {exc}"))
+            return
+        try:
+            restore_for(conn, plan)
+        except FileExistsError as exc:
+            self.post_message(Restored(plan, f"{exc.filename} appeared meanwhile; a restore never overwrites, so "
+                                             "nothing more was written. Choose the action again."))
+            return
+        except (RestoreError, OSError, sqlite3.Error) as exc:
+            self.post_message(Restored(plan, f"Could not restore the transcript to {folder}: {exc}"))
+            return
+        finally:
+            conn.close()
+        self.post_message(Restored(plan, ""))
+
+    def on_restored(self, event: Restored) -> None:
+        self.restoring = False
+        if event.error:
+            self._fail(event.error)
+        else:
+            self._finish(event.plan, self.written)
+        self.refresh_bindings()
 
     def action_fork_prompt(self) -> None:
-        if self._busy() or self.current_point() is None:
+        if self._busy() or self.current_row() is None:
             return
         if self.agent != CLAUDE:
             self._fail(f"Only Claude Code can be started from outside as a fork with a new prompt; for {self.agent} "
                        "use Fork here (or Fork at end) and type the prompt in the new session.")
             return
+        self._ask_prompt("native")
+
+    def _ask_prompt(self, purpose: str) -> None:
         box = self.query_one("#fork-prompt-input", Input)
+        self.prompt_for = purpose
+        box.placeholder = ("The prompt to send instead (empty: type it in the session) · Enter makes the command · "
+                           "Esc cancels" if purpose == "before" else
+                           "The new prompt · Enter makes the command · Esc cancels")
+        box.value = ""
         box.display = True
         box.focus(scroll_visible=False)
         self._reveal("#fork-prompt-input")
@@ -429,16 +886,22 @@ class ForkPicker(ModalScreen[None]):
     @on(Input.Submitted, "#fork-prompt-input")
     def _prompt_submitted(self, event: Input.Submitted) -> None:
         prompt = event.value.strip()
-        point = self.current_point()
-        if not prompt:
+        purpose = self.prompt_for
+        if not prompt and purpose == "native":
             self.notify("Type the prompt the fork continues with", timeout=2)
             return
+        target = self._target(before=purpose == "before")
         self._hide_prompt()
-        if point is not None:
-            self._plan("fork-prompt", self._entry_ref(point), prompt)
+        if target is None:
+            return
+        if purpose == "before":
+            self._plan("fork", target, prompt or None)
+        else:
+            self._plan("fork-prompt", target, prompt)
 
     def _hide_prompt(self) -> None:
         self.query_one("#fork-prompt-input").display = False
+        self.prompt_for = ""
         self.query_one(PointList).focus()
         self.refresh_bindings()
 
@@ -453,7 +916,7 @@ class ForkPicker(ModalScreen[None]):
             self._plan("fork-end" if fork_at_end else "resume")
 
     def _finish(self, plan: ForkPlan, written: Path | None) -> None:
-        self.plan, self.written, self.error = plan, written, ""
+        self.plan, self.written, self.error, self.ran = plan, written, "", ""
         self.copied_how = self._copy(plan.command)
         self._show()
         self._reveal("#fork-status")
@@ -478,6 +941,68 @@ class ForkPicker(ModalScreen[None]):
             self.copied_how = self._copy(self.plan.command)
             self._show()
 
+    def action_run(self) -> None:
+        """Leave the TUI for the agent: the command runs in this terminal, and the picker comes back
+        when it ends (then new sessions are read). Where the terminal cannot be handed over, the
+        command is copied instead."""
+        plan = self.plan
+        if plan is None or self._busy():
+            return
+        if plan.restore is not None:
+            self.error = "The command finds nothing until the transcript is restored where the agent looks: press y."
+            self._show()
+            return
+        if os.name == "nt":
+            self._cannot_run("the commands threadloom makes are for a POSIX shell")
+            return
+        try:
+            with hand_over(self.app):
+                code = run_in_shell(plan.command)
+        except SuspendNotSupported:
+            self._cannot_run("this terminal cannot be handed over from here")
+            return
+        except OSError as exc:
+            self.error = f"Could not start the shell ({os.environ.get('SHELL') or '/bin/sh'}): {exc}"
+            self._show()
+            return
+        self.error = ""
+        self.ran = (f"The agent ended (exit {code}); reading what it wrote." if code == 0 else
+                    f"The command ended with exit status {code}; reading what it wrote.")
+        self._show()
+        self._reveal("#fork-status")
+        app: ThreadloomApp = self.app  # type: ignore[assignment]
+        app.after_agent_ran()
+
+    def _cannot_run(self, why: str) -> None:
+        self.copied_how = self._copy(self.plan.command) if self.plan else ""
+        self.ran = f"Not run: {why}. The command is copied: paste it in a terminal."
+        self._show()
+        self._reveal("#fork-status")
+
+    def action_help(self) -> None:
+        from tui.screens import HelpScreen
+
+        focused = self.focused
+        own: dict[tuple[str, str], list[str]] = {}
+        everywhere: dict[tuple[str, str], list[str]] = {}
+        meta: dict[tuple[str, str], tuple[str, str]] = {}
+        for key, active in self.active_bindings.items():
+            binding = active.binding
+            target = everywhere if active.node is self else own if active.node is focused else None
+            if target is None:
+                continue
+            name = (binding.id or binding.action, binding.action)
+            target.setdefault(name, []).append(self.app.get_key_display(binding.with_key(key)))
+            meta[name] = (binding.tooltip or binding.description, binding.id or "")
+
+        def rows(found: dict[tuple[str, str], list[str]]) -> list[tuple[str, str, str]]:
+            return [(", ".join(keys), meta[k][0], meta[k][1]) for k, keys in found.items()]
+
+        where = "the list" if isinstance(focused, PointList) else "a button" if isinstance(focused, Button) else \
+            "the prompt" if isinstance(focused, Input) else "the dialog"
+        self.app.push_screen(HelpScreen(f"Fork picker · {where}", rows(own), rows(everywhere),
+                                        everywhere_title="Anywhere in the picker"))
+
     def action_back(self) -> None:
         if self.pending is not None:
             self._cancel_ask()
@@ -492,11 +1017,17 @@ class ForkPicker(ModalScreen[None]):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         actions = {
-            "fork-here": self.action_fork_here, "fork-prompt": self.action_fork_prompt,
-            "fork-resume": self.action_resume, "fork-end": self.action_fork_end,
-            "fork-write": self.action_write, "fork-cancel": self._cancel_ask,
+            "fork-here": self.action_fork_here, "fork-before": self.action_fork_before,
+            "fork-prompt": self.action_fork_prompt, "fork-resume": self.action_resume,
+            "fork-end": self.action_fork_end, "fork-yes": self.action_confirm, "fork-cancel": self._cancel_ask,
+            "fork-run": self.action_run, "fork-copy": self.action_copy,
         }
         action = actions.get(event.button.id or "")
         if action is not None:
             event.stop()
             action()
+
+
+def _agent_name(agent: str) -> str:
+    return {"codex": "Codex", CLAUDE: "Claude Code"}.get(agent, agent)
+

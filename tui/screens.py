@@ -20,13 +20,16 @@ HELP_IDS_WIDTH = 100  # terminal columns from which the help shows binding ids
 
 
 class HelpScreen(ModalScreen[None]):
-    """Every key of the focused pane, then the keys that work everywhere (after user remaps)."""
+    """Every key of the focused pane (or a dialog's part), then the keys that work everywhere around
+    it (after user remaps)."""
 
     BINDINGS = [Binding("escape,q,f1,question_mark", "dismiss", "Close", id="help.close")]
 
-    def __init__(self, pane: str, pane_keys: list[tuple[str, str, str]], global_keys: list[tuple[str, str, str]]) -> None:
+    def __init__(self, pane: str, pane_keys: list[tuple[str, str, str]], global_keys: list[tuple[str, str, str]],
+                 *, everywhere_title: str = "Everywhere") -> None:
         super().__init__()
         self.pane, self.pane_keys, self.global_keys = pane, pane_keys, global_keys
+        self.everywhere_title = everywhere_title
 
     def compose(self) -> ComposeResult:
         # the ids (what keymap.toml remaps) only where there is room: on a narrow terminal they
@@ -38,7 +41,7 @@ class HelpScreen(ModalScreen[None]):
             # one id column width for both tables, so their ids line up
             ids = max((len(row[2]) for row in (*self.pane_keys, *self.global_keys)), default=0) if with_ids else 0
             yield Static(_keys_table(self.pane, self.pane_keys, ids), classes="help-section")
-            yield Static(_keys_table("Everywhere", self.global_keys, ids), classes="help-section")
+            yield Static(_keys_table(self.everywhere_title, self.global_keys, ids), classes="help-section")
 
     def on_mount(self) -> None:
         self.call_after_refresh(self._say_if_it_scrolls)

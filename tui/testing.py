@@ -164,24 +164,20 @@ async def scene_search(pilot: Pilot) -> None:
 
 
 async def scene_fork_picker(pilot: Pilot) -> None:
-    """`f` on a prompt in the viewer, then "Fork here with a new prompt": the command and the notes."""
-    from core import clipboard
-    from tui.messages import MessageView
-
+    """`f` on the failed Bash call in the viewer: the picker opens on it, bracketed with the thinking of
+    its API message. "New prompt" makes the command, and asks to put the transcript back where Claude
+    Code looks first (the demo's are not there); "no" leaves the command shown, said not to work yet
+    (the question itself names the demo's temporary folder)."""
     app: ThreadloomApp = pilot.app  # type: ignore[assignment]
     app.jump_to_session(session_id(app, CHECKOUT))
     await pilot.pause()
-    app.query_one(MessageView).go_to_seq(11)  # "Also round to cents in the invoice summary email."
+    await cursor_to_tool(pilot, "Bash")
     await pilot.press("f")
     await settle(pilot)
-    await pilot.press("n", *"Round the PDF invoice too")
-    saved = clipboard.copy_with
-    clipboard.copy_with = lambda text: None  # the same notification on every machine
-    try:
-        await pilot.press("enter")
-        await settle(pilot)
-    finally:
-        clipboard.copy_with = saved
+    await pilot.press("n", *"Round the PDF invoice too", "enter")
+    await settle(pilot)
+    await pilot.press("escape")
+    await pilot.pause()
 
 
 SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = {
