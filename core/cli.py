@@ -642,7 +642,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
     from core.fork import ForkError, native_fork_plan, plan_fork, write_fork
     from core.ingest import run_ingest
 
-    conn = _connect(args)
+    conn = _open_for_reading(args) if args.dry_run else _connect(args)  # a dry run only reads
     again = f"fork {args.entry}" + (" --before" if args.before else "")
     try:
         if args.native:
@@ -660,7 +660,9 @@ def cmd_fork(args: argparse.Namespace) -> int:
             return _emit_plan(args, plan, False)
         if args.dry_run:
             if not args.json:
-                sys.stderr.write("".join(f"  {line.decode()[:160]}\n" for line in plan.lines))
+                from core.text import printable
+
+                sys.stderr.write("".join(f"  {printable(line.decode()[:160])}\n" for line in plan.lines))
             return _emit_plan(args, plan, False)
         path = write_fork(plan)
     except ForkError as exc:
@@ -674,7 +676,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from core.fork import ForkError, resume_plan
     from core.query import resolve_session
 
-    conn = _connect(args)
+    conn = _open_for_reading(args)  # resume only reads the archive (a --restore writes the agent's files)
     session = resolve_session(conn, args.session)
     try:
         plan = resume_plan(conn, session.id, fork_at_end=args.fork_session)
