@@ -7,12 +7,14 @@ import difflib
 import json
 import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import AIDER_EDITS, CORPUS, Transcript, ingest, tool_use
 
+from core.cli import main
 from core.undo import changes_after, plan_undo, undo_patch, written_by_shell
 
 SID = "c0de0000-0000-4000-8000-00000000d001"
@@ -499,6 +501,48 @@ def test_aider_search_replace_blocks_after_the_fork_point(conn, tmp_path):
     git(folder, "init", "-q")
     apply_patch(folder, patch, tmp_path)
     assert (folder / "parser.py").read_text() == before
+
+
+# ---------------------------------------------------------------------- the command line
+
+
+@needs_git
+def test_fork_writes_the_undo_patch_once_and_lists_the_files(conn, tmp_path, capsys):
+    w = ClaudeWork(tmp_path, {"a.py": A_PY, "d.txt": D_TXT})
+    fork = w.t.user("go")
+    w.t.assistant("on it")
+    at_fork = w.snapshot()
+    w.edit("a.py", "return 4\n", "return 44\n")
+    w.write("d.txt", "gone\n", original=False, patch=False)
+    w.t.assistant("done")
+    w.t.write()
+    ingest(conn, tmp_path / "projects")
+    db_path = str(tmp_path / "ledger.db")
+    target = tmp_path / "out" / "undo.patch"
+    target.parent.mkdir()
+    entry = entry_of(conn, fork)
+
+    assert main(["fork", "--db", db_path, str(entry), "--undo-patch", str(target)]) == 0
+    err = capsys.readouterr().err
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o600
+    assert f"wrote {target}" in err and "a.py" in err
+    assert "d.txt: Write replaced the whole file" in err
+    w.lay_out(w.files)
+    apply_patch(w.cwd, target.read_text(), tmp_path)
+    assert (w.cwd / "a.py").read_text() == at_fork["a.py"]
+
+    target.write_text("mine")
+    assert main(["fork", "--db", db_path, str(entry), "--undo-patch", str(target)]) == 1
+    assert "already exists" in capsys.readouterr().err and target.read_text() == "mine"
+
+    assert main(["fork", "--db", db_path, str(entry), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(f["path"], f["revertible"]) for f in data["changed_after"]] == [("a.py", True), ("d.txt", False)]
+    assert data["undo_patch"] is None and data["undo_problems"][0].startswith("d.txt: Write replaced")
+
+    # without --undo-patch, a fork still says which files stay edited
+    assert main(["fork", "--db", db_path, str(entry), "--dry-run"]) == 0
+    assert "2 files edited after this point stay as they are: a.py, d.txt" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------- pieces
