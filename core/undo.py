@@ -204,7 +204,10 @@ def apply_hunks(text: str, hunks: list[Hunk]) -> str | None:
         else:
             hint = hunk.old_start - 1 + offset if old else hunk.old_start + offset  # (an insertion: after that line)
             hint = max(0, min(hint, len(lines)))
-            candidates = sorted(range(last + 1), key=lambda i: (abs(i - hint), i))
+            if lines[hint:hint + len(old)] == old:
+                candidates = [hint]  # where the record says: the usual case, no search
+            else:
+                candidates = sorted(range(last + 1), key=lambda i: (abs(i - hint), i))
         at = next((i for i in candidates if i >= 0 and lines[i:i + len(old)] == old), None)
         if at is None:
             return None
@@ -343,7 +346,7 @@ def diff_section(path: str, old: str | None, new: str | None) -> str:
     if a or b:
         rows += [f"--- {_side('a/', path)}" if old is not None else "--- /dev/null",
                  f"+++ {_side('b/', path)}" if new is not None else "+++ /dev/null"]
-    for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(CONTEXT):
+    for group in _grouped_opcodes(a, b):
         i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
         hunk: list[tuple[str, str]] = []
         for tag, x1, x2, y1, y2 in group:
@@ -355,6 +358,22 @@ def diff_section(path: str, old: str | None, new: str | None) -> str:
         rows.append(f"@@ -{i1 + 1 if i2 > i1 else i1},{i2 - i1} +{j1 + 1 if j2 > j1 else j1},{j2 - j1} @@")
         rows += _hunk_rows(hunk)
     return "\n".join(rows) + "\n"
+
+
+def _grouped_opcodes(a: list[str], b: list[str]) -> list[list[tuple[str, int, int, int, int]]]:
+    """difflib's hunks of `a` → `b` with CONTEXT lines around each; the common first and last lines
+    are set aside first, which keeps a long file with a few changes fast."""
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    start = max(0, head - CONTEXT)
+    a_end, b_end = len(a) - max(0, tail - CONTEXT), len(b) - max(0, tail - CONTEXT)
+    matcher = difflib.SequenceMatcher(None, a[start:a_end], b[start:b_end])
+    return [[(tag, x1 + start, x2 + start, y1 + start, y2 + start) for tag, x1, x2, y1, y2 in group]
+            for group in matcher.get_grouped_opcodes(CONTEXT)]
 
 
 def hunks_section(path: str, hunks: list[Hunk]) -> str:

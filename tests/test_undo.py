@@ -548,6 +548,52 @@ def test_fork_writes_the_undo_patch_once_and_lists_the_files(conn, tmp_path, cap
 # ---------------------------------------------------------------------- pieces
 
 
+@needs_git
+def test_diff_sections_apply_with_git(tmp_path):
+    """Random texts (repeated lines, blank lines, no final newline, empty, absent): each section
+    turns the old text into the new one under `git apply`."""
+    import random
+
+    from core.undo import diff_section
+
+    rng = random.Random(16)
+    words = ["a\n", "b\n", "\n", "    return x\n", "c\n", "tail"]
+
+    def text() -> str | None:
+        roll = rng.random()
+        if roll < 0.08:
+            return None
+        if roll < 0.14:
+            return ""
+        body = "".join(rng.choice(words[:5]) for _ in range(rng.randrange(1, 60)))
+        return body + ("tail" if rng.random() < 0.3 else "")
+
+    def mutate(old: str | None) -> str | None:
+        if old is None or rng.random() < 0.1:
+            return text()
+        lines = old.split("\n")
+        for _ in range(rng.randrange(1, 5)):
+            i = rng.randrange(len(lines) + 1)
+            if rng.random() < 0.5 and i < len(lines):
+                del lines[i]
+            else:
+                lines.insert(i, rng.choice(["new", "", "a", "    return y"]))
+        return "\n".join(lines)
+
+    pairs = {}
+    while len(pairs) < 40:
+        old = text()
+        new = mutate(old)
+        if old != new and not (old is None and new is None):
+            pairs[f"f{len(pairs)}.txt"] = (old, new)
+    for name, (old, _) in pairs.items():
+        if old is not None:
+            (tmp_path / name).write_text(old)
+    git(tmp_path, "init", "-q")
+    apply_patch(tmp_path, "".join(diff_section(name, old, new) for name, (old, new) in pairs.items()), tmp_path)
+    assert tree(tmp_path, pairs) == {name: new for name, (_, new) in pairs.items()}
+
+
 def test_shell_commands_that_write_files():
     assert written_by_shell("sed -i 's/a/b/' src/x.py && echo done > log.txt 2>&1") == (["src/x.py", "log.txt"], False)
     assert written_by_shell("sed -n 1,5p f && cat f | grep x 2>/dev/null") == ([], False)
