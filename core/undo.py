@@ -394,31 +394,44 @@ def hunks_section(path: str, hunks: list[Hunk]) -> str:
 # ---------------------------------------------------------------------- which records are after the fork
 
 
-def _after_turns(conn: sqlite3.Connection, session_id: str, fork_turn: str | None) -> set[str]:
-    """The turns after `fork_turn` on its branch: its latest child, that one's latest child, …"""
+def _after_turns(conn: sqlite3.Connection, session_id: str, fork_turn: str | None) -> tuple[set[str], set[str]]:
+    """The turns after `fork_turn`: those on its branch (its latest child, that one's latest child,
+    …), and those of branches that were rewound (abandoned for another) after it."""
     children: dict[str | None, list[tuple[int, int, str]]] = {}
     for tid, parent, ts, seq in conn.execute(
         "SELECT id, parent_turn_id, timestamp, sequence FROM agent_turns WHERE session_id = ?", (session_id,)
     ):
         children.setdefault(parent, []).append((ts or 0, seq, tid))
-    out: set[str] = set()
+    branch: set[str] = set()
     node = fork_turn
     while children.get(node):
         node = max(children[node])[2]
-        if node in out:
+        if node in branch:
             break
-        out.add(node)
-    return out
+        branch.add(node)
+    rewound: set[str] = set()
+    if fork_turn is not None:
+        stack = [fork_turn]
+        while stack:
+            for _, _, child in children.get(stack.pop(), []):
+                if child not in branch and child not in rewound:
+                    rewound.add(child)
+                    stack.append(child)
+                elif child in branch:
+                    stack.append(child)
+    return branch, rewound
 
 
-def _calls_after(conn: sqlite3.Connection, session_id: str, entry_id: int) -> tuple[list[ToolCall], str | None]:
-    """The tool calls made after the fork point on its branch: later turns, the rest of its turn
-    (but the other blocks of its own API message, which the fork keeps)."""
+def _calls_after(conn: sqlite3.Connection, session_id: str,
+                 entry_id: int) -> tuple[list[ToolCall], list[ToolCall], str | None]:
+    """The tool calls made after the fork point on its branch (later turns, the rest of its turn
+    but the other blocks of its own API message, which the fork keeps), and those made after it on
+    branches rewound since."""
     row = conn.execute("SELECT session_id, turn_id, message_id FROM entries WHERE id = ?", (entry_id,)).fetchone()
     if row is None or row[0] != session_id:
         raise LookupError(f"record {entry_id} is not part of session {session_id}")
     _, fork_turn, fork_message = row
-    later = _after_turns(conn, session_id, fork_turn)
+    later, rewound = _after_turns(conn, session_id, fork_turn)
 
     def after(turn: str | None, call_entry: int | None, message: str | None) -> bool:
         if turn in later:
@@ -428,13 +441,18 @@ def _calls_after(conn: sqlite3.Connection, session_id: str, entry_id: int) -> tu
         # a block of the fork point's own API message: the fork keeps it, with its result
         return fork_message is None or message != fork_message
 
-    calls = [ToolCall(*cols[:10]) for cols in conn.execute(
+    calls, elsewhere = [], []
+    for cols in conn.execute(
         "SELECT c.id, c.tool_name, c.params_json, c.result_json, c.status, c.child_session_id, c.started_at, "
         "c.completed_at, c.result_entry_id, c.entry_id, c.turn_id, e.message_id FROM agent_tool_calls c "
         "LEFT JOIN entries e ON e.id = c.entry_id WHERE c.session_id = ? ORDER BY c.entry_id, c.tool_number",
         (session_id,),
-    ) if after(cols[10], cols[9], cols[11])]
-    return calls, fork_turn
+    ):
+        if after(cols[10], cols[9], cols[11]):
+            calls.append(ToolCall(*cols[:10]))
+        elif cols[10] in rewound:
+            elsewhere.append(ToolCall(*cols[:10]))
+    return calls, elsewhere, fork_turn
 
 
 def _with_subagents(conn: sqlite3.Connection, calls: list[ToolCall], sid: str,
@@ -772,7 +790,7 @@ def _aider_steps(conn: sqlite3.Connection, session_id: str, entry_id: int, fork_
     lines confirm (a block it could not apply is not in the file)."""
     from core.render import EditBlock, edit_blocks
 
-    later = _after_turns(conn, session_id, fork_turn)
+    later, _ = _after_turns(conn, session_id, fork_turn)
     applied: dict[str | None, set[str]] = {}
     replies: list[tuple[str | None, str]] = []
     for eid, turn, role, content in conn.execute(
@@ -1012,10 +1030,10 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
     if row is None:
         raise LookupError(f"no session {session_id!r}")
     agent, cwd = row
-    calls, fork_turn = _calls_after(conn, session_id, entry_id)
+    calls, rewound_calls, fork_turn = _calls_after(conn, session_id, entry_id)
     ordered = _with_subagents(conn, calls, session_id)
     tool_calls = [c for c, _ in ordered]
-    fill_tool_io(conn, tool_calls)
+    fill_tool_io(conn, tool_calls + rewound_calls)
     agents = {sid: a for sid, a in conn.execute(
         "SELECT id, source FROM agent_sessions WHERE id IN (SELECT value FROM json_each(?))",
         (orjson.dumps(sorted({sid for _, sid in ordered})).decode(),))}
@@ -1077,7 +1095,33 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
         steps += found
     if agent == "aider":
         steps += _aider_steps(conn, session_id, entry_id, fork_turn, len(ordered))
-    return _assemble(cwd, steps, unsure, shell, vague)
+    plan = _assemble(cwd, steps, unsure, shell, vague)
+    for path in _edited_paths(rewound_calls):
+        full, rel = _resolve(path, cwd)
+        plan.problems.append(f"{printable(rel or full)}: also edited on a branch of the conversation that was rewound "
+                             "after this point; if the rewind did not restore it, those edits are still in it and "
+                             "the patch may not apply to it")
+    return plan
+
+
+def _edited_paths(calls: list[ToolCall]) -> list[str]:
+    """The files the applied edit calls among `calls` name, in order."""
+    paths: list[str] = []
+    for call in calls:
+        if _applied(call) is False or not call.params_json:
+            continue
+        try:
+            params = orjson.loads(call.params_json)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(params, dict):
+            continue
+        if "Begin Patch" in call.params_json:
+            paths += [op.path for text in patch_texts(params) for op in parse_apply_patch(text)]
+        elif call.name in EDIT_TOOLS | WRITE_TOOLS:
+            path = _string_param(params, PATH_KEYS)
+            paths += [path] if path else []
+    return list(dict.fromkeys(paths))
 
 
 def _assemble(cwd: str | None, steps: list[Step], unsure: list[tuple[str, str]],

@@ -243,6 +243,27 @@ def test_edits_before_the_point_and_in_its_own_api_message_are_kept(conn, tmp_pa
     assert [c.path for c in changes_after(conn, SID, prompt)] == ["a.py", "b.py"]
 
 
+def test_edits_on_a_rewound_branch_are_not_undone_but_named(conn, tmp_path):
+    """After the fork point the user rewound (Esc Esc) and took another way: the patch follows the
+    branch taken, and names the files the abandoned branch edited, which may still hold its edits."""
+    w = ClaudeWork(tmp_path, {"a.py": A_PY, "b.py": B_PY})
+    w.t.user("start")
+    fork = w.t.assistant("ready")
+    w.t.user("try one way")
+    w.edit("b.py", "VALUE = 1", "VALUE = 5")
+    w.t.assistant("tried")
+    w.t.user("try another way", parent=fork)  # the rewind: a second child of the fork point
+    w.edit("a.py", "return 6\n", "return 66\n")
+    w.t.assistant("done")
+    w.t.write()
+    ingest(conn, tmp_path / "projects")
+    plan = plan_undo(conn, SID, entry_of(conn, fork))
+    assert [c.path for c in plan.files] == ["a.py"]
+    assert plan.problems == ["b.py: also edited on a branch of the conversation that was rewound after this point; "
+                             "if the rewind did not restore it, those edits are still in it and the patch may not "
+                             "apply to it"]
+
+
 @needs_git
 def test_edits_of_a_subagent_started_after_the_fork_point(conn, tmp_path):
     w = ClaudeWork(tmp_path, {"a.py": A_PY})
