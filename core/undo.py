@@ -410,15 +410,15 @@ def _after_turns(conn: sqlite3.Connection, session_id: str, fork_turn: str | Non
             break
         branch.add(node)
     rewound: set[str] = set()
-    if fork_turn is not None:
-        stack = [fork_turn]
-        while stack:
-            for _, _, child in children.get(stack.pop(), []):
-                if child not in branch and child not in rewound:
+    seen = {fork_turn}
+    stack = [fork_turn] if fork_turn is not None else []
+    while stack:  # every descendant, once (a damaged log can make a turn its own parent)
+        for _, _, child in children.get(stack.pop(), []):
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
+                if child not in branch:
                     rewound.add(child)
-                    stack.append(child)
-                elif child in branch:
-                    stack.append(child)
     return branch, rewound
 
 

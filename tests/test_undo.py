@@ -264,6 +264,27 @@ def test_edits_on_a_rewound_branch_are_not_undone_but_named(conn, tmp_path):
                              "apply to it"]
 
 
+def test_a_turn_recorded_as_its_own_parent_does_not_hang(conn, tmp_path):
+    """A damaged (or trimmed) log whose prompt names itself as its parent made the walk over the
+    turns after the fork point loop for ever."""
+    import threading
+
+    w = ClaudeWork(tmp_path, {"a.py": A_PY})
+    # two prompts under one uuid (as the corpus's trimmed fixture has), the second naming the first as parent
+    w.t.add({"type": "user", "uuid": "loop", "message": {"role": "user", "content": "go"}}, parent=False)
+    w.t.add({"type": "user", "uuid": "loop", "message": {"role": "user", "content": "go on"}}, parent="loop")
+    w.edit("a.py", "return 1\n", "return 11\n")
+    w.t.write()
+    ingest(conn, tmp_path / "projects")
+    entry = conn.execute("SELECT min(id) FROM entries WHERE uuid = 'loop'").fetchone()[0]
+    assert conn.execute("SELECT parent_turn_id FROM agent_turns WHERE id = 'loop'").fetchone() == ("loop",)
+    found: list = []
+    worker = threading.Thread(target=lambda: found.append(changes_after(conn, SID, entry)), daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert found and [c.path for c in found[0]] == ["a.py"]
+
+
 @needs_git
 def test_edits_of_a_subagent_started_after_the_fork_point(conn, tmp_path):
     w = ClaudeWork(tmp_path, {"a.py": A_PY})
