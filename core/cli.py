@@ -500,7 +500,7 @@ def _fork_undo(args: argparse.Namespace, plan) -> tuple[dict, list[str], bool]:
     conn = _connect(args)
     undo = plan_undo(conn, plan.source_session_id, resolve_entry(conn, args.entry)[0])
     fields: dict = {"changed_after": [f.as_dict() for f in undo.files], "undo_patch": None,
-                    "undo_problems": undo.problems}
+                    "undo_problems": undo.problems, "undo_notes": undo.notes}
     target = args.undo_patch
     if target is not None and undo.patch and not args.dry_run:
         try:
@@ -528,7 +528,8 @@ def _fork_undo(args: argparse.Namespace, plan) -> tuple[dict, list[str], bool]:
         apply = in_folder(undo.cwd, shell_command(["git", "apply", "--check", patch]) + " && "
                           + shell_command(["git", "apply", patch]), [])
         said = [f"undo patch: wrote {target}, covering {covered}; check and apply it with: {apply}"]
-    return fields, said + [f"  not in the patch: {printable(problem)}" for problem in undo.problems], False
+    said += [f"  not in the patch: {printable(problem)}" for problem in undo.problems]
+    return fields, said + [f"note: {printable(note)}" for note in undo.notes], False
 
 
 def cmd_fork(args: argparse.Namespace) -> int:

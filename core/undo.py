@@ -60,6 +60,7 @@ HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 NO_NEWLINE = "\\ No newline at end of file"
 RESTORE = "; restore it by hand (from git, a backup, or the editor's history)"
 APPLIED_EDIT = re.compile(r"^Applied edit to (.+?)\s*$", re.M)  # Aider's confirmation, one per file
+AIDER_COMMIT = re.compile(r"^Commit ([0-9a-f]{7,40})\b", re.M)  # Aider's auto-commit of its edits
 
 
 # ---------------------------------------------------------------------- results
@@ -88,6 +89,7 @@ class UndoPlan:
     files: list[FileChange] = field(default_factory=list)
     patch: str = ""  # empty when nothing can be reverted
     problems: list[str] = field(default_factory=list)  # "path: why", and what no file could carry
+    notes: list[str] = field(default_factory=list)  # other ways back the records point to
 
 
 def changes_after(conn: sqlite3.Connection, session_id: str, entry_id: int) -> list[FileChange]:
@@ -785,14 +787,16 @@ def _deleted_contents(changes: Any) -> dict[str, str]:
 
 
 def _aider_steps(conn: sqlite3.Connection, session_id: str, entry_id: int, fork_turn: str | None,
-                 order: int) -> list[Step]:
+                 order: int) -> tuple[list[Step], list[str]]:
     """Aider's SEARCH/REPLACE blocks answered after the fork point, those its "Applied edit to"
-    lines confirm (a block it could not apply is not in the file)."""
+    lines confirm (a block it could not apply is not in the file); and the commits Aider made of
+    them, oldest first."""
     from core.render import EditBlock, edit_blocks
 
     later, _ = _after_turns(conn, session_id, fork_turn)
     applied: dict[str | None, set[str]] = {}
     replies: list[tuple[str | None, str]] = []
+    commits: list[str] = []
     for eid, turn, role, content in conn.execute(
         "SELECT id, turn_id, role, content FROM entries WHERE session_id = ? AND seq IS NOT NULL AND content IS NOT NULL "
         "ORDER BY seq", (session_id,)
@@ -803,6 +807,7 @@ def _aider_steps(conn: sqlite3.Connection, session_id: str, entry_id: int, fork_
             replies.append((turn, content))
         elif role == "system":
             applied.setdefault(turn, set()).update(m.group(1) for m in APPLIED_EDIT.finditer(content))
+            commits += AIDER_COMMIT.findall(content)
     steps = []
     for turn, content in replies:
         for part in edit_blocks(content):
@@ -821,7 +826,7 @@ def _aider_steps(conn: sqlite3.Connection, session_id: str, entry_id: int, fork_
                 step.why = ("the block changes its last lines without any after them, so where it sits in the "
                             "file is not known" + RESTORE)
             steps.append(step)
-    return steps
+    return steps, list(dict.fromkeys(commits))
 
 
 def _hunk_from_blocks(old: list[str], new: list[str]) -> Hunk:
@@ -1093,9 +1098,15 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
                        for s in found]
             continue
         steps += found
+    commits: list[str] = []
     if agent == "aider":
-        steps += _aider_steps(conn, session_id, entry_id, fork_turn, len(ordered))
+        aider_steps, commits = _aider_steps(conn, session_id, entry_id, fork_turn, len(ordered))
+        steps += aider_steps
     plan = _assemble(cwd, steps, unsure, shell, vague)
+    if commits:
+        plan.notes.append(f"Aider committed its edits after this point ({', '.join(commits)}): "
+                          f"{shlex.join(['git', 'revert', '--no-edit', *reversed(commits)])} takes back what those "
+                          "commits hold (instead of the patch, not with it)")
     for path in _edited_paths(rewound_calls):
         full, rel = _resolve(path, cwd)
         plan.problems.append(f"{printable(rel or full)}: also edited on a branch of the conversation that was rewound "

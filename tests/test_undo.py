@@ -530,14 +530,16 @@ def test_windows_paths_are_named_relative_to_the_session_folder(conn, tmp_path):
 def test_aider_search_replace_blocks_after_the_fork_point(conn, tmp_path):
     folder = tmp_path / "proj"
     folder.mkdir()
-    (folder / ".aider.chat.history.md").write_text(AIDER_EDITS)
+    (folder / ".aider.chat.history.md").write_text(AIDER_EDITS + "> Commit 1b2614a fix: tokenizer loop  \n")
     ingest(conn, folder)
     sid, prompt = conn.execute("SELECT session_id, id FROM entries WHERE role = 'user' ORDER BY id LIMIT 1").fetchone()
-    changes = changes_after(conn, sid, prompt)
+    plan = plan_undo(conn, sid, prompt)
     # README.md's block has no "Applied edit to" line: Aider did not write it
-    assert [(c.path, c.tool, c.revertible) for c in changes] == [("parser.py", "SEARCH/REPLACE", True)]
-    patch, problems = undo_patch(conn, sid, prompt)
-    assert problems == []
+    assert [(c.path, c.tool, c.revertible) for c in plan.files] == [("parser.py", "SEARCH/REPLACE", True)]
+    assert plan.problems == []
+    assert plan.notes == ["Aider committed its edits after this point (1b2614a): git revert --no-edit 1b2614a takes "
+                          "back what those commits hold (instead of the patch, not with it)"]
+    patch = plan.patch
     before = "import re\n\n\ndef tokens(text):\n    out = text.split()\n    for i in range(len(out) - 1):\n        yield out[i]\n"
     (folder / "parser.py").write_text(before.replace("range(len(out) - 1)", "range(len(out))"))
     git(folder, "init", "-q")
@@ -581,6 +583,7 @@ def test_fork_writes_the_undo_patch_once_and_lists_the_files(conn, tmp_path, cap
     data = json.loads(capsys.readouterr().out)
     assert [(f["path"], f["revertible"]) for f in data["changed_after"]] == [("a.py", True), ("d.txt", False)]
     assert data["undo_patch"] is None and data["undo_problems"][0].startswith("d.txt: Write replaced")
+    assert data["undo_notes"] == []
 
     # without --undo-patch, a fork still says which files stay edited
     assert main(["fork", "--db", db_path, str(entry), "--dry-run"]) == 0
