@@ -126,7 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--copy", action="store_true", help="also copy the command to the clipboard")
     p.add_argument("--json", action="store_true",
                    help="print command, new_session_id, path, source_session_id, fork_point, records, tool_calls, "
-                   "restore, notes")
+                   "restore, notes, and changed_after: the files the conversation edited after the point")
+    p.add_argument("--undo-patch", metavar="PATH", type=Path,
+                   help="also write a patch (git apply) that takes the files edited after the point back to "
+                   "their state then, built from the records; it says which files it cannot take back")
 
     p = sub.add_parser("resume", help="print the command that resumes a session (or forks it at its end)",
                        description="Print the command that resumes a session in its agent, run from the "
@@ -196,7 +199,7 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
         handler = {
             "ingest": cmd_ingest, "sessions": cmd_sessions, "show": cmd_show, "verify": cmd_verify,
             "restore": cmd_restore, "sources": cmd_sources, "search": cmd_search,
-            "fork": cmd_fork, "resume": cmd_resume, "index": cmd_index,
+            "fork": cmd_fork_and_undo, "resume": cmd_resume, "index": cmd_index,
         }[args.command]
         return handler(args)
     except LedgerError as exc:
@@ -597,6 +600,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def _emit_plan(args: argparse.Namespace, plan, written: bool) -> int:
+    undo, undo_said, undo_failed = _fork_undo(args, plan) if getattr(args, "command", None) == "fork" else ({}, [], False)
     if args.copy:
         from core.clipboard import copy
 
@@ -605,6 +609,7 @@ def _emit_plan(args: argparse.Namespace, plan, written: bool) -> int:
     if args.json:
         data = plan.as_dict()
         data["written"] = written
+        data.update(undo)
         print(json.dumps(data, ensure_ascii=False))
     else:
         print(plan.command)
@@ -612,7 +617,60 @@ def _emit_plan(args: argparse.Namespace, plan, written: bool) -> int:
             print(f"wrote {plan.path}", file=sys.stderr)
         for note in plan.notes:
             print(f"note: {note}", file=sys.stderr)
-    return 0
+        for line in undo_said:
+            print(line, file=sys.stderr)
+    return 1 if undo_failed else 0
+
+
+def cmd_fork_and_undo(args: argparse.Namespace) -> int:
+    """`fork`, refusing an --undo-patch path that exists before anything is written."""
+    if args.undo_patch is not None and os.path.lexists(args.undo_patch):
+        print(f"threadloom: {args.undo_patch} already exists; the undo patch never overwrites a file "
+              "(choose another path)", file=sys.stderr)
+        return 1
+    return cmd_fork(args)
+
+
+def _fork_undo(args: argparse.Namespace, plan) -> tuple[dict, list[str], bool]:
+    """The files edited after the fork point, their undo patch written when asked. Returns the
+    fields for --json, the lines to tell the user, and whether writing the patch failed."""
+    from core.fork import in_folder, resolve_entry, shell_command
+    from core.text import printable
+    from core.undo import plan_undo
+
+    conn = _open_for_reading(args)  # the undo patch only reads the archive
+    undo = plan_undo(conn, plan.source_session_id, resolve_entry(conn, args.entry)[0])
+    fields: dict = {"changed_after": [f.as_dict() for f in undo.files], "undo_patch": None,
+                    "undo_problems": undo.problems, "undo_notes": undo.notes}
+    target = args.undo_patch
+    if target is not None and undo.patch and not args.dry_run:
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError as exc:
+            return fields, [f"threadloom: cannot write the undo patch {target}: {exc.strerror or exc}"], True
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(undo.patch)
+        fields["undo_patch"] = str(target)
+    names = [printable(f.path) for f in undo.files]
+    if target is None:
+        if not names:
+            return fields, [], False
+        more = " …" if len(names) > 8 else ""
+        return fields, [f"note: {len(names)} files edited after this point stay as they are: {', '.join(names[:8])}"
+                        f"{more} (--undo-patch FILE writes a patch that takes them back)"], False
+    covered = ", ".join(printable(f.path) for f in undo.files if f.revertible)
+    if not undo.patch:
+        said = ["undo patch: not written, there is nothing the records can take back"
+                + ("" if names else " (no file was edited after this point)")]
+    elif args.dry_run:
+        said = [f"undo patch: would write {target}, covering {covered}"]
+    else:
+        patch = os.path.abspath(target)
+        apply = in_folder(undo.cwd, shell_command(["git", "apply", "--check", patch]) + " && "
+                          + shell_command(["git", "apply", patch]), [])
+        said = [f"undo patch: wrote {target}, covering {covered}; check and apply it with: {apply}"]
+    said += [f"  not in the patch: {printable(problem)}" for problem in undo.problems]
+    return fields, said + [f"note: {printable(note)}" for note in undo.notes], False
 
 
 def _restored(args: argparse.Namespace, conn, plan, command: str) -> bool:
@@ -642,7 +700,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
     from core.fork import ForkError, native_fork_plan, plan_fork, write_fork
     from core.ingest import run_ingest
 
-    conn = _connect(args)
+    conn = _open_for_reading(args) if args.dry_run else _connect(args)  # a dry run only reads
     again = f"fork {args.entry}" + (" --before" if args.before else "")
     try:
         if args.native:
@@ -660,7 +718,9 @@ def cmd_fork(args: argparse.Namespace) -> int:
             return _emit_plan(args, plan, False)
         if args.dry_run:
             if not args.json:
-                sys.stderr.write("".join(f"  {line.decode()[:160]}\n" for line in plan.lines))
+                from core.text import printable
+
+                sys.stderr.write("".join(f"  {printable(line.decode()[:160])}\n" for line in plan.lines))
             return _emit_plan(args, plan, False)
         path = write_fork(plan)
     except ForkError as exc:
@@ -674,7 +734,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from core.fork import ForkError, resume_plan
     from core.query import resolve_session
 
-    conn = _connect(args)
+    conn = _open_for_reading(args)  # resume only reads the archive (a --restore writes the agent's files)
     session = resolve_session(conn, args.session)
     try:
         plan = resume_plan(conn, session.id, fork_at_end=args.fork_session)

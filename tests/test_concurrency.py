@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import Transcript
+from test_core_first_load import archive
 
 from core import db, search_index
 from core.ingest import run_ingest
@@ -37,18 +37,6 @@ print("finished", flush=True)
 """
 
 
-def archive(root: Path, sessions: int = 12) -> Path:
-    projects = root / "projects"
-    for n in range(sessions):
-        sid = f"77777777-aaaa-4bbb-8ccc-{n:012d}"
-        t = Transcript(projects / f"-srv-app{n % 3}" / f"{sid}.jsonl", sid)
-        for turn in range(5):
-            t.user(f"question {turn} of session {n} about pelicans")
-            t.assistant(f"answer {turn}")
-        t.write()
-    return projects
-
-
 def paused_writer(db_path: Path, *args: str) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-c", PAUSED_WRITER, str(ROOT), str(db_path), *args],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -62,7 +50,7 @@ def cli(*args: str) -> subprocess.Popen:
 
 
 def test_a_second_ingest_waits_for_the_first_and_says_so(tmp_path):
-    projects = archive(tmp_path)
+    projects = archive(tmp_path, sessions=12)
     path = tmp_path / "ledger.db"
     first = paused_writer(path, "ingest", str(projects))  # a first load, half-way
     second = cli("ingest", "--db", str(path), "--source", str(projects), "--only", "--json")
@@ -76,7 +64,7 @@ def test_a_second_ingest_waits_for_the_first_and_says_so(tmp_path):
     assert report["errors"] == [] and report["records_added"] == 0 and report["files_skipped"] == 12
     conn = db.connect(path)
     assert conn.execute("SELECT status, count(*) FROM source_files GROUP BY status").fetchall() == [("ok", 12)]
-    assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 120
+    assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 144
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
@@ -85,29 +73,29 @@ def fts_rows(conn) -> int:
 
 
 def test_a_search_while_the_index_is_built_reads_only_and_the_index_stays_whole(tmp_path):
-    projects = archive(tmp_path)
+    projects = archive(tmp_path, sessions=12)
     path = tmp_path / "ledger.db"
     conn = db.connect(path)
     run_ingest(conn, [projects], include_defaults=False, build_index=False)  # the index is left behind
     conn.close()
-    builder = paused_writer(path, "index")  # 40 of 120 entries indexed, the lock held
-    searcher = cli("search", "--db", str(path), "pelicans", "--json")
+    builder = paused_writer(path, "index")  # 40 of 144 entries indexed, the lock held
+    searcher = cli("search", "--db", str(path), "question", "--limit", "500", "--json")
     out, err = searcher.communicate(timeout=60)  # it does not wait for the builder
     assert searcher.returncode == 0, err
     assert "still being built" in err
-    assert 0 < len(json.loads(out)) < 60  # the prompts indexed so far
+    assert 0 < len(json.loads(out)) < 72  # the prompts indexed so far
     builder.communicate("")
     assert builder.returncode == 0
     conn = db.connect(path)
     assert search_index.pending(conn) is None
     conn.execute("INSERT INTO search_fts(search_fts) VALUES ('integrity-check')")  # raises when damaged
-    assert fts_rows(conn) == conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 120
+    assert fts_rows(conn) == conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 144
 
 
 def test_the_index_position_is_read_under_the_lock_that_moves_it(tmp_path):
     """Two builders one after the other on one database, each resuming where the index stands
     when it gets the lock: every entry indexed exactly once."""
-    projects = archive(tmp_path)
+    projects = archive(tmp_path, sessions=12)
     path = tmp_path / "ledger.db"
     conn = db.connect(path)
     run_ingest(conn, [projects], include_defaults=False, build_index=False)
@@ -118,4 +106,4 @@ def test_the_index_position_is_read_under_the_lock_that_moves_it(tmp_path):
     builder.communicate("")
     assert search_index.build(other) is True
     other.execute("INSERT INTO search_fts(search_fts) VALUES ('integrity-check')")
-    assert fts_rows(other) == 120
+    assert fts_rows(other) == 144

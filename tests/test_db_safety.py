@@ -569,3 +569,18 @@ def test_restore_help_says_what_it_does_with_files_already_there(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "Nothing is ever overwritten" in text and "the same bytes is left as it is" in text
     assert "never through a link" in text
+
+
+def test_resume_and_a_dry_run_fork_only_read(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))  # make_archive's projects/ is where claude looks
+    path = ingested(tmp_path)
+    conn = db.connect(path)
+    last = conn.execute("SELECT uuid FROM entries WHERE uuid IS NOT NULL ORDER BY id DESC LIMIT 1").fetchone()[0]
+    conn.close()
+    os.chmod(path, 0o444)
+    before = path.read_bytes()
+    code, out, err = cli(capsys, "resume", SID, "--db", str(path))
+    assert code == 0 and f"claude --resume {SID}" in out, err
+    code, out, err = cli(capsys, "fork", last, "--dry-run", "--db", str(path))
+    assert code == 0 and "claude --resume" in out, err
+    assert stat.S_IMODE(path.stat().st_mode) == 0o444 and path.read_bytes() == before and side_files(path) == []

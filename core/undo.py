@@ -1,0 +1,1201 @@
+"""What a fork does not undo: the files the conversation edited after the fork point.
+
+A fork restarts the conversation at a chosen point, but the files the agent edited after that point
+stay edited. This module lists those files and writes a patch (unified diff, for `git apply`, paths
+relative to the session's folder) that takes them back to their state at the fork point. It is
+built only from what the records hold (Claude Code's `toolUseResult.originalFile` and
+`structuredPatch`, edit strings, whole-file writes, Codex `apply_patch` patches, Aider SEARCH/REPLACE
+blocks); the working tree is never read or touched. Where the records cannot rebuild a file, it
+says which and why.
+
+Each applied edit is a `Step` holding what is known of the file just before and just after it.
+Known texts are carried forward and backward along the file's steps; when the file's text at the
+fork point and its text after the last edit are both known, the patch is one exact diff between
+them, otherwise the edits are reversed one by one, newest first (git applies sections for the same
+path in turn).
+"""
+
+from __future__ import annotations
+
+import difflib
+import ntpath
+import posixpath
+import re
+import shlex
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from core.query import ToolCall, fill_tool_io
+from core.text import one_line, printable
+
+
+class _Unknown:
+    """A file text the records do not give (distinct from None: the file did not exist)."""
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN: Any = _Unknown()
+CONTEXT = 3  # lines of context around each change, as git writes them
+WINDOWS_ABSOLUTE = re.compile(r"[A-Za-z]:[\\/]")
+
+# tool names by what they do; the parameter names differ between agents
+WRITE_TOOLS = frozenset({"Write", "write_file", "write_to_file", "write", "create_file"})
+EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "replace", "edit", "str_replace", "search_replace", "edit_file",
+                        "replace_in_file", "NotebookEdit", "notebook_edit", "fs_write", "apply_diff",
+                        "insert_content", "search_and_replace", "multi_edit"})
+SHELL_TOOLS = frozenset({"Bash", "bash", "shell", "local_shell", "exec_command", "container.exec",
+                         "run_shell_command", "execute_command", "run_terminal_cmd", "execute_bash",
+                         "shell_command", "unified_exec"})
+PATH_KEYS = ("file_path", "filePath", "path", "target_file", "absolute_path", "notebook_path", "filename")
+CONTENT_KEYS = ("content", "file_text", "contents", "text")
+OLD_KEYS = ("old_string", "oldString", "old_str")
+NEW_KEYS = ("new_string", "newString", "new_str")
+PATCH_BEGIN, PATCH_END = "*** Begin Patch", "*** End Patch"
+HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+NO_NEWLINE = "\\ No newline at end of file"
+RESTORE = "; restore it by hand (from git, a backup, or the editor's history)"
+APPLIED_EDIT = re.compile(r"^Applied edit to (.+?)\s*$", re.M)  # Aider's confirmation, one per file
+AIDER_COMMIT = re.compile(r"^Commit ([0-9a-f]{7,40})\b", re.M)  # Aider's auto-commit of its edits
+
+
+# ---------------------------------------------------------------------- results
+
+
+@dataclass
+class FileChange:
+    """One file the conversation changed after the fork point."""
+
+    path: str  # relative to the session's folder where it lies under it, else as recorded
+    tool: str  # the tools that changed it, in order ("Edit, Write")
+    edits: int  # how many applied edits
+    revertible: bool  # the patch takes it back to its state at the fork point
+    why_not: str | None = None  # when not revertible: why, and what to do
+    created: bool = False  # it did not exist at the fork point: the patch deletes it
+    note: str | None = None  # something the user should know even so (a shell command also touched it)
+
+    def as_dict(self) -> dict:
+        return {"path": self.path, "tool": self.tool, "edits": self.edits, "revertible": self.revertible,
+                "why_not": self.why_not, "created": self.created, "note": self.note}
+
+
+@dataclass
+class UndoPlan:
+    cwd: str | None  # the folder the patch is applied from
+    files: list[FileChange] = field(default_factory=list)
+    patch: str = ""  # empty when nothing can be reverted
+    problems: list[str] = field(default_factory=list)  # "path: why", and what no file could carry
+    notes: list[str] = field(default_factory=list)  # other ways back the records point to
+
+
+def changes_after(conn: sqlite3.Connection, session_id: str, entry_id: int) -> list[FileChange]:
+    """The files the conversation (and the subagents it started) edited after `entry_id` on its
+    branch, in the order they were first edited."""
+    return plan_undo(conn, session_id, entry_id).files
+
+
+def undo_patch(conn: sqlite3.Connection, session_id: str, entry_id: int) -> tuple[str, list[str]]:
+    """A patch taking the files edited after `entry_id` back to their state then, and what it cannot
+    take back (one line per file, saying why)."""
+    plan = plan_undo(conn, session_id, entry_id)
+    return plan.patch, plan.problems
+
+
+# ---------------------------------------------------------------------- text as lines
+
+
+def lines_of(text: str) -> list[str]:
+    """`text` as lines that keep their "\\n" (the last one may have none). Only "\\n" ends a line, as
+    for git: a "\\r" stays part of its line."""
+    parts = text.split("\n")
+    out = [line + "\n" for line in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    return out
+
+
+@dataclass
+class Hunk:
+    """A change with its context: `rows` are (" " | "-" | "+", line with its newline)."""
+
+    rows: list[tuple[str, str]]
+    # 1-based number of the first old line (of the line before, when the old side is empty), as a
+    # unified diff numbers it; None when the record gives no line number
+    old_start: int | None = None
+    at_end: bool = False  # the change ends at the end of the file (Codex `*** End of File`)
+
+    @property
+    def old(self) -> list[str]:
+        return [line for op, line in self.rows if op != "+"]
+
+    @property
+    def new(self) -> list[str]:
+        return [line for op, line in self.rows if op != "-"]
+
+    def flipped(self) -> Hunk:
+        """The same change the other way round (line number left to the caller)."""
+        flip = {"+": "-", "-": "+", " ": " "}
+        return Hunk([(flip[op], line) for op, line in self.rows], None, self.at_end)
+
+    def trailing_context(self) -> int:
+        count = 0
+        for op, _ in reversed(self.rows):
+            if op != " ":
+                break
+            count += 1
+        return count
+
+
+def hunks_from_rows(groups: list[tuple[int | None, list[str]]]) -> list[Hunk]:
+    """Hunks from rows written as in a unified diff ("-old", "+new", " same", and "\\ No newline at
+    end of file" after a line that has no newline)."""
+    out = []
+    for start, raw_rows in groups:
+        rows: list[tuple[str, str]] = []
+        for row in raw_rows:
+            if row.startswith("\\"):
+                if rows and rows[-1][1].endswith("\n"):
+                    rows[-1] = (rows[-1][0], rows[-1][1][:-1])
+                continue
+            op = row[:1] if row[:1] in ("+", "-", " ") else " "
+            rows.append((op, (row[1:] if row[:1] in ("+", "-", " ") else row) + "\n"))
+        if rows:
+            out.append(Hunk(rows, start))
+    return out
+
+
+def parse_unified_diff(text: str) -> list[Hunk]:
+    """The hunks of a unified diff text; each hunk ends where its header's line counts say (so a
+    removed "-- x" line is not taken for a file header), and anything between hunks is skipped."""
+    groups: list[tuple[int | None, list[str]]] = []
+    old_left = new_left = 0
+    for row in text.split("\n"):
+        if old_left > 0 or new_left > 0:
+            op = row[:1] if row else " "
+            old_left -= op in (" ", "-")
+            new_left -= op in (" ", "+")
+            groups[-1][1].append(row if row else " ")
+            continue
+        m = HUNK_HEADER.match(row)
+        if m:
+            groups.append((int(m.group(1)), []))
+            old_left = int(m.group(2)) if m.group(2) is not None else 1
+            new_left = int(m.group(4)) if m.group(4) is not None else 1
+        elif groups and row.startswith("\\"):
+            groups[-1][1].append(row)  # "\ No newline at end of file" after the hunk's last line
+    return hunks_from_rows(groups)
+
+
+def apply_hunks(text: str, hunks: list[Hunk]) -> str | None:
+    """`text` with `hunks` applied in order, each found where its line number says or else by its
+    context nearest to it; None when one does not match."""
+    lines = lines_of(text)
+    offset = 0  # how far the earlier hunks moved the lines below them
+    searched_from = 0
+    for hunk in hunks:
+        old = hunk.old
+        last = len(lines) - len(old)
+        if hunk.at_end:
+            candidates: list[int] | range = [last]
+        elif hunk.old_start is None:  # as Codex does: onward from the previous change, then from the top
+            candidates = [*range(searched_from, last + 1), *range(0, min(searched_from, last + 1))]
+        else:
+            hint = hunk.old_start - 1 + offset if old else hunk.old_start + offset  # (an insertion: after that line)
+            hint = max(0, min(hint, len(lines)))
+            if lines[hint:hint + len(old)] == old:
+                candidates = [hint]  # where the record says: the usual case, no search
+            else:
+                candidates = sorted(range(last + 1), key=lambda i: (abs(i - hint), i))
+        at = next((i for i in candidates if i >= 0 and lines[i:i + len(old)] == old), None)
+        if at is None:
+            return None
+        new = hunk.new
+        lines[at:at + len(old)] = new
+        offset += len(new) - len(old)
+        searched_from = at + len(new)
+    return "".join(lines)
+
+
+def replace_strings(text: str, edits: list[tuple[str, str, bool]], *, whole_line_delete: bool) -> str | None:
+    """`text` with each (old, new, replace_all) applied in order; None when an old text is missing.
+    `whole_line_delete`: Claude Code's rule that deleting a line's text deletes its newline too."""
+    for old, new, replace_all in edits:
+        if old == "":
+            if text != "":
+                return None
+            text = new
+            continue
+        if old not in text:
+            return None
+        if whole_line_delete and new == "" and not old.endswith("\n") and old + "\n" in text:
+            old += "\n"
+        text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    return text
+
+
+# ---------------------------------------------------------------------- steps
+
+
+@dataclass
+class Step:
+    """One applied edit of one file, with what the records say about it."""
+
+    path: str  # as recorded
+    tool: str
+    order: int  # position among all the edits after the fork point
+    before: Any = UNKNOWN  # the file's text just before (None: it did not exist)
+    after: Any = UNKNOWN  # just after
+    hunks: list[Hunk] | None = None  # the change with its context
+    strings: list[tuple[str, str, bool]] | None = None  # the change as replaced texts
+    whole_line_delete: bool = False
+    why: str | None = None  # why it cannot be undone on its own, when nothing above allows it
+    problem: str | None = None  # the edit cannot be accounted for at all: the whole file is not revertible
+
+    def forward(self, before: Any) -> Any:
+        if self.after is not UNKNOWN:
+            return self.after
+        if before is UNKNOWN:
+            return UNKNOWN
+        if before is None:
+            before = ""  # a new file: only a change that needs nothing around it applies
+        if self.hunks:
+            result = apply_hunks(before, self.hunks)
+            if result is not None:
+                return result
+        if self.strings:
+            result = replace_strings(before, self.strings, whole_line_delete=self.whole_line_delete)
+            if result is not None:
+                return result
+        return UNKNOWN
+
+    def backward(self, after: Any) -> Any:
+        if self.before is not UNKNOWN:
+            return self.before
+        if after is UNKNOWN or after is None or not self.hunks:
+            return UNKNOWN
+        if any(h.old_start is None for h in self.hunks):
+            return UNKNOWN  # placed by context only: not sure enough to rebuild a whole text from
+        result = apply_hunks(after, _reverse_all(self.hunks))
+        return UNKNOWN if result is None else result
+
+
+def new_start(old_start: int, shift: int, old_count: int, new_count: int) -> int:
+    """Where a hunk's new side starts, as a unified diff numbers it: the old start moved by the
+    changes above; an empty side names the line before it."""
+    return old_start + shift + (0 if old_count else 1) - (0 if new_count else 1)
+
+
+def _reverse_all(hunks: list[Hunk]) -> list[Hunk]:
+    """The hunks that undo `hunks`: their sides swapped, numbered as lines of the new side."""
+    out = []
+    shift = 0
+    for hunk in hunks:
+        flipped = hunk.flipped()
+        old, new = len(hunk.old), len(hunk.new)
+        if hunk.old_start is not None:
+            flipped.old_start = new_start(hunk.old_start, shift, old, new)
+        shift += new - old
+        out.append(flipped)
+    return out
+
+
+# ---------------------------------------------------------------------- the patch text
+
+QUOTE_NEEDED = re.compile(r'[\x00-\x1f\x7f"\\]')
+
+
+def quoted_path(path: str) -> str:
+    """A path as git writes it in a patch: C-quoted when it holds quotes, backslashes or controls."""
+    if not QUOTE_NEEDED.search(path):
+        return path
+    escapes = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f", "\r": "\\r",
+               '"': '\\"', "\\": "\\\\"}
+    return '"' + "".join(escapes.get(c, f"\\{ord(c):03o}" if ord(c) < 0x20 or ord(c) == 0x7f else c)
+                         for c in path) + '"'
+
+
+def _side(prefix: str, path: str) -> str:
+    return quoted_path(prefix + path)
+
+
+def _header(path: str, old_exists: bool, new_exists: bool) -> list[str]:
+    rows = [f"diff --git {_side('a/', path)} {_side('b/', path)}"]
+    if not old_exists:
+        rows.append("new file mode 100644")
+    if not new_exists:
+        rows.append("deleted file mode 100644")
+    return rows
+
+
+def _hunk_rows(rows: list[tuple[str, str]]) -> list[str]:
+    out = []
+    for op, line in rows:
+        if line.endswith("\n"):
+            out.append(op + line[:-1])
+        else:
+            out += [op + line, NO_NEWLINE]
+    return out
+
+
+def diff_section(path: str, old: str | None, new: str | None) -> str:
+    """One file's section of a git patch turning `old` into `new` (None: the file does not exist)."""
+    a, b = lines_of(old or ""), lines_of(new or "")
+    rows = _header(path, old is not None, new is not None)
+    if a or b:
+        rows += [f"--- {_side('a/', path)}" if old is not None else "--- /dev/null",
+                 f"+++ {_side('b/', path)}" if new is not None else "+++ /dev/null"]
+    for group in _grouped_opcodes(a, b):
+        i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
+        hunk: list[tuple[str, str]] = []
+        for tag, x1, x2, y1, y2 in group:
+            if tag == "equal":
+                hunk += [(" ", line) for line in a[x1:x2]]
+                continue
+            hunk += [("-", line) for line in a[x1:x2]]
+            hunk += [("+", line) for line in b[y1:y2]]
+        rows.append(f"@@ -{i1 + 1 if i2 > i1 else i1},{i2 - i1} +{j1 + 1 if j2 > j1 else j1},{j2 - j1} @@")
+        rows += _hunk_rows(hunk)
+    return "\n".join(rows) + "\n"
+
+
+def _grouped_opcodes(a: list[str], b: list[str]) -> list[list[tuple[str, int, int, int, int]]]:
+    """difflib's hunks of `a` → `b` with CONTEXT lines around each; the common first and last lines
+    are set aside first, which keeps a long file with a few changes fast."""
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    start = max(0, head - CONTEXT)
+    a_end, b_end = len(a) - max(0, tail - CONTEXT), len(b) - max(0, tail - CONTEXT)
+    matcher = difflib.SequenceMatcher(None, a[start:a_end], b[start:b_end])
+    return [[(tag, x1 + start, x2 + start, y1 + start, y2 + start) for tag, x1, x2, y1, y2 in group]
+            for group in matcher.get_grouped_opcodes(CONTEXT)]
+
+
+def hunks_section(path: str, hunks: list[Hunk]) -> str:
+    """One file's section from hunks whose line numbers may be guesses (git finds each by its
+    context near the number given)."""
+    rows = _header(path, True, True) + [f"--- {_side('a/', path)}", f"+++ {_side('b/', path)}"]
+    shift = 0
+    for number, hunk in enumerate(hunks):
+        old, new = hunk.old, hunk.new
+        # no line number recorded: 2 keeps git from pinning the hunk to the top of the file
+        start = hunk.old_start if hunk.old_start is not None else 2 + number
+        rows.append(f"@@ -{start},{len(old)} +{max(0, new_start(start, shift, len(old), len(new)))},{len(new)} @@")
+        rows += _hunk_rows(hunk.rows)
+        shift += len(new) - len(old)
+    return "\n".join(rows) + "\n"
+
+
+# ---------------------------------------------------------------------- which records are after the fork
+
+
+def _after_turns(conn: sqlite3.Connection, session_id: str, fork_turn: str | None) -> tuple[set[str], set[str]]:
+    """The turns after `fork_turn`: those on its branch (its latest child, that one's latest child,
+    …), and those of branches that were rewound (abandoned for another) after it."""
+    children: dict[str | None, list[tuple[int, int, str]]] = {}
+    for tid, parent, ts, seq in conn.execute(
+        "SELECT id, parent_turn_id, timestamp, sequence FROM agent_turns WHERE session_id = ?", (session_id,)
+    ):
+        children.setdefault(parent, []).append((ts or 0, seq, tid))
+    branch: set[str] = set()
+    node = fork_turn
+    while children.get(node):
+        node = max(children[node])[2]
+        if node in branch:
+            break
+        branch.add(node)
+    rewound: set[str] = set()
+    seen = {fork_turn}
+    stack = [fork_turn] if fork_turn is not None else []
+    while stack:  # every descendant, once (a damaged log can make a turn its own parent)
+        for _, _, child in children.get(stack.pop(), []):
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
+                if child not in branch:
+                    rewound.add(child)
+    return branch, rewound
+
+
+def _calls_after(conn: sqlite3.Connection, session_id: str,
+                 entry_id: int) -> tuple[list[ToolCall], list[ToolCall], str | None]:
+    """The tool calls made after the fork point on its branch (later turns, the rest of its turn
+    but the other blocks of its own API message, which the fork keeps), and those made after it on
+    branches rewound since."""
+    row = conn.execute("SELECT session_id, turn_id, message_id FROM entries WHERE id = ?", (entry_id,)).fetchone()
+    if row is None or row[0] != session_id:
+        raise LookupError(f"record {entry_id} is not part of session {session_id}")
+    _, fork_turn, fork_message = row
+    later, rewound = _after_turns(conn, session_id, fork_turn)
+
+    def after(turn: str | None, call_entry: int | None, message: str | None) -> bool:
+        if turn in later:
+            return True
+        if call_entry is None or call_entry <= entry_id or (turn is not None and turn != fork_turn):
+            return False  # before the point, or on another branch
+        # a block of the fork point's own API message: the fork keeps it, with its result
+        return fork_message is None or message != fork_message
+
+    calls, elsewhere = [], []
+    for cols in conn.execute(
+        "SELECT c.id, c.tool_name, c.params_json, c.result_json, c.status, c.child_session_id, c.started_at, "
+        "c.completed_at, c.result_entry_id, c.entry_id, c.turn_id, e.message_id FROM agent_tool_calls c "
+        "LEFT JOIN entries e ON e.id = c.entry_id WHERE c.session_id = ? ORDER BY c.entry_id, c.tool_number",
+        (session_id,),
+    ):
+        if after(cols[10], cols[9], cols[11]):
+            calls.append(ToolCall(*cols[:10]))
+        elif cols[10] in rewound:
+            elsewhere.append(ToolCall(*cols[:10]))
+    return calls, elsewhere, fork_turn
+
+
+def _with_subagents(conn: sqlite3.Connection, calls: list[ToolCall], sid: str,
+                    depth: int = 0) -> list[tuple[ToolCall, str]]:
+    """`calls` (of session `sid`) with, right after each call that started a subagent, every call of
+    that subagent (its edits happened while the call ran). Pairs of (call, session id)."""
+    out: list[tuple[ToolCall, str]] = []
+    for call in calls:
+        out.append((call, sid))
+        if depth > 8:
+            continue
+        children = {call.child_session_id} if call.child_session_id else set()
+        children |= {r[0] for r in conn.execute(
+            "SELECT id FROM agent_sessions WHERE parent_session_id = ? AND tool_call_id = ?", (sid, call.id))}
+        for child in sorted(c for c in children if c):
+            child_calls = [ToolCall(*r) for r in conn.execute(
+                "SELECT id, tool_name, params_json, result_json, status, child_session_id, started_at, completed_at, "
+                "result_entry_id, entry_id FROM agent_tool_calls WHERE session_id = ? ORDER BY entry_id, tool_number",
+                (child,))]
+            out += _with_subagents(conn, child_calls, child, depth + 1)
+    return out
+
+
+def _raw_objects(conn: sqlite3.Connection, entry_ids: set[int]) -> dict[int, Any]:
+    """The parsed records of `entry_ids` (those that are JSON)."""
+    out: dict[int, Any] = {}
+    if not entry_ids:
+        return out
+    for eid, raw in conn.execute(
+        "SELECT id, raw FROM entries WHERE id IN (SELECT value FROM json_each(?))",
+        (orjson.dumps(sorted(entry_ids)).decode(),),
+    ):
+        try:
+            out[eid] = orjson.loads(bytes(raw).lstrip(b"\x00"))
+        except orjson.JSONDecodeError:
+            continue
+    return out
+
+
+# ---------------------------------------------------------------------- reading edits from calls
+
+
+def _param(params: dict, keys: tuple[str, ...]) -> Any:
+    return next((params[k] for k in keys if k in params), None)
+
+
+def _string_param(params: dict, keys: tuple[str, ...]) -> str | None:
+    value = _param(params, keys)
+    return value if isinstance(value, str) else None
+
+
+def _applied(call: ToolCall) -> bool | None:
+    """True when the call's result says it ran, False when it failed or was refused, None when no
+    result was recorded (the session ended, or was interrupted, while it ran)."""
+    if call.status in ("failed", "rejected", "interrupted"):
+        return False
+    if call.status == "completed":
+        return True
+    return None
+
+
+def _claude_steps(call: ToolCall, params: dict, result: Any, order: int) -> list[Step]:
+    """Edit, MultiEdit, Write and NotebookEdit as Claude Code records them: the input, and in the
+    result's `toolUseResult` the file before (`originalFile`) and the change (`structuredPatch`)."""
+    name = call.name
+    path = _string_param(params, ("file_path", "notebook_path"))
+    if path is None:
+        return []
+    tur = result if isinstance(result, dict) else {}
+    if isinstance(tur.get("filePath"), str) and tur["filePath"] != path:
+        tur = {}  # a result record shared by several calls: not this one's
+    step = Step(path, name, order)
+    original = tur.get("originalFile", tur.get("originalFileContents"))
+    if isinstance(original, str):
+        step.before = original
+    patch = tur.get("structuredPatch")
+    if isinstance(patch, list) and patch:
+        groups = []
+        for h in patch:
+            rows, start = (h.get("lines"), h.get("oldStart")) if isinstance(h, dict) else (None, None)
+            if isinstance(rows, list):
+                start = start if isinstance(start, int) else None
+                if start is not None and h.get("oldLines") == 0:
+                    start -= 1  # jsdiff numbers an empty side by the line after it, a unified diff by the one before
+                groups.append((start, [r for r in rows if isinstance(r, str)]))
+        step.hunks = hunks_from_rows(groups)
+    elif isinstance(patch, list) and step.before is not UNKNOWN and name != "Write":
+        step.after = step.before  # nothing changed
+    if name == "Write":
+        content = tur.get("content") if isinstance(tur.get("content"), str) else params.get("content")
+        if isinstance(content, str):
+            step.after = content
+        if tur.get("type") == "create" and step.before is UNKNOWN:
+            step.before = None
+        step.why = "Write replaced the whole file and the records hold neither what it held before nor a diff" + RESTORE
+    elif name == "MultiEdit":
+        edits = params.get("edits") if isinstance(params.get("edits"), list) else []
+        step.strings = [(e.get("old_string", ""), e.get("new_string", ""), bool(e.get("replace_all")))
+                        for e in edits if isinstance(e, dict)]
+        step.whole_line_delete = True
+        step.why = "the records hold the replaced texts but not the file around them, so where they sit is not known" \
+            + RESTORE
+    elif name == "Edit":
+        old, new = _string_param(params, OLD_KEYS), _string_param(params, NEW_KEYS)
+        if isinstance(tur.get("newString"), str):  # what was written, after any change the user made to it
+            new = tur["newString"]
+        if old is not None and new is not None:
+            step.strings = [(old, new, bool(params.get("replace_all")))]
+            if old == "" and step.before is UNKNOWN:
+                step.before = None  # an Edit with nothing to replace creates the file
+        step.whole_line_delete = True
+        step.why = "the records hold the replaced text but not the file around it, so where it sits is not known" \
+            + RESTORE
+    else:  # NotebookEdit
+        original, updated = tur.get("original_file"), tur.get("updated_file")
+        if isinstance(original, str):
+            step.before = original
+        if isinstance(updated, str):
+            step.after = updated
+        step.why = "NotebookEdit: the records hold the cell's new source, not the notebook around it" + RESTORE
+    return [step]
+
+
+def _generic_steps(call: ToolCall, params: dict, order: int) -> list[Step]:
+    """Another agent's write or edit tool, read from its parameters alone."""
+    name = call.name
+    path = _string_param(params, PATH_KEYS)
+    if path is None:
+        return []
+    step = Step(path, name, order)
+    command = params.get("command") if name == "fs_write" else None
+    content = _string_param(params, CONTENT_KEYS)
+    old, new = _string_param(params, OLD_KEYS), _string_param(params, NEW_KEYS)
+    if command == "create" or (name in WRITE_TOOLS and content is not None):
+        step.after = content if content is not None else UNKNOWN
+        step.why = f"{name} replaced the whole file and the records do not hold what it held before" + RESTORE
+    elif old is not None and new is not None and command in (None, "str_replace"):
+        step.strings = [(old, new, bool(params.get("replace_all") or params.get("replaceAll")))]
+        step.why = "the records hold the replaced text but not the file around it, so where it sits is not known" \
+            + RESTORE
+    else:
+        step.why = f"{name}: the records do not hold the change in a form that can be reversed" + RESTORE
+    return [step]
+
+
+def _gemini_steps(call: ToolCall, params: dict, record: Any, order: int) -> list[Step]:
+    """Gemini CLI's replace / write_file: the call's `resultDisplay` holds the file before and after."""
+    steps = _generic_steps(call, params, order)
+    if not steps or not isinstance(record, dict):
+        return steps
+    for tool_call in record.get("toolCalls") or []:
+        if not isinstance(tool_call, dict) or tool_call.get("id") != call.id:
+            continue
+        display = tool_call.get("resultDisplay")
+        if isinstance(display, dict) and isinstance(display.get("newContent"), str):
+            steps[0].after = display["newContent"]
+            if "originalContent" in display:  # null: a new file
+                original = display["originalContent"]
+                steps[0].before = original if isinstance(original, str) else None
+    return steps
+
+
+# ---------------------------------------------------------------------- Codex apply_patch
+
+
+@dataclass
+class PatchOp:
+    kind: str  # add | delete | update
+    path: str
+    content: str | None = None  # add: the new file
+    hunks: list[Hunk] = field(default_factory=list)
+    move_to: str | None = None
+
+
+def patch_texts(value: Any) -> list[str]:
+    """Every `*** Begin Patch … *** End Patch` text inside a call's parameters, however it was
+    passed (the apply_patch tool's input, a shell command's argument, a heredoc)."""
+    found: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            start = item.find(PATCH_BEGIN)
+            while start != -1:
+                end = item.find(PATCH_END, start)
+                found.append(item[start:end + len(PATCH_END)] if end != -1 else item[start:])
+                start = item.find(PATCH_BEGIN, end) if end != -1 else -1
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+    return found
+
+
+def parse_apply_patch(text: str) -> list[PatchOp]:
+    """The file operations of a Codex patch (its own format: `*** Add File:`, `*** Update File:`
+    with `@@` chunks of " ", "-", "+" lines, `*** Delete File:`)."""
+    ops: list[PatchOp] = []
+    rows: list[tuple[str, str]] | None = None
+
+    def close_chunk() -> None:
+        nonlocal rows
+        if rows and ops and ops[-1].kind == "update":
+            ops[-1].hunks.append(Hunk(rows))
+        rows = None
+
+    for line in text.split("\n"):
+        bare = line.rstrip("\r")
+        if bare.startswith(("*** Add File: ", "*** Delete File: ", "*** Update File: ")):
+            close_chunk()
+            kind, _, path = bare[4:].partition(" File: ")
+            ops.append(PatchOp(kind.lower(), path.strip(), "" if kind == "Add" else None))
+            if kind == "Update":
+                rows = []
+        elif bare.startswith("*** Move to: ") and ops:
+            ops[-1].move_to = bare[len("*** Move to: "):].strip()
+        elif bare.strip() == "*** End of File":
+            if rows is not None and ops and ops[-1].kind == "update":
+                ops[-1].hunks.append(Hunk(rows, at_end=True))
+                rows = []
+        elif bare.startswith((PATCH_BEGIN, PATCH_END)):
+            close_chunk()
+        elif ops and ops[-1].kind == "add":
+            if line.startswith("+"):
+                ops[-1].content = (ops[-1].content or "") + line[1:] + "\n"
+        elif ops and ops[-1].kind == "update":
+            if line.startswith("@@"):
+                if rows:
+                    ops[-1].hunks.append(Hunk(rows))
+                rows = []
+            elif line[:1] in (" ", "-", "+"):
+                rows = rows if rows is not None else []
+                rows.append((line[0], line[1:] + "\n"))
+            elif line == "" and rows is not None:
+                rows.append((" ", "\n"))  # an empty context line written without its space, as Codex reads it
+    close_chunk()
+    for op in ops:
+        op.hunks = [h for h in op.hunks if any(o != " " for o, _ in h.rows)]
+    return ops
+
+
+def _patch_applied_changes(conn: sqlite3.Connection, session_ids: set[str]) -> dict[str, dict]:
+    """Codex's own account of each applied patch (`patch_apply_end`): call id → {success, changes}."""
+    out: dict[str, dict] = {}
+    for sid in session_ids:
+        for (raw,) in conn.execute(
+            "SELECT raw FROM entries WHERE session_id = ? AND subtype = 'patch_apply_end'", (sid,)
+        ):
+            try:
+                obj = orjson.loads(bytes(raw))
+            except orjson.JSONDecodeError:
+                continue
+            payload = obj.get("payload") if isinstance(obj, dict) else None
+            if isinstance(payload, dict) and isinstance(payload.get("call_id"), str):
+                out[payload["call_id"]] = payload
+    return out
+
+
+def _change_ops(changes: Any) -> list[PatchOp] | None:
+    """`patch_apply_end.changes` as operations: {path: {type, content | unified_diff, move_path}}
+    (older Codex: {path: {"add": {content}} …}). None when a change lacks what it needs."""
+    if not isinstance(changes, dict):
+        return None
+    ops = []
+    for path, change in changes.items():
+        if not isinstance(change, dict):
+            return None
+        kind = change.get("type")
+        body = change
+        if kind is None and len(change) == 1:
+            kind, body = next(iter(change.items()))
+            body = body if isinstance(body, dict) else {}
+        if kind == "update":
+            hunks = parse_unified_diff(body.get("unified_diff") or "") if isinstance(body.get("unified_diff"), str) else []
+            if not hunks:
+                return None
+            ops.append(PatchOp("update", path, hunks=hunks, move_to=body.get("move_path") or None))
+        elif kind in ("add", "delete"):
+            content = body.get("content")
+            ops.append(PatchOp(kind, path, content if isinstance(content, str) else None))
+        else:
+            return None
+    return ops
+
+
+def _codex_steps(call: ToolCall, params: dict, applied_end: dict | None, order: int) -> list[Step]:
+    """Steps of an apply_patch call, from Codex's own record of the change when it kept one, else
+    from the patch the model wrote."""
+    ops = None
+    if applied_end is not None:
+        ops = _change_ops(applied_end.get("changes"))  # exact line numbers, from the applied diff
+    if ops is None:
+        ops = [op for text in patch_texts(params) for op in parse_apply_patch(text)]
+        if applied_end is not None:  # the written patch, with what Codex recorded of a deleted file
+            contents = _deleted_contents(applied_end.get("changes"))
+            for op in ops:
+                if op.kind == "delete" and op.content is None:
+                    op.content = contents.get(op.path)
+    steps = []
+    for op in ops:
+        step = Step(op.path, "apply_patch", order)
+        if op.kind == "add":
+            step.before, step.after = None, op.content if op.content is not None else UNKNOWN
+            step.why = "apply_patch added it but the records do not hold its content; delete it by hand if it is not wanted"
+        elif op.kind == "delete":
+            step.before, step.after = (op.content if op.content is not None else UNKNOWN), None
+            step.why = "apply_patch deleted it and the records do not hold what it held" + RESTORE
+        else:
+            step.hunks = op.hunks
+            step.why = "the patch gives a change without the lines after it, so where it sits in the file is not known" \
+                + RESTORE
+            if op.move_to:
+                step.problem = (f"apply_patch moved it to {op.move_to}: moves are not undone by the patch; "
+                                f"move it back by hand (git mv {shlex.quote(op.move_to)} {shlex.quote(op.path)})")
+        steps.append(step)
+    return steps
+
+
+def _deleted_contents(changes: Any) -> dict[str, str]:
+    """What each file `patch_apply_end` reports deleted held, by the path it names."""
+    out: dict[str, str] = {}
+    for path, change in changes.items() if isinstance(changes, dict) else ():
+        body = change.get("delete", change) if isinstance(change, dict) else None
+        if isinstance(body, dict) and isinstance(body.get("content"), str):
+            out[path] = body["content"]
+    return out
+
+
+# ---------------------------------------------------------------------- Aider
+
+
+def _aider_steps(conn: sqlite3.Connection, session_id: str, entry_id: int, fork_turn: str | None,
+                 order: int) -> tuple[list[Step], list[str]]:
+    """Aider's SEARCH/REPLACE blocks answered after the fork point, those its "Applied edit to"
+    lines confirm (a block it could not apply is not in the file); and the commits Aider made of
+    them, oldest first."""
+    from core.render import EditBlock, edit_blocks
+
+    later, _ = _after_turns(conn, session_id, fork_turn)
+    applied: dict[str | None, set[str]] = {}
+    replies: list[tuple[str | None, str]] = []
+    commits: list[str] = []
+    for eid, turn, role, content in conn.execute(
+        "SELECT id, turn_id, role, content FROM entries WHERE session_id = ? AND seq IS NOT NULL AND content IS NOT NULL "
+        "ORDER BY seq", (session_id,)
+    ):
+        if not (turn in later or (turn == fork_turn and eid > entry_id)):
+            continue
+        if role == "assistant":
+            replies.append((turn, content))
+        elif role == "system":
+            applied.setdefault(turn, set()).update(m.group(1) for m in APPLIED_EDIT.finditer(content))
+            commits += AIDER_COMMIT.findall(content)
+    steps = []
+    for turn, content in replies:
+        for part in edit_blocks(content):
+            if not isinstance(part, EditBlock) or not part.path:
+                continue
+            step = Step(part.path, "SEARCH/REPLACE", order)
+            order += 1
+            if part.path not in applied.get(turn, set()):
+                continue  # no "Applied edit to" line: Aider did not write it
+            old = [line + "\n" for line in part.old]
+            new = [line + "\n" for line in part.new]
+            if not old:
+                step.before, step.after = None, "".join(new)  # an empty SEARCH: a new file
+            else:
+                step.hunks = [_hunk_from_blocks(old, new)]
+                step.why = ("the block changes its last lines without any after them, so where it sits in the "
+                            "file is not known" + RESTORE)
+            steps.append(step)
+    return steps, list(dict.fromkeys(commits))
+
+
+def _hunk_from_blocks(old: list[str], new: list[str]) -> Hunk:
+    """The hunk of replacing `old` lines by `new` ones, their common first and last lines as context."""
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    rows = [(" ", line) for line in old[:head]]
+    rows += [("-", line) for line in old[head:len(old) - tail]]
+    rows += [("+", line) for line in new[head:len(new) - tail]]
+    rows += [(" ", line) for line in old[len(old) - tail:]]
+    return Hunk(rows)
+
+
+# ---------------------------------------------------------------------- shell commands
+
+WRITING_COMMANDS = frozenset({"rm", "mv", "cp", "touch", "truncate", "tee", "unlink", "install", "ln"})
+GIT_WRITING = frozenset({"checkout", "restore", "reset", "apply", "am", "stash", "revert", "merge", "rebase",
+                         "cherry-pick", "pull", "mv", "rm", "switch", "clean"})
+HEREDOC = re.compile(r"(?<!<)<<(?!<)-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
+
+
+def shell_script(params: dict) -> str | None:
+    """The command line a shell call ran ("bash -lc SCRIPT" unwrapped)."""
+    command = params.get("command", params.get("cmd"))
+    if isinstance(command, list) and all(isinstance(w, str) for w in command):
+        if len(command) >= 3 and command[1] in ("-c", "-lc", "-l", "-ic") and command[0].rsplit("/", 1)[-1] in (
+                "bash", "sh", "zsh"):
+            return command[-1]
+        return shlex.join(command)
+    return command if isinstance(command, str) else None
+
+
+def written_by_shell(script: str) -> tuple[list[str], bool]:
+    """(files a shell script visibly writes or removes, whether it may change files in ways not
+    named: git checkout, patch…). A reading aid, not a shell parser: heredoc bodies are left out,
+    and a script that does not tokenize names nothing."""
+    kept: list[str] = []
+    closing: str | None = None
+    for line in script.split("\n"):
+        if closing is not None:
+            if line.strip() == closing:
+                closing = None
+            continue
+        kept.append(line)
+        heredoc = HEREDOC.search(line)
+        if heredoc:
+            closing = heredoc.group(2)
+    try:
+        lexer = shlex.shlex("\n".join(kept), posix=True, punctuation_chars=";&|()<>\n")
+        lexer.whitespace = " \t\r"
+        lexer.whitespace_split = True
+        tokens = list(lexer)
+    except ValueError:
+        return [], False
+    files: list[str] = []
+    vague = False
+    command: list[str] = []
+    for token in tokens + [";"]:
+        if token.strip("\n") in ("", ";", "&&", "||", "|", "&", "(", ")", ";;"):
+            more, unclear = _command_writes(command)
+            files += more
+            vague = vague or unclear
+            command = []
+        else:
+            command.append(token)
+    return list(dict.fromkeys(files)), vague
+
+
+def _command_writes(argv: list[str]) -> tuple[list[str], bool]:
+    files: list[str] = []
+    words: list[str] = []
+    i = 0
+    while i < len(argv):  # redirections: > FILE, >> FILE (not >&2, not /dev/null)
+        token = argv[i]
+        if token in (">", ">>", ">|", "&>", "&>>") and i + 1 < len(argv):
+            target = argv[i + 1]
+            if not target.startswith(("&", "/dev/")) and not target.isdigit():
+                files.append(target)
+            i += 2
+            continue
+        if token in (">&", "<", "<<", "<<<") and i + 1 < len(argv):
+            i += 2
+            continue
+        words.append(token)
+        i += 1
+    while words and "=" in words[0] and not words[0].startswith("-"):
+        words.pop(0)  # VAR=value before the command
+    while words and words[0] in ("sudo", "env", "command", "time", "nohup"):
+        words.pop(0)
+    if not words:
+        return files, False
+    name = words[0].rsplit("/", 1)[-1]
+    args = [w for w in words[1:] if not w.startswith("-")]
+    in_place = any(w.startswith("--in-place") or (w.startswith("-") and not w.startswith("--") and "i" in w[1:])
+                   for w in words[1:])
+    if name in ("sed", "perl") and in_place:
+        files += _script_operands(words[1:])
+    elif name in ("cp", "install", "ln"):
+        files += args[-1:]  # only the destination changes
+    elif name in WRITING_COMMANDS:
+        files += args
+    elif (name == "git" and len(words) > 1 and words[1] in GIT_WRITING) or name in ("patch", "dd"):
+        return files, True
+    return files, False
+
+
+def _script_operands(words: list[str]) -> list[str]:
+    """The file operands of `sed -i` / `perl -i`: what follows the options, less the script (the
+    first operand, unless one was given with -e)."""
+    operands: list[str] = []
+    script_given = False
+    skip_next = False
+    for word in words:
+        if skip_next:
+            skip_next = False
+            continue
+        if word.startswith("-") and word != "-":
+            if word in ("-e", "-f", "--expression", "--file") or (not word.startswith("--") and word[-1] in "ef"):
+                script_given = True
+                skip_next = True  # its value is the script, not a file
+            continue
+        operands.append(word)
+    return operands if script_given else operands[1:]
+
+
+# ---------------------------------------------------------------------- the plan
+
+
+def _resolve(path: str, cwd: str | None) -> tuple[str, str | None]:
+    """(the path made absolute and normal, the path relative to `cwd` or None when outside it)."""
+    windows = bool(cwd and WINDOWS_ABSOLUTE.match(cwd)) or bool(WINDOWS_ABSOLUTE.match(path))
+    pathmod = ntpath if windows else posixpath
+    if cwd and not pathmod.isabs(path):
+        path = pathmod.join(cwd, path)
+    full = pathmod.normpath(path)
+    if not cwd:
+        return full, None if pathmod.isabs(full) else full
+    base = pathmod.normpath(cwd)
+    try:
+        rel = pathmod.relpath(full, base)
+    except ValueError:  # another drive
+        return full, None
+    if rel == pathmod.curdir or rel == pathmod.pardir or rel.startswith(pathmod.pardir + pathmod.sep):
+        return full, None
+    return full, rel.replace("\\", "/") if windows else rel
+
+
+Section = tuple[Any, Any] | list[Hunk]  # (text before, text after) of a change to undo, or hunks undoing it
+
+
+def _file_result(steps: list[Step]) -> tuple[str | None, list[Section], str | None, bool]:
+    """(why not revertible, the patch sections for the file, an extra note, created) for one file's
+    steps in order. Known texts are carried forward and backward; see the module's docstring."""
+    problem = next((s.problem for s in steps if s.problem), None)
+    if problem:
+        return problem, [], None, False
+    befores = [UNKNOWN] * len(steps)
+    afters = [UNKNOWN] * len(steps)
+    for _ in range(2):
+        state = UNKNOWN
+        for i, step in enumerate(steps):  # forward: each edit from the text before it
+            b = step.before if step.before is not UNKNOWN else befores[i] if befores[i] is not UNKNOWN else state
+            a = afters[i] if afters[i] is not UNKNOWN else step.forward(b)
+            if b is UNKNOWN and a is not UNKNOWN:
+                b = step.backward(a)
+            befores[i], afters[i] = b, a
+            state = a
+        following = UNKNOWN
+        for i in range(len(steps) - 1, -1, -1):  # backward: the text after an edit is the text before the next
+            if afters[i] is UNKNOWN and following is not UNKNOWN:
+                afters[i] = following
+            if befores[i] is UNKNOWN and afters[i] is not UNKNOWN:
+                befores[i] = steps[i].backward(afters[i])
+            following = befores[i]
+    base, final = befores[0], afters[-1]
+    note = None
+    if any(steps[i].before is not UNKNOWN and afters[i - 1] is not UNKNOWN and steps[i].before != afters[i - 1]
+           for i in range(1, len(steps))):
+        note = "something besides these edits changed it between them (a formatter, a shell command, the user)"
+    created = base is None and final is not None
+    if base is not UNKNOWN and final is not UNKNOWN:
+        return None, ([] if base == final else [(base, final)]), note, created
+    sections: list[Section] = []
+    for i in range(len(steps) - 1, -1, -1):
+        step = steps[i]
+        undo = _reverse_all(step.hunks) if step.hunks else []
+        if befores[i] is not UNKNOWN and afters[i] is not UNKNOWN:
+            if befores[i] != afters[i]:
+                sections.append((befores[i], afters[i]))
+        elif undo and all(h.old_start is not None or h.at_end or h.trailing_context() for h in undo):
+            # git pins a hunk without lines after its change to the end of the file: only one
+            # with a line number, at the end, or with such lines can be placed by its context
+            sections.append(undo)
+        else:
+            return step.why or f"{step.tool}: the records do not hold the change", [], note, False
+    return None, sections, note, created
+
+
+def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoPlan:
+    """Everything `changes_after` and `undo_patch` report, worked out once."""
+    row = conn.execute("SELECT source, project_path FROM agent_sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        raise LookupError(f"no session {session_id!r}")
+    agent, cwd = row
+    calls, rewound_calls, fork_turn = _calls_after(conn, session_id, entry_id)
+    ordered = _with_subagents(conn, calls, session_id)
+    tool_calls = [c for c, _ in ordered]
+    fill_tool_io(conn, tool_calls + rewound_calls)
+    agents = {sid: a for sid, a in conn.execute(
+        "SELECT id, source FROM agent_sessions WHERE id IN (SELECT value FROM json_each(?))",
+        (orjson.dumps(sorted({sid for _, sid in ordered})).decode(),))}
+    wanted = {c.result_entry_id for c in tool_calls if c.result_entry_id is not None and c.name in EDIT_TOOLS | WRITE_TOOLS}
+    records = _raw_objects(conn, wanted)
+    applied_ends = _patch_applied_changes(conn, {sid for _, sid in ordered if agents.get(sid) == "codex"})
+
+    steps: list[Step] = []
+    unsure: list[tuple[str, str]] = []  # (path, why): edits whose outcome is not recorded
+    shell: list[tuple[str, str]] = []  # (path, the command)
+    vague: list[str] = []
+    for order, (call, sid) in enumerate(ordered):
+        try:
+            params = orjson.loads(call.params_json) if call.params_json else {}
+        except orjson.JSONDecodeError:
+            params = {}
+        params = params if isinstance(params, dict) else {}
+        call_agent = agents.get(sid, agent)
+        patches = patch_texts(params) if "Begin Patch" in (call.params_json or "") else []
+        if patches or call.name == "apply_patch":
+            end = applied_ends.get(call.id)
+            done = _applied(call) if end is None else bool(end.get("success", True))
+            found = _codex_steps(call, params, end, order)
+            if done is False:
+                continue
+            if done is None:
+                unsure += [(s.path, "apply_patch has no recorded result, so whether it was applied is not known")
+                           for s in found]
+                continue
+            steps += found
+            continue
+        if call.name in SHELL_TOOLS:
+            if _applied(call) is False:
+                continue
+            script = shell_script(params)
+            if script:
+                named, unclear = written_by_shell(script)
+                shell += [(path, script) for path in named]
+                if unclear:
+                    vague.append(script)
+            continue
+        if call.name not in EDIT_TOOLS | WRITE_TOOLS:
+            continue
+        done = _applied(call)
+        if done is False:
+            continue
+        record = records.get(call.result_entry_id) if call.result_entry_id is not None else None
+        if call_agent == "claude-code" and call.name in ("Edit", "MultiEdit", "Write", "NotebookEdit"):
+            found = _claude_steps(call, params, record.get("toolUseResult") if isinstance(record, dict) else None,
+                                  order)
+        elif call_agent == "gemini":
+            found = _gemini_steps(call, params, record, order)
+        else:
+            found = _generic_steps(call, params, order)
+        if done is None:
+            unsure += [(s.path, f"{call.name} has no recorded result, so whether it was applied is not known")
+                       for s in found]
+            continue
+        steps += found
+    commits: list[str] = []
+    if agent == "aider":
+        aider_steps, commits = _aider_steps(conn, session_id, entry_id, fork_turn, len(ordered))
+        steps += aider_steps
+    plan = _assemble(cwd, steps, unsure, shell, vague)
+    if commits:
+        plan.notes.append(f"Aider committed its edits after this point ({', '.join(commits)}): "
+                          f"{shlex.join(['git', 'revert', '--no-edit', *reversed(commits)])} takes back what those "
+                          "commits hold (instead of the patch, not with it)")
+    for path in _edited_paths(rewound_calls):
+        full, rel = _resolve(path, cwd)
+        plan.problems.append(f"{printable(rel or full)}: also edited on a branch of the conversation that was rewound "
+                             "after this point; if the rewind did not restore it, those edits are still in it and "
+                             "the patch may not apply to it")
+    return plan
+
+
+def _edited_paths(calls: list[ToolCall]) -> list[str]:
+    """The files the applied edit calls among `calls` name, in order."""
+    paths: list[str] = []
+    for call in calls:
+        if _applied(call) is False or not call.params_json:
+            continue
+        try:
+            params = orjson.loads(call.params_json)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(params, dict):
+            continue
+        if "Begin Patch" in call.params_json:
+            paths += [op.path for text in patch_texts(params) for op in parse_apply_patch(text)]
+        elif call.name in EDIT_TOOLS | WRITE_TOOLS:
+            path = _string_param(params, PATH_KEYS)
+            paths += [path] if path else []
+    return list(dict.fromkeys(paths))
+
+
+def _assemble(cwd: str | None, steps: list[Step], unsure: list[tuple[str, str]],
+              shell: list[tuple[str, str]], vague: list[str]) -> UndoPlan:
+    plan = UndoPlan(cwd)
+    by_file: dict[str, list[Step]] = {}
+    names: dict[str, str] = {}  # absolute path → how the patch and the report name it
+    outside: set[str] = set()
+    for step in sorted(steps, key=lambda s: s.order):
+        full, rel = _resolve(step.path, cwd)
+        by_file.setdefault(full, []).append(step)
+        names.setdefault(full, rel or full)
+        if rel is None:
+            outside.add(full)
+    doubts: dict[str, str] = {}
+    for path, why in unsure:
+        full, rel = _resolve(path, cwd)
+        doubts.setdefault(full, why)
+        names.setdefault(full, rel or full)
+    shelled: dict[str, str] = {}
+    for path, script in shell:
+        full, rel = _resolve(path, cwd)
+        if rel is not None:  # a scratch file elsewhere (/tmp) is not the project's
+            shelled.setdefault(full, script)
+            names.setdefault(full, rel)
+    sections: list[str] = []
+    for full in dict.fromkeys([*by_file, *doubts, *shelled]):
+        name = names[full]
+        file_steps = by_file.get(full, [])
+        tools = ", ".join(dict.fromkeys(s.tool for s in file_steps)) or ("Bash" if full in shelled else "?")
+        change = FileChange(name, tools, len(file_steps), False)
+        script = shelled.get(full)
+        if full in doubts:
+            change.why_not = doubts[full] + "; look at the file and restore it by hand if needed"
+        elif not file_steps:
+            change.tool = "shell"
+            change.why_not = (f"changed by a shell command (`{one_line(script, 80)}`) and the records do not say how"
+                              + RESTORE)
+        elif full in outside:
+            change.why_not = (f"outside the session's folder {cwd}: a patch applied there cannot reach it; "
+                              "restore it by hand" if cwd else
+                              "the log does not say which folder the session ran in, so the patch cannot name it")
+        else:
+            why, file_sections, note, created = _file_result(file_steps)
+            change.why_not, change.note, change.created = why, note, created and why is None
+            if why is None:
+                change.revertible = True
+                for section in file_sections:
+                    if isinstance(section, tuple):
+                        sections.append(diff_section(name, section[1], section[0]))
+                    else:
+                        sections.append(hunks_section(name, section))
+            if script is not None and why is None:
+                also = f"a shell command (`{one_line(script, 60)}`) also changed it: the patch may not apply"
+                change.note = f"{change.note}; {also}" if change.note else also
+        if not change.revertible:
+            plan.problems.append(f"{printable(name)}: {change.why_not}")
+        plan.files.append(change)
+    for script in vague:
+        plan.problems.append(f"a shell command after the fork point may have changed files it does not name: "
+                             f"`{one_line(script, 100)}`")
+    if sections:
+        head = (f"threadloom undo patch: apply it from {printable(cwd)} with `git apply` "
+                "(check first with `git apply --check`)\n\n") if cwd else ""
+        plan.patch = head + "".join(sections)
+    return plan
