@@ -1192,8 +1192,9 @@ async def test_every_message_is_a_fork_point_and_one_api_message_forks_whole(for
         await settle(pilot)
         plan = picker.pending
         assert plan is not None and plan.path is not None and plan.tool_calls == 1
-        assert "up to the chosen thinking of turn 1 (with its whole API message)" in shown(
-            picker.query_one("#fork-confirm-text", Static)).replace("\n", " ").replace("  ", " ")
+        confirm = " ".join(shown(picker.query_one("#fork-confirm-text", Static)).split())
+        assert "up to the chosen thinking of turn 1 (with its whole API message)" in confirm
+        assert "2 files edited after this point stay as they are (u writes a patch that takes them back)" in confirm
         await pilot.press("y")
         await settle(pilot)
         records = [json.loads(line) for line in Path(plan.path).read_text().splitlines()]
@@ -1202,6 +1203,59 @@ async def test_every_message_is_a_fork_point_and_one_api_message_forks_whole(for
         assert [b["type"] for b in blocks if b["type"] != "text"] == ["thinking", "tool_use", "tool_result"]
         assert conversation[-1]["type"] == "user" and blocks[-1]["type"] == "tool_result"
         assert "Task" not in Path(plan.path).read_text()  # the next API message stays out
+
+
+async def test_the_picker_says_what_a_fork_does_not_undo_and_writes_the_patch(
+        fork_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under the list, the files edited after the point under the cursor; `u` writes the patch that
+    takes them back (proposed beside where threadloom was started, never over a file)."""
+    from core import db
+    from core.undo import plan_undo
+
+    monkeypatch.chdir(tmp_path)
+    app = make_app(fork_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.jump_to_session(session_id(app, CHECKOUT))
+        await pilot.pause()
+        await cursor_to_tool(pilot, "Bash")
+        await pilot.press("f")
+        await settle(pilot)
+        picker = app.screen
+        assert isinstance(picker, ForkPicker) and picker.marked is not None
+        said = shown(picker.query_one("#fork-undo", Static)).replace("\n", " ")
+        assert "Not undone by a fork here: 2 files edited after this point stay as they are" in said
+        assert "src/checkout/tax.ts (Edit)" in said and "zero-rated.test.ts (Write, new)" in said
+        assert "u writes a patch that takes them back" in said
+        await pilot.press("u")
+        await pilot.pause()
+        box = picker.query_one("#fork-prompt-input", Input)
+        proposed = tmp_path / f"threadloom-undo-{picker.session_id[:8]}-at-{picker.marked.entry_id}.patch"
+        assert box.display and box.value == str(proposed)
+        await pilot.press("enter")
+        await pilot.pause()
+        conn = db.connect(fork_db, readonly=True)
+        expected = plan_undo(conn, picker.session_id, picker.marked.entry_id).patch
+        conn.close()
+        assert proposed.read_text() == expected and "+++ b/src/checkout/tax.ts" in expected
+        assert proposed.stat().st_mode & 0o777 == 0o600
+        status = shown(picker.query_one("#fork-status", Static)).replace("\n", " ")
+        assert f"Wrote the undo patch to {proposed}" in status and "covering src/checkout/tax.ts" in status
+        assert f"cd /home/dev/src/acme-shop && git apply --check {proposed} && git apply {proposed}" in status
+        proposed.write_text("mine")
+        await pilot.press("u", "enter")  # the same path again: never overwritten
+        await pilot.pause()
+        assert proposed.read_text() == "mine"
+        assert "already exists; the undo patch never overwrites a file" in shown(
+            picker.query_one("#fork-status", Static))
+        await pilot.press("G")  # the last message of the branch: nothing is edited after it
+        await settle(pilot)
+        assert shown(picker.query_one("#fork-undo", Static)).strip() == "No file edits recorded after this point."
+        assert picker.check_action("undo_patch", ()) is True
+        await pilot.press("u")
+        await pilot.pause()
+        assert not picker.query_one("#fork-prompt-input").display
+        assert "No undo patch: no file was edited after this point." in shown(picker.query_one("#fork-status", Static))
 
 
 async def test_turns_open_and_close_and_keep_the_cursor(demo_db: Path) -> None:

@@ -7,11 +7,13 @@ everything before it (for Claude Code, its whole API message: the blocks marked 
 forking at a turn keeps the whole turn. For Claude Code and Codex "Fork here" writes a new session,
 after a confirmation that says what goes where; the other actions only make a command. A command
 that needs the transcript put back where the agent looks asks before doing that. `x` hands the
-terminal to the agent and comes back when it ends. Whatever `core.fork` cannot do is said in the
-dialog, never as a traceback.
+terminal to the agent and comes back when it ends. Under the list: the files the conversation edited
+after the point under the cursor, which a fork does not take back (`core.undo`), and `u` writes the
+patch that does. Whatever `core.fork` cannot do is said in the dialog, never as a traceback.
 
-Reading the turns, a turn's messages, planning and restoring read the whole session, so they run in
-thread workers with their own connections: the dialog opens at once and says what it is doing.
+Reading the turns, a turn's messages, the edits after a point, planning and restoring read the whole
+session, so they run in thread workers with their own connections: the dialog opens at once and says
+what it is doing.
 """
 
 from __future__ import annotations
@@ -49,16 +51,19 @@ from core.fork import (
     resume_plan,
 )
 from core.query import SessionSummary, get_session
+from core.text import printable
 from tui.panes import fit
 from tui.render import ROLE_STYLE, STATUS, plain_title, short_model, when
 
 if TYPE_CHECKING:
+    from core.undo import UndoPlan
     from tui.app import ThreadloomApp
 
 CLAUDE = "claude-code"
 AROUND = 60  # turns listed on each side of the chosen one (a long session has thousands)
 ERROR_STYLE = "bold #ff5f5f"
 OK_STYLE = "#87d787"
+WARN_STYLE = "#d7af5f"
 CHOSEN_STYLE = "bold #d7af5f"
 TOOL_STYLE = "bold #d7af5f"
 BRACKET_STYLE = "#5f87af"
@@ -168,6 +173,12 @@ class PlanMade(Message):
         self.action, self.plan, self.error = action, plan, error
 
 
+class UndoRead(Message):
+    def __init__(self, ref: str, plan: UndoPlan | None, error: str) -> None:
+        super().__init__()
+        self.ref, self.plan, self.error = ref, plan, error
+
+
 class Restored(Message):
     def __init__(self, plan: ForkPlan, error: str) -> None:
         super().__init__()
@@ -228,6 +239,8 @@ class ForkPicker(ModalScreen[None]):
                 tooltip="Leave threadloom and start the agent with the command; back here when it ends"),
         # off the footer (the Copy again button is beside the command): an 80-column footer has room for the rest
         Binding("c", "copy", "Copy", show=False, id="fork.copy", tooltip="Copy the command again"),
+        Binding("u", "undo_patch", "Undo patch", show=False, id="fork.undo",
+                tooltip="Write the patch that takes the files edited after this point back to their state here"),
         Binding("f1,question_mark", "help", "Keys", show=False, id="fork.help", tooltip="The keys of the picker"),
         Binding("ctrl+c,super+c", "screen.copy_text", "Copy selection", show=False, id="fork.copy-selection"),
         Binding("tab", "app.focus_next", "Next", show=False, id="fork.focus-next"),
@@ -263,6 +276,11 @@ class ForkPicker(ModalScreen[None]):
         self.written: Path | None = None
         self.copied_how = ""
         self.ran = ""  # what happened when the command was run from here
+        self.undo_wanted: str | None = None  # the fork point (entry id) whose later edits are wanted
+        self.undo_reading = False
+        self.undo_ref: str | None = None  # the fork point `undo` is about
+        self.undo: UndoPlan | None = None  # the files edited after it, and the patch taking them back
+        self.undo_said: Text | None = None  # where the last undo patch went, and what it leaves out
         self.error = ""
 
     # ------------------------------------------------------------------ layout
@@ -275,6 +293,7 @@ class ForkPicker(ModalScreen[None]):
             yield Static(id="fork-about")
             yield PointList(id="fork-points")
             yield Static(id="fork-hint")
+            yield Static(id="fork-undo")
             with Horizontal(id="fork-actions"):
                 yield ActionButton("Fork here", id="fork-here", variant="primary", compact=True)
                 yield ActionButton("Fork before it", id="fork-before", compact=True)
@@ -400,6 +419,7 @@ class ForkPicker(ModalScreen[None]):
             points.highlighted = wanted
             self.call_after_refresh(points.scroll_to_highlight, top=False)
         self._show_hint()
+        self._want_undo()
 
     def _option_width(self) -> int:
         return max(40, min(110, self.app.size.width - 10) - 6)
@@ -526,6 +546,10 @@ class ForkPicker(ModalScreen[None]):
                 status.append(self.copied_how + ("\n" if self.ran else ""), style=OK_STYLE)
             if self.ran:
                 status.append(self.ran, style=OK_STYLE)
+            if self.undo_said is not None:
+                if status:
+                    status.append("\n")
+                status.append_text(self.undo_said)
         self.query_one("#fork-status", Static).update(status)
         self.query_one("#fork-status").display = bool(status)
 
@@ -544,6 +568,7 @@ class ForkPicker(ModalScreen[None]):
     @on(OptionList.OptionHighlighted, "#fork-points")
     def _highlighted(self) -> None:
         self._show_hint()
+        self._want_undo()
         self.refresh_bindings()
 
     def action_expand(self) -> None:
@@ -632,6 +657,7 @@ class ForkPicker(ModalScreen[None]):
 
     def _fail(self, message: str) -> None:
         self.plan, self.written, self.copied_how, self.ran, self.error = None, None, "", "", message
+        self.undo_said = None
         self._show()
         self._reveal("#fork-status")
 
@@ -650,6 +676,8 @@ class ForkPicker(ModalScreen[None]):
                                                 and not self._busy())
         if action == "copy":
             return True if self.plan is not None and not self._busy() else None
+        if action == "undo_patch":
+            return True if self._undo_here() is not None and not self._busy() else None
         if action == "run":  # a command that finds nothing until restored is not offered as working
             return True if self.plan is not None and self.plan.restore is None and not self._busy() else None
         return True
@@ -675,6 +703,7 @@ class ForkPicker(ModalScreen[None]):
     def _plan(self, action: str, target: Target | None = None, prompt: str | None = None) -> None:
         self.planning, self.target, self.error = action, target, ""
         self.plan, self.written, self.copied_how, self.ran = None, None, "", ""  # the last command is not this one
+        self.undo_said = None
         self._show()
         self.refresh_bindings()
         self._make_plan(action, target, prompt)
@@ -739,8 +768,13 @@ class ForkPicker(ModalScreen[None]):
             ("file", f"{plan.path}  (new, mode 0600; nothing is overwritten)"),
             ("holds", self._holds(plan)),
             ("source", "untouched"),
-            ("then", plan.command + "   (copied once the file is written)"),
         ]
+        undo = self._undo_here()
+        if undo is not None and undo.files and self.target is not None and self.target.ref == self.undo_ref:
+            count = len(undo.files)
+            rows.append(("files", f"{count} file{'s' if count != 1 else ''} edited after this point stay as they are"
+                                  + (" (u writes a patch that takes them back)" if undo.patch else "")))
+        rows.append(("then", plan.command + "   (copied once the file is written)"))
         self._ask(plan, "write", Text("Write a new session?  (y or Enter: yes · Esc: no)", style="bold"), rows,
                   "Write the fork")
 
@@ -874,10 +908,14 @@ class ForkPicker(ModalScreen[None]):
     def _ask_prompt(self, purpose: str) -> None:
         box = self.query_one("#fork-prompt-input", Input)
         self.prompt_for = purpose
-        box.placeholder = ("The prompt to send instead (empty: type it in the session) · Enter makes the command · "
-                           "Esc cancels" if purpose == "before" else
-                           "The new prompt · Enter makes the command · Esc cancels")
-        box.value = ""
+        box.placeholder = {
+            "before": "The prompt to send instead (empty: type it in the session) · Enter makes the command · Esc cancels",
+            "native": "The new prompt · Enter makes the command · Esc cancels",
+            "undo": "Where to write the undo patch · Enter writes it · Esc cancels",
+        }[purpose]
+        box.border_title = {"before": "Instead of this prompt, send", "native": "The fork goes on with",
+                            "undo": "Write the undo patch to"}[purpose]
+        box.value = self._patch_path() if purpose == "undo" else ""
         box.display = True
         box.focus(scroll_visible=False)
         self._reveal("#fork-prompt-input")
@@ -887,6 +925,11 @@ class ForkPicker(ModalScreen[None]):
     def _prompt_submitted(self, event: Input.Submitted) -> None:
         prompt = event.value.strip()
         purpose = self.prompt_for
+        if purpose == "undo":
+            if prompt:
+                self._hide_prompt()
+                self._write_undo_patch(prompt)
+            return
         if not prompt and purpose == "native":
             self.notify("Type the prompt the fork continues with", timeout=2)
             return
@@ -904,6 +947,149 @@ class ForkPicker(ModalScreen[None]):
         self.prompt_for = ""
         self.query_one(PointList).focus()
         self.refresh_bindings()
+
+    # ------------------------------------------------------------------ what a fork does not undo
+
+    def _want_undo(self) -> None:
+        """The files edited after the point under the cursor: read in a worker, one at a time, the
+        latest point winning (holding a key down starts one read, not one per row)."""
+        target = self._target() if self.points_read else None
+        ref = target.ref if target is not None and target.ref.isdigit() else None
+        if ref == self.undo_wanted:
+            return
+        self.undo_wanted = ref
+        self._show_undo()
+        if ref is not None and not self.undo_reading and ref != self.undo_ref:
+            self.undo_reading = True
+            self._read_undo(ref)
+
+    @work(thread=True, group="fork-undo", exit_on_error=False, description="edits after the fork point")
+    def _read_undo(self, ref: str) -> None:
+        from core.db import LedgerError, connect
+        from core.undo import plan_undo
+
+        try:
+            conn = connect(self.db_path, readonly=True)
+        except LedgerError as exc:
+            self.post_message(UndoRead(ref, None, str(exc)))
+            return
+        try:
+            self.post_message(UndoRead(ref, plan_undo(conn, self.session_id, int(ref)), ""))
+        except (LookupError, sqlite3.Error) as exc:
+            self.post_message(UndoRead(ref, None, str(exc)))
+        finally:
+            conn.close()
+
+    def on_undo_read(self, event: UndoRead) -> None:
+        self.undo_reading = False
+        self.undo_ref, self.undo = event.ref, event.plan
+        if event.error:
+            self.undo_ref, self.undo = None, None
+        if self.undo_wanted is not None and self.undo_wanted != event.ref:  # the cursor moved on meanwhile
+            self.undo_reading = True
+            self._read_undo(self.undo_wanted)
+        self._show_undo()
+        if self.asking == "write" and self.pending is not None:  # the question says what stays edited too
+            self._ask_write(self.pending)
+        self.refresh_bindings()
+
+    def _undo_here(self) -> UndoPlan | None:
+        """The edits after the point under the cursor, once read."""
+        return self.undo if self.undo is not None and self.undo_ref == self.undo_wanted else None
+
+    def _show_undo(self) -> None:
+        line = Text()
+        undo = self._undo_here()
+        if self.undo_wanted is None:
+            pass
+        elif undo is None:
+            line.append("Looking for files edited after this point…", style="dim")
+        elif not undo.files:
+            line.append("No file edits recorded after this point.", style="dim")
+        else:
+            count = len(undo.files)
+            line.append(f"Not undone by a fork here: {count} file{'s' if count != 1 else ''} edited after this point "
+                        "stay as they are: ", style=WARN_STYLE)
+            for i, change in enumerate(undo.files[:6]):
+                line.append(", " if i else "")
+                line.append(printable(change.path))
+                what = change.tool + (", new" if change.created else "")
+                line.append(f" ({what})" if change.revertible else f" ({what}; the records cannot take it back)",
+                            style="dim" if change.revertible else WARN_STYLE)
+            if count > 6:
+                line.append(f" and {count - 6} more")
+            covered = sum(1 for f in undo.files if f.revertible)
+            if undo.patch:
+                line.append(" · u writes a patch that takes " + ("them" if covered == count else f"{covered} of them")
+                            + " back", style="bold")
+        widget = self.query_one("#fork-undo", Static)
+        widget.update(line)
+        widget.display = bool(line)
+
+    def _patch_path(self) -> str:
+        """Where the undo patch is proposed to go: the folder threadloom was started in (a patch in the
+        session's own folder would be a new file in the working tree it is meant to restore)."""
+        tag = "".join(ch for ch in self.session_id[:8] if ch.isalnum())
+        return str(Path.cwd() / f"threadloom-undo-{tag}-at-{self.undo_ref}.patch")
+
+    def action_undo_patch(self) -> None:
+        undo = self._undo_here()
+        if undo is None or self._busy():
+            return
+        self.error = ""
+        if not undo.patch:
+            self.undo_said = Text("No undo patch: " + ("the records cannot take back any of the files edited after "
+                                                       "this point." if undo.files else
+                                                       "no file was edited after this point."), style=WARN_STYLE)
+            self.undo_said.append_text(self._left_out(undo))
+            self._show()
+            self._reveal("#fork-status")
+            return
+        self._ask_prompt("undo")
+
+    def _write_undo_patch(self, where: str) -> None:
+        """Write the patch (owner-only, never over a file) and say what it covers and what it does not."""
+        undo = self._undo_here()
+        if undo is None:
+            return
+        path = Path(where).expanduser()
+        path = path if path.is_absolute() else Path.cwd() / path
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            self.error = f"{path} already exists; the undo patch never overwrites a file: press u and choose another path."
+            self._show()
+            self._reveal("#fork-status")
+            return
+        except OSError as exc:
+            self.error = f"Cannot write the undo patch to {path}: {exc.strerror or exc}"
+            self._show()
+            self._reveal("#fork-status")
+            return
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(undo.patch)
+        from core.fork import in_folder, shell_command
+
+        covered = ", ".join(printable(f.path) for f in undo.files if f.revertible)
+        apply = in_folder(undo.cwd, shell_command(["git", "apply", "--check", str(path)]) + " && "
+                          + shell_command(["git", "apply", str(path)]), [])
+        said = Text.assemble(("Wrote the undo patch to ", OK_STYLE), str(path), (f", covering {covered}.", OK_STYLE),
+                             "\nIt changes nothing by itself; check and apply it with: ", (apply, "bold"))
+        said.append_text(self._left_out(undo))
+        self.error, self.undo_said = "", said
+        self._show()
+        self._reveal("#fork-status")
+
+    @staticmethod
+    def _left_out(undo: UndoPlan) -> Text:
+        text = Text()
+        for problem in undo.problems:
+            text.append("\nNot in the patch: ", style=WARN_STYLE)
+            text.append(printable(problem))
+        for note in undo.notes:
+            text.append("\nNote: ", style=WARN_STYLE)
+            text.append(printable(note))
+        return text
 
     def action_resume(self) -> None:
         self._whole_session(fork_at_end=False)
