@@ -1205,6 +1205,52 @@ async def test_every_message_is_a_fork_point_and_one_api_message_forks_whole(for
         assert "Task" not in Path(plan.path).read_text()  # the next API message stays out
 
 
+async def test_parallel_calls_are_bracketed_with_their_message_and_fork_with_it(tmp_path: Path) -> None:
+    """Three parallel calls of one API message (a record per block, results in the order the calls
+    ended): bracketed with its thinking, and Fork here on the thinking writes all three calls with
+    their results, and nothing of the next message; on a text, its message's call comes with it."""
+    from test_fork_points import SID, parallel_session
+
+    work = tmp_path / "work"
+    work.mkdir()
+    parallel_session(tmp_path / "backup", str(work))
+    app = make_app(ingested_db(tmp_path, tmp_path / "backup"))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.jump_to_session(SID)
+        await pilot.pause()
+        app.query_one(MessageView).go_to_seq(1)  # the thinking
+        await pilot.press("f")
+        await settle(pilot)
+        picker = app.screen
+        assert isinstance(picker, ForkPicker)
+        shape = [(r.bracket, r.message.kind, r.message.label[:18]) for r in picker.rows if r.message is not None]
+        assert shape[:5] == [("", "prompt", "research three thi"), ("┌", "thinking", "three agents at on"),
+                             ("├", "tool call", "Agent: topic 1"), ("├", "tool call", "Agent: topic 2"),
+                             ("└", "tool call", "Agent: topic 3")], shape
+        text = next(i for i, r in enumerate(picker.rows) if r.message and r.message.label == "Checking the log.")
+        assert (picker.rows[text].bracket, picker.rows[text + 1].bracket) == ("┌", "└")
+        assert picker.current_row() is picker.rows[2] and picker.rows[2].blocks == 4
+        assert "The 4 blocks of its API message (┌…└) fork as one" in shown(picker.query_one("#fork-hint", Static))
+        await pilot.press("f")
+        await settle(pilot)
+        plan = picker.pending
+        assert plan is not None and plan.tool_calls == 3
+        await pilot.press("y")
+        await settle(pilot)
+        written = Path(plan.path or "").read_text()
+        assert all(f'"tool_use_id":"t{n}"' in written for n in (1, 2, 3)) and "All three are done" not in written
+        picker.query_one(PointList).highlighted = text  # the text of a message that also calls Bash
+        await pilot.press("f")
+        await settle(pilot)
+        plan = picker.pending
+        assert plan is not None and plan.tool_calls == 4
+        await pilot.press("y")
+        await settle(pilot)
+        written = Path(plan.path or "").read_text()
+        assert "3 commits" in written and "Here is the log" not in written
+
+
 async def test_the_picker_says_what_a_fork_does_not_undo_and_writes_the_patch(
         fork_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Under the list, the files edited after the point under the cursor; `u` writes the patch that
