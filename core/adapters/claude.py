@@ -150,7 +150,8 @@ def looks_like_claude(head: bytes, whole: bool) -> bool:
     etype = obj.get("type")
     if etype is None:  # old or trimmed lines without a type
         return isinstance(obj.get("message"), dict) and any(k in obj for k in ("uuid", "parentUuid", "sessionId"))
-    return etype in SNIFF_TYPES and any(k in obj for k in ENVELOPE_KEYS)
+    # a `type` that is an object or a list cannot be looked up in a set: not a record of Claude Code's
+    return isinstance(etype, str) and etype in SNIFF_TYPES and any(k in obj for k in ENVELOPE_KEYS)
 
 
 def _head(path: Path) -> tuple[bytes, bool]:

@@ -219,6 +219,8 @@ def looks_like_codex(head: bytes) -> bool:
         if not isinstance(obj, dict) or "uuid" in obj or "sessionId" in obj:
             continue
         etype = obj.get("type")
+        if not isinstance(etype, (str, type(None))):
+            continue  # an object or a list where the type goes: not a rollout line (nor hashable)
         if etype in ROLLOUT_TYPES and "payload" in obj:
             return True
         if etype in ITEM_TYPES and ("role" in obj or "call_id" in obj or "summary" in obj):
