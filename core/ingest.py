@@ -118,6 +118,10 @@ KNOWN_COLUMNS = (
 INDEX_COLUMNS = "path, id, size, mtime_ns, status, agent, kind, project_key"
 
 
+class SourceUnreadable(Exception):
+    """A source database that SQLite cannot read as the adapter expects (another schema, damage)."""
+
+
 @dataclass
 class _Plan:
     ref: SourceRef
@@ -615,6 +619,10 @@ def _ingest_file(
         except SourceIncomplete:
             _mark_waiting(conn, plan)
             return 0, 0
+        except sqlite3.Error as exc:
+            # the agent's database, not ours: an error of this file only (an OperationalError
+            # raised on would stop the run and be reported as threadloom's database failing)
+            raise SourceUnreadable(f"its database cannot be read ({exc})") from None
         digest = hashlib.sha256()
         for r in records:
             digest.update(r.offset.to_bytes(8, "little", signed=True))

@@ -62,3 +62,68 @@ def test_a_first_line_whose_type_is_an_object_does_not_stop_discovery(tmp_path):
     code, out, err = ingest_cli(tmp_path / "t.db", root)
     assert code == 0, err
     assert statuses(tmp_path / "t.db")[good.name] == ("ok", None)
+
+
+# ---------------------------------------------------------------------- other programs' databases
+
+
+def test_database_text_that_is_not_utf8_and_blob_keys_are_read(tmp_path):
+    """SQLite never checks that TEXT is UTF-8. A Cursor, OpenCode or Amazon Q row holding such
+    bytes stopped the whole ingest, which then called threadloom's own database damaged and told
+    the user to rebuild it (which read the same row and failed again); an Amazon Q key stored as a
+    BLOB left the database in error."""
+    from test_adapter_amazon_q import pairs, state
+    from test_adapter_cursor import install
+    from test_adapter_opencode import make_db
+
+    user, cursor = install(tmp_path / "cursor")
+    cursor.execute("INSERT INTO cursorDiskKV VALUES ('bubbleId:8c1f0e2a-1111-4222-8333-444455556666:bad', "
+                   "CAST(? AS TEXT))", (b'{"type":2,"bubbleId":"bad","text":"caf\xe9 \xff"}',))
+    cursor.commit()
+    cursor.close()
+    opencode = tmp_path / "oc" / "opencode.db"
+    opencode.parent.mkdir()
+    source = make_db(opencode)
+    source.execute("UPDATE part SET session_id = CAST(? AS TEXT) WHERE rowid = 1", (b"ses_\xff\xfe",))
+    source.commit()
+    source.close()
+    q = tmp_path / "q" / "data.sqlite3"
+    q.parent.mkdir()
+    source = sqlite3.connect(q)
+    source.execute("CREATE TABLE conversations (key TEXT PRIMARY KEY, value TEXT)")
+    source.execute("INSERT INTO conversations VALUES (?, ?)", (b"/home/dev/\xff", json.dumps(state(pairs()))))
+    source.execute("INSERT INTO conversations VALUES (?, CAST(? AS TEXT))", ("/home/dev/other", b"\xc3"))
+    source.commit()
+    source.close()
+
+    db = tmp_path / "t.db"
+    code, out, err = ingest_cli(db, user, opencode, q)
+    assert code == 0 and "damaged" not in err and "error" not in err, err
+    assert set(statuses(db).values()) == {("ok", None)}
+    conn = sqlite3.connect(db)
+    stored = b"".join(bytes(r[0]) for r in conn.execute(
+        "SELECT raw FROM entries JOIN source_files f ON f.id = source_file_id WHERE f.path LIKE '%state.vscdb'"))
+    assert 'caf\xe9 \xff'.encode("latin-1") in stored  # the row's own bytes, not replaced
+    assert conn.execute("SELECT count(*) FROM agent_sessions WHERE source = 'amazon-q'").fetchone()[0] >= 1
+    code, out, err = run_cli("verify", "--db", str(db))
+    assert code == 0, out + err
+
+
+def test_a_source_database_of_another_layout_is_its_own_error_not_threadloom_s(tmp_path):
+    """A `data.sqlite3` or `opencode.db` whose tables lack the columns read raised SQLite's
+    OperationalError out of the run: nothing else was read, and the message blamed threadloom's
+    database ("could not be used ... may be damaged: rebuild it")."""
+    for name, tables in (("data.sqlite3", "CREATE TABLE conversations (k TEXT, v TEXT)"),
+                         ("opencode.db", "CREATE TABLE session (x); CREATE TABLE message (y); CREATE TABLE part (z)")):
+        source = sqlite3.connect(tmp_path / name)
+        source.executescript(tables)
+        source.close()
+    root = tmp_path / "logs"
+    good = good_claude_session(root)
+    db = tmp_path / "t.db"
+    code, out, err = ingest_cli(db, tmp_path / "data.sqlite3", tmp_path / "opencode.db", root)
+    assert code == 0 and "damaged" not in err and "could not be used" not in err, err
+    found = statuses(db)
+    assert found[good.name] == ("ok", None)
+    assert found["data.sqlite3"][0] == found["opencode.db"][0] == "error"
+    assert "its database cannot be read (no such column" in found["data.sqlite3"][1]

@@ -26,8 +26,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from core.adapters.base import (
     BOM,
     FileContext,
@@ -50,6 +48,7 @@ from core.adapters.shared import (
     loads,
     open_sqlite,
     parse_document,
+    plain_json,
     scalar_members,
     sqlite_tables,
     tile,
@@ -260,7 +259,7 @@ class AmazonQDbAdapter(SqliteSource):
                 if table not in tables:
                     continue
                 for key, value in conn.execute(f"SELECT key, value FROM {table} ORDER BY rowid"):
-                    parts = [orjson.dumps({"$row": table, "key": key})]
+                    parts = [plain_json({"$row": table, "key": key})]
                     data = as_bytes(value)
                     if data is not None:
                         try:

@@ -54,6 +54,7 @@ from core.adapters.shared import (
     loads,
     open_sqlite,
     parse_document,
+    plain_json,
     sqlite_tables,
     table_columns,
     tile,
@@ -406,4 +407,4 @@ def _row_json(table: str, row: sqlite3.Row, skip: str | None = None) -> bytes:
             continue
         value = row[key]
         values[key] = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-    return orjson.dumps(values)
+    return plain_json(values)
