@@ -37,7 +37,7 @@ from core.adapters.base import (
     open_regular,
     read_regular,
 )
-from core.db import FIRST_LOAD_SUFFIX, get_meta, set_meta
+from core.db import FIRST_LOAD_SUFFIX, LIVE_FIRST_LOADS, get_meta, set_meta
 from core.ledger import Ledger, replay
 from core.writer_lock import WriterBusy, writer_lock
 
@@ -322,6 +322,7 @@ def _run_ingest(
     if bulk:
         search_index.mark_behind(conn)  # survives a crash: the next run catches the index up
         fast_marker = _enter_fast_load(conn)
+    live_marker = fast_marker
     bytes_total = sum(max(0, p.stat.st_size - (p.row[5] if p.row else 0)) for p in plans)
     bytes_done = 0
     batch = _Batch(conn)
@@ -382,6 +383,8 @@ def _run_ingest(
         batch.commit()
         if fast_marker is not None:  # interrupted (Ctrl+C): what was read is whole and kept
             _leave_fast_load(conn, fast_marker)
+        if live_marker is not None:  # over, whichever way: a marker left behind is a dead load's now
+            LIVE_FIRST_LOADS.discard(os.path.realpath(live_marker))
         if gc_was_enabled:
             gc.enable()
     if progress is not None:
@@ -415,6 +418,7 @@ def _enter_fast_load(conn: sqlite3.Connection) -> Path | None:
         marker.unlink(missing_ok=True)
         return None
     conn.execute("PRAGMA synchronous = OFF")
+    LIVE_FIRST_LOADS.add(os.path.realpath(marker))
     return marker
 
 
