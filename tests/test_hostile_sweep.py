@@ -127,3 +127,35 @@ def test_a_source_database_of_another_layout_is_its_own_error_not_threadloom_s(t
     assert found[good.name] == ("ok", None)
     assert found["data.sqlite3"][0] == found["opencode.db"][0] == "error"
     assert "its database cannot be read (no such column" in found["data.sqlite3"][1]
+
+
+# ---------------------------------------------------------------------- one odd value, one record
+
+
+def unreadable(conn: sqlite3.Connection) -> list[str]:
+    """The records an adapter failed on (kept raw, their meaning lost)."""
+    return [r[0] for r in conn.execute("SELECT parse_error FROM entries WHERE parse_error LIKE '%reading it failed%'")]
+
+
+def test_claude_records_with_an_odd_block_type_or_a_side_chain_off_another_session_are_read(tmp_path):
+    """A content block whose `type` is a number, an object or a list raised AttributeError, and a
+    side-chain line whose parent sits in another session (the sessionId changed mid-file) raised
+    IndexError: the whole record was kept raw only, its text and tool calls not shown."""
+    from conftest import tool_use
+
+    sid = "aaaaaaaa-1111-4222-8333-000000000002"
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid, cwd="/srv/app")
+    t.user("first prompt")
+    for n, odd in enumerate((3.5, {"a": 1}, ["text"], True)):
+        t.assistant(f"reply {n}", tools=[tool_use(f"t{n}", "Bash", command="ls"), {"type": odd, "text": "x"}])
+    parent = t.add({"type": "user", "sessionId": "bbbbbbbb-1111-4222-8333-000000000003",
+                    "message": {"role": "user", "content": "asked in another session"}})
+    t.add({"type": "user", "isSidechain": True, "message": {"role": "user", "content": "a side chain"}}, parent=parent)
+    t.write()
+    conn = sqlite3.connect(tmp_path / "t.db")
+    code, out, err = ingest_cli(tmp_path / "t.db", tmp_path / "projects")
+    assert code == 0, err
+    assert unreadable(conn) == []
+    shown = {r[0] for r in conn.execute("SELECT content FROM entries WHERE seq IS NOT NULL")}
+    assert {"reply 0", "reply 1", "reply 2", "reply 3", "a side chain"} <= shown
+    assert conn.execute("SELECT count(*) FROM agent_tool_calls").fetchone()[0] == 4

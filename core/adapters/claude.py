@@ -326,7 +326,7 @@ class ClaudeAdapter:
                 session = uuid_session.get(parent) if parent else None
                 if session is None and parent and ctx.session_of_uuid is not None:
                     session = ctx.session_of_uuid(parent)
-                if session is None or session == sid:
+                if session is None or ":" not in session:  # this session's, or another main one's
                     session = f"{sid}:side-{(out.uuid or str(id(obj)))[:8]}"
                 info = SessionInfo(source=AGENT, external_id=session.split(":", 1)[1], kind="sidechain",
                                    is_subagent=1, parent_session_id=sid, project_key=project_key)
@@ -438,7 +438,7 @@ class ClaudeAdapter:
                             prompt=_str(tool_input.get("prompt")),
                         )
                     )
-                elif btype and btype.endswith("_tool_result") and block.get("tool_use_id"):
+                elif isinstance(btype, str) and btype.endswith("_tool_result") and block.get("tool_use_id"):
                     out.tool_results.append(_tool_result(block, None, ctx))
         out.content = _visible_text(texts) or None
         out.thinking = "\n".join(t for t in thinking if t) or None
