@@ -159,3 +159,24 @@ def test_claude_records_with_an_odd_block_type_or_a_side_chain_off_another_sessi
     shown = {r[0] for r in conn.execute("SELECT content FROM entries WHERE seq IS NOT NULL")}
     assert {"reply 0", "reply 1", "reply 2", "reply 3", "a side chain"} <= shown
     assert conn.execute("SELECT count(*) FROM agent_tool_calls").fetchone()[0] == 4
+
+
+def test_a_codex_snapshot_item_nested_deep_or_with_a_huge_number_is_read(tmp_path):
+    """The TypeScript-era snapshot keys each item by its JSON, written with orjson: an item nested
+    deeper than orjson writes (254 levels) or holding an integer beyond 64 bits raised, and the
+    item was kept raw only."""
+    from test_adapter_codex import snapshot
+
+    deep: object = "bottom"
+    for _ in range(300):
+        deep = {"a": deep}
+    items = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "deep one"}], "x": deep},
+             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "big one"}],
+              "n": 2**80}]
+    snapshot(tmp_path / "codex", "deep", items)
+    conn = sqlite3.connect(tmp_path / "t.db")
+    code, out, err = ingest_cli(tmp_path / "t.db", tmp_path / "codex")
+    assert code == 0, err
+    assert unreadable(conn) == []
+    shown = {r[0] for r in conn.execute("SELECT content FROM entries WHERE seq IS NOT NULL")}
+    assert {"deep one", "big one"} <= shown

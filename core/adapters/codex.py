@@ -733,7 +733,10 @@ class CodexAdapter:
 
     def _snapshot_item(self, item: Any, error: str | None, ctx: FileContext) -> Record:
         st = ctx.state
-        canonical = orjson.dumps(item, option=orjson.OPT_SORT_KEYS) if item is not None else b"null"
+        try:
+            canonical = orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
+        except TypeError:  # nested deeper than orjson writes, or an integer beyond 64 bits
+            canonical = _dumps(item).encode()
         prev = st["chain"]
         digest = hashlib.sha256((prev or "").encode() + b"\n" + canonical).hexdigest()[:16]
         if prev is None:
