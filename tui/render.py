@@ -13,7 +13,10 @@ from typing import Any
 
 import orjson
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.segment import Segment
 from rich.text import Text
+from textual.color import Color
+from textual.filter import LineFilter
 
 from core.browse import MessageRow, ToolCallRow
 from core.render import (
@@ -441,3 +444,34 @@ def _diff_line(out: list[Text], line: str) -> None:
         out.append(Text(line, style=REMOVED_STYLE))
     else:
         out.append(Text(line, style="#9e9e9e"))
+
+
+# what a terminal acts on rather than shows: C0 controls, DEL and the C1 controls (U+009B starts
+# a CSI on some terminals); Rich gives them no width, so dropping them leaves every column in place
+CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
+LONE_SURROGATES = re.compile("[\ud800-\udfff]")  # cannot be written to the terminal at all
+
+
+class NoControls(LineFilter):
+    """The last step before the terminal: what a log holds (a title, a project path, a model's
+    name, a tool's input) is drawn as text, never sent as a command that retitles the window,
+    clears or resets the screen. One filter for every line of every widget, rather than a guard
+    at each of the many places a log's value is shown."""
+
+    def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
+        if not any(CONTROLS.search(text) or LONE_SURROGATES.search(text) for text, _, control in segments
+                   if not control):
+            return segments
+        out = []
+        for segment in segments:
+            text, style, control = segment
+            if not control:
+                text = LONE_SURROGATES.sub("\ufffd", CONTROLS.sub("", text))  # U+FFFD: the same width
+                if not text:
+                    continue
+                segment = Segment(text, style, control)
+            out.append(segment)
+        return out
+
+
+NO_CONTROLS = NoControls()
