@@ -1412,3 +1412,30 @@ async def test_titles_projects_and_models_from_a_log_never_reach_the_terminal_as
         assert "PWNED" in written and "title prompt" in written  # the hostile text is there, as text
         assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", written), repr(written[:200])
 
+
+async def test_a_message_of_megabytes_is_drawn_in_part_with_a_note(tmp_path: Path) -> None:
+    """The view lays a message out whole before it paints: a 20 MB prompt froze the app for minutes.
+    The first 100,000 characters are drawn, then how many more there are."""
+    from conftest import Transcript
+
+    sid = "eeeeeeee-1111-4222-8333-00000000b16b"
+    t = Transcript(tmp_path / "projects" / "-srv-big" / f"{sid}.jsonl", sid)
+    t.user("a short prompt")
+    body = ("all work and no play " * 3 + "\n") * 20_000  # 1.3 MB
+    t.assistant(body)
+    t.write()
+    app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause(0.3)
+        view = app.query_one(MessageView)
+        assert view.session_id == sid
+        last = len(view.seqs) - 1
+        assert "more lines · Enter shows all" in "\n".join(strip.text for strip in view.ensure(last).strips)
+        view.focus()
+        view.go_to_seq(last)
+        await pilot.press("enter")  # shown whole: as whole as the view draws a message
+        await pilot.pause()
+        strips = view.ensure(last).strips
+        text = "\n".join(strip.text for strip in strips)
+        assert len(strips) < 2_500  # not the 20,000 lines of the whole message
+        assert f"… {len(body) - 100_000:,} more characters (r shows the raw record)" in text
