@@ -212,7 +212,8 @@ Found = dict[str, tuple[str, str, str | None, Adapter]]
 
 
 def discover(
-    roots: list[Path], conn: sqlite3.Connection | None = None, known: dict[str, tuple] | None = None
+    roots: list[Path], conn: sqlite3.Connection | None = None, known: dict[str, tuple] | None = None,
+    errors: list[str] | None = None,
 ) -> tuple[Found, dict[str, str]]:
     """Every source file under the roots, and the roots' new folder snapshots (JSON, by meta key).
 
@@ -243,7 +244,11 @@ def discover(
                     found[path] = (row[5], row[6], row[7], adapter)
 
     for root in roots:
-        if not root.exists():
+        try:
+            os.stat(root)
+        except OSError as exc:
+            if not isinstance(exc, (FileNotFoundError, NotADirectoryError)) and errors is not None:
+                errors.append(f"{root}: cannot read: {exc.strerror or exc}")  # e.g. a folder made unreadable
             continue
         key = f"roots:{root}"
         previous = _load_snapshot(get_meta(conn, key)) if conn is not None and known is not None else None
@@ -269,10 +274,20 @@ def discover(
                 walk.seed(folder, sorted(subfolders.get(folder, [])))
             add_known(root, unchanged)
         for adapter in all_adapters():
-            for ref in adapter.discover(root):
-                path_key = str(ref.path.absolute())
-                if path_key not in found:
-                    found[path_key] = (ref.agent, ref.kind, ref.project_key, adapter)
+            try:
+                for ref in adapter.discover(root):
+                    path_key = str(ref.path.absolute())
+                    if path_key not in found:
+                        found[path_key] = (ref.agent, ref.kind, ref.project_key, adapter)
+            except OSError as exc:  # one agent's look at a root it cannot read; the others go on
+                if errors is not None:
+                    errors.append(f"{exc.filename or root}: cannot read: {exc.strerror or exc}")
+                snapshots[key] = ""  # walked again next run
+        unlisted = walk.unlisted()
+        if unlisted:
+            if errors is not None:
+                errors += [f"{folder}: cannot read the folder: {why}" for folder, why in sorted(unlisted.items())]
+            snapshots[key] = ""  # so that once the folders can be read, the next run walks them
     return found, snapshots
 
 
@@ -472,7 +487,7 @@ def _plan(
     Also marks files that disappeared as gone. Returns (plans, root snapshots to store)."""
     _apply_rereads(conn)
     known = {r[0]: r for r in conn.execute(f"SELECT {INDEX_COLUMNS} FROM source_files")}
-    found, snapshots = discover(roots, conn, known)
+    found, snapshots = discover(roots, conn, known, report.errors)
     report.files_seen = len(found)
     plans: list[_Plan] = []
     for path, (agent, kind, project_key, adapter) in found.items():

@@ -10,9 +10,15 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import shutil
 import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from conftest import Transcript
 
 from core import cli
@@ -180,3 +186,73 @@ def test_a_codex_snapshot_item_nested_deep_or_with_a_huge_number_is_read(tmp_pat
     assert unreadable(conn) == []
     shown = {r[0] for r in conn.execute("SELECT content FROM entries WHERE seq IS NOT NULL")}
     assert {"deep one", "big one"} <= shown
+
+
+# ---------------------------------------------------------------------- folders that cannot be read
+
+
+def cli_as_a_user(*argv: str, home: Path) -> subprocess.CompletedProcess:
+    """`threadloom ARGV` in a process that file permissions apply to: as root, without the powers
+    that pass over them (root reads a folder of mode 000 as if it were open)."""
+    root = Path(__file__).resolve().parents[1]
+    command = [sys.executable, "-m", "core.cli", *argv]
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root without setpriv: permissions cannot be made to apply")
+        drop = "-dac_override,-dac_read_search"
+        command = ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}", "--", *command]
+    env = {**os.environ, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"), "PYTHONPATH": str(root)}
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, cwd=root)
+
+
+@pytest.fixture
+def locked(tmp_path: Path) -> Iterator[list[Path]]:
+    """Folders made unreadable by a test; opened again afterwards so they can be removed."""
+    folders: list[Path] = []
+    yield folders
+    for folder in folders:
+        folder.chmod(0o755)
+
+
+def test_a_remembered_source_that_became_unreadable_does_not_stop_every_ingest(tmp_path, locked):
+    """Path.is_dir() raises PermissionError: a --source folder that could no longer be read (a
+    remembered one, read again by every run) stopped every later ingest, of every other folder too."""
+    old = tmp_path / "old-logs"
+    good_claude_session(old)
+    new = tmp_path / "new-logs"
+    good = good_claude_session(new)
+    db = tmp_path / "t.db"
+    first = cli_as_a_user("ingest", "--db", str(db), "--source", str(old), home=tmp_path / "home")
+    assert first.returncode == 0, first.stderr
+    old.chmod(0)
+    locked.append(old)
+    run = cli_as_a_user("ingest", "--db", str(db), "--source", str(new), "--json", home=tmp_path / "home")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert any(str(old) in e and "Permission denied" in e for e in report["errors"]), report["errors"]
+    assert str(new / "projects" / "-srv-app" / good.name) in {
+        p for (p,) in sqlite3.connect(db).execute("SELECT path FROM source_files WHERE status = 'ok'")}
+
+
+def test_a_folder_that_cannot_be_listed_is_reported_and_read_once_it_can_be(tmp_path, locked):
+    """A folder under a source that could not be listed was passed over in silence: its sessions
+    were missing with no error said, and once it could be read the folder snapshot kept it unread."""
+    root = tmp_path / "logs"
+    good_claude_session(root)
+    hidden = Transcript(root / "projects" / "-srv-hidden" / "aaaaaaaa-1111-4222-8333-0000000000f0.jsonl",
+                        "aaaaaaaa-1111-4222-8333-0000000000f0")
+    hidden.user("in a folder that cannot be listed")
+    hidden.write()
+    folder = hidden.path.parent
+    folder.chmod(0)
+    locked.append(folder)
+    db = tmp_path / "t.db"
+    run = cli_as_a_user("ingest", "--db", str(db), "--only", "--source", str(root), "--json", home=tmp_path / "home")
+    assert run.returncode == 0, run.stderr
+    assert any(str(folder) in e and "Permission denied" in e for e in json.loads(run.stdout)["errors"]), run.stdout
+    folder.chmod(0o755)  # mended as the error says: the next run reads it
+    run = cli_as_a_user("ingest", "--db", str(db), "--only", "--source", str(root), "--json", home=tmp_path / "home")
+    assert json.loads(run.stdout)["errors"] == []
+    assert sqlite3.connect(db).execute("SELECT count(*) FROM source_files WHERE path = ? AND status = 'ok'",
+                                       (str(hidden.path),)).fetchone() == (1,)
+
