@@ -514,10 +514,22 @@ def _plan(
     root_prefixes = tuple(str(r) for r in roots)
     for path, row in known.items():
         on_disk = container_of(path) or path  # a decoded log is gone when the file it came from is
-        if path not in found and path.startswith(root_prefixes) and row[4] != "gone" and not os.path.exists(on_disk):
+        if path not in found and path.startswith(root_prefixes) and row[4] != "gone" and _missing(on_disk):
             conn.execute("UPDATE source_files SET status = 'gone' WHERE id = ?", (row[1],))
             report.files_gone += 1
     return plans, snapshots
+
+
+def _missing(path: str) -> bool:
+    """Whether a file is no longer there (os.path.exists() also says False for a file in a folder
+    that may not be read: that one is still there, and the run says the folder cannot be read)."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _storable(path: str) -> bool:

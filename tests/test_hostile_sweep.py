@@ -256,3 +256,20 @@ def test_a_folder_that_cannot_be_listed_is_reported_and_read_once_it_can_be(tmp_
     assert sqlite3.connect(db).execute("SELECT count(*) FROM source_files WHERE path = ? AND status = 'ok'",
                                        (str(hidden.path),)).fetchone() == (1,)
 
+
+def test_files_in_a_folder_that_became_unreadable_are_not_called_gone(tmp_path, locked):
+    """os.path.exists() says False for a file it may not look at: sessions whose folder was made
+    unreadable were reported as "source files disappeared" and marked gone."""
+    root = tmp_path / "logs"
+    path = good_claude_session(root)
+    db = tmp_path / "t.db"
+    assert cli_as_a_user("ingest", "--db", str(db), "--only", "--source", str(root), home=tmp_path / "home").returncode == 0
+    other = Transcript(path.parent / "aaaaaaaa-1111-4222-8333-0000000000f1.jsonl", "aaaaaaaa-1111-4222-8333-0000000000f1")
+    other.user("a new session beside it: its folder is listed again")
+    other.write()
+    path.parent.chmod(0)
+    locked.append(path.parent)
+    run = cli_as_a_user("ingest", "--db", str(db), "--only", "--source", str(root), "--json", home=tmp_path / "home")
+    report = json.loads(run.stdout)
+    assert report["files_gone"] == 0 and any("Permission denied" in e for e in report["errors"]), run.stdout
+    assert statuses(db)[path.name] == ("ok", None)
