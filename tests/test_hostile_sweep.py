@@ -273,3 +273,36 @@ def test_files_in_a_folder_that_became_unreadable_are_not_called_gone(tmp_path, 
     report = json.loads(run.stdout)
     assert report["files_gone"] == 0 and any("Permission denied" in e for e in report["errors"]), run.stdout
     assert statuses(db)[path.name] == ("ok", None)
+
+
+def test_odd_values_in_cursor_amazon_q_and_opencode_records_cost_nothing_else(tmp_path):
+    """A number where Cursor keeps its subagents' ids or Amazon Q its tool calls raised TypeError, and
+    an OpenCode part whose session id was 300 characters long raised OSError (file name too long):
+    the whole record was kept raw only."""
+    from test_adapter_amazon_q import prompt, response, save, state
+    from test_adapter_cursor import COMPOSER, make_db, user_dir
+    from test_adapter_opencode import message, session_obj, text, write_json
+
+    cursor = user_dir(tmp_path / "cursor") / "globalStorage" / "state.vscdb"
+    composer = {"composerId": COMPOSER, "name": "Odd children", "createdAt": 1760000000000, "subComposerIds": 5,
+                "fullConversationHeadersOnly": [{"bubbleId": "u1", "type": 1}]}
+    make_db(cursor, kv=[(f"composerData:{COMPOSER}", json.dumps(composer)),
+                        (f"bubbleId:{COMPOSER}:u1", json.dumps({"type": 1, "bubbleId": "u1", "text": "cursor prompt"}))]
+            ).close()
+    q = save(tmp_path / "q" / "saved.json", state([[prompt("q prompt"),
+                                                    {"ToolUse": {"message_id": "m1", "content": "q reply",
+                                                                 "tool_uses": 1.5}}],
+                                                   [prompt("thanks"), response("m2", "welcome")]]))
+    storage = tmp_path / "oc" / "storage"
+    sid = "ses_" + "x" * 300
+    write_json(storage / "session" / "p1" / "ses_a.json", session_obj("ses_a"))
+    write_json(storage / "message" / "ses_a" / "msg_01.json", message("msg_01", "user", "ses_a"))
+    write_json(storage / "part" / "msg_01" / "prt_01.json", text("prt_01", "msg_01", "opencode prompt", sid))
+    write_json(storage / "part" / "msg_01" / "prt_02.json", text("prt_02", "msg_01", "escaping part", "../../.."))
+    db = tmp_path / "t.db"
+    code, out, err = ingest_cli(db, cursor, q, storage)
+    assert code == 0, err
+    conn = sqlite3.connect(db)
+    assert unreadable(conn) == []
+    shown = {r[0] for r in conn.execute("SELECT content FROM entries WHERE content IS NOT NULL")}
+    assert {"cursor prompt", "q reply", "opencode prompt", "escaping part"} <= shown

@@ -190,7 +190,8 @@ def _assistant(m: dict, st: dict[str, Any]) -> Record:
                  message_id=msg_id, uuid=f"{sid}:{msg_id or 'a' + str(st['n'])}", parent_uuid=st["last"])
     st["last"] = out.uuid
     out.content = _str(body.get("content")) or None
-    for number, call in enumerate(body.get("tool_uses") or []):
+    calls = body.get("tool_uses")
+    for number, call in enumerate(calls if isinstance(calls, list) else []):
         if not isinstance(call, dict) or not _str(call.get("id")):
             continue
         args = call.get("args") if isinstance(call.get("args"), dict) else {"args": call.get("args")}

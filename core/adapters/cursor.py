@@ -251,7 +251,8 @@ class CursorAdapter:
         cid = st["composer"]
         first, st["first"] = st["first"], False
         if first and isinstance(obj, dict):  # the whole value in one record
-            for child in obj.get("subComposerIds") or []:
+            children = obj.get("subComposerIds")
+            for child in children if isinstance(children, list) else []:
                 if isinstance(child, str):
                     st["children"][child] = cid
             out = Record(entry_type="composer", subtype=str(obj.get("_v", "")) or None, session_id=cid)

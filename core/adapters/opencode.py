@@ -291,8 +291,10 @@ class OpenCodeStorageAdapter:
         if root is None:
             return sid, None
         message_dir = root / "message"
-        candidate = message_dir / sid / f"{mid}.json" if sid else None
-        if candidate is None or not candidate.is_file():
+        # the ids name a file only when they are plain names: "../.." or 300 characters from a log
+        # would look outside the storage folder, or fail on a name too long
+        candidate = message_dir / sid / f"{mid}.json" if sid and _plain_name(sid) and _plain_name(mid) else None
+        if candidate is None or not _is_file(candidate):
             index = self._messages.get(str(root))
             if index is None or (mid not in index and mid not in self._missing.setdefault(str(root), set())):
                 index = _message_index(message_dir)
@@ -397,6 +399,17 @@ class OpenCodeDbAdapter(SqliteSource):
             return out
         mid = _str(row.get("message_id"))
         return part_record(obj, _str(row.get("id")), mid, sid, st.get("roles", {}).get(mid))
+
+
+def _plain_name(value: str) -> bool:
+    return 0 < len(value) < 200 and value not in (".", "..") and not any(c in value for c in "/\\\0")
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def _row_json(table: str, row: sqlite3.Row, skip: str | None = None) -> bytes:
