@@ -299,10 +299,18 @@ def test_odd_values_in_cursor_amazon_q_and_opencode_records_cost_nothing_else(tm
     write_json(storage / "message" / "ses_a" / "msg_01.json", message("msg_01", "user", "ses_a"))
     write_json(storage / "part" / "msg_01" / "prt_01.json", text("prt_01", "msg_01", "opencode prompt", sid))
     write_json(storage / "part" / "msg_01" / "prt_02.json", text("prt_02", "msg_01", "escaping part", "../../.."))
+    from test_adapter_cline import TASK, say, task_folder, write
+    from test_adapter_cline import storage as cline_storage
+
+    task_folder(tmp_path / "cline", ui=[say(1, "task", "cline prompt")])
+    write(cline_storage(tmp_path / "cline") / "state" / "taskHistory.json",
+          [{"id": "9" * 300, "ts": 1, "task": "a long id"}, {"id": TASK, "ts": 1, "task": "cline prompt",
+                                                              "cwdOnTaskInitialization": "/work/cline"}])
     db = tmp_path / "t.db"
-    code, out, err = ingest_cli(db, cursor, q, storage)
+    code, out, err = ingest_cli(db, cursor, q, storage, cline_storage(tmp_path / "cline"))
     assert code == 0, err
     conn = sqlite3.connect(db)
     assert unreadable(conn) == []
     shown = {r[0] for r in conn.execute("SELECT content FROM entries WHERE content IS NOT NULL")}
-    assert {"cursor prompt", "q reply", "opencode prompt", "escaping part"} <= shown
+    assert {"cursor prompt", "q reply", "opencode prompt", "escaping part", "cline prompt"} <= shown
+    assert conn.execute("SELECT project_path FROM agent_sessions WHERE id = ?", (TASK,)).fetchone() == ("/work/cline",)
