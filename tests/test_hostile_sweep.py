@@ -314,3 +314,31 @@ def test_odd_values_in_cursor_amazon_q_and_opencode_records_cost_nothing_else(tm
     shown = {r[0] for r in conn.execute("SELECT content FROM entries WHERE content IS NOT NULL")}
     assert {"cursor prompt", "q reply", "opencode prompt", "escaping part", "cline prompt"} <= shown
     assert conn.execute("SELECT project_path FROM agent_sessions WHERE id = ?", (TASK,)).fetchone() == ("/work/cline",)
+
+
+# ---------------------------------------------------------------------- what ingest prints
+
+
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal, as stderr is when a person runs `threadloom ingest`."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_progress_bar_shows_file_names_without_their_control_characters(tmp_path, monkeypatch):
+    """A file under a --source named with escape sequences went into the progress bar as it was:
+    the terminal's title was set and its screen cleared by a file name."""
+    root = tmp_path / "logs"
+    sid = "aaaaaaaa-1111-4222-8333-000000000009"
+    t = Transcript(root / "projects" / "-srv-app" / f"\x1b]0;PWNED\x07\x1b[2J\x9b{sid}.jsonl", sid)
+    for n in range(3000):  # long enough to read (a few tenths of a second) for the bar to be drawn meanwhile
+        t.user(f"question {n} " + "words " * 400)
+    t.write()
+    out, err = Terminal(), Terminal()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    code = cli.main(["ingest", "--db", str(tmp_path / "t.db"), "--only", "--source", str(root)])
+    written = out.getvalue() + err.getvalue()
+    assert code == 0 and "PWNED" in written  # the name was shown
+    assert "\x1b]0;PWNED" not in written and "\x1b[2J" not in written and "\x9b" not in written
