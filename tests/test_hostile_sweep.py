@@ -342,3 +342,15 @@ def test_the_progress_bar_shows_file_names_without_their_control_characters(tmp_
     written = out.getvalue() + err.getvalue()
     assert code == 0 and "PWNED" in written  # the name was shown
     assert "\x1b]0;PWNED" not in written and "\x1b[2J" not in written and "\x9b" not in written
+
+
+def test_a_usual_folder_that_is_not_there_is_no_error(tmp_path):
+    """Codex looks in `sessions` and `archived_sessions` of a CODEX_HOME: the one missing is not a
+    folder that cannot be read."""
+    from test_adapter_codex import full_session
+
+    full_session(tmp_path / "codex-home").write()
+    code, out, err = ingest_cli(tmp_path / "t.db", tmp_path / "codex-home")
+    assert code == 0 and "error" not in err, err
+    assert set(statuses(tmp_path / "t.db").values()) == {("ok", None)}
+

@@ -52,6 +52,8 @@ def _list(path: str) -> tuple[list[str], list[str], frozenset[str]]:
                             links.add(entry.name)  # listed, as os.walk does, but not descended
                     else:
                         files.append(entry.name)
+        except (FileNotFoundError, NotADirectoryError):
+            pass  # nothing there to read (an agent's usual folder that this machine does not have)
         except OSError as exc:
             _unlisted[path] = exc.strerror or str(exc)
         cached = (dirs, files, frozenset(links))
