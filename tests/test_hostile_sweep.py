@@ -354,3 +354,17 @@ def test_a_usual_folder_that_is_not_there_is_no_error(tmp_path):
     assert code == 0 and "error" not in err, err
     assert set(statuses(tmp_path / "t.db").values()) == {("ok", None)}
 
+
+def test_a_session_id_longer_than_a_like_pattern_is_restored(tmp_path):
+    """`restore` found a session's files with LIKE 'id:%': an id of 60,000 characters from a log is
+    beyond SQLite's pattern limit, and the restore failed calling the database damaged."""
+    sid = "s" * 60_000
+    t = Transcript(tmp_path / "projects" / "-srv-app" / "aaaaaaaa-1111-4222-8333-000000000004.jsonl", sid)
+    t.user("a prompt in a session with a very long id")
+    t.write()
+    good_claude_session(tmp_path)  # another session: its records are the ones LIKE is tried on
+    db = tmp_path / "t.db"
+    assert ingest_cli(db, tmp_path / "projects")[0] == 0
+    code, out, err = run_cli("restore", "--db", str(db), "--to", str(tmp_path / "back"), "--", sid)
+    assert code == 0, err
+    assert (tmp_path / "back" / "-srv-app" / t.path.name).read_bytes() == t.path.read_bytes()
