@@ -25,13 +25,14 @@ class RestoredFile:
 
 def session_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str, str | None]]:
     """(file id, path, project key) of every file holding records of the session or its subagents."""
-    like = session_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ":%"
+    # its subagents' ids are "<id>:<their own>": between "<id>:" and "<id>;" (a range, not LIKE, whose
+    # pattern SQLite refuses past 50,000 bytes, and an id from a log can be longer)
     return conn.execute(
         "SELECT id, path, project_key FROM source_files WHERE id IN ("
-        "SELECT DISTINCT source_file_id FROM entries WHERE session_id = ? OR session_id LIKE ? ESCAPE '\\') "
+        "SELECT DISTINCT source_file_id FROM entries WHERE session_id = ? OR (session_id > ? AND session_id < ?)) "
         "AND kind != 'decoded' "  # a decoded log is restored as the file it was decoded from
         "ORDER BY path",
-        (session_id, like),
+        (session_id, session_id + ":", session_id + ";"),
     ).fetchall()
 
 

@@ -378,9 +378,11 @@ def _move_aside(path: Path) -> Path | None:
 
 
 def _ingest_with_progress(conn, sources, include_defaults, build_index=True):
+    from rich.markup import escape
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
     from core.ingest import INDEXING, run_ingest
+    from core.text import printable
 
     with Progress(
         TextColumn("[bold]ingest[/]"), BarColumn(), DownloadColumn(), TextColumn("{task.fields[files]}"),
@@ -393,8 +395,11 @@ def _ingest_with_progress(conn, sources, include_defaults, build_index=True):
                 bar.update(task, total=p.bytes_total or 1, completed=p.bytes_done, files="",
                            name=f"indexing for search {p.index_done / max(1, p.index_total):.0%}")
                 return
+            # a file's name is anyone's (a --source from a backup): shown as text, never as markup or
+            # a terminal command
+            name = escape(printable(Path(p.path).name[:40]))
             bar.update(task, total=p.bytes_total or 1, completed=p.bytes_done,
-                       files=f"{p.files_done}/{p.files_total} files", name=Path(p.path).name[:40])
+                       files=f"{p.files_done}/{p.files_total} files", name=name)
 
         return run_ingest(conn, sources, include_defaults=include_defaults, progress=on_progress,
                           build_index=build_index, on_wait=_say_waiting)

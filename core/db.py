@@ -289,6 +289,8 @@ def open_for_reading(path: Path | str | None = None) -> sqlite3.Connection:
 
 
 FIRST_LOAD_SUFFIX = ".first-load"  # core.ingest writes it while a first load runs without a journal
+# the markers of the first loads running in this process now (real paths; core.ingest keeps it)
+LIVE_FIRST_LOADS: set[str] = set()
 
 
 def _recover_first_load(db_path: Path, *, readonly: bool = False) -> None:
@@ -305,9 +307,12 @@ def _recover_first_load(db_path: Path, *, readonly: bool = False) -> None:
     marker = Path(str(db_path) + FIRST_LOAD_SUFFIX)
     if not marker.exists():
         return
-    from core.writer_lock import holder, is_busy
+    from core.writer_lock import held_here, holder, is_busy
 
-    if is_busy(db_path):
+    # The lock held by this very thread (`threadloom ingest` takes it before opening the database)
+    # means no one else is loading: the marker is a dead load's, unless it is this process's own.
+    ours = held_here(db_path)
+    if os.path.realpath(marker) in LIVE_FIRST_LOADS or (not ours and is_busy(db_path)):
         raise LedgerError(
             f"The database {db_path} is being filled for the first time by {holder(db_path)}. "
             "Try again when that load has finished (it shows its progress where it was started)."

@@ -37,7 +37,7 @@ from core.adapters.base import (
     open_regular,
     read_regular,
 )
-from core.db import FIRST_LOAD_SUFFIX, get_meta, set_meta
+from core.db import FIRST_LOAD_SUFFIX, LIVE_FIRST_LOADS, get_meta, set_meta
 from core.ledger import Ledger, replay
 from core.writer_lock import WriterBusy, writer_lock
 
@@ -116,6 +116,10 @@ KNOWN_COLUMNS = (
 # the part of it that tells an unchanged file (a launch reads it for every file; the rest is read
 # only for the files that changed: 7,400 rows in ~25 ms rather than ~40)
 INDEX_COLUMNS = "path, id, size, mtime_ns, status, agent, kind, project_key"
+
+
+class SourceUnreadable(Exception):
+    """A source database that SQLite cannot read as the adapter expects (another schema, damage)."""
 
 
 @dataclass
@@ -208,7 +212,8 @@ Found = dict[str, tuple[str, str, str | None, Adapter]]
 
 
 def discover(
-    roots: list[Path], conn: sqlite3.Connection | None = None, known: dict[str, tuple] | None = None
+    roots: list[Path], conn: sqlite3.Connection | None = None, known: dict[str, tuple] | None = None,
+    errors: list[str] | None = None,
 ) -> tuple[Found, dict[str, str]]:
     """Every source file under the roots, and the roots' new folder snapshots (JSON, by meta key).
 
@@ -239,7 +244,11 @@ def discover(
                     found[path] = (row[5], row[6], row[7], adapter)
 
     for root in roots:
-        if not root.exists():
+        try:
+            os.stat(root)
+        except OSError as exc:
+            if not isinstance(exc, (FileNotFoundError, NotADirectoryError)) and errors is not None:
+                errors.append(f"{root}: cannot read: {exc.strerror or exc}")  # e.g. a folder made unreadable
             continue
         key = f"roots:{root}"
         previous = _load_snapshot(get_meta(conn, key)) if conn is not None and known is not None else None
@@ -265,10 +274,20 @@ def discover(
                 walk.seed(folder, sorted(subfolders.get(folder, [])))
             add_known(root, unchanged)
         for adapter in all_adapters():
-            for ref in adapter.discover(root):
-                path_key = str(ref.path.absolute())
-                if path_key not in found:
-                    found[path_key] = (ref.agent, ref.kind, ref.project_key, adapter)
+            try:
+                for ref in adapter.discover(root):
+                    path_key = str(ref.path.absolute())
+                    if path_key not in found:
+                        found[path_key] = (ref.agent, ref.kind, ref.project_key, adapter)
+            except OSError as exc:  # one agent's look at a root it cannot read; the others go on
+                if errors is not None:
+                    errors.append(f"{exc.filename or root}: cannot read: {exc.strerror or exc}")
+                snapshots[key] = ""  # walked again next run
+        unlisted = walk.unlisted()
+        if unlisted:
+            if errors is not None:
+                errors += [f"{folder}: cannot read the folder: {why}" for folder, why in sorted(unlisted.items())]
+            snapshots[key] = ""  # so that once the folders can be read, the next run walks them
     return found, snapshots
 
 
@@ -318,6 +337,7 @@ def _run_ingest(
     if bulk:
         search_index.mark_behind(conn)  # survives a crash: the next run catches the index up
         fast_marker = _enter_fast_load(conn)
+    live_marker = fast_marker
     bytes_total = sum(max(0, p.stat.st_size - (p.row[5] if p.row else 0)) for p in plans)
     bytes_done = 0
     batch = _Batch(conn)
@@ -378,6 +398,8 @@ def _run_ingest(
         batch.commit()
         if fast_marker is not None:  # interrupted (Ctrl+C): what was read is whole and kept
             _leave_fast_load(conn, fast_marker)
+        if live_marker is not None:  # over, whichever way: a marker left behind is a dead load's now
+            LIVE_FIRST_LOADS.discard(os.path.realpath(live_marker))
         if gc_was_enabled:
             gc.enable()
     if progress is not None:
@@ -411,6 +433,7 @@ def _enter_fast_load(conn: sqlite3.Connection) -> Path | None:
         marker.unlink(missing_ok=True)
         return None
     conn.execute("PRAGMA synchronous = OFF")
+    LIVE_FIRST_LOADS.add(os.path.realpath(marker))
     return marker
 
 
@@ -464,7 +487,7 @@ def _plan(
     Also marks files that disappeared as gone. Returns (plans, root snapshots to store)."""
     _apply_rereads(conn)
     known = {r[0]: r for r in conn.execute(f"SELECT {INDEX_COLUMNS} FROM source_files")}
-    found, snapshots = discover(roots, conn, known)
+    found, snapshots = discover(roots, conn, known, report.errors)
     report.files_seen = len(found)
     plans: list[_Plan] = []
     for path, (agent, kind, project_key, adapter) in found.items():
@@ -491,10 +514,22 @@ def _plan(
     root_prefixes = tuple(str(r) for r in roots)
     for path, row in known.items():
         on_disk = container_of(path) or path  # a decoded log is gone when the file it came from is
-        if path not in found and path.startswith(root_prefixes) and row[4] != "gone" and not os.path.exists(on_disk):
+        if path not in found and path.startswith(root_prefixes) and row[4] != "gone" and _missing(on_disk):
             conn.execute("UPDATE source_files SET status = 'gone' WHERE id = ?", (row[1],))
             report.files_gone += 1
     return plans, snapshots
+
+
+def _missing(path: str) -> bool:
+    """Whether a file is no longer there (os.path.exists() also says False for a file in a folder
+    that may not be read: that one is still there, and the run says the folder cannot be read)."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _storable(path: str) -> bool:
@@ -615,6 +650,10 @@ def _ingest_file(
         except SourceIncomplete:
             _mark_waiting(conn, plan)
             return 0, 0
+        except sqlite3.Error as exc:
+            # the agent's database, not ours: an error of this file only (an OperationalError
+            # raised on would stop the run and be reported as threadloom's database failing)
+            raise SourceUnreadable(f"its database cannot be read ({exc})") from None
         digest = hashlib.sha256()
         for r in records:
             digest.update(r.offset.to_bytes(8, "little", signed=True))

@@ -72,6 +72,11 @@ def is_busy(db_file: str | os.PathLike[str]) -> bool:
     return False
 
 
+def held_here(db_file: str | os.PathLike[str]) -> bool:
+    """Whether this thread holds the lock of `db_file`."""
+    return os.path.realpath(db_file) in _paths()
+
+
 def _paths() -> dict[str, int]:
     paths = getattr(_held, "paths", None)
     if paths is None:

@@ -109,6 +109,32 @@ def test_a_first_load_that_died_is_started_afresh_keeping_remembered_folders(tmp
     assert report.records_added == 48 and conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
+def test_threadloom_ingest_after_a_first_load_that_died_starts_afresh(tmp_path, monkeypatch):
+    """`threadloom ingest` takes the writer lock before it opens the database, so the recovery of a
+    dead load's marker saw the lock held (by itself) and refused: "being filled for the first time
+    by process <its own pid>", on every run, until some other command opened the database."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    projects = archive(tmp_path)
+    path = tmp_path / "ledger.db"
+    code = (
+        "import os, sys; sys.path.insert(0, sys.argv[1])\n"
+        "from core import db, ingest\n"
+        "conn = db.connect(sys.argv[2])\n"
+        "def die(p):\n"
+        "    if p.files_done == 2: os._exit(9)\n"
+        "ingest.run_ingest(conn, [sys.argv[3]], include_defaults=False, progress=die)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", code, str(root), str(path), str(projects)], timeout=60)
+    assert proc.returncode == 9 and Path(str(path) + db.FIRST_LOAD_SUFFIX).exists()
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    run = subprocess.run([sys.executable, "-m", "core.cli", "ingest", "--db", str(path), "--only", "--json",
+                          "--source", str(projects)], capture_output=True, text=True, timeout=60, env=env, cwd=root)
+    assert run.returncode == 0, run.stderr
+    assert '"records_added": 48' in run.stdout
+    assert not Path(str(path) + db.FIRST_LOAD_SUFFIX).exists()
+
+
 def hold_writer_lock(path: Path) -> subprocess.Popen:
     """Another process holding the database's writer lock until its stdin closes."""
     code = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -1666,3 +1667,67 @@ async def test_an_older_database_is_upgraded_by_the_worker_with_the_screen_up(tm
         assert app.query_one(ProjectList).border_title == "Projects (4)"
         assert not isinstance(app.screen, ErrorScreen)
     assert db.stored_version(path) == db.SCHEMA_VERSION
+
+
+HOSTILE = "\x1b]0;PWNED\x07\x1b[2J\x9b2J\x00\x1bc"
+
+
+def terminal_output(app: ThreadloomApp) -> str:
+    """What the app writes to the terminal for the whole screen, less its own colours and moves."""
+    update = app.screen._compositor.render_full_update()
+    written = update.render_segments(app.console)
+    return re.sub(r"\x1b\[[0-9;]*[mH]", "", written)
+
+
+async def test_titles_projects_and_models_from_a_log_never_reach_the_terminal_as_controls(tmp_path: Path) -> None:
+    """Session titles, project paths, model names and tool inputs went to the terminal as they
+    were: a log could retitle the window, clear or reset the terminal (the messages' text alone was
+    cleaned)."""
+    from conftest import Transcript, tool_use
+
+    sid = "eeeeeeee-1111-4222-8333-00000000c0de"
+    t = Transcript(tmp_path / "projects" / "-srv-evil" / f"{sid}.jsonl", sid, cwd=f"/srv/{HOSTILE}evil")
+    t.user(f"{HOSTILE}title prompt")
+    t.assistant(f"a reply {HOSTILE}", model=f"{HOSTILE}model",
+                tools=[tool_use("te1", "Bash", command=f"{HOSTILE}ls", description=HOSTILE)])
+    t.tool_result("te1", f"out {HOSTILE}")
+    t.write()
+    app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause(0.3)
+        view = app.query_one(MessageView)
+        assert view.session_id == sid
+        view.focus()
+        view.action_toggle_all()
+        await pilot.pause()
+        written = terminal_output(app)
+        assert "PWNED" in written and "title prompt" in written  # the hostile text is there, as text
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", written), repr(written[:200])
+
+
+async def test_a_message_of_megabytes_is_drawn_in_part_with_a_note(tmp_path: Path) -> None:
+    """The view lays a message out whole before it paints: a 20 MB prompt froze the app for minutes.
+    The first 100,000 characters are drawn, then how many more there are."""
+    from conftest import Transcript
+
+    sid = "eeeeeeee-1111-4222-8333-00000000b16b"
+    t = Transcript(tmp_path / "projects" / "-srv-big" / f"{sid}.jsonl", sid)
+    t.user("a short prompt")
+    body = ("all work and no play " * 3 + "\n") * 20_000  # 1.3 MB
+    t.assistant(body)
+    t.write()
+    app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause(0.3)
+        view = app.query_one(MessageView)
+        assert view.session_id == sid
+        last = len(view.seqs) - 1
+        assert "more lines · Enter shows all" in "\n".join(strip.text for strip in view.ensure(last).strips)
+        view.focus()
+        view.go_to_seq(last)
+        await pilot.press("enter")  # shown whole: as whole as the view draws a message
+        await pilot.pause()
+        strips = view.ensure(last).strips
+        text = "\n".join(strip.text for strip in strips)
+        assert len(strips) < 2_500  # not the 20,000 lines of the whole message
+        assert f"… {len(body) - 100_000:,} more characters (r shows the raw record)" in text

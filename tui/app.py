@@ -32,11 +32,14 @@ from core.text import human_tokens
 from tui.keymap import keymap_path, load_keymap
 from tui.messages import MessageView
 from tui.panes import NodeRef, ProjectList, SessionTree
-from tui.render import count_of, plain_title, short_model
+from tui.render import NO_CONTROLS, count_of, plain_title, short_model
 from tui.screens import ErrorScreen, HelpScreen, RawJsonScreen
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from textual.command import Provider
+    from textual.filter import LineFilter
 
     from core.browse import SessionNode
     from core.ingest import IngestReport, Progress
@@ -170,6 +173,10 @@ class ThreadloomApp(App[int]):
         # of them again (60 ms of the first frame)
         classes = " ".join(name for name, wanted in _layout_classes(self.size.width, "projects").items() if wanted)
         return MainScreen(id="_default", classes=classes)
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's filters, then the one that keeps a log's control characters off the terminal."""
+        return [*super().get_line_filters(), NO_CONTROLS]
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="panes"):

@@ -13,7 +13,10 @@ from typing import Any
 
 import orjson
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.segment import Segment
 from rich.text import Text
+from textual.color import Color
+from textual.filter import LineFilter
 
 from core.browse import MessageRow, ToolCallRow
 from core.render import (
@@ -45,6 +48,10 @@ COMMAND = re.compile(r"<command-name>(.*?)</command-name>(?:.*?<command-args>(.*
 LOCAL_OUT = re.compile(r"<local-command-std(?:out|err)>(.*?)</local-command-std(?:out|err)>", re.S)
 SYNTAX_THEME = "monokai"
 OUTPUT_LINES = 60
+# a message's text is drawn up to this many characters: the view lays it out before it can show the
+# next frame (Rich takes about a second a megabyte, far longer for one long line), and a 20 MB
+# message froze the app for minutes; the rest is a note away (r shows the raw record)
+MESSAGE_CHARS = 100_000
 DIFF_MARKS = ("+", "-", " ")  # the first column of a diff row
 ADDED_STYLE = "#87d787 on #173317"
 REMOVED_STYLE = "#ff8787 on #3a1717"
@@ -129,11 +136,19 @@ def message_text(msg: MessageRow) -> RenderableType:
         return Text(command.group(1).strip() + (" " + args if args else ""), style="bold #d787d7")
     local = LOCAL_OUT.search(content)
     if local:
-        return terminal_text(local.group(1).strip(), "dim")
+        return long_text(local.group(1).strip(), "dim")
     notice = task_notice(content)
     if notice is not None:
         return notice_text(notice)
-    return terminal_text(content, "dim" if msg.is_meta else "")
+    return long_text(content, "dim" if msg.is_meta else "")
+
+
+def long_text(text: str, style: str = "") -> RenderableType:
+    """`terminal_text` of at most MESSAGE_CHARS characters of `text`, then how many more there are."""
+    if len(text) <= MESSAGE_CHARS:
+        return terminal_text(text, style)
+    more = Text(f"… {len(text) - MESSAGE_CHARS:,} more characters (r shows the raw record)", style="dim")
+    return Group(terminal_text(text[:MESSAGE_CHARS], style), more)
 
 
 def edit_block_view(block: EditBlock) -> RenderableType:
@@ -164,7 +179,7 @@ def thinking_line(msg: MessageRow, expanded: bool) -> RenderableType:
     label.append(f"  {size:,} chars", style="dim")
     if not expanded:
         return label
-    return Group(label, terminal_text(msg.thinking or "", "italic #9e9e9e"))
+    return Group(label, long_text(msg.thinking or "", "italic #9e9e9e"))
 
 
 def summary_line(msg: MessageRow, expanded: bool) -> RenderableType:
@@ -172,7 +187,7 @@ def summary_line(msg: MessageRow, expanded: bool) -> RenderableType:
     label.append(f"  {len(msg.content or ''):,} chars", style="dim")
     if not expanded:
         return label
-    return Group(label, terminal_text(msg.content or "", "#87afaf"))
+    return Group(label, long_text(msg.content or "", "#87afaf"))
 
 
 def image_line(media_type: str, size: int) -> Text:
@@ -441,3 +456,34 @@ def _diff_line(out: list[Text], line: str) -> None:
         out.append(Text(line, style=REMOVED_STYLE))
     else:
         out.append(Text(line, style="#9e9e9e"))
+
+
+# what a terminal acts on rather than shows: C0 controls, DEL and the C1 controls (U+009B starts
+# a CSI on some terminals); Rich gives them no width, so dropping them leaves every column in place
+CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
+LONE_SURROGATES = re.compile("[\ud800-\udfff]")  # cannot be written to the terminal at all
+
+
+class NoControls(LineFilter):
+    """The last step before the terminal: what a log holds (a title, a project path, a model's
+    name, a tool's input) is drawn as text, never sent as a command that retitles the window,
+    clears or resets the screen. One filter for every line of every widget, rather than a guard
+    at each of the many places a log's value is shown."""
+
+    def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
+        if not any(CONTROLS.search(text) or LONE_SURROGATES.search(text) for text, _, control in segments
+                   if not control):
+            return segments
+        out = []
+        for segment in segments:
+            text, style, control = segment
+            if not control:
+                text = LONE_SURROGATES.sub("\ufffd", CONTROLS.sub("", text))  # U+FFFD: the same width
+                if not text:
+                    continue
+                segment = Segment(text, style, control)
+            out.append(segment)
+        return out
+
+
+NO_CONTROLS = NoControls()

@@ -26,8 +26,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from core.adapters.base import (
     BOM,
     FileContext,
@@ -50,6 +48,7 @@ from core.adapters.shared import (
     loads,
     open_sqlite,
     parse_document,
+    plain_json,
     scalar_members,
     sqlite_tables,
     tile,
@@ -191,7 +190,8 @@ def _assistant(m: dict, st: dict[str, Any]) -> Record:
                  message_id=msg_id, uuid=f"{sid}:{msg_id or 'a' + str(st['n'])}", parent_uuid=st["last"])
     st["last"] = out.uuid
     out.content = _str(body.get("content")) or None
-    for number, call in enumerate(body.get("tool_uses") or []):
+    calls = body.get("tool_uses")
+    for number, call in enumerate(calls if isinstance(calls, list) else []):
         if not isinstance(call, dict) or not _str(call.get("id")):
             continue
         args = call.get("args") if isinstance(call.get("args"), dict) else {"args": call.get("args")}
@@ -260,7 +260,7 @@ class AmazonQDbAdapter(SqliteSource):
                 if table not in tables:
                     continue
                 for key, value in conn.execute(f"SELECT key, value FROM {table} ORDER BY rowid"):
-                    parts = [orjson.dumps({"$row": table, "key": key})]
+                    parts = [plain_json({"$row": table, "key": key})]
                     data = as_bytes(value)
                     if data is not None:
                         try:

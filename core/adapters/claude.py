@@ -150,7 +150,8 @@ def looks_like_claude(head: bytes, whole: bool) -> bool:
     etype = obj.get("type")
     if etype is None:  # old or trimmed lines without a type
         return isinstance(obj.get("message"), dict) and any(k in obj for k in ("uuid", "parentUuid", "sessionId"))
-    return etype in SNIFF_TYPES and any(k in obj for k in ENVELOPE_KEYS)
+    # a `type` that is an object or a list cannot be looked up in a set: not a record of Claude Code's
+    return isinstance(etype, str) and etype in SNIFF_TYPES and any(k in obj for k in ENVELOPE_KEYS)
 
 
 def _head(path: Path) -> tuple[bytes, bool]:
@@ -325,7 +326,7 @@ class ClaudeAdapter:
                 session = uuid_session.get(parent) if parent else None
                 if session is None and parent and ctx.session_of_uuid is not None:
                     session = ctx.session_of_uuid(parent)
-                if session is None or session == sid:
+                if session is None or ":" not in session:  # this session's, or another main one's
                     session = f"{sid}:side-{(out.uuid or str(id(obj)))[:8]}"
                 info = SessionInfo(source=AGENT, external_id=session.split(":", 1)[1], kind="sidechain",
                                    is_subagent=1, parent_session_id=sid, project_key=project_key)
@@ -437,7 +438,7 @@ class ClaudeAdapter:
                             prompt=_str(tool_input.get("prompt")),
                         )
                     )
-                elif btype and btype.endswith("_tool_result") and block.get("tool_use_id"):
+                elif isinstance(btype, str) and btype.endswith("_tool_result") and block.get("tool_use_id"):
                     out.tool_results.append(_tool_result(block, None, ctx))
         out.content = _visible_text(texts) or None
         out.thinking = "\n".join(t for t in thinking if t) or None

@@ -29,6 +29,7 @@ from core.adapters.shared import (
     as_bytes,
     loads,
     open_sqlite,
+    plain_json,
     sqlite_tables,
     table_columns,
 )
@@ -77,12 +78,12 @@ class ClaudeStoreAdapter(SqliteSource):
                         if column in detail.keys():  # noqa: SIM118 - a sqlite3.Row iterates its values
                             values[column] = as_bytes(detail[column])
                 key["$then"] = [c for c, v in values.items() if v is not None]
-                add(orjson.dumps(key))
+                add(plain_json(key))
                 for column in key["$then"]:
                     add(values[column] or b"")
             if "conversation_summaries" in tables:
                 for row in conn.execute("SELECT * FROM conversation_summaries ORDER BY rowid"):
-                    add(orjson.dumps({"$row": "conversation_summaries", **_plain(row)}))
+                    add(plain_json({"$row": "conversation_summaries", **_plain(row)}))
         return out
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:

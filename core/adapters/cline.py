@@ -544,7 +544,7 @@ class ClineAdapter:
         tid = str(item["id"])
         if st["kind"] != "history-item":
             tasks = ctx.path.parent if st["kind"] == "task-index" else ctx.path.parent.parent / "tasks"
-            if not (tasks / tid).is_dir():
+            if not _is_dir(tasks / tid):  # an id too long to be a folder's name is no task's
                 return Record(entry_type="history-item", subtype="no-task-folder")  # kept, not a session
         sub = {"sid": tid, "agent": st["agent"], "kind": "history"}
         out = Record(entry_type="history-item", session_id=tid, session=self._info(sub),
@@ -558,6 +558,13 @@ class ClineAdapter:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def _ui_text(name: str, text: str) -> str | None:

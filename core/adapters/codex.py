@@ -219,6 +219,8 @@ def looks_like_codex(head: bytes) -> bool:
         if not isinstance(obj, dict) or "uuid" in obj or "sessionId" in obj:
             continue
         etype = obj.get("type")
+        if not isinstance(etype, (str, type(None))):
+            continue  # an object or a list where the type goes: not a rollout line (nor hashable)
         if etype in ROLLOUT_TYPES and "payload" in obj:
             return True
         if etype in ITEM_TYPES and ("role" in obj or "call_id" in obj or "summary" in obj):
@@ -731,7 +733,10 @@ class CodexAdapter:
 
     def _snapshot_item(self, item: Any, error: str | None, ctx: FileContext) -> Record:
         st = ctx.state
-        canonical = orjson.dumps(item, option=orjson.OPT_SORT_KEYS) if item is not None else b"null"
+        try:
+            canonical = orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
+        except TypeError:  # nested deeper than orjson writes, or an integer beyond 64 bits
+            canonical = _dumps(item).encode()
         prev = st["chain"]
         digest = hashlib.sha256((prev or "").encode() + b"\n" + canonical).hexdigest()[:16]
         if prev is None:

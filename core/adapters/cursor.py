@@ -251,7 +251,8 @@ class CursorAdapter:
         cid = st["composer"]
         first, st["first"] = st["first"], False
         if first and isinstance(obj, dict):  # the whole value in one record
-            for child in obj.get("subComposerIds") or []:
+            children = obj.get("subComposerIds")
+            for child in children if isinstance(children, list) else []:
                 if isinstance(child, str):
                     st["children"][child] = cid
             out = Record(entry_type="composer", subtype=str(obj.get("_v", "")) or None, session_id=cid)
@@ -563,7 +564,7 @@ def _state_rows(conn: sqlite3.Connection, tables: set[str]) -> list[tuple[bytes,
         for key in ITEM_ORDER:
             if key in found:
                 specs = CHAT_SPECS if key == CHAT_DATA else LIST_SPEC if key.startswith("aiService.") else None
-                rows.append((key.encode(), as_bytes(found[key]), specs))
+                rows.append((as_bytes(key), as_bytes(found[key]), specs))
     if "cursorDiskKV" not in tables:
         return rows
     composers: list[tuple[Any, str, bytes | None]] = []
@@ -585,12 +586,12 @@ def _state_rows(conn: sqlite3.Connection, tables: set[str]) -> list[tuple[bytes,
     for _, key, data in sorted(composers, key=lambda c: (c[0], c[1])):
         cid = key.split(":", 1)[1]
         inline = bool(data) and b'"conversation"' in data and _has_inline(data)
-        rows.append((key.encode(), data, INLINE_SPEC if inline else None))
+        rows.append((as_bytes(key), data, INLINE_SPEC if inline else None))
         for bid, value in _ordered(data, bubbles.pop(cid, [])):
-            rows.append((f"bubbleId:{cid}:{bid}".encode(), value, None))
+            rows.append((as_bytes(f"bubbleId:{cid}:{bid}"), value, None))
     for cid in sorted(bubbles):  # bubbles whose composer row is gone: kept, not attached
         for bid, value in bubbles[cid]:
-            rows.append((f"bubbleId:{cid}:{bid}".encode(), value, None))
+            rows.append((as_bytes(f"bubbleId:{cid}:{bid}"), value, None))
     return rows
 
 
@@ -628,9 +629,9 @@ def _ordered(composer: bytes | None, rows: list[tuple[str, bytes | None]]) -> li
 def _agent_store_rows(conn: sqlite3.Connection) -> list[tuple[bytes, bytes | None, frozenset | None]]:
     rows: list[tuple[bytes, bytes | None, frozenset | None]] = []
     for key, value in conn.execute("SELECT key, value FROM meta ORDER BY rowid"):
-        rows.append((f"meta:{key}".encode(), as_bytes(value), None))
+        rows.append((as_bytes(f"meta:{key}"), as_bytes(value), None))
     for blob_id, data in conn.execute("SELECT id, data FROM blobs ORDER BY rowid"):
-        rows.append((f"blob:{blob_id}".encode(), as_bytes(data), None))
+        rows.append((as_bytes(f"blob:{blob_id}"), as_bytes(data), None))
     return rows
 
 

@@ -54,6 +54,7 @@ from core.adapters.shared import (
     loads,
     open_sqlite,
     parse_document,
+    plain_json,
     sqlite_tables,
     table_columns,
     tile,
@@ -290,8 +291,10 @@ class OpenCodeStorageAdapter:
         if root is None:
             return sid, None
         message_dir = root / "message"
-        candidate = message_dir / sid / f"{mid}.json" if sid else None
-        if candidate is None or not candidate.is_file():
+        # the ids name a file only when they are plain names: "../.." or 300 characters from a log
+        # would look outside the storage folder, or fail on a name too long
+        candidate = message_dir / sid / f"{mid}.json" if sid and _plain_name(sid) and _plain_name(mid) else None
+        if candidate is None or not _is_file(candidate):
             index = self._messages.get(str(root))
             if index is None or (mid not in index and mid not in self._missing.setdefault(str(root), set())):
                 index = _message_index(message_dir)
@@ -398,6 +401,17 @@ class OpenCodeDbAdapter(SqliteSource):
         return part_record(obj, _str(row.get("id")), mid, sid, st.get("roles", {}).get(mid))
 
 
+def _plain_name(value: str) -> bool:
+    return 0 < len(value) < 200 and value not in (".", "..") and not any(c in value for c in "/\\\0")
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def _row_json(table: str, row: sqlite3.Row, skip: str | None = None) -> bytes:
     """A row's columns as JSON, tagged with its table (`data` is stored next, byte for byte)."""
     values: dict[str, Any] = {"$row": table}
@@ -406,4 +420,4 @@ def _row_json(table: str, row: sqlite3.Row, skip: str | None = None) -> bytes:
             continue
         value = row[key]
         values[key] = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-    return orjson.dumps(values)
+    return plain_json(values)

@@ -159,6 +159,7 @@ def open_sqlite(path: Path) -> Iterator[sqlite3.Connection]:
     if wal_size == 0:
         uri = "file:" + _uri_path(path) + "?mode=ro&immutable=1"
         conn = sqlite3.connect(uri, uri=True)
+        conn.text_factory = _text
         try:
             yield conn
         finally:
@@ -174,10 +175,42 @@ def open_sqlite(path: Path) -> Iterator[sqlite3.Connection]:
             if before == after:
                 break
         conn = sqlite3.connect(copy)
+        conn.text_factory = _text
         try:
             yield conn
         finally:
             conn.close()
+
+
+def _text(data: bytes) -> str:
+    """A TEXT value as str. SQLite never checks that TEXT is UTF-8, and the default decoding
+    raised on the first row that is not, which stopped the whole ingest: bytes that do not decode
+    are kept as surrogate escapes, which `as_bytes` turns back into the very same bytes."""
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "surrogateescape")
+
+
+def plain_json(values: dict[str, Any]) -> bytes:
+    """A row's columns as JSON (a key record: the columns that are not stored byte for byte). A BLOB
+    or a TEXT that is not UTF-8 (see `_text`) cannot be JSON: those are written with U+FFFD."""
+    try:
+        return orjson.dumps(values)
+    except TypeError:  # orjson.JSONEncodeError is one
+        return orjson.dumps({k: _plain_value(v) for k, v in values.items()})
+
+
+def _plain_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return as_bytes(value).decode("utf-8", "replace")
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, dict):
+        return {str(_plain_value(k)): _plain_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain_value(v) for v in value]
+    return value
 
 
 def _uri_path(path: Path) -> str:
@@ -218,7 +251,10 @@ def as_bytes(value: Any) -> bytes | None:
     if isinstance(value, bytes):
         return value
     if isinstance(value, str):
-        return value.encode("utf-8", "surrogatepass")
+        try:
+            return value.encode("utf-8", "surrogateescape")  # the bytes of a TEXT that was not UTF-8
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "surrogatepass")
     return orjson.dumps(value)
 
 

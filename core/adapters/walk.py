@@ -12,11 +12,20 @@ import os
 from collections.abc import Iterator
 
 _listing: dict[str, tuple[list[str], list[str], frozenset[str]]] = {}
+# folders that could not be listed since the last reset, with why: their files are not offered, so
+# the run must say so (and not take the root's snapshot as the last word on what it holds)
+_unlisted: dict[str, str] = {}
 
 
 def reset() -> None:
     """Forget the listings (and seeds): called before each root is walked, so new files are seen."""
     _listing.clear()
+    _unlisted.clear()
+
+
+def unlisted() -> dict[str, str]:
+    """The folders the walks since the last reset could not list: path → the reason."""
+    return dict(_unlisted)
 
 
 def seed(path: str, dirs: list[str]) -> None:
@@ -43,8 +52,10 @@ def _list(path: str) -> tuple[list[str], list[str], frozenset[str]]:
                             links.add(entry.name)  # listed, as os.walk does, but not descended
                     else:
                         files.append(entry.name)
-        except OSError:
-            pass
+        except (FileNotFoundError, NotADirectoryError):
+            pass  # nothing there to read (an agent's usual folder that this machine does not have)
+        except OSError as exc:
+            _unlisted[path] = exc.strerror or str(exc)
         cached = (dirs, files, frozenset(links))
         _listing[path] = cached
     return cached
