@@ -83,10 +83,25 @@ def edit_blocks(content: str) -> list[str | EditBlock]:
     return parts
 
 
+# a message's text is drawn up to this many characters: Rich lays it out at about a second a
+# megabyte, far longer for one long line (a 20 MB line froze the TUI for minutes and `show` for two
+# and a half); the rest is a note away
+MESSAGE_CHARS = 100_000
+
+
+def long_text(text: str, style: str = "", rest: str = "show --json prints all of it") -> RenderableType:
+    """`terminal_text` of at most MESSAGE_CHARS characters of `text`, then how many more there are
+    and where the rest is (`rest`)."""
+    if len(text) <= MESSAGE_CHARS:
+        return terminal_text(text, style)
+    more = Text(f"… {len(text) - MESSAGE_CHARS:,} more characters ({rest})", style="dim")
+    return Group(terminal_text(text[:MESSAGE_CHARS], style), more)
+
+
 def _content(role: str | None, content: str) -> RenderableType:
     """A message's text; an assistant's SEARCH/REPLACE blocks as diffs under their file's name."""
     if role != "assistant" or EDIT_SEARCH not in content:
-        return terminal_text(content)
+        return long_text(content)
     parts: list[RenderableType] = []
     for part in edit_blocks(content):
         if isinstance(part, str):

@@ -292,3 +292,19 @@ def test_a_command_on_an_older_database_says_it_is_upgrading_before_the_wait(tmp
     assert "rebuilt from the stored records, once" in proc.stderr
     assert db.stored_version(path) == db.SCHEMA_VERSION
     assert "rebuilt" not in run("sessions", "--db", str(path)).stderr  # once
+
+
+def test_show_prints_a_huge_message_in_part_and_says_where_the_rest_is(tmp_path):
+    root = tmp_path / "projects"
+    t = Transcript(root / "-srv-api" / f"{SID}.jsonl", SID, cwd="/srv/api")
+    t.user("paste: " + "x" * 1_000_000)  # one line of a megabyte (Rich wraps one long line slowly)
+    t.assistant("Seen.")
+    t.write()
+    path = tmp_path / "t.db"
+    assert run("ingest", "--db", str(path), "--source", str(root), "--only").returncode == 0
+    shown = run("show", SID[:8], "--db", str(path))
+    assert shown.returncode == 0 and "Seen." in shown.stdout
+    assert "… 900,007 more characters (show --json prints all of it)" in shown.stdout
+    assert len(shown.stdout) < 200_000
+    whole = json.loads(run("show", SID[:8], "--db", str(path), "--json").stdout)
+    assert any(len(m.get("content") or "") == 1_000_007 for m in whole["messages"])

@@ -29,6 +29,7 @@ from core.render import (
     terminal_text,
     tool_summary,
 )
+from core.render import long_text as core_long_text
 from core.text import TaskNotice, human_tokens, one_line, task_notice
 
 ROLE_STYLE = {"user": "bold #5fafff", "assistant": "bold #87d787", "system": "dim"}
@@ -48,10 +49,6 @@ COMMAND = re.compile(r"<command-name>(.*?)</command-name>(?:.*?<command-args>(.*
 LOCAL_OUT = re.compile(r"<local-command-std(?:out|err)>(.*?)</local-command-std(?:out|err)>", re.S)
 SYNTAX_THEME = "monokai"
 OUTPUT_LINES = 60
-# a message's text is drawn up to this many characters: the view lays it out before it can show the
-# next frame (Rich takes about a second a megabyte, far longer for one long line), and a 20 MB
-# message froze the app for minutes; the rest is a note away (r shows the raw record)
-MESSAGE_CHARS = 100_000
 DIFF_MARKS = ("+", "-", " ")  # the first column of a diff row
 ADDED_STYLE = "#87d787 on #173317"
 REMOVED_STYLE = "#ff8787 on #3a1717"
@@ -144,11 +141,8 @@ def message_text(msg: MessageRow) -> RenderableType:
 
 
 def long_text(text: str, style: str = "") -> RenderableType:
-    """`terminal_text` of at most MESSAGE_CHARS characters of `text`, then how many more there are."""
-    if len(text) <= MESSAGE_CHARS:
-        return terminal_text(text, style)
-    more = Text(f"… {len(text) - MESSAGE_CHARS:,} more characters (r shows the raw record)", style="dim")
-    return Group(terminal_text(text[:MESSAGE_CHARS], style), more)
+    """`core.render.long_text`, the rest a key away."""
+    return core_long_text(text, style, "r shows the raw record")
 
 
 def edit_block_view(block: EditBlock) -> RenderableType:
