@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import json
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import accumulate
 from pathlib import Path
 
@@ -63,6 +64,20 @@ def no_real_logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[No
 
 def make_app(db: Path, **kw) -> ThreadloomApp:
     return ThreadloomApp(db_path=db, ingest=kw.pop("ingest", False), now=fixed_now, **kw)
+
+
+async def until(pilot, holds: Callable[[], object], timeout: float = 10.0) -> None:
+    """Let the app run until `holds()` is true: a test waits for what it needs (a timer fired, a
+    worker's result shown), not for a guessed time, which is slow when generous and flaky when not."""
+    deadline = time.monotonic() + timeout
+    while not holds():
+        if time.monotonic() > deadline:
+            try:
+                what = inspect.getsource(holds).strip()
+            except (OSError, TypeError):
+                what = repr(holds)
+            raise AssertionError(f"still not true after {timeout:g} s: {what}")
+        await pilot.pause()
 
 
 def ingested_db(tmp_path: Path, source: Path) -> Path:
@@ -313,11 +328,12 @@ async def test_a_dialog_closed_gives_back_the_layout_it_covered(demo_db: Path, s
         assert "-focus-messages" in before
         for key in ("question_mark", "r", "f"):
             await pilot.press(key)
-            await pilot.pause(0.3)
+            await until(pilot, lambda: app.screen is not app.main_screen)
+            await settle(pilot)  # the fork picker reads its turns in workers
             assert app.screen is not app.main_screen, key
             assert set(app.main_screen.classes) == before, key
             await pilot.press("escape")
-            await pilot.pause(0.3)
+            await until(pilot, lambda: app.screen is app.main_screen and app.focused is view)
             assert app.screen is app.main_screen and app.focused is view, key
             assert set(app.main_screen.classes) == before, key
             assert view.display and view.region.width > 0
@@ -449,11 +465,12 @@ async def test_warmup_agents_hidden_until_asked(demo_db: Path) -> None:
         tree.load_children(header)
         assert [c.data.session.is_warmup for c in header.children] == [True]
         await pilot.press("down")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: app.query_one(MessageView).session_id == tree.cursor_node.data.session.id)
         on = tree.cursor_node
         assert on is not None and on.data.session.title.startswith("The header")
         await pilot.press("w")  # hidden again: the cursor stays on the session it was on
-        await pilot.pause(0.3)
+        await until(pilot, lambda: tree.cursor_node is not None
+                    and tree.cursor_node.data.session.id == on.data.session.id)
         assert tree.cursor_node is not None and tree.cursor_node.data.session.id == on.data.session.id
 
 
@@ -474,7 +491,7 @@ async def test_jump_to_session_from_palette(demo_db: Path, monkeypatch: pytest.M
         await pilot.press("p")
         await pilot.pause()
         await pilot.press(*"stripe webhooks")
-        await pilot.pause(0.5)
+        await settle(pilot)  # the palette's search worker
         await pilot.press("enter")
         await pilot.pause()
         assert "stripe webhooks" in asked  # the engine ranks first; the palette's matcher finds the rest
@@ -484,7 +501,7 @@ async def test_jump_to_session_from_palette(demo_db: Path, monkeypatch: pytest.M
         await pilot.press("p")
         await pilot.pause()
         await pilot.press(*"tmux")
-        await pilot.pause(0.5)
+        await settle(pilot)
         await pilot.press("enter")
         await pilot.pause()
         node = browse.get_node(app.conn, view.session_id or "")
@@ -494,11 +511,8 @@ async def test_jump_to_session_from_palette(demo_db: Path, monkeypatch: pytest.M
 async def event_set(pilot, event: threading.Event, timeout: float = 10.0) -> bool:
     """Wait for a worker thread's event while the app keeps running (the ingest starts after the
     first frame, so blocking the loop would keep it from ever starting)."""
-    for _ in range(int(timeout / 0.05)):
-        if event.is_set():
-            return True
-        await pilot.pause(0.05)
-    return event.is_set()
+    await until(pilot, event.is_set, timeout)
+    return True
 
 
 def small_archive(tmp_path: Path) -> Path:
@@ -532,7 +546,8 @@ async def test_archive_is_browsable_while_the_search_index_builds(tmp_path: Path
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
     async with app.run_test(size=(140, 40)) as pilot:
         assert await event_set(pilot, indexing)
-        await pilot.pause(0.2)
+        label = app.main_screen.query_one("#ingest-label", Static)
+        await until(pilot, lambda: "Indexing for search" in shown(label))  # posted after the records' news
         # the records are in: panes are filled and the user was told, while the index is pending
         assert app.query_one(ProjectList).border_title == "Projects (4)"
         assert any(n.title == "Ingest done" for n in app._notifications)
@@ -543,7 +558,7 @@ async def test_archive_is_browsable_while_the_search_index_builds(tmp_path: Path
         search = app.screen
         assert isinstance(search, SearchScreen)
         await pilot.press(*"tmux")
-        await pilot.pause(0.5)
+        await wait_for_search(pilot)
         assert any("still being built" in p for p in search.result.problems)
         release.set()
         await app.workers.wait_for_complete()
@@ -575,7 +590,7 @@ async def test_first_load_is_browsable_while_it_runs(tmp_path: Path, monkeypatch
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
     async with app.run_test(size=(140, 40)) as pilot:
         assert await event_set(pilot, halfway)
-        await pilot.pause(0.3)
+        await until(pilot, lambda: app.conn is not None and app.query_one(SessionTree).sessions)
         assert app.ingesting and app.load_reader and app.conn is not None
         assert app.conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal"  # still the fast load
         projects = app.query_one(ProjectList)
@@ -605,6 +620,14 @@ async def test_open_session_follows_its_growing_file(tmp_path: Path, monkeypatch
         return follow(self, *args)
 
     monkeypatch.setattr(ThreadloomApp, "_follow_worker", counted)
+    checks: list[None] = []
+    check = ThreadloomApp._follow_open_session
+
+    def checked(self: ThreadloomApp) -> None:
+        checks.append(None)
+        check(self)
+
+    monkeypatch.setattr(ThreadloomApp, "_follow_open_session", checked)
     app = make_app(db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
@@ -631,16 +654,15 @@ async def test_open_session_follows_its_growing_file(tmp_path: Path, monkeypatch
             added.append(record)
         with path.open("ab") as f:
             f.write(b"".join(json.dumps(r).encode() + b"\n" for r in added))
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if view.count > before:
-                break
+        await until(pilot, lambda: view.count > before)
         assert view.count == before + 2
         assert view.cursor[0] == view.count - 1  # the reader was at the end: carried to the new one
         assert "refunds reuse the same tax call" in (view.row(view.count - 1).content or "")
         assert view.border_subtitle.startswith(f"{before + 2:,} messages")
-        # nothing more written: the file is not read again
-        await pilot.pause(0.5)
+        # nothing more written: the file is not read again, however often it is looked at
+        await app.workers.wait_for_complete()
+        looked = len(checks)
+        await until(pilot, lambda: len(checks) >= looked + 3)
         assert len(launches) == 1
 
 
@@ -747,8 +769,8 @@ async def test_tree_node_highlight_previews_session(demo_db: Path) -> None:
         tree = app.query_one(SessionTree)
         tree.focus()
         await pilot.press("down")
-        await pilot.pause(0.3)
         view = app.query_one(MessageView)
+        await until(pilot, lambda: view.session_id == tree.cursor_node.data.session.id)  # the preview
         assert view.session_id == tree.cursor_node.data.session.id
         assert app.focused is tree
         assert isinstance(tree, Tree)
@@ -758,13 +780,13 @@ async def test_moving_to_another_project_shows_its_newest_session(demo_db: Path)
     """The message pane never shows a conversation of a project that is no longer listed."""
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: app.query_one(MessageView).session_id is not None)
         view, tree = app.query_one(MessageView), app.query_one(SessionTree)
         projects = app.query_one(ProjectList)
         first = view.session_id
         assert first == session_id(app, CHECKOUT) and app.focused is projects
         await pilot.press("down")  # to ledger-api
-        await pilot.pause(0.4)
+        await until(pilot, lambda: view.session_id != first)
         node = tree.cursor_node
         assert node is not None and projects.current is not None
         assert tree.project == projects.current.path == node.data.session.project_path
@@ -773,7 +795,7 @@ async def test_moving_to_another_project_shows_its_newest_session(demo_db: Path)
         assert tree.border_subtitle == tree.facts(node)
         assert app.focused is projects  # the preview does not take the focus
         await pilot.press("up")
-        await pilot.pause(0.4)
+        await until(pilot, lambda: view.session_id == first)
         assert view.session_id == first
 
 
@@ -868,7 +890,7 @@ async def test_palette_offers_pane_actions_and_finds_sessions(demo_db: Path) -> 
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"tmux config")
-        await pilot.pause(0.5)
+        await settle(pilot)  # the palette's search worker
         await pilot.press("enter")
         await pilot.pause()
         node = browse.get_node(app.conn, app.query_one(MessageView).session_id or "")
@@ -879,7 +901,7 @@ async def test_palette_offers_pane_actions_and_finds_sessions(demo_db: Path) -> 
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"keys")
-        await pilot.pause(0.5)
+        await settle(pilot)
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
@@ -960,8 +982,7 @@ async def test_search_newest_query_wins_and_problems_show(demo_db: Path) -> None
     app = make_app(demo_db)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
-        await pilot.press("slash", *"tax")
-        await pilot.pause(0.05)  # before the debounce fires
+        await pilot.press("slash", *"tax")  # and on at once, before the debounce fires
         await pilot.press("backspace", "backspace", "backspace", *"zzqxv")
         await wait_for_search(pilot)
         screen = app.screen
@@ -987,8 +1008,7 @@ async def test_search_during_ingest_keeps_the_browser_fed(tmp_path: Path) -> Non
     root = small_archive(tmp_path)
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
     async with app.run_test(size=(140, 40)) as pilot:
-        while app.conn is None:  # search needs the database the ingest creates
-            await pilot.pause(0.02)
+        await until(pilot, lambda: app.conn is not None)  # search needs the database the ingest creates
         await pilot.press("slash")
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -1035,7 +1055,7 @@ async def test_titles_with_brackets_are_shown_as_written(tmp_path: Path) -> None
     conn.close()
     app = make_app(tmp_path / "t.db")
     async with app.run_test(size=(140, 40)) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: app.query_one(MessageView).session_id is not None)
         view = app.query_one(MessageView)
         assert view.session_id == sid
         assert view._border_title is not None and view._border_title.plain == title
@@ -1054,7 +1074,7 @@ async def test_escape_sequences_in_a_log_become_styles_not_terminal_commands(tmp
     t = ansi_session(tmp_path)
     app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
     async with app.run_test(size=(140, 40)) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: app.query_one(MessageView).session_id is not None)
         view = app.query_one(MessageView)
         assert view.session_id == t.session_id
         view.focus()
@@ -1075,7 +1095,7 @@ async def test_a_background_tasks_notification_is_shown_as_a_notice_not_as_the_u
     t = notice_session(tmp_path)
     app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
     async with app.run_test(size=(140, 40)) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: app.query_one(MessageView).session_id is not None)
         view = app.query_one(MessageView)
         assert view.session_id == t.session_id
         text = "\n".join(strip.text for pos in range(len(view.seqs)) for strip in view.ensure(pos).strips)
@@ -1577,7 +1597,7 @@ async def test_aider_search_replace_blocks_are_shown_as_diffs(tmp_path: Path) ->
     (folder / ".aider.chat.history.md").write_text(AIDER_EDITS)
     app = make_app(ingested_db(tmp_path, folder))
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: app.query_one(MessageView).session_id is not None)
         view = app.query_one(MessageView)  # the session opens first (the file's empty preamble is not listed)
         assert view.session_id is not None
         reply = next(pos for pos in range(len(view.seqs)) if "stops one short" in
@@ -1616,10 +1636,7 @@ async def test_opened_while_another_threadloom_ingests_it_waits_browsing_what_is
     app = make_app(path, ingest=True, sources=[root])
     async with app.run_test(size=(140, 40)) as pilot:
         label = app.main_screen.query_one("#ingest-label", Static)
-        for _ in range(200):
-            if "waiting" in shown(label):
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: "waiting" in shown(label))
         assert "is updating" in shown(label) and "Esc stops waiting" in shown(label)
         assert not isinstance(app.screen, ErrorScreen)
         assert app.query_one(ProjectList).border_title == "Projects (4)"  # what is stored, read meanwhile
