@@ -1711,9 +1711,8 @@ async def test_titles_projects_and_models_from_a_log_never_reach_the_terminal_as
     t.write()
     app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
     async with app.run_test(size=(140, 40)) as pilot:
-        await pilot.pause(0.3)
         view = app.query_one(MessageView)
-        assert view.session_id == sid
+        await until(pilot, lambda: view.session_id == sid)
         view.focus()
         view.action_toggle_all()
         await pilot.pause()
@@ -1735,9 +1734,8 @@ async def test_a_message_of_megabytes_is_drawn_in_part_with_a_note(tmp_path: Pat
     t.write()
     app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
     async with app.run_test(size=(140, 40)) as pilot:
-        await pilot.pause(0.3)
         view = app.query_one(MessageView)
-        assert view.session_id == sid
+        await until(pilot, lambda: view.session_id == sid)
         last = len(view.seqs) - 1
         assert "more lines · Enter shows all" in "\n".join(strip.text for strip in view.ensure(last).strips)
         view.focus()
