@@ -85,20 +85,25 @@ def test_a_file_failing_half_way_through_a_first_load_is_undone(tmp_path, monkey
     assert run_ingest(conn, [projects], include_defaults=False).records_added == 12
 
 
-def test_a_first_load_that_died_is_started_afresh_keeping_remembered_folders(tmp_path, monkeypatch):
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # default locations: nothing there
-    projects = archive(tmp_path)
-    path = tmp_path / "ledger.db"
+def die_mid_first_load(path: Path, projects: Path) -> subprocess.CompletedProcess:
+    """A first load of `projects` into `path`, killed after two files (no cleanup runs; exit 9)."""
     code = (
         "import os, sys; sys.path.insert(0, sys.argv[1])\n"
         "from core import db, ingest\n"
         "conn = db.connect(sys.argv[2])\n"
         "def die(p):\n"
-        "    if p.files_done == 2: os._exit(9)  # killed mid-load: no cleanup runs\n"
+        "    if p.files_done == 2: os._exit(9)\n"
         "ingest.run_ingest(conn, [sys.argv[3]], include_defaults=False, progress=die)\n"
     )
     root = Path(__file__).resolve().parents[1]
-    proc = subprocess.run([sys.executable, "-c", code, str(root), str(path), str(projects)], timeout=60)
+    return subprocess.run([sys.executable, "-c", code, str(root), str(path), str(projects)], timeout=60)
+
+
+def test_a_first_load_that_died_is_started_afresh_keeping_remembered_folders(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # default locations: nothing there
+    projects = archive(tmp_path)
+    path = tmp_path / "ledger.db"
+    proc = die_mid_first_load(path, projects)
     assert proc.returncode == 9
     assert Path(str(path) + db.FIRST_LOAD_SUFFIX).exists()
     conn = db.connect(path)  # finds the marker of a dead process: a fresh database
@@ -116,16 +121,8 @@ def test_threadloom_ingest_after_a_first_load_that_died_starts_afresh(tmp_path, 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     projects = archive(tmp_path)
     path = tmp_path / "ledger.db"
-    code = (
-        "import os, sys; sys.path.insert(0, sys.argv[1])\n"
-        "from core import db, ingest\n"
-        "conn = db.connect(sys.argv[2])\n"
-        "def die(p):\n"
-        "    if p.files_done == 2: os._exit(9)\n"
-        "ingest.run_ingest(conn, [sys.argv[3]], include_defaults=False, progress=die)\n"
-    )
+    proc = die_mid_first_load(path, projects)
     root = Path(__file__).resolve().parents[1]
-    proc = subprocess.run([sys.executable, "-c", code, str(root), str(path), str(projects)], timeout=60)
     assert proc.returncode == 9 and Path(str(path) + db.FIRST_LOAD_SUFFIX).exists()
     env = {**os.environ, "PYTHONPATH": str(root)}
     run = subprocess.run([sys.executable, "-m", "core.cli", "ingest", "--db", str(path), "--only", "--json",
