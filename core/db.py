@@ -307,12 +307,11 @@ def _recover_first_load(db_path: Path, *, readonly: bool = False) -> None:
     marker = Path(str(db_path) + FIRST_LOAD_SUFFIX)
     if not marker.exists():
         return
-    from core.writer_lock import held_here, holder, is_busy
+    from core.writer_lock import holder, is_busy
 
-    # The lock held by this very thread (`threadloom ingest` takes it before opening the database)
+    # A lock held by this very thread (`threadloom ingest` takes it before opening the database)
     # means no one else is loading: the marker is a dead load's, unless it is this process's own.
-    ours = held_here(db_path)
-    if os.path.realpath(marker) in LIVE_FIRST_LOADS or (not ours and is_busy(db_path)):
+    if os.path.realpath(marker) in LIVE_FIRST_LOADS or is_busy(db_path):
         raise LedgerError(
             f"The database {db_path} is being filled for the first time by {holder(db_path)}. "
             "Try again when that load has finished (it shows its progress where it was started)."

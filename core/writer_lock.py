@@ -54,11 +54,10 @@ def holder(db_file: str | os.PathLike[str]) -> str:
 
 
 def is_busy(db_file: str | os.PathLike[str]) -> bool:
-    """Whether some writer (this thread included) holds the lock of `db_file` now."""
-    if fcntl is None:
+    """Whether another writer (another process, or another thread of this one) holds the lock of
+    `db_file` now; this thread's own hold does not count."""
+    if fcntl is None or os.path.realpath(db_file) in _paths():
         return False
-    if os.path.realpath(db_file) in _paths():
-        return True
     try:
         fd = os.open(str(db_file) + LOCK_SUFFIX, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
@@ -72,15 +71,11 @@ def is_busy(db_file: str | os.PathLike[str]) -> bool:
     return False
 
 
-def held_here(db_file: str | os.PathLike[str]) -> bool:
-    """Whether this thread holds the lock of `db_file`."""
-    return os.path.realpath(db_file) in _paths()
-
-
-def _paths() -> dict[str, int]:
+def _paths() -> set[str]:
+    """The databases (real paths) whose lock this thread holds."""
     paths = getattr(_held, "paths", None)
     if paths is None:
-        paths = _held.paths = {}
+        paths = _held.paths = set()
     return paths
 
 
@@ -98,15 +93,9 @@ def writer_lock(
     set, which raises WriterBusy); without, raise WriterBusy at once."""
     db_file = database_file(target) if isinstance(target, sqlite3.Connection) else str(target)
     db_file = os.path.realpath(db_file) if db_file is not None else None
-    paths = _paths()
-    if fcntl is None or db_file is None or db_file in paths:
-        if db_file is not None and db_file in paths:
-            paths[db_file] += 1
-        try:
-            yield
-        finally:
-            if db_file is not None and db_file in paths:
-                paths[db_file] -= 1
+    held = _paths()
+    if fcntl is None or db_file is None or db_file in held:  # held already by this thread: re-entered
+        yield
         return
     try:
         Path(db_file).parent.mkdir(parents=True, exist_ok=True)  # a first run: nothing there yet
@@ -120,11 +109,11 @@ def writer_lock(
         _acquire(fd, db_file, wait=wait, on_wait=on_wait, cancel=cancel)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        paths[db_file] = 1
+        held.add(db_file)
         try:
             yield
         finally:
-            del paths[db_file]
+            held.discard(db_file)
     finally:
         os.close(fd)
 
