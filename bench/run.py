@@ -239,9 +239,20 @@ class Tools:
         return env
 
 
+def checkout_path(src: Path, home: Path) -> str:
+    """A PYTHONPATH under which `threadloom.core` and `threadloom.tui` import from the checkout `src`
+    (as the installed package maps them): a folder holding `threadloom` → `src`."""
+    shim = home.parent / f"{home.name}-src"
+    shim.mkdir(exist_ok=True)
+    link = shim / "threadloom"
+    if not link.exists():
+        link.symlink_to(src, target_is_directory=True)
+    return str(shim)
+
+
 def threadloom_command() -> list[str]:
     script = Path(sys.executable).parent / "threadloom"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "core.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "threadloom.core.cli"]
 
 
 def find_ccl(install: bool) -> tuple[list[str] | None, str | None, str | None]:
@@ -464,7 +475,7 @@ def scenario_tui(ctx: RunContext) -> None:
     tools = ctx.tools
     env = tools.env()
     notes = []
-    if tools.pythonpath and not (Path(tools.pythonpath) / "tui").is_dir():
+    if tools.pythonpath and not (Path(tools.pythonpath) / "threadloom" / "tui").is_dir():
         notes.append(f"no tui/ in {tools.pythonpath}: the installed tui/ ran on that core/")
 
     def launch(cmd: list[str]) -> Proc:
@@ -911,10 +922,11 @@ def main(argv: list[str] | None = None) -> int:
             ccl, ccl_version, ccl_problem = find_ccl(install=not args.no_install)
             if ccl_problem:
                 print(f"claude-code-log: {ccl_problem}; skipping it", file=sys.stderr)
-        command = [sys.executable, "-m", "core.cli"] if args.threadloom_src else threadloom_command()
+        command = [sys.executable, "-m", "threadloom.core.cli"] if args.threadloom_src else threadloom_command()
         src = str(args.threadloom_src.resolve()) if args.threadloom_src else None
+        pythonpath = checkout_path(Path(src), home) if src else None
         tools = Tools(command, ccl, ccl_version, ccl_problem, home, args.timeout, 0.0 if args.quick else args.quiet_wait,
-                      src)
+                      pythonpath)
         # byte-compile the code under test once, as an installed package is, so no measured process pays it
         for folder in ([Path(src) / "core", Path(src) / "tui"] if src else [REPO / "core", REPO / "tui"]):
             if not folder.is_dir():
@@ -964,6 +976,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nwrote {args.out / 'latest.json'} and {args.out / 'latest.md'}")
     finally:
         shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(home.parent / f"{home.name}-src", ignore_errors=True)
     return 0
 
 

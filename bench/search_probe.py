@@ -36,8 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     started = time.perf_counter()
-    from core import db
-    from core.search import search
+    from threadloom.core import db
+    from threadloom.core.search import search
 
     conn = db.connect(args.db)
     ready = time.perf_counter() - started

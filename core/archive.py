@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.adapters.base import read_regular
+from threadloom.core.adapters.base import read_regular
 
 
 @dataclass
@@ -84,7 +84,7 @@ def _relative(path: str, project_key: str | None) -> tuple[str, ...]:
 
 
 def _is_database(conn: sqlite3.Connection, file_id: int) -> bool:
-    from core.adapters import ADAPTERS
+    from threadloom.core.adapters import ADAPTERS
 
     agent = conn.execute("SELECT agent FROM source_files WHERE id = ?", (file_id,)).fetchone()[0]
     adapter = ADAPTERS.get(agent)
@@ -325,8 +325,8 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
 
 def _decoded(conn: sqlite3.Connection, file_id: int, path: str) -> bytes:
     """A decoded log as its container decodes now (a `.jsonl.zst` decompressed)."""
-    from core.adapters import ADAPTERS
-    from core.adapters.base import container_of
+    from threadloom.core.adapters import ADAPTERS
+    from threadloom.core.adapters.base import container_of
 
     agent = conn.execute("SELECT agent FROM source_files WHERE id = ?", (file_id,)).fetchone()[0]
     container = Path(container_of(path) or path)
@@ -341,7 +341,7 @@ def _decoded(conn: sqlite3.Connection, file_id: int, path: str) -> bytes:
 
 def _verify_rows(conn: sqlite3.Connection, report: VerifyReport, file_id: int, path: str) -> None:
     """A database source is checked row by row against what its adapter reads now."""
-    from core.adapters import ADAPTERS
+    from threadloom.core.adapters import ADAPTERS
 
     agent = conn.execute("SELECT agent FROM source_files WHERE id = ?", (file_id,)).fetchone()[0]
     if not os.path.exists(path):

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-
-from core.query import TOOL_CALL_COLUMNS, ToolCall, fill_tool_io, raw_entry
-from core.text import one_line, task_notice
+from threadloom.core.query import TOOL_CALL_COLUMNS, ToolCall, fill_tool_io, raw_entry
+from threadloom.core.text import one_line, task_notice
 
 __all__ = [
     "Branch", "MessageRow", "ProjectRow", "Segment", "SessionNode", "ToolCallRow", "branch_seqs", "branches",

@@ -172,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _search_help() -> str:
-    from core.text import SEARCH_HELP
+    from threadloom.core.text import SEARCH_HELP
 
     return "\n".join("  " + line for line in SEARCH_HELP.splitlines())
 
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
     `tui.entry` (the console script) so that core never imports the TUI."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    from core.db import LedgerError
+    from threadloom.core.db import LedgerError
 
     streams = sys.stdout, sys.stderr
     reads = args.command in READ_COMMANDS
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
     except BrokenPipeError:
         return 0
     except OSError as exc:
-        from core.db import is_disk_full
+        from threadloom.core.db import is_disk_full
 
         if is_disk_full(exc):
             _fail(_explain(args, exc))
@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
 def _unexpected(args: argparse.Namespace, exc: Exception) -> int:
     """An error no reading code expects: the database's doing when SQLite's check finds it
     damaged (a number read back as text, say), else a bug, raised as it is to be reported."""
-    from core.db import damage_found, damaged, default_db_path
+    from threadloom.core.db import damage_found, damaged, default_db_path
 
     path = getattr(args, "db", None) or default_db_path()
     problem = damage_found(path)
@@ -254,13 +254,13 @@ def _unexpected(args: argparse.Namespace, exc: Exception) -> int:
 
 
 def _fail(message: object) -> None:
-    from core.text import printable
+    from threadloom.core.text import printable
 
     print(f"threadloom: {printable(str(message))}", file=sys.stderr)
 
 
 def _explain(args: argparse.Namespace, exc: BaseException):
-    from core.db import default_db_path, explain
+    from threadloom.core.db import default_db_path, explain
 
     return explain(exc, getattr(args, "db", None) or default_db_path())
 
@@ -281,7 +281,7 @@ class _PrintableStream:
             self.keep_colours = False
 
     def write(self, text: str) -> int:
-        from core.text import UNPRINTABLE, printable
+        from threadloom.core.text import UNPRINTABLE, printable
 
         if UNPRINTABLE.search(text):
             if self.keep_colours:
@@ -300,14 +300,14 @@ class _PrintableStream:
 
 
 def _connect(args: argparse.Namespace):
-    from core import db
+    from threadloom.core import db
 
     _say_if_upgrading(args)
     return db.connect(args.db)
 
 
 def _open_for_reading(args: argparse.Namespace):
-    from core import db
+    from threadloom.core import db
 
     _say_if_upgrading(args)
     return db.open_for_reading(args.db)
@@ -315,7 +315,7 @@ def _open_for_reading(args: argparse.Namespace):
 
 def _say_if_upgrading(args: argparse.Namespace) -> None:
     """An older database is rebuilt from its stored records on this open: say so before the wait."""
-    from core import db
+    from threadloom.core import db
 
     path = Path(args.db or db.default_db_path())
     version = db.stored_version(path) if path.is_file() else None
@@ -329,8 +329,8 @@ def _say_if_upgrading(args: argparse.Namespace) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from core import db
-    from core.writer_lock import writer_lock
+    from threadloom.core import db
+    from threadloom.core.writer_lock import writer_lock
 
     # one writer at a time, decided before anything is opened: a second ingest waits here, saying so
     with writer_lock(args.db or db.default_db_path(), on_wait=_say_waiting):
@@ -338,8 +338,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from core import db
-    from core.ingest import run_ingest
+    from threadloom.core import db
+    from threadloom.core.ingest import run_ingest
 
     if args.rebuild:
         path = args.db or db.default_db_path()
@@ -380,9 +380,8 @@ def _move_aside(path: Path) -> Path | None:
 def _ingest_with_progress(conn, sources, include_defaults, build_index=True):
     from rich.markup import escape
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
-    from core.ingest import INDEXING, run_ingest
-    from core.text import printable
+    from threadloom.core.ingest import INDEXING, run_ingest
+    from threadloom.core.text import printable
 
     with Progress(
         TextColumn("[bold]ingest[/]"), BarColumn(), DownloadColumn(), TextColumn("{task.fields[files]}"),
@@ -413,8 +412,8 @@ def _say_waiting(text: str) -> None:
 def cmd_index(args: argparse.Namespace) -> int:
     import time
 
-    from core import db
-    from core.writer_lock import writer_lock
+    from threadloom.core import db
+    from threadloom.core.writer_lock import writer_lock
 
     started = time.perf_counter()
     with writer_lock(args.db or db.default_db_path(), on_wait=_say_waiting):
@@ -433,7 +432,7 @@ def _catch_up_index(conn, *, quiet: bool, wait: bool = True) -> int:
     """Finish an index a bulk load left behind; returns how many entry ids it covered.
 
     Without `wait`, an index another threadloom is writing to is left to it (0 is returned)."""
-    from core import search_index
+    from threadloom.core import search_index
 
     state = search_index.pending(conn)
     if state is None:
@@ -463,7 +462,7 @@ def _print_ingest_summary(report) -> None:
     )
     if report.files_gone:
         print(f"{report.files_gone} source files disappeared; their sessions are kept in the archive")
-    from core.text import printable
+    from threadloom.core.text import printable
 
     for err in report.errors[:10]:
         print("  error: " + printable(err).replace("\n", "\\n"), file=sys.stderr)  # one line each
@@ -477,7 +476,7 @@ def _print_ingest_summary(report) -> None:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    from core.query import list_sessions
+    from threadloom.core.query import list_sessions
 
     conn = _open_for_reading(args)
     rows = list_sessions(conn, project=args.project, agent=args.agent, include_subagents=not args.main,
@@ -487,8 +486,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         return 0
     from rich.console import Console
     from rich.table import Table
-
-    from core.text import human_tokens, human_when
+    from threadloom.core.text import human_tokens, human_when
 
     # piped (to grep, a file): no terminal width to fit, so nothing is cut; on a terminal the title,
     # project and model give way, the id (what `show` takes) and the numbers never do
@@ -512,12 +510,12 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from core.query import resolve_session
+    from threadloom.core.query import resolve_session
 
     conn = _open_for_reading(args)
     session = resolve_session(conn, args.session)
     if args.json:
-        from core.query import messages
+        from threadloom.core.query import messages
 
         data = session.as_dict()
         data["messages"] = [
@@ -534,8 +532,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(json.dumps(data, ensure_ascii=False))
         return 0
     from rich.console import Console
-
-    from core.render import render_session
+    from threadloom.core.render import render_session
 
     console = Console(highlight=False)
     if sys.stdout.isatty():
@@ -552,8 +549,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from core import db, search_index
-    from core.search import search
+    from threadloom.core import db, search_index
+    from threadloom.core.search import search
 
     conn = _open_for_reading(args)
     if search_index.pending(conn) is not None:
@@ -578,8 +575,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
-
-    from core.text import human_when
+    from threadloom.core.text import human_when
 
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)  # piped: snippets not squeezed
     for problem in result.problems:
@@ -607,7 +603,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def _emit_plan(args: argparse.Namespace, plan, written: bool) -> int:
     undo, undo_said, undo_failed = _fork_undo(args, plan) if getattr(args, "command", None) == "fork" else ({}, [], False)
     if args.copy:
-        from core.clipboard import copy
+        from threadloom.core.clipboard import copy
 
         how = copy(plan.command)
         print(f"copied to the {how}" if how else "no clipboard reachable; copy the command by hand", file=sys.stderr)
@@ -639,9 +635,9 @@ def cmd_fork_and_undo(args: argparse.Namespace) -> int:
 def _fork_undo(args: argparse.Namespace, plan) -> tuple[dict, list[str], bool]:
     """The files edited after the fork point, their undo patch written when asked. Returns the
     fields for --json, the lines to tell the user, and whether writing the patch failed."""
-    from core.fork import in_folder, resolve_entry, shell_command
-    from core.text import printable
-    from core.undo import plan_undo
+    from threadloom.core.fork import in_folder, resolve_entry, shell_command
+    from threadloom.core.text import printable
+    from threadloom.core.undo import plan_undo
 
     conn = _open_for_reading(args)  # the undo patch only reads the archive
     undo = plan_undo(conn, plan.source_session_id, resolve_entry(conn, args.entry)[0])
@@ -680,7 +676,7 @@ def _fork_undo(args: argparse.Namespace, plan) -> tuple[dict, list[str], bool]:
 
 def _restored(args: argparse.Namespace, conn, plan, command: str) -> bool:
     """Do the plan's restore step when --restore was given; otherwise refuse, saying why and how."""
-    from core.fork import restore_for
+    from threadloom.core.fork import restore_for
 
     step = plan.restore
     if step is None:
@@ -702,8 +698,8 @@ def _restored(args: argparse.Namespace, conn, plan, command: str) -> bool:
 
 
 def cmd_fork(args: argparse.Namespace) -> int:
-    from core.fork import ForkError, native_fork_plan, plan_fork, write_fork
-    from core.ingest import run_ingest
+    from threadloom.core.fork import ForkError, native_fork_plan, plan_fork, write_fork
+    from threadloom.core.ingest import run_ingest
 
     conn = _open_for_reading(args) if args.dry_run else _connect(args)  # a dry run only reads
     again = f"fork {args.entry}" + (" --before" if args.before else "")
@@ -723,7 +719,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
             return _emit_plan(args, plan, False)
         if args.dry_run:
             if not args.json:
-                from core.text import printable
+                from threadloom.core.text import printable
 
                 sys.stderr.write("".join(f"  {printable(line.decode()[:160])}\n" for line in plan.lines))
             return _emit_plan(args, plan, False)
@@ -736,8 +732,8 @@ def cmd_fork(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from core.fork import ForkError, resume_plan
-    from core.query import resolve_session
+    from threadloom.core.fork import ForkError, resume_plan
+    from threadloom.core.query import resolve_session
 
     conn = _open_for_reading(args)  # resume only reads the archive (a --restore writes the agent's files)
     session = resolve_session(conn, args.session)
@@ -756,7 +752,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from core.archive import verify
+    from threadloom.core.archive import verify
 
     report = verify(_open_for_reading(args))
     if args.json:
@@ -782,9 +778,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    from core.archive import RestoreError, restore_session
-    from core.db import cannot_use
-    from core.query import resolve_session
+    from threadloom.core.archive import RestoreError, restore_session
+    from threadloom.core.db import cannot_use
+    from threadloom.core.query import resolve_session
 
     conn = _open_for_reading(args)
     session = resolve_session(conn, args.session)
@@ -810,8 +806,8 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def cmd_sources(args: argparse.Namespace) -> int:
-    from core import db
-    from core.adapters import all_adapters
+    from threadloom.core import db
+    from threadloom.core.adapters import all_adapters
 
     conn = _open_for_reading(args)
     found = []

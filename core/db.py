@@ -307,7 +307,7 @@ def _recover_first_load(db_path: Path, *, readonly: bool = False) -> None:
     marker = Path(str(db_path) + FIRST_LOAD_SUFFIX)
     if not marker.exists():
         return
-    from core.writer_lock import holder, is_busy
+    from threadloom.core.writer_lock import holder, is_busy
 
     # A lock held by this very thread (`threadloom ingest` takes it before opening the database)
     # means no one else is loading: the marker is a dead load's, unless it is this process's own.
@@ -381,7 +381,7 @@ def _said(exc: BaseException) -> str:
     text = re.sub(r" with text '.*", "", str(exc), flags=re.S)
     if isinstance(exc, UnicodeDecodeError):
         text = f"stored text is not valid UTF-8 ({exc.reason})"
-    from core.text import printable
+    from threadloom.core.text import printable
 
     text = printable(" ".join(text.split()))
     return text if len(text) <= 160 else text[:159] + "…"
@@ -410,7 +410,7 @@ def damage_found(db_path: Path) -> str | None:
         return _said(exc)
     except LedgerError:
         return None
-    from core.text import printable
+    from threadloom.core.text import printable
 
     return None if found is None or found[0] == "ok" else printable(" ".join(str(found[0]).split()))[:160]
 
@@ -499,7 +499,7 @@ def ensure_schema(conn: sqlite3.Connection) -> str | None:
     _create_tables(conn, drop_derived=had_entries)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     if had_entries:
-        from core.ledger import rebuild_derived
+        from threadloom.core.ledger import rebuild_derived
 
         rebuild_derived(conn)
         conn.execute("INSERT INTO search_fts(search_fts) VALUES ('rebuild')")
@@ -512,17 +512,16 @@ def ensure_schema(conn: sqlite3.Connection) -> str | None:
 
 # A new ledger is created from this file rather than from the SQLModel classes: importing
 # SQLModel and SQLAlchemy to compile the same DDL cost a first launch ~0.5 s. The file is generated
-# from the classes (`python -m core.db`) and a test fails when the two disagree.
+# from the classes (`python -m threadloom.core.db`) and a test fails when the two disagree.
 SCHEMA_FILE = Path(__file__).with_name("schema.sql")
-SCHEMA_HEADER = "-- threadloom ledger schema {version}, generated from core/models.py by `python -m core.db`; do not edit\n"
+SCHEMA_HEADER = "-- threadloom ledger schema {version}, generated from core/models.py by `python -m threadloom.core.db`; do not edit\n"
 
 
 def fresh_schema() -> str:
     """Every statement that creates a new ledger, compiled from the SQLModel classes."""
     from sqlalchemy.dialects import sqlite as sqlite_dialect
     from sqlalchemy.schema import CreateIndex, CreateTable
-
-    from core import models
+    from threadloom.core import models
 
     dialect = sqlite_dialect.dialect()
     statements = []
@@ -549,8 +548,7 @@ def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool) -> None:
     """Emit SQLModel's DDL through sqlite3 (no engine needed) plus the view and indexes."""
     from sqlalchemy.dialects import sqlite as sqlite_dialect
     from sqlalchemy.schema import CreateIndex, CreateTable
-
-    from core import models
+    from threadloom.core import models
 
     dialect = sqlite_dialect.dialect()
     conn.execute("BEGIN")

@@ -25,8 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
-
-from core.text import one_line, readable
+from threadloom.core.text import one_line, readable
 
 TRANSCRIPT_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
 DROP_KEYS = ("teamName", "agentName", "slug", "sourceToolAssistantUUID")
@@ -242,8 +241,8 @@ def fork_messages(conn: sqlite3.Connection, session_id: str, turn_ids: list[str]
     """The messages of these turns (from `fork_points`), in order: each prompt, reply, thinking step
     and tool call (its result folded in), each a place to fork. Tool results are not listed on
     their own: forking at a call keeps its result."""
-    from core.query import ToolCall, fill_tool_io
-    from core.render import tool_summary
+    from threadloom.core.query import ToolCall, fill_tool_io
+    from threadloom.core.render import tool_summary
 
     agent = conn.execute("SELECT source FROM agent_sessions WHERE id = ?", (session_id,)).fetchone()
     exact = agent is not None and agent[0] == "claude-code"
@@ -314,7 +313,7 @@ MAX_FOLDER_NAME = 200  # Claude Code cuts a longer project folder name here and 
 
 def claude_projects_root() -> Path:
     """`$CLAUDE_CONFIG_DIR/projects` (default ~/.claude/projects): where Claude Code keeps sessions."""
-    from core.adapters.claude import config_dir
+    from threadloom.core.adapters.claude import config_dir
 
     return config_dir() / "projects"
 
@@ -369,7 +368,7 @@ def claude_project_dir(cwd: str, source_path: str | None, notes: list[str]) -> P
 def _own_files(conn: sqlite3.Connection, sid: str) -> list[tuple[str, str | None, bool]]:
     """(path, project key, is the main transcript) of the files that are this session's own: its
     transcript, its subagents' files and the files in its own folder, not other sessions' copies."""
-    from core.archive import session_files
+    from threadloom.core.archive import session_files
 
     like = sid.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ":%"
     own = conn.execute(
@@ -430,7 +429,7 @@ ROLLOUT_DATE = re.compile(r"rollout-(\d{4})-(\d{2})-(\d{2})T")
 
 def codex_sessions_root() -> Path:
     """`$CODEX_HOME/sessions` (default ~/.codex/sessions): where `codex resume ID` looks."""
-    from core.adapters.codex import codex_home
+    from threadloom.core.adapters.codex import codex_home
 
     return codex_home() / "sessions"
 
@@ -483,7 +482,7 @@ def _needs_restore(plan: ForkPlan, step: RestoreStep | None) -> ForkPlan:
 def restore_for(conn: sqlite3.Connection, plan: ForkPlan) -> list:
     """Do a plan's restore step: write its files back where the agent looks (never overwriting).
     Returns the `core.archive.RestoredFile`s; the plan's command works afterwards."""
-    from core.archive import restore_session
+    from threadloom.core.archive import restore_session
 
     step = plan.restore
     if step is None:

@@ -21,10 +21,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import orjson
-
-from core import search_index
-from core.adapters import all_adapters, walk
-from core.adapters.base import (
+from threadloom.core import search_index
+from threadloom.core.adapters import all_adapters, walk
+from threadloom.core.adapters.base import (
     Adapter,
     FileContext,
     RawRecord,
@@ -37,9 +36,9 @@ from core.adapters.base import (
     open_regular,
     read_regular,
 )
-from core.db import FIRST_LOAD_SUFFIX, LIVE_FIRST_LOADS, get_meta, set_meta
-from core.ledger import Ledger, replay
-from core.writer_lock import WriterBusy, writer_lock
+from threadloom.core.db import FIRST_LOAD_SUFFIX, LIVE_FIRST_LOADS, get_meta, set_meta
+from threadloom.core.ledger import Ledger, replay
+from threadloom.core.writer_lock import WriterBusy, writer_lock
 
 # A last line that is not complete JSON waits for its writer; after this long unchanged it is kept
 # as an invalid record instead, so a crashed writer's bytes are not lost.
@@ -222,7 +221,7 @@ def discover(
     every adapter to walk it again (5,000 files: ~0.8 s → ~0.1 s). Paths stay strings and no
     SourceRef is built until a file turns out to need reading: for 7,000 unchanged files that
     was a quarter of a launch."""
-    from core.adapters import ADAPTERS
+    from threadloom.core.adapters import ADAPTERS
 
     found: Found = {}
     snapshots: dict[str, str] = {}

@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-
-from core.adapters.base import FileContext, RawRecord, Record, normalized
-from core.adapters.claude import is_bare_command, prompt_title
-from core.db import TITLE_TYPES_SQL
+from threadloom.core.adapters.base import FileContext, RawRecord, Record, normalized
+from threadloom.core.adapters.claude import is_bare_command, prompt_title
+from threadloom.core.db import TITLE_TYPES_SQL
 
 SESSION_COLUMNS = (
     "id", "source", "model", "project", "project_path", "created_at", "ended_at", "message_count",
@@ -684,7 +683,7 @@ def rebuild_derived(conn: sqlite3.Connection, sessions: set[str] | None = None) 
 
 def replay(conn: sqlite3.Connection, ledger: Ledger, sessions: set[str] | None) -> None:
     """Inside the caller's transaction: clear and re-derive the given sessions (None: all)."""
-    from core.adapters import adapter_for
+    from threadloom.core.adapters import adapter_for
 
     if sessions is None:
         for table in ("agent_sessions", "agent_turns", "agent_tool_calls", "agent_usage"):

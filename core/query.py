@@ -202,8 +202,8 @@ def fill_tool_io(conn: sqlite3.Connection, calls: list[ToolCall]) -> None:
     wanted |= {c.result_entry_id for c in calls if c.result_json is None and c.result_entry_id is not None}
     if not wanted:
         return
-    from core.adapters import adapter_for  # the adapters load on demand (see core.adapters)
-    from core.adapters.base import FileContext, RawRecord
+    from threadloom.core.adapters import adapter_for  # the adapters load on demand (see core.adapters)
+    from threadloom.core.adapters.base import FileContext, RawRecord
 
     inputs: dict[tuple[int, str], str] = {}
     results: dict[tuple[int, str], str] = {}

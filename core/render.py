@@ -11,9 +11,8 @@ import orjson
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
-
-from core.query import SessionSummary, ToolCall, children_of, get_session, messages
-from core.text import clock, human_tokens, one_line, task_notice
+from threadloom.core.query import SessionSummary, ToolCall, children_of, get_session, messages
+from threadloom.core.text import clock, human_tokens, one_line, task_notice
 
 OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")  # window titles, links: no text to show
 ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "system": "dim"}

@@ -1,4 +1,4 @@
--- threadloom ledger schema 9, generated from core/models.py by `python -m core.db`; do not edit
+-- threadloom ledger schema 9, generated from core/models.py by `python -m threadloom.core.db`; do not edit
 
 CREATE TABLE agent_sessions (
 	id VARCHAR NOT NULL,

@@ -15,10 +15,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from rapidfuzz import fuzz, process
-
-from core import search_index
-from core.db import is_damage
-from core.text import (
+from threadloom.core import search_index
+from threadloom.core.db import is_damage
+from threadloom.core.text import (
     SEARCH_HELP,  # noqa: F401  (re-exported: the TUI and CLI show it)
     readable,
 )

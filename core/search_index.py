@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from core.db import get_meta, set_meta
-from core.writer_lock import WriterBusy, writer_lock
+from threadloom.core.db import get_meta, set_meta
+from threadloom.core.writer_lock import WriterBusy, writer_lock
 
 STATE_KEY = "search_index"  # "stale" while the index is behind the entries table
 UPTO_KEY = "search_index_upto"  # every entry with an id <= this is indexed

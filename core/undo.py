@@ -27,9 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-
-from core.query import ToolCall, fill_tool_io
-from core.text import one_line, printable
+from threadloom.core.query import ToolCall, fill_tool_io
+from threadloom.core.text import one_line, printable
 
 
 class _Unknown:
@@ -791,7 +790,7 @@ def _aider_steps(conn: sqlite3.Connection, session_id: str, entry_id: int, fork_
     """Aider's SEARCH/REPLACE blocks answered after the fork point, those its "Applied edit to"
     lines confirm (a block it could not apply is not in the file); and the commits Aider made of
     them, oldest first."""
-    from core.render import EditBlock, edit_blocks
+    from threadloom.core.render import EditBlock, edit_blocks
 
     later, _ = _after_turns(conn, session_id, fork_turn)
     applied: dict[str | None, set[str]] = {}

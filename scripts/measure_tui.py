@@ -35,6 +35,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# Makes `threadloom.core` / `threadloom.tui` import from a checkout's core/ and tui/ (the installed
+# package maps them the same way): `threadloom` becomes a namespace package rooted at the checkout.
+CHECKOUT_IMPORT = """import sys, types
+_pkg = types.ModuleType("threadloom")
+_pkg.__path__ = [{root!r}]
+sys.modules["threadloom"] = _pkg
+"""
+
 # Prints one JSON line once the app has settled: "ms" since the child's first line of Python to the
 # first frame drawn with the projects and sessions in it (the first `App._display` after the panes
 # are filled, as PERF.md measured Textual's first frames), and "at", CLOCK_MONOTONIC then
@@ -46,8 +54,8 @@ import time
 t0 = time.perf_counter()
 import json, sys
 {path_setup}from pathlib import Path
-from tui.app import ThreadloomApp
-from tui.panes import ProjectList, SessionTree
+from threadloom.tui.app import ThreadloomApp
+from threadloom.tui.panes import ProjectList, SessionTree
 
 class Timed(ThreadloomApp):
     first = None
@@ -92,7 +100,7 @@ def first_frame_code(db: Path, *, sources: list[Path] | None = None, root: Path 
     `wait_for_data`: on a first load (an empty `db`) the first frames have no data yet; wait for
     the first one that has (the panes read the load's first transactions), then stop the load.
     """
-    path_setup = f"sys.path.insert(0, {str(root)!r})\n" if root is not None else ""
+    path_setup = CHECKOUT_IMPORT.format(root=str(root)) if root is not None else ""
     return FIRST_FRAME.format(path_setup=path_setup, db=str(db), sources=[str(s) for s in sources or []],
                               ingest=bool(sources), wait=wait_for_data)
 
@@ -107,9 +115,9 @@ def first_frame_ms(db: Path, *, sources: list[Path] | None = None, root: Path | 
 
 
 async def browse(db: Path) -> dict[str, float]:
-    from core import browse as queries
-    from tui.app import ThreadloomApp
-    from tui.messages import MessageView
+    from threadloom.core import browse as queries
+    from threadloom.tui.app import ThreadloomApp
+    from threadloom.tui.messages import MessageView
 
     app = ThreadloomApp(db_path=db, ingest=False)
     async with app.run_test(size=(140, 40)) as pilot:
@@ -158,11 +166,12 @@ SEARCH_QUERIES = ["checkout tax", "tests green", "invoise", "repository layer", 
 
 
 async def search_and_fork(db: Path) -> dict[str, float]:
-    from tui.app import ThreadloomApp
-    from tui.fork import ForkPicker
-    from tui.messages import MessageView
-    from tui.search import SearchScreen
-    from tui.testing import wait_for_search
+    from threadloom.tui.app import ThreadloomApp
+    from threadloom.tui.fork import ForkPicker
+    from threadloom.tui.messages import MessageView
+    from threadloom.tui.search import SearchScreen
+    sys.path.insert(0, str(ROOT / "tests"))  # the tests' helpers
+    from tui_support import wait_for_search
 
     app = ThreadloomApp(db_path=db, ingest=False)
     async with app.run_test(size=(140, 40)) as pilot:
@@ -244,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--only: unknown part(s) {', '.join(sorted(parts - set(PARTS)))}; choose from {', '.join(PARTS)}")
     root = None if args.installed else ROOT
     if root is not None:
-        sys.path.insert(0, str(root))
+        exec(CHECKOUT_IMPORT.format(root=str(root)))
     result: dict[str, object] = {"db": str(args.db)}
     if "first" in parts:
         firsts = [first_frame_ms(args.db, sources=args.source, root=root) for _ in range(args.runs)]

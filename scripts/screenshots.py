@@ -2,7 +2,7 @@
 
     python scripts/screenshots.py [OUTDIR [SCENE ...]]
 
-Each scene (see `tui.testing.SCENES`) drives the real app headless at a fixed size, with the
+Each scene (see `tests/tui_support.py`'s `SCENES`) drives the real app headless at a fixed size, with the
 demo's fixed clock, UTC and a fixed (fake) Claude Code folder, so the files only change when the
 interface does.
 """
@@ -16,10 +16,10 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the tests' helpers: scenes, demo database, fixed clock
 
-from tui.app import ThreadloomApp  # noqa: E402
-from tui.testing import SCENES, build_demo_db, fixed_now, use_utc  # noqa: E402
+from threadloom.tui.app import ThreadloomApp  # noqa: E402
+from tui_support import SCENES, build_demo_db, fixed_now, use_utc  # noqa: E402
 
 
 async def shoot(db_path: Path, out: Path, name: str) -> Path:

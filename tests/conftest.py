@@ -10,9 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from core import db
-from core.ingest import IngestReport, run_ingest
+from threadloom.core import db
+from threadloom.core.ingest import IngestReport, run_ingest
 
 SHARED = Path(os.environ.get("THREADLOOM_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 CORPUS = SHARED / "corpus"

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS, ingest
-
-from core import db
-from core.adapters import ADAPTERS
-from core.adapters.aider import AiderAdapter
-from core.archive import file_bytes
-from core.ingest import run_ingest
+from threadloom.core import db
+from threadloom.core.adapters import ADAPTERS
+from threadloom.core.adapters.aider import AiderAdapter
+from threadloom.core.archive import file_bytes
+from threadloom.core.ingest import run_ingest
 
 PREAMBLE = """-*- mode: fundamental -*-
 > ^C again to exit  

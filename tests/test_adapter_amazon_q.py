@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS, ingest
-
-from core import db
-from core.adapters import ADAPTERS
-from core.archive import file_bytes
-from core.ingest import run_ingest
+from threadloom.core import db
+from threadloom.core.adapters import ADAPTERS
+from threadloom.core.archive import file_bytes
+from threadloom.core.ingest import run_ingest
 
 CONV = "4e83977c-0000-4000-8000-0000000000aa"
 CWD = "/home/dev/thing"

@@ -7,8 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from conftest import Transcript, ingest, tool_use
-
-from core.adapters import ADAPTERS
+from threadloom.core.adapters import ADAPTERS
 
 SID = "6a1f3c2e-0000-4000-8000-00000000aaaa"
 MIGRATIONS = """

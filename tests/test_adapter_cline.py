@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS, ingest
-
-from core import db
-from core.adapters import ADAPTERS
-from core.adapters.shared import editor_user_dirs
-from core.archive import file_bytes
-from core.ingest import run_ingest
+from threadloom.core import db
+from threadloom.core.adapters import ADAPTERS
+from threadloom.core.adapters.shared import editor_user_dirs
+from threadloom.core.archive import file_bytes
+from threadloom.core.ingest import run_ingest
 
 TASK = "1770858773985"
 ROO_TASK = "0198f0a2-7c3e-7b41-9d2e-5f6a7b8c9d0e"
@@ -341,7 +340,7 @@ def test_corpus_cline_sdk(tmp_path):
 
 
 def test_rebuild_from_entries_converges(conn, tmp_path):
-    from core.ledger import rebuild_derived
+    from threadloom.core.ledger import rebuild_derived
 
     folder = task_folder(tmp_path, ui=ui_stream(), api=api_history())
     write(folder / "task_metadata.json", {"model_usage": [], "environment_history": []})

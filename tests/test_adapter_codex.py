@@ -11,12 +11,11 @@ from pathlib import Path
 import pytest
 import zstandard
 from conftest import CORPUS, ingest
-
-from core import db
-from core.adapters import ADAPTERS
-from core.adapters.codex import CodexAdapter
-from core.archive import file_bytes
-from core.ingest import run_ingest
+from threadloom.core import db
+from threadloom.core.adapters import ADAPTERS
+from threadloom.core.adapters.codex import CodexAdapter
+from threadloom.core.archive import file_bytes
+from threadloom.core.ingest import run_ingest
 
 THREAD = "019a0000-1111-7222-8333-444455556666"
 CHILD = "019a0000-1111-7222-8333-777788889999"
@@ -382,8 +381,8 @@ def test_zst_rollout_is_read_message_by_message_kept_whole_and_never_double_coun
         "SELECT content FROM entries WHERE session_id = ? AND seq IS NOT NULL AND content IS NOT NULL "
         "AND dup_of IS NULL ORDER BY seq", (s["id"],))]
     assert texts == plain_texts and len(texts) >= 3
-    from core.archive import restore_session, verify
-    from core.search import search
+    from threadloom.core.archive import restore_session, verify
+    from threadloom.core.search import search
 
     assert search(other, "cart total").hits
     checked = verify(other)

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS, ingest
-
-from core import db
-from core.adapters import ADAPTERS
-from core.adapters.cursor import CursorAdapter
-from core.ingest import run_ingest
+from threadloom.core import db
+from threadloom.core.adapters import ADAPTERS
+from threadloom.core.adapters.cursor import CursorAdapter
+from threadloom.core.ingest import run_ingest
 
 COMPOSER = "8c1f0e2a-1111-4222-8333-444455556666"
 CHILD = "8c1f0e2a-2222-4222-8333-444455556666"
@@ -148,7 +147,7 @@ def test_global_database_composers_bubbles_tools_tokens(conn, tmp_path):
     assert conn.execute("SELECT count(*) FROM entries WHERE CAST(raw AS TEXT) LIKE 'checkpointId:%'").fetchone() == (0,)
     rows_are_stored_exactly(conn, source)
     source.close()
-    from core.ledger import rebuild_derived
+    from threadloom.core.ledger import rebuild_derived
 
     query = "SELECT id, turn_count, message_count, input_tokens, parent_session_id, project_path FROM agent_sessions ORDER BY id"
     before = conn.execute(query).fetchall()
@@ -266,7 +265,7 @@ def test_cursor_agent_transcripts_append_and_subagents(conn, tmp_path):
     child = session(conn, "child-1")
     assert (child["kind"], child["parent_session_id"]) == ("subagent", sid)
     fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path),)).fetchone()[0]
-    from core.archive import file_bytes
+    from threadloom.core.archive import file_bytes
 
     assert file_bytes(conn, fid) == (path.read_bytes(), True)
 
@@ -304,7 +303,7 @@ def test_corpus_cursor(tmp_path):
     for path in files:
         assert agents[str(path.resolve())] in ("cursor", "cursor-agent"), path
         if path.suffix == ".jsonl":  # line formats: every line stored, byte for byte
-            from core.archive import file_bytes
+            from threadloom.core.archive import file_bytes
 
             fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path.resolve()),)).fetchone()[0]
             assert file_bytes(conn, fid) == (path.read_bytes(), True), path

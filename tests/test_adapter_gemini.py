@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS, ingest
-
-from core import db
-from core.adapters import ADAPTERS
-from core.adapters.gemini import GeminiAdapter
-from core.archive import file_bytes
-from core.ingest import run_ingest
+from threadloom.core import db
+from threadloom.core.adapters import ADAPTERS
+from threadloom.core.adapters.gemini import GeminiAdapter
+from threadloom.core.archive import file_bytes
+from threadloom.core.ingest import run_ingest
 
 SID = "5f0e2a8c-1b2d-4e3f-9a0b-c1d2e3f4a5b6"
 PROJECT = "/home/dev/webshop"

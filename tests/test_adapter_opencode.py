@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS, ingest
-
-from core import db
-from core.adapters import ADAPTERS
-from core.archive import file_bytes
-from core.ingest import run_ingest
+from threadloom.core import db
+from threadloom.core.adapters import ADAPTERS
+from threadloom.core.archive import file_bytes
+from threadloom.core.ingest import run_ingest
 
 SID = "ses_4f2a1c9e8b7dFFFFa1b2c3d4e5"
 CHILD = "ses_4f2a1c9e8b7dCCCCa1b2c3d4e5"

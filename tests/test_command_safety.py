@@ -18,10 +18,9 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS, Transcript, ingest
-
-from core import db
-from core.cli import main
-from core.fork import claude_folder_name
+from threadloom.core import db
+from threadloom.core.cli import main
+from threadloom.core.fork import claude_folder_name
 
 MARK = "pwned"  # what every payload tries to create
 PAYLOADS = [
@@ -455,14 +454,13 @@ async def test_the_fork_picker_refuses_a_hostile_id_and_copies_a_safe_command(tm
                                                                               sandbox):
     from test_tui import shown
     from textual.widgets import Static
-
-    from tui.app import ThreadloomApp
-    from tui.fork import ForkPicker
-    from tui.testing import settle
+    from threadloom.tui.app import ThreadloomApp
+    from threadloom.tui.fork import ForkPicker
+    from tui_support import settle
 
     monkeypatch.setenv("THREADLOOM_KEYMAP", str(tmp_path / "no-keymap.toml"))
     copied: list[str] = []
-    monkeypatch.setattr("core.clipboard.copy_with", copied.append)
+    monkeypatch.setattr("threadloom.core.clipboard.copy_with", copied.append)
     folder = hostile_folder(tmp_path, "$(touch pwned)")
     claude_session(tmp_path / "a", sid="c0ffee00$(touch pwned)", cwd=str(folder))
     claude_session(tmp_path / "b", cwd=str(folder))
@@ -520,13 +518,12 @@ async def test_run_it_now_starts_exactly_the_plans_command_in_its_folder(tmp_pat
 
     from test_tui import shown
     from textual.widgets import Static
-
-    from core import browse
-    from tui import fork as tui_fork
-    from tui.app import ThreadloomApp
-    from tui.fork import ForkPicker
-    from tui.messages import MessageView
-    from tui.testing import settle
+    from threadloom.core import browse
+    from threadloom.tui import fork as tui_fork
+    from threadloom.tui.app import ThreadloomApp
+    from threadloom.tui.fork import ForkPicker
+    from threadloom.tui.messages import MessageView
+    from tui_support import settle
 
     folder = hostile_folder(tmp_path, "$(touch pwned)")
     claude_session(tmp_path, cwd=str(folder))  # where claude looks: $CLAUDE_CONFIG_DIR is tmp_path
@@ -550,7 +547,7 @@ async def test_run_it_now_starts_exactly_the_plans_command_in_its_folder(tmp_pat
                  "AIDER_CHAT_HISTORY_FILE"):  # the rescan after the agent reads only this test's folders
         monkeypatch.delenv(name, raising=False)
     copied: list[str] = []
-    monkeypatch.setattr("core.clipboard.copy_with", copied.append)
+    monkeypatch.setattr("threadloom.core.clipboard.copy_with", copied.append)
     monkeypatch.setattr(tui_fork, "hand_over", lambda app: contextlib.nullcontext())
     app = ThreadloomApp(db_path=dbfile, ingest=False)
     async with app.run_test(size=(140, 40)) as pilot:

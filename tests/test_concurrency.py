@@ -10,9 +10,8 @@ import sys
 from pathlib import Path
 
 from test_core_first_load import archive
-
-from core import db, search_index
-from core.ingest import run_ingest
+from threadloom.core import db, search_index
+from threadloom.core.ingest import run_ingest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,8 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PAUSED_WRITER = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from core import db, search_index
-from core.ingest import run_ingest
+from threadloom.core import db, search_index
+from threadloom.core.ingest import run_ingest
 conn = db.connect(sys.argv[2])
 paused = []
 def pause(done):
@@ -45,7 +44,7 @@ def paused_writer(db_path: Path, *args: str) -> subprocess.Popen:
 
 
 def cli(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "core.cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "threadloom.core.cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=dict(os.environ, HOME=str(ROOT / "no-home")))
 
 

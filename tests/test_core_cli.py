@@ -12,15 +12,14 @@ import sys
 from pathlib import Path
 
 from conftest import Transcript, tool_use
-
-from core import db
+from threadloom.core import db
 
 SID = "dddddddd-1111-4222-8333-000000000001"
 
 
 def run(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ, **(env_extra or {}))
-    return subprocess.run([sys.executable, "-m", "core.cli", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "threadloom.core.cli", *args], capture_output=True, text=True, env=env,
                           cwd=Path(__file__).resolve().parents[1], timeout=120)
 
 
@@ -142,7 +141,7 @@ def test_locked_database_gets_a_clear_message(tmp_path, monkeypatch, capsys):
     holder.execute("BEGIN EXCLUSIVE")
     monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 200)
     projects = make_archive(tmp_path)
-    from core.cli import main
+    from threadloom.core.cli import main
 
     try:
         code = main(["ingest", "--db", str(dbfile), "--only", "--source", str(projects), "--json"])
@@ -160,7 +159,7 @@ def test_database_locked_in_the_middle_of_an_ingest(tmp_path, monkeypatch, capsy
     projects = make_archive(tmp_path)
     holder = sqlite3.connect(dbfile, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another writer holds the WAL write lock; readers still work
-    from core.cli import main
+    from threadloom.core.cli import main
 
     try:
         code = main(["ingest", "--db", str(dbfile), "--only", "--source", str(projects), "--json"])
@@ -189,7 +188,7 @@ def test_help_answers_questions():
 
 
 def test_a_subagent_is_shown_by_the_id_the_sessions_list_gives_it(tmp_path):
-    from core.demo import write_demo_archive
+    from threadloom.core.demo import write_demo_archive
 
     root = write_demo_archive(tmp_path / "demo", long_turns=3)
     dbp = str(tmp_path / "t.db")
@@ -204,20 +203,20 @@ def test_a_subagent_is_shown_by_the_id_the_sessions_list_gives_it(tmp_path):
 
 
 def test_the_console_script_opens_the_tui_but_core_alone_does_not(tmp_path, monkeypatch, capsys):
-    import tui.app
-    from core.cli import main
-    from tui import entry
+    import threadloom.tui.app
+    from threadloom.core.cli import main
+    from threadloom.tui import entry
 
     assert main(["--db", str(tmp_path / "x.db")]) == 2 and "threadloom` command" in capsys.readouterr().err
     opened = []
-    monkeypatch.setattr(tui.app, "run_app", lambda **kw: opened.append(kw) or 0)
+    monkeypatch.setattr(threadloom.tui.app, "run_app", lambda **kw: opened.append(kw) or 0)
     assert entry.main(["--db", str(tmp_path / "x.db"), "--no-ingest"]) == 0
     assert opened == [{"db_path": tmp_path / "x.db", "sources": [], "demo": False, "ingest": False}]
 
 
 def test_new_databases_get_the_schema_the_sqlmodel_classes_compile_to(tmp_path):
     # schema.sql is what a new ledger is created from (no SQLModel import on a first launch)
-    assert db.SCHEMA_FILE.read_text() == db.fresh_schema(), "core/schema.sql is stale: run `python -m core.db`"
+    assert db.SCHEMA_FILE.read_text() == db.fresh_schema(), "core/schema.sql is stale: run `python -m threadloom.core.db`"
     fast = db.connect(tmp_path / "fast.db")
     slow = sqlite3.connect(tmp_path / "slow.db")
     slow.isolation_level = None

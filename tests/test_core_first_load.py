@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 from conftest import Transcript
-
-from core import db
-from core import ingest as ingest_module
-from core.ingest import run_ingest
+from threadloom.core import db
+from threadloom.core import ingest as ingest_module
+from threadloom.core.ingest import run_ingest
 
 TABLES = (
     "SELECT id, source_file_id, byte_offset, raw, session_id, seq, turn_id, dup_of, content FROM entries ORDER BY id",
@@ -70,7 +69,7 @@ def test_a_file_failing_half_way_through_a_first_load_is_undone(tmp_path, monkey
         return real(adapter, rec, ctx)
 
     monkeypatch.setattr(ingest_module, "normalized", flaky)
-    monkeypatch.setattr("core.ingest.ROWS_PER_CHUNK", 4)
+    monkeypatch.setattr("threadloom.core.ingest.ROWS_PER_CHUNK", 4)
     conn = db.connect(tmp_path / "ledger.db")
     report = run_ingest(conn, [projects], include_defaults=False)
     assert len(report.errors) == 1 and "ingest bug" in report.errors[0]
@@ -125,7 +124,7 @@ def test_threadloom_ingest_after_a_first_load_that_died_starts_afresh(tmp_path, 
     root = Path(__file__).resolve().parents[1]
     assert proc.returncode == 9 and Path(str(path) + db.FIRST_LOAD_SUFFIX).exists()
     env = {**os.environ, "PYTHONPATH": str(root)}
-    run = subprocess.run([sys.executable, "-m", "core.cli", "ingest", "--db", str(path), "--only", "--json",
+    run = subprocess.run([sys.executable, "-m", "threadloom.core.cli", "ingest", "--db", str(path), "--only", "--json",
                           "--source", str(projects)], capture_output=True, text=True, timeout=60, env=env, cwd=root)
     assert run.returncode == 0, run.stderr
     assert '"records_added": 48' in run.stdout
@@ -214,12 +213,12 @@ def test_a_first_load_running_in_this_process_is_not_disturbed(tmp_path, monkeyp
 def test_a_first_load_that_failed_in_this_process_is_started_afresh(tmp_path, monkeypatch):
     """A first load that stopped on a database error (a full disk) leaves its marker with this
     process's id; the same process (the TUI retrying) must not be told the load is still running."""
-    import core.ingest
+    import threadloom.core.ingest
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     projects = archive(tmp_path)
     path = tmp_path / "ledger.db"
-    real, calls = core.ingest._ingest_file, []
+    real, calls = threadloom.core.ingest._ingest_file, []
 
     def full_disk(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append(1)
@@ -227,13 +226,13 @@ def test_a_first_load_that_failed_in_this_process_is_started_afresh(tmp_path, mo
             raise sqlite3.OperationalError("database or disk is full")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(core.ingest, "_ingest_file", full_disk)
+    monkeypatch.setattr(threadloom.core.ingest, "_ingest_file", full_disk)
     conn = db.connect(path)
     with pytest.raises(sqlite3.OperationalError):
         run_ingest(conn, [projects], include_defaults=False)
     conn.close()
     assert Path(str(path) + db.FIRST_LOAD_SUFFIX).read_text() == str(os.getpid())
-    monkeypatch.setattr(core.ingest, "_ingest_file", real)
+    monkeypatch.setattr(threadloom.core.ingest, "_ingest_file", real)
     conn = db.connect(path)  # not "being filled": that load is over; its half is discarded
     assert not Path(str(path) + db.FIRST_LOAD_SUFFIX).exists()
     assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 0

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS, Transcript, ingest, tool_use
-
-from core import clipboard
-from core.fork import ForkError, fork_points, plan_fork, resume_plan, write_fork
+from threadloom.core import clipboard
+from threadloom.core.fork import ForkError, fork_points, plan_fork, resume_plan, write_fork
 
 SID = "f0000000-0000-4000-8000-00000000f001"
 
@@ -189,7 +188,7 @@ def test_commands_go_to_the_folder_the_session_was_started_in(conn, tmp_path):
 def test_cli_fork_json_dry_run_and_plain(conn, branched, tmp_path, monkeypatch):
     db_path = conn.execute("PRAGMA database_list").fetchone()[2]
     last = branched.lines[-1]["uuid"]
-    run = lambda *a: subprocess.run([sys.executable, "-m", "core.cli", *a, "--db", db_path], capture_output=True,  # noqa: E731
+    run = lambda *a: subprocess.run([sys.executable, "-m", "threadloom.core.cli", *a, "--db", db_path], capture_output=True,  # noqa: E731
                                     text=True, cwd=Path(__file__).resolve().parents[1])
     dry = run("fork", last, "--dry-run", "--json")
     data = json.loads(dry.stdout)
@@ -320,8 +319,7 @@ def test_cli_fork_prints_the_command_of_agents_that_copy_the_session_themselves(
     Gemini's already written copy): only a plan holding a transcript has a file to write."""
     from test_adapter_codex import full_session
     from test_adapter_gemini import chats, meta, reply, user, write_jsonl
-
-    from core.cli import main
+    from threadloom.core.cli import main
 
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "ghome"))

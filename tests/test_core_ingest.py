@@ -10,9 +10,8 @@ from pathlib import Path
 
 import orjson
 from conftest import Transcript, ingest, tool_use
-
-from core import db
-from core.archive import file_bytes
+from threadloom.core import db
+from threadloom.core.archive import file_bytes
 
 
 def entries_of(conn: sqlite3.Connection, path: Path) -> list[tuple]:
@@ -90,7 +89,7 @@ def test_empty_file_and_unreadable_file(conn, tmp_path):
     projects.mkdir(parents=True)
     (projects / "33333333-aaaa-4bbb-8ccc-000000000003.jsonl").write_bytes(b"")
     (projects / "44444444-aaaa-4bbb-8ccc-000000000004.jsonl").symlink_to(tmp_path / "missing-target.jsonl")
-    from core.ingest import run_ingest
+    from threadloom.core.ingest import run_ingest
 
     report = run_ingest(conn, [tmp_path / "projects"], include_defaults=False)
     assert report.files_read == 1
@@ -186,7 +185,7 @@ def test_rewritten_file_is_reingested_and_truncation_removes_records(conn, tmp_p
 
 
 def test_disappeared_source_keeps_its_session_and_restores(conn, tmp_path):
-    from core.archive import restore_session
+    from threadloom.core.archive import restore_session
 
     t = simple_session(tmp_path)
     path = t.write()
@@ -215,7 +214,7 @@ def test_sources_are_never_modified(conn, tmp_path):
 
 
 def test_crash_mid_file_leaves_database_consistent(conn, tmp_path, monkeypatch):
-    import core.ingest as ingest_mod
+    import threadloom.core.ingest as ingest_mod
 
     simple_session(tmp_path, "55555555-aaaa-4bbb-8ccc-000000000005").write()
     simple_session(tmp_path, "66666666-aaaa-4bbb-8ccc-000000000006").write()
@@ -259,13 +258,13 @@ class _DocAdapter:
         return path.suffix == ".toy"
 
     def discover(self, root):
-        from core.adapters.base import SourceRef
+        from threadloom.core.adapters.base import SourceRef
 
         for p in sorted(root.rglob("*.toy")):
             yield SourceRef(p, self.name, "transcript", p.parent.name)
 
     def split(self, data):
-        from core.adapters.base import RawRecord, SourceIncomplete
+        from threadloom.core.adapters.base import RawRecord, SourceIncomplete
 
         try:
             doc = json.loads(data)
@@ -282,7 +281,7 @@ class _DocAdapter:
         return [r for r in records if r.raw]
 
     def normalize(self, rec, ctx):
-        from core.adapters.base import Record, SessionInfo
+        from threadloom.core.adapters.base import Record, SessionInfo
 
         try:
             obj = json.loads(rec.raw)
@@ -297,7 +296,7 @@ class _DocAdapter:
 
 
 def test_document_sources_are_cut_into_exact_records_and_reread_only_when_content_changes(conn, tmp_path, monkeypatch):
-    from core import adapters
+    from threadloom.core import adapters
 
     monkeypatch.setitem(adapters.ADAPTERS, "toydoc", _DocAdapter())
     folder = tmp_path / "docs" / "proj"
@@ -354,8 +353,7 @@ def test_database_sources_reread_only_when_rows_change_and_verify_by_rows(conn, 
     import shutil
 
     from conftest import CORPUS
-
-    from core.archive import restore_session, verify
+    from threadloom.core.archive import restore_session, verify
 
     found = sorted((CORPUS / "cursor").rglob("*.vscdb")) if (CORPUS / "cursor").is_dir() else []
     if not found:
@@ -378,7 +376,7 @@ def test_database_sources_reread_only_when_rows_change_and_verify_by_rows(conn, 
 
 
 def test_unchanged_folders_skip_the_adapters_walks_and_new_files_are_still_found(conn, tmp_path, monkeypatch):
-    from core.adapters.claude import ClaudeAdapter
+    from threadloom.core.adapters.claude import ClaudeAdapter
 
     simple_session(tmp_path, "77777777-aaaa-4bbb-8ccc-000000000007").write()
     ingest(conn, tmp_path / "projects")
@@ -402,13 +400,13 @@ def test_unchanged_folders_skip_the_adapters_walks_and_new_files_are_still_found
 
 
 def test_a_file_written_in_chunks_gives_the_same_ledger(tmp_path, monkeypatch):
-    from core import db
+    from threadloom.core import db
 
     t = simple_session(tmp_path, turns=7)
     t.write()
     whole = db.connect(tmp_path / "whole.db")
     ingest(whole, tmp_path / "projects")
-    monkeypatch.setattr("core.ingest.ROWS_PER_CHUNK", 3)
+    monkeypatch.setattr("threadloom.core.ingest.ROWS_PER_CHUNK", 3)
     chunked = db.connect(tmp_path / "chunked.db")
     report = ingest(chunked, tmp_path / "projects")
     assert report.records_added == 14
@@ -420,7 +418,7 @@ def test_a_file_written_in_chunks_gives_the_same_ledger(tmp_path, monkeypatch):
 
 
 def test_a_file_added_or_a_folder_removed_deep_under_a_root_is_noticed(tmp_path):
-    from core.ingest import folder_snapshot, snapshot_unchanged
+    from threadloom.core.ingest import folder_snapshot, snapshot_unchanged
 
     deep = tmp_path / "root" / "project" / "session" / "subagents"
     deep.mkdir(parents=True)
@@ -461,7 +459,7 @@ def test_ingest_leaves_no_reference_cycles_behind(conn, tmp_path):
 
 
 def test_a_new_file_in_one_folder_is_found_without_offering_the_other_folders_files_again(conn, tmp_path, monkeypatch):
-    from core.adapters.claude import ClaudeAdapter
+    from threadloom.core.adapters.claude import ClaudeAdapter
 
     def session_in(project: str, sid: str) -> Transcript:
         t = Transcript(tmp_path / "projects" / project / f"{sid}.jsonl", sid)

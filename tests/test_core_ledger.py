@@ -136,7 +136,7 @@ def test_tool_calls_whose_writer_left_out_their_ids_are_kept_and_matched_in_orde
     t.assistant(tools=[{"type": "tool_use", "name": "Bash", "input": {"command": "date"}}])
     t.write()
     ingest(conn, tmp_path / "projects")
-    from core.query import messages
+    from threadloom.core.query import messages
 
     calls = [call for msg in messages(conn, SID) for call in msg.tool_calls]
     assert [(c.name, c.status) for c in calls] == [("Bash", "completed"), ("Bash", "failed"), ("Task", "completed"),
@@ -154,7 +154,7 @@ NOTICE = ("<task-notification>\n<task-id>b07h5t4ng</task-id>\n<status>completed<
 
 
 def test_branches_are_named_where_each_left_its_nearest_sibling(conn, tmp_path):
-    from core import browse
+    from threadloom.core import browse
 
     t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
     t.user("Start")
@@ -311,7 +311,7 @@ def test_project_path_comes_from_cwd_not_the_folder_name(conn, tmp_path):
 
 
 def test_schema_version_mismatch_rebuilds_derived_tables(tmp_path):
-    from core import db
+    from threadloom.core import db
 
     t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
     t.user("question")
@@ -330,14 +330,14 @@ def test_schema_version_mismatch_rebuilds_derived_tables(tmp_path):
 
 
 def test_session_titles_are_found_through_their_own_index(conn):
-    from core.ledger import TITLES_SQL
+    from threadloom.core.ledger import TITLES_SQL
 
     plan = " ".join(r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + TITLES_SQL, ("x",)))
     assert "ix_entries_titles" in plan
 
 
 def test_claude_tool_input_and_output_are_stored_once_and_read_back_from_their_records(conn, tmp_path):
-    from core import browse, query
+    from threadloom.core import browse, query
 
     t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
     t.user("run both")

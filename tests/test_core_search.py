@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS, Transcript, ingest, tool_use
-
-from core.search import find_sessions, parse_query, parse_time, search
+from threadloom.core.search import find_sessions, parse_query, parse_time, search
 
 NOW = time.mktime((2026, 3, 10, 12, 0, 0, 0, 0, -1))
 S_AUTH = "a0000000-0000-4000-8000-00000000a001"
@@ -122,7 +121,7 @@ def test_filters_alone_give_the_newest_records_they_let_through(archive):
 
 def test_a_wide_session_filter_walks_the_records_instead_of_listing_them(archive, monkeypatch):
     listed = [h.entry_id for h in search(archive, "project:api").hits]
-    monkeypatch.setattr("core.search.SESSION_IDS_MAX", 0)
+    monkeypatch.setattr("threadloom.core.search.SESSION_IDS_MAX", 0)
     assert [h.entry_id for h in search(archive, "project:api").hits] == listed
     assert sessions_of(search(archive, "tool:Task project:api")) == [S_OTHER, S_OTHER]
 
@@ -154,7 +153,7 @@ def test_cli_search_json(archive, tmp_path):
     import sys
 
     db_path = archive.execute("PRAGMA database_list").fetchone()[2]
-    out = subprocess.run([sys.executable, "-m", "core.cli", "search", "autentication", "--db", db_path, "--json"],
+    out = subprocess.run([sys.executable, "-m", "threadloom.core.cli", "search", "autentication", "--db", db_path, "--json"],
                          capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1], check=True)
     hits = json.loads(out.stdout)
     assert hits and hits[0]["session_id"] == S_AUTH

@@ -8,10 +8,9 @@ from pathlib import Path
 
 from conftest import Transcript
 from test_core_cli import run
-
-from core import search_index
-from core.ingest import run_ingest
-from core.search import search
+from threadloom.core import search_index
+from threadloom.core.ingest import run_ingest
+from threadloom.core.search import search
 
 
 def fts_is_consistent(conn: sqlite3.Connection) -> bool:

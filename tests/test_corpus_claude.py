@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS
-
-from core import db
-from core.archive import file_bytes
-from core.ingest import run_ingest
+from threadloom.core import db
+from threadloom.core.archive import file_bytes
+from threadloom.core.ingest import run_ingest
 
 CLAUDE = CORPUS / "claude-code"
 pytestmark = [

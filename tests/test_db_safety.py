@@ -27,10 +27,9 @@ from pathlib import Path
 import pytest
 from conftest import Transcript, tool_use
 from test_core_cli import SID, make_archive
-
-from core import db
-from core.cli import main
-from core.ingest import run_ingest
+from threadloom.core import db
+from threadloom.core.cli import main
+from threadloom.core.ingest import run_ingest
 
 REPO = Path(__file__).resolve().parents[1]
 UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -148,7 +147,7 @@ def read_only_mount(tmp_path) -> Callable[..., subprocess.CompletedProcess]:
         pytest.skip(f"cannot mount a folder read-only here: {check.stderr.decode().strip()}")
 
     def run(folder: Path, *args: str) -> subprocess.CompletedProcess:
-        command = " ".join(map(_quote, [sys.executable, "-m", "core.cli", *args]))
+        command = " ".join(map(_quote, [sys.executable, "-m", "threadloom.core.cli", *args]))
         script = f"mount --bind {_quote(str(folder))} {_quote(str(folder))} && " \
                  f"mount -o remount,bind,ro {_quote(str(folder))} && exec {command}"
         return subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True,
@@ -217,7 +216,7 @@ def as_nobody() -> Iterator[tuple[Callable[..., subprocess.CompletedProcess], Pa
     os.chmod(work, 0o755)
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([*prefix, python, "-m", "core.cli", *args], capture_output=True, text=True,
+        return subprocess.run([*prefix, python, "-m", "threadloom.core.cli", *args], capture_output=True, text=True,
                               cwd=REPO, env=env, timeout=120)
 
     try:
@@ -473,7 +472,7 @@ def test_a_full_disk_is_said_as_a_full_disk_on_a_real_file_system(tmp_path):
     mount.mkdir()
     said = []
     for size in (len(good) // 3, len(good) * 8 // 10, len(good) * 19 // 20):  # too small, at each stage of the load
-        command = " ".join(map(_quote, [sys.executable, "-m", "core.cli", "ingest", "--db", str(mount / "x.db"),
+        command = " ".join(map(_quote, [sys.executable, "-m", "threadloom.core.cli", "ingest", "--db", str(mount / "x.db"),
                                         "--only", "--source", str(tmp_path / "projects"), "-q"]))
         res = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size={size} tmpfs {mount} && {command}"],
                              capture_output=True, text=True, cwd=REPO, timeout=120)
@@ -536,8 +535,8 @@ def test_restore_keeps_stored_paths_inside_its_folder(tmp_path, capsys):
 
 
 def test_restore_leaves_the_same_bytes_and_refuses_other_bytes_before_writing(tmp_path, capsys):
-    from core.archive import session_files
-    from core.demo import write_demo_archive
+    from threadloom.core.archive import session_files
+    from threadloom.core.demo import write_demo_archive
 
     root = write_demo_archive(tmp_path / "demo", long_turns=3)
     path = tmp_path / "demo.db"

@@ -6,10 +6,9 @@ import hashlib
 from pathlib import Path
 
 import pytest
-
-from core import db
-from core.demo import write_demo_archive
-from core.ingest import run_ingest
+from threadloom.core import db
+from threadloom.core.demo import write_demo_archive
+from threadloom.core.ingest import run_ingest
 
 
 def _digest(root: Path) -> str:
@@ -101,7 +100,7 @@ def test_a_demo_folder_whose_process_is_gone_is_removed_at_the_next_demo(tmp_pat
     import sys
     import time
 
-    from core.demo import OWNER_FILE, UNOWNED_GRACE_SECONDS, claim_demo_dir
+    from threadloom.core.demo import OWNER_FILE, UNOWNED_GRACE_SECONDS, claim_demo_dir
 
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True)

@@ -13,10 +13,9 @@ import pytest
 from conftest import CORPUS, Transcript, ingest, tool_use
 from test_command_safety import lookups, run_printed
 from test_core_fork import check_fork_file
-
-from core import db
-from core.cli import main
-from core.fork import (
+from threadloom.core import db
+from threadloom.core.cli import main
+from threadloom.core.fork import (
     ForkError,
     claude_folder_name,
     claude_restore_step,
@@ -195,7 +194,7 @@ def test_claude_folder_names_as_claude_code_writes_them(tmp_path, monkeypatch):
     assert claude_folder_name("/tmp/\U0001f600") == "-tmp---"  # beyond the BMP: two UTF-16 units
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cfg"))
     long = "/" + "/".join(["segment"] * 40)
-    from core.fork import claude_project_dir
+    from threadloom.core.fork import claude_project_dir
 
     notes: list[str] = []
     guessed = claude_project_dir(long, None, notes)

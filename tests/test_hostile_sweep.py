@@ -20,8 +20,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Transcript
-
-from core import cli
+from threadloom.core import cli
 
 
 def run_cli(*argv: str) -> tuple[int, str, str]:
@@ -195,7 +194,7 @@ def cli_as_a_user(*argv: str, home: Path) -> subprocess.CompletedProcess:
     """`threadloom ARGV` in a process that file permissions apply to: as root, without the powers
     that pass over them (root reads a folder of mode 000 as if it were open)."""
     root = Path(__file__).resolve().parents[1]
-    command = [sys.executable, "-m", "core.cli", *argv]
+    command = [sys.executable, "-m", "threadloom.core.cli", *argv]
     if os.geteuid() == 0:
         if shutil.which("setpriv") is None:
             pytest.skip("running as root without setpriv: permissions cannot be made to apply")

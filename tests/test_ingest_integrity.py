@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 from conftest import Transcript, ingest
-
-from core.archive import file_bytes
-from core.ingest import run_ingest
+from threadloom.core.archive import file_bytes
+from threadloom.core.ingest import run_ingest
 
 SID = "11111111-aaaa-4bbb-8ccc-000000000001"
 
@@ -131,7 +130,7 @@ def test_a_file_name_that_is_not_utf8_is_reported_and_the_rest_is_read(conn, tmp
 
 
 def test_errors_printed_by_ingest_cannot_drive_the_terminal(tmp_path, capsys):
-    from core.cli import main
+    from threadloom.core.cli import main
 
     long_session(tmp_path, turns=1).write()
     os.mkfifo(tmp_path / "projects" / "-home-dev-app" / "\x1b]0;pwned\x07\x1b[2J.jsonl")

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import CORPUS, Transcript, ingest, tool_use
 from test_adapter_codex import THREAD, Rollout, full_session
-
-from core import browse, db
-from core.query import messages
+from threadloom.core import browse, db
+from threadloom.core.query import messages
 
 SID = "aaaaaaaa-1111-4222-8333-000000000001"
 COPY = "bbbbbbbb-1111-4222-8333-000000000002"
@@ -134,7 +133,7 @@ def test_a_fork_like_copy_shows_all_its_tool_calls(conn, tmp_path):
 
 
 def test_a_fork_written_by_threadloom_shows_its_tool_calls_once_ingested(conn, tmp_path):
-    from core.fork import plan_fork, write_fork
+    from threadloom.core.fork import plan_fork, write_fork
 
     source = working_session(tmp_path)
     source.write()

@@ -18,17 +18,16 @@ from rich.console import Console
 from rich.text import Text
 from textual.widgets import Input, Static, Tree
 from textual.worker import WorkerFailed
-
-from core import browse
-from core.demo import write_demo_archive
-from core.ingest import IngestReport
-from tui.app import ThreadloomApp
-from tui.fork import ForkPicker, PointList
-from tui.messages import MessageView
-from tui.panes import ProjectList, SessionTree
-from tui.screens import ErrorScreen, HelpScreen, RawJsonScreen
-from tui.search import ResultsList, SearchScreen
-from tui.testing import (
+from threadloom.core import browse
+from threadloom.core.demo import write_demo_archive
+from threadloom.core.ingest import IngestReport
+from threadloom.tui.app import ThreadloomApp
+from threadloom.tui.fork import ForkPicker, PointList
+from threadloom.tui.messages import MessageView
+from threadloom.tui.panes import ProjectList, SessionTree
+from threadloom.tui.screens import ErrorScreen, HelpScreen, RawJsonScreen
+from threadloom.tui.search import ResultsList, SearchScreen
+from tui_support import (
     CHECKOUT,
     LONG,
     build_demo_db,
@@ -56,7 +55,7 @@ def no_real_logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[No
     """Never read the developer's own ~/.claude or keymap, nor touch their clipboard; times in UTC."""
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "no-claude"))
     monkeypatch.setenv("THREADLOOM_KEYMAP", str(tmp_path / "no-keymap.toml"))
-    monkeypatch.setattr("core.clipboard.copy_with", no_clipboard)
+    monkeypatch.setattr("threadloom.core.clipboard.copy_with", no_clipboard)
     previous = use_utc()
     yield
     restore_tz(previous)
@@ -83,8 +82,7 @@ async def until(pilot, holds: Callable[[], object], timeout: float = 10.0) -> No
 def ingested_db(tmp_path: Path, source: Path) -> Path:
     """A database holding what `source` has, written before the app opens it."""
     from conftest import ingest
-
-    from core import db
+    from threadloom.core import db
 
     path = tmp_path / "t.db"
     conn = db.connect(path)
@@ -475,16 +473,16 @@ async def test_warmup_agents_hidden_until_asked(demo_db: Path) -> None:
 
 
 async def test_jump_to_session_from_palette(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import core.search
+    import threadloom.core.search
 
     asked: list[str] = []
-    real = core.search.find_sessions
+    real = threadloom.core.search.find_sessions
 
     def spy(conn, text, limit=20):
         asked.append(text)
         return real(conn, text, limit)
 
-    monkeypatch.setattr(core.search, "find_sessions", spy)
+    monkeypatch.setattr(threadloom.core.search, "find_sessions", spy)
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
@@ -531,7 +529,7 @@ async def test_ingest_worker_fills_panes_and_notifies(tmp_path: Path) -> None:
 
 
 async def test_archive_is_browsable_while_the_search_index_builds(tmp_path: Path, monkeypatch) -> None:
-    from core import search_index
+    from threadloom.core import search_index
 
     root = small_archive(tmp_path)
     real_build = search_index.build
@@ -570,10 +568,10 @@ async def test_archive_is_browsable_while_the_search_index_builds(tmp_path: Path
 async def test_first_load_is_browsable_while_it_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A first load runs without a journal as the database's writer; the panes read what its
     committed transactions hold through a read-only connection, long before the load ends."""
-    import core.ingest
+    import threadloom.core.ingest
 
     root = small_archive(tmp_path)
-    real_ingest_file = core.ingest._ingest_file
+    real_ingest_file = threadloom.core.ingest._ingest_file
     halfway, release = threading.Event(), threading.Event()
     calls = []
 
@@ -585,8 +583,8 @@ async def test_first_load_is_browsable_while_it_runs(tmp_path: Path, monkeypatch
             assert release.wait(10)
         return real_ingest_file(conn, ledger, plan, undo_by_delete=undo_by_delete)
 
-    monkeypatch.setattr(core.ingest, "_ingest_file", held)
-    monkeypatch.setattr(core.ingest._Batch, "MAX_SECONDS", 0.0)  # a transaction per file
+    monkeypatch.setattr(threadloom.core.ingest, "_ingest_file", held)
+    monkeypatch.setattr(threadloom.core.ingest._Batch, "MAX_SECONDS", 0.0)  # a transaction per file
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
     async with app.run_test(size=(140, 40)) as pilot:
         assert await event_set(pilot, halfway)
@@ -699,8 +697,7 @@ async def test_demo_starts_with_the_project_list_focused(tmp_path: Path, monkeyp
 
 async def test_rescan_says_so_when_nothing_was_new(tmp_path: Path) -> None:
     from conftest import ingest
-
-    from core import db
+    from threadloom.core import db
 
     root = small_archive(tmp_path)
     conn = db.connect(tmp_path / "t.db")
@@ -730,7 +727,7 @@ async def test_worker_error_opens_dialog(tmp_path: Path, monkeypatch: pytest.Mon
     def broken(*args, **kwargs):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr("core.ingest.run_ingest", broken)
+    monkeypatch.setattr("threadloom.core.ingest.run_ingest", broken)
     app = make_app(tmp_path / "x.db", ingest=True)
     async with app.run_test(size=(100, 30)) as pilot:
         with contextlib.suppress(WorkerFailed):
@@ -750,7 +747,7 @@ async def test_escape_cancels_ingest(tmp_path: Path, monkeypatch: pytest.MonkeyP
         assert cancel.wait(10)
         return IngestReport(cancelled=True)
 
-    monkeypatch.setattr("core.ingest.run_ingest", slow)
+    monkeypatch.setattr("threadloom.core.ingest.run_ingest", slow)
     app = make_app(tmp_path / "x.db", ingest=True)
     async with app.run_test(size=(100, 30)) as pilot:
         assert await event_set(pilot, started)
@@ -800,7 +797,7 @@ async def test_moving_to_another_project_shows_its_newest_session(demo_db: Path)
 
 
 def _clip_title(title: str | None) -> str:
-    from tui.render import plain_title
+    from threadloom.tui.render import plain_title
 
     return plain_title(title, 70).markup
 
@@ -808,8 +805,8 @@ def _clip_title(title: str | None) -> str:
 def test_session_rows_show_when_they_were_last_written_with_the_year_when_not_this_one() -> None:
     from datetime import datetime
 
-    from tui.panes import session_label
-    from tui.render import short_when
+    from threadloom.tui.panes import session_label
+    from threadloom.tui.render import short_when
 
     now = datetime(2026, 3, 1, 12, 0).timestamp()
     june_2025 = int(datetime(2025, 6, 12, 14, 5).timestamp() * 1000)
@@ -823,7 +820,7 @@ def test_session_rows_show_when_they_were_last_written_with_the_year_when_not_th
         tool_call_id=None)
     row = session_label(node, 90, now).plain
     assert "03 Feb 09:30" in row and "2025" not in row and "1 msg " in row
-    from tui.app import _subtitle
+    from threadloom.tui.app import _subtitle
 
     assert _subtitle(node, 1, 0) == "1 message · 0 tokens"  # no model: no dangling separator
 
@@ -1041,8 +1038,7 @@ async def open_picker_at(pilot, seq: int) -> ForkPicker:
 async def test_titles_with_brackets_are_shown_as_written(tmp_path: Path) -> None:
     """A border reads a str as markup: "[Image #1]" and "[red]" vanished from titles."""
     from conftest import Transcript, ingest
-
-    from core import db
+    from threadloom.core import db
 
     sid = "abcdef00-0000-4000-8000-000000000001"
     t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{sid}.jsonl", sid)
@@ -1276,8 +1272,8 @@ async def test_the_picker_says_what_a_fork_does_not_undo_and_writes_the_patch(
         fork_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Under the list, the files edited after the point under the cursor; `u` writes the patch that
     takes them back (proposed beside where threadloom was started, never over a file)."""
-    from core import db
-    from core.undo import plan_undo
+    from threadloom.core import db
+    from threadloom.core.undo import plan_undo
 
     monkeypatch.chdir(tmp_path)
     app = make_app(fork_db)
@@ -1367,9 +1363,9 @@ async def test_fork_before_a_prompt_asks_for_the_prompt_to_send_instead(fork_db:
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         picker = await open_picker_at(pilot, 11)  # the prompt "Also round to cents in the invoice summary email."
-        import core.clipboard
+        import threadloom.core.clipboard
 
-        core.clipboard.copy_with = copied.append
+        threadloom.core.clipboard.copy_with = copied.append
         await pilot.press("b")
         await pilot.pause()
         box = picker.query_one("#fork-prompt-input", Input)
@@ -1396,7 +1392,7 @@ async def test_fork_before_a_prompt_asks_for_the_prompt_to_send_instead(fork_db:
 async def test_fork_here_confirms_writes_copies_and_shows_in_tree(
         fork_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     copied: list[str] = []
-    monkeypatch.setattr("core.clipboard.copy_with", copied.append)
+    monkeypatch.setattr("threadloom.core.clipboard.copy_with", copied.append)
     app = make_app(fork_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
@@ -1461,7 +1457,7 @@ async def test_fork_errors_stay_in_the_dialog(fork_db: Path, monkeypatch: pytest
 
 async def test_fork_with_a_new_prompt_from_a_search_hit(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     copied: list[str] = []
-    monkeypatch.setattr("core.clipboard.copy_with", copied.append)
+    monkeypatch.setattr("threadloom.core.clipboard.copy_with", copied.append)
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
@@ -1493,12 +1489,11 @@ async def test_fork_with_a_new_prompt_from_a_search_hit(demo_db: Path, monkeypat
 
 async def test_fork_picker_for_codex_says_what_it_can(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from test_adapter_codex import full_session
-
-    from core import db
-    from core.ingest import run_ingest
+    from threadloom.core import db
+    from threadloom.core.ingest import run_ingest
 
     copied: list[str] = []
-    monkeypatch.setattr("core.clipboard.copy_with", copied.append)
+    monkeypatch.setattr("threadloom.core.clipboard.copy_with", copied.append)
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     full_session(tmp_path / "codex").write()
     conn = db.connect(tmp_path / "codex.db")
@@ -1537,8 +1532,8 @@ async def test_fork_picker_for_codex_says_what_it_can(tmp_path: Path, monkeypatc
 
 
 def test_a_collapsed_tool_call_stays_on_one_line_its_path_giving_way() -> None:
-    from core.query import ToolCall
-    from tui.render import call_line
+    from threadloom.core.query import ToolCall
+    from threadloom.tui.render import call_line
 
     path = "/Users/dev/workspace/claude-code-log/claude_code_log/renderer.py"
     call = ToolCall("t1", "Read", json.dumps({"file_path": path}), '"ok"', "completed", None, 0, 8400)
@@ -1552,8 +1547,8 @@ def test_a_collapsed_tool_call_stays_on_one_line_its_path_giving_way() -> None:
 
 
 def test_codex_patch_calls_render_as_diffs() -> None:
-    from core.browse import ToolCallRow
-    from tui import render as tui_render
+    from threadloom.core.browse import ToolCallRow
+    from threadloom.tui import render as tui_render
 
     patch = "*** Begin Patch\n*** Update File: cart.py\n@@ def total\n-total = None\n+total = 0\n*** End Patch"
     calls = [
@@ -1572,7 +1567,7 @@ def test_codex_patch_calls_render_as_diffs() -> None:
 
 
 def test_a_wrapped_diff_row_continues_beside_its_marker_column() -> None:
-    from tui.render import FilledLines, _diff_line
+    from threadloom.tui.render import FilledLines, _diff_line
 
     rows: list[Text] = []
     _diff_line(rows, "-  const tax = subtotal.amount * rule.rate; // rounded later, in the invoice email")
@@ -1589,8 +1584,7 @@ def test_a_wrapped_diff_row_continues_beside_its_marker_column() -> None:
 
 async def test_aider_search_replace_blocks_are_shown_as_diffs(tmp_path: Path) -> None:
     from conftest import AIDER_EDITS
-
-    from tui.render import EditBlock, edit_blocks
+    from threadloom.tui.render import EditBlock, edit_blocks
 
     folder = tmp_path / "parser-project"
     folder.mkdir()
@@ -1619,7 +1613,7 @@ async def test_aider_search_replace_blocks_are_shown_as_diffs(tmp_path: Path) ->
 async def test_opened_while_another_threadloom_ingests_it_waits_browsing_what_is_stored(tmp_path: Path) -> None:
     """Another writer holds the database (a CLI ingest): the app says so, browses read-only, and
     catches up once the other is done; no error, no second writer."""
-    from core.writer_lock import writer_lock
+    from threadloom.core.writer_lock import writer_lock
 
     root = small_archive(tmp_path)
     path = ingested_db(tmp_path, root)
@@ -1669,7 +1663,7 @@ async def test_an_older_database_is_upgraded_by_the_worker_with_the_screen_up(tm
     """The rebuild of an older schema runs in the ingest worker, saying so, not before the first frame."""
     import sqlite3
 
-    from core import db
+    from threadloom.core import db
 
     root = small_archive(tmp_path)
     path = ingested_db(tmp_path, root)

@@ -12,9 +12,8 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-
-from tui.app import ThreadloomApp
-from tui.testing import SCENES, build_demo_db, fixed_now, restore_tz, use_utc
+from threadloom.tui.app import ThreadloomApp
+from tui_support import SCENES, build_demo_db, fixed_now, restore_tz, use_utc
 
 # SVGs depend on Textual's rendering; they were recorded with this version. After upgrading
 # Textual, look at the new output and re-record with `--snapshot-update`.
@@ -50,9 +49,9 @@ def test_first_frame(snapshot_db: Path, snap_compare) -> None:
 
 
 def test_empty_state(tmp_path: Path, snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:
-    from core.adapters.claude import ClaudeAdapter
+    from threadloom.core.adapters.claude import ClaudeAdapter
 
     # the list of places looked in grows with every adapter; the snapshot is about the layout
-    monkeypatch.setattr("core.adapters.all_adapters", lambda: [ClaudeAdapter()])
+    monkeypatch.setattr("threadloom.core.adapters.all_adapters", lambda: [ClaudeAdapter()])
     app = ThreadloomApp(db_path=tmp_path / "empty.db", ingest=False, now=fixed_now)
     assert snap_compare(app, terminal_size=(100, 30))

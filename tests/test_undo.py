@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 from conftest import AIDER_EDITS, CORPUS, Transcript, ingest, tool_use
-
-from core.cli import main
-from core.undo import changes_after, plan_undo, undo_patch, written_by_shell
+from threadloom.core.cli import main
+from threadloom.core.undo import changes_after, plan_undo, undo_patch, written_by_shell
 
 SID = "c0de0000-0000-4000-8000-00000000d001"
 THREAD = "019a0000-2222-7333-8444-555566667777"
@@ -599,7 +598,7 @@ def test_diff_sections_apply_with_git(tmp_path):
     turns the old text into the new one under `git apply`."""
     import random
 
-    from core.undo import diff_section
+    from threadloom.core.undo import diff_section
 
     rng = random.Random(16)
     words = ["a\n", "b\n", "\n", "    return x\n", "c\n", "tail"]

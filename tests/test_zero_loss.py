@@ -17,14 +17,13 @@ from pathlib import Path
 import pytest
 from conftest import Transcript, ingest, tool_use
 from rich.console import Console
-
-from core import cli
-from core.adapters.claude import ClaudeAdapter
-from core.archive import file_bytes, verify
-from core.browse import message_page
-from core.ingest import run_ingest
-from core.ledger import Ledger
-from tui import render as tui_render
+from threadloom.core import cli
+from threadloom.core.adapters.claude import ClaudeAdapter
+from threadloom.core.archive import file_bytes, verify
+from threadloom.core.browse import message_page
+from threadloom.core.ingest import run_ingest
+from threadloom.core.ledger import Ledger
+from threadloom.tui import render as tui_render
 
 SID = "aaaaaaaa-1111-4222-8333-0000000020e0"
 HOSTILE = "@@hostile@@"  # written as a JSON string, then replaced by the literal JSON text under test

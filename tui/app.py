@@ -26,25 +26,23 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Footer, Label, OptionList, ProgressBar, Static, Tree
 from textual.worker import Worker, WorkerState
-
-from core import browse
-from core.text import human_tokens
-from tui.keymap import keymap_path, load_keymap
-from tui.messages import MessageView
-from tui.panes import NodeRef, ProjectList, SessionTree
-from tui.render import NO_CONTROLS, count_of, plain_title, short_model
-from tui.screens import ErrorScreen, HelpScreen, RawJsonScreen
+from threadloom.core import browse
+from threadloom.core.text import human_tokens
+from threadloom.tui.keymap import keymap_path, load_keymap
+from threadloom.tui.messages import MessageView
+from threadloom.tui.panes import NodeRef, ProjectList, SessionTree
+from threadloom.tui.render import NO_CONTROLS, count_of, plain_title, short_model
+from threadloom.tui.screens import ErrorScreen, HelpScreen, RawJsonScreen
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from textual.command import Provider
     from textual.filter import LineFilter
-
-    from core.browse import SessionNode
-    from core.ingest import IngestReport, Progress
-    from core.search import Hit
-    from tui.search import SearchScreen
+    from threadloom.core.browse import SessionNode
+    from threadloom.core.ingest import IngestReport, Progress
+    from threadloom.core.search import Hit
+    from threadloom.tui.search import SearchScreen
 
 NARROW = 110
 WIDE = 150
@@ -200,7 +198,7 @@ class ThreadloomApp(App[int]):
             self._start_demo()
             return
         if self.db_path is None:
-            from core.db import default_db_path
+            from threadloom.core.db import default_db_path
 
             self.db_path = default_db_path()
         if self.db_path.exists():
@@ -231,7 +229,7 @@ class ThreadloomApp(App[int]):
         """A database of an older schema is rebuilt from its stored records when first opened for
         writing (a minute or more at 1 GB): the ingest worker does it, with the screen up and saying
         so, rather than this thread before the first frame."""
-        from core.db import SCHEMA_VERSION, stored_version
+        from threadloom.core.db import SCHEMA_VERSION, stored_version
 
         version = stored_version(self.db_path) if self.db_path is not None else None
         return bool(self.ingest_on_start and version and version != SCHEMA_VERSION)
@@ -239,7 +237,7 @@ class ThreadloomApp(App[int]):
     def _check_writable(self) -> None:
         """A database the user made read-only (or on a read-only disk) is browsed as it is: no
         ingest, never a chmod; the notice says why and how to add to it."""
-        from core.db import LedgerError, check_writable
+        from threadloom.core.db import LedgerError, check_writable
 
         assert self.db_path is not None
         try:
@@ -251,7 +249,7 @@ class ThreadloomApp(App[int]):
                         severity="warning", timeout=12)
 
     def _open_database(self, *, readonly: bool = False) -> None:
-        from core.db import LedgerError, connect, open_for_reading
+        from threadloom.core.db import LedgerError, connect, open_for_reading
 
         if self.conn is not None:
             return
@@ -332,7 +330,7 @@ class ThreadloomApp(App[int]):
             self.main_screen.query_one(ProjectList).focus()
 
     def _empty_text(self) -> Text:
-        from core.adapters import all_adapters
+        from threadloom.core.adapters import all_adapters
 
         roots = self.last_report.roots if self.last_report else [
             str(r) for a in all_adapters() for r in a.default_roots()
@@ -531,13 +529,13 @@ class ThreadloomApp(App[int]):
     @work(thread=True, exclusive=True, group="ingest", exit_on_error=False, description="ingest")
     def _ingest_worker(self, db_path: Path, sources: list[Path], demo_dir: Path | None) -> IngestReport:
         """Runs in a thread with its own connection; only messages go back to the interface."""
-        from core.db import SCHEMA_VERSION, connect, stored_version
-        from core.ingest import IngestReport
-        from core.writer_lock import WriterBusy, writer_lock
+        from threadloom.core.db import SCHEMA_VERSION, connect, stored_version
+        from threadloom.core.ingest import IngestReport
+        from threadloom.core.writer_lock import WriterBusy, writer_lock
 
         include_defaults = True
         if demo_dir is not None:
-            from core.demo import LONG_SESSION_TURNS, write_demo_archive
+            from threadloom.core.demo import LONG_SESSION_TURNS, write_demo_archive
 
             sources = [write_demo_archive(demo_dir, long_turns=self.demo_long_turns or LONG_SESSION_TURNS)]
             include_defaults = False
@@ -562,7 +560,7 @@ class ThreadloomApp(App[int]):
 
     def _ingest(self, conn: sqlite3.Connection, sources: list[Path], include_defaults: bool) -> IngestReport:
         """The ingest worker's work, once it is the database's one writer."""
-        from core.ingest import run_ingest
+        from threadloom.core.ingest import run_ingest
 
         try:
             # A first load into an empty ledger runs fastest as the database's only writer (no
@@ -583,9 +581,9 @@ class ThreadloomApp(App[int]):
                 return report
             self.post_message(RecordsLoaded(report))
             # the archive is browsable now; the search index (a quarter of a first load) follows
-            from core import search_index
-            from core.ingest import INDEXING
-            from core.ingest import Progress as IngestProgress
+            from threadloom.core import search_index
+            from threadloom.core.ingest import INDEXING
+            from threadloom.core.ingest import Progress as IngestProgress
 
             if search_index.pending(conn) is None:
                 return report
@@ -630,7 +628,7 @@ class ThreadloomApp(App[int]):
             self._open_database(readonly=self.first_load)
 
     def on_ingest_progressed(self, event: IngestProgressed) -> None:
-        from core.ingest import INDEXING
+        from threadloom.core.ingest import INDEXING
 
         p = event.progress
         bar = self.main_screen.query_one(ProgressBar)
@@ -692,7 +690,7 @@ class ThreadloomApp(App[int]):
             ))
             self.refresh_panes()
             return
-        from core.ingest import IngestReport
+        from threadloom.core.ingest import IngestReport
 
         report = worker.result
         if not isinstance(report, IngestReport):
@@ -712,7 +710,7 @@ class ThreadloomApp(App[int]):
             self.notify(f"Search index complete in {report.index_seconds:.1f} s", timeout=3)
 
     def _start_demo(self) -> None:
-        from core.demo import claim_demo_dir
+        from threadloom.core.demo import claim_demo_dir
 
         self.temp_dir = claim_demo_dir()
         self.db_path = self.temp_dir / "demo.db"
@@ -763,7 +761,7 @@ class ThreadloomApp(App[int]):
 
     def action_search(self) -> None:
         """Open search (the same screen each time: the last query stays, selected)."""
-        from tui.search import SearchScreen
+        from threadloom.tui.search import SearchScreen
 
         if self.db_path is None or self.conn is None:
             self.notify("No database yet", timeout=2)
@@ -802,7 +800,7 @@ class ThreadloomApp(App[int]):
         self.refresh_bindings()
 
     def close_search(self) -> None:
-        from tui.search import SearchScreen
+        from threadloom.tui.search import SearchScreen
 
         self._search_return = False
         if isinstance(self.screen, SearchScreen):
@@ -833,7 +831,7 @@ class ThreadloomApp(App[int]):
     def open_fork_picker(self, session_id: str, entry_id: int | None, *, turn_id: str | None = None,
                          seq: int | None = None) -> None:
         """The fork picker around an entry (or the latest branch); `seq` finds the entry's turn."""
-        from tui.fork import ForkPicker
+        from threadloom.tui.fork import ForkPicker
 
         if self.conn is None or self.db_path is None:
             return
@@ -866,8 +864,8 @@ class ThreadloomApp(App[int]):
 
     @work(thread=True, group="follow", exit_on_error=False, description="read a growing session")
     def _follow_worker(self, db_path: Path, path: Path, session_id: str) -> tuple[str, IngestReport]:
-        from core.db import connect
-        from core.ingest import run_ingest
+        from threadloom.core.db import connect
+        from threadloom.core.ingest import run_ingest
 
         conn = connect(db_path)
         try:
@@ -901,8 +899,8 @@ class ThreadloomApp(App[int]):
 
     @work(thread=True, group="fork-ingest", exit_on_error=False, description="ingest a fork")
     def _fork_ingest_worker(self, db_path: Path, path: Path) -> IngestReport:
-        from core.db import connect
-        from core.ingest import run_ingest
+        from threadloom.core.db import connect
+        from threadloom.core.ingest import run_ingest
 
         conn = connect(db_path)
         try:
@@ -931,8 +929,7 @@ class ThreadloomApp(App[int]):
 
     def action_jump(self) -> None:
         from textual.command import CommandPalette
-
-        from tui.commands import RecentSessionsProvider
+        from threadloom.tui.commands import RecentSessionsProvider
 
         self.push_screen(CommandPalette(providers=[RecentSessionsProvider], placeholder="Jump to session…"))
 
@@ -1031,7 +1028,7 @@ def _tokens_and_model(session: SessionNode) -> str:
 
 def _palette_provider(name: str) -> type[Provider]:
     """Imported when the palette first opens: the command machinery costs start-up time."""
-    from tui import commands
+    from threadloom.tui import commands
 
     return getattr(commands, name)
 

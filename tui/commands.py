@@ -7,12 +7,11 @@ from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.system_commands import SystemCommandsProvider
-
-from core import browse
-from tui.render import when
+from threadloom.core import browse
+from threadloom.tui.render import when
 
 if TYPE_CHECKING:
-    from tui.app import ThreadloomApp
+    from threadloom.tui.app import ThreadloomApp
 
 SHOWN = 40
 SEARCHED = 60
@@ -61,7 +60,7 @@ class SessionJumpProvider(Provider):
         Sessions it misses follow, matched by the palette's own fuzzy matcher on "title · project ·
         id" with a subagent's task description as its title (find_sessions reads the first prompt).
         """
-        from core.search import find_sessions
+        from threadloom.core.search import find_sessions
 
         app: ThreadloomApp = self.app  # type: ignore[assignment]
         if app.conn is None or not query.strip():

@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from core.cli import main as cli_main
+from threadloom.core.cli import main as cli_main
 
 
 def open_app(args: argparse.Namespace) -> int:
-    from tui.app import run_app
+    from threadloom.tui.app import run_app
 
     return run_app(db_path=args.db, sources=args.source, demo=args.demo, ingest=not args.no_ingest)
 

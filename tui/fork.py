@@ -37,9 +37,8 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
-
-from core import browse
-from core.fork import (
+from threadloom.core import browse
+from threadloom.core.fork import (
     ForkError,
     ForkMessage,
     ForkPlan,
@@ -50,14 +49,14 @@ from core.fork import (
     plan_fork,
     resume_plan,
 )
-from core.query import SessionSummary, get_session
-from core.text import printable
-from tui.panes import fit
-from tui.render import ROLE_STYLE, STATUS, plain_title, short_model, when
+from threadloom.core.query import SessionSummary, get_session
+from threadloom.core.text import printable
+from threadloom.tui.panes import fit
+from threadloom.tui.render import ROLE_STYLE, STATUS, plain_title, short_model, when
 
 if TYPE_CHECKING:
-    from core.undo import UndoPlan
-    from tui.app import ThreadloomApp
+    from threadloom.core.undo import UndoPlan
+    from threadloom.tui.app import ThreadloomApp
 
 CLAUDE = "claude-code"
 AROUND = 60  # turns listed on each side of the chosen one (a long session has thousands)
@@ -315,7 +314,7 @@ class ForkPicker(ModalScreen[None]):
         yield Footer()
 
     def on_resize(self) -> None:
-        from tui.app import NARROW
+        from threadloom.tui.app import NARROW
 
         self.set_class(self.app.size.width < NARROW, "-narrow")  # the footer's tighter spacing
 
@@ -331,7 +330,7 @@ class ForkPicker(ModalScreen[None]):
     @work(thread=True, exclusive=True, group="fork-points", exit_on_error=False, description="fork points")
     def _read_points(self) -> None:
         """The branch's turns around the chosen one, and the chosen turn's messages."""
-        from core.db import LedgerError, connect
+        from threadloom.core.db import LedgerError, connect
 
         try:
             conn = connect(self.db_path, readonly=True)
@@ -601,7 +600,7 @@ class ForkPicker(ModalScreen[None]):
 
     @work(thread=True, group="fork-messages", exit_on_error=False, description="fork messages")
     def _read_messages(self, turn_id: str) -> None:
-        from core.db import LedgerError, connect
+        from threadloom.core.db import LedgerError, connect
 
         try:
             conn = connect(self.db_path, readonly=True)
@@ -710,7 +709,7 @@ class ForkPicker(ModalScreen[None]):
 
     @work(thread=True, exclusive=True, group="fork-plan", exit_on_error=False, description="fork plan")
     def _make_plan(self, action: str, target: Target | None, prompt: str | None) -> None:
-        from core.db import LedgerError, connect
+        from threadloom.core.db import LedgerError, connect
 
         failure = {"fork": "Cannot fork here", "fork-prompt": "Cannot fork here",
                    "resume": "Cannot resume this session", "fork-end": "Cannot fork this session at its end"}[action]
@@ -829,7 +828,7 @@ class ForkPicker(ModalScreen[None]):
             self._restore_pending()
 
     def action_write(self) -> None:
-        from core.fork import write_fork
+        from threadloom.core.fork import write_fork
 
         plan = self.pending
         if plan is None or self.asking != "write":
@@ -865,9 +864,9 @@ class ForkPicker(ModalScreen[None]):
     @work(thread=True, exclusive=True, group="fork-restore", exit_on_error=False, description="restore transcript")
     def _restore(self, plan: ForkPlan) -> None:
         """Write the transcript back where the agent looks (core never overwrites), from the archive."""
-        from core.archive import RestoreError
-        from core.db import LedgerError, connect
-        from core.fork import restore_for
+        from threadloom.core.archive import RestoreError
+        from threadloom.core.db import LedgerError, connect
+        from threadloom.core.fork import restore_for
 
         folder = plan.restore.folder if plan.restore else ""
         try:
@@ -965,8 +964,8 @@ class ForkPicker(ModalScreen[None]):
 
     @work(thread=True, group="fork-undo", exit_on_error=False, description="edits after the fork point")
     def _read_undo(self, ref: str) -> None:
-        from core.db import LedgerError, connect
-        from core.undo import plan_undo
+        from threadloom.core.db import LedgerError, connect
+        from threadloom.core.undo import plan_undo
 
         try:
             conn = connect(self.db_path, readonly=True)
@@ -1068,7 +1067,7 @@ class ForkPicker(ModalScreen[None]):
             return
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(undo.patch)
-        from core.fork import in_folder, shell_command
+        from threadloom.core.fork import in_folder, shell_command
 
         covered = ", ".join(printable(f.path) for f in undo.files if f.revertible)
         apply = in_folder(undo.cwd, shell_command(["git", "apply", "--check", str(path)]) + " && "
@@ -1110,7 +1109,7 @@ class ForkPicker(ModalScreen[None]):
 
     def _copy(self, command: str) -> str:
         """The system clipboard first; else the terminal's (OSC 52). Says which, in a notification too."""
-        from core import clipboard
+        from threadloom.core import clipboard
 
         how = clipboard.copy(command)
         if how:
@@ -1166,7 +1165,7 @@ class ForkPicker(ModalScreen[None]):
         self._reveal("#fork-status")
 
     def action_help(self) -> None:
-        from tui.screens import HelpScreen
+        from threadloom.tui.screens import HelpScreen
 
         focused = self.focused
         own: dict[tuple[str, str], list[str]] = {}

@@ -29,10 +29,9 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-
-from core import browse
-from core.browse import MessageRow, ToolCallRow
-from tui import render
+from threadloom.core import browse
+from threadloom.core.browse import MessageRow, ToolCallRow
+from threadloom.tui import render
 
 PAGE = 64
 DEFAULT_HEIGHT = 3

@@ -17,11 +17,10 @@ from textual.css.scalar import Unit
 from textual.widgets import OptionList, Tree
 from textual.widgets.option_list import Option
 from textual.widgets.tree import TreeNode
-
-from core import browse
-from core.browse import Branch, ProjectRow, Segment, SessionNode
-from core.text import human_tokens, human_when
-from tui.render import count_of, short_model, short_when
+from threadloom.core import browse
+from threadloom.core.browse import Branch, ProjectRow, Segment, SessionNode
+from threadloom.core.text import human_tokens, human_when
+from threadloom.tui.render import count_of, short_model, short_when
 
 STATUS_MARK = {"completed": ("✓", "green"), "failed": ("✗", "red"), "rejected": ("⊘", "yellow"),
                "interrupted": ("⏹", "yellow"), "pending": ("…", "dim")}

@@ -17,9 +17,8 @@ from rich.segment import Segment
 from rich.text import Text
 from textual.color import Color
 from textual.filter import LineFilter
-
-from core.browse import MessageRow, ToolCallRow
-from core.render import (
+from threadloom.core.browse import MessageRow, ToolCallRow
+from threadloom.core.render import (
     EDIT_SEARCH,
     HUNK_GAP,
     EditBlock,
@@ -29,8 +28,8 @@ from core.render import (
     terminal_text,
     tool_summary,
 )
-from core.render import long_text as core_long_text
-from core.text import TaskNotice, human_tokens, one_line, task_notice
+from threadloom.core.render import long_text as core_long_text
+from threadloom.core.text import TaskNotice, human_tokens, one_line, task_notice
 
 ROLE_STYLE = {"user": "bold #5fafff", "assistant": "bold #87d787", "system": "dim"}
 NOTICE_STYLE = "bold #d7af5f"

@@ -86,7 +86,7 @@ class RawJsonScreen(ModalScreen[None]):
             yield Static(id="raw-json")
 
     def on_mount(self) -> None:
-        from tui.render import code
+        from threadloom.tui.render import code
 
         try:
             value: Any = orjson.loads(self.raw)

@@ -30,14 +30,13 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
-
-from core.search import SEARCH_HELP, Hit, SearchResult
-from core.text import human_when
-from tui.panes import fit
-from tui.render import ROLE_STYLE
+from threadloom.core.search import SEARCH_HELP, Hit, SearchResult
+from threadloom.core.text import human_when
+from threadloom.tui.panes import fit
+from threadloom.tui.render import ROLE_STYLE
 
 if TYPE_CHECKING:
-    from tui.app import ThreadloomApp
+    from threadloom.tui.app import ThreadloomApp
 
 DEBOUNCE = 0.15
 LIMIT = 100
@@ -166,8 +165,8 @@ class SearchScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False, description="search")
     def _search(self, serial: int, query: str, now: float) -> None:
-        from core.db import LedgerError, connect
-        from core.search import search
+        from threadloom.core.db import LedgerError, connect
+        from threadloom.core.search import search
 
         worker = get_current_worker()
         started = time.perf_counter()

@@ -12,7 +12,7 @@ from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
-from core.adapters.base import Adapter
+from threadloom.core.adapters.base import Adapter
 
 # name -> (module, class, constructor arguments). Order matters when a file is named on the
 # command line: the first adapter that recognises it reads it, so the formats recognised by name
@@ -48,7 +48,7 @@ class _Registry(MutableMapping[str, Adapter]):
             if name not in self._names:
                 raise KeyError(name)
             module, cls, args, kwargs = _SPECS[name]
-            adapter = getattr(importlib.import_module(f"core.adapters.{module}"), cls)(*args, **kwargs)
+            adapter = getattr(importlib.import_module(f"threadloom.core.adapters.{module}"), cls)(*args, **kwargs)
             self._built[name] = adapter
         return adapter
 

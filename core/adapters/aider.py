@@ -29,7 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from core.adapters.base import (
+from threadloom.core.adapters.base import (
     BOM,
     FileContext,
     RawRecord,
@@ -42,7 +42,7 @@ from core.adapters.base import (
     read_regular,
     safe_int,
 )
-from core.adapters.walk import walk
+from threadloom.core.adapters.walk import walk
 
 AGENT = "aider"
 HISTORY_NAME = ".aider.chat.history.md"

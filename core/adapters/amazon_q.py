@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from core.adapters.base import (
+from threadloom.core.adapters.base import (
     BOM,
     FileContext,
     RawRecord,
@@ -38,9 +38,9 @@ from core.adapters.base import (
     epoch_ms,
     parse_iso_ms,
 )
-from core.adapters.claude import _dumps, _input_text, _str
-from core.adapters.codex import _head
-from core.adapters.shared import (
+from threadloom.core.adapters.claude import _dumps, _input_text, _str
+from threadloom.core.adapters.codex import _head
+from threadloom.core.adapters.shared import (
     RowSink,
     SqliteSource,
     app_config_dirs,
@@ -53,7 +53,7 @@ from core.adapters.shared import (
     sqlite_tables,
     tile,
 )
-from core.adapters.walk import walk
+from threadloom.core.adapters.walk import walk
 
 AGENT = "amazon-q"
 SPECS = frozenset({

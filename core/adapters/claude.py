@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-
-from core.adapters.base import (
+from threadloom.core.adapters.base import (
     BOM,
     FileContext,
     RawRecord,
@@ -32,8 +31,8 @@ from core.adapters.base import (
     read_regular,
     safe_int,
 )
-from core.adapters.walk import walk
-from core.text import one_line, task_notice
+from threadloom.core.adapters.walk import walk
+from threadloom.core.text import one_line, task_notice
 
 AGENT = "claude-code"
 
@@ -177,7 +176,7 @@ class ClaudeAdapter:
         if name.endswith(".jsonl"):
             if name.startswith("rollout-") or name == "history.jsonl":
                 return False
-            from core.adapters import claimed_elsewhere  # the registry imports this module
+            from threadloom.core.adapters import claimed_elsewhere  # the registry imports this module
 
             if claimed_elsewhere(AGENT, path):
                 return False

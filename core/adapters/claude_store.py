@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-
-from core.adapters.base import FileContext, RawRecord, Record, SessionInfo
-from core.adapters.claude import AGENT as CLAUDE
-from core.adapters.claude import ClaudeAdapter, _str, config_dir
-from core.adapters.shared import (
+from threadloom.core.adapters.base import FileContext, RawRecord, Record, SessionInfo
+from threadloom.core.adapters.claude import AGENT as CLAUDE
+from threadloom.core.adapters.claude import ClaudeAdapter, _str, config_dir
+from threadloom.core.adapters.shared import (
     RowSink,
     SqliteSource,
     as_bytes,

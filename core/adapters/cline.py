@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from core.adapters.base import (
+from threadloom.core.adapters.base import (
     BOM,
     FileContext,
     RawRecord,
@@ -45,10 +45,10 @@ from core.adapters.base import (
     epoch_ms,
     parse_iso_ms,
 )
-from core.adapters.claude import _dumps, _input_text, _int, _str
-from core.adapters.codex import _head
-from core.adapters.shared import editor_user_dirs, loads, parse_document, scalar_members, tile
-from core.adapters.walk import walk
+from threadloom.core.adapters.claude import _dumps, _input_text, _int, _str
+from threadloom.core.adapters.codex import _head
+from threadloom.core.adapters.shared import editor_user_dirs, loads, parse_document, scalar_members, tile
+from threadloom.core.adapters.walk import walk
 
 EXTENSIONS = {
     "saoudrizwan.claude-dev": "cline",

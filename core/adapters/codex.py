@@ -33,8 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-
-from core.adapters.base import (
+from threadloom.core.adapters.base import (
     BOM,
     FileContext,
     RawRecord,
@@ -48,8 +47,8 @@ from core.adapters.base import (
     parse_iso_ms,
     read_regular,
 )
-from core.adapters.claude import _dumps, _input_text, _int, _parse, _str, claude_layout
-from core.adapters.walk import walk
+from threadloom.core.adapters.claude import _dumps, _input_text, _int, _parse, _str, claude_layout
+from threadloom.core.adapters.walk import walk
 
 AGENT = "codex"
 

@@ -36,8 +36,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import orjson
-
-from core.adapters.base import (
+from threadloom.core.adapters.base import (
     FileContext,
     RawRecord,
     Record,
@@ -49,9 +48,9 @@ from core.adapters.base import (
     parse_iso_ms,
     read_regular,
 )
-from core.adapters.claude import _dumps, _input_text, _int, _parse, _str, claude_layout
-from core.adapters.codex import SNIFF_BYTES, _head
-from core.adapters.shared import (
+from threadloom.core.adapters.claude import _dumps, _input_text, _int, _parse, _str, claude_layout
+from threadloom.core.adapters.codex import SNIFF_BYTES, _head
+from threadloom.core.adapters.shared import (
     app_config_dirs,
     as_bytes,
     loads,
@@ -60,7 +59,7 @@ from core.adapters.shared import (
     sqlite_tables,
     tile,
 )
-from core.adapters.walk import walk
+from threadloom.core.adapters.walk import walk
 
 AGENT = "cursor"
 CHAT_DATA = "workbench.panel.aichat.view.aichat.chatdata"

@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-
-from core.adapters.base import (
+from threadloom.core.adapters.base import (
     BOM,
     FileContext,
     RawRecord,
@@ -39,9 +38,9 @@ from core.adapters.base import (
     parse_iso_ms,
     read_regular,
 )
-from core.adapters.claude import _dumps, _input_text, _int, _parse, _str, claude_layout
-from core.adapters.codex import SNIFF_BYTES, JsonDocumentLines, _head, _merge
-from core.adapters.walk import walk
+from threadloom.core.adapters.claude import _dumps, _input_text, _int, _parse, _str, claude_layout
+from threadloom.core.adapters.codex import SNIFF_BYTES, JsonDocumentLines, _head, _merge
+from threadloom.core.adapters.walk import walk
 
 AGENT = "gemini"
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})

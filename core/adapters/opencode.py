@@ -31,8 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-
-from core.adapters.base import (
+from threadloom.core.adapters.base import (
     BOM,
     FileContext,
     RawRecord,
@@ -45,9 +44,9 @@ from core.adapters.base import (
     epoch_ms,
     read_regular,
 )
-from core.adapters.claude import _dumps, _input_text, _int, _str
-from core.adapters.codex import _head
-from core.adapters.shared import (
+from threadloom.core.adapters.claude import _dumps, _input_text, _int, _str
+from threadloom.core.adapters.codex import _head
+from threadloom.core.adapters.shared import (
     RowSink,
     SqliteSource,
     as_bytes,
@@ -59,7 +58,7 @@ from core.adapters.shared import (
     table_columns,
     tile,
 )
-from core.adapters.walk import walk
+from threadloom.core.adapters.walk import walk
 
 AGENT = "opencode"
 WHOLE = frozenset({()})

@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-
-from core.adapters.base import BOM, RawRecord, SourceIncomplete, SourceRef, read_regular
+from threadloom.core.adapters.base import BOM, RawRecord, SourceIncomplete, SourceRef, read_regular
 
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:,]')  # strings unrolled: 5x faster
 _OPEN = frozenset(b"{[")

@@ -1,5 +1,7 @@
 """Helpers shared by the TUI tests and `scripts/screenshots.py`: a demo database and a fixed clock.
 
+They live beside the tests, not in the package: nothing a user installs needs them.
+
 Screenshots and snapshots must not change from run to run, so both use the demo archive's fixed
 "now", UTC, and a database built once by ingesting the demo archive.
 """
@@ -12,12 +14,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.demo import DEMO_NOW, LONG_SESSION_TURNS, write_demo_archive
+from threadloom.core.demo import DEMO_NOW, LONG_SESSION_TURNS, write_demo_archive
 
 if TYPE_CHECKING:
     from textual.pilot import Pilot
-
-    from tui.app import ThreadloomApp
+    from threadloom.tui.app import ThreadloomApp
 
 
 def fixed_now() -> float:
@@ -45,8 +46,8 @@ def restore_tz(previous: str | None) -> None:
 
 def build_demo_db(folder: Path, *, long_turns: int = LONG_SESSION_TURNS) -> Path:
     """Write the demo archive into `folder` and ingest it into `folder/demo.db`."""
-    from core import db
-    from core.ingest import run_ingest
+    from threadloom.core import db
+    from threadloom.core.ingest import run_ingest
 
     root = write_demo_archive(folder / "archive", long_turns=long_turns)
     path = folder / "demo.db"
@@ -70,7 +71,7 @@ LONG = "We're moving the repository layer"
 
 
 def session_id(app: ThreadloomApp, title: str) -> str:
-    from core import browse
+    from threadloom.core import browse
 
     assert app.conn is not None
     return next(t.id for t in browse.jump_targets(app.conn) if t.title.startswith(title))
@@ -78,7 +79,7 @@ def session_id(app: ThreadloomApp, title: str) -> str:
 
 async def cursor_to_tool(pilot: Pilot, name: str) -> None:
     """Move the message cursor down to the next call of tool `name`."""
-    from tui.messages import MessageView
+    from threadloom.tui.messages import MessageView
 
     view = pilot.app.query_one(MessageView)
     for _ in range(400):
@@ -97,7 +98,7 @@ async def settle(pilot: Pilot) -> None:
 
 async def wait_for_search(pilot: Pilot, timeout: float = 10.0) -> None:
     """Until the search screen shows the result of what is typed (debounce and worker done)."""
-    from tui.search import SearchScreen
+    from threadloom.tui.search import SearchScreen
 
     screen = pilot.app.screen
     assert isinstance(screen, SearchScreen), screen
@@ -150,7 +151,7 @@ async def scene_narrow(pilot: Pilot) -> None:
 
 async def scene_search(pilot: Pilot) -> None:
     """A misspelt query over every project: hits with their matches marked, the typo's expansion."""
-    from tui.search import SearchScreen
+    from threadloom.tui.search import SearchScreen
 
     app: ThreadloomApp = pilot.app  # type: ignore[assignment]
     app.jump_to_session(session_id(app, CHECKOUT))
