@@ -54,7 +54,6 @@ CODE_POOL_LINES = 80_000
 HOME = "/home/dev"
 
 
-
 def _words(text: str) -> list[str]:
     return text.split()
 
@@ -116,12 +115,25 @@ MODELS_BY_ERA = {
     "2.1": ("claude-opus-4-5-20251101", "claude-sonnet-4-5-20250929", "claude-opus-4-6"),
 }
 VERSIONS = (
-    ("1.0.43", "1.0", 0.06), ("1.0.98", "1.0", 0.09), ("2.0.28", "2.0", 0.08), ("2.0.42", "2.0", 0.12),
-    ("2.0.55", "2.0", 0.15), ("2.1.14", "2.1", 0.15), ("2.1.42", "2.1", 0.15), ("2.1.114", "2.1", 0.20),
+    ("1.0.43", "1.0", 0.06),
+    ("1.0.98", "1.0", 0.09),
+    ("2.0.28", "2.0", 0.08),
+    ("2.0.42", "2.0", 0.12),
+    ("2.0.55", "2.0", 0.15),
+    ("2.1.14", "2.1", 0.15),
+    ("2.1.42", "2.1", 0.15),
+    ("2.1.114", "2.1", 0.20),
 )
 TOOL_WEIGHTS = (
-    ("Bash", 30), ("Read", 25), ("Edit", 15), ("Grep", 8), ("Glob", 5), ("Write", 5), ("TodoWrite", 5),
-    ("WebSearch", 2), ("Task", 1.5),
+    ("Bash", 30),
+    ("Read", 25),
+    ("Edit", 15),
+    ("Grep", 8),
+    ("Glob", 5),
+    ("Write", 5),
+    ("TodoWrite", 5),
+    ("WebSearch", 2),
+    ("Task", 1.5),
 )
 B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 HEX = "0123456789abcdef"
@@ -454,8 +466,13 @@ class SessionWriter:
 
     def envelope(self, typ: str, parent: str | None) -> dict[str, Any]:
         d: dict[str, Any] = {
-            "parentUuid": parent, "isSidechain": self.sidechain, "userType": "external", "cwd": self.cwd,
-            "sessionId": self.sid, "version": self.version, "gitBranch": self.branch,
+            "parentUuid": parent,
+            "isSidechain": self.sidechain,
+            "userType": "external",
+            "cwd": self.cwd,
+            "sessionId": self.sid,
+            "version": self.version,
+            "gitBranch": self.branch,
         }
         if self.agent_id is not None:
             d["agentId"] = self.agent_id
@@ -488,11 +505,24 @@ class SessionWriter:
     def header(self) -> None:
         """2.1.x sessions start with a SessionStart hook attachment in the chain."""
         if self.vt >= (2, 1, 114) and not self.sidechain:
-            self.chained("attachment", {"attachment": {
-                "type": "hook_success", "hookName": "SessionStart:startup", "toolUseID": rand_uuid(self.rng),
-                "hookEvent": "SessionStart", "content": "", "stdout": self.p.words(self.rng, 12), "stderr": "",
-                "exitCode": 0, "command": "~/.claude/hooks/session-start.sh", "durationMs": self.rng.randint(40, 2000),
-            }}, parent=None)
+            self.chained(
+                "attachment",
+                {
+                    "attachment": {
+                        "type": "hook_success",
+                        "hookName": "SessionStart:startup",
+                        "toolUseID": rand_uuid(self.rng),
+                        "hookEvent": "SessionStart",
+                        "content": "",
+                        "stdout": self.p.words(self.rng, 12),
+                        "stderr": "",
+                        "exitCode": 0,
+                        "command": "~/.claude/hooks/session-start.sh",
+                        "durationMs": self.rng.randint(40, 2000),
+                    }
+                },
+                parent=None,
+            )
 
     def turn(self) -> None:
         rng = self.rng
@@ -500,17 +530,33 @@ class SessionWriter:
         if self.vt >= (2, 0, 37) and rng.random() < 0.05 and not self.sidechain:
             content = self.p.words(rng, rng.randint(3, 25))
             for op in ("enqueue", "dequeue"):
-                self.emit({"type": "queue-operation", "operation": op, "timestamp": self.tick(1.0),
-                           "content": content, "sessionId": self.sid})
+                self.emit(
+                    {
+                        "type": "queue-operation",
+                        "operation": op,
+                        "timestamp": self.tick(1.0),
+                        "content": content,
+                        "sessionId": self.sid,
+                    }
+                )
         parent: str | None = self.parent
         if len(self.prompt_parents) >= 2 and rng.random() < 0.03:
             parent = rng.choice(self.prompt_parents[-5:-1])  # rewind: a second child of an earlier node
         self.prompt_parents.append(parent)
         prompt_uuid = rand_uuid(rng)
         if self.vt >= (2, 0, 55) and not self.sidechain:
-            self.emit({"type": "file-history-snapshot", "messageId": prompt_uuid, "snapshot": {
-                "messageId": prompt_uuid, "trackedFileBackups": self.backups(), "timestamp": iso(self.t)},
-                "isSnapshotUpdate": False})
+            self.emit(
+                {
+                    "type": "file-history-snapshot",
+                    "messageId": prompt_uuid,
+                    "snapshot": {
+                        "messageId": prompt_uuid,
+                        "trackedFileBackups": self.backups(),
+                        "timestamp": iso(self.t),
+                    },
+                    "isSnapshotUpdate": False,
+                }
+            )
         d = self.envelope("user", parent)
         d["message"] = {"role": "user", "content": self.prompt_content()}
         d["uuid"] = prompt_uuid
@@ -520,19 +566,53 @@ class SessionWriter:
         self.emit(d)
         self.parent = prompt_uuid
         if self.vt >= (2, 1, 114) and rng.random() < 0.15:
-            self.chained("attachment", {"attachment": {
-                "type": rng.choice(("todo_reminder", "hook_additional_context", "nested_memory", "date_change")),
-                "content": self.p.words(rng, rng.randint(5, 60)), "itemCount": rng.randint(0, 5)}})
-        steps = min(40, 1 + int(rng.expovariate(1 / 2.5))) if not self.chatty else min(60, 1 + int(rng.expovariate(1 / 4)))
+            self.chained(
+                "attachment",
+                {
+                    "attachment": {
+                        "type": rng.choice(
+                            ("todo_reminder", "hook_additional_context", "nested_memory", "date_change")
+                        ),
+                        "content": self.p.words(rng, rng.randint(5, 60)),
+                        "itemCount": rng.randint(0, 5),
+                    }
+                },
+            )
+        steps = (
+            min(40, 1 + int(rng.expovariate(1 / 2.5)))
+            if not self.chatty
+            else min(60, 1 + int(rng.expovariate(1 / 4)))
+        )
         for step in range(steps):
             self.assistant_step(last=step == steps - 1)
         if self.vt >= (2, 1, 0) and not self.sidechain and rng.random() < 0.5:
-            self.chained("system", {"subtype": "turn_duration", "durationMs": rng.randint(2000, 600_000),
-                                    "messageCount": steps * 3, "isMeta": False})
+            self.chained(
+                "system",
+                {
+                    "subtype": "turn_duration",
+                    "durationMs": rng.randint(2000, 600_000),
+                    "messageCount": steps * 3,
+                    "isMeta": False,
+                },
+            )
         elif rng.random() < 0.01:
-            self.chained("system", {"subtype": "api_error", "level": "error", "error": {
-                "status": 529, "error": {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}},
-                "retryInMs": rng.randint(500, 9000), "retryAttempt": 1, "maxRetries": 10})
+            self.chained(
+                "system",
+                {
+                    "subtype": "api_error",
+                    "level": "error",
+                    "error": {
+                        "status": 529,
+                        "error": {
+                            "type": "error",
+                            "error": {"type": "overloaded_error", "message": "Overloaded"},
+                        },
+                    },
+                    "retryInMs": rng.randint(500, 9000),
+                    "retryAttempt": 1,
+                    "maxRetries": 10,
+                },
+            )
         if self.inline:
             for line in self.inline:
                 self.lines.append(line)
@@ -546,16 +626,32 @@ class SessionWriter:
         pre = rng.randint(140_000, 170_000)
         boundary = rand_uuid(rng)
         d = self.envelope("system", None)
-        d.update({"subtype": "compact_boundary", "content": "Conversation compacted", "isMeta": False,
-                  "level": "info", "logicalParentUuid": self.parent,
-                  "compactMetadata": {"trigger": rng.choice(("auto", "auto", "manual")), "preTokens": pre},
-                  "uuid": boundary, "timestamp": self.tick(30.0)})
+        d.update(
+            {
+                "subtype": "compact_boundary",
+                "content": "Conversation compacted",
+                "isMeta": False,
+                "level": "info",
+                "logicalParentUuid": self.parent,
+                "compactMetadata": {"trigger": rng.choice(("auto", "auto", "manual")), "preTokens": pre},
+                "uuid": boundary,
+                "timestamp": self.tick(30.0),
+            }
+        )
         self.emit(d)
         self.parent = boundary
-        summary = ("This session is being continued from a previous conversation that ran out of context. "
-                   "The conversation is summarized below:\n" + self.p.text_bytes(rng, rng.randint(2000, 9000)))
-        self.chained("user", {"message": {"role": "user", "content": summary},
-                              "isVisibleInTranscriptOnly": True, "isCompactSummary": True})
+        summary = (
+            "This session is being continued from a previous conversation that ran out of context. "
+            "The conversation is summarized below:\n" + self.p.text_bytes(rng, rng.randint(2000, 9000))
+        )
+        self.chained(
+            "user",
+            {
+                "message": {"role": "user", "content": summary},
+                "isVisibleInTranscriptOnly": True,
+                "isCompactSummary": True,
+            },
+        )
         self.since_compact = 0
         self.cache_tokens = rng.randint(15000, 30000)
 
@@ -566,8 +662,11 @@ class SessionWriter:
         out: dict[str, Any] = {}
         for _ in range(rng.choice((0, 0, 1, 2, 3))):
             path = self.p.paths[rng.randrange(len(self.p.paths))]
-            out[path] = {"backupFileName": f"{rand_hex(rng, 16)}@v{rng.randint(1, 9)}", "version": rng.randint(1, 9),
-                         "backupTime": iso(self.t)}
+            out[path] = {
+                "backupFileName": f"{rand_hex(rng, 16)}@v{rng.randint(1, 9)}",
+                "version": rng.randint(1, 9),
+                "backupTime": iso(self.t),
+            }
         return out
 
     def prompt_content(self) -> str | list[dict[str, Any]]:
@@ -576,35 +675,58 @@ class SessionWriter:
         text = self.p.words(rng, int(min(400, max(3, rng.lognormvariate(math.log(25), 0.9)))))
         if r < 0.03:
             cmd = rng.choice(("review", "compact", "init", "test", "commit", "clear"))
-            return (f"<command-message>{cmd} is running…</command-message>\n<command-name>/{cmd}</command-name>\n"
-                    f"<command-args>{self.p.words(rng, rng.randint(0, 8))}</command-args>")
+            return (
+                f"<command-message>{cmd} is running…</command-message>\n<command-name>/{cmd}</command-name>\n"
+                f"<command-args>{self.p.words(rng, rng.randint(0, 8))}</command-args>"
+            )
         if r < 0.18:
             text += "\n\n```\n" + self.p.code_bytes(rng, rng.randint(100, 3000)) + "```"
         if r > 0.99:  # ~1 %: a pasted screenshot
             data = base64.b64encode(rng.randbytes(rng.randint(15_000, 150_000))).decode()
-            return [{"type": "text", "text": text},
-                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}]
+            return [
+                {"type": "text", "text": text},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}},
+            ]
         return text
 
     def usage(self, output: int) -> dict[str, Any]:
         create = self.rng.randint(0, 3000)
-        return {"input_tokens": self.rng.randint(1, 12), "cache_creation_input_tokens": create,
-                "cache_read_input_tokens": self.cache_tokens,
-                "cache_creation": {"ephemeral_5m_input_tokens": create, "ephemeral_1h_input_tokens": 0},
-                "output_tokens": output, "service_tier": "standard"}
+        return {
+            "input_tokens": self.rng.randint(1, 12),
+            "cache_creation_input_tokens": create,
+            "cache_read_input_tokens": self.cache_tokens,
+            "cache_creation": {"ephemeral_5m_input_tokens": create, "ephemeral_1h_input_tokens": 0},
+            "output_tokens": output,
+            "service_tier": "standard",
+        }
 
     def assistant_step(self, *, last: bool) -> None:
         rng = self.rng
         msg_id = rand_id(rng, "msg_01", 22)
         req_id = rand_id(rng, "req_011C", 20)
         if rng.random() < 0.004:  # an API error stands in for the answer
-            self.chained("assistant", {"message": {
-                "id": msg_id, "model": "<synthetic>", "role": "assistant", "stop_reason": "stop_sequence",
-                "stop_sequence": "", "type": "message",
-                "usage": {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0,
-                          "cache_read_input_tokens": 0},
-                "content": [{"type": "text", "text": "API Error: Request timed out."}]},
-                "isApiErrorMessage": True, "requestId": req_id})
+            self.chained(
+                "assistant",
+                {
+                    "message": {
+                        "id": msg_id,
+                        "model": "<synthetic>",
+                        "role": "assistant",
+                        "stop_reason": "stop_sequence",
+                        "stop_sequence": "",
+                        "type": "message",
+                        "usage": {
+                            "input_tokens": 0,
+                            "output_tokens": 0,
+                            "cache_creation_input_tokens": 0,
+                            "cache_read_input_tokens": 0,
+                        },
+                        "content": [{"type": "text", "text": "API Error: Request timed out."}],
+                    },
+                    "isApiErrorMessage": True,
+                    "requestId": req_id,
+                },
+            )
             return
         blocks: list[dict[str, Any]] = []
         if rng.random() < (0.45 if self.era != "1.0" else 0.2):
@@ -627,10 +749,22 @@ class SessionWriter:
         for i, block in enumerate(blocks):
             output += rng.randint(10, 400) if block["type"] != "tool_use" else rng.randint(30, 200)
             final = i == len(blocks) - 1
-            uid = self.chained("assistant", {"message": {
-                "model": self.model, "id": msg_id, "type": "message", "role": "assistant", "content": [block],
-                "stop_reason": ("tool_use" if tools else "end_turn") if final else None, "stop_sequence": None,
-                "usage": self.usage(output)}, "requestId": req_id})
+            uid = self.chained(
+                "assistant",
+                {
+                    "message": {
+                        "model": self.model,
+                        "id": msg_id,
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [block],
+                        "stop_reason": ("tool_use" if tools else "end_turn") if final else None,
+                        "stop_sequence": None,
+                        "usage": self.usage(output),
+                    },
+                    "requestId": req_id,
+                },
+            )
             if block["type"] == "tool_use":
                 tool_line_uuids.append(uid)
         self.cache_tokens += rng.randint(200, 4000)
@@ -647,14 +781,28 @@ class SessionWriter:
         p = self.p
         path = f"{self.cwd}/{p.paths[rng.randrange(len(p.paths))]}"
         if name == "Bash":
-            cmd = rng.choice(("pytest -q ", "npm test -- ", "git diff ", "rg -n ", "go test ./... ", "cargo build ",
-                              "ls -la ", "python -m ", "make ")) + p.ident(rng)
+            cmd = rng.choice(
+                (
+                    "pytest -q ",
+                    "npm test -- ",
+                    "git diff ",
+                    "rg -n ",
+                    "go test ./... ",
+                    "cargo build ",
+                    "ls -la ",
+                    "python -m ",
+                    "make ",
+                )
+            ) + p.ident(rng)
             inp: dict[str, Any] = {"command": cmd, "description": p.words(rng, rng.randint(3, 8))}
         elif name == "Read":
             inp = {"file_path": path}
         elif name == "Edit":
-            inp = {"file_path": path, "old_string": p.code_bytes(rng, rng.randint(30, 600)),
-                   "new_string": p.code_bytes(rng, rng.randint(30, 800))}
+            inp = {
+                "file_path": path,
+                "old_string": p.code_bytes(rng, rng.randint(30, 600)),
+                "new_string": p.code_bytes(rng, rng.randint(30, 800)),
+            }
         elif name == "Write":
             inp = {"file_path": path, "content": p.code_bytes(rng, min(self.out_size(), 40_000))}
         elif name == "Grep":
@@ -662,13 +810,26 @@ class SessionWriter:
         elif name == "Glob":
             inp = {"pattern": rng.choice(("**/*.py", "src/**/*.ts", "**/test_*.py", "**/*.go"))}
         elif name == "TodoWrite":
-            inp = {"todos": [{"content": p.words(rng, rng.randint(3, 10)), "status": rng.choice(
-                ("pending", "in_progress", "completed")), "activeForm": p.words(rng, 4)} for _ in range(rng.randint(1, 6))]}
+            inp = {
+                "todos": [
+                    {
+                        "content": p.words(rng, rng.randint(3, 10)),
+                        "status": rng.choice(("pending", "in_progress", "completed")),
+                        "activeForm": p.words(rng, 4),
+                    }
+                    for _ in range(rng.randint(1, 6))
+                ]
+            }
         elif name == "WebSearch":
             inp = {"query": p.words(rng, rng.randint(2, 7))}
         else:  # Task / Agent
-            inp = {"description": p.words(rng, rng.randint(3, 6)), "prompt": p.words(rng, rng.randint(20, 200)),
-                   "subagent_type": rng.choice(("general-purpose", "general-purpose", "Explore", "code-reviewer"))}
+            inp = {
+                "description": p.words(rng, rng.randint(3, 6)),
+                "prompt": p.words(rng, rng.randint(20, 200)),
+                "subagent_type": rng.choice(
+                    ("general-purpose", "general-purpose", "Explore", "code-reviewer")
+                ),
+            }
         return {"type": "tool_use", "id": rand_id(rng, "toolu_01", 22), "name": name, "input": inp}
 
     def tool_result(self, use: dict[str, Any], source_uuid: str) -> None:
@@ -691,35 +852,84 @@ class SessionWriter:
             n = out.count("\n")
             if rng.random() < 0.004:  # an image read back as an image block
                 data = base64.b64encode(rng.randbytes(rng.randint(10_000, 90_000))).decode()
-                content = [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}]
-                result = {"type": "image", "file": {"base64": data, "type": "image/png", "originalSize": len(data)}}
+                content = [
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+                ]
+                result = {
+                    "type": "image",
+                    "file": {"base64": data, "type": "image/png", "originalSize": len(data)},
+                }
             else:
                 content = out
-                result = {"type": "text", "file": {"filePath": inp["file_path"], "content": out, "numLines": n,
-                                                   "startLine": 1, "totalLines": n}}
+                result = {
+                    "type": "text",
+                    "file": {
+                        "filePath": inp["file_path"],
+                        "content": out,
+                        "numLines": n,
+                        "startLine": 1,
+                        "totalLines": n,
+                    },
+                }
         elif name == "Edit":
             original = p.code_bytes(rng, size)
-            content = (f"The file {inp['file_path']} has been updated. Here's the result of running `cat -n` on a "
-                       f"snippet of the edited file:\n" + p.code_bytes(rng, rng.randint(200, 1500)))
-            result = {"filePath": inp["file_path"], "oldString": inp["old_string"], "newString": inp["new_string"],
-                      "originalFile": original, "structuredPatch": [{
-                          "oldStart": rng.randint(1, 400), "oldLines": 3, "newStart": rng.randint(1, 400), "newLines": 4,
-                          "lines": inp["new_string"].splitlines()[:12]}], "userModified": False, "replaceAll": False}
+            content = (
+                f"The file {inp['file_path']} has been updated. Here's the result of running `cat -n` on a "
+                f"snippet of the edited file:\n" + p.code_bytes(rng, rng.randint(200, 1500))
+            )
+            result = {
+                "filePath": inp["file_path"],
+                "oldString": inp["old_string"],
+                "newString": inp["new_string"],
+                "originalFile": original,
+                "structuredPatch": [
+                    {
+                        "oldStart": rng.randint(1, 400),
+                        "oldLines": 3,
+                        "newStart": rng.randint(1, 400),
+                        "newLines": 4,
+                        "lines": inp["new_string"].splitlines()[:12],
+                    }
+                ],
+                "userModified": False,
+                "replaceAll": False,
+            }
         elif name == "Write":
             content = f"File created successfully at: {inp['file_path']}"
-            result = {"type": "create", "filePath": inp["file_path"], "content": inp["content"], "structuredPatch": []}
+            result = {
+                "type": "create",
+                "filePath": inp["file_path"],
+                "content": inp["content"],
+                "structuredPatch": [],
+            }
         elif name == "Grep":
-            out = "\n".join(f"{p.paths[rng.randrange(len(p.paths))]}:{rng.randint(1, 900)}:"
-                            f"{p.code_bytes(rng, 60).strip()}" for _ in range(max(1, size // 90)))
+            out = "\n".join(
+                f"{p.paths[rng.randrange(len(p.paths))]}:{rng.randint(1, 900)}:"
+                f"{p.code_bytes(rng, 60).strip()}"
+                for _ in range(max(1, size // 90))
+            )
             content = out
-            result = {"mode": "content", "numFiles": 0, "filenames": [], "content": out, "numLines": out.count("\n") + 1}
+            result = {
+                "mode": "content",
+                "numFiles": 0,
+                "filenames": [],
+                "content": out,
+                "numLines": out.count("\n") + 1,
+            }
         elif name == "Glob":
             names = [f"{self.cwd}/{p.paths[rng.randrange(len(p.paths))]}" for _ in range(max(1, size // 60))]
             content = "\n".join(names)
-            result = {"filenames": names, "durationMs": rng.randint(2, 300), "numFiles": len(names), "truncated": False}
+            result = {
+                "filenames": names,
+                "durationMs": rng.randint(2, 300),
+                "numFiles": len(names),
+                "truncated": False,
+            }
         elif name == "TodoWrite":
-            content = ("Todos have been modified successfully. Ensure that you continue to use the todo list to "
-                       "track your progress. Please proceed with the current tasks if applicable")
+            content = (
+                "Todos have been modified successfully. Ensure that you continue to use the todo list to "
+                "track your progress. Please proceed with the current tasks if applicable"
+            )
             result = {"oldTodos": [], "newTodos": inp["todos"]}
         elif name == "WebSearch":
             out = p.text_bytes(rng, size)
@@ -743,9 +953,18 @@ class SessionWriter:
         agent_id = ("a" + rand_hex(rng, 16)) if new_layout else rand_hex(rng, 8)
         inline = self.era == "1.0"
         sub = SessionWriter(
-            random.Random(rng.getrandbits(64)), self.p, session_id=self.sid, cwd=self.cwd, version=self.version,
-            era=self.era, branch=self.branch, start=self.t, agent_id=None if inline else agent_id, sidechain=True,
-            allow_spawn=False, depth=self.depth + 1,
+            random.Random(rng.getrandbits(64)),
+            self.p,
+            session_id=self.sid,
+            cwd=self.cwd,
+            version=self.version,
+            era=self.era,
+            branch=self.branch,
+            start=self.t,
+            agent_id=None if inline else agent_id,
+            sidechain=True,
+            allow_spawn=False,
+            depth=self.depth + 1,
         )
         sub.chained("user", {"message": {"role": "user", "content": inp["prompt"]}}, parent=None)
         budget = int(min(2_000_000, max(2_000, rng.lognormvariate(math.log(18_000), 1.1))))
@@ -754,20 +973,32 @@ class SessionWriter:
         if sub.lines and b'"stop_reason":"end_turn"' not in sub.lines[-1]:
             sub.assistant_step(last=True)
         answer = self.p.words(rng, rng.randint(30, 400))
-        text = answer + (f"\nagentId: {agent_id} (use SendMessage with to: '{agent_id}' to continue this agent)"
-                         if self.vt >= (2, 1, 100) else "")
+        text = answer + (
+            f"\nagentId: {agent_id} (use SendMessage with to: '{agent_id}' to continue this agent)"
+            if self.vt >= (2, 1, 100)
+            else ""
+        )
         content = [{"type": "text", "text": text}]
-        result = {"status": "completed", "prompt": inp["prompt"], "agentId": agent_id,
-                  "agentType": inp["subagent_type"], "content": [{"type": "text", "text": answer}],
-                  "totalDurationMs": rng.randint(5_000, 900_000), "totalTokens": rng.randint(2_000, 200_000),
-                  "totalToolUseCount": rng.randint(1, 60),
-                  "usage": {"input_tokens": 10, "output_tokens": rng.randint(100, 8000)}}
+        result = {
+            "status": "completed",
+            "prompt": inp["prompt"],
+            "agentId": agent_id,
+            "agentType": inp["subagent_type"],
+            "content": [{"type": "text", "text": answer}],
+            "totalDurationMs": rng.randint(5_000, 900_000),
+            "totalTokens": rng.randint(2_000, 200_000),
+            "totalToolUseCount": rng.randint(1, 60),
+            "usage": {"input_tokens": 10, "output_tokens": rng.randint(100, 8000)},
+        }
         self.t = sub.t
         if inline:
             self.inline.extend(sub.lines)
             return content, result
         if new_layout:
-            meta: dict[str, Any] | None = {"agentType": inp["subagent_type"], "description": inp["description"]}
+            meta: dict[str, Any] | None = {
+                "agentType": inp["subagent_type"],
+                "description": inp["description"],
+            }
             if self.vt >= (2, 1, 114):
                 assert meta is not None
                 meta["toolUseId"] = use["id"]
@@ -783,9 +1014,20 @@ class SessionWriter:
         """2.0.x pre-spawned 'Warmup' sidechains: tiny legacy agent files linked to nothing."""
         rng = self.rng
         agent_id = rand_hex(rng, 8)
-        sub = SessionWriter(random.Random(rng.getrandbits(64)), self.p, session_id=self.sid, cwd=self.cwd,
-                            version=self.version, era=self.era, branch=self.branch, start=self.t, agent_id=agent_id,
-                            sidechain=True, allow_spawn=False, depth=1)
+        sub = SessionWriter(
+            random.Random(rng.getrandbits(64)),
+            self.p,
+            session_id=self.sid,
+            cwd=self.cwd,
+            version=self.version,
+            era=self.era,
+            branch=self.branch,
+            start=self.t,
+            agent_id=agent_id,
+            sidechain=True,
+            allow_spawn=False,
+            depth=1,
+        )
         sub.chained("user", {"message": {"role": "user", "content": "Warmup"}}, parent=None)
         sub.assistant_step(last=True)
         self.children.append((f"agent-{agent_id}.jsonl", sub.lines, None))
@@ -818,14 +1060,26 @@ def plan(total: int, seed: int) -> list[SessionSpec]:
         start = end - rng.uniform(0, 400) * 86400
         age = (end - start) / (400 * 86400)  # 1 = oldest
         versions = [v for v in VERSIONS]
-        weights = [w * (2.5 if (era == "1.0" and age > 0.7) or (era == "2.1" and age < 0.4) else 1.0)
-                   for _, era, w in versions]
+        weights = [
+            w * (2.5 if (era == "1.0" and age > 0.7) or (era == "2.1" and age < 0.4) else 1.0)
+            for _, era, w in versions
+        ]
         version, era, _ = rng.choices(versions, weights=weights)[0]
         first = rand_uuid(rng)
         spec = SessionSpec(
-            index=len(specs), project=slug, cwd=cwd, session_id=rand_uuid(rng), version=version, era=era,
-            start=start, target_bytes=target, min_records=min_records, special=special, chatty=chatty,
-            summary_leaf=last_first.get(slug), first_uuid=first,
+            index=len(specs),
+            project=slug,
+            cwd=cwd,
+            session_id=rand_uuid(rng),
+            version=version,
+            era=era,
+            start=start,
+            target_bytes=target,
+            min_records=min_records,
+            special=special,
+            chatty=chatty,
+            summary_leaf=last_first.get(slug),
+            first_uuid=first,
         )
         last_first[slug] = first
         specs.append(spec)
@@ -868,12 +1122,28 @@ def write_session(spec: SessionSpec, root: Path, seed: int) -> list[FileStat]:
         path.write_bytes(b"")
         return [FileStat(str(path.relative_to(root)), 0, 0, "transcript")]
     branch = rng.choice(("main", "main", "main", "master", "develop", f"feature/{p.ident(rng).lower()}"))
-    w = SessionWriter(rng, p, session_id=spec.session_id, cwd=spec.cwd, version=spec.version, era=spec.era,
-                      branch=branch, start=spec.start, chatty=spec.chatty)
+    w = SessionWriter(
+        rng,
+        p,
+        session_id=spec.session_id,
+        cwd=spec.cwd,
+        version=spec.version,
+        era=spec.era,
+        branch=branch,
+        start=spec.start,
+        chatty=spec.chatty,
+    )
     head: list[bytes] = []
     if spec.special == "summary-only":
-        head.append(orjson.dumps({"type": "summary", "summary": p.words(rng, rng.randint(3, 9)),
-                                  "leafUuid": spec.summary_leaf or rand_uuid(rng)}))
+        head.append(
+            orjson.dumps(
+                {
+                    "type": "summary",
+                    "summary": p.words(rng, rng.randint(3, 9)),
+                    "leafUuid": spec.summary_leaf or rand_uuid(rng),
+                }
+            )
+        )
     else:
         w.header()
         w.turn()
@@ -883,13 +1153,32 @@ def write_session(spec: SessionSpec, root: Path, seed: int) -> list[FileStat]:
         if spec.era != "2.1" and rng.random() < 0.3:
             for _ in range(rng.randint(1, 3)):
                 leaf = spec.summary_leaf if spec.summary_leaf and rng.random() < 0.5 else w.parent
-                head.append(orjson.dumps({"type": "summary", "summary": p.words(rng, rng.randint(3, 9)),
-                                          "leafUuid": leaf or first_prompt_uuid}))
+                head.append(
+                    orjson.dumps(
+                        {
+                            "type": "summary",
+                            "summary": p.words(rng, rng.randint(3, 9)),
+                            "leafUuid": leaf or first_prompt_uuid,
+                        }
+                    )
+                )
         if spec.era == "2.1" and rng.random() < 0.2:
-            w.emit({"type": "custom-title", "customTitle": p.words(rng, rng.randint(2, 6)), "sessionId": spec.session_id})
+            w.emit(
+                {
+                    "type": "custom-title",
+                    "customTitle": p.words(rng, rng.randint(2, 6)),
+                    "sessionId": spec.session_id,
+                }
+            )
         if w.vt >= (2, 1, 69) and rng.random() < 0.3:
-            w.emit({"type": "last-prompt", "lastPrompt": p.words(rng, 12), "sessionId": spec.session_id,
-                    "leafUuid": w.parent})
+            w.emit(
+                {
+                    "type": "last-prompt",
+                    "lastPrompt": p.words(rng, 12),
+                    "sessionId": spec.session_id,
+                    "leafUuid": w.parent,
+                }
+            )
         if spec.era == "2.0" and w.vt >= (2, 0, 28) and rng.random() < 0.3:
             for _ in range(rng.randint(1, 3)):
                 w.warmup_agent()
@@ -925,7 +1214,9 @@ def _work(spec: SessionSpec) -> list[FileStat]:
     return write_session(spec, _JOB[0], _JOB[1])
 
 
-def generate(out: Path, size: int, seed: int = 1, jobs: int | None = None, quiet: bool = True) -> dict[str, Any]:
+def generate(
+    out: Path, size: int, seed: int = 1, jobs: int | None = None, quiet: bool = True
+) -> dict[str, Any]:
     """Write an archive of about `size` bytes into `out` (which must not hold a manifest yet)."""
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
@@ -950,19 +1241,28 @@ def generate(out: Path, size: int, seed: int = 1, jobs: int | None = None, quiet
     # 68 KB head+tail fingerprint window, smaller than the giants)
     mid = min(transcripts, key=lambda s: abs(math.log(max(s.bytes, 1)) - math.log(1_000_000)))
     manifest = {
-        "gen_version": GEN_VERSION, "seed": seed, "target_bytes": size,
-        "bytes": sum(s.bytes for s in stats), "files": len(stats), "lines": sum(s.lines for s in stats),
-        "sessions": len(specs), "subagent_files": sum(1 for s in stats if s.kind == "subagent"),
-        "projects": len({s.project for s in specs}), "giant_sessions": sum(1 for s in specs if s.min_records),
-        "largest": asdict(largest), "mid_sized": asdict(mid),
+        "gen_version": GEN_VERSION,
+        "seed": seed,
+        "target_bytes": size,
+        "bytes": sum(s.bytes for s in stats),
+        "files": len(stats),
+        "lines": sum(s.lines for s in stats),
+        "sessions": len(specs),
+        "subagent_files": sum(1 for s in stats if s.kind == "subagent"),
+        "projects": len({s.project for s in specs}),
+        "giant_sessions": sum(1 for s in specs if s.min_records),
+        "largest": asdict(largest),
+        "mid_sized": asdict(mid),
         "seconds": round(time.perf_counter() - started, 2),
         "file_list": [[s.path, s.bytes, s.lines] for s in stats],
     }
     (out / "manifest.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
     if not quiet:
-        print(f"{out}: {manifest['bytes'] / 1e6:.1f} MB in {manifest['files']} files, {manifest['lines']} lines, "
-              f"{manifest['sessions']} sessions, {manifest['projects']} projects, {manifest['seconds']} s",
-              file=sys.stderr)
+        print(
+            f"{out}: {manifest['bytes'] / 1e6:.1f} MB in {manifest['files']} files, {manifest['lines']} lines, "
+            f"{manifest['sessions']} sessions, {manifest['projects']} projects, {manifest['seconds']} s",
+            file=sys.stderr,
+        )
     return manifest
 
 
@@ -1000,10 +1300,17 @@ def append_records(path: Path, nbytes: int, seed: int) -> int:
     st = _last_state(path)
     version = st.get("version", "2.1.42")
     era = version.rsplit(".", 1)[0] if version.rsplit(".", 1)[0] in MODELS_BY_ERA else "2.1"
-    w = SessionWriter(random.Random(f"append/{seed}/{path.name}/{nbytes}"), pools(),
-                      session_id=st.get("sessionId", path.stem), cwd=st.get("cwd", f"{HOME}/code/x"),
-                      version=version, era=era, branch=st.get("gitBranch", "main"),
-                      start=st.get("t", time.time()) + 60, allow_spawn=False)
+    w = SessionWriter(
+        random.Random(f"append/{seed}/{path.name}/{nbytes}"),
+        pools(),
+        session_id=st.get("sessionId", path.stem),
+        cwd=st.get("cwd", f"{HOME}/code/x"),
+        version=version,
+        era=era,
+        branch=st.get("gitBranch", "main"),
+        start=st.get("t", time.time()) + 60,
+        allow_spawn=False,
+    )
     w.parent = st.get("uuid")
     while w.nbytes < nbytes:
         w.turn()
@@ -1017,8 +1324,17 @@ def write_single_session(path: Path, nbytes: int, seed: int) -> int:
     """A new standalone transcript of about `nbytes` (no subagents). Returns its size."""
     rng = random.Random(f"single/{seed}/{nbytes}")
     sid = rand_uuid(rng)
-    w = SessionWriter(rng, pools(), session_id=sid, cwd=f"{HOME}/code/webapp", version="2.1.42", era="2.1",
-                      branch="main", start=calendar.timegm((2026, 3, 1, 0, 0, 0, 0, 0, 0)), allow_spawn=False)
+    w = SessionWriter(
+        rng,
+        pools(),
+        session_id=sid,
+        cwd=f"{HOME}/code/webapp",
+        version="2.1.42",
+        era="2.1",
+        branch="main",
+        start=calendar.timegm((2026, 3, 1, 0, 0, 0, 0, 0, 0)),
+        allow_spawn=False,
+    )
     w.header()
     while w.nbytes < nbytes:
         w.turn()

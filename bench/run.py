@@ -72,7 +72,9 @@ class Proc:
     def json(self) -> dict[str, Any]:
         lines = [ln for ln in self.stdout.splitlines() if ln.startswith("{")]
         if not lines:
-            raise RuntimeError(f"no JSON on stdout of {' '.join(self.cmd)}:\n{self.stdout[-2000:]}\n{self.stderr[-2000:]}")
+            raise RuntimeError(
+                f"no JSON on stdout of {' '.join(self.cmd)}:\n{self.stdout[-2000:]}\n{self.stderr[-2000:]}"
+            )
         return json.loads(lines[-1])
 
 
@@ -119,18 +121,24 @@ def _tree_rss_bytes(pid: int, include_self: bool = True) -> int:
     return total
 
 
-def run_process(cmd: list[str], env: dict[str, str], *, sample_tree: bool = False,
-                timeout: float | None = None) -> Proc:
+def run_process(
+    cmd: list[str], env: dict[str, str], *, sample_tree: bool = False, timeout: float | None = None
+) -> Proc:
     """Run cmd to completion through the launcher; its wall time and peak RSS, and its output."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
-            tempfile.NamedTemporaryFile(suffix=".json") as report:
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        tempfile.NamedTemporaryFile(suffix=".json") as report,
+    ):
         peak_tree = 0
         done = threading.Event()
         launcher = [sys.executable, "-I", "-S", "-c", LAUNCHER, report.name, *cmd]
         busy_before = busy_cpu_seconds()
         started = time.perf_counter()
         # run from the (empty) HOME: with `python -m core.cli` the current folder would come first on sys.path
-        proc = subprocess.Popen(launcher, env=env, cwd=env.get("HOME"), stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        proc = subprocess.Popen(
+            launcher, env=env, cwd=env.get("HOME"), stdin=subprocess.DEVNULL, stdout=out, stderr=err
+        )
 
         def sample() -> None:
             nonlocal peak_tree
@@ -168,10 +176,15 @@ def run_process(cmd: list[str], env: dict[str, str], *, sample_tree: bool = Fals
         out.seek(0)
         err.seek(0)
         return Proc(
-            cmd=cmd, seconds=measured["seconds"], returncode=returncode,
-            peak_rss_mb=measured["maxrss_kb"] * 1024 / MB, tree_rss_mb=peak_tree / MB if sample_tree else None,
-            cpu_seconds=measured["cpu"], foreign_cpu_s=max(0.0, busy - measured["cpu"]),
-            stdout=out.read().decode(errors="replace"), stderr=err.read().decode(errors="replace"),
+            cmd=cmd,
+            seconds=measured["seconds"],
+            returncode=returncode,
+            peak_rss_mb=measured["maxrss_kb"] * 1024 / MB,
+            tree_rss_mb=peak_tree / MB if sample_tree else None,
+            cpu_seconds=measured["cpu"],
+            foreign_cpu_s=max(0.0, busy - measured["cpu"]),
+            stdout=out.read().decode(errors="replace"),
+            stderr=err.read().decode(errors="replace"),
             started_at=measured.get("started_at"),
         )
 
@@ -200,8 +213,11 @@ def wait_for_quiet(max_wait: float, threshold: float = 0.25) -> float:
 
 def _children(pid: int) -> list[int]:
     try:
-        return [int(c) for task in os.listdir(f"/proc/{pid}/task")
-                for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+        return [
+            int(c)
+            for task in os.listdir(f"/proc/{pid}/task")
+            for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+        ]
     except (OSError, ValueError):
         return []
 
@@ -230,8 +246,11 @@ class Tools:
 
     def env(self, **extra: str) -> dict[str, str]:
         # PYTHONDONTWRITEBYTECODE would make every measured process compile threadloom from source
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("THREADLOOM_", "CLAUDE_")) and k != "PYTHONDONTWRITEBYTECODE"}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("THREADLOOM_", "CLAUDE_")) and k != "PYTHONDONTWRITEBYTECODE"
+        }
         env.update(HOME=str(self.home), CLAUDE_CONFIG_DIR=str(self.home / ".claude"), PYTHONHASHSEED="0")
         if self.pythonpath:
             env["PYTHONPATH"] = self.pythonpath
@@ -262,12 +281,22 @@ def find_ccl(install: bool) -> tuple[list[str] | None, str | None, str | None]:
         try:
             if not (CCL_VENV / "bin" / "python").exists():
                 subprocess.run([sys.executable, "-m", "venv", str(CCL_VENV)], check=True, capture_output=True)
-            subprocess.run([str(CCL_VENV / "bin" / "pip"), "install", "--quiet", "claude-code-log"],
-                           check=True, capture_output=True, timeout=600)
+            subprocess.run(
+                [str(CCL_VENV / "bin" / "pip"), "install", "--quiet", "claude-code-log"],
+                check=True,
+                capture_output=True,
+                timeout=600,
+            )
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
             detail = getattr(exc, "stderr", b"") or b""
-            text = detail.decode(errors="replace").strip().splitlines()[-1:] if isinstance(detail, bytes) else []
-            return None, None, f"could not be installed into {CCL_VENV} ({type(exc).__name__}: {' '.join(text)[:200]})"
+            text = (
+                detail.decode(errors="replace").strip().splitlines()[-1:] if isinstance(detail, bytes) else []
+            )
+            return (
+                None,
+                None,
+                f"could not be installed into {CCL_VENV} ({type(exc).__name__}: {' '.join(text)[:200]})",
+            )
     if not exe.exists():
         return None, None, f"not installed (expected {exe})"
     version = subprocess.run([str(exe), "--version"], capture_output=True, text=True).stdout.strip()
@@ -276,7 +305,18 @@ def find_ccl(install: bool) -> tuple[list[str] | None, str | None, str | None]:
 
 def tl_ingest(tools: Tools, db: Path, source: Path, *extra: str) -> tuple[Proc, dict[str, Any]]:
     """`threadloom --db DB ingest --only --source SOURCE --json -q [EXTRA]` as a whole process."""
-    cmd = [*tools.threadloom, "--db", str(db), "ingest", "--only", "--source", str(source), "--json", "-q", *extra]
+    cmd = [
+        *tools.threadloom,
+        "--db",
+        str(db),
+        "ingest",
+        "--only",
+        "--source",
+        str(source),
+        "--json",
+        "-q",
+        *extra,
+    ]
     if tools.quiet_wait:
         wait_for_quiet(tools.quiet_wait)
     proc = run_process(cmd, tools.env(), timeout=tools.timeout).check()
@@ -292,8 +332,9 @@ def ccl_build(tools: Tools, projects: Path, out: Path, cache: Path) -> Proc:
     cmd = [*tools.ccl, "--projects-dir", str(projects), "--all-projects", "--output", str(out)]
     if tools.quiet_wait:
         wait_for_quiet(tools.quiet_wait)
-    return run_process(cmd, tools.env(CLAUDE_CODE_LOG_CACHE_PATH=str(cache)), sample_tree=True,
-                       timeout=tools.timeout).check()
+    return run_process(
+        cmd, tools.env(CLAUDE_CODE_LOG_CACHE_PATH=str(cache)), sample_tree=True, timeout=tools.timeout
+    ).check()
 
 
 def db_bytes(db: Path) -> int:
@@ -311,7 +352,8 @@ def stored_line(db: Path, path: Path, offset: int) -> bytes | None:
         with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
             row = conn.execute(
                 "SELECT e.raw FROM entries e JOIN source_files f ON f.id = e.source_file_id "
-                "WHERE f.path = ? AND e.byte_offset = ?", (str(path), offset),
+                "WHERE f.path = ? AND e.byte_offset = ?",
+                (str(path), offset),
             ).fetchone()
     except sqlite3.Error:
         return None
@@ -381,8 +423,14 @@ class RunContext:
 
 def record(ctx: RunContext, key: str, proc: Proc) -> None:
     """The numbers every whole-process measurement gives."""
-    ctx.values.update({f"{key}.seconds": proc.seconds, f"{key}.peak_rss_mb": proc.peak_rss_mb,
-                       f"{key}.cpu_seconds": proc.cpu_seconds, f"{key}.foreign_cpu_s": proc.foreign_cpu_s})
+    ctx.values.update(
+        {
+            f"{key}.seconds": proc.seconds,
+            f"{key}.peak_rss_mb": proc.peak_rss_mb,
+            f"{key}.cpu_seconds": proc.cpu_seconds,
+            f"{key}.foreign_cpu_s": proc.foreign_cpu_s,
+        }
+    )
 
 
 def scenario_cold(ctx: RunContext) -> None:
@@ -392,18 +440,25 @@ def scenario_cold(ctx: RunContext) -> None:
     proc, report = tl_ingest(ctx.tools, db, ctx.archive, "--no-index")
     size = ctx.manifest["bytes"]
     record(ctx, "cold", proc)
-    index = run_process([*ctx.tools.threadloom, "--db", str(db), "index", "--json"], ctx.tools.env(),
-                        timeout=ctx.tools.timeout).check()
+    index = run_process(
+        [*ctx.tools.threadloom, "--db", str(db), "index", "--json"],
+        ctx.tools.env(),
+        timeout=ctx.tools.timeout,
+    ).check()
     record(ctx, "cold_index", index)
-    ctx.values.update({
-        "cold.mb_per_s": size / MB / proc.seconds,
-        "cold.records": float(report["records_added"]), "cold.files": float(report["files_read"]),
-        "cold.db_mb": db_bytes(db) / MB,
-        "cold.db_ratio": db_bytes(db) / size, "cold.internal_seconds": float(report["seconds"]),
-        "cold.search_index": float(has_table(db, "search_fts")),
-        "cold_total.seconds": proc.seconds + index.seconds,
-        "cold_index.records": float(index.json().get("indexed", 0)),
-    })
+    ctx.values.update(
+        {
+            "cold.mb_per_s": size / MB / proc.seconds,
+            "cold.records": float(report["records_added"]),
+            "cold.files": float(report["files_read"]),
+            "cold.db_mb": db_bytes(db) / MB,
+            "cold.db_ratio": db_bytes(db) / size,
+            "cold.internal_seconds": float(report["seconds"]),
+            "cold.search_index": float(has_table(db, "search_fts")),
+            "cold_total.seconds": proc.seconds + index.seconds,
+            "cold_index.records": float(index.json().get("indexed", 0)),
+        }
+    )
 
 
 def scenario_ccl_cold(ctx: RunContext) -> None:
@@ -442,18 +497,28 @@ def scenario_search(ctx: RunContext) -> None:
         return
     medians = sorted(q["median_ms"] for q in probe["queries"])
     firsts = sorted(q["first_ms"] for q in probe["queries"])
-    ctx.values.update({
-        "search.p50_ms": percentile(medians, 50), "search.p95_ms": percentile(medians, 95),
-        "search.max_ms": medians[-1], "search.first_p50_ms": percentile(firsts, 50),
-        "search.first_p95_ms": percentile(firsts, 95), "search.queries": float(len(medians)),
-        "search.zero_hit_queries": float(sum(1 for q in probe["queries"] if q["hits"] == 0)),
-        "search.open_seconds": probe["open_seconds"],
-    })
+    ctx.values.update(
+        {
+            "search.p50_ms": percentile(medians, 50),
+            "search.p95_ms": percentile(medians, 95),
+            "search.max_ms": medians[-1],
+            "search.first_p50_ms": percentile(firsts, 50),
+            "search.first_p95_ms": percentile(firsts, 95),
+            "search.queries": float(len(medians)),
+            "search.zero_hit_queries": float(sum(1 for q in probe["queries"] if q["hits"] == 0)),
+            "search.open_seconds": probe["open_seconds"],
+        }
+    )
     slowest = max(probe["queries"], key=lambda q: q["median_ms"])
-    ctx.notes["search"] = f"slowest: {slowest['query']!r} ({slowest['category']}) {slowest['median_ms']:.1f} ms"
+    ctx.notes["search"] = (
+        f"slowest: {slowest['query']!r} ({slowest['category']}) {slowest['median_ms']:.1f} ms"
+    )
     ctx.extra["search_queries"] = probe["queries"]
-    cli = run_process([*ctx.tools.threadloom, "--db", str(db), "search", "--json", "error"], ctx.tools.env(),
-                      timeout=ctx.tools.timeout)
+    cli = run_process(
+        [*ctx.tools.threadloom, "--db", str(db), "search", "--json", "error"],
+        ctx.tools.env(),
+        timeout=ctx.tools.timeout,
+    )
     if cli.returncode == 0:
         record(ctx, "search_cli", cli)
 
@@ -486,7 +551,10 @@ def scenario_tui(ctx: RunContext) -> None:
     try:
         variants = {"tui.first_frame_s": [ctx.archive], "tui.first_frame_no_ingest_s": []}
         # the code under test comes from the environment (PYTHONPATH with --threadloom-src), as for search_probe
-        codes = {key: measure_tui.first_frame_code(db, sources=sources, root=None) for key, sources in variants.items()}
+        codes = {
+            key: measure_tui.first_frame_code(db, sources=sources, root=None)
+            for key, sources in variants.items()
+        }
         launches: dict[str, list[Proc]] = {key: [] for key in variants}
         for _ in range(TUI_LAUNCHES):
             for key, code in codes.items():  # interleaved (A B A B), so neither kind gets the quieter minutes
@@ -497,8 +565,11 @@ def scenario_tui(ctx: RunContext) -> None:
         for key, procs in launches.items():
             ctx.values[key] = statistics.median(p.json()["at"] - (p.started_at or 0.0) for p in procs)
             ctx.values[key.replace("first_frame", "settled")] = statistics.median(
-                p.json()["settled_at"] - (p.started_at or 0.0) for p in procs)
-            ctx.values[f"{key}.foreign_cpu_s"] = statistics.median(p.foreign_cpu_s for p in procs)  # per launch
+                p.json()["settled_at"] - (p.started_at or 0.0) for p in procs
+            )
+            ctx.values[f"{key}.foreign_cpu_s"] = statistics.median(
+                p.foreign_cpu_s for p in procs
+            )  # per launch
             if variants[key]:
                 ctx.values["tui.first_frame_rss_mb"] = max(p.peak_rss_mb for p in procs)
         # a first launch: an empty database, the whole archive to load; the panes read the load's
@@ -514,16 +585,30 @@ def scenario_tui(ctx: RunContext) -> None:
                 raise RuntimeError("the launcher did not report when it started the process")
             starts.append(proc.json()["at"] - proc.started_at)
         ctx.values["tui.first_load_data_s"] = statistics.median(starts)
-        browsing = launch([sys.executable, str(REPO / "scripts" / "measure_tui.py"), str(db), "--only", "browse",
-                           "--runs", "1", "--installed"])
+        browsing = launch(
+            [
+                sys.executable,
+                str(REPO / "scripts" / "measure_tui.py"),
+                str(db),
+                "--only",
+                "browse",
+                "--runs",
+                "1",
+                "--installed",
+            ]
+        )
         browse = browsing.json()
     except (RuntimeError, TimeoutError, KeyError, ValueError) as exc:
         # a failed TUI measurement must not stop the ingest scenarios that follow
         ctx.notes["tui"] = "; ".join([*notes, f"failed: {str(exc)[-300:]}"])
         return
-    measured = {"tui.open_largest_ms": browse["open_ms"], "tui.largest_messages": float(browse["messages"]),
-                "tui.page_scroll_ms": browse["page_ms"], "tui.end_ms": browse["end_ms"],
-                "tui.browse_rss_mb": browsing.peak_rss_mb}
+    measured = {
+        "tui.open_largest_ms": browse["open_ms"],
+        "tui.largest_messages": float(browse["messages"]),
+        "tui.page_scroll_ms": browse["page_ms"],
+        "tui.end_ms": browse["end_ms"],
+        "tui.browse_rss_mb": browsing.peak_rss_mb,
+    }
     ctx.values.update({k: v for k, v in measured.items() if math.isfinite(v)})
     for key in ("tui.open_largest_ms", "tui.page_scroll_ms"):  # the whole browsing process's
         ctx.values[f"{key}.foreign_cpu_s"] = browsing.foreign_cpu_s
@@ -567,7 +652,9 @@ def scenario_append(ctx: RunContext) -> None:
     added = gen_archive.append_records(path, 1_000_000, ctx.seed)
     proc, report = tl_ingest(ctx.tools, ctx.work / "cold.db", ctx.archive)
     record(ctx, "append1mb", proc)
-    ctx.values.update({"append1mb.bytes_read_mb": report["bytes_read"] / MB, "append1mb.appended_mb": added / MB})
+    ctx.values.update(
+        {"append1mb.bytes_read_mb": report["bytes_read"] / MB, "append1mb.appended_mb": added / MB}
+    )
     if "parse1mb.seconds" in ctx.values:
         ctx.values["append1mb.ratio_to_parse1mb"] = proc.seconds / ctx.values["parse1mb.seconds"]
 
@@ -580,8 +667,10 @@ def _rewrite(ctx: RunContext, same_size: bool, key: str) -> None:
     record(ctx, key, proc)
     ctx.values.update({f"{key}.bytes_read_mb": report["bytes_read"] / MB, f"{key}.detected": float(detected)})
     if not detected:
-        ctx.notes[key] = (f"the edited line at byte {offset} of {path.name} is not what the database holds "
-                          f"afterwards: the change was not picked up")
+        ctx.notes[key] = (
+            f"the edited line at byte {offset} of {path.name} is not what the database holds "
+            f"afterwards: the change was not picked up"
+        )
 
 
 def scenario_rewrite_same_size(ctx: RunContext) -> None:
@@ -601,8 +690,12 @@ def scenario_new_session(ctx: RunContext) -> None:
     gen_archive.write_single_session(folder, 20_000, ctx.seed + 7)
     proc, report = tl_ingest(ctx.tools, ctx.work / "cold.db", ctx.archive)
     record(ctx, "newsession", proc)
-    ctx.values.update({"newsession.files_read": float(report["files_read"]),
-                       "newsession.files_seen": float(report["files_seen"])})
+    ctx.values.update(
+        {
+            "newsession.files_read": float(report["files_read"]),
+            "newsession.files_seen": float(report["files_seen"]),
+        }
+    )
 
 
 Scenario = Callable[[RunContext], None]
@@ -622,8 +715,15 @@ SCENARIOS: list[tuple[str, Scenario, bool]] = [  # (name, function, needs claude
 ]
 
 
-def run_once(tools: Tools, archive: Path, manifest: dict[str, Any], work_root: Path, seed: int,
-             with_ccl: bool, keep: bool) -> RunContext:
+def run_once(
+    tools: Tools,
+    archive: Path,
+    manifest: dict[str, Any],
+    work_root: Path,
+    seed: int,
+    with_ccl: bool,
+    keep: bool,
+) -> RunContext:
     work = Path(tempfile.mkdtemp(prefix="run-", dir=work_root))
     try:
         private = [manifest["largest"]["path"], manifest["mid_sized"]["path"]]
@@ -644,13 +744,19 @@ def run_once(tools: Tools, archive: Path, manifest: dict[str, Any], work_root: P
             shown = ctx.values.get(f"{name}.seconds")
             print(f" {shown:.3f} s" if shown is not None else " done", file=sys.stderr, flush=True)
         if with_ccl and "ccl_warm.seconds" in ctx.values:
-            ctx.values["ratio.ccl_cold_over_cold"] = ctx.values["ccl_cold.seconds"] / ctx.values["cold.seconds"]
-            ctx.values["ratio.ccl_cold_over_cold_total"] = (ctx.values["ccl_cold.seconds"]
-                                                            / ctx.values["cold_total.seconds"])
-            ctx.values["ratio.ccl_warm_over_nochange"] = ctx.values["ccl_warm.seconds"] / ctx.values["nochange.seconds"]
+            ctx.values["ratio.ccl_cold_over_cold"] = (
+                ctx.values["ccl_cold.seconds"] / ctx.values["cold.seconds"]
+            )
+            ctx.values["ratio.ccl_cold_over_cold_total"] = (
+                ctx.values["ccl_cold.seconds"] / ctx.values["cold_total.seconds"]
+            )
+            ctx.values["ratio.ccl_warm_over_nochange"] = (
+                ctx.values["ccl_warm.seconds"] / ctx.values["nochange.seconds"]
+            )
             if "tui.first_frame_s" in ctx.values:
-                ctx.values["ratio.tui_first_frame_over_ccl_warm"] = (ctx.values["tui.first_frame_s"]
-                                                                     / ctx.values["ccl_warm.seconds"])
+                ctx.values["ratio.tui_first_frame_over_ccl_warm"] = (
+                    ctx.values["tui.first_frame_s"] / ctx.values["ccl_warm.seconds"]
+                )
         return ctx
     finally:
         if not keep:
@@ -677,31 +783,81 @@ ROWS: list[tuple[str, str, str, str]] = [
     ("parse1mb.seconds", "ingest a new 1 MB file (schema exists)", "wall time", "s"),
     ("parse1mb_fresh.seconds", "ingest a new 1 MB file (new database file)", "wall time", "s"),
     ("append1mb.seconds", "append 1 MB to the largest file, re-ingest", "wall time", "s"),
-    ("append1mb.ratio_to_parse1mb", "append 1 MB to the largest file, re-ingest", "/ ingest of a 1 MB file", "x"),
+    (
+        "append1mb.ratio_to_parse1mb",
+        "append 1 MB to the largest file, re-ingest",
+        "/ ingest of a 1 MB file",
+        "x",
+    ),
     ("append1mb.bytes_read_mb", "append 1 MB to the largest file, re-ingest", "bytes read", "MB"),
     ("append1mb.peak_rss_mb", "append 1 MB to the largest file, re-ingest", "peak RSS", "MB"),
     ("rewrite_same.seconds", "edit a line mid-file, same size, re-ingest", "wall time", "s"),
     ("rewrite_same.detected", "edit a line mid-file, same size, re-ingest", "change picked up (1 = yes)", ""),
     ("rewrite_grow.seconds", "edit a line mid-file, file grows, re-ingest", "wall time", "s"),
     ("rewrite_grow.bytes_read_mb", "edit a line mid-file, file grows, re-ingest", "bytes read", "MB"),
-    ("rewrite_grow.detected", "edit a line mid-file, file grows, re-ingest", "change picked up (1 = yes)", ""),
+    (
+        "rewrite_grow.detected",
+        "edit a line mid-file, file grows, re-ingest",
+        "change picked up (1 = yes)",
+        "",
+    ),
     ("newsession.seconds", "a new 20 KB session file in a project folder, re-ingest", "wall time", "s"),
     ("newsession.files_read", "a new 20 KB session file in a project folder, re-ingest", "files read", ""),
     ("search.p50_ms", "search, in process, queries.txt (median of 5 per query)", "p50 over queries", "ms"),
     ("search.p95_ms", "search, in process, queries.txt (median of 5 per query)", "p95 over queries", "ms"),
     ("search.max_ms", "search, in process, queries.txt (median of 5 per query)", "slowest query", "ms"),
-    ("search.first_p50_ms", "search, in process, queries.txt (median of 5 per query)", "first call p50", "ms"),
-    ("search.first_p95_ms", "search, in process, queries.txt (median of 5 per query)", "first call p95", "ms"),
+    (
+        "search.first_p50_ms",
+        "search, in process, queries.txt (median of 5 per query)",
+        "first call p50",
+        "ms",
+    ),
+    (
+        "search.first_p95_ms",
+        "search, in process, queries.txt (median of 5 per query)",
+        "first call p95",
+        "ms",
+    ),
     ("search.queries", "search, in process, queries.txt (median of 5 per query)", "queries", "records"),
-    ("search.zero_hit_queries", "search, in process, queries.txt (median of 5 per query)", "queries with no hit", "records"),
+    (
+        "search.zero_hit_queries",
+        "search, in process, queries.txt (median of 5 per query)",
+        "queries with no hit",
+        "records",
+    ),
     ("search_cli.seconds", "`threadloom search error` as a whole process", "wall time", "s"),
     ("search_cli.peak_rss_mb", "`threadloom search error` as a whole process", "peak RSS", "MB"),
-    ("tui.first_frame_s", "TUI: start to first frame with data", "process start → frame, ingest running behind", "s"),
-    ("tui.first_frame_no_ingest_s", "TUI: start to first frame with data", "the same with the ingest off", "s"),
-    ("tui.settled_s", "TUI: start to first frame with data", "→ settled (queue empty, later frames drawn), ingest behind", "s"),
+    (
+        "tui.first_frame_s",
+        "TUI: start to first frame with data",
+        "process start → frame, ingest running behind",
+        "s",
+    ),
+    (
+        "tui.first_frame_no_ingest_s",
+        "TUI: start to first frame with data",
+        "the same with the ingest off",
+        "s",
+    ),
+    (
+        "tui.settled_s",
+        "TUI: start to first frame with data",
+        "→ settled (queue empty, later frames drawn), ingest behind",
+        "s",
+    ),
     ("tui.settled_no_ingest_s", "TUI: start to first frame with data", "→ settled, the ingest off", "s"),
-    ("tui.first_load_data_s", "TUI: start to first frame with data", "first launch (empty database, the load running)", "s"),
-    ("tui.first_frame_rss_mb", "TUI: start to first frame with data", "peak RSS (ingest behind, to exit)", "MB"),
+    (
+        "tui.first_load_data_s",
+        "TUI: start to first frame with data",
+        "first launch (empty database, the load running)",
+        "s",
+    ),
+    (
+        "tui.first_frame_rss_mb",
+        "TUI: start to first frame with data",
+        "peak RSS (ingest behind, to exit)",
+        "MB",
+    ),
     ("tui.open_largest_ms", "TUI: open the largest session, first paint", "select → first paint", "ms"),
     ("tui.largest_messages", "TUI: open the largest session, first paint", "messages in it", "records"),
     ("tui.page_scroll_ms", "TUI: scroll a page", "page down → next paint (median of 10)", "ms"),
@@ -711,11 +867,30 @@ ROWS: list[tuple[str, str, str, str]] = [
     ("ccl_cold.peak_rss_mb", "claude-code-log cold build (cache + HTML)", "peak RSS, largest process", "MB"),
     ("ccl_cold.tree_rss_mb", "claude-code-log cold build (cache + HTML)", "peak RSS, all processes", "MB"),
     ("ccl_warm.seconds", "claude-code-log warm run (nothing changed)", "wall time", "s"),
-    ("ratio.ccl_cold_over_cold", "claude-code-log cold / threadloom cold (browsable)", "ratio, pair by pair", "x"),
-    ("ratio.ccl_cold_over_cold_total", "claude-code-log cold / threadloom cold (index complete)",
-     "ratio, pair by pair", "x"),
-    ("ratio.ccl_warm_over_nochange", "claude-code-log warm / threadloom no-change", "ratio, pair by pair", "x"),
-    ("ratio.tui_first_frame_over_ccl_warm", "TUI warm start / claude-code-log warm run", "ratio, pair by pair", "x"),
+    (
+        "ratio.ccl_cold_over_cold",
+        "claude-code-log cold / threadloom cold (browsable)",
+        "ratio, pair by pair",
+        "x",
+    ),
+    (
+        "ratio.ccl_cold_over_cold_total",
+        "claude-code-log cold / threadloom cold (index complete)",
+        "ratio, pair by pair",
+        "x",
+    ),
+    (
+        "ratio.ccl_warm_over_nochange",
+        "claude-code-log warm / threadloom no-change",
+        "ratio, pair by pair",
+        "x",
+    ),
+    (
+        "ratio.tui_first_frame_over_ccl_warm",
+        "TUI warm start / claude-code-log warm run",
+        "ratio, pair by pair",
+        "x",
+    ),
 ]
 
 
@@ -741,14 +916,22 @@ def build_rows(size: str, runs: list[RunContext], ccl_note: str | None) -> list[
                     continue
                 if any(r.get("status") == "skipped" for r in rows):
                     continue  # one row says it for all of claude-code-log
-                row.update(scenario="claude-code-log (all rows)", metric="skipped", status="skipped", values=[],
-                           note=ccl_note or "claude-code-log not run")
+                row.update(
+                    scenario="claude-code-log (all rows)",
+                    metric="skipped",
+                    status="skipped",
+                    values=[],
+                    note=ccl_note or "claude-code-log not run",
+                )
             else:
                 row.update(status="ok", values=[round(v, 6) for v in values], **summarize(values))
         prefix = key.split(".", 1)[0]
         notes = sorted({r.notes[prefix] for r in runs if prefix in r.notes})
-        if notes and (row["status"] != "ok" or key.endswith((".seconds", ".detected", ".max_ms"))
-                      or key == "tui.first_frame_s"):
+        if notes and (
+            row["status"] != "ok"
+            or key.endswith((".seconds", ".detected", ".max_ms"))
+            or key == "tui.first_frame_s"
+        ):
             row["note"] = "; ".join(notes)
         # other CPU: per scenario for wall times, or per metric where a scenario records it so (the TUI rows)
         noise_key = f"{prefix}.foreign_cpu_s" if key.endswith(".seconds") else f"{key}.foreign_cpu_s"
@@ -775,12 +958,33 @@ def table_lines(rows: list[dict[str, Any]], markdown: bool) -> list[str]:
         if r["status"] == "ok":
             unit = r["unit"]
             suffix = f" {unit}" if unit and unit != "records" else ""
-            body.append([r["size"], r["scenario"], r["metric"], fmt(r["median"], unit) + suffix,
-                         fmt(r["min"], unit), fmt(r["max"], unit), str(len(r["values"])),
-                         f"{r['foreign_cpu_s']:.2f}" if "foreign_cpu_s" in r else "", r.get("note", "")])
+            body.append(
+                [
+                    r["size"],
+                    r["scenario"],
+                    r["metric"],
+                    fmt(r["median"], unit) + suffix,
+                    fmt(r["min"], unit),
+                    fmt(r["max"], unit),
+                    str(len(r["values"])),
+                    f"{r['foreign_cpu_s']:.2f}" if "foreign_cpu_s" in r else "",
+                    r.get("note", ""),
+                ]
+            )
         else:
-            body.append([r["size"], r["scenario"], r["metric"] if r["status"] == NOT_BUILT else r["status"],
-                         "–", "–", "–", "0", "", r.get("note", "")])
+            body.append(
+                [
+                    r["size"],
+                    r["scenario"],
+                    r["metric"] if r["status"] == NOT_BUILT else r["status"],
+                    "–",
+                    "–",
+                    "–",
+                    "0",
+                    "",
+                    r.get("note", ""),
+                ]
+            )
     if markdown:
         out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in body]
@@ -801,40 +1005,102 @@ def evaluate_targets(size: str, rows: list[dict[str, Any]], manifest: dict[str, 
     gb = manifest["bytes"] / 1e9
     out: list[dict[str, Any]] = []
 
-    def add(target: str, measured: float | None, limit: float, unit: str, higher_is_better: bool = False,
-            note: str = "") -> None:
+    def add(
+        target: str,
+        measured: float | None,
+        limit: float,
+        unit: str,
+        higher_is_better: bool = False,
+        note: str = "",
+    ) -> None:
         if measured is None:
-            out.append({"size": size, "target": target, "limit": limit, "measured": None, "status": "not measured",
-                        "note": note})
+            out.append(
+                {
+                    "size": size,
+                    "target": target,
+                    "limit": limit,
+                    "measured": None,
+                    "status": "not measured",
+                    "note": note,
+                }
+            )
             return
         ok = measured >= limit if higher_is_better else measured <= limit
         factor = (limit / measured if higher_is_better else measured / limit) if measured and limit else None
-        out.append({"size": size, "target": target, "limit": round(limit, 4), "measured": round(measured, 4),
-                    "unit": unit, "status": "met" if ok else "missed",
-                    "factor": round(factor, 2) if factor else None, "note": note})
+        out.append(
+            {
+                "size": size,
+                "target": target,
+                "limit": round(limit, 4),
+                "measured": round(measured, 4),
+                "unit": unit,
+                "status": "met" if ok else "missed",
+                "factor": round(factor, 2) if factor else None,
+                "note": note,
+            }
+        )
 
-    add("cold ingest ≤ 15 s per GB", med.get("cold.seconds"), 15 * gb, "s",
-        note=f"limit scaled to this archive ({manifest['bytes'] / MB:,.0f} MB)")
+    add(
+        "cold ingest ≤ 15 s per GB",
+        med.get("cold.seconds"),
+        15 * gb,
+        "s",
+        note=f"limit scaled to this archive ({manifest['bytes'] / MB:,.0f} MB)",
+    )
     add("no-change re-ingest ≤ 0.25 s (whole process)", med.get("nochange.seconds"), 0.25, "s")
     add("append 1 MB ≤ 2× ingest of a 1 MB file", med.get("append1mb.ratio_to_parse1mb"), 2.0, "x")
-    rss = [mx[k] for k in ("cold.peak_rss_mb", "cold_index.peak_rss_mb", "append1mb.peak_rss_mb", "nochange.peak_rss_mb") if k in mx]
+    rss = [
+        mx[k]
+        for k in (
+            "cold.peak_rss_mb",
+            "cold_index.peak_rss_mb",
+            "append1mb.peak_rss_mb",
+            "nochange.peak_rss_mb",
+        )
+        if k in mx
+    ]
     add("peak RSS while ingesting ≤ 300 MB", max(rss) if rss else None, 300, "MB", note="worst run")
     add("database ≤ 2× the archive", med.get("cold.db_ratio"), 2.0, "x")
-    add("cold ingest ≥ 10× faster than claude-code-log's cold build", med.get("ratio.ccl_cold_over_cold"), 10.0, "x",
-        higher_is_better=True)
-    add("no-change ≥ 2× faster than claude-code-log's warm run", med.get("ratio.ccl_warm_over_nochange"), 2.0, "x",
-        higher_is_better=True)
+    add(
+        "cold ingest ≥ 10× faster than claude-code-log's cold build",
+        med.get("ratio.ccl_cold_over_cold"),
+        10.0,
+        "x",
+        higher_is_better=True,
+    )
+    add(
+        "no-change ≥ 2× faster than claude-code-log's warm run",
+        med.get("ratio.ccl_warm_over_nochange"),
+        2.0,
+        "x",
+        higher_is_better=True,
+    )
     add("search p50 ≤ 30 ms (in process)", med.get("search.p50_ms"), 30.0, "ms")
     add("search p95 ≤ 100 ms (in process)", med.get("search.p95_ms"), 100.0, "ms")
-    add("cold ingest with the search index complete ≤ 30 s per GB", med.get("cold_total.seconds"), 30 * gb, "s",
-        note="ingest --no-index, then threadloom index")
-    add("TUI first frame with data ≤ 0.5 s", med.get("tui.first_frame_s"), 0.5, "s",
-        note="process start, the ingest of the unchanged archive running behind")
+    add(
+        "cold ingest with the search index complete ≤ 30 s per GB",
+        med.get("cold_total.seconds"),
+        30 * gb,
+        "s",
+        note="ingest --no-index, then threadloom index",
+    )
+    add(
+        "TUI first frame with data ≤ 0.5 s",
+        med.get("tui.first_frame_s"),
+        0.5,
+        "s",
+        note="process start, the ingest of the unchanged archive running behind",
+    )
     add("largest session ≤ 200 ms to first paint", med.get("tui.open_largest_ms"), 200.0, "ms")
     add("page scroll ≤ 16 ms", med.get("tui.page_scroll_ms"), 16.0, "ms")
     add("peak RSS while browsing ≤ 200 MB", mx.get("tui.browse_rss_mb"), 200.0, "MB", note="worst run")
-    add("TUI warm start no slower than claude-code-log's warm run", med.get("ratio.tui_first_frame_over_ccl_warm"),
-        1.0, "x", note="TUI first frame / claude-code-log warm run")
+    add(
+        "TUI warm start no slower than claude-code-log's warm run",
+        med.get("ratio.tui_first_frame_over_ccl_warm"),
+        1.0,
+        "x",
+        note="TUI first frame / claude-code-log warm run",
+    )
     return out
 
 
@@ -849,36 +1115,57 @@ def machine_info(tools: Tools, src: Path | None, label: str) -> dict[str, Any]:
     if src is not None and not (src / ".git").exists():
         commit, dirty = label or f"the tree at {src}", False
     else:
-        commit, dirty = git("rev-parse", "--short", "HEAD"), bool(git("status", "--porcelain", "--", "core", "tui"))
+        commit, dirty = (
+            git("rev-parse", "--short", "HEAD"),
+            bool(git("status", "--porcelain", "--", "core", "tui")),
+        )
 
     return {
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(), "platform": platform.platform(),
-        "cpus": os.cpu_count(), "python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
-        "threadloom_commit": commit, "dirty": dirty,
-        "threadloom_command": tools.threadloom, "claude_code_log": tools.ccl_version,
-        "claude_code_log_problem": tools.ccl_problem, "page_cache": "warm (every archive file read before the runs)",
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "threadloom_commit": commit,
+        "dirty": dirty,
+        "threadloom_command": tools.threadloom,
+        "claude_code_log": tools.ccl_version,
+        "claude_code_log_problem": tools.ccl_problem,
+        "page_cache": "warm (every archive file read before the runs)",
     }
 
 
 def write_results(out_dir: Path, result: dict[str, Any]) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "latest.json").write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
-    md = ["# threadloom benchmark: latest results", "",
-          f"{result['machine']['date']} · {result['machine']['cpus']} CPUs · Python {result['machine']['python']} · "
-          f"SQLite {result['machine']['sqlite']} · threadloom {result['machine']['threadloom_commit']}"
-          f"{' (core/ or tui/ modified)' if result['machine']['dirty'] else ''} · claude-code-log "
-          f"{result['machine']['claude_code_log'] or 'not run'} · median of {result['runs']} runs, page cache warm", "",
-          *[f"Note: {n}" for n in result.get("notes", [])], "",
-          "## Archives", "", "| size | MB | files | records (lines) | sessions | subagent files | largest file | generated in |",
-          "|---|---|---|---|---|---|---|---|"]
+    md = [
+        "# threadloom benchmark: latest results",
+        "",
+        f"{result['machine']['date']} · {result['machine']['cpus']} CPUs · Python {result['machine']['python']} · "
+        f"SQLite {result['machine']['sqlite']} · threadloom {result['machine']['threadloom_commit']}"
+        f"{' (core/ or tui/ modified)' if result['machine']['dirty'] else ''} · claude-code-log "
+        f"{result['machine']['claude_code_log'] or 'not run'} · median of {result['runs']} runs, page cache warm",
+        "",
+        *[f"Note: {n}" for n in result.get("notes", [])],
+        "",
+        "## Archives",
+        "",
+        "| size | MB | files | records (lines) | sessions | subagent files | largest file | generated in |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for size, a in result["archives"].items():
-        md.append(f"| {size} | {a['bytes'] / MB:,.1f} | {a['files']:,} | {a['lines']:,} | {a['sessions']:,} | "
-                  f"{a['subagent_files']:,} | {a['largest_mb']:.1f} MB, {a['largest_lines']:,} lines | {a['gen_seconds']} s |")
+        md.append(
+            f"| {size} | {a['bytes'] / MB:,.1f} | {a['files']:,} | {a['lines']:,} | {a['sessions']:,} | "
+            f"{a['subagent_files']:,} | {a['largest_mb']:.1f} MB, {a['largest_lines']:,} lines | {a['gen_seconds']} s |"
+        )
     md += ["", "## Results", ""] + table_lines(result["rows"], markdown=True)
     md += ["", "## Targets (issue 7)", "", "| size | target | measured | status |", "|---|---|---|---|"]
     for t in result["targets"]:
         measured = "–" if t.get("measured") is None else f"{t['measured']:g} {t.get('unit', '')}".strip()
-        status = t["status"] + (f" ({t['factor']}× the limit)" if t["status"] == "missed" and t.get("factor") else "")
+        status = t["status"] + (
+            f" ({t['factor']}× the limit)" if t["status"] == "missed" and t.get("factor") else ""
+        )
         md.append(f"| {t['size']} | {t['target']} | {measured} | {status} |")
     md.append("")
     (out_dir / "latest.md").write_text("\n".join(md))
@@ -889,24 +1176,47 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="100M,1G", help="comma-separated archive sizes (binary units)")
     ap.add_argument("--runs", type=int, default=3, help="runs per size (median, min, max over them)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--archive-dir", type=Path, default=BENCH / "archives", help="where generated archives are cached")
-    ap.add_argument("--work-dir", type=Path, default=BENCH / "out", help="scratch space for databases and copies")
+    ap.add_argument(
+        "--archive-dir", type=Path, default=BENCH / "archives", help="where generated archives are cached"
+    )
+    ap.add_argument(
+        "--work-dir", type=Path, default=BENCH / "out", help="scratch space for databases and copies"
+    )
     ap.add_argument("--out", type=Path, default=BENCH / "results", help="where latest.json / latest.md go")
     ap.add_argument("--no-ccl", action="store_true", help="skip claude-code-log")
     ap.add_argument("--ccl-sizes", default=None, help="sizes to run claude-code-log on (default: all)")
-    ap.add_argument("--ccl-runs", type=int, default=None,
-                    help="run claude-code-log only in the first N runs of each size (its 1 GB build takes ~20 min)")
-    ap.add_argument("--append-results", action="store_true",
-                    help="keep the other sizes already in OUT/latest.json and replace only the sizes run now")
+    ap.add_argument(
+        "--ccl-runs",
+        type=int,
+        default=None,
+        help="run claude-code-log only in the first N runs of each size (its 1 GB build takes ~20 min)",
+    )
+    ap.add_argument(
+        "--append-results",
+        action="store_true",
+        help="keep the other sizes already in OUT/latest.json and replace only the sizes run now",
+    )
     ap.add_argument("--no-install", action="store_true", help="do not try to install claude-code-log")
     ap.add_argument("--quick", action="store_true", help="smoke run: --sizes 5M --runs 1 --no-ccl")
     ap.add_argument("--keep", action="store_true", help="keep each run's work folder")
-    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds before a measured process is stopped")
-    ap.add_argument("--threadloom-src", type=Path, default=None,
-                    help="benchmark the threadloom in this checkout (python -m core.cli with PYTHONPATH=DIR)")
-    ap.add_argument("--quiet-wait", type=float, default=10.0,
-                    help="before each measured process wait up to this many seconds for the machine to be idle")
-    ap.add_argument("--label", default="", help="a note stored with the results (e.g. what --threadloom-src holds)")
+    ap.add_argument(
+        "--timeout", type=float, default=3600.0, help="seconds before a measured process is stopped"
+    )
+    ap.add_argument(
+        "--threadloom-src",
+        type=Path,
+        default=None,
+        help="benchmark the threadloom in this checkout (python -m core.cli with PYTHONPATH=DIR)",
+    )
+    ap.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=10.0,
+        help="before each measured process wait up to this many seconds for the machine to be idle",
+    )
+    ap.add_argument(
+        "--label", default="", help="a note stored with the results (e.g. what --threadloom-src holds)"
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.sizes, args.runs, args.no_ccl = "5M", 1, True
@@ -922,21 +1232,39 @@ def main(argv: list[str] | None = None) -> int:
             ccl, ccl_version, ccl_problem = find_ccl(install=not args.no_install)
             if ccl_problem:
                 print(f"claude-code-log: {ccl_problem}; skipping it", file=sys.stderr)
-        command = [sys.executable, "-m", "threadloom.core.cli"] if args.threadloom_src else threadloom_command()
+        command = (
+            [sys.executable, "-m", "threadloom.core.cli"] if args.threadloom_src else threadloom_command()
+        )
         src = str(args.threadloom_src.resolve()) if args.threadloom_src else None
         pythonpath = checkout_path(Path(src), home) if src else None
-        tools = Tools(command, ccl, ccl_version, ccl_problem, home, args.timeout, 0.0 if args.quick else args.quiet_wait,
-                      pythonpath)
+        tools = Tools(
+            command,
+            ccl,
+            ccl_version,
+            ccl_problem,
+            home,
+            args.timeout,
+            0.0 if args.quick else args.quiet_wait,
+            pythonpath,
+        )
         # byte-compile the code under test once, as an installed package is, so no measured process pays it
-        for folder in ([Path(src) / "core", Path(src) / "tui"] if src else [REPO / "core", REPO / "tui"]):
+        for folder in [Path(src) / "core", Path(src) / "tui"] if src else [REPO / "core", REPO / "tui"]:
             if not folder.is_dir():
                 continue
-            subprocess.run([sys.executable, "-m", "compileall", "-q", str(folder)], capture_output=True,
-                           env=tools.env())
+            subprocess.run(
+                [sys.executable, "-m", "compileall", "-q", str(folder)], capture_output=True, env=tools.env()
+            )
         args.work_dir.mkdir(parents=True, exist_ok=True)
-        result: dict[str, Any] = {"machine": machine_info(tools, args.threadloom_src, args.label), "label": args.label,
-                                  "runs": args.runs, "seed": args.seed,
-                                  "archives": {}, "rows": [], "targets": [], "notes": []}
+        result: dict[str, Any] = {
+            "machine": machine_info(tools, args.threadloom_src, args.label),
+            "label": args.label,
+            "runs": args.runs,
+            "seed": args.seed,
+            "archives": {},
+            "rows": [],
+            "targets": [],
+            "notes": [],
+        }
         previous = args.out / "latest.json"
         if args.append_results and previous.exists():
             old = json.loads(previous.read_text())
@@ -949,11 +1277,17 @@ def main(argv: list[str] | None = None) -> int:
         for size in sizes:
             archive, manifest = ensure_archive(size, args.seed, args.archive_dir)
             result["archives"][size] = {
-                "path": str(archive), "bytes": manifest["bytes"], "files": manifest["files"],
-                "lines": manifest["lines"], "sessions": manifest["sessions"],
-                "subagent_files": manifest["subagent_files"], "projects": manifest["projects"],
-                "largest_mb": manifest["largest"]["bytes"] / MB, "largest_lines": manifest["largest"]["lines"],
-                "mid_sized_mb": manifest["mid_sized"]["bytes"] / MB, "gen_seconds": manifest["seconds"],
+                "path": str(archive),
+                "bytes": manifest["bytes"],
+                "files": manifest["files"],
+                "lines": manifest["lines"],
+                "sessions": manifest["sessions"],
+                "subagent_files": manifest["subagent_files"],
+                "projects": manifest["projects"],
+                "largest_mb": manifest["largest"]["bytes"] / MB,
+                "largest_lines": manifest["largest"]["lines"],
+                "mid_sized_mb": manifest["mid_sized"]["bytes"] / MB,
+                "gen_seconds": manifest["seconds"],
             }
             warm_page_cache(archive / "projects")
             with_ccl = ccl is not None and size in ccl_sizes
@@ -962,17 +1296,23 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{size} run {i + 1}/{args.runs}", file=sys.stderr, flush=True)
                 ccl_now = with_ccl and (args.ccl_runs is None or i < args.ccl_runs)
                 runs.append(run_once(tools, archive, manifest, args.work_dir, args.seed, ccl_now, args.keep))
-            note = ccl_problem if ccl is None else (None if with_ccl else "not run at this size (--ccl-sizes)")
+            note = (
+                ccl_problem if ccl is None else (None if with_ccl else "not run at this size (--ccl-sizes)")
+            )
             rows = build_rows(size, runs, note)
             result["rows"] += rows
             result["targets"] += evaluate_targets(size, rows, manifest)
-            result.setdefault("raw_runs", {})[size] = [{"values": r.values, "notes": r.notes, **r.extra} for r in runs]
+            result.setdefault("raw_runs", {})[size] = [
+                {"values": r.values, "notes": r.notes, **r.extra} for r in runs
+            ]
             print("\n".join(table_lines(rows, markdown=False)) + "\n", flush=True)
             write_results(args.out, result)  # after every size, so a later failure keeps these
         for t in result["targets"]:
             if t["status"] in ("met", "missed"):
-                print(f"[{t['status']:>6}] {t['size']:>5} {t['target']}: {t['measured']:g} {t.get('unit', '')} "
-                      f"(limit {t['limit']:g})")
+                print(
+                    f"[{t['status']:>6}] {t['size']:>5} {t['target']}: {t['measured']:g} {t.get('unit', '')} "
+                    f"(limit {t['limit']:g})"
+                )
         print(f"\nwrote {args.out / 'latest.json'} and {args.out / 'latest.md'}")
     finally:
         shutil.rmtree(home, ignore_errors=True)

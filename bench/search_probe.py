@@ -50,8 +50,15 @@ def main(argv: list[str] | None = None) -> int:
             res = search(conn, query, limit=args.limit)
             times.append((time.perf_counter() - t0) * 1000)
             hits = len(res.hits)
-        results.append({"category": category, "query": query, "first_ms": round(times[0], 3),
-                        "median_ms": round(statistics.median(times[1:]), 3), "hits": hits})
+        results.append(
+            {
+                "category": category,
+                "query": query,
+                "first_ms": round(times[0], 3),
+                "median_ms": round(statistics.median(times[1:]), 3),
+                "hits": hits,
+            }
+        )
     json.dump({"open_seconds": round(ready, 4), "repeat": args.repeat, "queries": results}, sys.stdout)
     print()
     return 0

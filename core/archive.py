@@ -55,7 +55,8 @@ def file_bytes(conn: sqlite3.Connection, file_id: int) -> tuple[bytes, bool]:
     contiguous = True
     with _stored_records():
         for offset, raw, newline in conn.execute(
-            "SELECT byte_offset, raw, newline FROM entries WHERE source_file_id = ? ORDER BY byte_offset", (file_id,)
+            "SELECT byte_offset, raw, newline FROM entries WHERE source_file_id = ? ORDER BY byte_offset",
+            (file_id,),
         ):
             if offset != expected:
                 contiguous = False
@@ -80,7 +81,11 @@ def _relative(path: str, project_key: str | None) -> tuple[str, ...]:
     else:
         parts = parts[-1:]
     # a NUL (no file system's names have one) can only be damage: kept visible, not fatal
-    return tuple(p.replace("\0", "\ufffd") for p in parts if p not in ("", ".", "..") and os.sep not in p and "/" not in p)
+    return tuple(
+        p.replace("\0", "\ufffd")
+        for p in parts
+        if p not in ("", ".", "..") and os.sep not in p and "/" not in p
+    )
 
 
 def _is_database(conn: sqlite3.Connection, file_id: int) -> bool:
@@ -104,8 +109,9 @@ _BINARY = getattr(os, "O_BINARY", 0)
 _RELATIVE = os.open in os.supports_dir_fd and os.mkdir in os.supports_dir_fd
 
 
-def restore_session(conn: sqlite3.Connection, session_id: str, dest: Path, *,
-                    only: dict[str, Path] | None = None) -> list[RestoredFile]:
+def restore_session(
+    conn: sqlite3.Connection, session_id: str, dest: Path, *, only: dict[str, Path] | None = None
+) -> list[RestoredFile]:
     """Write the session's source files under `dest`, byte for byte.
 
     Nothing is ever overwritten, written through a link, or written outside `dest`. A file
@@ -131,8 +137,12 @@ def restore_session(conn: sqlite3.Connection, session_id: str, dest: Path, *,
             parts = _relative(path, project_key) or (f"source-{file_id}",)
         if _is_database(conn, file_id):
             with _stored_records():
-                rows = [bytes(r[0]) for r in conn.execute(
-                    "SELECT raw FROM entries WHERE source_file_id = ? ORDER BY byte_offset", (file_id,))]
+                rows = [
+                    bytes(r[0])
+                    for r in conn.execute(
+                        "SELECT raw FROM entries WHERE source_file_id = ? ORDER BY byte_offset", (file_id,)
+                    )
+                ]
             parts = (*parts[:-1], parts[-1] + ".rows.jsonl")
             data, complete = b"\n".join(rows) + b"\n", False
             written = sum(map(len, rows))
@@ -140,12 +150,16 @@ def restore_session(conn: sqlite3.Connection, session_id: str, dest: Path, *,
             data, contiguous = file_bytes(conn, file_id)
             complete, written = contiguous and len(data) == size, len(data)
         if parts in planned:
-            raise RestoreError(f"two source files of the session would both be restored as {Path(*parts)}; "
-                               "nothing was written")
+            raise RestoreError(
+                f"two source files of the session would both be restored as {Path(*parts)}; "
+                "nothing was written"
+            )
         planned[parts] = (data, RestoredFile(path, str(dest.joinpath(*parts)), written, complete))
     nearest = next(p for p in (dest, *dest.parents) if p.exists())
     if not nearest.is_dir():
-        raise RestoreError(f"{nearest} is a file: --to takes a folder (created if missing); nothing was written")
+        raise RestoreError(
+            f"{nearest} is a file: --to takes a folder (created if missing); nothing was written"
+        )
     if not os.access(nearest, os.W_OK | os.X_OK):  # said before anything is written
         read_only = hasattr(os, "statvfs") and os.statvfs(nearest).f_flag & os.ST_RDONLY
         raise OSError(errno.EROFS if read_only else errno.EACCES, "cannot be written", str(nearest))
@@ -157,7 +171,9 @@ def restore_session(conn: sqlite3.Connection, session_id: str, dest: Path, *,
     return [restored for _, restored in planned.values()]
 
 
-def _refused(dest: Path, parts: tuple[str, ...], exc: OSError, *, done: str = "nothing was written") -> RestoreError:
+def _refused(
+    dest: Path, parts: tuple[str, ...], exc: OSError, *, done: str = "nothing was written"
+) -> RestoreError:
     where = dest.joinpath(*parts)
     if exc.errno == errno.ELOOP or os.path.islink(where):
         why = "is a symbolic link, and restore never writes through one"
@@ -241,11 +257,15 @@ def _already_there(dest: Path, parts: tuple[str, ...], data: bytes) -> bool:
         folder.close()
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise RestoreError(f"{dest.joinpath(*parts)} is in the way (not a file): choose another --to "
-                               "folder (or move it away); nothing was written")
+            raise RestoreError(
+                f"{dest.joinpath(*parts)} is in the way (not a file): choose another --to "
+                "folder (or move it away); nothing was written"
+            )
         if f.read() != data:
-            raise RestoreError(f"{dest.joinpath(*parts)} already exists with other bytes; restore never overwrites: "
-                               "choose another --to folder (or move that file away); nothing was written")
+            raise RestoreError(
+                f"{dest.joinpath(*parts)} already exists with other bytes; restore never overwrites: "
+                "choose another --to folder (or move that file away); nothing was written"
+            )
     return True
 
 
@@ -282,7 +302,9 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
     report = VerifyReport()
     report.not_stored = [
         (path, error or "unknown error")
-        for path, error in conn.execute("SELECT path, error FROM source_files WHERE status = 'error' ORDER BY path")
+        for path, error in conn.execute(
+            "SELECT path, error FROM source_files WHERE status = 'error' ORDER BY path"
+        )
     ]
     for file_id, path, kind in conn.execute(
         "SELECT id, path, kind FROM source_files WHERE status != 'error' ORDER BY path"
@@ -355,7 +377,9 @@ def _verify_rows(conn: sqlite3.Connection, report: VerifyReport, file_id: int, p
     report.files_checked += 1
     bad = 0
     with _stored_records():
-        for offset, raw in conn.execute("SELECT byte_offset, raw FROM entries WHERE source_file_id = ?", (file_id,)):
+        for offset, raw in conn.execute(
+            "SELECT byte_offset, raw FROM entries WHERE source_file_id = ?", (file_id,)
+        ):
             report.records_checked += 1
             if current.get(offset) != bytes(raw):
                 bad += 1

@@ -17,9 +17,25 @@ from threadloom.core.query import TOOL_CALL_COLUMNS, ToolCall, fill_tool_io, raw
 from threadloom.core.text import one_line, task_notice
 
 __all__ = [
-    "Branch", "MessageRow", "ProjectRow", "Segment", "SessionNode", "ToolCallRow", "branch_seqs", "branches",
-    "child_sessions", "compaction_segments", "rewind_seqs", "get_node", "jump_targets", "list_projects", "message_page",
-    "project_sessions", "raw_entry", "session_count", "tool_result_extra",
+    "Branch",
+    "MessageRow",
+    "ProjectRow",
+    "Segment",
+    "SessionNode",
+    "ToolCallRow",
+    "branch_seqs",
+    "branches",
+    "child_sessions",
+    "compaction_segments",
+    "rewind_seqs",
+    "get_node",
+    "jump_targets",
+    "list_projects",
+    "message_page",
+    "project_sessions",
+    "raw_entry",
+    "session_count",
+    "tool_result_extra",
 ]
 
 
@@ -45,8 +61,16 @@ def list_projects(conn: sqlite3.Connection) -> list[ProjectRow]:
     ).fetchall()
     out = []
     for path, name, agents, mains, subs, last in rows:
-        out.append(ProjectRow(path, name or path or "(no project)", sorted((agents or "").split(",")),
-                              mains or 0, subs or 0, last))
+        out.append(
+            ProjectRow(
+                path,
+                name or path or "(no project)",
+                sorted((agents or "").split(",")),
+                mains or 0,
+                subs or 0,
+                last,
+            )
+        )
     return out
 
 
@@ -105,7 +129,9 @@ def _node(row: tuple) -> SessionNode:
     return node
 
 
-def project_sessions(conn: sqlite3.Connection, project_path: str, *, include_warmup: bool = False) -> list[SessionNode]:
+def project_sessions(
+    conn: sqlite3.Connection, project_path: str, *, include_warmup: bool = False
+) -> list[SessionNode]:
     """Main sessions of one project, newest first (subagents hang below them)."""
     # a plain equality where it can be one, so the project's rows come through an index
     where = "s.project_path = ?" if project_path else "COALESCE(s.project_path, '') = ?"
@@ -117,7 +143,9 @@ def project_sessions(conn: sqlite3.Connection, project_path: str, *, include_war
     return [_node(r) for r in rows]
 
 
-def child_sessions(conn: sqlite3.Connection, session_id: str, *, include_warmup: bool = False) -> list[SessionNode]:
+def child_sessions(
+    conn: sqlite3.Connection, session_id: str, *, include_warmup: bool = False
+) -> list[SessionNode]:
     """Subagents spawned by a session (or by a subagent), in the order they started."""
     rows = conn.execute(
         _NODE_SELECT + " WHERE s.parent_session_id = ? AND s.message_count > 0 AND (s.is_warmup = 0 OR ?) "
@@ -127,7 +155,9 @@ def child_sessions(conn: sqlite3.Connection, session_id: str, *, include_warmup:
     return [_node(r) for r in rows]
 
 
-def get_node(conn: sqlite3.Connection, session_id: str, *, include_warmup: bool = False) -> SessionNode | None:
+def get_node(
+    conn: sqlite3.Connection, session_id: str, *, include_warmup: bool = False
+) -> SessionNode | None:
     row = conn.execute(_NODE_SELECT + " WHERE s.id = ?", (int(include_warmup), session_id)).fetchone()
     return _node(row) if row else None
 
@@ -137,7 +167,8 @@ def session_source(conn: sqlite3.Connection, session_id: str) -> tuple[str, int,
     reader compares them with the file's own to notice that an agent is still writing it."""
     row = conn.execute(
         "SELECT f.path, f.size, f.mtime_ns FROM agent_sessions s JOIN source_files f ON f.id = s.source_file_id "
-        "WHERE s.id = ?", (session_id,)
+        "WHERE s.id = ?",
+        (session_id,),
     ).fetchone()
     return (row[0], row[1], row[2]) if row else None
 
@@ -161,7 +192,9 @@ def session_path(conn: sqlite3.Connection, session_id: str) -> list[str]:
     """The chain of session ids from the main session down to `session_id` (for revealing it)."""
     chain = [session_id]
     while True:
-        row = conn.execute("SELECT parent_session_id FROM agent_sessions WHERE id = ?", (chain[-1],)).fetchone()
+        row = conn.execute(
+            "SELECT parent_session_id FROM agent_sessions WHERE id = ?", (chain[-1],)
+        ).fetchone()
         if not row or not row[0] or row[0] in chain:
             return chain[::-1]
         chain.append(row[0])
@@ -203,7 +236,9 @@ def branches(conn: sqlite3.Connection, session_id: str) -> list[Branch]:
         path.reverse()
         # name the branch by its last turn that has a sibling: where it left the branch nearest to
         # it (three branches rewound below one shared "Start" are told apart by what came after it)
-        forks = [t for t in path if len(children.get(parent.get(t) if parent.get(t) in parent else None, [])) > 1]
+        forks = [
+            t for t in path if len(children.get(parent.get(t) if parent.get(t) in parent else None, [])) > 1
+        ]
         fork_turn = forks[-1] if forks else path[0]
         out.append(Branch(number, leaf, path, _prompt_text(conn, fork_turn), started.get(fork_turn), False))
     out[-1].active = True  # the branch written last is the one the agent continued
@@ -323,7 +358,9 @@ _IMAGE = b'"type":"image"'
 _COMPACT = b'"isCompactSummary":true'
 
 
-def message_page(conn: sqlite3.Connection, session_id: str, first_seq: int, last_seq: int) -> list[MessageRow]:
+def message_page(
+    conn: sqlite3.Connection, session_id: str, first_seq: int, last_seq: int
+) -> list[MessageRow]:
     """Messages with `first_seq <= seq <= last_seq`, their tool calls, token counts and images."""
     rows = conn.execute(
         "SELECT id, seq, role, entry_type, subtype, content, thinking, model, timestamp, is_meta, message_id, "
@@ -367,8 +404,18 @@ def message_page(conn: sqlite3.Connection, session_id: str, first_seq: int, last
     return out
 
 
-EVENT_KEYS = ("compactMetadata", "error", "level", "durationMs", "hookInfos", "hookErrors", "retryAttempt",
-              "maxRetries", "isCompactSummary", "content")
+EVENT_KEYS = (
+    "compactMetadata",
+    "error",
+    "level",
+    "durationMs",
+    "hookInfos",
+    "hookErrors",
+    "retryAttempt",
+    "maxRetries",
+    "isCompactSummary",
+    "content",
+)
 
 
 def _read_event(msg: MessageRow, obj: dict[str, Any]) -> None:
@@ -379,7 +426,11 @@ def _read_event(msg: MessageRow, obj: dict[str, Any]) -> None:
     if isinstance(content, list):
         for block in content:
             blocks = [block]
-            if isinstance(block, dict) and block.get("type") == "tool_result" and isinstance(block.get("content"), list):
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "tool_result"
+                and isinstance(block.get("content"), list)
+            ):
                 blocks = block["content"]
             for b in blocks:
                 if isinstance(b, dict) and b.get("type") == "image":

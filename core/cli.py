@@ -34,7 +34,10 @@ where things are:
 def _db_arg(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
     # Subcommands accept --db too; SUPPRESS keeps `threadloom --db X ingest` from being reset to None.
     parser.add_argument(
-        "--db", metavar="PATH", type=Path, default=None if top else argparse.SUPPRESS,
+        "--db",
+        metavar="PATH",
+        type=Path,
+        default=None if top else argparse.SUPPRESS,
         help="database file (default: $THREADLOOM_DB or the platform user data dir)",
     )
 
@@ -48,38 +51,67 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _db_arg(parser, top=True)
     parser.add_argument("--demo", action="store_true", help="open the TUI on the bundled demo archive")
-    parser.add_argument("--source", metavar="DIR", type=Path, action="append", default=[],
-                        help="also read agent logs under DIR (repeatable)")
+    parser.add_argument(
+        "--source",
+        metavar="DIR",
+        type=Path,
+        action="append",
+        default=[],
+        help="also read agent logs under DIR (repeatable)",
+    )
     parser.add_argument("--no-ingest", action="store_true", help="open the TUI without ingesting first")
     parser.add_argument("--version", action="version", version="threadloom 0.1.0")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("ingest", help="read new and changed session logs into the database",
-                       description="Read new and changed session logs. Unchanged files are skipped "
-                       "by size and mtime; grown files are read from where the last run stopped.")
+    p = sub.add_parser(
+        "ingest",
+        help="read new and changed session logs into the database",
+        description="Read new and changed session logs. Unchanged files are skipped "
+        "by size and mtime; grown files are read from where the last run stopped.",
+    )
     _db_arg(p)
-    p.add_argument("--source", metavar="DIR", type=Path, action="append", default=[],
-                   help="a folder or file of agent logs to read besides the default locations (repeatable)")
-    p.add_argument("--only", action="store_true", help="read only the --source folders, not the default locations")
-    p.add_argument("--rebuild", action="store_true",
-                   help="start a fresh database (the old one is moved aside) and read every source again")
-    p.add_argument("--no-index", action="store_true",
-                   help="after a first (bulk) load, leave the search index to be built later: by the TUI "
-                   "in the background, by `threadloom index`, or before the next search")
+    p.add_argument(
+        "--source",
+        metavar="DIR",
+        type=Path,
+        action="append",
+        default=[],
+        help="a folder or file of agent logs to read besides the default locations (repeatable)",
+    )
+    p.add_argument(
+        "--only", action="store_true", help="read only the --source folders, not the default locations"
+    )
+    p.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="start a fresh database (the old one is moved aside) and read every source again",
+    )
+    p.add_argument(
+        "--no-index",
+        action="store_true",
+        help="after a first (bulk) load, leave the search index to be built later: by the TUI "
+        "in the background, by `threadloom index`, or before the next search",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object with the counts")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
 
-    p = sub.add_parser("index", help="finish the search index if a first load left it behind",
-                       description="Index for search every record not indexed yet. A first load of a "
-                       "big archive makes sessions browsable first and indexes afterwards; this "
-                       "catches up (it is resumable: an interrupted run continues where it stopped).")
+    p = sub.add_parser(
+        "index",
+        help="finish the search index if a first load left it behind",
+        description="Index for search every record not indexed yet. A first load of a "
+        "big archive makes sessions browsable first and indexes afterwards; this "
+        "catches up (it is resumable: an interrupted run continues where it stopped).",
+    )
     _db_arg(p)
     p.add_argument("--json", action="store_true", help="print one JSON object: indexed, seconds")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
 
-    p = sub.add_parser("sessions", help="list sessions, newest first",
-                       description="List sessions, newest first, subagents under their session. The id "
-                       "column is what `show`, `resume` and `restore` take (a unique prefix is enough).")
+    p = sub.add_parser(
+        "sessions",
+        help="list sessions, newest first",
+        description="List sessions, newest first, subagents under their session. The id "
+        "column is what `show`, `resume` and `restore` take (a unique prefix is enough).",
+    )
     _db_arg(p)
     p.add_argument("--project", metavar="P", help="project name or path (substring)")
     p.add_argument("--agent", metavar="A", help="claude-code, codex, ...")
@@ -87,85 +119,135 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="include sessions without messages")
     p.add_argument("--json", action="store_true", help="print a JSON list")
 
-    p = sub.add_parser("show", help="print a session as readable text, subagents indented",
-                       description="Print a session as readable text: messages, thinking and tool calls, "
-                       "with the conversations of its subagents indented under the calls that started them.")
+    p = sub.add_parser(
+        "show",
+        help="print a session as readable text, subagents indented",
+        description="Print a session as readable text: messages, thinking and tool calls, "
+        "with the conversations of its subagents indented under the calls that started them.",
+    )
     _db_arg(p)
     p.add_argument("session", help="session id, unique prefix, or the agent's own id")
     p.add_argument("--json", action="store_true", help="print the session and its messages as JSON")
     p.add_argument("--no-subagents", action="store_true", help="do not expand subagent conversations")
 
-    p = sub.add_parser("search", help="fuzzy search over every conversation",
-                       description="Fuzzy search over every conversation.",
-                       epilog="query syntax:\n" + _search_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "search",
+        help="fuzzy search over every conversation",
+        description="Fuzzy search over every conversation.",
+        epilog="query syntax:\n" + _search_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _db_arg(p)
-    p.add_argument("query", nargs="+", help="words, \"phrases\" and filters (see below)")
+    p.add_argument("query", nargs="+", help='words, "phrases" and filters (see below)')
     p.add_argument("--limit", type=int, default=20, metavar="N", help="show at most N hits (default 20)")
     p.add_argument("--json", action="store_true", help="print a JSON list of hits")
 
-    p = sub.add_parser("fork", help="write a fork of a conversation at a message; print the command to continue it",
-                       description="Fork a conversation at a message. For Claude Code threadloom writes a new "
-                       "transcript that keeps everything up to and including that message (its whole API message, "
-                       "with the results of its tool calls) and no more, into Claude Code's own project folder for "
-                       "the session's folder ($CLAUDE_CONFIG_DIR/projects/<folder>, where `claude --resume` looks); "
-                       "for a Codex rollout, a new thread cut after the message's turn, in $CODEX_HOME/sessions. "
-                       "The source is never changed. Plain output is only the command, so `$(threadloom fork X)` "
-                       "works.")
+    p = sub.add_parser(
+        "fork",
+        help="write a fork of a conversation at a message; print the command to continue it",
+        description="Fork a conversation at a message. For Claude Code threadloom writes a new "
+        "transcript that keeps everything up to and including that message (its whole API message, "
+        "with the results of its tool calls) and no more, into Claude Code's own project folder for "
+        "the session's folder ($CLAUDE_CONFIG_DIR/projects/<folder>, where `claude --resume` looks); "
+        "for a Codex rollout, a new thread cut after the message's turn, in $CODEX_HOME/sessions. "
+        "The source is never changed. Plain output is only the command, so `$(threadloom fork X)` "
+        "works.",
+    )
     _db_arg(p)
     p.add_argument("entry", help="an entry id or a message uuid (see `threadloom show SESSION --json`)")
-    p.add_argument("--before", action="store_true",
-                   help="ENTRY is a prompt: end the fork just before it (edit and resend, with --prompt)")
-    p.add_argument("--prompt", metavar="TEXT",
-                   help="continue with this prompt (given for a prompt entry, it replaces that prompt: --before)")
-    p.add_argument("--native", action="store_true",
-                   help="with --prompt: let Claude Code fork itself in print mode (costs one model turn)")
-    p.add_argument("--restore", action="store_true",
-                   help="when the command needs the source where the agent looks and it is not there, write it "
-                   "back there from the archive first (never overwriting)")
+    p.add_argument(
+        "--before",
+        action="store_true",
+        help="ENTRY is a prompt: end the fork just before it (edit and resend, with --prompt)",
+    )
+    p.add_argument(
+        "--prompt",
+        metavar="TEXT",
+        help="continue with this prompt (given for a prompt entry, it replaces that prompt: --before)",
+    )
+    p.add_argument(
+        "--native",
+        action="store_true",
+        help="with --prompt: let Claude Code fork itself in print mode (costs one model turn)",
+    )
+    p.add_argument(
+        "--restore",
+        action="store_true",
+        help="when the command needs the source where the agent looks and it is not there, write it "
+        "back there from the archive first (never overwriting)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print what would be written; write nothing")
     p.add_argument("--copy", action="store_true", help="also copy the command to the clipboard")
-    p.add_argument("--json", action="store_true",
-                   help="print command, new_session_id, path, source_session_id, fork_point, records, tool_calls, "
-                   "restore, notes, and changed_after: the files the conversation edited after the point")
-    p.add_argument("--undo-patch", metavar="PATH", type=Path,
-                   help="also write a patch (git apply) that takes the files edited after the point back to "
-                   "their state then, built from the records; it says which files it cannot take back")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print command, new_session_id, path, source_session_id, fork_point, records, tool_calls, "
+        "restore, notes, and changed_after: the files the conversation edited after the point",
+    )
+    p.add_argument(
+        "--undo-patch",
+        metavar="PATH",
+        type=Path,
+        help="also write a patch (git apply) that takes the files edited after the point back to "
+        "their state then, built from the records; it says which files it cannot take back",
+    )
 
-    p = sub.add_parser("resume", help="print the command that resumes a session (or forks it at its end)",
-                       description="Print the command that resumes a session in its agent, run from the "
-                       "folder the session was started in (where the agent looks for it). When the transcript is "
-                       "not where the agent looks (read with --source from elsewhere, or deleted by the agent and "
-                       "kept in the archive), the command is refused unless --restore writes it back there first.")
+    p = sub.add_parser(
+        "resume",
+        help="print the command that resumes a session (or forks it at its end)",
+        description="Print the command that resumes a session in its agent, run from the "
+        "folder the session was started in (where the agent looks for it). When the transcript is "
+        "not where the agent looks (read with --source from elsewhere, or deleted by the agent and "
+        "kept in the archive), the command is refused unless --restore writes it back there first.",
+    )
     _db_arg(p)
     p.add_argument("session", help="session id or unique prefix")
     p.add_argument("--fork-session", action="store_true", help="fork at the end instead of resuming in place")
-    p.add_argument("--restore", action="store_true",
-                   help="write the transcript (and its subagents' files) back where the agent looks, from the "
-                   "archive, before printing the command; nothing is overwritten")
+    p.add_argument(
+        "--restore",
+        action="store_true",
+        help="write the transcript (and its subagents' files) back where the agent looks, from the "
+        "archive, before printing the command; nothing is overwritten",
+    )
     p.add_argument("--copy", action="store_true", help="also copy the command to the clipboard")
     p.add_argument("--json", action="store_true", help="print the plan (command, cwd, agent, notes) as JSON")
 
-    p = sub.add_parser("verify", help="re-read every source and report stored bytes that no longer match",
-                       description="Re-read every source file still on disk and compare it with the bytes "
-                       "stored for it: reports files that changed in place, shrank or disappeared "
-                       "(their stored copy is what `restore` writes back).")
+    p = sub.add_parser(
+        "verify",
+        help="re-read every source and report stored bytes that no longer match",
+        description="Re-read every source file still on disk and compare it with the bytes "
+        "stored for it: reports files that changed in place, shrank or disappeared "
+        "(their stored copy is what `restore` writes back).",
+    )
     _db_arg(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
-    p = sub.add_parser("restore", help="write a session's original files back, byte for byte",
-                       description="Write the files a session was read from back, byte for byte, from the "
-                       "database: for a log its agent deleted or rewrote. Nothing is ever overwritten: a file "
-                       "already in DIR with the same bytes is left as it is (restoring twice is fine); one with "
-                       "other bytes, or a symbolic link where a file or folder goes, stops the restore before "
-                       "anything is written. Files go under DIR only, never through a link out of it.")
+    p = sub.add_parser(
+        "restore",
+        help="write a session's original files back, byte for byte",
+        description="Write the files a session was read from back, byte for byte, from the "
+        "database: for a log its agent deleted or rewrote. Nothing is ever overwritten: a file "
+        "already in DIR with the same bytes is left as it is (restoring twice is fine); one with "
+        "other bytes, or a symbolic link where a file or folder goes, stops the restore before "
+        "anything is written. Files go under DIR only, never through a link out of it.",
+    )
     _db_arg(p)
     p.add_argument("session", help="session id or unique prefix")
-    p.add_argument("--to", metavar="DIR", type=Path, required=True, help="folder to write into (created if missing; files are never overwritten)")
+    p.add_argument(
+        "--to",
+        metavar="DIR",
+        type=Path,
+        required=True,
+        help="folder to write into (created if missing; files are never overwritten)",
+    )
     p.add_argument("--json", action="store_true", help="print the files written as JSON")
 
-    p = sub.add_parser("sources", help="the locations checked on this machine and what was found",
-                       description="Where threadloom looks for each agent's logs on this machine, whether "
-                       "each place exists, and where the database is.")
+    p = sub.add_parser(
+        "sources",
+        help="the locations checked on this machine and what was found",
+        description="Where threadloom looks for each agent's logs on this machine, whether "
+        "each place exists, and where the database is.",
+    )
     _db_arg(p)
     p.add_argument("--json", action="store_true", help="print the locations as JSON")
     return parser
@@ -197,9 +279,16 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
         if args.command is None:
             return (run_tui or _no_tui)(args)
         handler = {
-            "ingest": cmd_ingest, "sessions": cmd_sessions, "show": cmd_show, "verify": cmd_verify,
-            "restore": cmd_restore, "sources": cmd_sources, "search": cmd_search,
-            "fork": cmd_fork_and_undo, "resume": cmd_resume, "index": cmd_index,
+            "ingest": cmd_ingest,
+            "sessions": cmd_sessions,
+            "show": cmd_show,
+            "verify": cmd_verify,
+            "restore": cmd_restore,
+            "sources": cmd_sources,
+            "search": cmd_search,
+            "fork": cmd_fork_and_undo,
+            "resume": cmd_resume,
+            "index": cmd_index,
         }[args.command]
         return handler(args)
     except LedgerError as exc:
@@ -320,9 +409,13 @@ def _say_if_upgrading(args: argparse.Namespace) -> None:
     path = Path(args.db or db.default_db_path())
     version = db.stored_version(path) if path.is_file() else None
     if version and version != db.SCHEMA_VERSION:
-        print(f"threadloom: {path} was written by another version of threadloom (layout {version}, now "
-              f"{db.SCHEMA_VERSION}): its sessions are rebuilt from the stored records, once; on a big archive "
-              "this takes a minute or two", file=sys.stderr, flush=True)
+        print(
+            f"threadloom: {path} was written by another version of threadloom (layout {version}, now "
+            f"{db.SCHEMA_VERSION}): its sessions are rebuilt from the stored records, once; on a big archive "
+            "this takes a minute or two",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 # ---------------------------------------------------------------------- ingest
@@ -353,8 +446,9 @@ def _ingest(args: argparse.Namespace) -> int:
     if show_progress:
         report = _ingest_with_progress(conn, args.source, not args.only, build_index)
     else:
-        report = run_ingest(conn, args.source, include_defaults=not args.only, build_index=build_index,
-                            on_wait=_say_waiting)
+        report = run_ingest(
+            conn, args.source, include_defaults=not args.only, build_index=build_index, on_wait=_say_waiting
+        )
     if args.json:
         print(json.dumps(report.as_dict()))
     else:
@@ -384,24 +478,45 @@ def _ingest_with_progress(conn, sources, include_defaults, build_index=True):
     from threadloom.core.text import printable
 
     with Progress(
-        TextColumn("[bold]ingest[/]"), BarColumn(), DownloadColumn(), TextColumn("{task.fields[files]}"),
-        TimeRemainingColumn(), TextColumn("[dim]{task.fields[name]}"), transient=True,
+        TextColumn("[bold]ingest[/]"),
+        BarColumn(),
+        DownloadColumn(),
+        TextColumn("{task.fields[files]}"),
+        TimeRemainingColumn(),
+        TextColumn("[dim]{task.fields[name]}"),
+        transient=True,
     ) as bar:
         task = bar.add_task("ingest", total=None, files="", name="")
 
         def on_progress(p):
             if p.path == INDEXING:
-                bar.update(task, total=p.bytes_total or 1, completed=p.bytes_done, files="",
-                           name=f"indexing for search {p.index_done / max(1, p.index_total):.0%}")
+                bar.update(
+                    task,
+                    total=p.bytes_total or 1,
+                    completed=p.bytes_done,
+                    files="",
+                    name=f"indexing for search {p.index_done / max(1, p.index_total):.0%}",
+                )
                 return
             # a file's name is anyone's (a --source from a backup): shown as text, never as markup or
             # a terminal command
             name = escape(printable(Path(p.path).name[:40]))
-            bar.update(task, total=p.bytes_total or 1, completed=p.bytes_done,
-                       files=f"{p.files_done}/{p.files_total} files", name=name)
+            bar.update(
+                task,
+                total=p.bytes_total or 1,
+                completed=p.bytes_done,
+                files=f"{p.files_done}/{p.files_total} files",
+                name=name,
+            )
 
-        return run_ingest(conn, sources, include_defaults=include_defaults, progress=on_progress,
-                          build_index=build_index, on_wait=_say_waiting)
+        return run_ingest(
+            conn,
+            sources,
+            include_defaults=include_defaults,
+            progress=on_progress,
+            build_index=build_index,
+            on_wait=_say_waiting,
+        )
 
 
 def _say_waiting(text: str) -> None:
@@ -445,11 +560,21 @@ def _catch_up_index(conn, *, quiet: bool, wait: bool = True) -> int:
 
     # on the terminal itself: the bar's cursor moves are not text for _PrintableStream to escape
     console = Console(file=getattr(sys.stderr, "unfiltered", sys.stderr))
-    with Progress(TextColumn("[bold]indexing for search[/]"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                  TimeRemainingColumn(), transient=True, console=console) as bar:
+    with Progress(
+        TextColumn("[bold]indexing for search[/]"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeRemainingColumn(),
+        transient=True,
+        console=console,
+    ) as bar:
         task = bar.add_task("index", total=max(1, state.total))
-        done = search_index.build(conn, lambda p: bar.update(task, total=max(1, p.total), completed=p.done),
-                                  wait=wait, on_wait=_say_waiting)
+        done = search_index.build(
+            conn,
+            lambda p: bar.update(task, total=max(1, p.total), completed=p.done),
+            wait=wait,
+            on_wait=_say_waiting,
+        )
     return behind if done else 0
 
 
@@ -479,8 +604,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     from threadloom.core.query import list_sessions
 
     conn = _open_for_reading(args)
-    rows = list_sessions(conn, project=args.project, agent=args.agent, include_subagents=not args.main,
-                         include_empty=args.all)
+    rows = list_sessions(
+        conn, project=args.project, agent=args.agent, include_subagents=not args.main, include_empty=args.all
+    )
     if args.json:
         print(json.dumps([r.as_dict() for r in rows], ensure_ascii=False))
         return 0
@@ -497,12 +623,29 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     widths["title"] = max(12, room - widths["project"] - widths["model"])
     table = Table(box=None, header_style="bold", pad_edge=False)
     for col in ("id", "when", "project", "title", "msgs", "tokens", "model"):
-        table.add_column(col, overflow="ellipsis", no_wrap=True, min_width=fixed.get(col),
-                         max_width=widths.get(col), justify="right" if col in ("msgs", "tokens") else "left")
+        table.add_column(
+            col,
+            overflow="ellipsis",
+            no_wrap=True,
+            min_width=fixed.get(col),
+            max_width=widths.get(col),
+            justify="right" if col in ("msgs", "tokens") else "left",
+        )
     for r in rows:
-        title = ("  ↳ " + (r.task_description or r.title or "(subagent)")) if r.is_subagent else (r.title or "(untitled)")
-        table.add_row(r.id[:13] if not r.is_subagent else r.id.split(":", 1)[-1], human_when(r.ended_at),
-                      r.project or "", title, str(r.message_count), human_tokens(r.total_tokens), r.model or "")
+        title = (
+            ("  ↳ " + (r.task_description or r.title or "(subagent)"))
+            if r.is_subagent
+            else (r.title or "(untitled)")
+        )
+        table.add_row(
+            r.id[:13] if not r.is_subagent else r.id.split(":", 1)[-1],
+            human_when(r.ended_at),
+            r.project or "",
+            title,
+            str(r.message_count),
+            human_tokens(r.total_tokens),
+            r.model or "",
+        )
     console.print(table)
     if not rows:
         print("no sessions yet: run `threadloom ingest` (or add --source DIR)", file=sys.stderr)
@@ -520,11 +663,22 @@ def cmd_show(args: argparse.Namespace) -> int:
         data = session.as_dict()
         data["messages"] = [
             {
-                "entry_id": m.entry_id, "uuid": m.uuid, "role": m.role, "type": m.entry_type,
-                "timestamp": m.timestamp, "model": m.model, "content": m.content,
+                "entry_id": m.entry_id,
+                "uuid": m.uuid,
+                "role": m.role,
+                "type": m.entry_type,
+                "timestamp": m.timestamp,
+                "model": m.model,
+                "content": m.content,
                 "tool_calls": [
-                    {"id": t.id, "name": t.name, "status": t.status, "input": t.params_json,
-                     "child_session_id": t.child_session_id} for t in m.tool_calls
+                    {
+                        "id": t.id,
+                        "name": t.name,
+                        "status": t.status,
+                        "input": t.params_json,
+                        "child_session_id": t.child_session_id,
+                    }
+                    for t in m.tool_calls
                 ],
             }
             for m in messages(conn, session.id)
@@ -558,14 +712,19 @@ def cmd_search(args: argparse.Namespace) -> int:
         try:
             db.check_writable(args.db or db.default_db_path())
         except db.LedgerError:
-            print("threadloom: the database cannot be written, so the search index it left behind is not "
-                  "completed now: the newest records may be missing from the hits (`threadloom index` "
-                  "completes it once the database is writable)", file=sys.stderr)
+            print(
+                "threadloom: the database cannot be written, so the search index it left behind is not "
+                "completed now: the newest records may be missing from the hits (`threadloom index` "
+                "completes it once the database is writable)",
+                file=sys.stderr,
+            )
         else:
             conn.close()
             conn = _connect(args)
             if _catch_up_index(conn, quiet=args.json, wait=False) and not args.json:
-                print("threadloom: the search index was behind the archive; it is complete now", file=sys.stderr)
+                print(
+                    "threadloom: the search index was behind the archive; it is complete now", file=sys.stderr
+                )
     result = search(conn, " ".join(args.query), limit=args.limit)
     if args.json:
         print(json.dumps([h.as_dict() for h in result.hits], ensure_ascii=False))
@@ -577,7 +736,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     from rich.text import Text
     from threadloom.core.text import human_when
 
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)  # piped: snippets not squeezed
+    console = Console(
+        highlight=False, width=None if sys.stdout.isatty() else 160
+    )  # piped: snippets not squeezed
     for problem in result.problems:
         console.print(f"[yellow]{problem}[/]")
     table = Table(box=None, header_style="bold", pad_edge=False, expand=True)
@@ -601,12 +762,17 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def _emit_plan(args: argparse.Namespace, plan, written: bool) -> int:
-    undo, undo_said, undo_failed = _fork_undo(args, plan) if getattr(args, "command", None) == "fork" else ({}, [], False)
+    undo, undo_said, undo_failed = (
+        _fork_undo(args, plan) if getattr(args, "command", None) == "fork" else ({}, [], False)
+    )
     if args.copy:
         from threadloom.core.clipboard import copy
 
         how = copy(plan.command)
-        print(f"copied to the {how}" if how else "no clipboard reachable; copy the command by hand", file=sys.stderr)
+        print(
+            f"copied to the {how}" if how else "no clipboard reachable; copy the command by hand",
+            file=sys.stderr,
+        )
     if args.json:
         data = plan.as_dict()
         data["written"] = written
@@ -626,8 +792,11 @@ def _emit_plan(args: argparse.Namespace, plan, written: bool) -> int:
 def cmd_fork_and_undo(args: argparse.Namespace) -> int:
     """`fork`, refusing an --undo-patch path that exists before anything is written."""
     if args.undo_patch is not None and os.path.lexists(args.undo_patch):
-        print(f"threadloom: {args.undo_patch} already exists; the undo patch never overwrites a file "
-              "(choose another path)", file=sys.stderr)
+        print(
+            f"threadloom: {args.undo_patch} already exists; the undo patch never overwrites a file "
+            "(choose another path)",
+            file=sys.stderr,
+        )
         return 1
     return cmd_fork(args)
 
@@ -641,8 +810,12 @@ def _fork_undo(args: argparse.Namespace, plan) -> tuple[dict, list[str], bool]:
 
     conn = _open_for_reading(args)  # the undo patch only reads the archive
     undo = plan_undo(conn, plan.source_session_id, resolve_entry(conn, args.entry)[0])
-    fields: dict = {"changed_after": [f.as_dict() for f in undo.files], "undo_patch": None,
-                    "undo_problems": undo.problems, "undo_notes": undo.notes}
+    fields: dict = {
+        "changed_after": [f.as_dict() for f in undo.files],
+        "undo_patch": None,
+        "undo_problems": undo.problems,
+        "undo_notes": undo.notes,
+    }
     target = args.undo_patch
     if target is not None and undo.patch and not args.dry_run:
         try:
@@ -657,18 +830,31 @@ def _fork_undo(args: argparse.Namespace, plan) -> tuple[dict, list[str], bool]:
         if not names:
             return fields, [], False
         more = " …" if len(names) > 8 else ""
-        return fields, [f"note: {len(names)} files edited after this point stay as they are: {', '.join(names[:8])}"
-                        f"{more} (--undo-patch FILE writes a patch that takes them back)"], False
+        return (
+            fields,
+            [
+                f"note: {len(names)} files edited after this point stay as they are: {', '.join(names[:8])}"
+                f"{more} (--undo-patch FILE writes a patch that takes them back)"
+            ],
+            False,
+        )
     covered = ", ".join(printable(f.path) for f in undo.files if f.revertible)
     if not undo.patch:
-        said = ["undo patch: not written, there is nothing the records can take back"
-                + ("" if names else " (no file was edited after this point)")]
+        said = [
+            "undo patch: not written, there is nothing the records can take back"
+            + ("" if names else " (no file was edited after this point)")
+        ]
     elif args.dry_run:
         said = [f"undo patch: would write {target}, covering {covered}"]
     else:
         patch = os.path.abspath(target)
-        apply = in_folder(undo.cwd, shell_command(["git", "apply", "--check", patch]) + " && "
-                          + shell_command(["git", "apply", patch]), [])
+        apply = in_folder(
+            undo.cwd,
+            shell_command(["git", "apply", "--check", patch])
+            + " && "
+            + shell_command(["git", "apply", patch]),
+            [],
+        )
         said = [f"undo patch: wrote {target}, covering {covered}; check and apply it with: {apply}"]
     said += [f"  not in the patch: {printable(problem)}" for problem in undo.problems]
     return fields, said + [f"note: {printable(note)}" for note in undo.notes], False
@@ -682,15 +868,21 @@ def _restored(args: argparse.Namespace, conn, plan, command: str) -> bool:
     if step is None:
         return True
     if not args.restore:
-        print(f"threadloom: {step.question.split(' Restore it')[0]} The command would find nothing. "
-              f"`threadloom {command} --restore` writes it back to {step.folder} first (nothing is overwritten), "
-              "then prints the command.", file=sys.stderr)
+        print(
+            f"threadloom: {step.question.split(' Restore it')[0]} The command would find nothing. "
+            f"`threadloom {command} --restore` writes it back to {step.folder} first (nothing is overwritten), "
+            "then prints the command.",
+            file=sys.stderr,
+        )
         return False
     try:
         written = restore_for(conn, plan)
     except FileExistsError as exc:
-        print(f"threadloom: {exc.filename} appeared meanwhile; restore never overwrites, so nothing more was "
-              "written. Run the command again.", file=sys.stderr)
+        print(
+            f"threadloom: {exc.filename} appeared meanwhile; restore never overwrites, so nothing more was "
+            "written. Run the command again.",
+            file=sys.stderr,
+        )
         return False
     for f in written:
         print(f"restored {f.written_to}", file=sys.stderr)
@@ -713,7 +905,9 @@ def cmd_fork(args: argparse.Namespace) -> int:
                 return 1
             return _emit_plan(args, plan, False)
         plan = plan_fork(conn, args.entry, prompt=args.prompt, before=args.before)
-        if not plan.lines:  # a command only: Codex and OpenCode copy the session themselves, Gemini's copy is written
+        if (
+            not plan.lines
+        ):  # a command only: Codex and OpenCode copy the session themselves, Gemini's copy is written
             if not args.dry_run and not _restored(args, conn, plan, again):
                 return 1
             return _emit_plan(args, plan, False)
@@ -756,12 +950,22 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     report = verify(_open_for_reading(args))
     if args.json:
-        print(json.dumps({"files_checked": report.files_checked, "files_missing": report.files_missing,
-                          "records_checked": report.records_checked, "mismatches": report.mismatches,
-                          "not_stored": [{"path": path, "error": error} for path, error in report.not_stored]}))
+        print(
+            json.dumps(
+                {
+                    "files_checked": report.files_checked,
+                    "files_missing": report.files_missing,
+                    "records_checked": report.records_checked,
+                    "mismatches": report.mismatches,
+                    "not_stored": [{"path": path, "error": error} for path, error in report.not_stored],
+                }
+            )
+        )
     else:
-        print(f"{report.files_checked} files, {report.records_checked} records checked; "
-              f"{report.files_missing} sources no longer on disk (kept in the archive)")
+        print(
+            f"{report.files_checked} files, {report.records_checked} records checked; "
+            f"{report.files_missing} sources no longer on disk (kept in the archive)"
+        )
         for line in report.mismatches:
             print("  changed: " + line)
         for path, error in report.not_stored:
@@ -771,9 +975,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if report.mismatches:
             print(f"{len(report.mismatches)} files differ")
         if report.not_stored:
-            print(f"{len(report.not_stored)} files could not be read into the archive, so their bytes are not "
-                  "stored: mend what the error names (a file's permissions, say) and run `threadloom ingest` "
-                  "again; an error that stays is a threadloom bug, please report it")
+            print(
+                f"{len(report.not_stored)} files could not be read into the archive, so their bytes are not "
+                "stored: mend what the error names (a file's permissions, say) and run `threadloom ingest` "
+                "again; an error that stays is a threadloom bug, please report it"
+            )
     return 0 if report.ok else 1
 
 
@@ -820,9 +1026,18 @@ def cmd_sources(args: argparse.Namespace) -> int:
         "SELECT agent, status, count(*), COALESCE(sum(size), 0) FROM source_files GROUP BY agent, status"
     ).fetchall()
     if args.json:
-        print(json.dumps({"database": str(args.db or db.default_db_path()), "default_locations": found,
-                          "remembered_sources": remembered,
-                          "ingested": [dict(zip(("agent", "status", "files", "bytes"), s, strict=True)) for s in stats]}))
+        print(
+            json.dumps(
+                {
+                    "database": str(args.db or db.default_db_path()),
+                    "default_locations": found,
+                    "remembered_sources": remembered,
+                    "ingested": [
+                        dict(zip(("agent", "status", "files", "bytes"), s, strict=True)) for s in stats
+                    ],
+                }
+            )
+        )
         return 0
     print(f"database: {args.db or db.default_db_path()}")
     for f in found:
@@ -836,8 +1051,10 @@ def cmd_sources(args: argparse.Namespace) -> int:
 
 
 def _no_tui(args: argparse.Namespace) -> int:
-    print("threadloom: the TUI starts from the `threadloom` command; use a subcommand here, see --help",
-          file=sys.stderr)
+    print(
+        "threadloom: the TUI starts from the `threadloom` command; use a subcommand here, see --help",
+        file=sys.stderr,
+    )
     return 2
 
 

@@ -162,17 +162,26 @@ def check_writable(db_path: Path) -> None:
 
 
 def _folder_given(db_path: Path) -> str:
-    return (f"{db_path} is a folder, not a database file: pass --db a file path "
-            f"(such as {db_path / 'threadloom.db'}).")
+    return (
+        f"{db_path} is a folder, not a database file: pass --db a file path "
+        f"(such as {db_path / 'threadloom.db'})."
+    )
 
 
-def cannot_use(path: Path, exc: OSError, *, what: str = "the database",
-               fix: str = "pass --db a path in a folder you can write (or set $THREADLOOM_DB)") -> str:
+def cannot_use(
+    path: Path,
+    exc: OSError,
+    *,
+    what: str = "the database",
+    fix: str = "pass --db a path in a folder you can write (or set $THREADLOOM_DB)",
+) -> str:
     """An OSError on `path` in one line: what happened, and what to do about it."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return f"No space left to write {what} {path} (the disk or your quota is full): free some space and run it again."
     if isinstance(exc, (FileExistsError, NotADirectoryError)) or exc.errno in (errno.EEXIST, errno.ENOTDIR):
-        blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), Path(exc.filename or path))
+        blocker = next(
+            (p for p in (path, *path.parents) if p.exists() and not p.is_dir()), Path(exc.filename or path)
+        )
         reason = f"{blocker} is a file, not a folder"
     elif exc.errno in (errno.EACCES, errno.EPERM):
         reason = f"permission denied on {exc.filename or path}"
@@ -267,8 +276,7 @@ def open_for_reading(path: Path | str | None = None) -> sqlite3.Connection:
     Falls back to `connect` (which writes) only where a read needs a write first: no database
     yet (it is created, empty), a schema to upgrade, or a first load's marker to look after."""
     db_path = Path(path) if path is not None else default_db_path()
-    if (str(db_path) == ":memory:" or not db_path.is_file()
-            or Path(str(db_path) + FIRST_LOAD_SUFFIX).exists()):
+    if str(db_path) == ":memory:" or not db_path.is_file() or Path(str(db_path) + FIRST_LOAD_SUFFIX).exists():
         return connect(db_path)
     conn = connect(db_path, readonly=True)
     try:
@@ -355,11 +363,16 @@ def _chain(exc: BaseException) -> Iterable[BaseException]:
 def _full_disk(exc: BaseException) -> BaseException | None:
     """The full disk in the chain, if any: what went wrong after it (a rollback with no journal,
     a savepoint gone, a page left half-written) is its consequence, not the cause to tell."""
-    return next((
-        e for e in _chain(exc)
-        if _code(e) == SQLITE_FULL or "database or disk is full" in str(e)
-        or (isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT))
-    ), None)
+    return next(
+        (
+            e
+            for e in _chain(exc)
+            if _code(e) == SQLITE_FULL
+            or "database or disk is full" in str(e)
+            or (isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT))
+        ),
+        None,
+    )
 
 
 def is_disk_full(exc: BaseException) -> bool:
@@ -372,7 +385,8 @@ def is_damage(exc: BaseException) -> bool:
         return True
     text = str(exc).lower()
     return _code(exc) in (SQLITE_CORRUPT, SQLITE_NOTADB, SQLITE_FORMAT, SQLITE_IOERR) or any(
-        word in text for word in DAMAGE_WORDS)
+        word in text for word in DAMAGE_WORDS
+    )
 
 
 def _said(exc: BaseException) -> str:
@@ -533,7 +547,9 @@ def fresh_schema() -> str:
         statements.append(str(CreateIndex(index, if_not_exists=True).compile(dialect=dialect)))
     statements += [*LATE_INDEXES, MESSAGES_VIEW.strip(), *SEARCH_DDL]
     text = "".join(f"\n{s};\n" for s in statements)
-    return SCHEMA_HEADER.format(version=SCHEMA_VERSION) + "\n".join(line.rstrip() for line in text.split("\n"))
+    return SCHEMA_HEADER.format(version=SCHEMA_VERSION) + "\n".join(
+        line.rstrip() for line in text.split("\n")
+    )
 
 
 def _create_fresh(conn: sqlite3.Connection) -> None:
@@ -555,7 +571,9 @@ def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool) -> None:
     try:
         conn.execute("DROP VIEW IF EXISTS agent_messages")
         existing = _table_names(conn)
-        for (old_index,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'ix_%'").fetchall():
+        for (old_index,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'ix_%'"
+        ).fetchall():
             conn.execute(f"DROP INDEX IF EXISTS {old_index}")  # recreated below from the current schema
         if drop_derived:
             for name in DERIVED_TABLES:

@@ -29,7 +29,9 @@ from threadloom.core.text import one_line, readable
 
 TRANSCRIPT_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
 DROP_KEYS = ("teamName", "agentName", "slug", "sourceToolAssistantUUID")
-WORKTREE_NOTE = "The working tree is not rolled back: files stay as they are now (git stash or a worktree helps)."
+WORKTREE_NOTE = (
+    "The working tree is not rolled back: files stay as they are now (git stash or a worktree helps)."
+)
 
 
 class ForkError(RuntimeError):
@@ -62,8 +64,10 @@ def checked_id(agent: str, value: object, what: str = "session id") -> str:
     pattern, shape = ID_SHAPES.get(agent, (PLAIN_ID, "made of letters, digits and . _ : -"))
     if isinstance(value, str) and pattern.fullmatch(value):
         return value
-    raise ForkError(f"the {what} {repr(value)[:80]} in this {agent} log is not {shape}, as {agent} writes it; "
-                    "threadloom puts no such value in a command (the log may be damaged or crafted)")
+    raise ForkError(
+        f"the {what} {repr(value)[:80]} in this {agent} log is not {shape}, as {agent} writes it; "
+        "threadloom puts no such value in a command (the log may be damaged or crafted)"
+    )
 
 
 def shell_command(argv: list[str]) -> str:
@@ -75,16 +79,22 @@ def usable_folder(cwd: object, notes: list[str]) -> str | None:
     """The session's folder if a command may go there; otherwise None. Either way `notes` says what
     the user must know: a folder not recorded, not usable, or missing on this machine."""
     if not isinstance(cwd, str) or not cwd:
-        notes.append("The log does not say which folder the session ran in: run the command from that folder.")
+        notes.append(
+            "The log does not say which folder the session ran in: run the command from that folder."
+        )
         return None
     if UNPRINTABLE.search(cwd) or not (cwd.startswith("/") or WINDOWS_ABSOLUTE.match(cwd)):
         why = "has control characters" if UNPRINTABLE.search(cwd) else "is not an absolute path"
-        notes.append(f"The session's folder in the log, {repr(cwd)[:120]}, {why}, so the command has no cd: "
-                     "run it from the folder the session was started in.")
+        notes.append(
+            f"The session's folder in the log, {repr(cwd)[:120]}, {why}, so the command has no cd: "
+            "run it from the folder the session was started in."
+        )
         return None
     if not os.path.isdir(cwd):
-        notes.append(f"The folder {cwd} does not exist on this machine, so the cd will fail: restore or recreate it "
-                     "first.")
+        notes.append(
+            f"The folder {cwd} does not exist on this machine, so the cd will fail: restore or recreate it "
+            "first."
+        )
     return cwd
 
 
@@ -108,7 +118,9 @@ class ForkPoint:
     tool_call_count: int
     parent_turn_id: str | None
     entry_id: int | None = None  # the prompt's record
-    cut_entry_id: int | None = None  # the turn's last record: `plan_fork(conn, str(cut_entry_id))` keeps the turn
+    cut_entry_id: int | None = (
+        None  # the turn's last record: `plan_fork(conn, str(cut_entry_id))` keeps the turn
+    )
 
 
 @dataclass
@@ -124,7 +136,9 @@ class ForkMessage:
     timestamp: int | None
     message_id: str | None = None  # the API message: its blocks (records) fork as one
     tool_name: str | None = None
-    tool_status: str | None = None  # completed | failed | rejected | interrupted | pending (no result in the log)
+    tool_status: str | None = (
+        None  # completed | failed | rejected | interrupted | pending (no result in the log)
+    )
     can_fork_before: bool = False  # a prompt: "fork before it" (edit and resend)
     exact: bool = True  # False where the agent forks at turn ends only (Codex: the fork keeps the whole turn)
 
@@ -147,9 +161,11 @@ class RestoreStep:
     @property
     def question(self) -> str:
         """What a user is asked before the files are written."""
-        return (f"The transcript is not where {_PROGRAM.get(self.agent, self.agent)} looks for it ({self.reason}). "
-                f"Restore it to {self.folder}? ({len(self.files)} file{'s' if len(self.files) != 1 else ''}, "
-                "nothing is overwritten)")
+        return (
+            f"The transcript is not where {_PROGRAM.get(self.agent, self.agent)} looks for it ({self.reason}). "
+            f"Restore it to {self.folder}? ({len(self.files)} file{'s' if len(self.files) != 1 else ''}, "
+            "nothing is overwritten)"
+        )
 
     def as_dict(self) -> dict:
         return {"folder": self.folder, "reason": self.reason, "files": self.files}
@@ -177,15 +193,25 @@ class ForkPlan:
 
     def as_dict(self) -> dict:
         return {
-            "action": self.action, "agent": self.agent, "command": self.command,
-            "new_session_id": self.new_session_id, "path": self.path,
-            "source_session_id": self.source_session_id, "fork_point": self.fork_point, "cwd": self.cwd,
-            "git_branch": self.git_branch, "notes": self.notes, "records": self.records,
-            "tool_calls": self.tool_calls, "restore": self.restore.as_dict() if self.restore else None,
+            "action": self.action,
+            "agent": self.agent,
+            "command": self.command,
+            "new_session_id": self.new_session_id,
+            "path": self.path,
+            "source_session_id": self.source_session_id,
+            "fork_point": self.fork_point,
+            "cwd": self.cwd,
+            "git_branch": self.git_branch,
+            "notes": self.notes,
+            "records": self.records,
+            "tool_calls": self.tool_calls,
+            "restore": self.restore.as_dict() if self.restore else None,
         }
 
 
-def fork_points(conn: sqlite3.Connection, session_id: str, around_entry: int | None = None) -> list[ForkPoint]:
+def fork_points(
+    conn: sqlite3.Connection, session_id: str, around_entry: int | None = None
+) -> list[ForkPoint]:
     """The turns of the branch through `around_entry` (or of the latest branch), oldest first."""
     turns = {
         r[0]: r
@@ -232,8 +258,21 @@ def fork_points(conn: sqlite3.Connection, session_id: str, around_entry: int | N
     out = []
     for tid in chain:
         r = turns[tid]
-        out.append(ForkPoint(tid, r[1], r[2], one_line(readable(r[7]), 120), one_line(r[8], 120), r[3], r[4], r[5],
-                             r[6], r[9], r[10]))
+        out.append(
+            ForkPoint(
+                tid,
+                r[1],
+                r[2],
+                one_line(readable(r[7]), 120),
+                one_line(r[8], 120),
+                r[3],
+                r[4],
+                r[5],
+                r[6],
+                r[9],
+                r[10],
+            )
+        )
     return out
 
 
@@ -293,8 +332,21 @@ def fork_messages(conn: sqlite3.Connection, session_id: str, turn_ids: list[str]
             for call in own:
                 gist = tool_summary(call)
                 items.append(("tool call", f"{call.name}: {gist}" if gist else call.name, call))
-        out += [ForkMessage(eid, turn_id, kind, label, ts, message_id, call.name if call else None,
-                            call.status if call else None, kind == "prompt", exact) for kind, label, call in items]
+        out += [
+            ForkMessage(
+                eid,
+                turn_id,
+                kind,
+                label,
+                ts,
+                message_id,
+                call.name if call else None,
+                call.status if call else None,
+                kind == "prompt",
+                exact,
+            )
+            for kind, label, call in items
+        ]
     return out
 
 
@@ -359,9 +411,11 @@ def claude_project_dir(cwd: str, source_path: str | None, notes: list[str]) -> P
         existing = []
     if len(existing) == 1:
         return existing[0]
-    notes.append("The session's folder path is long, so Claude Code names its project folder with a hash that "
-                 "differs between versions; if `claude --resume` does not find the session, recent versions still "
-                 "find it by scanning every project folder.")
+    notes.append(
+        "The session's folder path is long, so Claude Code names its project folder with a hash that "
+        "differs between versions; if `claude --resume` does not find the session, recent versions still "
+        "find it by scanning every project folder."
+    )
     return root / (prefix + _js_hash36(cwd))
 
 
@@ -473,9 +527,12 @@ def _needs_restore(plan: ForkPlan, step: RestoreStep | None) -> ForkPlan:
         plan.restore = step
         program = _PROGRAM.get(step.agent, step.agent)
         why = f"{program} deleted it" if step.gone else "it was read from a folder the agent does not look in"
-        plan.notes.insert(0, f"The transcript is not where {program} looks for it ({why}): it must be restored to "
-                          f"{step.folder} first (`--restore` on the command line; nothing is overwritten), or the "
-                          "command finds nothing.")
+        plan.notes.insert(
+            0,
+            f"The transcript is not where {program} looks for it ({why}): it must be restored to "
+            f"{step.folder} first (`--restore` on the command line; nothing is overwritten), or the "
+            "command finds nothing.",
+        )
     return plan
 
 
@@ -487,8 +544,12 @@ def restore_for(conn: sqlite3.Connection, plan: ForkPlan) -> list:
     step = plan.restore
     if step is None:
         return []
-    written = restore_session(conn, plan.source_session_id, Path(step.folder),
-                              only={src: Path(dst) for src, dst in step.files.items()})
+    written = restore_session(
+        conn,
+        plan.source_session_id,
+        Path(step.folder),
+        only={src: Path(dst) for src, dst in step.files.items()},
+    )
     plan.restore = None
     plan.notes = [n for n in plan.notes if "must be restored to" not in n]
     plan.notes.insert(0, f"Restored {len(written)} file{'s' if len(written) != 1 else ''} to {step.folder}.")
@@ -500,7 +561,8 @@ def restore_for(conn: sqlite3.Connection, plan: ForkPlan) -> list:
 
 def _session_row(conn: sqlite3.Connection, session_id: str) -> tuple:
     row = conn.execute(
-        "SELECT id, source, title, project_path, is_subagent, kind FROM agent_sessions WHERE id = ?", (session_id,)
+        "SELECT id, source, title, project_path, is_subagent, kind FROM agent_sessions WHERE id = ?",
+        (session_id,),
     ).fetchone()
     if row is None:
         raise ForkError(f"no session {session_id!r}")
@@ -514,10 +576,13 @@ def resolve_entry(conn: sqlite3.Connection, ref: str) -> tuple[int, str, str | N
         row = conn.execute("SELECT id, session_id, uuid FROM entries WHERE id = ?", (int(ref),)).fetchone()
     if row is None:
         row = conn.execute(
-            "SELECT id, session_id, uuid FROM entries WHERE uuid = ? AND dup_of IS NULL ORDER BY id LIMIT 1", (ref,)
+            "SELECT id, session_id, uuid FROM entries WHERE uuid = ? AND dup_of IS NULL ORDER BY id LIMIT 1",
+            (ref,),
         ).fetchone()
     if row is None or row[1] is None:
-        raise ForkError(f"no record {ref!r}: give an entry id or a message uuid (see `threadloom show --json`)")
+        raise ForkError(
+            f"no record {ref!r}: give an entry id or a message uuid (see `threadloom show --json`)"
+        )
     return row
 
 
@@ -545,15 +610,22 @@ def _tool_uses(obj: dict) -> list[str]:
     content = _content(obj)
     if obj.get("type") != "assistant" or content is None:
         return []
-    return [b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)]
+    return [
+        b["id"]
+        for b in content
+        if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)
+    ]
 
 
 def _tool_results(obj: dict) -> list[str]:
     content = _content(obj)
     if obj.get("type") != "user" or content is None:
         return []
-    return [b["tool_use_id"] for b in content
-            if isinstance(b, dict) and b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str)]
+    return [
+        b["tool_use_id"]
+        for b in content
+        if isinstance(b, dict) and b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str)
+    ]
 
 
 def _message_id(obj: dict) -> str | None:
@@ -566,7 +638,9 @@ def _message_id(obj: dict) -> str | None:
 SATELLITES = frozenset({"attachment", "system", "progress"})
 
 
-def select_chain(records: list[tuple[int, dict]], cut_uuid: str, *, keep_sidechains: bool) -> list[tuple[int, dict]]:
+def select_chain(
+    records: list[tuple[int, dict]], cut_uuid: str, *, keep_sidechains: bool
+) -> list[tuple[int, dict]]:
     """What a fork at `cut_uuid` keeps, in file order (FORK.md §1.5 step 3, §1.6).
 
     The ancestor chain of the cut (so abandoned branches stay out), plus every block of each API
@@ -650,15 +724,20 @@ def _answered_only(kept: list[tuple[int, dict]], notes: list[str]) -> list[tuple
         missing = [t for t in _tool_uses(obj) if t not in answered]
         if missing:
             dropped += len(missing)
-            content = [b for b in _content(obj) or []
-                       if not (isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") in missing)]
+            content = [
+                b
+                for b in _content(obj) or []
+                if not (isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") in missing)
+            ]
             if not content:
                 continue
             obj = {**obj, "message": {**obj["message"], "content": content}}
         out.append((eid, obj))
     if dropped:
-        notes.append(f"{dropped} tool call{'s' if dropped != 1 else ''} with no result in the log "
-                     f"{'are' if dropped != 1 else 'is'} left out: the agent cannot be resumed with a call unanswered.")
+        notes.append(
+            f"{dropped} tool call{'s' if dropped != 1 else ''} with no result in the log "
+            f"{'are' if dropped != 1 else 'is'} left out: the agent cannot be resumed with a call unanswered."
+        )
     if not out:
         raise ForkError("nothing would be left to fork at this point")
     return out
@@ -670,8 +749,13 @@ def _stamp(now: datetime | None) -> str:
 
 
 def plan_fork(
-    conn: sqlite3.Connection, entry_ref: str, *, prompt: str | None = None, before: bool = False,
-    new_session_id: str | None = None, now: datetime | None = None,
+    conn: sqlite3.Connection,
+    entry_ref: str,
+    *,
+    prompt: str | None = None,
+    before: bool = False,
+    new_session_id: str | None = None,
+    now: datetime | None = None,
 ) -> ForkPlan:
     """Work out (without writing) the fork at a record and the command that continues it.
 
@@ -687,14 +771,19 @@ def plan_fork(
     if prompt is not None and is_prompt and agent in ("claude-code", "codex"):
         before = True  # "edit this message": keep what came before it, send the new text instead
     if before and not is_prompt:
-        raise ForkError("only a prompt can be forked before (to edit and resend it); fork at the message before it "
-                        "instead")
+        raise ForkError(
+            "only a prompt can be forked before (to edit and resend it); fork at the message before it "
+            "instead"
+        )
     if agent == "codex":
-        return _codex_fork_plan(conn, sid, entry_id, before=before, prompt=prompt, new_session_id=new_session_id,
-                                now=now)
+        return _codex_fork_plan(
+            conn, sid, entry_id, before=before, prompt=prompt, new_session_id=new_session_id, now=now
+        )
     if before and agent != "claude-code":
-        raise ForkError(f"forking before a prompt is for Claude Code and Codex sessions; fork this {agent} session at "
-                        "the message before it")
+        raise ForkError(
+            f"forking before a prompt is for Claude Code and Codex sessions; fork this {agent} session at "
+            "the message before it"
+        )
     if agent == "gemini":
         return _gemini_fork_plan(conn, sid, entry_id, now=now)
     if agent == "aider":
@@ -702,19 +791,29 @@ def plan_fork(
     if agent in ("opencode", "opencode-db", "cursor-agent", "cline"):
         plan = resume_plan(conn, sid, fork_at_end=agent.startswith("opencode"))
         plan.action = "fork"
-        plan.notes.insert(0, f"{agent} cannot be started at a chosen point from outside; this is the closest command: "
-                          + ("it copies the whole session, then step back inside it." if agent.startswith("opencode")
-                             else "it resumes the whole session."))
+        plan.notes.insert(
+            0,
+            f"{agent} cannot be started at a chosen point from outside; this is the closest command: "
+            + (
+                "it copies the whole session, then step back inside it."
+                if agent.startswith("opencode")
+                else "it resumes the whole session."
+            ),
+        )
         return plan
     if agent != "claude-code":
-        raise ForkError(f"forking {agent} sessions at a point is not supported yet; `threadloom resume {sid}` resumes it")
+        raise ForkError(
+            f"forking {agent} sessions at a point is not supported yet; `threadloom resume {sid}` resumes it"
+        )
     notes: list[str] = []
     if before:
         cut = turn_row[1]
         if cut is None:
             return _fresh_start(conn, sid, prompt)
-        notes.append("The fork ends just before the chosen prompt" + (", and yours is sent instead." if prompt else
-                                                                      ": type the new one in the session."))
+        notes.append(
+            "The fork ends just before the chosen prompt"
+            + (", and yours is sent instead." if prompt else ": type the new one in the session.")
+        )
     elif uuid is None:
         raise ForkError("this record has no uuid, so it is not part of the conversation Claude Code resumes")
     else:
@@ -726,7 +825,9 @@ def plan_fork(
     # the folder the session was started in, not where its shell was last: Claude Code finds a
     # session only from that folder (and its picker files the fork by its first line's cwd)
     cwd = next((obj["cwd"] for _, obj in chosen if isinstance(obj.get("cwd"), str)), project_path)
-    branch = next((obj["gitBranch"] for _, obj in reversed(chosen) if isinstance(obj.get("gitBranch"), str)), None)
+    branch = next(
+        (obj["gitBranch"] for _, obj in reversed(chosen) if isinstance(obj.get("gitBranch"), str)), None
+    )
     folder = _fork_folder(conn, sid, cwd, chosen[-1][0], notes)
     mapping: dict[str, str] = {}
     lines: list[bytes] = []
@@ -746,28 +847,48 @@ def plan_fork(
         rec.pop("agentId", None)
         rec["forkedFrom"] = {"sessionId": external_src, "messageUuid": obj["uuid"]}
         if i == len(kept) - 1:
-            rec["timestamp"] = _stamp(now)  # the leaf is the newest record, so every resume heuristic picks it
+            rec["timestamp"] = _stamp(
+                now
+            )  # the leaf is the newest record, so every resume heuristic picks it
         tool_calls += len(_tool_uses(obj))
         lines.append(orjson.dumps(rec))
         previous = new_uuid
     base_title = title or "session"
-    lines.append(orjson.dumps({"type": "custom-title", "customTitle": f"{base_title} (fork)", "sessionId": new_sid}))
+    lines.append(
+        orjson.dumps({"type": "custom-title", "customTitle": f"{base_title} (fork)", "sessionId": new_sid})
+    )
     cut_record = kept[-1][1]
     command = in_folder(cwd, shell_command(["claude", "--resume", new_sid] + _prompt_words(prompt)), notes)
     if prompt:
-        notes.append("Passing a first prompt together with --resume is not verified on every Claude Code version.")
+        notes.append(
+            "Passing a first prompt together with --resume is not verified on every Claude Code version."
+        )
     elif cut_record.get("type") == "user" and not _tool_results(cut_record) and not cut_record.get("isMeta"):
-        notes.append("The fork ends on the chosen prompt, before its answer: Claude Code shows it as an interrupted "
-                     "turn; send a message to go on (or fork before the prompt to send a different one).")
+        notes.append(
+            "The fork ends on the chosen prompt, before its answer: Claude Code shows it as an interrupted "
+            "turn; send a message to go on (or fork before the prompt to send a different one)."
+        )
     if is_subagent:
         notes.append("This is a subagent's conversation: the fork continues it as a new main session.")
     if any(obj.get("subtype") == "compact_boundary" for _, obj in kept):
-        notes.append("The fork starts at the last compaction before this point, as Claude Code itself would load it.")
+        notes.append(
+            "The fork starts at the last compaction before this point, as Claude Code itself would load it."
+        )
     notes.append(WORKTREE_NOTE + (f" Recorded git branch then: {branch}." if branch else ""))
     return ForkPlan(
-        action="fork", agent=agent, command=command, source_session_id=sid, fork_point=cut_record.get("uuid"),
-        new_session_id=new_sid, path=str(folder / f"{new_sid}.jsonl"), cwd=cwd, git_branch=branch,
-        notes=notes, lines=lines, records=len(kept), tool_calls=tool_calls,
+        action="fork",
+        agent=agent,
+        command=command,
+        source_session_id=sid,
+        fork_point=cut_record.get("uuid"),
+        new_session_id=new_sid,
+        path=str(folder / f"{new_sid}.jsonl"),
+        cwd=cwd,
+        git_branch=branch,
+        notes=notes,
+        lines=lines,
+        records=len(kept),
+        tool_calls=tool_calls,
     )
 
 
@@ -775,7 +896,8 @@ def _fork_folder(conn: sqlite3.Connection, sid: str, cwd: object, entry_id: int,
     """Claude Code's project folder for `cwd`; without a recorded folder, the source's own
     folder when it is one of Claude Code's, else nowhere (the fork would be found by no one)."""
     source = conn.execute(
-        "SELECT f.path FROM entries e JOIN source_files f ON f.id = e.source_file_id WHERE e.id = ?", (entry_id,)
+        "SELECT f.path FROM entries e JOIN source_files f ON f.id = e.source_file_id WHERE e.id = ?",
+        (entry_id,),
     ).fetchone()
     source_path = source[0] if source else None
     if isinstance(cwd, str) and cwd:
@@ -783,8 +905,10 @@ def _fork_folder(conn: sqlite3.Connection, sid: str, cwd: object, entry_id: int,
     parent = Path(source_path).parent if source_path else None
     if parent is not None and parent.parent == claude_projects_root():
         return parent
-    raise ForkError("the log does not say which folder the session ran in, so threadloom cannot tell where Claude "
-                    f"Code would look for a fork of it (in {claude_projects_root()}/<the folder, encoded>)")
+    raise ForkError(
+        "the log does not say which folder the session ran in, so threadloom cannot tell where Claude "
+        f"Code would look for a fork of it (in {claude_projects_root()}/<the folder, encoded>)"
+    )
 
 
 def _prompt_words(prompt: str | None) -> list[str]:
@@ -797,11 +921,15 @@ def _prompt_words(prompt: str | None) -> list[str]:
 
 def _fresh_start(conn: sqlite3.Connection, sid: str, prompt: str | None) -> ForkPlan:
     """Before the first prompt there is nothing to keep: a new session in the same folder."""
-    notes = ["Nothing comes before the session's first prompt: this starts a new session"
-             + (" with yours." if prompt else ".")]
+    notes = [
+        "Nothing comes before the session's first prompt: this starts a new session"
+        + (" with yours." if prompt else ".")
+    ]
     cwd = _cwd_of(conn, sid)
     command = in_folder(cwd, shell_command(["claude"] + _prompt_words(prompt)), notes)
-    return ForkPlan(action="fork", agent="claude-code", command=command, source_session_id=sid, cwd=cwd, notes=notes)
+    return ForkPlan(
+        action="fork", agent="claude-code", command=command, source_session_id=sid, cwd=cwd, notes=notes
+    )
 
 
 def write_fork(plan: ForkPlan) -> Path:
@@ -820,29 +948,56 @@ def write_fork(plan: ForkPlan) -> Path:
     return path
 
 
-def native_fork_plan(conn: sqlite3.Connection, entry_ref: str, prompt: str, *, before: bool = False) -> ForkPlan:
+def native_fork_plan(
+    conn: sqlite3.Connection, entry_ref: str, prompt: str, *, before: bool = False
+) -> ForkPlan:
     """FORK.md Recipe B: Claude Code forks itself in print mode, truncated at the point, with a new prompt."""
     plan = plan_fork(conn, entry_ref, prompt=prompt, before=before)
     if plan.agent != "claude-code":
-        raise ForkError(f"only Claude Code forks itself with a new prompt; fork this {plan.agent} session without "
-                        "--native and type the prompt in the new session")
+        raise ForkError(
+            f"only Claude Code forks itself with a new prompt; fork this {plan.agent} session without "
+            "--native and type the prompt in the new session"
+        )
     if plan.fork_point is None:  # before the first prompt: a new session, nothing to fork
         plan.action = "fork-prompt"
         return plan
     row = _session_row(conn, plan.source_session_id)
     if row[4]:
-        raise ForkError("Claude Code cannot fork a subagent's conversation itself; fork it without --native "
-                        "(threadloom writes the fork as a new main session)")
+        raise ForkError(
+            "Claude Code cannot fork a subagent's conversation itself; fork it without --native "
+            "(threadloom writes the fork as a new main session)"
+        )
     sid = checked_id(plan.agent, plan.source_session_id)
     point = checked_id(plan.agent, plan.fork_point, "message uuid")
     cwd = row[3] or plan.cwd  # where the source is found: the folder the session was started in
     notes = ["Runs one model turn with your prompt (print mode), then opens the new session; needs jq."]
-    fork = shell_command(["claude", "-p", "--resume", sid, "--fork-session", f"--resume-session-at={point}",
-                          "--output-format", "json", *_prompt_words(prompt)])
+    fork = shell_command(
+        [
+            "claude",
+            "-p",
+            "--resume",
+            sid,
+            "--fork-session",
+            f"--resume-session-at={point}",
+            "--output-format",
+            "json",
+            *_prompt_words(prompt),
+        ]
+    )
     cmd = in_folder(cwd, f'NEW=$({fork} | jq -r .session_id) && claude --resume "$NEW"', notes)
-    notes.append(WORKTREE_NOTE + (f" Recorded git branch then: {plan.git_branch}." if plan.git_branch else ""))
-    native = ForkPlan(action="fork-prompt", agent=plan.agent, command=cmd, source_session_id=sid,
-                      fork_point=point, cwd=cwd, git_branch=plan.git_branch, notes=notes)
+    notes.append(
+        WORKTREE_NOTE + (f" Recorded git branch then: {plan.git_branch}." if plan.git_branch else "")
+    )
+    native = ForkPlan(
+        action="fork-prompt",
+        agent=plan.agent,
+        command=cmd,
+        source_session_id=sid,
+        fork_point=point,
+        cwd=cwd,
+        git_branch=plan.git_branch,
+        notes=notes,
+    )
     return _needs_restore(native, claude_restore_step(conn, sid, cwd))
 
 
@@ -863,7 +1018,9 @@ def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool 
         if isinstance(last, dict):
             cwd = cwd or last.get("cwd")
             branch = last.get("gitBranch") if isinstance(last.get("gitBranch"), str) else None
-    external = conn.execute("SELECT COALESCE(external_id, id) FROM agent_sessions WHERE id = ?", (sid,)).fetchone()[0]
+    external = conn.execute(
+        "SELECT COALESCE(external_id, id) FROM agent_sessions WHERE id = ?", (sid,)
+    ).fetchone()[0]
     notes: list[str] = []
     restore = None
     if agent == "codex":
@@ -871,14 +1028,18 @@ def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool 
             command = in_folder(cwd, shell_command(["codex", "fork", checked_id(agent, external)]), notes)
         else:
             folder = usable_folder(cwd, notes)
-            command = shell_command(["codex", "resume", checked_id(agent, external)] + (["-C", folder] if folder else []))
+            command = shell_command(
+                ["codex", "resume", checked_id(agent, external)] + (["-C", folder] if folder else [])
+            )
         restore = codex_restore_step(conn, sid, external)
     elif agent == "gemini":
         if fork_at_end:
             return _gemini_fork_plan(conn, sid, None)
         command = in_folder(cwd, shell_command(["gemini", "--resume", checked_id(agent, external)]), notes)
     elif is_subagent:
-        raise ForkError("a subagent cannot be resumed on its own; fork it at a point instead (threadloom fork)")
+        raise ForkError(
+            "a subagent cannot be resumed on its own; fork it at a point instead (threadloom fork)"
+        )
     elif agent == "claude-code":
         argv = ["claude", "--resume", checked_id(agent, sid)] + (["--fork-session"] if fork_at_end else [])
         command = in_folder(cwd, shell_command(argv), notes)
@@ -888,7 +1049,9 @@ def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool 
         command = in_folder(cwd, shell_command(argv), notes)
     elif agent == "cursor-agent":
         if fork_at_end:
-            raise ForkError("cursor-agent has no fork; `threadloom resume` gives the command that resumes the chat")
+            raise ForkError(
+                "cursor-agent has no fork; `threadloom resume` gives the command that resumes the chat"
+            )
         command = in_folder(cwd, shell_command(["agent", "--resume", checked_id(agent, external)]), notes)
     elif agent == "aider":
         if fork_at_end:
@@ -900,9 +1063,19 @@ def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool 
         raise ForkError(_NO_COMMAND.get(agent, f"threadloom has no resume command for {agent} sessions"))
     notes.append(WORKTREE_NOTE + (f" Recorded git branch then: {branch}." if branch else ""))
     if agent == "cline":
-        notes.insert(0, "`cline --id` resumes Cline CLI sessions; tasks of the VS Code extension resume from its History view.")
-    plan = ForkPlan(action="fork-end" if fork_at_end else "resume", agent=agent, command=command,
-                    source_session_id=sid, cwd=cwd, git_branch=branch, notes=notes)
+        notes.insert(
+            0,
+            "`cline --id` resumes Cline CLI sessions; tasks of the VS Code extension resume from its History view.",
+        )
+    plan = ForkPlan(
+        action="fork-end" if fork_at_end else "resume",
+        agent=agent,
+        command=command,
+        source_session_id=sid,
+        cwd=cwd,
+        git_branch=branch,
+        notes=notes,
+    )
     return _needs_restore(plan, restore)
 
 
@@ -918,14 +1091,18 @@ _NO_COMMAND = {
 def _aider_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int) -> ForkPlan:
     """Aider restores a whole history file: write a copy of this session cut after the chosen turn."""
     turn = conn.execute(
-        "SELECT t.last_entry_uuid FROM entries e JOIN agent_turns t ON t.id = e.turn_id WHERE e.id = ?", (entry_id,)
+        "SELECT t.last_entry_uuid FROM entries e JOIN agent_turns t ON t.id = e.turn_id WHERE e.id = ?",
+        (entry_id,),
     ).fetchone()
     cut = None
     if turn and turn[0]:
-        row = conn.execute("SELECT id FROM entries WHERE uuid = ? AND session_id = ?", (turn[0], sid)).fetchone()
+        row = conn.execute(
+            "SELECT id FROM entries WHERE uuid = ? AND session_id = ?", (turn[0], sid)
+        ).fetchone()
         cut = row[0] if row else None
     rows = conn.execute(
-        "SELECT id, raw, newline FROM entries WHERE session_id = ? ORDER BY source_file_id, byte_offset", (sid,)
+        "SELECT id, raw, newline FROM entries WHERE session_id = ? ORDER BY source_file_id, byte_offset",
+        (sid,),
     ).fetchall()
     kept: list[bytes] = []
     for eid, raw, newline in rows:
@@ -937,12 +1114,21 @@ def _aider_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int) -> ForkP
     if cwd is None:  # the copy is written beside the history: only into a folder known for sure
         raise ForkError(f"cannot fork this Aider history: {notes[0]}")
     name = f".aider.fork-{uuidlib.uuid4().hex[:8]}.chat.history.md"
-    command = in_folder(cwd, shell_command(["aider", "--chat-history-file", name, "--restore-chat-history"]), [])
-    notes += ["Aider restores the whole history copy (summarised when long); tool runs and git state are not rewound.",
-              WORKTREE_NOTE]
+    command = in_folder(
+        cwd, shell_command(["aider", "--chat-history-file", name, "--restore-chat-history"]), []
+    )
+    notes += [
+        "Aider restores the whole history copy (summarised when long); tool runs and git state are not rewound.",
+        WORKTREE_NOTE,
+    ]
     return ForkPlan(
-        action="fork", agent="aider", command=command,
-        source_session_id=sid, path=str(Path(cwd) / name), cwd=cwd, lines=[b"".join(kept).rstrip(b"\n")],
+        action="fork",
+        agent="aider",
+        command=command,
+        source_session_id=sid,
+        path=str(Path(cwd) / name),
+        cwd=cwd,
+        lines=[b"".join(kept).rstrip(b"\n")],
         notes=notes,
     )
 
@@ -976,15 +1162,26 @@ def _uuid7(now: datetime) -> str:
     return str(uuidlib.UUID(int=value))
 
 
-def _codex_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int, *, before: bool = False,
-                     prompt: str | None = None, new_session_id: str | None = None,
-                     now: datetime | None = None) -> ForkPlan:
+def _codex_fork_plan(
+    conn: sqlite3.Connection,
+    sid: str,
+    entry_id: int,
+    *,
+    before: bool = False,
+    prompt: str | None = None,
+    new_session_id: str | None = None,
+    now: datetime | None = None,
+) -> ForkPlan:
     """A legacy rollout is cut after the chosen turn (before it, with `before`) and written as a new
     thread with a fresh first `session_meta` (FORK.md §2.3 recipe C), so `codex resume NEW` starts
     there. A paginated rollout refers to segments in other files and cannot be cut: `codex fork`
     copies the whole thread, and the note says how to step back in it."""
-    external = checked_id("codex", conn.execute(
-        "SELECT COALESCE(external_id, id) FROM agent_sessions WHERE id = ?", (sid,)).fetchone()[0])
+    external = checked_id(
+        "codex",
+        conn.execute("SELECT COALESCE(external_id, id) FROM agent_sessions WHERE id = ?", (sid,)).fetchone()[
+            0
+        ],
+    )
     cwd = _cwd_of(conn, sid)
     rows = conn.execute(
         "SELECT uuid, turn_id, entry_type, raw FROM entries WHERE source_file_id = "
@@ -997,8 +1194,12 @@ def _codex_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int, *, befor
     why = None
     if not isinstance(meta, dict):
         why = "this rollout has no session_meta envelope on its first line (an old format)"
-    elif (meta.get("history_mode") not in (None, "legacy") or meta.get("segment_id") or "ordinal" in first
-          or any(r[2] == "rollout_reference" for r in rows)):
+    elif (
+        meta.get("history_mode") not in (None, "legacy")
+        or meta.get("segment_id")
+        or "ordinal" in first
+        or any(r[2] == "rollout_reference" for r in rows)
+    ):
         why = "this thread uses Codex's paginated history, whose segments live in other files"
     prompts = [i for i, r in enumerate(rows) if r[0] is not None and r[0] == r[1]]
     mine = next((i for i in prompts if rows[i][0] == turn), None)
@@ -1011,7 +1212,9 @@ def _codex_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int, *, befor
     def turn_start(index: int) -> int:
         while index > 0:
             kind, ptype, _ = _codex_kind(bytes(rows[index - 1][3]))
-            if kind in ("turn_context", "world_state") or (kind == "event_msg" and ptype in CODEX_TURN_OPENERS):
+            if kind in ("turn_context", "world_state") or (
+                kind == "event_msg" and ptype in CODEX_TURN_OPENERS
+            ):
                 index -= 1
             else:
                 break
@@ -1020,14 +1223,24 @@ def _codex_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int, *, befor
     notes: list[str] = []
     if before:
         if mine == prompts[0]:
-            notes.append("Nothing comes before the thread's first prompt: this starts a new session"
-                         + (" with yours." if prompt else "."))
+            notes.append(
+                "Nothing comes before the thread's first prompt: this starts a new session"
+                + (" with yours." if prompt else ".")
+            )
             argv = ["codex"] + _prompt_words(prompt)
-            return ForkPlan(action="fork", agent="codex", command=in_folder(cwd, shell_command(argv), notes),
-                            source_session_id=sid, cwd=cwd, notes=notes)
+            return ForkPlan(
+                action="fork",
+                agent="codex",
+                command=in_folder(cwd, shell_command(argv), notes),
+                source_session_id=sid,
+                cwd=cwd,
+                notes=notes,
+            )
         cut = turn_start(mine)
-        notes.append("The fork ends just before the chosen prompt" + (", and yours is sent instead." if prompt else
-                                                                      ": type the new one in the session."))
+        notes.append(
+            "The fork ends just before the chosen prompt"
+            + (", and yours is sent instead." if prompt else ": type the new one in the session.")
+        )
     else:
         later = [i for i in prompts if i > mine]
         cut = turn_start(later[0]) if later else len(rows)
@@ -1038,19 +1251,37 @@ def _codex_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int, *, befor
     payload = {**meta, "id": new_id, "timestamp": stamp, "forked_from_id": external}
     if "session_id" in payload:
         payload["session_id"] = new_id
-    lines = [orjson.dumps({**first, "timestamp": stamp, "payload": payload})] + [bytes(r[3]) for r in rows[:cut]]
+    lines = [orjson.dumps({**first, "timestamp": stamp, "payload": payload})] + [
+        bytes(r[3]) for r in rows[:cut]
+    ]
     local = moment.astimezone()
-    path = codex_sessions_root().joinpath(f"{local:%Y}", f"{local:%m}", f"{local:%d}",
-                                          f"rollout-{local:%Y-%m-%dT%H-%M-%S}-{new_id}.jsonl")
+    path = codex_sessions_root().joinpath(
+        f"{local:%Y}", f"{local:%m}", f"{local:%d}", f"rollout-{local:%Y-%m-%dT%H-%M-%S}-{new_id}.jsonl"
+    )
     folder = usable_folder(cwd, notes)
     words = ["codex", "resume", new_id] + (["-C", folder] if folder else [])
     words += _prompt_words(prompt)
     notes.append(WORKTREE_NOTE)
-    calls = sum(1 for r in rows[:cut] if r[2] == "response_item" and _codex_kind(bytes(r[3]))[1] in (
-        "function_call", "custom_tool_call", "local_shell_call"))
-    return ForkPlan(action="fork", agent="codex", command=shell_command(words), source_session_id=sid,
-                    fork_point=rows[cut - 1][0] if cut else None, new_session_id=new_id, path=str(path), cwd=cwd,
-                    notes=notes, lines=lines, records=cut, tool_calls=calls)
+    calls = sum(
+        1
+        for r in rows[:cut]
+        if r[2] == "response_item"
+        and _codex_kind(bytes(r[3]))[1] in ("function_call", "custom_tool_call", "local_shell_call")
+    )
+    return ForkPlan(
+        action="fork",
+        agent="codex",
+        command=shell_command(words),
+        source_session_id=sid,
+        fork_point=rows[cut - 1][0] if cut else None,
+        new_session_id=new_id,
+        path=str(path),
+        cwd=cwd,
+        notes=notes,
+        lines=lines,
+        records=cut,
+        tool_calls=calls,
+    )
 
 
 def _codex_whole_fork(conn: sqlite3.Connection, sid: str, external: str, entry_id: int, why: str) -> ForkPlan:
@@ -1062,18 +1293,23 @@ def _codex_whole_fork(conn: sqlite3.Connection, sid: str, external: str, entry_i
         (entry_id,),
     ).fetchone()
     where = f"the prompt after “{one_line(prompt[0], 60)}”" if prompt and prompt[0] else "the chosen turn"
-    notes = [f"Codex cannot be started at a chosen point from outside here ({why}): this copies the whole "
-             f"session. In the new session press Esc Esc on the empty composer and step back to {where} to cut there."]
+    notes = [
+        f"Codex cannot be started at a chosen point from outside here ({why}): this copies the whole "
+        f"session. In the new session press Esc Esc on the empty composer and step back to {where} to cut there."
+    ]
     command = in_folder(cwd, shell_command(["codex", "fork", external]), notes)
     notes.append(WORKTREE_NOTE)
-    plan = ForkPlan(action="fork", agent="codex", command=command, source_session_id=sid, cwd=cwd, notes=notes)
+    plan = ForkPlan(
+        action="fork", agent="codex", command=command, source_session_id=sid, cwd=cwd, notes=notes
+    )
     return _needs_restore(plan, codex_restore_step(conn, sid, external))
 
 
 def _gemini_messages(conn: sqlite3.Connection, sid: str, cut_entry: int | None) -> list[dict]:
     """The branch's user/gemini messages up to the cut, with later lines of a message merged in."""
     rows = conn.execute(
-        "SELECT id, uuid, parent_uuid, raw FROM entries WHERE session_id = ? AND dup_of IS NULL ORDER BY id", (sid,)
+        "SELECT id, uuid, parent_uuid, raw FROM entries WHERE session_id = ? AND dup_of IS NULL ORDER BY id",
+        (sid,),
     ).fetchall()
     by_uuid = {r[1]: r for r in rows if r[1]}
     cut = next((r for r in rows if r[0] == cut_entry), None) if cut_entry is not None else None
@@ -1097,7 +1333,9 @@ def _gemini_messages(conn: sqlite3.Connection, sid: str, cut_entry: int | None) 
     return [m for m in merged.values() if m.get("content")]
 
 
-def _gemini_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int | None, now: datetime | None = None) -> ForkPlan:
+def _gemini_fork_plan(
+    conn: sqlite3.Connection, sid: str, entry_id: int | None, now: datetime | None = None
+) -> ForkPlan:
     """Gemini imports a session file as a new session (`--session-file`): write one cut at the point."""
     import tempfile
 
@@ -1105,15 +1343,31 @@ def _gemini_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int | None, 
     if not messages:
         raise ForkError("no user or Gemini messages to fork on this branch")
     stamp = (now or datetime.now(UTC)).isoformat().replace("+00:00", "Z")
-    doc = {"sessionId": "fork", "projectHash": "fork", "startTime": stamp, "lastUpdated": stamp, "messages": messages}
+    doc = {
+        "sessionId": "fork",
+        "projectHash": "fork",
+        "startTime": stamp,
+        "lastUpdated": stamp,
+        "messages": messages,
+    }
     tag = re.sub(r"[^A-Za-z0-9_-]", "", sid)[:8]  # the name holds no "/" or ".." from the log
     fd, path = tempfile.mkstemp(prefix=f"gemini-fork-{tag}-", suffix=".json")  # created 0600
     with os.fdopen(fd, "wb") as f:
         f.write(orjson.dumps(doc))
     cwd = _cwd_of(conn, sid)
-    notes = [f"Wrote {len(messages)} messages to {path}; Gemini imports it as a new session (v0.42+).",
-             "Info and error messages are not imported by Gemini."]
+    notes = [
+        f"Wrote {len(messages)} messages to {path}; Gemini imports it as a new session (v0.42+).",
+        "Info and error messages are not imported by Gemini.",
+    ]
     command = in_folder(cwd, shell_command(["gemini", "--session-file", path]), notes)
     notes.append(WORKTREE_NOTE)
-    return ForkPlan(action="fork", agent="gemini", command=command, source_session_id=sid,
-                    fork_point=messages[-1].get("id"), path=path, cwd=cwd, notes=notes)
+    return ForkPlan(
+        action="fork",
+        agent="gemini",
+        command=command,
+        source_session_id=sid,
+        fork_point=messages[-1].get("id"),
+        path=path,
+        cwd=cwd,
+        notes=notes,
+    )

@@ -46,12 +46,40 @@ STALE_TAIL_SECONDS = 3600
 ROWS_PER_CHUNK = 2000
 
 ENTRY_COLUMNS = (
-    "id", "source_file_id", "byte_offset", "line_number", "raw", "newline", "hash", "entry_type",
-    "subtype", "known", "parse_error", "uuid", "parent_uuid", "logical_parent_uuid", "ref_uuid",
-    "session_id", "agent_id", "timestamp", "is_sidechain", "is_meta", "role", "content", "thinking",
-    "tool_text", "model", "message_id", "request_id", "seq", "turn_id", "dup_of",
+    "id",
+    "source_file_id",
+    "byte_offset",
+    "line_number",
+    "raw",
+    "newline",
+    "hash",
+    "entry_type",
+    "subtype",
+    "known",
+    "parse_error",
+    "uuid",
+    "parent_uuid",
+    "logical_parent_uuid",
+    "ref_uuid",
+    "session_id",
+    "agent_id",
+    "timestamp",
+    "is_sidechain",
+    "is_meta",
+    "role",
+    "content",
+    "thinking",
+    "tool_text",
+    "model",
+    "message_id",
+    "request_id",
+    "seq",
+    "turn_id",
+    "dup_of",
 )
-INSERT_ENTRY = f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) VALUES ({', '.join('?' * len(ENTRY_COLUMNS))})"
+INSERT_ENTRY = (
+    f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) VALUES ({', '.join('?' * len(ENTRY_COLUMNS))})"
+)
 
 
 @dataclass
@@ -143,7 +171,9 @@ def scan_roots(
         path = Path(src).expanduser().resolve()
         roots.append(path)
         if remember:
-            conn.execute("INSERT OR IGNORE INTO source_roots (path, added_at) VALUES (?, ?)", (str(path), now))
+            conn.execute(
+                "INSERT OR IGNORE INTO source_roots (path, added_at) VALUES (?, ?)", (str(path), now)
+            )
     seen: set[str] = set()
     unique = []
     for root in roots:
@@ -211,7 +241,9 @@ Found = dict[str, tuple[str, str, str | None, Adapter]]
 
 
 def discover(
-    roots: list[Path], conn: sqlite3.Connection | None = None, known: dict[str, tuple] | None = None,
+    roots: list[Path],
+    conn: sqlite3.Connection | None = None,
+    known: dict[str, tuple] | None = None,
     errors: list[str] | None = None,
 ) -> tuple[Found, dict[str, str]]:
     """Every source file under the roots, and the roots' new folder snapshots (JSON, by meta key).
@@ -234,7 +266,9 @@ def discover(
         for path, row in (known or {}).items():
             if row[4] == "gone" or row[6] == "decoded" or path in found:
                 continue
-            if (path == whole or path.startswith(prefix)) and (folders is None or os.path.dirname(path) in folders):
+            if (path == whole or path.startswith(prefix)) and (
+                folders is None or os.path.dirname(path) in folders
+            ):
                 agent = row[5]
                 if agent not in adapters:  # once per agent: the registry's own lookup is slow per file
                     adapters[agent] = ADAPTERS.get(agent)
@@ -285,7 +319,9 @@ def discover(
         unlisted = walk.unlisted()
         if unlisted:
             if errors is not None:
-                errors += [f"{folder}: cannot read the folder: {why}" for folder, why in sorted(unlisted.items())]
+                errors += [
+                    f"{folder}: cannot read the folder: {why}" for folder, why in sorted(unlisted.items())
+                ]
             snapshots[key] = ""  # so that once the folders can be read, the next run walks them
     return found, snapshots
 
@@ -348,10 +384,23 @@ def _run_ingest(
                 report.cancelled = True
                 break
             if progress is not None:
-                progress(Progress(i, len(plans), bytes_done, bytes_total, str(plan.ref.path), time.perf_counter() - started))
+                progress(
+                    Progress(
+                        i,
+                        len(plans),
+                        bytes_done,
+                        bytes_total,
+                        str(plan.ref.path),
+                        time.perf_counter() - started,
+                    )
+                )
             try:
                 added, nbytes = _ingest_file(conn, ledger, plan, undo_by_delete=fast_marker is not None)
-                if added and plan.ref.kind == "document" and getattr(plan.adapter, "decode", None) is not None:
+                if (
+                    added
+                    and plan.ref.kind == "document"
+                    and getattr(plan.adapter, "decode", None) is not None
+                ):
                     added += _ingest_decoded(conn, ledger, plan, fast_marker is not None)
                 report.records_added += added
                 report.bytes_read += nbytes
@@ -387,8 +436,18 @@ def _run_ingest(
 
             def index_progress(p: search_index.IndexProgress) -> None:
                 if progress is not None:
-                    progress(Progress(len(plans), len(plans), bytes_done, bytes_total, INDEXING,
-                                      time.perf_counter() - started, p.done, p.total))
+                    progress(
+                        Progress(
+                            len(plans),
+                            len(plans),
+                            bytes_done,
+                            bytes_total,
+                            INDEXING,
+                            time.perf_counter() - started,
+                            p.done,
+                            p.total,
+                        )
+                    )
 
             report.index_complete = search_index.build(conn, index_progress, cancel)
             report.cancelled = not report.index_complete
@@ -491,8 +550,10 @@ def _plan(
     plans: list[_Plan] = []
     for path, (agent, kind, project_key, adapter) in found.items():
         if not path.isascii() and not _storable(path):
-            report.errors.append(f"{os.fsencode(path).decode('utf-8', 'backslashreplace')}: the file name is not "
-                                 "valid UTF-8, so it cannot be recorded; rename the file to read it")
+            report.errors.append(
+                f"{os.fsencode(path).decode('utf-8', 'backslashreplace')}: the file name is not "
+                "valid UTF-8, so it cannot be recorded; rename the file to read it"
+            )
             continue
         try:
             st = _stat(adapter, path)
@@ -576,7 +637,9 @@ def _record_error(conn: sqlite3.Connection, plan: _Plan, message: str) -> None:
             (path, plan.ref.agent, plan.ref.kind, message, plan.ref.project_key),
         )
     else:
-        conn.execute("UPDATE source_files SET status = 'error', error = ? WHERE id = ?", (message, plan.row[1]))
+        conn.execute(
+            "UPDATE source_files SET status = 'error', error = ? WHERE id = ?", (message, plan.row[1])
+        )
 
 
 HASH_CHUNK = 1 << 20
@@ -621,16 +684,22 @@ def _ingest_decoded(
         return 0
     path = decoded_path(plan.ref.path)
     row = _known_row(conn, path)
-    st = os.stat_result((0o100400, 0, 0, 1, 0, 0, len(data), 0, int(plan.stat.st_mtime), int(plan.stat.st_mtime)),
-                        {"st_mtime_ns": plan.stat.st_mtime_ns})
+    st = os.stat_result(
+        (0o100400, 0, 0, 1, 0, 0, len(data), 0, int(plan.stat.st_mtime), int(plan.stat.st_mtime)),
+        {"st_mtime_ns": plan.stat.st_mtime_ns},
+    )
     ref = SourceRef(Path(path), plan.ref.agent, "decoded", plan.ref.project_key)
-    added, _ = _ingest_file(conn, ledger, _Plan(ref, plan.adapter, st, row), source_bytes=data,
-                            undo_by_delete=undo_by_delete)
+    added, _ = _ingest_file(
+        conn, ledger, _Plan(ref, plan.adapter, st, row), source_bytes=data, undo_by_delete=undo_by_delete
+    )
     return added
 
 
 def _ingest_file(
-    conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, source_bytes: bytes | None = None,
+    conn: sqlite3.Connection,
+    ledger: Ledger,
+    plan: _Plan,
+    source_bytes: bytes | None = None,
     undo_by_delete: bool = False,
 ) -> tuple[int, int]:
     """One source file (or `source_bytes` standing for it), in a savepoint of the batch's
@@ -703,6 +772,7 @@ def _ingest_file(
                     records = [RawRecord(0, 1, data, newline=False)]  # keep the bytes even if never finished
                 end = len(data)
             else:
+
                 def prefix(f=f, start=start) -> bytes:
                     f.seek(0)
                     return f.read(start)
@@ -752,7 +822,8 @@ def _ingest_file(
                 conn.execute("DELETE FROM entries WHERE source_file_id = ?", (file_id,))
             elif start > 0 and row[8] is not None and start == row[5] + 1:
                 conn.execute(
-                    "UPDATE entries SET newline = 1 WHERE source_file_id = ? AND byte_offset = ?", (file_id, row[8])
+                    "UPDATE entries SET newline = 1 WHERE source_file_id = ? AND byte_offset = ?",
+                    (file_id, row[8]),
                 )
 
         next_id = conn.execute("SELECT COALESCE(max(id), 0) + 1 FROM entries").fetchone()[0]
@@ -780,12 +851,36 @@ def _ingest_file(
                     seq, turn_id, dup_of = ledger.place(eid, rec)
                 rows.append(
                     (
-                        eid, file_id, raw.offset, raw.line_number, raw.raw, int(raw.newline),
-                        sha256(raw.raw).hexdigest()[:32], rec.entry_type, rec.subtype, int(rec.known),
-                        rec.parse_error, rec.uuid, rec.parent_uuid, rec.logical_parent_uuid, rec.ref_uuid,
-                        rec.session_id, rec.agent_id, rec.timestamp, int(rec.is_sidechain), int(rec.is_meta),
-                        rec.role, rec.content, rec.thinking, rec.tool_text, rec.model, rec.message_id,
-                        rec.request_id, seq, turn_id, dup_of,
+                        eid,
+                        file_id,
+                        raw.offset,
+                        raw.line_number,
+                        raw.raw,
+                        int(raw.newline),
+                        sha256(raw.raw).hexdigest()[:32],
+                        rec.entry_type,
+                        rec.subtype,
+                        int(rec.known),
+                        rec.parse_error,
+                        rec.uuid,
+                        rec.parent_uuid,
+                        rec.logical_parent_uuid,
+                        rec.ref_uuid,
+                        rec.session_id,
+                        rec.agent_id,
+                        rec.timestamp,
+                        int(rec.is_sidechain),
+                        int(rec.is_meta),
+                        rec.role,
+                        rec.content,
+                        rec.thinking,
+                        rec.tool_text,
+                        rec.model,
+                        rec.message_id,
+                        rec.request_id,
+                        seq,
+                        turn_id,
+                        dup_of,
                     )
                 )
             conn.executemany(INSERT_ENTRY, rows)
@@ -803,14 +898,28 @@ def _ingest_file(
                 (file_id, first_new_id),
             )
         status = "waiting" if waiting else "ok"
-        error = "the last line is incomplete; it will be read once its writer finishes it" if waiting else None
+        error = (
+            "the last line is incomplete; it will be read once its writer finishes it" if waiting else None
+        )
         conn.execute(
             "UPDATE source_files SET size = ?, mtime_ns = ?, inode = ?, bytes_ingested = ?, lines_ingested = ?, "
             "content_hash = ?, open_tail_offset = ?, ends_with_newline = ?, status = ?, error = ?, ingested_at = ?, "
             "kind = ?, project_key = ? WHERE id = ?",
             (
-                size, st.st_mtime_ns, st.st_ino, end, line_number + count, new_hash, open_tail_offset,
-                int(open_tail_offset is None), status, error, now, ref.kind, ref.project_key, file_id,
+                size,
+                st.st_mtime_ns,
+                st.st_ino,
+                end,
+                line_number + count,
+                new_hash,
+                open_tail_offset,
+                int(open_tail_offset is None),
+                status,
+                error,
+                now,
+                ref.kind,
+                ref.project_key,
+                file_id,
             ),
         )
         conn.execute("RELEASE source_file")
@@ -828,8 +937,10 @@ def _ingest_file(
 
 
 def _touch(conn: sqlite3.Connection, file_id: int, st: os.stat_result) -> None:
-    conn.execute("UPDATE source_files SET size = ?, mtime_ns = ?, status = 'ok', error = NULL WHERE id = ?",
-                 (st.st_size, st.st_mtime_ns, file_id))
+    conn.execute(
+        "UPDATE source_files SET size = ?, mtime_ns = ?, status = 'ok', error = NULL WHERE id = ?",
+        (st.st_size, st.st_mtime_ns, file_id),
+    )
 
 
 def _mark_waiting(conn: sqlite3.Connection, plan: _Plan) -> None:
@@ -841,7 +952,9 @@ def _mark_waiting(conn: sqlite3.Connection, plan: _Plan) -> None:
             (str(plan.ref.path), plan.ref.agent, plan.ref.kind, message, plan.ref.project_key),
         )
     else:
-        conn.execute("UPDATE source_files SET status = 'waiting', error = ? WHERE id = ?", (message, plan.row[1]))
+        conn.execute(
+            "UPDATE source_files SET status = 'waiting', error = ? WHERE id = ?", (message, plan.row[1])
+        )
 
 
 def _session_of_uuid(conn: sqlite3.Connection, file_id: int, uuid: str) -> str | None:
@@ -852,7 +965,12 @@ def _session_of_uuid(conn: sqlite3.Connection, file_id: int, uuid: str) -> str |
 
 
 def _split(
-    data: bytes, start: int, line_number: int, ref: SourceRef, adapter: Adapter, st: os.stat_result,
+    data: bytes,
+    start: int,
+    line_number: int,
+    ref: SourceRef,
+    adapter: Adapter,
+    st: os.stat_result,
     read_prefix: Callable[[], bytes] | None = None,
 ) -> tuple[list[RawRecord], int, int | None, bool]:
     """Cut `data` into records. Returns (records, bytes consumed, open tail offset, waiting).

@@ -18,20 +18,65 @@ from threadloom.core.adapters.claude import is_bare_command, prompt_title
 from threadloom.core.db import TITLE_TYPES_SQL
 
 SESSION_COLUMNS = (
-    "id", "source", "model", "project", "project_path", "created_at", "ended_at", "message_count",
-    "parent_session_id", "parent_message_id", "tool_call_id", "task_description", "task_status",
-    "is_subagent", "is_agentic", "workspace_path", "external_id", "kind", "agent_id", "agent_type",
-    "is_warmup", "first_prompt", "git_branch", "cli_version", "turn_count", "tool_call_count",
-    "compaction_count", "forked_from_session_id", "spawn_key", "source_file_id", "updated_at",
+    "id",
+    "source",
+    "model",
+    "project",
+    "project_path",
+    "created_at",
+    "ended_at",
+    "message_count",
+    "parent_session_id",
+    "parent_message_id",
+    "tool_call_id",
+    "task_description",
+    "task_status",
+    "is_subagent",
+    "is_agentic",
+    "workspace_path",
+    "external_id",
+    "kind",
+    "agent_id",
+    "agent_type",
+    "is_warmup",
+    "first_prompt",
+    "git_branch",
+    "cli_version",
+    "turn_count",
+    "tool_call_count",
+    "compaction_count",
+    "forked_from_session_id",
+    "spawn_key",
+    "source_file_id",
+    "updated_at",
 )
 TURN_COLUMNS = (
-    "id", "session_id", "parent_turn_id", "query_message_ids", "response_message_id", "model",
-    "timestamp", "has_children", "tool_call_count", "started_at", "sequence", "child_count",
+    "id",
+    "session_id",
+    "parent_turn_id",
+    "query_message_ids",
+    "response_message_id",
+    "model",
+    "timestamp",
+    "has_children",
+    "tool_call_count",
+    "started_at",
+    "sequence",
+    "child_count",
     "last_entry_uuid",
 )
 SESSION_INFO_FIELDS = (
-    "source", "external_id", "kind", "is_subagent", "parent_session_id", "agent_id", "agent_type",
-    "task_description", "tool_call_id", "spawn_key", "parent_message_id",
+    "source",
+    "external_id",
+    "kind",
+    "is_subagent",
+    "parent_session_id",
+    "agent_id",
+    "agent_type",
+    "task_description",
+    "tool_call_id",
+    "spawn_key",
+    "parent_message_id",
 )
 # tools that start a subagent whose first prompt is the tool's prompt parameter
 SPAWN_TOOLS = "'Task', 'Agent', 'newTask', 'new_task'"
@@ -89,10 +134,13 @@ class Ledger:
         if self._chunk_uuids is None:
             return True
         if self._in_db is None:
-            self._in_db = {r[0] for r in self.conn.execute(
-                "SELECT uuid FROM entries WHERE uuid IN (SELECT value FROM json_each(?))",
-                (orjson.dumps(self._chunk_uuids).decode(),),
-            )}
+            self._in_db = {
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT uuid FROM entries WHERE uuid IN (SELECT value FROM json_each(?))",
+                    (orjson.dumps(self._chunk_uuids).decode(),),
+                )
+            }
         return uuid in self._in_db
 
     def place(self, entry_id: int, rec: Record) -> tuple[int | None, str | None, int | None]:
@@ -145,7 +193,11 @@ class Ledger:
             sess["cli_version"] = rec.version
         if rec.model and rec.model != "<synthetic>":
             sess["model"] = rec.model
-        if rec.forked_from_session_id and not sess["forked_from_session_id"] and rec.forked_from_session_id != sid:
+        if (
+            rec.forked_from_session_id
+            and not sess["forked_from_session_id"]
+            and rec.forked_from_session_id != sid
+        ):
             sess["forked_from_session_id"] = rec.forked_from_session_id
             if sess["kind"] == "main":
                 sess["kind"] = "fork"  # shown under the session it was forked from
@@ -185,10 +237,25 @@ class Ledger:
             # a call shown on another record keeps its input: readers re-read inputs from the call's own record
             kept = self._keep_tool_io or use.name in PARAMS_KEPT or owner_entry != entry_id
             params = use.input_json if kept else None
-            self._tool_inserts.setdefault((sid, use.id), [
-                use.id, owner_uuid, sid, use.name, use.number, params, "pending", ts, owner_entry, turn_id,
-                None, None, None, None,
-            ])
+            self._tool_inserts.setdefault(
+                (sid, use.id),
+                [
+                    use.id,
+                    owner_uuid,
+                    sid,
+                    use.name,
+                    use.number,
+                    params,
+                    "pending",
+                    ts,
+                    owner_entry,
+                    turn_id,
+                    None,
+                    None,
+                    None,
+                    None,
+                ],
+            )
         for result in rec.tool_results:
             content = result.content_json if self._keep_tool_io else None
             call = self._tool_inserts.get((sid, result.tool_use_id))
@@ -203,8 +270,19 @@ class Ledger:
                 )
         if rec.usage is not None:
             u = rec.usage
-            row = [u.message_id, u.request_id, sid, turn_id, entry_id, rec.model, int(rec.is_sidechain),
-                   u.input_tokens, u.output_tokens, u.cache_creation_tokens, u.cache_read_tokens]
+            row = [
+                u.message_id,
+                u.request_id,
+                sid,
+                turn_id,
+                entry_id,
+                rec.model,
+                int(rec.is_sidechain),
+                u.input_tokens,
+                u.output_tokens,
+                u.cache_creation_tokens,
+                u.cache_read_tokens,
+            ]
             seen = self._usage.get(u.message_id)
             if seen is None:
                 self._usage[u.message_id] = row
@@ -220,18 +298,26 @@ class Ledger:
             if parent_turn is None and rec.parent_uuid is None and rec.logical_parent_uuid:
                 parent_turn = self._turn_of(sess, rec.logical_parent_uuid)
             turn = {
-                "id": turn_id, "session_id": sid, "parent_turn_id": parent_turn,
+                "id": turn_id,
+                "session_id": sid,
+                "parent_turn_id": parent_turn,
                 "query_message_ids": orjson.dumps([rec.uuid] if rec.uuid else []).decode(),
-                "response_message_id": None, "model": None, "timestamp": rec.timestamp,
-                "has_children": 0, "tool_call_count": 0, "started_at": rec.timestamp,
-                "sequence": sess["turn_count"], "child_count": 0, "last_entry_uuid": rec.uuid,
+                "response_message_id": None,
+                "model": None,
+                "timestamp": rec.timestamp,
+                "has_children": 0,
+                "tool_call_count": 0,
+                "started_at": rec.timestamp,
+                "sequence": sess["turn_count"],
+                "child_count": 0,
+                "last_entry_uuid": rec.uuid,
             }
             self.turns[turn_id] = turn
             sess["turn_count"] += 1
             sess["_last_turn"] = turn_id
-            if rec.content and (sess["first_prompt"] is None or (
-                sess["_bare_first"] and not is_bare_command(rec.content)
-            )):
+            if rec.content and (
+                sess["first_prompt"] is None or (sess["_bare_first"] and not is_bare_command(rec.content))
+            ):
                 # the first prompt names the session, unless it was a bare `/clear`-like command
                 sess["_bare_first"] = is_bare_command(rec.content)
                 if sess["first_prompt"] is None:
@@ -325,9 +411,17 @@ class Ledger:
         else:
             sess = dict.fromkeys(SESSION_COLUMNS)
             sess.update(
-                id=sid, source=rec.session.source if rec.session else "unknown", kind="main",
-                message_count=0, is_subagent=0, is_agentic=0, is_warmup=0, turn_count=0,
-                tool_call_count=0, compaction_count=0, source_file_id=self._file_id,
+                id=sid,
+                source=rec.session.source if rec.session else "unknown",
+                kind="main",
+                message_count=0,
+                is_subagent=0,
+                is_agentic=0,
+                is_warmup=0,
+                turn_count=0,
+                tool_call_count=0,
+                compaction_count=0,
+                source_file_id=self._file_id,
             )
             sess["_last_turn"] = None
             sess["_loaded_from_db"] = False
@@ -491,14 +585,18 @@ def _finalize_session(conn: sqlite3.Connection, sid: str, summary: str | None) -
     ).fetchone()
     # each turn's tokens, written only where they changed: rewriting every turn of a long session
     # made appending to it cost in proportion to the session rather than to what was appended
-    totals = dict(conn.execute(
-        "SELECT turn_id, CAST(total(input_tokens + output_tokens + cache_creation_tokens + cache_read_tokens) AS INTEGER) "
-        "FROM agent_usage WHERE session_id = ? AND turn_id IS NOT NULL GROUP BY turn_id",
-        (sid,),
-    ))
+    totals = dict(
+        conn.execute(
+            "SELECT turn_id, CAST(total(input_tokens + output_tokens + cache_creation_tokens + cache_read_tokens) AS INTEGER) "
+            "FROM agent_usage WHERE session_id = ? AND turn_id IS NOT NULL GROUP BY turn_id",
+            (sid,),
+        )
+    )
     changed = [
         (totals.get(turn_id, 0), turn_id)
-        for turn_id, count in conn.execute("SELECT id, token_count FROM agent_turns WHERE session_id = ?", (sid,))
+        for turn_id, count in conn.execute(
+            "SELECT id, token_count FROM agent_turns WHERE session_id = ?", (sid,)
+        )
         if totals.get(turn_id, 0) != count
     ]
     if changed:
@@ -651,9 +749,13 @@ def _link_side_questions(conn: sqlite3.Connection, touched: set[str]) -> None:
             (root + ":", root + ";"),
         ).fetchall()
     for sid, parent, message, asked_at in rows:
-        if message and conn.execute(
-            "SELECT 1 FROM entries WHERE uuid = ? AND session_id = ? AND seq IS NOT NULL LIMIT 1", (message, parent)
-        ).fetchone():
+        if (
+            message
+            and conn.execute(
+                "SELECT 1 FROM entries WHERE uuid = ? AND session_id = ? AND seq IS NOT NULL LIMIT 1",
+                (message, parent),
+            ).fetchone()
+        ):
             continue
         found = None
         if asked_at is not None:
@@ -662,7 +764,9 @@ def _link_side_questions(conn: sqlite3.Connection, touched: set[str]) -> None:
                 "AND timestamp <= ? ORDER BY seq DESC LIMIT 1",
                 (parent, asked_at),
             ).fetchone()
-        conn.execute("UPDATE agent_sessions SET parent_message_id = ? WHERE id = ?", (found[0] if found else None, sid))
+        conn.execute(
+            "UPDATE agent_sessions SET parent_message_id = ? WHERE id = ?", (found[0] if found else None, sid)
+        )
 
 
 # ------------------------------------------------------------------ rebuild
@@ -689,7 +793,9 @@ def replay(conn: sqlite3.Connection, ledger: Ledger, sessions: set[str] | None) 
         for table in ("agent_sessions", "agent_turns", "agent_tool_calls", "agent_usage"):
             conn.execute(f"DELETE FROM {table}")
         conn.execute("UPDATE entries SET seq = NULL, turn_id = NULL, dup_of = NULL")
-        file_ids = [r[0] for r in conn.execute("SELECT DISTINCT source_file_id FROM entries ORDER BY source_file_id")]
+        file_ids = [
+            r[0] for r in conn.execute("SELECT DISTINCT source_file_id FROM entries ORDER BY source_file_id")
+        ]
     else:
         sessions = {s for s in sessions if s is not None}
         file_ids_set: set[int] = set()
@@ -698,9 +804,14 @@ def replay(conn: sqlite3.Connection, ledger: Ledger, sessions: set[str] | None) 
             conn.execute("DELETE FROM agent_turns WHERE session_id = ?", (sid,))
             conn.execute("DELETE FROM agent_tool_calls WHERE session_id = ?", (sid,))
             conn.execute("DELETE FROM agent_usage WHERE session_id = ?", (sid,))
-            conn.execute("UPDATE entries SET seq = NULL, turn_id = NULL, dup_of = NULL WHERE session_id = ?", (sid,))
+            conn.execute(
+                "UPDATE entries SET seq = NULL, turn_id = NULL, dup_of = NULL WHERE session_id = ?", (sid,)
+            )
             file_ids_set.update(
-                r[0] for r in conn.execute("SELECT DISTINCT source_file_id FROM entries WHERE session_id = ?", (sid,))
+                r[0]
+                for r in conn.execute(
+                    "SELECT DISTINCT source_file_id FROM entries WHERE session_id = ?", (sid,)
+                )
             )
         # files in the order they were first seen, so a rewritten file keeps its place; which copy of
         # a duplicated record counts is decided by entry id, whatever the replay order
@@ -722,7 +833,9 @@ def replay(conn: sqlite3.Connection, ledger: Ledger, sessions: set[str] | None) 
             if sessions is not None and rec.session_id not in sessions:
                 continue
             seq, turn_id, dup_of = ledger.place(eid, rec)
-            updates.append((rec.session_id, seq, turn_id, dup_of, rec.content, rec.thinking, rec.tool_text, eid))
+            updates.append(
+                (rec.session_id, seq, turn_id, dup_of, rec.content, rec.thinking, rec.tool_text, eid)
+            )
         # normalized columns are re-derived from the raw bytes too, so a newer adapter refreshes them
         conn.executemany(
             "UPDATE entries SET session_id = ?, seq = ?, turn_id = ?, dup_of = ?, content = ?, thinking = ?, "

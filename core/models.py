@@ -48,9 +48,7 @@ class Entry(SQLModel, table=True):
     """The zero-loss master: one row per record read from a source, raw bytes kept verbatim."""
 
     __tablename__ = "entries"
-    __table_args__ = (
-        UniqueConstraint("source_file_id", "byte_offset", name="uq_entries_file_offset"),
-    )
+    __table_args__ = (UniqueConstraint("source_file_id", "byte_offset", name="uq_entries_file_offset"),)
 
     id: int | None = Field(default=None, primary_key=True)
     source_file_id: int = Field(foreign_key="source_files.id")
@@ -207,7 +205,11 @@ SECONDARY_INDEXES: list[Index] = [
     Index("ix_entries_session_seq", Entry.__table__.c.session_id, Entry.__table__.c.seq),
     Index("ix_entries_uuid", Entry.__table__.c.uuid),
     # summaries name the session owning their leafUuid, often in another file: find them all fast
-    Index("ix_entries_summary", Entry.__table__.c.ref_uuid, sqlite_where=Entry.__table__.c.entry_type == "summary"),
+    Index(
+        "ix_entries_summary",
+        Entry.__table__.c.ref_uuid,
+        sqlite_where=Entry.__table__.c.entry_type == "summary",
+    ),
     Index("ix_tool_calls_child_agent", AgentToolCall.__table__.c.child_agent_id),
     Index("ix_tool_calls_entry", AgentToolCall.__table__.c.entry_id),
     Index("ix_tool_calls_result_entry", AgentToolCall.__table__.c.result_entry_id),

@@ -113,15 +113,19 @@ def resolve_session(conn: sqlite3.Connection, ref: str) -> SessionSummary:
     if len(candidates) == 1:
         result = get_session(conn, candidates[0])
         if result is None:  # found through the id index but not in the table: only damage does that
-            raise sqlite3.DatabaseError(f"database disk image is malformed: the session index names {candidates[0]!r}, "
-                                        "the sessions table does not hold it")
+            raise sqlite3.DatabaseError(
+                f"database disk image is malformed: the session index names {candidates[0]!r}, "
+                "the sessions table does not hold it"
+            )
         return result
     if not candidates:
         raise LookupError(f"no session matches {ref!r}; `threadloom sessions` lists them")
     raise AmbiguousSession(f"{ref!r} matches several sessions: {', '.join(candidates[:5])}")
 
 
-def children_of(conn: sqlite3.Connection, session_id: str, *, include_warmup: bool = False) -> list[SessionSummary]:
+def children_of(
+    conn: sqlite3.Connection, session_id: str, *, include_warmup: bool = False
+) -> list[SessionSummary]:
     sql = _SESSION_SELECT + " WHERE parent_session_id = ?" + ("" if include_warmup else " AND is_warmup = 0")
     return [_summary(r) for r in conn.execute(sql + " ORDER BY created_at, id", (session_id,))]
 

@@ -61,8 +61,13 @@ def edit_blocks(content: str) -> list[str | EditBlock]:
             i += 1
             continue
         middle = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == EDIT_DIVIDER), None)
-        end = next((j for j in range(middle + 1, len(lines)) if lines[j].strip().startswith(EDIT_REPLACE)), None) \
-            if middle is not None else None
+        end = (
+            next(
+                (j for j in range(middle + 1, len(lines)) if lines[j].strip().startswith(EDIT_REPLACE)), None
+            )
+            if middle is not None
+            else None
+        )
         if middle is None or end is None:
             text.append(lines[i])
             i += 1
@@ -73,7 +78,7 @@ def edit_blocks(content: str) -> list[str | EditBlock]:
         if "\n".join(text).strip():
             parts.append("\n".join(text).strip("\n"))
         text = []
-        parts.append(EditBlock(path, lines[i + 1:middle], lines[middle + 1:end]))
+        parts.append(EditBlock(path, lines[i + 1 : middle], lines[middle + 1 : end]))
         i = end + 1
         if i < len(lines) and lines[i].startswith("```"):
             i += 1  # and the fence closed after it
@@ -141,22 +146,40 @@ def terminal_text(text: str, style: str = "") -> Text:
     return Text.from_ansi(OSC.sub("", text), style=style)
 
 
-def render_session(console: Console, conn: sqlite3.Connection, session: SessionSummary, *,
-                   expand_subagents: bool = True, indent: int = 0) -> None:
+def render_session(
+    console: Console,
+    conn: sqlite3.Connection,
+    session: SessionSummary,
+    *,
+    expand_subagents: bool = True,
+    indent: int = 0,
+) -> None:
     header = Text()
     header.append(session.title or session.task_description or "(untitled)", style="bold")
     header.append(f"  {session.id}", style="dim")
-    facts = (session.agent, session.project_path or session.project or "?", clock(session.started_at),
-             f"{session.message_count} messages", f"{human_tokens(session.total_tokens)} tokens", session.model or "")
+    facts = (
+        session.agent,
+        session.project_path or session.project or "?",
+        clock(session.started_at),
+        f"{session.message_count} messages",
+        f"{human_tokens(session.total_tokens)} tokens",
+        session.model or "",
+    )
     meta = " · ".join(fact for fact in facts if fact)  # what is unknown is left out, not shown as "·  ·"
     console.print(Padding(header, (0, 0, 0, indent)))
     console.print(Padding(Text(meta, style="dim"), (0, 0, 1, indent)))
-    children = {c.tool_call_id: c for c in children_of(conn, session.id, include_warmup=False) if c.tool_call_id}
+    children = {
+        c.tool_call_id: c for c in children_of(conn, session.id, include_warmup=False) if c.tool_call_id
+    }
     for msg in messages(conn, session.id):
         if msg.role == "system" or msg.entry_type == "system":
             if msg.content:
-                console.print(Padding(Text(f"── {msg.subtype or 'system'}: {one_line(msg.content, 100)}", style="dim"),
-                                      (0, 0, 0, indent)))
+                console.print(
+                    Padding(
+                        Text(f"── {msg.subtype or 'system'}: {one_line(msg.content, 100)}", style="dim"),
+                        (0, 0, 0, indent),
+                    )
+                )
             continue
         notice = task_notice(msg.content) if msg.role == "user" else None
         if notice is not None:
@@ -177,8 +200,12 @@ def render_session(console: Console, conn: sqlite3.Connection, session: SessionS
         if msg.content or msg.thinking:
             console.print(Padding(label, (0, 0, 0, indent)))
         if msg.thinking:
-            console.print(Padding(Text(f"(thinking) {one_line(msg.thinking, 100)}", style="dim italic"),
-                                  (0, 0, 0, indent + 2)))
+            console.print(
+                Padding(
+                    Text(f"(thinking) {one_line(msg.thinking, 100)}", style="dim italic"),
+                    (0, 0, 0, indent + 2),
+                )
+            )
         if msg.content:
             console.print(Padding(_content(msg.role, msg.content), (0, 0, 0, indent + 2)))
         for call in msg.tool_calls:

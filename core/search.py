@@ -55,8 +55,10 @@ class ParsedQuery:
 
     @property
     def has_filters(self) -> bool:
-        return any(v is not None for v in (self.agent, self.project, self.role, self.tool, self.session,
-                                            self.after, self.before))
+        return any(
+            v is not None
+            for v in (self.agent, self.project, self.role, self.tool, self.session, self.after, self.before)
+        )
 
 
 @dataclass
@@ -101,11 +103,15 @@ def parse_time(value: str, *, now: float | None = None, end: bool = False) -> in
     value = value.strip().lower()
     day = timedelta(days=1)
     if value in ("today", "yesterday"):
-        start = now_dt.replace(hour=0, minute=0, second=0, microsecond=0) - (day if value == "yesterday" else timedelta())
+        start = now_dt.replace(hour=0, minute=0, second=0, microsecond=0) - (
+            day if value == "yesterday" else timedelta()
+        )
         return int(((start + day) if end else start).timestamp() * 1000)
     m = re.fullmatch(r"(\d+)\s*([hdwm])", value)
     if m:
-        unit = {"h": timedelta(hours=1), "d": day, "w": timedelta(weeks=1), "m": timedelta(days=30)}[m.group(2)]
+        unit = {"h": timedelta(hours=1), "d": day, "w": timedelta(weeks=1), "m": timedelta(days=30)}[
+            m.group(2)
+        ]
         return int((now_dt - int(m.group(1)) * unit).timestamp() * 1000)
     try:
         dt = datetime.fromisoformat(value)
@@ -160,10 +166,63 @@ def parse_query(text: str, *, now: float | None = None) -> ParsedQuery:
 # a query that has other words. Phrases keep them.
 STOP_WORDS = frozenset(
     {
-        "a", "an", "and", "are", "as", "at", "be", "but", "by", "did", "do", "does", "for", "from", "had",
-        "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no", "not", "of", "on",
-        "or", "our", "so", "than", "that", "the", "their", "then", "there", "these", "they", "this", "to",
-        "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "you", "your",
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
     }
 )
 
@@ -296,17 +355,20 @@ def _search(conn: sqlite3.Connection, text: str, *, limit: int, now: float | Non
     filters = " AND ".join(where[1:])
     columns = _COLUMNS.format(score="f.score")
     ranked = "SELECT rowid, bm25(search_fts, 1.0, 0.5, 0.7) AS score FROM search_fts WHERE search_fts MATCH ?"
-    common = conn.execute(
-        f"SELECT count(*) FROM (SELECT rowid FROM search_fts WHERE search_fts MATCH ? LIMIT {COMMON})", params[:1]
-    ).fetchone()[0] >= COMMON
+    common = (
+        conn.execute(
+            f"SELECT count(*) FROM (SELECT rowid FROM search_fts WHERE search_fts MATCH ? LIMIT {COMMON})",
+            params[:1],
+        ).fetchone()[0]
+        >= COMMON
+    )
     # A query matching most of the archive: bm25 over all of it says little and costs ~100 ms per GB;
     # take its newest matches instead and let the re-ranking below order them.
     pre = ranked + (" ORDER BY rowid DESC" if common else " ORDER BY score") + f" LIMIT {PRESELECT}"
     joins = "JOIN entries e ON e.id = f.rowid JOIN agent_sessions s ON s.id = e.session_id"
     try:
         rows = conn.execute(
-            f"{columns} FROM ({pre}) f {joins} WHERE {filters} "
-            f"ORDER BY f.score LIMIT {CANDIDATES + 1}",
+            f"{columns} FROM ({pre}) f {joins} WHERE {filters} ORDER BY f.score LIMIT {CANDIDATES + 1}",
             params,
         ).fetchall()
         if len(rows) <= CANDIDATES and common:
@@ -329,7 +391,9 @@ def _search(conn: sqlite3.Connection, text: str, *, limit: int, now: float | Non
     except sqlite3.OperationalError as exc:
         if is_damage(exc):  # not a query it could not run: the caller says how to rebuild
             raise
-        return SearchResult([], 0, False, terms, time.perf_counter() - started, q.problems + [f"search failed: {exc}"])
+        return SearchResult(
+            [], 0, False, terms, time.perf_counter() - started, q.problems + [f"search failed: {exc}"]
+        )
     capped = len(rows) > CANDIDATES
     rows = rows[:CANDIDATES]
     patterns = _highlight_pattern(terms)
@@ -346,7 +410,9 @@ def _search(conn: sqlite3.Connection, text: str, *, limit: int, now: float | Non
         # whole message: scoring 300 long bodies cost more than the FTS query itself)
         closeness = fuzz.token_set_ratio(query_text, snippet.lower()) / 100 if query_text else 1.0
         score = round(100 * (0.55 * relevance + 0.45 * closeness), 2)
-        hits.append(Hit(eid, sid, uuid, source, project, title, role, ts, score, snippet, spans, field_name, seq))
+        hits.append(
+            Hit(eid, sid, uuid, source, project, title, role, ts, score, snippet, spans, field_name, seq)
+        )
     hits.sort(key=lambda h: (-h.score, -(h.timestamp or 0)))
     return SearchResult(hits[:limit], len(rows), capped, terms, time.perf_counter() - started, q.problems)
 
@@ -408,8 +474,10 @@ def _filtered_only(conn: sqlite3.Connection, q: ParsedQuery, limit: int, started
     through. A tool or session filter first picks the records it can hold by id alone (from the
     tool calls, or through the session index), so that only those are read whole, newest first."""
     where, params = _filters(q, tool_test=False)
-    select = (_COLUMNS.format(score="0.0") + "FROM entries e JOIN agent_sessions s ON s.id = e.session_id "
-              f"WHERE {' AND '.join(where)}")
+    select = (
+        _COLUMNS.format(score="0.0") + "FROM entries e JOIN agent_sessions s ON s.id = e.session_id "
+        f"WHERE {' AND '.join(where)}"
+    )
     try:
         ids = _candidate_ids(conn, q)
         if ids is None:  # nothing narrows by id: walk every record from the newest, filters applied
@@ -418,21 +486,27 @@ def _filtered_only(conn: sqlite3.Connection, q: ParsedQuery, limit: int, started
             ids.sort(reverse=True)
             rows = []
             for start in range(0, len(ids), ID_BATCH):
-                batch = ids[start:start + ID_BATCH]
-                rows += conn.execute(f"{select} AND e.id IN ({', '.join('?' * len(batch))}) ORDER BY e.id DESC",
-                                     [*params, *batch]).fetchall()
+                batch = ids[start : start + ID_BATCH]
+                rows += conn.execute(
+                    f"{select} AND e.id IN ({', '.join('?' * len(batch))}) ORDER BY e.id DESC",
+                    [*params, *batch],
+                ).fetchall()
                 if len(rows) > CANDIDATES:
                     break
     except sqlite3.OperationalError as exc:
         if is_damage(exc):  # not a query it could not run: the caller says how to rebuild
             raise
-        return SearchResult([], 0, False, {}, time.perf_counter() - started, q.problems + [f"search failed: {exc}"])
+        return SearchResult(
+            [], 0, False, {}, time.perf_counter() - started, q.problems + [f"search failed: {exc}"]
+        )
     capped = len(rows) > CANDIDATES
     hits = []
     for eid, sid, uuid, agent, project, title, role, ts, _, content, thinking, tool_text, seq in rows[:limit]:
         field_name, body = _matched_field(None, content, thinking, tool_text, q)
         snippet, spans = make_snippet(body or "", None)
-        hits.append(Hit(eid, sid, uuid, agent, project, title, role, ts, 0.0, snippet, spans, field_name, seq))
+        hits.append(
+            Hit(eid, sid, uuid, agent, project, title, role, ts, 0.0, snippet, spans, field_name, seq)
+        )
     problems = [*q.problems, "no words given: the newest records these filters let through"]
     return SearchResult(hits, min(len(rows), CANDIDATES), capped, {}, time.perf_counter() - started, problems)
 
@@ -449,19 +523,29 @@ def _candidate_ids(conn: sqlite3.Connection, q: ParsedQuery) -> list[int] | None
     text), or None to walk every record instead."""
     tool_ids = None
     if q.tool:
-        tool_ids = [r[0] for r in conn.execute(
-            "SELECT entry_id FROM agent_tool_calls WHERE tool_name = ? COLLATE NOCASE AND entry_id IS NOT NULL "
-            "UNION SELECT result_entry_id FROM agent_tool_calls WHERE tool_name = ? COLLATE NOCASE "
-            "AND result_entry_id IS NOT NULL", (q.tool, q.tool))]
+        tool_ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT entry_id FROM agent_tool_calls WHERE tool_name = ? COLLATE NOCASE AND entry_id IS NOT NULL "
+                "UNION SELECT result_entry_id FROM agent_tool_calls WHERE tool_name = ? COLLATE NOCASE "
+                "AND result_entry_id IS NOT NULL",
+                (q.tool, q.tool),
+            )
+        ]
     session_ids = None
     where, params = _session_filters(q, "")
     if where:
         sessions = f"SELECT id FROM agent_sessions WHERE {' AND '.join(where)}"
-        messages = conn.execute(f"SELECT sum(message_count) FROM agent_sessions WHERE id IN ({sessions})",
-                                params).fetchone()[0] or 0
+        messages = (
+            conn.execute(
+                f"SELECT sum(message_count) FROM agent_sessions WHERE id IN ({sessions})", params
+            ).fetchone()[0]
+            or 0
+        )
         if messages <= SESSION_IDS_MAX:  # the session index covers this: no record is read
-            session_ids = [r[0] for r in conn.execute(
-                f"SELECT id FROM entries WHERE session_id IN ({sessions})", params)]
+            session_ids = [
+                r[0] for r in conn.execute(f"SELECT id FROM entries WHERE session_id IN ({sessions})", params)
+            ]
     if tool_ids is not None and session_ids is not None:
         narrow = set(session_ids)
         return [i for i in tool_ids if i in narrow]
@@ -489,7 +573,9 @@ def _matched_field(pattern, content, thinking, tool_text, q: ParsedQuery) -> tup
     return candidates[0]
 
 
-def make_snippet(text: str, pattern: re.Pattern | None, width: int = 160) -> tuple[str, list[tuple[int, int]]]:
+def make_snippet(
+    text: str, pattern: re.Pattern | None, width: int = 160
+) -> tuple[str, list[tuple[int, int]]]:
     """A one-line window around the first match, and the spans of every match inside it."""
     flat = " ".join(readable(text).split())
     first = pattern.search(flat) if pattern else None
@@ -501,7 +587,11 @@ def make_snippet(text: str, pattern: re.Pattern | None, width: int = 160) -> tup
     prefix = "…" if start > 0 else ""
     suffix = "…" if start + width < len(flat) else ""
     snippet = prefix + window + suffix
-    spans = [(m.start() + len(prefix), m.end() + len(prefix)) for m in pattern.finditer(window)] if pattern else []
+    spans = (
+        [(m.start() + len(prefix), m.end() + len(prefix)) for m in pattern.finditer(window)]
+        if pattern
+        else []
+    )
     return snippet, spans
 
 
@@ -539,7 +629,9 @@ def find_sessions(conn: sqlite3.Connection, text: str, limit: int = 20) -> list[
         if score >= 60:
             scored.append((score, rows[i][4], i))
     scored.sort(key=lambda t: (-t[0], -t[1]))
-    found = [SessionMatch(rows[i][0], rows[i][1], rows[i][2], rows[i][3], float(score)) for score, _, i in scored]
+    found = [
+        SessionMatch(rows[i][0], rows[i][1], rows[i][2], rows[i][3], float(score)) for score, _, i in scored
+    ]
     return _whole_id_first(found, needle)[:limit]
 
 

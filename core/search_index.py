@@ -98,7 +98,11 @@ def _build(
             upto = indexed_upto(conn)
             total = conn.execute("SELECT COALESCE(max(id), 0) FROM entries").fetchone()[0]
             if progress is not None:
-                progress(IndexProgress(total if upto is None else min(upto, total), total, time.perf_counter() - started))
+                progress(
+                    IndexProgress(
+                        total if upto is None else min(upto, total), total, time.perf_counter() - started
+                    )
+                )
             if upto is None or upto >= total:
                 set_meta(conn, STATE_KEY, None)
                 set_meta(conn, UPTO_KEY, None)

@@ -140,5 +140,11 @@ def task_notice(text: str | None) -> TaskNotice | None:
     if match is None:
         return None
     fields = {name: value.strip() for name, value in NOTICE_FIELD.findall(match.group(1))}
-    return TaskNotice(fields.get("task-id", ""), fields.get("status", ""), fields.get("summary", ""),
-                      fields.get("result", ""), fields.get("usage", ""), match.group(2).strip())
+    return TaskNotice(
+        fields.get("task-id", ""),
+        fields.get("status", ""),
+        fields.get("summary", ""),
+        fields.get("result", ""),
+        fields.get("usage", ""),
+        match.group(2).strip(),
+    )

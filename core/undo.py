@@ -44,12 +44,41 @@ WINDOWS_ABSOLUTE = re.compile(r"[A-Za-z]:[\\/]")
 
 # tool names by what they do; the parameter names differ between agents
 WRITE_TOOLS = frozenset({"Write", "write_file", "write_to_file", "write", "create_file"})
-EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "replace", "edit", "str_replace", "search_replace", "edit_file",
-                        "replace_in_file", "NotebookEdit", "notebook_edit", "fs_write", "apply_diff",
-                        "insert_content", "search_and_replace", "multi_edit"})
-SHELL_TOOLS = frozenset({"Bash", "bash", "shell", "local_shell", "exec_command", "container.exec",
-                         "run_shell_command", "execute_command", "run_terminal_cmd", "execute_bash",
-                         "shell_command", "unified_exec"})
+EDIT_TOOLS = frozenset(
+    {
+        "Edit",
+        "MultiEdit",
+        "replace",
+        "edit",
+        "str_replace",
+        "search_replace",
+        "edit_file",
+        "replace_in_file",
+        "NotebookEdit",
+        "notebook_edit",
+        "fs_write",
+        "apply_diff",
+        "insert_content",
+        "search_and_replace",
+        "multi_edit",
+    }
+)
+SHELL_TOOLS = frozenset(
+    {
+        "Bash",
+        "bash",
+        "shell",
+        "local_shell",
+        "exec_command",
+        "container.exec",
+        "run_shell_command",
+        "execute_command",
+        "run_terminal_cmd",
+        "execute_bash",
+        "shell_command",
+        "unified_exec",
+    }
+)
 PATH_KEYS = ("file_path", "filePath", "path", "target_file", "absolute_path", "notebook_path", "filename")
 CONTENT_KEYS = ("content", "file_text", "contents", "text")
 OLD_KEYS = ("old_string", "oldString", "old_str")
@@ -78,8 +107,15 @@ class FileChange:
     note: str | None = None  # something the user should know even so (a shell command also touched it)
 
     def as_dict(self) -> dict:
-        return {"path": self.path, "tool": self.tool, "edits": self.edits, "revertible": self.revertible,
-                "why_not": self.why_not, "created": self.created, "note": self.note}
+        return {
+            "path": self.path,
+            "tool": self.tool,
+            "edits": self.edits,
+            "revertible": self.revertible,
+            "why_not": self.why_not,
+            "created": self.created,
+            "note": self.note,
+        }
 
 
 @dataclass
@@ -203,17 +239,19 @@ def apply_hunks(text: str, hunks: list[Hunk]) -> str | None:
         elif hunk.old_start is None:  # as Codex does: onward from the previous change, then from the top
             candidates = [*range(searched_from, last + 1), *range(0, min(searched_from, last + 1))]
         else:
-            hint = hunk.old_start - 1 + offset if old else hunk.old_start + offset  # (an insertion: after that line)
+            hint = (
+                hunk.old_start - 1 + offset if old else hunk.old_start + offset
+            )  # (an insertion: after that line)
             hint = max(0, min(hint, len(lines)))
-            if lines[hint:hint + len(old)] == old:
+            if lines[hint : hint + len(old)] == old:
                 candidates = [hint]  # where the record says: the usual case, no search
             else:
                 candidates = sorted(range(last + 1), key=lambda i: (abs(i - hint), i))
-        at = next((i for i in candidates if i >= 0 and lines[i:i + len(old)] == old), None)
+        at = next((i for i in candidates if i >= 0 and lines[i : i + len(old)] == old), None)
         if at is None:
             return None
         new = hunk.new
-        lines[at:at + len(old)] = new
+        lines[at : at + len(old)] = new
         offset += len(new) - len(old)
         searched_from = at + len(new)
     return "".join(lines)
@@ -311,10 +349,22 @@ def quoted_path(path: str) -> str:
     """A path as git writes it in a patch: C-quoted when it holds quotes, backslashes or controls."""
     if not QUOTE_NEEDED.search(path):
         return path
-    escapes = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f", "\r": "\\r",
-               '"': '\\"', "\\": "\\\\"}
-    return '"' + "".join(escapes.get(c, f"\\{ord(c):03o}" if ord(c) < 0x20 or ord(c) == 0x7f else c)
-                         for c in path) + '"'
+    escapes = {
+        "\a": "\\a",
+        "\b": "\\b",
+        "\t": "\\t",
+        "\n": "\\n",
+        "\v": "\\v",
+        "\f": "\\f",
+        "\r": "\\r",
+        '"': '\\"',
+        "\\": "\\\\",
+    }
+    return (
+        '"'
+        + "".join(escapes.get(c, f"\\{ord(c):03o}" if ord(c) < 0x20 or ord(c) == 0x7F else c) for c in path)
+        + '"'
+    )
 
 
 def _side(prefix: str, path: str) -> str:
@@ -345,8 +395,10 @@ def diff_section(path: str, old: str | None, new: str | None) -> str:
     a, b = lines_of(old or ""), lines_of(new or "")
     rows = _header(path, old is not None, new is not None)
     if a or b:
-        rows += [f"--- {_side('a/', path)}" if old is not None else "--- /dev/null",
-                 f"+++ {_side('b/', path)}" if new is not None else "+++ /dev/null"]
+        rows += [
+            f"--- {_side('a/', path)}" if old is not None else "--- /dev/null",
+            f"+++ {_side('b/', path)}" if new is not None else "+++ /dev/null",
+        ]
     for group in _grouped_opcodes(a, b):
         i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
         hunk: list[tuple[str, str]] = []
@@ -373,8 +425,10 @@ def _grouped_opcodes(a: list[str], b: list[str]) -> list[list[tuple[str, int, in
     start = max(0, head - CONTEXT)
     a_end, b_end = len(a) - max(0, tail - CONTEXT), len(b) - max(0, tail - CONTEXT)
     matcher = difflib.SequenceMatcher(None, a[start:a_end], b[start:b_end])
-    return [[(tag, x1 + start, x2 + start, y1 + start, y2 + start) for tag, x1, x2, y1, y2 in group]
-            for group in matcher.get_grouped_opcodes(CONTEXT)]
+    return [
+        [(tag, x1 + start, x2 + start, y1 + start, y2 + start) for tag, x1, x2, y1, y2 in group]
+        for group in matcher.get_grouped_opcodes(CONTEXT)
+    ]
 
 
 def hunks_section(path: str, hunks: list[Hunk]) -> str:
@@ -386,7 +440,9 @@ def hunks_section(path: str, hunks: list[Hunk]) -> str:
         old, new = hunk.old, hunk.new
         # no line number recorded: 2 keeps git from pinning the hunk to the top of the file
         start = hunk.old_start if hunk.old_start is not None else 2 + number
-        rows.append(f"@@ -{start},{len(old)} +{max(0, new_start(start, shift, len(old), len(new)))},{len(new)} @@")
+        rows.append(
+            f"@@ -{start},{len(old)} +{max(0, new_start(start, shift, len(old), len(new)))},{len(new)} @@"
+        )
         rows += _hunk_rows(hunk.rows)
         shift += len(new) - len(old)
     return "\n".join(rows) + "\n"
@@ -395,7 +451,9 @@ def hunks_section(path: str, hunks: list[Hunk]) -> str:
 # ---------------------------------------------------------------------- which records are after the fork
 
 
-def _after_turns(conn: sqlite3.Connection, session_id: str, fork_turn: str | None) -> tuple[set[str], set[str]]:
+def _after_turns(
+    conn: sqlite3.Connection, session_id: str, fork_turn: str | None
+) -> tuple[set[str], set[str]]:
     """The turns after `fork_turn`: those on its branch (its latest child, that one's latest child,
     …), and those of branches that were rewound (abandoned for another) after it."""
     children: dict[str | None, list[tuple[int, int, str]]] = {}
@@ -423,12 +481,15 @@ def _after_turns(conn: sqlite3.Connection, session_id: str, fork_turn: str | Non
     return branch, rewound
 
 
-def _calls_after(conn: sqlite3.Connection, session_id: str,
-                 entry_id: int) -> tuple[list[ToolCall], list[ToolCall], str | None]:
+def _calls_after(
+    conn: sqlite3.Connection, session_id: str, entry_id: int
+) -> tuple[list[ToolCall], list[ToolCall], str | None]:
     """The tool calls made after the fork point on its branch (later turns, the rest of its turn
     but the other blocks of its own API message, which the fork keeps), and those made after it on
     branches rewound since."""
-    row = conn.execute("SELECT session_id, turn_id, message_id FROM entries WHERE id = ?", (entry_id,)).fetchone()
+    row = conn.execute(
+        "SELECT session_id, turn_id, message_id FROM entries WHERE id = ?", (entry_id,)
+    ).fetchone()
     if row is None or row[0] != session_id:
         raise LookupError(f"record {entry_id} is not part of session {session_id}")
     _, fork_turn, fork_message = row
@@ -456,8 +517,9 @@ def _calls_after(conn: sqlite3.Connection, session_id: str,
     return calls, elsewhere, fork_turn
 
 
-def _with_subagents(conn: sqlite3.Connection, calls: list[ToolCall], sid: str,
-                    depth: int = 0) -> list[tuple[ToolCall, str]]:
+def _with_subagents(
+    conn: sqlite3.Connection, calls: list[ToolCall], sid: str, depth: int = 0
+) -> list[tuple[ToolCall, str]]:
     """`calls` (of session `sid`) with, right after each call that started a subagent, every call of
     that subagent (its edits happened while the call ran). Pairs of (call, session id)."""
     out: list[tuple[ToolCall, str]] = []
@@ -466,13 +528,22 @@ def _with_subagents(conn: sqlite3.Connection, calls: list[ToolCall], sid: str,
         if depth > 8:
             continue
         children = {call.child_session_id} if call.child_session_id else set()
-        children |= {r[0] for r in conn.execute(
-            "SELECT id FROM agent_sessions WHERE parent_session_id = ? AND tool_call_id = ?", (sid, call.id))}
+        children |= {
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM agent_sessions WHERE parent_session_id = ? AND tool_call_id = ?",
+                (sid, call.id),
+            )
+        }
         for child in sorted(c for c in children if c):
-            child_calls = [ToolCall(*r) for r in conn.execute(
-                "SELECT id, tool_name, params_json, result_json, status, child_session_id, started_at, completed_at, "
-                "result_entry_id, entry_id FROM agent_tool_calls WHERE session_id = ? ORDER BY entry_id, tool_number",
-                (child,))]
+            child_calls = [
+                ToolCall(*r)
+                for r in conn.execute(
+                    "SELECT id, tool_name, params_json, result_json, status, child_session_id, started_at, completed_at, "
+                    "result_entry_id, entry_id FROM agent_tool_calls WHERE session_id = ? ORDER BY entry_id, tool_number",
+                    (child,),
+                )
+            ]
             out += _with_subagents(conn, child_calls, child, depth + 1)
     return out
 
@@ -548,14 +619,22 @@ def _claude_steps(call: ToolCall, params: dict, result: Any, order: int) -> list
             step.after = content
         if tur.get("type") == "create" and step.before is UNKNOWN:
             step.before = None
-        step.why = "Write replaced the whole file and the records hold neither what it held before nor a diff" + RESTORE
+        step.why = (
+            "Write replaced the whole file and the records hold neither what it held before nor a diff"
+            + RESTORE
+        )
     elif name == "MultiEdit":
         edits = params.get("edits") if isinstance(params.get("edits"), list) else []
-        step.strings = [(e.get("old_string", ""), e.get("new_string", ""), bool(e.get("replace_all")))
-                        for e in edits if isinstance(e, dict)]
+        step.strings = [
+            (e.get("old_string", ""), e.get("new_string", ""), bool(e.get("replace_all")))
+            for e in edits
+            if isinstance(e, dict)
+        ]
         step.whole_line_delete = True
-        step.why = "the records hold the replaced texts but not the file around them, so where they sit is not known" \
+        step.why = (
+            "the records hold the replaced texts but not the file around them, so where they sit is not known"
             + RESTORE
+        )
     elif name == "Edit":
         old, new = _string_param(params, OLD_KEYS), _string_param(params, NEW_KEYS)
         if isinstance(tur.get("newString"), str):  # what was written, after any change the user made to it
@@ -565,15 +644,19 @@ def _claude_steps(call: ToolCall, params: dict, result: Any, order: int) -> list
             if old == "" and step.before is UNKNOWN:
                 step.before = None  # an Edit with nothing to replace creates the file
         step.whole_line_delete = True
-        step.why = "the records hold the replaced text but not the file around it, so where it sits is not known" \
+        step.why = (
+            "the records hold the replaced text but not the file around it, so where it sits is not known"
             + RESTORE
+        )
     else:  # NotebookEdit
         original, updated = tur.get("original_file"), tur.get("updated_file")
         if isinstance(original, str):
             step.before = original
         if isinstance(updated, str):
             step.after = updated
-        step.why = "NotebookEdit: the records hold the cell's new source, not the notebook around it" + RESTORE
+        step.why = (
+            "NotebookEdit: the records hold the cell's new source, not the notebook around it" + RESTORE
+        )
     return [step]
 
 
@@ -592,8 +675,10 @@ def _generic_steps(call: ToolCall, params: dict, order: int) -> list[Step]:
         step.why = f"{name} replaced the whole file and the records do not hold what it held before" + RESTORE
     elif old is not None and new is not None and command in (None, "str_replace"):
         step.strings = [(old, new, bool(params.get("replace_all") or params.get("replaceAll")))]
-        step.why = "the records hold the replaced text but not the file around it, so where it sits is not known" \
+        step.why = (
+            "the records hold the replaced text but not the file around it, so where it sits is not known"
             + RESTORE
+        )
     else:
         step.why = f"{name}: the records do not hold the change in a form that can be reversed" + RESTORE
     return [step]
@@ -639,7 +724,7 @@ def patch_texts(value: Any) -> list[str]:
             start = item.find(PATCH_BEGIN)
             while start != -1:
                 end = item.find(PATCH_END, start)
-                found.append(item[start:end + len(PATCH_END)] if end != -1 else item[start:])
+                found.append(item[start : end + len(PATCH_END)] if end != -1 else item[start:])
                 start = item.find(PATCH_BEGIN, end) if end != -1 else -1
         elif isinstance(item, dict):
             stack.extend(reversed(list(item.values())))
@@ -669,7 +754,7 @@ def parse_apply_patch(text: str) -> list[PatchOp]:
             if kind == "Update":
                 rows = []
         elif bare.startswith("*** Move to: ") and ops:
-            ops[-1].move_to = bare[len("*** Move to: "):].strip()
+            ops[-1].move_to = bare[len("*** Move to: ") :].strip()
         elif bare.strip() == "*** End of File":
             if rows is not None and ops and ops[-1].kind == "update":
                 ops[-1].hunks.append(Hunk(rows, at_end=True))
@@ -727,7 +812,11 @@ def _change_ops(changes: Any) -> list[PatchOp] | None:
             kind, body = next(iter(change.items()))
             body = body if isinstance(body, dict) else {}
         if kind == "update":
-            hunks = parse_unified_diff(body.get("unified_diff") or "") if isinstance(body.get("unified_diff"), str) else []
+            hunks = (
+                parse_unified_diff(body.get("unified_diff") or "")
+                if isinstance(body.get("unified_diff"), str)
+                else []
+            )
             if not hunks:
                 return None
             ops.append(PatchOp("update", path, hunks=hunks, move_to=body.get("move_path") or None))
@@ -763,11 +852,15 @@ def _codex_steps(call: ToolCall, params: dict, applied_end: dict | None, order: 
             step.why = "apply_patch deleted it and the records do not hold what it held" + RESTORE
         else:
             step.hunks = op.hunks
-            step.why = "the patch gives a change without the lines after it, so where it sits in the file is not known" \
+            step.why = (
+                "the patch gives a change without the lines after it, so where it sits in the file is not known"
                 + RESTORE
+            )
             if op.move_to:
-                step.problem = (f"apply_patch moved it to {op.move_to}: moves are not undone by the patch; "
-                                f"move it back by hand (git mv {shlex.quote(op.move_to)} {shlex.quote(op.path)})")
+                step.problem = (
+                    f"apply_patch moved it to {op.move_to}: moves are not undone by the patch; "
+                    f"move it back by hand (git mv {shlex.quote(op.move_to)} {shlex.quote(op.path)})"
+                )
         steps.append(step)
     return steps
 
@@ -785,8 +878,9 @@ def _deleted_contents(changes: Any) -> dict[str, str]:
 # ---------------------------------------------------------------------- Aider
 
 
-def _aider_steps(conn: sqlite3.Connection, session_id: str, entry_id: int, fork_turn: str | None,
-                 order: int) -> tuple[list[Step], list[str]]:
+def _aider_steps(
+    conn: sqlite3.Connection, session_id: str, entry_id: int, fork_turn: str | None, order: int
+) -> tuple[list[Step], list[str]]:
     """Aider's SEARCH/REPLACE blocks answered after the fork point, those its "Applied edit to"
     lines confirm (a block it could not apply is not in the file); and the commits Aider made of
     them, oldest first."""
@@ -798,7 +892,8 @@ def _aider_steps(conn: sqlite3.Connection, session_id: str, entry_id: int, fork_
     commits: list[str] = []
     for eid, turn, role, content in conn.execute(
         "SELECT id, turn_id, role, content FROM entries WHERE session_id = ? AND seq IS NOT NULL AND content IS NOT NULL "
-        "ORDER BY seq", (session_id,)
+        "ORDER BY seq",
+        (session_id,),
     ):
         if not (turn in later or (turn == fork_turn and eid > entry_id)):
             continue
@@ -822,8 +917,10 @@ def _aider_steps(conn: sqlite3.Connection, session_id: str, entry_id: int, fork_
                 step.before, step.after = None, "".join(new)  # an empty SEARCH: a new file
             else:
                 step.hunks = [_hunk_from_blocks(old, new)]
-                step.why = ("the block changes its last lines without any after them, so where it sits in the "
-                            "file is not known" + RESTORE)
+                step.why = (
+                    "the block changes its last lines without any after them, so where it sits in the "
+                    "file is not known" + RESTORE
+                )
             steps.append(step)
     return steps, list(dict.fromkeys(commits))
 
@@ -837,17 +934,34 @@ def _hunk_from_blocks(old: list[str], new: list[str]) -> Hunk:
     while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
         tail += 1
     rows = [(" ", line) for line in old[:head]]
-    rows += [("-", line) for line in old[head:len(old) - tail]]
-    rows += [("+", line) for line in new[head:len(new) - tail]]
-    rows += [(" ", line) for line in old[len(old) - tail:]]
+    rows += [("-", line) for line in old[head : len(old) - tail]]
+    rows += [("+", line) for line in new[head : len(new) - tail]]
+    rows += [(" ", line) for line in old[len(old) - tail :]]
     return Hunk(rows)
 
 
 # ---------------------------------------------------------------------- shell commands
 
 WRITING_COMMANDS = frozenset({"rm", "mv", "cp", "touch", "truncate", "tee", "unlink", "install", "ln"})
-GIT_WRITING = frozenset({"checkout", "restore", "reset", "apply", "am", "stash", "revert", "merge", "rebase",
-                         "cherry-pick", "pull", "mv", "rm", "switch", "clean"})
+GIT_WRITING = frozenset(
+    {
+        "checkout",
+        "restore",
+        "reset",
+        "apply",
+        "am",
+        "stash",
+        "revert",
+        "merge",
+        "rebase",
+        "cherry-pick",
+        "pull",
+        "mv",
+        "rm",
+        "switch",
+        "clean",
+    }
+)
 HEREDOC = re.compile(r"(?<!<)<<(?!<)-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 
 
@@ -855,8 +969,11 @@ def shell_script(params: dict) -> str | None:
     """The command line a shell call ran ("bash -lc SCRIPT" unwrapped)."""
     command = params.get("command", params.get("cmd"))
     if isinstance(command, list) and all(isinstance(w, str) for w in command):
-        if len(command) >= 3 and command[1] in ("-c", "-lc", "-l", "-ic") and command[0].rsplit("/", 1)[-1] in (
-                "bash", "sh", "zsh"):
+        if (
+            len(command) >= 3
+            and command[1] in ("-c", "-lc", "-l", "-ic")
+            and command[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh")
+        ):
             return command[-1]
         return shlex.join(command)
     return command if isinstance(command, str) else None
@@ -923,8 +1040,10 @@ def _command_writes(argv: list[str]) -> tuple[list[str], bool]:
         return files, False
     name = words[0].rsplit("/", 1)[-1]
     args = [w for w in words[1:] if not w.startswith("-")]
-    in_place = any(w.startswith("--in-place") or (w.startswith("-") and not w.startswith("--") and "i" in w[1:])
-                   for w in words[1:])
+    in_place = any(
+        w.startswith("--in-place") or (w.startswith("-") and not w.startswith("--") and "i" in w[1:])
+        for w in words[1:]
+    )
     if name in ("sed", "perl") and in_place:
         files += _script_operands(words[1:])
     elif name in ("cp", "install", "ln"):
@@ -947,7 +1066,9 @@ def _script_operands(words: list[str]) -> list[str]:
             skip_next = False
             continue
         if word.startswith("-") and word != "-":
-            if word in ("-e", "-f", "--expression", "--file") or (not word.startswith("--") and word[-1] in "ef"):
+            if word in ("-e", "-f", "--expression", "--file") or (
+                not word.startswith("--") and word[-1] in "ef"
+            ):
                 script_given = True
                 skip_next = True  # its value is the script, not a file
             continue
@@ -991,14 +1112,22 @@ def _file_result(steps: list[Step]) -> tuple[str | None, list[Section], str | No
     for _ in range(2):
         state = UNKNOWN
         for i, step in enumerate(steps):  # forward: each edit from the text before it
-            b = step.before if step.before is not UNKNOWN else befores[i] if befores[i] is not UNKNOWN else state
+            b = (
+                step.before
+                if step.before is not UNKNOWN
+                else befores[i]
+                if befores[i] is not UNKNOWN
+                else state
+            )
             a = afters[i] if afters[i] is not UNKNOWN else step.forward(b)
             if b is UNKNOWN and a is not UNKNOWN:
                 b = step.backward(a)
             befores[i], afters[i] = b, a
             state = a
         following = UNKNOWN
-        for i in range(len(steps) - 1, -1, -1):  # backward: the text after an edit is the text before the next
+        for i in range(
+            len(steps) - 1, -1, -1
+        ):  # backward: the text after an edit is the text before the next
             if afters[i] is UNKNOWN and following is not UNKNOWN:
                 afters[i] = following
             if befores[i] is UNKNOWN and afters[i] is not UNKNOWN:
@@ -1006,9 +1135,13 @@ def _file_result(steps: list[Step]) -> tuple[str | None, list[Section], str | No
             following = befores[i]
     base, final = befores[0], afters[-1]
     note = None
-    if any(steps[i].before is not UNKNOWN and afters[i - 1] is not UNKNOWN and steps[i].before != afters[i - 1]
-           for i in range(1, len(steps))):
-        note = "something besides these edits changed it between them (a formatter, a shell command, the user)"
+    if any(
+        steps[i].before is not UNKNOWN and afters[i - 1] is not UNKNOWN and steps[i].before != afters[i - 1]
+        for i in range(1, len(steps))
+    ):
+        note = (
+            "something besides these edits changed it between them (a formatter, a shell command, the user)"
+        )
     created = base is None and final is not None
     if base is not UNKNOWN and final is not UNKNOWN:
         return None, ([] if base == final else [(base, final)]), note, created
@@ -1030,7 +1163,9 @@ def _file_result(steps: list[Step]) -> tuple[str | None, list[Section], str | No
 
 def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoPlan:
     """Everything `changes_after` and `undo_patch` report, worked out once."""
-    row = conn.execute("SELECT source, project_path FROM agent_sessions WHERE id = ?", (session_id,)).fetchone()
+    row = conn.execute(
+        "SELECT source, project_path FROM agent_sessions WHERE id = ?", (session_id,)
+    ).fetchone()
     if row is None:
         raise LookupError(f"no session {session_id!r}")
     agent, cwd = row
@@ -1038,10 +1173,18 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
     ordered = _with_subagents(conn, calls, session_id)
     tool_calls = [c for c, _ in ordered]
     fill_tool_io(conn, tool_calls + rewound_calls)
-    agents = {sid: a for sid, a in conn.execute(
-        "SELECT id, source FROM agent_sessions WHERE id IN (SELECT value FROM json_each(?))",
-        (orjson.dumps(sorted({sid for _, sid in ordered})).decode(),))}
-    wanted = {c.result_entry_id for c in tool_calls if c.result_entry_id is not None and c.name in EDIT_TOOLS | WRITE_TOOLS}
+    agents = {
+        sid: a
+        for sid, a in conn.execute(
+            "SELECT id, source FROM agent_sessions WHERE id IN (SELECT value FROM json_each(?))",
+            (orjson.dumps(sorted({sid for _, sid in ordered})).decode(),),
+        )
+    }
+    wanted = {
+        c.result_entry_id
+        for c in tool_calls
+        if c.result_entry_id is not None and c.name in EDIT_TOOLS | WRITE_TOOLS
+    }
     records = _raw_objects(conn, wanted)
     applied_ends = _patch_applied_changes(conn, {sid for _, sid in ordered if agents.get(sid) == "codex"})
 
@@ -1064,8 +1207,10 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
             if done is False:
                 continue
             if done is None:
-                unsure += [(s.path, "apply_patch has no recorded result, so whether it was applied is not known")
-                           for s in found]
+                unsure += [
+                    (s.path, "apply_patch has no recorded result, so whether it was applied is not known")
+                    for s in found
+                ]
                 continue
             steps += found
             continue
@@ -1086,15 +1231,18 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
             continue
         record = records.get(call.result_entry_id) if call.result_entry_id is not None else None
         if call_agent == "claude-code" and call.name in ("Edit", "MultiEdit", "Write", "NotebookEdit"):
-            found = _claude_steps(call, params, record.get("toolUseResult") if isinstance(record, dict) else None,
-                                  order)
+            found = _claude_steps(
+                call, params, record.get("toolUseResult") if isinstance(record, dict) else None, order
+            )
         elif call_agent == "gemini":
             found = _gemini_steps(call, params, record, order)
         else:
             found = _generic_steps(call, params, order)
         if done is None:
-            unsure += [(s.path, f"{call.name} has no recorded result, so whether it was applied is not known")
-                       for s in found]
+            unsure += [
+                (s.path, f"{call.name} has no recorded result, so whether it was applied is not known")
+                for s in found
+            ]
             continue
         steps += found
     commits: list[str] = []
@@ -1103,14 +1251,18 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
         steps += aider_steps
     plan = _assemble(cwd, steps, unsure, shell, vague)
     if commits:
-        plan.notes.append(f"Aider committed its edits after this point ({', '.join(commits)}): "
-                          f"{shlex.join(['git', 'revert', '--no-edit', *reversed(commits)])} takes back what those "
-                          "commits hold (instead of the patch, not with it)")
+        plan.notes.append(
+            f"Aider committed its edits after this point ({', '.join(commits)}): "
+            f"{shlex.join(['git', 'revert', '--no-edit', *reversed(commits)])} takes back what those "
+            "commits hold (instead of the patch, not with it)"
+        )
     for path in _edited_paths(rewound_calls):
         full, rel = _resolve(path, cwd)
-        plan.problems.append(f"{printable(rel or full)}: also edited on a branch of the conversation that was rewound "
-                             "after this point; if the rewind did not restore it, those edits are still in it and "
-                             "the patch may not apply to it")
+        plan.problems.append(
+            f"{printable(rel or full)}: also edited on a branch of the conversation that was rewound "
+            "after this point; if the rewind did not restore it, those edits are still in it and "
+            "the patch may not apply to it"
+        )
     return plan
 
 
@@ -1134,8 +1286,13 @@ def _edited_paths(calls: list[ToolCall]) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def _assemble(cwd: str | None, steps: list[Step], unsure: list[tuple[str, str]],
-              shell: list[tuple[str, str]], vague: list[str]) -> UndoPlan:
+def _assemble(
+    cwd: str | None,
+    steps: list[Step],
+    unsure: list[tuple[str, str]],
+    shell: list[tuple[str, str]],
+    vague: list[str],
+) -> UndoPlan:
     plan = UndoPlan(cwd)
     by_file: dict[str, list[Step]] = {}
     names: dict[str, str] = {}  # absolute path → how the patch and the report name it
@@ -1168,12 +1325,17 @@ def _assemble(cwd: str | None, steps: list[Step], unsure: list[tuple[str, str]],
             change.why_not = doubts[full] + "; look at the file and restore it by hand if needed"
         elif not file_steps:
             change.tool = "shell"
-            change.why_not = (f"changed by a shell command (`{one_line(script, 80)}`) and the records do not say how"
-                              + RESTORE)
+            change.why_not = (
+                f"changed by a shell command (`{one_line(script, 80)}`) and the records do not say how"
+                + RESTORE
+            )
         elif full in outside:
-            change.why_not = (f"outside the session's folder {cwd}: a patch applied there cannot reach it; "
-                              "restore it by hand" if cwd else
-                              "the log does not say which folder the session ran in, so the patch cannot name it")
+            change.why_not = (
+                f"outside the session's folder {cwd}: a patch applied there cannot reach it; "
+                "restore it by hand"
+                if cwd
+                else "the log does not say which folder the session ran in, so the patch cannot name it"
+            )
         else:
             why, file_sections, note, created = _file_result(file_steps)
             change.why_not, change.note, change.created = why, note, created and why is None
@@ -1191,10 +1353,18 @@ def _assemble(cwd: str | None, steps: list[Step], unsure: list[tuple[str, str]],
             plan.problems.append(f"{printable(name)}: {change.why_not}")
         plan.files.append(change)
     for script in vague:
-        plan.problems.append(f"a shell command after the fork point may have changed files it does not name: "
-                             f"`{one_line(script, 100)}`")
+        plan.problems.append(
+            f"a shell command after the fork point may have changed files it does not name: "
+            f"`{one_line(script, 100)}`"
+        )
     if sections:
-        head = (f"threadloom undo patch: apply it from {printable(cwd)} with `git apply` "
-                "(check first with `git apply --check`)\n\n") if cwd else ""
+        head = (
+            (
+                f"threadloom undo patch: apply it from {printable(cwd)} with `git apply` "
+                "(check first with `git apply --check`)\n\n"
+            )
+            if cwd
+            else ""
+        )
         plan.patch = head + "".join(sections)
     return plan

@@ -118,8 +118,14 @@ def writer_lock(
         os.close(fd)
 
 
-def _acquire(fd: int, db_file: str, *, wait: bool, on_wait: Callable[[str], None] | None,
-             cancel: threading.Event | None) -> None:
+def _acquire(
+    fd: int,
+    db_file: str,
+    *,
+    wait: bool,
+    on_wait: Callable[[str], None] | None,
+    cancel: threading.Event | None,
+) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return

@@ -90,8 +90,9 @@ Timed(db_path=Path({db!r}), sources={sources!r}, ingest={ingest!r}).run(headless
 """
 
 
-def first_frame_code(db: Path, *, sources: list[Path] | None = None, root: Path | None = ROOT,
-                     wait_for_data: bool = False) -> str:
+def first_frame_code(
+    db: Path, *, sources: list[Path] | None = None, root: Path | None = ROOT, wait_for_data: bool = False
+) -> str:
     """The `python -c` program of one first-frame measurement.
 
     With `sources` the app ingests them behind (as `threadloom --source …` does; the default roots
@@ -101,11 +102,18 @@ def first_frame_code(db: Path, *, sources: list[Path] | None = None, root: Path 
     the first one that has (the panes read the load's first transactions), then stop the load.
     """
     path_setup = CHECKOUT_IMPORT.format(root=str(root)) if root is not None else ""
-    return FIRST_FRAME.format(path_setup=path_setup, db=str(db), sources=[str(s) for s in sources or []],
-                              ingest=bool(sources), wait=wait_for_data)
+    return FIRST_FRAME.format(
+        path_setup=path_setup,
+        db=str(db),
+        sources=[str(s) for s in sources or []],
+        ingest=bool(sources),
+        wait=wait_for_data,
+    )
 
 
-def first_frame_ms(db: Path, *, sources: list[Path] | None = None, root: Path | None = ROOT) -> tuple[float, float]:
+def first_frame_ms(
+    db: Path, *, sources: list[Path] | None = None, root: Path | None = ROOT
+) -> tuple[float, float]:
     """The first frame with data and the settled app, in ms from the child's first line of Python
     (the interpreter's own ~12 ms start comes on top)."""
     code = first_frame_code(db, sources=sources, root=root)
@@ -157,12 +165,29 @@ async def browse(db: Path) -> dict[str, float]:
         rss = _rss_mb()
         sessions = len(queries.jump_targets(app.conn))
     page_ms = statistics.median(pages) if pages else float("nan")  # no paint: the session is under a page
-    return {"messages": count, "sessions": sessions, "open_ms": open_ms, "page_ms": page_ms, "end_ms": end_ms,
-            "rss_mb": rss, "peak_rss_mb": _rss_mb("VmHWM")}
+    return {
+        "messages": count,
+        "sessions": sessions,
+        "open_ms": open_ms,
+        "page_ms": page_ms,
+        "end_ms": end_ms,
+        "rss_mb": rss,
+        "peak_rss_mb": _rss_mb("VmHWM"),
+    }
 
 
-SEARCH_QUERIES = ["checkout tax", "tests green", "invoise", "repository layer", "role:user fix", "tmux",
-                  "migrated committed", "in:tools npm", "after:7d test", "zero rated"]
+SEARCH_QUERIES = [
+    "checkout tax",
+    "tests green",
+    "invoise",
+    "repository layer",
+    "role:user fix",
+    "tmux",
+    "migrated committed",
+    "in:tools npm",
+    "after:7d test",
+    "zero rated",
+]
 
 
 async def search_and_fork(db: Path) -> dict[str, float]:
@@ -170,6 +195,7 @@ async def search_and_fork(db: Path) -> dict[str, float]:
     from threadloom.tui.fork import ForkPicker
     from threadloom.tui.messages import MessageView
     from threadloom.tui.search import SearchScreen
+
     sys.path.insert(0, str(ROOT / "tests"))  # the tests' helpers
     from tui_support import wait_for_search
 
@@ -189,7 +215,9 @@ async def search_and_fork(db: Path) -> dict[str, float]:
             await pilot.press("ctrl+u")  # clear the query
             await wait_for_search(pilot)
         await pilot.press("escape")
-        sid = app.conn.execute("SELECT id FROM agent_sessions ORDER BY message_count DESC LIMIT 1").fetchone()[0]
+        sid = app.conn.execute(
+            "SELECT id FROM agent_sessions ORDER BY message_count DESC LIMIT 1"
+        ).fetchone()[0]
         app.jump_to_session(sid)
         await pilot.pause()
         app.query_one(MessageView).action_last()
@@ -218,10 +246,15 @@ async def search_and_fork(db: Path) -> dict[str, float]:
         while picker.pending is None and not picker.error:
             await asyncio.sleep(0.001)
         plan_ms = (time.perf_counter() - t0) * 1000
-    return {"search_typed_ms": statistics.median(typed), "search_typed_max_ms": max(typed),
-            "search_worker_ms": statistics.median(worker), "picker_points": points, "picker_open_ms": picker_ms,
-            "picker_points_ms": points_ms,
-            "fork_plan_ms": plan_ms}
+    return {
+        "search_typed_ms": statistics.median(typed),
+        "search_typed_max_ms": max(typed),
+        "search_worker_ms": statistics.median(worker),
+        "picker_points": points,
+        "picker_open_ms": picker_ms,
+        "picker_points_ms": points_ms,
+        "fork_plan_ms": plan_ms,
+    }
 
 
 def _rss_mb(field: str = "VmRSS") -> float:
@@ -237,20 +270,35 @@ PARTS = ("first", "browse", "search")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("db", type=Path)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--only", default=",".join(PARTS),
-                        help="comma-separated parts to measure: first (first frame), browse, search (search and fork)")
-    parser.add_argument("--source", type=Path, action="append", default=[],
-                        help="first frame: ingest this folder behind, as a plain `threadloom` launch does")
-    parser.add_argument("--installed", action="store_true",
-                        help="measure the threadloom the interpreter imports (PYTHONPATH, installed package), "
-                             "not this checkout")
+    parser.add_argument(
+        "--only",
+        default=",".join(PARTS),
+        help="comma-separated parts to measure: first (first frame), browse, search (search and fork)",
+    )
+    parser.add_argument(
+        "--source",
+        type=Path,
+        action="append",
+        default=[],
+        help="first frame: ingest this folder behind, as a plain `threadloom` launch does",
+    )
+    parser.add_argument(
+        "--installed",
+        action="store_true",
+        help="measure the threadloom the interpreter imports (PYTHONPATH, installed package), "
+        "not this checkout",
+    )
     args = parser.parse_args(argv)
     parts = {p.strip() for p in args.only.split(",") if p.strip()}
     if parts - set(PARTS):
-        parser.error(f"--only: unknown part(s) {', '.join(sorted(parts - set(PARTS)))}; choose from {', '.join(PARTS)}")
+        parser.error(
+            f"--only: unknown part(s) {', '.join(sorted(parts - set(PARTS)))}; choose from {', '.join(PARTS)}"
+        )
     root = None if args.installed else ROOT
     if root is not None:
         exec(CHECKOUT_IMPORT.format(root=str(root)))

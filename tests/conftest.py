@@ -107,8 +107,14 @@ class Transcript:
         uuid = record.get("uuid") or self._uuid()
         base = {
             "parentUuid": self.last if parent is True else (None if parent is False else parent),
-            "isSidechain": False, "userType": "external", "cwd": self.cwd, "sessionId": self.session_id,
-            "version": "2.1.20", "gitBranch": "main", "uuid": uuid, "timestamp": self._ts(),
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": self.cwd,
+            "sessionId": self.session_id,
+            "version": "2.1.20",
+            "gitBranch": "main",
+            "uuid": uuid,
+            "timestamp": self._ts(),
         }
         base.update(self.common)
         base.update(record)
@@ -120,9 +126,18 @@ class Transcript:
     def user(self, text: str, **kw) -> str:
         return self.add({"type": "user", "message": {"role": "user", "content": text}}, **kw)
 
-    def assistant(self, text: str | None = None, *, msg_id: str | None = None, usage: dict | None = None,
-                  tools: list[dict] | None = None, thinking: str | None = None, model: str = "claude-opus-4-5",
-                  request_id: str | None = None, **kw) -> str:
+    def assistant(
+        self,
+        text: str | None = None,
+        *,
+        msg_id: str | None = None,
+        usage: dict | None = None,
+        tools: list[dict] | None = None,
+        thinking: str | None = None,
+        model: str = "claude-opus-4-5",
+        request_id: str | None = None,
+        **kw,
+    ) -> str:
         content: list[dict] = []
         if thinking:
             content.append({"type": "thinking", "thinking": thinking, "signature": "sig"})
@@ -130,16 +145,49 @@ class Transcript:
             content.append({"type": "text", "text": text})
         content += tools or []
         msg_id = msg_id or f"msg_{self.session_id[:6]}_{self.n}"
-        return self.add({
-            "type": "assistant", "requestId": request_id or f"req_{msg_id}",
-            "message": {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": content,
-                        "stop_reason": "end_turn", "usage": usage or {"input_tokens": 10, "output_tokens": 5}},
-        }, **kw)
+        return self.add(
+            {
+                "type": "assistant",
+                "requestId": request_id or f"req_{msg_id}",
+                "message": {
+                    "id": msg_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": content,
+                    "stop_reason": "end_turn",
+                    "usage": usage or {"input_tokens": 10, "output_tokens": 5},
+                },
+            },
+            **kw,
+        )
 
-    def tool_result(self, tool_use_id: str, output: str, *, is_error: bool = False, tool_use_result=None,
-                    parent: str | None | bool = True, chain: bool = True, **fields) -> str:
-        rec = {"type": "user", "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": tool_use_id, "content": output, "is_error": is_error}]}, **fields}
+    def tool_result(
+        self,
+        tool_use_id: str,
+        output: str,
+        *,
+        is_error: bool = False,
+        tool_use_result=None,
+        parent: str | None | bool = True,
+        chain: bool = True,
+        **fields,
+    ) -> str:
+        rec = {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": tool_use_id,
+                        "content": output,
+                        "is_error": is_error,
+                    }
+                ],
+            },
+            **fields,
+        }
         if tool_use_result is not None:
             rec["toolUseResult"] = tool_use_result
         return self.add(rec, parent=parent, chain=chain)
@@ -164,17 +212,25 @@ def ansi_session(root: Path, sid: str = "eeeeeeee-1111-4222-8333-00000000a051") 
     t.user("run the tests")
     t.assistant("Running them.", tools=[tool_use("tb1", "Bash", command="pytest --color=yes")])
     t.tool_result("tb1", "\x1b]0;pytest\x07\x1b[32m12 passed\x1b[0m in 0.4s\n\x1b[31m1 failed\x1b[0m")
-    t.add({"type": "system", "subtype": "informational", "content": "Running \x1b[1mPostToolUse:Edit\x1b[22m..."})
+    t.add(
+        {
+            "type": "system",
+            "subtype": "informational",
+            "content": "Running \x1b[1mPostToolUse:Edit\x1b[22m...",
+        }
+    )
     t.user("<local-command-stdout>\x1b[1mCost:\x1b[22m $0.12</local-command-stdout>")
     t.assistant("Done: \x1b[1m12 passed\x1b[22m.")
     t.write()
     return t
 
 
-TASK_NOTICE = ("<task-notification>\n<task-id>b07h5t4ng</task-id>\n<tool-use-id>tn1</tool-use-id>\n"
-               "<status>completed</status>\n<summary>Agent \"Coverage analysis\" completed</summary>\n"
-               "<result>Coverage is now 96%.</result>\n<usage>total_tokens: 23099\nduration_ms: 15506</usage>\n"
-               "</task-notification>\nFull transcript available at: /tmp/tasks/b07h5t4ng.output")
+TASK_NOTICE = (
+    "<task-notification>\n<task-id>b07h5t4ng</task-id>\n<tool-use-id>tn1</tool-use-id>\n"
+    '<status>completed</status>\n<summary>Agent "Coverage analysis" completed</summary>\n'
+    "<result>Coverage is now 96%.</result>\n<usage>total_tokens: 23099\nduration_ms: 15506</usage>\n"
+    "</task-notification>\nFull transcript available at: /tmp/tasks/b07h5t4ng.output"
+)
 
 
 def notice_session(root: Path, sid: str = "eeeeeeee-1111-4222-8333-00000000b0b0") -> Transcript:
@@ -182,8 +238,18 @@ def notice_session(root: Path, sid: str = "eeeeeeee-1111-4222-8333-00000000b0b0"
     in a user message."""
     t = Transcript(root / "projects" / "-srv-notice" / f"{sid}.jsonl", sid, cwd="/srv/notice")
     t.user("measure the coverage in the background")
-    t.assistant("Started it.", tools=[tool_use("tn1", "Task", description="Coverage analysis",
-                                               prompt="measure coverage", run_in_background=True)])
+    t.assistant(
+        "Started it.",
+        tools=[
+            tool_use(
+                "tn1",
+                "Task",
+                description="Coverage analysis",
+                prompt="measure coverage",
+                run_in_background=True,
+            )
+        ],
+    )
     t.tool_result("tn1", "Async agent launched successfully\nagentId: ab07h5t4ng")
     t.user(TASK_NOTICE)
     t.assistant("Coverage reached 96%.")

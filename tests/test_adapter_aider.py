@@ -88,8 +88,9 @@ def sessions(conn: sqlite3.Connection) -> dict[str, dict]:
 
 
 def shown(conn: sqlite3.Connection, sid: str) -> list[tuple]:
-    return conn.execute("SELECT role, content FROM entries WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq",
-                        (sid,)).fetchall()
+    return conn.execute(
+        "SELECT role, content FROM entries WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq", (sid,)
+    ).fetchall()
 
 
 def test_sessions_prompts_replies_commands_and_tokens(conn, tmp_path):
@@ -100,7 +101,11 @@ def test_sessions_prompts_replies_commands_and_tokens(conn, tmp_path):
     pre, first, second = found.values()
     assert pre["id"].endswith(":0") and pre["turn_count"] == 1 and pre["title"] == "finish the parser"
     assert (first["source"], first["project_path"], first["model"], first["cli_version"]) == (
-        "aider", str(tmp_path / "parser-project"), "anthropic/claude-sonnet-4-5", "0.86.1")
+        "aider",
+        str(tmp_path / "parser-project"),
+        "anthropic/claude-sonnet-4-5",
+        "0.86.1",
+    )
     stamp = int(datetime(2025, 12, 3, 14, 43, 45).timestamp() * 1000)  # aider writes local time
     assert first["created_at"] == stamp
     assert first["turn_count"] == 2 and first["title"] == "Fix the tokenizer: it drops the last token"
@@ -112,8 +117,12 @@ def test_sessions_prompts_replies_commands_and_tokens(conn, tmp_path):
     assert ("user", "/run pytest -q") in messages and ("system", "3 passed") in messages
     # 2.4k sent includes the 1.6k written to the cache
     assert (first["input_tokens"], first["cache_creation_tokens"], first["output_tokens"]) == (800, 1600, 104)
-    assert (second["input_tokens"], second["cache_read_tokens"], second["output_tokens"], second["model"]) == (
-        234, 1000, 12, "gpt-4o-mini")
+    assert (
+        second["input_tokens"],
+        second["cache_read_tokens"],
+        second["output_tokens"],
+        second["model"],
+    ) == (234, 1000, 12, "gpt-4o-mini")
     fid = conn.execute("SELECT id FROM source_files").fetchone()[0]
     assert file_bytes(conn, fid) == (path.read_bytes(), True)
     assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == path.read_bytes().count(b"\n")
@@ -130,9 +139,11 @@ def test_appended_lines_continue_their_session(conn, tmp_path):
     ingest(conn, tmp_path)
     fresh = db.connect(tmp_path / "fresh.db")
     ingest(fresh, tmp_path)
-    for sql in ("SELECT id, turn_count, message_count, input_tokens, output_tokens, title FROM agent_sessions ORDER BY id",
-                "SELECT id, parent_turn_id, token_count FROM agent_turns ORDER BY id",
-                "SELECT session_id, role, content FROM entries WHERE seq IS NOT NULL ORDER BY session_id, seq"):
+    for sql in (
+        "SELECT id, turn_count, message_count, input_tokens, output_tokens, title FROM agent_sessions ORDER BY id",
+        "SELECT id, parent_turn_id, token_count FROM agent_turns ORDER BY id",
+        "SELECT session_id, role, content FROM entries WHERE seq IS NOT NULL ORDER BY session_id, seq",
+    ):
         assert conn.execute(sql).fetchall() == fresh.execute(sql).fetchall(), sql
     assert file_bytes(conn, 1) == (path.read_bytes(), True)
     fresh.close()
@@ -150,7 +161,9 @@ def test_discovery_is_cheap_and_recognises_files(tmp_path, monkeypatch):
     history(tmp_path / "a" / "node_modules" / "x", SESSION_2)
     assert [r.path for r in adapter.discover(tmp_path / "a")] == [deep]
     (tmp_path / "notes").mkdir()
-    renamed = tmp_path / "notes" / "chat-history.md"  # --chat-history-file: a history-like name is read on a walk
+    renamed = (
+        tmp_path / "notes" / "chat-history.md"
+    )  # --chat-history-file: a history-like name is read on a walk
     renamed.write_text(PREAMBLE + SESSION_1)
     loose = tmp_path / "notes" / "monday.md"  # any other name only when named on the command line
     loose.write_text(PREAMBLE + SESSION_1)
@@ -179,7 +192,9 @@ def test_corpus_aider(tmp_path):
     assert file_bytes(conn, 1) == (data, True)
     headers = data.count(b"\n# aider chat started at ") + data.startswith(b"# aider chat started at ")
     assert headers == 1133
-    assert conn.execute("SELECT count(*) FROM agent_sessions WHERE source = 'aider'").fetchone() == (headers + 1,)
+    assert conn.execute("SELECT count(*) FROM agent_sessions WHERE source = 'aider'").fetchone() == (
+        headers + 1,
+    )
     # every `> Tokens:` line is one request's usage
     token_lines = re.findall(rb"^> Tokens: .*", data, re.M)
     assert conn.execute("SELECT count(*) FROM agent_usage").fetchone() == (len(token_lines),)

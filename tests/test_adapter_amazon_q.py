@@ -18,8 +18,19 @@ CWD = "/home/dev/thing"
 
 
 def user(content: dict, **extra) -> dict:
-    return {"additional_context": "", "env_context": {"env_state": {"operating_system": "linux",
-            "current_working_directory": CWD, "environment_variables": []}}, "content": content, "images": None, **extra}
+    return {
+        "additional_context": "",
+        "env_context": {
+            "env_state": {
+                "operating_system": "linux",
+                "current_working_directory": CWD,
+                "environment_variables": [],
+            }
+        },
+        "content": content,
+        "images": None,
+        **extra,
+    }
 
 
 def prompt(text: str, **extra) -> dict:
@@ -27,14 +38,24 @@ def prompt(text: str, **extra) -> dict:
 
 
 def results(*items: tuple[str, str, str], cancelled: bool = False) -> dict:
-    body = {"tool_use_results": [{"tool_use_id": i, "content": [{"Text": out}], "status": status}
-                                 for i, out, status in items]}
+    body = {
+        "tool_use_results": [
+            {"tool_use_id": i, "content": [{"Text": out}], "status": status} for i, out, status in items
+        ]
+    }
     return user({"CancelledToolUses" if cancelled else "ToolUseResults": body})
 
 
 def tool_use(mid: str, text: str, *calls: tuple[str, str, dict]) -> dict:
-    return {"ToolUse": {"message_id": mid, "content": text,
-                        "tool_uses": [{"id": i, "name": n, "orig_name": n, "args": a, "orig_args": a} for i, n, a in calls]}}
+    return {
+        "ToolUse": {
+            "message_id": mid,
+            "content": text,
+            "tool_uses": [
+                {"id": i, "name": n, "orig_name": n, "args": a, "orig_args": a} for i, n, a in calls
+            ],
+        }
+    }
 
 
 def response(mid: str, text: str) -> dict:
@@ -43,19 +64,33 @@ def response(mid: str, text: str) -> dict:
 
 def pairs() -> list[list[dict]]:
     return [
-        [prompt("deploy the stack"), tool_use("m1", "Building first.", ("t1", "execute_bash", {"command": "sam build"}))],
-        [results(("t1", "Build Succeeded", "Success")),
-         tool_use("m2", "Now deploying.", ("t2", "execute_bash", {"command": "sam deploy"}))],
+        [
+            prompt("deploy the stack"),
+            tool_use("m1", "Building first.", ("t1", "execute_bash", {"command": "sam build"})),
+        ],
+        [
+            results(("t1", "Build Succeeded", "Success")),
+            tool_use("m2", "Now deploying.", ("t2", "execute_bash", {"command": "sam deploy"})),
+        ],
         [results(("t2", "Error: no changes", "Error")), response("m3", "Nothing to deploy.")],
         [prompt("thanks"), response("m4", "You're welcome.")],
     ]
 
 
 def state(history: list, **extra) -> dict:
-    return {"conversation_id": CONV, "next_message": None, "history": history,
-            "valid_history_range": [0, len(history)], "transcript": ["> deploy the stack", "Building first."],
-            "tools": {}, "context_manager": None, "context_message_length": None, "latest_summary": None,
-            "model": "CLAUDE_SONNET_4_20250514_V1_0", **extra}
+    return {
+        "conversation_id": CONV,
+        "next_message": None,
+        "history": history,
+        "valid_history_range": [0, len(history)],
+        "transcript": ["> deploy the stack", "Building first."],
+        "tools": {},
+        "context_manager": None,
+        "context_message_length": None,
+        "latest_summary": None,
+        "model": "CLAUDE_SONNET_4_20250514_V1_0",
+        **extra,
+    }
 
 
 def save(path: Path, value: dict) -> Path:
@@ -73,13 +108,25 @@ def test_tuple_era_save(conn, tmp_path):
     path = save(tmp_path / "saves" / "convo.md", state(pairs()))
     ingest(conn, path)
     s = session(conn)
-    assert (s["source"], s["turn_count"], s["tool_call_count"], s["project_path"], s["model"], s["title"]) == (
-        "amazon-q", 2, 2, CWD, "CLAUDE_SONNET_4_20250514_V1_0", "deploy the stack")
-    assert dict(conn.execute("SELECT id, status FROM agent_tool_calls")) == {"t1": "completed", "t2": "failed"}
+    assert (
+        s["source"],
+        s["turn_count"],
+        s["tool_call_count"],
+        s["project_path"],
+        s["model"],
+        s["title"],
+    ) == ("amazon-q", 2, 2, CWD, "CLAUDE_SONNET_4_20250514_V1_0", "deploy the stack")
+    assert dict(conn.execute("SELECT id, status FROM agent_tool_calls")) == {
+        "t1": "completed",
+        "t2": "failed",
+    }
     assert (s["input_tokens"], s["output_tokens"]) == (0, 0)  # the saves hold no token counts
     assert file_bytes(conn, 1) == (path.read_bytes(), True)
     pretty = path.read_bytes()
-    raws = [bytes(r[0]) for r in conn.execute("SELECT raw FROM entries WHERE entry_type != 'json-gap' ORDER BY byte_offset")]
+    raws = [
+        bytes(r[0])
+        for r in conn.execute("SELECT raw FROM entries WHERE entry_type != 'json-gap' ORDER BY byte_offset")
+    ]
     assert all(r in pretty for r in raws)  # each message's exact bytes, as indented in the file
     assert [json.loads(r) for r in raws] == [m for pair in pairs() for m in pair]
 
@@ -87,17 +134,34 @@ def test_tuple_era_save(conn, tmp_path):
 def test_object_era_save_with_request_metadata_and_summary(conn, tmp_path):
     history = []
     for i, (u, a) in enumerate(pairs()):
-        history.append({"user": {**u, "timestamp": f"2026-04-01T10:0{i}:00Z"}, "assistant": a,
-                        "request_metadata": {"request_id": f"r{i}", "message_id": f"m{i + 1}",
-                                             "request_start_timestamp_ms": 1775037600000 + i * 60000,
-                                             "model_id": "claude-sonnet-4.5", "message_meta_tags": []}})
-    value = state(history, latest_summary=["Deployed the stack; nothing changed.", {"request_id": "r9"}],
-                  model_info={"model_id": "claude-sonnet-4.5", "context_window_tokens": 200000})
+        history.append(
+            {
+                "user": {**u, "timestamp": f"2026-04-01T10:0{i}:00Z"},
+                "assistant": a,
+                "request_metadata": {
+                    "request_id": f"r{i}",
+                    "message_id": f"m{i + 1}",
+                    "request_start_timestamp_ms": 1775037600000 + i * 60000,
+                    "model_id": "claude-sonnet-4.5",
+                    "message_meta_tags": [],
+                },
+            }
+        )
+    value = state(
+        history,
+        latest_summary=["Deployed the stack; nothing changed.", {"request_id": "r9"}],
+        model_info={"model_id": "claude-sonnet-4.5", "context_window_tokens": 200000},
+    )
     value.pop("model")
     path = save(tmp_path / "saves" / "new.json", value)
     ingest(conn, tmp_path / "saves")  # found by content while walking a --source folder
     s = session(conn)
-    assert (s["turn_count"], s["tool_call_count"], s["model"], s["compaction_count"]) == (2, 2, "claude-sonnet-4.5", 1)
+    assert (s["turn_count"], s["tool_call_count"], s["model"], s["compaction_count"]) == (
+        2,
+        2,
+        "claude-sonnet-4.5",
+        1,
+    )
     assert (s["created_at"], s["ended_at"]) == (1775037600000, 1775037600000 + 3 * 60000)
     assert file_bytes(conn, 1) == (path.read_bytes(), True)
 
@@ -159,10 +223,19 @@ def test_corpus_amazon_q(tmp_path):
     assert file_bytes(conn, 1) == (path.read_bytes(), True)
     doc = json.loads(path.read_bytes())
     elements = [m for pair in doc["history"] for m in pair]
-    stored = [json.loads(bytes(r[0])) for r in conn.execute("SELECT raw FROM entries WHERE entry_type != 'json-gap'")]
+    stored = [
+        json.loads(bytes(r[0]))
+        for r in conn.execute("SELECT raw FROM entries WHERE entry_type != 'json-gap'")
+    ]
     assert stored == elements  # every message, in order, as its exact JSON
-    prompts = sum(1 for u, _ in doc["history"] if "Prompt" in u["content"] or u["content"].get("CancelledToolUses", {}).get("prompt"))
+    prompts = sum(
+        1
+        for u, _ in doc["history"]
+        if "Prompt" in u["content"] or u["content"].get("CancelledToolUses", {}).get("prompt")
+    )
     calls = sum(len(a["ToolUse"]["tool_uses"]) for _, a in doc["history"] if "ToolUse" in a)
-    row = conn.execute("SELECT id, turn_count, tool_call_count, model, input_tokens FROM agent_sessions").fetchone()
+    row = conn.execute(
+        "SELECT id, turn_count, tool_call_count, model, input_tokens FROM agent_sessions"
+    ).fetchone()
     assert row == (doc["conversation_id"], prompts, calls, doc["model"], 0)
     conn.close()

@@ -31,19 +31,59 @@ def uid(n: int) -> str:
 
 def messages() -> list[tuple]:
     """(uuid, parent, type, timestamp, message, tool_use_result, sidechain)"""
-    usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 0}
+    usage = {
+        "input_tokens": 10,
+        "output_tokens": 5,
+        "cache_creation_input_tokens": 100,
+        "cache_read_input_tokens": 0,
+    }
     return [
         (uid(1), None, "user", 1743500000, {"role": "user", "content": "list the files"}, None, 0),
-        (uid(2), uid(1), "assistant", 1743500002, {
-            "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-3-7-sonnet-20250219",
-            "content": [{"type": "text", "text": "Listing."}, tool_use("toolu_1", "LS", path="/srv/app")],
-            "stop_reason": "tool_use", "usage": usage}, None, 0),
-        (uid(3), uid(2), "user", 1743500003000, {  # milliseconds in the later rows
-            "role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py\nb.py"}]},
-         "a.py\nb.py", 0),
-        (uid(4), uid(3), "assistant", 1743500004000, {
-            "id": "msg_02", "type": "message", "role": "assistant", "model": "claude-3-7-sonnet-20250219",
-            "content": [{"type": "text", "text": "Two files."}], "usage": usage}, None, 0),
+        (
+            uid(2),
+            uid(1),
+            "assistant",
+            1743500002,
+            {
+                "id": "msg_01",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-3-7-sonnet-20250219",
+                "content": [{"type": "text", "text": "Listing."}, tool_use("toolu_1", "LS", path="/srv/app")],
+                "stop_reason": "tool_use",
+                "usage": usage,
+            },
+            None,
+            0,
+        ),
+        (
+            uid(3),
+            uid(2),
+            "user",
+            1743500003000,
+            {  # milliseconds in the later rows
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py\nb.py"}],
+            },
+            "a.py\nb.py",
+            0,
+        ),
+        (
+            uid(4),
+            uid(3),
+            "assistant",
+            1743500004000,
+            {
+                "id": "msg_02",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-3-7-sonnet-20250219",
+                "content": [{"type": "text", "text": "Two files."}],
+                "usage": usage,
+            },
+            None,
+            0,
+        ),
         (uid(5), uid(4), "user", 1743500005000, {"role": "user", "content": "thanks"}, None, 0),
     ]
 
@@ -53,16 +93,24 @@ def make_store(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path)
     conn.executescript(MIGRATIONS)
     for uuid, parent, mtype, ts, message, result, side in messages():
-        conn.execute("INSERT INTO base_messages VALUES (?, ?, ?, ?, ?, '/srv/app', 'external', '0.2.93', ?, '/srv/app')",
-                     (uuid, parent, SID, ts, mtype, side))
+        conn.execute(
+            "INSERT INTO base_messages VALUES (?, ?, ?, ?, ?, '/srv/app', 'external', '0.2.93', ?, '/srv/app')",
+            (uuid, parent, SID, ts, mtype, side),
+        )
         body = json.dumps(message)
         if mtype == "user":
-            conn.execute("INSERT INTO user_messages VALUES (?, ?, ?, ?, NULL, NULL)",
-                         (uuid, body, json.dumps(result) if result is not None else None, ts))
+            conn.execute(
+                "INSERT INTO user_messages VALUES (?, ?, ?, ?, NULL, NULL)",
+                (uuid, body, json.dumps(result) if result is not None else None, ts),
+            )
         else:
-            conn.execute("INSERT INTO assistant_messages VALUES (?, 0.01, 1200, ?, 0, ?, 'claude-3-7-sonnet-20250219')",
-                         (uuid, body, ts))
-    conn.execute("INSERT INTO conversation_summaries VALUES (?, 'Listing the app files', 1743500006)", (uid(4),))
+            conn.execute(
+                "INSERT INTO assistant_messages VALUES (?, 0.01, 1200, ?, 0, ?, 'claude-3-7-sonnet-20250219')",
+                (uuid, body, ts),
+            )
+    conn.execute(
+        "INSERT INTO conversation_summaries VALUES (?, 'Listing the app files', 1743500006)", (uid(4),)
+    )
     conn.commit()
     return conn
 
@@ -75,14 +123,25 @@ def test_store_sessions_turns_tools_tokens_and_exact_rows(conn, tmp_path, monkey
     cur = conn.execute("SELECT * FROM agent_sessions WHERE id = ?", (SID,))
     s = dict(zip([d[0] for d in cur.description], cur.fetchone(), strict=True))
     assert (s["source"], s["project_path"], s["cli_version"], s["turn_count"], s["tool_call_count"]) == (
-        "claude-code", "/srv/app", "0.2.93", 2, 1)
+        "claude-code",
+        "/srv/app",
+        "0.2.93",
+        2,
+        1,
+    )
     assert (s["title"], s["title_source"]) == ("Listing the app files", "summary")
     assert (s["input_tokens"], s["output_tokens"], s["cache_creation_tokens"]) == (20, 10, 200)
     assert s["created_at"] == 1743500000000 and s["ended_at"] == 1743500005000  # seconds and ms both read
-    assert conn.execute("SELECT status, result_json FROM agent_tool_calls").fetchone() == ("completed", '"a.py\\nb.py"')
+    assert conn.execute("SELECT status, result_json FROM agent_tool_calls").fetchone() == (
+        "completed",
+        '"a.py\\nb.py"',
+    )
     stored = {bytes(r[0]) for r in conn.execute("SELECT raw FROM entries")}
-    for table, column in (("user_messages", "message"), ("assistant_messages", "message"),
-                          ("user_messages", "tool_use_result")):
+    for table, column in (
+        ("user_messages", "message"),
+        ("assistant_messages", "message"),
+        ("user_messages", "tool_use_result"),
+    ):
         for (value,) in source.execute(f"SELECT {column} FROM {table} WHERE {column} IS NOT NULL"):
             assert value.encode() in stored  # every row's exact JSON
     source.close()
@@ -100,5 +159,7 @@ def test_session_also_in_jsonl_is_not_counted_twice(conn, tmp_path, monkeypatch)
     t.write()
     ingest(conn, tmp_path / "claude" / "projects", tmp_path / "claude")
     assert conn.execute("SELECT count(*) FROM source_files").fetchone() == (2,)
-    row = conn.execute("SELECT turn_count, message_count, input_tokens, tool_call_count FROM agent_sessions").fetchone()
+    row = conn.execute(
+        "SELECT turn_count, message_count, input_tokens, tool_call_count FROM agent_sessions"
+    ).fetchone()
     assert row == (2, 5, 20, 1)

@@ -37,8 +37,15 @@ def ask(ts: int, name: str, text: str = "", **extra) -> dict:
 
 def api_req(ts: int, tokens_in: int, tokens_out: int, reads: int = 0, writes: int = 0, **extra) -> dict:
     request = f"<task>\nfix the cart\n</task>\n<environment_details>\n# Current Working Directory ({CWD}) Files\na.py\n</environment_details>"
-    data = {"request": request, "tokensIn": tokens_in, "tokensOut": tokens_out, "cacheWrites": writes,
-            "cacheReads": reads, "cost": 0.01, **extra}
+    data = {
+        "request": request,
+        "tokensIn": tokens_in,
+        "tokensOut": tokens_out,
+        "cacheWrites": writes,
+        "cacheReads": reads,
+        "cost": 0.01,
+        **extra,
+    }
     return say(ts, "api_req_started", json.dumps(data))
 
 
@@ -67,30 +74,63 @@ def ui_stream() -> list[dict]:
         ask(1009, "completion_result", ""),
         say(1010, "user_feedback", "also add a test"),
         api_req(1011, 30, 80, reads=9100),
-        ask(1012, "followup", json.dumps({"question": "Which file?", "options": ["tests/test_cart.py", "new file"]})),
+        ask(
+            1012,
+            "followup",
+            json.dumps({"question": "Which file?", "options": ["tests/test_cart.py", "new file"]}),
+        ),
         say(1013, "user_feedback", "tests/test_cart.py"),
         say(1014, "checkpoint_created"),
         say(1015, "error", "Cline tried to use write_to_file without value for required parameter"),
         say(1016, "brand_new_kind", "something new"),
-        say(1017, "deleted_api_reqs", json.dumps({"tokensIn": 5, "tokensOut": 6, "cacheWrites": 0, "cacheReads": 0, "cost": 0})),
+        say(
+            1017,
+            "deleted_api_reqs",
+            json.dumps({"tokensIn": 5, "tokensOut": 6, "cacheWrites": 0, "cacheReads": 0, "cost": 0}),
+        ),
     ]
 
 
 def api_history() -> list[dict]:
     return [
-        {"role": "user", "content": [{"type": "text", "text": "<task>\nfix the cart\n</task>"},
-                                     {"type": "text", "text": f"<environment_details>\n# Current Working Directory ({CWD}) Files\n</environment_details>"}],
-         "ts": 1000},
-        {"role": "assistant", "content": [{"type": "text", "text": "Reading the cart.\n<read_file><path>cart.py</path></read_file>"}],
-         "ts": 1003, "modelInfo": {"modelId": "claude-sonnet-4-5", "providerId": "anthropic", "mode": "act"},
-         "metrics": {"tokens": {"prompt": 9012, "completion": 300, "cached": 0}}},
-        {"role": "user", "content": [{"type": "text", "text": "[read_file for 'cart.py'] Result:"},
-                                     {"type": "text", "text": "def total(): ..."}], "ts": 1004},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "<task>\nfix the cart\n</task>"},
+                {
+                    "type": "text",
+                    "text": f"<environment_details>\n# Current Working Directory ({CWD}) Files\n</environment_details>",
+                },
+            ],
+            "ts": 1000,
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Reading the cart.\n<read_file><path>cart.py</path></read_file>"}
+            ],
+            "ts": 1003,
+            "modelInfo": {"modelId": "claude-sonnet-4-5", "providerId": "anthropic", "mode": "act"},
+            "metrics": {"tokens": {"prompt": 9012, "completion": 300, "cached": 0}},
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "[read_file for 'cart.py'] Result:"},
+                {"type": "text", "text": "def total(): ..."},
+            ],
+            "ts": 1004,
+        },
     ]
 
 
-def task_folder(root: Path, task: str = TASK, ext: str = "saoudrizwan.claude-dev", ui: list[dict] | None = None,
-                api: list[dict] | None = None) -> Path:
+def task_folder(
+    root: Path,
+    task: str = TASK,
+    ext: str = "saoudrizwan.claude-dev",
+    ui: list[dict] | None = None,
+    api: list[dict] | None = None,
+) -> Path:
     folder = storage(root, ext) / "tasks" / task
     if api is not None:
         write(folder / "api_conversation_history.json", api)
@@ -107,8 +147,9 @@ def session(conn: sqlite3.Connection, sid: str) -> dict:
 
 
 def shown(conn: sqlite3.Connection, sid: str) -> list[tuple]:
-    return conn.execute("SELECT role, content FROM entries WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq",
-                        (sid,)).fetchall()
+    return conn.execute(
+        "SELECT role, content FROM entries WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq", (sid,)
+    ).fetchall()
 
 
 def round_trips(conn: sqlite3.Connection, path: Path) -> bool:
@@ -119,28 +160,49 @@ def round_trips(conn: sqlite3.Connection, path: Path) -> bool:
 
 def test_cline_task_ui_stream_turns_tools_and_tokens(conn, tmp_path):
     folder = task_folder(tmp_path, ui=ui_stream(), api=api_history())
-    write(folder / "task_metadata.json", {
-        "files_in_context": [{"path": "cart.py", "record_state": "active", "record_source": "read_tool"}],
-        "model_usage": [{"ts": 1000, "model_id": "claude-sonnet-4-5", "model_provider_id": "anthropic", "mode": "act"}],
-        "environment_history": [{"ts": 1000, "os_name": "linux", "cline_version": "3.17.0"}]})
+    write(
+        folder / "task_metadata.json",
+        {
+            "files_in_context": [{"path": "cart.py", "record_state": "active", "record_source": "read_tool"}],
+            "model_usage": [
+                {"ts": 1000, "model_id": "claude-sonnet-4-5", "model_provider_id": "anthropic", "mode": "act"}
+            ],
+            "environment_history": [{"ts": 1000, "os_name": "linux", "cline_version": "3.17.0"}],
+        },
+    )
     ingest(conn, storage(tmp_path))
     s = session(conn, TASK)
     assert (s["source"], s["turn_count"], s["project_path"], s["model"], s["cli_version"]) == (
-        "cline", 3, CWD, "claude-sonnet-4-5", "3.17.0")
+        "cline",
+        3,
+        CWD,
+        "claude-sonnet-4-5",
+        "3.17.0",
+    )
     assert s["title"] == "fix the cart"
     contents = [c for _, c in shown(conn, TASK)]
     assert contents[:3] == ["fix the cart", None, "Reading the cart."]  # reasoning is a thinking-only message
     assert "Which file?\n- tests/test_cart.py\n- new file" in contents
-    assert ("system", "Cline tried to use write_to_file without value for required parameter") in shown(conn, TASK)
+    assert ("system", "Cline tried to use write_to_file without value for required parameter") in shown(
+        conn, TASK
+    )
     assert "something new" not in contents  # an unknown kind is kept, marked, not shown
     assert conn.execute("SELECT known FROM entries WHERE subtype = 'brand_new_kind'").fetchone() == (0,)
-    calls = dict(conn.execute("SELECT tool_name, status || ':' || COALESCE(result_json, '') FROM agent_tool_calls"))
+    calls = dict(
+        conn.execute("SELECT tool_name, status || ':' || COALESCE(result_json, '') FROM agent_tool_calls")
+    )
     assert calls == {"readFile": 'completed:"def total(): ..."', "execute_command": 'completed:"3 passed"'}
     # Anthropic-style tokensIn excludes the cache; deleted_api_reqs count as Cline counts them
     assert (s["input_tokens"], s["output_tokens"], s["cache_read_tokens"], s["cache_creation_tokens"]) == (
-        12 + 20 + 30 + 5, 300 + 150 + 80 + 6, 9000 + 9100, 9000)
+        12 + 20 + 30 + 5,
+        300 + 150 + 80 + 6,
+        9000 + 9100,
+        9000,
+    )
     # the model-facing history is kept record by record but neither shown nor counted again
-    assert conn.execute("SELECT count(*) FROM entries WHERE entry_type = 'api-message' AND seq IS NULL").fetchone() == (3,)
+    assert conn.execute(
+        "SELECT count(*) FROM entries WHERE entry_type = 'api-message' AND seq IS NULL"
+    ).fetchone() == (3,)
     for name in ("ui_messages.json", "api_conversation_history.json", "task_metadata.json"):
         assert round_trips(conn, folder / name), name
     raws = {bytes(r[0]) for r in conn.execute("SELECT raw FROM entries")}
@@ -157,7 +219,9 @@ def test_task_rewritten_whole_is_read_again_and_mid_write_waits(conn, tmp_path):
     path.write_text(full[: len(full) // 2])  # caught mid-write: no error, waits
     report = ingest(conn, storage(tmp_path))
     assert report.records_added == 0
-    assert conn.execute("SELECT status FROM source_files WHERE path = ?", (str(path),)).fetchone() == ("waiting",)
+    assert conn.execute("SELECT status FROM source_files WHERE path = ?", (str(path),)).fetchone() == (
+        "waiting",
+    )
     write(path, stream)
     ingest(conn, storage(tmp_path))
     s = session(conn, TASK)
@@ -170,47 +234,125 @@ def test_task_rewritten_whole_is_read_again_and_mid_write_waits(conn, tmp_path):
 def test_task_without_ui_messages_shows_the_api_history(conn, tmp_path):
     api = [
         {"role": "user", "content": [{"type": "text", "text": "<task>\nlist files\n</task>"}], "ts": 2000},
-        {"role": "assistant", "ts": 2001, "modelInfo": {"modelId": "gpt-5", "providerId": "openai", "mode": "act"},
-         "content": [{"type": "text", "text": "Listing."},
-                     {"type": "tool_use", "id": "call_1", "name": "execute_command", "input": {"command": "ls"}}],
-         "metrics": {"tokens": {"prompt": 1000, "completion": 40, "cached": 600}}},
-        {"role": "user", "ts": 2002, "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": "a.py"}]},
-        {"role": "user", "ts": 2003, "content": [{"type": "text", "text": "<feedback>\nnow the tests\n</feedback>"}]},
+        {
+            "role": "assistant",
+            "ts": 2001,
+            "modelInfo": {"modelId": "gpt-5", "providerId": "openai", "mode": "act"},
+            "content": [
+                {"type": "text", "text": "Listing."},
+                {"type": "tool_use", "id": "call_1", "name": "execute_command", "input": {"command": "ls"}},
+            ],
+            "metrics": {"tokens": {"prompt": 1000, "completion": 40, "cached": 600}},
+        },
+        {
+            "role": "user",
+            "ts": 2002,
+            "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": "a.py"}],
+        },
+        {
+            "role": "user",
+            "ts": 2003,
+            "content": [{"type": "text", "text": "<feedback>\nnow the tests\n</feedback>"}],
+        },
     ]
     task_folder(tmp_path, api=api)
     ingest(conn, storage(tmp_path))
     s = session(conn, TASK)
-    assert (s["turn_count"], s["tool_call_count"], s["input_tokens"], s["cache_read_tokens"], s["output_tokens"]) == (
-        2, 1, 400, 600, 40)
-    assert conn.execute("SELECT status, result_json FROM agent_tool_calls").fetchone() == ("completed", '"a.py"')
+    assert (
+        s["turn_count"],
+        s["tool_call_count"],
+        s["input_tokens"],
+        s["cache_read_tokens"],
+        s["output_tokens"],
+    ) == (2, 1, 400, 600, 40)
+    assert conn.execute("SELECT status, result_json FROM agent_tool_calls").fetchone() == (
+        "completed",
+        '"a.py"',
+    )
     assert [c for _, c in shown(conn, TASK)][0] == "list files"
 
 
 def test_roo_task_subtask_condense_and_openai_usage(conn, tmp_path):
     ext = "rooveterinaryinc.roo-cline"
-    task_folder(tmp_path, ROO_TASK, ext, ui=[
-        say(1, "task", "plan the refactor"),
-        api_req(2, 5000, 100, reads=4000, writes=500, apiProtocol="openai"),
-        say(3, "condense_context", "", contextCondense={"cost": 0.1, "prevContextTokens": 9000,
-                                                         "newContextTokens": 900, "summary": "We planned."}),
-        ask(4, "tool", json.dumps({"tool": "newTask", "mode": "code", "content": "do step 1"})),
-    ])
+    task_folder(
+        tmp_path,
+        ROO_TASK,
+        ext,
+        ui=[
+            say(1, "task", "plan the refactor"),
+            api_req(2, 5000, 100, reads=4000, writes=500, apiProtocol="openai"),
+            say(
+                3,
+                "condense_context",
+                "",
+                contextCondense={
+                    "cost": 0.1,
+                    "prevContextTokens": 9000,
+                    "newContextTokens": 900,
+                    "summary": "We planned.",
+                },
+            ),
+            ask(4, "tool", json.dumps({"tool": "newTask", "mode": "code", "content": "do step 1"})),
+        ],
+    )
     task_folder(tmp_path, ROO_CHILD, ext, ui=[say(5, "task", "do step 1"), say(6, "text", "done")])
-    write(storage(tmp_path, ext) / "tasks" / "_index.json", {"version": 1, "updatedAt": 7, "entries": [
-        {"id": ROO_TASK, "number": 1, "ts": 1, "task": "plan the refactor", "tokensIn": 5000, "tokensOut": 100,
-         "totalCost": 0.1, "workspace": "/srv/roo"},
-        {"id": ROO_CHILD, "rootTaskId": ROO_TASK, "parentTaskId": ROO_TASK, "number": 2, "ts": 5, "task": "do step 1",
-         "tokensIn": 0, "tokensOut": 0, "totalCost": 0, "workspace": "/srv/roo"},
-        {"id": "gone-task", "number": 3, "ts": 9, "task": "deleted", "tokensIn": 0, "tokensOut": 0, "totalCost": 0},
-    ]})
+    write(
+        storage(tmp_path, ext) / "tasks" / "_index.json",
+        {
+            "version": 1,
+            "updatedAt": 7,
+            "entries": [
+                {
+                    "id": ROO_TASK,
+                    "number": 1,
+                    "ts": 1,
+                    "task": "plan the refactor",
+                    "tokensIn": 5000,
+                    "tokensOut": 100,
+                    "totalCost": 0.1,
+                    "workspace": "/srv/roo",
+                },
+                {
+                    "id": ROO_CHILD,
+                    "rootTaskId": ROO_TASK,
+                    "parentTaskId": ROO_TASK,
+                    "number": 2,
+                    "ts": 5,
+                    "task": "do step 1",
+                    "tokensIn": 0,
+                    "tokensOut": 0,
+                    "totalCost": 0,
+                    "workspace": "/srv/roo",
+                },
+                {
+                    "id": "gone-task",
+                    "number": 3,
+                    "ts": 9,
+                    "task": "deleted",
+                    "tokensIn": 0,
+                    "tokensOut": 0,
+                    "totalCost": 0,
+                },
+            ],
+        },
+    )
     ingest(conn, tmp_path / ".config")
     parent, child = session(conn, ROO_TASK), session(conn, ROO_CHILD)
-    assert (parent["source"], parent["compaction_count"], parent["project_path"]) == ("roo-code", 1, "/srv/roo")
-    assert (parent["input_tokens"], parent["cache_read_tokens"], parent["cache_creation_tokens"]) == (500, 4000, 500)
+    assert (parent["source"], parent["compaction_count"], parent["project_path"]) == (
+        "roo-code",
+        1,
+        "/srv/roo",
+    )
+    assert (parent["input_tokens"], parent["cache_read_tokens"], parent["cache_creation_tokens"]) == (
+        500,
+        4000,
+        500,
+    )
     assert (child["kind"], child["is_subagent"], child["parent_session_id"]) == ("subagent", 1, ROO_TASK)
     # the subtask hangs off the newTask call that created it (its message is the subtask's prompt)
-    call = conn.execute("SELECT id, tool_name, child_session_id FROM agent_tool_calls WHERE session_id = ?",
-                        (ROO_TASK,)).fetchone()
+    call = conn.execute(
+        "SELECT id, tool_name, child_session_id FROM agent_tool_calls WHERE session_id = ?", (ROO_TASK,)
+    ).fetchone()
     assert call[1:] == ("newTask", ROO_CHILD) and child["tool_call_id"] == call[0]
     assert conn.execute("SELECT count(*) FROM agent_sessions WHERE id = 'gone-task'").fetchone() == (0,)
     assert conn.execute("SELECT count(*) FROM entries WHERE subtype = 'no-task-folder'").fetchone() == (1,)
@@ -219,16 +361,34 @@ def test_roo_task_subtask_condense_and_openai_usage(conn, tmp_path):
 
 def test_cline_task_history_gives_the_working_folder(conn, tmp_path):
     task_folder(tmp_path, ui=[say(1, "task", "hello"), say(2, "text", "hi")])
-    write(storage(tmp_path) / "state" / "taskHistory.json", [
-        {"id": TASK, "ts": 1, "task": "hello", "tokensIn": 1, "tokensOut": 1, "totalCost": 0,
-         "cwdOnTaskInitialization": "/work/from-history", "modelId": "claude-opus-4"}])
+    write(
+        storage(tmp_path) / "state" / "taskHistory.json",
+        [
+            {
+                "id": TASK,
+                "ts": 1,
+                "task": "hello",
+                "tokensIn": 1,
+                "tokensOut": 1,
+                "totalCost": 0,
+                "cwdOnTaskInitialization": "/work/from-history",
+                "modelId": "claude-opus-4",
+            }
+        ],
+    )
     ingest(conn, storage(tmp_path))
     assert session(conn, TASK)["project_path"] == "/work/from-history"
 
 
 def sdk_messages(sid: str, messages: list[dict], **extra) -> dict:
-    return {"version": 1, "updated_at": "2026-07-15T05:42:04.818Z", "agent": "lead", "sessionId": sid,
-            "messages": messages, **extra}
+    return {
+        "version": 1,
+        "updated_at": "2026-07-15T05:42:04.818Z",
+        "agent": "lead",
+        "sessionId": sid,
+        "messages": messages,
+        **extra,
+    }
 
 
 def write_pretty(path: Path, value) -> Path:
@@ -242,35 +402,121 @@ def test_cline_sdk_session_subagent_compaction_and_sidecar(conn, tmp_path, monke
     sessions = tmp_path / "cline-home" / "data" / "sessions"
     sid = "1784094124598_abcde"
     folder = sessions / sid
-    write_pretty(folder / f"{sid}.json", {
-        "version": 1, "session_id": sid, "source": "cli", "started_at": "2026-07-15T05:42:04.609Z",
-        "status": "completed", "provider": "cline", "model": "anthropic/claude-opus-4.8", "cwd": "/Users/me/app",
-        "workspace_root": "/Users/me/app", "metadata": {"title": "rename the sidebar"},
-        "messages_path": str(folder / f"{sid}.messages.json")})
-    metrics = {"inputTokens": 1000, "outputTokens": 50, "cacheReadTokens": 800, "cacheWriteTokens": 100, "cost": 0.1}
-    transcript = write_pretty(folder / f"{sid}.messages.json", sdk_messages(sid, [
-        {"id": "u1", "role": "user", "ts": 1, "content": [{"type": "text", "text": "rename the sidebar"}]},
-        {"id": "a1", "role": "assistant", "ts": 2, "modelInfo": {"id": "claude-opus-4.8", "provider": "cline"},
-         "metrics": metrics, "content": [{"type": "thinking", "thinking": "find it"},
-                                         {"type": "tool_use", "id": "t1", "name": "spawn_agent", "input": {"task": "find"}}]},
-        {"id": "u2", "role": "user", "ts": 3, "content": [{"type": "tool_result", "tool_use_id": "t1", "name": "spawn_agent",
-                                                            "content": "found it", "is_error": False}]},
-        {"id": "u3", "role": "user", "ts": 4, "metadata": {"kind": "compaction", "usageBefore": metrics},
-         "content": [{"type": "text", "text": "and the header"}, {"type": "text", "text": "<SYSTEM_NOTICE>compacted</SYSTEM_NOTICE>"}]},
-    ], system_prompt="You are Cline."))
-    write_pretty(folder / "explorer.messages.json", sdk_messages(f"{sid}__explorer", [
-        {"id": "s1", "role": "user", "ts": 1, "content": [{"type": "text", "text": "find"}]},
-        {"id": "s2", "role": "assistant", "ts": 2, "content": [{"type": "text", "text": "in app.tsx"}],
-         "metrics": {"inputTokens": 10, "outputTokens": 5}}]))
-    write_pretty(folder / f"{sid}.compaction.json", {
-        "version": 1, "updated_at": "2026-07-15T05:43:00.000Z", "source_message_count": 3,
-        "messages": [{"role": "user", "content": [{"type": "text", "text": "summary of it all"}]}]})
+    write_pretty(
+        folder / f"{sid}.json",
+        {
+            "version": 1,
+            "session_id": sid,
+            "source": "cli",
+            "started_at": "2026-07-15T05:42:04.609Z",
+            "status": "completed",
+            "provider": "cline",
+            "model": "anthropic/claude-opus-4.8",
+            "cwd": "/Users/me/app",
+            "workspace_root": "/Users/me/app",
+            "metadata": {"title": "rename the sidebar"},
+            "messages_path": str(folder / f"{sid}.messages.json"),
+        },
+    )
+    metrics = {
+        "inputTokens": 1000,
+        "outputTokens": 50,
+        "cacheReadTokens": 800,
+        "cacheWriteTokens": 100,
+        "cost": 0.1,
+    }
+    transcript = write_pretty(
+        folder / f"{sid}.messages.json",
+        sdk_messages(
+            sid,
+            [
+                {
+                    "id": "u1",
+                    "role": "user",
+                    "ts": 1,
+                    "content": [{"type": "text", "text": "rename the sidebar"}],
+                },
+                {
+                    "id": "a1",
+                    "role": "assistant",
+                    "ts": 2,
+                    "modelInfo": {"id": "claude-opus-4.8", "provider": "cline"},
+                    "metrics": metrics,
+                    "content": [
+                        {"type": "thinking", "thinking": "find it"},
+                        {"type": "tool_use", "id": "t1", "name": "spawn_agent", "input": {"task": "find"}},
+                    ],
+                },
+                {
+                    "id": "u2",
+                    "role": "user",
+                    "ts": 3,
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "t1",
+                            "name": "spawn_agent",
+                            "content": "found it",
+                            "is_error": False,
+                        }
+                    ],
+                },
+                {
+                    "id": "u3",
+                    "role": "user",
+                    "ts": 4,
+                    "metadata": {"kind": "compaction", "usageBefore": metrics},
+                    "content": [
+                        {"type": "text", "text": "and the header"},
+                        {"type": "text", "text": "<SYSTEM_NOTICE>compacted</SYSTEM_NOTICE>"},
+                    ],
+                },
+            ],
+            system_prompt="You are Cline.",
+        ),
+    )
+    write_pretty(
+        folder / "explorer.messages.json",
+        sdk_messages(
+            f"{sid}__explorer",
+            [
+                {"id": "s1", "role": "user", "ts": 1, "content": [{"type": "text", "text": "find"}]},
+                {
+                    "id": "s2",
+                    "role": "assistant",
+                    "ts": 2,
+                    "content": [{"type": "text", "text": "in app.tsx"}],
+                    "metrics": {"inputTokens": 10, "outputTokens": 5},
+                },
+            ],
+        ),
+    )
+    write_pretty(
+        folder / f"{sid}.compaction.json",
+        {
+            "version": 1,
+            "updated_at": "2026-07-15T05:43:00.000Z",
+            "source_message_count": 3,
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "summary of it all"}]}],
+        },
+    )
     ingest(conn, tmp_path / "cline-home")
     s = session(conn, sid)
-    assert (s["source"], s["title"], s["project_path"], s["turn_count"], s["tool_call_count"], s["compaction_count"]) == (
-        "cline", "rename the sidebar", "/Users/me/app", 2, 1, 1)
+    assert (
+        s["source"],
+        s["title"],
+        s["project_path"],
+        s["turn_count"],
+        s["tool_call_count"],
+        s["compaction_count"],
+    ) == ("cline", "rename the sidebar", "/Users/me/app", 2, 1, 1)
     # input reported with the cache inside; the compaction message's usageBefore counts once more
-    assert (s["input_tokens"], s["cache_read_tokens"], s["cache_creation_tokens"], s["output_tokens"]) == (200, 1600, 200, 100)
+    assert (s["input_tokens"], s["cache_read_tokens"], s["cache_creation_tokens"], s["output_tokens"]) == (
+        200,
+        1600,
+        200,
+        100,
+    )
     child = session(conn, f"{sid}__explorer")
     assert (child["kind"], child["parent_session_id"], child["input_tokens"]) == ("subagent", sid, 10)
     assert "summary of it all" not in [c for _, c in shown(conn, sid)]
@@ -281,11 +527,16 @@ def test_cline_sdk_session_subagent_compaction_and_sidecar(conn, tmp_path, monke
 def test_explicit_files_are_recognised_by_content(conn, tmp_path):
     loose = tmp_path / "export"
     ui = write(loose / "ui_messages.json", [say(1, "task", "hi"), say(2, "text", "hello")])
-    sdk = write_pretty(loose / "mine.messages.json", sdk_messages("s-1", [
-        {"id": "u", "role": "user", "content": [{"type": "text", "text": "hey"}]}]))
+    sdk = write_pretty(
+        loose / "mine.messages.json",
+        sdk_messages("s-1", [{"id": "u", "role": "user", "content": [{"type": "text", "text": "hey"}]}]),
+    )
     assert not ADAPTERS["gemini"].claims(ui) and not ADAPTERS["claude-code"].claims(ui)
     run_ingest(conn, [ui, sdk], include_defaults=False)
-    assert conn.execute("SELECT agent, status FROM source_files ORDER BY path").fetchall() == [("cline", "ok")] * 2
+    assert (
+        conn.execute("SELECT agent, status FROM source_files ORDER BY path").fetchall()
+        == [("cline", "ok")] * 2
+    )
     assert {r[0] for r in conn.execute("SELECT id FROM agent_sessions")} == {"export", "s-1"}
 
 
@@ -296,7 +547,15 @@ def test_default_roots_on_each_platform(tmp_path, monkeypatch):
     assert editor_user_dirs(("Code",)) == [tmp_path / ".config" / "Code" / "User"]
     monkeypatch.setattr(sys, "platform", "darwin")
     assert editor_user_dirs(("Code",)) == [tmp_path / "Library" / "Application Support" / "Code" / "User"]
-    mac = tmp_path / "Library" / "Application Support" / "Cursor" / "User" / "globalStorage" / "saoudrizwan.claude-dev"
+    mac = (
+        tmp_path
+        / "Library"
+        / "Application Support"
+        / "Cursor"
+        / "User"
+        / "globalStorage"
+        / "saoudrizwan.claude-dev"
+    )
     mac.mkdir(parents=True)
     assert ADAPTERS["cline"].default_roots()[0] == mac  # Cline installed in Cursor is found too
     monkeypatch.setattr(sys, "platform", "win32")
@@ -333,8 +592,11 @@ def test_corpus_cline_sdk(tmp_path):
         assert len(raws) == len(doc.get("messages", [])), path
         for raw in raws:
             assert json.loads(raw) in doc["messages"]
-        row = conn.execute("SELECT turn_count, input_tokens, cache_read_tokens, output_tokens FROM agent_sessions "
-                           "WHERE id = ?", (doc.get("sessionId") or doc.get("session_id"),)).fetchone()
+        row = conn.execute(
+            "SELECT turn_count, input_tokens, cache_read_tokens, output_tokens FROM agent_sessions "
+            "WHERE id = ?",
+            (doc.get("sessionId") or doc.get("session_id"),),
+        ).fetchone()
         assert row == expected[path.name], path
         conn.close()
 
@@ -345,9 +607,12 @@ def test_rebuild_from_entries_converges(conn, tmp_path):
     folder = task_folder(tmp_path, ui=ui_stream(), api=api_history())
     write(folder / "task_metadata.json", {"model_usage": [], "environment_history": []})
     ingest(conn, storage(tmp_path))
-    queries = ("SELECT id, turn_count, message_count, input_tokens, output_tokens, cache_read_tokens, project_path "
-               "FROM agent_sessions", "SELECT id, parent_turn_id, token_count FROM agent_turns ORDER BY id",
-               "SELECT id, status, result_json FROM agent_tool_calls ORDER BY id")
+    queries = (
+        "SELECT id, turn_count, message_count, input_tokens, output_tokens, cache_read_tokens, project_path "
+        "FROM agent_sessions",
+        "SELECT id, parent_turn_id, token_count FROM agent_turns ORDER BY id",
+        "SELECT id, status, result_json FROM agent_tool_calls ORDER BY id",
+    )
     before = [conn.execute(q).fetchall() for q in queries]
     rebuild_derived(conn)
     assert [conn.execute(q).fetchall() for q in queries] == before
@@ -373,11 +638,20 @@ def test_a_task_folder_is_found_wherever_it_sits(conn, tmp_path):
     write(export / TASK / "ui_messages.json", ui_stream())
     write(export / TASK / "api_conversation_history.json", api_history())
     write(export / TASK / "task_metadata.json", {"model_usage": []})
-    write(export / ROO_TASK / "ui_messages.json", [say(1, "task", "plan the refactor"), say(2, "text", "planned")])
+    write(
+        export / ROO_TASK / "ui_messages.json",
+        [say(1, "task", "plan the refactor"), say(2, "text", "planned")],
+    )
     write(export / "unrelated" / "ui_messages.json", {"theme": "dark"})
     run_ingest(conn, [tmp_path / "backup"], include_defaults=False)
-    agents = {str(Path(p).relative_to(export)): a for p, a in conn.execute("SELECT path, agent FROM source_files")}
-    assert agents == {f"{TASK}/ui_messages.json": "cline", f"{TASK}/api_conversation_history.json": "cline",
-                      f"{TASK}/task_metadata.json": "cline", f"{ROO_TASK}/ui_messages.json": "roo-code"}
+    agents = {
+        str(Path(p).relative_to(export)): a for p, a in conn.execute("SELECT path, agent FROM source_files")
+    }
+    assert agents == {
+        f"{TASK}/ui_messages.json": "cline",
+        f"{TASK}/api_conversation_history.json": "cline",
+        f"{TASK}/task_metadata.json": "cline",
+        f"{ROO_TASK}/ui_messages.json": "roo-code",
+    }
     assert session(conn, TASK)["turn_count"] == 3
     assert shown(conn, ROO_TASK) == [("user", "plan the refactor"), ("assistant", "planned")]

@@ -29,8 +29,13 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def usage(inp: int, cached: int, out: int, reasoning: int = 0) -> dict:
-    return {"input_tokens": inp, "cached_input_tokens": cached, "output_tokens": out,
-            "reasoning_output_tokens": reasoning, "total_tokens": inp + out}
+    return {
+        "input_tokens": inp,
+        "cached_input_tokens": cached,
+        "output_tokens": out,
+        "reasoning_output_tokens": reasoning,
+        "total_tokens": inp + out,
+    }
 
 
 class Rollout:
@@ -41,8 +46,13 @@ class Rollout:
         self.thread = thread
         self.lines: list[dict] = []
         self.n = 0
-        self.total = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0,
-                      "reasoning_output_tokens": 0, "total_tokens": 0}
+        self.total = {
+            "input_tokens": 0,
+            "cached_input_tokens": 0,
+            "output_tokens": 0,
+            "reasoning_output_tokens": 0,
+            "total_tokens": 0,
+        }
 
     def ts(self) -> str:
         self.n += 1
@@ -52,9 +62,16 @@ class Rollout:
         self.lines.append({"timestamp": ts or self.ts(), "type": rtype, "payload": payload})
 
     def meta(self, **extra) -> None:
-        payload = {"id": self.thread, "timestamp": "2026-03-02T10:00:00.000Z", "cwd": "/home/dev/shop",
-                   "originator": "codex_cli_rs", "cli_version": "0.101.0", "source": "cli",
-                   "git": {"branch": "feature/cart", "commit_hash": "abc"}, **extra}
+        payload = {
+            "id": self.thread,
+            "timestamp": "2026-03-02T10:00:00.000Z",
+            "cwd": "/home/dev/shop",
+            "originator": "codex_cli_rs",
+            "cli_version": "0.101.0",
+            "source": "cli",
+            "git": {"branch": "feature/cart", "commit_hash": "abc"},
+            **extra,
+        }
         self.add("session_meta", payload)
 
     def context(self, model: str = "gpt-5.2-codex") -> None:
@@ -62,21 +79,40 @@ class Rollout:
 
     def prompt(self, text: str, event_first: bool = True) -> None:
         event = ("event_msg", {"type": "user_message", "message": text, "images": []})
-        item = ("response_item", {"type": "message", "role": "user",
-                                  "content": [{"type": "input_text", "text": text}]})
+        item = (
+            "response_item",
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]},
+        )
         for rtype, payload in (event, item) if event_first else (item, event):
             self.add(rtype, payload)
 
     def say(self, text: str) -> None:
-        self.add("response_item", {"type": "message", "role": "assistant",
-                                   "content": [{"type": "output_text", "text": text}]})
+        self.add(
+            "response_item",
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]},
+        )
         self.add("event_msg", {"type": "agent_message", "message": text})
 
     def call(self, call_id: str, command: list[str], output: str, exit_code: int = 0) -> None:
-        self.add("response_item", {"type": "function_call", "name": "shell", "call_id": call_id,
-                                   "arguments": json.dumps({"command": command})})
-        self.add("response_item", {"type": "function_call_output", "call_id": call_id, "output": json.dumps(
-            {"output": output, "metadata": {"exit_code": exit_code, "duration_seconds": 0.1}})})
+        self.add(
+            "response_item",
+            {
+                "type": "function_call",
+                "name": "shell",
+                "call_id": call_id,
+                "arguments": json.dumps({"command": command}),
+            },
+        )
+        self.add(
+            "response_item",
+            {
+                "type": "function_call_output",
+                "call_id": call_id,
+                "output": json.dumps(
+                    {"output": output, "metadata": {"exit_code": exit_code, "duration_seconds": 0.1}}
+                ),
+            },
+        )
 
     def tokens(self, last: dict | None, *, with_last: bool = True, repeat: int = 1) -> None:
         if last is not None:
@@ -112,13 +148,33 @@ def full_session(home: Path) -> Rollout:
     r.meta()
     r.context()
     r.prompt("add a cart total")
-    r.add("response_item", {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Looking at cart.py"}],
-                            "encrypted_content": "xx"})
+    r.add(
+        "response_item",
+        {
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": "Looking at cart.py"}],
+            "encrypted_content": "xx",
+        },
+    )
     r.call("call_1", ["bash", "-lc", "pytest -q"], "1 failed", exit_code=1)
-    r.add("response_item", {"type": "custom_tool_call", "name": "apply_patch", "call_id": "call_2",
-                            "input": "*** Begin Patch\n*** Update File: cart.py\n+total = 0\n*** End Patch"})
-    r.add("event_msg", {"type": "patch_apply_end", "call_id": "call_2", "success": True,
-                        "changes": {"cart.py": {"type": "update", "unified_diff": "@@ -1 +1 @@\n+total = 0"}}})
+    r.add(
+        "response_item",
+        {
+            "type": "custom_tool_call",
+            "name": "apply_patch",
+            "call_id": "call_2",
+            "input": "*** Begin Patch\n*** Update File: cart.py\n+total = 0\n*** End Patch",
+        },
+    )
+    r.add(
+        "event_msg",
+        {
+            "type": "patch_apply_end",
+            "call_id": "call_2",
+            "success": True,
+            "changes": {"cart.py": {"type": "update", "unified_diff": "@@ -1 +1 @@\n+total = 0"}},
+        },
+    )
     r.add("response_item", {"type": "custom_tool_call_output", "call_id": "call_2", "output": "Success."})
     r.tokens(usage(1000, 800, 50, 20), repeat=2)  # Codex often writes the same count twice
     r.say("Added the total.")
@@ -140,25 +196,42 @@ def test_wrapped_rollout_sessions_turns_tools_and_tokens(conn, home):
     assert report.files_read == 1
     s = session(conn, THREAD)
     assert (s["source"], s["kind"], s["project_path"], s["git_branch"], s["cli_version"], s["model"]) == (
-        "codex", "main", "/home/dev/shop", "feature/cart", "0.101.0", "gpt-5.2-codex")
+        "codex",
+        "main",
+        "/home/dev/shop",
+        "feature/cart",
+        "0.101.0",
+        "gpt-5.2-codex",
+    )
     assert s["turn_count"] == 2 and s["title"] == "add a cart total" and s["title_source"] == "prompt"
     # each prompt shows once although both streams log it
-    prompts = conn.execute("SELECT content FROM entries WHERE session_id = ? AND role = 'user' AND seq IS NOT NULL "
-                           "AND content IS NOT NULL ORDER BY seq", (THREAD,)).fetchall()
+    prompts = conn.execute(
+        "SELECT content FROM entries WHERE session_id = ? AND role = 'user' AND seq IS NOT NULL "
+        "AND content IS NOT NULL ORDER BY seq",
+        (THREAD,),
+    ).fetchall()
     assert [p[0] for p in prompts] == ["add a cart total", "now the tests"]
-    said = conn.execute("SELECT count(*) FROM entries WHERE session_id = ? AND seq IS NOT NULL AND "
-                        "content = 'Added the total.'", (THREAD,)).fetchone()[0]
+    said = conn.execute(
+        "SELECT count(*) FROM entries WHERE session_id = ? AND seq IS NOT NULL AND "
+        "content = 'Added the total.'",
+        (THREAD,),
+    ).fetchone()[0]
     assert said == 1
-    calls = dict(conn.execute("SELECT id, status FROM agent_tool_calls WHERE session_id = ?", (THREAD,)).fetchall())
+    calls = dict(
+        conn.execute("SELECT id, status FROM agent_tool_calls WHERE session_id = ?", (THREAD,)).fetchall()
+    )
     assert calls == {"call_1": "failed", "call_2": "completed"}
     params = conn.execute("SELECT params_json FROM agent_tool_calls WHERE id = 'call_1'").fetchone()[0]
     assert json.loads(params) == {"command": ["bash", "-lc", "pytest -q"]}
     # the duplicated token_count is one request; input excludes the cached part
     assert (s["input_tokens"], s["cache_read_tokens"], s["output_tokens"]) == (200 + 300, 800 + 1200, 80)
-    turns = conn.execute("SELECT token_count FROM agent_turns WHERE session_id = ? ORDER BY sequence",
-                         (THREAD,)).fetchall()
+    turns = conn.execute(
+        "SELECT token_count FROM agent_turns WHERE session_id = ? ORDER BY sequence", (THREAD,)
+    ).fetchall()
     assert [t[0] for t in turns] == [1050, 1530]
-    thinking = conn.execute("SELECT thinking FROM entries WHERE thinking LIKE 'Looking%' AND seq IS NOT NULL").fetchall()
+    thinking = conn.execute(
+        "SELECT thinking FROM entries WHERE thinking LIKE 'Looking%' AND seq IS NOT NULL"
+    ).fetchall()
     assert len(thinking) == 1
     diff = conn.execute("SELECT count(*) FROM entries WHERE tool_text LIKE '%total = 0%'").fetchone()[0]
     assert diff >= 2  # the patch as sent and the diff as applied are both searchable in:tools
@@ -182,10 +255,15 @@ def test_appended_lines_keep_the_state_of_the_lines_before(conn, home, tmp_path,
     ingest(conn, home)
     fresh = db.connect(tmp_path / "fresh.db")
     ingest(fresh, home)
-    for table, cols in (("agent_sessions", "turn_count, message_count, input_tokens, output_tokens, cache_read_tokens, "
-                                           "model, project_path, title"),
-                        ("agent_turns", "id, parent_turn_id, token_count, sequence"),
-                        ("agent_usage", "message_id, input_tokens, output_tokens, turn_id")):
+    for table, cols in (
+        (
+            "agent_sessions",
+            "turn_count, message_count, input_tokens, output_tokens, cache_read_tokens, "
+            "model, project_path, title",
+        ),
+        ("agent_turns", "id, parent_turn_id, token_count, sequence"),
+        ("agent_usage", "message_id, input_tokens, output_tokens, turn_id"),
+    ):
         sql = f"SELECT {cols} FROM {table} ORDER BY 1"
         assert conn.execute(sql).fetchall() == fresh.execute(sql).fetchall(), table
     assert session(conn, THREAD)["input_tokens"] == 510
@@ -208,14 +286,40 @@ def test_cumulative_totals_are_never_summed(conn, home):
 def test_bare_era_header_items_and_cwd_from_environment_context(conn, home):
     path = home / "sessions" / "2025" / "08" / "20" / f"rollout-2025-08-20T09-00-00-{THREAD}.jsonl"
     lines = [
-        {"id": THREAD, "timestamp": "2025-08-20T09:00:00.000Z", "instructions": None, "git": {"branch": "main"}},
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text":
-            "<environment_context>\n  <cwd>/srv/api</cwd>\n</environment_context>"}]},
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "why is login slow?"}]},
+        {
+            "id": THREAD,
+            "timestamp": "2025-08-20T09:00:00.000Z",
+            "instructions": None,
+            "git": {"branch": "main"},
+        },
+        {
+            "type": "message",
+            "role": "user",
+            "content": [
+                {
+                    "type": "input_text",
+                    "text": "<environment_context>\n  <cwd>/srv/api</cwd>\n</environment_context>",
+                }
+            ],
+        },
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "why is login slow?"}],
+        },
         {"record_type": "state"},
         {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "profiling"}]},
-        {"type": "function_call", "name": "shell", "arguments": "{\"command\":[\"rg\",\"login\"]}", "call_id": "c1"},
-        {"type": "function_call_output", "call_id": "c1", "output": "{\"output\":\"auth.py\",\"metadata\":{\"exit_code\":0}}"},
+        {
+            "type": "function_call",
+            "name": "shell",
+            "arguments": '{"command":["rg","login"]}',
+            "call_id": "c1",
+        },
+        {
+            "type": "function_call_output",
+            "call_id": "c1",
+            "output": '{"output":"auth.py","metadata":{"exit_code":0}}',
+        },
         {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "N+1 query."}]},
         {"record_type": "state"},
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix it"}]},
@@ -224,7 +328,12 @@ def test_bare_era_header_items_and_cwd_from_environment_context(conn, home):
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     ingest(conn, home)
     s = session(conn, THREAD)
-    assert (s["turn_count"], s["project_path"], s["tool_call_count"], s["title"]) == (2, "/srv/api", 1, "why is login slow?")
+    assert (s["turn_count"], s["project_path"], s["tool_call_count"], s["title"]) == (
+        2,
+        "/srv/api",
+        1,
+        "why is login slow?",
+    )
     assert conn.execute("SELECT status FROM agent_tool_calls WHERE id = 'c1'").fetchone()[0] == "completed"
     assert round_trips(conn, path)
 
@@ -259,21 +368,54 @@ def test_subagent_rollout_links_to_its_parent_thread(conn, home):
     parent = Rollout(home, THREAD)
     parent.meta()
     parent.prompt("review this with a helper")
-    parent.add("response_item", {"type": "function_call", "name": "spawn_agent", "call_id": "spawn_1",
-                                 "arguments": json.dumps({"message": "check the tests"})})
-    parent.add("event_msg", {"type": "collab_agent_spawn_end", "call_id": "spawn_1", "sender_thread_id": THREAD,
-                             "new_thread_id": CHILD, "new_agent_nickname": "Ada", "status": "running"})
+    parent.add(
+        "response_item",
+        {
+            "type": "function_call",
+            "name": "spawn_agent",
+            "call_id": "spawn_1",
+            "arguments": json.dumps({"message": "check the tests"}),
+        },
+    )
+    parent.add(
+        "event_msg",
+        {
+            "type": "collab_agent_spawn_end",
+            "call_id": "spawn_1",
+            "sender_thread_id": THREAD,
+            "new_thread_id": CHILD,
+            "new_agent_nickname": "Ada",
+            "status": "running",
+        },
+    )
     parent.write()
     child = Rollout(home, CHILD)
-    child.meta(source={"subagent": {"thread_spawn": {"parent_thread_id": THREAD, "depth": 1,
-                                                      "agent_nickname": "Ada", "agent_role": "explorer"}}})
+    child.meta(
+        source={
+            "subagent": {
+                "thread_spawn": {
+                    "parent_thread_id": THREAD,
+                    "depth": 1,
+                    "agent_nickname": "Ada",
+                    "agent_role": "explorer",
+                }
+            }
+        }
+    )
     child.prompt("check the tests")
     child.say("They pass.")
     child.write()
     ingest(conn, home)
     s = session(conn, CHILD)
-    assert (s["kind"], s["is_subagent"], s["parent_session_id"], s["agent_type"]) == ("subagent", 1, THREAD, "explorer")
-    call = conn.execute("SELECT tool_name, child_agent_id FROM agent_tool_calls WHERE id = 'spawn_1'").fetchone()
+    assert (s["kind"], s["is_subagent"], s["parent_session_id"], s["agent_type"]) == (
+        "subagent",
+        1,
+        THREAD,
+        "explorer",
+    )
+    call = conn.execute(
+        "SELECT tool_name, child_agent_id FROM agent_tool_calls WHERE id = 'spawn_1'"
+    ).fetchone()
     assert call == ("spawn_agent", CHILD)
 
 
@@ -290,8 +432,9 @@ def test_rollback_makes_a_branch(conn, home):
     r.write()
     ingest(conn, home)
     assert session(conn, THREAD)["branch_count"] == 1
-    turns = conn.execute("SELECT id, parent_turn_id FROM agent_turns WHERE session_id = ? ORDER BY sequence",
-                         (THREAD,)).fetchall()
+    turns = conn.execute(
+        "SELECT id, parent_turn_id FROM agent_turns WHERE session_id = ? ORDER BY sequence", (THREAD,)
+    ).fetchall()
     assert turns[1][1] == turns[0][0] and turns[2][1] == turns[0][0]
 
 
@@ -306,7 +449,9 @@ def test_thread_names_are_titles(conn, home):
     other.prompt("another")
     other.write()
     (home / "session_index.jsonl").write_text(
-        json.dumps({"id": CHILD, "thread_name": "Renamed in the app", "updated_at": "2026-03-02T11:00:00Z"}) + "\n")
+        json.dumps({"id": CHILD, "thread_name": "Renamed in the app", "updated_at": "2026-03-02T11:00:00Z"})
+        + "\n"
+    )
     ingest(conn, home)
     assert session(conn, THREAD)["title"] == "Cart totals"
     assert session(conn, CHILD)["title"] == "Renamed in the app"
@@ -318,7 +463,10 @@ def test_thread_names_are_titles(conn, home):
 def snapshot(home: Path, name: str, items: list[dict]) -> Path:
     path = home / "sessions" / f"rollout-2025-04-20-{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"session": {"timestamp": "2025-04-20T10:00:00.000Z", "id": name, "instructions": ""}, "items": items}
+    doc = {
+        "session": {"timestamp": "2025-04-20T10:00:00.000Z", "id": name, "instructions": ""},
+        "items": items,
+    }
     path.write_text(json.dumps(doc, indent=2))  # JSON.stringify(…, null, 2): no final newline
     old = time.time() - 86400
     os.utime(path, (old, old))
@@ -329,20 +477,40 @@ def test_typescript_snapshots_collapse_into_one_conversation(conn, home):
     items = [
         {"role": "user", "type": "message", "content": [{"type": "input_text", "text": "rename foo to bar"}]},
         {"id": "rs_1", "type": "reasoning", "summary": [{"type": "summary_text", "text": "grep first"}]},
-        {"id": "fc_1", "type": "function_call", "call_id": "call_a", "name": "shell",
-         "arguments": "{\"command\":[\"rg\",\"foo\"]}", "status": "completed"},
-        {"type": "function_call_output", "call_id": "call_a", "output": "{\"output\":\"a.py\",\"metadata\":{\"exit_code\":0}}"},
-        {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
-         "content": [{"type": "output_text", "text": "Renamed.", "annotations": []}]},
+        {
+            "id": "fc_1",
+            "type": "function_call",
+            "call_id": "call_a",
+            "name": "shell",
+            "arguments": '{"command":["rg","foo"]}',
+            "status": "completed",
+        },
+        {
+            "type": "function_call_output",
+            "call_id": "call_a",
+            "output": '{"output":"a.py","metadata":{"exit_code":0}}',
+        },
+        {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "Renamed.", "annotations": []}],
+        },
     ]
-    later = [*items, {"role": "user", "type": "message", "content": [{"type": "input_text", "text": "thanks"}]}]
+    later = [
+        *items,
+        {"role": "user", "type": "message", "content": [{"type": "input_text", "text": "thanks"}]},
+    ]
     a = snapshot(home, "11111111-1111-4111-8111-111111111111", items[:1])
     b = snapshot(home, "22222222-2222-4222-8222-222222222222", later)
     c = snapshot(home, "33333333-3333-4333-8333-333333333333", items)
     ingest(conn, home)
     sessions = conn.execute("SELECT id, turn_count, tool_call_count FROM agent_sessions").fetchall()
     assert len(sessions) == 1 and sessions[0][1:] == (2, 1)
-    texts = conn.execute("SELECT content FROM entries WHERE seq IS NOT NULL AND content IS NOT NULL ORDER BY seq").fetchall()
+    texts = conn.execute(
+        "SELECT content FROM entries WHERE seq IS NOT NULL AND content IS NOT NULL ORDER BY seq"
+    ).fetchall()
     assert [t[0] for t in texts] == ["rename foo to bar", "Renamed.", "thanks"]
     assert conn.execute("SELECT status FROM agent_tool_calls").fetchone()[0] == "completed"
     for path in (a, b, c):
@@ -371,15 +539,32 @@ def test_zst_rollout_is_read_message_by_message_kept_whole_and_never_double_coun
     other = db.connect(tmp_path / "other.db")
     ingest(other, home)
     s = session(other, THREAD)
-    for key in ("title", "project_path", "turn_count", "message_count", "tool_call_count", "input_tokens",
-                "output_tokens", "cache_read_tokens"):
+    for key in (
+        "title",
+        "project_path",
+        "turn_count",
+        "message_count",
+        "tool_call_count",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+    ):
         assert s[key] == before[key], key
-    texts = [r[0] for r in other.execute(
-        "SELECT content FROM entries WHERE session_id = ? AND seq IS NOT NULL AND content IS NOT NULL ORDER BY seq",
-        (s["id"],))]
-    plain_texts = [r[0] for r in conn.execute(
-        "SELECT content FROM entries WHERE session_id = ? AND seq IS NOT NULL AND content IS NOT NULL "
-        "AND dup_of IS NULL ORDER BY seq", (s["id"],))]
+    texts = [
+        r[0]
+        for r in other.execute(
+            "SELECT content FROM entries WHERE session_id = ? AND seq IS NOT NULL AND content IS NOT NULL ORDER BY seq",
+            (s["id"],),
+        )
+    ]
+    plain_texts = [
+        r[0]
+        for r in conn.execute(
+            "SELECT content FROM entries WHERE session_id = ? AND seq IS NOT NULL AND content IS NOT NULL "
+            "AND dup_of IS NULL ORDER BY seq",
+            (s["id"],),
+        )
+    ]
     assert texts == plain_texts and len(texts) >= 3
     from threadloom.core.archive import restore_session, verify
     from threadloom.core.search import search
@@ -393,7 +578,9 @@ def test_zst_rollout_is_read_message_by_message_kept_whole_and_never_double_coun
     assert again.files_read == 0 and again.files_gone == 0
     assert other.execute("SELECT count(*) FROM source_files WHERE status = 'gone'").fetchone()[0] == 0
     # a ledger from before decoded logs existed reads its .zst files once more, then never again
-    other.execute("DELETE FROM entries WHERE source_file_id IN (SELECT id FROM source_files WHERE kind = 'decoded')")
+    other.execute(
+        "DELETE FROM entries WHERE source_file_id IN (SELECT id FROM source_files WHERE kind = 'decoded')"
+    )
     other.execute("DELETE FROM source_files WHERE kind = 'decoded'")
     other.execute("DELETE FROM ledger_meta WHERE key LIKE 'reread:%'")
     assert ingest(other, home).files_read == 1 and ingest(other, home).files_read == 0
@@ -401,8 +588,9 @@ def test_zst_rollout_is_read_message_by_message_kept_whole_and_never_double_coun
     # a damaged compressed file is kept raw and says why
     packed.write_bytes(b"\x28\xb5\x2f\xfd" + b"garbage" * 10)
     ingest(other, home)
-    error = other.execute("SELECT parse_error FROM entries WHERE entry_type = 'compressed-rollout' "
-                          "ORDER BY id DESC LIMIT 1").fetchone()[0]
+    error = other.execute(
+        "SELECT parse_error FROM entries WHERE entry_type = 'compressed-rollout' ORDER BY id DESC LIMIT 1"
+    ).fetchone()[0]
     assert error and error.startswith("cannot decompress")
 
 
@@ -412,10 +600,24 @@ def test_zst_rollout_is_read_message_by_message_kept_whole_and_never_double_coun
 def test_detection_keeps_claude_and_codex_apart(tmp_path, conn):
     folder = tmp_path / "mixed"
     folder.mkdir()
-    (folder / "exported.jsonl").write_text(json.dumps({"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta",
-                                                       "payload": {"id": THREAD, "cwd": "/x"}}) + "\n")
-    claude = {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "c1", "timestamp": "2026-01-01T00:00:00Z",
-              "message": {"role": "user", "content": "hi"}}
+    (folder / "exported.jsonl").write_text(
+        json.dumps(
+            {
+                "timestamp": "2026-01-01T00:00:00Z",
+                "type": "session_meta",
+                "payload": {"id": THREAD, "cwd": "/x"},
+            }
+        )
+        + "\n"
+    )
+    claude = {
+        "type": "user",
+        "uuid": "u1",
+        "parentUuid": None,
+        "sessionId": "c1",
+        "timestamp": "2026-01-01T00:00:00Z",
+        "message": {"role": "user", "content": "hi"},
+    }
     (folder / "notes.jsonl").write_text(json.dumps(claude) + "\n")
     run_ingest(conn, [folder], include_defaults=False)
     agents = dict(conn.execute("SELECT path, agent FROM source_files").fetchall())
@@ -430,12 +632,26 @@ def test_a_jsonl_is_claude_codes_only_when_its_records_are(tmp_path, conn):
     folder = tmp_path / "downloads"
     folder.mkdir()
     rollout = folder / f"{THREAD}.jsonl"
-    rollout.write_text(json.dumps({"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta",
-                                   "payload": {"id": THREAD, "cwd": "/x"}}) + "\n")
+    rollout.write_text(
+        json.dumps(
+            {
+                "timestamp": "2026-01-01T00:00:00Z",
+                "type": "session_meta",
+                "payload": {"id": THREAD, "cwd": "/x"},
+            }
+        )
+        + "\n"
+    )
     (folder / "metrics.jsonl").write_text('{"step": 1, "loss": 0.5}\n{"step": 2, "loss": 0.4}\n')
     (folder / "events.jsonl").write_text('{"type": "user", "text": "not a transcript"}\n')
-    claude = {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "c1", "timestamp": "2026-01-01T00:00:00Z",
-              "message": {"role": "user", "content": "hi"}}
+    claude = {
+        "type": "user",
+        "uuid": "u1",
+        "parentUuid": None,
+        "sessionId": "c1",
+        "timestamp": "2026-01-01T00:00:00Z",
+        "message": {"role": "user", "content": "hi"},
+    }
     (folder / "c1.jsonl").write_text(json.dumps(claude) + "\n")
     run_ingest(conn, [folder], include_defaults=False)
     agents = {Path(p).name: a for p, a in conn.execute("SELECT path, agent FROM source_files")}
@@ -459,21 +675,32 @@ def test_corpus_codex(tmp_path):
     assert len(files) >= 9
     lines = 0
     for path in files:
-        row = conn.execute("SELECT id, agent FROM source_files WHERE path = ?", (str(path.resolve()),)).fetchone()
+        row = conn.execute(
+            "SELECT id, agent FROM source_files WHERE path = ?", (str(path.resolve()),)
+        ).fetchone()
         assert row is not None and row[1] == "codex", path
         assert round_trips(conn, path), path
         data = path.read_bytes()
         count = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
         lines += count
-        assert conn.execute("SELECT count(*) FROM entries WHERE source_file_id = ?", (row[0],)).fetchone()[0] == count
+        assert (
+            conn.execute("SELECT count(*) FROM entries WHERE source_file_id = ?", (row[0],)).fetchone()[0]
+            == count
+        )
     assert report.records_added == lines
-    sessions = dict(conn.execute("SELECT id, turn_count FROM agent_sessions WHERE source = 'codex'").fetchall())
+    sessions = dict(
+        conn.execute("SELECT id, turn_count FROM agent_sessions WHERE source = 'codex'").fetchall()
+    )
     assert len(sessions) == len(files)
     assert sessions["44444444-4444-4444-8444-444444444444"] == 1  # bare era
     assert sessions["019b2ea4-aaaa-bbbb-cccc-58208e1f0000"] == 6
     assert sessions["019fc8be-3658-7ca3-9e29-000000000000"] >= 2
     # tokens as Codex reports them: every distinct request once, cached input apart
-    tokens = dict(conn.execute("SELECT id, input_tokens + cache_read_tokens + output_tokens FROM agent_sessions").fetchall())
+    tokens = dict(
+        conn.execute(
+            "SELECT id, input_tokens + cache_read_tokens + output_tokens FROM agent_sessions"
+        ).fetchall()
+    )
     assert tokens["test-ratelimit-session"] == 12091 + 182
     assert tokens["019b2ea4-aaaa-bbbb-cccc-58208e1f0000"] == 12091 + 182
     assert tokens["session-alpha"] == 1000 + 125 + 2500 + 300
@@ -489,7 +716,11 @@ def test_a_byte_order_mark_before_the_session_meta(conn, home):
     assert conn.execute("SELECT count(*) FROM entries WHERE parse_error IS NOT NULL").fetchone()[0] == 0
     s = session(conn, THREAD)
     assert (s["project_path"], s["cli_version"], s["git_branch"], s["turn_count"]) == (
-        "/home/dev/shop", "0.101.0", "feature/cart", 2)
+        "/home/dev/shop",
+        "0.101.0",
+        "feature/cart",
+        2,
+    )
     assert round_trips(conn, path)
 
 
@@ -499,29 +730,76 @@ def test_response_items_of_every_kind_are_shown(conn, home):
     r = Rollout(home, THREAD)
     r.meta()
     r.context()
-    r.add("response_item", {"role": "user", "content": [{"type": "input_text", "text": "list the big files"}]})
-    r.add("response_item", {"type": "reasoning", "summary": [], "content": None, "encrypted_content": "gAAAA"})
-    r.add("response_item", {"type": "local_shell_call", "call_id": "ls1", "status": "completed",
-                            "action": {"type": "exec", "command": ["du", "-sh", "."]}})
+    r.add(
+        "response_item", {"role": "user", "content": [{"type": "input_text", "text": "list the big files"}]}
+    )
+    r.add(
+        "response_item", {"type": "reasoning", "summary": [], "content": None, "encrypted_content": "gAAAA"}
+    )
+    r.add(
+        "response_item",
+        {
+            "type": "local_shell_call",
+            "call_id": "ls1",
+            "status": "completed",
+            "action": {"type": "exec", "command": ["du", "-sh", "."]},
+        },
+    )
     r.add("response_item", {"type": "function_call_output", "call_id": "ls1", "output": "4.0M\t."})
-    r.add("response_item", {"type": "web_search_call", "id": "ws1", "status": "completed",
-                            "action": {"type": "search", "query": "du sort by size"}})
-    r.add("response_item", {"type": "custom_tool_call", "call_id": "ap1", "name": "apply_patch", "input": "*** Begin Patch"})
-    r.add("response_item", {"type": "tool_call", "function": {"name": "run_shell_command"},
-                            "arguments": {"command": "ls -S"}})
-    r.add("response_item", {"type": "function_call", "name": "shell", "arguments": json.dumps({"command": ["ls"]})})
-    r.add("response_item", {"role": "assistant", "content": [{"type": "output_text", "text": "big.bin is the biggest."}]})
+    r.add(
+        "response_item",
+        {
+            "type": "web_search_call",
+            "id": "ws1",
+            "status": "completed",
+            "action": {"type": "search", "query": "du sort by size"},
+        },
+    )
+    r.add(
+        "response_item",
+        {"type": "custom_tool_call", "call_id": "ap1", "name": "apply_patch", "input": "*** Begin Patch"},
+    )
+    r.add(
+        "response_item",
+        {"type": "tool_call", "function": {"name": "run_shell_command"}, "arguments": {"command": "ls -S"}},
+    )
+    r.add(
+        "response_item",
+        {"type": "function_call", "name": "shell", "arguments": json.dumps({"command": ["ls"]})},
+    )
+    r.add(
+        "response_item",
+        {"role": "assistant", "content": [{"type": "output_text", "text": "big.bin is the biggest."}]},
+    )
     r.write()
     ingest(conn, home)
-    rows = conn.execute("SELECT role, content, thinking, is_meta FROM entries WHERE session_id = ? AND seq IS NOT NULL "
-                        "ORDER BY seq", (THREAD,)).fetchall()
+    rows = conn.execute(
+        "SELECT role, content, thinking, is_meta FROM entries WHERE session_id = ? AND seq IS NOT NULL "
+        "ORDER BY seq",
+        (THREAD,),
+    ).fetchall()
     assert rows[0] == ("user", "list the big files", None, 0)
     assert rows[1] == ("assistant", None, "[encrypted reasoning]", 0)
-    assert [r[0] for r in rows[2:6]] == ["assistant", "user", "assistant", "assistant"]  # shell, its output, search, patch
-    assert rows[6][0] == "assistant" and rows[6][1].startswith("[tool_call] ") and "ls -S" in rows[6][1] and rows[6][3] == 1
+    assert [r[0] for r in rows[2:6]] == [
+        "assistant",
+        "user",
+        "assistant",
+        "assistant",
+    ]  # shell, its output, search, patch
+    assert (
+        rows[6][0] == "assistant"
+        and rows[6][1].startswith("[tool_call] ")
+        and "ls -S" in rows[6][1]
+        and rows[6][3] == 1
+    )
     assert rows[7][0] == "assistant" and rows[7][1] is None  # a call written without an id: shown as a call
     assert rows[8] == ("assistant", "big.bin is the biggest.", None, 0)
     calls = dict(conn.execute("SELECT id, tool_name FROM agent_tool_calls"))
-    assert calls == {"ls1": "local_shell", "ws1": "web_search", "ap1": "apply_patch", f"{THREAD}:10:call": "shell"}
+    assert calls == {
+        "ls1": "local_shell",
+        "ws1": "web_search",
+        "ap1": "apply_patch",
+        f"{THREAD}:10:call": "shell",
+    }
     s = session(conn, THREAD)
     assert (s["turn_count"], s["title"]) == (1, "list the big files")

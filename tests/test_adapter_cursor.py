@@ -24,8 +24,13 @@ def user_dir(root: Path) -> Path:
     return root / ".config" / "Cursor" / "User"
 
 
-def make_db(path: Path, *, kv: list[tuple[str, str | bytes | None]] = (), items: list[tuple[str, str]] = (),
-            wal: bool = False) -> sqlite3.Connection:
+def make_db(
+    path: Path,
+    *,
+    kv: list[tuple[str, str | bytes | None]] = (),
+    items: list[tuple[str, str]] = (),
+    wal: bool = False,
+) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path)
     if wal:
@@ -44,35 +49,88 @@ def dumps(value) -> str:
 
 
 def bubble(bid: str, btype: int, text: str = "", **extra) -> tuple[str, str]:
-    return f"bubbleId:{COMPOSER}:{bid}", dumps({"_v": 3, "type": btype, "bubbleId": bid, "text": text, **extra})
+    return f"bubbleId:{COMPOSER}:{bid}", dumps(
+        {"_v": 3, "type": btype, "bubbleId": bid, "text": text, **extra}
+    )
 
 
 def global_rows() -> list[tuple[str, str | None]]:
-    headers = [{"bubbleId": b, "type": t} for b, t in (("u1", 1), ("a1", 2), ("t1", 2), ("srv-9", 2), ("nul", 2), ("u2", 1))]
-    composer = {"_v": 10, "composerId": COMPOSER, "name": "Fix the checkout", "createdAt": 1760000000000,
-                "lastUpdatedAt": 1760000500000, "status": "completed", "unifiedMode": "agent",
-                "modelConfig": {"modelName": "claude-4.5-sonnet", "maxMode": False},
-                "fullConversationHeadersOnly": headers, "conversationMap": {}, "subComposerIds": [CHILD]}
+    headers = [
+        {"bubbleId": b, "type": t}
+        for b, t in (("u1", 1), ("a1", 2), ("t1", 2), ("srv-9", 2), ("nul", 2), ("u2", 1))
+    ]
+    composer = {
+        "_v": 10,
+        "composerId": COMPOSER,
+        "name": "Fix the checkout",
+        "createdAt": 1760000000000,
+        "lastUpdatedAt": 1760000500000,
+        "status": "completed",
+        "unifiedMode": "agent",
+        "modelConfig": {"modelName": "claude-4.5-sonnet", "maxMode": False},
+        "fullConversationHeadersOnly": headers,
+        "conversationMap": {},
+        "subComposerIds": [CHILD],
+    }
     rows: list[tuple[str, str | None]] = [
         # inserted out of order on purpose: the headers decide the order
         bubble("u2", 1, "and add a test", createdAt="2025-10-09T09:00:05.000Z"),
-        bubble("t1", 2, "", toolFormerData={"name": "run_terminal_cmd", "toolCallId": "toolu_1",
-                                             "rawArgs": dumps({"command": "pytest -q", "explanation": "run tests"}),
-                                             "result": dumps({"output": "3 passed"}), "status": "completed"}),
+        bubble(
+            "t1",
+            2,
+            "",
+            toolFormerData={
+                "name": "run_terminal_cmd",
+                "toolCallId": "toolu_1",
+                "rawArgs": dumps({"command": "pytest -q", "explanation": "run tests"}),
+                "result": dumps({"output": "3 passed"}),
+                "status": "completed",
+            },
+        ),
         bubble("u1", 1, "fix the checkout total", createdAt="2025-10-09T09:00:00.000Z"),
-        bubble("a1", 2, "Looking at cart.py", thinking={"text": "the rounding is off"},
-               tokenCount={"inputTokens": 1200, "outputTokens": 80}, modelInfo={"modelName": "claude-4.5-sonnet"}),
+        bubble(
+            "a1",
+            2,
+            "Looking at cart.py",
+            thinking={"text": "the rounding is off"},
+            tokenCount={"inputTokens": 1200, "outputTokens": 80},
+            modelInfo={"modelName": "claude-4.5-sonnet"},
+        ),
         (f"bubbleId:{COMPOSER}:row-key-differs", dumps({"type": 2, "bubbleId": "srv-9", "text": "Fixed."})),
         (f"bubbleId:{COMPOSER}:nul", None),
-        (f"bubbleId:{COMPOSER}:orphan", dumps({"type": 2, "bubbleId": "orphan", "text": "an unreferenced bubble"})),
+        (
+            f"bubbleId:{COMPOSER}:orphan",
+            dumps({"type": 2, "bubbleId": "orphan", "text": "an unreferenced bubble"}),
+        ),
         (f"composerData:{COMPOSER}", dumps(composer)),
-        (f"composerData:{CHILD}", dumps({"_v": 10, "composerId": CHILD, "name": "Explore tests", "createdAt": 1760000100000,
-                                         "fullConversationHeadersOnly": [{"bubbleId": "c1", "type": 1}]})),
+        (
+            f"composerData:{CHILD}",
+            dumps(
+                {
+                    "_v": 10,
+                    "composerId": CHILD,
+                    "name": "Explore tests",
+                    "createdAt": 1760000100000,
+                    "fullConversationHeadersOnly": [{"bubbleId": "c1", "type": 1}],
+                }
+            ),
+        ),
         (f"bubbleId:{CHILD}:c1", dumps({"type": 1, "bubbleId": "c1", "text": "find the tests"})),
         (f"bubbleId:{GONE}:x1", dumps({"type": 1, "bubbleId": "x1", "text": "from a deleted composer"})),
-        (f"composerData:{LEGACY}", dumps({"composerId": LEGACY, "createdAt": 1700000000000, "conversation": [
-            {"type": 1, "bubbleId": "l1", "text": "old style question"},
-            {"type": 2, "bubbleId": "l2", "text": "old style answer"}], "name": "Inline era"})),
+        (
+            f"composerData:{LEGACY}",
+            dumps(
+                {
+                    "composerId": LEGACY,
+                    "createdAt": 1700000000000,
+                    "conversation": [
+                        {"type": 1, "bubbleId": "l1", "text": "old style question"},
+                        {"type": 2, "bubbleId": "l2", "text": "old style answer"},
+                    ],
+                    "name": "Inline era",
+                }
+            ),
+        ),
         ("checkpointId:abc", dumps({"not": "read"})),
     ]
     return rows
@@ -80,11 +138,23 @@ def global_rows() -> list[tuple[str, str | None]]:
 
 def install(root: Path, *, wal: bool = False) -> tuple[Path, sqlite3.Connection]:
     user = user_dir(root)
-    heads = {"allComposers": [{"composerId": COMPOSER, "workspaceId": WORKSPACE, "isSubagent": False},
-                              {"composerId": CHILD, "workspaceId": WORKSPACE, "isSubagent": True,
-                               "subagentTypeName": "explore"}]}
-    conn = make_db(user / "globalStorage" / "state.vscdb", kv=global_rows(),
-                   items=[("composer.composerHeaders", dumps(heads)), ("some.other.setting", "1")], wal=wal)
+    heads = {
+        "allComposers": [
+            {"composerId": COMPOSER, "workspaceId": WORKSPACE, "isSubagent": False},
+            {
+                "composerId": CHILD,
+                "workspaceId": WORKSPACE,
+                "isSubagent": True,
+                "subagentTypeName": "explore",
+            },
+        ]
+    }
+    conn = make_db(
+        user / "globalStorage" / "state.vscdb",
+        kv=global_rows(),
+        items=[("composer.composerHeaders", dumps(heads)), ("some.other.setting", "1")],
+        wal=wal,
+    )
     ws = user / "workspaceStorage" / WORKSPACE
     ws.mkdir(parents=True)
     (ws / "workspace.json").write_text(dumps({"folder": "file:///home/dev/shop%20app"}))
@@ -99,23 +169,31 @@ def session(conn: sqlite3.Connection, sid: str) -> dict:
 
 
 def shown(conn: sqlite3.Connection, sid: str) -> list[tuple]:
-    return conn.execute("SELECT role, content FROM entries WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq",
-                        (sid,)).fetchall()
+    return conn.execute(
+        "SELECT role, content FROM entries WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq", (sid,)
+    ).fetchall()
 
 
 def rows_are_stored_exactly(conn: sqlite3.Connection, source: sqlite3.Connection) -> None:
     """Every chat row read: its key as one record, its value's exact bytes right after it."""
-    fid = conn.execute("SELECT id FROM source_files WHERE path LIKE '%.vscdb' ORDER BY path LIKE '%globalStorage%' DESC").fetchone()[0]
-    stored = [bytes(r[0]) for r in conn.execute("SELECT raw FROM entries WHERE source_file_id = ? ORDER BY byte_offset", (fid,))]
+    fid = conn.execute(
+        "SELECT id FROM source_files WHERE path LIKE '%.vscdb' ORDER BY path LIKE '%globalStorage%' DESC"
+    ).fetchone()[0]
+    stored = [
+        bytes(r[0])
+        for r in conn.execute("SELECT raw FROM entries WHERE source_file_id = ? ORDER BY byte_offset", (fid,))
+    ]
     keys = {raw: i for i, raw in enumerate(stored) if raw.startswith((b"composerData:", b"bubbleId:"))}
     assert keys
-    for key, value in source.execute("SELECT key, value FROM cursorDiskKV WHERE key LIKE 'composerData:%' OR key LIKE 'bubbleId:%'"):
+    for key, value in source.execute(
+        "SELECT key, value FROM cursorDiskKV WHERE key LIKE 'composerData:%' OR key LIKE 'bubbleId:%'"
+    ):
         i = keys[key.encode()]
         if value is None:
             continue
         raw = value if isinstance(value, bytes) else value.encode()
         joined = b""
-        for part in stored[i + 1:]:
+        for part in stored[i + 1 :]:
             joined += part
             if len(joined) >= len(raw):
                 break
@@ -126,25 +204,52 @@ def test_global_database_composers_bubbles_tools_tokens(conn, tmp_path):
     user, source = install(tmp_path)
     ingest(conn, user)
     s = session(conn, COMPOSER)
-    assert (s["source"], s["title"], s["project_path"], s["model"], s["turn_count"], s["tool_call_count"]) == (
-        "cursor", "Fix the checkout", "/home/dev/shop app", "claude-4.5-sonnet", 2, 1)
+    assert (
+        s["source"],
+        s["title"],
+        s["project_path"],
+        s["model"],
+        s["turn_count"],
+        s["tool_call_count"],
+    ) == ("cursor", "Fix the checkout", "/home/dev/shop app", "claude-4.5-sonnet", 2, 1)
     assert [c for _, c in shown(conn, COMPOSER)] == [
-        "fix the checkout total", "Looking at cart.py", None, "Fixed.", "and add a test", "an unreferenced bubble"]
-    assert conn.execute("SELECT thinking FROM entries WHERE uuid = ?", (f"{COMPOSER}:a1",)).fetchone() == ("the rounding is off",)
-    call = conn.execute("SELECT id, tool_name, status, params_json, result_json FROM agent_tool_calls").fetchone()
-    assert call[:3] == ("toolu_1", "run_terminal_cmd", "completed") and "pytest -q" in call[3] and "3 passed" in call[4]
+        "fix the checkout total",
+        "Looking at cart.py",
+        None,
+        "Fixed.",
+        "and add a test",
+        "an unreferenced bubble",
+    ]
+    assert conn.execute("SELECT thinking FROM entries WHERE uuid = ?", (f"{COMPOSER}:a1",)).fetchone() == (
+        "the rounding is off",
+    )
+    call = conn.execute(
+        "SELECT id, tool_name, status, params_json, result_json FROM agent_tool_calls"
+    ).fetchone()
+    assert (
+        call[:3] == ("toolu_1", "run_terminal_cmd", "completed")
+        and "pytest -q" in call[3]
+        and "3 passed" in call[4]
+    )
     assert (s["input_tokens"], s["output_tokens"]) == (1200, 80)
     child = session(conn, CHILD)
     assert (child["kind"], child["is_subagent"], child["parent_session_id"], child["agent_type"]) == (
-        "subagent", 1, COMPOSER, "explore")
+        "subagent",
+        1,
+        COMPOSER,
+        "explore",
+    )
     legacy = session(conn, LEGACY)
     assert (legacy["title"], legacy["turn_count"]) == ("Inline era", 1)
     assert [c for _, c in shown(conn, LEGACY)] == ["old style question", "old style answer"]
     # the bubble of a deleted composer is kept but belongs to no session; other key families are not read
-    assert conn.execute("SELECT session_id, subtype FROM entries WHERE content = 'from a deleted composer'").fetchone() == (
-        None, "no-composer")
+    assert conn.execute(
+        "SELECT session_id, subtype FROM entries WHERE content = 'from a deleted composer'"
+    ).fetchone() == (None, "no-composer")
     assert conn.execute("SELECT count(*) FROM agent_sessions WHERE id = ?", (GONE,)).fetchone() == (0,)
-    assert conn.execute("SELECT count(*) FROM entries WHERE CAST(raw AS TEXT) LIKE 'checkpointId:%'").fetchone() == (0,)
+    assert conn.execute(
+        "SELECT count(*) FROM entries WHERE CAST(raw AS TEXT) LIKE 'checkpointId:%'"
+    ).fetchone() == (0,)
     rows_are_stored_exactly(conn, source)
     source.close()
     from threadloom.core.ledger import rebuild_derived
@@ -165,10 +270,24 @@ def test_database_is_read_from_its_wal_without_being_touched(conn, tmp_path):
     assert session(conn, COMPOSER)["turn_count"] == 2
     # a change that so far lives only in the WAL is seen on the next run
     source.execute("INSERT INTO cursorDiskKV VALUES (?, ?)", bubble("u3", 1, "one more thing"))
-    source.execute("UPDATE cursorDiskKV SET value = ? WHERE key = ?", (dumps({
-        "_v": 10, "composerId": COMPOSER, "name": "Fix the checkout", "createdAt": 1760000000000,
-        "fullConversationHeadersOnly": [{"bubbleId": b} for b in ("u1", "a1", "t1", "srv-9", "nul", "u2", "u3")],
-        "subComposerIds": [CHILD]}), f"composerData:{COMPOSER}"))
+    source.execute(
+        "UPDATE cursorDiskKV SET value = ? WHERE key = ?",
+        (
+            dumps(
+                {
+                    "_v": 10,
+                    "composerId": COMPOSER,
+                    "name": "Fix the checkout",
+                    "createdAt": 1760000000000,
+                    "fullConversationHeadersOnly": [
+                        {"bubbleId": b} for b in ("u1", "a1", "t1", "srv-9", "nul", "u2", "u3")
+                    ],
+                    "subComposerIds": [CHILD],
+                }
+            ),
+            f"composerData:{COMPOSER}",
+        ),
+    )
     source.commit()
     ingest(conn, user)
     s = session(conn, COMPOSER)
@@ -181,26 +300,57 @@ def test_workspace_database_legacy_chat_tabs_and_composer_folders(conn, tmp_path
     user = user_dir(tmp_path)
     old = "1234abcd"
     ws = user / "workspaceStorage" / old
-    chat = {"tabs": [
-        {"tabId": "tab-1", "chatTitle": "Explain the parser", "lastSendTime": 1700000000000,
-         "bubbles": [{"type": "user", "id": "b1", "text": "what does parse() do?"},
-                     {"type": "ai", "id": "b2", "text": "It tokenizes.", "modelType": "gpt-4"}]},
-        {"bubbles": [{"type": "user", "text": "second tab"}], "tabId": "tab-2"}]}
-    make_db(ws / "state.vscdb", items=[
-        ("workbench.panel.aichat.view.aichat.chatdata", dumps(chat)),
-        ("composer.composerData", dumps({"allComposers": [{"type": "head", "composerId": COMPOSER}]})),
-        ("aiService.prompts", dumps([{"text": "what does parse() do?", "commandType": 4}]))]).close()
+    chat = {
+        "tabs": [
+            {
+                "tabId": "tab-1",
+                "chatTitle": "Explain the parser",
+                "lastSendTime": 1700000000000,
+                "bubbles": [
+                    {"type": "user", "id": "b1", "text": "what does parse() do?"},
+                    {"type": "ai", "id": "b2", "text": "It tokenizes.", "modelType": "gpt-4"},
+                ],
+            },
+            {"bubbles": [{"type": "user", "text": "second tab"}], "tabId": "tab-2"},
+        ]
+    }
+    make_db(
+        ws / "state.vscdb",
+        items=[
+            ("workbench.panel.aichat.view.aichat.chatdata", dumps(chat)),
+            ("composer.composerData", dumps({"allComposers": [{"type": "head", "composerId": COMPOSER}]})),
+            ("aiService.prompts", dumps([{"text": "what does parse() do?", "commandType": 4}])),
+        ],
+    ).close()
     (ws / "workspace.json").write_text(dumps({"folder": "file:///srv/parser"}))
-    make_db(user / "globalStorage" / "state.vscdb", kv=[
-        (f"composerData:{COMPOSER}", dumps({"composerId": COMPOSER, "name": "No workspace id",
-                                            "fullConversationHeadersOnly": [{"bubbleId": "u1"}]})),
-        bubble("u1", 1, "hello")]).close()
+    make_db(
+        user / "globalStorage" / "state.vscdb",
+        kv=[
+            (
+                f"composerData:{COMPOSER}",
+                dumps(
+                    {
+                        "composerId": COMPOSER,
+                        "name": "No workspace id",
+                        "fullConversationHeadersOnly": [{"bubbleId": "u1"}],
+                    }
+                ),
+            ),
+            bubble("u1", 1, "hello"),
+        ],
+    ).close()
     ingest(conn, user)
     tab = session(conn, "cursor-chat:tab-1")
     assert (tab["title"], tab["project_path"], tab["turn_count"], tab["model"]) == (
-        "Explain the parser", "/srv/parser", 1, "gpt-4")
+        "Explain the parser",
+        "/srv/parser",
+        1,
+        "gpt-4",
+    )
     assert shown(conn, f"cursor-chat:{old}#2") == [("user", "second tab")]  # its id comes after its bubbles
-    assert session(conn, COMPOSER)["project_path"] == "/srv/parser"  # found through the workspace's composer list
+    assert (
+        session(conn, COMPOSER)["project_path"] == "/srv/parser"
+    )  # found through the workspace's composer list
     assert {r[0] for r in conn.execute("SELECT agent FROM source_files")} == {"cursor"}
 
 
@@ -210,30 +360,65 @@ def test_cursor_agent_store_db(conn, tmp_path):
     store = sqlite3.connect(chat / "store.db")
     store.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
     store.execute("CREATE TABLE blobs (id TEXT PRIMARY KEY, data BLOB)")
-    meta = {"agentId": "agent-1", "name": "List files", "mode": "default", "createdAt": 1775522590321,
-            "lastUsedModel": "claude-4-sonnet", "latestRootBlobId": "ff"}
+    meta = {
+        "agentId": "agent-1",
+        "name": "List files",
+        "mode": "default",
+        "createdAt": 1775522590321,
+        "lastUsedModel": "claude-4-sonnet",
+        "latestRootBlobId": "ff",
+    }
     store.execute("INSERT INTO meta VALUES ('0', ?)", (dumps(meta).encode().hex(),))
-    store.executemany("INSERT INTO blobs VALUES (?, ?)", [
-        ("aa", dumps({"role": "user", "content": [{"type": "text", "text": "<user_query>\nls\n</user_query>"}]}).encode()),
-        ("bb", dumps({"role": "assistant", "content": [{"type": "text", "text": "Two files."}]}).encode()),
-        ("ff", b"\x0a\x02\xaa\xbb"),  # a tree node, not JSON: kept as it is
-    ])
+    store.executemany(
+        "INSERT INTO blobs VALUES (?, ?)",
+        [
+            (
+                "aa",
+                dumps(
+                    {"role": "user", "content": [{"type": "text", "text": "<user_query>\nls\n</user_query>"}]}
+                ).encode(),
+            ),
+            (
+                "bb",
+                dumps({"role": "assistant", "content": [{"type": "text", "text": "Two files."}]}).encode(),
+            ),
+            ("ff", b"\x0a\x02\xaa\xbb"),  # a tree node, not JSON: kept as it is
+        ],
+    )
     store.commit()
     store.close()
     (chat / "meta.json").write_text(dumps({"schemaVersion": 1, "cwd": "/home/dev/tools"}))
     ingest(conn, tmp_path / ".cursor")
     s = session(conn, "agent-1")
-    assert (s["title"], s["project_path"], s["model"], s["turn_count"]) == ("List files", "/home/dev/tools", "claude-4-sonnet", 1)
+    assert (s["title"], s["project_path"], s["model"], s["turn_count"]) == (
+        "List files",
+        "/home/dev/tools",
+        "claude-4-sonnet",
+        1,
+    )
     assert shown(conn, "agent-1") == [("user", "ls"), ("assistant", "Two files.")]
     assert b"\x0a\x02\xaa\xbb" in {bytes(r[0]) for r in conn.execute("SELECT raw FROM entries")}
 
 
 def transcript_lines() -> list[dict]:
     return [
-        {"role": "user", "message": {"content": [{"type": "text", "text": "<user_query>\nrun the tests\n</user_query>"}]}},
-        {"role": "assistant", "message": {"content": [{"type": "text", "text": "Running."},
-                                                      {"type": "tool_use", "name": "Shell", "input": {"command": "pytest"}}]}},
-        {"role": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "x", "content": "3 passed"}]}},
+        {
+            "role": "user",
+            "message": {"content": [{"type": "text", "text": "<user_query>\nrun the tests\n</user_query>"}]},
+        },
+        {
+            "role": "assistant",
+            "message": {
+                "content": [
+                    {"type": "text", "text": "Running."},
+                    {"type": "tool_use", "name": "Shell", "input": {"command": "pytest"}},
+                ]
+            },
+        },
+        {
+            "role": "user",
+            "message": {"content": [{"type": "tool_result", "tool_use_id": "x", "content": "3 passed"}]},
+        },
         {"type": "error", "error": "Provider Error: upstream timeout"},
         {"role": "assistant", "message": {"content": [{"type": "text", "text": "All green."}]}},
     ]
@@ -251,16 +436,25 @@ def test_cursor_agent_transcripts_append_and_subagents(conn, tmp_path):
     meta.parent.mkdir(parents=True)
     meta.write_text(dumps({"schemaVersion": 1, "cwd": "/home/dev/shop"}))
     (folder / "subagents").mkdir()
-    (folder / "subagents" / "child-1.jsonl").write_text(json.dumps(
-        {"role": "user", "message": {"content": [{"type": "text", "text": "look"}]}}) + "\n")
+    (folder / "subagents" / "child-1.jsonl").write_text(
+        json.dumps({"role": "user", "message": {"content": [{"type": "text", "text": "look"}]}}) + "\n"
+    )
     assert not ADAPTERS["claude-code"].claims(path)
     ingest(conn, home / "projects")
     with open(path, "a") as f:
         f.write("".join(json.dumps(x) + "\n" for x in lines[2:]))
     ingest(conn, home / "projects")
     s = session(conn, sid)
-    assert (s["source"], s["project_path"], s["turn_count"], s["title"]) == ("cursor", "/home/dev/shop", 1, "run the tests")
-    assert conn.execute("SELECT status, result_json FROM agent_tool_calls").fetchone() == ("completed", '"3 passed"')
+    assert (s["source"], s["project_path"], s["turn_count"], s["title"]) == (
+        "cursor",
+        "/home/dev/shop",
+        1,
+        "run the tests",
+    )
+    assert conn.execute("SELECT status, result_json FROM agent_tool_calls").fetchone() == (
+        "completed",
+        '"3 passed"',
+    )
     assert ("system", "Provider Error: upstream timeout") in shown(conn, sid)
     child = session(conn, "child-1")
     assert (child["kind"], child["parent_session_id"]) == ("subagent", sid)
@@ -282,7 +476,9 @@ def test_claims_and_roots(tmp_path, monkeypatch):
     assert adapter.claims(vscode, explicit=True)  # named on the command line, its tables decide
     monkeypatch.setattr(Path, "home", lambda: tmp_path)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / ".config"))
-    assert adapter.default_roots() == [tmp_path / ".config" / "Cursor" / "User" / "globalStorage" / "state.vscdb"]
+    assert adapter.default_roots() == [
+        tmp_path / ".config" / "Cursor" / "User" / "globalStorage" / "state.vscdb"
+    ]
     assert adapter.stat_paths(vscode) == [Path(str(vscode) + "-wal")]
 
 
@@ -295,7 +491,9 @@ CURSOR = CORPUS / "cursor"
 @pytest.mark.skipif(not CURSOR.is_dir(), reason="../shared/corpus/cursor is not present")
 def test_corpus_cursor(tmp_path):
     conn = db.connect(tmp_path / "corpus.db")
-    files = sorted(p for p in CURSOR.rglob("*") if p.suffix in (".vscdb", ".db", ".jsonl") and p.stat().st_size)
+    files = sorted(
+        p for p in CURSOR.rglob("*") if p.suffix in (".vscdb", ".db", ".jsonl") and p.stat().st_size
+    )
     assert len(files) >= 15
     report = run_ingest(conn, files, include_defaults=False)
     assert not report.errors, report.errors
@@ -305,23 +503,34 @@ def test_corpus_cursor(tmp_path):
         if path.suffix == ".jsonl":  # line formats: every line stored, byte for byte
             from threadloom.core.archive import file_bytes
 
-            fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path.resolve()),)).fetchone()[0]
+            fid = conn.execute(
+                "SELECT id FROM source_files WHERE path = ?", (str(path.resolve()),)
+            ).fetchone()[0]
             assert file_bytes(conn, fid) == (path.read_bytes(), True), path
     vscdb = next(p for p in files if p.suffix == ".vscdb")
     source = sqlite3.connect(f"file:{vscdb}?mode=ro&immutable=1", uri=True)
     rows_are_stored_exactly(conn, source)
     source.close()
     composer = session(conn, "00000000-0016-4016-8016-000000000016")
-    assert (composer["turn_count"], composer["tool_call_count"], composer["project_path"]) == (2, 2, "/fixture/v016/project")
+    assert (composer["turn_count"], composer["tool_call_count"], composer["project_path"]) == (
+        2,
+        2,
+        "/fixture/v016/project",
+    )
     assert [c for _, c in shown(conn, "00000000-0016-4016-8016-000000000016")][:3] == [
-        "Synthetic question alpha.", "Composer owns the synthetic collision identity.",
-        "Synthetic answer beta.\n```ts\nconst fixtureValue = 16;\n```"]
+        "Synthetic question alpha.",
+        "Composer owns the synthetic collision identity.",
+        "Synthetic answer beta.\n```ts\nconst fixtureValue = 16;\n```",
+    ]
     store = session(conn, "a1b2c3d4-e5f6-7890-abcd-ef1234567890")
     assert (store["title"], store["model"]) == ("Test Session", "claude-4-sonnet")
     turns = dict(conn.execute("SELECT id, turn_count FROM agent_sessions"))
     assert (turns["test-session"], turns["large"], turns["small"]) == (2, 3, 2)
     assert turns["aaaaaaaa-0000-0000-0000-000000000001"] == 1
-    assert session(conn, "aaaaaaaa-0000-0000-0000-000000000001")["project_path"] == "/mnt/d/1_yuyu_proj/cursor-history"
+    assert (
+        session(conn, "aaaaaaaa-0000-0000-0000-000000000001")["project_path"]
+        == "/mnt/d/1_yuyu_proj/cursor-history"
+    )
     conn.close()
 
 
@@ -329,27 +538,58 @@ def test_a_workspace_that_only_kept_its_prompts(conn, tmp_path):
     """A workspace database copied without the global one (or from before composers were kept
     there) holds only its prompt history: that is a session, its prompts timed by the generations."""
     ws = user_dir(tmp_path) / "workspaceStorage" / WORKSPACE
-    prompts = [{"text": "add a dark mode", "commandType": 4}, {"text": "rename foo to bar", "commandType": 2},
-               {"text": "add a dark mode", "commandType": 4}]
+    prompts = [
+        {"text": "add a dark mode", "commandType": 4},
+        {"text": "rename foo to bar", "commandType": 2},
+        {"text": "add a dark mode", "commandType": 4},
+    ]
     generations = [
-        {"unixMs": 1762046253035, "generationUUID": "g1", "type": "composer", "textDescription": "add a dark mode"},
-        {"unixMs": 1762046300000, "generationUUID": "g2", "type": "cmdk", "textDescription": "rename foo to bar"},
-        {"unixMs": 1762046400000, "generationUUID": "g3", "type": "composer", "textDescription": "add a dark mode"},
-        {"unixMs": 1762046500000, "generationUUID": "g4", "type": "cmdk"}]
-    make_db(ws / "state.vscdb", items=[("aiService.prompts", dumps(prompts)),
-                                      ("aiService.generations", dumps(generations))]).close()
+        {
+            "unixMs": 1762046253035,
+            "generationUUID": "g1",
+            "type": "composer",
+            "textDescription": "add a dark mode",
+        },
+        {
+            "unixMs": 1762046300000,
+            "generationUUID": "g2",
+            "type": "cmdk",
+            "textDescription": "rename foo to bar",
+        },
+        {
+            "unixMs": 1762046400000,
+            "generationUUID": "g3",
+            "type": "composer",
+            "textDescription": "add a dark mode",
+        },
+        {"unixMs": 1762046500000, "generationUUID": "g4", "type": "cmdk"},
+    ]
+    make_db(
+        ws / "state.vscdb",
+        items=[("aiService.prompts", dumps(prompts)), ("aiService.generations", dumps(generations))],
+    ).close()
     (ws / "workspace.json").write_text(dumps({"folder": "file:///home/dev/shop%20app"}))
     ingest(conn, user_dir(tmp_path))
     sid = f"cursor-prompts:{WORKSPACE}"
     s = session(conn, sid)
-    assert (s["source"], s["project_path"], s["turn_count"], s["title"]) == ("cursor", "/home/dev/shop app", 3, "add a dark mode")
+    assert (s["source"], s["project_path"], s["turn_count"], s["title"]) == (
+        "cursor",
+        "/home/dev/shop app",
+        3,
+        "add a dark mode",
+    )
     assert (s["created_at"], s["ended_at"]) == (1762046253035, 1762046500000)
     assert shown(conn, sid) == [("user", p["text"]) for p in prompts]
-    times = conn.execute("SELECT timestamp FROM entries WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq", (sid,))
+    times = conn.execute(
+        "SELECT timestamp FROM entries WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq", (sid,)
+    )
     assert [t for (t,) in times] == [1762046253035, 1762046300000, 1762046400000]
     # beside a global database that holds the chats, the prompts are that history again: no session
     install(tmp_path / "full")
     full_ws = user_dir(tmp_path / "full") / "workspaceStorage" / WORKSPACE
     make_db(full_ws / "state.vscdb", items=[("aiService.prompts", dumps(prompts))]).close()
     ingest(conn, user_dir(tmp_path / "full"))
-    assert conn.execute("SELECT count(*) FROM agent_sessions WHERE id LIKE 'cursor-prompts:%'").fetchone()[0] == 1
+    assert (
+        conn.execute("SELECT count(*) FROM agent_sessions WHERE id LIKE 'cursor-prompts:%'").fetchone()[0]
+        == 1
+    )

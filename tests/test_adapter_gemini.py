@@ -35,9 +35,16 @@ def user(mid: str, text: str, ts: str = "2026-04-29T21:39:33.155Z") -> dict:
 
 
 def reply(mid: str, text: str, *, tools: list[dict] | None = None, tokens: dict | None = None) -> dict:
-    msg = {"id": mid, "timestamp": "2026-04-29T21:39:35.125Z", "type": "gemini", "content": text,
-           "thoughts": [{"subject": "Plan", "description": "read the file", "timestamp": "2026-04-29T21:39:34Z"}],
-           "model": "gemini-3-flash-preview"}
+    msg = {
+        "id": mid,
+        "timestamp": "2026-04-29T21:39:35.125Z",
+        "type": "gemini",
+        "content": text,
+        "thoughts": [
+            {"subject": "Plan", "description": "read the file", "timestamp": "2026-04-29T21:39:34Z"}
+        ],
+        "model": "gemini-3-flash-preview",
+    }
     if tools is not None:
         msg["toolCalls"] = tools
     if tokens is not None:
@@ -46,17 +53,32 @@ def reply(mid: str, text: str, *, tools: list[dict] | None = None, tokens: dict 
 
 
 def shell(cid: str, command: str, *, result: str | None = None, status: str = "executing") -> dict:
-    call = {"id": cid, "name": "run_shell_command", "args": {"command": command}, "status": status,
-            "timestamp": "2026-04-29T21:39:35.364Z", "displayName": "Shell", "description": command}
+    call = {
+        "id": cid,
+        "name": "run_shell_command",
+        "args": {"command": command},
+        "status": status,
+        "timestamp": "2026-04-29T21:39:35.364Z",
+        "displayName": "Shell",
+        "description": command,
+    }
     if result is not None:
-        call["result"] = [{"functionResponse": {"id": cid, "name": "run_shell_command", "response": {"output": result}}}]
+        call["result"] = [
+            {"functionResponse": {"id": cid, "name": "run_shell_command", "response": {"output": result}}}
+        ]
         call["resultDisplay"] = result
     return call
 
 
 def meta(**extra) -> dict:
-    return {"sessionId": SID, "projectHash": hashlib.sha256(PROJECT.encode()).hexdigest(),
-            "startTime": "2026-04-29T21:39:22.319Z", "lastUpdated": "2026-04-29T21:39:22.319Z", "kind": "main", **extra}
+    return {
+        "sessionId": SID,
+        "projectHash": hashlib.sha256(PROJECT.encode()).hexdigest(),
+        "startTime": "2026-04-29T21:39:22.319Z",
+        "lastUpdated": "2026-04-29T21:39:22.319Z",
+        "kind": "main",
+        **extra,
+    }
 
 
 def write_jsonl(path: Path, lines: list[dict]) -> Path:
@@ -83,8 +105,9 @@ def round_trips(conn: sqlite3.Connection, path: Path) -> bool:
 
 
 def visible(conn: sqlite3.Connection, sid: str = SID) -> list[tuple]:
-    return conn.execute("SELECT role, content FROM entries WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq",
-                        (sid,)).fetchall()
+    return conn.execute(
+        "SELECT role, content FROM entries WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq", (sid,)
+    ).fetchall()
 
 
 def jsonl_session() -> list[dict]:
@@ -96,7 +119,12 @@ def jsonl_session() -> list[dict]:
         reply("g1", "Let me look."),
         reply("g1", "Let me look.", tools=[shell("t1", "ls")]),  # the same message, its call added
         reply("g1", "Let me look.", tools=[shell("t1", "ls", result="a.py\nb.py", status="success")]),
-        reply("g1", "Let me look.", tools=[shell("t1", "ls", result="a.py\nb.py", status="success")], tokens=tokens),
+        reply(
+            "g1",
+            "Let me look.",
+            tools=[shell("t1", "ls", result="a.py\nb.py", status="success")],
+            tokens=tokens,
+        ),
         reply("g2", "Two files."),
         {"$set": {"lastUpdated": "2026-04-29T21:40:00.000Z"}},
         user("u2", "and the tests?"),
@@ -110,10 +138,21 @@ def test_jsonl_upserts_tools_tokens_and_project(conn, gemini):
     ingest(conn, gemini / "tmp")
     s = session(conn)
     assert (s["source"], s["project_path"], s["model"], s["turn_count"], s["title"]) == (
-        "gemini", PROJECT, "gemini-3-flash-preview", 2, "list the files")
+        "gemini",
+        PROJECT,
+        "gemini-3-flash-preview",
+        2,
+        "list the files",
+    )
     shown = visible(conn)
-    assert [c for _, c in shown if c] == ["list the files", "Let me look.", "Two files.", "and the tests?",
-                                          "None yet.", "Request cancelled."]
+    assert [c for _, c in shown if c] == [
+        "list the files",
+        "Let me look.",
+        "Two files.",
+        "and the tests?",
+        "None yet.",
+        "Request cancelled.",
+    ]
     calls = conn.execute("SELECT id, status, result_json, entry_id FROM agent_tool_calls").fetchall()
     assert len(calls) == 1 and calls[0][1] == "completed" and "a.py" in calls[0][2]
     assert conn.execute("SELECT seq FROM entries WHERE id = ?", (calls[0][3],)).fetchone()[0] is not None
@@ -133,19 +172,34 @@ def test_a_message_rewritten_with_its_calls_is_one_message(conn, gemini):
     write_jsonl(path, lines)  # its rewrites (call added, call done, tokens) come in a later read
     ingest(conn, gemini)
     ids = {x["id"] for x in lines if "id" in x}
-    shown = conn.execute("SELECT id, thinking FROM entries WHERE session_id = ? AND seq IS NOT NULL", (SID,)).fetchall()
+    shown = conn.execute(
+        "SELECT id, thinking FROM entries WHERE session_id = ? AND seq IS NOT NULL", (SID,)
+    ).fetchall()
     assert len(shown) == len(ids) == 6
     assert sum(1 for _, thinking in shown if thinking) == 3  # g1, g2, g3: once each
     first_g1 = conn.execute("SELECT id FROM entries WHERE uuid = ?", (f"{SID}:g1",)).fetchone()[0]
-    assert conn.execute("SELECT entry_id, status FROM agent_tool_calls WHERE id = 't1'").fetchone() == (first_g1, "completed")
-    assert conn.execute("SELECT count(*) FROM entries WHERE session_id = ?", (SID,)).fetchone()[0] == len(lines)
+    assert conn.execute("SELECT entry_id, status FROM agent_tool_calls WHERE id = 't1'").fetchone() == (
+        first_g1,
+        "completed",
+    )
+    assert conn.execute("SELECT count(*) FROM entries WHERE session_id = ?", (SID,)).fetchone()[0] == len(
+        lines
+    )
     assert session(conn)["message_count"] == 6
     assert round_trips(conn, path)
 
 
 def test_rewind_drops_messages_and_branches(conn, gemini):
-    lines = [meta(), user("u1", "first"), reply("g1", "one"), user("u2", "second"), reply("g2", "two"),
-             {"$rewindTo": "u2"}, user("u3", "second, better"), reply("g3", "two, better")]
+    lines = [
+        meta(),
+        user("u1", "first"),
+        reply("g1", "one"),
+        user("u2", "second"),
+        reply("g2", "two"),
+        {"$rewindTo": "u2"},
+        user("u3", "second, better"),
+        reply("g3", "two, better"),
+    ]
     write_jsonl(chats(gemini) / "session-2026-04-29T21-39-5f0e2a8c.jsonl", lines)
     ingest(conn, gemini)
     assert session(conn)["branch_count"] == 1
@@ -155,15 +209,28 @@ def test_rewind_drops_messages_and_branches(conn, gemini):
 
 
 def test_set_messages_checkpoint_and_summary_title(conn, gemini):
-    lines = [meta(), user("u1", "long task"), reply("g1", "working"),
-             {"$set": {"messages": [user("s1", "Summary of the earlier work: tests added"), reply("g1", "working")]}},
-             {"$set": {"summary": "Add tests to the webshop"}},
-             user("u2", "go on"), reply("g2", "done")]
+    lines = [
+        meta(),
+        user("u1", "long task"),
+        reply("g1", "working"),
+        {
+            "$set": {
+                "messages": [user("s1", "Summary of the earlier work: tests added"), reply("g1", "working")]
+            }
+        },
+        {"$set": {"summary": "Add tests to the webshop"}},
+        user("u2", "go on"),
+        reply("g2", "done"),
+    ]
     write_jsonl(chats(gemini) / "session-2026-04-29T21-39-5f0e2a8c.jsonl", lines)
     ingest(conn, gemini)
     s = session(conn)
     assert (s["compaction_count"], s["title"], s["title_source"], s["turn_count"]) == (
-        1, "Add tests to the webshop", "ai-title", 2)
+        1,
+        "Add tests to the webshop",
+        "ai-title",
+        2,
+    )
     assert any("earlier work" in (c or "") for _, c in visible(conn))
 
 
@@ -177,16 +244,24 @@ def test_appended_lines_continue_the_session(conn, gemini, tmp_path):
     ingest(conn, gemini)
     fresh = db.connect(tmp_path / "fresh.db")
     ingest(fresh, gemini)
-    for sql in ("SELECT turn_count, message_count, input_tokens, output_tokens, cache_read_tokens FROM agent_sessions",
-                "SELECT id, parent_turn_id, token_count FROM agent_turns ORDER BY id",
-                "SELECT id, status FROM agent_tool_calls", "SELECT message_id, input_tokens FROM agent_usage ORDER BY 1"):
+    for sql in (
+        "SELECT turn_count, message_count, input_tokens, output_tokens, cache_read_tokens FROM agent_sessions",
+        "SELECT id, parent_turn_id, token_count FROM agent_turns ORDER BY id",
+        "SELECT id, status FROM agent_tool_calls",
+        "SELECT message_id, input_tokens FROM agent_usage ORDER BY 1",
+    ):
         assert conn.execute(sql).fetchall() == fresh.execute(sql).fetchall(), sql
 
 
 def legacy_doc(messages: list[dict], **extra) -> dict:
-    return {"sessionId": SID, "projectHash": hashlib.sha256(PROJECT.encode()).hexdigest(),
-            "startTime": "2026-01-16T18:34:00.000Z", "lastUpdated": "2026-01-16T18:35:00.000Z",
-            "messages": messages, **extra}
+    return {
+        "sessionId": SID,
+        "projectHash": hashlib.sha256(PROJECT.encode()).hexdigest(),
+        "startTime": "2026-01-16T18:34:00.000Z",
+        "lastUpdated": "2026-01-16T18:35:00.000Z",
+        "messages": messages,
+        **extra,
+    }
 
 
 def write_legacy(path: Path, doc: dict) -> Path:
@@ -198,23 +273,38 @@ def write_legacy(path: Path, doc: dict) -> Path:
 
 
 def legacy_messages() -> list[dict]:
-    return [user("u1", "list the files"),
-            reply("g1", "Here:", tools=[shell("t1", "ls", result="a.py", status="success")],
-                  tokens={"input": 500, "output": 20, "cached": 100, "total": 520}),
-            user("u2", "thanks")]
+    return [
+        user("u1", "list the files"),
+        reply(
+            "g1",
+            "Here:",
+            tools=[shell("t1", "ls", result="a.py", status="success")],
+            tokens={"input": 500, "output": 20, "cached": 100, "total": 520},
+        ),
+        user("u2", "thanks"),
+    ]
 
 
 def test_legacy_json_document_is_read_from_its_lines(conn, gemini):
-    path = write_legacy(chats(gemini) / "session-2026-01-16T18-34-5f0e2a8c.json",
-                        legacy_doc(legacy_messages(), summary="Listing files"))
+    path = write_legacy(
+        chats(gemini) / "session-2026-01-16T18-34-5f0e2a8c.json",
+        legacy_doc(legacy_messages(), summary="Listing files"),
+    )
     ingest(conn, gemini)
     s = session(conn)
-    assert (s["turn_count"], s["tool_call_count"], s["title"], s["project_path"]) == (2, 1, "Listing files", PROJECT)
+    assert (s["turn_count"], s["tool_call_count"], s["title"], s["project_path"]) == (
+        2,
+        1,
+        "Listing files",
+        PROJECT,
+    )
     assert (s["input_tokens"], s["cache_read_tokens"], s["output_tokens"]) == (400, 100, 20)
     assert conn.execute("SELECT status FROM agent_tool_calls").fetchone()[0] == "completed"
     assert round_trips(conn, path)
     # rewritten whole on the next message: read again, nothing doubled
-    write_legacy(path, legacy_doc([*legacy_messages(), reply("g2", "You're welcome.")], summary="Listing files"))
+    write_legacy(
+        path, legacy_doc([*legacy_messages(), reply("g2", "You're welcome.")], summary="Listing files")
+    )
     ingest(conn, gemini)
     s = session(conn)
     assert (s["turn_count"], s["message_count"], s["input_tokens"]) == (2, 4, 400)
@@ -224,7 +314,13 @@ def test_legacy_json_document_is_read_from_its_lines(conn, gemini):
 def test_resumed_legacy_session_migrated_to_jsonl_is_not_doubled(conn, gemini):
     folder = chats(gemini)
     write_legacy(folder / "session-2026-01-16T18-34-5f0e2a8c.json", legacy_doc(legacy_messages()))
-    migrated = [meta(), *legacy_messages(), {"$set": {"sessionId": SID}}, user("u3", "one more"), reply("g3", "ok")]
+    migrated = [
+        meta(),
+        *legacy_messages(),
+        {"$set": {"sessionId": SID}},
+        user("u3", "one more"),
+        reply("g3", "ok"),
+    ]
     write_jsonl(folder / "session-2026-01-16T18-34-5f0e2a8c.jsonl", migrated)
     ingest(conn, gemini)
     s = session(conn)
@@ -236,15 +332,27 @@ def test_subagent_session_and_hashed_project_dir(conn, gemini, tmp_path):
     digest = hashlib.sha256(b"/srv/api").hexdigest()
     (gemini / "projects.json").write_text(json.dumps({"projects": {"/srv/api": "api"}}))
     folder = gemini / "tmp" / digest / "chats"
-    write_jsonl(folder / "session-2025-10-01T10-00-5f0e2a8c.jsonl", [meta(projectHash=digest), user("u1", "delegate")])
+    write_jsonl(
+        folder / "session-2025-10-01T10-00-5f0e2a8c.jsonl", [meta(projectHash=digest), user("u1", "delegate")]
+    )
     child = "9d8c7b6a-0000-4000-8000-000000000001"
-    write_jsonl(folder / SID / f"{child}.jsonl",
-                [{**meta(kind="subagent", projectHash=digest), "sessionId": child, "directories": ["/srv/api"]},
-                 user("c1", "look into the tests"), reply("c2", "they pass")])
+    write_jsonl(
+        folder / SID / f"{child}.jsonl",
+        [
+            {**meta(kind="subagent", projectHash=digest), "sessionId": child, "directories": ["/srv/api"]},
+            user("c1", "look into the tests"),
+            reply("c2", "they pass"),
+        ],
+    )
     ingest(conn, gemini)
     assert session(conn)["project_path"] == "/srv/api"
     c = session(conn, child)
-    assert (c["kind"], c["is_subagent"], c["parent_session_id"], c["project_path"]) == ("subagent", 1, SID, "/srv/api")
+    assert (c["kind"], c["is_subagent"], c["parent_session_id"], c["project_path"]) == (
+        "subagent",
+        1,
+        SID,
+        "/srv/api",
+    )
 
 
 def test_detection_of_gemini_files_by_content(tmp_path, conn):
@@ -258,9 +366,14 @@ def test_detection_of_gemini_files_by_content(tmp_path, conn):
 def test_a_subagent_chat_outside_a_chats_folder_is_gemini_s(tmp_path, conn):
     """`<uuid>.jsonl` is a Claude Code name too: away from Claude's folders its first line decides."""
     child = "9d8c7b6a-0000-4000-8000-000000000001"
-    path = write_jsonl(tmp_path / "copied" / f"{child}.jsonl",
-                       [{**meta(kind="subagent"), "sessionId": child}, user("c1", "look into the tests"),
-                        reply("c2", "they pass")])
+    path = write_jsonl(
+        tmp_path / "copied" / f"{child}.jsonl",
+        [
+            {**meta(kind="subagent"), "sessionId": child},
+            user("c1", "look into the tests"),
+            reply("c2", "they pass"),
+        ],
+    )
     assert not ADAPTERS["claude-code"].claims(path)
     run_ingest(conn, [tmp_path / "copied"], include_defaults=False)
     assert conn.execute("SELECT agent FROM source_files").fetchall() == [("gemini",)]
@@ -282,16 +395,25 @@ def test_corpus_gemini(tmp_path):
     assert not report.errors, report.errors
     lines = 0
     for path in files:
-        row = conn.execute("SELECT id, agent FROM source_files WHERE path = ?", (str(path.resolve()),)).fetchone()
+        row = conn.execute(
+            "SELECT id, agent FROM source_files WHERE path = ?", (str(path.resolve()),)
+        ).fetchone()
         assert row is not None and row[1] == "gemini", path
         assert round_trips(conn, path), path
         data = path.read_bytes()
         count = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
         lines += count
-        assert conn.execute("SELECT count(*) FROM entries WHERE source_file_id = ?", (row[0],)).fetchone()[0] == count
+        assert (
+            conn.execute("SELECT count(*) FROM entries WHERE source_file_id = ?", (row[0],)).fetchone()[0]
+            == count
+        )
     assert report.records_added == lines
-    rows = {r[0]: r[1:] for r in conn.execute(
-        "SELECT id, turn_count, tool_call_count, input_tokens + cache_read_tokens, output_tokens FROM agent_sessions")}
+    rows = {
+        r[0]: r[1:]
+        for r in conn.execute(
+            "SELECT id, turn_count, tool_call_count, input_tokens + cache_read_tokens, output_tokens FROM agent_sessions"
+        )
+    }
     assert len(rows) == len(files)
     assert rows["gemini_stage0_jsonl"] == (1, 1, 11855 + 12069, 81 + 147)
     assert rows["session-2026-01-16T18-34-3739ef95"] == (1, 0, 10, 5)
@@ -306,7 +428,10 @@ def test_a_byte_order_mark_before_the_metadata_line(conn, gemini):
     path = write_jsonl(chats(gemini) / "session-2026-04-29T21-39-5f0e2a8c.jsonl", jsonl_session())
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
     ingest(conn, gemini)
-    assert conn.execute("SELECT count(*) FROM entries WHERE known = 0 OR parse_error IS NOT NULL").fetchone()[0] == 0
+    assert (
+        conn.execute("SELECT count(*) FROM entries WHERE known = 0 OR parse_error IS NOT NULL").fetchone()[0]
+        == 0
+    )
     assert conn.execute("SELECT entry_type FROM entries ORDER BY id LIMIT 1").fetchone()[0] == "metadata"
     assert session(conn)["turn_count"] == 2
     assert round_trips(conn, path)

@@ -18,15 +18,32 @@ CHILD = "ses_4f2a1c9e8b7dCCCCa1b2c3d4e5"
 
 
 def session_obj(sid: str = SID, parent: str | None = None, title: str = "Fix the cart") -> dict:
-    return {"id": sid, "version": "1.0.150", "projectID": "a1b2c3", "directory": "/home/dev/shop", "parentID": parent,
-            "title": title, "time": {"created": 1760000000000, "updated": 1760000009000}}
+    return {
+        "id": sid,
+        "version": "1.0.150",
+        "projectID": "a1b2c3",
+        "directory": "/home/dev/shop",
+        "parentID": parent,
+        "title": title,
+        "time": {"created": 1760000000000, "updated": 1760000009000},
+    }
 
 
 def message(mid: str, role: str, sid: str = SID, **extra) -> dict:
-    base = {"id": mid, "sessionID": sid, "role": role, "time": {"created": 1760000000000 + int(mid[-2:]) * 1000}}
+    base = {
+        "id": mid,
+        "sessionID": sid,
+        "role": role,
+        "time": {"created": 1760000000000 + int(mid[-2:]) * 1000},
+    }
     if role == "assistant":
-        base.update(modelID="claude-sonnet-4-5", providerID="anthropic", path={"cwd": "/home/dev/shop", "root": "/home/dev/shop"},
-                    cost=0.01, tokens={"input": 100, "output": 20, "reasoning": 5, "cache": {"read": 900, "write": 50}})
+        base.update(
+            modelID="claude-sonnet-4-5",
+            providerID="anthropic",
+            path={"cwd": "/home/dev/shop", "root": "/home/dev/shop"},
+            cost=0.01,
+            tokens={"input": 100, "output": 20, "reasoning": 5, "cache": {"read": 900, "write": 50}},
+        )
     base.update(extra)
     return base
 
@@ -36,25 +53,62 @@ def text(pid: str, mid: str, body: str, sid: str = SID, **extra) -> dict:
 
 
 def tool(pid: str, mid: str, name: str, params: dict, output: str, sid: str = SID, **metadata) -> dict:
-    return {"id": pid, "sessionID": sid, "messageID": mid, "type": "tool", "callID": f"call_{pid}", "tool": name,
-            "state": {"status": "completed", "input": params, "output": output, "metadata": metadata,
-                      "time": {"start": 1, "end": 2}}}
+    return {
+        "id": pid,
+        "sessionID": sid,
+        "messageID": mid,
+        "type": "tool",
+        "callID": f"call_{pid}",
+        "tool": name,
+        "state": {
+            "status": "completed",
+            "input": params,
+            "output": output,
+            "metadata": metadata,
+            "time": {"start": 1, "end": 2},
+        },
+    }
 
 
 def conversation() -> tuple[list[dict], dict[str, list[dict]]]:
-    messages = [message("msg_01", "user"), message("msg_02", "assistant", parentID="msg_01"),
-                message("msg_03", "user"), message("msg_04", "assistant", parentID="msg_03")]
+    messages = [
+        message("msg_01", "user"),
+        message("msg_02", "assistant", parentID="msg_01"),
+        message("msg_03", "user"),
+        message("msg_04", "assistant", parentID="msg_03"),
+    ]
     parts = {
-        "msg_01": [text("prt_01", "msg_01", "fix the cart total"),
-                   text("prt_02", "msg_01", "<file contents injected>", synthetic=True)],
-        "msg_02": [{"id": "prt_03", "sessionID": SID, "messageID": "msg_02", "type": "step-start"},
-                   {"id": "prt_04", "sessionID": SID, "messageID": "msg_02", "type": "reasoning", "text": "check rounding"},
-                   tool("prt_05", "msg_02", "bash", {"command": "pytest -q"}, "1 failed", exit=1),
-                   tool("prt_06", "msg_02", "task", {"description": "explore", "prompt": "find the tests"}, "found them",
-                        sessionId=CHILD),
-                   text("prt_07", "msg_02", "The rounding is wrong."),
-                   {"id": "prt_08", "sessionID": SID, "messageID": "msg_02", "type": "step-finish",
-                    "tokens": {"input": 100, "output": 20, "reasoning": 5, "cache": {"read": 900, "write": 50}}}],
+        "msg_01": [
+            text("prt_01", "msg_01", "fix the cart total"),
+            text("prt_02", "msg_01", "<file contents injected>", synthetic=True),
+        ],
+        "msg_02": [
+            {"id": "prt_03", "sessionID": SID, "messageID": "msg_02", "type": "step-start"},
+            {
+                "id": "prt_04",
+                "sessionID": SID,
+                "messageID": "msg_02",
+                "type": "reasoning",
+                "text": "check rounding",
+            },
+            tool("prt_05", "msg_02", "bash", {"command": "pytest -q"}, "1 failed", exit=1),
+            tool(
+                "prt_06",
+                "msg_02",
+                "task",
+                {"description": "explore", "prompt": "find the tests"},
+                "found them",
+                sessionId=CHILD,
+            ),
+            text("prt_07", "msg_02", "The rounding is wrong."),
+            {
+                "id": "prt_08",
+                "sessionID": SID,
+                "messageID": "msg_02",
+                "type": "step-finish",
+                "tokens": {"input": 100, "output": 20, "reasoning": 5, "cache": {"read": 900, "write": 50}},
+            },
+        ],
         "msg_03": [text("prt_09", "msg_03", "now add a test")],
         "msg_04": [text("prt_10", "msg_04", "Added.")],
     }
@@ -70,7 +124,10 @@ def write_json(path: Path, value: dict) -> Path:
 def write_storage(storage: Path) -> None:
     messages, parts = conversation()
     write_json(storage / "session" / "a1b2c3" / f"{SID}.json", session_obj())
-    write_json(storage / "session" / "a1b2c3" / f"{CHILD}.json", session_obj(CHILD, SID, "explore (@general subagent)"))
+    write_json(
+        storage / "session" / "a1b2c3" / f"{CHILD}.json",
+        session_obj(CHILD, SID, "explore (@general subagent)"),
+    )
     for m in messages:
         write_json(storage / "message" / SID / f"{m['id']}.json", m)
         for p in parts[m["id"]]:
@@ -87,25 +144,46 @@ def session(conn: sqlite3.Connection, sid: str) -> dict:
 
 
 def shown(conn: sqlite3.Connection, sid: str) -> list[tuple]:
-    return conn.execute("SELECT role, content FROM entries WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq",
-                        (sid,)).fetchall()
+    return conn.execute(
+        "SELECT role, content FROM entries WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq", (sid,)
+    ).fetchall()
 
 
 def check_conversation(conn: sqlite3.Connection) -> None:
     s = session(conn, SID)
-    assert (s["source"], s["title"], s["project_path"], s["model"], s["turn_count"], s["tool_call_count"]) == (
-        "opencode", "Fix the cart", "/home/dev/shop", "claude-sonnet-4-5", 2, 2)
+    assert (
+        s["source"],
+        s["title"],
+        s["project_path"],
+        s["model"],
+        s["turn_count"],
+        s["tool_call_count"],
+    ) == ("opencode", "Fix the cart", "/home/dev/shop", "claude-sonnet-4-5", 2, 2)
     assert [x for x in shown(conn, SID) if x[1]] == [
-        ("user", "fix the cart total"), ("assistant", "The rounding is wrong."), ("user", "now add a test"),
-        ("assistant", "Added.")]
+        ("user", "fix the cart total"),
+        ("assistant", "The rounding is wrong."),
+        ("user", "now add a test"),
+        ("assistant", "Added."),
+    ]
     # message.tokens, as OpenCode counts them: reasoning is output, the cache kept apart
-    assert (s["input_tokens"], s["output_tokens"], s["cache_read_tokens"], s["cache_creation_tokens"]) == (200, 50, 1800, 100)
-    turns = conn.execute("SELECT token_count FROM agent_turns WHERE session_id = ? ORDER BY sequence", (SID,)).fetchall()
+    assert (s["input_tokens"], s["output_tokens"], s["cache_read_tokens"], s["cache_creation_tokens"]) == (
+        200,
+        50,
+        1800,
+        100,
+    )
+    turns = conn.execute(
+        "SELECT token_count FROM agent_turns WHERE session_id = ? ORDER BY sequence", (SID,)
+    ).fetchall()
     assert turns == [(1075,), (1075,)]
     calls = dict(conn.execute("SELECT tool_name, status FROM agent_tool_calls"))
     assert calls == {"bash": "failed", "task": "completed"}
     child = session(conn, CHILD)
-    assert (child["kind"], child["parent_session_id"], child["tool_call_id"]) == ("subagent", SID, "call_prt_06")
+    assert (child["kind"], child["parent_session_id"], child["tool_call_id"]) == (
+        "subagent",
+        SID,
+        "call_prt_06",
+    )
 
 
 def test_storage_tree_sessions_turns_tools_tokens(conn, tmp_path):
@@ -117,8 +195,12 @@ def test_storage_tree_sessions_turns_tools_tokens(conn, tmp_path):
         fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path),)).fetchone()[0]
         assert file_bytes(conn, fid) == (path.read_bytes(), True), path
     # a message file rewritten (OpenCode updates it as the reply finishes): read again, not doubled
-    m = message("msg_04", "assistant", parentID="msg_03", tokens={"input": 300, "output": 30, "reasoning": 0,
-                                                                    "cache": {"read": 0, "write": 0}})
+    m = message(
+        "msg_04",
+        "assistant",
+        parentID="msg_03",
+        tokens={"input": 300, "output": 30, "reasoning": 0, "cache": {"read": 0, "write": 0}},
+    )
     write_json(storage / "message" / SID / "msg_04.json", m)
     ingest(conn, storage)
     s = session(conn, SID)
@@ -159,15 +241,22 @@ def make_db(path: Path, *, wal: bool = False) -> sqlite3.Connection:
     """)
     messages, parts = conversation()
     for sid, parent, title, created in ((SID, None, "Fix the cart", 1), (CHILD, SID, "explore", 2)):
-        conn.execute("INSERT INTO session (id, project_id, parent_id, slug, directory, title, version, time_created, "
-                     "time_updated) VALUES (?, 'a1b2c3', ?, 'slug', '/home/dev/shop', ?, '1.2.0', ?, ?)",
-                     (sid, parent, title, created, created))
+        conn.execute(
+            "INSERT INTO session (id, project_id, parent_id, slug, directory, title, version, time_created, "
+            "time_updated) VALUES (?, 'a1b2c3', ?, 'slug', '/home/dev/shop', ?, '1.2.0', ?, ?)",
+            (sid, parent, title, created, created),
+        )
     for i, m in enumerate([*messages, message("msg_90", "user", CHILD)]):
         data = {k: v for k, v in m.items() if k not in ("id", "sessionID")}
-        conn.execute("INSERT INTO message VALUES (?, ?, ?, ?, ?)", (m["id"], m["sessionID"], i, i, json.dumps(data)))
+        conn.execute(
+            "INSERT INTO message VALUES (?, ?, ?, ?, ?)", (m["id"], m["sessionID"], i, i, json.dumps(data))
+        )
     for p in [p for ps in parts.values() for p in ps] + [text("prt_90", "msg_90", "find the tests", CHILD)]:
         data = {k: v for k, v in p.items() if k not in ("id", "sessionID", "messageID")}
-        conn.execute("INSERT INTO part VALUES (?, ?, ?, 0, 0, ?)", (p["id"], p["messageID"], p["sessionID"], json.dumps(data)))
+        conn.execute(
+            "INSERT INTO part VALUES (?, ?, ?, 0, 0, ?)",
+            (p["id"], p["messageID"], p["sessionID"], json.dumps(data)),
+        )
     conn.commit()
     return conn
 
@@ -213,16 +302,28 @@ def test_corpus_opencode(tmp_path):
     files = sorted(p for root in roots for p in root.rglob("*.json"))
     assert report.files_read == len(files) == 27
     for path in files:
-        fid, agent = conn.execute("SELECT id, agent FROM source_files WHERE path = ?", (str(path.resolve()),)).fetchone()
+        fid, agent = conn.execute(
+            "SELECT id, agent FROM source_files WHERE path = ?", (str(path.resolve()),)
+        ).fetchone()
         assert agent == "opencode"
         assert file_bytes(conn, fid) == (path.read_bytes(), True), path
-        assert conn.execute("SELECT count(*) FROM entries WHERE source_file_id = ? AND entry_type != 'json-gap'",
-                            (fid,)).fetchone() == (1,)
-    rows = {r[0]: r[1:] for r in conn.execute(
-        "SELECT id, turn_count, tool_call_count, input_tokens, output_tokens, project_path FROM agent_sessions")}
-    assert rows == {"s_stage0_drift": (1, 1, 0, 0, "/tmp/drift"), "s_stage0_large": (2, 1, 120, 16, "/tmp/large"),
-                    "s_stage0_small": (1, 1, 0, 0, "/tmp/repo")}
-    assert conn.execute("SELECT count(*) FROM entries WHERE session_id IS NULL AND entry_type != 'json-gap'").fetchone() == (0,)
+        assert conn.execute(
+            "SELECT count(*) FROM entries WHERE source_file_id = ? AND entry_type != 'json-gap'", (fid,)
+        ).fetchone() == (1,)
+    rows = {
+        r[0]: r[1:]
+        for r in conn.execute(
+            "SELECT id, turn_count, tool_call_count, input_tokens, output_tokens, project_path FROM agent_sessions"
+        )
+    }
+    assert rows == {
+        "s_stage0_drift": (1, 1, 0, 0, "/tmp/drift"),
+        "s_stage0_large": (2, 1, 120, 16, "/tmp/large"),
+        "s_stage0_small": (1, 1, 0, 0, "/tmp/repo"),
+    }
+    assert conn.execute(
+        "SELECT count(*) FROM entries WHERE session_id IS NULL AND entry_type != 'json-gap'"
+    ).fetchone() == (0,)
     conn.close()
 
 
@@ -246,5 +347,6 @@ def test_a_part_whose_message_file_is_gone(conn, tmp_path):
     write_json(storage / "part" / "msg_77" / "prt_77.json", text("prt_77", "msg_77", "an orphaned part"))
     report = run_ingest(conn, [storage], include_defaults=False)
     assert not report.errors, report.errors
-    assert conn.execute("SELECT session_id FROM entries WHERE uuid LIKE '%prt_77%' OR content = 'an orphaned part'"
-                        ).fetchone() == (SID,)
+    assert conn.execute(
+        "SELECT session_id FROM entries WHERE uuid LIKE '%prt_77%' OR content = 'an orphaned part'"
+    ).fetchone() == (SID,)

@@ -35,7 +35,7 @@ def test_generator_is_deterministic_and_realistic(tmp_path: Path) -> None:
             if isinstance(result, dict) and "agentId" in result:
                 spawned.add(result["agentId"])
     assert {"user", "assistant", "file-history-snapshot"} <= types
-    agent_files = {p.name[len("agent-"):-len(".jsonl")] for p in files if p.name.startswith("agent-")}
+    agent_files = {p.name[len("agent-") : -len(".jsonl")] for p in files if p.name.startswith("agent-")}
     assert spawned & agent_files  # Task/Agent results name the agent files they spawned
     # the same seed gives the same bytes
     again = gen_archive.generate(tmp_path / "b", 2 << 20, seed=3, jobs=2)
@@ -44,8 +44,11 @@ def test_generator_is_deterministic_and_realistic(tmp_path: Path) -> None:
 
 def test_queries_use_words_the_generator_writes() -> None:
     vocab = set(gen_archive.pools().vocab)
-    lines = [ln.split("\t", 1) for ln in (BENCH / "queries.txt").read_text().splitlines()
-             if ln.strip() and not ln.startswith("#")]
+    lines = [
+        ln.split("\t", 1)
+        for ln in (BENCH / "queries.txt").read_text().splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]
     assert len(lines) >= 30
     rare = [q for cat, q in lines if cat == "rare"]
     assert rare and all(w in vocab for q in rare for w in q.split())
@@ -54,9 +57,20 @@ def test_queries_use_words_the_generator_writes() -> None:
 def test_harness_quick_run(tmp_path: Path) -> None:
     out = tmp_path / "results"
     proc = subprocess.run(
-        [sys.executable, str(BENCH / "run.py"), "--quick", "--archive-dir", str(tmp_path / "archives"),
-         "--work-dir", str(tmp_path / "work"), "--out", str(out)],
-        capture_output=True, text=True, timeout=240,
+        [
+            sys.executable,
+            str(BENCH / "run.py"),
+            "--quick",
+            "--archive-dir",
+            str(tmp_path / "archives"),
+            "--work-dir",
+            str(tmp_path / "work"),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((out / "latest.json").read_text())
@@ -64,22 +78,41 @@ def test_harness_quick_run(tmp_path: Path) -> None:
     assert result["runs"] == 1 and set(result["archives"]) == {"5M"}
     assert result["archives"]["5M"]["bytes"] > 1_000_000
     rows = {r["key"]: r for r in result["rows"] if r["key"]}
-    for key in ("cold.seconds", "cold_index.seconds", "cold_total.seconds", "cold.peak_rss_mb", "cold.db_mb",
-                "nochange.seconds", "parse1mb.seconds",
-                "append1mb.seconds", "append1mb.ratio_to_parse1mb", "rewrite_same.seconds", "rewrite_grow.seconds"):
+    for key in (
+        "cold.seconds",
+        "cold_index.seconds",
+        "cold_total.seconds",
+        "cold.peak_rss_mb",
+        "cold.db_mb",
+        "nochange.seconds",
+        "parse1mb.seconds",
+        "append1mb.seconds",
+        "append1mb.ratio_to_parse1mb",
+        "rewrite_same.seconds",
+        "rewrite_grow.seconds",
+    ):
         assert rows[key]["status"] == "ok", (key, rows[key])
         assert rows[key]["median"] > 0 and rows[key]["min"] <= rows[key]["median"] <= rows[key]["max"], key
     assert rows["cold.records"]["median"] > 0
     assert rows["rewrite_grow.detected"]["median"] == 1.0
     assert 0.5 < rows["append1mb.bytes_read_mb"]["median"] < 2.0  # only the new bytes are read
     # the TUI rows (scripts/measure_tui.py, headless) have numbers, and their targets are judged
-    for key in ("tui.first_frame_s", "tui.first_frame_no_ingest_s", "tui.open_largest_ms", "tui.page_scroll_ms",
-                "tui.browse_rss_mb"):
+    for key in (
+        "tui.first_frame_s",
+        "tui.first_frame_no_ingest_s",
+        "tui.open_largest_ms",
+        "tui.page_scroll_ms",
+        "tui.browse_rss_mb",
+    ):
         assert rows[key]["status"] == "ok" and rows[key]["median"] > 0, (key, rows[key])
     assert rows["tui.first_frame_s"]["median"] < 60  # seconds from process start, not ms or a clock reading
     targets = {t["target"]: t for t in result["targets"]}
-    for target in ("TUI first frame with data ≤ 0.5 s", "largest session ≤ 200 ms to first paint",
-                   "page scroll ≤ 16 ms", "peak RSS while browsing ≤ 200 MB"):
+    for target in (
+        "TUI first frame with data ≤ 0.5 s",
+        "largest session ≤ 200 ms to first paint",
+        "page scroll ≤ 16 ms",
+        "peak RSS while browsing ≤ 200 MB",
+    ):
         assert targets[target]["status"] in ("met", "missed"), targets[target]
     statuses = {r["scenario"]: r["status"] for r in result["rows"]}
     assert statuses["claude-code-log (all rows)"] == "skipped"

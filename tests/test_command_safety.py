@@ -24,8 +24,16 @@ from threadloom.core.fork import claude_folder_name
 
 MARK = "pwned"  # what every payload tries to create
 PAYLOADS = [
-    "$(touch pwned)", "`touch pwned`", "; touch pwned", "' ; touch pwned ; '", '" ; touch pwned ; "',
-    "\ntouch pwned\n", "-x$(touch pwned)", "&& touch pwned #", "| touch pwned", "$'\\n'$(touch pwned)",
+    "$(touch pwned)",
+    "`touch pwned`",
+    "; touch pwned",
+    "' ; touch pwned ; '",
+    '" ; touch pwned ; "',
+    "\ntouch pwned\n",
+    "-x$(touch pwned)",
+    "&& touch pwned #",
+    "| touch pwned",
+    "$'\\n'$(touch pwned)",
 ]
 FORKED = "99999999-0000-4000-8000-000000000099"  # the session id the fake `claude -p` reports
 SID = "c0ffee00-1111-4222-8333-444455556666"
@@ -44,11 +52,19 @@ def run_printed(command: str, fake_agents: Path, sandbox: Path) -> list[list[str
     log = fake_agents.parent / "calls.log"
     log.unlink(missing_ok=True)
     lookups(fake_agents)  # a fresh list of what the agents looked for
-    env = {"PATH": f"{fake_agents}:/usr/bin:/bin", "FAKE_LOG": str(log), "FORKED": FORKED,
-           "HOME": str(sandbox), "LC_ALL": "C.UTF-8", "FAKE_LOOKUPS": str(fake_agents.parent / "lookups.log"),
-           "CLAUDE_CONFIG_DIR": os.environ.get("CLAUDE_CONFIG_DIR", str(sandbox / ".claude")),
-           "CODEX_HOME": os.environ.get("CODEX_HOME", str(sandbox / ".codex"))}
-    subprocess.run(["bash", "-c", command], cwd=sandbox, env=env, capture_output=True, timeout=60, check=False)
+    env = {
+        "PATH": f"{fake_agents}:/usr/bin:/bin",
+        "FAKE_LOG": str(log),
+        "FORKED": FORKED,
+        "HOME": str(sandbox),
+        "LC_ALL": "C.UTF-8",
+        "FAKE_LOOKUPS": str(fake_agents.parent / "lookups.log"),
+        "CLAUDE_CONFIG_DIR": os.environ.get("CLAUDE_CONFIG_DIR", str(sandbox / ".claude")),
+        "CODEX_HOME": os.environ.get("CODEX_HOME", str(sandbox / ".codex")),
+    }
+    subprocess.run(
+        ["bash", "-c", command], cwd=sandbox, env=env, capture_output=True, timeout=60, check=False
+    )
     if not log.exists():
         return []
     words = log.read_bytes().decode().split("\0")[:-1]
@@ -76,7 +92,9 @@ def no_marker(root: Path) -> bool:
     return not any(p.name == MARK for p in root.rglob("*"))
 
 
-def threadloom(capsys: pytest.CaptureFixture[str], dbfile: Path, command: str, *args: str) -> tuple[int, str, str]:
+def threadloom(
+    capsys: pytest.CaptureFixture[str], dbfile: Path, command: str, *args: str
+) -> tuple[int, str, str]:
     """`threadloom COMMAND --db DB ARGS…`: exit code, the printed command (one final newline off), stderr."""
     code = main([command, "--db", str(dbfile), *args])
     out = capsys.readouterr()
@@ -120,7 +138,9 @@ def first_answer(dbfile: Path) -> str:
 def session_id(dbfile: Path, agent: str) -> str:
     conn = db.connect(dbfile, readonly=True)
     try:
-        return conn.execute("SELECT id FROM agent_sessions WHERE source = ? AND is_subagent = 0", (agent,)).fetchone()[0]
+        return conn.execute(
+            "SELECT id FROM agent_sessions WHERE source = ? AND is_subagent = 0", (agent,)
+        ).fetchone()[0]
     finally:
         conn.close()
 
@@ -144,7 +164,9 @@ def test_a_claude_session_id_that_is_not_a_uuid_is_refused(tmp_path, capsys, fak
     for args in (["--", sid], ["--fork-session", "--", sid]):
         code, printed, err = threadloom(capsys, dbfile, "resume", *args)
         assert (code, printed) == (1, "") and "is not a UUID" in err and "no such value in a command" in err
-    code, printed, err = threadloom(capsys, dbfile, "fork", "--native", "--prompt", "go on", first_answer(dbfile))
+    code, printed, err = threadloom(
+        capsys, dbfile, "fork", "--native", "--prompt", "go on", first_answer(dbfile)
+    )
     assert (code, printed) == (1, "") and "is not a UUID" in err
     # threadloom's own fork names a new session: the log's id is in no command, so this one is fine
     code, printed, err = threadloom(capsys, dbfile, "fork", first_answer(dbfile))
@@ -155,16 +177,21 @@ def test_a_claude_session_id_that_is_not_a_uuid_is_refused(tmp_path, capsys, fak
 
 
 @pytest.mark.parametrize("payload", PAYLOADS)
-def test_a_message_uuid_that_is_not_a_uuid_never_reaches_the_native_fork(tmp_path, capsys, fake_agents, sandbox,
-                                                                          payload):
+def test_a_message_uuid_that_is_not_a_uuid_never_reaches_the_native_fork(
+    tmp_path, capsys, fake_agents, sandbox, payload
+):
     work = tmp_path / "work"
     work.mkdir()
     claude_session(tmp_path, cwd=str(work), cut_uuid=f"abcdef00-0000-4000-8000-00000000000{payload}")
     dbfile = ledger(tmp_path, tmp_path / "projects")
-    code, printed, err = threadloom(capsys, dbfile, "fork", "--native", "--prompt", "go on", first_answer(dbfile))
+    code, printed, err = threadloom(
+        capsys, dbfile, "fork", "--native", "--prompt", "go on", first_answer(dbfile)
+    )
     assert (code, printed) == (1, "") and "message uuid" in err and "is not a UUID" in err
     code, printed, _ = threadloom(capsys, dbfile, "resume", SID)
-    assert code == 0 and run_printed(printed, fake_agents, sandbox) == [["claude", str(work), "--resume", SID]]
+    assert code == 0 and run_printed(printed, fake_agents, sandbox) == [
+        ["claude", str(work), "--resume", SID]
+    ]
     assert no_marker(tmp_path)
 
 
@@ -185,21 +212,36 @@ def test_a_claude_folder_is_quoted_in_every_command(tmp_path, capsys, fake_agent
     assert run_printed(printed, fake_agents, sandbox) == [["claude", str(folder), "--resume", SID]]
     assert [line.split()[0] for line in lookups(fake_agents)] == ["found"]  # where Claude Code looks
     code, printed, _ = threadloom(capsys, dbfile, "resume", "--fork-session", SID)
-    assert run_printed(printed, fake_agents, sandbox) == [["claude", str(folder), "--resume", SID, "--fork-session"]]
+    assert run_printed(printed, fake_agents, sandbox) == [
+        ["claude", str(folder), "--resume", SID, "--fork-session"]
+    ]
     code, printed, err = threadloom(capsys, dbfile, "fork", "--prompt", "try $(touch pwned) again", entry)
     new = written_fork(err)
     assert run_printed(printed, fake_agents, sandbox) == [
-        ["claude", str(folder), "--resume", new, "try $(touch pwned) again"]]
+        ["claude", str(folder), "--resume", new, "try $(touch pwned) again"]
+    ]
     assert [line.split()[0] for line in lookups(fake_agents)] == ["found"]
     cut = json.loads(main_json(capsys, dbfile, "fork", "--native", "--prompt", "x", entry))["fork_point"]
     code, printed, _ = threadloom(capsys, dbfile, "fork", "--native", "--prompt", "it's `fine`", entry)
     calls = run_printed(printed, fake_agents, sandbox)
-    assert sorted(calls) == sorted([
-        ["claude", str(folder), "-p", "--resume", SID, "--fork-session", f"--resume-session-at={cut}",
-         "--output-format", "json", "it's `fine`"],
-        ["jq", str(folder), "-r", ".session_id"],
-        ["claude", str(folder), "--resume", FORKED],
-    ])
+    assert sorted(calls) == sorted(
+        [
+            [
+                "claude",
+                str(folder),
+                "-p",
+                "--resume",
+                SID,
+                "--fork-session",
+                f"--resume-session-at={cut}",
+                "--output-format",
+                "json",
+                "it's `fine`",
+            ],
+            ["jq", str(folder), "-r", ".session_id"],
+            ["claude", str(folder), "--resume", FORKED],
+        ]
+    )
     assert no_marker(tmp_path)
 
 
@@ -209,10 +251,22 @@ def main_json(capsys: pytest.CaptureFixture[str], dbfile: Path, command: str, *a
     return printed
 
 
-@pytest.mark.parametrize("cwd", ["-P", "--help", "-rf; touch pwned", "proj/$(touch pwned)", "~/x", "./work",
-                                 "/srv/app\x1b]0;owned\x07", "/srv/\u202eppa"])
-def test_a_folder_that_is_not_a_plain_absolute_path_gets_no_cd_and_a_note(tmp_path, capsys, fake_agents, sandbox,
-                                                                          cwd):
+@pytest.mark.parametrize(
+    "cwd",
+    [
+        "-P",
+        "--help",
+        "-rf; touch pwned",
+        "proj/$(touch pwned)",
+        "~/x",
+        "./work",
+        "/srv/app\x1b]0;owned\x07",
+        "/srv/\u202eppa",
+    ],
+)
+def test_a_folder_that_is_not_a_plain_absolute_path_gets_no_cd_and_a_note(
+    tmp_path, capsys, fake_agents, sandbox, cwd
+):
     claude_session(tmp_path, cwd=cwd)
     dbfile = ledger(tmp_path, tmp_path / "projects")
     code, printed, err = threadloom(capsys, dbfile, "resume", SID)
@@ -221,7 +275,9 @@ def test_a_folder_that_is_not_a_plain_absolute_path_gets_no_cd_and_a_note(tmp_pa
     assert "\x1b" not in printed + err and "\u202e" not in printed + err  # nothing that drives the terminal
     assert run_printed(printed, fake_agents, sandbox) == [["claude", str(sandbox), "--resume", SID]]
     code, printed, err = threadloom(capsys, dbfile, "fork", first_answer(dbfile))
-    assert run_printed(printed, fake_agents, sandbox) == [["claude", str(sandbox), "--resume", written_fork(err)]]
+    assert run_printed(printed, fake_agents, sandbox) == [
+        ["claude", str(sandbox), "--resume", written_fork(err)]
+    ]
     assert no_marker(tmp_path)
 
 
@@ -259,9 +315,16 @@ def test_a_codex_id_that_is_not_a_uuid_is_refused(tmp_path, capsys, monkeypatch,
     codex_session(tmp_path / "codex", thread=f"019a0000{payload}", cwd=str(tmp_path))
     dbfile = ledger(tmp_path, tmp_path / "codex")
     sid = session_id(dbfile, "codex")
-    entry = db.connect(dbfile, readonly=True).execute(
-        "SELECT id FROM entries WHERE session_id = ? AND turn_id IS NOT NULL LIMIT 1", (sid,)).fetchone()[0]
-    for command, args in (("resume", ["--", sid]), ("resume", ["--fork-session", "--", sid]), ("fork", [str(entry)])):
+    entry = (
+        db.connect(dbfile, readonly=True)
+        .execute("SELECT id FROM entries WHERE session_id = ? AND turn_id IS NOT NULL LIMIT 1", (sid,))
+        .fetchone()[0]
+    )
+    for command, args in (
+        ("resume", ["--", sid]),
+        ("resume", ["--fork-session", "--", sid]),
+        ("fork", [str(entry)]),
+    ):
         code, printed, err = threadloom(capsys, dbfile, command, *args)
         assert (code, printed) == (1, "") and "is not a UUID" in err, (command, args, err)
     assert no_marker(tmp_path)
@@ -274,15 +337,22 @@ def test_a_codex_folder_is_quoted(tmp_path, capsys, monkeypatch, fake_agents, sa
     codex_session(tmp_path / "codex", cwd=str(folder))
     dbfile = ledger(tmp_path, tmp_path / "codex")
     code, printed, _ = threadloom(capsys, dbfile, "resume", THREAD)
-    assert run_printed(printed, fake_agents, sandbox) == [["codex", str(sandbox), "resume", THREAD, "-C", str(folder)]]
+    assert run_printed(printed, fake_agents, sandbox) == [
+        ["codex", str(sandbox), "resume", THREAD, "-C", str(folder)]
+    ]
     code, printed, _ = threadloom(capsys, dbfile, "resume", "--fork-session", THREAD)
     assert run_printed(printed, fake_agents, sandbox) == [["codex", str(folder), "fork", THREAD]]
-    entry = db.connect(dbfile, readonly=True).execute(
-        "SELECT id FROM entries WHERE content = 'now the tests'").fetchone()[0]
+    entry = (
+        db.connect(dbfile, readonly=True)
+        .execute("SELECT id FROM entries WHERE content = 'now the tests'")
+        .fetchone()[0]
+    )
     code, printed, err = threadloom(capsys, dbfile, "fork", str(entry))
     assert code == 0, err
     new = written_fork(err)[-36:]  # a new thread cut at the turn, which Codex resumes
-    assert run_printed(printed, fake_agents, sandbox) == [["codex", str(sandbox), "resume", new, "-C", str(folder)]]
+    assert run_printed(printed, fake_agents, sandbox) == [
+        ["codex", str(sandbox), "resume", new, "-C", str(folder)]
+    ]
     assert [line.split()[0] for line in lookups(fake_agents)] == ["found"]
     assert no_marker(tmp_path)
 
@@ -294,7 +364,13 @@ def gemini_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, sid: str,
     root = tmp_path / "ghome" / ".gemini"
     (root / "tmp" / "webshop").mkdir(parents=True)
     (root / "tmp" / "webshop" / ".project_root").write_text(f"{project}\n")
-    lines = [meta(sessionId=sid), user("u1", "first"), reply("g1", "one"), user("u2", "second"), reply("g2", "two")]
+    lines = [
+        meta(sessionId=sid),
+        user("u1", "first"),
+        reply("g1", "one"),
+        user("u2", "second"),
+        reply("g2", "two"),
+    ]
     write_jsonl(chats(root) / "session-2026-04-29T21-39-5f0e2a8c.jsonl", lines)
     return root
 
@@ -325,7 +401,10 @@ def first_gemini_reply(dbfile: Path) -> str:
 
 def test_a_gemini_id_as_gemini_writes_it_is_resumed(tmp_path, capsys, monkeypatch, fake_agents, sandbox):
     folder = hostile_folder(tmp_path, "")
-    for sid in ("5f0e2a8c-1b2d-4e3f-9a0b-c1d2e3f4a5b6", "my_named-session"):  # generated, and --session-id's rule
+    for sid in (
+        "5f0e2a8c-1b2d-4e3f-9a0b-c1d2e3f4a5b6",
+        "my_named-session",
+    ):  # generated, and --session-id's rule
         shutil.rmtree(tmp_path / "ghome", ignore_errors=True)
         (tmp_path / "ledger.db").unlink(missing_ok=True)
         dbfile = ledger(tmp_path, gemini_session(tmp_path, monkeypatch, sid=sid, project=folder))
@@ -338,18 +417,23 @@ def test_an_aider_history_in_a_hostile_folder(tmp_path, capsys, fake_agents, san
     folder = hostile_folder(tmp_path, payload)
     (folder / ".aider.chat.history.md").write_text(
         "\n# aider chat started at 2026-03-01 10:00:00\n\n#### add a readme\n\nI added README.md.\n\n"
-        "#### now a license\n\nAdded LICENSE.\n")
+        "#### now a license\n\nAdded LICENSE.\n"
+    )
     dbfile = ledger(tmp_path, folder)
     sid = session_id(dbfile, "aider")
     code, printed, _ = threadloom(capsys, dbfile, "resume", "--", sid)
     assert run_printed(printed, fake_agents, sandbox) == [["aider", str(folder), "--restore-chat-history"]]
-    entry = db.connect(dbfile, readonly=True).execute(
-        "SELECT id FROM entries WHERE content LIKE '%LICENSE%' ORDER BY id LIMIT 1").fetchone()[0]
+    entry = (
+        db.connect(dbfile, readonly=True)
+        .execute("SELECT id FROM entries WHERE content LIKE '%LICENSE%' ORDER BY id LIMIT 1")
+        .fetchone()[0]
+    )
     plan = json.loads(main_json(capsys, dbfile, "fork", str(entry)))
     name = Path(plan["path"]).name
     assert plan["written"] and Path(plan["path"]) == folder / name and (folder / name).is_file()
     assert run_printed(plan["command"], fake_agents, sandbox) == [
-        ["aider", str(folder), "--chat-history-file", name, "--restore-chat-history"]]
+        ["aider", str(folder), "--chat-history-file", name, "--restore-chat-history"]
+    ]
     assert no_marker(tmp_path)
 
 
@@ -366,14 +450,18 @@ def run_elsewhere(command: str, fake_agents: Path, sandbox: Path) -> list[list[s
 @pytest.mark.corpus
 @pytest.mark.skipif(not (CORPUS / "claude-code").is_dir(), reason="corpus absent")
 def test_real_claude_sessions_resume_and_fork_with_their_own_ids(tmp_path, capsys, fake_agents, sandbox):
-    real = [CORPUS / "claude-code" / "handgemacht-ai__claude-code-log" / "test" / "test_data" / "real_projects",
-            CORPUS / "claude-code" / "d-kimuson__claude-code-viewer"]
+    real = [
+        CORPUS / "claude-code" / "handgemacht-ai__claude-code-log" / "test" / "test_data" / "real_projects",
+        CORPUS / "claude-code" / "d-kimuson__claude-code-viewer",
+    ]
     for source in real:
         shutil.copytree(source, tmp_path / "real" / source.parent.name / source.name)
     dbfile = ledger(tmp_path, tmp_path / "real")
     conn = db.connect(dbfile, readonly=True)
-    sessions = conn.execute("SELECT id, project_path FROM agent_sessions WHERE source = 'claude-code' "
-                            "AND is_subagent = 0 AND message_count > 0 ORDER BY id").fetchall()
+    sessions = conn.execute(
+        "SELECT id, project_path FROM agent_sessions WHERE source = 'claude-code' "
+        "AND is_subagent = 0 AND message_count > 0 ORDER BY id"
+    ).fetchall()
     assert len(sessions) >= 20
     forked = 0
     cd = lambda folder: [["cd", folder]] if folder.startswith("/") else []  # noqa: E731 (some were anonymized to "-x/y")
@@ -384,18 +472,29 @@ def test_real_claude_sessions_resume_and_fork_with_their_own_ids(tmp_path, capsy
             code, printed, err = threadloom(capsys, dbfile, "resume", "--restore", sid)
             assert "restored " in err
         assert code == 0, err
-        assert run_elsewhere(printed, fake_agents, sandbox) == [*cd(folder), ["claude", str(sandbox), "--resume", sid]]
+        assert run_elsewhere(printed, fake_agents, sandbox) == [
+            *cd(folder),
+            ["claude", str(sandbox), "--resume", sid],
+        ]
         if folder.startswith("/"):  # the transcript is where Claude Code looks, byte for byte
             placed = tmp_path / "projects" / claude_folder_name(folder) / f"{sid}.jsonl"
-            source = conn.execute("SELECT f.path FROM agent_sessions s JOIN source_files f ON f.id = s.source_file_id "
-                                  "WHERE s.id = ?", (sid,)).fetchone()[0]
+            source = conn.execute(
+                "SELECT f.path FROM agent_sessions s JOIN source_files f ON f.id = s.source_file_id "
+                "WHERE s.id = ?",
+                (sid,),
+            ).fetchone()[0]
             assert placed.read_bytes() == Path(source).read_bytes()
         code, printed, err = threadloom(capsys, dbfile, "resume", "--fork-session", sid)
         assert run_elsewhere(printed, fake_agents, sandbox) == [
-            *cd(folder), ["claude", str(sandbox), "--resume", sid, "--fork-session"]]
-        turn = conn.execute("SELECT e.id FROM entries e JOIN agent_turns t ON t.last_entry_uuid = e.uuid "
-                            "AND t.session_id = e.session_id WHERE e.session_id = ? AND e.dup_of IS NULL AND t.last_entry_uuid != t.id "
-                            "ORDER BY t.sequence LIMIT 1", (sid,)).fetchone()
+            *cd(folder),
+            ["claude", str(sandbox), "--resume", sid, "--fork-session"],
+        ]
+        turn = conn.execute(
+            "SELECT e.id FROM entries e JOIN agent_turns t ON t.last_entry_uuid = e.uuid "
+            "AND t.session_id = e.session_id WHERE e.session_id = ? AND e.dup_of IS NULL AND t.last_entry_uuid != t.id "
+            "ORDER BY t.sequence LIMIT 1",
+            (sid,),
+        ).fetchone()
         if turn is None:
             continue
         plan = json.loads(main_json(capsys, dbfile, "fork", "--dry-run", str(turn[0])))
@@ -405,10 +504,24 @@ def test_real_claude_sessions_resume_and_fork_with_their_own_ids(tmp_path, capsy
         assert code == 0, err
         calls = run_elsewhere(printed, fake_agents, sandbox)
         skip = len(cd(plan["cwd"]))
-        assert calls[:skip] == cd(plan["cwd"]) and sorted(calls[skip:]) == sorted([
-            ["claude", str(sandbox), "-p", "--resume", sid, "--fork-session",
-             f"--resume-session-at={plan['fork_point']}", "--output-format", "json", "go on"],
-            ["jq", str(sandbox), "-r", ".session_id"], ["claude", str(sandbox), "--resume", FORKED]])
+        assert calls[:skip] == cd(plan["cwd"]) and sorted(calls[skip:]) == sorted(
+            [
+                [
+                    "claude",
+                    str(sandbox),
+                    "-p",
+                    "--resume",
+                    sid,
+                    "--fork-session",
+                    f"--resume-session-at={plan['fork_point']}",
+                    "--output-format",
+                    "json",
+                    "go on",
+                ],
+                ["jq", str(sandbox), "-r", ".session_id"],
+                ["claude", str(sandbox), "--resume", FORKED],
+            ]
+        )
         forked += 1
     conn.close()
     assert forked >= 20
@@ -417,14 +530,17 @@ def test_real_claude_sessions_resume_and_fork_with_their_own_ids(tmp_path, capsy
 
 @pytest.mark.corpus
 @pytest.mark.skipif(not (CORPUS / "codex").is_dir(), reason="corpus absent")
-def test_codex_and_gemini_corpus_ids_resume_or_are_refused_as_not_theirs(tmp_path, capsys, monkeypatch, fake_agents,
-                                                                          sandbox):
+def test_codex_and_gemini_corpus_ids_resume_or_are_refused_as_not_theirs(
+    tmp_path, capsys, monkeypatch, fake_agents, sandbox
+):
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "no-codex"))
     monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "no-gemini"))
     dbfile = ledger(tmp_path, CORPUS / "codex", CORPUS / "gemini")
     conn = db.connect(dbfile, readonly=True)
-    rows = conn.execute("SELECT id, source, COALESCE(external_id, id) FROM agent_sessions "
-                        "WHERE source IN ('codex', 'gemini') AND is_subagent = 0 ORDER BY id").fetchall()
+    rows = conn.execute(
+        "SELECT id, source, COALESCE(external_id, id) FROM agent_sessions "
+        "WHERE source IN ('codex', 'gemini') AND is_subagent = 0 ORDER BY id"
+    ).fetchall()
     conn.close()
     resumed, refused = set(), set()
     for sid, agent, external in rows:
@@ -435,23 +551,36 @@ def test_codex_and_gemini_corpus_ids_resume_or_are_refused_as_not_theirs(tmp_pat
             continue
         resumed.add(sid)
         calls = run_elsewhere(printed, fake_agents, sandbox)
-        words = {"codex": ["codex", str(sandbox), "resume", external], "gemini": ["gemini", str(sandbox), "--resume",
-                                                                                  external]}[agent]
+        words = {
+            "codex": ["codex", str(sandbox), "resume", external],
+            "gemini": ["gemini", str(sandbox), "--resume", external],
+        }[agent]
         assert calls[-1][: len(words)] == words, calls
     # the real-derived Codex session (values trimmed, ids kept) and every UUID resume; what is refused are
     # the hand-written fixtures' names, which Codex never writes
-    assert {"019fc8be-3658-7ca3-9e29-000000000000", "019b2ea4-aaaa-bbbb-cccc-58208e1f0000",
-            "44444444-4444-4444-8444-444444444444", "gemini_stage0_jsonl"} <= resumed
-    assert refused == {"test-legacy-session", "test-usage-session", "test-raw-session", "test-ratelimit-session",
-                       "schema_drift", "session-alpha"}
+    assert {
+        "019fc8be-3658-7ca3-9e29-000000000000",
+        "019b2ea4-aaaa-bbbb-cccc-58208e1f0000",
+        "44444444-4444-4444-8444-444444444444",
+        "gemini_stage0_jsonl",
+    } <= resumed
+    assert refused == {
+        "test-legacy-session",
+        "test-usage-session",
+        "test-raw-session",
+        "test-ratelimit-session",
+        "schema_drift",
+        "session-alpha",
+    }
     assert no_marker(tmp_path)
 
 
 # ---------------------------------------------------------------------- the TUI's fork picker
 
 
-async def test_the_fork_picker_refuses_a_hostile_id_and_copies_a_safe_command(tmp_path, monkeypatch, fake_agents,
-                                                                              sandbox):
+async def test_the_fork_picker_refuses_a_hostile_id_and_copies_a_safe_command(
+    tmp_path, monkeypatch, fake_agents, sandbox
+):
     from test_tui import shown
     from textual.widgets import Static
     from threadloom.tui.app import ThreadloomApp
@@ -465,8 +594,11 @@ async def test_the_fork_picker_refuses_a_hostile_id_and_copies_a_safe_command(tm
     claude_session(tmp_path / "a", sid="c0ffee00$(touch pwned)", cwd=str(folder))
     claude_session(tmp_path / "b", cwd=str(folder))
     dbfile = ledger(tmp_path, tmp_path / "a" / "projects", tmp_path / "b" / "projects")
-    hostile = next(r[0] for r in db.connect(dbfile, readonly=True).execute("SELECT id FROM agent_sessions")
-                   if r[0] != SID)
+    hostile = next(
+        r[0]
+        for r in db.connect(dbfile, readonly=True).execute("SELECT id FROM agent_sessions")
+        if r[0] != SID
+    )
     app = ThreadloomApp(db_path=dbfile, ingest=False)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
@@ -498,7 +630,7 @@ async def test_the_fork_picker_refuses_a_hostile_id_and_copies_a_safe_command(tm
 def fake_calls(log: Path) -> list[list[str]]:
     """The calls a fake agent recorded in `log` (see conftest's FAKE_AGENT)."""
     calls, call = [], []
-    for word in (log.read_bytes().decode().split("\0")[:-1] if log.exists() else []):
+    for word in log.read_bytes().decode().split("\0")[:-1] if log.exists() else []:
         if word == "\x1e":
             calls.append(call)
             call = []
@@ -534,17 +666,31 @@ async def test_run_it_now_starts_exactly_the_plans_command_in_its_folder(tmp_pat
     later.write()
     wrapper = tmp_path / "wrapper"  # the fake claude, which also writes a session as the real one would
     wrapper.mkdir()
-    (wrapper / "claude").write_text('#!/bin/sh\n"$FAKE_BIN/claude" "$@" || exit $?\n'
-                                    f'cp "$LATER" "$CLAUDE_CONFIG_DIR/projects/{claude_folder_name(str(folder))}/"\n')
+    (wrapper / "claude").write_text(
+        '#!/bin/sh\n"$FAKE_BIN/claude" "$@" || exit $?\n'
+        f'cp "$LATER" "$CLAUDE_CONFIG_DIR/projects/{claude_folder_name(str(folder))}/"\n'
+    )
     (wrapper / "claude").chmod(0o755)
     log, found = tmp_path / "calls.log", tmp_path / "lookups.log"
-    for name, value in {"PATH": f"{wrapper}:{fake_agents}:/usr/bin:/bin", "FAKE_BIN": str(fake_agents),
-                        "FAKE_LOG": str(log), "FAKE_LOOKUPS": str(found), "SHELL": "/bin/sh",
-                        "LATER": str(later.path), "HOME": str(tmp_path / "home"),
-                        "THREADLOOM_KEYMAP": str(tmp_path / "no-keymap.toml")}.items():
+    for name, value in {
+        "PATH": f"{wrapper}:{fake_agents}:/usr/bin:/bin",
+        "FAKE_BIN": str(fake_agents),
+        "FAKE_LOG": str(log),
+        "FAKE_LOOKUPS": str(found),
+        "SHELL": "/bin/sh",
+        "LATER": str(later.path),
+        "HOME": str(tmp_path / "home"),
+        "THREADLOOM_KEYMAP": str(tmp_path / "no-keymap.toml"),
+    }.items():
         monkeypatch.setenv(name, value)
-    for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "CODEX_HOME", "GEMINI_CLI_HOME", "CLINE_DIR",
-                 "AIDER_CHAT_HISTORY_FILE"):  # the rescan after the agent reads only this test's folders
+    for name in (
+        "XDG_DATA_HOME",
+        "XDG_CONFIG_HOME",
+        "CODEX_HOME",
+        "GEMINI_CLI_HOME",
+        "CLINE_DIR",
+        "AIDER_CHAT_HISTORY_FILE",
+    ):  # the rescan after the agent reads only this test's folders
         monkeypatch.delenv(name, raising=False)
     copied: list[str] = []
     monkeypatch.setattr("threadloom.core.clipboard.copy_with", copied.append)
@@ -558,7 +704,11 @@ async def test_run_it_now_starts_exactly_the_plans_command_in_its_folder(tmp_pat
         await pilot.press("f")
         await settle(pilot)
         picker = app.screen
-        assert isinstance(picker, ForkPicker) and picker.marked is not None and picker.marked.label == "first answer"
+        assert (
+            isinstance(picker, ForkPicker)
+            and picker.marked is not None
+            and picker.marked.label == "first answer"
+        )
         await pilot.press("f", "y")  # fork here, and yes: written where claude looks
         await settle(pilot)
         plan = picker.plan

@@ -37,15 +37,25 @@ print("finished", flush=True)
 
 
 def paused_writer(db_path: Path, *args: str) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", PAUSED_WRITER, str(ROOT), str(db_path), *args],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PAUSED_WRITER, str(ROOT), str(db_path), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None and proc.stdout.readline() == "paused\n"
     return proc
 
 
 def cli(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "threadloom.core.cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, HOME=str(ROOT / "no-home")))
+    return subprocess.Popen(
+        [sys.executable, "-m", "threadloom.core.cli", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, HOME=str(ROOT / "no-home")),
+    )
 
 
 def test_a_second_ingest_waits_for_the_first_and_says_so(tmp_path):
@@ -62,7 +72,9 @@ def test_a_second_ingest_waits_for_the_first_and_says_so(tmp_path):
     report = json.loads(out)
     assert report["errors"] == [] and report["records_added"] == 0 and report["files_skipped"] == 12
     conn = db.connect(path)
-    assert conn.execute("SELECT status, count(*) FROM source_files GROUP BY status").fetchall() == [("ok", 12)]
+    assert conn.execute("SELECT status, count(*) FROM source_files GROUP BY status").fetchall() == [
+        ("ok", 12)
+    ]
     assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 144
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 

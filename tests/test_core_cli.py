@@ -19,15 +19,24 @@ SID = "dddddddd-1111-4222-8333-000000000001"
 
 def run(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ, **(env_extra or {}))
-    return subprocess.run([sys.executable, "-m", "threadloom.core.cli", *args], capture_output=True, text=True, env=env,
-                          cwd=Path(__file__).resolve().parents[1], timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "threadloom.core.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).resolve().parents[1],
+        timeout=120,
+    )
 
 
 def make_archive(root: Path) -> Path:
     t = Transcript(root / "projects" / "-srv-api" / f"{SID}.jsonl", SID, cwd="/srv/api")
     t.user("Add a health endpoint")
-    t.assistant("Adding it", tools=[tool_use("tu1", "Write", file_path="/srv/api/health.py", content="ok")],
-                usage={"input_tokens": 12, "output_tokens": 30})
+    t.assistant(
+        "Adding it",
+        tools=[tool_use("tu1", "Write", file_path="/srv/api/health.py", content="ok")],
+        usage={"input_tokens": 12, "output_tokens": 30},
+    )
     t.tool_result("tu1", "File created")
     t.assistant("Done.")
     t.write()
@@ -36,13 +45,25 @@ def make_archive(root: Path) -> Path:
 
 def test_core_never_imports_textual():
     modules = sorted(
-        "core." + str(p.relative_to(Path(__file__).resolve().parents[1] / "core").with_suffix("")).replace(os.sep, ".")
+        "core."
+        + str(p.relative_to(Path(__file__).resolve().parents[1] / "core").with_suffix("")).replace(
+            os.sep, "."
+        )
         for p in (Path(__file__).resolve().parents[1] / "core").rglob("*.py")
         if p.name != "__init__.py"
     )
-    code = "import sys\n" + "".join(f"import {m}\n" for m in modules) + "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'tui')))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=Path(__file__).resolve().parents[1], check=True)
+    code = (
+        "import sys\n"
+        + "".join(f"import {m}\n" for m in modules)
+        + "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'tui')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        check=True,
+    )
     assert len(modules) >= 10
     assert out.stdout.strip() == "[]"
 
@@ -53,31 +74,70 @@ def test_ingest_sessions_show_json(tmp_path):
     res = run("ingest", "--db", str(dbfile), "--only", "--source", str(projects), "--json")
     assert res.returncode == 0, res.stderr
     report = json.loads(res.stdout)
-    assert {k: report[k] for k in ("files_seen", "files_skipped", "files_read", "records_added", "sessions", "errors")} == {
-        "files_seen": 1, "files_skipped": 0, "files_read": 1, "records_added": 4, "sessions": 1, "errors": []}
+    assert {
+        k: report[k]
+        for k in ("files_seen", "files_skipped", "files_read", "records_added", "sessions", "errors")
+    } == {
+        "files_seen": 1,
+        "files_skipped": 0,
+        "files_read": 1,
+        "records_added": 4,
+        "sessions": 1,
+        "errors": [],
+    }
     assert report["bytes_read"] == (projects / "-srv-api" / f"{SID}.jsonl").stat().st_size
     again = json.loads(run("ingest", "--db", str(dbfile), "--json").stdout)
-    assert (again["files_skipped"], again["files_read"], again["bytes_read"]) == (1, 0, 0)  # the source is remembered
+    assert (again["files_skipped"], again["files_read"], again["bytes_read"]) == (
+        1,
+        0,
+        0,
+    )  # the source is remembered
 
     sessions = json.loads(run("--db", str(dbfile), "sessions", "--json").stdout)  # --db before the command
     assert len(sessions) == 1
     s = sessions[0]
-    for key in ("id", "agent", "project", "project_path", "title", "started_at", "ended_at", "message_count",
-                "is_subagent", "parent_session_id", "model", "input_tokens", "output_tokens",
-                "cache_creation_tokens", "cache_read_tokens"):
+    for key in (
+        "id",
+        "agent",
+        "project",
+        "project_path",
+        "title",
+        "started_at",
+        "ended_at",
+        "message_count",
+        "is_subagent",
+        "parent_session_id",
+        "model",
+        "input_tokens",
+        "output_tokens",
+        "cache_creation_tokens",
+        "cache_read_tokens",
+    ):
         assert key in s
     assert (s["id"], s["agent"], s["project"], s["title"], s["message_count"], s["input_tokens"]) == (
-        SID, "claude-code", "api", "Add a health endpoint", 4, 22)
+        SID,
+        "claude-code",
+        "api",
+        "Add a health endpoint",
+        4,
+        22,
+    )
 
     table = run("sessions", "--db", str(dbfile))  # piped: nothing is cut to a terminal's width
     assert table.returncode == 0
     header, line = table.stdout.splitlines()[:2]
     assert header.split() == ["id", "when", "project", "title", "msgs", "tokens", "model"]
-    assert line.startswith(SID[:13]) and " api " in line and "Add a health endpoint" in line and "…" not in line
+    assert (
+        line.startswith(SID[:13]) and " api " in line and "Add a health endpoint" in line and "…" not in line
+    )
 
     shown = run("show", "--db", str(dbfile), SID[:8])
     assert shown.returncode == 0
-    assert "Add a health endpoint" in shown.stdout and "▸ Write" in shown.stdout and "/srv/api/health.py" in shown.stdout
+    assert (
+        "Add a health endpoint" in shown.stdout
+        and "▸ Write" in shown.stdout
+        and "/srv/api/health.py" in shown.stdout
+    )
     missing = run("show", "--db", str(dbfile), "zzzz")
     assert missing.returncode == 1 and "no session matches" in missing.stderr
 
@@ -113,12 +173,38 @@ def test_database_file_is_private_and_pragmas_set(tmp_path):
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == db.BUSY_TIMEOUT_MS
     assert conn.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION
     cols = {r[1] for r in conn.execute("PRAGMA table_info(entries)")}
-    assert {"id", "source_file_id", "byte_offset", "line_number", "raw", "hash", "entry_type", "uuid", "parent_uuid",
-            "logical_parent_uuid", "session_id", "agent_id", "timestamp", "is_sidechain", "is_meta", "role",
-            "content"} <= cols
+    assert {
+        "id",
+        "source_file_id",
+        "byte_offset",
+        "line_number",
+        "raw",
+        "hash",
+        "entry_type",
+        "uuid",
+        "parent_uuid",
+        "logical_parent_uuid",
+        "session_id",
+        "agent_id",
+        "timestamp",
+        "is_sidechain",
+        "is_meta",
+        "role",
+        "content",
+    } <= cols
     cols = {r[1] for r in conn.execute("PRAGMA table_info(source_files)")}
-    assert {"id", "path", "agent", "size", "mtime_ns", "bytes_ingested", "content_hash", "status", "error",
-            "ingested_at"} <= cols
+    assert {
+        "id",
+        "path",
+        "agent",
+        "size",
+        "mtime_ns",
+        "bytes_ingested",
+        "content_hash",
+        "status",
+        "error",
+        "ingested_at",
+    } <= cols
 
 
 def test_corrupt_database_names_rebuild(tmp_path):
@@ -174,14 +260,34 @@ def test_database_locked_in_the_middle_of_an_ingest(tmp_path, monkeypatch, capsy
 def test_help_answers_questions():
     res = run("--help")
     assert res.returncode == 0
-    for word in ("ingest", "sessions", "show", "verify", "restore", "--demo", "THREADLOOM_DB", "CLAUDE_CONFIG_DIR"):
+    for word in (
+        "ingest",
+        "sessions",
+        "show",
+        "verify",
+        "restore",
+        "--demo",
+        "THREADLOOM_DB",
+        "CLAUDE_CONFIG_DIR",
+    ):
         assert word in res.stdout
     assert "--rebuild" in run("ingest", "--help").stdout
     assert "--db, else $THREADLOOM_DB" in res.stdout  # the order that applies: --db wins
-    for command in ("ingest", "index", "sessions", "show", "search", "fork", "resume", "verify", "restore", "sources"):
+    for command in (
+        "ingest",
+        "index",
+        "sessions",
+        "show",
+        "search",
+        "fork",
+        "resume",
+        "verify",
+        "restore",
+        "sources",
+    ):
         text = run(command, "--help").stdout
         usage_end = text.index("\n\n")
-        description = text[usage_end:text.index("options:")].strip()
+        description = text[usage_end : text.index("options:")].strip()
         assert description and not description.startswith("positional"), command  # says what it does
         if "[--json]" in text:  # and what --json prints
             assert re.search(r"^  --json +\S", text, re.M), command
@@ -216,7 +322,9 @@ def test_the_console_script_opens_the_tui_but_core_alone_does_not(tmp_path, monk
 
 def test_new_databases_get_the_schema_the_sqlmodel_classes_compile_to(tmp_path):
     # schema.sql is what a new ledger is created from (no SQLModel import on a first launch)
-    assert db.SCHEMA_FILE.read_text() == db.fresh_schema(), "core/schema.sql is stale: run `python -m threadloom.core.db`"
+    assert db.SCHEMA_FILE.read_text() == db.fresh_schema(), (
+        "core/schema.sql is stale: run `python -m threadloom.core.db`"
+    )
     fast = db.connect(tmp_path / "fast.db")
     slow = sqlite3.connect(tmp_path / "slow.db")
     slow.isolation_level = None
@@ -224,16 +332,25 @@ def test_new_databases_get_the_schema_the_sqlmodel_classes_compile_to(tmp_path):
     slow.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION}")
 
     def schema(conn):
-        return sorted((t, n, " ".join((sql or "").split())) for t, n, sql in conn.execute(
-            "SELECT type, name, sql FROM sqlite_master"))
+        return sorted(
+            (t, n, " ".join((sql or "").split()))
+            for t, n, sql in conn.execute("SELECT type, name, sql FROM sqlite_master")
+        )
 
     assert schema(fast) == schema(slow) and len(schema(fast)) > 30
     assert db.user_version(fast) == db.SCHEMA_VERSION
     # and creating one in a fresh process never imports SQLModel or SQLAlchemy
-    code = ("import sys; from core import db; db.connect(sys.argv[1]); "
-            "print(sorted(m for m in sys.modules if m.startswith(('sqlmodel', 'sqlalchemy')))[:3])")
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "third.db")], capture_output=True, text=True,
-                         check=True, cwd=Path(__file__).resolve().parents[1])
+    code = (
+        "import sys; from core import db; db.connect(sys.argv[1]); "
+        "print(sorted(m for m in sys.modules if m.startswith(('sqlmodel', 'sqlalchemy')))[:3])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "third.db")],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
     assert out.stdout.strip() == "[]"
 
 
@@ -256,10 +373,12 @@ def test_show_prints_a_background_tasks_notification_as_a_notice(tmp_path):
     assert run("--db", dbp, "ingest", "--only", "--source", str(tmp_path / "projects")).returncode == 0
     out = run("--db", dbp, "show", "eeeeeeee").stdout
     assert "<task-notification>" not in out and "<summary>" not in out
-    assert 'background task' in out and 'Agent "Coverage analysis" completed\n' in out
+    assert "background task" in out and 'Agent "Coverage analysis" completed\n' in out
     assert "(completed)" not in out  # the summary says it already
     assert "Coverage is now 96%." in out
-    assert not [line for line in out.splitlines() if line.endswith(" ")]  # piped lines end where their text does
+    assert not [
+        line for line in out.splitlines() if line.endswith(" ")
+    ]  # piped lines end where their text does
 
 
 def test_show_prints_aider_edit_blocks_as_diffs(tmp_path):

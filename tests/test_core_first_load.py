@@ -39,8 +39,12 @@ def test_first_load_without_journal_equals_a_journaled_load(tmp_path):
     projects = archive(tmp_path)
     fast = db.connect(tmp_path / "fast.db")
     journal_modes: list[str] = []
-    run_ingest(fast, [projects], include_defaults=False,
-               progress=lambda p: journal_modes.append(fast.execute("PRAGMA journal_mode").fetchone()[0]))
+    run_ingest(
+        fast,
+        [projects],
+        include_defaults=False,
+        progress=lambda p: journal_modes.append(fast.execute("PRAGMA journal_mode").fetchone()[0]),
+    )
     slow = db.connect(tmp_path / "slow.db")
     reader = sqlite3.connect(tmp_path / "slow.db")  # a second connection keeps the journal on
     reader.execute("SELECT 1").fetchone()
@@ -75,8 +79,13 @@ def test_a_file_failing_half_way_through_a_first_load_is_undone(tmp_path, monkey
     assert len(report.errors) == 1 and "ingest bug" in report.errors[0]
     status = dict(conn.execute("SELECT path, status FROM source_files"))
     assert status[str(bad)] == "error" and list(status.values()).count("ok") == 3
-    assert conn.execute("SELECT count(*) FROM entries e JOIN source_files f ON f.id = e.source_file_id "
-                        "WHERE f.path = ?", (str(bad),)).fetchone()[0] == 0
+    assert (
+        conn.execute(
+            "SELECT count(*) FROM entries e JOIN source_files f ON f.id = e.source_file_id WHERE f.path = ?",
+            (str(bad),),
+        ).fetchone()[0]
+        == 0
+    )
     assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 3 * 12
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     monkeypatch.setattr(ingest_module, "normalized", real)
@@ -124,8 +133,25 @@ def test_threadloom_ingest_after_a_first_load_that_died_starts_afresh(tmp_path, 
     root = Path(__file__).resolve().parents[1]
     assert proc.returncode == 9 and Path(str(path) + db.FIRST_LOAD_SUFFIX).exists()
     env = {**os.environ, "PYTHONPATH": str(root)}
-    run = subprocess.run([sys.executable, "-m", "threadloom.core.cli", "ingest", "--db", str(path), "--only", "--json",
-                          "--source", str(projects)], capture_output=True, text=True, timeout=60, env=env, cwd=root)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "threadloom.core.cli",
+            "ingest",
+            "--db",
+            str(path),
+            "--only",
+            "--json",
+            "--source",
+            str(projects),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=root,
+    )
     assert run.returncode == 0, run.stderr
     assert '"records_added": 48' in run.stdout
     assert not Path(str(path) + db.FIRST_LOAD_SUFFIX).exists()
@@ -140,8 +166,12 @@ def hold_writer_lock(path: Path) -> subprocess.Popen:
         "    print('holding', flush=True); sys.stdin.read()\n"
     )
     root = Path(__file__).resolve().parents[1]
-    proc = subprocess.Popen([sys.executable, "-c", code, str(root), str(path)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(root), str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None and proc.stdout.readline() == "holding\n"
     return proc
 
@@ -152,7 +182,9 @@ def test_a_first_load_still_running_elsewhere_is_not_disturbed(tmp_path):
     elsewhere = hold_writer_lock(path)
     try:
         Path(str(path) + db.FIRST_LOAD_SUFFIX).write_text(str(elsewhere.pid))
-        with pytest.raises(db.LedgerError, match=f"being filled for the first time by process {elsewhere.pid}"):
+        with pytest.raises(
+            db.LedgerError, match=f"being filled for the first time by process {elsewhere.pid}"
+        ):
             db.connect(path)
         assert path.exists()
         assert db.connect(path, readonly=True).execute("SELECT count(*) FROM entries").fetchone() == (0,)

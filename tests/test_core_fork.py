@@ -32,7 +32,11 @@ def check_fork_file(path: Path, new_sid: str, fork_point_uuid: str) -> list[dict
     uses, results = set(), set()
     for rec in transcript:
         assert rec["isSidechain"] is False
-        for block in rec.get("message", {}).get("content", []) if isinstance(rec.get("message", {}).get("content"), list) else []:
+        for block in (
+            rec.get("message", {}).get("content", [])
+            if isinstance(rec.get("message", {}).get("content"), list)
+            else []
+        ):
             if block.get("type") == "tool_use":
                 uses.add(block["id"])
             if block.get("type") == "tool_result":
@@ -44,7 +48,9 @@ def check_fork_file(path: Path, new_sid: str, fork_point_uuid: str) -> list[dict
 
 @pytest.fixture
 def branched(conn, tmp_path):
-    t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{SID}.jsonl", SID, cwd="/home/dev/my app's dir")
+    t = Transcript(
+        tmp_path / "projects" / "-home-dev-app" / f"{SID}.jsonl", SID, cwd="/home/dev/my app's dir"
+    )
     t.user("set up the project")
     # one API response split over two lines, two parallel tool calls, results as siblings
     a1 = t.assistant(msg_id="m1", tools=[tool_use("tA", "Bash", command="ls")])
@@ -97,19 +103,26 @@ def test_fork_points_follow_the_branch(conn, branched):
     points = fork_points(conn, SID)
     assert [p.prompt for p in points] == ["set up the project", "better idea"]
     abandoned = conn.execute("SELECT id FROM entries WHERE content = 'abandoned answer'").fetchone()[0]
-    assert [p.prompt for p in fork_points(conn, SID, around_entry=abandoned)] == ["set up the project", "abandoned idea"]
+    assert [p.prompt for p in fork_points(conn, SID, around_entry=abandoned)] == [
+        "set up the project",
+        "abandoned idea",
+    ]
 
 
 def test_forked_session_is_ingested_under_its_source(conn, branched, tmp_path):
     plan = plan_fork(conn, branched.lines[-1]["uuid"])
     ingest(conn, write_fork(plan))
-    row = conn.execute("SELECT kind, parent_session_id, title, is_subagent FROM agent_sessions WHERE id = ?",
-                       (plan.new_session_id,)).fetchone()
+    row = conn.execute(
+        "SELECT kind, parent_session_id, title, is_subagent FROM agent_sessions WHERE id = ?",
+        (plan.new_session_id,),
+    ).fetchone()
     assert row[0] == "fork" and row[1] == SID and row[2].endswith("(fork)") and row[3] == 0
 
 
 def test_edit_a_prompt_cuts_before_it(conn, branched):
-    prompt_uuid = [r["uuid"] for r in branched.lines if r.get("message", {}).get("content") == "better idea"][0]
+    prompt_uuid = [r["uuid"] for r in branched.lines if r.get("message", {}).get("content") == "better idea"][
+        0
+    ]
     plan = plan_fork(conn, prompt_uuid, prompt="an even better idea")
     assert plan.fork_point == branched.lines[5]["uuid"]
     assert plan.command.endswith("'an even better idea'")
@@ -126,16 +139,33 @@ def test_compaction_and_subagent_fork_points(conn, tmp_path):
     t = Transcript(tmp_path / "projects" / "-p" / f"{SID}.jsonl", SID)
     t.user("old context")
     before = t.assistant("old reply")
-    boundary = t.add({"type": "system", "subtype": "compact_boundary", "logicalParentUuid": before,
-                      "content": "Conversation compacted"}, parent=False)
-    t.add({"type": "user", "isCompactSummary": True, "message": {"role": "user", "content": "Summary of before"}},
-          parent=boundary)
-    t.user("new work", )
+    boundary = t.add(
+        {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "logicalParentUuid": before,
+            "content": "Conversation compacted",
+        },
+        parent=False,
+    )
+    t.add(
+        {
+            "type": "user",
+            "isCompactSummary": True,
+            "message": {"role": "user", "content": "Summary of before"},
+        },
+        parent=boundary,
+    )
+    t.user(
+        "new work",
+    )
     t.assistant("spawning", tools=[tool_use("tS", "Task", description="helper", prompt="do the sub task")])
     t.tool_result("tS", "sub done", tool_use_result={"agentId": "abcd1234"})
     t.assistant("all done")
     t.write()
-    sub = Transcript(tmp_path / "projects" / "-p" / "agent-abcd1234.jsonl", SID, isSidechain=True, agentId="abcd1234")
+    sub = Transcript(
+        tmp_path / "projects" / "-p" / "agent-abcd1234.jsonl", SID, isSidechain=True, agentId="abcd1234"
+    )
     sub.user("do the sub task", parent=False)
     sub.assistant("sub step one")
     sub.user("continue sub")
@@ -153,8 +183,9 @@ def test_compaction_and_subagent_fork_points(conn, tmp_path):
     # inside a subagent: the subagent's conversation becomes a new main session
     sub_plan = plan_fork(conn, sub.lines[1]["uuid"])
     sub_transcript = check_fork_file(write_fork(sub_plan), sub_plan.new_session_id, sub.lines[1]["uuid"])
-    assert [r["message"]["content"] if isinstance(r["message"]["content"], str) else "a" for r in sub_transcript] == [
-        "do the sub task", "a"]
+    assert [
+        r["message"]["content"] if isinstance(r["message"]["content"], str) else "a" for r in sub_transcript
+    ] == ["do the sub task", "a"]
     assert any("subagent" in n for n in sub_plan.notes)
     with pytest.raises(ForkError):
         resume_plan(conn, f"{SID}:agent-abcd1234")
@@ -188,8 +219,15 @@ def test_commands_go_to_the_folder_the_session_was_started_in(conn, tmp_path):
 def test_cli_fork_json_dry_run_and_plain(conn, branched, tmp_path, monkeypatch):
     db_path = conn.execute("PRAGMA database_list").fetchone()[2]
     last = branched.lines[-1]["uuid"]
-    run = lambda *a: subprocess.run([sys.executable, "-m", "threadloom.core.cli", *a, "--db", db_path], capture_output=True,  # noqa: E731
-                                    text=True, cwd=Path(__file__).resolve().parents[1])
+
+    def run(*a: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "threadloom.core.cli", *a, "--db", db_path],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parents[1],
+        )
+
     dry = run("fork", last, "--dry-run", "--json")
     data = json.loads(dry.stdout)
     assert {"command", "new_session_id", "path", "source_session_id", "fork_point"} <= set(data)
@@ -215,11 +253,17 @@ def test_cli_fork_json_dry_run_and_plain(conn, branched, tmp_path, monkeypatch):
 def test_forks_of_real_sessions_are_valid(conn, tmp_path):
     import shutil
 
-    shutil.copytree(CORPUS / "claude-code" / "handgemacht-ai__claude-code-log" / "test" / "test_data" / "real_projects",
-                    tmp_path / "projects")
+    shutil.copytree(
+        CORPUS / "claude-code" / "handgemacht-ai__claude-code-log" / "test" / "test_data" / "real_projects",
+        tmp_path / "projects",
+    )
     ingest(conn, tmp_path / "projects")
-    sessions = [r[0] for r in conn.execute(
-        "SELECT id FROM agent_sessions WHERE is_subagent = 0 AND turn_count >= 3 ORDER BY id LIMIT 6")]
+    sessions = [
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM agent_sessions WHERE is_subagent = 0 AND turn_count >= 3 ORDER BY id LIMIT 6"
+        )
+    ]
     assert len(sessions) >= 4
     made = 0
     for sid in sessions:
@@ -241,12 +285,22 @@ def test_gemini_fork_writes_the_branch_to_a_session_file(conn, tmp_path, monkeyp
     root = tmp_path / "ghome" / ".gemini"
     (root / "tmp" / "webshop").mkdir(parents=True)
     (root / "tmp" / "webshop" / ".project_root").write_text("/home/dev/webshop\n")
-    lines = [meta(), user("u1", "first"), reply("g1", "one"), user("u2", "second"), reply("g2", "two"),
-             {"$rewindTo": "u2"}, user("u3", "second, better"), reply("g3", "two, better")]
+    lines = [
+        meta(),
+        user("u1", "first"),
+        reply("g1", "one"),
+        user("u2", "second"),
+        reply("g2", "two"),
+        {"$rewindTo": "u2"},
+        user("u3", "second, better"),
+        reply("g3", "two, better"),
+    ]
     write_jsonl(chats(root) / "session-2026-04-29T21-39-5f0e2a8c.jsonl", lines)
     ingest(conn, root)
     sid = conn.execute("SELECT id FROM agent_sessions WHERE source = 'gemini'").fetchone()[0]
-    g3 = conn.execute("SELECT id FROM entries WHERE session_id = ? AND content = 'two, better'", (sid,)).fetchone()[0]
+    g3 = conn.execute(
+        "SELECT id FROM entries WHERE session_id = ? AND content = 'two, better'", (sid,)
+    ).fetchone()[0]
     plan = plan_fork(conn, str(g3))
     doc = json.loads(Path(plan.path).read_text())
     assert [m["id"] for m in doc["messages"]] == ["u1", "g1", "u3", "g3"]  # the abandoned branch stays out
@@ -267,8 +321,10 @@ def test_codex_fork_cuts_a_legacy_rollout_after_the_turn(conn, tmp_path, monkeyp
     before = (source.read_bytes(), source.stat().st_mtime_ns)
     ingest(conn, tmp_path / "codex")
     sid = conn.execute("SELECT id FROM agent_sessions WHERE source = 'codex'").fetchone()[0]
-    reply = conn.execute("SELECT id FROM entries WHERE session_id = ? AND content = 'Added the total.' ORDER BY id "
-                         "LIMIT 1", (sid,)).fetchone()[0]
+    reply = conn.execute(
+        "SELECT id FROM entries WHERE session_id = ? AND content = 'Added the total.' ORDER BY id LIMIT 1",
+        (sid,),
+    ).fetchone()[0]
     now = datetime(2026, 5, 4, 12, 30, tzinfo=UTC)
     plan = plan_fork(conn, str(reply), now=now)
     path = write_fork(plan)
@@ -286,14 +342,16 @@ def test_codex_fork_cuts_a_legacy_rollout_after_the_turn(conn, tmp_path, monkeyp
     assert plan.command == f"codex resume {plan.new_session_id} -C /home/dev/shop" and plan.tool_calls == 2
     assert any("whole chosen turn" in note for note in plan.notes)
     # "fork before" the second prompt is the same cut; a prompt given for it is sent
-    second = conn.execute("SELECT id FROM entries WHERE session_id = ? AND uuid = turn_id ORDER BY id DESC LIMIT 1",
-                          (sid,)).fetchone()[0]
+    second = conn.execute(
+        "SELECT id FROM entries WHERE session_id = ? AND uuid = turn_id ORDER BY id DESC LIMIT 1", (sid,)
+    ).fetchone()[0]
     edit = plan_fork(conn, str(second), prompt="now the docs")
     assert edit.lines[1:] == plan.lines[1:] and edit.command.endswith("-C /home/dev/shop 'now the docs'")
     # ingested, the fork is a thread of its own under its source, with the first turn only
     ingest(conn, path)
-    row = conn.execute("SELECT kind, parent_session_id, turn_count FROM agent_sessions WHERE id = ?",
-                       (plan.new_session_id,)).fetchone()
+    row = conn.execute(
+        "SELECT kind, parent_session_id, turn_count FROM agent_sessions WHERE id = ?", (plan.new_session_id,)
+    ).fetchone()
     assert row == ("fork", sid, 1)
 
 
@@ -307,14 +365,22 @@ def test_codex_paginated_threads_keep_the_whole_session_fork(conn, tmp_path, mon
     rollout.write()
     ingest(conn, tmp_path / "codex")
     sid, cwd = conn.execute("SELECT id, project_path FROM agent_sessions WHERE source = 'codex'").fetchone()
-    entry = conn.execute("SELECT id FROM entries WHERE session_id = ? AND turn_id IS NOT NULL LIMIT 1", (sid,)).fetchone()[0]
+    entry = conn.execute(
+        "SELECT id FROM entries WHERE session_id = ? AND turn_id IS NOT NULL LIMIT 1", (sid,)
+    ).fetchone()[0]
     plan = plan_fork(conn, str(entry))
-    assert plan.command.endswith(f"codex fork {sid}") and "Esc Esc" in plan.notes[0] and "paginated" in plan.notes[0]
+    assert (
+        plan.command.endswith(f"codex fork {sid}")
+        and "Esc Esc" in plan.notes[0]
+        and "paginated" in plan.notes[0]
+    )
     assert not plan.lines and plan.restore is None
     assert resume_plan(conn, sid).command == f"codex resume {sid} -C {cwd}"
 
 
-def test_cli_fork_prints_the_command_of_agents_that_copy_the_session_themselves(conn, tmp_path, monkeypatch, capsys):
+def test_cli_fork_prints_the_command_of_agents_that_copy_the_session_themselves(
+    conn, tmp_path, monkeypatch, capsys
+):
     """`threadloom fork` at a Codex or Gemini point failed ("this plan writes no file", or a traceback for
     Gemini's already written copy): only a plan holding a transcript has a file to write."""
     from test_adapter_codex import full_session
@@ -327,12 +393,18 @@ def test_cli_fork_prints_the_command_of_agents_that_copy_the_session_themselves(
     root = tmp_path / "ghome" / ".gemini"
     (root / "tmp" / "webshop").mkdir(parents=True)
     (root / "tmp" / "webshop" / ".project_root").write_text("/home/dev/webshop\n")
-    write_jsonl(chats(root) / "session-2026-04-29T21-39-5f0e2a8c.jsonl", [meta(), user("u1", "hi"), reply("g1", "hello")])
+    write_jsonl(
+        chats(root) / "session-2026-04-29T21-39-5f0e2a8c.jsonl",
+        [meta(), user("u1", "hi"), reply("g1", "hello")],
+    )
     ingest(conn, tmp_path / "codex", root)
     db_path = conn.execute("PRAGMA database_list").fetchone()[2]
     for agent, ends in (("codex", " -C /home/dev/shop"), ("gemini", ".json")):
-        entry = conn.execute("SELECT e.id FROM entries e JOIN agent_sessions s ON s.id = e.session_id "
-                             "WHERE s.source = ? AND e.turn_id IS NOT NULL ORDER BY e.id DESC LIMIT 1", (agent,)).fetchone()[0]
+        entry = conn.execute(
+            "SELECT e.id FROM entries e JOIN agent_sessions s ON s.id = e.session_id "
+            "WHERE s.source = ? AND e.turn_id IS NOT NULL ORDER BY e.id DESC LIMIT 1",
+            (agent,),
+        ).fetchone()[0]
         assert main(["fork", "--db", db_path, str(entry)]) == 0
         out = capsys.readouterr()
         assert out.out.endswith(ends + "\n") and "Traceback" not in out.err, (agent, out)
@@ -349,9 +421,12 @@ def test_aider_fork_writes_a_cut_history_copy_and_others_say_what_they_can(conn,
         "#### now a license\n\nAdded LICENSE.\n\n#### and a changelog\n\nAdded CHANGELOG.md.\n"
     )
     ingest(conn, tmp_path)
-    sid = conn.execute("SELECT id FROM agent_sessions WHERE source = 'aider' AND message_count > 0").fetchone()[0]
-    entry = conn.execute("SELECT id FROM entries WHERE session_id = ? AND content LIKE '%LICENSE%' "
-                         "ORDER BY id LIMIT 1", (sid,)).fetchone()[0]
+    sid = conn.execute(
+        "SELECT id FROM agent_sessions WHERE source = 'aider' AND message_count > 0"
+    ).fetchone()[0]
+    entry = conn.execute(
+        "SELECT id FROM entries WHERE session_id = ? AND content LIKE '%LICENSE%' ORDER BY id LIMIT 1", (sid,)
+    ).fetchone()[0]
     plan = plan_fork(conn, str(entry))
     path = write_fork(plan)
     text = path.read_text()

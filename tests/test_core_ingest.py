@@ -26,7 +26,9 @@ def file_id(conn: sqlite3.Connection, path: Path) -> int:
     return conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path),)).fetchone()[0]
 
 
-def simple_session(root: Path, sid: str = "11111111-aaaa-4bbb-8ccc-000000000001", turns: int = 2) -> Transcript:
+def simple_session(
+    root: Path, sid: str = "11111111-aaaa-4bbb-8ccc-000000000001", turns: int = 2
+) -> Transcript:
     t = Transcript(root / "projects" / "-home-dev-app" / f"{sid}.jsonl", sid)
     for i in range(turns):
         t.user(f"prompt number {i}")
@@ -62,14 +64,41 @@ def test_bad_bytes_are_kept_raw_and_do_not_stop_the_file(conn, tmp_path):
     sid = "22222222-aaaa-4bbb-8ccc-000000000002"
     path = tmp_path / "projects" / "p" / f"{sid}.jsonl"
     path.parent.mkdir(parents=True)
-    good = json.dumps({"type": "user", "uuid": "u1", "sessionId": sid, "message": {"role": "user", "content": "hello"}})
-    bad_utf8 = b'{"type":"user","uuid":"u2","parentUuid":"u1","sessionId":"' + sid.encode() + b'","message":{"content":"caf\xe9 \xff"}}'
-    surrogate = b'{"type":"user","uuid":"u3","parentUuid":"u2","sessionId":"' + sid.encode() + b'","message":{"content":"lone \\ud800 here"}}'
-    nul_padded = b"\x00\x00\x00" + json.dumps({"type": "assistant", "uuid": "u4", "parentUuid": "u3", "sessionId": sid,
-                                               "message": {"role": "assistant", "content": [{"type": "text", "text": "after crash"}]}}).encode()
+    good = json.dumps(
+        {"type": "user", "uuid": "u1", "sessionId": sid, "message": {"role": "user", "content": "hello"}}
+    )
+    bad_utf8 = (
+        b'{"type":"user","uuid":"u2","parentUuid":"u1","sessionId":"'
+        + sid.encode()
+        + b'","message":{"content":"caf\xe9 \xff"}}'
+    )
+    surrogate = (
+        b'{"type":"user","uuid":"u3","parentUuid":"u2","sessionId":"'
+        + sid.encode()
+        + b'","message":{"content":"lone \\ud800 here"}}'
+    )
+    nul_padded = (
+        b"\x00\x00\x00"
+        + json.dumps(
+            {
+                "type": "assistant",
+                "uuid": "u4",
+                "parentUuid": "u3",
+                "sessionId": sid,
+                "message": {"role": "assistant", "content": [{"type": "text", "text": "after crash"}]},
+            }
+        ).encode()
+    )
     huge_text = "x" * (20 * 1024 * 1024)
-    huge = json.dumps({"type": "user", "uuid": "u5", "parentUuid": "u4", "sessionId": sid,
-                       "message": {"role": "user", "content": huge_text}}).encode()
+    huge = json.dumps(
+        {
+            "type": "user",
+            "uuid": "u5",
+            "parentUuid": "u4",
+            "sessionId": sid,
+            "message": {"role": "user", "content": huge_text},
+        }
+    ).encode()
     data = b"\n".join([good.encode(), bad_utf8, surrogate, nul_padded, huge]) + b"\n"
     path.write_bytes(data)
     ingest(conn, tmp_path / "projects")
@@ -99,12 +128,18 @@ def test_empty_file_and_unreadable_file(conn, tmp_path):
 def test_truncated_last_line_waits_then_is_read_once_complete(conn, tmp_path):
     t = simple_session(tmp_path, turns=1)
     path = t.write()
-    partial = b'{"type":"user","uuid":"late","parentUuid":null,"sessionId":"' + t.session_id.encode() + b'","message":{"content":"still be'
+    partial = (
+        b'{"type":"user","uuid":"late","parentUuid":null,"sessionId":"'
+        + t.session_id.encode()
+        + b'","message":{"content":"still be'
+    )
     with open(path, "ab") as f:
         f.write(partial)
     report = ingest(conn, tmp_path / "projects")
     assert report.records_added == 2
-    status = conn.execute("SELECT status, bytes_ingested FROM source_files WHERE path = ?", (str(path),)).fetchone()
+    status = conn.execute(
+        "SELECT status, bytes_ingested FROM source_files WHERE path = ?", (str(path),)
+    ).fetchone()
     assert status[0] == "waiting" and status[1] == path.stat().st_size - len(partial)
     with open(path, "ab") as f:
         f.write(b'ing written"}}\n')
@@ -156,7 +191,9 @@ def test_append_reads_only_new_records(conn, tmp_path):
     report = ingest(conn, tmp_path / "projects")
     assert report.records_added == 2
     assert report.bytes_read == path.stat().st_size - size_before
-    session = conn.execute("SELECT message_count, turn_count FROM agent_sessions WHERE id = ?", (t.session_id,)).fetchone()
+    session = conn.execute(
+        "SELECT message_count, turn_count FROM agent_sessions WHERE id = ?", (t.session_id,)
+    ).fetchone()
     assert session == (6, 3)
     turns = conn.execute(
         "SELECT id, parent_turn_id FROM agent_turns WHERE session_id = ? ORDER BY sequence", (t.session_id,)
@@ -173,7 +210,10 @@ def test_rewritten_file_is_reingested_and_truncation_removes_records(conn, tmp_p
     path.write_bytes(data)
     os.utime(path, ns=(time.time_ns(), time.time_ns() + 1_000_000))
     ingest(conn, tmp_path / "projects")
-    contents = [r[0] for r in conn.execute("SELECT content FROM entries WHERE role = 'assistant' ORDER BY byte_offset")]
+    contents = [
+        r[0]
+        for r in conn.execute("SELECT content FROM entries WHERE role = 'assistant' ORDER BY byte_offset")
+    ]
     assert contents == ["answer number 0", "ANSWER NUMBER 1", "answer number 2"]
     # truncate to the first two records
     lines = data.split(b"\n")
@@ -204,7 +244,12 @@ def test_disappeared_source_keeps_its_session_and_restores(conn, tmp_path):
 
 def test_sources_are_never_modified(conn, tmp_path):
     t = simple_session(tmp_path)
-    t.add({"type": "assistant", "message": {"role": "assistant", "content": [tool_use("t1", "Bash", command="ls")]}})
+    t.add(
+        {
+            "type": "assistant",
+            "message": {"role": "assistant", "content": [tool_use("t1", "Bash", command="ls")]},
+        }
+    )
     path = t.write()
     before = (path.read_bytes(), path.stat().st_mtime_ns)
     ingest(conn, tmp_path / "projects")
@@ -289,21 +334,35 @@ class _DocAdapter:
             return Record(entry_type="document-part", session_id=ctx.path.stem)
         if not isinstance(obj, dict) or "role" not in obj:
             return Record(entry_type="document-part", session_id=ctx.path.stem)
-        return Record(entry_type="message", role=obj["role"], content=obj["text"], is_message=True,
-                      is_prompt=obj["role"] == "user", uuid=f"{ctx.path.stem}:{obj['id']}",
-                      parent_uuid=f"{ctx.path.stem}:{obj['id'] - 1}" if obj["id"] > 1 else None,
-                      session_id=ctx.path.stem, session=SessionInfo(source=self.name))
+        return Record(
+            entry_type="message",
+            role=obj["role"],
+            content=obj["text"],
+            is_message=True,
+            is_prompt=obj["role"] == "user",
+            uuid=f"{ctx.path.stem}:{obj['id']}",
+            parent_uuid=f"{ctx.path.stem}:{obj['id'] - 1}" if obj["id"] > 1 else None,
+            session_id=ctx.path.stem,
+            session=SessionInfo(source=self.name),
+        )
 
 
-def test_document_sources_are_cut_into_exact_records_and_reread_only_when_content_changes(conn, tmp_path, monkeypatch):
+def test_document_sources_are_cut_into_exact_records_and_reread_only_when_content_changes(
+    conn, tmp_path, monkeypatch
+):
     from threadloom.core import adapters
 
     monkeypatch.setitem(adapters.ADAPTERS, "toydoc", _DocAdapter())
     folder = tmp_path / "docs" / "proj"
     folder.mkdir(parents=True)
     path = folder / "task1.toy"
-    doc = {"title": "t", "messages": [{"id": 1, "role": "user", "text": "hello doc"},
-                                      {"id": 2, "role": "assistant", "text": "hi"}]}
+    doc = {
+        "title": "t",
+        "messages": [
+            {"id": 1, "role": "user", "text": "hello doc"},
+            {"id": 2, "role": "assistant", "text": "hi"},
+        ],
+    }
     path.write_text(json.dumps(doc))
     ingest(conn, tmp_path / "docs")
     raws = [bytes(r[0]) for r in conn.execute("SELECT raw FROM entries ORDER BY byte_offset")]
@@ -317,7 +376,10 @@ def test_document_sources_are_cut_into_exact_records_and_reread_only_when_conten
     full = json.dumps(doc | {"messages": doc["messages"] + [{"id": 3, "role": "user", "text": "more"}]})
     path.write_text(full[: len(full) // 2])
     ingest(conn, tmp_path / "docs")
-    assert conn.execute("SELECT status FROM source_files WHERE path = ?", (str(path),)).fetchone()[0] == "waiting"
+    assert (
+        conn.execute("SELECT status FROM source_files WHERE path = ?", (str(path),)).fetchone()[0]
+        == "waiting"
+    )
     path.write_text(full)
     ingest(conn, tmp_path / "docs")
     assert conn.execute("SELECT message_count FROM agent_sessions WHERE id = 'task1'").fetchone()[0] == 3
@@ -330,7 +392,7 @@ def test_same_size_edit_in_the_middle_is_picked_up(conn, tmp_path):
     ingest(conn, tmp_path / "projects")
     data = path.read_bytes()
     middle = data.index(b"answer number 200")
-    path.write_bytes(data[:middle] + b"ANSWER NUMBER 200" + data[middle + 17:])
+    path.write_bytes(data[:middle] + b"ANSWER NUMBER 200" + data[middle + 17 :])
     os.utime(path, ns=(time.time_ns(), time.time_ns() + 1_000_000))
     ingest(conn, tmp_path / "projects")
     assert conn.execute("SELECT count(*) FROM entries WHERE content = 'ANSWER NUMBER 200'").fetchone()[0] == 1
@@ -343,8 +405,17 @@ def test_append_to_a_large_file_reads_only_the_new_bytes(conn, tmp_path):
     ingest(conn, tmp_path / "projects")
     assert path.stat().st_size > 500_000
     with open(path, "ab") as f:
-        f.write(json.dumps({"type": "user", "uuid": "tail-1", "sessionId": t.session_id,
-                            "message": {"role": "user", "content": "late"}}).encode() + b"\n")
+        f.write(
+            json.dumps(
+                {
+                    "type": "user",
+                    "uuid": "tail-1",
+                    "sessionId": t.session_id,
+                    "message": {"role": "user", "content": "late"},
+                }
+            ).encode()
+            + b"\n"
+        )
     report = ingest(conn, tmp_path / "projects")
     assert report.records_added == 1 and report.bytes_read < 1000
 
@@ -410,10 +481,12 @@ def test_a_file_written_in_chunks_gives_the_same_ledger(tmp_path, monkeypatch):
     chunked = db.connect(tmp_path / "chunked.db")
     report = ingest(chunked, tmp_path / "projects")
     assert report.records_added == 14
-    for query in ("SELECT id, byte_offset, raw, session_id, seq, turn_id, content FROM entries ORDER BY id",
-                  "SELECT id, message_count, turn_count, first_prompt FROM agent_sessions",
-                  "SELECT id, parent_turn_id, sequence, last_entry_uuid FROM agent_turns ORDER BY id",
-                  "SELECT lines_ingested, bytes_ingested FROM source_files"):
+    for query in (
+        "SELECT id, byte_offset, raw, session_id, seq, turn_id, content FROM entries ORDER BY id",
+        "SELECT id, message_count, turn_count, first_prompt FROM agent_sessions",
+        "SELECT id, parent_turn_id, sequence, last_entry_uuid FROM agent_turns ORDER BY id",
+        "SELECT lines_ingested, bytes_ingested FROM source_files",
+    ):
         assert whole.execute(query).fetchall() == chunked.execute(query).fetchall(), query
 
 
@@ -433,7 +506,9 @@ def test_a_file_added_or_a_folder_removed_deep_under_a_root_is_noticed(tmp_path)
     assert snapshot_unchanged(stored)
     (tmp_path / "root" / "project" / "kept").rmdir()
     assert not snapshot_unchanged(stored)
-    assert not snapshot_unchanged("0123abcd") and not snapshot_unchanged(None)  # an older signature: walk again
+    assert not snapshot_unchanged("0123abcd") and not snapshot_unchanged(
+        None
+    )  # an older signature: walk again
 
 
 def test_ingest_leaves_no_reference_cycles_behind(conn, tmp_path):
@@ -442,8 +517,16 @@ def test_ingest_leaves_no_reference_cycles_behind(conn, tmp_path):
     import gc
 
     t = simple_session(tmp_path, turns=3)
-    t.assistant(tools=[tool_use("tu_nested", "MultiEdit", file_path="a.py",
-                                edits=[{"old_string": "a", "new_string": {"deep": ["b", "c"]}}])])
+    t.assistant(
+        tools=[
+            tool_use(
+                "tu_nested",
+                "MultiEdit",
+                file_path="a.py",
+                edits=[{"old_string": "a", "new_string": {"deep": ["b", "c"]}}],
+            )
+        ]
+    )
     t.tool_result("tu_nested", "done")
     t.write()
     gc.collect()
@@ -458,7 +541,9 @@ def test_ingest_leaves_no_reference_cycles_behind(conn, tmp_path):
     assert text == "MultiEdit a.py a b c"  # the input's strings, depth first, in order
 
 
-def test_a_new_file_in_one_folder_is_found_without_offering_the_other_folders_files_again(conn, tmp_path, monkeypatch):
+def test_a_new_file_in_one_folder_is_found_without_offering_the_other_folders_files_again(
+    conn, tmp_path, monkeypatch
+):
     from threadloom.core.adapters.claude import ClaudeAdapter
 
     def session_in(project: str, sid: str) -> Transcript:
@@ -508,8 +593,9 @@ def test_a_first_line_with_a_byte_order_mark_is_read_and_kept_as_written(tmp_pat
         rows = entries_of(conn, path)
         assert rows[0][2].startswith(b"\xef\xbb\xbf") and rows[0][4] == "user" and rows[0][6] is None
         assert file_bytes(conn, file_id(conn, path))[0] == path.read_bytes()
-        assert conn.execute("SELECT source, first_prompt FROM agent_sessions WHERE id = ?", (sid,)).fetchone() == (
-            "claude-code", "fix the flaky test")
+        assert conn.execute(
+            "SELECT source, first_prompt FROM agent_sessions WHERE id = ?", (sid,)
+        ).fetchone() == ("claude-code", "fix the flaky test")
         conn.close()
 
 
@@ -524,6 +610,10 @@ def test_blank_text_is_not_an_empty_message(conn, tmp_path):
     path = t.write()
     ingest(conn, tmp_path / "projects")
     shown = conn.execute("SELECT role, content FROM entries WHERE seq IS NOT NULL ORDER BY seq").fetchall()
-    assert shown == [("user", "prompt number 0"), ("assistant", "answer number 0"), ("assistant", "Still here.")]
+    assert shown == [
+        ("user", "prompt number 0"),
+        ("assistant", "answer number 0"),
+        ("assistant", "Still here."),
+    ]
     assert conn.execute("SELECT message_count, turn_count FROM agent_sessions").fetchone() == (3, 1)
     assert len(entries_of(conn, path)) == 6

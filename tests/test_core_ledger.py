@@ -25,50 +25,97 @@ def test_subagents_in_all_three_layouts_link_to_their_task_call(conn, tmp_path):
     t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
     t.user("Refactor the parser")
     # 1. inline sidechain (<= 1.0.x): same file, isSidechain, no agentId
-    t.assistant(tools=[tool_use("toolu_inline", "Task", description="Inline helper", prompt="Find the parser files")])
-    inline_root = t.add({"type": "user", "isSidechain": True, "message": {"role": "user", "content": "Find the parser files"}},
-                        parent=False, chain=False)
-    t.add({"type": "assistant", "isSidechain": True, "message": {"id": "msg_side", "role": "assistant", "model": "m",
-           "content": [{"type": "text", "text": "found them"}], "usage": {"input_tokens": 3, "output_tokens": 2}}},
-          parent=inline_root, chain=False)
+    t.assistant(
+        tools=[tool_use("toolu_inline", "Task", description="Inline helper", prompt="Find the parser files")]
+    )
+    inline_root = t.add(
+        {
+            "type": "user",
+            "isSidechain": True,
+            "message": {"role": "user", "content": "Find the parser files"},
+        },
+        parent=False,
+        chain=False,
+    )
+    t.add(
+        {
+            "type": "assistant",
+            "isSidechain": True,
+            "message": {
+                "id": "msg_side",
+                "role": "assistant",
+                "model": "m",
+                "content": [{"type": "text", "text": "found them"}],
+                "usage": {"input_tokens": 3, "output_tokens": 2},
+            },
+        },
+        parent=inline_root,
+        chain=False,
+    )
     t.tool_result("toolu_inline", "found them")
     # 2. legacy agent-<id>.jsonl beside the session (2.0.x), linked by toolUseResult.agentId
     t.assistant(tools=[tool_use("toolu_legacy", "Task", description="Legacy helper", prompt="Run the tests")])
-    t.tool_result("toolu_legacy", "tests pass", tool_use_result={"status": "completed", "agentId": "1e9ac0de"})
+    t.tool_result(
+        "toolu_legacy", "tests pass", tool_use_result={"status": "completed", "agentId": "1e9ac0de"}
+    )
     # 3. <session>/subagents/agent-<id>.jsonl with .meta.json (2.1.x), meta names the tool call
-    t.assistant(tools=[tool_use("toolu_new", "Agent", description="New helper", prompt="Write docs",
-                                subagent_type="general-purpose")])
+    t.assistant(
+        tools=[
+            tool_use(
+                "toolu_new",
+                "Agent",
+                description="New helper",
+                prompt="Write docs",
+                subagent_type="general-purpose",
+            )
+        ]
+    )
     t.tool_result("toolu_new", "Failed: docs folder missing", is_error=True)
     t.write()
 
-    legacy = Transcript(project_dir(tmp_path) / "agent-1e9ac0de.jsonl", SID, isSidechain=True, agentId="1e9ac0de")
+    legacy = Transcript(
+        project_dir(tmp_path) / "agent-1e9ac0de.jsonl", SID, isSidechain=True, agentId="1e9ac0de"
+    )
     legacy.user("Run the tests", parent=False)
     legacy.assistant("all green")
     legacy.write()
 
     sub_dir = project_dir(tmp_path) / SID / "subagents"
-    new = Transcript(sub_dir / "agent-a0123456789abcdef.jsonl", SID, isSidechain=True, agentId="a0123456789abcdef")
+    new = Transcript(
+        sub_dir / "agent-a0123456789abcdef.jsonl", SID, isSidechain=True, agentId="a0123456789abcdef"
+    )
     new.user("Write docs", parent=False)
     # a subagent spawning its own subagent: nested
-    new.assistant(tools=[tool_use("toolu_nested", "Task", description="Nested helper", prompt="Check spelling")])
+    new.assistant(
+        tools=[tool_use("toolu_nested", "Task", description="Nested helper", prompt="Check spelling")]
+    )
     new.tool_result("toolu_nested", "spelling ok", tool_use_result={"agentId": "afedcba9876543210"})
     new.write()
     (sub_dir / "agent-a0123456789abcdef.meta.json").write_text(
-        json.dumps({"agentType": "general-purpose", "description": "New helper", "toolUseId": "toolu_new"}))
-    nested = Transcript(sub_dir / "agent-afedcba9876543210.jsonl", SID, isSidechain=True, agentId="afedcba9876543210")
+        json.dumps({"agentType": "general-purpose", "description": "New helper", "toolUseId": "toolu_new"})
+    )
+    nested = Transcript(
+        sub_dir / "agent-afedcba9876543210.jsonl", SID, isSidechain=True, agentId="afedcba9876543210"
+    )
     nested.user("Check spelling", parent=False)
     nested.assistant("no typos")
     nested.write()
     # a 2.0.x Warmup agent, not linked to anything
-    warm = Transcript(project_dir(tmp_path) / "agent-0000beef.jsonl", SID, isSidechain=True, agentId="0000beef")
+    warm = Transcript(
+        project_dir(tmp_path) / "agent-0000beef.jsonl", SID, isSidechain=True, agentId="0000beef"
+    )
     warm.user("Warmup", parent=False)
     warm.assistant("ready")
     warm.write()
 
     ingest(conn, tmp_path / "projects")
-    subs = {r[0]: r for r in conn.execute(
-        "SELECT id, parent_session_id, tool_call_id, task_description, task_status, kind, is_warmup, agent_type "
-        "FROM agent_sessions WHERE is_subagent = 1")}
+    subs = {
+        r[0]: r
+        for r in conn.execute(
+            "SELECT id, parent_session_id, tool_call_id, task_description, task_status, kind, is_warmup, agent_type "
+            "FROM agent_sessions WHERE is_subagent = 1"
+        )
+    }
     inline = [s for s in subs if ":side-" in s]
     assert len(inline) == 1
     assert subs[inline[0]][1:6] == (SID, "toolu_inline", "Inline helper", "completed", "sidechain")
@@ -78,7 +125,9 @@ def test_subagents_in_all_three_layouts_link_to_their_task_call(conn, tmp_path):
     # nested: its parent is the agent whose file holds the Task call
     assert subs[f"{SID}:agent-afedcba9876543210"][1:3] == (f"{SID}:agent-a0123456789abcdef", "toolu_nested")
     assert subs[f"{SID}:agent-0000beef"][6] == 1 and subs[f"{SID}:agent-0000beef"][2] is None
-    calls = dict(conn.execute("SELECT id, child_session_id FROM agent_tool_calls WHERE tool_name IN ('Task','Agent')"))
+    calls = dict(
+        conn.execute("SELECT id, child_session_id FROM agent_tool_calls WHERE tool_name IN ('Task','Agent')")
+    )
     assert calls["toolu_legacy"] == f"{SID}:agent-1e9ac0de"
     assert calls["toolu_nested"] == f"{SID}:agent-afedcba9876543210"
     # the main session holds only its own messages
@@ -94,12 +143,28 @@ def test_rewind_branch_compaction_and_turns(conn, tmp_path):
     # rewind: a new prompt hangs off the first answer, which already has a child
     t.user("second question, asked differently", parent=a1)
     before = t.assistant("better second answer")
-    boundary = t.add({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
-                      "logicalParentUuid": before, "compactMetadata": {"trigger": "auto", "preTokens": 150000}},
-                     parent=False)
-    t.add({"type": "user", "isCompactSummary": True, "isVisibleInTranscriptOnly": True,
-           "message": {"role": "user", "content": "This session is being continued from a previous conversation"}},
-          parent=boundary)
+    boundary = t.add(
+        {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "content": "Conversation compacted",
+            "logicalParentUuid": before,
+            "compactMetadata": {"trigger": "auto", "preTokens": 150000},
+        },
+        parent=False,
+    )
+    t.add(
+        {
+            "type": "user",
+            "isCompactSummary": True,
+            "isVisibleInTranscriptOnly": True,
+            "message": {
+                "role": "user",
+                "content": "This session is being continued from a previous conversation",
+            },
+        },
+        parent=boundary,
+    )
     t.user("after compaction")
     t.assistant("still here")
     t.write()
@@ -108,14 +173,20 @@ def test_rewind_branch_compaction_and_turns(conn, tmp_path):
     assert (s["turn_count"], s["branch_count"], s["compaction_count"]) == (4, 1, 1)
     turns = conn.execute(
         "SELECT id, parent_turn_id, child_count, has_children, response_message_id FROM agent_turns "
-        "WHERE session_id = ? ORDER BY sequence", (SID,)).fetchall()
+        "WHERE session_id = ? ORDER BY sequence",
+        (SID,),
+    ).fetchall()
     first, second, rewound, after = turns
     assert first[2] == 2 and first[3] == 1  # the branch point
     assert second[1] == first[0] and rewound[1] == first[0]
     assert after[1] == rewound[0]  # joined across the compaction through logicalParentUuid
     # the compact summary is not a human prompt
-    prompts = [r[0] for r in conn.execute(
-        "SELECT content FROM entries e JOIN agent_turns t ON t.id = e.uuid WHERE t.session_id = ?", (SID,))]
+    prompts = [
+        r[0]
+        for r in conn.execute(
+            "SELECT content FROM entries e JOIN agent_turns t ON t.id = e.uuid WHERE t.session_id = ?", (SID,)
+        )
+    ]
     assert not any("continued from a previous" in p for p in prompts)
 
 
@@ -124,23 +195,53 @@ def test_tool_calls_whose_writer_left_out_their_ids_are_kept_and_matched_in_orde
     are still listed, each answered by the next result that has no id either."""
     t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
     t.user("look around")
-    t.assistant("Two commands.", tools=[{"type": "tool_use", "name": "Bash", "input": {"command": "ls"}},
-                                        {"type": "tool_use", "name": "Bash", "input": {"command": "pwd"}}])
-    t.add({"type": "user", "message": {"role": "user", "content": [
-        {"type": "tool_result", "content": "README.md", "is_error": False}]}})
-    t.add({"type": "user", "message": {"role": "user", "content": [
-        {"type": "tool_result", "content": "/srv/app", "is_error": True}]}})
+    t.assistant(
+        "Two commands.",
+        tools=[
+            {"type": "tool_use", "name": "Bash", "input": {"command": "ls"}},
+            {"type": "tool_use", "name": "Bash", "input": {"command": "pwd"}},
+        ],
+    )
+    t.add(
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "content": "README.md", "is_error": False}],
+            },
+        }
+    )
+    t.add(
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "content": "/srv/app", "is_error": True}],
+            },
+        }
+    )
     t.assistant(tools=[{"type": "tool_use", "name": "Task", "input": {"description": "search files"}}])
-    t.add({"type": "user", "message": {"role": "user", "content": [
-        {"type": "tool_result", "content": "found 3 files", "is_error": False}]}})
+    t.add(
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "content": "found 3 files", "is_error": False}],
+            },
+        }
+    )
     t.assistant(tools=[{"type": "tool_use", "name": "Bash", "input": {"command": "date"}}])
     t.write()
     ingest(conn, tmp_path / "projects")
     from threadloom.core.query import messages
 
     calls = [call for msg in messages(conn, SID) for call in msg.tool_calls]
-    assert [(c.name, c.status) for c in calls] == [("Bash", "completed"), ("Bash", "failed"), ("Task", "completed"),
-                                                   ("Bash", "pending")]
+    assert [(c.name, c.status) for c in calls] == [
+        ("Bash", "completed"),
+        ("Bash", "failed"),
+        ("Task", "completed"),
+        ("Bash", "pending"),
+    ]
     assert '"ls"' in calls[0].params_json and "README.md" in calls[0].result_json
     assert '"pwd"' in calls[1].params_json and "/srv/app" in calls[1].result_json
     # a Task's input is kept in the ledger: its result is read again alone
@@ -148,9 +249,12 @@ def test_tool_calls_whose_writer_left_out_their_ids_are_kept_and_matched_in_orde
     assert '"date"' in calls[3].params_json and calls[3].result_json is None
     assert session(conn, SID)["tool_call_count"] == 4
 
-NOTICE = ("<task-notification>\n<task-id>b07h5t4ng</task-id>\n<status>completed</status>\n"
-          "<summary>Agent \"Coverage analysis\" completed</summary>\n<result>coverage is 96%</result>\n"
-          "</task-notification>\nFull transcript available at: /tmp/tasks/b07h5t4ng.output")
+
+NOTICE = (
+    "<task-notification>\n<task-id>b07h5t4ng</task-id>\n<status>completed</status>\n"
+    '<summary>Agent "Coverage analysis" completed</summary>\n<result>coverage is 96%</result>\n'
+    "</task-notification>\nFull transcript available at: /tmp/tasks/b07h5t4ng.output"
+)
 
 
 def test_branches_are_named_where_each_left_its_nearest_sibling(conn, tmp_path):
@@ -172,40 +276,88 @@ def test_branches_are_named_where_each_left_its_nearest_sibling(conn, tmp_path):
     t.write()
     ingest(conn, tmp_path / "projects")
     labels = [b.label for b in browse.branches(conn, SID)]
-    assert labels == ["use sqlite", "use postgres", '⚑ Agent "Coverage analysis" completed', "and now the docs"]
+    assert labels == [
+        "use sqlite",
+        "use postgres",
+        '⚑ Agent "Coverage analysis" completed',
+        "and now the docs",
+    ]
 
 
 def test_tool_calls_statuses_and_streaming_token_dedup(conn, tmp_path):
     t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
     t.user("do things")
-    usage1 = {"input_tokens": 100, "cache_creation_input_tokens": 1000, "cache_read_input_tokens": 5000, "output_tokens": 3}
+    usage1 = {
+        "input_tokens": 100,
+        "cache_creation_input_tokens": 1000,
+        "cache_read_input_tokens": 5000,
+        "output_tokens": 3,
+    }
     usage2 = dict(usage1, output_tokens=150)
     # one API response split over three lines sharing message.id: count it once, output = max
     t.assistant(thinking="let me think", msg_id="msg_A", usage=usage1, request_id="req_A")
-    t.assistant(msg_id="msg_A", usage=usage1, request_id="req_A", tools=[tool_use("tu_ok", "Bash", command="ls")])
-    t.assistant(msg_id="msg_A", usage=usage2, request_id="req_A", tools=[tool_use("tu_fail", "Bash", command="false")])
+    t.assistant(
+        msg_id="msg_A", usage=usage1, request_id="req_A", tools=[tool_use("tu_ok", "Bash", command="ls")]
+    )
+    t.assistant(
+        msg_id="msg_A", usage=usage2, request_id="req_A", tools=[tool_use("tu_fail", "Bash", command="false")]
+    )
     t.tool_result("tu_ok", "file.txt")
     t.tool_result("tu_fail", "Exit code 1", is_error=True)
-    t.assistant(msg_id="msg_B", usage={"input_tokens": 7, "output_tokens": 11},
-                tools=[tool_use("tu_rej", "Edit", file_path="a.py", old_string="a", new_string="b"),
-                       tool_use("tu_int", "Bash", command="sleep 100")])
-    t.tool_result("tu_rej", "The user doesn't want to proceed with this tool use.", is_error=True,
-                  tool_use_result="User rejected tool use")
+    t.assistant(
+        msg_id="msg_B",
+        usage={"input_tokens": 7, "output_tokens": 11},
+        tools=[
+            tool_use("tu_rej", "Edit", file_path="a.py", old_string="a", new_string="b"),
+            tool_use("tu_int", "Bash", command="sleep 100"),
+        ],
+    )
+    t.tool_result(
+        "tu_rej",
+        "The user doesn't want to proceed with this tool use.",
+        is_error=True,
+        tool_use_result="User rejected tool use",
+    )
     t.tool_result("tu_int", "[Request interrupted by user for tool use]", is_error=True)
     # synthetic / API-error lines carry no real usage
-    t.add({"type": "assistant", "isApiErrorMessage": True, "message": {"id": "msg_err", "role": "assistant",
-           "model": "<synthetic>", "content": [{"type": "text", "text": "API Error"}],
-           "usage": {"input_tokens": 999, "output_tokens": 999}}})
+    t.add(
+        {
+            "type": "assistant",
+            "isApiErrorMessage": True,
+            "message": {
+                "id": "msg_err",
+                "role": "assistant",
+                "model": "<synthetic>",
+                "content": [{"type": "text", "text": "API Error"}],
+                "usage": {"input_tokens": 999, "output_tokens": 999},
+            },
+        }
+    )
     t.write()
     ingest(conn, tmp_path / "projects")
     statuses = dict(conn.execute("SELECT id, status FROM agent_tool_calls"))
-    assert statuses == {"tu_ok": "completed", "tu_fail": "failed", "tu_rej": "rejected", "tu_int": "interrupted"}
+    assert statuses == {
+        "tu_ok": "completed",
+        "tu_fail": "failed",
+        "tu_rej": "rejected",
+        "tu_int": "interrupted",
+    }
     s = session(conn, SID)
-    assert (s["input_tokens"], s["output_tokens"], s["cache_creation_tokens"], s["cache_read_tokens"]) == (107, 161, 1000, 5000)
+    assert (s["input_tokens"], s["output_tokens"], s["cache_creation_tokens"], s["cache_read_tokens"]) == (
+        107,
+        161,
+        1000,
+        5000,
+    )
     assert s["tool_call_count"] == 4 and s["is_agentic"] == 1
-    turn = conn.execute("SELECT tool_call_count, token_count FROM agent_turns WHERE session_id = ?", (SID,)).fetchone()
+    turn = conn.execute(
+        "SELECT tool_call_count, token_count FROM agent_turns WHERE session_id = ?", (SID,)
+    ).fetchone()
     assert turn == (4, 107 + 161 + 1000 + 5000)
-    assert conn.execute("SELECT thinking FROM entries WHERE thinking IS NOT NULL").fetchone()[0] == "let me think"
+    assert (
+        conn.execute("SELECT thinking FROM entries WHERE thinking IS NOT NULL").fetchone()[0]
+        == "let me think"
+    )
 
 
 def test_titles_custom_then_ai_then_summary_from_another_file_then_prompt(conn, tmp_path):
@@ -222,9 +374,18 @@ def test_titles_custom_then_ai_then_summary_from_another_file_then_prompt(conn, 
     s2 = "bbbbbbbb-0000-4000-8000-000000000002"
     s3 = "bbbbbbbb-0000-4000-8000-000000000003"
     s4 = "bbbbbbbb-0000-4000-8000-000000000004"
-    make(s1, "p1", [{"type": "ai-title", "aiTitle": "AI one"}, {"type": "custom-title", "customTitle": "Mine"},
-                    {"type": "ai-title", "aiTitle": "AI two"}]).write()
-    make(s2, "p2", [{"type": "ai-title", "aiTitle": "Old AI"}, {"type": "ai-title", "aiTitle": "New AI"}]).write()
+    make(
+        s1,
+        "p1",
+        [
+            {"type": "ai-title", "aiTitle": "AI one"},
+            {"type": "custom-title", "customTitle": "Mine"},
+            {"type": "ai-title", "aiTitle": "AI two"},
+        ],
+    ).write()
+    make(
+        s2, "p2", [{"type": "ai-title", "aiTitle": "Old AI"}, {"type": "ai-title", "aiTitle": "New AI"}]
+    ).write()
     t3 = make(s3, "p3", [])
     t3.write()
     make(s4, "Explain the   build\nsystem", []).write()
@@ -268,41 +429,64 @@ def test_seed_query_patterns_run_unchanged(conn, tmp_path):
     last = t.assistant("a2", tools=[tool_use("tu3", "Task", description="helper", prompt="help me")])
     t.tool_result("tu3", "helped", tool_use_result={"agentId": "abc12345"})
     t.write()
-    sub = Transcript(project_dir(tmp_path) / "agent-abc12345.jsonl", SID, isSidechain=True, agentId="abc12345")
+    sub = Transcript(
+        project_dir(tmp_path) / "agent-abc12345.jsonl", SID, isSidechain=True, agentId="abc12345"
+    )
     sub.user("help me", parent=False)
     sub.assistant("helping")
     sub.write()
     ingest(conn, tmp_path / "projects")
 
-    history = conn.execute("SELECT * FROM agent_messages WHERE session_id = ? ORDER BY sequence;", (SID,)).fetchall()
-    assert [r[2] for r in history] == ["user", "assistant", "user", "user", "assistant", "user", "assistant", "user"]
+    history = conn.execute(
+        "SELECT * FROM agent_messages WHERE session_id = ? ORDER BY sequence;", (SID,)
+    ).fetchall()
+    assert [r[2] for r in history] == [
+        "user",
+        "assistant",
+        "user",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
     assert [r[4] for r in history] == list(range(8))
 
-    turn2 = conn.execute("SELECT id FROM agent_turns WHERE session_id = ? ORDER BY sequence DESC LIMIT 1", (SID,)).fetchone()[0]
-    tree = conn.execute("""
+    turn2 = conn.execute(
+        "SELECT id FROM agent_turns WHERE session_id = ? ORDER BY sequence DESC LIMIT 1", (SID,)
+    ).fetchone()[0]
+    tree = conn.execute(
+        """
 WITH RECURSIVE turn_tree AS (
   SELECT * FROM agent_turns WHERE id = ?  -- start from turn
   UNION ALL
   SELECT t.* FROM agent_turns t
   JOIN turn_tree tt ON t.id = tt.parent_turn_id
 )
-SELECT * FROM turn_tree ORDER BY timestamp;""", (turn2,)).fetchall()
+SELECT * FROM turn_tree ORDER BY timestamp;""",
+        (turn2,),
+    ).fetchall()
     assert len(tree) == 2 and tree[1][0] == turn2 and tree[1][4] == last
 
     subagents = conn.execute("SELECT * FROM agent_sessions\nWHERE parent_session_id = ?;", (SID,)).fetchall()
     assert [r[0] for r in subagents] == [f"{SID}:agent-abc12345"]
 
-    stats = conn.execute("""SELECT tool_name, COUNT(*) as uses,
+    stats = conn.execute(
+        """SELECT tool_name, COUNT(*) as uses,
        SUM(CASE WHEN status='completed' THEN 1 ELSE 0 END) as success
 FROM agent_tool_calls
 WHERE session_id = ?
 GROUP BY tool_name
-ORDER BY uses DESC;""", (SID,)).fetchall()
+ORDER BY uses DESC;""",
+        (SID,),
+    ).fetchall()
     assert stats == [("Read", 2, 1), ("Task", 1, 1)]
 
 
 def test_project_path_comes_from_cwd_not_the_folder_name(conn, tmp_path):
-    t = Transcript(tmp_path / "projects" / "-home-dev-my-proj-v2" / f"{SID}.jsonl", SID, cwd="/home/dev/my_proj.v2")
+    t = Transcript(
+        tmp_path / "projects" / "-home-dev-my-proj-v2" / f"{SID}.jsonl", SID, cwd="/home/dev/my_proj.v2"
+    )
     t.user("hi")
     t.write()
     ingest(conn, tmp_path / "projects")
@@ -326,7 +510,9 @@ def test_schema_version_mismatch_rebuilds_derived_tables(tmp_path):
     conn = db.connect(tmp_path / "l.db")
     after = session(conn, SID)
     assert after["title"] == "question" and after["input_tokens"] == 4
-    assert {k: v for k, v in after.items() if k != "updated_at"} == {k: v for k, v in before.items() if k != "updated_at"}
+    assert {k: v for k, v in after.items() if k != "updated_at"} == {
+        k: v for k, v in before.items() if k != "updated_at"
+    }
 
 
 def test_session_titles_are_found_through_their_own_index(conn):
@@ -343,25 +529,52 @@ def test_claude_tool_input_and_output_are_stored_once_and_read_back_from_their_r
     t.user("run both")
     t.assistant(tools=[tool_use("tu_a", "Bash", command="ls"), tool_use("tu_b", "Bash", command="cat x")])
     # parallel calls answered in one record: each call gets its own block back
-    t.add({"type": "user", "message": {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "tu_a", "content": "a.py\nb.py"},
-        {"type": "tool_result", "tool_use_id": "tu_b", "content": [{"type": "text", "text": "no such file"}],
-         "is_error": True}]}})
-    t.assistant(tools=[tool_use("tu_late", "Read", file_path="c.py"),
-                       tool_use("tu_task", "Task", description="look", prompt="find it")])
+    t.add(
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "tu_a", "content": "a.py\nb.py"},
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "tu_b",
+                        "content": [{"type": "text", "text": "no such file"}],
+                        "is_error": True,
+                    },
+                ],
+            },
+        }
+    )
+    t.assistant(
+        tools=[
+            tool_use("tu_late", "Read", file_path="c.py"),
+            tool_use("tu_task", "Task", description="look", prompt="find it"),
+        ]
+    )
     t.write()
     ingest(conn, tmp_path / "projects")
     t.tool_result("tu_late", "print('c')")  # the result arrives in a later run: an UPDATE, not an INSERT
     t.write()
     ingest(conn, tmp_path / "projects")
-    stored = dict(conn.execute("SELECT id, coalesce(params_json, '') || '|' || coalesce(result_json, '') "
-                               "FROM agent_tool_calls"))
+    stored = dict(
+        conn.execute(
+            "SELECT id, coalesce(params_json, '') || '|' || coalesce(result_json, '') FROM agent_tool_calls"
+        )
+    )
     # only the input the ledger reads itself (a subagent's Task) is kept
-    assert stored == {"tu_a": "|", "tu_b": "|", "tu_late": "|", "tu_task": '{"description":"look","prompt":"find it"}|'}
-    expected = {"tu_a": ('{"command":"ls"}', '"a.py\\nb.py"'),
-                "tu_b": ('{"command":"cat x"}', '[{"type":"text","text":"no such file"}]'),
-                "tu_late": ('{"file_path":"c.py"}', '"print(\'c\')"'),
-                "tu_task": ('{"description":"look","prompt":"find it"}', None)}
+    assert stored == {
+        "tu_a": "|",
+        "tu_b": "|",
+        "tu_late": "|",
+        "tu_task": '{"description":"look","prompt":"find it"}|',
+    }
+    expected = {
+        "tu_a": ('{"command":"ls"}', '"a.py\\nb.py"'),
+        "tu_b": ('{"command":"cat x"}', '[{"type":"text","text":"no such file"}]'),
+        "tu_late": ('{"file_path":"c.py"}', "\"print('c')\""),
+        "tu_task": ('{"description":"look","prompt":"find it"}', None),
+    }
     calls = {c.id: c for m in query.messages(conn, SID) for c in m.tool_calls}
     assert {k: (c.params_json, c.result_json) for k, c in calls.items()} == expected
     assert calls["tu_b"].status == "failed" and calls["tu_late"].status == "completed"
@@ -369,8 +582,10 @@ def test_claude_tool_input_and_output_are_stored_once_and_read_back_from_their_r
     assert {c.id: (c.params_json, c.result_json) for m in page for c in m.tool_calls} == expected
 
 
-SIDE_REMINDER = ("<system-reminder>This is a side question from the user. You must answer this question directly in a "
-                 "single response.\n\nCRITICAL CONSTRAINTS:\n- You have NO tools available\n</system-reminder>\n\n")
+SIDE_REMINDER = (
+    "<system-reminder>This is a side question from the user. You must answer this question directly in a "
+    "single response.\n\nCRITICAL CONSTRAINTS:\n- You have NO tools available\n</system-reminder>\n\n"
+)
 
 
 def test_a_side_question_is_named_by_its_question_and_hangs_under_the_message_it_followed(conn, tmp_path):
@@ -384,26 +599,55 @@ def test_a_side_question_is_named_by_its_question_and_hangs_under_the_message_it
     t.assistant("Done.")
     t.write()
     asked = "what does the lexer return for an empty file?"
-    aside = Transcript(project_dir(tmp_path) / SID / "subagents" / "agent-aside_question-c5e5c961a7749e08.jsonl", SID,
-                       isSidechain=True, agentId="aside_question-c5e5c961a7749e08")
+    aside = Transcript(
+        project_dir(tmp_path) / SID / "subagents" / "agent-aside_question-c5e5c961a7749e08.jsonl",
+        SID,
+        isSidechain=True,
+        agentId="aside_question-c5e5c961a7749e08",
+    )
     aside.add({"type": "user", "uuid": u1, "message": {"role": "user", "content": "Refactor the parser"}})
-    aside.add({"type": "assistant", "uuid": a1, "message": {"id": "msg_copy", "role": "assistant", "model": "claude-opus-4-5",
-                                                            "content": [{"type": "text", "text": "On it: the lexer first."}]}})
+    aside.add(
+        {
+            "type": "assistant",
+            "uuid": a1,
+            "message": {
+                "id": "msg_copy",
+                "role": "assistant",
+                "model": "claude-opus-4-5",
+                "content": [{"type": "text", "text": "On it: the lexer first."}],
+            },
+        }
+    )
     aside.user(SIDE_REMINDER + asked)
     aside.assistant("An empty token list.")
     aside.write()
     # a side question without the copy (its question follows nothing): the parent's message before it
-    lone = Transcript(project_dir(tmp_path) / SID / "subagents" / "agent-aside_question-0000000000000002.jsonl", SID,
-                      isSidechain=True, agentId="aside_question-0000000000000002")
-    lone.add({"type": "user", "timestamp": "2026-03-01T10:00:03.500Z",
-              "message": {"role": "user", "content": SIDE_REMINDER + "is the parser done yet?"}}, parent=False)
+    lone = Transcript(
+        project_dir(tmp_path) / SID / "subagents" / "agent-aside_question-0000000000000002.jsonl",
+        SID,
+        isSidechain=True,
+        agentId="aside_question-0000000000000002",
+    )
+    lone.add(
+        {
+            "type": "user",
+            "timestamp": "2026-03-01T10:00:03.500Z",
+            "message": {"role": "user", "content": SIDE_REMINDER + "is the parser done yet?"},
+        },
+        parent=False,
+    )
     lone.assistant("Not yet.")
     lone.write()
     ingest(conn, tmp_path / "projects")
     s = session(conn, f"{SID}:agent-aside_question-c5e5c961a7749e08")
     title = f"Side question: {asked}"
-    assert (s["title"], s["task_description"], s["agent_type"], s["parent_session_id"], s["parent_message_id"]) == (
-        title, title, "side question", SID, a1)
+    assert (
+        s["title"],
+        s["task_description"],
+        s["agent_type"],
+        s["parent_session_id"],
+        s["parent_message_id"],
+    ) == (title, title, "side question", SID, a1)
     assert (s["turn_count"], s["first_prompt"]) == (1, SIDE_REMINDER + asked)
     other = session(conn, f"{SID}:agent-aside_question-0000000000000002")
     third = conn.execute("SELECT uuid FROM entries WHERE session_id = ? AND seq = 2", (SID,)).fetchone()[0]

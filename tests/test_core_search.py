@@ -24,8 +24,11 @@ def archive(conn, tmp_path):
     root = tmp_path / "projects"
     t = Transcript(root / "-srv-api" / f"{S_AUTH}.jsonl", S_AUTH, cwd="/srv/api")
     t.user("Please add authentication middleware to the express server")
-    t.assistant("I will write the authentication middleware now.", thinking="maybe use passport for sessions",
-                tools=[tool_use("tu_a1", "Bash", command="npm install passport-jwt")])
+    t.assistant(
+        "I will write the authentication middleware now.",
+        thinking="maybe use passport for sessions",
+        tools=[tool_use("tu_a1", "Bash", command="npm install passport-jwt")],
+    )
     t.tool_result("tu_a1", "added 12 packages, found 0 vulnerabilities")
     t.assistant("Done: middleware checks the bearer token.")
     t.write()
@@ -39,10 +42,15 @@ def archive(conn, tmp_path):
     d.write()
     o = Transcript(root / "-srv-api" / f"{S_OTHER}.jsonl", S_OTHER, cwd="/srv/api")
     o.user("Rename the logging helper")
-    o.assistant("Renamed to log_event", tools=[tool_use("tu_o1", "Task", description="find callers", prompt="find log callers")])
+    o.assistant(
+        "Renamed to log_event",
+        tools=[tool_use("tu_o1", "Task", description="find callers", prompt="find log callers")],
+    )
     o.tool_result("tu_o1", "3 callers", tool_use_result={"agentId": "0badc0de"})
     o.write()
-    sub = Transcript(root / "-srv-api" / "agent-0badc0de.jsonl", S_OTHER, isSidechain=True, agentId="0badc0de")
+    sub = Transcript(
+        root / "-srv-api" / "agent-0badc0de.jsonl", S_OTHER, isSidechain=True, agentId="0badc0de"
+    )
     sub.user("find log callers of the authentication middleware", parent=False)
     sub.assistant("found three callers")
     sub.write()
@@ -55,7 +63,11 @@ def sessions_of(result) -> list[str]:
 
 
 def test_exact_misspelt_and_reordered_queries_rank_the_right_session_first(archive):
-    for query in ("authentication middleware", "autentication midleware", "middleware authentication express"):
+    for query in (
+        "authentication middleware",
+        "autentication midleware",
+        "middleware authentication express",
+    ):
         result = search(archive, query)
         assert sessions_of(result)[0] == S_AUTH, query
     phrase = search(archive, '"server middleware authentication"')
@@ -66,7 +78,7 @@ def test_identifier_prefix_is_found(archive):
     result = search(archive, "parseConf")
     assert sessions_of(result) and set(sessions_of(result)) == {S_CONF}
     hit = result.hits[0]
-    assert hit.snippet[hit.highlights[0][0]:hit.highlights[0][1]].lower().startswith("parseconf")
+    assert hit.snippet[hit.highlights[0][0] : hit.highlights[0][1]].lower().startswith("parseconf")
 
 
 def test_default_noise_control_and_filters(archive):
@@ -77,7 +89,9 @@ def test_default_noise_control_and_filters(archive):
     assert sessions_of(search(archive, "passport sessions in:thinking")) == [S_AUTH]
     assert sessions_of(search(archive, "passport tool:Bash")) == [S_AUTH]
     # subagents join only with in:subagents
-    assert S_OTHER not in {h.session_id.split(":")[0] for h in search(archive, "callers").hits if ":" in h.session_id}
+    assert S_OTHER not in {
+        h.session_id.split(":")[0] for h in search(archive, "callers").hits if ":" in h.session_id
+    }
     sub_hits = search(archive, "log callers in:subagents").hits
     assert any(h.session_id == f"{S_OTHER}:agent-0badc0de" for h in sub_hits)
     # project, agent, role, session, dates
@@ -92,7 +106,13 @@ def test_default_noise_control_and_filters(archive):
 def test_query_parsing():
     q = parse_query('fix "exact words" agent:claude-code in:tools,thinking after:7d role:user', now=NOW)
     assert (q.words, q.phrases, q.agent, q.role, q.in_tools, q.in_thinking) == (
-        ["fix"], ["exact words"], "claude-code", "user", True, True)
+        ["fix"],
+        ["exact words"],
+        "claude-code",
+        "user",
+        True,
+        True,
+    )
     assert q.after == int((NOW - 7 * 86400) * 1000)
     assert parse_time("yesterday", now=NOW) < parse_time("today", now=NOW)
     assert parse_query("after:someday x").problems
@@ -116,7 +136,9 @@ def test_filters_alone_give_the_newest_records_they_let_through(archive):
     assert sessions_of(search(archive, "role:user session:a0000000-0000-4000-8000-00000000a002")) == [S_CONF]
     assert search(archive, "").problems == ["type some words to search for"]
     newest = search(archive, "role:assistant")  # nothing to narrow by id: every record from the newest
-    assert newest.hits[0].role == "assistant" and newest.hits[0].entry_id == max(h.entry_id for h in newest.hits)
+    assert newest.hits[0].role == "assistant" and newest.hits[0].entry_id == max(
+        h.entry_id for h in newest.hits
+    )
 
 
 def test_a_wide_session_filter_walks_the_records_instead_of_listing_them(archive, monkeypatch):
@@ -129,8 +151,19 @@ def test_a_wide_session_filter_walks_the_records_instead_of_listing_them(archive
 def test_index_follows_appends_and_rewrites(archive, tmp_path):
     path = tmp_path / "projects" / "-srv-cli" / f"{S_CONF}.jsonl"
     with open(path, "a") as f:
-        f.write(json.dumps({"type": "user", "uuid": "late-1", "parentUuid": None, "sessionId": S_CONF,
-                            "timestamp": "2026-03-01T11:00:00Z", "message": {"role": "user", "content": "what about kubernetes manifests"}}) + "\n")
+        f.write(
+            json.dumps(
+                {
+                    "type": "user",
+                    "uuid": "late-1",
+                    "parentUuid": None,
+                    "sessionId": S_CONF,
+                    "timestamp": "2026-03-01T11:00:00Z",
+                    "message": {"role": "user", "content": "what about kubernetes manifests"},
+                }
+            )
+            + "\n"
+        )
     ingest(archive, tmp_path / "projects")
     assert sessions_of(search(archive, "kubernetes")) == [S_CONF]
     path.write_text(path.read_text().replace("kubernetes", "terraform"))
@@ -153,11 +186,26 @@ def test_cli_search_json(archive, tmp_path):
     import sys
 
     db_path = archive.execute("PRAGMA database_list").fetchone()[2]
-    out = subprocess.run([sys.executable, "-m", "threadloom.core.cli", "search", "autentication", "--db", db_path, "--json"],
-                         capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1], check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "threadloom.core.cli", "search", "autentication", "--db", db_path, "--json"],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        check=True,
+    )
     hits = json.loads(out.stdout)
     assert hits and hits[0]["session_id"] == S_AUTH
-    assert {"session_id", "entry_id", "uuid", "agent", "project", "role", "timestamp", "score", "snippet"} <= set(hits[0])
+    assert {
+        "session_id",
+        "entry_id",
+        "uuid",
+        "agent",
+        "project",
+        "role",
+        "timestamp",
+        "score",
+        "snippet",
+    } <= set(hits[0])
 
 
 @pytest.mark.corpus

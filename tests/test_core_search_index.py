@@ -75,11 +75,19 @@ def test_changes_while_the_index_is_behind_are_indexed_once(conn, tmp_path):
     search_index.build(conn, cancel=_cancel_after(1), chunk_rows=25)  # part of it indexed
     assert search_index.indexed_upto(conn) == 25
     # a file rewritten in place (half indexed, half not) and a new file
-    straddling = Path(conn.execute(
-        "SELECT f.path FROM entries e JOIN source_files f ON f.id = e.source_file_id WHERE e.id = 25"
-    ).fetchone()[0])
-    assert conn.execute("SELECT count(*) FROM entries e JOIN source_files f ON f.id = e.source_file_id "
-                        "WHERE f.path = ? AND e.id > 25", (str(straddling),)).fetchone()[0] == 5
+    straddling = Path(
+        conn.execute(
+            "SELECT f.path FROM entries e JOIN source_files f ON f.id = e.source_file_id WHERE e.id = 25"
+        ).fetchone()[0]
+    )
+    assert (
+        conn.execute(
+            "SELECT count(*) FROM entries e JOIN source_files f ON f.id = e.source_file_id "
+            "WHERE f.path = ? AND e.id > 25",
+            (str(straddling),),
+        ).fetchone()[0]
+        == 5
+    )
     straddling.write_bytes(straddling.read_bytes().replace(b"flamingo", b"pelicans"))
     sid = "33333333-aaaa-4bbb-8ccc-000000000000"
     late = Transcript(projects / "-home-dev-app" / f"{sid}.jsonl", sid)

@@ -71,7 +71,9 @@ def test_subagent_files_link_to_their_parent(ledger):
                     expected[f"{rec.get('sessionId')}:agent-{tur['agentId']}"] = block["tool_use_id"]
     linked = 0
     for sid, tool_use_id in expected.items():
-        row = conn.execute("SELECT tool_call_id, parent_session_id FROM agent_sessions WHERE id = ?", (sid,)).fetchone()
+        row = conn.execute(
+            "SELECT tool_call_id, parent_session_id FROM agent_sessions WHERE id = ?", (sid,)
+        ).fetchone()
         if row is None:
             continue  # the fixture did not include that agent's file
         assert row[0] == tool_use_id, sid
@@ -80,11 +82,13 @@ def test_subagent_files_link_to_their_parent(ledger):
     assert linked >= 10
     # every subagent file's session names its parent session
     orphans = conn.execute(
-        "SELECT count(*) FROM agent_sessions WHERE is_subagent = 1 AND parent_session_id IS NULL").fetchone()[0]
+        "SELECT count(*) FROM agent_sessions WHERE is_subagent = 1 AND parent_session_id IS NULL"
+    ).fetchone()[0]
     assert orphans == 0
     real = conn.execute(
         "SELECT tool_call_id, task_description FROM agent_sessions WHERE id = "
-        "'ef958aa1-0e93-49f0-bb71-150f63befcd1:agent-a4ca7529859c158c2'").fetchone()
+        "'ef958aa1-0e93-49f0-bb71-150f63befcd1:agent-a4ca7529859c158c2'"
+    ).fetchone()
     assert real == ("toolu_01GmrK6tgdD9D5xD6W5X9UUy", "Research Claude Code plan mode")
 
 
@@ -104,20 +108,36 @@ def test_token_totals_equal_an_independent_dedup(ledger):
             if not isinstance(rec, dict) or not isinstance(rec.get("message"), dict):
                 continue
             msg = rec["message"]
-            if rec.get("type") != "assistant" and not (rec.get("type") is None and msg.get("role") == "assistant"):
+            if rec.get("type") != "assistant" and not (
+                rec.get("type") is None and msg.get("role") == "assistant"
+            ):
                 continue
             usage = msg.get("usage")
-            if not isinstance(usage, dict) or msg.get("model") == "<synthetic>" or rec.get("isApiErrorMessage"):
+            if (
+                not isinstance(usage, dict)
+                or msg.get("model") == "<synthetic>"
+                or rec.get("isApiErrorMessage")
+            ):
                 continue
             key = msg.get("id") or rec.get("uuid") or f"{path}:{here}"
-            values = [usage.get(k) or 0 for k in
-                      ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")]
+            values = [
+                usage.get(k) or 0
+                for k in (
+                    "input_tokens",
+                    "output_tokens",
+                    "cache_creation_input_tokens",
+                    "cache_read_input_tokens",
+                )
+            ]
             old = groups.get(key)
             groups[key] = values if old is None else [max(a, b) for a, b in zip(old, values, strict=True)]
     expected = [sum(v[i] for v in groups.values()) for i in range(4)]
-    got = list(conn.execute(
-        "SELECT sum(input_tokens), sum(output_tokens), sum(cache_creation_tokens), sum(cache_read_tokens) "
-        "FROM agent_sessions").fetchone())
+    got = list(
+        conn.execute(
+            "SELECT sum(input_tokens), sum(output_tokens), sum(cache_creation_tokens), sum(cache_read_tokens) "
+            "FROM agent_sessions"
+        ).fetchone()
+    )
     assert got == expected
     assert expected[1] > 100_000
 
@@ -136,4 +156,6 @@ def test_known_sessions_look_right(ledger):
     assert summary[0] == "Empty Repo Setup: CLAUDE.md Foundation Created" and summary[1] == "summary"
     warmups = conn.execute("SELECT count(*) FROM agent_sessions WHERE is_warmup = 1").fetchone()[0]
     assert warmups >= 20
-    print(f"\ncorpus: {report.files_read} files, {report.records_added} records, {report.sessions_total} sessions")
+    print(
+        f"\ncorpus: {report.files_read} files, {report.records_added} records, {report.sessions_total} sessions"
+    )

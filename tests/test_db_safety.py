@@ -89,7 +89,9 @@ def test_read_commands_leave_a_read_only_database_and_its_mode_as_they_are(tmp_p
 def test_search_of_a_read_only_database_whose_index_was_left_behind(tmp_path, capsys):
     projects = make_archive(tmp_path)
     path = tmp_path / "a.db"
-    code, _, err = cli(capsys, "ingest", "--db", str(path), "--only", "--source", str(projects), "--no-index", "-q")
+    code, _, err = cli(
+        capsys, "ingest", "--db", str(path), "--only", "--source", str(projects), "--no-index", "-q"
+    )
     assert code == 0, err
     gc.collect()  # the command's connection is closed (its process would have ended)
     assert side_files(path) == []
@@ -140,18 +142,35 @@ def read_only_mount(tmp_path) -> Callable[..., subprocess.CompletedProcess]:
         pytest.skip("needs root and unshare to mount a folder read-only")
     probe = tmp_path / "probe"
     probe.mkdir()
-    check = subprocess.run(["unshare", "-m", "sh", "-c", f"mount --bind {probe} {probe} && "
-                            f"mount -o remount,bind,ro {probe} && ! touch {probe}/x 2>/dev/null"],
-                           capture_output=True, timeout=30)
+    check = subprocess.run(
+        [
+            "unshare",
+            "-m",
+            "sh",
+            "-c",
+            f"mount --bind {probe} {probe} && "
+            f"mount -o remount,bind,ro {probe} && ! touch {probe}/x 2>/dev/null",
+        ],
+        capture_output=True,
+        timeout=30,
+    )
     if check.returncode != 0:
         pytest.skip(f"cannot mount a folder read-only here: {check.stderr.decode().strip()}")
 
     def run(folder: Path, *args: str) -> subprocess.CompletedProcess:
         command = " ".join(map(_quote, [sys.executable, "-m", "threadloom.core.cli", *args]))
-        script = f"mount --bind {_quote(str(folder))} {_quote(str(folder))} && " \
-                 f"mount -o remount,bind,ro {_quote(str(folder))} && exec {command}"
-        return subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True,
-                              cwd=REPO, timeout=120, env=dict(os.environ))
+        script = (
+            f"mount --bind {_quote(str(folder))} {_quote(str(folder))} && "
+            f"mount -o remount,bind,ro {_quote(str(folder))} && exec {command}"
+        )
+        return subprocess.run(
+            ["unshare", "-m", "sh", "-c", script],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+            env=dict(os.environ),
+        )
 
     return run
 
@@ -202,12 +221,22 @@ def as_nobody() -> Iterator[tuple[Callable[..., subprocess.CompletedProcess], Pa
         pwd.getpwnam("nobody")
     except KeyError:
         pytest.skip("no user nobody")
-    env = dict(os.environ, HOME="/nonexistent",
-               PYTHONPATH=os.pathsep.join([str(REPO), sysconfig.get_paths()["purelib"]]))
+    env = dict(
+        os.environ,
+        HOME="/nonexistent",
+        PYTHONPATH=os.pathsep.join([str(REPO), sysconfig.get_paths()["purelib"]]),
+    )
     prefix = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
-    for python in dict.fromkeys(p for p in (sys.executable, shutil.which("python3"), "/usr/bin/python3") if p):
-        probe = subprocess.run([*prefix, python, "-c", "import core.cli, rich, platformdirs"],
-                               capture_output=True, cwd=REPO, env=env, timeout=60)
+    for python in dict.fromkeys(
+        p for p in (sys.executable, shutil.which("python3"), "/usr/bin/python3") if p
+    ):
+        probe = subprocess.run(
+            [*prefix, python, "-c", "import core.cli, rich, platformdirs"],
+            capture_output=True,
+            cwd=REPO,
+            env=env,
+            timeout=60,
+        )
         if probe.returncode == 0:
             break
     else:
@@ -216,8 +245,14 @@ def as_nobody() -> Iterator[tuple[Callable[..., subprocess.CompletedProcess], Pa
     os.chmod(work, 0o755)
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([*prefix, python, "-m", "threadloom.core.cli", *args], capture_output=True, text=True,
-                              cwd=REPO, env=env, timeout=120)
+        return subprocess.run(
+            [*prefix, python, "-m", "threadloom.core.cli", *args],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env=env,
+            timeout=120,
+        )
 
     try:
         yield run, work
@@ -241,11 +276,17 @@ def test_a_read_only_database_of_a_user_in_its_own_folder_and_in_a_read_only_one
         before = path.read_bytes()
         for args in READ_COMMANDS[:4]:
             res = run(*args, "--db", str(path))
-            assert res.returncode == 0, (folder.name, args, res.stderr)  # "attempt to write a readonly database"
+            assert res.returncode == 0, (
+                folder.name,
+                args,
+                res.stderr,
+            )  # "attempt to write a readonly database"
         assert SID[:13] in run("sessions", "--db", str(path)).stdout
         res = run("ingest", "--db", str(path), "--only")
         assert res.returncode == 1 and "is read-only" in one_line_error(res.stderr)
-        assert stat.S_IMODE(path.stat().st_mode) == 0o444 and path.read_bytes() == before  # nobody owns it: it could chmod
+        assert (
+            stat.S_IMODE(path.stat().st_mode) == 0o444 and path.read_bytes() == before
+        )  # nobody owns it: it could chmod
         assert side_files(path) == []
 
 
@@ -253,7 +294,10 @@ def test_a_folder_the_user_cannot_write_is_said_in_one_line(as_nobody):
     run, work = as_nobody
     closed = work / "closed"  # root's, 0755: nobody can read it, not write it
     closed.mkdir()
-    for args in (["sessions", "--db", str(closed / "new.db")], ["ingest", "--db", str(closed / "sub" / "new.db")]):
+    for args in (
+        ["sessions", "--db", str(closed / "new.db")],
+        ["ingest", "--db", str(closed / "sub" / "new.db")],
+    ):
         res = run(*args)
         line = one_line_error(res.stderr)
         assert res.returncode == 1 and "permission denied on" in line and "--db" in line, args
@@ -290,24 +334,35 @@ def test_database_paths_that_cannot_be_used_are_one_line_each(tmp_path, capsys):
 def test_an_os_error_is_said_with_what_to_do():
     path = Path("/data/threadloom.db")
     said = db.cannot_use(path, PermissionError(errno.EACCES, "Permission denied", "/data"))
-    assert said == ("Cannot write the database /data/threadloom.db: permission denied on /data. "
-                    "Pass --db a path in a folder you can write (or set $THREADLOOM_DB).")
+    assert said == (
+        "Cannot write the database /data/threadloom.db: permission denied on /data. "
+        "Pass --db a path in a folder you can write (or set $THREADLOOM_DB)."
+    )
     said = db.cannot_use(path, OSError(errno.EROFS, "Read-only file system", str(path)))
     assert "is on a read-only file system" in said
     said = db.cannot_use(path, OSError(errno.ENOSPC, "No space left on device", str(path)))
     assert "the disk or your quota is full" in said and "free some space" in said
-    said = db.cannot_use(Path("/srv/out"), PermissionError(errno.EACCES, "Permission denied", "/srv"),
-                         what="the restored files into", fix="choose another --to folder")
-    assert said == "Cannot write the restored files into /srv/out: permission denied on /srv. Choose another --to folder."
+    said = db.cannot_use(
+        Path("/srv/out"),
+        PermissionError(errno.EACCES, "Permission denied", "/srv"),
+        what="the restored files into",
+        fix="choose another --to folder",
+    )
+    assert (
+        said
+        == "Cannot write the restored files into /srv/out: permission denied on /srv. Choose another --to folder."
+    )
 
 
 def test_restore_into_a_file_or_a_place_that_takes_no_files_is_one_line(tmp_path, capsys):
     path = ingested(tmp_path)
     a_file = tmp_path / "a-file"
     a_file.write_text("mine")
-    for to, said in ((a_file, f"{a_file} is a file: --to takes a folder"),
-                     (a_file / "below", f"{a_file} is a file: --to takes a folder"),
-                     (Path("/proc/threadloom-test"), "/proc/threadloom-test")):
+    for to, said in (
+        (a_file, f"{a_file} is a file: --to takes a folder"),
+        (a_file / "below", f"{a_file} is a file: --to takes a folder"),
+        (Path("/proc/threadloom-test"), "/proc/threadloom-test"),
+    ):
         code, _, err = cli(capsys, "restore", SID, "--db", str(path), "--to", str(to))
         line = one_line_error(err)
         assert code == 1 and said in line and "--to" in line, line
@@ -320,8 +375,20 @@ def test_restore_into_a_file_or_a_place_that_takes_no_files_is_one_line(tmp_path
 def damaged_archive(root: Path) -> tuple[bytes, list[str]]:
     """A database of eight sessions with text in many pages, as bytes, and the session ids."""
     rnd = random.Random(2026)
-    words = ["alpha", "beta", "gamma", "delta", "parser", "config", "health", "endpoint", "token", "refactor",
-             "ünïcode", "日本"]
+    words = [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "parser",
+        "config",
+        "health",
+        "endpoint",
+        "token",
+        "refactor",
+        "ünïcode",
+        "日本",
+    ]
     sids = []
     for i in range(8):
         sid = f"cccccccc-1111-4222-8333-{i:012d}"
@@ -329,8 +396,11 @@ def damaged_archive(root: Path) -> tuple[bytes, list[str]]:
         t = Transcript(root / "projects" / f"-srv-p{i % 3}" / f"{sid}.jsonl", sid, cwd=f"/srv/p{i % 3}")
         for k in range(12):
             t.user(" ".join(rnd.choice(words) for _ in range(60)))
-            t.assistant(" ".join(rnd.choice(words) for _ in range(80)), thinking="hmm " * 40,
-                        tools=[tool_use(f"t{k}", "Bash", command="ls " + "x" * 200)])
+            t.assistant(
+                " ".join(rnd.choice(words) for _ in range(80)),
+                thinking="hmm " * 40,
+                tools=[tool_use(f"t{k}", "Bash", command="ls " + "x" * 200)],
+            )
             t.tool_result(f"t{k}", "out " * 100)
         t.write()
     conn = db.connect(root / "good.db")
@@ -359,21 +429,29 @@ def corruptions(data: bytes, seed: int) -> Iterator[tuple[str, bytes]]:
     for junk in (b"\x1b[2J\x07", b"\x9b31m\x7f", b"\x00\x00\x00", b"\xff\xfe\x00", b"\xc3(\x9b"):
         damaged = bytearray(data)
         for at in rnd.sample(words, 40):
-            damaged[at:at + len(junk)] = junk
+            damaged[at : at + len(junk)] = junk
         yield f"text overwritten with {junk!r}", bytes(damaged)
     for _ in range(2):
         damaged = bytearray(data)
         at = rnd.randrange(1, pages)
-        damaged[at * page:(at + 1) * page] = rnd.randbytes(page)
+        damaged[at * page : (at + 1) * page] = rnd.randbytes(page)
         yield f"noise in page {at}", bytes(damaged)
 
 
 def test_every_read_command_on_a_damaged_database_says_so_cleanly(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # `sources` looks in the home folder
     good, sids = damaged_archive(tmp_path)
-    commands = [["sessions"], ["sessions", "--json"], ["show", sids[0]], ["show", sids[3], "--json"],
-                ["search", "parser"], ["search", "gamma", "--json"], ["verify"], ["sources"],
-                ["restore", sids[1], "--to", "OUT"]]
+    commands = [
+        ["sessions"],
+        ["sessions", "--json"],
+        ["show", sids[0]],
+        ["show", sids[3], "--json"],
+        ["search", "parser"],
+        ["search", "gamma", "--json"],
+        ["verify"],
+        ["sources"],
+        ["restore", sids[1], "--to", "OUT"],
+    ]
     seen = {"rebuild": 0, "undecodable": 0, "made visible": 0, "runs": 0}
     for n, (name, data) in enumerate(corruptions(good, seed=1515)):
         path = tmp_path / f"damaged-{n}.db"
@@ -400,7 +478,9 @@ def test_every_read_command_on_a_damaged_database_says_so_cleanly(tmp_path, caps
 
 
 def test_a_damage_message_never_holds_the_damaged_bytes():
-    undecodable = sqlite3.OperationalError("Could not decode to UTF-8 column 'content' with text 'ab\x1b]0;pwned\x07'")
+    undecodable = sqlite3.OperationalError(
+        "Could not decode to UTF-8 column 'content' with text 'ab\x1b]0;pwned\x07'"
+    )
     said = str(db.explain(undecodable, Path("/d/t.db")))
     assert "pwned" not in said and "\x1b" not in said and "column 'content'" in said
     assert "threadloom ingest --rebuild --db /d/t.db" in said
@@ -428,7 +508,7 @@ def test_an_error_no_reading_code_expects_is_said_as_damage_when_sqlite_finds_da
     page = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'search_fts_data'").fetchone()[0]
     conn.close()
     data = bytearray(path.read_bytes())  # and a page `show` does not read is noise
-    data[(page - 1) * db.PAGE_SIZE:page * db.PAGE_SIZE] = random.Random(7).randbytes(db.PAGE_SIZE)
+    data[(page - 1) * db.PAGE_SIZE : page * db.PAGE_SIZE] = random.Random(7).randbytes(db.PAGE_SIZE)
     path.write_bytes(bytes(data))
     code, _, err = cli(capsys, "show", SID, "--db", str(path))
     line = one_line_error(err)  # was a TypeError's traceback
@@ -456,8 +536,16 @@ def test_a_full_disk_during_a_first_load_is_said_as_a_full_disk(tmp_path, capsys
             return conn
 
         monkeypatch.setattr(db, "connect", limited)
-        code, _, err = cli(capsys, "ingest", "--db", str(tmp_path / f"full-{room}.db"), "--only",
-                           "--source", str(projects), "-q")
+        code, _, err = cli(
+            capsys,
+            "ingest",
+            "--db",
+            str(tmp_path / f"full-{room}.db"),
+            "--only",
+            "--source",
+            str(projects),
+            "-q",
+        )
         line = one_line_error(err)  # was "Cannot open the database …: no such savepoint: source_file"
         assert code == 1 and "is full (database or disk is full). Free some space" in line, line
         assert "damaged" not in line and "savepoint" not in line and "rollback" not in line
@@ -471,11 +559,35 @@ def test_a_full_disk_is_said_as_a_full_disk_on_a_real_file_system(tmp_path):
     mount = tmp_path / "small"
     mount.mkdir()
     said = []
-    for size in (len(good) // 3, len(good) * 8 // 10, len(good) * 19 // 20):  # too small, at each stage of the load
-        command = " ".join(map(_quote, [sys.executable, "-m", "threadloom.core.cli", "ingest", "--db", str(mount / "x.db"),
-                                        "--only", "--source", str(tmp_path / "projects"), "-q"]))
-        res = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size={size} tmpfs {mount} && {command}"],
-                             capture_output=True, text=True, cwd=REPO, timeout=120)
+    for size in (
+        len(good) // 3,
+        len(good) * 8 // 10,
+        len(good) * 19 // 20,
+    ):  # too small, at each stage of the load
+        command = " ".join(
+            map(
+                _quote,
+                [
+                    sys.executable,
+                    "-m",
+                    "threadloom.core.cli",
+                    "ingest",
+                    "--db",
+                    str(mount / "x.db"),
+                    "--only",
+                    "--source",
+                    str(tmp_path / "projects"),
+                    "-q",
+                ],
+            )
+        )
+        res = subprocess.run(
+            ["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size={size} tmpfs {mount} && {command}"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+        )
         if "mount" in res.stderr and "threadloom" not in res.stderr:
             pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
         said.append((res.returncode, one_line_error(res.stderr)))
@@ -500,14 +612,23 @@ def test_restore_never_follows_a_link_planted_in_its_folder(tmp_path, capsys):
     (dest / "-srv-api").unlink()
     (dest / "-srv-api").mkdir()
     target = dest / "-srv-api" / f"{SID}.jsonl"
-    for link_to in (outside / "keep", outside / "new-file"):  # the file itself is a link, to a file or to nothing
+    for link_to in (
+        outside / "keep",
+        outside / "new-file",
+    ):  # the file itself is a link, to a file or to nothing
         target.symlink_to(link_to)
         code, _, err = cli(capsys, "restore", SID, "--db", str(path), "--to", str(dest))
         assert code == 1 and f"{target} is a symbolic link" in one_line_error(err)
         target.unlink()
-    assert sorted(p.name for p in outside.iterdir()) == ["keep"] and (outside / "keep").read_text() == "not to be touched"
+    assert (
+        sorted(p.name for p in outside.iterdir()) == ["keep"]
+        and (outside / "keep").read_text() == "not to be touched"
+    )
     code, out, err = cli(capsys, "restore", SID, "--db", str(path), "--to", str(dest))
-    assert code == 0 and target.read_bytes() == (tmp_path / "projects" / "-srv-api" / f"{SID}.jsonl").read_bytes()
+    assert (
+        code == 0
+        and target.read_bytes() == (tmp_path / "projects" / "-srv-api" / f"{SID}.jsonl").read_bytes()
+    )
 
 
 def test_restore_keeps_stored_paths_inside_its_folder(tmp_path, capsys):
@@ -550,7 +671,9 @@ def test_restore_leaves_the_same_bytes_and_refuses_other_bytes_before_writing(tm
     assert code == 0, err
     written = sorted(p for p in dest.rglob("*") if p.is_file())
     assert len(written) >= 3
-    code, out, err = cli(capsys, "restore", session, "--db", str(path), "--to", str(dest))  # again: all the same
+    code, out, err = cli(
+        capsys, "restore", session, "--db", str(path), "--to", str(dest)
+    )  # again: all the same
     assert code == 0 and out.count("already there, the same bytes") == len(written)
     written[-1].write_bytes(b"the user's own")
     for other in written[:-1]:
@@ -574,7 +697,9 @@ def test_resume_and_a_dry_run_fork_only_read(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))  # make_archive's projects/ is where claude looks
     path = ingested(tmp_path)
     conn = db.connect(path)
-    last = conn.execute("SELECT uuid FROM entries WHERE uuid IS NOT NULL ORDER BY id DESC LIMIT 1").fetchone()[0]
+    last = conn.execute(
+        "SELECT uuid FROM entries WHERE uuid IS NOT NULL ORDER BY id DESC LIMIT 1"
+    ).fetchone()[0]
     conn.close()
     os.chmod(path, 0o444)
     before = path.read_bytes()
@@ -582,4 +707,6 @@ def test_resume_and_a_dry_run_fork_only_read(tmp_path, capsys, monkeypatch):
     assert code == 0 and f"claude --resume {SID}" in out, err
     code, out, err = cli(capsys, "fork", last, "--dry-run", "--db", str(path))
     assert code == 0 and "claude --resume" in out, err
-    assert stat.S_IMODE(path.stat().st_mode) == 0o444 and path.read_bytes() == before and side_files(path) == []
+    assert (
+        stat.S_IMODE(path.stat().st_mode) == 0o444 and path.read_bytes() == before and side_files(path) == []
+    )

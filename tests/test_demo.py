@@ -78,7 +78,9 @@ def test_demo_has_warmup_branch_and_compaction(demo_db) -> None:
     ).fetchone()
     assert long_session[0] > 4000
     assert long_session[1] == 2
-    summaries = conn.execute("SELECT count(*) FROM entries WHERE CAST(raw AS TEXT) LIKE '%\"isCompactSummary\":true%'").fetchone()[0]
+    summaries = conn.execute(
+        "SELECT count(*) FROM entries WHERE CAST(raw AS TEXT) LIKE '%\"isCompactSummary\":true%'"
+    ).fetchone()[0]
     assert summaries == 2
 
 
@@ -90,7 +92,12 @@ def test_demo_has_failures_edits_thinking_and_image(demo_db) -> None:
     tools = {r[0] for r in conn.execute("SELECT DISTINCT tool_name FROM agent_tool_calls")}
     assert {"Edit", "MultiEdit", "Write", "Bash", "Read", "Task", "Grep"} <= tools
     assert conn.execute("SELECT count(*) FROM entries WHERE thinking IS NOT NULL").fetchone()[0] >= 4
-    assert conn.execute("SELECT count(*) FROM entries WHERE CAST(raw AS TEXT) LIKE '%\"type\":\"image\"%'").fetchone()[0] == 1
+    assert (
+        conn.execute(
+            'SELECT count(*) FROM entries WHERE CAST(raw AS TEXT) LIKE \'%"type":"image"%\''
+        ).fetchone()[0]
+        == 1
+    )
     assert conn.execute("SELECT count(*) FROM entries WHERE subtype = 'api_error'").fetchone()[0] == 1
 
 
@@ -102,8 +109,9 @@ def test_a_demo_folder_whose_process_is_gone_is_removed_at_the_next_demo(tmp_pat
 
     from threadloom.core.demo import OWNER_FILE, UNOWNED_GRACE_SECONDS, claim_demo_dir
 
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True, check=True)
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
     killed = claim_demo_dir(tmp_path)
     (killed / OWNER_FILE).write_text(gone.stdout.strip())  # its terminal was closed under it
     (killed / "demo.db").write_bytes(b"x" * 1000)

@@ -27,7 +27,10 @@ from threadloom.core.fork import (
 )
 
 SID = "a1600000-0000-4000-8000-000000000016"
-HOOK = {"type": "attachment", "attachment": {"type": "hook_success", "hookName": "PostToolUse:Agent", "content": ""}}
+HOOK = {
+    "type": "attachment",
+    "attachment": {"type": "hook_success", "hookName": "PostToolUse:Agent", "content": ""},
+}
 
 
 def parallel_session(root: Path, cwd: str) -> Transcript:
@@ -38,8 +41,10 @@ def parallel_session(root: Path, cwd: str) -> Transcript:
     t = Transcript(root / "-anywhere" / f"{SID}.jsonl", SID, cwd=cwd)
     t.user("research three things")
     t.assistant(thinking="three agents at once", msg_id="m1")
-    calls = [t.assistant(msg_id="m1", tools=[tool_use(f"t{n}", "Agent", description=f"topic {n}", prompt="go")])
-             for n in (1, 2, 3)]
+    calls = [
+        t.assistant(msg_id="m1", tools=[tool_use(f"t{n}", "Agent", description=f"topic {n}", prompt="go")])
+        for n in (1, 2, 3)
+    ]
     for n in (3, 1, 2):
         t.tool_result(f"t{n}", f"topic {n} done", parent=calls[n - 1], sourceToolAssistantUUID=calls[n - 1])
         t.add(dict(HOOK))
@@ -102,13 +107,16 @@ def test_a_fork_after_parallel_calls_keeps_all_three_with_their_results(conn, se
     assert sum(1 for r in transcript if r["type"] == "attachment") == 3
     upto = next(i for i, r in enumerate(session.lines) if r.get("uuid") == reply)
     # everything before, in file order, the metadata lines (last-prompt) left out
-    assert [r["forkedFrom"]["messageUuid"] for r in transcript] == [r["uuid"] for r in session.lines[: upto + 1]
-                                                                    if r.get("uuid")]
+    assert [r["forkedFrom"]["messageUuid"] for r in transcript] == [
+        r["uuid"] for r in session.lines[: upto + 1] if r.get("uuid")
+    ]
     assert plan.tool_calls == 3 and plan.records == len(transcript)
 
 
 @pytest.mark.parametrize("which", [1, 2, 3])
-def test_a_fork_at_one_parallel_call_keeps_its_whole_message_and_stops_at_the_last_result(conn, session, which):
+def test_a_fork_at_one_parallel_call_keeps_its_whole_message_and_stops_at_the_last_result(
+    conn, session, which
+):
     call = uuid_of(session, lambda r: any(b.get("id") == f"t{which}" for b in blocks(r)))
     plan = plan_fork(conn, call)
     last_result = uuid_of(session, lambda r: any(b.get("tool_use_id") == "t2" for b in blocks(r)))
@@ -131,8 +139,11 @@ def test_a_fork_at_the_text_of_a_message_with_a_call_keeps_the_call_and_its_resu
     """`Checking the log.` and the Bash call are one API message in two records: forking at either
     keeps both and the call's result, and nothing after."""
     result = uuid_of(session, lambda r: any(b.get("tool_use_id") == "t4" for b in blocks(r)))
-    for chosen in (uuid_of(session, lambda r: blocks(r) and blocks(r)[0].get("text") == "Checking the log."),
-                   uuid_of(session, lambda r: any(b.get("id") == "t4" for b in blocks(r))), result):
+    for chosen in (
+        uuid_of(session, lambda r: blocks(r) and blocks(r)[0].get("text") == "Checking the log."),
+        uuid_of(session, lambda r: any(b.get("id") == "t4" for b in blocks(r))),
+        result,
+    ):
         plan = plan_fork(conn, chosen)
         assert plan.fork_point == result and plan.tool_calls == 4
         assert b"Here is the log" not in b"\n".join(plan.lines)
@@ -143,7 +154,9 @@ def test_fork_before_a_prompt_and_at_a_prompt(conn, session, work):
     here = plan_fork(conn, prompt)
     assert here.fork_point == prompt and any("before its answer" in n for n in here.notes)
     before = plan_fork(conn, prompt, before=True)
-    assert before.fork_point == uuid_of(session, lambda r: blocks(r) and blocks(r)[0].get("text") == "Here is the log.")
+    assert before.fork_point == uuid_of(
+        session, lambda r: blocks(r) and blocks(r)[0].get("text") == "Here is the log."
+    )
     assert before.command.endswith(f"claude --resume {before.new_session_id}")
     edited = plan_fork(conn, prompt, before=True, prompt="now a table instead")
     assert edited.fork_point == before.fork_point and edited.command.endswith("'now a table instead'")
@@ -153,8 +166,9 @@ def test_fork_before_a_prompt_and_at_a_prompt(conn, session, work):
         plan_fork(conn, before.fork_point, before=True)
 
 
-def test_cli_fork_entry_means_the_exact_message_and_before_the_prompt(conn, session, tmp_path, work, capsys,
-                                                                      fake_agents, sandbox):
+def test_cli_fork_entry_means_the_exact_message_and_before_the_prompt(
+    conn, session, tmp_path, work, capsys, fake_agents, sandbox
+):
     db_path = conn.execute("PRAGMA database_list").fetchone()[2]
     prompt = conn.execute("SELECT id FROM entries WHERE content = 'thanks, now the summary'").fetchone()[0]
     assert main(["fork", "--db", db_path, "--json", "--before", str(prompt)]) == 0
@@ -164,8 +178,9 @@ def test_cli_fork_entry_means_the_exact_message_and_before_the_prompt(conn, sess
     assert path.parent == agent_folder(tmp_path, work) and stat.S_IMODE(path.stat().st_mode) == 0o600
     last = json.loads(path.read_text().splitlines()[-2])
     assert last["message"]["content"][0]["text"] == "Here is the log."
-    assert run_printed(data["command"], fake_agents, sandbox) == [["claude", str(work), "--resume",
-                                                                   data["new_session_id"]]]
+    assert run_printed(data["command"], fake_agents, sandbox) == [
+        ["claude", str(work), "--resume", data["new_session_id"]]
+    ]
     assert lookups(fake_agents) == [f"found {path}"]  # where Claude Code itself would look
     reply = conn.execute("SELECT id FROM entries WHERE content = 'Here is the log.'").fetchone()[0]
     assert main(["fork", "--db", db_path, "--before", str(reply)]) == 1
@@ -198,21 +213,31 @@ def test_claude_folder_names_as_claude_code_writes_them(tmp_path, monkeypatch):
 
     notes: list[str] = []
     guessed = claude_project_dir(long, None, notes)
-    assert guessed.name.startswith(claude_folder_name(long)[:200] + "-") and notes  # a hash that may differ: said
+    assert (
+        guessed.name.startswith(claude_folder_name(long)[:200] + "-") and notes
+    )  # a hash that may differ: said
     existing = tmp_path / "cfg" / "projects" / (claude_folder_name(long)[:200] + "-abc123")
     existing.mkdir(parents=True)
     notes = []
     assert claude_project_dir(long, None, notes) == existing and not notes  # the folder Claude Code made
 
 
-def test_resume_of_a_session_read_from_elsewhere_is_refused_until_restored(conn, session, tmp_path, work, capsys,
-                                                                           fake_agents, sandbox):
-    sub = Transcript(session.path.parent / SID / "subagents" / "agent-a1.jsonl", SID, cwd=str(work),
-                     isSidechain=True, agentId="a1")
+def test_resume_of_a_session_read_from_elsewhere_is_refused_until_restored(
+    conn, session, tmp_path, work, capsys, fake_agents, sandbox
+):
+    sub = Transcript(
+        session.path.parent / SID / "subagents" / "agent-a1.jsonl",
+        SID,
+        cwd=str(work),
+        isSidechain=True,
+        agentId="a1",
+    )
     sub.user("topic 1", parent=False)
     sub.assistant("topic 1 done")
     sub.write()
-    (session.path.parent / SID / "subagents" / "agent-a1.meta.json").write_text('{"agentType": "general-purpose"}')
+    (session.path.parent / SID / "subagents" / "agent-a1.meta.json").write_text(
+        '{"agentType": "general-purpose"}'
+    )
     ingest(conn, tmp_path / "backup")
     db_path = conn.execute("PRAGMA database_list").fetchone()[2]
     plan = resume_plan(conn, SID)
@@ -249,7 +274,11 @@ def test_resume_of_a_session_the_agent_deleted_restores_it_and_never_overwrites(
     assert claude_restore_step(conn, SID, str(work)) is None  # in place
     home_copy.unlink()
     step = claude_restore_step(conn, SID, str(work))
-    assert step is not None and "claude deleted it" in step.reason and step.files == {str(home_copy): str(home_copy)}
+    assert (
+        step is not None
+        and "claude deleted it" in step.reason
+        and step.files == {str(home_copy): str(home_copy)}
+    )
     db_path = conn.execute("PRAGMA database_list").fetchone()[2]
     assert main(["resume", "--db", db_path, SID]) == 1
     assert "claude deleted it; threadloom's archive kept it" in capsys.readouterr().err
@@ -267,7 +296,9 @@ def test_a_missing_folder_is_said_plainly_and_restore_still_offered(conn, tmp_pa
     assert plan.restore is not None
 
 
-def test_codex_resume_of_a_rollout_read_from_elsewhere(conn, tmp_path, monkeypatch, capsys, fake_agents, sandbox):
+def test_codex_resume_of_a_rollout_read_from_elsewhere(
+    conn, tmp_path, monkeypatch, capsys, fake_agents, sandbox
+):
     from test_adapter_codex import THREAD, full_session
 
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
@@ -281,8 +312,9 @@ def test_codex_resume_of_a_rollout_read_from_elsewhere(conn, tmp_path, monkeypat
     out = capsys.readouterr()
     placed = tmp_path / "codex" / "sessions" / "2026" / "03" / "02" / rollout.path.name
     assert placed.read_bytes() == rollout.path.read_bytes()
-    assert run_printed(out.out.strip(), fake_agents, sandbox) == [["codex", str(sandbox), "resume", THREAD, "-C",
-                                                                   "/home/dev/shop"]]
+    assert run_printed(out.out.strip(), fake_agents, sandbox) == [
+        ["codex", str(sandbox), "resume", THREAD, "-C", "/home/dev/shop"]
+    ]
     assert lookups(fake_agents) == [f"found {placed}"]
     assert main(["resume", "--db", db_path, THREAD]) == 0  # found now
 
@@ -296,11 +328,17 @@ def test_fork_messages_lists_every_message_of_the_turns(conn, session):
     messages = fork_messages(conn, SID, [p.turn_id for p in points])
     kinds = [(m.kind, m.label) for m in messages]
     assert kinds == [
-        ("prompt", "research three things"), ("thinking", "three agents at once"),
-        ("tool call", "Agent: topic 1"), ("tool call", "Agent: topic 2"), ("tool call", "Agent: topic 3"),
-        ("reply", "All three are done."), ("reply", "Checking the log."), ("tool call", "Bash: git log"),
+        ("prompt", "research three things"),
+        ("thinking", "three agents at once"),
+        ("tool call", "Agent: topic 1"),
+        ("tool call", "Agent: topic 2"),
+        ("tool call", "Agent: topic 3"),
+        ("reply", "All three are done."),
+        ("reply", "Checking the log."),
+        ("tool call", "Bash: git log"),
         ("reply", "Here is the log."),
-        ("prompt", "thanks, now the summary"), ("reply", "Summary: three topics."),
+        ("prompt", "thanks, now the summary"),
+        ("reply", "Summary: three topics."),
     ]
     assert [m.can_fork_before for m in messages].count(True) == 2 and all(m.exact for m in messages)
     assert {m.tool_status for m in messages if m.kind == "tool call"} == {"completed"}
@@ -311,7 +349,8 @@ def test_fork_messages_lists_every_message_of_the_turns(conn, session):
     assert json.loads(plan.lines[-2])["message"]["content"][0]["text"] == "All three are done."
     # a turn's point keeps the turn: what the picker's turn rows fork at
     assert plan_fork(conn, str(points[0].cut_entry_id)).fork_point == uuid_of(
-        session, lambda r: blocks(r) and blocks(r)[0].get("text") == "Here is the log.")
+        session, lambda r: blocks(r) and blocks(r)[0].get("text") == "Here is the log."
+    )
 
 
 def test_codex_messages_are_turn_level_fork_points(conn, tmp_path, monkeypatch):
@@ -328,8 +367,10 @@ def test_codex_messages_are_turn_level_fork_points(conn, tmp_path, monkeypatch):
 
 # ---------------------------------------------------------------------- real sessions
 
-REAL = [CORPUS / "claude-code" / "handgemacht-ai__claude-code-log" / "test" / "test_data" / "real_projects",
-        CORPUS / "claude-code" / "d-kimuson__claude-code-viewer"]
+REAL = [
+    CORPUS / "claude-code" / "handgemacht-ai__claude-code-log" / "test" / "test_data" / "real_projects",
+    CORPUS / "claude-code" / "d-kimuson__claude-code-viewer",
+]
 
 
 @pytest.mark.corpus
@@ -345,7 +386,8 @@ def test_forks_at_random_mid_turn_points_of_real_sessions(tmp_path):
     candidates = conn.execute(
         "SELECT e.id, e.session_id, e.uuid, e.role FROM entries e JOIN agent_sessions s ON s.id = e.session_id "
         "WHERE s.source = 'claude-code' AND s.is_subagent = 0 AND e.seq IS NOT NULL AND e.uuid IS NOT NULL "
-        "AND e.dup_of IS NULL AND e.uuid != e.turn_id ORDER BY e.id").fetchall()  # mid-turn: not prompts
+        "AND e.dup_of IS NULL AND e.uuid != e.turn_id ORDER BY e.id"
+    ).fetchall()  # mid-turn: not prompts
     picks = rng.sample(candidates, 60)
     kinds = {"text": 0, "tool_use": 0, "parallel": 0}
     for entry_id, sid, chosen, _ in picks:
@@ -356,35 +398,56 @@ def test_forks_at_random_mid_turn_points_of_real_sessions(tmp_path):
                 by_uuid.setdefault(rec["uuid"], rec)
         plan = plan_fork(conn, str(entry_id))
         path = write_fork(plan)
-        transcript = check_fork_file(path, plan.new_session_id, plan.fork_point)  # linear, every call answered
+        transcript = check_fork_file(
+            path, plan.new_session_id, plan.fork_point
+        )  # linear, every call answered
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         if str(plan.cwd).startswith("/"):
             assert path.parent == agent_folder(tmp_path, plan.cwd)
         originals = [by_uuid[r["forkedFrom"]["messageUuid"]] for r in transcript]
         kept = {r["uuid"] for r in originals}
-        messages = {r["message"]["id"] for r in originals if r["type"] == "assistant" and r["message"].get("id")}
+        messages = {
+            r["message"]["id"] for r in originals if r["type"] == "assistant" and r["message"].get("id")
+        }
         # no block of a kept API message is left out
-        assert {u for u, r in by_uuid.items() if r.get("type") == "assistant" and not r.get("isSidechain")
-                and r.get("message", {}).get("id") in messages} <= kept
+        assert {
+            u
+            for u, r in by_uuid.items()
+            if r.get("type") == "assistant"
+            and not r.get("isSidechain")
+            and r.get("message", {}).get("id") in messages
+        } <= kept
         # the last record is the chosen message, a block of its API message, or a result of it
         chosen_rec = by_uuid[chosen]
         own = chosen_rec.get("message", {}).get("id") if chosen_rec["type"] == "assistant" else None
         answered = set(tool_ids([chosen_rec], "tool_result"))
         if answered:
-            own = next(r["message"].get("id") for r in by_uuid.values()
-                       if r["type"] == "assistant" and answered & set(tool_ids([r], "tool_use")))
-        calls = {t for r in by_uuid.values() if r["type"] == "assistant" and own
-                 and r["message"].get("id") == own for t in tool_ids([r], "tool_use")}
+            own = next(
+                r["message"].get("id")
+                for r in by_uuid.values()
+                if r["type"] == "assistant" and answered & set(tool_ids([r], "tool_use"))
+            )
+        calls = {
+            t
+            for r in by_uuid.values()
+            if r["type"] == "assistant" and own and r["message"].get("id") == own
+            for t in tool_ids([r], "tool_use")
+        }
         last = originals[-1]
-        assert (last["uuid"] == chosen or (own and last.get("message", {}).get("id") == own)
-                or set(tool_ids([last], "tool_result")) & calls), (sid, chosen, last["uuid"])
+        assert (
+            last["uuid"] == chosen
+            or (own and last.get("message", {}).get("id") == own)
+            or set(tool_ids([last], "tool_result")) & calls
+        ), (sid, chosen, last["uuid"])
         assert plan.tool_calls == len(tool_ids(transcript, "tool_use"))
         kinds["text" if any(b.get("type") == "text" for b in blocks(chosen_rec)) else "tool_use"] += bool(
-            blocks(chosen_rec))
+            blocks(chosen_rec)
+        )
         kinds["parallel"] += len(calls) > 1
         ingest(conn, path)
-        stored = conn.execute("SELECT tool_call_count FROM agent_sessions WHERE id = ?",
-                              (plan.new_session_id,)).fetchone()[0]
+        stored = conn.execute(
+            "SELECT tool_call_count FROM agent_sessions WHERE id = ?", (plan.new_session_id,)
+        ).fetchone()[0]
         assert stored == plan.tool_calls
     assert all(data == (p.read_bytes(), p.stat().st_mtime_ns) for p, data in sources.items())
     assert kinds["text"] >= 5 and kinds["tool_use"] >= 5 and kinds["parallel"] >= 1, kinds
@@ -394,8 +457,9 @@ def test_forks_at_random_mid_turn_points_of_real_sessions(tmp_path):
 def test_an_ingested_fork_shows_exactly_the_tool_calls_it_holds(conn, session):
     plan = plan_fork(conn, session.lines[-1]["uuid"])
     ingest(conn, write_fork(plan))
-    count = conn.execute("SELECT count(*) FROM agent_tool_calls WHERE session_id = ?",
-                         (plan.new_session_id,)).fetchone()[0]
+    count = conn.execute(
+        "SELECT count(*) FROM agent_tool_calls WHERE session_id = ?", (plan.new_session_id,)
+    ).fetchone()[0]
     assert count == plan.tool_calls == 4
 
 
@@ -403,10 +467,23 @@ def test_fork_messages_of_a_compacted_session_and_a_fork_at_the_summary(conn, tm
     t = Transcript(tmp_path / "backup" / "-p" / f"{SID}.jsonl", SID, cwd=str(work))
     t.user("old context")
     before = t.assistant("old reply")
-    boundary = t.add({"type": "system", "subtype": "compact_boundary", "logicalParentUuid": before,
-                      "content": "Conversation compacted"}, parent=False)
-    summary = t.add({"type": "user", "isCompactSummary": True,
-                     "message": {"role": "user", "content": "Summary of before"}}, parent=boundary)
+    boundary = t.add(
+        {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "logicalParentUuid": before,
+            "content": "Conversation compacted",
+        },
+        parent=False,
+    )
+    summary = t.add(
+        {
+            "type": "user",
+            "isCompactSummary": True,
+            "message": {"role": "user", "content": "Summary of before"},
+        },
+        parent=boundary,
+    )
     t.user("new work")
     t.assistant("done")
     t.write()
@@ -416,11 +493,13 @@ def test_fork_messages_of_a_compacted_session_and_a_fork_at_the_summary(conn, tm
     at = next(m for m in messages if m.label == "Summary of before")
     plan = plan_fork(conn, str(at.entry_id))
     assert plan.fork_point == summary and [json.loads(line).get("subtype") for line in plan.lines[:1]] == [
-        "compact_boundary"]  # from the compaction on, as Claude Code loads it
+        "compact_boundary"
+    ]  # from the compaction on, as Claude Code loads it
 
 
-def test_a_native_fork_needs_the_source_where_claude_looks(conn, session, tmp_path, work, capsys, fake_agents,
-                                                           sandbox):
+def test_a_native_fork_needs_the_source_where_claude_looks(
+    conn, session, tmp_path, work, capsys, fake_agents, sandbox
+):
     """`claude -p --resume SRC --fork-session …` reads SRC itself: refused until it is restored."""
     db_path = conn.execute("PRAGMA database_list").fetchone()[2]
     reply = conn.execute("SELECT id FROM entries WHERE content = 'Here is the log.'").fetchone()[0]

@@ -38,14 +38,19 @@ def ingest_cli(db: Path, *sources: Path) -> tuple[int, str, str]:
 def statuses(db: Path) -> dict[str, tuple[str, str | None]]:
     conn = sqlite3.connect(db)
     try:
-        return {Path(p).name: (s, e) for p, s, e in conn.execute("SELECT path, status, error FROM source_files")}
+        return {
+            Path(p).name: (s, e) for p, s, e in conn.execute("SELECT path, status, error FROM source_files")
+        }
     finally:
         conn.close()
 
 
 def good_claude_session(root: Path) -> Path:
-    t = Transcript(root / "projects" / "-srv-app" / "aaaaaaaa-1111-4222-8333-000000000001.jsonl",
-                   "aaaaaaaa-1111-4222-8333-000000000001", cwd="/srv/app")
+    t = Transcript(
+        root / "projects" / "-srv-app" / "aaaaaaaa-1111-4222-8333-000000000001.jsonl",
+        "aaaaaaaa-1111-4222-8333-000000000001",
+        cwd="/srv/app",
+    )
     t.user("a good prompt")
     t.assistant("a good reply")
     t.write()
@@ -82,8 +87,11 @@ def test_database_text_that_is_not_utf8_and_blob_keys_are_read(tmp_path):
     from test_adapter_opencode import make_db
 
     user, cursor = install(tmp_path / "cursor")
-    cursor.execute("INSERT INTO cursorDiskKV VALUES ('bubbleId:8c1f0e2a-1111-4222-8333-444455556666:bad', "
-                   "CAST(? AS TEXT))", (b'{"type":2,"bubbleId":"bad","text":"caf\xe9 \xff"}',))
+    cursor.execute(
+        "INSERT INTO cursorDiskKV VALUES ('bubbleId:8c1f0e2a-1111-4222-8333-444455556666:bad', "
+        "CAST(? AS TEXT))",
+        (b'{"type":2,"bubbleId":"bad","text":"caf\xe9 \xff"}',),
+    )
     cursor.commit()
     cursor.close()
     opencode = tmp_path / "oc" / "opencode.db"
@@ -106,9 +114,13 @@ def test_database_text_that_is_not_utf8_and_blob_keys_are_read(tmp_path):
     assert code == 0 and "damaged" not in err and "error" not in err, err
     assert set(statuses(db).values()) == {("ok", None)}
     conn = sqlite3.connect(db)
-    stored = b"".join(bytes(r[0]) for r in conn.execute(
-        "SELECT raw FROM entries JOIN source_files f ON f.id = source_file_id WHERE f.path LIKE '%state.vscdb'"))
-    assert 'caf\xe9 \xff'.encode("latin-1") in stored  # the row's own bytes, not replaced
+    stored = b"".join(
+        bytes(r[0])
+        for r in conn.execute(
+            "SELECT raw FROM entries JOIN source_files f ON f.id = source_file_id WHERE f.path LIKE '%state.vscdb'"
+        )
+    )
+    assert "caf\xe9 \xff".encode("latin-1") in stored  # the row's own bytes, not replaced
     assert conn.execute("SELECT count(*) FROM agent_sessions WHERE source = 'amazon-q'").fetchone()[0] >= 1
     code, out, err = run_cli("verify", "--db", str(db))
     assert code == 0, out + err
@@ -118,8 +130,10 @@ def test_a_source_database_of_another_layout_is_its_own_error_not_threadloom_s(t
     """A `data.sqlite3` or `opencode.db` whose tables lack the columns read raised SQLite's
     OperationalError out of the run: nothing else was read, and the message blamed threadloom's
     database ("could not be used ... may be damaged: rebuild it")."""
-    for name, tables in (("data.sqlite3", "CREATE TABLE conversations (k TEXT, v TEXT)"),
-                         ("opencode.db", "CREATE TABLE session (x); CREATE TABLE message (y); CREATE TABLE part (z)")):
+    for name, tables in (
+        ("data.sqlite3", "CREATE TABLE conversations (k TEXT, v TEXT)"),
+        ("opencode.db", "CREATE TABLE session (x); CREATE TABLE message (y); CREATE TABLE part (z)"),
+    ):
         source = sqlite3.connect(tmp_path / name)
         source.executescript(tables)
         source.close()
@@ -139,7 +153,10 @@ def test_a_source_database_of_another_layout_is_its_own_error_not_threadloom_s(t
 
 def unreadable(conn: sqlite3.Connection) -> list[str]:
     """The records an adapter failed on (kept raw, their meaning lost)."""
-    return [r[0] for r in conn.execute("SELECT parse_error FROM entries WHERE parse_error LIKE '%reading it failed%'")]
+    return [
+        r[0]
+        for r in conn.execute("SELECT parse_error FROM entries WHERE parse_error LIKE '%reading it failed%'")
+    ]
 
 
 def test_claude_records_with_an_odd_block_type_or_a_side_chain_off_another_session_are_read(tmp_path):
@@ -153,9 +170,17 @@ def test_claude_records_with_an_odd_block_type_or_a_side_chain_off_another_sessi
     t.user("first prompt")
     for n, odd in enumerate((3.5, {"a": 1}, ["text"], True)):
         t.assistant(f"reply {n}", tools=[tool_use(f"t{n}", "Bash", command="ls"), {"type": odd, "text": "x"}])
-    parent = t.add({"type": "user", "sessionId": "bbbbbbbb-1111-4222-8333-000000000003",
-                    "message": {"role": "user", "content": "asked in another session"}})
-    t.add({"type": "user", "isSidechain": True, "message": {"role": "user", "content": "a side chain"}}, parent=parent)
+    parent = t.add(
+        {
+            "type": "user",
+            "sessionId": "bbbbbbbb-1111-4222-8333-000000000003",
+            "message": {"role": "user", "content": "asked in another session"},
+        }
+    )
+    t.add(
+        {"type": "user", "isSidechain": True, "message": {"role": "user", "content": "a side chain"}},
+        parent=parent,
+    )
     t.write()
     conn = sqlite3.connect(tmp_path / "t.db")
     code, out, err = ingest_cli(tmp_path / "t.db", tmp_path / "projects")
@@ -175,9 +200,20 @@ def test_a_codex_snapshot_item_nested_deep_or_with_a_huge_number_is_read(tmp_pat
     deep: object = "bottom"
     for _ in range(300):
         deep = {"a": deep}
-    items = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "deep one"}], "x": deep},
-             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "big one"}],
-              "n": 2**80}]
+    items = [
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "deep one"}],
+            "x": deep,
+        },
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "big one"}],
+            "n": 2**80,
+        },
+    ]
     snapshot(tmp_path / "codex", "deep", items)
     conn = sqlite3.connect(tmp_path / "t.db")
     code, out, err = ingest_cli(tmp_path / "t.db", tmp_path / "codex")
@@ -200,7 +236,12 @@ def cli_as_a_user(*argv: str, home: Path) -> subprocess.CompletedProcess:
             pytest.skip("running as root without setpriv: permissions cannot be made to apply")
         drop = "-dac_override,-dac_read_search"
         command = ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}", "--", *command]
-    env = {**os.environ, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"), "PYTHONPATH": str(root)}
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        "PYTHONPATH": str(root),
+    }
     return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, cwd=root)
 
 
@@ -230,7 +271,8 @@ def test_a_remembered_source_that_became_unreadable_does_not_stop_every_ingest(t
     report = json.loads(run.stdout)
     assert any(str(old) in e and "Permission denied" in e for e in report["errors"]), report["errors"]
     assert str(new / "projects" / "-srv-app" / good.name) in {
-        p for (p,) in sqlite3.connect(db).execute("SELECT path FROM source_files WHERE status = 'ok'")}
+        p for (p,) in sqlite3.connect(db).execute("SELECT path FROM source_files WHERE status = 'ok'")
+    }
 
 
 def test_a_folder_that_cannot_be_listed_is_reported_and_read_once_it_can_be(tmp_path, locked):
@@ -238,22 +280,31 @@ def test_a_folder_that_cannot_be_listed_is_reported_and_read_once_it_can_be(tmp_
     were missing with no error said, and once it could be read the folder snapshot kept it unread."""
     root = tmp_path / "logs"
     good_claude_session(root)
-    hidden = Transcript(root / "projects" / "-srv-hidden" / "aaaaaaaa-1111-4222-8333-0000000000f0.jsonl",
-                        "aaaaaaaa-1111-4222-8333-0000000000f0")
+    hidden = Transcript(
+        root / "projects" / "-srv-hidden" / "aaaaaaaa-1111-4222-8333-0000000000f0.jsonl",
+        "aaaaaaaa-1111-4222-8333-0000000000f0",
+    )
     hidden.user("in a folder that cannot be listed")
     hidden.write()
     folder = hidden.path.parent
     folder.chmod(0)
     locked.append(folder)
     db = tmp_path / "t.db"
-    run = cli_as_a_user("ingest", "--db", str(db), "--only", "--source", str(root), "--json", home=tmp_path / "home")
+    run = cli_as_a_user(
+        "ingest", "--db", str(db), "--only", "--source", str(root), "--json", home=tmp_path / "home"
+    )
     assert run.returncode == 0, run.stderr
-    assert any(str(folder) in e and "Permission denied" in e for e in json.loads(run.stdout)["errors"]), run.stdout
+    assert any(str(folder) in e and "Permission denied" in e for e in json.loads(run.stdout)["errors"]), (
+        run.stdout
+    )
     folder.chmod(0o755)  # mended as the error says: the next run reads it
-    run = cli_as_a_user("ingest", "--db", str(db), "--only", "--source", str(root), "--json", home=tmp_path / "home")
+    run = cli_as_a_user(
+        "ingest", "--db", str(db), "--only", "--source", str(root), "--json", home=tmp_path / "home"
+    )
     assert json.loads(run.stdout)["errors"] == []
-    assert sqlite3.connect(db).execute("SELECT count(*) FROM source_files WHERE path = ? AND status = 'ok'",
-                                       (str(hidden.path),)).fetchone() == (1,)
+    assert sqlite3.connect(db).execute(
+        "SELECT count(*) FROM source_files WHERE path = ? AND status = 'ok'", (str(hidden.path),)
+    ).fetchone() == (1,)
 
 
 def test_files_in_a_folder_that_became_unreadable_are_not_called_gone(tmp_path, locked):
@@ -262,13 +313,22 @@ def test_files_in_a_folder_that_became_unreadable_are_not_called_gone(tmp_path, 
     root = tmp_path / "logs"
     path = good_claude_session(root)
     db = tmp_path / "t.db"
-    assert cli_as_a_user("ingest", "--db", str(db), "--only", "--source", str(root), home=tmp_path / "home").returncode == 0
-    other = Transcript(path.parent / "aaaaaaaa-1111-4222-8333-0000000000f1.jsonl", "aaaaaaaa-1111-4222-8333-0000000000f1")
+    assert (
+        cli_as_a_user(
+            "ingest", "--db", str(db), "--only", "--source", str(root), home=tmp_path / "home"
+        ).returncode
+        == 0
+    )
+    other = Transcript(
+        path.parent / "aaaaaaaa-1111-4222-8333-0000000000f1.jsonl", "aaaaaaaa-1111-4222-8333-0000000000f1"
+    )
     other.user("a new session beside it: its folder is listed again")
     other.write()
     path.parent.chmod(0)
     locked.append(path.parent)
-    run = cli_as_a_user("ingest", "--db", str(db), "--only", "--source", str(root), "--json", home=tmp_path / "home")
+    run = cli_as_a_user(
+        "ingest", "--db", str(db), "--only", "--source", str(root), "--json", home=tmp_path / "home"
+    )
     report = json.loads(run.stdout)
     assert report["files_gone"] == 0 and any("Permission denied" in e for e in report["errors"]), run.stdout
     assert statuses(db)[path.name] == ("ok", None)
@@ -283,28 +343,51 @@ def test_odd_values_in_cursor_amazon_q_and_opencode_records_cost_nothing_else(tm
     from test_adapter_opencode import message, session_obj, text, write_json
 
     cursor = user_dir(tmp_path / "cursor") / "globalStorage" / "state.vscdb"
-    composer = {"composerId": COMPOSER, "name": "Odd children", "createdAt": 1760000000000, "subComposerIds": 5,
-                "fullConversationHeadersOnly": [{"bubbleId": "u1", "type": 1}]}
-    make_db(cursor, kv=[(f"composerData:{COMPOSER}", json.dumps(composer)),
-                        (f"bubbleId:{COMPOSER}:u1", json.dumps({"type": 1, "bubbleId": "u1", "text": "cursor prompt"}))]
-            ).close()
-    q = save(tmp_path / "q" / "saved.json", state([[prompt("q prompt"),
-                                                    {"ToolUse": {"message_id": "m1", "content": "q reply",
-                                                                 "tool_uses": 1.5}}],
-                                                   [prompt("thanks"), response("m2", "welcome")]]))
+    composer = {
+        "composerId": COMPOSER,
+        "name": "Odd children",
+        "createdAt": 1760000000000,
+        "subComposerIds": 5,
+        "fullConversationHeadersOnly": [{"bubbleId": "u1", "type": 1}],
+    }
+    make_db(
+        cursor,
+        kv=[
+            (f"composerData:{COMPOSER}", json.dumps(composer)),
+            (f"bubbleId:{COMPOSER}:u1", json.dumps({"type": 1, "bubbleId": "u1", "text": "cursor prompt"})),
+        ],
+    ).close()
+    q = save(
+        tmp_path / "q" / "saved.json",
+        state(
+            [
+                [
+                    prompt("q prompt"),
+                    {"ToolUse": {"message_id": "m1", "content": "q reply", "tool_uses": 1.5}},
+                ],
+                [prompt("thanks"), response("m2", "welcome")],
+            ]
+        ),
+    )
     storage = tmp_path / "oc" / "storage"
     sid = "ses_" + "x" * 300
     write_json(storage / "session" / "p1" / "ses_a.json", session_obj("ses_a"))
     write_json(storage / "message" / "ses_a" / "msg_01.json", message("msg_01", "user", "ses_a"))
     write_json(storage / "part" / "msg_01" / "prt_01.json", text("prt_01", "msg_01", "opencode prompt", sid))
-    write_json(storage / "part" / "msg_01" / "prt_02.json", text("prt_02", "msg_01", "escaping part", "../../.."))
+    write_json(
+        storage / "part" / "msg_01" / "prt_02.json", text("prt_02", "msg_01", "escaping part", "../../..")
+    )
     from test_adapter_cline import TASK, say, task_folder, write
     from test_adapter_cline import storage as cline_storage
 
     task_folder(tmp_path / "cline", ui=[say(1, "task", "cline prompt")])
-    write(cline_storage(tmp_path / "cline") / "state" / "taskHistory.json",
-          [{"id": "9" * 300, "ts": 1, "task": "a long id"}, {"id": TASK, "ts": 1, "task": "cline prompt",
-                                                              "cwdOnTaskInitialization": "/work/cline"}])
+    write(
+        cline_storage(tmp_path / "cline") / "state" / "taskHistory.json",
+        [
+            {"id": "9" * 300, "ts": 1, "task": "a long id"},
+            {"id": TASK, "ts": 1, "task": "cline prompt", "cwdOnTaskInitialization": "/work/cline"},
+        ],
+    )
     db = tmp_path / "t.db"
     code, out, err = ingest_cli(db, cursor, q, storage, cline_storage(tmp_path / "cline"))
     assert code == 0, err
@@ -312,7 +395,9 @@ def test_odd_values_in_cursor_amazon_q_and_opencode_records_cost_nothing_else(tm
     assert unreadable(conn) == []
     shown = {r[0] for r in conn.execute("SELECT content FROM entries WHERE content IS NOT NULL")}
     assert {"cursor prompt", "q reply", "opencode prompt", "escaping part", "cline prompt"} <= shown
-    assert conn.execute("SELECT project_path FROM agent_sessions WHERE id = ?", (TASK,)).fetchone() == ("/work/cline",)
+    assert conn.execute("SELECT project_path FROM agent_sessions WHERE id = ?", (TASK,)).fetchone() == (
+        "/work/cline",
+    )
 
 
 # ---------------------------------------------------------------------- what ingest prints

@@ -41,9 +41,19 @@ def test_an_edit_inside_a_grown_file_is_read_again_whole(conn, tmp_path):
     assert len(data) > 2_000_000
     # 11 bytes changed in the middle (no sample of the prefix would look there) and a line appended
     middle = data.index(b"prompt number 1999")
-    edited = data[:middle] + b"PROMPT EDIT" + data[middle + 11:]
-    extra = json.dumps({"type": "user", "uuid": "tail-1", "parentUuid": None, "sessionId": SID,
-                        "message": {"role": "user", "content": "appended"}}).encode() + b"\n"
+    edited = data[:middle] + b"PROMPT EDIT" + data[middle + 11 :]
+    extra = (
+        json.dumps(
+            {
+                "type": "user",
+                "uuid": "tail-1",
+                "parentUuid": None,
+                "sessionId": SID,
+                "message": {"role": "user", "content": "appended"},
+            }
+        ).encode()
+        + b"\n"
+    )
     path.write_bytes(edited + extra)
     report = ingest(conn, tmp_path / "projects")
     assert report.bytes_read == len(edited + extra)  # read again whole, not from where it stopped
@@ -59,8 +69,14 @@ def test_a_plain_append_is_still_read_from_where_the_last_run_stopped(conn, tmp_
     ingest(conn, tmp_path / "projects")
     ids_before = [r[0] for r in conn.execute("SELECT id FROM entries ORDER BY id")]
     for n in (1, 2):
-        line = json.dumps({"type": "user", "uuid": f"tail-{n}", "sessionId": SID,
-                           "message": {"role": "user", "content": f"late {n}"}}).encode()
+        line = json.dumps(
+            {
+                "type": "user",
+                "uuid": f"tail-{n}",
+                "sessionId": SID,
+                "message": {"role": "user", "content": f"late {n}"},
+            }
+        ).encode()
         with open(path, "ab") as f:
             f.write((b"\n" if n == 1 else b"") + line + b"\n")
         report = ingest(conn, tmp_path / "projects")
@@ -83,11 +99,22 @@ def test_a_fifo_named_like_a_session_is_reported_and_skipped(conn, tmp_path):
 
 def gemini_chat(sid: str) -> bytes:
     """A chat as Gemini CLI writes it: pretty-printed JSON with no final newline."""
-    doc = {"sessionId": sid, "projectHash": "ab" * 32, "startTime": "2026-01-16T18:34:00.000Z",
-           "lastUpdated": "2026-01-16T18:34:10.000Z",
-           "messages": [{"id": "m1", "timestamp": "2026-01-16T18:34:01.000Z", "type": "user", "content": "Hello"},
-                        {"id": "m2", "timestamp": "2026-01-16T18:34:02.000Z", "type": "gemini",
-                         "content": "Hi there", "model": "gemini-3-flash-preview"}]}
+    doc = {
+        "sessionId": sid,
+        "projectHash": "ab" * 32,
+        "startTime": "2026-01-16T18:34:00.000Z",
+        "lastUpdated": "2026-01-16T18:34:10.000Z",
+        "messages": [
+            {"id": "m1", "timestamp": "2026-01-16T18:34:01.000Z", "type": "user", "content": "Hello"},
+            {
+                "id": "m2",
+                "timestamp": "2026-01-16T18:34:02.000Z",
+                "type": "gemini",
+                "content": "Hi there",
+                "model": "gemini-3-flash-preview",
+            },
+        ],
+    }
     return json.dumps(doc, indent=2).encode()
 
 
@@ -97,7 +124,9 @@ def test_a_gemini_chat_without_a_final_newline_is_complete_when_it_parses(conn, 
     path = chats / "session-2026-01-16T18-34-3739ef95.json"
     path.write_bytes(gemini_chat("3739ef95-0000-4000-8000-000000000001"))
     ingest(conn, tmp_path / "gemini")
-    status = conn.execute("SELECT status, bytes_ingested FROM source_files WHERE path = ?", (str(path),)).fetchone()
+    status = conn.execute(
+        "SELECT status, bytes_ingested FROM source_files WHERE path = ?", (str(path),)
+    ).fetchone()
     assert status == ("ok", path.stat().st_size)
     assert {"Hello", "Hi there"} <= set(contents(conn))
     assert stored(conn, path) == path.read_bytes()
@@ -111,7 +140,10 @@ def test_a_half_written_gemini_chat_still_waits_for_its_writer(conn, tmp_path):
     cut = whole.rindex(b"\n    }")
     path.write_bytes(whole[:cut] + b"\n    }")  # a closing brace, but the document is not complete
     ingest(conn, tmp_path / "gemini")
-    assert conn.execute("SELECT status FROM source_files WHERE path = ?", (str(path),)).fetchone()[0] == "waiting"
+    assert (
+        conn.execute("SELECT status FROM source_files WHERE path = ?", (str(path),)).fetchone()[0]
+        == "waiting"
+    )
     path.write_bytes(whole)
     os.utime(path, ns=(time.time_ns(), time.time_ns() + 1_000_000))
     ingest(conn, tmp_path / "gemini")
@@ -123,10 +155,14 @@ def test_a_file_name_that_is_not_utf8_is_reported_and_the_rest_is_read(conn, tmp
     long_session(tmp_path, turns=2).write()
     folder = os.fsencode(tmp_path / "projects" / "-home-dev-app")
     with open(folder + b"/\xff-33333333-aaaa-4bbb-8ccc-000000000003.jsonl", "wb") as f:
-        f.write(b'{"type":"user","sessionId":"33333333-aaaa-4bbb-8ccc-000000000003","message":{"content":"x"}}\n')
+        f.write(
+            b'{"type":"user","sessionId":"33333333-aaaa-4bbb-8ccc-000000000003","message":{"content":"x"}}\n'
+        )
     report = run_ingest(conn, [tmp_path / "projects"], include_defaults=False)
     assert report.records_added == 4
-    assert len(report.errors) == 1 and "\\xff-3333" in report.errors[0] and "rename the file" in report.errors[0]
+    assert (
+        len(report.errors) == 1 and "\\xff-3333" in report.errors[0] and "rename the file" in report.errors[0]
+    )
 
 
 def test_errors_printed_by_ingest_cannot_drive_the_terminal(tmp_path, capsys):
@@ -134,6 +170,9 @@ def test_errors_printed_by_ingest_cannot_drive_the_terminal(tmp_path, capsys):
 
     long_session(tmp_path, turns=1).write()
     os.mkfifo(tmp_path / "projects" / "-home-dev-app" / "\x1b]0;pwned\x07\x1b[2J.jsonl")
-    assert main(["--db", str(tmp_path / "t.db"), "ingest", "--only", "--source", str(tmp_path / "projects")]) == 0
+    assert (
+        main(["--db", str(tmp_path / "t.db"), "ingest", "--only", "--source", str(tmp_path / "projects")])
+        == 0
+    )
     err = capsys.readouterr().err
     assert "␛]0;pwned␇␛[2J.jsonl" in err and "\x1b" not in err and "\x07" not in err

@@ -32,15 +32,24 @@ def stored_calls(conn: sqlite3.Connection, sid: str) -> int:
     return conn.execute("SELECT count(*) FROM agent_tool_calls WHERE session_id = ?", (sid,)).fetchone()[0]
 
 
-def working_session(tmp_path: Path, sid: str = SID, outputs: tuple[str, str, str] = ("a.py", "1 passed", "ok")) -> Transcript:
+def working_session(
+    tmp_path: Path, sid: str = SID, outputs: tuple[str, str, str] = ("a.py", "1 passed", "ok")
+) -> Transcript:
     t = Transcript(project_dir(tmp_path) / f"{sid}.jsonl", sid)
     t.user("look around and run the tests")
-    t.assistant("Two things at once.", tools=[tool_use("toolu_ls", "Bash", command="ls"),
-                                              tool_use("toolu_test", "Bash", command="pytest -q")])
+    t.assistant(
+        "Two things at once.",
+        tools=[
+            tool_use("toolu_ls", "Bash", command="ls"),
+            tool_use("toolu_test", "Bash", command="pytest -q"),
+        ],
+    )
     t.tool_result("toolu_ls", outputs[0])
     t.tool_result("toolu_test", outputs[1])
     t.assistant(tools=[tool_use("toolu_edit", "Edit", file_path="a.py", old_string="x", new_string="y")])
-    t.tool_result("toolu_edit", outputs[2], tool_use_result={"filePath": "a.py", "structuredPatch": [outputs[2]]})
+    t.tool_result(
+        "toolu_edit", outputs[2], tool_use_result={"filePath": "a.py", "structuredPatch": [outputs[2]]}
+    )
     t.assistant("Done.")
     return t
 
@@ -61,11 +70,15 @@ def test_two_sessions_sharing_tool_ids_keep_all_their_calls_with_their_own_resul
     working_session(tmp_path, COPY, ("b.py", "2 failed", "nope")).write()
     ingest(conn, tmp_path / "projects")
     assert calls_of(conn, SID) == {
-        "toolu_ls": ("Bash", "completed", '"a.py"'), "toolu_test": ("Bash", "completed", '"1 passed"'),
-        "toolu_edit": ("Edit", "completed", '"ok"')}
+        "toolu_ls": ("Bash", "completed", '"a.py"'),
+        "toolu_test": ("Bash", "completed", '"1 passed"'),
+        "toolu_edit": ("Edit", "completed", '"ok"'),
+    }
     assert calls_of(conn, COPY) == {
-        "toolu_ls": ("Bash", "completed", '"b.py"'), "toolu_test": ("Bash", "completed", '"2 failed"'),
-        "toolu_edit": ("Edit", "completed", '"nope"')}
+        "toolu_ls": ("Bash", "completed", '"b.py"'),
+        "toolu_test": ("Bash", "completed", '"2 failed"'),
+        "toolu_edit": ("Edit", "completed", '"nope"'),
+    }
     # every call's record and result record are its own session's
     foreign = conn.execute(
         "SELECT count(*) FROM agent_tool_calls t JOIN entries c ON c.id = t.entry_id "
@@ -73,8 +86,10 @@ def test_two_sessions_sharing_tool_ids_keep_all_their_calls_with_their_own_resul
     ).fetchone()[0]
     assert foreign == 0
     # the edit's own structured result, as the TUI shows it under the call
-    edit = {s: next(c for m in browse.message_page(conn, s, 0, 99) for c in m.tool_calls if c.name == "Edit")
-            for s in (SID, COPY)}
+    edit = {
+        s: next(c for m in browse.message_page(conn, s, 0, 99) for c in m.tool_calls if c.name == "Edit")
+        for s in (SID, COPY)
+    }
     assert browse.tool_result_extra(conn, edit[SID])["structuredPatch"] == ["ok"]
     assert browse.tool_result_extra(conn, edit[COPY])["structuredPatch"] == ["nope"]
 
@@ -99,8 +114,9 @@ def test_a_result_never_joins_another_sessions_call(conn, tmp_path, order):
             t.write()
             ingest(conn, tmp_path / "projects")
     assert calls_of(conn, SID) == {"toolu_deploy": ("Bash", "pending", None)}
-    row = conn.execute("SELECT status, result_entry_id, completed_at FROM agent_tool_calls WHERE session_id = ?",
-                       (SID,)).fetchone()
+    row = conn.execute(
+        "SELECT status, result_entry_id, completed_at FROM agent_tool_calls WHERE session_id = ?", (SID,)
+    ).fetchone()
     assert row == ("pending", None, None)
     assert stored_calls(conn, COPY) == 0
 
@@ -125,8 +141,10 @@ def test_a_fork_like_copy_shows_all_its_tool_calls(conn, tmp_path):
     ingest(conn, tmp_path / "projects")
     assert stored_calls(conn, SID) == stored_calls(conn, COPY) == 3
     assert calls_of(conn, COPY) == {
-        "toolu_ls": ("Bash", "completed", '"a.py"'), "toolu_test": ("Bash", "completed", '"1 passed"'),
-        "toolu_edit": ("Edit", "completed", '"fine"')}
+        "toolu_ls": ("Bash", "completed", '"a.py"'),
+        "toolu_test": ("Bash", "completed", '"1 passed"'),
+        "toolu_edit": ("Edit", "completed", '"fine"'),
+    }
     assert calls_of(conn, SID)["toolu_edit"] == ("Edit", "completed", '"ok"')
     counts = conn.execute("SELECT id, tool_call_count FROM agent_sessions ORDER BY id").fetchall()
     assert counts == [(SID, 3), (COPY, 3)]
@@ -146,8 +164,10 @@ def test_a_fork_written_by_threadloom_shows_its_tool_calls_once_ingested(conn, t
     assert stored_calls(conn, SID) == 3
 
 
-SIDE_REMINDER = ("<system-reminder>This is a side question from the user. You must answer this question directly in a "
-                 "single response.\n\nCRITICAL CONSTRAINTS:\n- You have NO tools available\n</system-reminder>\n\n")
+SIDE_REMINDER = (
+    "<system-reminder>This is a side question from the user. You must answer this question directly in a "
+    "single response.\n\nCRITICAL CONSTRAINTS:\n- You have NO tools available\n</system-reminder>\n\n"
+)
 
 
 def test_a_side_question_shows_the_calls_it_copied_and_spawns_no_subagent(conn, tmp_path):
@@ -179,13 +199,22 @@ def test_a_side_question_shows_the_calls_it_copied_and_spawns_no_subagent(conn, 
 
     side = f"{SID}:agent-{aside_id}"
     assert stored_calls(conn, side) == stored_calls(conn, SID) == 2
-    assert calls_of(conn, side) == calls_of(conn, SID) == {
-        "toolu_task": ("Task", "completed", '"all pass"'), "toolu_ls": ("Bash", "completed", '"a.py"')}
+    assert (
+        calls_of(conn, side)
+        == calls_of(conn, SID)
+        == {"toolu_task": ("Task", "completed", '"all pass"'), "toolu_ls": ("Bash", "completed", '"a.py"')}
+    )
     first, retry = f"{SID}:agent-a1111111111111111", f"{SID}:agent-a2222222222222222"
-    linked = dict(conn.execute("SELECT session_id, child_session_id FROM agent_tool_calls WHERE id = 'toolu_task'"))
+    linked = dict(
+        conn.execute("SELECT session_id, child_session_id FROM agent_tool_calls WHERE id = 'toolu_task'")
+    )
     assert linked == {SID: first, side: None}
-    sessions = {r[0]: r[1:] for r in conn.execute(
-        "SELECT id, parent_session_id, tool_call_id FROM agent_sessions WHERE is_subagent = 1")}
+    sessions = {
+        r[0]: r[1:]
+        for r in conn.execute(
+            "SELECT id, parent_session_id, tool_call_id FROM agent_sessions WHERE is_subagent = 1"
+        )
+    }
     assert sessions[first] == (SID, "toolu_task")
     assert sessions[retry] == (SID, None)  # not the side question's copy of the spawning call
 
@@ -274,21 +303,36 @@ def test_seed_000_queries_run_on_sessions_sharing_tool_ids(conn, tmp_path):
     cur = conn.execute("SELECT * FROM agent_tool_calls WHERE session_id = ?", (COPY,))
     rows = cur.fetchall()
     columns = [d[0] for d in cur.description]
-    assert columns[:11] == ["id", "message_id", "session_id", "tool_name", "tool_number", "params_json",
-                            "result_json", "status", "child_session_id", "started_at", "completed_at"]
+    assert columns[:11] == [
+        "id",
+        "message_id",
+        "session_id",
+        "tool_name",
+        "tool_number",
+        "params_json",
+        "result_json",
+        "status",
+        "child_session_id",
+        "started_at",
+        "completed_at",
+    ]
     assert sorted(r[0] for r in rows) == ["toolu_edit", "toolu_ls", "toolu_test"]
     for sid in (SID, COPY):
-        stats = conn.execute("""SELECT tool_name, COUNT(*) as uses,
+        stats = conn.execute(
+            """SELECT tool_name, COUNT(*) as uses,
        SUM(CASE WHEN status='completed' THEN 1 ELSE 0 END) as success
 FROM agent_tool_calls
 WHERE session_id = ?
 GROUP BY tool_name
-ORDER BY uses DESC;""", (sid,)).fetchall()
+ORDER BY uses DESC;""",
+            (sid,),
+        ).fetchall()
         assert stats == [("Bash", 2, 2), ("Edit", 1, 1)]
         # the relationship seed 000 draws: a call joins its message through (session_id, message_id)
         joined = conn.execute(
             "SELECT t.id, m.role FROM agent_tool_calls t JOIN agent_messages m "
-            "ON m.session_id = t.session_id AND m.id = t.message_id WHERE t.session_id = ? ORDER BY t.id", (sid,)
+            "ON m.session_id = t.session_id AND m.id = t.message_id WHERE t.session_id = ? ORDER BY t.id",
+            (sid,),
         ).fetchall()
         assert joined == [("toolu_edit", "assistant"), ("toolu_ls", "assistant"), ("toolu_test", "assistant")]
 
@@ -296,13 +340,22 @@ ORDER BY uses DESC;""", (sid,)).fetchall()
 def test_joining_a_result_to_its_call_is_a_primary_key_lookup(conn):
     """The ledger answers a call met in an earlier file by (tool id, session): no scan, and no index
     beyond the primary key and the per-session one readers use."""
-    plan = " ".join(r[3] for r in conn.execute(
-        "EXPLAIN QUERY PLAN UPDATE agent_tool_calls SET status = 'completed' WHERE id = ? AND session_id = ?",
-        ("t", "s")))
+    plan = " ".join(
+        r[3]
+        for r in conn.execute(
+            "EXPLAIN QUERY PLAN UPDATE agent_tool_calls SET status = 'completed' WHERE id = ? AND session_id = ?",
+            ("t", "s"),
+        )
+    )
     assert "sqlite_autoindex_agent_tool_calls_1" in plan and "SCAN" not in plan
     indexes = {r[1] for r in conn.execute("PRAGMA index_list(agent_tool_calls)")}
-    assert indexes == {"sqlite_autoindex_agent_tool_calls_1", "ix_agent_tool_calls_session_id",
-                       "ix_tool_calls_child_agent", "ix_tool_calls_entry", "ix_tool_calls_result_entry"}
+    assert indexes == {
+        "sqlite_autoindex_agent_tool_calls_1",
+        "ix_agent_tool_calls_session_id",
+        "ix_tool_calls_child_agent",
+        "ix_tool_calls_entry",
+        "ix_tool_calls_result_entry",
+    }
 
 
 REAL = CORPUS / "claude-code" / "handgemacht-ai__claude-code-log" / "test" / "test_data" / "real_projects"
@@ -323,7 +376,10 @@ def test_copies_of_real_sessions_show_every_tool_call_of_their_source(conn, tmp_
         copy = f"cccccccc-0000-4000-8000-{n:012d}"
         lines = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
         Path(path).with_name(f"{copy}.jsonl").write_text(
-            "".join(json.dumps({**x, "sessionId": copy} if x.get("sessionId") == sid else x) + "\n" for x in lines))
+            "".join(
+                json.dumps({**x, "sessionId": copy} if x.get("sessionId") == sid else x) + "\n" for x in lines
+            )
+        )
         pairs.append((sid, copy, calls_of(conn, sid)))
     ingest(conn, tmp_path / "projects")
     for sid, copy, calls in pairs:

@@ -296,7 +296,11 @@ async def test_resize_to_80x24_collapses_panes(demo_db: Path) -> None:
         await pilot.pause()
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
-        projects, tree, view = app.query_one(ProjectList), app.query_one(SessionTree), app.query_one(MessageView)
+        projects, tree, view = (
+            app.query_one(ProjectList),
+            app.query_one(SessionTree),
+            app.query_one(MessageView),
+        )
         assert projects.display and tree.display and not view.display  # focus on projects
         await pilot.press("tab")
         await pilot.pause()
@@ -338,8 +342,9 @@ async def test_a_dialog_closed_gives_back_the_layout_it_covered(demo_db: Path, s
 
 
 @pytest.mark.parametrize("size", [(140, 40), (140, 12), (160, 40)])
-async def test_first_load_draws_the_project_list_once(demo_db: Path, size: tuple[int, int],
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_first_load_draws_the_project_list_once(
+    demo_db: Path, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The first frame is drawn with the layout classes and the prompts' final width: restyling or
     refilling the panes after it cost a whole-screen layout each. At 12 rows the list scrolls."""
     fills: list[int] = []
@@ -382,7 +387,8 @@ async def test_help_lists_keys_of_focused_pane(demo_db: Path) -> None:
         ids = {row[2] for row in app.screen.pane_keys}
         assert {"messages.raw", "messages.expand-all", "messages.activate", "messages.down"} <= ids
         assert {"app.quit", "app.help", "app.next-pane", "app.search", "app.fork"} <= {
-            row[2] for row in app.screen.global_keys}
+            row[2] for row in app.screen.global_keys
+        }
         await pilot.press("escape")
         app.query_one(SessionTree).focus()
         await pilot.press("question_mark")
@@ -415,7 +421,9 @@ async def test_help_on_a_small_terminal_fits_its_lines_and_scrolls_to_the_rest(d
         console = Console(width=90, file=io.StringIO())
         starts = set()
         for table, prefix in zip(tables, ("projects.", "app."), strict=True):
-            lines = ["".join(seg.text for seg in line) for line in console.render_lines(table, console.options)]
+            lines = [
+                "".join(seg.text for seg in line) for line in console.render_lines(table, console.options)
+            ]
             starts |= {line.index(prefix) for line in lines if prefix in line}
         assert len(starts) == 1, starts  # the ids of both tables line up
 
@@ -430,11 +438,17 @@ async def test_footer_on_a_narrow_terminal_keeps_search_and_fork_in_sight(demo_d
         app.query_one(MessageView).focus()
         await pilot.pause()
         palette = next(k for k in app.screen.query(FooterKey) if k.description == "Palette")
-        shown = {k.description for k in app.screen.query(FooterKey)
-                 if k.region.width and k.region.right <= palette.region.x}
+        shown = {
+            k.description
+            for k in app.screen.query(FooterKey)
+            if k.region.width and k.region.right <= palette.region.x
+        }
         assert {"Expand all", "Search", "Fork", "Jump", "Help"} <= shown, shown
 
-async def test_keymap_file_remaps_by_id(demo_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+
+async def test_keymap_file_remaps_by_id(
+    demo_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     keymap = tmp_path / "keymap.toml"
     keymap.write_text('[keys]\n"messages.raw" = "R"\n"app.quit" = "ctrl+q,x"\n', encoding="utf-8")
     monkeypatch.setenv("THREADLOOM_KEYMAP", str(keymap))
@@ -467,8 +481,10 @@ async def test_warmup_agents_hidden_until_asked(demo_db: Path) -> None:
         on = tree.cursor_node
         assert on is not None and on.data.session.title.startswith("The header")
         await pilot.press("w")  # hidden again: the cursor stays on the session it was on
-        await until(pilot, lambda: tree.cursor_node is not None
-                    and tree.cursor_node.data.session.id == on.data.session.id)
+        await until(
+            pilot,
+            lambda: tree.cursor_node is not None and tree.cursor_node.data.session.id == on.data.session.id,
+        )
         assert tree.cursor_node is not None and tree.cursor_node.data.session.id == on.data.session.id
 
 
@@ -641,14 +657,26 @@ async def test_open_session_follows_its_growing_file(tmp_path: Path, monkeypatch
         path = Path(source[0])
         last = json.loads(path.read_bytes().splitlines()[-1])
         added = []
-        for n, (kind, text) in enumerate([("user", "And the refund flow too?"),
-                                          ("assistant", "Checked: refunds reuse the same tax call.")]):
-            record = {"type": kind, "uuid": f"follow-{n}", "parentUuid": added[-1]["uuid"] if added else last["uuid"],
-                      "sessionId": last["sessionId"], "timestamp": f"2026-06-12T15:00:0{n}Z",
-                      "cwd": last.get("cwd"), "isSidechain": False,
-                      "message": {"role": kind, "content": text} if kind == "user" else
-                      {"role": "assistant", "id": "msg_follow", "model": "claude-opus-4-1",
-                       "content": [{"type": "text", "text": text}]}}
+        for n, (kind, text) in enumerate(
+            [("user", "And the refund flow too?"), ("assistant", "Checked: refunds reuse the same tax call.")]
+        ):
+            record = {
+                "type": kind,
+                "uuid": f"follow-{n}",
+                "parentUuid": added[-1]["uuid"] if added else last["uuid"],
+                "sessionId": last["sessionId"],
+                "timestamp": f"2026-06-12T15:00:0{n}Z",
+                "cwd": last.get("cwd"),
+                "isSidechain": False,
+                "message": {"role": kind, "content": text}
+                if kind == "user"
+                else {
+                    "role": "assistant",
+                    "id": "msg_follow",
+                    "model": "claude-opus-4-1",
+                    "content": [{"type": "text", "text": text}],
+                },
+            }
             added.append(record)
         with path.open("ab") as f:
             f.write(b"".join(json.dumps(r).encode() + b"\n" for r in added))
@@ -681,7 +709,9 @@ async def test_empty_state_then_demo(tmp_path: Path) -> None:
         assert app.temp_dir is not None and app.db_path.parent == app.temp_dir
 
 
-async def test_demo_starts_with_the_project_list_focused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_demo_starts_with_the_project_list_focused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))  # the demo's folder goes here
     app = ThreadloomApp(demo=True, now=fixed_now, demo_long_turns=3)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -814,10 +844,25 @@ def test_session_rows_show_when_they_were_last_written_with_the_year_when_not_th
     assert short_when(june_2025, now) == "12 Jun 2025"
     assert short_when(feb_2026, now) == "03 Feb 09:30"
     node = browse.SessionNode(
-        id="s1", title="Fix the build", project=None, project_path=None, started_at=june_2025, ended_at=feb_2026,
-        message_count=1, tokens=0, model=None, kind="main", agent_type=None, task_description=None,
-        task_status=None, is_warmup=False, branch_count=0, compaction_count=0, parent_session_id=None,
-        tool_call_id=None)
+        id="s1",
+        title="Fix the build",
+        project=None,
+        project_path=None,
+        started_at=june_2025,
+        ended_at=feb_2026,
+        message_count=1,
+        tokens=0,
+        model=None,
+        kind="main",
+        agent_type=None,
+        task_description=None,
+        task_status=None,
+        is_warmup=False,
+        branch_count=0,
+        compaction_count=0,
+        parent_session_id=None,
+        tool_call_id=None,
+    )
     row = session_label(node, 90, now).plain
     assert "03 Feb 09:30" in row and "2025" not in row and "1 msg " in row
     from threadloom.tui.app import _subtitle
@@ -846,8 +891,11 @@ async def test_every_binding_has_an_id(demo_db: Path) -> None:
         for widget in ("#search-input", "#search-results"):
             app.screen.query_one(widget).focus()
             await pilot.pause()
-            missing = [k for k, a in app.screen.active_bindings.items()
-                       if not a.binding.id and not isinstance(a.node, Input)]  # Input's own editing keys
+            missing = [
+                k
+                for k, a in app.screen.active_bindings.items()
+                if not a.binding.id and not isinstance(a.node, Input)
+            ]  # Input's own editing keys
             assert missing == [], widget
 
 
@@ -883,7 +931,9 @@ async def test_palette_offers_pane_actions_and_finds_sessions(demo_db: Path) -> 
         assert "Messages: expand or collapse all tool calls" in titles
         app.query_one(ProjectList).focus()
         await pilot.pause()
-        assert not any(t.startswith("Messages:") for t in (c.title for c in app.get_system_commands(app.screen)))
+        assert not any(
+            t.startswith("Messages:") for t in (c.title for c in app.get_system_commands(app.screen))
+        )
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"tmux config")
@@ -941,7 +991,9 @@ async def test_search_as_you_type_then_enter_opens_the_message(demo_db: Path) ->
             assert [hit.snippet[a:b].lower()[:7] for a, b in hit.highlights] == ["invoice"]
         prompt = results.get_option_at_index(0).prompt
         assert isinstance(prompt, Text)
-        marked = [prompt.plain[span.start:span.end] for span in prompt.spans if "on #d7af5f" in str(span.style)]
+        marked = [
+            prompt.plain[span.start : span.end] for span in prompt.spans if "on #d7af5f" in str(span.style)
+        ]
         assert marked and marked[0].lower().startswith("invoice")
         assert "claude-code · acme-shop · The checkout tests" in prompt.plain and "19h ago" in prompt.plain
 
@@ -1080,12 +1132,24 @@ async def test_escape_sequences_in_a_log_become_styles_not_terminal_commands(tmp
         text = "\n".join(strip.text for strip in strips)
         assert "\x1b" not in text and "\x07" not in text and "0;pytest" not in text
         assert "PostToolUse:Edit" in text and "12 passed in 0.4s" in text and "Cost: $0.12" in text
-        bold = [seg for strip in strips for seg in strip if "12 passed" in seg.text and seg.style and seg.style.bold]
-        green = [seg for strip in strips for seg in strip if "12 passed" in seg.text and seg.style and seg.style.color]
+        bold = [
+            seg
+            for strip in strips
+            for seg in strip
+            if "12 passed" in seg.text and seg.style and seg.style.bold
+        ]
+        green = [
+            seg
+            for strip in strips
+            for seg in strip
+            if "12 passed" in seg.text and seg.style and seg.style.color
+        ]
         assert bold and green, [seg for strip in strips for seg in strip if "passed" in seg.text]
 
 
-async def test_a_background_tasks_notification_is_shown_as_a_notice_not_as_the_users_words(tmp_path: Path) -> None:
+async def test_a_background_tasks_notification_is_shown_as_a_notice_not_as_the_users_words(
+    tmp_path: Path,
+) -> None:
     from conftest import notice_session
 
     t = notice_session(tmp_path)
@@ -1096,7 +1160,7 @@ async def test_a_background_tasks_notification_is_shown_as_a_notice_not_as_the_u
         assert view.session_id == t.session_id
         text = "\n".join(strip.text for pos in range(len(view.seqs)) for strip in view.ensure(pos).strips)
         assert "<task-notification>" not in text and "<result>" not in text
-        assert '⚑ background task' in text and 'Agent "Coverage analysis" completed  ✓' in text
+        assert "⚑ background task" in text and 'Agent "Coverage analysis" completed  ✓' in text
         assert "Coverage is now 96%." in text and "total_tokens: 23099" in text
         assert text.count("● user") == 1  # only the prompt the user typed
         view.focus()
@@ -1105,8 +1169,11 @@ async def test_a_background_tasks_notification_is_shown_as_a_notice_not_as_the_u
         await settle(pilot)
         points = app.screen.query_one(PointList)
         prompts = [str(points.get_option_at_index(i).prompt) for i in range(points.option_count)]
-        assert any('› ⚑ Agent "Coverage analysis" completed: Coverage is now 96%.' in p for p in prompts), prompts
+        assert any('› ⚑ Agent "Coverage analysis" completed: Coverage is now 96%.' in p for p in prompts), (
+            prompts
+        )
         assert not any("<task-" in p for p in prompts)
+
 
 def option_texts(picker: ForkPicker) -> list[str]:
     points = picker.query_one(PointList)
@@ -1120,14 +1187,24 @@ async def test_fork_picker_preselects_the_message_then_resume_copies(demo_db: Pa
         picker = await open_picker_at(pilot, 11)  # "Also round to cents in the invoice summary email."
         row = app.query_one(MessageView).current_row()
         assert row is not None and picker.turn_id == row.turn_id and picker.entry_id == row.entry_id
-        assert [p.prompt[:24] for p in picker.points] == ["The checkout tests start", "Also round to cents in t"]
+        assert [p.prompt[:24] for p in picker.points] == [
+            "The checkout tests start",
+            "Also round to cents in t",
+        ]
         # the chosen turn is open on its messages, the other one folded to its prompt and reply
         texts = option_texts(picker)
         assert texts[0].startswith("  ▸ turn 1") and "› The checkout tests started failing" in texts[0]
         assert texts[1].startswith("  ▾ turn 2") and "\n" not in texts[1]
-        kinds = [(r.message.kind, r.message.label[:20]) if r.message else ("turn", r.turn) for r in picker.rows]
-        assert kinds == [("turn", 0), ("turn", 1), ("prompt", "Also round to cents "), ("tool call", "Read: src/email/invo"),
-                         ("reply", "The email formats am")], kinds
+        kinds = [
+            (r.message.kind, r.message.label[:20]) if r.message else ("turn", r.turn) for r in picker.rows
+        ]
+        assert kinds == [
+            ("turn", 0),
+            ("turn", 1),
+            ("prompt", "Also round to cents "),
+            ("tool call", "Read: src/email/invo"),
+            ("reply", "The email formats am"),
+        ], kinds
         points = picker.query_one(PointList)
         assert points.highlighted == 2 and picker.rows[2].message is not None
         assert picker.rows[2].message.entry_id == row.entry_id and picker.marked is picker.rows[2].message
@@ -1139,7 +1216,8 @@ async def test_fork_picker_preselects_the_message_then_resume_copies(demo_db: Pa
 
 
 async def test_resume_asks_to_restore_the_transcript_before_the_command_is_offered(
-        fork_db: Path, tmp_path: Path) -> None:
+    fork_db: Path, tmp_path: Path
+) -> None:
     """The demo's transcripts are not where Claude Code looks: resume asks first, and the command is
     copied (and can be run) only once the transcript is back there."""
     app = make_app(fork_db)
@@ -1157,20 +1235,30 @@ async def test_resume_asks_to_restore_the_transcript_before_the_command_is_offer
         await pilot.press("escape")  # no: the command is shown, said not to work, not copied, not runnable
         await pilot.pause()
         assert picker.plan is plan and not app.clipboard
-        assert "finds nothing until the transcript is restored" in shown(picker.query_one("#fork-command", Static))
+        assert "finds nothing until the transcript is restored" in shown(
+            picker.query_one("#fork-command", Static)
+        )
         assert picker.check_action("run", ()) is None and picker.query_one("#fork-run").disabled
         await pilot.press("y")  # yes after all
         await settle(pilot)
         assert plan.restore is None and picker.plan is plan
         main = next(p for p in expected if p.endswith(f"/{picker.session_id}.jsonl"))
         assert main.startswith(str(tmp_path / "no-claude" / "projects") + "/")
-        assert all(Path(p).stat().st_size > 0 for p in expected) and len(expected) == 5  # its subagents' files too
-        assert app.clipboard == plan.command and plan.command.startswith("cd /home/dev/src/acme-shop && claude --resume")
+        assert (
+            all(Path(p).stat().st_size > 0 for p in expected) and len(expected) == 5
+        )  # its subagents' files too
+        assert app.clipboard == plan.command and plan.command.startswith(
+            "cd /home/dev/src/acme-shop && claude --resume"
+        )
         assert any("OSC 52" in n.message for n in app._notifications)  # no system clipboard (autouse fixture)
         assert "Restored 5 files to" in shown(picker.query_one("#fork-notes", Static))
         await pilot.press("e")  # fork at the end: the transcript is in place now, so no question
         await settle(pilot)
-        assert picker.pending is None and picker.plan is not None and picker.plan.command.endswith("--fork-session")
+        assert (
+            picker.pending is None
+            and picker.plan is not None
+            and picker.plan.command.endswith("--fork-session")
+        )
         assert app.clipboard == picker.plan.command
         await pilot.press("x")  # no terminal to hand over under Pilot: said, and the command copied
         await settle(pilot)
@@ -1194,15 +1282,22 @@ async def test_every_message_is_a_fork_point_and_one_api_message_forks_whole(for
         rows = picker.rows
         chosen = picker.current_row()
         assert chosen is not None and chosen.message is not None and chosen.message is picker.marked
-        assert (chosen.message.kind, chosen.message.tool_name, chosen.message.tool_status) == ("tool call", "Bash",
-                                                                                               "failed")
+        assert (chosen.message.kind, chosen.message.tool_name, chosen.message.tool_status) == (
+            "tool call",
+            "Bash",
+            "failed",
+        )
         thinking = rows[rows.index(chosen) - 1]
         assert thinking.message is not None and thinking.message.kind == "thinking"
         assert (thinking.bracket, chosen.bracket, thinking.blocks) == ("┌", "└", 2)
         texts = option_texts(picker)
         assert "┌ ✻ The failure is probably floating point" in texts[rows.index(thinking)]
-        assert "└ Bash  npm test -- checkout" in texts[rows.index(chosen)] and "✗" in texts[rows.index(chosen)]
-        assert "2 blocks of its API message (┌…└) fork as one" in shown(picker.query_one("#fork-hint", Static))
+        assert (
+            "└ Bash  npm test -- checkout" in texts[rows.index(chosen)] and "✗" in texts[rows.index(chosen)]
+        )
+        assert "2 blocks of its API message (┌…└) fork as one" in shown(
+            picker.query_one("#fork-hint", Static)
+        )
         assert not picker.query_one("#fork-before").display or picker.query_one("#fork-before").disabled
         await pilot.press("k")  # the thinking block: the same API message
         await pilot.press("f")
@@ -1211,7 +1306,10 @@ async def test_every_message_is_a_fork_point_and_one_api_message_forks_whole(for
         assert plan is not None and plan.path is not None and plan.tool_calls == 1
         confirm = " ".join(shown(picker.query_one("#fork-confirm-text", Static)).split())
         assert "up to the chosen thinking of turn 1 (with its whole API message)" in confirm
-        assert "2 files edited after this point stay as they are (u writes a patch that takes them back)" in confirm
+        assert (
+            "2 files edited after this point stay as they are (u writes a patch that takes them back)"
+            in confirm
+        )
         await pilot.press("y")
         await settle(pilot)
         records = [json.loads(line) for line in Path(plan.path).read_text().splitlines()]
@@ -1241,14 +1339,24 @@ async def test_parallel_calls_are_bracketed_with_their_message_and_fork_with_it(
         await settle(pilot)
         picker = app.screen
         assert isinstance(picker, ForkPicker)
-        shape = [(r.bracket, r.message.kind, r.message.label[:18]) for r in picker.rows if r.message is not None]
-        assert shape[:5] == [("", "prompt", "research three thi"), ("┌", "thinking", "three agents at on"),
-                             ("├", "tool call", "Agent: topic 1"), ("├", "tool call", "Agent: topic 2"),
-                             ("└", "tool call", "Agent: topic 3")], shape
-        text = next(i for i, r in enumerate(picker.rows) if r.message and r.message.label == "Checking the log.")
+        shape = [
+            (r.bracket, r.message.kind, r.message.label[:18]) for r in picker.rows if r.message is not None
+        ]
+        assert shape[:5] == [
+            ("", "prompt", "research three thi"),
+            ("┌", "thinking", "three agents at on"),
+            ("├", "tool call", "Agent: topic 1"),
+            ("├", "tool call", "Agent: topic 2"),
+            ("└", "tool call", "Agent: topic 3"),
+        ], shape
+        text = next(
+            i for i, r in enumerate(picker.rows) if r.message and r.message.label == "Checking the log."
+        )
         assert (picker.rows[text].bracket, picker.rows[text + 1].bracket) == ("┌", "└")
         assert picker.current_row() is picker.rows[2] and picker.rows[2].blocks == 4
-        assert "The 4 blocks of its API message (┌…└) fork as one" in shown(picker.query_one("#fork-hint", Static))
+        assert "The 4 blocks of its API message (┌…└) fork as one" in shown(
+            picker.query_one("#fork-hint", Static)
+        )
         await pilot.press("f")
         await settle(pilot)
         plan = picker.pending
@@ -1256,7 +1364,9 @@ async def test_parallel_calls_are_bracketed_with_their_message_and_fork_with_it(
         await pilot.press("y")
         await settle(pilot)
         written = Path(plan.path or "").read_text()
-        assert all(f'"tool_use_id":"t{n}"' in written for n in (1, 2, 3)) and "All three are done" not in written
+        assert (
+            all(f'"tool_use_id":"t{n}"' in written for n in (1, 2, 3)) and "All three are done" not in written
+        )
         picker.query_one(PointList).highlighted = text  # the text of a message that also calls Bash
         await pilot.press("f")
         await settle(pilot)
@@ -1269,7 +1379,8 @@ async def test_parallel_calls_are_bracketed_with_their_message_and_fork_with_it(
 
 
 async def test_the_picker_says_what_a_fork_does_not_undo_and_writes_the_patch(
-        fork_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fork_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Under the list, the files edited after the point under the cursor; `u` writes the patch that
     takes them back (proposed beside where threadloom was started, never over a file)."""
     from threadloom.core import db
@@ -1310,15 +1421,21 @@ async def test_the_picker_says_what_a_fork_does_not_undo_and_writes_the_patch(
         await pilot.pause()
         assert proposed.read_text() == "mine"
         assert "already exists; the undo patch never overwrites a file" in shown(
-            picker.query_one("#fork-status", Static))
+            picker.query_one("#fork-status", Static)
+        )
         await pilot.press("G")  # the last message of the branch: nothing is edited after it
         await settle(pilot)
-        assert shown(picker.query_one("#fork-undo", Static)).strip() == "No file edits recorded after this point."
+        assert (
+            shown(picker.query_one("#fork-undo", Static)).strip()
+            == "No file edits recorded after this point."
+        )
         assert picker.check_action("undo_patch", ()) is True
         await pilot.press("u")
         await pilot.pause()
         assert not picker.query_one("#fork-prompt-input").display
-        assert "No undo patch: no file was edited after this point." in shown(picker.query_one("#fork-status", Static))
+        assert "No undo patch: no file was edited after this point." in shown(
+            picker.query_one("#fork-status", Static)
+        )
 
 
 async def test_turns_open_and_close_and_keep_the_cursor(demo_db: Path) -> None:
@@ -1330,8 +1447,15 @@ async def test_turns_open_and_close_and_keep_the_cursor(demo_db: Path) -> None:
         await pilot.press("g", "right")  # turn 1 opens: its messages are read in a worker
         await settle(pilot)
         turn1 = [r for r in picker.rows if r.turn == 0]
-        assert [r.message.kind for r in turn1[1:]] == ["prompt", "thinking", "tool call", "tool call", "tool call",
-                                                        "tool call", "reply"]
+        assert [r.message.kind for r in turn1[1:]] == [
+            "prompt",
+            "thinking",
+            "tool call",
+            "tool call",
+            "tool call",
+            "tool call",
+            "reply",
+        ]
         assert picker.current_row() is turn1[0] and option_texts(picker)[0].startswith("  ▾ turn 1")
         assert "Fork here keeps turn 1 whole" in shown(picker.query_one("#fork-hint", Static))
         await pilot.press("down", "down", "left")  # closing from a message goes back to its turn
@@ -1347,10 +1471,21 @@ async def test_turns_open_and_close_and_keep_the_cursor(demo_db: Path) -> None:
         await pilot.pause()
         help_screen = app.screen
         assert isinstance(help_screen, HelpScreen) and help_screen.pane == "Fork picker · the list"
-        assert {"fork.expand", "fork.collapse", "fork.toggle", "fork.select"} <= {r[2] for r in help_screen.pane_keys}
+        assert {"fork.expand", "fork.collapse", "fork.toggle", "fork.select"} <= {
+            r[2] for r in help_screen.pane_keys
+        }
         everywhere = {r[2] for r in help_screen.global_keys}
-        assert {"fork.here", "fork.prompt", "fork.resume", "fork.run", "fork.copy", "fork.close"} <= everywhere
-        assert not {"fork.before", "fork.yes"} & everywhere  # what applies now: not on a turn, no question asked
+        assert {
+            "fork.here",
+            "fork.prompt",
+            "fork.resume",
+            "fork.run",
+            "fork.copy",
+            "fork.close",
+        } <= everywhere
+        assert (
+            not {"fork.before", "fork.yes"} & everywhere
+        )  # what applies now: not on a turn, no question asked
         assert help_screen.everywhere_title == "Anywhere in the picker"
         await pilot.press("escape")
         await pilot.pause()
@@ -1362,7 +1497,9 @@ async def test_fork_before_a_prompt_asks_for_the_prompt_to_send_instead(fork_db:
     app = make_app(fork_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
-        picker = await open_picker_at(pilot, 11)  # the prompt "Also round to cents in the invoice summary email."
+        picker = await open_picker_at(
+            pilot, 11
+        )  # the prompt "Also round to cents in the invoice summary email."
         import threadloom.core.clipboard
 
         threadloom.core.clipboard.copy_with = copied.append
@@ -1382,7 +1519,8 @@ async def test_fork_before_a_prompt_asks_for_the_prompt_to_send_instead(fork_db:
         assert "Also round to cents" not in text and "All 24 checkout tests pass" in text
         assert copied == [plan.command] and picker.plan is plan
         assert "ends just before the chosen prompt, and yours is sent instead" in shown(
-            picker.query_one("#fork-notes", Static))
+            picker.query_one("#fork-notes", Static)
+        )
         await pilot.press("j")  # not a prompt: no fork before
         await pilot.pause()
         assert picker.query_one("#fork-before").disabled
@@ -1390,7 +1528,8 @@ async def test_fork_before_a_prompt_asks_for_the_prompt_to_send_instead(fork_db:
 
 
 async def test_fork_here_confirms_writes_copies_and_shows_in_tree(
-        fork_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fork_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     copied: list[str] = []
     monkeypatch.setattr("threadloom.core.clipboard.copy_with", copied.append)
     app = make_app(fork_db)
@@ -1455,7 +1594,9 @@ async def test_fork_errors_stay_in_the_dialog(fork_db: Path, monkeypatch: pytest
         assert "subagent cannot be resumed" in shown(app.screen.query_one("#fork-status", Static))
 
 
-async def test_fork_with_a_new_prompt_from_a_search_hit(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_fork_with_a_new_prompt_from_a_search_hit(
+    demo_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     copied: list[str] = []
     monkeypatch.setattr("threadloom.core.clipboard.copy_with", copied.append)
     app = make_app(demo_db)
@@ -1476,7 +1617,9 @@ async def test_fork_with_a_new_prompt_from_a_search_hit(demo_db: Path, monkeypat
         await pilot.press("n", *"Round the PDF too")
         await pilot.press("enter")
         await settle(pilot)
-        assert picker.pending is not None and picker.asking == "restore" and copied == []  # source not where claude looks
+        assert (
+            picker.pending is not None and picker.asking == "restore" and copied == []
+        )  # source not where claude looks
         await pilot.press("y")
         await settle(pilot)
         assert picker.plan is not None and picker.plan.action == "fork-prompt"
@@ -1487,7 +1630,9 @@ async def test_fork_with_a_new_prompt_from_a_search_hit(demo_db: Path, monkeypat
         assert app.screen is search  # the picker closes onto the search it came from
 
 
-async def test_fork_picker_for_codex_says_what_it_can(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_fork_picker_for_codex_says_what_it_can(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from test_adapter_codex import full_session
     from threadloom.core import db
     from threadloom.core.ingest import run_ingest
@@ -1510,10 +1655,18 @@ async def test_fork_picker_for_codex_says_what_it_can(tmp_path: Path, monkeypatc
         picker = app.screen
         assert isinstance(picker, ForkPicker) and picker.agent == "codex" and len(picker.points) == 2
         row = picker.current_row()  # the message under the cursor, said to snap to its turn's end
-        assert row is not None and row.message is not None and row.message is picker.marked and not row.message.exact
+        assert (
+            row is not None
+            and row.message is not None
+            and row.message is picker.marked
+            and not row.message.exact
+        )
         assert "Codex forks at the end of a turn: Fork here keeps turn 1 whole" in shown(
-            picker.query_one("#fork-hint", Static))
-        await pilot.press("f")  # a legacy rollout is cut at the turn into a new thread: asked first, then written
+            picker.query_one("#fork-hint", Static)
+        )
+        await pilot.press(
+            "f"
+        )  # a legacy rollout is cut at the turn into a new thread: asked first, then written
         await settle(pilot)
         plan = picker.pending
         assert plan is not None and plan.path is not None and copied == []
@@ -1522,7 +1675,9 @@ async def test_fork_picker_for_codex_says_what_it_can(tmp_path: Path, monkeypatc
         await settle(pilot)
         assert picker.written == Path(plan.path) and Path(plan.path).is_file()
         assert picker.plan is plan and plan.command.startswith(f"codex resume {plan.new_session_id} -C ")
-        assert copied == [plan.command] and "whole chosen turn" in shown(picker.query_one("#fork-notes", Static))
+        assert copied == [plan.command] and "whole chosen turn" in shown(
+            picker.query_one("#fork-notes", Static)
+        )
         await pilot.press("n")
         await settle(pilot)
         assert "Only Claude Code" in shown(picker.query_one("#fork-status", Static))
@@ -1550,11 +1705,23 @@ def test_codex_patch_calls_render_as_diffs() -> None:
     from threadloom.core.browse import ToolCallRow
     from threadloom.tui import render as tui_render
 
-    patch = "*** Begin Patch\n*** Update File: cart.py\n@@ def total\n-total = None\n+total = 0\n*** End Patch"
+    patch = (
+        "*** Begin Patch\n*** Update File: cart.py\n@@ def total\n-total = None\n+total = 0\n*** End Patch"
+    )
     calls = [
-        ToolCallRow("c1", "apply_patch", json.dumps({"input": patch}), '"Success."', "completed", None, None, None),
-        ToolCallRow("c2", "shell", json.dumps({"command": ["apply_patch", patch]}), '"Done!"', "completed", None,
-                    None, None),
+        ToolCallRow(
+            "c1", "apply_patch", json.dumps({"input": patch}), '"Success."', "completed", None, None, None
+        ),
+        ToolCallRow(
+            "c2",
+            "shell",
+            json.dumps({"command": ["apply_patch", patch]}),
+            '"Done!"',
+            "completed",
+            None,
+            None,
+            None,
+        ),
     ]
     for call in calls:
         console = Console(width=80, record=True, color_system="truecolor")
@@ -1576,9 +1743,13 @@ def test_a_wrapped_diff_row_continues_beside_its_marker_column() -> None:
     lines = console.render_lines(FilledLines(rows), console.options, pad=False)
     texts = ["".join(seg.text for seg in line) for line in lines]
     assert texts[0].startswith("-  const tax") and all(len(t) == 40 for t in texts)
-    removed = [t for t, line in zip(texts, lines, strict=True) if line[0].style.bgcolor.triplet == (58, 23, 23)]
+    removed = [
+        t for t, line in zip(texts, lines, strict=True) if line[0].style.bgcolor.triplet == (58, 23, 23)
+    ]
     assert len(removed) == 3 and all(t[0] == " " and t[1] != " " for t in removed[1:])  # hang under the text
-    assert all(seg.style.bgcolor is not None for line in lines for seg in line)  # the row colour reaches the edge
+    assert all(
+        seg.style.bgcolor is not None for line in lines for seg in line
+    )  # the row colour reaches the edge
     assert texts[3].startswith("+  const tax = round(")
 
 
@@ -1594,8 +1765,11 @@ async def test_aider_search_replace_blocks_are_shown_as_diffs(tmp_path: Path) ->
         await until(pilot, lambda: app.query_one(MessageView).session_id is not None)
         view = app.query_one(MessageView)  # the session opens first (the file's empty preamble is not listed)
         assert view.session_id is not None
-        reply = next(pos for pos in range(len(view.seqs)) if "stops one short" in
-                     "\n".join(s.text for s in view.ensure(pos).strips))
+        reply = next(
+            pos
+            for pos in range(len(view.seqs))
+            if "stops one short" in "\n".join(s.text for s in view.ensure(pos).strips)
+        )
         view.toggled.add(f"text:{view.row(reply).entry_id}")  # the whole text, not its preview
         view._rerender(reply)
         text = "\n".join(s.text.rstrip() for s in view.ensure(reply).strips)
@@ -1607,10 +1781,14 @@ async def test_aider_search_replace_blocks_are_shown_as_diffs(tmp_path: Path) ->
         assert "◆ assistant  anthropic/" in text  # no time written for a reply: no gap where it would be
     # a block the reply never finished (a stream cut short) stays as it was written
     assert edit_blocks("try this:\n<<<<<<< SEARCH\nold line") == ["try this:\n<<<<<<< SEARCH\nold line"]
-    assert edit_blocks("a.py\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE") == [EditBlock("a.py", ["x"], ["y"])]
+    assert edit_blocks("a.py\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE") == [
+        EditBlock("a.py", ["x"], ["y"])
+    ]
 
 
-async def test_opened_while_another_threadloom_ingests_it_waits_browsing_what_is_stored(tmp_path: Path) -> None:
+async def test_opened_while_another_threadloom_ingests_it_waits_browsing_what_is_stored(
+    tmp_path: Path,
+) -> None:
     """Another writer holds the database (a CLI ingest): the app says so, browses read-only, and
     catches up once the other is done; no error, no second writer."""
     from threadloom.core.writer_lock import writer_lock
@@ -1639,7 +1817,9 @@ async def test_opened_while_another_threadloom_ingests_it_waits_browsing_what_is
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert not app.screen.has_class("-ingesting") and not isinstance(app.screen, ErrorScreen)
-        assert app.last_report is not None and app.last_report.files_skipped > 0 and not app.last_report.errors
+        assert (
+            app.last_report is not None and app.last_report.files_skipped > 0 and not app.last_report.errors
+        )
 
 
 async def test_a_read_only_database_is_browsed_as_it_is(tmp_path: Path) -> None:
@@ -1690,7 +1870,9 @@ def terminal_output(app: ThreadloomApp) -> str:
     return re.sub(r"\x1b\[[0-9;]*[mH]", "", written)
 
 
-async def test_titles_projects_and_models_from_a_log_never_reach_the_terminal_as_controls(tmp_path: Path) -> None:
+async def test_titles_projects_and_models_from_a_log_never_reach_the_terminal_as_controls(
+    tmp_path: Path,
+) -> None:
     """Session titles, project paths, model names and tool inputs went to the terminal as they
     were: a log could retitle the window, clear or reset the terminal (the messages' text alone was
     cleaned)."""
@@ -1699,8 +1881,11 @@ async def test_titles_projects_and_models_from_a_log_never_reach_the_terminal_as
     sid = "eeeeeeee-1111-4222-8333-00000000c0de"
     t = Transcript(tmp_path / "projects" / "-srv-evil" / f"{sid}.jsonl", sid, cwd=f"/srv/{HOSTILE}evil")
     t.user(f"{HOSTILE}title prompt")
-    t.assistant(f"a reply {HOSTILE}", model=f"{HOSTILE}model",
-                tools=[tool_use("te1", "Bash", command=f"{HOSTILE}ls", description=HOSTILE)])
+    t.assistant(
+        f"a reply {HOSTILE}",
+        model=f"{HOSTILE}model",
+        tools=[tool_use("te1", "Bash", command=f"{HOSTILE}ls", description=HOSTILE)],
+    )
     t.tool_result("te1", f"out {HOSTILE}")
     t.write()
     app = make_app(ingested_db(tmp_path, tmp_path / "projects"))

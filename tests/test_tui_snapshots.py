@@ -18,8 +18,9 @@ from tui_support import SCENES, build_demo_db, fixed_now, restore_tz, use_utc
 # SVGs depend on Textual's rendering; they were recorded with this version. After upgrading
 # Textual, look at the new output and re-record with `--snapshot-update`.
 RECORDED_WITH = "8.2.8"
-pytestmark = pytest.mark.skipif(version("textual") != RECORDED_WITH,
-                                reason=f"snapshots recorded with textual {RECORDED_WITH}")
+pytestmark = pytest.mark.skipif(
+    version("textual") != RECORDED_WITH, reason=f"snapshots recorded with textual {RECORDED_WITH}"
+)
 
 
 @pytest.fixture(scope="module")

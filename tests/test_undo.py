@@ -30,15 +30,19 @@ def structured_patch(before: str, after: str) -> list[dict]:
     for group in difflib.SequenceMatcher(None, a, b).get_grouped_opcodes(3):
         rows = []
         for tag, i1, i2, j1, j2 in group:
-            pairs = [(" ", line) for line in a[i1:i2]] if tag == "equal" else \
-                [("-", line) for line in a[i1:i2]] + [("+", line) for line in b[j1:j2]]
+            pairs = (
+                [(" ", line) for line in a[i1:i2]]
+                if tag == "equal"
+                else [("-", line) for line in a[i1:i2]] + [("+", line) for line in b[j1:j2]]
+            )
             for op, line in pairs:
                 rows.append(op + line.rstrip("\n"))
                 if not line.endswith("\n"):
                     rows.append("\\ No newline at end of file")
         i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
-        hunks.append({"oldStart": i1 + 1, "oldLines": i2 - i1, "newStart": j1 + 1, "newLines": j2 - j1,
-                      "lines": rows})
+        hunks.append(
+            {"oldStart": i1 + 1, "oldLines": i2 - i1, "newStart": j1 + 1, "newLines": j2 - j1, "lines": rows}
+        )
     return hunks
 
 
@@ -59,12 +63,19 @@ class ClaudeWork:
         self.t.assistant(tools=[tool_use(tid, name, **params)])
         return self.t.tool_result(tid, text, tool_use_result=result, is_error=is_error)
 
-    def edit(self, name: str, old: str, new: str, *, original: bool = True, patch: bool = True,
-             result: bool = True) -> None:
+    def edit(
+        self, name: str, old: str, new: str, *, original: bool = True, patch: bool = True, result: bool = True
+    ) -> None:
         path = str(self.cwd / name)
         before = self.files[name] or ""
         after = before.replace(old, new, 1)
-        tur: dict = {"filePath": path, "oldString": old, "newString": new, "userModified": False, "replaceAll": False}
+        tur: dict = {
+            "filePath": path,
+            "oldString": old,
+            "newString": new,
+            "userModified": False,
+            "replaceAll": False,
+        }
         if original:
             tur["originalFile"] = before
         if patch:
@@ -78,15 +89,28 @@ class ClaudeWork:
         for old, new in edits:
             after = after.replace(old, new, 1)
         params = {"file_path": path, "edits": [{"old_string": o, "new_string": n} for o, n in edits]}
-        self._call("MultiEdit", params, {"filePath": path, "edits": params["edits"], "originalFileContents": before,
-                                         "structuredPatch": structured_patch(before, after), "userModified": False})
+        self._call(
+            "MultiEdit",
+            params,
+            {
+                "filePath": path,
+                "edits": params["edits"],
+                "originalFileContents": before,
+                "structuredPatch": structured_patch(before, after),
+                "userModified": False,
+            },
+        )
         self.files[name] = after
 
     def write(self, name: str, content: str, *, original: bool = True, patch: bool = True) -> None:
         path = str(self.cwd / name)
         before = self.files.get(name)
-        tur: dict = {"type": "create" if before is None else "update", "filePath": path, "content": content,
-                     "structuredPatch": structured_patch(before, content) if before is not None and patch else []}
+        tur: dict = {
+            "type": "create" if before is None else "update",
+            "filePath": path,
+            "content": content,
+            "structuredPatch": structured_patch(before, content) if before is not None and patch else [],
+        }
         if before is not None and original:
             tur["originalFile"] = before
         self._call("Write", {"file_path": path, "content": content}, tur)
@@ -170,7 +194,9 @@ def test_claude_edits_after_the_fork_point_are_taken_back_by_git_apply(conn, tmp
 
 @needs_git
 def test_a_file_the_records_cannot_rebuild_is_named_with_the_reason(conn, tmp_path):
-    w = ClaudeWork(tmp_path, {"a.py": A_PY, "b.py": B_PY, "d.txt": D_TXT, "e.txt": "e\n", "f.txt": "f1\nf2\n"})
+    w = ClaudeWork(
+        tmp_path, {"a.py": A_PY, "b.py": B_PY, "d.txt": D_TXT, "e.txt": "e\n", "f.txt": "f1\nf2\n"}
+    )
     fork = w.t.user("change things")
     at_fork = w.snapshot()
     w.write("d.txt", "replaced\n", original=False, patch=False)  # an old Write: no originalFile, no diff
@@ -203,13 +229,31 @@ def test_failed_rejected_and_unanswered_edits(conn, tmp_path):
     w = ClaudeWork(tmp_path, {"a.py": A_PY, "b.py": B_PY})
     fork = w.t.user("try")
     w.n += 1
-    w.t.assistant(tools=[tool_use("toolu_rej", "Edit", file_path=str(w.cwd / "a.py"), old_string="f1", new_string="g1")])
-    w.t.tool_result("toolu_rej", "The user doesn't want to proceed with this tool use. The tool use was rejected",
-                    is_error=True, tool_use_result="User rejected tool use")
-    w.t.assistant(tools=[tool_use("toolu_err", "Edit", file_path=str(w.cwd / "a.py"), old_string="nope", new_string="x")])
-    w.t.tool_result("toolu_err", "String to replace not found in file.", is_error=True,
-                    tool_use_result="Error: String to replace not found in file.")
-    w.t.assistant(tools=[tool_use("toolu_open", "Edit", file_path=str(w.cwd / "b.py"), old_string="os", new_string="sys")])
+    w.t.assistant(
+        tools=[tool_use("toolu_rej", "Edit", file_path=str(w.cwd / "a.py"), old_string="f1", new_string="g1")]
+    )
+    w.t.tool_result(
+        "toolu_rej",
+        "The user doesn't want to proceed with this tool use. The tool use was rejected",
+        is_error=True,
+        tool_use_result="User rejected tool use",
+    )
+    w.t.assistant(
+        tools=[
+            tool_use("toolu_err", "Edit", file_path=str(w.cwd / "a.py"), old_string="nope", new_string="x")
+        ]
+    )
+    w.t.tool_result(
+        "toolu_err",
+        "String to replace not found in file.",
+        is_error=True,
+        tool_use_result="Error: String to replace not found in file.",
+    )
+    w.t.assistant(
+        tools=[
+            tool_use("toolu_open", "Edit", file_path=str(w.cwd / "b.py"), old_string="os", new_string="sys")
+        ]
+    )
     w.t.write()
     ingest(conn, tmp_path / "projects")
 
@@ -223,22 +267,49 @@ def test_edits_before_the_point_and_in_its_own_api_message_are_kept(conn, tmp_pa
     after the fork point."""
     w = ClaudeWork(tmp_path, {"a.py": A_PY, "b.py": B_PY})
     w.t.user("edit both")
-    first = w.t.assistant(msg_id="m1", tools=[tool_use("t1", "Edit", file_path=str(w.cwd / "a.py"),
-                                                      old_string="return 1\n", new_string="return 11\n")])
-    w.t.assistant(msg_id="m1", tools=[tool_use("t2", "Edit", file_path=str(w.cwd / "b.py"),
-                                               old_string="VALUE = 1", new_string="VALUE = 3")])
-    w.t.tool_result("t1", "ok", parent=first, chain=False, tool_use_result={
-        "filePath": str(w.cwd / "a.py"), "originalFile": A_PY,
-        "structuredPatch": structured_patch(A_PY, A_PY.replace("return 1\n", "return 11\n", 1))})
-    w.t.tool_result("t2", "ok", tool_use_result={
-        "filePath": str(w.cwd / "b.py"), "originalFile": B_PY,
-        "structuredPatch": structured_patch(B_PY, B_PY.replace("VALUE = 1", "VALUE = 3"))})
+    first = w.t.assistant(
+        msg_id="m1",
+        tools=[
+            tool_use(
+                "t1", "Edit", file_path=str(w.cwd / "a.py"), old_string="return 1\n", new_string="return 11\n"
+            )
+        ],
+    )
+    w.t.assistant(
+        msg_id="m1",
+        tools=[
+            tool_use(
+                "t2", "Edit", file_path=str(w.cwd / "b.py"), old_string="VALUE = 1", new_string="VALUE = 3"
+            )
+        ],
+    )
+    w.t.tool_result(
+        "t1",
+        "ok",
+        parent=first,
+        chain=False,
+        tool_use_result={
+            "filePath": str(w.cwd / "a.py"),
+            "originalFile": A_PY,
+            "structuredPatch": structured_patch(A_PY, A_PY.replace("return 1\n", "return 11\n", 1)),
+        },
+    )
+    w.t.tool_result(
+        "t2",
+        "ok",
+        tool_use_result={
+            "filePath": str(w.cwd / "b.py"),
+            "originalFile": B_PY,
+            "structuredPatch": structured_patch(B_PY, B_PY.replace("VALUE = 1", "VALUE = 3")),
+        },
+    )
     w.t.assistant("both edited")
     w.t.write()
     ingest(conn, tmp_path / "projects")
     assert changes_after(conn, SID, entry_of(conn, first)) == []
-    prompt = conn.execute("SELECT id FROM entries WHERE session_id = ? AND role = 'user' ORDER BY id LIMIT 1",
-                          (SID,)).fetchone()[0]
+    prompt = conn.execute(
+        "SELECT id FROM entries WHERE session_id = ? AND role = 'user' ORDER BY id LIMIT 1", (SID,)
+    ).fetchone()[0]
     assert [c.path for c in changes_after(conn, SID, prompt)] == ["a.py", "b.py"]
 
 
@@ -258,9 +329,11 @@ def test_edits_on_a_rewound_branch_are_not_undone_but_named(conn, tmp_path):
     ingest(conn, tmp_path / "projects")
     plan = plan_undo(conn, SID, entry_of(conn, fork))
     assert [c.path for c in plan.files] == ["a.py"]
-    assert plan.problems == ["b.py: also edited on a branch of the conversation that was rewound after this point; "
-                             "if the rewind did not restore it, those edits are still in it and the patch may not "
-                             "apply to it"]
+    assert plan.problems == [
+        "b.py: also edited on a branch of the conversation that was rewound after this point; "
+        "if the rewind did not restore it, those edits are still in it and the patch may not "
+        "apply to it"
+    ]
 
 
 def test_a_turn_recorded_as_its_own_parent_does_not_hang(conn, tmp_path):
@@ -290,13 +363,20 @@ def test_edits_of_a_subagent_started_after_the_fork_point(conn, tmp_path):
     fork = w.t.user("delegate")
     at_fork = w.snapshot()
     w.t.assistant(tools=[tool_use("toolu_task", "Task", description="Fix a.py", prompt="fix a.py")])
-    w.t.tool_result("toolu_task", "fixed", tool_use_result={"status": "completed", "agentId": "a0123456789abcdef"})
+    w.t.tool_result(
+        "toolu_task", "fixed", tool_use_result={"status": "completed", "agentId": "a0123456789abcdef"}
+    )
     w.t.assistant("the helper fixed it")
     w.t.write()
     sub = ClaudeWork.__new__(ClaudeWork)
     sub.cwd, sub.files, sub.n = w.cwd, w.files, 100
-    sub.t = Transcript(w.t.path.parent / SID / "subagents" / "agent-a0123456789abcdef.jsonl", SID, cwd=str(w.cwd),
-                       isSidechain=True, agentId="a0123456789abcdef")
+    sub.t = Transcript(
+        w.t.path.parent / SID / "subagents" / "agent-a0123456789abcdef.jsonl",
+        SID,
+        cwd=str(w.cwd),
+        isSidechain=True,
+        agentId="a0123456789abcdef",
+    )
     sub.t.user("fix a.py", parent=False)
     sub.edit("a.py", "return 2\n", "return 22\n")
     sub.t.assistant("done")
@@ -316,9 +396,19 @@ def test_files_outside_the_session_folder_are_reported(conn, tmp_path):
     fork = w.t.user("touch the shell config")
     outside = tmp_path / "home" / ".bashrc"
     w.n += 1
-    w.t.assistant(tools=[tool_use("toolu_out", "Write", file_path=str(outside), content="alias ll='ls -l'\n")])
-    w.t.tool_result("toolu_out", "ok", tool_use_result={"type": "create", "filePath": str(outside),
-                                                       "content": "alias ll='ls -l'\n", "structuredPatch": []})
+    w.t.assistant(
+        tools=[tool_use("toolu_out", "Write", file_path=str(outside), content="alias ll='ls -l'\n")]
+    )
+    w.t.tool_result(
+        "toolu_out",
+        "ok",
+        tool_use_result={
+            "type": "create",
+            "filePath": str(outside),
+            "content": "alias ll='ls -l'\n",
+            "structuredPatch": [],
+        },
+    )
     w.t.write()
     ingest(conn, tmp_path / "projects")
     plan = plan_undo(conn, SID, entry_of(conn, fork))
@@ -336,38 +426,100 @@ class CodexWork:
     def __init__(self, tmp_path: Path) -> None:
         self.cwd = tmp_path / "repo"
         self.cwd.mkdir()
-        self.path = tmp_path / "codex" / "sessions" / "2026" / "03" / "02" / f"rollout-2026-03-02T10-00-00-{THREAD}.jsonl"
+        self.path = (
+            tmp_path
+            / "codex"
+            / "sessions"
+            / "2026"
+            / "03"
+            / "02"
+            / f"rollout-2026-03-02T10-00-00-{THREAD}.jsonl"
+        )
         self.path.parent.mkdir(parents=True)
         self.lines: list[dict] = []
-        self.add("session_meta", {"id": THREAD, "timestamp": "2026-03-02T10:00:00.000Z", "cwd": str(self.cwd),
-                                  "originator": "codex_cli_rs", "cli_version": "0.101.0", "source": "cli"})
+        self.add(
+            "session_meta",
+            {
+                "id": THREAD,
+                "timestamp": "2026-03-02T10:00:00.000Z",
+                "cwd": str(self.cwd),
+                "originator": "codex_cli_rs",
+                "cli_version": "0.101.0",
+                "source": "cli",
+            },
+        )
 
     def add(self, rtype: str, payload: dict) -> None:
         n = len(self.lines)
-        self.lines.append({"timestamp": f"2026-03-02T10:{n // 60:02d}:{n % 60:02d}.000Z", "type": rtype, "payload": payload})
+        self.lines.append(
+            {"timestamp": f"2026-03-02T10:{n // 60:02d}:{n % 60:02d}.000Z", "type": rtype, "payload": payload}
+        )
 
     def turn(self, prompt: str) -> None:
         self.add("turn_context", {"cwd": str(self.cwd), "approval_policy": "never", "model": "gpt-5.2-codex"})
-        self.add("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]})
+        self.add(
+            "response_item",
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]},
+        )
 
     def say(self, text: str) -> None:
-        self.add("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]})
+        self.add(
+            "response_item",
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]},
+        )
 
-    def apply_patch(self, call_id: str, patch: str, *, shell: bool = False, ok: bool = True,
-                    changes: dict | None = None) -> None:
+    def apply_patch(
+        self, call_id: str, patch: str, *, shell: bool = False, ok: bool = True, changes: dict | None = None
+    ) -> None:
         if shell:
-            self.add("response_item", {"type": "function_call", "name": "shell", "call_id": call_id,
-                                       "arguments": json.dumps({"command": ["apply_patch", patch], "workdir": str(self.cwd)})})
+            self.add(
+                "response_item",
+                {
+                    "type": "function_call",
+                    "name": "shell",
+                    "call_id": call_id,
+                    "arguments": json.dumps({"command": ["apply_patch", patch], "workdir": str(self.cwd)}),
+                },
+            )
         else:
-            self.add("response_item", {"type": "custom_tool_call", "name": "apply_patch", "call_id": call_id,
-                                       "input": patch, "status": "completed"})
+            self.add(
+                "response_item",
+                {
+                    "type": "custom_tool_call",
+                    "name": "apply_patch",
+                    "call_id": call_id,
+                    "input": patch,
+                    "status": "completed",
+                },
+            )
         if changes is not None:
-            self.add("event_msg", {"type": "patch_apply_end", "call_id": call_id, "success": ok, "stdout": "",
-                                   "stderr": "", "changes": changes})
-        output = json.dumps({"output": "Success. Updated the following files:" if ok else "apply_patch verification failed",
-                             "metadata": {"exit_code": 0 if ok else 1, "duration_seconds": 0.0}})
-        self.add("response_item", {"type": "function_call_output" if shell else "custom_tool_call_output",
-                                   "call_id": call_id, "output": output})
+            self.add(
+                "event_msg",
+                {
+                    "type": "patch_apply_end",
+                    "call_id": call_id,
+                    "success": ok,
+                    "stdout": "",
+                    "stderr": "",
+                    "changes": changes,
+                },
+            )
+        output = json.dumps(
+            {
+                "output": "Success. Updated the following files:"
+                if ok
+                else "apply_patch verification failed",
+                "metadata": {"exit_code": 0 if ok else 1, "duration_seconds": 0.0},
+            }
+        )
+        self.add(
+            "response_item",
+            {
+                "type": "function_call_output" if shell else "custom_tool_call_output",
+                "call_id": call_id,
+                "output": output,
+            },
+        )
 
     def write(self) -> Path:
         self.path.write_text("".join(json.dumps(line) + "\n" for line in self.lines))
@@ -383,15 +535,26 @@ def codex_session(tmp_path: Path) -> CodexWork:
     c.turn("look around")
     c.say("I looked.")
     c.turn("make the changes")
-    c.apply_patch("call_1", "*** Begin Patch\n*** Add File: docs/new.md\n+# New\n+\n+text\n"
-                  "*** Update File: app.txt\n@@\n line 3\n line 4\n-line 5\n+line five\n line 6\n line 7\n"
-                  "@@ line 14\n line 15\n-line 16\n+line sixteen\n+line sixteen and a half\n line 17\n"
-                  "*** End Patch")
-    c.apply_patch("call_2", "*** Begin Patch\n*** Delete File: old.txt\n*** End Patch",
-                  changes={str(c.cwd / "old.txt"): {"type": "delete", "content": OLD_TXT}})
-    c.apply_patch("call_3", "*** Begin Patch\n*** Update File: app.txt\n@@\n line 9\n-line 10\n+line ten\n line 11\n*** End Patch",
-                  shell=True)
-    c.apply_patch("call_4", "*** Begin Patch\n*** Update File: app.txt\n@@\n-line 1\n+LINE 1\n*** End Patch", ok=False)
+    c.apply_patch(
+        "call_1",
+        "*** Begin Patch\n*** Add File: docs/new.md\n+# New\n+\n+text\n"
+        "*** Update File: app.txt\n@@\n line 3\n line 4\n-line 5\n+line five\n line 6\n line 7\n"
+        "@@ line 14\n line 15\n-line 16\n+line sixteen\n+line sixteen and a half\n line 17\n"
+        "*** End Patch",
+    )
+    c.apply_patch(
+        "call_2",
+        "*** Begin Patch\n*** Delete File: old.txt\n*** End Patch",
+        changes={str(c.cwd / "old.txt"): {"type": "delete", "content": OLD_TXT}},
+    )
+    c.apply_patch(
+        "call_3",
+        "*** Begin Patch\n*** Update File: app.txt\n@@\n line 9\n-line 10\n+line ten\n line 11\n*** End Patch",
+        shell=True,
+    )
+    c.apply_patch(
+        "call_4", "*** Begin Patch\n*** Update File: app.txt\n@@\n-line 1\n+LINE 1\n*** End Patch", ok=False
+    )
     c.say("Done.")
     return c
 
@@ -400,8 +563,9 @@ def codex_session(tmp_path: Path) -> CodexWork:
 def test_codex_apply_patch_after_the_fork_point_is_reversed(conn, tmp_path):
     c = codex_session(tmp_path)
     ingest(conn, c.write())
-    fork = conn.execute("SELECT id FROM entries WHERE session_id = ? AND role = 'assistant' ORDER BY id LIMIT 1",
-                        (THREAD,)).fetchone()[0]
+    fork = conn.execute(
+        "SELECT id FROM entries WHERE session_id = ? AND role = 'assistant' ORDER BY id LIMIT 1", (THREAD,)
+    ).fetchone()[0]
     changes = {ch.path: ch for ch in changes_after(conn, THREAD, fork)}
     assert {p: (ch.tool, ch.edits, ch.revertible, ch.created) for p, ch in changes.items()} == {
         "docs/new.md": ("apply_patch", 1, True, True),
@@ -410,26 +574,38 @@ def test_codex_apply_patch_after_the_fork_point_is_reversed(conn, tmp_path):
     }
     patch, problems = undo_patch(conn, THREAD, fork)
     assert problems == []
-    after = APP.replace("line 5\n", "line five\n").replace("line 16\n", "line sixteen\nline sixteen and a half\n")
+    after = APP.replace("line 5\n", "line five\n").replace(
+        "line 16\n", "line sixteen\nline sixteen and a half\n"
+    )
     after = after.replace("line 10\n", "line ten\n")
     (c.cwd / "docs").mkdir()
     (c.cwd / "docs" / "new.md").write_text("# New\n\ntext\n")
     (c.cwd / "app.txt").write_text(after)
     git(c.cwd, "init", "-q")
     apply_patch(c.cwd, patch, tmp_path)
-    assert tree(c.cwd, ["app.txt", "old.txt", "docs/new.md"]) == {"app.txt": APP, "old.txt": OLD_TXT, "docs/new.md": None}
+    assert tree(c.cwd, ["app.txt", "old.txt", "docs/new.md"]) == {
+        "app.txt": APP,
+        "old.txt": OLD_TXT,
+        "docs/new.md": None,
+    }
 
 
 def test_codex_changes_the_records_cannot_place_are_reported(conn, tmp_path):
     c = CodexWork(tmp_path)
     c.turn("go")
-    c.apply_patch("call_1", "*** Begin Patch\n*** Update File: app.txt\n@@\n line 9\n-line 10\n+line ten\n*** End Patch")
+    c.apply_patch(
+        "call_1", "*** Begin Patch\n*** Update File: app.txt\n@@\n line 9\n-line 10\n+line ten\n*** End Patch"
+    )
     c.apply_patch("call_2", "*** Begin Patch\n*** Delete File: gone.txt\n*** End Patch")
-    c.apply_patch("call_3", "*** Begin Patch\n*** Update File: a.txt\n*** Move to: b.txt\n@@\n x\n-y\n+z\n w\n*** End Patch")
+    c.apply_patch(
+        "call_3",
+        "*** Begin Patch\n*** Update File: a.txt\n*** Move to: b.txt\n@@\n x\n-y\n+z\n w\n*** End Patch",
+    )
     c.say("Done.")
     ingest(conn, c.write())
-    prompt = conn.execute("SELECT id FROM entries WHERE session_id = ? AND role = 'user' ORDER BY id LIMIT 1",
-                          (THREAD,)).fetchone()[0]
+    prompt = conn.execute(
+        "SELECT id FROM entries WHERE session_id = ? AND role = 'user' ORDER BY id LIMIT 1", (THREAD,)
+    ).fetchone()[0]
     plan = plan_undo(conn, THREAD, prompt)
     why = {ch.path: ch.why_not for ch in plan.files}
     assert "without the lines after it" in why["app.txt"]
@@ -447,12 +623,18 @@ def test_codex_s_own_diff_places_a_change_its_patch_cannot(conn, tmp_path, shape
     c.turn("go")
     diff = "@@ -8,5 +8,5 @@\n line 8\n line 9\n-line 10\n+line ten\n line 11\n line 12\n"
     change = {"unified_diff": diff, "move_path": None}
-    c.apply_patch("call_1", "*** Begin Patch\n*** Update File: app.txt\n@@\n line 9\n-line 10\n+line ten\n*** End Patch",
-                  changes={str(c.cwd / "app.txt"): {"type": "update", **change} if shape == "type" else {"update": change}})
+    c.apply_patch(
+        "call_1",
+        "*** Begin Patch\n*** Update File: app.txt\n@@\n line 9\n-line 10\n+line ten\n*** End Patch",
+        changes={
+            str(c.cwd / "app.txt"): {"type": "update", **change} if shape == "type" else {"update": change}
+        },
+    )
     c.say("Done.")
     ingest(conn, c.write())
-    prompt = conn.execute("SELECT id FROM entries WHERE session_id = ? AND role = 'user' ORDER BY id LIMIT 1",
-                          (THREAD,)).fetchone()[0]
+    prompt = conn.execute(
+        "SELECT id FROM entries WHERE session_id = ? AND role = 'user' ORDER BY id LIMIT 1", (THREAD,)
+    ).fetchone()[0]
     patch, problems = undo_patch(conn, THREAD, prompt)
     assert problems == []
     (c.cwd / "app.txt").write_text(APP.replace("line 10\n", "line ten\n"))
@@ -477,29 +659,71 @@ def test_gemini_edits_are_undone_from_their_result_display(conn, tmp_path, monke
     fixed = cart.replace("item.price", "item.price * item.count")
 
     def call(cid: str, name: str, args: dict, display: dict) -> dict:
-        return {"id": cid, "name": name, "args": args, "status": "success", "timestamp": "2026-04-29T21:39:35Z",
-                "result": [{"functionResponse": {"id": cid, "name": name, "response": {"output": "ok"}}}],
-                "resultDisplay": display}
+        return {
+            "id": cid,
+            "name": name,
+            "args": args,
+            "status": "success",
+            "timestamp": "2026-04-29T21:39:35Z",
+            "result": [{"functionResponse": {"id": cid, "name": name, "response": {"output": "ok"}}}],
+            "resultDisplay": display,
+        }
 
     lines = [
-        {"sessionId": sid, "projectHash": "x", "startTime": "2026-04-29T21:39:22Z", "lastUpdated": "2026-04-29T21:39:22Z",
-         "kind": "main"},
-        {"id": "u1", "timestamp": "2026-04-29T21:39:30Z", "type": "user", "content": [{"text": "fix the cart"}]},
-        {"id": "g1", "timestamp": "2026-04-29T21:39:35Z", "type": "gemini", "content": "Fixed.", "model": "gemini-3",
-         "toolCalls": [
-             call("c1", "replace", {"file_path": str(work / "cart.py"), "old_string": "item.price",
-                                    "new_string": "item.price * item.count"},
-                  {"fileDiff": "…", "fileName": "cart.py", "originalContent": cart, "newContent": fixed}),
-             call("c2", "write_file", {"file_path": str(work / "NOTES.md"), "content": "# notes\n"},
-                  {"fileDiff": "…", "fileName": "NOTES.md", "originalContent": None, "newContent": "# notes\n"}),
-         ]},
+        {
+            "sessionId": sid,
+            "projectHash": "x",
+            "startTime": "2026-04-29T21:39:22Z",
+            "lastUpdated": "2026-04-29T21:39:22Z",
+            "kind": "main",
+        },
+        {
+            "id": "u1",
+            "timestamp": "2026-04-29T21:39:30Z",
+            "type": "user",
+            "content": [{"text": "fix the cart"}],
+        },
+        {
+            "id": "g1",
+            "timestamp": "2026-04-29T21:39:35Z",
+            "type": "gemini",
+            "content": "Fixed.",
+            "model": "gemini-3",
+            "toolCalls": [
+                call(
+                    "c1",
+                    "replace",
+                    {
+                        "file_path": str(work / "cart.py"),
+                        "old_string": "item.price",
+                        "new_string": "item.price * item.count",
+                    },
+                    {"fileDiff": "…", "fileName": "cart.py", "originalContent": cart, "newContent": fixed},
+                ),
+                call(
+                    "c2",
+                    "write_file",
+                    {"file_path": str(work / "NOTES.md"), "content": "# notes\n"},
+                    {
+                        "fileDiff": "…",
+                        "fileName": "NOTES.md",
+                        "originalContent": None,
+                        "newContent": "# notes\n",
+                    },
+                ),
+            ],
+        },
     ]
-    (project / "chats" / "session-2026-04-29T21-39-5f0e2a8c.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (project / "chats" / "session-2026-04-29T21-39-5f0e2a8c.jsonl").write_text(
+        "".join(json.dumps(x) + "\n" for x in lines)
+    )
     ingest(conn, tmp_path / "ghome")
     prompt = conn.execute("SELECT id FROM entries WHERE role = 'user'").fetchone()[0]
     changes = changes_after(conn, sid, prompt)
     assert [(c.path, c.tool, c.revertible, c.created) for c in changes] == [
-        ("cart.py", "replace", True, False), ("NOTES.md", "write_file", True, True)]
+        ("cart.py", "replace", True, False),
+        ("NOTES.md", "write_file", True, True),
+    ]
     patch, _ = undo_patch(conn, sid, prompt)
     (work / "cart.py").write_text(fixed)
     (work / "NOTES.md").write_text("# notes\n")
@@ -513,8 +737,16 @@ def test_windows_paths_are_named_relative_to_the_session_folder(conn, tmp_path):
     fork = t.user("edit")
     path = "C:\\work\\src\\app.py"
     t.assistant(tools=[tool_use("t1", "Write", file_path=path, content="print(1)\r\n")])
-    t.tool_result("t1", "ok", tool_use_result={"type": "create", "filePath": path, "content": "print(1)\r\n",
-                                                "structuredPatch": []})
+    t.tool_result(
+        "t1",
+        "ok",
+        tool_use_result={
+            "type": "create",
+            "filePath": path,
+            "content": "print(1)\r\n",
+            "structuredPatch": [],
+        },
+    )
     t.write()
     ingest(conn, tmp_path / "projects")
     plan = plan_undo(conn, SID, entry_of(conn, fork))
@@ -531,13 +763,17 @@ def test_aider_search_replace_blocks_after_the_fork_point(conn, tmp_path):
     folder.mkdir()
     (folder / ".aider.chat.history.md").write_text(AIDER_EDITS + "> Commit 1b2614a fix: tokenizer loop  \n")
     ingest(conn, folder)
-    sid, prompt = conn.execute("SELECT session_id, id FROM entries WHERE role = 'user' ORDER BY id LIMIT 1").fetchone()
+    sid, prompt = conn.execute(
+        "SELECT session_id, id FROM entries WHERE role = 'user' ORDER BY id LIMIT 1"
+    ).fetchone()
     plan = plan_undo(conn, sid, prompt)
     # README.md's block has no "Applied edit to" line: Aider did not write it
     assert [(c.path, c.tool, c.revertible) for c in plan.files] == [("parser.py", "SEARCH/REPLACE", True)]
     assert plan.problems == []
-    assert plan.notes == ["Aider committed its edits after this point (1b2614a): git revert --no-edit 1b2614a takes "
-                          "back what those commits hold (instead of the patch, not with it)"]
+    assert plan.notes == [
+        "Aider committed its edits after this point (1b2614a): git revert --no-edit 1b2614a takes "
+        "back what those commits hold (instead of the patch, not with it)"
+    ]
     patch = plan.patch
     before = "import re\n\n\ndef tokens(text):\n    out = text.split()\n    for i in range(len(out) - 1):\n        yield out[i]\n"
     (folder / "parser.py").write_text(before.replace("range(len(out) - 1)", "range(len(out))"))
@@ -634,15 +870,23 @@ def test_diff_sections_apply_with_git(tmp_path):
         if old is not None:
             (tmp_path / name).write_text(old)
     git(tmp_path, "init", "-q")
-    apply_patch(tmp_path, "".join(diff_section(name, old, new) for name, (old, new) in pairs.items()), tmp_path)
+    apply_patch(
+        tmp_path, "".join(diff_section(name, old, new) for name, (old, new) in pairs.items()), tmp_path
+    )
     assert tree(tmp_path, pairs) == {name: new for name, (_, new) in pairs.items()}
 
 
 def test_shell_commands_that_write_files():
-    assert written_by_shell("sed -i 's/a/b/' src/x.py && echo done > log.txt 2>&1") == (["src/x.py", "log.txt"], False)
+    assert written_by_shell("sed -i 's/a/b/' src/x.py && echo done > log.txt 2>&1") == (
+        ["src/x.py", "log.txt"],
+        False,
+    )
     assert written_by_shell("sed -n 1,5p f && cat f | grep x 2>/dev/null") == ([], False)
-    assert written_by_shell("cat > f.txt <<EOF\nhello > nowhere\nEOF\nrm -f a b") == (["f.txt", "a", "b"], False)
-    assert written_by_shell("python -c \"\nprint(1 > 0)\n\"") == ([], False)
+    assert written_by_shell("cat > f.txt <<EOF\nhello > nowhere\nEOF\nrm -f a b") == (
+        ["f.txt", "a", "b"],
+        False,
+    )
+    assert written_by_shell('python -c "\nprint(1 > 0)\n"') == ([], False)
     assert written_by_shell("cp a.txt b.txt; git checkout -- .") == (["b.txt"], True)
     assert written_by_shell("perl -pi -e 's/x/y/' a.pl b.pl") == (["a.pl", "b.pl"], False)
 
@@ -654,7 +898,9 @@ def corpus_edit_sessions():
     root = CORPUS / "claude-code"
     if not root.is_dir():
         return []
-    return sorted(p for p in root.rglob("*.jsonl") if b'"originalFile' in p.read_bytes() and "subagents" not in p.parts)
+    return sorted(
+        p for p in root.rglob("*.jsonl") if b'"originalFile' in p.read_bytes() and "subagents" not in p.parts
+    )
 
 
 def at_point(lines: list[dict], prompt_uuid: str) -> dict[str, str | None]:
@@ -667,7 +913,11 @@ def at_point(lines: list[dict], prompt_uuid: str) -> dict[str, str | None]:
         for block in content if isinstance(content, list) else []:
             if block.get("type") == "tool_use" and block.get("name") in ("Edit", "MultiEdit", "Write"):
                 calls[block["id"]] = block
-            elif block.get("type") == "tool_result" and block.get("tool_use_id") in calls and not block.get("is_error"):
+            elif (
+                block.get("type") == "tool_result"
+                and block.get("tool_use_id") in calls
+                and not block.get("is_error")
+            ):
                 tur = rec.get("toolUseResult")
                 path = calls[block["tool_use_id"]]["input"].get("file_path")
                 if not isinstance(tur, dict) or path in found:
@@ -687,7 +937,11 @@ def replayed(lines: list[dict]) -> dict[str, str | None]:
         for block in content if isinstance(content, list) else []:
             if block.get("type") == "tool_use" and block.get("name") in ("Edit", "MultiEdit", "Write"):
                 calls[block["id"]] = block
-            elif block.get("type") == "tool_result" and block.get("tool_use_id") in calls and not block.get("is_error"):
+            elif (
+                block.get("type") == "tool_result"
+                and block.get("tool_use_id") in calls
+                and not block.get("is_error")
+            ):
                 call, tur = calls[block["tool_use_id"]], rec.get("toolUseResult")
                 if not isinstance(tur, dict):
                     continue
@@ -716,14 +970,21 @@ def test_real_sessions_patches_apply_to_the_recorded_state(conn, tmp_path, sourc
     session left them, and gives back each file as the first edit after the point found it."""
     ingest(conn, source)
     lines = [json.loads(line) for line in source.read_text().splitlines() if line.strip()]
-    sid = conn.execute("SELECT id FROM agent_sessions WHERE is_subagent = 0 ORDER BY message_count DESC").fetchone()[0]
+    sid = conn.execute(
+        "SELECT id FROM agent_sessions WHERE is_subagent = 0 ORDER BY message_count DESC"
+    ).fetchone()[0]
     final = replayed(lines)
     checked = 0
-    prompts = conn.execute("SELECT e.id FROM agent_turns t JOIN entries e ON e.uuid = t.id AND e.session_id = "
-                           "t.session_id WHERE t.session_id = ? ORDER BY t.sequence", (sid,)).fetchall()
+    prompts = conn.execute(
+        "SELECT e.id FROM agent_turns t JOIN entries e ON e.uuid = t.id AND e.session_id = "
+        "t.session_id WHERE t.session_id = ? ORDER BY t.sequence",
+        (sid,),
+    ).fetchall()
     for (prompt,) in prompts:
         plan = plan_undo(conn, sid, prompt)
-        expected = at_point(lines, conn.execute("SELECT uuid FROM entries WHERE id = ?", (prompt,)).fetchone()[0])
+        expected = at_point(
+            lines, conn.execute("SELECT uuid FROM entries WHERE id = ?", (prompt,)).fetchone()[0]
+        )
         if not plan.patch:
             continue
         work = tmp_path / f"at-{prompt}"

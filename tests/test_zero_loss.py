@@ -43,13 +43,19 @@ def write_hostile(path: Path, literal: str) -> list[bytes]:
 
 def stored(conn: sqlite3.Connection, path: Path) -> list[bytes]:
     fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path),)).fetchone()[0]
-    return [bytes(r[0]) for r in conn.execute("SELECT raw FROM entries WHERE source_file_id = ? ORDER BY byte_offset",
-                                              (fid,))]
+    return [
+        bytes(r[0])
+        for r in conn.execute("SELECT raw FROM entries WHERE source_file_id = ? ORDER BY byte_offset", (fid,))
+    ]
 
 
 def shown(conn: sqlite3.Connection, sid: str) -> list[str | None]:
-    return [r[0] for r in conn.execute("SELECT content FROM entries WHERE session_id = ? AND seq IS NOT NULL "
-                                       "ORDER BY seq", (sid,))]
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT content FROM entries WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq", (sid,)
+        )
+    ]
 
 
 def run_cli(*argv: str) -> tuple[int, str]:
@@ -88,9 +94,13 @@ def test_claude_timestamp_out_of_range_is_left_out_not_the_file(conn, tmp_path, 
     ingest(conn, tmp_path)
     assert_all_stored(conn, t.path, lines)
     assert shown(conn, SID) == ["hello", "bad time", "world"]  # the rest of the bad line is still read
-    timestamp, note = conn.execute("SELECT timestamp, parse_error FROM entries WHERE content = 'bad time'").fetchone()
+    timestamp, note = conn.execute(
+        "SELECT timestamp, parse_error FROM entries WHERE content = 'bad time'"
+    ).fetchone()
     assert timestamp is None and "timestamp" in note and KEPT_RAW in note
-    created, ended = conn.execute("SELECT created_at, ended_at FROM agent_sessions WHERE id = ?", (SID,)).fetchone()
+    created, ended = conn.execute(
+        "SELECT created_at, ended_at FROM agent_sessions WHERE id = ?", (SID,)
+    ).fetchone()
     assert (created, ended) == (conn.execute("SELECT min(timestamp), max(timestamp) FROM entries").fetchone())
     code, out = run_cli("verify", "--db", str(tmp_path / "ledger.db"))
     assert code == 0 and "all stored bytes match their sources" in out
@@ -110,12 +120,24 @@ def test_claude_token_count_beyond_64_bits_is_left_out_not_the_file(conn, tmp_pa
     note = conn.execute("SELECT parse_error FROM entries WHERE content = 'bad usage'").fetchone()[0]
     assert "number" in note and KEPT_RAW in note
     # the unusable count is 0; the rest of that message's usage still counts
-    assert conn.execute("SELECT input_tokens, output_tokens FROM agent_sessions WHERE id = ?", (SID,)).fetchone() == (
-        10, 12)
+    assert conn.execute(
+        "SELECT input_tokens, output_tokens FROM agent_sessions WHERE id = ?", (SID,)
+    ).fetchone() == (10, 12)
     # appending to the file reads on from where it stopped
     with t.path.open("a") as f:
-        f.write(json.dumps({"type": "user", "message": {"role": "user", "content": "later"}, "sessionId": SID,
-                            "uuid": "later-uuid", "parentUuid": None, "timestamp": "2026-03-01T11:00:00.000Z"}) + "\n")
+        f.write(
+            json.dumps(
+                {
+                    "type": "user",
+                    "message": {"role": "user", "content": "later"},
+                    "sessionId": SID,
+                    "uuid": "later-uuid",
+                    "parentUuid": None,
+                    "timestamp": "2026-03-01T11:00:00.000Z",
+                }
+            )
+            + "\n"
+        )
     ingest(conn, tmp_path)
     assert_all_stored(conn, t.path, t.path.read_bytes().split(b"\n")[:-1])
     assert shown(conn, SID)[-1] == "later"
@@ -129,7 +151,10 @@ def test_claude_token_totals_past_64_bits_do_not_fail_the_run(conn, tmp_path):
     t.write()
     ingest(conn, tmp_path)
     assert_all_stored(conn, t.path, t.path.read_bytes().split(b"\n")[:-1])
-    assert conn.execute("SELECT input_tokens, output_tokens FROM agent_sessions").fetchone() == (2**63 - 1, 1030)
+    assert conn.execute("SELECT input_tokens, output_tokens FROM agent_sessions").fetchone() == (
+        2**63 - 1,
+        1030,
+    )
     assert conn.execute("SELECT token_count FROM agent_turns").fetchone() == (2**63 - 1,)
 
 
@@ -144,7 +169,9 @@ def test_claude_tool_input_nested_deep_is_read(conn, tmp_path, levels):
     ingest(conn, tmp_path)
     assert_all_stored(conn, t.path, lines)
     assert [c for c in shown(conn, SID) if c] == ["hello", "deep call", "world"]
-    assert conn.execute("SELECT tool_name, status FROM agent_tool_calls").fetchall() == [("Probe", "completed")]
+    assert conn.execute("SELECT tool_name, status FROM agent_tool_calls").fetchall() == [
+        ("Probe", "completed")
+    ]
     # the session shows, its deep call included (the input is re-read from the record to show it)
     code, out = run_cli("show", "--db", str(tmp_path / "ledger.db"), SID, "--json")
     assert code == 0 and "deep call" in out
@@ -164,7 +191,10 @@ def test_claude_tool_input_nested_past_any_parser_is_an_invalid_record(conn, tmp
     ingest(conn, tmp_path)
     assert_all_stored(conn, t.path, lines)
     assert shown(conn, SID) == ["hello", "world"]
-    assert conn.execute("SELECT entry_type, known FROM entries WHERE line_number = 2").fetchone() == ("invalid", 0)
+    assert conn.execute("SELECT entry_type, known FROM entries WHERE line_number = 2").fetchone() == (
+        "invalid",
+        0,
+    )
 
 
 # ---------------------------------------------------------------------- the safety net
@@ -188,7 +218,8 @@ def test_a_record_the_adapter_fails_on_is_stored_raw_with_the_failure(conn, tmp_
     assert_all_stored(conn, t.path, t.path.read_bytes().split(b"\n")[:-1])
     assert shown(conn, SID) == ["hello", "world"]
     entry_type, known, note = conn.execute(
-        "SELECT entry_type, known, parse_error FROM entries WHERE line_number = 2").fetchone()
+        "SELECT entry_type, known, parse_error FROM entries WHERE line_number = 2"
+    ).fetchone()
     assert (entry_type, known) == ("unreadable", 0) and "KeyError" in note and "an unforeseen shape" in note
 
 
@@ -241,7 +272,8 @@ def test_verify_fails_while_a_file_is_in_error(conn, tmp_path, monkeypatch):
     assert "run `threadloom ingest` again" in out
     code, out = run_cli("verify", "--db", db_path, "--json")
     assert code == 1 and json.loads(out)["not_stored"] == [
-        {"path": str(t.path), "error": "RuntimeError: a bug while writing the session"}]
+        {"path": str(t.path), "error": "RuntimeError: a bug while writing the session"}
+    ]
     # once the bug is gone the next ingest reads the file and verify is clean again
     ingest(conn, tmp_path)
     assert_all_stored(conn, t.path, t.path.read_bytes().split(b"\n")[:-1])
@@ -260,26 +292,62 @@ def codex_line(rtype: str, payload: dict, ts: str = "2026-03-02T10:00:00.000Z") 
 def test_codex_token_counts_beyond_64_bits(conn, tmp_path, monkeypatch):
     home = tmp_path / "codex-home"
     monkeypatch.setenv("CODEX_HOME", str(home))
-    huge = {"input_tokens": HOSTILE, "cached_input_tokens": HOSTILE, "output_tokens": 7,
-            "reasoning_output_tokens": 0, "total_tokens": HOSTILE}
-    good = {"input_tokens": 100, "cached_input_tokens": 40, "output_tokens": 9, "reasoning_output_tokens": 0,
-            "total_tokens": 109}
+    huge = {
+        "input_tokens": HOSTILE,
+        "cached_input_tokens": HOSTILE,
+        "output_tokens": 7,
+        "reasoning_output_tokens": 0,
+        "total_tokens": HOSTILE,
+    }
+    good = {
+        "input_tokens": 100,
+        "cached_input_tokens": 40,
+        "output_tokens": 9,
+        "reasoning_output_tokens": 0,
+        "total_tokens": 109,
+    }
     lines = [
-        codex_line("session_meta", {"id": THREAD, "timestamp": "2026-03-02T10:00:00.000Z", "cwd": "/home/dev/shop",
-                                    "originator": "codex_cli_rs", "cli_version": "0.101.0"}),
+        codex_line(
+            "session_meta",
+            {
+                "id": THREAD,
+                "timestamp": "2026-03-02T10:00:00.000Z",
+                "cwd": "/home/dev/shop",
+                "originator": "codex_cli_rs",
+                "cli_version": "0.101.0",
+            },
+        ),
         codex_line("turn_context", {"cwd": "/home/dev/shop", "model": "gpt-5.2-codex"}),
         codex_line("event_msg", {"type": "user_message", "message": "hello", "images": []}),
-        codex_line("response_item", {"type": "message", "role": "user",
-                                     "content": [{"type": "input_text", "text": "hello"}]}),
-        codex_line("event_msg", {"type": "token_count", "info": {"total_token_usage": huge, "last_token_usage": huge},
-                                 "rate_limits": {}}),
-        codex_line("event_msg", {"type": "token_count", "info": {"total_token_usage": huge}}),  # no last: a delta
+        codex_line(
+            "response_item",
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hello"}]},
+        ),
+        codex_line(
+            "event_msg",
+            {
+                "type": "token_count",
+                "info": {"total_token_usage": huge, "last_token_usage": huge},
+                "rate_limits": {},
+            },
+        ),
+        codex_line(
+            "event_msg", {"type": "token_count", "info": {"total_token_usage": huge}}
+        ),  # no last: a delta
         codex_line("event_msg", {"type": "turn.completed", "usage": huge}),
         codex_line("event_msg", {"type": "agent_message", "message": "odd time"}, ts=HOSTILE),
-        codex_line("response_item", {"type": "message", "role": "assistant",
-                                     "content": [{"type": "output_text", "text": "world"}]}),
-        codex_line("event_msg", {"type": "token_count", "info": {"total_token_usage": good, "last_token_usage": good},
-                                 "rate_limits": {}}),
+        codex_line(
+            "response_item",
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "world"}]},
+        ),
+        codex_line(
+            "event_msg",
+            {
+                "type": "token_count",
+                "info": {"total_token_usage": good, "last_token_usage": good},
+                "rate_limits": {},
+            },
+        ),
     ]
     path = home / "sessions" / "2026" / "03" / "02" / f"rollout-2026-03-02T10-00-00-{THREAD}.jsonl"
     path.parent.mkdir(parents=True)
@@ -288,8 +356,9 @@ def test_codex_token_counts_beyond_64_bits(conn, tmp_path, monkeypatch):
     ingest(conn, home)
     assert_all_stored(conn, path, raw)
     assert "hello" in shown(conn, THREAD) and "world" in shown(conn, THREAD)
-    tokens = conn.execute("SELECT input_tokens, cache_read_tokens, output_tokens FROM agent_sessions WHERE id = ?",
-                          (THREAD,)).fetchone()
+    tokens = conn.execute(
+        "SELECT input_tokens, cache_read_tokens, output_tokens FROM agent_sessions WHERE id = ?", (THREAD,)
+    ).fetchone()
     assert tokens == (60, 40, 9 + 7 + 7)  # the repeated total is the same request, counted once
     notes = [r[0] for r in conn.execute("SELECT parse_error FROM entries WHERE parse_error IS NOT NULL")]
     assert len(notes) == 4 and all(KEPT_RAW in n for n in notes)
@@ -306,14 +375,38 @@ def test_gemini_token_counts_beyond_64_bits_and_parts_nested_deep(conn, tmp_path
     (root / ".project_root").write_text(PROJECT + "\n")
     ts = "2026-04-29T21:39:33.155Z"
     lines = [
-        {"sessionId": GEMINI_SID, "projectHash": hashlib.sha256(PROJECT.encode()).hexdigest(), "startTime": ts,
-         "lastUpdated": ts, "kind": "main"},
+        {
+            "sessionId": GEMINI_SID,
+            "projectHash": hashlib.sha256(PROJECT.encode()).hexdigest(),
+            "startTime": ts,
+            "lastUpdated": ts,
+            "kind": "main",
+        },
         {"id": "u1", "timestamp": ts, "type": "user", "content": [{"text": "hello"}]},
-        {"id": "g1", "timestamp": ts, "type": "gemini", "content": "counted oddly", "model": "gemini-3-flash-preview",
-         "tokens": {"input": HOSTILE, "output": 2, "cached": HOSTILE, "thoughts": 1, "tool": 0, "total": HOSTILE}},
+        {
+            "id": "g1",
+            "timestamp": ts,
+            "type": "gemini",
+            "content": "counted oddly",
+            "model": "gemini-3-flash-preview",
+            "tokens": {
+                "input": HOSTILE,
+                "output": 2,
+                "cached": HOSTILE,
+                "thoughts": 1,
+                "tool": 0,
+                "total": HOSTILE,
+            },
+        },
         {"id": "u2", "timestamp": ts, "type": "user", "content": ["@@nested@@"]},
-        {"id": "g2", "timestamp": ts, "type": "gemini", "content": "world", "model": "gemini-3-flash-preview",
-         "tokens": {"input": 100, "output": 5, "cached": 0, "total": 105}},
+        {
+            "id": "g2",
+            "timestamp": ts,
+            "type": "gemini",
+            "content": "world",
+            "model": "gemini-3-flash-preview",
+            "tokens": {"input": 100, "output": 5, "cached": 0, "total": 105},
+        },
     ]
     path = root / "chats" / "session-2026-04-29T21-39-0000020e.jsonl"
     path.parent.mkdir(parents=True)
@@ -323,16 +416,33 @@ def test_gemini_token_counts_beyond_64_bits_and_parts_nested_deep(conn, tmp_path
     ingest(conn, tmp_path / "ghome" / ".gemini" / "tmp")
     assert_all_stored(conn, path, raw)
     assert shown(conn, GEMINI_SID) == ["hello", "counted oddly", "deep", "world"]
-    tokens = conn.execute("SELECT input_tokens, cache_read_tokens, output_tokens FROM agent_sessions WHERE id = ?",
-                          (GEMINI_SID,)).fetchone()
+    tokens = conn.execute(
+        "SELECT input_tokens, cache_read_tokens, output_tokens FROM agent_sessions WHERE id = ?",
+        (GEMINI_SID,),
+    ).fetchone()
     assert tokens == (100, 0, 2 + 1 + 5)
 
 
 def test_cline_timestamps_and_tokens_beyond_64_bits(conn, tmp_path):
-    folder = tmp_path / ".config" / "Code" / "User" / "globalStorage" / "saoudrizwan.claude-dev" / "tasks" / "17708587"
+    folder = (
+        tmp_path
+        / ".config"
+        / "Code"
+        / "User"
+        / "globalStorage"
+        / "saoudrizwan.claude-dev"
+        / "tasks"
+        / "17708587"
+    )
     folder.mkdir(parents=True)
-    request = {"request": "<task>\nfix it\n</task>", "tokensIn": 2**80, "tokensOut": 3, "cacheWrites": -(2**80),
-               "cacheReads": 0, "cost": 1e300}
+    request = {
+        "request": "<task>\nfix it\n</task>",
+        "tokensIn": 2**80,
+        "tokensOut": 3,
+        "cacheWrites": -(2**80),
+        "cacheReads": 0,
+        "cost": 1e300,
+    }
     ui = [
         {"ts": 1770858773985, "type": "say", "say": "task", "text": "fix it"},
         {"ts": 1770858773986, "type": "say", "say": "api_req_started", "text": json.dumps(request)},
@@ -349,8 +459,9 @@ def test_cline_timestamps_and_tokens_beyond_64_bits(conn, tmp_path):
     contents = shown(conn, "17708587")
     assert "fix it" in contents and "odd time" in contents and "world" in contents
     assert conn.execute("SELECT timestamp FROM entries WHERE content = 'odd time'").fetchone() == (None,)
-    assert conn.execute("SELECT input_tokens, output_tokens FROM agent_sessions WHERE id = '17708587'").fetchone() == (
-        0, 3)
+    assert conn.execute(
+        "SELECT input_tokens, output_tokens FROM agent_sessions WHERE id = '17708587'"
+    ).fetchone() == (0, 3)
 
 
 def test_opencode_times_and_tokens_beyond_64_bits(conn, tmp_path):
@@ -358,18 +469,44 @@ def test_opencode_times_and_tokens_beyond_64_bits(conn, tmp_path):
     sid, huge = "ses_4f2a1c9e8b7dFFFFa1b2c300e0", 2**80
     files = {
         storage / "session" / "a1b2c3" / f"{sid}.json": {
-            "id": sid, "version": "1.0.150", "projectID": "a1b2c3", "directory": "/home/dev/shop",
-            "title": "Fix it", "time": {"created": huge, "updated": huge}},
-        storage / "message" / sid / "msg_01.json": {"id": "msg_01", "sessionID": sid, "role": "user",
-                                                      "time": {"created": 1760000001000}},
+            "id": sid,
+            "version": "1.0.150",
+            "projectID": "a1b2c3",
+            "directory": "/home/dev/shop",
+            "title": "Fix it",
+            "time": {"created": huge, "updated": huge},
+        },
+        storage / "message" / sid / "msg_01.json": {
+            "id": "msg_01",
+            "sessionID": sid,
+            "role": "user",
+            "time": {"created": 1760000001000},
+        },
         storage / "message" / sid / "msg_02.json": {
-            "id": "msg_02", "sessionID": sid, "role": "assistant", "parentID": "msg_01", "time": {"created": huge},
-            "modelID": "claude-sonnet-4-5", "cost": 1e300,
-            "tokens": {"input": huge, "output": 20, "reasoning": -huge, "cache": {"read": huge, "write": 50}}},
-        storage / "part" / "msg_01" / "prt_01.json": {"id": "prt_01", "sessionID": sid, "messageID": "msg_01",
-                                                        "type": "text", "text": "hello"},
-        storage / "part" / "msg_02" / "prt_02.json": {"id": "prt_02", "sessionID": sid, "messageID": "msg_02",
-                                                        "type": "text", "text": "world", "time": {"start": -huge}},
+            "id": "msg_02",
+            "sessionID": sid,
+            "role": "assistant",
+            "parentID": "msg_01",
+            "time": {"created": huge},
+            "modelID": "claude-sonnet-4-5",
+            "cost": 1e300,
+            "tokens": {"input": huge, "output": 20, "reasoning": -huge, "cache": {"read": huge, "write": 50}},
+        },
+        storage / "part" / "msg_01" / "prt_01.json": {
+            "id": "prt_01",
+            "sessionID": sid,
+            "messageID": "msg_01",
+            "type": "text",
+            "text": "hello",
+        },
+        storage / "part" / "msg_02" / "prt_02.json": {
+            "id": "prt_02",
+            "sessionID": sid,
+            "messageID": "msg_02",
+            "type": "text",
+            "text": "world",
+            "time": {"start": -huge},
+        },
     }
     for path, value in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -381,8 +518,11 @@ def test_opencode_times_and_tokens_beyond_64_bits(conn, tmp_path):
         assert file_bytes(conn, fid) == (path.read_bytes(), True), path
     assert verify(conn).ok
     assert [c for c in shown(conn, sid) if c] == ["hello", "world"]
-    assert conn.execute("SELECT input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens "
-                        "FROM agent_sessions WHERE id = ?", (sid,)).fetchone() == (0, 20, 50, 0)
+    assert conn.execute(
+        "SELECT input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens "
+        "FROM agent_sessions WHERE id = ?",
+        (sid,),
+    ).fetchone() == (0, 20, 50, 0)
 
 
 def test_aider_token_figures_that_are_no_numbers_or_too_large(conn, tmp_path):
@@ -400,11 +540,18 @@ def test_aider_token_figures_that_are_no_numbers_or_too_large(conn, tmp_path):
     assert file_bytes(conn, fid) == (path.read_bytes(), True)
     assert verify(conn).ok
     sid = conn.execute("SELECT id FROM agent_sessions WHERE turn_count = 3").fetchone()[0]
-    contents = [c for _, c in conn.execute("SELECT role, content FROM entries WHERE session_id = ? AND seq IS NOT NULL "
-                                           "AND role IN ('user', 'assistant') ORDER BY seq", (sid,))]
+    contents = [
+        c
+        for _, c in conn.execute(
+            "SELECT role, content FROM entries WHERE session_id = ? AND seq IS NOT NULL "
+            "AND role IN ('user', 'assistant') ORDER BY seq",
+            (sid,),
+        )
+    ]
     assert contents == ["hello", "First reply.", "again", "Second reply.", "world", "Third reply."]
-    assert conn.execute("SELECT input_tokens, cache_read_tokens, output_tokens FROM agent_sessions WHERE id = ?",
-                        (sid,)).fetchone() == (234, 1000, 12 + 7)
+    assert conn.execute(
+        "SELECT input_tokens, cache_read_tokens, output_tokens FROM agent_sessions WHERE id = ?", (sid,)
+    ).fetchone() == (234, 1000, 12 + 7)
     notes = [r[0] for r in conn.execute("SELECT parse_error FROM entries WHERE parse_error IS NOT NULL")]
     assert len(notes) == 2 and "'1.2.3'" in notes[0] and all(KEPT_RAW in n for n in notes)
 
@@ -413,22 +560,56 @@ def test_amazon_q_request_time_beyond_64_bits(conn, tmp_path):
     conv, cwd = "4e83977c-0000-4000-8000-0000000020e0", "/home/dev/thing"
 
     def user(text: str, stamp: str) -> dict:
-        return {"additional_context": "", "env_context": {"env_state": {"operating_system": "linux",
-                "current_working_directory": cwd, "environment_variables": []}},
-                "content": {"Prompt": {"prompt": text}}, "images": None, "timestamp": stamp}
+        return {
+            "additional_context": "",
+            "env_context": {
+                "env_state": {
+                    "operating_system": "linux",
+                    "current_working_directory": cwd,
+                    "environment_variables": [],
+                }
+            },
+            "content": {"Prompt": {"prompt": text}},
+            "images": None,
+            "timestamp": stamp,
+        }
 
     history = [
-        {"user": user("hello", "2026-04-01T10:00:00Z"), "assistant": {"Response": {"message_id": "m1", "content": "hi"}},
-         "request_metadata": {"request_id": "r1", "message_id": "m1", "request_start_timestamp_ms": 2**80,
-                              "model_id": "claude-sonnet-4.5", "message_meta_tags": []}},
-        {"user": user("again", "99999-01-01T00:00:00Z"),
-         "assistant": {"Response": {"message_id": "m2", "content": "world"}},
-         "request_metadata": {"request_id": "r2", "message_id": "m2", "request_start_timestamp_ms": 1775037600000,
-                              "model_id": "claude-sonnet-4.5", "message_meta_tags": []}},
+        {
+            "user": user("hello", "2026-04-01T10:00:00Z"),
+            "assistant": {"Response": {"message_id": "m1", "content": "hi"}},
+            "request_metadata": {
+                "request_id": "r1",
+                "message_id": "m1",
+                "request_start_timestamp_ms": 2**80,
+                "model_id": "claude-sonnet-4.5",
+                "message_meta_tags": [],
+            },
+        },
+        {
+            "user": user("again", "99999-01-01T00:00:00Z"),
+            "assistant": {"Response": {"message_id": "m2", "content": "world"}},
+            "request_metadata": {
+                "request_id": "r2",
+                "message_id": "m2",
+                "request_start_timestamp_ms": 1775037600000,
+                "model_id": "claude-sonnet-4.5",
+                "message_meta_tags": [],
+            },
+        },
     ]
-    value = {"conversation_id": conv, "next_message": None, "history": history, "valid_history_range": [0, 2],
-             "transcript": [], "tools": {}, "context_manager": None, "context_message_length": None,
-             "latest_summary": None, "model": "claude-sonnet-4.5"}
+    value = {
+        "conversation_id": conv,
+        "next_message": None,
+        "history": history,
+        "valid_history_range": [0, 2],
+        "transcript": [],
+        "tools": {},
+        "context_manager": None,
+        "context_message_length": None,
+        "latest_summary": None,
+        "model": "claude-sonnet-4.5",
+    }
     path = tmp_path / "saves" / "convo.json"
     path.parent.mkdir()
     path.write_text(json.dumps(value, indent=2))
@@ -437,4 +618,7 @@ def test_amazon_q_request_time_beyond_64_bits(conn, tmp_path):
     assert file_bytes(conn, 1) == (path.read_bytes(), True)
     assert verify(conn).ok
     assert [c for c in shown(conn, conv) if c] == ["hello", "hi", "again", "world"]
-    assert conn.execute("SELECT created_at, ended_at FROM agent_sessions").fetchone() == (1775037600000, 1775037600000)
+    assert conn.execute("SELECT created_at, ended_at FROM agent_sessions").fetchone() == (
+        1775037600000,
+        1775037600000,
+    )

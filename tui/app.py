@@ -48,7 +48,9 @@ NARROW = 110
 WIDE = 150
 PANE_IDS = ("projects", "sessions", "messages")
 PANE_NAMES = {"projects": "Projects", "sessions": "Sessions", "messages": "Messages"}
-BROWSER_ONLY = frozenset({"quit", "jump", "search", "fork", "focus_pane", "open_demo", "back_to_search", "back", "help"})
+BROWSER_ONLY = frozenset(
+    {"quit", "jump", "search", "fork", "focus_pane", "open_demo", "back_to_search", "back", "help"}
+)
 
 
 class IngestProgressed(Message):
@@ -86,7 +88,9 @@ def _layout_classes(width: int, focused: str) -> dict[str, bool]:
 class MainScreen(Screen[None]):
     """The browsing screen; only here so its copy binding has an id like every other one."""
 
-    BINDINGS = [Binding("ctrl+c,super+c", "screen.copy_text", "Copy selection", show=False, id="app.copy-selection")]
+    BINDINGS = [
+        Binding("ctrl+c,super+c", "screen.copy_text", "Copy selection", show=False, id="app.copy-selection")
+    ]
     AUTO_FOCUS = ""  # the app chooses: the projects pane, or nothing on the empty state
 
 
@@ -96,30 +100,59 @@ class ThreadloomApp(App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")
     FOLLOW_SECONDS = 2.0  # how often the file of the session being read is checked for growth
     TITLE = "threadloom"
-    COMMANDS = {lambda: _palette_provider("ActionsProvider"), lambda: _palette_provider("SessionJumpProvider")}
+    COMMANDS = {
+        lambda: _palette_provider("ActionsProvider"),
+        lambda: _palette_provider("SessionJumpProvider"),
+    }
     BINDINGS = [
         Binding("tab", "next_pane", "Next pane", show=False, id="app.next-pane", priority=True),
-        Binding("shift+tab", "previous_pane", "Previous pane", show=False, id="app.previous-pane", priority=True),
+        Binding(
+            "shift+tab", "previous_pane", "Previous pane", show=False, id="app.previous-pane", priority=True
+        ),
         Binding("1", "focus_pane('projects')", "Projects", show=False, id="app.focus-projects"),
         Binding("2", "focus_pane('sessions')", "Sessions", show=False, id="app.focus-sessions"),
         Binding("3", "focus_pane('messages')", "Messages", show=False, id="app.focus-messages"),
         # the footer shows these in this order after the pane's own keys and cuts what does not fit:
         # what threadloom is for first, the keys every TUI has last
-        Binding("slash", "search", "Search", id="app.search", tooltip="Search every conversation of every agent"),
-        Binding("f", "fork", "Fork", id="app.fork",
-                tooltip="Fork or resume from the message (or session) under the cursor"),
+        Binding(
+            "slash", "search", "Search", id="app.search", tooltip="Search every conversation of every agent"
+        ),
+        Binding(
+            "f",
+            "fork",
+            "Fork",
+            id="app.fork",
+            tooltip="Fork or resume from the message (or session) under the cursor",
+        ),
         Binding("p", "jump", "Jump", id="app.jump", tooltip="Jump to a session by title, id or project"),
         Binding("f1,question_mark", "help", "Help", id="app.help", tooltip="Keys of the focused pane"),
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("ctrl+r", "rescan", "Rescan", show=False, id="app.rescan", tooltip="Read new agent logs now"),
-        Binding("escape,backspace", "back", "Back", id="app.back",
-                tooltip="Back to the session (and message) this subagent was opened from"),
-        Binding("escape", "back_to_search", "Back to search", id="app.back-to-search",
-                tooltip="Return to the search results this message was opened from"),
+        Binding(
+            "escape,backspace",
+            "back",
+            "Back",
+            id="app.back",
+            tooltip="Back to the session (and message) this subagent was opened from",
+        ),
+        Binding(
+            "escape",
+            "back_to_search",
+            "Back to search",
+            id="app.back-to-search",
+            tooltip="Return to the search results this message was opened from",
+        ),
         Binding("escape", "cancel_ingest", "Cancel ingest", id="app.cancel-ingest"),
         Binding("d", "open_demo", "Open demo", id="app.demo"),
-        Binding("ctrl+p", "command_palette", "Palette", show=False, id="app.palette", priority=True,
-                tooltip="Actions that apply now, and jump to session"),
+        Binding(
+            "ctrl+p",
+            "command_palette",
+            "Palette",
+            show=False,
+            id="app.palette",
+            priority=True,
+            tooltip="Actions that apply now, and jump to session",
+        ),
         Binding("ctrl+q", "quit", "Quit", show=False, id="app.force-quit", priority=True),
     ]
 
@@ -169,7 +202,9 @@ class ThreadloomApp(App[int]):
     def get_default_screen(self) -> Screen:
         # born with its layout classes: adding them after the panes are styled restyles every one
         # of them again (60 ms of the first frame)
-        classes = " ".join(name for name, wanted in _layout_classes(self.size.width, "projects").items() if wanted)
+        classes = " ".join(
+            name for name, wanted in _layout_classes(self.size.width, "projects").items() if wanted
+        )
         return MainScreen(id="_default", classes=classes)
 
     def get_line_filters(self) -> Sequence[LineFilter]:
@@ -245,8 +280,12 @@ class ThreadloomApp(App[int]):
         except LedgerError as exc:
             self.read_only = str(exc)
             self.ingest_on_start = False
-            self.notify(f"{exc} Browsing only: nothing is ingested.", title="Read-only archive",
-                        severity="warning", timeout=12)
+            self.notify(
+                f"{exc} Browsing only: nothing is ingested.",
+                title="Read-only archive",
+                severity="warning",
+                timeout=12,
+            )
 
     def _open_database(self, *, readonly: bool = False) -> None:
         from threadloom.core.db import LedgerError, connect, open_for_reading
@@ -254,7 +293,9 @@ class ThreadloomApp(App[int]):
         if self.conn is not None:
             return
         try:
-            self.conn = open_for_reading(self.db_path) if self.read_only else connect(self.db_path, readonly=readonly)
+            self.conn = (
+                open_for_reading(self.db_path) if self.read_only else connect(self.db_path, readonly=readonly)
+            )
         except LedgerError as exc:
             self.push_screen(ErrorScreen("Cannot open the database", str(exc)))
             return
@@ -332,9 +373,11 @@ class ThreadloomApp(App[int]):
     def _empty_text(self) -> Text:
         from threadloom.core.adapters import all_adapters
 
-        roots = self.last_report.roots if self.last_report else [
-            str(r) for a in all_adapters() for r in a.default_roots()
-        ] + [str(s) for s in self.sources]
+        roots = (
+            self.last_report.roots
+            if self.last_report
+            else [str(r) for a in all_adapters() for r in a.default_roots()] + [str(s) for s in self.sources]
+        )
         text = Text()
         text.append("No agent sessions yet\n\n", style="bold")
         text.append("threadloom looked for agent logs in:\n")
@@ -365,7 +408,9 @@ class ThreadloomApp(App[int]):
         no longer listed beside it."""
         tree = self.main_screen.query_one(SessionTree)
         tree.border_subtitle = tree.facts(tree.cursor_node)
-        open_project = self._open_ref.session.project_path if self._open_ref and self._open_ref.session else None
+        open_project = (
+            self._open_ref.session.project_path if self._open_ref and self._open_ref.session else None
+        )
         if self._open_ref is not None and (open_project or None) == (tree.project or None):
             return
         if self._preview_timer is not None:
@@ -410,8 +455,12 @@ class ThreadloomApp(App[int]):
         ref = self._open_ref
         if ref is None or ref.session is None:
             return None
-        return (ref.kind, ref.session.id, ref.branch.number if ref.branch else None,
-                ref.segment.number if ref.segment else None)
+        return (
+            ref.kind,
+            ref.session.id,
+            ref.branch.number if ref.branch else None,
+            ref.segment.number if ref.segment else None,
+        )
 
     def open_ref(self, ref: NodeRef | None, *, keep_trail: bool = False) -> None:
         """Show a session, a branch or a compaction segment in the message view. `keep_trail`:
@@ -426,7 +475,9 @@ class ThreadloomApp(App[int]):
             self._back.clear()
             self.refresh_bindings()
         view = self.main_screen.query_one(MessageView)
-        title = session.task_description if session.is_subagent and session.task_description else session.title
+        title = (
+            session.task_description if session.is_subagent and session.task_description else session.title
+        )
         count = session.message_count
         if ref.kind == "branch" and ref.branch is not None:
             seqs = browse.branch_seqs(self.conn, session.id, ref.branch.turn_ids)
@@ -490,7 +541,9 @@ class ThreadloomApp(App[int]):
         session_id, seq = self._back.pop()
         self._follow_trail(session_id)
         view = self.main_screen.query_one(MessageView)
-        self.call_after_refresh(lambda: view.go_to_seq(seq, mark=False) if view.session_id == session_id else None)
+        self.call_after_refresh(
+            lambda: view.go_to_seq(seq, mark=False) if view.session_id == session_id else None
+        )
 
     def _follow_trail(self, session_id: str) -> None:
         self.jump_to_session(session_id, keep_trail=True)
@@ -543,17 +596,24 @@ class ThreadloomApp(App[int]):
         def waiting(text: str) -> None:
             # another threadloom is ingesting: browse what is stored meanwhile (read-only: it may be
             # a first load, written without a journal), then catch up
-            self.post_message(IngestStatus(f"{text[0].upper()}{text[1:]} · browse meanwhile · Esc stops waiting",
-                                           database_ready=db_path.exists(),
-                                           first_load=True))
+            self.post_message(
+                IngestStatus(
+                    f"{text[0].upper()}{text[1:]} · browse meanwhile · Esc stops waiting",
+                    database_ready=db_path.exists(),
+                    first_load=True,
+                )
+            )
 
         try:
             with writer_lock(db_path, on_wait=waiting, cancel=self.cancel_event):
                 version = stored_version(db_path) if db_path.exists() else None
                 if version and version != SCHEMA_VERSION:
-                    self.post_message(IngestStatus(
-                        "Upgrading the archive for this version of threadloom: sessions, turns and tool calls "
-                        "are rebuilt from the stored records (once)"))
+                    self.post_message(
+                        IngestStatus(
+                            "Upgrading the archive for this version of threadloom: sessions, turns and tool calls "
+                            "are rebuilt from the stored records (once)"
+                        )
+                    )
                 return self._ingest(connect(db_path), sources, include_defaults)
         except WriterBusy:
             return IngestReport(cancelled=True)
@@ -566,7 +626,9 @@ class ThreadloomApp(App[int]):
             # A first load into an empty ledger runs fastest as the database's only writer (no
             # journal): the panes read it through a read-only connection once the load is under way.
             first_load = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM entries)").fetchone()[0] == 1
-            self.post_message(IngestStatus("Reading agent logs", database_ready=not first_load, first_load=first_load))
+            self.post_message(
+                IngestStatus("Reading agent logs", database_ready=not first_load, first_load=first_load)
+            )
             last = [0.0]
 
             def progress(p: Progress) -> None:
@@ -575,8 +637,14 @@ class ThreadloomApp(App[int]):
                     last[0] = now
                     self.post_message(IngestProgressed(p))
 
-            report = run_ingest(conn, sources, include_defaults=include_defaults, progress=progress,
-                                cancel=self.cancel_event, build_index=False)
+            report = run_ingest(
+                conn,
+                sources,
+                include_defaults=include_defaults,
+                progress=progress,
+                cancel=self.cancel_event,
+                build_index=False,
+            )
             if report.cancelled:
                 return report
             self.post_message(RecordsLoaded(report))
@@ -591,8 +659,11 @@ class ThreadloomApp(App[int]):
             index_started = time.perf_counter()
 
             def index_progress(p: search_index.IndexProgress) -> None:
-                self.post_message(IngestProgressed(IngestProgress(
-                    p.done, p.total, p.done, p.total, INDEXING, p.elapsed, p.done, p.total)))
+                self.post_message(
+                    IngestProgressed(
+                        IngestProgress(p.done, p.total, p.done, p.total, INDEXING, p.elapsed, p.done, p.total)
+                    )
+                )
 
             report.index_complete = search_index.build(conn, index_progress, self.cancel_event)
             report.cancelled = not report.index_complete
@@ -610,15 +681,25 @@ class ThreadloomApp(App[int]):
             self._open_database()
         self.refresh_panes()
         if report.files_read:
-            self.notify(f"{report.files_read:,} files read ({report.bytes_read / 1e6:,.1f} MB), "
-                        f"{report.sessions:,} sessions updated in {report.seconds:.1f} s", title="Ingest done")
+            self.notify(
+                f"{report.files_read:,} files read ({report.bytes_read / 1e6:,.1f} MB), "
+                f"{report.sessions:,} sessions updated in {report.seconds:.1f} s",
+                title="Ingest done",
+            )
         elif self._rescan_asked:  # Ctrl+R: say that it looked, even when nothing was new
-            self.notify(f"No new or changed agent logs ({report.files_seen:,} files checked)", title="Rescan",
-                        timeout=3)
+            self.notify(
+                f"No new or changed agent logs ({report.files_seen:,} files checked)",
+                title="Rescan",
+                timeout=3,
+            )
         self._rescan_asked = False
         if report.errors:
-            self.notify(f"{len(report.errors)} files could not be read; first: {report.errors[0]}",
-                        title="Ingest errors", severity="error", timeout=10)
+            self.notify(
+                f"{len(report.errors)} files could not be read; first: {report.errors[0]}",
+                title="Ingest errors",
+                severity="error",
+                timeout=10,
+            )
 
     def on_ingest_status(self, event: IngestStatus) -> None:
         self._status = event.text
@@ -664,8 +745,11 @@ class ThreadloomApp(App[int]):
         if worker.group == "follow":
             self._followed(event)
             return
-        if worker.group != "ingest" or event.state not in (WorkerState.SUCCESS, WorkerState.ERROR,
-                                                           WorkerState.CANCELLED):
+        if worker.group != "ingest" or event.state not in (
+            WorkerState.SUCCESS,
+            WorkerState.ERROR,
+            WorkerState.CANCELLED,
+        ):
             return
         self.ingesting = False
         self.first_load = False
@@ -682,12 +766,14 @@ class ThreadloomApp(App[int]):
         self.main_screen.remove_class("-ingesting")
         if event.state == WorkerState.ERROR:
             error = worker.error
-            self.push_screen(ErrorScreen(
-                "Reading agent logs failed",
-                f"{type(error).__name__}: {error}",
-                "What was read before the error is kept. Ctrl+R tries again; "
-                "`threadloom ingest` shows the same error on the command line.",
-            ))
+            self.push_screen(
+                ErrorScreen(
+                    "Reading agent logs failed",
+                    f"{type(error).__name__}: {error}",
+                    "What was read before the error is kept. Ctrl+R tries again; "
+                    "`threadloom ingest` shows the same error on the command line.",
+                )
+            )
             self.refresh_panes()
             return
         from threadloom.core.ingest import IngestReport
@@ -701,11 +787,16 @@ class ThreadloomApp(App[int]):
             self._open_database()
         self.refresh_panes()
         if report.cancelled and report.index_complete is False:
-            self.notify("Search indexing paused; it continues on the next launch. Until then search "
-                        "finds older records only.", severity="warning")
+            self.notify(
+                "Search indexing paused; it continues on the next launch. Until then search "
+                "finds older records only.",
+                severity="warning",
+            )
         elif report.cancelled:
-            self.notify(f"Ingest cancelled after {report.files_read:,} files; what was read is kept.",
-                        severity="warning")
+            self.notify(
+                f"Ingest cancelled after {report.files_read:,} files; what was read is kept.",
+                severity="warning",
+            )
         elif report.index_complete:
             self.notify(f"Search index complete in {report.index_seconds:.1f} s", timeout=3)
 
@@ -729,7 +820,11 @@ class ThreadloomApp(App[int]):
         if action == "back_to_search":
             return self._search_return and self.search_screen is not None
         if action == "fork":  # not during a first load: forking ingests the fork, after the load
-            return self._focused_pane() in ("messages", "sessions") and self.conn is not None and not self.load_reader
+            return (
+                self._focused_pane() in ("messages", "sessions")
+                and self.conn is not None
+                and not self.load_reader
+            )
         if action == "cancel_ingest":
             return self.ingesting
         if action == "open_demo":
@@ -789,7 +884,9 @@ class ThreadloomApp(App[int]):
         if hit.seq is not None:
             view = self.main_screen.query_one(MessageView)
             seq = hit.seq
-            self.call_after_refresh(lambda: view.go_to_seq(seq) if view.session_id == hit.session_id else None)
+            self.call_after_refresh(
+                lambda: view.go_to_seq(seq) if view.session_id == hit.session_id else None
+            )
         self.refresh_bindings()
 
     def action_back_to_search(self) -> None:
@@ -816,8 +913,9 @@ class ThreadloomApp(App[int]):
             view = self.main_screen.query_one(MessageView)
             row = view.current_row()
             if view.session_id is not None:
-                self.open_fork_picker(view.session_id, row.entry_id if row else None,
-                                      turn_id=row.turn_id if row else None)
+                self.open_fork_picker(
+                    view.session_id, row.entry_id if row else None, turn_id=row.turn_id if row else None
+                )
                 return
         elif pane == "sessions":
             node = self.main_screen.query_one(SessionTree).cursor_node
@@ -828,8 +926,9 @@ class ThreadloomApp(App[int]):
                 return
         self.notify("Open a session, then press f on a message to fork from it", timeout=3)
 
-    def open_fork_picker(self, session_id: str, entry_id: int | None, *, turn_id: str | None = None,
-                         seq: int | None = None) -> None:
+    def open_fork_picker(
+        self, session_id: str, entry_id: int | None, *, turn_id: str | None = None, seq: int | None = None
+    ) -> None:
         """The fork picker around an entry (or the latest branch); `seq` finds the entry's turn."""
         from threadloom.tui.fork import ForkPicker
 
@@ -850,8 +949,15 @@ class ThreadloomApp(App[int]):
         """Every FOLLOW_SECONDS: when the file of the session being read has grown (its agent is
         still at work), read what was added, and show it."""
         key = self._open_key
-        if (self.conn is None or self.db_path is None or self.ingesting or self.load_reader or key is None
-                or key[0] != "session" or any(w.group == "follow" and w.is_running for w in self.workers)):
+        if (
+            self.conn is None
+            or self.db_path is None
+            or self.ingesting
+            or self.load_reader
+            or key is None
+            or key[0] != "session"
+            or any(w.group == "follow" and w.is_running for w in self.workers)
+        ):
             return
         grown = browse.grown_source(self.conn, key[1])
         if grown is None:
@@ -918,14 +1024,20 @@ class ThreadloomApp(App[int]):
 
     def _fork_ingested(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
-            self.notify(f"The fork was written but could not be read back: {event.worker.error}",
-                        title="Fork", severity="error", timeout=10)
+            self.notify(
+                f"The fork was written but could not be read back: {event.worker.error}",
+                title="Fork",
+                severity="error",
+                timeout=10,
+            )
             return
         if event.state == WorkerState.SUCCESS:
             self.refresh_panes()
             report = event.worker.result
             if getattr(report, "sessions", 0):
-                self.notify("The fork is in the session tree, beside and under its source.", title="Fork", timeout=4)
+                self.notify(
+                    "The fork is in the session tree, beside and under its source.", title="Fork", timeout=4
+                )
 
     def action_jump(self) -> None:
         from textual.command import CommandPalette
@@ -987,7 +1099,9 @@ class ThreadloomApp(App[int]):
         pane = self._focused_pane()
         view = self.main_screen.query_one(MessageView)
         if pane == "messages" and view.session_id:
-            yield SystemCommand("Messages: expand or collapse all tool calls", "Key e", view.action_toggle_all)
+            yield SystemCommand(
+                "Messages: expand or collapse all tool calls", "Key e", view.action_toggle_all
+            )
             yield SystemCommand("Messages: show the raw JSON of this message", "Key r", view.action_raw)
             yield SystemCommand("Messages: copy the text under the cursor", "Key y", view.action_copy)
             yield SystemCommand("Messages: go to the last message", "Key G", view.action_last)
@@ -997,9 +1111,13 @@ class ThreadloomApp(App[int]):
             yield SystemCommand(f"Sessions: {verb} Warmup agents", "Key w", tree.action_toggle_warmup)
         yield SystemCommand("Jump to session", "By title, id or project (key p)", self.action_jump)
         if self.ingesting:
-            yield SystemCommand("Ingest: cancel", "Stop after the current file (Esc)", self.action_cancel_ingest)
+            yield SystemCommand(
+                "Ingest: cancel", "Stop after the current file (Esc)", self.action_cancel_ingest
+            )
         elif self.temp_dir is None:
-            yield SystemCommand("Ingest: rescan now", "Read new and changed agent logs (Ctrl+R)", self.action_rescan)
+            yield SystemCommand(
+                "Ingest: rescan now", "Read new and changed agent logs (Ctrl+R)", self.action_rescan
+            )
         yield SystemCommand("Help: keys of the focused pane", "F1 or ?", self.action_help)
         # Textual's own "Keys" panel would be a second, different help beside ours
         yield from (command for command in super().get_system_commands(screen) if command.title != "Keys")
@@ -1033,8 +1151,9 @@ def _palette_provider(name: str) -> type[Provider]:
     return getattr(commands, name)
 
 
-def run_app(*, db_path: Path | None = None, sources: Iterable[Path] = (), demo: bool = False,
-            ingest: bool = True) -> int:
+def run_app(
+    *, db_path: Path | None = None, sources: Iterable[Path] = (), demo: bool = False, ingest: bool = True
+) -> int:
     """Entry point for `threadloom` without a subcommand; returns the process exit code."""
     app = ThreadloomApp(db_path=db_path, sources=sources, demo=demo, ingest=ingest)
     try:

@@ -74,9 +74,13 @@ class SessionJumpProvider(Provider):
                 target = browse.JumpTarget(match.session_id, match.title, match.project or "", None, False)
             found.add(target.id)
             text = self._text(target)
-            yield Hit(ENGINE_RANK + match.score, matcher.highlight(text),
-                      partial(app.jump_to_session, target.id), text=text,
-                      help=f"jump to session · {match.agent} · {when(target.started_at)}")
+            yield Hit(
+                ENGINE_RANK + match.score,
+                matcher.highlight(text),
+                partial(app.jump_to_session, target.id),
+                text=text,
+                help=f"jump to session · {match.agent} · {when(target.started_at)}",
+            )
         more = 0
         for target in self.targets:
             if target.id in found:
@@ -85,8 +89,13 @@ class SessionJumpProvider(Provider):
             score = matcher.match(text)
             if score > 0:
                 more += 1
-                yield Hit(score, matcher.highlight(text), partial(app.jump_to_session, target.id), text=text,
-                          help=f"jump to session · {when(target.started_at)}")
+                yield Hit(
+                    score,
+                    matcher.highlight(text),
+                    partial(app.jump_to_session, target.id),
+                    text=text,
+                    help=f"jump to session · {when(target.started_at)}",
+                )
                 if more >= SEARCHED:
                     return
 
@@ -95,8 +104,11 @@ class SessionJumpProvider(Provider):
         if not self.list_recent:
             return
         for target in self.targets[:SHOWN]:
-            yield DiscoveryHit(self._text(target), partial(app.jump_to_session, target.id),
-                               help=f"jump to session · {when(target.started_at)}")
+            yield DiscoveryHit(
+                self._text(target),
+                partial(app.jump_to_session, target.id),
+                help=f"jump to session · {when(target.started_at)}",
+            )
 
 
 class RecentSessionsProvider(SessionJumpProvider):

@@ -67,8 +67,13 @@ CHOSEN_STYLE = "bold #d7af5f"
 TOOL_STYLE = "bold #d7af5f"
 BRACKET_STYLE = "#5f87af"
 KIND_MARK = {  # the mark before a message, and its style
-    "prompt": ("› ", ROLE_STYLE["user"]), "reply": ("‹ ", ROLE_STYLE["assistant"]), "thinking": ("✻ ", "dim"),
-    "summary": ("≡ ", "#af87d7"), "note": ("· ", "dim"), "message": ("› ", ROLE_STYLE["user"]), "event": ("· ", "dim"),
+    "prompt": ("› ", ROLE_STYLE["user"]),
+    "reply": ("‹ ", ROLE_STYLE["assistant"]),
+    "thinking": ("✻ ", "dim"),
+    "summary": ("≡ ", "#af87d7"),
+    "note": ("· ", "dim"),
+    "message": ("› ", ROLE_STYLE["user"]),
+    "event": ("· ", "dim"),
 }
 
 KIND_NOUN = {"thinking": "thinking block", "event": "record"}
@@ -90,8 +95,10 @@ def run_in_shell(command: str) -> int:
     print(f"threadloom: {command}\n(threadloom comes back when this ends)\n", flush=True)
     code = subprocess.run([shell, "-c", command], check=False).returncode
     if code != 0:  # what went wrong stays on screen until read
-        print(f"\nthreadloom: the command ended with exit status {code}; press Enter to go back to threadloom.",
-              flush=True)
+        print(
+            f"\nthreadloom: the command ended with exit status {code}; press Enter to go back to threadloom.",
+            flush=True,
+        )
         with contextlib.suppress(EOFError, OSError):
             input()
     return code
@@ -141,22 +148,58 @@ class PointList(OptionList):
         Binding("pageup", "page_up", "Page up", show=False, id="fork.page-up"),
         Binding("ctrl+pageup", "page_left", "Page left", show=False, id="fork.page-left"),
         Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="fork.page-right"),
-        Binding("right,l", "screen.expand", "Open turn", show=False, id="fork.expand",
-                tooltip="Show the messages of the turn under the cursor"),
-        Binding("left,h", "screen.collapse", "Close turn", show=False, id="fork.collapse",
-                tooltip="Fold the turn under the cursor back to one entry"),
-        Binding("space", "screen.toggle", "Open/close turn", show=False, id="fork.toggle",
-                tooltip="Open or close the turn under the cursor"),
-        Binding("enter", "select", "Fork here", show=False, id="fork.select",
-                tooltip="Fork here: at the message (or the end of the turn) under the cursor"),
+        Binding(
+            "right,l",
+            "screen.expand",
+            "Open turn",
+            show=False,
+            id="fork.expand",
+            tooltip="Show the messages of the turn under the cursor",
+        ),
+        Binding(
+            "left,h",
+            "screen.collapse",
+            "Close turn",
+            show=False,
+            id="fork.collapse",
+            tooltip="Fold the turn under the cursor back to one entry",
+        ),
+        Binding(
+            "space",
+            "screen.toggle",
+            "Open/close turn",
+            show=False,
+            id="fork.toggle",
+            tooltip="Open or close the turn under the cursor",
+        ),
+        Binding(
+            "enter",
+            "select",
+            "Fork here",
+            show=False,
+            id="fork.select",
+            tooltip="Fork here: at the message (or the end of the turn) under the cursor",
+        ),
     ]
 
 
 class PointsRead(Message):
-    def __init__(self, points: list[ForkPoint], first_turn: int, branch_turns: int, chosen: int | None,
-                 messages: dict[str, list[ForkMessage]], error: str) -> None:
+    def __init__(
+        self,
+        points: list[ForkPoint],
+        first_turn: int,
+        branch_turns: int,
+        chosen: int | None,
+        messages: dict[str, list[ForkMessage]],
+        error: str,
+    ) -> None:
         super().__init__()
-        self.points, self.first_turn, self.branch_turns, self.chosen = points, first_turn, branch_turns, chosen
+        self.points, self.first_turn, self.branch_turns, self.chosen = (
+            points,
+            first_turn,
+            branch_turns,
+            chosen,
+        )
         self.messages, self.error = messages, error
 
 
@@ -212,7 +255,9 @@ class Target:
     """Where a fork is cut: the record given to `plan_fork`, and how a user would say it."""
 
     ref: str
-    where: str  # "the end of turn 3", "the chosen reply (and its API message)", "just before the chosen prompt"
+    where: (
+        str  # "the end of turn 3", "the chosen reply (and its API message)", "just before the chosen prompt"
+    )
     before: bool = False
 
 
@@ -223,31 +268,71 @@ class ForkPicker(ModalScreen[None]):
 
     BINDINGS = [
         Binding("escape", "back", "Close", id="fork.close", tooltip="Cancel the current step, or close"),
-        Binding("f", "fork_here", "Fork here", id="fork.here",
-                tooltip="Write a new session that ends with the message (or turn) under the cursor (asks first)"),
-        Binding("b", "fork_before", "Fork before", id="fork.before",
-                tooltip="On a prompt: a new session that ends just before it, to send a different one (edit and "
-                        "resend)"),
-        Binding("n", "fork_prompt", "New prompt", id="fork.prompt",
-                tooltip="Let the agent fork here itself, continuing with a new prompt"),
+        Binding(
+            "f",
+            "fork_here",
+            "Fork here",
+            id="fork.here",
+            tooltip="Write a new session that ends with the message (or turn) under the cursor (asks first)",
+        ),
+        Binding(
+            "b",
+            "fork_before",
+            "Fork before",
+            id="fork.before",
+            tooltip="On a prompt: a new session that ends just before it, to send a different one (edit and "
+            "resend)",
+        ),
+        Binding(
+            "n",
+            "fork_prompt",
+            "New prompt",
+            id="fork.prompt",
+            tooltip="Let the agent fork here itself, continuing with a new prompt",
+        ),
         Binding("r", "resume", "Resume", id="fork.resume", tooltip="Resume the whole session"),
         Binding("e", "fork_end", "Fork at end", id="fork.end", tooltip="Fork the whole session at its end"),
-        Binding("y", "confirm", "Yes", id="fork.yes",
-                tooltip="Yes to the question shown: write the fork, or restore the transcript"),
-        Binding("x", "run", "Run", id="fork.run",
-                tooltip="Leave threadloom and start the agent with the command; back here when it ends"),
+        Binding(
+            "y",
+            "confirm",
+            "Yes",
+            id="fork.yes",
+            tooltip="Yes to the question shown: write the fork, or restore the transcript",
+        ),
+        Binding(
+            "x",
+            "run",
+            "Run",
+            id="fork.run",
+            tooltip="Leave threadloom and start the agent with the command; back here when it ends",
+        ),
         # off the footer (the Copy again button is beside the command): an 80-column footer has room for the rest
         Binding("c", "copy", "Copy", show=False, id="fork.copy", tooltip="Copy the command again"),
-        Binding("u", "undo_patch", "Undo patch", show=False, id="fork.undo",
-                tooltip="Write the patch that takes the files edited after this point back to their state here"),
-        Binding("f1,question_mark", "help", "Keys", show=False, id="fork.help", tooltip="The keys of the picker"),
+        Binding(
+            "u",
+            "undo_patch",
+            "Undo patch",
+            show=False,
+            id="fork.undo",
+            tooltip="Write the patch that takes the files edited after this point back to their state here",
+        ),
+        Binding(
+            "f1,question_mark", "help", "Keys", show=False, id="fork.help", tooltip="The keys of the picker"
+        ),
         Binding("ctrl+c,super+c", "screen.copy_text", "Copy selection", show=False, id="fork.copy-selection"),
         Binding("tab", "app.focus_next", "Next", show=False, id="fork.focus-next"),
         Binding("shift+tab", "app.focus_previous", "Previous", show=False, id="fork.focus-previous"),
     ]
 
-    def __init__(self, conn: sqlite3.Connection, db_path: Path, session_id: str, *, entry_id: int | None = None,
-                 turn_id: str | None = None) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        db_path: Path,
+        session_id: str,
+        *,
+        entry_id: int | None = None,
+        turn_id: str | None = None,
+    ) -> None:
         super().__init__(id="fork-picker")
         self.conn = conn
         self.db_path = db_path
@@ -347,8 +432,9 @@ class ForkPicker(ModalScreen[None]):
             if points:
                 turn = points[chosen].turn_id
                 messages[turn] = fork_messages(conn, self.session_id, [turn])
-            self.post_message(PointsRead(window, first, len(points), chosen - first if points else None, messages,
-                                         ""))
+            self.post_message(
+                PointsRead(window, first, len(points), chosen - first if points else None, messages, "")
+            )
         except sqlite3.Error as exc:
             self.post_message(PointsRead([], 0, 0, None, {}, f"Cannot read the turns of this session: {exc}"))
         finally:
@@ -378,7 +464,9 @@ class ForkPicker(ModalScreen[None]):
             about.append(f" (turns {self.first_turn + 1}–{last} listed, around yours)", style="dim")
         about.append(" · → ← open and close a turn", style="dim")
         if not self.points:
-            about.append("\nThis session has no turns to fork at; Resume and Fork at end still work.", style="#d7af5f")
+            about.append(
+                "\nThis session has no turns to fork at; Resume and Fork at end still work.", style="#d7af5f"
+            )
         self.query_one("#fork-about", Static).update(about)
         self.refresh_bindings()
 
@@ -407,13 +495,24 @@ class ForkPicker(ModalScreen[None]):
         points.set_options([Option(self._prompt(row, width)) for row in self.rows])
         wanted = None
         if keep is not None:
-            wanted = next((i for i, r in enumerate(self.rows) if self.points[r.turn].turn_id == keep[0]
-                           and (r.message.entry_id if r.message else None) == keep[1]), None)
+            wanted = next(
+                (
+                    i
+                    for i, r in enumerate(self.rows)
+                    if self.points[r.turn].turn_id == keep[0]
+                    and (r.message.entry_id if r.message else None) == keep[1]
+                ),
+                None,
+            )
         if wanted is None and self.chosen is not None:
-            wanted = next((i for i, r in enumerate(self.rows) if r.message is not None and r.message is self.marked),
-                          None)
+            wanted = next(
+                (i for i, r in enumerate(self.rows) if r.message is not None and r.message is self.marked),
+                None,
+            )
             if wanted is None:
-                wanted = next((i for i, r in enumerate(self.rows) if r.turn == self.chosen and r.message is None), None)
+                wanted = next(
+                    (i for i, r in enumerate(self.rows) if r.turn == self.chosen and r.message is None), None
+                )
         if wanted is not None:
             points.highlighted = wanted
             self.call_after_refresh(points.scroll_to_highlight, top=False)
@@ -435,7 +534,9 @@ class ForkPicker(ModalScreen[None]):
         head.append(f"turn {self.first_turn + row.turn + 1}", style="bold")
         facts = [(when(point.timestamp)[:12], "dim"), (short_model(point.model), "#af87d7")]
         if point.tool_call_count:
-            facts.append((f"{point.tool_call_count} tool call{'s' if point.tool_call_count != 1 else ''}", "dim"))
+            facts.append(
+                (f"{point.tool_call_count} tool call{'s' if point.tool_call_count != 1 else ''}", "dim")
+            )
         if mine:
             facts.insert(0, ("your message", CHOSEN_STYLE))
         if opened and point.turn_id not in self.messages:
@@ -444,7 +545,9 @@ class ForkPicker(ModalScreen[None]):
         if opened:
             return first
         prompt = Text.assemble(("      › ", ROLE_STYLE["user"]), point.prompt or "(no prompt text)")
-        reply = Text.assemble(("      ‹ ", ROLE_STYLE["assistant"]), (point.reply or "(no reply text)", "dim"))
+        reply = Text.assemble(
+            ("      ‹ ", ROLE_STYLE["assistant"]), (point.reply or "(no reply text)", "dim")
+        )
         for line in (prompt, reply):
             line.no_wrap, line.overflow = True, "ellipsis"
             line.truncate(width, overflow="ellipsis")
@@ -485,22 +588,34 @@ class ForkPicker(ModalScreen[None]):
                 opened = self.points[row.turn].turn_id in self.expanded
                 hint.append(" · ← closes its messages" if opened else " · → shows its messages", style="dim")
             elif not message.exact:
-                hint.append(f"{_agent_name(self.agent)} forks at the end of a turn: Fork here keeps {turn} whole "
-                            "and everything before it.", style="#d7af5f")
+                hint.append(
+                    f"{_agent_name(self.agent)} forks at the end of a turn: Fork here keeps {turn} whole "
+                    "and everything before it.",
+                    style="#d7af5f",
+                )
             elif message.kind == "prompt":
                 hint.append("Fork here ends on this prompt, before its answer.", style="dim")
             else:
-                what = f"this {message.tool_name} call and its result" if message.kind == "tool call" else \
-                    f"this {KIND_NOUN.get(message.kind, message.kind)}"
+                what = (
+                    f"this {message.tool_name} call and its result"
+                    if message.kind == "tool call"
+                    else f"this {KIND_NOUN.get(message.kind, message.kind)}"
+                )
                 hint.append(f"Fork here keeps everything up to and including {what}", style="dim")
                 hint.append(".", style="dim")
                 if row.blocks > 1:
-                    hint.append(f" The {row.blocks} blocks of its API message (┌…└) fork as one, each call with its "
-                                "result.", style=BRACKET_STYLE)
+                    hint.append(
+                        f" The {row.blocks} blocks of its API message (┌…└) fork as one, each call with its "
+                        "result.",
+                        style=BRACKET_STYLE,
+                    )
             if message is not None and message.can_fork_before:
-                hint.append(" b forks just before it, to send a different prompt (edit and resend).",
-                            style="#d7af5f")
-        self.query_one("#fork-before", Button).disabled = not (row and row.message and row.message.can_fork_before)
+                hint.append(
+                    " b forks just before it, to send a different prompt (edit and resend).", style="#d7af5f"
+                )
+        self.query_one("#fork-before", Button).disabled = not (
+            row and row.message and row.message.can_fork_before
+        )
         self.query_one("#fork-hint", Static).update(hint)
         self.query_one("#fork-hint").display = bool(hint)
 
@@ -511,12 +626,15 @@ class ForkPicker(ModalScreen[None]):
         if plan is not None:
             shown = Text(plan.command, style="bold")
             if plan.restore is not None:
-                shown.append("\nfinds nothing until the transcript is restored where the agent looks: y restores it",
-                             style="#d7af5f")
+                shown.append(
+                    "\nfinds nothing until the transcript is restored where the agent looks: y restores it",
+                    style="#d7af5f",
+                )
             command.update(shown)
         else:
-            command.update(Text("Choose a message and an action; the command appears here and is copied.",
-                                style="dim"))
+            command.update(
+                Text("Choose a message and an action; the command appears here and is copied.", style="dim")
+            )
         self.query_one("#fork-run-buttons").display = plan is not None
         self.query_one("#fork-run", Button).disabled = plan is None or plan.restore is not None
         notes = Text()
@@ -651,8 +769,12 @@ class ForkPicker(ModalScreen[None]):
         return Target(str(message.entry_id), f"the chosen {what} of {turn}{whole}")
 
     def _busy(self) -> bool:
-        return (bool(self.planning) or self.restoring or self.pending is not None
-                or self.query_one("#fork-prompt-input").display)
+        return (
+            bool(self.planning)
+            or self.restoring
+            or self.pending is not None
+            or self.query_one("#fork-prompt-input").display
+        )
 
     def _fail(self, message: str) -> None:
         self.plan, self.written, self.copied_how, self.ran, self.error = None, None, "", "", message
@@ -671,8 +793,9 @@ class ForkPicker(ModalScreen[None]):
             if action in ("fork_here", "fork_prompt") and not self.points:
                 return None
         if action == "confirm":
-            return self.pending is not None or (self.plan is not None and self.plan.restore is not None
-                                                and not self._busy())
+            return self.pending is not None or (
+                self.plan is not None and self.plan.restore is not None and not self._busy()
+            )
         if action == "copy":
             return True if self.plan is not None and not self._busy() else None
         if action == "undo_patch":
@@ -694,14 +817,21 @@ class ForkPicker(ModalScreen[None]):
         if self._busy() or row is None or row.message is None or not row.message.can_fork_before:
             return
         if self.agent not in (CLAUDE, "codex"):
-            self._fail(f"Forking before a prompt is for Claude Code and Codex sessions; for {self.agent} fork at the "
-                       "message before it.")
+            self._fail(
+                f"Forking before a prompt is for Claude Code and Codex sessions; for {self.agent} fork at the "
+                "message before it."
+            )
             return
         self._ask_prompt("before")
 
     def _plan(self, action: str, target: Target | None = None, prompt: str | None = None) -> None:
         self.planning, self.target, self.error = action, target, ""
-        self.plan, self.written, self.copied_how, self.ran = None, None, "", ""  # the last command is not this one
+        self.plan, self.written, self.copied_how, self.ran = (
+            None,
+            None,
+            "",
+            "",
+        )  # the last command is not this one
         self.undo_said = None
         self._show()
         self.refresh_bindings()
@@ -711,8 +841,12 @@ class ForkPicker(ModalScreen[None]):
     def _make_plan(self, action: str, target: Target | None, prompt: str | None) -> None:
         from threadloom.core.db import LedgerError, connect
 
-        failure = {"fork": "Cannot fork here", "fork-prompt": "Cannot fork here",
-                   "resume": "Cannot resume this session", "fork-end": "Cannot fork this session at its end"}[action]
+        failure = {
+            "fork": "Cannot fork here",
+            "fork-prompt": "Cannot fork here",
+            "resume": "Cannot resume this session",
+            "fork-end": "Cannot fork this session at its end",
+        }[action]
         try:
             conn = connect(self.db_path, readonly=True)
         except LedgerError as exc:
@@ -738,7 +872,9 @@ class ForkPicker(ModalScreen[None]):
         plan = event.plan
         if plan is None:
             self._fail(event.error)
-        elif event.action == "fork" and plan.lines:  # threadloom writes the transcript: say what and where first
+        elif (
+            event.action == "fork" and plan.lines
+        ):  # threadloom writes the transcript: say what and where first
             self._ask_write(plan)
         elif plan.restore is not None:  # the command finds nothing until the transcript is back
             self._ask_restore(plan)
@@ -746,7 +882,9 @@ class ForkPicker(ModalScreen[None]):
             self._finish(plan, Path(plan.path) if plan.path else None)
         self.refresh_bindings()
 
-    def _ask(self, plan: ForkPlan, asking: str, question: Text, rows: list[tuple[str, str]], yes: str) -> None:
+    def _ask(
+        self, plan: ForkPlan, asking: str, question: Text, rows: list[tuple[str, str]], yes: str
+    ) -> None:
         self.pending, self.asking = plan, asking
         self.error = ""
         self._show()  # the status line no longer says the command is being worked out
@@ -771,11 +909,21 @@ class ForkPicker(ModalScreen[None]):
         undo = self._undo_here()
         if undo is not None and undo.files and self.target is not None and self.target.ref == self.undo_ref:
             count = len(undo.files)
-            rows.append(("files", f"{count} file{'s' if count != 1 else ''} edited after this point stay as they are"
-                                  + (" (u writes a patch that takes them back)" if undo.patch else "")))
+            rows.append(
+                (
+                    "files",
+                    f"{count} file{'s' if count != 1 else ''} edited after this point stay as they are"
+                    + (" (u writes a patch that takes them back)" if undo.patch else ""),
+                )
+            )
         rows.append(("then", plan.command + "   (copied once the file is written)"))
-        self._ask(plan, "write", Text("Write a new session?  (y or Enter: yes · Esc: no)", style="bold"), rows,
-                  "Write the fork")
+        self._ask(
+            plan,
+            "write",
+            Text("Write a new session?  (y or Enter: yes · Esc: no)", style="bold"),
+            rows,
+            "Write the fork",
+        )
 
     def _ask_restore(self, plan: ForkPlan) -> None:
         step = plan.restore
@@ -790,12 +938,17 @@ class ForkPicker(ModalScreen[None]):
         self._ask(plan, "restore", question, rows, "Restore it")
 
     def _holds(self, plan: ForkPlan) -> str:
-        calls = (", 1 tool call with its result" if plan.tool_calls == 1 else
-                 f", {plan.tool_calls} tool calls with their results")
+        calls = (
+            ", 1 tool call with its result"
+            if plan.tool_calls == 1
+            else f", {plan.tool_calls} tool calls with their results"
+        )
         where = self.target.where if self.target else "the chosen point"
         if plan.agent == CLAUDE:
-            return (f"{plan.records} records{calls}: this branch up to {where}, new session id "
-                    f"{plan.new_session_id}, titled “… (fork)”")
+            return (
+                f"{plan.records} records{calls}: this branch up to {where}, new session id "
+                f"{plan.new_session_id}, titled “… (fork)”"
+            )
         held = f"this session up to {where} ({plan.records} lines{calls})"
         return held + (f", new session id {plan.new_session_id}" if plan.new_session_id else "")
 
@@ -837,8 +990,10 @@ class ForkPicker(ModalScreen[None]):
         try:
             path = write_fork(plan)
         except FileExistsError:
-            self._fail(f"A file already exists at {plan.path}; nothing was written or overwritten. "
-                       "Press f again for a fork with a new session id.")
+            self._fail(
+                f"A file already exists at {plan.path}; nothing was written or overwritten. "
+                "Press f again for a fork with a new session id."
+            )
             return
         except (ForkError, OSError) as exc:
             self._fail(f"Could not write the fork: {exc}")
@@ -861,7 +1016,13 @@ class ForkPicker(ModalScreen[None]):
         self.refresh_bindings()
         self._restore(plan)
 
-    @work(thread=True, exclusive=True, group="fork-restore", exit_on_error=False, description="restore transcript")
+    @work(
+        thread=True,
+        exclusive=True,
+        group="fork-restore",
+        exit_on_error=False,
+        description="restore transcript",
+    )
     def _restore(self, plan: ForkPlan) -> None:
         """Write the transcript back where the agent looks (core never overwrites), from the archive."""
         from threadloom.core.archive import RestoreError
@@ -877,8 +1038,13 @@ class ForkPicker(ModalScreen[None]):
         try:
             restore_for(conn, plan)
         except FileExistsError as exc:
-            self.post_message(Restored(plan, f"{exc.filename} appeared meanwhile; a restore never overwrites, so "
-                                             "nothing more was written. Choose the action again."))
+            self.post_message(
+                Restored(
+                    plan,
+                    f"{exc.filename} appeared meanwhile; a restore never overwrites, so "
+                    "nothing more was written. Choose the action again.",
+                )
+            )
             return
         except (RestoreError, OSError, sqlite3.Error) as exc:
             self.post_message(Restored(plan, f"Could not restore the transcript to {folder}: {exc}"))
@@ -899,8 +1065,10 @@ class ForkPicker(ModalScreen[None]):
         if self._busy() or self.current_row() is None:
             return
         if self.agent != CLAUDE:
-            self._fail(f"Only Claude Code can be started from outside as a fork with a new prompt; for {self.agent} "
-                       "use Fork here (or Fork at end) and type the prompt in the new session.")
+            self._fail(
+                f"Only Claude Code can be started from outside as a fork with a new prompt; for {self.agent} "
+                "use Fork here (or Fork at end) and type the prompt in the new session."
+            )
             return
         self._ask_prompt("native")
 
@@ -912,8 +1080,11 @@ class ForkPicker(ModalScreen[None]):
             "native": "The new prompt · Enter makes the command · Esc cancels",
             "undo": "Where to write the undo patch · Enter writes it · Esc cancels",
         }[purpose]
-        box.border_title = {"before": "Instead of this prompt, send", "native": "The fork goes on with",
-                            "undo": "Write the undo patch to"}[purpose]
+        box.border_title = {
+            "before": "Instead of this prompt, send",
+            "native": "The fork goes on with",
+            "undo": "Write the undo patch to",
+        }[purpose]
         box.value = self._patch_path() if purpose == "undo" else ""
         box.display = True
         box.focus(scroll_visible=False)
@@ -1007,20 +1178,29 @@ class ForkPicker(ModalScreen[None]):
             line.append("No file edits recorded after this point.", style="dim")
         else:
             count = len(undo.files)
-            line.append(f"Not undone by a fork here: {count} file{'s' if count != 1 else ''} edited after this point "
-                        "stay as they are: ", style=WARN_STYLE)
+            line.append(
+                f"Not undone by a fork here: {count} file{'s' if count != 1 else ''} edited after this point "
+                "stay as they are: ",
+                style=WARN_STYLE,
+            )
             for i, change in enumerate(undo.files[:6]):
                 line.append(", " if i else "")
                 line.append(printable(change.path))
                 what = change.tool + (", new" if change.created else "")
-                line.append(f" ({what})" if change.revertible else f" ({what}; the records cannot take it back)",
-                            style="dim" if change.revertible else WARN_STYLE)
+                line.append(
+                    f" ({what})" if change.revertible else f" ({what}; the records cannot take it back)",
+                    style="dim" if change.revertible else WARN_STYLE,
+                )
             if count > 6:
                 line.append(f" and {count - 6} more")
             covered = sum(1 for f in undo.files if f.revertible)
             if undo.patch:
-                line.append(" · u writes a patch that takes " + ("them" if covered == count else f"{covered} of them")
-                            + " back", style="bold")
+                line.append(
+                    " · u writes a patch that takes "
+                    + ("them" if covered == count else f"{covered} of them")
+                    + " back",
+                    style="bold",
+                )
         widget = self.query_one("#fork-undo", Static)
         widget.update(line)
         widget.display = bool(line)
@@ -1037,9 +1217,15 @@ class ForkPicker(ModalScreen[None]):
             return
         self.error = ""
         if not undo.patch:
-            self.undo_said = Text("No undo patch: " + ("the records cannot take back any of the files edited after "
-                                                       "this point." if undo.files else
-                                                       "no file was edited after this point."), style=WARN_STYLE)
+            self.undo_said = Text(
+                "No undo patch: "
+                + (
+                    "the records cannot take back any of the files edited after this point."
+                    if undo.files
+                    else "no file was edited after this point."
+                ),
+                style=WARN_STYLE,
+            )
             self.undo_said.append_text(self._left_out(undo))
             self._show()
             self._reveal("#fork-status")
@@ -1070,10 +1256,20 @@ class ForkPicker(ModalScreen[None]):
         from threadloom.core.fork import in_folder, shell_command
 
         covered = ", ".join(printable(f.path) for f in undo.files if f.revertible)
-        apply = in_folder(undo.cwd, shell_command(["git", "apply", "--check", str(path)]) + " && "
-                          + shell_command(["git", "apply", str(path)]), [])
-        said = Text.assemble(("Wrote the undo patch to ", OK_STYLE), str(path), (f", covering {covered}.", OK_STYLE),
-                             "\nIt changes nothing by itself; check and apply it with: ", (apply, "bold"))
+        apply = in_folder(
+            undo.cwd,
+            shell_command(["git", "apply", "--check", str(path)])
+            + " && "
+            + shell_command(["git", "apply", str(path)]),
+            [],
+        )
+        said = Text.assemble(
+            ("Wrote the undo patch to ", OK_STYLE),
+            str(path),
+            (f", covering {covered}.", OK_STYLE),
+            "\nIt changes nothing by itself; check and apply it with: ",
+            (apply, "bold"),
+        )
         said.append_text(self._left_out(undo))
         self.error, self.undo_said = "", said
         self._show()
@@ -1116,8 +1312,10 @@ class ForkPicker(ModalScreen[None]):
             message = f"Command copied to the {how}."
         else:
             self.app.copy_to_clipboard(command)
-            message = ("No system clipboard here: sent to the terminal's clipboard (OSC 52). "
-                       "If your terminal ignores that, select the command above.")
+            message = (
+                "No system clipboard here: sent to the terminal's clipboard (OSC 52). "
+                "If your terminal ignores that, select the command above."
+            )
         self.notify(message, title="Command copied" if how else "Command sent to the terminal", timeout=6)
         return message
 
@@ -1134,7 +1332,9 @@ class ForkPicker(ModalScreen[None]):
         if plan is None or self._busy():
             return
         if plan.restore is not None:
-            self.error = "The command finds nothing until the transcript is restored where the agent looks: press y."
+            self.error = (
+                "The command finds nothing until the transcript is restored where the agent looks: press y."
+            )
             self._show()
             return
         if os.name == "nt":
@@ -1151,8 +1351,11 @@ class ForkPicker(ModalScreen[None]):
             self._show()
             return
         self.error = ""
-        self.ran = (f"The agent ended (exit {code}); reading what it wrote." if code == 0 else
-                    f"The command ended with exit status {code}; reading what it wrote.")
+        self.ran = (
+            f"The agent ended (exit {code}); reading what it wrote."
+            if code == 0
+            else f"The command ended with exit status {code}; reading what it wrote."
+        )
         self._show()
         self._reveal("#fork-status")
         app: ThreadloomApp = self.app  # type: ignore[assignment]
@@ -1183,10 +1386,23 @@ class ForkPicker(ModalScreen[None]):
         def rows(found: dict[tuple[str, str], list[str]]) -> list[tuple[str, str, str]]:
             return [(", ".join(keys), meta[k][0], meta[k][1]) for k, keys in found.items()]
 
-        where = "the list" if isinstance(focused, PointList) else "a button" if isinstance(focused, Button) else \
-            "the prompt" if isinstance(focused, Input) else "the dialog"
-        self.app.push_screen(HelpScreen(f"Fork picker · {where}", rows(own), rows(everywhere),
-                                        everywhere_title="Anywhere in the picker"))
+        where = (
+            "the list"
+            if isinstance(focused, PointList)
+            else "a button"
+            if isinstance(focused, Button)
+            else "the prompt"
+            if isinstance(focused, Input)
+            else "the dialog"
+        )
+        self.app.push_screen(
+            HelpScreen(
+                f"Fork picker · {where}",
+                rows(own),
+                rows(everywhere),
+                everywhere_title="Anywhere in the picker",
+            )
+        )
 
     def action_back(self) -> None:
         if self.pending is not None:
@@ -1202,10 +1418,15 @@ class ForkPicker(ModalScreen[None]):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         actions = {
-            "fork-here": self.action_fork_here, "fork-before": self.action_fork_before,
-            "fork-prompt": self.action_fork_prompt, "fork-resume": self.action_resume,
-            "fork-end": self.action_fork_end, "fork-yes": self.action_confirm, "fork-cancel": self._cancel_ask,
-            "fork-run": self.action_run, "fork-copy": self.action_copy,
+            "fork-here": self.action_fork_here,
+            "fork-before": self.action_fork_before,
+            "fork-prompt": self.action_fork_prompt,
+            "fork-resume": self.action_resume,
+            "fork-end": self.action_fork_end,
+            "fork-yes": self.action_confirm,
+            "fork-cancel": self._cancel_ask,
+            "fork-run": self.action_run,
+            "fork-copy": self.action_copy,
         }
         action = actions.get(event.button.id or "")
         if action is not None:
@@ -1215,4 +1436,3 @@ class ForkPicker(ModalScreen[None]):
 
 def _agent_name(agent: str) -> str:
     return {"codex": "Codex", CLAUDE: "Claude Code"}.get(agent, agent)
-

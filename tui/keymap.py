@@ -38,7 +38,7 @@ def load_keymap(path: Path) -> tuple[dict[str, str], list[str]]:
         if isinstance(keys, list):
             keys = ",".join(str(k) for k in keys)
         if not isinstance(keys, str) or not keys.strip():
-            problems.append(f"{path}: {binding_id!r} needs a key such as \"ctrl+r\"")
+            problems.append(f'{path}: {binding_id!r} needs a key such as "ctrl+r"')
             continue
         keymap[str(binding_id)] = keys.replace(" ", "")
     return keymap, problems

@@ -68,20 +68,40 @@ class MessageView(ScrollView, can_focus=True):
         Binding("pageup,ctrl+b", "page_up", "Page up", show=False, id="messages.page-up"),
         Binding("home,g", "first", "First", show=False, id="messages.first"),
         Binding("end,G", "last", "Last", show=False, id="messages.last"),
-        Binding("enter", "activate", "Open", id="messages.activate",
-                tooltip="Expand the tool call, thinking or text under the cursor; open a subagent"),
+        Binding(
+            "enter",
+            "activate",
+            "Open",
+            id="messages.activate",
+            tooltip="Expand the tool call, thinking or text under the cursor; open a subagent",
+        ),
         Binding("right,l", "expand", "Expand", show=False, id="messages.expand"),
         Binding("left,h", "collapse", "Collapse", show=False, id="messages.collapse"),
-        Binding("e", "toggle_all", "Expand all", id="messages.expand-all",
-                tooltip="Expand or collapse every tool call"),
+        Binding(
+            "e",
+            "toggle_all",
+            "Expand all",
+            id="messages.expand-all",
+            tooltip="Expand or collapse every tool call",
+        ),
         Binding("r", "raw", "Raw JSON", id="messages.raw", tooltip="The stored record, byte for byte"),
-        Binding("y", "copy", "Copy", show=False, id="messages.copy",
-                tooltip="Copy the text or tool call under the cursor"),
+        Binding(
+            "y",
+            "copy",
+            "Copy",
+            show=False,
+            id="messages.copy",
+            tooltip="Copy the text or tool call under the cursor",
+        ),
         Binding("ctrl+pageup", "page_left", "Page left", show=False, id="messages.page-left"),
         Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="messages.page-right"),
     ]
-    COMPONENT_CLASSES = {"message-view--cursor", "message-view--gutter", "message-view--found",
-                         "message-view--found-gutter"}
+    COMPONENT_CLASSES = {
+        "message-view--cursor",
+        "message-view--gutter",
+        "message-view--found",
+        "message-view--found-gutter",
+    }
     DEFAULT_CSS = """
     MessageView > .message-view--cursor { background: $boost; }
     MessageView:focus > .message-view--cursor { background: $primary 22%; }
@@ -133,8 +153,15 @@ class MessageView(ScrollView, can_focus=True):
     def count(self) -> int:
         return len(self.seqs)
 
-    def show(self, conn: sqlite3.Connection, session_id: str, seqs: Sequence[int], *, at: int = 0,
-             rewinds: set[int] | None = None) -> None:
+    def show(
+        self,
+        conn: sqlite3.Connection,
+        session_id: str,
+        seqs: Sequence[int],
+        *,
+        at: int = 0,
+        rewinds: set[int] | None = None,
+    ) -> None:
         """Open a session (all of it, or the positions `seqs` of a branch), with `at` under the cursor.
 
         `rewinds` are the sequence numbers of prompts where the user went back and asked again;
@@ -389,8 +416,16 @@ class MessageView(ScrollView, can_focus=True):
         console = self.app.console
         options = console.options.update(width=width, min_width=width, max_width=width, height=None)
 
-        def add(kind: str, renderable: RenderableType, *, indent: int, target: bool = True, key: str | None = None,
-                call: ToolCallRow | None = None, clip: int = 0) -> None:
+        def add(
+            kind: str,
+            renderable: RenderableType,
+            *,
+            indent: int,
+            target: bool = True,
+            key: str | None = None,
+            call: ToolCallRow | None = None,
+            clip: int = 0,
+        ) -> None:
             lines = _lines(console, options, renderable, indent)
             clipped = False
             if clip and len(lines) > clip:
@@ -422,7 +457,13 @@ class MessageView(ScrollView, can_focus=True):
             key = f"text:{msg.entry_id}"
             body = render.message_text(msg)
             if head is not None:
-                add("text", _stack(head, body), indent=2, key=key, clip=0 if key in self.toggled else TEXT_PREVIEW + 1)
+                add(
+                    "text",
+                    _stack(head, body),
+                    indent=2,
+                    key=key,
+                    clip=0 if key in self.toggled else TEXT_PREVIEW + 1,
+                )
                 head = None
             else:
                 add("text", body, indent=4, key=key, clip=0 if key in self.toggled else TEXT_PREVIEW)
@@ -439,8 +480,7 @@ class MessageView(ScrollView, can_focus=True):
             line = render.call_line(call, expanded, width - 5)  # its indent, and the last column
             if expanded:
                 body = render.call_body(call, self._extra(call), self.styles.background.hex)
-                add("tool", _stack(line, Padding(body, (0, 0, 0, 2))),
-                    indent=4, key=key, call=call)
+                add("tool", _stack(line, Padding(body, (0, 0, 0, 2))), indent=4, key=key, call=call)
             else:
                 add("tool", line, indent=4, key=key, call=call)
         return Rendered(strips, blocks)
@@ -470,7 +510,9 @@ class MessageView(ScrollView, can_focus=True):
         base = self.rich_style
         if not self.seqs:
             if y == 1:
-                return Strip([Segment("  " + self.placeholder, base + Style(dim=True))]).extend_cell_length(width, base)
+                return Strip([Segment("  " + self.placeholder, base + Style(dim=True))]).extend_cell_length(
+                    width, base
+                )
             return Strip.blank(width, base)
         scroll_x, scroll_y = self.scroll_offset
         line = scroll_y + y
@@ -732,7 +774,9 @@ class MessageView(ScrollView, can_focus=True):
         self.notify(f"Copied {len(text):,} characters", timeout=2)
 
 
-def _lines(console: Console, options: ConsoleOptions, renderable: RenderableType, indent: int) -> list[list[Segment]]:
+def _lines(
+    console: Console, options: ConsoleOptions, renderable: RenderableType, indent: int
+) -> list[list[Segment]]:
     """Rendered lines with `indent` cells on the left; plain Text takes a fast path (most parts)."""
     if isinstance(renderable, Text):
         pad = Segment(" " * indent)

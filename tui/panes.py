@@ -22,8 +22,13 @@ from threadloom.core.browse import Branch, ProjectRow, Segment, SessionNode
 from threadloom.core.text import human_tokens, human_when
 from threadloom.tui.render import count_of, short_model, short_when
 
-STATUS_MARK = {"completed": ("✓", "green"), "failed": ("✗", "red"), "rejected": ("⊘", "yellow"),
-               "interrupted": ("⏹", "yellow"), "pending": ("…", "dim")}
+STATUS_MARK = {
+    "completed": ("✓", "green"),
+    "failed": ("✗", "red"),
+    "rejected": ("⊘", "yellow"),
+    "interrupted": ("⏹", "yellow"),
+    "pending": ("…", "dim"),
+}
 
 
 PROMPT_LINES = 4  # a project's rows in the list: name, counts, path and a blank line
@@ -39,7 +44,9 @@ class ProjectList(OptionList):
         Binding("end,G", "last", "Last", show=False, id="projects.last"),
         Binding("pagedown", "page_down", "Page down", show=False, id="projects.page-down"),
         Binding("pageup", "page_up", "Page up", show=False, id="projects.page-up"),
-        Binding("enter,right,l", "select", "Open", id="projects.open", tooltip="Show the sessions of this project"),
+        Binding(
+            "enter,right,l", "select", "Open", id="projects.open", tooltip="Show the sessions of this project"
+        ),
         Binding("left", "scroll_left", "Scroll left", show=False, id="projects.scroll-left"),
         Binding("ctrl+pageup", "page_left", "Page left", show=False, id="projects.page-left"),
         Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="projects.page-right"),
@@ -101,14 +108,14 @@ def _fit(text: str, width: int, *, left: bool = False) -> str:
     """Cut to `width` cells with an ellipsis (at the start for paths, whose end matters)."""
     if len(text) <= width:
         return text
-    return "…" + text[-(width - 1):] if left else text[: width - 1] + "…"
+    return "…" + text[-(width - 1) :] if left else text[: width - 1] + "…"
 
 
 def _home(path: str) -> str:
     import os
 
     home = os.path.expanduser("~")
-    return "~" + path[len(home):] if home != "/" and path.startswith(home + "/") else path
+    return "~" + path[len(home) :] if home != "/" and path.startswith(home + "/") else path
 
 
 @dataclass(slots=True)
@@ -133,17 +140,34 @@ class SessionTree(Tree[NodeRef]):
         Binding("home,g", "scroll_home", "First", show=False, id="sessions.first"),
         Binding("end,G", "scroll_end", "Last", show=False, id="sessions.last"),
         Binding("enter", "select_cursor", "Open", id="sessions.open", tooltip="Read this session or branch"),
-        Binding("right,l", "expand", "Expand", show=False, id="sessions.expand",
-                tooltip="Show branches, compaction segments and subagents"),
+        Binding(
+            "right,l",
+            "expand",
+            "Expand",
+            show=False,
+            id="sessions.expand",
+            tooltip="Show branches, compaction segments and subagents",
+        ),
         Binding("left,h", "collapse", "Collapse", show=False, id="sessions.collapse"),
         Binding("space", "toggle_node", "Expand/collapse", show=False, id="sessions.toggle"),
         Binding("w", "toggle_warmup", "Warmups", id="sessions.warmup", tooltip="Show or hide Warmup agents"),
         Binding("shift+space", "toggle_expand_all", "Expand all below", show=False, id="sessions.expand-all"),
-        Binding("shift+up", "cursor_previous_sibling", "Previous sibling", show=False, id="sessions.previous-sibling"),
+        Binding(
+            "shift+up",
+            "cursor_previous_sibling",
+            "Previous sibling",
+            show=False,
+            id="sessions.previous-sibling",
+        ),
         Binding("shift+down", "cursor_next_sibling", "Next sibling", show=False, id="sessions.next-sibling"),
         Binding("shift+left", "cursor_parent", "Parent", show=False, id="sessions.parent"),
-        Binding("shift+right", "cursor_parent_next_sibling", "Parent's next sibling", show=False,
-                id="sessions.parent-next"),
+        Binding(
+            "shift+right",
+            "cursor_parent_next_sibling",
+            "Parent's next sibling",
+            show=False,
+            id="sessions.parent-next",
+        ),
         Binding("ctrl+pageup", "page_left", "Page left", show=False, id="sessions.page-left"),
         Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="sessions.page-right"),
     ]
@@ -161,10 +185,16 @@ class SessionTree(Tree[NodeRef]):
 
     # ------------------------------------------------------------------ filling
 
-    def show_project(self, conn: sqlite3.Connection, project: str | None, *, keep_state: bool = False) -> bool:
+    def show_project(
+        self, conn: sqlite3.Connection, project: str | None, *, keep_state: bool = False
+    ) -> bool:
         """Fill the tree with a project's sessions; returns False when nothing changed."""
         self.conn = conn
-        sessions = browse.project_sessions(conn, project, include_warmup=self.include_warmup) if project is not None else []
+        sessions = (
+            browse.project_sessions(conn, project, include_warmup=self.include_warmup)
+            if project is not None
+            else []
+        )
         same_project = project == self.project
         if same_project and keep_state and _signature(sessions) == _signature(self.sessions):
             return False
@@ -179,7 +209,9 @@ class SessionTree(Tree[NodeRef]):
         return True
 
     def _add_session(self, parent: TreeNode[NodeRef], session: SessionNode) -> TreeNode[NodeRef]:
-        node = parent.add(self._label(session), NodeRef("session", session), allow_expand=session.has_children)
+        node = parent.add(
+            self._label(session), NodeRef("session", session), allow_expand=session.has_children
+        )
         if session.has_children:
             node.add_leaf(Text("loading…", style="dim italic"), NodeRef("loading"))
         return node
@@ -221,7 +253,9 @@ class SessionTree(Tree[NodeRef]):
         else:
             label = session_label(ref.session, width, self.now())
         label.stylize(style)
-        icon = (self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE) if node.allow_expand else "  "
+        icon = (
+            (self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE) if node.allow_expand else "  "
+        )
         return Text.assemble((icon, base_style + Style(bold=True)), label)
 
     def load_children(self, node: TreeNode[NodeRef]) -> None:
@@ -244,8 +278,12 @@ class SessionTree(Tree[NodeRef]):
         if node is None or node.data is None or node.data.session is None:
             return ""
         s = node.data.session
-        parts = (short_when(last_activity(s), self.now()), count_of(s.message_count, "msg"),
-                 f"{human_tokens(s.tokens)} tok", short_model(s.model))
+        parts = (
+            short_when(last_activity(s), self.now()),
+            count_of(s.message_count, "msg"),
+            f"{human_tokens(s.tokens)} tok",
+            short_model(s.model),
+        )
         return " · ".join(p for p in parts if p)
 
     def _on_tree_node_expanded(self, event: Tree.NodeExpanded[NodeRef]) -> None:
@@ -299,8 +337,14 @@ class SessionTree(Tree[NodeRef]):
         nodes = list(self.root.children)
         found: TreeNode[NodeRef] | None = None
         for sid in chain:
-            found = next((n for n in nodes if n.data and n.data.session and n.data.kind == "session"
-                          and n.data.session.id == sid), None)
+            found = next(
+                (
+                    n
+                    for n in nodes
+                    if n.data and n.data.session and n.data.kind == "session" and n.data.session.id == sid
+                ),
+                None,
+            )
             if found is None:
                 return None
             if sid != chain[-1]:
@@ -358,8 +402,12 @@ def session_label(s: SessionNode, width: int, now: float | None = None) -> Text:
         head.append(s.title or "(untitled)", style="bold")
     if s.is_warmup:
         facts.insert(0, ("warmup", "dim italic"))
-    facts += [(short_when(last_activity(s), now).ljust(12), "dim"), (count_of(s.message_count, "msg").rjust(10), "dim"),
-              (f"{human_tokens(s.tokens)} tok".rjust(9), "dim"), (short_model(s.model).ljust(10), "#af87d7")]
+    facts += [
+        (short_when(last_activity(s), now).ljust(12), "dim"),
+        (count_of(s.message_count, "msg").rjust(10), "dim"),
+        (f"{human_tokens(s.tokens)} tok".rjust(9), "dim"),
+        (short_model(s.model).ljust(10), "#af87d7"),
+    ]
     return fit(head, [f for f in facts if f[0]], width)
 
 

@@ -125,7 +125,9 @@ def message_text(msg: MessageRow) -> RenderableType:
     if msg.role == "assistant" and EDIT_SEARCH in content:
         parts = edit_blocks(content)
         if any(isinstance(part, EditBlock) for part in parts):
-            return spaced([edit_block_view(p) if isinstance(p, EditBlock) else terminal_text(p) for p in parts])
+            return spaced(
+                [edit_block_view(p) if isinstance(p, EditBlock) else terminal_text(p) for p in parts]
+            )
     command = COMMAND.search(content)
     if command:
         args = (command.group(2) or "").strip()
@@ -301,7 +303,7 @@ def call_line(call: ToolCallRow, expanded: bool, width: int | None = None) -> Te
         text.append(f"  ↳ subagent{' ' + agent if isinstance(agent, str) else ''} (Enter)", style="#d787d7")
     over = text.cell_len - width if width else 0
     if over > 0 and gist_end - gist_at - over - 1 >= MIN_GIST:
-        text = text[:gist_end - over - 1] + Text("…") + text[gist_end:]
+        text = text[: gist_end - over - 1] + Text("…") + text[gist_end:]
     return text
 
 
@@ -417,8 +419,13 @@ def diff_view(name: str, params: dict[str, Any], extra: Any) -> RenderableType:
         for hunk in hunks:
             if not isinstance(hunk, dict):
                 continue
-            out.append(Text(f"@@ -{hunk.get('oldStart')},{hunk.get('oldLines')} +{hunk.get('newStart')},"
-                            f"{hunk.get('newLines')} @@", style=HUNK_STYLE))
+            out.append(
+                Text(
+                    f"@@ -{hunk.get('oldStart')},{hunk.get('oldLines')} +{hunk.get('newStart')},"
+                    f"{hunk.get('newLines')} @@",
+                    style=HUNK_STYLE,
+                )
+            )
             for line in hunk.get("lines", []):
                 _diff_line(out, str(line))
     elif name == "Write" and isinstance(params.get("content"), str):
@@ -428,8 +435,11 @@ def diff_view(name: str, params: dict[str, Any], extra: Any) -> RenderableType:
         for edit in edits:
             if not isinstance(edit, dict):
                 continue
-            _unified_diff(out, str(edit.get("old_string") or "").splitlines(),
-                          str(edit.get("new_string") or "").splitlines())
+            _unified_diff(
+                out,
+                str(edit.get("old_string") or "").splitlines(),
+                str(edit.get("new_string") or "").splitlines(),
+            )
     return FilledLines(out)
 
 
@@ -464,8 +474,11 @@ class NoControls(LineFilter):
     at each of the many places a log's value is shown."""
 
     def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
-        if not any(CONTROLS.search(text) or LONE_SURROGATES.search(text) for text, _, control in segments
-                   if not control):
+        if not any(
+            CONTROLS.search(text) or LONE_SURROGATES.search(text)
+            for text, _, control in segments
+            if not control
+        ):
             return segments
         out = []
         for segment in segments:

@@ -25,8 +25,14 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS = [Binding("escape,q,f1,question_mark", "dismiss", "Close", id="help.close")]
 
-    def __init__(self, pane: str, pane_keys: list[tuple[str, str, str]], global_keys: list[tuple[str, str, str]],
-                 *, everywhere_title: str = "Everywhere") -> None:
+    def __init__(
+        self,
+        pane: str,
+        pane_keys: list[tuple[str, str, str]],
+        global_keys: list[tuple[str, str, str]],
+        *,
+        everywhere_title: str = "Everywhere",
+    ) -> None:
         super().__init__()
         self.pane, self.pane_keys, self.global_keys = pane, pane_keys, global_keys
         self.everywhere_title = everywhere_title
@@ -39,7 +45,11 @@ class HelpScreen(ModalScreen[None]):
             box.border_title = f"Keys · {self.pane}"
             box.border_subtitle = "Esc closes" + (" · remap in keymap.toml by id" if with_ids else "")
             # one id column width for both tables, so their ids line up
-            ids = max((len(row[2]) for row in (*self.pane_keys, *self.global_keys)), default=0) if with_ids else 0
+            ids = (
+                max((len(row[2]) for row in (*self.pane_keys, *self.global_keys)), default=0)
+                if with_ids
+                else 0
+            )
             yield Static(_keys_table(self.pane, self.pane_keys, ids), classes="help-section")
             yield Static(_keys_table(self.everywhere_title, self.global_keys, ids), classes="help-section")
 
@@ -55,8 +65,14 @@ class HelpScreen(ModalScreen[None]):
 
 def _keys_table(title: str, rows: list[tuple[str, str, str]], id_width: int) -> Table:
     """Key, description and (when `id_width`) the binding id that keymap.toml remaps."""
-    table = Table(box=None, show_header=False, pad_edge=False, expand=True, title=Text(title, style="bold"),
-                  title_justify="left")
+    table = Table(
+        box=None,
+        show_header=False,
+        pad_edge=False,
+        expand=True,
+        title=Text(title, style="bold"),
+        title_justify="left",
+    )
     table.add_column("key", style="bold #d7af5f", no_wrap=True, width=16)
     table.add_column("what", ratio=1)  # the room left goes to the descriptions, the key column stays put
     if id_width:

@@ -40,8 +40,10 @@ if TYPE_CHECKING:
 
 DEBOUNCE = 0.15
 LIMIT = 100
-HINT = ('F1 filters and keys · words in any order · "a phrase" · agent: project: role: tool: session: '
-        "in:tools in:thinking in:subagents after: before:")
+HINT = (
+    'F1 filters and keys · words in any order · "a phrase" · agent: project: role: tool: session: '
+    "in:tools in:thinking in:subagents after: before:"
+)
 AGENT_STYLE = "#5f87af"
 PROJECT_STYLE = "#87d787"
 MATCH_STYLE = "bold #1c1c1c on #d7af5f"
@@ -50,7 +52,9 @@ MATCH_STYLE = "bold #1c1c1c on #d7af5f"
 class SearchDone(Message):
     """A worker's result, for the query it was started with (`serial` tells stale ones apart)."""
 
-    def __init__(self, serial: int, query: str, result: SearchResult | None, seconds: float, error: str = "") -> None:
+    def __init__(
+        self, serial: int, query: str, result: SearchResult | None, seconds: float, error: str = ""
+    ) -> None:
         super().__init__()
         self.serial, self.query, self.result, self.seconds, self.error = serial, query, result, seconds, error
 
@@ -77,8 +81,11 @@ class ResultsList(OptionList):
         if not event.is_printable or not event.character:
             return
         screen = self.screen
-        if any(event.key in bindings.key_to_bindings for node, bindings in screen._modal_binding_chain
-               if node is self or node is screen):
+        if any(
+            event.key in bindings.key_to_bindings
+            for node, bindings in screen._modal_binding_chain
+            if node is self or node is screen
+        ):
             return  # j, k, f… as bound here (after the user's keymap)
         event.stop()
         event.prevent_default()
@@ -94,16 +101,29 @@ class SearchScreen(Screen[None]):
     AUTO_FOCUS = "#search-input"
     BINDINGS = [
         Binding("escape", "close", "Close", id="search.close"),
-        Binding("enter", "open", "Open", id="search.open", priority=True,
-                tooltip="Open the session at this message"),
+        Binding(
+            "enter",
+            "open",
+            "Open",
+            id="search.open",
+            priority=True,
+            tooltip="Open the session at this message",
+        ),
         Binding("down", "move(1)", "Next", show=False, id="search.down"),
         Binding("up", "move(-1)", "Previous", show=False, id="search.up"),
         Binding("pagedown", "page(1)", "Page down", show=False, id="search.page-down"),
         Binding("pageup", "page(-1)", "Page up", show=False, id="search.page-up"),
-        Binding("f,ctrl+f", "fork", "Fork", id="search.fork",
-                tooltip="Fork or resume from this hit (f in the results, Ctrl+F while typing)"),
+        Binding(
+            "f,ctrl+f",
+            "fork",
+            "Fork",
+            id="search.fork",
+            tooltip="Fork or resume from this hit (f in the results, Ctrl+F while typing)",
+        ),
         Binding("f1", "filters", "Filters", id="search.help", tooltip="The filters and keys of search"),
-        Binding("ctrl+c,super+c", "screen.copy_text", "Copy selection", show=False, id="search.copy-selection"),
+        Binding(
+            "ctrl+c,super+c", "screen.copy_text", "Copy selection", show=False, id="search.copy-selection"
+        ),
     ]
 
     def __init__(self, db_path: Path, *, now: Callable[[], float]) -> None:
@@ -128,8 +148,10 @@ class SearchScreen(Screen[None]):
             box.border_title = "Search every conversation"
             with Horizontal(id="search-bar"):
                 yield Static("/", id="search-prompt")
-                yield Input(placeholder='words, "a phrase", filters such as agent:codex role:user after:7d',
-                            id="search-input")
+                yield Input(
+                    placeholder='words, "a phrase", filters such as agent:codex role:user after:7d',
+                    id="search-input",
+                )
             yield Static(id="search-status")
             yield ResultsList(id="search-results")
             yield Static(id="search-help")
@@ -207,7 +229,9 @@ class SearchScreen(Screen[None]):
 
     # ------------------------------------------------------------------ showing
 
-    def _set_results(self, query: str, result: SearchResult | None, seconds: float, *, error: str = "") -> None:
+    def _set_results(
+        self, query: str, result: SearchResult | None, seconds: float, *, error: str = ""
+    ) -> None:
         self.result, self.result_query, self.last_seconds = result, query, seconds
         self.hits = result.hits if result else []
         results = self.query_one(ResultsList)
@@ -229,8 +253,11 @@ class SearchScreen(Screen[None]):
         else:
             status.append(f"{result.count_label} hits", style="bold")
             status.append(f" · {self.last_seconds * 1000:,.0f} ms", style="dim")
-            expanded = [f"{word} → {', '.join(terms)}" for word, terms in result.terms.items()
-                        if terms and terms != [word] and " " not in word]
+            expanded = [
+                f"{word} → {', '.join(terms)}"
+                for word, terms in result.terms.items()
+                if terms and terms != [word] and " " not in word
+            ]
             if expanded:
                 status.append(" · " + "; ".join(expanded), style="#87afaf")
             for problem in result.problems:
@@ -249,8 +276,12 @@ class SearchScreen(Screen[None]):
         help_box.display = show
         self.query_one(ResultsList).display = not show
         if show:
-            parts: list[RenderableType] = [Text("Filters", style="bold"), _pairs(_help_pairs(SEARCH_HELP)),
-                                           Text("\nKeys", style="bold"), _pairs(self._key_pairs())]
+            parts: list[RenderableType] = [
+                Text("Filters", style="bold"),
+                _pairs(_help_pairs(SEARCH_HELP)),
+                Text("\nKeys", style="bold"),
+                _pairs(self._key_pairs()),
+            ]
             if self.show_filters:
                 parts.append(Text("\nF1 shows the results again", style="dim"))
             help_box.update(Group(*parts))
@@ -275,8 +306,10 @@ class SearchScreen(Screen[None]):
         head.append(hit.project or "?", style=PROJECT_STYLE)
         head.append(" · ")
         head.append(" ".join((hit.session_title or "(untitled)").split()), style="bold")
-        facts = [(hit.role or "", ROLE_STYLE.get(hit.role or "", "dim").replace("bold ", "")),
-                 (human_when(hit.timestamp, self.now()), "dim")]
+        facts = [
+            (hit.role or "", ROLE_STYLE.get(hit.role or "", "dim").replace("bold ", "")),
+            (human_when(hit.timestamp, self.now()), "dim"),
+        ]
         if hit.field != "content":
             facts.insert(0, ("in " + hit.field.replace("_text", "s"), "italic #af87d7"))
         first = fit(head, [f for f in facts if f[0]], width)

@@ -48,7 +48,9 @@ class _Registry(MutableMapping[str, Adapter]):
             if name not in self._names:
                 raise KeyError(name)
             module, cls, args, kwargs = _SPECS[name]
-            adapter = getattr(importlib.import_module(f"threadloom.core.adapters.{module}"), cls)(*args, **kwargs)
+            adapter = getattr(importlib.import_module(f"threadloom.core.adapters.{module}"), cls)(
+                *args, **kwargs
+            )
             self._built[name] = adapter
         return adapter
 

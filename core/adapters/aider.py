@@ -47,10 +47,38 @@ from threadloom.core.adapters.walk import walk
 AGENT = "aider"
 HISTORY_NAME = ".aider.chat.history.md"
 HEADER = b"# aider chat started at "
-PROJECT_DIRS = ("src", "code", "Code", "projects", "Projects", "dev", "work", "repos", "git", "workspace",
-                "Developer", "Documents/GitHub", "go/src")
-PRUNE = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache", ".cache",
-                   "site-packages", ".aider.tags.cache.v3", ".aider.tags.cache.v4", "Library", ".Trash"})
+PROJECT_DIRS = (
+    "src",
+    "code",
+    "Code",
+    "projects",
+    "Projects",
+    "dev",
+    "work",
+    "repos",
+    "git",
+    "workspace",
+    "Developer",
+    "Documents/GitHub",
+    "go/src",
+)
+PRUNE = frozenset(
+    {
+        ".git",
+        "node_modules",
+        ".venv",
+        "venv",
+        "__pycache__",
+        ".tox",
+        ".mypy_cache",
+        ".cache",
+        "site-packages",
+        ".aider.tags.cache.v3",
+        ".aider.tags.cache.v4",
+        "Library",
+        ".Trash",
+    }
+)
 TOKENS = re.compile(r"^Tokens: (.*?) received\b")
 TOKEN_PART = re.compile(r"([\d.,]+)([kKmM]?) (sent|cache write|cache hit|cached)")
 RECEIVED = re.compile(r"([\d.,]+)([kKmM]?)$")
@@ -60,7 +88,9 @@ VERSION = re.compile(r"^Aider v(\S+)")
 
 def looks_like_aider(head: bytes) -> bool:
     head = head.removeprefix(BOM)
-    return HEADER in head or (b"\n#### " in head and b"\n> " in head and not head.lstrip().startswith((b"{", b"[")))
+    return HEADER in head or (
+        b"\n#### " in head and b"\n> " in head and not head.lstrip().startswith((b"{", b"["))
+    )
 
 
 def _head(path: Path, size: int = 65536) -> bytes:
@@ -89,8 +119,11 @@ class AiderAdapter:
                 entries = sorted(os.scandir(base), key=lambda e: e.name)
             except OSError:
                 continue
-            candidates += [Path(e.path) / HISTORY_NAME for e in entries if e.is_dir(follow_symlinks=False)
-                           and not e.name.startswith(".")]
+            candidates += [
+                Path(e.path) / HISTORY_NAME
+                for e in entries
+                if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")
+            ]
         found += [p for p in candidates if p.is_file()]
         return found or [home / HISTORY_NAME]
 
@@ -101,7 +134,9 @@ class AiderAdapter:
         if not name.endswith((".md", ".markdown", ".txt")):
             return False
         # on a walk only history-like names are opened; a file named on the command line always is
-        return (explicit or "history" in name.lower() or "aider" in name.lower()) and looks_like_aider(_head(path))
+        return (explicit or "history" in name.lower() or "aider" in name.lower()) and looks_like_aider(
+            _head(path)
+        )
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if root.is_file():
@@ -132,8 +167,17 @@ class AiderAdapter:
         except OSError:
             data = b""
         tag = hashlib.sha1(str(ctx.path).encode()).hexdigest()[:8]
-        st.update(data=data, tag=tag, sid=f"aider:{tag}:0", ts=None, last=None, model=None, cwd=str(ctx.path.parent),
-                  first=True, version=None)
+        st.update(
+            data=data,
+            tag=tag,
+            sid=f"aider:{tag}:0",
+            ts=None,
+            last=None,
+            model=None,
+            cwd=str(ctx.path.parent),
+            first=True,
+            version=None,
+        )
         begin = 0
         if offset > 0:  # an append read on its own: start from the header of the session it continues
             header = data.rfind(b"\n" + HEADER, 0, offset)
@@ -184,11 +228,18 @@ class AiderAdapter:
         stamp = text[len(HEADER) :].strip()
         st.update(sid=f"aider:{st['tag']}:{rec.offset}", last=None, model=None, first=False, version=None)
         try:
-            st["ts"] = epoch_ms(datetime.fromisoformat(stamp).timestamp() * 1000)  # local time, as aider writes it
+            st["ts"] = epoch_ms(
+                datetime.fromisoformat(stamp).timestamp() * 1000
+            )  # local time, as aider writes it
         except (ValueError, OverflowError, OSError):  # not a date, or one the platform cannot place
             st["ts"] = None
-        return Record(entry_type="session-start", session_id=st["sid"], timestamp=st["ts"], cwd=st["cwd"],
-                      session=self._info(st, stamp))
+        return Record(
+            entry_type="session-start",
+            session_id=st["sid"],
+            timestamp=st["ts"],
+            cwd=st["cwd"],
+            session=self._info(st, stamp),
+        )
 
     def _info(self, st: dict[str, Any], stamp: str | None = None) -> SessionInfo:
         return SessionInfo(source=AGENT, external_id=stamp or st["sid"], project_key=Path(st["cwd"]).name)
@@ -303,7 +354,12 @@ def _segment(data: bytes, begin: int) -> dict[int, tuple[str, bool, str]]:
             kind, fence, prev_blank = None, False, True
             out[start] = ("header", False, "")
             continue
-        if fence and lk in ("user", "quote") and prev_blank and (line.endswith(b"  ") or line.startswith(b"> Tokens: ")):
+        if (
+            fence
+            and lk in ("user", "quote")
+            and prev_blank
+            and (line.endswith(b"  ") or line.startswith(b"> Tokens: "))
+        ):
             fence = False  # a reply cut off inside a code block: aider's own line (ends "  ") ends it
         prev_blank = lk == "blank"
         if kind == "reply" and (fence or lk in ("reply", "blank")):

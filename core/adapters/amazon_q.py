@@ -56,11 +56,15 @@ from threadloom.core.adapters.shared import (
 from threadloom.core.adapters.walk import walk
 
 AGENT = "amazon-q"
-SPECS = frozenset({
-    ("history", "[]", "[]"),  # 2025: [user, assistant] pairs
-    ("history", "[]", "user"), ("history", "[]", "assistant"), ("history", "[]", "request_metadata"),
-    ("latest_summary",),
-})
+SPECS = frozenset(
+    {
+        ("history", "[]", "[]"),  # 2025: [user, assistant] pairs
+        ("history", "[]", "user"),
+        ("history", "[]", "assistant"),
+        ("history", "[]", "request_metadata"),
+        ("latest_summary",),
+    }
+)
 TABLES = ("conversations", "conversations_v2")
 STATUS = {"Success": "completed", "Error": "failed"}
 
@@ -96,7 +100,9 @@ class AmazonQAdapter:
             return
 
         for dirpath, dirnames, filenames in walk(root):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in ("node_modules", "venv"))
+            dirnames[:] = sorted(
+                d for d in dirnames if not d.startswith(".") and d not in ("node_modules", "venv")
+            )
             for fname in sorted(filenames):
                 if fname.endswith((".json", ".md")):
                     path = Path(dirpath) / fname
@@ -127,9 +133,18 @@ def conversation_record(rec: RawRecord, st: dict[str, Any]) -> Record:
         return out
     if isinstance(obj, str) or (isinstance(obj, list) and obj and isinstance(obj[0], str)):
         summary = obj if isinstance(obj, str) else obj[0]
-        return Record(entry_type="latest_summary", session_id=st["sid"], session=_info(st), role="system",
-                      content=summary or None, is_message=bool(summary), is_compaction=True, segment_marker=True,
-                      uuid=f"{st['sid']}:summary", parent_uuid=st["last"])
+        return Record(
+            entry_type="latest_summary",
+            session_id=st["sid"],
+            session=_info(st),
+            role="system",
+            content=summary or None,
+            is_message=bool(summary),
+            is_compaction=True,
+            segment_marker=True,
+            uuid=f"{st['sid']}:summary",
+            parent_uuid=st["last"],
+        )
     if not isinstance(obj, dict):
         return Record(entry_type="unknown", known=False, parse_error=error, session_id=st["sid"])
     if "content" in obj and ("env_context" in obj or "additional_context" in obj or "images" in obj):
@@ -137,8 +152,13 @@ def conversation_record(rec: RawRecord, st: dict[str, Any]) -> Record:
     if "Response" in obj or "ToolUse" in obj:
         return _assistant(obj, st)
     if "request_start_timestamp_ms" in obj or "message_meta_tags" in obj or "model_id" in obj:
-        out = Record(entry_type="request_metadata", session_id=st["sid"], session=_info(st),
-                     timestamp=epoch_ms(obj.get("request_start_timestamp_ms")), model=_str(obj.get("model_id")))
+        out = Record(
+            entry_type="request_metadata",
+            session_id=st["sid"],
+            session=_info(st),
+            timestamp=epoch_ms(obj.get("request_start_timestamp_ms")),
+            model=_str(obj.get("model_id")),
+        )
         out.request_id = _str(obj.get("request_id"))
         return out
     return Record(entry_type="unknown", known=False, session_id=st["sid"], session=_info(st))
@@ -151,8 +171,15 @@ def _info(st: dict[str, Any]) -> SessionInfo | None:
 def _user(m: dict, rec: RawRecord, st: dict[str, Any]) -> Record:
     sid = st["sid"]
     digest = hashlib.sha256((st["last"] or "").encode() + b"\n" + rec.raw).hexdigest()[:16]
-    out = Record(entry_type="user", session_id=sid, session=_info(st), role="user", uuid=f"{sid}:u:{digest}",
-                 parent_uuid=st["last"], timestamp=parse_iso_ms(m.get("timestamp")))
+    out = Record(
+        entry_type="user",
+        session_id=sid,
+        session=_info(st),
+        role="user",
+        uuid=f"{sid}:u:{digest}",
+        parent_uuid=st["last"],
+        timestamp=parse_iso_ms(m.get("timestamp")),
+    )
     st["last"] = out.uuid
     env = m.get("env_context") if isinstance(m.get("env_context"), dict) else {}
     state = env.get("env_state") if isinstance(env.get("env_state"), dict) else {}
@@ -168,7 +195,11 @@ def _user(m: dict, rec: RawRecord, st: dict[str, Any]) -> Record:
     for r in results:
         if not isinstance(r, dict) or not _str(r.get("tool_use_id")):
             continue
-        status = "interrupted" if kind == "CancelledToolUses" else STATUS.get(_str(r.get("status")) or "", "completed")
+        status = (
+            "interrupted"
+            if kind == "CancelledToolUses"
+            else STATUS.get(_str(r.get("status")) or "", "completed")
+        )
         out.tool_results.append(ToolResult(r["tool_use_id"], _dumps(r.get("content")), status))
         texts.append(_result_text(r.get("content")))
     if results:
@@ -186,8 +217,16 @@ def _assistant(m: dict, st: dict[str, Any]) -> Record:
     body = m.get(kind) if isinstance(m.get(kind), dict) else {}
     st["n"] += 1
     msg_id = _str(body.get("message_id"))
-    out = Record(entry_type="assistant", subtype=kind, session_id=sid, session=_info(st), role="assistant",
-                 message_id=msg_id, uuid=f"{sid}:{msg_id or 'a' + str(st['n'])}", parent_uuid=st["last"])
+    out = Record(
+        entry_type="assistant",
+        subtype=kind,
+        session_id=sid,
+        session=_info(st),
+        role="assistant",
+        message_id=msg_id,
+        uuid=f"{sid}:{msg_id or 'a' + str(st['n'])}",
+        parent_uuid=st["last"],
+    )
     st["last"] = out.uuid
     out.content = _str(body.get("content")) or None
     calls = body.get("tool_uses")
@@ -195,8 +234,15 @@ def _assistant(m: dict, st: dict[str, Any]) -> Record:
         if not isinstance(call, dict) or not _str(call.get("id")):
             continue
         args = call.get("args") if isinstance(call.get("args"), dict) else {"args": call.get("args")}
-        out.tool_uses.append(ToolUse(call["id"], _str(call.get("name")) or _str(call.get("orig_name")) or "?",
-                                     _dumps(args), number, _str(args.get("summary")) or _str(args.get("description"))))
+        out.tool_uses.append(
+            ToolUse(
+                call["id"],
+                _str(call.get("name")) or _str(call.get("orig_name")) or "?",
+                _dumps(args),
+                number,
+                _str(args.get("summary")) or _str(args.get("description")),
+            )
+        )
     if out.tool_uses:
         out.tool_text = "\n".join(f"{u.name} {_input_text(u.input_json)}" for u in out.tool_uses)
     out.is_message = bool(out.content or out.tool_uses)

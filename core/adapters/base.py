@@ -49,8 +49,13 @@ def read_regular(path: Path | str, limit: int = -1) -> bytes:
 
 
 def file_kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a folder"),
+    ):
         if test(mode):
             return name
     return "not a file"
@@ -287,8 +292,11 @@ def normalized(adapter: Adapter, rec: RawRecord, ctx: FileContext) -> Record:
     try:
         out = adapter.normalize(rec, ctx)
     except Exception as exc:
-        out = Record(entry_type="unreadable", known=False,
-                     parse_error=f"kept raw only: reading it failed ({type(exc).__name__}: {exc})"[:500])
+        out = Record(
+            entry_type="unreadable",
+            known=False,
+            parse_error=f"kept raw only: reading it failed ({type(exc).__name__}: {exc})"[:500],
+        )
     if notes:
         out.parse_error = "; ".join(t for t in (out.parse_error, take_dropped()) if t)
     return out

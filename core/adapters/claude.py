@@ -39,13 +39,38 @@ AGENT = "claude-code"
 # Record types described in FORMATS.md §1.3-1.4 and FORK.md §1.1; anything else is kept and marked.
 KNOWN_TYPES = frozenset(
     {
-        "user", "assistant", "system", "summary", "file-history-snapshot", "queue-operation",
-        "progress", "attachment", "permission-mode", "last-prompt", "custom-title", "ai-title",
-        "agent-name", "pr-link", "saved_hook_context", "mode", "worktree-state", "relocated",
-        "continued-in", "frame-link", "bridge-session", "atis-latch", "content-replacement", "tag",
-        "fork-context-ref", "memory-mode",
+        "user",
+        "assistant",
+        "system",
+        "summary",
+        "file-history-snapshot",
+        "queue-operation",
+        "progress",
+        "attachment",
+        "permission-mode",
+        "last-prompt",
+        "custom-title",
+        "ai-title",
+        "agent-name",
+        "pr-link",
+        "saved_hook_context",
+        "mode",
+        "worktree-state",
+        "relocated",
+        "continued-in",
+        "frame-link",
+        "bridge-session",
+        "atis-latch",
+        "content-replacement",
+        "tag",
+        "fork-context-ref",
+        "memory-mode",
         # workflow journal lines and the document files threadloom stores as one record
-        "started", "result", "agent-meta", "workflow-run", "custom-title-file",
+        "started",
+        "result",
+        "agent-meta",
+        "workflow-run",
+        "custom-title-file",
     }
 )
 MESSAGE_TYPES = frozenset({"user", "assistant", "system"})
@@ -124,7 +149,11 @@ def claude_layout(path: Path) -> bool:
     parts = path.parts
     if "subagents" in parts:
         return stem.startswith("agent-") or stem == "journal"
-    return len(parts) >= 3 and parts[-3] == "projects" and (bool(UUID_STEM.match(stem)) or stem.startswith("agent-"))
+    return (
+        len(parts) >= 3
+        and parts[-3] == "projects"
+        and (bool(UUID_STEM.match(stem)) or stem.startswith("agent-"))
+    )
 
 
 def looks_like_claude(head: bytes, whole: bool) -> bool:
@@ -132,14 +161,15 @@ def looks_like_claude(head: bytes, whole: bool) -> bool:
     it) is a Claude Code record. An empty file has nothing to tell by and counts as one."""
     data = head.lstrip(b"\x00")
     if data.startswith(BOM):
-        data = data[len(BOM):]
+        data = data[len(BOM) :]
     data = data.lstrip()
     if not data:
         return True
     end = data.find(b"\n")
     if end < 0 and not whole:  # a first line longer than the sniff (an image): its keys decide
         return any(key in data for key in (b'"parentUuid"', b'"isSidechain"', b'"leafUuid"')) or (
-            b'"sessionId"' in data and b'"message"' in data)
+            b'"sessionId"' in data and b'"message"' in data
+        )
     try:
         obj = orjson.loads(data if end < 0 else data[:end])
     except orjson.JSONDecodeError:
@@ -148,7 +178,9 @@ def looks_like_claude(head: bytes, whole: bool) -> bool:
         return False
     etype = obj.get("type")
     if etype is None:  # old or trimmed lines without a type
-        return isinstance(obj.get("message"), dict) and any(k in obj for k in ("uuid", "parentUuid", "sessionId"))
+        return isinstance(obj.get("message"), dict) and any(
+            k in obj for k in ("uuid", "parentUuid", "sessionId")
+        )
     # a `type` that is an object or a list cannot be looked up in a set: not a record of Claude Code's
     return isinstance(etype, str) and etype in SNIFF_TYPES and any(k in obj for k in ENVELOPE_KEYS)
 
@@ -182,8 +214,10 @@ class ClaudeAdapter:
                 return False
             # elsewhere a JSONL is Claude Code's only when its first record is (not any tool's JSONL)
             return claude_layout(path) or looks_like_claude(*_head(path))
-        return name.endswith(".meta.json") or name == "custom-title.json" or (
-            name.endswith(".json") and path.parent.name == "workflows"
+        return (
+            name.endswith(".meta.json")
+            or name == "custom-title.json"
+            or (name.endswith(".json") and path.parent.name == "workflows")
         )
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
@@ -222,13 +256,21 @@ class ClaudeAdapter:
             self.start_file(ctx)
         obj, error = _parse(rec.raw)
         if obj is None:
-            return Record(entry_type="invalid" if error else "blank", known=False, parse_error=error,
-                          session_id=self._fallback_session(ctx))
+            return Record(
+                entry_type="invalid" if error else "blank",
+                known=False,
+                parse_error=error,
+                session_id=self._fallback_session(ctx),
+            )
         if ctx.kind == "document":
             return self._document(obj, ctx, error)
         if not isinstance(obj, dict):
-            return Record(entry_type="non-object", known=False, parse_error=error or "not a JSON object",
-                          session_id=self._fallback_session(ctx))
+            return Record(
+                entry_type="non-object",
+                known=False,
+                parse_error=error or "not a JSON object",
+                session_id=self._fallback_session(ctx),
+            )
         etype = obj.get("type") if isinstance(obj.get("type"), str) else None
         role_hint = None
         if etype is None and isinstance(obj.get("message"), dict):
@@ -302,10 +344,17 @@ class ClaudeAdapter:
             elif obj.get("teamName") or obj.get("agentName"):
                 kind = "teammate"
             out.session = SessionInfo(
-                source=AGENT, external_id=aid, kind=kind, is_subagent=1, parent_session_id=root, agent_id=aid,
-                agent_type=_str(meta.get("agentType")) or ("side question" if ctx.state.get("side_question") else None),
+                source=AGENT,
+                external_id=aid,
+                kind=kind,
+                is_subagent=1,
+                parent_session_id=root,
+                agent_id=aid,
+                agent_type=_str(meta.get("agentType"))
+                or ("side question" if ctx.state.get("side_question") else None),
                 task_description=_str(meta.get("description")),
-                tool_call_id=_str(meta.get("toolUseId")), project_key=project_key,
+                tool_call_id=_str(meta.get("toolUseId")),
+                project_key=project_key,
             )
             if ctx.state.get("run_id"):
                 out.session.spawn_key = "run:" + ctx.state["run_id"]
@@ -318,8 +367,15 @@ class ClaudeAdapter:
         if out.is_sidechain:
             if out.agent_id:
                 session = f"{sid}:agent-{out.agent_id}"
-                info = SessionInfo(source=AGENT, external_id=out.agent_id, kind="subagent", is_subagent=1,
-                                   parent_session_id=sid, agent_id=out.agent_id, project_key=project_key)
+                info = SessionInfo(
+                    source=AGENT,
+                    external_id=out.agent_id,
+                    kind="subagent",
+                    is_subagent=1,
+                    parent_session_id=sid,
+                    agent_id=out.agent_id,
+                    project_key=project_key,
+                )
             else:
                 parent = out.parent_uuid
                 session = uuid_session.get(parent) if parent else None
@@ -327,8 +383,14 @@ class ClaudeAdapter:
                     session = ctx.session_of_uuid(parent)
                 if session is None or ":" not in session:  # this session's, or another main one's
                     session = f"{sid}:side-{(out.uuid or str(id(obj)))[:8]}"
-                info = SessionInfo(source=AGENT, external_id=session.split(":", 1)[1], kind="sidechain",
-                                   is_subagent=1, parent_session_id=sid, project_key=project_key)
+                info = SessionInfo(
+                    source=AGENT,
+                    external_id=session.split(":", 1)[1],
+                    kind="sidechain",
+                    is_subagent=1,
+                    parent_session_id=sid,
+                    project_key=project_key,
+                )
             out.session_id = session
             out.session = info
         else:
@@ -366,7 +428,11 @@ class ClaudeAdapter:
             out.is_message = False  # nothing but blank text: not shown as an empty message
         out.segment_marker = bool(obj.get("isCompactSummary"))
         if out.tool_results and isinstance(content, list):
-            outputs = [_text_of(b.get("content")) for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+            outputs = [
+                _text_of(b.get("content"))
+                for b in content
+                if isinstance(b, dict) and b.get("type") == "tool_result"
+            ]
             out.tool_text = "\n".join(o for o in outputs if o) or None
         if (
             text
@@ -504,11 +570,21 @@ class ClaudeAdapter:
             out.session_id = f"{root}:agent-{aid}" if root and aid else None
             out.agent_id = aid
             out.content = _str(obj.get("description"))
-            kind = "workflow" if ctx.state.get("run_id") or obj.get("agentType") == "workflow-subagent" else "subagent"
+            kind = (
+                "workflow"
+                if ctx.state.get("run_id") or obj.get("agentType") == "workflow-subagent"
+                else "subagent"
+            )
             out.session = SessionInfo(
-                source=AGENT, external_id=aid, kind=kind, is_subagent=1, parent_session_id=root,
-                agent_id=aid, agent_type=_str(obj.get("agentType")),
-                task_description=_str(obj.get("description")), tool_call_id=_str(obj.get("toolUseId")),
+                source=AGENT,
+                external_id=aid,
+                kind=kind,
+                is_subagent=1,
+                parent_session_id=root,
+                agent_id=aid,
+                agent_type=_str(obj.get("agentType")),
+                task_description=_str(obj.get("description")),
+                tool_call_id=_str(obj.get("toolUseId")),
                 project_key=ctx.project_key,
                 spawn_key=("run:" + ctx.state["run_id"]) if ctx.state.get("run_id") else None,
             )
@@ -531,7 +607,7 @@ def _parse(raw: bytes) -> tuple[Any, str | None]:
     """Parse one record; invalid UTF-8 still parses (replaced) with the problem noted."""
     data = raw.lstrip(b"\x00")
     if data.startswith(BOM):  # a file's first line, written by a tool that marks UTF-8
-        data = data[len(BOM):]
+        data = data[len(BOM) :]
     if not data.strip():
         return None, None
     try:
@@ -649,9 +725,15 @@ def _tool_result(block: dict, tool_use_result: Any, ctx: FileContext) -> ToolRes
     content = block.get("content")
     text = _text_of(content) or ""
     status = "completed"
-    if isinstance(tool_use_result, str) and any(m in tool_use_result for m in REJECTED_MARKERS) or any(m in text for m in REJECTED_MARKERS):
+    if (
+        isinstance(tool_use_result, str)
+        and any(m in tool_use_result for m in REJECTED_MARKERS)
+        or any(m in text for m in REJECTED_MARKERS)
+    ):
         status = "rejected"
-    elif INTERRUPTED_MARKER in text or (isinstance(tool_use_result, dict) and tool_use_result.get("interrupted") is True):
+    elif INTERRUPTED_MARKER in text or (
+        isinstance(tool_use_result, dict) and tool_use_result.get("interrupted") is True
+    ):
         status = "interrupted"
     elif block.get("is_error"):
         status = "failed"
@@ -679,7 +761,7 @@ def side_question(text: str | None) -> str | None:
     if not text or not text.lstrip().startswith(SIDE_QUESTION_MARK):
         return None
     _, closed, after = text.partition("</system-reminder>")
-    return (after if closed else text.lstrip()[len(SIDE_QUESTION_MARK):]).strip() or None
+    return (after if closed else text.lstrip()[len(SIDE_QUESTION_MARK) :]).strip() or None
 
 
 def prompt_title(text: str) -> str:

@@ -96,8 +96,12 @@ class ClaudeStoreAdapter(SqliteSource):
             st["values"][column] = obj
             base = st["row"]
             if column != "message":
-                return Record(entry_type="tool-use-result", session_id=_str(base.get("session_id")), parse_error=error,
-                              session=_info(base))
+                return Record(
+                    entry_type="tool-use-result",
+                    session_id=_str(base.get("session_id")),
+                    parse_error=error,
+                    session=_info(base),
+                )
             out = self._message(base, st, rec)
             out.parse_error = out.parse_error or error
             return out
@@ -106,21 +110,35 @@ class ClaudeStoreAdapter(SqliteSource):
             return Record(entry_type="invalid", known=False, parse_error=error)
         if obj.get("$row") == "conversation_summaries":
             line = {"type": "summary", "summary": obj.get("summary"), "leafUuid": obj.get("leaf_uuid")}
-            out = self._claude.normalize(RawRecord(rec.offset, rec.line_number, orjson.dumps(line)), st["inner"])
+            out = self._claude.normalize(
+                RawRecord(rec.offset, rec.line_number, orjson.dumps(line)), st["inner"]
+            )
             out.timestamp = None
             return out
         st["row"], st["then"], st["values"] = obj, list(obj.get("$then") or []), {}
-        return Record(entry_type="row", subtype=_str(obj.get("message_type")), session_id=_str(obj.get("session_id")),
-                      session=_info(obj), cwd=_str(obj.get("cwd")), version=_str(obj.get("version")))
+        return Record(
+            entry_type="row",
+            subtype=_str(obj.get("message_type")),
+            session_id=_str(obj.get("session_id")),
+            session=_info(obj),
+            cwd=_str(obj.get("cwd")),
+            version=_str(obj.get("version")),
+        )
 
     def _message(self, base: dict, st: dict[str, Any], rec: RawRecord) -> Record:
         """The message in its JSONL shape, read by the Claude Code adapter."""
         detail = base.get("$detail") if isinstance(base.get("$detail"), dict) else {}
         line: dict[str, Any] = {
-            "type": base.get("message_type"), "uuid": base.get("uuid"), "parentUuid": base.get("parent_uuid"),
-            "sessionId": base.get("session_id"), "timestamp": base.get("timestamp"), "cwd": base.get("cwd"),
-            "userType": base.get("user_type"), "version": base.get("version"),
-            "isSidechain": bool(base.get("isSidechain")), "message": st["values"].get("message"),
+            "type": base.get("message_type"),
+            "uuid": base.get("uuid"),
+            "parentUuid": base.get("parent_uuid"),
+            "sessionId": base.get("session_id"),
+            "timestamp": base.get("timestamp"),
+            "cwd": base.get("cwd"),
+            "userType": base.get("user_type"),
+            "version": base.get("version"),
+            "isSidechain": bool(base.get("isSidechain")),
+            "message": st["values"].get("message"),
         }
         if st["values"].get("tool_use_result") is not None:
             line["toolUseResult"] = st["values"]["tool_use_result"]

@@ -55,7 +55,9 @@ EXTENSIONS = {
     "rooveterinaryinc.roo-cline": "roo-code",
     "kilocode.kilo-code": "kilo-code",
 }
-TASK_FILES = frozenset({"api_conversation_history.json", "ui_messages.json", "task_metadata.json", "history_item.json"})
+TASK_FILES = frozenset(
+    {"api_conversation_history.json", "ui_messages.json", "task_metadata.json", "history_item.json"}
+)
 UI_SPEC = frozenset({("[]",)})
 SDK_SPEC = frozenset({("messages", "[]")})
 INDEX_SPEC = frozenset({("entries", "[]"), ("[]",)})
@@ -69,24 +71,76 @@ USER_INPUT = re.compile(r"^\s*<user_input[^>]*>\s*(.*?)\s*</user_input>\s*$", re
 
 # ui_messages.json: what each ask/say means (ExtensionMessage.ts of Cline and Roo Code)
 PROMPT_SAYS = frozenset({"task", "user_feedback"})
-ASSISTANT_SAYS = frozenset({"text", "completion_result", "subtask_result", "info", "task_progress", "generate_explanation"})
-SYSTEM_SAYS = frozenset({
-    "error", "diff_error", "clineignore_error", "rooignore_error", "api_req_retried", "error_retry",
-    "shell_integration_warning", "condense_context_error", "api_req_retry_delayed", "too_many_tools_warning",
-})
+ASSISTANT_SAYS = frozenset(
+    {"text", "completion_result", "subtask_result", "info", "task_progress", "generate_explanation"}
+)
+SYSTEM_SAYS = frozenset(
+    {
+        "error",
+        "diff_error",
+        "clineignore_error",
+        "rooignore_error",
+        "api_req_retried",
+        "error_retry",
+        "shell_integration_warning",
+        "condense_context_error",
+        "api_req_retry_delayed",
+        "too_many_tools_warning",
+    }
+)
 SYSTEM_ASKS = frozenset({"api_req_failed", "mistake_limit_reached", "auto_approval_max_req_reached"})
 USAGE_SAYS = frozenset({"api_req_started", "deleted_api_reqs", "subagent_usage"})
-META_NAMES = frozenset({
-    "api_req_finished", "checkpoint_created", "checkpoint_saved", "resume_task", "resume_completed_task",
-    "hook_status", "hook", "load_mcp_documentation", "mcp_notification", "mcp_server_request_started",
-    "api_req_deleted", "user_edit_todos", "codebase_search_result", "image", "report_bug", "command_permission",
-})
-KNOWN_UI = (PROMPT_SAYS | ASSISTANT_SAYS | SYSTEM_SAYS | SYSTEM_ASKS | USAGE_SAYS | META_NAMES | frozenset({
-    "reasoning", "followup", "plan_mode_respond", "tool", "command", "command_output", "browser_action_launch",
-    "browser_action", "browser_action_result", "use_mcp_server", "mcp_server_response", "new_task",
-    "user_feedback_diff", "condense_context", "condense", "summarize_task", "compaction", "subagent",
-    "use_subagents",
-}))
+META_NAMES = frozenset(
+    {
+        "api_req_finished",
+        "checkpoint_created",
+        "checkpoint_saved",
+        "resume_task",
+        "resume_completed_task",
+        "hook_status",
+        "hook",
+        "load_mcp_documentation",
+        "mcp_notification",
+        "mcp_server_request_started",
+        "api_req_deleted",
+        "user_edit_todos",
+        "codebase_search_result",
+        "image",
+        "report_bug",
+        "command_permission",
+    }
+)
+KNOWN_UI = (
+    PROMPT_SAYS
+    | ASSISTANT_SAYS
+    | SYSTEM_SAYS
+    | SYSTEM_ASKS
+    | USAGE_SAYS
+    | META_NAMES
+    | frozenset(
+        {
+            "reasoning",
+            "followup",
+            "plan_mode_respond",
+            "tool",
+            "command",
+            "command_output",
+            "browser_action_launch",
+            "browser_action",
+            "browser_action_result",
+            "use_mcp_server",
+            "mcp_server_response",
+            "new_task",
+            "user_feedback_diff",
+            "condense_context",
+            "condense",
+            "summarize_task",
+            "compaction",
+            "subagent",
+            "use_subagents",
+        }
+    )
+)
 
 
 def cline_data_dir() -> Path:
@@ -120,7 +174,9 @@ def looks_like_task_file(path: Path, kind: str) -> bool:
     """A task file away from `tasks/<id>/`, by its first bytes: a UI stream or an API history is a
     JSON array of `say`/`ask` or `role` objects; metadata files count beside one of those."""
     if kind in ("task-meta", "history-item"):
-        return any((path.parent / name).is_file() for name in ("ui_messages.json", "api_conversation_history.json"))
+        return any(
+            (path.parent / name).is_file() for name in ("ui_messages.json", "api_conversation_history.json")
+        )
     head = _head(path, 4096).removeprefix(BOM).lstrip()
     if not head.startswith(b"["):
         return False
@@ -155,7 +211,12 @@ def kind_of(path: Path, head: bytes | None = None) -> str | None:
     if text.startswith(b"{"):
         if b'"messages_path"' in head and b'"session_id"' in head:
             return "sdk-manifest"
-        if b'"messages"' in head and b'"version"' in head and (b'"agent"' in head or b'"sessionId"' in head) and b'"role"' in head:
+        if (
+            b'"messages"' in head
+            and b'"version"' in head
+            and (b'"agent"' in head or b'"sessionId"' in head)
+            and b'"role"' in head
+        ):
             return "sdk-messages"
         if b'"entries"' in head and b'"tokensIn"' in head:
             return "task-index"
@@ -270,8 +331,19 @@ class ClineAdapter:
             sid = stem if stem == parent or "sessions" not in path.parts else f"{parent}__{stem}"
         elif kind in ("ui", "api", "task-meta", "history-item") and sid is None:
             sid = path.parent.name
-        st.update(kind=kind, agent=agent, sid=sid, header={}, n=0, last=None, seen={}, open={},
-                  sidecar=False, cwd=None, started=False)
+        st.update(
+            kind=kind,
+            agent=agent,
+            sid=sid,
+            header={},
+            n=0,
+            last=None,
+            seen={},
+            open={},
+            sidecar=False,
+            cwd=None,
+            started=False,
+        )
         if kind == "api":
             # looked at once per read of the file, never cached: the ui file may appear later
             st["shown"] = not path.with_name("ui_messages.json").exists()
@@ -335,8 +407,14 @@ class ClineAdapter:
         mtype = _str(m.get("type")) or "?"
         name = _str(m.get("say") if mtype == "say" else m.get("ask")) or "?"
         ts = m.get("ts")
-        out = Record(entry_type=mtype, subtype=name, known=name in KNOWN_UI, session_id=sid,
-                     timestamp=epoch_ms(ts), session=self._info(st))
+        out = Record(
+            entry_type=mtype,
+            subtype=name,
+            known=name in KNOWN_UI,
+            session_id=sid,
+            timestamp=epoch_ms(ts),
+            session=self._info(st),
+        )
         out.uuid = self._uuid(st, str(ts) if ts is not None else f"i{rec.line_number}")
         self._chain(out, st)
         info = m.get("modelInfo")
@@ -367,13 +445,25 @@ class ClineAdapter:
             out.is_compaction = out.segment_marker = True
             out.content = _str(condense.get("summary")) or text or "context condensed"
         elif name in ("command_output", "browser_action_result", "mcp_server_response"):
-            family = {"command_output": "command", "browser_action_result": "browser", "mcp_server_response": "mcp"}[name]
+            family = {
+                "command_output": "command",
+                "browser_action_result": "browser",
+                "mcp_server_response": "mcp",
+            }[name]
             call = st["open"].get(family)
             if call is not None:
                 out.tool_results.append(ToolResult(call, _dumps(text)))
             out.tool_text = text or None
-        elif name in ("tool", "command", "browser_action_launch", "browser_action", "use_mcp_server", "new_task",
-                      "subagent", "use_subagents"):
+        elif name in (
+            "tool",
+            "command",
+            "browser_action_launch",
+            "browser_action",
+            "use_mcp_server",
+            "new_task",
+            "subagent",
+            "use_subagents",
+        ):
             self._ui_tool(out, name, text, st)
         else:
             out.content = text or None  # known bookkeeping or a new kind: kept, searchable, not shown
@@ -396,10 +486,16 @@ class ClineAdapter:
         call_id = out.uuid or ""
         out.role = "assistant"
         out.is_message = True
-        out.tool_uses.append(ToolUse(call_id, tool, _dumps(params), description=_str(params.get("description"))))
+        out.tool_uses.append(
+            ToolUse(call_id, tool, _dumps(params), description=_str(params.get("description")))
+        )
         out.tool_text = f"{tool} {_input_text(_dumps(params))}"
-        family = {"command": "command", "browser_action_launch": "browser", "browser_action": "browser",
-                  "use_mcp_server": "mcp"}.get(name)
+        family = {
+            "command": "command",
+            "browser_action_launch": "browser",
+            "browser_action": "browser",
+            "use_mcp_server": "mcp",
+        }.get(name)
         if family:
             st["open"][family] = call_id  # its output comes in a later message
         else:
@@ -430,8 +526,15 @@ class ClineAdapter:
         if not isinstance(m, dict):
             return Record(entry_type="non-object", known=False, session_id=sid, session=self._info(st))
         role = _str(m.get("role"))
-        out = Record(entry_type="api-message", subtype=_str(m.get("type")) or role, known=role in ("user", "assistant"),
-                     session_id=sid, role=role, timestamp=epoch_ms(m.get("ts")), session=self._info(st))
+        out = Record(
+            entry_type="api-message",
+            subtype=_str(m.get("type")) or role,
+            known=role in ("user", "assistant"),
+            session_id=sid,
+            role=role,
+            timestamp=epoch_ms(m.get("ts")),
+            session=self._info(st),
+        )
         out.uuid = self._uuid(st, f"api:{st['n']}")
         info = m.get("modelInfo")
         if isinstance(info, dict):
@@ -453,8 +556,14 @@ class ClineAdapter:
         tokens = metrics.get("tokens") if isinstance(metrics, dict) else None
         if isinstance(tokens, dict):
             cached = _int(tokens.get("cached"))
-            out.usage = Usage(f"{st['agent']}:{out.uuid}", None, max(0, _int(tokens.get("prompt")) - cached),
-                              _int(tokens.get("completion")), 0, cached)
+            out.usage = Usage(
+                f"{st['agent']}:{out.uuid}",
+                None,
+                max(0, _int(tokens.get("prompt")) - cached),
+                _int(tokens.get("completion")),
+                0,
+                cached,
+            )
         if m.get("isSummary"):
             out.is_compaction = out.segment_marker = True
         return out
@@ -469,9 +578,16 @@ class ClineAdapter:
         role = _str(m.get("role"))
         meta = m.get("metadata") if isinstance(m.get("metadata"), dict) else {}
         msg_id = _str(m.get("id"))
-        out = Record(entry_type="message", subtype=_str(meta.get("kind")), known=role in ("user", "assistant"),
-                     session_id=sid, role=role, message_id=msg_id, timestamp=epoch_ms(m.get("ts")),
-                     session=self._info(st))
+        out = Record(
+            entry_type="message",
+            subtype=_str(meta.get("kind")),
+            known=role in ("user", "assistant"),
+            session_id=sid,
+            role=role,
+            message_id=msg_id,
+            timestamp=epoch_ms(m.get("ts")),
+            session=self._info(st),
+        )
         out.uuid = self._uuid(st, msg_id or f"m{st['n']}")
         info = m.get("modelInfo")
         if isinstance(info, dict):
@@ -509,9 +625,13 @@ class ClineAdapter:
         sid = _str(obj.get("session_id"))
         st["sid"] = sid
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        out = Record(entry_type="manifest", session_id=sid, model=_str(obj.get("model")),
-                     cwd=_str(obj.get("cwd")) or _str(obj.get("workspace_root")),
-                     session=self._info(st))
+        out = Record(
+            entry_type="manifest",
+            session_id=sid,
+            model=_str(obj.get("model")),
+            cwd=_str(obj.get("cwd")) or _str(obj.get("workspace_root")),
+            session=self._info(st),
+        )
         out.timestamp = parse_iso_ms(obj.get("started_at"))
         title = _str(meta.get("title"))
         if title:
@@ -540,16 +660,24 @@ class ClineAdapter:
     def _history_item(self, item: Any, ctx: FileContext, st: dict[str, Any]) -> Record:
         """A HistoryItem: working folder, model and (Roo) the parent task of a subtask."""
         if not isinstance(item, dict) or not _str(item.get("id")):
-            return Record(entry_type="history", known=isinstance(item, dict), session_id=st["sid"] if st["kind"] == "history-item" else None)
+            return Record(
+                entry_type="history",
+                known=isinstance(item, dict),
+                session_id=st["sid"] if st["kind"] == "history-item" else None,
+            )
         tid = str(item["id"])
         if st["kind"] != "history-item":
             tasks = ctx.path.parent if st["kind"] == "task-index" else ctx.path.parent.parent / "tasks"
             if not _is_dir(tasks / tid):  # an id too long to be a folder's name is no task's
                 return Record(entry_type="history-item", subtype="no-task-folder")  # kept, not a session
         sub = {"sid": tid, "agent": st["agent"], "kind": "history"}
-        out = Record(entry_type="history-item", session_id=tid, session=self._info(sub),
-                     cwd=_str(item.get("cwdOnTaskInitialization")) or _str(item.get("workspace")),
-                     model=_str(item.get("modelId")))
+        out = Record(
+            entry_type="history-item",
+            session_id=tid,
+            session=self._info(sub),
+            cwd=_str(item.get("cwdOnTaskInitialization")) or _str(item.get("workspace")),
+            model=_str(item.get("modelId")),
+        )
         parent = _str(item.get("parentTaskId"))
         if parent and out.session is not None:
             out.session.kind, out.session.is_subagent, out.session.parent_session_id = "subagent", 1, parent
@@ -574,7 +702,10 @@ def _ui_text(name: str, text: str) -> str | None:
         if isinstance(obj, dict):
             body = _str(obj.get("question")) or _str(obj.get("response")) or ""
             options = obj.get("options") if isinstance(obj.get("options"), list) else []
-            labels = [o if isinstance(o, str) else _str(o.get("answer")) if isinstance(o, dict) else None for o in options]
+            labels = [
+                o if isinstance(o, str) else _str(o.get("answer")) if isinstance(o, dict) else None
+                for o in options
+            ]
             choices = "\n".join(f"- {x}" for x in labels if x)
             return "\n".join(x for x in (body, choices) if x) or None
     return text or None
@@ -587,7 +718,9 @@ def _api_usage(data: dict, key: str) -> Usage | None:
     if not (tin or tout or writes or reads):
         return None
     cached = writes + reads
-    inclusive = data.get("apiProtocol") == "openai" or (cached > 0 and tin >= cached and data.get("apiProtocol") != "anthropic")
+    inclusive = data.get("apiProtocol") == "openai" or (
+        cached > 0 and tin >= cached and data.get("apiProtocol") != "anthropic"
+    )
     return Usage(key, None, max(0, tin - cached) if inclusive else tin, tout, writes, reads)
 
 
@@ -642,13 +775,28 @@ def _blocks(out: Record, content: Any, role: str | None) -> None:
         elif btype == "redacted_thinking":
             thinking.append("[redacted thinking]")
         elif btype == "tool_use" and block.get("id") is not None:
-            params = block.get("input") if isinstance(block.get("input"), dict) else {"input": block.get("input")}
-            out.tool_uses.append(ToolUse(str(block["id"]), _str(block.get("name")) or "?", _dumps(params), number,
-                                         _str(params.get("description")), _str(params.get("prompt"))))
+            params = (
+                block.get("input") if isinstance(block.get("input"), dict) else {"input": block.get("input")}
+            )
+            out.tool_uses.append(
+                ToolUse(
+                    str(block["id"]),
+                    _str(block.get("name")) or "?",
+                    _dumps(params),
+                    number,
+                    _str(params.get("description")),
+                    _str(params.get("prompt")),
+                )
+            )
         elif btype == "tool_result" and block.get("tool_use_id") is not None:
             body = block.get("content")
-            out.tool_results.append(ToolResult(str(block["tool_use_id"]), _dumps(body),
-                                               "failed" if block.get("is_error") else "completed"))
+            out.tool_results.append(
+                ToolResult(
+                    str(block["tool_use_id"]),
+                    _dumps(body),
+                    "failed" if block.get("is_error") else "completed",
+                )
+            )
             results.append(_all_text(body) if not isinstance(body, str) else body)
     out.content = "\n".join(t for t in texts if t) or None
     out.thinking = "\n".join(t for t in thinking if t) or None

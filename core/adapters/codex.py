@@ -54,29 +54,79 @@ AGENT = "codex"
 
 ROLLOUT_TYPES = frozenset(
     {
-        "session_meta", "response_item", "event_msg", "turn_context", "compacted", "world_state",
-        "inter_agent_communication", "inter_agent_communication_metadata",
+        "session_meta",
+        "response_item",
+        "event_msg",
+        "turn_context",
+        "compacted",
+        "world_state",
+        "inter_agent_communication",
+        "inter_agent_communication_metadata",
     }
 )
 ITEM_TYPES = frozenset(
     {
-        "message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
-        "custom_tool_call_output", "local_shell_call", "web_search_call", "tool_search_call",
-        "tool_search_output", "image_generation_call", "ghost_snapshot", "agent_message", "compaction",
-        "context_compaction", "additional_tools",
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "web_search_call",
+        "tool_search_call",
+        "tool_search_output",
+        "image_generation_call",
+        "ghost_snapshot",
+        "agent_message",
+        "compaction",
+        "context_compaction",
+        "additional_tools",
     }
 )
 EVENT_TYPES = frozenset(
     {
-        "user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content", "token_count",
-        "task_started", "task_complete", "turn_started", "turn_complete", "turn_aborted", "exec_command_end",
-        "exec_command_begin", "patch_apply_end", "mcp_tool_call_end", "web_search_end", "context_compacted",
-        "thread_name_updated", "entered_review_mode", "exited_review_mode", "collab_agent_spawn_end",
-        "collab_agent_interaction_end", "collab_waiting_end", "collab_close_end", "collab_resume_end",
-        "sub_agent_activity", "error", "warning", "thread_rolled_back", "thread_goal_updated",
-        "image_generation_end", "item_completed", "undo_completed", "guardian_assessment",
-        "view_image_tool_call", "dynamic_tool_call_request", "dynamic_tool_call_response",
-        "thread_settings_applied", "stream_error", "plan_update", "turn_diff", "session_configured",
+        "user_message",
+        "agent_message",
+        "agent_reasoning",
+        "agent_reasoning_raw_content",
+        "token_count",
+        "task_started",
+        "task_complete",
+        "turn_started",
+        "turn_complete",
+        "turn_aborted",
+        "exec_command_end",
+        "exec_command_begin",
+        "patch_apply_end",
+        "mcp_tool_call_end",
+        "web_search_end",
+        "context_compacted",
+        "thread_name_updated",
+        "entered_review_mode",
+        "exited_review_mode",
+        "collab_agent_spawn_end",
+        "collab_agent_interaction_end",
+        "collab_waiting_end",
+        "collab_close_end",
+        "collab_resume_end",
+        "sub_agent_activity",
+        "error",
+        "warning",
+        "thread_rolled_back",
+        "thread_goal_updated",
+        "image_generation_end",
+        "item_completed",
+        "undo_completed",
+        "guardian_assessment",
+        "view_image_tool_call",
+        "dynamic_tool_call_request",
+        "dynamic_tool_call_response",
+        "thread_settings_applied",
+        "stream_error",
+        "plan_update",
+        "turn_diff",
+        "session_configured",
     }
 )
 UUID_IN_NAME = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", re.I)
@@ -87,8 +137,13 @@ ENV_CWD = re.compile(r"<environment_context>.*?<cwd>(.*?)</cwd>", re.S)
 EXIT_CODE = re.compile(r"^Exit code: (-?\d+)", re.M)
 # Lines that can change what later lines mean; only these are re-read to resume a file mid-way.
 STATE_MARKERS = (
-    b"session_meta", b"turn_context", b"token_count", b"user_message", b"thread_rolled_back",
-    b'"role":"user"', b'"role": "user"',
+    b"session_meta",
+    b"turn_context",
+    b"token_count",
+    b"user_message",
+    b"thread_rolled_back",
+    b'"role":"user"',
+    b'"role": "user"',
 )
 SNIFF_BYTES = 65536
 ENCRYPTED_REASONING = "[encrypted reasoning]"
@@ -224,8 +279,12 @@ def looks_like_codex(head: bytes) -> bool:
             return True
         if etype in ITEM_TYPES and ("role" in obj or "call_id" in obj or "summary" in obj):
             return True
-        if i == 0 and etype is None and isinstance(obj.get("id"), str) and "timestamp" in obj and (
-            "instructions" in obj or "git" in obj
+        if (
+            i == 0
+            and etype is None
+            and isinstance(obj.get("id"), str)
+            and "timestamp" in obj
+            and ("instructions" in obj or "git" in obj)
         ):
             return True
     return False
@@ -303,8 +362,18 @@ class CodexAdapter:
         name = ctx.path.name
         st = ctx.state
         st.update(
-            started=True, sid=None, own_meta=False, model=None, prev_total=None, prompts=[],
-            branch_parent=None, copy=None, totals={}, snapshot=name.endswith(".json"), chain=None, doc_session=None,
+            started=True,
+            sid=None,
+            own_meta=False,
+            model=None,
+            prev_total=None,
+            prompts=[],
+            branch_parent=None,
+            copy=None,
+            totals={},
+            snapshot=name.endswith(".json"),
+            chain=None,
+            doc_session=None,
         )
         if st["snapshot"]:
             st["doc"] = JsonDocumentLines(frozenset({"items"}))
@@ -354,19 +423,35 @@ class CodexAdapter:
         obj, error = _parse(rec.raw)
         sid = self._sid(ctx, obj, rec.line_number)
         if obj is None:
-            return Record(entry_type="invalid" if error else "blank", known=False, parse_error=error,
-                          session_id=sid, uuid=self._uuid(sid, rec), parent_uuid=self._parent(sid, rec))
+            return Record(
+                entry_type="invalid" if error else "blank",
+                known=False,
+                parse_error=error,
+                session_id=sid,
+                uuid=self._uuid(sid, rec),
+                parent_uuid=self._parent(sid, rec),
+            )
         if not isinstance(obj, dict):
-            return Record(entry_type="non-object", known=False, parse_error=error or "not a JSON object",
-                          session_id=sid, uuid=self._uuid(sid, rec), parent_uuid=self._parent(sid, rec))
-        out = Record(parse_error=error, session_id=sid, uuid=self._uuid(sid, rec), parent_uuid=self._parent(sid, rec))
+            return Record(
+                entry_type="non-object",
+                known=False,
+                parse_error=error or "not a JSON object",
+                session_id=sid,
+                uuid=self._uuid(sid, rec),
+                parent_uuid=self._parent(sid, rec),
+            )
+        out = Record(
+            parse_error=error, session_id=sid, uuid=self._uuid(sid, rec), parent_uuid=self._parent(sid, rec)
+        )
         etype = obj.get("type") if isinstance(obj.get("type"), str) else None
         payload = obj.get("payload")
         if etype in ROLLOUT_TYPES or (etype is not None and isinstance(payload, dict) and "timestamp" in obj):
             out.timestamp = parse_iso_ms(obj.get("timestamp"))
             out.entry_type = etype
             p = payload if isinstance(payload, dict) else {}
-            out.subtype = _str(p.get("type")) or ("message" if isinstance(p.get("role"), str) and "content" in p else None)
+            out.subtype = _str(p.get("type")) or (
+                "message" if isinstance(p.get("role"), str) and "content" in p else None
+            )
             out.known = etype in ROLLOUT_TYPES
             if etype == "session_meta":
                 self._session_meta(out, p, ctx)
@@ -522,7 +607,11 @@ class CodexAdapter:
             elif itype == "local_shell_call":
                 params = p.get("action") if isinstance(p.get("action"), dict) else {"action": p.get("action")}
             else:
-                params = p.get("arguments") if isinstance(p.get("arguments"), dict) else {"arguments": p.get("arguments")}
+                params = (
+                    p.get("arguments")
+                    if isinstance(p.get("arguments"), dict)
+                    else {"arguments": p.get("arguments")}
+                )
             name = _str(p.get("name")) or ("local_shell" if itype == "local_shell_call" else "tool_search")
             if isinstance(p.get("namespace"), str) and p["namespace"]:
                 name = f"{p['namespace']}.{name}"
@@ -542,7 +631,9 @@ class CodexAdapter:
         elif itype in ("web_search_call", "image_generation_call"):
             call_id = _str(p.get("call_id")) or _str(p.get("id"))
             name = "web_search" if itype == "web_search_call" else "image_generation"
-            params = p.get("action") if itype == "web_search_call" else {"revised_prompt": p.get("revised_prompt")}
+            params = (
+                p.get("action") if itype == "web_search_call" else {"revised_prompt": p.get("revised_prompt")}
+            )
             out.role = "assistant"
             out.is_message = True
             if call_id:
@@ -552,7 +643,11 @@ class CodexAdapter:
                 status = _str(p.get("status"))
                 if status and status not in ("in_progress", "searching", "generating"):
                     out.tool_results.append(
-                        ToolResult(call_id, _dumps({"status": status}), "failed" if status == "failed" else "completed")
+                        ToolResult(
+                            call_id,
+                            _dumps({"status": status}),
+                            "failed" if status == "failed" else "completed",
+                        )
                     )
         elif itype == "agent_message":
             out.role = "user"
@@ -563,7 +658,9 @@ class CodexAdapter:
             out.is_compaction = False  # the `compacted` rollout item marks the boundary
         elif itype not in ITEM_TYPES:
             # an item of a kind not known here (a newer Codex, another writer): shown as it is, dimmed
-            out.role = _str(p.get("role")) or ("user" if itype and itype.endswith(("_output", "_result")) else "assistant")
+            out.role = _str(p.get("role")) or (
+                "user" if itype and itype.endswith(("_output", "_result")) else "assistant"
+            )
             out.is_message = True
             out.is_meta = True
             out.content = f"[{itype or 'item'}] {_item_text(p)}"
@@ -676,7 +773,13 @@ class CodexAdapter:
         total = info.get("total_token_usage")
         last = info.get("last_token_usage")
         if isinstance(total, dict):
-            fields = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens")
+            fields = (
+                "input_tokens",
+                "cached_input_tokens",
+                "output_tokens",
+                "reasoning_output_tokens",
+                "total_tokens",
+            )
             values = tuple(_int(total.get(k)) for k in fields)
             prev = st.get("prev_total")
             st["prev_total"] = total
@@ -687,8 +790,10 @@ class CodexAdapter:
             key = f"codex:{origin}:" + ":".join(str(v) for v in values)
             if isinstance(last, dict):
                 return _usage_from(last, key)
-            delta = {k: _int(total.get(k)) - _int(prev.get(k)) if isinstance(prev, dict) else _int(total.get(k))
-                     for k in ("input_tokens", "cached_input_tokens", "output_tokens", "cache_write_input_tokens")}
+            delta = {
+                k: _int(total.get(k)) - _int(prev.get(k)) if isinstance(prev, dict) else _int(total.get(k))
+                for k in ("input_tokens", "cached_input_tokens", "output_tokens", "cache_write_input_tokens")
+            }
             if any(v < 0 for v in delta.values()):
                 delta = {k: _int(total.get(k)) for k in delta}  # totals restarted
             return _usage_from(delta, key)
@@ -743,8 +848,13 @@ class CodexAdapter:
             st["doc_session"] = "codex-ts-" + digest
             st["sid"] = st["doc_session"]
         sid = st["doc_session"]
-        out = Record(entry_type="response_item", parse_error=error, session_id=sid, uuid=f"{sid}:{digest}",
-                     parent_uuid=f"{sid}:{prev}" if prev else None)
+        out = Record(
+            entry_type="response_item",
+            parse_error=error,
+            session_id=sid,
+            uuid=f"{sid}:{digest}",
+            parent_uuid=f"{sid}:{prev}" if prev else None,
+        )
         st["chain"] = digest
         if prev is None:
             header = st.get("header") or {}
@@ -876,8 +986,14 @@ def _json_arg(value: Any, key: str = "arguments") -> dict:
 
 def _tool_use(call_id: str, name: str, params: Any) -> ToolUse:
     params = params if isinstance(params, dict) else {"input": params}
-    return ToolUse(id=call_id, name=name, input_json=_dumps(params), number=0,
-                   description=_str(params.get("description")), prompt=_str(params.get("message")))
+    return ToolUse(
+        id=call_id,
+        name=name,
+        input_json=_dumps(params),
+        number=0,
+        description=_str(params.get("description")),
+        prompt=_str(params.get("message")),
+    )
 
 
 def _output_text(output: Any) -> str | None:

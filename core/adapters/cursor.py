@@ -63,15 +63,35 @@ from threadloom.core.adapters.walk import walk
 
 AGENT = "cursor"
 CHAT_DATA = "workbench.panel.aichat.view.aichat.chatdata"
-ITEM_KEYS = (CHAT_DATA, "composer.composerData", "composer.composerHeaders", "aiService.prompts", "aiService.generations")
+ITEM_KEYS = (
+    CHAT_DATA,
+    "composer.composerData",
+    "composer.composerHeaders",
+    "aiService.prompts",
+    "aiService.generations",
+)
 CHAT_SPECS = frozenset({("tabs", "[]", "bubbles", "[]"), ("tabs", "[]", "messages", "[]")})
 LIST_SPEC = frozenset({("[]",)})
 # ItemTable rows in reading order: the chat tabs before the prompt history, whose session is made
 # only when nothing else holds the chats; the generations (with times) before the prompts (without)
-ITEM_ORDER = ("composer.composerHeaders", "composer.composerData", CHAT_DATA, "aiService.generations", "aiService.prompts")
+ITEM_ORDER = (
+    "composer.composerHeaders",
+    "composer.composerData",
+    CHAT_DATA,
+    "aiService.generations",
+    "aiService.prompts",
+)
 INLINE_SPEC = frozenset({("conversation", "[]")})
-TOOL_STATUS = {"completed": "completed", "success": "completed", "error": "failed", "failed": "failed",
-               "cancelled": "interrupted", "canceled": "interrupted", "rejected": "rejected", "aborted": "interrupted"}
+TOOL_STATUS = {
+    "completed": "completed",
+    "success": "completed",
+    "error": "failed",
+    "failed": "failed",
+    "cancelled": "interrupted",
+    "canceled": "interrupted",
+    "rejected": "rejected",
+    "aborted": "interrupted",
+}
 USER_QUERY = re.compile(r"^\s*<user_query>\s*(.*?)\s*</user_query>\s*$", re.S)
 KEY_RECORD = re.compile(rb"^(composerData|bubbleId|workbench\.|aiService\.|composer\.|meta:|blob:)")
 TABS_OPEN = re.compile(rb'"(?:bubbles|messages)"\s*:\s*\[')
@@ -147,8 +167,12 @@ class CursorAdapter:
             root = root / "User"
         for dirpath, dirnames, filenames in walk(root):
             # a User folder also holds file history and every extension's storage: only these matter
-            dirnames[:] = sorted(d for d in dirnames if d not in ("History", "logs", "CachedData", "snippets")
-                                 and not (Path(dirpath).name == "globalStorage" and "." in d))
+            dirnames[:] = sorted(
+                d
+                for d in dirnames
+                if d not in ("History", "logs", "CachedData", "snippets")
+                and not (Path(dirpath).name == "globalStorage" and "." in d)
+            )
             for fname in filenames:
                 if fname.endswith((".vscdb", "store.db")):
                     path = Path(dirpath) / fname
@@ -186,8 +210,20 @@ class CursorAdapter:
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
         st = ctx.state
         if "key" not in st:
-            st.update(key=None, family=None, composer=None, last={}, heads={}, children={}, tab=None, tabs=0,
-                      meta={}, agent_last=None, n=0, first=False)
+            st.update(
+                key=None,
+                family=None,
+                composer=None,
+                last={},
+                heads={},
+                children={},
+                tab=None,
+                tabs=0,
+                meta={},
+                agent_last=None,
+                n=0,
+                first=False,
+            )
             st["workspace"] = _workspace_folder(ctx.path)
             st["db_dir"] = ctx.path.parent.name
             st["agent_cwd"] = _meta_cwd(ctx.path.parent / "meta.json")
@@ -299,8 +335,12 @@ class CursorAdapter:
     def _bubble(self, b: Any, error: str | None, cid: str, bid: str, st: dict[str, Any]) -> Record:
         known_composer = cid in st["heads"]
         sid = cid if known_composer else None
-        out = Record(entry_type="bubble", session_id=sid, parse_error=error,
-                     session=self._info(cid, st) if sid else None)
+        out = Record(
+            entry_type="bubble",
+            session_id=sid,
+            parse_error=error,
+            session=self._info(cid, st) if sid else None,
+        )
         if not known_composer:
             out.subtype = "no-composer"
         if not isinstance(b, dict):
@@ -335,8 +375,12 @@ class CursorAdapter:
         out.is_message = bool(out.content or out.thinking or out.tool_uses)
         tokens = b.get("tokenCount")
         if isinstance(tokens, dict) and (_int(tokens.get("inputTokens")) or _int(tokens.get("outputTokens"))):
-            out.usage = Usage(f"cursor:{cid}:{bid}", out.request_id, _int(tokens.get("inputTokens")),
-                              _int(tokens.get("outputTokens")))
+            out.usage = Usage(
+                f"cursor:{cid}:{bid}",
+                out.request_id,
+                _int(tokens.get("inputTokens")),
+                _int(tokens.get("outputTokens")),
+            )
         return out
 
     def _tool(self, out: Record, tool: dict, fallback_id: str) -> None:
@@ -348,7 +392,9 @@ class CursorAdapter:
             params = parsed if isinstance(parsed, dict) else {"args": params}
         if not isinstance(params, dict):
             params = {"args": params}
-        out.tool_uses.append(ToolUse(call_id, name, _dumps(params), description=_str(params.get("explanation"))))
+        out.tool_uses.append(
+            ToolUse(call_id, name, _dumps(params), description=_str(params.get("explanation")))
+        )
         out.tool_text = f"{name} {_input_text(_dumps(params))}"
         status = TOOL_STATUS.get(str(tool.get("status") or "").lower())
         result = tool.get("result")
@@ -359,8 +405,11 @@ class CursorAdapter:
         """The legacy chat panel: tabs of bubbles, one session per tab (`cursor-chat:<tabId>`)."""
         if isinstance(obj, dict):
             sid = st["tab"]
-            out = Record(entry_type="chat-bubble", session_id=sid,
-                         session=SessionInfo(source=AGENT, external_id=sid) if sid else None)
+            out = Record(
+                entry_type="chat-bubble",
+                session_id=sid,
+                session=SessionInfo(source=AGENT, external_id=sid) if sid else None,
+            )
             st["n"] += 1
             out.uuid = f"{sid}:{_str(obj.get('id')) or _str(obj.get('bubbleId')) or st['n']}"
             out.parent_uuid = st["last"].get(sid)
@@ -391,7 +440,9 @@ class CursorAdapter:
             out.timestamp = parse_iso_ms(fields.get("lastSendTime") or fields.get("createdAt"))
         return out
 
-    def _prompt_history(self, family: str, obj: Any, error: str | None, ctx: FileContext, st: dict[str, Any]) -> Record:
+    def _prompt_history(
+        self, family: str, obj: Any, error: str | None, ctx: FileContext, st: dict[str, Any]
+    ) -> Record:
         """`aiService.generations` and `aiService.prompts`: what a workspace keeps of its prompts (the
         last hundred or so, with the time of each generation). A session of their own only where no
         other record holds the chats: no chat tabs here, no composers in the global database."""
@@ -404,8 +455,12 @@ class CursorAdapter:
         info = SessionInfo(source=AGENT, external_id=st["db_dir"]) if sid else None
         if not isinstance(obj, dict):  # the bytes between elements
             return Record(entry_type=f"{kind}s-part", session_id=sid, session=info)
-        out = Record(entry_type=kind, subtype=_str(obj.get("type")) or str(obj.get("commandType", "")) or None,
-                     session_id=sid, session=info)
+        out = Record(
+            entry_type=kind,
+            subtype=_str(obj.get("type")) or str(obj.get("commandType", "")) or None,
+            session_id=sid,
+            session=info,
+        )
         if kind == "generation":
             out.timestamp = _int(obj.get("unixMs")) or None
             text = _str(obj.get("textDescription"))
@@ -430,7 +485,9 @@ class CursorAdapter:
 
     def _global_composers(self, db_path: Path) -> bool:
         """Whether the global database of this Cursor install holds composer chats."""
-        user = db_path.parent.parent if db_path.parent.name == "globalStorage" else db_path.parent.parent.parent
+        user = (
+            db_path.parent.parent if db_path.parent.name == "globalStorage" else db_path.parent.parent.parent
+        )
         path = user / "globalStorage" / "state.vscdb"
         try:
             stamp = path.stat().st_mtime_ns
@@ -443,8 +500,13 @@ class CursorAdapter:
         if "cursorDiskKV" in sqlite_tables(path):
             try:
                 with open_sqlite(path) as conn:
-                    found = conn.execute("SELECT 1 FROM cursorDiskKV WHERE key >= 'composerData:' "
-                                         "AND key < 'composerData;' LIMIT 1").fetchone() is not None
+                    found = (
+                        conn.execute(
+                            "SELECT 1 FROM cursorDiskKV WHERE key >= 'composerData:' "
+                            "AND key < 'composerData;' LIMIT 1"
+                        ).fetchone()
+                        is not None
+                    )
             except sqlite3.Error:
                 found = False
         self._composers[str(path)] = (stamp, found)
@@ -468,13 +530,22 @@ class CursorAdapter:
             out.timestamp = parse_iso_ms(meta.get("createdAt"))
             name = _str(meta.get("name"))
             if name and name not in ("New Agent", "New Chat"):
-                out.content, out.title, out.entry_type, out.subtype = name, ("ai-title", name), "ai-title", "agent-meta"
+                out.content, out.title, out.entry_type, out.subtype = (
+                    name,
+                    ("ai-title", name),
+                    "ai-title",
+                    "agent-meta",
+                )
             out.cwd = st["agent_cwd"]
         return out
 
     def _agent_blob(self, obj: Any, error: str | None, st: dict[str, Any]) -> Record:
         sid = st["meta"].get("agentId") if isinstance(st["meta"], dict) else None
-        out = Record(entry_type="blob", session_id=sid, session=SessionInfo(source=AGENT, external_id=sid) if sid else None)
+        out = Record(
+            entry_type="blob",
+            session_id=sid,
+            session=SessionInfo(source=AGENT, external_id=sid) if sid else None,
+        )
         if not isinstance(obj, dict) or "role" not in obj:
             out.known = obj is not None
             out.parse_error = None if obj is not None else "not a JSON message (tree node or binary)"
@@ -511,7 +582,9 @@ class CursorAdapter:
                 continue
             try:
                 with open_sqlite(db) as conn:
-                    row = conn.execute("SELECT value FROM ItemTable WHERE key = 'composer.composerData'").fetchone()
+                    row = conn.execute(
+                        "SELECT value FROM ItemTable WHERE key = 'composer.composerData'"
+                    ).fetchone()
             except (sqlite3.Error, OSError):
                 continue
             data, _ = loads(as_bytes(row[0]) or b"") if row else (None, None)
@@ -554,15 +627,22 @@ def _tile_value(value: bytes, specs: frozenset) -> list[bytes]:
     return [r.raw for r in tile(value, specs)]
 
 
-def _state_rows(conn: sqlite3.Connection, tables: set[str]) -> list[tuple[bytes, bytes | None, frozenset | None]]:
+def _state_rows(
+    conn: sqlite3.Connection, tables: set[str]
+) -> list[tuple[bytes, bytes | None, frozenset | None]]:
     """(key, value, specs to tile the value by) in reading order."""
     rows: list[tuple[bytes, bytes | None, frozenset | None]] = []
     if "ItemTable" in tables:
         marks = ", ".join("?" * len(ITEM_KEYS))
-        found = {k: v for k, v in conn.execute(f"SELECT key, value FROM ItemTable WHERE key IN ({marks})", ITEM_KEYS)}
+        found = {
+            k: v
+            for k, v in conn.execute(f"SELECT key, value FROM ItemTable WHERE key IN ({marks})", ITEM_KEYS)
+        }
         for key in ITEM_ORDER:
             if key in found:
-                specs = CHAT_SPECS if key == CHAT_DATA else LIST_SPEC if key.startswith("aiService.") else None
+                specs = (
+                    CHAT_SPECS if key == CHAT_DATA else LIST_SPEC if key.startswith("aiService.") else None
+                )
                 rows.append((as_bytes(key), as_bytes(found[key]), specs))
     if "cursorDiskKV" not in tables:
         return rows
@@ -596,7 +676,11 @@ def _state_rows(conn: sqlite3.Connection, tables: set[str]) -> list[tuple[bytes,
 
 def _has_inline(data: bytes) -> bool:
     parsed, _ = loads(data)
-    return isinstance(parsed, dict) and isinstance(parsed.get("conversation"), list) and bool(parsed["conversation"])
+    return (
+        isinstance(parsed, dict)
+        and isinstance(parsed.get("conversation"), list)
+        and bool(parsed["conversation"])
+    )
 
 
 def _ordered(composer: bytes | None, rows: list[tuple[str, bytes | None]]) -> list[tuple[str, bytes | None]]:
@@ -649,22 +733,40 @@ def _agent_message(out: Record, obj: dict, st: dict[str, Any]) -> None:
     texts: list[str] = []
     thinking: list[str] = []
     results: list[str] = []
-    blocks = content if isinstance(content, list) else [{"type": "text", "text": content}] if isinstance(content, str) else []
+    blocks = (
+        content
+        if isinstance(content, list)
+        else [{"type": "text", "text": content}]
+        if isinstance(content, str)
+        else []
+    )
     pending: list[str] = st.setdefault("pending", [])
     for number, block in enumerate(blocks):
         if not isinstance(block, dict):
             continue
         btype = block.get("type")
-        if btype == "text" or (btype not in ("thinking", "tool_use", "tool_call", "tool_result", "tool-result")
-                               and isinstance(block.get("text"), str)):
+        if btype == "text" or (
+            btype not in ("thinking", "tool_use", "tool_call", "tool_result", "tool-result")
+            and isinstance(block.get("text"), str)
+        ):
             texts.append(_str(block.get("text")) or "")
         elif btype == "thinking":
             thinking.append(_str(block.get("thinking")) or _str(block.get("text")) or "")
         elif btype in ("tool_use", "tool_call"):
             call_id = _str(block.get("id")) or f"{out.uuid}:{number}"
-            params = block.get("input") if isinstance(block.get("input"), dict) else {"input": block.get("input")}
-            out.tool_uses.append(ToolUse(call_id, _str(block.get("name")) or "?", _dumps(params), number,
-                                         _str(params.get("description")), _str(params.get("prompt"))))
+            params = (
+                block.get("input") if isinstance(block.get("input"), dict) else {"input": block.get("input")}
+            )
+            out.tool_uses.append(
+                ToolUse(
+                    call_id,
+                    _str(block.get("name")) or "?",
+                    _dumps(params),
+                    number,
+                    _str(params.get("description")),
+                    _str(params.get("prompt")),
+                )
+            )
             pending.append(call_id)
         elif btype in ("tool_result", "tool-result"):
             # transcripts give results an id their calls never had: match them to the oldest open call
@@ -674,7 +776,9 @@ def _agent_message(out: Record, obj: dict, st: dict[str, Any]) -> None:
                 if call_id in pending:
                     pending.remove(call_id)
                 body = block.get("content")
-                out.tool_results.append(ToolResult(call_id, _dumps(body), "failed" if block.get("is_error") else "completed"))
+                out.tool_results.append(
+                    ToolResult(call_id, _dumps(body), "failed" if block.get("is_error") else "completed")
+                )
                 results.append(_block_text(body))
     text = "\n".join(t for t in texts if t)
     if role == "user":
@@ -770,9 +874,18 @@ class CursorAgentAdapter:
         sid = st["sid"]
         info = SessionInfo(source=AGENT, external_id=sid)
         if st["parent"]:
-            info.kind, info.is_subagent, info.parent_session_id, info.agent_id = "subagent", 1, st["parent"], sid
-        out = Record(session_id=sid, session=info, uuid=f"{sid}:{rec.line_number}",
-                     parent_uuid=f"{sid}:{rec.line_number - 1}" if rec.line_number > 1 else None)
+            info.kind, info.is_subagent, info.parent_session_id, info.agent_id = (
+                "subagent",
+                1,
+                st["parent"],
+                sid,
+            )
+        out = Record(
+            session_id=sid,
+            session=info,
+            uuid=f"{sid}:{rec.line_number}",
+            parent_uuid=f"{sid}:{rec.line_number - 1}" if rec.line_number > 1 else None,
+        )
         if st["first"]:
             out.cwd = st["cwd"]
             st["first"] = False

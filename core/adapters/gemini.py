@@ -142,8 +142,15 @@ class GeminiAdapter:
         chats = _chats_index(path)
         parent = path.parts[-2] if chats == len(path.parts) - 3 else None
         ctx.state.update(
-            started=True, sid=None, meta={}, seen={}, live=[], last_uuid=None, parent=parent,
-            cwd=self._project_root(path, chats), doc=None,
+            started=True,
+            sid=None,
+            meta={},
+            seen={},
+            live=[],
+            last_uuid=None,
+            parent=parent,
+            cwd=self._project_root(path, chats),
+            doc=None,
         )
         if path.name.endswith(".json"):
             ctx.state["doc"] = JsonDocumentLines(DOC_ARRAYS)
@@ -176,8 +183,13 @@ class GeminiAdapter:
         obj, error = _parse(rec.raw)
         if not isinstance(obj, dict):
             etype = "invalid" if error else ("blank" if obj is None else "non-object")
-            return Record(entry_type=etype, known=False, parse_error=error or (None if obj is None else "not a JSON object"),
-                          session_id=st["sid"] or self._sid(ctx), parent_uuid=st["last_uuid"])
+            return Record(
+                entry_type=etype,
+                known=False,
+                parse_error=error or (None if obj is None else "not a JSON object"),
+                session_id=st["sid"] or self._sid(ctx),
+                parent_uuid=st["last_uuid"],
+            )
         if isinstance(obj.get("$rewindTo"), str):
             return self._rewind(obj["$rewindTo"], ctx, error)
         if isinstance(obj.get("$set"), dict):
@@ -188,8 +200,13 @@ class GeminiAdapter:
             return out
         if isinstance(obj.get("sessionId"), str):
             return self._metadata(obj, ctx, error)
-        return Record(entry_type=_str(obj.get("type")) or "unknown", known=False, parse_error=error,
-                      session_id=self._sid(ctx), parent_uuid=st["last_uuid"])
+        return Record(
+            entry_type=_str(obj.get("type")) or "unknown",
+            known=False,
+            parse_error=error,
+            session_id=self._sid(ctx),
+            parent_uuid=st["last_uuid"],
+        )
 
     # ------------------------------------------------------------------ sessions
 
@@ -278,8 +295,14 @@ class GeminiAdapter:
     def _metadata(self, obj: dict, ctx: FileContext, error: str | None) -> Record:
         st = ctx.state
         st["meta"].update(obj)
-        out = Record(entry_type="metadata", parse_error=error, session_id=self._sid(ctx),
-                     timestamp=parse_iso_ms(obj.get("startTime")), cwd=self._cwd(ctx), session=self._info(ctx))
+        out = Record(
+            entry_type="metadata",
+            parse_error=error,
+            session_id=self._sid(ctx),
+            timestamp=parse_iso_ms(obj.get("startTime")),
+            cwd=self._cwd(ctx),
+            session=self._info(ctx),
+        )
         summary = _str(obj.get("summary"))
         if summary:
             out.content = summary
@@ -291,8 +314,13 @@ class GeminiAdapter:
     def _set(self, values: dict, ctx: FileContext, rec: RawRecord, error: str | None) -> Record:
         st = ctx.state
         sid = self._sid(ctx)
-        out = Record(entry_type="set", parse_error=error, session_id=sid, parent_uuid=st["last_uuid"],
-                     timestamp=parse_iso_ms(values.get("lastUpdated")))
+        out = Record(
+            entry_type="set",
+            parse_error=error,
+            session_id=sid,
+            parent_uuid=st["last_uuid"],
+            timestamp=parse_iso_ms(values.get("lastUpdated")),
+        )
         for key in ("summary", "directories", "kind", "memoryScratchpad", "projectHash"):
             if key in values:
                 st["meta"][key] = values[key]
@@ -328,7 +356,9 @@ class GeminiAdapter:
             st["seen"][m["id"]] = {"uuid": uuid, "text": _message_text(m), "tools": {t["id"] for t in tools}}
             out.tool_uses += [_tool_use(t, i) for i, t in enumerate(tools)]
         st["live"] = ids
-        st["last_uuid"] = st["seen"][ids[-1]]["uuid"] if ids and ids[-1] in st["seen"] else (out.uuid or st["last_uuid"])
+        st["last_uuid"] = (
+            st["seen"][ids[-1]]["uuid"] if ids and ids[-1] in st["seen"] else (out.uuid or st["last_uuid"])
+        )
 
     def _rewind(self, target: str, ctx: FileContext, error: str | None) -> Record:
         st = ctx.state
@@ -338,8 +368,13 @@ class GeminiAdapter:
         else:
             live.clear()  # gemini-cli drops everything when the id is unknown
         st["last_uuid"] = st["seen"][live[-1]]["uuid"] if live else None
-        return Record(entry_type="rewind", parse_error=error, session_id=self._sid(ctx), ref_uuid=target,
-                      parent_uuid=st["last_uuid"])
+        return Record(
+            entry_type="rewind",
+            parse_error=error,
+            session_id=self._sid(ctx),
+            ref_uuid=target,
+            parent_uuid=st["last_uuid"],
+        )
 
     def _message(self, m: dict, ctx: FileContext, rec: RawRecord) -> Record:
         st = ctx.state
@@ -349,9 +384,16 @@ class GeminiAdapter:
         text = _message_text(m)
         tools = _tool_calls(m)
         seen = st["seen"].get(msg_id) if msg_id else None
-        out = Record(entry_type=mtype or "message", known=mtype in MESSAGE_TYPES, session_id=sid,
-                     message_id=msg_id, timestamp=parse_iso_ms(m.get("timestamp") or m.get("ts")),
-                     model=_str(m.get("model")), cwd=self._cwd(ctx), session=self._info(ctx))
+        out = Record(
+            entry_type=mtype or "message",
+            known=mtype in MESSAGE_TYPES,
+            session_id=sid,
+            message_id=msg_id,
+            timestamp=parse_iso_ms(m.get("timestamp") or m.get("ts")),
+            model=_str(m.get("model")),
+            cwd=self._cwd(ctx),
+            session=self._info(ctx),
+        )
         thinking = _thoughts(m.get("thoughts")) if mtype in ("gemini", "model") else None
         if seen is None:
             out.uuid = f"{sid}:{msg_id}" if msg_id else f"{sid}:L{rec.line_number}"
@@ -385,7 +427,9 @@ class GeminiAdapter:
         seen["tools"].update(t["id"] for t in new_tools)
         if mtype == "user":
             out.role = "user"
-            out.is_prompt = out.is_message and out.uuid == seen.get("uuid", out.uuid) and bool(text) and _has_text(m)
+            out.is_prompt = (
+                out.is_message and out.uuid == seen.get("uuid", out.uuid) and bool(text) and _has_text(m)
+            )
         elif mtype in ("gemini", "model"):
             out.role = "assistant"
             fresh = {t["id"] for t in new_tools}
@@ -418,8 +462,13 @@ class GeminiAdapter:
                     summary = value
                 continue
             if not isinstance(value, dict):
-                part = Record(entry_type="invalid", known=False, parse_error=error or "not a JSON object",
-                              session_id=self._sid(ctx), parent_uuid=st["last_uuid"])
+                part = Record(
+                    entry_type="invalid",
+                    known=False,
+                    parse_error=error or "not a JSON object",
+                    session_id=self._sid(ctx),
+                    parent_uuid=st["last_uuid"],
+                )
             else:
                 part = self._message(value, ctx, rec)
             out = part if out is None else _merge(out, part)
@@ -466,7 +515,9 @@ def _parts_text(content: Any) -> str | None:
             if isinstance(part, list):
                 stack.append(iter(part))
                 break
-            text = part if isinstance(part, str) else _str(part.get("text")) if isinstance(part, dict) else None
+            text = (
+                part if isinstance(part, str) else _str(part.get("text")) if isinstance(part, dict) else None
+            )
             if text:
                 texts.append(text)
         else:
@@ -506,9 +557,14 @@ def _tool_calls(m: dict) -> list[dict]:
 def _tool_use(call: dict, number: int) -> ToolUse:
     args = call.get("args")
     params = args if isinstance(args, dict) else {"args": args}
-    return ToolUse(id=call["id"], name=_str(call.get("name")) or "?", input_json=_dumps(params), number=number,
-                   description=_str(call.get("description")) or _str(params.get("description")),
-                   prompt=_str(params.get("prompt")))
+    return ToolUse(
+        id=call["id"],
+        name=_str(call.get("name")) or "?",
+        input_json=_dumps(params),
+        number=number,
+        description=_str(call.get("description")) or _str(params.get("description")),
+        prompt=_str(params.get("prompt")),
+    )
 
 
 def _tool_result(call: dict) -> ToolResult | None:
@@ -516,8 +572,12 @@ def _tool_result(call: dict) -> ToolResult | None:
     if status is None and call.get("result") is None:
         return None  # scheduled or running: the result comes on a later line
     result = call.get("result") if call.get("result") is not None else call.get("resultDisplay")
-    return ToolResult(tool_use_id=call["id"], content_json=_dumps(result), status=status or "completed",
-                      child_agent_id=_str(call.get("agentId")))
+    return ToolResult(
+        tool_use_id=call["id"],
+        content_json=_dumps(result),
+        status=status or "completed",
+        child_agent_id=_str(call.get("agentId")),
+    )
 
 
 def _result_text(call: dict) -> str | None:

@@ -62,8 +62,22 @@ from threadloom.core.adapters.walk import walk
 
 AGENT = "opencode"
 WHOLE = frozenset({()})
-PART_TYPES = frozenset({"text", "reasoning", "tool", "file", "step-start", "step-finish", "snapshot", "patch", "agent",
-                        "compaction", "subtask", "retry"})
+PART_TYPES = frozenset(
+    {
+        "text",
+        "reasoning",
+        "tool",
+        "file",
+        "step-start",
+        "step-finish",
+        "snapshot",
+        "patch",
+        "agent",
+        "compaction",
+        "subtask",
+        "retry",
+    }
+)
 TOOL_STATUS = {"completed": "completed", "success": "completed", "error": "failed"}
 
 
@@ -78,7 +92,11 @@ def kind_of(path: Path) -> str | None:
     parts = path.parts
     if len(parts) >= 3 and parts[-3] == "message":
         return "message"
-    if (len(parts) >= 3 and parts[-3] == "part") or parts[-2:-1] == ("part",) or (len(parts) >= 4 and parts[-4] == "part"):
+    if (
+        (len(parts) >= 3 and parts[-3] == "part")
+        or parts[-2:-1] == ("part",)
+        or (len(parts) >= 4 and parts[-4] == "part")
+    ):
         return "part"
     if len(parts) >= 3 and parts[-3] == "session":
         return "session"
@@ -98,24 +116,47 @@ def storage_root(path: Path) -> Path | None:
 
 def session_record(s: dict, raw_kind: str = "session") -> Record:
     sid = _str(s.get("id"))
-    out = Record(entry_type=raw_kind, session_id=sid, cwd=_str(s.get("directory")), version=_str(s.get("version")))
+    out = Record(
+        entry_type=raw_kind, session_id=sid, cwd=_str(s.get("directory")), version=_str(s.get("version"))
+    )
     time = s.get("time") if isinstance(s.get("time"), dict) else {}
     out.timestamp = epoch_ms(time.get("created") or s.get("time_created"))
-    info = SessionInfo(source=AGENT, external_id=sid, project_key=_str(s.get("projectID") or s.get("project_id")))
+    info = SessionInfo(
+        source=AGENT, external_id=sid, project_key=_str(s.get("projectID") or s.get("project_id"))
+    )
     parent = _str(s.get("parentID") or s.get("parent_id"))
     if parent:
-        info.kind, info.is_subagent, info.parent_session_id, info.agent_id, info.spawn_key = "subagent", 1, parent, sid, sid
+        info.kind, info.is_subagent, info.parent_session_id, info.agent_id, info.spawn_key = (
+            "subagent",
+            1,
+            parent,
+            sid,
+            sid,
+        )
     out.session = info
     title = _str(s.get("title"))
     if title:
-        out.content, out.title, out.subtype, out.entry_type = title, ("ai-title", title), out.entry_type, "ai-title"
+        out.content, out.title, out.subtype, out.entry_type = (
+            title,
+            ("ai-title", title),
+            out.entry_type,
+            "ai-title",
+        )
     return out
 
 
 def message_record(m: dict, mid: str | None, sid: str | None) -> Record:
     role = _str(m.get("role"))
-    out = Record(entry_type="message", subtype=role, known=role in ("user", "assistant"), session_id=sid,
-                 uuid=mid, message_id=mid, role=role, session=SessionInfo(source=AGENT, external_id=sid) if sid else None)
+    out = Record(
+        entry_type="message",
+        subtype=role,
+        known=role in ("user", "assistant"),
+        session_id=sid,
+        uuid=mid,
+        message_id=mid,
+        role=role,
+        session=SessionInfo(source=AGENT, external_id=sid) if sid else None,
+    )
     time = m.get("time") if isinstance(m.get("time"), dict) else {}
     out.timestamp = epoch_ms(time.get("created"))
     model = m.get("model") if isinstance(m.get("model"), dict) else {}
@@ -129,10 +170,20 @@ def message_record(m: dict, mid: str | None, sid: str | None) -> Record:
         tokens = m.get("tokens")
         if isinstance(tokens, dict) and mid:
             cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
-            usage = Usage(f"opencode:{mid}", None, _int(tokens.get("input")),
-                          _int(tokens.get("output")) + _int(tokens.get("reasoning")),
-                          _int(cache.get("write")), _int(cache.get("read")))
-            if usage.input_tokens or usage.output_tokens or usage.cache_read_tokens or usage.cache_creation_tokens:
+            usage = Usage(
+                f"opencode:{mid}",
+                None,
+                _int(tokens.get("input")),
+                _int(tokens.get("output")) + _int(tokens.get("reasoning")),
+                _int(cache.get("write")),
+                _int(cache.get("read")),
+            )
+            if (
+                usage.input_tokens
+                or usage.output_tokens
+                or usage.cache_read_tokens
+                or usage.cache_creation_tokens
+            ):
                 out.usage = usage
         error = m.get("error")
         if isinstance(error, dict):
@@ -144,9 +195,16 @@ def message_record(m: dict, mid: str | None, sid: str | None) -> Record:
 
 def part_record(p: dict, pid: str | None, mid: str | None, sid: str | None, role: str | None) -> Record:
     ptype = _str(p.get("type"))
-    out = Record(entry_type="part", subtype=ptype, known=ptype in PART_TYPES, session_id=sid,
-                 uuid=pid, parent_uuid=mid, role=role,
-                 session=SessionInfo(source=AGENT, external_id=sid) if sid else None)
+    out = Record(
+        entry_type="part",
+        subtype=ptype,
+        known=ptype in PART_TYPES,
+        session_id=sid,
+        uuid=pid,
+        parent_uuid=mid,
+        role=role,
+        session=SessionInfo(source=AGENT, external_id=sid) if sid else None,
+    )
     time = p.get("time") if isinstance(p.get("time"), dict) else {}
     out.timestamp = epoch_ms(time.get("start") or time.get("created"))
     if ptype == "text":
@@ -176,8 +234,9 @@ def _tool(out: Record, p: dict) -> None:
     params = state.get("input") if isinstance(state.get("input"), dict) else {"input": state.get("input")}
     out.role = "assistant"
     out.is_message = True
-    out.tool_uses.append(ToolUse(call_id, name, _dumps(params), 0, _str(params.get("description")),
-                                 _str(params.get("prompt"))))
+    out.tool_uses.append(
+        ToolUse(call_id, name, _dumps(params), 0, _str(params.get("description")), _str(params.get("prompt")))
+    )
     status = TOOL_STATUS.get(_str(state.get("status")) or "")
     if status is not None:
         output = state.get("output") if state.get("output") is not None else state.get("error")
@@ -186,8 +245,11 @@ def _tool(out: Record, p: dict) -> None:
             status = "failed"
         child = _str(metadata.get("sessionId")) if name == "task" else None
         out.tool_results.append(ToolResult(call_id, _dumps(output), status, child))
-        out.tool_text = "\n".join(t for t in (f"{name} {_input_text(_dumps(params))}",
-                                              output if isinstance(output, str) else None) if t)
+        out.tool_text = "\n".join(
+            t
+            for t in (f"{name} {_input_text(_dumps(params))}", output if isinstance(output, str) else None)
+            if t
+        )
     else:
         out.tool_text = f"{name} {_input_text(_dumps(params))}"
 
@@ -215,7 +277,11 @@ class OpenCodeStorageAdapter:
         kind = kind_of(path)
         if kind is None:
             return False
-        if not explicit and "opencode" not in path.parts and not any(p.startswith("storage") for p in path.parts):
+        if (
+            not explicit
+            and "opencode" not in path.parts
+            and not any(p.startswith("storage") for p in path.parts)
+        ):
             return False
         head = _head(path, 4096).removeprefix(BOM)
         return head.lstrip().startswith(b"{") and (b'"id"' in head or b'"type"' in head)
@@ -234,7 +300,9 @@ class OpenCodeStorageAdapter:
         parts: dict[str, list[Path]] = {}
         loose: list[Path] = []
         for dirpath, dirnames, filenames in walk(root):
-            dirnames[:] = sorted(d for d in dirnames if d not in ("snapshot", "session_diff", "todo", "project", "share"))
+            dirnames[:] = sorted(
+                d for d in dirnames if d not in ("snapshot", "session_diff", "todo", "project", "share")
+            )
             for fname in sorted(filenames):
                 path = Path(dirpath) / fname
                 if not self.claims(path):
@@ -292,7 +360,9 @@ class OpenCodeStorageAdapter:
         message_dir = root / "message"
         # the ids name a file only when they are plain names: "../.." or 300 characters from a log
         # would look outside the storage folder, or fail on a name too long
-        candidate = message_dir / sid / f"{mid}.json" if sid and _plain_name(sid) and _plain_name(mid) else None
+        candidate = (
+            message_dir / sid / f"{mid}.json" if sid and _plain_name(sid) and _plain_name(mid) else None
+        )
         if candidate is None or not _is_file(candidate):
             index = self._messages.get(str(root))
             if index is None or (mid not in index and mid not in self._missing.setdefault(str(root), set())):
@@ -385,8 +455,12 @@ class OpenCodeDbAdapter(SqliteSource):
             if obj["$row"] == "session":
                 return session_record(obj)
             sid = _str(obj.get("session_id"))
-            return Record(entry_type="row", subtype=obj["$row"], session_id=sid,
-                          session=SessionInfo(source=AGENT, external_id=sid) if sid else None)
+            return Record(
+                entry_type="row",
+                subtype=obj["$row"],
+                session_id=sid,
+                session=SessionInfo(source=AGENT, external_id=sid) if sid else None,
+            )
         row = st.get("row") or {}
         sid = _str(row.get("session_id"))
         if not isinstance(obj, dict):

@@ -27,7 +27,9 @@ from threadloom.core.adapters.base import BOM, RawRecord, SourceIncomplete, Sour
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:,]')  # strings unrolled: 5x faster
 _OPEN = frozenset(b"{[")
 _CLOSE = frozenset(b"}]")
-_SCALAR_MEMBER = re.compile(rb'"([^"\\]*(?:\\.[^"\\]*)*)"\s*:\s*("[^"\\]*(?:\\.[^"\\]*)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null)')
+_SCALAR_MEMBER = re.compile(
+    rb'"([^"\\]*(?:\\.[^"\\]*)*)"\s*:\s*("[^"\\]*(?:\\.[^"\\]*)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null)'
+)
 
 Spec = tuple[str, ...]  # a place in a document: object keys and "[]" for "each element of this array"
 
@@ -284,8 +286,11 @@ def text_of_blocks(content: Any) -> str | None:
     if isinstance(content, str):
         return content or None
     if isinstance(content, list):
-        parts = [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)
-                 and b.get("type", "text") == "text"]
+        parts = [
+            b["text"]
+            for b in content
+            if isinstance(b, dict) and isinstance(b.get("text"), str) and b.get("type", "text") == "text"
+        ]
         return "\n".join(p for p in parts if p) or None
     return None
 
