@@ -9,15 +9,14 @@ with exactly the expected words, or is refused with a message; no marker file is
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
 from conftest import CORPUS, Transcript, ingest
+from support import FORKED, lookups, run_printed
 from threadloom.core import db
 from threadloom.core.cli import main
 from threadloom.core.fork import claude_folder_name
@@ -35,7 +34,6 @@ PAYLOADS = [
     "| touch pwned",
     "$'\\n'$(touch pwned)",
 ]
-FORKED = "99999999-0000-4000-8000-000000000099"  # the session id the fake `claude -p` reports
 SID = "c0ffee00-1111-4222-8333-444455556666"
 THREAD = "019a0000-1111-7222-8333-444455556666"
 
@@ -45,47 +43,6 @@ def agent_homes(_isolated_home: None, tmp_path: Path, monkeypatch: pytest.Monkey
     """The agents' own folders, where their sessions are written: `tmp_path/projects` is Claude
     Code's (`$CLAUDE_CONFIG_DIR/projects`)."""
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))
-
-
-def run_printed(command: str, fake_agents: Path, sandbox: Path) -> list[list[str]]:
-    """Run `command` as a user pasting it would (bash, from `sandbox`); the fake agents' calls."""
-    log = fake_agents.parent / "calls.log"
-    log.unlink(missing_ok=True)
-    lookups(fake_agents)  # a fresh list of what the agents looked for
-    env = {
-        "PATH": f"{fake_agents}:/usr/bin:/bin",
-        "FAKE_LOG": str(log),
-        "FORKED": FORKED,
-        "HOME": str(sandbox),
-        "LC_ALL": "C.UTF-8",
-        "FAKE_LOOKUPS": str(fake_agents.parent / "lookups.log"),
-        "CLAUDE_CONFIG_DIR": os.environ.get("CLAUDE_CONFIG_DIR", str(sandbox / ".claude")),
-        "CODEX_HOME": os.environ.get("CODEX_HOME", str(sandbox / ".codex")),
-    }
-    subprocess.run(
-        ["bash", "-c", command], cwd=sandbox, env=env, capture_output=True, timeout=60, check=False
-    )
-    if not log.exists():
-        return []
-    words = log.read_bytes().decode().split("\0")[:-1]
-    calls, call = [], []
-    for word in words:
-        if word == "\x1e":
-            calls.append(call)
-            call = []
-        else:
-            call.append(word)
-    return calls
-
-
-def lookups(fake_agents: Path) -> list[str]:
-    """What the fake agents of the last `run_printed` looked for ("found PATH" / "missing PATH"),
-    as the real ones look: Claude Code in `$CLAUDE_CONFIG_DIR/projects/<its folder, encoded>/`, Codex
-    in `$CODEX_HOME/sessions/YYYY/MM/DD/`. Reading them empties the list."""
-    log = fake_agents.parent / "lookups.log"
-    found = log.read_text().splitlines() if log.exists() else []
-    log.unlink(missing_ok=True)
-    return found
 
 
 def no_marker(root: Path) -> bool:

@@ -229,7 +229,7 @@ def test_a_codex_snapshot_item_nested_deep_or_with_a_huge_number_is_read(tmp_pat
 def cli_as_a_user(*argv: str, home: Path) -> subprocess.CompletedProcess:
     """`threadloom ARGV` in a process that file permissions apply to: as root, without the powers
     that pass over them (root reads a folder of mode 000 as if it were open)."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     command = [sys.executable, "-m", "threadloom.core.cli", *argv]
     if os.geteuid() == 0:
         if shutil.which("setpriv") is None:

@@ -12,38 +12,11 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS, Transcript, ingest, tool_use
+from support import check_fork_file
 from threadloom.core import clipboard
 from threadloom.core.fork import ForkError, fork_points, plan_fork, resume_plan, write_fork
 
 SID = "f0000000-0000-4000-8000-00000000f001"
-
-
-def check_fork_file(path: Path, new_sid: str, fork_point_uuid: str) -> list[dict]:
-    """The invariants every fork must hold, checked on the written file itself."""
-    lines = [json.loads(line) for line in path.read_text().splitlines()]
-    assert all(rec.get("sessionId") == new_sid for rec in lines)
-    transcript = [r for r in lines if r.get("type") in ("user", "assistant", "system", "attachment")]
-    assert transcript[0]["parentUuid"] is None and transcript[0].get("cwd")
-    for prev, rec in zip(transcript, transcript[1:], strict=False):
-        assert rec["parentUuid"] == prev["uuid"]  # linear
-    assert transcript[-1]["forkedFrom"]["messageUuid"] == fork_point_uuid  # the fork point is the leaf
-    assert transcript[-1]["timestamp"] == max(r["timestamp"] for r in transcript)
-    assert len({r["uuid"] for r in transcript}) == len(transcript)
-    uses, results = set(), set()
-    for rec in transcript:
-        assert rec["isSidechain"] is False
-        for block in (
-            rec.get("message", {}).get("content", [])
-            if isinstance(rec.get("message", {}).get("content"), list)
-            else []
-        ):
-            if block.get("type") == "tool_use":
-                uses.add(block["id"])
-            if block.get("type") == "tool_result":
-                results.add(block["tool_use_id"])
-    assert uses <= results  # every tool_use has its tool_result
-    assert lines[-1]["type"] == "custom-title" and lines[-1]["customTitle"].endswith("(fork)")
-    return transcript
 
 
 @pytest.fixture
@@ -225,7 +198,7 @@ def test_cli_fork_json_dry_run_and_plain(conn, branched, tmp_path, monkeypatch):
             [sys.executable, "-m", "threadloom.core.cli", *a, "--db", db_path],
             capture_output=True,
             text=True,
-            cwd=Path(__file__).resolve().parents[1],
+            cwd=Path(__file__).resolve().parents[2],
         )
 
     dry = run("fork", last, "--dry-run", "--json")

@@ -11,61 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import Transcript, tool_use
+from conftest import Transcript
+from support import SID, make_archive, run
 from threadloom.core import db
-
-SID = "dddddddd-1111-4222-8333-000000000001"
-
-
-def run(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, **(env_extra or {}))
-    return subprocess.run(
-        [sys.executable, "-m", "threadloom.core.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=Path(__file__).resolve().parents[1],
-        timeout=120,
-    )
-
-
-def make_archive(root: Path) -> Path:
-    t = Transcript(root / "projects" / "-srv-api" / f"{SID}.jsonl", SID, cwd="/srv/api")
-    t.user("Add a health endpoint")
-    t.assistant(
-        "Adding it",
-        tools=[tool_use("tu1", "Write", file_path="/srv/api/health.py", content="ok")],
-        usage={"input_tokens": 12, "output_tokens": 30},
-    )
-    t.tool_result("tu1", "File created")
-    t.assistant("Done.")
-    t.write()
-    return root / "projects"
-
-
-def test_core_never_imports_textual():
-    modules = sorted(
-        "core."
-        + str(p.relative_to(Path(__file__).resolve().parents[1] / "core").with_suffix("")).replace(
-            os.sep, "."
-        )
-        for p in (Path(__file__).resolve().parents[1] / "core").rglob("*.py")
-        if p.name != "__init__.py"
-    )
-    code = (
-        "import sys\n"
-        + "".join(f"import {m}\n" for m in modules)
-        + "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'tui')))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=Path(__file__).resolve().parents[1],
-        check=True,
-    )
-    assert len(modules) >= 10
-    assert out.stdout.strip() == "[]"
 
 
 def test_ingest_sessions_show_json(tmp_path):
@@ -349,7 +297,7 @@ def test_new_databases_get_the_schema_the_sqlmodel_classes_compile_to(tmp_path):
         capture_output=True,
         text=True,
         check=True,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
     )
     assert out.stdout.strip() == "[]"
 

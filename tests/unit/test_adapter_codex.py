@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 import zstandard
 from conftest import CORPUS, ingest
+from support import THREAD, Rollout, full_session, usage
 from threadloom.core import db
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.adapters.codex import CodexAdapter
 from threadloom.core.archive import file_bytes
 from threadloom.core.ingest import run_ingest
 
-THREAD = "019a0000-1111-7222-8333-444455556666"
 CHILD = "019a0000-1111-7222-8333-777788889999"
 
 
@@ -26,108 +26,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     codex = tmp_path / "codex-home"
     monkeypatch.setenv("CODEX_HOME", str(codex))
     return codex
-
-
-def usage(inp: int, cached: int, out: int, reasoning: int = 0) -> dict:
-    return {
-        "input_tokens": inp,
-        "cached_input_tokens": cached,
-        "output_tokens": out,
-        "reasoning_output_tokens": reasoning,
-        "total_tokens": inp + out,
-    }
-
-
-class Rollout:
-    """Writes wrapped-era rollout lines (`{timestamp, type, payload}`)."""
-
-    def __init__(self, home: Path, thread: str, day: str = "2026/03/02") -> None:
-        self.path = home / "sessions" / day / f"rollout-2026-03-02T10-00-00-{thread}.jsonl"
-        self.thread = thread
-        self.lines: list[dict] = []
-        self.n = 0
-        self.total = {
-            "input_tokens": 0,
-            "cached_input_tokens": 0,
-            "output_tokens": 0,
-            "reasoning_output_tokens": 0,
-            "total_tokens": 0,
-        }
-
-    def ts(self) -> str:
-        self.n += 1
-        return f"2026-03-02T10:{self.n // 60:02d}:{self.n % 60:02d}.000Z"
-
-    def add(self, rtype: str, payload: dict, ts: str | None = None) -> None:
-        self.lines.append({"timestamp": ts or self.ts(), "type": rtype, "payload": payload})
-
-    def meta(self, **extra) -> None:
-        payload = {
-            "id": self.thread,
-            "timestamp": "2026-03-02T10:00:00.000Z",
-            "cwd": "/home/dev/shop",
-            "originator": "codex_cli_rs",
-            "cli_version": "0.101.0",
-            "source": "cli",
-            "git": {"branch": "feature/cart", "commit_hash": "abc"},
-            **extra,
-        }
-        self.add("session_meta", payload)
-
-    def context(self, model: str = "gpt-5.2-codex") -> None:
-        self.add("turn_context", {"cwd": "/home/dev/shop", "approval_policy": "never", "model": model})
-
-    def prompt(self, text: str, event_first: bool = True) -> None:
-        event = ("event_msg", {"type": "user_message", "message": text, "images": []})
-        item = (
-            "response_item",
-            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]},
-        )
-        for rtype, payload in (event, item) if event_first else (item, event):
-            self.add(rtype, payload)
-
-    def say(self, text: str) -> None:
-        self.add(
-            "response_item",
-            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]},
-        )
-        self.add("event_msg", {"type": "agent_message", "message": text})
-
-    def call(self, call_id: str, command: list[str], output: str, exit_code: int = 0) -> None:
-        self.add(
-            "response_item",
-            {
-                "type": "function_call",
-                "name": "shell",
-                "call_id": call_id,
-                "arguments": json.dumps({"command": command}),
-            },
-        )
-        self.add(
-            "response_item",
-            {
-                "type": "function_call_output",
-                "call_id": call_id,
-                "output": json.dumps(
-                    {"output": output, "metadata": {"exit_code": exit_code, "duration_seconds": 0.1}}
-                ),
-            },
-        )
-
-    def tokens(self, last: dict | None, *, with_last: bool = True, repeat: int = 1) -> None:
-        if last is not None:
-            for k in self.total:
-                self.total[k] += last[k]
-        info = {"total_token_usage": dict(self.total), "model_context_window": 258400}
-        if with_last and last is not None:
-            info["last_token_usage"] = last
-        for _ in range(repeat):
-            self.add("event_msg", {"type": "token_count", "info": info, "rate_limits": {}})
-
-    def write(self, lines: list[dict] | None = None) -> Path:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text("".join(json.dumps(x) + "\n" for x in (lines or self.lines)))
-        return self.path
 
 
 def session(conn: sqlite3.Connection, sid: str) -> dict:
@@ -141,49 +39,6 @@ def round_trips(conn: sqlite3.Connection, path: Path) -> bool:
     fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path.resolve()),)).fetchone()[0]
     data, contiguous = file_bytes(conn, fid)
     return contiguous and data == path.read_bytes()
-
-
-def full_session(home: Path) -> Rollout:
-    r = Rollout(home, THREAD)
-    r.meta()
-    r.context()
-    r.prompt("add a cart total")
-    r.add(
-        "response_item",
-        {
-            "type": "reasoning",
-            "summary": [{"type": "summary_text", "text": "Looking at cart.py"}],
-            "encrypted_content": "xx",
-        },
-    )
-    r.call("call_1", ["bash", "-lc", "pytest -q"], "1 failed", exit_code=1)
-    r.add(
-        "response_item",
-        {
-            "type": "custom_tool_call",
-            "name": "apply_patch",
-            "call_id": "call_2",
-            "input": "*** Begin Patch\n*** Update File: cart.py\n+total = 0\n*** End Patch",
-        },
-    )
-    r.add(
-        "event_msg",
-        {
-            "type": "patch_apply_end",
-            "call_id": "call_2",
-            "success": True,
-            "changes": {"cart.py": {"type": "update", "unified_diff": "@@ -1 +1 @@\n+total = 0"}},
-        },
-    )
-    r.add("response_item", {"type": "custom_tool_call_output", "call_id": "call_2", "output": "Success."})
-    r.tokens(usage(1000, 800, 50, 20), repeat=2)  # Codex often writes the same count twice
-    r.say("Added the total.")
-    r.add("event_msg", {"type": "task_complete", "last_agent_message": "Added the total."})
-    r.context()
-    r.prompt("now the tests", event_first=False)  # 0.4x wrote the model's item before the event
-    r.say("Tests pass.")
-    r.tokens(usage(1500, 1200, 30))
-    return r
 
 
 # ---------------------------------------------------------------------- wrapped era

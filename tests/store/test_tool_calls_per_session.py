@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS, Transcript, ingest, tool_use
-from test_adapter_codex import THREAD, Rollout, full_session
+from support import THREAD, Rollout, full_session
 from threadloom.core import browse, db
 from threadloom.core.query import messages
 

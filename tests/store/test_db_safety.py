@@ -26,12 +26,12 @@ from pathlib import Path
 
 import pytest
 from conftest import Transcript, tool_use
-from test_core_cli import SID, make_archive
+from support import SID, make_archive
 from threadloom.core import db
 from threadloom.core.cli import main
 from threadloom.core.ingest import run_ingest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 

@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 from conftest import Transcript
-from test_core_cli import run
+from support import run
 from threadloom.core import search_index
 from threadloom.core.ingest import run_ingest
 from threadloom.core.search import search

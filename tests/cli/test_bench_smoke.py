@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
 import gen_archive  # noqa: E402

@@ -190,7 +190,7 @@ def test_cli_search_json(archive, tmp_path):
         [sys.executable, "-m", "threadloom.core.cli", "search", "autentication", "--db", db_path, "--json"],
         capture_output=True,
         text=True,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
         check=True,
     )
     hits = json.loads(out.stdout)

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Transcript
+from support import archive
 from threadloom.core import db
 from threadloom.core import ingest as ingest_module
 from threadloom.core.ingest import run_ingest
@@ -21,18 +21,6 @@ TABLES = (
     "SELECT id, session_id, parent_turn_id, sequence FROM agent_turns ORDER BY id",
     "SELECT path, size, bytes_ingested, lines_ingested, status FROM source_files ORDER BY path",
 )
-
-
-def archive(root: Path, sessions: int = 4) -> Path:
-    projects = root / "projects"
-    for n in range(sessions):
-        sid = f"55555555-aaaa-4bbb-8ccc-{n:012d}"
-        t = Transcript(projects / f"-srv-app{n % 2}" / f"{sid}.jsonl", sid)
-        for turn in range(6):
-            t.user(f"question {turn} of session {n}")
-            t.assistant(f"answer {turn}")
-        t.write()
-    return projects
 
 
 def test_first_load_without_journal_equals_a_journaled_load(tmp_path):
@@ -103,7 +91,7 @@ def die_mid_first_load(path: Path, projects: Path) -> subprocess.CompletedProces
         "    if p.files_done == 2: os._exit(9)\n"
         "ingest.run_ingest(conn, [sys.argv[3]], include_defaults=False, progress=die)\n"
     )
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     return subprocess.run([sys.executable, "-c", code, str(root), str(path), str(projects)], timeout=60)
 
 
@@ -130,7 +118,7 @@ def test_threadloom_ingest_after_a_first_load_that_died_starts_afresh(tmp_path, 
     projects = archive(tmp_path)
     path = tmp_path / "ledger.db"
     proc = die_mid_first_load(path, projects)
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     assert proc.returncode == 9 and Path(str(path) + db.FIRST_LOAD_SUFFIX).exists()
     env = {**os.environ, "PYTHONPATH": str(root)}
     run = subprocess.run(
@@ -165,7 +153,7 @@ def hold_writer_lock(path: Path) -> subprocess.Popen:
         "with writer_lock(sys.argv[2]):\n"
         "    print('holding', flush=True); sys.stdin.read()\n"
     )
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     proc = subprocess.Popen(
         [sys.executable, "-c", code, str(root), str(path)],
         stdin=subprocess.PIPE,

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS, Transcript, ingest, tool_use
-from test_command_safety import lookups, run_printed
-from test_core_fork import check_fork_file
+from support import check_fork_file, lookups, run_printed
 from threadloom.core import db
 from threadloom.core.cli import main
 from threadloom.core.fork import (

@@ -9,11 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_core_first_load import archive
+from support import archive
 from threadloom.core import db, search_index
 from threadloom.core.ingest import run_ingest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # a writer that stops half-way, holding the database, until its stdin closes
 PAUSED_WRITER = """

@@ -1,0 +1,272 @@
+"""Helpers more than one layer of tests uses: archives to ingest, the CLI run as a process, printed
+commands run in a shell with fake agents, fork files checked, Codex rollouts written."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import Transcript, tool_use
+
+FORKED = "99999999-0000-4000-8000-000000000099"  # the session id the fake `claude -p` reports
+
+
+def usage(inp: int, cached: int, out: int, reasoning: int = 0) -> dict:
+    return {
+        "input_tokens": inp,
+        "cached_input_tokens": cached,
+        "output_tokens": out,
+        "reasoning_output_tokens": reasoning,
+        "total_tokens": inp + out,
+    }
+
+
+def archive(root: Path, sessions: int = 4) -> Path:
+    projects = root / "projects"
+    for n in range(sessions):
+        sid = f"55555555-aaaa-4bbb-8ccc-{n:012d}"
+        t = Transcript(projects / f"-srv-app{n % 2}" / f"{sid}.jsonl", sid)
+        for turn in range(6):
+            t.user(f"question {turn} of session {n}")
+            t.assistant(f"answer {turn}")
+        t.write()
+    return projects
+
+
+SID = "dddddddd-1111-4222-8333-000000000001"
+
+
+def run(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, **(env_extra or {}))
+    return subprocess.run(
+        [sys.executable, "-m", "threadloom.core.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).resolve().parents[1],
+        timeout=120,
+    )
+
+
+def make_archive(root: Path) -> Path:
+    t = Transcript(root / "projects" / "-srv-api" / f"{SID}.jsonl", SID, cwd="/srv/api")
+    t.user("Add a health endpoint")
+    t.assistant(
+        "Adding it",
+        tools=[tool_use("tu1", "Write", file_path="/srv/api/health.py", content="ok")],
+        usage={"input_tokens": 12, "output_tokens": 30},
+    )
+    t.tool_result("tu1", "File created")
+    t.assistant("Done.")
+    t.write()
+    return root / "projects"
+
+
+def run_printed(command: str, fake_agents: Path, sandbox: Path) -> list[list[str]]:
+    """Run `command` as a user pasting it would (bash, from `sandbox`); the fake agents' calls."""
+    log = fake_agents.parent / "calls.log"
+    log.unlink(missing_ok=True)
+    lookups(fake_agents)  # a fresh list of what the agents looked for
+    env = {
+        "PATH": f"{fake_agents}:/usr/bin:/bin",
+        "FAKE_LOG": str(log),
+        "FORKED": FORKED,
+        "HOME": str(sandbox),
+        "LC_ALL": "C.UTF-8",
+        "FAKE_LOOKUPS": str(fake_agents.parent / "lookups.log"),
+        "CLAUDE_CONFIG_DIR": os.environ.get("CLAUDE_CONFIG_DIR", str(sandbox / ".claude")),
+        "CODEX_HOME": os.environ.get("CODEX_HOME", str(sandbox / ".codex")),
+    }
+    subprocess.run(
+        ["bash", "-c", command], cwd=sandbox, env=env, capture_output=True, timeout=60, check=False
+    )
+    if not log.exists():
+        return []
+    words = log.read_bytes().decode().split("\0")[:-1]
+    calls, call = [], []
+    for word in words:
+        if word == "\x1e":
+            calls.append(call)
+            call = []
+        else:
+            call.append(word)
+    return calls
+
+
+def lookups(fake_agents: Path) -> list[str]:
+    """What the fake agents of the last `run_printed` looked for ("found PATH" / "missing PATH"),
+    as the real ones look: Claude Code in `$CLAUDE_CONFIG_DIR/projects/<its folder, encoded>/`, Codex
+    in `$CODEX_HOME/sessions/YYYY/MM/DD/`. Reading them empties the list."""
+    log = fake_agents.parent / "lookups.log"
+    found = log.read_text().splitlines() if log.exists() else []
+    log.unlink(missing_ok=True)
+    return found
+
+
+def check_fork_file(path: Path, new_sid: str, fork_point_uuid: str) -> list[dict]:
+    """The invariants every fork must hold, checked on the written file itself."""
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert all(rec.get("sessionId") == new_sid for rec in lines)
+    transcript = [r for r in lines if r.get("type") in ("user", "assistant", "system", "attachment")]
+    assert transcript[0]["parentUuid"] is None and transcript[0].get("cwd")
+    for prev, rec in zip(transcript, transcript[1:], strict=False):
+        assert rec["parentUuid"] == prev["uuid"]  # linear
+    assert transcript[-1]["forkedFrom"]["messageUuid"] == fork_point_uuid  # the fork point is the leaf
+    assert transcript[-1]["timestamp"] == max(r["timestamp"] for r in transcript)
+    assert len({r["uuid"] for r in transcript}) == len(transcript)
+    uses, results = set(), set()
+    for rec in transcript:
+        assert rec["isSidechain"] is False
+        for block in (
+            rec.get("message", {}).get("content", [])
+            if isinstance(rec.get("message", {}).get("content"), list)
+            else []
+        ):
+            if block.get("type") == "tool_use":
+                uses.add(block["id"])
+            if block.get("type") == "tool_result":
+                results.add(block["tool_use_id"])
+    assert uses <= results  # every tool_use has its tool_result
+    assert lines[-1]["type"] == "custom-title" and lines[-1]["customTitle"].endswith("(fork)")
+    return transcript
+
+
+THREAD = "019a0000-1111-7222-8333-444455556666"
+
+
+class Rollout:
+    """Writes wrapped-era rollout lines (`{timestamp, type, payload}`)."""
+
+    def __init__(self, home: Path, thread: str, day: str = "2026/03/02") -> None:
+        self.path = home / "sessions" / day / f"rollout-2026-03-02T10-00-00-{thread}.jsonl"
+        self.thread = thread
+        self.lines: list[dict] = []
+        self.n = 0
+        self.total = {
+            "input_tokens": 0,
+            "cached_input_tokens": 0,
+            "output_tokens": 0,
+            "reasoning_output_tokens": 0,
+            "total_tokens": 0,
+        }
+
+    def ts(self) -> str:
+        self.n += 1
+        return f"2026-03-02T10:{self.n // 60:02d}:{self.n % 60:02d}.000Z"
+
+    def add(self, rtype: str, payload: dict, ts: str | None = None) -> None:
+        self.lines.append({"timestamp": ts or self.ts(), "type": rtype, "payload": payload})
+
+    def meta(self, **extra) -> None:
+        payload = {
+            "id": self.thread,
+            "timestamp": "2026-03-02T10:00:00.000Z",
+            "cwd": "/home/dev/shop",
+            "originator": "codex_cli_rs",
+            "cli_version": "0.101.0",
+            "source": "cli",
+            "git": {"branch": "feature/cart", "commit_hash": "abc"},
+            **extra,
+        }
+        self.add("session_meta", payload)
+
+    def context(self, model: str = "gpt-5.2-codex") -> None:
+        self.add("turn_context", {"cwd": "/home/dev/shop", "approval_policy": "never", "model": model})
+
+    def prompt(self, text: str, event_first: bool = True) -> None:
+        event = ("event_msg", {"type": "user_message", "message": text, "images": []})
+        item = (
+            "response_item",
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]},
+        )
+        for rtype, payload in (event, item) if event_first else (item, event):
+            self.add(rtype, payload)
+
+    def say(self, text: str) -> None:
+        self.add(
+            "response_item",
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]},
+        )
+        self.add("event_msg", {"type": "agent_message", "message": text})
+
+    def call(self, call_id: str, command: list[str], output: str, exit_code: int = 0) -> None:
+        self.add(
+            "response_item",
+            {
+                "type": "function_call",
+                "name": "shell",
+                "call_id": call_id,
+                "arguments": json.dumps({"command": command}),
+            },
+        )
+        self.add(
+            "response_item",
+            {
+                "type": "function_call_output",
+                "call_id": call_id,
+                "output": json.dumps(
+                    {"output": output, "metadata": {"exit_code": exit_code, "duration_seconds": 0.1}}
+                ),
+            },
+        )
+
+    def tokens(self, last: dict | None, *, with_last: bool = True, repeat: int = 1) -> None:
+        if last is not None:
+            for k in self.total:
+                self.total[k] += last[k]
+        info = {"total_token_usage": dict(self.total), "model_context_window": 258400}
+        if with_last and last is not None:
+            info["last_token_usage"] = last
+        for _ in range(repeat):
+            self.add("event_msg", {"type": "token_count", "info": info, "rate_limits": {}})
+
+    def write(self, lines: list[dict] | None = None) -> Path:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text("".join(json.dumps(x) + "\n" for x in (lines or self.lines)))
+        return self.path
+
+
+def full_session(home: Path) -> Rollout:
+    r = Rollout(home, THREAD)
+    r.meta()
+    r.context()
+    r.prompt("add a cart total")
+    r.add(
+        "response_item",
+        {
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": "Looking at cart.py"}],
+            "encrypted_content": "xx",
+        },
+    )
+    r.call("call_1", ["bash", "-lc", "pytest -q"], "1 failed", exit_code=1)
+    r.add(
+        "response_item",
+        {
+            "type": "custom_tool_call",
+            "name": "apply_patch",
+            "call_id": "call_2",
+            "input": "*** Begin Patch\n*** Update File: cart.py\n+total = 0\n*** End Patch",
+        },
+    )
+    r.add(
+        "event_msg",
+        {
+            "type": "patch_apply_end",
+            "call_id": "call_2",
+            "success": True,
+            "changes": {"cart.py": {"type": "update", "unified_diff": "@@ -1 +1 @@\n+total = 0"}},
+        },
+    )
+    r.add("response_item", {"type": "custom_tool_call_output", "call_id": "call_2", "output": "Success."})
+    r.tokens(usage(1000, 800, 50, 20), repeat=2)  # Codex often writes the same count twice
+    r.say("Added the total.")
+    r.add("event_msg", {"type": "task_complete", "last_agent_message": "Added the total."})
+    r.context()
+    r.prompt("now the tests", event_first=False)  # 0.4x wrote the model's item before the event
+    r.say("Tests pass.")
+    r.tokens(usage(1500, 1200, 30))
+    return r
