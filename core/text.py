@@ -79,7 +79,7 @@ def strip_escapes(text: str) -> str:
 UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
-def _shown(match: re.Match) -> str:
+def _shown(match: re.Match[str]) -> str:
     code = ord(match.group())
     return chr(0x2400 + code) if code < 0x20 else f"\\u{code:04x}"  # ␛ for ESC, \u009b for CSI
 
