@@ -106,21 +106,21 @@ async def wait_for_search(pilot: Pilot, timeout: float = 10.0) -> None:
     while not screen.settled:
         if time.monotonic() > deadline:
             raise TimeoutError("search did not finish")
-        await pilot.pause(0.02)
+        await pilot.pause()  # until the app is idle: the debounce timer, then the worker's result
     await pilot.pause()
 
 
 async def scene_browse(pilot: Pilot) -> None:
     """All three panes: the sessions pane has focus, so the projects pane stays in view."""
     app: ThreadloomApp = pilot.app  # type: ignore[assignment]
-    app.jump_to_session(session_id(app, CHECKOUT))
+    app.browser.jump_to_session(session_id(app, CHECKOUT))
     await pilot.pause()
     await pilot.press("down", "down", "2")
 
 
 async def scene_tool_diff(pilot: Pilot) -> None:
     app: ThreadloomApp = pilot.app  # type: ignore[assignment]
-    app.jump_to_session(session_id(app, CHECKOUT))
+    app.browser.jump_to_session(session_id(app, CHECKOUT))
     await pilot.pause()
     await cursor_to_tool(pilot, "Bash")
     await pilot.press("enter")
@@ -130,21 +130,21 @@ async def scene_tool_diff(pilot: Pilot) -> None:
 
 async def scene_nested_subagents(pilot: Pilot) -> None:
     app: ThreadloomApp = pilot.app  # type: ignore[assignment]
-    app.jump_to_session(session_id(app, NESTED))
+    app.browser.jump_to_session(session_id(app, NESTED))
     await pilot.pause()
     await pilot.press("down", "down")
 
 
 async def scene_help(pilot: Pilot) -> None:
     app: ThreadloomApp = pilot.app  # type: ignore[assignment]
-    app.jump_to_session(session_id(app, CHECKOUT))
+    app.browser.jump_to_session(session_id(app, CHECKOUT))
     await pilot.pause()
     await pilot.press("f1")
 
 
 async def scene_narrow(pilot: Pilot) -> None:
     app: ThreadloomApp = pilot.app  # type: ignore[assignment]
-    app.jump_to_session(session_id(app, LONG))
+    app.browser.jump_to_session(session_id(app, LONG))
     await pilot.pause()
     await pilot.press("G")
 
@@ -154,7 +154,7 @@ async def scene_search(pilot: Pilot) -> None:
     from threadloom.tui.search import SearchScreen
 
     app: ThreadloomApp = pilot.app  # type: ignore[assignment]
-    app.jump_to_session(session_id(app, CHECKOUT))
+    app.browser.jump_to_session(session_id(app, CHECKOUT))
     await pilot.pause()
     await pilot.press("slash", *"chnage")
     await wait_for_search(pilot)
@@ -170,7 +170,7 @@ async def scene_fork_picker(pilot: Pilot) -> None:
     Code looks first (the demo's are not there); "no" leaves the command shown, said not to work yet
     (the question itself names the demo's temporary folder)."""
     app: ThreadloomApp = pilot.app  # type: ignore[assignment]
-    app.jump_to_session(session_id(app, CHECKOUT))
+    app.browser.jump_to_session(session_id(app, CHECKOUT))
     await pilot.pause()
     await cursor_to_tool(pilot, "Bash")
     await pilot.press("f")

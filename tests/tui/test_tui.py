@@ -21,6 +21,7 @@ from textual.worker import WorkerFailed
 from threadloom.core import browse
 from threadloom.core.demo import write_demo_archive
 from threadloom.core.ingest import IngestReport
+from threadloom.tui import workers
 from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.fork import ForkPicker, PointList
 from threadloom.tui.messages import MessageView
@@ -162,7 +163,7 @@ async def test_escape_goes_back_from_a_subagent_to_its_task_call(demo_db: Path) 
         await pilot.press("escape")
         await pilot.pause()
         assert view.session_id == checkout and view.current_row().seq == task_seq
-        assert app.focused is view and not app._back
+        assert app.focused is view and not app.browser.trail
         await pilot.press("escape")  # nothing more to go back to
         await pilot.pause()
         assert view.session_id == checkout
@@ -170,9 +171,9 @@ async def test_escape_goes_back_from_a_subagent_to_its_task_call(demo_db: Path) 
         await cursor_to_tool(pilot, "Task")
         await pilot.press("enter")
         await pilot.pause()
-        app.jump_to_session(checkout)
+        app.browser.jump_to_session(checkout)
         await pilot.pause()
-        assert not app._back
+        assert not app.browser.trail
 
 
 async def test_session_tree_children_branches_segments(demo_db: Path) -> None:
@@ -206,7 +207,7 @@ async def test_expand_tool_call_shows_diff_and_output(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
-        app.jump_to_session(session_id(app, CHECKOUT))
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
         view = app.query_one(MessageView)
         await cursor_to_tool(pilot, "Bash")
@@ -230,7 +231,7 @@ async def test_raw_json_of_a_message(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
-        app.jump_to_session(session_id(app, CHECKOUT))
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
         await pilot.press("r")
         await pilot.pause()
@@ -246,7 +247,7 @@ async def test_long_session_is_virtualized(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
-        app.jump_to_session(session_id(app, LONG))
+        app.browser.jump_to_session(session_id(app, LONG))
         await pilot.pause()
         view = app.query_one(MessageView)
         node = browse.get_node(app.conn, view.session_id)
@@ -280,7 +281,7 @@ async def test_the_end_of_a_long_session_at_80x24_has_no_blank_gaps(demo_db: Pat
     app = make_app(demo_db)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        app.jump_to_session(session_id(app, LONG))
+        app.browser.jump_to_session(session_id(app, LONG))
         await pilot.pause()
         await pilot.press("G")
         await pilot.pause()
@@ -326,18 +327,18 @@ async def test_a_dialog_closed_gives_back_the_layout_it_covered(demo_db: Path, s
         view = app.query_one(MessageView)
         view.focus()
         await pilot.pause()
-        before = set(app.main_screen.classes)
+        before = set(app.browser.classes)
         assert "-focus-messages" in before
         for key in ("question_mark", "r", "f"):
             await pilot.press(key)
-            await until(pilot, lambda: app.screen is not app.main_screen)
+            await until(pilot, lambda: app.screen is not app.browser)
             await settle(pilot)  # the fork picker reads its turns in workers
-            assert app.screen is not app.main_screen, key
-            assert set(app.main_screen.classes) == before, key
+            assert app.screen is not app.browser, key
+            assert set(app.browser.classes) == before, key
             await pilot.press("escape")
-            await until(pilot, lambda: app.screen is app.main_screen and app.focused is view)
-            assert app.screen is app.main_screen and app.focused is view, key
-            assert set(app.main_screen.classes) == before, key
+            await until(pilot, lambda: app.screen is app.browser and app.focused is view)
+            assert app.screen is app.browser and app.focused is view, key
+            assert set(app.browser.classes) == before, key
             assert view.display and view.region.width > 0
 
 
@@ -371,7 +372,7 @@ async def test_first_load_draws_the_project_list_once(
         projects = app.query_one(ProjectList)
         assert projects.show_vertical_scrollbar == (size[1] == 12)
         assert fills == [projects._prompt_width()]
-        assert app.main_screen.has_class(layout)
+        assert app.browser.has_class(layout)
     assert born_with == [{layout, "-focus-projects"}]
 
 
@@ -434,7 +435,7 @@ async def test_footer_on_a_narrow_terminal_keeps_search_and_fork_in_sight(demo_d
     app = make_app(demo_db)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        app.jump_to_session(session_id(app, CHECKOUT))
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
         app.query_one(MessageView).focus()
         await pilot.pause()
         palette = next(k for k in app.screen.query(FooterKey) if k.description == "Palette")
@@ -455,7 +456,7 @@ async def test_keymap_file_remaps_by_id(
     app = make_app(demo_db)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
-        app.jump_to_session(session_id(app, CHECKOUT))
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
         await pilot.press("r")
         assert not isinstance(app.screen, RawJsonScreen)
@@ -560,13 +561,13 @@ async def test_archive_is_browsable_while_the_search_index_builds(tmp_path: Path
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
     async with app.run_test(size=(140, 40)) as pilot:
         assert await event_set(pilot, indexing)
-        label = app.main_screen.query_one("#ingest-label", Static)
+        label = app.browser.query_one("#ingest-label", Static)
         await until(pilot, lambda: "Indexing for search" in shown(label))  # posted after the records' news
         # the records are in: panes are filled and the user was told, while the index is pending
         assert app.query_one(ProjectList).border_title == "Projects (4)"
         assert any(n.title == "Ingest done" for n in app._notifications)
         assert app.screen.has_class("-ingesting")
-        assert "Indexing for search" in shown(app.main_screen.query_one("#ingest-label", Static))
+        assert "Indexing for search" in shown(app.browser.query_one("#ingest-label", Static))
         await pilot.press("slash")
         await pilot.pause()
         search = app.screen
@@ -593,7 +594,6 @@ async def test_first_load_is_browsable_while_it_runs(tmp_path: Path, monkeypatch
 
     def held(conn, ledger, plan, *, undo_by_delete=False):  # type: ignore[no-untyped-def]
         calls.append(plan.ref.path)
-        time.sleep(0.06)  # progress is posted at most every 50 ms
         if len(calls) == 4:
             halfway.set()
             assert release.wait(10)
@@ -601,6 +601,7 @@ async def test_first_load_is_browsable_while_it_runs(tmp_path: Path, monkeypatch
 
     monkeypatch.setattr(threadloom.core.ingest, "_ingest_file", held)
     monkeypatch.setattr(threadloom.core.ingest._Batch, "MAX_SECONDS", 0.0)  # a transaction per file
+    monkeypatch.setattr(workers, "PROGRESS_SECONDS", 0.0)  # every file's progress is posted
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
     async with app.run_test(size=(140, 40)) as pilot:
         assert await event_set(pilot, halfway)
@@ -627,13 +628,13 @@ async def test_open_session_follows_its_growing_file(tmp_path: Path, monkeypatch
     db = build_demo_db(tmp_path, long_turns=3)
     monkeypatch.setattr(ThreadloomApp, "FOLLOW_SECONDS", 0.1)
     launches: list[tuple] = []
-    follow = ThreadloomApp._follow_worker
+    follow = workers.follow
 
-    def counted(self: ThreadloomApp, *args):  # type: ignore[no-untyped-def]
+    def counted(*args):  # type: ignore[no-untyped-def]
         launches.append(args)
-        return follow(self, *args)
+        return follow(*args)
 
-    monkeypatch.setattr(ThreadloomApp, "_follow_worker", counted)
+    monkeypatch.setattr(workers, "follow", counted)
     checks: list[None] = []
     check = ThreadloomApp._follow_open_session
 
@@ -646,7 +647,7 @@ async def test_open_session_follows_its_growing_file(tmp_path: Path, monkeypatch
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         sid = session_id(app, CHECKOUT)
-        app.jump_to_session(sid)
+        app.browser.jump_to_session(sid)
         await pilot.pause()
         view = app.query_one(MessageView)
         before = view.count
@@ -865,7 +866,7 @@ def test_session_rows_show_when_they_were_last_written_with_the_year_when_not_th
     )
     row = session_label(node, 90, now).plain
     assert "03 Feb 09:30" in row and "2025" not in row and "1 msg " in row
-    from threadloom.tui.app import _subtitle
+    from threadloom.tui.browser import subtitle as _subtitle
 
     assert _subtitle(node, 1, 0) == "1 message · 0 tokens"  # no model: no dangling separator
 
@@ -912,7 +913,7 @@ async def test_rewind_is_marked_in_the_whole_session(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
-        app.jump_to_session(session_id(app, CHECKOUT))
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
         view = app.query_one(MessageView)
         assert view.rewinds == {15} and "2 branches" in str(view.border_subtitle)
@@ -925,7 +926,7 @@ async def test_palette_offers_pane_actions_and_finds_sessions(demo_db: Path) -> 
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
-        app.jump_to_session(session_id(app, CHECKOUT))
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert "Messages: expand or collapse all tool calls" in titles
@@ -1004,7 +1005,7 @@ async def test_search_as_you_type_then_enter_opens_the_message(demo_db: Path) ->
         await pilot.pause()
         await pilot.pause()
         view = app.query_one(MessageView)
-        assert app.screen is app.main_screen and app.focused is view
+        assert app.screen is app.browser and app.focused is view
         assert view.session_id == hit.session_id
         pos = view.cursor[0]
         assert view.row(pos).seq == hit.seq and view.row(pos).entry_id == hit.entry_id
@@ -1018,10 +1019,10 @@ async def test_search_as_you_type_then_enter_opens_the_message(demo_db: Path) ->
         assert results.highlighted == 1 and screen.current_hit() == hit
         await pilot.press("escape")  # closes search
         await pilot.pause()
-        assert app.screen is app.main_screen
+        assert app.screen is app.browser
         await pilot.press("escape")  # nothing to go back to now
         await pilot.pause()
-        assert app.screen is app.main_screen
+        assert app.screen is app.browser
         await pilot.press("slash")  # the same search again, its query selected to be typed over
         await pilot.pause()
         assert app.screen is screen and screen.query_one("#search-input", Input).selected_text == "invoise"
@@ -1078,7 +1079,7 @@ def fork_db(tmp_path: Path) -> Path:
 
 async def open_picker_at(pilot, seq: int) -> ForkPicker:
     app: ThreadloomApp = pilot.app
-    app.jump_to_session(session_id(app, CHECKOUT))
+    app.browser.jump_to_session(session_id(app, CHECKOUT))
     await pilot.pause()
     app.query_one(MessageView).go_to_seq(seq)
     await pilot.press("f")
@@ -1272,7 +1273,7 @@ async def test_every_message_is_a_fork_point_and_one_api_message_forks_whole(for
     app = make_app(fork_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
-        app.jump_to_session(session_id(app, CHECKOUT))
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
         await cursor_to_tool(pilot, "Bash")
         await pilot.press("f")
@@ -1332,7 +1333,7 @@ async def test_parallel_calls_are_bracketed_with_their_message_and_fork_with_it(
     app = make_app(ingested_db(tmp_path, tmp_path / "backup"))
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
-        app.jump_to_session(SID)
+        app.browser.jump_to_session(SID)
         await pilot.pause()
         app.query_one(MessageView).go_to_seq(1)  # the thinking
         await pilot.press("f")
@@ -1390,7 +1391,7 @@ async def test_the_picker_says_what_a_fork_does_not_undo_and_writes_the_patch(
     app = make_app(fork_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
-        app.jump_to_session(session_id(app, CHECKOUT))
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
         await cursor_to_tool(pilot, "Bash")
         await pilot.press("f")
@@ -1648,7 +1649,7 @@ async def test_fork_picker_for_codex_says_what_it_can(
     app = make_app(tmp_path / "codex.db")
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
-        app.jump_to_session(sid)
+        app.browser.jump_to_session(sid)
         await pilot.pause()
         await pilot.press("f")
         await settle(pilot)
@@ -1807,7 +1808,7 @@ async def test_opened_while_another_threadloom_ingests_it_waits_browsing_what_is
     assert holding.wait(10)
     app = make_app(path, ingest=True, sources=[root])
     async with app.run_test(size=(140, 40)) as pilot:
-        label = app.main_screen.query_one("#ingest-label", Static)
+        label = app.browser.query_one("#ingest-label", Static)
         await until(pilot, lambda: "waiting" in shown(label))
         assert "is updating" in shown(label) and "Esc stops waiting" in shown(label)
         assert not isinstance(app.screen, ErrorScreen)
