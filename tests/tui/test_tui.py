@@ -12,10 +12,12 @@ import time
 from collections.abc import Callable, Iterator
 from itertools import accumulate
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from rich.console import Console
 from rich.text import Text
+from textual.message import Message
 from textual.widgets import Input, Static, Tree
 from textual.worker import WorkerFailed
 from threadloom.core import browse
@@ -23,6 +25,7 @@ from threadloom.core.demo import write_demo_archive
 from threadloom.core.ingest import IngestReport
 from threadloom.tui import workers
 from threadloom.tui.app import ThreadloomApp
+from threadloom.tui.events import OpenForkPicker, OpenSession, SearchClosed, SearchHitChosen
 from threadloom.tui.fork import ForkPicker, PointList
 from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import ProjectList, SessionTree
@@ -40,6 +43,8 @@ from tui_support import (
     use_utc,
     wait_for_search,
 )
+
+M = TypeVar("M", bound=Message)
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +83,22 @@ async def until(pilot, holds: Callable[[], object], timeout: float = 10.0) -> No
                 what = repr(holds)
             raise AssertionError(f"still not true after {timeout:g} s: {what}")
         await pilot.pause()
+
+
+class Seen:
+    """A `message_hook` that keeps the messages of the given kinds, once each (a message that
+    bubbles from a screen to the app is dispatched by both)."""
+
+    def __init__(self, *kinds: type[Message]) -> None:
+        self.kinds = kinds
+        self.messages: list[Message] = []
+
+    def __call__(self, message: Message) -> None:
+        if isinstance(message, self.kinds) and not any(m is message for m in self.messages):
+            self.messages.append(message)
+
+    def of(self, kind: type[M]) -> list[M]:
+        return [m for m in self.messages if isinstance(m, kind)]
 
 
 def ingested_db(tmp_path: Path, source: Path) -> Path:
@@ -501,7 +522,8 @@ async def test_jump_to_session_from_palette(demo_db: Path, monkeypatch: pytest.M
 
     monkeypatch.setattr(threadloom.core.search, "find_sessions", spy)
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    seen = Seen(OpenSession)
+    async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
         await pilot.pause()
         await pilot.press("p")
         await pilot.pause()
@@ -513,6 +535,7 @@ async def test_jump_to_session_from_palette(demo_db: Path, monkeypatch: pytest.M
         view = app.query_one(MessageView)
         node = browse.get_node(app.conn, view.session_id or "")
         assert node is not None and node.task_description == "Check how Stripe webhooks apply tax"
+        assert [m.session_id for m in seen.of(OpenSession)] == [node.id]  # the palette asks the app
         await pilot.press("p")
         await pilot.pause()
         await pilot.press(*"tmux")
@@ -644,7 +667,8 @@ async def test_open_session_follows_its_growing_file(tmp_path: Path, monkeypatch
 
     monkeypatch.setattr(ThreadloomApp, "_follow_open_session", checked)
     app = make_app(db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    seen = Seen(workers.Followed)
+    async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
         await pilot.pause()
         sid = session_id(app, CHECKOUT)
         app.browser.jump_to_session(sid)
@@ -682,6 +706,7 @@ async def test_open_session_follows_its_growing_file(tmp_path: Path, monkeypatch
         with path.open("ab") as f:
             f.write(b"".join(json.dumps(r).encode() + b"\n" for r in added))
         await until(pilot, lambda: view.count > before)
+        assert [(m.session_id, m.report.records_added) for m in seen.of(workers.Followed)] == [(sid, 2)]
         assert view.count == before + 2
         assert view.cursor[0] == view.count - 1  # the reader was at the end: carried to the new one
         assert "refunds reuse the same tax call" in (view.row(view.count - 1).content or "")
@@ -900,6 +925,33 @@ async def test_every_binding_has_an_id(demo_db: Path) -> None:
             assert missing == [], widget
 
 
+def test_screens_import_the_events_not_the_app() -> None:
+    """Only the entry point imports the app: search, the fork picker, the palette and the browser
+    post messages from `tui.events`, so nothing they import can come back round to the app."""
+    import ast
+
+    import threadloom.tui
+
+    folder = Path(threadloom.tui.__file__).parent
+    importers = set()
+    for module in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            if "threadloom.tui.app" in names or (
+                isinstance(node, ast.ImportFrom)
+                and node.module == "threadloom.tui"
+                and any(a.name == "app" for a in node.names)
+            ):
+                importers.add(module.name)
+    assert importers == {"entry.py"}
+
+
 def test_core_never_imports_textual() -> None:
     import subprocess
     import sys
@@ -1066,6 +1118,69 @@ async def test_search_during_ingest_keeps_the_browser_fed(tmp_path: Path) -> Non
         await pilot.press("escape")
         await pilot.pause()
         assert app.query_one(ProjectList).border_title == "Projects (4)"
+
+
+async def test_search_says_what_was_chosen_and_the_app_acts_on_it(demo_db: Path) -> None:
+    """Search never calls into the app: Enter, Ctrl+F and Esc are messages the app handles."""
+    app = make_app(demo_db)
+    seen = Seen(SearchHitChosen, OpenForkPicker, SearchClosed)
+    async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
+        await pilot.pause()
+        await pilot.press("slash", *"invoise")
+        await wait_for_search(pilot)
+        search = app.screen
+        assert isinstance(search, SearchScreen)
+        await pilot.press("down")
+        hit = search.current_hit()
+        assert hit is not None and seen.messages == []
+        await pilot.press("enter")
+        await until(pilot, lambda: app.screen is app.browser)
+        assert [m.hit for m in seen.of(SearchHitChosen)] == [hit]
+        assert app.query_one(MessageView).session_id == hit.session_id and app.browser.search_return
+        await pilot.press("escape")  # back to the results: the app's own key, no message
+        await until(pilot, lambda: app.screen is search)
+        await pilot.press("ctrl+f")
+        await settle(pilot)
+        (asked,) = seen.of(OpenForkPicker)
+        assert (asked.session_id, asked.entry_id, asked.seq) == (hit.session_id, hit.entry_id, hit.seq)
+        assert isinstance(app.screen, ForkPicker) and app.screen.entry_id == hit.entry_id
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is search)
+        assert not seen.of(SearchClosed)
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is app.browser)
+        assert len(seen.of(SearchClosed)) == 1 and not app.browser.search_return
+
+
+async def test_ingest_says_records_first_then_the_index_then_its_end(tmp_path: Path) -> None:
+    """A first load: the records' news, then the search index (core's own index phase, its
+    progress as the index's alone), then one Ingested carrying the same report, completed."""
+    from threadloom.core.ingest import INDEXING
+
+    root = small_archive(tmp_path)
+    app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
+    seen = Seen(workers.IngestStatus, workers.IngestProgressed, workers.RecordsLoaded, workers.Ingested)
+    async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
+        await until(pilot, lambda: seen.of(workers.Ingested) and not app.ingesting)
+        kinds = [type(m) for m in seen.messages]
+        assert kinds[0] is workers.IngestStatus and kinds[-1] is workers.Ingested
+        assert kinds.count(workers.RecordsLoaded) == 1 and kinds.count(workers.Ingested) == 1
+        statuses = [m.text for m in seen.of(workers.IngestStatus)]
+        assert statuses == ["Reading agent logs", "Indexing for search"]
+        assert seen.of(workers.IngestStatus)[0].first_load
+        loaded = kinds.index(workers.RecordsLoaded)
+        indexing = next(
+            i for i, m in enumerate(seen.messages) if isinstance(m, workers.IngestStatus) and i > loaded
+        )
+        after = [m.progress for m in seen.messages[indexing:] if isinstance(m, workers.IngestProgressed)]
+        assert after and all(p.path == INDEXING for p in after)
+        assert after[-1].index_done == after[-1].index_total > 0
+        (records,) = seen.of(workers.RecordsLoaded)
+        (ended,) = seen.of(workers.Ingested)
+        assert ended.error is None and ended.report is records.report
+        assert ended.report.index_complete and not ended.report.cancelled
+        assert app.last_report is ended.report
+        assert any("Search index complete" in n.message for n in app._notifications)
 
 
 # ---------------------------------------------------------------------------- fork picker
@@ -1531,10 +1646,14 @@ async def test_fork_before_a_prompt_asks_for_the_prompt_to_send_instead(fork_db:
 async def test_fork_here_confirms_writes_copies_and_shows_in_tree(
     fork_db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from threadloom.tui.events import ForkWritten
+    from threadloom.tui.workers import ForkIngested
+
     copied: list[str] = []
     monkeypatch.setattr("threadloom.core.clipboard.copy_with", copied.append)
     app = make_app(fork_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    seen = Seen(ForkWritten, ForkIngested)
+    async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
         await pilot.pause()
         picker = await open_picker_at(pilot, 11)
         await pilot.press("f")  # Fork here: asks first, writes nothing yet
@@ -1557,8 +1676,12 @@ async def test_fork_here_confirms_writes_copies_and_shows_in_tree(
         assert "fix/checkout-tax" in shown(picker.query_one("#fork-notes", Static))
         assert "system clipboard" in shown(picker.query_one("#fork-status", Static))
         assert any("system clipboard" in n.message for n in app._notifications)
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        # the picker says what it wrote; the app reads it back in a worker, which says it did
+        assert [m.path for m in seen.of(ForkWritten)] == [path]
+        await until(pilot, lambda: seen.of(ForkIngested))
+        (read,) = seen.of(ForkIngested)
+        assert read.error is None and read.report is not None
+        assert plan.new_session_id in read.report.changed_sessions
         fork = browse.get_node(app.conn, plan.new_session_id)
         assert fork is not None and fork.parent_session_id == picker.session_id and fork.kind == "fork"
         await pilot.press("escape")
