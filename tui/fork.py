@@ -51,12 +51,12 @@ from threadloom.core.fork import (
 )
 from threadloom.core.query import SessionSummary, get_session
 from threadloom.core.text import printable
+from threadloom.tui.events import AgentRan, ForkWritten
 from threadloom.tui.panes import fit
 from threadloom.tui.render import ROLE_STYLE, STATUS, plain_title, short_model, when
 
 if TYPE_CHECKING:
     from threadloom.core.undo import UndoPlan
-    from threadloom.tui.app import ThreadloomApp
 
 CLAUDE = "claude-code"
 AROUND = 60  # turns listed on each side of the chosen one (a long session has thousands)
@@ -399,7 +399,7 @@ class ForkPicker(ModalScreen[None]):
         yield Footer()
 
     def on_resize(self) -> None:
-        from threadloom.tui.app import NARROW
+        from threadloom.tui.browser import NARROW
 
         self.set_class(self.app.size.width < NARROW, "-narrow")  # the footer's tighter spacing
 
@@ -998,8 +998,7 @@ class ForkPicker(ModalScreen[None]):
         except (ForkError, OSError) as exc:
             self._fail(f"Could not write the fork: {exc}")
             return
-        app: ThreadloomApp = self.app  # type: ignore[assignment]
-        app.ingest_fork(path)
+        self.post_message(ForkWritten(path))
         if plan.restore is not None:
             self.written = path
             self._ask_restore(plan)
@@ -1358,8 +1357,7 @@ class ForkPicker(ModalScreen[None]):
         )
         self._show()
         self._reveal("#fork-status")
-        app: ThreadloomApp = self.app  # type: ignore[assignment]
-        app.after_agent_ran()
+        self.post_message(AgentRan())
 
     def _cannot_run(self, why: str) -> None:
         self.copied_how = self._copy(self.plan.command) if self.plan else ""
