@@ -280,8 +280,7 @@ def fork_messages(conn: sqlite3.Connection, session_id: str, turn_ids: list[str]
     from threadloom.core.render import tool_summary
 
     agent = conn.execute("SELECT source FROM agent_sessions WHERE id = ?", (session_id,)).fetchone()
-    adapter = ADAPTERS.get(agent[0]) if agent is not None else None
-    style = STYLES.get(adapter.fork_style or "") if adapter is not None else None
+    style = _style(ADAPTERS.get(agent[0]) if agent is not None else None)
     exact = style is not None and style.exact
     rows = conn.execute(
         "SELECT id, turn_id, uuid, role, entry_type, subtype, is_meta, content, thinking, timestamp, message_id, "
@@ -779,7 +778,7 @@ def plan_fork(
             f"forking before a prompt is for Claude Code and Codex sessions; fork this {agent} session at "
             "the message before it"
         )
-    style = STYLES.get(adapter.fork_style or "")
+    style = _style(adapter)
     if style is None:
         raise ForkError(
             f"forking {agent} sessions at a point is not supported yet; `threadloom resume {sid}` resumes it"
@@ -812,7 +811,7 @@ class ForkAt:
     title: str | None
     project_path: str | None
     is_subagent: bool
-    prompt_parent: str | None  # the parent record of the chosen record's turn prompt
+    prompt_parent: str | None  # the chosen record's parent: where a fork before a prompt ends
     before: bool
     prompt: str | None
     new_session_id: str | None
@@ -957,7 +956,7 @@ def write_fork(plan: ForkPlan) -> Path:
     if plan.path is None:
         raise ForkError("this plan writes no file")
     path = Path(plan.path)
-    style = STYLES.get(_adapter(plan.agent).fork_style or "")
+    style = _style(ADAPTERS.get(plan.agent))
     if style is not None and style.makes_folder:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     elif not path.parent.is_dir():
@@ -1005,8 +1004,7 @@ def native_fork_plan(
         git_branch=plan.git_branch,
         notes=notes,
     )
-    style = STYLES.get(adapter.fork_style or "")
-    return _needs_restore(native, style.restore(conn, target) if style and style.restore else None)
+    return _needs_restore(native, _restore_step(conn, adapter, target))
 
 
 def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool = False) -> ForkPlan:
@@ -1030,7 +1028,7 @@ def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool 
         "SELECT COALESCE(external_id, id) FROM agent_sessions WHERE id = ?", (sid,)
     ).fetchone()[0]
     adapter = _adapter(agent)
-    style = STYLES.get(adapter.fork_style or "")
+    style = _style(adapter)
     if fork_at_end and style is not None and style.at_end is not None:
         return style.at_end(conn, sid)
     if is_subagent and not adapter.resumes_subagents:
@@ -1055,8 +1053,7 @@ def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool 
         git_branch=branch,
         notes=notes,
     )
-    restore = style.restore(conn, target) if style is not None and style.restore is not None else None
-    return _needs_restore(plan, restore)
+    return _needs_restore(plan, _restore_step(conn, adapter, target))
 
 
 def _adapter(agent: str) -> Adapter:
@@ -1065,6 +1062,17 @@ def _adapter(agent: str) -> Adapter:
     if adapter is None:
         raise ForkError(f"threadloom has no resume command for {agent} sessions")
     return adapter
+
+
+def _style(adapter: Adapter | None) -> ForkStyle | None:
+    """The machinery that forks the sessions of this adapter's agent (None: it cannot be forked)."""
+    return STYLES.get(adapter.fork_style) if adapter is not None and adapter.fork_style else None
+
+
+def _restore_step(conn: sqlite3.Connection, adapter: Adapter, target: ResumeTarget) -> RestoreStep | None:
+    """What must be written back before the agent's command finds `target` (None: nothing)."""
+    style = _style(adapter)
+    return style.restore(conn, target) if style is not None and style.restore is not None else None
 
 
 def _whole_session_plan(conn: sqlite3.Connection, at: ForkAt, *, copy: bool) -> ForkPlan:

@@ -264,7 +264,8 @@ class Adapter(ABC):
     `tool_io_in_record` refine that. Capabilities (declared here with the answer of an agent that has
     none of them): which tools spawn subagents, how a session is resumed (`resume_command`) or forked
     (`fork_style`, `forks_before_prompt`, `native_fork_commands`), how its edits are undone
-    (`undo_style`). `core.fork`, `core.undo`, the ledger and the TUI ask these, never an agent's name.
+    (`undo_style`), what a tool's structured result is (`tool_result_extra`). `core.fork`,
+    `core.undo`, the ledger, the viewer and the TUI ask these, never an agent's name.
 
     Adding an agent: its module here (a subclass of this, overriding what its agent has), one line
     in `_SPECS` of `core/adapters/__init__.py`, and its tests in `tests/unit/test_adapter_<agent>.py`.
@@ -322,6 +323,11 @@ class Adapter(ABC):
         The document is stored whole (its exact bytes stay restorable) and the decoded log is read
         like any log, as a source of kind "decoded" at `decoded_path(path)` that exists only in the
         ledger. Raise ValueError for a damaged file."""
+        return None
+
+    def tool_result_extra(self, record: dict[str, Any]) -> Any:
+        """The tool's own structured result that a tool result record carries beside its text
+        (patches, exit codes, agent stats), for the viewer; None when the agent writes none."""
         return None
 
     # ------------------------------------------------------------------ subagents

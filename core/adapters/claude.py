@@ -245,6 +245,9 @@ class ClaudeAdapter(Adapter):
                     kind, project_key, _ = classify(path)
                     yield SourceRef(path, AGENT, kind, project_key)
 
+    def tool_result_extra(self, record: dict[str, Any]) -> Any:
+        return record.get("toolUseResult")
+
     # ------------------------------------------------------------------ resume and fork
 
     def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
