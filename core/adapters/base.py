@@ -217,10 +217,11 @@ class ForkError(RuntimeError):
 UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 # one word, never an option (OpenCode `ses_…`, Cline's ms-epoch or UUID, cursor-agent's UUID)
 PLAIN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._:-]*")
-ANY_ID = (PLAIN_ID, "made of letters, digits and . _ : -")
+IdShape = tuple[re.Pattern[str], str]  # the pattern an agent's ids match, and how a message describes it
+ANY_ID: IdShape = (PLAIN_ID, "made of letters, digits and . _ : -")
 
 
-def checked_id(agent: str, value: object, what: str = "session id", shape: tuple = ANY_ID) -> str:
+def checked_id(agent: str, value: object, what: str = "session id", shape: IdShape = ANY_ID) -> str:
     """`value` if it has the `shape` (pattern, description) `agent` gives its ids; else ForkError,
     so that no command carries it."""
     pattern, described = shape
@@ -353,7 +354,7 @@ class Adapter(ABC):
         """The command that runs the agent."""
         return self.name
 
-    id_shape: tuple[re.Pattern[str], str] = ANY_ID  # (pattern, description) of the agent's session ids
+    id_shape: IdShape = ANY_ID  # (pattern, description) of the agent's session ids
     # How threadloom forks a session at a point: the name of the machinery in `core.fork` that writes
     # or finds the fork (None: it cannot). Kept there because it reads the store.
     fork_style: str | None = None
