@@ -396,11 +396,7 @@ def _run_ingest(
                 )
             try:
                 added, nbytes = _ingest_file(conn, ledger, plan, undo_by_delete=fast_marker is not None)
-                if (
-                    added
-                    and plan.ref.kind == "document"
-                    and getattr(plan.adapter, "decode", None) is not None
-                ):
+                if added and plan.ref.kind == "document" and plan.adapter.decodes:
                     added += _ingest_decoded(conn, ledger, plan, fast_marker is not None)
                 report.records_added += added
                 report.bytes_read += nbytes
@@ -609,11 +605,11 @@ def _known_row(conn: sqlite3.Connection, path: str) -> tuple | None:
 def _stat(adapter: Adapter, path: str) -> os.stat_result:
     """The file's stat; for sources with side files (a database's WAL) their change counts too."""
     st = os.stat(path)
-    extra = getattr(adapter, "stat_paths", None)
-    if extra is None:
+    extra = adapter.stat_paths(Path(path))
+    if not extra:
         return st
     size, mtime = st.st_size, st.st_mtime_ns
-    for side in extra(Path(path)):
+    for side in extra:
         try:
             side_st = os.stat(side)
         except OSError:
@@ -762,9 +758,8 @@ def _ingest_file(
                 if row is not None and row[7] == new_hash:
                     _touch(conn, row[1], st)
                     return 0, 0
-                split = getattr(adapter, "split", None)
                 try:
-                    records = split(data) if split is not None else _split(data, 0, 0, ref, adapter, st)[0]
+                    records = adapter.split(data)
                 except SourceIncomplete:
                     if time.time() - st.st_mtime < STALE_TAIL_SECONDS:
                         _mark_waiting(conn, plan)
@@ -829,7 +824,9 @@ def _ingest_file(
         next_id = conn.execute("SELECT COALESCE(max(id), 0) + 1 FROM entries").fetchone()[0]
         ctx = FileContext(ref.path, ref.kind, ref.project_key)
         ctx.session_of_uuid = lambda uuid: _session_of_uuid(conn, file_id, uuid)
-        ledger.begin_file(file_id, keep_tool_io=not getattr(adapter, "tool_io_in_record", False))
+        ledger.begin_file(
+            file_id, keep_tool_io=not adapter.tool_io_in_record, kept_inputs=adapter.kept_inputs
+        )
         sha256 = hashlib.sha256
         first_new_id = next_id
         records = records if isinstance(records, list) else list(records)

@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 from threadloom.core.adapters.base import FileContext, RawRecord, Record, normalized
-from threadloom.core.adapters.claude import is_bare_command, prompt_title
 from threadloom.core.db import TITLE_TYPES_SQL
+from threadloom.core.text import is_bare_command, prompt_title
 
 SESSION_COLUMNS = (
     "id",
@@ -78,11 +78,6 @@ SESSION_INFO_FIELDS = (
     "spawn_key",
     "parent_message_id",
 )
-# tools that start a subagent whose first prompt is the tool's prompt parameter
-SPAWN_TOOLS = "'Task', 'Agent', 'newTask', 'new_task'"
-# tools whose input the ledger reads itself (to link and describe subagents): stored even when the
-# adapter can re-read inputs from their records
-PARAMS_KEPT = frozenset({"Task", "Agent", "newTask", "new_task", "Workflow"})
 # a session's naming records, found through the partial index ix_entries_titles
 TITLES_SQL = (
     "SELECT entry_type, content FROM entries WHERE session_id = ? AND content IS NOT NULL "
@@ -102,6 +97,7 @@ class Ledger:
         self.summaries_added = False
         self._file_id: int | None = None
         self._keep_tool_io = True
+        self._kept_inputs: frozenset[str] = frozenset()
         # new calls by (session, tool id): sessions repeat each other's tool ids (forks, side questions),
         # each keeps its own; a result met in the same file fills its call in place (one INSERT, no UPDATE)
         self._tool_inserts: dict[tuple[str, str], list] = {}
@@ -116,12 +112,15 @@ class Ledger:
 
     # -------------------------------------------------------------- per file
 
-    def begin_file(self, source_file_id: int, keep_tool_io: bool = True) -> None:
+    def begin_file(
+        self, source_file_id: int, keep_tool_io: bool = True, kept_inputs: frozenset[str] = frozenset()
+    ) -> None:
         """`keep_tool_io=False`: the file's adapter can re-read a tool call's input and result from
-        their records (`tool_io_in_record`), so `params_json` (but for PARAMS_KEPT) and
-        `result_json` stay NULL rather than copying them."""
+        their records (`tool_io_in_record`), so `params_json` (but for the tools in `kept_inputs`,
+        whose input the ledger reads itself) and `result_json` stay NULL rather than copying them."""
         self._file_id = source_file_id
         self._keep_tool_io = keep_tool_io
+        self._kept_inputs = kept_inputs
         self._chunk_uuids = self._in_db = None
 
     def begin_chunk(self, uuids: list[str]) -> None:
@@ -235,7 +234,7 @@ class Ledger:
             sess["tool_call_count"] += 1
             sess["is_agentic"] = 1
             # a call shown on another record keeps its input: readers re-read inputs from the call's own record
-            kept = self._keep_tool_io or use.name in PARAMS_KEPT or owner_entry != entry_id
+            kept = self._keep_tool_io or use.name in self._kept_inputs or owner_entry != entry_id
             params = use.input_json if kept else None
             self._tool_inserts.setdefault(
                 (sid, use.id),
@@ -639,6 +638,13 @@ TREE_CALLS = (
 )
 
 
+def _spawn_tools_json() -> str:
+    """The tools that start a subagent with their prompt parameter, in any agent's logs."""
+    from threadloom.core.adapters import spawn_tools
+
+    return orjson.dumps(sorted(spawn_tools())).decode()
+
+
 def _tree_args(root: str) -> tuple[str, str, str, str]:
     return root, root + ":", root + ";", root
 
@@ -697,9 +703,9 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
         if call is None and first_prompt:
             wanted = _norm(first_prompt)
             for candidate in conn.execute(
-                f"{TREE_CALLS} AND c.tool_name IN ({SPAWN_TOOLS}) "
+                f"{TREE_CALLS} AND c.tool_name IN (SELECT value FROM json_each(?)) "
                 "AND (c.child_session_id IS NULL OR c.child_session_id = ?) ORDER BY c.started_at, c.session_id",
-                (*_tree_args(root), sid),
+                (*_tree_args(root), _spawn_tools_json(), sid),
             ):
                 try:
                     params = orjson.loads(candidate[3] or "{}")
@@ -822,7 +828,9 @@ def replay(conn: sqlite3.Connection, ledger: Ledger, sessions: set[str] | None) 
         ).fetchone()
         adapter = adapter_for(agent)
         ctx = FileContext(Path(path), kind, project_key)
-        ledger.begin_file(file_id, keep_tool_io=not getattr(adapter, "tool_io_in_record", False))
+        ledger.begin_file(
+            file_id, keep_tool_io=not adapter.tool_io_in_record, kept_inputs=adapter.kept_inputs
+        )
         updates = []
         rows = conn.execute(
             "SELECT id, byte_offset, line_number, raw, newline FROM entries WHERE source_file_id = ? ORDER BY byte_offset",
