@@ -64,13 +64,13 @@ def call_diff(name: str, params: dict[str, Any], extra: Any = None) -> list[Diff
             )
             out += [_line(str(line)) for line in hunk.get("lines", [])]
     elif name == "Write" and isinstance(params.get("content"), str):
-        out += _rows([], params["content"].splitlines())  # a new file: every line added
+        out += diff_between([], params["content"].splitlines())  # a new file: every line added
     else:
         edits = params.get("edits") if isinstance(params.get("edits"), list) else [params]
         for edit in edits:
             if isinstance(edit, dict):
                 old = str(edit.get("old_string") or "").splitlines()
-                out += _rows(old, str(edit.get("new_string") or "").splitlines())
+                out += diff_between(old, str(edit.get("new_string") or "").splitlines())
     return out
 
 
@@ -88,7 +88,8 @@ def _codex_patch(patch: str) -> list[DiffLine]:
     return out
 
 
-def _rows(old: list[str], new: list[str]) -> list[DiffLine]:
+def diff_between(old: list[str], new: list[str]) -> list[DiffLine]:
+    """The lines turning `old` into `new` (see `core.render.diff_rows`)."""
     return [DiffLine("hunk", row) if row == HUNK_GAP else _line(row) for row in diff_rows(old, new)]
 
 

@@ -18,11 +18,11 @@ from rich.text import Text
 from textual.color import Color
 from textual.filter import LineFilter
 from threadloom.core.browse import MessageRow, ToolCallRow
+from threadloom.core.calls import call_params, result_text
+from threadloom.core.diffs import EDIT_TOOLS, DiffLine, call_diff, diff_between, is_edit
 from threadloom.core.render import (
     EDIT_SEARCH,
-    HUNK_GAP,
     EditBlock,
-    diff_rows,
     edit_blocks,
     spaced,
     terminal_text,
@@ -41,7 +41,6 @@ STATUS = {
     "pending": ("…", "dim"),
 }
 SPAWN_TOOLS = ("Task", "Agent")
-EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit", "apply_patch")
 EXIT_CODE = re.compile(r"[Ee]xit code (\d+)")
 CAT_N = re.compile(r"^\s*(\d+)\t(.*)$")
 COMMAND = re.compile(r"<command-name>(.*?)</command-name>(?:.*?<command-args>(.*?)</command-args>)?", re.S)
@@ -148,9 +147,9 @@ def long_text(text: str, style: str = "") -> RenderableType:
 
 def edit_block_view(block: EditBlock) -> RenderableType:
     """A SEARCH/REPLACE block as a diff of what it searched for against what replaces it."""
-    out: list[Text] = [Text(block.path or "(no file named)", style="bold")]
-    _unified_diff(out, block.old, block.new)
-    return FilledLines(out)
+    return diff_lines(
+        [DiffLine("file", block.path or "(no file named)"), *diff_between(block.old, block.new)]
+    )
 
 
 def notice_text(notice: TaskNotice) -> Text:
@@ -245,45 +244,13 @@ def event_line(msg: MessageRow) -> Text:
 # ---------------------------------------------------------------------------- tool calls
 
 
-def _params(call: ToolCallRow) -> dict[str, Any]:
-    try:
-        value = orjson.loads(call.params_json or "{}")
-    except orjson.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {"input": value}
-
-
-def result_text(call: ToolCallRow) -> str:
-    """The tool_result content as text (a string, or the text of its blocks)."""
-    if not call.result_json:
-        return ""
-    try:
-        value = orjson.loads(call.result_json)
-    except orjson.JSONDecodeError:
-        return call.result_json
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        parts = []
-        for block in value:
-            if isinstance(block, dict):
-                if block.get("type") == "text":
-                    parts.append(str(block.get("text", "")))
-                elif block.get("type") == "image":
-                    parts.append("[image]")
-            elif isinstance(block, str):
-                parts.append(block)
-        return "\n".join(parts)
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() if value is not None else ""
-
-
 MIN_GIST = 12  # narrower than this, a collapsed call wraps rather than lose its command or path
 
 
 def call_line(call: ToolCallRow, expanded: bool, width: int | None = None) -> Text:
     """`▸ Bash  npm test  ✗ exit 1 · 2.3 s` — the collapsed form of a tool call, on one line of
     `width` when given: the gist (a command, a path) gives way, the status stays."""
-    params = _params(call)
+    params = call_params(call)
     text = Text("▾ " if expanded else "▸ ", style="#d7af5f")
     text.append(call.name, style="bold #d7af5f")
     gist = params.get("description") if call.name in SPAWN_TOOLS else None
@@ -316,9 +283,9 @@ def code(text: str, lexer: str, background: str, **kw: Any) -> RenderableType:
 
 def call_body(call: ToolCallRow, extra: Any, background: str = "default") -> RenderableType:
     """Input and output of an expanded call; edits as coloured diffs."""
-    params = _params(call)
+    params = call_params(call)
     parts: list[RenderableType] = []
-    if call.name in EDIT_TOOLS or patch_text(params) is not None:
+    if is_edit(call.name, params):
         parts.append(diff_view(call.name, params, extra))
     elif call.name == "Bash" and isinstance(params.get("command"), str):
         parts.append(code(params["command"], "bash", background))
@@ -379,86 +346,23 @@ class FilledLines:
                 yield part
 
 
-def patch_text(params: dict[str, Any]) -> str | None:
-    """The `*** Begin Patch` text of a Codex apply_patch call (its own input, or the argument of a
-    shell call running `apply_patch`)."""
-    candidates = [params.get("input"), params.get("patch")]
-    command = params.get("command")
-    if isinstance(command, list):
-        candidates += command
-    for value in candidates:
-        if isinstance(value, str) and "*** Begin Patch" in value:
-            return value
-    return None
+DIFF_STYLES = {
+    "file": "bold",
+    "hunk": HUNK_STYLE,
+    "added": ADDED_STYLE,
+    "removed": REMOVED_STYLE,
+    "context": "#9e9e9e",
+}
 
 
-def patch_view(patch: str) -> RenderableType:
-    """A Codex patch: file headers bold, hunks blue, removed lines red and added lines green."""
-    out: list[Text] = []
-    for line in patch.splitlines():
-        if line.startswith(("*** Begin Patch", "*** End Patch")):
-            continue
-        if line.startswith("*** "):
-            out.append(Text(line[4:], style="bold"))
-        elif line.startswith("@@"):
-            out.append(Text(line, style=HUNK_STYLE))
-        else:
-            _diff_line(out, line)
-    return FilledLines(out)
+def diff_lines(rows: list[DiffLine]) -> RenderableType:
+    """Diff lines (`core.diffs`) coloured: removed red, added green, hunks blue, files bold."""
+    return FilledLines([Text(row.text, style=DIFF_STYLES[row.kind]) for row in rows])
 
 
 def diff_view(name: str, params: dict[str, Any], extra: Any) -> RenderableType:
-    """A unified diff with removed lines red and added lines green, from the structured patch."""
-    patch = patch_text(params)
-    if patch is not None:
-        return patch_view(patch)
-    path = params.get("file_path") or params.get("notebook_path") or ""
-    out: list[Text] = [Text(str(path), style="bold")]
-    hunks = extra.get("structuredPatch") if isinstance(extra, dict) else None
-    if isinstance(hunks, list) and hunks:
-        for hunk in hunks:
-            if not isinstance(hunk, dict):
-                continue
-            out.append(
-                Text(
-                    f"@@ -{hunk.get('oldStart')},{hunk.get('oldLines')} +{hunk.get('newStart')},"
-                    f"{hunk.get('newLines')} @@",
-                    style=HUNK_STYLE,
-                )
-            )
-            for line in hunk.get("lines", []):
-                _diff_line(out, str(line))
-    elif name == "Write" and isinstance(params.get("content"), str):
-        _unified_diff(out, [], params["content"].splitlines())  # a new file: every line added
-    else:
-        edits = params.get("edits") if isinstance(params.get("edits"), list) else [params]
-        for edit in edits:
-            if not isinstance(edit, dict):
-                continue
-            _unified_diff(
-                out,
-                str(edit.get("old_string") or "").splitlines(),
-                str(edit.get("new_string") or "").splitlines(),
-            )
-    return FilledLines(out)
-
-
-def _unified_diff(out: list[Text], old: list[str], new: list[str]) -> None:
-    """The rows turning `old` into `new`, styled (see `core.render.diff_rows`)."""
-    for row in diff_rows(old, new):
-        if row == HUNK_GAP:
-            out.append(Text(row, style=HUNK_STYLE))
-        else:
-            _diff_line(out, row)
-
-
-def _diff_line(out: list[Text], line: str) -> None:
-    if line.startswith("+"):
-        out.append(Text(line, style=ADDED_STYLE))
-    elif line.startswith("-"):
-        out.append(Text(line, style=REMOVED_STYLE))
-    else:
-        out.append(Text(line, style="#9e9e9e"))
+    """What an editing call changed, from its structured patch or its input."""
+    return diff_lines(call_diff(name, params, extra))
 
 
 # what a terminal acts on rather than shows: C0 controls, DEL and the C1 controls (U+009B starts

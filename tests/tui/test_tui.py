@@ -1858,13 +1858,17 @@ def test_codex_patch_calls_render_as_diffs() -> None:
 
 
 def test_a_wrapped_diff_row_continues_beside_its_marker_column() -> None:
-    from threadloom.tui.render import FilledLines, _diff_line
+    from threadloom.core.diffs import DiffLine
+    from threadloom.tui.render import diff_lines
 
-    rows: list[Text] = []
-    _diff_line(rows, "-  const tax = subtotal.amount * rule.rate; // rounded later, in the invoice email")
-    _diff_line(rows, "+  const tax = round(subtotal.amount * rule.rate)")
+    rows = [
+        DiffLine(
+            "removed", "-  const tax = subtotal.amount * rule.rate; // rounded later, in the invoice email"
+        ),
+        DiffLine("added", "+  const tax = round(subtotal.amount * rule.rate)"),
+    ]
     console = Console(width=40, color_system="truecolor")
-    lines = console.render_lines(FilledLines(rows), console.options, pad=False)
+    lines = console.render_lines(diff_lines(rows), console.options, pad=False)
     texts = ["".join(seg.text for seg in line) for line in lines]
     assert texts[0].startswith("-  const tax") and all(len(t) == 40 for t in texts)
     removed = [
