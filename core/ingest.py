@@ -36,8 +36,15 @@ from threadloom.core.adapters.base import (
     open_regular,
     read_regular,
 )
-from threadloom.core.db import FIRST_LOAD_SUFFIX, LIVE_FIRST_LOADS, get_meta, set_meta
-from threadloom.core.ledger import Ledger, replay
+from threadloom.core.db import (
+    FIRST_LOAD_SUFFIX,
+    LIVE_FIRST_LOADS,
+    REBUILD_KEY,
+    get_meta,
+    rebuild_due,
+    set_meta,
+)
+from threadloom.core.ledger import Ledger, ReplayCancelled, rebuild_derived, replay
 from threadloom.core.writer_lock import WriterBusy, writer_lock
 
 # A last line that is not complete JSON waits for its writer; after this long unchanged it is kept
@@ -95,6 +102,8 @@ class Progress:
 
 
 INDEXING = "building the search index"
+# Progress.path while the derived tables are rebuilt after a schema upgrade (files and bytes replayed)
+REBUILDING = "rebuilding sessions from stored records"
 
 
 @dataclass
@@ -361,6 +370,11 @@ def _run_ingest(
 ) -> IngestReport:
     started = time.perf_counter()
     report = IngestReport()
+    # an upgrade's rebuild first: the files read next are placed in sessions that are whole
+    if not rebuild_pending(conn, progress, cancel, started=started):
+        report.cancelled = True
+        report.seconds = round(time.perf_counter() - started, 3)
+        return report
     roots = scan_roots(conn, list(sources), include_defaults, remember)
     report.roots = [str(r) for r in roots]
     plans, snapshots = _plan(conn, roots, report)
@@ -467,6 +481,62 @@ def _run_ingest(
     report.sessions_total = conn.execute("SELECT count(*) FROM agent_sessions").fetchone()[0]
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def rebuild_pending(
+    conn: sqlite3.Connection,
+    progress: Callable[[Progress], None] | None = None,
+    cancel: threading.Event | None = None,
+    *,
+    on_wait: Callable[[str], None] | None = None,
+    started: float | None = None,
+) -> bool:
+    """Rebuild the sessions, turns, tool calls and usage a schema upgrade emptied (see
+    `core.db.rebuild_due`) by replaying every stored record: a minute at 1 GB, which is why
+    opening a database leaves it to this. Returns True when the derived tables are current
+    (nothing was due, or the rebuild is done); False when `cancel` stopped it (nothing changed:
+    it is still due) or it was cancelled while waiting for another writer.
+
+    `progress` gets the phase as ingest Progress with path REBUILDING (files and bytes
+    replayed). The search index is indexed again afterwards (`core.search_index.build`): the
+    replay re-derives the text it covers."""
+    if rebuild_due(conn) is None:
+        return True
+    try:
+        with writer_lock(conn, on_wait=on_wait, cancel=cancel):
+            return _rebuild(conn, progress, cancel, time.perf_counter() if started is None else started)
+    except WriterBusy:
+        return False
+
+
+def _rebuild(
+    conn: sqlite3.Connection,
+    progress: Callable[[Progress], None] | None,
+    cancel: threading.Event | None,
+    started: float,
+) -> bool:
+    if rebuild_due(conn) is None:  # another writer did it while this one waited
+        return True
+    on_step = None
+    if progress is not None:
+
+        def on_step(files_done: int, files_total: int, bytes_done: int, bytes_total: int) -> None:
+            elapsed = time.perf_counter() - started
+            progress(Progress(files_done, files_total, bytes_done, bytes_total, REBUILDING, elapsed))
+
+    try:
+        rebuild_derived(conn, progress=on_step, cancel=cancel)
+    except ReplayCancelled:
+        return False
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        search_index.reset(conn)
+        set_meta(conn, REBUILD_KEY, None)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return True
 
 
 def _enter_fast_load(conn: sqlite3.Connection) -> Path | None:
@@ -813,12 +883,7 @@ def _ingest_file(
                         (file_id,),
                     )
                 }
-                conn.execute(
-                    "INSERT INTO search_fts(search_fts, rowid, content, thinking, tool_text) "
-                    "SELECT 'delete', id, content, thinking, tool_text FROM entries WHERE source_file_id = ? "
-                    "AND id <= ?",
-                    (file_id, index_upto if index_upto is not None else 1 << 62),
-                )
+                search_index.forget_file(conn, file_id, index_upto)
                 conn.execute("DELETE FROM entries WHERE source_file_id = ?", (file_id,))
             elif start > 0 and row[8] is not None and start == row[5] + 1:
                 conn.execute(
@@ -892,11 +957,7 @@ def _ingest_file(
             ledger.flush()
         if index_upto is None and count:
             # the search index follows in the same transaction (a cold bulk load builds it once at the end)
-            conn.execute(
-                "INSERT INTO search_fts(rowid, content, thinking, tool_text) "
-                "SELECT id, content, thinking, tool_text FROM entries WHERE source_file_id = ? AND id >= ?",
-                (file_id, first_new_id),
-            )
+            search_index.add_file(conn, file_id, first_new_id)
         status = "waiting" if waiting else "ok"
         error = (
             "the last line is incomplete; it will be read once its writer finishes it" if waiting else None

@@ -8,7 +8,9 @@ schema bump or a rewritten source file always converges to what a fresh ingest w
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -772,12 +774,28 @@ def _link_side_questions(conn: sqlite3.Connection, touched: set[str]) -> None:
 # ------------------------------------------------------------------ rebuild
 
 
-def rebuild_derived(conn: sqlite3.Connection, sessions: set[str] | None = None) -> set[str]:
-    """Recompute derived tables (all, or for `sessions`) by replaying `entries.raw` in order."""
+class ReplayCancelled(Exception):
+    """A replay stopped between two files because its caller asked; its transaction is undone."""
+
+
+# (files replayed, files to replay, bytes replayed, bytes to replay), after each file
+ReplayProgress = Callable[[int, int, int, int], None]
+
+
+def rebuild_derived(
+    conn: sqlite3.Connection,
+    sessions: set[str] | None = None,
+    *,
+    progress: ReplayProgress | None = None,
+    cancel: threading.Event | None = None,
+) -> set[str]:
+    """Recompute derived tables (all, or for `sessions`) by replaying `entries.raw` in order.
+
+    Raises ReplayCancelled, with nothing changed, when `cancel` is set during the replay."""
     conn.execute("BEGIN")
     try:
         ledger = Ledger(conn)
-        replay(conn, ledger, sessions)
+        replay(conn, ledger, sessions, progress=progress, cancel=cancel)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -785,7 +803,14 @@ def rebuild_derived(conn: sqlite3.Connection, sessions: set[str] | None = None) 
     return ledger.finalize()
 
 
-def replay(conn: sqlite3.Connection, ledger: Ledger, sessions: set[str] | None) -> None:
+def replay(
+    conn: sqlite3.Connection,
+    ledger: Ledger,
+    sessions: set[str] | None,
+    *,
+    progress: ReplayProgress | None = None,
+    cancel: threading.Event | None = None,
+) -> None:
     """Inside the caller's transaction: clear and re-derive the given sessions (None: all)."""
     from threadloom.core.adapters import adapter_for
 
@@ -816,7 +841,16 @@ def replay(conn: sqlite3.Connection, ledger: Ledger, sessions: set[str] | None) 
         # files in the order they were first seen, so a rewritten file keeps its place; which copy of
         # a duplicated record counts is decided by entry id, whatever the replay order
         file_ids = sorted(file_ids_set)
-    for file_id in file_ids:
+    sizes: dict[int, int] = {}
+    if progress is not None:
+        sizes = dict(conn.execute("SELECT id, bytes_ingested FROM source_files"))
+    bytes_total, bytes_done = sum(sizes.get(f) or 0 for f in file_ids), 0
+    for done, file_id in enumerate(file_ids):
+        if cancel is not None and cancel.is_set():
+            raise ReplayCancelled
+        if progress is not None:
+            progress(done, len(file_ids), bytes_done, bytes_total)
+            bytes_done += sizes.get(file_id) or 0
         path, agent, kind, project_key = conn.execute(
             "SELECT path, agent, kind, project_key FROM source_files WHERE id = ?", (file_id,)
         ).fetchone()
@@ -843,3 +877,5 @@ def replay(conn: sqlite3.Connection, ledger: Ledger, sessions: set[str] | None) 
             updates,
         )
         ledger.flush()
+    if progress is not None:
+        progress(len(file_ids), len(file_ids), bytes_total, bytes_total)

@@ -236,11 +236,13 @@ class ThreadloomApp(App[int]):
             from threadloom.core.db import default_db_path
 
             self.db_path = default_db_path()
+        upgrade = False
         if self.db_path.exists():
             self._check_writable()
-            if not self._upgrade_pending():
+            upgrade = self._upgrade_pending()
+            if not upgrade:
                 self._open_database()
-        if not self.ingest_on_start and self.conn is None:  # else on_ready starts the ingest
+        if not self.ingest_on_start and self.conn is None and not upgrade:  # else on_ready starts the worker
             self._open_database()
             self.refresh_panes()
         if not self.main_screen.has_class("-empty"):
@@ -251,6 +253,8 @@ class ThreadloomApp(App[int]):
         otherwise hold the GIL while the archive we already have is being drawn."""
         if self.ingest_on_start and not self.demo:
             self.start_ingest()
+        elif not self.demo and self.conn is None and self._upgrade_pending():
+            self.start_ingest(read_logs=False)  # --no-ingest: the worker only rebuilds the older archive
 
     def _load_keymap(self) -> None:
         path = keymap_path()
@@ -261,13 +265,12 @@ class ThreadloomApp(App[int]):
             self.notify(problem, title="Keymap not applied", severity="warning", timeout=8)
 
     def _upgrade_pending(self) -> bool:
-        """A database of an older schema is rebuilt from its stored records when first opened for
-        writing (a minute or more at 1 GB): the ingest worker does it, with the screen up and saying
-        so, rather than this thread before the first frame."""
-        from threadloom.core.db import SCHEMA_VERSION, stored_version
+        """A database of an older schema has its sessions rebuilt from its stored records (a minute
+        or more at 1 GB): the ingest worker does it, with the screen up and saying so, before the
+        panes read them (with --no-ingest too, reading no logs)."""
+        from threadloom.core.db import upgrade_due
 
-        version = stored_version(self.db_path) if self.db_path is not None else None
-        return bool(self.ingest_on_start and version and version != SCHEMA_VERSION)
+        return bool(self.db_path is not None and not self.read_only and upgrade_due(self.db_path))
 
     def _check_writable(self) -> None:
         """A database the user made read-only (or on a read-only disk) is browsed as it is: no
@@ -561,7 +564,7 @@ class ThreadloomApp(App[int]):
 
     # ------------------------------------------------------------------ ingest
 
-    def start_ingest(self, *, demo_dir: Path | None = None) -> None:
+    def start_ingest(self, *, demo_dir: Path | None = None, read_logs: bool = True) -> None:
         if self.ingesting:
             return
         if self.read_only and demo_dir is None:
@@ -576,17 +579,20 @@ class ThreadloomApp(App[int]):
         self.main_screen.query_one("#ingest-label", Label).update(f"{self._status}…")
         self.main_screen.query_one(ProgressBar).update(total=None, progress=0)
         assert self.db_path is not None
-        sources = list(self.sources)
-        self._ingest_worker(self.db_path, sources, demo_dir)
+        sources = list(self.sources) if read_logs else []
+        self._ingest_worker(self.db_path, sources, demo_dir, read_logs)
 
     @work(thread=True, exclusive=True, group="ingest", exit_on_error=False, description="ingest")
-    def _ingest_worker(self, db_path: Path, sources: list[Path], demo_dir: Path | None) -> IngestReport:
-        """Runs in a thread with its own connection; only messages go back to the interface."""
-        from threadloom.core.db import SCHEMA_VERSION, connect, stored_version
+    def _ingest_worker(
+        self, db_path: Path, sources: list[Path], demo_dir: Path | None, read_logs: bool = True
+    ) -> IngestReport:
+        """Runs in a thread with its own connection; only messages go back to the interface.
+        `read_logs=False`: no source is read, only a pending rebuild done (and the index built)."""
+        from threadloom.core.db import connect, upgrade_due
         from threadloom.core.ingest import IngestReport
         from threadloom.core.writer_lock import WriterBusy, writer_lock
 
-        include_defaults = True
+        include_defaults = read_logs
         if demo_dir is not None:
             from threadloom.core.demo import LONG_SESSION_TURNS, write_demo_archive
 
@@ -606,8 +612,7 @@ class ThreadloomApp(App[int]):
 
         try:
             with writer_lock(db_path, on_wait=waiting, cancel=self.cancel_event):
-                version = stored_version(db_path) if db_path.exists() else None
-                if version and version != SCHEMA_VERSION:
+                if db_path.exists() and upgrade_due(db_path):
                     self.post_message(
                         IngestStatus(
                             "Upgrading the archive for this version of threadloom: sessions, turns and tool calls "
@@ -620,15 +625,9 @@ class ThreadloomApp(App[int]):
 
     def _ingest(self, conn: sqlite3.Connection, sources: list[Path], include_defaults: bool) -> IngestReport:
         """The ingest worker's work, once it is the database's one writer."""
-        from threadloom.core.ingest import run_ingest
+        from threadloom.core.ingest import IngestReport, rebuild_pending, run_ingest
 
         try:
-            # A first load into an empty ledger runs fastest as the database's only writer (no
-            # journal): the panes read it through a read-only connection once the load is under way.
-            first_load = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM entries)").fetchone()[0] == 1
-            self.post_message(
-                IngestStatus("Reading agent logs", database_ready=not first_load, first_load=first_load)
-            )
             last = [0.0]
 
             def progress(p: Progress) -> None:
@@ -636,6 +635,16 @@ class ThreadloomApp(App[int]):
                 if now - last[0] >= 0.05 or p.files_done in (1, p.files_total):  # 1: the panes may read
                     last[0] = now
                     self.post_message(IngestProgressed(p))
+
+            # an older archive's sessions are rebuilt before the panes read them
+            if not rebuild_pending(conn, progress, self.cancel_event):
+                return IngestReport(cancelled=True)
+            # A first load into an empty ledger runs fastest as the database's only writer (no
+            # journal): the panes read it through a read-only connection once the load is under way.
+            first_load = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM entries)").fetchone()[0] == 1
+            self.post_message(
+                IngestStatus("Reading agent logs", database_ready=not first_load, first_load=first_load)
+            )
 
             report = run_ingest(
                 conn,
