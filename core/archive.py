@@ -219,6 +219,7 @@ def _walk(dest: Path, folders: tuple[str, ...], *, create: bool) -> _Folder | No
         for i, name in enumerate(folders):
             if create:
                 folder.mkdir(name)
+            fd: int | None
             try:
                 fd = folder.open(name, os.O_RDONLY | _DIRECTORY)
             except FileNotFoundError:
@@ -272,6 +273,7 @@ def _already_there(dest: Path, parts: tuple[str, ...], data: bytes) -> bool:
 def _write_new(dest: Path, parts: tuple[str, ...], data: bytes) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     folder = _walk(dest, parts[:-1], create=True)
+    assert folder is not None  # with create=True every folder on the way is made
     try:
         fd = folder.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY)
     except OSError as exc:  # something appeared there since it was checked
@@ -322,7 +324,7 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
             continue
         report.files_checked += 1
         bad = 0
-        first_bad = None
+        first_bad: tuple[int, int, int] | None = None
         with _stored_records():
             for offset, line_number, raw, newline in conn.execute(
                 "SELECT byte_offset, line_number, raw, newline FROM entries WHERE source_file_id = ? "
@@ -336,7 +338,7 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
                     bad += 1
                     if first_bad is None:
                         first_bad = (line_number, offset, len(raw))
-        if bad:
+        if first_bad is not None:
             line, offset, length = first_bad
             report.mismatches.append(
                 f"{path}: {bad} record(s) differ from the stored bytes; first at line {line} "

@@ -440,15 +440,20 @@ def _read_event(msg: MessageRow, obj: dict[str, Any]) -> None:
 
 
 def tool_result_extra(conn: sqlite3.Connection, call: ToolCallRow) -> Any:
-    """The tool's own structured result (`toolUseResult`): patches, exit codes, agent stats.
+    """The tool's own structured result (Claude Code's `toolUseResult`): patches, exit codes, agent
+    stats, as the agent's adapter reads it (`Adapter.tool_result_extra`).
 
     Read from the call's own result record: its tool id alone may name calls of other sessions."""
+    from threadloom.core.adapters import ADAPTERS
+
     if call.result_entry_id is None:
         return None
-    row = conn.execute("SELECT raw FROM entries WHERE id = ?", (call.result_entry_id,)).fetchone()
-    if not row:
-        return None
-    return _loads(row[0]).get("toolUseResult")
+    row = conn.execute(
+        "SELECT e.raw, s.source FROM entries e LEFT JOIN agent_sessions s ON s.id = e.session_id WHERE e.id = ?",
+        (call.result_entry_id,),
+    ).fetchone()
+    adapter = ADAPTERS.get(row[1]) if row and row[1] else None
+    return adapter.tool_result_extra(_loads(row[0])) if adapter is not None else None
 
 
 def _loads(raw: bytes | None) -> dict[str, Any]:

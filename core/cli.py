@@ -143,6 +143,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print a JSON list of hits")
 
     p = sub.add_parser(
+        "export",
+        help="write a session as Markdown, a self-contained HTML page, or JSON",
+        description="Write a session to hand to someone else: Markdown (tool calls in <details>), "
+        "one HTML file that needs no network (collapsible tool calls, diffs, highlighted code, "
+        "subagents nested under the call that started them), or JSON (normalized messages plus "
+        "the raw records). A session that was rewound exports the branch the agent continued "
+        "unless --branch picks another.",
+    )
+    _db_arg(p)
+    p.add_argument("session", help="session id, unique prefix, or the agent's own id")
+    p.add_argument("--format", "-f", choices=("md", "html", "json"), default="md", help="default: md")
+    p.add_argument(
+        "-o", "--output", metavar="PATH", type=Path, help="write to PATH (default: standard output)"
+    )
+    p.add_argument("--force", action="store_true", help="replace PATH if it exists")
+    p.add_argument("--branch", type=int, metavar="N", help="the branch to export (numbers: see the error)")
+    p.add_argument(
+        "--redact",
+        action="store_true",
+        help="mask secrets (API keys and tokens of the common providers, bearer headers, private "
+        "keys, .env-style assignments) and say how many were masked",
+    )
+
+    p = sub.add_parser(
         "fork",
         help="write a fork of a conversation at a message; print the command to continue it",
         description="Fork a conversation at a message. For Claude Code threadloom writes a new "
@@ -261,7 +285,7 @@ def _search_help() -> str:
 
 # the commands that only read the database: opened read-only (never written, its mode never
 # changed), and what they print goes through `_PrintableStream`
-READ_COMMANDS = frozenset({"sessions", "show", "search", "verify", "restore", "sources"})
+READ_COMMANDS = frozenset({"sessions", "show", "search", "verify", "restore", "sources", "export"})
 
 
 def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace], int] | None = None) -> int:
@@ -282,6 +306,7 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
             "ingest": cmd_ingest,
             "sessions": cmd_sessions,
             "show": cmd_show,
+            "export": cmd_export,
             "verify": cmd_verify,
             "restore": cmd_restore,
             "sources": cmd_sources,
@@ -388,7 +413,7 @@ class _PrintableStream:
         return getattr(self.unfiltered, name)
 
 
-def _connect(args: argparse.Namespace, *, rebuild: bool = True):
+def _connect(args: argparse.Namespace, *, rebuild: bool = True) -> sqlite3.Connection:
     from threadloom.core import db
 
     conn = db.connect(args.db)
@@ -396,7 +421,7 @@ def _connect(args: argparse.Namespace, *, rebuild: bool = True):
     return conn
 
 
-def _open_for_reading(args: argparse.Namespace):
+def _open_for_reading(args: argparse.Namespace) -> sqlite3.Connection:
     from threadloom.core import db
 
     conn = db.open_for_reading(args.db)
@@ -404,7 +429,7 @@ def _open_for_reading(args: argparse.Namespace):
     return conn
 
 
-def _rebuild_if_due(args: argparse.Namespace, conn, *, rebuild: bool = True) -> None:
+def _rebuild_if_due(args: argparse.Namespace, conn: sqlite3.Connection, *, rebuild: bool = True) -> None:
     """An older database's sessions are rebuilt from its stored records before a command reads
     them (not half-empty tables): say so before the wait. `rebuild=False`: the caller's ingest
     does it, as the first phase of its progress."""
@@ -704,6 +729,49 @@ def cmd_show(args: argparse.Namespace) -> int:
     with console.capture() as captured:
         render_session(console, conn, session, expand_subagents=not args.no_subagents)
     sys.stdout.writelines(line.rstrip() + "\n" for line in captured.get().splitlines())
+    return 0
+
+
+# ---------------------------------------------------------------------- export
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from threadloom.core.export import ExportError, export_session
+    from threadloom.core.query import resolve_session
+
+    conn = _open_for_reading(args)
+    session = resolve_session(conn, args.session)
+    try:
+        done = export_session(conn, session, args.format, branch=args.branch, redact=args.redact)
+    except ExportError as exc:
+        print(f"threadloom: {exc}", file=sys.stderr)
+        return 2
+    what = f"{done.messages} messages" + (f", {done.subagents} subagents" if done.subagents else "")
+    if done.branch is not None:
+        what += f", branch {done.branch.number} of {done.branches}: --branch N exports another"
+    said = [what] + ([done.redactor.summary()] if args.redact else [])
+    if args.output is None:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(done.data)  # already clean: escaped HTML/JSON, no control characters
+        sys.stdout.buffer.flush()
+        if args.redact or done.branch is not None:
+            print(f"threadloom: {'; '.join(said)}", file=sys.stderr)
+        return 0
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if args.force else os.O_EXCL)
+    try:
+        fd = os.open(args.output, flags, 0o644)
+    except FileExistsError:
+        print(
+            f"threadloom: {args.output} exists; choose another path or add --force to replace it",
+            file=sys.stderr,
+        )
+        return 1
+    except OSError as exc:
+        print(f"threadloom: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    with os.fdopen(fd, "wb") as f:
+        f.write(done.data)
+    print(f"threadloom: wrote {args.output} ({'; '.join(said)})", file=sys.stderr)
     return 0
 
 

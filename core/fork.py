@@ -11,6 +11,11 @@ with O_EXCL and mode 0600 in Claude Code's own project folder for the session's 
 For Codex a legacy rollout is cut at a turn and written as a new thread (FORK.md §2.3 recipe C).
 A command that resumes a session needs its transcript where the agent looks: when it is not
 there (read from elsewhere, or deleted by the agent), the plan carries a restore step.
+
+What differs per agent is asked of its adapter, never of its name: its resume command
+(`Adapter.resume_command`), the shape of its ids, and its `fork_style`, which names the machinery
+here (`STYLES`) that writes its forks and restores its transcripts (it reads the store, which
+adapters never import).
 """
 
 from __future__ import annotations
@@ -20,11 +25,15 @@ import re
 import shlex
 import sqlite3
 import uuid as uuidlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
+from threadloom.core.adapters import ADAPTERS
+from threadloom.core.adapters.base import Adapter, ForkError, ResumeTarget  # adapters raise ForkError too
+from threadloom.core.adapters.base import checked_id as _checked_id
 from threadloom.core.text import one_line, readable
 
 TRANSCRIPT_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
@@ -34,25 +43,12 @@ WORKTREE_NOTE = (
 )
 
 
-class ForkError(RuntimeError):
-    """A fork that cannot be made as asked; the message says why and what can be done."""
-
-
 # ---------------------------------------------------------------------- commands
 # Every value of a printed command that comes from a log (ids, folders) is untrusted: logs arrive
-# from backups and from other people. Ids must have the shape their agent writes; every word is
-# quoted; a folder goes into `cd` only when it is an absolute path without control characters.
+# from backups and from other people. Ids must have the shape their agent writes (its adapter's
+# `id_shape`); every word is quoted; a folder goes into `cd` only when it is an absolute path
+# without control characters.
 
-UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-# gemini-cli's own rule for `--session-id` (its generated ids are UUIDs), minus a leading "-" that reads as an option
-GEMINI_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
-# the other agents' ids (OpenCode `ses_…`, Cline's ms-epoch or UUID, cursor-agent's UUID): one word, never an option
-PLAIN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._:-]*")
-ID_SHAPES: dict[str, tuple[re.Pattern[str], str]] = {
-    "claude-code": (UUID, "a UUID"),
-    "codex": (UUID, "a UUID"),
-    "gemini": (GEMINI_ID, "made of letters, digits, '-' and '_'"),
-}
 # C0/C1 controls but tab and newline (which quoting keeps literal), and bidi overrides: printed, they
 # would drive the terminal or hide part of the command
 UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -61,13 +57,8 @@ WINDOWS_ABSOLUTE = re.compile(r"[A-Za-z]:[\\/]|\\\\")
 
 def checked_id(agent: str, value: object, what: str = "session id") -> str:
     """`value` if it has the shape `agent` gives its ids; else ForkError, so that no command carries it."""
-    pattern, shape = ID_SHAPES.get(agent, (PLAIN_ID, "made of letters, digits and . _ : -"))
-    if isinstance(value, str) and pattern.fullmatch(value):
-        return value
-    raise ForkError(
-        f"the {what} {repr(value)[:80]} in this {agent} log is not {shape}, as {agent} writes it; "
-        "threadloom puts no such value in a command (the log may be damaged or crafted)"
-    )
+    adapter = ADAPTERS.get(agent)
+    return adapter.checked_id(value, what) if adapter is not None else _checked_id(agent, value, what)
 
 
 def shell_command(argv: list[str]) -> str:
@@ -162,7 +153,7 @@ class RestoreStep:
     def question(self) -> str:
         """What a user is asked before the files are written."""
         return (
-            f"The transcript is not where {_PROGRAM.get(self.agent, self.agent)} looks for it ({self.reason}). "
+            f"The transcript is not where {_program(self.agent)} looks for it ({self.reason}). "
             f"Restore it to {self.folder}? ({len(self.files)} file{'s' if len(self.files) != 1 else ''}, "
             "nothing is overwritten)"
         )
@@ -171,7 +162,9 @@ class RestoreStep:
         return {"folder": self.folder, "reason": self.reason, "files": self.files}
 
 
-_PROGRAM = {"claude-code": "claude", "codex": "codex"}
+def _program(agent: str) -> str:
+    adapter = ADAPTERS.get(agent)
+    return adapter.program if adapter is not None else agent
 
 
 @dataclass
@@ -190,6 +183,9 @@ class ForkPlan:
     records: int = 0  # conversation records the written fork holds
     tool_calls: int = 0  # tool calls the written fork holds (each with its result)
     restore: RestoreStep | None = None  # to do first: the command finds nothing until then
+    # the fork keeps the chosen point's branch of the conversation (its records, under a new title)
+    # rather than the session's lines up to it
+    branch: bool = False
 
     def as_dict(self) -> dict:
         return {
@@ -284,7 +280,8 @@ def fork_messages(conn: sqlite3.Connection, session_id: str, turn_ids: list[str]
     from threadloom.core.render import tool_summary
 
     agent = conn.execute("SELECT source FROM agent_sessions WHERE id = ?", (session_id,)).fetchone()
-    exact = agent is not None and agent[0] == "claude-code"
+    style = _style(ADAPTERS.get(agent[0]) if agent is not None else None)
+    exact = style is not None and style.exact
     rows = conn.execute(
         "SELECT id, turn_id, uuid, role, entry_type, subtype, is_meta, content, thinking, timestamp, message_id, "
         "CASE WHEN role = 'user' AND instr(substr(raw, 1, 2048), ?) > 0 THEN raw END "
@@ -525,7 +522,7 @@ def _needs_restore(plan: ForkPlan, step: RestoreStep | None) -> ForkPlan:
     """Attach a restore step to a plan, with the note that says what it is and how to do it."""
     if step is not None:
         plan.restore = step
-        program = _PROGRAM.get(step.agent, step.agent)
+        program = _program(step.agent)
         why = f"{program} deleted it" if step.gone else "it was read from a folder the agent does not look in"
         plan.notes.insert(
             0,
@@ -766,48 +763,68 @@ def plan_fork(
     the source was read from."""
     entry_id, session_id, uuid = resolve_entry(conn, entry_ref)
     sid, agent, title, project_path, is_subagent, kind = _session_row(conn, session_id)
+    adapter = _adapter(agent)
     turn_row = conn.execute("SELECT turn_id, parent_uuid FROM entries WHERE id = ?", (entry_id,)).fetchone()
     is_prompt = uuid is not None and turn_row is not None and uuid == turn_row[0]
-    if prompt is not None and is_prompt and agent in ("claude-code", "codex"):
+    if prompt is not None and is_prompt and adapter.forks_before_prompt:
         before = True  # "edit this message": keep what came before it, send the new text instead
     if before and not is_prompt:
         raise ForkError(
             "only a prompt can be forked before (to edit and resend it); fork at the message before it "
             "instead"
         )
-    if agent == "codex":
-        return _codex_fork_plan(
-            conn, sid, entry_id, before=before, prompt=prompt, new_session_id=new_session_id, now=now
-        )
-    if before and agent != "claude-code":
+    if before and not adapter.forks_before_prompt:
         raise ForkError(
             f"forking before a prompt is for Claude Code and Codex sessions; fork this {agent} session at "
             "the message before it"
         )
-    if agent == "gemini":
-        return _gemini_fork_plan(conn, sid, entry_id, now=now)
-    if agent == "aider":
-        return _aider_fork_plan(conn, sid, entry_id)
-    if agent in ("opencode", "opencode-db", "cursor-agent", "cline"):
-        plan = resume_plan(conn, sid, fork_at_end=agent.startswith("opencode"))
-        plan.action = "fork"
-        plan.notes.insert(
-            0,
-            f"{agent} cannot be started at a chosen point from outside; this is the closest command: "
-            + (
-                "it copies the whole session, then step back inside it."
-                if agent.startswith("opencode")
-                else "it resumes the whole session."
-            ),
-        )
-        return plan
-    if agent != "claude-code":
+    style = _style(adapter)
+    if style is None:
         raise ForkError(
             f"forking {agent} sessions at a point is not supported yet; `threadloom resume {sid}` resumes it"
         )
+    at = ForkAt(
+        entry_id,
+        uuid,
+        sid,
+        agent,
+        title,
+        project_path,
+        bool(is_subagent),
+        turn_row[1] if turn_row else None,
+        before,
+        prompt,
+        new_session_id,
+        now,
+    )
+    return style.plan(conn, at)
+
+
+@dataclass(frozen=True, slots=True)
+class ForkAt:
+    """A fork asked for: the chosen record, its session, and how to fork there."""
+
+    entry_id: int
+    uuid: str | None
+    sid: str
+    agent: str
+    title: str | None
+    project_path: str | None
+    is_subagent: bool
+    prompt_parent: str | None  # the chosen record's parent: where a fork before a prompt ends
+    before: bool
+    prompt: str | None
+    new_session_id: str | None
+    now: datetime | None
+
+
+def _claude_fork_plan(conn: sqlite3.Connection, at: ForkAt) -> ForkPlan:
+    """Claude Code's chain cut (FORK.md §1.5 Recipe A): see `plan_fork`."""
+    sid, agent, title, project_path, is_subagent = at.sid, at.agent, at.title, at.project_path, at.is_subagent
+    before, prompt, uuid, now = at.before, at.prompt, at.uuid, at.now
     notes: list[str] = []
     if before:
-        cut = turn_row[1]
+        cut = at.prompt_parent
         if cut is None:
             return _fresh_start(conn, sid, prompt)
         notes.append(
@@ -820,7 +837,7 @@ def plan_fork(
         cut = uuid
     records = _records(conn, sid)
     chosen = _answered_only(select_chain(records, cut, keep_sidechains=bool(is_subagent)), notes)
-    new_sid = checked_id(agent, new_session_id or str(uuidlib.uuid4()), "new session id")
+    new_sid = checked_id(agent, at.new_session_id or str(uuidlib.uuid4()), "new session id")
     external_src = sid.split(":", 1)[0] if is_subagent else sid
     # the folder the session was started in, not where its shell was last: Claude Code finds a
     # session only from that folder (and its picker files the fork by its first line's cwd)
@@ -889,6 +906,7 @@ def plan_fork(
         lines=lines,
         records=len(kept),
         tool_calls=tool_calls,
+        branch=True,
     )
 
 
@@ -938,7 +956,8 @@ def write_fork(plan: ForkPlan) -> Path:
     if plan.path is None:
         raise ForkError("this plan writes no file")
     path = Path(plan.path)
-    if plan.agent in ("claude-code", "codex"):
+    style = _style(ADAPTERS.get(plan.agent))
+    if style is not None and style.makes_folder:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     elif not path.parent.is_dir():
         raise ForkError(f"the folder {path.parent} no longer exists; restore or recreate it first")
@@ -953,7 +972,8 @@ def native_fork_plan(
 ) -> ForkPlan:
     """FORK.md Recipe B: Claude Code forks itself in print mode, truncated at the point, with a new prompt."""
     plan = plan_fork(conn, entry_ref, prompt=prompt, before=before)
-    if plan.agent != "claude-code":
+    adapter = _adapter(plan.agent)
+    if not adapter.forks_natively:
         raise ForkError(
             f"only Claude Code forks itself with a new prompt; fork this {plan.agent} session without "
             "--native and type the prompt in the new session"
@@ -962,29 +982,15 @@ def native_fork_plan(
         plan.action = "fork-prompt"
         return plan
     row = _session_row(conn, plan.source_session_id)
-    if row[4]:
-        raise ForkError(
-            "Claude Code cannot fork a subagent's conversation itself; fork it without --native "
-            "(threadloom writes the fork as a new main session)"
-        )
-    sid = checked_id(plan.agent, plan.source_session_id)
-    point = checked_id(plan.agent, plan.fork_point, "message uuid")
     cwd = row[3] or plan.cwd  # where the source is found: the folder the session was started in
-    notes = ["Runs one model turn with your prompt (print mode), then opens the new session; needs jq."]
-    fork = shell_command(
-        [
-            "claude",
-            "-p",
-            "--resume",
-            sid,
-            "--fork-session",
-            f"--resume-session-at={point}",
-            "--output-format",
-            "json",
-            *_prompt_words(prompt),
-        ]
+    target = ResumeTarget(
+        plan.agent, plan.source_session_id, plan.source_session_id, cwd, plan.git_branch, bool(row[4])
     )
-    cmd = in_folder(cwd, f'NEW=$({fork} | jq -r .session_id) && claude --resume "$NEW"', notes)
+    fork_words, open_words = adapter.native_fork_commands(target, plan.fork_point, _prompt_words(prompt))
+    sid, point = target.session_id, plan.fork_point
+    notes = ["Runs one model turn with your prompt (print mode), then opens the new session; needs jq."]
+    fork = shell_command(fork_words)
+    cmd = in_folder(cwd, f'NEW=$({fork} | jq -r .session_id) && {shell_command(open_words)} "$NEW"', notes)
     notes.append(
         WORKTREE_NOTE + (f" Recorded git branch then: {plan.git_branch}." if plan.git_branch else "")
     )
@@ -998,7 +1004,7 @@ def native_fork_plan(
         git_branch=plan.git_branch,
         notes=notes,
     )
-    return _needs_restore(native, claude_restore_step(conn, sid, cwd))
+    return _needs_restore(native, _restore_step(conn, adapter, target))
 
 
 def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool = False) -> ForkPlan:
@@ -1021,52 +1027,23 @@ def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool 
     external = conn.execute(
         "SELECT COALESCE(external_id, id) FROM agent_sessions WHERE id = ?", (sid,)
     ).fetchone()[0]
-    notes: list[str] = []
-    restore = None
-    if agent == "codex":
-        if fork_at_end:
-            command = in_folder(cwd, shell_command(["codex", "fork", checked_id(agent, external)]), notes)
-        else:
-            folder = usable_folder(cwd, notes)
-            command = shell_command(
-                ["codex", "resume", checked_id(agent, external)] + (["-C", folder] if folder else [])
-            )
-        restore = codex_restore_step(conn, sid, external)
-    elif agent == "gemini":
-        if fork_at_end:
-            return _gemini_fork_plan(conn, sid, None)
-        command = in_folder(cwd, shell_command(["gemini", "--resume", checked_id(agent, external)]), notes)
-    elif is_subagent:
+    adapter = _adapter(agent)
+    style = _style(adapter)
+    if fork_at_end and style is not None and style.at_end is not None:
+        return style.at_end(conn, sid)
+    if is_subagent and not adapter.resumes_subagents:
         raise ForkError(
             "a subagent cannot be resumed on its own; fork it at a point instead (threadloom fork)"
         )
-    elif agent == "claude-code":
-        argv = ["claude", "--resume", checked_id(agent, sid)] + (["--fork-session"] if fork_at_end else [])
-        command = in_folder(cwd, shell_command(argv), notes)
-        restore = claude_restore_step(conn, sid, cwd)
-    elif agent in ("opencode", "opencode-db"):
-        argv = ["opencode", "-s", checked_id(agent, external)] + (["--fork"] if fork_at_end else [])
-        command = in_folder(cwd, shell_command(argv), notes)
-    elif agent == "cursor-agent":
-        if fork_at_end:
-            raise ForkError(
-                "cursor-agent has no fork; `threadloom resume` gives the command that resumes the chat"
-            )
-        command = in_folder(cwd, shell_command(["agent", "--resume", checked_id(agent, external)]), notes)
-    elif agent == "aider":
-        if fork_at_end:
-            raise ForkError("Aider has no sessions to fork; fork at a point writes a history copy instead")
-        command = in_folder(cwd, shell_command(["aider", "--restore-chat-history"]), notes)
-    elif agent == "cline" and not fork_at_end:
-        command = in_folder(cwd, shell_command(["cline", "--id", checked_id(agent, external)]), notes)
+    target = ResumeTarget(agent, sid, external, cwd, branch, bool(is_subagent))
+    words = adapter.resume_command(target, fork=fork_at_end)
+    notes = list(words.notes)
+    if words.folder_option:
+        folder = usable_folder(cwd, notes)
+        command = shell_command(words.argv + ([words.folder_option, folder] if folder else []))
     else:
-        raise ForkError(_NO_COMMAND.get(agent, f"threadloom has no resume command for {agent} sessions"))
+        command = in_folder(cwd, shell_command(words.argv), notes)
     notes.append(WORKTREE_NOTE + (f" Recorded git branch then: {branch}." if branch else ""))
-    if agent == "cline":
-        notes.insert(
-            0,
-            "`cline --id` resumes Cline CLI sessions; tasks of the VS Code extension resume from its History view.",
-        )
     plan = ForkPlan(
         action="fork-end" if fork_at_end else "resume",
         agent=agent,
@@ -1076,16 +1053,43 @@ def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool 
         git_branch=branch,
         notes=notes,
     )
-    return _needs_restore(plan, restore)
+    return _needs_restore(plan, _restore_step(conn, adapter, target))
 
 
-_NO_COMMAND = {
-    "cursor": "Cursor IDE chats can only be reopened from Cursor's own chat history; no command opens one",
-    "roo-code": "Roo Code tasks resume from the extension's History view (open History, pick the task, Resume)",
-    "kilo-code": "Kilo Code tasks resume from the extension's History view (open History, pick the task, Resume)",
-    "amazon-q": "Amazon Q /save files are not resumable; `q chat` starts a new conversation",
-    "amazon-q-db": "Amazon Q conversations resume with `q chat --resume` from the same folder",
-}
+def _adapter(agent: str) -> Adapter:
+    """The adapter whose capabilities say what can be done with this agent's sessions."""
+    adapter = ADAPTERS.get(agent)
+    if adapter is None:
+        raise ForkError(f"threadloom has no resume command for {agent} sessions")
+    return adapter
+
+
+def _style(adapter: Adapter | None) -> ForkStyle | None:
+    """The machinery that forks the sessions of this adapter's agent (None: it cannot be forked)."""
+    return STYLES.get(adapter.fork_style) if adapter is not None and adapter.fork_style else None
+
+
+def _restore_step(conn: sqlite3.Connection, adapter: Adapter, target: ResumeTarget) -> RestoreStep | None:
+    """What must be written back before the agent's command finds `target` (None: nothing)."""
+    style = _style(adapter)
+    return style.restore(conn, target) if style is not None and style.restore is not None else None
+
+
+def _whole_session_plan(conn: sqlite3.Connection, at: ForkAt, *, copy: bool) -> ForkPlan:
+    """The closest an agent that cannot start at a point comes: a copy of the whole session
+    (`copy`), or the session resumed."""
+    plan = resume_plan(conn, at.sid, fork_at_end=copy)
+    plan.action = "fork"
+    plan.notes.insert(
+        0,
+        f"{at.agent} cannot be started at a chosen point from outside; this is the closest command: "
+        + (
+            "it copies the whole session, then step back inside it."
+            if copy
+            else "it resumes the whole session."
+        ),
+    )
+    return plan
 
 
 def _aider_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int) -> ForkPlan:
@@ -1371,3 +1375,52 @@ def _gemini_fork_plan(
         cwd=cwd,
         notes=notes,
     )
+
+
+# ---------------------------------------------------------------------- forking, by the adapter's fork_style
+
+
+@dataclass(frozen=True, slots=True)
+class ForkStyle:
+    """How threadloom forks the sessions of the agents that declare this `fork_style`, and where
+    their transcripts must be for a command to find them. It lives here, not with the adapter,
+    because it reads the store."""
+
+    plan: Callable[[sqlite3.Connection, ForkAt], ForkPlan]  # the fork at a chosen record
+    exact: bool = False  # a fork can end at any message (not only at the end of a turn)
+    makes_folder: bool = False  # the fork is written into the agent's own folders, made when missing
+    # the fork at the end of a session is written like any other (the agent has no fork of its own)
+    at_end: Callable[[sqlite3.Connection, str], ForkPlan] | None = None
+    # what must be written back before the agent's resume command finds the session
+    restore: Callable[[sqlite3.Connection, ResumeTarget], RestoreStep | None] | None = None
+
+
+STYLES: dict[str, ForkStyle] = {
+    "claude-chain": ForkStyle(
+        _claude_fork_plan,
+        exact=True,
+        makes_folder=True,
+        restore=lambda conn, t: claude_restore_step(conn, t.session_id, t.cwd),
+    ),
+    "codex-rollout": ForkStyle(
+        lambda conn, at: _codex_fork_plan(
+            conn,
+            at.sid,
+            at.entry_id,
+            before=at.before,
+            prompt=at.prompt,
+            new_session_id=at.new_session_id,
+            now=at.now,
+        ),
+        makes_folder=True,
+        restore=lambda conn, t: codex_restore_step(conn, t.session_id, t.external_id),
+    ),
+    "gemini-session-file": ForkStyle(
+        lambda conn, at: _gemini_fork_plan(conn, at.sid, at.entry_id, now=at.now),
+        at_end=lambda conn, sid: _gemini_fork_plan(conn, sid, None),
+    ),
+    "aider-history": ForkStyle(lambda conn, at: _aider_fork_plan(conn, at.sid, at.entry_id)),
+    # agents that cannot be started at a point: the whole session, copied or resumed
+    "whole-session-copy": ForkStyle(lambda conn, at: _whole_session_plan(conn, at, copy=True)),
+    "whole-session-resume": ForkStyle(lambda conn, at: _whole_session_plan(conn, at, copy=False)),
+}

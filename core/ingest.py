@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import orjson
 from threadloom.core import search_index
@@ -376,11 +376,7 @@ def _run_ingest(
                 )
             try:
                 added, nbytes = _ingest_file(conn, ledger, plan, undo_by_delete=fast_marker is not None)
-                if (
-                    added
-                    and plan.ref.kind == "document"
-                    and getattr(plan.adapter, "decode", None) is not None
-                ):
+                if added and plan.ref.kind == "document" and plan.adapter.decodes:
                     added += _ingest_decoded(conn, ledger, plan, fast_marker is not None)
                 report.records_added += added
                 report.bytes_read += nbytes
@@ -645,11 +641,11 @@ def _known_row(conn: sqlite3.Connection, path: str) -> tuple | None:
 def _stat(adapter: Adapter, path: str) -> os.stat_result:
     """The file's stat; for sources with side files (a database's WAL) their change counts too."""
     st = os.stat(path)
-    extra = getattr(adapter, "stat_paths", None)
-    if extra is None:
+    extra = adapter.stat_paths(Path(path))
+    if not extra:
         return st
     size, mtime = st.st_size, st.st_mtime_ns
-    for side in extra(Path(path)):
+    for side in extra:
         try:
             side_st = os.stat(side)
         except OSError:
@@ -799,15 +795,14 @@ def _read_database(conn: sqlite3.Connection, plan: _Plan) -> _Read | None:
 def _read_document(conn: sqlite3.Connection, plan: _Plan, f: BinaryIO) -> _Read | None:
     """A file its agent rewrites whole (a JSON document): read whole, and stored again only when
     its bytes changed, not merely its mtime."""
-    ref, adapter, st, row = plan.ref, plan.adapter, plan.stat, plan.row
+    adapter, st, row = plan.adapter, plan.stat, plan.row
     data = f.read(max(0, st.st_size))
     new_hash = hashlib.sha256(data).hexdigest()[:32]
     if row is not None and row[7] == new_hash:
         _touch(conn, row[1], st)
         return None
-    split = getattr(adapter, "split", None)
     try:
-        records = split(data) if split is not None else _split(data, 0, 0, ref, adapter, st)[0]
+        records = adapter.split(data)
     except SourceIncomplete:
         if time.time() - st.st_mtime < STALE_TAIL_SECONDS:
             _mark_waiting(conn, plan)
@@ -879,7 +874,9 @@ def _store(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, read: _Read, u
         file_id, affected = _prepare_source_file(conn, plan, read, index_upto)
         ctx = FileContext(ref.path, ref.kind, ref.project_key)
         ctx.session_of_uuid = lambda uuid: _session_of_uuid(conn, file_id, uuid)
-        ledger.begin_file(file_id, keep_tool_io=not getattr(adapter, "tool_io_in_record", False))
+        ledger.begin_file(
+            file_id, keep_tool_io=not adapter.tool_io_in_record, kept_inputs=adapter.kept_inputs
+        )
         # records of a file read again whole are placed by the replay of their sessions below
         replace = read.rewrite and row is not None
         writer = EntryWriter(conn, ledger, file_id, place=not replace)
@@ -1013,7 +1010,7 @@ def entry_row(
     turn_id: str | None,
     dup_of: int | None,
     sha256: Callable[[bytes], hashlib._Hash] = hashlib.sha256,
-) -> tuple:
+) -> tuple[Any, ...]:
     """One entries row, its values in ENTRY_COLUMNS order (a test holds each to its column's
     name). Written out rather than read off by name: this runs for every record, and an
     attrgetter over the record's fields cost twice as much."""

@@ -14,11 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
+from typing import Any
 
 import orjson
 from threadloom.core.adapters.base import FileContext, RawRecord, Record, normalized
-from threadloom.core.adapters.claude import is_bare_command, prompt_title
 from threadloom.core.db import TITLE_TYPES_SQL
+from threadloom.core.text import is_bare_command, prompt_title
 
 SESSION_COLUMNS = (
     "id",
@@ -81,11 +82,6 @@ SESSION_INFO_FIELDS = (
     "spawn_key",
     "parent_message_id",
 )
-# tools that start a subagent whose first prompt is the tool's prompt parameter
-SPAWN_TOOLS = "'Task', 'Agent', 'newTask', 'new_task'"
-# tools whose input the ledger reads itself (to link and describe subagents): stored even when the
-# adapter can re-read inputs from their records
-PARAMS_KEPT = frozenset({"Task", "Agent", "newTask", "new_task", "Workflow"})
 # a session's naming records, found through the partial index ix_entries_titles
 TITLES_SQL = (
     "SELECT entry_type, content FROM entries WHERE session_id = ? AND content IS NOT NULL "
@@ -166,14 +162,14 @@ class SessionState:
     loaded_from_db: bool = False
     probe_dups: bool = False
     bare_first: bool = False
-    uuids: dict[str, tuple[int, tuple]] = field(default_factory=dict)
+    uuids: dict[str, tuple[int, tuple[Any, ...]]] = field(default_factory=dict)
     uuid_turn: dict[str, str | None] = field(default_factory=dict)
 
     @classmethod
-    def from_row(cls, row: tuple) -> SessionState:
+    def from_row(cls, row: tuple[Any, ...]) -> SessionState:
         return cls(**dict(zip(SESSION_COLUMNS, row, strict=True)))
 
-    def row(self) -> tuple:
+    def row(self) -> tuple[Any, ...]:
         return _session_row(self)
 
 
@@ -195,7 +191,7 @@ class TurnState:
     child_count: int
     last_entry_uuid: str | None
 
-    def row(self) -> tuple:
+    def row(self) -> tuple[Any, ...]:
         return _turn_row(self)
 
 
@@ -219,7 +215,7 @@ class PendingToolCall:
     result_entry_id: int | None = None
     child_agent_id: str | None = None
 
-    def row(self) -> tuple:
+    def row(self) -> tuple[Any, ...]:
         return _tool_call_row(self)
 
 
@@ -250,7 +246,7 @@ class PendingUsage:
             self.session_id, self.turn_id = other.session_id, other.turn_id
         self.is_sidechain = min(self.is_sidechain, other.is_sidechain)
 
-    def row(self) -> tuple:
+    def row(self) -> tuple[Any, ...]:
         return _usage_row(self)
 
 
@@ -272,10 +268,11 @@ class Ledger:
         self.summaries_added = False
         self._file_id: int | None = None
         self._keep_tool_io = True
+        self._kept_inputs: frozenset[str] = frozenset()
         # new calls by (session, tool id): sessions repeat each other's tool ids (forks, side questions),
         # each keeps its own; a result met in the same file fills its call in place (one INSERT, no UPDATE)
         self._tool_inserts: dict[tuple[str, str], PendingToolCall] = {}
-        self._tool_updates: list[tuple] = []
+        self._tool_updates: list[tuple[Any, ...]] = []
         self._usage: dict[str, PendingUsage] = {}  # by message id: streaming chunks merged before the upsert
         self.pending_sessions: set[str] = set()
         self._eid = 0
@@ -286,12 +283,15 @@ class Ledger:
 
     # -------------------------------------------------------------- per file
 
-    def begin_file(self, source_file_id: int, keep_tool_io: bool = True) -> None:
+    def begin_file(
+        self, source_file_id: int, keep_tool_io: bool = True, kept_inputs: frozenset[str] = frozenset()
+    ) -> None:
         """`keep_tool_io=False`: the file's adapter can re-read a tool call's input and result from
-        their records (`tool_io_in_record`), so `params_json` (but for PARAMS_KEPT) and
-        `result_json` stay NULL rather than copying them."""
+        their records (`tool_io_in_record`), so `params_json` (but for the tools in `kept_inputs`,
+        whose input the ledger reads itself) and `result_json` stay NULL rather than copying them."""
         self._file_id = source_file_id
         self._keep_tool_io = keep_tool_io
+        self._kept_inputs = kept_inputs
         self._chunk_uuids = self._in_db = None
 
     def begin_chunk(self, uuids: list[str]) -> None:
@@ -406,7 +406,7 @@ class Ledger:
             sess.tool_call_count += 1
             sess.is_agentic = 1
             # a call shown on another record keeps its input: readers re-read inputs from the call's own record
-            kept = self._keep_tool_io or use.name in PARAMS_KEPT or owner_entry != entry_id
+            kept = self._keep_tool_io or use.name in self._kept_inputs or owner_entry != entry_id
             key = (sid, use.id)
             if key not in self._tool_inserts:
                 self._tool_inserts[key] = PendingToolCall(
@@ -457,12 +457,12 @@ class Ledger:
 
     def _place_in_turn(self, entry_id: int, rec: Record, sess: SessionState) -> str | None:
         if rec.is_prompt:
-            turn_id = rec.uuid or f"entry-{entry_id}"
+            new_turn = rec.uuid or f"entry-{entry_id}"
             parent_turn = self._turn_of(sess, rec.parent_uuid)
             if parent_turn is None and rec.parent_uuid is None and rec.logical_parent_uuid:
                 parent_turn = self._turn_of(sess, rec.logical_parent_uuid)
-            self.turns[turn_id] = TurnState(
-                id=turn_id,
+            self.turns[new_turn] = TurnState(
+                id=new_turn,
                 session_id=sess.id,
                 parent_turn_id=parent_turn,
                 query_message_ids=orjson.dumps([rec.uuid] if rec.uuid else []).decode(),
@@ -477,7 +477,7 @@ class Ledger:
                 last_entry_uuid=rec.uuid,
             )
             sess.turn_count += 1
-            sess.last_turn = turn_id
+            sess.last_turn = new_turn
             if rec.content and (
                 sess.first_prompt is None or (sess.bare_first and not is_bare_command(rec.content))
             ):
@@ -491,7 +491,7 @@ class Ledger:
                 if parent is not None:
                     parent.child_count += 1
                     parent.has_children = 1
-            return turn_id
+            return new_turn
         turn_id = None
         if rec.parent_uuid:
             turn_id = self._turn_of(sess, rec.parent_uuid)
@@ -576,7 +576,7 @@ class Ledger:
             sess = SessionState(
                 sid, source=rec.session.source if rec.session else "unknown", source_file_id=self._file_id
             )
-        sess.bare_first = bool(sess.first_prompt) and is_bare_command(sess.first_prompt)
+        sess.bare_first = bool(sess.first_prompt and is_bare_command(sess.first_prompt))
         self.sessions[sid] = sess
         return sess
 
@@ -775,6 +775,13 @@ TREE_CALLS = (
 )
 
 
+def _spawn_tools_json() -> str:
+    """The tools that start a subagent with their prompt parameter, in any agent's logs."""
+    from threadloom.core.adapters import spawn_tools
+
+    return orjson.dumps(sorted(spawn_tools())).decode()
+
+
 def _tree_args(root: str) -> tuple[str, str, str, str]:
     return root, root + ":", root + ";", root
 
@@ -788,7 +795,7 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
     roots = {sid.split(":", 1)[0] for sid in touched}
     if not roots:
         return
-    found: dict[str, tuple] = {}
+    found: dict[str, tuple[Any, ...]] = {}
     columns = "id, tool_call_id, spawn_key, first_prompt, agent_id, parent_session_id, task_status"
     for root in roots:
         # Claude subagents are named "<root>:agent-…" (a range on the primary key, not a LIKE scan);
@@ -833,9 +840,9 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
         if call is None and first_prompt:
             wanted = _norm(first_prompt)
             for candidate in conn.execute(
-                f"{TREE_CALLS} AND c.tool_name IN ({SPAWN_TOOLS}) "
+                f"{TREE_CALLS} AND c.tool_name IN (SELECT value FROM json_each(?)) "
                 "AND (c.child_session_id IS NULL OR c.child_session_id = ?) ORDER BY c.started_at, c.session_id",
-                (*_tree_args(root), sid),
+                (*_tree_args(root), _spawn_tools_json(), sid),
             ):
                 try:
                     params = orjson.loads(candidate[3] or "{}")
@@ -990,7 +997,9 @@ def replay(
         ).fetchone()
         adapter = adapter_for(agent)
         ctx = FileContext(Path(path), kind, project_key)
-        ledger.begin_file(file_id, keep_tool_io=not getattr(adapter, "tool_io_in_record", False))
+        ledger.begin_file(
+            file_id, keep_tool_io=not adapter.tool_io_in_record, kept_inputs=adapter.kept_inputs
+        )
         updates = []
         rows = conn.execute(
             "SELECT id, byte_offset, line_number, raw, newline FROM entries WHERE source_file_id = ? ORDER BY byte_offset",

@@ -8,13 +8,18 @@ same tables through plain `sqlite3`, because building ORM objects costs 7-30x mo
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import Column, Index, LargeBinary, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
-def _zero() -> object:
-    """An integer column that the database itself defaults to 0 (rows are written with raw SQL)."""
-    return Field(default=0, sa_column_kwargs={"server_default": "0"})
+def _zero() -> int:
+    """An integer column that the database itself defaults to 0 (rows are written with raw SQL).
+
+    Typed as the column's value, as SQLModel's own `Field` is, so a model reads as its columns."""
+    field: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    return field
 
 
 class SourceFile(SQLModel, table=True):
@@ -201,19 +206,25 @@ class AgentUsage(SQLModel, table=True):
 
 # Secondary indexes are created after a bulk load (see core.db.create_indexes); listing them here
 # keeps the schema in one place.
+def _columns(model: type[SQLModel]) -> Any:
+    """A table model's columns (`__table__` is added by SQLModel's metaclass, unseen by type checkers)."""
+    return model.__table__.c  # type: ignore[attr-defined]
+
+
+_entry, _call, _session = _columns(Entry), _columns(AgentToolCall), _columns(AgentSession)
 SECONDARY_INDEXES: list[Index] = [
-    Index("ix_entries_session_seq", Entry.__table__.c.session_id, Entry.__table__.c.seq),
-    Index("ix_entries_uuid", Entry.__table__.c.uuid),
+    Index("ix_entries_session_seq", _entry.session_id, _entry.seq),
+    Index("ix_entries_uuid", _entry.uuid),
     # summaries name the session owning their leafUuid, often in another file: find them all fast
     Index(
         "ix_entries_summary",
-        Entry.__table__.c.ref_uuid,
-        sqlite_where=Entry.__table__.c.entry_type == "summary",
+        _entry.ref_uuid,
+        sqlite_where=_entry.entry_type == "summary",
     ),
-    Index("ix_tool_calls_child_agent", AgentToolCall.__table__.c.child_agent_id),
-    Index("ix_tool_calls_entry", AgentToolCall.__table__.c.entry_id),
-    Index("ix_tool_calls_result_entry", AgentToolCall.__table__.c.result_entry_id),
-    Index("ix_sessions_project", AgentSession.__table__.c.project_path),
+    Index("ix_tool_calls_child_agent", _call.child_agent_id),
+    Index("ix_tool_calls_entry", _call.entry_id),
+    Index("ix_tool_calls_result_entry", _call.result_entry_id),
+    Index("ix_sessions_project", _session.project_path),
 ]
 
 

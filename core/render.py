@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import difflib
 import re
+import shlex
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 from rich.console import Console, Group, RenderableType
@@ -31,11 +34,68 @@ def tool_summary(call: ToolCall) -> str:
         params = {}
     if not isinstance(params, dict):
         return ""
-    for key in ("command", "file_path", "path", "pattern", "url", "query", "description", "prompt"):
-        value = params.get(key)
-        if isinstance(value, str) and value:
-            return one_line(value, 70)
-    return one_line(call.params_json, 70)
+    special = _SUMMARIES.get(call.name)
+    gist = special(params) if special is not None else None
+    if gist is None:
+        gist = _shell_words(params.get("command"))
+    if gist is None:
+        for key in SUMMARY_KEYS:
+            value = params.get(key)
+            if isinstance(value, str) and value:
+                gist = value
+                break
+    return one_line(gist if gist is not None else call.params_json, 70)
+
+
+# the input fields that say what a call is about, in the order they are looked for
+SUMMARY_KEYS = ("command", "file_path", "path", "pattern", "url", "query", "subject", "description", "prompt")
+WORKFLOW_META = re.compile(r"""\b(name|description)\s*:\s*(['"`])(.+?)\2""")
+
+
+def _shell_words(command: object) -> str | None:
+    """A command given as its words (Codex's `shell`: ["bash", "-lc", "npm test"]) as one would type it."""
+    if not isinstance(command, list) or not command or not all(isinstance(w, str) for w in command):
+        return None
+    if len(command) == 3 and command[1] in ("-c", "-lc"):
+        return command[2]  # the script a shell was asked to run
+    return shlex.join(command)
+
+
+def _task_update(params: dict[str, Any]) -> str | None:
+    task = params.get("taskId")
+    if not isinstance(task, (str, int)):
+        return None
+    status, owner = params.get("status"), params.get("owner")
+    return (
+        f"#{task}"
+        + (f" → {status}" if isinstance(status, str) else "")
+        + (f" ({owner})" if isinstance(owner, str) else "")
+    )
+
+
+def _task_id(params: dict[str, Any]) -> str | None:
+    task = params.get("task_id", params.get("taskId", params.get("bash_id")))
+    return f"#{task}" if isinstance(task, (str, int)) else None
+
+
+def _workflow(params: dict[str, Any]) -> str | None:
+    """A Workflow call's script names itself in its `meta` (name, description)."""
+    script = params.get("script")
+    if not isinstance(script, str):
+        return None
+    meta = {key: value for key, _, value in WORKFLOW_META.findall(script[:4000])}
+    parts = [meta[k] for k in ("name", "description") if k in meta]
+    return ": ".join(parts) if parts else None
+
+
+_SUMMARIES: dict[str, Callable[[dict[str, Any]], str | None]] = {
+    "TaskUpdate": _task_update,
+    "TaskOutput": _task_id,
+    "TaskGet": _task_id,
+    "BashOutput": _task_id,
+    "KillShell": _task_id,
+    "Workflow": _workflow,
+}
 
 
 @dataclass

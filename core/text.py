@@ -79,7 +79,7 @@ def strip_escapes(text: str) -> str:
 UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
-def _shown(match: re.Match) -> str:
+def _shown(match: re.Match[str]) -> str:
     code = ord(match.group())
     return chr(0x2400 + code) if code < 0x20 else f"\\u{code:04x}"  # ␛ for ESC, \u009b for CSI
 
@@ -148,3 +148,57 @@ def task_notice(text: str | None) -> TaskNotice | None:
         fields.get("usage", ""),
         match.group(2).strip(),
     )
+
+
+# ---------------------------------------------------------------------- prompts as titles
+# The tags Claude Code wraps around what is typed; a prompt of any agent is titled the same way.
+
+COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
+COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
+CONTEXT_TAGS = re.compile(
+    r"<(ide_selection|ide_opened_file|system-reminder|local-command-caveat)>.*?</\1>", re.S
+)
+BASH_INPUT = re.compile(r"<bash-input>(.*?)</bash-input>", re.S)
+TEAMMATE_WRAPPER = re.compile(r"^\s*<teammate-message[^>]*>\s*(.*?)\s*</teammate-message>\s*$", re.S)
+# Claude Code 2.1's `/btw` side question: a forked agent (`subagents/agent-aside_question-<id>.jsonl`)
+# asked the question wrapped in this reminder, after a copy of the conversation so far
+SIDE_QUESTION_MARK = "<system-reminder>This is a side question from the user."
+
+
+def side_question(text: str | None) -> str | None:
+    """The question of a `/btw` side question's wrapped prompt (None for any other text)."""
+    if not text or not text.lstrip().startswith(SIDE_QUESTION_MARK):
+        return None
+    _, closed, after = text.partition("</system-reminder>")
+    return (after if closed else text.lstrip()[len(SIDE_QUESTION_MARK) :]).strip() or None
+
+
+def prompt_title(text: str) -> str:
+    """A one-line title from a prompt: slash commands as `/cmd args`, teammate wrappers removed,
+    a background task's notification by its summary, a side question as one."""
+    question = side_question(text)
+    if question is not None:
+        return one_line("Side question: " + question, 200)
+    notice = task_notice(text)
+    if notice is not None:
+        return one_line(notice.title, 200)
+    name = COMMAND_NAME.search(text)
+    if name:
+        args = COMMAND_ARGS.search(text)
+        text = name.group(1).strip() + (" " + args.group(1).strip() if args and args.group(1).strip() else "")
+    wrapped = TEAMMATE_WRAPPER.match(text)
+    if wrapped:
+        text = wrapped.group(1)
+    bash = BASH_INPUT.search(text)
+    if bash:
+        text = "! " + bash.group(1)
+    cleaned = CONTEXT_TAGS.sub(" ", text)
+    if cleaned.strip():
+        text = cleaned
+    return " ".join(text.split())[:200]
+
+
+def is_bare_command(text: str) -> bool:
+    """`/clear`, `/compact` and friends: real prompts, but poor session titles."""
+    title = prompt_title(text)
+    return title.startswith("/") and " " not in title

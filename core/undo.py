@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from threadloom.core.adapters import ADAPTERS
 from threadloom.core.query import ToolCall, fill_tool_io
 from threadloom.core.text import one_line, printable
 
@@ -1186,7 +1187,8 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
         if c.result_entry_id is not None and c.name in EDIT_TOOLS | WRITE_TOOLS
     }
     records = _raw_objects(conn, wanted)
-    applied_ends = _patch_applied_changes(conn, {sid for _, sid in ordered if agents.get(sid) == "codex"})
+    styles = {sid: _undo_style(a) for sid, a in agents.items()}
+    applied_ends = _patch_applied_changes(conn, {sid for _, sid in ordered if styles.get(sid) == "codex"})
 
     steps: list[Step] = []
     unsure: list[tuple[str, str]] = []  # (path, why): edits whose outcome is not recorded
@@ -1198,7 +1200,7 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
         except orjson.JSONDecodeError:
             params = {}
         params = params if isinstance(params, dict) else {}
-        call_agent = agents.get(sid, agent)
+        call_style = styles[sid] if sid in styles else _undo_style(agent)
         patches = patch_texts(params) if "Begin Patch" in (call.params_json or "") else []
         if patches or call.name == "apply_patch":
             end = applied_ends.get(call.id)
@@ -1230,11 +1232,11 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
         if done is False:
             continue
         record = records.get(call.result_entry_id) if call.result_entry_id is not None else None
-        if call_agent == "claude-code" and call.name in ("Edit", "MultiEdit", "Write", "NotebookEdit"):
+        if call_style == "claude" and call.name in ("Edit", "MultiEdit", "Write", "NotebookEdit"):
             found = _claude_steps(
                 call, params, record.get("toolUseResult") if isinstance(record, dict) else None, order
             )
-        elif call_agent == "gemini":
+        elif call_style == "gemini":
             found = _gemini_steps(call, params, record, order)
         else:
             found = _generic_steps(call, params, order)
@@ -1246,7 +1248,7 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
             continue
         steps += found
     commits: list[str] = []
-    if agent == "aider":
+    if _undo_style(agent) == "aider":
         aider_steps, commits = _aider_steps(conn, session_id, entry_id, fork_turn, len(ordered))
         steps += aider_steps
     plan = _assemble(cwd, steps, unsure, shell, vague)
@@ -1264,6 +1266,12 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
             "the patch may not apply to it"
         )
     return plan
+
+
+def _undo_style(agent: str | None) -> str | None:
+    """How the outcome of this agent's edits is read (its adapter's `undo_style`)."""
+    adapter = ADAPTERS.get(agent) if agent is not None else None
+    return adapter.undo_style if adapter is not None else None
 
 
 def _edited_paths(calls: list[ToolCall]) -> list[str]:

@@ -66,12 +66,12 @@ class Timed(ThreadloomApp):
             self.first = (time.perf_counter(), time.clock_gettime(time.CLOCK_MONOTONIC))
 
     def panes_filled(self):
-        screen = self.main_screen
+        screen = self.browser
         return screen.query_one(ProjectList).option_count > 0 and bool(screen.query_one(SessionTree).root.children)
 
-    def on_mount(self):
+    async def on_mount(self):
         self.call_after_refresh(self.done)  # queued first: runs when the queue is next empty
-        super().on_mount()
+        await super().on_mount()
 
     def done(self):
         settled = (time.perf_counter(), time.clock_gettime(time.CLOCK_MONOTONIC))
@@ -145,7 +145,7 @@ async def browse(db: Path) -> dict[str, float]:
 
         view.render_lines = timed_render  # type: ignore[method-assign]
         t0 = time.perf_counter()
-        app.jump_to_session(sid)
+        app.browser.jump_to_session(sid)
         await pilot.pause()
         open_ms = (frames[0] - t0) * 1000 if frames else float("nan")
         view.focus()
@@ -218,7 +218,7 @@ async def search_and_fork(db: Path) -> dict[str, float]:
         sid = app.conn.execute(
             "SELECT id FROM agent_sessions ORDER BY message_count DESC LIMIT 1"
         ).fetchone()[0]
-        app.jump_to_session(sid)
+        app.browser.jump_to_session(sid)
         await pilot.pause()
         app.query_one(MessageView).action_last()
         await pilot.pause()

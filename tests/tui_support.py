@@ -77,6 +77,14 @@ def session_id(app: ThreadloomApp, title: str) -> str:
     return next(t.id for t in browse.jump_targets(app.conn) if t.title.startswith(title))
 
 
+def the_app(pilot: Pilot) -> ThreadloomApp:
+    """The app a scene drives, as threadloom's (Pilot knows it only as an App)."""
+    from threadloom.tui.app import ThreadloomApp
+
+    assert isinstance(pilot.app, ThreadloomApp)
+    return pilot.app
+
+
 async def cursor_to_tool(pilot: Pilot, name: str) -> None:
     """Move the message cursor down to the next call of tool `name`."""
     from threadloom.tui.messages import MessageView
@@ -106,21 +114,21 @@ async def wait_for_search(pilot: Pilot, timeout: float = 10.0) -> None:
     while not screen.settled:
         if time.monotonic() > deadline:
             raise TimeoutError("search did not finish")
-        await pilot.pause(0.02)
+        await pilot.pause()  # until the app is idle: the debounce timer, then the worker's result
     await pilot.pause()
 
 
 async def scene_browse(pilot: Pilot) -> None:
     """All three panes: the sessions pane has focus, so the projects pane stays in view."""
-    app: ThreadloomApp = pilot.app  # type: ignore[assignment]
-    app.jump_to_session(session_id(app, CHECKOUT))
+    app = the_app(pilot)
+    app.browser.jump_to_session(session_id(app, CHECKOUT))
     await pilot.pause()
     await pilot.press("down", "down", "2")
 
 
 async def scene_tool_diff(pilot: Pilot) -> None:
-    app: ThreadloomApp = pilot.app  # type: ignore[assignment]
-    app.jump_to_session(session_id(app, CHECKOUT))
+    app = the_app(pilot)
+    app.browser.jump_to_session(session_id(app, CHECKOUT))
     await pilot.pause()
     await cursor_to_tool(pilot, "Bash")
     await pilot.press("enter")
@@ -129,22 +137,22 @@ async def scene_tool_diff(pilot: Pilot) -> None:
 
 
 async def scene_nested_subagents(pilot: Pilot) -> None:
-    app: ThreadloomApp = pilot.app  # type: ignore[assignment]
-    app.jump_to_session(session_id(app, NESTED))
+    app = the_app(pilot)
+    app.browser.jump_to_session(session_id(app, NESTED))
     await pilot.pause()
     await pilot.press("down", "down")
 
 
 async def scene_help(pilot: Pilot) -> None:
-    app: ThreadloomApp = pilot.app  # type: ignore[assignment]
-    app.jump_to_session(session_id(app, CHECKOUT))
+    app = the_app(pilot)
+    app.browser.jump_to_session(session_id(app, CHECKOUT))
     await pilot.pause()
     await pilot.press("f1")
 
 
 async def scene_narrow(pilot: Pilot) -> None:
-    app: ThreadloomApp = pilot.app  # type: ignore[assignment]
-    app.jump_to_session(session_id(app, LONG))
+    app = the_app(pilot)
+    app.browser.jump_to_session(session_id(app, LONG))
     await pilot.pause()
     await pilot.press("G")
 
@@ -153,8 +161,8 @@ async def scene_search(pilot: Pilot) -> None:
     """A misspelt query over every project: hits with their matches marked, the typo's expansion."""
     from threadloom.tui.search import SearchScreen
 
-    app: ThreadloomApp = pilot.app  # type: ignore[assignment]
-    app.jump_to_session(session_id(app, CHECKOUT))
+    app = the_app(pilot)
+    app.browser.jump_to_session(session_id(app, CHECKOUT))
     await pilot.pause()
     await pilot.press("slash", *"chnage")
     await wait_for_search(pilot)
@@ -169,8 +177,8 @@ async def scene_fork_picker(pilot: Pilot) -> None:
     its API message. "New prompt" makes the command, and asks to put the transcript back where Claude
     Code looks first (the demo's are not there); "no" leaves the command shown, said not to work yet
     (the question itself names the demo's temporary folder)."""
-    app: ThreadloomApp = pilot.app  # type: ignore[assignment]
-    app.jump_to_session(session_id(app, CHECKOUT))
+    app = the_app(pilot)
+    app.browser.jump_to_session(session_id(app, CHECKOUT))
     await pilot.pause()
     await cursor_to_tool(pilot, "Bash")
     await pilot.press("f")

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.system_commands import SystemCommandsProvider
 from threadloom.core import browse
+from threadloom.tui.events import OpenSession, archive_conn
 from threadloom.tui.render import when
-
-if TYPE_CHECKING:
-    from threadloom.tui.app import ThreadloomApp
 
 SHOWN = 40
 SEARCHED = 60
@@ -47,8 +45,8 @@ class SessionJumpProvider(Provider):
     list_recent = False
 
     async def startup(self) -> None:
-        app: ThreadloomApp = self.app  # type: ignore[assignment]
-        self.targets = browse.jump_targets(app.conn) if app.conn is not None else []
+        conn = archive_conn(self.app)
+        self.targets = browse.jump_targets(conn) if conn is not None else []
 
     def _text(self, t: browse.JumpTarget) -> str:
         kind = "⚙ " if t.is_subagent else ""
@@ -62,13 +60,13 @@ class SessionJumpProvider(Provider):
         """
         from threadloom.core.search import find_sessions
 
-        app: ThreadloomApp = self.app  # type: ignore[assignment]
-        if app.conn is None or not query.strip():
+        conn = archive_conn(self.app)
+        if conn is None or not query.strip():
             return
         matcher = self.matcher(query)
         by_id = {t.id: t for t in self.targets}
         found: set[str] = set()
-        for match in find_sessions(app.conn, query, limit=SEARCHED):
+        for match in find_sessions(conn, query, limit=SEARCHED):
             target = by_id.get(match.session_id)
             if target is None:  # ingested since the palette opened
                 target = browse.JumpTarget(match.session_id, match.title, match.project or "", None, False)
@@ -77,7 +75,7 @@ class SessionJumpProvider(Provider):
             yield Hit(
                 ENGINE_RANK + match.score,
                 matcher.highlight(text),
-                partial(app.jump_to_session, target.id),
+                self._jump(target.id),
                 text=text,
                 help=f"jump to session · {match.agent} · {when(target.started_at)}",
             )
@@ -92,21 +90,24 @@ class SessionJumpProvider(Provider):
                 yield Hit(
                     score,
                     matcher.highlight(text),
-                    partial(app.jump_to_session, target.id),
+                    self._jump(target.id),
                     text=text,
                     help=f"jump to session · {when(target.started_at)}",
                 )
                 if more >= SEARCHED:
                     return
 
+    def _jump(self, session_id: str) -> Callable[[], object]:
+        """What choosing a session does: the app shows it in the browser."""
+        return partial(self.app.post_message, OpenSession(session_id))
+
     async def discover(self) -> Hits:
-        app: ThreadloomApp = self.app  # type: ignore[assignment]
         if not self.list_recent:
             return
         for target in self.targets[:SHOWN]:
             yield DiscoveryHit(
                 self._text(target),
-                partial(app.jump_to_session, target.id),
+                self._jump(target.id),
                 help=f"jump to session · {when(target.started_at)}",
             )
 

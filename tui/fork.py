@@ -38,6 +38,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 from threadloom.core import browse
+from threadloom.core.adapters import ADAPTERS
 from threadloom.core.fork import (
     ForkError,
     ForkMessage,
@@ -51,14 +52,13 @@ from threadloom.core.fork import (
 )
 from threadloom.core.query import SessionSummary, get_session
 from threadloom.core.text import printable
+from threadloom.tui.events import AgentRan, ForkWritten
 from threadloom.tui.panes import fit
 from threadloom.tui.render import ROLE_STYLE, STATUS, plain_title, short_model, when
 
 if TYPE_CHECKING:
     from threadloom.core.undo import UndoPlan
-    from threadloom.tui.app import ThreadloomApp
 
-CLAUDE = "claude-code"
 AROUND = 60  # turns listed on each side of the chosen one (a long session has thousands)
 ERROR_STYLE = "bold #ff5f5f"
 OK_STYLE = "#87d787"
@@ -341,6 +341,7 @@ class ForkPicker(ModalScreen[None]):
         self.turn_id = turn_id
         self.session: SessionSummary | None = get_session(conn, session_id)
         self.agent = self.session.agent if self.session else "?"
+        self.adapter = ADAPTERS.get(self.agent)  # what the agent can do: fork before a prompt, natively
         self.points: list[ForkPoint] = []  # the turns listed: the branch, or AROUND the chosen one
         self.first_turn = 0  # the branch position of points[0]
         self.branch_turns = 0
@@ -399,7 +400,7 @@ class ForkPicker(ModalScreen[None]):
         yield Footer()
 
     def on_resize(self) -> None:
-        from threadloom.tui.app import NARROW
+        from threadloom.tui.browser import NARROW
 
         self.set_class(self.app.size.width < NARROW, "-narrow")  # the footer's tighter spacing
 
@@ -589,7 +590,7 @@ class ForkPicker(ModalScreen[None]):
                 hint.append(" · ← closes its messages" if opened else " · → shows its messages", style="dim")
             elif not message.exact:
                 hint.append(
-                    f"{_agent_name(self.agent)} forks at the end of a turn: Fork here keeps {turn} whole "
+                    f"{self.adapter.display_name if self.adapter else self.agent} forks at the end of a turn: Fork here keeps {turn} whole "
                     "and everything before it.",
                     style="#d7af5f",
                 )
@@ -816,7 +817,7 @@ class ForkPicker(ModalScreen[None]):
         row = self.current_row()
         if self._busy() or row is None or row.message is None or not row.message.can_fork_before:
             return
-        if self.agent not in (CLAUDE, "codex"):
+        if not (self.adapter and self.adapter.forks_before_prompt):
             self._fail(
                 f"Forking before a prompt is for Claude Code and Codex sessions; for {self.agent} fork at the "
                 "message before it."
@@ -944,7 +945,7 @@ class ForkPicker(ModalScreen[None]):
             else f", {plan.tool_calls} tool calls with their results"
         )
         where = self.target.where if self.target else "the chosen point"
-        if plan.agent == CLAUDE:
+        if plan.branch:
             return (
                 f"{plan.records} records{calls}: this branch up to {where}, new session id "
                 f"{plan.new_session_id}, titled “… (fork)”"
@@ -998,8 +999,7 @@ class ForkPicker(ModalScreen[None]):
         except (ForkError, OSError) as exc:
             self._fail(f"Could not write the fork: {exc}")
             return
-        app: ThreadloomApp = self.app  # type: ignore[assignment]
-        app.ingest_fork(path)
+        self.post_message(ForkWritten(path))
         if plan.restore is not None:
             self.written = path
             self._ask_restore(plan)
@@ -1064,7 +1064,7 @@ class ForkPicker(ModalScreen[None]):
     def action_fork_prompt(self) -> None:
         if self._busy() or self.current_row() is None:
             return
-        if self.agent != CLAUDE:
+        if not (self.adapter and self.adapter.forks_natively):
             self._fail(
                 f"Only Claude Code can be started from outside as a fork with a new prompt; for {self.agent} "
                 "use Fork here (or Fork at end) and type the prompt in the new session."
@@ -1358,8 +1358,7 @@ class ForkPicker(ModalScreen[None]):
         )
         self._show()
         self._reveal("#fork-status")
-        app: ThreadloomApp = self.app  # type: ignore[assignment]
-        app.after_agent_ran()
+        self.post_message(AgentRan())
 
     def _cannot_run(self, why: str) -> None:
         self.copied_how = self._copy(self.plan.command) if self.plan else ""
@@ -1432,7 +1431,3 @@ class ForkPicker(ModalScreen[None]):
         if action is not None:
             event.stop()
             action()
-
-
-def _agent_name(agent: str) -> str:
-    return {"codex": "Codex", CLAUDE: "Claude Code"}.get(agent, agent)

@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -32,11 +31,9 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 from threadloom.core.search import SEARCH_HELP, Hit, SearchResult
 from threadloom.core.text import human_when
+from threadloom.tui.events import OpenForkPicker, SearchClosed, SearchHitChosen
 from threadloom.tui.panes import fit
 from threadloom.tui.render import ROLE_STYLE
-
-if TYPE_CHECKING:
-    from threadloom.tui.app import ThreadloomApp
 
 DEBOUNCE = 0.15
 LIMIT = 100
@@ -363,14 +360,12 @@ class SearchScreen(Screen[None]):
     def action_open(self) -> None:
         hit = self.current_hit()
         if hit is not None:
-            app: ThreadloomApp = self.app  # type: ignore[assignment]
-            app.open_search_hit(hit)
+            self.post_message(SearchHitChosen(hit))
 
     def action_fork(self) -> None:
         hit = self.current_hit()
         if hit is not None:
-            app: ThreadloomApp = self.app  # type: ignore[assignment]
-            app.open_fork_picker(hit.session_id, hit.entry_id, seq=hit.seq)
+            self.post_message(OpenForkPicker(hit.session_id, hit.entry_id, seq=hit.seq))
 
     def action_filters(self) -> None:
         self.show_filters = not self.show_filters
@@ -381,8 +376,7 @@ class SearchScreen(Screen[None]):
             self.show_filters = False
             self._update_help()
             return
-        app: ThreadloomApp = self.app  # type: ignore[assignment]
-        app.close_search()
+        self.post_message(SearchClosed())
 
     def reopen(self) -> None:
         """`/` again: the last query stays, selected, so typing replaces it."""

@@ -1,4 +1,6 @@
-"""Agent format adapters, one module per format behind `core.adapters.base.Adapter`.
+"""Agent format adapters, one module per format, each a subclass of `core.adapters.base.Adapter`.
+
+Adding an agent: its module, one line in `_SPECS` below, its tests (see `base.Adapter`).
 
 The registry imports an adapter's module the first time it is asked for: a launch with nothing
 new to read meets only the agents whose files it already knows (importing all fourteen cost a
@@ -57,7 +59,7 @@ class _Registry(MutableMapping[str, Adapter]):
     def __setitem__(self, name: str, adapter: Adapter) -> None:
         if name not in self._names:
             self._names.append(name)
-        self._built[name] = adapter
+        self._built[name] = completed(adapter)
 
     def __delitem__(self, name: str) -> None:
         self._names.remove(name)
@@ -71,6 +73,16 @@ class _Registry(MutableMapping[str, Adapter]):
 
 
 ADAPTERS: MutableMapping[str, Adapter] = _Registry()
+
+
+def completed(adapter: Any) -> Adapter:
+    """`adapter` as an `Adapter`: one written without the base class (its four reading methods, a
+    `name` and a `mode`, as a test's toy format) gets the base's answers for everything else."""
+    if isinstance(adapter, Adapter):
+        return adapter
+    cls = type(adapter)
+    adapter.__class__ = type(cls.__name__, (cls, Adapter), {"__module__": cls.__module__})
+    return adapter
 
 
 def adapter_for(agent: str) -> Adapter:
@@ -87,3 +99,8 @@ def all_adapters() -> list[Adapter]:
 def claimed_elsewhere(agent: str, path: Path) -> bool:
     """Whether another adapter recognises the file, so that `agent` leaves it alone."""
     return any(name != agent and adapter.claims(path) for name, adapter in ADAPTERS.items())
+
+
+def spawn_tools() -> frozenset[str]:
+    """Every tool name that starts a subagent in any agent's logs (builds every adapter)."""
+    return frozenset().union(*(adapter.spawn_tools for adapter in ADAPTERS.values()))

@@ -31,9 +31,13 @@ from typing import Any
 
 from threadloom.core.adapters.base import (
     BOM,
+    Adapter,
+    Command,
     FileContext,
+    ForkError,
     RawRecord,
     Record,
+    ResumeTarget,
     SessionInfo,
     SourceRef,
     Usage,
@@ -41,6 +45,9 @@ from threadloom.core.adapters.base import (
     epoch_ms,
     read_regular,
     safe_int,
+)
+from threadloom.core.adapters.shared import (
+    head_of,
 )
 from threadloom.core.adapters.walk import walk
 
@@ -93,18 +100,19 @@ def looks_like_aider(head: bytes) -> bool:
     )
 
 
-def _head(path: Path, size: int = 65536) -> bytes:
-    try:
-        return read_regular(path, size)
-    except OSError:
-        return b""
-
-
-class AiderAdapter:
+class AiderAdapter(Adapter):
     """Reads aider chat histories; see the module docstring."""
 
     name = AGENT
     mode = "lines"
+    fork_style = "aider-history"
+    undo_style = "aider"
+
+    def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
+        """Aider reloads the chat history of the folder it is started in."""
+        if fork:
+            raise ForkError("Aider has no sessions to fork; fork at a point writes a history copy instead")
+        return Command([self.program, "--restore-chat-history"])
 
     def default_roots(self) -> list[Path]:
         """History files in the usual places only: the home folder and project folders under it."""
@@ -135,7 +143,7 @@ class AiderAdapter:
             return False
         # on a walk only history-like names are opened; a file named on the command line always is
         return (explicit or "history" in name.lower() or "aider" in name.lower()) and looks_like_aider(
-            _head(path)
+            head_of(path)
         )
 
     def discover(self, root: Path) -> Iterator[SourceRef]:

@@ -28,9 +28,13 @@ from typing import Any
 
 from threadloom.core.adapters.base import (
     BOM,
+    Adapter,
+    Command,
     FileContext,
+    ForkError,
     RawRecord,
     Record,
+    ResumeTarget,
     SessionInfo,
     SourceRef,
     ToolResult,
@@ -38,13 +42,15 @@ from threadloom.core.adapters.base import (
     epoch_ms,
     parse_iso_ms,
 )
-from threadloom.core.adapters.claude import _dumps, _input_text, _str
-from threadloom.core.adapters.codex import _head
 from threadloom.core.adapters.shared import (
     RowSink,
     SqliteSource,
     app_config_dirs,
     as_bytes,
+    as_str,
+    head_of,
+    input_text,
+    json_text,
     loads,
     open_sqlite,
     parse_document,
@@ -75,11 +81,14 @@ def looks_like_q(head: bytes) -> bool:
     return text.startswith(b"{") and b'"conversation_id"' in head[:4096] and b'"history"' in head
 
 
-class AmazonQAdapter:
+class AmazonQAdapter(Adapter):
     """Amazon Q `/save` files; see the module docstring."""
 
     name = AGENT
     mode = "document"
+
+    def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
+        raise ForkError("Amazon Q /save files are not resumable; `q chat` starts a new conversation")
 
     def default_roots(self) -> list[Path]:
         return []  # saves are written wherever the person chose: found under --source folders
@@ -87,9 +96,9 @@ class AmazonQAdapter:
     def claims(self, path: Path, explicit: bool = False) -> bool:
         suffix = path.suffix.lower()
         if explicit:
-            return suffix in (".json", ".md", ".txt", "") and looks_like_q(_head(path, 8192))
+            return suffix in (".json", ".md", ".txt", "") and looks_like_q(head_of(path, 8192))
         # on a walk: a save starts with `{` and names its conversation within its first bytes
-        return suffix in (".json", ".md") and looks_like_q(_head(path, 512))
+        return suffix in (".json", ".md") and looks_like_q(head_of(path, 512))
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if root.is_file():
@@ -124,10 +133,10 @@ def conversation_record(rec: RawRecord, st: dict[str, Any]) -> Record:
     obj, error = loads(rec.raw)
     if obj is None:  # the bytes between messages: the header names the conversation
         fields = scalar_members(rec.raw)
-        if st["sid"] is None and _str(fields.get("conversation_id")):
+        if st["sid"] is None and as_str(fields.get("conversation_id")):
             st["sid"] = fields["conversation_id"]
         out = Record(entry_type="json-gap", session_id=st["sid"], session=_info(st))
-        model = _str(fields.get("model")) or _str(fields.get("model_id"))
+        model = as_str(fields.get("model")) or as_str(fields.get("model_id"))
         if model:
             out.model = model
         return out
@@ -157,9 +166,9 @@ def conversation_record(rec: RawRecord, st: dict[str, Any]) -> Record:
             session_id=st["sid"],
             session=_info(st),
             timestamp=epoch_ms(obj.get("request_start_timestamp_ms")),
-            model=_str(obj.get("model_id")),
+            model=as_str(obj.get("model_id")),
         )
-        out.request_id = _str(obj.get("request_id"))
+        out.request_id = as_str(obj.get("request_id"))
         return out
     return Record(entry_type="unknown", known=False, session_id=st["sid"], session=_info(st))
 
@@ -183,24 +192,24 @@ def _user(m: dict, rec: RawRecord, st: dict[str, Any]) -> Record:
     st["last"] = out.uuid
     env = m.get("env_context") if isinstance(m.get("env_context"), dict) else {}
     state = env.get("env_state") if isinstance(env.get("env_state"), dict) else {}
-    out.cwd = _str(state.get("current_working_directory"))
+    out.cwd = as_str(state.get("current_working_directory"))
     content = m.get("content")
     kind, body = next(iter(content.items())) if isinstance(content, dict) and content else (None, None)
     body = body if isinstance(body, dict) else {}
     out.subtype = kind
     out.known = kind in ("Prompt", "ToolUseResults", "CancelledToolUses")
-    prompt = _str(body.get("prompt"))
+    prompt = as_str(body.get("prompt"))
     results = body.get("tool_use_results") if isinstance(body.get("tool_use_results"), list) else []
     texts = []
     for r in results:
-        if not isinstance(r, dict) or not _str(r.get("tool_use_id")):
+        if not isinstance(r, dict) or not as_str(r.get("tool_use_id")):
             continue
         status = (
             "interrupted"
             if kind == "CancelledToolUses"
-            else STATUS.get(_str(r.get("status")) or "", "completed")
+            else STATUS.get(as_str(r.get("status")) or "", "completed")
         )
-        out.tool_results.append(ToolResult(r["tool_use_id"], _dumps(r.get("content")), status))
+        out.tool_results.append(ToolResult(r["tool_use_id"], json_text(r.get("content")), status))
         texts.append(_result_text(r.get("content")))
     if results:
         out.tool_text = "\n".join(t for t in texts if t) or None
@@ -216,7 +225,7 @@ def _assistant(m: dict, st: dict[str, Any]) -> Record:
     kind = "ToolUse" if "ToolUse" in m else "Response"
     body = m.get(kind) if isinstance(m.get(kind), dict) else {}
     st["n"] += 1
-    msg_id = _str(body.get("message_id"))
+    msg_id = as_str(body.get("message_id"))
     out = Record(
         entry_type="assistant",
         subtype=kind,
@@ -228,23 +237,23 @@ def _assistant(m: dict, st: dict[str, Any]) -> Record:
         parent_uuid=st["last"],
     )
     st["last"] = out.uuid
-    out.content = _str(body.get("content")) or None
+    out.content = as_str(body.get("content")) or None
     calls = body.get("tool_uses")
     for number, call in enumerate(calls if isinstance(calls, list) else []):
-        if not isinstance(call, dict) or not _str(call.get("id")):
+        if not isinstance(call, dict) or not as_str(call.get("id")):
             continue
         args = call.get("args") if isinstance(call.get("args"), dict) else {"args": call.get("args")}
         out.tool_uses.append(
             ToolUse(
                 call["id"],
-                _str(call.get("name")) or _str(call.get("orig_name")) or "?",
-                _dumps(args),
+                as_str(call.get("name")) or as_str(call.get("orig_name")) or "?",
+                json_text(args),
                 number,
-                _str(args.get("summary")) or _str(args.get("description")),
+                as_str(args.get("summary")) or as_str(args.get("description")),
             )
         )
     if out.tool_uses:
-        out.tool_text = "\n".join(f"{u.name} {_input_text(u.input_json)}" for u in out.tool_uses)
+        out.tool_text = "\n".join(f"{u.name} {input_text(u.input_json)}" for u in out.tool_uses)
     out.is_message = bool(out.content or out.tool_uses)
     return out
 
@@ -259,7 +268,7 @@ def _result_text(content: Any) -> str:
                 parts.append(block["Text"])
             elif "Json" in block:
                 value = block["Json"]
-                parts.append(_dumps(value) if not isinstance(value, str) else value)
+                parts.append(json_text(value) if not isinstance(value, str) else value)
     return "\n".join(parts)
 
 
@@ -288,6 +297,9 @@ class AmazonQDbAdapter(SqliteSource):
     name = "amazon-q-db"
     db_name = "data.sqlite3"
     mode = "database"
+
+    def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
+        raise ForkError("Amazon Q conversations resume with `q chat --resume` from the same folder")
 
     def default_roots(self) -> list[Path]:
         return [d / "data.sqlite3" for d in q_data_dirs()]
@@ -322,6 +334,6 @@ class AmazonQDbAdapter(SqliteSource):
         obj, _ = loads(rec.raw)
         if isinstance(obj, dict) and isinstance(obj.get("$row"), str) and "key" in obj:
             ctx.state["conv"] = {}  # a new row: a new conversation state
-            return Record(entry_type="row", subtype=obj["$row"], cwd=_str(obj.get("key")))
+            return Record(entry_type="row", subtype=obj["$row"], cwd=as_str(obj.get("key")))
         st = ctx.state.setdefault("conv", {})
         return conversation_record(rec, st)

@@ -1,23 +1,29 @@
-"""The one small interface every agent format implements.
+"""The one base every agent implements (`Adapter`), and the plain data it reads and answers with.
 
-An adapter answers three questions, none of them Claude-shaped:
+An adapter answers, none of it Claude-shaped:
   * where are this agent's files (`default_roots`, `discover`, `claims`),
-  * what are the records of a file from a byte offset (`read`: lines for JSONL logs; one record
-    per JSON document or database row for the others),
+  * what are the records of a file from a byte offset (`mode`: lines for JSONL logs; one record
+    per JSON document or database row for the others; `split`, `read_rows`, `decode`),
   * what does each record mean (`normalize` → `Record`, a format-neutral description that the
-    ledger turns into sessions, turns, tool calls and usage).
+    ledger turns into sessions, turns, tool calls and usage),
+  * what the agent can do with a session (capabilities: resume and fork commands, subagent tools).
+
+Adding an agent: its module in this package (a subclass of `Adapter`), one line in `_SPECS` of
+`core/adapters/__init__.py`, and its tests (`tests/unit/test_adapter_<agent>.py`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO
 
 
 class NotARegularFile(OSError):
@@ -202,38 +208,178 @@ class SourceIncomplete(Exception):
     """A document caught mid-write: read it again on a later run rather than failing."""
 
 
-class Adapter(Protocol):
-    """What every agent format implements. Optional hooks, looked up with getattr:
+class ForkError(RuntimeError):
+    """A fork or resume that cannot be made as asked; the message says why and what can be done."""
 
-    * ``split(data: bytes) -> list[RawRecord]`` for "document" files: cut the whole file into
-      records that tile it exactly (each message's exact JSON, plus the bytes between them), so
-      the file stays restorable; raise SourceIncomplete for a file caught mid-write.
-    * ``read_rows(path: Path) -> list[RawRecord]`` for "database" sources: one record per row,
-      `raw` the row's exact JSON value, `offset` a stable row number.
-    * ``stat_paths(path: Path) -> list[Path]`` extra files whose change means the source changed
-      (a SQLite database's -wal file).
-    * ``decode(path: Path, data: bytes) -> bytes | None`` for a "document" that is an encoding of a
-      log (a `.jsonl.zst`): the decoded log. The document is stored whole (its exact bytes stay
-      restorable) and the decoded log is read like any log, as a source of kind "decoded" at
-      `decoded_path(path)` that exists only in the ledger. Raise ValueError for a damaged file.
-    * ``tool_io_in_record = True`` when a tool call's input and its result can be read again from
-      their own records alone (`normalize` of that record with a fresh FileContext gives them back):
-      the ledger then keeps no copy in `agent_tool_calls.params_json` / `result_json` (but for the
-      inputs it reads itself, `ledger.PARAMS_KEPT`) and readers re-derive them
-      (`core.query.fill_tool_io`). Tool output and input are the bulk of a log: the copies were
-      ~20% of the database.
+
+# Every value of a printed command that comes from a log (ids, folders) is untrusted: logs arrive
+# from backups and from other people. Ids must have the shape their agent writes (`Adapter.id_shape`).
+UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+# one word, never an option (OpenCode `ses_…`, Cline's ms-epoch or UUID, cursor-agent's UUID)
+PLAIN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._:-]*")
+IdShape = tuple[re.Pattern[str], str]  # the pattern an agent's ids match, and how a message describes it
+ANY_ID: IdShape = (PLAIN_ID, "made of letters, digits and . _ : -")
+
+
+def checked_id(agent: str, value: object, what: str = "session id", shape: IdShape = ANY_ID) -> str:
+    """`value` if it has the `shape` (pattern, description) `agent` gives its ids; else ForkError,
+    so that no command carries it."""
+    pattern, described = shape
+    if isinstance(value, str) and pattern.fullmatch(value):
+        return value
+    raise ForkError(
+        f"the {what} {repr(value)[:80]} in this {agent} log is not {described}, as {agent} writes it; "
+        "threadloom puts no such value in a command (the log may be damaged or crafted)"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeTarget:
+    """The session a command resumes, as the store knows it: plain data, so an adapter can say how
+    its agent resumes a session without reading the database."""
+
+    agent: str
+    session_id: str  # threadloom's id (Claude Code's own; "<root>:<agent>" for its subagents)
+    external_id: str  # the agent's own id for the session (the session id when it has none)
+    cwd: str | None  # the folder it was started in, where its agent looks for it
+    git_branch: str | None = None
+    is_subagent: bool = False
+
+
+@dataclass(slots=True)
+class Command:
+    """The words that resume a session, before threadloom quotes them and runs them in its folder."""
+
+    argv: list[str]
+    # the agent takes the session's folder as this option (`codex resume ID -C DIR`) rather than a `cd`
+    folder_option: str | None = None
+    notes: list[str] = field(default_factory=list)  # said first, before the notes on the folder
+
+
+class Adapter(ABC):
+    """What an agent is to threadloom: how to find and read its logs, and what it can do with them.
+
+    Reading (every adapter): `default_roots`, `discover` and `claims` find its files; `mode` says how
+    they are read, "lines" (append-only JSONL), "document" (rewritten whole: `split` cuts it) or
+    "database" (`read_rows`); `normalize` says what each record means. `stat_paths`, `decode` and
+    `tool_io_in_record` refine that. Capabilities (declared here with the answer of an agent that has
+    none of them): which tools spawn subagents, how a session is resumed (`resume_command`) or forked
+    (`fork_style`, `forks_before_prompt`, `native_fork_commands`), how its edits are undone
+    (`undo_style`), what a tool's structured result is (`tool_result_extra`). `core.fork`,
+    `core.undo`, the ledger, the viewer and the TUI ask these, never an agent's name.
+
+    Adding an agent: its module here (a subclass of this, overriding what its agent has), one line
+    in `_SPECS` of `core/adapters/__init__.py`, and its tests in `tests/unit/test_adapter_<agent>.py`.
+    Adapters never import the store, ingest, ledger or fork modules (pyproject's import contract):
+    what they need from a session comes to them as plain data (`RawRecord`, `ResumeTarget`).
     """
 
-    name: str
-    mode: str  # "lines" (append-only JSONL) | "document" (rewritten whole) | "database"
+    name: str  # the agent, as `source` in the store
+    mode: str  # "lines" | "document" | "database"
 
-    def default_roots(self) -> list[Path]: ...
+    # ------------------------------------------------------------------ reading
 
-    def discover(self, root: Path) -> Iterator[SourceRef]: ...
+    # A tool call's input and result can be read again from their own records alone (`normalize` of
+    # that record with a fresh FileContext gives them back): the ledger then keeps no copy in
+    # `agent_tool_calls.params_json` / `result_json` (but for `kept_inputs`) and readers re-derive
+    # them (`core.query.fill_tool_io`). Tool output and input are the bulk of a log: the copies were
+    # ~20% of the database.
+    tool_io_in_record: bool = False
+    # `decode` turns this agent's "document" files into logs (a `.jsonl.zst`)
+    decodes: bool = False
 
-    def claims(self, path: Path) -> bool: ...
+    @abstractmethod
+    def default_roots(self) -> list[Path]:
+        """Where the agent keeps its logs on this machine."""
 
-    def normalize(self, rec: RawRecord, ctx: FileContext) -> Record: ...
+    @abstractmethod
+    def discover(self, root: Path) -> Iterator[SourceRef]:
+        """The agent's files under `root` (or `root` itself, a file named on the command line)."""
+
+    @abstractmethod
+    def claims(self, path: Path) -> bool:
+        """Whether `path` is one of the agent's files."""
+
+    @abstractmethod
+    def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        """What one record means; `ctx` carries what earlier records of the file said."""
+
+    def split(self, data: bytes) -> list[RawRecord]:
+        """A "document" file cut into records that tile it exactly (each message's exact JSON, plus
+        the bytes between them), so the file stays restorable; raise SourceIncomplete for a file
+        caught mid-write. By default the whole document is one record."""
+        return [RawRecord(0, 1, data, newline=False)] if data else []
+
+    def read_rows(self, path: Path) -> list[RawRecord]:
+        """A "database" source: one record per row, `raw` the row's exact JSON value, `offset` a
+        stable row number."""
+        raise NotImplementedError(f"the {self.name} adapter reads no database")
+
+    def stat_paths(self, path: Path) -> list[Path]:
+        """Other files whose change means the source changed (a SQLite database's -wal file)."""
+        return []
+
+    def decode(self, path: Path, data: bytes) -> bytes | None:
+        """With `decodes`: the log a "document" encodes (a `.jsonl.zst`), or None when it holds none.
+        The document is stored whole (its exact bytes stay restorable) and the decoded log is read
+        like any log, as a source of kind "decoded" at `decoded_path(path)` that exists only in the
+        ledger. Raise ValueError for a damaged file."""
+        return None
+
+    def tool_result_extra(self, record: dict[str, Any]) -> Any:
+        """The tool's own structured result that a tool result record carries beside its text
+        (patches, exit codes, agent stats), for the viewer; None when the agent writes none."""
+        return None
+
+    # ------------------------------------------------------------------ subagents
+
+    # tools that start a subagent whose first prompt is the tool's prompt parameter
+    spawn_tools: frozenset[str] = frozenset()
+
+    @property
+    def kept_inputs(self) -> frozenset[str]:
+        """Tools whose input the ledger reads itself (to link and describe subagents): stored even
+        when `tool_io_in_record` lets readers re-read the others."""
+        return self.spawn_tools
+
+    # ------------------------------------------------------------------ resume and fork
+
+    @property
+    def display_name(self) -> str:
+        """The agent's name in sentences."""
+        return self.name
+
+    @property
+    def program(self) -> str:
+        """The command that runs the agent."""
+        return self.name
+
+    id_shape: IdShape = ANY_ID  # (pattern, description) of the agent's session ids
+    # How threadloom forks a session at a point: the name of the machinery in `core.fork` that writes
+    # or finds the fork (None: it cannot). Kept there because it reads the store.
+    fork_style: str | None = None
+    forks_before_prompt: bool = False  # a fork can end just before a prompt, to send another instead
+    forks_natively: bool = False  # the agent forks itself at a message, with a new prompt
+    resumes_subagents: bool = False  # a subagent's session resumes on its own
+    # How `core.undo` reads the outcome of this agent's edits (None: from the calls' parameters alone)
+    undo_style: str | None = None
+
+    def checked_id(self, value: object, what: str = "session id") -> str:
+        """`value` if it has the shape of this agent's ids, else ForkError."""
+        return checked_id(self.name, value, what, self.id_shape)
+
+    def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
+        """The command that resumes `target` (with `fork`: a copy of it, left as it is); ForkError
+        when there is none."""
+        raise ForkError(f"threadloom has no resume command for {self.name} sessions")
+
+    def native_fork_commands(
+        self, target: ResumeTarget, point: str, prompt_words: list[str]
+    ) -> tuple[list[str], list[str]]:
+        """With `forks_natively`: the command that forks `target` at the message `point` and sends
+        `prompt_words`, printing JSON with the new `session_id`, and the command that opens a session
+        given that id as its last word."""
+        raise NotImplementedError(f"{self.name} does not fork itself")
 
 
 # a UTF-8 byte order mark: some editors and Windows tools start a file with one. Parsers look past

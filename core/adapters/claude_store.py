@@ -21,11 +21,12 @@ from typing import Any
 import orjson
 from threadloom.core.adapters.base import FileContext, RawRecord, Record, SessionInfo
 from threadloom.core.adapters.claude import AGENT as CLAUDE
-from threadloom.core.adapters.claude import ClaudeAdapter, _str, config_dir
+from threadloom.core.adapters.claude import ClaudeAdapter, config_dir
 from threadloom.core.adapters.shared import (
     RowSink,
     SqliteSource,
     as_bytes,
+    as_str,
     loads,
     open_sqlite,
     plain_json,
@@ -98,7 +99,7 @@ class ClaudeStoreAdapter(SqliteSource):
             if column != "message":
                 return Record(
                     entry_type="tool-use-result",
-                    session_id=_str(base.get("session_id")),
+                    session_id=as_str(base.get("session_id")),
                     parse_error=error,
                     session=_info(base),
                 )
@@ -118,11 +119,11 @@ class ClaudeStoreAdapter(SqliteSource):
         st["row"], st["then"], st["values"] = obj, list(obj.get("$then") or []), {}
         return Record(
             entry_type="row",
-            subtype=_str(obj.get("message_type")),
-            session_id=_str(obj.get("session_id")),
+            subtype=as_str(obj.get("message_type")),
+            session_id=as_str(obj.get("session_id")),
             session=_info(obj),
-            cwd=_str(obj.get("cwd")),
-            version=_str(obj.get("version")),
+            cwd=as_str(obj.get("cwd")),
+            version=as_str(obj.get("version")),
         )
 
     def _message(self, base: dict, st: dict[str, Any], rec: RawRecord) -> Record:
@@ -162,5 +163,5 @@ def _plain(row: sqlite3.Row, skip: frozenset[str] = frozenset()) -> dict[str, An
 
 
 def _info(base: dict) -> SessionInfo | None:
-    sid = _str(base.get("session_id"))
+    sid = as_str(base.get("session_id"))
     return SessionInfo(source=CLAUDE, external_id=sid) if sid else None

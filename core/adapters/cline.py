@@ -34,9 +34,13 @@ from typing import Any
 
 from threadloom.core.adapters.base import (
     BOM,
+    Adapter,
+    Command,
     FileContext,
+    ForkError,
     RawRecord,
     Record,
+    ResumeTarget,
     SessionInfo,
     SourceRef,
     ToolResult,
@@ -44,10 +48,19 @@ from threadloom.core.adapters.base import (
     Usage,
     epoch_ms,
     parse_iso_ms,
+    safe_int,
 )
-from threadloom.core.adapters.claude import _dumps, _input_text, _int, _str
-from threadloom.core.adapters.codex import _head
-from threadloom.core.adapters.shared import editor_user_dirs, loads, parse_document, scalar_members, tile
+from threadloom.core.adapters.shared import (
+    as_str,
+    editor_user_dirs,
+    head_of,
+    input_text,
+    json_text,
+    loads,
+    parse_document,
+    scalar_members,
+    tile,
+)
 from threadloom.core.adapters.walk import walk
 
 EXTENSIONS = {
@@ -177,7 +190,7 @@ def looks_like_task_file(path: Path, kind: str) -> bool:
         return any(
             (path.parent / name).is_file() for name in ("ui_messages.json", "api_conversation_history.json")
         )
-    head = _head(path, 4096).removeprefix(BOM).lstrip()
+    head = head_of(path, 4096).removeprefix(BOM).lstrip()
     if not head.startswith(b"["):
         return False
     if head[1:].lstrip().startswith(b"]"):
@@ -230,15 +243,36 @@ def kind_of(path: Path, head: bytes | None = None) -> str | None:
     return None
 
 
-class ClineAdapter:
+EXTENSION_NAMES = {"cline": "Cline", "roo-code": "Roo Code", "kilo-code": "Kilo Code"}
+
+
+class ClineAdapter(Adapter):
     """Reads one Cline-family agent's files; see the module docstring."""
 
     mode = "document"
+    spawn_tools = frozenset({"newTask", "new_task"})  # the UI log's tool, the API history's
 
     def __init__(self, name: str, extensions: tuple[str, ...], sdk: bool = False) -> None:
         self.name = name
         self.extensions = extensions
         self.sdk = sdk
+        # the CLI (`sdk`) resumes a task by id; the extensions' tasks only from their History view
+        self.fork_style = "whole-session-resume" if sdk else None
+
+    def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
+        if not self.sdk:
+            raise ForkError(
+                f"{EXTENSION_NAMES.get(self.name, self.name)} tasks resume from the extension's History view "
+                "(open History, pick the task, Resume)"
+            )
+        if fork:
+            return super().resume_command(target, fork=fork)
+        return Command(
+            [self.program, "--id", self.checked_id(target.external_id)],
+            notes=[
+                "`cline --id` resumes Cline CLI sessions; tasks of the VS Code extension resume from its History view."
+            ],
+        )
 
     def default_roots(self) -> list[Path]:
         """Extension folders that exist (in every VS Code-family editor); the VS Code one if none."""
@@ -271,11 +305,11 @@ class ClineAdapter:
             return path.parent.name == "state" or explicit
         in_sessions = "sessions" in path.parts
         if kind == "sdk-messages":  # a distinctive name: outside a sessions folder its content decides
-            return in_sessions or kind_of(path, _head(path, 4096)) == "sdk-messages"
+            return in_sessions or kind_of(path, head_of(path, 4096)) == "sdk-messages"
         if path.parent.name == path.name[: -len(".json")] or name == "session.json":
-            return kind_of(path, _head(path, 8192)) == "sdk-manifest"
+            return kind_of(path, head_of(path, 8192)) == "sdk-manifest"
         if explicit:
-            return kind_of(path, _head(path, 8192)) is not None
+            return kind_of(path, head_of(path, 8192)) is not None
         return False
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
@@ -319,7 +353,7 @@ class ClineAdapter:
         if "kind" in st:
             return st
         path = ctx.path
-        kind = kind_of(path) or kind_of(path, _head(path, 8192)) or "unknown"
+        kind = kind_of(path) or kind_of(path, head_of(path, 8192)) or "unknown"
         task = _task_dir(path)
         agent = agent_of(path)
         if agent is None:
@@ -357,7 +391,7 @@ class ClineAdapter:
             if rec.offset == 0 or not st["started"]:
                 st["header"].update(scalar_members(rec.raw))
                 if kind == "sdk-messages":
-                    st["sid"] = _str(st["header"].get("sessionId")) or st["sid"]
+                    st["sid"] = as_str(st["header"].get("sessionId")) or st["sid"]
                     st["sidecar"] = "source_message_count" in st["header"]
             return Record(entry_type="json-gap", session_id=st["sid"], session=self._info(st))
         st["started"] = True
@@ -404,8 +438,8 @@ class ClineAdapter:
         sid = st["sid"]
         if not isinstance(m, dict):
             return Record(entry_type="non-object", known=False, session_id=sid, session=self._info(st))
-        mtype = _str(m.get("type")) or "?"
-        name = _str(m.get("say") if mtype == "say" else m.get("ask")) or "?"
+        mtype = as_str(m.get("type")) or "?"
+        name = as_str(m.get("say") if mtype == "say" else m.get("ask")) or "?"
         ts = m.get("ts")
         out = Record(
             entry_type=mtype,
@@ -419,8 +453,8 @@ class ClineAdapter:
         self._chain(out, st)
         info = m.get("modelInfo")
         if isinstance(info, dict):
-            out.model = _str(info.get("modelId"))
-        text = _str(m.get("text")) or ""
+            out.model = as_str(info.get("modelId"))
+        text = as_str(m.get("text")) or ""
         if name in PROMPT_SAYS:
             out.role = "user"
             out.is_message = True
@@ -443,7 +477,7 @@ class ClineAdapter:
             condense = m.get("contextCondense") if isinstance(m.get("contextCondense"), dict) else {}
             out.role, out.is_message = "system", True
             out.is_compaction = out.segment_marker = True
-            out.content = _str(condense.get("summary")) or text or "context condensed"
+            out.content = as_str(condense.get("summary")) or text or "context condensed"
         elif name in ("command_output", "browser_action_result", "mcp_server_response"):
             family = {
                 "command_output": "command",
@@ -452,7 +486,7 @@ class ClineAdapter:
             }[name]
             call = st["open"].get(family)
             if call is not None:
-                out.tool_results.append(ToolResult(call, _dumps(text)))
+                out.tool_results.append(ToolResult(call, json_text(text)))
             out.tool_text = text or None
         elif name in (
             "tool",
@@ -473,7 +507,7 @@ class ClineAdapter:
         obj, _ = loads(text.encode()) if text[:1] in ("{", "[") else (None, None)
         params: dict[str, Any]
         if name == "tool" and isinstance(obj, dict):
-            tool, params = _str(obj.get("tool")) or "tool", obj
+            tool, params = as_str(obj.get("tool")) or "tool", obj
         elif name == "command":
             tool, params = "execute_command", {"command": text}
         elif name == "browser_action_launch":
@@ -487,9 +521,9 @@ class ClineAdapter:
         out.role = "assistant"
         out.is_message = True
         out.tool_uses.append(
-            ToolUse(call_id, tool, _dumps(params), description=_str(params.get("description")))
+            ToolUse(call_id, tool, json_text(params), description=as_str(params.get("description")))
         )
-        out.tool_text = f"{tool} {_input_text(_dumps(params))}"
+        out.tool_text = f"{tool} {input_text(json_text(params))}"
         family = {
             "command": "command",
             "browser_action_launch": "browser",
@@ -501,13 +535,13 @@ class ClineAdapter:
         else:
             # a file tool's ask/say already carries what it did (content, diff): it is its own result
             result = params.get("content") if "content" in params else params.get("diff")
-            out.tool_results.append(ToolResult(call_id, _dumps(result if result is not None else params)))
+            out.tool_results.append(ToolResult(call_id, json_text(result if result is not None else params)))
 
     def _ui_usage(self, out: Record, text: str, st: dict[str, Any], name: str) -> None:
         data, _ = loads(text.encode()) if text else (None, None)
         if not isinstance(data, dict):
             return
-        request = _str(data.get("request"))
+        request = as_str(data.get("request"))
         if request and st["cwd"] is None:
             m = CWD_IN_TEXT.search(request)
             if m:
@@ -525,10 +559,10 @@ class ClineAdapter:
         st["n"] += 1
         if not isinstance(m, dict):
             return Record(entry_type="non-object", known=False, session_id=sid, session=self._info(st))
-        role = _str(m.get("role"))
+        role = as_str(m.get("role"))
         out = Record(
             entry_type="api-message",
-            subtype=_str(m.get("type")) or role,
+            subtype=as_str(m.get("type")) or role,
             known=role in ("user", "assistant"),
             session_id=sid,
             role=role,
@@ -538,7 +572,7 @@ class ClineAdapter:
         out.uuid = self._uuid(st, f"api:{st['n']}")
         info = m.get("modelInfo")
         if isinstance(info, dict):
-            out.model = _str(info.get("modelId"))
+            out.model = as_str(info.get("modelId"))
         if not st["shown"]:
             out.is_meta = True  # the task's ui_messages.json is the conversation shown
             return out
@@ -555,12 +589,12 @@ class ClineAdapter:
         metrics = m.get("metrics")
         tokens = metrics.get("tokens") if isinstance(metrics, dict) else None
         if isinstance(tokens, dict):
-            cached = _int(tokens.get("cached"))
+            cached = safe_int(tokens.get("cached"))
             out.usage = Usage(
                 f"{st['agent']}:{out.uuid}",
                 None,
-                max(0, _int(tokens.get("prompt")) - cached),
-                _int(tokens.get("completion")),
+                max(0, safe_int(tokens.get("prompt")) - cached),
+                safe_int(tokens.get("completion")),
                 0,
                 cached,
             )
@@ -575,12 +609,12 @@ class ClineAdapter:
         st["n"] += 1
         if not isinstance(m, dict):
             return Record(entry_type="non-object", known=False, session_id=sid, session=self._info(st))
-        role = _str(m.get("role"))
+        role = as_str(m.get("role"))
         meta = m.get("metadata") if isinstance(m.get("metadata"), dict) else {}
-        msg_id = _str(m.get("id"))
+        msg_id = as_str(m.get("id"))
         out = Record(
             entry_type="message",
-            subtype=_str(meta.get("kind")),
+            subtype=as_str(meta.get("kind")),
             known=role in ("user", "assistant"),
             session_id=sid,
             role=role,
@@ -591,18 +625,18 @@ class ClineAdapter:
         out.uuid = self._uuid(st, msg_id or f"m{st['n']}")
         info = m.get("modelInfo")
         if isinstance(info, dict):
-            out.model = _str(info.get("id")) or _str(info.get("modelId"))
+            out.model = as_str(info.get("id")) or as_str(info.get("modelId"))
         if st["sidecar"]:
             out.entry_type = "compaction-state"
             out.is_meta = True  # the compacted copy the model sees; the transcript holds the messages
             return out
         self._chain(out, st)
         _blocks(out, m.get("content"), role)
-        kind = _str(meta.get("kind"))
+        kind = as_str(meta.get("kind"))
         if kind == "compaction_summary":
             out.role = "system"
             out.is_compaction = out.segment_marker = True
-            out.content = _str(meta.get("summary")) or out.content
+            out.content = as_str(meta.get("summary")) or out.content
         elif role == "user" and out.content:
             wrapped = USER_INPUT.match(out.content)
             if wrapped:
@@ -622,24 +656,24 @@ class ClineAdapter:
     def _manifest(self, obj: Any, st: dict[str, Any]) -> Record:
         if not isinstance(obj, dict):
             return Record(entry_type="manifest", known=False)
-        sid = _str(obj.get("session_id"))
+        sid = as_str(obj.get("session_id"))
         st["sid"] = sid
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         out = Record(
             entry_type="manifest",
             session_id=sid,
-            model=_str(obj.get("model")),
-            cwd=_str(obj.get("cwd")) or _str(obj.get("workspace_root")),
+            model=as_str(obj.get("model")),
+            cwd=as_str(obj.get("cwd")) or as_str(obj.get("workspace_root")),
             session=self._info(st),
         )
         out.timestamp = parse_iso_ms(obj.get("started_at"))
-        title = _str(meta.get("title"))
+        title = as_str(meta.get("title"))
         if title:
             out.content, out.title, out.entry_type = title, ("ai-title", title), "ai-title"
         fork = meta.get("fork")
         if isinstance(fork, dict):
-            out.forked_from_session_id = _str(fork.get("forkedFromSessionId"))
-        parent = _str(obj.get("parent_session_id")) or _str(meta.get("parentSessionId"))
+            out.forked_from_session_id = as_str(fork.get("forkedFromSessionId"))
+        parent = as_str(obj.get("parent_session_id")) or as_str(meta.get("parentSessionId"))
         if parent and out.session is not None:
             out.session.kind, out.session.is_subagent, out.session.parent_session_id = "subagent", 1, parent
         return out
@@ -651,15 +685,15 @@ class ClineAdapter:
         if isinstance(obj, dict):
             usage = obj.get("model_usage")
             if isinstance(usage, list) and usage and isinstance(usage[-1], dict):
-                out.model = _str(usage[-1].get("model_id"))
+                out.model = as_str(usage[-1].get("model_id"))
             env = obj.get("environment_history")
             if isinstance(env, list) and env and isinstance(env[-1], dict):
-                out.version = _str(env[-1].get("cline_version"))
+                out.version = as_str(env[-1].get("cline_version"))
         return out
 
     def _history_item(self, item: Any, ctx: FileContext, st: dict[str, Any]) -> Record:
         """A HistoryItem: working folder, model and (Roo) the parent task of a subtask."""
-        if not isinstance(item, dict) or not _str(item.get("id")):
+        if not isinstance(item, dict) or not as_str(item.get("id")):
             return Record(
                 entry_type="history",
                 known=isinstance(item, dict),
@@ -675,10 +709,10 @@ class ClineAdapter:
             entry_type="history-item",
             session_id=tid,
             session=self._info(sub),
-            cwd=_str(item.get("cwdOnTaskInitialization")) or _str(item.get("workspace")),
-            model=_str(item.get("modelId")),
+            cwd=as_str(item.get("cwdOnTaskInitialization")) or as_str(item.get("workspace")),
+            model=as_str(item.get("modelId")),
         )
-        parent = _str(item.get("parentTaskId"))
+        parent = as_str(item.get("parentTaskId"))
         if parent and out.session is not None:
             out.session.kind, out.session.is_subagent, out.session.parent_session_id = "subagent", 1, parent
             out.session.agent_id = tid
@@ -700,10 +734,10 @@ def _ui_text(name: str, text: str) -> str | None:
     if name in ("followup", "plan_mode_respond") and text[:1] == "{":
         obj, _ = loads(text.encode())
         if isinstance(obj, dict):
-            body = _str(obj.get("question")) or _str(obj.get("response")) or ""
+            body = as_str(obj.get("question")) or as_str(obj.get("response")) or ""
             options = obj.get("options") if isinstance(obj.get("options"), list) else []
             labels = [
-                o if isinstance(o, str) else _str(o.get("answer")) if isinstance(o, dict) else None
+                o if isinstance(o, str) else as_str(o.get("answer")) if isinstance(o, dict) else None
                 for o in options
             ]
             choices = "\n".join(f"- {x}" for x in labels if x)
@@ -713,8 +747,8 @@ def _ui_text(name: str, text: str) -> str | None:
 
 def _api_usage(data: dict, key: str) -> Usage | None:
     """tokensIn of api_req_started: OpenAI-style providers (and newer Roo) count the cache inside it."""
-    tin, tout = _int(data.get("tokensIn")), _int(data.get("tokensOut"))
-    writes, reads = _int(data.get("cacheWrites")), _int(data.get("cacheReads"))
+    tin, tout = safe_int(data.get("tokensIn")), safe_int(data.get("tokensOut"))
+    writes, reads = safe_int(data.get("cacheWrites")), safe_int(data.get("cacheReads"))
     if not (tin or tout or writes or reads):
         return None
     cached = writes + reads
@@ -725,8 +759,8 @@ def _api_usage(data: dict, key: str) -> Usage | None:
 
 
 def _sdk_usage(metrics: dict, key: str) -> Usage | None:
-    tin, tout = _int(metrics.get("inputTokens")), _int(metrics.get("outputTokens"))
-    reads, writes = _int(metrics.get("cacheReadTokens")), _int(metrics.get("cacheWriteTokens"))
+    tin, tout = safe_int(metrics.get("inputTokens")), safe_int(metrics.get("outputTokens"))
+    reads, writes = safe_int(metrics.get("cacheReadTokens")), safe_int(metrics.get("cacheWriteTokens"))
     if not (tin or tout or reads or writes):
         return None
     return Usage(key, None, max(0, tin - reads - writes), tout, writes, reads)
@@ -771,7 +805,7 @@ def _blocks(out: Record, content: Any, role: str | None) -> None:
         if btype == "text" and isinstance(block.get("text"), str):
             texts.append(block["text"])
         elif btype in ("thinking", "reasoning"):
-            thinking.append(_str(block.get("thinking")) or _str(block.get("text")) or "")
+            thinking.append(as_str(block.get("thinking")) or as_str(block.get("text")) or "")
         elif btype == "redacted_thinking":
             thinking.append("[redacted thinking]")
         elif btype == "tool_use" and block.get("id") is not None:
@@ -781,11 +815,11 @@ def _blocks(out: Record, content: Any, role: str | None) -> None:
             out.tool_uses.append(
                 ToolUse(
                     str(block["id"]),
-                    _str(block.get("name")) or "?",
-                    _dumps(params),
+                    as_str(block.get("name")) or "?",
+                    json_text(params),
                     number,
-                    _str(params.get("description")),
-                    _str(params.get("prompt")),
+                    as_str(params.get("description")),
+                    as_str(params.get("prompt")),
                 )
             )
         elif btype == "tool_result" and block.get("tool_use_id") is not None:
@@ -793,7 +827,7 @@ def _blocks(out: Record, content: Any, role: str | None) -> None:
             out.tool_results.append(
                 ToolResult(
                     str(block["tool_use_id"]),
-                    _dumps(body),
+                    json_text(body),
                     "failed" if block.get("is_error") else "completed",
                 )
             )
@@ -801,6 +835,6 @@ def _blocks(out: Record, content: Any, role: str | None) -> None:
     out.content = "\n".join(t for t in texts if t) or None
     out.thinking = "\n".join(t for t in thinking if t) or None
     if out.tool_uses:
-        out.tool_text = "\n".join(f"{u.name} {_input_text(u.input_json)}" for u in out.tool_uses)
+        out.tool_text = "\n".join(f"{u.name} {input_text(u.input_json)}" for u in out.tool_uses)
     elif results:
         out.tool_text = "\n".join(r for r in results if r) or None

@@ -35,9 +35,13 @@ from typing import Any
 import orjson
 from threadloom.core.adapters.base import (
     BOM,
+    UUID,
+    Adapter,
+    Command,
     FileContext,
     RawRecord,
     Record,
+    ResumeTarget,
     SessionInfo,
     SourceRef,
     ToolResult,
@@ -46,8 +50,18 @@ from threadloom.core.adapters.base import (
     container_of,
     parse_iso_ms,
     read_regular,
+    safe_int,
 )
-from threadloom.core.adapters.claude import _dumps, _input_text, _int, _parse, _str, claude_layout
+from threadloom.core.adapters.claude import claude_layout
+from threadloom.core.adapters.shared import (
+    JsonDocumentLines,
+    as_str,
+    head_of,
+    input_text,
+    json_text,
+    merge_records,
+    parse_record,
+)
 from threadloom.core.adapters.walk import walk
 
 AGENT = "codex"
@@ -145,7 +159,6 @@ STATE_MARKERS = (
     b'"role":"user"',
     b'"role": "user"',
 )
-SNIFF_BYTES = 65536
 ENCRYPTED_REASONING = "[encrypted reasoning]"
 ECHO_DISTANCE = 8  # lines between a prompt and its copy in the other stream
 
@@ -161,99 +174,7 @@ def is_injected(text: str) -> bool:
     return stripped.startswith(INJECTED_PREFIXES) or bool(INJECTED.match(text))
 
 
-# ---------------------------------------------------------------------- pretty-printed JSON documents
-
-_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
-
-
-class JsonDocumentLines:
-    """Follows a pretty-printed JSON document fed one line at a time.
-
-    Writers of "one JSON document" session files (Codex's TypeScript CLI, Gemini CLI ≤ v0.38) indent
-    with JSON.stringify(…, null, 2); the ingest stores such a file line by line, and this puts the
-    document's parts back together: each element of the named top-level arrays, and every other
-    top-level member, is returned as soon as the line that closes it is fed. JSON strings cannot hold
-    a raw newline, so a line never ends inside a string.
-    """
-
-    def __init__(self, array_keys: frozenset[str]) -> None:
-        self.array_keys = array_keys
-        self.depth = 0
-        self.key: str | None = None  # the top-level member being read
-        self.after_colon = False
-        self.in_array: str | None = None
-        self.capture: str | None = None  # "item" | "member"
-        self.buf: list[bytes] = []
-
-    def feed(self, line: bytes) -> list[tuple[str, str | None, Any, str | None]]:
-        """(kind, key, value, parse error) for each element or member that ends on this line."""
-        done: list[tuple[str, str | None, Any, str | None]] = []
-        start: int | None = None  # where a capture began on this line
-        for m in _TOKEN.finditer(line):
-            tok = m.group()
-            if tok[:1] == b'"':
-                if self.depth == 1 and not self.after_colon:
-                    self.key = _decode_key(tok)
-                continue
-            if tok == b":":
-                if self.depth == 1 and not self.after_colon:
-                    self.after_colon = True
-                    if self.key not in self.array_keys:
-                        self.capture, start = "member", m.end()
-                continue
-            if tok in (b"{", b"["):
-                if self.depth == 1 and self.capture is None and tok == b"[" and self.key in self.array_keys:
-                    self.in_array = self.key
-                elif self.depth == 2 and self.in_array and self.capture is None:
-                    self.capture, start = "item", m.start()
-                self.depth += 1
-                continue
-            if tok in (b"}", b"]"):
-                self.depth -= 1
-                if self.capture == "item" and self.depth == 2:
-                    done.append(self._finish(line[start or 0 : m.end()]))
-                    start = None
-                elif self.in_array and self.depth == 1:
-                    self.in_array = None
-                elif self.capture == "member" and self.depth == 0:
-                    done.append(self._finish(line[start or 0 : m.start()]))
-                    start = None
-                continue
-            if tok == b"," and self.depth == 1:
-                if self.capture == "member":
-                    done.append(self._finish(line[start or 0 : m.start()]))
-                    start = None
-                self.after_colon = False
-        if self.capture is not None:
-            self.buf.append(line[start:] if start is not None else line)
-        return done
-
-    def _finish(self, piece: bytes) -> tuple[str, str | None, Any, str | None]:
-        text = b"\n".join([*self.buf, piece]) if self.buf else piece
-        kind, self.capture, self.buf = self.capture or "member", None, []
-        key = self.in_array if kind == "item" else self.key
-        try:
-            return kind, key, orjson.loads(text), None
-        except orjson.JSONDecodeError as exc:
-            return kind, key, None, str(exc)
-
-
-def _decode_key(tok: bytes) -> str | None:
-    try:
-        value = orjson.loads(tok)
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, str) else None
-
-
 # ---------------------------------------------------------------------- discovery
-
-
-def _head(path: Path, limit: int = SNIFF_BYTES) -> bytes:
-    try:
-        return read_regular(path, limit)
-    except OSError:
-        return b""
 
 
 def _sniff_lines(head: bytes) -> Iterator[Any]:
@@ -303,11 +224,26 @@ def project_key_of(path: Path) -> str | None:
     return path.parent.name or None
 
 
-class CodexAdapter:
+class CodexAdapter(Adapter):
     """Reads Codex CLI rollouts of every era; see the module docstring."""
 
     name = AGENT
     mode = "lines"
+    decodes = True  # an archived `.jsonl.zst` rollout
+    display_name = "Codex"
+    program = "codex"
+    id_shape = (UUID, "a UUID")
+    fork_style = "codex-rollout"
+    forks_before_prompt = True
+    resumes_subagents = True  # a subagent is a thread of its own
+    undo_style = "codex"
+
+    def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
+        """`codex resume ID -C DIR`; `codex fork ID` copies the thread."""
+        thread = self.checked_id(target.external_id)
+        if fork:
+            return Command([self.program, "fork", thread])
+        return Command([self.program, "resume", thread], folder_option="-C")
 
     def default_roots(self) -> list[Path]:
         home = codex_home()
@@ -323,7 +259,7 @@ class CodexAdapter:
             return False
         if not explicit and claude_layout(path):
             return False  # Claude's own files: never opened here
-        return looks_like_codex(_head(path))
+        return looks_like_codex(head_of(path))
 
     def kind_of(self, path: Path) -> str:
         if path.name.endswith(".zst"):
@@ -420,7 +356,7 @@ class CodexAdapter:
             return self._index_line(rec)
         if ctx.state["snapshot"]:
             return self._snapshot_line(rec, ctx)
-        obj, error = _parse(rec.raw)
+        obj, error = parse_record(rec.raw)
         sid = self._sid(ctx, obj, rec.line_number)
         if obj is None:
             return Record(
@@ -449,15 +385,15 @@ class CodexAdapter:
             out.timestamp = parse_iso_ms(obj.get("timestamp"))
             out.entry_type = etype
             p = payload if isinstance(payload, dict) else {}
-            out.subtype = _str(p.get("type")) or (
+            out.subtype = as_str(p.get("type")) or (
                 "message" if isinstance(p.get("role"), str) and "content" in p else None
             )
             out.known = etype in ROLLOUT_TYPES
             if etype == "session_meta":
                 self._session_meta(out, p, ctx)
             elif etype == "turn_context":
-                out.model = _str(p.get("model"))
-                out.cwd = _str(p.get("cwd"))
+                out.model = as_str(p.get("model"))
+                out.cwd = as_str(p.get("cwd"))
                 if out.model:
                     ctx.state["model"] = out.model
                 out.model = out.model or ctx.state.get("model")
@@ -472,9 +408,9 @@ class CodexAdapter:
                 out.is_message = True
                 out.is_compaction = True
                 out.segment_marker = True
-                out.content = _str(p.get("message")) or None
+                out.content = as_str(p.get("message")) or None
             elif etype == "inter_agent_communication":
-                out.content = _text(p.get("content")) or _str(p.get("message"))
+                out.content = _text(p.get("content")) or as_str(p.get("message"))
             if out.session is None:
                 out.session = SessionInfo(source=AGENT, external_id=sid)
             return out
@@ -506,9 +442,9 @@ class CodexAdapter:
             if isinstance(obj, dict):
                 payload = obj.get("payload")
                 if obj.get("type") == "session_meta" and isinstance(payload, dict):
-                    sid = _str(payload.get("id")) or _str(payload.get("session_id"))
+                    sid = as_str(payload.get("id")) or as_str(payload.get("session_id"))
                 elif line_number == 1 and obj.get("type") is None:
-                    sid = _str(obj.get("id"))
+                    sid = as_str(obj.get("id"))
             st["sid"] = sid or _name_id(ctx.path)
         return st["sid"]
 
@@ -524,7 +460,7 @@ class CodexAdapter:
 
     def _session_meta(self, out: Record, p: dict, ctx: FileContext) -> None:
         st = ctx.state
-        meta_id = _str(p.get("id")) or _str(p.get("session_id"))
+        meta_id = as_str(p.get("id")) or as_str(p.get("session_id"))
         if st["own_meta"] or (meta_id is not None and meta_id != st["sid"]):
             # A fork (or a subagent spawned with context) copies its parent's rollout after its own
             # meta, all written in one burst: token counts in that burst are the parent's.
@@ -532,15 +468,15 @@ class CodexAdapter:
                 st["copy"] = (meta_id, out.timestamp // 1000)
             return
         st["own_meta"] = True
-        out.cwd = _str(p.get("cwd"))
-        out.version = _str(p.get("cli_version"))
+        out.cwd = as_str(p.get("cwd"))
+        out.version = as_str(p.get("cli_version"))
         git = p.get("git") if isinstance(p.get("git"), dict) else {}
-        out.git_branch = _str(git.get("branch"))
+        out.git_branch = as_str(git.get("branch"))
         out.timestamp = out.timestamp or parse_iso_ms(p.get("timestamp"))
-        out.forked_from_session_id = _str(p.get("forked_from_id"))
+        out.forked_from_session_id = as_str(p.get("forked_from_id"))
         info = SessionInfo(source=AGENT, external_id=st["sid"])
         source = p.get("source")
-        parent = _str(p.get("parent_thread_id"))
+        parent = as_str(p.get("parent_thread_id"))
         sub = source.get("subagent") if isinstance(source, dict) else None
         if sub is not None or parent:
             info.kind = "subagent"
@@ -550,28 +486,28 @@ class CodexAdapter:
             if isinstance(sub, dict):
                 spawn = sub.get("thread_spawn")
                 if isinstance(spawn, dict):
-                    parent = parent or _str(spawn.get("parent_thread_id"))
-                    info.agent_type = _str(spawn.get("agent_role")) or _str(spawn.get("agent_nickname"))
-                    info.task_description = _str(spawn.get("agent_nickname"))
+                    parent = parent or as_str(spawn.get("parent_thread_id"))
+                    info.agent_type = as_str(spawn.get("agent_role")) or as_str(spawn.get("agent_nickname"))
+                    info.task_description = as_str(spawn.get("agent_nickname"))
                 else:
                     info.agent_type = next(iter(sub), None)
             elif isinstance(sub, str):
                 info.agent_type = sub
-            info.agent_type = info.agent_type or _str(p.get("agent_role"))
+            info.agent_type = info.agent_type or as_str(p.get("agent_role"))
             info.parent_session_id = parent
         out.session = info
 
     def _item(self, out: Record, p: dict, ctx: FileContext, wrapped: bool) -> None:
         """One ResponseItem: the same shapes in every era (bare lines, payloads, snapshot items)."""
-        itype = _str(p.get("type"))
+        itype = as_str(p.get("type"))
         if itype is None and isinstance(p.get("role"), str) and "content" in p:
             itype = "message"  # the Responses API's short form of a message: `{role, content}`, no type
         out.model = ctx.state.get("model")
-        out.message_id = _str(p.get("id"))
+        out.message_id = as_str(p.get("id"))
         if itype != "message":
             ctx.state["pending"] = None
         if itype == "message":
-            role = _str(p.get("role")) or "user"
+            role = as_str(p.get("role")) or "user"
             text = _text(p.get("content"))
             out.content = text
             if role == "user":
@@ -599,7 +535,7 @@ class CodexAdapter:
                 out.thinking = ENCRYPTED_REASONING  # no summary asked for: the step is shown all the same
             out.is_message = out.thinking is not None
         elif itype in ("function_call", "custom_tool_call", "local_shell_call", "tool_search_call"):
-            call_id = _str(p.get("call_id")) or _str(p.get("id"))
+            call_id = as_str(p.get("call_id")) or as_str(p.get("id"))
             if itype == "function_call":
                 params = _json_arg(p.get("arguments"))
             elif itype == "custom_tool_call":
@@ -612,24 +548,24 @@ class CodexAdapter:
                     if isinstance(p.get("arguments"), dict)
                     else {"arguments": p.get("arguments")}
                 )
-            name = _str(p.get("name")) or ("local_shell" if itype == "local_shell_call" else "tool_search")
+            name = as_str(p.get("name")) or ("local_shell" if itype == "local_shell_call" else "tool_search")
             if isinstance(p.get("namespace"), str) and p["namespace"]:
                 name = f"{p['namespace']}.{name}"
             out.role = "assistant"
             out.is_message = True
             # a call written without an id is still a call (its output cannot be matched to it)
             out.tool_uses.append(_tool_use(call_id or f"{out.uuid}:call", name, params))
-            out.tool_text = f"{name} {_input_text(out.tool_uses[0].input_json)}"
+            out.tool_text = f"{name} {input_text(out.tool_uses[0].input_json)}"
         elif itype in ("function_call_output", "custom_tool_call_output", "tool_search_output"):
-            call_id = _str(p.get("call_id"))
+            call_id = as_str(p.get("call_id"))
             output = p.get("output") if itype != "tool_search_output" else p.get("tools")
             out.role = "user"
             out.is_message = True
             out.tool_text = _output_text(output)
             if call_id:
-                out.tool_results.append(ToolResult(call_id, _dumps(output), _output_status(output)))
+                out.tool_results.append(ToolResult(call_id, json_text(output), _output_status(output)))
         elif itype in ("web_search_call", "image_generation_call"):
-            call_id = _str(p.get("call_id")) or _str(p.get("id"))
+            call_id = as_str(p.get("call_id")) or as_str(p.get("id"))
             name = "web_search" if itype == "web_search_call" else "image_generation"
             params = (
                 p.get("action") if itype == "web_search_call" else {"revised_prompt": p.get("revised_prompt")}
@@ -639,13 +575,13 @@ class CodexAdapter:
             if call_id:
                 use = _tool_use(call_id, name, params)
                 out.tool_uses.append(use)
-                out.tool_text = f"{name} {_input_text(use.input_json)}"
-                status = _str(p.get("status"))
+                out.tool_text = f"{name} {input_text(use.input_json)}"
+                status = as_str(p.get("status"))
                 if status and status not in ("in_progress", "searching", "generating"):
                     out.tool_results.append(
                         ToolResult(
                             call_id,
-                            _dumps({"status": status}),
+                            json_text({"status": status}),
                             "failed" if status == "failed" else "completed",
                         )
                     )
@@ -658,7 +594,7 @@ class CodexAdapter:
             out.is_compaction = False  # the `compacted` rollout item marks the boundary
         elif itype not in ITEM_TYPES:
             # an item of a kind not known here (a newer Codex, another writer): shown as it is, dimmed
-            out.role = _str(p.get("role")) or (
+            out.role = as_str(p.get("role")) or (
                 "user" if itype and itype.endswith(("_output", "_result")) else "assistant"
             )
             out.is_message = True
@@ -690,8 +626,8 @@ class CodexAdapter:
         kind = out.subtype
         st = ctx.state
         if kind == "user_message":
-            text = _str(p.get("message")) or ""
-            msg_kind = _str(p.get("kind"))
+            text = as_str(p.get("message")) or ""
+            msg_kind = as_str(p.get("kind"))
             out.role = "user"
             out.content = text or None
             if text and msg_kind in (None, "plain") and not is_injected(text):
@@ -705,11 +641,11 @@ class CodexAdapter:
         if kind == "agent_message":
             out.role = "assistant"
             out.is_meta = True  # the same text as the assistant ResponseItem
-            out.content = _str(p.get("message"))
+            out.content = as_str(p.get("message"))
         elif kind in ("agent_reasoning", "agent_reasoning_raw_content"):
             out.role = "assistant"
             out.is_meta = True
-            out.thinking = _str(p.get("text"))
+            out.thinking = as_str(p.get("text"))
         elif kind == "token_count":
             out.model = st.get("model")
             copy = st.get("copy")
@@ -724,13 +660,13 @@ class CodexAdapter:
             out.model = st.get("model")
             out.usage = _usage_from(p["usage"], f"codex-line:{out.uuid}")
         elif kind == "thread_name_updated":
-            name = _str(p.get("thread_name"))
+            name = as_str(p.get("thread_name"))
             if name:
                 out.entry_type = "custom-title"
                 out.content = name
                 out.title = ("custom-title", name)
         elif kind == "thread_rolled_back":
-            turns = _int(p.get("num_turns"))
+            turns = safe_int(p.get("num_turns"))
             prompts = st["prompts"]
             if 0 < turns <= len(prompts):
                 first = prompts[-turns]
@@ -744,22 +680,22 @@ class CodexAdapter:
                 diffs.append(f"{path}\n{diff}" if isinstance(diff, str) else str(path))
             out.tool_text = "\n".join(diffs) or None
         elif kind == "collab_agent_spawn_end":
-            call_id, child = _str(p.get("call_id")), _str(p.get("new_thread_id"))
+            call_id, child = as_str(p.get("call_id")), as_str(p.get("new_thread_id"))
             if call_id:
-                status = _str(p.get("status"))
+                status = as_str(p.get("status"))
                 out.tool_results.append(
-                    ToolResult(call_id, _dumps(p), "failed" if status == "failed" else "completed", child)
+                    ToolResult(call_id, json_text(p), "failed" if status == "failed" else "completed", child)
                 )
         elif kind in ("error", "warning", "stream_error"):
             out.role = "system"
             out.is_message = True
-            out.content = _str(p.get("message")) or _text_or_json(p.get("error"))
+            out.content = as_str(p.get("message")) or _text_or_json(p.get("error"))
         elif kind == "item_completed":
             item = p.get("item") if isinstance(p.get("item"), dict) else {}
             if item.get("type") == "Plan":
                 out.role = "assistant"
                 out.is_message = True
-                out.content = _str(item.get("text"))
+                out.content = as_str(item.get("text"))
         elif kind in ("mcp_tool_call_end", "web_search_end", "exec_command_end"):
             out.tool_text = _short(p.get("invocation") or p.get("query") or p.get("command"))
 
@@ -780,7 +716,7 @@ class CodexAdapter:
                 "reasoning_output_tokens",
                 "total_tokens",
             )
-            values = tuple(_int(total.get(k)) for k in fields)
+            values = tuple(safe_int(total.get(k)) for k in fields)
             prev = st.get("prev_total")
             st["prev_total"] = total
             seen = st.setdefault("totals", {})
@@ -791,11 +727,13 @@ class CodexAdapter:
             if isinstance(last, dict):
                 return _usage_from(last, key)
             delta = {
-                k: _int(total.get(k)) - _int(prev.get(k)) if isinstance(prev, dict) else _int(total.get(k))
+                k: safe_int(total.get(k)) - safe_int(prev.get(k))
+                if isinstance(prev, dict)
+                else safe_int(total.get(k))
                 for k in ("input_tokens", "cached_input_tokens", "output_tokens", "cache_write_input_tokens")
             }
             if any(v < 0 for v in delta.values()):
-                delta = {k: _int(total.get(k)) for k in delta}  # totals restarted
+                delta = {k: safe_int(total.get(k)) for k in delta}  # totals restarted
             return _usage_from(delta, key)
         if isinstance(last, dict):
             return _usage_from(last, f"codex-line:{uuid}")
@@ -805,11 +743,11 @@ class CodexAdapter:
 
     def _index_line(self, rec: RawRecord) -> Record:
         """`session_index.jsonl`: thread names (the titles Codex shows), one line per rename."""
-        obj, error = _parse(rec.raw)
+        obj, error = parse_record(rec.raw)
         out = Record(entry_type="session-index", parse_error=error, known=obj is not None)
         if isinstance(obj, dict):
-            sid = _str(obj.get("id")) or _str(obj.get("thread_id"))
-            name = _str(obj.get("thread_name"))
+            sid = as_str(obj.get("id")) or as_str(obj.get("thread_id"))
+            name = as_str(obj.get("thread_name"))
             if sid and name:
                 out.entry_type = "custom-title"
                 out.session_id = sid
@@ -830,7 +768,7 @@ class CodexAdapter:
                     st["header"] = value
                 continue
             item = self._snapshot_item(value, error, ctx)
-            out = item if out is None else _merge(out, item)
+            out = item if out is None else merge_records(out, item)
         if out is None:
             out = Record(entry_type="json-line", subtype=subtype, session_id=st["doc_session"])
         return out
@@ -840,7 +778,7 @@ class CodexAdapter:
         try:
             canonical = orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
         except TypeError:  # nested deeper than orjson writes, or an integer beyond 64 bits
-            canonical = _dumps(item).encode()
+            canonical = json_text(item).encode()
         prev = st["chain"]
         digest = hashlib.sha256((prev or "").encode() + b"\n" + canonical).hexdigest()[:16]
         if prev is None:
@@ -859,9 +797,9 @@ class CodexAdapter:
         if prev is None:
             header = st.get("header") or {}
             out.timestamp = parse_iso_ms(header.get("timestamp"))
-            out.session = SessionInfo(source=AGENT, external_id=_str(header.get("id")))
+            out.session = SessionInfo(source=AGENT, external_id=as_str(header.get("id")))
         if isinstance(item, dict):
-            out.subtype = _str(item.get("type"))
+            out.subtype = as_str(item.get("type"))
             out.known = out.subtype in ITEM_TYPES
             self._item(out, item, ctx, wrapped=False)
         else:
@@ -909,17 +847,6 @@ def _decompress(data: bytes) -> bytes:
         raise ValueError(str(exc)) from exc
 
 
-def _merge(into: Record, other: Record) -> Record:
-    """Items that close on one line (a minified snapshot) share that line's record."""
-    into.content = "\n".join(t for t in (into.content, other.content) if t) or None
-    into.thinking = "\n".join(t for t in (into.thinking, other.thinking) if t) or None
-    into.tool_text = "\n".join(t for t in (into.tool_text, other.tool_text) if t) or None
-    into.tool_uses += other.tool_uses
-    into.tool_results += other.tool_results
-    into.is_message = into.is_message or other.is_message
-    return into
-
-
 def out_line(out: Record) -> int:
     """The line number inside a `<thread>:<line>` uuid (0 for snapshot items)."""
     tail = (out.uuid or "").rsplit(":", 1)[-1]
@@ -959,7 +886,7 @@ def _item_text(p: dict) -> str:
         if text:
             return text[:4000]
     rest = {k: v for k, v in p.items() if k != "type"}
-    return _dumps(rest)[:4000]
+    return json_text(rest)[:4000]
 
 
 def _reasoning_text(p: dict) -> str | None:
@@ -989,10 +916,10 @@ def _tool_use(call_id: str, name: str, params: Any) -> ToolUse:
     return ToolUse(
         id=call_id,
         name=name,
-        input_json=_dumps(params),
+        input_json=json_text(params),
         number=0,
-        description=_str(params.get("description")),
-        prompt=_str(params.get("message")),
+        description=as_str(params.get("description")),
+        prompt=as_str(params.get("message")),
     )
 
 
@@ -1006,9 +933,9 @@ def _output_text(output: Any) -> str | None:
             return parsed["output"] or None
         return output or None
     if isinstance(output, dict):
-        return _str(output.get("text")) or _str(output.get("output")) or _dumps(output)
+        return as_str(output.get("text")) or as_str(output.get("output")) or json_text(output)
     if isinstance(output, list):
-        return _text(output) or _dumps(output)
+        return _text(output) or json_text(output)
     return None
 
 
@@ -1032,13 +959,13 @@ def _output_status(output: Any) -> str:
 
 def _usage_from(u: dict, key: str) -> Usage:
     """OpenAI counts cached (and cache-written) input inside input_tokens; the ledger keeps them apart."""
-    cached = _int(u.get("cached_input_tokens"))
-    written = _int(u.get("cache_write_input_tokens"))
+    cached = safe_int(u.get("cached_input_tokens"))
+    written = safe_int(u.get("cache_write_input_tokens"))
     return Usage(
         message_id=key,
         request_id=None,
-        input_tokens=max(0, _int(u.get("input_tokens")) - cached - written),
-        output_tokens=_int(u.get("output_tokens")),
+        input_tokens=max(0, safe_int(u.get("input_tokens")) - cached - written),
+        output_tokens=safe_int(u.get("output_tokens")),
         cache_creation_tokens=written,
         cache_read_tokens=cached,
     )
@@ -1051,11 +978,11 @@ def _text_or_json(value: Any) -> str | None:
         return value
     if isinstance(value, dict) and isinstance(value.get("message"), str):
         return value["message"]
-    return _dumps(value)
+    return json_text(value)
 
 
 def _short(value: Any) -> str | None:
     if value is None:
         return None
-    text = value if isinstance(value, str) else _input_text(_dumps(value))
+    text = value if isinstance(value, str) else input_text(json_text(value))
     return text[:2000] or None

@@ -37,9 +37,13 @@ from urllib.parse import unquote, urlparse
 
 import orjson
 from threadloom.core.adapters.base import (
+    Adapter,
+    Command,
     FileContext,
+    ForkError,
     RawRecord,
     Record,
+    ResumeTarget,
     SessionInfo,
     SourceRef,
     ToolResult,
@@ -47,14 +51,20 @@ from threadloom.core.adapters.base import (
     Usage,
     parse_iso_ms,
     read_regular,
+    safe_int,
 )
-from threadloom.core.adapters.claude import _dumps, _input_text, _int, _parse, _str, claude_layout
-from threadloom.core.adapters.codex import SNIFF_BYTES, _head
+from threadloom.core.adapters.claude import claude_layout
 from threadloom.core.adapters.shared import (
+    SNIFF_BYTES,
     app_config_dirs,
     as_bytes,
+    as_str,
+    head_of,
+    input_text,
+    json_text,
     loads,
     open_sqlite,
+    parse_record,
     scalar_members,
     sqlite_tables,
     tile,
@@ -123,11 +133,16 @@ def folder_of_uri(uri: Any) -> str | None:
 # ---------------------------------------------------------------------- the IDE's databases
 
 
-class CursorAdapter:
+class CursorAdapter(Adapter):
     """Reads Cursor's state.vscdb databases and cursor-agent store.db files."""
 
     name = AGENT
     mode = "database"
+
+    def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
+        raise ForkError(
+            "Cursor IDE chats can only be reopened from Cursor's own chat history; no command opens one"
+        )
 
     def __init__(self) -> None:
         self._folders: dict[str, tuple[float, dict[str, str], dict[str, str]]] = {}
@@ -295,7 +310,7 @@ class CursorAdapter:
             return out
         if isinstance(obj, dict):  # a message held inline in `conversation`
             st["n"] += 1
-            return self._bubble(obj, None, cid, _str(obj.get("bubbleId")) or f"i{st['n']}", st)
+            return self._bubble(obj, None, cid, as_str(obj.get("bubbleId")) or f"i{st['n']}", st)
         # the bytes around inline messages hold the composer's own fields
         out = Record(entry_type="composer-part", session_id=cid, session=self._info(cid, st))
         fields = scalar_members(raw)
@@ -308,13 +323,13 @@ class CursorAdapter:
     def _composer_facts(self, out: Record, c: dict, cid: str, ctx: FileContext, st: dict[str, Any]) -> None:
         out.session = self._info(cid, st)
         out.timestamp = parse_iso_ms(c.get("createdAt"))
-        name = _str(c.get("name"))
+        name = as_str(c.get("name"))
         if name:
             out.content, out.title = name, ("ai-title", name)
             out.subtype, out.entry_type = out.entry_type, "ai-title"
         config = c.get("modelConfig")
         if isinstance(config, dict):
-            out.model = _str(config.get("modelName"))
+            out.model = as_str(config.get("modelName"))
         workspace = c.get("workspaceIdentifier")
         folder = folder_of_uri(workspace.get("uri") if isinstance(workspace, dict) else None)
         head = st.get("composer_heads", {}).get(cid)
@@ -329,7 +344,7 @@ class CursorAdapter:
         if parent or (isinstance(head, dict) and head.get("isSubagent")):
             info.kind, info.is_subagent, info.agent_id = "subagent", 1, cid
             info.parent_session_id = parent
-            info.agent_type = _str(head.get("subagentTypeName")) if isinstance(head, dict) else None
+            info.agent_type = as_str(head.get("subagentTypeName")) if isinstance(head, dict) else None
         return info
 
     def _bubble(self, b: Any, error: str | None, cid: str, bid: str, st: dict[str, Any]) -> Record:
@@ -356,11 +371,11 @@ class CursorAdapter:
             out.timestamp = parse_iso_ms(timing.get("clientStartTime"))
         info = b.get("modelInfo")
         if isinstance(info, dict):
-            out.model = _str(info.get("modelName"))
-        out.request_id = _str(b.get("requestId"))
-        text = _str(b.get("text")) or ""
+            out.model = as_str(info.get("modelName"))
+        out.request_id = as_str(b.get("requestId"))
+        text = as_str(b.get("text")) or ""
         thinking = b.get("thinking")
-        out.thinking = _str(thinking.get("text")) if isinstance(thinking, dict) else _str(thinking)
+        out.thinking = as_str(thinking.get("text")) if isinstance(thinking, dict) else as_str(thinking)
         if btype in (1, "user"):
             out.role = "user"
             out.content = text or None
@@ -374,18 +389,20 @@ class CursorAdapter:
             self._tool(out, tool, f"{cid}:{bid}")
         out.is_message = bool(out.content or out.thinking or out.tool_uses)
         tokens = b.get("tokenCount")
-        if isinstance(tokens, dict) and (_int(tokens.get("inputTokens")) or _int(tokens.get("outputTokens"))):
+        if isinstance(tokens, dict) and (
+            safe_int(tokens.get("inputTokens")) or safe_int(tokens.get("outputTokens"))
+        ):
             out.usage = Usage(
                 f"cursor:{cid}:{bid}",
                 out.request_id,
-                _int(tokens.get("inputTokens")),
-                _int(tokens.get("outputTokens")),
+                safe_int(tokens.get("inputTokens")),
+                safe_int(tokens.get("outputTokens")),
             )
         return out
 
     def _tool(self, out: Record, tool: dict, fallback_id: str) -> None:
-        call_id = _str(tool.get("toolCallId")) or fallback_id
-        name = _str(tool.get("name")) or str(tool.get("tool"))
+        call_id = as_str(tool.get("toolCallId")) or fallback_id
+        name = as_str(tool.get("name")) or str(tool.get("tool"))
         params = tool.get("params") if tool.get("params") is not None else tool.get("rawArgs")
         if isinstance(params, str):
             parsed, _ = loads(params.encode())
@@ -393,13 +410,13 @@ class CursorAdapter:
         if not isinstance(params, dict):
             params = {"args": params}
         out.tool_uses.append(
-            ToolUse(call_id, name, _dumps(params), description=_str(params.get("explanation")))
+            ToolUse(call_id, name, json_text(params), description=as_str(params.get("explanation")))
         )
-        out.tool_text = f"{name} {_input_text(_dumps(params))}"
+        out.tool_text = f"{name} {input_text(json_text(params))}"
         status = TOOL_STATUS.get(str(tool.get("status") or "").lower())
         result = tool.get("result")
         if status is not None or result is not None:
-            out.tool_results.append(ToolResult(call_id, _dumps(result), status or "completed"))
+            out.tool_results.append(ToolResult(call_id, json_text(result), status or "completed"))
 
     def _chat_part(self, obj: Any, raw: bytes, st: dict[str, Any]) -> Record:
         """The legacy chat panel: tabs of bubbles, one session per tab (`cursor-chat:<tabId>`)."""
@@ -411,15 +428,15 @@ class CursorAdapter:
                 session=SessionInfo(source=AGENT, external_id=sid) if sid else None,
             )
             st["n"] += 1
-            out.uuid = f"{sid}:{_str(obj.get('id')) or _str(obj.get('bubbleId')) or st['n']}"
+            out.uuid = f"{sid}:{as_str(obj.get('id')) or as_str(obj.get('bubbleId')) or st['n']}"
             out.parent_uuid = st["last"].get(sid)
             st["last"][sid] = out.uuid
             kind = obj.get("type") or obj.get("role")
             out.role = "user" if kind == "user" else "assistant" if kind in ("ai", "assistant") else None
             out.known = out.role is not None
-            out.content = _str(obj.get("text")) or _str(obj.get("rawText")) or _str(obj.get("content"))
+            out.content = as_str(obj.get("text")) or as_str(obj.get("rawText")) or as_str(obj.get("content"))
             out.timestamp = parse_iso_ms(obj.get("timestamp") or obj.get("createdAt"))
-            out.model = _str(obj.get("modelType"))
+            out.model = as_str(obj.get("modelType"))
             out.is_message = bool(out.content)
             out.is_prompt = out.role == "user" and out.is_message
             return out
@@ -433,7 +450,7 @@ class CursorAdapter:
             out.session_id = st["tab"]
             fields = scalar_members(raw[: m.start()])
             out.session = SessionInfo(source=AGENT, external_id=tab)
-            title = _str(fields.get("chatTitle")) or _str(fields.get("title"))
+            title = as_str(fields.get("chatTitle")) or as_str(fields.get("title"))
             if title:
                 out.content, out.title, out.entry_type = title, ("ai-title", title), "ai-title"
             out.cwd = st["workspace"]
@@ -457,17 +474,17 @@ class CursorAdapter:
             return Record(entry_type=f"{kind}s-part", session_id=sid, session=info)
         out = Record(
             entry_type=kind,
-            subtype=_str(obj.get("type")) or str(obj.get("commandType", "")) or None,
+            subtype=as_str(obj.get("type")) or str(obj.get("commandType", "")) or None,
             session_id=sid,
             session=info,
         )
         if kind == "generation":
-            out.timestamp = _int(obj.get("unixMs")) or None
-            text = _str(obj.get("textDescription"))
+            out.timestamp = safe_int(obj.get("unixMs")) or None
+            text = as_str(obj.get("textDescription"))
             if text and out.timestamp:
                 st["gen_times"].setdefault(text, []).append(out.timestamp)
             return out
-        text = _str(obj.get("text"))
+        text = as_str(obj.get("text"))
         times = st["gen_times"].get(text) if text else None
         out.timestamp = times.pop(0) if times else None
         if sid is None or not text:
@@ -523,12 +540,12 @@ class CursorAdapter:
         out = Record(entry_type="agent-meta", known=isinstance(meta, dict))
         if isinstance(meta, dict):
             st["meta"] = meta
-            sid = _str(meta.get("agentId"))
+            sid = as_str(meta.get("agentId"))
             out.session_id = sid
             out.session = SessionInfo(source=AGENT, external_id=sid) if sid else None
-            out.model = _str(meta.get("lastUsedModel"))
+            out.model = as_str(meta.get("lastUsedModel"))
             out.timestamp = parse_iso_ms(meta.get("createdAt"))
-            name = _str(meta.get("name"))
+            name = as_str(meta.get("name"))
             if name and name not in ("New Agent", "New Chat"):
                 out.content, out.title, out.entry_type, out.subtype = (
                     name,
@@ -723,13 +740,13 @@ def _agent_store_rows(conn: sqlite3.Connection) -> list[tuple[bytes, bytes | Non
 
 def _agent_message(out: Record, obj: dict, st: dict[str, Any]) -> None:
     """A `{role, message: {content}}` line or blob: text, thinking, tool calls, tool results."""
-    role = _str(obj.get("role"))
+    role = as_str(obj.get("role"))
     message = obj.get("message") if isinstance(obj.get("message"), dict) else obj
     content = message.get("content")
     out.role = role
     out.entry_type = role or out.entry_type
     out.known = role in ("user", "assistant", "system")
-    out.model = _str(obj.get("model"))
+    out.model = as_str(obj.get("model"))
     texts: list[str] = []
     thinking: list[str] = []
     results: list[str] = []
@@ -749,35 +766,35 @@ def _agent_message(out: Record, obj: dict, st: dict[str, Any]) -> None:
             btype not in ("thinking", "tool_use", "tool_call", "tool_result", "tool-result")
             and isinstance(block.get("text"), str)
         ):
-            texts.append(_str(block.get("text")) or "")
+            texts.append(as_str(block.get("text")) or "")
         elif btype == "thinking":
-            thinking.append(_str(block.get("thinking")) or _str(block.get("text")) or "")
+            thinking.append(as_str(block.get("thinking")) or as_str(block.get("text")) or "")
         elif btype in ("tool_use", "tool_call"):
-            call_id = _str(block.get("id")) or f"{out.uuid}:{number}"
+            call_id = as_str(block.get("id")) or f"{out.uuid}:{number}"
             params = (
                 block.get("input") if isinstance(block.get("input"), dict) else {"input": block.get("input")}
             )
             out.tool_uses.append(
                 ToolUse(
                     call_id,
-                    _str(block.get("name")) or "?",
-                    _dumps(params),
+                    as_str(block.get("name")) or "?",
+                    json_text(params),
                     number,
-                    _str(params.get("description")),
-                    _str(params.get("prompt")),
+                    as_str(params.get("description")),
+                    as_str(params.get("prompt")),
                 )
             )
             pending.append(call_id)
         elif btype in ("tool_result", "tool-result"):
             # transcripts give results an id their calls never had: match them to the oldest open call
-            wanted = _str(block.get("tool_use_id"))
+            wanted = as_str(block.get("tool_use_id"))
             call_id = wanted if wanted in pending else (pending[0] if pending else wanted)
             if call_id:
                 if call_id in pending:
                     pending.remove(call_id)
                 body = block.get("content")
                 out.tool_results.append(
-                    ToolResult(call_id, _dumps(body), "failed" if block.get("is_error") else "completed")
+                    ToolResult(call_id, json_text(body), "failed" if block.get("is_error") else "completed")
                 )
                 results.append(_block_text(body))
     text = "\n".join(t for t in texts if t)
@@ -788,7 +805,7 @@ def _agent_message(out: Record, obj: dict, st: dict[str, Any]) -> None:
     out.content = text or None
     out.thinking = "\n".join(t for t in thinking if t) or None
     if out.tool_uses:
-        out.tool_text = "\n".join(f"{u.name} {_input_text(u.input_json)}" for u in out.tool_uses)
+        out.tool_text = "\n".join(f"{u.name} {input_text(u.input_json)}" for u in out.tool_uses)
     elif results:
         out.tool_text = "\n".join(r for r in results if r) or None
     out.is_message = bool(out.content or out.thinking or out.tool_uses or out.tool_results)
@@ -805,7 +822,7 @@ def _block_text(body: Any) -> str:
 def looks_like_cursor_agent(head: bytes) -> bool:
     """Top-level `role` + `message` lines (or Cursor's bare error lines), with none of Claude's ids."""
     for line in head.split(b"\n")[:10]:
-        obj, _ = _parse(line)
+        obj, _ = parse_record(line)
         if not isinstance(obj, dict) or "uuid" in obj or "sessionId" in obj or "parentUuid" in obj:
             continue
         if isinstance(obj.get("role"), str) and isinstance(obj.get("message"), dict):
@@ -815,11 +832,20 @@ def looks_like_cursor_agent(head: bytes) -> bool:
     return False
 
 
-class CursorAgentAdapter:
+class CursorAgentAdapter(Adapter):
     """cursor-agent's JSONL transcripts; sessions get `source = cursor` like the IDE's."""
 
     name = "cursor-agent"
     mode = "lines"
+    program = "agent"
+    fork_style = "whole-session-resume"
+
+    def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
+        if fork:
+            raise ForkError(
+                "cursor-agent has no fork; `threadloom resume` gives the command that resumes the chat"
+            )
+        return Command([self.program, "--resume", self.checked_id(target.external_id)])
 
     def default_roots(self) -> list[Path]:
         return [cursor_home() / "projects"]
@@ -832,7 +858,7 @@ class CursorAgentAdapter:
         stem = path.name[: -len(".jsonl")]
         if not explicit and (claude_layout(path) or stem.startswith("rollout-") or stem == "history"):
             return False  # other agents' files: never opened on a walk
-        return looks_like_cursor_agent(_head(path, SNIFF_BYTES))
+        return looks_like_cursor_agent(head_of(path, SNIFF_BYTES))
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if root.is_file():
@@ -889,7 +915,7 @@ class CursorAgentAdapter:
         if st["first"]:
             out.cwd = st["cwd"]
             st["first"] = False
-        obj, error = _parse(rec.raw)
+        obj, error = parse_record(rec.raw)
         out.parse_error = error
         if not isinstance(obj, dict):
             out.entry_type = "invalid" if error else "blank"
@@ -898,11 +924,11 @@ class CursorAgentAdapter:
         if isinstance(obj.get("role"), str):
             _agent_message(out, obj, st)
             return out
-        out.entry_type = _str(obj.get("type")) or "unknown"
+        out.entry_type = as_str(obj.get("type")) or "unknown"
         out.known = out.entry_type in ("error", "turn_ended")
         if out.entry_type == "error":
             out.role, out.is_message = "system", True
-            out.content = _str(obj.get("error")) or _dumps(obj.get("error"))
+            out.content = as_str(obj.get("error")) or json_text(obj.get("error"))
         return out
 
 

@@ -27,9 +27,13 @@ from typing import Any
 import orjson
 from threadloom.core.adapters.base import (
     BOM,
+    Adapter,
+    Command,
     FileContext,
+    ForkError,
     RawRecord,
     Record,
+    ResumeTarget,
     SessionInfo,
     SourceRef,
     ToolResult,
@@ -37,12 +41,24 @@ from threadloom.core.adapters.base import (
     Usage,
     parse_iso_ms,
     read_regular,
+    safe_int,
 )
-from threadloom.core.adapters.claude import _dumps, _input_text, _int, _parse, _str, claude_layout
-from threadloom.core.adapters.codex import SNIFF_BYTES, JsonDocumentLines, _head, _merge
+from threadloom.core.adapters.claude import claude_layout
+from threadloom.core.adapters.shared import (
+    SNIFF_BYTES,
+    JsonDocumentLines,
+    as_str,
+    head_of,
+    input_text,
+    json_text,
+    merge_records,
+    parse_record,
+)
 from threadloom.core.adapters.walk import walk
 
 AGENT = "gemini"
+# gemini-cli's own rule for `--session-id` (its generated ids are UUIDs), minus a leading "-" that reads as an option
+GEMINI_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 NOTICE_TYPES = frozenset({"info", "error", "warning"})
 DOC_ARRAYS = frozenset({"messages", "history"})
@@ -88,11 +104,21 @@ def looks_like_gemini(head: bytes, jsonl: bool) -> bool:
     )
 
 
-class GeminiAdapter:
+class GeminiAdapter(Adapter):
     """Reads Gemini CLI chat recordings of both eras; see the module docstring."""
 
     name = AGENT
     mode = "lines"
+    id_shape = (GEMINI_ID, "made of letters, digits, '-' and '_'")
+    fork_style = "gemini-session-file"
+    resumes_subagents = True
+    undo_style = "gemini"
+
+    def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
+        """`gemini --resume ID`. Gemini forks by importing a session file, which threadloom writes."""
+        if fork:
+            raise ForkError("Gemini forks by importing a session file: `threadloom fork` writes one")
+        return Command([self.program, "--resume", self.checked_id(target.external_id)])
 
     def __init__(self) -> None:
         self._roots_cache: dict[str, tuple[float, dict[str, str]]] = {}
@@ -117,7 +143,7 @@ class GeminiAdapter:
         stranger = not jsonl or claude_layout(path)
         if not explicit and not SESSION_NAME.match(name) and stranger:
             return False
-        return looks_like_gemini(_head(path, SNIFF_BYTES), jsonl)
+        return looks_like_gemini(head_of(path, SNIFF_BYTES), jsonl)
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if root.is_file():
@@ -180,7 +206,7 @@ class GeminiAdapter:
         st = ctx.state
         if st["doc"] is not None:
             return self._document_line(rec, ctx)
-        obj, error = _parse(rec.raw)
+        obj, error = parse_record(rec.raw)
         if not isinstance(obj, dict):
             etype = "invalid" if error else ("blank" if obj is None else "non-object")
             return Record(
@@ -201,7 +227,7 @@ class GeminiAdapter:
         if isinstance(obj.get("sessionId"), str):
             return self._metadata(obj, ctx, error)
         return Record(
-            entry_type=_str(obj.get("type")) or "unknown",
+            entry_type=as_str(obj.get("type")) or "unknown",
             known=False,
             parse_error=error,
             session_id=self._sid(ctx),
@@ -213,7 +239,7 @@ class GeminiAdapter:
     def _sid(self, ctx: FileContext) -> str:
         st = ctx.state
         if st["sid"] is None:
-            sid = _str(st["meta"].get("sessionId"))
+            sid = as_str(st["meta"].get("sessionId"))
             if sid is None:
                 name = ctx.path.name
                 sid = name[: name.rindex(".")] if "." in name else name
@@ -239,7 +265,7 @@ class GeminiAdapter:
         dirs = st["meta"].get("directories")
         if isinstance(dirs, list) and dirs and isinstance(dirs[0], str):
             return dirs[0]
-        project_hash = _str(st["meta"].get("projectHash"))
+        project_hash = as_str(st["meta"].get("projectHash"))
         if project_hash:
             roots = self._known_roots(ctx.path)
             return roots.get(project_hash)
@@ -303,7 +329,7 @@ class GeminiAdapter:
             cwd=self._cwd(ctx),
             session=self._info(ctx),
         )
-        summary = _str(obj.get("summary"))
+        summary = as_str(obj.get("summary"))
         if summary:
             out.content = summary
             out.title = ("ai-title", summary)
@@ -324,7 +350,7 @@ class GeminiAdapter:
         for key in ("summary", "directories", "kind", "memoryScratchpad", "projectHash"):
             if key in values:
                 st["meta"][key] = values[key]
-        summary = _str(values.get("summary"))
+        summary = as_str(values.get("summary"))
         if summary:
             out.entry_type = "ai-title"
             out.subtype = "$set"
@@ -379,8 +405,8 @@ class GeminiAdapter:
     def _message(self, m: dict, ctx: FileContext, rec: RawRecord) -> Record:
         st = ctx.state
         sid = self._sid(ctx)
-        msg_id = _str(m.get("id"))
-        mtype = _str(m.get("type")) or _str(m.get("role"))
+        msg_id = as_str(m.get("id"))
+        mtype = as_str(m.get("type")) or as_str(m.get("role"))
         text = _message_text(m)
         tools = _tool_calls(m)
         seen = st["seen"].get(msg_id) if msg_id else None
@@ -390,7 +416,7 @@ class GeminiAdapter:
             session_id=sid,
             message_id=msg_id,
             timestamp=parse_iso_ms(m.get("timestamp") or m.get("ts")),
-            model=_str(m.get("model")),
+            model=as_str(m.get("model")),
             cwd=self._cwd(ctx),
             session=self._info(ctx),
         )
@@ -437,7 +463,7 @@ class GeminiAdapter:
             out.tool_uses = [_tool_use(t, i) for i, t in enumerate(tools) if t["id"] in fresh]
             out.tool_results = [r for r in (_tool_result(t) for t in tools) if r is not None]
             if out.tool_uses:
-                out.tool_text = "\n".join(f"{u.name} {_input_text(u.input_json)}" for u in out.tool_uses)
+                out.tool_text = "\n".join(f"{u.name} {input_text(u.input_json)}" for u in out.tool_uses)
             elif out.tool_results:
                 out.tool_text = "\n".join(filter(None, (_result_text(t) for t in tools))) or None
             tokens = m.get("tokens")
@@ -471,10 +497,10 @@ class GeminiAdapter:
                 )
             else:
                 part = self._message(value, ctx, rec)
-            out = part if out is None else _merge(out, part)
+            out = part if out is None else merge_records(out, part)
         if out is not None:
             return out
-        sid = st["sid"] or _str(st["meta"].get("sessionId"))
+        sid = st["sid"] or as_str(st["meta"].get("sessionId"))
         out = Record(entry_type="json-line", subtype=subtype, session_id=sid)
         if sid and subtype == "sessionId":
             st["sid"] = sid
@@ -504,7 +530,7 @@ def _parts_text(content: Any) -> str | None:
     if isinstance(content, str):
         return content or None
     if isinstance(content, dict):
-        return _str(content.get("text")) or None
+        return as_str(content.get("text")) or None
     if not isinstance(content, list):
         return None
     texts: list[str] = []
@@ -516,7 +542,11 @@ def _parts_text(content: Any) -> str | None:
                 stack.append(iter(part))
                 break
             text = (
-                part if isinstance(part, str) else _str(part.get("text")) if isinstance(part, dict) else None
+                part
+                if isinstance(part, str)
+                else as_str(part.get("text"))
+                if isinstance(part, dict)
+                else None
             )
             if text:
                 texts.append(text)
@@ -542,7 +572,7 @@ def _thoughts(thoughts: Any) -> str | None:
     lines = []
     for t in thoughts:
         if isinstance(t, dict):
-            subject, description = _str(t.get("subject")), _str(t.get("description"))
+            subject, description = as_str(t.get("subject")), as_str(t.get("description"))
             lines.append(": ".join(x for x in (subject, description) if x))
     return "\n".join(x for x in lines if x) or None
 
@@ -559,24 +589,24 @@ def _tool_use(call: dict, number: int) -> ToolUse:
     params = args if isinstance(args, dict) else {"args": args}
     return ToolUse(
         id=call["id"],
-        name=_str(call.get("name")) or "?",
-        input_json=_dumps(params),
+        name=as_str(call.get("name")) or "?",
+        input_json=json_text(params),
         number=number,
-        description=_str(call.get("description")) or _str(params.get("description")),
-        prompt=_str(params.get("prompt")),
+        description=as_str(call.get("description")) or as_str(params.get("description")),
+        prompt=as_str(params.get("prompt")),
     )
 
 
 def _tool_result(call: dict) -> ToolResult | None:
-    status = STATUS.get(_str(call.get("status")) or "")
+    status = STATUS.get(as_str(call.get("status")) or "")
     if status is None and call.get("result") is None:
         return None  # scheduled or running: the result comes on a later line
     result = call.get("result") if call.get("result") is not None else call.get("resultDisplay")
     return ToolResult(
         tool_use_id=call["id"],
-        content_json=_dumps(result),
+        content_json=json_text(result),
         status=status or "completed",
-        child_agent_id=_str(call.get("agentId")),
+        child_agent_id=as_str(call.get("agentId")),
     )
 
 
@@ -597,11 +627,11 @@ def _result_text(call: dict) -> str | None:
 
 def _usage(tokens: dict, key: str) -> Usage:
     """Gemini counts cached tokens inside `input`; thoughts and tool-use prompts come on top."""
-    cached = _int(tokens.get("cached"))
+    cached = safe_int(tokens.get("cached"))
     return Usage(
         message_id=key,
         request_id=None,
-        input_tokens=max(0, _int(tokens.get("input")) + _int(tokens.get("tool")) - cached),
-        output_tokens=_int(tokens.get("output")) + _int(tokens.get("thoughts")),
+        input_tokens=max(0, safe_int(tokens.get("input")) + safe_int(tokens.get("tool")) - cached),
+        output_tokens=safe_int(tokens.get("output")) + safe_int(tokens.get("thoughts")),
         cache_read_tokens=cached,
     )

@@ -33,9 +33,12 @@ from typing import Any
 import orjson
 from threadloom.core.adapters.base import (
     BOM,
+    Adapter,
+    Command,
     FileContext,
     RawRecord,
     Record,
+    ResumeTarget,
     SessionInfo,
     SourceRef,
     ToolResult,
@@ -43,13 +46,16 @@ from threadloom.core.adapters.base import (
     Usage,
     epoch_ms,
     read_regular,
+    safe_int,
 )
-from threadloom.core.adapters.claude import _dumps, _input_text, _int, _str
-from threadloom.core.adapters.codex import _head
 from threadloom.core.adapters.shared import (
     RowSink,
     SqliteSource,
     as_bytes,
+    as_str,
+    head_of,
+    input_text,
+    json_text,
     loads,
     open_sqlite,
     parse_document,
@@ -115,16 +121,16 @@ def storage_root(path: Path) -> Path | None:
 
 
 def session_record(s: dict, raw_kind: str = "session") -> Record:
-    sid = _str(s.get("id"))
+    sid = as_str(s.get("id"))
     out = Record(
-        entry_type=raw_kind, session_id=sid, cwd=_str(s.get("directory")), version=_str(s.get("version"))
+        entry_type=raw_kind, session_id=sid, cwd=as_str(s.get("directory")), version=as_str(s.get("version"))
     )
     time = s.get("time") if isinstance(s.get("time"), dict) else {}
     out.timestamp = epoch_ms(time.get("created") or s.get("time_created"))
     info = SessionInfo(
-        source=AGENT, external_id=sid, project_key=_str(s.get("projectID") or s.get("project_id"))
+        source=AGENT, external_id=sid, project_key=as_str(s.get("projectID") or s.get("project_id"))
     )
-    parent = _str(s.get("parentID") or s.get("parent_id"))
+    parent = as_str(s.get("parentID") or s.get("parent_id"))
     if parent:
         info.kind, info.is_subagent, info.parent_session_id, info.agent_id, info.spawn_key = (
             "subagent",
@@ -134,7 +140,7 @@ def session_record(s: dict, raw_kind: str = "session") -> Record:
             sid,
         )
     out.session = info
-    title = _str(s.get("title"))
+    title = as_str(s.get("title"))
     if title:
         out.content, out.title, out.subtype, out.entry_type = (
             title,
@@ -146,7 +152,7 @@ def session_record(s: dict, raw_kind: str = "session") -> Record:
 
 
 def message_record(m: dict, mid: str | None, sid: str | None) -> Record:
-    role = _str(m.get("role"))
+    role = as_str(m.get("role"))
     out = Record(
         entry_type="message",
         subtype=role,
@@ -160,23 +166,23 @@ def message_record(m: dict, mid: str | None, sid: str | None) -> Record:
     time = m.get("time") if isinstance(m.get("time"), dict) else {}
     out.timestamp = epoch_ms(time.get("created"))
     model = m.get("model") if isinstance(m.get("model"), dict) else {}
-    out.model = _str(m.get("modelID")) or _str(model.get("modelID"))
+    out.model = as_str(m.get("modelID")) or as_str(model.get("modelID"))
     path = m.get("path") if isinstance(m.get("path"), dict) else {}
-    out.cwd = _str(path.get("cwd"))
+    out.cwd = as_str(path.get("cwd"))
     if role == "user":
         out.is_prompt = True  # its text arrives in its parts, which are placed in this turn
     else:
-        out.parent_uuid = _str(m.get("parentID"))
+        out.parent_uuid = as_str(m.get("parentID"))
         tokens = m.get("tokens")
         if isinstance(tokens, dict) and mid:
             cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
             usage = Usage(
                 f"opencode:{mid}",
                 None,
-                _int(tokens.get("input")),
-                _int(tokens.get("output")) + _int(tokens.get("reasoning")),
-                _int(cache.get("write")),
-                _int(cache.get("read")),
+                safe_int(tokens.get("input")),
+                safe_int(tokens.get("output")) + safe_int(tokens.get("reasoning")),
+                safe_int(cache.get("write")),
+                safe_int(cache.get("read")),
             )
             if (
                 usage.input_tokens
@@ -188,13 +194,13 @@ def message_record(m: dict, mid: str | None, sid: str | None) -> Record:
         error = m.get("error")
         if isinstance(error, dict):
             data = error.get("data") if isinstance(error.get("data"), dict) else {}
-            out.content = _str(data.get("message")) or _str(error.get("name"))
+            out.content = as_str(data.get("message")) or as_str(error.get("name"))
             out.is_message = out.content is not None
     return out
 
 
 def part_record(p: dict, pid: str | None, mid: str | None, sid: str | None, role: str | None) -> Record:
-    ptype = _str(p.get("type"))
+    ptype = as_str(p.get("type"))
     out = Record(
         entry_type="part",
         subtype=ptype,
@@ -208,56 +214,74 @@ def part_record(p: dict, pid: str | None, mid: str | None, sid: str | None, role
     time = p.get("time") if isinstance(p.get("time"), dict) else {}
     out.timestamp = epoch_ms(time.get("start") or time.get("created"))
     if ptype == "text":
-        out.content = _str(p.get("text")) or None
+        out.content = as_str(p.get("text")) or None
         if p.get("synthetic"):
             out.is_meta = True  # injected by OpenCode (file contents, reminders): searchable, not shown
         else:
             out.is_message = out.content is not None
     elif ptype == "reasoning":
-        out.thinking = _str(p.get("text")) or None
+        out.thinking = as_str(p.get("text")) or None
         out.role = "assistant"
         out.is_message = out.thinking is not None
     elif ptype == "tool":
         _tool(out, p)
     elif ptype in ("compaction", "subtask", "agent"):
-        out.content = _str(p.get("prompt")) or _str(p.get("description")) or _str(p.get("name"))
+        out.content = as_str(p.get("prompt")) or as_str(p.get("description")) or as_str(p.get("name"))
         out.is_compaction = ptype == "compaction"
     elif ptype == "file":
-        out.content = _str(p.get("filename")) or _str(p.get("url"))
+        out.content = as_str(p.get("filename")) or as_str(p.get("url"))
     return out
 
 
 def _tool(out: Record, p: dict) -> None:
     state = p.get("state") if isinstance(p.get("state"), dict) else {}
-    call_id = _str(p.get("callID")) or out.uuid or "?"
-    name = _str(p.get("tool")) or "?"
+    call_id = as_str(p.get("callID")) or out.uuid or "?"
+    name = as_str(p.get("tool")) or "?"
     params = state.get("input") if isinstance(state.get("input"), dict) else {"input": state.get("input")}
     out.role = "assistant"
     out.is_message = True
     out.tool_uses.append(
-        ToolUse(call_id, name, _dumps(params), 0, _str(params.get("description")), _str(params.get("prompt")))
+        ToolUse(
+            call_id,
+            name,
+            json_text(params),
+            0,
+            as_str(params.get("description")),
+            as_str(params.get("prompt")),
+        )
     )
-    status = TOOL_STATUS.get(_str(state.get("status")) or "")
+    status = TOOL_STATUS.get(as_str(state.get("status")) or "")
     if status is not None:
         output = state.get("output") if state.get("output") is not None else state.get("error")
         metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
         if status == "completed" and isinstance(metadata.get("exit"), int) and metadata["exit"] != 0:
             status = "failed"
-        child = _str(metadata.get("sessionId")) if name == "task" else None
-        out.tool_results.append(ToolResult(call_id, _dumps(output), status, child))
+        child = as_str(metadata.get("sessionId")) if name == "task" else None
+        out.tool_results.append(ToolResult(call_id, json_text(output), status, child))
         out.tool_text = "\n".join(
             t
-            for t in (f"{name} {_input_text(_dumps(params))}", output if isinstance(output, str) else None)
+            for t in (f"{name} {input_text(json_text(params))}", output if isinstance(output, str) else None)
             if t
         )
     else:
-        out.tool_text = f"{name} {_input_text(_dumps(params))}"
+        out.tool_text = f"{name} {input_text(json_text(params))}"
 
 
 # ---------------------------------------------------------------------- the JSON storage tree
 
 
-class OpenCodeStorageAdapter:
+class OpenCodeCommands(Adapter):
+    """What both of OpenCode's stores can do: `opencode -s ID` resumes a session, `--fork` copies it."""
+
+    program = "opencode"
+    fork_style = "whole-session-copy"
+
+    def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
+        argv = [self.program, "-s", self.checked_id(target.external_id)]
+        return Command(argv + (["--fork"] if fork else []))
+
+
+class OpenCodeStorageAdapter(OpenCodeCommands):
     """OpenCode's `storage/` JSON files; see the module docstring."""
 
     name = AGENT
@@ -283,7 +307,7 @@ class OpenCodeStorageAdapter:
             and not any(p.startswith("storage") for p in path.parts)
         ):
             return False
-        head = _head(path, 4096).removeprefix(BOM)
+        head = head_of(path, 4096).removeprefix(BOM)
         return head.lstrip().startswith(b"{") and (b'"id"' in head or b'"type"' in head)
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
@@ -341,12 +365,12 @@ class OpenCodeStorageAdapter:
         if kind == "session":
             out = session_record(obj)
         elif kind == "message":
-            sid = _str(obj.get("sessionID")) or path.parent.name
-            out = message_record(obj, _str(obj.get("id")) or stem, sid)
+            sid = as_str(obj.get("sessionID")) or path.parent.name
+            out = message_record(obj, as_str(obj.get("id")) or stem, sid)
         else:
-            mid = _str(obj.get("messageID")) or (path.parent.name if path.parent.name != "part" else None)
-            sid, role = self._message_of(path, mid, _str(obj.get("sessionID")))
-            out = part_record(obj, _str(obj.get("id")) or stem, mid, sid, role)
+            mid = as_str(obj.get("messageID")) or (path.parent.name if path.parent.name != "part" else None)
+            sid, role = self._message_of(path, mid, as_str(obj.get("sessionID")))
+            out = part_record(obj, as_str(obj.get("id")) or stem, mid, sid, role)
         ctx.state["sid"] = out.session_id
         return out
 
@@ -380,7 +404,10 @@ class OpenCodeStorageAdapter:
             except (OSError, orjson.JSONDecodeError):
                 data = {}
             data = data if isinstance(data, dict) else {}
-            self._roles[key] = (_str(data.get("sessionID")) or candidate.parent.name, _str(data.get("role")))
+            self._roles[key] = (
+                as_str(data.get("sessionID")) or candidate.parent.name,
+                as_str(data.get("role")),
+            )
         found_sid, role = self._roles[key]
         return sid or found_sid, role
 
@@ -404,7 +431,7 @@ def _message_index(message_dir: Path) -> dict[str, Path]:
 # ---------------------------------------------------------------------- opencode.db
 
 
-class OpenCodeDbAdapter(SqliteSource):
+class OpenCodeDbAdapter(SqliteSource, OpenCodeCommands):
     """OpenCode's SQLite store (v1.2 →); see the module docstring."""
 
     name = "opencode-db"
@@ -454,7 +481,7 @@ class OpenCodeDbAdapter(SqliteSource):
             st["row"] = obj
             if obj["$row"] == "session":
                 return session_record(obj)
-            sid = _str(obj.get("session_id"))
+            sid = as_str(obj.get("session_id"))
             return Record(
                 entry_type="row",
                 subtype=obj["$row"],
@@ -462,16 +489,16 @@ class OpenCodeDbAdapter(SqliteSource):
                 session=SessionInfo(source=AGENT, external_id=sid) if sid else None,
             )
         row = st.get("row") or {}
-        sid = _str(row.get("session_id"))
+        sid = as_str(row.get("session_id"))
         if not isinstance(obj, dict):
             return Record(entry_type="row-data", known=False, parse_error=error, session_id=sid)
         if row.get("$row") == "message":
-            mid = _str(row.get("id"))
+            mid = as_str(row.get("id"))
             out = message_record(obj, mid, sid)
             st.setdefault("roles", {})[mid] = out.role
             return out
-        mid = _str(row.get("message_id"))
-        return part_record(obj, _str(row.get("id")), mid, sid, st.get("roles", {}).get(mid))
+        mid = as_str(row.get("message_id"))
+        return part_record(obj, as_str(row.get("id")), mid, sid, st.get("roles", {}).get(mid))
 
 
 def _plain_name(value: str) -> bool:

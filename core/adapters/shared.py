@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -22,7 +23,15 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from threadloom.core.adapters.base import BOM, RawRecord, SourceIncomplete, SourceRef, read_regular
+from threadloom.core.adapters.base import (
+    BOM,
+    Adapter,
+    RawRecord,
+    Record,
+    SourceIncomplete,
+    SourceRef,
+    read_regular,
+)
 
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:,]')  # strings unrolled: 5x faster
 _OPEN = frozenset(b"{[")
@@ -307,7 +316,7 @@ class RowSink:
         self._pos += len(raw)
 
 
-class SqliteSource:
+class SqliteSource(Adapter):
     """Discovery and change detection shared by adapters whose source is one SQLite file.
 
     Subclasses set `db_name` (the file name looked for in a folder) and implement `claims(path,
@@ -328,3 +337,193 @@ class SqliteSource:
     def stat_paths(self, path: Path) -> list[Path]:
         """A change that is still in the write-ahead log counts as a change too."""
         return [Path(str(path) + "-wal")]
+
+
+# ---------------------------------------------------------------------- values of records (every adapter)
+
+SNIFF_BYTES = 65536  # how much of a file is read to tell whose it is
+# how deep a value is written out when it is too deep for the JSON writers (its record keeps it whole)
+DUMP_DEPTH = 100
+
+
+def as_str(value: Any) -> str | None:
+    """`value` when it is a string: logs put anything anywhere."""
+    return value if isinstance(value, str) else None
+
+
+def parse_record(raw: bytes) -> tuple[Any, str | None]:
+    """Parse one JSON record; invalid UTF-8 still parses (replaced) with the problem noted."""
+    data = raw.lstrip(b"\x00")
+    if data.startswith(BOM):  # a file's first line, written by a tool that marks UTF-8
+        data = data[len(BOM) :]
+    if not data.strip():
+        return None, None
+    try:
+        return orjson.loads(data), None
+    except orjson.JSONDecodeError as exc:
+        first_error = str(exc)
+    try:
+        text = data.decode("utf-8", "replace")
+        obj = json.loads(text)
+        return _scrub(obj), f"decoded leniently: {first_error}"
+    except (ValueError, RecursionError):
+        return None, first_error
+
+
+def _scrub(value: Any) -> Any:
+    """Replace lone surrogates (valid JSON escapes, invalid UTF-8) so text can be stored."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    if isinstance(value, dict):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    return value
+
+
+def json_text(value: Any) -> str:
+    """`value` as JSON text that orjson reads and writes back (the viewer pretty-prints it)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # nested deeper than orjson writes (254), an integer beyond 64 bits, another type
+        return json.dumps(_clipped(value, DUMP_DEPTH), default=str)
+
+
+def _clipped(value: Any, depth: int) -> Any:
+    """`value` with what is nested deeper than `depth` levels replaced by a note."""
+    if isinstance(value, (dict, list)) and depth <= 0:
+        return f"[nested deeper than {DUMP_DEPTH} levels: see the raw record]"
+    if isinstance(value, dict):
+        return {k: _clipped(v, depth - 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clipped(v, depth - 1) for v in value]
+    return value
+
+
+def input_text(input_json: str) -> str:
+    """`strings_of` a tool input given as JSON text."""
+    try:
+        return strings_of(orjson.loads(input_json))
+    except orjson.JSONDecodeError:
+        return input_json
+
+
+def strings_of(params: Any) -> str:
+    """The string values of a tool's input, for search (`npm test`, a path, an edit's new text)."""
+    # depth first with a stack rather than a recursive inner function: that function referred to
+    # itself, a cycle per call that ingest (which runs with the cyclic GC off) never freed
+    parts: list[str] = []
+    stack = [params]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            parts.append(value)
+        elif isinstance(value, dict):
+            stack.extend(reversed(list(value.values())))
+        elif isinstance(value, list):
+            stack.extend(reversed(value))
+    return " ".join(parts)
+
+
+def head_of(path: Path, limit: int = SNIFF_BYTES) -> bytes:
+    """The first `limit` bytes of a file, to tell its format by; nothing when it cannot be read."""
+    try:
+        return read_regular(path, limit)
+    except OSError:
+        return b""
+
+
+def merge_records(into: Record, other: Record) -> Record:
+    """Items that close on one line (a minified snapshot) share that line's record."""
+    into.content = "\n".join(t for t in (into.content, other.content) if t) or None
+    into.thinking = "\n".join(t for t in (into.thinking, other.thinking) if t) or None
+    into.tool_text = "\n".join(t for t in (into.tool_text, other.tool_text) if t) or None
+    into.tool_uses += other.tool_uses
+    into.tool_results += other.tool_results
+    into.is_message = into.is_message or other.is_message
+    return into
+
+
+# ---------------------------------------------------------------------- pretty-printed JSON documents
+
+_LINE_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
+
+
+class JsonDocumentLines:
+    """Follows a pretty-printed JSON document fed one line at a time.
+
+    Writers of "one JSON document" session files (Codex's TypeScript CLI, Gemini CLI ≤ v0.38) indent
+    with JSON.stringify(…, null, 2); the ingest stores such a file line by line, and this puts the
+    document's parts back together: each element of the named top-level arrays, and every other
+    top-level member, is returned as soon as the line that closes it is fed. JSON strings cannot hold
+    a raw newline, so a line never ends inside a string.
+    """
+
+    def __init__(self, array_keys: frozenset[str]) -> None:
+        self.array_keys = array_keys
+        self.depth = 0
+        self.key: str | None = None  # the top-level member being read
+        self.after_colon = False
+        self.in_array: str | None = None
+        self.capture: str | None = None  # "item" | "member"
+        self.buf: list[bytes] = []
+
+    def feed(self, line: bytes) -> list[tuple[str, str | None, Any, str | None]]:
+        """(kind, key, value, parse error) for each element or member that ends on this line."""
+        done: list[tuple[str, str | None, Any, str | None]] = []
+        start: int | None = None  # where a capture began on this line
+        for m in _LINE_TOKEN.finditer(line):
+            tok = m.group()
+            if tok[:1] == b'"':
+                if self.depth == 1 and not self.after_colon:
+                    self.key = _decode_key(tok)
+                continue
+            if tok == b":":
+                if self.depth == 1 and not self.after_colon:
+                    self.after_colon = True
+                    if self.key not in self.array_keys:
+                        self.capture, start = "member", m.end()
+                continue
+            if tok in (b"{", b"["):
+                if self.depth == 1 and self.capture is None and tok == b"[" and self.key in self.array_keys:
+                    self.in_array = self.key
+                elif self.depth == 2 and self.in_array and self.capture is None:
+                    self.capture, start = "item", m.start()
+                self.depth += 1
+                continue
+            if tok in (b"}", b"]"):
+                self.depth -= 1
+                if self.capture == "item" and self.depth == 2:
+                    done.append(self._finish(line[start or 0 : m.end()]))
+                    start = None
+                elif self.in_array and self.depth == 1:
+                    self.in_array = None
+                elif self.capture == "member" and self.depth == 0:
+                    done.append(self._finish(line[start or 0 : m.start()]))
+                    start = None
+                continue
+            if tok == b"," and self.depth == 1:
+                if self.capture == "member":
+                    done.append(self._finish(line[start or 0 : m.start()]))
+                    start = None
+                self.after_colon = False
+        if self.capture is not None:
+            self.buf.append(line[start:] if start is not None else line)
+        return done
+
+    def _finish(self, piece: bytes) -> tuple[str, str | None, Any, str | None]:
+        text = b"\n".join([*self.buf, piece]) if self.buf else piece
+        kind, self.capture, self.buf = self.capture or "member", None, []
+        key = self.in_array if kind == "item" else self.key
+        try:
+            return kind, key, orjson.loads(text), None
+        except orjson.JSONDecodeError as exc:
+            return kind, key, None, str(exc)
+
+
+def _decode_key(tok: bytes) -> str | None:
+    try:
+        value = orjson.loads(tok)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, str) else None

@@ -655,7 +655,7 @@ async def test_run_it_now_starts_exactly_the_plans_command_in_its_folder(tmp_pat
     app = ThreadloomApp(db_path=dbfile, ingest=False)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
-        app.jump_to_session(SID)
+        app.browser.jump_to_session(SID)
         await pilot.pause()
         app.query_one(MessageView).go_to_seq(1)  # "first answer"
         await pilot.press("f")

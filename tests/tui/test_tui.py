@@ -12,16 +12,20 @@ import time
 from collections.abc import Callable, Iterator
 from itertools import accumulate
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from rich.console import Console
 from rich.text import Text
+from textual.message import Message
 from textual.widgets import Input, Static, Tree
 from textual.worker import WorkerFailed
 from threadloom.core import browse
 from threadloom.core.demo import write_demo_archive
 from threadloom.core.ingest import IngestReport
+from threadloom.tui import workers
 from threadloom.tui.app import ThreadloomApp
+from threadloom.tui.events import OpenForkPicker, OpenSession, SearchClosed, SearchHitChosen
 from threadloom.tui.fork import ForkPicker, PointList
 from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import ProjectList, SessionTree
@@ -39,6 +43,8 @@ from tui_support import (
     use_utc,
     wait_for_search,
 )
+
+M = TypeVar("M", bound=Message)
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +83,22 @@ async def until(pilot, holds: Callable[[], object], timeout: float = 10.0) -> No
                 what = repr(holds)
             raise AssertionError(f"still not true after {timeout:g} s: {what}")
         await pilot.pause()
+
+
+class Seen:
+    """A `message_hook` that keeps the messages of the given kinds, once each (a message that
+    bubbles from a screen to the app is dispatched by both)."""
+
+    def __init__(self, *kinds: type[Message]) -> None:
+        self.kinds = kinds
+        self.messages: list[Message] = []
+
+    def __call__(self, message: Message) -> None:
+        if isinstance(message, self.kinds) and not any(m is message for m in self.messages):
+            self.messages.append(message)
+
+    def of(self, kind: type[M]) -> list[M]:
+        return [m for m in self.messages if isinstance(m, kind)]
 
 
 def ingested_db(tmp_path: Path, source: Path) -> Path:
@@ -162,7 +184,7 @@ async def test_escape_goes_back_from_a_subagent_to_its_task_call(demo_db: Path) 
         await pilot.press("escape")
         await pilot.pause()
         assert view.session_id == checkout and view.current_row().seq == task_seq
-        assert app.focused is view and not app._back
+        assert app.focused is view and not app.browser.trail
         await pilot.press("escape")  # nothing more to go back to
         await pilot.pause()
         assert view.session_id == checkout
@@ -170,9 +192,9 @@ async def test_escape_goes_back_from_a_subagent_to_its_task_call(demo_db: Path) 
         await cursor_to_tool(pilot, "Task")
         await pilot.press("enter")
         await pilot.pause()
-        app.jump_to_session(checkout)
+        app.browser.jump_to_session(checkout)
         await pilot.pause()
-        assert not app._back
+        assert not app.browser.trail
 
 
 async def test_session_tree_children_branches_segments(demo_db: Path) -> None:
@@ -206,7 +228,7 @@ async def test_expand_tool_call_shows_diff_and_output(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
-        app.jump_to_session(session_id(app, CHECKOUT))
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
         view = app.query_one(MessageView)
         await cursor_to_tool(pilot, "Bash")
@@ -230,7 +252,7 @@ async def test_raw_json_of_a_message(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
-        app.jump_to_session(session_id(app, CHECKOUT))
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
         await pilot.press("r")
         await pilot.pause()
@@ -246,7 +268,7 @@ async def test_long_session_is_virtualized(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
-        app.jump_to_session(session_id(app, LONG))
+        app.browser.jump_to_session(session_id(app, LONG))
         await pilot.pause()
         view = app.query_one(MessageView)
         node = browse.get_node(app.conn, view.session_id)
@@ -280,7 +302,7 @@ async def test_the_end_of_a_long_session_at_80x24_has_no_blank_gaps(demo_db: Pat
     app = make_app(demo_db)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        app.jump_to_session(session_id(app, LONG))
+        app.browser.jump_to_session(session_id(app, LONG))
         await pilot.pause()
         await pilot.press("G")
         await pilot.pause()
@@ -326,18 +348,18 @@ async def test_a_dialog_closed_gives_back_the_layout_it_covered(demo_db: Path, s
         view = app.query_one(MessageView)
         view.focus()
         await pilot.pause()
-        before = set(app.main_screen.classes)
+        before = set(app.browser.classes)
         assert "-focus-messages" in before
         for key in ("question_mark", "r", "f"):
             await pilot.press(key)
-            await until(pilot, lambda: app.screen is not app.main_screen)
+            await until(pilot, lambda: app.screen is not app.browser)
             await settle(pilot)  # the fork picker reads its turns in workers
-            assert app.screen is not app.main_screen, key
-            assert set(app.main_screen.classes) == before, key
+            assert app.screen is not app.browser, key
+            assert set(app.browser.classes) == before, key
             await pilot.press("escape")
-            await until(pilot, lambda: app.screen is app.main_screen and app.focused is view)
-            assert app.screen is app.main_screen and app.focused is view, key
-            assert set(app.main_screen.classes) == before, key
+            await until(pilot, lambda: app.screen is app.browser and app.focused is view)
+            assert app.screen is app.browser and app.focused is view, key
+            assert set(app.browser.classes) == before, key
             assert view.display and view.region.width > 0
 
 
@@ -371,7 +393,7 @@ async def test_first_load_draws_the_project_list_once(
         projects = app.query_one(ProjectList)
         assert projects.show_vertical_scrollbar == (size[1] == 12)
         assert fills == [projects._prompt_width()]
-        assert app.main_screen.has_class(layout)
+        assert app.browser.has_class(layout)
     assert born_with == [{layout, "-focus-projects"}]
 
 
@@ -434,7 +456,7 @@ async def test_footer_on_a_narrow_terminal_keeps_search_and_fork_in_sight(demo_d
     app = make_app(demo_db)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        app.jump_to_session(session_id(app, CHECKOUT))
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
         app.query_one(MessageView).focus()
         await pilot.pause()
         palette = next(k for k in app.screen.query(FooterKey) if k.description == "Palette")
@@ -455,7 +477,7 @@ async def test_keymap_file_remaps_by_id(
     app = make_app(demo_db)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
-        app.jump_to_session(session_id(app, CHECKOUT))
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
         await pilot.press("r")
         assert not isinstance(app.screen, RawJsonScreen)
@@ -500,7 +522,8 @@ async def test_jump_to_session_from_palette(demo_db: Path, monkeypatch: pytest.M
 
     monkeypatch.setattr(threadloom.core.search, "find_sessions", spy)
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    seen = Seen(OpenSession)
+    async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
         await pilot.pause()
         await pilot.press("p")
         await pilot.pause()
@@ -512,6 +535,7 @@ async def test_jump_to_session_from_palette(demo_db: Path, monkeypatch: pytest.M
         view = app.query_one(MessageView)
         node = browse.get_node(app.conn, view.session_id or "")
         assert node is not None and node.task_description == "Check how Stripe webhooks apply tax"
+        assert [m.session_id for m in seen.of(OpenSession)] == [node.id]  # the palette asks the app
         await pilot.press("p")
         await pilot.pause()
         await pilot.press(*"tmux")
@@ -560,13 +584,13 @@ async def test_archive_is_browsable_while_the_search_index_builds(tmp_path: Path
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
     async with app.run_test(size=(140, 40)) as pilot:
         assert await event_set(pilot, indexing)
-        label = app.main_screen.query_one("#ingest-label", Static)
+        label = app.browser.query_one("#ingest-label", Static)
         await until(pilot, lambda: "Indexing for search" in shown(label))  # posted after the records' news
         # the records are in: panes are filled and the user was told, while the index is pending
         assert app.query_one(ProjectList).border_title == "Projects (4)"
         assert any(n.title == "Ingest done" for n in app._notifications)
         assert app.screen.has_class("-ingesting")
-        assert "Indexing for search" in shown(app.main_screen.query_one("#ingest-label", Static))
+        assert "Indexing for search" in shown(app.browser.query_one("#ingest-label", Static))
         await pilot.press("slash")
         await pilot.pause()
         search = app.screen
@@ -593,7 +617,6 @@ async def test_first_load_is_browsable_while_it_runs(tmp_path: Path, monkeypatch
 
     def held(conn, ledger, plan, *, undo_by_delete=False):  # type: ignore[no-untyped-def]
         calls.append(plan.ref.path)
-        time.sleep(0.06)  # progress is posted at most every 50 ms
         if len(calls) == 4:
             halfway.set()
             assert release.wait(10)
@@ -601,6 +624,7 @@ async def test_first_load_is_browsable_while_it_runs(tmp_path: Path, monkeypatch
 
     monkeypatch.setattr(threadloom.core.ingest, "_ingest_file", held)
     monkeypatch.setattr(threadloom.core.ingest._Batch, "MAX_SECONDS", 0.0)  # a transaction per file
+    monkeypatch.setattr(workers, "PROGRESS_SECONDS", 0.0)  # every file's progress is posted
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
     async with app.run_test(size=(140, 40)) as pilot:
         assert await event_set(pilot, halfway)
@@ -627,13 +651,13 @@ async def test_open_session_follows_its_growing_file(tmp_path: Path, monkeypatch
     db = build_demo_db(tmp_path, long_turns=3)
     monkeypatch.setattr(ThreadloomApp, "FOLLOW_SECONDS", 0.1)
     launches: list[tuple] = []
-    follow = ThreadloomApp._follow_worker
+    follow = workers.follow
 
-    def counted(self: ThreadloomApp, *args):  # type: ignore[no-untyped-def]
+    def counted(*args):  # type: ignore[no-untyped-def]
         launches.append(args)
-        return follow(self, *args)
+        return follow(*args)
 
-    monkeypatch.setattr(ThreadloomApp, "_follow_worker", counted)
+    monkeypatch.setattr(workers, "follow", counted)
     checks: list[None] = []
     check = ThreadloomApp._follow_open_session
 
@@ -643,10 +667,11 @@ async def test_open_session_follows_its_growing_file(tmp_path: Path, monkeypatch
 
     monkeypatch.setattr(ThreadloomApp, "_follow_open_session", checked)
     app = make_app(db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    seen = Seen(workers.Followed)
+    async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
         await pilot.pause()
         sid = session_id(app, CHECKOUT)
-        app.jump_to_session(sid)
+        app.browser.jump_to_session(sid)
         await pilot.pause()
         view = app.query_one(MessageView)
         before = view.count
@@ -681,6 +706,7 @@ async def test_open_session_follows_its_growing_file(tmp_path: Path, monkeypatch
         with path.open("ab") as f:
             f.write(b"".join(json.dumps(r).encode() + b"\n" for r in added))
         await until(pilot, lambda: view.count > before)
+        assert [(m.session_id, m.report.records_added) for m in seen.of(workers.Followed)] == [(sid, 2)]
         assert view.count == before + 2
         assert view.cursor[0] == view.count - 1  # the reader was at the end: carried to the new one
         assert "refunds reuse the same tax call" in (view.row(view.count - 1).content or "")
@@ -865,7 +891,7 @@ def test_session_rows_show_when_they_were_last_written_with_the_year_when_not_th
     )
     row = session_label(node, 90, now).plain
     assert "03 Feb 09:30" in row and "2025" not in row and "1 msg " in row
-    from threadloom.tui.app import _subtitle
+    from threadloom.tui.browser import subtitle as _subtitle
 
     assert _subtitle(node, 1, 0) == "1 message · 0 tokens"  # no model: no dangling separator
 
@@ -899,6 +925,33 @@ async def test_every_binding_has_an_id(demo_db: Path) -> None:
             assert missing == [], widget
 
 
+def test_screens_import_the_events_not_the_app() -> None:
+    """Only the entry point imports the app: search, the fork picker, the palette and the browser
+    post messages from `tui.events`, so nothing they import can come back round to the app."""
+    import ast
+
+    import threadloom.tui
+
+    folder = Path(threadloom.tui.__file__).parent
+    importers = set()
+    for module in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            if "threadloom.tui.app" in names or (
+                isinstance(node, ast.ImportFrom)
+                and node.module == "threadloom.tui"
+                and any(a.name == "app" for a in node.names)
+            ):
+                importers.add(module.name)
+    assert importers == {"entry.py"}
+
+
 def test_core_never_imports_textual() -> None:
     import subprocess
     import sys
@@ -912,7 +965,7 @@ async def test_rewind_is_marked_in_the_whole_session(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
-        app.jump_to_session(session_id(app, CHECKOUT))
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
         view = app.query_one(MessageView)
         assert view.rewinds == {15} and "2 branches" in str(view.border_subtitle)
@@ -925,7 +978,7 @@ async def test_palette_offers_pane_actions_and_finds_sessions(demo_db: Path) -> 
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
-        app.jump_to_session(session_id(app, CHECKOUT))
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert "Messages: expand or collapse all tool calls" in titles
@@ -1004,7 +1057,7 @@ async def test_search_as_you_type_then_enter_opens_the_message(demo_db: Path) ->
         await pilot.pause()
         await pilot.pause()
         view = app.query_one(MessageView)
-        assert app.screen is app.main_screen and app.focused is view
+        assert app.screen is app.browser and app.focused is view
         assert view.session_id == hit.session_id
         pos = view.cursor[0]
         assert view.row(pos).seq == hit.seq and view.row(pos).entry_id == hit.entry_id
@@ -1018,10 +1071,10 @@ async def test_search_as_you_type_then_enter_opens_the_message(demo_db: Path) ->
         assert results.highlighted == 1 and screen.current_hit() == hit
         await pilot.press("escape")  # closes search
         await pilot.pause()
-        assert app.screen is app.main_screen
+        assert app.screen is app.browser
         await pilot.press("escape")  # nothing to go back to now
         await pilot.pause()
-        assert app.screen is app.main_screen
+        assert app.screen is app.browser
         await pilot.press("slash")  # the same search again, its query selected to be typed over
         await pilot.pause()
         assert app.screen is screen and screen.query_one("#search-input", Input).selected_text == "invoise"
@@ -1067,6 +1120,69 @@ async def test_search_during_ingest_keeps_the_browser_fed(tmp_path: Path) -> Non
         assert app.query_one(ProjectList).border_title == "Projects (4)"
 
 
+async def test_search_says_what_was_chosen_and_the_app_acts_on_it(demo_db: Path) -> None:
+    """Search never calls into the app: Enter, Ctrl+F and Esc are messages the app handles."""
+    app = make_app(demo_db)
+    seen = Seen(SearchHitChosen, OpenForkPicker, SearchClosed)
+    async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
+        await pilot.pause()
+        await pilot.press("slash", *"invoise")
+        await wait_for_search(pilot)
+        search = app.screen
+        assert isinstance(search, SearchScreen)
+        await pilot.press("down")
+        hit = search.current_hit()
+        assert hit is not None and seen.messages == []
+        await pilot.press("enter")
+        await until(pilot, lambda: app.screen is app.browser)
+        assert [m.hit for m in seen.of(SearchHitChosen)] == [hit]
+        assert app.query_one(MessageView).session_id == hit.session_id and app.browser.search_return
+        await pilot.press("escape")  # back to the results: the app's own key, no message
+        await until(pilot, lambda: app.screen is search)
+        await pilot.press("ctrl+f")
+        await settle(pilot)
+        (asked,) = seen.of(OpenForkPicker)
+        assert (asked.session_id, asked.entry_id, asked.seq) == (hit.session_id, hit.entry_id, hit.seq)
+        assert isinstance(app.screen, ForkPicker) and app.screen.entry_id == hit.entry_id
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is search)
+        assert not seen.of(SearchClosed)
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is app.browser)
+        assert len(seen.of(SearchClosed)) == 1 and not app.browser.search_return
+
+
+async def test_ingest_says_records_first_then_the_index_then_its_end(tmp_path: Path) -> None:
+    """A first load: the records' news, then the search index (core's own index phase, its
+    progress as the index's alone), then one Ingested carrying the same report, completed."""
+    from threadloom.core.ingest import INDEXING
+
+    root = small_archive(tmp_path)
+    app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
+    seen = Seen(workers.IngestStatus, workers.IngestProgressed, workers.RecordsLoaded, workers.Ingested)
+    async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
+        await until(pilot, lambda: seen.of(workers.Ingested) and not app.ingesting)
+        kinds = [type(m) for m in seen.messages]
+        assert kinds[0] is workers.IngestStatus and kinds[-1] is workers.Ingested
+        assert kinds.count(workers.RecordsLoaded) == 1 and kinds.count(workers.Ingested) == 1
+        statuses = [m.text for m in seen.of(workers.IngestStatus)]
+        assert statuses == ["Reading agent logs", "Indexing for search"]
+        assert seen.of(workers.IngestStatus)[0].first_load
+        loaded = kinds.index(workers.RecordsLoaded)
+        indexing = next(
+            i for i, m in enumerate(seen.messages) if isinstance(m, workers.IngestStatus) and i > loaded
+        )
+        after = [m.progress for m in seen.messages[indexing:] if isinstance(m, workers.IngestProgressed)]
+        assert after and all(p.path == INDEXING for p in after)
+        assert after[-1].index_done == after[-1].index_total > 0
+        (records,) = seen.of(workers.RecordsLoaded)
+        (ended,) = seen.of(workers.Ingested)
+        assert ended.error is None and ended.report is records.report
+        assert ended.report.index_complete and not ended.report.cancelled
+        assert app.last_report is ended.report
+        assert any("Search index complete" in n.message for n in app._notifications)
+
+
 # ---------------------------------------------------------------------------- fork picker
 
 
@@ -1078,7 +1194,7 @@ def fork_db(tmp_path: Path) -> Path:
 
 async def open_picker_at(pilot, seq: int) -> ForkPicker:
     app: ThreadloomApp = pilot.app
-    app.jump_to_session(session_id(app, CHECKOUT))
+    app.browser.jump_to_session(session_id(app, CHECKOUT))
     await pilot.pause()
     app.query_one(MessageView).go_to_seq(seq)
     await pilot.press("f")
@@ -1272,7 +1388,7 @@ async def test_every_message_is_a_fork_point_and_one_api_message_forks_whole(for
     app = make_app(fork_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
-        app.jump_to_session(session_id(app, CHECKOUT))
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
         await cursor_to_tool(pilot, "Bash")
         await pilot.press("f")
@@ -1332,7 +1448,7 @@ async def test_parallel_calls_are_bracketed_with_their_message_and_fork_with_it(
     app = make_app(ingested_db(tmp_path, tmp_path / "backup"))
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
-        app.jump_to_session(SID)
+        app.browser.jump_to_session(SID)
         await pilot.pause()
         app.query_one(MessageView).go_to_seq(1)  # the thinking
         await pilot.press("f")
@@ -1390,7 +1506,7 @@ async def test_the_picker_says_what_a_fork_does_not_undo_and_writes_the_patch(
     app = make_app(fork_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
-        app.jump_to_session(session_id(app, CHECKOUT))
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
         await cursor_to_tool(pilot, "Bash")
         await pilot.press("f")
@@ -1530,10 +1646,14 @@ async def test_fork_before_a_prompt_asks_for_the_prompt_to_send_instead(fork_db:
 async def test_fork_here_confirms_writes_copies_and_shows_in_tree(
     fork_db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from threadloom.tui.events import ForkWritten
+    from threadloom.tui.workers import ForkIngested
+
     copied: list[str] = []
     monkeypatch.setattr("threadloom.core.clipboard.copy_with", copied.append)
     app = make_app(fork_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    seen = Seen(ForkWritten, ForkIngested)
+    async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
         await pilot.pause()
         picker = await open_picker_at(pilot, 11)
         await pilot.press("f")  # Fork here: asks first, writes nothing yet
@@ -1556,8 +1676,12 @@ async def test_fork_here_confirms_writes_copies_and_shows_in_tree(
         assert "fix/checkout-tax" in shown(picker.query_one("#fork-notes", Static))
         assert "system clipboard" in shown(picker.query_one("#fork-status", Static))
         assert any("system clipboard" in n.message for n in app._notifications)
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        # the picker says what it wrote; the app reads it back in a worker, which says it did
+        assert [m.path for m in seen.of(ForkWritten)] == [path]
+        await until(pilot, lambda: seen.of(ForkIngested))
+        (read,) = seen.of(ForkIngested)
+        assert read.error is None and read.report is not None
+        assert plan.new_session_id in read.report.changed_sessions
         fork = browse.get_node(app.conn, plan.new_session_id)
         assert fork is not None and fork.parent_session_id == picker.session_id and fork.kind == "fork"
         await pilot.press("escape")
@@ -1648,7 +1772,7 @@ async def test_fork_picker_for_codex_says_what_it_can(
     app = make_app(tmp_path / "codex.db")
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
-        app.jump_to_session(sid)
+        app.browser.jump_to_session(sid)
         await pilot.pause()
         await pilot.press("f")
         await settle(pilot)
@@ -1807,7 +1931,7 @@ async def test_opened_while_another_threadloom_ingests_it_waits_browsing_what_is
     assert holding.wait(10)
     app = make_app(path, ingest=True, sources=[root])
     async with app.run_test(size=(140, 40)) as pilot:
-        label = app.main_screen.query_one("#ingest-label", Static)
+        label = app.browser.query_one("#ingest-label", Static)
         await until(pilot, lambda: "waiting" in shown(label))
         assert "is updating" in shown(label) and "Esc stops waiting" in shown(label)
         assert not isinstance(app.screen, ErrorScreen)

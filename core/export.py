@@ -1,0 +1,548 @@
+"""A session handed to someone else: Markdown, one self-contained HTML page, or JSON.
+
+All three are built from one `Thread` (the session's messages on the chosen branch, each tool call
+with its input, output and diff, and the subagents a call started, nested under it), so they show
+the same conversation. Everything from the log is untrusted: HTML is escaped (Markdown is rendered
+with raw HTML off and unsafe links refused, and the page's content security policy allows no
+script and no network), Markdown and HTML never carry a terminal's escape sequences, and JSON is
+orjson's. `--redact` runs every string, raw records included, through `core.redact.Redactor`.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from threadloom.core import browse
+from threadloom.core.calls import call_params, result_text
+from threadloom.core.diffs import DiffLine, call_diff, is_edit
+from threadloom.core.query import Message, SessionSummary, ToolCall, children_of, get_session, messages
+from threadloom.core.redact import Redactor
+from threadloom.core.render import tool_summary
+from threadloom.core.text import clock, human_tokens, printable, strip_escapes
+
+FORMATS = ("md", "html", "json")
+MAX_DEPTH = 8  # subagents nested deeper than this are named, not included
+STATUS_MARK = {"completed": "✓", "failed": "✗", "rejected": "⊘", "interrupted": "⏹", "pending": "…"}
+ROLE_NAME = {"user": "User", "assistant": "Assistant", "system": "System"}
+
+
+class ExportError(ValueError):
+    """An export that cannot be made as asked (an unknown branch or format); says what would work."""
+
+
+@dataclass
+class Thread:
+    """What an export shows of one session."""
+
+    session: SessionSummary
+    messages: list[Message]
+    children: dict[str, Thread] = field(default_factory=dict)  # by the id of the call that started it
+    extras: dict[str, Any] = field(default_factory=dict)  # a call's structured result, by call id
+    branch: browse.Branch | None = None
+    branches: int = 0
+
+
+@dataclass
+class Exported:
+    data: bytes
+    messages: int
+    subagents: int
+    redactor: Redactor
+    branch: browse.Branch | None
+    branches: int
+
+
+def export_session(
+    conn: sqlite3.Connection,
+    session: SessionSummary,
+    fmt: str,
+    *,
+    branch: int | None = None,
+    redact: bool = False,
+    now: datetime | None = None,
+) -> Exported:
+    """The session as `fmt` ("md", "html" or "json"); `branch` is a number from `browse.branches`
+    (default: the branch the agent continued)."""
+    if fmt not in FORMATS:
+        raise ExportError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    thread = read_thread(conn, session, branch=branch)
+    redactor = Redactor(enabled=redact)
+    stamp = (now or datetime.now(UTC)).astimezone().strftime("%Y-%m-%d %H:%M")
+    if fmt == "md":
+        data = _markdown(thread, redactor, stamp).encode()
+    elif fmt == "html":
+        data = _html(thread, redactor, stamp).encode()
+    else:
+        data = _json(conn, thread, redactor, stamp)
+    return Exported(
+        data,
+        len(thread.messages),
+        sum(1 for _ in _descendants(thread)),
+        redactor,
+        thread.branch,
+        thread.branches,
+    )
+
+
+def read_thread(
+    conn: sqlite3.Connection, session: SessionSummary, *, branch: int | None = None, depth: int = 0
+) -> Thread:
+    found = browse.branches(conn, session.id) if depth == 0 else []
+    chosen = None
+    msgs = messages(conn, session.id)
+    if found:
+        if branch is None:
+            chosen = next(b for b in found if b.active)
+        else:
+            chosen = next((b for b in found if b.number == branch), None)
+            if chosen is None:
+                numbers = ", ".join(f"{b.number} ({b.label[:40]})" for b in found)
+                raise ExportError(f"the session has no branch {branch}; its branches: {numbers}")
+        keep = set(browse.branch_seqs(conn, session.id, chosen.turn_ids))
+        msgs = [m for m in msgs if m.seq in keep]
+    elif branch is not None and branch != 1:
+        raise ExportError("the session never branched: it has one branch, 1")
+    thread = Thread(session, msgs, branch=chosen, branches=len(found))
+    calls = [c for m in msgs for c in m.tool_calls]
+    for call in calls:
+        if is_edit(call.name, call_params(call)):
+            thread.extras[call.id] = browse.tool_result_extra(conn, call)
+    if depth < MAX_DEPTH:
+        started = {
+            c.tool_call_id: c for c in children_of(conn, session.id, include_warmup=False) if c.tool_call_id
+        }
+        for call in calls:
+            child = (
+                get_session(conn, call.child_session_id) if call.child_session_id else started.get(call.id)
+            )
+            if child is not None and child.id != session.id:
+                thread.children[call.id] = read_thread(conn, child, depth=depth + 1)
+    return thread
+
+
+def _descendants(thread: Thread) -> Iterator[Thread]:
+    for child in thread.children.values():
+        yield child
+        yield from _descendants(child)
+
+
+def clean(text: str | None) -> str:
+    """Log text as it may be written into a file someone will `cat`: no escape sequence, no
+    control character but newline and tab."""
+    return printable(strip_escapes(text)) if text else ""
+
+
+def _title(session: SessionSummary) -> str:
+    return session.title or session.task_description or "(untitled session)"
+
+
+def _facts(thread: Thread, stamp: str) -> list[tuple[str, str]]:
+    s = thread.session
+    facts = [
+        ("Session", s.id),
+        ("Agent", s.agent),
+        ("Project", s.project_path or s.project or ""),
+        ("Git branch", s.git_branch or ""),
+        ("Started", clock(s.started_at)),
+        ("Ended", clock(s.ended_at)),
+        ("Model", s.model or ""),
+        ("Messages", f"{len(thread.messages)}" + (f" of {s.message_count}" if thread.branch else "")),
+        (
+            "Tokens",
+            f"{human_tokens(s.input_tokens)} in · {human_tokens(s.output_tokens)} out · "
+            f"{human_tokens(s.cache_creation_tokens)} cache write · {human_tokens(s.cache_read_tokens)} cache read",
+        ),
+    ]
+    if thread.branch is not None:
+        facts.append(("Branch", f"{thread.branch.number} of {thread.branches}: {thread.branch.label}"))
+    facts.append(("Exported", f"{stamp} by threadloom"))
+    return [(k, v) for k, v in facts if v]
+
+
+def _who(msg: Message) -> str:
+    return ROLE_NAME.get(msg.role or "", msg.role or msg.entry_type or "record")
+
+
+def _output(call: ToolCall) -> str:
+    if call.status is None or call.status == "pending":
+        return ""
+    return result_text(call)
+
+
+def _shown_input(call: ToolCall) -> tuple[str, str]:
+    """(text, language) of a call's input as a reader wants it: a shell command as shell, a
+    subagent's prompt as text, anything else as indented JSON."""
+    params = call_params(call)
+    if isinstance(params.get("command"), str) and len(params) <= 3:
+        return params["command"], "bash"
+    if isinstance(params.get("prompt"), str) and call.name in ("Task", "Agent"):
+        return params["prompt"], ""
+    return orjson.dumps(params, option=orjson.OPT_INDENT_2).decode(), "json"
+
+
+# ------------------------------------------------------------------------------------ Markdown
+
+
+def _fence(text: str, lang: str = "") -> str:
+    """A fenced block that no backtick run inside `text` can close early."""
+    longest = max((len(run) for run in re.findall(r"`{3,}", text)), default=2)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def _md_inline(text: str) -> str:
+    """Text for a heading or summary line: one line, Markdown and HTML specials escaped."""
+    one = " ".join(text.split())
+    return re.sub(r"([\\`*_\[\]<>#|])", r"\\\1", html.escape(one, quote=False)) if one else ""
+
+
+def _markdown(thread: Thread, redact: Redactor, stamp: str) -> str:
+    out = [f"# {_md_inline(redact(clean(_title(thread.session))))}", ""]
+    out += ["| | |", "|---|---|"]
+    out += [f"| {k} | {_md_inline(redact(clean(v)))} |" for k, v in _facts(thread, stamp)]
+    out.append("")
+    _md_messages(out, thread, redact, level=2)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _headed(messages: list[Message]) -> Iterator[tuple[Message, bool]]:
+    """Each message worth showing, and whether it starts a new speaker's block: an agent's reply
+    is often several records (text, then each tool call); they read as one, under one heading."""
+    previous: str | None = None
+    for msg in messages:
+        if msg.role == "system" or msg.entry_type == "system":
+            previous = None
+            yield msg, True
+            continue
+        if not (msg.content or msg.thinking or msg.tool_calls):
+            continue
+        yield msg, msg.role != previous or msg.role != "assistant"
+        previous = msg.role
+
+
+def _md_messages(out: list[str], thread: Thread, redact: Redactor, level: int) -> None:
+    hashes = "#" * min(level, 6)
+    for msg, new_block in _headed(thread.messages):
+        if msg.role == "system" or msg.entry_type == "system":
+            if msg.content:
+                out += [
+                    f"*— {_md_inline(redact(clean(msg.subtype or 'system')))}: "
+                    f"{_md_inline(redact(clean(msg.content))[:300])}*",
+                    "",
+                ]
+            continue
+        if new_block:
+            when = clock(msg.timestamp)
+            model = f" · {_md_inline(clean(msg.model))}" if msg.model and msg.role == "assistant" else ""
+            out += [f"{hashes} {_who(msg)}" + (f" · {when}" if when else "") + model, ""]
+        if msg.thinking:
+            out += [
+                "<details><summary>Thinking</summary>",
+                "",
+                _fence(redact(clean(msg.thinking))),
+                "",
+                "</details>",
+                "",
+            ]
+        if msg.content:
+            out += [redact(clean(msg.content)), ""]
+        for call in msg.tool_calls:
+            _md_call(out, thread, call, redact, level)
+
+
+def _md_call(out: list[str], thread: Thread, call: ToolCall, redact: Redactor, level: int) -> None:
+    mark = STATUS_MARK.get(call.status or "pending", "?")
+    gist = _md_inline(redact(clean(tool_summary(call))))
+    out += [f"<details><summary>{mark} <b>{_md_inline(clean(call.name))}</b> {gist}</summary>", ""]
+    params = call_params(call)
+    if is_edit(call.name, params):
+        rows = call_diff(call.name, params, thread.extras.get(call.id))
+        out += [_fence(redact(clean("\n".join(row.text for row in rows))), "diff"), ""]
+    else:
+        text, lang = _shown_input(call)
+        out += ["**Input**", "", _fence(redact(clean(text)), lang), ""]
+    output = _output(call)
+    if output and not (is_edit(call.name, params) and call.status == "completed"):
+        out += ["**Output**", "", _fence(redact(clean(output))), ""]
+    elif call.status is None or call.status == "pending":
+        out += ["*(no result recorded)*", ""]
+    child = thread.children.get(call.id)
+    if child is not None:
+        out += [
+            f"<details><summary>Subagent: {_md_inline(redact(clean(_title(child.session))))} "
+            f"({len(child.messages)} messages)</summary>",
+            "",
+        ]
+        _md_messages(out, child, redact, level + 1)
+        out += ["</details>", ""]
+    out += ["</details>", ""]
+
+
+# ---------------------------------------------------------------------------------------- HTML
+
+CSS = """
+:root { color-scheme: light dark; --bg: #fdfdfc; --fg: #1f2328; --dim: #667085; --line: #d0d7de;
+  --user: #0b6bcb; --assistant: #1a7f37; --card: #f6f8fa; --add: #dafbe1; --del: #ffebe9; --fail: #cf222e; }
+@media (prefers-color-scheme: dark) { :root { --bg: #0d1117; --fg: #e6edf3; --dim: #8b949e; --line: #30363d;
+  --user: #58a6ff; --assistant: #3fb950; --card: #161b22; --add: #12361f; --del: #3d1a1d; --fail: #f85149; } }
+* { box-sizing: border-box; }
+body { margin: 0; background: var(--bg); color: var(--fg);
+  font: 15px/1.55 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; }
+main { max-width: 960px; margin: 0 auto; padding: 24px 20px 64px; }
+h1 { font-size: 1.6em; margin: 0 0 12px; overflow-wrap: anywhere; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; margin: 0 0 24px;
+  color: var(--dim); font-size: .9em; }
+dl.facts dt { font-weight: 600; } dl.facts dd { margin: 0; overflow-wrap: anywhere; }
+.msg { border-left: 3px solid var(--line); padding: 2px 0 2px 14px; margin: 18px 0; }
+.msg.user { border-color: var(--user); } .msg.assistant { border-color: var(--assistant); }
+.who { font-weight: 600; font-size: .9em; } .msg.user > .who { color: var(--user); }
+.msg.assistant > .who { color: var(--assistant); } .who .when, .who .model { color: var(--dim); font-weight: 400; }
+.system { color: var(--dim); font-size: .85em; font-style: italic; margin: 8px 0; }
+.body { overflow-wrap: anywhere; } .body > :first-child { margin-top: 4px; } .body > :last-child { margin-bottom: 4px; }
+pre { background: var(--card); border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px;
+  white-space: pre-wrap; overflow-wrap: anywhere; font: 13px/1.45 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .92em; }
+table { border-collapse: collapse; } th, td { border: 1px solid var(--line); padding: 4px 8px; }
+blockquote { margin: 0; padding-left: 12px; border-left: 3px solid var(--line); color: var(--dim); }
+details { margin: 6px 0; } summary { cursor: pointer; }
+details.tool { background: var(--card); border: 1px solid var(--line); border-radius: 6px; padding: 4px 10px; }
+details.tool > summary { font: 13px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+  overflow-wrap: anywhere; }
+details.tool.failed > summary .mark { color: var(--fail); } .mark { color: var(--assistant); }
+.label { color: var(--dim); font-size: .8em; text-transform: uppercase; letter-spacing: .04em; margin-top: 8px; }
+details.thinking > summary, details.subagent > summary { color: var(--dim); font-size: .9em; }
+details.subagent { border-left: 2px dashed var(--line); padding-left: 12px; }
+.diff { white-space: pre-wrap; } .diff .added { background: var(--add); display: block; }
+.diff .removed { background: var(--del); display: block; } .diff .file { font-weight: 700; display: block; }
+.diff .hunk { color: var(--dim); display: block; } .diff .context { display: block; }
+footer { color: var(--dim); font-size: .8em; margin-top: 40px; }
+"""
+
+
+def _md_renderer() -> Callable[[str], str]:
+    """Markdown → HTML with raw HTML off (so a log cannot inject tags), links markdown-it deems
+    unsafe (javascript:, data: but images) refused, and fenced code highlighted by Pygments with
+    inline styles (the page has no stylesheet to fetch)."""
+    from markdown_it import MarkdownIt
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import get_lexer_by_name
+    from pygments.util import ClassNotFound
+
+    formatter = HtmlFormatter(nowrap=True, noclasses=True, style="friendly")
+
+    def highlighted(code: str, lang: str, _attrs: str) -> str:
+        if not lang:
+            return ""
+        try:
+            lexer = get_lexer_by_name(lang.split()[0])
+        except ClassNotFound:
+            return ""  # markdown-it escapes it plainly
+        return f"<pre><code>{highlight(code, lexer, formatter)}</code></pre>"
+
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "highlight": highlighted})
+    md.enable(["table", "strikethrough"])
+    return md.render
+
+
+def _html(thread: Thread, redact: Redactor, stamp: str) -> str:
+    render = _md_renderer()
+    e = html.escape
+    title = redact(clean(_title(thread.session)))
+    parts = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        # no script, no fetch: the page is a document, whatever the log held
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; img-src data:\">",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{e(title)} · threadloom</title>",
+        f"<style>{CSS}</style></head><body><main>",
+        f"<h1>{e(title)}</h1>",
+        '<dl class="facts">',
+    ]
+    parts += [f"<dt>{e(k)}</dt><dd>{e(redact(clean(v)))}</dd>" for k, v in _facts(thread, stamp)]
+    parts.append("</dl>")
+    _html_messages(parts, thread, redact, render)
+    parts.append(f"<footer>Exported {e(stamp)} by threadloom.</footer></main></body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def _html_messages(parts: list[str], thread: Thread, redact: Redactor, render: Callable[[str], str]) -> None:
+    e = html.escape
+    open_article = False
+    for msg, new_block in _headed(thread.messages):
+        if new_block and open_article:
+            parts.append("</article>")
+            open_article = False
+        if msg.role == "system" or msg.entry_type == "system":
+            if msg.content:
+                parts.append(
+                    f'<div class="system">— {e(redact(clean(msg.subtype or "system")))}: '
+                    f"{e(redact(clean(msg.content))[:300])}</div>"
+                )
+            continue
+        if new_block:
+            role = msg.role if msg.role in ROLE_NAME else "other"
+            head = f'<div class="who">{e(_who(msg))}'
+            if msg.timestamp is not None:
+                head += f' <span class="when">{e(clock(msg.timestamp))}</span>'
+            if msg.model and msg.role == "assistant":
+                head += f' <span class="model">{e(clean(msg.model))}</span>'
+            parts.append(f'<article class="msg {role}">{head}</div>')
+            open_article = True
+        if msg.thinking:
+            parts.append(
+                f'<details class="thinking"><summary>Thinking</summary><pre>{e(redact(clean(msg.thinking)))}</pre>'
+                "</details>"
+            )
+        if msg.content:
+            parts.append(f'<div class="body">{render(redact(clean(msg.content)))}</div>')
+        for call in msg.tool_calls:
+            _html_call(parts, thread, call, redact, render)
+    if open_article:
+        parts.append("</article>")
+
+
+def _html_call(
+    parts: list[str], thread: Thread, call: ToolCall, redact: Redactor, render: Callable[[str], str]
+) -> None:
+    e = html.escape
+    status = call.status or "pending"
+    mark = STATUS_MARK.get(status, "?")
+    gist = redact(clean(tool_summary(call)))
+    parts.append(
+        f'<details class="tool {e(status)}"><summary><span class="mark">{mark}</span> '
+        f"<b>{e(clean(call.name))}</b> {e(gist)}</summary>"
+    )
+    params = call_params(call)
+    edit = is_edit(call.name, params)
+    if edit:
+        rows = call_diff(call.name, params, thread.extras.get(call.id))
+        parts.append(f'<pre class="diff">{"".join(_diff_row(row, redact) for row in rows)}</pre>')
+    else:
+        text, lang = _shown_input(call)
+        parts.append('<div class="label">input</div>')
+        parts.append(render(_fence(redact(clean(text)), lang)))
+    output = _output(call)
+    if output and not (edit and call.status == "completed"):
+        parts.append('<div class="label">output</div>')
+        parts.append(f"<pre>{e(redact(clean(output)))}</pre>")
+    elif status == "pending":
+        parts.append('<div class="label">no result recorded</div>')
+    child = thread.children.get(call.id)
+    if child is not None:
+        parts.append(
+            f'<details class="subagent" open><summary>Subagent: {e(redact(clean(_title(child.session))))} '
+            f"· {len(child.messages)} messages</summary>"
+        )
+        _html_messages(parts, child, redact, render)
+        parts.append("</details>")
+    parts.append("</details>")
+
+
+def _diff_row(row: DiffLine, redact: Redactor) -> str:
+    return f'<span class="{row.kind}">{html.escape(redact(clean(row.text))) or "&nbsp;"}</span>'
+
+
+# ---------------------------------------------------------------------------------------- JSON
+
+
+def _json(conn: sqlite3.Connection, thread: Thread, redact: Redactor, stamp: str) -> bytes:
+    data = {
+        "threadloom_export": 1,
+        "exported_at": stamp,
+        **_json_thread(conn, thread, redact),
+    }
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def _json_thread(conn: sqlite3.Connection, thread: Thread, redact: Redactor) -> dict[str, Any]:
+    session = {k: redact(v) if isinstance(v, str) else v for k, v in thread.session.as_dict().items()}
+    branch = thread.branch
+    out: dict[str, Any] = {
+        "session": session,
+        "branch": None
+        if branch is None
+        else {
+            "number": branch.number,
+            "of": thread.branches,
+            "label": redact(branch.label),
+            "active": branch.active,
+        },
+        "messages": [_json_message(m, redact) for m in thread.messages],
+        "records": _json_records(conn, thread, redact),
+        "subagents": {
+            call_id: _json_thread(conn, child, redact) for call_id, child in thread.children.items()
+        },
+    }
+    return out
+
+
+def _json_message(msg: Message, redact: Redactor) -> dict[str, Any]:
+    def text(value: str | None) -> str | None:
+        return redact(value) if value is not None else None
+
+    return {
+        "entry_id": msg.entry_id,
+        "seq": msg.seq,
+        "uuid": msg.uuid,
+        "parent_uuid": msg.parent_uuid,
+        "turn_id": msg.turn_id,
+        "role": msg.role,
+        "type": msg.entry_type,
+        "subtype": msg.subtype,
+        "timestamp": msg.timestamp,
+        "model": msg.model,
+        "is_meta": msg.is_meta,
+        "is_sidechain": msg.is_sidechain,
+        "content": text(msg.content),
+        "thinking": text(msg.thinking),
+        "tool_calls": [
+            {
+                "id": c.id,
+                "name": c.name,
+                "status": c.status,
+                "input": text(c.params_json),
+                "output": text(c.result_json),
+                "started_at": c.started_at,
+                "completed_at": c.completed_at,
+                "child_session_id": c.child_session_id,
+            }
+            for c in msg.tool_calls
+        ],
+    }
+
+
+def _json_records(conn: sqlite3.Connection, thread: Thread, redact: Redactor) -> list[dict[str, Any]]:
+    """The session's records byte for byte (as text, or base64 when not UTF-8): on a chosen branch,
+    those of its messages and the records that are no message."""
+    keep = {m.seq for m in thread.messages} if thread.branch is not None else None
+    out = []
+    for entry_id, seq, line, raw, path in conn.execute(
+        "SELECT e.id, e.seq, e.line_number, e.raw, f.path FROM entries e "
+        "JOIN source_files f ON f.id = e.source_file_id WHERE e.session_id = ? "
+        "ORDER BY e.source_file_id, e.byte_offset",
+        (thread.session.id,),
+    ):
+        if keep is not None and seq is not None and seq not in keep:
+            continue
+        record: dict[str, Any] = {"entry_id": entry_id, "file": path, "line": line}
+        data = bytes(raw)
+        try:
+            record["raw"] = redact(data.decode())
+        except UnicodeDecodeError:
+            if redact.enabled:  # masked as text: a secret must not pass because its line is not UTF-8
+                record["raw"], record["not_utf8"] = redact(data.decode(errors="replace")), True
+            else:
+                record["raw_base64"] = base64.b64encode(data).decode()
+        out.append(record)
+    return out

@@ -1,0 +1,234 @@
+"""`threadloom export`: Markdown, one self-contained HTML page and JSON, built from a real archive,
+with hostile log values kept inert and secrets masked on request."""
+
+from __future__ import annotations
+
+import html.parser
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Transcript, ingest, tool_use
+from threadloom.core.export import ExportError, export_session
+from threadloom.core.query import resolve_session
+from threadloom.core.redact import Redactor
+
+SID = "e4e4e4e4-1111-4222-8333-000000000e01"
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "sk-ant-api03-" + "A" * 40
+
+
+def session_with_everything(root: Path) -> Transcript:
+    """A prompt, a rewind, a Bash call with coloured output, an Edit with its patch, a Task whose
+    subagent answers, and hostile text: tags, a javascript: link, escape sequences, a secret."""
+    t = Transcript(root / "projects" / "-home-dev-app" / f"{SID}.jsonl", SID)
+    t.user("Fix the **tax** rounding")
+    answer = t.assistant("Looking at it.")
+    t.user("Rewrite the whole module")
+    t.assistant("Abandoned idea")
+    t.user("No: fix the rounding, test first", parent=answer)  # the rewind: a second branch
+    t.assistant(
+        "## Plan\n\n1. run the tests\n2. fix `round()`\n\n```python\nprint(round(2.675, 2))\n```\n\n"
+        "| a | b |\n|---|---|\n| 1 | 2 |\n\n<script>alert(1)</script> [x](javascript:alert(1))",
+        thinking="Floats again.",
+        tools=[tool_use("toolu_bash", "Bash", command="npm test", description="run tests")],
+    )
+    t.tool_result("toolu_bash", "\x1b[31mFAIL\x1b[0m total.test.ts\x1b]0;pwned\x07", is_error=True)
+    t.assistant(
+        None,
+        tools=[
+            tool_use(
+                "toolu_edit", "Edit", file_path="/home/dev/app/tax.py", old_string="x = 1", new_string="x = 2"
+            )
+        ],
+    )
+    t.tool_result("toolu_edit", "The file /home/dev/app/tax.py has been updated.")
+    t.assistant(
+        None, tools=[tool_use("toolu_task", "Task", description="Check docs", prompt="Read the docs")]
+    )
+    t.tool_result(
+        "toolu_task",
+        "Docs say round half even.",
+        tool_use_result={"status": "completed", "agentId": "ad0c5de1"},
+    )
+    t.user(f"here is my key {SECRET} and\nOPENAI_API_KEY=sk-proj-{'b' * 30}")
+    t.assistant("Thanks, never paste keys.")
+    t.write()
+    sub = Transcript(
+        root / "projects" / "-home-dev-app" / "agent-ad0c5de1.jsonl",
+        SID,
+        isSidechain=True,
+        agentId="ad0c5de1",
+    )
+    sub.user("Read the docs", parent=False)
+    sub.assistant("Docs say round half even.")
+    sub.write()
+    return t
+
+
+@pytest.fixture
+def archive(conn, tmp_path):
+    session_with_everything(tmp_path)
+    ingest(conn, tmp_path / "projects")
+    return conn
+
+
+def test_markdown_has_the_branch_the_agent_continued_with_calls_in_details(archive):
+    done = export_session(archive, resolve_session(archive, SID), "md")
+    text = done.data.decode()
+    assert text.startswith("# Fix the \\*\\*tax\\*\\* rounding\n")  # the title as text, not Markdown
+    assert "Abandoned idea" not in text  # the rewound branch is left out
+    assert done.branch is not None and done.branches == 2 and done.branch.active
+    assert "## User" in text and "## Assistant" in text
+    assert "<details><summary>✗ <b>Bash</b> npm test</summary>" in text
+    assert "```diff\n/home/dev/app/tax.py\n-x = 1\n+x = 2\n```" in text
+    assert "Subagent: " in text and "Docs say round half even." in text
+    assert "\x1b" not in text and "\x07" not in text  # no escape sequence reaches a terminal that cats it
+    assert SECRET in text  # not redacted unless asked
+
+
+def test_the_other_branch_on_request_and_an_unknown_one_named(archive):
+    session = resolve_session(archive, SID)
+    text = export_session(archive, session, "md", branch=1).data.decode()
+    assert "Abandoned idea" in text and "npm test" not in text
+    with pytest.raises(ExportError, match="no branch 7; its branches: 1 .*, 2 "):
+        export_session(archive, session, "md", branch=7)
+
+
+class _Page(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.attrs: list[tuple[str, str | None]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attrs += attrs
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def test_html_is_one_inert_self_contained_page(archive):
+    done = export_session(archive, resolve_session(archive, SID), "html", redact=True)
+    page = done.data.decode()
+    parsed = _Page()
+    parsed.feed(page)
+    assert "script" not in parsed.tags  # the log's <script> is text, not a tag
+    assert "<script>alert(1)</script>" in "".join(parsed.text)
+    assert not any(v and "javascript:" in v for _, v in parsed.attrs)  # the unsafe link is not a link
+    assert not any(
+        k in ("src", "href") and v and v.startswith(("http:", "https:", "//")) for k, v in parsed.attrs
+    )
+    assert "default-src 'none'" in page  # and the browser is told to fetch nothing, run nothing
+    assert parsed.tags.count("details") >= 4  # thinking, three calls, the subagent
+    assert "<table>" in page and "<h2>Plan</h2>" in page and "<ol>" in page  # Markdown rendered
+    assert 'style="color' in page  # the python fence highlighted with inline styles
+    assert '<span class="removed">-x = 1</span><span class="added">+x = 2</span>' in page
+    assert SECRET not in page and "[REDACTED:anthropic-key]" in page
+    assert done.redactor.counts == {"anthropic-key": 1, "openai-key": 1}
+
+
+def test_json_has_messages_tool_io_and_the_raw_records(archive):
+    done = export_session(archive, resolve_session(archive, SID), "json")
+    data = json.loads(done.data)
+    assert data["session"]["id"] == SID and data["branch"]["number"] == 2
+    calls = {c["name"]: c for m in data["messages"] for c in m["tool_calls"]}
+    assert json.loads(calls["Bash"]["input"])["command"] == "npm test" and calls["Bash"]["status"] == "failed"
+    assert "FAIL" in calls["Bash"]["output"]
+    (sub,) = data["subagents"].values()
+    assert [m["content"] for m in sub["messages"]] == ["Read the docs", "Docs say round half even."]
+    lines = Path(data["records"][0]["file"]).read_bytes().splitlines()
+    kept = {r["line"]: r["raw"] for r in data["records"]}
+    assert all(kept[n].encode() == lines[n - 1] for n in kept)  # byte for byte, as the agent wrote them
+    assert not any("Abandoned idea" in raw for raw in kept.values())  # the chosen branch only
+
+
+def test_redactor_masks_each_kind_once_and_keeps_the_rest():
+    redact = Redactor()
+    text = (
+        "Authorization: Bearer abcdefghijklmnopqrstuvwx\n"
+        "export DB_PASSWORD='hunter2hunter2'\n"
+        "ghp_" + "x" * 36 + " AKIAABCDEFGHIJKLMNOP\n"
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----\n"
+        "postgres://app:s3cret@db:5432/x sha256 3f2a9c0d1e sk-not-a-key"
+    )
+    out = redact(text)
+    for secret in (
+        "abcdefghijklmnopqrstuvwx",
+        "hunter2hunter2",
+        "ghp_",
+        "AKIAABCDEFGHIJKLMNOP",
+        "b3BlbnNzaC1rZXk",
+        "s3cret",
+    ):
+        assert secret not in out
+    assert (
+        "Authorization: Bearer [REDACTED:bearer]" in out and "export DB_PASSWORD=[REDACTED:env-secret]" in out
+    )
+    assert "postgres://app:[REDACTED:url-password]@db" in out
+    assert "3f2a9c0d1e sk-not-a-key" in out  # hashes and short look-alikes stay
+    assert redact.total == 6 and redact(out) == out and redact.total == 6  # masking twice masks nothing more
+
+
+def _cli(*args: str, db: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "threadloom.core.cli", "export", *args, "--db", str(db)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+    )
+
+
+def test_cli_writes_a_file_never_over_one_and_says_what_it_masked(archive, tmp_path):
+    db = Path(archive.execute("PRAGMA database_list").fetchone()[2])
+    archive.close()
+    out = tmp_path / "s.html"
+    done = _cli(SID[:8], "-f", "html", "-o", str(out), "--redact", db=db, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "wrote" in done.stderr and "2 secrets masked (1 anthropic-key, 1 openai-key)" in done.stderr
+    assert out.read_text().startswith("<!doctype html>")
+    again = _cli(SID[:8], "-f", "md", "-o", str(out), db=db, cwd=tmp_path)
+    assert (
+        again.returncode == 1 and "--force" in again.stderr and out.read_text().startswith("<!doctype html>")
+    )
+    printed = _cli(SID[:8], db=db, cwd=tmp_path)
+    assert printed.returncode == 0 and printed.stdout.startswith("# Fix the \\*\\*tax")
+    wrong = _cli(SID[:8], "--branch", "9", db=db, cwd=tmp_path)
+    assert wrong.returncode == 2 and "its branches: 1" in wrong.stderr
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine")
+def test_the_html_page_renders_in_a_real_browser_with_nothing_fetched(archive, tmp_path):
+    page = tmp_path / "s.html"
+    page.write_bytes(export_session(archive, resolve_session(archive, SID), "html").data)
+    dom = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert "<h1>Fix the **tax** rounding</h1>" in dom.stdout
+    assert "<details" in dom.stdout and "<script>" not in dom.stdout.replace("&lt;script&gt;", "")

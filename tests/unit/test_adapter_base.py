@@ -1,0 +1,120 @@
+"""Every agent is one `Adapter` subclass that declares what it can do, and nothing outside the
+adapters asks an agent's name or probes an adapter with getattr."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+from threadloom.core import adapters
+from threadloom.core.adapters import ADAPTERS, spawn_tools
+from threadloom.core.adapters.base import Adapter, ForkError, RawRecord, ResumeTarget
+from threadloom.core.fork import STYLES
+
+ROOT = Path(__file__).resolve().parents[2]
+ADAPTER_MODULES = sorted((ROOT / "core" / "adapters").glob("*.py"))
+UNDO_STYLES = {None, "claude", "codex", "gemini", "aider"}  # the readers core.undo has
+
+
+def overrides(adapter: Adapter, method: str) -> bool:
+    return getattr(type(adapter), method) is not getattr(Adapter, method)
+
+
+@pytest.mark.parametrize("name", list(ADAPTERS))
+def test_every_registered_adapter_implements_the_base(name):
+    adapter = ADAPTERS[name]
+    assert isinstance(adapter, Adapter) and not inspect.isabstract(type(adapter))
+    assert adapter.name == name
+    assert adapter.mode in ("lines", "document", "database")
+    # what an adapter declares it can do, it implements
+    assert (adapter.mode == "database") == overrides(adapter, "read_rows")
+    assert adapter.decodes == overrides(adapter, "decode")
+    assert adapter.forks_natively == overrides(adapter, "native_fork_commands")
+    assert adapter.fork_style is None or adapter.fork_style in STYLES
+    assert adapter.undo_style in UNDO_STYLES
+    assert adapter.spawn_tools <= adapter.kept_inputs
+    assert adapter.display_name and adapter.program
+
+
+def test_the_spawn_tools_of_every_agent_are_the_ledgers_list():
+    assert spawn_tools() == {"Task", "Agent", "newTask", "new_task"}
+
+
+def test_an_agent_without_capabilities_gets_the_base_answers():
+    class Plain(Adapter):
+        name = "plain"
+        mode = "document"
+
+        def default_roots(self):
+            return []
+
+        def discover(self, root):
+            return iter(())
+
+        def claims(self, path):
+            return False
+
+        def normalize(self, rec, ctx):
+            raise AssertionError("not read here")
+
+    plain = Plain()
+    assert plain.split(b"{}") == [RawRecord(0, 1, b"{}", newline=False)] and plain.split(b"") == []
+    assert plain.stat_paths(Path("x")) == [] and plain.decode(Path("x"), b"") is None
+    assert not plain.tool_io_in_record and plain.kept_inputs == frozenset()
+    with pytest.raises(ForkError, match="threadloom has no resume command for plain sessions"):
+        plain.resume_command(ResumeTarget("plain", "s1", "s1", "/tmp"))
+    with pytest.raises(ForkError, match="is not made of letters, digits and"):
+        plain.checked_id("$(touch pwned)")
+
+
+def test_the_registry_completes_an_adapter_written_without_the_base(monkeypatch):
+    class Toy:  # the four reading methods, a name and a mode: nothing else
+        name = "toy"
+        mode = "document"
+
+        def default_roots(self):
+            return []
+
+        def discover(self, root):
+            return iter(())
+
+        def claims(self, path):
+            return False
+
+        def normalize(self, rec, ctx):
+            raise AssertionError("not read here")
+
+    toy = Toy()
+    monkeypatch.setitem(ADAPTERS, "toy", toy)
+    assert ADAPTERS["toy"] is toy and isinstance(toy, Adapter) and isinstance(toy, Toy)
+    assert toy.split(b"x") == [RawRecord(0, 1, b"x", newline=False)]
+    assert adapters.adapter_for("toy").fork_style is None
+
+
+def test_no_adapter_imports_another_adapters_private_names():
+    offenders = []
+    for path in ADAPTER_MODULES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "threadloom.core.adapters."
+            ):
+                offenders += [f"{path.name}: {a.name}" for a in node.names if a.name.startswith("_")]
+    assert offenders == []
+
+
+def test_nothing_probes_an_adapter_with_getattr():
+    offenders = []
+    for path in sorted((ROOT / "core").rglob("*.py")) + sorted((ROOT / "tui").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr")
+                and node.args
+                and isinstance(node.args[0], (ast.Name, ast.Attribute))  # not a module being imported
+                and "adapter" in ast.unparse(node.args[0]).lower()
+            ):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert offenders == []

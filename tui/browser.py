@@ -1,0 +1,539 @@
+"""The browsing screen: projects → sessions → messages, with the ingest's progress under them.
+
+It owns the panes and what they show: the current project and session, the way back from a
+subagent (Esc), the preview of what the tree's cursor rests on, the empty state and the layout
+classes that give way to the focused pane on narrow terminals. The app gives it a connection
+(`conn`) and tells it about the ingest; what the user asks of other screens (the fork picker) goes
+back up as a message from `threadloom.tui.events`, or as the answer to the app's question.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widget import Widget
+from textual.widgets import Footer, Label, OptionList, ProgressBar, Static, Tree
+from threadloom.core import browse
+from threadloom.core.text import human_tokens
+from threadloom.tui.messages import MessageView
+from threadloom.tui.panes import NodeRef, ProjectList, SessionTree
+from threadloom.tui.render import count_of, plain_title, short_model
+from threadloom.tui.screens import HelpScreen, RawJsonScreen
+
+if TYPE_CHECKING:
+    from threadloom.core.browse import SessionNode
+    from threadloom.core.ingest import Progress
+    from threadloom.core.search import Hit
+
+NARROW = 110
+WIDE = 150
+PANE_IDS = ("projects", "sessions", "messages")
+PANE_NAMES = {"projects": "Projects", "sessions": "Sessions", "messages": "Messages"}
+PREVIEW_SECONDS = 0.12  # what the tree's cursor rests on opens after this pause
+
+
+def layout_classes(width: int, focused: str) -> dict[str, bool]:
+    """The screen's classes for a terminal width and the focused pane (app.tcss reads them)."""
+    classes = {"-narrow": width < NARROW, "-medium": NARROW <= width < WIDE, "-wide": width >= WIDE}
+    classes.update({f"-focus-{pane}": focused == pane for pane in PANE_IDS})
+    return classes
+
+
+class BrowserScreen(Screen[None]):
+    """Projects, their sessions as a tree, and the messages of the one open."""
+
+    BINDINGS = [
+        Binding("ctrl+c,super+c", "screen.copy_text", "Copy selection", show=False, id="app.copy-selection")
+    ]
+    AUTO_FOCUS = ""  # chosen here: the projects pane, or nothing on the empty state
+
+    def __init__(
+        self,
+        *,
+        now: Callable[[], float],
+        sources: list[Path],
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(id=id, classes=classes)
+        self.now = now
+        self.sources = sources  # where the empty state says threadloom looked, before a report says
+        self.conn: sqlite3.Connection | None = None  # set by the app, which opens and closes it
+        self.roots: list[str] | None = None  # the folders the last ingest looked in
+        self.search_return = False  # Esc goes back to the search results this was opened from
+        # Esc from a subagent opened from a Task call: the sessions (and messages) it came from
+        self.trail: list[tuple[str, int]] = []
+        self.composed = asyncio.Event()  # the app waits for the panes before it fills them
+        self._open_ref: NodeRef | None = None  # what the message view shows
+        self._preview_timer: Timer | None = None
+        self._status = "Reading agent logs"
+        self._last_pane_refresh = 0.0
+
+    def _after_refresh(self, callback: Callable[..., object], *args: object) -> None:
+        """Run `callback` after the next refresh, through the app's queue: this screen's own would
+        hand it on at once, and drop it while the app is still starting (it fills the panes then)."""
+        self.app.call_after_refresh(callback, *args)
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="panes"):
+            yield ProjectList(now=self.now, id="projects")
+            yield SessionTree(now=self.now, id="sessions")
+            yield MessageView(id="messages")
+        yield Static(id="empty")
+        with Horizontal(id="ingest-bar"):
+            yield Label("", id="ingest-label")
+            yield ProgressBar(id="ingest-progress", show_eta=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(ProjectList).border_title = "Projects"
+        self.query_one(SessionTree).border_title = "Sessions"
+        self.query_one(MessageView).border_title = "Messages"
+        self.composed.set()
+
+    # ------------------------------------------------------------------ layout
+
+    def apply_layout(self, width: int) -> None:
+        for name, wanted in layout_classes(width, self.focused_pane).items():
+            self.set_class(wanted, name)
+
+    @property
+    def focused_pane(self) -> str:
+        """The pane with this screen's focus (a dialog on top of it has the app's)."""
+        widget: Widget | None = self.focused
+        while widget is not None:
+            if widget.id in PANE_IDS:
+                return widget.id or "projects"
+            widget = widget.parent if isinstance(widget.parent, Widget) else None
+        return "projects"
+
+    def on_descendant_focus(self) -> None:
+        self.apply_layout(self.app.size.width)
+
+    def focus_pane(self, pane: str) -> None:
+        widget = self.query_one(f"#{pane}")
+        hidden = not widget.display
+        widget.focus()
+        if hidden:  # the layout that shows it, now rather than after the focus event
+            self.apply_layout(self.app.size.width)
+
+    def cycle(self, step: int) -> None:
+        current = PANE_IDS.index(self.focused_pane)
+        self.query_one(f"#{PANE_IDS[(current + step) % len(PANE_IDS)]}").focus()
+
+    @property
+    def is_empty(self) -> bool:
+        return self.has_class("-empty")
+
+    # ------------------------------------------------------------------ panes
+
+    def refresh_panes(self, *, keep_state: bool = True) -> None:
+        """Re-read projects and the current project's sessions (kept expanded where they were)."""
+        if self.conn is None:
+            return
+        projects = browse.list_projects(self.conn)
+        project_list = self.query_one(ProjectList)
+        project_list.set_projects(projects)
+        current = project_list.current
+        tree = self.query_one(SessionTree)
+        tree.show_project(self.conn, current.path if current else None, keep_state=keep_state)
+        tree.border_subtitle = tree.facts(tree.cursor_node)
+        view = self.query_one(MessageView)
+        if view.session_id is None and tree.root.children:
+            self._after_refresh(self._open_first)  # after the tree has put its cursor
+        self._last_pane_refresh = time.monotonic()
+        self._show_empty(not projects and not self.has_class("-ingesting"))
+        if projects and self.focused is None and self.is_current:
+            project_list.focus()  # the demo, or a first load, that started with nothing to focus
+
+    def focus_first_pane(self) -> None:
+        """At start: the projects pane has the keys, unless there is nothing to browse."""
+        if not self.is_empty:
+            self.query_one(ProjectList).focus()
+
+    def _open_first(self) -> None:
+        """Nothing open yet: show the newest session, so the first screen is never blank."""
+        tree = self.query_one(SessionTree)
+        if self.query_one(MessageView).session_id is None and tree.cursor_node is not None:
+            self.open_ref(tree.cursor_node.data)
+
+    def _show_empty(self, empty: bool) -> None:
+        was_empty = self.is_empty
+        self.set_class(empty, "-empty")
+        self.app.refresh_bindings()
+        if empty:
+            self.query_one("#empty", Static).update(self._empty_text())
+            self.app.set_focus(None)
+        elif was_empty:
+            self.query_one(ProjectList).focus()
+
+    def _empty_text(self) -> Text:
+        from threadloom.core.adapters import all_adapters
+
+        roots = (
+            self.roots
+            if self.roots is not None
+            else [str(r) for a in all_adapters() for r in a.default_roots()] + [str(s) for s in self.sources]
+        )
+        text = Text()
+        text.append("No agent sessions yet\n\n", style="bold")
+        text.append("threadloom looked for agent logs in:\n")
+        for root in roots:
+            state = "found" if Path(root).exists() else "not present"
+            text.append(f"  {root}  ", style="#d7af5f")
+            text.append(f"({state})\n", style="dim")
+        text.append("\nLogs somewhere else (a backup, another machine's ~/.claude)? Add the folder:\n\n")
+        text.append("  threadloom --source ~/path/to/claude/projects\n\n", style="bold #87d787")
+        text.append("Folders given with --source are remembered and rescanned on every start.\n\n")
+        text.append("Press ", style="")
+        text.append("d", style="bold reverse")
+        text.append(" to open the demo archive, or ")
+        text.append("q", style="bold reverse")
+        text.append(" to quit.")
+        return text
+
+    def use_connection(
+        self, conn: sqlite3.Connection | None, *, replacing: sqlite3.Connection | None = None
+    ) -> None:
+        """Read through `conn` from now on; the message view leaves `replacing` (closed next) too."""
+        self.conn = conn
+        view = self.query_one(MessageView)
+        if replacing is not None and view.conn is replacing:
+            view.conn = conn
+
+    def forget_load(self) -> None:
+        """A first load failed and is started afresh by the next launch: show none of it."""
+        self.query_one(MessageView).clear()
+        self.query_one(ProjectList).set_projects([])
+        tree = self.query_one(SessionTree)
+        tree.show_project(self.conn, None)
+        tree.conn = None
+
+    @on(OptionList.OptionHighlighted, "#projects")
+    def _project_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if self.conn is None or event.option.id is None:
+            return
+        if self.query_one(SessionTree).show_project(self.conn, event.option.id, keep_state=True):
+            self._after_refresh(self._project_shown)
+
+    def _project_shown(self) -> None:
+        """Another project's sessions are listed: the tree's facts line and the message pane follow
+        (after the preview's pause), so the pane never shows a conversation of a project that is
+        no longer listed beside it."""
+        tree = self.query_one(SessionTree)
+        tree.border_subtitle = tree.facts(tree.cursor_node)
+        open_project = (
+            self._open_ref.session.project_path if self._open_ref and self._open_ref.session else None
+        )
+        if self._open_ref is not None and (open_project or None) == (tree.project or None):
+            return
+        if self._preview_timer is not None:
+            self._preview_timer.stop()
+        self._preview_timer = self.set_timer(PREVIEW_SECONDS, self._preview_project)
+
+    def _preview_project(self) -> None:
+        tree = self.query_one(SessionTree)
+        node = tree.cursor_node
+        if node is not None and node.data is not None and node.data.session is not None:
+            self.open_ref(node.data)
+        else:
+            self._open_ref = None
+            self.query_one(MessageView).clear("No sessions in this project.")
+
+    @on(OptionList.OptionSelected, "#projects")
+    def _project_selected(self) -> None:
+        self.query_one(SessionTree).focus()
+
+    @on(Tree.NodeHighlighted, "#sessions")
+    def _session_highlighted(self, event: Tree.NodeHighlighted[NodeRef]) -> None:
+        # open what the cursor rests on after a short pause, so holding an arrow key stays cheap
+        if self._preview_timer is not None:
+            self._preview_timer.stop()
+        ref = event.node.data
+        tree = self.query_one(SessionTree)
+        tree.border_subtitle = tree.facts(event.node)
+        if tree.has_focus:  # the user is moving through the tree, not a jump revealing a node
+            self._preview_timer = self.set_timer(PREVIEW_SECONDS, lambda: self.open_ref(ref))
+
+    @on(Tree.NodeSelected, "#sessions")
+    def _session_selected(self, event: Tree.NodeSelected[NodeRef]) -> None:
+        if self._preview_timer is not None:
+            self._preview_timer.stop()
+        self.open_ref(event.node.data)
+        if event.node.data is not None and event.node.data.kind != "loading":
+            self.query_one(MessageView).focus()
+
+    # ------------------------------------------------------------------ what is open
+
+    @property
+    def open_key(self) -> tuple | None:
+        """What is shown, as (kind, session id, branch number, segment number)."""
+        ref = self._open_ref
+        if ref is None or ref.session is None:
+            return None
+        return (
+            ref.kind,
+            ref.session.id,
+            ref.branch.number if ref.branch else None,
+            ref.segment.number if ref.segment else None,
+        )
+
+    @property
+    def whole_session_open(self) -> str | None:
+        """The id of the session shown whole (not a branch or segment of it): the one followed live."""
+        key = self.open_key
+        return key[1] if key is not None and key[0] == "session" else None
+
+    def open_ref(self, ref: NodeRef | None, *, keep_trail: bool = False) -> None:
+        """Show a session, a branch or a compaction segment in the message view. `keep_trail`:
+        opened by following a subagent or going back, so Esc's way back stays."""
+        if ref is None or ref.session is None or self.conn is None or ref.kind == "loading":
+            return
+        session = ref.session
+        previous, self._open_ref = self.open_key, ref
+        if self.open_key == previous:
+            return
+        if not keep_trail and self.trail:  # opened some other way: no way back from it
+            self.trail.clear()
+            self.app.refresh_bindings()
+        view = self.query_one(MessageView)
+        title = (
+            session.task_description if session.is_subagent and session.task_description else session.title
+        )
+        count = session.message_count
+        if ref.kind == "branch" and ref.branch is not None:
+            seqs = browse.branch_seqs(self.conn, session.id, ref.branch.turn_ids)
+            view.show(self.conn, session.id, seqs)
+            count = len(seqs)
+            view.border_subtitle = f"branch {ref.branch.number} · {count_of(count, 'message')}"
+        elif ref.kind == "segment" and ref.segment is not None:
+            view.show(self.conn, session.id, range(session.message_count), at=ref.segment.start_seq)
+            view.border_subtitle = f"segment {ref.segment.number} · {count_of(count, 'message')}"
+        else:
+            rewinds = browse.rewind_seqs(self.conn, session.id) if session.branch_count else set()
+            view.show(self.conn, session.id, range(session.message_count), rewinds=rewinds)
+            view.border_subtitle = subtitle(session, count, len(rewinds))
+            view.border_title = plain_title(title, 70)
+            return
+        view.border_title = plain_title(title, 70)
+        view.border_subtitle += tokens_and_model(session)
+
+    def jump_to_session(self, session_id: str, *, keep_trail: bool = False) -> None:
+        """Reveal a session or subagent in the tree (switching project if needed) and read it."""
+        if self.conn is None:
+            return
+        node = browse.get_node(self.conn, session_id, include_warmup=True)
+        if node is None:
+            self.notify(f"No session {session_id}", severity="warning")
+            return
+        projects = self.query_one(ProjectList)
+        tree = self.query_one(SessionTree)
+        path = node.project_path or ""
+        if projects.current is None or projects.current.path != path:
+            paths = [p.path for p in projects.projects]
+            if path in paths:
+                projects.highlighted = paths.index(path)
+            tree.show_project(self.conn, path)
+        if self._preview_timer is not None:
+            self._preview_timer.stop()
+        chain = browse.session_path(self.conn, session_id)
+        if node.is_warmup and not tree.include_warmup:
+            tree.include_warmup = True
+            tree.show_project(self.conn, path)
+        tree_node = tree.reveal(chain)
+        if tree_node is not None:
+            self._after_refresh(tree.move_cursor, tree_node)
+        ref = tree_node.data if tree_node is not None else NodeRef("session", node)
+        self._open_ref = None
+        self.open_ref(ref, keep_trail=keep_trail)
+        self.query_one(MessageView).focus()
+
+    def open_hit(self, hit: Hit) -> None:
+        """A search hit: its session in the message viewer, at the hit, marked; Esc goes back."""
+        self.search_return = True
+        self.jump_to_session(hit.session_id)
+        if hit.seq is not None:
+            view = self.query_one(MessageView)
+            seq = hit.seq
+            self._after_refresh(lambda: view.go_to_seq(seq) if view.session_id == hit.session_id else None)
+
+    def session_grew(self, session_id: str) -> None:
+        """The live session's file was read further: the view shows what came (if still open)."""
+        if self.conn is None:
+            return
+        view = self.query_one(MessageView)
+        if self.whole_session_open != session_id or view.session_id != session_id:
+            return
+        node = browse.get_node(self.conn, session_id, include_warmup=True)
+        if node is None:
+            return
+        if node.branch_count:  # the agent may have been rewound meanwhile: mark the new branch
+            view.rewinds = browse.rewind_seqs(self.conn, session_id)
+        if view.extend(range(node.message_count)):
+            view.border_subtitle = subtitle(node, node.message_count, len(view.rewinds))
+
+    # ------------------------------------------------------------------ subagents and back
+
+    @on(MessageView.SubagentRequested)
+    def _open_subagent(self, event: MessageView.SubagentRequested) -> None:
+        view = self.query_one(MessageView)
+        row = view.current_row()
+        if view.session_id is not None:
+            self.trail.append((view.session_id, row.seq if row is not None else 0))
+        self._follow_trail(event.session_id)
+
+    def go_back(self) -> None:
+        """Esc (or Backspace) in a subagent opened from its Task call: back to that call."""
+        if not self.trail:
+            return
+        session_id, seq = self.trail.pop()
+        self._follow_trail(session_id)
+        view = self.query_one(MessageView)
+        self._after_refresh(
+            lambda: view.go_to_seq(seq, mark=False) if view.session_id == session_id else None
+        )
+
+    def _follow_trail(self, session_id: str) -> None:
+        self.jump_to_session(session_id, keep_trail=True)
+        self.app.refresh_bindings()
+
+    @on(MessageView.RawRequested)
+    def _show_raw(self, event: MessageView.RawRequested) -> None:
+        if self.conn is None:
+            return
+        raw = browse.raw_entry(self.conn, event.entry_id)
+        if raw is None:
+            self.notify("This record is no longer in the database", severity="warning")
+            return
+        self.app.push_screen(RawJsonScreen(raw, f"Raw record · entry {event.entry_id}"))
+
+    # ------------------------------------------------------------------ fork, help, palette
+
+    def fork_target(self) -> tuple[str, int | None, str | None] | None:
+        """What `f` forks from: (session, entry, turn) of the message under the cursor, or a
+        session's latest turn in the tree; None when neither pane has one."""
+        pane = self.focused_pane
+        if pane == "messages":
+            view = self.query_one(MessageView)
+            row = view.current_row()
+            if view.session_id is not None:
+                return view.session_id, row.entry_id if row else None, row.turn_id if row else None
+        elif pane == "sessions":
+            node = self.query_one(SessionTree).cursor_node
+            ref = node.data if node is not None else None
+            if ref is not None and ref.session is not None and ref.kind != "loading":
+                leaf = ref.branch.leaf_turn_id if ref.branch is not None else None
+                return ref.session.id, None, leaf
+        return None
+
+    def show_help(self) -> None:
+        """The keys of the focused pane, then those that work everywhere (after user remaps)."""
+        pane = self.focused_pane
+        focused = self.query_one(f"#{pane}")
+        pane_keys: dict[tuple[str, str], list[str]] = {}
+        global_keys: dict[tuple[str, str], list[str]] = {}
+        meta: dict[tuple[str, str], tuple[str, str]] = {}
+        for key, active in self.active_bindings.items():
+            binding = active.binding
+            if active.node is focused:
+                target = pane_keys
+            elif active.node is self.app or active.node is self:
+                target = global_keys
+            else:
+                continue
+            name = binding.id or binding.action
+            target.setdefault((name, binding.action), []).append(
+                self.app.get_key_display(binding.with_key(key))
+            )
+            meta[(name, binding.action)] = (binding.tooltip or binding.description, binding.id or "")
+
+        def rows(found: dict[tuple[str, str], list[str]]) -> list[tuple[str, str, str]]:
+            return [(", ".join(keys), meta[k][0], meta[k][1]) for k, keys in found.items()]
+
+        self.app.push_screen(HelpScreen(PANE_NAMES[pane], rows(pane_keys), rows(global_keys)))
+
+    def pane_commands(self) -> Iterator[SystemCommand]:
+        """The palette's commands for the focused pane."""
+        pane = self.focused_pane
+        view = self.query_one(MessageView)
+        if pane == "messages" and view.session_id:
+            yield SystemCommand(
+                "Messages: expand or collapse all tool calls", "Key e", view.action_toggle_all
+            )
+            yield SystemCommand("Messages: show the raw JSON of this message", "Key r", view.action_raw)
+            yield SystemCommand("Messages: copy the text under the cursor", "Key y", view.action_copy)
+            yield SystemCommand("Messages: go to the last message", "Key G", view.action_last)
+        if pane == "sessions":
+            tree = self.query_one(SessionTree)
+            verb = "Hide" if tree.include_warmup else "Show"
+            yield SystemCommand(f"Sessions: {verb} Warmup agents", "Key w", tree.action_toggle_warmup)
+
+    # ------------------------------------------------------------------ the ingest bar
+
+    def ingest_started(self, status: str) -> None:
+        self.add_class("-ingesting")
+        self._show_empty(False)
+        self._status = status
+        self.query_one("#ingest-label", Label).update(f"{status}…")
+        self.query_one(ProgressBar).update(total=None, progress=0)
+
+    def ingest_ended(self) -> None:
+        self.remove_class("-ingesting")
+
+    def show_status(self, text: str) -> None:
+        self._status = text
+        self.query_one("#ingest-label", Label).update(f"{text}…")
+
+    def show_progress(self, p: Progress) -> None:
+        """The bar and its label: files and bytes, or how much of the search index is built."""
+        from threadloom.core.ingest import INDEXING
+
+        bar = self.query_one(ProgressBar)
+        label = self.query_one("#ingest-label", Label)
+        if p.path == INDEXING:
+            bar.update(total=max(1, p.index_total), progress=p.index_done)
+            label.update(
+                f"Indexing for search: {p.index_done / max(1, p.index_total):.0%} · browse meanwhile · Esc pauses",
+                layout=False,  # its size is fixed: no layout of the whole screen 20 times a second
+            )
+            return
+        bar.update(total=max(1, p.bytes_total), progress=p.bytes_done)
+        label.update(
+            f"{self._status}: {p.files_done:,}/{p.files_total:,} files · "
+            f"{p.bytes_done / 1e6:,.1f}/{p.bytes_total / 1e6:,.1f} MB · Esc cancels",
+            layout=False,
+        )
+
+    def refresh_while_loading(self, *, load_reader: bool) -> None:
+        """During an ingest, re-read the panes: every 3 s once a first load shows something (a
+        refresh takes the GIL and the database from the load), else more often."""
+        shown = bool(self.query_one(ProjectList).projects)
+        interval = (3.0 if shown else 0.25) if load_reader else 0.7
+        if time.monotonic() - self._last_pane_refresh > interval:
+            self.refresh_panes()
+
+
+def subtitle(session: SessionNode, count: int, rewinds: int) -> str:
+    """The message view's subtitle for a whole session: size, branches, tokens, model."""
+    text = count_of(count, "message")
+    if rewinds:
+        text += f" · {rewinds + 1} branches"
+    return text + tokens_and_model(session)
+
+
+def tokens_and_model(session: SessionNode) -> str:
+    """' · 215k tokens · opus-4-1' (no model: no separator left hanging)."""
+    model = short_model(session.model)
+    return f" · {human_tokens(session.tokens)} tokens" + (f" · {model}" if model else "")

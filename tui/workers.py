@@ -1,0 +1,276 @@
+"""The app's background work: the ingest, following a growing session, reading a fork back.
+
+Each runs in a thread with its own SQLite connection (the interface's connection never leaves its
+thread) and talks to the interface only through messages: the ingest posts its progress while it
+runs, and when a worker ends `finished` turns its state into a past-tense message (`Ingested`,
+`Followed`, `ForkIngested`) that the app's one `on_worker_state_changed` posts to itself.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual.message import Message
+from textual.worker import Worker, WorkerState
+
+if TYPE_CHECKING:
+    from textual.app import App
+    from threadloom.core.ingest import IngestReport, Progress
+
+PROGRESS_SECONDS = 0.05  # the ingest's progress is posted at most this often (the first file always)
+
+Post = Callable[[Message], object]
+
+
+# ---------------------------------------------------------------------- messages
+
+
+class IngestStatus(Message):
+    """A phase of the ingest worker the user should see (writing the demo, database ready, or a
+    first load under way, which the panes read through a read-only connection)."""
+
+    def __init__(self, text: str, *, database_ready: bool = False, first_load: bool = False) -> None:
+        super().__init__()
+        self.text = text
+        self.database_ready = database_ready
+        self.first_load = first_load
+
+
+class IngestProgressed(Message):
+    """How far the ingest (or the search index after it) has got."""
+
+    def __init__(self, progress: Progress) -> None:
+        super().__init__()
+        self.progress = progress
+
+
+class RecordsLoaded(Message):
+    """The records are in and browsable; the search index may still be catching up."""
+
+    def __init__(self, report: IngestReport) -> None:
+        super().__init__()
+        self.report = report
+
+
+class Ingested(Message):
+    """The ingest worker ended: its report, or the error it failed with (neither: cancelled)."""
+
+    def __init__(self, report: IngestReport | None, error: BaseException | None) -> None:
+        super().__init__()
+        self.report = report
+        self.error = error
+
+
+class Followed(Message):
+    """The file of the session being read grew and what was added is read."""
+
+    def __init__(self, session_id: str, report: IngestReport) -> None:
+        super().__init__()
+        self.session_id = session_id
+        self.report = report
+
+
+class ForkIngested(Message):
+    """A fork written from the picker was read into the archive, or failed to be."""
+
+    def __init__(self, report: IngestReport | None, error: BaseException | None) -> None:
+        super().__init__()
+        self.report = report
+        self.error = error
+
+
+# ---------------------------------------------------------------------- starting and ending
+
+
+@dataclass(frozen=True)
+class Job:
+    """How a kind of worker runs: its group (the router's key), whether a new one replaces a
+    running one, and what Textual's worker list calls it."""
+
+    group: str
+    description: str
+    exclusive: bool
+
+
+INGEST = Job("ingest", "ingest", exclusive=True)
+# a follow is started only when none is running; two forks written in a row are both read
+FOLLOW = Job("follow", "read a growing session", exclusive=False)
+FORK_INGEST = Job("fork-ingest", "ingest a fork", exclusive=False)
+
+
+def start(app: App, job: Job, work: Callable[[], object]) -> Worker:
+    """Run `work` in a thread worker of `app`; a failure ends up in `finished`, never a crash."""
+    return app.run_worker(
+        work,
+        thread=True,
+        group=job.group,
+        exclusive=job.exclusive,
+        exit_on_error=False,
+        description=job.description,
+    )
+
+
+def finished(worker: Worker, state: WorkerState) -> Message | None:
+    """The past-tense message for one of these workers that has ended (None for any other)."""
+    from threadloom.core.ingest import IngestReport
+
+    if state not in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+        return None
+    result = worker.result if state == WorkerState.SUCCESS else None
+    error = worker.error if state == WorkerState.ERROR else None
+    if worker.group == INGEST.group:
+        return Ingested(result if isinstance(result, IngestReport) else None, error)
+    if worker.group == FOLLOW.group:
+        if result is None:
+            return None  # a follow that failed is tried again when the file changes next
+        session_id, report = result
+        return Followed(session_id, report)
+    if worker.group == FORK_INGEST.group and state != WorkerState.CANCELLED:
+        return ForkIngested(result, error)
+    return None
+
+
+# ---------------------------------------------------------------------- the work
+
+
+def ingest(
+    post: Post,
+    db_path: Path,
+    sources: list[Path],
+    *,
+    demo_dir: Path | None,
+    demo_long_turns: int | None,
+    cancel: threading.Event,
+    read_logs: bool = True,
+) -> IngestReport:
+    """Bring the archive up to date as the database's one writer, saying what it does by `post`.
+
+    Records first (`RecordsLoaded` when they are browsable), then the search index, which is a
+    quarter of a first load and which search can do without for a while. `read_logs=False`: no
+    log is read, only an older archive's sessions rebuilt (and the index caught up)."""
+    from threadloom.core.db import connect, upgrade_due
+    from threadloom.core.ingest import IngestReport
+    from threadloom.core.writer_lock import WriterBusy, writer_lock
+
+    include_defaults = read_logs
+    if demo_dir is not None:
+        from threadloom.core.demo import LONG_SESSION_TURNS, write_demo_archive
+
+        sources = [write_demo_archive(demo_dir, long_turns=demo_long_turns or LONG_SESSION_TURNS)]
+        include_defaults = False
+
+    def waiting(text: str) -> None:
+        # another threadloom is ingesting: browse what is stored meanwhile (read-only: it may be
+        # a first load, written without a journal), then catch up
+        post(
+            IngestStatus(
+                f"{text[0].upper()}{text[1:]} · browse meanwhile · Esc stops waiting",
+                database_ready=db_path.exists(),
+                first_load=True,
+            )
+        )
+
+    try:
+        with writer_lock(db_path, on_wait=waiting, cancel=cancel):
+            if db_path.exists() and upgrade_due(db_path):
+                post(
+                    IngestStatus(
+                        "Upgrading the archive for this version of threadloom: sessions, turns and tool calls "
+                        "are rebuilt from the stored records (once)"
+                    )
+                )
+            conn = connect(db_path)
+            try:
+                return _records_then_index(post, conn, sources, include_defaults, cancel)
+            finally:
+                conn.close()
+    except WriterBusy:
+        return IngestReport(cancelled=True)
+
+
+def _records_then_index(
+    post: Post, conn: sqlite3.Connection, sources: list[Path], include_defaults: bool, cancel: threading.Event
+) -> IngestReport:
+    """The ingest's work once it is the one writer: `core.ingest.run_ingest` without its index
+    phase, news that the records are in, then that phase on its own (a run with nothing to read)."""
+    from threadloom.core import search_index
+    from threadloom.core.ingest import INDEXING, IngestReport, rebuild_pending, run_ingest
+
+    last = [0.0]
+
+    def progress(p: Progress) -> None:
+        now = time.monotonic()
+        if now - last[0] >= PROGRESS_SECONDS or p.files_done in (1, p.files_total):  # 1: the panes may read
+            last[0] = now
+            post(IngestProgressed(p))
+
+    # an older archive's sessions are rebuilt before the panes read them
+    if not rebuild_pending(conn, progress, cancel):
+        return IngestReport(cancelled=True)
+    # A first load into an empty ledger runs fastest as the database's only writer (no journal):
+    # the panes read it through a read-only connection once the load is under way.
+    first_load = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM entries)").fetchone()[0] == 1
+    post(IngestStatus("Reading agent logs", database_ready=not first_load, first_load=first_load))
+
+    report = run_ingest(
+        conn, sources, include_defaults=include_defaults, progress=progress, cancel=cancel, build_index=False
+    )
+    if report.cancelled:
+        return report
+    post(RecordsLoaded(report))
+    if search_index.pending(conn) is None:
+        return report
+    post(IngestStatus("Indexing for search"))
+
+    def index_progress(p: Progress) -> None:
+        if p.path == INDEXING:  # not the run's closing "0 of 0 files"
+            post(IngestProgressed(p))
+
+    index = run_ingest(conn, include_defaults=False, remember=False, progress=index_progress, cancel=cancel)
+    report.index_complete = index.index_complete
+    report.cancelled = index.cancelled
+    report.index_seconds = index.index_seconds
+    return report
+
+
+def read_files(db_path: Path, paths: list[Path]) -> IngestReport:
+    """Read just these files (a growing session, a fork just written) with a connection of its own."""
+    from threadloom.core.db import connect
+    from threadloom.core.ingest import run_ingest
+
+    conn = connect(db_path)
+    try:
+        return run_ingest(conn, paths, include_defaults=False, remember=False)
+    finally:
+        conn.close()
+
+
+def follow(db_path: Path, path: Path, session_id: str) -> tuple[str, IngestReport]:
+    """Read what the agent added to the file of the session being read."""
+    return session_id, read_files(db_path, [path])
+
+
+class Follower:
+    """Which files of sessions being read have changed since they were last looked at."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, tuple[int, int]] = {}  # (size, mtime) of a file last looked at
+
+    def grown(self, conn: sqlite3.Connection, session_id: str) -> Path | None:
+        """The session's file, once per change (even when nothing new comes of it)."""
+        from threadloom.core import browse
+
+        grown = browse.grown_source(conn, session_id)
+        if grown is None:
+            return None
+        path, seen = grown
+        if self.seen.get(path) == seen:
+            return None
+        self.seen[path] = seen
+        return Path(path)
