@@ -434,11 +434,12 @@ def _rebuild_if_due(args: argparse.Namespace, conn: sqlite3.Connection, *, rebui
     them (not half-empty tables): say so before the wait. `rebuild=False`: the caller's ingest
     does it, as the first phase of its progress."""
     from threadloom.core import db
-    from threadloom.core.ingest import rebuild_pending
 
     version = db.rebuild_due(conn)
     if version is None:
-        return
+        return  # before importing ingest: a command that only reads never pays for it
+    from threadloom.core.ingest import rebuild_pending
+
     path = Path(args.db or db.default_db_path())
     print(
         f"threadloom: {path} was written by another version of threadloom (layout {version}, now "

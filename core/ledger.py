@@ -119,7 +119,7 @@ USAGE_COLUMNS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class SessionState:
     """One agent_sessions row being built (its columns, SESSION_COLUMNS) and what placing records
     in it needs to remember while its file is read."""
@@ -173,7 +173,7 @@ class SessionState:
         return _session_row(self)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class TurnState:
     """One agent_turns row being built (TURN_COLUMNS)."""
 
@@ -195,7 +195,7 @@ class TurnState:
         return _turn_row(self)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class PendingToolCall:
     """A call met in the file being read (TOOL_CALL_COLUMNS); a result met in the same file
     completes it here, so it is written by one INSERT rather than an INSERT and an UPDATE."""
@@ -219,7 +219,7 @@ class PendingToolCall:
         return _tool_call_row(self)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class PendingUsage:
     """One API message's token counts (USAGE_COLUMNS); its streaming chunks merge here first."""
 
