@@ -413,34 +413,43 @@ class _PrintableStream:
         return getattr(self.unfiltered, name)
 
 
-def _connect(args: argparse.Namespace):
+def _connect(args: argparse.Namespace, *, rebuild: bool = True) -> sqlite3.Connection:
     from threadloom.core import db
 
-    _say_if_upgrading(args)
-    return db.connect(args.db)
+    conn = db.connect(args.db)
+    _rebuild_if_due(args, conn, rebuild=rebuild)
+    return conn
 
 
-def _open_for_reading(args: argparse.Namespace):
+def _open_for_reading(args: argparse.Namespace) -> sqlite3.Connection:
     from threadloom.core import db
 
-    _say_if_upgrading(args)
-    return db.open_for_reading(args.db)
+    conn = db.open_for_reading(args.db)
+    _rebuild_if_due(args, conn)
+    return conn
 
 
-def _say_if_upgrading(args: argparse.Namespace) -> None:
-    """An older database is rebuilt from its stored records on this open: say so before the wait."""
+def _rebuild_if_due(args: argparse.Namespace, conn: sqlite3.Connection, *, rebuild: bool = True) -> None:
+    """An older database's sessions are rebuilt from its stored records before a command reads
+    them (not half-empty tables): say so before the wait. `rebuild=False`: the caller's ingest
+    does it, as the first phase of its progress."""
     from threadloom.core import db
+
+    version = db.rebuild_due(conn)
+    if version is None:
+        return  # before importing ingest: a command that only reads never pays for it
+    from threadloom.core.ingest import rebuild_pending
 
     path = Path(args.db or db.default_db_path())
-    version = db.stored_version(path) if path.is_file() else None
-    if version and version != db.SCHEMA_VERSION:
-        print(
-            f"threadloom: {path} was written by another version of threadloom (layout {version}, now "
-            f"{db.SCHEMA_VERSION}): its sessions are rebuilt from the stored records, once; on a big archive "
-            "this takes a minute or two",
-            file=sys.stderr,
-            flush=True,
-        )
+    print(
+        f"threadloom: {path} was written by another version of threadloom (layout {version}, now "
+        f"{db.SCHEMA_VERSION}): its sessions are rebuilt from the stored records, once; on a big archive "
+        "this takes a minute or two",
+        file=sys.stderr,
+        flush=True,
+    )
+    if rebuild:
+        rebuild_pending(conn, on_wait=_say_waiting)
 
 
 # ---------------------------------------------------------------------- ingest
@@ -465,7 +474,7 @@ def _ingest(args: argparse.Namespace) -> int:
         moved = _move_aside(path)
         if moved and not args.json:
             print(f"previous database moved to {moved}", file=sys.stderr)
-    conn = _connect(args)
+    conn = _connect(args, rebuild=False)  # run_ingest rebuilds an older database's sessions first
     show_progress = not args.json and not args.quiet and sys.stderr.isatty()
     build_index = not args.no_index
     if show_progress:

@@ -24,6 +24,10 @@ BUSY_TIMEOUT_MS = 5000
 PAGE_SIZE = 16384
 
 DERIVED_TABLES = ("agent_sessions", "agent_turns", "agent_tool_calls", "agent_usage")
+# Set (to the schema version it came from) by an upgrade that emptied the derived tables, cleared
+# once `core.ingest.rebuild_pending` has replayed the stored records into them: the replay takes
+# a minute at 1 GB, so opening a database never does it.
+REBUILD_KEY = "derived_rebuild_from"
 
 # agent_messages is a view over entries so message text is stored once (entries.content) while
 # seed 000's queries (`SELECT * FROM agent_messages WHERE session_id = ? ORDER BY sequence`) work.
@@ -274,20 +278,28 @@ def open_for_reading(path: Path | str | None = None) -> sqlite3.Connection:
     and its mode never changed, and a read-only file or folder works.
 
     Falls back to `connect` (which writes) only where a read needs a write first: no database
-    yet (it is created, empty), a schema to upgrade, or a first load's marker to look after."""
+    yet (it is created, empty), a schema to upgrade or derived tables to rebuild (the caller
+    then runs `core.ingest.rebuild_pending`), or a first load's marker to look after."""
     db_path = Path(path) if path is not None else default_db_path()
     if str(db_path) == ":memory:" or not db_path.is_file() or Path(str(db_path) + FIRST_LOAD_SUFFIX).exists():
         return connect(db_path)
     conn = connect(db_path, readonly=True)
     try:
         version = user_version(conn)
+        due = rebuild_due(conn) if version == SCHEMA_VERSION else None
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise explain(exc, db_path) from exc
-    if version == SCHEMA_VERSION:
+    if version == SCHEMA_VERSION and due is None:
         return conn
     conn.close()
     if _is_read_only(db_path, os.stat(db_path).st_mode) or not os.access(db_path.parent, os.W_OK | os.X_OK):
+        if version == SCHEMA_VERSION:
+            raise LedgerError(
+                f"The sessions of the database {db_path} are still to be rebuilt from its stored records "
+                "(an upgrade of its layout was not finished). That writes to it, and it is read-only: make it "
+                "and its folder writable for one run."
+            )
         raise LedgerError(
             f"The database {db_path} has the layout of another threadloom version ({version}; this one "
             f"reads {SCHEMA_VERSION}). Adapting it writes to it, and it is read-only: make it and its "
@@ -475,7 +487,8 @@ def _table_names(conn: sqlite3.Connection) -> set[str]:
 def stored_version(path: Path | str) -> int | None:
     """The schema version of the database at `path`, read without writing (None: no database
     yet, or not one threadloom can read). A version other than SCHEMA_VERSION means the next
-    writable `connect` rebuilds the derived tables: long on a big archive, so callers say so first.
+    writable `connect` upgrades the tables and leaves the derived ones to be rebuilt (see
+    `upgrade_due`).
 
     Read from the file's header (offset 60) when no WAL holds newer pages: opening it through SQLite
     would leave -wal and -shm files beside a read-only database."""
@@ -498,8 +511,44 @@ def stored_version(path: Path | str) -> int | None:
         return None
 
 
+def rebuild_due(conn: sqlite3.Connection) -> int | None:
+    """The schema version whose upgrade left the derived tables empty, waiting for
+    `core.ingest.rebuild_pending` (None: they are current)."""
+    try:
+        value = get_meta(conn, REBUILD_KEY)
+    except sqlite3.OperationalError:  # no ledger_meta: a database no upgrade has touched
+        return None
+    if value is None:
+        return None
+    return int(value) if value.isdigit() else 0
+
+
+def upgrade_due(path: Path | str) -> int | None:
+    """Whether opening the database at `path` leaves its sessions to be rebuilt from its stored
+    records (a minute at 1 GB): the version it was written at, else None. Read without writing,
+    so a caller can say so, or hand the work to a worker, before it opens the database."""
+    version = stored_version(path)
+    if not version:
+        return None
+    if version != SCHEMA_VERSION:
+        return version
+    try:
+        conn = connect(path, readonly=True)
+    except (LedgerError, sqlite3.DatabaseError):
+        return None
+    try:
+        return rebuild_due(conn)
+    except sqlite3.DatabaseError:
+        return None
+    finally:
+        conn.close()
+
+
 def ensure_schema(conn: sqlite3.Connection) -> str | None:
-    """Create or upgrade the schema. Returns a message when derived tables had to be rebuilt."""
+    """Create or upgrade the schema, quickly: an upgrade empties the derived tables and records
+    that they must be rebuilt (`rebuild_due`), which `core.ingest.rebuild_pending` does later,
+    with progress, rather than this on whatever thread opened the database. Returns a message
+    when a rebuild is due."""
     version = user_version(conn)
     if version == SCHEMA_VERSION:
         for ddl in LATE_INDEXES:
@@ -510,16 +559,12 @@ def ensure_schema(conn: sqlite3.Connection) -> str | None:
         _create_fresh(conn)
         return None
     had_entries = "entries" in existing and version != 0
-    _create_tables(conn, drop_derived=had_entries)
+    _create_tables(conn, drop_derived=had_entries, rebuild_from=version if had_entries else None)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     if had_entries:
-        from threadloom.core.ledger import rebuild_derived
-
-        rebuild_derived(conn)
-        conn.execute("INSERT INTO search_fts(search_fts) VALUES ('rebuild')")
         return (
             f"The database schema changed (version {version} → {SCHEMA_VERSION}); "
-            "sessions, turns and tool calls were rebuilt from the stored records."
+            "sessions, turns and tool calls are to be rebuilt from the stored records."
         )
     return None
 
@@ -560,11 +605,14 @@ def _create_fresh(conn: sqlite3.Connection) -> None:
     conn.executescript(f"BEGIN;\n{script}\nPRAGMA user_version = {SCHEMA_VERSION};\nCOMMIT;")
 
 
-def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool) -> None:
-    """Emit SQLModel's DDL through sqlite3 (no engine needed) plus the view and indexes."""
+def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool, rebuild_from: int | None = None) -> None:
+    """Emit SQLModel's DDL through sqlite3 (no engine needed) plus the view and indexes.
+
+    `rebuild_from`: the version being upgraded from, recorded (with the new version) in the same
+    transaction as the emptied derived tables, so a crash never leaves them empty unnoticed."""
     from sqlalchemy.dialects import sqlite as sqlite_dialect
     from sqlalchemy.schema import CreateIndex, CreateTable
-    from threadloom.core import models
+    from threadloom.core import models, search_index
 
     dialect = sqlite_dialect.dialect()
     conn.execute("BEGIN")
@@ -600,11 +648,10 @@ def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool) -> None:
         for ddl in LATE_INDEXES:
             conn.execute(ddl)
         conn.execute(MESSAGES_VIEW)
-        conn.execute("DROP TABLE IF EXISTS search_vocab")
-        conn.execute("DROP TABLE IF EXISTS search_fts")
-        for ddl in SEARCH_DDL:
-            conn.execute(ddl)
-        conn.execute("INSERT INTO search_fts(search_fts) VALUES ('rebuild')")
+        search_index.recreate(conn)
+        if rebuild_from is not None:
+            set_meta(conn, REBUILD_KEY, str(rebuild_from))
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

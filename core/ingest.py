@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import orjson
 from threadloom.core import search_index
@@ -27,6 +28,7 @@ from threadloom.core.adapters.base import (
     Adapter,
     FileContext,
     RawRecord,
+    Record,
     SourceIncomplete,
     SourceRef,
     container_of,
@@ -36,50 +38,21 @@ from threadloom.core.adapters.base import (
     open_regular,
     read_regular,
 )
-from threadloom.core.db import FIRST_LOAD_SUFFIX, LIVE_FIRST_LOADS, get_meta, set_meta
-from threadloom.core.ledger import Ledger, replay
+from threadloom.core.db import (
+    FIRST_LOAD_SUFFIX,
+    LIVE_FIRST_LOADS,
+    REBUILD_KEY,
+    get_meta,
+    rebuild_due,
+    set_meta,
+)
+from threadloom.core.ledger import Ledger, ReplayCancelled, rebuild_derived, replay
 from threadloom.core.writer_lock import WriterBusy, writer_lock
 
 # A last line that is not complete JSON waits for its writer; after this long unchanged it is kept
 # as an invalid record instead, so a crashed writer's bytes are not lost.
 STALE_TAIL_SECONDS = 3600
 ROWS_PER_CHUNK = 2000
-
-ENTRY_COLUMNS = (
-    "id",
-    "source_file_id",
-    "byte_offset",
-    "line_number",
-    "raw",
-    "newline",
-    "hash",
-    "entry_type",
-    "subtype",
-    "known",
-    "parse_error",
-    "uuid",
-    "parent_uuid",
-    "logical_parent_uuid",
-    "ref_uuid",
-    "session_id",
-    "agent_id",
-    "timestamp",
-    "is_sidechain",
-    "is_meta",
-    "role",
-    "content",
-    "thinking",
-    "tool_text",
-    "model",
-    "message_id",
-    "request_id",
-    "seq",
-    "turn_id",
-    "dup_of",
-)
-INSERT_ENTRY = (
-    f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) VALUES ({', '.join('?' * len(ENTRY_COLUMNS))})"
-)
 
 
 @dataclass
@@ -95,6 +68,8 @@ class Progress:
 
 
 INDEXING = "building the search index"
+# Progress.path while the derived tables are rebuilt after a schema upgrade (files and bytes replayed)
+REBUILDING = "rebuilding sessions from stored records"
 
 
 @dataclass
@@ -361,6 +336,11 @@ def _run_ingest(
 ) -> IngestReport:
     started = time.perf_counter()
     report = IngestReport()
+    # an upgrade's rebuild first: the files read next are placed in sessions that are whole
+    if not rebuild_pending(conn, progress, cancel, started=started):
+        report.cancelled = True
+        report.seconds = round(time.perf_counter() - started, 3)
+        return report
     roots = scan_roots(conn, list(sources), include_defaults, remember)
     report.roots = [str(r) for r in roots]
     plans, snapshots = _plan(conn, roots, report)
@@ -463,6 +443,62 @@ def _run_ingest(
     report.sessions_total = conn.execute("SELECT count(*) FROM agent_sessions").fetchone()[0]
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def rebuild_pending(
+    conn: sqlite3.Connection,
+    progress: Callable[[Progress], None] | None = None,
+    cancel: threading.Event | None = None,
+    *,
+    on_wait: Callable[[str], None] | None = None,
+    started: float | None = None,
+) -> bool:
+    """Rebuild the sessions, turns, tool calls and usage a schema upgrade emptied (see
+    `core.db.rebuild_due`) by replaying every stored record: a minute at 1 GB, which is why
+    opening a database leaves it to this. Returns True when the derived tables are current
+    (nothing was due, or the rebuild is done); False when `cancel` stopped it (nothing changed:
+    it is still due) or it was cancelled while waiting for another writer.
+
+    `progress` gets the phase as ingest Progress with path REBUILDING (files and bytes
+    replayed). The search index is indexed again afterwards (`core.search_index.build`): the
+    replay re-derives the text it covers."""
+    if rebuild_due(conn) is None:
+        return True
+    try:
+        with writer_lock(conn, on_wait=on_wait, cancel=cancel):
+            return _rebuild(conn, progress, cancel, time.perf_counter() if started is None else started)
+    except WriterBusy:
+        return False
+
+
+def _rebuild(
+    conn: sqlite3.Connection,
+    progress: Callable[[Progress], None] | None,
+    cancel: threading.Event | None,
+    started: float,
+) -> bool:
+    if rebuild_due(conn) is None:  # another writer did it while this one waited
+        return True
+    on_step = None
+    if progress is not None:
+
+        def on_step(files_done: int, files_total: int, bytes_done: int, bytes_total: int) -> None:
+            elapsed = time.perf_counter() - started
+            progress(Progress(files_done, files_total, bytes_done, bytes_total, REBUILDING, elapsed))
+
+    try:
+        rebuild_derived(conn, progress=on_step, cancel=cancel)
+    except ReplayCancelled:
+        return False
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        search_index.reset(conn)
+        set_meta(conn, REBUILD_KEY, None)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return True
 
 
 def _enter_fast_load(conn: sqlite3.Connection) -> Path | None:
@@ -691,6 +727,21 @@ def _ingest_decoded(
     return added
 
 
+@dataclass
+class _Read:
+    """What one reading strategy took from a source file, for `_store` to write."""
+
+    records: list[RawRecord]
+    rewrite: bool  # read whole: the file's stored records are replaced
+    start: int  # byte offset the records begin at (0, or where an append goes on)
+    line_number: int  # lines before them
+    end: int  # bytes of the file ingested once these are stored
+    new_hash: str | None  # sha256 (truncated) of those bytes, or of a database's rows
+    nbytes: int  # bytes read, for the report
+    open_tail_offset: int | None = None  # a last line stored without its newline (yet)
+    waiting: bool = False  # an unfinished last line left for its writer
+
+
 def _ingest_file(
     conn: sqlite3.Connection,
     ledger: Ledger,
@@ -703,222 +754,141 @@ def _ingest_file(
 
     `undo_by_delete`: the database has no journal (a first load), so a file that fails half-way
     is undone by deleting its records rather than by a rollback."""
-    ref, adapter, st, row = plan.ref, plan.adapter, plan.stat, plan.row
-    size = st.st_size
-    whole = adapter.mode in ("document", "database") or ref.kind == "document"
-    open_tail_offset, waiting = None, False
+    adapter, ref = plan.adapter, plan.ref
     if adapter.mode == "database":
-        # rows of a SQLite source (opened read-only by the adapter); re-read only when they changed
-        try:
-            records = list(adapter.read_rows(ref.path))
-        except SourceIncomplete:
-            _mark_waiting(conn, plan)
-            return 0, 0
-        except sqlite3.Error as exc:
-            # the agent's database, not ours: an error of this file only (an OperationalError
-            # raised on would stop the run and be reported as threadloom's database failing)
-            raise SourceUnreadable(f"its database cannot be read ({exc})") from None
-        digest = hashlib.sha256()
-        for r in records:
-            digest.update(r.offset.to_bytes(8, "little", signed=True))
-            digest.update(r.raw)
-        new_hash = digest.hexdigest()[:32]
-        if row is not None and row[7] == new_hash:
-            _touch(conn, row[1], st)
-            return 0, 0
-        start, line_number, rewrite, end, data = 0, 0, True, size, b""
-        nbytes = size
+        read = _read_database(conn, plan)
     else:
         with io.BytesIO(source_bytes) if source_bytes is not None else open_regular(ref.path) as f:
-            start, line_number, rewrite = 0, 0, True
-            if row is not None and not whole:
-                inode, done, lines_done, content_hash, open_tail = row[4:9]
-                # same size but a new mtime: edited in place, not appended to; read it again whole
-                grown = size > done
-                if grown and (inode is None or inode == st.st_ino) and done > 0:
-                    hasher = prefix_hash(f, done)
-                    if _digest(hasher) == content_hash:
-                        rewrite = False
-                        start, line_number = done, lines_done
-                        if open_tail is not None:
-                            f.seek(done)
-                            if f.read(1) == b"\n":
-                                start += 1  # the open last record was complete after all: carry on after it
-                                hasher.update(b"\n")
-                            else:
-                                rewrite = True
-                                start, line_number = 0, 0
-            if rewrite:
-                hasher = hashlib.sha256()
-            f.seek(start)
-            data = f.read(max(0, size - start))
-            if whole:
-                # documents are rewritten whole: the same bytes under a new mtime are not read again
-                new_hash = hashlib.sha256(data).hexdigest()[:32]
-                if row is not None and row[7] == new_hash:
-                    _touch(conn, row[1], st)
-                    return 0, 0
-                try:
-                    records = adapter.split(data)
-                except SourceIncomplete:
-                    if time.time() - st.st_mtime < STALE_TAIL_SECONDS:
-                        _mark_waiting(conn, plan)
-                        return 0, 0
-                    records = [RawRecord(0, 1, data, newline=False)]  # keep the bytes even if never finished
-                end = len(data)
+            if adapter.mode == "document" or ref.kind == "document":
+                read = _read_document(conn, plan, f)
             else:
+                read = _read_lines(plan, f)
+    if read is None:  # unchanged, or waiting for its writer: nothing to store
+        return 0, 0
+    return _store(conn, ledger, plan, read, undo_by_delete), read.nbytes
 
-                def prefix(f=f, start=start) -> bytes:
-                    f.seek(0)
-                    return f.read(start)
 
-                records, consumed, open_tail_offset, waiting = _split(
-                    data, start, line_number, ref, adapter, st, prefix
-                )
-                end = start + consumed
-                hasher.update(memoryview(data)[:consumed])
-                new_hash = _digest(hasher) if end > 0 else None
-        nbytes = len(data)
-        data = b""  # the records hold their own bytes from here on
+def _read_database(conn: sqlite3.Connection, plan: _Plan) -> _Read | None:
+    """The rows of a SQLite source (opened read-only by the adapter), read again whole, and stored
+    only when they changed."""
+    ref, adapter, st, row = plan.ref, plan.adapter, plan.stat, plan.row
+    try:
+        records = list(adapter.read_rows(ref.path))
+    except SourceIncomplete:
+        _mark_waiting(conn, plan)
+        return None
+    except sqlite3.Error as exc:
+        # the agent's database, not ours: an error of this file only (an OperationalError
+        # raised on would stop the run and be reported as threadloom's database failing)
+        raise SourceUnreadable(f"its database cannot be read ({exc})") from None
+    digest = hashlib.sha256()
+    for r in records:
+        digest.update(r.offset.to_bytes(8, "little", signed=True))
+        digest.update(r.raw)
+    new_hash = digest.hexdigest()[:32]
+    if row is not None and row[7] == new_hash:
+        _touch(conn, row[1], st)
+        return None
+    return _Read(records, True, 0, 0, st.st_size, new_hash, st.st_size)
 
+
+def _read_document(conn: sqlite3.Connection, plan: _Plan, f: BinaryIO) -> _Read | None:
+    """A file its agent rewrites whole (a JSON document): read whole, and stored again only when
+    its bytes changed, not merely its mtime."""
+    adapter, st, row = plan.adapter, plan.stat, plan.row
+    data = f.read(max(0, st.st_size))
+    new_hash = hashlib.sha256(data).hexdigest()[:32]
+    if row is not None and row[7] == new_hash:
+        _touch(conn, row[1], st)
+        return None
+    try:
+        records = adapter.split(data)
+    except SourceIncomplete:
+        if time.time() - st.st_mtime < STALE_TAIL_SECONDS:
+            _mark_waiting(conn, plan)
+            return None
+        records = [RawRecord(0, 1, data, newline=False)]  # keep the bytes even if never finished
+    return _Read(records, True, 0, 0, len(data), new_hash, len(data))
+
+
+def _read_lines(plan: _Plan, f: BinaryIO) -> _Read:
+    """A log its agent appends lines to: only the bytes after what the last run read, when the
+    part read then is unchanged (`_resume_point`); else the whole file again."""
+    ref, adapter, st = plan.ref, plan.adapter, plan.stat
+    start, line_number, hasher = _resume_point(plan, f)
+    rewrite = hasher is None
+    if hasher is None:
+        hasher = hashlib.sha256()
+    f.seek(start)
+    data = f.read(max(0, st.st_size - start))
+
+    def prefix() -> bytes:
+        f.seek(0)
+        return f.read(start)
+
+    records, consumed, open_tail_offset, waiting = _split(data, start, line_number, ref, adapter, st, prefix)
+    end = start + consumed
+    hasher.update(memoryview(data)[:consumed])
+    new_hash = _digest(hasher) if end > 0 else None
+    return _Read(records, rewrite, start, line_number, end, new_hash, len(data), open_tail_offset, waiting)
+
+
+def _resume_point(plan: _Plan, f: BinaryIO) -> tuple[int, int, hashlib._Hash | None]:
+    """Where reading a grown log goes on: (byte offset, lines before it, the sha256 of the bytes
+    before it, to go on hashing), or (0, 0, None) when it must be read again whole.
+
+    Appended to means larger, the same inode, and every byte read last time unchanged (a file
+    of the same size under a new mtime was edited in place). A last line stored without its
+    newline is carried on from only when its newline has since been written after it."""
+    row, st = plan.row, plan.stat
+    if row is None:
+        return 0, 0, None
+    inode, done, lines_done, content_hash, open_tail = row[4:9]
+    if not (st.st_size > done and (inode is None or inode == st.st_ino) and done > 0):
+        return 0, 0, None
+    hasher = prefix_hash(f, done)
+    if _digest(hasher) != content_hash:
+        return 0, 0, None
+    start = done
+    if open_tail is not None:
+        f.seek(done)
+        if f.read(1) != b"\n":
+            return 0, 0, None
+        start += 1  # the open last record was complete after all: carry on after it
+        hasher.update(b"\n")
+    return start, lines_done, hasher
+
+
+def _store(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, read: _Read, undo_by_delete: bool) -> int:
+    """Write what was read, in a savepoint of the batch's transaction: the file's row, its
+    entries, the sessions they change, the search index. Returns the records added."""
+    ref, adapter, row = plan.ref, plan.adapter, plan.row
     if not conn.in_transaction:
         conn.execute("BEGIN IMMEDIATE")
     conn.execute("SAVEPOINT source_file")
     file_id = None
     try:
         now = int(time.time() * 1000)
-        affected: set[str] = set()
         # read under the write lock: while the index is behind, new entries are left to its builder
         index_upto = search_index.indexed_upto(conn)
-        if row is None:
-            cur = conn.execute(
-                "INSERT INTO source_files (path, agent, kind, size, mtime_ns, inode, bytes_ingested, lines_ingested, "
-                "content_hash, open_tail_offset, ends_with_newline, status, project_key) "
-                "VALUES (?, ?, ?, 0, 0, ?, 0, 0, NULL, NULL, 1, 'ok', ?)",
-                (str(ref.path), ref.agent, ref.kind, st.st_ino, ref.project_key),
-            )
-            file_id = cur.lastrowid
-        else:
-            file_id = row[1]
-            if rewrite:
-                affected = {
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT DISTINCT session_id FROM entries WHERE source_file_id = ? AND session_id IS NOT NULL",
-                        (file_id,),
-                    )
-                }
-                conn.execute(
-                    "INSERT INTO search_fts(search_fts, rowid, content, thinking, tool_text) "
-                    "SELECT 'delete', id, content, thinking, tool_text FROM entries WHERE source_file_id = ? "
-                    "AND id <= ?",
-                    (file_id, index_upto if index_upto is not None else 1 << 62),
-                )
-                conn.execute("DELETE FROM entries WHERE source_file_id = ?", (file_id,))
-            elif start > 0 and row[8] is not None and start == row[5] + 1:
-                conn.execute(
-                    "UPDATE entries SET newline = 1 WHERE source_file_id = ? AND byte_offset = ?",
-                    (file_id, row[8]),
-                )
-
-        next_id = conn.execute("SELECT COALESCE(max(id), 0) + 1 FROM entries").fetchone()[0]
+        file_id, affected = _prepare_source_file(conn, plan, read, index_upto)
         ctx = FileContext(ref.path, ref.kind, ref.project_key)
         ctx.session_of_uuid = lambda uuid: _session_of_uuid(conn, file_id, uuid)
         ledger.begin_file(
             file_id, keep_tool_io=not adapter.tool_io_in_record, kept_inputs=adapter.kept_inputs
         )
-        sha256 = hashlib.sha256
-        first_new_id = next_id
-        records = records if isinstance(records, list) else list(records)
-        count = len(records)
-        # In chunks, each dropped once written: a 40 MB file then never holds all its parsed
-        # records, rows and raw copies at once (peak memory follows the chunk, not the file).
-        while records:
-            rows = []
-            chunk = records[:ROWS_PER_CHUNK]
-            recs = [normalized(adapter, raw, ctx) for raw in chunk]  # a record it fails on is kept raw
-            ledger.begin_chunk([r.uuid for r in recs if r.uuid])
-            for raw, rec in zip(chunk, recs, strict=True):
-                eid = next_id
-                next_id += 1
-                if rewrite and row is not None:
-                    seq, turn_id, dup_of = None, None, None
-                    affected.add(rec.session_id)
-                else:
-                    seq, turn_id, dup_of = ledger.place(eid, rec)
-                rows.append(
-                    (
-                        eid,
-                        file_id,
-                        raw.offset,
-                        raw.line_number,
-                        raw.raw,
-                        int(raw.newline),
-                        sha256(raw.raw).hexdigest()[:32],
-                        rec.entry_type,
-                        rec.subtype,
-                        int(rec.known),
-                        rec.parse_error,
-                        rec.uuid,
-                        rec.parent_uuid,
-                        rec.logical_parent_uuid,
-                        rec.ref_uuid,
-                        rec.session_id,
-                        rec.agent_id,
-                        rec.timestamp,
-                        int(rec.is_sidechain),
-                        int(rec.is_meta),
-                        rec.role,
-                        rec.content,
-                        rec.thinking,
-                        rec.tool_text,
-                        rec.model,
-                        rec.message_id,
-                        rec.request_id,
-                        seq,
-                        turn_id,
-                        dup_of,
-                    )
-                )
-            conn.executemany(INSERT_ENTRY, rows)
-            del records[:ROWS_PER_CHUNK], rows, chunk, recs
-        if rewrite and row is not None:
-            ledger.flush()
+        # records of a file read again whole are placed by the replay of their sessions below
+        replace = read.rewrite and row is not None
+        writer = EntryWriter(conn, ledger, file_id, place=not replace)
+        first_new_id = writer.next_id
+        count = writer.write(adapter, ctx, read.records, affected)
+        ledger.flush()
+        if replace:
             replay(conn, ledger, affected)
-        else:
-            ledger.flush()
         if index_upto is None and count:
             # the search index follows in the same transaction (a cold bulk load builds it once at the end)
-            conn.execute(
-                "INSERT INTO search_fts(rowid, content, thinking, tool_text) "
-                "SELECT id, content, thinking, tool_text FROM entries WHERE source_file_id = ? AND id >= ?",
-                (file_id, first_new_id),
-            )
-        status = "waiting" if waiting else "ok"
-        error = (
-            "the last line is incomplete; it will be read once its writer finishes it" if waiting else None
-        )
-        conn.execute(
-            "UPDATE source_files SET size = ?, mtime_ns = ?, inode = ?, bytes_ingested = ?, lines_ingested = ?, "
-            "content_hash = ?, open_tail_offset = ?, ends_with_newline = ?, status = ?, error = ?, ingested_at = ?, "
-            "kind = ?, project_key = ? WHERE id = ?",
-            (
-                size,
-                st.st_mtime_ns,
-                st.st_ino,
-                end,
-                line_number + count,
-                new_hash,
-                open_tail_offset,
-                int(open_tail_offset is None),
-                status,
-                error,
-                now,
-                ref.kind,
-                ref.project_key,
-                file_id,
-            ),
-        )
+            search_index.add_file(conn, file_id, first_new_id)
+        _record_read(conn, plan, read, file_id, count, now)
         conn.execute("RELEASE source_file")
     except BaseException:
         if undo_by_delete:
@@ -930,7 +900,198 @@ def _ingest_file(
             conn.execute("RELEASE source_file")
         ledger.rollback()
         raise
-    return count, nbytes
+    return count
+
+
+def _prepare_source_file(
+    conn: sqlite3.Connection, plan: _Plan, read: _Read, index_upto: int | None
+) -> tuple[int, set[str]]:
+    """The file's source_files id (a new row for a new file) with its stored records made ready
+    for the new ones: all deleted when it is read again whole (returns the sessions they were
+    in, to be replayed), or the open last line marked complete when an append follows it."""
+    ref, st, row = plan.ref, plan.stat, plan.row
+    if row is None:
+        cur = conn.execute(
+            "INSERT INTO source_files (path, agent, kind, size, mtime_ns, inode, bytes_ingested, lines_ingested, "
+            "content_hash, open_tail_offset, ends_with_newline, status, project_key) "
+            "VALUES (?, ?, ?, 0, 0, ?, 0, 0, NULL, NULL, 1, 'ok', ?)",
+            (str(ref.path), ref.agent, ref.kind, st.st_ino, ref.project_key),
+        )
+        assert cur.lastrowid is not None
+        return cur.lastrowid, set()
+    file_id = row[1]
+    affected: set[str] = set()
+    if read.rewrite:
+        affected = {
+            r[0]
+            for r in conn.execute(
+                "SELECT DISTINCT session_id FROM entries WHERE source_file_id = ? AND session_id IS NOT NULL",
+                (file_id,),
+            )
+        }
+        search_index.forget_file(conn, file_id, index_upto)
+        conn.execute("DELETE FROM entries WHERE source_file_id = ?", (file_id,))
+    elif read.start > 0 and row[8] is not None and read.start == row[5] + 1:
+        conn.execute(
+            "UPDATE entries SET newline = 1 WHERE source_file_id = ? AND byte_offset = ?",
+            (file_id, row[8]),
+        )
+    return file_id, affected
+
+
+def _record_read(
+    conn: sqlite3.Connection, plan: _Plan, read: _Read, file_id: int, count: int, now: int
+) -> None:
+    """Where the file now stands, so that the next run reads only what follows (or nothing)."""
+    ref, st = plan.ref, plan.stat
+    status = "waiting" if read.waiting else "ok"
+    error = (
+        "the last line is incomplete; it will be read once its writer finishes it" if read.waiting else None
+    )
+    conn.execute(
+        "UPDATE source_files SET size = ?, mtime_ns = ?, inode = ?, bytes_ingested = ?, lines_ingested = ?, "
+        "content_hash = ?, open_tail_offset = ?, ends_with_newline = ?, status = ?, error = ?, ingested_at = ?, "
+        "kind = ?, project_key = ? WHERE id = ?",
+        (
+            st.st_size,
+            st.st_mtime_ns,
+            st.st_ino,
+            read.end,
+            read.line_number + count,
+            read.new_hash,
+            read.open_tail_offset,
+            int(read.open_tail_offset is None),
+            status,
+            error,
+            now,
+            ref.kind,
+            ref.project_key,
+            file_id,
+        ),
+    )
+
+
+# The entries columns an EntryWriter fills, by where their values come from: the raw record, the
+# normalized record's flags (stored as 0/1) and its fields of the same names, and the ledger.
+RAW_COLUMNS = ("byte_offset", "line_number", "raw", "newline", "hash")
+FLAG_COLUMNS = ("known", "is_sidechain", "is_meta")
+RECORD_COLUMNS = (
+    "entry_type",
+    "subtype",
+    "parse_error",
+    "uuid",
+    "parent_uuid",
+    "logical_parent_uuid",
+    "ref_uuid",
+    "session_id",
+    "agent_id",
+    "timestamp",
+    "role",
+    "content",
+    "thinking",
+    "tool_text",
+    "model",
+    "message_id",
+    "request_id",
+)
+PLACE_COLUMNS = ("seq", "turn_id", "dup_of")
+ENTRY_COLUMNS = ("id", "source_file_id", *RAW_COLUMNS, *FLAG_COLUMNS, *RECORD_COLUMNS, *PLACE_COLUMNS)
+INSERT_ENTRY = (
+    f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) VALUES ({', '.join('?' * len(ENTRY_COLUMNS))})"
+)
+
+
+def entry_row(
+    entry_id: int,
+    file_id: int,
+    raw: RawRecord,
+    rec: Record,
+    seq: int | None,
+    turn_id: str | None,
+    dup_of: int | None,
+    sha256: Callable[[bytes], hashlib._Hash] = hashlib.sha256,
+) -> tuple[Any, ...]:
+    """One entries row, its values in ENTRY_COLUMNS order (a test holds each to its column's
+    name). Written out rather than read off by name: this runs for every record, and an
+    attrgetter over the record's fields cost twice as much."""
+    return (
+        entry_id,
+        file_id,
+        # RAW_COLUMNS
+        raw.offset,
+        raw.line_number,
+        raw.raw,
+        int(raw.newline),
+        sha256(raw.raw).hexdigest()[:32],
+        # FLAG_COLUMNS
+        int(rec.known),
+        int(rec.is_sidechain),
+        int(rec.is_meta),
+        # RECORD_COLUMNS: the record's fields of the same names
+        rec.entry_type,
+        rec.subtype,
+        rec.parse_error,
+        rec.uuid,
+        rec.parent_uuid,
+        rec.logical_parent_uuid,
+        rec.ref_uuid,
+        rec.session_id,
+        rec.agent_id,
+        rec.timestamp,
+        rec.role,
+        rec.content,
+        rec.thinking,
+        rec.tool_text,
+        rec.model,
+        rec.message_id,
+        rec.request_id,
+        # PLACE_COLUMNS
+        seq,
+        turn_id,
+        dup_of,
+    )
+
+
+class EntryWriter:
+    """Writes one file's records to `entries` (ENTRY_COLUMNS), each next to its raw bytes, with
+    ids from the next free one, placing each in its session as it goes (`place`) or leaving that
+    to a replay of the sessions they fall in."""
+
+    def __init__(self, conn: sqlite3.Connection, ledger: Ledger, file_id: int, *, place: bool) -> None:
+        self.conn = conn
+        self.ledger = ledger
+        self.file_id = file_id
+        self.place = place
+        self.next_id: int = conn.execute("SELECT COALESCE(max(id), 0) + 1 FROM entries").fetchone()[0]
+
+    def write(self, adapter: Adapter, ctx: FileContext, records: list[RawRecord], sessions: set[str]) -> int:
+        """Normalize and insert `records` (emptied as they are written); the sessions of records
+        not placed are added to `sessions`. Returns how many were written.
+
+        In chunks, each dropped once written: a 40 MB file then never holds all its parsed
+        records, rows and raw copies at once (peak memory follows the chunk, not the file)."""
+        records = records if isinstance(records, list) else list(records)
+        count = len(records)
+        file_id, ledger, place = self.file_id, self.ledger, self.place
+        eid = self.next_id
+        while records:
+            rows = []
+            chunk = records[:ROWS_PER_CHUNK]
+            recs = [normalized(adapter, raw, ctx) for raw in chunk]  # a record it fails on is kept raw
+            ledger.begin_chunk([r.uuid for r in recs if r.uuid])
+            for raw, rec in zip(chunk, recs, strict=True):
+                if place:
+                    seq, turn_id, dup_of = ledger.place(eid, rec)
+                else:
+                    seq, turn_id, dup_of = None, None, None
+                    if rec.session_id is not None:
+                        sessions.add(rec.session_id)
+                rows.append(entry_row(eid, file_id, raw, rec, seq, turn_id, dup_of))
+                eid += 1
+            self.conn.executemany(INSERT_ENTRY, rows)
+            del records[:ROWS_PER_CHUNK], rows, chunk, recs
+        self.next_id = eid
+        return count
 
 
 def _touch(conn: sqlite3.Connection, file_id: int, st: os.stat_result) -> None:

@@ -8,7 +8,11 @@ schema bump or a rewritten source file always converges to what a fresh ingest w
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +88,173 @@ TITLES_SQL = (
     f"AND entry_type IN {TITLE_TYPES_SQL} AND dup_of IS NULL ORDER BY id"
 )
 TITLE_PRIORITY = ("custom-title", "custom-title-file", "ai-title", "summary", "agent-name")
+TOOL_CALL_COLUMNS = (
+    "id",
+    "message_id",
+    "session_id",
+    "tool_name",
+    "tool_number",
+    "params_json",
+    "status",
+    "started_at",
+    "entry_id",
+    "turn_id",
+    "result_json",
+    "completed_at",
+    "result_entry_id",
+    "child_agent_id",
+)
+USAGE_COLUMNS = (
+    "message_id",
+    "request_id",
+    "session_id",
+    "turn_id",
+    "entry_id",
+    "model",
+    "is_sidechain",
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_tokens",
+    "cache_read_tokens",
+)
+
+
+@dataclass(slots=True, eq=False)
+class SessionState:
+    """One agent_sessions row being built (its columns, SESSION_COLUMNS) and what placing records
+    in it needs to remember while its file is read."""
+
+    id: str
+    source: str | None = None
+    model: str | None = None
+    project: str | None = None
+    project_path: str | None = None
+    created_at: int | None = None
+    ended_at: int | None = None
+    message_count: int = 0
+    parent_session_id: str | None = None
+    parent_message_id: str | None = None
+    tool_call_id: str | None = None
+    task_description: str | None = None
+    task_status: str | None = None
+    is_subagent: int = 0
+    is_agentic: int = 0
+    workspace_path: str | None = None
+    external_id: str | None = None
+    kind: str | None = "main"
+    agent_id: str | None = None
+    agent_type: str | None = None
+    is_warmup: int = 0
+    first_prompt: str | None = None
+    git_branch: str | None = None
+    cli_version: str | None = None
+    turn_count: int = 0
+    tool_call_count: int = 0
+    compaction_count: int = 0
+    forked_from_session_id: str | None = None
+    spawn_key: str | None = None
+    source_file_id: int | None = None
+    updated_at: int | None = None
+    # not stored: the turn new records continue, whether the state came from the database (its
+    # records are looked up there too), whether records may be copies of stored ones, the first
+    # prompt was a bare command, and each uuid's (entry id, fingerprint) and turn met so far
+    last_turn: str | None = None
+    loaded_from_db: bool = False
+    probe_dups: bool = False
+    bare_first: bool = False
+    uuids: dict[str, tuple[int, tuple[Any, ...]]] = field(default_factory=dict)
+    uuid_turn: dict[str, str | None] = field(default_factory=dict)
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> SessionState:
+        return cls(**dict(zip(SESSION_COLUMNS, row, strict=True)))
+
+    def row(self) -> tuple[Any, ...]:
+        return _session_row(self)
+
+
+@dataclass(slots=True, eq=False)
+class TurnState:
+    """One agent_turns row being built (TURN_COLUMNS)."""
+
+    id: str
+    session_id: str
+    parent_turn_id: str | None
+    query_message_ids: str
+    response_message_id: str | None
+    model: str | None
+    timestamp: int | None
+    has_children: int
+    tool_call_count: int
+    started_at: int | None
+    sequence: int
+    child_count: int
+    last_entry_uuid: str | None
+
+    def row(self) -> tuple[Any, ...]:
+        return _turn_row(self)
+
+
+@dataclass(slots=True, eq=False)
+class PendingToolCall:
+    """A call met in the file being read (TOOL_CALL_COLUMNS); a result met in the same file
+    completes it here, so it is written by one INSERT rather than an INSERT and an UPDATE."""
+
+    id: str
+    message_id: str | None
+    session_id: str
+    tool_name: str
+    tool_number: int | None
+    params_json: str | None
+    status: str
+    started_at: int | None
+    entry_id: int
+    turn_id: str | None
+    result_json: str | None = None
+    completed_at: int | None = None
+    result_entry_id: int | None = None
+    child_agent_id: str | None = None
+
+    def row(self) -> tuple[Any, ...]:
+        return _tool_call_row(self)
+
+
+@dataclass(slots=True, eq=False)
+class PendingUsage:
+    """One API message's token counts (USAGE_COLUMNS); its streaming chunks merge here first."""
+
+    message_id: str
+    request_id: str | None
+    session_id: str
+    turn_id: str | None
+    entry_id: int
+    model: str | None
+    is_sidechain: int
+    input_tokens: int
+    output_tokens: int
+    cache_creation_tokens: int
+    cache_read_tokens: int
+
+    def merge(self, other: PendingUsage) -> None:
+        """Another record of the same API message, as the upsert in `Ledger.flush` would combine them."""
+        # token counts: streaming chunks repeat or grow them
+        self.input_tokens = max(self.input_tokens, other.input_tokens)
+        self.output_tokens = max(self.output_tokens, other.output_tokens)
+        self.cache_creation_tokens = max(self.cache_creation_tokens, other.cache_creation_tokens)
+        self.cache_read_tokens = max(self.cache_read_tokens, other.cache_read_tokens)
+        if self.is_sidechain == 1 and other.is_sidechain == 0:  # the main chain's copy owns the message
+            self.session_id, self.turn_id = other.session_id, other.turn_id
+        self.is_sidechain = min(self.is_sidechain, other.is_sidechain)
+
+    def row(self) -> tuple[Any, ...]:
+        return _usage_row(self)
+
+
+# rows for executemany, in the order of their column lists (attrgetter: one C call per row)
+_session_row = attrgetter(*SESSION_COLUMNS)
+_turn_row = attrgetter(*TURN_COLUMNS)
+_tool_call_row = attrgetter(*TOOL_CALL_COLUMNS)
+_usage_row = attrgetter(*USAGE_COLUMNS)
 
 
 class Ledger:
@@ -91,8 +262,8 @@ class Ledger:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        self.sessions: dict[str, dict[str, Any]] = {}
-        self.turns: dict[str, dict[str, Any]] = {}
+        self.sessions: dict[str, SessionState] = {}
+        self.turns: dict[str, TurnState] = {}
         self.touched: set[str] = set()
         self.summaries_added = False
         self._file_id: int | None = None
@@ -100,9 +271,9 @@ class Ledger:
         self._kept_inputs: frozenset[str] = frozenset()
         # new calls by (session, tool id): sessions repeat each other's tool ids (forks, side questions),
         # each keeps its own; a result met in the same file fills its call in place (one INSERT, no UPDATE)
-        self._tool_inserts: dict[tuple[str, str], list] = {}
-        self._tool_updates: list[tuple] = []
-        self._usage: dict[str, list] = {}  # by message id: streaming chunks merged before the upsert
+        self._tool_inserts: dict[tuple[str, str], PendingToolCall] = {}
+        self._tool_updates: list[tuple[Any, ...]] = []
+        self._usage: dict[str, PendingUsage] = {}  # by message id: streaming chunks merged before the upsert
         self.pending_sessions: set[str] = set()
         self._eid = 0
         # the uuids of the chunk being placed, and which of them the database already holds
@@ -164,9 +335,9 @@ class Ledger:
             # A copy of a record (a resumed session repeats earlier lines with their uuids) is kept
             # in entries but counted once; same uuid with different content is not a copy.
             fingerprint = (rec.entry_type, rec.message_id, rec.content)
-            seen = sess["_uuids"].get(rec.uuid)
+            seen = sess.uuids.get(rec.uuid)
             dup = seen[0] if seen is not None and seen[1] == fingerprint else None
-            if seen is None and sess["_probe_dups"] and self._maybe_stored(rec.uuid):
+            if seen is None and sess.probe_dups and self._maybe_stored(rec.uuid):
                 row = self.conn.execute(
                     "SELECT id FROM entries WHERE uuid = ? AND session_id = ? AND dup_of IS NULL AND id < ? "
                     "AND entry_type IS ? AND message_id IS ? AND content IS ? LIMIT 1",
@@ -178,52 +349,53 @@ class Ledger:
         self.touched.add(sid)
         ts = rec.timestamp
         if ts is not None and rec.entry_type not in ("queue-operation",):
-            if sess["created_at"] is None or ts < sess["created_at"]:
-                sess["created_at"] = ts
-            if sess["ended_at"] is None or ts > sess["ended_at"]:
-                sess["ended_at"] = ts
-        if rec.cwd and not sess["project_path"]:
-            sess["project_path"] = rec.cwd
-            sess["project"] = Path(rec.cwd).name or rec.cwd
-            sess["workspace_path"] = rec.cwd
+            if sess.created_at is None or ts < sess.created_at:
+                sess.created_at = ts
+            if sess.ended_at is None or ts > sess.ended_at:
+                sess.ended_at = ts
+        if rec.cwd and not sess.project_path:
+            sess.project_path = rec.cwd
+            sess.project = Path(rec.cwd).name or rec.cwd
+            sess.workspace_path = rec.cwd
         if rec.git_branch:
-            sess["git_branch"] = rec.git_branch
+            sess.git_branch = rec.git_branch
         if rec.version:
-            sess["cli_version"] = rec.version
+            sess.cli_version = rec.version
         if rec.model and rec.model != "<synthetic>":
-            sess["model"] = rec.model
+            sess.model = rec.model
         if (
             rec.forked_from_session_id
-            and not sess["forked_from_session_id"]
+            and not sess.forked_from_session_id
             and rec.forked_from_session_id != sid
         ):
-            sess["forked_from_session_id"] = rec.forked_from_session_id
-            if sess["kind"] == "main":
-                sess["kind"] = "fork"  # shown under the session it was forked from
-                sess["parent_session_id"] = rec.forked_from_session_id
+            sess.forked_from_session_id = rec.forked_from_session_id
+            if sess.kind == "main":
+                sess.kind = "fork"  # shown under the session it was forked from
+                sess.parent_session_id = rec.forked_from_session_id
         if rec.session is not None:
             for name in SESSION_INFO_FIELDS:
                 value = getattr(rec.session, name)
                 if value is None:
                     continue
+                current = getattr(sess, name)
                 if name == "is_subagent":
-                    sess[name] = max(sess[name] or 0, value)
-                elif sess[name] is None or (name == "kind" and sess[name] == "main"):
-                    sess[name] = value
+                    sess.is_subagent = max(current or 0, value)
+                elif current is None or (name == "kind" and current == "main"):
+                    setattr(sess, name, value)
         if rec.is_compaction:
-            sess["compaction_count"] += 1
+            sess.compaction_count += 1
         if rec.title is not None:
             self.summaries_added = True
 
         seq = None
         if rec.is_message:
-            seq = sess["message_count"]
-            sess["message_count"] += 1
+            seq = sess.message_count
+            sess.message_count += 1
 
         turn_id = self._place_in_turn(entry_id, rec, sess)
         if rec.uuid:
-            sess["_uuids"].setdefault(rec.uuid, (entry_id, (rec.entry_type, rec.message_id, rec.content)))
-            sess["_uuid_turn"][rec.uuid] = turn_id
+            sess.uuids.setdefault(rec.uuid, (entry_id, (rec.entry_type, rec.message_id, rec.content)))
+            sess.uuid_turn[rec.uuid] = turn_id
 
         owner_uuid, owner_entry = rec.uuid, entry_id
         if rec.update_of and rec.tool_uses:
@@ -231,45 +403,39 @@ class Ledger:
             if found is not None:
                 owner_uuid, owner_entry = rec.update_of, found
         for use in rec.tool_uses:
-            sess["tool_call_count"] += 1
-            sess["is_agentic"] = 1
+            sess.tool_call_count += 1
+            sess.is_agentic = 1
             # a call shown on another record keeps its input: readers re-read inputs from the call's own record
             kept = self._keep_tool_io or use.name in self._kept_inputs or owner_entry != entry_id
-            params = use.input_json if kept else None
-            self._tool_inserts.setdefault(
-                (sid, use.id),
-                [
+            key = (sid, use.id)
+            if key not in self._tool_inserts:
+                self._tool_inserts[key] = PendingToolCall(
                     use.id,
                     owner_uuid,
                     sid,
                     use.name,
                     use.number,
-                    params,
+                    use.input_json if kept else None,
                     "pending",
                     ts,
                     owner_entry,
                     turn_id,
-                    None,
-                    None,
-                    None,
-                    None,
-                ],
-            )
+                )
         for result in rec.tool_results:
             content = result.content_json if self._keep_tool_io else None
             call = self._tool_inserts.get((sid, result.tool_use_id))
             if call is not None:
-                call[10:13] = content, ts, entry_id
-                call[6] = result.status
+                call.result_json, call.completed_at, call.result_entry_id = content, ts, entry_id
+                call.status = result.status
                 if result.child_agent_id is not None:
-                    call[13] = result.child_agent_id
+                    call.child_agent_id = result.child_agent_id
             else:
                 self._tool_updates.append(
                     (content, result.status, ts, entry_id, result.child_agent_id, result.tool_use_id, sid)
                 )
         if rec.usage is not None:
             u = rec.usage
-            row = [
+            usage = PendingUsage(
                 u.message_id,
                 u.request_id,
                 sid,
@@ -281,106 +447,104 @@ class Ledger:
                 u.output_tokens,
                 u.cache_creation_tokens,
                 u.cache_read_tokens,
-            ]
-            seen = self._usage.get(u.message_id)
-            if seen is None:
-                self._usage[u.message_id] = row
+            )
+            seen_usage = self._usage.get(u.message_id)
+            if seen_usage is None:
+                self._usage[u.message_id] = usage
             else:
-                _merge_usage(seen, row)
+                seen_usage.merge(usage)
         return seq, turn_id, None
 
-    def _place_in_turn(self, entry_id: int, rec: Record, sess: dict[str, Any]) -> str | None:
-        sid = sess["id"]
+    def _place_in_turn(self, entry_id: int, rec: Record, sess: SessionState) -> str | None:
         if rec.is_prompt:
-            turn_id = rec.uuid or f"entry-{entry_id}"
+            new_turn = rec.uuid or f"entry-{entry_id}"
             parent_turn = self._turn_of(sess, rec.parent_uuid)
             if parent_turn is None and rec.parent_uuid is None and rec.logical_parent_uuid:
                 parent_turn = self._turn_of(sess, rec.logical_parent_uuid)
-            turn = {
-                "id": turn_id,
-                "session_id": sid,
-                "parent_turn_id": parent_turn,
-                "query_message_ids": orjson.dumps([rec.uuid] if rec.uuid else []).decode(),
-                "response_message_id": None,
-                "model": None,
-                "timestamp": rec.timestamp,
-                "has_children": 0,
-                "tool_call_count": 0,
-                "started_at": rec.timestamp,
-                "sequence": sess["turn_count"],
-                "child_count": 0,
-                "last_entry_uuid": rec.uuid,
-            }
-            self.turns[turn_id] = turn
-            sess["turn_count"] += 1
-            sess["_last_turn"] = turn_id
+            self.turns[new_turn] = TurnState(
+                id=new_turn,
+                session_id=sess.id,
+                parent_turn_id=parent_turn,
+                query_message_ids=orjson.dumps([rec.uuid] if rec.uuid else []).decode(),
+                response_message_id=None,
+                model=None,
+                timestamp=rec.timestamp,
+                has_children=0,
+                tool_call_count=0,
+                started_at=rec.timestamp,
+                sequence=sess.turn_count,
+                child_count=0,
+                last_entry_uuid=rec.uuid,
+            )
+            sess.turn_count += 1
+            sess.last_turn = new_turn
             if rec.content and (
-                sess["first_prompt"] is None or (sess["_bare_first"] and not is_bare_command(rec.content))
+                sess.first_prompt is None or (sess.bare_first and not is_bare_command(rec.content))
             ):
                 # the first prompt names the session, unless it was a bare `/clear`-like command
-                sess["_bare_first"] = is_bare_command(rec.content)
-                if sess["first_prompt"] is None:
-                    sess["is_warmup"] = int(rec.content.strip() == "Warmup")
-                sess["first_prompt"] = rec.content[:2000]
+                sess.bare_first = is_bare_command(rec.content)
+                if sess.first_prompt is None:
+                    sess.is_warmup = int(rec.content.strip() == "Warmup")
+                sess.first_prompt = rec.content[:2000]
             if parent_turn is not None:
                 parent = self._turn(parent_turn)
                 if parent is not None:
-                    parent["child_count"] += 1
-                    parent["has_children"] = 1
-            return turn_id
+                    parent.child_count += 1
+                    parent.has_children = 1
+            return new_turn
         turn_id = None
         if rec.parent_uuid:
             turn_id = self._turn_of(sess, rec.parent_uuid)
         elif rec.logical_parent_uuid:
             turn_id = self._turn_of(sess, rec.logical_parent_uuid)
         if turn_id is None and rec.parent_uuid is not None:
-            turn_id = sess["_last_turn"]
+            turn_id = sess.last_turn
         if turn_id is None and not rec.uuid and rec.is_message:
-            turn_id = sess["_last_turn"]
+            turn_id = sess.last_turn
         if turn_id is None:
             return None
         turn = self._turn(turn_id)
         if turn is None:
             return turn_id
         if rec.is_message and rec.uuid and not rec.segment_marker:
-            turn["last_entry_uuid"] = rec.uuid
+            turn.last_entry_uuid = rec.uuid
             if rec.timestamp is not None:
-                turn["timestamp"] = max(turn["timestamp"] or 0, rec.timestamp)
+                turn.timestamp = max(turn.timestamp or 0, rec.timestamp)
         if rec.role == "assistant":
-            turn["response_message_id"] = rec.uuid
+            turn.response_message_id = rec.uuid
             if rec.model and rec.model != "<synthetic>":
-                turn["model"] = rec.model
-        turn["tool_call_count"] += len(rec.tool_uses)
+                turn.model = rec.model
+        turn.tool_call_count += len(rec.tool_uses)
         return turn_id
 
-    def _entry_of(self, sess: dict[str, Any], uuid: str) -> int | None:
+    def _entry_of(self, sess: SessionState, uuid: str) -> int | None:
         """The entry id of the (first, uncopied) record with this uuid in the session."""
-        seen = sess["_uuids"].get(uuid)
+        seen = sess.uuids.get(uuid)
         if seen is not None:
             return seen[0]
         row = self.conn.execute(
             "SELECT id FROM entries WHERE uuid = ? AND session_id = ? AND dup_of IS NULL AND id < ? ORDER BY id LIMIT 1",
-            (uuid, sess["id"], self._eid),
+            (uuid, sess.id, self._eid),
         ).fetchone()
         return row[0] if row else None
 
-    def _turn_of(self, sess: dict[str, Any], uuid: str | None) -> str | None:
+    def _turn_of(self, sess: SessionState, uuid: str | None) -> str | None:
         if not uuid:
             return None
-        cache = sess["_uuid_turn"]
+        cache = sess.uuid_turn
         if uuid in cache:
             return cache[uuid]
-        if not sess["_loaded_from_db"] and not sess["_probe_dups"]:
+        if not sess.loaded_from_db and not sess.probe_dups:
             return None
         row = self.conn.execute(
             "SELECT turn_id FROM entries WHERE uuid = ? AND session_id = ? AND dup_of IS NULL AND id < ? LIMIT 1",
-            (uuid, sess["id"], self._eid),
+            (uuid, sess.id, self._eid),
         ).fetchone()
         turn_id = row[0] if row else None
         cache[uuid] = turn_id
         return turn_id
 
-    def _turn(self, turn_id: str) -> dict[str, Any] | None:
+    def _turn(self, turn_id: str) -> TurnState | None:
         turn = self.turns.get(turn_id)
         if turn is None:
             cur = self.conn.execute(
@@ -389,11 +553,11 @@ class Ledger:
             row = cur.fetchone()
             if row is None:
                 return None
-            turn = dict(zip(TURN_COLUMNS, row, strict=True))
+            turn = TurnState(*row)
             self.turns[turn_id] = turn
         return turn
 
-    def _session(self, sid: str, rec: Record) -> dict[str, Any]:
+    def _session(self, sid: str, rec: Record) -> SessionState:
         sess = self.sessions.get(sid)
         if sess is not None:
             return sess
@@ -401,34 +565,18 @@ class Ledger:
             f"SELECT {', '.join(SESSION_COLUMNS)} FROM agent_sessions WHERE id = ?", (sid,)
         ).fetchone()
         if row is not None:
-            sess = dict(zip(SESSION_COLUMNS, row, strict=True))
+            sess = SessionState.from_row(row)
             last = self.conn.execute(
                 "SELECT id FROM agent_turns WHERE session_id = ? ORDER BY sequence DESC LIMIT 1", (sid,)
             ).fetchone()
-            sess["_last_turn"] = last[0] if last else None
-            sess["_loaded_from_db"] = True
+            sess.last_turn = last[0] if last else None
+            # a session that already holds records from another file may receive copies of them
+            sess.loaded_from_db = sess.probe_dups = True
         else:
-            sess = dict.fromkeys(SESSION_COLUMNS)
-            sess.update(
-                id=sid,
-                source=rec.session.source if rec.session else "unknown",
-                kind="main",
-                message_count=0,
-                is_subagent=0,
-                is_agentic=0,
-                is_warmup=0,
-                turn_count=0,
-                tool_call_count=0,
-                compaction_count=0,
-                source_file_id=self._file_id,
+            sess = SessionState(
+                sid, source=rec.session.source if rec.session else "unknown", source_file_id=self._file_id
             )
-            sess["_last_turn"] = None
-            sess["_loaded_from_db"] = False
-        sess["_uuids"] = {}
-        sess["_uuid_turn"] = {}
-        sess["_bare_first"] = bool(sess["first_prompt"]) and is_bare_command(sess["first_prompt"])
-        # a session that already holds records from another file may receive copies of them
-        sess["_probe_dups"] = sess["_loaded_from_db"]
+        sess.bare_first = bool(sess.first_prompt and is_bare_command(sess.first_prompt))
         self.sessions[sid] = sess
         return sess
 
@@ -437,10 +585,9 @@ class Ledger:
         conn = self.conn
         if self._tool_inserts:
             conn.executemany(
-                "INSERT OR IGNORE INTO agent_tool_calls (id, message_id, session_id, tool_name, tool_number, "
-                "params_json, status, started_at, entry_id, turn_id, result_json, completed_at, result_entry_id, "
-                "child_agent_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                list(self._tool_inserts.values()),
+                f"INSERT OR IGNORE INTO agent_tool_calls ({', '.join(TOOL_CALL_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(TOOL_CALL_COLUMNS))})",
+                [call.row() for call in self._tool_inserts.values()],
             )
             self._tool_inserts.clear()
         if self._tool_updates:
@@ -452,8 +599,7 @@ class Ledger:
             self._tool_updates.clear()
         if self._usage:
             conn.executemany(
-                "INSERT INTO agent_usage (message_id, request_id, session_id, turn_id, entry_id, model, is_sidechain, "
-                "input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+                f"INSERT INTO agent_usage ({', '.join(USAGE_COLUMNS)}) VALUES ({', '.join('?' * len(USAGE_COLUMNS))}) "
                 "ON CONFLICT(message_id) DO UPDATE SET "
                 "output_tokens = max(output_tokens, excluded.output_tokens), "
                 "input_tokens = max(input_tokens, excluded.input_tokens), "
@@ -462,15 +608,15 @@ class Ledger:
                 "session_id = CASE WHEN is_sidechain = 1 AND excluded.is_sidechain = 0 THEN excluded.session_id ELSE session_id END, "
                 "turn_id = CASE WHEN is_sidechain = 1 AND excluded.is_sidechain = 0 THEN excluded.turn_id ELSE turn_id END, "
                 "is_sidechain = min(is_sidechain, excluded.is_sidechain)",
-                list(self._usage.values()),
+                [usage.row() for usage in self._usage.values()],
             )
             self._usage.clear()
         now = int(time.time() * 1000)
         rows = []
         for sid in self.touched:
             sess = self.sessions[sid]
-            sess["updated_at"] = now
-            rows.append(tuple(sess[c] for c in SESSION_COLUMNS))
+            sess.updated_at = now
+            rows.append(sess.row())
         if rows:
             placeholders = ", ".join("?" * len(SESSION_COLUMNS))
             updates = ", ".join(f"{c} = excluded.{c}" for c in SESSION_COLUMNS if c != "id")
@@ -485,7 +631,7 @@ class Ledger:
             conn.executemany(
                 f"INSERT INTO agent_turns ({', '.join(TURN_COLUMNS)}) VALUES ({placeholders}) "
                 f"ON CONFLICT(id) DO UPDATE SET {updates}",
-                [tuple(t[c] for c in TURN_COLUMNS) for t in self.turns.values()],
+                [turn.row() for turn in self.turns.values()],
             )
         self.pending_sessions |= self.touched
         self.touched = set()
@@ -529,15 +675,6 @@ class Ledger:
         self.summaries_added = False
         self.sessions.clear()
         return sessions
-
-
-def _merge_usage(into: list, other: list) -> None:
-    """Two records of one API message, as the upsert in `Ledger.flush` would combine them."""
-    for i in (7, 8, 9, 10):  # token counts: streaming chunks repeat or grow them
-        into[i] = max(into[i], other[i])
-    if into[6] == 1 and other[6] == 0:  # the main chain's copy owns the message
-        into[2], into[3] = other[2], other[3]
-    into[6] = min(into[6], other[6])
 
 
 def _summaries_by_session(conn: sqlite3.Connection) -> dict[str, str]:
@@ -658,7 +795,7 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
     roots = {sid.split(":", 1)[0] for sid in touched}
     if not roots:
         return
-    found: dict[str, tuple] = {}
+    found: dict[str, tuple[Any, ...]] = {}
     columns = "id, tool_call_id, spawn_key, first_prompt, agent_id, parent_session_id, task_status"
     for root in roots:
         # Claude subagents are named "<root>:agent-…" (a range on the primary key, not a LIKE scan);
@@ -778,12 +915,28 @@ def _link_side_questions(conn: sqlite3.Connection, touched: set[str]) -> None:
 # ------------------------------------------------------------------ rebuild
 
 
-def rebuild_derived(conn: sqlite3.Connection, sessions: set[str] | None = None) -> set[str]:
-    """Recompute derived tables (all, or for `sessions`) by replaying `entries.raw` in order."""
+class ReplayCancelled(Exception):
+    """A replay stopped between two files because its caller asked; its transaction is undone."""
+
+
+# (files replayed, files to replay, bytes replayed, bytes to replay), after each file
+ReplayProgress = Callable[[int, int, int, int], None]
+
+
+def rebuild_derived(
+    conn: sqlite3.Connection,
+    sessions: set[str] | None = None,
+    *,
+    progress: ReplayProgress | None = None,
+    cancel: threading.Event | None = None,
+) -> set[str]:
+    """Recompute derived tables (all, or for `sessions`) by replaying `entries.raw` in order.
+
+    Raises ReplayCancelled, with nothing changed, when `cancel` is set during the replay."""
     conn.execute("BEGIN")
     try:
         ledger = Ledger(conn)
-        replay(conn, ledger, sessions)
+        replay(conn, ledger, sessions, progress=progress, cancel=cancel)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -791,7 +944,14 @@ def rebuild_derived(conn: sqlite3.Connection, sessions: set[str] | None = None) 
     return ledger.finalize()
 
 
-def replay(conn: sqlite3.Connection, ledger: Ledger, sessions: set[str] | None) -> None:
+def replay(
+    conn: sqlite3.Connection,
+    ledger: Ledger,
+    sessions: set[str] | None,
+    *,
+    progress: ReplayProgress | None = None,
+    cancel: threading.Event | None = None,
+) -> None:
     """Inside the caller's transaction: clear and re-derive the given sessions (None: all)."""
     from threadloom.core.adapters import adapter_for
 
@@ -822,7 +982,16 @@ def replay(conn: sqlite3.Connection, ledger: Ledger, sessions: set[str] | None) 
         # files in the order they were first seen, so a rewritten file keeps its place; which copy of
         # a duplicated record counts is decided by entry id, whatever the replay order
         file_ids = sorted(file_ids_set)
-    for file_id in file_ids:
+    sizes: dict[int, int] = {}
+    if progress is not None:
+        sizes = dict(conn.execute("SELECT id, bytes_ingested FROM source_files"))
+    bytes_total, bytes_done = sum(sizes.get(f) or 0 for f in file_ids), 0
+    for done, file_id in enumerate(file_ids):
+        if cancel is not None and cancel.is_set():
+            raise ReplayCancelled
+        if progress is not None:
+            progress(done, len(file_ids), bytes_done, bytes_total)
+            bytes_done += sizes.get(file_id) or 0
         path, agent, kind, project_key = conn.execute(
             "SELECT path, agent, kind, project_key FROM source_files WHERE id = ?", (file_id,)
         ).fetchone()
@@ -851,3 +1020,5 @@ def replay(conn: sqlite3.Connection, ledger: Ledger, sessions: set[str] | None) 
             updates,
         )
         ledger.flush()
+    if progress is not None:
+        progress(len(file_ids), len(file_ids), bytes_total, bytes_total)

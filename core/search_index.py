@@ -1,4 +1,7 @@
-"""Building the full-text search index after the records it covers, in resumable chunks.
+"""The full-text search index (`search_fts`): the one module that writes it.
+
+Ingest asks it to add or forget a file's entries as they are written; a bulk load or a schema
+upgrade leaves it behind, and this module catches it up in resumable chunks.
 
 A first load of a big archive is browsable long before its search index is complete (at 1 GB the
 index is a quarter of the work), so a bulk load leaves the index behind and this module catches it
@@ -16,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from threadloom.core.db import get_meta, set_meta
+from threadloom.core.db import SEARCH_DDL, get_meta, set_meta
 from threadloom.core.writer_lock import WriterBusy, writer_lock
 
 STATE_KEY = "search_index"  # "stale" while the index is behind the entries table
@@ -59,6 +62,45 @@ def mark_behind(conn: sqlite3.Connection) -> None:
     upto = conn.execute("SELECT COALESCE(max(id), 0) FROM entries").fetchone()[0]
     set_meta(conn, UPTO_KEY, str(upto))
     set_meta(conn, STATE_KEY, "stale")
+
+
+def recreate(conn: sqlite3.Connection) -> None:
+    """Drop the index and create it empty as the current schema defines it (a schema upgrade, in
+    its transaction); the entries it covered are indexed again by `build`."""
+    conn.execute("DROP TABLE IF EXISTS search_vocab")
+    conn.execute("DROP TABLE IF EXISTS search_fts")
+    for ddl in SEARCH_DDL:
+        conn.execute(ddl)
+    reset(conn)
+
+
+def reset(conn: sqlite3.Connection) -> None:
+    """Declare that no entry is known to be indexed (a schema upgrade recreated the index, or
+    re-derived the text it covers): the builder clears it and indexes every entry again."""
+    if conn.execute("SELECT EXISTS (SELECT 1 FROM entries)").fetchone()[0]:
+        set_meta(conn, UPTO_KEY, "0")
+        set_meta(conn, STATE_KEY, "stale")
+
+
+def add_file(conn: sqlite3.Connection, source_file_id: int, first_id: int) -> None:
+    """Index one file's entries from `first_id` on, in the caller's transaction (an index that
+    is complete is kept so as new records arrive)."""
+    conn.execute(
+        "INSERT INTO search_fts(rowid, content, thinking, tool_text) "
+        "SELECT id, content, thinking, tool_text FROM entries WHERE source_file_id = ? AND id >= ?",
+        (source_file_id, first_id),
+    )
+
+
+def forget_file(conn: sqlite3.Connection, source_file_id: int, upto: int | None) -> None:
+    """Take one file's entries out of the index before they are deleted (an external-content
+    index must be told the text it indexed); `upto`: only the ids the index covers (None: all)."""
+    conn.execute(
+        "INSERT INTO search_fts(search_fts, rowid, content, thinking, tool_text) "
+        "SELECT 'delete', id, content, thinking, tool_text FROM entries WHERE source_file_id = ? "
+        "AND id <= ?",
+        (source_file_id, upto if upto is not None else 1 << 62),
+    )
 
 
 def build(

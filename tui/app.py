@@ -179,11 +179,13 @@ class ThreadloomApp(App[int]):
             from threadloom.core.db import default_db_path
 
             self.db_path = default_db_path()
+        upgrade = False
         if self.db_path.exists():
             self._check_writable()
-            if not self._upgrade_pending():
+            upgrade = self._upgrade_pending()
+            if not upgrade:
                 self._open_database()
-        if not self.ingest_on_start and self.conn is None:  # else on_ready starts the ingest
+        if not self.ingest_on_start and self.conn is None and not upgrade:  # else on_ready starts the worker
             self._open_database()
             self.browser.refresh_panes()
         self.browser.focus_first_pane()
@@ -193,6 +195,8 @@ class ThreadloomApp(App[int]):
         otherwise hold the GIL while the archive we already have is being drawn."""
         if self.ingest_on_start and not self.demo:
             self.start_ingest()
+        elif not self.demo and self.conn is None and self._upgrade_pending():
+            self.start_ingest(read_logs=False)  # --no-ingest: the worker only rebuilds the older archive
 
     def _load_keymap(self) -> None:
         path = keymap_path()
@@ -208,13 +212,12 @@ class ThreadloomApp(App[int]):
     # ------------------------------------------------------------------ the database
 
     def _upgrade_pending(self) -> bool:
-        """A database of an older schema is rebuilt from its stored records when first opened for
-        writing (a minute or more at 1 GB): the ingest worker does it, with the screen up and saying
-        so, rather than this thread before the first frame."""
-        from threadloom.core.db import SCHEMA_VERSION, stored_version
+        """A database of an older schema has its sessions rebuilt from its stored records (a minute
+        or more at 1 GB): the ingest worker does it, with the screen up and saying so, before the
+        panes read them (with --no-ingest too, reading no logs)."""
+        from threadloom.core.db import upgrade_due
 
-        version = stored_version(self.db_path) if self.db_path is not None else None
-        return bool(self.ingest_on_start and version and version != SCHEMA_VERSION)
+        return bool(self.db_path is not None and not self.read_only and upgrade_due(self.db_path))
 
     def _check_writable(self) -> None:
         """A database the user made read-only (or on a read-only disk) is browsed as it is: no
@@ -269,7 +272,7 @@ class ThreadloomApp(App[int]):
 
     # ------------------------------------------------------------------ the ingest
 
-    def start_ingest(self, *, demo_dir: Path | None = None) -> None:
+    def start_ingest(self, *, demo_dir: Path | None = None, read_logs: bool = True) -> None:
         if self.ingesting:
             return
         if self.read_only and demo_dir is None:
@@ -284,10 +287,11 @@ class ThreadloomApp(App[int]):
             workers.ingest,
             self.post_message,
             self.db_path,
-            list(self.sources),
+            list(self.sources) if read_logs else [],
             demo_dir=demo_dir,
             demo_long_turns=self.demo_long_turns,
             cancel=self.cancel_event,
+            read_logs=read_logs,
         )
         workers.start(self, workers.INGEST, work)
 

@@ -147,16 +147,18 @@ def ingest(
     demo_dir: Path | None,
     demo_long_turns: int | None,
     cancel: threading.Event,
+    read_logs: bool = True,
 ) -> IngestReport:
     """Bring the archive up to date as the database's one writer, saying what it does by `post`.
 
     Records first (`RecordsLoaded` when they are browsable), then the search index, which is a
-    quarter of a first load and which search can do without for a while."""
-    from threadloom.core.db import SCHEMA_VERSION, connect, stored_version
+    quarter of a first load and which search can do without for a while. `read_logs=False`: no
+    log is read, only an older archive's sessions rebuilt (and the index caught up)."""
+    from threadloom.core.db import connect, upgrade_due
     from threadloom.core.ingest import IngestReport
     from threadloom.core.writer_lock import WriterBusy, writer_lock
 
-    include_defaults = True
+    include_defaults = read_logs
     if demo_dir is not None:
         from threadloom.core.demo import LONG_SESSION_TURNS, write_demo_archive
 
@@ -176,8 +178,7 @@ def ingest(
 
     try:
         with writer_lock(db_path, on_wait=waiting, cancel=cancel):
-            version = stored_version(db_path) if db_path.exists() else None
-            if version and version != SCHEMA_VERSION:
+            if db_path.exists() and upgrade_due(db_path):
                 post(
                     IngestStatus(
                         "Upgrading the archive for this version of threadloom: sessions, turns and tool calls "
@@ -199,12 +200,8 @@ def _records_then_index(
     """The ingest's work once it is the one writer: `core.ingest.run_ingest` without its index
     phase, news that the records are in, then that phase on its own (a run with nothing to read)."""
     from threadloom.core import search_index
-    from threadloom.core.ingest import INDEXING, run_ingest
+    from threadloom.core.ingest import INDEXING, IngestReport, rebuild_pending, run_ingest
 
-    # A first load into an empty ledger runs fastest as the database's only writer (no journal):
-    # the panes read it through a read-only connection once the load is under way.
-    first_load = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM entries)").fetchone()[0] == 1
-    post(IngestStatus("Reading agent logs", database_ready=not first_load, first_load=first_load))
     last = [0.0]
 
     def progress(p: Progress) -> None:
@@ -212,6 +209,14 @@ def _records_then_index(
         if now - last[0] >= PROGRESS_SECONDS or p.files_done in (1, p.files_total):  # 1: the panes may read
             last[0] = now
             post(IngestProgressed(p))
+
+    # an older archive's sessions are rebuilt before the panes read them
+    if not rebuild_pending(conn, progress, cancel):
+        return IngestReport(cancelled=True)
+    # A first load into an empty ledger runs fastest as the database's only writer (no journal):
+    # the panes read it through a read-only connection once the load is under way.
+    first_load = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM entries)").fetchone()[0] == 1
+    post(IngestStatus("Reading agent logs", database_ready=not first_load, first_load=first_load))
 
     report = run_ingest(
         conn, sources, include_defaults=include_defaults, progress=progress, cancel=cancel, build_index=False

@@ -617,3 +617,21 @@ def test_blank_text_is_not_an_empty_message(conn, tmp_path):
     ]
     assert conn.execute("SELECT message_count, turn_count FROM agent_sessions").fetchone() == (3, 1)
     assert len(entries_of(conn, path)) == 6
+
+
+def test_each_entries_value_is_written_under_its_own_columns_name():
+    """entry_row writes its values by position for speed: each must land in the column of its name."""
+    from threadloom.core.adapters.base import RawRecord, Record
+    from threadloom.core.ingest import ENTRY_COLUMNS, FLAG_COLUMNS, RECORD_COLUMNS, entry_row
+
+    rec = Record(**{name: f"<{name}>" for name in RECORD_COLUMNS})
+    rec.known, rec.is_sidechain, rec.is_meta = False, True, False
+    row = dict(
+        zip(ENTRY_COLUMNS, entry_row(7, 3, RawRecord(40, 2, b"{}", False), rec, 5, "t", 1), strict=True)
+    )
+    assert {name: row[name] for name in RECORD_COLUMNS} == {name: f"<{name}>" for name in RECORD_COLUMNS}
+    assert {name: row[name] for name in FLAG_COLUMNS} == {"known": 0, "is_sidechain": 1, "is_meta": 0}
+    assert (row["id"], row["source_file_id"], row["byte_offset"], row["line_number"]) == (7, 3, 40, 2)
+    assert (row["raw"], row["newline"], len(row["hash"])) == (b"{}", 0, 32)
+    assert (row["seq"], row["turn_id"], row["dup_of"]) == (5, "t", 1)
+    assert len(set(ENTRY_COLUMNS)) == len(ENTRY_COLUMNS)

@@ -12,6 +12,7 @@ import pytest
 from conftest import CORPUS, Transcript, ingest, tool_use
 from support import THREAD, Rollout, full_session
 from threadloom.core import browse, db
+from threadloom.core.ingest import rebuild_pending
 from threadloom.core.query import messages
 
 SID = "aaaaaaaa-1111-4222-8333-000000000001"
@@ -288,6 +289,9 @@ def test_a_database_of_the_previous_schema_is_rebuilt_with_every_sessions_calls(
 
     conn = db.connect(path)
     assert db.user_version(conn) == db.SCHEMA_VERSION == 9
+    # opening it upgraded the tables only: the calls come back with the rebuild that follows
+    assert (stored_calls(conn, SID), stored_calls(conn, COPY)) == (0, 0) and db.rebuild_due(conn) == 8
+    assert rebuild_pending(conn)
     assert (stored_calls(conn, SID), stored_calls(conn, COPY)) == (3, 3)
     assert {sid: calls_of(conn, sid) for sid in (SID, COPY)} == fresh
     ddl = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'agent_tool_calls'").fetchone()[0]

@@ -1,0 +1,155 @@
+"""A database of an older schema: opening it only upgrades the tables; the replay of its stored
+records into sessions, turns and tool calls happens where it can be shown and waited for (an
+ingest's first phase, a command that reads, the TUI's worker), never inside `connect`."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import Transcript, ingest, tool_use
+from threadloom.core import db, search, search_index
+from threadloom.core.ingest import REBUILDING, Progress, rebuild_pending, run_ingest
+
+SID = "5e551011-0000-4000-8000-0000000000aa"
+DERIVED = ("agent_sessions", "agent_turns", "agent_tool_calls", "agent_usage")
+
+
+def archive(tmp_path: Path) -> Path:
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{SID}.jsonl", SID, cwd="/srv/app")
+    t.user("find the flaky test")
+    t.assistant(
+        "Looking.",
+        tools=[tool_use("tu_1", "Bash", command="pytest -x")],
+        usage={"input_tokens": 7, "output_tokens": 3},
+    )
+    t.tool_result("tu_1", "1 failed: test_clock_skew")
+    t.assistant("test_clock_skew depends on the wall clock.")
+    t.user("fix it")
+    t.assistant("Done.")
+    t.write()
+    return tmp_path / "projects"
+
+
+def derived(conn: sqlite3.Connection) -> dict[str, list[tuple]]:
+    """Every derived row but the time it was written."""
+    out = {}
+    for table in DERIVED:
+        cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table})") if r[1] != "updated_at"]
+        out[table] = sorted(conn.execute(f"SELECT {', '.join(cols)} FROM {table}").fetchall(), key=repr)
+    out["entries"] = conn.execute(
+        "SELECT id, session_id, seq, turn_id, dup_of FROM entries ORDER BY id"
+    ).fetchall()
+    return out
+
+
+def aged(tmp_path: Path) -> tuple[Path, Path, dict[str, list[tuple]]]:
+    """A database ingested at this version, then marked as written by the one before."""
+    root = archive(tmp_path)
+    path = tmp_path / "old.db"
+    conn = db.connect(path)
+    ingest(conn, root)
+    fresh = derived(conn)
+    assert fresh["agent_tool_calls"] and fresh["agent_turns"]
+    conn.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION - 1}")
+    conn.close()
+    return root, path, fresh
+
+
+def test_connect_upgrades_the_tables_without_replaying_and_the_next_ingest_rebuilds(tmp_path):
+    root, path, fresh = aged(tmp_path)
+    conn = db.connect(path)
+    # opened at once: the version is current, the derived tables wait empty and say so
+    assert db.user_version(conn) == db.SCHEMA_VERSION
+    assert db.rebuild_due(conn) == db.SCHEMA_VERSION - 1
+    assert all(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] == 0 for t in DERIVED)
+    assert db.upgrade_due(path) == db.SCHEMA_VERSION - 1
+    seen: list[Progress] = []
+    report = run_ingest(conn, [root], include_defaults=False, progress=seen.append)
+    assert not report.errors and report.files_read == 0  # nothing new: the rebuild alone
+    phase = [p for p in seen if p.path == REBUILDING]
+    assert phase and phase[0].files_done == 0 and phase[-1].files_done == phase[-1].files_total == 1
+    assert phase[-1].bytes_done == phase[-1].bytes_total > 0
+    assert seen.index(phase[-1]) < len(seen) - 1  # before the files are looked at
+    assert db.rebuild_due(conn) is None and db.upgrade_due(path) is None
+    assert derived(conn) == fresh
+    # the index was made again over the re-derived text, and ingest built it
+    assert search_index.pending(conn) is None
+    assert search.search(conn, "clock_skew").hits
+    conn.close()
+
+
+def test_rebuild_pending_does_the_replay_once(tmp_path):
+    _, path, fresh = aged(tmp_path)
+    conn = db.connect(path)
+    steps: list[Progress] = []
+    assert rebuild_pending(conn, steps.append)
+    assert derived(conn) == fresh and {p.path for p in steps} == {REBUILDING}
+    steps.clear()
+    assert rebuild_pending(conn, steps.append) and not steps  # nothing was due the second time
+    conn.close()
+
+
+def test_a_cancelled_rebuild_changes_nothing_and_stays_due(tmp_path):
+    root, path, fresh = aged(tmp_path)
+    conn = db.connect(path)
+    cancel = threading.Event()
+    cancel.set()
+    assert not rebuild_pending(conn, cancel=cancel)
+    assert db.rebuild_due(conn) == db.SCHEMA_VERSION - 1
+    assert conn.execute("SELECT count(*) FROM agent_sessions").fetchone()[0] == 0
+    report = run_ingest(conn, [root], include_defaults=False, cancel=cancel)
+    assert report.cancelled and db.rebuild_due(conn) is not None
+    assert rebuild_pending(conn) and derived(conn) == fresh
+    conn.close()
+
+
+def test_a_rebuild_interrupted_after_the_upgrade_is_done_by_the_next_open(tmp_path):
+    """The version alone would say the tables are current: the mark kept beside it says not."""
+    _, path, fresh = aged(tmp_path)
+    db.connect(path).close()  # upgraded, then the process ended before any rebuild
+    assert db.stored_version(path) == db.SCHEMA_VERSION and db.upgrade_due(path) is not None
+    conn = db.open_for_reading(path)  # not the read-only fast path: the rebuild writes
+    assert db.rebuild_due(conn) is not None
+    assert rebuild_pending(conn) and derived(conn) == fresh
+    conn.close()
+    reader = db.open_for_reading(path)  # current now: read-only as usual
+    with pytest.raises(sqlite3.OperationalError):
+        reader.execute("DELETE FROM ledger_meta")
+    reader.close()
+
+
+def test_a_read_only_database_waiting_for_its_rebuild_says_so(tmp_path):
+    _, path, _ = aged(tmp_path)
+    db.connect(path).close()
+    os.chmod(path, 0o444)
+    try:
+        with pytest.raises(db.LedgerError, match="still to be rebuilt"):
+            db.open_for_reading(path)
+    finally:
+        os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+
+
+def test_open_for_reading_a_current_database_stays_read_only(tmp_path):
+    root = archive(tmp_path)
+    path = tmp_path / "t.db"
+    conn = db.connect(path)
+    ingest(conn, root)
+    conn.close()
+    assert db.upgrade_due(path) is None
+    reader = db.open_for_reading(path)
+    assert db.rebuild_due(reader) is None
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        reader.execute("DELETE FROM ledger_meta")
+    reader.close()
+
+
+def test_a_new_database_has_nothing_to_rebuild(tmp_path):
+    conn = db.connect(tmp_path / "new.db")
+    assert db.rebuild_due(conn) is None and db.upgrade_due(tmp_path / "new.db") is None
+    assert rebuild_pending(conn)
+    conn.close()
