@@ -14,11 +14,17 @@ counted apart (genai-prices counts them inside its input total).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import sqlite3
+from dataclasses import astuple, dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
+
+from threadloom.core.db import get_meta, set_meta
+
+PRICES_KEY = "prices_version"  # ledger_meta: the price data the stored costs come from
 
 # the table's four token prices, in USD per million tokens
 _FIELDS = ("input_mtok", "output_mtok", "cache_write_mtok", "cache_read_mtok")
@@ -45,6 +51,22 @@ class Rates:
             + cache_read * _rate(self.cache_read, total_input)
         ) / 1_000_000
 
+    def to_json(self) -> str:
+        return json.dumps(astuple(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> Rates | None:
+        data = json.loads(text)
+        if data is None:
+            return None
+        model_id, provider_id, *prices = data
+        return cls(model_id, provider_id, *(_from_list(p) for p in prices))
+
+
+def _from_list(price: list[Any]) -> tuple[float, tuple[tuple[int, float], ...]]:
+    base, tiers = price
+    return (float(base), tuple((int(start), float(rate)) for start, rate in tiers))
+
 
 def _rate(price: tuple[float, tuple[tuple[int, float], ...]], total_input: int) -> float:
     base, tiers = price
@@ -54,6 +76,7 @@ def _rate(price: tuple[float, tuple[tuple[int, float], ...]], total_input: int) 
     return base
 
 
+@lru_cache(maxsize=1)
 def prices_version() -> str:
     """Which price data the stored costs were computed with: when it changes they are recomputed."""
     from importlib.metadata import version
@@ -104,6 +127,82 @@ def message_cost(
     timestamp_ms: int | None = None,
 ) -> float | None:
     """One API message's cost in USD (None: a model the price table does not know)."""
-    day = datetime.fromtimestamp(timestamp_ms / 1000, UTC).strftime("%Y-%m-%d") if timestamp_ms else None
-    found = rates(model, day)
+    found = rates(model, _day(timestamp_ms))
     return None if found is None else found.cost(input_tokens, output_tokens, cache_write, cache_read)
+
+
+def _day(timestamp_ms: int | None) -> str:
+    moment = datetime.fromtimestamp(timestamp_ms / 1000, UTC) if timestamp_ms else datetime.now(UTC)
+    return moment.strftime("%Y-%m-%d")
+
+
+class _StoredRates:
+    """`rates` through the ledger's `model_rates` table: a run that prices today's messages of a
+    model seen before reads one row, and loads the price table (0.2 s) only for what is new."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.known: dict[tuple[str, str], Rates | None] = {}
+        self.new: list[tuple[str, str, str]] = []
+
+    def get(self, model: str | None, day: str) -> Rates | None:
+        if not model:
+            return None
+        key = (model, day)
+        if key in self.known:
+            return self.known[key]
+        row = self.conn.execute("SELECT rates FROM model_rates WHERE model = ? AND day = ?", key).fetchone()
+        if row is not None:
+            found = Rates.from_json(row[0])
+        else:
+            found = rates(model, day)
+            self.new.append((model, day, found.to_json() if found is not None else "null"))
+        self.known[key] = found
+        return found
+
+
+def price_pending(conn: sqlite3.Connection) -> int:
+    """Price every API message not priced yet (new, grown, or priced with older price data) and
+    bring their sessions' costs up to date; returns how many were priced. A message whose agent
+    recorded its cost keeps that cost."""
+    version = prices_version()
+    if get_meta(conn, PRICES_KEY) != version:
+        conn.execute("BEGIN")
+        conn.execute("UPDATE agent_usage SET priced = 0 WHERE priced = 1")
+        conn.execute("DELETE FROM model_rates")
+        set_meta(conn, PRICES_KEY, version)
+        conn.execute("COMMIT")
+    rows = conn.execute(
+        "SELECT message_id, session_id, model, timestamp, input_tokens, output_tokens, cache_creation_tokens, "
+        "cache_read_tokens, recorded_cost_usd FROM agent_usage WHERE priced = 0"
+    ).fetchall()
+    if not rows:
+        return 0
+    stored = _StoredRates(conn)
+    updates: list[tuple[float | None, str]] = []
+    sessions: set[str] = set()
+    for message_id, session_id, model, ts, inp, out, write, read, recorded in rows:
+        if recorded is not None:
+            cost: float | None = recorded
+        else:
+            found = stored.get(model, _day(ts))
+            cost = None if found is None else found.cost(inp, out, write, read)
+        updates.append((cost, message_id))
+        sessions.add(session_id)
+    conn.execute("BEGIN")
+    try:
+        conn.executemany("UPDATE agent_usage SET cost_usd = ?, priced = 1 WHERE message_id = ?", updates)
+        conn.executemany(
+            "INSERT OR REPLACE INTO model_rates (model, day, rates) VALUES (?, ?, ?)", stored.new
+        )
+        conn.executemany(
+            "UPDATE agent_sessions SET cost_usd = (SELECT sum(cost_usd) FROM agent_usage WHERE session_id = ?1), "
+            "unpriced_messages = (SELECT count(*) FROM agent_usage WHERE session_id = ?1 AND cost_usd IS NULL) "
+            "WHERE id = ?1",
+            [(sid,) for sid in sessions],
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return len(updates)

@@ -38,6 +38,7 @@ from threadloom.core.adapters.base import (
     open_regular,
     read_regular,
 )
+from threadloom.core.cost import price_pending
 from threadloom.core.db import (
     FIRST_LOAD_SUFFIX,
     LIVE_FIRST_LOADS,
@@ -436,6 +437,7 @@ def _run_ingest(
             LIVE_FIRST_LOADS.discard(os.path.realpath(live_marker))
         if gc_was_enabled:
             gc.enable()
+    price_pending(conn)  # the new messages' costs, and their sessions'
     if progress is not None:
         progress(Progress(len(plans), len(plans), bytes_done, bytes_total, "", time.perf_counter() - started))
     report.changed_sessions = sorted(changed)
@@ -498,6 +500,7 @@ def _rebuild(
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+    price_pending(conn)  # the replay wrote the usage rows again, unpriced
     return True
 
 

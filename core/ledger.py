@@ -116,6 +116,8 @@ USAGE_COLUMNS = (
     "output_tokens",
     "cache_creation_tokens",
     "cache_read_tokens",
+    "timestamp",
+    "recorded_cost_usd",
 )
 
 
@@ -234,9 +236,15 @@ class PendingUsage:
     output_tokens: int
     cache_creation_tokens: int
     cache_read_tokens: int
+    timestamp: int | None
+    recorded_cost_usd: float | None
 
     def merge(self, other: PendingUsage) -> None:
         """Another record of the same API message, as the upsert in `Ledger.flush` would combine them."""
+        if self.timestamp is None or (other.timestamp is not None and other.timestamp < self.timestamp):
+            self.timestamp = other.timestamp  # the message's first chunk
+        if other.recorded_cost_usd is not None:
+            self.recorded_cost_usd = max(self.recorded_cost_usd or 0.0, other.recorded_cost_usd)
         # token counts: streaming chunks repeat or grow them
         self.input_tokens = max(self.input_tokens, other.input_tokens)
         self.output_tokens = max(self.output_tokens, other.output_tokens)
@@ -447,6 +455,8 @@ class Ledger:
                 u.output_tokens,
                 u.cache_creation_tokens,
                 u.cache_read_tokens,
+                rec.timestamp,
+                u.cost_usd,
             )
             seen_usage = self._usage.get(u.message_id)
             if seen_usage is None:
@@ -607,7 +617,11 @@ class Ledger:
                 "cache_read_tokens = max(cache_read_tokens, excluded.cache_read_tokens), "
                 "session_id = CASE WHEN is_sidechain = 1 AND excluded.is_sidechain = 0 THEN excluded.session_id ELSE session_id END, "
                 "turn_id = CASE WHEN is_sidechain = 1 AND excluded.is_sidechain = 0 THEN excluded.turn_id ELSE turn_id END, "
-                "is_sidechain = min(is_sidechain, excluded.is_sidechain)",
+                "is_sidechain = min(is_sidechain, excluded.is_sidechain), "
+                "timestamp = coalesce(min(timestamp, excluded.timestamp), timestamp, excluded.timestamp), "
+                "recorded_cost_usd = coalesce(max(recorded_cost_usd, excluded.recorded_cost_usd), "
+                "recorded_cost_usd, excluded.recorded_cost_usd), "
+                "priced = 0",  # its counts may have grown: priced again (core.cost.price_pending)
                 [usage.row() for usage in self._usage.values()],
             )
             self._usage.clear()

@@ -133,6 +133,8 @@ class AgentSession(SQLModel, table=True):
     branch_count: int = _zero()
     compaction_count: int = _zero()
     forked_from_session_id: str | None = None
+    cost_usd: float | None = None  # the priced messages' sum; None when none could be priced
+    unpriced_messages: int = _zero()  # messages of a model the price table does not know
     spawn_key: str | None = None  # what finds the spawning tool call: an agentId or "run:<id>"
     source_file_id: int | None = None
     updated_at: int | None = None
@@ -202,6 +204,21 @@ class AgentUsage(SQLModel, table=True):
     output_tokens: int = _zero()
     cache_creation_tokens: int = _zero()
     cache_read_tokens: int = _zero()
+    timestamp: int | None = None  # the message's time (ms): prices change on dates, stats group by day
+    recorded_cost_usd: float | None = None  # the cost the agent wrote itself (old Claude Code's costUSD)
+    cost_usd: float | None = None  # None: not priced yet, or a model the price table does not know
+    priced: int = _zero()  # 1 once cost_usd is set from the current price data (see core.cost)
+
+
+class ModelRates(SQLModel, table=True):
+    """A model's prices on a day (core.cost.Rates as JSON; "null" for a model the table does not
+    know), kept so that pricing new messages need not load the whole price table each run."""
+
+    __tablename__ = "model_rates"
+
+    model: str = Field(primary_key=True)
+    day: str = Field(primary_key=True)
+    rates: str
 
 
 # Secondary indexes are created after a bulk load (see core.db.create_indexes); listing them here
@@ -212,6 +229,7 @@ def _columns(model: type[SQLModel]) -> Any:
 
 
 _entry, _call, _session = _columns(Entry), _columns(AgentToolCall), _columns(AgentSession)
+_usage = _columns(AgentUsage)
 SECONDARY_INDEXES: list[Index] = [
     Index("ix_entries_session_seq", _entry.session_id, _entry.seq),
     Index("ix_entries_uuid", _entry.uuid),
@@ -225,6 +243,8 @@ SECONDARY_INDEXES: list[Index] = [
     Index("ix_tool_calls_entry", _call.entry_id),
     Index("ix_tool_calls_result_entry", _call.result_entry_id),
     Index("ix_sessions_project", _session.project_path),
+    # what is left to price: a handful of rows after an ingest, none on a run with nothing new
+    Index("ix_usage_unpriced", _usage.message_id, sqlite_where=_usage.priced == 0),
 ]
 
 

@@ -1,4 +1,4 @@
--- threadloom ledger schema 9, generated from core/models.py by `python -m threadloom.core.db`; do not edit
+-- threadloom ledger schema 10, generated from core/models.py by `python -m threadloom.core.db`; do not edit
 
 CREATE TABLE agent_sessions (
 	id VARCHAR NOT NULL,
@@ -39,6 +39,8 @@ CREATE TABLE agent_sessions (
 	branch_count INTEGER DEFAULT '0' NOT NULL,
 	compaction_count INTEGER DEFAULT '0' NOT NULL,
 	forked_from_session_id VARCHAR,
+	cost_usd FLOAT,
+	unpriced_messages INTEGER DEFAULT '0' NOT NULL,
 	spawn_key VARCHAR,
 	source_file_id INTEGER,
 	updated_at INTEGER,
@@ -108,6 +110,10 @@ CREATE TABLE agent_usage (
 	output_tokens INTEGER DEFAULT '0' NOT NULL,
 	cache_creation_tokens INTEGER DEFAULT '0' NOT NULL,
 	cache_read_tokens INTEGER DEFAULT '0' NOT NULL,
+	timestamp INTEGER,
+	recorded_cost_usd FLOAT,
+	cost_usd FLOAT,
+	priced INTEGER DEFAULT '0' NOT NULL,
 	PRIMARY KEY (message_id)
 );
 
@@ -115,10 +121,19 @@ CREATE INDEX IF NOT EXISTS ix_agent_usage_session_id ON agent_usage (session_id)
 
 CREATE INDEX IF NOT EXISTS ix_agent_usage_turn_id ON agent_usage (turn_id);
 
+CREATE INDEX IF NOT EXISTS ix_usage_unpriced ON agent_usage (message_id) WHERE priced = 0;
+
 CREATE TABLE ledger_meta (
 	"key" VARCHAR NOT NULL,
 	value VARCHAR,
 	PRIMARY KEY ("key")
+);
+
+CREATE TABLE model_rates (
+	model VARCHAR NOT NULL,
+	day VARCHAR NOT NULL,
+	rates VARCHAR NOT NULL,
+	PRIMARY KEY (model, day)
 );
 
 CREATE TABLE source_files (
@@ -203,6 +218,8 @@ CREATE INDEX IF NOT EXISTS ix_tool_calls_entry ON agent_tool_calls (entry_id);
 CREATE INDEX IF NOT EXISTS ix_tool_calls_result_entry ON agent_tool_calls (result_entry_id);
 
 CREATE INDEX IF NOT EXISTS ix_sessions_project ON agent_sessions (project_path);
+
+CREATE INDEX IF NOT EXISTS ix_usage_unpriced ON agent_usage (message_id) WHERE priced = 0;
 
 CREATE INDEX IF NOT EXISTS ix_entries_titles ON entries (session_id) WHERE entry_type IN ('custom-title', 'custom-title-file', 'ai-title', 'agent-name');
 

@@ -103,6 +103,7 @@ class Usage:
     output_tokens: int = 0
     cache_creation_tokens: int = 0
     cache_read_tokens: int = 0
+    cost_usd: float | None = None  # what the agent itself recorded the message cost (old Claude Code)
 
 
 @dataclass(slots=True)
@@ -469,6 +470,17 @@ def safe_int(value: Any) -> int:
         return 0
     drop("number", value)
     return 0
+
+
+def recorded_cost(value: Any) -> float | None:
+    """A cost in USD an agent wrote itself: None when absent, and when not a finite number from 0
+    to a million (that case noted with `drop`)."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1e6:
+        return float(value)
+    drop("cost", value)
+    return None
 
 
 def epoch_ms(value: Any) -> int | None:

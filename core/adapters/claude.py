@@ -33,6 +33,7 @@ from threadloom.core.adapters.base import (
     Usage,
     parse_iso_ms,
     read_regular,
+    recorded_cost,
     safe_int,
 )
 from threadloom.core.adapters.shared import (
@@ -557,6 +558,7 @@ class ClaudeAdapter(Adapter):
                     output_tokens=safe_int(usage.get("output_tokens")),
                     cache_creation_tokens=safe_int(usage.get("cache_creation_input_tokens")),
                     cache_read_tokens=safe_int(usage.get("cache_read_input_tokens")),
+                    cost_usd=recorded_cost(obj.get("costUSD")),
                 )
 
     def _other(self, out: Record, obj: dict, etype: str | None) -> None:

@@ -529,6 +529,9 @@ def test_ingest_leaves_no_reference_cycles_behind(conn, tmp_path):
     )
     t.tool_result("tu_nested", "done")
     t.write()
+    from threadloom.core.cost import prices_version, rates
+
+    rates("claude-opus-4-5"), prices_version()  # loaded once per process: not the ingest's garbage
     gc.collect()
     gc.disable()
     try:

@@ -288,7 +288,7 @@ def test_a_database_of_the_previous_schema_is_rebuilt_with_every_sessions_calls(
     conn.close()
 
     conn = db.connect(path)
-    assert db.user_version(conn) == db.SCHEMA_VERSION == 9
+    assert db.user_version(conn) == db.SCHEMA_VERSION >= 9
     # opening it upgraded the tables only: the calls come back with the rebuild that follows
     assert (stored_calls(conn, SID), stored_calls(conn, COPY)) == (0, 0) and db.rebuild_due(conn) == 8
     assert rebuild_pending(conn)

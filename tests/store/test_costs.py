@@ -1,0 +1,78 @@
+"""Costs kept with the usage rows: every API message priced once from the offline price table (or
+from the cost its agent recorded), sessions summed, unknown models counted apart, and everything
+priced again when the price data changes."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import Transcript, ingest
+from threadloom.core import cost
+from threadloom.core.db import set_meta
+
+SID = "c0571111-1111-4222-8333-000000000c01"
+SONNET = "claude-sonnet-4-5-20250929"
+USAGE = {
+    "input_tokens": 12,
+    "output_tokens": 700,
+    "cache_creation_input_tokens": 3000,
+    "cache_read_input_tokens": 40000,
+}
+
+
+def session(root) -> Transcript:
+    t = Transcript(root / "projects" / "-home-dev-app" / f"{SID}.jsonl", SID)
+    t.user("price this")
+    t.assistant("one", model=SONNET, usage=USAGE)
+    t.assistant("two", model="my-local-llama", usage=USAGE)
+    t.assistant("three", model=SONNET, usage=USAGE)
+    t.lines[-1]["costUSD"] = 0.5  # an old Claude Code's own figure
+    return t
+
+
+def test_messages_are_priced_and_sessions_summed(conn, tmp_path):
+    session(tmp_path).write()
+    ingest(conn, tmp_path / "projects")
+    rows = conn.execute(
+        "SELECT model, cost_usd, priced, timestamp FROM agent_usage ORDER BY timestamp"
+    ).fetchall()
+    expected = cost.message_cost(SONNET, 12, 700, 3000, 40000, rows[0][3])
+    assert expected is not None and expected > 0
+    assert [(m, c) for m, c, _, _ in rows] == [
+        (SONNET, pytest.approx(expected)),
+        ("my-local-llama", None),
+        (SONNET, 0.5),
+    ]
+    assert all(p == 1 for _, _, p, _ in rows)
+    total, unpriced = conn.execute(
+        "SELECT cost_usd, unpriced_messages FROM agent_sessions WHERE id = ?", (SID,)
+    ).fetchone()
+    assert total == pytest.approx(expected + 0.5) and unpriced == 1
+
+
+def test_an_append_prices_only_what_is_new_without_loading_the_table_again(conn, tmp_path, monkeypatch):
+    t = session(tmp_path)
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    looked_up: list[tuple[str | None, str | None]] = []
+    real = cost.rates
+    monkeypatch.setattr(
+        cost, "rates", lambda model, day=None: looked_up.append((model, day)) or real(model, day)
+    )
+    t.user("and this")
+    t.assistant("four", model=SONNET, usage=USAGE)
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    assert looked_up == []  # the model's prices for that day come from the ledger
+    assert conn.execute("SELECT count(*) FROM agent_usage WHERE priced = 1").fetchone()[0] == 4
+    assert cost.price_pending(conn) == 0  # nothing left: a run with nothing new prices nothing
+
+
+def test_new_price_data_prices_everything_again(conn, tmp_path):
+    session(tmp_path).write()
+    ingest(conn, tmp_path / "projects")
+    conn.execute(
+        "UPDATE agent_usage SET cost_usd = 99 WHERE cost_usd IS NOT NULL AND recorded_cost_usd IS NULL"
+    )
+    set_meta(conn, cost.PRICES_KEY, "genai-prices 0.0.1")
+    assert cost.price_pending(conn) == 3
+    assert conn.execute("SELECT count(*) FROM agent_usage WHERE cost_usd = 99").fetchone()[0] == 0
