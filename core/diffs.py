@@ -66,8 +66,8 @@ def call_diff(name: str, params: dict[str, Any], extra: Any = None) -> list[Diff
     elif name == "Write" and isinstance(params.get("content"), str):
         out += diff_between([], params["content"].splitlines())  # a new file: every line added
     else:
-        edits = params.get("edits") if isinstance(params.get("edits"), list) else [params]
-        for edit in edits:
+        edits = params.get("edits")
+        for edit in edits if isinstance(edits, list) else [params]:
             if isinstance(edit, dict):
                 old = str(edit.get("old_string") or "").splitlines()
                 out += diff_between(old, str(edit.get("new_string") or "").splitlines())

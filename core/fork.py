@@ -29,12 +29,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from threadloom.core.adapters import ADAPTERS
-from threadloom.core.adapters.base import Adapter, ForkError, ResumeTarget  # adapters raise ForkError too
+from threadloom.core.adapters.base import Adapter, ResumeTarget
+from threadloom.core.adapters.base import ForkError as ForkError  # re-exported: adapters raise it too
 from threadloom.core.adapters.base import checked_id as _checked_id
 from threadloom.core.text import one_line, readable
+
+if TYPE_CHECKING:
+    from threadloom.core.archive import RestoredFile
 
 TRANSCRIPT_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
 DROP_KEYS = ("teamName", "agentName", "slug", "sourceToolAssistantUUID")
@@ -158,7 +163,7 @@ class RestoreStep:
             "nothing is overwritten)"
         )
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"folder": self.folder, "reason": self.reason, "files": self.files}
 
 
@@ -187,7 +192,7 @@ class ForkPlan:
     # rather than the session's lines up to it
     branch: bool = False
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "action": self.action,
             "agent": self.agent,
@@ -205,11 +210,27 @@ class ForkPlan:
         }
 
 
+# a turn as `fork_points` selects it
+_TurnRow = tuple[
+    str,  # id
+    str | None,  # last_entry_uuid
+    int,  # sequence
+    int | None,  # timestamp
+    str | None,  # model
+    int,  # tool_call_count
+    str | None,  # parent_turn_id
+    str | None,  # the prompt's content
+    str | None,  # the response's content
+    int | None,  # the prompt's entry id
+    int | None,  # the last record's entry id
+]
+
+
 def fork_points(
     conn: sqlite3.Connection, session_id: str, around_entry: int | None = None
 ) -> list[ForkPoint]:
     """The turns of the branch through `around_entry` (or of the latest branch), oldest first."""
-    turns = {
+    turns: dict[str, _TurnRow] = {
         r[0]: r
         for r in conn.execute(
             "SELECT t.id, t.last_entry_uuid, t.sequence, t.timestamp, t.model, t.tool_call_count, t.parent_turn_id, "
@@ -240,7 +261,7 @@ def fork_points(
         chain.append(node)
         node = turns[node][6]
     chain.reverse()
-    children: dict[str, list] = {}
+    children: dict[str | None, list[_TurnRow]] = {}
     for r in turns.values():
         children.setdefault(r[6], []).append(r)
     node = start
@@ -294,6 +315,18 @@ def fork_messages(conn: sqlite3.Connection, session_id: str, turn_ids: list[str]
     first, last = min(r[0] for r in rows), max(r[0] for r in rows)
     calls: dict[int, list[ToolCall]] = {}
     results: set[int] = set()
+    row: tuple[
+        int | None,  # entry_id, then ToolCall's other fields in their order
+        str,  # id
+        str,  # tool_name
+        str | None,  # params_json
+        str | None,  # result_json
+        str | None,  # status
+        str | None,  # child_session_id
+        int | None,  # started_at
+        int | None,  # completed_at
+        int | None,  # result_entry_id
+    ]
     for row in conn.execute(
         "SELECT entry_id, id, tool_name, params_json, result_json, status, child_session_id, started_at, "
         "completed_at, result_entry_id FROM agent_tool_calls WHERE session_id = ? AND ("
@@ -459,11 +492,12 @@ def _gone_or_elsewhere(source: str | None, expected: Path, program: str) -> str:
 def claude_restore_step(conn: sqlite3.Connection, sid: str, cwd: str | None) -> RestoreStep | None:
     """What must be written back before `claude --resume SID` (run in `cwd`) finds the session:
     None when its transcript is in place (or the folder is not known: the command's note says so)."""
-    if usable_folder(cwd, []) is None:
+    folder = usable_folder(cwd, [])
+    if folder is None:
         return None
     files = _own_files(conn, sid)
     main = next((path for path, _, is_main in files if is_main), None)
-    project = claude_project_dir(cwd, main, [])
+    project = claude_project_dir(folder, main, [])
     expected = project / f"{sid}.jsonl"
     if os.path.lexists(expected):
         return None
@@ -533,7 +567,7 @@ def _needs_restore(plan: ForkPlan, step: RestoreStep | None) -> ForkPlan:
     return plan
 
 
-def restore_for(conn: sqlite3.Connection, plan: ForkPlan) -> list:
+def restore_for(conn: sqlite3.Connection, plan: ForkPlan) -> list[RestoredFile]:
     """Do a plan's restore step: write its files back where the agent looks (never overwriting).
     Returns the `core.archive.RestoredFile`s; the plan's command works afterwards."""
     from threadloom.core.archive import restore_session
@@ -556,8 +590,12 @@ def restore_for(conn: sqlite3.Connection, plan: ForkPlan) -> list:
 # ---------------------------------------------------------------------- Claude Code: the fork itself
 
 
-def _session_row(conn: sqlite3.Connection, session_id: str) -> tuple:
-    row = conn.execute(
+# a session as `_session_row` selects it: id, agent, title, folder, is_subagent, kind
+_SessionRow = tuple[str, str, str | None, str | None, int, str]
+
+
+def _session_row(conn: sqlite3.Connection, session_id: str) -> _SessionRow:
+    row: _SessionRow | None = conn.execute(
         "SELECT id, source, title, project_path, is_subagent, kind FROM agent_sessions WHERE id = ?",
         (session_id,),
     ).fetchone()
@@ -568,7 +606,7 @@ def _session_row(conn: sqlite3.Connection, session_id: str) -> tuple:
 
 def resolve_entry(conn: sqlite3.Connection, ref: str) -> tuple[int, str, str | None]:
     """(entry id, session id, uuid) from an entry id or a record uuid."""
-    row = None
+    row: tuple[int, str | None, str | None] | None = None
     if ref.isdigit():
         row = conn.execute("SELECT id, session_id, uuid FROM entries WHERE id = ?", (int(ref),)).fetchone()
     if row is None:
@@ -576,14 +614,14 @@ def resolve_entry(conn: sqlite3.Connection, ref: str) -> tuple[int, str, str | N
             "SELECT id, session_id, uuid FROM entries WHERE uuid = ? AND dup_of IS NULL ORDER BY id LIMIT 1",
             (ref,),
         ).fetchone()
-    if row is None or row[1] is None:
-        raise ForkError(
-            f"no record {ref!r}: give an entry id or a message uuid (see `threadloom show --json`)"
-        )
-    return row
+    if row is not None:
+        entry_id, session_id, uuid = row
+        if session_id is not None:
+            return entry_id, session_id, uuid
+    raise ForkError(f"no record {ref!r}: give an entry id or a message uuid (see `threadloom show --json`)")
 
 
-def _records(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, dict]]:
+def _records(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, dict[str, Any]]]:
     out = []
     for eid, raw in conn.execute(
         "SELECT id, raw FROM entries WHERE session_id = ? AND dup_of IS NULL ORDER BY id", (session_id,)
@@ -597,13 +635,13 @@ def _records(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, dict]
     return out
 
 
-def _content(obj: dict) -> list | None:
+def _content(obj: dict[str, Any]) -> list[Any] | None:
     message = obj.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     return content if isinstance(content, list) else None
 
 
-def _tool_uses(obj: dict) -> list[str]:
+def _tool_uses(obj: dict[str, Any]) -> list[str]:
     content = _content(obj)
     if obj.get("type") != "assistant" or content is None:
         return []
@@ -614,7 +652,7 @@ def _tool_uses(obj: dict) -> list[str]:
     ]
 
 
-def _tool_results(obj: dict) -> list[str]:
+def _tool_results(obj: dict[str, Any]) -> list[str]:
     content = _content(obj)
     if obj.get("type") != "user" or content is None:
         return []
@@ -625,7 +663,7 @@ def _tool_results(obj: dict) -> list[str]:
     ]
 
 
-def _message_id(obj: dict) -> str | None:
+def _message_id(obj: dict[str, Any]) -> str | None:
     message = obj.get("message")
     mid = message.get("id") if obj.get("type") == "assistant" and isinstance(message, dict) else None
     return mid if isinstance(mid, str) and mid else None
@@ -636,8 +674,8 @@ SATELLITES = frozenset({"attachment", "system", "progress"})
 
 
 def select_chain(
-    records: list[tuple[int, dict]], cut_uuid: str, *, keep_sidechains: bool
-) -> list[tuple[int, dict]]:
+    records: list[tuple[int, dict[str, Any]]], cut_uuid: str, *, keep_sidechains: bool
+) -> list[tuple[int, dict[str, Any]]]:
     """What a fork at `cut_uuid` keeps, in file order (FORK.md §1.5 step 3, §1.6).
 
     The ancestor chain of the cut (so abandoned branches stay out), plus every block of each API
@@ -645,7 +683,7 @@ def select_chain(
     of one message are not all ancestors of what follows (each result hangs off its own call).
     Each call comes with its result and what hangs off that result (hook attachments), and nothing
     past the chosen message: the cut moves only as far as its own blocks and their results."""
-    by_uuid: dict[str, tuple[int, dict]] = {}
+    by_uuid: dict[str, tuple[int, dict[str, Any]]] = {}
     order: dict[str, int] = {}
     blocks: dict[str, list[str]] = {}  # message.id -> its records
     answers: dict[str, list[str]] = {}  # tool_use id -> the records holding its tool_result
@@ -711,7 +749,9 @@ def select_chain(
     return [by_uuid[u] for u in sorted(kept, key=order.__getitem__)]
 
 
-def _answered_only(kept: list[tuple[int, dict]], notes: list[str]) -> list[tuple[int, dict]]:
+def _answered_only(
+    kept: list[tuple[int, dict[str, Any]]], notes: list[str]
+) -> list[tuple[int, dict[str, Any]]]:
     """`kept` without tool calls that have no result in the log (an agent resumed with an
     unanswered call fails): a record of such calls only is left out, a mixed one loses them."""
     answered = {tid for _, obj in kept for tid in _tool_results(obj)}
@@ -1145,7 +1185,7 @@ def _cwd_of(conn: sqlite3.Connection, sid: str) -> str | None:
 CODEX_TURN_OPENERS = frozenset({"task_started", "turn_started", "user_message"})
 
 
-def _codex_kind(raw: bytes) -> tuple[str | None, str | None, dict]:
+def _codex_kind(raw: bytes) -> tuple[str | None, str | None, dict[str, Any]]:
     """(line type, payload type, the object) of a rollout line."""
     try:
         obj = orjson.loads(raw)
@@ -1309,7 +1349,7 @@ def _codex_whole_fork(conn: sqlite3.Connection, sid: str, external: str, entry_i
     return _needs_restore(plan, codex_restore_step(conn, sid, external))
 
 
-def _gemini_messages(conn: sqlite3.Connection, sid: str, cut_entry: int | None) -> list[dict]:
+def _gemini_messages(conn: sqlite3.Connection, sid: str, cut_entry: int | None) -> list[dict[str, Any]]:
     """The branch's user/gemini messages up to the cut, with later lines of a message merged in."""
     rows = conn.execute(
         "SELECT id, uuid, parent_uuid, raw FROM entries WHERE session_id = ? AND dup_of IS NULL ORDER BY id",
@@ -1324,7 +1364,7 @@ def _gemini_messages(conn: sqlite3.Connection, sid: str, cut_entry: int | None) 
     while node and node in by_uuid and by_uuid[node][0] not in chain_ids:
         chain_ids.add(by_uuid[node][0])
         node = by_uuid[node][2]
-    merged: dict[str, dict] = {}
+    merged: dict[str, dict[str, Any]] = {}
     for eid, _, _, raw in rows:
         if eid not in chain_ids:
             continue

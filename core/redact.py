@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
 
 # (kind, pattern): the whole match is masked unless the pattern has a group named "secret"
 PATTERNS: list[tuple[str, str]] = [
@@ -58,7 +59,7 @@ class Redactor:
         if not self.enabled or not text:
             return text
         for kind, pattern in _COMPILED:
-            text = pattern.sub(lambda m, kind=kind: self._mask(kind, m), text)
+            text = pattern.sub(partial(self._mask, kind), text)
         return text
 
     def _mask(self, kind: str, match: re.Match[str]) -> str:

@@ -107,7 +107,7 @@ class FileChange:
     created: bool = False  # it did not exist at the fork point: the patch deletes it
     note: str | None = None  # something the user should know even so (a shell command also touched it)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "tool": self.tool,
@@ -568,11 +568,11 @@ def _raw_objects(conn: sqlite3.Connection, entry_ids: set[int]) -> dict[int, Any
 # ---------------------------------------------------------------------- reading edits from calls
 
 
-def _param(params: dict, keys: tuple[str, ...]) -> Any:
+def _param(params: dict[str, Any], keys: tuple[str, ...]) -> Any:
     return next((params[k] for k in keys if k in params), None)
 
 
-def _string_param(params: dict, keys: tuple[str, ...]) -> str | None:
+def _string_param(params: dict[str, Any], keys: tuple[str, ...]) -> str | None:
     value = _param(params, keys)
     return value if isinstance(value, str) else None
 
@@ -587,7 +587,7 @@ def _applied(call: ToolCall) -> bool | None:
     return None
 
 
-def _claude_steps(call: ToolCall, params: dict, result: Any, order: int) -> list[Step]:
+def _claude_steps(call: ToolCall, params: dict[str, Any], result: Any, order: int) -> list[Step]:
     """Edit, MultiEdit, Write and NotebookEdit as Claude Code records them: the input, and in the
     result's `toolUseResult` the file before (`originalFile`) and the change (`structuredPatch`)."""
     name = call.name
@@ -625,10 +625,10 @@ def _claude_steps(call: ToolCall, params: dict, result: Any, order: int) -> list
             + RESTORE
         )
     elif name == "MultiEdit":
-        edits = params.get("edits") if isinstance(params.get("edits"), list) else []
+        edits = params.get("edits")
         step.strings = [
             (e.get("old_string", ""), e.get("new_string", ""), bool(e.get("replace_all")))
-            for e in edits
+            for e in (edits if isinstance(edits, list) else [])
             if isinstance(e, dict)
         ]
         step.whole_line_delete = True
@@ -661,7 +661,7 @@ def _claude_steps(call: ToolCall, params: dict, result: Any, order: int) -> list
     return [step]
 
 
-def _generic_steps(call: ToolCall, params: dict, order: int) -> list[Step]:
+def _generic_steps(call: ToolCall, params: dict[str, Any], order: int) -> list[Step]:
     """Another agent's write or edit tool, read from its parameters alone."""
     name = call.name
     path = _string_param(params, PATH_KEYS)
@@ -685,7 +685,7 @@ def _generic_steps(call: ToolCall, params: dict, order: int) -> list[Step]:
     return [step]
 
 
-def _gemini_steps(call: ToolCall, params: dict, record: Any, order: int) -> list[Step]:
+def _gemini_steps(call: ToolCall, params: dict[str, Any], record: Any, order: int) -> list[Step]:
     """Gemini CLI's replace / write_file: the call's `resultDisplay` holds the file before and after."""
     steps = _generic_steps(call, params, order)
     if not steps or not isinstance(record, dict):
@@ -781,9 +781,9 @@ def parse_apply_patch(text: str) -> list[PatchOp]:
     return ops
 
 
-def _patch_applied_changes(conn: sqlite3.Connection, session_ids: set[str]) -> dict[str, dict]:
+def _patch_applied_changes(conn: sqlite3.Connection, session_ids: set[str]) -> dict[str, dict[str, Any]]:
     """Codex's own account of each applied patch (`patch_apply_end`): call id → {success, changes}."""
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for sid in session_ids:
         for (raw,) in conn.execute(
             "SELECT raw FROM entries WHERE session_id = ? AND subtype = 'patch_apply_end'", (sid,)
@@ -829,7 +829,9 @@ def _change_ops(changes: Any) -> list[PatchOp] | None:
     return ops
 
 
-def _codex_steps(call: ToolCall, params: dict, applied_end: dict | None, order: int) -> list[Step]:
+def _codex_steps(
+    call: ToolCall, params: dict[str, Any], applied_end: dict[str, Any] | None, order: int
+) -> list[Step]:
     """Steps of an apply_patch call, from Codex's own record of the change when it kept one, else
     from the patch the model wrote."""
     ops = None
@@ -966,17 +968,18 @@ GIT_WRITING = frozenset(
 HEREDOC = re.compile(r"(?<!<)<<(?!<)-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 
 
-def shell_script(params: dict) -> str | None:
+def shell_script(params: dict[str, Any]) -> str | None:
     """The command line a shell call ran ("bash -lc SCRIPT" unwrapped)."""
     command = params.get("command", params.get("cmd"))
     if isinstance(command, list) and all(isinstance(w, str) for w in command):
+        words: list[str] = command  # every word is a string, as just checked
         if (
-            len(command) >= 3
-            and command[1] in ("-c", "-lc", "-l", "-ic")
-            and command[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh")
+            len(words) >= 3
+            and words[1] in ("-c", "-lc", "-l", "-ic")
+            and words[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh")
         ):
-            return command[-1]
-        return shlex.join(command)
+            return words[-1]
+        return shlex.join(words)
     return command if isinstance(command, str) else None
 
 
@@ -1312,9 +1315,9 @@ def _assemble(
         if rel is None:
             outside.add(full)
     doubts: dict[str, str] = {}
-    for path, why in unsure:
+    for path, doubt in unsure:
         full, rel = _resolve(path, cwd)
-        doubts.setdefault(full, why)
+        doubts.setdefault(full, doubt)
         names.setdefault(full, rel or full)
     shelled: dict[str, str] = {}
     for path, script in shell:
@@ -1328,13 +1331,13 @@ def _assemble(
         file_steps = by_file.get(full, [])
         tools = ", ".join(dict.fromkeys(s.tool for s in file_steps)) or ("Bash" if full in shelled else "?")
         change = FileChange(name, tools, len(file_steps), False)
-        script = shelled.get(full)
+        shelled_by = shelled.get(full)  # the shell command that changed it
         if full in doubts:
             change.why_not = doubts[full] + "; look at the file and restore it by hand if needed"
         elif not file_steps:
             change.tool = "shell"
             change.why_not = (
-                f"changed by a shell command (`{one_line(script, 80)}`) and the records do not say how"
+                f"changed by a shell command (`{one_line(shelled_by, 80)}`) and the records do not say how"
                 + RESTORE
             )
         elif full in outside:
@@ -1354,8 +1357,10 @@ def _assemble(
                         sections.append(diff_section(name, section[1], section[0]))
                     else:
                         sections.append(hunks_section(name, section))
-            if script is not None and why is None:
-                also = f"a shell command (`{one_line(script, 60)}`) also changed it: the patch may not apply"
+            if shelled_by is not None and why is None:
+                also = (
+                    f"a shell command (`{one_line(shelled_by, 60)}`) also changed it: the patch may not apply"
+                )
                 change.note = f"{change.note}; {also}" if change.note else also
         if not change.revertible:
             plan.problems.append(f"{printable(name)}: {change.why_not}")

@@ -586,7 +586,7 @@ class ThreadloomApp(App[int]):
         self.demo = True
         self._start_demo()
 
-    def action_back(self) -> None:
+    def action_back(self) -> None:  # type: ignore[override]  # replaces Textual's own (async) back action
         """Esc (or Backspace) in a subagent opened from its Task call: back to that call."""
         self.browser.go_back()
 

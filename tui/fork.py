@@ -710,7 +710,7 @@ class ForkPicker(ModalScreen[None]):
             self.expanded.discard(turn)
             self._fill(keep=(turn, None))
 
-    def action_toggle(self) -> None:
+    def action_toggle(self) -> None:  # type: ignore[override]  # replaces Textual's toggle(attribute) action
         row = self.current_row()
         if row is not None and self.points[row.turn].turn_id in self.expanded:
             self.action_collapse()

@@ -25,7 +25,7 @@ from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -497,7 +497,7 @@ class MessageView(ScrollView, can_focus=True):
             self.extras[call.id] = browse.tool_result_extra(self.conn, call)
         return self.extras[call.id]
 
-    def render_lines(self, crop):  # type: ignore[no-untyped-def]
+    def render_lines(self, crop: Region) -> list[Strip]:
         self._prepare()
         lines = super().render_lines(crop)
         if self._ahead:

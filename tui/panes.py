@@ -186,13 +186,14 @@ class SessionTree(Tree[NodeRef]):
     # ------------------------------------------------------------------ filling
 
     def show_project(
-        self, conn: sqlite3.Connection, project: str | None, *, keep_state: bool = False
+        self, conn: sqlite3.Connection | None, project: str | None, *, keep_state: bool = False
     ) -> bool:
-        """Fill the tree with a project's sessions; returns False when nothing changed."""
+        """Fill the tree with a project's sessions (none without a project or a connection, as
+        after a failed first load); returns False when nothing changed."""
         self.conn = conn
         sessions = (
             browse.project_sessions(conn, project, include_warmup=self.include_warmup)
-            if project is not None
+            if conn is not None and project is not None
             else []
         )
         same_project = project == self.project

@@ -206,7 +206,8 @@ def event_line(msg: MessageRow) -> Text:
     kind = msg.subtype or "system"
     style = "dim"
     if kind == "compact_boundary":
-        meta = ev.get("compactMetadata") if isinstance(ev.get("compactMetadata"), dict) else {}
+        meta = ev.get("compactMetadata")
+        meta = meta if isinstance(meta, dict) else {}
         label = "✂ conversation compacted"
         if meta.get("trigger"):
             label += f" · {meta['trigger']}"
@@ -228,8 +229,10 @@ def event_line(msg: MessageRow) -> Text:
     elif kind == "turn_duration":
         label = f"turn took {duration(ev.get('durationMs'))}"
     elif kind == "stop_hook_summary":
-        hooks = ev.get("hookInfos") if isinstance(ev.get("hookInfos"), list) else []
-        commands = ", ".join(str(h.get("command")) for h in hooks if isinstance(h, dict))
+        hooks = ev.get("hookInfos")
+        commands = ", ".join(
+            str(h.get("command")) for h in (hooks if isinstance(hooks, list) else []) if isinstance(h, dict)
+        )
         label = f"⚙ stop hook: {commands or '?'}"
         if ev.get("hookErrors"):
             label += " · errors"
@@ -255,7 +258,7 @@ def call_line(call: ToolCallRow, expanded: bool, width: int | None = None) -> Te
     text.append(call.name, style="bold #d7af5f")
     gist = params.get("description") if call.name in SPAWN_TOOLS else None
     gist_at = len(text) + 2
-    text.append("  " + (gist if isinstance(gist, str) else tool_summary(call)))  # type: ignore[arg-type]
+    text.append("  " + (gist if isinstance(gist, str) else tool_summary(call)))
     gist_end = len(text)
     mark, style = STATUS.get(call.status or "pending", ("?", "dim"))
     text.append("  ")
@@ -314,8 +317,9 @@ def output_view(call: ToolCallRow, params: dict[str, Any], output: str, backgrou
     if call.status in ("failed", "rejected", "interrupted"):
         body: RenderableType = terminal_text("\n".join(shown), "#ff8787")
     elif call.name == "Read" and shown and all(CAT_N.match(line) for line in shown):
-        first = int(CAT_N.match(shown[0]).group(1))  # type: ignore[union-attr]
-        source = "\n".join(CAT_N.match(line).group(2) for line in shown)  # type: ignore[union-attr]
+        numbered = [m for m in map(CAT_N.match, shown) if m is not None]  # every line, as just checked
+        first = int(numbered[0].group(1))
+        source = "\n".join(m.group(2) for m in numbered)
         path = str(params.get("file_path") or "")
         body = code(source, Syntax.guess_lexer(path, source), background, line_numbers=True, start_line=first)
     else:

@@ -29,8 +29,8 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
-from threadloom.core.search import SEARCH_HELP, Hit, SearchResult
-from threadloom.core.text import human_when
+from threadloom.core.search import Hit, SearchResult
+from threadloom.core.text import SEARCH_HELP, human_when
 from threadloom.tui.events import OpenForkPicker, SearchClosed, SearchHitChosen
 from threadloom.tui.panes import fit
 from threadloom.tui.render import ROLE_STYLE

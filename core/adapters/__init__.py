@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from threadloom.core.adapters.base import Adapter
 
@@ -82,7 +82,7 @@ def completed(adapter: Any) -> Adapter:
         return adapter
     cls = type(adapter)
     adapter.__class__ = type(cls.__name__, (cls, Adapter), {"__module__": cls.__module__})
-    return adapter
+    return cast(Adapter, adapter)  # its class derives from Adapter now
 
 
 def adapter_for(agent: str) -> Adapter:

@@ -47,6 +47,8 @@ from threadloom.core.adapters.shared import (
     SqliteSource,
     app_config_dirs,
     as_bytes,
+    as_dict,
+    as_list,
     as_str,
     head_of,
     input_text,
@@ -58,6 +60,7 @@ from threadloom.core.adapters.shared import (
     scalar_members,
     sqlite_tables,
     tile,
+    wrapped_params,
 )
 from threadloom.core.adapters.walk import walk
 
@@ -177,7 +180,7 @@ def _info(st: dict[str, Any]) -> SessionInfo | None:
     return SessionInfo(source=AGENT, external_id=st["sid"]) if st["sid"] else None
 
 
-def _user(m: dict, rec: RawRecord, st: dict[str, Any]) -> Record:
+def _user(m: dict[str, Any], rec: RawRecord, st: dict[str, Any]) -> Record:
     sid = st["sid"]
     digest = hashlib.sha256((st["last"] or "").encode() + b"\n" + rec.raw).hexdigest()[:16]
     out = Record(
@@ -190,8 +193,8 @@ def _user(m: dict, rec: RawRecord, st: dict[str, Any]) -> Record:
         timestamp=parse_iso_ms(m.get("timestamp")),
     )
     st["last"] = out.uuid
-    env = m.get("env_context") if isinstance(m.get("env_context"), dict) else {}
-    state = env.get("env_state") if isinstance(env.get("env_state"), dict) else {}
+    env = as_dict(m.get("env_context"))
+    state = as_dict(env.get("env_state"))
     out.cwd = as_str(state.get("current_working_directory"))
     content = m.get("content")
     kind, body = next(iter(content.items())) if isinstance(content, dict) and content else (None, None)
@@ -199,7 +202,7 @@ def _user(m: dict, rec: RawRecord, st: dict[str, Any]) -> Record:
     out.subtype = kind
     out.known = kind in ("Prompt", "ToolUseResults", "CancelledToolUses")
     prompt = as_str(body.get("prompt"))
-    results = body.get("tool_use_results") if isinstance(body.get("tool_use_results"), list) else []
+    results = as_list(body.get("tool_use_results"))
     texts = []
     for r in results:
         if not isinstance(r, dict) or not as_str(r.get("tool_use_id")):
@@ -220,10 +223,10 @@ def _user(m: dict, rec: RawRecord, st: dict[str, Any]) -> Record:
     return out
 
 
-def _assistant(m: dict, st: dict[str, Any]) -> Record:
+def _assistant(m: dict[str, Any], st: dict[str, Any]) -> Record:
     sid = st["sid"]
     kind = "ToolUse" if "ToolUse" in m else "Response"
-    body = m.get(kind) if isinstance(m.get(kind), dict) else {}
+    body = as_dict(m.get(kind))
     st["n"] += 1
     msg_id = as_str(body.get("message_id"))
     out = Record(
@@ -242,7 +245,7 @@ def _assistant(m: dict, st: dict[str, Any]) -> Record:
     for number, call in enumerate(calls if isinstance(calls, list) else []):
         if not isinstance(call, dict) or not as_str(call.get("id")):
             continue
-        args = call.get("args") if isinstance(call.get("args"), dict) else {"args": call.get("args")}
+        args = wrapped_params(call.get("args"), "args")
         out.tool_uses.append(
             ToolUse(
                 call["id"],

@@ -37,6 +37,7 @@ from threadloom.core.adapters.base import (
     safe_int,
 )
 from threadloom.core.adapters.shared import (
+    as_dict,
     as_str,
     json_text,
     parse_record,
@@ -361,7 +362,7 @@ class ClaudeAdapter(Adapter):
             return ctx.state.get("root_session")
         return ctx.state.get("last_sid") or ctx.state.get("stem")
 
-    def _assign_session(self, out: Record, obj: dict, sid: str | None, ctx: FileContext) -> None:
+    def _assign_session(self, out: Record, obj: dict[str, Any], sid: str | None, ctx: FileContext) -> None:
         project_key = ctx.project_key
         if ctx.kind == "subagent":
             root = ctx.state.get("root_session") or sid
@@ -398,6 +399,7 @@ class ClaudeAdapter(Adapter):
             if sid is None:
                 return
         uuid_session: dict[str, str] = ctx.state["uuid_session"]
+        session: str | None  # a side chain record's: its agent's, its parent's, or one of its own
         if out.is_sidechain:
             if out.agent_id:
                 session = f"{sid}:agent-{out.agent_id}"
@@ -435,10 +437,10 @@ class ClaudeAdapter(Adapter):
 
     # ------------------------------------------------------------------ record kinds
 
-    def _user(self, out: Record, obj: dict, ctx: FileContext) -> None:
+    def _user(self, out: Record, obj: dict[str, Any], ctx: FileContext) -> None:
         out.role = "user"
         out.is_message = True
-        msg = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+        msg = as_dict(obj.get("message"))
         content = msg.get("content")
         texts: list[str] = []
         others = 0  # blocks that are not text (tool results, images, documents)
@@ -492,17 +494,17 @@ class ClaudeAdapter(Adapter):
             out.session.task_description = "Side question: " + one_line(question, 300)
             out.session.parent_message_id = out.parent_uuid
 
-    def _assistant(self, out: Record, obj: dict, ctx: FileContext, offset: int) -> None:
+    def _assistant(self, out: Record, obj: dict[str, Any], ctx: FileContext, offset: int) -> None:
         out.role = "assistant"
         out.is_message = True
-        msg = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+        msg = as_dict(obj.get("message"))
         out.model = as_str(msg.get("model"))
         out.message_id = as_str(msg.get("id"))
         out.request_id = as_str(obj.get("requestId"))
         content = msg.get("content")
         texts: list[str] = []
         thinking: list[str] = []
-        inputs: list[tuple[str, dict]] = []
+        inputs: list[tuple[str, dict[str, Any]]] = []
         others = 0  # blocks that are neither text nor thinking
         if isinstance(content, str):
             texts.append(content)
@@ -561,7 +563,7 @@ class ClaudeAdapter(Adapter):
                     cost_usd=recorded_cost(obj.get("costUSD")),
                 )
 
-    def _other(self, out: Record, obj: dict, etype: str | None) -> None:
+    def _other(self, out: Record, obj: dict[str, Any], etype: str | None) -> None:
         if etype == "summary":
             out.content = as_str(obj.get("summary"))
             out.ref_uuid = as_str(obj.get("leafUuid"))
@@ -589,11 +591,11 @@ class ClaudeAdapter(Adapter):
             out.subtype = as_str(obj.get("operation"))
             out.content = _text_of(obj.get("content"))
         elif etype == "attachment":
-            att = obj.get("attachment") if isinstance(obj.get("attachment"), dict) else {}
+            att = as_dict(obj.get("attachment"))
             out.subtype = as_str(att.get("type"))
             out.content = _text_of(att.get("content")) or as_str(att.get("stdout")) or None
         elif etype == "progress":
-            data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
+            data = as_dict(obj.get("data"))
             out.subtype = as_str(data.get("type"))
 
     def _document(self, obj: Any, ctx: FileContext, error: str | None) -> Record:
@@ -645,7 +647,7 @@ def _short_json(value: Any) -> str | None:
 
 
 def _looks_like_uuid(value: str | None) -> bool:
-    return bool(value) and len(value) == 36 and value.count("-") == 4
+    return value is not None and len(value) == 36 and value.count("-") == 4
 
 
 def _visible_text(texts: list[str]) -> str:
@@ -668,7 +670,7 @@ def _text_of(content: Any) -> str | None:
     return None
 
 
-def _tool_result(block: dict, tool_use_result: Any, ctx: FileContext) -> ToolResult:
+def _tool_result(block: dict[str, Any], tool_use_result: Any, ctx: FileContext) -> ToolResult:
     call_id = as_str(block.get("tool_use_id"))
     if call_id is None:  # a result without an id answers the oldest call that had none
         waiting = ctx.state.get("calls_without_id")

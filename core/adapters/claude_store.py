@@ -26,6 +26,7 @@ from threadloom.core.adapters.shared import (
     RowSink,
     SqliteSource,
     as_bytes,
+    as_dict,
     as_str,
     loads,
     open_sqlite,
@@ -69,11 +70,11 @@ class ClaudeStoreAdapter(SqliteSource):
                         details[row["uuid"]] = (table, row)
             order = "timestamp, rowid" if "timestamp" in table_columns(conn, "base_messages") else "rowid"
             for base in conn.execute(f"SELECT * FROM base_messages ORDER BY {order}"):
-                table, detail = details.get(base["uuid"], (None, None))
-                values = {"tool_use_result": None, "message": None}
+                detail_table, detail = details.get(base["uuid"], (None, None))
+                values: dict[str, bytes | None] = {"tool_use_result": None, "message": None}
                 key: dict[str, Any] = {"$row": "base_messages", **_plain(base)}
                 if detail is not None:
-                    key["$detail"] = {"table": table, **_plain(detail, skip=JSON_COLUMNS)}
+                    key["$detail"] = {"table": detail_table, **_plain(detail, skip=JSON_COLUMNS)}
                     for column in ("tool_use_result", "message"):
                         if column in detail.keys():  # noqa: SIM118 - a sqlite3.Row iterates its values
                             values[column] = as_bytes(detail[column])
@@ -126,9 +127,9 @@ class ClaudeStoreAdapter(SqliteSource):
             version=as_str(obj.get("version")),
         )
 
-    def _message(self, base: dict, st: dict[str, Any], rec: RawRecord) -> Record:
+    def _message(self, base: dict[str, Any], st: dict[str, Any], rec: RawRecord) -> Record:
         """The message in its JSONL shape, read by the Claude Code adapter."""
-        detail = base.get("$detail") if isinstance(base.get("$detail"), dict) else {}
+        detail = as_dict(base.get("$detail"))
         line: dict[str, Any] = {
             "type": base.get("message_type"),
             "uuid": base.get("uuid"),
@@ -162,6 +163,6 @@ def _plain(row: sqlite3.Row, skip: frozenset[str] = frozenset()) -> dict[str, An
     return out
 
 
-def _info(base: dict) -> SessionInfo | None:
+def _info(base: dict[str, Any]) -> SessionInfo | None:
     sid = as_str(base.get("session_id"))
     return SessionInfo(source=CLAUDE, external_id=sid) if sid else None

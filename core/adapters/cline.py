@@ -51,6 +51,8 @@ from threadloom.core.adapters.base import (
     safe_int,
 )
 from threadloom.core.adapters.shared import (
+    as_dict,
+    as_list,
     as_str,
     editor_user_dirs,
     head_of,
@@ -60,6 +62,7 @@ from threadloom.core.adapters.shared import (
     parse_document,
     scalar_members,
     tile,
+    wrapped_params,
 )
 from threadloom.core.adapters.walk import walk
 
@@ -458,7 +461,7 @@ class ClineAdapter(Adapter):
         if name in PROMPT_SAYS:
             out.role = "user"
             out.is_message = True
-            images = m.get("images") if isinstance(m.get("images"), list) else []
+            images = as_list(m.get("images"))
             out.content = text or (f"[{len(images)} image(s)]" if images else None)
             out.is_prompt = bool(out.content)
         elif name == "user_feedback_diff":
@@ -474,7 +477,7 @@ class ClineAdapter(Adapter):
         elif name in USAGE_SAYS:
             self._ui_usage(out, text, st, name)
         elif name in ("condense_context", "condense", "summarize_task", "compaction"):
-            condense = m.get("contextCondense") if isinstance(m.get("contextCondense"), dict) else {}
+            condense = as_dict(m.get("contextCondense"))
             out.role, out.is_message = "system", True
             out.is_compaction = out.segment_marker = True
             out.content = as_str(condense.get("summary")) or text or "context condensed"
@@ -610,7 +613,7 @@ class ClineAdapter(Adapter):
         if not isinstance(m, dict):
             return Record(entry_type="non-object", known=False, session_id=sid, session=self._info(st))
         role = as_str(m.get("role"))
-        meta = m.get("metadata") if isinstance(m.get("metadata"), dict) else {}
+        meta = as_dict(m.get("metadata"))
         msg_id = as_str(m.get("id"))
         out = Record(
             entry_type="message",
@@ -658,7 +661,7 @@ class ClineAdapter(Adapter):
             return Record(entry_type="manifest", known=False)
         sid = as_str(obj.get("session_id"))
         st["sid"] = sid
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        meta = as_dict(obj.get("metadata"))
         out = Record(
             entry_type="manifest",
             session_id=sid,
@@ -735,7 +738,7 @@ def _ui_text(name: str, text: str) -> str | None:
         obj, _ = loads(text.encode())
         if isinstance(obj, dict):
             body = as_str(obj.get("question")) or as_str(obj.get("response")) or ""
-            options = obj.get("options") if isinstance(obj.get("options"), list) else []
+            options = as_list(obj.get("options"))
             labels = [
                 o if isinstance(o, str) else as_str(o.get("answer")) if isinstance(o, dict) else None
                 for o in options
@@ -745,7 +748,7 @@ def _ui_text(name: str, text: str) -> str | None:
     return text or None
 
 
-def _api_usage(data: dict, key: str) -> Usage | None:
+def _api_usage(data: dict[str, Any], key: str) -> Usage | None:
     """tokensIn of api_req_started: OpenAI-style providers (and newer Roo) count the cache inside it."""
     tin, tout = safe_int(data.get("tokensIn")), safe_int(data.get("tokensOut"))
     writes, reads = safe_int(data.get("cacheWrites")), safe_int(data.get("cacheReads"))
@@ -758,7 +761,7 @@ def _api_usage(data: dict, key: str) -> Usage | None:
     return Usage(key, None, max(0, tin - cached) if inclusive else tin, tout, writes, reads)
 
 
-def _sdk_usage(metrics: dict, key: str) -> Usage | None:
+def _sdk_usage(metrics: dict[str, Any], key: str) -> Usage | None:
     tin, tout = safe_int(metrics.get("inputTokens")), safe_int(metrics.get("outputTokens"))
     reads, writes = safe_int(metrics.get("cacheReadTokens")), safe_int(metrics.get("cacheWriteTokens"))
     if not (tin or tout or reads or writes):
@@ -809,9 +812,7 @@ def _blocks(out: Record, content: Any, role: str | None) -> None:
         elif btype == "redacted_thinking":
             thinking.append("[redacted thinking]")
         elif btype == "tool_use" and block.get("id") is not None:
-            params = (
-                block.get("input") if isinstance(block.get("input"), dict) else {"input": block.get("input")}
-            )
+            params = wrapped_params(block.get("input"), "input")
             out.tool_uses.append(
                 ToolUse(
                     str(block["id"]),

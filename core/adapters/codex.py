@@ -55,12 +55,14 @@ from threadloom.core.adapters.base import (
 from threadloom.core.adapters.claude import claude_layout
 from threadloom.core.adapters.shared import (
     JsonDocumentLines,
+    as_dict,
     as_str,
     head_of,
     input_text,
     json_text,
     merge_records,
     parse_record,
+    wrapped_params,
 )
 from threadloom.core.adapters.walk import walk
 
@@ -437,16 +439,17 @@ class CodexAdapter(Adapter):
 
     def _sid(self, ctx: FileContext, obj: Any, line_number: int) -> str:
         st = ctx.state
-        if st["sid"] is None:
-            sid = None
+        sid: str | None = st["sid"]
+        if sid is None:
             if isinstance(obj, dict):
                 payload = obj.get("payload")
                 if obj.get("type") == "session_meta" and isinstance(payload, dict):
                     sid = as_str(payload.get("id")) or as_str(payload.get("session_id"))
                 elif line_number == 1 and obj.get("type") is None:
                     sid = as_str(obj.get("id"))
-            st["sid"] = sid or _name_id(ctx.path)
-        return st["sid"]
+            sid = sid or _name_id(ctx.path)
+            st["sid"] = sid
+        return sid
 
     @staticmethod
     def _uuid(sid: str, rec: RawRecord) -> str:
@@ -458,7 +461,7 @@ class CodexAdapter(Adapter):
 
     # ------------------------------------------------------------------ record kinds
 
-    def _session_meta(self, out: Record, p: dict, ctx: FileContext) -> None:
+    def _session_meta(self, out: Record, p: dict[str, Any], ctx: FileContext) -> None:
         st = ctx.state
         meta_id = as_str(p.get("id")) or as_str(p.get("session_id"))
         if st["own_meta"] or (meta_id is not None and meta_id != st["sid"]):
@@ -470,7 +473,7 @@ class CodexAdapter(Adapter):
         st["own_meta"] = True
         out.cwd = as_str(p.get("cwd"))
         out.version = as_str(p.get("cli_version"))
-        git = p.get("git") if isinstance(p.get("git"), dict) else {}
+        git = as_dict(p.get("git"))
         out.git_branch = as_str(git.get("branch"))
         out.timestamp = out.timestamp or parse_iso_ms(p.get("timestamp"))
         out.forked_from_session_id = as_str(p.get("forked_from_id"))
@@ -497,7 +500,7 @@ class CodexAdapter(Adapter):
             info.parent_session_id = parent
         out.session = info
 
-    def _item(self, out: Record, p: dict, ctx: FileContext, wrapped: bool) -> None:
+    def _item(self, out: Record, p: dict[str, Any], ctx: FileContext, wrapped: bool) -> None:
         """One ResponseItem: the same shapes in every era (bare lines, payloads, snapshot items)."""
         itype = as_str(p.get("type"))
         if itype is None and isinstance(p.get("role"), str) and "content" in p:
@@ -541,13 +544,9 @@ class CodexAdapter(Adapter):
             elif itype == "custom_tool_call":
                 params = _json_arg(p.get("input"), key="input")
             elif itype == "local_shell_call":
-                params = p.get("action") if isinstance(p.get("action"), dict) else {"action": p.get("action")}
+                params = wrapped_params(p.get("action"), "action")
             else:
-                params = (
-                    p.get("arguments")
-                    if isinstance(p.get("arguments"), dict)
-                    else {"arguments": p.get("arguments")}
-                )
+                params = wrapped_params(p.get("arguments"), "arguments")
             name = as_str(p.get("name")) or ("local_shell" if itype == "local_shell_call" else "tool_search")
             if isinstance(p.get("namespace"), str) and p["namespace"]:
                 name = f"{p['namespace']}.{name}"
@@ -567,13 +566,14 @@ class CodexAdapter(Adapter):
         elif itype in ("web_search_call", "image_generation_call"):
             call_id = as_str(p.get("call_id")) or as_str(p.get("id"))
             name = "web_search" if itype == "web_search_call" else "image_generation"
-            params = (
+            # the search's action is passed as it is (`_tool_use` wraps what is not an object)
+            action = (
                 p.get("action") if itype == "web_search_call" else {"revised_prompt": p.get("revised_prompt")}
             )
             out.role = "assistant"
             out.is_message = True
             if call_id:
-                use = _tool_use(call_id, name, params)
+                use = _tool_use(call_id, name, action)
                 out.tool_uses.append(use)
                 out.tool_text = f"{name} {input_text(use.input_json)}"
                 status = as_str(p.get("status"))
@@ -622,7 +622,7 @@ class CodexAdapter(Adapter):
             st["branch_parent"] = None
         st["prompts"].append((out.uuid, out.parent_uuid))
 
-    def _event(self, out: Record, p: dict, ctx: FileContext, rec: RawRecord) -> None:
+    def _event(self, out: Record, p: dict[str, Any], ctx: FileContext, rec: RawRecord) -> None:
         kind = out.subtype
         st = ctx.state
         if kind == "user_message":
@@ -673,7 +673,7 @@ class CodexAdapter(Adapter):
                 del prompts[-turns:]
                 st["branch_parent"] = (first[1],)
         elif kind == "patch_apply_end":
-            changes = p.get("changes") if isinstance(p.get("changes"), dict) else {}
+            changes = as_dict(p.get("changes"))
             diffs = []
             for path, change in changes.items():
                 diff = change.get("unified_diff") if isinstance(change, dict) else None
@@ -691,7 +691,7 @@ class CodexAdapter(Adapter):
             out.is_message = True
             out.content = as_str(p.get("message")) or _text_or_json(p.get("error"))
         elif kind == "item_completed":
-            item = p.get("item") if isinstance(p.get("item"), dict) else {}
+            item = as_dict(p.get("item"))
             if item.get("type") == "Plan":
                 out.role = "assistant"
                 out.is_message = True
@@ -699,7 +699,7 @@ class CodexAdapter(Adapter):
         elif kind in ("mcp_tool_call_end", "web_search_end", "exec_command_end"):
             out.tool_text = _short(p.get("invocation") or p.get("query") or p.get("command"))
 
-    def _usage(self, p: dict, st: dict, uuid: str | None, origin: str) -> Usage | None:
+    def _usage(self, p: dict[str, Any], st: dict[str, Any], uuid: str | None, origin: str) -> Usage | None:
         """Keyed by thread and cumulative totals: a repeated or replayed total is one request."""
         info = p.get("info")
         if not isinstance(info, dict):
@@ -879,7 +879,7 @@ def _text(content: Any) -> str | None:
     return "\n".join(p for p in parts if p) or None
 
 
-def _item_text(p: dict) -> str:
+def _item_text(p: dict[str, Any]) -> str:
     """What an unknown item says: its text where it has one, else its fields as JSON."""
     for key in ("content", "text", "output", "result", "message", "summary"):
         text = _text(p.get(key)) if not isinstance(p.get(key), dict) else None
@@ -889,7 +889,7 @@ def _item_text(p: dict) -> str:
     return json_text(rest)[:4000]
 
 
-def _reasoning_text(p: dict) -> str | None:
+def _reasoning_text(p: dict[str, Any]) -> str | None:
     parts = []
     for field_name in ("summary", "content"):
         value = p.get(field_name)
@@ -898,7 +898,7 @@ def _reasoning_text(p: dict) -> str | None:
     return "\n".join(t for t in parts if t) or None
 
 
-def _json_arg(value: Any, key: str = "arguments") -> dict:
+def _json_arg(value: Any, key: str = "arguments") -> dict[str, Any]:
     """Tool arguments as an object: Codex stores them as a JSON string (or raw text for custom tools)."""
     if isinstance(value, dict):
         return value
@@ -957,7 +957,7 @@ def _output_status(output: Any) -> str:
     return "failed" if isinstance(code, int) and code != 0 else "completed"
 
 
-def _usage_from(u: dict, key: str) -> Usage:
+def _usage_from(u: dict[str, Any], key: str) -> Usage:
     """OpenAI counts cached (and cache-written) input inside input_tokens; the ledger keeps them apart."""
     cached = safe_int(u.get("cached_input_tokens"))
     written = safe_int(u.get("cache_write_input_tokens"))
@@ -976,8 +976,10 @@ def _text_or_json(value: Any) -> str | None:
         return None
     if isinstance(value, str):
         return value
-    if isinstance(value, dict) and isinstance(value.get("message"), str):
-        return value["message"]
+    if isinstance(value, dict):
+        message = value.get("message")
+        if isinstance(message, str):
+            return message
     return json_text(value)
 
 

@@ -56,6 +56,7 @@ from threadloom.core.adapters.base import (
 from threadloom.core.adapters.claude import claude_layout
 from threadloom.core.adapters.shared import (
     SNIFF_BYTES,
+    Spec,
     app_config_dirs,
     as_bytes,
     as_str,
@@ -67,7 +68,9 @@ from threadloom.core.adapters.shared import (
     parse_record,
     scalar_members,
     sqlite_tables,
+    text_bytes,
     tile,
+    wrapped_params,
 )
 from threadloom.core.adapters.walk import walk
 
@@ -80,8 +83,8 @@ ITEM_KEYS = (
     "aiService.prompts",
     "aiService.generations",
 )
-CHAT_SPECS = frozenset({("tabs", "[]", "bubbles", "[]"), ("tabs", "[]", "messages", "[]")})
-LIST_SPEC = frozenset({("[]",)})
+CHAT_SPECS: frozenset[Spec] = frozenset({("tabs", "[]", "bubbles", "[]"), ("tabs", "[]", "messages", "[]")})
+LIST_SPEC: frozenset[Spec] = frozenset({("[]",)})
 # ItemTable rows in reading order: the chat tabs before the prompt history, whose session is made
 # only when nothing else holds the chats; the generations (with times) before the prompts (without)
 ITEM_ORDER = (
@@ -91,7 +94,7 @@ ITEM_ORDER = (
     "aiService.generations",
     "aiService.prompts",
 )
-INLINE_SPEC = frozenset({("conversation", "[]")})
+INLINE_SPEC: frozenset[Spec] = frozenset({("conversation", "[]")})
 TOOL_STATUS = {
     "completed": "completed",
     "success": "completed",
@@ -320,7 +323,9 @@ class CursorAdapter(Adapter):
                 out.cwd = None
         return out
 
-    def _composer_facts(self, out: Record, c: dict, cid: str, ctx: FileContext, st: dict[str, Any]) -> None:
+    def _composer_facts(
+        self, out: Record, c: dict[str, Any], cid: str, ctx: FileContext, st: dict[str, Any]
+    ) -> None:
         out.session = self._info(cid, st)
         out.timestamp = parse_iso_ms(c.get("createdAt"))
         name = as_str(c.get("name"))
@@ -400,7 +405,7 @@ class CursorAdapter(Adapter):
             )
         return out
 
-    def _tool(self, out: Record, tool: dict, fallback_id: str) -> None:
+    def _tool(self, out: Record, tool: dict[str, Any], fallback_id: str) -> None:
         call_id = as_str(tool.get("toolCallId")) or fallback_id
         name = as_str(tool.get("name")) or str(tool.get("tool"))
         params = tool.get("params") if tool.get("params") is not None else tool.get("rawArgs")
@@ -636,7 +641,7 @@ def _has_table(path: Path, names: tuple[str, ...]) -> bool:
     return any(n in tables for n in names)
 
 
-def _tile_value(value: bytes, specs: frozenset) -> list[bytes]:
+def _tile_value(value: bytes, specs: frozenset[Spec]) -> list[bytes]:
     try:
         orjson.loads(value)
     except orjson.JSONDecodeError:
@@ -646,9 +651,9 @@ def _tile_value(value: bytes, specs: frozenset) -> list[bytes]:
 
 def _state_rows(
     conn: sqlite3.Connection, tables: set[str]
-) -> list[tuple[bytes, bytes | None, frozenset | None]]:
+) -> list[tuple[bytes, bytes | None, frozenset[Spec] | None]]:
     """(key, value, specs to tile the value by) in reading order."""
-    rows: list[tuple[bytes, bytes | None, frozenset | None]] = []
+    rows: list[tuple[bytes, bytes | None, frozenset[Spec] | None]] = []
     if "ItemTable" in tables:
         marks = ", ".join("?" * len(ITEM_KEYS))
         found = {
@@ -660,7 +665,7 @@ def _state_rows(
                 specs = (
                     CHAT_SPECS if key == CHAT_DATA else LIST_SPEC if key.startswith("aiService.") else None
                 )
-                rows.append((as_bytes(key), as_bytes(found[key]), specs))
+                rows.append((text_bytes(key), as_bytes(found[key]), specs))
     if "cursorDiskKV" not in tables:
         return rows
     composers: list[tuple[Any, str, bytes | None]] = []
@@ -681,13 +686,13 @@ def _state_rows(
     # parents before their subagents: creation time, then key
     for _, key, data in sorted(composers, key=lambda c: (c[0], c[1])):
         cid = key.split(":", 1)[1]
-        inline = bool(data) and b'"conversation"' in data and _has_inline(data)
-        rows.append((as_bytes(key), data, INLINE_SPEC if inline else None))
+        inline = data is not None and b'"conversation"' in data and _has_inline(data)
+        rows.append((text_bytes(key), data, INLINE_SPEC if inline else None))
         for bid, value in _ordered(data, bubbles.pop(cid, [])):
-            rows.append((as_bytes(f"bubbleId:{cid}:{bid}"), value, None))
+            rows.append((text_bytes(f"bubbleId:{cid}:{bid}"), value, None))
     for cid in sorted(bubbles):  # bubbles whose composer row is gone: kept, not attached
         for bid, value in bubbles[cid]:
-            rows.append((as_bytes(f"bubbleId:{cid}:{bid}"), value, None))
+            rows.append((text_bytes(f"bubbleId:{cid}:{bid}"), value, None))
     return rows
 
 
@@ -718,30 +723,31 @@ def _ordered(composer: bytes | None, rows: list[tuple[str, bytes | None]]) -> li
         hid = head.get("bubbleId") if isinstance(head, dict) else None
         if not isinstance(hid, str):
             continue
-        i = by_key.get(hid) if hid in by_key and by_key[hid] not in taken else own.get(hid)
-        if i is not None and i not in taken:
-            order.append(i)
-            taken.add(i)
+        pick = by_key.get(hid) if hid in by_key and by_key[hid] not in taken else own.get(hid)
+        if pick is not None and pick not in taken:
+            order.append(pick)
+            taken.add(pick)
     order += [i for i in range(len(rows)) if i not in taken]
     return [rows[i] for i in order]
 
 
-def _agent_store_rows(conn: sqlite3.Connection) -> list[tuple[bytes, bytes | None, frozenset | None]]:
-    rows: list[tuple[bytes, bytes | None, frozenset | None]] = []
+def _agent_store_rows(conn: sqlite3.Connection) -> list[tuple[bytes, bytes | None, frozenset[Spec] | None]]:
+    rows: list[tuple[bytes, bytes | None, frozenset[Spec] | None]] = []
     for key, value in conn.execute("SELECT key, value FROM meta ORDER BY rowid"):
-        rows.append((as_bytes(f"meta:{key}"), as_bytes(value), None))
+        rows.append((text_bytes(f"meta:{key}"), as_bytes(value), None))
     for blob_id, data in conn.execute("SELECT id, data FROM blobs ORDER BY rowid"):
-        rows.append((as_bytes(f"blob:{blob_id}"), as_bytes(data), None))
+        rows.append((text_bytes(f"blob:{blob_id}"), as_bytes(data), None))
     return rows
 
 
 # ---------------------------------------------------------------------- cursor-agent transcripts
 
 
-def _agent_message(out: Record, obj: dict, st: dict[str, Any]) -> None:
+def _agent_message(out: Record, obj: dict[str, Any], st: dict[str, Any]) -> None:
     """A `{role, message: {content}}` line or blob: text, thinking, tool calls, tool results."""
     role = as_str(obj.get("role"))
-    message = obj.get("message") if isinstance(obj.get("message"), dict) else obj
+    inner = obj.get("message")
+    message: dict[str, Any] = inner if isinstance(inner, dict) else obj
     content = message.get("content")
     out.role = role
     out.entry_type = role or out.entry_type
@@ -771,9 +777,7 @@ def _agent_message(out: Record, obj: dict, st: dict[str, Any]) -> None:
             thinking.append(as_str(block.get("thinking")) or as_str(block.get("text")) or "")
         elif btype in ("tool_use", "tool_call"):
             call_id = as_str(block.get("id")) or f"{out.uuid}:{number}"
-            params = (
-                block.get("input") if isinstance(block.get("input"), dict) else {"input": block.get("input")}
-            )
+            params = wrapped_params(block.get("input"), "input")
             out.tool_uses.append(
                 ToolUse(
                     call_id,
@@ -788,13 +792,13 @@ def _agent_message(out: Record, obj: dict, st: dict[str, Any]) -> None:
         elif btype in ("tool_result", "tool-result"):
             # transcripts give results an id their calls never had: match them to the oldest open call
             wanted = as_str(block.get("tool_use_id"))
-            call_id = wanted if wanted in pending else (pending[0] if pending else wanted)
-            if call_id:
-                if call_id in pending:
-                    pending.remove(call_id)
+            result_id = wanted if wanted in pending else (pending[0] if pending else wanted)
+            if result_id:
+                if result_id in pending:
+                    pending.remove(result_id)
                 body = block.get("content")
                 out.tool_results.append(
-                    ToolResult(call_id, json_text(body), "failed" if block.get("is_error") else "completed")
+                    ToolResult(result_id, json_text(body), "failed" if block.get("is_error") else "completed")
                 )
                 results.append(_block_text(body))
     text = "\n".join(t for t in texts if t)

@@ -238,13 +238,14 @@ class GeminiAdapter(Adapter):
 
     def _sid(self, ctx: FileContext) -> str:
         st = ctx.state
-        if st["sid"] is None:
+        sid: str | None = st["sid"]
+        if sid is None:
             sid = as_str(st["meta"].get("sessionId"))
             if sid is None:
                 name = ctx.path.name
                 sid = name[: name.rindex(".")] if "." in name else name
             st["sid"] = sid
-        return st["sid"]
+        return sid
 
     def _info(self, ctx: FileContext) -> SessionInfo:
         st = ctx.state
@@ -260,8 +261,9 @@ class GeminiAdapter(Adapter):
 
     def _cwd(self, ctx: FileContext) -> str | None:
         st = ctx.state
-        if st["cwd"]:
-            return st["cwd"]
+        cwd: str | None = st["cwd"]
+        if cwd:
+            return cwd
         dirs = st["meta"].get("directories")
         if isinstance(dirs, list) and dirs and isinstance(dirs[0], str):
             return dirs[0]
@@ -318,7 +320,7 @@ class GeminiAdapter(Adapter):
 
     # ------------------------------------------------------------------ record kinds
 
-    def _metadata(self, obj: dict, ctx: FileContext, error: str | None) -> Record:
+    def _metadata(self, obj: dict[str, Any], ctx: FileContext, error: str | None) -> Record:
         st = ctx.state
         st["meta"].update(obj)
         out = Record(
@@ -337,7 +339,7 @@ class GeminiAdapter(Adapter):
             out.subtype = "metadata"
         return out
 
-    def _set(self, values: dict, ctx: FileContext, rec: RawRecord, error: str | None) -> Record:
+    def _set(self, values: dict[str, Any], ctx: FileContext, rec: RawRecord, error: str | None) -> Record:
         st = ctx.state
         sid = self._sid(ctx)
         out = Record(
@@ -361,7 +363,9 @@ class GeminiAdapter(Adapter):
             self._checkpoint(out, [m for m in messages if isinstance(m, dict)], ctx, rec)
         return out
 
-    def _checkpoint(self, out: Record, messages: list[dict], ctx: FileContext, rec: RawRecord) -> None:
+    def _checkpoint(
+        self, out: Record, messages: list[dict[str, Any]], ctx: FileContext, rec: RawRecord
+    ) -> None:
         """`$set.messages`: the whole history replaced (compression, masking); new parts are shown."""
         st = ctx.state
         sid = self._sid(ctx)
@@ -402,7 +406,7 @@ class GeminiAdapter(Adapter):
             parent_uuid=st["last_uuid"],
         )
 
-    def _message(self, m: dict, ctx: FileContext, rec: RawRecord) -> Record:
+    def _message(self, m: dict[str, Any], ctx: FileContext, rec: RawRecord) -> Record:
         st = ctx.state
         sid = self._sid(ctx)
         msg_id = as_str(m.get("id"))
@@ -555,12 +559,12 @@ def _parts_text(content: Any) -> str | None:
     return "\n".join(texts) or None
 
 
-def _has_text(m: dict) -> bool:
+def _has_text(m: dict[str, Any]) -> bool:
     content = m.get("displayContent") or m.get("content") or m.get("parts")
     return _parts_text(content) is not None
 
 
-def _message_text(m: dict) -> str | None:
+def _message_text(m: dict[str, Any]) -> str | None:
     if m.get("type") == "user" and m.get("displayContent"):
         return _parts_text(m.get("displayContent"))
     return _parts_text(m.get("content")) or _parts_text(m.get("parts"))
@@ -577,14 +581,14 @@ def _thoughts(thoughts: Any) -> str | None:
     return "\n".join(x for x in lines if x) or None
 
 
-def _tool_calls(m: dict) -> list[dict]:
+def _tool_calls(m: dict[str, Any]) -> list[dict[str, Any]]:
     calls = m.get("toolCalls")
     if not isinstance(calls, list):
         return []
     return [c for c in calls if isinstance(c, dict) and isinstance(c.get("id"), str)]
 
 
-def _tool_use(call: dict, number: int) -> ToolUse:
+def _tool_use(call: dict[str, Any], number: int) -> ToolUse:
     args = call.get("args")
     params = args if isinstance(args, dict) else {"args": args}
     return ToolUse(
@@ -597,7 +601,7 @@ def _tool_use(call: dict, number: int) -> ToolUse:
     )
 
 
-def _tool_result(call: dict) -> ToolResult | None:
+def _tool_result(call: dict[str, Any]) -> ToolResult | None:
     status = STATUS.get(as_str(call.get("status")) or "")
     if status is None and call.get("result") is None:
         return None  # scheduled or running: the result comes on a later line
@@ -610,7 +614,7 @@ def _tool_result(call: dict) -> ToolResult | None:
     )
 
 
-def _result_text(call: dict) -> str | None:
+def _result_text(call: dict[str, Any]) -> str | None:
     display = call.get("resultDisplay")
     if isinstance(display, str) and display:
         return display
@@ -625,7 +629,7 @@ def _result_text(call: dict) -> str | None:
     return None
 
 
-def _usage(tokens: dict, key: str) -> Usage:
+def _usage(tokens: dict[str, Any], key: str) -> Usage:
     """Gemini counts cached tokens inside `input`; thoughts and tool-use prompts come on top."""
     cached = safe_int(tokens.get("cached"))
     return Usage(

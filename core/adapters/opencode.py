@@ -52,6 +52,7 @@ from threadloom.core.adapters.shared import (
     RowSink,
     SqliteSource,
     as_bytes,
+    as_dict,
     as_str,
     head_of,
     input_text,
@@ -63,6 +64,7 @@ from threadloom.core.adapters.shared import (
     sqlite_tables,
     table_columns,
     tile,
+    wrapped_params,
 )
 from threadloom.core.adapters.walk import walk
 
@@ -120,12 +122,12 @@ def storage_root(path: Path) -> Path | None:
 # ---------------------------------------------------------------------- shared meaning
 
 
-def session_record(s: dict, raw_kind: str = "session") -> Record:
+def session_record(s: dict[str, Any], raw_kind: str = "session") -> Record:
     sid = as_str(s.get("id"))
     out = Record(
         entry_type=raw_kind, session_id=sid, cwd=as_str(s.get("directory")), version=as_str(s.get("version"))
     )
-    time = s.get("time") if isinstance(s.get("time"), dict) else {}
+    time = as_dict(s.get("time"))
     out.timestamp = epoch_ms(time.get("created") or s.get("time_created"))
     info = SessionInfo(
         source=AGENT, external_id=sid, project_key=as_str(s.get("projectID") or s.get("project_id"))
@@ -151,7 +153,7 @@ def session_record(s: dict, raw_kind: str = "session") -> Record:
     return out
 
 
-def message_record(m: dict, mid: str | None, sid: str | None) -> Record:
+def message_record(m: dict[str, Any], mid: str | None, sid: str | None) -> Record:
     role = as_str(m.get("role"))
     out = Record(
         entry_type="message",
@@ -163,11 +165,11 @@ def message_record(m: dict, mid: str | None, sid: str | None) -> Record:
         role=role,
         session=SessionInfo(source=AGENT, external_id=sid) if sid else None,
     )
-    time = m.get("time") if isinstance(m.get("time"), dict) else {}
+    time = as_dict(m.get("time"))
     out.timestamp = epoch_ms(time.get("created"))
-    model = m.get("model") if isinstance(m.get("model"), dict) else {}
+    model = as_dict(m.get("model"))
     out.model = as_str(m.get("modelID")) or as_str(model.get("modelID"))
-    path = m.get("path") if isinstance(m.get("path"), dict) else {}
+    path = as_dict(m.get("path"))
     out.cwd = as_str(path.get("cwd"))
     if role == "user":
         out.is_prompt = True  # its text arrives in its parts, which are placed in this turn
@@ -175,7 +177,7 @@ def message_record(m: dict, mid: str | None, sid: str | None) -> Record:
         out.parent_uuid = as_str(m.get("parentID"))
         tokens = m.get("tokens")
         if isinstance(tokens, dict) and mid:
-            cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+            cache = as_dict(tokens.get("cache"))
             usage = Usage(
                 f"opencode:{mid}",
                 None,
@@ -193,13 +195,15 @@ def message_record(m: dict, mid: str | None, sid: str | None) -> Record:
                 out.usage = usage
         error = m.get("error")
         if isinstance(error, dict):
-            data = error.get("data") if isinstance(error.get("data"), dict) else {}
+            data = as_dict(error.get("data"))
             out.content = as_str(data.get("message")) or as_str(error.get("name"))
             out.is_message = out.content is not None
     return out
 
 
-def part_record(p: dict, pid: str | None, mid: str | None, sid: str | None, role: str | None) -> Record:
+def part_record(
+    p: dict[str, Any], pid: str | None, mid: str | None, sid: str | None, role: str | None
+) -> Record:
     ptype = as_str(p.get("type"))
     out = Record(
         entry_type="part",
@@ -211,7 +215,7 @@ def part_record(p: dict, pid: str | None, mid: str | None, sid: str | None, role
         role=role,
         session=SessionInfo(source=AGENT, external_id=sid) if sid else None,
     )
-    time = p.get("time") if isinstance(p.get("time"), dict) else {}
+    time = as_dict(p.get("time"))
     out.timestamp = epoch_ms(time.get("start") or time.get("created"))
     if ptype == "text":
         out.content = as_str(p.get("text")) or None
@@ -233,11 +237,11 @@ def part_record(p: dict, pid: str | None, mid: str | None, sid: str | None, role
     return out
 
 
-def _tool(out: Record, p: dict) -> None:
-    state = p.get("state") if isinstance(p.get("state"), dict) else {}
+def _tool(out: Record, p: dict[str, Any]) -> None:
+    state = as_dict(p.get("state"))
     call_id = as_str(p.get("callID")) or out.uuid or "?"
     name = as_str(p.get("tool")) or "?"
-    params = state.get("input") if isinstance(state.get("input"), dict) else {"input": state.get("input")}
+    params = wrapped_params(state.get("input"), "input")
     out.role = "assistant"
     out.is_message = True
     out.tool_uses.append(
@@ -253,7 +257,7 @@ def _tool(out: Record, p: dict) -> None:
     status = TOOL_STATUS.get(as_str(state.get("status")) or "")
     if status is not None:
         output = state.get("output") if state.get("output") is not None else state.get("error")
-        metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
+        metadata = as_dict(state.get("metadata"))
         if status == "completed" and isinstance(metadata.get("exit"), int) and metadata["exit"] != 0:
             status = "failed"
         child = as_str(metadata.get("sessionId")) if name == "task" else None
@@ -365,7 +369,7 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
         if kind == "session":
             out = session_record(obj)
         elif kind == "message":
-            sid = as_str(obj.get("sessionID")) or path.parent.name
+            sid: str | None = as_str(obj.get("sessionID")) or path.parent.name
             out = message_record(obj, as_str(obj.get("id")) or stem, sid)
         else:
             mid = as_str(obj.get("messageID")) or (path.parent.name if path.parent.name != "part" else None)

@@ -213,7 +213,7 @@ def plain_json(values: dict[str, Any]) -> bytes:
 
 def _plain_value(value: Any) -> Any:
     if isinstance(value, str):
-        return as_bytes(value).decode("utf-8", "replace")
+        return text_bytes(value).decode("utf-8", "replace")
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, dict):
@@ -261,11 +261,16 @@ def as_bytes(value: Any) -> bytes | None:
     if isinstance(value, bytes):
         return value
     if isinstance(value, str):
-        try:
-            return value.encode("utf-8", "surrogateescape")  # the bytes of a TEXT that was not UTF-8
-        except UnicodeEncodeError:
-            return value.encode("utf-8", "surrogatepass")
+        return text_bytes(value)
     return orjson.dumps(value)
+
+
+def text_bytes(value: str) -> bytes:
+    """A TEXT column's bytes: UTF-8, with what `_text` kept as surrogate escapes turned back."""
+    try:
+        return value.encode("utf-8", "surrogateescape")  # the bytes of a TEXT that was not UTF-8
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogatepass")
 
 
 # ---------------------------------------------------------------------- editor folders
@@ -349,6 +354,21 @@ DUMP_DEPTH = 100
 def as_str(value: Any) -> str | None:
     """`value` when it is a string: logs put anything anywhere."""
     return value if isinstance(value, str) else None
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """`value` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    """`value` when it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def wrapped_params(value: Any, key: str) -> dict[str, Any]:
+    """A tool's input as an object: `value` when it is one, else `{key: value}`."""
+    return value if isinstance(value, dict) else {key: value}
 
 
 def parse_record(raw: bytes) -> tuple[Any, str | None]:

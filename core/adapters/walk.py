@@ -61,7 +61,7 @@ def _list(path: str) -> tuple[list[str], list[str], frozenset[str]]:
     return cached
 
 
-def walk(top: str | os.PathLike) -> Iterator[tuple[str, list[str], list[str]]]:
+def walk(top: str | os.PathLike[str]) -> Iterator[tuple[str, list[str], list[str]]]:
     """Like `os.walk(top)` (top-down, symlinked folders not followed), from a per-run cache."""
     stack = [os.fspath(top)]
     while stack:
