@@ -79,7 +79,19 @@ def builder(cursor: sqlite3.Cursor, cls: Callable[..., T]) -> Callable[[Sequence
     The SELECT names the fields in any order and may hold other columns (read with `getter`);
     a field it leaves out keeps its default. A field without a default and without a column is
     an error here, once, not a wrong value in every row."""
-    names = _columns(cursor)
+    names = tuple(_columns(cursor))
+    key = (cls, names)
+    build = _BUILDERS.get(key)
+    if build is None:
+        build = _BUILDERS[key] = _builder(cls, names)
+    return build
+
+
+# one builder per dataclass and column list: the few queries of the read side ask again and again
+_BUILDERS: dict[tuple[Any, tuple[str, ...]], Callable[[Sequence[Any]], Any]] = {}
+
+
+def _builder(cls: Callable[..., T], names: tuple[str, ...]) -> Callable[[Sequence[Any]], T]:
     fields = [f for f in dataclasses.fields(cls) if f.init]  # type: ignore[arg-type]
     given = [f.name for f in fields if f.name in names]
     missing = [
