@@ -88,7 +88,8 @@ def list_projects(conn: sqlite3.Connection) -> list[ProjectRow]:
 
 
 def session_count(conn: sqlite3.Connection) -> int:
-    return value(conn, "SELECT count(*) FROM agent_sessions WHERE message_count > 0")
+    count: int = value(conn, "SELECT count(*) FROM agent_sessions WHERE message_count > 0")
+    return count
 
 
 # ---------------------------------------------------------------------------- the session tree
@@ -106,7 +107,7 @@ def _tree_sessions(cursor: sqlite3.Cursor) -> list[SessionSummary]:
     """Sessions of a `_TREE_SELECT` query, each title on one line and cut as its row shows it."""
     out = read_sessions(cursor)
     for s in out:
-        s.title = " ".join(s.title.split())[:300]  # type: ignore[union-attr]  (COALESCE(..., ''))
+        s.title = " ".join((s.title or "").split())[:300]
     return out
 
 
@@ -380,9 +381,9 @@ def message_page(
             "FROM agent_usage WHERE message_id IN (SELECT value FROM json_each(?))",
             (orjson.dumps(ids).decode(),),
         ):
-            msg = by_entry.get(row["entry_id"])
-            if msg is not None:
-                msg.tokens = row["tokens"]
+            owner = by_entry.get(row["entry_id"])
+            if owner is not None:
+                owner.tokens = row["tokens"]
     return out
 
 
@@ -435,8 +436,10 @@ def tool_result_extra(conn: sqlite3.Connection, call: ToolCall) -> Any:
         "SELECT e.raw, s.source FROM entries e LEFT JOIN agent_sessions s ON s.id = e.session_id WHERE e.id = ?",
         (call.result_entry_id,),
     )
-    adapter = ADAPTERS.get(row["source"]) if row and row["source"] else None
-    return adapter.tool_result_extra(_loads(row["raw"])) if adapter is not None else None
+    adapter = ADAPTERS.get(row["source"]) if row is not None and row["source"] else None
+    if row is None or adapter is None:
+        return None
+    return adapter.tool_result_extra(_loads(row["raw"]))
 
 
 def _loads(raw: bytes | None) -> dict[str, Any]:

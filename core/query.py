@@ -88,7 +88,7 @@ class SessionSummary:
         """Whether its row in the tree expands: subagents, branches or compaction segments below it."""
         return self.child_count > 0 or self.branch_count > 0 or self.compaction_count > 0
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The fields `threadloom sessions --json` prints, in their order (not the tree's count)."""
         return {name: getattr(self, name) for name in SESSION_JSON_FIELDS}
 

@@ -42,7 +42,8 @@ def fetch(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> lis
 
 def fetch_one(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
     """The first row of `sql` (read by column name), or None when there is none."""
-    return named(conn).execute(sql, params).fetchone()
+    row: sqlite3.Row | None = named(conn).execute(sql, params).fetchone()
+    return row
 
 
 def values(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> list[Any]:

@@ -13,6 +13,7 @@ import sqlite3
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from rapidfuzz import fuzz, process
 from threadloom.core import search_index
@@ -79,7 +80,7 @@ class Hit:
     field: str  # content | thinking | tool_text
     seq: int | None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["highlights"] = [list(h) for h in self.highlights]
         return data
@@ -229,7 +230,7 @@ STOP_WORDS = frozenset(
 )
 
 
-_TERMS_CACHE: dict[tuple, list[str]] = {}
+_TERMS_CACHE: dict[tuple[Any, ...], list[str]] = {}
 
 
 class Vocabulary:
@@ -242,7 +243,7 @@ class Vocabulary:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        self._generation: tuple | None = None
+        self._generation: tuple[Any, ...] | None = None
 
     def _exists(self, expression: str) -> bool:
         row = self.conn.execute(
@@ -256,7 +257,7 @@ class Vocabulary:
     def has_prefix(self, token: str) -> bool:
         return self._exists(f"{_fts_quote(token)} *")
 
-    def generation(self) -> tuple:
+    def generation(self) -> tuple[Any, ...]:
         if self._generation is None:
             main = fetch_one(self.conn, "PRAGMA database_list")  # the first database is main
             # max(id) grows with every write (a rewritten file's rows get new ids); count(*) would
@@ -421,11 +422,11 @@ def _search(conn: sqlite3.Connection, text: str, *, limit: int, now: float | Non
     return SearchResult(hits[:limit], len(rows), capped, terms, time.perf_counter() - started, q.problems)
 
 
-def _filters(q: ParsedQuery, *, tool_test: bool = True) -> tuple[list[str], list]:
+def _filters(q: ParsedQuery, *, tool_test: bool = True) -> tuple[list[str], list[Any]]:
     """The SQL conditions (on entries `e` and agent_sessions `s`) of the query's filters; without
     `tool_test` the tool filter is left to the caller."""
     where = ["e.dup_of IS NULL"]
-    params: list = []
+    params: list[Any] = []
     if q.role:
         where.append("e.role = ?")
         params.append(q.role.lower())
@@ -452,7 +453,7 @@ def _filters(q: ParsedQuery, *, tool_test: bool = True) -> tuple[list[str], list
     return where, params
 
 
-def _session_filters(q: ParsedQuery, prefix: str) -> tuple[list[str], list]:
+def _session_filters(q: ParsedQuery, prefix: str) -> tuple[list[str], list[Any]]:
     """The conditions of the agent, project and session filters on agent_sessions (`prefix`: its alias)."""
     where, params = [], []
     if q.agent:
@@ -570,14 +571,20 @@ def _candidate_ids(conn: sqlite3.Connection, q: ParsedQuery) -> list[int] | None
     return tool_ids if tool_ids is not None else session_ids
 
 
-def _highlight_pattern(terms: dict[str, list[str]]) -> re.Pattern | None:
+def _highlight_pattern(terms: dict[str, list[str]]) -> re.Pattern[str] | None:
     alternatives = sorted({re.escape(t) for ts in terms.values() for t in ts if t}, key=len, reverse=True)
     if not alternatives:
         return None
     return re.compile(r"(?<!\w)(?:" + "|".join(alternatives) + r")\w*", re.IGNORECASE)
 
 
-def _matched_field(pattern, content, thinking, tool_text, q: ParsedQuery) -> tuple[str, str | None]:
+def _matched_field(
+    pattern: re.Pattern[str] | None,
+    content: str | None,
+    thinking: str | None,
+    tool_text: str | None,
+    q: ParsedQuery,
+) -> tuple[str, str | None]:
     candidates = [("content", content)]
     if q.in_tools or q.tool:
         candidates.append(("tool_text", tool_text))
@@ -592,7 +599,7 @@ def _matched_field(pattern, content, thinking, tool_text, q: ParsedQuery) -> tup
 
 
 def make_snippet(
-    text: str, pattern: re.Pattern | None, width: int = 160
+    text: str, pattern: re.Pattern[str] | None, width: int = 160
 ) -> tuple[str, list[tuple[int, int]]]:
     """A one-line window around the first match, and the spans of every match inside it."""
     flat = " ".join(readable(text).split())
