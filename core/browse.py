@@ -2,7 +2,9 @@
 
 Plain `sqlite3` and dataclasses, no Textual: the interface asks, this module answers. Every list
 query selects summary columns only, and message content is read a page at a time so a session
-of 20,000 messages opens without reading all of it (PERF.md: first 200 rows in 0.44 ms).
+of 20,000 messages opens without reading all of it (PERF.md: first 200 rows in 0.44 ms). The
+tree's sessions are `core.query.SessionSummary`, its tool calls `core.query.ToolCall` (both
+exported here too, for the TUI); columns are read by name (`core.rows`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from threadloom.core.query import TOOL_CALL_COLUMNS, ToolCall, fill_tool_io, raw_entry
+from threadloom.core.query import (
+    SessionSummary,
+    ToolCall,
+    attach_tool_calls,
+    main_sql,
+    raw_entry,
+    read_sessions,
+    session_select,
+    subagent_sql,
+)
+from threadloom.core.rows import builder, fetch, fetch_one, getter, value, values
 from threadloom.core.text import one_line, task_notice
 
 __all__ = [
@@ -21,8 +33,8 @@ __all__ = [
     "MessageRow",
     "ProjectRow",
     "Segment",
-    "SessionNode",
-    "ToolCallRow",
+    "SessionSummary",
+    "ToolCall",
     "branch_seqs",
     "branches",
     "child_sessions",
@@ -53,124 +65,95 @@ class ProjectRow:
 
 def list_projects(conn: sqlite3.Connection) -> list[ProjectRow]:
     """Projects with at least one main session, most recently active first."""
-    rows = conn.execute(
-        "SELECT COALESCE(project_path, ''), max(COALESCE(project, '')), group_concat(DISTINCT source), "
-        "sum(is_subagent = 0), sum(is_subagent = 1), max(COALESCE(ended_at, created_at)) "
+    main, subagent = main_sql(), subagent_sql()
+    rows = fetch(
+        conn,
+        "SELECT COALESCE(project_path, '') AS path, max(COALESCE(project, '')) AS name, "
+        f"group_concat(DISTINCT source) AS agents, sum({main}) AS mains, sum({subagent}) AS subagents, "
+        "max(COALESCE(ended_at, created_at)) AS last_activity "
         "FROM agent_sessions WHERE message_count > 0 GROUP BY COALESCE(project_path, '') "
-        "HAVING sum(is_subagent = 0) > 0 ORDER BY max(COALESCE(ended_at, created_at, 0)) DESC"
-    ).fetchall()
-    out = []
-    for path, name, agents, mains, subs, last in rows:
-        out.append(
-            ProjectRow(
-                path,
-                name or path or "(no project)",
-                sorted((agents or "").split(",")),
-                mains or 0,
-                subs or 0,
-                last,
-            )
+        f"HAVING sum({main}) > 0 ORDER BY max(COALESCE(ended_at, created_at, 0)) DESC",
+    )
+    return [
+        ProjectRow(
+            path=r["path"],
+            name=r["name"] or r["path"] or "(no project)",
+            agents=sorted((r["agents"] or "").split(",")),
+            session_count=r["mains"] or 0,
+            subagent_count=r["subagents"] or 0,
+            last_activity=r["last_activity"],
         )
-    return out
+        for r in rows
+    ]
 
 
 def session_count(conn: sqlite3.Connection) -> int:
-    return conn.execute("SELECT count(*) FROM agent_sessions WHERE message_count > 0").fetchone()[0]
+    count: int = value(conn, "SELECT count(*) FROM agent_sessions WHERE message_count > 0")
+    return count
 
 
-@dataclass(slots=True)
-class SessionNode:
-    """What a row of the session tree shows, and what decides whether it can expand."""
-
-    id: str
-    title: str
-    project: str | None
-    project_path: str | None
-    started_at: int | None
-    ended_at: int | None
-    message_count: int
-    tokens: int
-    model: str | None
-    kind: str
-    agent_type: str | None
-    task_description: str | None
-    task_status: str | None
-    is_warmup: bool
-    branch_count: int
-    compaction_count: int
-    parent_session_id: str | None
-    tool_call_id: str | None
-    child_count: int = 0
-
-    @property
-    def is_subagent(self) -> bool:
-        return self.kind != "main" and self.parent_session_id is not None
-
-    @property
-    def has_children(self) -> bool:
-        return self.child_count > 0 or self.branch_count > 0 or self.compaction_count > 0
+# ---------------------------------------------------------------------------- the session tree
 
 
-_NODE_SELECT = (
-    "SELECT s.id, COALESCE(s.title, s.first_prompt, s.task_description, ''), s.project, s.project_path, "
-    "s.created_at, s.ended_at, s.message_count, "
-    "s.input_tokens + s.output_tokens + s.cache_creation_tokens + s.cache_read_tokens, s.model, s.kind, "
-    "s.agent_type, s.task_description, s.task_status, s.is_warmup, s.branch_count, s.compaction_count, "
-    "s.parent_session_id, s.tool_call_id, "
-    "(SELECT count(*) FROM agent_sessions c WHERE c.parent_session_id = s.id AND c.message_count > 0 "
-    "AND (c.is_warmup = 0 OR ?)) FROM agent_sessions s"
+# a tree row's title: the stored one, else what the session was asked (a subagent: its task)
+_TREE_SELECT = session_select(
+    title="COALESCE(s.title, s.first_prompt, s.task_description, '')",
+    more=", (SELECT count(*) FROM agent_sessions c WHERE c.parent_session_id = s.id AND c.message_count > 0 "
+    "AND (c.is_warmup = 0 OR ?)) AS child_count",
 )
 
 
-def _node(row: tuple) -> SessionNode:
-    node = SessionNode(*row)
-    node.title = " ".join(node.title.split())[:300]
-    node.is_warmup = bool(node.is_warmup)
-    return node
+def _tree_sessions(cursor: sqlite3.Cursor) -> list[SessionSummary]:
+    """Sessions of a `_TREE_SELECT` query, each title on one line and cut as its row shows it."""
+    out = read_sessions(cursor)
+    for s in out:
+        s.title = " ".join((s.title or "").split())[:300]
+    return out
 
 
 def project_sessions(
     conn: sqlite3.Connection, project_path: str, *, include_warmup: bool = False
-) -> list[SessionNode]:
+) -> list[SessionSummary]:
     """Main sessions of one project, newest first (subagents hang below them)."""
     # a plain equality where it can be one, so the project's rows come through an index
     where = "s.project_path = ?" if project_path else "COALESCE(s.project_path, '') = ?"
-    rows = conn.execute(
-        _NODE_SELECT + f" WHERE {where} AND s.is_subagent = 0 AND s.message_count > 0 "
+    cursor = conn.execute(
+        _TREE_SELECT + f" WHERE {where} AND {main_sql('s.')} AND s.message_count > 0 "
         "ORDER BY COALESCE(s.ended_at, s.created_at, 0) DESC, s.id",
         (int(include_warmup), project_path),
-    ).fetchall()
-    return [_node(r) for r in rows]
+    )
+    return _tree_sessions(cursor)
 
 
 def child_sessions(
     conn: sqlite3.Connection, session_id: str, *, include_warmup: bool = False
-) -> list[SessionNode]:
+) -> list[SessionSummary]:
     """Subagents spawned by a session (or by a subagent), in the order they started."""
-    rows = conn.execute(
-        _NODE_SELECT + " WHERE s.parent_session_id = ? AND s.message_count > 0 AND (s.is_warmup = 0 OR ?) "
+    cursor = conn.execute(
+        _TREE_SELECT + " WHERE s.parent_session_id = ? AND s.message_count > 0 AND (s.is_warmup = 0 OR ?) "
         "ORDER BY s.created_at, s.id",
         (int(include_warmup), session_id, int(include_warmup)),
-    ).fetchall()
-    return [_node(r) for r in rows]
+    )
+    return _tree_sessions(cursor)
 
 
 def get_node(
     conn: sqlite3.Connection, session_id: str, *, include_warmup: bool = False
-) -> SessionNode | None:
-    row = conn.execute(_NODE_SELECT + " WHERE s.id = ?", (int(include_warmup), session_id)).fetchone()
-    return _node(row) if row else None
+) -> SessionSummary | None:
+    found = _tree_sessions(conn.execute(_TREE_SELECT + " WHERE s.id = ?", (int(include_warmup), session_id)))
+    return found[0] if found else None
 
 
 def session_source(conn: sqlite3.Connection, session_id: str) -> tuple[str, int, int] | None:
     """The file a session was read from, with the size and mtime (ns) its last ingest saw: a
     reader compares them with the file's own to notice that an agent is still writing it."""
-    row = conn.execute(
+    row = fetch_one(
+        conn,
         "SELECT f.path, f.size, f.mtime_ns FROM agent_sessions s JOIN source_files f ON f.id = s.source_file_id "
         "WHERE s.id = ?",
         (session_id,),
-    ).fetchone()
-    return (row[0], row[1], row[2]) if row else None
+    )
+    return (row["path"], row["size"], row["mtime_ns"]) if row else None
 
 
 def grown_source(conn: sqlite3.Connection, session_id: str) -> tuple[str, tuple[int, int]] | None:
@@ -192,12 +175,10 @@ def session_path(conn: sqlite3.Connection, session_id: str) -> list[str]:
     """The chain of session ids from the main session down to `session_id` (for revealing it)."""
     chain = [session_id]
     while True:
-        row = conn.execute(
-            "SELECT parent_session_id FROM agent_sessions WHERE id = ?", (chain[-1],)
-        ).fetchone()
-        if not row or not row[0] or row[0] in chain:
+        parent = value(conn, "SELECT parent_session_id FROM agent_sessions WHERE id = ?", (chain[-1],))
+        if not parent or parent in chain:
             return chain[::-1]
-        chain.append(row[0])
+        chain.append(parent)
 
 
 @dataclass(slots=True)
@@ -214,22 +195,23 @@ class Branch:
 
 def branches(conn: sqlite3.Connection, session_id: str) -> list[Branch]:
     """Every leaf of the turn tree; empty when the conversation never forked."""
-    turns = conn.execute(
-        "SELECT id, parent_turn_id, sequence, started_at FROM agent_turns WHERE session_id = ? ORDER BY sequence",
+    turns = fetch(
+        conn,
+        "SELECT id, parent_turn_id, started_at FROM agent_turns WHERE session_id = ? ORDER BY sequence",
         (session_id,),
-    ).fetchall()
+    )
     if not turns:
         return []
-    parent = {t[0]: t[1] for t in turns}
+    parent = {t["id"]: t["parent_turn_id"] for t in turns}
     children: dict[str | None, list[str]] = {}
-    for tid, pid, _, _ in turns:
+    for tid, pid in parent.items():
         children.setdefault(pid if pid in parent else None, []).append(tid)
-    leaves = [t for t in turns if t[0] not in children]
+    leaves = [tid for tid in parent if tid not in children]
     if len(leaves) < 2:
         return []
-    started = {t[0]: t[3] for t in turns}
+    started = {t["id"]: t["started_at"] for t in turns}
     out = []
-    for number, (leaf, _, _, _) in enumerate(leaves, 1):
+    for number, leaf in enumerate(leaves, 1):
         path = [leaf]
         while parent.get(path[-1]) in parent:
             path.append(parent[path[-1]])
@@ -240,50 +222,62 @@ def branches(conn: sqlite3.Connection, session_id: str) -> list[Branch]:
             t for t in path if len(children.get(parent.get(t) if parent.get(t) in parent else None, [])) > 1
         ]
         fork_turn = forks[-1] if forks else path[0]
-        out.append(Branch(number, leaf, path, _prompt_text(conn, fork_turn), started.get(fork_turn), False))
+        out.append(
+            Branch(
+                number=number,
+                leaf_turn_id=leaf,
+                turn_ids=path,
+                label=_prompt_text(conn, fork_turn),
+                started_at=started.get(fork_turn),
+                active=False,
+            )
+        )
     out[-1].active = True  # the branch written last is the one the agent continued
     return out
 
 
 def _prompt_text(conn: sqlite3.Connection, turn_id: str) -> str:
-    row = conn.execute(
-        "SELECT content FROM entries WHERE uuid = ? AND content IS NOT NULL LIMIT 1", (turn_id,)
-    ).fetchone()
-    text = row[0] if row else ""
+    text = value(
+        conn, "SELECT content FROM entries WHERE uuid = ? AND content IS NOT NULL LIMIT 1", (turn_id,)
+    )
+    text = text if text is not None else ""
     notice = task_notice(text)  # a branch is named by the notification's headline, not its result
     return one_line(notice.title if notice else text, 200)
 
 
 def rewind_seqs(conn: sqlite3.Connection, session_id: str) -> set[int]:
     """Positions of prompts that start a later branch (the user rewound and asked again)."""
-    rows = conn.execute(
-        "SELECT t.parent_turn_id, t.id, t.sequence FROM agent_turns t JOIN agent_turns p ON p.id = t.parent_turn_id "
+    rows = fetch(
+        conn,
+        "SELECT t.parent_turn_id, t.id FROM agent_turns t JOIN agent_turns p ON p.id = t.parent_turn_id "
         "WHERE t.session_id = ? AND p.child_count >= 2 ORDER BY t.sequence",
         (session_id,),
-    ).fetchall()
+    )
     seen: set[str] = set()
     later = []
-    for parent, turn, _ in rows:
-        if parent in seen:
-            later.append(turn)
-        seen.add(parent)
+    for row in rows:
+        if row["parent_turn_id"] in seen:
+            later.append(row["id"])
+        seen.add(row["parent_turn_id"])
     if not later:
         return set()
-    found = conn.execute(
-        "SELECT seq FROM entries WHERE session_id = ? AND seq IS NOT NULL AND uuid IN (SELECT value FROM json_each(?))",
-        (session_id, orjson.dumps(later).decode()),
-    ).fetchall()
-    return {r[0] for r in found}
+    return set(
+        values(
+            conn,
+            "SELECT seq FROM entries WHERE session_id = ? AND seq IS NOT NULL AND uuid IN (SELECT value FROM json_each(?))",
+            (session_id, orjson.dumps(later).decode()),
+        )
+    )
 
 
 def branch_seqs(conn: sqlite3.Connection, session_id: str, turn_ids: list[str]) -> list[int]:
     """Message positions of one branch: its turns plus what precedes the first prompt."""
-    rows = conn.execute(
+    return values(
+        conn,
         "SELECT seq FROM entries WHERE session_id = ? AND seq IS NOT NULL AND "
         "(turn_id IS NULL OR turn_id IN (SELECT value FROM json_each(?))) ORDER BY seq",
         (session_id, orjson.dumps(turn_ids).decode()),
-    ).fetchall()
-    return [r[0] for r in rows]
+    )
 
 
 @dataclass(slots=True)
@@ -299,33 +293,28 @@ class Segment:
 
 def compaction_segments(conn: sqlite3.Connection, session_id: str, message_count: int) -> list[Segment]:
     """Segments split at each compact_boundary; empty when the session was never compacted."""
-    rows = conn.execute(
+    rows = fetch(
+        conn,
         "SELECT seq, timestamp, raw FROM entries WHERE session_id = ? AND subtype = 'compact_boundary' "
         "AND seq IS NOT NULL ORDER BY seq",
         (session_id,),
-    ).fetchall()
+    )
     if not rows:
         return []
-    first = conn.execute(
-        "SELECT timestamp FROM entries WHERE session_id = ? AND seq = 0", (session_id,)
-    ).fetchone()
-    starts = [(0, first[0] if first else None, None)]
-    for seq, ts, raw in rows:
-        meta = _loads(raw).get("compactMetadata")
+    first = value(conn, "SELECT timestamp FROM entries WHERE session_id = ? AND seq = 0", (session_id,))
+    starts: list[tuple[int, int | None, int | None]] = [(0, first, None)]  # (seq, timestamp, pre tokens)
+    for row in rows:
+        meta = _loads(row["raw"]).get("compactMetadata")
         pre = meta.get("preTokens") if isinstance(meta, dict) else None
-        starts.append((seq, ts, pre if isinstance(pre, int) else None))
+        starts.append((row["seq"], row["timestamp"], pre if isinstance(pre, int) else None))
     out = []
     for i, (seq, ts, pre) in enumerate(starts):
         end = starts[i + 1][0] - 1 if i + 1 < len(starts) else message_count - 1
-        out.append(Segment(i + 1, seq, end, ts, pre))
+        out.append(Segment(number=i + 1, start_seq=seq, end_seq=end, started_at=ts, pre_tokens=pre))
     return out
 
 
 # ---------------------------------------------------------------------------- messages
-
-
-# One tool call: the same row the CLI reads (core.query.ToolCall), named for the viewer.
-ToolCallRow = ToolCall
 
 
 @dataclass(slots=True)
@@ -345,7 +334,7 @@ class MessageRow:
     message_id: str | None
     turn_id: str | None
     tokens: int = 0
-    tool_calls: list[ToolCallRow] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
     images: list[tuple[str, int]] = field(default_factory=list)  # (media type, bytes)
     event: dict[str, Any] = field(default_factory=dict)  # system fields, compact-summary flag
 
@@ -362,45 +351,39 @@ def message_page(
     conn: sqlite3.Connection, session_id: str, first_seq: int, last_seq: int
 ) -> list[MessageRow]:
     """Messages with `first_seq <= seq <= last_seq`, their tool calls, token counts and images."""
-    rows = conn.execute(
-        "SELECT id, seq, role, entry_type, subtype, content, thinking, model, timestamp, is_meta, message_id, "
+    cursor = conn.execute(
+        "SELECT id AS entry_id, seq, role, entry_type, subtype, content, thinking, model, timestamp, is_meta, "
         # raw is read only where events, images or compaction flags can be: not for tool results,
         # whose lines are the big ones (fill_tool_io reads those of the page's calls)
-        "turn_id, CASE WHEN entry_type = 'system' OR (role = 'user' AND (content IS NOT NULL "
-        "OR instr(substr(raw, 1, 2048), ?) > 0)) THEN raw END "
+        "message_id, turn_id, CASE WHEN entry_type = 'system' OR (role = 'user' AND (content IS NOT NULL "
+        "OR instr(substr(raw, 1, 2048), ?) > 0)) THEN raw END AS raw "
         "FROM entries WHERE session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
         (_IMAGE, session_id, first_seq, last_seq),
-    ).fetchall()
+    )
+    build, raw_of = builder(cursor, MessageRow), getter(cursor, "raw")  # a page is a hot loop: by index
     out: list[MessageRow] = []
-    for r in rows:
-        msg = MessageRow(*r[:12])
+    for r in cursor.fetchall():
+        msg = build(r)
         msg.is_meta = bool(msg.is_meta)
-        raw = r[12]
+        raw = raw_of(r)
         if raw is not None and (msg.entry_type == "system" or _IMAGE in raw or _COMPACT in raw):
             _read_event(msg, _loads(raw))
         out.append(msg)
     if not out:
         return out
     by_entry = {m.entry_id: m for m in out}
-    for row in conn.execute(
-        f"SELECT entry_id, {TOOL_CALL_COLUMNS} FROM agent_tool_calls WHERE session_id = ? "
-        "AND entry_id BETWEEN ? AND ? ORDER BY entry_id, tool_number",
-        (session_id, min(by_entry), max(by_entry)),
-    ):
-        msg = by_entry.get(row[0])
-        if msg is not None:
-            msg.tool_calls.append(ToolCallRow(*row[1:]))
-    fill_tool_io(conn, [c for m in out for c in m.tool_calls])
+    attach_tool_calls(conn, session_id, by_entry, "entry_id, tool_number")
     ids = sorted({m.message_id for m in out if m.message_id})
     if ids:
-        for entry_id, total in conn.execute(
-            "SELECT entry_id, input_tokens + output_tokens + cache_creation_tokens + cache_read_tokens "
+        for row in fetch(
+            conn,
+            "SELECT entry_id, input_tokens + output_tokens + cache_creation_tokens + cache_read_tokens AS tokens "
             "FROM agent_usage WHERE message_id IN (SELECT value FROM json_each(?))",
             (orjson.dumps(ids).decode(),),
         ):
-            msg = by_entry.get(entry_id)
-            if msg is not None:
-                msg.tokens = total
+            owner = by_entry.get(row["entry_id"])
+            if owner is not None:
+                owner.tokens = row["tokens"]
     return out
 
 
@@ -439,7 +422,7 @@ def _read_event(msg: MessageRow, obj: dict[str, Any]) -> None:
                     msg.images.append((str(source.get("media_type") or "image"), len(data) * 3 // 4))
 
 
-def tool_result_extra(conn: sqlite3.Connection, call: ToolCallRow) -> Any:
+def tool_result_extra(conn: sqlite3.Connection, call: ToolCall) -> Any:
     """The tool's own structured result (Claude Code's `toolUseResult`): patches, exit codes, agent
     stats, as the agent's adapter reads it (`Adapter.tool_result_extra`).
 
@@ -448,12 +431,15 @@ def tool_result_extra(conn: sqlite3.Connection, call: ToolCallRow) -> Any:
 
     if call.result_entry_id is None:
         return None
-    row = conn.execute(
+    row = fetch_one(
+        conn,
         "SELECT e.raw, s.source FROM entries e LEFT JOIN agent_sessions s ON s.id = e.session_id WHERE e.id = ?",
         (call.result_entry_id,),
-    ).fetchone()
-    adapter = ADAPTERS.get(row[1]) if row and row[1] else None
-    return adapter.tool_result_extra(_loads(row[0])) if adapter is not None else None
+    )
+    adapter = ADAPTERS.get(row["source"]) if row is not None and row["source"] else None
+    if row is None or adapter is None:
+        return None
+    return adapter.tool_result_extra(_loads(row["raw"]))
 
 
 def _loads(raw: bytes | None) -> dict[str, Any]:
@@ -478,11 +464,16 @@ class JumpTarget:
 
 def jump_targets(conn: sqlite3.Connection, limit: int = 20000) -> list[JumpTarget]:
     """Every non-empty session for "jump to session" (title, id and project are searchable)."""
-    rows = conn.execute(
-        "SELECT id, CASE WHEN is_subagent = 1 THEN COALESCE(task_description, title, first_prompt, '') "
-        "ELSE COALESCE(title, first_prompt, '') END, COALESCE(project, ''), created_at, "
-        "is_subagent FROM agent_sessions WHERE message_count > 0 AND is_warmup = 0 "
-        "ORDER BY COALESCE(ended_at, created_at, 0) DESC LIMIT ?",
+    cursor = conn.execute(
+        f"SELECT id, CASE WHEN {subagent_sql()} THEN COALESCE(task_description, title, first_prompt, '') "
+        "ELSE COALESCE(title, first_prompt, '') END AS title, COALESCE(project, '') AS project, "
+        f"created_at AS started_at, {subagent_sql()} AS is_subagent FROM agent_sessions "
+        "WHERE message_count > 0 AND is_warmup = 0 ORDER BY COALESCE(ended_at, created_at, 0) DESC LIMIT ?",
         (limit,),
-    ).fetchall()
-    return [JumpTarget(r[0], " ".join(r[1].split())[:120], r[2], r[3], bool(r[4])) for r in rows]
+    )
+    build = builder(cursor, JumpTarget)  # every session of the archive: by index, not by name
+    out = [build(row) for row in cursor]
+    for t in out:
+        t.title = " ".join(t.title.split())[:120]
+        t.is_subagent = bool(t.is_subagent)
+    return out

@@ -1091,6 +1091,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
 def cmd_sources(args: argparse.Namespace) -> int:
     from threadloom.core import db
     from threadloom.core.adapters import all_adapters
+    from threadloom.core.rows import fetch, values
 
     conn = _open_for_reading(args)
     found = []
@@ -1098,10 +1099,12 @@ def cmd_sources(args: argparse.Namespace) -> int:
         for root in adapter.default_roots():
             count = sum(1 for _ in adapter.discover(root)) if root.exists() else 0
             found.append({"agent": adapter.name, "path": str(root), "exists": root.exists(), "files": count})
-    remembered = [r[0] for r in conn.execute("SELECT path FROM source_roots ORDER BY path")]
-    stats = conn.execute(
-        "SELECT agent, status, count(*), COALESCE(sum(size), 0) FROM source_files GROUP BY agent, status"
-    ).fetchall()
+    remembered = values(conn, "SELECT path FROM source_roots ORDER BY path")
+    stats = fetch(
+        conn,
+        "SELECT agent, status, count(*) AS files, COALESCE(sum(size), 0) AS bytes FROM source_files "
+        "GROUP BY agent, status",
+    )
     if args.json:
         print(
             json.dumps(
@@ -1109,9 +1112,7 @@ def cmd_sources(args: argparse.Namespace) -> int:
                     "database": str(args.db or db.default_db_path()),
                     "default_locations": found,
                     "remembered_sources": remembered,
-                    "ingested": [
-                        dict(zip(("agent", "status", "files", "bytes"), s, strict=True)) for s in stats
-                    ],
+                    "ingested": [dict(row) for row in stats],  # agent, status, files, bytes
                 }
             )
         )
@@ -1122,8 +1123,10 @@ def cmd_sources(args: argparse.Namespace) -> int:
         print(f"  {f['agent']:<12} {f['path']}  ({state})")
     for r in remembered:
         print(f"  {'--source':<12} {r}")
-    for agent, status, count, size in stats:
-        print(f"  ingested: {agent} {status}: {count} files, {size / 1e6:.1f} MB")
+    for row in stats:
+        print(
+            f"  ingested: {row['agent']} {row['status']}: {row['files']} files, {row['bytes'] / 1e6:.1f} MB"
+        )
     return 0
 
 

@@ -1,16 +1,50 @@
-"""Read API over the ledger for the CLI and the TUI: plain dataclasses, summary columns only."""
+"""Read API over the ledger for the CLI and the TUI: plain dataclasses, summary columns only.
+
+Sessions are `SessionSummary` (the CLI's list and the TUI's tree alike), tool calls `ToolCall`;
+rows are read by column name (`core.rows`), and what a subagent is is decided by `subagent_sql`
+alone. `core.browse` adds what only the TUI asks (the tree, message pages, branches).
+"""
 
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 import orjson
+from threadloom.core.rows import builder, fetch_one, values
+
+# ---------------------------------------------------------------------------- subagents
+
+
+def subagent_sql(alias: str = "") -> str:
+    """The one test of a subagent, as SQL on agent_sessions (`alias`: its alias with the dot).
+
+    A subagent is what ingest flagged as one from the agent's own records (a Claude agent file
+    or sidechain, a spawned Codex thread, a Roo subtask, ...): a session of its own that another
+    session started. A fork names the session it came from as its parent but is not a subagent;
+    a subagent whose parent was never found still is. `SessionSummary.is_subagent` is this flag."""
+    return f"{alias}is_subagent = 1"
+
+
+def main_sql(alias: str = "") -> str:
+    """Not a subagent (see `subagent_sql`), in the form the sessions' indexes can use."""
+    return f"{alias}is_subagent = 0"
+
+
+# ---------------------------------------------------------------------------- sessions
 
 
 @dataclass(slots=True)
 class SessionSummary:
+    """One session as the CLI lists it and the TUI's tree shows it: summary columns only.
+
+    `title` is the stored title (None without one), except from the tree's queries
+    (`core.browse`), which give a session without one its first prompt or task, on one line: what
+    its row shows. `child_count` is read by those queries only."""
+
     id: str
     agent: str
     project: str | None
@@ -19,7 +53,7 @@ class SessionSummary:
     started_at: int | None
     ended_at: int | None
     message_count: int
-    is_subagent: bool
+    is_subagent: bool  # see subagent_sql
     parent_session_id: str | None
     model: str | None
     input_tokens: int
@@ -38,28 +72,58 @@ class SessionSummary:
     compaction_count: int = 0
     git_branch: str | None = None
     forked_from_session_id: str | None = None
+    child_count: int = 0  # non-empty sessions naming it their parent (subagents, forks): the tree's only
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens + self.cache_creation_tokens + self.cache_read_tokens
 
-    def as_dict(self) -> dict:
-        return asdict(self)
+    @property
+    def tokens(self) -> int:
+        """`total_tokens`, by the name the tree's rows use."""
+        return self.total_tokens
+
+    @property
+    def has_children(self) -> bool:
+        """Whether its row in the tree expands: subagents, branches or compaction segments below it."""
+        return self.child_count > 0 or self.branch_count > 0 or self.compaction_count > 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields `threadloom sessions --json` prints, in their order (not the tree's count)."""
+        return {name: getattr(self, name) for name in SESSION_JSON_FIELDS}
 
 
-_SESSION_SELECT = (
-    "SELECT id, source, project, project_path, title, created_at, ended_at, message_count, is_subagent, "
-    "parent_session_id, model, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, kind, "
-    "agent_type, task_description, task_status, tool_call_id, is_warmup, turn_count, tool_call_count, "
-    "branch_count, compaction_count, git_branch, forked_from_session_id FROM agent_sessions"
+SESSION_JSON_FIELDS = tuple(f.name for f in fields(SessionSummary) if f.name != "child_count")
+
+# the columns of SessionSummary, named as its fields, on agent_sessions `s`; {title} is its title
+_SESSION_COLUMNS = (
+    "s.id, s.source AS agent, s.project, s.project_path, {title} AS title, s.created_at AS started_at, "
+    "s.ended_at, s.message_count, s.is_subagent, s.parent_session_id, s.model, s.input_tokens, "
+    "s.output_tokens, s.cache_creation_tokens, s.cache_read_tokens, s.kind, s.agent_type, "
+    "s.task_description, s.task_status, s.tool_call_id, s.is_warmup, s.turn_count, s.tool_call_count, "
+    "s.branch_count, s.compaction_count, s.git_branch, s.forked_from_session_id"
 )
 
 
-def _summary(row: tuple) -> SessionSummary:
-    s = SessionSummary(*row)
-    s.is_subagent = bool(s.is_subagent)
-    s.is_warmup = bool(s.is_warmup)
-    return s
+def session_select(*, title: str = "s.title", more: str = "") -> str:
+    """`SELECT <the columns of SessionSummary> FROM agent_sessions s`: `title` is the SQL of its
+    title, `more` further columns (", <expr> AS child_count")."""
+    return f"SELECT {_SESSION_COLUMNS.format(title=title)}{more} FROM agent_sessions s"
+
+
+_SESSION_SELECT = session_select()
+
+
+def read_sessions(cursor: sqlite3.Cursor) -> list[SessionSummary]:
+    """The sessions a `session_select` query returned, its flags as booleans."""
+    build = builder(cursor, SessionSummary)
+    out = []
+    for row in cursor:
+        s = build(row)
+        s.is_subagent = bool(s.is_subagent)
+        s.is_warmup = bool(s.is_warmup)
+        out.append(s)
+    return out
 
 
 def list_sessions(
@@ -73,23 +137,23 @@ def list_sessions(
     """Sessions newest first; `project` matches the project name or path (substring)."""
     where, params = [], []
     if project:
-        where.append("(project = ? OR project_path = ? OR project_path LIKE ?)")
+        where.append("(s.project = ? OR s.project_path = ? OR s.project_path LIKE ?)")
         params += [project, project, f"%{project}%"]
     if agent:
-        where.append("source = ?")
+        where.append("s.source = ?")
         params.append(agent)
     if not include_subagents:
-        where.append("is_subagent = 0")
+        where.append(main_sql("s."))
     if not include_empty:
-        where.append("message_count > 0")
+        where.append("s.message_count > 0")
     sql = _SESSION_SELECT + (" WHERE " + " AND ".join(where) if where else "")
-    sql += " ORDER BY COALESCE(ended_at, created_at, 0) DESC, id"
-    return [_summary(r) for r in conn.execute(sql, params)]
+    sql += " ORDER BY COALESCE(s.ended_at, s.created_at, 0) DESC, s.id"
+    return read_sessions(conn.execute(sql, params))
 
 
 def get_session(conn: sqlite3.Connection, session_id: str) -> SessionSummary | None:
-    row = conn.execute(_SESSION_SELECT + " WHERE id = ?", (session_id,)).fetchone()
-    return _summary(row) if row else None
+    found = read_sessions(conn.execute(_SESSION_SELECT + " WHERE s.id = ?", (session_id,)))
+    return found[0] if found else None
 
 
 class AmbiguousSession(LookupError):
@@ -103,13 +167,14 @@ def resolve_session(conn: sqlite3.Connection, ref: str) -> SessionSummary:
     if found:
         return found
     escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    rows = conn.execute(
+    ids = values(
+        conn,
         "SELECT id FROM agent_sessions WHERE id LIKE ? ESCAPE '\\' OR external_id = ? "
-        "OR (is_subagent = 1 AND id LIKE ? ESCAPE '\\') ORDER BY is_subagent, id LIMIT 6",
+        f"OR ({subagent_sql()} AND id LIKE ? ESCAPE '\\') ORDER BY {subagent_sql()}, id LIMIT 6",
         (escaped + "%", ref, "%:" + escaped + "%"),
-    ).fetchall()
-    mains = [r[0] for r in rows if ":" not in r[0]]
-    candidates = mains if len(mains) == 1 else [r[0] for r in rows]
+    )
+    mains = [i for i in ids if ":" not in i]
+    candidates = mains if len(mains) == 1 else ids
     if len(candidates) == 1:
         result = get_session(conn, candidates[0])
         if result is None:  # found through the id index but not in the table: only damage does that
@@ -126,12 +191,21 @@ def resolve_session(conn: sqlite3.Connection, ref: str) -> SessionSummary:
 def children_of(
     conn: sqlite3.Connection, session_id: str, *, include_warmup: bool = False
 ) -> list[SessionSummary]:
-    sql = _SESSION_SELECT + " WHERE parent_session_id = ?" + ("" if include_warmup else " AND is_warmup = 0")
-    return [_summary(r) for r in conn.execute(sql + " ORDER BY created_at, id", (session_id,))]
+    sql = (
+        _SESSION_SELECT
+        + " WHERE s.parent_session_id = ?"
+        + ("" if include_warmup else " AND s.is_warmup = 0")
+    )
+    return read_sessions(conn.execute(sql + " ORDER BY s.created_at, s.id", (session_id,)))
+
+
+# ---------------------------------------------------------------------------- messages
 
 
 @dataclass(slots=True)
 class ToolCall:
+    """One tool call with its result: the one type the CLI, the viewer, fork and undo read."""
+
     id: str
     name: str
     params_json: str | None
@@ -148,6 +222,34 @@ class ToolCall:
         if self.started_at is None or self.completed_at is None:
             return None
         return max(0, self.completed_at - self.started_at)
+
+
+# the columns of ToolCall, named as its fields, on agent_tool_calls
+TOOL_CALL_COLUMNS = (
+    "id, tool_name AS name, params_json, result_json, status, child_session_id, started_at, completed_at, "
+    "result_entry_id, entry_id"
+)
+
+
+def attach_tool_calls(
+    conn: sqlite3.Connection, session_id: str, by_entry: Mapping[int, Any], order: str
+) -> None:
+    """Append to each message of `by_entry` (entry id → a message with `tool_calls`) the calls it
+    made, in `order` (the SQL ORDER BY), then give them their input and result (`fill_tool_io`)."""
+    cursor = conn.execute(
+        f"SELECT {TOOL_CALL_COLUMNS} FROM agent_tool_calls WHERE session_id = ? "
+        f"AND entry_id BETWEEN ? AND ? ORDER BY {order}",
+        (session_id, min(by_entry), max(by_entry)),
+    )
+    build = builder(cursor, ToolCall)
+    calls = []
+    for row in cursor:
+        call = build(row)
+        msg = by_entry.get(call.entry_id)  # type: ignore[arg-type]
+        if msg is not None:
+            msg.tool_calls.append(call)
+            calls.append(call)
+    fill_tool_io(conn, calls)
 
 
 @dataclass(slots=True)
@@ -171,32 +273,19 @@ class Message:
 
 def messages(conn: sqlite3.Connection, session_id: str, *, offset: int = 0, limit: int = -1) -> list[Message]:
     """A session's messages in order, with the tool calls each one made."""
-    rows = conn.execute(
-        "SELECT id, seq, uuid, parent_uuid, entry_type, subtype, role, content, thinking, model, timestamp, "
-        "is_meta, is_sidechain, turn_id FROM entries WHERE session_id = ? AND seq IS NOT NULL "
+    cursor = conn.execute(
+        "SELECT id AS entry_id, seq, uuid, parent_uuid, entry_type, subtype, role, content, thinking, model, "
+        "timestamp, is_meta, is_sidechain, turn_id FROM entries WHERE session_id = ? AND seq IS NOT NULL "
         "ORDER BY seq LIMIT ? OFFSET ?",
         (session_id, limit, offset),
-    ).fetchall()
-    out = [Message(*r) for r in rows]
+    )
+    build = builder(cursor, Message)
+    out = [build(row) for row in cursor]
     if not out:
         return out
-    by_entry = {m.entry_id: m for m in out}
-    for row in conn.execute(
-        f"SELECT entry_id, {TOOL_CALL_COLUMNS} FROM agent_tool_calls WHERE session_id = ? "
-        "AND entry_id BETWEEN ? AND ? ORDER BY tool_number",
-        (session_id, min(by_entry), max(by_entry)),
-    ):
-        msg = by_entry.get(row[0])
-        if msg is not None:
-            msg.tool_calls.append(ToolCall(*row[1:]))
-    fill_tool_io(conn, [c for m in out for c in m.tool_calls])
+    # the calls of each message in the order they were made (the whole session's order)
+    attach_tool_calls(conn, session_id, {m.entry_id: m for m in out}, "tool_number")
     return out
-
-
-TOOL_CALL_COLUMNS = (
-    "id, tool_name, params_json, result_json, status, child_session_id, started_at, completed_at, result_entry_id, "
-    "entry_id"
-)
 
 
 def fill_tool_io(conn: sqlite3.Connection, calls: list[ToolCall]) -> None:
@@ -212,6 +301,8 @@ def fill_tool_io(conn: sqlite3.Connection, calls: list[ToolCall]) -> None:
     inputs: dict[tuple[int, str], str] = {}
     results: dict[tuple[int, str], str] = {}
     contexts: dict[str, FileContext] = {}
+    # one row per record whose calls want their input or result (all of a session's for `show`):
+    # unpacked into names right here rather than read through sqlite3.Row, which costs per lookup
     for eid, offset, line, raw, newline, path, agent, kind, project_key in conn.execute(
         "SELECT e.id, e.byte_offset, e.line_number, e.raw, e.newline, f.path, f.agent, f.kind, f.project_key "
         "FROM entries e JOIN source_files f ON f.id = e.source_file_id WHERE e.id IN (SELECT value FROM json_each(?)) "
@@ -240,5 +331,5 @@ def fill_tool_io(conn: sqlite3.Connection, calls: list[ToolCall]) -> None:
 
 
 def raw_entry(conn: sqlite3.Connection, entry_id: int) -> bytes | None:
-    row = conn.execute("SELECT raw FROM entries WHERE id = ?", (entry_id,)).fetchone()
-    return bytes(row[0]) if row else None
+    row = fetch_one(conn, "SELECT raw FROM entries WHERE id = ?", (entry_id,))
+    return bytes(row["raw"]) if row else None

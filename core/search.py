@@ -13,10 +13,13 @@ import sqlite3
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from rapidfuzz import fuzz, process
 from threadloom.core import search_index
 from threadloom.core.db import is_damage
+from threadloom.core.query import main_sql, subagent_sql
+from threadloom.core.rows import fetch, fetch_one, value, values
 from threadloom.core.text import (
     SEARCH_HELP,  # noqa: F401  (re-exported: the TUI and CLI show it)
     readable,
@@ -77,7 +80,7 @@ class Hit:
     field: str  # content | thinking | tool_text
     seq: int | None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["highlights"] = [list(h) for h in self.highlights]
         return data
@@ -227,7 +230,7 @@ STOP_WORDS = frozenset(
 )
 
 
-_TERMS_CACHE: dict[tuple, list[str]] = {}
+_TERMS_CACHE: dict[tuple[Any, ...], list[str]] = {}
 
 
 class Vocabulary:
@@ -240,7 +243,7 @@ class Vocabulary:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        self._generation: tuple | None = None
+        self._generation: tuple[Any, ...] | None = None
 
     def _exists(self, expression: str) -> bool:
         row = self.conn.execute(
@@ -254,13 +257,13 @@ class Vocabulary:
     def has_prefix(self, token: str) -> bool:
         return self._exists(f"{_fts_quote(token)} *")
 
-    def generation(self) -> tuple:
+    def generation(self) -> tuple[Any, ...]:
         if self._generation is None:
-            path = self.conn.execute("PRAGMA database_list").fetchone()[2]
+            main = fetch_one(self.conn, "PRAGMA database_list")  # the first database is main
             # max(id) grows with every write (a rewritten file's rows get new ids); count(*) would
             # walk the whole table (~50 ms at 1 GB) on every search that needs a near spelling
-            top = self.conn.execute("SELECT max(id) FROM entries").fetchone()
-            self._generation = (path, *top)
+            top = value(self.conn, "SELECT max(id) FROM entries")
+            self._generation = (main["file"] if main else None, top)
         return self._generation
 
     def nearest(self, token: str, limit: int = 3) -> list[str]:
@@ -269,12 +272,11 @@ class Vocabulary:
         key = (*self.generation(), lo)
         terms = _TERMS_CACHE.get(key)
         if terms is None:
-            terms = [
-                r[0]
-                for r in self.conn.execute(
-                    "SELECT term FROM search_vocab WHERE term >= ? AND term < ?", (lo, lo + "\U0010ffff")
-                )
-            ]
+            terms = values(
+                self.conn,
+                "SELECT term FROM search_vocab WHERE term >= ? AND term < ?",
+                (lo, lo + "\U0010ffff"),
+            )
             _TERMS_CACHE[key] = terms
         near = [t for t in terms if abs(len(t) - len(token)) <= 3]
         found = process.extract(token, near, scorer=fuzz.ratio, score_cutoff=72, limit=limit)
@@ -356,10 +358,11 @@ def _search(conn: sqlite3.Connection, text: str, *, limit: int, now: float | Non
     columns = _COLUMNS.format(score="f.score")
     ranked = "SELECT rowid, bm25(search_fts, 1.0, 0.5, 0.7) AS score FROM search_fts WHERE search_fts MATCH ?"
     common = (
-        conn.execute(
+        value(
+            conn,
             f"SELECT count(*) FROM (SELECT rowid FROM search_fts WHERE search_fts MATCH ? LIMIT {COMMON})",
             params[:1],
-        ).fetchone()[0]
+        )
         >= COMMON
     )
     # A query matching most of the archive: bm25 over all of it says little and costs ~100 ms per GB;
@@ -367,27 +370,31 @@ def _search(conn: sqlite3.Connection, text: str, *, limit: int, now: float | Non
     pre = ranked + (" ORDER BY rowid DESC" if common else " ORDER BY score") + f" LIMIT {PRESELECT}"
     joins = "JOIN entries e ON e.id = f.rowid JOIN agent_sessions s ON s.id = e.session_id"
     try:
-        rows = conn.execute(
+        rows = fetch(
+            conn,
             f"{columns} FROM ({pre}) f {joins} WHERE {filters} ORDER BY f.score LIMIT {CANDIDATES + 1}",
             params,
-        ).fetchall()
+        )
         if len(rows) <= CANDIDATES and common:
             # filters dropped most of the newest matches: walk all matches newest first instead
-            rows = conn.execute(
+            rows = fetch(
+                conn,
                 f"{columns} FROM ({ranked} ORDER BY rowid DESC) f {joins} WHERE {filters} "
                 f"ORDER BY f.rowid DESC LIMIT {CANDIDATES + 1}",
                 params,
-            ).fetchall()
+            )
         elif len(rows) <= CANDIDATES and not common:
-            preselected = conn.execute(
+            preselected = value(
+                conn,
                 f"SELECT count(*) FROM (SELECT rowid FROM search_fts WHERE search_fts MATCH ? LIMIT {PRESELECT})",
                 params[:1],
-            ).fetchone()[0]
+            )
             if preselected >= PRESELECT:
-                rows = conn.execute(
+                rows = fetch(
+                    conn,
                     f"{columns} FROM ({ranked}) f {joins} WHERE {filters} ORDER BY f.score LIMIT {CANDIDATES + 1}",
                     params,
-                ).fetchall()
+                )
     except sqlite3.OperationalError as exc:
         if is_damage(exc):  # not a query it could not run: the caller says how to rebuild
             raise
@@ -398,37 +405,35 @@ def _search(conn: sqlite3.Connection, text: str, *, limit: int, now: float | Non
     rows = rows[:CANDIDATES]
     patterns = _highlight_pattern(terms)
     query_text = " ".join(q.words + q.phrases).lower()
-    best = min((r[8] for r in rows), default=0.0)
-    worst = max((r[8] for r in rows), default=0.0)
+    best = min((r["score"] for r in rows), default=0.0)
+    worst = max((r["score"] for r in rows), default=0.0)
     span = (worst - best) or 1.0
     hits = []
-    for eid, sid, uuid, source, project, title, role, ts, bm25, content, thinking, tool_text, seq in rows:
-        field_name, body = _matched_field(patterns, content, thinking, tool_text, q)
+    for row in rows:
+        field_name, body = _matched_field(patterns, row["content"], row["thinking"], row["tool_text"], q)
         snippet, spans = make_snippet(body or "", patterns)
-        relevance = 1.0 - (bm25 - best) / span  # 1 = best FTS rank among candidates
+        relevance = 1.0 - (row["score"] - best) / span  # 1 = best FTS rank among candidates
         # how closely the words around the match read like the query (the snippet window, not the
         # whole message: scoring 300 long bodies cost more than the FTS query itself)
         closeness = fuzz.token_set_ratio(query_text, snippet.lower()) / 100 if query_text else 1.0
         score = round(100 * (0.55 * relevance + 0.45 * closeness), 2)
-        hits.append(
-            Hit(eid, sid, uuid, source, project, title, role, ts, score, snippet, spans, field_name, seq)
-        )
+        hits.append(_hit(row, score, snippet, spans, field_name))
     hits.sort(key=lambda h: (-h.score, -(h.timestamp or 0)))
     return SearchResult(hits[:limit], len(rows), capped, terms, time.perf_counter() - started, q.problems)
 
 
-def _filters(q: ParsedQuery, *, tool_test: bool = True) -> tuple[list[str], list]:
+def _filters(q: ParsedQuery, *, tool_test: bool = True) -> tuple[list[str], list[Any]]:
     """The SQL conditions (on entries `e` and agent_sessions `s`) of the query's filters; without
     `tool_test` the tool filter is left to the caller."""
     where = ["e.dup_of IS NULL"]
-    params: list = []
+    params: list[Any] = []
     if q.role:
         where.append("e.role = ?")
         params.append(q.role.lower())
     elif not q.in_tools:
         where.append("e.role IN ('user', 'assistant') AND e.is_meta = 0")
     if not q.in_subagents and not q.session:
-        where.append("s.is_subagent = 0")
+        where.append(main_sql("s."))
     session_where, session_params = _session_filters(q, "s.")
     where += session_where
     params += session_params
@@ -448,7 +453,7 @@ def _filters(q: ParsedQuery, *, tool_test: bool = True) -> tuple[list[str], list
     return where, params
 
 
-def _session_filters(q: ParsedQuery, prefix: str) -> tuple[list[str], list]:
+def _session_filters(q: ParsedQuery, prefix: str) -> tuple[list[str], list[Any]]:
     """The conditions of the agent, project and session filters on agent_sessions (`prefix`: its alias)."""
     where, params = [], []
     if q.agent:
@@ -463,10 +468,31 @@ def _session_filters(q: ParsedQuery, prefix: str) -> tuple[list[str], list]:
     return where, params
 
 
+# a candidate record, its columns named as Hit's fields where it has them; {score}: its bm25 rank
 _COLUMNS = (
-    "SELECT e.id, e.session_id, e.uuid, s.source, s.project, COALESCE(s.title, s.task_description), e.role, "
-    "e.timestamp, {score}, e.content, e.thinking, e.tool_text, e.seq "
+    "SELECT e.id AS entry_id, e.session_id, e.uuid, s.source AS agent, s.project, "
+    "COALESCE(s.title, s.task_description) AS session_title, e.role, e.timestamp, {score} AS score, "
+    "e.content, e.thinking, e.tool_text, e.seq "
 )
+
+
+def _hit(row: sqlite3.Row, score: float, snippet: str, spans: list[tuple[int, int]], field_name: str) -> Hit:
+    """A `_COLUMNS` row as a hit, with what ranking it found."""
+    return Hit(
+        entry_id=row["entry_id"],
+        session_id=row["session_id"],
+        uuid=row["uuid"],
+        agent=row["agent"],
+        project=row["project"],
+        session_title=row["session_title"],
+        role=row["role"],
+        timestamp=row["timestamp"],
+        score=score,
+        snippet=snippet,
+        highlights=spans,
+        field=field_name,
+        seq=row["seq"],
+    )
 
 
 def _filtered_only(conn: sqlite3.Connection, q: ParsedQuery, limit: int, started: float) -> SearchResult:
@@ -481,16 +507,17 @@ def _filtered_only(conn: sqlite3.Connection, q: ParsedQuery, limit: int, started
     try:
         ids = _candidate_ids(conn, q)
         if ids is None:  # nothing narrows by id: walk every record from the newest, filters applied
-            rows = conn.execute(f"{select} ORDER BY e.id DESC LIMIT {CANDIDATES + 1}", params).fetchall()
+            rows = fetch(conn, f"{select} ORDER BY e.id DESC LIMIT {CANDIDATES + 1}", params)
         else:
             ids.sort(reverse=True)
             rows = []
             for start in range(0, len(ids), ID_BATCH):
                 batch = ids[start : start + ID_BATCH]
-                rows += conn.execute(
+                rows += fetch(
+                    conn,
                     f"{select} AND e.id IN ({', '.join('?' * len(batch))}) ORDER BY e.id DESC",
                     [*params, *batch],
-                ).fetchall()
+                )
                 if len(rows) > CANDIDATES:
                     break
     except sqlite3.OperationalError as exc:
@@ -501,12 +528,10 @@ def _filtered_only(conn: sqlite3.Connection, q: ParsedQuery, limit: int, started
         )
     capped = len(rows) > CANDIDATES
     hits = []
-    for eid, sid, uuid, agent, project, title, role, ts, _, content, thinking, tool_text, seq in rows[:limit]:
-        field_name, body = _matched_field(None, content, thinking, tool_text, q)
+    for row in rows[:limit]:
+        field_name, body = _matched_field(None, row["content"], row["thinking"], row["tool_text"], q)
         snippet, spans = make_snippet(body or "", None)
-        hits.append(
-            Hit(eid, sid, uuid, agent, project, title, role, ts, 0.0, snippet, spans, field_name, seq)
-        )
+        hits.append(_hit(row, 0.0, snippet, spans, field_name))
     problems = [*q.problems, "no words given: the newest records these filters let through"]
     return SearchResult(hits, min(len(rows), CANDIDATES), capped, {}, time.perf_counter() - started, problems)
 
@@ -523,43 +548,43 @@ def _candidate_ids(conn: sqlite3.Connection, q: ParsedQuery) -> list[int] | None
     text), or None to walk every record instead."""
     tool_ids = None
     if q.tool:
-        tool_ids = [
-            r[0]
-            for r in conn.execute(
-                "SELECT entry_id FROM agent_tool_calls WHERE tool_name = ? COLLATE NOCASE AND entry_id IS NOT NULL "
-                "UNION SELECT result_entry_id FROM agent_tool_calls WHERE tool_name = ? COLLATE NOCASE "
-                "AND result_entry_id IS NOT NULL",
-                (q.tool, q.tool),
-            )
-        ]
+        tool_ids = values(
+            conn,
+            "SELECT entry_id FROM agent_tool_calls WHERE tool_name = ? COLLATE NOCASE AND entry_id IS NOT NULL "
+            "UNION SELECT result_entry_id FROM agent_tool_calls WHERE tool_name = ? COLLATE NOCASE "
+            "AND result_entry_id IS NOT NULL",
+            (q.tool, q.tool),
+        )
     session_ids = None
     where, params = _session_filters(q, "")
     if where:
         sessions = f"SELECT id FROM agent_sessions WHERE {' AND '.join(where)}"
         messages = (
-            conn.execute(
-                f"SELECT sum(message_count) FROM agent_sessions WHERE id IN ({sessions})", params
-            ).fetchone()[0]
+            value(conn, f"SELECT sum(message_count) FROM agent_sessions WHERE id IN ({sessions})", params)
             or 0
         )
         if messages <= SESSION_IDS_MAX:  # the session index covers this: no record is read
-            session_ids = [
-                r[0] for r in conn.execute(f"SELECT id FROM entries WHERE session_id IN ({sessions})", params)
-            ]
+            session_ids = values(conn, f"SELECT id FROM entries WHERE session_id IN ({sessions})", params)
     if tool_ids is not None and session_ids is not None:
         narrow = set(session_ids)
         return [i for i in tool_ids if i in narrow]
     return tool_ids if tool_ids is not None else session_ids
 
 
-def _highlight_pattern(terms: dict[str, list[str]]) -> re.Pattern | None:
+def _highlight_pattern(terms: dict[str, list[str]]) -> re.Pattern[str] | None:
     alternatives = sorted({re.escape(t) for ts in terms.values() for t in ts if t}, key=len, reverse=True)
     if not alternatives:
         return None
     return re.compile(r"(?<!\w)(?:" + "|".join(alternatives) + r")\w*", re.IGNORECASE)
 
 
-def _matched_field(pattern, content, thinking, tool_text, q: ParsedQuery) -> tuple[str, str | None]:
+def _matched_field(
+    pattern: re.Pattern[str] | None,
+    content: str | None,
+    thinking: str | None,
+    tool_text: str | None,
+    q: ParsedQuery,
+) -> tuple[str, str | None]:
     candidates = [("content", content)]
     if q.in_tools or q.tool:
         candidates.append(("tool_text", tool_text))
@@ -574,7 +599,7 @@ def _matched_field(pattern, content, thinking, tool_text, q: ParsedQuery) -> tup
 
 
 def make_snippet(
-    text: str, pattern: re.Pattern | None, width: int = 160
+    text: str, pattern: re.Pattern[str] | None, width: int = 160
 ) -> tuple[str, list[tuple[int, int]]]:
     """A one-line window around the first match, and the spans of every match inside it."""
     flat = " ".join(readable(text).split())
@@ -606,20 +631,27 @@ class SessionMatch:
 
 def find_sessions(conn: sqlite3.Connection, text: str, limit: int = 20) -> list[SessionMatch]:
     """Jump to a session by title, id or project: rapidfuzz over the (few thousand) session labels."""
-    rows = conn.execute(
-        "SELECT id, CASE WHEN is_subagent = 1 THEN COALESCE(task_description, title, '') "
-        "ELSE COALESCE(title, task_description, '') END, project, source, COALESCE(ended_at, 0) FROM agent_sessions "
-        "WHERE message_count > 0 AND is_warmup = 0"
-    ).fetchall()
+    rows = fetch(
+        conn,
+        f"SELECT id, CASE WHEN {subagent_sql()} THEN COALESCE(task_description, title, '') "
+        "ELSE COALESCE(title, task_description, '') END AS title, project, source AS agent, "
+        "COALESCE(ended_at, 0) AS last FROM agent_sessions WHERE message_count > 0 AND is_warmup = 0",
+    )
+
+    def match(row: sqlite3.Row, score: float) -> SessionMatch:
+        return SessionMatch(
+            session_id=row["id"], title=row["title"], project=row["project"], agent=row["agent"], score=score
+        )
+
     if not text.strip():
-        rows.sort(key=lambda r: -r[4])
-        return [SessionMatch(r[0], r[1], r[2], r[3], 0.0) for r in rows[:limit]]
+        rows.sort(key=lambda r: -r["last"])
+        return [match(r, 0.0) for r in rows[:limit]]
     needle = text.strip().lower()
-    by_id = [r for r in rows if r[0].lower().startswith(needle)]
+    by_id = [r for r in rows if r["id"].lower().startswith(needle)]
     if by_id and len(needle) >= 4:  # an id prefix wins outright
-        by_id.sort(key=lambda r: -r[4])
-        return _whole_id_first([SessionMatch(r[0], r[1], r[2], r[3], 100.0) for r in by_id], needle)[:limit]
-    labels = [f"{r[1]} {r[2] or ''} {r[0]}".lower() for r in rows]
+        by_id.sort(key=lambda r: -r["last"])
+        return _whole_id_first([match(r, 100.0) for r in by_id], needle)[:limit]
+    labels = [f"{r['title']} {r['project'] or ''} {r['id']}".lower() for r in rows]
     # word order and extra words in a long title should not matter: best of a token-set and a
     # partial match, so "stripe webhooks" finds "Wire up Stripe webhooks for refunds"
     query = text.lower()
@@ -627,11 +659,9 @@ def find_sessions(conn: sqlite3.Connection, text: str, limit: int = 20) -> list[
     for i, label in enumerate(labels):
         score = max(fuzz.token_set_ratio(query, label), fuzz.partial_ratio(query, label))
         if score >= 60:
-            scored.append((score, rows[i][4], i))
+            scored.append((score, rows[i]["last"], i))
     scored.sort(key=lambda t: (-t[0], -t[1]))
-    found = [
-        SessionMatch(rows[i][0], rows[i][1], rows[i][2], rows[i][3], float(score)) for score, _, i in scored
-    ]
+    found = [match(rows[i], float(score)) for score, _, i in scored]
     return _whole_id_first(found, needle)[:limit]
 
 

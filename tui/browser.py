@@ -33,7 +33,7 @@ from threadloom.tui.render import count_of, plain_title, short_model
 from threadloom.tui.screens import HelpScreen, RawJsonScreen
 
 if TYPE_CHECKING:
-    from threadloom.core.browse import SessionNode
+    from threadloom.core.browse import SessionSummary
     from threadloom.core.ingest import Progress
     from threadloom.core.search import Hit
 
@@ -525,7 +525,7 @@ class BrowserScreen(Screen[None]):
             self.refresh_panes()
 
 
-def subtitle(session: SessionNode, count: int, rewinds: int) -> str:
+def subtitle(session: SessionSummary, count: int, rewinds: int) -> str:
     """The message view's subtitle for a whole session: size, branches, tokens, model."""
     text = count_of(count, "message")
     if rewinds:
@@ -533,7 +533,7 @@ def subtitle(session: SessionNode, count: int, rewinds: int) -> str:
     return text + tokens_and_model(session)
 
 
-def tokens_and_model(session: SessionNode) -> str:
+def tokens_and_model(session: SessionSummary) -> str:
     """' · 215k tokens · opus-4-1' (no model: no separator left hanging)."""
     model = short_model(session.model)
     return f" · {human_tokens(session.tokens)} tokens" + (f" · {model}" if model else "")

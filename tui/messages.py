@@ -30,7 +30,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from threadloom.core import browse
-from threadloom.core.browse import MessageRow, ToolCallRow
+from threadloom.core.browse import MessageRow, ToolCall
 from threadloom.tui import render
 
 PAGE = 64
@@ -48,7 +48,7 @@ class Block:
     end: int
     target: bool
     key: str | None = None  # what Enter toggles
-    call: ToolCallRow | None = None
+    call: ToolCall | None = None
     clipped: bool = False
 
 
@@ -423,7 +423,7 @@ class MessageView(ScrollView, can_focus=True):
             indent: int,
             target: bool = True,
             key: str | None = None,
-            call: ToolCallRow | None = None,
+            call: ToolCall | None = None,
             clip: int = 0,
         ) -> None:
             lines = _lines(console, options, renderable, indent)
@@ -490,7 +490,7 @@ class MessageView(ScrollView, can_focus=True):
             return (key in self.toggled) != self.expand_all
         return key in self.toggled
 
-    def _extra(self, call: ToolCallRow) -> Any:
+    def _extra(self, call: ToolCall) -> Any:
         if call.name not in render.EDIT_TOOLS or self.conn is None:
             return None
         if call.id not in self.extras:

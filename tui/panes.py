@@ -18,7 +18,7 @@ from textual.widgets import OptionList, Tree
 from textual.widgets.option_list import Option
 from textual.widgets.tree import TreeNode
 from threadloom.core import browse
-from threadloom.core.browse import Branch, ProjectRow, Segment, SessionNode
+from threadloom.core.browse import Branch, ProjectRow, Segment, SessionSummary
 from threadloom.core.text import human_tokens, human_when
 from threadloom.tui.render import count_of, short_model, short_when
 
@@ -123,7 +123,7 @@ class NodeRef:
     """What a tree node stands for; `seqs` set for branches, `start_seq` for segments."""
 
     kind: str  # session | branch | segment | loading
-    session: SessionNode | None = None
+    session: SessionSummary | None = None
     branch: Branch | None = None
     segment: Segment | None = None
     loaded: bool = False
@@ -181,7 +181,7 @@ class SessionTree(Tree[NodeRef]):
         self.conn: sqlite3.Connection | None = None
         self.project: str | None = None
         self.include_warmup = False
-        self.sessions: list[SessionNode] = []
+        self.sessions: list[SessionSummary] = []
 
     # ------------------------------------------------------------------ filling
 
@@ -209,7 +209,7 @@ class SessionTree(Tree[NodeRef]):
         self._restore(expanded, cursor)
         return True
 
-    def _add_session(self, parent: TreeNode[NodeRef], session: SessionNode) -> TreeNode[NodeRef]:
+    def _add_session(self, parent: TreeNode[NodeRef], session: SessionSummary) -> TreeNode[NodeRef]:
         node = parent.add(
             self._label(session), NodeRef("session", session), allow_expand=session.has_children
         )
@@ -217,7 +217,7 @@ class SessionTree(Tree[NodeRef]):
             node.add_leaf(Text("loading…", style="dim italic"), NodeRef("loading"))
         return node
 
-    def _label(self, s: SessionNode) -> Text:
+    def _label(self, s: SessionSummary) -> Text:
         return Text(s.title or "(untitled)")
 
     def _row_width(self, node: TreeNode[NodeRef]) -> int:
@@ -379,12 +379,12 @@ class SessionTree(Tree[NodeRef]):
         self.notify("Warmup agents shown" if self.include_warmup else "Warmup agents hidden", timeout=2)
 
 
-def last_activity(s: SessionNode) -> int | None:
+def last_activity(s: SessionSummary) -> int | None:
     """When the session was last written to: what the tree sorts by, so what its rows show."""
     return s.ended_at or s.started_at
 
 
-def session_label(s: SessionNode, width: int, now: float | None = None) -> Text:
+def session_label(s: SessionSummary, width: int, now: float | None = None) -> Text:
     """Title (or a subagent's description, type and status), then last activity, messages, tokens
     and model, each padded to a column of its own so that the rows line up."""
     head = Text(no_wrap=True, overflow="ellipsis")
@@ -431,6 +431,6 @@ def fit(head: Text, facts: list[tuple[str, str]], width: int) -> Text:
     return Text.assemble(head, tail)
 
 
-def _signature(sessions: list[SessionNode]) -> list[tuple]:
+def _signature(sessions: list[SessionSummary]) -> list[tuple]:
     """What a refresh compares: a session that grew, got its title or its token total changes it."""
     return [(s.id, s.message_count, s.title, s.tokens, s.child_count, s.task_status) for s in sessions]

@@ -17,7 +17,7 @@ from rich.segment import Segment
 from rich.text import Text
 from textual.color import Color
 from textual.filter import LineFilter
-from threadloom.core.browse import MessageRow, ToolCallRow
+from threadloom.core.browse import MessageRow, ToolCall
 from threadloom.core.calls import call_params, result_text
 from threadloom.core.diffs import EDIT_TOOLS, DiffLine, call_diff, diff_between, is_edit
 from threadloom.core.render import (
@@ -250,7 +250,7 @@ def event_line(msg: MessageRow) -> Text:
 MIN_GIST = 12  # narrower than this, a collapsed call wraps rather than lose its command or path
 
 
-def call_line(call: ToolCallRow, expanded: bool, width: int | None = None) -> Text:
+def call_line(call: ToolCall, expanded: bool, width: int | None = None) -> Text:
     """`▸ Bash  npm test  ✗ exit 1 · 2.3 s` — the collapsed form of a tool call, on one line of
     `width` when given: the gist (a command, a path) gives way, the status stays."""
     params = call_params(call)
@@ -284,7 +284,7 @@ def code(text: str, lexer: str, background: str, **kw: Any) -> RenderableType:
     return Syntax(text, lexer, theme=SYNTAX_THEME, word_wrap=True, background_color=background, **kw)
 
 
-def call_body(call: ToolCallRow, extra: Any, background: str = "default") -> RenderableType:
+def call_body(call: ToolCall, extra: Any, background: str = "default") -> RenderableType:
     """Input and output of an expanded call; edits as coloured diffs."""
     params = call_params(call)
     parts: list[RenderableType] = []
@@ -307,7 +307,7 @@ def call_body(call: ToolCallRow, extra: Any, background: str = "default") -> Ren
     return Group(*parts)
 
 
-def output_view(call: ToolCallRow, params: dict[str, Any], output: str, background: str) -> RenderableType:
+def output_view(call: ToolCall, params: dict[str, Any], output: str, background: str) -> RenderableType:
     from rich.syntax import Syntax
 
     lines = output.splitlines()

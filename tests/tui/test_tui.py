@@ -869,15 +869,20 @@ def test_session_rows_show_when_they_were_last_written_with_the_year_when_not_th
     feb_2026 = int(datetime(2026, 2, 3, 9, 30).timestamp() * 1000)
     assert short_when(june_2025, now) == "12 Jun 2025"
     assert short_when(feb_2026, now) == "03 Feb 09:30"
-    node = browse.SessionNode(
+    node = browse.SessionSummary(
         id="s1",
+        agent="claude-code",
         title="Fix the build",
         project=None,
         project_path=None,
         started_at=june_2025,
         ended_at=feb_2026,
         message_count=1,
-        tokens=0,
+        is_subagent=False,
+        input_tokens=0,
+        output_tokens=0,
+        cache_creation_tokens=0,
+        cache_read_tokens=0,
         model=None,
         kind="main",
         agent_type=None,
@@ -1826,17 +1831,17 @@ def test_a_collapsed_tool_call_stays_on_one_line_its_path_giving_way() -> None:
 
 
 def test_codex_patch_calls_render_as_diffs() -> None:
-    from threadloom.core.browse import ToolCallRow
+    from threadloom.core.browse import ToolCall
     from threadloom.tui import render as tui_render
 
     patch = (
         "*** Begin Patch\n*** Update File: cart.py\n@@ def total\n-total = None\n+total = 0\n*** End Patch"
     )
     calls = [
-        ToolCallRow(
+        ToolCall(
             "c1", "apply_patch", json.dumps({"input": patch}), '"Success."', "completed", None, None, None
         ),
-        ToolCallRow(
+        ToolCall(
             "c2",
             "shell",
             json.dumps({"command": ["apply_patch", patch]}),

@@ -1,0 +1,162 @@
+"""The read API: one session type for the CLI and the TUI, one tool-call type, and one test of
+what a subagent is, whichever reader asks."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import fields
+
+import pytest
+from conftest import Transcript, ingest, tool_use
+from threadloom.core import browse, query, rows
+from threadloom.core.search import find_sessions, search
+
+MAIN = "b0000000-0000-4000-8000-00000000b001"
+UNTITLED = "b0000000-0000-4000-8000-00000000b002"
+FORK = "b0000000-0000-4000-8000-00000000b003"
+AGENT = "0ddba11"
+
+
+@pytest.fixture
+def archive(conn, tmp_path):
+    root = tmp_path / "projects"
+    t = Transcript(root / "-srv-api" / f"{MAIN}.jsonl", MAIN, cwd="/srv/api")
+    t.add({"type": "summary", "summary": "Find the log callers", "leafUuid": "x"}, chain=False)
+    t.user("Who calls the logging helper?")
+    t.assistant(
+        "Asking a subagent.",
+        tools=[tool_use("tu_1", "Task", description="find callers", prompt="find log callers")],
+    )
+    t.tool_result("tu_1", "3 callers", tool_use_result={"agentId": AGENT})
+    t.assistant("Three callers.", tools=[tool_use("tu_2", "Bash", command="grep -rn log_event")])
+    t.tool_result("tu_2", "a.py\nb.py\nc.py")
+    t.write()
+    sub = Transcript(
+        root / "-srv-api" / f"agent-{AGENT}.jsonl", MAIN, cwd="/srv/api", isSidechain=True, agentId=AGENT
+    )
+    sub.user("find log callers", parent=False)
+    sub.assistant("found three callers of log_event")
+    sub.write()
+    u = Transcript(root / "-srv-api" / f"{UNTITLED}.jsonl", UNTITLED, cwd="/srv/api")
+    u.user("Rename the logging helper")
+    u.assistant("Renamed to log_event.")
+    u.write()
+    f = Transcript(root / "-srv-api" / f"{FORK}.jsonl", FORK, cwd="/srv/api", forkedFrom={"sessionId": MAIN})
+    f.user("Continue from the callers: rename log_event")
+    f.assistant("Renamed log_event everywhere.")
+    f.write()
+    ingest(conn, root)
+    return conn
+
+
+def _subagent_id(conn: sqlite3.Connection) -> str:
+    return rows.value(
+        conn, "SELECT id FROM agent_sessions WHERE parent_session_id = ? AND kind = 'subagent'", (MAIN,)
+    )
+
+
+# ---------------------------------------------------------------------------- one session type
+
+
+def test_the_cli_and_the_tree_read_one_session_type(archive) -> None:
+    listed = {s.id: s for s in query.list_sessions(archive)}
+    node = browse.get_node(archive, MAIN)
+    assert type(node) is type(listed[MAIN]) is query.SessionSummary is browse.SessionSummary
+    for name in ("id", "agent", "project", "project_path", "started_at", "ended_at", "message_count"):
+        assert getattr(node, name) == getattr(listed[MAIN], name), name
+    assert node.tokens == node.total_tokens == listed[MAIN].total_tokens > 0
+    # below it in the tree: its subagent and its fork; the CLI's queries do not count them
+    assert node.child_count == 2 and node.has_children and listed[MAIN].child_count == 0
+    # a session without a title: none for the CLI; the tree's row shows its first prompt, on one line
+    archive.execute(
+        "UPDATE agent_sessions SET title = NULL, first_prompt = ? WHERE id = ?",
+        ("  Rename   the\nlogging helper  ", UNTITLED),
+    )
+    assert query.get_session(archive, UNTITLED).title is None
+    assert browse.get_node(archive, UNTITLED).title == "Rename the logging helper"
+
+
+def test_sessions_json_keeps_its_fields_and_their_order(archive) -> None:
+    data = query.get_session(archive, MAIN).as_dict()
+    assert list(data) == [
+        "id",
+        "agent",
+        "project",
+        "project_path",
+        "title",
+        "started_at",
+        "ended_at",
+        "message_count",
+        "is_subagent",
+        "parent_session_id",
+        "model",
+        "input_tokens",
+        "output_tokens",
+        "cache_creation_tokens",
+        "cache_read_tokens",
+        "kind",
+        "agent_type",
+        "task_description",
+        "task_status",
+        "tool_call_id",
+        "is_warmup",
+        "turn_count",
+        "tool_call_count",
+        "branch_count",
+        "compaction_count",
+        "git_branch",
+        "forked_from_session_id",
+    ]
+    assert data["is_subagent"] is False and data["is_warmup"] is False
+
+
+def test_the_cli_and_the_viewer_read_one_tool_call_type(archive) -> None:
+    shown = [c for m in query.messages(archive, MAIN) for c in m.tool_calls]
+    paged = [c for m in browse.message_page(archive, MAIN, 0, 99) for c in m.tool_calls]
+    assert [type(c) for c in shown + paged] == [query.ToolCall] * 4 and browse.ToolCall is query.ToolCall
+    assert shown == paged
+    assert [(c.name, c.status, c.entry_id is not None) for c in shown] == [
+        ("Task", "completed", True),
+        ("Bash", "completed", True),
+    ]
+    assert {f.name for f in fields(query.ToolCall)} >= {"result_entry_id", "entry_id"}
+
+
+# ---------------------------------------------------------------------------- one subagent test
+
+
+def _everyone_says_subagent(conn: sqlite3.Connection, sid: str) -> set[bool]:
+    """Whether `sid` is a subagent, as each reader decides it."""
+    said = {
+        query.get_session(conn, sid).is_subagent,
+        browse.get_node(conn, sid).is_subagent,
+        next(t for t in browse.jump_targets(conn) if t.id == sid).is_subagent,
+        sid not in {s.id for s in query.list_sessions(conn, include_subagents=False)},
+        sid not in {s.id for p in browse.list_projects(conn) for s in browse.project_sessions(conn, p.path)},
+    }
+    return said
+
+
+def test_a_subagent_is_one_everywhere(archive) -> None:
+    sub = _subagent_id(archive)
+    assert _everyone_says_subagent(archive, sub) == {True}
+    assert _everyone_says_subagent(archive, MAIN) == {False}
+    assert [p.subagent_count for p in browse.list_projects(archive)] == [1]
+
+
+def test_a_fork_names_its_source_as_parent_and_is_no_subagent(archive) -> None:
+    fork = query.get_session(archive, FORK)
+    assert (fork.kind, fork.parent_session_id) == ("fork", MAIN)
+    assert _everyone_says_subagent(archive, FORK) == {False}
+
+
+def test_a_subagent_whose_parent_was_never_found_is_still_one(archive) -> None:
+    sub = _subagent_id(archive)
+    archive.execute("UPDATE agent_sessions SET parent_session_id = NULL WHERE id = ?", (sub,))
+    assert _everyone_says_subagent(archive, sub) == {True}
+    # the palette and the tree name it by its task, as they name every subagent
+    assert browse.get_node(archive, sub).task_description == "find callers"
+    assert next(m for m in find_sessions(archive, sub) if m.session_id == sub).title == "find callers"
+    # and search leaves it out unless subagents are asked for
+    assert sub not in {h.session_id for h in search(archive, "callers").hits}
+    assert sub in {h.session_id for h in search(archive, "callers in:subagents").hits}
