@@ -405,7 +405,8 @@ def _read_event(msg: MessageRow, obj: dict[str, Any]) -> None:
     for key in EVENT_KEYS:
         if key in obj:
             msg.event[key] = obj[key]
-    content = (obj.get("message") or {}).get("content") if isinstance(obj.get("message"), dict) else None
+    message = obj.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, list):
         for block in content:
             blocks = [block]
@@ -417,8 +418,12 @@ def _read_event(msg: MessageRow, obj: dict[str, Any]) -> None:
                 blocks = block["content"]
             for b in blocks:
                 if isinstance(b, dict) and b.get("type") == "image":
-                    source = b.get("source") if isinstance(b.get("source"), dict) else {}
-                    data = source.get("data") if isinstance(source.get("data"), str) else ""
+                    source = b.get("source")
+                    if not isinstance(source, dict):
+                        source = {}
+                    data = source.get("data")
+                    if not isinstance(data, str):
+                        data = ""
                     msg.images.append((str(source.get("media_type") or "image"), len(data) * 3 // 4))
 
 

@@ -12,8 +12,15 @@ import os
 import re
 import sqlite3
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:  # the commands import what they use when they run: a launch loads only its own
+    from threadloom.core.db import LedgerError
+    from threadloom.core.fork import ForkPlan
+    from threadloom.core.ingest import IngestReport
+    from threadloom.core.ingest import Progress as IngestProgress
 
 EPILOG = """\
 examples:
@@ -373,7 +380,7 @@ def _fail(message: object) -> None:
     print(f"threadloom: {printable(str(message))}", file=sys.stderr)
 
 
-def _explain(args: argparse.Namespace, exc: BaseException):
+def _explain(args: argparse.Namespace, exc: BaseException) -> LedgerError:
     from threadloom.core.db import default_db_path, explain
 
     return explain(exc, getattr(args, "db", None) or default_db_path())
@@ -387,7 +394,7 @@ class _PrintableStream:
 
     SGR = re.compile(r"(\x1b\[[0-9;:]*m)")
 
-    def __init__(self, stream) -> None:
+    def __init__(self, stream: TextIO) -> None:
         self.unfiltered = stream
         try:
             self.keep_colours = stream.isatty()
@@ -405,11 +412,11 @@ class _PrintableStream:
                 text = printable(text)
         return self.unfiltered.write(text)
 
-    def writelines(self, lines) -> None:
+    def writelines(self, lines: Iterable[str]) -> None:
         for line in lines:
             self.write(line)
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self.unfiltered, name)
 
 
@@ -505,7 +512,9 @@ def _move_aside(path: Path) -> Path | None:
     return target
 
 
-def _ingest_with_progress(conn, sources, include_defaults, build_index=True):
+def _ingest_with_progress(
+    conn: sqlite3.Connection, sources: Iterable[Path], include_defaults: bool, build_index: bool = True
+) -> IngestReport:
     from rich.markup import escape
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
     from threadloom.core.ingest import INDEXING, run_ingest
@@ -522,7 +531,7 @@ def _ingest_with_progress(conn, sources, include_defaults, build_index=True):
     ) as bar:
         task = bar.add_task("ingest", total=None, files="", name="")
 
-        def on_progress(p):
+        def on_progress(p: IngestProgress) -> None:
             if p.path == INDEXING:
                 bar.update(
                     task,
@@ -577,7 +586,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _catch_up_index(conn, *, quiet: bool, wait: bool = True) -> int:
+def _catch_up_index(conn: sqlite3.Connection, *, quiet: bool, wait: bool = True) -> int:
     """Finish an index a bulk load left behind; returns how many entry ids it covered.
 
     Without `wait`, an index another threadloom is writing to is left to it (0 is returned)."""
@@ -612,7 +621,7 @@ def _catch_up_index(conn, *, quiet: bool, wait: bool = True) -> int:
     return behind if done else 0
 
 
-def _print_ingest_summary(report) -> None:
+def _print_ingest_summary(report: IngestReport) -> None:
     mb = report.bytes_read / 1e6
     print(
         f"{report.files_seen} files seen, {report.files_skipped} unchanged, {report.files_read} read "
@@ -838,7 +847,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- fork / resume
 
 
-def _emit_plan(args: argparse.Namespace, plan, written: bool) -> int:
+def _emit_plan(args: argparse.Namespace, plan: ForkPlan, written: bool) -> int:
     undo, undo_said, undo_failed = (
         _fork_undo(args, plan) if getattr(args, "command", None) == "fork" else ({}, [], False)
     )
@@ -878,7 +887,7 @@ def cmd_fork_and_undo(args: argparse.Namespace) -> int:
     return cmd_fork(args)
 
 
-def _fork_undo(args: argparse.Namespace, plan) -> tuple[dict, list[str], bool]:
+def _fork_undo(args: argparse.Namespace, plan: ForkPlan) -> tuple[dict[str, Any], list[str], bool]:
     """The files edited after the fork point, their undo patch written when asked. Returns the
     fields for --json, the lines to tell the user, and whether writing the patch failed."""
     from threadloom.core.fork import in_folder, resolve_entry, shell_command
@@ -887,7 +896,7 @@ def _fork_undo(args: argparse.Namespace, plan) -> tuple[dict, list[str], bool]:
 
     conn = _open_for_reading(args)  # the undo patch only reads the archive
     undo = plan_undo(conn, plan.source_session_id, resolve_entry(conn, args.entry)[0])
-    fields: dict = {
+    fields: dict[str, Any] = {
         "changed_after": [f.as_dict() for f in undo.files],
         "undo_patch": None,
         "undo_problems": undo.problems,
@@ -937,7 +946,7 @@ def _fork_undo(args: argparse.Namespace, plan) -> tuple[dict, list[str], bool]:
     return fields, said + [f"note: {printable(note)}" for note in undo.notes], False
 
 
-def _restored(args: argparse.Namespace, conn, plan, command: str) -> bool:
+def _restored(args: argparse.Namespace, conn: sqlite3.Connection, plan: ForkPlan, command: str) -> bool:
     """Do the plan's restore step when --restore was given; otherwise refuse, saying why and how."""
     from threadloom.core.fork import restore_for
 

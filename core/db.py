@@ -15,7 +15,14 @@ import sqlite3
 import stat
 from collections.abc import Iterable
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import quote
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Dialect  # imported where it is used: opening a ledger never loads it
+
+T = TypeVar("T")
 
 # Bump when the derived tables or their meaning change; entries and source_files survive a bump
 # and the derived tables are rebuilt from `entries`.
@@ -336,7 +343,7 @@ def _recover_first_load(db_path: Path, *, readonly: bool = False) -> None:
             f"The database {db_path} is being filled for the first time by {holder(db_path)}. "
             "Try again when that load has finished (it shows its progress where it was started)."
         )
-    roots: list[tuple] = []
+    roots: list[tuple[str, int | None]] = []
     try:
         old = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
         roots = old.execute("SELECT path, added_at FROM source_roots").fetchall()
@@ -477,7 +484,8 @@ def explain(exc: BaseException, db_path: Path) -> LedgerError:
 
 
 def user_version(conn: sqlite3.Connection) -> int:
-    return conn.execute("PRAGMA user_version").fetchone()[0]
+    version: int = conn.execute("PRAGMA user_version").fetchone()[0]
+    return version
 
 
 def _table_names(conn: sqlite3.Connection) -> set[str]:
@@ -580,11 +588,12 @@ def fresh_schema() -> str:
     """Every statement that creates a new ledger, compiled from the SQLModel classes."""
     from sqlalchemy.dialects import sqlite as sqlite_dialect
     from sqlalchemy.schema import CreateIndex, CreateTable
+    from sqlmodel import SQLModel
     from threadloom.core import models
 
     dialect = sqlite_dialect.dialect()
     statements = []
-    for table in models.SQLModel.metadata.sorted_tables:
+    for table in SQLModel.metadata.sorted_tables:
         statements.append(str(CreateTable(table).compile(dialect=dialect)).strip())
         for index in sorted(table.indexes, key=lambda i: i.name or ""):
             statements.append(str(CreateIndex(index, if_not_exists=True).compile(dialect=dialect)))
@@ -612,6 +621,7 @@ def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool, rebuild_from
     transaction as the emptied derived tables, so a crash never leaves them empty unnoticed."""
     from sqlalchemy.dialects import sqlite as sqlite_dialect
     from sqlalchemy.schema import CreateIndex, CreateTable
+    from sqlmodel import SQLModel
     from threadloom.core import models, search_index
 
     dialect = sqlite_dialect.dialect()
@@ -631,7 +641,7 @@ def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool, rebuild_from
             columns = [r[1] for r in conn.execute("PRAGMA table_info(entries)")]
             if columns and columns[-1] != "raw":
                 _move_raw_last(conn, models, dialect)
-        for table in models.SQLModel.metadata.sorted_tables:
+        for table in SQLModel.metadata.sorted_tables:
             if table.name in existing:
                 # entries/source_files survive; add columns a newer schema introduced
                 have = {r[1] for r in conn.execute(f"PRAGMA table_info({table.name})")}
@@ -658,7 +668,7 @@ def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool, rebuild_from
         raise
 
 
-def _move_raw_last(conn: sqlite3.Connection, models, dialect) -> None:
+def _move_raw_last(conn: sqlite3.Connection, models: ModuleType, dialect: Dialect) -> None:
     """Rebuild `entries` with `raw` as its last column (same ids, so the search index stays valid)."""
     from sqlalchemy.schema import CreateTable
 
@@ -672,7 +682,7 @@ def _move_raw_last(conn: sqlite3.Connection, models, dialect) -> None:
     conn.execute("DROP TABLE entries_old")
 
 
-def chunked(items: list, size: int = 500) -> Iterable[list]:
+def chunked(items: list[T], size: int = 500) -> Iterable[list[T]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
 

@@ -56,9 +56,10 @@ def _shell_words(command: object) -> str | None:
     """A command given as its words (Codex's `shell`: ["bash", "-lc", "npm test"]) as one would type it."""
     if not isinstance(command, list) or not command or not all(isinstance(w, str) for w in command):
         return None
-    if len(command) == 3 and command[1] in ("-c", "-lc"):
-        return command[2]  # the script a shell was asked to run
-    return shlex.join(command)
+    words: list[str] = command  # every word was checked to be a str just above
+    if len(words) == 3 and words[1] in ("-c", "-lc"):
+        return words[2]  # the script a shell was asked to run
+    return shlex.join(words)
 
 
 def _task_update(params: dict[str, Any]) -> str | None:
