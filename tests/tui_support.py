@@ -8,6 +8,7 @@ Screenshots and snapshots must not change from run to run, so both use the demo 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -19,6 +20,33 @@ from threadloom.core.demo import DEMO_NOW, LONG_SESSION_TURNS, write_demo_archiv
 if TYPE_CHECKING:
     from textual.pilot import Pilot
     from threadloom.tui.app import ThreadloomApp
+
+
+def quick_idle_checks() -> None:
+    """Let Pilot's key presses notice an idle app sooner. Each key pressed waits twice for the app
+    to go idle, sampling the process's CPU time in 20 ms slices (`textual._wait`): at least 40 ms a
+    key, most of a TUI test's wall time spent asleep. Presses sample 4 ms slices with the same idle
+    ratio (5 % of a slice) instead; `pilot.pause()` keeps Textual's own 20 ms, so a test that
+    pauses for the app to settle waits as long as it always did.
+
+    Animations are off (as TEXTUAL_ANIMATIONS=none does): a scroll lands at once rather than over
+    frames whose gaps a 4 ms slice would take for idleness."""
+    import textual.app as app_module
+    import textual.constants as constants
+    from textual._wait import wait_for_idle
+
+    async def quick_wait_for_idle(min_sleep: float = 0.0, max_sleep: float = 1) -> None:
+        start = time.monotonic()
+        while True:
+            cpu = time.process_time()
+            await asyncio.sleep(0.004)
+            elapsed = time.monotonic() - start
+            if elapsed >= max_sleep or (elapsed > min_sleep and time.process_time() - cpu < 0.0002):
+                return
+
+    assert app_module.wait_for_idle is wait_for_idle  # the name the key presses call
+    app_module.wait_for_idle = quick_wait_for_idle  # type: ignore[assignment]
+    constants.TEXTUAL_ANIMATIONS = "none"  # type: ignore[misc]  # read by each App as it starts
 
 
 def fixed_now() -> float:

@@ -157,8 +157,10 @@ async def test_navigate_project_session_subagent_nested(demo_db: Path) -> None:
         nested = browse.get_node(app.conn, view.session_id)
         assert nested is not None and nested.parent_session_id == explore.id
         assert nested.task_description == "Check how Stripe webhooks apply tax"
-        cursor = tree.cursor_node
-        assert cursor is not None and cursor.data.session.id == nested.id
+        # the tree follows as its nodes load
+        await until(
+            pilot, lambda: tree.cursor_node is not None and tree.cursor_node.data.session.id == nested.id
+        )
 
 
 async def test_escape_goes_back_from_a_subagent_to_its_task_call(demo_db: Path) -> None:

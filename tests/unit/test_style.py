@@ -1,0 +1,27 @@
+"""The house rules hold: ruff's lint and format, and the type checks (strict on the core)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def run(*command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+
+
+def test_ruff_lint_and_format_are_clean() -> None:
+    lint = run(str(BIN / "ruff"), "check", ".")
+    assert lint.returncode == 0, lint.stdout
+    formatted = run(str(BIN / "ruff"), "format", "--check", ".")
+    assert formatted.returncode == 0, formatted.stdout + "\n(run `ruff format .`)"
+
+
+def test_the_code_passes_the_type_checks() -> None:
+    checked = run(sys.executable, "scripts/typecheck.py")
+    assert checked.returncode == 0, checked.stdout[-4000:]
+    assert "Success: no issues found" in checked.stdout
