@@ -660,19 +660,25 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     # piped (to grep, a file): no terminal width to fit, so nothing is cut; on a terminal the title,
     # project and model give way, the id (what `show` takes) and the numbers never do
     console = Console(width=None if sys.stdout.isatty() else 1000)
-    fixed = {"id": 24, "when": 12, "msgs": 5, "tokens": 6}  # id: a main session's 13, a subagent's own id
-    room = console.width - sum(fixed.values()) - 2 * 6  # the gaps between the 7 columns
+    fixed = {
+        "id": 24,
+        "when": 12,
+        "msgs": 5,
+        "tokens": 6,
+        "cost": 9,
+    }  # id: a main session's 13, a subagent's own
+    room = console.width - sum(fixed.values()) - 2 * 7  # the gaps between the 8 columns
     widths = {"project": max(8, room // 6), "model": max(8, room // 6)}
     widths["title"] = max(12, room - widths["project"] - widths["model"])
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("id", "when", "project", "title", "msgs", "tokens", "model"):
+    for col in ("id", "when", "project", "title", "msgs", "tokens", "cost", "model"):
         table.add_column(
             col,
             overflow="ellipsis",
             no_wrap=True,
             min_width=fixed.get(col),
             max_width=widths.get(col),
-            justify="right" if col in ("msgs", "tokens") else "left",
+            justify="right" if col in ("msgs", "tokens", "cost") else "left",
         )
     for r in rows:
         title = (
@@ -687,6 +693,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             title,
             str(r.message_count),
             human_tokens(r.total_tokens),
+            r.cost_text,
             r.model or "",
         )
     console.print(table)

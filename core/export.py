@@ -155,6 +155,7 @@ def _facts(thread: Thread, stamp: str) -> list[tuple[str, str]]:
         ("Ended", clock(s.ended_at)),
         ("Model", s.model or ""),
         ("Messages", f"{len(thread.messages)}" + (f" of {s.message_count}" if thread.branch else "")),
+        ("Cost", s.cost_text + (" (whole session)" if thread.branch and s.cost_text else "")),
         (
             "Tokens",
             f"{human_tokens(s.input_tokens)} in · {human_tokens(s.output_tokens)} out · "

@@ -72,11 +72,21 @@ class SessionSummary:
     compaction_count: int = 0
     git_branch: str | None = None
     forked_from_session_id: str | None = None
+    cost_usd: float | None = None  # its priced messages' sum (core.cost); None when none is priced
+    unpriced_messages: int = 0  # messages of models the price table does not know
     child_count: int = 0  # non-empty sessions naming it their parent (subagents, forks): the tree's only
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens + self.cache_creation_tokens + self.cache_read_tokens
+
+    @property
+    def cost_text(self) -> str:
+        """The cost as a reader wants it: "$1.23", "$1.23 + ?" when some messages could not be
+        priced, "?" when none could, "" for a session with no API messages."""
+        if self.cost_usd is None:
+            return "?" if self.unpriced_messages else ""
+        return money(self.cost_usd) + (" + ?" if self.unpriced_messages else "")
 
     @property
     def tokens(self) -> int:
@@ -93,6 +103,15 @@ class SessionSummary:
         return {name: getattr(self, name) for name in SESSION_JSON_FIELDS}
 
 
+def money(usd: float) -> str:
+    """$0.0042, $0.42, $4.20, $1,234: cents once a cent matters, two significant digits below it."""
+    if usd >= 1000:
+        return f"${usd:,.0f}"
+    if usd >= 0.01 or usd == 0:
+        return f"${usd:.2f}"
+    return f"${usd:.2g}"
+
+
 SESSION_JSON_FIELDS = tuple(f.name for f in fields(SessionSummary) if f.name != "child_count")
 
 # the columns of SessionSummary, named as its fields, on agent_sessions `s`; {title} is its title
@@ -101,7 +120,8 @@ _SESSION_COLUMNS = (
     "s.ended_at, s.message_count, s.is_subagent, s.parent_session_id, s.model, s.input_tokens, "
     "s.output_tokens, s.cache_creation_tokens, s.cache_read_tokens, s.kind, s.agent_type, "
     "s.task_description, s.task_status, s.tool_call_id, s.is_warmup, s.turn_count, s.tool_call_count, "
-    "s.branch_count, s.compaction_count, s.git_branch, s.forked_from_session_id"
+    "s.branch_count, s.compaction_count, s.git_branch, s.forked_from_session_id, s.cost_usd, "
+    "s.unpriced_messages"
 )
 
 

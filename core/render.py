@@ -224,6 +224,7 @@ def render_session(
         clock(session.started_at),
         f"{session.message_count} messages",
         f"{human_tokens(session.total_tokens)} tokens",
+        session.cost_text,
         session.model or "",
     )
     meta = " · ".join(fact for fact in facts if fact)  # what is unknown is left out, not shown as "·  ·"

@@ -534,6 +534,6 @@ def subtitle(session: SessionSummary, count: int, rewinds: int) -> str:
 
 
 def tokens_and_model(session: SessionSummary) -> str:
-    """' · 215k tokens · opus-4-1' (no model: no separator left hanging)."""
-    model = short_model(session.model)
-    return f" · {human_tokens(session.tokens)} tokens" + (f" · {model}" if model else "")
+    """' · 215k tokens · $0.69 · opus-4-1' (what is unknown is left out, no separator hanging)."""
+    parts = (f"{human_tokens(session.tokens)} tokens", session.cost_text, short_model(session.model))
+    return "".join(f" · {part}" for part in parts if part)

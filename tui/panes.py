@@ -283,6 +283,7 @@ class SessionTree(Tree[NodeRef]):
             short_when(last_activity(s), self.now()),
             count_of(s.message_count, "msg"),
             f"{human_tokens(s.tokens)} tok",
+            s.cost_text,
             short_model(s.model),
         )
         return " · ".join(p for p in parts if p)

@@ -74,7 +74,7 @@ def test_ingest_sessions_show_json(tmp_path):
     table = run("sessions", "--db", str(dbfile))  # piped: nothing is cut to a terminal's width
     assert table.returncode == 0
     header, line = table.stdout.splitlines()[:2]
-    assert header.split() == ["id", "when", "project", "title", "msgs", "tokens", "model"]
+    assert header.split() == ["id", "when", "project", "title", "msgs", "tokens", "cost", "model"]
     assert (
         line.startswith(SID[:13]) and " api " in line and "Add a health endpoint" in line and "…" not in line
     )

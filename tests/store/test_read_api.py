@@ -106,8 +106,11 @@ def test_sessions_json_keeps_its_fields_and_their_order(archive) -> None:
         "compaction_count",
         "git_branch",
         "forked_from_session_id",
+        "cost_usd",  # new fields come last: a reader of the earlier ones is not disturbed
+        "unpriced_messages",
     ]
     assert data["is_subagent"] is False and data["is_warmup"] is False
+    assert isinstance(data["cost_usd"], float) and data["cost_usd"] > 0 and data["unpriced_messages"] == 0
 
 
 def test_the_cli_and_the_viewer_read_one_tool_call_type(archive) -> None:
