@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import base64
 import html
+import os
 import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -90,6 +92,30 @@ def export_session(
         thread.branch,
         thread.branches,
     )
+
+
+def file_name(session: SessionSummary, fmt: str) -> str:
+    """A file name that says which session it holds: its title's words (letters, digits and dashes
+    only: a title is anyone's text) and its id's start."""
+    words = re.sub(r"[^A-Za-z0-9]+", "-", _title(session)).strip("-").lower()[:48].rstrip("-")
+    short = re.sub(r"[^A-Za-z0-9]+", "", session.id.split(":")[-1])[:8]
+    return f"{words or 'session'}-{short or 'export'}.{fmt}"
+
+
+def write_new(folder: Path, name: str, data: bytes) -> Path:
+    """`data` into a new file in `folder` named `name` (or name-2, name-3, … when it is taken):
+    an export never replaces a file."""
+    stem, dot, suffix = name.rpartition(".")
+    for n in range(1, 1000):
+        path = folder / (name if n == 1 else f"{stem}-{n}{dot}{suffix}")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        return path
+    raise FileExistsError(f"{folder / name} and 998 more names like it are taken")
 
 
 def read_thread(

@@ -38,6 +38,7 @@ from threadloom.tui.keymap import keymap_path, load_keymap
 from threadloom.tui.render import NO_CONTROLS
 from threadloom.tui.screens import ErrorScreen, HelpScreen
 from threadloom.tui.workers import (
+    Exported,
     Followed,
     ForkIngested,
     Ingested,
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from threadloom.tui.search import SearchScreen
 
 BROWSER_ONLY = frozenset(
-    {"quit", "jump", "search", "fork", "focus_pane", "open_demo", "back_to_search", "back", "help"}
+    {"quit", "jump", "search", "fork", "export", "focus_pane", "open_demo", "back_to_search", "back", "help"}
 )
 
 
@@ -90,6 +91,14 @@ class ThreadloomApp(App[int]):
             tooltip="Fork or resume from the message (or session) under the cursor",
         ),
         Binding("p", "jump", "Jump", id="app.jump", tooltip="Jump to a session by title, id or project"),
+        Binding(
+            "E",
+            "export",
+            "Export",
+            show=False,
+            id="app.export",
+            tooltip="Write the open session as one HTML page into the current folder",
+        ),
         Binding("f1,question_mark", "help", "Help", id="app.help", tooltip="Keys of the focused pane"),
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("ctrl+r", "rescan", "Rescan", show=False, id="app.rescan", tooltip="Read new agent logs now"),
@@ -519,6 +528,21 @@ class ThreadloomApp(App[int]):
             work = partial(workers.read_files, self.db_path, [event.path])
             workers.start(self, workers.FORK_INGEST, work)
 
+    def action_export(self) -> None:
+        """`E`: the open session as one self-contained HTML page, in the folder threadloom runs in."""
+        session_id, db_path = self.browser.open_session_id, self.db_path
+        if session_id is None or db_path is None:
+            return
+        workers.start(self, workers.EXPORT, partial(workers.export, db_path, session_id, Path.cwd()))
+
+    def on_exported(self, event: Exported) -> None:
+        if event.error is not None or event.path is None:
+            self.notify(
+                f"Could not export the session: {event.error}", title="Export", severity="error", timeout=10
+            )
+            return
+        self.notify(f"Wrote {event.path}", title="Export", timeout=6)
+
     def on_fork_ingested(self, event: ForkIngested) -> None:
         if event.error is not None:
             self.notify(
@@ -558,6 +582,8 @@ class ThreadloomApp(App[int]):
                 and self.conn is not None
                 and not self.load_reader
             )
+        if action == "export":
+            return self.browser.open_session_id is not None and self.db_path is not None
         if action == "cancel_ingest":
             return self.ingesting
         if action == "open_demo":

@@ -330,6 +330,11 @@ class BrowserScreen(Screen[None]):
         view.border_title = plain_title(title, 70)
         view.border_subtitle += tokens_and_model(session)
 
+    @property
+    def open_session_id(self) -> str | None:
+        """The session the message viewer shows (None before one is opened)."""
+        return self.query_one(MessageView).session_id
+
     def jump_to_session(self, session_id: str, *, keep_trail: bool = False) -> None:
         """Reveal a session or subagent in the tree (switching project if needed) and read it."""
         if self.conn is None:

@@ -85,6 +85,15 @@ class ForkIngested(Message):
         self.error = error
 
 
+class Exported(Message):
+    """The open session was written to a file (`path`), or could not be (`error`)."""
+
+    def __init__(self, path: Path | None, error: BaseException | None) -> None:
+        super().__init__()
+        self.path = path
+        self.error = error
+
+
 # ---------------------------------------------------------------------- starting and ending
 
 
@@ -102,6 +111,7 @@ INGEST = Job("ingest", "ingest", exclusive=True)
 # a follow is started only when none is running; two forks written in a row are both read
 FOLLOW = Job("follow", "read a growing session", exclusive=False)
 FORK_INGEST = Job("fork-ingest", "ingest a fork", exclusive=False)
+EXPORT = Job("export", "export a session", exclusive=False)
 
 
 def start(app: App, job: Job, work: Callable[[], object]) -> Worker:
@@ -133,6 +143,8 @@ def finished(worker: Worker, state: WorkerState) -> Message | None:
         return Followed(session_id, report)
     if worker.group == FORK_INGEST.group and state != WorkerState.CANCELLED:
         return ForkIngested(result, error)
+    if worker.group == EXPORT.group and state != WorkerState.CANCELLED:
+        return Exported(result if isinstance(result, Path) else None, error)
     return None
 
 
@@ -274,3 +286,21 @@ class Follower:
             return None
         self.seen[path] = seen
         return Path(path)
+
+
+def export(db_path: Path, session_id: str, folder: Path, fmt: str = "html") -> Path:
+    """Write a session as `threadloom export` does, into a new file in `folder` (its own read-only
+    connection: the app's belongs to the interface thread)."""
+    from threadloom.core.db import open_for_reading
+    from threadloom.core.export import export_session, file_name, write_new
+    from threadloom.core.query import get_session
+
+    conn = open_for_reading(db_path)
+    try:
+        session = get_session(conn, session_id)
+        if session is None:
+            raise LookupError(f"no session {session_id} in the archive")
+        done = export_session(conn, session, fmt)
+    finally:
+        conn.close()
+    return write_new(folder, file_name(session, fmt), done.data)

@@ -2060,3 +2060,26 @@ async def test_a_message_of_megabytes_is_drawn_in_part_with_a_note(tmp_path: Pat
         text = "\n".join(strip.text for strip in strips)
         assert len(strips) < 2_500  # not the 20,000 lines of the whole message
         assert f"… {len(body) - 100_000:,} more characters (r shows the raw record)" in text
+
+
+async def test_export_key_writes_the_open_session_as_one_html_page(
+    demo_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "exports"
+    out.mkdir()
+    monkeypatch.chdir(out)
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
+        await until(pilot, lambda: app.browser.open_session_id is not None)
+        await pilot.press("E")
+        await until(pilot, lambda: len(list(out.iterdir())) == 1)
+        await pilot.press("E")  # a second export never replaces the first
+        await until(pilot, lambda: len(list(out.iterdir())) == 2)
+        first, second = sorted(out.iterdir(), key=lambda p: len(p.name))
+        assert first.name.startswith("the-checkout-tests-started-failing") and first.suffix == ".html"
+        assert second.name == first.name.replace(".html", "-2.html")
+        page = first.read_text()
+        assert page.startswith("<!doctype html>") and CHECKOUT in page and "<details" in page
+        await until(pilot, lambda: any("Wrote " in str(n.message) for n in app._notifications))
