@@ -243,6 +243,7 @@ class Tools:
     timeout: float = 3600.0  # per process
     quiet_wait: float = 0.0  # before each measured process, wait up to this long for an idle machine
     pythonpath: str | None = None  # --threadloom-src: benchmark another checkout
+    tui_launches: int = TUI_LAUNCHES  # first-frame launches per run and mode (--quick: one, a smoke run)
 
     def env(self, **extra: str) -> dict[str, str]:
         # PYTHONDONTWRITEBYTECODE would make every measured process compile threadloom from source
@@ -556,7 +557,7 @@ def scenario_tui(ctx: RunContext) -> None:
             for key, sources in variants.items()
         }
         launches: dict[str, list[Proc]] = {key: [] for key in variants}
-        for _ in range(TUI_LAUNCHES):
+        for _ in range(tools.tui_launches):
             for key, code in codes.items():  # interleaved (A B A B), so neither kind gets the quieter minutes
                 proc = launch([sys.executable, "-c", code])
                 if proc.started_at is None:
@@ -575,7 +576,7 @@ def scenario_tui(ctx: RunContext) -> None:
         # a first launch: an empty database, the whole archive to load; the panes read the load's
         # first transactions, so the first frame with sessions comes long before the load ends
         starts = []
-        for _ in range(TUI_LAUNCHES):
+        for _ in range(tools.tui_launches):
             fresh = ctx.work / "first-launch.db"
             for suffix in ("", "-wal", "-shm", ".first-load"):
                 Path(f"{fresh}{suffix}").unlink(missing_ok=True)
@@ -1197,7 +1198,11 @@ def main(argv: list[str] | None = None) -> int:
         help="keep the other sizes already in OUT/latest.json and replace only the sizes run now",
     )
     ap.add_argument("--no-install", action="store_true", help="do not try to install claude-code-log")
-    ap.add_argument("--quick", action="store_true", help="smoke run: --sizes 5M --runs 1 --no-ccl")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: --sizes 5M --runs 1 --no-ccl, one TUI launch per mode",
+    )
     ap.add_argument("--keep", action="store_true", help="keep each run's work folder")
     ap.add_argument(
         "--timeout", type=float, default=3600.0, help="seconds before a measured process is stopped"
@@ -1246,6 +1251,7 @@ def main(argv: list[str] | None = None) -> int:
             args.timeout,
             0.0 if args.quick else args.quiet_wait,
             pythonpath,
+            1 if args.quick else TUI_LAUNCHES,
         )
         # byte-compile the code under test once, as an installed package is, so no measured process pays it
         for folder in [Path(src) / "core", Path(src) / "tui"] if src else [REPO / "core", REPO / "tui"]:
