@@ -117,7 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
         "sessions",
         help="list sessions, newest first",
         description="List sessions, newest first, subagents under their session. The id "
-        "column is what `show`, `resume` and `restore` take (a unique prefix is enough).",
+        "column (each id as long as it must be to name one session) is what `show`, `resume`, "
+        "`export` and `restore` take; --json has every id whole.",
     )
     _db_arg(p)
     p.add_argument("--project", metavar="P", help="project name or path (substring)")
@@ -644,7 +645,7 @@ def _print_ingest_summary(report: IngestReport) -> None:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    from threadloom.core.query import list_sessions
+    from threadloom.core.query import list_sessions, short_ids
 
     conn = _open_for_reading(args)
     rows = list_sessions(
@@ -680,6 +681,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             max_width=widths.get(col),
             justify="right" if col in ("msgs", "tokens", "cost") else "left",
         )
+    shown_ids = short_ids(conn)
     for r in rows:
         title = (
             ("  ↳ " + (r.task_description or r.title or "(subagent)"))
@@ -687,7 +689,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             else (r.title or "(untitled)")
         )
         table.add_row(
-            r.id[:13] if not r.is_subagent else r.id.split(":", 1)[-1],
+            shown_ids.get(r.id, r.id) if not r.is_subagent else r.id.split(":", 1)[-1],
             human_when(r.ended_at),
             r.project or "",
             title,

@@ -208,6 +208,24 @@ def resolve_session(conn: sqlite3.Connection, ref: str) -> SessionSummary:
     raise AmbiguousSession(f"{ref!r} matches several sessions: {', '.join(candidates[:5])}")
 
 
+def short_ids(conn: sqlite3.Connection, minimum: int = 13) -> dict[str, str]:
+    """Each main session's id cut to the shortest prefix (at least `minimum` characters) that no
+    other main session's id starts with: what `threadloom sessions` prints, so that `show`,
+    `resume` and `fork` take it back unambiguously (many of aider's ids share their first 13)."""
+    ids = sorted(values(conn, f"SELECT id FROM agent_sessions WHERE {main_sql()}"))
+    shown = {}
+    for i, sid in enumerate(ids):
+        need = minimum
+        for other in (ids[i - 1] if i else "", ids[i + 1] if i + 1 < len(ids) else ""):
+            common = next(
+                (n for n, (a, b) in enumerate(zip(sid, other, strict=False)) if a != b),
+                min(len(sid), len(other)),
+            )
+            need = max(need, common + 1)
+        shown[sid] = sid[:need]
+    return shown
+
+
 def children_of(
     conn: sqlite3.Connection, session_id: str, *, include_warmup: bool = False
 ) -> list[SessionSummary]:

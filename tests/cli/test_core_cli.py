@@ -374,3 +374,22 @@ def test_show_prints_a_huge_message_in_part_and_says_where_the_rest_is(tmp_path)
     assert len(shown.stdout) < 200_000
     whole = json.loads(run("show", SID[:8], "--db", str(path), "--json").stdout)
     assert any(len(m.get("content") or "") == 1_000_007 for m in whole["messages"])
+
+
+def test_sessions_prints_ids_that_show_takes_back_unambiguously(tmp_path: Path) -> None:
+    """Ids sharing their first 13 characters (aider's all do) are printed as long as they must be."""
+    twins = ["dddddddd-1111-4222-8333-00000000aa01", "dddddddd-1111-4222-8333-00000000aa02"]
+    for sid in [*twins, "eeeeeeee-1111-4222-8333-000000000001"]:
+        t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{sid}.jsonl", sid)
+        t.user(f"question of {sid[-4:]}")
+        t.assistant("answer")
+        t.write()
+    dbfile = str(tmp_path / "ids.db")
+    assert run("ingest", "--db", dbfile, "--only", "--source", str(tmp_path / "projects")).returncode == 0
+    listed = run("sessions", "--db", dbfile).stdout.splitlines()[1:]
+    printed = sorted(line.split()[0] for line in listed)
+    assert printed == [*twins, "eeeeeeee-1111"]  # the twins whole, the other at the usual 13
+    for shown, full in zip(printed, [*twins, "eeeeeeee-1111-4222-8333-000000000001"], strict=True):
+        res = run("show", shown, "--db", dbfile)
+        assert res.returncode == 0, res.stderr
+        assert f"question of {full[-4:]}" in res.stdout
