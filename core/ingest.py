@@ -650,9 +650,9 @@ def _known_row(conn: sqlite3.Connection, path: str) -> KnownRow | None:
 def _stat(adapter: Adapter, path: str) -> os.stat_result:
     """The file's stat; for sources with side files (a database's WAL) their change counts too."""
     st = os.stat(path)
-    extra = adapter.stat_paths(Path(path))
-    if not extra:
+    if not adapter.side_files:
         return st
+    extra = adapter.stat_paths(Path(path))
     size, mtime = st.st_size, st.st_mtime_ns
     for side in extra:
         try:

@@ -288,6 +288,9 @@ class Adapter(ABC):
     tool_io_in_record: bool = False
     # `decode` turns this agent's "document" files into logs (a `.jsonl.zst`)
     decodes: bool = False
+    # `stat_paths` names side files (a database's -wal): a run with nothing new stats every source,
+    # so the others skip the call (and the Path it takes)
+    side_files: bool = False
 
     @abstractmethod
     def default_roots(self) -> list[Path]:
@@ -317,7 +320,8 @@ class Adapter(ABC):
         raise NotImplementedError(f"the {self.name} adapter reads no database")
 
     def stat_paths(self, path: Path) -> list[Path]:
-        """Other files whose change means the source changed (a SQLite database's -wal file)."""
+        """With `side_files`: other files whose change means the source changed (a SQLite
+        database's -wal file)."""
         return []
 
     def decode(self, path: Path, data: bytes) -> bytes | None:

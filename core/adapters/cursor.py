@@ -197,6 +197,8 @@ class CursorAdapter(Adapter):
                     if self.claims(path):
                         yield SourceRef(path, AGENT, "database", path.parent.name)
 
+    side_files = True
+
     def stat_paths(self, path: Path) -> list[Path]:
         return [Path(str(path) + "-wal")]
 

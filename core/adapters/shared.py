@@ -339,6 +339,8 @@ class SqliteSource(Adapter):
         if path.is_file() and self.claims(path, explicit=root.is_file()):
             yield SourceRef(path, self.name, "database", path.parent.name)
 
+    side_files = True
+
     def stat_paths(self, path: Path) -> list[Path]:
         """A change that is still in the write-ahead log counts as a change too."""
         return [Path(str(path) + "-wal")]
