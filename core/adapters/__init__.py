@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from threadloom.core.adapters.base import Adapter
 
@@ -57,9 +57,13 @@ class _Registry(MutableMapping[str, Adapter]):
         return adapter
 
     def __setitem__(self, name: str, adapter: Adapter) -> None:
+        if not isinstance(adapter, Adapter):  # what the registry holds answers every capability
+            raise TypeError(
+                f"{type(adapter).__name__} is not an Adapter: subclass core.adapters.base.Adapter"
+            )
         if name not in self._names:
             self._names.append(name)
-        self._built[name] = completed(adapter)
+        self._built[name] = adapter
 
     def __delitem__(self, name: str) -> None:
         self._names.remove(name)
@@ -73,16 +77,6 @@ class _Registry(MutableMapping[str, Adapter]):
 
 
 ADAPTERS: MutableMapping[str, Adapter] = _Registry()
-
-
-def completed(adapter: Any) -> Adapter:
-    """`adapter` as an `Adapter`: one written without the base class (its four reading methods, a
-    `name` and a `mode`, as a test's toy format) gets the base's answers for everything else."""
-    if isinstance(adapter, Adapter):
-        return adapter
-    cls = type(adapter)
-    adapter.__class__ = type(cls.__name__, (cls, Adapter), {"__module__": cls.__module__})
-    return cast(Adapter, adapter)  # its class derives from Adapter now
 
 
 def adapter_for(agent: str) -> Adapter:

@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 from conftest import Transcript, ingest, tool_use
 from threadloom.core import db
+from threadloom.core.adapters.base import Adapter
 from threadloom.core.archive import file_bytes
 
 
@@ -290,7 +291,7 @@ def test_crash_mid_file_leaves_database_consistent(conn, tmp_path, monkeypatch):
     assert conn.execute("SELECT count(*), sum(message_count) FROM agent_sessions").fetchone() == (2, 8)
 
 
-class _DocAdapter:
+class _DocAdapter(Adapter):
     """A toy document format: a JSON object {"messages": [...]} cut into exact message slices."""
 
     name = "toydoc"

@@ -8,7 +8,6 @@ import inspect
 from pathlib import Path
 
 import pytest
-from threadloom.core import adapters
 from threadloom.core.adapters import ADAPTERS, spawn_tools
 from threadloom.core.adapters.base import Adapter, ForkError, RawRecord, ResumeTarget
 from threadloom.core.fork import STYLES
@@ -69,28 +68,14 @@ def test_an_agent_without_capabilities_gets_the_base_answers():
         plain.checked_id("$(touch pwned)")
 
 
-def test_the_registry_completes_an_adapter_written_without_the_base(monkeypatch):
-    class Toy:  # the four reading methods, a name and a mode: nothing else
+def test_the_registry_holds_adapters_only():
+    class Toy:  # the four reading methods, a name and a mode, but not the base class
         name = "toy"
         mode = "document"
 
-        def default_roots(self):
-            return []
-
-        def discover(self, root):
-            return iter(())
-
-        def claims(self, path):
-            return False
-
-        def normalize(self, rec, ctx):
-            raise AssertionError("not read here")
-
-    toy = Toy()
-    monkeypatch.setitem(ADAPTERS, "toy", toy)
-    assert ADAPTERS["toy"] is toy and isinstance(toy, Adapter) and isinstance(toy, Toy)
-    assert toy.split(b"x") == [RawRecord(0, 1, b"x", newline=False)]
-    assert adapters.adapter_for("toy").fork_style is None
+    with pytest.raises(TypeError, match="Toy is not an Adapter: subclass"):
+        ADAPTERS["toy"] = Toy()  # type: ignore[assignment]
+    assert "toy" not in ADAPTERS
 
 
 def test_no_adapter_imports_another_adapters_private_names():
