@@ -20,6 +20,13 @@ CORPUS = SHARED / "corpus"
 quick_idle_checks()
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker more than there are cores. A TUI test spends a fifth of its time
+    waiting for the app to go idle and a CLI test waiting for its subprocess; the extra worker
+    runs in those gaps (on 2 cores: 73 s instead of 90 s for the suite)."""
+    return (os.cpu_count() or 1) + 1
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Never read the developer's real ~/.claude or write the real database."""
