@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 from threadloom.core.adapters.base import FileContext, RawRecord, Record, normalized
 from threadloom.core.db import TITLE_TYPES_SQL
+from threadloom.core.stats import mark_stale
 from threadloom.core.text import is_bare_command, prompt_title
 
 SESSION_COLUMNS = (
@@ -682,6 +683,7 @@ class Ledger:
             _link_side_questions(conn, sessions)
             for sid in sessions:
                 _finalize_session(conn, sid, summaries.get(sid))
+            mark_stale(conn, sessions)  # their totals in the stats (core.stats.refresh_pending)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -889,6 +891,7 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
             "UPDATE agent_tool_calls SET child_session_id = ? WHERE id = ? AND session_id = ?",
             (sid, call_id, call_session),
         )
+        mark_stale(conn, [sid])  # its main session, in the stats, may be another now
 
 
 def _link_side_questions(conn: sqlite3.Connection, touched: set[str]) -> None:
@@ -970,7 +973,15 @@ def replay(
     from threadloom.core.adapters import adapter_for
 
     if sessions is None:
-        for table in ("agent_sessions", "agent_turns", "agent_tool_calls", "agent_usage"):
+        for table in (
+            "agent_sessions",
+            "agent_turns",
+            "agent_tool_calls",
+            "agent_usage",
+            "agent_file_changes",
+            "stats_rollup",
+            "stats_pending",
+        ):
             conn.execute(f"DELETE FROM {table}")
         conn.execute("UPDATE entries SET seq = NULL, turn_id = NULL, dup_of = NULL")
         file_ids = [
@@ -984,6 +995,8 @@ def replay(
             conn.execute("DELETE FROM agent_turns WHERE session_id = ?", (sid,))
             conn.execute("DELETE FROM agent_tool_calls WHERE session_id = ?", (sid,))
             conn.execute("DELETE FROM agent_usage WHERE session_id = ?", (sid,))
+            conn.execute("DELETE FROM agent_file_changes WHERE session_id = ?", (sid,))
+            conn.execute("DELETE FROM stats_rollup WHERE session_id = ?", (sid,))
             conn.execute(
                 "UPDATE entries SET seq = NULL, turn_id = NULL, dup_of = NULL WHERE session_id = ?", (sid,)
             )
