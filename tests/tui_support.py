@@ -217,6 +217,13 @@ async def scene_fork_picker(pilot: Pilot) -> None:
     await pilot.pause()
 
 
+async def scene_stats(pilot: Pilot) -> None:
+    """`S`: cost per day as a sparkline over the table of days, the last day under the cursor."""
+    await pilot.pause()
+    await pilot.press("S")
+    await pilot.pause()
+
+
 SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = {
     "browse": (scene_browse, (140, 40)),
     "tool-call-diff": (scene_tool_diff, (140, 40)),
@@ -225,4 +232,5 @@ SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = 
     "narrow-80x24": (scene_narrow, (80, 24)),
     "search": (scene_search, (140, 40)),
     "fork-picker": (scene_fork_picker, (140, 40)),
+    "stats": (scene_stats, (140, 40)),
 }
