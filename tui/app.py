@@ -106,7 +106,7 @@ class ThreadloomApp(App[int]):
             "Stats",
             show=False,
             id="app.stats",
-            tooltip="Tokens, cost, tool calls and changed lines by day, week, month, project, model, agent or session",
+            tooltip="Stats: tokens, cost, tool calls and changed lines",
         ),
         Binding("f1,question_mark", "help", "Help", id="app.help", tooltip="Keys of the focused pane"),
         Binding("q", "quit", "Quit", id="app.quit"),

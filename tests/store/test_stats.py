@@ -287,3 +287,24 @@ def test_lines_of_aider_edit_blocks_it_applied(conn, tmp_path):
         ("src/greet.py", 1, 1)
     ]
     assert stats.report(conn, "session")[0].lines_added == 1
+
+
+def test_a_schema_upgrade_rebuilds_the_rollups(tmp_path):
+    from threadloom.core import db
+    from threadloom.core.ingest import rebuild_pending
+
+    edit_session(tmp_path).write()
+    path = tmp_path / "old.db"
+    conn = db.connect(path)
+    ingest(conn, tmp_path / "projects")
+    before = conn.execute(ROLLUP_SUMS).fetchone()
+    conn.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION - 1}")
+    conn.close()
+    conn = db.connect(path)  # the upgrade empties the derived tables; it never replays
+    assert db.rebuild_due(conn) == db.SCHEMA_VERSION - 1
+    assert conn.execute("SELECT count(*) FROM stats_rollup").fetchone()[0] == 0
+    assert rebuild_pending(conn)
+    assert_rollups_match(conn)
+    assert conn.execute(ROLLUP_SUMS).fetchone()[:4] == before[:4]
+    assert len(stats.session_changes(conn, SID)) == 3
+    conn.close()
