@@ -20,9 +20,12 @@ import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    from threadloom.core.adapters.base import Adapter
 
 BUCKET_MS = 900_000  # a quarter hour
 GROUPINGS = ("day", "week", "month", "project", "model", "agent", "session")
@@ -74,8 +77,8 @@ def refresh_pending(conn: sqlite3.Connection) -> int:
 
 
 # One row per session, model and quarter hour of the marked sessions, from four kinds of fact:
-# API messages (tokens, cost), messages, tool calls, changed lines. A message or call takes the
-# model of its turn (the assistant's), else its session's. cost: sum() of the known costs is NULL
+# API messages (tokens, cost), messages, tool calls, changed lines. An assistant message takes its
+# own model, a prompt its session's (the last one used), a call or an edit its turn's. cost: sum() of the known costs is NULL
 # when none is known, never 0; unpriced_messages counts the unknown ones.
 ROLLUP_SQL = f"""
 INSERT INTO stats_rollup (bucket, session_id, model, root_session_id, project_path, project, agent,
@@ -86,25 +89,25 @@ SELECT x.bucket, x.session_id, x.model, COALESCE(p.root_session_id, x.session_id
     sum(x.cost), sum(x.unpriced), sum(x.calls), sum(x.failed), sum(x.added), sum(x.removed)
 FROM (
     SELECT u.timestamp / {BUCKET_MS} AS bucket, u.session_id, COALESCE(u.model, '') AS model, 0 AS messages,
-        1 AS api, u.input_tokens AS inp, u.output_tokens AS outp, u.cache_creation_tokens AS cw,
-        u.cache_read_tokens AS cr, u.cost_usd AS cost, u.cost_usd IS NULL AS unpriced, 0 AS calls, 0 AS failed,
-        0 AS added, 0 AS removed
-    FROM agent_usage u WHERE u.session_id IN ({PENDING})
+        count(*) AS api, sum(u.input_tokens) AS inp, sum(u.output_tokens) AS outp,
+        sum(u.cache_creation_tokens) AS cw, sum(u.cache_read_tokens) AS cr, sum(u.cost_usd) AS cost,
+        sum(u.cost_usd IS NULL) AS unpriced, 0 AS calls, 0 AS failed, 0 AS added, 0 AS removed
+    FROM agent_usage u WHERE u.session_id IN ({PENDING}) GROUP BY 1, 2, 3
     UNION ALL
-    SELECT e.timestamp / {BUCKET_MS}, e.session_id, COALESCE(t.model, s.model, ''), 1, 0, 0, 0, 0, 0, NULL, 0,
-        0, 0, 0, 0
-    FROM entries e JOIN agent_sessions s ON s.id = e.session_id LEFT JOIN agent_turns t ON t.id = e.turn_id
-    WHERE e.session_id IN ({PENDING}) AND e.seq IS NOT NULL
+    SELECT e.timestamp / {BUCKET_MS}, e.session_id, COALESCE(NULLIF(e.model, '<synthetic>'), s.model, ''), count(*),
+        0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0
+    FROM entries e JOIN agent_sessions s ON s.id = e.session_id
+    WHERE e.session_id IN ({PENDING}) AND e.seq IS NOT NULL GROUP BY 1, 2, 3
     UNION ALL
     SELECT c.started_at / {BUCKET_MS}, c.session_id, COALESCE(t.model, s.model, ''), 0, 0, 0, 0, 0, 0, NULL, 0,
-        1, c.status = 'failed', 0, 0
+        count(*), sum(c.status = 'failed'), 0, 0
     FROM agent_tool_calls c JOIN agent_sessions s ON s.id = c.session_id LEFT JOIN agent_turns t ON t.id = c.turn_id
-    WHERE c.session_id IN ({PENDING})
+    WHERE c.session_id IN ({PENDING}) GROUP BY 1, 2, 3
     UNION ALL
     SELECT f.timestamp / {BUCKET_MS}, f.session_id, COALESCE(t.model, s.model, ''), 0, 0, 0, 0, 0, 0, NULL, 0,
-        0, 0, f.lines_added, f.lines_removed
+        0, 0, sum(f.lines_added), sum(f.lines_removed)
     FROM agent_file_changes f JOIN agent_sessions s ON s.id = f.session_id LEFT JOIN agent_turns t ON t.id = f.turn_id
-    WHERE f.session_id IN ({PENDING})
+    WHERE f.session_id IN ({PENDING}) GROUP BY 1, 2, 3
 ) x JOIN agent_sessions s ON s.id = x.session_id JOIN stats_pending p ON p.session_id = x.session_id
 GROUP BY x.bucket, x.session_id, x.model
 """
@@ -163,8 +166,18 @@ def _new_changes(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
     for start in range(0, len(rows), 500):
         chunk = rows[start : start + 500]
         calls = [ToolCall(r[1], r[2], r[3], "", "completed", None, None, None, r[5], r[4]) for r in chunk]
-        fill_tool_io(conn, [c for c in calls if c.params_json is None])
-        extras = _result_extras(conn, [(r[5], r[8]) for r in chunk])
+        records = _records(
+            conn, [(r[4], r[8]) for r in chunk if r[3] is None] + [(r[5], r[8]) for r in chunk]
+        )
+        for call in calls:
+            found = (
+                records.get(call.entry_id) if call.params_json is None and call.entry_id is not None else None
+            )
+            if found is not None:
+                adapter, record = found
+                params = adapter.tool_input(record, call.id)
+                call.params_json = orjson.dumps(params).decode() if params is not None else None
+        fill_tool_io(conn, [c for c in calls if c.params_json is None])  # what no adapter read cheaply
         for row, call in zip(chunk, calls, strict=True):
             sid, call_id, name, _, _, result_entry, turn_id, ts, _ = row
             try:
@@ -173,17 +186,21 @@ def _new_changes(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
                 continue
             if not isinstance(params, dict):
                 continue
-            for path, added, removed in call_line_counts(name, params, extras.get(result_entry)):
+            result = records.get(result_entry) if result_entry is not None else None
+            extra = result[0].tool_result_extra(result[1]) if result is not None else None
+            for path, added, removed in call_line_counts(name, params, extra):
                 out.append((sid, call_id, path, turn_id, name, ts, added, removed))
     return out
 
 
-def _result_extras(conn: sqlite3.Connection, wanted: list[tuple[int | None, str]]) -> dict[int, Any]:
-    """Each result record's structured result (Claude Code's `toolUseResult`), by entry id."""
+def _records(
+    conn: sqlite3.Connection, wanted: list[tuple[int | None, str]]
+) -> dict[int, tuple[Adapter, Any]]:
+    """Records parsed from their raw bytes, with their agent's adapter, by entry id."""
     from threadloom.core.adapters import ADAPTERS
 
     by_entry = {eid: agent for eid, agent in wanted if eid is not None}
-    out: dict[int, Any] = {}
+    out: dict[int, tuple[Adapter, Any]] = {}
     if not by_entry:
         return out
     for eid, raw in conn.execute(
@@ -198,7 +215,7 @@ def _result_extras(conn: sqlite3.Connection, wanted: list[tuple[int | None, str]
         except orjson.JSONDecodeError:
             continue
         if isinstance(record, dict):
-            out[eid] = adapter.tool_result_extra(record)
+            out[eid] = (adapter, record)
     return out
 
 
@@ -237,11 +254,15 @@ def _aider_changes(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
 
     replies: list[tuple[str, int, str | None, int | None, str]] = []
     applied: dict[tuple[str, str | None], set[str]] = {}
+    sessions = [
+        r[0]
+        for r in conn.execute(f"SELECT id FROM agent_sessions WHERE source = 'aider' AND id IN ({PENDING})")
+    ]
     for sid, eid, turn, ts, role, content in conn.execute(
         "SELECT e.session_id, e.id, e.turn_id, e.timestamp, e.role, e.content FROM entries e "
-        "JOIN agent_sessions s ON s.id = e.session_id "
-        f"WHERE s.source = 'aider' AND e.session_id IN ({PENDING}) AND e.seq IS NOT NULL AND e.content IS NOT NULL "
-        "ORDER BY e.session_id, e.seq"
+        "WHERE e.session_id IN (SELECT value FROM json_each(?)) AND e.seq IS NOT NULL AND e.content IS NOT NULL "
+        "ORDER BY e.session_id, e.seq",
+        (orjson.dumps(sessions).decode(),),
     ):
         if role == "assistant":
             replies.append((sid, eid, turn, ts, content))

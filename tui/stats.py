@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Sparkline, Static
+from textual.widgets import DataTable, Sparkline, Static
 from threadloom.core import stats
 from threadloom.core.stats import StatsRow
 from threadloom.core.text import human_tokens, printable
@@ -42,6 +42,7 @@ COLUMNS = (
     "+lines",
     "-lines",
 )
+FIRST_ROWS = 50  # drawn at once; the rest are added after the first paint (measuring a cell costs)
 LABEL_WIDTH = 44  # a session's title is cut here, so the numbers stay on screen
 SPARK_DAYS = 90  # the sparkline's span: the last days with activity, up to this many
 
@@ -91,13 +92,14 @@ class StatsScreen(Screen[None]):
         self.by = by
         self.narrowing = Narrowing()
         self.rows: list[StatsRow] = []
+        self.days: list[StatsRow] = []  # the whole archive's days: the sparkline's, and the first table's
+        self._shown = 0  # which `show` the rows being added belong to
 
     def compose(self) -> ComposeResult:
         yield Static(id="stats-title")
         yield Sparkline([], id="stats-spark")
         yield Static(id="stats-spark-axis")
         yield DataTable(id="stats-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -109,7 +111,7 @@ class StatsScreen(Screen[None]):
 
     def _draw_spark(self) -> None:
         """Cost per local day over the last days with activity (tokens when no cost is known)."""
-        days = stats.report(self.conn, "day")
+        days = self.days = stats.report(self.conn, "day")
         spark = self.query_one(Sparkline)
         axis = self.query_one("#stats-spark-axis", Static)
         if not days:
@@ -143,15 +145,20 @@ class StatsScreen(Screen[None]):
         """Fill the table grouped `by`, within the current narrowing."""
         self.by = by
         n = self.narrowing
-        self.rows = stats.report(self.conn, by, since=n.since, until=n.until, agent=n.agent)
+        if by == "day" and not n.what and self.days:
+            self.rows = list(self.days)
+        else:
+            self.rows = stats.report(self.conn, by, since=n.since, until=n.until, agent=n.agent)
+        if by in stats.TIME_GROUPINGS:
+            self.rows.reverse()  # the latest period first, under the cursor
         whole = stats.report(self.conn, "total", since=n.since, until=n.until, agent=n.agent)
         table = self.query_one(DataTable)
         table.clear(columns=True)  # the columns fit the new labels, not the widest ever shown
         table.add_column(TITLES[by], key="key")
         for name in COLUMNS:
             table.add_column(Text(name, justify="right"), key=name)
-        for row in self.rows:
-            table.add_row(Text(_cut(printable(self._label(row)), LABEL_WIDTH)), *_cells(row), key=row.key)
+        self._shown += 1
+        self._add_rows(self._shown, 0, FIRST_ROWS)
         table.border_title = f"By {by}" + (f" · {n.what}" if n.what else "")
         table.border_subtitle = (
             "d w m: periods · p o a s: project, model, agent, session · Enter opens · Esc "
@@ -167,8 +174,17 @@ class StatsScreen(Screen[None]):
             )
         else:
             title.update("Nothing archived yet" if not n.what else f"Nothing in {n.what}")
-        if self.rows:
-            table.move_cursor(row=len(self.rows) - 1 if by in stats.TIME_GROUPINGS else 0)
+
+    def _add_rows(self, shown: int, start: int, count: int) -> None:
+        """Rows `start` to `start + count` of the table, then (after they are drawn) the rest, so
+        a table of a thousand days opens as fast as one of fifty."""
+        if shown != self._shown:
+            return  # another grouping was chosen meanwhile
+        table = self.query_one(DataTable)
+        for row in self.rows[start : start + count]:
+            table.add_row(Text(_cut(printable(self._label(row)), LABEL_WIDTH)), *_cells(row), key=row.key)
+        if start + count < len(self.rows):
+            self.call_after_refresh(self._add_rows, shown, start + count, len(self.rows))
 
     def _label(self, row: StatsRow) -> str:
         if self.by == "session":

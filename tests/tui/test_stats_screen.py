@@ -45,9 +45,9 @@ async def test_stats_screen_groups_and_narrows_the_browser(demo_db: Path) -> Non
         assert isinstance(screen, StatsScreen)
         table = screen.query_one(DataTable)
         rows = shown(table)
-        assert [r[0] for r in rows] == [d.period for d in days] and len(rows) >= 3
-        assert rows[-1][7] == days[-1].cost_text and rows[-1][1] == str(days[-1].sessions)
-        assert table.cursor_row == len(rows) - 1  # the latest day
+        assert [r[0] for r in rows] == [d.period for d in reversed(days)] and len(rows) >= 3
+        assert rows[0][7] == days[-1].cost_text and rows[0][1] == str(days[-1].sessions)
+        assert table.cursor_row == 0  # the latest day
         spark = screen.query_one(Sparkline)
         assert spark.data is not None and max(spark.data) == pytest.approx(max(d.cost_usd or 0 for d in days))
         whole = stats.report(app.conn, "total")[0]
@@ -61,7 +61,7 @@ async def test_stats_screen_groups_and_narrows_the_browser(demo_db: Path) -> Non
         assert len(shown(table)) == len(stats.report(app.conn, "month"))
 
         # Enter on a day: that day's sessions
-        await pilot.press("d", "up", "enter")
+        await pilot.press("d", "down", "enter")
         await pilot.pause()
         day = days[-2].period
         assert screen.by == "session" and day in str(table.border_title)
