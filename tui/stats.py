@@ -169,7 +169,7 @@ class StatsScreen(Screen[None]):
             t = whole[0]
             title.update(
                 f"{_count(t.sessions, 'session')} · {_count(t.messages, 'message')} · {human_tokens(t.total_tokens)} tokens · "
-                f"{t.cost_text or 'no cost known'} · {t.tool_calls} tool calls ({t.failed_tool_calls} failed) · "
+                f"{t.cost_text or 'no cost known'} · {t.tool_calls:,} tool calls ({t.failed_tool_calls:,} failed) · "
                 f"+{t.lines_added} −{t.lines_removed} lines"
             )
         else:
