@@ -37,6 +37,7 @@ DERIVED_TABLES = (
     "agent_usage",
     "model_rates",
     "stats_rollup",
+    "stats_messages",
     "agent_file_changes",
     "stats_pending",
 )

@@ -254,6 +254,18 @@ class StatsRollup(SQLModel, table=True):
     lines_removed: int = _zero()
 
 
+class StatsMessages(SQLModel, table=True):
+    """How many messages a session had in a UTC quarter hour with a model, counted by the ledger as
+    it places them (so the stats never read the messages again): the `messages` of stats_rollup."""
+
+    __tablename__ = "stats_messages"
+
+    session_id: str = Field(primary_key=True)
+    bucket: int = Field(primary_key=True)  # timestamp ms // 900,000; -1: no time
+    model: str = Field(primary_key=True)  # the model in use when it was sent ('' before any)
+    messages: int = _zero()
+
+
 class AgentFileChange(SQLModel, table=True):
     """The lines one editing call (or one Aider reply) added to and removed from one file.
 

@@ -175,6 +175,14 @@ CREATE TABLE source_roots (
 	PRIMARY KEY (path)
 );
 
+CREATE TABLE stats_messages (
+	session_id VARCHAR NOT NULL,
+	bucket INTEGER NOT NULL,
+	model VARCHAR NOT NULL,
+	messages INTEGER DEFAULT '0' NOT NULL,
+	PRIMARY KEY (session_id, bucket, model)
+);
+
 CREATE TABLE stats_pending (
 	session_id VARCHAR NOT NULL,
 	root_session_id VARCHAR,

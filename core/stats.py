@@ -77,8 +77,9 @@ def refresh_pending(conn: sqlite3.Connection) -> int:
 
 
 # One row per session, model and quarter hour of the marked sessions, from four kinds of fact:
-# API messages (tokens, cost), messages, tool calls, changed lines. An assistant message takes its
-# own model, a prompt its session's (the last one used), a call or an edit its turn's. cost: sum() of the known costs is NULL
+# API messages (tokens, cost), messages (counted by the ledger as it placed them, in stats_messages),
+# tool calls, changed lines. A message takes the model in use when it was sent (one before any, the
+# session's), a call or an edit its turn's. cost: sum() of the known costs is NULL
 # when none is known, never 0; unpriced_messages counts the unknown ones.
 ROLLUP_SQL = f"""
 INSERT INTO stats_rollup (bucket, session_id, model, root_session_id, project_path, project, agent,
@@ -94,10 +95,9 @@ FROM (
         sum(u.cost_usd IS NULL) AS unpriced, 0 AS calls, 0 AS failed, 0 AS added, 0 AS removed
     FROM agent_usage u WHERE u.session_id IN ({PENDING}) GROUP BY 1, 2, 3
     UNION ALL
-    SELECT e.timestamp / {BUCKET_MS}, e.session_id, COALESCE(NULLIF(e.model, '<synthetic>'), s.model, ''), count(*),
+    SELECT NULLIF(m.bucket, -1), m.session_id, COALESCE(NULLIF(m.model, ''), s.model, ''), m.messages,
         0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0
-    FROM entries e JOIN agent_sessions s ON s.id = e.session_id
-    WHERE e.session_id IN ({PENDING}) AND e.seq IS NOT NULL GROUP BY 1, 2, 3
+    FROM stats_messages m JOIN agent_sessions s ON s.id = m.session_id WHERE m.session_id IN ({PENDING})
     UNION ALL
     SELECT c.started_at / {BUCKET_MS}, c.session_id, COALESCE(t.model, s.model, ''), 0, 0, 0, 0, 0, 0, NULL, 0,
         count(*), sum(c.status = 'failed'), 0, 0
