@@ -34,7 +34,7 @@ from threadloom.tui.events import (
     SearchClosed,
     SearchHitChosen,
 )
-from threadloom.tui.keymap import keymap_path, load_keymap
+from threadloom.tui.keymap import keymap_path, load_keymap, unknown_ids
 from threadloom.tui.render import NO_CONTROLS
 from threadloom.tui.screens import ErrorScreen, HelpScreen
 from threadloom.tui.workers import (
@@ -146,6 +146,7 @@ class ThreadloomApp(App[int]):
         self.demo = demo
         self.ingest_on_start = ingest
         self.read_only = ""  # why the database cannot be written, when it cannot: browse only
+        self.open_error = ""  # why the database could not be opened: quitting says it and exits 1
         self.now = now
         self.demo_long_turns = demo_long_turns
         self.conn: sqlite3.Connection | None = None
@@ -210,8 +211,13 @@ class ThreadloomApp(App[int]):
     def _load_keymap(self) -> None:
         path = keymap_path()
         keymap, problems = load_keymap(path)
+        self._warn_keymap(problems)
         if keymap:
             self.set_keymap(keymap)
+            # which ids exist is known once every screen's module is imported: after the first frame
+            self.call_after_refresh(lambda: self._warn_keymap(unknown_ids(keymap, path)))
+
+    def _warn_keymap(self, problems: list[str]) -> None:
         for problem in problems:
             self.notify(problem, title="Keymap not applied", severity="warning", timeout=8)
 
@@ -256,11 +262,17 @@ class ThreadloomApp(App[int]):
                 open_for_reading(self.db_path) if self.read_only else connect(self.db_path, readonly=readonly)
             )
         except LedgerError as exc:
-            self.push_screen(ErrorScreen("Cannot open the database", str(exc)))
+            self._cannot_open(exc)
             return
+        self.open_error = ""
         self.load_reader = readonly
         self.browser.use_connection(self.conn)
         self.browser.refresh_panes()
+
+    def _cannot_open(self, error: Exception) -> None:
+        """The database is damaged, locked or unreadable: its message says what to do."""
+        self.open_error = str(error)
+        self.push_screen(ErrorScreen("Cannot open the database", self.open_error, "q quits, Esc closes"))
 
     def _end_load_reader(self) -> None:
         """The first load is over: browse through an ordinary connection from now on."""
@@ -385,7 +397,12 @@ class ThreadloomApp(App[int]):
         self._end_load_reader()  # a first load cancelled half-way: what is in stays browsable
         self.refresh_bindings()
         if event.error is not None:
+            from threadloom.core.db import LedgerError
+
             error = event.error
+            if isinstance(error, LedgerError) and self.conn is None:  # it never opened: not the logs
+                self._cannot_open(error)
+                return
             self.push_screen(
                 ErrorScreen(
                     "Reading agent logs failed",
@@ -445,6 +462,13 @@ class ThreadloomApp(App[int]):
 
     # ------------------------------------------------------------------ search
 
+    def key_shown(self, binding_id: str) -> str:
+        """The key that runs the binding `binding_id` now (after the user's keymap), as shown."""
+        for active in self.active_bindings.values():
+            if active.binding.id == binding_id:
+                return self.get_key_display(active.binding)
+        return ""
+
     def action_search(self) -> None:
         """Open search (the same screen each time: the last query stays, selected)."""
         from threadloom.tui.search import SearchScreen
@@ -458,7 +482,7 @@ class ThreadloomApp(App[int]):
         if self.search_screen is None or self.search_screen.db_path != self.db_path:
             if self.search_screen is not None:
                 self.uninstall_screen(self.search_screen)
-            self.search_screen = SearchScreen(self.db_path, now=self.now)
+            self.search_screen = SearchScreen(self.db_path, now=self.now, key=self.key_shown("app.search"))
             self.install_screen(self.search_screen, "search")
             self.push_screen(self.search_screen)
         else:
@@ -590,6 +614,14 @@ class ThreadloomApp(App[int]):
             return self.browser.is_empty
         return True
 
+    async def action_quit(self) -> None:
+        """Quit; when the database could not be opened, with exit status 1 and the reason (with its
+        fix) printed on the terminal the TUI gives back, so a script or a user sees it failed."""
+        if self.open_error:
+            self.exit(return_code=1, message=f"threadloom: {self.open_error}")
+        else:
+            self.exit()
+
     def action_cancel_ingest(self) -> None:
         if self.ingesting:
             self.cancel_event.set()
@@ -671,8 +703,8 @@ def run_app(
     """Entry point for `threadloom` without a subcommand; returns the process exit code."""
     app = ThreadloomApp(db_path=db_path, sources=sources, demo=demo, ingest=ingest)
     try:
-        result = app.run()
+        app.run()
     finally:
         if app.temp_dir is not None:
             shutil.rmtree(app.temp_dir, ignore_errors=True)
-    return result if isinstance(result, int) else 0
+    return app.return_code or 0

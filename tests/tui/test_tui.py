@@ -17,6 +17,7 @@ from typing import TypeVar
 import pytest
 from rich.console import Console
 from rich.text import Text
+from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Input, Static, Tree
 from textual.worker import WorkerFailed
@@ -486,6 +487,66 @@ async def test_keymap_file_remaps_by_id(
         await pilot.press("R")
         await pilot.pause()
         assert isinstance(app.screen, RawJsonScreen)
+
+
+async def test_keymap_ids_that_name_no_key_are_warned_and_search_shows_its_own_key(
+    demo_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keymap = tmp_path / "keymap.toml"
+    keymap.write_text('[keys]\n"app.search" = "ctrl+k"\n"messages.rawjson" = "R"\n', encoding="utf-8")
+    monkeypatch.setenv("THREADLOOM_KEYMAP", str(keymap))
+    app = make_app(demo_db)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        warnings = [n.message for n in app._notifications if n.title == "Keymap not applied"]
+        assert warnings == [
+            f"{keymap}: no key has the id 'messages.rawjson' (F1 lists the ids of the focused pane's keys)"
+        ]
+        await pilot.press("slash")
+        await pilot.pause()
+        assert not isinstance(app.screen, SearchScreen)
+        await pilot.press("ctrl+k")
+        await pilot.pause()
+        assert isinstance(app.screen, SearchScreen)
+        assert shown(app.screen.query_one("#search-prompt", Static)).strip() == app.get_key_display(
+            Binding("ctrl+k", "search")
+        )
+
+
+async def test_a_database_that_cannot_be_opened_quits_on_q_with_status_1(tmp_path: Path) -> None:
+    damaged = tmp_path / "damaged.db"
+    damaged.write_bytes(b"SQLite format 3\0" + b"\x07not a database page" * 4000)
+    app = make_app(damaged)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        # the version its header seems to hold sends it to the upgrade worker, which finds the damage:
+        # said as the database's, with the fix, not as a failure to read the agents' logs
+        assert isinstance(app.screen, ErrorScreen) and app.screen.title_text == "Cannot open the database"
+        assert "threadloom ingest --rebuild" in app.screen.message
+        assert "q quits" in shown(app.screen.query_one("#error-hint", Static))
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running
+    assert app.return_code == 1
+    # closing the dialog first browses the empty panes; quitting still says it failed
+    app = make_app(damaged)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, ErrorScreen)
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 1
+
+
+async def test_a_database_that_opens_quits_with_status_0(demo_db: Path) -> None:
+    app = make_app(demo_db)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
 
 
 async def test_warmup_agents_hidden_until_asked(demo_db: Path) -> None:
