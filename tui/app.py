@@ -45,6 +45,7 @@ from threadloom.tui.workers import (
     IngestProgressed,
     IngestStatus,
     RecordsLoaded,
+    RootsChanged,
 )
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 
     from textual.command import Provider
     from textual.filter import LineFilter
-    from threadloom.core.ingest import IngestReport
+    from threadloom.core.ingest import IngestReport, RootWatch
     from threadloom.tui.search import SearchScreen
 
 BROWSER_ONLY = frozenset(
@@ -65,6 +66,7 @@ class ThreadloomApp(App[int]):
 
     CSS_PATH = Path(__file__).with_name("app.tcss")
     FOLLOW_SECONDS = 2.0  # how often the file of the session being read is checked for growth
+    WATCH_SECONDS = 5.0  # how often the agents' folders are checked for new session files
     TITLE = "threadloom"
     COMMANDS = {
         lambda: _palette_provider("ActionsProvider"),
@@ -157,6 +159,7 @@ class ThreadloomApp(App[int]):
         self.ingesting = False
         self.last_report: IngestReport | None = None
         self.follower = workers.Follower()
+        self.root_watch: RootWatch | None = None  # the folders the last ingest looked in
         self.browser: BrowserScreen  # made by get_default_screen
         self.search_screen: SearchScreen | None = None
         self._rescan_asked = False  # Ctrl+R: the ingest's end is reported even when nothing was new
@@ -182,6 +185,7 @@ class ThreadloomApp(App[int]):
         await self.browser.composed.wait()
         self.browser.apply_layout(self.size.width)
         self.set_interval(self.FOLLOW_SECONDS, self._follow_open_session)
+        self.set_interval(self.WATCH_SECONDS, self.watch_roots)
         if self.demo:
             self._start_demo()
             return
@@ -381,8 +385,13 @@ class ThreadloomApp(App[int]):
             )
 
     def _keep_report(self, report: IngestReport) -> None:
+        from threadloom.core.ingest import RootWatch
+
         self.last_report = report
         self.browser.roots = report.roots  # what the empty state says was looked in
+        watching = self.ingest_on_start and not self.demo and self.temp_dir is None
+        if watching and (self.root_watch is None or self.root_watch.roots != report.roots):
+            self.root_watch = RootWatch(report.roots)
 
     def on_ingested(self, event: Ingested) -> None:
         self.ingesting = False
@@ -453,6 +462,25 @@ class ThreadloomApp(App[int]):
         path = self.follower.grown(self.conn, session_id)
         if path is not None:
             workers.start(self, workers.FOLLOW, partial(workers.follow, self.db_path, path, session_id))
+
+    def watch_roots(self) -> None:
+        """Every WATCH_SECONDS: a session file added where the agents write (a session started in
+        another terminal) is read in, as Ctrl+R would, without being asked. Not with --no-ingest,
+        nor on the demo or a read-only archive; the check runs in a thread."""
+        if (
+            self.root_watch is None
+            or self.conn is None
+            or self.ingesting
+            or self.load_reader
+            or self.read_only
+            or any(w.group == workers.WATCH.group and w.is_running for w in self.workers)
+        ):
+            return
+        workers.start(self, workers.WATCH, self.root_watch.changed)
+
+    def on_roots_changed(self, event: RootsChanged) -> None:
+        if not self.ingesting:
+            self.start_ingest()
 
     def on_followed(self, event: Followed) -> None:
         if self.conn is None or not event.report.records_added:

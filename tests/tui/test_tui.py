@@ -631,6 +631,32 @@ async def test_ingest_worker_fills_panes_and_notifies(tmp_path: Path) -> None:
         assert not app.screen.has_class("-ingesting")
 
 
+async def test_a_session_started_elsewhere_shows_up_without_ctrl_r(tmp_path: Path) -> None:
+    from conftest import Transcript
+
+    root = small_archive(tmp_path)
+    app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
+    async with app.run_test(size=(140, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.query_one(ProjectList).border_title == "Projects (4)"
+        app.watch_roots()  # the first look (each WATCH_SECONDS; called here rather than waited for)
+        await app.workers.wait_for_complete()
+        app.watch_roots()  # nothing new: no ingest
+        await app.workers.wait_for_complete()
+        assert not app.ingesting and app.query_one(ProjectList).border_title == "Projects (4)"
+        sid = "5e55e55e-0000-4000-8000-00000000beef"
+        t = Transcript(root / "-home-dev-src-newthing" / f"{sid}.jsonl", sid, cwd="/home/dev/src/newthing")
+        t.user("Started in another terminal")
+        t.assistant("Hello from there")
+        t.write()
+        app.watch_roots()
+        await until(pilot, lambda: app.query_one(ProjectList).border_title == "Projects (5)")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not app.ingesting
+
+
 async def test_archive_is_browsable_while_the_search_index_builds(tmp_path: Path, monkeypatch) -> None:
     from threadloom.core import search_index
 
