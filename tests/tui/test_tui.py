@@ -852,18 +852,14 @@ async def test_rescan_says_so_when_nothing_was_new(tmp_path: Path) -> None:
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.press("ctrl+r")
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await until(pilot, lambda: not app.ingesting)  # the worker's end, as the app heard it
         said = [n.message for n in app._notifications if n.title == "Rescan"]
         assert len(said) == 1 and "No new or changed agent logs" in said[0]
         first = sorted(root.rglob("*.jsonl"))[0]
         with open(first, "ab") as f:
             f.write(b'{"type":"custom-title","customTitle":"renamed","sessionId":"x"}\n')
         await pilot.press("ctrl+r")
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await until(pilot, lambda: not app.ingesting)
         assert any(n.title == "Ingest done" for n in app._notifications)
         assert len([n for n in app._notifications if n.title == "Rescan"]) == 1
 
