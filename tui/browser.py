@@ -345,7 +345,10 @@ class BrowserScreen(Screen[None]):
             return
         projects = self.query_one(ProjectList)
         tree = self.query_one(SessionTree)
-        path = node.project_path or ""
+        chain = browse.session_path(self.conn, session_id)
+        # a subagent is listed under its main session's project, wherever it worked (a worktree)
+        main = node if chain[0] == session_id else browse.get_node(self.conn, chain[0], include_warmup=True)
+        path = (main or node).project_path or ""
         if projects.current is None or projects.current.path != path:
             paths = [p.path for p in projects.projects]
             if path in paths:
@@ -353,7 +356,6 @@ class BrowserScreen(Screen[None]):
             tree.show_project(self.conn, path)
         if self._preview_timer is not None:
             self._preview_timer.stop()
-        chain = browse.session_path(self.conn, session_id)
         if node.is_warmup and not tree.include_warmup:
             tree.include_warmup = True
             tree.show_project(self.conn, path)

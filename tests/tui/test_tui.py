@@ -657,6 +657,48 @@ async def test_a_session_started_elsewhere_shows_up_without_ctrl_r(tmp_path: Pat
         assert not app.ingesting
 
 
+async def test_a_subagent_working_in_a_worktree_opens_under_its_parents_project(tmp_path: Path) -> None:
+    """A subagent started with an isolated worktree records the worktree as its folder: Enter on its
+    call lists it under the project of the session that started it (it listed `Sessions (0)`)."""
+    from conftest import Transcript, ingest, tool_use
+    from threadloom.core import db
+
+    sid = "aaaaaaaa-1111-4222-8333-0000000000a1"
+    folder = tmp_path / "projects" / "-home-dev-app"
+    main = Transcript(folder / f"{sid}.jsonl", sid, cwd="/home/dev/app")
+    main.user("Try the refactor in a worktree")
+    main.assistant(tools=[tool_use("toolu_wt", "Task", description="Refactor", prompt="Refactor it")])
+    main.tool_result("toolu_wt", "done", tool_use_result={"agentId": "a1b2c3d4e5f6a7b8c"})
+    main.assistant("The worktree has the refactor.")
+    main.write()
+    sub = Transcript(
+        folder / sid / "subagents" / "agent-a1b2c3d4e5f6a7b8c.jsonl",
+        sid,
+        cwd="/home/dev/app/.claude/worktrees/agent-a1b2c3d4",
+        isSidechain=True,
+        agentId="a1b2c3d4e5f6a7b8c",
+    )
+    sub.user("Refactor it", parent=False)
+    sub.assistant("Refactored in the worktree.")
+    sub.write()
+    conn = db.connect(tmp_path / "t.db")
+    ingest(conn, tmp_path / "projects")
+    conn.close()
+    app = make_app(tmp_path / "t.db")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(sid)
+        await pilot.pause()
+        await cursor_to_tool(pilot, "Task")
+        await pilot.press("enter")  # into the subagent
+        await pilot.pause()
+        view, tree = app.query_one(MessageView), app.query_one(SessionTree)
+        assert view.session_id == f"{sid}:agent-a1b2c3d4e5f6a7b8c"
+        assert tree.project == "/home/dev/app" and tree.border_title == "Sessions (1)"
+        assert app.query_one(ProjectList).current.path == "/home/dev/app"
+        assert tree.cursor_node is not None and tree.cursor_node.data.session.id == view.session_id
+
+
 async def test_archive_is_browsable_while_the_search_index_builds(tmp_path: Path, monkeypatch) -> None:
     from threadloom.core import search_index
 
@@ -862,6 +904,38 @@ async def test_rescan_says_so_when_nothing_was_new(tmp_path: Path) -> None:
         await until(pilot, lambda: not app.ingesting)
         assert any(n.title == "Ingest done" for n in app._notifications)
         assert len([n for n in app._notifications if n.title == "Rescan"]) == 1
+
+
+async def test_a_new_project_read_by_ctrl_r_leaves_the_highlight_and_its_sessions_together(
+    tmp_path: Path,
+) -> None:
+    from conftest import Transcript, ingest
+    from threadloom.core import db
+
+    root = small_archive(tmp_path)
+    conn = db.connect(tmp_path / "t.db")
+    ingest(conn, root)
+    conn.close()
+    app = make_app(tmp_path / "t.db")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        projects, tree = app.query_one(ProjectList), app.query_one(SessionTree)
+        await pilot.press("down")  # the second project
+        await pilot.pause()
+        chosen = projects.current.path
+        assert tree.project == chosen and projects.highlighted == 1
+        sid = "5e55e55e-0000-4000-8000-00000000beef"
+        t = Transcript(root / "-home-dev-src-newthing" / f"{sid}.jsonl", sid, cwd="/home/dev/src/newthing")
+        t.user("Started in another terminal")
+        t.assistant("Hello")
+        t.write()
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: not app.ingesting)
+        await pilot.pause()
+        # the newest project comes first; the highlight stays on the project whose sessions are listed
+        assert projects.projects[0].path == "/home/dev/src/newthing"
+        assert projects.current.path == chosen == tree.project and projects.highlighted == 2
+        assert tree.border_title == f"Sessions ({len(tree.sessions)})" and tree.sessions
 
 
 async def test_worker_error_opens_dialog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
