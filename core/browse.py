@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from threadloom.core.query import (
+    MessageRow,
     SessionSummary,
     ToolCall,
     attach_tool_calls,
@@ -317,32 +318,6 @@ def compaction_segments(conn: sqlite3.Connection, session_id: str, message_count
 # ---------------------------------------------------------------------------- messages
 
 
-@dataclass(slots=True)
-class MessageRow:
-    """A message with what the viewer draws: text, thinking, tool calls, images, event fields."""
-
-    entry_id: int
-    seq: int
-    role: str | None
-    entry_type: str | None
-    subtype: str | None
-    content: str | None
-    thinking: str | None
-    model: str | None
-    timestamp: int | None
-    is_meta: bool
-    message_id: str | None
-    turn_id: str | None
-    tokens: int = 0
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    images: list[tuple[str, int]] = field(default_factory=list)  # (media type, bytes)
-    event: dict[str, Any] = field(default_factory=dict)  # system fields, compact-summary flag
-
-    @property
-    def is_compact_summary(self) -> bool:
-        return bool(self.event.get("isCompactSummary"))
-
-
 def message_page(
     conn: sqlite3.Connection, session_id: str, first_seq: int, last_seq: int
 ) -> list[MessageRow]:
@@ -353,7 +328,8 @@ def message_page(
     source = value(conn, "SELECT source FROM agent_sessions WHERE id = ?", (session_id,))
     adapter = ADAPTERS.get(source) if source else None
     cursor = conn.execute(
-        "SELECT id AS entry_id, seq, role, entry_type, subtype, content, thinking, model, timestamp, is_meta, "
+        "SELECT id AS entry_id, seq, uuid, parent_uuid, role, entry_type, subtype, content, thinking, model, "
+        "timestamp, is_meta, is_sidechain, "
         # raw is read only where events, images or compaction flags can be: not for tool results,
         # whose lines are the big ones (fill_tool_io reads those of the page's calls)
         "message_id, turn_id, CASE WHEN entry_type = 'system' OR (role = 'user' AND (content IS NOT NULL "
@@ -365,7 +341,7 @@ def message_page(
     out: list[MessageRow] = []
     for r in cursor.fetchall():
         msg = build(r)
-        msg.is_meta = bool(msg.is_meta)
+        msg.is_meta, msg.is_sidechain = bool(msg.is_meta), bool(msg.is_sidechain)
         raw = raw_of(r)
         extras = adapter.message_extras(raw, msg.entry_type) if raw is not None and adapter else None
         if extras is not None:
