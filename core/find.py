@@ -14,11 +14,12 @@ from dataclasses import dataclass
 
 import orjson
 from threadloom.core.adapters.shared import strings_of
+from threadloom.core.browse import Segment, compaction_segments
 from threadloom.core.calls import call_params, result_text
 from threadloom.core.query import TOOL_CALL_COLUMNS, ToolCall, fill_tool_io
-from threadloom.core.rows import builder, getter, values
+from threadloom.core.rows import builder, getter, value, values
 
-__all__ = ["Place", "failed_calls", "find_in_session", "prompt_seqs"]
+__all__ = ["Place", "failed_calls", "find_in_session", "prompt_seqs", "session_segments"]
 
 # the order of a message's parts as the viewer draws them: its text, its thinking, its calls
 PARTS = ("text", "thinking", "tool")
@@ -126,7 +127,7 @@ def prompt_seqs(conn: sqlite3.Connection, session_id: str) -> list[int]:
         "SELECT seq FROM entries WHERE session_id = ? AND seq IS NOT NULL AND role = 'user' "
         "AND content IS NOT NULL AND is_meta = 0 AND COALESCE(entry_type, 'user') = 'user' "
         "AND substr(ltrim(content), 1, 19) != '<task-notification>' "
-        "AND instr(raw, '\"isCompactSummary\":true') = 0 ORDER BY seq",
+        "AND NOT (json_valid(raw) AND COALESCE(json_extract(raw, '$.isCompactSummary'), 0)) ORDER BY seq",
         (session_id,),
     )
 
@@ -139,3 +140,11 @@ def failed_calls(conn: sqlite3.Connection, session_id: str) -> list[Place]:
         (session_id,),
     ).fetchall()
     return [Place(seq, entry_id, "tool", call_id) for seq, entry_id, call_id in rows]
+
+
+def session_segments(conn: sqlite3.Connection, session_id: str, message_count: int) -> list[Segment]:
+    """`browse.compaction_segments`, answered from the session's row when it was never compacted
+    (most are): the records of a 20,000-message session are not read to find none."""
+    if not value(conn, "SELECT compaction_count FROM agent_sessions WHERE id = ?", (session_id,)):
+        return []
+    return compaction_segments(conn, session_id, message_count)

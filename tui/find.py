@@ -24,7 +24,6 @@ from textual.timer import Timer
 from textual.widgets import Input, Static
 from threadloom.core import find
 from threadloom.core.browse import Segment as CompactionSegment
-from threadloom.core.browse import compaction_segments
 from threadloom.core.find import Place
 from threadloom.core.text import printable
 
@@ -135,7 +134,8 @@ class Navigator:
         self._seqs: set[int] | None = None  # a branch: only its messages
         self._prompts: list[int] | None = None
         self._failures: list[Place] | None = None
-        self._segments: list[CompactionSegment] | None = None
+        self._segments: list[CompactionSegment] = []
+        self._segments_of: str | None = None  # the session they were read (or are being read) for
         self._segment: int | None = None
         self._facts = ""  # the footer's text after the segment: messages, tokens, model
         self._debounce: Timer | None = None
@@ -146,8 +146,8 @@ class Navigator:
         """Another session (or branch) is shown: forget what was found and read about the last."""
         self.close(focus=False)
         self._seqs = None if isinstance(self.view.seqs, range) else set(self.view.seqs)
-        self._prompts = self._failures = self._segments = None
-        self._segment = None
+        self._prompts = self._failures = None
+        self._segments, self._segments_of, self._segment = [], None, None
 
     @property
     def is_open(self) -> bool:
@@ -343,16 +343,28 @@ class Navigator:
         """The footer's own text (messages, tokens, model): the segment goes before it."""
         self._facts = facts
         self._segment = None
-        self._prompts = self._failures = self._segments = None  # opened, or grown: read them again
+        self._prompts = self._failures = None  # opened, or grown: read them again when asked
         self.cursor_moved()
+
+    def _read_segments(self, session_id: str) -> None:
+        view = self.view
+        if view.conn is None or view.session_id != session_id or not view.seqs:
+            return  # another session was opened meanwhile: it reads its own
+        self._segments = find.session_segments(view.conn, session_id, view.seqs[-1] + 1)
+        if self._segments:
+            self._segment = None
+            self.cursor_moved()
 
     def cursor_moved(self) -> None:
         """The footer names the compaction segment the cursor is in (compacted sessions only)."""
         view = self.view
         if view.conn is None or view.session_id is None or not view.seqs:
             return
-        if self._segments is None:
-            self._segments = compaction_segments(view.conn, view.session_id, view.seqs[-1] + 1)
+        if self._segments_of != view.session_id:
+            # read once the frame is painted: the records of a compacted 20,000-message session
+            # take 15 ms (more when not in the page cache), which opening it need not wait for
+            self._segments, self._segments_of = [], view.session_id
+            view.call_after_refresh(self._read_segments, view.session_id)
         number = 0
         if self._segments:
             seq = view.seqs[min(view.cursor[0], len(view.seqs) - 1)]

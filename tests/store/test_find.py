@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import Transcript, ingest, tool_use
 from threadloom.core import browse
-from threadloom.core.find import Place, failed_calls, find_in_session, prompt_seqs
+from threadloom.core.find import Place, failed_calls, find_in_session, prompt_seqs, session_segments
 
 SID = "f1f1f1f1-0000-4000-8000-00000000f1f1"
 
@@ -47,8 +47,27 @@ def session(root: Path) -> Path:
             },
         }
     )  # 8
-    t.user("Now make it retry")  # 9
-    t.assistant("Done: it retries three times.")  # 10
+    before = t.last
+    t.add(
+        {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "content": "Conversation compacted",
+            "logicalParentUuid": before,
+            "level": "info",
+            "compactMetadata": {"trigger": "auto", "preTokens": 150000},
+        },
+        parent=False,
+    )  # 9
+    t.add(
+        {
+            "type": "user",
+            "isCompactSummary": True,
+            "message": {"role": "user", "content": "Summary: the user asked to retry ParseConfig"},
+        }
+    )  # 10: not a prompt
+    t.user("Now make it retry")  # 11
+    t.assistant("Done: it retries three times.")  # 12
     return t.write().parent.parent
 
 
@@ -81,11 +100,13 @@ def test_text_thinking_and_tool_input_any_case_in_reading_order(
         ("text", None),  # the reply
         ("thinking", None),  # the reply's thinking, after its text as the viewer draws them
         ("tool", "toolu_grep"),  # the command that greps for it
+        ("text", None),  # the compaction's summary
     ]
     prompt = seq_of(conn, "The ParseConfig tests fail since Monday")
     reply = seq_of(conn, "Looking at parseconfig first.")
-    assert [p.seq for p in found] == [prompt, reply, reply, call_seq(conn, "toolu_grep")]
-    assert prompt < reply < found[-1].seq
+    summary = seq_of(conn, "Summary: the user asked to retry ParseConfig")
+    assert [p.seq for p in found] == [prompt, reply, reply, call_seq(conn, "toolu_grep"), summary]
+    assert prompt < reply < found[3].seq < summary
 
 
 def test_a_match_in_a_tools_output_is_the_call_that_made_it(conn: sqlite3.Connection, tmp_path: Path) -> None:
@@ -126,6 +147,25 @@ def test_prompts_are_what_the_user_typed(conn: sqlite3.Connection, tmp_path: Pat
         seq_of(conn, "The ParseConfig tests fail since Monday"),
         seq_of(conn, "Now make it retry"),
     ]  # not the tool results, not the meta caveat
+
+
+def test_segments_of_a_compacted_session_and_none_read_for_the_others(
+    conn: sqlite3.Connection, tmp_path: Path
+) -> None:
+    opened(conn, tmp_path)
+    count = browse.get_node(conn, SID).message_count  # type: ignore[union-attr]
+    segments = session_segments(conn, SID, count)
+    assert [(s.number, s.start_seq, s.end_seq, s.pre_tokens) for s in segments] == [
+        (1, 0, seq_of(conn, "Conversation compacted") - 1, None),
+        (2, seq_of(conn, "Conversation compacted"), count - 1, 150000),
+    ]
+    assert segments == browse.compaction_segments(conn, SID, count)
+    other = "f1f1f1f1-0000-4000-8000-0000000000aa"
+    t = Transcript(tmp_path / "more" / "proj" / f"{other}.jsonl", other)
+    t.user("hello")
+    t.assistant("hi")
+    ingest(conn, t.write().parent.parent)
+    assert session_segments(conn, other, 2) == []
 
 
 def test_failed_calls_in_order(conn: sqlite3.Connection, tmp_path: Path) -> None:
