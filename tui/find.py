@@ -10,6 +10,8 @@ state of one open session and is reached from `MessageView` through a few small 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.segment import Segment
@@ -139,6 +141,7 @@ class Navigator:
         self._segment: int | None = None
         self._facts = ""  # the footer's text after the segment: messages, tokens, model
         self._debounce: Timer | None = None
+        self._serial = 0  # of the latest query: an older one's answer is dropped
 
     # ------------------------------------------------------------------ the session
 
@@ -181,6 +184,7 @@ class Navigator:
     def close(self, *, focus: bool = True) -> None:
         if self._debounce is not None:
             self._debounce.stop()
+        self._serial += 1
         bar, self.bar = self.bar, None
         self.query, self.needle, self.places, self.index = "", "", [], None
         if bar is not None:
@@ -194,17 +198,59 @@ class Navigator:
     def typed(self, value: str) -> None:
         if self._debounce is not None:
             self._debounce.stop()
-        self._debounce = self.view.set_timer(DEBOUNCE, lambda: self.search(value))
+        self._serial += 1  # whatever is being found for an older query is not shown
+        self._debounce = self.view.set_timer(DEBOUNCE, lambda: self.search_in_thread(value))
+
+    def search_in_thread(self, query: str) -> None:
+        """Find `query` in a thread with a connection of its own (a common word in a 20,000-message
+        session takes ~100 ms, which typing should not wait for); the newest query's answer is shown."""
+        view = self.view
+        db_path = getattr(view.app, "db_path", None)
+        if db_path is None or view.session_id is None or not query.strip():
+            self.search(query)
+            return
+        self._serial += 1
+        work = partial(self._find_in_thread, self._serial, db_path, view.session_id, query)
+        view.run_worker(
+            work, thread=True, group="find", exclusive=True, exit_on_error=False, description="find"
+        )
+
+    def _find_in_thread(self, serial: int, db_path: Path, session_id: str, query: str) -> None:
+        from threadloom.core.db import connect
+
+        try:
+            conn = connect(db_path, readonly=True)
+            try:
+                places = find.find_in_session(conn, session_id, query)
+            finally:
+                conn.close()
+        except Exception:  # a locked or damaged file: found on the view's own connection instead
+            places = None
+        self.view.app.call_from_thread(self._found, serial, session_id, query, places)
+
+    def _found(self, serial: int, session_id: str, query: str, places: list[Place] | None) -> None:
+        if serial != self._serial or session_id != self.view.session_id or self.bar is None:
+            return  # typed on since, or another session opened, or the bar closed
+        if places is None:
+            self.search(query)
+        else:
+            self._show_found(query, places)
 
     def search(self, query: str) -> None:
-        """Find `query` in the whole session and take the cursor to the first place at or after it."""
+        """Find `query` in the whole session now, on the view's connection."""
         view = self.view
         if view.conn is None or view.session_id is None:
             return
-        self.query, self.needle = query, query.lower()
-        self.places = (
-            self._shown(find.find_in_session(view.conn, view.session_id, query)) if query.strip() else []
+        self._serial += 1
+        self._show_found(
+            query, find.find_in_session(view.conn, view.session_id, query) if query.strip() else []
         )
+
+    def _show_found(self, query: str, places: list[Place]) -> None:
+        """The places found for `query`: counted, marked, and the cursor on the first at or after it."""
+        view = self.view
+        self.query, self.needle = query, query.lower()
+        self.places = self._shown(places)
         self.index = None
         if self.places:
             row = view.current_row()

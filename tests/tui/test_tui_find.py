@@ -156,6 +156,25 @@ async def test_escape_in_the_bar_closes_it_and_a_miss_says_so(demo_db: Path) -> 
         await said(pilot, "Ctrl+F finds in this session")
 
 
+async def test_the_newest_query_wins_and_a_new_session_forgets_the_find(demo_db: Path) -> None:
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        view = await open_session(pilot, CHECKOUT)
+        await pilot.press("ctrl+f")
+        navigator = view.navigator
+        navigator.search_in_thread("tax")  # found in threads: the older answer, if later, is dropped
+        navigator.search_in_thread("webhook")
+        await until(pilot, lambda: navigator.query == "webhook")
+        await until(pilot, lambda: not [w for w in app.workers if w.group == "find" and w.is_running])
+        await pilot.pause()
+        assert navigator.query == "webhook" and all(text.lower() == "webhook" for text, _ in marked(view))
+        assert app.conn is not None and view.session_id is not None
+        assert navigator.places == find_in_session(app.conn, view.session_id, "webhook") != []
+        app.browser.jump_to_session(session_id(app, LONG))
+        await pilot.pause()
+        assert not app.query(FindBar) and navigator.query == "" and marked(view) == []
+
+
 async def test_prompt_jumps_land_on_prompts(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
