@@ -381,7 +381,10 @@ class Navigator:
                 continue
             self._land(place, open_it=True)
             return
-        view.notify("No failed tool call after this point", timeout=2)
+        view.notify(
+            "No failed tool call after this point" if self._failures else "No tool call failed here",
+            timeout=2,
+        )
 
     # ------------------------------------------------------------------ the segment footer
 

@@ -211,6 +211,10 @@ async def test_next_failed_call_lands_on_each_failed_call_opened(demo_db: Path) 
         await pilot.press("exclamation_mark")
         await said(pilot, "No failed tool call after this point")
         assert view.current_block().call.id == failed[-1].call_id
+        app.browser.jump_to_session(session_id(app, "Add a tmux config"))  # nothing failed there
+        await pilot.pause()
+        await pilot.press("exclamation_mark")
+        await said(pilot, "No tool call failed here")
 
 
 async def test_the_footer_names_the_segment_under_the_cursor(demo_db: Path) -> None:
