@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from threadloom.core.query import (
+    MessageRow,
     SessionSummary,
     ToolCall,
     attach_tool_calls,
@@ -334,57 +335,34 @@ def compaction_segments(conn: sqlite3.Connection, session_id: str, message_count
 # ---------------------------------------------------------------------------- messages
 
 
-@dataclass(slots=True)
-class MessageRow:
-    """A message with what the viewer draws: text, thinking, tool calls, images, event fields."""
-
-    entry_id: int
-    seq: int
-    role: str | None
-    entry_type: str | None
-    subtype: str | None
-    content: str | None
-    thinking: str | None
-    model: str | None
-    timestamp: int | None
-    is_meta: bool
-    message_id: str | None
-    turn_id: str | None
-    tokens: int = 0
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    images: list[tuple[str, int]] = field(default_factory=list)  # (media type, bytes)
-    event: dict[str, Any] = field(default_factory=dict)  # system fields, compact-summary flag
-
-    @property
-    def is_compact_summary(self) -> bool:
-        return bool(self.event.get("isCompactSummary"))
-
-
-_IMAGE = b'"type":"image"'
-_COMPACT = b'"isCompactSummary":true'
-
-
 def message_page(
     conn: sqlite3.Connection, session_id: str, first_seq: int, last_seq: int
 ) -> list[MessageRow]:
-    """Messages with `first_seq <= seq <= last_seq`, their tool calls, token counts and images."""
+    """Messages with `first_seq <= seq <= last_seq`, their tool calls, token counts, and the event
+    fields and images their agent's adapter reads from their records."""
+    from threadloom.core.adapters import ADAPTERS
+
+    source = value(conn, "SELECT source FROM agent_sessions WHERE id = ?", (session_id,))
+    adapter = ADAPTERS.get(source) if source else None
     cursor = conn.execute(
-        "SELECT id AS entry_id, seq, role, entry_type, subtype, content, thinking, model, timestamp, is_meta, "
+        "SELECT id AS entry_id, seq, uuid, parent_uuid, role, entry_type, subtype, content, thinking, model, "
+        "timestamp, is_meta, is_sidechain, "
         # raw is read only where events, images or compaction flags can be: not for tool results,
         # whose lines are the big ones (fill_tool_io reads those of the page's calls)
         "message_id, turn_id, CASE WHEN entry_type = 'system' OR (role = 'user' AND (content IS NOT NULL "
         "OR instr(substr(raw, 1, 2048), ?) > 0)) THEN raw END AS raw "
         "FROM entries WHERE session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
-        (_IMAGE, session_id, first_seq, last_seq),
+        (adapter.image_marker if adapter else b"\0", session_id, first_seq, last_seq),
     )
     build, raw_of = builder(cursor, MessageRow), getter(cursor, "raw")  # a page is a hot loop: by index
     out: list[MessageRow] = []
     for r in cursor.fetchall():
         msg = build(r)
-        msg.is_meta = bool(msg.is_meta)
+        msg.is_meta, msg.is_sidechain = bool(msg.is_meta), bool(msg.is_sidechain)
         raw = raw_of(r)
-        if raw is not None and (msg.entry_type == "system" or _IMAGE in raw or _COMPACT in raw):
-            _read_event(msg, _loads(raw))
+        extras = adapter.message_extras(raw, msg.entry_type) if raw is not None and adapter else None
+        if extras is not None:
+            msg.event, msg.images = extras.event, extras.images
         out.append(msg)
     if not out:
         return out
@@ -402,46 +380,6 @@ def message_page(
             if owner is not None:
                 owner.tokens = row["tokens"]
     return out
-
-
-EVENT_KEYS = (
-    "compactMetadata",
-    "error",
-    "level",
-    "durationMs",
-    "hookInfos",
-    "hookErrors",
-    "retryAttempt",
-    "maxRetries",
-    "isCompactSummary",
-    "content",
-)
-
-
-def _read_event(msg: MessageRow, obj: dict[str, Any]) -> None:
-    for key in EVENT_KEYS:
-        if key in obj:
-            msg.event[key] = obj[key]
-    message = obj.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, list):
-        for block in content:
-            blocks = [block]
-            if (
-                isinstance(block, dict)
-                and block.get("type") == "tool_result"
-                and isinstance(block.get("content"), list)
-            ):
-                blocks = block["content"]
-            for b in blocks:
-                if isinstance(b, dict) and b.get("type") == "image":
-                    source = b.get("source")
-                    if not isinstance(source, dict):
-                        source = {}
-                    data = source.get("data")
-                    if not isinstance(data, str):
-                        data = ""
-                    msg.images.append((str(source.get("media_type") or "image"), len(data) * 3 // 4))
 
 
 def tool_result_extra(conn: sqlite3.Connection, call: ToolCall) -> Any:

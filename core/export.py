@@ -25,7 +25,7 @@ import orjson
 from threadloom.core import browse
 from threadloom.core.calls import call_params, result_text
 from threadloom.core.diffs import DiffLine, call_diff, is_edit
-from threadloom.core.query import Message, SessionSummary, ToolCall, children_of, get_session, messages
+from threadloom.core.query import MessageRow, SessionSummary, ToolCall, children_of, get_session, messages
 from threadloom.core.redact import Redactor
 from threadloom.core.render import tool_summary
 from threadloom.core.text import clock, human_tokens, printable, strip_escapes
@@ -45,7 +45,7 @@ class Thread:
     """What an export shows of one session."""
 
     session: SessionSummary
-    messages: list[Message]
+    messages: list[MessageRow]
     children: dict[str, Thread] = field(default_factory=dict)  # by the id of the call that started it
     extras: dict[str, Any] = field(default_factory=dict)  # a call's structured result, by call id
     branch: browse.Branch | None = None
@@ -194,7 +194,7 @@ def _facts(thread: Thread, stamp: str) -> list[tuple[str, str]]:
     return [(k, v) for k, v in facts if v]
 
 
-def _who(msg: Message) -> str:
+def _who(msg: MessageRow) -> str:
     return ROLE_NAME.get(msg.role or "", msg.role or msg.entry_type or "record")
 
 
@@ -240,7 +240,7 @@ def _markdown(thread: Thread, redact: Redactor, stamp: str) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def _headed(messages: list[Message]) -> Iterator[tuple[Message, bool]]:
+def _headed(messages: list[MessageRow]) -> Iterator[tuple[MessageRow, bool]]:
     """Each message worth showing, and whether it starts a new speaker's block: an agent's reply
     is often several records (text, then each tool call); they read as one, under one heading."""
     previous: str | None = None
@@ -514,7 +514,7 @@ def _json_thread(conn: sqlite3.Connection, thread: Thread, redact: Redactor) -> 
     return out
 
 
-def _json_message(msg: Message, redact: Redactor) -> dict[str, Any]:
+def _json_message(msg: MessageRow, redact: Redactor) -> dict[str, Any]:
     def text(value: str | None) -> str | None:
         return redact(value) if value is not None else None
 

@@ -216,6 +216,30 @@ def snapshot_unchanged(stored: str | dict[str, list[int]] | None) -> bool:
     return True
 
 
+class RootWatch:
+    """Notices a file added, removed or renamed under the roots (a session started in another
+    terminal) by their folders' mtimes: every folder listed once, then one stat per folder a check.
+    A file that only grows changes no folder: the viewer follows the open session's file itself."""
+
+    def __init__(self, roots: list[str]) -> None:
+        self.roots = roots  # as an IngestReport lists them
+        self.snapshots: dict[str, dict[str, list[int]] | None] | None = None
+
+    def changed(self) -> bool:
+        """Whether a root changed since the last check (the first only looks), for a worker thread."""
+        if self.snapshots is None:
+            self.snapshots = {root: folder_snapshot(Path(root)) for root in self.roots}
+            return False
+        changed = False
+        for root, before in self.snapshots.items():
+            if before is None and not os.path.exists(root):
+                continue  # still absent (an agent never used here)
+            if before is None or not snapshot_unchanged(before):
+                self.snapshots[root] = folder_snapshot(Path(root))
+                changed = True
+        return changed
+
+
 # where a file was found: (agent, kind, project_key, adapter), by path
 Found = dict[str, tuple[str, str, str | None, Adapter]]
 

@@ -291,7 +291,11 @@ def attach_tool_calls(
 
 
 @dataclass(slots=True)
-class Message:
+class MessageRow:
+    """A message of a session, as `show`, export and the viewer read it: its text and thinking and
+    the tool calls it made; the viewer's pages (`browse.message_page`) add its tokens, and the
+    images and event fields its agent's adapter reads from its record."""
+
     entry_id: int
     seq: int
     uuid: str | None
@@ -306,18 +310,28 @@ class Message:
     is_meta: bool
     is_sidechain: bool
     turn_id: str | None
+    message_id: str | None
+    tokens: int = 0
     tool_calls: list[ToolCall] = field(default_factory=list)
+    images: list[tuple[str, int]] = field(default_factory=list)  # (media type, bytes)
+    event: dict[str, Any] = field(default_factory=dict)  # system fields, compact-summary flag
+
+    @property
+    def is_compact_summary(self) -> bool:
+        return bool(self.event.get("isCompactSummary"))
 
 
-def messages(conn: sqlite3.Connection, session_id: str, *, offset: int = 0, limit: int = -1) -> list[Message]:
+def messages(
+    conn: sqlite3.Connection, session_id: str, *, offset: int = 0, limit: int = -1
+) -> list[MessageRow]:
     """A session's messages in order, with the tool calls each one made."""
     cursor = conn.execute(
         "SELECT id AS entry_id, seq, uuid, parent_uuid, entry_type, subtype, role, content, thinking, model, "
-        "timestamp, is_meta, is_sidechain, turn_id FROM entries WHERE session_id = ? AND seq IS NOT NULL "
+        "timestamp, is_meta, is_sidechain, turn_id, message_id FROM entries WHERE session_id = ? AND seq IS NOT NULL "
         "ORDER BY seq LIMIT ? OFFSET ?",
         (session_id, limit, offset),
     )
-    build = builder(cursor, Message)
+    build = builder(cursor, MessageRow)
     out = [build(row) for row in cursor]
     if not out:
         return out

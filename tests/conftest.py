@@ -20,6 +20,7 @@ CORPUS = SHARED / "corpus"
 quick_idle_checks()
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of xdist's: a run without it (-p no:xdist) still starts
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: one worker more than there are cores. A TUI test spends a fifth of its time
     waiting for the app to go idle and a CLI test waiting for its subprocess; the extra worker

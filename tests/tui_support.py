@@ -224,6 +224,30 @@ async def scene_stats(pilot: Pilot) -> None:
     await pilot.pause()
 
 
+async def wait_for_find(pilot: Pilot, timeout: float = 10.0) -> None:
+    """Until the find bar's matches are those of what is typed in it (its short pause is over)."""
+    from threadloom.tui.messages import MessageView
+
+    navigator = pilot.app.query_one(MessageView).navigator
+    deadline = time.monotonic() + timeout
+    while not navigator.settled:
+        if time.monotonic() > deadline:
+            raise TimeoutError("find did not finish")
+        await pilot.pause()
+    await pilot.pause()
+
+
+async def scene_find(pilot: Pilot) -> None:
+    """Find in the open session: every "tax" marked, the third of five (an edit, opened) brighter."""
+    app = the_app(pilot)
+    app.browser.jump_to_session(session_id(app, CHECKOUT))
+    await pilot.pause()
+    await pilot.press("ctrl+f", *"tax")
+    await wait_for_find(pilot)
+    await pilot.press("enter", "enter")
+    await pilot.pause()
+
+
 SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = {
     "browse": (scene_browse, (140, 40)),
     "tool-call-diff": (scene_tool_diff, (140, 40)),
@@ -233,4 +257,5 @@ SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = 
     "search": (scene_search, (140, 40)),
     "fork-picker": (scene_fork_picker, (140, 40)),
     "stats": (scene_stats, (140, 40)),
+    "find": (scene_find, (140, 40)),
 }

@@ -35,7 +35,7 @@ from threadloom.tui.events import (
     SearchClosed,
     SearchHitChosen,
 )
-from threadloom.tui.keymap import keymap_path, load_keymap
+from threadloom.tui.keymap import keymap_path, load_keymap, unknown_ids
 from threadloom.tui.render import NO_CONTROLS
 from threadloom.tui.screens import ErrorScreen, HelpScreen
 from threadloom.tui.workers import (
@@ -46,6 +46,7 @@ from threadloom.tui.workers import (
     IngestProgressed,
     IngestStatus,
     RecordsLoaded,
+    RootsChanged,
 )
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 
     from textual.command import Provider
     from textual.filter import LineFilter
-    from threadloom.core.ingest import IngestReport
+    from threadloom.core.ingest import IngestReport, RootWatch
     from threadloom.tui.search import SearchScreen
 
 BROWSER_ONLY = frozenset(
@@ -66,6 +67,7 @@ class ThreadloomApp(App[int]):
 
     CSS_PATH = Path(__file__).with_name("app.tcss")
     FOLLOW_SECONDS = 2.0  # how often the file of the session being read is checked for growth
+    WATCH_SECONDS = 5.0  # how often the agents' folders are checked for new session files
     TITLE = "threadloom"
     COMMANDS = {
         lambda: _palette_provider("ActionsProvider"),
@@ -155,6 +157,7 @@ class ThreadloomApp(App[int]):
         self.demo = demo
         self.ingest_on_start = ingest
         self.read_only = ""  # why the database cannot be written, when it cannot: browse only
+        self.open_error = ""  # why the database could not be opened: quitting says it and exits 1
         self.now = now
         self.demo_long_turns = demo_long_turns
         self.conn: sqlite3.Connection | None = None
@@ -165,6 +168,7 @@ class ThreadloomApp(App[int]):
         self.ingesting = False
         self.last_report: IngestReport | None = None
         self.follower = workers.Follower()
+        self.root_watch: RootWatch | None = None  # the folders the last ingest looked in
         self.browser: BrowserScreen  # made by get_default_screen
         self.search_screen: SearchScreen | None = None
         self._rescan_asked = False  # Ctrl+R: the ingest's end is reported even when nothing was new
@@ -190,6 +194,7 @@ class ThreadloomApp(App[int]):
         await self.browser.composed.wait()
         self.browser.apply_layout(self.size.width)
         self.set_interval(self.FOLLOW_SECONDS, self._follow_open_session)
+        self.set_interval(self.WATCH_SECONDS, self.watch_roots)
         if self.demo:
             self._start_demo()
             return
@@ -219,8 +224,13 @@ class ThreadloomApp(App[int]):
     def _load_keymap(self) -> None:
         path = keymap_path()
         keymap, problems = load_keymap(path)
+        self._warn_keymap(problems)
         if keymap:
             self.set_keymap(keymap)
+            # which ids exist is known once every screen's module is imported: after the first frame
+            self.call_after_refresh(lambda: self._warn_keymap(unknown_ids(keymap, path)))
+
+    def _warn_keymap(self, problems: list[str]) -> None:
         for problem in problems:
             self.notify(problem, title="Keymap not applied", severity="warning", timeout=8)
 
@@ -265,11 +275,17 @@ class ThreadloomApp(App[int]):
                 open_for_reading(self.db_path) if self.read_only else connect(self.db_path, readonly=readonly)
             )
         except LedgerError as exc:
-            self.push_screen(ErrorScreen("Cannot open the database", str(exc)))
+            self._cannot_open(exc)
             return
+        self.open_error = ""
         self.load_reader = readonly
         self.browser.use_connection(self.conn)
         self.browser.refresh_panes()
+
+    def _cannot_open(self, error: Exception) -> None:
+        """The database is damaged, locked or unreadable: its message says what to do."""
+        self.open_error = str(error)
+        self.push_screen(ErrorScreen("Cannot open the database", self.open_error, "q quits, Esc closes"))
 
     def _end_load_reader(self) -> None:
         """The first load is over: browse through an ordinary connection from now on."""
@@ -378,8 +394,13 @@ class ThreadloomApp(App[int]):
             )
 
     def _keep_report(self, report: IngestReport) -> None:
+        from threadloom.core.ingest import RootWatch
+
         self.last_report = report
         self.browser.roots = report.roots  # what the empty state says was looked in
+        watching = self.ingest_on_start and not self.demo and self.temp_dir is None
+        if watching and (self.root_watch is None or self.root_watch.roots != report.roots):
+            self.root_watch = RootWatch(report.roots)
 
     def on_ingested(self, event: Ingested) -> None:
         self.ingesting = False
@@ -394,7 +415,12 @@ class ThreadloomApp(App[int]):
         self._end_load_reader()  # a first load cancelled half-way: what is in stays browsable
         self.refresh_bindings()
         if event.error is not None:
+            from threadloom.core.db import LedgerError
+
             error = event.error
+            if isinstance(error, LedgerError) and self.conn is None:  # it never opened: not the logs
+                self._cannot_open(error)
+                return
             self.push_screen(
                 ErrorScreen(
                     "Reading agent logs failed",
@@ -446,6 +472,25 @@ class ThreadloomApp(App[int]):
         if path is not None:
             workers.start(self, workers.FOLLOW, partial(workers.follow, self.db_path, path, session_id))
 
+    def watch_roots(self) -> None:
+        """Every WATCH_SECONDS: a session file added where the agents write (a session started in
+        another terminal) is read in, as Ctrl+R would, without being asked. Not with --no-ingest,
+        nor on the demo or a read-only archive; the check runs in a thread."""
+        if (
+            self.root_watch is None
+            or self.conn is None
+            or self.ingesting
+            or self.load_reader
+            or self.read_only
+            or any(w.group == workers.WATCH.group and w.is_running for w in self.workers)
+        ):
+            return
+        workers.start(self, workers.WATCH, self.root_watch.changed)
+
+    def on_roots_changed(self, event: RootsChanged) -> None:
+        if not self.ingesting:
+            self.start_ingest()
+
     def on_followed(self, event: Followed) -> None:
         if self.conn is None or not event.report.records_added:
             return
@@ -453,6 +498,13 @@ class ThreadloomApp(App[int]):
         self.browser.session_grew(event.session_id)
 
     # ------------------------------------------------------------------ search
+
+    def key_shown(self, binding_id: str) -> str:
+        """The key that runs the binding `binding_id` now (after the user's keymap), as shown."""
+        for active in self.active_bindings.values():
+            if active.binding.id == binding_id:
+                return self.get_key_display(active.binding)
+        return ""
 
     def action_search(self) -> None:
         """Open search (the same screen each time: the last query stays, selected)."""
@@ -467,7 +519,7 @@ class ThreadloomApp(App[int]):
         if self.search_screen is None or self.search_screen.db_path != self.db_path:
             if self.search_screen is not None:
                 self.uninstall_screen(self.search_screen)
-            self.search_screen = SearchScreen(self.db_path, now=self.now)
+            self.search_screen = SearchScreen(self.db_path, now=self.now, key=self.key_shown("app.search"))
             self.install_screen(self.search_screen, "search")
             self.push_screen(self.search_screen)
         else:
@@ -616,6 +668,14 @@ class ThreadloomApp(App[int]):
             return self.browser.is_empty
         return True
 
+    async def action_quit(self) -> None:
+        """Quit; when the database could not be opened, with exit status 1 and the reason (with its
+        fix) printed on the terminal the TUI gives back, so a script or a user sees it failed."""
+        if self.open_error:
+            self.exit(return_code=1, message=f"threadloom: {self.open_error}")
+        else:
+            self.exit()
+
     def action_cancel_ingest(self) -> None:
         if self.ingesting:
             self.cancel_event.set()
@@ -703,8 +763,8 @@ def run_app(
     """Entry point for `threadloom` without a subcommand; returns the process exit code."""
     app = ThreadloomApp(db_path=db_path, sources=sources, demo=demo, ingest=ingest)
     try:
-        result = app.run()
+        app.run()
     finally:
         if app.temp_dir is not None:
             shutil.rmtree(app.temp_dir, ignore_errors=True)
-    return result if isinstance(result, int) else 0
+    return app.return_code or 0

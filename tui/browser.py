@@ -317,18 +317,19 @@ class BrowserScreen(Screen[None]):
             seqs = browse.branch_seqs(self.conn, session.id, ref.branch.turn_ids)
             view.show(self.conn, session.id, seqs)
             count = len(seqs)
-            view.border_subtitle = f"branch {ref.branch.number} · {count_of(count, 'message')}"
+            facts = f"branch {ref.branch.number} · {count_of(count, 'message')}"
         elif ref.kind == "segment" and ref.segment is not None:
+            # the footer names the segment the cursor is in (this one, until the cursor leaves it)
             view.show(self.conn, session.id, range(session.message_count), at=ref.segment.start_seq)
-            view.border_subtitle = f"segment {ref.segment.number} · {count_of(count, 'message')}"
+            facts = count_of(count, "message")
         else:
             rewinds = browse.rewind_seqs(self.conn, session.id) if session.branch_count else set()
             view.show(self.conn, session.id, range(session.message_count), rewinds=rewinds)
-            view.border_subtitle = subtitle(session, count, len(rewinds))
+            view.set_facts(subtitle(session, count, len(rewinds)))
             view.border_title = plain_title(title, 70)
             return
         view.border_title = plain_title(title, 70)
-        view.border_subtitle += tokens_and_model(session)
+        view.set_facts(facts + tokens_and_model(session))
 
     @property
     def open_session_id(self) -> str | None:
@@ -355,7 +356,10 @@ class BrowserScreen(Screen[None]):
             return
         projects = self.query_one(ProjectList)
         tree = self.query_one(SessionTree)
-        path = node.project_path or ""
+        chain = browse.session_path(self.conn, session_id)
+        # a subagent is listed under its main session's project, wherever it worked (a worktree)
+        main = node if chain[0] == session_id else browse.get_node(self.conn, chain[0], include_warmup=True)
+        path = (main or node).project_path or ""
         if projects.current is None or projects.current.path != path:
             paths = [p.path for p in projects.projects]
             if path in paths:
@@ -363,7 +367,6 @@ class BrowserScreen(Screen[None]):
             tree.show_project(self.conn, path)
         if self._preview_timer is not None:
             self._preview_timer.stop()
-        chain = browse.session_path(self.conn, session_id)
         if node.is_warmup and not tree.include_warmup:
             tree.include_warmup = True
             tree.show_project(self.conn, path)
@@ -397,7 +400,7 @@ class BrowserScreen(Screen[None]):
         if node.branch_count:  # the agent may have been rewound meanwhile: mark the new branch
             view.rewinds = browse.rewind_seqs(self.conn, session_id)
         if view.extend(range(node.message_count)):
-            view.border_subtitle = subtitle(node, node.message_count, len(view.rewinds))
+            view.set_facts(subtitle(node, node.message_count, len(view.rewinds)))
 
     # ------------------------------------------------------------------ subagents and back
 
@@ -490,6 +493,8 @@ class BrowserScreen(Screen[None]):
             yield SystemCommand("Messages: show the raw JSON of this message", "Key r", view.action_raw)
             yield SystemCommand("Messages: copy the text under the cursor", "Key y", view.action_copy)
             yield SystemCommand("Messages: go to the last message", "Key G", view.action_last)
+            yield SystemCommand("Messages: find in this session", "Key Ctrl+F", view.action_find)
+            yield SystemCommand("Messages: next failed tool call", "Key !", view.action_next_failure)
         if pane == "sessions":
             tree = self.query_one(SessionTree)
             verb = "Hide" if tree.include_warmup else "Show"

@@ -1304,7 +1304,8 @@ class ForkPicker(ModalScreen[None]):
         self.refresh_bindings()
 
     def _copy(self, command: str) -> str:
-        """The system clipboard first; else the terminal's (OSC 52). Says which, in a notification too."""
+        """The system clipboard first; else the terminal's (OSC 52). Says which in the picker's status
+        (a toast would sit over the command it speaks of)."""
         from threadloom.core import clipboard
 
         how = clipboard.copy(command)
@@ -1316,7 +1317,6 @@ class ForkPicker(ModalScreen[None]):
                 "No system clipboard here: sent to the terminal's clipboard (OSC 52). "
                 "If your terminal ignores that, select the command above."
             )
-        self.notify(message, title="Command copied" if how else "Command sent to the terminal", timeout=6)
         return message
 
     def action_copy(self) -> None:

@@ -42,3 +42,33 @@ def load_keymap(path: Path) -> tuple[dict[str, str], list[str]]:
             continue
         keymap[str(binding_id)] = keys.replace(" ", "")
     return keymap, problems
+
+
+def binding_ids() -> set[str]:
+    """The id of every binding a keymap can name: those of every screen and widget class of the
+    TUI's modules (imported here: some load only when first used) and of Textual's own."""
+    import importlib
+    import pkgutil
+
+    import threadloom.tui as tui
+    from textual.binding import Binding
+    from textual.dom import DOMNode
+
+    for module in pkgutil.iter_modules(tui.__path__):
+        importlib.import_module(f"{tui.__name__}.{module.name}")
+    ids: set[str] = set()
+    classes: list[type] = [DOMNode]
+    while classes:
+        cls = classes.pop()
+        classes.extend(cls.__subclasses__())
+        ids.update(b.id for b in vars(cls).get("BINDINGS", []) if isinstance(b, Binding) and b.id)
+    return ids
+
+
+def unknown_ids(keymap: dict[str, str], path: Path) -> list[str]:
+    """A problem for each id in the keymap that names no binding (a typo, or a binding renamed)."""
+    known = binding_ids()
+    return [
+        f"{path}: no key has the id {binding_id!r} (F1 lists the ids of the focused pane's keys)"
+        for binding_id in sorted(set(keymap) - known)
+    ]

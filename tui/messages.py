@@ -32,6 +32,7 @@ from textual.strip import Strip
 from threadloom.core import browse
 from threadloom.core.browse import MessageRow, ToolCall
 from threadloom.tui import render
+from threadloom.tui.find import Navigator
 
 PAGE = 64
 DEFAULT_HEIGHT = 3
@@ -64,7 +65,7 @@ class MessageView(ScrollView, can_focus=True):
     BINDINGS = [
         Binding("down,j", "cursor_down", "Down", show=False, id="messages.down"),
         Binding("up,k", "cursor_up", "Up", show=False, id="messages.up"),
-        Binding("pagedown,ctrl+f,space", "page_down", "Page down", show=False, id="messages.page-down"),
+        Binding("pagedown,space", "page_down", "Page down", show=False, id="messages.page-down"),
         Binding("pageup,ctrl+b", "page_up", "Page up", show=False, id="messages.page-up"),
         Binding("home,g", "first", "First", show=False, id="messages.first"),
         Binding("end,G", "last", "Last", show=False, id="messages.last"),
@@ -92,6 +93,29 @@ class MessageView(ScrollView, can_focus=True):
             show=False,
             id="messages.copy",
             tooltip="Copy the text or tool call under the cursor",
+        ),
+        Binding(
+            "ctrl+f",
+            "find",
+            "Find",
+            show=False,  # the footer is full at 80 columns: F1 and the palette show it
+            id="messages.find",
+            tooltip="Find in this session (Enter or n next, N previous, Esc closes)",
+        ),
+        Binding("n", "find_step(1)", "Next match", show=False, id="messages.find-next"),
+        Binding("N", "find_step(-1)", "Previous match", show=False, id="messages.find-previous"),
+        Binding("escape", "close_find", "Close find", show=False, id="messages.find-close"),
+        Binding("right_curly_bracket", "prompt(1)", "Next prompt", show=False, id="messages.next-prompt"),
+        Binding(
+            "left_curly_bracket", "prompt(-1)", "Previous prompt", show=False, id="messages.previous-prompt"
+        ),
+        Binding(
+            "exclamation_mark",
+            "next_failure",
+            "Next failure",
+            show=False,
+            id="messages.next-failure",
+            tooltip="The next tool call that failed, opened",
         ),
         Binding("ctrl+pageup", "page_left", "Page left", show=False, id="messages.page-left"),
         Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="messages.page-right"),
@@ -136,7 +160,8 @@ class MessageView(ScrollView, can_focus=True):
         self.toggled: set[str] = set()
         self.expand_all = False
         self.extras: dict[str, Any] = {}
-        self.cursor: tuple[int, int] = (0, 0)
+        self.navigator = Navigator(self)  # find, jumps and the segment footer (tui/find.py)
+        self._cursor: tuple[int, int] = (0, 0)
         self.rewinds: set[int] = set()
         self.found: int | None = None  # the position of the message a search opened, marked
         self.stick_end = False
@@ -148,6 +173,37 @@ class MessageView(ScrollView, can_focus=True):
         self.placeholder = "Select a session to read it."
 
     # ------------------------------------------------------------------ loading
+
+    @property
+    def cursor(self) -> tuple[int, int]:
+        """(message position, block index) under the cursor."""
+        return self._cursor
+
+    @cursor.setter
+    def cursor(self, value: tuple[int, int]) -> None:
+        self._cursor = value
+        self.navigator.cursor_moved()
+
+    @property
+    def is_container(self) -> bool:
+        """A container only while the find bar is docked in it (the lines are this widget's own)."""
+        return bool(self.children)
+
+    @property
+    def scrollable_content_region(self) -> Region:
+        """The lines the messages are drawn in: above the find bar, when it is open."""
+        region = super().scrollable_content_region
+        reserved = self.navigator.reserved
+        return region._replace(height=max(0, region.height - reserved)) if reserved else region
+
+    def set_facts(self, facts: str) -> None:
+        """The pane's footer: `facts` (size, tokens, model), after the compaction segment the cursor is in."""
+        self.navigator.set_facts(facts)
+
+    def relayout(self) -> None:
+        """Lay the lines out again, the message at the top of the screen kept there."""
+        self._relayout(self._anchor())
+        self.refresh()
 
     @property
     def count(self) -> int:
@@ -168,6 +224,7 @@ class MessageView(ScrollView, can_focus=True):
         a divider marks them so an abandoned branch is not read as part of the later one.
         """
         self.conn, self.session_id, self.seqs = conn, session_id, seqs
+        self.navigator.reset()
         self.rewinds = rewinds or set()
         self.heights = [DEFAULT_HEIGHT] * len(seqs)
         self.rows.clear()
@@ -296,7 +353,8 @@ class MessageView(ScrollView, can_focus=True):
         self.offsets = list(accumulate(self.heights, initial=0))
         self._stale = False
         width = self._body_width()
-        self._set_virtual_size(Size(width, self.offsets[-1] if self.seqs else 0))
+        # the find bar covers the last line: one more to scroll, so the end is never under it
+        self._set_virtual_size(Size(width, self.offsets[-1] + self.navigator.reserved if self.seqs else 0))
         if anchor is not None and anchor[0] < len(self.heights):
             pos, within = anchor
             y = self.offsets[pos] + min(within, max(0, self.heights[pos] - 1))
@@ -524,6 +582,8 @@ class MessageView(ScrollView, can_focus=True):
         if i >= len(rendered.strips):
             return Strip.blank(width, base)
         strip = rendered.strips[i]
+        if self.navigator.needle:
+            strip = self.navigator.mark(strip, pos, i, rendered)
         if pos == self.found:
             mark = self.get_component_rich_style("message-view--found-gutter")
             strip = Strip.join([Strip([Segment("▎", mark)], 1), strip.crop(1)])
@@ -718,6 +778,53 @@ class MessageView(ScrollView, can_focus=True):
         self._relayout(anchor)
         self._scroll_to_cursor()
         self.refresh()
+
+    def open_block(self, pos: int, block: Block) -> None:
+        """Expand a collapsed block of message `pos` (find landing on what it hides)."""
+        if block.key is None or self.is_expanded(block.key):
+            return
+        if block.kind == "text" and not block.clipped:
+            return
+        anchor = self._anchor()
+        self.toggled ^= {block.key}
+        self.cache.pop(pos, None)
+        self.exact.discard(pos)
+        self.ensure(pos)
+        self._relayout(anchor)
+        self.refresh()
+
+    def show_line(self, pos: int, line: int) -> None:
+        """Scroll so that line `line` of message `pos` is on screen (a third of the way down when
+        it was not)."""
+        self._relayout(self._anchor())
+        y = self.offsets[pos] + line
+        height = self.scrollable_content_region.height or self.size.height
+        top = round(self.scroll_y)
+        if not top <= y < top + height:
+            top = max(0, min(y - height // 3, self.offsets[-1] + self.navigator.reserved - height))
+            self.set_scroll(None, top)
+            self.scroll_target_y = top
+        self.refresh()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "close_find":
+            return self.navigator.is_open  # else Esc is the app's (back, cancel)
+        return True
+
+    async def action_find(self) -> None:
+        await self.navigator.open()
+
+    def action_find_step(self, step: int) -> None:
+        self.navigator.step(step)
+
+    def action_close_find(self) -> None:
+        self.navigator.close()
+
+    def action_prompt(self, step: int) -> None:
+        self.navigator.jump_prompt(step)
+
+    def action_next_failure(self) -> None:
+        self.navigator.next_failure()
 
     def action_activate(self) -> None:
         block = self.current_block()

@@ -132,7 +132,11 @@ def _shorten(value: Any) -> Any:
 class ErrorScreen(ModalScreen[None]):
     """A failure in a background task, said plainly, instead of a traceback over the screen."""
 
-    BINDINGS = [Binding("escape,enter", "dismiss", "Close", id="error.close")]
+    BINDINGS = [
+        Binding("escape,enter", "dismiss", "Close", id="error.close"),
+        # the App's own q does not reach past a dialog: the one a user tries first must not be ignored
+        Binding("q", "app.quit", "Quit", id="error.quit"),
+    ]
 
     def __init__(self, title: str, message: str, hint: str = "") -> None:
         super().__init__()

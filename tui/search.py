@@ -123,10 +123,11 @@ class SearchScreen(Screen[None]):
         ),
     ]
 
-    def __init__(self, db_path: Path, *, now: Callable[[], float]) -> None:
+    def __init__(self, db_path: Path, *, now: Callable[[], float], key: str = "/") -> None:
         super().__init__(id="search")
         self.db_path = db_path
         self.now = now
+        self.key = key or "/"  # the key that opened search, shown as the query's prompt
         self.hits: list[Hit] = []
         self.result: SearchResult | None = None
         self.result_query = ""  # the query the list shows
@@ -144,7 +145,7 @@ class SearchScreen(Screen[None]):
         with Vertical(id="search-box") as box:
             box.border_title = "Search every conversation"
             with Horizontal(id="search-bar"):
-                yield Static("/", id="search-prompt")
+                yield Static(Text(self.key), id="search-prompt")
                 yield Input(
                     placeholder='words, "a phrase", filters such as agent:codex role:user after:7d',
                     id="search-input",

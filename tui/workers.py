@@ -3,7 +3,7 @@
 Each runs in a thread with its own SQLite connection (the interface's connection never leaves its
 thread) and talks to the interface only through messages: the ingest posts its progress while it
 runs, and when a worker ends `finished` turns its state into a past-tense message (`Ingested`,
-`Followed`, `ForkIngested`) that the app's one `on_worker_state_changed` posts to itself.
+`Followed`, `ForkIngested`, `RootsChanged`) that the app's one `on_worker_state_changed` posts to itself.
 """
 
 from __future__ import annotations
@@ -94,6 +94,10 @@ class Exported(Message):
         self.error = error
 
 
+class RootsChanged(Message):
+    """A file was added to or removed from a folder the agents write their sessions in."""
+
+
 # ---------------------------------------------------------------------- starting and ending
 
 
@@ -112,6 +116,7 @@ INGEST = Job("ingest", "ingest", exclusive=True)
 FOLLOW = Job("follow", "read a growing session", exclusive=False)
 FORK_INGEST = Job("fork-ingest", "ingest a fork", exclusive=False)
 EXPORT = Job("export", "export a session", exclusive=False)
+WATCH = Job("watch", "look for new session files", exclusive=False)
 
 
 def start(app: App, job: Job, work: Callable[[], object]) -> Worker:
@@ -143,6 +148,8 @@ def finished(worker: Worker, state: WorkerState) -> Message | None:
         return Followed(session_id, report)
     if worker.group == FORK_INGEST.group and state != WorkerState.CANCELLED:
         return ForkIngested(result, error)
+    if worker.group == WATCH.group:
+        return RootsChanged() if result is True else None
     if worker.group == EXPORT.group and state != WorkerState.CANCELLED:
         return Exported(result if isinstance(result, Path) else None, error)
     return None

@@ -170,6 +170,15 @@ class Record:
 
 
 @dataclass
+class MessageExtras:
+    """What the viewer draws from a message's record beyond its normalized columns: event fields
+    (a system record's level, error, retries, hooks, compaction metadata) and images."""
+
+    event: dict[str, Any] = field(default_factory=dict)
+    images: list[tuple[str, int]] = field(default_factory=list)  # (media type, bytes)
+
+
+@dataclass
 class SourceRef:
     """A file an adapter will read, with what discovery already knows about it."""
 
@@ -329,6 +338,15 @@ class Adapter(ABC):
         The document is stored whole (its exact bytes stay restorable) and the decoded log is read
         like any log, as a source of kind "decoded" at `decoded_path(path)` that exists only in the
         ledger. Raise ValueError for a damaged file."""
+        return None
+
+    # bytes in the first 2 KB of a user record that holds an image: the viewer reads the raw record
+    # of system entries, user entries with text and those holding this, never other tool results
+    image_marker: bytes = b'"type":"image"'
+
+    def message_extras(self, raw: bytes, entry_type: str | None) -> MessageExtras | None:
+        """Event fields and images in a message's raw record, for the viewer; None when it holds
+        none. Called for a page's system and user entries: it checks the bytes before parsing."""
         return None
 
     def tool_result_extra(self, record: dict[str, Any]) -> Any:

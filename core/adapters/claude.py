@@ -23,6 +23,7 @@ from threadloom.core.adapters.base import (
     Command,
     FileContext,
     ForkError,
+    MessageExtras,
     RawRecord,
     Record,
     ResumeTarget,
@@ -195,6 +196,22 @@ def _head(path: Path) -> tuple[bytes, bool]:
     return head, len(head) < SNIFF_LIMIT
 
 
+# the fields of a record the viewer shows beside its text (system events, compaction summaries)
+EVENT_KEYS = (
+    "compactMetadata",
+    "error",
+    "level",
+    "durationMs",
+    "hookInfos",
+    "hookErrors",
+    "retryAttempt",
+    "maxRetries",
+    "isCompactSummary",
+    "content",
+)
+_COMPACT = b'"isCompactSummary":true'
+
+
 class ClaudeAdapter(Adapter):
     """Reads Claude Code transcripts; see the module docstring for what is covered."""
 
@@ -246,6 +263,32 @@ class ClaudeAdapter(Adapter):
                 if self.claims(path):
                     kind, project_key, _ = classify(path)
                     yield SourceRef(path, AGENT, kind, project_key)
+
+    def message_extras(self, raw: bytes, entry_type: str | None) -> MessageExtras | None:
+        """A system record's fields (compaction metadata, API errors and retries, hooks…), the
+        compact-summary flag, and the images of a message or of its tool results."""
+        if entry_type != "system" and self.image_marker not in raw and _COMPACT not in raw:
+            return None
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(obj, dict):
+            return None
+        extras = MessageExtras(event={key: obj[key] for key in EVENT_KEYS if key in obj})
+        message = obj.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else []:
+            inner = block.get("content") if isinstance(block, dict) else None
+            blocks = inner if isinstance(inner, list) and block.get("type") == "tool_result" else [block]
+            for b in blocks:
+                if isinstance(b, dict) and b.get("type") == "image":
+                    source = b.get("source")
+                    source = source if isinstance(source, dict) else {}
+                    data = source.get("data")
+                    size = len(data) * 3 // 4 if isinstance(data, str) else 0
+                    extras.images.append((str(source.get("media_type") or "image"), size))
+        return extras
 
     def tool_result_extra(self, record: dict[str, Any]) -> Any:
         return record.get("toolUseResult")

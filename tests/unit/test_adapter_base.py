@@ -7,9 +7,10 @@ import ast
 import inspect
 from pathlib import Path
 
+import orjson
 import pytest
 from threadloom.core.adapters import ADAPTERS, spawn_tools
-from threadloom.core.adapters.base import Adapter, ForkError, RawRecord, ResumeTarget
+from threadloom.core.adapters.base import Adapter, ForkError, MessageExtras, RawRecord, ResumeTarget
 from threadloom.core.fork import STYLES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,3 +104,42 @@ def test_nothing_probes_an_adapter_with_getattr():
             ):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert offenders == []
+
+
+def test_claude_code_records_give_the_viewer_their_events_and_images() -> None:
+    claude = ADAPTERS["claude-code"]
+    png = "iVBORw0KGgo" * 40  # 440 base64 characters: 330 bytes
+    system = orjson.dumps(
+        {"type": "system", "level": "error", "retryAttempt": 2, "maxRetries": 10, "uuid": "u1", "other": 1}
+    )
+    assert claude.message_extras(system, "system") == MessageExtras(
+        event={"level": "error", "retryAttempt": 2, "maxRetries": 10}
+    )
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}
+    screenshot = orjson.dumps(
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "look"},
+                    image,
+                    {"type": "tool_result", "tool_use_id": "t1", "content": [image, {"type": "text"}]},
+                    {"type": "image", "source": "not a dict"},
+                ],
+            },
+        }
+    )
+    extras = claude.message_extras(screenshot, "user")
+    assert extras is not None and extras.images == [("image/png", 330), ("image/png", 330), ("image", 0)]
+    # a user record without images or a compaction flag is not parsed at all; damaged bytes are none
+    assert claude.message_extras(b'{"type":"user","message":{"content":"hi"}}', "user") is None
+    assert claude.message_extras(b'{"type":"system", "level":', "system") is None
+    assert claude.message_extras(b"[1, 2]", "system") is None
+
+
+@pytest.mark.parametrize("name", [n for n in ADAPTERS if not n.startswith("claude")])
+def test_other_agents_records_are_not_read_as_claude_codes(name: str) -> None:
+    """A record of another agent that happens to hold Claude Code's field names shows no events."""
+    record = b'{"type":"system","level":"error","isCompactSummary":true,"content":[{"type":"image"}]}'
+    assert ADAPTERS[name].message_extras(record, "system") is None

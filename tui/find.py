@@ -1,0 +1,449 @@
+"""Inside the open session: find (a bar at the bottom of the message pane), jumps between prompts and
+to failed calls, and the compaction segment the cursor is in (on the pane's bottom border).
+
+The viewer draws only what is on screen, so what matches is asked of the core over the whole
+session's stored text (`core.find`); the marks are laid on the lines the viewer has drawn, whatever
+the text was drawn as, so they follow the rendering rather than the raw text. `Navigator` holds the
+state of one open session and is reached from `MessageView` through a few small hooks.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.strip import Strip
+from textual.timer import Timer
+from textual.widgets import Input, Static
+from threadloom.core import find
+from threadloom.core.browse import Segment as CompactionSegment
+from threadloom.core.find import Place
+from threadloom.core.text import printable
+
+if TYPE_CHECKING:
+    from threadloom.tui.messages import Block, MessageView, Rendered
+
+DEBOUNCE = 0.12
+MATCH_STYLE = Style(color="#1c1c1c", bgcolor="#d7af5f")
+CURRENT_STYLE = Style(color="#1c1c1c", bgcolor="#ff8700", bold=True)
+BLOCK_KEY_PREFIX = {"text": ("text:", "summary:"), "thinking": ("think:",)}
+
+
+def mark_matches(strip: Strip, needle: str, style: Style) -> Strip:
+    """`strip` with every occurrence of `needle` (lower case) in its text drawn in `style`."""
+    text = strip.text
+    lower = text.lower()
+    if len(lower) != len(text):  # a letter whose lower case is longer ("İ"): keep the columns
+        lower = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    spans = []
+    start = lower.find(needle)
+    while start != -1:
+        spans.append((start, start + len(needle)))
+        start = lower.find(needle, start + len(needle))
+    if not spans:
+        return strip
+    out: list[Segment] = []
+    offset = 0
+    for segment in strip:
+        seg_text, seg_style, control = segment
+        end = offset + len(seg_text)
+        if control or not any(a < end and b > offset for a, b in spans):
+            out.append(segment)
+            offset = end
+            continue
+        cuts = sorted({offset, end, *(p for span in spans for p in span if offset < p < end)})
+        for a, b in zip(cuts, cuts[1:], strict=False):
+            inside = any(s <= a and b <= e for s, e in spans)
+            piece = seg_text[a - offset : b - offset]
+            out.append(
+                Segment(
+                    piece, (seg_style + style) if (inside and seg_style) else style if inside else seg_style
+                )
+            )
+        offset = end
+    return Strip(out, strip.cell_length)
+
+
+class FindBar(Horizontal):
+    """The query, typed; how many places hold it and which one the cursor is on."""
+
+    DEFAULT_CSS = """
+    FindBar {
+        dock: bottom;
+        height: 1;
+        background: $panel;
+    }
+    FindBar > #find-label { width: auto; padding: 0 1; color: $accent; text-style: bold; }
+    FindBar > Input, FindBar > Input:focus {
+        width: 1fr; height: 1; border: none; padding: 0 1; background: $boost;
+    }
+    FindBar > #find-count { width: auto; min-width: 12; padding: 0 1; color: $text-muted; }
+    """
+    BINDINGS = [
+        Binding("down,shift+enter", "step(1)", "Next match", show=False, id="find.next"),
+        Binding("up", "step(-1)", "Previous match", show=False, id="find.previous"),
+        Binding("escape", "close", "Close find", id="find.close", tooltip="Close find and clear the marks"),
+    ]
+
+    def __init__(self, navigator: Navigator) -> None:
+        super().__init__(id="find-bar")
+        self.navigator = navigator
+
+    def compose(self) -> ComposeResult:
+        yield Static("Find", id="find-label")
+        yield Input(placeholder="in this session · Enter next · ↑ previous · Esc closes", id="find-input")
+        yield Static("", id="find-count")
+
+    @on(Input.Changed, "#find-input")
+    def _typed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.navigator.typed(event.value)
+
+    @on(Input.Submitted, "#find-input")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.navigator.step(1)
+
+    def action_step(self, step: int) -> None:
+        self.navigator.step(step)
+
+    def action_close(self) -> None:
+        self.navigator.close()
+
+    def show_count(self, text: Text) -> None:
+        self.query_one("#find-count", Static).update(text)
+
+
+class Navigator:
+    """Find, jumps and the segment footer for the session a `MessageView` shows."""
+
+    def __init__(self, view: MessageView) -> None:
+        self.view = view
+        self.bar: FindBar | None = None
+        self.query = ""  # what is found (the bar may hold more, typed since)
+        self.needle = ""
+        self.places: list[Place] = []
+        self.index: int | None = None  # the place the cursor was last taken to
+        self._seqs: set[int] | None = None  # a branch: only its messages
+        self._prompts: list[int] | None = None
+        self._failures: list[Place] | None = None
+        self._segments: list[CompactionSegment] = []
+        self._segments_of: str | None = None  # the session they were read (or are being read) for
+        self._segment: int | None = None
+        self._facts = ""  # the footer's text after the segment: messages, tokens, model
+        self._debounce: Timer | None = None
+        self._serial = 0  # of the latest query: an older one's answer is dropped
+
+    # ------------------------------------------------------------------ the session
+
+    def reset(self) -> None:
+        """Another session (or branch) is shown: forget what was found and read about the last."""
+        self.close(focus=False)
+        self._seqs = None if isinstance(self.view.seqs, range) else set(self.view.seqs)
+        self._prompts = self._failures = None
+        self._segments, self._segments_of, self._segment = [], None, None
+
+    @property
+    def is_open(self) -> bool:
+        return self.bar is not None
+
+    @property
+    def reserved(self) -> int:
+        """Lines the bar covers at the bottom of the pane."""
+        return 1 if self.bar is not None else 0
+
+    def _shown(self, places: list[Place]) -> list[Place]:
+        seqs, count = self._seqs, len(self.view.seqs)
+        return [p for p in places if (p.seq in seqs if seqs is not None else p.seq < count)]
+
+    # ------------------------------------------------------------------ find
+
+    async def open(self) -> None:
+        """Show the bar (or go back to it) with what it holds selected, so typing replaces it.
+        Awaited: the keys typed right after the one that opened it go to the bar."""
+        view = self.view
+        if view.session_id is None:
+            return
+        if self.bar is None:
+            self.bar = FindBar(self)
+            await view.mount(self.bar)
+            view.relayout()
+        field = self.bar.query_one(Input)
+        field.focus()
+        field.select_all()
+
+    def close(self, *, focus: bool = True) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._serial += 1
+        bar, self.bar = self.bar, None
+        self.query, self.needle, self.places, self.index = "", "", [], None
+        if bar is not None:
+            had_focus = bar.has_focus_within
+            bar.remove()
+            self.view.relayout()
+            if focus and had_focus:
+                self.view.focus()
+        self.view.refresh()
+
+    def typed(self, value: str) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._serial += 1  # whatever is being found for an older query is not shown
+        self._debounce = self.view.set_timer(DEBOUNCE, lambda: self.search_in_thread(value))
+
+    def search_in_thread(self, query: str) -> None:
+        """Find `query` in a thread with a connection of its own (a common word in a 20,000-message
+        session takes ~100 ms, which typing should not wait for); the newest query's answer is shown."""
+        view = self.view
+        db_path = getattr(view.app, "db_path", None)
+        if db_path is None or view.session_id is None or not query.strip():
+            self.search(query)
+            return
+        self._serial += 1
+        work = partial(self._find_in_thread, self._serial, db_path, view.session_id, query)
+        view.run_worker(
+            work, thread=True, group="find", exclusive=True, exit_on_error=False, description="find"
+        )
+
+    def _find_in_thread(self, serial: int, db_path: Path, session_id: str, query: str) -> None:
+        from threadloom.core.db import connect
+
+        try:
+            conn = connect(db_path, readonly=True)
+            try:
+                places = find.find_in_session(conn, session_id, query)
+            finally:
+                conn.close()
+        except Exception:  # a locked or damaged file: found on the view's own connection instead
+            places = None
+        self.view.app.call_from_thread(self._found, serial, session_id, query, places)
+
+    def _found(self, serial: int, session_id: str, query: str, places: list[Place] | None) -> None:
+        if serial != self._serial or session_id != self.view.session_id or self.bar is None:
+            return  # typed on since, or another session opened, or the bar closed
+        if places is None:
+            self.search(query)
+        else:
+            self._show_found(query, places)
+
+    def search(self, query: str) -> None:
+        """Find `query` in the whole session now, on the view's connection."""
+        view = self.view
+        if view.conn is None or view.session_id is None:
+            return
+        self._serial += 1
+        self._show_found(
+            query, find.find_in_session(view.conn, view.session_id, query) if query.strip() else []
+        )
+
+    def _show_found(self, query: str, places: list[Place]) -> None:
+        """The places found for `query`: counted, marked, and the cursor on the first at or after it."""
+        view = self.view
+        self.query, self.needle = query, query.lower()
+        self.places = self._shown(places)
+        self.index = None
+        if self.places:
+            row = view.current_row()
+            here = row.seq if row is not None else 0
+            seqs = [p.seq for p in self.places]
+            self._go(min(bisect_left(seqs, here), len(self.places) - 1))
+        self._show_count()
+        view.refresh()
+
+    @property
+    def settled(self) -> bool:
+        """What the bar holds is what was found (no search pending): for tests."""
+        return self.bar is None or self.bar.query_one(Input).value == self.query
+
+    def step(self, step: int) -> None:
+        """To the next (1) or previous (-1) place holding the query, round the session's ends."""
+        if self.bar is not None and self.bar.query_one(Input).value != self.query:
+            self.search(self.bar.query_one(Input).value)  # Enter before the pause: find it now
+            if step > 0:
+                return
+        if not self.query:
+            self.view.notify("Ctrl+F finds in this session", timeout=3)
+            return
+        if not self.places:
+            self.view.notify(f"No match for {printable(self.query)!r} in this session", timeout=3)
+            return
+        index = self.index if self.index is not None else (-1 if step > 0 else 0)
+        self._go((index + step) % len(self.places))
+        self._show_count()
+
+    def _show_count(self) -> None:
+        if self.bar is None:
+            return
+        if not self.query.strip():
+            text = Text("")
+        elif not self.places:
+            text = Text("no matches", style="#d75f5f")
+        else:
+            text = Text(f"{(self.index or 0) + 1:,} of {len(self.places):,}")
+        self.bar.show_count(text)
+
+    def _go(self, index: int) -> None:
+        self.index = index
+        place = self.places[index]
+        self._land(place, open_it=place.part != "text" or None)
+
+    def _land(self, place: Place, *, open_it: bool | None) -> None:
+        """The cursor on `place`'s block, opened when `open_it` (None: when its match is hidden),
+        with the first line that holds the query on screen."""
+        view = self.view
+        view.go_to_seq(place.seq, mark=False)
+        pos = view.cursor[0]
+        rendered = view.ensure(pos)
+        index = _block_of(rendered, place)
+        if index is None:
+            return
+        view.cursor = (pos, index)
+        block = rendered.blocks[index]
+        if open_it is None:
+            open_it = block.clipped and self._first_line(rendered, block) is None
+        if open_it:
+            view.open_block(pos, block)
+            rendered = view.ensure(pos)
+            block = rendered.blocks[index]
+        line = self._first_line(rendered, block)
+        view.show_line(pos, block.start if line is None else line)
+
+    def _first_line(self, rendered: Rendered, block: Block) -> int | None:
+        if not self.needle:
+            return None
+        for i in range(block.start, block.end):
+            if self.needle in rendered.strips[i].text.lower():
+                return i
+        return None
+
+    def mark(self, strip: Strip, pos: int, line: int, rendered: Rendered) -> Strip:
+        """A drawn line with the query's occurrences marked; brighter on the place the cursor is on."""
+        if not self.needle:
+            return strip
+        style = MATCH_STYLE
+        if (
+            self.index is not None
+            and pos == self.view.cursor[0]
+            and self.view.cursor[1] < len(rendered.blocks)
+        ):
+            block = rendered.blocks[self.view.cursor[1]]
+            if block.start <= line < block.end:
+                style = CURRENT_STYLE
+        return mark_matches(strip, self.needle, style)
+
+    # ------------------------------------------------------------------ jumps
+
+    def jump_prompt(self, step: int) -> None:
+        """To the next (1) or previous (-1) prompt the user typed."""
+        view = self.view
+        if view.conn is None or view.session_id is None:
+            return
+        if self._prompts is None:
+            shown = self._shown([Place(s, 0, "text") for s in find.prompt_seqs(view.conn, view.session_id)])
+            self._prompts = [p.seq for p in shown]
+        row = view.current_row()
+        here = row.seq if row is not None else 0
+        if step > 0:
+            at = bisect_right(self._prompts, here)
+            target = self._prompts[at] if at < len(self._prompts) else None
+        else:
+            at = bisect_left(self._prompts, here)
+            target = self._prompts[at - 1] if at > 0 else None
+        if target is None:
+            view.notify("No later prompt" if step > 0 else "No earlier prompt", timeout=2)
+            return
+        view.go_to_seq(target, mark=False)
+
+    def next_failure(self) -> None:
+        """To the next tool call that failed, opened on its output."""
+        view = self.view
+        if view.conn is None or view.session_id is None:
+            return
+        if self._failures is None:
+            self._failures = self._shown(find.failed_calls(view.conn, view.session_id))
+        row, block = view.current_row(), view.current_block()
+        here = row.seq if row is not None else -1
+        on_call = block.call.id if block is not None and block.call is not None else None
+        for place in self._failures:
+            if place.seq < here or (
+                place.seq == here and (on_call is None or not _after(view, place, on_call))
+            ):
+                continue
+            self._land(place, open_it=True)
+            return
+        view.notify(
+            "No failed tool call after this point" if self._failures else "No tool call failed here",
+            timeout=2,
+        )
+
+    # ------------------------------------------------------------------ the segment footer
+
+    def set_facts(self, facts: str) -> None:
+        """The footer's own text (messages, tokens, model): the segment goes before it."""
+        self._facts = facts
+        self._segment = None
+        self._prompts = self._failures = None  # opened, or grown: read them again when asked
+        self.cursor_moved()
+
+    def _read_segments(self, session_id: str) -> None:
+        view = self.view
+        if view.conn is None or view.session_id != session_id or not view.seqs:
+            return  # another session was opened meanwhile: it reads its own
+        self._segments = find.session_segments(view.conn, session_id, view.seqs[-1] + 1)
+        if self._segments:
+            self._segment = None
+            self.cursor_moved()
+
+    def cursor_moved(self) -> None:
+        """The footer names the compaction segment the cursor is in (compacted sessions only)."""
+        view = self.view
+        if view.conn is None or view.session_id is None or not view.seqs:
+            return
+        if self._segments_of != view.session_id:
+            # read once the frame is painted: the records of a compacted 20,000-message session
+            # take 15 ms (more when not in the page cache), which opening it need not wait for
+            self._segments, self._segments_of = [], view.session_id
+            view.call_after_refresh(self._read_segments, view.session_id)
+        number = 0
+        if self._segments:
+            seq = view.seqs[min(view.cursor[0], len(view.seqs) - 1)]
+            starts = [s.start_seq for s in self._segments]
+            number = max(1, bisect_right(starts, seq))
+        if number == self._segment:
+            return
+        self._segment = number
+        prefix = f"segment {number} of {len(self._segments)} · " if number else ""
+        view.border_subtitle = prefix + self._facts
+
+
+def _block_of(rendered: Rendered, place: Place) -> int | None:
+    """The index of the block that shows `place` in its message's rendering."""
+    for index, block in enumerate(rendered.blocks):
+        if not block.target:
+            continue
+        if place.part == "tool":
+            shows = block.call is not None and block.call.id == place.call_id
+        else:
+            shows = (block.key or "").startswith(BLOCK_KEY_PREFIX[place.part]) or (
+                place.part == "text" and block.kind == "event"
+            )
+        if shows:
+            return index
+    return None
+
+
+def _after(view: MessageView, place: Place, call_id: str) -> bool:
+    """In the message under the cursor: is `place`'s call drawn after the call `call_id`?"""
+    blocks = view.ensure(view.cursor[0]).blocks
+    order = [b.call.id for b in blocks if b.call is not None]
+    return place.call_id in order and call_id in order and order.index(place.call_id) > order.index(call_id)
