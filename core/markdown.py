@@ -191,9 +191,22 @@ def render_markdown(
 ) -> Markdown:
     """`text` parsed as Markdown and laid out as blocks; `style` under everything (dim for meta
     messages), code coloured in `code_theme` (a Pygments style, or Rich's `ansi_dark` for the
-    terminal's own colours). `preview`: only that many lines will be shown, so code
-    below them is left uncoloured (a preview of a long answer costs what it shows)."""
-    return _Builder(style, code_theme, preview).build(parser().parse(strip_escapes(text)))
+    terminal's own colours). `preview`: only that many lines will be shown, so a preview of a
+    long text costs about what it shows: code below them is left uncoloured, and the text past
+    the first PREVIEW_CHARS characters is laid out as written, only to be counted."""
+    rest = ""
+    if preview is not None and len(text) > PREVIEW_CHARS:
+        cut = text.rfind("\n", 0, PREVIEW_CHARS) + 1 or PREVIEW_CHARS
+        text, rest = text[:cut], text[cut:]
+    markdown = _Builder(style, code_theme, preview).build(parser().parse(strip_escapes(text)))
+    if rest:
+        markdown.blocks.append(Block(Text(), Text(), Text(safe(strip_escapes(rest)), style=style)))
+    return markdown
+
+
+# a preview parses this much of a text at most (a 100 KB answer dense with Markdown took 0.9 s to
+# lay out whole, three times its plain text); the rest is counted as plain lines
+PREVIEW_CHARS = 10_000
 
 
 # ---------------------------------------------------------------------------- tokens → blocks
