@@ -102,6 +102,8 @@ def test_harness_quick_run(tmp_path: Path) -> None:
         "tui.first_frame_no_ingest_s",
         "tui.open_largest_ms",
         "tui.page_scroll_ms",
+        "tui.open_largest_md_ms",
+        "tui.page_scroll_md_ms",
         "tui.browse_rss_mb",
     ):
         assert rows[key]["status"] == "ok" and rows[key]["median"] > 0, (key, rows[key])
@@ -111,6 +113,8 @@ def test_harness_quick_run(tmp_path: Path) -> None:
         "TUI first frame with data ≤ 0.5 s",
         "largest session ≤ 200 ms to first paint",
         "page scroll ≤ 16 ms",
+        "largest session ≤ 200 ms to first paint, text as Markdown",
+        "page scroll ≤ 16 ms, text as Markdown",
         "peak RSS while browsing ≤ 200 MB",
     ):
         assert targets[target]["status"] in ("met", "missed"), targets[target]
