@@ -164,13 +164,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "show",
         help="print a session as readable text, subagents indented",
-        description="Print a session as readable text: messages, thinking and tool calls, "
-        "with the conversations of its subagents indented under the calls that started them.",
+        description="Print a session as readable text: messages (their Markdown rendered), thinking "
+        "and tool calls, with the conversations of its subagents indented under the calls that "
+        "started them.",
     )
     _db_arg(p)
     p.add_argument("session", help="session id, unique prefix, or the agent's own id")
     p.add_argument("--json", action="store_true", help="print the session and its messages as JSON")
     p.add_argument("--no-subagents", action="store_true", help="do not expand subagent conversations")
+    p.add_argument(
+        "--as-written",
+        action="store_true",
+        help="print what users and assistants wrote as they wrote it (Markdown source, not rendered)",
+    )
 
     p = sub.add_parser(
         "search",
@@ -835,12 +841,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     from threadloom.core.render import render_session
 
     console = Console(highlight=False)
+    options = {"expand_subagents": not args.no_subagents, "markdown": not args.as_written}
     if sys.stdout.isatty():
-        render_session(console, conn, session, expand_subagents=not args.no_subagents)
+        render_session(console, conn, session, **options)
         return 0
     # piped (to a file, grep, a pager): Rich pads lines to the console's width; end each where its text does
     with console.capture() as captured:
-        render_session(console, conn, session, expand_subagents=not args.no_subagents)
+        render_session(console, conn, session, **options)
     sys.stdout.writelines(line.rstrip() + "\n" for line in captured.get().splitlines())
     return 0
 

@@ -907,6 +907,35 @@ def _ledger_migration(root: Path, ids: _Ids, turns: int) -> None:
     s.write()
 
 
+# an answer written in Markdown, as agents write them: the viewer and `show` render it
+HEALTH_ANSWER = """## Why /health returns 503
+
+The app itself is fine: **staging's Postgres refuses connections**, and the health handler answers `503` *on purpose* when its database ping fails:
+
+```ts
+export async function health(db: Pool): Promise<number> {
+  const ok = await db.query("SELECT 1").catch(() => null);
+  return ok ? 200 : 503; // a dependency is down
+}
+```
+
+| check | result |
+|:--|--:|
+| `GET /health` | 503 |
+| database ping | refused (`10.0.4.12:5432`) |
+| ingress | ok |
+
+Next:
+
+1. Look at the database pod:
+   ```bash
+   kubectl get pods -n staging -l app=postgres
+   ```
+2. If it runs, check its service and the network policy.
+
+> The [staging runbook](https://wiki.acme.dev/ledger/staging) has the rest."""
+
+
 def _ledger_health(root: Path, ids: _Ids) -> None:
     """A short debugging session with a failing curl and a local command."""
     s = _Session(root, ids, LEDGER, "main", datetime(2025, 6, 11, 16, 40, tzinfo=UTC))
@@ -939,8 +968,7 @@ def _ledger_health(root: Path, ids: _Ids) -> None:
         )
     )
     m.say(
-        "The health check pings Postgres, and staging's database at 10.0.4.12 refuses connections, so the "
-        "endpoint reports 503 on purpose. The app itself is fine: check the database pod or its service.",
+        HEALTH_ANSWER,
         thinking="503 comes from our own handler when a dependency ping fails, not from the ingress.",
     )
     s.write()

@@ -14,6 +14,7 @@ import orjson
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
+from threadloom.core.markdown import has_markup, render_markdown
 from threadloom.core.query import SessionSummary, ToolCall, children_of, get_session, messages
 from threadloom.core.text import clock, human_tokens, one_line, task_notice
 
@@ -163,14 +164,45 @@ def long_text(text: str, style: str = "", rest: str = "show --json prints all of
     return Group(terminal_text(text[:MESSAGE_CHARS], style), more)
 
 
-def _content(role: str | None, content: str) -> RenderableType:
-    """A message's text; an assistant's SEARCH/REPLACE blocks as diffs under their file's name."""
+# code in `show` is coloured from the terminal's own palette: a theme's fixed colours (monokai's
+# near-white text) can vanish on a light terminal
+SHOW_CODE_THEME = "ansi_dark"
+
+
+def message_body(
+    text: str,
+    *,
+    markdown: bool = True,
+    style: str = "",
+    rest: str = "show --json prints all of it",
+    code_theme: str = SHOW_CODE_THEME,
+    preview: int | None = None,
+) -> RenderableType:
+    """What a user or an assistant wrote: rendered as Markdown (`markdown`) or as written
+    (`terminal_text`), cut after MESSAGE_CHARS characters with a note as `long_text` does.
+    `preview`: only that many lines will be shown (`render_markdown`). A text with nothing
+    Markdown could mean is drawn as it is, and so is one holding escape sequences: that is a
+    terminal's output, whose colours and bold are kept as styles."""
+    shown = text[:MESSAGE_CHARS]
+    body: RenderableType
+    if markdown and "\x1b" not in shown and has_markup(shown):
+        body = render_markdown(shown, style=style, code_theme=code_theme, preview=preview)
+    else:
+        body = terminal_text(shown, style)
+    if len(text) <= MESSAGE_CHARS:
+        return body
+    return Group(body, Text(f"… {len(text) - MESSAGE_CHARS:,} more characters ({rest})", style="dim"))
+
+
+def _content(role: str | None, content: str, markdown: bool = True) -> RenderableType:
+    """A message's text, as Markdown unless not `markdown`; an assistant's SEARCH/REPLACE blocks
+    as diffs under their file's name."""
     if role != "assistant" or EDIT_SEARCH not in content:
-        return long_text(content)
+        return message_body(content, markdown=markdown)
     parts: list[RenderableType] = []
     for part in edit_blocks(content):
         if isinstance(part, str):
-            parts.append(terminal_text(part))
+            parts.append(message_body(part, markdown=markdown))
             continue
         block = Text(part.path or "(no file named)", style="bold")
         for row in diff_rows(part.old, part.new):
@@ -214,7 +246,10 @@ def render_session(
     *,
     expand_subagents: bool = True,
     indent: int = 0,
+    markdown: bool = True,
 ) -> None:
+    """The session as it reads: each message's text (rendered as Markdown unless not `markdown`),
+    thinking and tool calls, with subagents nested under the calls that started them."""
     header = Text()
     header.append(session.title or session.task_description or "(untitled)", style="bold")
     header.append(f"  {session.id}", style="dim")
@@ -269,7 +304,7 @@ def render_session(
                 )
             )
         if msg.content:
-            console.print(Padding(_content(msg.role, msg.content), (0, 0, 0, indent + 2)))
+            console.print(Padding(_content(msg.role, msg.content, markdown), (0, 0, 0, indent + 2)))
         for call in msg.tool_calls:
             mark = STATUS_MARK.get(call.status or "pending", "?")
             line = Text(f"▸ {call.name}  ", style="yellow")
@@ -283,6 +318,8 @@ def render_session(
             if expand_subagents and child_id:
                 child = get_session(conn, child_id)
                 if child is not None:
-                    render_session(console, conn, child, expand_subagents=True, indent=indent + 4)
+                    render_session(
+                        console, conn, child, expand_subagents=True, indent=indent + 4, markdown=markdown
+                    )
         if msg.content or msg.tool_calls:
             console.print()

@@ -1,6 +1,7 @@
 """Measure the TUI's speed on a database (not a test: numbers depend on the machine).
 
-    python scripts/measure_tui.py DB [--runs 5] [--only first,browse,search] [--source DIR] [--installed]
+    python scripts/measure_tui.py DB [--runs 5] [--only first,browse,search] [--text markdown|raw]
+                                     [--source DIR] [--installed]
 
 Reports, as medians:
   first frame      process start → the first frame with the projects and sessions drawn; and
@@ -9,6 +10,7 @@ Reports, as medians:
                    the app also ingests DIR behind, as a plain `threadloom` launch does
   open largest     selecting the session with the most messages → its first paint
   page down        one page of scrolling in that session → the next paint
+                   (--text: the messages' text rendered as Markdown, the viewer's default, or as written)
   RSS              resident memory after browsing
   search           typing a query on the search screen → its hits in the list (includes the 150 ms
                    debounce), and the worker's own time (connect + search), over a fixed set of queries
@@ -122,7 +124,9 @@ def first_frame_ms(
     return float(line["ms"]), float(line["settled_ms"])
 
 
-async def browse(db: Path) -> dict[str, float]:
+async def browse(db: Path, *, markdown: bool = True) -> dict[str, float]:
+    """Open the largest session, page down 10 times, jump to the end; with the messages' text
+    rendered as Markdown (the default) or shown as written."""
     from threadloom.core import browse as queries
     from threadloom.tui.app import ThreadloomApp
     from threadloom.tui.messages import MessageView
@@ -135,6 +139,7 @@ async def browse(db: Path) -> dict[str, float]:
             "SELECT id, message_count FROM agent_sessions ORDER BY message_count DESC LIMIT 1"
         ).fetchone()
         view = app.query_one(MessageView)
+        view.markdown = markdown
         frames: list[float] = []
         original = view.render_lines
 
@@ -316,6 +321,12 @@ def main(argv: list[str] | None = None) -> int:
         "stats (the stats screen)",
     )
     parser.add_argument(
+        "--text",
+        choices=("markdown", "raw"),
+        default="markdown",
+        help="browse: the messages' text rendered as Markdown (the viewer's default) or as written (m)",
+    )
+    parser.add_argument(
         "--source",
         type=Path,
         action="append",
@@ -343,7 +354,8 @@ def main(argv: list[str] | None = None) -> int:
         result["first_frame_ms"] = round(statistics.median(f for f, _ in firsts), 1)
         result["settled_ms"] = round(statistics.median(s for _, s in firsts), 1)
     if "browse" in parts:
-        runs = [asyncio.run(browse(args.db)) for _ in range(max(1, args.runs // 2))]
+        markdown = args.text == "markdown"
+        runs = [asyncio.run(browse(args.db, markdown=markdown)) for _ in range(max(1, args.runs // 2))]
         result.update({k: round(statistics.median(r[k] for r in runs), 1) for k in runs[0]})
     if "search" in parts:
         searches = [asyncio.run(search_and_fork(args.db)) for _ in range(max(1, args.runs // 2))]

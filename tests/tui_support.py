@@ -96,6 +96,7 @@ def build_demo_db(folder: Path, *, long_turns: int = LONG_SESSION_TURNS) -> Path
 CHECKOUT = "The checkout tests started failing"
 NESTED = "Check how Stripe webhooks apply tax"
 LONG = "We're moving the repository layer"
+HEALTH = "Why does /health return 503"
 
 
 def session_id(app: ThreadloomApp, title: str) -> str:
@@ -178,6 +179,15 @@ async def scene_help(pilot: Pilot) -> None:
     await pilot.press("f1")
 
 
+async def scene_markdown(pilot: Pilot) -> None:
+    """An answer written in Markdown, rendered: a heading, emphasis, a table, a list with code in
+    it, a quote with a link. Opened whole (Enter), the cursor then moved off it."""
+    app = the_app(pilot)
+    app.browser.jump_to_session(session_id(app, HEALTH))
+    await pilot.pause()
+    await pilot.press("3", "G", "enter", "up")
+
+
 async def scene_narrow(pilot: Pilot) -> None:
     app = the_app(pilot)
     app.browser.jump_to_session(session_id(app, LONG))
@@ -254,6 +264,7 @@ SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = 
     "nested-subagents": (scene_nested_subagents, (140, 40)),
     "help": (scene_help, (140, 40)),
     "narrow-80x24": (scene_narrow, (80, 24)),
+    "markdown": (scene_markdown, (140, 40)),
     "search": (scene_search, (140, 40)),
     "fork-picker": (scene_fork_picker, (140, 40)),
     "stats": (scene_stats, (140, 40)),

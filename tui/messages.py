@@ -31,6 +31,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from threadloom.core import browse
 from threadloom.core.browse import MessageRow, ToolCall
+from threadloom.core.markdown import Markdown, segments
 from threadloom.tui import render
 from threadloom.tui.find import Navigator
 
@@ -86,6 +87,14 @@ class MessageView(ScrollView, can_focus=True):
             tooltip="Expand or collapse every tool call",
         ),
         Binding("r", "raw", "Raw JSON", id="messages.raw", tooltip="The stored record, byte for byte"),
+        Binding(
+            "m",
+            "markdown",
+            "Markdown",
+            show=False,
+            id="messages.markdown",
+            tooltip="Show text as rendered Markdown or as written",
+        ),
         Binding(
             "y",
             "copy",
@@ -159,6 +168,7 @@ class MessageView(ScrollView, can_focus=True):
         self.cache: OrderedDict[int, Rendered] = OrderedDict()
         self.toggled: set[str] = set()
         self.expand_all = False
+        self.markdown = True  # text rendered as Markdown, or shown as written; kept from session to session
         self.extras: dict[str, Any] = {}
         self.navigator = Navigator(self)  # find, jumps and the segment footer (tui/find.py)
         self._cursor: tuple[int, int] = (0, 0)
@@ -476,7 +486,7 @@ class MessageView(ScrollView, can_focus=True):
 
         def add(
             kind: str,
-            renderable: RenderableType,
+            renderable: RenderableType | tuple[RenderableType, ...],
             *,
             indent: int,
             target: bool = True,
@@ -484,7 +494,7 @@ class MessageView(ScrollView, can_focus=True):
             call: ToolCall | None = None,
             clip: int = 0,
         ) -> None:
-            lines = _lines(console, options, renderable, indent)
+            lines = _lines(console, options, renderable, indent, clip)
             clipped = False
             if clip and len(lines) > clip:
                 more = len(lines) - clip + 1
@@ -513,18 +523,13 @@ class MessageView(ScrollView, can_focus=True):
         head = None if continues else render.header(msg)
         if msg.content:
             key = f"text:{msg.entry_id}"
-            body = render.message_text(msg)
+            clip = 0 if key in self.toggled else TEXT_PREVIEW
+            body = render.message_text(msg, markdown=self.markdown, preview=clip or None)
             if head is not None:
-                add(
-                    "text",
-                    _stack(head, body),
-                    indent=2,
-                    key=key,
-                    clip=0 if key in self.toggled else TEXT_PREVIEW + 1,
-                )
+                add("text", (head, body), indent=2, key=key, clip=clip and clip + 1)
                 head = None
             else:
-                add("text", body, indent=4, key=key, clip=0 if key in self.toggled else TEXT_PREVIEW)
+                add("text", body, indent=4, key=key, clip=clip)
         if head is not None:
             add("text", head, indent=2)
         if msg.thinking:
@@ -538,7 +543,7 @@ class MessageView(ScrollView, can_focus=True):
             line = render.call_line(call, expanded, width - 5)  # its indent, and the last column
             if expanded:
                 body = render.call_body(call, self._extra(call), self.styles.background.hex)
-                add("tool", _stack(line, Padding(body, (0, 0, 0, 2))), indent=4, key=key, call=call)
+                add("tool", (line, Padding(body, (0, 0, 0, 2))), indent=4, key=key, call=call)
             else:
                 add("tool", line, indent=4, key=key, call=call)
         return Rendered(strips, blocks)
@@ -849,9 +854,24 @@ class MessageView(ScrollView, can_focus=True):
     def action_toggle_all(self) -> None:
         if not self.seqs:
             return
-        anchor = self._anchor()
         self.expand_all = not self.expand_all
         self.toggled = {k for k in self.toggled if not k.startswith("tool:")}
+        self._redraw_all()
+        self.notify("All tool calls expanded" if self.expand_all else "All tool calls collapsed", timeout=2)
+
+    def action_markdown(self) -> None:
+        """Text as rendered Markdown or as written: every message is drawn again (those on screen
+        now, the rest as they come into view), the one at the top of the screen kept in place."""
+        self.markdown = not self.markdown
+        self._redraw_all()
+        self.notify("Text rendered as Markdown" if self.markdown else "Text shown as written", timeout=2)
+
+    def _redraw_all(self) -> None:
+        """Forget every drawn message (a setting that changes them all changed): heights go back
+        to estimates, the message at the top of the screen stays where it is."""
+        if not self.seqs:
+            return
+        anchor = self._anchor()
         self.cache.clear()
         self.exact.clear()
         for page in self.pages:
@@ -860,7 +880,6 @@ class MessageView(ScrollView, can_focus=True):
         self._relayout(anchor)
         self._scroll_to_cursor()
         self.refresh()
-        self.notify("All tool calls expanded" if self.expand_all else "All tool calls collapsed", timeout=2)
 
     def action_raw(self) -> None:
         msg = self.current_row()
@@ -882,17 +901,24 @@ class MessageView(ScrollView, can_focus=True):
 
 
 def _lines(
-    console: Console, options: ConsoleOptions, renderable: RenderableType, indent: int
+    console: Console,
+    options: ConsoleOptions,
+    renderable: RenderableType | tuple[RenderableType, ...],
+    indent: int,
+    limit: int = 0,
 ) -> list[list[Segment]]:
-    """Rendered lines with `indent` cells on the left; plain Text takes a fast path (most parts)."""
+    """Rendered lines with `indent` cells on the left, of one part or of parts one below the
+    other. Plain Text and Markdown take a fast path (most parts); Markdown's lines past `limit`
+    (when given) are counted but not drawn."""
+    if isinstance(renderable, tuple):
+        lines: list[list[Segment]] = []
+        for part in renderable:
+            lines += _lines(console, options, part, indent, limit and max(1, limit - len(lines)))
+        return lines
+    pad = Segment(" " * indent)
+    width = max(1, options.max_width - indent - 1)
     if isinstance(renderable, Text):
-        pad = Segment(" " * indent)
-        width = max(1, options.max_width - indent - 1)
-        return [[pad, *line.render(console)] for line in renderable.wrap(console, width)]
+        return [[pad, *segments(line, console)] for line in renderable.wrap(console, width)]
+    if isinstance(renderable, Markdown):
+        return [[pad, *line] if line else line for line in renderable.lines(console, width, limit or None)]
     return console.render_lines(Padding(renderable, (0, 1, 0, indent)), options, pad=False)
-
-
-def _stack(*parts: RenderableType) -> RenderableType:
-    from rich.console import Group
-
-    return Group(*parts)

@@ -20,10 +20,12 @@ from textual.filter import LineFilter
 from threadloom.core.browse import MessageRow, ToolCall
 from threadloom.core.calls import call_params, result_text
 from threadloom.core.diffs import EDIT_TOOLS, DiffLine, call_diff, diff_between, is_edit
+from threadloom.core.markdown import SYNTAX_THEME
 from threadloom.core.render import (
     EDIT_SEARCH,
     EditBlock,
     edit_blocks,
+    message_body,
     spaced,
     terminal_text,
     tool_summary,
@@ -45,7 +47,7 @@ EXIT_CODE = re.compile(r"[Ee]xit code (\d+)")
 CAT_N = re.compile(r"^\s*(\d+)\t(.*)$")
 COMMAND = re.compile(r"<command-name>(.*?)</command-name>(?:.*?<command-args>(.*?)</command-args>)?", re.S)
 LOCAL_OUT = re.compile(r"<local-command-std(?:out|err)>(.*?)</local-command-std(?:out|err)>", re.S)
-SYNTAX_THEME = "monokai"
+
 OUTPUT_LINES = 60
 DIFF_MARKS = ("+", "-", " ")  # the first column of a diff row
 ADDED_STYLE = "#87d787 on #173317"
@@ -117,16 +119,26 @@ def header(msg: MessageRow) -> Text:
     return text
 
 
-def message_text(msg: MessageRow) -> RenderableType:
-    """The visible text: slash commands and local command output shown the way the user saw them,
-    an assistant's SEARCH/REPLACE edit blocks (Aider's) as diffs."""
+def message_text(msg: MessageRow, *, markdown: bool = True, preview: int | None = None) -> RenderableType:
+    """The visible text, as Markdown unless not `markdown` (`preview`: only that many lines will
+    be shown): slash commands and local command output shown the way the
+    user saw them, an assistant's SEARCH/REPLACE edit blocks (Aider's) as diffs."""
     content = msg.content or ""
+
+    def written(text: str, style: str = "") -> RenderableType:
+        return message_body(
+            text,
+            markdown=markdown,
+            style=style,
+            rest=LONG_TEXT_REST,
+            code_theme=SYNTAX_THEME,
+            preview=preview,
+        )
+
     if msg.role == "assistant" and EDIT_SEARCH in content:
         parts = edit_blocks(content)
         if any(isinstance(part, EditBlock) for part in parts):
-            return spaced(
-                [edit_block_view(p) if isinstance(p, EditBlock) else terminal_text(p) for p in parts]
-            )
+            return spaced([edit_block_view(p) if isinstance(p, EditBlock) else written(p) for p in parts])
     command = COMMAND.search(content)
     if command:
         args = (command.group(2) or "").strip()
@@ -137,12 +149,15 @@ def message_text(msg: MessageRow) -> RenderableType:
     notice = task_notice(content)
     if notice is not None:
         return notice_text(notice)
-    return long_text(content, "dim" if msg.is_meta else "")
+    return written(content, "dim" if msg.is_meta else "")
+
+
+LONG_TEXT_REST = "r shows the raw record"
 
 
 def long_text(text: str, style: str = "") -> RenderableType:
     """`core.render.long_text`, the rest a key away."""
-    return core_long_text(text, style, "r shows the raw record")
+    return core_long_text(text, style, LONG_TEXT_REST)
 
 
 def edit_block_view(block: EditBlock) -> RenderableType:

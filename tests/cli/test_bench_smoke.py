@@ -102,6 +102,8 @@ def test_harness_quick_run(tmp_path: Path) -> None:
         "tui.first_frame_no_ingest_s",
         "tui.open_largest_ms",
         "tui.page_scroll_ms",
+        "tui.open_largest_md_ms",
+        "tui.page_scroll_md_ms",
         "tui.browse_rss_mb",
         "stats.open_ms",
         "stats.rollup_rows",
@@ -114,6 +116,8 @@ def test_harness_quick_run(tmp_path: Path) -> None:
         "TUI first frame with data ≤ 0.5 s",
         "largest session ≤ 200 ms to first paint",
         "page scroll ≤ 16 ms",
+        "largest session ≤ 200 ms to first paint, text as Markdown",
+        "page scroll ≤ 16 ms, text as Markdown",
         "peak RSS while browsing ≤ 200 MB",
         "stats screen opens ≤ 300 ms",
     ):

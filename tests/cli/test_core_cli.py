@@ -393,3 +393,48 @@ def test_sessions_prints_ids_that_show_takes_back_unambiguously(tmp_path: Path) 
         res = run("show", shown, "--db", dbfile)
         assert res.returncode == 0, res.stderr
         assert f"question of {full[-4:]}" in res.stdout
+
+
+MARKDOWN_ANSWER = (
+    "## The plan\n\n"
+    "Rename **every** caller of `load()`:\n\n"
+    "1. the reader\n2. the writer\n\n"
+    "| file | calls |\n|---|--:|\n| io.py | 3 |\n\n"
+    "```python\ndef load(path):\n    return open(path).read()\n```\n\n"
+    "> See [the notes](https://example.com/notes).\n\n"
+    "# Title \x9b2J\x07end"  # controls without an escape sequence: rendered, drawn visibly
+)
+
+
+def test_show_renders_markdown_and_as_written_prints_its_source(tmp_path):
+    sid = "dddddddd-1111-4222-8333-00000000d0c5"
+    t = Transcript(tmp_path / "projects" / "-srv-md" / f"{sid}.jsonl", sid, cwd="/srv/md")
+    t.user("Plan the *rename*, please")
+    t.assistant(MARKDOWN_ANSWER)
+    t.write()
+    dbfile = tmp_path / "md.db"
+    assert (
+        run("ingest", "--db", str(dbfile), "--only", "--source", str(tmp_path / "projects")).returncode == 0
+    )
+
+    rendered = run("show", "--db", str(dbfile), sid[:8])
+    assert rendered.returncode == 0, rendered.stderr
+    out = rendered.stdout
+    lines = [line.strip() for line in out.splitlines()]
+    assert "The plan" in lines and "## The plan" not in out  # the heading, without its hashes
+    assert "Rename every caller of load():" in lines and "**" not in out and "`" not in out
+    assert "1. the reader" in lines and "2. the writer" in lines
+    assert any(line.split() == ["io.py", "3"] for line in lines) and "|---|" not in out
+    assert "▏ def load(path):" in lines and "```" not in out
+    assert "▎ See the notes (https://example.com/notes)." in lines
+    assert "Plan the rename, please" in lines  # the user's text too
+    assert "Title \\u009b2J␇end" in lines  # what a terminal acts on, drawn as text
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", out)
+
+    written = run("show", "--db", str(dbfile), sid[:8], "--as-written")
+    assert written.returncode == 0, written.stderr
+    source = written.stdout
+    for line in ("## The plan", "Rename **every** caller of `load()`:", "| file | calls |", "```python"):
+        assert line in source, line
+    assert "Plan the *rename*, please" in source
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", source)

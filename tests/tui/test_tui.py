@@ -34,6 +34,7 @@ from threadloom.tui.screens import ErrorScreen, HelpScreen, RawJsonScreen
 from threadloom.tui.search import ResultsList, SearchScreen
 from tui_support import (
     CHECKOUT,
+    HEALTH,
     LONG,
     build_demo_db,
     cursor_to_tool,
@@ -313,6 +314,61 @@ async def test_the_end_of_a_long_session_at_80x24_has_no_blank_gaps(demo_db: Pat
         assert view.offsets == list(accumulate(view.heights, initial=0))
         screen = [view.render_line(y).text.strip() for y in range(view.scrollable_content_region.height)]
         assert not any(not (screen[y] or screen[y - 1]) for y in range(1, len(screen))), screen
+
+
+def view_text(view: MessageView, pos: int) -> str:
+    return "\n".join(strip.text.rstrip() for strip in view.ensure(pos).strips)
+
+
+async def test_the_viewer_renders_markdown_and_m_shows_it_as_written(demo_db: Path) -> None:
+    """What users and assistants wrote is rendered as Markdown; `m` shows it as written and back,
+    the message under the cursor kept in place; F1 lists the key."""
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(session_id(app, HEALTH))
+        await pilot.pause()
+        await pilot.press("3", "G", "enter")  # the answer, opened whole
+        await pilot.pause()
+        view = app.query_one(MessageView)
+        last = len(view.seqs) - 1
+        assert view.cursor[0] == last
+        rendered = view_text(view, last)
+        for shown in ("Why /health returns 503", "1. Look at the database pod:", "▏ kubectl get pods"):
+            assert shown in rendered, rendered
+        assert "##" not in rendered and "```" not in rendered and "|:--|" not in rendered
+        assert "staging runbook (https://wiki.acme.dev/ledger/staging)" in rendered
+        heading = next(
+            seg for strip in view.ensure(last).strips for seg in strip if "Why /health" in seg.text
+        )
+        assert heading.style is not None and heading.style.bold
+        code = [seg for strip in view.ensure(last).strips for seg in strip if seg.text == "function"]
+        assert code and code[0].style is not None and code[0].style.color is not None  # highlighted ts
+
+        await pilot.press("m")
+        await pilot.pause()
+        assert not view.markdown and view.cursor[0] == last
+        written = view_text(view, last)
+        assert (
+            "## Why /health returns 503" in written
+            and "```bash" in written
+            and "| check | result |" in written
+        )
+        screen = [view.render_line(y).text for y in range(view.scrollable_content_region.height)]
+        assert any("## Why /health" in line or "```" in line for line in screen)  # on screen now
+
+        await pilot.press("m")
+        await pilot.pause()
+        assert view.markdown and view_text(view, last) == rendered
+
+        await pilot.press("f1")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        assert (
+            "m",
+            "Show text as rendered Markdown or as written",
+            "messages.markdown",
+        ) in app.screen.pane_keys
 
 
 async def test_resize_to_80x24_collapses_panes(demo_db: Path) -> None:
@@ -2193,6 +2249,38 @@ async def test_titles_projects_and_models_from_a_log_never_reach_the_terminal_as
         written = terminal_output(app)
         assert "PWNED" in written and "title prompt" in written  # the hostile text is there, as text
         assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", written), repr(written[:200])
+
+
+async def test_markdown_in_a_log_never_reaches_the_terminal_as_controls(tmp_path: Path) -> None:
+    """Rendered Markdown is as safe as the text as written: controls in a heading, a code block, a
+    link and a table are drawn as text, and a message holding escape sequences keeps only their
+    colours, whichever way the text is shown."""
+    from conftest import Transcript
+
+    sid = "eeeeeeee-1111-4222-8333-00000000add5"
+    controls = "\x9b2J\x07\x00"  # no ESC: the Markdown is rendered
+    t = Transcript(tmp_path / "projects" / "-srv-md" / f"{sid}.jsonl", sid)
+    t.user(f"# Heading {controls}one\n\n[link {controls}](https://example.com/{controls})")
+    t.assistant(f"## Code\n\n```python\nprint(1)  {controls}\n```\n\n| a {controls} |\n|---|\n| b |")
+    t.assistant(
+        f"# Title {HOSTILE}\n\n```python\nx = 1 {HOSTILE}\n```\n\n[link {HOSTILE}](https://e.com/{HOSTILE})"
+    )
+    t.write()
+    app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
+    async with app.run_test(size=(140, 40)) as pilot:
+        view = app.query_one(MessageView)
+        await until(pilot, lambda: view.session_id == sid)
+        view.focus()
+        for _ in range(2):  # rendered, then as written
+            await pilot.pause()
+            written = terminal_output(app)
+            assert "Title" in written and "x = 1" in written and "print(1)" in written and "one" in written
+            assert "PWNED" not in written  # a window title's sequence goes whole
+            assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", written), repr(written[:300])
+            await pilot.press("m")
+        screen = "\n".join(view.render_line(y).text for y in range(view.scrollable_content_region.height))
+        assert "Heading \\u009b2J␇" in screen and "# Heading" not in screen  # rendered, controls drawn
+        assert "▏ print(1)" in screen and "# Title" in screen  # with escape sequences: as written
 
 
 async def test_a_message_of_megabytes_is_drawn_in_part_with_a_note(tmp_path: Path) -> None:
