@@ -636,6 +636,51 @@ def scenario_tui(ctx: RunContext) -> None:
         ctx.notes["tui"] = "; ".join(notes)
 
 
+# what the stats screen reads as it opens (core.stats.report): the sparkline's days, the table's
+# days and the whole archive's total, timed in one process on the run's database
+STATS_PROBE = """
+import json, statistics, sys, time
+from threadloom.core import db, stats
+conn = db.open_for_reading(sys.argv[1])
+times = []
+for _ in range(6):
+    t0 = time.perf_counter()
+    days = stats.report(conn, "day")
+    stats.report(conn, "day")
+    stats.report(conn, "total")
+    times.append((time.perf_counter() - t0) * 1000)
+t0 = time.perf_counter()
+projects = stats.report(conn, "project")
+project_ms = (time.perf_counter() - t0) * 1000
+rows = conn.execute("SELECT count(*) FROM stats_rollup").fetchone()[0]
+print(json.dumps({"first_ms": times[0], "open_ms": statistics.median(times[1:]), "project_ms": project_ms,
+                  "days": len(days), "rollup_rows": rows}))
+"""
+
+
+def scenario_stats(ctx: RunContext) -> None:
+    """The stats screen's reads in one process (STATS_PROBE: the first call, then the median of 5),
+    and the screen itself: `scripts/measure_tui.py DB --only stats`, `S` → the table painted."""
+    db = ctx.work / "cold.db"
+    env = ctx.tools.env()
+    try:
+        probe = run_process([sys.executable, "-c", STATS_PROBE, str(db)], env, timeout=ctx.tools.timeout)
+        found = probe.check().json()
+        ctx.values.update(
+            {
+                "stats.open_ms": found["open_ms"],
+                "stats.first_ms": found["first_ms"],
+                "stats.project_ms": found["project_ms"],
+                "stats.rollup_rows": float(found["rollup_rows"]),
+            }
+        )
+        cmd = [sys.executable, str(REPO / "scripts" / "measure_tui.py"), str(db), "--only", "stats"]
+        screen = run_process([*cmd, "--runs", "2", "--installed"], env, timeout=ctx.tools.timeout).check()
+        ctx.values["tui.stats_open_ms"] = screen.json()["stats_open_ms"]
+    except (RuntimeError, TimeoutError, KeyError, ValueError) as exc:
+        ctx.notes["stats"] = f"failed: {str(exc)[-300:]}"
+
+
 def percentile(sorted_values: list[float], pct: float) -> float:
     """Nearest-rank percentile of an already sorted list."""
     if not sorted_values:
@@ -724,6 +769,7 @@ SCENARIOS: list[tuple[str, Scenario, bool]] = [  # (name, function, needs claude
     ("ccl_warm", scenario_ccl_warm, True),
     ("search", scenario_search, False),
     ("tui", scenario_tui, False),
+    ("stats", scenario_stats, False),
     ("parse1mb", scenario_parse_1mb, False),
     ("append1mb", scenario_append, False),
     ("rewrite_same", scenario_rewrite_same_size, False),
@@ -876,6 +922,16 @@ ROWS: list[tuple[str, str, str, str]] = [
         "MB",
     ),
     ("tui.open_largest_ms", "TUI: open the largest session, first paint", "select → first paint", "ms"),
+    ("stats.open_ms", "stats: what the screen reads as it opens", "in process, median of 5", "ms"),
+    ("stats.first_ms", "stats: what the screen reads as it opens", "in process, first call", "ms"),
+    ("stats.project_ms", "stats: what the screen reads as it opens", "by project, in process", "ms"),
+    (
+        "stats.rollup_rows",
+        "stats: what the screen reads as it opens",
+        "rows summed (stats_rollup)",
+        "records",
+    ),
+    ("tui.stats_open_ms", "stats: what the screen reads as it opens", "TUI: S → table painted", "ms"),
     ("tui.largest_messages", "TUI: open the largest session, first paint", "messages in it", "records"),
     ("tui.page_scroll_ms", "TUI: scroll a page", "page down → next paint (median of 10)", "ms"),
     ("tui.end_ms", "TUI: scroll a page", "jump to the end → paint", "ms"),
@@ -1122,6 +1178,7 @@ def evaluate_targets(size: str, rows: list[dict[str, Any]], manifest: dict[str, 
         note="process start, the ingest of the unchanged archive running behind",
     )
     add("largest session ≤ 200 ms to first paint", med.get("tui.open_largest_ms"), 200.0, "ms")
+    add("stats screen opens ≤ 300 ms", med.get("tui.stats_open_ms"), 300.0, "ms", note="S → table painted")
     add("page scroll ≤ 16 ms", med.get("tui.page_scroll_ms"), 16.0, "ms")
     add(
         "largest session ≤ 200 ms to first paint, text as Markdown",

@@ -21,6 +21,7 @@ from threadloom.core.query import (
     ToolCall,
     attach_tool_calls,
     main_sql,
+    money,
     raw_entry,
     read_sessions,
     session_select,
@@ -62,6 +63,17 @@ class ProjectRow:
     session_count: int
     subagent_count: int
     last_activity: int | None
+    # its sessions' and subagents' totals, as the ledger keeps them on each session
+    tokens: int = 0
+    cost_usd: float | None = None  # None: no message could be priced
+    unpriced_messages: int = 0
+
+    @property
+    def cost_text(self) -> str:
+        """ "$1.23", "$1.23 + ?" when some messages could not be priced, "?" when none could."""
+        if self.cost_usd is None:
+            return "?" if self.unpriced_messages else ""
+        return money(self.cost_usd) + (" + ?" if self.unpriced_messages else "")
 
 
 def list_projects(conn: sqlite3.Connection) -> list[ProjectRow]:
@@ -71,7 +83,9 @@ def list_projects(conn: sqlite3.Connection) -> list[ProjectRow]:
         conn,
         "SELECT COALESCE(project_path, '') AS path, max(COALESCE(project, '')) AS name, "
         f"group_concat(DISTINCT source) AS agents, sum({main}) AS mains, sum({subagent}) AS subagents, "
-        "max(COALESCE(ended_at, created_at)) AS last_activity "
+        "max(COALESCE(ended_at, created_at)) AS last_activity, "
+        "CAST(total(input_tokens + output_tokens + cache_creation_tokens + cache_read_tokens) AS INTEGER) AS tokens, "
+        "sum(cost_usd) AS cost_usd, sum(unpriced_messages) AS unpriced "
         "FROM agent_sessions WHERE message_count > 0 GROUP BY COALESCE(project_path, '') "
         f"HAVING sum({main}) > 0 ORDER BY max(COALESCE(ended_at, created_at, 0)) DESC",
     )
@@ -83,6 +97,9 @@ def list_projects(conn: sqlite3.Connection) -> list[ProjectRow]:
             session_count=r["mains"] or 0,
             subagent_count=r["subagents"] or 0,
             last_activity=r["last_activity"],
+            tokens=r["tokens"] or 0,
+            cost_usd=r["cost_usd"],
+            unpriced_messages=r["unpriced"] or 0,
         )
         for r in rows
     ]

@@ -128,6 +128,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print a JSON list")
 
     p = sub.add_parser(
+        "stats",
+        help="tokens, cost, tool calls and changed lines by day, week, month, project, model, agent or session",
+        description="Totals over the archive: sessions, messages, tokens by kind (input, output, cache "
+        "write, cache read), cost in USD, tool calls and how many failed, and the lines edits added "
+        "and removed, one row per period or per project, model, agent or session. Read from sums "
+        "the ingest keeps, so it is quick on any archive. Days are local days (the TZ environment "
+        "variable, else the system's zone); a week is named by its Monday. A cost of '?' (null in "
+        "--json) is unknown: a model the price table does not know; '$1.23 + ?' is partly known.",
+        epilog="D: 2026-03-01, today, yesterday, or an age: 7d, 2w, 3m (days, weeks, 30-day months)\n\n"
+        "examples:\n  threadloom stats                      cost and tokens per day\n"
+        "  threadloom stats --by month --since 3m\n  threadloom stats --by model --project api --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _db_arg(p)
+    p.add_argument(
+        "--by",
+        choices=("day", "week", "month", "project", "model", "agent", "session"),
+        default="day",
+        help="one row per local day (default), week, month, project, model, agent or main session "
+        "(its subagents counted in it)",
+    )
+    p.add_argument("--since", metavar="D", help="from this local day on (included)")
+    p.add_argument("--until", metavar="D", help="up to this local day (included)")
+    p.add_argument("--project", metavar="P", help="project name or path (substring)")
+    p.add_argument("--agent", metavar="A", help="claude-code, codex, ...")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON list of rows: period, sessions, messages, api_messages, input_tokens, "
+        "output_tokens, cache_creation_tokens, cache_read_tokens, cost_usd (null when unknown), "
+        "unpriced_messages, tool_calls, failed_tool_calls, lines_added, lines_removed, label, key",
+    )
+
+    p = sub.add_parser(
         "show",
         help="print a session as readable text, subagents indented",
         description="Print a session as readable text: messages (their Markdown rendered), thinking "
@@ -299,7 +333,7 @@ def _search_help() -> str:
 
 # the commands that only read the database: opened read-only (never written, its mode never
 # changed), and what they print goes through `_PrintableStream`
-READ_COMMANDS = frozenset({"sessions", "show", "search", "verify", "restore", "sources", "export"})
+READ_COMMANDS = frozenset({"sessions", "stats", "show", "search", "verify", "restore", "sources", "export"})
 
 
 def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace], int] | None = None) -> int:
@@ -319,6 +353,7 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
         handler = {
             "ingest": cmd_ingest,
             "sessions": cmd_sessions,
+            "stats": cmd_stats,
             "show": cmd_show,
             "export": cmd_export,
             "verify": cmd_verify,
@@ -707,6 +742,65 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     console.print(table)
     if not rows:
         print("no sessions yet: run `threadloom ingest` (or add --source DIR)", file=sys.stderr)
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from threadloom.core import stats
+
+    try:
+        since = stats.parse_day(args.since) if args.since else None
+        until = stats.parse_day(args.until, end=True) if args.until else None
+    except ValueError as exc:
+        _fail(f"{exc}")
+        return 2
+    conn = _open_for_reading(args)
+    rows = stats.report(conn, args.by, since=since, until=until, project=args.project, agent=args.agent)
+    if args.json:
+        print(json.dumps([r.as_dict() for r in rows], ensure_ascii=False))
+        return 0
+    if not rows:
+        print(
+            "nothing to count: no sessions match (run `threadloom ingest`, or widen the filters)",
+            file=sys.stderr,
+        )
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+    from threadloom.core.text import human_tokens
+
+    console = Console(width=None if sys.stdout.isatty() else 1000)
+    table = Table(box=None, header_style="bold", pad_edge=False, show_footer=True, footer_style="bold")
+    every = [
+        *rows,
+        *stats.report(conn, "total", since=since, until=until, project=args.project, agent=args.agent),
+    ]
+    columns: list[tuple[str, Callable[[stats.StatsRow], str]]] = [
+        (args.by, lambda r: r.label if args.by != "session" else f"{r.key[:13]}  {r.label}"),
+        ("sessions", lambda r: str(r.sessions)),
+        ("msgs", lambda r: str(r.messages)),
+        ("input", lambda r: human_tokens(r.input_tokens)),
+        ("output", lambda r: human_tokens(r.output_tokens)),
+        ("cache w", lambda r: human_tokens(r.cache_creation_tokens)),
+        ("cache r", lambda r: human_tokens(r.cache_read_tokens)),
+        ("cost", lambda r: r.cost_text),
+        ("tools", lambda r: str(r.tool_calls)),
+        ("failed", lambda r: str(r.failed_tool_calls)),
+        ("+lines", lambda r: str(r.lines_added)),
+        ("-lines", lambda r: str(r.lines_removed)),
+    ]
+    for i, (name, cell) in enumerate(columns):
+        table.add_column(
+            name,
+            footer=cell(every[-1]) if i else "total",
+            justify="left" if i == 0 else "right",
+            overflow="ellipsis",
+            no_wrap=True,
+            max_width=60 if i == 0 else None,
+        )
+    for row in rows:
+        table.add_row(*(cell(row) for _, cell in columns))
+    console.print(table)
     return 0
 
 

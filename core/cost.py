@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from threadloom.core.db import get_meta, set_meta
+from threadloom.core.stats import mark_stale
 
 PRICES_KEY = "prices_version"  # ledger_meta: the price data the stored costs come from
 
@@ -209,6 +210,7 @@ def price_pending(conn: sqlite3.Connection) -> int:
             "WHERE id = ?1",
             [(sid,) for sid in sessions],
         )
+        mark_stale(conn, sessions)  # and their totals in the stats, which core.stats.refresh_pending sums
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

@@ -26,11 +26,21 @@ T = TypeVar("T")
 
 # Bump when the derived tables or their meaning change; entries and source_files survive a bump
 # and the derived tables are rebuilt from `entries`.
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 BUSY_TIMEOUT_MS = 5000
 PAGE_SIZE = 16384
 
-DERIVED_TABLES = ("agent_sessions", "agent_turns", "agent_tool_calls", "agent_usage", "model_rates")
+DERIVED_TABLES = (
+    "agent_sessions",
+    "agent_turns",
+    "agent_tool_calls",
+    "agent_usage",
+    "model_rates",
+    "stats_rollup",
+    "stats_messages",
+    "agent_file_changes",
+    "stats_pending",
+)
 # Set (to the schema version it came from) by an upgrade that emptied the derived tables, cleared
 # once `core.ingest.rebuild_pending` has replayed the stored records into them: the replay takes
 # a minute at 1 GB, so opening a database never does it.
@@ -85,7 +95,8 @@ LATE_INDEXES = (
     # what the project list reads, so listing projects scans this (~0.8 MB at 7,000 sessions)
     # rather than the sessions table with its prompts (~8 MB): the first thing a launch draws
     "CREATE INDEX IF NOT EXISTS ix_sessions_listing ON agent_sessions "
-    "(project_path, is_subagent, message_count, ended_at, created_at, source, project)",
+    "(project_path, is_subagent, message_count, ended_at, created_at, source, project, "
+    "input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, cost_usd, unpriced_messages)",
 )
 
 

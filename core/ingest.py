@@ -48,6 +48,7 @@ from threadloom.core.db import (
     set_meta,
 )
 from threadloom.core.ledger import Ledger, ReplayCancelled, rebuild_derived, replay
+from threadloom.core.stats import refresh_pending
 from threadloom.core.writer_lock import WriterBusy, writer_lock
 
 # A last line that is not complete JSON waits for its writer; after this long unchanged it is kept
@@ -465,6 +466,7 @@ def _run_ingest(
         if gc_was_enabled:
             gc.enable()
     price_pending(conn)  # the new messages' costs, and their sessions'
+    refresh_pending(conn)  # the stats' sums of every session this run changed
     if progress is not None:
         progress(Progress(len(plans), len(plans), bytes_done, bytes_total, "", time.perf_counter() - started))
     report.changed_sessions = sorted(changed)
@@ -528,6 +530,7 @@ def _rebuild(
         conn.execute("ROLLBACK")
         raise
     price_pending(conn)  # the replay wrote the usage rows again, unpriced
+    refresh_pending(conn)
     return True
 
 

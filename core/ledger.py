@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 from threadloom.core.adapters.base import FileContext, RawRecord, Record, normalized
 from threadloom.core.db import TITLE_TYPES_SQL
+from threadloom.core.stats import BUCKET_MS, mark_stale
 from threadloom.core.text import is_bare_command, prompt_title
 
 SESSION_COLUMNS = (
@@ -282,6 +283,7 @@ class Ledger:
         self._tool_inserts: dict[tuple[str, str], PendingToolCall] = {}
         self._tool_updates: list[tuple[Any, ...]] = []
         self._usage: dict[str, PendingUsage] = {}  # by message id: streaming chunks merged before the upsert
+        self._messages: dict[tuple[str, int, str], int] = {}  # new messages by (session, bucket, model)
         self.pending_sessions: set[str] = set()
         self._eid = 0
         # the uuids of the chunk being placed, and which of them the database already holds
@@ -399,6 +401,9 @@ class Ledger:
         if rec.is_message:
             seq = sess.message_count
             sess.message_count += 1
+            # its count in the stats, by quarter hour and the model in use (this one's, if it has one)
+            counted = (sid, ts // BUCKET_MS if ts is not None else -1, sess.model or "")
+            self._messages[counted] = self._messages.get(counted, 0) + 1
 
         turn_id = self._place_in_turn(entry_id, rec, sess)
         if rec.uuid:
@@ -625,6 +630,13 @@ class Ledger:
                 [usage.row() for usage in self._usage.values()],
             )
             self._usage.clear()
+        if self._messages:
+            conn.executemany(
+                "INSERT INTO stats_messages (session_id, bucket, model, messages) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(session_id, bucket, model) DO UPDATE SET messages = messages + excluded.messages",
+                [(*key, count) for key, count in self._messages.items()],
+            )
+            self._messages.clear()
         now = int(time.time() * 1000)
         rows = []
         for sid in self.touched:
@@ -663,6 +675,7 @@ class Ledger:
         self._tool_inserts.clear()
         self._tool_updates.clear()
         self._usage.clear()
+        self._messages.clear()
 
     # -------------------------------------------------------------- after all files
 
@@ -682,6 +695,7 @@ class Ledger:
             _link_side_questions(conn, sessions)
             for sid in sessions:
                 _finalize_session(conn, sid, summaries.get(sid))
+            mark_stale(conn, sessions)  # their totals in the stats (core.stats.refresh_pending)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -889,6 +903,7 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
             "UPDATE agent_tool_calls SET child_session_id = ? WHERE id = ? AND session_id = ?",
             (sid, call_id, call_session),
         )
+        mark_stale(conn, [sid])  # its main session, in the stats, may be another now
 
 
 def _link_side_questions(conn: sqlite3.Connection, touched: set[str]) -> None:
@@ -970,7 +985,16 @@ def replay(
     from threadloom.core.adapters import adapter_for
 
     if sessions is None:
-        for table in ("agent_sessions", "agent_turns", "agent_tool_calls", "agent_usage"):
+        for table in (
+            "agent_sessions",
+            "agent_turns",
+            "agent_tool_calls",
+            "agent_usage",
+            "agent_file_changes",
+            "stats_messages",
+            "stats_rollup",
+            "stats_pending",
+        ):
             conn.execute(f"DELETE FROM {table}")
         conn.execute("UPDATE entries SET seq = NULL, turn_id = NULL, dup_of = NULL")
         file_ids = [
@@ -984,6 +1008,9 @@ def replay(
             conn.execute("DELETE FROM agent_turns WHERE session_id = ?", (sid,))
             conn.execute("DELETE FROM agent_tool_calls WHERE session_id = ?", (sid,))
             conn.execute("DELETE FROM agent_usage WHERE session_id = ?", (sid,))
+            conn.execute("DELETE FROM agent_file_changes WHERE session_id = ?", (sid,))
+            conn.execute("DELETE FROM stats_rollup WHERE session_id = ?", (sid,))
+            conn.execute("DELETE FROM stats_messages WHERE session_id = ?", (sid,))
             conn.execute(
                 "UPDATE entries SET seq = NULL, turn_id = NULL, dup_of = NULL WHERE session_id = ?", (sid,)
             )

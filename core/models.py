@@ -221,6 +221,80 @@ class ModelRates(SQLModel, table=True):
     rates: str
 
 
+class StatsRollup(SQLModel, table=True):
+    """What one session did in one quarter hour with one model: the sums the stats read.
+
+    Kept by the ledger as records land (core.stats.refresh_pending recomputes the rows of each
+    session an ingest or a repricing touched), so a report over the whole archive groups these
+    rows instead of scanning messages. The time is a UTC quarter hour (`bucket`, ms // 900,000),
+    not a day: every time zone's offset is a whole number of quarter hours, so a report can cut
+    local days (or weeks, months) at query time in whatever zone it runs in."""
+
+    __tablename__ = "stats_rollup"
+
+    id: int | None = Field(default=None, primary_key=True)
+    bucket: int | None = Field(default=None, index=True)  # None: records without a time
+    session_id: str = Field(index=True)
+    root_session_id: str  # the main session a subagent belongs to (itself for a main session)
+    model: str = ""  # the API message's model; a message or call takes its turn's
+    project_path: str = ""
+    project: str = ""
+    agent: str = ""
+    messages: int = _zero()  # user and assistant messages
+    api_messages: int = _zero()  # messages with token usage
+    input_tokens: int = _zero()
+    output_tokens: int = _zero()
+    cache_creation_tokens: int = _zero()
+    cache_read_tokens: int = _zero()
+    cost_usd: float | None = None  # the sum of the known costs; None when none is known
+    unpriced_messages: int = _zero()  # API messages whose cost is unknown
+    tool_calls: int = _zero()
+    failed_tool_calls: int = _zero()
+    lines_added: int = _zero()
+    lines_removed: int = _zero()
+
+
+class StatsMessages(SQLModel, table=True):
+    """How many messages a session had in a UTC quarter hour with a model, counted by the ledger as
+    it places them (so the stats never read the messages again): the `messages` of stats_rollup."""
+
+    __tablename__ = "stats_messages"
+
+    session_id: str = Field(primary_key=True)
+    bucket: int = Field(primary_key=True)  # timestamp ms // 900,000; -1: no time
+    model: str = Field(primary_key=True)  # the model in use when it was sent ('' before any)
+    messages: int = _zero()
+
+
+class AgentFileChange(SQLModel, table=True):
+    """The lines one editing call (or one Aider reply) added to and removed from one file.
+
+    From Edit / MultiEdit / Write / NotebookEdit, Codex's apply_patch and Aider's SEARCH/REPLACE
+    blocks; a call that failed (or never got its result) changed nothing and has no row."""
+
+    __tablename__ = "agent_file_changes"
+
+    session_id: str = Field(primary_key=True)
+    call_id: str = Field(primary_key=True)  # the tool call's id; Aider: "entry-<id>" of the reply
+    path: str = Field(primary_key=True)
+    turn_id: str | None = None
+    tool_name: str = ""
+    timestamp: int | None = None
+    lines_added: int = _zero()
+    lines_removed: int = _zero()
+
+
+class StatsPending(SQLModel, table=True):
+    """Sessions whose `stats_rollup` rows are out of date: marked in the transaction that changed
+    them (the ledger's, the pricing's), cleared by the refresh, so a run that dies in between
+    leaves them marked for the next one."""
+
+    __tablename__ = "stats_pending"
+
+    session_id: str = Field(primary_key=True)
+    root_session_id: str | None = None  # set by the refresh: the main session it belongs to
+
+
 # Secondary indexes are created after a bulk load (see core.db.create_indexes); listing them here
 # keeps the schema in one place.
 def _columns(model: type[SQLModel]) -> Any:

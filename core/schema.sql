@@ -1,4 +1,16 @@
--- threadloom ledger schema 10, generated from core/models.py by `python -m threadloom.core.db`; do not edit
+-- threadloom ledger schema 11, generated from core/models.py by `python -m threadloom.core.db`; do not edit
+
+CREATE TABLE agent_file_changes (
+	session_id VARCHAR NOT NULL,
+	call_id VARCHAR NOT NULL,
+	path VARCHAR NOT NULL,
+	turn_id VARCHAR,
+	tool_name VARCHAR NOT NULL,
+	timestamp INTEGER,
+	lines_added INTEGER DEFAULT '0' NOT NULL,
+	lines_removed INTEGER DEFAULT '0' NOT NULL,
+	PRIMARY KEY (session_id, call_id, path)
+);
 
 CREATE TABLE agent_sessions (
 	id VARCHAR NOT NULL,
@@ -163,6 +175,48 @@ CREATE TABLE source_roots (
 	PRIMARY KEY (path)
 );
 
+CREATE TABLE stats_messages (
+	session_id VARCHAR NOT NULL,
+	bucket INTEGER NOT NULL,
+	model VARCHAR NOT NULL,
+	messages INTEGER DEFAULT '0' NOT NULL,
+	PRIMARY KEY (session_id, bucket, model)
+);
+
+CREATE TABLE stats_pending (
+	session_id VARCHAR NOT NULL,
+	root_session_id VARCHAR,
+	PRIMARY KEY (session_id)
+);
+
+CREATE TABLE stats_rollup (
+	id INTEGER NOT NULL,
+	bucket INTEGER,
+	session_id VARCHAR NOT NULL,
+	root_session_id VARCHAR NOT NULL,
+	model VARCHAR NOT NULL,
+	project_path VARCHAR NOT NULL,
+	project VARCHAR NOT NULL,
+	agent VARCHAR NOT NULL,
+	messages INTEGER DEFAULT '0' NOT NULL,
+	api_messages INTEGER DEFAULT '0' NOT NULL,
+	input_tokens INTEGER DEFAULT '0' NOT NULL,
+	output_tokens INTEGER DEFAULT '0' NOT NULL,
+	cache_creation_tokens INTEGER DEFAULT '0' NOT NULL,
+	cache_read_tokens INTEGER DEFAULT '0' NOT NULL,
+	cost_usd FLOAT,
+	unpriced_messages INTEGER DEFAULT '0' NOT NULL,
+	tool_calls INTEGER DEFAULT '0' NOT NULL,
+	failed_tool_calls INTEGER DEFAULT '0' NOT NULL,
+	lines_added INTEGER DEFAULT '0' NOT NULL,
+	lines_removed INTEGER DEFAULT '0' NOT NULL,
+	PRIMARY KEY (id)
+);
+
+CREATE INDEX IF NOT EXISTS ix_stats_rollup_bucket ON stats_rollup (bucket);
+
+CREATE INDEX IF NOT EXISTS ix_stats_rollup_session_id ON stats_rollup (session_id);
+
 CREATE TABLE entries (
 	id INTEGER NOT NULL,
 	source_file_id INTEGER NOT NULL,
@@ -223,7 +277,7 @@ CREATE INDEX IF NOT EXISTS ix_usage_unpriced ON agent_usage (message_id) WHERE p
 
 CREATE INDEX IF NOT EXISTS ix_entries_titles ON entries (session_id) WHERE entry_type IN ('custom-title', 'custom-title-file', 'ai-title', 'agent-name');
 
-CREATE INDEX IF NOT EXISTS ix_sessions_listing ON agent_sessions (project_path, is_subagent, message_count, ended_at, created_at, source, project);
+CREATE INDEX IF NOT EXISTS ix_sessions_listing ON agent_sessions (project_path, is_subagent, message_count, ended_at, created_at, source, project, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, cost_usd, unpriced_messages);
 
 CREATE VIEW IF NOT EXISTS agent_messages AS
 SELECT

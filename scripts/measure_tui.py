@@ -181,6 +181,40 @@ async def browse(db: Path, *, markdown: bool = True) -> dict[str, float]:
     }
 
 
+async def stats_screen(db: Path) -> dict[str, float]:
+    """`S` → the stats screen's table first painted with rows (the ledger's sums grouped by day)."""
+    from textual.widgets import DataTable
+    from threadloom.tui.app import ThreadloomApp
+    from threadloom.tui.stats import StatsScreen
+
+    painted: list[float] = []
+    original = DataTable.render_lines
+
+    def timed_render(self, crop):  # type: ignore[no-untyped-def]
+        lines = original(self, crop)
+        if self.row_count:
+            painted.append(time.perf_counter())
+        return lines
+
+    DataTable.render_lines = timed_render  # type: ignore[method-assign]
+    try:
+        app = ThreadloomApp(db_path=db, ingest=False)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await pilot.pause()
+            t0 = time.perf_counter()
+            app.action_stats()  # what `S` runs
+            screen = app.screen
+            assert isinstance(screen, StatsScreen)
+            while not painted:
+                await asyncio.sleep(0.001)
+            opened = (painted[0] - t0) * 1000
+            await pilot.pause()
+            rows = screen.query_one(DataTable).row_count
+    finally:
+        DataTable.render_lines = original  # type: ignore[method-assign]
+    return {"stats_open_ms": opened, "stats_rows": rows}
+
+
 SEARCH_QUERIES = [
     "checkout tax",
     "tests green",
@@ -271,7 +305,7 @@ def _rss_mb(field: str = "VmRSS") -> float:
     return float("nan")
 
 
-PARTS = ("first", "browse", "search")
+PARTS = ("first", "browse", "search", "stats")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -283,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         default=",".join(PARTS),
-        help="comma-separated parts to measure: first (first frame), browse, search (search and fork)",
+        help="comma-separated parts to measure: first (first frame), browse, search (search and fork), "
+        "stats (the stats screen)",
     )
     parser.add_argument(
         "--text",
@@ -325,6 +360,9 @@ def main(argv: list[str] | None = None) -> int:
     if "search" in parts:
         searches = [asyncio.run(search_and_fork(args.db)) for _ in range(max(1, args.runs // 2))]
         result.update({k: round(statistics.median(r[k] for r in searches), 1) for k in searches[0]})
+    if "stats" in parts:
+        opened = [asyncio.run(stats_screen(args.db)) for _ in range(max(1, args.runs // 2))]
+        result.update({k: round(statistics.median(r[k] for r in opened), 1) for k in opened[0]})
     print(json.dumps(result))
     return 0
 

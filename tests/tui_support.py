@@ -227,6 +227,13 @@ async def scene_fork_picker(pilot: Pilot) -> None:
     await pilot.pause()
 
 
+async def scene_stats(pilot: Pilot) -> None:
+    """`S`: cost per day as a sparkline over the table of days, the last day under the cursor."""
+    await pilot.pause()
+    await pilot.press("S")
+    await pilot.pause()
+
+
 async def wait_for_find(pilot: Pilot, timeout: float = 10.0) -> None:
     """Until the find bar's matches are those of what is typed in it (its short pause is over)."""
     from threadloom.tui.messages import MessageView
@@ -260,5 +267,6 @@ SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = 
     "markdown": (scene_markdown, (140, 40)),
     "search": (scene_search, (140, 40)),
     "fork-picker": (scene_fork_picker, (140, 40)),
+    "stats": (scene_stats, (140, 40)),
     "find": (scene_find, (140, 40)),
 }

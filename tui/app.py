@@ -30,6 +30,7 @@ from threadloom.tui.events import (
     AgentRan,
     ForkWritten,
     OpenForkPicker,
+    OpenProject,
     OpenSession,
     SearchClosed,
     SearchHitChosen,
@@ -100,6 +101,14 @@ class ThreadloomApp(App[int]):
             show=False,
             id="app.export",
             tooltip="Write the open session as one HTML page into the current folder",
+        ),
+        Binding(
+            "S",
+            "stats",
+            "Stats",
+            show=False,
+            id="app.stats",
+            tooltip="Stats: tokens, cost, tool calls and changed lines",
         ),
         Binding("f1,question_mark", "help", "Help", id="app.help", tooltip="Keys of the focused pane"),
         Binding("q", "quit", "Quit", id="app.quit"),
@@ -543,6 +552,21 @@ class ThreadloomApp(App[int]):
     def on_open_session(self, event: OpenSession) -> None:
         self.browser.jump_to_session(event.session_id)
 
+    # ------------------------------------------------------------------ stats
+
+    def action_stats(self) -> None:
+        """`S`: the stats screen (totals by period, project, model, agent or session)."""
+        from threadloom.tui.stats import StatsScreen
+
+        if self.conn is None:
+            self.notify("No database yet", timeout=2)
+            return
+        if self.screen is self.browser:
+            self.push_screen(StatsScreen(self.conn))
+
+    def on_open_project(self, event: OpenProject) -> None:
+        self.browser.show_project(event.path)
+
     # ------------------------------------------------------------------ fork
 
     def action_fork(self) -> None:
@@ -621,6 +645,8 @@ class ThreadloomApp(App[int]):
     # ------------------------------------------------------------------ actions
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.screen.id == "stats":  # its letters group its table; Ctrl+Q still quits
+            return action == "quit" or action not in BROWSER_ONLY
         if self.search_screen is not None and self.screen is self.search_screen:
             # on the search screen letters are typed into the query; these belong to the browser
             return action not in BROWSER_ONLY
@@ -705,6 +731,12 @@ class ThreadloomApp(App[int]):
         """The palette lists what applies now: pane actions for the focused pane, ingest state."""
         yield from self.browser.pane_commands()
         yield SystemCommand("Jump to session", "By title, id or project (key p)", self.action_jump)
+        if self.conn is not None:
+            yield SystemCommand(
+                "Stats: tokens and cost",
+                "By day, week, month, project, model, agent or session (key S)",
+                self.action_stats,
+            )
         if self.ingesting:
             yield SystemCommand(
                 "Ingest: cancel", "Stop after the current file (Esc)", self.action_cancel_ingest

@@ -336,6 +336,16 @@ class BrowserScreen(Screen[None]):
         """The session the message viewer shows (None before one is opened)."""
         return self.query_one(MessageView).session_id
 
+    def show_project(self, path: str) -> None:
+        """Highlight a project (its sessions listed) and give the session tree the keys."""
+        projects = self.query_one(ProjectList)
+        paths = [p.path for p in projects.projects]
+        if path not in paths:
+            self.notify(f"No project {path or '(no project)'}", severity="warning")
+            return
+        projects.highlighted = paths.index(path)
+        self.query_one(SessionTree).focus()
+
     def jump_to_session(self, session_id: str, *, keep_trail: bool = False) -> None:
         """Reveal a session or subagent in the tree (switching project if needed) and read it."""
         if self.conn is None:

@@ -38,6 +38,14 @@ class OpenSession(Message):
         self.session_id = session_id
 
 
+class OpenProject(Message):
+    """List a project's sessions in the browser, the project highlighted (the stats screen)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+
 class SearchHitChosen(Message):
     """Enter on a search hit: the browser shows its session at the hit, and Esc goes back to search."""
 

@@ -99,7 +99,15 @@ class ProjectList(OptionList):
         first.append(" " * max(2, width - first.cell_len - len(age)))
         first.append(age, style="dim")
         second = Text(f"{p.session_count} session{'s' if p.session_count != 1 else ''}", style="#87d787")
-        second.append(_fit(f" · {', '.join(p.agents)}", width - second.cell_len), style="#5f87af")
+        # the project's totals (its subagents' too), then its agents, as far as they fit
+        totals = [(p.cost_text, "#d7af5f"), (f"{human_tokens(p.tokens)} tok" if p.tokens else "", "dim")]
+        for part, style in totals:
+            if part and second.cell_len + 3 + len(part) <= width:
+                second.append(f" · {part}", style=style)
+        agents = f" · {', '.join(p.agents)}"
+        room = width - second.cell_len
+        if len(agents) <= room or room >= 12:  # cut, but never to a letter or two
+            second.append(_fit(agents, room), style="#5f87af")
         third = Text(_fit(_home(p.path), width, left=True), style="dim")
         return Text("\n").join([first, second, third, Text("")])
 

@@ -354,6 +354,11 @@ class Adapter(ABC):
         (patches, exit codes, agent stats), for the viewer; None when the agent writes none."""
         return None
 
+    def tool_input(self, record: dict[str, Any], tool_id: str) -> dict[str, Any] | None:
+        """The input of call `tool_id` read straight from its parsed record, when this agent can do
+        it cheaper than `normalize` (the stats read every edit's input); None: normalize it."""
+        return None
+
     # ------------------------------------------------------------------ subagents
 
     # tools that start a subagent whose first prompt is the tool's prompt parameter

@@ -293,6 +293,15 @@ class ClaudeAdapter(Adapter):
     def tool_result_extra(self, record: dict[str, Any]) -> Any:
         return record.get("toolUseResult")
 
+    def tool_input(self, record: dict[str, Any], tool_id: str) -> dict[str, Any] | None:
+        message = record.get("message")
+        blocks = message.get("content") if isinstance(message, dict) else None
+        for block in blocks if isinstance(blocks, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id") == tool_id:
+                found = block.get("input")
+                return found if isinstance(found, dict) else {"input": found}
+        return None
+
     # ------------------------------------------------------------------ resume and fork
 
     def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:

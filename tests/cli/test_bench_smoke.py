@@ -105,6 +105,9 @@ def test_harness_quick_run(tmp_path: Path) -> None:
         "tui.open_largest_md_ms",
         "tui.page_scroll_md_ms",
         "tui.browse_rss_mb",
+        "stats.open_ms",
+        "stats.rollup_rows",
+        "tui.stats_open_ms",
     ):
         assert rows[key]["status"] == "ok" and rows[key]["median"] > 0, (key, rows[key])
     assert rows["tui.first_frame_s"]["median"] < 60  # seconds from process start, not ms or a clock reading
@@ -116,6 +119,7 @@ def test_harness_quick_run(tmp_path: Path) -> None:
         "largest session ≤ 200 ms to first paint, text as Markdown",
         "page scroll ≤ 16 ms, text as Markdown",
         "peak RSS while browsing ≤ 200 MB",
+        "stats screen opens ≤ 300 ms",
     ):
         assert targets[target]["status"] in ("met", "missed"), targets[target]
     statuses = {r["scenario"]: r["status"] for r in result["rows"]}

@@ -451,6 +451,8 @@ def test_every_read_command_on_a_damaged_database_says_so_cleanly(tmp_path, caps
         ["verify"],
         ["sources"],
         ["restore", sids[1], "--to", "OUT"],
+        ["stats", "--by", "session"],
+        ["stats", "--by", "project", "--json"],
     ]
     seen = {"rebuild": 0, "undecodable": 0, "made visible": 0, "runs": 0}
     for n, (name, data) in enumerate(corruptions(good, seed=1515)):

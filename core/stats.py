@@ -1,0 +1,479 @@
+"""Totals over the archive: tokens, cost, tool calls and changed lines by period, project, model,
+agent or session, read from sums the ledger keeps as records land.
+
+Two derived tables hold them (see core/models.py): `agent_file_changes`, the lines each editing
+call added and removed in each file, and `stats_rollup`, one row per session, model and UTC
+quarter hour. The transaction that changes a session's records, or its costs, marks it in
+`stats_pending`; `refresh_pending` (run after each ingest, rebuild and repricing) recomputes the
+rows of the marked sessions only, so a report never scans the messages.
+
+Days are local days, cut when the report is read, in the time zone of the process that reads it
+(the `TZ` environment variable, else the system's; SQLite's `localtime`): every zone's offset from
+UTC is a whole number of quarter hours, so quarter-hour rows fall wholly on one local day.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from datetime import date, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+if TYPE_CHECKING:
+    from threadloom.core.adapters.base import Adapter
+
+BUCKET_MS = 900_000  # a quarter hour
+GROUPINGS = ("day", "week", "month", "project", "model", "agent", "session")
+TIME_GROUPINGS = ("day", "week", "month")
+
+PENDING = "SELECT session_id FROM stats_pending"
+
+
+def mark_stale(conn: sqlite3.Connection, sessions: Iterable[str]) -> None:
+    """Inside the caller's transaction: these sessions' totals are to be recomputed."""
+    conn.executemany("INSERT OR IGNORE INTO stats_pending (session_id) VALUES (?)", [(s,) for s in sessions])
+
+
+# ------------------------------------------------------------------ keeping the sums
+
+
+def refresh_pending(conn: sqlite3.Connection) -> int:
+    """Recompute the file changes and rollup rows of every session marked stale; returns how
+    many sessions. Run where the caller writes (the ingest, under its writer lock)."""
+    sessions = [r[0] for r in conn.execute(PENDING)]
+    if not sessions:
+        return 0
+    changes = _new_changes(conn)
+    aider = _aider_changes(conn)
+    roots = _roots(conn, sessions)
+    conn.execute("BEGIN")
+    try:
+        conn.execute(
+            "DELETE FROM agent_file_changes WHERE session_id IN (SELECT session_id FROM stats_pending "
+            "JOIN agent_sessions s ON s.id = session_id WHERE s.source = 'aider')"
+        )
+        conn.executemany(
+            "INSERT OR REPLACE INTO agent_file_changes (session_id, call_id, path, turn_id, tool_name, timestamp, "
+            "lines_added, lines_removed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            changes + aider,
+        )
+        conn.execute(f"DELETE FROM stats_rollup WHERE session_id IN ({PENDING})")
+        conn.executemany(
+            "UPDATE stats_pending SET root_session_id = ? WHERE session_id = ?",
+            [(r, s) for s, r in roots.items()],
+        )
+        conn.execute(ROLLUP_SQL)
+        conn.execute("DELETE FROM stats_pending")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return len(sessions)
+
+
+# One row per session, model and quarter hour of the marked sessions, from four kinds of fact:
+# API messages (tokens, cost), messages (counted by the ledger as it placed them, in stats_messages),
+# tool calls, changed lines. A message takes the model in use when it was sent (one before any, the
+# session's), a call or an edit its turn's. cost: sum() of the known costs is NULL
+# when none is known, never 0; unpriced_messages counts the unknown ones.
+ROLLUP_SQL = f"""
+INSERT INTO stats_rollup (bucket, session_id, model, root_session_id, project_path, project, agent,
+    messages, api_messages, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, cost_usd,
+    unpriced_messages, tool_calls, failed_tool_calls, lines_added, lines_removed)
+SELECT x.bucket, x.session_id, x.model, COALESCE(p.root_session_id, x.session_id), COALESCE(s.project_path, ''),
+    COALESCE(s.project, ''), s.source, sum(x.messages), sum(x.api), sum(x.inp), sum(x.outp), sum(x.cw), sum(x.cr),
+    sum(x.cost), sum(x.unpriced), sum(x.calls), sum(x.failed), sum(x.added), sum(x.removed)
+FROM (
+    SELECT u.timestamp / {BUCKET_MS} AS bucket, u.session_id, COALESCE(u.model, '') AS model, 0 AS messages,
+        count(*) AS api, sum(u.input_tokens) AS inp, sum(u.output_tokens) AS outp,
+        sum(u.cache_creation_tokens) AS cw, sum(u.cache_read_tokens) AS cr, sum(u.cost_usd) AS cost,
+        sum(u.cost_usd IS NULL) AS unpriced, 0 AS calls, 0 AS failed, 0 AS added, 0 AS removed
+    FROM agent_usage u WHERE u.session_id IN ({PENDING}) GROUP BY 1, 2, 3
+    UNION ALL
+    SELECT NULLIF(m.bucket, -1), m.session_id, COALESCE(NULLIF(m.model, ''), s.model, ''), m.messages,
+        0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0
+    FROM stats_messages m JOIN agent_sessions s ON s.id = m.session_id WHERE m.session_id IN ({PENDING})
+    UNION ALL
+    SELECT c.started_at / {BUCKET_MS}, c.session_id, COALESCE(t.model, s.model, ''), 0, 0, 0, 0, 0, 0, NULL, 0,
+        count(*), sum(c.status = 'failed'), 0, 0
+    FROM agent_tool_calls c JOIN agent_sessions s ON s.id = c.session_id LEFT JOIN agent_turns t ON t.id = c.turn_id
+    WHERE c.session_id IN ({PENDING}) GROUP BY 1, 2, 3
+    UNION ALL
+    SELECT f.timestamp / {BUCKET_MS}, f.session_id, COALESCE(t.model, s.model, ''), 0, 0, 0, 0, 0, 0, NULL, 0,
+        0, 0, sum(f.lines_added), sum(f.lines_removed)
+    FROM agent_file_changes f JOIN agent_sessions s ON s.id = f.session_id LEFT JOIN agent_turns t ON t.id = f.turn_id
+    WHERE f.session_id IN ({PENDING}) GROUP BY 1, 2, 3
+) x JOIN agent_sessions s ON s.id = x.session_id JOIN stats_pending p ON p.session_id = x.session_id
+GROUP BY x.bucket, x.session_id, x.model
+"""
+
+
+def _roots(conn: sqlite3.Connection, sessions: list[str]) -> dict[str, str]:
+    """The main session each session belongs to: up its parents while it is a subagent (a
+    Claude subagent whose parent is not linked yet is named after it: "<root>:agent-…")."""
+    parents = {
+        sid: (bool(sub), parent)
+        for sid, sub, parent in conn.execute(
+            "SELECT id, is_subagent, parent_session_id FROM agent_sessions WHERE id IN (SELECT value FROM json_each(?)) "
+            "OR id IN (SELECT parent_session_id FROM agent_sessions WHERE id IN (SELECT value FROM json_each(?)))",
+            (orjson.dumps(sessions).decode(), orjson.dumps(sessions).decode()),
+        )
+    }
+    roots = {}
+    for sid in sessions:
+        current, seen = sid, {sid}
+        while True:
+            found = parents.get(current)
+            if found is None:
+                found = conn.execute(
+                    "SELECT is_subagent, parent_session_id FROM agent_sessions WHERE id = ?", (current,)
+                ).fetchone()
+                parents[current] = found = (bool(found[0]), found[1]) if found else (False, None)
+            is_subagent, parent = found
+            if not is_subagent or not parent or parent in seen:
+                break
+            seen.add(parent)
+            current = parent
+        if current == sid and parents.get(sid, (False, None))[0] and ":" in sid:
+            current = sid.split(":", 1)[0]
+        roots[sid] = current
+    return roots
+
+
+# ------------------------------------------------------------------ changed lines
+
+
+def _new_changes(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+    """The lines changed by the marked sessions' completed editing calls not counted yet."""
+    from threadloom.core.diffs import EDIT_TOOLS
+    from threadloom.core.query import ToolCall, fill_tool_io
+
+    rows = conn.execute(
+        "SELECT c.session_id, c.id, c.tool_name, c.params_json, c.entry_id, c.result_entry_id, c.turn_id, "
+        "COALESCE(c.completed_at, c.started_at), s.source FROM agent_tool_calls c "
+        "JOIN agent_sessions s ON s.id = c.session_id "
+        f"WHERE c.session_id IN ({PENDING}) AND c.status = 'completed' "
+        "AND (c.tool_name IN (SELECT value FROM json_each(?)) OR c.params_json LIKE '%*** Begin Patch%') "
+        "AND NOT EXISTS (SELECT 1 FROM agent_file_changes f WHERE f.session_id = c.session_id AND f.call_id = c.id)",
+        (orjson.dumps(EDIT_TOOLS).decode(),),
+    ).fetchall()
+    out: list[tuple[Any, ...]] = []
+    for start in range(0, len(rows), 500):
+        chunk = rows[start : start + 500]
+        calls = [ToolCall(r[1], r[2], r[3], "", "completed", None, None, None, r[5], r[4]) for r in chunk]
+        records = _records(
+            conn, [(r[4], r[8]) for r in chunk if r[3] is None] + [(r[5], r[8]) for r in chunk]
+        )
+        for call in calls:
+            found = (
+                records.get(call.entry_id) if call.params_json is None and call.entry_id is not None else None
+            )
+            if found is not None:
+                adapter, record = found
+                params = adapter.tool_input(record, call.id)
+                call.params_json = orjson.dumps(params).decode() if params is not None else None
+        fill_tool_io(conn, [c for c in calls if c.params_json is None])  # what no adapter read cheaply
+        for row, call in zip(chunk, calls, strict=True):
+            sid, call_id, name, _, _, result_entry, turn_id, ts, _ = row
+            try:
+                params = orjson.loads(call.params_json or "{}")
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(params, dict):
+                continue
+            result = records.get(result_entry) if result_entry is not None else None
+            extra = result[0].tool_result_extra(result[1]) if result is not None else None
+            for path, added, removed in call_line_counts(name, params, extra):
+                out.append((sid, call_id, path, turn_id, name, ts, added, removed))
+    return out
+
+
+def _records(
+    conn: sqlite3.Connection, wanted: list[tuple[int | None, str]]
+) -> dict[int, tuple[Adapter, Any]]:
+    """Records parsed from their raw bytes, with their agent's adapter, by entry id."""
+    from threadloom.core.adapters import ADAPTERS
+
+    by_entry = {eid: agent for eid, agent in wanted if eid is not None}
+    out: dict[int, tuple[Adapter, Any]] = {}
+    if not by_entry:
+        return out
+    for eid, raw in conn.execute(
+        "SELECT id, raw FROM entries WHERE id IN (SELECT value FROM json_each(?))",
+        (orjson.dumps(sorted(by_entry)).decode(),),
+    ):
+        adapter = ADAPTERS.get(by_entry[eid])
+        if adapter is None:
+            continue
+        try:
+            record = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            out[eid] = (adapter, record)
+    return out
+
+
+PATCH_FILE = re.compile(r"^(?:Update|Add|Delete) File: ")
+
+
+def call_line_counts(name: str, params: dict[str, Any], extra: Any = None) -> list[tuple[str, int, int]]:
+    """(file, lines added, lines removed) of one editing call, from its diff (core.diffs)."""
+    from threadloom.core.diffs import call_diff
+
+    counts: dict[str, list[int]] = {}
+    path = ""
+    for line in call_diff(name, params, extra):
+        if line.kind == "file":
+            text = line.text.strip()
+            if text.startswith("Move to: "):
+                moved = text[len("Move to: ") :].strip()
+                counts[moved] = counts.pop(path, [0, 0])
+                path = moved
+            else:
+                path = PATCH_FILE.sub("", text)
+            counts.setdefault(path, [0, 0])
+        elif line.kind == "added":
+            counts.setdefault(path, [0, 0])[0] += 1
+        elif line.kind == "removed":
+            counts.setdefault(path, [0, 0])[1] += 1
+    return [(p, a, r) for p, (a, r) in counts.items() if p]
+
+
+def _aider_changes(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+    """The marked Aider sessions' SEARCH/REPLACE blocks that an "Applied edit to" line confirms
+    (a block Aider could not apply changed nothing), counted per reply and file."""
+    from threadloom.core.diffs import diff_between
+    from threadloom.core.render import EditBlock, edit_blocks
+    from threadloom.core.undo import APPLIED_EDIT
+
+    replies: list[tuple[str, int, str | None, int | None, str]] = []
+    applied: dict[tuple[str, str | None], set[str]] = {}
+    sessions = [
+        r[0]
+        for r in conn.execute(f"SELECT id FROM agent_sessions WHERE source = 'aider' AND id IN ({PENDING})")
+    ]
+    for sid, eid, turn, ts, role, content in conn.execute(
+        "SELECT e.session_id, e.id, e.turn_id, e.timestamp, e.role, e.content FROM entries e "
+        "WHERE e.session_id IN (SELECT value FROM json_each(?)) AND e.seq IS NOT NULL AND e.content IS NOT NULL "
+        "ORDER BY e.session_id, e.seq",
+        (orjson.dumps(sessions).decode(),),
+    ):
+        if role == "assistant":
+            replies.append((sid, eid, turn, ts, content))
+        elif role == "system":
+            applied.setdefault((sid, turn), set()).update(m.group(1) for m in APPLIED_EDIT.finditer(content))
+    out: list[tuple[Any, ...]] = []
+    for sid, eid, turn, ts, content in replies:
+        counts: dict[str, list[int]] = {}
+        for part in edit_blocks(content):
+            if not isinstance(part, EditBlock) or part.path not in applied.get((sid, turn), set()):
+                continue
+            total = counts.setdefault(part.path, [0, 0])
+            for line in diff_between(part.old, part.new):
+                if line.kind == "added":
+                    total[0] += 1
+                elif line.kind == "removed":
+                    total[1] += 1
+        out += [(sid, f"entry-{eid}", p, turn, "SEARCH/REPLACE", ts, a, r) for p, (a, r) in counts.items()]
+    return out
+
+
+@dataclass(slots=True)
+class FileChange:
+    """A file a session changed, with the lines added and removed and the calls that did it."""
+
+    path: str
+    lines_added: int
+    lines_removed: int
+    calls: list[str]
+
+
+def session_changes(
+    conn: sqlite3.Connection, session_id: str, turn_id: str | None = None
+) -> list[FileChange]:
+    """The files a session (or one of its turns) changed, most changed first."""
+    where, params = "session_id = ?", [session_id]
+    if turn_id is not None:
+        where += " AND turn_id = ?"
+        params.append(turn_id)
+    rows = conn.execute(
+        f"SELECT path, sum(lines_added), sum(lines_removed), json_group_array(call_id) FROM agent_file_changes "
+        f"WHERE {where} GROUP BY path ORDER BY sum(lines_added) + sum(lines_removed) DESC, path",
+        params,
+    ).fetchall()
+    return [FileChange(p, a, r, orjson.loads(c)) for p, a, r, c in rows]
+
+
+# ------------------------------------------------------------------ reading the sums
+
+
+@dataclass(slots=True)
+class StatsRow:
+    """One line of a report: a period (local day `YYYY-MM-DD`, week by its Monday, month
+    `YYYY-MM`), a project, a model, an agent or a session, and its sums."""
+
+    period: str
+    sessions: int
+    messages: int
+    api_messages: int
+    input_tokens: int
+    output_tokens: int
+    cache_creation_tokens: int
+    cache_read_tokens: int
+    cost_usd: float | None  # None: no message of the row could be priced
+    unpriced_messages: int
+    tool_calls: int
+    failed_tool_calls: int
+    lines_added: int
+    lines_removed: int
+    label: str = ""  # what a reader is shown for the key: a project's name, a session's title
+    key: str = ""  # what to open: a project's path, a session's id
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens + self.cache_creation_tokens + self.cache_read_tokens
+
+    @property
+    def cost_text(self) -> str:
+        """ "$1.23", "$1.23 + ?" when some messages could not be priced, "?" when none could."""
+        from threadloom.core.query import money
+
+        if self.cost_usd is None:
+            return "?" if self.unpriced_messages else ""
+        return money(self.cost_usd) + (" + ?" if self.unpriced_messages else "")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_LOCAL = f"x.bucket * {BUCKET_MS // 1000}, 'unixepoch', 'localtime'"
+GROUP_SQL = {
+    "day": f"date({_LOCAL})",
+    "week": f"date({_LOCAL}, 'weekday 0', '-6 days')",  # the week's Monday
+    "month": f"strftime('%Y-%m', {_LOCAL})",
+    "project": "x.project_path",
+    "model": "x.model",
+    "agent": "x.agent",
+    "session": "x.root_session_id",
+    "total": "'total'",  # one row: the whole selection (a session counted once)
+}
+SUMS = (
+    "count(DISTINCT x.root_session_id), sum(x.messages), sum(x.api_messages), sum(x.input_tokens), "
+    "sum(x.output_tokens), sum(x.cache_creation_tokens), sum(x.cache_read_tokens), sum(x.cost_usd), "
+    "sum(x.unpriced_messages), sum(x.tool_calls), sum(x.failed_tool_calls), sum(x.lines_added), sum(x.lines_removed)"
+)
+
+
+def report(
+    conn: sqlite3.Connection,
+    by: str = "day",
+    *,
+    since: int | None = None,
+    until: int | None = None,
+    project: str | None = None,
+    agent: str | None = None,
+) -> list[StatsRow]:
+    """The sums grouped `by` one of GROUPINGS, over the rows from `since` to before `until` (unix
+    ms) of the projects matching `project` (name, path, or part of a path, as `sessions --project`)
+    and the `agent`. Periods come in time order, the other groupings most expensive first."""
+    if by not in GROUP_SQL:  # GROUPINGS, or "total"
+        raise ValueError(f"--by takes one of {', '.join(GROUPINGS)}, not {by!r}")
+    where: list[str] = ["1"]
+    params: list[Any] = []
+    if since is not None:
+        where.append("x.bucket >= ?")
+        params.append(since // BUCKET_MS)
+    if until is not None:
+        where.append("x.bucket < ?")
+        params.append(-(-until // BUCKET_MS))
+    if project:
+        where.append("(x.project = ? OR x.project_path = ? OR x.project_path LIKE ?)")
+        params += [project, project, f"%{project}%"]
+    if agent:
+        where.append("x.agent = ?")
+        params.append(agent)
+    if by in TIME_GROUPINGS:
+        where.append("x.bucket IS NOT NULL")
+    key = GROUP_SQL[by]
+    order = (
+        "period"
+        if by in TIME_GROUPINGS
+        else "sum(x.cost_usd) IS NULL, sum(x.cost_usd) DESC, "
+        "sum(x.input_tokens + x.output_tokens + x.cache_creation_tokens + x.cache_read_tokens) DESC, period"
+    )
+    rows = conn.execute(
+        f"SELECT {key} AS period, {SUMS}, max(x.project) FROM stats_rollup x WHERE {' AND '.join(where)} "
+        f"GROUP BY period ORDER BY {order}",
+        params,
+    ).fetchall()
+    out = [_stats_row(r) for r in rows]
+    for row, raw in zip(out, rows, strict=True):
+        row.key = row.period
+        row.label = row.period
+        if by == "project":
+            row.label = raw[14] or row.period or "(no project)"
+    if by == "session":
+        titles = _titles(conn, [r.key for r in out])
+        for row in out:
+            row.label = titles.get(row.key, row.key)
+    return out
+
+
+def _stats_row(r: tuple[Any, ...]) -> StatsRow:
+    """A row of `report`'s query: the key, the SUMS (NULL sums of counts are 0, of costs None)."""
+    c = [int(v or 0) for v in r[1:14]]
+    return StatsRow(
+        period=str(r[0]),
+        sessions=c[0],
+        messages=c[1],
+        api_messages=c[2],
+        input_tokens=c[3],
+        output_tokens=c[4],
+        cache_creation_tokens=c[5],
+        cache_read_tokens=c[6],
+        cost_usd=r[8],
+        unpriced_messages=c[8],
+        tool_calls=c[9],
+        failed_tool_calls=c[10],
+        lines_added=c[11],
+        lines_removed=c[12],
+    )
+
+
+def _titles(conn: sqlite3.Connection, ids: list[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for start in range(0, len(ids), 500):
+        for sid, title in conn.execute(
+            "SELECT id, COALESCE(title, first_prompt, '') FROM agent_sessions WHERE id IN (SELECT value FROM json_each(?))",
+            (orjson.dumps(ids[start : start + 500]).decode(),),
+        ):
+            found[sid] = " ".join(str(title).split())[:120]
+    return found
+
+
+def parse_day(value: str, *, end: bool = False, now: float | None = None) -> int:
+    """A local day ('2026-03-01', 'today', 'yesterday', '7d', '2w', '3m') as unix ms: its start,
+    or with `end` the start of the next day (so `--until` takes its whole day). ValueError when
+    the text is none of those."""
+    today = datetime.fromtimestamp(time.time() if now is None else now).date()
+    text = value.strip().lower()
+    m = re.fullmatch(r"(\d+)\s*([dwm])", text)
+    if text in ("today", "yesterday"):
+        day = today - timedelta(days=1 if text == "yesterday" else 0)
+    elif m:
+        days = int(m.group(1)) * {"d": 1, "w": 7, "m": 30}[m.group(2)]
+        day = today - timedelta(days=days)
+    else:
+        try:
+            day = date.fromisoformat(text)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a day (2026-03-01, today, yesterday, 7d, 2w, 3m)") from None
+    if end:
+        day += timedelta(days=1)
+    return int(datetime(day.year, day.month, day.day).timestamp() * 1000)

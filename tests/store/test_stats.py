@@ -1,0 +1,310 @@
+"""The stats' sums kept by the ledger: equal to sums over the raw rows after a first ingest, an
+append and a rebuild; an unknown cost stays unknown; changed lines counted from each kind of edit."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from conftest import Transcript, ingest, tool_use
+from threadloom.core import stats
+from threadloom.core.db import set_meta
+from threadloom.core.ledger import rebuild_derived
+
+SID = "57a75111-1111-4222-8333-000000000a01"
+SONNET = "claude-sonnet-4-5-20250929"
+USAGE = {
+    "input_tokens": 12,
+    "output_tokens": 700,
+    "cache_creation_input_tokens": 3000,
+    "cache_read_input_tokens": 40000,
+}
+
+ROLLUP_SUMS = (
+    "SELECT CAST(total(input_tokens) AS INTEGER), CAST(total(output_tokens) AS INTEGER), "
+    "CAST(total(cache_creation_tokens) AS INTEGER), CAST(total(cache_read_tokens) AS INTEGER), sum(cost_usd), "
+    "CAST(total(unpriced_messages) AS INTEGER), CAST(total(api_messages) AS INTEGER) FROM stats_rollup"
+)
+RAW_SUMS = (
+    "SELECT CAST(total(input_tokens) AS INTEGER), CAST(total(output_tokens) AS INTEGER), "
+    "CAST(total(cache_creation_tokens) AS INTEGER), CAST(total(cache_read_tokens) AS INTEGER), sum(cost_usd), "
+    "count(*) FILTER (WHERE cost_usd IS NULL), count(*) FROM agent_usage"
+)
+
+
+def edit_session(root) -> Transcript:
+    """A session with an Edit, a MultiEdit, a Write of a new file, a failed Edit and an unknown model."""
+    t = Transcript(root / "projects" / "-home-dev-app" / f"{SID}.jsonl", SID)
+    t.user("change the files")
+    t.assistant(
+        "editing",
+        model=SONNET,
+        usage=USAGE,
+        tools=[
+            tool_use(
+                "e1",
+                "Edit",
+                file_path="/home/dev/app/a.py",
+                old_string="x = 1\ny = 2",
+                new_string="x = 10\ny = 2\nz = 3",
+            )
+        ],
+    )
+    t.tool_result("e1", "ok")
+    t.assistant(
+        tools=[
+            tool_use(
+                "m1",
+                "MultiEdit",
+                file_path="/home/dev/app/b.py",
+                edits=[{"old_string": "a", "new_string": "b"}, {"old_string": "c\nd", "new_string": ""}],
+            )
+        ],
+        model=SONNET,
+        usage=USAGE,
+    )
+    t.tool_result("m1", "ok")
+    t.assistant(
+        tools=[tool_use("w1", "Write", file_path="/home/dev/app/new.txt", content="1\n2\n3\n4\n")],
+        model=SONNET,
+    )
+    t.tool_result("w1", "File created")
+    t.assistant(
+        tools=[tool_use("f1", "Edit", file_path="/home/dev/app/a.py", old_string="q", new_string="r")]
+    )
+    t.tool_result("f1", "String to replace not found", is_error=True)
+    t.assistant("done", model="my-local-llama", usage=USAGE)
+    return t
+
+
+def assert_rollups_match(conn: sqlite3.Connection) -> None:
+    assert conn.execute("SELECT count(*) FROM stats_pending").fetchone()[0] == 0
+    rolled, raw = conn.execute(ROLLUP_SUMS).fetchone(), conn.execute(RAW_SUMS).fetchone()
+    assert rolled[:4] == raw[:4] and rolled[5:] == raw[5:]
+    assert rolled[4] == pytest.approx(raw[4])
+    by_session = dict(conn.execute("SELECT session_id, sum(messages) FROM stats_rollup GROUP BY session_id"))
+    assert by_session == dict(
+        conn.execute("SELECT id, message_count FROM agent_sessions WHERE message_count > 0")
+    )
+    calls = conn.execute("SELECT sum(tool_calls), sum(failed_tool_calls) FROM stats_rollup").fetchone()
+    assert (
+        calls
+        == conn.execute(
+            "SELECT count(*), count(*) FILTER (WHERE status = 'failed') FROM agent_tool_calls"
+        ).fetchone()
+    )
+    lines = conn.execute("SELECT sum(lines_added), sum(lines_removed) FROM stats_rollup").fetchone()
+    assert (
+        lines
+        == conn.execute("SELECT sum(lines_added), sum(lines_removed) FROM agent_file_changes").fetchone()
+    )
+
+
+def test_rollups_equal_the_raw_sums_after_ingest_append_and_rebuild(conn, tmp_path):
+    t = edit_session(tmp_path)
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    assert_rollups_match(conn)
+    before = conn.execute(ROLLUP_SUMS).fetchone()
+    # an append: a new turn with a priced message and a failing Bash call
+    t.user("and run it")
+    t.assistant(tools=[tool_use("b1", "Bash", command="false")], model=SONNET, usage=USAGE, msg_id="msg_more")
+    t.tool_result("b1", "exit 1", is_error=True)
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    assert_rollups_match(conn)
+    after = conn.execute(ROLLUP_SUMS).fetchone()
+    assert after[6] == before[6] + 1 and after[0] == before[0] + 12
+    assert conn.execute("SELECT sum(failed_tool_calls) FROM stats_rollup").fetchone()[0] == 2
+    kept = conn.execute("SELECT * FROM stats_rollup ORDER BY bucket, session_id, model").fetchall()
+    rebuild_derived(conn)
+    from threadloom.core.cost import price_pending
+
+    price_pending(conn)
+    stats.refresh_pending(conn)
+    assert_rollups_match(conn)
+    again = conn.execute("SELECT * FROM stats_rollup ORDER BY bucket, session_id, model").fetchall()
+    assert [r[1:] for r in again] == [r[1:] for r in kept]
+
+
+def test_an_unknown_cost_stays_unknown_never_zero(conn, tmp_path):
+    t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{SID}.jsonl", SID)
+    t.user("hello")
+    t.assistant("hi", model="my-local-llama", usage=USAGE)
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    rows = stats.report(conn, "model")
+    assert [(r.period, r.cost_usd, r.unpriced_messages, r.cost_text) for r in rows] == [
+        ("my-local-llama", None, 1, "?")
+    ]
+    (everything,) = stats.report(conn, "total")
+    assert (everything.cost_usd, everything.unpriced_messages, everything.sessions) == (None, 1, 1)
+
+
+def test_a_new_price_table_reprices_the_rollups(conn, tmp_path):
+    edit_session(tmp_path).write()
+    ingest(conn, tmp_path / "projects")
+    conn.execute("UPDATE stats_rollup SET cost_usd = 999")  # what the old prices gave
+    set_meta(conn, "prices_version", "older data")
+    ingest(conn, tmp_path / "projects")
+    assert_rollups_match(conn)
+    assert conn.execute("SELECT max(cost_usd) FROM stats_rollup").fetchone()[0] < 999
+
+
+def test_lines_added_and_removed_by_claude_edits(conn, tmp_path):
+    edit_session(tmp_path).write()
+    ingest(conn, tmp_path / "projects")
+    changes = {c.path: (c.lines_added, c.lines_removed, c.calls) for c in stats.session_changes(conn, SID)}
+    assert changes == {
+        "/home/dev/app/a.py": (2, 1, ["e1"]),  # x = 1 → x = 10, z = 3 added; the failed f1 not counted
+        "/home/dev/app/new.txt": (4, 0, ["w1"]),
+        "/home/dev/app/b.py": (1, 3, ["m1"]),
+    }
+    first_turn = conn.execute("SELECT turn_id FROM agent_tool_calls WHERE id = 'e1'").fetchone()[0]
+    assert {c.path for c in stats.session_changes(conn, SID, first_turn)} == set(changes)
+
+
+def test_a_write_over_a_file_counts_its_structured_patch(conn, tmp_path):
+    t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{SID}.jsonl", SID)
+    t.user("rewrite it")
+    t.assistant(tools=[tool_use("w2", "Write", file_path="/home/dev/app/c.py", content="a\nB\nc\n")])
+    patch = [{"oldStart": 1, "oldLines": 3, "newStart": 1, "newLines": 3, "lines": [" a", "-b", "+B", " c"]}]
+    t.tool_result("w2", "updated", tool_use_result={"type": "update", "structuredPatch": patch})
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    assert [(c.path, c.lines_added, c.lines_removed) for c in stats.session_changes(conn, SID)] == [
+        ("/home/dev/app/c.py", 1, 1)
+    ]
+
+
+def codex_rollout(root, patch: str, status: str = "completed"):
+    folder = root / "sessions" / "2026" / "03" / "01"
+    folder.mkdir(parents=True)
+    path = folder / "rollout-2026-03-01T10-00-00-0199a000-0000-7000-8000-00000000c0de.jsonl"
+    lines = [
+        {
+            "timestamp": "2026-03-01T10:00:00.000Z",
+            "type": "session_meta",
+            "payload": {
+                "id": "0199a000-0000-7000-8000-00000000c0de",
+                "timestamp": "2026-03-01T10:00:00.000Z",
+                "cwd": "/home/dev/api",
+                "originator": "codex_cli_rs",
+                "cli_version": "0.50.0",
+            },
+        },
+        {
+            "timestamp": "2026-03-01T10:00:01.000Z",
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "patch it"}],
+            },
+        },
+        {
+            "timestamp": "2026-03-01T10:00:02.000Z",
+            "type": "response_item",
+            "payload": {
+                "type": "custom_tool_call",
+                "status": status,
+                "call_id": "call_p1",
+                "name": "apply_patch",
+                "input": patch,
+            },
+        },
+        {
+            "timestamp": "2026-03-01T10:00:03.000Z",
+            "type": "response_item",
+            "payload": {"type": "custom_tool_call_output", "call_id": "call_p1", "output": "Success."},
+        },
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+PATCH = """*** Begin Patch
+*** Update File: src/app.py
+@@ def main():
+-    print("hi")
++    print("hello")
++    return 0
+*** Add File: src/new.py
++one
++two
+*** End Patch"""
+
+
+def test_lines_of_a_codex_apply_patch(conn, tmp_path):
+    codex_rollout(tmp_path, PATCH)
+    ingest(conn, tmp_path / "sessions")
+    sid = conn.execute("SELECT id FROM agent_sessions").fetchone()[0]
+    assert [(c.path, c.lines_added, c.lines_removed) for c in stats.session_changes(conn, sid)] == [
+        ("src/app.py", 2, 1),
+        ("src/new.py", 2, 0),
+    ]
+    row = stats.report(conn, "agent")[0]
+    assert (row.period, row.lines_added, row.lines_removed, row.tool_calls) == ("codex", 4, 1, 1)
+
+
+AIDER = """# aider chat started at 2026-03-01 10:00:00
+
+#### make the greeting friendlier
+
+src/greet.py
+```python
+<<<<<<< SEARCH
+def greet():
+    return "hi"
+=======
+def greet():
+    return "hello, friend"
+>>>>>>> REPLACE
+```
+
+notes.md
+```
+<<<<<<< SEARCH
+=======
+# Notes
+done
+>>>>>>> REPLACE
+```
+
+> Applied edit to src/greet.py
+"""
+
+
+def test_lines_of_aider_edit_blocks_it_applied(conn, tmp_path):
+    home = tmp_path / "proj"
+    home.mkdir()
+    (home / ".aider.chat.history.md").write_text(AIDER)
+    ingest(conn, home / ".aider.chat.history.md")
+    sid = conn.execute("SELECT id FROM agent_sessions WHERE source = 'aider'").fetchone()[0]
+    # notes.md was never applied (no "Applied edit to" line): it changed nothing
+    assert [(c.path, c.lines_added, c.lines_removed) for c in stats.session_changes(conn, sid)] == [
+        ("src/greet.py", 1, 1)
+    ]
+    assert stats.report(conn, "session")[0].lines_added == 1
+
+
+def test_a_schema_upgrade_rebuilds_the_rollups(tmp_path):
+    from threadloom.core import db
+    from threadloom.core.ingest import rebuild_pending
+
+    edit_session(tmp_path).write()
+    path = tmp_path / "old.db"
+    conn = db.connect(path)
+    ingest(conn, tmp_path / "projects")
+    before = conn.execute(ROLLUP_SUMS).fetchone()
+    conn.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION - 1}")
+    conn.close()
+    conn = db.connect(path)  # the upgrade empties the derived tables; it never replays
+    assert db.rebuild_due(conn) == db.SCHEMA_VERSION - 1
+    assert conn.execute("SELECT count(*) FROM stats_rollup").fetchone()[0] == 0
+    assert rebuild_pending(conn)
+    assert_rollups_match(conn)
+    assert conn.execute(ROLLUP_SUMS).fetchone()[:4] == before[:4]
+    assert len(stats.session_changes(conn, SID)) == 3
+    conn.close()

@@ -1,0 +1,113 @@
+"""The stats screen on the demo archive: it opens (key and palette), shows the ledger's sums,
+switches grouping, and Enter narrows the browser to a project or session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Sparkline, Static
+from threadloom.core import stats
+from threadloom.tui.app import ThreadloomApp
+from threadloom.tui.panes import ProjectList, SessionTree
+from threadloom.tui.stats import StatsScreen
+from tui_support import build_demo_db, fixed_now, restore_tz, use_utc
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_demo_db(tmp_path_factory.mktemp("stats-tui"), long_turns=12)
+
+
+@pytest.fixture(autouse=True)
+def utc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "no-claude"))
+    monkeypatch.setenv("THREADLOOM_KEYMAP", str(tmp_path / "no-keymap.toml"))
+    previous = use_utc()
+    yield
+    restore_tz(previous)
+
+
+def shown(table: DataTable) -> list[list[str]]:
+    return [[str(cell) for cell in table.get_row_at(n)] for n in range(table.row_count)]
+
+
+async def test_stats_screen_groups_and_narrows_the_browser(demo_db: Path) -> None:
+    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        assert app.conn is not None
+        days = stats.report(app.conn, "day")
+        await pilot.press("S")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, StatsScreen)
+        table = screen.query_one(DataTable)
+        rows = shown(table)
+        assert [r[0] for r in rows] == [d.period for d in reversed(days)] and len(rows) >= 3
+        assert rows[0][7] == days[-1].cost_text and rows[0][1] == str(days[-1].sessions)
+        assert table.cursor_row == 0  # the latest day
+        spark = screen.query_one(Sparkline)
+        assert spark.data is not None and max(spark.data) == pytest.approx(max(d.cost_usd or 0 for d in days))
+        whole = stats.report(app.conn, "total")[0]
+        assert whole.cost_text in str(screen.query_one("#stats-title", Static).render())
+
+        await pilot.press("o")
+        models = shown(table)
+        assert {r[0] for r in models} == {r.period for r in stats.report(app.conn, "model")}
+        assert "claude-sonnet-4-5-20250929" in {r[0] for r in models}
+        await pilot.press("m")
+        assert len(shown(table)) == len(stats.report(app.conn, "month"))
+
+        # Enter on a day: that day's sessions
+        await pilot.press("d", "down", "enter")
+        await pilot.pause()
+        day = days[-2].period
+        assert screen.by == "session" and day in str(table.border_title)
+        assert sum(int(r[1]) for r in shown(table)) == days[-2].sessions
+
+        await pilot.press("p")  # that day's projects
+        assert [r[0] for r in shown(table)] == [
+            r.label
+            for r in stats.report(
+                app.conn, "project", since=stats.parse_day(day), until=stats.parse_day(day, end=True)
+            )
+        ]
+        await pilot.press("escape")  # the whole archive again
+        assert isinstance(app.screen, StatsScreen) and "day" not in str(table.border_title)
+
+        # Enter on a project: the browser, that project's sessions listed
+        projects = stats.report(app.conn, "project")
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, StatsScreen)
+        chosen = app.browser.query_one(ProjectList).current
+        assert chosen is not None and chosen.path == projects[1].key
+        assert app.browser.query_one(SessionTree).has_focus
+
+        # Enter on a session: opened in the browser
+        await pilot.press("S", "s", "enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, StatsScreen)
+        assert app.browser.open_session_id == stats.report(app.conn, "session")[0].key
+
+
+async def test_the_palette_opens_it_and_the_project_list_shows_costs(demo_db: Path) -> None:
+    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        assert app.conn is not None
+        project_list = app.browser.query_one(ProjectList)
+        by_path = {r.key: r for r in stats.report(app.conn, "project")}
+        for n, project in enumerate(project_list.projects):
+            label = str(project_list.get_option_at_index(n).prompt)
+            assert project.cost_text and project.cost_text in label.splitlines()[1]
+            assert project.cost_usd == pytest.approx(by_path[project.path].cost_usd)
+        await pilot.press("ctrl+p", *"stats")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, StatsScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, StatsScreen)

@@ -1,0 +1,265 @@
+"""The stats screen: cost (or tokens) per day as a sparkline, and a table of the totals by day,
+week, month, project, model, agent or session below it; Enter narrows the browser to a row.
+
+Everything is read from the sums the ledger keeps (`core.stats.report`): opening it groups those
+rows, it never scans the messages."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Sparkline, Static
+from threadloom.core import stats
+from threadloom.core.stats import StatsRow
+from threadloom.core.text import human_tokens, printable
+from threadloom.tui.events import OpenProject, OpenSession
+
+TITLES = {
+    "day": "Day",
+    "week": "Week of",
+    "month": "Month",
+    "project": "Project",
+    "model": "Model",
+    "agent": "Agent",
+    "session": "Session",
+}
+COLUMNS = (
+    "sessions",
+    "msgs",
+    "input",
+    "output",
+    "cache w",
+    "cache r",
+    "cost",
+    "tools",
+    "failed",
+    "+lines",
+    "-lines",
+)
+FIRST_ROWS = 50  # drawn at once; the rest are added after the first paint (measuring a cell costs)
+LABEL_WIDTH = 44  # a session's title is cut here, so the numbers stay on screen
+SPARK_DAYS = 90  # the sparkline's span: the last days with activity, up to this many
+
+
+@dataclass(slots=True)
+class Narrowing:
+    """What the table is limited to (a period chosen with Enter, an agent), for its caption."""
+
+    since: int | None = None
+    until: int | None = None
+    agent: str | None = None
+    what: str = ""
+
+
+class StatsScreen(Screen[None]):
+    """Totals of the whole archive, grouped by the key pressed."""
+
+    DEFAULT_CSS = """
+    StatsScreen { layout: vertical; }
+    #stats-title { height: 1; padding: 0 1; text-style: bold; }
+    #stats-spark { height: 5; margin: 0 1; }
+    #stats-spark-axis { height: 1; padding: 0 1; color: $text-muted; }
+    #stats-table { height: 1fr; border: round $accent; border-title-color: $text; }
+    """
+
+    BINDINGS = [
+        Binding("d", "group('day')", "Day", id="stats.day"),
+        Binding("w", "group('week')", "Week", id="stats.week"),
+        Binding("m", "group('month')", "Month", id="stats.month"),
+        Binding("p", "group('project')", "Project", id="stats.project"),
+        Binding("o", "group('model')", "Model", id="stats.model"),
+        Binding("a", "group('agent')", "Agent", id="stats.agent"),
+        Binding("s", "group('session')", "Session", id="stats.session"),
+        Binding(
+            "enter",
+            "open_row",
+            "Open",
+            id="stats.open",
+            tooltip="A project or session: show it in the browser; a period or agent: its sessions or projects",
+        ),
+        Binding("escape,q,S", "close", "Close", id="stats.close"),
+    ]
+
+    def __init__(self, conn: sqlite3.Connection, by: str = "day") -> None:
+        super().__init__(id="stats")
+        self.conn = conn
+        self.by = by
+        self.narrowing = Narrowing()
+        self.rows: list[StatsRow] = []
+        self.days: list[StatsRow] = []  # the whole archive's days: the sparkline's, and the first table's
+        self._shown = 0  # which `show` the rows being added belong to
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="stats-title")
+        yield Sparkline([], id="stats-spark")
+        yield Static(id="stats-spark-axis")
+        yield DataTable(id="stats-table", cursor_type="row", zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        self._draw_spark()
+        self.show(self.by)
+        table.focus()
+
+    # ------------------------------------------------------------------ reading
+
+    def _draw_spark(self) -> None:
+        """Cost per local day over the last days with activity (tokens when no cost is known)."""
+        days = self.days = stats.report(self.conn, "day")
+        spark = self.query_one(Sparkline)
+        axis = self.query_one("#stats-spark-axis", Static)
+        if not days:
+            spark.data = []
+            axis.update("")
+            return
+        last = date.fromisoformat(days[-1].period)
+        first = max(date.fromisoformat(days[0].period), last - timedelta(days=SPARK_DAYS - 1))
+        by_day = {r.period: r for r in days}
+        priced = any(r.cost_usd is not None for r in days)
+        values = []
+        for n in range((last - first).days + 1):
+            row = by_day.get((first + timedelta(days=n)).isoformat())
+            if row is None:
+                values.append(0.0)
+            else:
+                values.append((row.cost_usd or 0.0) if priced else float(row.total_tokens))
+        spark.data = values
+        what = "cost" if priced else "tokens"
+        peak = max(values)
+        peak_text = f"${peak:,.2f}" if priced else human_tokens(int(peak))
+        axis.update(
+            Text.assemble(
+                (first.isoformat(), ""),
+                (f"  {what} per day, highest {peak_text}  ", "italic"),
+                (last.isoformat(), ""),
+            )
+        )
+
+    def show(self, by: str) -> None:
+        """Fill the table grouped `by`, within the current narrowing."""
+        self.by = by
+        n = self.narrowing
+        if by == "day" and not n.what and self.days:
+            self.rows = list(self.days)
+        else:
+            self.rows = stats.report(self.conn, by, since=n.since, until=n.until, agent=n.agent)
+        if by in stats.TIME_GROUPINGS:
+            self.rows.reverse()  # the latest period first, under the cursor
+        whole = stats.report(self.conn, "total", since=n.since, until=n.until, agent=n.agent)
+        table = self.query_one(DataTable)
+        table.clear(columns=True)  # the columns fit the new labels, not the widest ever shown
+        table.add_column(TITLES[by], key="key")
+        for name in COLUMNS:
+            table.add_column(Text(name, justify="right"), key=name)
+        self._shown += 1
+        self._add_rows(self._shown, 0, FIRST_ROWS)
+        table.border_title = f"By {by}" + (f" · {n.what}" if n.what else "")
+        table.border_subtitle = (
+            "d w m: periods · p o a s: project, model, agent, session · Enter opens · Esc "
+            + ("widens" if n.what else "closes")
+        )
+        title = self.query_one("#stats-title", Static)
+        if whole:
+            t = whole[0]
+            title.update(
+                f"{_count(t.sessions, 'session')} · {_count(t.messages, 'message')} · {human_tokens(t.total_tokens)} tokens · "
+                f"{t.cost_text or 'no cost known'} · {t.tool_calls:,} tool calls ({t.failed_tool_calls:,} failed) · "
+                f"+{t.lines_added} −{t.lines_removed} lines"
+            )
+        else:
+            title.update("Nothing archived yet" if not n.what else f"Nothing in {n.what}")
+
+    def _add_rows(self, shown: int, start: int, count: int) -> None:
+        """Rows `start` to `start + count` of the table, then (after they are drawn) the rest, so
+        a table of a thousand days opens as fast as one of fifty."""
+        if shown != self._shown:
+            return  # another grouping was chosen meanwhile
+        table = self.query_one(DataTable)
+        for row in self.rows[start : start + count]:
+            table.add_row(Text(_cut(printable(self._label(row)), LABEL_WIDTH)), *_cells(row), key=row.key)
+        if start + count < len(self.rows):
+            self.call_after_refresh(self._add_rows, shown, start + count, len(self.rows))
+
+    def _label(self, row: StatsRow) -> str:
+        if self.by == "session":
+            return f"{row.key.split(':')[-1][:13]}  {row.label or '(untitled)'}"
+        return row.label or "(none)"
+
+    # ------------------------------------------------------------------ keys
+
+    def action_group(self, by: str) -> None:
+        if by in stats.TIME_GROUPINGS:
+            self.narrowing = Narrowing()  # the periods of the whole archive again
+        self.show(by)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open_row()
+
+    def action_open_row(self) -> None:
+        table = self.query_one(DataTable)
+        if not self.rows or table.cursor_row is None or table.cursor_row >= len(self.rows):
+            return
+        row = self.rows[table.cursor_row]
+        if self.by in ("project", "session"):
+            self.dismiss()  # back to the browser, which the message narrows
+            self.app.post_message(OpenProject(row.key) if self.by == "project" else OpenSession(row.key))
+        elif self.by in stats.TIME_GROUPINGS:
+            since, until = _period_bounds(self.by, row.period)
+            self.narrowing = Narrowing(since, until, None, f"{TITLES[self.by].lower()} {row.period}")
+            self.show("session")
+        elif self.by == "agent":
+            self.narrowing = Narrowing(agent=row.key, what=row.key)
+            self.show("project")
+
+    def action_close(self) -> None:
+        """Esc: back from a period or agent chosen with Enter to the whole archive, else close."""
+        if self.narrowing.what:
+            self.narrowing = Narrowing()
+            self.show(self.by)
+        else:
+            self.dismiss()
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n:,} {what}{'' if n == 1 else 's'}"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _cells(row: StatsRow) -> list[Text]:
+    values = [
+        str(row.sessions),
+        str(row.messages),
+        human_tokens(row.input_tokens),
+        human_tokens(row.output_tokens),
+        human_tokens(row.cache_creation_tokens),
+        human_tokens(row.cache_read_tokens),
+        row.cost_text,
+        str(row.tool_calls),
+        str(row.failed_tool_calls),
+        f"+{row.lines_added}",
+        f"−{row.lines_removed}",
+    ]
+    styles = ["", "", "", "", "dim", "dim", "bold #d7af5f", "", "#d75f5f" if row.failed_tool_calls else "dim"]
+    styles += ["#87d787", "#d75f5f"]
+    return [Text(v, style=s, justify="right") for v, s in zip(values, styles, strict=True)]
+
+
+def _period_bounds(by: str, period: str) -> tuple[int, int]:
+    """A day, week (named by its Monday) or month as local unix ms, end excluded."""
+    if by == "month":
+        first = date.fromisoformat(f"{period}-01")
+        after = (first + timedelta(days=32)).replace(day=1)
+    else:
+        first = date.fromisoformat(period)
+        after = first + timedelta(days=7 if by == "week" else 1)
+    return stats.parse_day(first.isoformat()), stats.parse_day(after.isoformat())
