@@ -108,6 +108,9 @@ def test_sessions_json_keeps_its_fields_and_their_order(archive) -> None:
         "forked_from_session_id",
         "cost_usd",  # new fields come last: a reader of the earlier ones is not disturbed
         "unpriced_messages",
+        "first_prompt",
+        "file_path",
+        "duration_ms",
     ]
     assert data["is_subagent"] is False and data["is_warmup"] is False
     assert isinstance(data["cost_usd"], float) and data["cost_usd"] > 0 and data["unpriced_messages"] == 0
