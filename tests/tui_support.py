@@ -225,6 +225,8 @@ async def scene_filtered_list(pilot: Pilot) -> None:
     await pilot.pause()
     await pilot.press("2", "s", "s", "s", "ctrl+f", *"tax", "enter")
     await pilot.pause()
+    app.clear_notifications()  # "Sorted by …" toasts: gone or not by the time the picture is taken
+    await pilot.pause()
 
 
 SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = {

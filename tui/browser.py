@@ -476,6 +476,11 @@ class BrowserScreen(Screen[None]):
             tree.include_warmup = True
             tree.show_project(self.conn, path)
         tree_node = tree.reveal(chain)
+        if tree_node is None and (tree.view.text or tree.view.agent):
+            # the list's filter left it out: a session asked for by name is shown in the list too
+            tree.set_view(text="", agent=None)
+            self._view_cleared()
+            tree_node = tree.reveal(chain)
         if tree_node is not None:
             self._after_refresh(tree.move_cursor, tree_node)
         ref = tree_node.data if tree_node is not None else NodeRef("session", node)

@@ -248,3 +248,17 @@ async def test_the_new_keys_are_in_f1_help_with_their_ids(demo_db: Path) -> None
             "app.pane-narrower",
             "app.pane-wider",
         } <= ids
+
+
+async def test_jumping_to_a_session_the_filter_hides_clears_the_filter(demo_db: Path) -> None:
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        tree = app.query_one(SessionTree)
+        await pilot.press("2", "ctrl+f", *"checkout", "enter")
+        assert titles(tree) == [CHECKOUT[:24]]
+        header_id = next(s.id for s in tree.all_sessions if s.title and s.title.startswith(HEADER))
+        app.browser.jump_to_session(header_id)  # as the jump palette and a search hit do
+        await pilot.pause()
+        assert tree.border_title == "Sessions (2)" and not app.query_one("#filter-bar").display
+        assert tree.cursor_node is not None and tree.cursor_node.data.session.id == header_id
