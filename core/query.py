@@ -138,15 +138,16 @@ _SESSION_COLUMNS = (
     "s.output_tokens, s.cache_creation_tokens, s.cache_read_tokens, s.kind, s.agent_type, "
     "s.task_description, s.task_status, s.tool_call_id, s.is_warmup, s.turn_count, s.tool_call_count, "
     "s.branch_count, s.compaction_count, s.git_branch, s.forked_from_session_id, s.cost_usd, "
-    "s.unpriced_messages, s.first_prompt, "
+    "s.unpriced_messages, {first_prompt} AS first_prompt, "
     "(SELECT f.path FROM source_files f WHERE f.id = s.source_file_id) AS file_path"
 )
 
 
-def session_select(*, title: str = "s.title", more: str = "") -> str:
-    """`SELECT <the columns of SessionSummary> FROM agent_sessions s`: `title` is the SQL of its
-    title, `more` further columns (", <expr> AS child_count")."""
-    return f"SELECT {_SESSION_COLUMNS.format(title=title)}{more} FROM agent_sessions s"
+def session_select(*, title: str = "s.title", first_prompt: str = "s.first_prompt", more: str = "") -> str:
+    """`SELECT <the columns of SessionSummary> FROM agent_sessions s`: `title` and `first_prompt`
+    are the SQL of those, `more` further columns (", <expr> AS child_count")."""
+    columns = _SESSION_COLUMNS.format(title=title, first_prompt=first_prompt)
+    return f"SELECT {columns}{more} FROM agent_sessions s"
 
 
 _SESSION_SELECT = session_select()
