@@ -607,6 +607,18 @@ class BrowserScreen(Screen[None]):
             tree = self.query_one(SessionTree)
             verb = "Hide" if tree.include_warmup else "Show"
             yield SystemCommand(f"Sessions: {verb} Warmup agents", "Key w", tree.action_toggle_warmup)
+            yield SystemCommand(
+                "Sessions: filter by title, id, branch or prompt", "Key Ctrl+F", tree.action_filter
+            )
+            yield SystemCommand("Sessions: next sort order", "Key s", tree.action_cycle_sort)
+            yield SystemCommand("Sessions: next agent", "Key a", tree.action_cycle_agent)
+            verb = "Show" if tree.view.hide_short else "Hide"
+            yield SystemCommand(
+                f"Sessions: {verb} sessions of fewer than two messages", "Key .", tree.action_toggle_short
+            )
+            if tree.cursor_node is not None and tree.cursor_node.data and tree.cursor_node.data.session:
+                yield SystemCommand("Sessions: copy the session id", "Key y", tree.action_copy_id)
+                yield SystemCommand("Sessions: copy the session's file path", "Key Y", tree.action_copy_path)
 
     # ------------------------------------------------------------------ the ingest bar
 

@@ -276,9 +276,15 @@ class SessionTree(Tree[NodeRef]):
         self._fill(expanded, cursor)
         return True
 
-    def _fill(self, expanded: set[str], cursor: str | None) -> None:
-        """List the project's sessions as the view has them (filtered, sorted)."""
-        self.sessions = self.view.apply(self.all_sessions)
+    def _fill(self, expanded: set[str], cursor: str | None, *, changed: bool = True) -> None:
+        """List the project's sessions as the view has them (filtered, sorted). `changed`: the
+        project's sessions were read again; else a view that lists the same rows (a letter typed
+        that leaves out nothing more) only retitles the pane."""
+        shown = self.view.apply(self.all_sessions)
+        if not changed and [s.id for s in shown] == [s.id for s in self.sessions] and self.root.children:
+            self.border_title = self.title_text()
+            return
+        self.sessions = shown
         self.clear()
         for session in self.sessions:
             self._add_session(self.root, session)
@@ -304,7 +310,7 @@ class SessionTree(Tree[NodeRef]):
         session where that is still listed, and what was expanded."""
         for name, value in changes.items():
             setattr(self.view, name, value)
-        self._fill(self._expanded_ids(), self._cursor_id())
+        self._fill(self._expanded_ids(), self._cursor_id(), changed=False)
 
     def _add_session(self, parent: TreeNode[NodeRef], session: SessionSummary) -> TreeNode[NodeRef]:
         node = parent.add(

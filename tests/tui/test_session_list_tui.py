@@ -262,3 +262,39 @@ async def test_jumping_to_a_session_the_filter_hides_clears_the_filter(demo_db: 
         await pilot.pause()
         assert tree.border_title == "Sessions (2)" and not app.query_one("#filter-bar").display
         assert tree.cursor_node is not None and tree.cursor_node.data.session.id == header_id
+
+
+async def test_the_footer_at_80x24_keeps_filter_beside_search_and_quit(demo_db: Path) -> None:
+    from textual.widgets._footer import FooterKey
+
+    app = make_app(demo_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("2")
+        await pilot.pause()
+        shown = [
+            k.description for k in app.screen.query(FooterKey) if k.region.width and k.region.right <= 80
+        ]
+        assert {"Filter", "Search", "Fork", "Help", "Quit"} <= set(shown)
+        assert not {"Sort", "Agent", "Copy id", "Narrower"} & set(shown)  # in F1, not the footer
+        await pilot.press("ctrl+f")
+        await pilot.pause()
+        shown = [
+            k.description for k in app.screen.query(FooterKey) if k.region.width and k.region.right <= 80
+        ]
+        assert "Clear filter" in shown and "Quit" not in shown  # letters are typed into the box now
+
+
+async def test_the_palette_offers_the_list_tools_when_the_sessions_pane_has_focus(demo_db: Path) -> None:
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        titles_now = [c.title for c in app.get_system_commands(app.screen)]
+        assert not any(t.startswith("Sessions: next sort") for t in titles_now)  # projects focused
+        await pilot.press("2")
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        assert "Sessions: Hide sessions of fewer than two messages" in commands
+        assert "Sessions: copy the session id" in commands
+        commands["Sessions: next sort order"].callback()
+        await pilot.pause()
+        assert app.query_one(SessionTree).border_title == "Sessions (2) · oldest first"
