@@ -145,9 +145,8 @@ class BrowserScreen(Screen[None]):
         chosen_projects, chosen_sessions = self.settings.projects_width, self.settings.sessions_width
         projects, box = self.query_one(ProjectList), self.query_one("#sessions-box")
         if chosen_projects:
-            projects.styles.width = min(
-                chosen_projects, width - MIN_WIDTH["sessions"] - MIN_WIDTH["messages"]
-            )
+            room = width - MIN_WIDTH["sessions"] - MIN_WIDTH["messages"]
+            projects.styles.width = max(MIN_WIDTH["projects"], min(chosen_projects, room))
         fill = self.has_class("-narrow") and self.has_class("-focus-projects")
         if chosen_sessions and not fill:
             beside = projects.outer_size.width if projects.display and not self.has_class("-narrow") else 0
