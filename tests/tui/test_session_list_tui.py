@@ -298,3 +298,17 @@ async def test_the_palette_offers_the_list_tools_when_the_sessions_pane_has_focu
         commands["Sessions: next sort order"].callback()
         await pilot.pause()
         assert app.query_one(SessionTree).border_title == "Sessions (2) · oldest first"
+
+
+def test_settings_round_trip_and_an_unwritable_place_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    from threadloom.tui.settings import Settings, save_settings
+
+    path = tmp_path / "deep" / "settings.toml"
+    wanted = Settings(hide_short_sessions=True, projects_width=30, sessions_width=None)
+    assert save_settings(path, wanted) is None
+    assert load_settings(path) == (wanted, [])
+    assert "sessions_width" not in path.read_text()  # the stylesheet's: nothing written
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    problem = save_settings(blocker / "settings.toml", wanted)  # its folder is a file
+    assert problem is not None and str(blocker) in problem
