@@ -126,7 +126,7 @@ def _home(path: str) -> str:
 class NodeRef:
     """What a tree node stands for; `seqs` set for branches, `start_seq` for segments."""
 
-    kind: str  # session | branch | segment | loading | note (the empty list's "no session matches")
+    kind: str  # session | branch | segment | loading | note (the filtered list's "No match")
     session: SessionSummary | None = None
     branch: Branch | None = None
     segment: Segment | None = None
@@ -295,7 +295,7 @@ class SessionTree(Tree[NodeRef]):
             self._adding = False
             self._invalidate()
         if not self.sessions and self.all_sessions:
-            note = Text("No session matches; Esc clears the filter", style="dim italic")
+            note = Text("No match: Esc clears", style="dim italic")  # fits the narrowest pane
             self.root.add_leaf(note, NodeRef("note"))
         self.border_title = self.title_text()
         self._restore(expanded, cursor)
