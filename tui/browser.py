@@ -21,6 +21,7 @@ from textual import on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.scalar import Unit
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
@@ -166,7 +167,15 @@ class BrowserScreen(Screen[None]):
                 self.notify("The message pane has the whole width here", timeout=2)
                 return
         widget = self.query_one(ProjectList) if pane == "projects" else self.query_one("#sessions-box")
-        wanted = max(MIN_WIDTH[pane], widget.outer_size.width + step * WIDTH_STEP)
+        # the width the last press set, if any (its layout may not have run yet when keys come
+        # quickly), else the one the pane is drawn at
+        declared = widget.styles.inline.width
+        current = (
+            int(declared.value)
+            if declared is not None and declared.unit == Unit.CELLS
+            else widget.outer_size.width
+        )
+        wanted = max(MIN_WIDTH[pane], current + step * WIDTH_STEP)
         if pane == "projects":
             self.settings.projects_width = wanted
         else:
