@@ -125,7 +125,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent", metavar="A", help="claude-code, codex, ...")
     p.add_argument("--main", action="store_true", help="main sessions only (no subagents)")
     p.add_argument("--all", action="store_true", help="include sessions without messages")
-    p.add_argument("--json", action="store_true", help="print a JSON list")
+    p.add_argument(
+        "--sort",
+        choices=("recent", "oldest", "messages", "tokens", "duration"),
+        default="recent",
+        help="recent (last activity, the default), oldest (started), or largest first",
+    )
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help="every column, nothing cut: full id, agent, project, branch, started, last activity, "
+        "messages, the four token counts, cost, duration, model, title, file",
+    )
+    p.add_argument("--json", action="store_true", help="print a JSON list (every field, --sort applies)")
 
     p = sub.add_parser(
         "stats",
@@ -686,18 +698,25 @@ def _print_ingest_summary(report: IngestReport) -> None:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    from threadloom.core.query import list_sessions, short_ids
+    from threadloom.core.query import list_sessions, short_ids, sort_sessions
 
     conn = _open_for_reading(args)
     rows = list_sessions(
         conn, project=args.project, agent=args.agent, include_subagents=not args.main, include_empty=args.all
     )
+    rows = sort_sessions(rows, args.sort)
     if args.json:
         print(json.dumps([r.as_dict() for r in rows], ensure_ascii=False))
         return 0
+    if not rows:
+        print("no sessions yet: run `threadloom ingest` (or add --source DIR)", file=sys.stderr)
+        return 0
+    if args.wide:
+        _print_wide_sessions(rows)
+        return 0
     from rich.console import Console
     from rich.table import Table
-    from threadloom.core.text import human_tokens, human_when
+    from threadloom.core.text import human_tokens, short_when
 
     # piped (to grep, a file): no terminal width to fit, so nothing is cut; on a terminal the title,
     # project and model give way, the id (what `show` takes) and the numbers never do
@@ -724,24 +743,17 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         )
     shown_ids = short_ids(conn)
     for r in rows:
-        title = (
-            ("  ↳ " + (r.task_description or r.title or "(subagent)"))
-            if r.is_subagent
-            else (r.title or "(untitled)")
-        )
         table.add_row(
             shown_ids.get(r.id, r.id) if not r.is_subagent else r.id.split(":", 1)[-1],
-            human_when(r.ended_at),
+            short_when(r.last_activity),
             r.project or "",
-            title,
+            _listed_title(r),
             str(r.message_count),
             human_tokens(r.total_tokens),
             r.cost_text,
             r.model or "",
         )
     console.print(table)
-    if not rows:
-        print("no sessions yet: run `threadloom ingest` (or add --source DIR)", file=sys.stderr)
     return 0
 
 
@@ -802,6 +814,55 @@ def cmd_stats(args: argparse.Namespace) -> int:
         table.add_row(*(cell(row) for _, cell in columns))
     console.print(table)
     return 0
+
+
+def _listed_title(r: Any) -> str:
+    """A session's title as `sessions` lists it: a subagent's task, marked as one."""
+    if r.is_subagent:
+        return "  ↳ " + (r.task_description or r.title or "(subagent)")
+    return r.title or "(untitled)"
+
+
+def _print_wide_sessions(rows: list[Any]) -> None:
+    """`sessions --wide`: every column whole (ids, paths and titles are never cut), one line a
+    session however wide the terminal; the lines end where their text does."""
+    from rich.console import Console
+    from rich.table import Table
+    from threadloom.core.text import human_duration, one_line, printable, short_when
+
+    columns = (
+        "id", "agent", "project", "branch", "started", "last activity", "msgs", "input", "output",
+        "cache write", "cache read", "cost", "duration", "model", "title", "file",
+    )  # fmt: skip
+    numbers = {"msgs", "input", "output", "cache write", "cache read", "cost", "duration"}
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for col in columns:
+        table.add_column(col, no_wrap=True, justify="right" if col in numbers else "left")
+    for r in rows:
+        cells = (
+            r.id,
+            r.agent,
+            r.project or "",
+            r.git_branch or "",
+            short_when(r.started_at),
+            short_when(r.last_activity),
+            f"{r.message_count:,}",
+            f"{r.input_tokens:,}",
+            f"{r.output_tokens:,}",
+            f"{r.cache_creation_tokens:,}",
+            f"{r.cache_read_tokens:,}",
+            r.cost_text,
+            human_duration(r.duration_ms),
+            r.model or "",
+            one_line(_listed_title(r), 10_000),
+            r.file_path or "",
+        )
+        # names and titles come from the logs: nothing of them reaches the terminal raw
+        table.add_row(*(printable(cell) for cell in cells))
+    console = Console(width=100_000, highlight=False, markup=False)
+    with console.capture() as captured:
+        console.print(table)
+    sys.stdout.writelines(line.rstrip() + "\n" for line in captured.get().splitlines())
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -74,6 +74,8 @@ class SessionSummary:
     forked_from_session_id: str | None = None
     cost_usd: float | None = None  # its priced messages' sum (core.cost); None when none is priced
     unpriced_messages: int = 0  # messages of models the price table does not know
+    first_prompt: str | None = None  # the first thing the user asked (up to 2,000 characters)
+    file_path: str | None = None  # the agent's file it was read from (a database for some agents)
     child_count: int = 0  # non-empty sessions naming it their parent (subagents, forks): the tree's only
 
     @property
@@ -94,13 +96,28 @@ class SessionSummary:
         return self.total_tokens
 
     @property
+    def duration_ms(self) -> int | None:
+        """From its first record to its last; None when either time is unknown."""
+        if self.started_at is None or self.ended_at is None:
+            return None
+        return max(0, self.ended_at - self.started_at)
+
+    @property
+    def last_activity(self) -> int | None:
+        """When it was last written to: what "recent" sorts by and what a list row shows."""
+        return self.ended_at or self.started_at
+
+    @property
     def has_children(self) -> bool:
         """Whether its row in the tree expands: subagents, branches or compaction segments below it."""
         return self.child_count > 0 or self.branch_count > 0 or self.compaction_count > 0
 
     def as_dict(self) -> dict[str, Any]:
-        """The fields `threadloom sessions --json` prints, in their order (not the tree's count)."""
-        return {name: getattr(self, name) for name in SESSION_JSON_FIELDS}
+        """The fields `threadloom sessions --json` prints, in their order (not the tree's count),
+        then its duration."""
+        out = {name: getattr(self, name) for name in SESSION_JSON_FIELDS}
+        out["duration_ms"] = self.duration_ms
+        return out
 
 
 def money(usd: float) -> str:
@@ -121,14 +138,16 @@ _SESSION_COLUMNS = (
     "s.output_tokens, s.cache_creation_tokens, s.cache_read_tokens, s.kind, s.agent_type, "
     "s.task_description, s.task_status, s.tool_call_id, s.is_warmup, s.turn_count, s.tool_call_count, "
     "s.branch_count, s.compaction_count, s.git_branch, s.forked_from_session_id, s.cost_usd, "
-    "s.unpriced_messages"
+    "s.unpriced_messages, {first_prompt} AS first_prompt, "
+    "(SELECT f.path FROM source_files f WHERE f.id = s.source_file_id) AS file_path"
 )
 
 
-def session_select(*, title: str = "s.title", more: str = "") -> str:
-    """`SELECT <the columns of SessionSummary> FROM agent_sessions s`: `title` is the SQL of its
-    title, `more` further columns (", <expr> AS child_count")."""
-    return f"SELECT {_SESSION_COLUMNS.format(title=title)}{more} FROM agent_sessions s"
+def session_select(*, title: str = "s.title", first_prompt: str = "s.first_prompt", more: str = "") -> str:
+    """`SELECT <the columns of SessionSummary> FROM agent_sessions s`: `title` and `first_prompt`
+    are the SQL of those, `more` further columns (", <expr> AS child_count")."""
+    columns = _SESSION_COLUMNS.format(title=title, first_prompt=first_prompt)
+    return f"SELECT {columns}{more} FROM agent_sessions s"
 
 
 _SESSION_SELECT = session_select()
@@ -169,6 +188,72 @@ def list_sessions(
     sql = _SESSION_SELECT + (" WHERE " + " AND ".join(where) if where else "")
     sql += " ORDER BY COALESCE(s.ended_at, s.created_at, 0) DESC, s.id"
     return read_sessions(conn.execute(sql, params))
+
+
+# ---------------------------------------------------------------------------- sorting and filtering
+# pure functions over the sessions a query returned: the TUI's list and `threadloom sessions` share them
+
+SORT_ORDERS = ("recent", "oldest", "messages", "tokens", "duration")
+
+
+def sort_sessions(sessions: list[SessionSummary], order: str = "recent") -> list[SessionSummary]:
+    """`recent`: last activity, newest first; `oldest`: started, oldest first; `messages`,
+    `tokens`, `duration`: largest first. Ties (and unknown times, which go last) keep the
+    newest first, so a sorted list reads the same from run to run."""
+    if order not in SORT_ORDERS:
+        raise ValueError(f"unknown order {order!r}; one of {', '.join(SORT_ORDERS)}")
+    recent = sorted(sessions, key=lambda s: (s.last_activity is None, -(s.last_activity or 0), s.id))
+    if order == "recent":
+        return recent
+    if order == "oldest":
+        return sorted(recent, key=lambda s: (s.started_at is None, s.started_at or 0))
+    if order == "messages":
+        return sorted(recent, key=lambda s: s.message_count, reverse=True)  # sorted() is stable
+    if order == "tokens":
+        return sorted(recent, key=lambda s: s.total_tokens, reverse=True)
+    return sorted(recent, key=lambda s: -1 if s.duration_ms is None else s.duration_ms, reverse=True)
+
+
+def session_matches(session: SessionSummary, text: str) -> bool:
+    """Whether every word of `text` is in the session's title, id, git branch or first prompt
+    (case-insensitive substrings, in any order and any of those fields)."""
+    words = text.casefold().split()
+    if not words:
+        return True
+    fields = (session.title, session.id, session.git_branch, session.first_prompt)
+    haystack = "\n".join(f for f in fields if f).casefold()
+    return all(word in haystack for word in words)
+
+
+def agents_of(sessions: list[SessionSummary]) -> list[str]:
+    """The agents that wrote these sessions, in name order (what an agent filter cycles through)."""
+    return sorted({s.agent for s in sessions})
+
+
+@dataclass(slots=True)
+class SessionView:
+    """How a list of sessions is shown: the words it must match, its order, one agent only (None:
+    all) and whether sessions of fewer than two messages are hidden."""
+
+    text: str = ""
+    order: str = "recent"
+    agent: str | None = None
+    hide_short: bool = False
+
+    def apply(self, sessions: list[SessionSummary]) -> list[SessionSummary]:
+        kept = [
+            s
+            for s in sessions
+            if (self.agent is None or s.agent == self.agent)
+            and not (self.hide_short and s.message_count < 2)
+            and session_matches(s, self.text)
+        ]
+        return sort_sessions(kept, self.order)
+
+    @property
+    def narrows(self) -> bool:
+        """Whether it can leave sessions out (the list then says how many of how many it shows)."""
+        return bool(self.text.strip()) or self.agent is not None or self.hide_short
 
 
 def get_session(conn: sqlite3.Connection, session_id: str) -> SessionSummary | None:

@@ -16,7 +16,7 @@ from rich.padding import Padding
 from rich.text import Text
 from threadloom.core.markdown import has_markup, render_markdown
 from threadloom.core.query import SessionSummary, ToolCall, children_of, get_session, messages
-from threadloom.core.text import clock, human_tokens, one_line, task_notice
+from threadloom.core.text import clock, human_tokens, one_line, short_when, task_notice
 
 OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")  # window titles, links: no text to show
 ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "system": "dim"}
@@ -256,7 +256,7 @@ def render_session(
     facts = (
         session.agent,
         session.project_path or session.project or "?",
-        clock(session.started_at),
+        short_when(session.started_at),
         f"{session.message_count} messages",
         f"{human_tokens(session.total_tokens)} tokens",
         session.cost_text,

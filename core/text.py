@@ -46,6 +46,33 @@ def human_when(ms: int | None, now: float | None = None) -> str:
     return dt.strftime("%Y-%m-%d")
 
 
+def short_when(ms: int | None, now: float | None = None) -> str:
+    """'12 Jun 14:05' in the current year, '12 Jun 2025' before it: the one style of a session's
+    dates (the TUI's list, `threadloom sessions`, `show`'s header). A list sorted by time reads in
+    order across a new year, and an old session says how old."""
+    if ms is None:
+        return ""
+    dt = datetime.fromtimestamp(ms / 1000)
+    this_year = datetime.fromtimestamp(time.time() if now is None else now).year
+    return dt.strftime("%d %b %H:%M" if dt.year == this_year else "%d %b %Y")
+
+
+def human_duration(ms: int | None) -> str:
+    """'45s', '12m', '3h 05m', '2d 4h': how long a session went on, short enough for a column."""
+    if ms is None:
+        return ""
+    seconds = ms // 1000
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes}m"
+    hours = minutes // 60
+    if hours < 24:
+        return f"{hours}h {minutes % 60:02d}m"
+    return f"{hours // 24}d {hours % 24}h"
+
+
 def human_tokens(n: int | None) -> str:
     if not n:
         return "0"

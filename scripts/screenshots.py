@@ -38,13 +38,14 @@ async def shoot(db_path: Path, out: Path, name: str) -> Path:
 def main(argv: list[str]) -> int:
     use_utc()
     # the fork picker shows where Claude Code looks for sessions: a fixed path (the snapshot tests'
-    # own), not the home folder of whoever regenerates the pictures; and no personal keymap
+    # own), not the home folder of whoever regenerates the pictures; and no personal keymap or settings
     os.environ["CLAUDE_CONFIG_DIR"] = "/nonexistent/.claude"
     os.environ["THREADLOOM_KEYMAP"] = "/nonexistent/keymap.toml"
     out = Path(argv[1]) if len(argv) > 1 else ROOT / "screenshots"
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="threadloom-shots-") as tmp:
         db_path = build_demo_db(Path(tmp))
+        os.environ["THREADLOOM_SETTINGS"] = str(Path(tmp) / "settings.toml")  # the defaults, thrown away
         for name in argv[2:] or list(SCENES):
             print(asyncio.run(shoot(db_path, out, name)))
     return 0

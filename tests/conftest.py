@@ -33,6 +33,7 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Never read the developer's real ~/.claude or write the real database."""
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "no-claude-here"))
     monkeypatch.setenv("THREADLOOM_DB", str(tmp_path / "default.db"))
+    monkeypatch.setenv("THREADLOOM_SETTINGS", str(tmp_path / "settings.toml"))  # nor their settings
 
 
 @pytest.fixture

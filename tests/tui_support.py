@@ -258,6 +258,18 @@ async def scene_find(pilot: Pilot) -> None:
     await pilot.pause()
 
 
+async def scene_filtered_list(pilot: Pilot) -> None:
+    """The sessions pane sorted by tokens and filtered by a word of a git branch (Ctrl+F, typed,
+    Enter back to the list): the title counts what is left of the project's sessions."""
+    app = the_app(pilot)
+    app.browser.jump_to_session(session_id(app, CHECKOUT))
+    await pilot.pause()
+    await pilot.press("2", "s", "s", "s", "ctrl+f", *"tax", "enter")
+    await pilot.pause()
+    app.clear_notifications()  # "Sorted by …" toasts: gone or not by the time the picture is taken
+    await pilot.pause()
+
+
 SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = {
     "browse": (scene_browse, (140, 40)),
     "tool-call-diff": (scene_tool_diff, (140, 40)),
@@ -269,4 +281,5 @@ SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = 
     "fork-picker": (scene_fork_picker, (140, 40)),
     "stats": (scene_stats, (140, 40)),
     "find": (scene_find, (140, 40)),
+    "filtered-list": (scene_filtered_list, (140, 40)),
 }

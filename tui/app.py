@@ -192,6 +192,7 @@ class ThreadloomApp(App[int]):
         self._load_keymap()
         # the browser composes its panes in its own task: they are filled here, before the first frame
         await self.browser.composed.wait()
+        self._load_settings()
         self.browser.apply_layout(self.size.width)
         self.set_interval(self.FOLLOW_SECONDS, self._follow_open_session)
         self.set_interval(self.WATCH_SECONDS, self.watch_roots)
@@ -233,6 +234,16 @@ class ThreadloomApp(App[int]):
     def _warn_keymap(self, problems: list[str]) -> None:
         for problem in problems:
             self.notify(problem, title="Keymap not applied", severity="warning", timeout=8)
+
+    def _load_settings(self) -> None:
+        """What was remembered (hidden short sessions, pane widths); the defaults when the file is
+        damaged, with a warning that names it."""
+        from threadloom.tui.settings import load_settings, settings_path
+
+        settings, problems = load_settings(settings_path())
+        self.browser.use_settings(settings)
+        for problem in problems:
+            self.notify(problem, title="Settings not read", severity="warning", timeout=8)
 
     def on_resize(self, event: events.Resize) -> None:
         self.browser.apply_layout(event.size.width)

@@ -20,17 +20,19 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
+from textual.css.scalar import Unit
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Footer, Label, OptionList, ProgressBar, Static, Tree
+from textual.widgets import Footer, Input, Label, OptionList, ProgressBar, Static, Tree
 from threadloom.core import browse
 from threadloom.core.text import human_tokens
 from threadloom.tui.messages import MessageView
-from threadloom.tui.panes import NodeRef, ProjectList, SessionTree
+from threadloom.tui.panes import FilterInput, NodeRef, ProjectList, SessionTree
 from threadloom.tui.render import count_of, plain_title, short_model
 from threadloom.tui.screens import HelpScreen, RawJsonScreen
+from threadloom.tui.settings import Settings, save_settings, settings_path
 
 if TYPE_CHECKING:
     from threadloom.core.browse import SessionSummary
@@ -41,6 +43,10 @@ NARROW = 110
 WIDE = 150
 PANE_IDS = ("projects", "sessions", "messages")
 PANE_NAMES = {"projects": "Projects", "sessions": "Sessions", "messages": "Messages"}
+# the sessions pane's other parts: its box and the filter bar in it
+PANE_OF = {"session-filter": "sessions", "filter-bar": "sessions", "sessions-box": "sessions"}
+WIDTH_STEP = 4  # cells a pane grows or shrinks by with ] and [
+MIN_WIDTH = {"projects": 16, "sessions": 24, "messages": 30}
 PREVIEW_SECONDS = 0.12  # what the tree's cursor rests on opens after this pause
 
 
@@ -55,7 +61,23 @@ class BrowserScreen(Screen[None]):
     """Projects, their sessions as a tree, and the messages of the one open."""
 
     BINDINGS = [
-        Binding("ctrl+c,super+c", "screen.copy_text", "Copy selection", show=False, id="app.copy-selection")
+        Binding("ctrl+c,super+c", "screen.copy_text", "Copy selection", show=False, id="app.copy-selection"),
+        Binding(
+            "left_square_bracket",
+            "resize_pane(-1)",
+            "Narrower",
+            show=False,
+            id="app.pane-narrower",
+            tooltip="Narrow the focused pane (remembered)",
+        ),
+        Binding(
+            "right_square_bracket",
+            "resize_pane(1)",
+            "Wider",
+            show=False,
+            id="app.pane-wider",
+            tooltip="Widen the focused pane (remembered)",
+        ),
     ]
     AUTO_FOCUS = ""  # chosen here: the projects pane, or nothing on the empty state
 
@@ -80,6 +102,7 @@ class BrowserScreen(Screen[None]):
         self._preview_timer: Timer | None = None
         self._status = "Reading agent logs"
         self._last_pane_refresh = 0.0
+        self.settings = Settings()  # the app gives it what it read at start (`use_settings`)
 
     def _after_refresh(self, callback: Callable[..., object], *args: object) -> None:
         """Run `callback` after the next refresh, through the app's queue: this screen's own would
@@ -89,7 +112,11 @@ class BrowserScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         with Horizontal(id="panes"):
             yield ProjectList(now=self.now, id="projects")
-            yield SessionTree(now=self.now, id="sessions")
+            with Vertical(id="sessions-box"):
+                with Horizontal(id="filter-bar"):
+                    yield Label("filter", id="filter-label")
+                    yield FilterInput(placeholder="title, id, branch, prompt", id="session-filter")
+                yield SessionTree(now=self.now, id="sessions")
             yield MessageView(id="messages")
         yield Static(id="empty")
         with Horizontal(id="ingest-bar"):
@@ -108,6 +135,103 @@ class BrowserScreen(Screen[None]):
     def apply_layout(self, width: int) -> None:
         for name, wanted in layout_classes(width, self.focused_pane).items():
             self.set_class(wanted, name)
+        self._apply_widths(width)
+
+    def _apply_widths(self, width: int) -> None:
+        """The widths the user chose with [ and ] (the stylesheet's where none was chosen), each cut
+        to leave the panes beside it their least. On a narrow terminal with the projects pane
+        focused the sessions pane fills what is left, as the stylesheet has it."""
+        if not self.composed.is_set():
+            return  # a resize before the panes are there
+        chosen_projects, chosen_sessions = self.settings.projects_width, self.settings.sessions_width
+        projects, box = self.query_one(ProjectList), self.query_one("#sessions-box")
+        if chosen_projects:
+            room = width - MIN_WIDTH["sessions"] - MIN_WIDTH["messages"]
+            projects.styles.width = max(MIN_WIDTH["projects"], min(chosen_projects, room))
+        fill = self.has_class("-narrow") and self.has_class("-focus-projects")
+        if chosen_sessions and not fill:
+            beside = projects.outer_size.width if projects.display and not self.has_class("-narrow") else 0
+            box.styles.width = max(
+                MIN_WIDTH["sessions"], min(chosen_sessions, width - beside - MIN_WIDTH["messages"])
+            )
+        elif chosen_sessions:
+            box.styles.width = None
+
+    def action_resize_pane(self, step: int) -> None:
+        """[ and ]: the focused pane narrower or wider by a few cells (the message pane by giving
+        the sessions pane's room to it, or taking it); remembered in the settings file."""
+        pane = self.focused_pane
+        if pane == "messages":
+            pane, step = "sessions", -step
+            if not self.query_one("#sessions-box").display:
+                self.notify("The message pane has the whole width here", timeout=2)
+                return
+        widget = self.query_one(ProjectList) if pane == "projects" else self.query_one("#sessions-box")
+        # the width the last press set, if any (its layout may not have run yet when keys come
+        # quickly), else the one the pane is drawn at
+        declared = widget.styles.inline.width
+        current = (
+            int(declared.value)
+            if declared is not None and declared.unit == Unit.CELLS
+            else widget.outer_size.width
+        )
+        wanted = max(MIN_WIDTH[pane], current + step * WIDTH_STEP)
+        if pane == "projects":
+            self.settings.projects_width = wanted
+        else:
+            self.settings.sessions_width = wanted
+        self.apply_layout(self.app.size.width)
+        self._remember()
+
+    def use_settings(self, settings: Settings) -> None:
+        """What was remembered: the list's hidden short sessions, the panes' widths."""
+        self.settings = settings
+        self.query_one(SessionTree).view.hide_short = settings.hide_short_sessions
+
+    def _remember(self) -> None:
+        problem = save_settings(settings_path(), self.settings)
+        if problem is not None:
+            self.notify(problem, title="Settings not saved", severity="warning", timeout=6)
+
+    @on(SessionTree.ShortSessionsToggled)
+    def _short_sessions_toggled(self, event: SessionTree.ShortSessionsToggled) -> None:
+        self.settings.hide_short_sessions = event.hidden
+        self._remember()
+
+    # ------------------------------------------------------------------ the filter box
+
+    @on(SessionTree.FilterRequested)
+    def _open_filter(self) -> None:
+        box = self.query_one(FilterInput)
+        box.value = self.query_one(SessionTree).view.text
+        self.add_class("-filtering")
+        box.focus()
+
+    @on(Input.Changed, "#session-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        tree = self.query_one(SessionTree)
+        if event.value != tree.view.text:
+            tree.set_view(text=event.value)
+            tree.border_subtitle = tree.facts(tree.cursor_node)
+
+    @on(FilterInput.Done)
+    def _filter_done(self) -> None:
+        if not self.query_one(FilterInput).value.strip():
+            self.remove_class("-filtering")  # nothing typed: the box goes
+        self.query_one(SessionTree).focus()
+
+    @on(FilterInput.Closed)
+    def _filter_closed(self) -> None:
+        tree = self.query_one(SessionTree)
+        tree.set_view(text="")
+        self.remove_class("-filtering")
+        tree.focus()
+
+    @on(SessionTree.ViewCleared)
+    def _view_cleared(self) -> None:
+        """Esc in the list with a filter typed: the box goes with it."""
+        self.query_one(FilterInput).value = ""
+        self.remove_class("-filtering")
 
     @property
     def focused_pane(self) -> str:
@@ -116,6 +240,8 @@ class BrowserScreen(Screen[None]):
         while widget is not None:
             if widget.id in PANE_IDS:
                 return widget.id or "projects"
+            if widget.id in PANE_OF:
+                return PANE_OF[widget.id]
             widget = widget.parent if isinstance(widget.parent, Widget) else None
         return "projects"
 
@@ -124,7 +250,7 @@ class BrowserScreen(Screen[None]):
 
     def focus_pane(self, pane: str) -> None:
         widget = self.query_one(f"#{pane}")
-        hidden = not widget.display
+        hidden = not widget.display or (pane == "sessions" and not self.query_one("#sessions-box").display)
         widget.focus()
         if hidden:  # the layout that shows it, now rather than after the focus event
             self.apply_layout(self.app.size.width)
@@ -371,6 +497,11 @@ class BrowserScreen(Screen[None]):
             tree.include_warmup = True
             tree.show_project(self.conn, path)
         tree_node = tree.reveal(chain)
+        if tree_node is None and (tree.view.text or tree.view.agent):
+            # the list's filter left it out: a session asked for by name is shown in the list too
+            tree.set_view(text="", agent=None)
+            self._view_cleared()
+            tree_node = tree.reveal(chain)
         if tree_node is not None:
             self._after_refresh(tree.move_cursor, tree_node)
         ref = tree_node.data if tree_node is not None else NodeRef("session", node)
@@ -499,6 +630,18 @@ class BrowserScreen(Screen[None]):
             tree = self.query_one(SessionTree)
             verb = "Hide" if tree.include_warmup else "Show"
             yield SystemCommand(f"Sessions: {verb} Warmup agents", "Key w", tree.action_toggle_warmup)
+            yield SystemCommand(
+                "Sessions: filter by title, id, branch or prompt", "Key Ctrl+F", tree.action_filter
+            )
+            yield SystemCommand("Sessions: next sort order", "Key s", tree.action_cycle_sort)
+            yield SystemCommand("Sessions: next agent", "Key a", tree.action_cycle_agent)
+            verb = "Show" if tree.view.hide_short else "Hide"
+            yield SystemCommand(
+                f"Sessions: {verb} sessions of fewer than two messages", "Key .", tree.action_toggle_short
+            )
+            if tree.cursor_node is not None and tree.cursor_node.data and tree.cursor_node.data.session:
+                yield SystemCommand("Sessions: copy the session id", "Key y", tree.action_copy_id)
+                yield SystemCommand("Sessions: copy the session's file path", "Key Y", tree.action_copy_path)
 
     # ------------------------------------------------------------------ the ingest bar
 

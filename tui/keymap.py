@@ -15,13 +15,18 @@ import tomllib
 from pathlib import Path
 
 
+def config_dir() -> Path:
+    """`$XDG_CONFIG_HOME/threadloom` (~/.config/threadloom by default): the keymap and settings."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "threadloom"
+
+
 def keymap_path() -> Path:
-    """`$THREADLOOM_KEYMAP`, else `$XDG_CONFIG_HOME/threadloom/keymap.toml` (~/.config by default)."""
+    """`$THREADLOOM_KEYMAP`, else `keymap.toml` in the config folder (`config_dir`)."""
     env = os.environ.get("THREADLOOM_KEYMAP")
     if env:
         return Path(env).expanduser()
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "threadloom" / "keymap.toml"
+    return config_dir() / "keymap.toml"
 
 
 def load_keymap(path: Path) -> tuple[dict[str, str], list[str]]:

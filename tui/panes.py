@@ -14,13 +14,15 @@ from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 from textual.css.scalar import Unit
-from textual.widgets import OptionList, Tree
+from textual.message import Message
+from textual.widgets import Input, OptionList, Tree
 from textual.widgets.option_list import Option
 from textual.widgets.tree import TreeNode
 from threadloom.core import browse
 from threadloom.core.browse import Branch, ProjectRow, Segment, SessionSummary
-from threadloom.core.text import human_tokens, human_when
-from threadloom.tui.render import count_of, short_model, short_when
+from threadloom.core.query import SORT_ORDERS, SessionView, agents_of
+from threadloom.core.text import human_tokens, short_when
+from threadloom.tui.render import count_of, short_model
 
 STATUS_MARK = {
     "completed": ("✓", "green"),
@@ -94,7 +96,9 @@ class ProjectList(OptionList):
 
     def _prompt(self, p: ProjectRow) -> Text:
         width = self._width
-        age = human_when(p.last_activity, self.now())
+        age = short_when(p.last_activity, self.now())
+        if len(p.name) + len(age) + 2 > width:
+            age = age[:6]  # "12 Jun 14:05" → "12 Jun" before the name gives way, as session rows do
         first = Text(_fit(p.name, width - len(age) - 2), style="bold")
         first.append(" " * max(2, width - first.cell_len - len(age)))
         first.append(age, style="dim")
@@ -130,7 +134,7 @@ def _home(path: str) -> str:
 class NodeRef:
     """What a tree node stands for; `seqs` set for branches, `start_seq` for segments."""
 
-    kind: str  # session | branch | segment | loading
+    kind: str  # session | branch | segment | loading | note (the filtered list's "No match")
     session: SessionSummary | None = None
     branch: Branch | None = None
     segment: Segment | None = None
@@ -158,6 +162,56 @@ class SessionTree(Tree[NodeRef]):
         ),
         Binding("left,h", "collapse", "Collapse", show=False, id="sessions.collapse"),
         Binding("space", "toggle_node", "Expand/collapse", show=False, id="sessions.toggle"),
+        Binding(
+            "ctrl+f",
+            "filter",
+            "Filter",
+            id="sessions.filter",
+            tooltip="Filter the list as you type: every word in the title, id, git branch or first prompt",
+        ),
+        Binding(
+            "escape",
+            "clear_filter",
+            "Clear filter",
+            show=False,
+            id="sessions.clear-filter",
+            tooltip="Show every session again (the typed filter is cleared)",
+        ),
+        Binding(
+            "s",
+            "cycle_sort",
+            "Sort",
+            show=False,
+            id="sessions.sort",
+            tooltip="Sort by recent activity, oldest first, most messages, most tokens or longest",
+        ),
+        Binding(
+            "a",
+            "cycle_agent",
+            "Agent",
+            show=False,
+            id="sessions.agent",
+            tooltip="Only one agent's sessions: each agent of this project in turn, then all",
+        ),
+        Binding(
+            "full_stop",
+            "toggle_short",
+            "Hide short",
+            show=False,
+            id="sessions.hide-short",
+            tooltip="Hide or show sessions of fewer than two messages (remembered)",
+        ),
+        Binding(
+            "y", "copy_id", "Copy id", show=False, id="sessions.copy-id", tooltip="Copy the session's full id"
+        ),
+        Binding(
+            "Y",
+            "copy_path",
+            "Copy path",
+            show=False,
+            id="sessions.copy-path",
+            tooltip="Copy the path of the session's file",
+        ),
         Binding("w", "toggle_warmup", "Warmups", id="sessions.warmup", tooltip="Show or hide Warmup agents"),
         Binding("shift+space", "toggle_expand_all", "Expand all below", show=False, id="sessions.expand-all"),
         Binding(
@@ -180,6 +234,19 @@ class SessionTree(Tree[NodeRef]):
         Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="sessions.page-right"),
     ]
 
+    class FilterRequested(Message):
+        """Ctrl+F: the screen opens the filter box over the list."""
+
+    class ViewCleared(Message):
+        """Esc in the list: the typed filter was cleared (the screen hides its box)."""
+
+    class ShortSessionsToggled(Message):
+        """`.`: sessions of fewer than two messages were hidden (or shown); the screen remembers it."""
+
+        def __init__(self, hidden: bool) -> None:
+            super().__init__()
+            self.hidden = hidden
+
     def __init__(self, *, now: Callable[[], float], id: str | None = None) -> None:
         super().__init__("sessions", id=id)
         self.show_root = False
@@ -189,7 +256,10 @@ class SessionTree(Tree[NodeRef]):
         self.conn: sqlite3.Connection | None = None
         self.project: str | None = None
         self.include_warmup = False
-        self.sessions: list[SessionSummary] = []
+        self.all_sessions: list[SessionSummary] = []  # the project's, as read
+        self.sessions: list[SessionSummary] = []  # those listed: `view` applied to `all_sessions`
+        self.view = SessionView()
+        self._adding = False  # `_fill` is adding rows: invalidate once after them
 
     # ------------------------------------------------------------------ filling
 
@@ -205,17 +275,70 @@ class SessionTree(Tree[NodeRef]):
             else []
         )
         same_project = project == self.project
-        if same_project and keep_state and _signature(sessions) == _signature(self.sessions):
+        if same_project and keep_state and _signature(sessions) == _signature(self.all_sessions):
             return False
         expanded = self._expanded_ids() if same_project else set()
         cursor = self._cursor_id() if same_project else None
-        self.project, self.sessions = project, sessions
-        self.clear()
-        for session in sessions:
-            self._add_session(self.root, session)
-        self.border_title = f"Sessions ({len(sessions)})"
-        self._restore(expanded, cursor)
+        self.project, self.all_sessions = project, sessions
+        if self.view.agent is not None and self.view.agent not in agents_of(sessions):
+            self.view.agent = None  # another project, without that agent: all of its sessions
+        self._fill(expanded, cursor)
         return True
+
+    def _fill(self, expanded: set[str], cursor: str | None, *, changed: bool = True) -> None:
+        """List the project's sessions as the view has them (filtered, sorted). `changed`: the
+        project's sessions were read again; else a view that lists the same rows (a letter typed
+        that leaves out nothing more) only retitles the pane."""
+        shown = self.view.apply(self.all_sessions)
+        if not changed and [s.id for s in shown] == [s.id for s in self.sessions] and self.root.children:
+            self.border_title = self.title_text()
+            return
+        self.sessions = shown
+        self.clear()
+        self._adding = True  # one invalidation for the lot, not one per row (see `_invalidate`)
+        try:
+            for session in self.sessions:
+                self._add_session(self.root, session)
+        finally:
+            self._adding = False
+            self._invalidate()
+        if not self.sessions and self.all_sessions:
+            note = Text("No match: Esc clears", style="dim italic")  # fits the narrowest pane
+            self.root.add_leaf(note, NodeRef("note"))
+        self.border_title = self.title_text()
+        self._restore(expanded, cursor)
+
+    def title_text(self) -> str:
+        """'Sessions (12 of 40) · most tokens · codex': how many are listed of how many, then the
+        order and the agent when they are not the defaults."""
+        shown, total = len(self.sessions), len(self.all_sessions)
+        text = f"Sessions ({shown} of {total})" if self.view.narrows else f"Sessions ({total})"
+        if self.view.order != "recent":
+            text += f" · {ORDER_NAMES[self.view.order]}"
+        if self.view.agent is not None:
+            text += f" · {self.view.agent}"
+        return text
+
+    def set_view(self, **changes: object) -> None:
+        """Change how the list is shown (text, order, agent, hide_short), keeping the cursor on its
+        session where that is still listed, and what was expanded."""
+        for name, value in changes.items():
+            setattr(self.view, name, value)
+        self._fill(self._expanded_ids(), self._cursor_id(), changed=False)
+
+    def _invalidate(self) -> None:
+        """Textual's Tree drops its line cache and schedules a layout for every node added: 4,000
+        sessions listed (a project opened, a letter typed into the filter) took a second that way.
+        While `_fill` adds its rows this waits, and `_fill` invalidates once after them."""
+        if not getattr(self, "_adding", False):  # Tree's own __init__ invalidates before ours runs
+            super()._invalidate()
+
+    def process_label(self, label: str | Text) -> Text:
+        """A session's label is its title on one line (`core.browse` flattens it): kept as it is,
+        without the copy Textual's split into lines makes of every label."""
+        if isinstance(label, Text) and "\n" not in label.plain:
+            return label
+        return super().process_label(label)
 
     def _add_session(self, parent: TreeNode[NodeRef], session: SessionSummary) -> TreeNode[NodeRef]:
         node = parent.add(
@@ -381,6 +504,70 @@ class SessionTree(Tree[NodeRef]):
         elif node.parent is not None and node.parent is not self.root:
             self.move_cursor(node.parent)
 
+    # ------------------------------------------------------------------ the view: filter, order, agent
+
+    def action_filter(self) -> None:
+        self.post_message(self.FilterRequested())
+
+    def action_clear_filter(self) -> None:
+        self.set_view(text="")
+        self.post_message(self.ViewCleared())
+
+    def action_cycle_sort(self) -> None:
+        order = SORT_ORDERS[(SORT_ORDERS.index(self.view.order) + 1) % len(SORT_ORDERS)]
+        self.set_view(order=order)
+        self.notify(f"Sorted by {ORDER_NAMES[order]}", timeout=2)
+
+    def action_cycle_agent(self) -> None:
+        choices: list[str | None] = [*agents_of(self.all_sessions), None]
+        current = choices.index(self.view.agent) if self.view.agent in choices else len(choices) - 1
+        agent = choices[(current + 1) % len(choices)]
+        self.set_view(agent=agent)
+        self.notify(f"{agent} sessions only" if agent else "Sessions of every agent", timeout=2)
+
+    def action_toggle_short(self) -> None:
+        self.set_view(hide_short=not self.view.hide_short)
+        self.post_message(self.ShortSessionsToggled(self.view.hide_short))
+        self.notify(
+            "Sessions of fewer than two messages hidden" if self.view.hide_short else "Every session shown",
+            timeout=2,
+        )
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "clear_filter":  # else Esc is the app's (back, cancel the ingest)
+            return bool(self.view.text)
+        return True
+
+    # ------------------------------------------------------------------ copy
+
+    def action_copy_id(self) -> None:
+        session = self._cursor_session()
+        if session is not None:
+            self._copy(session.id, "the session id")
+
+    def action_copy_path(self) -> None:
+        session = self._cursor_session()
+        if session is None:
+            return
+        if not session.file_path:
+            self.notify("No file is recorded for this session", severity="warning", timeout=3)
+            return
+        self._copy(session.file_path, "the session's file path")
+
+    def _cursor_session(self) -> SessionSummary | None:
+        node = self.cursor_node
+        return node.data.session if node is not None and node.data is not None else None
+
+    def _copy(self, text: str, what: str) -> None:
+        """The system clipboard first, else the terminal's (OSC 52); the toast says which, and what."""
+        from threadloom.core import clipboard
+
+        how = clipboard.copy(text)
+        if how is None:
+            self.app.copy_to_clipboard(text)
+            how = "terminal's clipboard (OSC 52)"
+        self.notify(f"Copied {what} to the {how}: {text}", title="Copied", timeout=4)
+
     def action_toggle_warmup(self) -> None:
         self.include_warmup = not self.include_warmup
         if self.conn is not None:
@@ -388,9 +575,40 @@ class SessionTree(Tree[NodeRef]):
         self.notify("Warmup agents shown" if self.include_warmup else "Warmup agents hidden", timeout=2)
 
 
+ORDER_NAMES = {
+    "recent": "recent activity",
+    "oldest": "oldest first",
+    "messages": "most messages",
+    "tokens": "most tokens",
+    "duration": "longest",
+}
+
+
+class FilterInput(Input):
+    """The filter box over the sessions list: narrows it as you type; Enter or ↓ goes to the
+    list, Esc clears the filter and closes the box."""
+
+    BINDINGS = [
+        Binding("escape", "close", "Clear filter", id="sessions.filter-close", tooltip="Clear and close"),
+        Binding("down,enter", "to_list", "To the list", show=False, id="sessions.filter-done"),
+    ]
+
+    class Closed(Message):
+        """Esc: the filter is cleared and the box hidden."""
+
+    class Done(Message):
+        """Enter or ↓: the list takes the keys, the filter stays."""
+
+    def action_close(self) -> None:
+        self.post_message(self.Closed())
+
+    def action_to_list(self) -> None:
+        self.post_message(self.Done())
+
+
 def last_activity(s: SessionSummary) -> int | None:
     """When the session was last written to: what the tree sorts by, so what its rows show."""
-    return s.ended_at or s.started_at
+    return s.last_activity
 
 
 def session_label(s: SessionSummary, width: int, now: float | None = None) -> Text:

@@ -438,3 +438,69 @@ def test_show_renders_markdown_and_as_written_prints_its_source(tmp_path):
         assert line in source, line
     assert "Plan the *rename*, please" in source
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", source)
+
+
+def _three_sessions(tmp_path: Path) -> tuple[str, dict[str, str]]:
+    """alpha: oldest, short; beta: most messages, longest; gamma: newest, most tokens."""
+    ids = {
+        "alpha": "a1a1a1a1-1111-4222-8333-000000000001",
+        "beta": "b2b2b2b2-1111-4222-8333-000000000002",
+        "gamma": "c3c3c3c3-1111-4222-8333-000000000003",
+    }
+    for name, start, turns, tokens in (("alpha", 0, 1, 10), ("beta", 100, 4, 20), ("gamma", 300, 1, 90_000)):
+        t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{ids[name]}.jsonl", ids[name])
+        t.n = start  # each record a second after the one before: where the session starts in time
+        for turn in range(turns):
+            t.user(f"{name} question {turn}")
+            t.assistant("answer", usage={"input_tokens": tokens, "output_tokens": 5})
+        t.write()
+    dbfile = str(tmp_path / "three.db")
+    assert run("ingest", "--db", dbfile, "--only", "--source", str(tmp_path / "projects")).returncode == 0
+    return dbfile, ids
+
+
+def test_sessions_sort_orders_the_table_and_the_json(tmp_path: Path) -> None:
+    dbfile, ids = _three_sessions(tmp_path)
+    by_id = {sid: name for name, sid in ids.items()}
+    expected = {
+        "recent": ["gamma", "beta", "alpha"],
+        "oldest": ["alpha", "beta", "gamma"],
+        "messages": ["beta", "gamma", "alpha"],  # 8, then 2 and 2 newest first
+        "tokens": ["gamma", "beta", "alpha"],
+        "duration": ["beta", "gamma", "alpha"],  # 7 s, then 1 s and 1 s newest first
+    }
+    for order, names in expected.items():
+        listed = json.loads(run("sessions", "--db", dbfile, "--sort", order, "--json").stdout)
+        assert [by_id[s["id"]] for s in listed] == names, order
+        table = run("sessions", "--db", dbfile, "--sort", order).stdout.splitlines()[1:]
+        assert [line.split()[0] for line in table] == [ids[n][:13] for n in names], order
+    bad = run("sessions", "--db", dbfile, "--sort", "size")
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+def test_sessions_wide_prints_every_column_whole_and_json_carries_the_same(tmp_path: Path) -> None:
+    dbfile, ids = _three_sessions(tmp_path)
+    out = run("sessions", "--db", dbfile, "--wide", "--sort", "oldest").stdout.splitlines()
+    header = re.split(r"\s{2,}", out[0].strip())
+    assert header == [
+        "id", "agent", "project", "branch", "started", "last activity", "msgs", "input", "output",
+        "cache write", "cache read", "cost", "duration", "model", "title", "file",
+    ]  # fmt: skip
+    gamma = re.split(r"\s{2,}", out[3].strip())
+    path = tmp_path / "projects" / "-home-dev-app" / f"{ids['gamma']}.jsonl"
+    assert gamma[:3] == [ids["gamma"], "claude-code", "app"]  # the whole id, never cut
+    assert gamma[3] == "main"  # the git branch
+    assert re.fullmatch(r"01 Mar (\d\d:\d\d|\d{4})", gamma[4]) and gamma[5] == gamma[4]  # one minute
+    assert gamma[6:9] == ["2", "90,000", "5"] and gamma[12] == "1s"
+    assert gamma[-2:] == ["gamma question 0", str(path)]
+    assert all(len(line) == len(line.rstrip()) for line in out)  # no padding to a terminal's width
+    listed = json.loads(run("sessions", "--db", dbfile, "--json", "--sort", "oldest").stdout)
+    g = listed[2]
+    assert (g["id"], g["git_branch"], g["file_path"], g["duration_ms"], g["input_tokens"]) == (
+        ids["gamma"],
+        "main",
+        str(path),
+        1000,
+        90_000,
+    )
+    assert g["first_prompt"] == "gamma question 0" and {"started_at", "ended_at", "cost_usd"} <= set(g)

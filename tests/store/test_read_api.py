@@ -108,6 +108,9 @@ def test_sessions_json_keeps_its_fields_and_their_order(archive) -> None:
         "forked_from_session_id",
         "cost_usd",  # new fields come last: a reader of the earlier ones is not disturbed
         "unpriced_messages",
+        "first_prompt",
+        "file_path",
+        "duration_ms",
     ]
     assert data["is_subagent"] is False and data["is_warmup"] is False
     assert isinstance(data["cost_usd"], float) and data["cost_usd"] > 0 and data["unpriced_messages"] == 0
@@ -163,3 +166,19 @@ def test_a_subagent_whose_parent_was_never_found_is_still_one(archive) -> None:
     # and search leaves it out unless subagents are asked for
     assert sub not in {h.session_id for h in search(archive, "callers").hits}
     assert sub in {h.session_id for h in search(archive, "callers in:subagents").hits}
+
+
+def test_the_tree_reads_the_start_of_each_first_prompt_and_every_session_its_file(archive) -> None:
+    """The list's filter matches a titled session's first prompt too: the tree reads its first
+    300 characters (not all 2,000 of thousands of sessions); `sessions` has it whole."""
+    prompt = "Rename the logging helper " + "x" * 600 + " tail"
+    archive.execute("UPDATE agent_sessions SET first_prompt = ? WHERE id = ?", (prompt, UNTITLED))
+    listed = {s.id: s for s in browse.project_sessions(archive, "/srv/api")}
+    assert (
+        listed[UNTITLED].first_prompt == prompt[: browse.TREE_PROMPT_CHARS]
+        and browse.TREE_PROMPT_CHARS == 300
+    )
+    assert query.get_session(archive, UNTITLED).first_prompt == prompt
+    assert query.session_matches(listed[UNTITLED], "logging helper")
+    for s in listed.values():
+        assert s.file_path is not None and s.file_path.endswith(f"{s.id}.jsonl"), s.id

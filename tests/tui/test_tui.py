@@ -379,7 +379,7 @@ async def test_resize_to_80x24_collapses_panes(demo_db: Path) -> None:
         await pilot.pause()
         projects, tree, view = (
             app.query_one(ProjectList),
-            app.query_one(SessionTree),
+            app.query_one("#sessions-box"),  # the sessions pane: the list and its filter box
             app.query_one(MessageView),
         )
         assert projects.display and tree.display and not view.display  # focus on projects

@@ -1,0 +1,314 @@
+"""The Sessions pane's list tools, pressed as a user would: filter, sort, agent, hide short
+sessions, pane widths and copy, with what is remembered read back by a second run of the app."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from threadloom.tui.app import ThreadloomApp
+from threadloom.tui.panes import FilterInput, SessionTree
+from threadloom.tui.screens import HelpScreen
+from threadloom.tui.settings import load_settings
+from tui_support import build_demo_db, fixed_now, restore_tz, use_utc
+
+CHECKOUT = "The checkout tests started failing"  # acme-shop: 22 messages, 12 Jun, fix/checkout-tax
+HEADER = "The header is misaligned"  # acme-shop: 10 messages, 10 Jun, main
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_demo_db(tmp_path_factory.mktemp("list"), long_turns=12)
+
+
+@pytest.fixture
+def mixed_db(demo_db: Path, tmp_path: Path) -> Path:
+    """The demo with acme-shop's header session made a one-message Codex session: two agents in
+    one project, and a session the hide key hides."""
+    path = tmp_path / "mixed.db"
+    shutil.copy(demo_db, path)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(
+            "UPDATE agent_sessions SET source = 'codex', message_count = 1 WHERE title LIKE ? AND is_subagent = 0",
+            (HEADER + "%",),
+        )
+    conn.close()
+    return path
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """No real ~/.claude, keymap or clipboard; settings in this test's folder; times in UTC."""
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "no-claude"))
+    monkeypatch.setenv("THREADLOOM_KEYMAP", str(tmp_path / "no-keymap.toml"))
+    settings = tmp_path / "config" / "settings.toml"
+    monkeypatch.setenv("THREADLOOM_SETTINGS", str(settings))
+    monkeypatch.setattr("threadloom.core.clipboard.copy_with", _no_clipboard)
+    previous = use_utc()
+    yield settings
+    restore_tz(previous)
+
+
+def _no_clipboard(text: str) -> None:
+    raise OSError("no clipboard in tests")
+
+
+def make_app(db: Path) -> ThreadloomApp:
+    return ThreadloomApp(db_path=db, ingest=False, now=fixed_now)
+
+
+def titles(tree: SessionTree) -> list[str]:
+    """The listed sessions' titles as far as the tests tell them apart."""
+    return [(s.title or "")[:24] for s in tree.sessions]
+
+
+async def test_ctrl_f_filters_as_you_type_counts_and_esc_clears(demo_db: Path) -> None:
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        tree = app.query_one(SessionTree)
+        box, bar = app.query_one(FilterInput), app.query_one("#filter-bar")
+        await pilot.press("2")
+        assert tree.border_title == "Sessions (2)" and not bar.display
+        await pilot.press("ctrl+f", *"HEADER")  # case-insensitive, in the title
+        assert app.focused is box and box.region.width > 0
+        assert tree.border_title == "Sessions (1 of 2)" and titles(tree) == [HEADER[:24]]
+        await pilot.press("z")
+        assert tree.border_title == "Sessions (0 of 2)" and tree.sessions == []
+        assert str(tree.root.children[0].label) == "No match: Esc clears"
+        await pilot.press("escape")  # in the box: cleared and closed, the list has the keys
+        assert app.focused is tree and not bar.display and tree.border_title == "Sessions (2)"
+        # the git branch, then an id: each a field the filter reads
+        await pilot.press("ctrl+f", *"checkout-tax")
+        assert titles(tree) == [CHECKOUT[:24]]
+        await pilot.press(*["backspace"] * 12)
+        header_id = next(s.id for s in tree.all_sessions if s.title and s.title.startswith(HEADER))
+        await pilot.press(*header_id[9:18], "enter")  # the middle of the id; Enter goes to the list
+        assert titles(tree) == [HEADER[:24]] and app.focused is tree and bar.display
+        assert tree.cursor_node is not None and tree.cursor_node.data.session.id == header_id
+        await pilot.press("escape")  # in the list: the filter goes, and its box
+        assert tree.border_title == "Sessions (2)" and not bar.display and box.value == ""
+        assert app.focused is tree  # Esc did not leave for anything else
+
+
+async def test_s_cycles_the_order_and_the_title_names_it(demo_db: Path) -> None:
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        tree = app.query_one(SessionTree)
+        await pilot.press("2")
+        assert titles(tree) == [CHECKOUT[:24], HEADER[:24]]  # recent activity first
+        seen = []
+        for _ in range(5):
+            await pilot.press("s")
+            seen.append((tree.border_title, titles(tree)[0]))
+        assert (
+            seen
+            == [
+                ("Sessions (2) · oldest first", HEADER[:24]),  # started 10 Jun
+                ("Sessions (2) · most messages", CHECKOUT[:24]),  # 22 against 10
+                ("Sessions (2) · most tokens", CHECKOUT[:24]),
+                ("Sessions (2) · longest", CHECKOUT[:24]),
+                ("Sessions (2)", CHECKOUT[:24]),  # back to recent activity
+            ]
+        )
+        assert any(n.message == "Sorted by oldest first" for n in app._notifications)
+
+
+async def test_a_cycles_the_projects_agents_then_all(mixed_db: Path) -> None:
+    app = make_app(mixed_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        tree = app.query_one(SessionTree)
+        await pilot.press("2", "a")
+        assert tree.border_title == "Sessions (1 of 2) · claude-code" and titles(tree) == [CHECKOUT[:24]]
+        await pilot.press("a")
+        assert tree.border_title == "Sessions (1 of 2) · codex" and titles(tree) == [HEADER[:24]]
+        await pilot.press("a")
+        assert tree.border_title == "Sessions (2)" and len(tree.sessions) == 2
+
+
+async def test_hiding_short_sessions_is_remembered_by_the_next_run(mixed_db: Path, isolated: Path) -> None:
+    app = make_app(mixed_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        tree = app.query_one(SessionTree)
+        await pilot.press("2", "full_stop")
+        assert tree.border_title == "Sessions (1 of 2)" and titles(tree) == [CHECKOUT[:24]]
+    assert load_settings(isolated)[0].hide_short_sessions is True
+    assert "hide_short_sessions = true" in isolated.read_text()
+    again = make_app(mixed_db)
+    async with again.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        tree = again.query_one(SessionTree)
+        assert tree.border_title == "Sessions (1 of 2)" and titles(tree) == [CHECKOUT[:24]]
+        await pilot.press("2", "full_stop")  # shown again, and remembered so
+        assert tree.border_title == "Sessions (2)"
+    assert load_settings(isolated)[0].hide_short_sessions is False
+
+
+async def test_brackets_resize_the_focused_pane_and_the_next_run_keeps_it(
+    demo_db: Path, isolated: Path
+) -> None:
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        box, projects = app.query_one("#sessions-box"), app.query_one("#projects")
+        messages = app.query_one("#messages")
+        sessions_before, projects_before = box.outer_size.width, projects.outer_size.width
+        await pilot.press("2", "right_square_bracket", "right_square_bracket")
+        await pilot.pause()
+        assert box.outer_size.width == sessions_before + 8
+        await pilot.press("1", "left_square_bracket")
+        await pilot.pause()
+        assert projects.outer_size.width == projects_before - 4
+        await pilot.press("3")
+        await pilot.pause()
+        wide_messages = messages.outer_size.width
+        await pilot.press("right_square_bracket")  # the message pane takes the sessions pane's room
+        await pilot.pause()
+        assert messages.outer_size.width == wide_messages + 4
+        chosen = (projects.outer_size.width, box.outer_size.width)
+    settings = load_settings(isolated)[0]
+    assert (
+        (settings.projects_width, settings.sessions_width)
+        == chosen
+        == (
+            projects_before - 4,
+            sessions_before + 4,
+        )
+    )
+    again = make_app(demo_db)
+    async with again.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("2")
+        await pilot.pause()
+        assert (
+            again.query_one("#projects").outer_size.width,
+            again.query_one("#sessions-box").outer_size.width,
+        ) == chosen
+
+
+async def test_y_and_shift_y_copy_the_full_id_and_the_file_path(
+    demo_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copied: list[str] = []
+    monkeypatch.setattr("threadloom.core.clipboard.copy_with", copied.append)
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        tree = app.query_one(SessionTree)
+        await pilot.press("2", "down")
+        await pilot.pause()
+        session = tree.cursor_node.data.session
+        assert session.title.startswith(HEADER)
+        await pilot.press("y", "Y")
+        assert copied == [session.id, session.file_path]
+        assert len(session.id) == 36 and session.file_path.endswith(f"{session.id}.jsonl")
+        said = [n.message for n in app._notifications if n.title == "Copied"]
+        assert said == [
+            f"Copied the session id to the system clipboard: {session.id}",
+            f"Copied the session's file path to the system clipboard: {session.file_path}",
+        ]
+
+
+async def test_a_damaged_settings_file_warns_and_gives_the_defaults(demo_db: Path, isolated: Path) -> None:
+    isolated.parent.mkdir(parents=True)
+    isolated.write_text("hide_short_sessions = [oops\n")
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        assert app.query_one(SessionTree).border_title == "Sessions (2)"
+        warned = [n for n in app._notifications if n.title == "Settings not read"]
+        assert len(warned) == 1 and str(isolated) in warned[0].message and warned[0].severity == "warning"
+    isolated.write_text('hide_short_sessions = "yes"\nsessions_width = 3\n')
+    settings, problems = load_settings(isolated)
+    assert settings.hide_short_sessions is False and settings.sessions_width is None and len(problems) == 2
+
+
+async def test_the_new_keys_are_in_f1_help_with_their_ids(demo_db: Path) -> None:
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("2", "f1")
+        screen = app.screen
+        assert isinstance(screen, HelpScreen)
+        ids = {row[2] for row in screen.pane_keys} | {row[2] for row in screen.global_keys}
+        assert {
+            "sessions.filter",
+            "sessions.sort",
+            "sessions.agent",
+            "sessions.hide-short",
+            "sessions.copy-id",
+            "sessions.copy-path",
+            "app.pane-narrower",
+            "app.pane-wider",
+        } <= ids
+
+
+async def test_jumping_to_a_session_the_filter_hides_clears_the_filter(demo_db: Path) -> None:
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        tree = app.query_one(SessionTree)
+        await pilot.press("2", "ctrl+f", *"checkout", "enter")
+        assert titles(tree) == [CHECKOUT[:24]]
+        header_id = next(s.id for s in tree.all_sessions if s.title and s.title.startswith(HEADER))
+        app.browser.jump_to_session(header_id)  # as the jump palette and a search hit do
+        await pilot.pause()
+        assert tree.border_title == "Sessions (2)" and not app.query_one("#filter-bar").display
+        assert tree.cursor_node is not None and tree.cursor_node.data.session.id == header_id
+
+
+async def test_the_footer_at_80x24_keeps_filter_beside_search_and_quit(demo_db: Path) -> None:
+    from textual.widgets._footer import FooterKey
+
+    app = make_app(demo_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("2")
+        await pilot.pause()
+        shown = [
+            k.description for k in app.screen.query(FooterKey) if k.region.width and k.region.right <= 80
+        ]
+        assert {"Filter", "Search", "Fork", "Help", "Quit"} <= set(shown)
+        assert not {"Sort", "Agent", "Copy id", "Narrower"} & set(shown)  # in F1, not the footer
+        await pilot.press("ctrl+f")
+        await pilot.pause()
+        shown = [
+            k.description for k in app.screen.query(FooterKey) if k.region.width and k.region.right <= 80
+        ]
+        assert "Clear filter" in shown and "Quit" not in shown  # letters are typed into the box now
+
+
+async def test_the_palette_offers_the_list_tools_when_the_sessions_pane_has_focus(demo_db: Path) -> None:
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        titles_now = [c.title for c in app.get_system_commands(app.screen)]
+        assert not any(t.startswith("Sessions: next sort") for t in titles_now)  # projects focused
+        await pilot.press("2")
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        assert "Sessions: Hide sessions of fewer than two messages" in commands
+        assert "Sessions: copy the session id" in commands
+        commands["Sessions: next sort order"].callback()
+        await pilot.pause()
+        assert app.query_one(SessionTree).border_title == "Sessions (2) · oldest first"
+
+
+def test_settings_round_trip_and_an_unwritable_place_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    from threadloom.tui.settings import Settings, save_settings
+
+    path = tmp_path / "deep" / "settings.toml"
+    wanted = Settings(hide_short_sessions=True, projects_width=30, sessions_width=None)
+    assert save_settings(path, wanted) is None
+    assert load_settings(path) == (wanted, [])
+    assert "sessions_width" not in path.read_text()  # the stylesheet's: nothing written
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    problem = save_settings(blocker / "settings.toml", wanted)  # its folder is a file
+    assert problem is not None and str(blocker) in problem
