@@ -7,7 +7,6 @@ look of each part can be read (and changed) in one place.
 from __future__ import annotations
 
 import re
-import time
 from datetime import datetime
 from typing import Any
 
@@ -78,16 +77,6 @@ def plain_title(title: str | None, width: int) -> Text:
     """A session's title for a border: as plain text (a str there is read as markup, and a prompt
     such as "[Image #1] fix this" lost its brackets), never blank."""
     return Text(one_line(title, width) or "(untitled)")
-
-
-def short_when(ms: int | None, now: float | None = None) -> str:
-    """'12 Jun 14:05' in the current year, '12 Jun 2025' before it: a list sorted by time reads in
-    order across a new year, and an old session says how old."""
-    if ms is None:
-        return ""
-    dt = datetime.fromtimestamp(ms / 1000)
-    this_year = datetime.fromtimestamp(time.time() if now is None else now).year
-    return dt.strftime("%d %b %H:%M" if dt.year == this_year else "%d %b %Y")
 
 
 def duration(ms: int | None) -> str:

@@ -947,19 +947,26 @@ async def test_rescan_says_so_when_nothing_was_new(tmp_path: Path) -> None:
     ingest(conn, root)  # the folder is remembered: a rescan reads it again
     conn.close()
     app = make_app(tmp_path / "t.db")
+    told: list[tuple[str, str]] = []  # every toast, kept past its timeout (a loaded machine outlives 3 s)
+    real_notify = app.notify
+
+    def notify(message: str, *, title: str = "", **kw) -> None:
+        told.append((title, message))
+        real_notify(message, title=title, **kw)
+
+    app.notify = notify  # type: ignore[method-assign]
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.press("ctrl+r")
         await until(pilot, lambda: not app.ingesting)  # the worker's end, as the app heard it
-        said = [n.message for n in app._notifications if n.title == "Rescan"]
+        said = [message for title, message in told if title == "Rescan"]
         assert len(said) == 1 and "No new or changed agent logs" in said[0]
         first = sorted(root.rglob("*.jsonl"))[0]
         with open(first, "ab") as f:
             f.write(b'{"type":"custom-title","customTitle":"renamed","sessionId":"x"}\n')
         await pilot.press("ctrl+r")
         await until(pilot, lambda: not app.ingesting)
-        assert any(n.title == "Ingest done" for n in app._notifications)
-        assert len([n for n in app._notifications if n.title == "Rescan"]) == 1
+        assert [title for title, _ in told if title in ("Rescan", "Ingest done")] == ["Rescan", "Ingest done"]
 
 
 async def test_a_new_project_read_by_ctrl_r_leaves_the_highlight_and_its_sessions_together(
