@@ -235,8 +235,8 @@ async def search_and_fork(db: Path) -> dict[str, float]:
     from threadloom.tui.messages import MessageView
     from threadloom.tui.search import SearchScreen
 
-    sys.path.insert(0, str(ROOT / "tests"))  # the tests' helpers
-    from tui_support import wait_for_search
+    sys.path.insert(0, str(ROOT))  # the tests' helpers
+    from tests.tui_support import wait_for_search
 
     app = ThreadloomApp(db_path=db, ingest=False)
     async with app.run_test(size=(140, 40)) as pilot:

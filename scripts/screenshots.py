@@ -16,10 +16,11 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the tests' helpers: scenes, demo database, fixed clock
+sys.path.insert(0, str(ROOT))  # the tests' helpers: scenes, demo database, fixed clock
 
 from threadloom.tui.app import ThreadloomApp  # noqa: E402
-from tui_support import SCENES, build_demo_db, fixed_now, use_utc  # noqa: E402
+
+from tests.tui_support import SCENES, build_demo_db, fixed_now, use_utc  # noqa: E402
 
 
 async def shoot(db_path: Path, out: Path, name: str) -> Path:

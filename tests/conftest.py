@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from threadloom.core import db
 from threadloom.core.ingest import IngestReport, run_ingest
-from tui_support import quick_idle_checks
+
+from tests.tui_support import quick_idle_checks
 
 SHARED = Path(os.environ.get("THREADLOOM_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 CORPUS = SHARED / "corpus"

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import Transcript, tool_use
+from tests.conftest import Transcript, tool_use
 
 FORKED = "99999999-0000-4000-8000-000000000099"  # the session id the fake `claude -p` reports
 

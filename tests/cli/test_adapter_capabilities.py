@@ -10,8 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import FAKE_AGENT, ingest
-from support import run_printed
 from threadloom.core import db
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.adapters.base import (
@@ -27,6 +25,9 @@ from threadloom.core.adapters.base import (
 )
 from threadloom.core.cli import main
 from threadloom.core.fork import plan_fork, resume_plan
+
+from tests.conftest import FAKE_AGENT, ingest
+from tests.support import run_printed
 
 
 class ToyAdapter(Adapter):

@@ -15,11 +15,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, Transcript, ingest
-from support import FORKED, lookups, run_printed
 from threadloom.core import db
 from threadloom.core.cli import main
 from threadloom.core.fork import claude_folder_name
+
+from tests.conftest import CORPUS, Transcript, ingest
+from tests.support import FORKED, lookups, run_printed
 
 MARK = "pwned"  # what every payload tries to create
 PAYLOADS = [
@@ -254,7 +255,7 @@ def test_a_folder_missing_on_this_machine_is_said(tmp_path, capsys, fake_agents,
 
 
 def codex_session(home: Path, *, thread: str = THREAD, cwd: str) -> None:
-    from test_adapter_codex import Rollout
+    from tests.unit.test_adapter_codex import Rollout
 
     r = Rollout(home, "rollout-id")
     r.thread = thread
@@ -315,7 +316,7 @@ def test_a_codex_folder_is_quoted(tmp_path, capsys, monkeypatch, fake_agents, sa
 
 
 def gemini_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, sid: str, project: Path) -> Path:
-    from test_adapter_gemini import chats, meta, reply, user, write_jsonl
+    from tests.unit.test_adapter_gemini import chats, meta, reply, user, write_jsonl
 
     monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "ghome"))
     root = tmp_path / "ghome" / ".gemini"
@@ -538,11 +539,12 @@ def test_codex_and_gemini_corpus_ids_resume_or_are_refused_as_not_theirs(
 async def test_the_fork_picker_refuses_a_hostile_id_and_copies_a_safe_command(
     tmp_path, monkeypatch, fake_agents, sandbox
 ):
-    from test_tui import shown
     from textual.widgets import Static
     from threadloom.tui.app import ThreadloomApp
     from threadloom.tui.fork import ForkPicker
-    from tui_support import settle
+
+    from tests.tui.test_tui import shown
+    from tests.tui_support import settle
 
     monkeypatch.setenv("THREADLOOM_KEYMAP", str(tmp_path / "no-keymap.toml"))
     copied: list[str] = []
@@ -605,14 +607,15 @@ async def test_run_it_now_starts_exactly_the_plans_command_in_its_folder(tmp_pat
     read once it ends. The terminal hand-over is the only part replaced (Pilot has no terminal)."""
     import contextlib
 
-    from test_tui import shown
     from textual.widgets import Static
     from threadloom.core import browse
     from threadloom.tui import fork as tui_fork
     from threadloom.tui.app import ThreadloomApp
     from threadloom.tui.fork import ForkPicker
     from threadloom.tui.messages import MessageView
-    from tui_support import settle
+
+    from tests.tui.test_tui import shown
+    from tests.tui_support import settle
 
     folder = hostile_folder(tmp_path, "$(touch pwned)")
     claude_session(tmp_path, cwd=str(folder))  # where claude looks: $CLAUDE_CONFIG_DIR is tmp_path

@@ -11,9 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import Transcript
-from support import SID, make_archive, run
 from threadloom.core import db
+
+from tests.conftest import Transcript
+from tests.support import SID, make_archive, run
 
 
 def test_ingest_sessions_show_json(tmp_path):
@@ -303,7 +304,7 @@ def test_new_databases_get_the_schema_the_sqlmodel_classes_compile_to(tmp_path):
 
 
 def test_show_prints_no_escape_sequences_that_tools_left_in_the_log(tmp_path):
-    from conftest import ansi_session
+    from tests.conftest import ansi_session
 
     ansi_session(tmp_path)
     dbp = str(tmp_path / "t.db")
@@ -314,7 +315,7 @@ def test_show_prints_no_escape_sequences_that_tools_left_in_the_log(tmp_path):
 
 
 def test_show_prints_a_background_tasks_notification_as_a_notice(tmp_path):
-    from conftest import notice_session
+    from tests.conftest import notice_session
 
     notice_session(tmp_path)
     dbp = str(tmp_path / "t.db")
@@ -330,7 +331,7 @@ def test_show_prints_a_background_tasks_notification_as_a_notice(tmp_path):
 
 
 def test_show_prints_aider_edit_blocks_as_diffs(tmp_path):
-    from conftest import AIDER_EDITS
+    from tests.conftest import AIDER_EDITS
 
     folder = tmp_path / "parser-project"
     folder.mkdir()

@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import Transcript, tool_use
-from support import full_session, run
+
+from tests.conftest import Transcript, tool_use
+from tests.support import full_session, run
 
 API = "5a7a0000-1111-4222-8333-0000000000a1"
 WEB = "5b7b0000-1111-4222-8333-0000000000b2"

@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS
 from threadloom.core import db
 from threadloom.core.archive import file_bytes
 from threadloom.core.ingest import run_ingest
+
+from tests.conftest import CORPUS
 
 CLAUDE = CORPUS / "claude-code"
 pytestmark = [

@@ -4,10 +4,11 @@ own totals, per session they equal them, and every changed-lines row names a com
 from __future__ import annotations
 
 import pytest
-from conftest import CORPUS
 from threadloom.core import db, stats
 from threadloom.core.diffs import EDIT_TOOLS
 from threadloom.core.ingest import run_ingest
+
+from tests.conftest import CORPUS
 
 CLAUDE = CORPUS / "claude-code"
 pytestmark = [

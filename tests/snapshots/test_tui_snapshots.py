@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 from threadloom.tui.app import ThreadloomApp
-from tui_support import SCENES, build_demo_db, fixed_now, restore_tz, use_utc
+
+from tests.tui_support import SCENES, build_demo_db, fixed_now, restore_tz, use_utc
 
 # SVGs depend on Textual's rendering; they were recorded with this version. After upgrading
 # Textual, look at the new output and re-record with `--snapshot-update`.

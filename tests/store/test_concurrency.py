@@ -9,9 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support import archive
 from threadloom.core import db, search_index
 from threadloom.core.ingest import run_ingest
+
+from tests.support import archive
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import archive
 from threadloom.core import db
 from threadloom.core import ingest as ingest_module
 from threadloom.core.ingest import run_ingest
+
+from tests.support import archive
 
 TABLES = (
     "SELECT id, source_file_id, byte_offset, raw, session_id, seq, turn_id, dup_of, content FROM entries ORDER BY id",
@@ -84,8 +85,8 @@ def test_a_file_failing_half_way_through_a_first_load_is_undone(tmp_path, monkey
 def die_mid_first_load(path: Path, projects: Path) -> subprocess.CompletedProcess:
     """A first load of `projects` into `path`, killed after two files (no cleanup runs; exit 9)."""
     code = (
-        "import os, sys; sys.path.insert(0, sys.argv[1])\n"
-        "from core import db, ingest\n"
+        "import os, sys\n"
+        "from threadloom.core import db, ingest\n"
         "conn = db.connect(sys.argv[2])\n"
         "def die(p):\n"
         "    if p.files_done == 2: os._exit(9)\n"
@@ -148,8 +149,8 @@ def test_threadloom_ingest_after_a_first_load_that_died_starts_afresh(tmp_path, 
 def hold_writer_lock(path: Path) -> subprocess.Popen:
     """Another process holding the database's writer lock until its stdin closes."""
     code = (
-        "import sys; sys.path.insert(0, sys.argv[1])\n"
-        "from core.writer_lock import writer_lock\n"
+        "import sys\n"
+        "from threadloom.core.writer_lock import writer_lock\n"
         "with writer_lock(sys.argv[2]):\n"
         "    print('holding', flush=True); sys.stdin.read()\n"
     )

@@ -11,10 +11,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, Transcript, ingest, tool_use
-from support import check_fork_file
 from threadloom.core import clipboard
 from threadloom.core.fork import ForkError, fork_points, plan_fork, resume_plan, write_fork
+
+from tests.conftest import CORPUS, Transcript, ingest, tool_use
+from tests.support import check_fork_file
 
 SID = "f0000000-0000-4000-8000-00000000f001"
 
@@ -252,7 +253,7 @@ def test_forks_of_real_sessions_are_valid(conn, tmp_path):
 
 
 def test_gemini_fork_writes_the_branch_to_a_session_file(conn, tmp_path, monkeypatch):
-    from test_adapter_gemini import chats, meta, reply, user, write_jsonl
+    from tests.unit.test_adapter_gemini import chats, meta, reply, user, write_jsonl
 
     monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "ghome"))
     root = tmp_path / "ghome" / ".gemini"
@@ -286,7 +287,7 @@ def test_gemini_fork_writes_the_branch_to_a_session_file(conn, tmp_path, monkeyp
 def test_codex_fork_cuts_a_legacy_rollout_after_the_turn(conn, tmp_path, monkeypatch):
     """FORK.md §2.3 recipe C: a new thread whose first line is a fresh session_meta, then the source's
     lines up to the end of the chosen turn, in $CODEX_HOME/sessions/YYYY/MM/DD/ where Codex finds it."""
-    from test_adapter_codex import THREAD, full_session
+    from tests.unit.test_adapter_codex import THREAD, full_session
 
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     rollout = full_session(tmp_path / "codex")
@@ -330,7 +331,7 @@ def test_codex_fork_cuts_a_legacy_rollout_after_the_turn(conn, tmp_path, monkeyp
 
 def test_codex_paginated_threads_keep_the_whole_session_fork(conn, tmp_path, monkeypatch):
     """A paginated rollout refers to segments in other files: no file-level cut, `codex fork` and a note."""
-    from test_adapter_codex import full_session
+    from tests.unit.test_adapter_codex import full_session
 
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     rollout = full_session(tmp_path / "codex")
@@ -356,9 +357,10 @@ def test_cli_fork_prints_the_command_of_agents_that_copy_the_session_themselves(
 ):
     """`threadloom fork` at a Codex or Gemini point failed ("this plan writes no file", or a traceback for
     Gemini's already written copy): only a plan holding a transcript has a file to write."""
-    from test_adapter_codex import full_session
-    from test_adapter_gemini import chats, meta, reply, user, write_jsonl
     from threadloom.core.cli import main
+
+    from tests.unit.test_adapter_codex import full_session
+    from tests.unit.test_adapter_gemini import chats, meta, reply, user, write_jsonl
 
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "ghome"))

@@ -9,10 +9,11 @@ import time
 from pathlib import Path
 
 import orjson
-from conftest import Transcript, ingest, tool_use
 from threadloom.core import db
 from threadloom.core.adapters.base import Adapter
 from threadloom.core.archive import file_bytes
+
+from tests.conftest import Transcript, ingest, tool_use
 
 
 def entries_of(conn: sqlite3.Connection, path: Path) -> list[tuple]:
@@ -424,8 +425,9 @@ def test_append_to_a_large_file_reads_only_the_new_bytes(conn, tmp_path):
 def test_database_sources_reread_only_when_rows_change_and_verify_by_rows(conn, tmp_path):
     import shutil
 
-    from conftest import CORPUS
     from threadloom.core.archive import restore_session, verify
+
+    from tests.conftest import CORPUS
 
     found = sorted((CORPUS / "cursor").rglob("*.vscdb")) if (CORPUS / "cursor").is_dir() else []
     if not found:

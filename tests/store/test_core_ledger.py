@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import Transcript, ingest, tool_use
+from tests.conftest import Transcript, ingest, tool_use
 
 SID = "aaaaaaaa-1111-4222-8333-000000000001"
 PROJECT = "-home-dev-app"

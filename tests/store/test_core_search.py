@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, Transcript, ingest, tool_use
 from threadloom.core.search import find_sessions, parse_query, parse_time, search
+
+from tests.conftest import CORPUS, Transcript, ingest, tool_use
 
 NOW = time.mktime((2026, 3, 10, 12, 0, 0, 0, 0, -1))
 S_AUTH = "a0000000-0000-4000-8000-00000000a001"
@@ -231,7 +232,7 @@ def test_words_from_real_messages_find_their_sessions(conn):
 
 
 def test_a_background_tasks_notification_is_found_and_read_by_its_summary(conn, tmp_path):
-    from conftest import notice_session
+    from tests.conftest import notice_session
 
     notice_session(tmp_path)
     ingest(conn, tmp_path / "projects")

@@ -6,11 +6,12 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from conftest import Transcript
-from support import run
 from threadloom.core import search_index
 from threadloom.core.ingest import run_ingest
 from threadloom.core.search import search
+
+from tests.conftest import Transcript
+from tests.support import run
 
 
 def fts_is_consistent(conn: sqlite3.Connection) -> bool:

@@ -5,9 +5,10 @@ priced again when the price data changes."""
 from __future__ import annotations
 
 import pytest
-from conftest import Transcript, ingest
 from threadloom.core import cost
 from threadloom.core.db import set_meta
+
+from tests.conftest import Transcript, ingest
 
 SID = "c0571111-1111-4222-8333-000000000c01"
 SONNET = "claude-sonnet-4-5-20250929"

@@ -25,11 +25,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Transcript, tool_use
-from support import SID, make_archive
 from threadloom.core import db
 from threadloom.core.cli import main
 from threadloom.core.ingest import run_ingest
+
+from tests.conftest import Transcript, tool_use
+from tests.support import SID, make_archive
 
 REPO = Path(__file__).resolve().parents[2]
 UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -231,7 +232,7 @@ def as_nobody() -> Iterator[tuple[Callable[..., subprocess.CompletedProcess], Pa
         p for p in (sys.executable, shutil.which("python3"), "/usr/bin/python3") if p
     ):
         probe = subprocess.run(
-            [*prefix, python, "-c", "import core.cli, rich, platformdirs"],
+            [*prefix, python, "-c", "import threadloom.core.cli, rich, platformdirs"],
             capture_output=True,
             cwd=REPO,
             env=env,

@@ -12,10 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Transcript, ingest, tool_use
 from threadloom.core.export import ExportError, export_session
 from threadloom.core.query import resolve_session
 from threadloom.core.redact import Redactor
+
+from tests.conftest import Transcript, ingest, tool_use
 
 SID = "e4e4e4e4-1111-4222-8333-000000000e01"
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,9 +6,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from conftest import Transcript, ingest, tool_use
 from threadloom.core import browse
 from threadloom.core.find import Place, failed_calls, find_in_session, prompt_seqs, session_segments
+
+from tests.conftest import Transcript, ingest, tool_use
 
 SID = "f1f1f1f1-0000-4000-8000-00000000f1f1"
 

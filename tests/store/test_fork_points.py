@@ -10,8 +10,6 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, Transcript, ingest, tool_use
-from support import check_fork_file, lookups, run_printed
 from threadloom.core import db
 from threadloom.core.cli import main
 from threadloom.core.fork import (
@@ -24,6 +22,9 @@ from threadloom.core.fork import (
     resume_plan,
     write_fork,
 )
+
+from tests.conftest import CORPUS, Transcript, ingest, tool_use
+from tests.support import check_fork_file, lookups, run_printed
 
 SID = "a1600000-0000-4000-8000-000000000016"
 HOOK = {
@@ -298,7 +299,7 @@ def test_a_missing_folder_is_said_plainly_and_restore_still_offered(conn, tmp_pa
 def test_codex_resume_of_a_rollout_read_from_elsewhere(
     conn, tmp_path, monkeypatch, capsys, fake_agents, sandbox
 ):
-    from test_adapter_codex import THREAD, full_session
+    from tests.unit.test_adapter_codex import THREAD, full_session
 
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     rollout = full_session(tmp_path / "backup-codex")  # a copy of someone's ~/.codex, not this one
@@ -353,7 +354,7 @@ def test_fork_messages_lists_every_message_of_the_turns(conn, session):
 
 
 def test_codex_messages_are_turn_level_fork_points(conn, tmp_path, monkeypatch):
-    from test_adapter_codex import full_session
+    from tests.unit.test_adapter_codex import full_session
 
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     full_session(tmp_path / "codex").write()

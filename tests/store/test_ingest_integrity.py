@@ -9,9 +9,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Transcript, ingest
 from threadloom.core.archive import file_bytes
 from threadloom.core.ingest import run_ingest
+
+from tests.conftest import Transcript, ingest
 
 SID = "11111111-aaaa-4bbb-8ccc-000000000001"
 

@@ -7,9 +7,10 @@ import sqlite3
 from dataclasses import fields
 
 import pytest
-from conftest import Transcript, ingest, tool_use
 from threadloom.core import browse, query, rows
 from threadloom.core.search import find_sessions, search
+
+from tests.conftest import Transcript, ingest, tool_use
 
 MAIN = "b0000000-0000-4000-8000-00000000b001"
 UNTITLED = "b0000000-0000-4000-8000-00000000b002"

@@ -11,9 +11,10 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import Transcript, ingest, tool_use
 from threadloom.core import db, search, search_index
 from threadloom.core.ingest import REBUILDING, Progress, rebuild_pending, run_ingest
+
+from tests.conftest import Transcript, ingest, tool_use
 
 SID = "5e551011-0000-4000-8000-0000000000aa"
 DERIVED = ("agent_sessions", "agent_turns", "agent_tool_calls", "agent_usage")

@@ -7,10 +7,11 @@ import json
 import sqlite3
 
 import pytest
-from conftest import Transcript, ingest, tool_use
 from threadloom.core import stats
 from threadloom.core.db import set_meta
 from threadloom.core.ledger import rebuild_derived
+
+from tests.conftest import Transcript, ingest, tool_use
 
 SID = "57a75111-1111-4222-8333-000000000a01"
 SONNET = "claude-sonnet-4-5-20250929"

@@ -9,11 +9,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, Transcript, ingest, tool_use
-from support import THREAD, Rollout, full_session
 from threadloom.core import browse, db
 from threadloom.core.ingest import rebuild_pending
 from threadloom.core.query import messages
+
+from tests.conftest import CORPUS, Transcript, ingest, tool_use
+from tests.support import THREAD, Rollout, full_session
 
 SID = "aaaaaaaa-1111-4222-8333-000000000001"
 COPY = "bbbbbbbb-1111-4222-8333-000000000002"

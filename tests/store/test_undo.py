@@ -12,9 +12,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import AIDER_EDITS, CORPUS, Transcript, ingest, tool_use
 from threadloom.core.cli import main
 from threadloom.core.undo import changes_after, plan_undo, undo_patch, written_by_shell
+
+from tests.conftest import AIDER_EDITS, CORPUS, Transcript, ingest, tool_use
 
 SID = "c0de0000-0000-4000-8000-00000000d001"
 THREAD = "019a0000-2222-7333-8444-555566667777"

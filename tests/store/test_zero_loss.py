@@ -15,7 +15,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import Transcript, ingest, tool_use
 from rich.console import Console
 from threadloom.core import cli
 from threadloom.core.adapters.claude import ClaudeAdapter
@@ -24,6 +23,8 @@ from threadloom.core.browse import message_page
 from threadloom.core.ingest import run_ingest
 from threadloom.core.ledger import Ledger
 from threadloom.tui import render as tui_render
+
+from tests.conftest import Transcript, ingest, tool_use
 
 SID = "aaaaaaaa-1111-4222-8333-0000000020e0"
 HOSTILE = "@@hostile@@"  # written as a JSON string, then replaced by the literal JSON text under test

@@ -13,7 +13,8 @@ from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.panes import FilterInput, SessionTree
 from threadloom.tui.screens import HelpScreen
 from threadloom.tui.settings import load_settings
-from tui_support import build_demo_db, fixed_now, restore_tz, use_utc
+
+from tests.tui_support import build_demo_db, fixed_now, restore_tz, use_utc
 
 CHECKOUT = "The checkout tests started failing"  # acme-shop: 22 messages, 12 Jun, fix/checkout-tax
 HEADER = "The header is misaligned"  # acme-shop: 10 messages, 10 Jun, main

@@ -12,7 +12,8 @@ from threadloom.core import stats
 from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.panes import ProjectList, SessionTree
 from threadloom.tui.stats import StatsScreen
-from tui_support import build_demo_db, fixed_now, restore_tz, use_utc
+
+from tests.tui_support import build_demo_db, fixed_now, restore_tz, use_utc
 
 
 @pytest.fixture(scope="module")

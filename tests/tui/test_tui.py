@@ -32,7 +32,8 @@ from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import ProjectList, SessionTree
 from threadloom.tui.screens import ErrorScreen, HelpScreen, RawJsonScreen
 from threadloom.tui.search import ResultsList, SearchScreen
-from tui_support import (
+
+from tests.tui_support import (
     CHECKOUT,
     HEALTH,
     LONG,
@@ -105,8 +106,9 @@ class Seen:
 
 def ingested_db(tmp_path: Path, source: Path) -> Path:
     """A database holding what `source` has, written before the app opens it."""
-    from conftest import ingest
     from threadloom.core import db
+
+    from tests.conftest import ingest
 
     path = tmp_path / "t.db"
     conn = db.connect(path)
@@ -688,7 +690,7 @@ async def test_ingest_worker_fills_panes_and_notifies(tmp_path: Path) -> None:
 
 
 async def test_a_session_started_elsewhere_shows_up_without_ctrl_r(tmp_path: Path) -> None:
-    from conftest import Transcript
+    from tests.conftest import Transcript
 
     root = small_archive(tmp_path)
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
@@ -716,8 +718,9 @@ async def test_a_session_started_elsewhere_shows_up_without_ctrl_r(tmp_path: Pat
 async def test_a_subagent_working_in_a_worktree_opens_under_its_parents_project(tmp_path: Path) -> None:
     """A subagent started with an isolated worktree records the worktree as its folder: Enter on its
     call lists it under the project of the session that started it (it listed `Sessions (0)`)."""
-    from conftest import Transcript, ingest, tool_use
     from threadloom.core import db
+
+    from tests.conftest import Transcript, ingest, tool_use
 
     sid = "aaaaaaaa-1111-4222-8333-0000000000a1"
     folder = tmp_path / "projects" / "-home-dev-app"
@@ -939,8 +942,9 @@ async def test_demo_starts_with_the_project_list_focused(
 
 
 async def test_rescan_says_so_when_nothing_was_new(tmp_path: Path) -> None:
-    from conftest import ingest
     from threadloom.core import db
+
+    from tests.conftest import ingest
 
     root = small_archive(tmp_path)
     conn = db.connect(tmp_path / "t.db")
@@ -972,8 +976,9 @@ async def test_rescan_says_so_when_nothing_was_new(tmp_path: Path) -> None:
 async def test_a_new_project_read_by_ctrl_r_leaves_the_highlight_and_its_sessions_together(
     tmp_path: Path,
 ) -> None:
-    from conftest import Transcript, ingest
     from threadloom.core import db
+
+    from tests.conftest import Transcript, ingest
 
     root = small_archive(tmp_path)
     conn = db.connect(tmp_path / "t.db")
@@ -1083,8 +1088,8 @@ def _clip_title(title: str | None) -> str:
 def test_session_rows_show_when_they_were_last_written_with_the_year_when_not_this_one() -> None:
     from datetime import datetime
 
+    from threadloom.core.text import short_when
     from threadloom.tui.panes import session_label
-    from threadloom.tui.render import short_when
 
     now = datetime(2026, 3, 1, 12, 0).timestamp()
     june_2025 = int(datetime(2025, 6, 12, 14, 5).timestamp() * 1000)
@@ -1432,8 +1437,9 @@ async def open_picker_at(pilot, seq: int) -> ForkPicker:
 
 async def test_titles_with_brackets_are_shown_as_written(tmp_path: Path) -> None:
     """A border reads a str as markup: "[Image #1]" and "[red]" vanished from titles."""
-    from conftest import Transcript, ingest
     from threadloom.core import db
+
+    from tests.conftest import Transcript, ingest
 
     sid = "abcdef00-0000-4000-8000-000000000001"
     t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{sid}.jsonl", sid)
@@ -1460,7 +1466,7 @@ async def test_titles_with_brackets_are_shown_as_written(tmp_path: Path) -> None
 async def test_escape_sequences_in_a_log_become_styles_not_terminal_commands(tmp_path: Path) -> None:
     """Written to the terminal as they are, a tool's escape sequences would move the cursor or
     retitle the window; the viewer shows their colours and bold as styles instead."""
-    from conftest import ansi_session
+    from tests.conftest import ansi_session
 
     t = ansi_session(tmp_path)
     app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
@@ -1493,7 +1499,7 @@ async def test_escape_sequences_in_a_log_become_styles_not_terminal_commands(tmp
 async def test_a_background_tasks_notification_is_shown_as_a_notice_not_as_the_users_words(
     tmp_path: Path,
 ) -> None:
-    from conftest import notice_session
+    from tests.conftest import notice_session
 
     t = notice_session(tmp_path)
     app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
@@ -1670,7 +1676,7 @@ async def test_parallel_calls_are_bracketed_with_their_message_and_fork_with_it(
     """Three parallel calls of one API message (a record per block, results in the order the calls
     ended): bracketed with its thinking, and Fork here on the thinking writes all three calls with
     their results, and nothing of the next message; on a text, its message's call comes with it."""
-    from test_fork_points import SID, parallel_session
+    from tests.store.test_fork_points import SID, parallel_session
 
     work = tmp_path / "work"
     work.mkdir()
@@ -1987,9 +1993,10 @@ async def test_fork_with_a_new_prompt_from_a_search_hit(
 async def test_fork_picker_for_codex_says_what_it_can(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from test_adapter_codex import full_session
     from threadloom.core import db
     from threadloom.core.ingest import run_ingest
+
+    from tests.unit.test_adapter_codex import full_session
 
     copied: list[str] = []
     monkeypatch.setattr("threadloom.core.clipboard.copy_with", copied.append)
@@ -2112,8 +2119,9 @@ def test_a_wrapped_diff_row_continues_beside_its_marker_column() -> None:
 
 
 async def test_aider_search_replace_blocks_are_shown_as_diffs(tmp_path: Path) -> None:
-    from conftest import AIDER_EDITS
     from threadloom.tui.render import EditBlock, edit_blocks
+
+    from tests.conftest import AIDER_EDITS
 
     folder = tmp_path / "parser-project"
     folder.mkdir()
@@ -2234,7 +2242,7 @@ async def test_titles_projects_and_models_from_a_log_never_reach_the_terminal_as
     """Session titles, project paths, model names and tool inputs went to the terminal as they
     were: a log could retitle the window, clear or reset the terminal (the messages' text alone was
     cleaned)."""
-    from conftest import Transcript, tool_use
+    from tests.conftest import Transcript, tool_use
 
     sid = "eeeeeeee-1111-4222-8333-00000000c0de"
     t = Transcript(tmp_path / "projects" / "-srv-evil" / f"{sid}.jsonl", sid, cwd=f"/srv/{HOSTILE}evil")
@@ -2262,7 +2270,7 @@ async def test_markdown_in_a_log_never_reaches_the_terminal_as_controls(tmp_path
     """Rendered Markdown is as safe as the text as written: controls in a heading, a code block, a
     link and a table are drawn as text, and a message holding escape sequences keeps only their
     colours, whichever way the text is shown."""
-    from conftest import Transcript
+    from tests.conftest import Transcript
 
     sid = "eeeeeeee-1111-4222-8333-00000000add5"
     controls = "\x9b2J\x07\x00"  # no ESC: the Markdown is rendered
@@ -2293,7 +2301,7 @@ async def test_markdown_in_a_log_never_reaches_the_terminal_as_controls(tmp_path
 async def test_a_message_of_megabytes_is_drawn_in_part_with_a_note(tmp_path: Path) -> None:
     """The view lays a message out whole before it paints: a 20 MB prompt froze the app for minutes.
     The first 100,000 characters are drawn, then how many more there are."""
-    from conftest import Transcript
+    from tests.conftest import Transcript
 
     sid = "eeeeeeee-1111-4222-8333-00000000b16b"
     t = Transcript(tmp_path / "projects" / "-srv-big" / f"{sid}.jsonl", sid)

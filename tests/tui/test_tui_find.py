@@ -15,7 +15,8 @@ from threadloom.core.find import failed_calls, find_in_session, prompt_seqs
 from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.find import CURRENT_STYLE, MATCH_STYLE, FindBar
 from threadloom.tui.messages import MessageView
-from tui_support import (
+
+from tests.tui_support import (
     CHECKOUT,
     LONG,
     build_demo_db,

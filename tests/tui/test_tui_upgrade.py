@@ -5,12 +5,13 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from conftest import ingest
 from threadloom.core import db
 from threadloom.core.demo import write_demo_archive
 from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.panes import ProjectList
 from threadloom.tui.screens import ErrorScreen
+
+from tests.conftest import ingest
 
 
 async def test_an_older_database_opened_without_ingest_is_rebuilt_by_the_worker(tmp_path: Path) -> None:

@@ -8,12 +8,13 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, ingest
 from threadloom.core import db
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.adapters.aider import AiderAdapter
 from threadloom.core.archive import file_bytes
 from threadloom.core.ingest import run_ingest
+
+from tests.conftest import CORPUS, ingest
 
 PREAMBLE = """-*- mode: fundamental -*-
 > ^C again to exit  

@@ -7,11 +7,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, ingest
 from threadloom.core import db
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.archive import file_bytes
 from threadloom.core.ingest import run_ingest
+
+from tests.conftest import CORPUS, ingest
 
 CONV = "4e83977c-0000-4000-8000-0000000000aa"
 CWD = "/home/dev/thing"

@@ -6,8 +6,9 @@ import json
 import sqlite3
 from pathlib import Path
 
-from conftest import Transcript, ingest, tool_use
 from threadloom.core.adapters import ADAPTERS
+
+from tests.conftest import Transcript, ingest, tool_use
 
 SID = "6a1f3c2e-0000-4000-8000-00000000aaaa"
 MIGRATIONS = """

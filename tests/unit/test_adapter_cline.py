@@ -10,12 +10,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, ingest
 from threadloom.core import db
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.adapters.shared import editor_user_dirs
 from threadloom.core.archive import file_bytes
 from threadloom.core.ingest import run_ingest
+
+from tests.conftest import CORPUS, ingest
 
 TASK = "1770858773985"
 ROO_TASK = "0198f0a2-7c3e-7b41-9d2e-5f6a7b8c9d0e"

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 import zstandard
-from conftest import CORPUS, ingest
-from support import THREAD, Rollout, full_session, usage
 from threadloom.core import db
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.adapters.codex import CodexAdapter
 from threadloom.core.archive import file_bytes
 from threadloom.core.ingest import run_ingest
+
+from tests.conftest import CORPUS, ingest
+from tests.support import THREAD, Rollout, full_session, usage
 
 CHILD = "019a0000-1111-7222-8333-777788889999"
 

@@ -7,11 +7,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, ingest
 from threadloom.core import db
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.adapters.cursor import CursorAdapter
 from threadloom.core.ingest import run_ingest
+
+from tests.conftest import CORPUS, ingest
 
 COMPOSER = "8c1f0e2a-1111-4222-8333-444455556666"
 CHILD = "8c1f0e2a-2222-4222-8333-444455556666"

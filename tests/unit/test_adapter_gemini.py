@@ -10,12 +10,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, ingest
 from threadloom.core import db
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.adapters.gemini import GeminiAdapter
 from threadloom.core.archive import file_bytes
 from threadloom.core.ingest import run_ingest
+
+from tests.conftest import CORPUS, ingest
 
 SID = "5f0e2a8c-1b2d-4e3f-9a0b-c1d2e3f4a5b6"
 PROJECT = "/home/dev/webshop"

@@ -7,11 +7,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, ingest
 from threadloom.core import db
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.archive import file_bytes
 from threadloom.core.ingest import run_ingest
+
+from tests.conftest import CORPUS, ingest
 
 SID = "ses_4f2a1c9e8b7dFFFFa1b2c3d4e5"
 CHILD = "ses_4f2a1c9e8b7dCCCCa1b2c3d4e5"
