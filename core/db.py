@@ -26,11 +26,19 @@ T = TypeVar("T")
 
 # Bump when the derived tables or their meaning change; entries and source_files survive a bump
 # and the derived tables are rebuilt from `entries`.
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11  # 11: session_signals (core.signals)
 BUSY_TIMEOUT_MS = 5000
 PAGE_SIZE = 16384
 
-DERIVED_TABLES = ("agent_sessions", "agent_turns", "agent_tool_calls", "agent_usage", "model_rates")
+DERIVED_TABLES = (
+    "agent_sessions",
+    "agent_turns",
+    "agent_tool_calls",
+    "agent_usage",
+    "model_rates",
+    # signals (schema 11): recomputed by core.signals after the rebuild
+    "session_signals",
+)
 # Set (to the schema version it came from) by an upgrade that emptied the derived tables, cleared
 # once `core.ingest.rebuild_pending` has replayed the stored records into them: the replay takes
 # a minute at 1 GB, so opening a database never does it.
