@@ -22,9 +22,9 @@ from typing import Any
 import orjson
 from rapidfuzz import fuzz, process
 from threadloom.core.browse import branches
-from threadloom.core.query import ToolCall, fill_tool_io
+from threadloom.core.query import SessionSummary, ToolCall, fill_tool_io, get_session
 from threadloom.core.rows import fetch, values
-from threadloom.core.text import is_bare_command, task_notice
+from threadloom.core.text import is_bare_command, one_line, task_notice
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,14 +318,26 @@ def _loops(run: list[_Call]) -> list[list[_Call]]:
     loops: list[list[_Call]] = [[run[0]]]
     for call in run[1:]:
         last = loops[-1][-1]
-        near = call.tool == last.tool and (
-            fuzz.ratio((call.params_json or "")[:2000], (last.params_json or "")[:2000]) >= similarity
-        )
+        near = call.tool == last.tool and fuzz.ratio(_gist(call), _gist(last)) >= similarity
         if near:
             loops[-1].append(call)
         else:
             loops.append([call])
     return loops
+
+
+def _gist(call: _Call) -> str:
+    """A call's input as compared for a retry: without the `description` the model writes for the
+    user (Claude's Bash), which it rewords at each attempt of the same command."""
+    text = call.params_json or ""
+    try:
+        params = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text[:2000]
+    if isinstance(params, dict):
+        params.pop("description", None)
+        text = orjson.dumps(params, option=orjson.OPT_SORT_KEYS).decode()
+    return text[:2000]
 
 
 def _fill_inputs(conn: sqlite3.Connection, calls: list[_Call]) -> None:
@@ -780,4 +792,69 @@ def signal_counts(
     out: dict[str, dict[str, int]] = {}
     for session_id, name, count in rows:
         out.setdefault(session_id, {})[name] = count
+    return out
+
+
+def ranked_sessions(conn: sqlite3.Connection, limit: int = 20) -> list[tuple[SessionSummary, dict[str, int]]]:
+    """The sessions with the most signals (ties: the newest first), each with its count by name."""
+    ids = values(
+        conn,
+        "SELECT g.session_id FROM session_signals g JOIN agent_sessions s ON s.id = g.session_id "
+        "GROUP BY g.session_id ORDER BY count(*) DESC, max(COALESCE(s.ended_at, s.created_at, 0)) DESC, "
+        "g.session_id LIMIT ?",
+        (limit,),
+    )
+    counts = signal_counts(conn, ids)
+    out = []
+    for session_id in ids:
+        session = get_session(conn, session_id)
+        if session is not None:
+            out.append((session, counts.get(session_id, {})))
+    return out
+
+
+def excerpts(
+    conn: sqlite3.Connection, session_id: str, found: list[StoredSignal]
+) -> dict[tuple[int, str | None], str]:
+    """(entry id, tool call id) → a one-line excerpt of each piece of evidence: a call's gist and
+    its result's first line, or a message's text. Escaped of terminal sequences (`one_line`)."""
+    from threadloom.core.calls import result_text
+    from threadloom.core.render import tool_summary  # Rich, loaded only by what prints
+
+    items = [e for s in found for e in s.evidence]
+    calls = [
+        ToolCall(
+            e.tool_call_id, e.tool or "", None, None, None, None, None, None, e.result_entry_id, e.entry_id
+        )
+        for e in items
+        if e.tool_call_id is not None
+    ]
+    stored = {
+        (r["id"], r["entry_id"]): r
+        for r in fetch(
+            conn,
+            "SELECT id, entry_id, params_json, result_json FROM agent_tool_calls WHERE session_id = ? AND id IN "
+            "(SELECT value FROM json_each(?))",
+            (session_id, orjson.dumps([c.id for c in calls]).decode()),
+        )
+    }
+    for c in calls:
+        row = stored.get((c.id, c.entry_id))
+        if row is not None:
+            c.params_json, c.result_json = row["params_json"], row["result_json"]
+    fill_tool_io(conn, calls)
+    out: dict[tuple[int, str | None], str] = {}
+    for c in calls:
+        result = one_line(result_text(c), 80)
+        out[(c.entry_id or 0, c.id)] = tool_summary(c) + (f"  → {result}" if result else "")
+    texts = dict(
+        conn.execute(
+            "SELECT id, substr(COALESCE(content, thinking, tool_text, ''), 1, 400) FROM entries "
+            "WHERE id IN (SELECT value FROM json_each(?))",
+            (orjson.dumps([e.entry_id for e in items if e.tool_call_id is None]).decode(),),
+        )
+    )
+    for e in items:
+        if e.tool_call_id is None:
+            out[(e.entry_id, None)] = one_line(texts.get(e.entry_id), 100)
     return out

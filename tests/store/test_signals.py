@@ -98,7 +98,8 @@ def test_the_same_failing_command_three_times_is_a_retry_loop(conn, tmp_path):
     t.user("run the test suite and fix what fails")
     uuids = []
     for i, command in enumerate(["npm test", "npm test ", "npm  test"]):
-        c = t.assistant(f"try {i}", tools=[tool_use(f"b{i}", "Bash", command=command)])
+        attempt = tool_use(f"b{i}", "Bash", command=command, description=f"Run the tests, attempt {i}")
+        c = t.assistant(f"try {i}", tools=[attempt])  # the description is reworded each time
         r = t.tool_result(f"b{i}", "Error: Cannot find module 'jest'", is_error=True)
         uuids.append((c, r, f"b{i}"))
     t.assistant("installing", tools=[tool_use("b3", "Bash", command="npm install --save-dev jest")])
@@ -401,3 +402,12 @@ def test_every_signal_in_the_corpus_points_at_records_that_exist(conn):
                     "SELECT 1 FROM agent_tool_calls WHERE id = ? AND session_id = ? AND entry_id = ?",
                     (item["tool_call_id"], session_id, item["entry_id"]),
                 ).fetchone(), (name, item)
+
+
+def test_search_knows_every_signal_by_name():
+    from threadloom.core import search
+
+    assert tuple(signals.SIGNALS) == search.SIGNAL_NAMES
+    assert search.parse_query("signal:nope x").problems == [
+        f"signal:nope is not known ({', '.join(signals.SIGNALS)})"
+    ]
