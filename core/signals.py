@@ -88,6 +88,11 @@ THRESHOLDS: dict[str, Threshold] = {
         "rapidfuzz ratio (0-100) of two prompts, whitespace and case folded: above it they differ by "
         "a typo; at 90 'try the caching approach' already matched 'try the batching approach'",
     ),
+    "repeated_prompt_lookback": Threshold(
+        200,
+        "a near-identical prompt is looked for among the last 200 distinct ones (an identical one in "
+        "the whole session): a session of a thousand prompts otherwise costs half a million comparisons",
+    ),
     "high_count": Threshold(5, "a loop, cascade or friction repeated this often is marked high"),
     "high_usd": Threshold(5.0, "a dead end costing this much is marked high"),
     "high_pause_seconds": Threshold(900, "a quarter of an hour waiting for a reply is marked high"),
@@ -166,10 +171,8 @@ class _Message:
     subtype: str | None
     is_meta: int
     timestamp: int | None
-    model: str | None
-    message_id: str | None
-    turn_id: str | None
     text: str | None  # user text only (prompts, interruptions): other text is never needed
+    turn_id: str | None = None  # known for prompts; `_Session.turns_of` finds it for the others
 
 
 @dataclass(slots=True)
@@ -186,11 +189,21 @@ class _Call:
 
 @dataclass(slots=True)
 class _Session:
+    conn: sqlite3.Connection
     id: str
     messages: list[_Message]
     calls: list[_Call]
     seq_of: dict[int, int]  # entry id → seq
     prompt_of: dict[str, _Message]  # turn id → the prompt that started it
+
+    def turns_of(self, messages: list[_Message]) -> dict[int, tuple[str | None, str | None]]:
+        """Entry id → (turn id, API message id) of a few messages: read apart, because those columns
+        sit after the tool text in each row, and reading them for every record walks its pages."""
+        ids = orjson.dumps([m.entry_id for m in messages]).decode()
+        rows = self.conn.execute(
+            "SELECT id, turn_id, message_id FROM entries WHERE id IN (SELECT value FROM json_each(?))", (ids,)
+        )
+        return {entry_id: (turn_id, message_id) for entry_id, turn_id, message_id in rows}
 
     def call_evidence(self, call: _Call) -> Evidence:
         return Evidence(
@@ -207,12 +220,13 @@ class _Session:
 
 
 def _load(conn: sqlite3.Connection, session_id: str) -> _Session:
+    # only the columns before the (often large) tool text: a duplicate record has no seq
     messages = [
         _Message(*row)
         for row in conn.execute(
-            "SELECT id, seq, uuid, role, entry_type, subtype, is_meta, timestamp, model, message_id, turn_id, "
+            "SELECT id, seq, uuid, role, entry_type, subtype, is_meta, timestamp, "
             "CASE WHEN role = 'user' THEN substr(content, 1, 4000) END "
-            "FROM entries WHERE session_id = ? AND seq IS NOT NULL AND dup_of IS NULL ORDER BY seq",
+            "FROM entries WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq",
             (session_id,),
         )
     ]
@@ -227,12 +241,17 @@ def _load(conn: sqlite3.Connection, session_id: str) -> _Session:
     ]
     # calls in the order they were made: by their record's place, then their order within it
     calls.sort(key=lambda c: seq_of.get(c.entry_id, -1) if c.entry_id is not None else -1)
-    prompt_of = {
-        m.turn_id: m
-        for m in messages
-        if m.turn_id is not None and (m.turn_id == m.uuid or m.turn_id == f"entry-{m.entry_id}")
-    }
-    return _Session(session_id, messages, calls, seq_of, prompt_of)
+    # a turn's id is its prompt's uuid (or "entry-<id>" for a prompt without one)
+    by_uuid = {m.uuid: m for m in messages if m.uuid is not None and m.role == "user"}
+    by_id = {f"entry-{m.entry_id}": m for m in messages if m.uuid is None and m.role == "user"}
+    prompt_of: dict[str, _Message] = {}
+    for (turn_id,) in conn.execute("SELECT id FROM agent_turns WHERE session_id = ?", (session_id,)):
+        prompt = by_uuid.get(turn_id) or by_id.get(turn_id)
+        if prompt is not None:
+            prompt.turn_id = turn_id
+            prompt_of[turn_id] = prompt
+    prompt_of = dict(sorted(prompt_of.items(), key=lambda item: item[1].seq))
+    return _Session(conn, session_id, messages, calls, seq_of, prompt_of)
 
 
 # ---------------------------------------------------------------------------- finding them
@@ -253,7 +272,7 @@ def find_signals(conn: sqlite3.Connection, session_id: str) -> list[Signal]:
         (session_id,),
     )
     found += _cache_misses(session, usage)
-    found += _model_changes(session)
+    found += _model_changes(session, usage)
     found += _long_pauses(session, {u["message_id"]: u["output_tokens"] for u in usage})
     found += _repeated_prompts(session)
     found.sort(key=lambda s: (s.seq is not None, s.seq or 0))
@@ -367,13 +386,17 @@ def _friction(session: _Session) -> list[Signal]:
             by_turn.setdefault((call.status, call.turn_id), []).append(session.call_evidence(call))
             if call.status == "rejected" and call.result_entry_id is not None:
                 rejected_results.add(call.result_entry_id)
+    notices: list[tuple[str, _Message]] = []
     previous: _Message | None = None
     for message in session.messages:
         if message.role == "user" and (message.text or "").lstrip().startswith(INTERRUPTED_TEXT):
             after_refusal = previous is not None and previous.entry_id in rejected_results
-            kind = "rejected" if after_refusal else "interrupted"
-            by_turn.setdefault((kind, message.turn_id), []).append(session.message_evidence(message))
+            notices.append(("rejected" if after_refusal else "interrupted", message))
         previous = message
+    turns = session.turns_of([m for _, m in notices]) if notices else {}
+    for kind, message in notices:
+        turn_id = turns.get(message.entry_id, (None, None))[0]
+        by_turn.setdefault((kind, turn_id), []).append(session.message_evidence(message))
     out = []
     for (kind, turn_id), evidence in by_turn.items():
         calls = [e for e in evidence if e.tool_call_id is not None]
@@ -488,13 +511,8 @@ def _dead_ends(conn: sqlite3.Connection, session: _Session) -> list[Signal]:
 
 def _turns_in_order(session: _Session) -> dict[str | None, bool]:
     """Turn id → whether another turn began after it."""
-    order = [m.turn_id for m in session.messages if m.turn_id in session.prompt_of]
-    seen: dict[str | None, bool] = {}
-    for turn in order:
-        for earlier in seen:
-            seen[earlier] = True
-        seen.setdefault(turn, False)
-    return seen
+    last = max((p.seq for p in session.prompt_of.values()), default=-1)
+    return {turn: prompt.seq < last for turn, prompt in session.prompt_of.items()}
 
 
 def _turns_cost(conn: sqlite3.Connection, session: _Session, turns: list[str]) -> float:
@@ -565,33 +583,36 @@ def _cache_misses(session: _Session, usage: list[sqlite3.Row]) -> list[Signal]:
     return out
 
 
-def _model_changes(session: _Session) -> list[Signal]:
-    """Each point where the assistant's model differs from the one before it."""
+def _model_changes(session: _Session, usage: list[sqlite3.Row]) -> list[Signal]:
+    """Each point where an API message's model differs from the one before it."""
     out = []
-    last: _Message | None = None
-    for message in session.messages:
-        if message.role != "assistant" or (message.model or "") in SYNTHETIC_MODELS:
+    last: sqlite3.Row | None = None
+    for row in usage:
+        if (row["model"] or "") in SYNTHETIC_MODELS or row["entry_id"] is None:
             continue
-        if last is not None and message.model != last.model:
+        if last is not None and row["model"] != last["model"]:
             out.append(
                 Signal(
                     session.id,
-                    message.turn_id,
+                    row["turn_id"],
                     "model-change",
                     "low",
-                    f"the model changed from {last.model} to {message.model}",
-                    [session.message_evidence(last), session.message_evidence(message)],
+                    f"the model changed from {last['model']} to {row['model']}",
+                    [
+                        Evidence(last["entry_id"], session.seq_of.get(last["entry_id"])),
+                        Evidence(row["entry_id"], session.seq_of.get(row["entry_id"])),
+                    ],
                 )
             )
-        last = message
+        last = row
     return out
 
 
 def _long_pauses(session: _Session, output_tokens: dict[str, int]) -> list[Signal]:
     """Gaps longer than the threshold between a message and the assistant message after it (the
     model's time: thinking, generating, retrying; a tool's run time ends before its result)."""
-    out = []
     minimum = limit("long_pause_seconds") * 1000
+    pauses: list[tuple[_Message, _Message]] = []
     previous: _Message | None = None
     for message in session.messages:
         if message.timestamp is None:
@@ -602,22 +623,27 @@ def _long_pauses(session: _Session, output_tokens: dict[str, int]) -> list[Signa
             and previous.timestamp is not None
             and message.timestamp - previous.timestamp >= minimum
         ):
-            gap = (message.timestamp - previous.timestamp) / 1000
-            tokens = output_tokens.get(message.message_id or "")
-            reply = (
-                f" before a reply of {tokens:,} output tokens" if tokens is not None else " before a reply"
-            )
-            out.append(
-                Signal(
-                    session.id,
-                    message.turn_id,
-                    "long-pause",
-                    "high" if gap >= limit("high_pause_seconds") else "medium",
-                    f"{_duration(gap)}{reply}",
-                    [session.message_evidence(previous), session.message_evidence(message)],
-                )
-            )
+            pauses.append((previous, message))
         previous = message
+    if not pauses:
+        return []
+    found = session.turns_of([m for _, m in pauses])
+    out = []
+    for before, message in pauses:
+        turn_id, message_id = found.get(message.entry_id, (None, None))
+        gap = ((message.timestamp or 0) - (before.timestamp or 0)) / 1000
+        tokens = output_tokens.get(message_id or "")
+        reply = f" before a reply of {tokens:,} output tokens" if tokens is not None else " before a reply"
+        out.append(
+            Signal(
+                session.id,
+                turn_id,
+                "long-pause",
+                "high" if gap >= limit("high_pause_seconds") else "medium",
+                f"{_duration(gap)}{reply}",
+                [session.message_evidence(before), session.message_evidence(message)],
+            )
+        )
     return out
 
 
@@ -631,13 +657,17 @@ def _repeated_prompts(session: _Session) -> list[Signal]:
     prompt echoed before any reply (Aider writes `/ask X`, then `X`) is one request, not two."""
     similarity = limit("repeated_prompt_similarity")
     groups: list[list[_Message]] = []
-    seen: list[str] = []  # the normalized text of each group's first prompt
+    lookback = int(limit("repeated_prompt_lookback"))
+    recent: list[str] = []  # the normalized first prompt of the latest groups, oldest first
+    recent_group: list[int] = []
+    exact: dict[str, int] = {}  # normalized text → its group
     replies_before: dict[int, int] = {}  # a prompt's entry id → assistant messages before it
     replies = 0
     for message in session.messages:
         if message.role == "assistant":
             replies += 1
-        replies_before[message.entry_id] = replies
+        elif message.turn_id is not None:
+            replies_before[message.entry_id] = replies
     for prompt in session.prompt_of.values():
         text = prompt.text or ""
         if (
@@ -649,12 +679,20 @@ def _repeated_prompts(session: _Session) -> list[Signal]:
         ):
             continue
         norm = " ".join(text.lower().split())
-        match = process.extractOne(norm, seen, scorer=fuzz.ratio, score_cutoff=similarity) if seen else None
-        if match is None:
-            seen.append(norm)
+        index = exact.get(norm)
+        if index is None and recent:
+            match = process.extractOne(norm, recent, scorer=fuzz.ratio, score_cutoff=similarity)
+            if match is not None:
+                index = recent_group[match[2]]
+        if index is None:
+            exact[norm] = len(groups)
+            recent.append(norm)
+            recent_group.append(len(groups))
+            if len(recent) > lookback:
+                del recent[0], recent_group[0]
             groups.append([prompt])
             continue
-        group = groups[match[2]]
+        group = groups[index]
         if replies_before[prompt.entry_id] > replies_before[group[-1].entry_id]:
             group.append(prompt)
     out = []
