@@ -75,6 +75,7 @@ class SessionSummary:
     cost_usd: float | None = None  # its priced messages' sum (core.cost); None when none is priced
     unpriced_messages: int = 0  # messages of models the price table does not know
     child_count: int = 0  # non-empty sessions naming it their parent (subagents, forks): the tree's only
+    signal_count: int = 0  # its signals (core.signals): the tree's only, for its badge
 
     @property
     def total_tokens(self) -> int:

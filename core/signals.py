@@ -12,6 +12,7 @@ Every threshold is in THRESHOLDS below, each with the reason for its value.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from bisect import bisect_left
@@ -20,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import orjson
-from rapidfuzz import fuzz, process
+from rapidfuzz import fuzz
 from threadloom.core.browse import branches
 from threadloom.core.query import SessionSummary, ToolCall, fill_tool_io, get_session
 from threadloom.core.rows import fetch, values
@@ -83,16 +84,6 @@ THRESHOLDS: dict[str, Threshold] = {
         "short prompts (continue, yes, run the tests) repeat by nature; longer ones repeated mean "
         "the first answer did not land",
     ),
-    "repeated_prompt_similarity": Threshold(
-        95,
-        "rapidfuzz ratio (0-100) of two prompts, whitespace and case folded: above it they differ by "
-        "a typo; at 90 'try the caching approach' already matched 'try the batching approach'",
-    ),
-    "repeated_prompt_lookback": Threshold(
-        200,
-        "a near-identical prompt is looked for among the last 200 distinct ones (an identical one in "
-        "the whole session): a session of a thousand prompts otherwise costs half a million comparisons",
-    ),
     "high_count": Threshold(5, "a loop, cascade or friction repeated this often is marked high"),
     "high_usd": Threshold(5.0, "a dead end costing this much is marked high"),
     "high_pause_seconds": Threshold(900, "a quarter of an hour waiting for a reply is marked high"),
@@ -120,6 +111,7 @@ SIGNALS: dict[str, str] = {
 }
 
 INTERRUPTED_TEXT = "[Request interrupted by user"
+NOT_WORD = re.compile(r"[^\w]+")  # what two prompts may differ in and still be the same prompt
 # the records that mark a compaction: Claude Code's boundary, OpenCode's summary (by subtype), Codex's
 # `compacted` item (by record type)
 COMPACTION_SUBTYPES = frozenset({"compact_boundary", "compaction_summary"})
@@ -653,14 +645,12 @@ def _duration(seconds: float) -> str:
 
 
 def _repeated_prompts(session: _Session) -> list[Signal]:
-    """Prompts sent again in the same session, whitespace and case aside (short ones excepted). A
-    prompt echoed before any reply (Aider writes `/ask X`, then `X`) is one request, not two."""
-    similarity = limit("repeated_prompt_similarity")
+    """Prompts sent again in the same session, case, spacing and punctuation aside (short ones
+    excepted). Not by similarity: "Migrate imports; watch out for …" and "Migrate reports; watch
+    out for …" are 97 % alike and two requests. A prompt echoed before any reply (Aider writes
+    `/ask X`, then `X`) is one request, not two."""
     groups: list[list[_Message]] = []
-    lookback = int(limit("repeated_prompt_lookback"))
-    recent: list[str] = []  # the normalized first prompt of the latest groups, oldest first
-    recent_group: list[int] = []
-    exact: dict[str, int] = {}  # normalized text → its group
+    group_of: dict[str, int] = {}  # normalized text → its group
     replies_before: dict[int, int] = {}  # a prompt's entry id → assistant messages before it
     replies = 0
     for message in session.messages:
@@ -678,18 +668,10 @@ def _repeated_prompts(session: _Session) -> list[Signal]:
             or is_bare_command(text)
         ):
             continue
-        norm = " ".join(text.lower().split())
-        index = exact.get(norm)
-        if index is None and recent:
-            match = process.extractOne(norm, recent, scorer=fuzz.ratio, score_cutoff=similarity)
-            if match is not None:
-                index = recent_group[match[2]]
+        norm = " ".join(NOT_WORD.sub(" ", text.lower()).split())
+        index = group_of.get(norm)
         if index is None:
-            exact[norm] = len(groups)
-            recent.append(norm)
-            recent_group.append(len(groups))
-            if len(recent) > lookback:
-                del recent[0], recent_group[0]
+            group_of[norm] = len(groups)
             groups.append([prompt])
             continue
         group = groups[index]
