@@ -87,6 +87,9 @@ THRESHOLDS: dict[str, Threshold] = {
     "high_count": Threshold(5, "a loop, cascade or friction repeated this often is marked high"),
     "high_usd": Threshold(5.0, "a dead end costing this much is marked high"),
     "high_pause_seconds": Threshold(900, "a quarter of an hour waiting for a reply is marked high"),
+    "high_cache_miss_tokens": Threshold(
+        200_000, "a turn that re-sent this many context tokens uncached paid for a whole context again"
+    ),
 }
 
 
@@ -570,7 +573,7 @@ def _cache_misses(session: _Session, usage: list[sqlite3.Row]) -> list[Signal]:
             for row, _ in rows
             if row["entry_id"] is not None
         ]
-        severity = "high" if uncached >= 10 * minimum else "medium"
+        severity = "high" if uncached >= limit("high_cache_miss_tokens") else "medium"
         out.append(Signal(session.id, turn_id, "cache-miss", severity, detail, evidence))
     return out
 

@@ -96,6 +96,7 @@ def build_demo_db(folder: Path, *, long_turns: int = LONG_SESSION_TURNS) -> Path
 CHECKOUT = "The checkout tests started failing"
 NESTED = "Check how Stripe webhooks apply tax"
 LONG = "We're moving the repository layer"
+HEADER = "The header is misaligned on mobile"
 
 
 def session_id(app: ThreadloomApp, title: str) -> str:
@@ -217,6 +218,15 @@ async def scene_fork_picker(pilot: Pilot) -> None:
     await pilot.pause()
 
 
+async def scene_signals(pilot: Pilot) -> None:
+    """`S` on the demo session where the user refused a call: the signal and its evidence."""
+    app = the_app(pilot)
+    app.browser.jump_to_session(session_id(app, HEADER))
+    await pilot.pause()
+    await pilot.press("S")
+    await pilot.pause()
+
+
 SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = {
     "browse": (scene_browse, (140, 40)),
     "tool-call-diff": (scene_tool_diff, (140, 40)),
@@ -225,4 +235,5 @@ SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = 
     "narrow-80x24": (scene_narrow, (80, 24)),
     "search": (scene_search, (140, 40)),
     "fork-picker": (scene_fork_picker, (140, 40)),
+    "signals": (scene_signals, (140, 40)),
 }
