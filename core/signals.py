@@ -12,8 +12,8 @@ Every threshold is in THRESHOLDS below, each with the reason for its value.
 
 from __future__ import annotations
 
-import re
 import sqlite3
+import string
 import time
 from bisect import bisect_left
 from collections.abc import Iterable
@@ -114,7 +114,8 @@ SIGNALS: dict[str, str] = {
 }
 
 INTERRUPTED_TEXT = "[Request interrupted by user"
-NOT_WORD = re.compile(r"[^\w]+")  # what two prompts may differ in and still be the same prompt
+# what two prompts may differ in and still be the same prompt: case, spacing, ASCII punctuation
+PUNCTUATION_AS_SPACE = str.maketrans(string.punctuation, " " * len(string.punctuation))
 # the records that mark a compaction: Claude Code's boundary, OpenCode's summary (by subtype), Codex's
 # `compacted` item (by record type)
 COMPACTION_SUBTYPES = frozenset({"compact_boundary", "compaction_summary"})
@@ -667,11 +668,9 @@ def _repeated_prompts(session: _Session) -> list[Signal]:
             prompt.is_meta
             or len(text.strip()) < limit("repeated_prompt_chars")
             or text.lstrip().startswith(INTERRUPTED_TEXT)
-            or task_notice(text) is not None
-            or is_bare_command(text)
         ):
             continue
-        norm = " ".join(NOT_WORD.sub(" ", text.lower()).split())
+        norm = " ".join(text.lower().translate(PUNCTUATION_AS_SPACE).split())
         index = group_of.get(norm)
         if index is None:
             group_of[norm] = len(groups)
@@ -684,6 +683,9 @@ def _repeated_prompts(session: _Session) -> list[Signal]:
     for group in groups:
         if len(group) < 2:
             continue
+        first = group[0].text or ""
+        if task_notice(first) is not None or is_bare_command(first):
+            continue  # not typed by the user, or a bare command; looked at once per repeated text (regexes)
         out.append(
             Signal(
                 session.id,
