@@ -453,6 +453,7 @@ def _dead_ends(conn: sqlite3.Connection, session: _Session) -> list[Signal]:
     out: list[Signal] = []
     minimum = limit("dead_end_usd")
     abandoned_turns: set[str] = set()
+    turn_costs: dict[str | None, float] | None = None
     found = branches(conn, session.id)
     if found:
         kept = set(next(b for b in found if b.active).turn_ids)
@@ -463,7 +464,9 @@ def _dead_ends(conn: sqlite3.Connection, session: _Session) -> list[Signal]:
             abandoned_turns.update(turns)
             if not turns:
                 continue
-            cost = _turns_cost(conn, session, turns)
+            if turn_costs is None:
+                turn_costs = _turn_costs(conn, session)
+            cost = sum(turn_costs.get(t, 0.0) for t in turns)
             if cost < minimum:
                 continue
             prompts = [session.prompt_of[t] for t in turns if t in session.prompt_of]
@@ -511,17 +514,19 @@ def _turns_in_order(session: _Session) -> dict[str | None, bool]:
     return {turn: prompt.seq < last for turn, prompt in session.prompt_of.items()}
 
 
-def _turns_cost(conn: sqlite3.Connection, session: _Session, turns: list[str]) -> float:
-    """The cost of the API messages of `turns` plus that of the subagents they spawned."""
-    ids = orjson.dumps(turns).decode()
-    own = conn.execute(
-        "SELECT COALESCE(sum(cost_usd), 0) FROM agent_usage WHERE session_id = ? AND turn_id IN "
-        "(SELECT value FROM json_each(?))",
-        (session.id, ids),
-    ).fetchone()[0]
-    wanted = set(turns)
-    children = [c.child_session_id for c in session.calls if c.child_session_id and c.turn_id in wanted]
-    return float(own) + sum(_subagent_cost(conn, child) for child in children)
+def _turn_costs(conn: sqlite3.Connection, session: _Session) -> dict[str | None, float]:
+    """Turn id → the cost of its API messages plus that of the subagents it spawned (read once: a
+    session rewound fifty times asked it fifty times)."""
+    costs: dict[str | None, float] = dict(
+        conn.execute(
+            "SELECT turn_id, COALESCE(sum(cost_usd), 0) FROM agent_usage WHERE session_id = ? GROUP BY turn_id",
+            (session.id,),
+        )
+    )
+    for call in session.calls:
+        if call.child_session_id:
+            costs[call.turn_id] = costs.get(call.turn_id, 0.0) + _subagent_cost(conn, call.child_session_id)
+    return costs
 
 
 def _subagent_cost(conn: sqlite3.Connection, session_id: str) -> float:
