@@ -113,7 +113,9 @@ def money(usd: float) -> str:
     return f"${usd:.2g}"
 
 
-SESSION_JSON_FIELDS = tuple(f.name for f in fields(SessionSummary) if f.name != "child_count")
+SESSION_JSON_FIELDS = tuple(
+    f.name for f in fields(SessionSummary) if f.name not in ("child_count", "signal_count")
+)
 
 # the columns of SessionSummary, named as its fields, on agent_sessions `s`; {title} is its title
 _SESSION_COLUMNS = (
