@@ -122,7 +122,9 @@ _TREE_SELECT = session_select(
     title="COALESCE(s.title, s.first_prompt, s.task_description, '')",
     first_prompt=f"substr(s.first_prompt, 1, {TREE_PROMPT_CHARS})",
     more=", (SELECT count(*) FROM agent_sessions c WHERE c.parent_session_id = s.id AND c.message_count > 0 "
-    "AND (c.is_warmup = 0 OR ?)) AS child_count",
+    "AND (c.is_warmup = 0 OR ?)) AS child_count"
+    # signals (schema 11): the row's badge
+    ", (SELECT count(*) FROM session_signals g WHERE g.session_id = s.id) AS signal_count",
 )
 
 

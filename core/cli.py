@@ -203,6 +203,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print a JSON list of hits")
 
     p = sub.add_parser(
+        "signals",
+        help="what went wrong in sessions: retry loops, refused calls, dead ends, ...",
+        description="Without SESSION, the sessions with the most signals (ties: newest first), "
+        "counted by kind; with SESSION, each of its signals with the records it points at (#seq, "
+        "the tool call, an excerpt).",
+        epilog="signals:\n" + _signals_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _db_arg(p)
+    p.add_argument("session", nargs="?", help="session id, unique prefix, or the agent's own id")
+    p.add_argument("--limit", type=int, default=20, metavar="N", help="list at most N sessions (default 20)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = sub.add_parser(
         "export",
         help="write a session as Markdown, a self-contained HTML page, or JSON",
         description="Write a session to hand to someone else: Markdown (tool calls in <details>), "
@@ -337,6 +351,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _signals_help() -> str:
+    from threadloom.core.signals import SIGNALS
+
+    return "\n".join(f"  {name:<18} {what}" for name, what in SIGNALS.items())
+
+
 def _search_help() -> str:
     from threadloom.core.text import SEARCH_HELP
 
@@ -345,7 +365,9 @@ def _search_help() -> str:
 
 # the commands that only read the database: opened read-only (never written, its mode never
 # changed), and what they print goes through `_PrintableStream`
-READ_COMMANDS = frozenset({"sessions", "stats", "show", "search", "verify", "restore", "sources", "export"})
+READ_COMMANDS = frozenset(
+    {"sessions", "stats", "show", "search", "verify", "restore", "sources", "export", "signals"}
+)
 
 
 def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace], int] | None = None) -> int:
@@ -375,6 +397,7 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
             "fork": cmd_fork_and_undo,
             "resume": cmd_resume,
             "index": cmd_index,
+            "signals": cmd_signals,
         }[args.command]
         return handler(args)
     except LedgerError as exc:
@@ -911,6 +934,73 @@ def cmd_show(args: argparse.Namespace) -> int:
         render_session(console, conn, session, **options)
     sys.stdout.writelines(line.rstrip() + "\n" for line in captured.get().splitlines())
     return 0
+
+
+# ---------------------------------------------------------------------- signals
+
+
+def cmd_signals(args: argparse.Namespace) -> int:
+    from threadloom.core import signals
+    from threadloom.core.query import resolve_session, short_ids
+    from threadloom.core.text import human_when, one_line
+
+    conn = _open_for_reading(args)
+    if args.session is None:
+        ranked = signals.ranked_sessions(conn, args.limit)
+        if args.json:
+            rows = [{**s.as_dict(), "signal_count": sum(c.values()), "signals": c} for s, c in ranked]
+            print(json.dumps(rows, ensure_ascii=False))
+            return 0
+        shown_ids = short_ids(conn)  # the ids `sessions` prints, which `signals SESSION` takes back
+        ids = [s.id.split(":", 1)[-1] if s.is_subagent else shown_ids.get(s.id, s.id) for s, _ in ranked]
+        width = max((len(i) for i in ids), default=2)
+        if ranked:
+            print(f"{'id':<{width}}  {'when':<10}  {'n':>3}  {'title':<50}  signals")
+        for sid, (s, counts) in zip(ids, ranked, strict=True):
+            kinds = ", ".join(
+                f"{name} {n}" for name, n in sorted(counts.items(), key=lambda i: (-i[1], i[0]))
+            )
+            title = one_line(s.title or s.task_description or "(untitled)", 50)
+            print(
+                f"{sid:<{width}}  {human_when(s.ended_at):<10}  {sum(counts.values()):>3}  {title:<50}  {kinds}"
+            )
+        if not ranked:
+            print("no signals: no session showed one (or nothing is ingested yet)", file=sys.stderr)
+        return 0
+    session = resolve_session(conn, args.session)
+    found = signals.session_signals(conn, session.id)
+    texts = signals.excerpts(conn, session.id, found)
+    if args.json:
+        data = session.as_dict()
+        data["signals"] = [
+            {
+                **f.as_dict(),
+                "evidence": [
+                    {**asdict_of(e), "excerpt": texts.get((e.entry_id, e.tool_call_id), "")}
+                    for e in f.evidence
+                ],
+            }
+            for f in found
+        ]
+        print(json.dumps(data, ensure_ascii=False))
+        return 0
+    print(f"{session.id}  {one_line(session.title or session.task_description or '(untitled)', 80)}")
+    if not found:
+        print("no signals")
+    for f in found:
+        where = f"#{f.seq}" if f.seq is not None else "session"
+        print(f"\n{f.name}  [{f.severity}]  {where}  {one_line(f.detail, 200)}")
+        for e in f.evidence:
+            label = f"#{e.seq}" if e.seq is not None else f"entry {e.entry_id}"
+            what = f"{e.tool} " if e.tool else ""
+            print(f"    {label:<7} {what}{texts.get((e.entry_id, e.tool_call_id), '')}")
+    return 0
+
+
+def asdict_of(evidence: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(evidence)
 
 
 # ---------------------------------------------------------------------- export

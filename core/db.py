@@ -26,7 +26,7 @@ T = TypeVar("T")
 
 # Bump when the derived tables or their meaning change; entries and source_files survive a bump
 # and the derived tables are rebuilt from `entries`.
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12  # 11: the stats' sums (core.stats); 12: session_signals (core.signals)
 BUSY_TIMEOUT_MS = 5000
 PAGE_SIZE = 16384
 
@@ -40,6 +40,8 @@ DERIVED_TABLES = (
     "stats_messages",
     "agent_file_changes",
     "stats_pending",
+    # signals (schema 11): recomputed by core.signals after the rebuild
+    "session_signals",
 )
 # Set (to the schema version it came from) by an upgrade that emptied the derived tables, cleared
 # once `core.ingest.rebuild_pending` has replayed the stored records into them: the replay takes

@@ -91,10 +91,12 @@ class IngestReport:
     cancelled: bool = False
     roots: list[str] = field(default_factory=list)
     changed_sessions: list[str] = field(default_factory=list)
+    signals_seconds: float = 0.0  # of `seconds`, finding the changed sessions' signals (core.signals)
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("changed_sessions")
+        data.pop("signals_seconds")
         return data
 
 
@@ -467,6 +469,12 @@ def _run_ingest(
             gc.enable()
     price_pending(conn)  # the new messages' costs, and their sessions'
     refresh_pending(conn)  # the stats' sums of every session this run changed
+    if (
+        changed
+    ):  # after the costs: dead ends are priced (imported here: a run with nothing new never loads it)
+        from threadloom.core import signals
+
+        report.signals_seconds = round(signals.update(conn, changed), 3)
     if progress is not None:
         progress(Progress(len(plans), len(plans), bytes_done, bytes_total, "", time.perf_counter() - started))
     report.changed_sessions = sorted(changed)
@@ -531,6 +539,9 @@ def _rebuild(
         raise
     price_pending(conn)  # the replay wrote the usage rows again, unpriced
     refresh_pending(conn)
+    from threadloom.core import signals
+
+    signals.rebuild(conn)  # every session's signals, from the rebuilt tables
     return True
 
 

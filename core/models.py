@@ -338,3 +338,23 @@ class SourceRoot(SQLModel, table=True):
 
     path: str = Field(primary_key=True)
     added_at: int | None = None
+
+
+# ---------------------------------------------------------------------------- signals (schema 11)
+
+
+class SessionSignal(SQLModel, table=True):
+    """Something a retrospective looks for in a session (a retry loop, an error cascade, a
+    rejected call, ...), found by `core.signals` from the derived tables, with the records it
+    points at. Derived: recomputed whole for a session each time an ingest touches it."""
+
+    __tablename__ = "session_signals"
+
+    id: int | None = Field(default=None, primary_key=True)
+    session_id: str = Field(index=True)
+    turn_id: str | None = None  # the turn it happened in; None for the whole session
+    name: str = Field(index=True)  # retry-loop | error-cascade | ... (core.signals.SIGNALS)
+    severity: str  # low | medium | high
+    seq: int | None = None  # where it starts in the session (its first evidence), for ordering
+    detail: str  # one sentence saying what was seen, with its numbers
+    evidence: str = "[]"  # JSON list of {entry_id, seq, tool_call_id, tool, result_entry_id, result_seq}

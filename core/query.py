@@ -77,6 +77,7 @@ class SessionSummary:
     first_prompt: str | None = None  # the first thing the user asked (up to 2,000 characters)
     file_path: str | None = None  # the agent's file it was read from (a database for some agents)
     child_count: int = 0  # non-empty sessions naming it their parent (subagents, forks): the tree's only
+    signal_count: int = 0  # its signals (core.signals): the tree's only, for its badge
 
     @property
     def total_tokens(self) -> int:
@@ -129,7 +130,9 @@ def money(usd: float) -> str:
     return f"${usd:.2g}"
 
 
-SESSION_JSON_FIELDS = tuple(f.name for f in fields(SessionSummary) if f.name != "child_count")
+SESSION_JSON_FIELDS = tuple(
+    f.name for f in fields(SessionSummary) if f.name not in ("child_count", "signal_count")
+)
 
 # the columns of SessionSummary, named as its fields, on agent_sessions `s`; {title} is its title
 _SESSION_COLUMNS = (

@@ -1,4 +1,4 @@
--- threadloom ledger schema 11, generated from core/models.py by `python -m threadloom.core.db`; do not edit
+-- threadloom ledger schema 12, generated from core/models.py by `python -m threadloom.core.db`; do not edit
 
 CREATE TABLE agent_file_changes (
 	session_id VARCHAR NOT NULL,
@@ -147,6 +147,22 @@ CREATE TABLE model_rates (
 	rates VARCHAR NOT NULL,
 	PRIMARY KEY (model, day)
 );
+
+CREATE TABLE session_signals (
+	id INTEGER NOT NULL,
+	session_id VARCHAR NOT NULL,
+	turn_id VARCHAR,
+	name VARCHAR NOT NULL,
+	severity VARCHAR NOT NULL,
+	seq INTEGER,
+	detail VARCHAR NOT NULL,
+	evidence VARCHAR NOT NULL,
+	PRIMARY KEY (id)
+);
+
+CREATE INDEX IF NOT EXISTS ix_session_signals_name ON session_signals (name);
+
+CREATE INDEX IF NOT EXISTS ix_session_signals_session_id ON session_signals (session_id);
 
 CREATE TABLE source_files (
 	id INTEGER NOT NULL,

@@ -25,7 +25,21 @@ from threadloom.core.text import (
     readable,
 )
 
-FILTER_KEYS = ("agent", "project", "role", "tool", "in", "after", "before", "session")
+# the names `signal:` takes (core.signals.SIGNALS, which imports what search need not load)
+SIGNAL_NAMES = (
+    "retry-loop",
+    "error-cascade",
+    "interrupted",
+    "rejected",
+    "context-thrashing",
+    "abandoned-branch",
+    "unused-subagent",
+    "cache-miss",
+    "model-change",
+    "long-pause",
+    "repeated-prompt",
+)
+FILTER_KEYS = ("agent", "project", "role", "tool", "in", "after", "before", "session", "signal")
 
 # Tuned on the 1 GB benchmark archive (bench/queries.txt): 300/2000/20k gave p50 53 ms, p95 125 ms;
 # these give 23 / 80 ms, and the 50 hits shown still come from 150 re-ranked candidates.
@@ -45,6 +59,7 @@ class ParsedQuery:
     role: str | None = None
     tool: str | None = None
     session: str | None = None
+    signal: str | None = None  # sessions that show this signal (core.signals.SIGNALS)
     after: int | None = None
     before: int | None = None
     in_tools: bool = False
@@ -60,7 +75,16 @@ class ParsedQuery:
     def has_filters(self) -> bool:
         return any(
             v is not None
-            for v in (self.agent, self.project, self.role, self.tool, self.session, self.after, self.before)
+            for v in (
+                self.agent,
+                self.project,
+                self.role,
+                self.tool,
+                self.session,
+                self.signal,
+                self.after,
+                self.before,
+            )
         )
 
 
@@ -151,6 +175,10 @@ def parse_query(text: str, *, now: float | None = None) -> ParsedQuery:
                 if ms is None:
                     q.problems.append(f"{key}:{value} is not a date (2026-03-01, yesterday, 7d)")
                 setattr(q, key, ms)
+            elif key == "signal":
+                q.signal = value.lower()
+                if q.signal not in SIGNAL_NAMES:
+                    q.problems.append(f"signal:{value} is not known ({', '.join(SIGNAL_NAMES)})")
             else:
                 setattr(q, key, value)
             if key == "tool":
@@ -465,6 +493,9 @@ def _session_filters(q: ParsedQuery, prefix: str) -> tuple[list[str], list[Any]]
     if q.session:
         where.append(f"{prefix}id LIKE ?")
         params.append(q.session + "%")
+    if q.signal:
+        where.append(f"{prefix}id IN (SELECT session_id FROM session_signals WHERE name = ?)")
+        params.append(q.signal)
     return where, params
 
 

@@ -18,6 +18,7 @@ role:user        user | assistant | system  session:3f2a    a session id prefix
 tool:Bash        tool calls of this tool (searches tool input and output)
 in:tools         also tool inputs/outputs   in:thinking     also thinking
 in:subagents     also subagent sessions
+signal:retry-loop  sessions showing this signal (see `threadloom signals --help`)
 after:2026-03-01 before:yesterday  after:7d (also 12h, 2w)
 filters alone    the newest records they let through (tool:Edit project:api)"""
 

@@ -97,6 +97,7 @@ CHECKOUT = "The checkout tests started failing"
 NESTED = "Check how Stripe webhooks apply tax"
 LONG = "We're moving the repository layer"
 HEALTH = "Why does /health return 503"
+HEADER = "The header is misaligned on mobile"
 
 
 def session_id(app: ThreadloomApp, title: str) -> str:
@@ -234,6 +235,15 @@ async def scene_stats(pilot: Pilot) -> None:
     await pilot.pause()
 
 
+async def scene_signals(pilot: Pilot) -> None:
+    """`W` on the demo session where the user refused a call: the signal and its evidence."""
+    app = the_app(pilot)
+    app.browser.jump_to_session(session_id(app, HEADER))
+    await pilot.pause()
+    await pilot.press("W")
+    await pilot.pause()
+
+
 async def wait_for_find(pilot: Pilot, timeout: float = 10.0) -> None:
     """Until the find bar's matches are those of what is typed in it (its short pause is over)."""
     from threadloom.tui.messages import MessageView
@@ -282,4 +292,5 @@ SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = 
     "stats": (scene_stats, (140, 40)),
     "find": (scene_find, (140, 40)),
     "filtered-list": (scene_filtered_list, (140, 40)),
+    "signals": (scene_signals, (140, 40)),
 }

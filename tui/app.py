@@ -58,7 +58,19 @@ if TYPE_CHECKING:
     from threadloom.tui.search import SearchScreen
 
 BROWSER_ONLY = frozenset(
-    {"quit", "jump", "search", "fork", "export", "focus_pane", "open_demo", "back_to_search", "back", "help"}
+    {
+        "quit",
+        "jump",
+        "search",
+        "fork",
+        "export",
+        "focus_pane",
+        "open_demo",
+        "back_to_search",
+        "back",
+        "help",
+        "signals",
+    }
 )
 
 
@@ -109,6 +121,14 @@ class ThreadloomApp(App[int]):
             show=False,
             id="app.stats",
             tooltip="Stats: tokens, cost, tool calls and changed lines",
+        ),
+        Binding(
+            "W",
+            "signals",
+            "Signals",
+            show=False,
+            id="app.signals",
+            tooltip="What went wrong in the open session (signals)",
         ),
         Binding("f1,question_mark", "help", "Help", id="app.help", tooltip="Keys of the focused pane"),
         Binding("q", "quit", "Quit", id="app.quit"),
@@ -622,6 +642,25 @@ class ThreadloomApp(App[int]):
             return
         workers.start(self, workers.EXPORT, partial(workers.export, db_path, session_id, Path.cwd()))
 
+    def action_signals(self) -> None:
+        """`W` (what went wrong): the open session's signals; Enter on a piece of evidence shows that message."""
+        from threadloom.tui.messages import MessageView
+        from threadloom.tui.signals import SignalsScreen
+
+        session_id = self.browser.open_session_id
+        if session_id is None or self.conn is None:
+            return
+
+        def show(seq: int | None) -> None:
+            """The chosen message in the viewer, marked, as a search hit opens (without its way back)."""
+            if seq is None:
+                return
+            self.browser.jump_to_session(session_id)
+            view = self.browser.query_one(MessageView)
+            self.call_after_refresh(lambda: view.go_to_seq(seq) if view.session_id == session_id else None)
+
+        self.push_screen(SignalsScreen(self.conn, session_id), show)
+
     def on_exported(self, event: Exported) -> None:
         if event.error is not None or event.path is None:
             self.notify(
@@ -673,6 +712,8 @@ class ThreadloomApp(App[int]):
             )
         if action == "export":
             return self.browser.open_session_id is not None and self.db_path is not None
+        if action == "signals":
+            return self.browser.open_session_id is not None and self.conn is not None
         if action == "cancel_ingest":
             return self.ingesting
         if action == "open_demo":
@@ -755,6 +796,12 @@ class ThreadloomApp(App[int]):
         elif self.temp_dir is None:
             yield SystemCommand(
                 "Ingest: rescan now", "Read new and changed agent logs (Ctrl+R)", self.action_rescan
+            )
+        if self.browser.open_session_id is not None and self.conn is not None:
+            yield SystemCommand(
+                "Signals of the session",
+                "Retry loops, refused calls, dead ends, … (key W)",
+                self.action_signals,
             )
         yield SystemCommand("Help: keys of the focused pane", "F1 or ?", self.action_help)
         # Textual's own "Keys" panel would be a second, different help beside ours

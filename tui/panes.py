@@ -616,6 +616,10 @@ def session_label(s: SessionSummary, width: int, now: float | None = None) -> Te
     and model, each padded to a column of its own so that the rows line up."""
     head = Text(no_wrap=True, overflow="ellipsis")
     facts: list[tuple[str, str]] = []
+    if (
+        s.signal_count
+    ):  # what went wrong in it (core.signals), before the title so it always shows: `S` lists them
+        head.append(f"⚠{s.signal_count} ", style="#d7af5f")
     if s.kind == "fork":  # a fork threadloom (or the agent) made: its own session, from its source
         head.append("⑂ ", style="bold #5fafaf")
         head.append(s.title or "(fork)", style="bold")
@@ -660,4 +664,7 @@ def fit(head: Text, facts: list[tuple[str, str]], width: int) -> Text:
 
 def _signature(sessions: list[SessionSummary]) -> list[tuple]:
     """What a refresh compares: a session that grew, got its title or its token total changes it."""
-    return [(s.id, s.message_count, s.title, s.tokens, s.child_count, s.task_status) for s in sessions]
+    return [
+        (s.id, s.message_count, s.title, s.tokens, s.child_count, s.task_status, s.signal_count)
+        for s in sessions
+    ]

@@ -1,0 +1,87 @@
+"""Signals in the TUI: a badge on the session's row, `S` lists the open session's signals, and
+Enter on a piece of evidence shows that message in the viewer."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from textual.widgets import OptionList
+from threadloom.core import signals
+from threadloom.tui.app import ThreadloomApp
+from threadloom.tui.messages import MessageView
+from threadloom.tui.panes import SessionTree, session_label
+from threadloom.tui.signals import SignalsScreen
+
+from tests.tui_support import build_demo_db, fixed_now, restore_tz, session_id, use_utc
+
+HEADER = "The header is misaligned on mobile"
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_demo_db(tmp_path_factory.mktemp("tui-signals"))
+
+
+@pytest.fixture(autouse=True)
+def no_real_logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "no-claude"))
+    monkeypatch.setenv("THREADLOOM_KEYMAP", str(tmp_path / "no-keymap.toml"))
+    previous = use_utc()
+    yield
+    restore_tz(previous)
+
+
+async def until(pilot, holds: Callable[[], object], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not holds():
+        assert time.monotonic() < deadline, "the app never got there"
+        await pilot.pause(0.02)
+
+
+async def test_the_badge_the_list_and_enter_on_evidence(demo_db: Path) -> None:
+    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        assert app.conn is not None
+        sid = session_id(app, HEADER)
+        (refused,) = signals.session_signals(app.conn, sid)
+        assert refused.name == "rejected"
+        call = refused.evidence[0]
+        assert call.tool == "Bash" and call.seq is not None
+
+        app.browser.jump_to_session(sid)
+        await until(pilot, lambda: app.query_one(MessageView).session_id == sid)
+        tree = app.query_one(SessionTree)
+        row = next(s for s in tree.sessions if s.id == sid)
+        assert row.signal_count == 1
+        assert session_label(row, 80, fixed_now()).plain.startswith(f"⚠1 {HEADER[:20]}")
+        calm = next(s for s in tree.sessions if s.id != sid)
+        assert "⚠" not in session_label(calm, 80, fixed_now()).plain
+
+        view = app.query_one(MessageView)
+        view.go_to_seq(0, mark=False)
+        await pilot.press("W")
+        await until(pilot, lambda: isinstance(app.screen, SignalsScreen))
+        listing = app.screen.query_one(OptionList)
+        rows = [str(listing.get_option_at_index(i).prompt) for i in range(listing.option_count)]
+        assert rows[0] == "rejected  medium  the user refused 1 tool call (Bash)"
+        assert rows[1].startswith(
+            f"  #{call.seq}  Bash  rm -rf node_modules && npm ci  → The user doesn't want"
+        )
+        assert listing.highlighted == 1  # the first piece of evidence, not the heading
+
+        await pilot.press("enter")
+        await until(pilot, lambda: not isinstance(app.screen, SignalsScreen))
+        await until(pilot, lambda: view.found is not None)
+        assert view.session_id == sid
+        assert view.found == view.position_of_seq(call.seq)
+        assert app.focused is view
+
+        await pilot.press("W")
+        await until(pilot, lambda: isinstance(app.screen, SignalsScreen))
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, SignalsScreen))
+        assert view.session_id == sid
