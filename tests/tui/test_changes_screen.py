@@ -1,0 +1,103 @@
+"""The files a session changed, on the demo archive: `c` (and the palette) lists them with the
+lines added and removed, Enter lists a file's calls, and Enter on a call puts the message viewer's
+cursor on that call, opened on its diff."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Static
+from threadloom.core import stats
+from threadloom.tui.app import ThreadloomApp
+from threadloom.tui.changes import ChangesScreen
+from threadloom.tui.messages import MessageView
+from threadloom.tui.screens import HelpScreen
+from tui_support import CHECKOUT, build_demo_db, fixed_now, restore_tz, session_id, use_utc
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_demo_db(tmp_path_factory.mktemp("changes-tui"), long_turns=12)
+
+
+@pytest.fixture(autouse=True)
+def utc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "no-claude"))
+    monkeypatch.setenv("THREADLOOM_KEYMAP", str(tmp_path / "no-keymap.toml"))
+    previous = use_utc()
+    yield
+    restore_tz(previous)
+
+
+def shown(table: DataTable) -> list[list[str]]:
+    return [[str(cell) for cell in table.get_row_at(n)] for n in range(table.row_count)]
+
+
+async def test_files_changed_lists_the_edits_and_goes_to_a_call(demo_db: Path) -> None:
+    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        assert app.conn is not None
+        checkout = session_id(app, CHECKOUT)
+        app.browser.jump_to_session(checkout)
+        await pilot.pause()
+        view = app.browser.query_one(MessageView)
+        assert view.session_id == checkout and view.cursor[0] == 0
+        await pilot.press("c")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ChangesScreen)
+        table = screen.query_one(DataTable)
+        # the demo's fix: an Edit of tax.ts (two lines become three) and a new six-line test file
+        assert shown(table) == [
+            ["src/checkout/__tests__/zero-rated.test.ts", "+6", "−0", "1"],
+            ["src/checkout/tax.ts", "+3", "−2", "1"],
+        ]
+        assert str(screen.query_one("#changes-total", Static).render()) == "2 files · +9 −2 · 2 calls"
+
+        await pilot.press("s")  # by path: "__tests__" sorts before "tax.ts" too, so compare the heading
+        assert "path" in str(screen.query_one("#changes-heading", Static).render())
+        assert [r[0] for r in shown(table)] == sorted(r[0] for r in shown(table))
+
+        await pilot.press("down", "enter")  # tax.ts: its one Edit
+        rows = shown(table)
+        assert len(rows) == 1 and rows[0][0] == "Edit" and rows[0][2:] == ["+3", "−2"]
+        assert rows[0][1].startswith("2025-06-12 ")
+        await pilot.press("escape")  # back to the files, the cursor still on tax.ts
+        assert shown(table)[table.cursor_row][0] == "src/checkout/tax.ts"
+        await pilot.press("enter", "enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, ChangesScreen)
+
+        (edit,) = stats.change_calls(app.conn, checkout, "src/checkout/tax.ts")
+        block, row = view.current_block(), view.current_row()
+        assert block is not None and block.call is not None and row is not None
+        assert block.call.id == edit.call_id and row.seq == edit.seq and edit.seq > 0
+        assert block.key is not None and view.is_expanded(block.key)
+        drawn = [s.text for s in view.ensure(view.cursor[0]).strips[block.start : block.end]]
+        assert any("+  const tax = Math.round" in line for line in drawn)  # its diff, opened
+        assert view.has_focus
+
+
+async def test_help_and_palette_name_it(demo_db: Path) -> None:
+    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
+        await pilot.pause()
+        await pilot.press("f1")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        assert any(
+            key == "c" and binding == "messages.files-changed" for key, _, binding in app.screen.pane_keys
+        )
+        await pilot.press("escape")
+        await pilot.press("ctrl+p", *"files this session changed")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ChangesScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ChangesScreen)
