@@ -344,6 +344,33 @@ def change_calls(conn: sqlite3.Connection, session_id: str, path: str | None = N
     return [ChangeCall(*row) for row in rows]
 
 
+def files_changed(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+    """The session's changed files for `show --json`: path, lines added and removed, and each
+    call that changed it (most changed file first, its calls in the order they ran)."""
+    calls: dict[str, list[ChangeCall]] = {}
+    for call in change_calls(conn, session_id):
+        calls.setdefault(call.path, []).append(call)
+    return [
+        {
+            "path": f.path,
+            "added": f.lines_added,
+            "removed": f.lines_removed,
+            "calls": [
+                {
+                    "id": c.call_id,
+                    "tool": c.tool_name,
+                    "timestamp": c.timestamp,
+                    "added": c.lines_added,
+                    "removed": c.lines_removed,
+                    "entry_id": c.entry_id,
+                }
+                for c in calls.get(f.path, [])
+            ],
+        }
+        for f in session_changes(conn, session_id)
+    ]
+
+
 # ------------------------------------------------------------------ reading the sums
 
 
