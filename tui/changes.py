@@ -69,19 +69,42 @@ def fill(
         table.add_row(*row, key=key)
 
 
+class ChangesTable(DataTable):
+    """The list's table, its keys named so F1 lists them and a keymap can remap them; → opens and
+    ← goes back, as in the session tree."""
+
+    BINDINGS = [
+        Binding("enter,right,l", "select_cursor", "Open", show=False, id="changes.open"),
+        Binding("left,h", "screen.back", "Back", show=False, id="changes.left"),
+        Binding("up,k", "cursor_up", "Up", show=False, id="changes.up"),
+        Binding("down,j", "cursor_down", "Down", show=False, id="changes.down"),
+        Binding("pageup", "page_up", "Page up", show=False, id="changes.page-up"),
+        Binding("pagedown", "page_down", "Page down", show=False, id="changes.page-down"),
+        Binding("home,g,ctrl+home", "scroll_top", "First", show=False, id="changes.first"),
+        Binding("end,G,ctrl+end", "scroll_bottom", "Last", show=False, id="changes.last"),
+        Binding("ctrl+pageup", "page_left", "Page left", show=False, id="changes.page-left"),
+        Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="changes.page-right"),
+    ]
+
+
 class ChangesScreen(ModalScreen[ChangeCall | None]):
     """A session's changed files, then one file's calls; dismissed with the call to go to."""
 
     BINDINGS = [
         Binding("s", "sort", "Sort", id="changes.sort", tooltip="Most changed first, or by path"),
         Binding(
-            "escape,backspace,left",
+            "escape,backspace",
             "back",
             "Back",
             id="changes.back",
             tooltip="From a file's calls back to the files; from the files, close",
         ),
         Binding("q,c", "dismiss(None)", "Close", id="changes.close"),
+        Binding(
+            "ctrl+c,super+c", "screen.copy_text", "Copy selection", show=False, id="changes.copy-selection"
+        ),
+        Binding("tab", "app.focus_next", "Next", show=False, id="changes.focus-next"),
+        Binding("shift+tab", "app.focus_previous", "Previous", show=False, id="changes.focus-previous"),
     ]
 
     def __init__(self, conn: sqlite3.Connection, session_id: str, title: str = "") -> None:
@@ -98,7 +121,7 @@ class ChangesScreen(ModalScreen[ChangeCall | None]):
             )
             box.border_subtitle = "Enter opens · s sorts · Esc back"
             yield Static(id="changes-heading")
-            yield DataTable(id="changes-table", cursor_type="row", zebra_stripes=True)
+            yield ChangesTable(id="changes-table", cursor_type="row", zebra_stripes=True)
             yield Static(id="changes-total")
 
     def on_mount(self) -> None:

@@ -132,7 +132,7 @@ class MessageView(ScrollView, can_focus=True):
             "Files changed",
             show=False,
             id="messages.files-changed",
-            tooltip="The files this session changed; Enter on one lists its calls, on a call goes to it",
+            tooltip="Files this session changed, and their calls",
         ),
         Binding("ctrl+pageup", "page_left", "Page left", show=False, id="messages.page-left"),
         Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="messages.page-right"),

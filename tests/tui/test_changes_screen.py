@@ -101,3 +101,22 @@ async def test_help_and_palette_name_it(demo_db: Path) -> None:
         assert isinstance(app.screen, ChangesScreen)
         await pilot.press("escape")
         assert not isinstance(app.screen, ChangesScreen)
+
+
+async def test_every_key_of_the_list_has_an_id(demo_db: Path) -> None:
+    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
+        await pilot.pause()
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, ChangesScreen)
+        assert [k for k, a in app.screen.active_bindings.items() if not a.binding.id] == []
+        table = app.screen.query_one(DataTable)
+        await pilot.press("G", "right")  # the last file's calls, then back to the files on it
+        assert shown(table)[0][0] in {"Edit", "Write"}
+        await pilot.press("left")
+        assert table.cursor_row == 1 and len(shown(table)[0]) == 4
+        await pilot.press("left")
+        assert not isinstance(app.screen, ChangesScreen)
