@@ -13,6 +13,7 @@ from threadloom.core import stats
 from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.changes import ChangesScreen
 from threadloom.tui.messages import MessageView
+from threadloom.tui.panes import SessionTree
 from threadloom.tui.screens import HelpScreen
 from tui_support import CHECKOUT, build_demo_db, fixed_now, restore_tz, session_id, use_utc
 
@@ -120,3 +121,71 @@ async def test_every_key_of_the_list_has_an_id(demo_db: Path) -> None:
         assert table.cursor_row == 1 and len(shown(table)[0]) == 4
         await pilot.press("left")
         assert not isinstance(app.screen, ChangesScreen)
+
+
+async def test_a_call_outside_the_branch_shown_opens_the_whole_session(demo_db: Path) -> None:
+    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        assert app.conn is not None
+        checkout = session_id(app, CHECKOUT)
+        (write,) = stats.change_calls(app.conn, checkout, "src/checkout/__tests__/zero-rated.test.ts")
+        tree = app.query_one(SessionTree)
+        tree.focus()
+        await pilot.press("l")  # the checkout session's branches
+        await pilot.pause()
+        view = app.browser.query_one(MessageView)
+        branches = [
+            n for n in tree.root.children[0].children if n.data is not None and n.data.kind == "branch"
+        ]
+        tree.select_node(branches[0])  # branch 1: the rewound one, before the test was written
+        await pilot.pause()
+        assert view.count < 22 and write.seq is not None and write.seq not in view.seqs
+        view.focus()
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, ChangesScreen)  # the whole session's files, not the branch's
+        assert len(shown(app.screen.query_one(DataTable))) == 2
+        await pilot.press("enter", "enter")  # the most changed: the test file, written in branch 2
+        await pilot.pause()
+        block, row = view.current_block(), view.current_row()
+        assert view.count == 22 and view.session_id == checkout
+        assert block is not None and block.call is not None and block.call.id == write.call_id
+        assert row is not None and row.seq == write.seq
+        assert block.key is not None and view.is_expanded(block.key)
+
+
+async def test_an_aider_edit_goes_to_the_reply_that_made_it(tmp_path: Path) -> None:
+    from conftest import AIDER_EDITS, ingest
+    from threadloom.core import db
+
+    folder = tmp_path / "parser-project"
+    folder.mkdir()
+    (folder / ".aider.chat.history.md").write_text(AIDER_EDITS)
+    path = tmp_path / "aider.db"
+    conn = db.connect(path)
+    ingest(conn, folder)
+    conn.close()
+    app = ThreadloomApp(db_path=path, ingest=False, now=fixed_now)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert app.conn is not None
+        (sid,) = app.conn.execute("SELECT DISTINCT session_id FROM agent_file_changes").fetchone()
+        app.browser.jump_to_session(sid)
+        await pilot.pause()
+        view = app.browser.query_one(MessageView)
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, ChangesScreen)
+        # only the edit an "Applied edit to" line confirms: parser.py, one line for one
+        assert shown(app.screen.query_one(DataTable)) == [["parser.py", "+1", "−1", "1"]]
+        await pilot.press("enter")
+        assert shown(app.screen.query_one(DataTable))[0][0] == "SEARCH/REPLACE"
+        await pilot.press("enter")
+        await pilot.pause()
+        (edit,) = stats.change_calls(app.conn, sid)
+        row, block = view.current_row(), view.current_block()
+        assert row is not None and row.seq == edit.seq and row.role == "assistant"
+        assert block is not None and block.kind == "text"
+        drawn = "\n".join(s.text for s in view.ensure(view.cursor[0]).strips)
+        assert "+    for i in range(len(out)):" in drawn and "Both edits are small." in drawn
