@@ -74,8 +74,22 @@ class ChangesTable(DataTable):
     ← goes back, as in the session tree."""
 
     BINDINGS = [
-        Binding("enter,right,l", "select_cursor", "Open", show=False, id="changes.open"),
-        Binding("left,h", "screen.back", "Back", show=False, id="changes.left"),
+        Binding(
+            "enter,right,l",
+            "select_cursor",
+            "Open",
+            show=False,
+            id="changes.open",
+            tooltip="A file: the calls that changed it; a call: go to it in the session, opened",
+        ),
+        Binding(
+            "left,h",
+            "screen.back",
+            "Back",
+            show=False,
+            id="changes.left",
+            tooltip="Back to the files, else close",
+        ),
         Binding("up,k", "cursor_up", "Up", show=False, id="changes.up"),
         Binding("down,j", "cursor_down", "Down", show=False, id="changes.down"),
         Binding("pageup", "page_up", "Page up", show=False, id="changes.page-up"),
@@ -97,9 +111,12 @@ class ChangesScreen(ModalScreen[ChangeCall | None]):
             "back",
             "Back",
             id="changes.back",
-            tooltip="From a file's calls back to the files; from the files, close",
+            tooltip="Back to the files, else close",
         ),
         Binding("q,c", "dismiss(None)", "Close", id="changes.close"),
+        Binding(
+            "f1,question_mark", "help", "Keys", show=False, id="changes.help", tooltip="The keys of this list"
+        ),
         Binding(
             "ctrl+c,super+c", "screen.copy_text", "Copy selection", show=False, id="changes.copy-selection"
         ),
@@ -202,6 +219,14 @@ class ChangesScreen(ModalScreen[ChangeCall | None]):
         at = files[table.cursor_row].path if 0 <= table.cursor_row < len(files) else None
         self.by_path = not self.by_path
         self.show_files(at)
+
+    def action_help(self) -> None:
+        from threadloom.tui.screens import HelpScreen, key_rows
+
+        table, around = key_rows(self, self.query_one(DataTable))
+        self.app.push_screen(
+            HelpScreen("Files changed", table, around, everywhere_title="Everywhere in the list")
+        )
 
     def action_back(self) -> None:
         if self.file is None:

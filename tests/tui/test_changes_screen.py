@@ -114,6 +114,13 @@ async def test_every_key_of_the_list_has_an_id(demo_db: Path) -> None:
         await pilot.pause()
         assert isinstance(app.screen, ChangesScreen)
         assert [k for k, a in app.screen.active_bindings.items() if not a.binding.id] == []
+        await pilot.press("f1")
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        assert {row[2] for row in help_screen.pane_keys} >= {"changes.open", "changes.up", "changes.left"}
+        assert {row[2] for row in help_screen.global_keys} >= {"changes.sort", "changes.back", "changes.help"}
+        await pilot.press("escape")
+        assert isinstance(app.screen, ChangesScreen)
         table = app.screen.query_one(DataTable)
         await pilot.press("G", "right")  # the last file's calls, then back to the files on it
         assert shown(table)[0][0] in {"Edit", "Write"}
