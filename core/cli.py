@@ -895,6 +895,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     session = resolve_session(conn, args.session)
     if args.json:
         from threadloom.core.query import messages
+        from threadloom.core.stats import files_changed
 
         data = session.as_dict()
         data["messages"] = [
@@ -919,19 +920,22 @@ def cmd_show(args: argparse.Namespace) -> int:
             }
             for m in messages(conn, session.id)
         ]
+        data["files_changed"] = files_changed(conn, session.id)
         print(json.dumps(data, ensure_ascii=False))
         return 0
     from rich.console import Console
-    from threadloom.core.render import render_session
+    from threadloom.core.render import render_files_changed, render_session
 
     console = Console(highlight=False)
     options = {"expand_subagents": not args.no_subagents, "markdown": not args.as_written}
     if sys.stdout.isatty():
         render_session(console, conn, session, **options)
+        render_files_changed(console, conn, session.id)
         return 0
     # piped (to a file, grep, a pager): Rich pads lines to the console's width; end each where its text does
     with console.capture() as captured:
         render_session(console, conn, session, **options)
+        render_files_changed(console, conn, session.id)
     sys.stdout.writelines(line.rstrip() + "\n" for line in captured.get().splitlines())
     return 0
 

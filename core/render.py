@@ -323,3 +323,26 @@ def render_session(
                     )
         if msg.content or msg.tool_calls:
             console.print()
+
+
+def render_files_changed(console: Console, conn: sqlite3.Connection, session_id: str) -> None:
+    """`show`'s closing summary: each file the session changed with the lines added and removed,
+    then the totals; nothing when it changed none. Paths come from the logs: escaped."""
+    from threadloom.core.stats import session_changes
+    from threadloom.core.text import printable
+
+    files = session_changes(conn, session_id)
+    if not files:
+        return
+    width = max(len(printable(f.path)) for f in files)
+    console.print(Text("Files changed", style="bold"))
+    for f in files:
+        line = Text(f"  {printable(f.path):<{width}}  ")
+        line.append(f"+{f.lines_added:,}", style="green").append(" ").append(
+            f"−{f.lines_removed:,}", style="red"
+        )
+        console.print(line)
+    added, removed = sum(f.lines_added for f in files), sum(f.lines_removed for f in files)
+    total = Text(f"  {len(files):,} file{'' if len(files) == 1 else 's'} · ", style="dim")
+    total.append(f"+{added:,} −{removed:,}")
+    console.print(total)

@@ -310,6 +310,67 @@ def session_changes(
     return [FileChange(p, a, r, orjson.loads(c)) for p, a, r, c in rows]
 
 
+@dataclass(slots=True)
+class ChangeCall:
+    """One call's changes to one file, with the message that made it, so a reader can be taken
+    there: `seq` is None when the call's message is not in the conversation."""
+
+    path: str
+    call_id: str
+    tool_name: str
+    timestamp: int | None
+    lines_added: int
+    lines_removed: int
+    seq: int | None
+    entry_id: int | None
+
+
+def change_calls(conn: sqlite3.Connection, session_id: str, path: str | None = None) -> list[ChangeCall]:
+    """The calls that changed the session's files (or the one file `path`), in the order they ran.
+    An Aider reply's edits are counted under "entry-<id>" of the reply, which is its message."""
+    where, params = "f.session_id = ?", [session_id]
+    if path is not None:
+        where += " AND f.path = ?"
+        params.append(path)
+    rows = conn.execute(
+        "SELECT f.path, f.call_id, f.tool_name, f.timestamp, f.lines_added, f.lines_removed, e.seq, e.id "
+        "FROM agent_file_changes f "
+        "LEFT JOIN agent_tool_calls c ON c.session_id = f.session_id AND c.id = f.call_id "
+        "LEFT JOIN entries e ON e.id = COALESCE(c.entry_id, "
+        "CASE WHEN f.call_id LIKE 'entry-%' THEN CAST(substr(f.call_id, 7) AS INTEGER) END) "
+        f"WHERE {where} ORDER BY f.timestamp IS NULL, f.timestamp, e.seq, f.call_id, f.path",
+        params,
+    ).fetchall()
+    return [ChangeCall(*row) for row in rows]
+
+
+def files_changed(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+    """The session's changed files for `show --json`: path, lines added and removed, and each
+    call that changed it (most changed file first, its calls in the order they ran)."""
+    calls: dict[str, list[ChangeCall]] = {}
+    for call in change_calls(conn, session_id):
+        calls.setdefault(call.path, []).append(call)
+    return [
+        {
+            "path": f.path,
+            "added": f.lines_added,
+            "removed": f.lines_removed,
+            "calls": [
+                {
+                    "id": c.call_id,
+                    "tool": c.tool_name,
+                    "timestamp": c.timestamp,
+                    "added": c.lines_added,
+                    "removed": c.lines_removed,
+                    "entry_id": c.entry_id,
+                }
+                for c in calls.get(f.path, [])
+            ],
+        }
+        for f in session_changes(conn, session_id)
+    ]
+
+
 # ------------------------------------------------------------------ reading the sums
 
 

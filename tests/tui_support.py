@@ -280,6 +280,15 @@ async def scene_filtered_list(pilot: Pilot) -> None:
     await pilot.pause()
 
 
+async def scene_files_changed(pilot: Pilot) -> None:
+    """`c` in the message viewer: the files the checkout session changed, most changed first."""
+    app = the_app(pilot)
+    app.browser.jump_to_session(session_id(app, CHECKOUT))
+    await pilot.pause()
+    await pilot.press("c")
+    await pilot.pause()
+
+
 SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = {
     "browse": (scene_browse, (140, 40)),
     "tool-call-diff": (scene_tool_diff, (140, 40)),
@@ -293,4 +302,5 @@ SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = 
     "find": (scene_find, (140, 40)),
     "filtered-list": (scene_filtered_list, (140, 40)),
     "signals": (scene_signals, (140, 40)),
+    "files-changed": (scene_files_changed, (140, 40)),
 }

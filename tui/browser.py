@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from threadloom.core.browse import SessionSummary
     from threadloom.core.ingest import Progress
     from threadloom.core.search import Hit
+    from threadloom.core.stats import ChangeCall
 
 NARROW = 110
 WIDE = 150
@@ -568,6 +569,47 @@ class BrowserScreen(Screen[None]):
             return
         self.app.push_screen(RawJsonScreen(raw, f"Raw record · entry {event.entry_id}"))
 
+    # ------------------------------------------------------------------ files changed
+
+    @on(MessageView.FilesChangedRequested)
+    def show_changes(self) -> None:
+        """The files the open session changed; the call chosen there, under the cursor, opened."""
+        from threadloom.tui.changes import ChangesScreen
+
+        view = self.query_one(MessageView)
+        session_id = view.session_id
+        if self.conn is None or session_id is None:
+            return
+
+        def chosen(call: ChangeCall | None) -> None:
+            if call is not None:
+                self.go_to_change(session_id, call)
+
+        title = view.border_title or ""
+        self.app.push_screen(ChangesScreen(self.conn, session_id, str(title)), chosen)
+
+    def go_to_change(self, session_id: str, call: ChangeCall) -> None:
+        """The message viewer's cursor on the call that changed a file, opened on its diff; the
+        whole session is opened first when the branch shown does not hold it."""
+        from threadloom.core.find import Place
+
+        if call.seq is None or call.entry_id is None:
+            self.notify("That call's message is not in the conversation", severity="warning", timeout=3)
+            return
+        # an Aider reply's edits are in its text, not a tool call
+        aider = call.call_id.startswith("entry-")
+        place = Place(call.seq, call.entry_id, "text" if aider else "tool", None if aider else call.call_id)
+        view = self.query_one(MessageView)
+        if view.session_id != session_id:
+            return
+        view.focus()
+        if view.navigator.open_place(place):
+            return
+        self.jump_to_session(session_id)
+        self._after_refresh(
+            lambda: view.navigator.open_place(place) if view.session_id == session_id else None
+        )
+
     # ------------------------------------------------------------------ fork, help, palette
 
     def fork_target(self) -> tuple[str, int | None, str | None] | None:
@@ -626,6 +668,7 @@ class BrowserScreen(Screen[None]):
             yield SystemCommand("Messages: go to the last message", "Key G", view.action_last)
             yield SystemCommand("Messages: find in this session", "Key Ctrl+F", view.action_find)
             yield SystemCommand("Messages: next failed tool call", "Key !", view.action_next_failure)
+            yield SystemCommand("Messages: files this session changed", "Key c", view.action_files_changed)
         if pane == "sessions":
             tree = self.query_one(SessionTree)
             verb = "Hide" if tree.include_warmup else "Show"

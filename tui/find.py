@@ -297,6 +297,14 @@ class Navigator:
         place = self.places[index]
         self._land(place, open_it=place.part != "text" or None)
 
+    def open_place(self, place: Place) -> bool:
+        """The cursor on `place`'s block, opened; False when this view does not show its message
+        (a branch without it)."""
+        if not self._shown([place]):
+            return False
+        self._land(place, open_it=True)
+        return True
+
     def _land(self, place: Place, *, open_it: bool | None) -> None:
         """The cursor on `place`'s block, opened when `open_it` (None: when its match is hidden),
         with the first line that holds the query on screen."""

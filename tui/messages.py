@@ -126,6 +126,14 @@ class MessageView(ScrollView, can_focus=True):
             id="messages.next-failure",
             tooltip="The next tool call that failed, opened",
         ),
+        Binding(
+            "c",
+            "files_changed",
+            "Files changed",
+            show=False,
+            id="messages.files-changed",
+            tooltip="Files this session changed, and their calls",
+        ),
         Binding("ctrl+pageup", "page_left", "Page left", show=False, id="messages.page-left"),
         Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="messages.page-right"),
     ]
@@ -154,6 +162,9 @@ class MessageView(ScrollView, can_focus=True):
         def __init__(self, entry_id: int) -> None:
             super().__init__()
             self.entry_id = entry_id
+
+    class FilesChangedRequested(Message):
+        """`c`: the app shows the files the open session changed."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -885,6 +896,10 @@ class MessageView(ScrollView, can_focus=True):
         msg = self.current_row()
         if msg is not None:
             self.post_message(self.RawRequested(msg.entry_id))
+
+    def action_files_changed(self) -> None:
+        if self.session_id is not None:
+            self.post_message(self.FilesChangedRequested())
 
     def action_copy(self) -> None:
         block, msg = self.current_block(), self.current_row()

@@ -10,7 +10,8 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen
+from textual.dom import DOMNode
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Static
 
 LONG_STRING = 400
@@ -61,6 +62,25 @@ class HelpScreen(ModalScreen[None]):
         if box.max_scroll_y > 0:
             box.border_subtitle = f"↑↓ scrolls · {box.border_subtitle}"
         box.focus()
+
+
+def key_rows(
+    screen: Screen[Any], own: DOMNode | None
+) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+    """(key, description, binding id) rows of `screen`'s active keys for `HelpScreen`: those of the
+    widget `own`, then the screen's own (after user remaps), each action once with all its keys."""
+    found: tuple[dict[tuple[str, str], list[str]], dict[tuple[str, str], list[str]]] = ({}, {})
+    meta: dict[tuple[str, str], tuple[str, str]] = {}
+    for key, active in screen.active_bindings.items():
+        binding = active.binding
+        target = found[0] if active.node is own else found[1] if active.node is screen else None
+        if target is None:
+            continue
+        name = (binding.id or binding.action, binding.action)
+        target.setdefault(name, []).append(screen.app.get_key_display(binding.with_key(key)))
+        meta[name] = (binding.tooltip or binding.description, binding.id or "")
+    own_rows, screen_rows = ([(", ".join(keys), *meta[k]) for k, keys in rows.items()] for rows in found)
+    return own_rows, screen_rows
 
 
 def _keys_table(title: str, rows: list[tuple[str, str, str]], id_width: int) -> Table:

@@ -1,0 +1,200 @@
+"""The files a session changed, on the demo archive: `c` (and the palette) lists them with the
+lines added and removed, Enter lists a file's calls, and Enter on a call puts the message viewer's
+cursor on that call, opened on its diff."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Static
+from threadloom.core import stats
+from threadloom.tui.app import ThreadloomApp
+from threadloom.tui.changes import ChangesScreen
+from threadloom.tui.messages import MessageView
+from threadloom.tui.panes import SessionTree
+from threadloom.tui.screens import HelpScreen
+
+from tests.tui_support import CHECKOUT, build_demo_db, fixed_now, restore_tz, session_id, use_utc
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_demo_db(tmp_path_factory.mktemp("changes-tui"), long_turns=12)
+
+
+@pytest.fixture(autouse=True)
+def utc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "no-claude"))
+    monkeypatch.setenv("THREADLOOM_KEYMAP", str(tmp_path / "no-keymap.toml"))
+    previous = use_utc()
+    yield
+    restore_tz(previous)
+
+
+def shown(table: DataTable) -> list[list[str]]:
+    return [[str(cell) for cell in table.get_row_at(n)] for n in range(table.row_count)]
+
+
+async def test_files_changed_lists_the_edits_and_goes_to_a_call(demo_db: Path) -> None:
+    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        assert app.conn is not None
+        checkout = session_id(app, CHECKOUT)
+        app.browser.jump_to_session(checkout)
+        await pilot.pause()
+        view = app.browser.query_one(MessageView)
+        assert view.session_id == checkout and view.cursor[0] == 0
+        await pilot.press("c")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ChangesScreen)
+        table = screen.query_one(DataTable)
+        # the demo's fix: an Edit of tax.ts (two lines become three) and a new six-line test file
+        assert shown(table) == [
+            ["src/checkout/__tests__/zero-rated.test.ts", "+6", "−0", "1"],
+            ["src/checkout/tax.ts", "+3", "−2", "1"],
+        ]
+        assert str(screen.query_one("#changes-total", Static).render()) == "2 files · +9 −2 · 2 calls"
+
+        await pilot.press("s")  # by path: "__tests__" sorts before "tax.ts" too, so compare the heading
+        assert "path" in str(screen.query_one("#changes-heading", Static).render())
+        assert [r[0] for r in shown(table)] == sorted(r[0] for r in shown(table))
+
+        await pilot.press("down", "enter")  # tax.ts: its one Edit
+        rows = shown(table)
+        assert len(rows) == 1 and rows[0][0] == "Edit" and rows[0][2:] == ["+3", "−2"]
+        assert rows[0][1].startswith("2025-06-12 ")
+        await pilot.press("escape")  # back to the files, the cursor still on tax.ts
+        assert shown(table)[table.cursor_row][0] == "src/checkout/tax.ts"
+        await pilot.press("enter", "enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, ChangesScreen)
+
+        (edit,) = stats.change_calls(app.conn, checkout, "src/checkout/tax.ts")
+        block, row = view.current_block(), view.current_row()
+        assert block is not None and block.call is not None and row is not None
+        assert block.call.id == edit.call_id and row.seq == edit.seq and edit.seq > 0
+        assert block.key is not None and view.is_expanded(block.key)
+        drawn = [s.text for s in view.ensure(view.cursor[0]).strips[block.start : block.end]]
+        assert any("+  const tax = Math.round" in line for line in drawn)  # its diff, opened
+        assert view.has_focus
+
+
+async def test_help_and_palette_name_it(demo_db: Path) -> None:
+    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
+        await pilot.pause()
+        await pilot.press("f1")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        assert any(
+            key == "c" and binding == "messages.files-changed" for key, _, binding in app.screen.pane_keys
+        )
+        await pilot.press("escape")
+        await pilot.press("ctrl+p", *"files this session changed")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ChangesScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ChangesScreen)
+
+
+async def test_every_key_of_the_list_has_an_id(demo_db: Path) -> None:
+    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
+        await pilot.pause()
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, ChangesScreen)
+        assert [k for k, a in app.screen.active_bindings.items() if not a.binding.id] == []
+        await pilot.press("f1")
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        assert {row[2] for row in help_screen.pane_keys} >= {"changes.open", "changes.up", "changes.left"}
+        assert {row[2] for row in help_screen.global_keys} >= {"changes.sort", "changes.back", "changes.help"}
+        await pilot.press("escape")
+        assert isinstance(app.screen, ChangesScreen)
+        table = app.screen.query_one(DataTable)
+        await pilot.press("G", "right")  # the last file's calls, then back to the files on it
+        assert shown(table)[0][0] in {"Edit", "Write"}
+        await pilot.press("left")
+        assert table.cursor_row == 1 and len(shown(table)[0]) == 4
+        await pilot.press("left")
+        assert not isinstance(app.screen, ChangesScreen)
+
+
+async def test_a_call_outside_the_branch_shown_opens_the_whole_session(demo_db: Path) -> None:
+    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        assert app.conn is not None
+        checkout = session_id(app, CHECKOUT)
+        (write,) = stats.change_calls(app.conn, checkout, "src/checkout/__tests__/zero-rated.test.ts")
+        tree = app.query_one(SessionTree)
+        tree.focus()
+        await pilot.press("l")  # the checkout session's branches
+        await pilot.pause()
+        view = app.browser.query_one(MessageView)
+        branches = [
+            n for n in tree.root.children[0].children if n.data is not None and n.data.kind == "branch"
+        ]
+        tree.select_node(branches[0])  # branch 1: the rewound one, before the test was written
+        await pilot.pause()
+        assert view.count < 22 and write.seq is not None and write.seq not in view.seqs
+        view.focus()
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, ChangesScreen)  # the whole session's files, not the branch's
+        assert len(shown(app.screen.query_one(DataTable))) == 2
+        await pilot.press("enter", "enter")  # the most changed: the test file, written in branch 2
+        await pilot.pause()
+        block, row = view.current_block(), view.current_row()
+        assert view.count == 22 and view.session_id == checkout
+        assert block is not None and block.call is not None and block.call.id == write.call_id
+        assert row is not None and row.seq == write.seq
+        assert block.key is not None and view.is_expanded(block.key)
+
+
+async def test_an_aider_edit_goes_to_the_reply_that_made_it(tmp_path: Path) -> None:
+    from threadloom.core import db
+
+    from tests.conftest import AIDER_EDITS, ingest
+
+    folder = tmp_path / "parser-project"
+    folder.mkdir()
+    (folder / ".aider.chat.history.md").write_text(AIDER_EDITS)
+    path = tmp_path / "aider.db"
+    conn = db.connect(path)
+    ingest(conn, folder)
+    conn.close()
+    app = ThreadloomApp(db_path=path, ingest=False, now=fixed_now)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert app.conn is not None
+        (sid,) = app.conn.execute("SELECT DISTINCT session_id FROM agent_file_changes").fetchone()
+        app.browser.jump_to_session(sid)
+        await pilot.pause()
+        view = app.browser.query_one(MessageView)
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, ChangesScreen)
+        # only the edit an "Applied edit to" line confirms: parser.py, one line for one
+        assert shown(app.screen.query_one(DataTable)) == [["parser.py", "+1", "−1", "1"]]
+        await pilot.press("enter")
+        assert shown(app.screen.query_one(DataTable))[0][0] == "SEARCH/REPLACE"
+        await pilot.press("enter")
+        await pilot.pause()
+        (edit,) = stats.change_calls(app.conn, sid)
+        row, block = view.current_row(), view.current_block()
+        assert row is not None and row.seq == edit.seq and row.role == "assistant"
+        assert block is not None and block.kind == "text"
+        drawn = "\n".join(s.text for s in view.ensure(view.cursor[0]).strips)
+        assert "+    for i in range(len(out)):" in drawn and "Both edits are small." in drawn
