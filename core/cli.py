@@ -352,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _signals_help() -> str:
-    from threadloom.core.signals import SIGNALS
+    from threadloom.core.text import SIGNALS
 
     return "\n".join(f"  {name:<18} {what}" for name, what in SIGNALS.items())
 

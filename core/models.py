@@ -353,7 +353,7 @@ class SessionSignal(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     session_id: str = Field(index=True)
     turn_id: str | None = None  # the turn it happened in; None for the whole session
-    name: str = Field(index=True)  # retry-loop | error-cascade | ... (core.signals.SIGNALS)
+    name: str = Field(index=True)  # retry-loop | error-cascade | ... (core.text.SIGNALS)
     severity: str  # low | medium | high
     seq: int | None = None  # where it starts in the session (its first evidence), for ordering
     detail: str  # one sentence saying what was seen, with its numbers

@@ -22,23 +22,10 @@ from threadloom.core.query import main_sql, subagent_sql
 from threadloom.core.rows import fetch, fetch_one, value, values
 from threadloom.core.text import (
     SEARCH_HELP,  # noqa: F401  (re-exported: the TUI and CLI show it)
+    SIGNALS,
     readable,
 )
 
-# the names `signal:` takes (core.signals.SIGNALS, which imports what search need not load)
-SIGNAL_NAMES = (
-    "retry-loop",
-    "error-cascade",
-    "interrupted",
-    "rejected",
-    "context-thrashing",
-    "abandoned-branch",
-    "unused-subagent",
-    "cache-miss",
-    "model-change",
-    "long-pause",
-    "repeated-prompt",
-)
 FILTER_KEYS = ("agent", "project", "role", "tool", "in", "after", "before", "session", "signal")
 
 # Tuned on the 1 GB benchmark archive (bench/queries.txt): 300/2000/20k gave p50 53 ms, p95 125 ms;
@@ -59,7 +46,7 @@ class ParsedQuery:
     role: str | None = None
     tool: str | None = None
     session: str | None = None
-    signal: str | None = None  # sessions that show this signal (core.signals.SIGNALS)
+    signal: str | None = None  # sessions that show this signal (one of text.SIGNALS)
     after: int | None = None
     before: int | None = None
     in_tools: bool = False
@@ -177,8 +164,8 @@ def parse_query(text: str, *, now: float | None = None) -> ParsedQuery:
                 setattr(q, key, ms)
             elif key == "signal":
                 q.signal = value.lower()
-                if q.signal not in SIGNAL_NAMES:
-                    q.problems.append(f"signal:{value} is not known ({', '.join(SIGNAL_NAMES)})")
+                if q.signal not in SIGNALS:
+                    q.problems.append(f"signal:{value} is not known ({', '.join(SIGNALS)})")
             else:
                 setattr(q, key, value)
             if key == "tool":

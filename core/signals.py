@@ -99,19 +99,6 @@ def limit(name: str) -> float:
 
 
 # the signals, each with a sentence for help texts and the README
-SIGNALS: dict[str, str] = {
-    "retry-loop": "the same tool with near-identical input failing several times in a row",
-    "error-cascade": "several different tool calls failing in a row",
-    "interrupted": "the user interrupted a tool call or a reply",
-    "rejected": "the user refused a tool call (permission friction)",
-    "context-thrashing": "compactions close together: the context keeps refilling",
-    "abandoned-branch": "cost spent on a branch the user rewound away from",
-    "unused-subagent": "a subagent whose result never came back to be used",
-    "cache-miss": "a request within a turn that re-read its context without the prompt cache",
-    "model-change": "the model changed within the session",
-    "long-pause": "a long wait before an assistant message",
-    "repeated-prompt": "the same prompt sent more than once in the session",
-}
 
 INTERRUPTED_TEXT = "[Request interrupted by user"
 # what two prompts may differ in and still be the same prompt: case, spacing, ASCII punctuation

@@ -230,3 +230,20 @@ def is_bare_command(text: str) -> bool:
     """`/clear`, `/compact` and friends: real prompts, but poor session titles."""
     title = prompt_title(text)
     return title.startswith("/") and " " not in title
+
+
+# what each signal a session can show means (core.signals finds them; `signal:NAME` in search and
+# `threadloom signals --help` name them): kept here, where starting a command costs nothing to read
+SIGNALS: dict[str, str] = {
+    "retry-loop": "the same tool with near-identical input failing several times in a row",
+    "error-cascade": "several different tool calls failing in a row",
+    "interrupted": "the user interrupted a tool call or a reply",
+    "rejected": "the user refused a tool call (permission friction)",
+    "context-thrashing": "compactions close together: the context keeps refilling",
+    "abandoned-branch": "cost spent on a branch the user rewound away from",
+    "unused-subagent": "a subagent whose result never came back to be used",
+    "cache-miss": "a request within a turn that re-read its context without the prompt cache",
+    "model-change": "the model changed within the session",
+    "long-pause": "a long wait before an assistant message",
+    "repeated-prompt": "the same prompt sent more than once in the session",
+}
