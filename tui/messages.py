@@ -535,8 +535,8 @@ class MessageView(ScrollView, can_focus=True):
         if msg.thinking:
             key = f"think:{msg.entry_id}"
             add("thinking", render.thinking_line(msg, key in self.toggled), indent=4, key=key)
-        for media_type, size in msg.images:
-            add("image", render.image_line(media_type, size), indent=4)
+        for image in msg.images:
+            add("image", render.image_line(image), indent=4)
         for call in msg.tool_calls:
             key = f"tool:{call.id}"
             expanded = self.is_expanded(key)
