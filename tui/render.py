@@ -201,8 +201,12 @@ def summary_line(msg: MessageRow, expanded: bool) -> RenderableType:
     return Group(label, long_text(msg.content or "", "#87afaf"))
 
 
-def image_line(image: ImageRef) -> Text:
-    return Text(f"▣ {describe(image)}  (image not shown)", style="#d7af5f")
+def image_line(image: ImageRef, note: str | None = None) -> Text:
+    """An image's head line (type, size, place), with why it is not drawn when it is not."""
+    line = Text(f"▣ {describe(image)}", style="#d7af5f")
+    if note:
+        line.append(f"  ({one_line(note, 80)})", style="dim")
+    return line
 
 
 def rewind_line() -> Text:
