@@ -193,3 +193,54 @@ def test_show_json_marks_every_image_and_show_prints_one_line_each(tmp_path: Pat
     shown = run("show", SID[:8], "--db", db).stdout
     assert shown.count("▣ image/png") == 3
     assert f"▣ image/png · {len(PNG)} B · in a tool result" in shown
+
+
+def test_html_export_embeds_images_as_data_urls_and_names_what_it_cannot(
+    archived: sqlite3.Connection,
+) -> None:
+    from threadloom.core.export import export_session
+    from threadloom.core.query import resolve_session
+
+    session = resolve_session(archived, SID)
+    page = export_session(archived, session, "html").data.decode()
+    url = f'src="data:image/png;base64,{base64.b64encode(PNG).decode()}"'
+    assert page.count(url) == 2
+    # the Read's image sits inside that call's details, after its summary, not as a user message
+    call = page.index("<b>Read</b>")
+    assert call < page.index(url, call) < page.index("</details>", call)
+    assert "▣ image/png · 10 B · in the prompt (not valid base64)" in page
+    md = export_session(archived, session, "md").data.decode()
+    assert (
+        md.count("*▣ image/png · 69 B · in the prompt*") == 1 and "*▣ image/png · 10 B · in the prompt*" in md
+    )
+    read = md.index("<b>Read</b>")  # the Read's image under its call
+    assert read < md.index("*▣ image/png · 69 B · in a tool result*") < md.index("</details>", read)
+    assert "iVBOR" not in md  # Markdown names images; only the HTML page embeds them
+    data = json.loads(export_session(archived, session, "json").data)
+    assert [i["place"] for m in data["messages"] for i in m["images"]] == ["prompt", "tool result", "prompt"]
+
+
+def test_html_export_embeds_only_real_images_of_the_four_types(
+    conn: sqlite3.Connection, tmp_path: Path
+) -> None:
+    """The bytes decide: an SVG (which can hold script) declared image/png is named, not embedded;
+    a PNG declared text/html is embedded as image/png."""
+    from threadloom.core.export import export_session
+    from threadloom.core.query import resolve_session
+
+    sid = "eeeeeeee-1111-4222-8333-000000000002"
+    t = Transcript(tmp_path / "p" / "projects" / "-srv-x" / f"{sid}.jsonl", sid)
+    svg = base64.b64encode(b"<svg xmlns='http://www.w3.org/2000/svg' onload='alert(1)'/>").decode()
+    content = [
+        {"type": "text", "text": "two"},
+        block(svg),
+        block(base64.b64encode(PNG).decode(), 'text/html"><script>x</script>'),
+    ]
+    t.add({"type": "user", "message": {"role": "user", "content": content}})
+    t.assistant("ok")
+    t.path.write_text("".join(json.dumps(x, separators=(",", ":")) + "\n" for x in t.lines))
+    ingest(conn, tmp_path / "p" / "projects")
+    page = export_session(conn, resolve_session(conn, sid), "html").data.decode()
+    assert "data:image/svg" not in page and "onload" not in page and "<script>x" not in page
+    assert "(not a PNG, JPEG, GIF or WebP image)" in page
+    assert page.count('src="data:image/png;base64,') == 1
