@@ -432,8 +432,8 @@ def messages(
 
 def attach_images(conn: sqlite3.Connection, session_id: str, by_entry: Mapping[int, MessageRow]) -> None:
     """Give messages the images their records embed (type, size, place; never the bytes). Only
-    prompts and the records whose first 2 KB hold the adapter's image marker are read, as the
-    viewer's pages do (never all of a session's tool results)."""
+    prompts and the user records (any record for `images_in_replies`) whose first 2 KB hold the
+    adapter's image marker are read, as the viewer's pages do."""
     from threadloom.core.adapters import ADAPTERS
 
     row = fetch_one(conn, "SELECT source FROM agent_sessions WHERE id = ?", (session_id,))
@@ -442,11 +442,12 @@ def attach_images(conn: sqlite3.Connection, session_id: str, by_entry: Mapping[i
         return
     for entry_id, raw, entry_type in conn.execute(
         "SELECT id, raw, entry_type FROM entries WHERE session_id = ? AND seq BETWEEN ? AND ? "
-        "AND ((role = 'user' AND content IS NOT NULL) OR instr(substr(raw, 1, 2048), ?) > 0)",
+        "AND ((role = 'user' AND content IS NOT NULL) OR ((role = 'user' OR ?) AND instr(substr(raw, 1, 2048), ?) > 0))",
         (
             session_id,
             min(m.seq for m in by_entry.values()),
             max(m.seq for m in by_entry.values()),
+            adapter.images_in_replies,
             adapter.image_marker,
         ),
     ):

@@ -399,6 +399,9 @@ class Adapter(ABC):
     # bytes in the first 2 KB of a user record that holds an image: the viewer reads the raw record
     # of system entries, user entries with text and those holding this, never other tool results
     image_marker: bytes = b'"type":"image"'
+    # whether an assistant's record can hold images too (Gemini's tool results are in its replies):
+    # the marker is looked for in user records only otherwise (reading a blob's start reads it whole)
+    images_in_replies: bool = False
 
     def message_extras(self, raw: bytes, entry_type: str | None) -> MessageExtras | None:
         """Event fields and images in a message's raw record, for the viewer; None when it holds

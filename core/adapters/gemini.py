@@ -241,6 +241,7 @@ class GeminiAdapter(Adapter):
 
     # the images a message embeds: `inlineData` parts of its content or of its tool calls' results
     image_marker = b'"inlineData"'
+    images_in_replies = True
 
     def message_extras(self, raw: bytes, entry_type: str | None) -> MessageExtras | None:
         return extras_of_images(raw, _images) if self.image_marker in raw else None

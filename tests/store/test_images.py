@@ -244,3 +244,46 @@ def test_html_export_embeds_only_real_images_of_the_four_types(
     assert "data:image/svg" not in page and "onload" not in page and "<script>x" not in page
     assert "(not a PNG, JPEG, GIF or WebP image)" in page
     assert page.count('src="data:image/png;base64,') == 1
+
+
+def test_gemini_inline_data_in_a_prompt(
+    conn: sqlite3.Connection, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "ghome"))
+    project = tmp_path / "ghome" / ".gemini" / "tmp" / "shop"
+    project.mkdir(parents=True)
+    (project / ".project_root").write_text("/home/dev/shop\n")
+    sid = "5f0e2a8c-1b2d-4e3f-9a0b-c1d2e3f4a5b7"
+    b64 = base64.b64encode(PNG).decode()
+    lines = [
+        {
+            "sessionId": sid,
+            "projectHash": hashlib.sha256(b"/home/dev/shop").hexdigest(),
+            "kind": "main",
+            "startTime": "2026-04-29T21:39:22.319Z",
+            "lastUpdated": "2026-04-29T21:39:22.319Z",
+        },
+        {
+            "id": "u1",
+            "timestamp": "2026-04-29T21:39:33.155Z",
+            "type": "user",
+            "content": [{"text": "what is this"}, {"inlineData": {"mimeType": "image/png", "data": b64}}],
+        },
+        {
+            "id": "g1",
+            "timestamp": "2026-04-29T21:39:35.125Z",
+            "type": "gemini",
+            "content": "a red dot",
+            "model": "gemini-3-flash-preview",
+        },
+    ]
+    path = project / "chats" / "session-2026-04-29T21-39-5f0e2a8c.jsonl"
+    path.parent.mkdir()
+    path.write_text("".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines))
+    ingest(conn, path)
+    found = [(m.role, i.place, i.size) for m in messages(conn, sid) for i in m.images]
+    assert found == [("user", "prompt", len(PNG))]
+    entry = next(m for m in message_page(conn, sid, 0, 10) if m.images)
+    assert images.load(conn, entry.entry_id, 0) == images.LoadedImage("image/png", PNG)
