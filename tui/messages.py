@@ -182,7 +182,6 @@ class MessageView(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.conn: sqlite3.Connection | None = None
         self.pictures: OrderedDict[tuple[int, int, int], Cells | str] = OrderedDict()
-        self.drawn_pictures = 0  # images a thread has drawn: tests wait on it
         self.session_id: str | None = None
         self.seqs: Sequence[int] = ()
         self.heights: list[int] = []
@@ -618,7 +617,6 @@ class MessageView(ScrollView, can_focus=True):
         block_key = f"image:{key[0]}:{key[1]}"
         for pos in [p for p, r in self.cache.items() if any(b.key == block_key for b in r.blocks)]:
             del self.cache[pos]
-        self.drawn_pictures += 1
         self.refresh()
 
     def is_expanded(self, key: str) -> bool:

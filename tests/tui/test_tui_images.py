@@ -92,9 +92,9 @@ async def opened(pilot) -> MessageView:
     app.browser.jump_to_session(SID)
     await pilot.pause()
     view = app.query_one(MessageView)
-    for pos in range(len(view.seqs)):
-        view.ensure(pos)  # every image comes into view once: each is read and measured
-    await until(pilot, lambda: view.drawn_pictures >= 2)  # the two that decode, drawn in threads
+    # every image comes into view (each is read and measured), until those that decode are drawn
+    # by their threads: no blank placeholder line is left
+    await until(pilot, lambda: all(len(lines) == 1 or lines[1] for lines in image_blocks(view)))
     return view
 
 
