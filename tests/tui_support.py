@@ -97,6 +97,7 @@ CHECKOUT = "The checkout tests started failing"
 NESTED = "Check how Stripe webhooks apply tax"
 LONG = "We're moving the repository layer"
 HEALTH = "Why does /health return 503"
+HEADER = "The header is misaligned"
 
 
 def session_id(app: ThreadloomApp, title: str) -> str:
@@ -188,6 +189,16 @@ async def scene_markdown(pilot: Pilot) -> None:
     await pilot.press("3", "G", "enter", "up")
 
 
+async def scene_image(pilot: Pilot) -> None:
+    """A screenshot pasted in a prompt, drawn inline as half-block cells (its thread done), the
+    cursor on it for `o` and `w`."""
+    app = the_app(pilot)
+    app.browser.jump_to_session(session_id(app, HEADER))
+    await pilot.pause()
+    await pilot.press("down")
+    await settle(pilot)
+
+
 async def scene_narrow(pilot: Pilot) -> None:
     app = the_app(pilot)
     app.browser.jump_to_session(session_id(app, LONG))
@@ -277,6 +288,7 @@ SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = 
     "help": (scene_help, (140, 40)),
     "narrow-80x24": (scene_narrow, (80, 24)),
     "markdown": (scene_markdown, (140, 40)),
+    "image": (scene_image, (140, 40)),
     "search": (scene_search, (140, 40)),
     "fork-picker": (scene_fork_picker, (140, 40)),
     "stats": (scene_stats, (140, 40)),
