@@ -102,7 +102,11 @@ def _system_open(path: Path) -> None:
     if found is None:
         raise OSError(f"{program} is not installed")
     subprocess.Popen(  # noqa: S603 - a fixed program and a path this process wrote
-        [found, str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [found, str(path)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # the viewer outlives threadloom and never gets its Ctrl+C
     )
 
 

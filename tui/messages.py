@@ -534,7 +534,11 @@ class MessageView(ScrollView, can_focus=True):
             add("gap", Text(""), indent=0, target=False)
             add("event", render.event_line(msg), indent=2)
             return Rendered(strips, blocks)
-        continues = self._continues(pos)
+        # a record holding only a tool's image (a Read of a screenshot) reads as part of the call
+        # above it: no "user" header of its own
+        result_only = bool(msg.images) and not (msg.content or msg.thinking or msg.tool_calls)
+        result_only = result_only and all(i.place == "tool result" for i in msg.images)
+        continues = self._continues(pos) or result_only
         if not continues:
             add("gap", Text(""), indent=0, target=False)
         if msg.seq in self.rewinds:

@@ -61,6 +61,12 @@ def images_db(tmp_path: Path) -> Path:
         content = [{"type": "text", "text": f"picture {n}"}, image_block(shot)]
         t.add({"type": "user", "message": {"role": "user", "content": content}})
         t.assistant(f"seen {n}")
+    t.assistant(
+        "Reading it",
+        tools=[{"type": "tool_use", "id": "tu1", "name": "Read", "input": {"file_path": "/a.png"}}],
+    )
+    result = {"type": "tool_result", "tool_use_id": "tu1", "content": [image_block(shots[0])]}
+    t.add({"type": "user", "message": {"role": "user", "content": [result]}})
     t.path.write_text("".join(json.dumps(x, separators=(",", ":")) + "\n" for x in t.lines))
     conn = db.connect(tmp_path / "pics.db")
     ingest(conn, tmp_path / "projects")
@@ -102,11 +108,17 @@ async def test_images_draw_as_half_blocks_and_notes_never_crash(images_db: Path)
     app = ThreadloomApp(db_path=images_db, ingest=False, now=fixed_now)
     async with app.run_test(size=(140, 40)) as pilot:
         view = await opened(pilot)
-        tiny, big, garbage, broken = image_blocks(view)
+        tiny, big, garbage, broken, read = image_blocks(view)
+        assert read == ["▣ image/png · 69 B · in a tool result", "▀"]
         assert tiny == ["▣ image/png · 69 B · in the prompt", "▀"]
         # the 4000×4000 image fits the pane's width and at most MAX_ROWS lines: a square of cells
         assert big[0].startswith("▣ image/png · ") and len(big) == 1 + tui_images.MAX_ROWS
         assert set("".join(big[1:])) == {"▀"} and len(big[1]) == 2 * tui_images.MAX_ROWS
+        # the Read's image sits under its call, with no "user" header of its own
+        heads = [s.text.strip() for p in range(len(view.seqs)) for s in view.ensure(p).strips]
+        assert sum(h.startswith("● user") for h in heads) == 4  # the four prompts'
+        read_at = next(i for i, h in enumerate(heads) if h.startswith("▸ Read  /a.png"))
+        assert heads[read_at + 1] == "▣ image/png · 69 B · in a tool result", heads[read_at:]
         assert garbage == ["▣ image/png · 13 B · in the prompt  (not valid base64)"]
         assert broken == ["▣ image/png · 14 B · in the prompt  (Pillow cannot read this image)"]
         # the cells carry the pixels: red over red for the 1×1 image
