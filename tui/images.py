@@ -16,7 +16,15 @@ from rich.console import Console, ConsoleOptions
 from rich.segment import Segment
 from rich.style import Style
 
-MAX_ROWS = 12  # lines an image takes at most: a screenshot reads as a thumbnail, `o` opens it
+MAX_ROWS = 24  # lines an image takes at most, on a tall pane: it shows a thumbnail, `o` opens it
+MIN_ROWS = 6
+
+
+def rows_for(pane_height: int) -> int:
+    """The lines an image may take in a pane this tall: half of it, within MIN_ROWS..MAX_ROWS."""
+    return max(MIN_ROWS, min(MAX_ROWS, pane_height // 2))
+
+
 MAX_PIXELS = 40_000_000  # beyond this, decoding takes seconds and hundreds of MB: not drawn
 UNREADABLE = "Pillow cannot read this image"
 

@@ -45,7 +45,7 @@ PAGE = 64
 DEFAULT_HEIGHT = 3
 TEXT_PREVIEW = 14
 CACHE_SIZE = 600
-PICTURES = 48  # drawn images kept (by entry, index and width)
+PICTURES = 48  # drawn images kept (by entry, index, width and height)
 
 
 @dataclass(slots=True)
@@ -181,7 +181,7 @@ class MessageView(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.conn: sqlite3.Connection | None = None
-        self.pictures: OrderedDict[tuple[int, int, int], Cells | str] = OrderedDict()
+        self.pictures: OrderedDict[tuple[int, int, int, int], Cells | str] = OrderedDict()
         self.session_id: str | None = None
         self.seqs: Sequence[int] = ()
         self.heights: list[int] = []
@@ -582,10 +582,11 @@ class MessageView(ScrollView, can_focus=True):
         return Rendered(strips, blocks)
 
     def _picture(self, entry_id: int, image: ImageRef, columns: int) -> Cells | str:
-        """An image's drawn cells, or a note; drawn once per width. Its record is read and its
+        """An image's drawn cells, or a note; drawn once per width and pane height. Its record is read and its
         header measured here (cheap); decoding and scaling run in a thread, and until they are
         done the image's lines are blank, so the message keeps its height when they arrive."""
-        key = (entry_id, image.index, columns)
+        rows = tui_images.rows_for(self.scrollable_content_region.height or self.size.height)
+        key = (entry_id, image.index, columns, rows)
         found = self.pictures.get(key)
         if found is not None:
             self.pictures.move_to_end(key)
@@ -594,7 +595,7 @@ class MessageView(ScrollView, can_focus=True):
         if loaded is None or loaded.note is not None:
             picture: Cells | str = loaded.note if loaded and loaded.note else "not in the archive"
         else:
-            box = tui_images.measure(loaded.data, columns)
+            box = tui_images.measure(loaded.data, columns, rows)
             if isinstance(box, str):
                 picture = box
             else:
@@ -608,14 +609,18 @@ class MessageView(ScrollView, can_focus=True):
         return picture
 
     def _draw_picture(
-        self, key: tuple[int, int, int], data: bytes, box: tuple[int, int], background: tuple[int, int, int]
+        self,
+        key: tuple[int, int, int, int],
+        data: bytes,
+        box: tuple[int, int],
+        background: tuple[int, int, int],
     ) -> None:
         drawn = tui_images.draw(data, *box, background)
         self.app.call_from_thread(
             self._picture_drawn, key, Cells(drawn) if isinstance(drawn, list) else drawn
         )
 
-    def _picture_drawn(self, key: tuple[int, int, int], picture: Cells | str) -> None:
+    def _picture_drawn(self, key: tuple[int, int, int, int], picture: Cells | str) -> None:
         """A drawn image replaces its blank lines: the messages showing it are drawn again."""
         self.pictures[key] = picture
         block_key = f"image:{key[0]}:{key[1]}"

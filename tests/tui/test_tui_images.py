@@ -111,9 +111,11 @@ async def test_images_draw_as_half_blocks_and_notes_never_crash(images_db: Path)
         tiny, big, garbage, broken, read = image_blocks(view)
         assert read == ["▣ image/png · 69 B · in a tool result", "▀"]
         assert tiny == ["▣ image/png · 69 B · in the prompt", "▀"]
-        # the 4000×4000 image fits the pane's width and at most MAX_ROWS lines: a square of cells
-        assert big[0].startswith("▣ image/png · ") and len(big) == 1 + tui_images.MAX_ROWS
-        assert set("".join(big[1:])) == {"▀"} and len(big[1]) == 2 * tui_images.MAX_ROWS
+        # the 4000×4000 image fits the pane: half its height in lines, a square of cells
+        rows = view.scrollable_content_region.height // 2
+        assert tui_images.MIN_ROWS < rows < tui_images.MAX_ROWS
+        assert big[0].startswith("▣ image/png · ") and len(big) == 1 + rows
+        assert set("".join(big[1:])) == {"▀"} and len(big[1]) == 2 * rows
         # the Read's image sits under its call, with no "user" header of its own
         heads = [s.text.strip() for p in range(len(view.seqs)) for s in view.ensure(p).strips]
         assert sum(h.startswith("● user") for h in heads) == 4  # the four prompts'
