@@ -182,6 +182,7 @@ class MessageView(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.conn: sqlite3.Connection | None = None
         self.pictures: OrderedDict[tuple[int, int, int, int], Cells | str] = OrderedDict()
+        self._picture_rows = 0  # the lines an image may take in the pane as last drawn
         self.session_id: str | None = None
         self.seqs: Sequence[int] = ()
         self.heights: list[int] = []
@@ -453,6 +454,11 @@ class MessageView(ScrollView, can_focus=True):
             self._width = width
             self.cache.clear()
             self.exact.clear()
+        rows = self._image_rows()
+        if rows != self._picture_rows:  # a taller or shorter pane: images are drawn again to fit
+            self._picture_rows = rows
+            for drawn in [p for p, r in self.cache.items() if any(b.kind == "image" for b in r.blocks)]:
+                del self.cache[drawn]
         rendered = self.cache.get(pos)
         if rendered is not None:
             self.cache.move_to_end(pos)
@@ -585,7 +591,7 @@ class MessageView(ScrollView, can_focus=True):
         """An image's drawn cells, or a note; drawn once per width and pane height. Its record is read and its
         header measured here (cheap); decoding and scaling run in a thread, and until they are
         done the image's lines are blank, so the message keeps its height when they arrive."""
-        rows = tui_images.rows_for(self.scrollable_content_region.height or self.size.height)
+        rows = self._image_rows()
         key = (entry_id, image.index, columns, rows)
         found = self.pictures.get(key)
         if found is not None:
@@ -607,6 +613,9 @@ class MessageView(ScrollView, can_focus=True):
         if len(self.pictures) > PICTURES:
             self.pictures.popitem(last=False)
         return picture
+
+    def _image_rows(self) -> int:
+        return tui_images.rows_for(self.scrollable_content_region.height or self.size.height)
 
     def _draw_picture(
         self,

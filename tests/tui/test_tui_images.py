@@ -130,6 +130,12 @@ async def test_images_draw_as_half_blocks_and_notes_never_crash(images_db: Path)
         cell = next(s for s in rendered.strips[block.end - 1] if s.text == "▀")
         assert cell.style is not None and cell.style.color is not None and cell.style.bgcolor is not None
         assert cell.style.color.get_truecolor() == (255, 0, 0) == cell.style.bgcolor.get_truecolor()
+        # a shorter terminal: the big image is drawn again, to half the new pane's height
+        await pilot.resize_terminal(140, 24)
+        await until(pilot, lambda: view.scrollable_content_region.height < 2 * rows)
+        short = view.scrollable_content_region.height // 2
+        await until(pilot, lambda: len(image_blocks(view)[1]) == 1 + short and image_blocks(view)[1][1])
+        assert short < rows and len(image_blocks(view)[1][1]) == 2 * short
 
 
 async def test_o_opens_the_image_through_the_seam_and_w_saves_it_here(
