@@ -356,10 +356,16 @@ def message_page(
         "timestamp, is_meta, is_sidechain, "
         # raw is read only where events, images or compaction flags can be: not for tool results,
         # whose lines are the big ones (fill_tool_io reads those of the page's calls)
-        "message_id, turn_id, CASE WHEN entry_type = 'system' OR (role = 'user' AND (content IS NOT NULL "
-        "OR instr(substr(raw, 1, 2048), ?) > 0)) THEN raw END AS raw "
+        "message_id, turn_id, CASE WHEN entry_type = 'system' OR (role = 'user' AND content IS NOT NULL) "
+        "OR ((role = 'user' OR ?) AND instr(substr(raw, 1, 2048), ?) > 0) THEN raw END AS raw "
         "FROM entries WHERE session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
-        (adapter.image_marker if adapter else b"\0", session_id, first_seq, last_seq),
+        (
+            bool(adapter and adapter.images_in_replies),
+            adapter.image_marker if adapter else b"\0",
+            session_id,
+            first_seq,
+            last_seq,
+        ),
     )
     build, raw_of = builder(cursor, MessageRow), getter(cursor, "raw")  # a page is a hot loop: by index
     out: list[MessageRow] = []

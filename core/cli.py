@@ -901,6 +901,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         data["messages"] = [
             {
                 "entry_id": m.entry_id,
+                "seq": m.seq,
                 "uuid": m.uuid,
                 "role": m.role,
                 "type": m.entry_type,
@@ -916,6 +917,17 @@ def cmd_show(args: argparse.Namespace) -> int:
                         "child_session_id": t.child_session_id,
                     }
                     for t in m.tool_calls
+                ],
+                # where each image sits, never its bytes: `index` reads it again from this entry
+                "images": [
+                    {
+                        "media_type": i.media_type,
+                        "bytes": i.size,
+                        "place": i.place,
+                        "tool_use_id": i.tool_use_id,
+                        "index": i.index,
+                    }
+                    for i in m.images
                 ],
             }
             for m in messages(conn, session.id)

@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from threadloom.core import browse
+from threadloom.core import browse, images
+from threadloom.core.adapters.base import ImageRef
 from threadloom.core.calls import call_params, result_text
 from threadloom.core.diffs import DiffLine, call_diff, is_edit
+from threadloom.core.images import describe
 from threadloom.core.query import MessageRow, SessionSummary, ToolCall, children_of, get_session, messages
 from threadloom.core.redact import Redactor
 from threadloom.core.render import tool_summary
@@ -50,6 +52,12 @@ class Thread:
     extras: dict[str, Any] = field(default_factory=dict)  # a call's structured result, by call id
     branch: browse.Branch | None = None
     branches: int = 0
+    # images inside a call's result (a Read of a screenshot), shown with that call: (entry id, image)
+    call_images: dict[str, list[tuple[int, ImageRef]]] = field(default_factory=dict)
+
+    def own_images(self, msg: MessageRow) -> list[ImageRef]:
+        """The images shown on the message itself: in its prompt, or in a result whose call is not here."""
+        return [i for i in msg.images if i.place != "tool result" or i.tool_use_id not in self.call_images]
 
 
 @dataclass
@@ -81,7 +89,7 @@ def export_session(
     if fmt == "md":
         data = _markdown(thread, redactor, stamp).encode()
     elif fmt == "html":
-        data = _html(thread, redactor, stamp).encode()
+        data = _html(conn, thread, redactor, stamp).encode()
     else:
         data = _json(conn, thread, redactor, stamp)
     return Exported(
@@ -138,6 +146,11 @@ def read_thread(
         raise ExportError("the session never branched: it has one branch, 1")
     thread = Thread(session, msgs, branch=chosen, branches=len(found))
     calls = [c for m in msgs for c in m.tool_calls]
+    call_ids = {c.id for c in calls}
+    for m in msgs:
+        for image in m.images:
+            if image.place == "tool result" and image.tool_use_id in call_ids:
+                thread.call_images.setdefault(image.tool_use_id, []).append((m.entry_id, image))
     for call in calls:
         if is_edit(call.name, call_params(call)):
             thread.extras[call.id] = browse.tool_result_extra(conn, call)
@@ -240,16 +253,16 @@ def _markdown(thread: Thread, redact: Redactor, stamp: str) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def _headed(messages: list[MessageRow]) -> Iterator[tuple[MessageRow, bool]]:
+def _headed(thread: Thread) -> Iterator[tuple[MessageRow, bool]]:
     """Each message worth showing, and whether it starts a new speaker's block: an agent's reply
     is often several records (text, then each tool call); they read as one, under one heading."""
     previous: str | None = None
-    for msg in messages:
+    for msg in thread.messages:
         if msg.role == "system" or msg.entry_type == "system":
             previous = None
             yield msg, True
             continue
-        if not (msg.content or msg.thinking or msg.tool_calls):
+        if not (msg.content or msg.thinking or msg.tool_calls or thread.own_images(msg)):
             continue
         yield msg, msg.role != previous or msg.role != "assistant"
         previous = msg.role
@@ -257,7 +270,7 @@ def _headed(messages: list[MessageRow]) -> Iterator[tuple[MessageRow, bool]]:
 
 def _md_messages(out: list[str], thread: Thread, redact: Redactor, level: int) -> None:
     hashes = "#" * min(level, 6)
-    for msg, new_block in _headed(thread.messages):
+    for msg, new_block in _headed(thread):
         if msg.role == "system" or msg.entry_type == "system":
             if msg.content:
                 out += [
@@ -281,6 +294,7 @@ def _md_messages(out: list[str], thread: Thread, redact: Redactor, level: int) -
             ]
         if msg.content:
             out += [redact(clean(msg.content)), ""]
+        out += [f"*▣ {_md_inline(describe(image))}*\n" for image in thread.own_images(msg)]
         for call in msg.tool_calls:
             _md_call(out, thread, call, redact, level)
 
@@ -301,6 +315,7 @@ def _md_call(out: list[str], thread: Thread, call: ToolCall, redact: Redactor, l
         out += ["**Output**", "", _fence(redact(clean(output))), ""]
     elif call.status is None or call.status == "pending":
         out += ["*(no result recorded)*", ""]
+    out += [f"*▣ {_md_inline(describe(image))}*\n" for _, image in thread.call_images.get(call.id, [])]
     child = thread.children.get(call.id)
     if child is not None:
         out += [
@@ -351,6 +366,8 @@ details.subagent { border-left: 2px dashed var(--line); padding-left: 12px; }
 .diff .removed { background: var(--del); display: block; } .diff .file { font-weight: 700; display: block; }
 .diff .hunk { color: var(--dim); display: block; } .diff .context { display: block; }
 footer { color: var(--dim); font-size: .8em; margin-top: 40px; }
+figure.image { margin: 8px 0; } figure.image img { max-width: 100%; max-height: 480px; border: 1px solid var(--line); }
+figure.image figcaption { color: var(--dim); font-size: .8em; }
 """
 
 
@@ -380,7 +397,7 @@ def _md_renderer() -> Callable[[str], str]:
     return md.render
 
 
-def _html(thread: Thread, redact: Redactor, stamp: str) -> str:
+def _html(conn: sqlite3.Connection, thread: Thread, redact: Redactor, stamp: str) -> str:
     render = _md_renderer()
     e = html.escape
     title = redact(clean(_title(thread.session)))
@@ -398,15 +415,31 @@ def _html(thread: Thread, redact: Redactor, stamp: str) -> str:
     ]
     parts += [f"<dt>{e(k)}</dt><dd>{e(redact(clean(v)))}</dd>" for k, v in _facts(thread, stamp)]
     parts.append("</dl>")
-    _html_messages(parts, thread, redact, render)
+
+    def picture(entry_id: int, image: ImageRef) -> str:
+        """An image embedded as a data URL, of the four types a browser is safe to be handed (its
+        bytes decide, not the type the log declares); anything else named in a line."""
+        loaded = images.load(conn, entry_id, image.index)
+        caption = e(describe(image))
+        if loaded.note is not None:
+            return f'<div class="system">▣ {caption} ({e(loaded.note)})</div>'
+        url = f"data:{loaded.media_type};base64,{base64.b64encode(loaded.data).decode()}"
+        return f'<figure class="image"><img src="{url}" alt="{caption}"><figcaption>{caption}</figcaption></figure>'
+
+    _html_messages(parts, thread, redact, render, picture)
     parts.append(f"<footer>Exported {e(stamp)} by threadloom.</footer></main></body></html>")
     return "\n".join(parts) + "\n"
 
 
-def _html_messages(parts: list[str], thread: Thread, redact: Redactor, render: Callable[[str], str]) -> None:
+Picture = Callable[[int, ImageRef], str]
+
+
+def _html_messages(
+    parts: list[str], thread: Thread, redact: Redactor, render: Callable[[str], str], picture: Picture
+) -> None:
     e = html.escape
     open_article = False
-    for msg, new_block in _headed(thread.messages):
+    for msg, new_block in _headed(thread):
         if new_block and open_article:
             parts.append("</article>")
             open_article = False
@@ -433,14 +466,20 @@ def _html_messages(parts: list[str], thread: Thread, redact: Redactor, render: C
             )
         if msg.content:
             parts.append(f'<div class="body">{render(redact(clean(msg.content)))}</div>')
+        parts += [picture(msg.entry_id, image) for image in thread.own_images(msg)]
         for call in msg.tool_calls:
-            _html_call(parts, thread, call, redact, render)
+            _html_call(parts, thread, call, redact, render, picture)
     if open_article:
         parts.append("</article>")
 
 
 def _html_call(
-    parts: list[str], thread: Thread, call: ToolCall, redact: Redactor, render: Callable[[str], str]
+    parts: list[str],
+    thread: Thread,
+    call: ToolCall,
+    redact: Redactor,
+    render: Callable[[str], str],
+    picture: Picture,
 ) -> None:
     e = html.escape
     status = call.status or "pending"
@@ -465,13 +504,14 @@ def _html_call(
         parts.append(f"<pre>{e(redact(clean(output)))}</pre>")
     elif status == "pending":
         parts.append('<div class="label">no result recorded</div>')
+    parts += [picture(entry_id, image) for entry_id, image in thread.call_images.get(call.id, [])]
     child = thread.children.get(call.id)
     if child is not None:
         parts.append(
             f'<details class="subagent" open><summary>Subagent: {e(redact(clean(_title(child.session))))} '
             f"· {len(child.messages)} messages</summary>"
         )
-        _html_messages(parts, child, redact, render)
+        _html_messages(parts, child, redact, render, picture)
         parts.append("</details>")
     parts.append("</details>")
 
@@ -545,6 +585,16 @@ def _json_message(msg: MessageRow, redact: Redactor) -> dict[str, Any]:
                 "child_session_id": c.child_session_id,
             }
             for c in msg.tool_calls
+        ],
+        "images": [
+            {
+                "media_type": i.media_type,
+                "bytes": i.size,
+                "place": i.place,
+                "tool_use_id": i.tool_use_id,
+                "index": i.index,
+            }
+            for i in msg.images
         ],
     }
 

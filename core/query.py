@@ -11,10 +11,13 @@ import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from threadloom.core.rows import builder, fetch_one, values
+
+if TYPE_CHECKING:
+    from threadloom.core.adapters.base import ImageRef
 
 # ---------------------------------------------------------------------------- subagents
 
@@ -401,7 +404,7 @@ class MessageRow:
     message_id: str | None
     tokens: int = 0
     tool_calls: list[ToolCall] = field(default_factory=list)
-    images: list[tuple[str, int]] = field(default_factory=list)  # (media type, bytes)
+    images: list[ImageRef] = field(default_factory=list)  # read again by core.images.load
     event: dict[str, Any] = field(default_factory=dict)  # system fields, compact-summary flag
 
     @property
@@ -423,9 +426,38 @@ def messages(
     out = [build(row) for row in cursor]
     if not out:
         return out
+    by_entry = {m.entry_id: m for m in out}
     # the calls of each message in the order they were made (the whole session's order)
-    attach_tool_calls(conn, session_id, {m.entry_id: m for m in out}, "tool_number")
+    attach_tool_calls(conn, session_id, by_entry, "tool_number")
+    attach_images(conn, session_id, by_entry)
     return out
+
+
+def attach_images(conn: sqlite3.Connection, session_id: str, by_entry: Mapping[int, MessageRow]) -> None:
+    """Give messages the images their records embed (type, size, place; never the bytes). Only
+    prompts and the user records (any record for `images_in_replies`) whose first 2 KB hold the
+    adapter's image marker are read, as the viewer's pages do."""
+    from threadloom.core.adapters import ADAPTERS
+
+    row = fetch_one(conn, "SELECT source FROM agent_sessions WHERE id = ?", (session_id,))
+    adapter = ADAPTERS.get(row["source"]) if row and row["source"] else None
+    if adapter is None or not by_entry:
+        return
+    for entry_id, raw, entry_type in conn.execute(
+        "SELECT id, raw, entry_type FROM entries WHERE session_id = ? AND seq BETWEEN ? AND ? "
+        "AND ((role = 'user' AND content IS NOT NULL) OR ((role = 'user' OR ?) AND instr(substr(raw, 1, 2048), ?) > 0))",
+        (
+            session_id,
+            min(m.seq for m in by_entry.values()),
+            max(m.seq for m in by_entry.values()),
+            adapter.images_in_replies,
+            adapter.image_marker,
+        ),
+    ):
+        msg = by_entry.get(entry_id)
+        extras = adapter.message_extras(bytes(raw), entry_type) if msg is not None else None
+        if extras is not None and msg is not None:
+            msg.images = extras.images
 
 
 def fill_tool_io(conn: sqlite3.Connection, calls: list[ToolCall]) -> None:

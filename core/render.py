@@ -14,6 +14,7 @@ import orjson
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
+from threadloom.core.images import describe
 from threadloom.core.markdown import has_markup, render_markdown
 from threadloom.core.query import SessionSummary, ToolCall, children_of, get_session, messages
 from threadloom.core.text import clock, human_tokens, one_line, short_when, task_notice
@@ -305,6 +306,8 @@ def render_session(
             )
         if msg.content:
             console.print(Padding(_content(msg.role, msg.content, markdown), (0, 0, 0, indent + 2)))
+        for image in msg.images:
+            console.print(Padding(Text(f"▣ {describe(image)}", style="#d7af5f"), (0, 0, 0, indent + 2)))
         for call in msg.tool_calls:
             mark = STATUS_MARK.get(call.status or "pending", "?")
             line = Text(f"▸ {call.name}  ", style="yellow")
@@ -321,7 +324,7 @@ def render_session(
                     render_session(
                         console, conn, child, expand_subagents=True, indent=indent + 4, markdown=markdown
                     )
-        if msg.content or msg.tool_calls:
+        if msg.content or msg.tool_calls or msg.images:
             console.print()
 
 

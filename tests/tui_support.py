@@ -189,6 +189,16 @@ async def scene_markdown(pilot: Pilot) -> None:
     await pilot.press("3", "G", "enter", "up")
 
 
+async def scene_image(pilot: Pilot) -> None:
+    """A screenshot pasted in a prompt, drawn inline as half-block cells (its thread done), the
+    cursor on it for `o` and `w`."""
+    app = the_app(pilot)
+    app.browser.jump_to_session(session_id(app, HEADER))
+    await pilot.pause()
+    await pilot.press("down")
+    await settle(pilot)
+
+
 async def scene_narrow(pilot: Pilot) -> None:
     app = the_app(pilot)
     app.browser.jump_to_session(session_id(app, LONG))
@@ -268,6 +278,24 @@ async def scene_find(pilot: Pilot) -> None:
     await pilot.pause()
 
 
+async def until_shown(pilot: Pilot, timeout: float = 10.0) -> None:
+    """Until the message pane shows the session under the Sessions pane's cursor."""
+    from threadloom.tui.messages import MessageView
+    from threadloom.tui.panes import SessionTree
+
+    tree, view = pilot.app.query_one(SessionTree), pilot.app.query_one(MessageView)
+    deadline = time.monotonic() + timeout
+    while (
+        tree.cursor_node is None
+        or tree.cursor_node.data.session is None
+        or (view.session_id != tree.cursor_node.data.session.id)
+    ):
+        if time.monotonic() > deadline:
+            raise TimeoutError("the message pane did not follow the sessions' cursor")
+        await pilot.pause()
+    await pilot.pause()
+
+
 async def scene_filtered_list(pilot: Pilot) -> None:
     """The sessions pane sorted by tokens and filtered by a word of a git branch (Ctrl+F, typed,
     Enter back to the list): the title counts what is left of the project's sessions."""
@@ -275,7 +303,7 @@ async def scene_filtered_list(pilot: Pilot) -> None:
     app.browser.jump_to_session(session_id(app, CHECKOUT))
     await pilot.pause()
     await pilot.press("2", "s", "s", "s", "ctrl+f", *"tax", "enter")
-    await pilot.pause()
+    await until_shown(pilot)  # the list's cursor is read after the preview's pause: wait for it
     app.clear_notifications()  # "Sorted by …" toasts: gone or not by the time the picture is taken
     await pilot.pause()
 
@@ -296,6 +324,7 @@ SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = 
     "help": (scene_help, (140, 40)),
     "narrow-80x24": (scene_narrow, (80, 24)),
     "markdown": (scene_markdown, (140, 40)),
+    "image": (scene_image, (140, 40)),
     "search": (scene_search, (140, 40)),
     "fork-picker": (scene_fork_picker, (140, 40)),
     "stats": (scene_stats, (140, 40)),

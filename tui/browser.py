@@ -214,6 +214,7 @@ class BrowserScreen(Screen[None]):
         if event.value != tree.view.text:
             tree.set_view(text=event.value)
             tree.border_subtitle = tree.facts(tree.cursor_node)
+            self._after_refresh(self._follow_list)
 
     @on(FilterInput.Done)
     def _filter_done(self) -> None:
@@ -227,6 +228,19 @@ class BrowserScreen(Screen[None]):
         tree.set_view(text="")
         self.remove_class("-filtering")
         tree.focus()
+        self._after_refresh(self._follow_list)
+
+    def _follow_list(self) -> None:
+        """The filter changed what is listed while the box had the keys: the message pane follows
+        the list's cursor after the preview's pause, as when moving through the list (it kept a
+        session the filter had left out)."""
+        node = self.query_one(SessionTree).cursor_node
+        ref = node.data if node is not None else None
+        if ref is None or ref.session is None:
+            return  # (open_ref itself does nothing for what is already shown)
+        if self._preview_timer is not None:
+            self._preview_timer.stop()
+        self._preview_timer = self.set_timer(PREVIEW_SECONDS, lambda: self.open_ref(ref))
 
     @on(SessionTree.ViewCleared)
     def _view_cleared(self) -> None:

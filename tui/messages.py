@@ -10,12 +10,15 @@ height replaces its estimate, the message at the top of the screen stays where i
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import accumulate
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, RenderableType
@@ -29,16 +32,20 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from threadloom.core import browse
+from threadloom.core import browse, images
+from threadloom.core.adapters.base import ImageRef
 from threadloom.core.browse import MessageRow, ToolCall
 from threadloom.core.markdown import Markdown, segments
+from threadloom.tui import images as tui_images
 from threadloom.tui import render
 from threadloom.tui.find import Navigator
+from threadloom.tui.images import Cells
 
 PAGE = 64
 DEFAULT_HEIGHT = 3
 TEXT_PREVIEW = 14
 CACHE_SIZE = 600
+PICTURES = 48  # drawn images kept (by entry, index, width and height)
 
 
 @dataclass(slots=True)
@@ -102,6 +109,22 @@ class MessageView(ScrollView, can_focus=True):
             show=False,
             id="messages.copy",
             tooltip="Copy the text or tool call under the cursor",
+        ),
+        Binding(
+            "o",
+            "open_image",
+            "Open image",
+            show=False,
+            id="messages.open-image",
+            tooltip="Open the image under the cursor in the system's image viewer",
+        ),
+        Binding(
+            "w",
+            "save_image",
+            "Save image",
+            show=False,
+            id="messages.save-image",
+            tooltip="Save the image under the cursor in the current folder (never over a file)",
         ),
         Binding(
             "ctrl+f",
@@ -169,6 +192,8 @@ class MessageView(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.conn: sqlite3.Connection | None = None
+        self.pictures: OrderedDict[tuple[int, int, int, int], Cells | str] = OrderedDict()
+        self._picture_rows = 0  # the lines an image may take in the pane as last drawn
         self.session_id: str | None = None
         self.seqs: Sequence[int] = ()
         self.heights: list[int] = []
@@ -440,6 +465,11 @@ class MessageView(ScrollView, can_focus=True):
             self._width = width
             self.cache.clear()
             self.exact.clear()
+        rows = self._image_rows()
+        if rows != self._picture_rows:  # a taller or shorter pane: images are drawn again to fit
+            self._picture_rows = rows
+            for drawn in [p for p, r in self.cache.items() if any(b.kind == "image" for b in r.blocks)]:
+                del self.cache[drawn]
         rendered = self.cache.get(pos)
         if rendered is not None:
             self.cache.move_to_end(pos)
@@ -521,7 +551,11 @@ class MessageView(ScrollView, can_focus=True):
             add("gap", Text(""), indent=0, target=False)
             add("event", render.event_line(msg), indent=2)
             return Rendered(strips, blocks)
-        continues = self._continues(pos)
+        # a record holding only a tool's image (a Read of a screenshot) reads as part of the call
+        # above it: no "user" header of its own
+        result_only = bool(msg.images) and not (msg.content or msg.thinking or msg.tool_calls)
+        result_only = result_only and all(i.place == "tool result" for i in msg.images)
+        continues = self._continues(pos) or result_only
         if not continues:
             add("gap", Text(""), indent=0, target=False)
         if msg.seq in self.rewinds:
@@ -546,8 +580,13 @@ class MessageView(ScrollView, can_focus=True):
         if msg.thinking:
             key = f"think:{msg.entry_id}"
             add("thinking", render.thinking_line(msg, key in self.toggled), indent=4, key=key)
-        for media_type, size in msg.images:
-            add("image", render.image_line(media_type, size), indent=4)
+        for image in msg.images:
+            picture = self._picture(msg.entry_id, image, width - 6)
+            key = f"image:{msg.entry_id}:{image.index}"
+            if isinstance(picture, str):
+                add("image", render.image_line(image, picture), indent=4, key=key)
+            else:
+                add("image", (render.image_line(image), picture), indent=4, key=key)
         for call in msg.tool_calls:
             key = f"tool:{call.id}"
             expanded = self.is_expanded(key)
@@ -558,6 +597,56 @@ class MessageView(ScrollView, can_focus=True):
             else:
                 add("tool", line, indent=4, key=key, call=call)
         return Rendered(strips, blocks)
+
+    def _picture(self, entry_id: int, image: ImageRef, columns: int) -> Cells | str:
+        """An image's drawn cells, or a note; drawn once per width and pane height. Its record is read and its
+        header measured here (cheap); decoding and scaling run in a thread, and until they are
+        done the image's lines are blank, so the message keeps its height when they arrive."""
+        rows = self._image_rows()
+        key = (entry_id, image.index, columns, rows)
+        found = self.pictures.get(key)
+        if found is not None:
+            self.pictures.move_to_end(key)
+            return found
+        loaded = images.load(self.conn, entry_id, image.index) if self.conn is not None else None
+        if loaded is None or loaded.note is not None:
+            picture: Cells | str = loaded.note if loaded and loaded.note else "not in the archive"
+        else:
+            box = tui_images.measure(loaded.data, columns, rows)
+            if isinstance(box, str):
+                picture = box
+            else:
+                picture = Cells([[Segment(" " * box[0])] for _ in range(box[1])])
+                background = self.styles.background.rgb
+                work = partial(self._draw_picture, key, loaded.data, box, background)
+                self.run_worker(work, thread=True, group="images", exit_on_error=False, description="image")
+        self.pictures[key] = picture
+        if len(self.pictures) > PICTURES:
+            self.pictures.popitem(last=False)
+        return picture
+
+    def _image_rows(self) -> int:
+        return tui_images.rows_for(self.scrollable_content_region.height or self.size.height)
+
+    def _draw_picture(
+        self,
+        key: tuple[int, int, int, int],
+        data: bytes,
+        box: tuple[int, int],
+        background: tuple[int, int, int],
+    ) -> None:
+        drawn = tui_images.draw(data, *box, background)
+        self.app.call_from_thread(
+            self._picture_drawn, key, Cells(drawn) if isinstance(drawn, list) else drawn
+        )
+
+    def _picture_drawn(self, key: tuple[int, int, int, int], picture: Cells | str) -> None:
+        """A drawn image replaces its blank lines: the messages showing it are drawn again."""
+        self.pictures[key] = picture
+        block_key = f"image:{key[0]}:{key[1]}"
+        for pos in [p for p, r in self.cache.items() if any(b.key == block_key for b in r.blocks)]:
+            del self.cache[pos]
+        self.refresh()
 
     def is_expanded(self, key: str) -> bool:
         if key.startswith("tool:"):
@@ -901,6 +990,44 @@ class MessageView(ScrollView, can_focus=True):
         if self.session_id is not None:
             self.post_message(self.FilesChangedRequested())
 
+    def _image_here(self) -> tuple[MessageRow, ImageRef, images.LoadedImage] | None:
+        """The image under the cursor (else the message's first), read; None after saying why."""
+        block, msg = self.current_block(), self.current_row()
+        if msg is None or not msg.images or self.conn is None:
+            self.notify("No image here", timeout=2)
+            return None
+        index = int(block.key.rsplit(":", 1)[1]) if block and block.key and block.kind == "image" else None
+        image = next((i for i in msg.images if i.index == index), msg.images[0])
+        loaded = images.load(self.conn, msg.entry_id, image.index)
+        if loaded.note is not None:
+            self.notify(f"The image cannot be used: {loaded.note}", severity="warning")
+            return None
+        return msg, image, loaded
+
+    def action_open_image(self) -> None:
+        found = self._image_here()
+        if found is None:
+            return
+        try:
+            path = images.open_image(found[2])
+        except OSError as exc:
+            self.notify(f"Could not open the image: {exc}", severity="error")
+            return
+        self.notify(f"Opened {path} in the image viewer", timeout=4)
+
+    def action_save_image(self) -> None:
+        found = self._image_here()
+        if found is None:
+            return
+        msg, image, loaded = found
+        session = re.sub(r"[^A-Za-z0-9]+", "-", self.session_id or "session")[-12:].strip("-")
+        try:
+            path = images.save_image(loaded, Path.cwd(), f"image-{session}-{msg.seq}-{image.index + 1}")
+        except OSError as exc:
+            self.notify(f"Could not save the image: {exc}", severity="error")
+            return
+        self.notify(f"Saved {path}", timeout=6)
+
     def action_copy(self) -> None:
         block, msg = self.current_block(), self.current_row()
         if block is None or msg is None:
@@ -934,6 +1061,8 @@ def _lines(
     width = max(1, options.max_width - indent - 1)
     if isinstance(renderable, Text):
         return [[pad, *segments(line, console)] for line in renderable.wrap(console, width)]
+    if isinstance(renderable, Cells):
+        return [[pad, *line] for line in renderable.lines]
     if isinstance(renderable, Markdown):
         return [[pad, *line] if line else line for line in renderable.lines(console, width, limit or None)]
     return console.render_lines(Padding(renderable, (0, 1, 0, indent)), options, pad=False)

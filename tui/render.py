@@ -16,9 +16,11 @@ from rich.segment import Segment
 from rich.text import Text
 from textual.color import Color
 from textual.filter import LineFilter
+from threadloom.core.adapters.base import ImageRef
 from threadloom.core.browse import MessageRow, ToolCall
 from threadloom.core.calls import call_params, result_text
 from threadloom.core.diffs import EDIT_TOOLS, DiffLine, call_diff, diff_between, is_edit
+from threadloom.core.images import describe
 from threadloom.core.markdown import SYNTAX_THEME
 from threadloom.core.render import (
     EDIT_SEARCH,
@@ -188,16 +190,12 @@ def summary_line(msg: MessageRow, expanded: bool) -> RenderableType:
     return Group(label, long_text(msg.content or "", "#87afaf"))
 
 
-def image_line(media_type: str, size: int) -> Text:
-    return Text(f"▣ {media_type} · {_bytes(size)}  (image not shown)", style="#d7af5f")
-
-
-def _bytes(n: int) -> str:
-    if n >= 1_000_000:
-        return f"{n / 1e6:.1f} MB"
-    if n >= 1000:
-        return f"{n / 1e3:.1f} KB"
-    return f"{n} B"
+def image_line(image: ImageRef, note: str | None = None) -> Text:
+    """An image's head line (type, size, place), with why it is not drawn when it is not."""
+    line = Text(f"▣ {describe(image)}", style="#d7af5f")
+    if note:
+        line.append(f"  ({one_line(note, 80)})", style="dim")
+    return line
 
 
 def rewind_line() -> Text:

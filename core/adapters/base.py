@@ -19,11 +19,13 @@ import re
 import stat
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, BinaryIO
+
+import orjson
 
 
 class NotARegularFile(OSError):
@@ -169,13 +171,67 @@ class Record:
     update_of: str | None = None
 
 
+@dataclass(slots=True)
+class ImageRef:
+    """An image a message's record embeds, without its bytes (a page keeps no base64): its media
+    type as written, its decoded size, where it sits (in the "prompt" or in a "tool result", with
+    that call's id), and its `index` among the record's images, which `Adapter.image_data` takes
+    to read it again from the record."""
+
+    media_type: str
+    size: int
+    place: str = "prompt"  # prompt | tool result
+    index: int = 0
+    tool_use_id: str | None = None
+
+
+def base64_size(data: str) -> int:
+    """The bytes a base64 text decodes to, from its length alone (nothing is decoded)."""
+    data = data.strip()
+    return max(0, len(data) * 3 // 4 - (len(data) - len(data.rstrip("="))))
+
+
+def data_url(url: object) -> tuple[str, str] | None:
+    """The media type and base64 text of a `data:<type>;base64,<text>` URL; None for any other URL
+    (a path or a web address: nothing stored to show)."""
+    if not isinstance(url, str) or not url.startswith("data:"):
+        return None
+    head, sep, data = url[5:].partition(",")
+    if not sep or not head.endswith(";base64"):
+        return None
+    return head[: -len(";base64")] or "image", data
+
+
+def extras_of_images(
+    raw: bytes, walk: Callable[[Any], Iterator[tuple[ImageRef, str]]]
+) -> MessageExtras | None:
+    """MessageExtras holding the images `walk` finds in a parsed record; None for none (or a record
+    that does not parse)."""
+    try:
+        images = [ref for ref, _ in walk(orjson.loads(raw))]
+    except orjson.JSONDecodeError:
+        return None
+    return MessageExtras(images=images) if images else None
+
+
+def image_of(
+    raw: bytes, index: int, walk: Callable[[Any], Iterator[tuple[ImageRef, str]]]
+) -> tuple[str, str] | None:
+    """Image `index` that `walk` finds in a record, as (media type, base64 text)."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return next(((ref.media_type, data) for ref, data in walk(obj) if ref.index == index), None)
+
+
 @dataclass
 class MessageExtras:
     """What the viewer draws from a message's record beyond its normalized columns: event fields
     (a system record's level, error, retries, hooks, compaction metadata) and images."""
 
     event: dict[str, Any] = field(default_factory=dict)
-    images: list[tuple[str, int]] = field(default_factory=list)  # (media type, bytes)
+    images: list[ImageRef] = field(default_factory=list)
 
 
 @dataclass
@@ -343,10 +399,18 @@ class Adapter(ABC):
     # bytes in the first 2 KB of a user record that holds an image: the viewer reads the raw record
     # of system entries, user entries with text and those holding this, never other tool results
     image_marker: bytes = b'"type":"image"'
+    # whether an assistant's record can hold images too (Gemini's tool results are in its replies):
+    # the marker is looked for in user records only otherwise (reading a blob's start reads it whole)
+    images_in_replies: bool = False
 
     def message_extras(self, raw: bytes, entry_type: str | None) -> MessageExtras | None:
         """Event fields and images in a message's raw record, for the viewer; None when it holds
         none. Called for a page's system and user entries: it checks the bytes before parsing."""
+        return None
+
+    def image_data(self, raw: bytes, index: int) -> tuple[str, str] | None:
+        """The media type and base64 text of image `index` (an `ImageRef.index`) in a record, read
+        only when the image is drawn, opened or saved; None when there is no such image."""
         return None
 
     def tool_result_extra(self, record: dict[str, Any]) -> Any:

@@ -23,6 +23,7 @@ from threadloom.core.adapters.base import (
     Command,
     FileContext,
     ForkError,
+    ImageRef,
     MessageExtras,
     RawRecord,
     Record,
@@ -32,6 +33,8 @@ from threadloom.core.adapters.base import (
     ToolResult,
     ToolUse,
     Usage,
+    base64_size,
+    image_of,
     parse_iso_ms,
     read_regular,
     recorded_cost,
@@ -276,19 +279,11 @@ class ClaudeAdapter(Adapter):
         if not isinstance(obj, dict):
             return None
         extras = MessageExtras(event={key: obj[key] for key in EVENT_KEYS if key in obj})
-        message = obj.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        for block in content if isinstance(content, list) else []:
-            inner = block.get("content") if isinstance(block, dict) else None
-            blocks = inner if isinstance(inner, list) and block.get("type") == "tool_result" else [block]
-            for b in blocks:
-                if isinstance(b, dict) and b.get("type") == "image":
-                    source = b.get("source")
-                    source = source if isinstance(source, dict) else {}
-                    data = source.get("data")
-                    size = len(data) * 3 // 4 if isinstance(data, str) else 0
-                    extras.images.append((str(source.get("media_type") or "image"), size))
+        extras.images = [ref for ref, _ in _images(obj)]
         return extras
+
+    def image_data(self, raw: bytes, index: int) -> tuple[str, str] | None:
+        return image_of(raw, index, _images)
 
     def tool_result_extra(self, record: dict[str, Any]) -> Any:
         return record.get("toolUseResult")
@@ -759,3 +754,30 @@ def _tool_result(block: dict[str, Any], tool_use_result: Any, ctx: FileContext) 
         status=status,
         child_agent_id=child,
     )
+
+
+def _images(obj: Any) -> Iterator[tuple[ImageRef, str]]:
+    """The image blocks of a record's message, in the prompt or inside its tool results, each with
+    its base64 text ("" when it holds none)."""
+    message = obj.get("message") if isinstance(obj, dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    index = 0
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        inner = block.get("content")
+        in_result = block.get("type") == "tool_result"
+        for b in inner if in_result and isinstance(inner, list) else [block]:
+            if isinstance(b, dict) and b.get("type") == "image":
+                source = b.get("source")
+                source = source if isinstance(source, dict) else {}
+                data = source.get("data")
+                data = data if isinstance(data, str) else ""
+                place, call = (
+                    ("tool result", as_str(block.get("tool_use_id"))) if in_result else ("prompt", None)
+                )
+                ref = ImageRef(
+                    str(source.get("media_type") or "image"), base64_size(data), place, index, call
+                )
+                index += 1
+                yield ref, data

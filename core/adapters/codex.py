@@ -39,6 +39,8 @@ from threadloom.core.adapters.base import (
     Adapter,
     Command,
     FileContext,
+    ImageRef,
+    MessageExtras,
     RawRecord,
     Record,
     ResumeTarget,
@@ -47,7 +49,11 @@ from threadloom.core.adapters.base import (
     ToolResult,
     ToolUse,
     Usage,
+    base64_size,
     container_of,
+    data_url,
+    extras_of_images,
+    image_of,
     parse_iso_ms,
     read_regular,
     safe_int,
@@ -434,6 +440,16 @@ class CodexAdapter(Adapter):
         if out.session is None:
             out.session = SessionInfo(source=AGENT, external_id=sid)
         return out
+
+    # the images a record embeds, as data URLs: a prompt's `images`, `input_image` parts of a
+    # message or of a tool's output
+    image_marker = b"data:image/"
+
+    def message_extras(self, raw: bytes, entry_type: str | None) -> MessageExtras | None:
+        return extras_of_images(raw, _images) if self.image_marker in raw else None
+
+    def image_data(self, raw: bytes, index: int) -> tuple[str, str] | None:
+        return image_of(raw, index, _images)
 
     # ------------------------------------------------------------------ identity
 
@@ -988,3 +1004,29 @@ def _short(value: Any) -> str | None:
         return None
     text = value if isinstance(value, str) else input_text(json_text(value))
     return text[:2000] or None
+
+
+def _images(obj: Any) -> Iterator[tuple[ImageRef, str]]:
+    """The images of a record given as data URLs: a prompt's `images` (the `user_message` event is
+    the prompt shown), `input_image` parts of a message or of a tool call's output. Images named by
+    a path or a web address hold nothing to show."""
+    payload = obj.get("payload") if isinstance(obj, dict) else None
+    if not isinstance(payload, dict):
+        return
+    urls: list[Any] = []
+    place, call = "prompt", None
+    if obj.get("type") == "event_msg" and payload.get("type") == "user_message":
+        urls = payload["images"] if isinstance(payload.get("images"), list) else []
+    elif obj.get("type") == "response_item":
+        parts = payload.get("content")
+        if not isinstance(parts, list):
+            parts, place, call = payload.get("output"), "tool result", as_str(payload.get("call_id"))
+        for part in parts if isinstance(parts, list) else []:
+            if isinstance(part, dict) and part.get("type") == "input_image":
+                urls.append(part.get("image_url"))
+    index = 0
+    for url in urls:
+        found = data_url(url)
+        if found is not None:
+            yield ImageRef(found[0], base64_size(found[1]), place, index, call), found[1]
+            index += 1

@@ -31,6 +31,8 @@ from threadloom.core.adapters.base import (
     Command,
     FileContext,
     ForkError,
+    ImageRef,
+    MessageExtras,
     RawRecord,
     Record,
     ResumeTarget,
@@ -39,6 +41,9 @@ from threadloom.core.adapters.base import (
     ToolResult,
     ToolUse,
     Usage,
+    base64_size,
+    extras_of_images,
+    image_of,
     parse_iso_ms,
     read_regular,
     safe_int,
@@ -233,6 +238,16 @@ class GeminiAdapter(Adapter):
             session_id=self._sid(ctx),
             parent_uuid=st["last_uuid"],
         )
+
+    # the images a message embeds: `inlineData` parts of its content or of its tool calls' results
+    image_marker = b'"inlineData"'
+    images_in_replies = True
+
+    def message_extras(self, raw: bytes, entry_type: str | None) -> MessageExtras | None:
+        return extras_of_images(raw, _images) if self.image_marker in raw else None
+
+    def image_data(self, raw: bytes, index: int) -> tuple[str, str] | None:
+        return image_of(raw, index, _images)
 
     # ------------------------------------------------------------------ sessions
 
@@ -639,3 +654,23 @@ def _usage(tokens: dict[str, Any], key: str) -> Usage:
         output_tokens=safe_int(tokens.get("output")) + safe_int(tokens.get("thoughts")),
         cache_read_tokens=cached,
     )
+
+
+def _images(obj: Any) -> Iterator[tuple[ImageRef, str]]:
+    """The `inlineData` parts of a message record: in its content (the prompt) or in the results of
+    its tool calls."""
+    if not isinstance(obj, dict):
+        return
+    places: list[tuple[Any, str, str | None]] = [(obj.get("content"), "prompt", None)]
+    for call in obj.get("toolCalls") or [] if isinstance(obj.get("toolCalls"), list) else []:
+        if isinstance(call, dict):
+            places.append((call.get("result"), "tool result", as_str(call.get("id"))))
+    index = 0
+    for parts, place, call_id in places:
+        for part in parts if isinstance(parts, list) else []:
+            inline = part.get("inlineData") if isinstance(part, dict) else None
+            if isinstance(inline, dict) and isinstance(inline.get("data"), str):
+                data = inline["data"]
+                media = as_str(inline.get("mimeType")) or "image"
+                yield ImageRef(media, base64_size(data), place, index, call_id), data
+                index += 1

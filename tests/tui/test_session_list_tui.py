@@ -313,3 +313,23 @@ def test_settings_round_trip_and_an_unwritable_place_is_a_problem_not_a_crash(tm
     blocker.write_text("")
     problem = save_settings(blocker / "settings.toml", wanted)  # its folder is a file
     assert problem is not None and str(blocker) in problem
+
+
+async def test_the_message_pane_follows_a_filter_that_leaves_its_session_out(demo_db: Path) -> None:
+    from threadloom.tui.messages import MessageView
+
+    from tests.tui_support import CHECKOUT, HEADER, session_id, until_shown
+
+    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(session_id(app, HEADER))
+        await pilot.pause()
+        view = app.query_one(MessageView)
+        assert view.session_id == session_id(app, HEADER)
+        await pilot.press("2", "ctrl+f", *"tax")  # only the checkout session has "tax" in its branch
+        await until_shown(pilot)
+        assert view.session_id == session_id(app, CHECKOUT)
+        await pilot.press("enter")  # back to the list: the pane stays on what is listed
+        await until_shown(pilot)
+        assert app.query_one(SessionTree).border_title == "Sessions (1 of 2)"

@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 from threadloom.core.adapters import ADAPTERS, spawn_tools
-from threadloom.core.adapters.base import Adapter, ForkError, MessageExtras, RawRecord, ResumeTarget
+from threadloom.core.adapters.base import Adapter, ForkError, ImageRef, MessageExtras, RawRecord, ResumeTarget
 from threadloom.core.fork import STYLES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,7 +131,13 @@ def test_claude_code_records_give_the_viewer_their_events_and_images() -> None:
         }
     )
     extras = claude.message_extras(screenshot, "user")
-    assert extras is not None and extras.images == [("image/png", 330), ("image/png", 330), ("image", 0)]
+    assert extras is not None and extras.images == [
+        ImageRef("image/png", 330, "prompt", 0),
+        ImageRef("image/png", 330, "tool result", 1, "t1"),
+        ImageRef("image", 0, "prompt", 2),
+    ]
+    assert claude.image_data(screenshot, 1) == ("image/png", png)
+    assert claude.image_data(screenshot, 3) is None
     # a user record without images or a compaction flag is not parsed at all; damaged bytes are none
     assert claude.message_extras(b'{"type":"user","message":{"content":"hi"}}', "user") is None
     assert claude.message_extras(b'{"type":"system", "level":', "system") is None
@@ -143,3 +149,23 @@ def test_other_agents_records_are_not_read_as_claude_codes(name: str) -> None:
     """A record of another agent that happens to hold Claude Code's field names shows no events."""
     record = b'{"type":"system","level":"error","isCompactSummary":true,"content":[{"type":"image"}]}'
     assert ADAPTERS[name].message_extras(record, "system") is None
+
+
+def test_gemini_inline_data_images_in_a_prompt_and_a_tool_result() -> None:
+    gemini = ADAPTERS["gemini"]
+    part = {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo" * 4}}
+    record = orjson.dumps(
+        {
+            "id": "m1",
+            "type": "gemini",
+            "content": [{"text": "see"}, part],
+            "toolCalls": [{"id": "call-1", "name": "read_file", "result": [{"text": "x"}, part]}],
+        }
+    )
+    extras = gemini.message_extras(record, None)
+    assert extras is not None and extras.images == [
+        ImageRef("image/png", 33, "prompt", 0),
+        ImageRef("image/png", 33, "tool result", 1, "call-1"),
+    ]
+    assert gemini.image_data(record, 1) == ("image/png", "iVBORw0KGgo" * 4)
+    assert gemini.message_extras(b'{"type":"user","content":[{"text":"hi"}]}', "user") is None
