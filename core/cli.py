@@ -739,7 +739,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         return 0
     from rich.console import Console
     from rich.table import Table
-    from threadloom.core.text import human_tokens, short_when
+    from threadloom.core.text import human_tokens, one_line, short_when
 
     # piped (to grep, a file): no terminal width to fit, so nothing is cut; on a terminal the title,
     # project and model give way, the id (what `show` takes) and the numbers never do
@@ -769,12 +769,13 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         table.add_row(
             shown_ids.get(r.id, r.id) if not r.is_subagent else r.id.split(":", 1)[-1],
             short_when(r.last_activity),
-            r.project or "",
-            _listed_title(r),
+            # from the logs: a folder's name may hold a newline, which would break the row in two
+            one_line(r.project, 10_000),
+            one_line(_listed_title(r), 10_000),
             str(r.message_count),
             human_tokens(r.total_tokens),
             r.cost_text,
-            r.model or "",
+            one_line(r.model, 10_000),
         )
     console.print(table)
     return 0
@@ -880,8 +881,9 @@ def _print_wide_sessions(rows: list[Any]) -> None:
             one_line(_listed_title(r), 10_000),
             r.file_path or "",
         )
-        # names and titles come from the logs: nothing of them reaches the terminal raw
-        table.add_row(*(printable(cell) for cell in cells))
+        # names and titles come from the logs: nothing of them reaches the terminal raw, and a
+        # newline or tab in a folder's name is shown as its picture rather than breaking the row
+        table.add_row(*(printable(cell).replace("\n", "␊").replace("\t", "␉") for cell in cells))
     console = Console(width=100_000, highlight=False, markup=False)
     with console.capture() as captured:
         console.print(table)

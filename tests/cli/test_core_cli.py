@@ -505,3 +505,18 @@ def test_sessions_wide_prints_every_column_whole_and_json_carries_the_same(tmp_p
         90_000,
     )
     assert g["first_prompt"] == "gamma question 0" and {"started_at", "ended_at", "cost_usd"} <= set(g)
+
+
+def test_a_folder_name_with_a_newline_keeps_each_session_on_one_line(tmp_path: Path) -> None:
+    """A session's folder comes from its log: a newline in it broke the row of `sessions` in two."""
+    sid = "abcdef01-2345-4678-9abc-def012345678"
+    t = Transcript(tmp_path / "projects" / "-srv-odd" / f"{sid}.jsonl", sid, cwd="/srv/odd\nname\there")
+    t.user("hello")
+    t.assistant("hi")
+    t.write()
+    dbfile = str(tmp_path / "t.db")
+    assert run("ingest", "--db", dbfile, "--only", "--source", str(tmp_path / "projects")).returncode == 0
+    listed = run("sessions", "--db", dbfile).stdout.splitlines()
+    assert len(listed) == 2 and "odd name here" in listed[1]
+    wide = run("sessions", "--db", dbfile, "--wide").stdout.splitlines()
+    assert len(wide) == 2 and "odd␊name␉here" in wide[1] and sid in wide[1]
