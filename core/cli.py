@@ -921,16 +921,7 @@ def cmd_show(args: argparse.Namespace) -> int:
                     for t in m.tool_calls
                 ],
                 # where each image sits, never its bytes: `index` reads it again from this entry
-                "images": [
-                    {
-                        "media_type": i.media_type,
-                        "bytes": i.size,
-                        "place": i.place,
-                        "tool_use_id": i.tool_use_id,
-                        "index": i.index,
-                    }
-                    for i in m.images
-                ],
+                "images": [i.as_dict() for i in m.images],
             }
             for m in messages(conn, session.id)
         ]

@@ -586,16 +586,7 @@ def _json_message(msg: MessageRow, redact: Redactor) -> dict[str, Any]:
             }
             for c in msg.tool_calls
         ],
-        "images": [
-            {
-                "media_type": i.media_type,
-                "bytes": i.size,
-                "place": i.place,
-                "tool_use_id": i.tool_use_id,
-                "index": i.index,
-            }
-            for i in msg.images
-        ],
+        "images": [i.as_dict() for i in msg.images],
     }
 
 

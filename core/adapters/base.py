@@ -184,6 +184,17 @@ class ImageRef:
     index: int = 0
     tool_use_id: str | None = None
 
+    def as_dict(self) -> dict[str, Any]:
+        """Where the image sits, never its bytes (`index` reads it again from its entry): the form
+        `show --json` and the JSON export give."""
+        return {
+            "media_type": self.media_type,
+            "bytes": self.size,
+            "place": self.place,
+            "tool_use_id": self.tool_use_id,
+            "index": self.index,
+        }
+
 
 def base64_size(data: str) -> int:
     """The bytes a base64 text decodes to, from its length alone (nothing is decoded)."""
