@@ -170,10 +170,11 @@ class _StoredRates:
         return found
 
 
-def price_pending(conn: sqlite3.Connection) -> int:
+def price_pending(conn: sqlite3.Connection) -> set[str]:
     """Price every API message not priced yet (new, grown, or priced with older price data) and
-    bring their sessions' costs up to date; returns how many were priced. A message whose agent
-    recorded its cost keeps that cost."""
+    bring their sessions' costs up to date; returns those sessions (what else follows their costs,
+    the signals' dead ends, is recomputed for them). A message whose agent recorded its cost keeps
+    that cost."""
     version = prices_version()
     if get_meta(conn, PRICES_KEY) != version:
         conn.execute("BEGIN")
@@ -186,7 +187,7 @@ def price_pending(conn: sqlite3.Connection) -> int:
         "cache_read_tokens, recorded_cost_usd FROM agent_usage WHERE priced = 0"
     ).fetchall()
     if not rows:
-        return 0
+        return set()
     stored = _StoredRates(conn)
     updates: list[tuple[float | None, str]] = []
     sessions: set[str] = set()
@@ -215,4 +216,4 @@ def price_pending(conn: sqlite3.Connection) -> int:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    return len(updates)
+    return sessions

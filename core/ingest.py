@@ -467,14 +467,13 @@ def _run_ingest(
             LIVE_FIRST_LOADS.discard(os.path.realpath(live_marker))
         if gc_was_enabled:
             gc.enable()
-    price_pending(conn)  # the new messages' costs, and their sessions'
+    repriced = price_pending(conn)  # the new messages' costs (or all, with new price data)
     refresh_pending(conn)  # the stats' sums of every session this run changed
-    if (
-        changed
-    ):  # after the costs: dead ends are priced (imported here: a run with nothing new never loads it)
+    # after the costs, as dead ends are priced; imported here: a run with nothing new never loads it
+    if changed or repriced:
         from threadloom.core import signals
 
-        report.signals_seconds = round(signals.update(conn, changed), 3)
+        report.signals_seconds = round(signals.update(conn, changed | repriced), 3)
     if progress is not None:
         progress(Progress(len(plans), len(plans), bytes_done, bytes_total, "", time.perf_counter() - started))
     report.changed_sessions = sorted(changed)

@@ -65,7 +65,7 @@ def test_an_append_prices_only_what_is_new_without_loading_the_table_again(conn,
     ingest(conn, tmp_path / "projects")
     assert looked_up == []  # the model's prices for that day come from the ledger
     assert conn.execute("SELECT count(*) FROM agent_usage WHERE priced = 1").fetchone()[0] == 4
-    assert cost.price_pending(conn) == 0  # nothing left: a run with nothing new prices nothing
+    assert cost.price_pending(conn) == set()  # nothing left: a run with nothing new prices nothing
 
 
 def test_new_price_data_prices_everything_again(conn, tmp_path):
@@ -75,5 +75,5 @@ def test_new_price_data_prices_everything_again(conn, tmp_path):
         "UPDATE agent_usage SET cost_usd = 99 WHERE cost_usd IS NOT NULL AND recorded_cost_usd IS NULL"
     )
     set_meta(conn, cost.PRICES_KEY, "genai-prices 0.0.1")
-    assert cost.price_pending(conn) == 3
+    assert cost.price_pending(conn) == {SID}  # its three API messages priced again
     assert conn.execute("SELECT count(*) FROM agent_usage WHERE cost_usd = 99").fetchone()[0] == 0

@@ -320,6 +320,29 @@ def test_cost_spent_on_a_branch_rewound_away_from_is_an_abandoned_branch(conn, t
     assert dead_end.detail.startswith(f"${cost:.2f} spent on 1 turn of a branch rewound away from")
 
 
+def test_new_price_data_recomputes_the_dead_ends_it_prices(conn, tmp_path):
+    """A dead end's cost is in its signal's text: new price data prices every session again, and
+    their signals follow, though no log changed."""
+    from threadloom.core import cost
+    from threadloom.core.db import set_meta
+
+    t = transcript(tmp_path)
+    t.user("speed up the importer")
+    fork = t.assistant("Two ways: caching or batching.")
+    t.user("try the caching approach")
+    t.assistant("Caching added.", usage=EXPENSIVE)
+    t.user("try the batching approach", parent=fork)
+    t.assistant("Batching added.")
+    t.write()
+    (dead_end,) = found(conn, tmp_path)
+    conn.execute("UPDATE session_signals SET detail = 'priced with the old table'")
+    ingest(conn, tmp_path / "projects")  # nothing new, same prices: nothing recomputed
+    assert [s.detail for s in session_signals(conn, SID)] == ["priced with the old table"]
+    set_meta(conn, cost.PRICES_KEY, "genai-prices 0.0.1")  # as after an upgrade of the price data
+    ingest(conn, tmp_path / "projects")
+    assert [s.detail for s in session_signals(conn, SID)] == [dead_end.detail]
+
+
 def test_a_cheap_abandoned_branch_is_not_a_signal(conn, tmp_path):
     t = transcript(tmp_path)
     t.user("speed up the importer")
