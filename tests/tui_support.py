@@ -9,6 +9,7 @@ Screenshots and snapshots must not change from run to run, so both use the demo 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -19,6 +20,7 @@ from threadloom.core.demo import DEMO_NOW, LONG_SESSION_TURNS, write_demo_archiv
 
 if TYPE_CHECKING:
     from textual.pilot import Pilot
+    from textual.widgets import DataTable
     from threadloom.tui.app import ThreadloomApp
 
 
@@ -333,3 +335,22 @@ SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = 
     "signals": (scene_signals, (140, 40)),
     "files-changed": (scene_files_changed, (140, 40)),
 }
+
+
+async def until(pilot: Pilot, holds: Callable[[], object], timeout: float = 10.0) -> None:
+    """Let the app run until `holds()` is true: a test waits for what it needs (a timer fired, a
+    worker's result shown), not for a guessed time, which is slow when generous and flaky when not."""
+    deadline = time.monotonic() + timeout
+    while not holds():
+        if time.monotonic() > deadline:
+            try:
+                what = inspect.getsource(holds).strip()
+            except (OSError, TypeError):
+                what = repr(holds)
+            raise AssertionError(f"still not true after {timeout:g} s: {what}")
+        await pilot.pause()
+
+
+def table_rows(table: DataTable) -> list[list[str]]:
+    """A DataTable's cells as text, row by row."""
+    return [[str(cell) for cell in table.get_row_at(n)] for n in range(table.row_count)]

@@ -4,7 +4,6 @@ cursor on that call, opened on its diff."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,25 +15,12 @@ from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import SessionTree
 from threadloom.tui.screens import HelpScreen
 
-from tests.tui_support import CHECKOUT, build_demo_db, fixed_now, restore_tz, session_id, use_utc
+from tests.tui_support import CHECKOUT, build_demo_db, fixed_now, session_id, table_rows
 
 
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_demo_db(tmp_path_factory.mktemp("changes-tui"), long_turns=12)
-
-
-@pytest.fixture(autouse=True)
-def utc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "no-claude"))
-    monkeypatch.setenv("THREADLOOM_KEYMAP", str(tmp_path / "no-keymap.toml"))
-    previous = use_utc()
-    yield
-    restore_tz(previous)
-
-
-def shown(table: DataTable) -> list[list[str]]:
-    return [[str(cell) for cell in table.get_row_at(n)] for n in range(table.row_count)]
 
 
 async def test_files_changed_lists_the_edits_and_goes_to_a_call(demo_db: Path) -> None:
@@ -53,7 +39,7 @@ async def test_files_changed_lists_the_edits_and_goes_to_a_call(demo_db: Path) -
         assert isinstance(screen, ChangesScreen)
         table = screen.query_one(DataTable)
         # the demo's fix: an Edit of tax.ts (two lines become three) and a new six-line test file
-        assert shown(table) == [
+        assert table_rows(table) == [
             ["src/checkout/__tests__/zero-rated.test.ts", "+6", "−0", "1"],
             ["src/checkout/tax.ts", "+3", "−2", "1"],
         ]
@@ -61,14 +47,14 @@ async def test_files_changed_lists_the_edits_and_goes_to_a_call(demo_db: Path) -
 
         await pilot.press("s")  # by path: "__tests__" sorts before "tax.ts" too, so compare the heading
         assert "path" in str(screen.query_one("#changes-heading", Static).render())
-        assert [r[0] for r in shown(table)] == sorted(r[0] for r in shown(table))
+        assert [r[0] for r in table_rows(table)] == sorted(r[0] for r in table_rows(table))
 
         await pilot.press("down", "enter")  # tax.ts: its one Edit
-        rows = shown(table)
+        rows = table_rows(table)
         assert len(rows) == 1 and rows[0][0] == "Edit" and rows[0][2:] == ["+3", "−2"]
         assert rows[0][1].startswith("2025-06-12 ")
         await pilot.press("escape")  # back to the files, the cursor still on tax.ts
-        assert shown(table)[table.cursor_row][0] == "src/checkout/tax.ts"
+        assert table_rows(table)[table.cursor_row][0] == "src/checkout/tax.ts"
         await pilot.press("enter", "enter")
         await pilot.pause()
         assert not isinstance(app.screen, ChangesScreen)
@@ -124,9 +110,9 @@ async def test_every_key_of_the_list_has_an_id(demo_db: Path) -> None:
         assert isinstance(app.screen, ChangesScreen)
         table = app.screen.query_one(DataTable)
         await pilot.press("G", "right")  # the last file's calls, then back to the files on it
-        assert shown(table)[0][0] in {"Edit", "Write"}
+        assert table_rows(table)[0][0] in {"Edit", "Write"}
         await pilot.press("left")
-        assert table.cursor_row == 1 and len(shown(table)[0]) == 4
+        assert table.cursor_row == 1 and len(table_rows(table)[0]) == 4
         await pilot.press("left")
         assert not isinstance(app.screen, ChangesScreen)
 
@@ -153,7 +139,7 @@ async def test_a_call_outside_the_branch_shown_opens_the_whole_session(demo_db: 
         await pilot.press("c")
         await pilot.pause()
         assert isinstance(app.screen, ChangesScreen)  # the whole session's files, not the branch's
-        assert len(shown(app.screen.query_one(DataTable))) == 2
+        assert len(table_rows(app.screen.query_one(DataTable))) == 2
         await pilot.press("enter", "enter")  # the most changed: the test file, written in branch 2
         await pilot.pause()
         block, row = view.current_block(), view.current_row()
@@ -187,9 +173,9 @@ async def test_an_aider_edit_goes_to_the_reply_that_made_it(tmp_path: Path) -> N
         await pilot.pause()
         assert isinstance(app.screen, ChangesScreen)
         # only the edit an "Applied edit to" line confirms: parser.py, one line for one
-        assert shown(app.screen.query_one(DataTable)) == [["parser.py", "+1", "−1", "1"]]
+        assert table_rows(app.screen.query_one(DataTable)) == [["parser.py", "+1", "−1", "1"]]
         await pilot.press("enter")
-        assert shown(app.screen.query_one(DataTable))[0][0] == "SEARCH/REPLACE"
+        assert table_rows(app.screen.query_one(DataTable))[0][0] == "SEARCH/REPLACE"
         await pilot.press("enter")
         await pilot.pause()
         (edit,) = stats.change_calls(app.conn, sid)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ from threadloom.tui.panes import FilterInput, SessionTree
 from threadloom.tui.screens import HelpScreen
 from threadloom.tui.settings import load_settings
 
-from tests.tui_support import build_demo_db, fixed_now, restore_tz, use_utc
+from tests.tui_support import build_demo_db, fixed_now
 
 CHECKOUT = "The checkout tests started failing"  # acme-shop: 22 messages, 12 Jun, fix/checkout-tax
 HEADER = "The header is misaligned"  # acme-shop: 10 messages, 10 Jun, main
@@ -39,23 +38,6 @@ def mixed_db(demo_db: Path, tmp_path: Path) -> Path:
         )
     conn.close()
     return path
-
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """No real ~/.claude, keymap or clipboard; settings in this test's folder; times in UTC."""
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "no-claude"))
-    monkeypatch.setenv("THREADLOOM_KEYMAP", str(tmp_path / "no-keymap.toml"))
-    settings = tmp_path / "config" / "settings.toml"
-    monkeypatch.setenv("THREADLOOM_SETTINGS", str(settings))
-    monkeypatch.setattr("threadloom.core.clipboard.copy_with", _no_clipboard)
-    previous = use_utc()
-    yield settings
-    restore_tz(previous)
-
-
-def _no_clipboard(text: str) -> None:
-    raise OSError("no clipboard in tests")
 
 
 def make_app(db: Path) -> ThreadloomApp:

@@ -3,8 +3,6 @@ Enter on a piece of evidence shows that message in the viewer."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,7 @@ from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import SessionTree, session_label
 from threadloom.tui.signals import SignalsScreen
 
-from tests.tui_support import build_demo_db, fixed_now, restore_tz, session_id, use_utc
+from tests.tui_support import build_demo_db, fixed_now, session_id, until
 
 HEADER = "The header is misaligned on mobile"
 
@@ -23,22 +21,6 @@ HEADER = "The header is misaligned on mobile"
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_demo_db(tmp_path_factory.mktemp("tui-signals"))
-
-
-@pytest.fixture(autouse=True)
-def no_real_logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "no-claude"))
-    monkeypatch.setenv("THREADLOOM_KEYMAP", str(tmp_path / "no-keymap.toml"))
-    previous = use_utc()
-    yield
-    restore_tz(previous)
-
-
-async def until(pilot, holds: Callable[[], object], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not holds():
-        assert time.monotonic() < deadline, "the app never got there"
-        await pilot.pause(0.02)
 
 
 async def test_the_badge_the_list_and_enter_on_evidence(demo_db: Path) -> None:

@@ -3,7 +3,6 @@ switches grouping, and Enter narrows the browser to a project or session."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,25 +12,12 @@ from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.panes import ProjectList, SessionTree
 from threadloom.tui.stats import StatsScreen
 
-from tests.tui_support import build_demo_db, fixed_now, restore_tz, use_utc
+from tests.tui_support import build_demo_db, fixed_now, table_rows
 
 
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_demo_db(tmp_path_factory.mktemp("stats-tui"), long_turns=12)
-
-
-@pytest.fixture(autouse=True)
-def utc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "no-claude"))
-    monkeypatch.setenv("THREADLOOM_KEYMAP", str(tmp_path / "no-keymap.toml"))
-    previous = use_utc()
-    yield
-    restore_tz(previous)
-
-
-def shown(table: DataTable) -> list[list[str]]:
-    return [[str(cell) for cell in table.get_row_at(n)] for n in range(table.row_count)]
 
 
 async def test_stats_screen_groups_and_narrows_the_browser(demo_db: Path) -> None:
@@ -45,7 +31,7 @@ async def test_stats_screen_groups_and_narrows_the_browser(demo_db: Path) -> Non
         screen = app.screen
         assert isinstance(screen, StatsScreen)
         table = screen.query_one(DataTable)
-        rows = shown(table)
+        rows = table_rows(table)
         assert [r[0] for r in rows] == [d.period for d in reversed(days)] and len(rows) >= 3
         assert rows[0][7] == days[-1].cost_text and rows[0][1] == str(days[-1].sessions)
         assert table.cursor_row == 0  # the latest day
@@ -55,21 +41,21 @@ async def test_stats_screen_groups_and_narrows_the_browser(demo_db: Path) -> Non
         assert whole.cost_text in str(screen.query_one("#stats-title", Static).render())
 
         await pilot.press("o")
-        models = shown(table)
+        models = table_rows(table)
         assert {r[0] for r in models} == {r.period for r in stats.report(app.conn, "model")}
         assert "claude-sonnet-4-5-20250929" in {r[0] for r in models}
         await pilot.press("m")
-        assert len(shown(table)) == len(stats.report(app.conn, "month"))
+        assert len(table_rows(table)) == len(stats.report(app.conn, "month"))
 
         # Enter on a day: that day's sessions
         await pilot.press("d", "down", "enter")
         await pilot.pause()
         day = days[-2].period
         assert screen.by == "session" and day in str(table.border_title)
-        assert sum(int(r[1]) for r in shown(table)) == days[-2].sessions
+        assert sum(int(r[1]) for r in table_rows(table)) == days[-2].sessions
 
         await pilot.press("p")  # that day's projects
-        assert [r[0] for r in shown(table)] == [
+        assert [r[0] for r in table_rows(table)] == [
             r.label
             for r in stats.report(
                 app.conn, "project", since=stats.parse_day(day), until=stats.parse_day(day, end=True)

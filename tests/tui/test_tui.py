@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import inspect
 import io
 import json
 import re
 import threading
-import time
-from collections.abc import Callable, Iterator
 from itertools import accumulate
 from pathlib import Path
 from typing import TypeVar
@@ -40,10 +37,9 @@ from tests.tui_support import (
     build_demo_db,
     cursor_to_tool,
     fixed_now,
-    restore_tz,
     session_id,
     settle,
-    use_utc,
+    until,
     wait_for_search,
 )
 
@@ -55,37 +51,8 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_demo_db(tmp_path_factory.mktemp("tui"))
 
 
-def no_clipboard(text: str) -> None:
-    raise OSError("no clipboard in tests")
-
-
-@pytest.fixture(autouse=True)
-def no_real_logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Never read the developer's own ~/.claude or keymap, nor touch their clipboard; times in UTC."""
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "no-claude"))
-    monkeypatch.setenv("THREADLOOM_KEYMAP", str(tmp_path / "no-keymap.toml"))
-    monkeypatch.setattr("threadloom.core.clipboard.copy_with", no_clipboard)
-    previous = use_utc()
-    yield
-    restore_tz(previous)
-
-
 def make_app(db: Path, **kw) -> ThreadloomApp:
     return ThreadloomApp(db_path=db, ingest=kw.pop("ingest", False), now=fixed_now, **kw)
-
-
-async def until(pilot, holds: Callable[[], object], timeout: float = 10.0) -> None:
-    """Let the app run until `holds()` is true: a test waits for what it needs (a timer fired, a
-    worker's result shown), not for a guessed time, which is slow when generous and flaky when not."""
-    deadline = time.monotonic() + timeout
-    while not holds():
-        if time.monotonic() > deadline:
-            try:
-                what = inspect.getsource(holds).strip()
-            except (OSError, TypeError):
-                what = repr(holds)
-            raise AssertionError(f"still not true after {timeout:g} s: {what}")
-        await pilot.pause()
 
 
 class Seen:

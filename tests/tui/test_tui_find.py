@@ -4,7 +4,7 @@ and the footer naming the compaction segment under the cursor."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,9 +21,7 @@ from tests.tui_support import (
     LONG,
     build_demo_db,
     fixed_now,
-    restore_tz,
     session_id,
-    use_utc,
     wait_for_find,
 )
 
@@ -31,15 +29,6 @@ from tests.tui_support import (
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_demo_db(tmp_path_factory.mktemp("find"), long_turns=60)  # still two compactions
-
-
-@pytest.fixture(autouse=True)
-def no_real_logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "no-claude"))
-    monkeypatch.setenv("THREADLOOM_KEYMAP", str(tmp_path / "no-keymap.toml"))
-    previous = use_utc()
-    yield
-    restore_tz(previous)
 
 
 def make_app(db: Path) -> ThreadloomApp:

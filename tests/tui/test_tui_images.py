@@ -8,7 +8,7 @@ import base64
 import io
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -21,7 +21,7 @@ from threadloom.tui.messages import MessageView
 from threadloom.tui.screens import HelpScreen
 
 from tests.conftest import Transcript, ingest
-from tests.tui_support import fixed_now, restore_tz, use_utc
+from tests.tui_support import fixed_now
 
 SID = "ffffffff-1111-4222-8333-000000000001"
 
@@ -36,15 +36,6 @@ def png(width: int, height: int, colour: tuple[int, int, int]) -> bytes:
 def image_block(data: bytes | str) -> dict:
     text = data if isinstance(data, str) else base64.b64encode(data).decode()
     return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": text}}
-
-
-@pytest.fixture(autouse=True)
-def no_real_logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "no-claude"))
-    monkeypatch.setenv("THREADLOOM_KEYMAP", str(tmp_path / "no-keymap.toml"))
-    previous = use_utc()
-    yield
-    restore_tz(previous)
 
 
 @pytest.fixture
