@@ -31,7 +31,7 @@ from threadloom.core.text import human_tokens
 from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import FilterInput, NodeRef, ProjectList, SessionTree
 from threadloom.tui.render import count_of, plain_title, short_model
-from threadloom.tui.screens import HelpScreen, RawJsonScreen
+from threadloom.tui.screens import HelpScreen, RawJsonScreen, key_rows
 from threadloom.tui.settings import Settings, save_settings, settings_path
 
 if TYPE_CHECKING:
@@ -646,28 +646,8 @@ class BrowserScreen(Screen[None]):
     def show_help(self) -> None:
         """The keys of the focused pane, then those that work everywhere (after user remaps)."""
         pane = self.focused_pane
-        focused = self.query_one(f"#{pane}")
-        pane_keys: dict[tuple[str, str], list[str]] = {}
-        global_keys: dict[tuple[str, str], list[str]] = {}
-        meta: dict[tuple[str, str], tuple[str, str]] = {}
-        for key, active in self.active_bindings.items():
-            binding = active.binding
-            if active.node is focused:
-                target = pane_keys
-            elif active.node is self.app or active.node is self:
-                target = global_keys
-            else:
-                continue
-            name = binding.id or binding.action
-            target.setdefault((name, binding.action), []).append(
-                self.app.get_key_display(binding.with_key(key))
-            )
-            meta[(name, binding.action)] = (binding.tooltip or binding.description, binding.id or "")
-
-        def rows(found: dict[tuple[str, str], list[str]]) -> list[tuple[str, str, str]]:
-            return [(", ".join(keys), meta[k][0], meta[k][1]) for k, keys in found.items()]
-
-        self.app.push_screen(HelpScreen(PANE_NAMES[pane], rows(pane_keys), rows(global_keys)))
+        pane_keys, global_keys = key_rows(self, self.query_one(f"#{pane}"), (self.app, self))
+        self.app.push_screen(HelpScreen(PANE_NAMES[pane], pane_keys, global_keys))
 
     def pane_commands(self) -> Iterator[SystemCommand]:
         """The palette's commands for the focused pane."""

@@ -1367,24 +1367,10 @@ class ForkPicker(ModalScreen[None]):
         self._reveal("#fork-status")
 
     def action_help(self) -> None:
-        from threadloom.tui.screens import HelpScreen
+        from threadloom.tui.screens import HelpScreen, key_rows
 
         focused = self.focused
-        own: dict[tuple[str, str], list[str]] = {}
-        everywhere: dict[tuple[str, str], list[str]] = {}
-        meta: dict[tuple[str, str], tuple[str, str]] = {}
-        for key, active in self.active_bindings.items():
-            binding = active.binding
-            target = everywhere if active.node is self else own if active.node is focused else None
-            if target is None:
-                continue
-            name = (binding.id or binding.action, binding.action)
-            target.setdefault(name, []).append(self.app.get_key_display(binding.with_key(key)))
-            meta[name] = (binding.tooltip or binding.description, binding.id or "")
-
-        def rows(found: dict[tuple[str, str], list[str]]) -> list[tuple[str, str, str]]:
-            return [(", ".join(keys), meta[k][0], meta[k][1]) for k, keys in found.items()]
-
+        own, everywhere = key_rows(self, focused)
         where = (
             "the list"
             if isinstance(focused, PointList)
@@ -1397,8 +1383,8 @@ class ForkPicker(ModalScreen[None]):
         self.app.push_screen(
             HelpScreen(
                 f"Fork picker · {where}",
-                rows(own),
-                rows(everywhere),
+                own,
+                everywhere,
                 everywhere_title="Anywhere in the picker",
             )
         )

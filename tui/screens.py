@@ -65,15 +65,17 @@ class HelpScreen(ModalScreen[None]):
 
 
 def key_rows(
-    screen: Screen[Any], own: DOMNode | None
+    screen: Screen[Any], own: DOMNode | None, around: tuple[DOMNode, ...] = ()
 ) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
     """(key, description, binding id) rows of `screen`'s active keys for `HelpScreen`: those of the
-    widget `own`, then the screen's own (after user remaps), each action once with all its keys."""
+    widget `own`, then those of `around` (the screen itself when not given), after user remaps,
+    each action once with all its keys."""
+    around = around or (screen,)
     found: tuple[dict[tuple[str, str], list[str]], dict[tuple[str, str], list[str]]] = ({}, {})
     meta: dict[tuple[str, str], tuple[str, str]] = {}
     for key, active in screen.active_bindings.items():
         binding = active.binding
-        target = found[0] if active.node is own else found[1] if active.node is screen else None
+        target = found[0] if active.node is own else found[1] if active.node in around else None
         if target is None:
             continue
         name = (binding.id or binding.action, binding.action)
