@@ -25,9 +25,10 @@ from textual.css.scalar import Unit
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Footer, Input, Label, OptionList, ProgressBar, Static, Tree
+from textual.widgets import Input, Label, OptionList, ProgressBar, Static, Tree
 from threadloom.core import browse
 from threadloom.core.text import human_tokens
+from threadloom.tui.footer import KeyFooter
 from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import FilterInput, NodeRef, ProjectList, SessionTree
 from threadloom.tui.render import count_of, plain_title, short_model
@@ -123,7 +124,7 @@ class BrowserScreen(Screen[None]):
         with Horizontal(id="ingest-bar"):
             yield Label("", id="ingest-label")
             yield ProgressBar(id="ingest-progress", show_eta=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one(ProjectList).border_title = "Projects"

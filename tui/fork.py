@@ -35,7 +35,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input, OptionList, Static
+from textual.widgets import Button, Input, OptionList, Static
 from textual.widgets.option_list import Option
 from threadloom.core import browse
 from threadloom.core.adapters import ADAPTERS
@@ -53,6 +53,7 @@ from threadloom.core.fork import (
 from threadloom.core.query import SessionSummary, get_session
 from threadloom.core.text import printable
 from threadloom.tui.events import AgentRan, ForkWritten
+from threadloom.tui.footer import KeyFooter
 from threadloom.tui.panes import fit
 from threadloom.tui.render import ROLE_STYLE, STATUS, plain_title, short_model, when
 
@@ -397,7 +398,7 @@ class ForkPicker(ModalScreen[None]):
                 yield ActionButton("Copy again", id="fork-copy", compact=True)
             yield Static(id="fork-notes")
             yield Static(id="fork-status")
-        yield Footer()
+        yield KeyFooter()
 
     def on_resize(self) -> None:
         from threadloom.tui.browser import NARROW

@@ -26,12 +26,13 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 from threadloom.core.search import Hit, SearchResult
 from threadloom.core.text import SEARCH_HELP, human_when
 from threadloom.tui.events import OpenForkPicker, SearchClosed, SearchHitChosen
+from threadloom.tui.footer import KeyFooter
 from threadloom.tui.panes import fit
 from threadloom.tui.render import ROLE_STYLE
 
@@ -154,7 +155,7 @@ class SearchScreen(Screen[None]):
             yield ResultsList(id="search-results")
             yield Static(id="search-help")
         yield Static(Text(HINT, style="dim"), id="search-hint")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._show_status()

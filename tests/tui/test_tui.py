@@ -582,7 +582,11 @@ async def test_warmup_agents_hidden_until_asked(demo_db: Path) -> None:
         header = next(n for n in tree.root.children if n.data.session.title.startswith("The header"))
         assert not header.allow_expand
         tree.focus()
-        await pilot.press("w")
+        before = tree.cursor_node.data.session.id
+        await pilot.press("w")  # the cursor goes back to its session once the new rows are laid out
+        await until(
+            pilot, lambda: tree.cursor_node is not None and tree.cursor_node.data.session.id == before
+        )
         header = next(n for n in tree.root.children if n.data.session.title.startswith("The header"))
         tree.load_children(header)
         assert [c.data.session.is_warmup for c in header.children] == [True]
