@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
 
 KeySignature = tuple[tuple[object, ...], ...]
 
@@ -12,7 +14,9 @@ class KeyFooter(Footer):
     """Textual's Footer rebuilds all its key widgets (each styled anew) whenever the screen's
     bindings are refreshed: on every focus change and every `refresh_bindings`, although most of
     them leave the shown keys as they were. That rebuild was the costliest part of a focus change.
-    This one compares what it would show with what it shows and rebuilds only on a difference."""
+    This one compares what it would show with what it shows and rebuilds only on a difference,
+    and its keys start as compact as the footer is, instead of restyling themselves twice as
+    they mount (compact by default, then bound to the footer's setting)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -34,3 +38,9 @@ class KeyFooter(Footer):
                 return
             self._shown = shown
         super().bindings_changed(screen)
+
+    def compose(self) -> ComposeResult:
+        for widget in super().compose():
+            if isinstance(widget, FooterKey) and not widget.has_class("-command-palette"):
+                widget.set_reactive(FooterKey.compact, self.compact)  # what its binding sets
+            yield widget
