@@ -454,12 +454,17 @@ class SessionTree(Tree[NodeRef]):
                 self.load_children(node)
                 node.expand()
                 stack.extend(node.children)
-        # once the new rows are laid out: a node added just now has no line yet, and the cursor
-        # went to the top (Warmups toggled with `w` lost the session the cursor was on)
-        if target is not None:
-            self.call_after_refresh(self.move_cursor, target)
-        elif self.root.children:
-            self.call_after_refresh(self.move_cursor, self.root.children[0])
+        if target is None and self.root.children:
+            target = self.root.children[0]
+        if target is None:
+            return
+        # now, so that a key pressed next moves from there: Textual numbers the new rows lazily, and
+        # a node without a number would send the cursor to the top (`w` lost the session it was on,
+        # and a key pressed before the next refresh was undone by a deferred move); once the rows
+        # are laid out it is scrolled into view
+        if self.last_line >= 0:  # reading it numbers the rows
+            self.move_cursor(target)
+        self.call_after_refresh(self.scroll_to_node, target, False)
 
     def move_cursor(self, node: TreeNode[NodeRef] | None, animate: bool = False) -> None:
         super().move_cursor(node, animate)
