@@ -1,17 +1,16 @@
 """threadloom's Textual app: the hub between the browser, search and the fork picker.
 
-The app owns what outlives a screen: the database connection it opens and closes, the key
-bindings and the palette, and the background work (`threadloom.tui.workers`), whose ends come back
-through one `on_worker_state_changed` as past-tense messages. Screens never call into it: they post
-the messages of `threadloom.tui.events`, which are all handled here, and the app tells the browsing
-screen (`threadloom.tui.browser`) what to show.
+The app owns what outlives a screen. Its archive side (`threadloom.tui.archive`) keeps the
+database, the ingest and the background work (`threadloom.tui.workers`), whose ends come back
+through one `on_worker_state_changed` as past-tense messages; this module adds the key bindings,
+the palette and the screens. Screens never call into the app: they post the messages of
+`threadloom.tui.events`, which are all handled on it, and the app tells the browsing screen
+(`threadloom.tui.browser`) what to show.
 """
 
 from __future__ import annotations
 
 import shutil
-import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -19,16 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual import events
-from textual.app import App, SystemCommand
+from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.worker import Worker
 from threadloom.core import browse
 from threadloom.tui import workers
+from threadloom.tui.archive import ArchiveApp
 from threadloom.tui.browser import BrowserScreen, layout_classes
 from threadloom.tui.events import (
-    AgentRan,
-    ForkWritten,
     OpenForkPicker,
     OpenProject,
     OpenSession,
@@ -37,24 +34,13 @@ from threadloom.tui.events import (
 )
 from threadloom.tui.keymap import keymap_path, load_keymap, unknown_ids
 from threadloom.tui.render import NO_CONTROLS
-from threadloom.tui.screens import ErrorScreen, HelpScreen
-from threadloom.tui.workers import (
-    Exported,
-    Followed,
-    ForkIngested,
-    Ingested,
-    IngestProgressed,
-    IngestStatus,
-    RecordsLoaded,
-    RootsChanged,
-)
+from threadloom.tui.screens import HelpScreen
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from textual.command import Provider
     from textual.filter import LineFilter
-    from threadloom.core.ingest import IngestReport, RootWatch
     from threadloom.tui.search import SearchScreen
 
 BROWSER_ONLY = frozenset(
@@ -74,12 +60,10 @@ BROWSER_ONLY = frozenset(
 )
 
 
-class ThreadloomApp(App[int]):
+class ThreadloomApp(ArchiveApp):
     """Browse every agent session threadloom has archived."""
 
     CSS_PATH = Path(__file__).with_name("app.tcss")
-    FOLLOW_SECONDS = 2.0  # how often the file of the session being read is checked for growth
-    WATCH_SECONDS = 5.0  # how often the agents' folders are checked for new session files
     TITLE = "threadloom"
     COMMANDS = {
         lambda: _palette_provider("ActionsProvider"),
@@ -171,27 +155,11 @@ class ThreadloomApp(App[int]):
         now: Callable[[], float] = time.time,
         demo_long_turns: int | None = None,
     ) -> None:
-        super().__init__()
-        self.db_path = db_path
-        self.sources = [Path(s) for s in sources]
-        self.demo = demo
-        self.ingest_on_start = ingest
-        self.read_only = ""  # why the database cannot be written, when it cannot: browse only
-        self.open_error = ""  # why the database could not be opened: quitting says it and exits 1
+        super().__init__(
+            db_path=db_path, sources=sources, demo=demo, ingest=ingest, demo_long_turns=demo_long_turns
+        )
         self.now = now
-        self.demo_long_turns = demo_long_turns
-        self.conn: sqlite3.Connection | None = None
-        self.first_load = False  # a first load is filling an empty database
-        self.load_reader = False  # self.conn is a read-only connection opened during that load
-        self.temp_dir: Path | None = None
-        self.cancel_event = threading.Event()
-        self.ingesting = False
-        self.last_report: IngestReport | None = None
-        self.follower = workers.Follower()
-        self.root_watch: RootWatch | None = None  # the folders the last ingest looked in
-        self.browser: BrowserScreen  # made by get_default_screen
         self.search_screen: SearchScreen | None = None
-        self._rescan_asked = False  # Ctrl+R: the ingest's end is reported even when nothing was new
 
     # ------------------------------------------------------------------ screens and start-up
 
@@ -214,8 +182,7 @@ class ThreadloomApp(App[int]):
         await self.browser.composed.wait()
         self._load_settings()
         self.browser.apply_layout(self.size.width)
-        self.set_interval(self.FOLLOW_SECONDS, self._follow_open_session)
-        self.set_interval(self.WATCH_SECONDS, self.watch_roots)
+        self.keep_watch()
         if self.demo:
             self._start_demo()
             return
@@ -267,266 +234,6 @@ class ThreadloomApp(App[int]):
 
     def on_resize(self, event: events.Resize) -> None:
         self.browser.apply_layout(event.size.width)
-
-    # ------------------------------------------------------------------ the database
-
-    def _upgrade_pending(self) -> bool:
-        """A database of an older schema has its sessions rebuilt from its stored records (a minute
-        or more at 1 GB): the ingest worker does it, with the screen up and saying so, before the
-        panes read them (with --no-ingest too, reading no logs)."""
-        from threadloom.core.db import upgrade_due
-
-        return bool(self.db_path is not None and not self.read_only and upgrade_due(self.db_path))
-
-    def _check_writable(self) -> None:
-        """A database the user made read-only (or on a read-only disk) is browsed as it is: no
-        ingest, never a chmod; the notice says why and how to add to it."""
-        from threadloom.core.db import LedgerError, check_writable
-
-        assert self.db_path is not None
-        try:
-            check_writable(self.db_path)
-        except LedgerError as exc:
-            self.read_only = str(exc)
-            self.ingest_on_start = False
-            self.notify(
-                f"{exc} Browsing only: nothing is ingested.",
-                title="Read-only archive",
-                severity="warning",
-                timeout=12,
-            )
-
-    def _open_database(self, *, readonly: bool = False) -> None:
-        from threadloom.core.db import LedgerError, connect, open_for_reading
-
-        if self.conn is not None:
-            return
-        try:
-            self.conn = (
-                open_for_reading(self.db_path) if self.read_only else connect(self.db_path, readonly=readonly)
-            )
-        except LedgerError as exc:
-            self._cannot_open(exc)
-            return
-        self.open_error = ""
-        self.load_reader = readonly
-        self.browser.use_connection(self.conn)
-        self.browser.refresh_panes()
-
-    def _cannot_open(self, error: Exception) -> None:
-        """The database is damaged, locked or unreadable: its message says what to do."""
-        self.open_error = str(error)
-        self.push_screen(ErrorScreen("Cannot open the database", self.open_error, "q quits, Esc closes"))
-
-    def _end_load_reader(self) -> None:
-        """The first load is over: browse through an ordinary connection from now on."""
-        if not self.load_reader or self.conn is None:
-            return
-        reader, self.conn = self.conn, None
-        self.load_reader = False
-        self._open_database()
-        self.browser.use_connection(self.conn, replacing=reader)
-        reader.close()
-
-    def on_unmount(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
-        if self.temp_dir is not None and not self.ingesting:
-            shutil.rmtree(self.temp_dir, ignore_errors=True)
-
-    # ------------------------------------------------------------------ the ingest
-
-    def start_ingest(self, *, demo_dir: Path | None = None, read_logs: bool = True) -> None:
-        if self.ingesting:
-            return
-        if self.read_only and demo_dir is None:
-            self.notify(self.read_only, title="Read-only archive", severity="warning", timeout=8)
-            return
-        self.ingesting = True
-        self.refresh_bindings()
-        self.cancel_event = threading.Event()
-        self.browser.ingest_started("Writing the demo archive" if demo_dir else "Reading agent logs")
-        assert self.db_path is not None
-        work = partial(
-            workers.ingest,
-            self.post_message,
-            self.db_path,
-            list(self.sources) if read_logs else [],
-            demo_dir=demo_dir,
-            demo_long_turns=self.demo_long_turns,
-            cancel=self.cancel_event,
-            read_logs=read_logs,
-        )
-        workers.start(self, workers.INGEST, work)
-
-    def _start_demo(self) -> None:
-        from threadloom.core.demo import claim_demo_dir
-
-        self.temp_dir = claim_demo_dir()
-        self.db_path = self.temp_dir / "demo.db"
-        self.sources = []
-        self.browser.sources = []
-        self.title = "threadloom · demo"
-        self.start_ingest(demo_dir=self.temp_dir / "archive")
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """The one router of the app's workers: each that ends comes back as its past-tense message."""
-        message = workers.finished(event.worker, event.state)
-        if message is not None:
-            self.post_message(message)
-
-    def on_ingest_status(self, event: IngestStatus) -> None:
-        self.browser.show_status(event.text)
-        self.first_load = self.first_load or event.first_load
-        if event.database_ready and self.conn is None:
-            self._open_database(readonly=self.first_load)
-
-    def on_ingest_progressed(self, event: IngestProgressed) -> None:
-        from threadloom.core.ingest import INDEXING
-
-        p = event.progress
-        self.browser.show_progress(p)
-        if p.path == INDEXING:
-            return
-        if self.conn is None and self.first_load and p.files_done > 0:
-            # the load is under way (its files are being written in ~1 s transactions): browse
-            # what is in meanwhile, read-only, rather than wait a minute for a large archive
-            self._open_database(readonly=True)
-        self.browser.refresh_while_loading(load_reader=self.load_reader)
-
-    def on_records_loaded(self, event: RecordsLoaded) -> None:
-        report = event.report
-        self._keep_report(report)
-        self.first_load = False
-        self._end_load_reader()
-        if self.conn is None:
-            self._open_database()
-        self.browser.refresh_panes()
-        if report.files_read:
-            self.notify(
-                f"{report.files_read:,} files read ({report.bytes_read / 1e6:,.1f} MB), "
-                f"{report.sessions:,} sessions updated in {report.seconds:.1f} s",
-                title="Ingest done",
-            )
-        elif self._rescan_asked:  # Ctrl+R: say that it looked, even when nothing was new
-            self.notify(
-                f"No new or changed agent logs ({report.files_seen:,} files checked)",
-                title="Rescan",
-                timeout=3,
-            )
-        self._rescan_asked = False
-        if report.errors:
-            self.notify(
-                f"{len(report.errors)} files could not be read; first: {report.errors[0]}",
-                title="Ingest errors",
-                severity="error",
-                timeout=10,
-            )
-
-    def _keep_report(self, report: IngestReport) -> None:
-        from threadloom.core.ingest import RootWatch
-
-        self.last_report = report
-        self.browser.roots = report.roots  # what the empty state says was looked in
-        watching = self.ingest_on_start and not self.demo and self.temp_dir is None
-        if watching and (self.root_watch is None or self.root_watch.roots != report.roots):
-            self.root_watch = RootWatch(report.roots)
-
-    def on_ingested(self, event: Ingested) -> None:
-        self.ingesting = False
-        self.first_load = False
-        self.browser.ingest_ended()
-        if event.error is not None and self.load_reader and self.conn is not None:
-            # a first load that failed is started afresh by the next launch: show none of it
-            self.browser.forget_load()
-            self.conn.close()
-            self.conn, self.load_reader = None, False
-            self.browser.use_connection(None)
-        self._end_load_reader()  # a first load cancelled half-way: what is in stays browsable
-        self.refresh_bindings()
-        if event.error is not None:
-            from threadloom.core.db import LedgerError
-
-            error = event.error
-            if isinstance(error, LedgerError) and self.conn is None:  # it never opened: not the logs
-                self._cannot_open(error)
-                return
-            self.push_screen(
-                ErrorScreen(
-                    "Reading agent logs failed",
-                    f"{type(error).__name__}: {error}",
-                    "What was read before the error is kept. Ctrl+R tries again; "
-                    "`threadloom ingest` shows the same error on the command line.",
-                )
-            )
-            self.browser.refresh_panes()
-            return
-        report = event.report
-        if report is None:  # cancelled before it had a report
-            self.browser.refresh_panes()
-            return
-        self._keep_report(report)
-        if self.conn is None:
-            self._open_database()
-        self.browser.refresh_panes()
-        if report.cancelled and report.index_complete is False:
-            self.notify(
-                "Search indexing paused; it continues on the next launch. Until then search "
-                "finds older records only.",
-                severity="warning",
-            )
-        elif report.cancelled:
-            self.notify(
-                f"Ingest cancelled after {report.files_read:,} files; what was read is kept.",
-                severity="warning",
-            )
-        elif report.index_complete:
-            self.notify(f"Search index complete in {report.index_seconds:.1f} s", timeout=3)
-
-    # ------------------------------------------------------------------ following a live session
-
-    def _follow_open_session(self) -> None:
-        """Every FOLLOW_SECONDS: when the file of the session being read has grown (its agent is
-        still at work), read what was added, and show it."""
-        session_id = self.browser.whole_session_open
-        if (
-            self.conn is None
-            or self.db_path is None
-            or self.ingesting
-            or self.load_reader
-            or session_id is None
-            or any(w.group == workers.FOLLOW.group and w.is_running for w in self.workers)
-        ):
-            return
-        path = self.follower.grown(self.conn, session_id)
-        if path is not None:
-            workers.start(self, workers.FOLLOW, partial(workers.follow, self.db_path, path, session_id))
-
-    def watch_roots(self) -> None:
-        """Every WATCH_SECONDS: a session file added where the agents write (a session started in
-        another terminal) is read in, as Ctrl+R would, without being asked. Not with --no-ingest,
-        nor on the demo or a read-only archive; the check runs in a thread."""
-        if (
-            self.root_watch is None
-            or self.conn is None
-            or self.ingesting
-            or self.load_reader
-            or self.read_only
-            or any(w.group == workers.WATCH.group and w.is_running for w in self.workers)
-        ):
-            return
-        workers.start(self, workers.WATCH, self.root_watch.changed)
-
-    def on_roots_changed(self, event: RootsChanged) -> None:
-        if not self.ingesting:
-            self.start_ingest()
-
-    def on_followed(self, event: Followed) -> None:
-        if self.conn is None or not event.report.records_added:
-            return
-        self.browser.refresh_panes()
-        self.browser.session_grew(event.session_id)
 
     # ------------------------------------------------------------------ search
 
@@ -629,12 +336,6 @@ class ThreadloomApp(App[int]):
             entry_id = rows[0].entry_id if rows else None
         self.push_screen(ForkPicker(self.conn, self.db_path, session_id, entry_id=entry_id, turn_id=turn_id))
 
-    def on_fork_written(self, event: ForkWritten) -> None:
-        """Read a fork threadloom just wrote, so it shows in the tree (under its source, too)."""
-        if self.db_path is not None:
-            work = partial(workers.read_files, self.db_path, [event.path])
-            workers.start(self, workers.FORK_INGEST, work)
-
     def action_export(self) -> None:
         """`E`: the open session as one self-contained HTML page, in the folder threadloom runs in."""
         session_id, db_path = self.browser.open_session_id, self.db_path
@@ -660,37 +361,6 @@ class ThreadloomApp(App[int]):
             self.call_after_refresh(lambda: view.go_to_seq(seq) if view.session_id == session_id else None)
 
         self.push_screen(SignalsScreen(self.conn, session_id), show)
-
-    def on_exported(self, event: Exported) -> None:
-        if event.error is not None or event.path is None:
-            self.notify(
-                f"Could not export the session: {event.error}", title="Export", severity="error", timeout=10
-            )
-            return
-        self.notify(f"Wrote {event.path}", title="Export", timeout=6)
-
-    def on_fork_ingested(self, event: ForkIngested) -> None:
-        if event.error is not None:
-            self.notify(
-                f"The fork was written but could not be read back: {event.error}",
-                title="Fork",
-                severity="error",
-                timeout=10,
-            )
-            return
-        self.browser.refresh_panes()
-        if event.report is not None and event.report.sessions:
-            self.notify(
-                "The fork is in the session tree, beside and under its source.", title="Fork", timeout=4
-            )
-
-    def on_agent_ran(self, event: AgentRan) -> None:
-        """An agent started from the fork picker has ended: read what it wrote (a new session, or
-        the resumed one grown), as Ctrl+R does; the demo archive does not change."""
-        if self.demo or self.temp_dir is not None or self.read_only:
-            self.browser.refresh_panes()
-        else:
-            self.start_ingest()
 
     # ------------------------------------------------------------------ actions
 
@@ -727,28 +397,6 @@ class ThreadloomApp(App[int]):
             self.exit(return_code=1, message=f"threadloom: {self.open_error}")
         else:
             self.exit()
-
-    def action_cancel_ingest(self) -> None:
-        if self.ingesting:
-            self.cancel_event.set()
-            self.notify("Cancelling after the current file…", timeout=2)
-
-    def action_rescan(self) -> None:
-        if self.ingesting:
-            self.notify("Already reading agent logs", timeout=2)
-        elif self.demo or self.temp_dir is not None:
-            self.notify("The demo archive does not change", timeout=2)
-        else:
-            self._rescan_asked = True
-            self.start_ingest()
-
-    def action_open_demo(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
-            self.browser.use_connection(None)
-        self.demo = True
-        self._start_demo()
 
     def action_back(self) -> None:  # type: ignore[override]  # replaces Textual's own (async) back action
         """Esc (or Backspace) in a subagent opened from its Task call: back to that call."""
