@@ -7,11 +7,11 @@ list of `DiffLine`s: the terminal viewer colours them, an export writes them as 
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from threadloom.core.render import HUNK_GAP, diff_rows
-
+HUNK_GAP = "⋯"  # between two hunks of one edit
 EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit", "apply_patch")
 
 LineKind = Literal["file", "hunk", "added", "removed", "context"]
@@ -89,7 +89,7 @@ def _codex_patch(patch: str) -> list[DiffLine]:
 
 
 def diff_between(old: list[str], new: list[str]) -> list[DiffLine]:
-    """The lines turning `old` into `new` (see `core.render.diff_rows`)."""
+    """The lines turning `old` into `new` (see `diff_rows`)."""
     return [DiffLine("hunk", row) if row == HUNK_GAP else _line(row) for row in diff_rows(old, new)]
 
 
@@ -99,3 +99,18 @@ def _line(line: str) -> DiffLine:
     if line.startswith("-"):
         return DiffLine("removed", line)
     return DiffLine("context", line)
+
+
+def diff_rows(old: list[str], new: list[str]) -> list[str]:
+    """The rows (" kept", "-removed", "+added") turning `old` into `new`, two lines of context. The
+    hunks' line numbers would count from the start of the snippet, not of the file: hunks are only
+    set apart by HUNK_GAP. Nothing old (a new file): every line added."""
+    if not old:
+        return [f"+{line}" for line in new]
+    rows: list[str] = []
+    for line in list(difflib.unified_diff(old, new, lineterm="", n=2))[2:]:
+        if not line.startswith("@@"):
+            rows.append(line)
+        elif rows:
+            rows.append(HUNK_GAP)
+    return rows

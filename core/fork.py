@@ -36,6 +36,7 @@ from threadloom.core.adapters import ADAPTERS
 from threadloom.core.adapters.base import Adapter, ResumeTarget
 from threadloom.core.adapters.base import ForkError as ForkError  # re-exported: adapters raise it too
 from threadloom.core.adapters.base import checked_id as _checked_id
+from threadloom.core.rows import builder, value
 from threadloom.core.text import one_line, readable
 
 if TYPE_CHECKING:
@@ -211,47 +212,39 @@ class ForkPlan:
 
 
 # a turn as `fork_points` selects it
-_TurnRow = tuple[
-    str,  # id
-    str | None,  # last_entry_uuid
-    int,  # sequence
-    int | None,  # timestamp
-    str | None,  # model
-    int,  # tool_call_count
-    str | None,  # parent_turn_id
-    str | None,  # the prompt's content
-    str | None,  # the response's content
-    int | None,  # the prompt's entry id
-    int | None,  # the last record's entry id
-]
 
 
 def fork_points(
     conn: sqlite3.Connection, session_id: str, around_entry: int | None = None
 ) -> list[ForkPoint]:
     """The turns of the branch through `around_entry` (or of the latest branch), oldest first."""
-    turns: dict[str, _TurnRow] = {
-        r[0]: r
-        for r in conn.execute(
-            "SELECT t.id, t.last_entry_uuid, t.sequence, t.timestamp, t.model, t.tool_call_count, t.parent_turn_id, "
-            # `+session_id`: look the records up by uuid (ix_entries_uuid), not by scanning the session
-            "(SELECT content FROM entries WHERE uuid = t.id AND +session_id = t.session_id LIMIT 1), "
-            "(SELECT content FROM entries WHERE uuid = t.response_message_id AND +session_id = t.session_id LIMIT 1), "
-            "(SELECT id FROM entries WHERE uuid = t.id AND +session_id = t.session_id LIMIT 1), "
-            "(SELECT id FROM entries WHERE uuid = t.last_entry_uuid AND +session_id = t.session_id "
-            "AND dup_of IS NULL LIMIT 1) "
-            "FROM agent_turns t WHERE t.session_id = ?",
-            (session_id,),
-        )
-    }
+    cursor = conn.execute(
+        "SELECT t.id AS turn_id, t.last_entry_uuid AS cut_uuid, t.sequence, t.timestamp, t.model, "
+        "t.tool_call_count, t.parent_turn_id, "
+        # `+session_id`: look the records up by uuid (ix_entries_uuid), not by scanning the session
+        "(SELECT content FROM entries WHERE uuid = t.id AND +session_id = t.session_id LIMIT 1) AS prompt, "
+        "(SELECT content FROM entries WHERE uuid = t.response_message_id AND +session_id = t.session_id "
+        "LIMIT 1) AS reply, "
+        "(SELECT id FROM entries WHERE uuid = t.id AND +session_id = t.session_id LIMIT 1) AS entry_id, "
+        "(SELECT id FROM entries WHERE uuid = t.last_entry_uuid AND +session_id = t.session_id "
+        "AND dup_of IS NULL LIMIT 1) AS cut_entry_id "
+        "FROM agent_turns t WHERE t.session_id = ?",
+        (session_id,),
+    )
+    as_point = builder(cursor, ForkPoint)  # the texts are shortened below, for the list
+    turns = {point.turn_id: point for point in map(as_point, cursor)}
     if not turns:
         return []
+
+    def latest(turn: ForkPoint) -> tuple[int, int]:
+        return (turn.timestamp or 0, turn.sequence)
+
     start = None
     if around_entry is not None:
-        row = conn.execute("SELECT turn_id FROM entries WHERE id = ?", (around_entry,)).fetchone()
-        start = row[0] if row and row[0] in turns else None
+        start = value(conn, "SELECT turn_id FROM entries WHERE id = ?", (around_entry,))
+        start = start if start in turns else None
     if start is None:
-        start = max(turns.values(), key=lambda r: (r[3] or 0, r[2]))[0]
+        start = max(turns.values(), key=latest).turn_id
     # the branch: ancestors of `start`, then its latest descendants
     chain = []
     seen = set()
@@ -259,38 +252,24 @@ def fork_points(
     while node in turns and node not in seen:
         seen.add(node)
         chain.append(node)
-        node = turns[node][6]
+        node = turns[node].parent_turn_id
     chain.reverse()
-    children: dict[str | None, list[_TurnRow]] = {}
-    for r in turns.values():
-        children.setdefault(r[6], []).append(r)
+    children: dict[str | None, list[ForkPoint]] = {}
+    for turn in turns.values():
+        children.setdefault(turn.parent_turn_id, []).append(turn)
     node = start
     while children.get(node):
-        nxt = max(children[node], key=lambda r: (r[3] or 0, r[2]))[0]
+        nxt = max(children[node], key=latest).turn_id
         if nxt in seen:
             break
         seen.add(nxt)
         chain.append(nxt)
         node = nxt
-    out = []
-    for tid in chain:
-        r = turns[tid]
-        out.append(
-            ForkPoint(
-                tid,
-                r[1],
-                r[2],
-                one_line(readable(r[7]), 120),
-                one_line(r[8], 120),
-                r[3],
-                r[4],
-                r[5],
-                r[6],
-                r[9],
-                r[10],
-            )
-        )
-    return out
+    points = [turns[turn_id] for turn_id in chain]
+    for point in points:
+        point.prompt = one_line(readable(point.prompt), 120)
+        point.reply = one_line(point.reply, 120)
+    return points
 
 
 def fork_messages(conn: sqlite3.Connection, session_id: str, turn_ids: list[str]) -> list[ForkMessage]:
@@ -315,28 +294,19 @@ def fork_messages(conn: sqlite3.Connection, session_id: str, turn_ids: list[str]
     first, last = min(r[0] for r in rows), max(r[0] for r in rows)
     calls: dict[int, list[ToolCall]] = {}
     results: set[int] = set()
-    row: tuple[
-        int | None,  # entry_id, then ToolCall's other fields in their order
-        str,  # id
-        str,  # tool_name
-        str | None,  # params_json
-        str | None,  # result_json
-        str | None,  # status
-        str | None,  # child_session_id
-        int | None,  # started_at
-        int | None,  # completed_at
-        int | None,  # result_entry_id
-    ]
-    for row in conn.execute(
-        "SELECT entry_id, id, tool_name, params_json, result_json, status, child_session_id, started_at, "
-        "completed_at, result_entry_id FROM agent_tool_calls WHERE session_id = ? AND ("
+    cursor = conn.execute(
+        "SELECT entry_id, id, tool_name AS name, params_json, result_json, status, child_session_id, "
+        "started_at, completed_at, result_entry_id FROM agent_tool_calls WHERE session_id = ? AND ("
         "entry_id BETWEEN ? AND ? OR result_entry_id BETWEEN ? AND ?) ORDER BY entry_id, tool_number",
         (session_id, first, last, first, last),
-    ):
-        if row[9] is not None:
-            results.add(row[9])
-        if row[0] is not None and first <= row[0] <= last:
-            calls.setdefault(row[0], []).append(ToolCall(*row[1:], entry_id=row[0]))
+    )
+    as_call = builder(cursor, ToolCall)
+    for row in cursor:
+        call = as_call(row)
+        if call.result_entry_id is not None:
+            results.add(call.result_entry_id)
+        if call.entry_id is not None and first <= call.entry_id <= last:
+            calls.setdefault(call.entry_id, []).append(call)
     fill_tool_io(conn, [c for own in calls.values() for c in own])
     out: list[ForkMessage] = []
     for eid, turn_id, uuid, role, etype, subtype, is_meta, content, thinking, ts, message_id, summary in rows:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 import shlex
 import sqlite3
@@ -14,6 +13,7 @@ import orjson
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
+from threadloom.core.diffs import diff_rows
 from threadloom.core.images import describe
 from threadloom.core.markdown import has_markup, render_markdown
 from threadloom.core.query import SessionSummary, ToolCall, children_of, get_session, messages
@@ -23,7 +23,6 @@ OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")  # window titles, links:
 ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "system": "dim"}
 # Aider's edit blocks (its "diff" edit format), written by the model in its answer
 EDIT_SEARCH, EDIT_DIVIDER, EDIT_REPLACE = "<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE"
-HUNK_GAP = "⋯"
 DIFF_STYLE = {"+": "green", "-": "red"}
 STATUS_MARK = {"completed": "✓", "failed": "✗", "rejected": "⊘", "interrupted": "⏹", "pending": "…"}
 
@@ -215,21 +214,6 @@ def _content(role: str | None, content: str, markdown: bool = True) -> Renderabl
 def spaced(parts: list[RenderableType]) -> Group:
     """`parts` one below the other, a blank line between each two."""
     return Group(*(view for i, part in enumerate(parts) for view in ((Text(""), part) if i else (part,))))
-
-
-def diff_rows(old: list[str], new: list[str]) -> list[str]:
-    """The rows (" kept", "-removed", "+added") turning `old` into `new`, two lines of context. The
-    hunks' line numbers would count from the start of the snippet, not of the file: hunks are only
-    set apart by HUNK_GAP. Nothing old (a new file): every line added."""
-    if not old:
-        return [f"+{line}" for line in new]
-    rows: list[str] = []
-    for line in list(difflib.unified_diff(old, new, lineterm="", n=2))[2:]:
-        if not line.startswith("@@"):
-            rows.append(line)
-        elif rows:
-            rows.append(HUNK_GAP)
-    return rows
 
 
 def terminal_text(text: str, style: str = "") -> Text:

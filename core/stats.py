@@ -248,16 +248,18 @@ def call_line_counts(name: str, params: dict[str, Any], extra: Any = None) -> li
 def _aider_changes(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
     """The marked Aider sessions' SEARCH/REPLACE blocks that an "Applied edit to" line confirms
     (a block Aider could not apply changed nothing), counted per reply and file."""
+    sessions = [
+        r[0]
+        for r in conn.execute(f"SELECT id FROM agent_sessions WHERE source = 'aider' AND id IN ({PENDING})")
+    ]
+    if not sessions:  # the usual case: nothing to parse, and the renderer (Rich) is not imported
+        return []
     from threadloom.core.diffs import diff_between
     from threadloom.core.render import EditBlock, edit_blocks
     from threadloom.core.undo import APPLIED_EDIT
 
     replies: list[tuple[str, int, str | None, int | None, str]] = []
     applied: dict[tuple[str, str | None], set[str]] = {}
-    sessions = [
-        r[0]
-        for r in conn.execute(f"SELECT id FROM agent_sessions WHERE source = 'aider' AND id IN ({PENDING})")
-    ]
     for sid, eid, turn, ts, role, content in conn.execute(
         "SELECT e.session_id, e.id, e.turn_id, e.timestamp, e.role, e.content FROM entries e "
         "WHERE e.session_id IN (SELECT value FROM json_each(?)) AND e.seq IS NOT NULL AND e.content IS NOT NULL "
