@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 import orjson
 from threadloom.core import search_index
@@ -122,9 +122,38 @@ KNOWN_COLUMNS = (
 # the part of it that tells an unchanged file (a launch reads it for every file; the rest is read
 # only for the files that changed: 7,400 rows in ~25 ms rather than ~40)
 INDEX_COLUMNS = "path, id, size, mtime_ns, status, agent, kind, project_key"
-# a source_files row as each of them reads it
-KnownRow = tuple[str, int, int, int, int | None, int, int, str | None, int | None, str, str, str, str | None]
-IndexRow = tuple[str, int, int, int, str, str, str, str | None]
+
+
+class KnownRow(NamedTuple):
+    """What the last run recorded of a file that must be read (KNOWN_COLUMNS, in their order)."""
+
+    path: str
+    id: int
+    size: int
+    mtime_ns: int
+    inode: int | None
+    bytes_ingested: int
+    lines_ingested: int
+    content_hash: str | None
+    open_tail_offset: int | None  # where the unfinished last line starts, when there is one
+    status: str
+    agent: str
+    kind: str
+    project_key: str | None
+
+
+class IndexRow(NamedTuple):
+    """What the plan of a run reads of every known file (INDEX_COLUMNS, in their order): a
+    tuple, as thousands are read each run, with its columns by name."""
+
+    path: str
+    id: int
+    size: int
+    mtime_ns: int
+    status: str
+    agent: str
+    kind: str
+    project_key: str | None
 
 
 class SourceUnreadable(Exception):
@@ -270,17 +299,17 @@ def discover(
         whole = str(root)
         prefix = whole if not root.is_dir() else whole.rstrip(os.sep) + os.sep
         for path, row in (known or {}).items():
-            if row[4] == "gone" or row[6] == "decoded" or path in found:
+            if row.status == "gone" or row.kind == "decoded" or path in found:
                 continue
             if (path == whole or path.startswith(prefix)) and (
                 folders is None or os.path.dirname(path) in folders
             ):
-                agent = row[5]
+                agent = row.agent
                 if agent not in adapters:  # once per agent: the registry's own lookup is slow per file
                     adapters[agent] = ADAPTERS.get(agent)
                 adapter = adapters[agent]
                 if adapter is not None:
-                    found[path] = (row[5], row[6], row[7], adapter)
+                    found[path] = (row.agent, row.kind, row.project_key, adapter)
 
     for root in roots:
         try:
@@ -384,7 +413,7 @@ def _run_ingest(
         search_index.mark_behind(conn)  # survives a crash: the next run catches the index up
         fast_marker = _enter_fast_load(conn)
     live_marker = fast_marker
-    bytes_total = sum(max(0, p.stat.st_size - (p.row[5] if p.row else 0)) for p in plans)
+    bytes_total = sum(max(0, p.stat.st_size - (p.row.bytes_ingested if p.row else 0)) for p in plans)
     bytes_done = 0
     batch = _Batch(conn)
     gc_was_enabled = gc.isenabled()
@@ -425,7 +454,7 @@ def _run_ingest(
                 ledger.rollback()
                 _record_error(conn, plan, f"{type(exc).__name__}: {exc}")
                 report.errors.append(f"{plan.ref.path}: {type(exc).__name__}: {exc}")
-            planned = max(0, plan.stat.st_size - (plan.row[5] if plan.row else 0))
+            planned = max(0, plan.stat.st_size - (plan.row.bytes_ingested if plan.row else 0))
             bytes_done += planned
             batch.file_done(planned)
         batch.commit()
@@ -619,7 +648,10 @@ def _plan(
     """What this run must read: every discovered file whose size or mtime changed (or is new).
     Also marks files that disappeared as gone. Returns (plans, root snapshots to store)."""
     _apply_rereads(conn)
-    known: dict[str, IndexRow] = {r[0]: r for r in conn.execute(f"SELECT {INDEX_COLUMNS} FROM source_files")}
+    known = {
+        row.path: row
+        for row in map(IndexRow._make, conn.execute(f"SELECT {INDEX_COLUMNS} FROM source_files"))
+    }
     found, snapshots = discover(roots, conn, known, report.errors)
     report.files_seen = len(found)
     plans: list[_Plan] = []
@@ -639,9 +671,14 @@ def _plan(
             report.errors.append(f"{path}: not a regular file ({file_kind(st.st_mode)}); skipped")
             continue
         row = known.get(path)
-        if row is not None and row[2] == st.st_size and row[3] == st.st_mtime_ns and row[4] in ("ok", "gone"):
-            if row[4] == "gone":
-                conn.execute("UPDATE source_files SET status = 'ok', error = NULL WHERE id = ?", (row[1],))
+        if (
+            row is not None
+            and row.size == st.st_size
+            and row.mtime_ns == st.st_mtime_ns
+            and row.status in ("ok", "gone")
+        ):
+            if row.status == "gone":
+                conn.execute("UPDATE source_files SET status = 'ok', error = NULL WHERE id = ?", (row.id,))
             report.files_skipped += 1
             continue
         ref = SourceRef(Path(path), agent, kind, project_key)
@@ -649,8 +686,13 @@ def _plan(
     root_prefixes = tuple(str(r) for r in roots)
     for path, row in known.items():
         on_disk = container_of(path) or path  # a decoded log is gone when the file it came from is
-        if path not in found and path.startswith(root_prefixes) and row[4] != "gone" and _missing(on_disk):
-            conn.execute("UPDATE source_files SET status = 'gone' WHERE id = ?", (row[1],))
+        if (
+            path not in found
+            and path.startswith(root_prefixes)
+            and row.status != "gone"
+            and _missing(on_disk)
+        ):
+            conn.execute("UPDATE source_files SET status = 'gone' WHERE id = ?", (row.id,))
             report.files_gone += 1
     return plans, snapshots
 
@@ -678,10 +720,8 @@ def _storable(path: str) -> bool:
 
 def _known_row(conn: sqlite3.Connection, path: str) -> KnownRow | None:
     """What the last run recorded of one file (KNOWN_COLUMNS), for a file that must be read."""
-    row: KnownRow | None = conn.execute(
-        f"SELECT {KNOWN_COLUMNS} FROM source_files WHERE path = ?", (path,)
-    ).fetchone()
-    return row
+    row = conn.execute(f"SELECT {KNOWN_COLUMNS} FROM source_files WHERE path = ?", (path,)).fetchone()
+    return None if row is None else KnownRow._make(row)
 
 
 def _stat(adapter: Adapter, path: str) -> os.stat_result:
@@ -716,7 +756,7 @@ def _record_error(conn: sqlite3.Connection, plan: _Plan, message: str) -> None:
         )
     else:
         conn.execute(
-            "UPDATE source_files SET status = 'error', error = ? WHERE id = ?", (message, plan.row[1])
+            "UPDATE source_files SET status = 'error', error = ? WHERE id = ?", (message, plan.row.id)
         )
 
 
@@ -832,8 +872,8 @@ def _read_database(conn: sqlite3.Connection, plan: _Plan) -> _Read | None:
         digest.update(r.offset.to_bytes(8, "little", signed=True))
         digest.update(r.raw)
     new_hash = digest.hexdigest()[:32]
-    if row is not None and row[7] == new_hash:
-        _touch(conn, row[1], st)
+    if row is not None and row.content_hash == new_hash:
+        _touch(conn, row.id, st)
         return None
     return _Read(records, True, 0, 0, st.st_size, new_hash, st.st_size)
 
@@ -844,8 +884,8 @@ def _read_document(conn: sqlite3.Connection, plan: _Plan, f: BinaryIO) -> _Read 
     adapter, st, row = plan.adapter, plan.stat, plan.row
     data = f.read(max(0, st.st_size))
     new_hash = hashlib.sha256(data).hexdigest()[:32]
-    if row is not None and row[7] == new_hash:
-        _touch(conn, row[1], st)
+    if row is not None and row.content_hash == new_hash:
+        _touch(conn, row.id, st)
         return None
     try:
         records = adapter.split(data)
@@ -965,7 +1005,7 @@ def _prepare_source_file(
         )
         assert cur.lastrowid is not None
         return cur.lastrowid, set()
-    file_id = row[1]
+    file_id = row.id
     affected: set[str] = set()
     if read.rewrite:
         affected = {
@@ -977,10 +1017,10 @@ def _prepare_source_file(
         }
         search_index.forget_file(conn, file_id, index_upto)
         conn.execute("DELETE FROM entries WHERE source_file_id = ?", (file_id,))
-    elif read.start > 0 and row[8] is not None and read.start == row[5] + 1:
+    elif read.start > 0 and row.open_tail_offset is not None and read.start == row.bytes_ingested + 1:
         conn.execute(
             "UPDATE entries SET newline = 1 WHERE source_file_id = ? AND byte_offset = ?",
-            (file_id, row[8]),
+            (file_id, row.open_tail_offset),
         )
     return file_id, affected
 
@@ -1157,7 +1197,7 @@ def _mark_waiting(conn: sqlite3.Connection, plan: _Plan) -> None:
         )
     else:
         conn.execute(
-            "UPDATE source_files SET status = 'waiting', error = ? WHERE id = ?", (message, plan.row[1])
+            "UPDATE source_files SET status = 'waiting', error = ? WHERE id = ?", (message, plan.row.id)
         )
 
 
