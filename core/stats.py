@@ -23,6 +23,7 @@ from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from threadloom.core.rows import fetch
 
 if TYPE_CHECKING:
     from threadloom.core.adapters.base import Adapter
@@ -153,22 +154,37 @@ def _new_changes(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
     from threadloom.core.diffs import EDIT_TOOLS
     from threadloom.core.query import ToolCall, fill_tool_io
 
-    rows = conn.execute(
+    rows = fetch(
+        conn,
         "SELECT c.session_id, c.id, c.tool_name, c.params_json, c.entry_id, c.result_entry_id, c.turn_id, "
-        "COALESCE(c.completed_at, c.started_at), s.source FROM agent_tool_calls c "
+        "COALESCE(c.completed_at, c.started_at) AS at, s.source FROM agent_tool_calls c "
         "JOIN agent_sessions s ON s.id = c.session_id "
         f"WHERE c.session_id IN ({PENDING}) AND c.status = 'completed' "
         "AND (c.tool_name IN (SELECT value FROM json_each(?)) OR c.params_json LIKE '%*** Begin Patch%') "
         "AND NOT EXISTS (SELECT 1 FROM agent_file_changes f WHERE f.session_id = c.session_id AND f.call_id = c.id)",
         (orjson.dumps(EDIT_TOOLS).decode(),),
-    ).fetchall()
+    )
     out: list[tuple[Any, ...]] = []
     for start in range(0, len(rows), 500):
         chunk = rows[start : start + 500]
-        calls = [ToolCall(r[1], r[2], r[3], "", "completed", None, None, None, r[5], r[4]) for r in chunk]
-        records = _records(
-            conn, [(r[4], r[8]) for r in chunk if r[3] is None] + [(r[5], r[8]) for r in chunk]
-        )
+        calls = [
+            ToolCall(
+                id=r["id"],
+                name=r["tool_name"],
+                params_json=r["params_json"],
+                result_json="",
+                status="completed",
+                child_session_id=None,
+                started_at=None,
+                completed_at=None,
+                result_entry_id=r["result_entry_id"],
+                entry_id=r["entry_id"],
+            )
+            for r in chunk
+        ]
+        # the records to parse: a call's own (when the ledger kept no input) and its result's
+        wanted = [(r["entry_id"], r["source"]) for r in chunk if r["params_json"] is None]
+        records = _records(conn, wanted + [(r["result_entry_id"], r["source"]) for r in chunk])
         for call in calls:
             found = (
                 records.get(call.entry_id) if call.params_json is None and call.entry_id is not None else None
@@ -179,17 +195,19 @@ def _new_changes(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
                 call.params_json = orjson.dumps(params).decode() if params is not None else None
         fill_tool_io(conn, [c for c in calls if c.params_json is None])  # what no adapter read cheaply
         for row, call in zip(chunk, calls, strict=True):
-            sid, call_id, name, _, _, result_entry, turn_id, ts, _ = row
             try:
                 params = orjson.loads(call.params_json or "{}")
             except orjson.JSONDecodeError:
                 continue
             if not isinstance(params, dict):
                 continue
+            result_entry = row["result_entry_id"]
             result = records.get(result_entry) if result_entry is not None else None
             extra = result[0].tool_result_extra(result[1]) if result is not None else None
-            for path, added, removed in call_line_counts(name, params, extra):
-                out.append((sid, call_id, path, turn_id, name, ts, added, removed))
+            for path, added, removed in call_line_counts(call.name, params, extra):
+                out.append(
+                    (row["session_id"], call.id, path, row["turn_id"], call.name, row["at"], added, removed)
+                )
     return out
 
 
@@ -427,9 +445,13 @@ GROUP_SQL = {
     "total": "'total'",  # one row: the whole selection (a session counted once)
 }
 SUMS = (
-    "count(DISTINCT x.root_session_id), sum(x.messages), sum(x.api_messages), sum(x.input_tokens), "
-    "sum(x.output_tokens), sum(x.cache_creation_tokens), sum(x.cache_read_tokens), sum(x.cost_usd), "
-    "sum(x.unpriced_messages), sum(x.tool_calls), sum(x.failed_tool_calls), sum(x.lines_added), sum(x.lines_removed)"
+    "count(DISTINCT x.root_session_id) AS sessions, sum(x.messages) AS messages, "
+    "sum(x.api_messages) AS api_messages, sum(x.input_tokens) AS input_tokens, "
+    "sum(x.output_tokens) AS output_tokens, sum(x.cache_creation_tokens) AS cache_creation_tokens, "
+    "sum(x.cache_read_tokens) AS cache_read_tokens, sum(x.cost_usd) AS cost_usd, "
+    "sum(x.unpriced_messages) AS unpriced_messages, sum(x.tool_calls) AS tool_calls, "
+    "sum(x.failed_tool_calls) AS failed_tool_calls, sum(x.lines_added) AS lines_added, "
+    "sum(x.lines_removed) AS lines_removed"
 )
 
 
@@ -470,17 +492,18 @@ def report(
         else "sum(x.cost_usd) IS NULL, sum(x.cost_usd) DESC, "
         "sum(x.input_tokens + x.output_tokens + x.cache_creation_tokens + x.cache_read_tokens) DESC, period"
     )
-    rows = conn.execute(
-        f"SELECT {key} AS period, {SUMS}, max(x.project) FROM stats_rollup x WHERE {' AND '.join(where)} "
-        f"GROUP BY period ORDER BY {order}",
+    rows = fetch(
+        conn,
+        f"SELECT {key} AS period, {SUMS}, max(x.project) AS project FROM stats_rollup x "
+        f"WHERE {' AND '.join(where)} GROUP BY period ORDER BY {order}",
         params,
-    ).fetchall()
+    )
     out = [_stats_row(r) for r in rows]
     for row, raw in zip(out, rows, strict=True):
         row.key = row.period
         row.label = row.period
         if by == "project":
-            row.label = raw[14] or row.period or "(no project)"
+            row.label = raw["project"] or row.period or "(no project)"
     if by == "session":
         titles = _titles(conn, [r.key for r in out])
         for row in out:
@@ -488,24 +511,27 @@ def report(
     return out
 
 
-def _stats_row(r: tuple[Any, ...]) -> StatsRow:
+def _stats_row(r: sqlite3.Row) -> StatsRow:
     """A row of `report`'s query: the key, the SUMS (NULL sums of counts are 0, of costs None)."""
-    c = [int(v or 0) for v in r[1:14]]
+
+    def count(name: str) -> int:
+        return int(r[name] or 0)
+
     return StatsRow(
-        period=str(r[0]),
-        sessions=c[0],
-        messages=c[1],
-        api_messages=c[2],
-        input_tokens=c[3],
-        output_tokens=c[4],
-        cache_creation_tokens=c[5],
-        cache_read_tokens=c[6],
-        cost_usd=r[8],
-        unpriced_messages=c[8],
-        tool_calls=c[9],
-        failed_tool_calls=c[10],
-        lines_added=c[11],
-        lines_removed=c[12],
+        period=str(r["period"]),
+        sessions=count("sessions"),
+        messages=count("messages"),
+        api_messages=count("api_messages"),
+        input_tokens=count("input_tokens"),
+        output_tokens=count("output_tokens"),
+        cache_creation_tokens=count("cache_creation_tokens"),
+        cache_read_tokens=count("cache_read_tokens"),
+        cost_usd=r["cost_usd"],
+        unpriced_messages=count("unpriced_messages"),
+        tool_calls=count("tool_calls"),
+        failed_tool_calls=count("failed_tool_calls"),
+        lines_added=count("lines_added"),
+        lines_removed=count("lines_removed"),
     )
 
 
