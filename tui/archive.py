@@ -135,7 +135,23 @@ class ArchiveApp(App[int]):
         self.load_reader = False
         self._open_database()
         self.browser.use_connection(self.conn, replacing=reader)
+        self._reload_stats()  # an open stats screen reads through the new connection from now on
         reader.close()
+
+    def archive_changed(self) -> None:
+        """What the screens show was added to: the browser's panes, and an open stats screen,
+        read it again."""
+        self.browser.refresh_panes()
+        self._reload_stats()
+
+    def _reload_stats(self) -> None:
+        from threadloom.tui.stats import StatsScreen
+
+        if self.conn is None:
+            return
+        for screen in self.screen_stack:
+            if isinstance(screen, StatsScreen):
+                screen.reload(self.conn)
 
     def on_unmount(self) -> None:
         if self.conn is not None:
@@ -211,7 +227,7 @@ class ArchiveApp(App[int]):
         self._end_load_reader()
         if self.conn is None:
             self._open_database()
-        self.browser.refresh_panes()
+        self.archive_changed()
         if report.files_read:
             self.notify(
                 f"{report.files_read:,} files read ({report.bytes_read / 1e6:,.1f} MB), "
@@ -278,7 +294,7 @@ class ArchiveApp(App[int]):
         self._keep_report(report)
         if self.conn is None:
             self._open_database()
-        self.browser.refresh_panes()
+        self.archive_changed()
         if report.cancelled and report.index_complete is False:
             self.notify(
                 "Search indexing paused; it continues on the next launch. Until then search "
@@ -334,7 +350,7 @@ class ArchiveApp(App[int]):
     def on_followed(self, event: Followed) -> None:
         if self.conn is None or not event.report.records_added:
             return
-        self.browser.refresh_panes()
+        self.archive_changed()
         self.browser.session_grew(event.session_id)
 
     # ------------------------------------------------------------------ the other workers' ends
@@ -362,7 +378,7 @@ class ArchiveApp(App[int]):
                 timeout=10,
             )
             return
-        self.browser.refresh_panes()
+        self.archive_changed()
         if event.report is not None and event.report.sessions:
             self.notify(
                 "The fork is in the session tree, beside and under its source.", title="Fork", timeout=4

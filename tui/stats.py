@@ -107,6 +107,17 @@ class StatsScreen(Screen[None]):
         self.show(self.by)
         table.focus()
 
+    def reload(self, conn: sqlite3.Connection) -> None:
+        """The archive changed (an ingest ended, a session grew) or is read through another
+        connection (a first load's ended): read it again, as grouped and narrowed, on the same row."""
+        self.conn = conn
+        table = self.query_one(DataTable)
+        row = table.cursor_row
+        self._draw_spark()
+        self.show(self.by)
+        if 0 < row < table.row_count:
+            table.move_cursor(row=row)
+
     # ------------------------------------------------------------------ reading
 
     def _draw_spark(self) -> None:

@@ -807,6 +807,56 @@ async def test_first_load_is_browsable_while_it_runs(tmp_path: Path, monkeypatch
         assert any(n.title == "Ingest done" for n in app._notifications)
 
 
+async def test_stats_opened_during_a_first_load_read_the_whole_archive_when_it_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stats screen reads through the app's connection: opened while a first load is read
+    through a read-only one, it keeps working when that connection is closed at the load's end,
+    and shows what the load added."""
+    import threadloom.core.ingest
+    from textual.widgets import DataTable
+    from threadloom.core import stats
+    from threadloom.tui.stats import StatsScreen
+
+    root = small_archive(tmp_path)
+    real_ingest_file = threadloom.core.ingest._ingest_file
+    halfway, release = threading.Event(), threading.Event()
+    calls = []
+
+    def held(conn, ledger, plan, *, undo_by_delete=False):  # type: ignore[no-untyped-def]
+        calls.append(plan.ref.path)
+        if len(calls) == 3:
+            halfway.set()
+            assert release.wait(10)
+        return real_ingest_file(conn, ledger, plan, undo_by_delete=undo_by_delete)
+
+    monkeypatch.setattr(threadloom.core.ingest, "_ingest_file", held)
+    monkeypatch.setattr(threadloom.core.ingest._Batch, "MAX_SECONDS", 0.0)  # a transaction per file
+    monkeypatch.setattr(workers, "PROGRESS_SECONDS", 0.0)
+    app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
+    async with app.run_test(size=(140, 40)) as pilot:
+        assert await event_set(pilot, halfway)
+        await until(pilot, lambda: app.conn is not None and app.load_reader)
+        await pilot.press("S")
+        await until(pilot, lambda: isinstance(app.screen, StatsScreen))
+        screen = app.screen
+        assert isinstance(screen, StatsScreen)
+        during = screen.query_one("#stats-title", Static).render()
+        release.set()
+        await app.workers.wait_for_complete()
+        await until(pilot, lambda: not app.load_reader)
+        assert app.conn is not None
+        whole = stats.report(app.conn, "total")[0]
+        assert screen.conn is app.conn
+        title = str(screen.query_one("#stats-title", Static).render())
+        assert f"{whole.sessions} session" in title and str(during) != title
+        await pilot.press("p")  # grouped again: read through the open connection, not the closed one
+        await pilot.pause()
+        projects = {r.period for r in stats.report(app.conn, "project")}
+        table = screen.query_one(DataTable)
+        assert len(projects) == 4 and table.row_count == len(projects)
+
+
 async def test_open_session_follows_its_growing_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An agent still writing the session being read: the new messages appear at the end, and a
     reader resting on the last message is carried to them."""
