@@ -425,6 +425,31 @@ async def test_first_load_draws_the_project_list_once(
     assert born_with == [{layout, "-focus-projects"}]
 
 
+async def test_the_footer_is_rebuilt_only_when_its_keys_change(demo_db: Path) -> None:
+    from textual.widgets._footer import FooterKey
+    from threadloom.tui.footer import KeyFooter
+
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        footer = app.browser.query_one(KeyFooter)
+        app.query_one(SessionTree).focus()
+        await pilot.pause()
+        keys = list(footer.query(FooterKey))
+        assert "Raw JSON" not in {k.description for k in keys}
+        app.refresh_bindings()  # the same keys: the same widgets, not new ones
+        await pilot.pause()
+        assert list(footer.query(FooterKey)) == keys
+        app.query_one(MessageView).focus()  # other keys: rebuilt, showing the viewer's
+        await pilot.pause()
+        shown = list(footer.query(FooterKey))
+        assert shown != keys and "Raw JSON" in {k.description for k in shown}
+        assert not any(k.has_class("-compact") for k in shown if not k.has_class("-command-palette"))
+        app.query_one(SessionTree).focus()
+        await pilot.pause()
+        assert [k.description for k in footer.query(FooterKey)] == [k.description for k in keys]
+
+
 async def test_help_lists_keys_of_focused_pane(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
