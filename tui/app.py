@@ -33,7 +33,7 @@ from threadloom.tui.events import (
     SearchHitChosen,
 )
 from threadloom.tui.keymap import keymap_path, load_keymap, unknown_ids
-from threadloom.tui.render import NO_CONTROLS
+from threadloom.tui.render import safe_lines
 from threadloom.tui.screens import HelpScreen
 
 if TYPE_CHECKING:
@@ -173,8 +173,9 @@ class ThreadloomApp(ArchiveApp):
         return self.browser
 
     def get_line_filters(self) -> Sequence[LineFilter]:
-        """Textual's filters, then the one that keeps a log's control characters off the terminal."""
-        return [*super().get_line_filters(), NO_CONTROLS]
+        """Textual's filters, then the one that keeps a log's control characters off the terminal,
+        as one filter (`SafeLines`)."""
+        return [safe_lines(super().get_line_filters())]
 
     async def on_mount(self) -> None:
         self._load_keymap()

@@ -7,6 +7,7 @@ look of each part can be read (and changed) in one place.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -403,3 +404,31 @@ class NoControls(LineFilter):
 
 
 NO_CONTROLS = NoControls()
+
+
+class SafeLines(LineFilter):
+    """Textual's own filters (a theme's colours for ANSI ones, dimming), then `NoControls`, as one
+    filter: each filter copies every line it is given (a new Strip, with its caches), so one
+    pass instead of two drops a copy of every line drawn."""
+
+    def __init__(self, textuals: tuple[LineFilter, ...]) -> None:
+        super().__init__()
+        self.textuals = textuals
+
+    def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
+        for textual_filter in self.textuals:
+            segments = textual_filter.apply(segments, background)
+        return NO_CONTROLS.apply(segments, background)
+
+
+_SAFE_LINES: dict[tuple[LineFilter, ...], SafeLines] = {}
+
+
+def safe_lines(textuals: Sequence[LineFilter]) -> SafeLines:
+    """The one filter for these enabled Textual filters: the same object each time, as lines
+    drawn are cached by their filter."""
+    key = tuple(textuals)
+    found = _SAFE_LINES.get(key)
+    if found is None:
+        found = _SAFE_LINES[key] = SafeLines(key)
+    return found
