@@ -56,9 +56,12 @@ def draw(data: bytes, columns: int, rows: int, background: tuple[int, int, int])
         with Image.open(BytesIO(data)) as image:
             image.draft("RGB", (columns, rows * 2))  # a JPEG decodes at a fraction of its size
             rgba = image.convert("RGBA")
-        page = Image.new("RGBA", rgba.size, (*background, 255))
-        page.alpha_composite(rgba)
-        small = page.convert("RGB").resize((columns, rows * 2), Image.Resampling.BOX)
+        # scaled first (Pillow scales RGBA with its alpha premultiplied), then laid on the
+        # background: the same picture as the other way round, at a fraction of the pixels
+        small_rgba = rgba.resize((columns, rows * 2), Image.Resampling.BOX)
+        page = Image.new("RGBA", small_rgba.size, (*background, 255))
+        page.alpha_composite(small_rgba)
+        small = page.convert("RGB")
     except Exception:
         return UNREADABLE
     raw = small.tobytes()  # RGB, row by row
