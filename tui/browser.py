@@ -55,7 +55,9 @@ PREVIEW_SECONDS = 0.12  # what the tree's cursor rests on opens after this pause
 def layout_classes(width: int, focused: str) -> dict[str, bool]:
     """The screen's classes for a terminal width and the focused pane (app.tcss reads them)."""
     classes = {"-narrow": width < NARROW, "-medium": NARROW <= width < WIDE, "-wide": width >= WIDE}
-    classes.update({f"-focus-{pane}": focused == pane for pane in PANE_IDS})
+    # the focused pane chooses what is shown below WIDE only: a wide screen keeps its classes as
+    # the focus moves, rather than restyle and redraw every widget at each Tab
+    classes.update({f"-focus-{pane}": width < WIDE and focused == pane for pane in PANE_IDS})
     return classes
 
 
@@ -135,8 +137,9 @@ class BrowserScreen(Screen[None]):
     # ------------------------------------------------------------------ layout
 
     def apply_layout(self, width: int) -> None:
-        for name, wanted in layout_classes(width, self.focused_pane).items():
-            self.set_class(wanted, name)
+        # in one batch: each class changed alone restyles every widget of the screen again (a
+        # focus change swaps two of them)
+        self.update_classes(layout_classes(width, self.focused_pane))
         self._apply_widths(width)
 
     def _apply_widths(self, width: int) -> None:
