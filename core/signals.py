@@ -101,6 +101,10 @@ def limit(name: str) -> float:
 # the signals, each with a sentence for help texts and the README
 
 INTERRUPTED_TEXT = "[Request interrupted by user"
+# Codex writes an event rather than a text when a turn is cut short: the user stopped it (Esc) or
+# sent a new prompt over it; a review that ended is not the user stopping anything
+ABORT_SUBTYPES = frozenset({"turn_aborted"})
+ABORTS_BY_THE_USER = frozenset({"interrupted", "replaced"})
 # what two prompts may differ in and still be the same prompt: case, spacing, ASCII punctuation
 PUNCTUATION_AS_SPACE = str.maketrans(string.punctuation, " " * len(string.punctuation))
 # the records that mark a compaction: Claude Code's boundary, OpenCode's summary (by subtype), Codex's
@@ -178,6 +182,7 @@ class _Session:
     calls: list[_Call]
     seq_of: dict[int, int]  # entry id → seq
     prompt_of: dict[str, _Message]  # turn id → the prompt that started it
+    aborts: list[_Message]  # turns the user stopped, as the agent recorded it (ABORT_SUBTYPES)
 
     def turns_of(self, messages: list[_Message]) -> dict[int, tuple[str | None, str | None]]:
         """Entry id → (turn id, API message id) of a few messages: read apart, because those columns
@@ -234,7 +239,31 @@ def _load(conn: sqlite3.Connection, session_id: str) -> _Session:
             prompt.turn_id = turn_id
             prompt_of[turn_id] = prompt
     prompt_of = dict(sorted(prompt_of.items(), key=lambda item: item[1].seq))
-    return _Session(conn, session_id, messages, calls, seq_of, prompt_of)
+    return _Session(conn, session_id, messages, calls, seq_of, prompt_of, _aborts(conn, session_id, messages))
+
+
+def _aborts(conn: sqlite3.Connection, session_id: str, messages: list[_Message]) -> list[_Message]:
+    """The records of turns the user stopped. Not messages (no seq of their own): each is placed
+    at the last message written before it, where the viewer shows the turn ending."""
+    found = []
+    ordered = sorted((m.entry_id, m.seq) for m in messages)
+    ids = [entry_id for entry_id, _ in ordered]
+    for entry_id, turn_id, timestamp, raw in conn.execute(
+        "SELECT id, turn_id, timestamp, raw FROM entries WHERE session_id = ? AND seq IS NULL "
+        "AND subtype IN (SELECT value FROM json_each(?)) ORDER BY id",
+        (session_id, orjson.dumps(sorted(ABORT_SUBTYPES)).decode()),
+    ):
+        try:
+            record = orjson.loads(bytes(raw))
+        except orjson.JSONDecodeError:
+            continue
+        payload = record.get("payload") if isinstance(record, dict) else None
+        if not isinstance(payload, dict) or payload.get("reason") not in ABORTS_BY_THE_USER:
+            continue
+        place = bisect_left(ids, entry_id)
+        seq = ordered[place - 1][1] if place > 0 else 0
+        found.append(_Message(entry_id, seq, None, None, None, None, 0, timestamp, None, turn_id))
+    return found
 
 
 # ---------------------------------------------------------------------------- finding them
@@ -380,6 +409,8 @@ def _friction(session: _Session) -> list[Signal]:
     for kind, message in notices:
         turn_id = turns.get(message.entry_id, (None, None))[0]
         by_turn.setdefault((kind, turn_id), []).append(session.message_evidence(message))
+    for abort in session.aborts:
+        by_turn.setdefault(("interrupted", abort.turn_id), []).append(session.message_evidence(abort))
     out = []
     for (kind, turn_id), evidence in by_turn.items():
         calls = [e for e in evidence if e.tool_call_id is not None]
@@ -866,7 +897,9 @@ def excerpts(
         out[(c.entry_id or 0, c.id)] = tool_summary(c) + (f"  → {result}" if result else "")
     texts = dict(
         conn.execute(
-            "SELECT id, substr(COALESCE(content, thinking, tool_text, ''), 1, 400) FROM entries "
+            # a record without text (Codex's turn_aborted) says what it is: "(turn aborted)"
+            "SELECT id, substr(COALESCE(content, thinking, tool_text, '(' || replace(subtype, '_', ' ') || ')', ''), "
+            "1, 400) FROM entries "
             "WHERE id IN (SELECT value FROM json_each(?))",
             (orjson.dumps([e.entry_id for e in items if e.tool_call_id is None]).decode(),),
         )

@@ -14,6 +14,7 @@ from threadloom.core.signals import Evidence, session_signals
 from threadloom.core.text import SIGNALS
 
 from tests.conftest import CORPUS, Transcript, ingest, tool_use
+from tests.support import THREAD, Rollout
 
 SID = "5a9e1111-1111-4222-8333-000000005190"
 OPUS = "claude-opus-4-5"
@@ -195,6 +196,37 @@ def compact(t: Transcript, when: str, summary: str) -> str:
     )
     at(t, when)
     return boundary
+
+
+def test_a_codex_turn_the_user_stopped_is_an_interruption(conn, tmp_path):
+    """Codex writes no interruption text: a `turn_aborted` event ends the turn the user stopped
+    (Esc, or a new prompt sent over it). Not a record the viewer lists: its evidence is the
+    record, at the place of the last message before it."""
+    r = Rollout(tmp_path / "codex", THREAD)
+    r.meta()
+    r.prompt("refactor the parser")
+    r.say("Starting on the parser")
+    r.add("event_msg", {"type": "turn_aborted", "reason": "interrupted"})
+    r.prompt("only the tokenizer, please")
+    r.say("Done with the tokenizer")
+    r.add("event_msg", {"type": "turn_aborted", "reason": "review_ended"})  # not the user stopping it
+    r.write()
+    ingest(conn, tmp_path / "codex")
+    got = session_signals(conn, THREAD)
+    assert [(s.name, s.detail) for s in got] == [("interrupted", "the user interrupted the reply")]
+    aborted, before = conn.execute(
+        "SELECT id, (SELECT max(seq) FROM entries m WHERE m.session_id = e.session_id AND m.id < e.id) "
+        "FROM entries e WHERE session_id = ? AND subtype = 'turn_aborted' ORDER BY id LIMIT 1",
+        (THREAD,),
+    ).fetchone()
+    assert got[0].evidence == [Evidence(entry_id=aborted, seq=before)]
+    said = conn.execute(
+        "SELECT seq, turn_id FROM entries WHERE session_id = ? AND content = 'Starting on the parser' "
+        "AND seq IS NOT NULL",
+        (THREAD,),
+    ).fetchone()
+    assert (before, got[0].turn_id) == (said[0], said[1])
+    assert signals.excerpts(conn, THREAD, got)[(aborted, None)] == "(turn aborted)"  # what it is, not ""
 
 
 def test_two_compactions_within_the_hour_are_context_thrashing(conn, tmp_path):
@@ -418,10 +450,17 @@ def test_every_signal_in_the_corpus_points_at_records_that_exist(conn):
             for key, seq_key in (("entry_id", "seq"), ("result_entry_id", "result_seq")):
                 if item[key] is None:
                     continue
-                row = conn.execute(
-                    "SELECT session_id, seq FROM entries WHERE id = ?", (item[key],)
+                owner, seq, before = conn.execute(
+                    "SELECT session_id, seq, (SELECT max(seq) FROM entries m "
+                    "WHERE m.session_id = e.session_id AND m.id < e.id) FROM entries e WHERE id = ?",
+                    (item[key],),
                 ).fetchone()
-                assert row == (session_id, item[seq_key]), (name, item)
+                # a record that is not a message may be placed at the one before it (Codex's
+                # turn_aborted, which ends the turn shown there)
+                assert owner == session_id and item[seq_key] in {seq, before if seq is None else seq}, (
+                    name,
+                    item,
+                )
             if item["tool_call_id"] is not None:
                 assert conn.execute(
                     "SELECT 1 FROM agent_tool_calls WHERE id = ? AND session_id = ? AND entry_id = ?",
