@@ -49,6 +49,7 @@ from threadloom.core.db import (
 )
 from threadloom.core.ledger import Ledger, ReplayCancelled, rebuild_derived, replay
 from threadloom.core.stats import refresh_pending
+from threadloom.core.text import SIGNALS_VERSION, SIGNALS_VERSION_KEY
 from threadloom.core.writer_lock import WriterBusy, writer_lock
 
 # A last line that is not complete JSON waits for its writer; after this long unchanged it is kept
@@ -499,10 +500,12 @@ def _run_ingest(
     repriced = price_pending(conn)  # the new messages' costs (or all, with new price data)
     refresh_pending(conn)  # the stats' sums of every session this run changed
     # after the costs, as dead ends are priced; imported here: a run with nothing new never loads it
-    if changed or repriced:
+    outdated = get_meta(conn, SIGNALS_VERSION_KEY) != SIGNALS_VERSION  # found by an older pass: all again
+    if changed or repriced or outdated:
         from threadloom.core import signals
 
-        report.signals_seconds = round(signals.update(conn, changed | repriced), 3)
+        seconds = signals.rebuild(conn) if outdated else signals.update(conn, changed | repriced)
+        report.signals_seconds = round(seconds, 3)
     if progress is not None:
         progress(Progress(len(plans), len(plans), bytes_done, bytes_total, "", time.perf_counter() - started))
     report.changed_sessions = sorted(changed)

@@ -23,9 +23,10 @@ from typing import Any
 import orjson
 from rapidfuzz import fuzz
 from threadloom.core.browse import branches
+from threadloom.core.db import set_meta
 from threadloom.core.query import SessionSummary, ToolCall, fill_tool_io, get_session
 from threadloom.core.rows import fetch, values
-from threadloom.core.text import is_bare_command, one_line, task_notice
+from threadloom.core.text import SIGNALS_VERSION, SIGNALS_VERSION_KEY, is_bare_command, one_line, task_notice
 
 
 @dataclass(frozen=True, slots=True)
@@ -743,9 +744,11 @@ def update(conn: sqlite3.Connection, sessions: Iterable[str]) -> float:
 
 
 def rebuild(conn: sqlite3.Connection) -> float:
-    """Recompute every session's signals (after the derived tables were rebuilt)."""
+    """Recompute every session's signals (after the derived tables were rebuilt, or when the
+    signals found were found by an older SIGNALS_VERSION)."""
     started = time.perf_counter()
     _store(conn, values(conn, "SELECT id FROM agent_sessions ORDER BY id"), clear_all=True)
+    set_meta(conn, SIGNALS_VERSION_KEY, SIGNALS_VERSION)
     return time.perf_counter() - started
 
 

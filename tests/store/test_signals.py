@@ -229,6 +229,32 @@ def test_a_codex_turn_the_user_stopped_is_an_interruption(conn, tmp_path):
     assert signals.excerpts(conn, THREAD, got)[(aborted, None)] == "(turn aborted)"  # what it is, not ""
 
 
+def test_signals_found_by_an_older_pass_are_all_found_again_by_the_next_ingest(conn, tmp_path, monkeypatch):
+    """An archive whose signals an older threadloom found (before it knew Codex's turn_aborted)
+    has them all found again by the next ingest, though no log changed."""
+    from threadloom.core.db import get_meta, set_meta
+    from threadloom.core.text import SIGNALS_VERSION, SIGNALS_VERSION_KEY
+
+    r = Rollout(tmp_path / "codex", THREAD)
+    r.meta()
+    r.prompt("refactor the parser")
+    r.say("Starting on the parser")
+    r.add("event_msg", {"type": "turn_aborted", "reason": "interrupted"})
+    r.write()
+    ingest(conn, tmp_path / "codex")
+    assert [s.name for s in session_signals(conn, THREAD)] == ["interrupted"]
+    conn.execute("DELETE FROM session_signals")  # as the older pass left it: no such signal
+    set_meta(conn, SIGNALS_VERSION_KEY, "1")
+    rebuilds = []
+    real = signals.rebuild
+    monkeypatch.setattr(signals, "rebuild", lambda c: rebuilds.append(1) or real(c))
+    assert ingest(conn, tmp_path / "codex").files_read == 0
+    assert [s.name for s in session_signals(conn, THREAD)] == ["interrupted"]
+    assert get_meta(conn, SIGNALS_VERSION_KEY) == SIGNALS_VERSION
+    ingest(conn, tmp_path / "codex")
+    assert rebuilds == [1]  # once: then only the sessions a run changes
+
+
 def test_two_compactions_within_the_hour_are_context_thrashing(conn, tmp_path):
     t = transcript(tmp_path)
     t.user("migrate every model to the new ORM")
