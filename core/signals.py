@@ -108,9 +108,9 @@ ABORT_SUBTYPES = frozenset({"turn_aborted"})
 ABORTS_BY_THE_USER = frozenset({"interrupted", "replaced"})
 # what two prompts may differ in and still be the same prompt: case, spacing, ASCII punctuation
 PUNCTUATION_AS_SPACE = str.maketrans(string.punctuation, " " * len(string.punctuation))
-# the records that mark a compaction: Claude Code's boundary, OpenCode's summary (by subtype), Codex's
-# `compacted` item (by record type)
-COMPACTION_SUBTYPES = frozenset({"compact_boundary", "compaction_summary"})
+# the records that mark a compaction: Claude Code's boundary, OpenCode's and the Cline SDK's summary,
+# Cline's and Roo's condense messages (by subtype), Codex's `compacted` item (by record type)
+COMPACTION_SUBTYPES = frozenset({"compact_boundary", "compaction_summary", "condense_context", "condense"})
 COMPACTION_TYPES = frozenset({"compacted"})
 SYNTHETIC_MODELS = frozenset({"<synthetic>", ""})
 

@@ -247,7 +247,7 @@ SIGNALS: dict[str, str] = {
     "long-pause": "a long wait before an assistant message",
     "repeated-prompt": "the same prompt sent more than once in the session",
 }
-# raised when what the signal pass finds changes (2: Codex's turn_aborted): the next ingest finds
-# every session's signals again, not only those of the sessions it read
+# raised when what the signal pass finds changes (2: Codex's turn_aborted, Cline's condensing): the
+# next ingest finds every session's signals again, not only those of the sessions it read
 SIGNALS_VERSION = "2"
 SIGNALS_VERSION_KEY = "signals_version"

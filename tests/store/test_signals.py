@@ -274,6 +274,35 @@ def test_two_compactions_within_the_hour_are_context_thrashing(conn, tmp_path):
     assert thrash.detail == "2 compactions within 25 min (2 in the session, 2.0 per hour)"
 
 
+def test_cline_condensing_its_context_twice_within_the_hour_is_context_thrashing(conn, tmp_path):
+    """Cline records a compaction as a condense_context message, not as Claude Code's boundary."""
+    from tests.unit.test_adapter_cline import TASK, say, storage, task_folder
+
+    minute, start = 60_000, 1_770_858_773_985
+    condensed = {"cost": 0.1, "prevContextTokens": 190_000, "newContextTokens": 9_000, "summary": "So far…"}
+    task_folder(
+        tmp_path,
+        ui=[
+            say(start, "task", "port the build to the new bundler"),
+            say(start + minute, "text", "Reading the config"),
+            say(start + 10 * minute, "condense_context", "", contextCondense=condensed),
+            say(start + 11 * minute, "text", "Still porting"),
+            say(start + 25 * minute, "condense_context", "", contextCondense=condensed),
+            say(start + 26 * minute, "text", "Done"),
+        ],
+    )
+    ingest(conn, storage(tmp_path))
+    got = session_signals(conn, TASK)
+    assert [(s.name, s.detail.split(" (")[0]) for s in got] == [
+        ("context-thrashing", "2 compactions within 15 min")
+    ]
+    marks = conn.execute(
+        "SELECT id, seq FROM entries WHERE session_id = ? AND subtype = 'condense_context' ORDER BY seq",
+        (TASK,),
+    ).fetchall()
+    assert got[0].evidence == [Evidence(entry_id=i, seq=q) for i, q in marks]
+
+
 def test_compactions_hours_apart_are_not_thrashing(conn, tmp_path):
     t = transcript(tmp_path)
     t.user("migrate every model to the new ORM")
