@@ -316,13 +316,28 @@ class Segment:
     pre_tokens: int | None
 
 
+# the records that mark a compaction: Claude Code's boundary, OpenCode's and the Cline SDK's summary,
+# Cline's and Roo's condense messages (by subtype), Codex's `compacted` item (by record type)
+COMPACTION_SUBTYPES = frozenset({"compact_boundary", "compaction_summary", "condense_context", "condense"})
+COMPACTION_TYPES = frozenset({"compacted"})
+
+
 def compaction_segments(conn: sqlite3.Connection, session_id: str, message_count: int) -> list[Segment]:
-    """Segments split at each compact_boundary; empty when the session was never compacted."""
+    """Segments split at each compaction (COMPACTION_SUBTYPES, COMPACTION_TYPES); empty when the
+    session was never compacted. A session that opens on a summary starts no segment there."""
     rows = fetch(
         conn,
-        "SELECT seq, timestamp, raw FROM entries WHERE session_id = ? AND subtype = 'compact_boundary' "
-        "AND seq IS NOT NULL ORDER BY seq",
-        (session_id,),
+        # Claude Code's boundary alone says how full the context was (compactMetadata): only its
+        # record is read, not a Codex history of megabytes
+        "SELECT seq, timestamp, CASE WHEN subtype = 'compact_boundary' THEN raw END AS raw "
+        "FROM entries WHERE session_id = ? AND seq > 0 "
+        "AND (subtype IN (SELECT value FROM json_each(?)) OR entry_type IN (SELECT value FROM json_each(?))) "
+        "ORDER BY seq",
+        (
+            session_id,
+            orjson.dumps(sorted(COMPACTION_SUBTYPES)).decode(),
+            orjson.dumps(sorted(COMPACTION_TYPES)).decode(),
+        ),
     )
     if not rows:
         return []

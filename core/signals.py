@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 from rapidfuzz import fuzz
-from threadloom.core.browse import branches
+from threadloom.core.browse import COMPACTION_SUBTYPES, COMPACTION_TYPES, branches
 from threadloom.core.db import set_meta
 from threadloom.core.query import SessionSummary, ToolCall, fill_tool_io, get_session
 from threadloom.core.rows import fetch, values
@@ -108,10 +108,6 @@ ABORT_SUBTYPES = frozenset({"turn_aborted"})
 ABORTS_BY_THE_USER = frozenset({"interrupted", "replaced"})
 # what two prompts may differ in and still be the same prompt: case, spacing, ASCII punctuation
 PUNCTUATION_AS_SPACE = str.maketrans(string.punctuation, " " * len(string.punctuation))
-# the records that mark a compaction: Claude Code's boundary, OpenCode's and the Cline SDK's summary,
-# Cline's and Roo's condense messages (by subtype), Codex's `compacted` item (by record type)
-COMPACTION_SUBTYPES = frozenset({"compact_boundary", "compaction_summary", "condense_context", "condense"})
-COMPACTION_TYPES = frozenset({"compacted"})
 SYNTHETIC_MODELS = frozenset({"<synthetic>", ""})
 
 

@@ -169,6 +169,32 @@ def test_segments_of_a_compacted_session_and_none_read_for_the_others(
     assert session_segments(conn, other, 2) == []
 
 
+def test_a_codex_compaction_starts_a_segment_too(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    """Codex marks a compaction with a `compacted` item, not Claude Code's boundary: its session
+    is cut into segments there as well (without a token count: Codex records none)."""
+    from tests.support import THREAD, Rollout
+
+    r = Rollout(tmp_path / "codex", THREAD)
+    r.meta()
+    r.prompt("port the parser")
+    r.say("Ported the lexer")
+    r.add("compacted", {"message": "We ported the lexer.", "replacement_history": []})
+    r.prompt("now the parser proper")
+    r.say("Done")
+    r.write()
+    ingest(conn, tmp_path / "codex")
+    count = browse.get_node(conn, THREAD).message_count  # type: ignore[union-attr]
+    cut = conn.execute(
+        "SELECT seq FROM entries WHERE session_id = ? AND entry_type = 'compacted'", (THREAD,)
+    ).fetchone()[0]
+    assert cut is not None and 0 < cut < count
+    segments = session_segments(conn, THREAD, count)
+    assert [(s.number, s.start_seq, s.end_seq, s.pre_tokens) for s in segments] == [
+        (1, 0, cut - 1, None),
+        (2, cut, count - 1, None),
+    ]
+
+
 def test_failed_calls_in_order(conn: sqlite3.Connection, tmp_path: Path) -> None:
     opened(conn, tmp_path)
     failed = failed_calls(conn, SID)
