@@ -793,19 +793,20 @@ async def test_archive_is_browsable_while_the_search_index_builds(tmp_path: Path
         assert not app.screen.has_class("-ingesting")
 
 
-async def test_first_load_is_browsable_while_it_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A first load runs without a journal as the database's writer; the panes read what its
-    committed transactions hold through a read-only connection, long before the load ends."""
+def hold_first_load(
+    monkeypatch: pytest.MonkeyPatch, *, at_file: int
+) -> tuple[threading.Event, threading.Event]:
+    """A first load that commits each file on its own, posts every file's progress, and stops
+    before file `at_file` until released: (it has stopped, release it)."""
     import threadloom.core.ingest
 
-    root = small_archive(tmp_path)
     real_ingest_file = threadloom.core.ingest._ingest_file
     halfway, release = threading.Event(), threading.Event()
     calls = []
 
     def held(conn, ledger, plan, *, undo_by_delete=False):  # type: ignore[no-untyped-def]
         calls.append(plan.ref.path)
-        if len(calls) == 4:
+        if len(calls) == at_file:
             halfway.set()
             assert release.wait(10)
         return real_ingest_file(conn, ledger, plan, undo_by_delete=undo_by_delete)
@@ -813,6 +814,14 @@ async def test_first_load_is_browsable_while_it_runs(tmp_path: Path, monkeypatch
     monkeypatch.setattr(threadloom.core.ingest, "_ingest_file", held)
     monkeypatch.setattr(threadloom.core.ingest._Batch, "MAX_SECONDS", 0.0)  # a transaction per file
     monkeypatch.setattr(workers, "PROGRESS_SECONDS", 0.0)  # every file's progress is posted
+    return halfway, release
+
+
+async def test_first_load_is_browsable_while_it_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first load runs without a journal as the database's writer; the panes read what its
+    committed transactions hold through a read-only connection, long before the load ends."""
+    root = small_archive(tmp_path)
+    halfway, release = hold_first_load(monkeypatch, at_file=4)
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
     async with app.run_test(size=(140, 40)) as pilot:
         assert await event_set(pilot, halfway)
@@ -839,26 +848,12 @@ async def test_stats_opened_during_a_first_load_read_the_whole_archive_when_it_e
     """The stats screen reads through the app's connection: opened while a first load is read
     through a read-only one, it keeps working when that connection is closed at the load's end,
     and shows what the load added."""
-    import threadloom.core.ingest
     from textual.widgets import DataTable
     from threadloom.core import stats
     from threadloom.tui.stats import StatsScreen
 
     root = small_archive(tmp_path)
-    real_ingest_file = threadloom.core.ingest._ingest_file
-    halfway, release = threading.Event(), threading.Event()
-    calls = []
-
-    def held(conn, ledger, plan, *, undo_by_delete=False):  # type: ignore[no-untyped-def]
-        calls.append(plan.ref.path)
-        if len(calls) == 3:
-            halfway.set()
-            assert release.wait(10)
-        return real_ingest_file(conn, ledger, plan, undo_by_delete=undo_by_delete)
-
-    monkeypatch.setattr(threadloom.core.ingest, "_ingest_file", held)
-    monkeypatch.setattr(threadloom.core.ingest._Batch, "MAX_SECONDS", 0.0)  # a transaction per file
-    monkeypatch.setattr(workers, "PROGRESS_SECONDS", 0.0)
+    halfway, release = hold_first_load(monkeypatch, at_file=3)
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
     async with app.run_test(size=(140, 40)) as pilot:
         assert await event_set(pilot, halfway)
