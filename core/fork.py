@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 from threadloom.core.adapters import ADAPTERS
@@ -561,17 +561,43 @@ def restore_for(conn: sqlite3.Connection, plan: ForkPlan) -> list[RestoredFile]:
 
 
 # a session as `_session_row` selects it: id, agent, title, folder, is_subagent, kind
-_SessionRow = tuple[str, str, str | None, str | None, int, str]
+class _SessionRow(NamedTuple):
+    """What a fork or a resume reads of the session it starts from."""
+
+    id: str
+    source: str
+    title: str | None
+    project_path: str | None
+    is_subagent: int
+    kind: str
+
+
+class _RolloutLine(NamedTuple):
+    """A line of a Codex rollout, as a fork cuts it."""
+
+    uuid: str | None
+    turn_id: str | None
+    entry_type: str | None
+    raw: bytes
+
+
+class _GeminiRecord(NamedTuple):
+    """A record of a Gemini chat, as a fork follows its parents."""
+
+    id: int
+    uuid: str | None
+    parent_uuid: str | None
+    raw: bytes
 
 
 def _session_row(conn: sqlite3.Connection, session_id: str) -> _SessionRow:
-    row: _SessionRow | None = conn.execute(
+    row = conn.execute(
         "SELECT id, source, title, project_path, is_subagent, kind FROM agent_sessions WHERE id = ?",
         (session_id,),
     ).fetchone()
     if row is None:
         raise ForkError(f"no session {session_id!r}")
-    return row
+    return _SessionRow._make(row)
 
 
 def resolve_entry(conn: sqlite3.Connection, ref: str) -> tuple[int, str, str | None]:
@@ -991,10 +1017,15 @@ def native_fork_plan(
     if plan.fork_point is None:  # before the first prompt: a new session, nothing to fork
         plan.action = "fork-prompt"
         return plan
-    row = _session_row(conn, plan.source_session_id)
-    cwd = row[3] or plan.cwd  # where the source is found: the folder the session was started in
+    source = _session_row(conn, plan.source_session_id)
+    cwd = source.project_path or plan.cwd  # where the source is found: the folder it was started in
     target = ResumeTarget(
-        plan.agent, plan.source_session_id, plan.source_session_id, cwd, plan.git_branch, bool(row[4])
+        plan.agent,
+        plan.source_session_id,
+        plan.source_session_id,
+        cwd,
+        plan.git_branch,
+        bool(source.is_subagent),
     )
     fork_words, open_words = adapter.native_fork_commands(target, plan.fork_point, _prompt_words(prompt))
     sid, point = target.session_id, plan.fork_point
@@ -1197,13 +1228,16 @@ def _codex_fork_plan(
         ],
     )
     cwd = _cwd_of(conn, sid)
-    rows = conn.execute(
-        "SELECT uuid, turn_id, entry_type, raw FROM entries WHERE source_file_id = "
-        "(SELECT source_file_id FROM entries WHERE id = ?) ORDER BY byte_offset",
-        (entry_id,),
-    ).fetchall()
+    rows = [
+        _RolloutLine._make(r)
+        for r in conn.execute(
+            "SELECT uuid, turn_id, entry_type, raw FROM entries WHERE source_file_id = "
+            "(SELECT source_file_id FROM entries WHERE id = ?) ORDER BY byte_offset",
+            (entry_id,),
+        )
+    ]
     turn = conn.execute("SELECT turn_id FROM entries WHERE id = ?", (entry_id,)).fetchone()[0]
-    first_type, _, first = _codex_kind(bytes(rows[0][3])) if rows else (None, None, {})
+    first_type, _, first = _codex_kind(bytes(rows[0].raw)) if rows else (None, None, {})
     meta = first.get("payload") if first_type == "session_meta" else None
     why = None
     if not isinstance(meta, dict):
@@ -1212,11 +1246,11 @@ def _codex_fork_plan(
         meta.get("history_mode") not in (None, "legacy")
         or meta.get("segment_id")
         or "ordinal" in first
-        or any(r[2] == "rollout_reference" for r in rows)
+        or any(r.entry_type == "rollout_reference" for r in rows)
     ):
         why = "this thread uses Codex's paginated history, whose segments live in other files"
-    prompts = [i for i, r in enumerate(rows) if r[0] is not None and r[0] == r[1]]
-    mine = next((i for i in prompts if rows[i][0] == turn), None)
+    prompts = [i for i, r in enumerate(rows) if r.uuid is not None and r.uuid == r.turn_id]  # a turn's first
+    mine = next((i for i in prompts if rows[i].uuid == turn), None)
     if why is None and mine is None:
         why = "the chosen record is not part of a turn of this rollout"
     if why is not None:
@@ -1225,7 +1259,7 @@ def _codex_fork_plan(
 
     def turn_start(index: int) -> int:
         while index > 0:
-            kind, ptype, _ = _codex_kind(bytes(rows[index - 1][3]))
+            kind, ptype, _ = _codex_kind(bytes(rows[index - 1].raw))
             if kind in ("turn_context", "world_state") or (
                 kind == "event_msg" and ptype in CODEX_TURN_OPENERS
             ):
@@ -1266,7 +1300,7 @@ def _codex_fork_plan(
     if "session_id" in payload:
         payload["session_id"] = new_id
     lines = [orjson.dumps({**first, "timestamp": stamp, "payload": payload})] + [
-        bytes(r[3]) for r in rows[:cut]
+        bytes(r.raw) for r in rows[:cut]
     ]
     local = moment.astimezone()
     path = codex_sessions_root().joinpath(
@@ -1279,15 +1313,15 @@ def _codex_fork_plan(
     calls = sum(
         1
         for r in rows[:cut]
-        if r[2] == "response_item"
-        and _codex_kind(bytes(r[3]))[1] in ("function_call", "custom_tool_call", "local_shell_call")
+        if r.entry_type == "response_item"
+        and _codex_kind(bytes(r.raw))[1] in ("function_call", "custom_tool_call", "local_shell_call")
     )
     return ForkPlan(
         action="fork",
         agent="codex",
         command=shell_command(words),
         source_session_id=sid,
-        fork_point=rows[cut - 1][0] if cut else None,
+        fork_point=rows[cut - 1].uuid if cut else None,
         new_session_id=new_id,
         path=str(path),
         cwd=cwd,
@@ -1321,19 +1355,22 @@ def _codex_whole_fork(conn: sqlite3.Connection, sid: str, external: str, entry_i
 
 def _gemini_messages(conn: sqlite3.Connection, sid: str, cut_entry: int | None) -> list[dict[str, Any]]:
     """The branch's user/gemini messages up to the cut, with later lines of a message merged in."""
-    rows = conn.execute(
-        "SELECT id, uuid, parent_uuid, raw FROM entries WHERE session_id = ? AND dup_of IS NULL ORDER BY id",
-        (sid,),
-    ).fetchall()
-    by_uuid = {r[1]: r for r in rows if r[1]}
-    cut = next((r for r in rows if r[0] == cut_entry), None) if cut_entry is not None else None
+    rows = [
+        _GeminiRecord._make(r)
+        for r in conn.execute(
+            "SELECT id, uuid, parent_uuid, raw FROM entries WHERE session_id = ? AND dup_of IS NULL ORDER BY id",
+            (sid,),
+        )
+    ]
+    by_uuid = {r.uuid: r for r in rows if r.uuid}
+    cut = next((r for r in rows if r.id == cut_entry), None) if cut_entry is not None else None
     if cut is None:
-        cut = next((r for r in reversed(rows) if r[1]), None)
+        cut = next((r for r in reversed(rows) if r.uuid), None)
     chain_ids: set[int] = set()
-    node = cut[1] if cut else None
-    while node and node in by_uuid and by_uuid[node][0] not in chain_ids:
-        chain_ids.add(by_uuid[node][0])
-        node = by_uuid[node][2]
+    node = cut.uuid if cut else None
+    while node and node in by_uuid and by_uuid[node].id not in chain_ids:
+        chain_ids.add(by_uuid[node].id)
+        node = by_uuid[node].parent_uuid
     merged: dict[str, dict[str, Any]] = {}
     for eid, _, _, raw in rows:
         if eid not in chain_ids:
