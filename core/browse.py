@@ -235,18 +235,16 @@ def branches(conn: sqlite3.Connection, session_id: str) -> list[Branch]:
     if len(leaves) < 2:
         return []
     started = {t["id"]: t["started_at"] for t in turns}
+    with_siblings = {t for kids in children.values() if len(kids) > 1 for t in kids}
     out = []
     for number, leaf in enumerate(leaves, 1):
         path = [leaf]
         while parent.get(path[-1]) in parent:
             path.append(parent[path[-1]])
-        path.reverse()
         # name the branch by its last turn that has a sibling: where it left the branch nearest to
         # it (three branches rewound below one shared "Start" are told apart by what came after it)
-        forks = [
-            t for t in path if len(children.get(parent.get(t) if parent.get(t) in parent else None, [])) > 1
-        ]
-        fork_turn = forks[-1] if forks else path[0]
+        fork_turn = next((t for t in path if t in with_siblings), path[-1])
+        path.reverse()
         out.append(
             Branch(
                 number=number,
