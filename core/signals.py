@@ -255,7 +255,8 @@ def _aborts(conn: sqlite3.Connection, session_id: str, messages: list[_Message])
         except orjson.JSONDecodeError:
             continue
         payload = record.get("payload") if isinstance(record, dict) else None
-        if not isinstance(payload, dict) or payload.get("reason") not in ABORTS_BY_THE_USER:
+        reason = payload.get("reason") if isinstance(payload, dict) else None
+        if not isinstance(reason, str) or reason not in ABORTS_BY_THE_USER:  # a log's value: any type
             continue
         place = bisect_left(ids, entry_id)
         seq = ordered[place - 1][1] if place > 0 else 0

@@ -210,6 +210,8 @@ def test_a_codex_turn_the_user_stopped_is_an_interruption(conn, tmp_path):
     r.prompt("only the tokenizer, please")
     r.say("Done with the tokenizer")
     r.add("event_msg", {"type": "turn_aborted", "reason": "review_ended"})  # not the user stopping it
+    for odd in (["interrupted"], {"why": 1}, None, 7):  # what a damaged or crafted log may hold
+        r.add("event_msg", {"type": "turn_aborted", "reason": odd})
     r.write()
     ingest(conn, tmp_path / "codex")
     got = session_signals(conn, THREAD)
