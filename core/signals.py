@@ -897,8 +897,9 @@ def excerpts(
         out[(c.entry_id or 0, c.id)] = tool_summary(c) + (f"  → {result}" if result else "")
     texts = dict(
         conn.execute(
-            # a record without text (Codex's turn_aborted) says what it is: "(turn aborted)"
-            "SELECT id, substr(COALESCE(content, thinking, tool_text, '(' || replace(subtype, '_', ' ') || ')', ''), "
+            # a record without text (Codex's turn_aborted, compacted) says what it is: "(turn aborted)"
+            "SELECT id, substr(COALESCE(content, thinking, tool_text, "
+            "'(' || replace(COALESCE(subtype, entry_type), '_', ' ') || ')', ''), "
             "1, 400) FROM entries "
             "WHERE id IN (SELECT value FROM json_each(?))",
             (orjson.dumps([e.entry_id for e in items if e.tool_call_id is None]).decode(),),

@@ -231,6 +231,22 @@ def test_a_codex_turn_the_user_stopped_is_an_interruption(conn, tmp_path):
     assert signals.excerpts(conn, THREAD, got)[(aborted, None)] == "(turn aborted)"  # what it is, not ""
 
 
+def test_codex_compactions_close_together_are_thrashing_and_say_what_they_are(conn, tmp_path):
+    r = Rollout(tmp_path / "codex", THREAD)
+    r.meta()
+    r.prompt("migrate the schema")
+    r.say("Migrating")
+    r.add("compacted", {"replacement_history": []})  # no summary text of its own
+    r.say("Still migrating")
+    r.add("compacted", {"replacement_history": []})
+    r.say("Done")
+    r.write()
+    ingest(conn, tmp_path / "codex")
+    got = session_signals(conn, THREAD)
+    assert [s.name for s in got] == ["context-thrashing"]
+    assert set(signals.excerpts(conn, THREAD, got).values()) == {"(compacted)"}  # not an empty line
+
+
 def test_signals_found_by_an_older_pass_are_all_found_again_by_the_next_ingest(conn, tmp_path, monkeypatch):
     """An archive whose signals an older threadloom found (before it knew Codex's turn_aborted)
     has them all found again by the next ingest, though no log changed."""
