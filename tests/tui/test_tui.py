@@ -951,6 +951,46 @@ async def test_open_session_follows_its_growing_file(tmp_path: Path, monkeypatch
         assert len(launches) == 1
 
 
+async def test_an_open_stats_screen_counts_what_a_followed_session_adds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from threadloom.tui.stats import StatsScreen
+
+    db = build_demo_db(tmp_path, long_turns=3)
+    monkeypatch.setattr(ThreadloomApp, "FOLLOW_SECONDS", 0.1)
+    app = make_app(db)
+    seen = Seen(workers.Followed)
+    async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
+        await pilot.pause()
+        sid = session_id(app, CHECKOUT)
+        app.browser.jump_to_session(sid)
+        await pilot.pause()
+        await pilot.press("S")
+        await until(pilot, lambda: isinstance(app.screen, StatsScreen))
+        title = app.screen.query_one("#stats-title", Static)
+        before = str(title.render())
+        source = browse.session_source(app.conn, sid)
+        assert source is not None
+        path = Path(source[0])
+        last = json.loads(path.read_bytes().splitlines()[-1])
+        record = {
+            "type": "user",
+            "uuid": "follow-stats",
+            "parentUuid": last["uuid"],
+            "sessionId": last["sessionId"],
+            "timestamp": "2026-06-12T15:00:00Z",
+            "cwd": last.get("cwd"),
+            "isSidechain": False,
+            "message": {"role": "user", "content": "One more question"},
+        }
+        with path.open("ab") as f:
+            f.write(json.dumps(record).encode() + b"\n")
+        await until(pilot, lambda: bool(seen.of(workers.Followed)) and str(title.render()) != before)
+        count = re.search(r"([\d,]+) messages?", before)
+        assert count is not None
+        assert f"{int(count.group(1).replace(',', '')) + 1:,} message" in str(title.render())
+
+
 async def test_empty_state_then_demo(tmp_path: Path) -> None:
     app = make_app(tmp_path / "empty.db", ingest=True, demo_long_turns=3)
     async with app.run_test(size=(100, 30)) as pilot:
