@@ -242,14 +242,17 @@ def _load(conn: sqlite3.Connection, session_id: str) -> _Session:
 def _aborts(conn: sqlite3.Connection, session_id: str, messages: list[_Message]) -> list[_Message]:
     """The records of turns the user stopped. Not messages (no seq of their own): each is placed
     at the last message written before it, where the viewer shows the turn ending."""
-    found = []
-    ordered = sorted((m.entry_id, m.seq) for m in messages)
-    ids = [entry_id for entry_id, _ in ordered]
-    for entry_id, turn_id, timestamp, raw in conn.execute(
+    rows = conn.execute(
         "SELECT id, turn_id, timestamp, raw FROM entries WHERE session_id = ? AND seq IS NULL "
         "AND subtype IN (SELECT value FROM json_each(?)) ORDER BY id",
         (session_id, orjson.dumps(sorted(ABORT_SUBTYPES)).decode()),
-    ):
+    ).fetchall()
+    if not rows:  # nearly every session: no need to order its messages by record
+        return []
+    found = []
+    ordered = sorted((m.entry_id, m.seq) for m in messages)
+    ids = [entry_id for entry_id, _ in ordered]
+    for entry_id, turn_id, timestamp, raw in rows:
         try:
             record = orjson.loads(bytes(raw))
         except orjson.JSONDecodeError:

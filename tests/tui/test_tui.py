@@ -878,6 +878,39 @@ async def test_stats_opened_during_a_first_load_read_the_whole_archive_when_it_e
         assert len(projects) == 4 and table.row_count == len(projects)
 
 
+def append_claude_messages(app: ThreadloomApp, sid: str, messages: list[tuple[str, str]]) -> None:
+    """Write (role, text) messages at the end of a Claude Code session's file, each the child of the
+    one before, as its agent still at work would."""
+    assert app.conn is not None
+    source = browse.session_source(app.conn, sid)
+    assert source is not None
+    path = Path(source[0])
+    last = json.loads(path.read_bytes().splitlines()[-1])
+    added: list[dict] = []
+    for n, (kind, text) in enumerate(messages):
+        added.append(
+            {
+                "type": kind,
+                "uuid": f"follow-{n}",
+                "parentUuid": added[-1]["uuid"] if added else last["uuid"],
+                "sessionId": last["sessionId"],
+                "timestamp": f"2026-06-12T15:00:0{n}Z",
+                "cwd": last.get("cwd"),
+                "isSidechain": False,
+                "message": {"role": kind, "content": text}
+                if kind == "user"
+                else {
+                    "role": "assistant",
+                    "id": "msg_follow",
+                    "model": "claude-opus-4-1",
+                    "content": [{"type": "text", "text": text}],
+                },
+            }
+        )
+    with path.open("ab") as f:
+        f.write(b"".join(json.dumps(r).encode() + b"\n" for r in added))
+
+
 async def test_open_session_follows_its_growing_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An agent still writing the session being read: the new messages appear at the end, and a
     reader resting on the last message is carried to them."""
@@ -910,34 +943,14 @@ async def test_open_session_follows_its_growing_file(tmp_path: Path, monkeypatch
         before = view.count
         view.action_last()
         await pilot.pause()
-        source = browse.session_source(app.conn, sid)
-        assert source is not None
-        path = Path(source[0])
-        last = json.loads(path.read_bytes().splitlines()[-1])
-        added = []
-        for n, (kind, text) in enumerate(
-            [("user", "And the refund flow too?"), ("assistant", "Checked: refunds reuse the same tax call.")]
-        ):
-            record = {
-                "type": kind,
-                "uuid": f"follow-{n}",
-                "parentUuid": added[-1]["uuid"] if added else last["uuid"],
-                "sessionId": last["sessionId"],
-                "timestamp": f"2026-06-12T15:00:0{n}Z",
-                "cwd": last.get("cwd"),
-                "isSidechain": False,
-                "message": {"role": kind, "content": text}
-                if kind == "user"
-                else {
-                    "role": "assistant",
-                    "id": "msg_follow",
-                    "model": "claude-opus-4-1",
-                    "content": [{"type": "text", "text": text}],
-                },
-            }
-            added.append(record)
-        with path.open("ab") as f:
-            f.write(b"".join(json.dumps(r).encode() + b"\n" for r in added))
+        append_claude_messages(
+            app,
+            sid,
+            [
+                ("user", "And the refund flow too?"),
+                ("assistant", "Checked: refunds reuse the same tax call."),
+            ],
+        )
         await until(pilot, lambda: view.count > before)
         assert [(m.session_id, m.report.records_added) for m in seen.of(workers.Followed)] == [(sid, 2)]
         assert view.count == before + 2
@@ -969,22 +982,7 @@ async def test_an_open_stats_screen_counts_what_a_followed_session_adds(
         await until(pilot, lambda: isinstance(app.screen, StatsScreen))
         title = app.screen.query_one("#stats-title", Static)
         before = str(title.render())
-        source = browse.session_source(app.conn, sid)
-        assert source is not None
-        path = Path(source[0])
-        last = json.loads(path.read_bytes().splitlines()[-1])
-        record = {
-            "type": "user",
-            "uuid": "follow-stats",
-            "parentUuid": last["uuid"],
-            "sessionId": last["sessionId"],
-            "timestamp": "2026-06-12T15:00:00Z",
-            "cwd": last.get("cwd"),
-            "isSidechain": False,
-            "message": {"role": "user", "content": "One more question"},
-        }
-        with path.open("ab") as f:
-            f.write(json.dumps(record).encode() + b"\n")
+        append_claude_messages(app, sid, [("user", "One more question")])
         await until(pilot, lambda: bool(seen.of(workers.Followed)) and str(title.render()) != before)
         count = re.search(r"([\d,]+) messages?", before)
         assert count is not None
