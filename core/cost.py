@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import astuple, dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
@@ -53,12 +53,11 @@ class Rates:
             + cache_read * _rate(self.cache_read, total_input)
         ) / 1_000_000
 
-    def to_json(self) -> str:
-        return json.dumps(astuple(self))
+    def as_list(self) -> list[Any]:
+        return list(astuple(self))
 
     @classmethod
-    def from_json(cls, text: str) -> Rates | None:
-        data = json.loads(text)
+    def from_list(cls, data: list[Any] | None) -> Rates | None:
         if data is None:
             return None
         model_id, provider_id, *prices = data
@@ -93,23 +92,34 @@ def prices_version() -> str:
     return f"genai-prices data {data.st_size}:{int(data.st_mtime)}"
 
 
-@lru_cache(maxsize=4096)
+def _snapshot() -> Any:
+    """genai-prices' whole table: 0.2 s and 80 MB to load, so loaded only for a model or a price
+    period the ledger's `model_rates` does not hold yet."""
+    from genai_prices import data_snapshot
+
+    return data_snapshot.get_snapshot()
+
+
 def rates(model: str | None, day: str | None = None) -> Rates | None:
     """The prices of `model` on `day` (YYYY-MM-DD, UTC; today when None), or None when the table
     does not know the model."""
-    if not model:
-        return None
-    from genai_prices import data_snapshot
+    return priced_period(model, day)[0] if model else None
 
+
+@lru_cache(maxsize=4096)
+def priced_period(model: str, day: str | None = None) -> tuple[Rates | None, str, str | None]:
+    """`model`'s prices on `day` and the days they hold for: (rates, first day, the day after the
+    last). A price changes only on the start dates the table gives the model, so every day between
+    two of them has the same prices; "" and None stand for no start and no end."""
     try:
-        provider, info = data_snapshot.get_snapshot().find_provider_model(model, None, None, None)
+        provider, info = _snapshot().find_provider_model(model, None, None, None)
     except LookupError:
-        return None
+        return None, "", None  # unknown on every day, until the price data changes
     when = datetime.fromisoformat(day).replace(tzinfo=UTC) if day else datetime.now(UTC)
     prices = info.get_prices(when)
     inp, out, write, read = (getattr(prices, name, None) for name in _FIELDS)
     # a model priced with no cache write (or read) rate bills those tokens as plain input
-    return Rates(
+    found = Rates(
         info.id,
         provider.id,
         _price(inp),
@@ -117,6 +127,14 @@ def rates(model: str | None, day: str | None = None) -> Rates | None:
         _price(write if write is not None else inp),
         _price(read if read is not None else inp),
     )
+    conditions = info.prices if isinstance(info.prices, list) else []
+    starts = sorted(
+        {start.isoformat() for c in conditions if (start := getattr(c.constraint, "start_date", None))}
+    )
+    today = when.date().isoformat()
+    first = max((s for s in starts if s <= today), default="")
+    until = min((s for s in starts if s > today), default=None)
+    return found, first, until
 
 
 def _price(value: Any) -> tuple[float, tuple[tuple[int, float], ...]]:
@@ -146,28 +164,47 @@ def _day(timestamp_ms: int | None) -> str:
 
 
 class _StoredRates:
-    """`rates` through the ledger's `model_rates` table: a run that prices today's messages of a
-    model seen before reads one row, and loads the price table (0.2 s) only for what is new."""
+    """`rates` through the ledger's `model_rates` table, one row per model and price period (its
+    first day, and in `rates` the day it ends): a run that prices new messages of a model seen
+    before, on any day of a period seen before, reads a row, and loads the price table only for
+    what is new."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        self.known: dict[tuple[str, str], Rates | None] = {}
+        self.periods: dict[str, list[tuple[str, str | None, Rates | None]]] = {}
         self.new: list[tuple[str, str, str]] = []
 
     def get(self, model: str | None, day: str) -> Rates | None:
         if not model:
             return None
-        key = (model, day)
-        if key in self.known:
-            return self.known[key]
-        row = self.conn.execute("SELECT rates FROM model_rates WHERE model = ? AND day = ?", key).fetchone()
-        if row is not None:
-            found = Rates.from_json(row[0])
-        else:
-            found = rates(model, day)
-            self.new.append((model, day, found.to_json() if found is not None else "null"))
-        self.known[key] = found
+        periods = self.periods.get(model)
+        if periods is None:
+            rows = self.conn.execute("SELECT day, rates FROM model_rates WHERE model = ?", (model,))
+            read = (_stored_period(first, text) for first, text in rows)
+            periods = self.periods[model] = [period for period in read if period is not None]
+        for first, until, found in periods:
+            if first <= day and (until is None or day < until):
+                return found
+        found, first, until = priced_period(model, day)
+        periods.append((first, until, found))
+        stored = {"rates": found.as_list() if found is not None else None, "until": until}
+        self.new.append((model, first, json.dumps(stored)))
         return found
+
+
+def _stored_period(first: str, text: str) -> tuple[str, str | None, Rates | None] | None:
+    """A `model_rates` row as (first day, day after the last, rates), or None for a row that
+    cannot be read (it is then looked up again and replaced). A row written before periods were
+    kept holds the rates alone, for its one day."""
+    try:
+        data = json.loads(text)
+        if isinstance(data, dict):
+            until = data.get("until")
+            return first, until if isinstance(until, str) else None, Rates.from_list(data.get("rates"))
+        next_day = (datetime.fromisoformat(first) + timedelta(days=1)).strftime("%Y-%m-%d")
+        return first, next_day, Rates.from_list(data)
+    except (ValueError, TypeError):
+        return None
 
 
 def price_pending(conn: sqlite3.Connection) -> set[str]:

@@ -211,8 +211,9 @@ class AgentUsage(SQLModel, table=True):
 
 
 class ModelRates(SQLModel, table=True):
-    """A model's prices on a day (core.cost.Rates as JSON; "null" for a model the table does not
-    know), kept so that pricing new messages need not load the whole price table each run."""
+    """A model's prices over a period whose first day is `day` (JSON: core.cost.Rates as a list,
+    null for a model the table does not know, and the day the period ends, null if open), kept so
+    that pricing new messages need not load the whole price table each run."""
 
     __tablename__ = "model_rates"
 

@@ -4,6 +4,8 @@ priced again when the price data changes."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from threadloom.core import cost
 from threadloom.core.db import set_meta
@@ -66,6 +68,49 @@ def test_an_append_prices_only_what_is_new_without_loading_the_table_again(conn,
     assert looked_up == []  # the model's prices for that day come from the ledger
     assert conn.execute("SELECT count(*) FROM agent_usage WHERE priced = 1").fetchone()[0] == 4
     assert cost.price_pending(conn) == set()  # nothing left: a run with nothing new prices nothing
+
+
+def test_a_later_day_in_the_same_price_period_is_priced_without_loading_the_table(
+    conn, tmp_path, monkeypatch
+):
+    """Prices change only on the dates the table gives: a new day's messages of a model seen in
+    the same period (and of a model the table does not know) are priced from the ledger's rows,
+    without the 0.2 s and 80 MB of loading the table. A row kept before periods were stored holds
+    for its own day only."""
+    t = session(tmp_path)
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    sonnet = cost.rates(SONNET, "2026-03-01")
+    assert sonnet is not None
+    april = cost.message_cost(SONNET, 12, 700, 3000, 40000, 1775120400000)  # 2026-04-02 09:00 UTC
+    loads: list[str] = []
+    real = cost._snapshot
+    monkeypatch.setattr(cost, "_snapshot", lambda: loads.append("loaded") or real())
+    cost.priced_period.cache_clear()  # as a new process starts
+    t.user("a month later")
+    t.assistant("five", model=SONNET, usage=USAGE)
+    t.lines[-1]["timestamp"] = "2026-04-02T09:00:00.000Z"
+    t.assistant("six", model="my-local-llama", usage=USAGE)
+    t.lines[-1]["timestamp"] = "2026-04-02T09:00:01.000Z"
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    assert loads == []
+    rows = dict(conn.execute("SELECT model, cost_usd FROM agent_usage WHERE timestamp >= 1775000000000"))
+    assert rows == {
+        SONNET: pytest.approx(april),
+        "my-local-llama": None,
+    }
+
+    # a row of the older kind (the rates alone, for one day) is read for that day, not another
+    conn.execute("DELETE FROM model_rates")
+    conn.execute(
+        "INSERT INTO model_rates (model, day, rates) VALUES (?, '2026-03-01', ?)",
+        (SONNET, json.dumps(sonnet.as_list())),
+    )
+    cost.priced_period.cache_clear()
+    stored = cost._StoredRates(conn)
+    assert stored.get(SONNET, "2026-03-01") == sonnet and loads == []
+    assert stored.get(SONNET, "2026-03-02") == sonnet and loads == ["loaded"]
 
 
 def test_new_price_data_prices_everything_again(conn, tmp_path):
