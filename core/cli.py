@@ -594,7 +594,7 @@ def _ingest_with_progress(
 ) -> IngestReport:
     from rich.markup import escape
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-    from threadloom.core.ingest import INDEXING, run_ingest
+    from threadloom.core.ingest import INDEXING, SIGNALS, run_ingest
     from threadloom.core.text import printable
 
     with Progress(
@@ -609,13 +609,14 @@ def _ingest_with_progress(
         task = bar.add_task("ingest", total=None, files="", name="")
 
         def on_progress(p: IngestProgress) -> None:
-            if p.path == INDEXING:
+            if p.path in (INDEXING, SIGNALS):
+                doing = "indexing for search" if p.path == INDEXING else "finding signals"
                 bar.update(
                     task,
                     total=p.bytes_total or 1,
                     completed=p.bytes_done,
                     files="",
-                    name=f"indexing for search {p.index_done / max(1, p.index_total):.0%}",
+                    name=f"{doing} {p.phase_done / max(1, p.phase_total):.0%}",
                 )
                 return
             # a file's name is anyone's (a --source from a backup): shown as text, never as markup or

@@ -66,11 +66,14 @@ class Progress:
     bytes_total: int
     path: str
     elapsed: float
-    index_done: int = 0  # while the search index is built (path == INDEXING): entry ids covered
-    index_total: int = 0
+    # in a phase after the files (path == INDEXING: entry ids indexed; SIGNALS: sessions looked at)
+    phase_done: int = 0
+    phase_total: int = 0
 
 
 INDEXING = "building the search index"
+# Progress.path while every session's signals are found again (new price data, a newer signal pass)
+SIGNALS = "finding signals"
 # Progress.path while the derived tables are rebuilt after a schema upgrade (files and bytes replayed)
 REBUILDING = "rebuilding sessions from stored records"
 
@@ -504,7 +507,17 @@ def _run_ingest(
     if changed or repriced or outdated:
         from threadloom.core import signals
 
-        seconds = signals.rebuild(conn) if outdated else signals.update(conn, changed | repriced)
+        def signals_progress(done: int, total: int) -> None:
+            if progress is not None:
+                elapsed = time.perf_counter() - started
+                progress(
+                    Progress(len(plans), len(plans), bytes_done, bytes_total, SIGNALS, elapsed, done, total)
+                )
+
+        if outdated:
+            seconds = signals.rebuild(conn, signals_progress)
+        else:
+            seconds = signals.update(conn, changed | repriced, signals_progress)
         report.signals_seconds = round(seconds, 3)
     if progress is not None:
         progress(Progress(len(plans), len(plans), bytes_done, bytes_total, "", time.perf_counter() - started))

@@ -16,7 +16,7 @@ import sqlite3
 import string
 import time
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -726,7 +726,11 @@ def _repeated_prompts(session: _Session) -> list[Signal]:
 # ---------------------------------------------------------------------------- storing them
 
 
-def update(conn: sqlite3.Connection, sessions: Iterable[str]) -> float:
+SessionsDone = Callable[[int, int], None]  # (sessions looked at, of how many): a long pass's progress
+PROGRESS_SECONDS = 0.2  # how often a long pass says how far it is
+
+
+def update(conn: sqlite3.Connection, sessions: Iterable[str], progress: SessionsDone | None = None) -> float:
     """Recompute the signals of `sessions` and of their parent sessions (a subagent's cost is
     its parent's dead end); returns the seconds it took."""
     started = time.perf_counter()
@@ -739,22 +743,29 @@ def update(conn: sqlite3.Connection, sessions: Iterable[str]) -> float:
         "AND id IN (SELECT value FROM json_each(?))",
         (orjson.dumps(sorted(wanted)).decode(),),
     )
-    _store(conn, sorted(wanted | set(parents)), clear_all=False)
+    _store(conn, sorted(wanted | set(parents)), clear_all=False, progress=progress)
     return time.perf_counter() - started
 
 
-def rebuild(conn: sqlite3.Connection) -> float:
+def rebuild(conn: sqlite3.Connection, progress: SessionsDone | None = None) -> float:
     """Recompute every session's signals (after the derived tables were rebuilt, or when the
     signals found were found by an older SIGNALS_VERSION)."""
     started = time.perf_counter()
-    _store(conn, values(conn, "SELECT id FROM agent_sessions ORDER BY id"), clear_all=True)
+    sessions = values(conn, "SELECT id FROM agent_sessions ORDER BY id")
+    _store(conn, sessions, clear_all=True, progress=progress)
     set_meta(conn, SIGNALS_VERSION_KEY, SIGNALS_VERSION)
     return time.perf_counter() - started
 
 
-def _store(conn: sqlite3.Connection, sessions: list[str], *, clear_all: bool) -> None:
+def _store(
+    conn: sqlite3.Connection, sessions: list[str], *, clear_all: bool, progress: SessionsDone | None = None
+) -> None:
     rows = []
-    for session_id in sessions:
+    shown = time.perf_counter()
+    for done, session_id in enumerate(sessions):
+        if progress is not None and time.perf_counter() - shown > PROGRESS_SECONDS:
+            progress(done, len(sessions))
+            shown = time.perf_counter()
         for signal in find_signals(conn, session_id):
             evidence = orjson.dumps([asdict(e) for e in signal.evidence]).decode()
             rows.append(

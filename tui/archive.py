@@ -208,11 +208,11 @@ class ArchiveApp(App[int]):
             self._open_database(readonly=self.first_load)
 
     def on_ingest_progressed(self, event: IngestProgressed) -> None:
-        from threadloom.core.ingest import INDEXING
+        from threadloom.core.ingest import INDEXING, SIGNALS
 
         p = event.progress
         self.browser.show_progress(p)
-        if p.path == INDEXING:
+        if p.path in (INDEXING, SIGNALS):  # the files are all in: nothing new to show
             return
         if self.conn is None and self.first_load and p.files_done > 0:
             # the load is under way (its files are being written in ~1 s transactions): browse

@@ -265,12 +265,33 @@ def test_signals_found_by_an_older_pass_are_all_found_again_by_the_next_ingest(c
     set_meta(conn, SIGNALS_VERSION_KEY, "1")
     rebuilds = []
     real = signals.rebuild
-    monkeypatch.setattr(signals, "rebuild", lambda c: rebuilds.append(1) or real(c))
+    monkeypatch.setattr(signals, "rebuild", lambda c, progress=None: rebuilds.append(1) or real(c, progress))
     assert ingest(conn, tmp_path / "codex").files_read == 0
     assert [s.name for s in session_signals(conn, THREAD)] == ["interrupted"]
     assert get_meta(conn, SIGNALS_VERSION_KEY) == SIGNALS_VERSION
     ingest(conn, tmp_path / "codex")
     assert rebuilds == [1]  # once: then only the sessions a run changes
+
+
+def test_finding_every_sessions_signals_again_says_how_far_it_is(conn, tmp_path, monkeypatch):
+    """That pass takes seconds on a large archive, after the files are all read: the ingest's
+    progress names it and counts its sessions, so a bar does not sit still meanwhile."""
+    from threadloom.core.db import set_meta
+    from threadloom.core.ingest import SIGNALS, run_ingest
+    from threadloom.core.text import SIGNALS_VERSION_KEY
+
+    from tests.support import archive
+
+    projects = archive(tmp_path, sessions=5)
+    ingest(conn, projects)
+    set_meta(conn, SIGNALS_VERSION_KEY, "1")
+    monkeypatch.setattr(signals, "PROGRESS_SECONDS", 0.0)  # every session, not every 0.2 s
+    seen = []
+    report = run_ingest(conn, [projects], include_defaults=False, progress=seen.append)
+    assert report.signals_seconds > 0 and not report.errors
+    phase = [(p.phase_done, p.phase_total) for p in seen if p.path == SIGNALS]
+    assert phase == [(done, 5) for done in range(5)]
+    assert seen[-1].path == ""  # then the run's end, as before
 
 
 def test_two_compactions_within_the_hour_are_context_thrashing(conn, tmp_path):

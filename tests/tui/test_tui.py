@@ -1487,13 +1487,45 @@ async def test_ingest_says_records_first_then_the_index_then_its_end(tmp_path: P
         )
         after = [m.progress for m in seen.messages[indexing:] if isinstance(m, workers.IngestProgressed)]
         assert after and all(p.path == INDEXING for p in after)
-        assert after[-1].index_done == after[-1].index_total > 0
+        assert after[-1].phase_done == after[-1].phase_total > 0
         (records,) = seen.of(workers.RecordsLoaded)
         (ended,) = seen.of(workers.Ingested)
         assert ended.error is None and ended.report is records.report
         assert ended.report.index_complete and not ended.report.cancelled
         assert app.last_report is ended.report
         assert any("Search index complete" in n.message for n in app._notifications)
+
+
+async def test_finding_every_sessions_signals_again_shows_in_the_bar(tmp_path: Path, monkeypatch) -> None:
+    """After an update whose signal pass is newer, the first ingest looks at every session again
+    (seconds on a large archive, with every file already read): the bar says so as it goes."""
+    from threadloom.core import db, signals
+    from threadloom.core.db import set_meta
+    from threadloom.core.ingest import run_ingest
+    from threadloom.core.text import SIGNALS_VERSION_KEY
+
+    root = small_archive(tmp_path)
+    conn = db.connect(tmp_path / "older.db")
+    run_ingest(conn, [root], include_defaults=False)
+    set_meta(conn, SIGNALS_VERSION_KEY, "1")
+    conn.close()
+    monkeypatch.setattr(signals, "PROGRESS_SECONDS", 0.0)
+    real_find = signals.find_signals
+    finding, release = threading.Event(), threading.Event()
+
+    def held_find(conn, session_id):
+        finding.set()
+        assert release.wait(10)
+        return real_find(conn, session_id)
+
+    monkeypatch.setattr(signals, "find_signals", held_find)
+    app = make_app(tmp_path / "older.db", ingest=True, sources=[root])
+    async with app.run_test(size=(140, 40)) as pilot:
+        assert await event_set(pilot, finding)
+        label = app.browser.query_one("#ingest-label", Static)
+        await until(pilot, lambda: "Finding signals in every session: 0%" in shown(label))
+        release.set()
+        await until(pilot, lambda: not app.ingesting)
 
 
 # ---------------------------------------------------------------------------- fork picker
