@@ -125,11 +125,14 @@ class SessionSummary:
 
 
 def money(usd: float) -> str:
-    """$0.0042, $0.42, $4.20, $1,234: cents once a cent matters, two significant digits below it."""
+    """$0.0042, $0.42, $4.20, $1,234: cents once a cent matters, two significant digits below it,
+    and under a hundredth of a cent only that (never `2.8e-05`)."""
     if usd >= 1000:
         return f"${usd:,.0f}"
     if usd >= 0.01 or usd == 0:
         return f"${usd:.2f}"
+    if usd < 0.0001:
+        return "<$0.0001"
     return f"${usd:.2g}"
 
 

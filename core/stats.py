@@ -23,6 +23,7 @@ from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from threadloom.core.db import get_meta, set_meta
 from threadloom.core.rows import fetch
 
 if TYPE_CHECKING:
@@ -33,6 +34,11 @@ GROUPINGS = ("day", "week", "month", "project", "model", "agent", "session")
 TIME_GROUPINGS = ("day", "week", "month")
 
 PENDING = "SELECT session_id FROM stats_pending"
+UNDATED = "undated"  # the period of what happened in sessions without any time recorded
+# how the rollup rows are summed: a change recomputes every session's rows once (2: facts without a
+# time of their own count at their session's start)
+STATS_VERSION = "2"
+STATS_VERSION_KEY = "stats_version"
 
 
 def mark_stale(conn: sqlite3.Connection, sessions: Iterable[str]) -> None:
@@ -44,8 +50,14 @@ def mark_stale(conn: sqlite3.Connection, sessions: Iterable[str]) -> None:
 
 
 def refresh_pending(conn: sqlite3.Connection) -> int:
-    """Recompute the file changes and rollup rows of every session marked stale; returns how
-    many sessions. Run where the caller writes (the ingest, under its writer lock)."""
+    """Recompute the file changes and rollup rows of every session marked stale (all of them,
+    once, when they were summed by an older STATS_VERSION); returns how many sessions. Run where
+    the caller writes (the ingest, under its writer lock)."""
+    if get_meta(conn, STATS_VERSION_KEY) != STATS_VERSION:
+        conn.execute("BEGIN")
+        conn.execute("INSERT OR IGNORE INTO stats_pending (session_id) SELECT id FROM agent_sessions")
+        set_meta(conn, STATS_VERSION_KEY, STATS_VERSION)
+        conn.execute("COMMIT")
     sessions = [r[0] for r in conn.execute(PENDING)]
     if not sessions:
         return 0
@@ -81,7 +93,9 @@ def refresh_pending(conn: sqlite3.Connection) -> int:
 # API messages (tokens, cost), messages (counted by the ledger as it placed them, in stats_messages),
 # tool calls, changed lines. A message takes the model in use when it was sent (one before any, the
 # session's), a call or an edit its turn's. cost: sum() of the known costs is NULL
-# when none is known, never 0; unpriced_messages counts the unknown ones.
+# when none is known, never 0; unpriced_messages counts the unknown ones. A fact its agent recorded
+# no time for (Aider writes one per session, in its header) counts at its session's start; only a
+# session without any time has rows without a bucket (the "undated" period).
 ROLLUP_SQL = f"""
 INSERT INTO stats_rollup (bucket, session_id, model, root_session_id, project_path, project, agent,
     messages, api_messages, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, cost_usd,
@@ -90,23 +104,24 @@ SELECT x.bucket, x.session_id, x.model, COALESCE(p.root_session_id, x.session_id
     COALESCE(s.project, ''), s.source, sum(x.messages), sum(x.api), sum(x.inp), sum(x.outp), sum(x.cw), sum(x.cr),
     sum(x.cost), sum(x.unpriced), sum(x.calls), sum(x.failed), sum(x.added), sum(x.removed)
 FROM (
-    SELECT u.timestamp / {BUCKET_MS} AS bucket, u.session_id, COALESCE(u.model, '') AS model, 0 AS messages,
-        count(*) AS api, sum(u.input_tokens) AS inp, sum(u.output_tokens) AS outp,
+    SELECT COALESCE(u.timestamp, s.created_at) / {BUCKET_MS} AS bucket, u.session_id, COALESCE(u.model, '') AS model,
+        0 AS messages, count(*) AS api, sum(u.input_tokens) AS inp, sum(u.output_tokens) AS outp,
         sum(u.cache_creation_tokens) AS cw, sum(u.cache_read_tokens) AS cr, sum(u.cost_usd) AS cost,
         sum(u.cost_usd IS NULL) AS unpriced, 0 AS calls, 0 AS failed, 0 AS added, 0 AS removed
-    FROM agent_usage u WHERE u.session_id IN ({PENDING}) GROUP BY 1, 2, 3
+    FROM agent_usage u JOIN agent_sessions s ON s.id = u.session_id WHERE u.session_id IN ({PENDING})
+    GROUP BY 1, 2, 3
     UNION ALL
-    SELECT NULLIF(m.bucket, -1), m.session_id, COALESCE(NULLIF(m.model, ''), s.model, ''), m.messages,
-        0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0
+    SELECT COALESCE(NULLIF(m.bucket, -1), s.created_at / {BUCKET_MS}), m.session_id,
+        COALESCE(NULLIF(m.model, ''), s.model, ''), m.messages, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0
     FROM stats_messages m JOIN agent_sessions s ON s.id = m.session_id WHERE m.session_id IN ({PENDING})
     UNION ALL
-    SELECT c.started_at / {BUCKET_MS}, c.session_id, COALESCE(t.model, s.model, ''), 0, 0, 0, 0, 0, 0, NULL, 0,
-        count(*), sum(c.status = 'failed'), 0, 0
+    SELECT COALESCE(c.started_at, s.created_at) / {BUCKET_MS}, c.session_id, COALESCE(t.model, s.model, ''),
+        0, 0, 0, 0, 0, 0, NULL, 0, count(*), sum(c.status = 'failed'), 0, 0
     FROM agent_tool_calls c JOIN agent_sessions s ON s.id = c.session_id LEFT JOIN agent_turns t ON t.id = c.turn_id
     WHERE c.session_id IN ({PENDING}) GROUP BY 1, 2, 3
     UNION ALL
-    SELECT f.timestamp / {BUCKET_MS}, f.session_id, COALESCE(t.model, s.model, ''), 0, 0, 0, 0, 0, 0, NULL, 0,
-        0, 0, sum(f.lines_added), sum(f.lines_removed)
+    SELECT COALESCE(f.timestamp, s.created_at) / {BUCKET_MS}, f.session_id, COALESCE(t.model, s.model, ''),
+        0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, sum(f.lines_added), sum(f.lines_removed)
     FROM agent_file_changes f JOIN agent_sessions s ON s.id = f.session_id LEFT JOIN agent_turns t ON t.id = f.turn_id
     WHERE f.session_id IN ({PENDING}) GROUP BY 1, 2, 3
 ) x JOIN agent_sessions s ON s.id = x.session_id JOIN stats_pending p ON p.session_id = x.session_id
@@ -483,11 +498,11 @@ def report(
     if agent:
         where.append("x.agent = ?")
         params.append(agent)
-    if by in TIME_GROUPINGS:
-        where.append("x.bucket IS NOT NULL")
     key = GROUP_SQL[by]
+    if by in TIME_GROUPINGS:  # then the sessions without any time, when no range is asked for
+        key = f"CASE WHEN x.bucket IS NULL THEN '{UNDATED}' ELSE {key} END"
     order = (
-        "period"
+        f"period = '{UNDATED}', period"
         if by in TIME_GROUPINGS
         else "sum(x.cost_usd) IS NULL, sum(x.cost_usd) DESC, "
         "sum(x.input_tokens + x.output_tokens + x.cache_creation_tokens + x.cache_read_tokens) DESC, period"
@@ -501,7 +516,7 @@ def report(
     out = [_stats_row(r) for r in rows]
     for row, raw in zip(out, rows, strict=True):
         row.key = row.period
-        row.label = row.period
+        row.label = "(no date)" if by in TIME_GROUPINGS and row.period == UNDATED else row.period
         if by == "project":
             row.label = raw["project"] or row.period or "(no project)"
     if by == "session":

@@ -122,7 +122,8 @@ class StatsScreen(Screen[None]):
 
     def _draw_spark(self) -> None:
         """Cost per local day over the last days with activity (tokens when no cost is known)."""
-        days = self.days = stats.report(self.conn, "day")
+        self.days = stats.report(self.conn, "day")
+        days = [r for r in self.days if r.period != stats.UNDATED]
         spark = self.query_one(Sparkline)
         axis = self.query_one("#stats-spark-axis", Static)
         if not days:
@@ -160,8 +161,9 @@ class StatsScreen(Screen[None]):
             self.rows = list(self.days)
         else:
             self.rows = stats.report(self.conn, by, since=n.since, until=n.until, agent=n.agent)
-        if by in stats.TIME_GROUPINGS:
-            self.rows.reverse()  # the latest period first, under the cursor
+        if by in stats.TIME_GROUPINGS:  # the latest period first, under the cursor; undated last
+            dated = [r for r in self.rows if r.period != stats.UNDATED]
+            self.rows = dated[::-1] + [r for r in self.rows if r.period == stats.UNDATED]
         whole = stats.report(self.conn, "total", since=n.since, until=n.until, agent=n.agent)
         table = self.query_one(DataTable)
         table.clear(columns=True)  # the columns fit the new labels, not the widest ever shown
@@ -222,6 +224,9 @@ class StatsScreen(Screen[None]):
             self.dismiss()  # back to the browser, which the message narrows
             self.app.post_message(OpenProject(row.key) if self.by == "project" else OpenSession(row.key))
         elif self.by in stats.TIME_GROUPINGS:
+            if row.period == stats.UNDATED:
+                self.notify("Those sessions have no date to narrow to: p or s lists them with the rest")
+                return
             since, until = _period_bounds(self.by, row.period)
             self.narrowing = Narrowing(since, until, None, f"{TITLES[self.by].lower()} {row.period}")
             self.show("session")

@@ -28,20 +28,23 @@ def conn(tmp_path_factory):
 
 
 def test_days_add_up_to_the_session_totals(conn):
+    """Every token and dollar is on a day: a message without a time of its own on its session's
+    start, a session without any time in the "undated" row (last)."""
     days = stats.report(conn, "day")
     assert len(days) >= 5
     sessions = conn.execute(
-        f"SELECT {', '.join(f'total({t})' for t in TOKENS)}, total(cost_usd), total(unpriced_messages) "
-        "FROM agent_sessions"
-    ).fetchone()
-    untimed = conn.execute(
-        f"SELECT {', '.join(f'total({t})' for t in TOKENS)}, total(cost_usd) FROM agent_usage WHERE timestamp IS NULL"
+        f"SELECT {', '.join(f'total({t})' for t in TOKENS)}, total(cost_usd), total(unpriced_messages), "
+        "total(message_count) FROM agent_sessions"
     ).fetchone()
     for n, name in enumerate(TOKENS):
-        assert sum(getattr(d, name) for d in days) + untimed[n] == sessions[n], name
+        assert sum(getattr(d, name) for d in days) == sessions[n], name
     assert sessions[1] > 0
-    assert sum(d.cost_usd or 0.0 for d in days) + untimed[4] == pytest.approx(sessions[4])
-    assert sum(d.unpriced_messages for d in days) <= sessions[5]
+    assert sum(d.cost_usd or 0.0 for d in days) == pytest.approx(sessions[4])
+    assert sum(d.unpriced_messages for d in days) == sessions[5]
+    assert sum(d.messages for d in days) == sessions[6]
+    assert all(d.period != stats.UNDATED for d in days[:-1])
+    (total,) = stats.report(conn, "total")
+    assert (total.messages, total.input_tokens) == (sessions[6], sessions[0])
 
 
 def test_each_session_s_rows_equal_its_totals(conn):

@@ -290,6 +290,53 @@ def test_lines_of_aider_edit_blocks_it_applied(conn, tmp_path):
     assert stats.report(conn, "session")[0].lines_added == 1
 
 
+def test_every_message_is_on_a_day_and_a_session_without_any_time_is_undated(conn, tmp_path):
+    """Aider writes a time only in each session's header: its messages, token lines and edits count
+    on that day, not nowhere. A log without any time is the last row, "undated", so the days add up
+    to the total; a range (--since) leaves it out."""
+    from tests.unit.test_adapter_aider import SESSION_1, SESSION_2, history
+
+    history(tmp_path / "proj", SESSION_1 + SESSION_2)
+    t = Transcript(
+        tmp_path / "projects" / "-srv" / f"{'e' * 8}-0000-4000-8000-000000000001.jsonl",
+        "e" * 8 + "-0000-4000-8000-000000000001",
+    )
+    t.user("when was this?")
+    t.assistant("no one wrote it down", usage={"input_tokens": 7, "output_tokens": 3})
+    for line in t.lines:
+        del line["timestamp"]
+    t.write()
+    ingest(conn, tmp_path / "proj", tmp_path / "projects")
+    days = stats.report(conn, "day")
+    assert [d.period for d in days] == ["2025-12-03", "2025-12-04", stats.UNDATED]
+    assert [(d.input_tokens, d.output_tokens, d.lines_added) for d in days] == [
+        (800, 104, 1),
+        (234, 12, 0),
+        (7, 3, 0),
+    ]
+    assert days[-1].label == "(no date)" and days[-1].messages == 2
+    (total,) = stats.report(conn, "total")
+    for name in ("messages", "input_tokens", "output_tokens", "tool_calls", "lines_added"):
+        assert sum(getattr(d, name) for d in days) == getattr(total, name), name
+    since = stats.parse_day("2025-12-01")
+    assert [d.period for d in stats.report(conn, "month", since=since)] == ["2025-12"]
+    assert [d.period for d in stats.report(conn, "month")] == ["2025-12", stats.UNDATED]
+
+
+def test_rollups_summed_by_an_older_stats_version_are_summed_again_once(conn, tmp_path):
+    from threadloom.core.db import get_meta
+
+    t = edit_session(tmp_path)
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    conn.execute("DELETE FROM stats_rollup")  # as an older version left them: say, nothing
+    set_meta(conn, stats.STATS_VERSION_KEY, "1")
+    assert ingest(conn, tmp_path / "projects").files_read == 0
+    assert_rollups_match(conn)
+    assert get_meta(conn, stats.STATS_VERSION_KEY) == stats.STATS_VERSION
+    assert stats.refresh_pending(conn) == 0  # once
+
+
 def test_a_schema_upgrade_rebuilds_the_rollups(tmp_path):
     from threadloom.core import db
     from threadloom.core.ingest import rebuild_pending

@@ -98,3 +98,39 @@ async def test_the_palette_opens_it_and_the_project_list_shows_costs(demo_db: Pa
         assert isinstance(app.screen, StatsScreen)
         await pilot.press("escape")
         assert not isinstance(app.screen, StatsScreen)
+
+
+async def test_a_session_without_any_time_is_the_last_row_of_the_days(tmp_path: Path) -> None:
+    """Its row is there (the days add up to the header's total), after the dated ones; the chart
+    leaves it out, and Enter on it says why it narrows to nothing instead of failing."""
+    from threadloom.core import db
+    from threadloom.core.ingest import run_ingest
+
+    from tests.conftest import Transcript
+
+    for n, stamped in enumerate((True, False)):
+        sid = f"{n}e57da7e-0000-4000-8000-00000000000{n}"
+        t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid)
+        t.user(f"question {n}")
+        t.assistant("answer", usage={"input_tokens": 10 + n, "output_tokens": 5})
+        if not stamped:
+            for line in t.lines:
+                del line["timestamp"]
+        t.write()
+    conn = db.connect(tmp_path / "t.db")
+    run_ingest(conn, [tmp_path / "projects"], include_defaults=False)
+    conn.close()
+    app = ThreadloomApp(db_path=tmp_path / "t.db", ingest=False, now=fixed_now)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("S")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, StatsScreen)
+        table = screen.query_one(DataTable)
+        assert [(r[0], r[3]) for r in table_rows(table)] == [("2026-03-01", "10"), ("(no date)", "11")]
+        assert len(screen.query_one(Sparkline).data or []) == 1  # the one dated day
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert screen.by == "day" and app.screen is screen
+        assert any("no date" in n.message for n in app._notifications)
