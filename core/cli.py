@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import sqlite3
 import sys
 from collections.abc import Callable, Iterable
@@ -506,11 +507,35 @@ def _connect(args: argparse.Namespace, *, rebuild: bool = True) -> sqlite3.Conne
 
 
 def _open_for_reading(args: argparse.Namespace) -> sqlite3.Connection:
+    """A reading command's connection; a database that does not exist is not created for it (a
+    mistyped --db would leave an empty one, and its folders, behind)."""
     from threadloom.core import db
 
+    path = Path(args.db) if args.db else db.default_db_path()
+    if str(path) != ":memory:" and _absent_but_creatable(path):
+        where = f" --db {shlex.quote(str(path))}" if args.db else ""
+        raise db.LedgerError(
+            f"no database at {path} yet: `threadloom ingest{where}` reads your agents' logs into it"
+        )
     conn = db.open_for_reading(args.db)
     _rebuild_if_due(args, conn)
     return conn
+
+
+def _absent_but_creatable(path: Path) -> bool:
+    """No file at `path`, though one could be made there (its nearest existing folder can be
+    written). A path that could not be used says why when it is opened, as before."""
+    try:
+        os.stat(path)
+        return False
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False  # not a folder on the way, a name too long …: opening it explains
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
 
 
 def _rebuild_if_due(args: argparse.Namespace, conn: sqlite3.Connection, *, rebuild: bool = True) -> None:
@@ -534,6 +559,21 @@ def _rebuild_if_due(args: argparse.Namespace, conn: sqlite3.Connection, *, rebui
     )
     if rebuild:
         rebuild_pending(conn, on_wait=_say_waiting)
+
+
+def _say_none_match(conn: sqlite3.Connection, args: argparse.Namespace) -> None:
+    """Why a listing is empty: an archive with nothing in it yet, or filters nothing passes."""
+    if conn.execute("SELECT 1 FROM agent_sessions LIMIT 1").fetchone() is None:
+        print("no sessions yet: run `threadloom ingest` (or add --source DIR)", file=sys.stderr)
+        return
+    given = [
+        f"--{name} {value}"
+        for name in ("project", "agent", "since", "until")
+        if (value := getattr(args, name, None))
+    ]
+    print(
+        f"no sessions match {' '.join(given) or 'these options'}: leave one out to see more", file=sys.stderr
+    )
 
 
 # ---------------------------------------------------------------------- ingest
@@ -733,7 +773,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         print(json.dumps([r.as_dict() for r in rows], ensure_ascii=False))
         return 0
     if not rows:
-        print("no sessions yet: run `threadloom ingest` (or add --source DIR)", file=sys.stderr)
+        _say_none_match(conn, args)
         return 0
     if args.wide:
         _print_wide_sessions(rows)
@@ -791,16 +831,16 @@ def cmd_stats(args: argparse.Namespace) -> int:
     except ValueError as exc:
         _fail(f"{exc}")
         return 2
+    if since is not None and until is not None and since >= until:
+        _fail(f"--since {args.since} is after --until {args.until}: nothing lies between (swap them?)")
+        return 2
     conn = _open_for_reading(args)
     rows = stats.report(conn, args.by, since=since, until=until, project=args.project, agent=args.agent)
     if args.json:
         print(json.dumps([r.as_dict() for r in rows], ensure_ascii=False))
         return 0
     if not rows:
-        print(
-            "nothing to count: no sessions match (run `threadloom ingest`, or widen the filters)",
-            file=sys.stderr,
-        )
+        _say_none_match(conn, args)
         return 0
     from rich.console import Console
     from rich.table import Table
@@ -1061,8 +1101,14 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     from threadloom.core import db, search_index
-    from threadloom.core.search import search
+    from threadloom.core.search import parse_query, search
 
+    unusable = parse_query(" ".join(args.query)).unusable_filters
+    if unusable:
+        for problem in unusable:
+            print(f"threadloom: {problem}", file=sys.stderr)
+        print("threadloom: nothing searched: mend the filter, or leave it out", file=sys.stderr)
+        return 2
     conn = _open_for_reading(args)
     if search_index.pending(conn) is not None:
         # catching the index up writes: only into a database that can be written

@@ -52,7 +52,14 @@ class ParsedQuery:
     in_tools: bool = False
     in_thinking: bool = False
     in_subagents: bool = False
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # shown with the hits
+    # filters that could not be honoured (a date that is none, an unknown signal): the TUI searches
+    # without them, saying so; the CLI stops, as a script would want
+    unusable_filters: list[str] = field(default_factory=list)
+
+    def unusable(self, problem: str) -> None:
+        self.problems.append(problem)
+        self.unusable_filters.append(problem)
 
     @property
     def empty(self) -> bool:
@@ -140,6 +147,9 @@ def parse_time(value: str, *, now: float | None = None, end: bool = False) -> in
 
 def parse_query(text: str, *, now: float | None = None) -> ParsedQuery:
     q = ParsedQuery()
+    if text.count('"') % 2:  # a phrase left open runs to the end, as typing it so far means
+        text += '"'
+        q.problems.append('a " was not closed: the phrase runs to the end of the query')
     for m in TOKEN.finditer(text):
         key, value, phrase, word = m.groups()
         if key is not None and key.lower() in FILTER_KEYS:
@@ -156,16 +166,16 @@ def parse_query(text: str, *, now: float | None = None) -> ParsedQuery:
                     elif part == "all":
                         q.in_tools = q.in_thinking = q.in_subagents = True
                     else:
-                        q.problems.append(f"in:{part} is not known (tools, thinking, subagents, all)")
+                        q.unusable(f"in:{part} is not known (tools, thinking, subagents, all)")
             elif key in ("after", "before"):
                 ms = parse_time(value, now=now, end=key == "before")
                 if ms is None:
-                    q.problems.append(f"{key}:{value} is not a date (2026-03-01, yesterday, 7d)")
+                    q.unusable(f"{key}:{value} is not a date (2026-03-01, yesterday, 7d)")
                 setattr(q, key, ms)
             elif key == "signal":
                 q.signal = value.lower()
                 if q.signal not in SIGNALS:
-                    q.problems.append(f"signal:{value} is not known ({', '.join(SIGNALS)})")
+                    q.unusable(f"signal:{value} is not known ({', '.join(SIGNALS)})")
             else:
                 setattr(q, key, value)
             if key == "tool":

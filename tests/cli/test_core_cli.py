@@ -520,3 +520,45 @@ def test_a_folder_name_with_a_newline_keeps_each_session_on_one_line(tmp_path: P
     assert len(listed) == 2 and "odd name here" in listed[1]
     wide = run("sessions", "--db", dbfile, "--wide").stdout.splitlines()
     assert len(wide) == 2 and "odd␊name␉here" in wide[1] and sid in wide[1]
+
+
+def test_an_empty_answer_says_why_and_a_filter_that_cannot_be_honoured_stops(tmp_path, capsys):
+    """Nothing listed because of the filters is not "no sessions yet"; a date that is no date, an
+    unknown signal or a reversed range stops with exit 2 (a script would otherwise get the whole
+    archive); a phrase left open is read to the end, and said."""
+    from threadloom.core.cli import main
+
+    projects = make_archive(tmp_path)
+    dbp = str(tmp_path / "t.db")
+    assert main(["ingest", "--db", dbp, "--source", str(projects), "--only", "--quiet"]) == 0
+    capsys.readouterr()
+
+    def said(*args: str) -> tuple[int, str]:
+        code = main([*args, "--db", dbp])
+        return code, capsys.readouterr().err.strip()
+
+    assert said("sessions", "--project", "nosuch") == (
+        0,
+        "no sessions match --project nosuch: leave one out to see more",
+    )
+    assert said("stats", "--agent", "nosuch") == (
+        0,
+        "no sessions match --agent nosuch: leave one out to see more",
+    )
+    code, err = said("stats", "--since", "2026-05-01", "--until", "2026-04-01")
+    assert code == 2 and "--since 2026-05-01 is after --until 2026-04-01" in err
+    for query, problem in (
+        ("after:2026-13-01 health", "after:2026-13-01 is not a date"),
+        ("signal:retry health", "signal:retry is not known (retry-loop"),
+        ("in:nowhere health", "in:nowhere is not known"),
+    ):
+        code, err = said("search", query)
+        assert (
+            code == 2
+            and problem in err
+            and err.endswith("nothing searched: mend the filter, or leave it out")
+        )
+    code = main(["search", '"health endpoint', "--db", dbp, "--json"])
+    captured = capsys.readouterr()
+    assert code == 0 and 'a " was not closed' in captured.err
+    assert [h["session_id"] for h in json.loads(captured.out)] == [SID]

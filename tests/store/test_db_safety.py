@@ -320,7 +320,8 @@ def test_database_paths_that_cannot_be_used_are_one_line_each(tmp_path, capsys):
     cases = [
         (["sessions", "--db", str(a_file / "x.db")], f"{a_file} is a file, not a folder"),
         (["ingest", "--db", str(a_file / "deeper" / "x.db")], f"{a_file} is a file, not a folder"),
-        (["sessions", "--db", "/proc/threadloom-test.db"], "/proc takes no new files"),
+        # nothing there to read: said as such (the ingest it points to then says why it cannot)
+        (["sessions", "--db", "/proc/threadloom-test.db"], "no database at /proc/threadloom-test.db yet"),
         (["ingest", "--db", "/proc/threadloom-test.db"], "/proc takes no new files"),
         (["sessions", "--db", str(tmp_path)], f"{tmp_path} is a folder, not a database file"),
         (["ingest", "--db", str(tmp_path)], f"{tmp_path} is a folder, not a database file"),
@@ -330,6 +331,19 @@ def test_database_paths_that_cannot_be_used_are_one_line_each(tmp_path, capsys):
         line = one_line_error(err)
         assert code == 1 and said in line and "--db" in line, (args, line)
     assert a_file.read_text() == "not a folder"
+
+
+def test_a_read_command_never_creates_a_database_or_its_folders(tmp_path, capsys):
+    """A mistyped --db (or no ingest yet) is said, with the command that fills it; nothing is
+    left behind."""
+    for args in (["sessions"], ["stats"], ["search", "parser"], ["show", "abc"], ["signals"]):
+        code, out, err = cli(capsys, *args, "--db", str(tmp_path / "not" / "here.db"))
+        assert code == 1 and not out, args
+        assert one_line_error(err) == (
+            f"threadloom: no database at {tmp_path / 'not' / 'here.db'} yet: "
+            f"`threadloom ingest --db {tmp_path / 'not' / 'here.db'}` reads your agents' logs into it"
+        )
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_os_error_is_said_with_what_to_do():
