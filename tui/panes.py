@@ -20,7 +20,7 @@ from textual.widgets.option_list import Option
 from textual.widgets.tree import TreeNode
 from threadloom.core import browse
 from threadloom.core.browse import Branch, ProjectRow, Segment, SessionSummary
-from threadloom.core.query import SORT_ORDERS, SessionView, agents_of
+from threadloom.core.query import SORT_ORDERS, SessionView, agents_of, money
 from threadloom.core.text import human_tokens, short_when
 from threadloom.tui.render import count_of, short_model
 
@@ -104,7 +104,8 @@ class ProjectList(OptionList):
         first.append(age, style="dim")
         second = Text(f"{p.session_count} session{'s' if p.session_count != 1 else ''}", style="#87d787")
         # the project's totals (its subagents' too), then its agents, as far as they fit
-        totals = [(p.cost_text, "#d7af5f"), (f"{human_tokens(p.tokens)} tok" if p.tokens else "", "dim")]
+        cost = next((c for c in _cost_texts(p) if second.cell_len + 3 + len(c) <= width), "")
+        totals = [(cost, "#d7af5f"), (f"{human_tokens(p.tokens)} tok" if p.tokens else "", "dim")]
         for part, style in totals:
             if part and second.cell_len + 3 + len(part) <= width:
                 second.append(f" · {part}", style=style)
@@ -114,6 +115,16 @@ class ProjectList(OptionList):
             second.append(_fit(agents, room), style="#5f87af")
         third = Text(_fit(_home(p.path), width, left=True), style="dim")
         return Text("\n").join([first, second, third, Text("")])
+
+
+def _cost_texts(p: ProjectRow) -> list[str]:
+    """The project's cost as written, then shorter (whole dollars, "+?") for a narrow pane: the
+    cost is the figure a project row is read for, so it gives way last."""
+    full = p.cost_text
+    if not full or p.cost_usd is None:
+        return [full]
+    short = f"${p.cost_usd:,.0f}" if p.cost_usd >= 10 else money(p.cost_usd)
+    return [full, short + ("+?" if p.unpriced_messages else "")]
 
 
 def _fit(text: str, width: int, *, left: bool = False) -> str:

@@ -315,3 +315,20 @@ async def test_the_message_pane_follows_a_filter_that_leaves_its_session_out(dem
         await pilot.press("enter")  # back to the list: the pane stays on what is listed
         await until_shown(pilot)
         assert app.query_one(SessionTree).border_title == "Sessions (1 of 2)"
+
+
+def test_a_narrow_project_row_keeps_its_cost_and_drops_the_agents_first() -> None:
+    """The cost is what a project row is read for: in a narrow pane it is shortened (whole
+    dollars, "+?") before it is left out, and the agents' names give way first."""
+    from threadloom.core.browse import ProjectRow
+    from threadloom.tui.panes import ProjectList
+
+    busy = ProjectRow("/w/fixtures", "fixtures", ["aider"], 984, 0, None, 7_700_000, 24.75, 3)
+    pane = ProjectList(now=lambda: 0.0)
+    second = {}
+    for width in (40, 24, 18):
+        pane._width = width
+        second[width] = str(pane._prompt(busy)).splitlines()[1]
+    assert second[40] == "984 sessions · $24.75 + ? · 7.7M tok"
+    assert second[24] == "984 sessions · $25+?"
+    assert second[18] == "984 sessions"
