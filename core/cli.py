@@ -1059,6 +1059,7 @@ def asdict_of(evidence: Any) -> dict[str, Any]:
 def cmd_export(args: argparse.Namespace) -> int:
     from threadloom.core.export import ExportError, export_session
     from threadloom.core.query import resolve_session
+    from threadloom.core.text import count_of
 
     conn = _open_for_reading(args)
     session = resolve_session(conn, args.session)
@@ -1067,7 +1068,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     except ExportError as exc:
         print(f"threadloom: {exc}", file=sys.stderr)
         return 2
-    what = f"{done.messages} messages" + (f", {done.subagents} subagents" if done.subagents else "")
+    what = count_of(done.messages, "message") + (
+        f", {count_of(done.subagents, 'subagent')}" if done.subagents else ""
+    )
     if done.branch is not None:
         what += f", branch {done.branch.number} of {done.branches}: --branch N exports another"
     said = [what] + ([done.redactor.summary()] if args.redact else [])
@@ -1208,7 +1211,7 @@ def _fork_undo(args: argparse.Namespace, plan: ForkPlan) -> tuple[dict[str, Any]
     """The files edited after the fork point, their undo patch written when asked. Returns the
     fields for --json, the lines to tell the user, and whether writing the patch failed."""
     from threadloom.core.fork import in_folder, resolve_entry, shell_command
-    from threadloom.core.text import printable
+    from threadloom.core.text import count_of, left_as_is, printable
     from threadloom.core.undo import plan_undo
 
     conn = _open_for_reading(args)  # the undo patch only reads the archive
@@ -1236,7 +1239,8 @@ def _fork_undo(args: argparse.Namespace, plan: ForkPlan) -> tuple[dict[str, Any]
         return (
             fields,
             [
-                f"note: {len(names)} files edited after this point stay as they are: {', '.join(names[:8])}"
+                f"note: {count_of(len(names), 'file')} edited after this point {left_as_is(len(names))}: "
+                f"{', '.join(names[:8])}"
                 f"{more} (--undo-patch FILE writes a patch that takes them back)"
             ],
             False,

@@ -17,7 +17,7 @@ from threadloom.core.diffs import diff_rows
 from threadloom.core.images import describe
 from threadloom.core.markdown import has_markup, render_markdown
 from threadloom.core.query import SessionSummary, ToolCall, children_of, get_session, messages
-from threadloom.core.text import clock, human_tokens, one_line, short_when, task_notice
+from threadloom.core.text import clock, count_of, human_tokens, one_line, short_when, task_notice
 
 OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")  # window titles, links: no text to show
 ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "system": "dim"}
@@ -242,7 +242,7 @@ def render_session(
         session.agent,
         session.project_path or session.project or "?",
         short_when(session.started_at),
-        f"{session.message_count} messages",
+        count_of(session.message_count, "message"),
         f"{human_tokens(session.total_tokens)} tokens",
         session.cost_text,
         session.model or "",

@@ -74,6 +74,16 @@ def human_duration(ms: int | None) -> str:
     return f"{hours // 24}d {hours % 24}h"
 
 
+def count_of(n: int, noun: str) -> str:
+    """'1 message', '2,310 messages'."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def left_as_is(n: int) -> str:
+    """What a fork does not undo, said of `n` files: 'stays as it is', 'stay as they are'."""
+    return "stays as it is" if n == 1 else "stay as they are"
+
+
 def human_tokens(n: int | None) -> str:
     if not n:
         return "0"
@@ -223,7 +233,20 @@ def prompt_title(text: str) -> str:
     cleaned = CONTEXT_TAGS.sub(" ", text)
     if cleaned.strip():
         text = cleaned
-    return " ".join(text.split())[:200]
+    return _cut_at_word(" ".join(text.split()), TITLE_CHARS)
+
+
+TITLE_CHARS = 200  # a title made from a prompt: the prompt's start, cut at a word
+
+
+def _cut_at_word(text: str, width: int) -> str:
+    """`text` cut to `width` characters with an ellipsis, after its last whole word when one ends
+    in the last quarter (a long word is cut where it must be)."""
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > width * 3 // 4 else cut) + "…"
 
 
 def is_bare_command(text: str) -> bool:

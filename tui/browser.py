@@ -27,11 +27,11 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Input, Label, OptionList, ProgressBar, Static, Tree
 from threadloom.core import browse
-from threadloom.core.text import human_tokens
+from threadloom.core.text import count_of, human_tokens
 from threadloom.tui.footer import KeyFooter
 from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import FilterInput, NodeRef, ProjectList, SessionTree
-from threadloom.tui.render import count_of, plain_title, short_model
+from threadloom.tui.render import plain_title, short_model
 from threadloom.tui.screens import HelpScreen, RawJsonScreen, key_rows
 from threadloom.tui.settings import Settings, save_settings, settings_path
 

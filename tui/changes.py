@@ -19,9 +19,8 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 from threadloom.core import stats
 from threadloom.core.stats import ChangeCall
-from threadloom.core.text import clock, printable
+from threadloom.core.text import clock, count_of, printable
 from threadloom.tui.panes import _home
-from threadloom.tui.render import count_of
 
 ADDED = "green"
 REMOVED = "red"

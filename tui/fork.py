@@ -51,7 +51,7 @@ from threadloom.core.fork import (
     resume_plan,
 )
 from threadloom.core.query import SessionSummary, get_session
-from threadloom.core.text import printable
+from threadloom.core.text import count_of, left_as_is, printable
 from threadloom.tui.events import AgentRan, ForkWritten
 from threadloom.tui.footer import KeyFooter
 from threadloom.tui.panes import fit
@@ -914,7 +914,7 @@ class ForkPicker(ModalScreen[None]):
             rows.append(
                 (
                     "files",
-                    f"{count} file{'s' if count != 1 else ''} edited after this point stay as they are"
+                    f"{count_of(count, 'file')} edited after this point {left_as_is(count)}"
                     + (" (u writes a patch that takes them back)" if undo.patch else ""),
                 )
             )
@@ -1180,8 +1180,8 @@ class ForkPicker(ModalScreen[None]):
         else:
             count = len(undo.files)
             line.append(
-                f"Not undone by a fork here: {count} file{'s' if count != 1 else ''} edited after this point "
-                "stay as they are: ",
+                f"Not undone by a fork here: {count_of(count, 'file')} edited after this point "
+                f"{left_as_is(count)}: ",
                 style=WARN_STYLE,
             )
             for i, change in enumerate(undo.files[:6]):

@@ -21,8 +21,8 @@ from textual.widgets.tree import TreeNode
 from threadloom.core import browse
 from threadloom.core.browse import Branch, ProjectRow, Segment, SessionSummary
 from threadloom.core.query import SORT_ORDERS, SessionView, agents_of, money
-from threadloom.core.text import human_tokens, short_when
-from threadloom.tui.render import count_of, short_model
+from threadloom.core.text import count_of, human_tokens, short_when
+from threadloom.tui.render import short_model
 
 STATUS_MARK = {
     "completed": ("✓", "green"),

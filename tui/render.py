@@ -71,11 +71,6 @@ def when(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000).strftime("%d %b %H:%M:%S")
 
 
-def count_of(n: int, noun: str) -> str:
-    """'1 message', '2,310 messages'."""
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")
-
-
 def plain_title(title: str | None, width: int) -> Text:
     """A session's title for a border: as plain text (a str there is read as markup, and a prompt
     such as "[Image #1] fix this" lost its brackets), never blank."""

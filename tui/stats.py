@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Sparkline, Static
 from threadloom.core import stats
 from threadloom.core.stats import StatsRow
-from threadloom.core.text import human_tokens, printable
+from threadloom.core.text import count_of, human_tokens, printable
 from threadloom.tui.events import OpenProject, OpenSession
 
 TITLES = {
@@ -181,9 +181,9 @@ class StatsScreen(Screen[None]):
         if whole:
             t = whole[0]
             title.update(
-                f"{_count(t.sessions, 'session')} · {_count(t.messages, 'message')} · {human_tokens(t.total_tokens)} tokens · "
+                f"{count_of(t.sessions, 'session')} · {count_of(t.messages, 'message')} · {human_tokens(t.total_tokens)} tokens · "
                 f"{t.cost_text or 'no cost known'} · {t.tool_calls:,} tool calls ({t.failed_tool_calls:,} failed) · "
-                f"+{t.lines_added} −{t.lines_removed} lines"
+                f"+{t.lines_added:,} −{t.lines_removed:,} lines"
             )
         else:
             title.update("Nothing archived yet" if not n.what else f"Nothing in {n.what}")
@@ -241,10 +241,6 @@ class StatsScreen(Screen[None]):
             self.show(self.by)
         else:
             self.dismiss()
-
-
-def _count(n: int, what: str) -> str:
-    return f"{n:,} {what}{'' if n == 1 else 's'}"
 
 
 def _cut(text: str, width: int) -> str:
