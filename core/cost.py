@@ -27,6 +27,9 @@ from threadloom.core.db import get_meta, set_meta
 from threadloom.core.stats import mark_stale
 
 PRICES_KEY = "prices_version"  # ledger_meta: the price data the stored costs come from
+# how a recorded model name is found in the table: a change prices every message again (r2: names
+# prefixed with their provider, as Aider writes them)
+RESOLVER = "r2"
 
 # the table's four token prices, in USD per million tokens
 _FIELDS = ("input_mtok", "output_mtok", "cache_write_mtok", "cache_read_mtok")
@@ -89,7 +92,7 @@ def prices_version() -> str:
     if spec is None or spec.origin is None:
         return "genai-prices missing"
     data = Path(spec.origin).with_name("data.py").stat()
-    return f"genai-prices data {data.st_size}:{int(data.st_mtime)}"
+    return f"genai-prices data {data.st_size}:{int(data.st_mtime)} {RESOLVER}"
 
 
 def _snapshot() -> Any:
@@ -112,7 +115,7 @@ def priced_period(model: str, day: str | None = None) -> tuple[Rates | None, str
     last). A price changes only on the start dates the table gives the model, so every day between
     two of them has the same prices; "" and None stand for no start and no end."""
     try:
-        provider, info = _snapshot().find_provider_model(model, None, None, None)
+        provider, info = _find(_snapshot(), model)
     except LookupError:
         return None, "", None  # unknown on every day, until the price data changes
     when = datetime.fromisoformat(day).replace(tzinfo=UTC) if day else datetime.now(UTC)
@@ -135,6 +138,28 @@ def priced_period(model: str, day: str | None = None) -> tuple[Rates | None, str
     first = max((s for s in starts if s <= today), default="")
     until = min((s for s in starts if s > today), default=None)
     return found, first, until
+
+
+def _find(snapshot: Any, model: str) -> tuple[Any, Any]:
+    """The table's provider and model for a model name as an agent recorded it. Aider (through
+    LiteLLM) writes `provider/model`, `openrouter/anthropic/claude-3.5-sonnet`: a name the table
+    does not know whole is looked up as that provider's model, then as the model alone."""
+    found: tuple[Any, Any]
+    try:
+        found = snapshot.find_provider_model(model, None, None, None)
+        return found
+    except LookupError:
+        pass
+    provider_id, _, rest = model.partition("/")
+    for ref, provider in ((rest, provider_id), (rest, None)):
+        if not ref:
+            break
+        try:
+            found = snapshot.find_provider_model(ref, None, provider, None)
+            return found
+        except LookupError:
+            continue
+    raise LookupError(model)
 
 
 def _price(value: Any) -> tuple[float, tuple[tuple[int, float], ...]]:
