@@ -844,16 +844,18 @@ def cmd_stats(args: argparse.Namespace) -> int:
         return 0
     from rich.console import Console
     from rich.table import Table
+    from threadloom.core.query import short_ids
     from threadloom.core.text import human_tokens
 
     console = Console(width=None if sys.stdout.isatty() else 1000)
     table = Table(box=None, header_style="bold", pad_edge=False, show_footer=True, footer_style="bold")
+    shown = short_ids(conn) if args.by == "session" else {}  # as `sessions` prints them: `show` takes them
     every = [
         *rows,
         *stats.report(conn, "total", since=since, until=until, project=args.project, agent=args.agent),
     ]
     columns: list[tuple[str, Callable[[stats.StatsRow], str]]] = [
-        (args.by, lambda r: r.label if args.by != "session" else f"{r.key[:13]}  {r.label}"),
+        (args.by, lambda r: r.label if args.by != "session" else f"{shown.get(r.key, r.key)}  {r.label}"),
         ("sessions", lambda r: str(r.sessions)),
         ("msgs", lambda r: str(r.messages)),
         ("input", lambda r: human_tokens(r.input_tokens)),
@@ -1140,7 +1142,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
-    from threadloom.core.text import human_when
+    from threadloom.core.query import short_ids
+    from threadloom.core.text import human_when, one_line
 
     console = Console(
         highlight=False, width=None if sys.stdout.isatty() else 160
@@ -1148,7 +1151,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     for problem in result.problems:
         console.print(f"[yellow]{problem}[/]")
     table = Table(box=None, header_style="bold", pad_edge=False, expand=True)
-    table.add_column("session", no_wrap=True, max_width=34, overflow="ellipsis")
+    table.add_column("session", max_width=34, overflow="fold")
+    shown = short_ids(conn)
     table.add_column("who", no_wrap=True)
     table.add_column("when", no_wrap=True)
     table.add_column("snippet", ratio=1)
@@ -1156,8 +1160,10 @@ def cmd_search(args: argparse.Namespace) -> int:
         snippet = Text(h.snippet)
         for start, end in h.highlights:
             snippet.stylize("bold reverse", start, end)
-        where = Text(h.session_title or h.session_id, style="bold")
-        where.append(f"\n{h.agent} · {h.project or '?'} · {h.session_id[:8]}", style="dim")
+        where = Text(one_line(h.session_title or h.session_id, 34), style="bold")
+        where.append(f"\n{one_line(f'{h.agent} · {h.project or chr(63)}', 34)}", style="dim")
+        # the id as `sessions` prints it (a subagent's whole), which `show` takes back: never cut
+        where.append(f"\n{shown.get(h.session_id, h.session_id)}", style="dim")
         table.add_row(where, h.role or "", human_when(h.timestamp), snippet)
     console.print(table)
     console.print(f"[dim]{result.count_label} hits in {result.seconds * 1000:.0f} ms[/]")

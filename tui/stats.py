@@ -16,6 +16,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Sparkline, Static
 from threadloom.core import stats
+from threadloom.core.query import short_ids
 from threadloom.core.stats import StatsRow
 from threadloom.core.text import count_of, human_tokens, printable
 from threadloom.tui.events import OpenProject, OpenSession
@@ -94,6 +95,7 @@ class StatsScreen(Screen[None]):
         self.rows: list[StatsRow] = []
         self.days: list[StatsRow] = []  # the whole archive's days: the sparkline's, and the first table's
         self._shown = 0  # which `show` the rows being added belong to
+        self._short_ids: dict[str, str] = {}  # session id → as `threadloom sessions` prints it
 
     def compose(self) -> ComposeResult:
         yield Static(id="stats-title")
@@ -111,6 +113,7 @@ class StatsScreen(Screen[None]):
         """The archive changed (an ingest ended, a session grew) or is read through another
         connection (a first load's ended): read it again, as grouped and narrowed, on the same row."""
         self.conn = conn
+        self._short_ids = {}  # new sessions may lengthen the prefixes that tell them apart
         table = self.query_one(DataTable)
         row = table.cursor_row
         self._draw_spark()
@@ -161,6 +164,8 @@ class StatsScreen(Screen[None]):
             self.rows = list(self.days)
         else:
             self.rows = stats.report(self.conn, by, since=n.since, until=n.until, agent=n.agent)
+        if by == "session" and not self._short_ids:
+            self._short_ids = short_ids(self.conn)
         if by in stats.TIME_GROUPINGS:  # the latest period first, under the cursor; undated last
             dated = [r for r in self.rows if r.period != stats.UNDATED]
             self.rows = dated[::-1] + [r for r in self.rows if r.period == stats.UNDATED]
@@ -200,8 +205,8 @@ class StatsScreen(Screen[None]):
             self.call_after_refresh(self._add_rows, shown, start + count, len(self.rows))
 
     def _label(self, row: StatsRow) -> str:
-        if self.by == "session":
-            return f"{row.key.split(':')[-1][:13]}  {row.label or '(untitled)'}"
+        if self.by == "session":  # the id as `threadloom sessions` prints it, which `show` takes back
+            return f"{self._short_ids.get(row.key, row.key)}  {row.label or '(untitled)'}"
         return row.label or "(none)"
 
     # ------------------------------------------------------------------ keys

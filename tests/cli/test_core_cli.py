@@ -562,3 +562,30 @@ def test_an_empty_answer_says_why_and_a_filter_that_cannot_be_honoured_stops(tmp
     captured = capsys.readouterr()
     assert code == 0 and 'a " was not closed' in captured.err
     assert [h["session_id"] for h in json.loads(captured.out)] == [SID]
+
+
+def test_the_ids_stats_and_search_print_are_the_ones_show_takes_back(tmp_path, capsys):
+    """Aider's session ids share a long prefix (its history file's): stats by session and search
+    print each id as `sessions` does, long enough to name one session, whole when a subagent's."""
+    from threadloom.core import query
+    from threadloom.core.cli import main
+
+    from tests.unit.test_adapter_aider import SESSION_1, SESSION_2, history
+
+    history(tmp_path / "proj", SESSION_1 + SESSION_2)
+    dbp = str(tmp_path / "t.db")
+    assert main(["ingest", "--db", dbp, "--source", str(tmp_path / "proj"), "--only", "--quiet"]) == 0
+    capsys.readouterr()
+    conn = db.connect(Path(dbp))
+    ids = sorted(query.values(conn, "SELECT id FROM agent_sessions"))
+    assert len(ids) >= 2 and len({i[:13] for i in ids}) == 1
+
+    assert main(["stats", "--by", "session", "--db", dbp]) == 0
+    printed = [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:-1]]
+    named = [query.resolve_session(conn, p).id for p in printed]
+    assert len(named) >= 2 and len(set(named)) == len(named) and set(named) <= set(ids)
+
+    assert main(["search", "tokenizer", "--db", dbp]) == 0
+    out = capsys.readouterr().out
+    (shown,) = [line.strip() for line in out.splitlines() if line.strip().startswith("aider:")]
+    assert query.resolve_session(conn, shown).id in ids and "Fix the tokenizer" in out
