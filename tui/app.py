@@ -289,6 +289,8 @@ class ThreadloomApp(ArchiveApp):
         self.refresh_bindings()
 
     def on_open_session(self, event: OpenSession) -> None:
+        # opened from elsewhere (the stats, the palette): Esc no longer leads back to an old search
+        self.browser.search_return = False
         self.browser.jump_to_session(event.session_id)
 
     # ------------------------------------------------------------------ stats
@@ -304,6 +306,7 @@ class ThreadloomApp(ArchiveApp):
             self.push_screen(StatsScreen(self.conn))
 
     def on_open_project(self, event: OpenProject) -> None:
+        self.browser.search_return = False
         self.browser.show_project(event.path)
 
     # ------------------------------------------------------------------ fork

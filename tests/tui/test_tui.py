@@ -1336,6 +1336,27 @@ def visible(view: MessageView, pos: int) -> bool:
     return view.scroll_y <= view.offsets[pos] < view.scroll_y + height
 
 
+async def test_a_session_opened_from_the_stats_does_not_lead_back_to_an_old_search(demo_db: Path) -> None:
+    """Search, open a hit, then the stats, Enter on a session: Esc in that session must not bring
+    the old search back (the next letters typed landed in its query)."""
+    from threadloom.tui.stats import StatsScreen
+
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("slash", *"invoice")
+        await wait_for_search(pilot)
+        await pilot.press("enter")
+        await until(pilot, lambda: app.screen is app.browser and app.browser.search_return)
+        await pilot.press("S")
+        await until(pilot, lambda: isinstance(app.screen, StatsScreen))
+        await pilot.press("s", "enter")
+        await until(pilot, lambda: app.screen is app.browser)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, SearchScreen)
+
+
 async def test_search_as_you_type_then_enter_opens_the_message(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
