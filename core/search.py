@@ -457,7 +457,9 @@ def _filters(q: ParsedQuery, *, tool_test: bool = True) -> tuple[list[str], list
         params.append(q.role.lower())
     elif not q.in_tools:
         where.append("e.role IN ('user', 'assistant') AND e.is_meta = 0")
-    if not q.in_subagents and not q.session:
+    # main sessions only, unless asked; a signal is looked for wherever it happened (a retry loop
+    # in a subagent is its whole session's), as `threadloom signals` lists it
+    if not q.in_subagents and not q.session and not q.signal:
         where.append(main_sql("s."))
     session_where, session_params = _session_filters(q, "s.")
     where += session_where

@@ -570,3 +570,28 @@ def test_search_knows_every_signal_by_name():
     assert search.parse_query("signal:nope x").problems == [
         f"signal:nope is not known ({', '.join(SIGNALS)})"
     ]
+
+
+def test_signal_search_finds_a_signal_that_happened_in_a_subagent(conn, tmp_path):
+    """`threadloom signals` lists a retry loop a subagent ran into; `signal:retry-loop` in search
+    finds its records too, without in:subagents (it found nothing, and said nothing)."""
+    from threadloom.core.search import search
+
+    t = transcript(tmp_path)
+    t.user("migrate the database")
+    t.assistant(None, tools=[tool_use("task1", "Task", description="migrate", prompt="run the migration")])
+    t.tool_result("task1", "done", tool_use_result={"agentId": "loop0001"})
+    t.write()
+    sub = transcript(tmp_path, name=f"{SID}/subagents/agent-loop0001", isSidechain=True, agentId="loop0001")
+    sub.user("run the migration", parent=False)
+    for i in range(4):
+        sub.assistant(None, tools=[tool_use(f"m{i}", "Bash", command="./migrate.sh")])
+        sub.tool_result(f"m{i}", "Error: database is locked", is_error=True)
+    sub.assistant("The database stays locked.")
+    sub.write()
+    ingest(conn, tmp_path / "projects")
+    looping = {s for (s,) in conn.execute("SELECT session_id FROM session_signals WHERE name = 'retry-loop'")}
+    assert len(looping) == 1 and looping != {SID}  # the subagent's own
+    hits = search(conn, "signal:retry-loop").hits
+    assert hits and {h.session_id for h in hits} == looping
+    assert {h.session_id for h in search(conn, "signal:retry-loop locked").hits} == looping
