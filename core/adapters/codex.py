@@ -870,14 +870,18 @@ def out_line(out: Record) -> int:
 
 
 def _name_id(path: Path) -> str:
+    """A rollout's id when it holds none: the UUID in its file name (Codex names them so), else the
+    name marked as Codex's ("codex:session-alpha"), so that it is never another agent's session
+    that happens to carry the same word as its id (their records would be merged into one)."""
     m = UUID_IN_NAME.search(path.name)
     if m:
         return m.group(1).lower()
     name = path.name
     for suffix in (".jsonl.zst", ".jsonl", ".json"):
         if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
+            name = name[: -len(suffix)]
+            break
+    return f"codex:{name}"
 
 
 def _text(content: Any) -> str | None:

@@ -527,8 +527,8 @@ def test_codex_and_gemini_corpus_ids_resume_or_are_refused_as_not_theirs(
         "test-usage-session",
         "test-raw-session",
         "test-ratelimit-session",
-        "schema_drift",
-        "session-alpha",
+        "codex:schema_drift",
+        "codex:session-alpha",
     }
     assert no_marker(tmp_path)
 

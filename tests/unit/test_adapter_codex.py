@@ -559,7 +559,7 @@ def test_corpus_codex(tmp_path):
     )
     assert tokens["test-ratelimit-session"] == 12091 + 182
     assert tokens["019b2ea4-aaaa-bbbb-cccc-58208e1f0000"] == 12091 + 182
-    assert tokens["session-alpha"] == 1000 + 125 + 2500 + 300
+    assert tokens["codex:session-alpha"] == 1000 + 125 + 2500 + 300  # no id inside: its name, marked
     assert tokens["019fc8be-3658-7ca3-9e29-000000000000"] == 16341 + 81
     assert tokens["test-legacy-session"] == 0  # `info: {prompt, completion}` is no Codex shape
     conn.close()
@@ -659,3 +659,27 @@ def test_response_items_of_every_kind_are_shown(conn, home):
     }
     s = session(conn, THREAD)
     assert (s["turn_count"], s["title"]) == (1, "list the big files")
+
+
+def test_a_rollout_without_an_id_is_never_merged_into_another_agents_session(conn, tmp_path):
+    """A rollout that names no session (no session_meta, no UUID in its file name) takes its file
+    name as its id, marked as Codex's: a Claude Code session whose id is the same word stays its
+    own session (the corpus's two `session-alpha` files became one, 125 days long)."""
+    from tests.conftest import Transcript
+
+    rollout = Rollout(tmp_path / "codex" / "project-alpha", "unused")
+    rollout.path = tmp_path / "codex" / "project-alpha" / "session-alpha.jsonl"
+    rollout.prompt("count the tokens")
+    rollout.say("Counting.")
+    rollout.write()
+    claude = Transcript(
+        tmp_path / "claude" / "project-alpha" / "session-alpha" / "chat.jsonl", "session-alpha"
+    )
+    claude.user("hello")
+    claude.assistant("hi")
+    claude.write()
+    ingest(conn, rollout.path, claude.path)
+    rows = dict(conn.execute("SELECT id, source FROM agent_sessions ORDER BY id"))
+    assert rows == {"codex:session-alpha": "codex", "session-alpha": "claude-code"}
+    counts = dict(conn.execute("SELECT session_id, count(*) FROM entries GROUP BY session_id"))
+    assert counts == {"codex:session-alpha": len(rollout.lines), "session-alpha": len(claude.lines)}
