@@ -818,8 +818,19 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             r.cost_text,
             one_line(r.model, 10_000),
         )
-    console.print(table)
+    _print_table(console, table)
     return 0
+
+
+def _print_table(console: Any, table: Any) -> None:
+    """Piped, a table's lines without the spaces that pad them to its width (a row was 380
+    characters for one long title elsewhere); on a terminal, as drawn."""
+    if sys.stdout.isatty():
+        console.print(table)
+        return
+    with console.capture() as captured:
+        console.print(table)
+    sys.stdout.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -879,7 +890,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         )
     for row in rows:
         table.add_row(*(cell(row) for _, cell in columns))
-    console.print(table)
+    _print_table(console, table)
     return 0
 
 

@@ -589,3 +589,26 @@ def test_the_ids_stats_and_search_print_are_the_ones_show_takes_back(tmp_path, c
     out = capsys.readouterr().out
     (shown,) = [line.strip() for line in out.splitlines() if line.strip().startswith("aider:")]
     assert query.resolve_session(conn, shown).id in ids and "Fix the tokenizer" in out
+
+
+def test_piped_tables_carry_no_padding(tmp_path):
+    """Piped, nothing is cut (for grep) and no line ends in the spaces that pad it to the table's
+    width (its last column's: the model's, the changed lines')."""
+    dbp = str(tmp_path / "t.db")
+    t = Transcript(tmp_path / "projects" / "-srv-x" / f"{SID}.jsonl", SID)
+    t.user("a title that is long " * 8)
+    t.assistant("ok")
+    t.write()
+    t = Transcript(
+        tmp_path / "projects" / "-srv-x" / "dddddddd-1111-4222-8333-000000000002.jsonl",
+        "dddddddd-1111-4222-8333-000000000002",
+    )
+    t.user("short")
+    t.assistant("ok")
+    t.write()
+    assert run("--db", dbp, "ingest", "--only", "--source", str(tmp_path / "projects")).returncode == 0
+    for command in (["sessions"], ["stats"]):
+        lines = run("--db", dbp, *command, env_extra={"COLUMNS": "1000"}).stdout.splitlines()
+        assert len(lines) >= 2 and all(line == line.rstrip() for line in lines), command
+    listed = run("--db", dbp, "sessions", env_extra={"COLUMNS": "1000"}).stdout.splitlines()
+    assert "a title that is long " * 3 in listed[1] + listed[2]  # piped: not cut
