@@ -77,32 +77,44 @@ class ProjectRow:
 
 
 def list_projects(conn: sqlite3.Connection) -> list[ProjectRow]:
-    """Projects with at least one main session, most recently active first."""
+    """Projects with at least one main session, most recently active first. Their tokens and cost
+    are the stats' (core.stats): their subagents' included wherever those ran (a Claude Code
+    subagent in a worktree of its own has that folder as its own project)."""
     main, subagent = main_sql(), subagent_sql()
     rows = fetch(
         conn,
         "SELECT COALESCE(project_path, '') AS path, max(COALESCE(project, '')) AS name, "
         f"group_concat(DISTINCT source) AS agents, sum({main}) AS mains, sum({subagent}) AS subagents, "
-        "max(COALESCE(ended_at, created_at)) AS last_activity, "
-        "CAST(total(input_tokens + output_tokens + cache_creation_tokens + cache_read_tokens) AS INTEGER) AS tokens, "
-        "sum(cost_usd) AS cost_usd, sum(unpriced_messages) AS unpriced "
+        "max(COALESCE(ended_at, created_at)) AS last_activity "
         "FROM agent_sessions WHERE message_count > 0 GROUP BY COALESCE(project_path, '') "
         f"HAVING sum({main}) > 0 ORDER BY max(COALESCE(ended_at, created_at, 0)) DESC",
     )
-    return [
-        ProjectRow(
-            path=r["path"],
-            name=r["name"] or r["path"] or "(no project)",
-            agents=sorted((r["agents"] or "").split(",")),
-            session_count=r["mains"] or 0,
-            subagent_count=r["subagents"] or 0,
-            last_activity=r["last_activity"],
-            tokens=r["tokens"] or 0,
-            cost_usd=r["cost_usd"],
-            unpriced_messages=r["unpriced"] or 0,
+    totals = {
+        r["path"]: r
+        for r in fetch(
+            conn,
+            "SELECT project_path AS path, sum(cost_usd) AS cost_usd, sum(unpriced_messages) AS unpriced, "
+            "CAST(total(input_tokens + output_tokens + cache_creation_tokens + cache_read_tokens) AS INTEGER) "
+            "AS tokens FROM stats_rollup GROUP BY project_path",
         )
-        for r in rows
-    ]
+    }
+    out = []
+    for r in rows:
+        total = totals.get(r["path"])
+        out.append(
+            ProjectRow(
+                path=r["path"],
+                name=r["name"] or r["path"] or "(no project)",
+                agents=sorted((r["agents"] or "").split(",")),
+                session_count=r["mains"] or 0,
+                subagent_count=r["subagents"] or 0,
+                last_activity=r["last_activity"],
+                tokens=(total["tokens"] or 0) if total else 0,
+                cost_usd=total["cost_usd"] if total else None,
+                unpriced_messages=(total["unpriced"] or 0) if total else 0,
+            )
+        )
+    return out
 
 
 def session_count(conn: sqlite3.Connection) -> int:

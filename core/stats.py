@@ -36,8 +36,8 @@ TIME_GROUPINGS = ("day", "week", "month")
 PENDING = "SELECT session_id FROM stats_pending"
 UNDATED = "undated"  # the period of what happened in sessions without any time recorded
 # how the rollup rows are summed: a change recomputes every session's rows once (2: facts without a
-# time of their own count at their session's start)
-STATS_VERSION = "2"
+# time of their own count at their session's start; 3: a subagent's rows in its main session's project)
+STATS_VERSION = "3"
 STATS_VERSION_KEY = "stats_version"
 
 
@@ -95,13 +95,14 @@ def refresh_pending(conn: sqlite3.Connection) -> int:
 # session's), a call or an edit its turn's. cost: sum() of the known costs is NULL
 # when none is known, never 0; unpriced_messages counts the unknown ones. A fact its agent recorded
 # no time for (Aider writes one per session, in its header) counts at its session's start; only a
-# session without any time has rows without a bucket (the "undated" period).
+# session without any time has rows without a bucket (the "undated" period). A subagent's rows are
+# its main session's project's (a Claude Code subagent in a worktree of its own ran for that project).
 ROLLUP_SQL = f"""
 INSERT INTO stats_rollup (bucket, session_id, model, root_session_id, project_path, project, agent,
     messages, api_messages, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, cost_usd,
     unpriced_messages, tool_calls, failed_tool_calls, lines_added, lines_removed)
-SELECT x.bucket, x.session_id, x.model, COALESCE(p.root_session_id, x.session_id), COALESCE(s.project_path, ''),
-    COALESCE(s.project, ''), s.source, sum(x.messages), sum(x.api), sum(x.inp), sum(x.outp), sum(x.cw), sum(x.cr),
+SELECT x.bucket, x.session_id, x.model, COALESCE(p.root_session_id, x.session_id),
+    COALESCE(r.project_path, s.project_path, ''), COALESCE(r.project, s.project, ''), s.source, sum(x.messages), sum(x.api), sum(x.inp), sum(x.outp), sum(x.cw), sum(x.cr),
     sum(x.cost), sum(x.unpriced), sum(x.calls), sum(x.failed), sum(x.added), sum(x.removed)
 FROM (
     SELECT COALESCE(u.timestamp, s.created_at) / {BUCKET_MS} AS bucket, u.session_id, COALESCE(u.model, '') AS model,
@@ -125,6 +126,7 @@ FROM (
     FROM agent_file_changes f JOIN agent_sessions s ON s.id = f.session_id LEFT JOIN agent_turns t ON t.id = f.turn_id
     WHERE f.session_id IN ({PENDING}) GROUP BY 1, 2, 3
 ) x JOIN agent_sessions s ON s.id = x.session_id JOIN stats_pending p ON p.session_id = x.session_id
+LEFT JOIN agent_sessions r ON r.id = p.root_session_id
 GROUP BY x.bucket, x.session_id, x.model
 """
 

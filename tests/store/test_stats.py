@@ -356,3 +356,39 @@ def test_a_schema_upgrade_rebuilds_the_rollups(tmp_path):
     assert conn.execute(ROLLUP_SUMS).fetchone()[:4] == before[:4]
     assert len(stats.session_changes(conn, SID)) == 3
     conn.close()
+
+
+def test_a_subagent_in_a_worktree_of_its_own_counts_in_its_sessions_project(conn, tmp_path):
+    """Claude Code runs some subagents in a worktree (`.claude/worktrees/agent-…`), their cwd: they
+    worked for their main session's project, where stats by project and the project list count
+    them, alike; no project named after the worktree appears."""
+    from threadloom.core import browse
+
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{SID}.jsonl", SID, cwd="/srv/app")
+    t.user("split the work")
+    t.assistant(None, tools=[tool_use("task1", "Task", description="refactor", prompt="refactor it")])
+    t.tool_result("task1", "done", tool_use_result={"agentId": "a4ca7529"})
+    t.assistant("Done.", model=SONNET, usage=USAGE)
+    t.write()
+    sub = Transcript(
+        tmp_path / "projects" / "-srv-app" / SID / "subagents" / "agent-a4ca7529.jsonl",
+        SID,
+        cwd="/srv/app/.claude/worktrees/agent-a4ca7529",
+        isSidechain=True,
+        agentId="a4ca7529",
+    )
+    sub.user("refactor it", parent=False)
+    sub.assistant("refactored", model=SONNET, usage=USAGE, msg_id="msg_sub_1")
+    sub.write()
+    ingest(conn, tmp_path / "projects")
+    assert {s for (s,) in conn.execute("SELECT project_path FROM agent_sessions")} == {
+        "/srv/app",
+        "/srv/app/.claude/worktrees/agent-a4ca7529",
+    }
+    (project,) = stats.report(conn, "project")
+    assert project.key == "/srv/app" and project.api_messages == 3  # the subagent's among them
+    (listed,) = browse.list_projects(conn)
+    assert listed.path == "/srv/app" and listed.cost_usd == pytest.approx(project.cost_usd)
+    assert listed.cost_usd == pytest.approx(
+        sum(c for (c,) in conn.execute("SELECT cost_usd FROM agent_usage"))
+    )
