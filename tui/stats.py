@@ -45,6 +45,7 @@ COLUMNS = (
 )
 FIRST_ROWS = 50  # drawn at once; the rest are added after the first paint (measuring a cell costs)
 LABEL_WIDTH = 44  # a session's title is cut here, so the numbers stay on screen
+NUMBERS_WIDTH = 100  # the eleven number columns with their padding, the borders and the scrollbar
 SPARK_DAYS = 90  # the sparkline's span: the last days with activity, up to this many
 
 
@@ -124,19 +125,21 @@ class StatsScreen(Screen[None]):
     # ------------------------------------------------------------------ reading
 
     def _draw_spark(self) -> None:
-        """Cost per local day over the last days with activity (tokens when no cost is known)."""
+        """Cost per local day (tokens when no cost is known) over the days up to the last that
+        cost something: a day with a session and nothing spent since would leave a flat line."""
         self.days = stats.report(self.conn, "day")
         days = [r for r in self.days if r.period != stats.UNDATED]
         spark = self.query_one(Sparkline)
         axis = self.query_one("#stats-spark-axis", Static)
-        if not days:
+        priced = any(r.cost_usd for r in days)
+        counted = [r for r in days if (r.cost_usd if priced else r.total_tokens)]
+        if not counted:
             spark.data = []
             axis.update("")
             return
-        last = date.fromisoformat(days[-1].period)
+        last = date.fromisoformat(counted[-1].period)
         first = max(date.fromisoformat(days[0].period), last - timedelta(days=SPARK_DAYS - 1))
         by_day = {r.period: r for r in days}
-        priced = any(r.cost_usd is not None for r in days)
         values = []
         for n in range((last - first).days + 1):
             row = by_day.get((first + timedelta(days=n)).isoformat())
@@ -200,9 +203,15 @@ class StatsScreen(Screen[None]):
             return  # another grouping was chosen meanwhile
         table = self.query_one(DataTable)
         for row in self.rows[start : start + count]:
-            table.add_row(Text(_cut(printable(self._label(row)), LABEL_WIDTH)), *_cells(row), key=row.key)
+            table.add_row(
+                Text(_cut(printable(self._label(row)), self._label_width())), *_cells(row), key=row.key
+            )
         if start + count < len(self.rows):
             self.call_after_refresh(self._add_rows, shown, start + count, len(self.rows))
+
+    def _label_width(self) -> int:
+        """The first column's: what the numbers leave of the screen, so the last stays on it."""
+        return max(12, min(LABEL_WIDTH, self.app.size.width - NUMBERS_WIDTH))
 
     def _label(self, row: StatsRow) -> str:
         if self.by == "session":  # the id as `threadloom sessions` prints it, which `show` takes back
@@ -254,17 +263,17 @@ def _cut(text: str, width: int) -> str:
 
 def _cells(row: StatsRow) -> list[Text]:
     values = [
-        str(row.sessions),
-        str(row.messages),
+        f"{row.sessions:,}",
+        f"{row.messages:,}",
         human_tokens(row.input_tokens),
         human_tokens(row.output_tokens),
         human_tokens(row.cache_creation_tokens),
         human_tokens(row.cache_read_tokens),
         row.cost_text,
-        str(row.tool_calls),
-        str(row.failed_tool_calls),
-        f"+{row.lines_added}",
-        f"−{row.lines_removed}",
+        f"{row.tool_calls:,}",
+        f"{row.failed_tool_calls:,}",
+        f"+{row.lines_added:,}",
+        f"−{row.lines_removed:,}",
     ]
     styles = ["", "", "", "", "dim", "dim", "bold #d7af5f", "", "#d75f5f" if row.failed_tool_calls else "dim"]
     styles += ["#87d787", "#d75f5f"]

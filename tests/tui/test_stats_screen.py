@@ -134,3 +134,42 @@ async def test_a_session_without_any_time_is_the_last_row_of_the_days(tmp_path: 
         await pilot.pause()
         assert screen.by == "day" and app.screen is screen
         assert any("no date" in n.message for n in app._notifications)
+
+
+async def test_the_chart_ends_on_the_last_day_that_cost_something_and_the_columns_fit(tmp_path: Path) -> None:
+    """A session today that spent nothing would end the chart on a flat line (highest $0.00); and a
+    long title or model name must not push the last column off a 120-column screen."""
+    from threadloom.core import db
+    from threadloom.core.ingest import run_ingest
+
+    from tests.conftest import Transcript
+
+    def session(n: int, day: str, usage: dict | None, title: str) -> None:
+        sid = f"{n}c4a7000-0000-4000-8000-00000000000{n}"
+        t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid)
+        t.user(title)
+        t.assistant("ok", model="claude-sonnet-4-5-20250929", usage=usage)
+        for line in t.lines:
+            line["timestamp"] = f"{day}T10:00:00.000Z"
+        t.write()
+
+    big = {"input_tokens": 1_000_000, "output_tokens": 50_000}
+    session(1, "2026-02-10", big, "a very long title that goes on and on about what this session did " * 2)
+    session(2, "2026-03-01", {"input_tokens": 0, "output_tokens": 0}, "nothing spent")
+    conn = db.connect(tmp_path / "t.db")
+    run_ingest(conn, [tmp_path / "projects"], include_defaults=False)
+    conn.close()
+    app = ThreadloomApp(db_path=tmp_path / "t.db", ingest=False, now=fixed_now)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.press("S")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, StatsScreen)
+        axis = str(screen.query_one("#stats-spark-axis", Static).render())
+        assert axis.startswith("2026-02-10") and axis.endswith("2026-02-10") and "highest $0.00" not in axis
+        table = screen.query_one(DataTable)
+        for by in "so":
+            await pilot.press(by)
+            await pilot.pause()
+            widths = sum(column.get_render_width(table) for column in table.columns.values())
+            assert widths <= table.scrollable_content_region.width, by
