@@ -1005,7 +1005,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_signals(args: argparse.Namespace) -> int:
     from threadloom.core import signals
     from threadloom.core.query import resolve_session, short_ids
-    from threadloom.core.text import human_when, one_line
+    from threadloom.core.text import one_line, short_when
 
     conn = _open_for_reading(args)
     if args.session is None:
@@ -1018,14 +1018,14 @@ def cmd_signals(args: argparse.Namespace) -> int:
         ids = [s.id.split(":", 1)[-1] if s.is_subagent else shown_ids.get(s.id, s.id) for s, _ in ranked]
         width = max((len(i) for i in ids), default=2)
         if ranked:
-            print(f"{'id':<{width}}  {'when':<10}  {'n':>3}  {'title':<50}  signals")
+            print(f"{'id':<{width}}  {'when':<12}  {'n':>3}  {'title':<50}  signals")
         for sid, (s, counts) in zip(ids, ranked, strict=True):
             kinds = ", ".join(
                 f"{name} {n}" for name, n in sorted(counts.items(), key=lambda i: (-i[1], i[0]))
             )
             title = one_line(s.title or s.task_description or "(untitled)", 50)
             print(
-                f"{sid:<{width}}  {human_when(s.ended_at):<10}  {sum(counts.values()):>3}  {title:<50}  {kinds}"
+                f"{sid:<{width}}  {short_when(s.ended_at):<12}  {sum(counts.values()):>3}  {title:<50}  {kinds}"
             )
         if not ranked:
             print("no signals: no session showed one (or nothing is ingested yet)", file=sys.stderr)

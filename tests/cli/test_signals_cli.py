@@ -4,6 +4,7 @@ records they point at, as text (escaped for the terminal) and as JSON; `signal:`
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from tests.conftest import Transcript, tool_use
@@ -50,6 +51,8 @@ def test_signals_lists_the_sessions_with_the_most_signals_first(tmp_path):
     rows = [line.split() for line in lines[1:]]
     assert [r[0] for r in rows] == [LOOPING[:13], REFUSED[:13]]  # the calm session has none
     assert "interrupted 1, retry-loop 1" in lines[1]  # most first, then by name and "rejected 1" in lines[2]
+    # dated as `sessions` dates them: day, month and time this year (not "01 Mar" or "3m ago")
+    assert all(re.fullmatch(r"\d\d [A-Z][a-z]{2} \d\d:\d\d", line[15:27]) for line in lines[1:]), lines
 
     listed = json.loads(run("--db", db, "signals", "--json").stdout)
     assert [(s["id"], s["signal_count"], s["signals"]) for s in listed] == [
