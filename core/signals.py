@@ -219,7 +219,8 @@ def _load(conn: sqlite3.Connection, session_id: str) -> _Session:
     calls = [
         _Call(*row)
         for row in conn.execute(
-            "SELECT id, tool_name, status, entry_id, result_entry_id, turn_id, child_session_id, params_json "
+            # not the inputs (params_json: megabytes in a long session): read for failing runs alone
+            "SELECT id, tool_name, status, entry_id, result_entry_id, turn_id, child_session_id, NULL "
             "FROM agent_tool_calls WHERE session_id = ? ORDER BY tool_number",
             (session_id,),
         )
@@ -314,7 +315,7 @@ def _failing_runs(conn: sqlite3.Connection, session: _Session) -> list[Signal]:
     need_loop = int(limit("retry_loop_calls"))
     need_cascade = int(limit("error_cascade_calls"))
     candidates = [run for run in runs if len(run) >= min(need_loop, need_cascade)]
-    _fill_inputs(conn, [c for run in candidates for c in run])
+    _fill_inputs(conn, session.id, [c for run in candidates for c in run])
     for run in candidates:
         loops = [loop for loop in _loops(run) if len(loop) >= need_loop]
         for loop in loops:
@@ -372,8 +373,20 @@ def _gist(call: _Call) -> str:
     return text[:2000]
 
 
-def _fill_inputs(conn: sqlite3.Connection, calls: list[_Call]) -> None:
-    """Read the inputs the ledger keeps only in the records (Claude's), for these calls alone."""
+def _fill_inputs(conn: sqlite3.Connection, session_id: str, calls: list[_Call]) -> None:
+    """Read the inputs of these calls alone: as the ledger keeps them, else (Claude's, kept only in
+    the records) from their records."""
+    if not calls:
+        return
+    kept = dict(
+        conn.execute(
+            "SELECT id, params_json FROM agent_tool_calls WHERE session_id = ? "
+            "AND id IN (SELECT value FROM json_each(?)) AND params_json IS NOT NULL",
+            (session_id, orjson.dumps(sorted({c.id for c in calls})).decode()),
+        ).fetchall()
+    )
+    for call in calls:
+        call.params_json = kept.get(call.id)
     wanted = [
         ToolCall(c.id, c.tool, None, "", c.status, None, None, None, None, c.entry_id)
         for c in calls
