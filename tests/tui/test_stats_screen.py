@@ -20,6 +20,18 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_demo_db(tmp_path_factory.mktemp("stats-tui"), long_turns=12)
 
 
+def app_over(projects: Path) -> ThreadloomApp:
+    """The app over a database of these Claude Code projects alone."""
+    from threadloom.core import db
+    from threadloom.core.ingest import run_ingest
+
+    path = projects.parent / "t.db"
+    conn = db.connect(path)
+    run_ingest(conn, [projects], include_defaults=False)
+    conn.close()
+    return ThreadloomApp(db_path=path, ingest=False, now=fixed_now)
+
+
 async def test_stats_screen_groups_and_narrows_the_browser(demo_db: Path) -> None:
     app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
     async with app.run_test(size=(140, 40)) as pilot:
@@ -103,9 +115,6 @@ async def test_the_palette_opens_it_and_the_project_list_shows_costs(demo_db: Pa
 async def test_a_session_without_any_time_is_the_last_row_of_the_days(tmp_path: Path) -> None:
     """Its row is there (the days add up to the header's total), after the dated ones; the chart
     leaves it out, and Enter on it says why it narrows to nothing instead of failing."""
-    from threadloom.core import db
-    from threadloom.core.ingest import run_ingest
-
     from tests.conftest import Transcript
 
     for n, stamped in enumerate((True, False)):
@@ -117,10 +126,7 @@ async def test_a_session_without_any_time_is_the_last_row_of_the_days(tmp_path: 
             for line in t.lines:
                 del line["timestamp"]
         t.write()
-    conn = db.connect(tmp_path / "t.db")
-    run_ingest(conn, [tmp_path / "projects"], include_defaults=False)
-    conn.close()
-    app = ThreadloomApp(db_path=tmp_path / "t.db", ingest=False, now=fixed_now)
+    app = app_over(tmp_path / "projects")
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.press("S")
@@ -139,9 +145,6 @@ async def test_a_session_without_any_time_is_the_last_row_of_the_days(tmp_path: 
 async def test_the_chart_ends_on_the_last_day_that_cost_something_and_the_columns_fit(tmp_path: Path) -> None:
     """A session today that spent nothing would end the chart on a flat line (highest $0.00); and a
     long title or model name must not push the last column off a 120-column screen."""
-    from threadloom.core import db
-    from threadloom.core.ingest import run_ingest
-
     from tests.conftest import Transcript
 
     def session(n: int, day: str, usage: dict | None, title: str) -> None:
@@ -156,10 +159,7 @@ async def test_the_chart_ends_on_the_last_day_that_cost_something_and_the_column
     big = {"input_tokens": 1_000_000, "output_tokens": 50_000}
     session(1, "2026-02-10", big, "a very long title that goes on and on about what this session did " * 2)
     session(2, "2026-03-01", {"input_tokens": 0, "output_tokens": 0}, "nothing spent")
-    conn = db.connect(tmp_path / "t.db")
-    run_ingest(conn, [tmp_path / "projects"], include_defaults=False)
-    conn.close()
-    app = ThreadloomApp(db_path=tmp_path / "t.db", ingest=False, now=fixed_now)
+    app = app_over(tmp_path / "projects")
     async with app.run_test(size=(120, 30)) as pilot:
         await pilot.press("S")
         await pilot.pause()
