@@ -192,6 +192,7 @@ class ForkPlan:
     # the fork keeps the chosen point's branch of the conversation (its records, under a new title)
     # rather than the session's lines up to it
     branch: bool = False
+    title: str | None = None  # the title the written fork is given, when it is given one
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -906,10 +907,8 @@ def _claude_fork_plan(conn: sqlite3.Connection, at: ForkAt) -> ForkPlan:
         tool_calls += len(_tool_uses(obj))
         lines.append(orjson.dumps(rec))
         previous = new_uuid
-    base_title = title or "session"
-    lines.append(
-        orjson.dumps({"type": "custom-title", "customTitle": f"{base_title} (fork)", "sessionId": new_sid})
-    )
+    fork_title = f"{title or 'session'} (fork)"
+    lines.append(orjson.dumps({"type": "custom-title", "customTitle": fork_title, "sessionId": new_sid}))
     cut_record = kept[-1][1]
     command = in_folder(cwd, shell_command(["claude", "--resume", new_sid] + _prompt_words(prompt)), notes)
     if prompt:
@@ -943,6 +942,7 @@ def _claude_fork_plan(conn: sqlite3.Connection, at: ForkAt) -> ForkPlan:
         records=len(kept),
         tool_calls=tool_calls,
         branch=True,
+        title=fork_title,
     )
 
 

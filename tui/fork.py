@@ -51,7 +51,7 @@ from threadloom.core.fork import (
     resume_plan,
 )
 from threadloom.core.query import SessionSummary, get_session
-from threadloom.core.text import count_of, left_as_is, printable
+from threadloom.core.text import count_of, left_as_is, one_line, printable
 from threadloom.tui.events import AgentRan, ForkWritten
 from threadloom.tui.footer import KeyFooter
 from threadloom.tui.panes import fit
@@ -260,6 +260,12 @@ class Target:
         str  # "the end of turn 3", "the chosen reply (and its API message)", "just before the chosen prompt"
     )
     before: bool = False
+
+
+def _short_title(title: str | None, width: int = 60) -> str:
+    """A fork's title to quote in a line: its start cut, its " (fork)" kept."""
+    base = (title or "").removesuffix(" (fork)")
+    return one_line(base, width - 7) + " (fork)"
 
 
 class ForkPicker(ModalScreen[None]):
@@ -949,7 +955,7 @@ class ForkPicker(ModalScreen[None]):
         if plan.branch:
             return (
                 f"{plan.records} records{calls}: this branch up to {where}, new session id "
-                f"{plan.new_session_id}, titled “… (fork)”"
+                f"{plan.new_session_id}, titled “{_short_title(plan.title)}”"
             )
         held = f"this session up to {where} ({plan.records} lines{calls})"
         return held + (f", new session id {plan.new_session_id}" if plan.new_session_id else "")

@@ -2035,6 +2035,14 @@ async def test_fork_here_confirms_writes_copies_and_shows_in_tree(
         assert plan.path in confirm.replace("\n", "") and "0600" in confirm and plan.command in confirm
         assert not Path(plan.path).exists() and copied == []
         assert "copied once the file is written" in confirm
+        assert plan.title is not None and plan.title.endswith(" (fork)")
+        from threadloom.core.text import one_line
+
+        said = " ".join(confirm.split())
+        assert (
+            f"titled “{one_line(plan.title.removesuffix(' (fork)'), 53)} (fork)”" in said
+            and "“… (fork)”" not in said
+        )  # the title it gets
         assert "Working out" not in shown(picker.query_one("#fork-status", Static))
         await pilot.press("enter")  # "Write the fork" has the focus
         await settle(pilot)
