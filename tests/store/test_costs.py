@@ -122,3 +122,19 @@ def test_new_price_data_prices_everything_again(conn, tmp_path):
     set_meta(conn, cost.PRICES_KEY, "genai-prices 0.0.1")
     assert cost.price_pending(conn) == {SID}  # its three API messages priced again
     assert conn.execute("SELECT count(*) FROM agent_usage WHERE cost_usd = 99").fetchone()[0] == 0
+
+
+def test_a_damaged_price_row_is_looked_up_again_and_replaced(conn, tmp_path):
+    """`model_rates` is threadloom's own cache, but a database can be damaged or edited: a row that
+    cannot be read is as if it were not there (priced from the table, the row written anew)."""
+    session(tmp_path).write()
+    ingest(conn, tmp_path / "projects")
+    expected = conn.execute("SELECT sum(cost_usd) FROM agent_usage").fetchone()[0]
+    conn.execute("UPDATE model_rates SET rates = 'not json' WHERE model = ?", (SONNET,))
+    conn.execute('UPDATE model_rates SET rates = \'{"rates": 7, "until": []}\' WHERE model != ?', (SONNET,))
+    conn.execute("UPDATE agent_usage SET priced = 0, cost_usd = NULL")
+    cost.priced_period.cache_clear()
+    assert cost.price_pending(conn) == {SID}
+    assert conn.execute("SELECT sum(cost_usd) FROM agent_usage").fetchone()[0] == pytest.approx(expected)
+    rows = dict(conn.execute("SELECT model, rates FROM model_rates"))
+    assert json.loads(rows[SONNET])["rates"][0] == "claude-sonnet-4-5"
