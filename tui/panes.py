@@ -664,7 +664,12 @@ def fit(head: Text, facts: list[tuple[str, str]], width: int) -> Text:
     while len(facts) > 1 and width - sum(len(f[0]) + 2 for f in facts) < 28:
         facts = facts[:-1]
     if facts and width - sum(len(f[0]) + 2 for f in facts) < 24:
-        facts = [(facts[0][0][:6], facts[0][1])]  # "12 Jun 14:05" → "12 Jun" on narrow panes
+        text, style = facts[0]
+        if text[:2].isdigit():  # a date: "12 Jun 14:05" → "12 Jun" on narrow panes
+            text = text[:6]
+        elif len(text) > (room := max(8, width - 26)):  # a subagent's type: cut, and said to be
+            text = text[: room - 1] + "…"
+        facts = [(text, style)]
     tail = Text(no_wrap=True)
     for fact, fact_style in facts:
         tail.append("  ")

@@ -332,3 +332,18 @@ def test_a_narrow_project_row_keeps_its_cost_and_drops_the_agents_first() -> Non
     assert second[40] == "984 sessions · $24.75 + ? · 7.7M tok"
     assert second[24] == "984 sessions · $25+?"
     assert second[18] == "984 sessions"
+
+
+def test_a_narrow_subagent_row_cuts_its_type_with_an_ellipsis_not_to_six_letters() -> None:
+    """On a narrow pane a row keeps one fact: a date is cut to its day ("12 Jun"), but a subagent's
+    type was cut the same way, to "genera"; it is cut where it must be, and says so."""
+    from rich.text import Text
+    from threadloom.tui.panes import fit
+
+    facts = [("general-purpose ✓", ""), ("12 Jun 14:05", "")]
+    row = fit(Text("⚙ Explore the project structure"), facts, 40).plain
+    assert row.endswith("  general-purpo…") and "genera " not in row
+    assert fit(Text("⚙ Explore"), facts, 44).plain.endswith("general-purpose ✓")
+    assert fit(Text("How can I make this work"), [("12 Jun 14:05", ""), ("3 msgs", "")], 30).plain.endswith(
+        "12 Jun"
+    )
