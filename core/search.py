@@ -173,8 +173,9 @@ def parse_query(text: str, *, now: float | None = None) -> ParsedQuery:
                     q.unusable(f"{key}:{value} is not a date (2026-03-01, yesterday, 7d)")
                 setattr(q, key, ms)
             elif key == "signal":
-                q.signal = value.lower()
-                if q.signal not in SIGNALS:
+                if value.lower() in SIGNALS:
+                    q.signal = value.lower()
+                else:  # searched without it, as an unreadable date is (the CLI stops instead)
                     q.unusable(f"signal:{value} is not known ({', '.join(SIGNALS)})")
             else:
                 setattr(q, key, value)

@@ -570,6 +570,20 @@ def test_search_knows_every_signal_by_name():
     assert search.parse_query("signal:nope x").problems == [
         f"signal:nope is not known ({', '.join(SIGNALS)})"
     ]
+    assert search.parse_query("signal:nope x").signal is None  # searched without it, as it says
+
+
+def test_an_unknown_signal_is_searched_without_and_said(conn, tmp_path):
+    from threadloom.core.search import search
+
+    t = transcript(tmp_path)
+    t.user("fix the parser please")
+    t.assistant("The parser is fixed.")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    result = search(conn, "signal:retry parser")
+    assert [h.entry_id for h in result.hits] == [h.entry_id for h in search(conn, "parser").hits] != []
+    assert result.problems[0].startswith("signal:retry is not known (retry-loop")
 
 
 def test_signal_search_finds_a_signal_that_happened_in_a_subagent(conn, tmp_path):

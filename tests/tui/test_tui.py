@@ -1425,7 +1425,13 @@ async def test_search_newest_query_wins_and_problems_show(demo_db: Path) -> None
         assert isinstance(screen, SearchScreen)
         assert screen.result_query == "zzqxv" and screen.hits == []
         assert "nothing like 'zzqxv'" in shown(screen.query_one("#search-status", Static))
-        await pilot.press(*(["backspace"] * 5), *"role:user checkout")
+        # an unknown signal: searched without it, and the whole list of known ones shown (wrapped)
+        await pilot.press(*(["backspace"] * 5), *"signal:retry checkout")
+        await wait_for_search(pilot)
+        status = screen.query_one("#search-status", Static)
+        assert screen.hits and status.size.height >= 2
+        assert "repeated-prompt)" in " ".join(shown(status).split())
+        await pilot.press(*(["backspace"] * len("signal:retry checkout")), *"role:user checkout")
         await wait_for_search(pilot)
         assert screen.hits and {h.role for h in screen.hits} == {"user"}
         await pilot.press("f1")  # the filters and keys
