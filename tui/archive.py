@@ -378,11 +378,16 @@ class ArchiveApp(App[int]):
                 timeout=10,
             )
             return
+        from threadloom.tui.fork import ForkPicker
+
         self.archive_changed()
         if event.report is not None and event.report.sessions:
-            self.notify(
-                "The fork is in the session tree, beside and under its source.", title="Fork", timeout=4
-            )
+            if isinstance(self.screen, ForkPicker):
+                self.screen.read_back()  # a toast would sit over the picker's own status
+            else:
+                self.notify(
+                    "The fork is in the session tree, beside and under its source.", title="Fork", timeout=4
+                )
 
     def on_agent_ran(self, event: AgentRan) -> None:
         """An agent started from the fork picker has ended: read what it wrote (a new session, or

@@ -368,6 +368,7 @@ class ForkPicker(ModalScreen[None]):
         self.written: Path | None = None
         self.copied_how = ""
         self.ran = ""  # what happened when the command was run from here
+        self.in_tree = False  # the written fork was read back into the archive (its session tree)
         self.undo_wanted: str | None = None  # the fork point (entry id) whose later edits are wanted
         self.undo_reading = False
         self.undo_ref: str | None = None  # the fork point `undo` is about
@@ -666,7 +667,10 @@ class ForkPicker(ModalScreen[None]):
         else:
             if self.written is not None:
                 status.append("Wrote ", style=OK_STYLE)
-                status.append(str(self.written) + "\n")
+                status.append(str(self.written))
+                status.append(
+                    " · in the session tree, beside its source\n" if self.in_tree else "\n", style=OK_STYLE
+                )
             if self.copied_how:
                 status.append(self.copied_how + ("\n" if self.ran else ""), style=OK_STYLE)
             if self.ran:
@@ -840,6 +844,7 @@ class ForkPicker(ModalScreen[None]):
             "",
             "",
         )  # the last command is not this one
+        self.in_tree = False
         self.undo_said = None
         self._show()
         self.refresh_bindings()
@@ -1303,8 +1308,15 @@ class ForkPicker(ModalScreen[None]):
         if not self._busy():
             self._plan("fork-end" if fork_at_end else "resume")
 
+    def read_back(self) -> None:
+        """The app has read the written fork into the archive: said here, where the user looks (a
+        toast would cover this dialog's status)."""
+        self.in_tree = True
+        self._show()
+
     def _finish(self, plan: ForkPlan, written: Path | None) -> None:
         self.plan, self.written, self.error, self.ran = plan, written, "", ""
+        self.in_tree = False
         self.copied_how = self._copy(plan.command)
         self._show()
         self._reveal("#fork-status")

@@ -2066,6 +2066,9 @@ async def test_fork_here_confirms_writes_copies_and_shows_in_tree(
         (read,) = seen.of(ForkIngested)
         assert read.error is None and read.report is not None
         assert plan.new_session_id in read.report.changed_sessions
+        # said in the picker's status, under "Wrote …", not in a toast drawn over that status
+        await until(pilot, lambda: "in the session tree" in shown(picker.query_one("#fork-status", Static)))
+        assert not any(n.title == "Fork" for n in app._notifications)
         fork = browse.get_node(app.conn, plan.new_session_id)
         assert fork is not None and fork.parent_session_id == picker.session_id and fork.kind == "fork"
         await pilot.press("escape")
