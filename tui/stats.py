@@ -64,7 +64,7 @@ class StatsScreen(Screen[None]):
 
     DEFAULT_CSS = """
     StatsScreen { layout: vertical; }
-    #stats-title { height: 1; padding: 0 1; text-style: bold; }
+    #stats-title { height: auto; max-height: 2; padding: 0 1; text-style: bold; }  /* wraps on a narrow screen */
     #stats-spark { height: 5; margin: 0 1; }
     #stats-spark-axis { height: 1; padding: 0 1; color: $text-muted; }
     #stats-table { height: 1fr; border: round $accent; border-title-color: $text; }

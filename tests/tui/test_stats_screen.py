@@ -173,3 +173,7 @@ async def test_the_chart_ends_on_the_last_day_that_cost_something_and_the_column
             await pilot.pause()
             widths = sum(column.get_render_width(table) for column in table.columns.values())
             assert widths <= table.scrollable_content_region.width, by
+        await pilot.resize_terminal(80, 24)  # the totals line wraps rather than lose its end
+        await pilot.pause()
+        title = screen.query_one("#stats-title", Static)
+        assert title.size.height == 2 and "failed) · +" in str(title.render()).replace("\n", " ")
