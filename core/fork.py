@@ -173,6 +173,9 @@ def _program(agent: str) -> str:
     return adapter.program if adapter is not None else agent
 
 
+FORK_TITLE_SUFFIX = " (fork)"  # a written fork's title: its source's, marked
+
+
 @dataclass
 class ForkPlan:
     action: str  # fork | fork-prompt | resume | fork-end
@@ -907,7 +910,7 @@ def _claude_fork_plan(conn: sqlite3.Connection, at: ForkAt) -> ForkPlan:
         tool_calls += len(_tool_uses(obj))
         lines.append(orjson.dumps(rec))
         previous = new_uuid
-    fork_title = f"{title or 'session'} (fork)"
+    fork_title = f"{title or 'session'}{FORK_TITLE_SUFFIX}"
     lines.append(orjson.dumps({"type": "custom-title", "customTitle": fork_title, "sessionId": new_sid}))
     cut_record = kept[-1][1]
     command = in_folder(cwd, shell_command(["claude", "--resume", new_sid] + _prompt_words(prompt)), notes)

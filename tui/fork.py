@@ -40,6 +40,7 @@ from textual.widgets.option_list import Option
 from threadloom.core import browse
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.fork import (
+    FORK_TITLE_SUFFIX,
     ForkError,
     ForkMessage,
     ForkPlan,
@@ -264,8 +265,8 @@ class Target:
 
 def _short_title(title: str | None, width: int = 60) -> str:
     """A fork's title to quote in a line: its start cut, its " (fork)" kept."""
-    base = (title or "").removesuffix(" (fork)")
-    return one_line(base, width - 7) + " (fork)"
+    base = (title or "").removesuffix(FORK_TITLE_SUFFIX)
+    return one_line(base, width - len(FORK_TITLE_SUFFIX)) + FORK_TITLE_SUFFIX
 
 
 class ForkPicker(ModalScreen[None]):

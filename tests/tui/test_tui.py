@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
+from textual.pilot import Pilot
 from textual.widgets import Input, Static, Tree
 from textual.worker import WorkerFailed
 from threadloom.core import browse
@@ -911,6 +912,15 @@ def append_claude_messages(app: ThreadloomApp, sid: str, messages: list[tuple[st
         f.write(b"".join(json.dumps(r).encode() + b"\n" for r in added))
 
 
+async def open_checkout(pilot: Pilot, app: ThreadloomApp) -> str:
+    """The demo's checkout session, opened in the viewer (the one the follow tests grow)."""
+    await pilot.pause()
+    sid = session_id(app, CHECKOUT)
+    app.browser.jump_to_session(sid)
+    await pilot.pause()
+    return sid
+
+
 async def test_open_session_follows_its_growing_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An agent still writing the session being read: the new messages appear at the end, and a
     reader resting on the last message is carried to them."""
@@ -935,10 +945,7 @@ async def test_open_session_follows_its_growing_file(tmp_path: Path, monkeypatch
     app = make_app(db)
     seen = Seen(workers.Followed)
     async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
-        await pilot.pause()
-        sid = session_id(app, CHECKOUT)
-        app.browser.jump_to_session(sid)
-        await pilot.pause()
+        sid = await open_checkout(pilot, app)
         view = app.query_one(MessageView)
         before = view.count
         view.action_last()
@@ -974,10 +981,7 @@ async def test_an_open_stats_screen_counts_what_a_followed_session_adds(
     app = make_app(db)
     seen = Seen(workers.Followed)
     async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
-        await pilot.pause()
-        sid = session_id(app, CHECKOUT)
-        app.browser.jump_to_session(sid)
-        await pilot.pause()
+        sid = await open_checkout(pilot, app)
         await pilot.press("S")
         await until(pilot, lambda: isinstance(app.screen, StatsScreen))
         title = app.screen.query_one("#stats-title", Static)
