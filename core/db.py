@@ -233,9 +233,13 @@ def connect(path: Path | str | None = None, *, readonly: bool = False) -> sqlite
         try:
             db_path.parent.mkdir(parents=True, exist_ok=True)
             if not db_path.exists():
-                fd = os.open(db_path, os.O_CREAT | os.O_WRONLY, 0o600)
-                os.close(fd)
-                new = True
+                # O_EXCL: a file created meanwhile is never opened here (closing a descriptor of a
+                # database drops this process's SQLite locks on it; see `stored_version`)
+                try:
+                    os.close(os.open(db_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+                    new = True
+                except FileExistsError:
+                    pass
         except OSError as exc:
             raise LedgerError(cannot_use(db_path, exc)) from exc
     try:
@@ -266,18 +270,17 @@ def _read_as_immutable(db_path: Path) -> bool:
     beside a read-only file it leaves them behind, read-only too, in the way of a later ingest.
     When they are missing the file is the whole database, and when it or its folder cannot be
     written nothing changes it (threadloom writes only a writable one): reading it as immutable
-    is exact and leaves nothing behind. A -wal holding changes that cannot be read is said."""
+    is exact and leaves nothing behind, whatever its journal mode. A -wal holding changes that
+    cannot be read is said.
+
+    Decided from stat() alone: the file itself is never opened here (see `stored_version`)."""
     wal, shm = Path(str(db_path) + "-wal"), Path(str(db_path) + "-shm")
     try:
-        if shm.exists():
-            return False
+        if shm.exists() or Path(str(db_path) + "-journal").exists():
+            return False  # in use (or a hot journal to roll back): SQLite's own locking reads it
         mode = os.stat(db_path).st_mode
-        with open(db_path, "rb") as f:
-            header = f.read(20)
     except OSError:
         return False  # SQLite's own open says what is wrong
-    if header[18:20] != b"\x02\x02":  # not in WAL mode: nothing is created beside it
-        return False
     folder_writable = os.access(db_path.parent, os.W_OK | os.X_OK)
     if folder_writable and not _is_read_only(db_path, mode):
         return False
@@ -511,25 +514,26 @@ def stored_version(path: Path | str) -> int | None:
     writable `connect` upgrades the tables and leaves the derived ones to be rebuilt (see
     `upgrade_due`).
 
-    Read from the file's header (offset 60) when no WAL holds newer pages: opening it through SQLite
-    would leave -wal and -shm files beside a read-only database."""
+    Read through SQLite, never with open(): POSIX locks belong to the process, so closing any
+    descriptor of the database file drops the locks every connection of this process holds on it
+    (another process then checkpoints, or writes, under a reader or writer here: the database is
+    destroyed). SQLite keeps such descriptors open until its last connection to the file closes.
+    With no WAL content the file is read as immutable, which creates nothing beside it."""
+    path = Path(path)
+    if not path.is_file():
+        return None
     try:
         wal = Path(f"{path}-wal")
-        if not wal.exists() or wal.stat().st_size == 0:
-            with open(path, "rb") as f:
-                header = f.read(100)
-            ok = len(header) == 100 and header.startswith(b"SQLite format 3\x00")
-            return int.from_bytes(header[60:64], "big") if ok else None
-    except OSError:
+        options = "mode=ro" if wal.exists() and wal.stat().st_size > 0 else "mode=ro&immutable=1"
+        conn = sqlite3.connect(f"file:{quote(str(path))}?{options}", uri=True)
+    except (OSError, sqlite3.DatabaseError):
         return None
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            return user_version(conn)
-        finally:
-            conn.close()
+        return user_version(conn)
     except sqlite3.DatabaseError:
         return None
+    finally:
+        conn.close()
 
 
 def rebuild_due(conn: sqlite3.Connection) -> int | None:

@@ -1,0 +1,88 @@
+"""One writer, and nothing but SQLite touches the database file.
+
+POSIX record locks belong to a process: closing any descriptor of the database file drops every
+lock this process's connections hold on it, and another process then checkpoints or writes under
+them (the page-1 overwrite that destroyed archives when the TUI followed a session while a CLI
+ingest ran). These tests hold a lock in this process, do what threadloom does on the side (read the
+version, open a reader, check for an upgrade), and ask another process whether the lock still holds.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from threadloom.core import db
+
+from tests.support import make_archive
+
+PROBE = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], timeout=0, isolation_level=None)
+try:
+    conn.execute(sys.argv[2])
+    print("free")
+except sqlite3.OperationalError as exc:
+    print("held" if "locked" in str(exc) else f"error: {exc}")
+"""
+
+
+def other_process(path: Path, statement: str) -> str:
+    """What another process finds when it runs `statement` without waiting: 'held' or 'free'."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(path), statement], capture_output=True, text=True, timeout=60
+    )
+    return done.stdout.strip() or done.stderr.strip()
+
+
+def a_database(folder: Path) -> Path:
+    from threadloom.core.ingest import run_ingest
+
+    path = folder / "a.db"
+    conn = db.connect(path)
+    run_ingest(conn, [make_archive(folder)], include_defaults=False)
+    conn.close()
+    return path
+
+
+SIDE_READS: dict[str, Callable[[Path], object]] = {
+    "stored_version": db.stored_version,
+    "upgrade_due": db.upgrade_due,
+    "open_for_reading": lambda p: db.open_for_reading(p).close(),
+    "connect_readonly": lambda p: db.connect(p, readonly=True).close(),
+}
+
+
+@pytest.mark.parametrize("read", ["stored_version", "upgrade_due"])
+def test_reading_the_version_keeps_this_process_s_write_lock(tmp_path, read):
+    path = a_database(tmp_path)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("PRAGMA journal_mode = DELETE")  # the lock sits on the database file itself
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        assert other_process(path, "BEGIN IMMEDIATE") == "held"
+        SIDE_READS[read](path)
+        assert other_process(path, "BEGIN IMMEDIATE") == "held"
+    finally:
+        holder.close()
+
+
+@pytest.mark.parametrize("read", sorted(SIDE_READS))
+def test_reading_on_the_side_keeps_this_process_s_read_lock(tmp_path, read):
+    """A reader's shared lock keeps writers from replacing pages it reads (rollback journal) and,
+    in WAL mode, tells the last connection to close that it is not the last."""
+    path = a_database(tmp_path)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("PRAGMA journal_mode = DELETE")
+    holder.execute("BEGIN")
+    holder.execute("SELECT count(*) FROM entries").fetchone()  # a shared lock, held to the end
+    try:
+        assert other_process(path, "BEGIN EXCLUSIVE") == "held"
+        SIDE_READS[read](path)
+        assert other_process(path, "BEGIN EXCLUSIVE") == "held"
+    finally:
+        holder.close()
