@@ -1,0 +1,173 @@
+"""Every writer at once, for a minute: the TUI following a session its agent appends to every 50 ms
+and reading everything new (Ctrl+R), while `threadloom ingest` and `threadloom search` run in
+another process every second. The archive must come out whole: SQLite's integrity check and the
+search index's own check pass, every appended line is stored once, and no command or screen ever
+says the database is damaged.
+
+`THREADLOOM_TORTURE_SECONDS` sets how long (60 by default)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from threadloom.core import browse
+from threadloom.tui import workers
+from threadloom.tui.app import ThreadloomApp
+from threadloom.tui.messages import MessageView
+from threadloom.tui.screens import ErrorScreen
+
+from tests.store.test_one_writer import readers_seen
+from tests.tui.test_tui import Seen, make_app, open_checkout
+from tests.tui_support import build_demo_db, until
+
+SECONDS = float(os.environ.get("THREADLOOM_TORTURE_SECONDS", "60"))
+APPEND_EVERY = 0.05
+CLI_EVERY = 1.0
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Agent(threading.Thread):
+    """Appends one assistant line every 50 ms to a Claude Code session file, as an agent at work."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(daemon=True)
+        self.path = path
+        last = json.loads(path.read_bytes().splitlines()[-1])
+        self.parent, self.session, self.cwd = last["uuid"], last["sessionId"], last.get("cwd")
+        self.written: list[str] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(APPEND_EVERY):
+            uuid = f"torture-{len(self.written):05d}"
+            record = {
+                "type": "assistant",
+                "uuid": uuid,
+                "parentUuid": self.parent,
+                "sessionId": self.session,
+                "timestamp": "2026-06-12T15:00:00Z",
+                "cwd": self.cwd,
+                "isSidechain": False,
+                "message": {
+                    "role": "assistant",
+                    "id": f"msg_{uuid}",
+                    "model": "claude-opus-4-1",
+                    "content": [{"type": "text", "text": f"step {uuid} of the long refactor"}],
+                },
+            }
+            with self.path.open("ab") as f:
+                f.write(json.dumps(record).encode() + b"\n")
+            self.written.append(uuid)
+            self.parent = uuid
+
+
+class OtherTerminal(threading.Thread):
+    """`threadloom ingest` then `threadloom search` in another process, every second."""
+
+    def __init__(self, db: Path, source: Path) -> None:
+        super().__init__(daemon=True)
+        self.db, self.source = db, source
+        self.runs: list[subprocess.CompletedProcess[str]] = []
+        self.stop = threading.Event()
+
+    def cli(self, *args: str) -> None:
+        self.runs.append(
+            subprocess.run(
+                [sys.executable, "-m", "threadloom.core.cli", *args, "--db", str(self.db)],
+                capture_output=True,
+                text=True,
+                cwd=REPO,
+                timeout=120,
+            )
+        )
+
+    def run(self) -> None:
+        while not self.stop.wait(CLI_EVERY):
+            self.cli("ingest", "--source", str(self.source), "--only", "--json")
+            self.cli("search", "long refactor", "--limit", "5")
+
+
+def whole(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        conn.execute("INSERT INTO search_fts(search_fts, rank) VALUES ('integrity-check', 1)")
+    finally:
+        conn.close()
+
+
+async def test_the_archive_survives_every_writer_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = build_demo_db(tmp_path, long_turns=3)
+    monkeypatch.setattr(ThreadloomApp, "FOLLOW_SECONDS", 0.1)
+    app = make_app(db)
+    seen = Seen(workers.Followed)
+    async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
+        sid = await open_checkout(pilot, app)
+        assert app.conn is not None
+        source = browse.session_source(app.conn, sid)
+        assert source is not None
+        agent, other = Agent(Path(source[0])), OtherTerminal(db, tmp_path / "archive")
+        agent.start()
+        other.start()
+        started = last_refresh = time.monotonic()
+        try:
+            while time.monotonic() - started < SECONDS:
+                await pilot.pause(0.2)
+                assert not isinstance(app.screen, ErrorScreen), app.open_error
+                if time.monotonic() - last_refresh > 5:  # read everything new, as Ctrl+R does
+                    last_refresh = time.monotonic()
+                    await pilot.press("ctrl+r")
+                    await until(pilot, lambda: not app.ingesting, 30)
+                    # the TUI's connections hold a shared lock on the file for as long as they are
+                    # open: another process must never get it whole (it would checkpoint and remove
+                    # the WAL under them)
+                    assert readers_seen(db)
+        finally:
+            agent.stop.set()
+            other.stop.set()
+            agent.join()
+            other.join()
+        view = app.query_one(MessageView)
+        await until(pilot, lambda: any(m.report.records_added for m in seen.of(workers.Followed)), 20)
+        await app.workers.wait_for_complete()
+        assert not isinstance(app.screen, ErrorScreen), app.open_error
+        shown = view.count
+    failed = [r for r in other.runs if r.returncode != 0 or "damaged" in r.stdout + r.stderr]
+    assert not failed, failed[0].stderr or failed[0].stdout
+    assert len(other.runs) >= 2 * int(SECONDS / (CLI_EVERY + 1.5))
+    assert len(agent.written) >= SECONDS / APPEND_EVERY / 4
+    # one more ingest takes in what the last append left, then everything is checked
+    final = subprocess.run(
+        [sys.executable, "-m", "threadloom.core.cli", "ingest", "--source", str(tmp_path / "archive"),
+         "--only", "--db", str(db)],
+        capture_output=True, text=True, cwd=REPO, timeout=120,
+    )  # fmt: skip
+    assert final.returncode == 0, final.stderr
+    whole(db)
+    conn = sqlite3.connect(db)
+    try:
+        counts = dict(
+            conn.execute(
+                "SELECT uuid, count(*) FROM entries WHERE uuid LIKE 'torture-%' AND byte_offset >= 0 GROUP BY uuid"
+            ).fetchall()
+        )
+        messages = conn.execute(
+            "SELECT count(*) FROM entries WHERE session_id = ? AND uuid LIKE 'torture-%' AND seq IS NOT NULL",
+            (sid,),
+        ).fetchone()[0]
+    finally:
+        conn.close()
+    assert sorted(counts) == agent.written
+    assert set(counts.values()) == {1}
+    assert messages == len(agent.written)
+    assert shown > 0
