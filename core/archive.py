@@ -27,13 +27,89 @@ def session_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, 
     """(file id, path, project key) of every file holding records of the session or its subagents."""
     # its subagents' ids are "<id>:<their own>": between "<id>:" and "<id>;" (a range, not LIKE, whose
     # pattern SQLite refuses past 50,000 bytes, and an id from a log can be longer)
+    # and the files a rewrite took the session's records out of (their versions say so)
+    rewritten = (
+        "OR id IN (SELECT v.source_file_id FROM source_versions v, json_each(v.sessions) j WHERE j.value = ?4)"
+        if has_versions(conn)
+        else ""
+    )
     return conn.execute(
-        "SELECT id, path, project_key FROM source_files WHERE id IN ("
-        "SELECT DISTINCT source_file_id FROM entries WHERE session_id = ? OR (session_id > ? AND session_id < ?)) "
-        "AND kind != 'decoded' "  # a decoded log is restored as the file it was decoded from
+        "SELECT id, path, project_key FROM source_files WHERE (id IN ("
+        "SELECT DISTINCT source_file_id FROM entries WHERE session_id = ?1 OR (session_id > ?2 AND session_id < ?3)) "
+        f"{rewritten}) AND kind NOT IN ('decoded', 'version') "  # a decoded log is restored as its container
         "ORDER BY path",
-        (session_id, session_id + ":", session_id + ";"),
+        (session_id, session_id + ":", session_id + ";", *([session_id] if rewritten else [])),
     ).fetchall()
+
+
+def has_versions(conn: sqlite3.Connection) -> bool:
+    """Whether the database keeps rewritten files' versions (a read-only one from before may not)."""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'source_versions'").fetchone() is not None
+
+
+@dataclass
+class Version:
+    """A file as it was before a rewrite (see core.ingest's _Rewrite)."""
+
+    version_file_id: int
+    superseded_at: int  # unix ms: when an ingest found the file rewritten
+    records: int
+    removed: int  # of its records, those the next version no longer held
+    size: int
+
+
+def sessions_in_versions(conn: sqlite3.Connection, ref: str) -> list[str]:
+    """The sessions, by id or id prefix, that only earlier versions of files still hold (a file
+    emptied or cut before them: the archive lists them no more, `restore --as-of` writes them)."""
+    if not has_versions(conn):
+        return []
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT j.value FROM source_versions v, json_each(v.sessions) j "
+            "WHERE j.value >= ? AND j.value < ? ORDER BY j.value LIMIT 6",
+            (ref, ref + "\U0010ffff"),
+        )
+    ]
+
+
+def versions(conn: sqlite3.Connection, file_id: int) -> list[Version]:
+    """The file's superseded versions, oldest first."""
+    if not has_versions(conn):
+        return []
+    return [
+        Version(*row)
+        for row in conn.execute(
+            "SELECT v.version_file_id, v.superseded_at, v.records, v.removed, f.size FROM source_versions v "
+            "JOIN source_files f ON f.id = v.version_file_id WHERE v.source_file_id = ? ORDER BY v.superseded_at",
+            (file_id,),
+        )
+    ]
+
+
+def version_as_of(conn: sqlite3.Connection, file_id: int, as_of: int) -> Version | None:
+    """The version the file had at `as_of` (unix ms), when a rewrite has superseded it since
+    (None: the file is as it was then, or only grew)."""
+    return next((v for v in versions(conn, file_id) if v.superseded_at > as_of), None)
+
+
+def version_bytes(conn: sqlite3.Connection, version: Version) -> tuple[bytes, bool]:
+    """A superseded version's bytes, rebuilt from its records in their order, and whether every
+    one of them was found."""
+    (blob,) = conn.execute(
+        "SELECT entry_ids FROM source_versions WHERE version_file_id = ?", (version.version_file_id,)
+    ).fetchone()
+    ids = [int.from_bytes(blob[i : i + 8], "little") for i in range(0, len(blob), 8)]
+    found: dict[int, bytes] = {}
+    with _stored_records():
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            for eid, raw, newline in conn.execute(
+                f"SELECT id, raw, newline FROM entries WHERE id IN ({', '.join('?' * len(chunk))})", chunk
+            ):
+                found[eid] = bytes(raw) + (b"\n" if newline else b"")
+    data = b"".join(found.get(eid, b"") for eid in ids)
+    return data, len(found) == len(set(ids)) and len(data) == version.size
 
 
 @contextmanager
@@ -110,7 +186,12 @@ _RELATIVE = os.open in os.supports_dir_fd and os.mkdir in os.supports_dir_fd
 
 
 def restore_session(
-    conn: sqlite3.Connection, session_id: str, dest: Path, *, only: dict[str, Path] | None = None
+    conn: sqlite3.Connection,
+    session_id: str,
+    dest: Path,
+    *,
+    only: dict[str, Path] | None = None,
+    as_of: int | None = None,
 ) -> list[RestoredFile]:
     """Write the session's source files under `dest`, byte for byte.
 
@@ -123,6 +204,8 @@ def restore_session(
     a transcript back where its agent looks, whatever folder it was read from).
     A SQLite source (Cursor, OpenCode's db, …) cannot be rebuilt as a database file: its rows are
     written instead, one exact record per line, to `<name>.rows.jsonl`.
+
+    `as_of` (unix ms): each file as it was then, when a rewrite has changed it since.
     """
     planned: dict[tuple[str, ...], tuple[bytes, RestoredFile]] = {}
     for file_id, path, project_key in session_files(conn, session_id):
@@ -146,6 +229,9 @@ def restore_session(
             parts = (*parts[:-1], parts[-1] + ".rows.jsonl")
             data, complete = b"\n".join(rows) + b"\n", False
             written = sum(map(len, rows))
+        elif as_of is not None and (version := version_as_of(conn, file_id, as_of)) is not None:
+            data, complete = version_bytes(conn, version)
+            written = len(data)
         else:
             data, contiguous = file_bytes(conn, file_id)
             complete, written = contiguous and len(data) == size, len(data)
@@ -289,6 +375,8 @@ class VerifyReport:
     files_checked: int = 0
     files_missing: int = 0
     records_checked: int = 0
+    files_rewritten: int = 0  # files whose earlier versions are kept (see core.ingest's _Rewrite)
+    records_superseded: int = 0  # the records those versions hold that the files no longer do
     mismatches: list[str] = field(default_factory=list)
     # (path, error) of the files that failed to be read in: their bytes are not (all) stored
     not_stored: list[tuple[str, str]] = field(default_factory=list)
@@ -308,8 +396,12 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
             "SELECT path, error FROM source_files WHERE status = 'error' ORDER BY path"
         )
     ]
+    if has_versions(conn):
+        report.files_rewritten, report.records_superseded = conn.execute(
+            "SELECT count(DISTINCT source_file_id), COALESCE(sum(removed), 0) FROM source_versions"
+        ).fetchone()
     for file_id, path, kind in conn.execute(
-        "SELECT id, path, kind FROM source_files WHERE status != 'error' ORDER BY path"
+        "SELECT id, path, kind FROM source_files WHERE status != 'error' AND kind != 'version' ORDER BY path"
     ).fetchall():
         if _is_database(conn, file_id):
             _verify_rows(conn, report, file_id, path)

@@ -339,6 +339,12 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="folder to write into (created if missing; files are never overwritten)",
     )
+    p.add_argument(
+        "--as-of",
+        metavar="TIME",
+        help="each file as it was then, before a rewrite (an edit, a truncation) that came later: "
+        "2026-05-12T14:30, or a day (its end), today, yesterday, 7d",
+    )
     p.add_argument("--json", action="store_true", help="print the files written as JSON")
 
     p = sub.add_parser(
@@ -590,42 +596,124 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def _ingest(args: argparse.Namespace) -> int:
     from threadloom.core import db
-    from threadloom.core.ingest import run_ingest
 
     if args.rebuild:
-        path = args.db or db.default_db_path()
-        db.check_writable(path)  # a read-only database is left where it is, not moved aside
-        moved = _move_aside(path)
-        if moved and not args.json:
-            print(f"previous database moved to {moved}", file=sys.stderr)
+        return _rebuild(args, Path(args.db or db.default_db_path()))
     conn = _connect(args, rebuild=False)  # run_ingest rebuilds an older database's sessions first
+    try:
+        report = _run_ingest(args, conn)
+    finally:
+        conn.close()
+    return _report_ingest(args, report)
+
+
+def _run_ingest(args: argparse.Namespace, conn: sqlite3.Connection) -> IngestReport:
+    from threadloom.core.ingest import run_ingest
+
     show_progress = not args.json and not args.quiet and sys.stderr.isatty()
     build_index = not args.no_index
     if show_progress:
-        report = _ingest_with_progress(conn, args.source, not args.only, build_index)
-    else:
-        report = run_ingest(
-            conn, args.source, include_defaults=not args.only, build_index=build_index, on_wait=_say_waiting
-        )
+        return _ingest_with_progress(conn, args.source, not args.only, build_index)
+    return run_ingest(
+        conn, args.source, include_defaults=not args.only, build_index=build_index, on_wait=_say_waiting
+    )
+
+
+def _report_ingest(
+    args: argparse.Namespace, report: IngestReport, extra: dict[str, Any] | None = None
+) -> int:
     if args.json:
-        print(json.dumps(report.as_dict()))
+        print(json.dumps({**report.as_dict(), **(extra or {})}))
     else:
         _print_ingest_summary(report)
     return 1 if report.errors and report.files_read == 0 and report.files_skipped == 0 else 0
 
 
-def _move_aside(path: Path) -> Path | None:
+def _rebuild(args: argparse.Namespace, path: Path) -> int:
+    """`ingest --rebuild`: a new database built beside the old one, from the agents' files and the
+    folders the old one remembered, put in its place only once complete. The old one is kept under a
+    name no other rebuild takes (said, --json too); an interrupted rebuild leaves it as it was."""
+    from threadloom.core import db
+
+    db.check_writable(path)  # a read-only database is left where it is
+    roots = _remembered_roots(path)
+    fresh = path.with_name(f"{path.name}.rebuilding-{os.getpid()}")
+    _remove_database(fresh)
+    conn = db.connect(fresh)
+    try:
+        conn.executemany("INSERT OR IGNORE INTO source_roots (path, added_at) VALUES (?, ?)", roots)
+        report = _run_ingest(args, conn)
+        if report.cancelled:
+            raise KeyboardInterrupt
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the new file whole in itself before the swap
+    except BaseException:
+        conn.close()
+        _remove_database(fresh)
+        raise
+    conn.close()
+    kept = _keep_aside(path)
+    for suffix in ("", "-wal", "-shm"):
+        side = Path(str(fresh) + suffix)
+        if side.exists():
+            os.replace(side, Path(str(path) + suffix))
+    Path(str(fresh) + ".lock").unlink(missing_ok=True)
+    if kept and not args.json:
+        print(f"previous database kept as {kept}", file=sys.stderr)
+    return _report_ingest(args, report, {"previous_database": str(kept) if kept else None})
+
+
+def _remembered_roots(path: Path) -> list[tuple[str, int | None]]:
+    """The --source folders the database at `path` remembers (none when it cannot be read: a damaged
+    one is what a rebuild is for)."""
+    from threadloom.core import db
+
+    if not path.is_file():
+        return []
+    try:
+        old = db.peek(path)
+        try:
+            return old.execute("SELECT path, added_at FROM source_roots").fetchall()
+        finally:
+            old.close()
+    except sqlite3.DatabaseError:
+        print(
+            f"threadloom: the --source folders {path} remembered cannot be read from it; pass them again",
+            file=sys.stderr,
+        )
+        return []
+
+
+def _remove_database(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal", ".lock"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+
+
+def _keep_aside(path: Path) -> Path | None:
+    """Move the database (and its -wal and -shm) to `<name>.<time>.bak`, `<name>.<time>-2.bak`, …:
+    never a name already taken, so no earlier backup is ever replaced."""
     import time
 
     if not path.exists():
         return None
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    target = path.with_name(f"{path.name}.{stamp}.bak")
-    os.replace(path, target)
+    n = 1
+    while True:
+        target = path.with_name(f"{path.name}.{stamp}{'' if n == 1 else f'-{n}'}.bak")
+        try:
+            os.link(path, target)  # fails when the name is taken: checked and claimed in one step
+            break
+        except FileExistsError:
+            n += 1
+        except OSError:  # a file system without hard links: the name checked, then taken
+            if not target.exists():
+                os.replace(path, target)
+                break
+            n += 1
     for suffix in ("-wal", "-shm"):
         side = Path(str(path) + suffix)
         if side.exists():
             os.replace(side, Path(str(target) + suffix))
+    path.unlink(missing_ok=True)
     return target
 
 
@@ -1380,6 +1468,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
                     "files_checked": report.files_checked,
                     "files_missing": report.files_missing,
                     "records_checked": report.records_checked,
+                    "files_rewritten": report.files_rewritten,
+                    "records_superseded": report.records_superseded,
                     "mismatches": report.mismatches,
                     "not_stored": [{"path": path, "error": error} for path, error in report.not_stored],
                 }
@@ -1390,6 +1480,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
             f"{report.files_checked} files, {report.records_checked} records checked; "
             f"{report.files_missing} sources no longer on disk (kept in the archive)"
         )
+        if report.files_rewritten:
+            print(
+                f"{report.files_rewritten} files were rewritten by their agents (or by hand): their earlier "
+                f"versions are kept ({report.records_superseded:,} records no longer in the files); "
+                "`threadloom restore SESSION --as-of TIME` writes a file as it was"
+            )
         for line in report.mismatches:
             print("  changed: " + line)
         for path, error in report.not_stored:
@@ -1407,15 +1503,56 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def parse_moment(value: str) -> int:
+    """A moment as unix ms: a local date and time ('2026-05-12T14:30', '2026-05-12 14:30'), or a
+    day as `stats` takes it (its end: how the files stood that day)."""
+    from datetime import datetime
+
+    from threadloom.core import stats
+
+    try:
+        return int(datetime.fromisoformat(value.strip()).timestamp() * 1000)
+    except ValueError:
+        pass
+    try:
+        return stats.parse_day(value, end=True) - 1
+    except ValueError:
+        raise ValueError(
+            f"{value!r} is not a time (2026-05-12T14:30, 2026-05-12, today, yesterday, 7d)"
+        ) from None
+
+
 def cmd_restore(args: argparse.Namespace) -> int:
     from threadloom.core.archive import RestoreError, restore_session
     from threadloom.core.db import cannot_use
     from threadloom.core.query import resolve_session
 
+    as_of = None
+    if args.as_of:
+        try:
+            as_of = parse_moment(args.as_of)
+        except ValueError as exc:
+            _fail(f"--as-of: {exc}")
+            return 2
     conn = _open_for_reading(args)
-    session = resolve_session(conn, args.session)
     try:
-        files = restore_session(conn, session.id, args.to)
+        session_id = resolve_session(conn, args.session).id
+    except LookupError:
+        # a session whose file was emptied or cut before it is listed no more; its records are kept
+        from threadloom.core.archive import sessions_in_versions
+
+        earlier = sessions_in_versions(conn, args.session)
+        if len(earlier) != 1:
+            raise
+        if as_of is None:
+            _fail(
+                f"session {earlier[0]} is only in earlier versions of its files (they were emptied or cut "
+                "since): add --as-of TIME, a moment before that, to write them as they were"
+            )
+            return 1
+        session_id = earlier[0]
+    try:
+        files = restore_session(conn, session_id, args.to, as_of=as_of)
     except RestoreError as exc:
         _fail(exc)
         return 1
@@ -1431,7 +1568,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
             note = "" if f.complete else "  (incomplete: part of the source was never read)"
             there = "  (already there, the same bytes: left as it was)" if f.already_there else ""
             print(f"{f.written_to}  {f.bytes} bytes{note}{there}")
-        print(f"{len(files)} files restored for session {session.id}")
+        print(f"{len(files)} files restored for session {session_id}")
     return 0
 
 

@@ -102,6 +102,40 @@ LATE_INDEXES = (
 )
 
 
+# Added after schema 12 without a rebuild, created when missing on every open for writing.
+# A file rewritten (edited, truncated, emptied, replaced) keeps what it held: its records that the
+# new version no longer holds move to a source_files row of kind 'version' (status 'superseded'),
+# and this table says which file it was a version of, when it was superseded, and the version's
+# records in file order (entry ids, 8 bytes each: some still in the current file, unchanged).
+SOURCE_VERSIONS_DDL = """CREATE TABLE IF NOT EXISTS source_versions (
+	version_file_id INTEGER NOT NULL,
+	source_file_id INTEGER NOT NULL,
+	superseded_at INTEGER NOT NULL,
+	records INTEGER NOT NULL,
+	removed INTEGER NOT NULL,
+	entry_ids BLOB NOT NULL,
+	sessions VARCHAR NOT NULL,
+	PRIMARY KEY (version_file_id),
+	FOREIGN KEY(version_file_id) REFERENCES source_files (id),
+	FOREIGN KEY(source_file_id) REFERENCES source_files (id)
+)"""
+LATE_TABLES = (
+    SOURCE_VERSIONS_DDL,
+    "CREATE INDEX IF NOT EXISTS ix_source_versions_file ON source_versions (source_file_id)",
+)
+# (table, column, type): columns added after schema 12 without a rebuild
+LATE_COLUMNS = (("source_files", "ctime_ns", "INTEGER"),)
+
+
+def _add_late_parts(conn: sqlite3.Connection) -> None:
+    """The tables and columns newer than the schema version, where missing (cheap when present)."""
+    for table, column, kind in LATE_COLUMNS:
+        if column not in {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+    for ddl in LATE_TABLES:
+        conn.execute(ddl)
+
+
 class LedgerError(RuntimeError):
     """A problem with the database that the user can act on; the message says how."""
 
@@ -523,9 +557,7 @@ def stored_version(path: Path | str) -> int | None:
     if not path.is_file():
         return None
     try:
-        wal = Path(f"{path}-wal")
-        options = "mode=ro" if wal.exists() and wal.stat().st_size > 0 else "mode=ro&immutable=1"
-        conn = sqlite3.connect(f"file:{quote(str(path))}?{options}", uri=True)
+        conn = peek(path)
     except (OSError, sqlite3.DatabaseError):
         return None
     try:
@@ -534,6 +566,15 @@ def stored_version(path: Path | str) -> int | None:
         return None
     finally:
         conn.close()
+
+
+def peek(path: Path) -> sqlite3.Connection:
+    """A connection that reads the database at `path` and leaves nothing beside it: as immutable
+    when no WAL holds changes (a reader of a WAL database otherwise creates -wal and -shm files,
+    which it cannot remove), else read-only."""
+    wal = Path(f"{path}-wal")
+    options = "mode=ro" if wal.exists() and wal.stat().st_size > 0 else "mode=ro&immutable=1"
+    return sqlite3.connect(f"file:{quote(str(path))}?{options}", uri=True)
 
 
 def rebuild_due(conn: sqlite3.Connection) -> int | None:
@@ -576,6 +617,7 @@ def ensure_schema(conn: sqlite3.Connection) -> str | None:
     when a rebuild is due."""
     version = user_version(conn)
     if version == SCHEMA_VERSION:
+        _add_late_parts(conn)
         for ddl in LATE_INDEXES:
             conn.execute(ddl)
         return None
@@ -616,7 +658,7 @@ def fresh_schema() -> str:
             statements.append(str(CreateIndex(index, if_not_exists=True).compile(dialect=dialect)))
     for index in models.SECONDARY_INDEXES:
         statements.append(str(CreateIndex(index, if_not_exists=True).compile(dialect=dialect)))
-    statements += [*LATE_INDEXES, MESSAGES_VIEW.strip(), *SEARCH_DDL]
+    statements += [*LATE_TABLES, *LATE_INDEXES, MESSAGES_VIEW.strip(), *SEARCH_DDL]
     text = "".join(f"\n{s};\n" for s in statements)
     return SCHEMA_HEADER.format(version=SCHEMA_VERSION) + "\n".join(
         line.rstrip() for line in text.split("\n")
@@ -672,6 +714,7 @@ def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool, rebuild_from
                 conn.execute(str(CreateIndex(index, if_not_exists=True).compile(dialect=dialect)))
         for index in models.SECONDARY_INDEXES:
             conn.execute(str(CreateIndex(index, if_not_exists=True).compile(dialect=dialect)))
+        _add_late_parts(conn)
         for ddl in LATE_INDEXES:
             conn.execute(ddl)
         conn.execute(MESSAGES_VIEW)

@@ -1,9 +1,11 @@
 """Discover → stat diff → read only new bytes → normalize → one transaction per file.
 
-A file whose (size, mtime_ns) is unchanged is never opened. A grown file is read from where the
-last run stopped, after the sha256 of the already-read prefix proves it unchanged; a shrunk or
-rewritten file is read again whole and its old rows replaced in the same transaction. Sources are
-opened read-only and never modified.
+A file whose (size, mtime_ns, inode, ctime_ns) is unchanged is never opened. A grown file is read
+from where the last run stopped, after the sha256 of the already-read prefix proves it unchanged; a
+shrunk or rewritten file is read again whole, in the same transaction: its records whose bytes are
+unchanged stay (the same rows, placed where they now sit), and those the new version no longer
+holds are kept as a superseded version of the file, never deleted. Sources are opened read-only
+and never modified.
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ from threadloom.core.writer_lock import WriterBusy, writer_lock
 # as an invalid record instead, so a crashed writer's bytes are not lost.
 STALE_TAIL_SECONDS = 3600
 ROWS_PER_CHUNK = 2000
+# source_files rows that stand for no file on disk of their own: a document's decoded log, and a
+# superseded version of a rewritten file (see `_Rewrite`)
+VERSION_KIND = "version"
+VERSION_SUFFIX = "#version-"  # a version's row is named `<path>#version-<n>`
+LEDGER_ONLY_KINDS = ("decoded", VERSION_KIND)
 
 
 @dataclass
@@ -121,11 +128,11 @@ def _apply_rereads(conn: sqlite3.Connection) -> None:
 # what a run knows of each source file from the last one (indices are used below)
 KNOWN_COLUMNS = (
     "path, id, size, mtime_ns, inode, bytes_ingested, lines_ingested, content_hash, open_tail_offset, status, "
-    "agent, kind, project_key"
+    "agent, kind, project_key, ctime_ns"
 )
 # the part of it that tells an unchanged file (a launch reads it for every file; the rest is read
 # only for the files that changed: 7,400 rows in ~25 ms rather than ~40)
-INDEX_COLUMNS = "path, id, size, mtime_ns, status, agent, kind, project_key"
+INDEX_COLUMNS = "path, id, size, mtime_ns, status, agent, kind, project_key, inode, ctime_ns"
 
 
 class KnownRow(NamedTuple):
@@ -144,6 +151,7 @@ class KnownRow(NamedTuple):
     agent: str
     kind: str
     project_key: str | None
+    ctime_ns: int | None
 
 
 class IndexRow(NamedTuple):
@@ -158,6 +166,8 @@ class IndexRow(NamedTuple):
     agent: str
     kind: str
     project_key: str | None
+    inode: int | None
+    ctime_ns: int | None  # None: recorded before ctimes were (the inode and size still tell)
 
 
 class SourceUnreadable(Exception):
@@ -303,7 +313,7 @@ def discover(
         whole = str(root)
         prefix = whole if not root.is_dir() else whole.rstrip(os.sep) + os.sep
         for path, row in (known or {}).items():
-            if row.status == "gone" or row.kind == "decoded" or path in found:
+            if row.status == "gone" or row.kind in LEDGER_ONLY_KINDS or path in found:
                 continue
             if (path == whole or path.startswith(prefix)) and (
                 folders is None or os.path.dirname(path) in folders
@@ -687,12 +697,7 @@ def _plan(
             report.errors.append(f"{path}: not a regular file ({file_kind(st.st_mode)}); skipped")
             continue
         row = known.get(path)
-        if (
-            row is not None
-            and row.size == st.st_size
-            and row.mtime_ns == st.st_mtime_ns
-            and row.status in ("ok", "gone")
-        ):
+        if row is not None and _unchanged(row, st) and row.status in ("ok", "gone"):
             if row.status == "gone":
                 conn.execute("UPDATE source_files SET status = 'ok', error = NULL WHERE id = ?", (row.id,))
             report.files_skipped += 1
@@ -701,6 +706,8 @@ def _plan(
         plans.append(_Plan(ref, adapter, st, _known_row(conn, path) if row is not None else None))
     root_prefixes = tuple(str(r) for r in roots)
     for path, row in known.items():
+        if row.kind == VERSION_KIND:
+            continue  # a superseded version is no file of its own
         on_disk = container_of(path) or path  # a decoded log is gone when the file it came from is
         if (
             path not in found
@@ -711,6 +718,18 @@ def _plan(
             conn.execute("UPDATE source_files SET status = 'gone' WHERE id = ?", (row.id,))
             report.files_gone += 1
     return plans, snapshots
+
+
+def _unchanged(row: IndexRow, st: os.stat_result) -> bool:
+    """Whether a file is as the last run left it, from its stat alone: the same size and mtime, and
+    the same inode and ctime (a rewrite that puts the mtime back, `touch -r`, still moves the ctime;
+    a file replaced by another, the inode)."""
+    return (
+        row.size == st.st_size
+        and row.mtime_ns == st.st_mtime_ns
+        and (row.inode is None or row.inode == st.st_ino)
+        and (row.ctime_ns is None or row.ctime_ns == st.st_ctime_ns)
+    )
 
 
 def _missing(path: str) -> bool:
@@ -865,6 +884,8 @@ def _ingest_file(
                 read = _read_document(conn, plan, f)
             else:
                 read = _read_lines(plan, f)
+                if read is None and plan.row is not None:
+                    _touch(conn, plan.row.id, plan.stat)
     if read is None:  # unchanged, or waiting for its writer: nothing to store
         return 0, 0
     return _store(conn, ledger, plan, read, undo_by_delete), read.nbytes
@@ -913,10 +934,17 @@ def _read_document(conn: sqlite3.Connection, plan: _Plan, f: BinaryIO) -> _Read 
     return _Read(records, True, 0, 0, len(data), new_hash, len(data))
 
 
-def _read_lines(plan: _Plan, f: BinaryIO) -> _Read:
+def _read_lines(plan: _Plan, f: BinaryIO) -> _Read | None:
     """A log its agent appends lines to: only the bytes after what the last run read, when the
     part read then is unchanged (`_resume_point`); else the whole file again."""
-    ref, adapter, st = plan.ref, plan.adapter, plan.stat
+    ref, adapter, st, row = plan.ref, plan.adapter, plan.stat, plan.row
+    if (
+        row is not None
+        and row.open_tail_offset is None
+        and st.st_size == row.bytes_ingested > 0
+        and _digest(prefix_hash(f, st.st_size)) == row.content_hash
+    ):
+        return None  # the same bytes under a new stat (a chmod, a `touch`): nothing to read
     start, line_number, hasher = _resume_point(plan, f)
     rewrite = hasher is None
     if hasher is None:
@@ -973,7 +1001,7 @@ def _store(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, read: _Read, u
         now = int(time.time() * 1000)
         # read under the write lock: while the index is behind, new entries are left to its builder
         index_upto = search_index.indexed_upto(conn)
-        file_id, affected = _prepare_source_file(conn, plan, read, index_upto)
+        file_id, affected, rewrite = _prepare_source_file(conn, plan, read, index_upto)
         ctx = FileContext(ref.path, ref.kind, ref.project_key)
         ctx.session_of_uuid = lambda uuid: _session_of_uuid(conn, file_id, uuid)
         ledger.begin_file(
@@ -981,13 +1009,23 @@ def _store(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, read: _Read, u
         )
         # records of a file read again whole are placed by the replay of their sessions below
         replace = read.rewrite and row is not None
-        writer = EntryWriter(conn, ledger, file_id, place=not replace)
+        writer = EntryWriter(
+            conn, ledger, file_id, place=not replace, reuse=rewrite.reuse if rewrite else None
+        )
         first_new_id = writer.next_id
         count = writer.write(adapter, ctx, read.records, affected)
+        version_id = rewrite.keep_superseded(now) if rewrite is not None else None
         ledger.flush()
         if replace:
             replay(conn, ledger, affected)
-        if index_upto is None and count:
+        if rewrite is not None:
+            # every record the index covered was taken out of it: the file's records go back in, and
+            # the superseded ones too (the index covers every stored record; search shows only those
+            # in a session); past a behind index's position they are left to its builder
+            search_index.add_file(conn, file_id, 0, index_upto)
+            if version_id is not None:
+                search_index.add_file(conn, version_id, 0, index_upto)
+        elif index_upto is None and count:
             # the search index follows in the same transaction (a cold bulk load builds it once at the end)
             search_index.add_file(conn, file_id, first_new_id)
         _record_read(conn, plan, read, file_id, count, now)
@@ -1007,10 +1045,10 @@ def _store(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, read: _Read, u
 
 def _prepare_source_file(
     conn: sqlite3.Connection, plan: _Plan, read: _Read, index_upto: int | None
-) -> tuple[int, set[str]]:
+) -> tuple[int, set[str], _Rewrite | None]:
     """The file's source_files id (a new row for a new file) with its stored records made ready
-    for the new ones: all deleted when it is read again whole (returns the sessions they were
-    in, to be replayed), or the open last line marked complete when an append follows it."""
+    for the new ones: set aside when it is read again whole (`_Rewrite`; with the sessions they
+    were in, to be replayed), or the open last line marked complete when an append follows it."""
     ref, st, row = plan.ref, plan.stat, plan.row
     if row is None:
         cur = conn.execute(
@@ -1020,25 +1058,101 @@ def _prepare_source_file(
             (str(ref.path), ref.agent, ref.kind, st.st_ino, ref.project_key),
         )
         assert cur.lastrowid is not None
-        return cur.lastrowid, set()
+        return cur.lastrowid, set(), None
     file_id = row.id
     affected: set[str] = set()
+    rewrite = None
     if read.rewrite:
-        affected = {
-            r[0]
-            for r in conn.execute(
-                "SELECT DISTINCT session_id FROM entries WHERE source_file_id = ? AND session_id IS NOT NULL",
-                (file_id,),
-            )
-        }
+        rewrite = _Rewrite(conn, row)
+        affected = set(rewrite.sessions)
         search_index.forget_file(conn, file_id, index_upto)
-        conn.execute("DELETE FROM entries WHERE source_file_id = ?", (file_id,))
+        rewrite.set_aside()
     elif read.start > 0 and row.open_tail_offset is not None and read.start == row.bytes_ingested + 1:
         conn.execute(
             "UPDATE entries SET newline = 1 WHERE source_file_id = ? AND byte_offset = ?",
             (file_id, row.open_tail_offset),
         )
-    return file_id, affected
+    return file_id, affected, rewrite
+
+
+class _Rewrite:
+    """A file read again whole, whose stored records are never deleted.
+
+    Its records are set aside first (their offsets made negative, out of the new version's way).
+    Each new record whose bytes equal a set-aside one takes that row back (`reuse`: the same id,
+    placed where it now sits), so unchanged records are stored once and ids people copied stay
+    valid. What is left aside then is what the new version no longer holds: it moves, out of every
+    session, to a source_files row of kind 'version' for this file, and `source_versions` keeps the
+    old version's records in order (restore --as-of writes the file as it was)."""
+
+    def __init__(self, conn: sqlite3.Connection, row: KnownRow) -> None:
+        self.conn, self.row = conn, row
+        old = conn.execute(
+            "SELECT id, hash, session_id FROM entries WHERE source_file_id = ? ORDER BY byte_offset",
+            (row.id,),
+        ).fetchall()
+        self.old_ids = [eid for eid, _, _ in old]
+        self.sessions = sorted({sid for _, _, sid in old if sid is not None})
+        self.reuse: dict[str, list[int]] = {}
+        for eid, digest, _ in reversed(old):  # popped from the end: the first one first
+            self.reuse.setdefault(digest, []).append(eid)
+
+    def set_aside(self) -> None:
+        self.conn.execute(
+            "UPDATE entries SET byte_offset = -1 - byte_offset WHERE source_file_id = ? AND byte_offset >= 0",
+            (self.row.id,),
+        )
+
+    def keep_superseded(self, now: int) -> int | None:
+        """Once the new version is written: keep what it no longer holds as a version of the file
+        (the id of its row; None when the old version is all in the new one)."""
+        conn, row = self.conn, self.row
+        current = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM entries WHERE source_file_id = ? AND byte_offset >= 0 ORDER BY byte_offset",
+                (row.id,),
+            )
+        ]
+        still = set(current)
+        removed = sum(1 for eid in self.old_ids if eid not in still)
+        if current[: len(self.old_ids)] == self.old_ids:
+            return None  # the old version is the new one's start: nothing of it is lost
+        number = (
+            1
+            + conn.execute(
+                "SELECT count(*) FROM source_versions WHERE source_file_id = ?", (row.id,)
+            ).fetchone()[0]
+        )
+        cur = conn.execute(
+            "INSERT INTO source_files (path, agent, kind, size, mtime_ns, inode, bytes_ingested, lines_ingested, "
+            "content_hash, open_tail_offset, ends_with_newline, status, ingested_at, project_key) "
+            "SELECT path || ?, agent, ?, size, mtime_ns, inode, bytes_ingested, lines_ingested, content_hash, "
+            "open_tail_offset, ends_with_newline, 'superseded', ingested_at, project_key FROM source_files "
+            "WHERE id = ?",
+            (f"{VERSION_SUFFIX}{number}", VERSION_KIND, row.id),
+        )
+        version_id = cur.lastrowid
+        assert version_id is not None
+        conn.execute(
+            "UPDATE entries SET source_file_id = ?, byte_offset = -1 - byte_offset, session_id = NULL, seq = NULL, "
+            "turn_id = NULL, dup_of = NULL WHERE source_file_id = ? AND byte_offset < 0",
+            (version_id, row.id),
+        )
+        conn.execute(
+            "INSERT INTO source_versions (version_file_id, source_file_id, superseded_at, records, removed, "
+            "entry_ids, sessions) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                version_id,
+                row.id,
+                now,
+                len(self.old_ids),
+                removed,
+                b"".join(eid.to_bytes(8, "little") for eid in self.old_ids),
+                orjson.dumps(self.sessions).decode(),
+            ),
+        )
+        return version_id
 
 
 def _record_read(
@@ -1053,7 +1167,7 @@ def _record_read(
     conn.execute(
         "UPDATE source_files SET size = ?, mtime_ns = ?, inode = ?, bytes_ingested = ?, lines_ingested = ?, "
         "content_hash = ?, open_tail_offset = ?, ends_with_newline = ?, status = ?, error = ?, ingested_at = ?, "
-        "kind = ?, project_key = ? WHERE id = ?",
+        "kind = ?, project_key = ?, ctime_ns = ? WHERE id = ?",
         (
             st.st_size,
             st.st_mtime_ns,
@@ -1068,6 +1182,7 @@ def _record_read(
             now,
             ref.kind,
             ref.project_key,
+            st.st_ctime_ns,
             file_id,
         ),
     )
@@ -1101,6 +1216,9 @@ ENTRY_COLUMNS = ("id", "source_file_id", *RAW_COLUMNS, *FLAG_COLUMNS, *RECORD_CO
 INSERT_ENTRY = (
     f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) VALUES ({', '.join('?' * len(ENTRY_COLUMNS))})"
 )
+# a stored row taken back by a rewritten file (its raw bytes, and so its hash, are the same)
+UPDATE_ENTRY = f"UPDATE entries SET {', '.join(f'{c} = ?' for c in ENTRY_COLUMNS[1:])} WHERE id = ?"
+HASH_INDEX = ENTRY_COLUMNS.index("hash")
 
 
 def entry_row(
@@ -1159,11 +1277,20 @@ class EntryWriter:
     ids from the next free one, placing each in its session as it goes (`place`) or leaving that
     to a replay of the sessions they fall in."""
 
-    def __init__(self, conn: sqlite3.Connection, ledger: Ledger, file_id: int, *, place: bool) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        ledger: Ledger,
+        file_id: int,
+        *,
+        place: bool,
+        reuse: dict[str, list[int]] | None = None,
+    ) -> None:
         self.conn = conn
         self.ledger = ledger
         self.file_id = file_id
         self.place = place
+        self.reuse = reuse  # a rewritten file's set-aside rows by the hash of their bytes (see _Rewrite)
         self.next_id: int = conn.execute("SELECT COALESCE(max(id), 0) + 1 FROM entries").fetchone()[0]
 
     def write(self, adapter: Adapter, ctx: FileContext, records: list[RawRecord], sessions: set[str]) -> int:
@@ -1181,6 +1308,7 @@ class EntryWriter:
             chunk = records[:ROWS_PER_CHUNK]
             recs = [normalized(adapter, raw, ctx) for raw in chunk]  # a record it fails on is kept raw
             ledger.begin_chunk([r.uuid for r in recs if r.uuid])
+            kept = []
             for raw, rec in zip(chunk, recs, strict=True):
                 if place:
                     seq, turn_id, dup_of = ledger.place(eid, rec)
@@ -1188,18 +1316,27 @@ class EntryWriter:
                     seq, turn_id, dup_of = None, None, None
                     if rec.session_id is not None:
                         sessions.add(rec.session_id)
-                rows.append(entry_row(eid, file_id, raw, rec, seq, turn_id, dup_of))
+                row = entry_row(eid, file_id, raw, rec, seq, turn_id, dup_of)
+                same = self.reuse.get(row[HASH_INDEX]) if self.reuse else None
+                if same:  # these bytes are stored already: that row is this record
+                    kept.append((*row[1:], same.pop()))
+                    continue
+                rows.append(row)
                 eid += 1
             self.conn.executemany(INSERT_ENTRY, rows)
-            del records[:ROWS_PER_CHUNK], rows, chunk, recs
+            if kept:
+                self.conn.executemany(UPDATE_ENTRY, kept)
+            del records[:ROWS_PER_CHUNK], rows, kept, chunk, recs
         self.next_id = eid
         return count
 
 
 def _touch(conn: sqlite3.Connection, file_id: int, st: os.stat_result) -> None:
+    """The file's bytes are what was stored: only its stat moved."""
     conn.execute(
-        "UPDATE source_files SET size = ?, mtime_ns = ?, status = 'ok', error = NULL WHERE id = ?",
-        (st.st_size, st.st_mtime_ns, file_id),
+        "UPDATE source_files SET size = ?, mtime_ns = ?, inode = ?, ctime_ns = ?, status = 'ok', error = NULL "
+        "WHERE id = ?",
+        (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, file_id),
     )
 
 

@@ -997,8 +997,13 @@ def replay(
         ):
             conn.execute(f"DELETE FROM {table}")
         conn.execute("UPDATE entries SET seq = NULL, turn_id = NULL, dup_of = NULL")
+        # a superseded version of a file (kind 'version') is in no session: its records stay as they are
         file_ids = [
-            r[0] for r in conn.execute("SELECT DISTINCT source_file_id FROM entries ORDER BY source_file_id")
+            r[0]
+            for r in conn.execute(
+                "SELECT DISTINCT source_file_id FROM entries WHERE source_file_id NOT IN "
+                "(SELECT id FROM source_files WHERE kind = 'version') ORDER BY source_file_id"
+            )
         ]
     else:
         sessions = {s for s in sessions if s is not None}

@@ -30,7 +30,9 @@ class SourceFile(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     path: str = Field(unique=True)
     agent: str
-    kind: str = "transcript"  # transcript | subagent | meta | journal | document
+    # transcript | subagent | meta | journal | document | decoded | version (a superseded version
+    # of another file: its records that a rewrite no longer holds, see core.ingest's _Rewrite)
+    kind: str = "transcript"
     size: int = 0
     mtime_ns: int = 0
     inode: int | None = None
@@ -43,10 +45,12 @@ class SourceFile(SQLModel, table=True):
     # without starting a new line there, the file is read again.
     open_tail_offset: int | None = None
     ends_with_newline: bool = True
-    status: str = "ok"  # ok | gone | error | waiting
+    status: str = "ok"  # ok | gone | error | waiting | superseded (kind 'version')
     error: str | None = None
     ingested_at: int | None = None
     project_key: str | None = None
+    # with the inode, what tells a file rewritten under the same size and mtime (`touch -r`)
+    ctime_ns: int | None = None
 
 
 class Entry(SQLModel, table=True):

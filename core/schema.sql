@@ -181,6 +181,7 @@ CREATE TABLE source_files (
 	error VARCHAR,
 	ingested_at INTEGER,
 	project_key VARCHAR,
+	ctime_ns INTEGER,
 	PRIMARY KEY (id),
 	UNIQUE (path)
 );
@@ -290,6 +291,21 @@ CREATE INDEX IF NOT EXISTS ix_tool_calls_result_entry ON agent_tool_calls (resul
 CREATE INDEX IF NOT EXISTS ix_sessions_project ON agent_sessions (project_path);
 
 CREATE INDEX IF NOT EXISTS ix_usage_unpriced ON agent_usage (message_id) WHERE priced = 0;
+
+CREATE TABLE IF NOT EXISTS source_versions (
+	version_file_id INTEGER NOT NULL,
+	source_file_id INTEGER NOT NULL,
+	superseded_at INTEGER NOT NULL,
+	records INTEGER NOT NULL,
+	removed INTEGER NOT NULL,
+	entry_ids BLOB NOT NULL,
+	sessions VARCHAR NOT NULL,
+	PRIMARY KEY (version_file_id),
+	FOREIGN KEY(version_file_id) REFERENCES source_files (id),
+	FOREIGN KEY(source_file_id) REFERENCES source_files (id)
+);
+
+CREATE INDEX IF NOT EXISTS ix_source_versions_file ON source_versions (source_file_id);
 
 CREATE INDEX IF NOT EXISTS ix_entries_titles ON entries (session_id) WHERE entry_type IN ('custom-title', 'custom-title-file', 'ai-title', 'agent-name');
 

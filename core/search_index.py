@@ -82,13 +82,13 @@ def reset(conn: sqlite3.Connection) -> None:
         set_meta(conn, STATE_KEY, "stale")
 
 
-def add_file(conn: sqlite3.Connection, source_file_id: int, first_id: int) -> None:
+def add_file(conn: sqlite3.Connection, source_file_id: int, first_id: int, upto: int | None = None) -> None:
     """Index one file's entries from `first_id` on, in the caller's transaction (an index that
-    is complete is kept so as new records arrive)."""
+    is complete is kept so as new records arrive); `upto`: only the ids the index covers."""
     conn.execute(
         "INSERT INTO search_fts(rowid, content, thinking, tool_text) "
-        "SELECT id, content, thinking, tool_text FROM entries WHERE source_file_id = ? AND id >= ?",
-        (source_file_id, first_id),
+        "SELECT id, content, thinking, tool_text FROM entries WHERE source_file_id = ? AND id >= ? AND id <= ?",
+        (source_file_id, first_id, upto if upto is not None else 1 << 62),
     )
 
 

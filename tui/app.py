@@ -197,7 +197,8 @@ class ThreadloomApp(ArchiveApp):
             upgrade = self._upgrade_pending()
             if not upgrade:
                 self._open_database()
-        if not self.ingest_on_start and self.conn is None and not upgrade:  # else on_ready starts the worker
+        # else on_ready starts the worker; an open that failed already said why (once)
+        if not self.ingest_on_start and self.conn is None and not upgrade and not self.open_error:
             self._open_database()
             self.browser.refresh_panes()
         self.browser.focus_first_pane()

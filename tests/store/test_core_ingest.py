@@ -203,10 +203,11 @@ def test_append_reads_only_new_records(conn, tmp_path):
     assert turns[2][1] == turns[1][0]  # the appended turn continues the previous one
 
 
-def test_rewritten_file_is_reingested_and_truncation_removes_records(conn, tmp_path):
+def test_a_rewritten_or_truncated_file_shows_its_new_bytes_and_keeps_the_old_ones(conn, tmp_path):
     t = simple_session(tmp_path, turns=3)
     path = t.write()
     ingest(conn, tmp_path / "projects")
+    ids = [r[0] for r in conn.execute("SELECT id FROM entries ORDER BY byte_offset")]
     # rewrite a line in the middle (same length, different bytes)
     data = path.read_bytes().replace(b"answer number 1", b"ANSWER NUMBER 1")
     path.write_bytes(data)
@@ -214,14 +215,29 @@ def test_rewritten_file_is_reingested_and_truncation_removes_records(conn, tmp_p
     ingest(conn, tmp_path / "projects")
     contents = [
         r[0]
-        for r in conn.execute("SELECT content FROM entries WHERE role = 'assistant' ORDER BY byte_offset")
+        for r in conn.execute(
+            "SELECT content FROM entries WHERE role = 'assistant' AND seq IS NOT NULL ORDER BY byte_offset"
+        )
     ]
     assert contents == ["answer number 0", "ANSWER NUMBER 1", "answer number 2"]
+    # the unchanged records are the same rows (ids people copied still name them); the edited
+    # one's old bytes are kept, in no session
+    current = [
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM entries WHERE source_file_id = ? ORDER BY byte_offset", (file_id(conn, path),)
+        )
+    ]
+    assert [i for i in current if i in ids] == [i for i in ids if i in current] and len(
+        set(ids) & set(current)
+    ) == 5
+    assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 7
     # truncate to the first two records
     lines = data.split(b"\n")
     path.write_bytes(b"\n".join(lines[:2]) + b"\n")
     ingest(conn, tmp_path / "projects")
-    assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 2
+    assert conn.execute("SELECT count(*) FROM entries WHERE seq IS NOT NULL").fetchone()[0] == 2
+    assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 7  # nothing deleted
     assert conn.execute("SELECT message_count, turn_count FROM agent_sessions").fetchone() == (2, 1)
     assert file_bytes(conn, file_id(conn, path))[0] == path.read_bytes()
 

@@ -571,8 +571,7 @@ async def test_a_database_that_cannot_be_opened_quits_on_q_with_status_1(tmp_pat
     app = make_app(damaged)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
-        # the version its header seems to hold sends it to the upgrade worker, which finds the damage:
-        # said as the database's, with the fix, not as a failure to read the agents' logs
+        # said as the database's damage, with the fix, once (not as a failure to read the agents' logs)
         assert isinstance(app.screen, ErrorScreen) and app.screen.title_text == "Cannot open the database"
         assert "threadloom ingest --rebuild" in app.screen.message
         assert "q quits" in shown(app.screen.query_one("#error-hint", Static))
