@@ -274,6 +274,11 @@ def price_pending(conn: sqlite3.Connection) -> set[str]:
             [(sid,) for sid in sessions],
         )
         mark_stale(conn, sessions)  # and their totals in the stats, which core.stats.refresh_pending sums
+        # and their signals (dead ends are priced), found next by the ingest or by the next run
+        conn.executemany(
+            "INSERT OR IGNORE INTO derived_pending (kind, session_id) VALUES ('signals', ?)",
+            [(sid,) for sid in sessions],
+        )
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

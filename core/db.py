@@ -42,6 +42,7 @@ DERIVED_TABLES = (
     "stats_pending",
     # signals (schema 11): recomputed by core.signals after the rebuild
     "session_signals",
+    "derived_pending",  # a rebuild finishes every session
 )
 # Set (to the schema version it came from) by an upgrade that emptied the derived tables, cleared
 # once `core.ingest.rebuild_pending` has replayed the stored records into them: the replay takes
@@ -119,7 +120,17 @@ SOURCE_VERSIONS_DDL = """CREATE TABLE IF NOT EXISTS source_versions (
 	FOREIGN KEY(version_file_id) REFERENCES source_files (id),
 	FOREIGN KEY(source_file_id) REFERENCES source_files (id)
 )"""
+# Work on sessions that a run committed but had not finished when it stopped (a kill, a crash): the
+# cross-file facts (`finalize`: titles, totals, links; `summaries`: a summary record came) and the
+# signals. Marked in the transaction that changed the sessions, cleared in the one that finishes them,
+# so the next run finishes what a killed one left (the stats keep their own, `stats_pending`).
+DERIVED_PENDING_DDL = """CREATE TABLE IF NOT EXISTS derived_pending (
+	kind VARCHAR NOT NULL,
+	session_id VARCHAR NOT NULL,
+	PRIMARY KEY (kind, session_id)
+)"""
 LATE_TABLES = (
+    DERIVED_PENDING_DDL,
     SOURCE_VERSIONS_DDL,
     "CREATE INDEX IF NOT EXISTS ix_source_versions_file ON source_versions (source_file_id)",
 )

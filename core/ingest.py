@@ -62,7 +62,8 @@ ROWS_PER_CHUNK = 2000
 # superseded version of a rewritten file (see `_Rewrite`)
 VERSION_KIND = "version"
 VERSION_SUFFIX = "#version-"  # a version's row is named `<path>#version-<n>`
-LEDGER_ONLY_KINDS = ("decoded", VERSION_KIND)
+UNNAMED_KIND = "unnamed"  # a file whose name cannot be stored: its error, under its name escaped
+LEDGER_ONLY_KINDS = ("decoded", VERSION_KIND, UNNAMED_KIND)
 
 
 @dataclass
@@ -235,6 +236,23 @@ def folder_snapshot(root: Path) -> dict[str, list[int]] | None:
     return snapshot
 
 
+# A folder whose name is not UTF-8 (its bytes decode to surrogates, which JSON cannot hold) is kept
+# in a snapshot as this mark and its bytes in hex: no real path holds a NUL.
+NOT_UTF8 = "\0"
+
+
+def _snapshot_key(path: str) -> str:
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return NOT_UTF8 + os.fsencode(path).hex()
+
+
+def _snapshot_path(key: str) -> str:
+    return os.fsdecode(bytes.fromhex(key[1:])) if key.startswith(NOT_UTF8) else key
+
+
 def _load_snapshot(stored: str | None) -> dict[str, list[int]] | None:
     if not stored:
         return None
@@ -242,7 +260,17 @@ def _load_snapshot(stored: str | None) -> dict[str, list[int]] | None:
         snapshot = orjson.loads(stored)
     except orjson.JSONDecodeError:
         return None
-    return snapshot if isinstance(snapshot, dict) and snapshot else None
+    if not isinstance(snapshot, dict) or not snapshot:
+        return None
+    try:
+        return {_snapshot_path(key): value for key, value in snapshot.items()}
+    except ValueError:  # a key of another shape
+        return None
+
+
+def dump_snapshot(snapshot: dict[str, list[int]]) -> str:
+    """A snapshot as stored (JSON; folders not named in UTF-8 as NOT_UTF8 and their bytes)."""
+    return orjson.dumps({_snapshot_key(path): value for path, value in snapshot.items()}).decode()
 
 
 def snapshot_unchanged(stored: str | dict[str, list[int]] | None) -> bool:
@@ -339,7 +367,7 @@ def discover(
             continue
         snapshot = folder_snapshot(root)  # before the walk: a file added meanwhile shows next time
         if snapshot is not None:
-            snapshots[key] = orjson.dumps(snapshot).decode()
+            snapshots[key] = dump_snapshot(snapshot)
         # one listing of each folder per root, shared by every adapter; a fresh one per root, so
         # that one root's seeds (below) never hide files from another root's walk
         walk.reset()
@@ -514,7 +542,9 @@ def _run_ingest(
     refresh_pending(conn)  # the stats' sums of every session this run changed
     # after the costs, as dead ends are priced; imported here: a run with nothing new never loads it
     outdated = get_meta(conn, SIGNALS_VERSION_KEY) != SIGNALS_VERSION  # found by an older pass: all again
-    if changed or repriced or outdated:
+    # the sessions changed or repriced, this run or by one killed before it found their signals
+    due = {r[0] for r in conn.execute("SELECT session_id FROM derived_pending WHERE kind = 'signals'")}
+    if due or changed or repriced or outdated:
         from threadloom.core import signals
 
         def signals_progress(done: int, total: int) -> None:
@@ -527,7 +557,10 @@ def _run_ingest(
         if outdated:
             seconds = signals.rebuild(conn, signals_progress)
         else:
-            seconds = signals.update(conn, changed | repriced, signals_progress)
+            seconds = signals.update(conn, due | changed | repriced, signals_progress)
+        conn.executemany(
+            "DELETE FROM derived_pending WHERE kind = 'signals' AND session_id = ?", [(sid,) for sid in due]
+        )
         report.signals_seconds = round(seconds, 3)
     if progress is not None:
         progress(Progress(len(plans), len(plans), bytes_done, bytes_total, "", time.perf_counter() - started))
@@ -683,9 +716,16 @@ def _plan(
     plans: list[_Plan] = []
     for path, (agent, kind, project_key, adapter) in found.items():
         if not path.isascii() and not _storable(path):
-            report.errors.append(
-                f"{os.fsencode(path).decode('utf-8', 'backslashreplace')}: the file name is not "
-                "valid UTF-8, so it cannot be recorded; rename the file to read it"
+            message = "the file name is not valid UTF-8, so it cannot be recorded; rename the file to read it"
+            shown = _escaped(path)
+            report.errors.append(f"{shown}: {message}")
+            # kept as an error under its name escaped, so that `verify` and `sources` go on saying it
+            # (a later run's discovery may skip the unchanged folder it sits in)
+            conn.execute(
+                "INSERT INTO source_files (path, agent, kind, size, mtime_ns, bytes_ingested, lines_ingested, "
+                "status, error, project_key, ends_with_newline) VALUES (?, ?, ?, 0, 0, 0, 0, 'error', ?, ?, 1) "
+                "ON CONFLICT(path) DO NOTHING",
+                (shown, agent, UNNAMED_KIND, message, _escaped(project_key)),
             )
             continue
         try:
@@ -706,8 +746,8 @@ def _plan(
         plans.append(_Plan(ref, adapter, st, _known_row(conn, path) if row is not None else None))
     root_prefixes = tuple(str(r) for r in roots)
     for path, row in known.items():
-        if row.kind == VERSION_KIND:
-            continue  # a superseded version is no file of its own
+        if row.kind in (VERSION_KIND, UNNAMED_KIND):
+            continue  # a superseded version is no file of its own; an unnamed one, not under its name
         on_disk = container_of(path) or path  # a decoded log is gone when the file it came from is
         if (
             path not in found
@@ -742,6 +782,11 @@ def _missing(path: str) -> bool:
     except OSError:
         return False
     return False
+
+
+def _escaped(name: str | None) -> str | None:
+    """A name as text that can be stored and shown: bytes that are not UTF-8 as a backslash, x and two hex digits."""
+    return None if name is None else os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 def _storable(path: str) -> bool:

@@ -659,6 +659,13 @@ class Ledger:
                 f"ON CONFLICT(id) DO UPDATE SET {updates}",
                 [turn.row() for turn in self.turns.values()],
             )
+        # marked in the file's own transaction: a run killed before `finalize` leaves them to the next
+        conn.executemany(
+            "INSERT OR IGNORE INTO derived_pending (kind, session_id) VALUES ('finalize', ?)",
+            [(sid,) for sid in self.touched],
+        )
+        if self.summaries_added:
+            conn.execute("INSERT OR IGNORE INTO derived_pending (kind, session_id) VALUES ('summaries', '')")
         self.pending_sessions |= self.touched
         self.touched = set()
         self._chunk_uuids = self._in_db = None
@@ -681,21 +688,30 @@ class Ledger:
 
     def finalize(self) -> set[str]:
         """Cross-file facts: titles, subagent links, token totals, branch counts."""
-        sessions = set(self.pending_sessions)
-        self.pending_sessions = set()
-        if not sessions and not self.summaries_added:
-            return sessions
         conn = self.conn
+        # this run's sessions, and any a run killed before this point left marked (see `flush`)
+        left = conn.execute("SELECT kind, session_id FROM derived_pending WHERE kind != 'signals'").fetchall()
+        sessions = set(self.pending_sessions) | {sid for kind, sid in left if kind == "finalize"}
+        summaries_added = self.summaries_added or any(kind == "summaries" for kind, _ in left)
+        self.pending_sessions = set()
+        if not sessions and not summaries_added:
+            return sessions
         conn.execute("BEGIN")
         try:
             summaries = _summaries_by_session(conn)
-            if self.summaries_added:
+            if summaries_added:
                 sessions |= set(summaries)
             _link_subagents(conn, sessions)
             _link_side_questions(conn, sessions)
             for sid in sessions:
                 _finalize_session(conn, sid, summaries.get(sid))
             mark_stale(conn, sessions)  # their totals in the stats (core.stats.refresh_pending)
+            conn.execute("DELETE FROM derived_pending WHERE kind IN ('finalize', 'summaries')")
+            # their signals next (`core.ingest`), or on the next run if this one is killed first
+            conn.executemany(
+                "INSERT OR IGNORE INTO derived_pending (kind, session_id) VALUES ('signals', ?)",
+                [(sid,) for sid in sessions],
+            )
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

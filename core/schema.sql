@@ -292,6 +292,12 @@ CREATE INDEX IF NOT EXISTS ix_sessions_project ON agent_sessions (project_path);
 
 CREATE INDEX IF NOT EXISTS ix_usage_unpriced ON agent_usage (message_id) WHERE priced = 0;
 
+CREATE TABLE IF NOT EXISTS derived_pending (
+	kind VARCHAR NOT NULL,
+	session_id VARCHAR NOT NULL,
+	PRIMARY KEY (kind, session_id)
+);
+
 CREATE TABLE IF NOT EXISTS source_versions (
 	version_file_id INTEGER NOT NULL,
 	source_file_id INTEGER NOT NULL,

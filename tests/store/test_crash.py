@@ -1,0 +1,123 @@
+"""`kill -9` in the middle of an ingest, then one plain ingest, gives what a clean run gives:
+sessions, titles, token totals, branch counts, costs, the stats' sums and the signals.
+
+The files an ingest reads are committed in batches while what spans sessions (titles, totals,
+signals) is finished at the end of the run: a kill between the two must leave that work marked
+in the database, for the next run to finish."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from threadloom.core import db
+from threadloom.core.ingest import run_ingest
+
+from tests.conftest import Transcript, tool_use
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def sessions_into(projects: Path, first: int, count: int) -> None:
+    """Sessions with what the derived data is made of: a title record, prompts, usage, a failing
+    tool call retried (a signal), an edit (changed lines)."""
+    for n in range(first, first + count):
+        sid = f"cccccccc-1111-4222-8333-{n:012d}"
+        t = Transcript(projects / f"-srv-app{n % 3}" / f"{sid}.jsonl", sid, cwd=f"/srv/app{n % 3}")
+        t.user(f"fix the flaky test number {n}")
+        for attempt in range(3):
+            t.assistant(
+                "running it",
+                tools=[tool_use(f"tb{n}-{attempt}", "Bash", command="pytest -x tests/test_flaky.py")],
+                msg_id=f"msg_{n}_{attempt}",
+                usage={"input_tokens": 100 + n, "output_tokens": 20 + attempt},
+            )
+            t.tool_result(f"tb{n}-{attempt}", "FAILED tests/test_flaky.py::test_it", is_error=True)
+        t.assistant(
+            "editing",
+            tools=[tool_use(f"te{n}", "Edit", file_path="/srv/app/x.py", old_string="a\nb", new_string="c")],
+            msg_id=f"msg_{n}_edit",
+            usage={"input_tokens": 300, "output_tokens": 40},
+        )
+        t.tool_result(f"te{n}", "ok")
+        t.add({"type": "custom-title", "customTitle": f"Session {n} titled"})
+        t.write()
+
+
+DERIVED = {
+    "sessions": "SELECT id, title, title_source, message_count, turn_count, tool_call_count, branch_count, "
+    "input_tokens, output_tokens, round(cost_usd, 9), unpriced_messages FROM agent_sessions ORDER BY id",
+    "stats": "SELECT session_id, bucket, model, messages, api_messages, input_tokens, output_tokens, "
+    "round(cost_usd, 9), tool_calls, failed_tool_calls, lines_added, lines_removed FROM stats_rollup "
+    "ORDER BY session_id, bucket, model",
+    "signals": "SELECT session_id, name, severity, seq FROM session_signals ORDER BY session_id, name, seq",
+    "file changes": "SELECT session_id, call_id, path, lines_added, lines_removed FROM agent_file_changes "
+    "ORDER BY session_id, call_id, path",
+}
+
+
+def derived(path: Path) -> dict[str, list[tuple]]:
+    conn = sqlite3.connect(path)
+    try:
+        return {name: conn.execute(sql).fetchall() for name, sql in DERIVED.items()}
+    finally:
+        conn.close()
+
+
+def ingest_in_process(database: Path, projects: Path) -> None:
+    conn = db.connect(database)
+    try:
+        report = run_ingest(conn, [projects], include_defaults=False)
+        assert not report.errors, report.errors
+    finally:
+        conn.close()
+
+
+def committed_files(database: Path) -> int:
+    try:
+        conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=0.05)
+        try:
+            return conn.execute("SELECT count(*) FROM source_files").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:
+        return 0
+
+
+@pytest.mark.parametrize("when", ["after a batch", "at the end"])
+def test_kill_9_during_an_ingest_then_one_ingest_gives_a_clean_run_s_result(tmp_path, when):
+    projects = tmp_path / "projects"
+    sessions_into(projects, 0, 3)
+    database = tmp_path / "crashed.db"
+    ingest_in_process(database, projects)  # not a first load: an incremental ingest is what is killed
+    sessions_into(projects, 3, 400)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "threadloom.core.cli", "ingest", "--db", str(database), "--only", "-q",
+         "--source", str(projects)],
+        env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    # killed once some files are committed (a batch), or once all are (before what follows them)
+    wanted = 3 + 1 if when == "after a batch" else 3 + 400
+    deadline = time.monotonic() + 120
+    while committed_files(database) < wanted and proc.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    if proc.returncode == 0:
+        pytest.skip("the ingest finished before it could be killed")
+    assert committed_files(database) > 3
+    ingest_in_process(database, projects)
+    clean = tmp_path / "clean.db"
+    ingest_in_process(clean, projects)
+    after, expected = derived(database), derived(clean)
+    for name in DERIVED:
+        assert after[name] == expected[name], name
+    assert len(expected["sessions"]) == 403 and expected["signals"]
