@@ -7,6 +7,7 @@ SQLModel (see PERF.md, startup).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -636,6 +637,12 @@ def _rebuild(args: argparse.Namespace, path: Path) -> int:
     from threadloom.core import db
 
     db.check_writable(path)  # a read-only database is left where it is
+    if path.is_file():  # another application's database is not moved aside (a damaged one is)
+        try:
+            with contextlib.closing(db.peek(path)) as old:
+                db.refuse_foreign(old, path)
+        except sqlite3.DatabaseError:
+            pass
     roots = _remembered_roots(path)
     fresh = path.with_name(f"{path.name}.rebuilding-{os.getpid()}")
     _remove_database(fresh)

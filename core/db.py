@@ -28,6 +28,11 @@ T = TypeVar("T")
 # and the derived tables are rebuilt from `entries`.
 SCHEMA_VERSION = 12  # 11: the stats' sums (core.stats); 12: session_signals (core.signals)
 BUSY_TIMEOUT_MS = 5000
+# Written in every threadloom database's header (PRAGMA application_id: "TLOM"), so that a file that
+# is not one (another app's SQLite file, an agent's own database) is refused before anything is changed
+APPLICATION_ID = 0x544C4F4D
+# the tables by which a threadloom database written before it carried APPLICATION_ID is known
+OWN_TABLES = {"entries", "source_files"}
 PAGE_SIZE = 16384
 
 DERIVED_TABLES = (
@@ -294,6 +299,12 @@ def connect(path: Path | str | None = None, *, readonly: bool = False) -> sqlite
         else:
             conn = sqlite3.connect(db_path, check_same_thread=False)
         conn.isolation_level = None  # explicit BEGIN/COMMIT: one transaction per source file
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        try:
+            refuse_foreign(conn, db_path)  # before the first pragma that writes
+        except LedgerError:
+            conn.close()
+            raise
         if new:
             # 16 KiB pages (set before the first table): records of a few KB pack into leaf pages
             # with less waste and fewer overflow pages; 100 MB archive: 255 -> 236 MB of database
@@ -305,6 +316,22 @@ def connect(path: Path | str | None = None, *, readonly: bool = False) -> sqlite
     except sqlite3.DatabaseError as exc:
         raise explain(exc, db_path) from exc
     return conn
+
+
+def refuse_foreign(conn: sqlite3.Connection, db_path: Path) -> None:
+    """Refuse a database that is not threadloom's, having only read it: its header says another
+    application, or it holds tables and not threadloom's. An empty file is a new database."""
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    if app_id == APPLICATION_ID:
+        return
+    tables = _table_names(conn)
+    if app_id == 0 and (not tables or tables >= OWN_TABLES):
+        return  # new, or written by a threadloom from before the mark (given it on its next write)
+    what = f"application id {app_id:#x}" if app_id else f"tables such as {', '.join(sorted(tables)[:3])}"
+    raise LedgerError(
+        f"{db_path} is not a threadloom database ({what}), so threadloom leaves it as it is: pass --db "
+        "a threadloom database, or a new file to start one."
+    )
 
 
 def _read_as_immutable(db_path: Path) -> bool:
@@ -627,6 +654,8 @@ def ensure_schema(conn: sqlite3.Connection) -> str | None:
     with progress, rather than this on whatever thread opened the database. Returns a message
     when a rebuild is due."""
     version = user_version(conn)
+    if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")  # refuse_foreign let it in: it is ours
     if version == SCHEMA_VERSION:
         _add_late_parts(conn)
         for ddl in LATE_INDEXES:

@@ -267,7 +267,8 @@ def test_a_new_database_uses_large_pages_and_an_old_one_keeps_its_own(tmp_path):
     old_path = tmp_path / "old.db"
     old = sqlite3.connect(old_path)
     old.execute("PRAGMA page_size = 4096")
-    old.execute("CREATE TABLE t (x)")
+    old.execute("PRAGMA user_version = 11")  # a threadloom archive from before large pages (and the mark)
+    old.executescript(db.fresh_schema())
     old.close()
     reopened = db.connect(old_path)  # an existing file is never rebuilt just for its page size
     assert reopened.execute("PRAGMA page_size").fetchone()[0] == 4096
