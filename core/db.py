@@ -143,6 +143,26 @@ LATE_TABLES = (
 LATE_COLUMNS = (("source_files", "ctime_ns", "INTEGER"),)
 
 
+def _mark_own(conn: sqlite3.Connection) -> None:
+    if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")  # refuse_foreign let it in: it is ours
+
+
+def _late_parts_due(conn: sqlite3.Connection) -> bool:
+    """Whether the mark, a late table, column or index is missing (read only: a launch pays a few
+    lookups, and writes, under the writer lock, only when something is due)."""
+    if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+        return True
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    wanted = {ddl.split(" IF NOT EXISTS ")[1].split()[0] for ddl in (*LATE_TABLES, *LATE_INDEXES)}
+    if not wanted <= names:
+        return True
+    return any(
+        column not in {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+        for table, column, _ in LATE_COLUMNS
+    )
+
+
 def _add_late_parts(conn: sqlite3.Connection) -> None:
     """The tables and columns newer than the schema version, where missing (cheap when present)."""
     for table, column, kind in LATE_COLUMNS:
@@ -654,13 +674,21 @@ def ensure_schema(conn: sqlite3.Connection) -> str | None:
     with progress, rather than this on whatever thread opened the database. Returns a message
     when a rebuild is due."""
     version = user_version(conn)
-    if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
-        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")  # refuse_foreign let it in: it is ours
     if version == SCHEMA_VERSION:
-        _add_late_parts(conn)
-        for ddl in LATE_INDEXES:
-            conn.execute(ddl)
+        if not _late_parts_due(conn):
+            return None
+        from threadloom.core.writer_lock import WriterBusy, writer_lock
+
+        try:  # the one writer does it; a connection opened while another writes leaves it to that one
+            with writer_lock(conn, wait=False):
+                _mark_own(conn)
+                _add_late_parts(conn)
+                for ddl in LATE_INDEXES:
+                    conn.execute(ddl)
+        except WriterBusy:
+            pass
         return None
+    _mark_own(conn)
     existing = _table_names(conn)
     if version == 0 and not existing:
         _create_fresh(conn)

@@ -106,3 +106,37 @@ def test_reading_on_the_side_keeps_this_process_s_read_lock(tmp_path, read):
         assert other_process(path, "BEGIN EXCLUSIVE") == "held"
     finally:
         holder.close()
+
+
+def test_opening_the_database_writes_only_as_its_one_writer(tmp_path):
+    """What a newer threadloom adds on opening (its mark, a late table) is written by the holder
+    of the writer lock: a connection opened while another process ingests leaves it to that one."""
+    path = a_database(tmp_path)
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TABLE derived_pending")
+    conn.execute("PRAGMA application_id = 0")
+    conn.commit()
+    conn.close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(path)], stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+        before = path.read_bytes()
+        db.connect(path).close()
+        assert path.read_bytes() == before  # nothing written while another writes
+    finally:
+        holder.communicate("")
+    conn = db.connect(path)
+    assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'derived_pending'").fetchone()
+    assert conn.execute("PRAGMA application_id").fetchone()[0] == db.APPLICATION_ID
+    conn.close()
+
+
+HOLD_LOCK = """
+import sys
+from threadloom.core.writer_lock import writer_lock
+with writer_lock(sys.argv[1]):
+    print("holding", flush=True)
+    sys.stdin.read()
+"""
