@@ -843,6 +843,11 @@ def _print_ingest_summary(report: IngestReport) -> None:
     )
     if report.files_gone:
         print(f"{report.files_gone} source files disappeared; their sessions are kept in the archive")
+    if report.unclaimed:
+        print(
+            f"{len(report.unclaimed)} files under your sources look like logs but no agent's reader takes "
+            "them (`threadloom sources` lists them, with why)"
+        )
     from threadloom.core.text import printable
 
     for err in report.errors[:10]:
@@ -1596,6 +1601,13 @@ def cmd_sources(args: argparse.Namespace) -> int:
         "SELECT agent, status, count(*) AS files, COALESCE(sum(size), 0) AS bytes FROM source_files "
         "GROUP BY agent, status",
     )
+    unclaimed = [
+        file
+        for (value,) in conn.execute(
+            "SELECT value FROM ledger_meta WHERE key LIKE 'unclaimed:%' ORDER BY key"
+        )
+        for file in json.loads(value or "[]")
+    ]
     if args.json:
         print(
             json.dumps(
@@ -1604,6 +1616,7 @@ def cmd_sources(args: argparse.Namespace) -> int:
                     "default_locations": found,
                     "remembered_sources": remembered,
                     "ingested": [dict(row) for row in stats],  # agent, status, files, bytes
+                    "unclaimed": unclaimed,  # path, why: under a source, shaped like a log, read by none
                 }
             )
         )
@@ -1618,6 +1631,10 @@ def cmd_sources(args: argparse.Namespace) -> int:
         print(
             f"  ingested: {row['agent']} {row['status']}: {row['files']} files, {row['bytes'] / 1e6:.1f} MB"
         )
+    from threadloom.core.text import printable
+
+    for file in unclaimed:
+        print(f"  not read: {printable(file['path'])}: {file['why']}")
     return 0
 
 

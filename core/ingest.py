@@ -102,6 +102,8 @@ class IngestReport:
     index_complete: bool | None = None  # None: no index work was due; False: left behind or paused
     cancelled: bool = False
     roots: list[str] = field(default_factory=list)
+    # files under a --source folder (or Claude Code's projects) that no agent's reader takes, and why
+    unclaimed: list[dict[str, str]] = field(default_factory=list)
     changed_sessions: list[str] = field(default_factory=list)
     signals_seconds: float = 0.0  # of `seconds`, finding the changed sessions' signals (core.signals)
 
@@ -713,6 +715,7 @@ def _plan(
     }
     found, snapshots = discover(roots, conn, known, report.errors)
     report.files_seen = len(found)
+    report.unclaimed = _unclaimed(conn, roots, found, snapshots)
     plans: list[_Plan] = []
     for path, (agent, kind, project_key, adapter) in found.items():
         if not path.isascii() and not _storable(path):
@@ -758,6 +761,54 @@ def _plan(
             conn.execute("UPDATE source_files SET status = 'gone' WHERE id = ?", (row.id,))
             report.files_gone += 1
     return plans, snapshots
+
+
+# The files a reader of agents' logs would take for one (by their ends): what none takes is said
+LOG_SHAPES = {
+    ".jsonl": "no agent's records found in its first lines",
+    ".json": "not a session document of an agent threadloom reads",
+    ".zst": "not a compressed log of an agent threadloom reads",
+    ".db": "not the database of an agent threadloom reads",
+    ".sqlite": "not the database of an agent threadloom reads",
+    ".sqlite3": "not the database of an agent threadloom reads",
+    ".vscdb": "not the database of an agent threadloom reads",
+}
+UNCLAIMED_KEY = "unclaimed:"  # + a root: its unclaimed files when last walked (JSON), in ledger_meta
+UNCLAIMED_LIMIT = 1000
+
+
+def _unclaimed(
+    conn: sqlite3.Connection, roots: list[Path], found: Found, snapshots: dict[str, str]
+) -> list[dict[str, str]]:
+    """The files shaped like logs under the folders the user named (--source, remembered) and
+    Claude Code's projects folder that no adapter claimed, each with why: walked when the folder
+    changed (its snapshot was taken again), else as recorded then."""
+    from threadloom.core.adapters.claude import config_dir
+
+    named = {r[0] for r in conn.execute("SELECT path FROM source_roots")} | {str(config_dir() / "projects")}
+    own = conn.execute("PRAGMA database_list").fetchone()[2] or ""  # the archive itself, if it sits there
+    out: list[dict[str, str]] = []
+    for root in roots:
+        if str(root) not in named or not root.is_dir():
+            continue
+        key = UNCLAIMED_KEY + str(root)
+        if f"roots:{root}" in snapshots:  # walked this run
+            files = []
+            for dirpath, _, filenames in os.walk(root):
+                for name in filenames:
+                    path = os.path.join(dirpath, name)
+                    why = next((w for end, w in LOG_SHAPES.items() if name.endswith(end)), None)
+                    if why is not None and path not in found and path != own and _storable(path):
+                        files.append({"path": path, "why": why})
+            files.sort(key=lambda f: f["path"])
+            set_meta(conn, key, orjson.dumps(files[:UNCLAIMED_LIMIT]).decode())
+        else:
+            try:
+                files = orjson.loads(get_meta(conn, key) or "[]")
+            except orjson.JSONDecodeError:
+                files = []
+        out += files
+    return out
 
 
 def _unchanged(row: IndexRow, st: os.stat_result) -> bool:

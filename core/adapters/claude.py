@@ -163,8 +163,11 @@ def claude_layout(path: Path) -> bool:
 
 
 def looks_like_claude(head: bytes, whole: bool) -> bool:
-    """Whether the first record of a file (its first `SNIFF_LIMIT` bytes; `whole`: that is all of
-    it) is a Claude Code record. An empty file has nothing to tell by and counts as one."""
+    """Whether a file's first records (in its first `SNIFF_LIMIT` bytes; `whole`: that is all of
+    it) are Claude Code's. An empty file has nothing to tell by and counts as one.
+
+    Told by the first record that can be read, not only the first line: a damaged first line (a
+    crash, a bad copy) or lines ended by CR alone must not hide a session."""
     data = head.lstrip(b"\x00")
     if data.startswith(BOM):
         data = data[len(BOM) :]
@@ -172,14 +175,36 @@ def looks_like_claude(head: bytes, whole: bool) -> bool:
     if not data:
         return True
     end = data.find(b"\n")
+    if end < 0 and b"\r" in data:  # lines ended by CR alone
+        data = data.replace(b"\r", b"\n")
+        end = data.find(b"\n")
     if end < 0 and not whole:  # a first line longer than the sniff (an image): its keys decide
-        return any(key in data for key in (b'"parentUuid"', b'"isSidechain"', b'"leafUuid"')) or (
-            b'"sessionId"' in data and b'"message"' in data
-        )
-    try:
-        obj = orjson.loads(data if end < 0 else data[:end])
-    except orjson.JSONDecodeError:
-        return False
+        return _claude_keys(data)
+    lines = data.split(b"\n")
+    if not whole and len(lines) > 1:
+        lines = lines[:-1]  # the last one is cut by the sniff
+    for line in lines[:SNIFF_LINES]:
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue  # a damaged line: the next one tells
+        return _claude_record(obj)
+    # nothing readable in the first lines: their keys decide, as for a line cut by the sniff
+    return _claude_keys(data)
+
+
+SNIFF_LINES = 8
+
+
+def _claude_keys(data: bytes) -> bool:
+    return any(key in data for key in (b'"parentUuid"', b'"isSidechain"', b'"leafUuid"')) or (
+        b'"sessionId"' in data and b'"message"' in data
+    )
+
+
+def _claude_record(obj: Any) -> bool:
     if not isinstance(obj, dict):
         return False
     etype = obj.get("type")
