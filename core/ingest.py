@@ -18,7 +18,7 @@ import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
@@ -948,7 +948,7 @@ def _ingest_decoded(
 class _Read:
     """What one reading strategy took from a source file, for `_store` to write."""
 
-    records: list[RawRecord]
+    records: Iterable[RawRecord]  # a list, or records read as they are stored (`_stream_lines`)
     rewrite: bool  # read whole: the file's stored records are replaced
     start: int  # byte offset the records begin at (0, or where an append goes on)
     line_number: int  # lines before them
@@ -957,6 +957,7 @@ class _Read:
     nbytes: int  # bytes read, for the report
     open_tail_offset: int | None = None  # a last line stored without its newline (yet)
     waiting: bool = False  # an unfinished last line left for its writer
+    lines_after: int | None = None  # lines once stored, when records are not one a line (pieces)
 
 
 def _ingest_file(
@@ -975,6 +976,7 @@ def _ingest_file(
     if adapter.mode == "database":
         read = _read_database(conn, plan)
     else:
+        # stored with the file still open: a large log's records are read as they are written
         with io.BytesIO(source_bytes) if source_bytes is not None else open_regular(ref.path) as f:
             if adapter.mode == "document" or ref.kind == "document":
                 read = _read_document(conn, plan, f)
@@ -982,6 +984,8 @@ def _ingest_file(
                 read = _read_lines(plan, f)
                 if read is None and plan.row is not None:
                     _touch(conn, plan.row.id, plan.stat)
+            if read is not None:
+                return _store(conn, ledger, plan, read, undo_by_delete), read.nbytes
     if read is None:  # unchanged, or waiting for its writer: nothing to store
         return 0, 0
     return _store(conn, ledger, plan, read, undo_by_delete), read.nbytes
@@ -1046,6 +1050,10 @@ def _read_lines(plan: _Plan, f: BinaryIO) -> _Read | None:
     if hasher is None:
         hasher = hashlib.sha256()
     f.seek(start)
+    if st.st_size - start > WINDOW:  # read as it is stored, a window at a time
+        read = _Read([], rewrite, start, line_number, start, None, st.st_size - start)
+        read.records = _stream_lines(f, read, hasher, st)
+        return read
     data = f.read(max(0, st.st_size - start))
 
     def prefix() -> bytes:
@@ -1057,6 +1065,69 @@ def _read_lines(plan: _Plan, f: BinaryIO) -> _Read | None:
     hasher.update(memoryview(data)[:consumed])
     new_hash = _digest(hasher) if end > 0 else None
     return _Read(records, rewrite, start, line_number, end, new_hash, len(data), open_tail_offset, waiting)
+
+
+# A log larger than a window is read a window at a time, its records stored as they come (memory
+# follows the window, not the file); a line longer than LONGEST_RECORD (a crash's preallocated NULs,
+# a pasted dump) is stored in pieces of that size, the last one with its newline, so that a row
+# stays well under SQLite's limit and the file is restored byte for byte.
+WINDOW = 16 << 20
+LONGEST_RECORD = 32 << 20
+
+
+def _stream_lines(f: BinaryIO, read: _Read, hasher: hashlib._Hash, st: os.stat_result) -> Iterator[RawRecord]:
+    """The records of a large log from `read.start` on; fills in `read` (end, hash, open tail,
+    waiting, lines) once the last one is taken. A last line without a newline waits for its writer
+    as in `_split`, unless it was long enough to be cut into pieces already."""
+    base = read.start  # the file offset of buf[0]
+    line_number = read.line_number
+    left = st.st_size - read.start
+    buf = b""
+    pieced = False  # the line at buf[0] was cut into pieces already
+    while True:
+        chunk = f.read(min(WINDOW, left)) if left > 0 else b""
+        left -= len(chunk)
+        buf = buf + chunk if buf else chunk
+        at_end = left <= 0 or not chunk
+        pos = 0
+        while True:
+            nl = buf.find(b"\n", pos)
+            if nl < 0:
+                break
+            line_number += 1
+            yield from _pieces(buf, pos, nl, base, line_number, newline=True)
+            pos, pieced = nl + 1, False
+        if not at_end:
+            while len(buf) - pos > LONGEST_RECORD:  # a line past the longest record: a piece now
+                yield RawRecord(base + pos, line_number + 1, buf[pos : pos + LONGEST_RECORD], False)
+                pos += LONGEST_RECORD
+                pieced = True
+            hasher.update(memoryview(buf)[:pos])
+            buf, base = buf[pos:], base + pos
+            continue
+        tail = buf[pos:]
+        if tail and (pieced or _complete_json(tail) or time.time() - st.st_mtime > STALE_TAIL_SECONDS):
+            line_number += 1
+            last = base + pos + max(0, (len(tail) - 1) // LONGEST_RECORD * LONGEST_RECORD)
+            yield from _pieces(buf, pos, len(buf), base, line_number, newline=False)
+            read.open_tail_offset, pos = last, len(buf)
+        elif tail:
+            read.waiting = True
+        hasher.update(memoryview(buf)[:pos])
+        read.end = base + pos
+        read.new_hash = _digest(hasher) if read.end > 0 else None
+        read.lines_after = line_number
+        return
+
+
+def _pieces(
+    buf: bytes, start: int, end: int, base: int, line_number: int, *, newline: bool
+) -> Iterator[RawRecord]:
+    """buf[start:end] as one record, or as pieces of LONGEST_RECORD bytes (the newline on the last)."""
+    while end - start > LONGEST_RECORD:
+        yield RawRecord(base + start, line_number, buf[start : start + LONGEST_RECORD], False)
+        start += LONGEST_RECORD
+    yield RawRecord(base + start, line_number, buf[start:end], newline)
 
 
 def _resume_point(plan: _Plan, f: BinaryIO) -> tuple[int, int, hashlib._Hash | None]:
@@ -1269,7 +1340,7 @@ def _record_read(
             st.st_mtime_ns,
             st.st_ino,
             read.end,
-            read.line_number + count,
+            read.lines_after if read.lines_after is not None else read.line_number + count,
             read.new_hash,
             read.open_tail_offset,
             int(read.open_tail_offset is None),
@@ -1389,19 +1460,20 @@ class EntryWriter:
         self.reuse = reuse  # a rewritten file's set-aside rows by the hash of their bytes (see _Rewrite)
         self.next_id: int = conn.execute("SELECT COALESCE(max(id), 0) + 1 FROM entries").fetchone()[0]
 
-    def write(self, adapter: Adapter, ctx: FileContext, records: list[RawRecord], sessions: set[str]) -> int:
+    def write(
+        self, adapter: Adapter, ctx: FileContext, records: Iterable[RawRecord], sessions: set[str]
+    ) -> int:
         """Normalize and insert `records` (emptied as they are written); the sessions of records
         not placed are added to `sessions`. Returns how many were written.
 
         In chunks, each dropped once written: a 40 MB file then never holds all its parsed
         records, rows and raw copies at once (peak memory follows the chunk, not the file)."""
-        records = records if isinstance(records, list) else list(records)
-        count = len(records)
+        count = 0
         file_id, ledger, place = self.file_id, self.ledger, self.place
         eid = self.next_id
-        while records:
+        for chunk in _chunks(records):
+            count += len(chunk)
             rows = []
-            chunk = records[:ROWS_PER_CHUNK]
             recs = [normalized(adapter, raw, ctx) for raw in chunk]  # a record it fails on is kept raw
             ledger.begin_chunk([r.uuid for r in recs if r.uuid])
             kept = []
@@ -1422,9 +1494,36 @@ class EntryWriter:
             self.conn.executemany(INSERT_ENTRY, rows)
             if kept:
                 self.conn.executemany(UPDATE_ENTRY, kept)
-            del records[:ROWS_PER_CHUNK], rows, kept, chunk, recs
+            del rows, kept, chunk, recs
         self.next_id = eid
         return count
+
+
+CHUNK_BYTES = 32 << 20
+
+
+def _chunks(records: Iterable[RawRecord]) -> Iterator[list[RawRecord]]:
+    """Records in chunks of at most ROWS_PER_CHUNK records and about CHUNK_BYTES bytes; a list is
+    emptied as it goes, so that what is written is dropped."""
+    if isinstance(records, list):
+        while records:
+            n, size = 0, 0
+            while n < len(records) and n < ROWS_PER_CHUNK and size < CHUNK_BYTES:
+                size += len(records[n].raw)
+                n += 1
+            chunk = records[:n]
+            del records[:n]
+            yield chunk
+        return
+    chunk, size = [], 0
+    for raw in records:
+        chunk.append(raw)
+        size += len(raw.raw)
+        if len(chunk) >= ROWS_PER_CHUNK or size >= CHUNK_BYTES:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
 
 
 def _touch(conn: sqlite3.Connection, file_id: int, st: os.stat_result) -> None:
