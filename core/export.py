@@ -5,7 +5,9 @@ with its input, output and diff, and the subagents a call started, nested under 
 the same conversation. Everything from the log is untrusted: HTML is escaped (Markdown is rendered
 with raw HTML off and unsafe links refused, and the page's content security policy allows no
 script and no network), Markdown and HTML never carry a terminal's escape sequences, and JSON is
-orjson's. `--redact` runs every string, raw records included, through `core.redact.Redactor`.
+orjson's. `--redact` runs every string, raw records included, through `core.redact.Redactor`, and
+masks a call's input and output, decoded, before a summary is cut from them or a diff split into
+rows, so a secret is never cut past recognition or spread over rows that are masked one by one.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import os
 import re
 import sqlite3
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -228,6 +230,33 @@ def _shown_input(call: ToolCall) -> tuple[str, str]:
     return orjson.dumps(params, option=orjson.OPT_INDENT_2).decode(), "json"
 
 
+def _masked(call: ToolCall, redact: Redactor) -> ToolCall:
+    """The call with its input and output masked as decoded JSON (an escaped newline is a line
+    break), before anything is cut or split from them."""
+    if not redact.enabled:
+        return call
+    return replace(
+        call,
+        name=redact(call.name),
+        params_json=redact.json_text(call.params_json) if call.params_json else call.params_json,
+        result_json=redact.json_text(call.result_json) if call.result_json else call.result_json,
+    )
+
+
+def _diff(thread: Thread, call: ToolCall, redact: Redactor) -> list[DiffLine]:
+    """The rows of an editing call's diff, masked together: a key's BEGIN line and its body sit
+    on rows of their own."""
+    extra = redact.value(thread.extras.get(call.id))
+    rows = call_diff(call.name, call_params(call), extra)
+    texts = redact.lines([clean(row.text) for row in rows])
+    return [DiffLine(row.kind, text) for row, text in zip(rows, texts, strict=True)]
+
+
+def _image(image: ImageRef, redact: Redactor) -> ImageRef:
+    """The image with its declared type (the log's text, shown as its caption) masked."""
+    return replace(image, media_type=redact(image.media_type)) if redact.enabled else image
+
+
 # ------------------------------------------------------------------------------------ Markdown
 
 
@@ -281,7 +310,9 @@ def _md_messages(out: list[str], thread: Thread, redact: Redactor, level: int) -
             continue
         if new_block:
             when = clock(msg.timestamp)
-            model = f" · {_md_inline(clean(msg.model))}" if msg.model and msg.role == "assistant" else ""
+            model = (
+                f" · {_md_inline(redact(clean(msg.model)))}" if msg.model and msg.role == "assistant" else ""
+            )
             out += [f"{hashes} {_who(msg)}" + (f" · {when}" if when else "") + model, ""]
         if msg.thinking:
             out += [
@@ -294,19 +325,19 @@ def _md_messages(out: list[str], thread: Thread, redact: Redactor, level: int) -
             ]
         if msg.content:
             out += [redact(clean(msg.content)), ""]
-        out += [f"*▣ {_md_inline(describe(image))}*\n" for image in thread.own_images(msg)]
+        out += [f"*▣ {_md_inline(describe(_image(image, redact)))}*\n" for image in thread.own_images(msg)]
         for call in msg.tool_calls:
             _md_call(out, thread, call, redact, level)
 
 
 def _md_call(out: list[str], thread: Thread, call: ToolCall, redact: Redactor, level: int) -> None:
+    call = _masked(call, redact)
     mark = STATUS_MARK.get(call.status or "pending", "?")
     gist = _md_inline(redact(clean(tool_summary(call))))
     out += [f"<details><summary>{mark} <b>{_md_inline(clean(call.name))}</b> {gist}</summary>", ""]
     params = call_params(call)
     if is_edit(call.name, params):
-        rows = call_diff(call.name, params, thread.extras.get(call.id))
-        out += [_fence(redact(clean("\n".join(row.text for row in rows))), "diff"), ""]
+        out += [_fence("\n".join(row.text for row in _diff(thread, call, redact)), "diff"), ""]
     else:
         text, lang = _shown_input(call)
         out += ["**Input**", "", _fence(redact(clean(text)), lang), ""]
@@ -315,7 +346,10 @@ def _md_call(out: list[str], thread: Thread, call: ToolCall, redact: Redactor, l
         out += ["**Output**", "", _fence(redact(clean(output))), ""]
     elif call.status is None or call.status == "pending":
         out += ["*(no result recorded)*", ""]
-    out += [f"*▣ {_md_inline(describe(image))}*\n" for _, image in thread.call_images.get(call.id, [])]
+    out += [
+        f"*▣ {_md_inline(describe(_image(image, redact)))}*\n"
+        for _, image in thread.call_images.get(call.id, [])
+    ]
     child = thread.children.get(call.id)
     if child is not None:
         out += [
@@ -420,7 +454,7 @@ def _html(conn: sqlite3.Connection, thread: Thread, redact: Redactor, stamp: str
         """An image embedded as a data URL, of the four types a browser is safe to be handed (its
         bytes decide, not the type the log declares); anything else named in a line."""
         loaded = images.load(conn, entry_id, image.index)
-        caption = e(describe(image))
+        caption = e(describe(_image(image, redact)))
         if loaded.note is not None:
             return f'<div class="system">▣ {caption} ({e(loaded.note)})</div>'
         url = f"data:{loaded.media_type};base64,{base64.b64encode(loaded.data).decode()}"
@@ -456,7 +490,7 @@ def _html_messages(
             if msg.timestamp is not None:
                 head += f' <span class="when">{e(clock(msg.timestamp))}</span>'
             if msg.model and msg.role == "assistant":
-                head += f' <span class="model">{e(clean(msg.model))}</span>'
+                head += f' <span class="model">{e(redact(clean(msg.model)))}</span>'
             parts.append(f'<article class="msg {role}">{head}</div>')
             open_article = True
         if msg.thinking:
@@ -482,6 +516,7 @@ def _html_call(
     picture: Picture,
 ) -> None:
     e = html.escape
+    call = _masked(call, redact)
     status = call.status or "pending"
     mark = STATUS_MARK.get(status, "?")
     gist = redact(clean(tool_summary(call)))
@@ -492,8 +527,8 @@ def _html_call(
     params = call_params(call)
     edit = is_edit(call.name, params)
     if edit:
-        rows = call_diff(call.name, params, thread.extras.get(call.id))
-        parts.append(f'<pre class="diff">{"".join(_diff_row(row, redact) for row in rows)}</pre>')
+        rows = _diff(thread, call, redact)
+        parts.append(f'<pre class="diff">{"".join(_diff_row(row) for row in rows)}</pre>')
     else:
         text, lang = _shown_input(call)
         parts.append('<div class="label">input</div>')
@@ -516,8 +551,8 @@ def _html_call(
     parts.append("</details>")
 
 
-def _diff_row(row: DiffLine, redact: Redactor) -> str:
-    return f'<span class="{row.kind}">{html.escape(redact(clean(row.text))) or "&nbsp;"}</span>'
+def _diff_row(row: DiffLine) -> str:
+    return f'<span class="{row.kind}">{html.escape(row.text) or "&nbsp;"}</span>'
 
 
 # ---------------------------------------------------------------------------------------- JSON
@@ -533,31 +568,33 @@ def _json(conn: sqlite3.Connection, thread: Thread, redact: Redactor, stamp: str
 
 
 def _json_thread(conn: sqlite3.Connection, thread: Thread, redact: Redactor) -> dict[str, Any]:
-    session = {k: redact(v) if isinstance(v, str) else v for k, v in thread.session.as_dict().items()}
+    """The session, its branch and messages (every string masked on request, a call's input and
+    output as decoded JSON), its raw records and its subagents'."""
     branch = thread.branch
-    out: dict[str, Any] = {
-        "session": session,
-        "branch": None
-        if branch is None
-        else {
-            "number": branch.number,
-            "of": thread.branches,
-            "label": redact(branch.label),
-            "active": branch.active,
-        },
-        "messages": [_json_message(m, redact) for m in thread.messages],
+    shown = redact.value(
+        {
+            "session": thread.session.as_dict(),
+            "branch": None
+            if branch is None
+            else {
+                "number": branch.number,
+                "of": thread.branches,
+                "label": branch.label,
+                "active": branch.active,
+            },
+            "messages": [_json_message(m) for m in thread.messages],
+        }
+    )
+    return {
+        **shown,
         "records": _json_records(conn, thread, redact),
         "subagents": {
             call_id: _json_thread(conn, child, redact) for call_id, child in thread.children.items()
         },
     }
-    return out
 
 
-def _json_message(msg: MessageRow, redact: Redactor) -> dict[str, Any]:
-    def text(value: str | None) -> str | None:
-        return redact(value) if value is not None else None
-
+def _json_message(msg: MessageRow) -> dict[str, Any]:
     return {
         "entry_id": msg.entry_id,
         "seq": msg.seq,
@@ -571,15 +608,15 @@ def _json_message(msg: MessageRow, redact: Redactor) -> dict[str, Any]:
         "model": msg.model,
         "is_meta": msg.is_meta,
         "is_sidechain": msg.is_sidechain,
-        "content": text(msg.content),
-        "thinking": text(msg.thinking),
+        "content": msg.content,
+        "thinking": msg.thinking,
         "tool_calls": [
             {
                 "id": c.id,
                 "name": c.name,
                 "status": c.status,
-                "input": text(c.params_json),
-                "output": text(c.result_json),
+                "input": c.params_json,
+                "output": c.result_json,
                 "started_at": c.started_at,
                 "completed_at": c.completed_at,
                 "child_session_id": c.child_session_id,
@@ -592,7 +629,8 @@ def _json_message(msg: MessageRow, redact: Redactor) -> dict[str, Any]:
 
 def _json_records(conn: sqlite3.Connection, thread: Thread, redact: Redactor) -> list[dict[str, Any]]:
     """The session's records byte for byte (as text, or base64 when not UTF-8): on a chosen branch,
-    those of its messages and the records that are no message."""
+    those of its messages and the records that are no message. Masked, a record is decoded and its
+    strings masked (see `Redactor.json_text`); one with nothing to mask keeps its bytes."""
     keep = {m.seq for m in thread.messages} if thread.branch is not None else None
     out = []
     for entry_id, seq, line, raw, path in conn.execute(
@@ -603,13 +641,13 @@ def _json_records(conn: sqlite3.Connection, thread: Thread, redact: Redactor) ->
     ):
         if keep is not None and seq is not None and seq not in keep:
             continue
-        record: dict[str, Any] = {"entry_id": entry_id, "file": path, "line": line}
+        record: dict[str, Any] = {"entry_id": entry_id, "file": redact(path), "line": line}
         data = bytes(raw)
         try:
-            record["raw"] = redact(data.decode())
+            record["raw"] = redact.json_text(data.decode())
         except UnicodeDecodeError:
             if redact.enabled:  # masked as text: a secret must not pass because its line is not UTF-8
-                record["raw"], record["not_utf8"] = redact(data.decode(errors="replace")), True
+                record["raw"], record["not_utf8"] = redact.json_text(data.decode(errors="replace")), True
             else:
                 record["raw_base64"] = base64.b64encode(data).decode()
         out.append(record)
