@@ -14,6 +14,8 @@ a row of one, may appear in an export read as written, with JSON escapes undone,
 entities undone, or with Markdown's backslash escapes undone. The summary line counts what was
 masked, and ordinary look-alikes (hashes, UUIDs, git SHAs, base64 data, `max_tokens=4096`) stay.
 
+Last, a real Claude Code session (../shared/corpus; skipped without it) has nothing masked, and
+secrets planted in it are all masked.
 """
 
 from __future__ import annotations
@@ -37,12 +39,13 @@ from typing import Any
 
 import pytest
 from threadloom.core import db
+from threadloom.core.export import export_session
 from threadloom.core.ingest import run_ingest
 from threadloom.core.query import resolve_session
 from threadloom.core.redact import Redactor
 from threadloom.core.text import one_line
 
-from tests.conftest import Transcript, tool_use
+from tests.conftest import CORPUS, Transcript, tool_use
 from tests.support import Rollout
 
 WINDOW = 12  # this many characters in a row of a secret, found in an export, is a leak
@@ -850,3 +853,83 @@ def test_without_redact_the_secrets_are_there(planted, agent):
     data, _ = _export(root, SESSIONS[agent], "json")
     fields = plan.of(agent)
     assert len(leaks(data, "json", fields)) == sum(len(f.planted) for f in fields)
+
+
+# ------------------------------------------------------------------ a real session
+
+REAL = (
+    CORPUS
+    / "claude-code"
+    / "handgemacht-ai__claude-code-log"
+    / "test"
+    / "test_data"
+    / "real_projects"
+    / "-Users-dain-workspace-claude-code-log-sample"
+    / "0d3a8e6f-290f-4105-a327-a2496e5e2a83.jsonl"
+)
+TEXT_KEYS = ("text", "thinking", "content", "command", "new_string", "old_string", "prompt")
+
+
+def _plant(value: Any, found: Iterator[Planted]) -> Any:
+    """`value` (a record) with a fresh secret added to each of its non-empty text fields."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k in TEXT_KEYS and isinstance(v, str) and v:
+                v = f"{v}\n{next(found).text}"
+            out[k] = _plant(v, found)
+        return out
+    if isinstance(value, list):
+        return [_plant(v, found) for v in value]
+    return value
+
+
+@pytest.mark.skipif(not REAL.is_file(), reason="no ../shared/corpus beside the repository")
+def test_a_real_session_has_nothing_masked_and_every_secret_planted_in_it_is(tmp_path):
+    """A 1.2 MB Claude Code session as its author's machine wrote it: redacted, nothing in it is
+    masked and its records keep their bytes; with a secret added to each of its text fields (92),
+    none leaks and every raw record is still JSON."""
+    sid = REAL.stem
+    clean = tmp_path / "clean" / "projects" / REAL.parent.name / REAL.name
+    clean.parent.mkdir(parents=True)
+    clean.write_bytes(REAL.read_bytes())
+    conn = db.connect(tmp_path / "clean.db")
+    assert not run_ingest(conn, [tmp_path / "clean"], include_defaults=False).errors
+    session = resolve_session(conn, sid)
+    for fmt in FORMATS:
+        done = export_session(conn, session, fmt, redact=True)
+        assert done.redactor.total == 0, (fmt, done.redactor.summary())
+        assert done.data == export_session(conn, session, fmt).data
+    conn.close()
+
+    plan = Plan(seed=99)
+    field = Field("real", "real session", [])
+    plan.fields.append(field)
+
+    def fresh() -> Iterator[Planted]:
+        while True:
+            for p in secrets(plan.rng):
+                field.planted.append(p)
+                yield p
+
+    found = fresh()
+    planted = tmp_path / "planted" / "projects" / REAL.parent.name / REAL.name
+    planted.parent.mkdir(parents=True)
+    lines = [json.loads(line) for line in REAL.read_text().splitlines() if line.strip()]
+    _write(planted, [_plant(line, found) for line in lines])
+    conn = db.connect(tmp_path / "planted.db")
+    assert not run_ingest(conn, [tmp_path / "planted"], include_defaults=False).errors
+    session = resolve_session(conn, sid)
+    for fmt in FORMATS:
+        done = export_session(conn, session, fmt, redact=True)
+        assert not leaks(done.data, fmt, [field]), fmt
+        shown = shown_secrets(export_session(conn, session, fmt).data, fmt, [field])
+        said = (fmt, shown, done.redactor.summary())
+        assert len(field.planted) == 92 and shown > 50, said
+        assert shown <= done.redactor.total <= len(field.planted), said
+        if fmt == "json":  # every record of the branch it exports: each secret there counted once
+            assert done.redactor.total == shown, said
+        if fmt == "json":
+            for record in json.loads(done.data)["records"]:
+                json.loads(record["raw"])
+    conn.close()
