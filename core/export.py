@@ -573,7 +573,7 @@ def _json_thread(conn: sqlite3.Connection, thread: Thread, redact: Redactor) -> 
     branch = thread.branch
     shown = redact.value(
         {
-            "session": thread.session.as_dict(),
+            "session": _session(thread, redact),
             "branch": None
             if branch is None
             else {
@@ -592,6 +592,19 @@ def _json_thread(conn: sqlite3.Connection, thread: Thread, redact: Redactor) -> 
             call_id: _json_thread(conn, child, redact) for call_id, child in thread.children.items()
         },
     }
+
+
+def _session(thread: Thread, redact: Redactor) -> dict[str, Any]:
+    """The session's fields. Masked, its first prompt (which the archive keeps cut to 2,000
+    characters) is cut again from its message masked whole: a secret the archive's cut split is no
+    longer a stump that no pattern knows."""
+    out = thread.session.as_dict()
+    prompt = out.get("first_prompt")
+    if redact.enabled and isinstance(prompt, str) and prompt:
+        whole = next((m.content for m in thread.messages if m.content and m.content.startswith(prompt)), None)
+        if whole is not None and len(whole) > len(prompt):
+            out["first_prompt"] = redact(whole)[: len(prompt)]
+    return out
 
 
 def _json_message(msg: MessageRow) -> dict[str, Any]:

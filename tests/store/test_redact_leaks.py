@@ -15,7 +15,8 @@ entities undone, or with Markdown's backslash escapes undone. The summary line c
 masked, and ordinary look-alikes (hashes, UUIDs, git SHAs, base64 data, `max_tokens=4096`) stay.
 
 Last, a real Claude Code session (../shared/corpus; skipped without it) has nothing masked, and
-secrets planted in it are all masked.
+secrets planted in it are all masked; and a secret that the archive's cut of a first prompt splits
+is masked all the same.
 """
 
 from __future__ import annotations
@@ -933,3 +934,23 @@ def test_a_real_session_has_nothing_masked_and_every_secret_planted_in_it_is(tmp
             for record in json.loads(done.data)["records"]:
                 json.loads(record["raw"])
     conn.close()
+
+
+def test_a_secret_split_by_the_archives_cut_of_the_first_prompt_is_masked(conn, tmp_path):
+    """The archive keeps a session's first prompt cut to 2,000 characters; a secret the cut splits
+    (here a quoted token and a URL's password: no pattern knows such a stump) is masked all the same."""
+    sid = "5ec7e7a1-2222-4222-8333-00000000f157"
+    token, password = "Zq8" + "x" * 29, "Pw3" + "y" * 29
+    for n, stump in enumerate((f'export API_TOKEN="{token}"', f"postgres://app:{password}@db:5432/shop")):
+        t = Transcript(
+            tmp_path / f"p{n}" / "projects" / "-srv-shop" / f"{sid[:-1]}{n}.jsonl", f"{sid[:-1]}{n}"
+        )
+        t.user("x" * (2000 - len(stump) + 20) + stump + "\nthanks")  # cut 20 characters before its end
+        t.assistant("Noted.")
+        t.write()
+        assert not run_ingest(conn, [tmp_path / f"p{n}"], include_defaults=False).errors
+        session = resolve_session(conn, f"{sid[:-1]}{n}")
+        assert session.first_prompt is not None and len(session.first_prompt) == 2000
+        data = export_session(conn, session, "json", redact=True).data.decode()
+        assert token[:12] not in data and password[:12] not in data
+        assert json.loads(data)["session"]["first_prompt"].startswith("x" * 100)
