@@ -87,6 +87,30 @@ def versions(conn: sqlite3.Connection, file_id: int) -> list[Version]:
     ]
 
 
+def session_rewrites(conn: sqlite3.Connection, session_id: str) -> list[Version]:
+    """The superseded versions of the files the session was read from, oldest first (its agent,
+    or someone, rewrote them since: an edit, a truncation, a rewind)."""
+    if not has_versions(conn):
+        return []
+    found = [v for file_id, _, _ in session_files(conn, session_id) for v in versions(conn, file_id)]
+    return sorted(found, key=lambda v: v.superseded_at)
+
+
+def rewrite_note(found: list[Version], session_id: str) -> str:
+    """One line for a session whose files were rewritten: when, what went, how to get it back."""
+    from threadloom.core.text import short_when
+
+    if not found:
+        return ""
+    removed = sum(v.removed for v in found)
+    times = "once" if len(found) == 1 else f"{len(found)} times"
+    last = found[-1].superseded_at
+    return (
+        f"rewritten {times}, last {short_when(last)}: {removed:,} record{'s' if removed != 1 else ''} no longer "
+        f"in its files are kept (`threadloom restore {session_id} --to DIR --as-of TIME` writes them as they were)"
+    )
+
+
 def version_as_of(conn: sqlite3.Connection, file_id: int, as_of: int) -> Version | None:
     """The version the file had at `as_of` (unix ms), when a rewrite has superseded it since
     (None: the file is as it was then, or only grew)."""

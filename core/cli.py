@@ -1080,13 +1080,26 @@ def cmd_show(args: argparse.Namespace) -> int:
             for m in messages(conn, session.id)
         ]
         data["files_changed"] = files_changed(conn, session.id)
+        from threadloom.core.archive import session_rewrites
+
+        # each time its files were rewritten: when (unix ms), and how many records the rewrite took out
+        data["rewrites"] = [
+            {"superseded_at": v.superseded_at, "records": v.records, "removed": v.removed}
+            for v in session_rewrites(conn, session.id)
+        ]
         print(json.dumps(data, ensure_ascii=False))
         return 0
     from rich.console import Console
+    from threadloom.core.archive import rewrite_note, session_rewrites
     from threadloom.core.render import render_files_changed, render_session
 
     console = Console(highlight=False)
-    options = {"expand_subagents": not args.no_subagents, "markdown": not args.as_written}
+    note = rewrite_note(session_rewrites(conn, session.id), session.id)
+    options: dict[str, Any] = {
+        "expand_subagents": not args.no_subagents,
+        "markdown": not args.as_written,
+        "note": note,
+    }
     if sys.stdout.isatty():
         render_session(console, conn, session, **options)
         render_files_changed(console, conn, session.id)

@@ -232,9 +232,11 @@ def render_session(
     expand_subagents: bool = True,
     indent: int = 0,
     markdown: bool = True,
+    note: str = "",
 ) -> None:
     """The session as it reads: each message's text (rendered as Markdown unless not `markdown`),
-    thinking and tool calls, with subagents nested under the calls that started them."""
+    thinking and tool calls, with subagents nested under the calls that started them. `note`: a
+    line under the header (a session whose files were rewritten says so)."""
     header = Text()
     header.append(session.title or session.task_description or "(untitled)", style="bold")
     header.append(f"  {session.id}", style="dim")
@@ -249,7 +251,9 @@ def render_session(
     )
     meta = " · ".join(fact for fact in facts if fact)  # what is unknown is left out, not shown as "·  ·"
     console.print(Padding(header, (0, 0, 0, indent)))
-    console.print(Padding(Text(meta, style="dim"), (0, 0, 1, indent)))
+    console.print(Padding(Text(meta, style="dim"), (0, 0, 0 if note else 1, indent)))
+    if note:
+        console.print(Padding(Text(note, style="yellow"), (0, 0, 1, indent)))
     children = {
         c.tool_call_id: c for c in children_of(conn, session.id, include_warmup=False) if c.tool_call_id
     }

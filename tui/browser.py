@@ -26,8 +26,8 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Input, Label, OptionList, ProgressBar, Static, Tree
-from threadloom.core import browse
-from threadloom.core.text import count_of, human_tokens
+from threadloom.core import archive, browse
+from threadloom.core.text import count_of, human_tokens, short_when
 from threadloom.tui.footer import KeyFooter
 from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import FilterInput, NodeRef, ProjectList, SessionTree
@@ -470,7 +470,8 @@ class BrowserScreen(Screen[None]):
         else:
             rewinds = browse.rewind_seqs(self.conn, session.id) if session.branch_count else set()
             view.show(self.conn, session.id, range(session.message_count), rewinds=rewinds)
-            view.set_facts(subtitle(session, count, len(rewinds)))
+            rewrites = archive.session_rewrites(self.conn, session.id)
+            view.set_facts(subtitle(session, count, len(rewinds), rewrites))
             view.border_title = plain_title(title, 70)
             return
         view.border_title = plain_title(title, 70)
@@ -732,11 +733,19 @@ class BrowserScreen(Screen[None]):
             self.refresh_panes()
 
 
-def subtitle(session: SessionSummary, count: int, rewinds: int) -> str:
-    """The message view's subtitle for a whole session: size, branches, tokens, model."""
+def subtitle(
+    session: SessionSummary, count: int, rewinds: int, rewrites: list[archive.Version] | None = None
+) -> str:
+    """The message view's subtitle for a whole session: size, branches, tokens, model, and when its
+    files were rewritten (what the rewrite took out is kept: `threadloom restore --as-of`)."""
     text = count_of(count, "message")
     if rewinds:
         text += f" · {rewinds + 1} branches"
+    if rewrites:
+        removed = sum(v.removed for v in rewrites)
+        text += (
+            f" · rewritten {short_when(rewrites[-1].superseded_at)}: {count_of(removed, 'record')} kept aside"
+        )
     return text + tokens_and_model(session)
 
 

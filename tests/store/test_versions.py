@@ -34,6 +34,10 @@ def session_file(root: Path, turns: int = 4) -> Path:
     return t.write()
 
 
+def cli_ingest(database: Path, projects: Path) -> int:
+    return main(["ingest", "--db", str(database), "--source", str(projects), "--only", "-q"])
+
+
 def stored_total(conn) -> int:
     return conn.execute("SELECT count(*) FROM entries").fetchone()[0]
 
@@ -228,3 +232,20 @@ def test_a_database_from_before_versions_gets_them_on_its_next_open(tmp_path):
     ingest(conn, tmp_path / "projects")
     assert len(versions(conn, file_id(conn, path))) == 1
     conn.close()
+
+
+def test_show_and_the_viewer_say_a_session_was_rewritten(tmp_path, capsys):
+    path = session_file(tmp_path)
+    database = tmp_path / "a.db"
+    assert cli_ingest(database, tmp_path / "projects") == 0
+    path.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:5]))  # 3 records cut off
+    later(path)
+    assert cli_ingest(database, tmp_path / "projects") == 0
+    capsys.readouterr()
+    assert main(["show", SID, "--db", str(database)]) == 0
+    out = capsys.readouterr().out
+    assert "rewritten once" in out and "3 records no longer in its files are kept" in out
+    assert f"threadloom restore {SID} --to DIR --as-of TIME" in out
+    assert main(["show", SID, "--db", str(database), "--json"]) == 0
+    [rewrite] = json.loads(capsys.readouterr().out)["rewrites"]
+    assert rewrite["records"] == 8 and rewrite["removed"] == 3

@@ -2500,3 +2500,26 @@ async def test_export_key_writes_the_open_session_as_one_html_page(
         page = first.read_text()
         assert page.startswith("<!doctype html>") and CHECKOUT in page and "<details" in page
         await until(pilot, lambda: any("Wrote " in str(n.message) for n in app._notifications))
+
+
+async def test_the_viewer_says_a_session_was_rewritten(tmp_path: Path) -> None:
+    from threadloom.core import db as ledger
+
+    from tests.conftest import ingest
+    from tests.store.test_versions import SID, later, session_file
+
+    path = session_file(tmp_path)
+    database = ingested_db(tmp_path, tmp_path / "projects")
+    path.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:5]))
+    later(path)
+    conn = ledger.connect(database)
+    ingest(conn, tmp_path / "projects")
+    conn.close()
+    app = make_app(database)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(SID)
+        view = app.query_one(MessageView)
+        await until(pilot, lambda: view.session_id == SID)
+        assert "5 messages · rewritten " in view.border_subtitle
+        assert ": 3 records kept aside" in view.border_subtitle
