@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the commands import what they use when they run: a launch l
     from threadloom.core.fork import ForkPlan
     from threadloom.core.ingest import IngestReport
     from threadloom.core.ingest import Progress as IngestProgress
+    from threadloom.core.query import SessionSummary
 
 EPILOG = """\
 examples:
@@ -186,6 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("session", help="session id, unique prefix, or the agent's own id")
     p.add_argument("--json", action="store_true", help="print the session and its messages as JSON")
     p.add_argument("--no-subagents", action="store_true", help="do not expand subagent conversations")
+    p.add_argument(
+        "--as-of",
+        metavar="TIME",
+        help="the session as it was then, before a rewrite of its files that came later (an edit, a "
+        "truncation): 2026-05-12T14:30, or a day (its end), today, yesterday, 7d",
+    )
     p.add_argument(
         "--as-written",
         action="store_true",
@@ -1047,8 +1054,69 @@ def _print_wide_sessions(rows: list[Any]) -> None:
 def cmd_show(args: argparse.Namespace) -> int:
     from threadloom.core.query import resolve_session
 
+    if args.as_of:
+        import tempfile
+
+        try:
+            as_of = parse_moment(args.as_of)
+        except ValueError as exc:
+            _fail(f"--as-of: {exc}")
+            return 2
+        with tempfile.TemporaryDirectory(prefix="threadloom-as-of-") as folder:
+            conn = _as_of(args, as_of, Path(folder))
+            if conn is None:
+                return 1
+            from threadloom.core.text import short_when
+
+            note = f"as it was at {short_when(as_of)}, rebuilt from the records the archive kept"
+            return _show(args, conn, resolve_session(conn, args.session), note)
     conn = _open_for_reading(args)
-    session = resolve_session(conn, args.session)
+    session_id = _session_or_earlier(conn, args.session, None)  # one emptied since: said, with --as-of
+    if session_id is None:
+        return 1
+    return _show(args, conn, resolve_session(conn, session_id))
+
+
+def _as_of(args: argparse.Namespace, as_of: int, folder: Path) -> sqlite3.Connection | None:
+    """The session's files as they were at --as-of, written into `folder` and read into a database
+    in memory: what `show` then prints is what the archive held at that moment."""
+    from threadloom.core import db
+    from threadloom.core.archive import restore_session
+    from threadloom.core.ingest import run_ingest
+
+    conn = _open_for_reading(args)
+    session_id = _session_or_earlier(conn, args.session, as_of)
+    if session_id is None:
+        return None
+    restore_session(conn, session_id, folder / "projects", as_of=as_of)
+    then = db.connect(":memory:")
+    run_ingest(then, [folder / "projects"], include_defaults=False, remember=False, build_index=False)
+    args.session = session_id
+    return then
+
+
+def _session_or_earlier(conn: sqlite3.Connection, ref: str, as_of: int | None) -> str | None:
+    """The session `ref` names, or one only earlier versions of files hold (emptied or cut since),
+    which needs a moment before that (None: said why)."""
+    from threadloom.core.archive import sessions_in_versions
+    from threadloom.core.query import resolve_session
+
+    try:
+        return resolve_session(conn, ref).id
+    except LookupError:
+        earlier = sessions_in_versions(conn, ref)
+        if len(earlier) != 1:
+            raise
+        if as_of is None:
+            _fail(
+                f"session {earlier[0]} is only in earlier versions of its files (they were emptied or cut "
+                "since): add --as-of TIME, a moment before that, to see them as they were"
+            )
+            return None
+        return earlier[0]
+
+
+def _show(args: argparse.Namespace, conn: sqlite3.Connection, session: SessionSummary, note: str = "") -> int:
     if args.json:
         from threadloom.core.query import messages
         from threadloom.core.stats import files_changed
@@ -1094,7 +1162,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from threadloom.core.render import render_files_changed, render_session
 
     console = Console(highlight=False)
-    note = rewrite_note(session_rewrites(conn, session.id), session.id)
+    note = note or rewrite_note(session_rewrites(conn, session.id), session.id)
     options: dict[str, Any] = {
         "expand_subagents": not args.no_subagents,
         "markdown": not args.as_written,
@@ -1550,7 +1618,6 @@ def parse_moment(value: str) -> int:
 def cmd_restore(args: argparse.Namespace) -> int:
     from threadloom.core.archive import RestoreError, restore_session
     from threadloom.core.db import cannot_use
-    from threadloom.core.query import resolve_session
 
     as_of = None
     if args.as_of:
@@ -1560,22 +1627,10 @@ def cmd_restore(args: argparse.Namespace) -> int:
             _fail(f"--as-of: {exc}")
             return 2
     conn = _open_for_reading(args)
-    try:
-        session_id = resolve_session(conn, args.session).id
-    except LookupError:
-        # a session whose file was emptied or cut before it is listed no more; its records are kept
-        from threadloom.core.archive import sessions_in_versions
-
-        earlier = sessions_in_versions(conn, args.session)
-        if len(earlier) != 1:
-            raise
-        if as_of is None:
-            _fail(
-                f"session {earlier[0]} is only in earlier versions of its files (they were emptied or cut "
-                "since): add --as-of TIME, a moment before that, to write them as they were"
-            )
-            return 1
-        session_id = earlier[0]
+    # a session whose file was emptied or cut before it is listed no more; its records are kept
+    session_id = _session_or_earlier(conn, args.session, as_of)
+    if session_id is None:
+        return 1
     try:
         files = restore_session(conn, session_id, args.to, as_of=as_of)
     except RestoreError as exc:

@@ -249,3 +249,35 @@ def test_show_and_the_viewer_say_a_session_was_rewritten(tmp_path, capsys):
     assert main(["show", SID, "--db", str(database), "--json"]) == 0
     [rewrite] = json.loads(capsys.readouterr().out)["rewrites"]
     assert rewrite["records"] == 8 and rewrite["removed"] == 3
+
+
+def test_show_as_of_prints_the_session_as_it_was(tmp_path, capsys):
+    path = session_file(tmp_path)
+    database = tmp_path / "a.db"
+    assert cli_ingest(database, tmp_path / "projects") == 0
+    moment = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() - 1))
+    path.write_bytes(path.read_bytes().replace(b"answer 1", b"ANSWER ONE"))
+    later(path)
+    assert cli_ingest(database, tmp_path / "projects") == 0
+    capsys.readouterr()
+    assert main(["show", SID, "--db", str(database), "--as-of", moment, "--as-written"]) == 0
+    then = capsys.readouterr().out
+    assert "answer 1" in then and "ANSWER ONE" not in then
+    assert main(["show", SID, "--db", str(database), "--as-written"]) == 0
+    now = capsys.readouterr().out
+    assert "ANSWER ONE" in now and "answer 1\n" not in now
+    # a session whose file was emptied since: only --as-of shows it
+    path.write_bytes(b"")
+    later(path)
+    assert cli_ingest(database, tmp_path / "projects") == 0
+    capsys.readouterr()
+    assert main(["show", SID, "--db", str(database)]) == 1
+    assert "add --as-of TIME" in capsys.readouterr().err
+    assert main(["show", SID, "--db", str(database), "--as-of", moment, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert [m["content"] for m in shown["messages"]][:4] == [
+        "question 0",
+        "answer 0",
+        "question 1",
+        "answer 1",
+    ]
