@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from threadloom.core.adapters.base import read_regular
+from threadloom.core.adapters.base import disk_name, read_regular, shown_name, stored_name
 
 
 @dataclass
@@ -24,7 +24,8 @@ class RestoredFile:
 
 
 def session_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str, str | None]]:
-    """(file id, path, project key) of every file holding records of the session or its subagents."""
+    """(file id, path, project key) of every file holding records of the session or its subagents;
+    the path as the file system names it (a name that is not UTF-8 in its own bytes)."""
     # its subagents' ids are "<id>:<their own>": between "<id>:" and "<id>;" (a range, not LIKE, whose
     # pattern SQLite refuses past 50,000 bytes, and an id from a log can be longer)
     # and the files a rewrite took the session's records out of (their versions say so)
@@ -33,13 +34,14 @@ def session_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, 
         if has_versions(conn)
         else ""
     )
-    return conn.execute(
+    rows = conn.execute(
         "SELECT id, path, project_key FROM source_files WHERE (id IN ("
         "SELECT DISTINCT source_file_id FROM entries WHERE session_id = ?1 OR (session_id > ?2 AND session_id < ?3)) "
         f"{rewritten}) AND kind NOT IN ('decoded', 'version') "  # a decoded log is restored as its container
         "ORDER BY path",
         (session_id, session_id + ":", session_id + ";", *([session_id] if rewritten else [])),
     ).fetchall()
+    return [(file_id, disk_name(path), key) for file_id, path, key in rows]  # as the file system names it
 
 
 def has_versions(conn: sqlite3.Connection) -> bool:
@@ -175,8 +177,9 @@ def _relative(path: str, project_key: str | None) -> tuple[str, ...]:
     The path was stored from another machine's logs perhaps: `..`, `.` and a root are dropped,
     so no stored path names a place outside the folder."""
     parts = Path(path).parts
-    if project_key and project_key in parts:
-        i = len(parts) - 1 - parts[::-1].index(project_key)
+    labels = [shown_name(stored_name(p)) for p in parts]  # a project key is its folder's name escaped
+    if project_key and project_key in labels:
+        i = len(labels) - 1 - labels[::-1].index(project_key)
         parts = parts[i:]
     else:
         parts = parts[-1:]
@@ -415,7 +418,7 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
     the files whose reading failed (nothing of them can be checked: their bytes were never stored)."""
     report = VerifyReport()
     report.not_stored = [
-        (path, error or "unknown error")
+        (shown_name(path), error or "unknown error")
         for path, error in conn.execute(
             "SELECT path, error FROM source_files WHERE status = 'error' ORDER BY path"
         )
@@ -424,9 +427,10 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
         report.files_rewritten, report.records_superseded = conn.execute(
             "SELECT count(DISTINCT source_file_id), COALESCE(sum(removed), 0) FROM source_versions"
         ).fetchone()
-    for file_id, path, kind in conn.execute(
+    for file_id, stored, kind in conn.execute(
         "SELECT id, path, kind FROM source_files WHERE status != 'error' AND kind != 'version' ORDER BY path"
     ).fetchall():
+        path = disk_name(stored)
         if _is_database(conn, file_id):
             _verify_rows(conn, report, file_id, path)
             continue
@@ -436,7 +440,9 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
             report.files_missing += 1
             continue
         except (OSError, ValueError) as exc:  # ValueError: a stored path no file system has (a NUL in it)
-            report.mismatches.append(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})")
+            report.mismatches.append(
+                f"{shown_name(stored)}: cannot read ({getattr(exc, 'strerror', None) or exc})"
+            )
             continue
         report.files_checked += 1
         bad = 0
@@ -457,7 +463,7 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
         if first_bad is not None:
             line, offset, length = first_bad
             report.mismatches.append(
-                f"{path}: {bad} record(s) differ from the stored bytes; first at line {line} "
+                f"{shown_name(stored)}: {bad} record(s) differ from the stored bytes; first at line {line} "
                 f"(bytes {offset}-{offset + length})"
             )
     return report

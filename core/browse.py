@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from threadloom.core.adapters.base import disk_name
 from threadloom.core.query import (
     MessageRow,
     SessionSummary,
@@ -190,7 +191,7 @@ def session_source(conn: sqlite3.Connection, session_id: str) -> tuple[str, int,
         "WHERE s.id = ?",
         (session_id,),
     )
-    return (row["path"], row["size"], row["mtime_ns"]) if row else None
+    return (disk_name(row["path"]), row["size"], row["mtime_ns"]) if row else None
 
 
 def grown_source(conn: sqlite3.Connection, session_id: str) -> tuple[str, tuple[int, int]] | None:

@@ -1013,6 +1013,7 @@ def _print_wide_sessions(rows: list[Any]) -> None:
     session however wide the terminal; the lines end where their text does."""
     from rich.console import Console
     from rich.table import Table
+    from threadloom.core.adapters.base import shown_name
     from threadloom.core.text import human_duration, one_line, printable, short_when
 
     columns = (
@@ -1040,7 +1041,7 @@ def _print_wide_sessions(rows: list[Any]) -> None:
             human_duration(r.duration_ms),
             r.model or "",
             one_line(_listed_title(r), 10_000),
-            r.file_path or "",
+            shown_name(r.file_path or ""),
         )
         # names and titles come from the logs: nothing of them reaches the terminal raw, and a
         # newline or tab in a folder's name is shown as its picture rather than breaking the row

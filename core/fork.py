@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 from threadloom.core.adapters import ADAPTERS
-from threadloom.core.adapters.base import Adapter, ResumeTarget
+from threadloom.core.adapters.base import Adapter, ResumeTarget, disk_name
 from threadloom.core.adapters.base import ForkError as ForkError  # re-exported: adapters raise it too
 from threadloom.core.adapters.base import checked_id as _checked_id
 from threadloom.core.rows import builder, value
@@ -956,7 +956,7 @@ def _fork_folder(conn: sqlite3.Connection, sid: str, cwd: object, entry_id: int,
         "SELECT f.path FROM entries e JOIN source_files f ON f.id = e.source_file_id WHERE e.id = ?",
         (entry_id,),
     ).fetchone()
-    source_path = source[0] if source else None
+    source_path = disk_name(source[0]) if source else None
     if isinstance(cwd, str) and cwd:
         return claude_project_dir(cwd, source_path, notes)
     parent = Path(source_path).parent if source_path else None

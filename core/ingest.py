@@ -35,10 +35,13 @@ from threadloom.core.adapters.base import (
     SourceRef,
     container_of,
     decoded_path,
+    disk_name,
     file_kind,
     normalized,
     open_regular,
     read_regular,
+    shown_name,
+    stored_name,
 )
 from threadloom.core.cost import price_pending
 from threadloom.core.db import (
@@ -62,8 +65,7 @@ ROWS_PER_CHUNK = 2000
 # superseded version of a rewritten file (see `_Rewrite`)
 VERSION_KIND = "version"
 VERSION_SUFFIX = "#version-"  # a version's row is named `<path>#version-<n>`
-UNNAMED_KIND = "unnamed"  # a file whose name cannot be stored: its error, under its name escaped
-LEDGER_ONLY_KINDS = ("decoded", VERSION_KIND, UNNAMED_KIND)
+LEDGER_ONLY_KINDS = ("decoded", VERSION_KIND)
 
 
 @dataclass
@@ -709,8 +711,8 @@ def _plan(
     """What this run must read: every discovered file whose size or mtime changed (or is new).
     Also marks files that disappeared as gone. Returns (plans, root snapshots to store)."""
     _apply_rereads(conn)
-    known = {
-        row.path: row
+    known = {  # by the path as the file system names it (see core.adapters.base.stored_name)
+        disk_name(row.path): row
         for row in map(IndexRow._make, conn.execute(f"SELECT {INDEX_COLUMNS} FROM source_files"))
     }
     found, snapshots = discover(roots, conn, known, report.errors)
@@ -718,19 +720,6 @@ def _plan(
     report.unclaimed = _unclaimed(conn, roots, found, snapshots)
     plans: list[_Plan] = []
     for path, (agent, kind, project_key, adapter) in found.items():
-        if not path.isascii() and not _storable(path):
-            message = "the file name is not valid UTF-8, so it cannot be recorded; rename the file to read it"
-            shown = _escaped(path)
-            report.errors.append(f"{shown}: {message}")
-            # kept as an error under its name escaped, so that `verify` and `sources` go on saying it
-            # (a later run's discovery may skip the unchanged folder it sits in)
-            conn.execute(
-                "INSERT INTO source_files (path, agent, kind, size, mtime_ns, bytes_ingested, lines_ingested, "
-                "status, error, project_key, ends_with_newline) VALUES (?, ?, ?, 0, 0, 0, 0, 'error', ?, ?, 1) "
-                "ON CONFLICT(path) DO NOTHING",
-                (shown, agent, UNNAMED_KIND, message, _escaped(project_key)),
-            )
-            continue
         try:
             st = _stat(adapter, path)
         except OSError as exc:
@@ -745,12 +734,14 @@ def _plan(
                 conn.execute("UPDATE source_files SET status = 'ok', error = NULL WHERE id = ?", (row.id,))
             report.files_skipped += 1
             continue
-        ref = SourceRef(Path(path), agent, kind, project_key)
+        # a project folder named in bytes that are not UTF-8 is known by its name escaped (a label)
+        label = None if project_key is None else shown_name(stored_name(project_key))
+        ref = SourceRef(Path(path), agent, kind, label)
         plans.append(_Plan(ref, adapter, st, _known_row(conn, path) if row is not None else None))
     root_prefixes = tuple(str(r) for r in roots)
     for path, row in known.items():
-        if row.kind in (VERSION_KIND, UNNAMED_KIND):
-            continue  # a superseded version is no file of its own; an unnamed one, not under its name
+        if row.kind == VERSION_KIND:
+            continue  # a superseded version is no file of its own
         on_disk = container_of(path) or path  # a decoded log is gone when the file it came from is
         if (
             path not in found
@@ -798,8 +789,8 @@ def _unclaimed(
                 for name in filenames:
                     path = os.path.join(dirpath, name)
                     why = next((w for end, w in LOG_SHAPES.items() if name.endswith(end)), None)
-                    if why is not None and path not in found and path != own and _storable(path):
-                        files.append({"path": path, "why": why})
+                    if why is not None and path not in found and path != own:
+                        files.append({"path": shown_name(stored_name(path)), "why": why})
             files.sort(key=lambda f: f["path"])
             set_meta(conn, key, orjson.dumps(files[:UNCLAIMED_LIMIT]).decode())
         else:
@@ -835,23 +826,11 @@ def _missing(path: str) -> bool:
     return False
 
 
-def _escaped(name: str | None) -> str | None:
-    """A name as text that can be stored and shown: bytes that are not UTF-8 as a backslash, x and two hex digits."""
-    return None if name is None else os.fsencode(name).decode("utf-8", "backslashreplace")
-
-
-def _storable(path: str) -> bool:
-    """Whether a path can be stored as text (a name of bytes that are not UTF-8 decodes to surrogates)."""
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _known_row(conn: sqlite3.Connection, path: str) -> KnownRow | None:
     """What the last run recorded of one file (KNOWN_COLUMNS), for a file that must be read."""
-    row = conn.execute(f"SELECT {KNOWN_COLUMNS} FROM source_files WHERE path = ?", (path,)).fetchone()
+    row = conn.execute(
+        f"SELECT {KNOWN_COLUMNS} FROM source_files WHERE path = ?", (stored_name(path),)
+    ).fetchone()
     return None if row is None else KnownRow._make(row)
 
 
@@ -883,7 +862,7 @@ def _record_error(conn: sqlite3.Connection, plan: _Plan, message: str) -> None:
             "INSERT INTO source_files (path, agent, kind, size, mtime_ns, bytes_ingested, lines_ingested, "
             "status, error, project_key, ends_with_newline) VALUES (?, ?, ?, 0, 0, 0, 0, 'error', ?, ?, 1) "
             "ON CONFLICT(path) DO UPDATE SET status = 'error', error = excluded.error",
-            (path, plan.ref.agent, plan.ref.kind, message, plan.ref.project_key),
+            (stored_name(path), plan.ref.agent, plan.ref.kind, message, plan.ref.project_key),
         )
     else:
         conn.execute(
@@ -1222,7 +1201,7 @@ def _prepare_source_file(
             "INSERT INTO source_files (path, agent, kind, size, mtime_ns, inode, bytes_ingested, lines_ingested, "
             "content_hash, open_tail_offset, ends_with_newline, status, project_key) "
             "VALUES (?, ?, ?, 0, 0, ?, 0, 0, NULL, NULL, 1, 'ok', ?)",
-            (str(ref.path), ref.agent, ref.kind, st.st_ino, ref.project_key),
+            (stored_name(ref.path), ref.agent, ref.kind, st.st_ino, ref.project_key),
         )
         assert cur.lastrowid is not None
         return cur.lastrowid, set(), None
@@ -1541,7 +1520,7 @@ def _mark_waiting(conn: sqlite3.Connection, plan: _Plan) -> None:
         conn.execute(
             "INSERT INTO source_files (path, agent, kind, size, mtime_ns, bytes_ingested, lines_ingested, status, "
             "error, project_key, ends_with_newline) VALUES (?, ?, ?, 0, 0, 0, 0, 'waiting', ?, ?, 1)",
-            (str(plan.ref.path), plan.ref.agent, plan.ref.kind, message, plan.ref.project_key),
+            (stored_name(plan.ref.path), plan.ref.agent, plan.ref.kind, message, plan.ref.project_key),
         )
     else:
         conn.execute(

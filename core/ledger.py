@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from threadloom.core.adapters.base import FileContext, RawRecord, Record, normalized
+from threadloom.core.adapters.base import FileContext, RawRecord, Record, disk_name, normalized
 from threadloom.core.db import TITLE_TYPES_SQL
 from threadloom.core.stats import BUCKET_MS, mark_stale
 from threadloom.core.text import is_bare_command, prompt_title
@@ -1058,7 +1058,7 @@ def replay(
             "SELECT path, agent, kind, project_key FROM source_files WHERE id = ?", (file_id,)
         ).fetchone()
         adapter = adapter_for(agent)
-        ctx = FileContext(Path(path), kind, project_key)
+        ctx = FileContext(Path(disk_name(path)), kind, project_key)
         ledger.begin_file(
             file_id, keep_tool_io=not adapter.tool_io_in_record, kept_inputs=adapter.kept_inputs
         )

@@ -269,6 +269,38 @@ class FileContext:
 
 
 DECODED_SUFFIX = "#decoded"
+# A name whose bytes are not UTF-8 (they decode to surrogates, which no database text holds) is
+# stored as its text escaped (`\xff`, what is shown), then this mark and its bytes in hex (what is
+# read and restored): no real path holds a NUL, so every other name is stored as it is.
+NAME_BYTES = "\0"
+
+
+def stored_name(path: str | Path) -> str:
+    """A path as the archive stores it (see NAME_BYTES)."""
+    text = str(path)
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        raw = os.fsencode(text)
+        return raw.decode("utf-8", "backslashreplace") + NAME_BYTES + raw.hex()
+
+
+def disk_name(stored: str) -> str:
+    """The path a stored name stands for, as the file system takes it (bytes that are not UTF-8 as
+    surrogates, which os functions turn back into those bytes)."""
+    if NAME_BYTES not in stored:
+        return stored
+    shown, _, hexed = stored.partition(NAME_BYTES)
+    try:
+        return os.fsdecode(bytes.fromhex(hexed))
+    except ValueError:
+        return shown
+
+
+def shown_name(stored: str) -> str:
+    """A stored name as it is shown: escaped, never its hex."""
+    return stored.partition(NAME_BYTES)[0]
 
 
 def decoded_path(path: Path | str) -> str:

@@ -9,7 +9,8 @@ import os
 from pathlib import Path
 
 from threadloom.core import db
-from threadloom.core.archive import verify
+from threadloom.core.archive import restore_session, verify
+from threadloom.core.cli import main
 from threadloom.core.ingest import run_ingest
 
 GOOD = "11111111-1111-4111-8111-111111111111"
@@ -28,7 +29,7 @@ def record(sid: str, text: str) -> bytes:
     return json.dumps(line).encode() + b"\n"
 
 
-def test_names_that_are_not_utf8_never_stop_the_other_files(tmp_path):
+def test_names_that_are_not_utf8_are_stored_shown_escaped_and_restored_to_the_same_bytes(tmp_path, capsys):
     projects = os.fsencode(tmp_path / "projects")
     os.makedirs(projects + b"/-srv-good")
     os.makedirs(projects + b"/-srv-\xff\xfeodd")
@@ -39,17 +40,31 @@ def test_names_that_are_not_utf8_never_stop_the_other_files(tmp_path):
     )
     odd_file = projects + b"/-srv-good/33333333-3333-4333-8333-\xe9.jsonl"
     Path(os.fsdecode(odd_file)).write_bytes(record("33333333-3333-4333-8333-333333333333", "an odd name"))
-    conn = db.connect(tmp_path / "t.db")
+    database = tmp_path / "t.db"
+    conn = db.connect(database)
     try:
-        for run in range(
-            2
-        ):  # the second run finds the folders unchanged: nothing is said twice, nothing fails
-            report = run_ingest(conn, [Path(os.fsdecode(projects))], include_defaults=False)
-            if run == 0:
-                assert len(report.errors) == 2 and all("not valid UTF-8" in e for e in report.errors)
-                assert any("-srv-\\xff\\xfeodd" in e for e in report.errors)
-        assert [r[0] for r in conn.execute("SELECT id FROM agent_sessions")] == [GOOD]
-        said = verify(conn).not_stored
-        assert len(said) == 2 and all("\\x" in path for path, _ in said)
+        first = run_ingest(conn, [Path(os.fsdecode(projects))], include_defaults=False)
+        assert first.errors == [] and first.files_read == 3
+        again = run_ingest(conn, [Path(os.fsdecode(projects))], include_defaults=False)
+        assert again.files_read == 0 and again.files_skipped == 3  # known by their own names
+        ids = sorted(r[0] for r in conn.execute("SELECT id FROM agent_sessions"))
+        assert ids == [GOOD, "22222222-2222-4222-8222-222222222222", "33333333-3333-4333-8333-333333333333"]
+        assert verify(conn).ok and verify(conn).files_checked == 3
+        # the odd file's records gone from disk and back: restored under its own bytes
+        restored = restore_session(conn, "33333333-3333-4333-8333-333333333333", tmp_path / "back")
+        assert [os.fsencode(r.written_to) for r in restored] == [
+            os.fsencode(tmp_path / "back") + b"/-srv-good/33333333-3333-4333-8333-\xe9.jsonl"
+        ]
+        [odd] = restore_session(conn, "22222222-2222-4222-8222-222222222222", tmp_path / "back")
+        assert os.fsencode(odd.written_to).endswith(
+            b"/-srv-\xff\xfeodd/22222222-2222-4222-8222-222222222222.jsonl"
+        )
+        assert Path(odd.written_to).read_bytes() == Path(os.fsdecode(odd_folder)).read_bytes()
     finally:
         conn.close()
+    # shown escaped wherever a path is printed: an edit verify finds names the file so
+    odd = Path(os.fsdecode(odd_file))
+    odd.write_bytes(odd.read_bytes().replace(b"an odd name", b"AN ODD NAME"))
+    capsys.readouterr()
+    assert main(["verify", "--db", str(database)]) == 1
+    assert "-srv-good/33333333-3333-4333-8333-\\xe9.jsonl: 1 record(s) differ" in capsys.readouterr().out
