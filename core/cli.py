@@ -1055,14 +1055,12 @@ def _print_wide_sessions(rows: list[Any]) -> None:
 def cmd_show(args: argparse.Namespace) -> int:
     from threadloom.core.query import resolve_session
 
-    if args.as_of:
+    usable, as_of = _as_of_arg(args)
+    if not usable:
+        return 2
+    if as_of is not None:
         import tempfile
 
-        try:
-            as_of = parse_moment(args.as_of)
-        except ValueError as exc:
-            _fail(f"--as-of: {exc}")
-            return 2
         with tempfile.TemporaryDirectory(prefix="threadloom-as-of-") as folder:
             conn = _as_of(args, as_of, Path(folder))
             if conn is None:
@@ -1616,17 +1614,25 @@ def parse_moment(value: str) -> int:
         ) from None
 
 
+def _as_of_arg(args: argparse.Namespace) -> tuple[bool, int | None]:
+    """(whether --as-of can be used, its moment in unix ms or None when it is not given); a time
+    that is none is said."""
+    if not args.as_of:
+        return True, None
+    try:
+        return True, parse_moment(args.as_of)
+    except ValueError as exc:
+        _fail(f"--as-of: {exc}")
+        return False, None
+
+
 def cmd_restore(args: argparse.Namespace) -> int:
     from threadloom.core.archive import RestoreError, restore_session
     from threadloom.core.db import cannot_use
 
-    as_of = None
-    if args.as_of:
-        try:
-            as_of = parse_moment(args.as_of)
-        except ValueError as exc:
-            _fail(f"--as-of: {exc}")
-            return 2
+    usable, as_of = _as_of_arg(args)
+    if not usable:
+        return 2
     conn = _open_for_reading(args)
     # a session whose file was emptied or cut before it is listed no more; its records are kept
     session_id = _session_or_earlier(conn, args.session, as_of)

@@ -19,6 +19,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import quote
 
+from threadloom.core import derived
+
 if TYPE_CHECKING:
     from sqlalchemy.engine import Dialect  # imported where it is used: opening a ledger never loads it
 
@@ -35,20 +37,8 @@ APPLICATION_ID = 0x544C4F4D
 OWN_TABLES = {"entries", "source_files"}
 PAGE_SIZE = 16384
 
-DERIVED_TABLES = (
-    "agent_sessions",
-    "agent_turns",
-    "agent_tool_calls",
-    "agent_usage",
-    "model_rates",
-    "stats_rollup",
-    "stats_messages",
-    "agent_file_changes",
-    "stats_pending",
-    # signals (schema 11): recomputed by core.signals after the rebuild
-    "session_signals",
-    "derived_pending",  # a rebuild finishes every session
-)
+# every derived table (core.derived keeps the list, with how each kind is kept up to date)
+DERIVED_TABLES = derived.TABLES
 # Set (to the schema version it came from) by an upgrade that emptied the derived tables, cleared
 # once `core.ingest.rebuild_pending` has replayed the stored records into them: the replay takes
 # a minute at 1 GB, so opening a database never does it.

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
 import orjson
-from threadloom.core import search_index
+from threadloom.core import derived, search_index
 from threadloom.core.adapters import all_adapters, walk
 from threadloom.core.adapters.base import (
     Adapter,
@@ -54,7 +54,6 @@ from threadloom.core.db import (
 )
 from threadloom.core.ledger import Ledger, ReplayCancelled, rebuild_derived, replay
 from threadloom.core.stats import refresh_pending
-from threadloom.core.text import SIGNALS_VERSION, SIGNALS_VERSION_KEY
 from threadloom.core.writer_lock import WriterBusy, writer_lock
 
 # A last line that is not complete JSON waits for its writer; after this long unchanged it is kept
@@ -542,30 +541,14 @@ def _run_ingest(
             LIVE_FIRST_LOADS.discard(os.path.realpath(live_marker))
         if gc_was_enabled:
             gc.enable()
-    repriced = price_pending(conn)  # the new messages' costs (or all, with new price data)
-    refresh_pending(conn)  # the stats' sums of every session this run changed
-    # after the costs, as dead ends are priced; imported here: a run with nothing new never loads it
-    outdated = get_meta(conn, SIGNALS_VERSION_KEY) != SIGNALS_VERSION  # found by an older pass: all again
-    # the sessions changed or repriced, this run or by one killed before it found their signals
-    due = {r[0] for r in conn.execute("SELECT session_id FROM derived_pending WHERE kind = 'signals'")}
-    if due or changed or repriced or outdated:
-        from threadloom.core import signals
 
-        def signals_progress(done: int, total: int) -> None:
-            if progress is not None:
-                elapsed = time.perf_counter() - started
-                progress(
-                    Progress(len(plans), len(plans), bytes_done, bytes_total, SIGNALS, elapsed, done, total)
-                )
+    def signals_progress(done: int, total: int) -> None:
+        if progress is not None:
+            elapsed = time.perf_counter() - started
+            progress(Progress(len(plans), len(plans), bytes_done, bytes_total, SIGNALS, elapsed, done, total))
 
-        if outdated:
-            seconds = signals.rebuild(conn, signals_progress)
-        else:
-            seconds = signals.update(conn, due | changed | repriced, signals_progress)
-        conn.executemany(
-            "DELETE FROM derived_pending WHERE kind = 'signals' AND session_id = ?", [(sid,) for sid in due]
-        )
-        report.signals_seconds = round(seconds, 3)
+    # costs, the stats' sums, the signals: of this run's sessions and any a killed run left marked
+    report.signals_seconds = round(derived.finish(conn, changed, on_signals=signals_progress), 3)
     if progress is not None:
         progress(Progress(len(plans), len(plans), bytes_done, bytes_total, "", time.perf_counter() - started))
     report.changed_sessions = sorted(changed)

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 from threadloom.core.adapters.base import FileContext, RawRecord, Record, disk_name, normalized
 from threadloom.core.db import TITLE_TYPES_SQL
+from threadloom.core.derived import REPLAYED_TABLES
 from threadloom.core.stats import BUCKET_MS, mark_stale
 from threadloom.core.text import is_bare_command, prompt_title
 
@@ -1001,16 +1002,7 @@ def replay(
     from threadloom.core.adapters import adapter_for
 
     if sessions is None:
-        for table in (
-            "agent_sessions",
-            "agent_turns",
-            "agent_tool_calls",
-            "agent_usage",
-            "agent_file_changes",
-            "stats_messages",
-            "stats_rollup",
-            "stats_pending",
-        ):
+        for table in REPLAYED_TABLES:
             conn.execute(f"DELETE FROM {table}")
         conn.execute("UPDATE entries SET seq = NULL, turn_id = NULL, dup_of = NULL")
         # a superseded version of a file (kind 'version') is in no session: its records stay as they are
