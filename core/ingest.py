@@ -239,23 +239,6 @@ def folder_snapshot(root: Path) -> dict[str, list[int]] | None:
     return snapshot
 
 
-# A folder whose name is not UTF-8 (its bytes decode to surrogates, which JSON cannot hold) is kept
-# in a snapshot as this mark and its bytes in hex: no real path holds a NUL.
-NOT_UTF8 = "\0"
-
-
-def _snapshot_key(path: str) -> str:
-    try:
-        path.encode("utf-8")
-        return path
-    except UnicodeEncodeError:
-        return NOT_UTF8 + os.fsencode(path).hex()
-
-
-def _snapshot_path(key: str) -> str:
-    return os.fsdecode(bytes.fromhex(key[1:])) if key.startswith(NOT_UTF8) else key
-
-
 def _load_snapshot(stored: str | None) -> dict[str, list[int]] | None:
     if not stored:
         return None
@@ -266,14 +249,15 @@ def _load_snapshot(stored: str | None) -> dict[str, list[int]] | None:
     if not isinstance(snapshot, dict) or not snapshot:
         return None
     try:
-        return {_snapshot_path(key): value for key, value in snapshot.items()}
+        return {disk_name(key): value for key, value in snapshot.items()}
     except ValueError:  # a key of another shape
         return None
 
 
 def dump_snapshot(snapshot: dict[str, list[int]]) -> str:
-    """A snapshot as stored (JSON; folders not named in UTF-8 as NOT_UTF8 and their bytes)."""
-    return orjson.dumps({_snapshot_key(path): value for path, value in snapshot.items()}).decode()
+    """A snapshot as stored: JSON, each folder by its stored name (one not named in UTF-8 with its
+    bytes, see core.adapters.base.stored_name)."""
+    return orjson.dumps({stored_name(path): value for path, value in snapshot.items()}).decode()
 
 
 def snapshot_unchanged(stored: str | dict[str, list[int]] | None) -> bool:
