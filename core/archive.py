@@ -113,6 +113,22 @@ def rewrite_note(found: list[Version], session_id: str) -> str:
     )
 
 
+def as_of_archive(conn: sqlite3.Connection, session_id: str, as_of: int) -> sqlite3.Connection:
+    """The session's files as they were at `as_of` (unix ms), read into a database in memory: what
+    a reader of it shows is the session as it read then. Its ids are its own, not the archive's."""
+    import tempfile
+
+    from threadloom.core import db
+    from threadloom.core.ingest import run_ingest
+
+    then = db.connect(":memory:")
+    with tempfile.TemporaryDirectory(prefix="threadloom-as-of-") as folder:
+        root = Path(folder) / "projects"
+        restore_session(conn, session_id, root, as_of=as_of)
+        run_ingest(then, [root], include_defaults=False, remember=False, build_index=False)
+    return then
+
+
 def version_as_of(conn: sqlite3.Connection, file_id: int, as_of: int) -> Version | None:
     """The version the file had at `as_of` (unix ms), when a rewrite has superseded it since
     (None: the file is as it was then, or only grew)."""

@@ -1059,39 +1059,21 @@ def cmd_show(args: argparse.Namespace) -> int:
     if not usable:
         return 2
     if as_of is not None:
-        import tempfile
+        from threadloom.core.archive import as_of_archive
+        from threadloom.core.text import short_when
 
-        with tempfile.TemporaryDirectory(prefix="threadloom-as-of-") as folder:
-            conn = _as_of(args, as_of, Path(folder))
-            if conn is None:
-                return 1
-            from threadloom.core.text import short_when
-
-            note = f"as it was at {short_when(as_of)}, rebuilt from the records the archive kept"
-            return _show(args, conn, resolve_session(conn, args.session), note)
+        conn = _open_for_reading(args)
+        session_id = _session_or_earlier(conn, args.session, as_of)
+        if session_id is None:
+            return 1
+        then = as_of_archive(conn, session_id, as_of)
+        note = f"as it was at {short_when(as_of)}, rebuilt from the records the archive kept"
+        return _show(args, then, resolve_session(then, session_id), note)
     conn = _open_for_reading(args)
     session_id = _session_or_earlier(conn, args.session, None)  # one emptied since: said, with --as-of
     if session_id is None:
         return 1
     return _show(args, conn, resolve_session(conn, session_id))
-
-
-def _as_of(args: argparse.Namespace, as_of: int, folder: Path) -> sqlite3.Connection | None:
-    """The session's files as they were at --as-of, written into `folder` and read into a database
-    in memory: what `show` then prints is what the archive held at that moment."""
-    from threadloom.core import db
-    from threadloom.core.archive import restore_session
-    from threadloom.core.ingest import run_ingest
-
-    conn = _open_for_reading(args)
-    session_id = _session_or_earlier(conn, args.session, as_of)
-    if session_id is None:
-        return None
-    restore_session(conn, session_id, folder / "projects", as_of=as_of)
-    then = db.connect(":memory:")
-    run_ingest(then, [folder / "projects"], include_defaults=False, remember=False, build_index=False)
-    args.session = session_id
-    return then
 
 
 def _session_or_earlier(conn: sqlite3.Connection, ref: str, as_of: int | None) -> str | None:

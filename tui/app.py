@@ -314,6 +314,13 @@ class ThreadloomApp(ArchiveApp):
 
     def action_fork(self) -> None:
         """`f`: the fork picker for the message under the cursor, or for a session's latest turn."""
+        if self.browser.version_shown is not None and self.browser.focused_pane == "messages":
+            self.notify(
+                "This is an earlier version, read from the records the archive kept: press v until the "
+                "session is as it is now to fork from it",
+                timeout=4,
+            )
+            return
         target = self.browser.fork_target()
         if target is None:
             self.notify("Open a session, then press f on a message to fork from it", timeout=3)
@@ -346,6 +353,8 @@ class ThreadloomApp(ArchiveApp):
         session_id, db_path = self.browser.open_session_id, self.db_path
         if session_id is None or db_path is None:
             return
+        if self.browser.version_shown is not None:
+            self.notify("An earlier version is shown: the export writes the session as it is now", timeout=3)
         workers.start(self, workers.EXPORT, partial(workers.export, db_path, session_id, Path.cwd()))
 
     def action_signals(self) -> None:

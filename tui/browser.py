@@ -27,6 +27,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Input, Label, OptionList, ProgressBar, Static, Tree
 from threadloom.core import archive, browse
+from threadloom.core.query import get_session
 from threadloom.core.text import count_of, human_tokens, short_when
 from threadloom.tui.footer import KeyFooter
 from threadloom.tui.messages import MessageView
@@ -97,6 +98,9 @@ class BrowserScreen(Screen[None]):
         self.now = now
         self.sources = sources  # where the empty state says threadloom looked, before a report says
         self.conn: sqlite3.Connection | None = None  # set by the app, which opens and closes it
+        self.rewrites: list[archive.Version] = []  # the open session's earlier versions (`v`)
+        self.version_shown: int | None = None  # the one shown, by its index in `rewrites`
+        self._version_conn: sqlite3.Connection | None = None  # its database in memory
         self.roots: list[str] | None = None  # the folders the last ingest looked in
         self.search_return = False  # Esc goes back to the search results this was opened from
         # Esc from a subagent opened from a Task call: the sessions (and messages) it came from
@@ -437,9 +441,10 @@ class BrowserScreen(Screen[None]):
 
     @property
     def whole_session_open(self) -> str | None:
-        """The id of the session shown whole (not a branch or segment of it): the one followed live."""
+        """The id of the session shown whole (not a branch or segment of it, nor an earlier version):
+        the one followed live."""
         key = self.open_key
-        return key[1] if key is not None and key[0] == "session" else None
+        return key[1] if key is not None and key[0] == "session" and self.version_shown is None else None
 
     def open_ref(self, ref: NodeRef | None, *, keep_trail: bool = False) -> None:
         """Show a session, a branch or a compaction segment in the message view. `keep_trail`:
@@ -448,8 +453,9 @@ class BrowserScreen(Screen[None]):
             return
         session = ref.session
         previous, self._open_ref = self.open_key, ref
-        if self.open_key == previous:
+        if self.open_key == previous and self.version_shown is None:
             return
+        self._leave_version()
         if not keep_trail and self.trail:  # opened some other way: no way back from it
             self.trail.clear()
             self.app.refresh_bindings()
@@ -470,12 +476,54 @@ class BrowserScreen(Screen[None]):
         else:
             rewinds = browse.rewind_seqs(self.conn, session.id) if session.branch_count else set()
             view.show(self.conn, session.id, range(session.message_count), rewinds=rewinds)
-            rewrites = archive.session_rewrites(self.conn, session.id)
-            view.set_facts(subtitle(session, count, len(rewinds), rewrites))
+            self.rewrites = archive.session_rewrites(self.conn, session.id)
+            view.set_facts(subtitle(session, count, len(rewinds), self.rewrites))
             view.border_title = plain_title(title, 70)
             return
         view.border_title = plain_title(title, 70)
         view.set_facts(facts + tokens_and_model(session))
+
+    # ------------------------------------------------------------------ earlier versions
+
+    @on(MessageView.EarlierVersionRequested)
+    def show_earlier_version(self) -> None:
+        """`v`: the open session as it read before its last rewrite, then before the one before,
+        …, then as it is again. An earlier version is read from the records the archive kept into a
+        database of its own (core.archive.as_of_archive): browsed, not forked from."""
+        ref = self._open_ref
+        if ref is None or ref.session is None or ref.kind != "session" or self.conn is None:
+            return
+        if not self.rewrites:
+            self.notify("This session's files were never rewritten: there is no earlier version", timeout=3)
+            return
+        index = len(self.rewrites) - 1 if self.version_shown is None else self.version_shown - 1
+        if index < 0:  # past the oldest: the session as it is
+            self._leave_version()
+            self._open_ref = None  # so that open_ref shows it again
+            self.open_ref(ref, keep_trail=True)
+            return
+        version = self.rewrites[index]
+        then = archive.as_of_archive(self.conn, ref.session.id, version.superseded_at - 1)
+        old = get_session(then, ref.session.id)
+        if old is None:
+            then.close()
+            self.notify("Nothing of this session was in its files before that rewrite", timeout=3)
+            return
+        self._leave_version()
+        self.version_shown, self._version_conn = index, then
+        view = self.query_one(MessageView)
+        view.show(then, old.id, range(old.message_count))
+        further = "earlier" if index > 0 else "as it is now"
+        view.set_facts(
+            f"as it read before {short_when(version.superseded_at)} · {count_of(old.message_count, 'message')}"
+            f" · v: {further}"
+        )
+
+    def _leave_version(self) -> None:
+        """Back from an earlier version: its database in memory is let go."""
+        if self._version_conn is not None:
+            self._version_conn.close()
+        self.version_shown, self._version_conn = None, None
 
     @property
     def open_session_id(self) -> str | None:
@@ -580,9 +628,10 @@ class BrowserScreen(Screen[None]):
 
     @on(MessageView.RawRequested)
     def _show_raw(self, event: MessageView.RawRequested) -> None:
-        if self.conn is None:
+        conn = self.query_one(MessageView).conn or self.conn  # an earlier version's own database
+        if conn is None:
             return
-        raw = browse.raw_entry(self.conn, event.entry_id)
+        raw = browse.raw_entry(conn, event.entry_id)
         if raw is None:
             self.notify("This record is no longer in the database", severity="warning")
             return

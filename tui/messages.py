@@ -95,6 +95,14 @@ class MessageView(ScrollView, can_focus=True):
         ),
         Binding("r", "raw", "Raw JSON", id="messages.raw", tooltip="The stored record, byte for byte"),
         Binding(
+            "v",
+            "earlier_version",
+            "Earlier version",
+            show=False,
+            id="messages.earlier-version",
+            tooltip="A session whose files were rewritten: as it read before each rewrite, then as it is",
+        ),
+        Binding(
             "m",
             "markdown",
             "Markdown",
@@ -188,6 +196,9 @@ class MessageView(ScrollView, can_focus=True):
 
     class FilesChangedRequested(Message):
         """`c`: the app shows the files the open session changed."""
+
+    class EarlierVersionRequested(Message):
+        """`v`: the browser shows the open session as it read before a rewrite of its files."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -985,6 +996,10 @@ class MessageView(ScrollView, can_focus=True):
         msg = self.current_row()
         if msg is not None:
             self.post_message(self.RawRequested(msg.entry_id))
+
+    def action_earlier_version(self) -> None:
+        if self.session_id is not None:
+            self.post_message(self.EarlierVersionRequested())
 
     def action_files_changed(self) -> None:
         if self.session_id is not None:

@@ -2523,3 +2523,24 @@ async def test_the_viewer_says_a_session_was_rewritten(tmp_path: Path) -> None:
         await until(pilot, lambda: view.session_id == SID)
         assert "5 messages · rewritten " in view.border_subtitle
         assert ": 3 records kept aside" in view.border_subtitle
+        # v: as it read before the rewrite, read from the records the archive kept
+        view.focus()
+        await pilot.press("v")
+        await until(pilot, lambda: view.count == 8)
+        assert view.border_subtitle.startswith("as it read before ") and "8 messages · v: as it is now" in (
+            view.border_subtitle
+        )
+        assert "answer 3" in (view.row(7).content or "")
+        # its raw records are its own; forking is from the session as it is
+        view.action_last()
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, RawJsonScreen))
+        assert "answer 3" in shown(app.screen.query_one("#raw-json", Static))
+        await pilot.press("escape")
+        await pilot.press("f")
+        await pilot.pause()
+        assert not isinstance(app.screen, ForkPicker)
+        # v again: the session as it is now, followed live again
+        await pilot.press("v")
+        await until(pilot, lambda: view.count == 5)
+        assert "rewritten" in view.border_subtitle and app.browser.whole_session_open == SID
