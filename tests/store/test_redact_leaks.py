@@ -35,6 +35,7 @@ import sys
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -897,10 +898,11 @@ def test_a_real_session_has_nothing_masked_and_every_secret_planted_in_it_is(tmp
     conn = db.connect(tmp_path / "clean.db")
     assert not run_ingest(conn, [tmp_path / "clean"], include_defaults=False).errors
     session = resolve_session(conn, sid)
+    stamp = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)  # both exports say the same time
     for fmt in FORMATS:
-        done = export_session(conn, session, fmt, redact=True)
+        done = export_session(conn, session, fmt, redact=True, now=stamp)
         assert done.redactor.total == 0, (fmt, done.redactor.summary())
-        assert done.data == export_session(conn, session, fmt).data
+        assert done.data == export_session(conn, session, fmt, now=stamp).data
     conn.close()
 
     plan = Plan(seed=99)
