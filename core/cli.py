@@ -1658,13 +1658,9 @@ def cmd_sources(args: argparse.Namespace) -> int:
         "SELECT agent, status, count(*) AS files, COALESCE(sum(size), 0) AS bytes FROM source_files "
         "GROUP BY agent, status",
     )
-    unclaimed = [
-        file
-        for (value,) in conn.execute(
-            "SELECT value FROM ledger_meta WHERE key LIKE 'unclaimed:%' ORDER BY key"
-        )
-        for file in json.loads(value or "[]")
-    ]
+    from threadloom.core.ingest import unclaimed as recorded_unclaimed
+
+    unclaimed = recorded_unclaimed(conn)
     if args.json:
         print(
             json.dumps(

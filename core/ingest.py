@@ -322,6 +322,7 @@ def discover(
     found: Found = {}
     snapshots: dict[str, str] = {}
     adapters: dict[str, Adapter | None] = {}
+    named = _named_roots(conn) if conn is not None else set()
 
     def add_known(root: Path, folders: set[str] | None) -> None:
         """The files recorded under `root` last time (only those in `folders`, when given)."""
@@ -358,6 +359,7 @@ def discover(
         # one listing of each folder per root, shared by every adapter; a fresh one per root, so
         # that one root's seeds (below) never hide files from another root's walk
         walk.reset()
+        unchanged: set[str] | None = None
         if previous and snapshot and root.is_dir():
             # Only the folders whose mtime moved can hold new files (a new session in a project
             # folder): the others keep the files recorded last time and offer none to the
@@ -380,6 +382,8 @@ def discover(
                 if errors is not None:
                     errors.append(f"{exc.filename or root}: cannot read: {exc.strerror or exc}")
                 snapshots[key] = ""  # walked again next run
+        if conn is not None and str(root) in named and root.is_dir():
+            _note_unclaimed(conn, root, found, unchanged)
         unlisted = walk.unlisted()
         if unlisted:
             if errors is not None:
@@ -684,7 +688,7 @@ def _plan(
     }
     found, snapshots = discover(roots, conn, known, report.errors)
     report.files_seen = len(found)
-    report.unclaimed = _unclaimed(conn, roots, found, snapshots)
+    report.unclaimed = unclaimed(conn, roots)
     plans: list[_Plan] = []
     for path, (agent, kind, project_key, adapter) in found.items():
         try:
@@ -735,37 +739,50 @@ UNCLAIMED_KEY = "unclaimed:"  # + a root: its unclaimed files when last walked (
 UNCLAIMED_LIMIT = 1000
 
 
-def _unclaimed(
-    conn: sqlite3.Connection, roots: list[Path], found: Found, snapshots: dict[str, str]
-) -> list[dict[str, str]]:
-    """The files shaped like logs under the folders the user named (--source, remembered) and
-    Claude Code's projects folder that no adapter claimed, each with why: walked when the folder
-    changed (its snapshot was taken again), else as recorded then."""
+def _named_roots(conn: sqlite3.Connection) -> set[str]:
+    """The folders whose unclaimed files are said: those the user named (--source, remembered) and
+    Claude Code's projects folder (other agents' folders hold much besides their logs)."""
     from threadloom.core.adapters.claude import config_dir
 
-    named = {r[0] for r in conn.execute("SELECT path FROM source_roots")} | {str(config_dir() / "projects")}
+    return {r[0] for r in conn.execute("SELECT path FROM source_roots")} | {str(config_dir() / "projects")}
+
+
+def _note_unclaimed(conn: sqlite3.Connection, root: Path, found: Found, unchanged: set[str] | None) -> None:
+    """Record the files under `root` shaped like logs that no adapter claimed, with why. From the
+    listing the adapters' walk made (no folder is listed twice); a folder unchanged since the last
+    run offers no files to it, so what was recorded there then is kept."""
+    key = UNCLAIMED_KEY + str(root)
     own = conn.execute("PRAGMA database_list").fetchone()[2] or ""  # the archive itself, if it sits there
-    out: list[dict[str, str]] = []
-    for root in roots:
-        if str(root) not in named or not root.is_dir():
-            continue
-        key = UNCLAIMED_KEY + str(root)
-        if f"roots:{root}" in snapshots:  # walked this run
-            files = []
-            for dirpath, _, filenames in os.walk(root):
-                for name in filenames:
-                    path = os.path.join(dirpath, name)
-                    why = next((w for end, w in LOG_SHAPES.items() if name.endswith(end)), None)
-                    if why is not None and path not in found and path != own:
-                        files.append({"path": shown_name(stored_name(path)), "why": why})
-            files.sort(key=lambda f: f["path"])
-            set_meta(conn, key, orjson.dumps(files[:UNCLAIMED_LIMIT]).decode())
-        else:
-            try:
-                files = orjson.loads(get_meta(conn, key) or "[]")
-            except orjson.JSONDecodeError:
-                files = []
-        out += files
+    files = [
+        f
+        for f in _recorded_unclaimed(conn, key)
+        if unchanged and os.path.dirname(disk_name(f["path"])) in unchanged
+    ]
+    for dirpath, _, filenames in walk.walk(root):
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            why = next((w for end, w in LOG_SHAPES.items() if name.endswith(end)), None)
+            if why is not None and path not in found and path != own:
+                files.append({"path": stored_name(path), "why": why})
+    files.sort(key=lambda f: f["path"])
+    set_meta(conn, key, orjson.dumps(files[:UNCLAIMED_LIMIT]).decode())
+
+
+def _recorded_unclaimed(conn: sqlite3.Connection, key: str) -> list[dict[str, str]]:
+    try:
+        files = orjson.loads(get_meta(conn, key) or "[]")
+    except orjson.JSONDecodeError:
+        return []
+    return files if isinstance(files, list) else []
+
+
+def unclaimed(conn: sqlite3.Connection, roots: Iterable[Path] | None = None) -> list[dict[str, str]]:
+    """The unclaimed files last recorded under `roots` (None: every root), their paths as shown."""
+    keys = None if roots is None else {UNCLAIMED_KEY + str(root) for root in roots}
+    out = []
+    for (key,) in conn.execute("SELECT key FROM ledger_meta WHERE key LIKE 'unclaimed:%' ORDER BY key"):
+        if keys is None or key in keys:
+            out += [{"path": shown_name(f["path"]), "why": f["why"]} for f in _recorded_unclaimed(conn, key)]
     return out
 
 
@@ -920,18 +937,21 @@ def _ingest_file(
     is undone by deleting its records rather than by a rollback."""
     adapter, ref = plan.adapter, plan.ref
     if adapter.mode == "database":
-        read = _read_database(conn, plan)
-    else:
-        # stored with the file still open: a large log's records are read as they are written
-        with io.BytesIO(source_bytes) if source_bytes is not None else open_regular(ref.path) as f:
-            if adapter.mode == "document" or ref.kind == "document":
-                read = _read_document(conn, plan, f)
-            else:
-                read = _read_lines(plan, f)
-                if read is None and plan.row is not None:
-                    _touch(conn, plan.row.id, plan.stat)
-            if read is not None:
-                return _store(conn, ledger, plan, read, undo_by_delete), read.nbytes
+        return _store_read(conn, ledger, plan, _read_database(conn, plan), undo_by_delete)
+    # stored with the file still open: a large log's records are read as they are written
+    with io.BytesIO(source_bytes) if source_bytes is not None else open_regular(ref.path) as f:
+        if adapter.mode == "document" or ref.kind == "document":
+            read = _read_document(conn, plan, f)
+        else:
+            read = _read_lines(plan, f)
+            if read is None and plan.row is not None:
+                _touch(conn, plan.row.id, plan.stat)
+        return _store_read(conn, ledger, plan, read, undo_by_delete)
+
+
+def _store_read(
+    conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, read: _Read | None, undo_by_delete: bool
+) -> tuple[int, int]:
     if read is None:  # unchanged, or waiting for its writer: nothing to store
         return 0, 0
     return _store(conn, ledger, plan, read, undo_by_delete), read.nbytes

@@ -43,6 +43,19 @@ def test_odd_claude_sessions_are_read_and_what_no_reader_takes_is_said(tmp_path,
             "events.jsonl": "no agent's records found in its first lines",
             "notes.json": "not a session document of an agent threadloom reads",
         }
+    # a session added in another folder: that folder is walked again, this one's record is kept
+    other = backup.parent / "more"
+    other.mkdir()
+    more = claude_lines(other, "d.jsonl", "dddddddd-0000-4000-8000-000000000004")
+    (other / "d.jsonl").write_bytes(b"\n".join(more) + b"\n")
+    (other / "stray.json").write_text("[]")
+    assert main(["ingest", "--db", database, "--source", str(backup.parent), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert sorted(Path(f["path"]).name for f in report["unclaimed"]) == [
+        "events.jsonl",
+        "notes.json",
+        "stray.json",
+    ]
     assert main(["sessions", "--db", database, "--json"]) == 0
     ids = {s["id"] for s in json.loads(capsys.readouterr().out)}
     assert {"aaaaaaaa-0000-4000-8000-000000000001", "cccccccc-0000-4000-8000-000000000003"} <= ids
