@@ -124,8 +124,33 @@ DERIVED_PENDING_DDL = """CREATE TABLE IF NOT EXISTS derived_pending (
 	session_id VARCHAR NOT NULL,
 	PRIMARY KEY (kind, session_id)
 )"""
+# Where the last signals pass could cut each session, and what it knew of the records before the cut
+# (core.signals): the next pass reads the session from there, so an append costs what it adds. A
+# replay of a session re-places its records and drops its row (core.derived.CHECKPOINTS).
+SIGNALS_STATE_DDL = """CREATE TABLE IF NOT EXISTS signals_state (
+	session_id VARCHAR NOT NULL,
+	cut INTEGER NOT NULL,
+	cut_entry INTEGER NOT NULL,
+	seen_id INTEGER NOT NULL,
+	format VARCHAR NOT NULL,
+	carry BLOB NOT NULL,
+	PRIMARY KEY (session_id)
+)"""
+# The prompts before each session's cut that a repeat would join (core.signals._PromptGroups), by
+# the hash of their normalized text: a pass looks up the texts sent past the cut, not every prompt.
+SIGNALS_PROMPTS_DDL = """CREATE TABLE IF NOT EXISTS signals_prompts (
+	session_id VARCHAR NOT NULL,
+	"key" INTEGER NOT NULL,
+	seq INTEGER NOT NULL,
+	entry_id INTEGER NOT NULL,
+	turn_id VARCHAR,
+	replies INTEGER NOT NULL,
+	PRIMARY KEY (session_id, "key", seq)
+) WITHOUT ROWID"""
 LATE_TABLES = (
     DERIVED_PENDING_DDL,
+    SIGNALS_STATE_DDL,
+    SIGNALS_PROMPTS_DDL,
     SOURCE_VERSIONS_DDL,
     "CREATE INDEX IF NOT EXISTS ix_source_versions_file ON source_versions (source_file_id)",
 )

@@ -55,8 +55,9 @@ KINDS = (
     ),
     Kind(
         "signals",
-        ("session_signals",),
-        batch="core.signals.update finds the signals of the sessions marked 'signals' in derived_pending",
+        ("session_signals", "signals_state", "signals_prompts"),
+        batch="core.signals.update finds the signals of the sessions marked 'signals' in derived_pending, "
+        "each from its checkpoint (signals_state, signals_prompts): the turns an append added or continued",
         whole="core.signals.rebuild, when the stored ones were found by an older SIGNALS_VERSION",
         version_key="signals_version",
     ),
@@ -80,6 +81,9 @@ REPLAYED_TABLES = tuple(
     for table in kind.tables
     if table != "derived_pending"
 )
+
+# what was taken from where records were placed, and is dropped when a replay places them again
+CHECKPOINTS = ("signals_state", "signals_prompts")
 
 SessionsDone = Callable[[int, int], None]
 

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 from threadloom.core.adapters.base import FileContext, RawRecord, Record, disk_name, normalized
 from threadloom.core.db import TITLE_TYPES_SQL
-from threadloom.core.derived import REPLAYED_TABLES
+from threadloom.core.derived import CHECKPOINTS, REPLAYED_TABLES
 from threadloom.core.stats import BUCKET_MS, mark_stale
 from threadloom.core.text import is_bare_command, prompt_title
 
@@ -1002,7 +1002,7 @@ def replay(
     from threadloom.core.adapters import adapter_for
 
     if sessions is None:
-        for table in REPLAYED_TABLES:
+        for table in REPLAYED_TABLES + CHECKPOINTS:
             conn.execute(f"DELETE FROM {table}")
         conn.execute("UPDATE entries SET seq = NULL, turn_id = NULL, dup_of = NULL")
         # a superseded version of a file (kind 'version') is in no session: its records stay as they are
@@ -1024,6 +1024,8 @@ def replay(
             conn.execute("DELETE FROM agent_file_changes WHERE session_id = ?", (sid,))
             conn.execute("DELETE FROM stats_rollup WHERE session_id = ?", (sid,))
             conn.execute("DELETE FROM stats_messages WHERE session_id = ?", (sid,))
+            for table in CHECKPOINTS:
+                conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (sid,))
             conn.execute(
                 "UPDATE entries SET seq = NULL, turn_id = NULL, dup_of = NULL WHERE session_id = ?", (sid,)
             )

@@ -351,7 +351,8 @@ class SourceRoot(SQLModel, table=True):
 class SessionSignal(SQLModel, table=True):
     """Something a retrospective looks for in a session (a retry loop, an error cascade, a
     rejected call, ...), found by `core.signals` from the derived tables, with the records it
-    points at. Derived: recomputed whole for a session each time an ingest touches it."""
+    points at. Derived: brought up to date for a session each time an ingest touches it, from the
+    checkpoint its last pass left (signals_state)."""
 
     __tablename__ = "session_signals"
 

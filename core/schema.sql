@@ -298,6 +298,26 @@ CREATE TABLE IF NOT EXISTS derived_pending (
 	PRIMARY KEY (kind, session_id)
 );
 
+CREATE TABLE IF NOT EXISTS signals_state (
+	session_id VARCHAR NOT NULL,
+	cut INTEGER NOT NULL,
+	cut_entry INTEGER NOT NULL,
+	seen_id INTEGER NOT NULL,
+	format VARCHAR NOT NULL,
+	carry BLOB NOT NULL,
+	PRIMARY KEY (session_id)
+);
+
+CREATE TABLE IF NOT EXISTS signals_prompts (
+	session_id VARCHAR NOT NULL,
+	"key" INTEGER NOT NULL,
+	seq INTEGER NOT NULL,
+	entry_id INTEGER NOT NULL,
+	turn_id VARCHAR,
+	replies INTEGER NOT NULL,
+	PRIMARY KEY (session_id, "key", seq)
+) WITHOUT ROWID;
+
 CREATE TABLE IF NOT EXISTS source_versions (
 	version_file_id INTEGER NOT NULL,
 	source_file_id INTEGER NOT NULL,

@@ -1540,15 +1540,15 @@ async def test_finding_every_sessions_signals_again_shows_in_the_bar(tmp_path: P
     set_meta(conn, SIGNALS_VERSION_KEY, "1")
     conn.close()
     monkeypatch.setattr(signals, "PROGRESS_SECONDS", 0.0)
-    real_find = signals.find_signals
+    real_pass = signals.session_pass
     finding, release = threading.Event(), threading.Event()
 
-    def held_find(conn, session_id):
+    def held_pass(conn, session_id, *, whole=False):
         finding.set()
         assert release.wait(10)
-        return real_find(conn, session_id)
+        return real_pass(conn, session_id, whole=whole)
 
-    monkeypatch.setattr(signals, "find_signals", held_find)
+    monkeypatch.setattr(signals, "session_pass", held_pass)
     app = make_app(tmp_path / "older.db", ingest=True, sources=[root])
     async with app.run_test(size=(140, 40)) as pilot:
         assert await event_set(pilot, finding)
