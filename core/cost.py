@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from threadloom.core.db import get_meta, set_meta
-from threadloom.core.stats import mark_stale
+from threadloom.core.stats import mark_since, quarter_hour
 
 PRICES_KEY = "prices_version"  # ledger_meta: the price data the stored costs come from
 # how a recorded model name is found in the table: a change prices every message again (r2: names
@@ -253,7 +253,11 @@ def price_pending(conn: sqlite3.Connection) -> set[str]:
     stored = _StoredRates(conn)
     updates: list[tuple[float | None, str]] = []
     sessions: set[str] = set()
+    since: dict[str, int | None] = {}  # the quarter hour each session's stats change from (None: all)
     for message_id, session_id, model, ts, inp, out, write, read, recorded in rows:
+        bucket = quarter_hour(ts) if ts is not None else None
+        known = since.get(session_id, bucket)
+        since[session_id] = None if bucket is None or known is None else min(bucket, known)
         if recorded is not None:
             cost: float | None = recorded
         else:
@@ -273,7 +277,7 @@ def price_pending(conn: sqlite3.Connection) -> set[str]:
             "WHERE id = ?1",
             [(sid,) for sid in sessions],
         )
-        mark_stale(conn, sessions)  # and their totals in the stats, which core.stats.refresh_pending sums
+        mark_since(conn, since)  # and their totals in the stats, which core.stats.refresh_pending sums
         # and their signals (dead ends are priced), found next by the ingest or by the next run
         conn.executemany(
             "INSERT OR IGNORE INTO derived_pending (kind, session_id) VALUES ('signals', ?)",

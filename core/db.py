@@ -155,7 +155,7 @@ LATE_TABLES = (
     "CREATE INDEX IF NOT EXISTS ix_source_versions_file ON source_versions (source_file_id)",
 )
 # (table, column, type): columns added after schema 12 without a rebuild
-LATE_COLUMNS = (("source_files", "ctime_ns", "INTEGER"),)
+LATE_COLUMNS = (("source_files", "ctime_ns", "INTEGER"), ("stats_pending", "since_bucket", "INTEGER"))
 
 
 def _mark_own(conn: sqlite3.Connection) -> None:

@@ -20,7 +20,8 @@ import orjson
 from threadloom.core.adapters.base import FileContext, RawRecord, Record, disk_name, normalized
 from threadloom.core.db import TITLE_TYPES_SQL
 from threadloom.core.derived import CHECKPOINTS, REPLAYED_TABLES
-from threadloom.core.stats import BUCKET_MS, mark_stale
+from threadloom.core.rows import values
+from threadloom.core.stats import BUCKET_MS, mark_since, mark_stale, quarter_hour
 from threadloom.core.text import is_bare_command, prompt_title
 
 SESSION_COLUMNS = (
@@ -286,6 +287,20 @@ class Ledger:
         self._usage: dict[str, PendingUsage] = {}  # by message id: streaming chunks merged before the upsert
         self._messages: dict[tuple[str, int, str], int] = {}  # new messages by (session, bucket, model)
         self.pending_sessions: set[str] = set()
+        # the turns whose API messages this run stored or changed, by session: finalize sums those
+        # turns' tokens again, not every turn (an append costs what it adds); a session a killed run
+        # left unfinished, or that a replay placed again, has every turn summed
+        self.token_turns: dict[str, set[str]] = {}
+        self.whole_sessions: set[str] = set(
+            values(conn, "SELECT session_id FROM derived_pending WHERE kind = 'finalize'")
+        )
+        self.all_whole = False
+        # the earliest quarter hour each session's facts (API messages, messages, calls) changed in
+        # this run: the stats sum that and what follows again (None: every one); and what the sums
+        # also read of a session and its turns, as the run found it (a change there: every one)
+        self.stats_since: dict[str, int | None] = {}
+        self._session_basis: dict[str, tuple[Any, ...]] = {}
+        self._turn_basis: dict[str, tuple[str | None, int]] = {}
         self._eid = 0
         # the uuids of the chunk being placed, and which of them the database already holds
         # (asked once per chunk, the first time a record needs the copy check)
@@ -571,6 +586,7 @@ class Ledger:
                 return None
             turn = TurnState(*row)
             self.turns[turn_id] = turn
+            self._turn_basis.setdefault(turn_id, (turn.model, turn.tool_call_count))
         return turn
 
     def _session(self, sid: str, rec: Record) -> SessionState:
@@ -582,6 +598,7 @@ class Ledger:
         ).fetchone()
         if row is not None:
             sess = SessionState.from_row(row)
+            self._session_basis.setdefault(sid, _stats_basis(sess))
             last = self.conn.execute(
                 "SELECT id FROM agent_turns WHERE session_id = ? ORDER BY sequence DESC LIMIT 1", (sid,)
             ).fetchone()
@@ -599,6 +616,19 @@ class Ledger:
     def flush(self) -> None:
         """Write what this file changed (inside the caller's transaction)."""
         conn = self.conn
+        for pending in self._tool_inserts.values():
+            self._reach(pending.session_id, pending.started_at)
+        for *_, tool_use_id, sid in self._tool_updates:  # a result for a call stored before: its status
+            started = conn.execute(
+                "SELECT started_at FROM agent_tool_calls WHERE id = ? AND session_id = ?", (tool_use_id, sid)
+            ).fetchone()
+            self._reach(sid, started[0] if started else None)
+        for sid, bucket, _ in self._messages:
+            self._reach(sid, bucket * BUCKET_MS if bucket != -1 else None)
+        for turn_id, turn in self.turns.items():
+            model, calls = self._turn_basis.get(turn_id, (turn.model, 0))
+            if calls and model != turn.model:  # its calls were counted under the model it had
+                self.stats_since[turn.session_id] = None
         if self._tool_inserts:
             conn.executemany(
                 f"INSERT OR IGNORE INTO agent_tool_calls ({', '.join(TOOL_CALL_COLUMNS)}) "
@@ -614,6 +644,7 @@ class Ledger:
             )
             self._tool_updates.clear()
         if self._usage:
+            self._note_token_turns()
             conn.executemany(
                 f"INSERT INTO agent_usage ({', '.join(USAGE_COLUMNS)}) VALUES ({', '.join('?' * len(USAGE_COLUMNS))}) "
                 "ON CONFLICT(message_id) DO UPDATE SET "
@@ -675,6 +706,35 @@ class Ledger:
         # and probes for copied records, which keeps memory bounded by the largest file.
         self.sessions = {}
 
+    def _note_token_turns(self) -> None:
+        """The turns whose tokens the pending usage rows change: theirs, and the turns the rows they
+        update were in (a row moves from a sidechain's turn to the main chain's); and where in time
+        they change the stats."""
+        for usage in self._usage.values():
+            self._reach(usage.session_id, usage.timestamp)
+            if usage.turn_id is not None:
+                self.token_turns.setdefault(usage.session_id, set()).add(usage.turn_id)
+        stored = self.conn.execute(
+            "SELECT session_id, turn_id, timestamp FROM agent_usage WHERE message_id IN (SELECT value FROM json_each(?))",
+            (orjson.dumps(list(self._usage)).decode(),),
+        )
+        for session_id, turn_id, timestamp in stored:
+            self._reach(session_id, timestamp)
+            if turn_id is not None:
+                self.token_turns.setdefault(session_id, set()).add(turn_id)
+            self.pending_sessions.add(session_id)
+
+    def _reach(self, session_id: str, timestamp: int | None) -> None:
+        """A fact of this session at `timestamp` changed (None: at its start, or no time of its own)."""
+        if session_id in self.stats_since and self.stats_since[session_id] is None:
+            return
+        if timestamp is None:
+            self.stats_since[session_id] = None
+            return
+        bucket = quarter_hour(timestamp)
+        known = self.stats_since.get(session_id, bucket)
+        self.stats_since[session_id] = bucket if known is None else min(known, bucket)
+
     def rollback(self) -> None:
         """Forget in-memory state after a failed file so the next file reloads from the database."""
         self.sessions.clear()
@@ -705,8 +765,12 @@ class Ledger:
             _link_subagents(conn, sessions)
             _link_side_questions(conn, sessions)
             for sid in sessions:
-                _finalize_session(conn, sid, summaries.get(sid))
-            mark_stale(conn, sessions)  # their totals in the stats (core.stats.refresh_pending)
+                whole = self.all_whole or sid in self.whole_sessions
+                _finalize_session(
+                    conn, sid, summaries.get(sid), None if whole else self.token_turns.get(sid, set())
+                )
+            # their totals in the stats (core.stats.refresh_pending), from where their facts changed
+            mark_since(conn, {sid: self._stats_reach(conn, sid) for sid in sessions})
             conn.execute("DELETE FROM derived_pending WHERE kind IN ('finalize', 'summaries')")
             # their signals next (`core.ingest`), or on the next run if this one is killed first
             conn.executemany(
@@ -719,7 +783,44 @@ class Ledger:
             raise
         self.summaries_added = False
         self.sessions.clear()
+        self.token_turns.clear()
+        self.whole_sessions.clear()
+        self.all_whole = False
+        self.stats_since.clear()
+        self._session_basis.clear()
+        self._turn_basis.clear()
         return sessions
+
+    def _stats_reach(self, conn: sqlite3.Connection, sid: str) -> int | None:
+        """The quarter hour from which the session's stats are summed again (None: all of them)."""
+        basis = self._session_basis.get(sid)
+        if self.all_whole or sid in self.whole_sessions or basis is None or sid not in self.stats_since:
+            return None  # left by a killed run, replayed, new, or changed in what is not a fact
+        row = conn.execute(
+            f"SELECT {', '.join(SESSION_COLUMNS)} FROM agent_sessions WHERE id = ?", (sid,)
+        ).fetchone()
+        if row is None or _stats_basis(SessionState.from_row(row)) != basis:
+            return None
+        return self.stats_since[sid]
+
+
+def _stats_basis(sess: SessionState) -> tuple[Any, ...]:
+    """What the stats read of a session besides its facts: a change there changes every sum."""
+    return (
+        sess.created_at,
+        sess.model,
+        sess.project,
+        sess.project_path,
+        sess.source,
+        sess.parent_session_id,
+        sess.is_subagent,
+    )
+
+
+TURN_TOKENS = (
+    "SELECT turn_id, CAST(total(input_tokens + output_tokens + cache_creation_tokens + cache_read_tokens) AS INTEGER) "
+    "FROM agent_usage WHERE session_id = ? AND turn_id IS NOT NULL"
+)
 
 
 def _summaries_by_session(conn: sqlite3.Connection) -> dict[str, str]:
@@ -735,7 +836,11 @@ def _summaries_by_session(conn: sqlite3.Connection) -> dict[str, str]:
     return out
 
 
-def _finalize_session(conn: sqlite3.Connection, sid: str, summary: str | None) -> None:
+def _finalize_session(
+    conn: sqlite3.Connection, sid: str, summary: str | None, token_turns: set[str] | None = None
+) -> None:
+    """A session's title, token totals, branch count and inherited project; the tokens of the
+    turns in `token_turns` (None: of every turn) summed again."""
     row = conn.execute(
         "SELECT first_prompt, project_path, parent_session_id FROM agent_sessions WHERE id = ?", (sid,)
     ).fetchone()
@@ -766,28 +871,31 @@ def _finalize_session(conn: sqlite3.Connection, sid: str, summary: str | None) -
     ).fetchone()
     # each turn's tokens, written only where they changed: rewriting every turn of a long session
     # made appending to it cost in proportion to the session rather than to what was appended
-    totals = dict(
-        conn.execute(
-            "SELECT turn_id, CAST(total(input_tokens + output_tokens + cache_creation_tokens + cache_read_tokens) AS INTEGER) "
-            "FROM agent_usage WHERE session_id = ? AND turn_id IS NOT NULL GROUP BY turn_id",
-            (sid,),
+    if token_turns is None:
+        totals = dict(conn.execute(f"{TURN_TOKENS} GROUP BY turn_id", (sid,)))
+        counts = conn.execute("SELECT id, token_count FROM agent_turns WHERE session_id = ?", (sid,))
+    else:
+        wanted = orjson.dumps(sorted(token_turns)).decode()
+        totals = dict(
+            conn.execute(
+                f"{TURN_TOKENS} AND turn_id IN (SELECT value FROM json_each(?)) GROUP BY turn_id",
+                (sid, wanted),
+            )
         )
-    )
+        counts = conn.execute(
+            "SELECT id, token_count FROM agent_turns WHERE id IN (SELECT value FROM json_each(?)) AND session_id = ?",
+            (wanted, sid),
+        )
     changed = [
-        (totals.get(turn_id, 0), turn_id)
-        for turn_id, count in conn.execute(
-            "SELECT id, token_count FROM agent_turns WHERE session_id = ?", (sid,)
-        )
-        if totals.get(turn_id, 0) != count
+        (totals.get(turn_id, 0), turn_id) for turn_id, count in counts if totals.get(turn_id, 0) != count
     ]
     if changed:
         conn.executemany("UPDATE agent_turns SET token_count = ? WHERE id = ?", changed)
-    branch_points = conn.execute(
-        "SELECT count(*) FROM agent_turns WHERE session_id = ? AND child_count >= 2", (sid,)
-    ).fetchone()[0]
-    roots = conn.execute(
-        "SELECT count(*) FROM agent_turns WHERE session_id = ? AND parent_turn_id IS NULL", (sid,)
-    ).fetchone()[0]
+    branch_points, roots = conn.execute(
+        "SELECT COALESCE(sum(child_count >= 2), 0), COALESCE(sum(parent_turn_id IS NULL), 0) FROM agent_turns "
+        "WHERE session_id = ?",
+        (sid,),
+    ).fetchone()
     if roots >= 2:
         branch_points += 1
     if not project_path and parent:
@@ -1002,6 +1110,7 @@ def replay(
     from threadloom.core.adapters import adapter_for
 
     if sessions is None:
+        ledger.all_whole = True
         for table in REPLAYED_TABLES + CHECKPOINTS:
             conn.execute(f"DELETE FROM {table}")
         conn.execute("UPDATE entries SET seq = NULL, turn_id = NULL, dup_of = NULL")
@@ -1015,6 +1124,7 @@ def replay(
         ]
     else:
         sessions = {s for s in sessions if s is not None}
+        ledger.whole_sessions |= sessions
         file_ids_set: set[int] = set()
         for sid in sessions:
             conn.execute("DELETE FROM agent_sessions WHERE id = ?", (sid,))

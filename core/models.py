@@ -298,6 +298,7 @@ class StatsPending(SQLModel, table=True):
 
     session_id: str = Field(primary_key=True)
     root_session_id: str | None = None  # set by the refresh: the main session it belongs to
+    since_bucket: int | None = None  # the quarter hour its rows are summed again from (None: all)
 
 
 # Secondary indexes are created after a bulk load (see core.db.create_indexes); listing them here

@@ -203,6 +203,7 @@ CREATE TABLE stats_messages (
 CREATE TABLE stats_pending (
 	session_id VARCHAR NOT NULL,
 	root_session_id VARCHAR,
+	since_bucket INTEGER,
 	PRIMARY KEY (session_id)
 );
 

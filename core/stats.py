@@ -41,9 +41,25 @@ STATS_VERSION = "3"
 STATS_VERSION_KEY = "stats_version"
 
 
+def quarter_hour(timestamp: int) -> int:
+    """A time's quarter hour, as SQLite's integer division gives it (towards zero)."""
+    return timestamp // BUCKET_MS if timestamp >= 0 else -(-timestamp // BUCKET_MS)
+
+
 def mark_stale(conn: sqlite3.Connection, sessions: Iterable[str]) -> None:
-    """Inside the caller's transaction: these sessions' totals are to be recomputed."""
-    conn.executemany("INSERT OR IGNORE INTO stats_pending (session_id) VALUES (?)", [(s,) for s in sessions])
+    """Inside the caller's transaction: these sessions' totals are to be recomputed, all of them."""
+    mark_since(conn, dict.fromkeys(sessions))
+
+
+def mark_since(conn: sqlite3.Connection, since: dict[str, int | None]) -> None:
+    """Inside the caller's transaction: each session's totals from a quarter hour on are to be
+    recomputed (None: all of them): where an append's facts fall, not the whole session."""
+    conn.executemany(
+        "INSERT INTO stats_pending (session_id, since_bucket) VALUES (?, ?) ON CONFLICT(session_id) DO UPDATE SET "
+        "since_bucket = CASE WHEN since_bucket IS NULL OR excluded.since_bucket IS NULL THEN NULL "
+        "ELSE min(since_bucket, excluded.since_bucket) END",
+        list(since.items()),
+    )
 
 
 # ------------------------------------------------------------------ keeping the sums
@@ -61,11 +77,12 @@ def refresh_pending(conn: sqlite3.Connection) -> int:
     sessions = [r[0] for r in conn.execute(PENDING)]
     if not sessions:
         return 0
-    changes = _new_changes(conn)
-    aider = _aider_changes(conn)
     roots = _roots(conn, sessions)
     conn.execute("BEGIN")
     try:
+        _whole_where_needed(conn, roots)
+        changes = _new_changes(conn)
+        aider = _aider_changes(conn)
         conn.execute(
             "DELETE FROM agent_file_changes WHERE session_id IN (SELECT session_id FROM stats_pending "
             "JOIN agent_sessions s ON s.id = session_id WHERE s.source = 'aider')"
@@ -75,7 +92,13 @@ def refresh_pending(conn: sqlite3.Connection) -> int:
             "lines_added, lines_removed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             changes + aider,
         )
-        conn.execute(f"DELETE FROM stats_rollup WHERE session_id IN ({PENDING})")
+        conn.execute(
+            "DELETE FROM stats_rollup WHERE session_id IN (SELECT session_id FROM stats_pending WHERE since_bucket IS NULL)"
+        )
+        conn.execute(
+            "DELETE FROM stats_rollup WHERE rowid IN (SELECT r.rowid FROM stats_pending p JOIN stats_rollup r "
+            "ON r.session_id = p.session_id WHERE p.since_bucket IS NOT NULL AND r.bucket >= p.since_bucket)"
+        )
         conn.executemany(
             "UPDATE stats_pending SET root_session_id = ? WHERE session_id = ?",
             [(r, s) for s, r in roots.items()],
@@ -87,6 +110,31 @@ def refresh_pending(conn: sqlite3.Connection) -> int:
         conn.execute("ROLLBACK")
         raise
     return len(sessions)
+
+
+def _whole_where_needed(conn: sqlite3.Connection, roots: dict[str, str]) -> None:
+    """Inside the refresh's transaction: sums from a quarter hour on only where what every row of
+    the session reads is unchanged: an Aider session (its changes are counted again whole), and a
+    session whose main session's project is not the one its rows were summed under, are summed
+    whole."""
+    partial = conn.execute(
+        "SELECT p.session_id, s.source FROM stats_pending p JOIN agent_sessions s ON s.id = p.session_id "
+        "WHERE p.since_bucket IS NOT NULL"
+    ).fetchall()
+    whole = []
+    for session_id, source in partial:
+        root = roots.get(session_id, session_id)
+        summed = conn.execute(
+            "SELECT project_path, project FROM stats_rollup WHERE session_id = ? LIMIT 1", (session_id,)
+        ).fetchone()
+        now = conn.execute(
+            "SELECT COALESCE(r.project_path, s.project_path, ''), COALESCE(r.project, s.project, '') "
+            "FROM agent_sessions s LEFT JOIN agent_sessions r ON r.id = ? WHERE s.id = ?",
+            (root, session_id),
+        ).fetchone()
+        if source == "aider" or summed is None or tuple(summed) != tuple(now):
+            whole.append((session_id,))
+    conn.executemany("UPDATE stats_pending SET since_bucket = NULL WHERE session_id = ?", whole)
 
 
 # One row per session, model and quarter hour of the marked sessions, from four kinds of fact:
@@ -109,22 +157,28 @@ FROM (
         0 AS messages, count(*) AS api, sum(u.input_tokens) AS inp, sum(u.output_tokens) AS outp,
         sum(u.cache_creation_tokens) AS cw, sum(u.cache_read_tokens) AS cr, sum(u.cost_usd) AS cost,
         sum(u.cost_usd IS NULL) AS unpriced, 0 AS calls, 0 AS failed, 0 AS added, 0 AS removed
-    FROM agent_usage u JOIN agent_sessions s ON s.id = u.session_id WHERE u.session_id IN ({PENDING})
+    FROM stats_pending p JOIN agent_usage u ON u.session_id = p.session_id JOIN agent_sessions s ON s.id = u.session_id
+    WHERE p.since_bucket IS NULL OR COALESCE(u.timestamp, s.created_at) / {BUCKET_MS} >= p.since_bucket
     GROUP BY 1, 2, 3
     UNION ALL
     SELECT COALESCE(NULLIF(m.bucket, -1), s.created_at / {BUCKET_MS}), m.session_id,
         COALESCE(NULLIF(m.model, ''), s.model, ''), m.messages, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0
-    FROM stats_messages m JOIN agent_sessions s ON s.id = m.session_id WHERE m.session_id IN ({PENDING})
+    FROM stats_pending p JOIN stats_messages m ON m.session_id = p.session_id JOIN agent_sessions s ON s.id = m.session_id
+    WHERE p.since_bucket IS NULL OR COALESCE(NULLIF(m.bucket, -1), s.created_at / {BUCKET_MS}) >= p.since_bucket
     UNION ALL
     SELECT COALESCE(c.started_at, s.created_at) / {BUCKET_MS}, c.session_id, COALESCE(t.model, s.model, ''),
         0, 0, 0, 0, 0, 0, NULL, 0, count(*), sum(c.status = 'failed'), 0, 0
-    FROM agent_tool_calls c JOIN agent_sessions s ON s.id = c.session_id LEFT JOIN agent_turns t ON t.id = c.turn_id
-    WHERE c.session_id IN ({PENDING}) GROUP BY 1, 2, 3
+    FROM stats_pending p JOIN agent_tool_calls c ON c.session_id = p.session_id JOIN agent_sessions s ON s.id = c.session_id
+    LEFT JOIN agent_turns t ON t.id = c.turn_id
+    WHERE p.since_bucket IS NULL OR COALESCE(c.started_at, s.created_at) / {BUCKET_MS} >= p.since_bucket
+    GROUP BY 1, 2, 3
     UNION ALL
     SELECT COALESCE(f.timestamp, s.created_at) / {BUCKET_MS}, f.session_id, COALESCE(t.model, s.model, ''),
         0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, sum(f.lines_added), sum(f.lines_removed)
-    FROM agent_file_changes f JOIN agent_sessions s ON s.id = f.session_id LEFT JOIN agent_turns t ON t.id = f.turn_id
-    WHERE f.session_id IN ({PENDING}) GROUP BY 1, 2, 3
+    FROM stats_pending p JOIN agent_file_changes f ON f.session_id = p.session_id JOIN agent_sessions s ON s.id = f.session_id
+    LEFT JOIN agent_turns t ON t.id = f.turn_id
+    WHERE p.since_bucket IS NULL OR COALESCE(f.timestamp, s.created_at) / {BUCKET_MS} >= p.since_bucket
+    GROUP BY 1, 2, 3
 ) x JOIN agent_sessions s ON s.id = x.session_id JOIN stats_pending p ON p.session_id = x.session_id
 LEFT JOIN agent_sessions r ON r.id = p.root_session_id
 GROUP BY x.bucket, x.session_id, x.model
@@ -176,7 +230,9 @@ def _new_changes(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
         "SELECT c.session_id, c.id, c.tool_name, c.params_json, c.entry_id, c.result_entry_id, c.turn_id, "
         "COALESCE(c.completed_at, c.started_at) AS at, s.source FROM agent_tool_calls c "
         "JOIN agent_sessions s ON s.id = c.session_id "
-        f"WHERE c.session_id IN ({PENDING}) AND c.status = 'completed' "
+        "JOIN stats_pending p ON p.session_id = c.session_id "
+        f"WHERE (p.since_bucket IS NULL OR COALESCE(c.completed_at, c.started_at) / {BUCKET_MS} >= p.since_bucket) "
+        "AND c.status = 'completed' "
         "AND (c.tool_name IN (SELECT value FROM json_each(?)) OR c.params_json LIKE '%*** Begin Patch%') "
         "AND NOT EXISTS (SELECT 1 FROM agent_file_changes f WHERE f.session_id = c.session_id AND f.call_id = c.id)",
         (orjson.dumps(EDIT_TOOLS).decode(),),
