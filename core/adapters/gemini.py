@@ -8,7 +8,11 @@ Eras read here:
     id completes that message: tool results, tokens), `{"$set": …}` metadata updates (`messages`
     there replaces the whole history) and `{"$rewindTo": id}`, which drops that message and all
     after it; the next message then branches from what is left, as a Claude rewind does;
-  * subagents in `chats/<parentSessionId>/<sessionId>.jsonl`.
+  * subagents in `chats/<parentSessionId>/<sessionId>.jsonl`, and in the JSON era
+    `chats/<parentSessionId>/<sessionId>.json` (`"kind": "subagent"`): linked to the session of the
+    folder's name. `chats/skill-extraction-<run>/` holds the chats of Gemini CLI's own background
+    skill-extraction agent, which no session of the user's started: each is a session of its own
+    (agent type "skill-extraction"), not a subagent of a session that does not exist.
 
 Messages keep their own ids (`<session>:<message id>`), so the JSONL copy that a resumed legacy
 session gets is recognised as a copy of the `.json` it came from. Project paths come from
@@ -69,6 +73,8 @@ NOTICE_TYPES = frozenset({"info", "error", "warning"})
 DOC_ARRAYS = frozenset({"messages", "history"})
 STATUS = {"success": "completed", "error": "failed", "cancelled": "interrupted", "canceled": "interrupted"}
 SESSION_NAME = re.compile(r"^session-.*\.jsonl?$")
+# the folder of the chats Gemini CLI's background skill-extraction agent records (its run's id)
+SKILL_EXTRACTION = "skill-extraction-"
 
 
 def gemini_dir() -> Path:
@@ -140,8 +146,10 @@ class GeminiAdapter(Adapter):
         if chats is not None:
             if SESSION_NAME.match(name):
                 return True
-            if jsonl and chats == len(path.parts) - 3:
-                return True  # chats/<parent session>/<session>.jsonl
+            if chats == len(path.parts) - 3:
+                # chats/<parent session>/<session>.jsonl; a `.json` there (the JSON era) is looked
+                # at, as only a chat recording is taken
+                return jsonl or looks_like_gemini(head_of(path, SNIFF_BYTES), False)
         # never open other tools' files on a walk: Claude Code's own, or any JSON document (a
         # legacy session elsewhere is known by its name); a subagent's `<uuid>.jsonl` outside a
         # `chats` folder is looked at
@@ -266,7 +274,13 @@ class GeminiAdapter(Adapter):
         st = ctx.state
         sid = self._sid(ctx)
         info = SessionInfo(source=AGENT, external_id=sid, project_key=ctx.project_key)
-        if st["parent"] or st["meta"].get("kind") == "subagent":
+        parent = st["parent"]
+        if parent and parent.startswith(SKILL_EXTRACTION):
+            # a background run of Gemini CLI's own, started by no session: shown as a session
+            info.agent_type = "skill-extraction"
+            info.agent_id = parent
+            return info
+        if parent or st["meta"].get("kind") == "subagent":
             info.kind = "subagent"
             info.is_subagent = 1
             info.parent_session_id = st["parent"]

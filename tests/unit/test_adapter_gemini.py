@@ -356,6 +356,58 @@ def test_subagent_session_and_hashed_project_dir(conn, gemini, tmp_path):
     )
 
 
+def test_json_era_subagent_and_skill_extraction_chats(conn, gemini):
+    """Gemini CLI 2026 backups keep subagent chats as JSON documents in `chats/<parent id>/` (marked
+    `"kind": "subagent"`) and its background skill-extraction agent's chats in
+    `chats/skill-extraction-<run>/`: both are read, the first linked to its parent session, the
+    second a session of its own (no session of the user's started it)."""
+    folder = chats(gemini)
+    write_legacy(folder / "session-2026-01-16T18-34-5f0e2a8c.json", legacy_doc(legacy_messages()))
+    child = "9d8c7b6a-0000-4000-8000-000000000002"
+    sub = write_legacy(
+        folder / SID / f"{child}.json",
+        {
+            **legacy_doc([user("c1", "find the failing test"), reply("c2", "test_cart fails")]),
+            "sessionId": child,
+            "kind": "subagent",
+            "directories": [PROJECT],
+        },
+    )
+    run = "skill-extraction-1a2b3c4d"
+    skills = write_legacy(
+        folder / run / "e0e0e0e0-0000-4000-8000-000000000003.json",
+        {
+            **legacy_doc(
+                [user("s1", "Extract reusable skills from the provided sessions."), reply("s2", "none")]
+            ),
+            "sessionId": "e0e0e0e0-0000-4000-8000-000000000003",
+            "kind": "subagent",
+        },
+    )
+    (folder / SID / "notes.json").write_text('{"not": "a chat"}')  # another file there: left alone
+    ingest(conn, gemini)
+    agents = dict(conn.execute("SELECT path, agent FROM source_files"))
+    assert agents[str(sub.resolve())] == agents[str(skills.resolve())] == "gemini"
+    assert str((folder / SID / "notes.json").resolve()) not in agents
+    c = session(conn, child)
+    assert (c["kind"], c["is_subagent"], c["parent_session_id"], c["project_path"]) == (
+        "subagent",
+        1,
+        SID,
+        PROJECT,
+    )
+    assert [x for _, x in visible(conn, child)] == ["find the failing test", "test_cart fails"]
+    s = session(conn, "e0e0e0e0-0000-4000-8000-000000000003")
+    assert (s["is_subagent"], s["parent_session_id"], s["agent_type"], s["agent_id"]) == (
+        0,
+        None,
+        "skill-extraction",
+        run,
+    )
+    assert s["message_count"] == 2 and s["project_path"] == PROJECT
+    assert round_trips(conn, sub) and round_trips(conn, skills)
+
+
 def test_detection_of_gemini_files_by_content(tmp_path, conn):
     folder = tmp_path / "loose"
     write_jsonl(folder / "exported.jsonl", [meta(), user("u1", "hi")])
