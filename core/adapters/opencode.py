@@ -13,18 +13,26 @@ Both hold the same three kinds of objects, read the same way here:
 
 `OpenCodeStorageAdapter` ("document" mode) reads `storage/{session,message,part}/…/*.json`, one
 record for the object's exact JSON and one for the bytes after it; the older layout
-`storage/session/{info,message,part}/…` too. Files are yielded session by session, each message
-followed by its parts, so turns build in order. A part file that does not say its session or role
-is looked up in the message file it belongs to.
+`storage/session/{info,message,part}/…` too, which early releases kept per project in
+`<data>/project/<name>/storage/` (found there by default). Files are yielded session by session,
+each message followed by its parts, so turns build in order. A part file that does not say its
+session or role is looked up in the message file it belongs to.
 
-`OpenCodeDbAdapter` ("database" mode) reads `opencode.db` (see `shared.open_sqlite`): per session
-its row (rendered as JSON), then per message a key record (`{"$row": "message", …columns}`)
+`OpenCodeDbAdapter` ("database" mode) reads `opencode.db` and the per-channel databases of 2026
+releases (`opencode-stable.db`, `opencode-<channel>.db`) beside it (see `shared.open_sqlite`): per
+session its row (rendered as JSON), then per message a key record (`{"$row": "message", …columns}`)
 followed by the exact bytes of its `data`, then the same for each of its parts.
+
+Both are found under a `--source` folder at any depth (a home folder, `.local/share`, the data
+folder itself): what is skipped on the way is decided by the folder a name sits in (a storage
+tree's own `share/` or `project/` index, the data folder's `snapshot/` git stores), never by a
+name alone, so `.local/share` and `<data>/project` are walked.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,6 +95,22 @@ PART_TYPES = frozenset(
     }
 )
 TOOL_STATUS = {"completed": "completed", "success": "completed", "error": "failed"}
+# the database file names OpenCode writes: `opencode.db`, and `opencode-<channel>.db` since 2026
+DB_NAME = re.compile(r"^opencode(?:-[A-Za-z0-9._]+)?\.db$")
+# folders a walk leaves out, by the folder they sit in: what a storage tree keeps besides sessions
+# (`project/<id>.json`, shares, diffs, todos), and the data folder's git snapshots, logs and binaries
+PRUNED_IN = {
+    "storage": frozenset({"snapshot", "session_diff", "todo", "project", "share"}),
+    "opencode": frozenset({"snapshot", "log", "bin", "tool-output"}),
+}
+PRUNED = frozenset({".git", "node_modules"})
+
+
+def kept_folders(dirpath: str, dirnames: list[str], data: bool = False) -> list[str]:
+    """The subfolders of `dirpath` a walk for OpenCode's files goes into, sorted (`data`: it is a
+    data folder, whatever its name)."""
+    pruned = PRUNED | PRUNED_IN.get("opencode" if data else os.path.basename(dirpath), frozenset())
+    return sorted(d for d in dirnames if d not in pruned)
 
 
 def opencode_data_dir() -> Path:
@@ -297,7 +321,15 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
         self._missing: dict[str, set[str]] = {}
 
     def default_roots(self) -> list[Path]:
-        return [opencode_data_dir() / "storage"]
+        """`<data>/storage`, and each `<data>/project/<name>/storage` of the first releases."""
+        data = opencode_data_dir()
+        roots = [data / "storage"]
+        try:
+            projects = sorted(e.name for e in os.scandir(data / "project") if e.is_dir(follow_symlinks=False))
+        except OSError:
+            projects = []
+        roots += [data / "project" / name / "storage" for name in projects]
+        return roots
 
     def claims(self, path: Path, explicit: bool = False) -> bool:
         if not path.name.endswith(".json"):
@@ -321,16 +353,15 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
             return
         if not root.is_dir():
             return
-        if (root / "storage").is_dir():
-            root = root / "storage"
+        # a data folder (it holds `storage/`): walked whole, for the `project/<name>/storage` of
+        # the first releases beside it
+        data = str(root) if (root / "storage").is_dir() else None
         sessions: list[Path] = []
         messages: list[Path] = []
         parts: dict[str, list[Path]] = {}
         loose: list[Path] = []
         for dirpath, dirnames, filenames in walk(root):
-            dirnames[:] = sorted(
-                d for d in dirnames if d not in ("snapshot", "session_diff", "todo", "project", "share")
-            )
+            dirnames[:] = kept_folders(dirpath, dirnames, dirpath == data)
             for fname in sorted(filenames):
                 path = Path(dirpath) / fname
                 if not self.claims(path):
@@ -443,12 +474,34 @@ class OpenCodeDbAdapter(SqliteSource, OpenCodeCommands):
     mode = "database"
 
     def default_roots(self) -> list[Path]:
-        return [opencode_data_dir() / "opencode.db"]
+        """Every `opencode*.db` in the data folder (`opencode.db` when there is none yet)."""
+        data = opencode_data_dir()
+        try:
+            found = sorted(data / e.name for e in os.scandir(data) if DB_NAME.match(e.name) and e.is_file())
+        except OSError:
+            found = []
+        return found or [data / "opencode.db"]
 
     def claims(self, path: Path, explicit: bool = False) -> bool:
-        if path.name != "opencode.db" and not (explicit and path.suffix == ".db"):
+        if not DB_NAME.match(path.name) and not (explicit and path.suffix == ".db"):
             return False
         return {"session", "message", "part"} <= sqlite_tables(path)
+
+    def discover(self, root: Path) -> Iterator[SourceRef]:
+        """The database named, or each `opencode*.db` under a folder at any depth."""
+        if root.is_file():
+            if self.claims(root, explicit=True):
+                yield SourceRef(root, self.name, "database", root.parent.name)
+            return
+        if not root.is_dir():
+            return
+        for dirpath, dirnames, filenames in walk(root):
+            dirnames[:] = kept_folders(dirpath, dirnames)
+            for fname in sorted(filenames):
+                if DB_NAME.match(fname):
+                    path = Path(dirpath) / fname
+                    if self.claims(path):
+                        yield SourceRef(path, self.name, "database", path.parent.name)
 
     def read_rows(self, path: Path) -> list[RawRecord]:
         sink = RowSink()

@@ -16,6 +16,7 @@ from tests.conftest import CORPUS, ingest
 
 SID = "ses_4f2a1c9e8b7dFFFFa1b2c3d4e5"
 CHILD = "ses_4f2a1c9e8b7dCCCCa1b2c3d4e5"
+OLD = "ses_44234b4aeffe6EUGUjiyzSIEZV"
 
 
 def session_obj(sid: str = SID, parent: str | None = None, title: str = "Fix the cart") -> dict:
@@ -285,6 +286,67 @@ def test_explicit_and_default_roots(tmp_path, monkeypatch):
     path = write_json(tmp_path / "loose" / "message" / SID / "msg_01.json", message("msg_01", "user"))
     assert ADAPTERS["opencode"].claims(path, explicit=True)
     assert not ADAPTERS["gemini"].claims(path, explicit=True)
+
+
+def write_old_project_layout(data: Path, project: str = "global") -> Path:
+    """The first releases' layout, as a 2026 home-folder backup still holds it:
+    `<data>/project/<name>/storage/session/{info,message,part}` (session files without a
+    directory or project id, parts without their session)."""
+    storage = data / "project" / project / "storage"
+    old = {"id": OLD, "version": "0.5.28", "title": "How are you", "time": {"created": 1768415775570}}
+    write_json(storage / "session" / "info" / f"{OLD}.json", old)
+    write_json(
+        storage / "session" / "message" / OLD / "msg_91.json",
+        {"id": "msg_91", "role": "user", "sessionID": OLD, "time": {"created": 1768415775583}},
+    )
+    write_json(
+        storage / "session" / "part" / OLD / "msg_91" / "prt_91.json",
+        {"id": "prt_91", "type": "text", "text": "How are you", "messageID": "msg_91"},
+    )
+    (storage / "migration").write_text("1")
+    return storage
+
+
+def test_channel_database_and_project_storage_by_default(conn, tmp_path, monkeypatch):
+    """2026 releases write `opencode-<channel>.db`; the first ones kept sessions in
+    `project/<name>/storage`: both are among the default roots and read from there."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    data = tmp_path / "xdg" / "opencode"
+    data.mkdir(parents=True)
+    make_db(data / "opencode-stable.db").close()
+    old = write_old_project_layout(data)
+    (data / "opencode-stable.db-shm").write_bytes(b"\0" * 16)  # a side file, never a database
+    assert ADAPTERS["opencode-db"].default_roots() == [data / "opencode-stable.db"]
+    assert ADAPTERS["opencode"].default_roots() == [data / "storage", old]
+    roots = ADAPTERS["opencode"].default_roots() + ADAPTERS["opencode-db"].default_roots()
+    run_ingest(conn, [r for r in roots if r.exists()], include_defaults=False, remember=False)
+    check_conversation(conn)
+    assert shown(conn, OLD)[0] == ("user", "How are you")
+    agents = {Path(p).name: a for p, a in conn.execute("SELECT path, agent FROM source_files")}
+    assert agents["opencode-stable.db"] == "opencode-db"
+    assert agents[f"{OLD}.json"] == "opencode"
+
+
+@pytest.mark.parametrize("level", ["home", ".local", ".local/share", ".local/share/opencode"])
+def test_a_source_folder_at_any_level_above_the_data(conn, tmp_path, level):
+    """`--source ~` (or `.local`, `.local/share`) finds OpenCode's database and storage: no folder is
+    skipped for its name alone (`share` is a storage tree's own index only inside `storage/`)."""
+    home = tmp_path / "home"
+    data = home / ".local" / "share" / "opencode"
+    write_storage(data / "storage")
+    write_json(data / "storage" / "share" / f"{SID}.json", {"id": SID, "url": "https://x"})
+    write_json(data / "storage" / "project" / "a1b2c3.json", {"id": "a1b2c3", "worktree": "/home/dev"})
+    write_old_project_layout(data, "older")
+    (data / "snapshot" / "a1b2c3" / "objects").mkdir(parents=True)
+    (data / "snapshot" / "a1b2c3" / "objects" / "message.json").write_text('{"id": "x", "type": "blob"}')
+    make_db(data / "opencode-beta.db").close()
+    ingest(conn, home if level == "home" else home / level)
+    check_conversation(conn)
+    files = {
+        Path(p).relative_to(data).parts[0]: a for p, a in conn.execute("SELECT path, agent FROM source_files")
+    }
+    assert files == {"storage": "opencode", "project": "opencode", "opencode-beta.db": "opencode-db"}
+    assert shown(conn, OLD)[-1] == ("user", "How are you")
 
 
 # ---------------------------------------------------------------------- corpus
