@@ -745,15 +745,26 @@ def _agent_store_rows(conn: sqlite3.Connection) -> list[tuple[bytes, bytes | Non
 # ---------------------------------------------------------------------- cursor-agent transcripts
 
 
+# content blocks of cursor-agent's messages: transcripts use Anthropic's names (`tool_use`,
+# `tool_result` with `tool_use_id`, `thinking`); the chat stores' blobs use the AI SDK's (`tool-call`
+# with `toolCallId`/`toolName`/`args`, `tool-result` with `toolCallId`/`result`, `reasoning`), and
+# newer SDK versions `input` and `output` in place of `args` and `result`
+CALL_BLOCKS = frozenset({"tool_use", "tool_call", "tool-call"})
+RESULT_BLOCKS = frozenset({"tool_result", "tool-result"})
+THINKING_BLOCKS = frozenset({"thinking", "reasoning", "redacted_thinking", "redacted-reasoning"})
+NOT_TEXT = CALL_BLOCKS | RESULT_BLOCKS | THINKING_BLOCKS
+
+
 def _agent_message(out: Record, obj: dict[str, Any], st: dict[str, Any]) -> None:
     """A `{role, message: {content}}` line or blob: text, thinking, tool calls, tool results."""
     role = as_str(obj.get("role"))
     inner = obj.get("message")
     message: dict[str, Any] = inner if isinstance(inner, dict) else obj
     content = message.get("content")
-    out.role = role
+    # the chat stores' `tool` messages carry results back to the model, as Claude's user records do
+    out.role = "user" if role == "tool" else role
     out.entry_type = role or out.entry_type
-    out.known = role in ("user", "assistant", "system")
+    out.known = role in ("user", "assistant", "system", "tool")
     out.model = as_str(obj.get("model"))
     texts: list[str] = []
     thinking: list[str] = []
@@ -770,20 +781,23 @@ def _agent_message(out: Record, obj: dict[str, Any], st: dict[str, Any]) -> None
         if not isinstance(block, dict):
             continue
         btype = block.get("type")
-        if btype == "text" or (
-            btype not in ("thinking", "tool_use", "tool_call", "tool_result", "tool-result")
-            and isinstance(block.get("text"), str)
-        ):
+        if btype == "text" or (btype not in NOT_TEXT and isinstance(block.get("text"), str)):
             texts.append(as_str(block.get("text")) or "")
-        elif btype == "thinking":
-            thinking.append(as_str(block.get("thinking")) or as_str(block.get("text")) or "")
-        elif btype in ("tool_use", "tool_call"):
-            call_id = as_str(block.get("id")) or f"{out.uuid}:{number}"
-            params = wrapped_params(block.get("input"), "input")
+        elif btype in THINKING_BLOCKS:
+            thinking.append(
+                as_str(block.get("thinking"))
+                or as_str(block.get("text"))
+                or as_str(block.get("reasoning"))
+                or ""
+            )
+        elif btype in CALL_BLOCKS:
+            call_id = as_str(block.get("toolCallId")) or as_str(block.get("id")) or f"{out.uuid}:{number}"
+            raw_input = block["args"] if "args" in block else block.get("input")
+            params = wrapped_params(raw_input, "input")
             out.tool_uses.append(
                 ToolUse(
                     call_id,
-                    as_str(block.get("name")) or "?",
+                    as_str(block.get("toolName")) or as_str(block.get("name")) or "?",
                     json_text(params),
                     number,
                     as_str(params.get("description")),
@@ -791,16 +805,21 @@ def _agent_message(out: Record, obj: dict[str, Any], st: dict[str, Any]) -> None
                 )
             )
             pending.append(call_id)
-        elif btype in ("tool_result", "tool-result"):
-            # transcripts give results an id their calls never had: match them to the oldest open call
-            wanted = as_str(block.get("tool_use_id"))
-            result_id = wanted if wanted in pending else (pending[0] if pending else wanted)
+        elif btype in RESULT_BLOCKS:
+            named = as_str(block.get("toolCallId"))
+            if named is not None:  # the chat stores name the call they answer
+                result_id: str | None = named
+            else:
+                # transcripts give results an id their calls never had: matched to the oldest open call
+                wanted = as_str(block.get("tool_use_id"))
+                result_id = wanted if wanted in pending else (pending[0] if pending else wanted)
             if result_id:
                 if result_id in pending:
                     pending.remove(result_id)
-                body = block.get("content")
+                body = _result_body(block)
+                failed = block.get("is_error") or block.get("isError")
                 out.tool_results.append(
-                    ToolResult(result_id, json_text(body), "failed" if block.get("is_error") else "completed")
+                    ToolResult(result_id, json_text(body), "failed" if failed else "completed")
                 )
                 results.append(_block_text(body))
     text = "\n".join(t for t in texts if t)
@@ -815,6 +834,18 @@ def _agent_message(out: Record, obj: dict[str, Any], st: dict[str, Any]) -> None
     elif results:
         out.tool_text = "\n".join(r for r in results if r) or None
     out.is_message = bool(out.content or out.thinking or out.tool_uses or out.tool_results)
+
+
+def _result_body(block: dict[str, Any]) -> Any:
+    """What a result block says: `content` (transcripts), `result` or `output` (the AI SDK's; a newer
+    `output` is `{type: "text" | "json" | …, value}`)."""
+    for key in ("content", "result", "output"):
+        if key in block:
+            body = block[key]
+            if key == "output" and isinstance(body, dict) and "value" in body and "type" in body:
+                return body["value"]
+            return body
+    return None
 
 
 def _block_text(body: Any) -> str:

@@ -401,6 +401,84 @@ def test_cursor_agent_store_db(conn, tmp_path):
     assert b"\x0a\x02\xaa\xbb" in {bytes(r[0]) for r in conn.execute("SELECT raw FROM entries")}
 
 
+def test_cursor_agent_store_db_tool_calls_results_and_reasoning(conn, tmp_path):
+    """A chat store's message blobs use the AI SDK's blocks: `tool-call` (`toolCallId`, `toolName`,
+    `args`), a `tool` message of `tool-result` blocks (`toolCallId`, `result`, Cursor's own
+    `providerOptions`), and `reasoning`: calls joined to their results, reasoning as thinking."""
+    chat = tmp_path / ".cursor" / "chats" / "46d408964d3ec2a21d9a23d01b13d82c" / "agent-2"
+    chat.mkdir(parents=True)
+    store = sqlite3.connect(chat / "store.db")
+    store.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+    store.execute("CREATE TABLE blobs (id TEXT PRIMARY KEY, data BLOB)")
+    meta = {"agentId": "agent-2", "name": "Fix tests", "createdAt": 1775522590321, "latestRootBlobId": "ff"}
+    store.execute("INSERT INTO meta VALUES ('0', ?)", (dumps(meta).encode().hex(),))
+    call = {
+        "type": "tool-call",
+        "toolCallId": "toolu_01",
+        "toolName": "Shell",
+        "args": {"command": "pytest -q"},
+    }
+    read = {"type": "tool-call", "toolCallId": "toolu_02", "toolName": "Read", "input": {"path": "a.py"}}
+    blobs = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": [{"type": "text", "text": "<user_query>\nfix the tests\n</user_query>"}]},
+        {
+            "role": "assistant",
+            "id": "m1",
+            "content": [
+                {"type": "reasoning", "text": "Run the suite first.", "providerOptions": {"cursor": {}}},
+                {"type": "text", "text": "Running the tests."},
+                call,
+                read,
+            ],
+        },
+        {
+            "role": "tool",
+            "id": "m2",
+            "content": [
+                {
+                    "type": "tool-result",
+                    "toolCallId": "toolu_01",
+                    "toolName": "Shell",
+                    "result": "1 failed",
+                    "isError": True,
+                    "providerOptions": {"cursor": {"highLevelToolCallResult": {"exitCode": 1}}},
+                },
+                {
+                    "type": "tool-result",
+                    "toolCallId": "toolu_02",
+                    "toolName": "Read",
+                    "output": {"type": "text", "value": "def total(): ..."},
+                },
+            ],
+        },
+        {"role": "assistant", "id": "m3", "content": [{"type": "text", "text": "Fixed the total."}]},
+    ]
+    store.executemany(
+        "INSERT INTO blobs VALUES (?, ?)", [(f"b{i}", dumps(b).encode()) for i, b in enumerate(blobs)]
+    )
+    store.commit()
+    store.close()
+    ingest(conn, tmp_path / ".cursor")
+    calls = conn.execute(
+        "SELECT id, tool_name, status, params_json, result_json FROM agent_tool_calls "
+        "WHERE session_id = 'agent-2' ORDER BY id"
+    ).fetchall()
+    assert [(c[0], c[1], c[2]) for c in calls] == [
+        ("toolu_01", "Shell", "failed"),
+        ("toolu_02", "Read", "completed"),
+    ]
+    assert json.loads(calls[0][3]) == {"command": "pytest -q"} and json.loads(calls[0][4]) == "1 failed"
+    assert json.loads(calls[1][3]) == {"path": "a.py"} and json.loads(calls[1][4]) == "def total(): ..."
+    rows = conn.execute(
+        "SELECT role, content, thinking FROM entries WHERE session_id = 'agent-2' AND seq IS NOT NULL ORDER BY seq"
+    ).fetchall()
+    assert ("assistant", "Running the tests.", "Run the suite first.") in rows
+    assert all("Run the suite first." not in (content or "") for _, content, _ in rows)
+    s = session(conn, "agent-2")
+    assert (s["turn_count"], s["tool_call_count"]) == (1, 2)
+
+
 def transcript_lines() -> list[dict]:
     return [
         {
