@@ -380,6 +380,7 @@ class ClineAdapter(Adapter):
             sidecar=False,
             cwd=None,
             started=False,
+            ui_seen=False,
         )
         if kind == "api":
             # looked at once per read of the file, never cached: the ui file may appear later
@@ -458,7 +459,11 @@ class ClineAdapter(Adapter):
         if isinstance(info, dict):
             out.model = as_str(info.get("modelId"))
         text = as_str(m.get("text")) or ""
-        if name in PROMPT_SAYS:
+        # a task opens with the person's prompt: `say: "task"`, or `say: "text"` as Cline, Roo and
+        # Kilo write it (`startTask`): the first message of the file is that prompt, not a reply
+        opening = not st["ui_seen"] and mtype == "say" and name == "text"
+        st["ui_seen"] = True
+        if name in PROMPT_SAYS or opening:
             out.role = "user"
             out.is_message = True
             images = as_list(m.get("images"))

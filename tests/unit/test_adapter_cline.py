@@ -360,6 +360,35 @@ def test_roo_task_subtask_condense_and_openai_usage(conn, tmp_path):
     assert {r[0] for r in conn.execute("SELECT DISTINCT agent FROM source_files")} == {"roo-code"}
 
 
+def test_a_task_opened_with_say_text_starts_with_its_prompt(conn, tmp_path):
+    """Cline (and Roo, Kilo) open a task with `say: "text"` holding the person's prompt, not
+    `say: "task"`: that first message is the task (a prompt, and the title), and the `text`
+    messages after it are the model's."""
+    model = {"providerId": "anthropic", "modelId": "claude-sonnet-4-5", "mode": "act"}
+    folder = task_folder(
+        tmp_path,
+        ui=[
+            say(1000, "text", "make the cart total round to cents", images=[], files=[]),
+            api_req(1001, 900, 40),
+            say(1002, "text", "I'll look at cart.py.", modelInfo=model, partial=False),
+            say(1003, "completion_result", "Rounded."),
+            ask(1004, "completion_result", ""),
+            say(1005, "user_feedback", "and add a test"),
+            say(1006, "text", "Added one.", modelInfo=model),
+        ],
+    )
+    ingest(conn, storage(tmp_path))
+    assert shown(conn, TASK)[:3] == [
+        ("user", "make the cart total round to cents"),
+        ("assistant", "I'll look at cart.py."),
+        ("assistant", "Rounded."),
+    ]
+    s = session(conn, TASK)
+    assert (s["title"], s["turn_count"]) == ("make the cart total round to cents", 2)
+    assert s["first_prompt"] == "make the cart total round to cents"
+    assert round_trips(conn, folder / "ui_messages.json")
+
+
 def test_cline_task_history_gives_the_working_folder(conn, tmp_path):
     task_folder(tmp_path, ui=[say(1, "task", "hello"), say(2, "text", "hi")])
     write(
