@@ -10,7 +10,9 @@ for byte. What the lines mean is decided by blocks:
     system message per group; a `> Tokens: … sent, … received` line carries that request's usage
     (`sent` includes the cache, which is split out when the line names it);
   * other lines are the model's reply, one message per block (code fences keep `#### ` and `> `
-    lines inside a reply).
+    lines inside a reply); what a reasoning model thought is written in it between
+    `<thinking-content-<hash>>` and `</thinking-content-<hash>>` (aider 0.86): the reply's
+    thinking, not its text.
 The first line of a block looks ahead in the file for the rest of its block (the file is re-read
 once per ingest), and an append read on its own first replays its session from the header.
 
@@ -91,6 +93,10 @@ TOKEN_PART = re.compile(r"([\d.,]+)([kKmM]?) (sent|cache write|cache hit|cached)
 RECEIVED = re.compile(r"([\d.,]+)([kKmM]?)$")
 MODEL = re.compile(r"^(?:Main model|Models?|Model): ([\w./@:+-]+)")  # "⚡" after a name marks prompt caching
 VERSION = re.compile(r"^Aider v(\S+)")
+# aider's reasoning tag (reasoning_tags.py: "thinking-content-" and a fixed hash) around what the model
+# thought; a reply cut short may lack the closing tag, and one whose opening was lost has only it
+REASONING_OPEN = re.compile(r"<(thinking-content-[0-9a-f]+)>")
+REASONING_CLOSE = re.compile(r"</thinking-content-[0-9a-f]+>")
 
 
 def looks_like_aider(head: bytes) -> bool:
@@ -228,6 +234,9 @@ class AiderAdapter(Adapter):
         elif kind == "reply":
             out.role = "assistant"
             out.model = st["model"]
+            out.thinking, text = split_reasoning(body)
+            out.content = text or None
+            out.is_message = bool(text or out.thinking)
         else:
             out.role = "system"
         return out
@@ -264,6 +273,35 @@ class AiderAdapter(Adapter):
         if usage is not None:
             out.usage = usage
             out.model = st["model"]
+
+
+def split_reasoning(body: str) -> tuple[str | None, str]:
+    """(thinking, text) of a reply: what its reasoning tags enclose, and the rest. A reply cut off
+    before the closing tag is all thinking after the opening one; a closing tag alone ends the
+    thinking that came before it (as aider's own `remove_reasoning_content` reads it)."""
+    thoughts: list[str] = []
+    rest: list[str] = []
+    pos = 0
+    while True:
+        opening = REASONING_OPEN.search(body, pos)
+        if opening is None:
+            tail = body[pos:]
+            if not thoughts and not rest:
+                closing = REASONING_CLOSE.search(tail)
+                if closing is not None:
+                    thoughts.append(tail[: closing.start()])
+                    tail = tail[closing.end() :]
+            rest.append(tail)
+            break
+        rest.append(body[pos : opening.start()])
+        end = body.find(f"</{opening.group(1)}>", opening.end())
+        if end < 0:
+            thoughts.append(body[opening.end() :])
+            break
+        thoughts.append(body[opening.end() : end])
+        pos = end + len(opening.group(1)) + 3
+    thinking = "\n\n".join(t.strip() for t in thoughts if t.strip())
+    return thinking or None, "".join(rest).strip()
 
 
 def _number(value: str, suffix: str) -> int:

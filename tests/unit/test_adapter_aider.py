@@ -129,6 +129,58 @@ def test_sessions_prompts_replies_commands_and_tokens(conn, tmp_path):
     assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == path.read_bytes().count(b"\n")
 
 
+TAG = "thinking-content-7bbeb8e1441453ad999a0bbba8a46d4b"  # aider's reasoning_tags.REASONING_TAG
+
+REASONING = f"""
+# aider chat started at 2026-06-18 16:13:30
+
+> Aider v0.86.2  
+> Model: openrouter/inclusionai/ring-2.6-1t with ask edit format  
+
+#### review the README  
+
+<{TAG}>
+
+
+
+The user wants a review. I should read the README first.
+
+</{TAG}>
+
+The README is clear; two sections need examples.
+
+> Tokens: 343 sent, 271 received. Cost: $0.00020 message, $0.00020 session.  
+
+#### and the tests?  
+
+<{TAG}>
+
+Thinking about the tests, cut off before the end
+"""
+
+
+def test_reasoning_markers_are_thinking_not_text(conn, tmp_path):
+    """aider 0.86 writes a reasoning model's thoughts into the history between its
+    `<thinking-content-…>` tags: they are the reply's thinking, its text is what follows; a reply
+    cut off inside them is all thinking."""
+    history(tmp_path / "proj", REASONING)
+    ingest(conn, tmp_path)
+    sid = [k for k, v in sessions(conn).items() if v["message_count"]][0]
+    rows = conn.execute(
+        "SELECT role, content, thinking FROM entries WHERE session_id = ? AND role = 'assistant' ORDER BY seq",
+        (sid,),
+    ).fetchall()
+    assert rows == [
+        (
+            "assistant",
+            "The README is clear; two sections need examples.",
+            "The user wants a review. I should read the README first.",
+        ),
+        ("assistant", None, "Thinking about the tests, cut off before the end"),
+    ]
+    assert all(TAG not in (content or "") + (thinking or "") for _, content, thinking in rows)
+
+
 def test_appended_lines_continue_their_session(conn, tmp_path):
     text = PREAMBLE + SESSION_1 + SESSION_2
     path = tmp_path / "proj" / ".aider.chat.history.md"
