@@ -471,6 +471,12 @@ def claude_restore_step(conn: sqlite3.Connection, sid: str, cwd: str | None) -> 
         return None
     files = _own_files(conn, sid)
     main = next((path for path, _, is_main in files if is_main), None)
+    if _qwen_transcript(conn, sid):
+        raise ForkError(
+            f"{sid} is a Qwen Code transcript that an earlier threadloom read as Claude Code's: it is "
+            "not restored into Claude Code's projects (`threadloom ingest --rebuild` reads the archive "
+            "again without it)"
+        )
     project = claude_project_dir(folder, main, [])
     expected = project / f"{sid}.jsonl"
     if os.path.lexists(expected):
@@ -481,6 +487,17 @@ def claude_restore_step(conn: sqlite3.Connection, sid: str, cwd: str | None) -> 
         if not os.path.lexists(target):  # what is there already stays: restore never overwrites
             step.files[path] = str(target)
     return step if main in step.files else None
+
+
+def _qwen_transcript(conn: sqlite3.Connection, sid: str) -> bool:
+    """Whether a session stored as Claude Code's is a Qwen Code transcript (its first records)."""
+    from threadloom.core.adapters.claude import looks_like_qwen
+
+    raws = [
+        bytes(r[0])
+        for r in conn.execute("SELECT raw FROM entries WHERE session_id = ? ORDER BY id LIMIT 8", (sid,))
+    ]
+    return looks_like_qwen(b"\n".join(raws))
 
 
 ROLLOUT_DATE = re.compile(r"rollout-(\d{4})-(\d{2})-(\d{2})T")

@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 import orjson
 from threadloom.core import derived, search_index
-from threadloom.core.adapters import all_adapters, walk
+from threadloom.core.adapters import all_adapters, stranger, walk
 from threadloom.core.adapters.base import (
     Adapter,
     FileContext,
@@ -763,6 +763,8 @@ def _note_unclaimed(conn: sqlite3.Connection, root: Path, found: Found, unchange
             path = os.path.join(dirpath, name)
             why = next((w for end, w in LOG_SHAPES.items() if name.endswith(end)), None)
             if why is not None and path not in found and path != own:
+                # another agent's file an adapter recognises (a Qwen Code transcript) says so
+                why = stranger(Path(path)) or why
                 files.append({"path": stored_name(path), "why": why})
     files.sort(key=lambda f: f["path"])
     set_meta(conn, key, orjson.dumps(files[:UNCLAIMED_LIMIT]).decode())

@@ -95,6 +95,11 @@ def claimed_elsewhere(agent: str, path: Path) -> bool:
     return any(name != agent and adapter.claims(path) for name, adapter in ADAPTERS.items())
 
 
+def stranger(path: Path) -> str | None:
+    """What an unclaimed file is, when an adapter knows it for an agent threadloom does not read."""
+    return next((why for why in (a.stranger(path) for a in ADAPTERS.values()) if why), None)
+
+
 def spawn_tools() -> frozenset[str]:
     """Every tool name that starts a subagent in any agent's logs (builds every adapter)."""
     return frozenset().union(*(adapter.spawn_tools for adapter in ADAPTERS.values()))

@@ -416,6 +416,12 @@ class Adapter(ABC):
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
         """What one record means; `ctx` carries what earlier records of the file said."""
 
+    def stranger(self, path: Path) -> str | None:
+        """What a file no adapter claims is, when this agent knows it for another agent's that
+        threadloom does not read (a Qwen Code transcript looks like Claude Code's): the reason
+        `sources` and `ingest --json` give for leaving it unread. None: nothing to say."""
+        return None
+
     def split(self, data: bytes) -> list[RawRecord]:
         """A "document" file cut into records that tile it exactly (each message's exact JSON, plus
         the bytes between them), so the file stays restorable; raise SourceIncomplete for a file

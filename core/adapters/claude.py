@@ -5,6 +5,13 @@ session, `<session>/subagents/agent-*.jsonl` with `.meta.json`, workflow agents 
 compaction boundaries, streaming-split assistant messages, titles from every title record, and
 2.1's `/btw` side questions (`agent-aside_question-*.jsonl`: the copied conversation is context, the
 wrapped question is the prompt that names the session).
+
+Qwen Code (`~/.qwen/projects/<cwd>/chats/<id>.jsonl`, older `~/.qwen/tmp/<hash>/chats/`) writes
+records with Claude Code's envelope (`uuid`, `parentUuid`, `sessionId`, `type: user|assistant|system`)
+but Gemini's content (`message: {role, parts}`, `usageMetadata`, `systemPayload`, `tool_result`
+records): those files are not Claude Code's (read as such they were empty sessions, and a restore
+would have written them into Claude Code's projects), so they stay unclaimed until a reader of
+Qwen Code's own takes them; `stranger` says what they are.
 """
 
 from __future__ import annotations
@@ -162,6 +169,40 @@ def claude_layout(path: Path) -> bool:
     )
 
 
+# what marks a record as Qwen Code's though its envelope is Claude Code's: Gemini-style content
+# (`parts`, a `model` role) and Qwen's own fields (a `tool_result` type alone is not enough: other
+# tools' Claude-shaped logs use it too)
+QWEN_KEYS = ("systemPayload", "usageMetadata", "toolCallResult")
+QWEN_BYTES = re.compile(
+    rb'"(?:systemPayload|usageMetadata|toolCallResult)"\s*:'
+    rb'|"message"\s*:\s*\{\s*"role"\s*:\s*"(?:user|model)"\s*,\s*"parts"\s*:'
+)
+
+
+def qwen_record(obj: Any) -> bool:
+    """A record of Qwen Code's (FORMATS: Claude's envelope, Gemini's content), not Claude Code's."""
+    if not isinstance(obj, dict):
+        return False
+    if any(key in obj for key in QWEN_KEYS):
+        return True
+    message = obj.get("message")
+    return isinstance(message, dict) and "parts" in message and "content" not in message
+
+
+def looks_like_qwen(head: bytes) -> bool:
+    """Whether a file's first records (in `head`) are Qwen Code's."""
+    for line in head.lstrip(b"\x00").removeprefix(BOM).split(b"\n")[:SNIFF_LINES]:
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            if QWEN_BYTES.search(line):  # a first line cut by the sniff (an inline image)
+                return True
+            continue
+        if qwen_record(obj):
+            return True
+    return False
+
+
 def looks_like_claude(head: bytes, whole: bool) -> bool:
     """Whether a file's first records (in its first `SNIFF_LIMIT` bytes; `whole`: that is all of
     it) are Claude Code's. An empty file has nothing to tell by and counts as one.
@@ -174,6 +215,8 @@ def looks_like_claude(head: bytes, whole: bool) -> bool:
     data = data.lstrip()
     if not data:
         return True
+    if looks_like_qwen(data):
+        return False
     end = data.find(b"\n")
     if end < 0 and b"\r" in data:  # lines ended by CR alone
         data = data.replace(b"\r", b"\n")
@@ -262,7 +305,7 @@ class ClaudeAdapter(Adapter):
     def claims(self, path: Path) -> bool:
         name = path.name
         if name.endswith(".jsonl"):
-            if name.startswith("rollout-") or name == "history.jsonl":
+            if name.startswith("rollout-") or name == "history.jsonl" or ".qwen" in path.parts:
                 return False
             from threadloom.core.adapters import claimed_elsewhere  # the registry imports this module
 
@@ -275,6 +318,12 @@ class ClaudeAdapter(Adapter):
             or name == "custom-title.json"
             or (name.endswith(".json") and path.parent.name == "workflows")
         )
+
+    def stranger(self, path: Path) -> str | None:
+        """A Qwen Code transcript, which looks like Claude Code's: said as such where it is listed."""
+        if path.name.endswith(".jsonl") and looks_like_qwen(_head(path)[0]):
+            return "a Qwen Code transcript (Claude Code's envelope, Gemini's content): no reader for Qwen Code yet"
+        return None
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if root.is_file():

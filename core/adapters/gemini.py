@@ -75,6 +75,10 @@ STATUS = {"success": "completed", "error": "failed", "cancelled": "interrupted",
 SESSION_NAME = re.compile(r"^session-.*\.jsonl?$")
 # the folder of the chats Gemini CLI's background skill-extraction agent records (its run's id)
 SKILL_EXTRACTION = "skill-extraction-"
+# Qwen Code, a fork of Gemini CLI, keeps chats of Gemini's shape (its replies typed "qwen") in
+# `~/.qwen/tmp/<hash>/chats/`; they are Qwen's, left unclaimed until a reader of its own takes them
+QWEN_DIR = ".qwen"
+QWEN_REPLY = re.compile(rb'"type"\s*:\s*"qwen"')
 
 
 def gemini_dir() -> Path:
@@ -108,7 +112,7 @@ def looks_like_gemini(head: bytes, jsonl: bool) -> bool:
                 return True
         return False
     text = head.lstrip()
-    if not text.startswith(b"{"):
+    if not text.startswith(b"{") or QWEN_REPLY.search(head):
         return False
     return (b'"sessionId"' in head and (b'"messages"' in head or b'"projectHash"' in head)) or (
         b'"history"' in head and b'"parts"' in head
@@ -142,6 +146,8 @@ class GeminiAdapter(Adapter):
         jsonl = name.endswith(".jsonl")
         if not (jsonl or name.endswith(".json")):
             return False
+        if QWEN_DIR in path.parts:
+            return False  # Qwen Code's chats (a fork of Gemini CLI's format): not read as Gemini's
         chats = _chats_index(path)
         if chats is not None:
             if SESSION_NAME.match(name):
@@ -157,6 +163,17 @@ class GeminiAdapter(Adapter):
         if not explicit and not SESSION_NAME.match(name) and stranger:
             return False
         return looks_like_gemini(head_of(path, SNIFF_BYTES), jsonl)
+
+    def stranger(self, path: Path) -> str | None:
+        """A Qwen Code chat of Gemini CLI's shape: said as such where it is listed."""
+        if not path.name.endswith((".json", ".jsonl")) or _chats_index(path) is None:
+            return None
+        head = head_of(path, SNIFF_BYTES)
+        if QWEN_REPLY.search(head) or (
+            QWEN_DIR in path.parts and looks_like_gemini(head, path.name.endswith("l"))
+        ):
+            return "a Qwen Code chat (Gemini CLI's format): no reader for Qwen Code yet"
+        return None
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if root.is_file():
