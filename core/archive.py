@@ -235,6 +235,7 @@ def restore_session(
     *,
     only: dict[str, Path] | None = None,
     as_of: int | None = None,
+    source: Path | None = None,
 ) -> list[RestoredFile]:
     """Write the session's source files under `dest`, byte for byte.
 
@@ -249,18 +250,28 @@ def restore_session(
     written instead, one exact record per line, to `<name>.rows.jsonl`.
 
     `as_of` (unix ms): each file as it was then, when a rewrite has changed it since.
+
+    `source` (a file or a folder): which copy to write where the session was read from two places
+    that hold the same file (the agent's folder and a `--source` backup): the one read from that
+    path or from under that folder. Without it such a session is refused, the copies named.
     """
-    planned: dict[tuple[str, ...], tuple[bytes, RestoredFile]] = {}
+    candidates: dict[tuple[str, ...], list[tuple[int, str]]] = {}
     for file_id, path, project_key in session_files(conn, session_id):
         if only is not None and path not in only:
             continue
-        size = conn.execute("SELECT size FROM source_files WHERE id = ?", (file_id,)).fetchone()[0]
         if only is not None:
             if not Path(only[path]).is_relative_to(dest):
                 raise RestoreError(f"{only[path]} is not inside {dest}; nothing was written")
             parts = Path(only[path]).relative_to(dest).parts
         else:
             parts = _relative(path, project_key) or (f"source-{file_id}",)
+        if _is_database(conn, file_id):
+            parts = (*parts[:-1], parts[-1] + ".rows.jsonl")
+        candidates.setdefault(parts, []).append((file_id, path))
+    chosen = _chosen_copies(candidates, source)
+    planned: dict[tuple[str, ...], tuple[bytes, RestoredFile]] = {}
+    for parts, (file_id, path) in chosen.items():
+        size = conn.execute("SELECT size FROM source_files WHERE id = ?", (file_id,)).fetchone()[0]
         if _is_database(conn, file_id):
             with _stored_records():
                 rows = [
@@ -269,7 +280,6 @@ def restore_session(
                         "SELECT raw FROM entries WHERE source_file_id = ? ORDER BY byte_offset", (file_id,)
                     )
                 ]
-            parts = (*parts[:-1], parts[-1] + ".rows.jsonl")
             data, complete = b"\n".join(rows) + b"\n", False
             written = sum(map(len, rows))
         elif as_of is not None and (version := version_as_of(conn, file_id, as_of)) is not None:
@@ -278,11 +288,6 @@ def restore_session(
         else:
             data, contiguous = file_bytes(conn, file_id)
             complete, written = contiguous and len(data) == size, len(data)
-        if parts in planned:
-            raise RestoreError(
-                f"two source files of the session would both be restored as {Path(*parts)}; "
-                "nothing was written"
-            )
         planned[parts] = (data, RestoredFile(path, str(dest.joinpath(*parts)), written, complete))
     nearest = next(p for p in (dest, *dest.parents) if p.exists())
     if not nearest.is_dir():
@@ -298,6 +303,50 @@ def restore_session(
     for parts, (_, restored) in planned.items():
         restored.already_there = parts not in new
     return [restored for _, restored in planned.values()]
+
+
+def _from_path(path: str, source: Path) -> bool:
+    """Whether a stored file was read from `source` (that file, or a file under that folder)."""
+    file = Path(path)
+    return any(file == s or file.is_relative_to(s) for s in {source, source.resolve()})
+
+
+def _chosen_copies(
+    candidates: dict[tuple[str, ...], list[tuple[int, str]]], source: Path | None
+) -> dict[tuple[str, ...], tuple[int, str]]:
+    """The one file to restore at each place: the only one, or of several copies (the session was
+    read from two folders) the one `source` names; a RestoreError when that cannot be told."""
+    if source is not None:
+        source = source.expanduser().absolute()
+        if not any(_from_path(path, source) for copies in candidates.values() for _, path in copies):
+            read = sorted({path for copies in candidates.values() for _, path in copies})
+            raise RestoreError(
+                f"--from {source}: no file of the session was read from there (it was read from "
+                f"{_listed(read)}); nothing was written"
+            )
+    chosen: dict[tuple[str, ...], tuple[int, str]] = {}
+    for parts, copies in candidates.items():
+        if len(copies) > 1 and source is not None:
+            copies = [c for c in copies if _from_path(c[1], source)] or copies
+        if len(copies) > 1:
+            named = _listed([path for _, path in copies])
+            how = (
+                f"--from {source} names more than one of them, or none"
+                if source is not None
+                else "`--from PATH` chooses which to restore (a copy's path, or the folder it was read from)"
+            )
+            raise RestoreError(
+                f"the session was read from {len(copies)} copies of {Path(*parts)}: {named}; {how}; "
+                "nothing was written"
+            )
+        chosen[parts] = copies[0]
+    return chosen
+
+
+def _listed(paths: list[str]) -> str:
+    return ", ".join(shown_name(stored_name(p)) for p in paths[:6]) + (
+        f" and {len(paths) - 6} more" if len(paths) > 6 else ""
+    )
 
 
 def _refused(

@@ -353,6 +353,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="each file as it was then, before a rewrite (an edit, a truncation) that came later: "
         "2026-05-12T14:30, or a day (its end), today, yesterday, 7d",
     )
+    p.add_argument(
+        "--from",
+        dest="source",
+        metavar="PATH",
+        type=Path,
+        help="the copy to restore when the session was read from two places holding the same file "
+        "(the agent's folder and a --source backup): a copy's path, or the folder it was read from",
+    )
     p.add_argument("--json", action="store_true", help="print the files written as JSON")
 
     p = sub.add_parser(
@@ -1621,7 +1629,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
     if session_id is None:
         return 1
     try:
-        files = restore_session(conn, session_id, args.to, as_of=as_of)
+        files = restore_session(conn, session_id, args.to, as_of=as_of, source=args.source)
     except RestoreError as exc:
         _fail(exc)
         return 1

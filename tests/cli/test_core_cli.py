@@ -113,6 +113,41 @@ def test_verify_and_restore(tmp_path):
     assert (tmp_path / "out" / "-srv-api" / f"{SID}.jsonl").read_bytes() == b"mine"
 
 
+def test_restore_from_chooses_among_a_session_s_copies(tmp_path):
+    """A session read from two places that hold the same file (the agent's folder and an older
+    backup given with --source): restore refuses to pick one, naming the copies and `--from`, and
+    `--from` (a copy's path, or the folder it was read from) chooses which is written."""
+    projects = make_archive(tmp_path)
+    live = projects / "-srv-api" / f"{SID}.jsonl"
+    backup = tmp_path / "backup" / "projects"
+    older = backup / "-srv-api" / f"{SID}.jsonl"
+    older.parent.mkdir(parents=True)
+    older.write_bytes(b"".join(live.read_bytes().splitlines(keepends=True)[:2]))
+    dbfile = tmp_path / "cli.db"
+    res = run(
+        "ingest", "--db", str(dbfile), "--only", "--source", str(projects), "--source", str(backup), "--json"
+    )
+    assert res.returncode == 0 and json.loads(res.stdout)["sessions_total"] == 1, res.stderr
+    out = tmp_path / "out"
+    refused = run("restore", "--db", str(dbfile), SID, "--to", str(out))
+    assert refused.returncode == 1
+    assert str(live) in refused.stderr and str(older) in refused.stderr and "--from PATH" in refused.stderr
+    assert not out.exists()
+    chose_backup = run(
+        "restore", "--db", str(dbfile), SID, "--to", str(out / "a"), "--from", str(tmp_path / "backup")
+    )
+    assert chose_backup.returncode == 0, chose_backup.stderr
+    assert (out / "a" / "-srv-api" / f"{SID}.jsonl").read_bytes() == older.read_bytes()
+    chose_live = run("restore", "--db", str(dbfile), SID, "--to", str(out / "b"), "--from", str(live))
+    assert chose_live.returncode == 0, chose_live.stderr
+    assert (out / "b" / "-srv-api" / f"{SID}.jsonl").read_bytes() == live.read_bytes()
+    elsewhere = run(
+        "restore", "--db", str(dbfile), SID, "--to", str(out / "c"), "--from", str(tmp_path / "nowhere")
+    )
+    assert elsewhere.returncode == 1 and "no file of the session was read from there" in elsewhere.stderr
+    assert not (out / "c").exists()
+
+
 def test_database_file_is_private_and_pragmas_set(tmp_path):
     conn = db.connect(tmp_path / "p.db")
     assert stat.S_IMODE(os.stat(tmp_path / "p.db").st_mode) == 0o600
