@@ -1669,6 +1669,11 @@ def cmd_sources(args: argparse.Namespace) -> int:
     from threadloom.core.ingest import unclaimed as recorded_unclaimed
 
     unclaimed = recorded_unclaimed(conn)
+    from dataclasses import asdict
+
+    from threadloom.core.side_files import side_file_counts
+
+    side = side_file_counts(conn)
     if args.json:
         print(
             json.dumps(
@@ -1678,6 +1683,8 @@ def cmd_sources(args: argparse.Namespace) -> int:
                     "remembered_sources": remembered,
                     "ingested": [dict(row) for row in stats],  # agent, status, files, bytes
                     "unclaimed": unclaimed,  # path, why: under a source, shaped like a log, read by none
+                    # agent, what, files, bytes, without_session: what sessions keep beside their logs
+                    "side_files": [asdict(kept) for kept in side],
                 }
             )
         )
@@ -1692,6 +1699,9 @@ def cmd_sources(args: argparse.Namespace) -> int:
         print(
             f"  ingested: {row['agent']} {row['status']}: {row['files']} files, {row['bytes'] / 1e6:.1f} MB"
         )
+    for kept in side:
+        loose = f", {kept.without_session} of no session in the archive" if kept.without_session else ""
+        print(f"  side files: {kept.agent} {kept.what}: {kept.files} files, {kept.bytes / 1e6:.1f} MB{loose}")
     from threadloom.core.text import printable
 
     for file in unclaimed:

@@ -193,7 +193,7 @@ def scan_roots(
     roots: list[Path] = []
     if include_defaults:
         for adapter in all_adapters():
-            roots += adapter.default_roots()
+            roots += adapter.default_roots() + adapter.side_roots()
         roots += [Path(r[0]) for r in conn.execute("SELECT path FROM source_roots ORDER BY path")]
     now = int(time.time() * 1000)
     for src in sources:
@@ -942,7 +942,7 @@ def _ingest_file(
         return _store_read(conn, ledger, plan, _read_database(conn, plan), undo_by_delete)
     # stored with the file still open: a large log's records are read as they are written
     with io.BytesIO(source_bytes) if source_bytes is not None else open_regular(ref.path) as f:
-        if adapter.mode == "document" or ref.kind == "document":
+        if adapter.mode == "document" or ref.kind in ("document", "side"):
             read = _read_document(conn, plan, f)
         else:
             read = _read_lines(plan, f)
@@ -992,6 +992,9 @@ def _read_document(conn: sqlite3.Connection, plan: _Plan, f: BinaryIO) -> _Read 
     if row is not None and row.content_hash == new_hash:
         _touch(conn, row.id, st)
         return None
+    if plan.ref.kind == "side":  # a session's side file, kept as it is in pieces a row holds (an empty
+        records = list(_pieces(data, 0, len(data), 0, 1, newline=False))  # one is one empty record)
+        return _Read(records, True, 0, 0, len(data), new_hash, len(data))
     try:
         records = adapter.split(data)
     except SourceIncomplete:

@@ -353,7 +353,7 @@ class Ledger:
 
     def _place(self, entry_id: int, rec: Record) -> tuple[int | None, str | None, int | None]:
         sid = rec.session_id
-        if sid is None:
+        if sid is None or rec.side_file:
             return None, None, None
         sess = self._session(sid, rec)
         self._eid = entry_id

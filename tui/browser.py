@@ -33,7 +33,7 @@ from threadloom.tui.footer import KeyFooter
 from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import FilterInput, NodeRef, ProjectList, SessionTree
 from threadloom.tui.render import plain_title, short_model
-from threadloom.tui.screens import HelpScreen, RawJsonScreen, key_rows
+from threadloom.tui.screens import HelpScreen, OutputScreen, RawJsonScreen, key_rows
 from threadloom.tui.settings import Settings, save_settings, settings_path
 
 if TYPE_CHECKING:
@@ -636,6 +636,13 @@ class BrowserScreen(Screen[None]):
             self.notify("This record is no longer in the database", severity="warning")
             return
         self.app.push_screen(RawJsonScreen(raw, f"Raw record · entry {event.entry_id}"))
+
+    @on(MessageView.OutputRequested)
+    def _show_output(self, event: MessageView.OutputRequested) -> None:
+        whole = event.output
+        kept = "" if whole.complete else " (part of it: the rest was not in the archive)"
+        title = plain_title(f"{event.tool} output · {whole.named}", 200)  # names from a log: plain text
+        self.app.push_screen(OutputScreen(whole.text, title, f"{len(whole.data):,} bytes{kept}"))
 
     # ------------------------------------------------------------------ files changed
 

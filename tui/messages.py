@@ -35,7 +35,9 @@ from textual.strip import Strip
 from threadloom.core import browse, images
 from threadloom.core.adapters.base import ImageRef
 from threadloom.core.browse import MessageRow, ToolCall
+from threadloom.core.calls import result_text
 from threadloom.core.markdown import Markdown, segments
+from threadloom.core.side_files import PERSISTED_NOTICE, PersistedOutput, persisted_output
 from threadloom.tui import images as tui_images
 from threadloom.tui import render
 from threadloom.tui.find import Navigator
@@ -121,10 +123,11 @@ class MessageView(ScrollView, can_focus=True):
         Binding(
             "o",
             "open_image",
-            "Open image",
+            "Open image or output",
             show=False,
             id="messages.open-image",
-            tooltip="Open the image under the cursor in the system's image viewer",
+            tooltip="Open the image under the cursor in the system's image viewer, or the whole output of "
+            "the tool call under it (one its agent saved to a file)",
         ),
         Binding(
             "w",
@@ -189,6 +192,13 @@ class MessageView(ScrollView, can_focus=True):
             super().__init__()
             self.session_id = session_id
 
+    class OutputRequested(Message):
+        """`o` on a tool call whose whole output the agent saved to a side file: show all of it."""
+
+        def __init__(self, output: PersistedOutput, tool: str) -> None:
+            super().__init__()
+            self.output, self.tool = output, tool
+
     class RawRequested(Message):
         def __init__(self, entry_id: int) -> None:
             super().__init__()
@@ -217,6 +227,7 @@ class MessageView(ScrollView, can_focus=True):
         self.expand_all = False
         self.markdown = True  # text rendered as Markdown, or shown as written; kept from session to session
         self.extras: dict[str, Any] = {}
+        self.persisted: dict[str, PersistedOutput | None] = {}
         self.navigator = Navigator(self)  # find, jumps and the segment footer (tui/find.py)
         self._cursor: tuple[int, int] = (0, 0)
         self.rewinds: set[int] = set()
@@ -290,6 +301,7 @@ class MessageView(ScrollView, can_focus=True):
         self.cache.clear()
         self.toggled.clear()
         self.extras.clear()
+        self.persisted.clear()
         self.expand_all = False
         self.stick_end = False
         self.found = None
@@ -603,7 +615,9 @@ class MessageView(ScrollView, can_focus=True):
             expanded = self.is_expanded(key)
             line = render.call_line(call, expanded, width - 5)  # its indent, and the last column
             if expanded:
-                body = render.call_body(call, self._extra(call), self.styles.background.hex)
+                body = render.call_body(
+                    call, self._extra(call), self.styles.background.hex, self._persisted(call)
+                )
                 add("tool", (line, Padding(body, (0, 0, 0, 2))), indent=4, key=key, call=call)
             else:
                 add("tool", line, indent=4, key=key, call=call)
@@ -663,6 +677,15 @@ class MessageView(ScrollView, can_focus=True):
         if key.startswith("tool:"):
             return (key in self.toggled) != self.expand_all
         return key in self.toggled
+
+    def _persisted(self, call: ToolCall) -> PersistedOutput | None:
+        """The whole output the agent saved to a side file for this call, when the archive kept it
+        (read once per call: only results holding the agent's notice are looked up)."""
+        if self.conn is None or not call.result_json or PERSISTED_NOTICE not in call.result_json[:200]:
+            return None
+        if call.id not in self.persisted:
+            self.persisted[call.id] = persisted_output(self.conn, result_text(call))
+        return self.persisted[call.id]
 
     def _extra(self, call: ToolCall) -> Any:
         if call.name not in render.EDIT_TOOLS or self.conn is None:
@@ -1005,6 +1028,18 @@ class MessageView(ScrollView, can_focus=True):
         if self.session_id is not None:
             self.post_message(self.FilesChangedRequested())
 
+    def _output_here(self) -> tuple[PersistedOutput, str] | None:
+        """The whole saved output of the tool call under the cursor, else of the message's first
+        call that has one (with the tool's name)."""
+        block, msg = self.current_block(), self.current_row()
+        calls = [block.call] if block is not None and block.call is not None else []
+        calls += msg.tool_calls if msg is not None else []
+        for call in calls:
+            whole = self._persisted(call)
+            if whole is not None:
+                return whole, call.name
+        return None
+
     def _image_here(self) -> tuple[MessageRow, ImageRef, images.LoadedImage] | None:
         """The image under the cursor (else the message's first), read; None after saying why."""
         block, msg = self.current_block(), self.current_row()
@@ -1020,6 +1055,10 @@ class MessageView(ScrollView, can_focus=True):
         return msg, image, loaded
 
     def action_open_image(self) -> None:
+        output = self._output_here()
+        if output is not None:
+            self.post_message(self.OutputRequested(*output))
+            return
         found = self._image_here()
         if found is None:
             return

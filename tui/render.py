@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import PurePosixPath
 from typing import Any
 
 import orjson
@@ -21,7 +22,7 @@ from threadloom.core.adapters.base import ImageRef
 from threadloom.core.browse import MessageRow, ToolCall
 from threadloom.core.calls import call_params, result_text
 from threadloom.core.diffs import EDIT_TOOLS, DiffLine, call_diff, diff_between, is_edit
-from threadloom.core.images import describe
+from threadloom.core.images import describe, human_bytes
 from threadloom.core.markdown import SYNTAX_THEME
 from threadloom.core.render import (
     EDIT_SEARCH,
@@ -33,6 +34,7 @@ from threadloom.core.render import (
     tool_summary,
 )
 from threadloom.core.render import long_text as core_long_text
+from threadloom.core.side_files import PersistedOutput
 from threadloom.core.text import TaskNotice, human_tokens, one_line, task_notice
 
 ROLE_STYLE = {"user": "bold #5fafff", "assistant": "bold #87d787", "system": "dim"}
@@ -282,8 +284,11 @@ def code(text: str, lexer: str, background: str, **kw: Any) -> RenderableType:
     return Syntax(text, lexer, theme=SYNTAX_THEME, word_wrap=True, background_color=background, **kw)
 
 
-def call_body(call: ToolCall, extra: Any, background: str = "default") -> RenderableType:
-    """Input and output of an expanded call; edits as coloured diffs."""
+def call_body(
+    call: ToolCall, extra: Any, background: str = "default", persisted: PersistedOutput | None = None
+) -> RenderableType:
+    """Input and output of an expanded call; edits as coloured diffs. `persisted`: the whole output
+    the agent saved to a side file, of which the transcript holds a preview."""
     params = call_params(call)
     parts: list[RenderableType] = []
     if is_edit(call.name, params):
@@ -299,19 +304,37 @@ def call_body(call: ToolCall, extra: Any, background: str = "default") -> Render
     output = result_text(call)
     if call.status is None or call.status == "pending":
         parts.append(Text("(no result recorded)", style="dim italic"))
+    elif persisted is not None:
+        label = Text("output", style="dim underline")
+        name = PurePosixPath(persisted.named.replace("\\", "/")).name
+        label.append(
+            f"  all {human_bytes(len(persisted.data))}, kept from tool-results/{name} "
+            "(the transcript has only a preview) · o opens it",
+            style="dim",
+        )
+        parts.append(label)
+        parts.append(
+            output_view(call, params, persisted.text, background, more_hint="o opens the whole output")
+        )
     elif output and not (call.name in EDIT_TOOLS and call.status == "completed"):
         parts.append(Text("output", style="dim underline"))
         parts.append(output_view(call, params, output, background))
     return Group(*parts)
 
 
-def output_view(call: ToolCall, params: dict[str, Any], output: str, background: str) -> RenderableType:
+def output_view(
+    call: ToolCall,
+    params: dict[str, Any],
+    output: str,
+    background: str,
+    more_hint: str = "r shows the raw record",
+) -> RenderableType:
     from rich.syntax import Syntax
 
     lines = output.splitlines()
     more = len(lines) - OUTPUT_LINES
     shown = lines[:OUTPUT_LINES]
-    tail = Text(f"… {more} more lines (r shows the raw record)", style="dim") if more > 0 else None
+    tail = Text(f"… {more:,} more lines ({more_hint})", style="dim") if more > 0 else None
     if call.status in ("failed", "rejected", "interrupted"):
         body: RenderableType = terminal_text("\n".join(shown), "#ff8787")
     elif call.name == "Read" and shown and all(CAT_N.match(line) for line in shown):

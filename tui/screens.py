@@ -12,7 +12,8 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Static
+from textual.widgets import Button, Static, TextArea
+from threadloom.core.text import printable, strip_escapes
 
 LONG_STRING = 400
 
@@ -138,6 +139,32 @@ class RawJsonScreen(ModalScreen[None]):
     def action_copy(self) -> None:
         self.app.copy_to_clipboard(self.raw.decode("utf-8", "replace"))
         self.notify(f"Copied the raw record ({len(self.raw):,} bytes)", timeout=2)
+
+
+class OutputScreen(ModalScreen[None]):
+    """A tool's whole output, kept from the file its agent saved it to (the transcript holds a
+    preview); read-only, searchable line by line with the cursor, `c` copies it all."""
+
+    BINDINGS = [
+        Binding("escape,q,o", "dismiss", "Close", id="output.close"),
+        Binding("c", "copy", "Copy all", id="output.copy"),
+    ]
+
+    def __init__(self, text: str, title: Text, subtitle: str) -> None:
+        super().__init__()
+        self.text, self.title_text, self.subtitle_text = text, title, subtitle
+
+    def compose(self) -> ComposeResult:
+        # a tool's output reaches the screen with its escape sequences and controls made harmless
+        shown = printable(strip_escapes(self.text.replace("\r\n", "\n")))
+        area = TextArea(shown, read_only=True, soft_wrap=False, show_line_numbers=True, id="output-box")
+        area.border_title = self.title_text
+        area.border_subtitle = f"{self.subtitle_text} · c copies it · Esc closes"
+        yield area
+
+    def action_copy(self) -> None:
+        self.app.copy_to_clipboard(self.text)
+        self.notify(f"Copied the output ({len(self.text):,} characters)", timeout=2)
 
 
 def _shorten(value: Any) -> Any:

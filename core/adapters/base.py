@@ -152,6 +152,9 @@ class Record:
     request_id: str | None = None
     # derived-table facts
     is_message: bool = False  # shown as a message (agent_messages)
+    # a piece of a session's side file (a tool's full output, a file's copy before an edit): kept with
+    # the session, restored with it, but not one of its records (the ledger does not place it)
+    side_file: bool = False
     is_prompt: bool = False  # a real human prompt: starts a turn
     is_compaction: bool = False
     # compaction boundary and its summary: they open the next segment rather than end a turn
@@ -403,6 +406,11 @@ class Adapter(ABC):
     @abstractmethod
     def default_roots(self) -> list[Path]:
         """Where the agent keeps its logs on this machine."""
+
+    def side_roots(self) -> list[Path]:
+        """Where the agent keeps its sessions' side files apart from their logs (Claude Code's
+        file history, todos, plans): read with the default locations, not listed as places logs are."""
+        return []
 
     @abstractmethod
     def discover(self, root: Path) -> Iterator[SourceRef]:

@@ -121,11 +121,48 @@ def config_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".claude"
 
 
+# the folders of the configuration folder that hold a session's side files (beside `projects`)
+SIDE_FOLDERS = ("file-history", "todos", "plans")
+
+
+def side_file(path: Path) -> tuple[str, str | None, str] | None:
+    """(what it is, its session, the folder a restore puts it under) of a file Claude Code keeps
+    beside a session, else None: a tool's full output, of which the transcript keeps a preview
+    (`<project>/<session>/tool-results/<call id>.txt`); the copy of a file taken before an edit,
+    which /rewind restores (`file-history/<session>/<hash>@v<n>`); a todo list
+    (`todos/<session>-agent-<agent>.json`); a plan (`plans/<slug>.md`, named by the session's slug,
+    not its id)."""
+    parts = path.parts
+    if len(parts) >= 4 and parts[-2] == "tool-results" and UUID_STEM.match(parts[-3]):
+        return "tool-result", parts[-3], parts[-4]
+    if len(parts) >= 3 and parts[-3] == "file-history" and UUID_STEM.match(parts[-2]):
+        return "file-history", parts[-2], "file-history"
+    if len(parts) >= 2 and parts[-2] == "todos" and path.name.endswith(".json"):
+        session = path.name.split("-agent-")[0]
+        return ("todo", session, "todos") if UUID_STEM.match(session) else None
+    if (
+        len(parts) >= 2
+        and parts[-2] == "plans"
+        and path.name.endswith(".md")
+        and _is_config(path.parent.parent)
+    ):
+        return "plan", None, "plans"
+    return None
+
+
+def _is_config(folder: Path) -> bool:
+    """Claude Code's configuration folder (or a copy of one): where its `projects` are."""
+    return folder == config_dir() or (folder / "projects").is_dir()
+
+
 def classify(path: Path) -> tuple[str, str | None, dict[str, Any]]:
     """(kind, project_key, facts) of a file, from its name and place in the tree."""
     name = path.name
     parts = path.parts
     facts: dict[str, Any] = {}
+    side = side_file(path)
+    if side is not None:
+        return "side", side[2], {"side": side[0], "root_session": side[1]}
     if "subagents" in parts:
         i = len(parts) - 1 - parts[::-1].index("subagents")
         facts["root_session"] = parts[i - 1] if i >= 1 else None
@@ -302,8 +339,13 @@ class ClaudeAdapter(Adapter):
     def default_roots(self) -> list[Path]:
         return [config_dir() / "projects"]
 
+    def side_roots(self) -> list[Path]:
+        return [config_dir() / name for name in SIDE_FOLDERS]
+
     def claims(self, path: Path) -> bool:
         name = path.name
+        if side_file(path) is not None:
+            return True
         if name.endswith(".jsonl"):
             if name.startswith("rollout-") or name == "history.jsonl" or ".qwen" in path.parts:
                 return False
@@ -331,15 +373,17 @@ class ClaudeAdapter(Adapter):
                 kind, project_key, _ = classify(root)
                 yield SourceRef(root, AGENT, kind, project_key)
             return
-        if (root / "projects").is_dir():
-            root = root / "projects"
-        for dirpath, dirnames, filenames in walk(root):
-            dirnames.sort()
-            for fname in sorted(filenames):
-                path = Path(dirpath) / fname
-                if self.claims(path):
-                    kind, project_key, _ = classify(path)
-                    yield SourceRef(path, AGENT, kind, project_key)
+        tops = [root]
+        if (root / "projects").is_dir():  # a configuration folder (or a backup of one): its side files too
+            tops = [root / name for name in ("projects", *SIDE_FOLDERS) if (root / name).is_dir()]
+        for top in tops:
+            for dirpath, dirnames, filenames in walk(top):
+                dirnames.sort()
+                for fname in sorted(filenames):
+                    path = Path(dirpath) / fname
+                    if self.claims(path):
+                        kind, project_key, _ = classify(path)
+                        yield SourceRef(path, AGENT, kind, project_key)
 
     def message_extras(self, raw: bytes, entry_type: str | None) -> MessageExtras | None:
         """A system record's fields (compaction metadata, API errors and retries, hooks…), the
@@ -410,6 +454,11 @@ class ClaudeAdapter(Adapter):
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
         if "uuid_session" not in ctx.state:
             self.start_file(ctx)
+        if ctx.kind == "side":  # kept whole, not read: its bytes are a tool's output, a file, a plan
+            side = ctx.state["side"]
+            return Record(
+                entry_type="side-file", subtype=side, session_id=ctx.state["root_session"], side_file=True
+            )
         obj, error = parse_record(rec.raw)
         if obj is None:
             return Record(

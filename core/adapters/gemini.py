@@ -87,6 +87,22 @@ def gemini_dir() -> Path:
     return (Path(env).expanduser() if env else Path.home()) / ".gemini"
 
 
+UUID_NAME = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
+
+
+def side_file(path: Path) -> tuple[str, str, str] | None:
+    """(what it is, its session, its project folder) of a file Gemini CLI keeps beside a session:
+    a tool's output it saved whole (`tmp/<project>/tool-outputs/session-<id>/<tool>_….txt`) or a
+    plan (`tmp/<project>/<id>/plans/<date>-<slug>.md`); None for anything else."""
+    parts = path.parts
+    if len(parts) >= 4 and parts[-3] == "tool-outputs" and parts[-2].startswith("session-"):
+        session = parts[-2][len("session-") :]
+        return ("tool-output", session, parts[-4]) if UUID_NAME.match(session) else None
+    if len(parts) >= 4 and parts[-2] == "plans" and UUID_NAME.match(parts[-3]) and path.name.endswith(".md"):
+        return "plan", parts[-3], parts[-4]
+    return None
+
+
 def _chats_index(path: Path) -> int | None:
     parts = path.parts
     for i in (len(parts) - 2, len(parts) - 3):
@@ -143,6 +159,8 @@ class GeminiAdapter(Adapter):
 
     def claims(self, path: Path, explicit: bool = False) -> bool:
         name = path.name
+        if side_file(path) is not None:
+            return True
         jsonl = name.endswith(".jsonl")
         if not (jsonl or name.endswith(".json")):
             return False
@@ -189,7 +207,11 @@ class GeminiAdapter(Adapter):
             for fname in sorted(filenames):
                 path = Path(dirpath) / fname
                 if self.claims(path):
-                    yield SourceRef(path, AGENT, "transcript", _project_key(path))
+                    side = side_file(path)
+                    if side is not None:  # kept whole with its session (a restore puts it back)
+                        yield SourceRef(path, AGENT, "side", side[2])
+                    else:
+                        yield SourceRef(path, AGENT, "transcript", _project_key(path))
 
     # ------------------------------------------------------------------ normalize
 
@@ -228,6 +250,9 @@ class GeminiAdapter(Adapter):
             pos = nl + 1
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        side = side_file(ctx.path) if ctx.kind == "side" else None
+        if side is not None:  # kept whole, not read
+            return Record(entry_type="side-file", subtype=side[0], session_id=side[1], side_file=True)
         if "started" not in ctx.state:
             self.start_file(ctx, rec.offset)
         return self._normalize(rec, ctx)

@@ -1,0 +1,241 @@
+"""A Claude Code session's side files are part of its archive: a tool's full output, the copies of
+files taken before an edit, its todo list, plans. Stored byte for byte, versioned, restored with
+the session after the agent's cleanup deleted them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+from threadloom.core.archive import restore_session, version_as_of
+from threadloom.core.cli import main
+from threadloom.core.ingest import run_ingest
+
+from tests.conftest import Transcript, ingest, tool_use
+
+SID = "51de0000-1111-4222-8333-000000000001"
+PROJECT = "-home-dev-app"
+# a tool output of 1.9 MB, with bytes that are not UTF-8 and lines ending in CR LF
+# (and a coloured line, an escape sequence a terminal would act on)
+BIG_OUTPUT = b"\x1b[31mFAILED\x1b[0m first try\x1b]0;owned\x07\r\n" + b"".join(
+    b"line %d of the build log \xff\xfe\r\n" % i for i in range(60_000)
+)
+BACKUP = bytes(range(256)) * 40  # a binary file's copy before an edit
+
+
+def claude_home(root: Path) -> dict[str, bytes]:
+    """A Claude Code configuration folder with one session and every kind of side file; returns
+    each file's path (relative to `root`) and bytes."""
+    session_dir = root / "projects" / PROJECT / SID
+    saved = session_dir / "tool-results" / "toolu_big.txt"
+    t = Transcript(root / "projects" / PROJECT / f"{SID}.jsonl", SID)
+    t.user("run the full build and show me the log")
+    t.assistant(None, tools=[tool_use("toolu_big", "Bash", command="make all")])
+    preview = (
+        "<persisted-output>\nOutput too large (1.9MB). Full output saved to: "
+        f"{saved}\n\nPreview (first 2KB):\nline 0 of the build log\n...\n</persisted-output>"
+    )
+    t.tool_result("toolu_big", preview)
+    t.assistant("The build passed.")
+    t.write()
+    sub = Transcript(session_dir / "subagents" / "agent-a1.jsonl", SID, isSidechain=True, agentId="a1")
+    sub.user("check the lockfile", parent=False)
+    sub.assistant("It is consistent.")
+    sub.write()
+    files = {
+        saved: BIG_OUTPUT,
+        session_dir / "subagents" / "agent-a1.meta.json": b'{"agentType": "general-purpose"}',
+        root / "file-history" / SID / "3f2a9c@v1": BACKUP,
+        root / "file-history" / SID / "3f2a9c@v2": BACKUP[::-1],
+        root / "file-history" / SID / "77e0d1@v1": b"",  # a file that was empty before its edit
+        root / "todos" / f"{SID}-agent-{SID}.json": b'[{"content": "build", "status": "completed"}]',
+        root / "plans" / "brave-dancing-otter.md": b"# Plan\n\n1. build\n2. ship\n",
+    }
+    for path, data in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    every = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    return {str(p.relative_to(root)): data for p, data in every.items()}
+
+
+def side_rows(conn: sqlite3.Connection) -> dict[str, str | None]:
+    """Each stored side file (its name) → the session its bytes are kept with."""
+    rows = conn.execute(
+        "SELECT f.path, (SELECT session_id FROM entries e WHERE e.source_file_id = f.id LIMIT 1) "
+        "FROM source_files f WHERE f.kind = 'side'"
+    )
+    return {Path(path).name: session for path, session in rows}
+
+
+def test_every_kind_of_side_file_is_stored_with_its_session(conn, tmp_path):
+    root = tmp_path / "claude"
+    claude_home(root)
+    ingest(conn, root)
+    assert side_rows(conn) == {
+        "toolu_big.txt": SID,
+        "3f2a9c@v1": SID,
+        "3f2a9c@v2": SID,
+        "77e0d1@v1": SID,
+        f"{SID}-agent-{SID}.json": SID,
+        "brave-dancing-otter.md": None,  # a plan is named by the session's slug: kept under its agent
+    }
+    # kept, not read as records: no session gained a message, none was made for them
+    assert conn.execute("SELECT count(*) FROM agent_sessions").fetchone()[0] == 2  # the session, its subagent
+    assert conn.execute("SELECT message_count FROM agent_sessions WHERE id = ?", (SID,)).fetchone()[0] == 4
+
+
+def test_a_session_deleted_by_its_agent_is_restored_with_its_side_files(conn, tmp_path):
+    """The agent's cleanup deletes the session's folder (transcript, subagents, tool outputs) and its
+    file history; the archive writes all of it back, byte for byte."""
+    root = tmp_path / "claude"
+    original = claude_home(root)
+    ingest(conn, root)
+    os.remove(root / "projects" / PROJECT / f"{SID}.jsonl")
+    shutil.rmtree(root / "projects" / PROJECT / SID)
+    shutil.rmtree(root / "file-history" / SID)
+    os.remove(root / "todos" / f"{SID}-agent-{SID}.json")
+    ingest(conn, root)  # they are gone from the disk: nothing is deleted from the archive
+    dest = tmp_path / "restored"
+    written = restore_session(conn, SID, dest)
+    assert all(r.complete for r in written)
+    restored = {str(p.relative_to(dest)): p.read_bytes() for p in dest.rglob("*") if p.is_file()}
+    expected = {
+        # the projects folder is where a restore starts from (as for every transcript)
+        (name.removeprefix("projects/")): data
+        for name, data in original.items()
+        if SID in name
+    }
+    assert restored == expected
+    assert restored[f"{PROJECT}/{SID}/tool-results/toolu_big.txt"] == BIG_OUTPUT
+
+
+def test_the_cli_restores_side_files_too(conn, tmp_path, capsys):
+    root = tmp_path / "claude"
+    claude_home(root)
+    ingest(conn, root)
+    conn.close()
+    shutil.rmtree(root / "file-history")
+    dest = tmp_path / "out"
+    assert main(["--db", str(tmp_path / "ledger.db"), "restore", SID, "--to", str(dest)]) == 0
+    assert (dest / "file-history" / SID / "3f2a9c@v2").read_bytes() == BACKUP[::-1]
+    assert "3f2a9c@v1" in capsys.readouterr().out
+
+
+def test_a_rewritten_todo_list_keeps_its_earlier_version(conn, tmp_path):
+    root = tmp_path / "claude"
+    claude_home(root)
+    ingest(conn, root)
+    todos = root / "todos" / f"{SID}-agent-{SID}.json"
+    before = todos.read_bytes()
+    file_id = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(todos),)).fetchone()[0]
+    between = conn.execute("SELECT CAST(strftime('%s', 'now') AS INTEGER) * 1000").fetchone()[0] + 1
+    os.utime(todos, (1, 1))
+    todos.write_bytes(b"[]")
+    ingest(conn, root)
+    version = version_as_of(conn, file_id, between)
+    assert version is not None
+    dest = tmp_path / "then"
+    restore_session(conn, SID, dest, as_of=between)
+    assert (dest / "todos" / todos.name).read_bytes() == before
+
+
+def test_side_files_are_found_in_the_default_folders(tmp_path, monkeypatch):
+    root = tmp_path / "claude"
+    claude_home(root)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(root))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "home" / ".codex"))
+    from threadloom.core import db
+
+    conn = db.connect(tmp_path / "defaults.db")
+    report = run_ingest(conn, [], include_defaults=True)
+    assert not report.errors
+    assert set(side_rows(conn)) == {
+        "toolu_big.txt",
+        "3f2a9c@v1",
+        "3f2a9c@v2",
+        "77e0d1@v1",
+        f"{SID}-agent-{SID}.json",
+        "brave-dancing-otter.md",
+    }
+    conn.close()
+
+
+def test_a_plans_folder_of_a_project_is_not_claude_code_s(conn, tmp_path):
+    """Only Claude Code's own folders hold its side files: a repository's docs/plans/*.md is not one."""
+    repo = tmp_path / "repo"
+    (repo / "docs" / "plans").mkdir(parents=True)
+    (repo / "docs" / "plans" / "roadmap.md").write_text("# Roadmap\n")
+    (repo / "todos").mkdir()
+    (repo / "todos" / "list.json").write_text("[]")
+    ingest(conn, repo)
+    assert side_rows(conn) == {}
+
+
+def test_a_saved_output_is_found_from_a_backup_read_elsewhere(conn, tmp_path):
+    """The transcript names the agent's machine's path; the archive may have read a backup of the
+    folder from anywhere (or the agent ran on Windows): the session's own tool-results file is found."""
+    from threadloom.core.side_files import persisted_output, side_files
+
+    original = tmp_path / "claude"
+    claude_home(original)
+    backup = tmp_path / "backups" / "laptop-claude"
+    backup.parent.mkdir()
+    original.rename(backup)
+    ingest(conn, backup)
+    for named in (
+        str(original / "projects" / PROJECT / SID / "tool-results" / "toolu_big.txt"),
+        rf"C:\Users\dev\.claude\projects\{PROJECT}\{SID}\tool-results\toolu_big.txt",
+    ):
+        notice = f"<persisted-output>\nOutput too large (1.9MB). Full output saved to: {named}\n\nPreview (first 2KB):\n"
+        found = persisted_output(conn, notice)
+        assert found is not None and found.data == BIG_OUTPUT and found.complete
+        assert found.stored.startswith(str(backup)) and found.named == named
+    assert (
+        persisted_output(conn, "<persisted-output>\nOutput too large (1KB). Full output saved to: /x/y.txt\n")
+        is None
+    )
+    assert persisted_output(conn, "an ordinary output") is None
+    kept = side_files(conn, SID)
+    assert sorted(f.what for f in kept) == [
+        "file-history",
+        "file-history",
+        "file-history",
+        "todo",
+        "tool-result",
+    ]
+    assert all(f.status == "ok" for f in kept)
+
+
+GEMINI_SID = "2cbc6e5f-eb6a-4869-9d0f-a07806539ff7"
+
+
+def test_gemini_tool_outputs_and_plans_are_kept_with_their_session(conn, tmp_path):
+    """Gemini CLI saves a tool's whole output to `tool-outputs/session-<id>/` and plans to
+    `<id>/plans/` beside the project's chats (as a real 2026 backup holds them)."""
+    project = tmp_path / ".gemini" / "tmp" / "03-potencial"
+    chat = project / "chats" / "session-2026-06-08T18-27-2cbc6e5f.jsonl"
+    chat.parent.mkdir(parents=True)
+    chat.write_bytes(
+        b'{"sessionId":"%s","projectHash":"0330","startTime":"2026-06-08T18:27:18.103Z",'
+        b'"lastUpdated":"2026-06-08T18:27:18.103Z","kind":"main"}\n'
+        b'{"id":"d049","timestamp":"2026-06-08T18:27:18.105Z","type":"user","content":[{"text":"grep the logs"}]}\n'
+        % GEMINI_SID.encode()
+    )
+    output = project / "tool-outputs" / f"session-{GEMINI_SID}" / "grep_search_1780943303151_1_xdk71.txt"
+    plan = project / GEMINI_SID / "plans" / "2026-06-16-fix-schema.md"
+    for path, data in ((output, BIG_OUTPUT[:5000]), (plan, b"# Fix the schema\n")):
+        path.parent.mkdir(parents=True)
+        path.write_bytes(data)
+    ingest(conn, tmp_path / ".gemini")
+    assert side_rows(conn) == {output.name: GEMINI_SID, plan.name: GEMINI_SID}
+    assert conn.execute("SELECT count(*) FROM agent_sessions").fetchone()[0] == 1
+    shutil.rmtree(project)
+    dest = tmp_path / "restored"
+    restore_session(conn, GEMINI_SID, dest)
+    restored = {str(p.relative_to(dest)): p.read_bytes() for p in dest.rglob("*") if p.is_file()}
+    assert restored[f"03-potencial/tool-outputs/session-{GEMINI_SID}/{output.name}"] == BIG_OUTPUT[:5000]
+    assert restored[f"03-potencial/{GEMINI_SID}/plans/{plan.name}"] == b"# Fix the schema\n"
+    assert any(name.startswith("03-potencial/chats/") for name in restored)

@@ -1,0 +1,59 @@
+"""The viewer shows the whole output Claude Code saved to a side file (the transcript keeps a
+2 KB preview), and `o` opens all of it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from textual.widgets import TextArea
+from threadloom.core import db
+from threadloom.tui.app import ThreadloomApp
+from threadloom.tui.messages import MessageView
+from threadloom.tui.screens import OutputScreen
+
+from tests.conftest import ingest
+from tests.store.test_side_files import SID, claude_home
+from tests.tui_support import fixed_now
+
+
+async def until(pilot, holds: Callable[[], object], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not holds():
+        assert time.monotonic() < deadline, "still not true"
+        await pilot.pause()
+
+
+def shown(view: MessageView) -> str:
+    return "\n".join(
+        "".join(s.text for s in view.render_line(y)) for y in range(view.scrollable_content_region.height)
+    )
+
+
+async def test_a_saved_output_is_shown_whole_and_opens(tmp_path: Path) -> None:
+    root = tmp_path / "claude"
+    claude_home(root)
+    conn = db.connect(tmp_path / "side.db")
+    ingest(conn, root)
+    conn.close()
+    app = ThreadloomApp(db_path=tmp_path / "side.db", ingest=False, now=fixed_now)
+    async with app.run_test(size=(140, 40)) as pilot:
+        app.browser.jump_to_session(SID)
+        await pilot.pause()
+        view = app.query_one(MessageView)
+        await pilot.press("e")  # every call expanded
+        await until(pilot, lambda: "kept from tool-results/toolu_big.txt" in shown(view))
+        # the preview in the transcript stops at line 0: these lines come from the kept file
+        assert "line 25 of the build log" in shown(view)
+        await pilot.press("j")  # the reply that made the call
+        await pilot.press("o")
+        await until(pilot, lambda: isinstance(app.screen, OutputScreen))
+        area = app.screen.query_one(TextArea)
+        lines = area.text.split("\n")
+        assert lines[0] == "FAILED first try"  # no escape sequence reaches the terminal
+        assert lines[1:] == [f"line {i} of the build log \ufffd\ufffd" for i in range(60_000)] + [""]
+        assert "\x1b" not in area.text and "\r" not in area.text
+        assert "toolu_big.txt" in str(area.border_title)
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, OutputScreen))
