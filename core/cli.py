@@ -364,6 +364,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the files written as JSON")
 
     p = sub.add_parser(
+        "watch",
+        help="keep archiving with the app closed: every agent's new and changed files as they are written",
+        description=WATCH_HELP,
+        epilog="log: <database name>-watch.log beside the database (rotated at 1 MB, two kept), e.g.\n"
+        "  tail -f ~/.local/share/threadloom/threadloom-watch.log",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _db_arg(p)
+    p.add_argument(
+        "--poll",
+        action="store_true",
+        help="poll instead of using file system events (chosen by itself on a network file system)",
+    )
+    p.add_argument(
+        "--poll-interval",
+        metavar="SECONDS",
+        type=_positive_seconds,
+        default=5.0,
+        help="how often polling looks (default: 5)",
+    )
+    p.add_argument(
+        "--settle",
+        metavar="SECONDS",
+        type=_positive_seconds,
+        default=1.0,
+        help="read changes once their files have been quiet this long (default: 1; at most 5 s after "
+        "the first change of a batch, however busy the agent)",
+    )
+    p.add_argument("--log", metavar="PATH", type=Path, help="log file (default: beside the database)")
+    p.add_argument(
+        "--quiet", "-q", action="store_true", help="log to the file only (a terminal also gets each line)"
+    )
+
+    p = sub.add_parser(
         "sources",
         help="the locations checked on this machine and what was found",
         description="Where threadloom looks for each agent's logs on this machine, whether "
@@ -372,6 +406,28 @@ def build_parser() -> argparse.ArgumentParser:
     _db_arg(p)
     p.add_argument("--json", action="store_true", help="print the locations as JSON")
     return parser
+
+
+WATCH_HELP = """\
+Archive every agent's new and changed session files as they are written, until stopped
+(SIGTERM, Ctrl+C): what `threadloom service install` starts at login.
+
+The agents' folders are watched with the file system's events, or polled where there are none
+(a network file system, the inotify limit reached): the log says which. A burst of appends is
+read together once the file has been quiet a moment; an append reads just that file, a new or
+removed file the folders that changed. The database is written only while an ingest runs, so
+the TUI and `threadloom ingest` work beside it (each waits for the other's write). Idle, it
+uses well under 1 % of a core. Stopped by a signal, it finishes the file it is writing."""
+
+
+def _positive_seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"{value} s: give a number of seconds above 0, up to 3600")
+    return seconds
 
 
 def _signals_help() -> str:
@@ -421,6 +477,7 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
             "resume": cmd_resume,
             "index": cmd_index,
             "signals": cmd_signals,
+            "watch": cmd_watch,
         }[args.command]
         return handler(args)
     except LedgerError as exc:
@@ -1707,6 +1764,25 @@ def cmd_sources(args: argparse.Namespace) -> int:
     for file in unclaimed:
         print(f"  not read: {printable(file['path'])}: {file['why']}")
     return 0
+
+
+# ---------------------------------------------------------------------- archiving in the background
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from threadloom.core import db
+    from threadloom.core.watch import WatchOptions, log_path_for, run_watch
+
+    db_path = Path(args.db or db.default_db_path()).expanduser().absolute()
+    options = WatchOptions(
+        db_path=db_path,
+        log_path=Path(args.log).expanduser().absolute() if args.log else log_path_for(db_path),
+        poll=args.poll,
+        poll_seconds=args.poll_interval,
+        settle=args.settle,
+        echo=not args.quiet and sys.stderr.isatty(),
+    )
+    return run_watch(options)
 
 
 def _no_tui(args: argparse.Namespace) -> int:

@@ -418,6 +418,80 @@ def run_ingest(
         return IngestReport(cancelled=True)
 
 
+def ingest_known(
+    conn: sqlite3.Connection,
+    paths: Iterable[str],
+    *,
+    cancel: threading.Event | None = None,
+    on_wait: Callable[[str], None] | None = None,
+) -> IngestReport:
+    """Read what changed in these files, already in the archive, as their last ingest found them
+    (agent, kind, project): no folder is walked and no adapter asked whose a file is, so an agent
+    appending to its session costs a stat and the new bytes (`threadloom watch`, the hooks). A path
+    the archive does not know, or knows as gone, is left out: a full `run_ingest` finds it."""
+    try:
+        with writer_lock(conn, on_wait=on_wait, cancel=cancel):
+            return _run_ingest(conn, (), False, None, cancel, False, True, known=list(paths))
+    except WriterBusy:
+        return IngestReport(cancelled=True)
+
+
+class KnownSource(NamedTuple):
+    """A source file as the archive last recorded it (see `known_sources`)."""
+
+    agent: str
+    size: int
+    mtime_ns: int
+
+
+def known_sources(conn: sqlite3.Connection) -> dict[str, KnownSource]:
+    """Every source file the archive reads (not gone, not a ledger-only row), by its path on disk,
+    with its agent and the size and mtime last recorded: what `ingest_known` can read again
+    without a walk, and how a watcher tells that one changed since (see `source_stat`)."""
+    kinds = ", ".join(f"'{kind}'" for kind in LEDGER_ONLY_KINDS)
+    return {
+        disk_name(path): KnownSource(agent, size, mtime_ns)
+        for path, agent, size, mtime_ns in conn.execute(
+            f"SELECT path, agent, size, mtime_ns FROM source_files WHERE status != 'gone' AND kind NOT IN ({kinds})"
+        )
+    }
+
+
+def source_stat(agent: str, path: str) -> os.stat_result:
+    """A source file's stat as an ingest records it (a database's size and mtime count its WAL's)."""
+    from threadloom.core.adapters import ADAPTERS
+
+    adapter = ADAPTERS.get(agent)
+    return os.stat(path) if adapter is None else _stat(adapter, path)
+
+
+def _plan_known(conn: sqlite3.Connection, paths: list[str], report: IngestReport) -> list[_Plan]:
+    """The plans of `ingest_known`: each known file whose stat moved, with what was recorded of it."""
+    from threadloom.core.adapters import ADAPTERS
+
+    plans: list[_Plan] = []
+    for path in dict.fromkeys(paths):
+        row = _known_row(conn, path)
+        if row is None or row.status == "gone" or row.kind in LEDGER_ONLY_KINDS or row.agent not in ADAPTERS:
+            continue
+        adapter = ADAPTERS[row.agent]
+        report.files_seen += 1
+        try:
+            st = _stat(adapter, path)
+        except OSError as exc:
+            report.errors.append(f"{path}: {exc.strerror or exc}")
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            report.errors.append(f"{path}: not a regular file ({file_kind(st.st_mode)}); skipped")
+            continue
+        if _unchanged(row, st) and row.status == "ok":
+            report.files_skipped += 1
+            continue
+        label = None if row.project_key is None else shown_name(stored_name(row.project_key))
+        plans.append(_Plan(SourceRef(Path(path), row.agent, row.kind, label), adapter, st, row))
+    return plans
+
+
 def _run_ingest(
     conn: sqlite3.Connection,
     sources: Iterable[Path],
@@ -426,6 +500,7 @@ def _run_ingest(
     cancel: threading.Event | None,
     remember: bool,
     build_index: bool,
+    known: list[str] | None = None,
 ) -> IngestReport:
     started = time.perf_counter()
     report = IngestReport()
@@ -434,9 +509,12 @@ def _run_ingest(
         report.cancelled = True
         report.seconds = round(time.perf_counter() - started, 3)
         return report
-    roots = scan_roots(conn, list(sources), include_defaults, remember)
-    report.roots = [str(r) for r in roots]
-    plans, snapshots = _plan(conn, roots, report)
+    if known is None:
+        roots = scan_roots(conn, list(sources), include_defaults, remember)
+        report.roots = [str(r) for r in roots]
+        plans, snapshots = _plan(conn, roots, report)
+    else:
+        plans, snapshots = _plan_known(conn, known, report), {}
     ledger = Ledger(conn)
     # Into an empty ledger, building the search index once after the load is much cheaper than
     # keeping it up to date file by file.
@@ -788,7 +866,7 @@ def unclaimed(conn: sqlite3.Connection, roots: Iterable[Path] | None = None) -> 
     return out
 
 
-def _unchanged(row: IndexRow, st: os.stat_result) -> bool:
+def _unchanged(row: IndexRow | KnownRow, st: os.stat_result) -> bool:
     """Whether a file is as the last run left it, from its stat alone: the same size and mtime, and
     the same inode and ctime (a rewrite that puts the mtime back, `touch -r`, still moves the ctime;
     a file replaced by another, the inode)."""

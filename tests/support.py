@@ -270,3 +270,34 @@ def full_session(home: Path) -> Rollout:
     r.say("Tests pass.")
     r.tokens(usage(1500, 1200, 30))
     return r
+
+
+# every variable that moves where an agent's files (or threadloom's) are looked for
+AGENT_PLACES = (
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    "GEMINI_CLI_HOME",
+    "CLINE_DIR",
+    "AIDER_CHAT_HISTORY_FILE",
+    "XDG_DATA_HOME",
+    "XDG_CONFIG_HOME",
+    "THREADLOOM_DB",
+)
+
+
+def home_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The environment of a process that must see a made-up home folder only: HOME and every
+    agent's folder under `tmp_path / "home"`, nothing of the developer's own."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k not in AGENT_PLACES}
+    env.update(
+        HOME=str(home),
+        CLAUDE_CONFIG_DIR=str(home / ".claude"),
+        CODEX_HOME=str(home / ".codex"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        THREADLOOM_DB=str(tmp_path / "default.db"),
+    )
+    env.update(extra)
+    return env
