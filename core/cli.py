@@ -398,6 +398,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     p = sub.add_parser(
+        "service",
+        help="start `threadloom watch` at login (a systemd user unit, a launchd agent)",
+        description="Set `threadloom watch` up to start at each login and keep the archive current with "
+        "threadloom closed: a systemd user unit on Linux (~/.config/systemd/user/threadloom-watch.service), "
+        "a launchd agent on macOS (~/Library/LaunchAgents/org.threadloom.watch.plist). The service runs "
+        "this python and this threadloom, with the variables that move the agents' folders "
+        "(CLAUDE_CONFIG_DIR, CODEX_HOME, …) and the database as they are set now. Installing twice "
+        "changes nothing; uninstall removes only a file install wrote; status says whether it runs.",
+    )
+    _db_arg(p)
+    p.add_argument("action", choices=["install", "uninstall", "status"], help="what to do")
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the file and the commands, write and run nothing"
+    )
+    p.add_argument(
+        "--no-start", action="store_true", help="install: write the file, but do not enable or start it"
+    )
+    p.add_argument(
+        "--manager",
+        choices=["systemd", "launchd"],
+        help="the service manager (default: this system's: systemd on Linux, launchd on macOS)",
+    )
+    p.add_argument("--json", action="store_true", help="status: print it as JSON")
+
+    p = sub.add_parser(
         "sources",
         help="the locations checked on this machine and what was found",
         description="Where threadloom looks for each agent's logs on this machine, whether "
@@ -478,6 +503,7 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
             "index": cmd_index,
             "signals": cmd_signals,
             "watch": cmd_watch,
+            "service": cmd_service,
         }[args.command]
         return handler(args)
     except LedgerError as exc:
@@ -1783,6 +1809,42 @@ def cmd_watch(args: argparse.Namespace) -> int:
         echo=not args.quiet and sys.stderr.isatty(),
     )
     return run_watch(options)
+
+
+def _explicit_db(args: argparse.Namespace) -> Path | None:
+    """--db as an absolute path, for a command another process runs later (a service, a hook)."""
+    db = getattr(args, "db", None)
+    return Path(db).expanduser().absolute() if db else None
+
+
+def cmd_service(args: argparse.Namespace) -> int:
+    from threadloom.core import db, service
+    from threadloom.core.watch import log_path_for
+
+    manager = args.manager or service.this_manager()
+    if manager is None:
+        _fail(
+            f"no service manager threadloom can set up on {sys.platform} (systemd, launchd): start "
+            "`threadloom watch` from your login's startup instead"
+        )
+        return 1
+    explicit = _explicit_db(args)
+    plan = service.plan(manager, explicit)
+    try:
+        if args.action == "install":
+            outcome = service.install(plan, dry_run=args.dry_run, start=not args.no_start)
+        elif args.action == "uninstall":
+            outcome = service.uninstall(plan, dry_run=args.dry_run)
+        else:
+            outcome = service.status(plan, log_path_for(explicit or db.default_db_path()))
+    except (service.ServiceError, OSError) as exc:
+        _fail(exc)
+        return 1
+    if args.json and args.action == "status":
+        print(json.dumps(outcome.data))
+    else:
+        print("\n".join(outcome.lines))
+    return 0 if outcome.ok else 1
 
 
 def _no_tui(args: argparse.Namespace) -> int:
