@@ -423,6 +423,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="status: print it as JSON")
 
     p = sub.add_parser(
+        "hooks",
+        help="archive each Claude Code session as it ends (a hook in its settings)",
+        description="Add to Claude Code's settings ($CLAUDE_CONFIG_DIR/settings.json, else "
+        "~/.claude/settings.json) a SessionEnd hook (and, with --stop, a Stop hook, after each reply) "
+        "that archives the session then, even with threadloom closed. The file is backed up first and "
+        "merged: no key is lost or moved; installing twice changes nothing; uninstall removes only "
+        "threadloom's entries. A settings file that is not valid JSON is left as it is. `run` is what "
+        "the hook runs: it reads Claude Code's JSON on stdin and archives the session in the background.",
+    )
+    _db_arg(p)
+    p.add_argument("action", choices=["install", "uninstall", "status", "run"], help="what to do")
+    p.add_argument("--agent", choices=["claude"], help="the agent whose settings get the hook")
+    p.add_argument(
+        "--stop", action="store_true", help="install: also after each reply (Stop), not only at the end"
+    )
+    p.add_argument("--dry-run", action="store_true", help="say what would change, write nothing")
+    p.add_argument("--json", action="store_true", help="status: print it as JSON")
+    p.add_argument(
+        "--transcript",
+        metavar="PATH",
+        type=Path,
+        help="run: archive this session now and wait for it (instead of reading stdin and returning)",
+    )
+
+    p = sub.add_parser(
         "sources",
         help="the locations checked on this machine and what was found",
         description="Where threadloom looks for each agent's logs on this machine, whether "
@@ -504,6 +529,7 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
             "signals": cmd_signals,
             "watch": cmd_watch,
             "service": cmd_service,
+            "hooks": cmd_hooks,
         }[args.command]
         return handler(args)
     except LedgerError as exc:
@@ -1845,6 +1871,55 @@ def cmd_service(args: argparse.Namespace) -> int:
     else:
         print("\n".join(outcome.lines))
     return 0 if outcome.ok else 1
+
+
+def cmd_hooks(args: argparse.Namespace) -> int:
+    from threadloom.core import hooks
+
+    if args.action == "run":
+        return _hook_run(args)
+    if args.action != "status" and args.agent is None:
+        _fail("which agent's settings: --agent claude (the one agent with hooks so far)")
+        return 2
+    try:
+        if args.action == "install":
+            events = ["SessionEnd", "Stop"] if args.stop else ["SessionEnd"]
+            outcome = hooks.install(_explicit_db(args), events, dry_run=args.dry_run)
+        elif args.action == "uninstall":
+            outcome = hooks.uninstall(dry_run=args.dry_run)
+        else:
+            outcome = hooks.status()
+    except (hooks.HooksError, OSError) as exc:
+        _fail(exc)
+        return 1
+    if args.json and args.action == "status":
+        print(json.dumps(outcome.data))
+    else:
+        print("\n".join(outcome.lines))
+    return 0
+
+
+def _hook_run(args: argparse.Namespace) -> int:
+    """What the hook runs. From Claude Code (stdin): start the ingest in the background and return
+    at once, 0 whatever happens (a hook must never get in the session's way). With --transcript:
+    the ingest itself."""
+    from threadloom.core import db, hooks
+    from threadloom.core.watch import log_path_for
+
+    if args.transcript is not None:
+        db_path = _explicit_db(args) or db.default_db_path()
+        return hooks.archive_session(db_path, Path(args.transcript).absolute(), log_path_for(db_path))
+    transcript = hooks.transcript_of(sys.stdin.buffer.read(hooks.MAX_INPUT))
+    if transcript is None:
+        print(
+            "threadloom hooks run: no transcript_path in the hook's input; nothing archived", file=sys.stderr
+        )
+        return 0
+    try:
+        hooks.start_detached(transcript, _explicit_db(args))
+    except OSError as exc:
+        print(f"threadloom hooks run: could not start the ingest: {exc}", file=sys.stderr)
+    return 0
 
 
 def _no_tui(args: argparse.Namespace) -> int:
