@@ -451,7 +451,8 @@ def build_parser() -> argparse.ArgumentParser:
         "sources",
         help="the locations checked on this machine and what was found",
         description="Where threadloom looks for each agent's logs on this machine, whether "
-        "each place exists, and where the database is.",
+        "each place exists, and where the database is; and the sessions an agent's own cleanup will "
+        "delete soon that are not archived yet (Claude Code's cleanupPeriodDays, 30 days by default).",
     )
     _db_arg(p)
     p.add_argument("--json", action="store_true", help="print the locations as JSON")
@@ -1780,9 +1781,11 @@ def cmd_sources(args: argparse.Namespace) -> int:
     unclaimed = recorded_unclaimed(conn)
     from dataclasses import asdict
 
+    from threadloom.core.cleanup import claude_risk
     from threadloom.core.side_files import side_file_counts
 
     side = side_file_counts(conn)
+    risk = claude_risk(conn)
     if args.json:
         print(
             json.dumps(
@@ -1794,6 +1797,8 @@ def cmd_sources(args: argparse.Namespace) -> int:
                     "unclaimed": unclaimed,  # path, why: under a source, shaped like a log, read by none
                     # agent, what, files, bytes, without_session: what sessions keep beside their logs
                     "side_files": [asdict(kept) for kept in side],
+                    # per agent with a cleanup of its own: its sessions it will delete, not archived yet
+                    "cleanup": [risk.as_dict()] if risk is not None else [],
                 }
             )
         )
@@ -1815,6 +1820,14 @@ def cmd_sources(args: argparse.Namespace) -> int:
 
     for file in unclaimed:
         print(f"  not read: {printable(file['path'])}: {file['why']}")
+    if risk is not None and risk.at_risk:
+        print(f"warning: {risk.message()}")
+    elif risk is not None:
+        print(
+            f"  cleanup: Claude Code deletes sessions {risk.period_days} days after their last change "
+            f"(cleanupPeriodDays, {risk.setting}); of its {risk.sessions} sessions here, {risk.unarchived} "
+            f"are not archived yet, none within {risk.margin_days} days of that"
+        )
     return 0
 
 

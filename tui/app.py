@@ -210,6 +210,8 @@ class ThreadloomApp(ArchiveApp):
             self.start_ingest()
         elif not self.demo and self.conn is None and self._upgrade_pending():
             self.start_ingest(read_logs=False)  # --no-ingest: the worker only rebuilds the older archive
+        if not self.ingesting and not self.demo:
+            self.check_cleanup()  # (an ingest's worker does it before it reads)
 
     def _load_keymap(self) -> None:
         path = keymap_path()

@@ -22,6 +22,7 @@ from threadloom.tui import workers
 from threadloom.tui.events import AgentRan, ForkWritten
 from threadloom.tui.screens import ErrorScreen
 from threadloom.tui.workers import (
+    CleanupAhead,
     Exported,
     Followed,
     ForkIngested,
@@ -342,6 +343,21 @@ class ArchiveApp(App[int]):
         ):
             return
         workers.start(self, workers.WATCH, self.root_watch.changed)
+
+    def check_cleanup(self) -> None:
+        """With no ingest to run (--no-ingest, a read-only archive): still say what an agent's
+        cleanup is about to delete that the archive lacks."""
+        if self.db_path is not None and not self.demo:
+            workers.start(self, workers.CLEANUP, partial(workers.check_cleanup, self.db_path))
+
+    def on_cleanup_ahead(self, event: CleanupAhead) -> None:
+        hint = "threadloom is reading them now" if event.reading else "`threadloom ingest` archives them now"
+        self.notify(
+            event.risk.message(hint=hint),
+            title="Sessions about to be deleted",
+            severity="warning",
+            timeout=30,
+        )
 
     def on_roots_changed(self, event: RootsChanged) -> None:
         if not self.ingesting:

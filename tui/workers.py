@@ -21,6 +21,7 @@ from textual.worker import Worker, WorkerState
 
 if TYPE_CHECKING:
     from textual.app import App
+    from threadloom.core.cleanup import CleanupRisk
     from threadloom.core.ingest import IngestReport, Progress
 
 PROGRESS_SECONDS = 0.05  # the ingest's progress is posted at most this often (the first file always)
@@ -94,6 +95,16 @@ class Exported(Message):
         self.error = error
 
 
+class CleanupAhead(Message):
+    """Sessions an agent's own cleanup will delete that the archive has not kept yet (at start);
+    `reading`: the ingest now under way reads them."""
+
+    def __init__(self, risk: CleanupRisk, *, reading: bool) -> None:
+        super().__init__()
+        self.risk = risk
+        self.reading = reading
+
+
 class RootsChanged(Message):
     """A file was added to or removed from a folder the agents write their sessions in."""
 
@@ -117,6 +128,7 @@ FOLLOW = Job("follow", "read a growing session", exclusive=False)
 FORK_INGEST = Job("fork-ingest", "ingest a fork", exclusive=False)
 EXPORT = Job("export", "export a session", exclusive=False)
 WATCH = Job("watch", "look for new session files", exclusive=False)
+CLEANUP = Job("cleanup", "look for sessions an agent's cleanup will delete", exclusive=False)
 
 
 def start(app: App, job: Job, work: Callable[[], object]) -> Worker:
@@ -150,6 +162,10 @@ def finished(worker: Worker, state: WorkerState) -> Message | None:
         return ForkIngested(result, error)
     if worker.group == WATCH.group:
         return RootsChanged() if result is True else None
+    if worker.group == CLEANUP.group:
+        from threadloom.core.cleanup import CleanupRisk
+
+        return CleanupAhead(result, reading=False) if isinstance(result, CleanupRisk) else None
     if worker.group == EXPORT.group and state != WorkerState.CANCELLED:
         return Exported(result if isinstance(result, Path) else None, error)
     return None
@@ -232,6 +248,10 @@ def _records_then_index(
     # an older archive's sessions are rebuilt before the panes read them
     if not rebuild_pending(conn, progress, cancel):
         return IngestReport(cancelled=True)
+    if include_defaults:  # before the ingest reads them: what it is about to save
+        risk = cleanup_risk(conn)
+        if risk is not None:
+            post(CleanupAhead(risk, reading=True))
     # A first load into an empty ledger runs fastest as the database's only writer (no journal):
     # the panes read it through a read-only connection once the load is under way.
     first_load = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM entries)").fetchone()[0] == 1
@@ -256,6 +276,35 @@ def _records_then_index(
     report.cancelled = index.cancelled
     report.index_seconds = index.index_seconds
     return report
+
+
+def cleanup_risk(conn: sqlite3.Connection | None) -> CleanupRisk | None:
+    """Claude Code's sessions its cleanup will delete soon that `conn`'s archive lacks, when there
+    are any (a look at its projects folder and one query)."""
+    from threadloom.core.cleanup import claude_risk
+
+    try:
+        risk = claude_risk(conn)
+    except (OSError, sqlite3.Error):
+        return None  # a warning is not worth an error of its own: the ingest says what is wrong
+    return risk if risk is not None and risk.at_risk else None
+
+
+def check_cleanup(db_path: Path) -> CleanupRisk | None:
+    """`cleanup_risk` with a read-only connection of its own (no ingest runs: --no-ingest, or a
+    read-only archive)."""
+    from threadloom.core.db import LedgerError, open_for_reading
+
+    if not db_path.exists():
+        return cleanup_risk(None)
+    try:
+        conn = open_for_reading(db_path)
+    except (LedgerError, sqlite3.Error):
+        return None
+    try:
+        return cleanup_risk(conn)
+    finally:
+        conn.close()
 
 
 def read_files(db_path: Path, paths: list[Path]) -> IngestReport:
