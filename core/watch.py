@@ -158,6 +158,7 @@ class Roots:
     folders: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    aliases: dict[str, str] = field(default_factory=dict)  # a folder's real path, when a link leads to it
 
     @classmethod
     def of(cls, paths: Iterable[str]) -> Roots:
@@ -171,7 +172,16 @@ class Roots:
             (roots.folders if stat.S_ISDIR(st.st_mode) else roots.files).append(path)
         folders = sorted(roots.folders, key=len)
         roots.folders = [f for i, f in enumerate(folders) if not any(_under(f, g) for g in folders[:i])]
+        roots.aliases = {real: f for f in roots.folders if (real := os.path.realpath(f)) != f}
         return roots
+
+    def as_named(self, path: str) -> str:
+        """A path an event names, under the folder as the roots name it: FSEvents reports real
+        paths (`/private/var/…` for `/var/…`), and the archive knows files by their root's name."""
+        for real, folder in self.aliases.items():
+            if _under(path, real) and not _under(path, folder):
+                return folder + path[len(real.rstrip(os.sep)) :]
+        return path
 
     def key(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
         return tuple(self.folders), tuple(self.files), tuple(self.missing)
@@ -563,7 +573,8 @@ class Watcher:
         return moved
 
     def _absorb(self, changes: set[Change], now: float) -> None:
-        for kind, path in changes:
+        for kind, reported in changes:
+            path = self.roots.as_named(reported)
             if path in self.ignored:
                 continue
             source = self.known.source_of(path)

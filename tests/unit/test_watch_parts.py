@@ -62,6 +62,18 @@ def test_roots_watch_each_folder_once_and_look_for_the_absent(tmp_path: Path) ->
     assert not roots.holds(str(tmp_path / ".claudette" / "x.jsonl"))
 
 
+def test_an_event_under_a_linked_folder_is_named_as_the_root_names_it(tmp_path: Path) -> None:
+    real = tmp_path / "data" / "claude"
+    (real / "projects").mkdir(parents=True)
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / ".claude").symlink_to(real)
+    root = str(tmp_path / "home" / ".claude" / "projects")
+    roots = Roots.of([root])
+    assert roots.as_named(str(real / "projects" / "p" / "s.jsonl")) == f"{root}/p/s.jsonl"  # as FSEvents says
+    assert roots.as_named(f"{root}/p/s.jsonl") == f"{root}/p/s.jsonl"
+    assert roots.as_named("/elsewhere/x.jsonl") == "/elsewhere/x.jsonl"
+
+
 def test_a_change_to_a_known_file_or_its_wal_names_that_file(tmp_path: Path) -> None:
     store = tmp_path / "state.vscdb"
     known = Known(
