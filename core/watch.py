@@ -362,6 +362,8 @@ class PollSource(Source):
         self.root_watch = RootWatch(folders)
         self.root_watch.changed()  # the first look only records
         self.seen: dict[str, tuple[int, int, int]] = {}
+        self._listed: list[tuple[str, KnownSource, Callable[[str], os.stat_result]]] = []
+        self._listed_for: Known | None = None
 
     def changes(self) -> Iterator[set[Change]]:
         next_poll = time.monotonic() + self.interval
@@ -373,16 +375,12 @@ class PollSource(Source):
             yield self.poll()
 
     def poll(self) -> set[Change]:
-        from threadloom.core.ingest import source_stat
-
         found: set[Change] = set()
         if self.root_watch.changed():
             found.add((ADDED, self.folders[0]))  # a folder changed: what is new is found by a walk
-        for path, source in self.known().sources.items():
-            if not any(_under(path, folder) for folder in self.folders):
-                continue
+        for path, source, stat_of in self._files():
             try:
-                st = source_stat(source.agent, path)
+                st = stat_of(path)
             except OSError:
                 found.add((DELETED, path))
                 continue
@@ -395,6 +393,27 @@ class PollSource(Source):
             elif before != now:
                 found.add((MODIFIED, path))
         return found
+
+    def _files(self) -> list[tuple[str, KnownSource, Callable[[str], os.stat_result]]]:
+        """The known files under the polled folders, each with how to stat it (a plain stat, or one
+        that counts a database's -wal): worked out once per list the watcher hands over."""
+        known = self.known()
+        if known is not self._listed_for:
+            from threadloom.core.adapters import ADAPTERS
+            from threadloom.core.ingest import source_stat
+
+            def side_stat(agent: str) -> Callable[[str], os.stat_result]:
+                return lambda path: source_stat(agent, path)
+
+            files = []
+            for path, source in known.sources.items():
+                if any(_under(path, folder) for folder in self.folders):
+                    adapter = ADAPTERS.get(source.agent)
+                    files.append(
+                        (path, source, side_stat(source.agent) if adapter and adapter.side_files else os.stat)
+                    )
+            self._listed, self._listed_for = files, known
+        return self._listed
 
 
 def choose_source(
