@@ -33,6 +33,9 @@ examples:
   threadloom sessions --project myapp --json | jq '.[0]'
   threadloom show 3f2a                show a session by id prefix
   threadloom restore 3f2a --to /tmp/recovered
+  threadloom service install          keep archiving at each login, with threadloom closed
+  threadloom hooks install --agent claude
+                                      archive each Claude Code session as it ends
 
 where things are:
   database   --db, else $THREADLOOM_DB, else the platform data dir (see `threadloom sources`)

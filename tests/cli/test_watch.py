@@ -166,6 +166,49 @@ def test_a_new_session_and_an_append_reach_the_archive(watch: Callable[..., Watc
     assert_stopped_cleanly(w, w.stop())
 
 
+def test_sigterm_during_an_ingest_leaves_whole_files_and_the_next_run_reads_the_rest(
+    watch: Callable[..., Watch], tmp_path: Path
+) -> None:
+    """Stopped in the middle of a first load: exit 0, the database whole, each file read whole or
+    not at all; a later ingest reads what was left and no more."""
+    home = tmp_path / "home"
+    projects = home / ".claude" / "projects"
+    for n in range(300):
+        sid = f"77777777-bbbb-4bbb-8ccc-{n:012d}"
+        t = Transcript(projects / f"-home-dev-p{n % 10}" / f"{sid}.jsonl", sid)
+        for turn in range(40):
+            t.user(f"question {turn} " + "words " * 40)
+            t.assistant(f"answer {turn} " + "more words " * 40)
+        t.write()
+    w = watch()
+    wait_for("the first records", lambda: records_all(w.db) > 0)
+    assert_stopped_cleanly(w, w.stop())
+    conn = sqlite3.connect(f"file:{w.db}?mode=ro", uri=True)
+    try:
+        per_file = conn.execute(
+            "SELECT f.lines_ingested, count(e.id) FROM source_files f LEFT JOIN entries e ON e.source_file_id = f.id "
+            "GROUP BY f.id"
+        ).fetchall()
+    finally:
+        conn.close()
+    assert all(lines == 80 and stored == 80 for lines, stored in per_file), per_file  # none half-read
+    rest = subprocess.run(
+        [sys.executable, "-m", "threadloom.core.cli", "ingest", "--db", str(w.db), "--json"],
+        env=w.env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert rest.returncode == 0, rest.stderr
+    assert json.loads(rest.stdout)["files_read"] == 300 - len(per_file)
+    assert records_all(w.db) == 300 * 80
+
+
+def records_all(db: Path) -> int:
+    return int(query(db, "SELECT count(*) FROM entries") or 0)
+
+
 def test_sigint_stops_it_cleanly_too(watch: Callable[..., Watch]) -> None:
     w = watch()
     w.wait_watching()
