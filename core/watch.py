@@ -97,6 +97,16 @@ class _PrivateRotatingHandler(logging.handlers.RotatingFileHandler):
         return open(fd, "a", encoding=self.encoding, errors=self.errors)  # noqa: SIM115
 
 
+class _PrintableFormatter(logging.Formatter):
+    """Log lines with what a terminal would act on made visible: they name files agents named, and
+    are read with `tail -f`."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from threadloom.core.text import printable
+
+        return printable(super().format(record))
+
+
 def open_log(path: Path, *, echo: bool = False) -> logging.Logger:
     """The watch's logger: to `path` (rotated at LOG_BYTES, LOG_BACKUPS kept), and to stderr when
     `echo` (run by hand in a terminal)."""
@@ -110,11 +120,11 @@ def open_log(path: Path, *, echo: bool = False) -> logging.Logger:
     file_handler = _PrivateRotatingHandler(
         path, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8"
     )
-    file_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    file_handler.setFormatter(_PrintableFormatter("%(asctime)s %(levelname)s %(message)s"))
     logger.addHandler(file_handler)
     if echo:
         stream = logging.StreamHandler(sys.stderr)
-        stream.setFormatter(logging.Formatter("threadloom watch: %(message)s"))
+        stream.setFormatter(_PrintableFormatter("threadloom watch: %(message)s"))
         logger.addHandler(stream)
     return logger
 
@@ -547,6 +557,7 @@ class Watcher:
                 self.log.info("  %s", folder)
             try:
                 self._watch(source)
+                failures = 0  # it ran until the places to watch changed
             except Exception as exc:  # the watcher's own failure (its queue overflowed): start again
                 if self.stop.is_set():
                     break
