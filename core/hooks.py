@@ -360,6 +360,9 @@ def archive_session(db_path: Path, transcript: Path, log_path: Path, wait: float
                     report = ingest_known(conn, files)
                 else:
                     report = run_ingest(conn, remember=False)
+                    if str(transcript) not in known_sources(conn) and transcript.is_file():
+                        # a transcript where no root looks (another CLAUDE_CONFIG_DIR): read as named
+                        report = run_ingest(conn, [transcript], include_defaults=False, remember=False)
             finally:
                 conn.close()
         log.info(

@@ -257,3 +257,15 @@ def test_the_hook_never_fails_the_session(env: dict[str, str], tmp_path: Path) -
         done = cli(env, "hooks", "run", "--agent", "claude", "--db", str(tmp_path / "a.db"), stdin=stdin)
         assert done.returncode == 0 and "no transcript_path" in done.stderr
     assert not (tmp_path / "a.db").exists()
+
+
+def test_a_transcript_where_no_root_looks_is_still_archived(env: dict[str, str], tmp_path: Path) -> None:
+    """Claude Code run with another CLAUDE_CONFIG_DIR than the one threadloom sees: the hook names
+    the file, and it is read as named."""
+    t = Transcript(tmp_path / "other-claude" / "projects" / "-srv-x" / f"{SID}.jsonl", SID)
+    t.user("from elsewhere")
+    t.write()
+    db = tmp_path / "a.db"
+    done = cli(env, "hooks", "run", "--agent", "claude", "--db", str(db), "--transcript", str(t.path))
+    assert done.returncode == 0, done.stderr
+    assert entries(db) == 1
