@@ -205,10 +205,13 @@ def _under(path: str, folder: str) -> bool:
 
 
 def default_roots() -> list[str]:
-    """Every agent's default locations as they are now (an editor installed since shows up)."""
+    """Every agent's default locations as they are now (an editor installed since shows up), and
+    where they keep their sessions' side files (Claude Code's file history, todos, plans)."""
     from threadloom.core.adapters import all_adapters
 
-    return [str(root) for adapter in all_adapters() for root in adapter.default_roots()]
+    return [
+        str(root) for adapter in all_adapters() for root in adapter.default_roots() + adapter.side_roots()
+    ]
 
 
 # ---------------------------------------------------------------------- what changed
