@@ -11,7 +11,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
 from threadloom.core.adapters.base import disk_name, read_regular, shown_name, stored_name
+from threadloom.core.side_files import plan_files
 
 
 @dataclass
@@ -41,6 +43,19 @@ def session_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, 
         "ORDER BY path",
         (session_id, session_id + ":", session_id + ";", *([session_id] if rewritten else [])),
     ).fetchall()
+    # and its plans that are named by its slug rather than kept with it (Claude Code's)
+    known = {file_id for file_id, _, _ in rows}
+    plans = [(file_id, path) for file_id, path, _ in plan_files(conn, session_id) if file_id not in known]
+    if plans:
+        keys = dict(
+            conn.execute(
+                "SELECT id, project_key FROM source_files WHERE id IN (SELECT value FROM json_each(?))",
+                (orjson.dumps([file_id for file_id, _ in plans]).decode(),),
+            )
+        )
+        rows = sorted(
+            [*rows, *((file_id, path, keys.get(file_id)) for file_id, path in plans)], key=lambda r: r[1]
+        )
     return [(file_id, disk_name(path), key) for file_id, path, key in rows]  # as the file system names it
 
 

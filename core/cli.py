@@ -201,6 +201,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print what users and assistants wrote as they wrote it (Markdown source, not rendered)",
     )
+    p.add_argument(
+        "--plan",
+        action="store_true",
+        help="print the session's plan as its agent saved it (Claude Code's plans/<slug>.md, Gemini "
+        "CLI's <session>/plans/), kept in the archive",
+    )
 
     p = sub.add_parser(
         "search",
@@ -1250,6 +1256,14 @@ def _show(args: argparse.Namespace, conn: sqlite3.Connection, session: SessionSu
             for m in messages(conn, session.id)
         ]
         data["files_changed"] = files_changed(conn, session.id)
+        from dataclasses import asdict
+
+        from threadloom.core.adapters.base import shown_name
+        from threadloom.core.side_files import plan_files, side_files
+
+        # what its agent kept beside the log (saved tool outputs, file copies, todos), and its plans
+        data["side_files"] = [asdict(f) for f in side_files(conn, session.id)]
+        data["plans"] = [shown_name(path) for _, path, _ in plan_files(conn, session.id)]
         from threadloom.core.archive import session_rewrites
 
         # each time its files were rewritten: when (unix ms), and how many records the rewrite took out
@@ -1259,6 +1273,8 @@ def _show(args: argparse.Namespace, conn: sqlite3.Connection, session: SessionSu
         ]
         print(json.dumps(data, ensure_ascii=False))
         return 0
+    if args.plan:
+        return _print_plans(conn, session.id)
     from rich.console import Console
     from threadloom.core.archive import rewrite_note, session_rewrites
     from threadloom.core.render import render_files_changed, render_session
@@ -1279,6 +1295,24 @@ def _show(args: argparse.Namespace, conn: sqlite3.Connection, session: SessionSu
         render_session(console, conn, session, **options)
         render_files_changed(console, conn, session.id)
     sys.stdout.writelines(line.rstrip() + "\n" for line in captured.get().splitlines())
+    return 0
+
+
+def _print_plans(conn: sqlite3.Connection, session_id: str) -> int:
+    """`show --plan`: the session's plans as kept, each under its file's name (controls made visible)."""
+    from threadloom.core.side_files import session_plans
+    from threadloom.core.text import printable, strip_escapes
+
+    plans = session_plans(conn, session_id)
+    if not plans:
+        print(
+            "threadloom: no plan is kept for this session (its agent saved none, or it was not read)",
+            file=sys.stderr,
+        )
+        return 1
+    for plan in plans:
+        print(f"# {printable(plan.named)}\n")
+        print(printable(strip_escapes(plan.text.replace("\r\n", "\n"))))
     return 0
 
 

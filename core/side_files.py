@@ -14,7 +14,8 @@ import re
 import sqlite3
 from dataclasses import dataclass
 
-from threadloom.core.adapters.base import disk_name
+import orjson
+from threadloom.core.adapters.base import shown_name
 
 # the notice Claude Code puts in a tool result in place of an output it saved to a file (2.1.x)
 PERSISTED_NOTICE = "<persisted-output>"
@@ -25,12 +26,14 @@ PERSISTED = re.compile(
 
 @dataclass(frozen=True)
 class PersistedOutput:
-    """The whole output of a call whose transcript holds a preview of it."""
+    """A side file's bytes as the archive kept them: a call's whole output (of which the transcript
+    holds a preview), or a plan."""
 
     named: str  # the path the transcript names (the agent's machine's)
-    stored: str  # the file the archive read it from
+    stored: str  # the file the archive read it from, as shown
     data: bytes
     complete: bool  # every byte of the file is in the archive
+    kind: str = "output"  # output | plan
 
     @property
     def text(self) -> str:
@@ -60,12 +63,51 @@ def persisted_output(conn: sqlite3.Connection, result: str) -> PersistedOutput |
         return None
     file_id, path, size = row
     data, contiguous = file_bytes(conn, file_id)
-    return PersistedOutput(named, disk_name(path), data, contiguous and len(data) == size)
+    return PersistedOutput(named, shown_name(path), data, contiguous and len(data) == size)
+
+
+# the tools that end a plan: opening one of their calls opens the session's plan file
+PLAN_TOOLS = frozenset({"ExitPlanMode", "exit_plan_mode"})
+
+
+def plan_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str, int]]:
+    """(file id, stored path, size) of the plans kept for a session: Gemini CLI's in the session's
+    own folder; Claude Code's named by the session's slug (`plans/<slug>.md`; the slug, three
+    random words, is in its records)."""
+    slugs = [
+        slug
+        for (slug,) in conn.execute(
+            "SELECT DISTINCT json_extract(CAST(raw AS TEXT), '$.slug') FROM entries WHERE session_id = ? "
+            "AND seq IS NOT NULL AND instr(raw, X'22736C756722') > 0",  # the bytes "slug"
+            (session_id,),
+        )
+        if isinstance(slug, str) and slug
+    ]
+    ends = [f"/plans/{slug}.md" for slug in slugs]
+    return conn.execute(
+        "SELECT f.id, f.path, f.size FROM source_files f WHERE f.kind = 'side' AND ("
+        "f.id IN (SELECT source_file_id FROM entries WHERE session_id = ?1 AND subtype = 'plan') "
+        "OR EXISTS (SELECT 1 FROM json_each(?2) j WHERE substr(f.path, -length(j.value)) = j.value)) "
+        "ORDER BY f.path",
+        (session_id, orjson.dumps(ends).decode()),
+    ).fetchall()
+
+
+def session_plans(conn: sqlite3.Connection, session_id: str) -> list[PersistedOutput]:
+    """The plans kept for a session, read back (see `plan_files`)."""
+    from threadloom.core.archive import file_bytes
+
+    out = []
+    for file_id, path, size in plan_files(conn, session_id):
+        data, contiguous = file_bytes(conn, file_id)
+        shown = shown_name(path)
+        out.append(PersistedOutput(shown, shown, data, contiguous and len(data) == size, "plan"))
+    return out
 
 
 @dataclass(frozen=True)
 class SideFile:
-    path: str  # as the file system names it
+    path: str  # as shown (bytes that are not UTF-8 escaped, \xff)
     what: str  # tool-result | file-history | todo | plan
     size: int
     status: str  # as source_files says: ok, gone (deleted by its agent: kept here), superseded, …
@@ -79,7 +121,9 @@ def side_files(conn: sqlite3.Connection, session_id: str) -> list[SideFile]:
         "(SELECT DISTINCT source_file_id FROM entries WHERE session_id = ?) ORDER BY f.path",
         (session_id,),
     )
-    return [SideFile(disk_name(path), what or "side file", size, status) for path, what, size, status in rows]
+    return [
+        SideFile(shown_name(path), what or "side file", size, status) for path, what, size, status in rows
+    ]
 
 
 @dataclass(frozen=True)

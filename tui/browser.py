@@ -641,7 +641,8 @@ class BrowserScreen(Screen[None]):
     def _show_output(self, event: MessageView.OutputRequested) -> None:
         whole = event.output
         kept = "" if whole.complete else " (part of it: the rest was not in the archive)"
-        title = plain_title(f"{event.tool} output · {whole.named}", 200)  # names from a log: plain text
+        what = "plan" if whole.kind == "plan" else f"{event.tool} output"
+        title = plain_title(f"{what} · {whole.named}", 200)  # names from a log: plain text
         self.app.push_screen(OutputScreen(whole.text, title, f"{len(whole.data):,} bytes{kept}"))
 
     # ------------------------------------------------------------------ files changed

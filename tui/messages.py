@@ -37,7 +37,13 @@ from threadloom.core.adapters.base import ImageRef
 from threadloom.core.browse import MessageRow, ToolCall
 from threadloom.core.calls import result_text
 from threadloom.core.markdown import Markdown, segments
-from threadloom.core.side_files import PERSISTED_NOTICE, PersistedOutput, persisted_output
+from threadloom.core.side_files import (
+    PERSISTED_NOTICE,
+    PLAN_TOOLS,
+    PersistedOutput,
+    persisted_output,
+    session_plans,
+)
 from threadloom.tui import images as tui_images
 from threadloom.tui import render
 from threadloom.tui.find import Navigator
@@ -679,9 +685,17 @@ class MessageView(ScrollView, can_focus=True):
         return key in self.toggled
 
     def _persisted(self, call: ToolCall) -> PersistedOutput | None:
-        """The whole output the agent saved to a side file for this call, when the archive kept it
-        (read once per call: only results holding the agent's notice are looked up)."""
-        if self.conn is None or not call.result_json or PERSISTED_NOTICE not in call.result_json[:200]:
+        """What the agent saved to a side file for this call, when the archive kept it: its whole
+        output, or for the call that ends a plan the session's plan (read once per call: only
+        results holding the agent's notice, and plan calls, are looked up)."""
+        if self.conn is None or self.session_id is None:
+            return None
+        if call.name in PLAN_TOOLS:
+            if call.id not in self.persisted:
+                plans = session_plans(self.conn, self.session_id)
+                self.persisted[call.id] = plans[-1] if plans else None
+            return self.persisted[call.id]
+        if not call.result_json or PERSISTED_NOTICE not in call.result_json[:200]:
             return None
         if call.id not in self.persisted:
             self.persisted[call.id] = persisted_output(self.conn, result_text(call))

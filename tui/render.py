@@ -304,6 +304,17 @@ def call_body(
     output = result_text(call)
     if call.status is None or call.status == "pending":
         parts.append(Text("(no result recorded)", style="dim italic"))
+    elif persisted is not None and persisted.kind == "plan":
+        if output:
+            parts.append(Text("output", style="dim underline"))
+            parts.append(output_view(call, params, output, background))
+        name = PurePosixPath(persisted.named.replace("\\", "/")).name
+        parts.append(
+            Text(
+                f"the plan is kept as plans/{name} ({human_bytes(len(persisted.data))}) · o opens it",
+                style="dim",
+            )
+        )
     elif persisted is not None:
         label = Text("output", style="dim underline")
         name = PurePosixPath(persisted.named.replace("\\", "/")).name

@@ -4,6 +4,7 @@ the session after the agent's cleanup deleted them."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -16,6 +17,7 @@ from threadloom.core.ingest import run_ingest
 from tests.conftest import Transcript, ingest, tool_use
 
 SID = "51de0000-1111-4222-8333-000000000001"
+SLUG = "brave-dancing-otter"  # the session's three random words: its plan file's name
 PROJECT = "-home-dev-app"
 # a tool output of 1.9 MB, with bytes that are not UTF-8 and lines ending in CR LF
 # (and a coloured line, an escape sequence a terminal would act on)
@@ -30,8 +32,10 @@ def claude_home(root: Path) -> dict[str, bytes]:
     each file's path (relative to `root`) and bytes."""
     session_dir = root / "projects" / PROJECT / SID
     saved = session_dir / "tool-results" / "toolu_big.txt"
-    t = Transcript(root / "projects" / PROJECT / f"{SID}.jsonl", SID)
-    t.user("run the full build and show me the log")
+    t = Transcript(root / "projects" / PROJECT / f"{SID}.jsonl", SID, slug=SLUG)
+    t.user("plan the release, then run the full build and show me the log")
+    t.assistant(None, tools=[tool_use("plan1", "ExitPlanMode", plan="# Plan\n\n1. build\n2. ship\n")])
+    t.tool_result("plan1", "User has approved your plan. You can now start coding.")
     t.assistant(None, tools=[tool_use("toolu_big", "Bash", command="make all")])
     preview = (
         "<persisted-output>\nOutput too large (1.9MB). Full output saved to: "
@@ -83,7 +87,7 @@ def test_every_kind_of_side_file_is_stored_with_its_session(conn, tmp_path):
     }
     # kept, not read as records: no session gained a message, none was made for them
     assert conn.execute("SELECT count(*) FROM agent_sessions").fetchone()[0] == 2  # the session, its subagent
-    assert conn.execute("SELECT message_count FROM agent_sessions WHERE id = ?", (SID,)).fetchone()[0] == 4
+    assert conn.execute("SELECT message_count FROM agent_sessions WHERE id = ?", (SID,)).fetchone()[0] == 6
 
 
 def test_a_session_deleted_by_its_agent_is_restored_with_its_side_files(conn, tmp_path):
@@ -102,10 +106,11 @@ def test_a_session_deleted_by_its_agent_is_restored_with_its_side_files(conn, tm
     assert all(r.complete for r in written)
     restored = {str(p.relative_to(dest)): p.read_bytes() for p in dest.rglob("*") if p.is_file()}
     expected = {
-        # the projects folder is where a restore starts from (as for every transcript)
+        # the projects folder is where a restore starts from (as for every transcript); the plan is
+        # the session's by its slug
         (name.removeprefix("projects/")): data
         for name, data in original.items()
-        if SID in name
+        if SID in name or SLUG in name
     }
     assert restored == expected
     assert restored[f"{PROJECT}/{SID}/tool-results/toolu_big.txt"] == BIG_OUTPUT
@@ -239,3 +244,31 @@ def test_gemini_tool_outputs_and_plans_are_kept_with_their_session(conn, tmp_pat
     assert restored[f"03-potencial/tool-outputs/session-{GEMINI_SID}/{output.name}"] == BIG_OUTPUT[:5000]
     assert restored[f"03-potencial/{GEMINI_SID}/plans/{plan.name}"] == b"# Fix the schema\n"
     assert any(name.startswith("03-potencial/chats/") for name in restored)
+
+
+def test_a_session_s_plan_is_found_by_its_slug(conn, tmp_path, capsys):
+    from threadloom.core.side_files import plan_files, session_plans
+
+    root = tmp_path / "claude"
+    claude_home(root)
+    # another session's plan, another slug: not this session's
+    (root / "plans" / "quiet-sleeping-heron.md").write_text("# Someone else's plan\n")
+    ingest(conn, root)
+    assert [Path(p).name for _, p, _ in plan_files(conn, SID)] == [f"{SLUG}.md"]
+    (plan,) = session_plans(conn, SID)
+    assert plan.data == b"# Plan\n\n1. build\n2. ship\n" and plan.kind == "plan"
+    conn.close()
+    db = str(tmp_path / "ledger.db")
+    assert main(["--db", db, "show", SID, "--plan"]) == 0
+    out = capsys.readouterr().out
+    assert out.endswith("# Plan\n\n1. build\n2. ship\n\n") and f"plans/{SLUG}.md" in out
+    assert main(["--db", db, "show", SID, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert [Path(p).name for p in shown["plans"]] == [f"{SLUG}.md"]
+    assert sorted(f["what"] for f in shown["side_files"]) == [
+        "file-history",
+        "file-history",
+        "file-history",
+        "todo",
+        "tool-result",
+    ]

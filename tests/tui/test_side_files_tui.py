@@ -1,5 +1,5 @@
 """The viewer shows the whole output Claude Code saved to a side file (the transcript keeps a
-2 KB preview), and `o` opens all of it."""
+2 KB preview), and `o` opens all of it; `o` on the call that ended a plan opens the plan file."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from threadloom.tui.screens import OutputScreen
 
 from tests.conftest import ingest
 from tests.store.test_side_files import SID, claude_home
-from tests.tui_support import fixed_now
+from tests.tui_support import cursor_to_tool, fixed_now
 
 
 async def until(pilot, holds: Callable[[], object], timeout: float = 10.0) -> None:
@@ -45,8 +45,15 @@ async def test_a_saved_output_is_shown_whole_and_opens(tmp_path: Path) -> None:
         await pilot.press("e")  # every call expanded
         await until(pilot, lambda: "kept from tool-results/toolu_big.txt" in shown(view))
         # the preview in the transcript stops at line 0: these lines come from the kept file
-        assert "line 25 of the build log" in shown(view)
-        await pilot.press("j")  # the reply that made the call
+        assert "line 10 of the build log" in shown(view)
+        assert "the plan is kept as plans/brave-dancing-otter.md" in shown(view)
+        await cursor_to_tool(pilot, "ExitPlanMode")  # the call that ended the plan
+        await pilot.press("o")
+        await until(pilot, lambda: isinstance(app.screen, OutputScreen))
+        assert app.screen.query_one(TextArea).text == "# Plan\n\n1. build\n2. ship\n"
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, OutputScreen))
+        await cursor_to_tool(pilot, "Bash")  # the call that ran the build
         await pilot.press("o")
         await until(pilot, lambda: isinstance(app.screen, OutputScreen))
         area = app.screen.query_one(TextArea)
