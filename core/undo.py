@@ -5,8 +5,9 @@ stay edited. This module lists those files and writes a patch (unified diff, for
 relative to the session's folder) that takes them back to their state at the fork point. It is
 built only from what the records hold (Claude Code's `toolUseResult.originalFile` and
 `structuredPatch`, edit strings, whole-file writes, Codex `apply_patch` patches, Aider SEARCH/REPLACE
-blocks); the working tree is never read or touched. Where the records cannot rebuild a file, it
-says which and why.
+blocks), and where those do not give a file's text at the fork point, from the copy Claude Code
+took before editing it (its file history, kept in the archive as a side file); the working tree is
+never read or touched. Where neither can rebuild a file, it says which and why.
 
 Each applied edit is a `Step` holding what is known of the file just before and just after it.
 Known texts are carried forward and backward along the file's steps; when the file's text at the
@@ -292,6 +293,11 @@ class Step:
     whole_line_delete: bool = False
     why: str | None = None  # why it cannot be undone on its own, when nothing above allows it
     problem: str | None = None  # the edit cannot be accounted for at all: the whole file is not revertible
+    # where the call and its result were recorded, and in which session (file-history lookups)
+    entry_id: int | None = None
+    result_entry_id: int | None = None
+    session_id: str | None = None
+    backup: str | None = None  # the file-history copy `before` was read from
 
     def forward(self, before: Any) -> Any:
         if self.after is not UNKNOWN:
@@ -1239,6 +1245,12 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
             found = _claude_steps(
                 call, params, record.get("toolUseResult") if isinstance(record, dict) else None, order
             )
+            for step in found:
+                step.entry_id, step.result_entry_id, step.session_id = (
+                    call.entry_id,
+                    call.result_entry_id,
+                    sid,
+                )
         elif call_style == "gemini":
             found = _gemini_steps(call, params, record, order)
         else:
@@ -1254,6 +1266,7 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
     if _undo_style(agent) == "aider":
         aider_steps, commits = _aider_steps(conn, session_id, entry_id, fork_turn, len(ordered))
         steps += aider_steps
+    _bases_from_file_history(conn, steps, entry_id, cwd)
     plan = _assemble(cwd, steps, unsure, shell, vague)
     if commits:
         plan.notes.append(
@@ -1269,6 +1282,82 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
             "the patch may not apply to it"
         )
     return plan
+
+
+def _bases_from_file_history(
+    conn: sqlite3.Connection, steps: list[Step], fork_entry: int, cwd: str | None
+) -> None:
+    """A file's text at the fork point, where its first edit after it does not record it, from
+    Claude Code's file history: before editing a file it copies it to `file-history/<session>/
+    <hash>@v<n>` and notes the copy in a `file-history-snapshot` record (null: the file did not
+    exist). The first such note for the file after the fork point and before that edit's result
+    names its text then (nothing edited it in between). Used only when the archive kept the copy."""
+    first: dict[str, Step] = {}
+    for step in sorted(steps, key=lambda s: s.order):
+        first.setdefault(_resolve(step.path, cwd)[0], step)
+    wanted = {
+        full: step
+        for full, step in first.items()
+        if step.before is UNKNOWN and step.session_id is not None and step.result_entry_id is not None
+    }
+    for full, step in wanted.items():
+        session = (step.session_id or "").split(":", 1)[0]  # a subagent's edits are in its session's history
+        assert step.result_entry_id is not None
+        for (raw,) in conn.execute(
+            "SELECT raw FROM entries WHERE session_id = ? AND id > ? AND id < ? AND entry_type = 'file-history-snapshot' "
+            "ORDER BY id",
+            (step.session_id, fork_entry, step.result_entry_id),
+        ):
+            try:
+                record = orjson.loads(bytes(raw))
+            except orjson.JSONDecodeError:
+                continue
+            snapshot = record.get("snapshot") if isinstance(record, dict) else None
+            backups = snapshot.get("trackedFileBackups") if isinstance(snapshot, dict) else None
+            noted = next(
+                (
+                    v
+                    for k, v in (backups.items() if isinstance(backups, dict) else [])
+                    if _resolve(k, cwd)[0] == full
+                ),
+                UNKNOWN,
+            )
+            if not isinstance(noted, dict) or "backupFileName" not in noted:
+                continue
+            name = noted["backupFileName"]
+            if name is None:
+                step.before, step.backup = (
+                    None,
+                    "Claude Code's file history, which says it did not exist then",
+                )
+            elif isinstance(name, str) and "/" not in name and "\\" not in name:
+                text = _kept_copy(conn, session, name)
+                if text is not None:
+                    step.before, step.backup = (
+                        text,
+                        f"Claude Code's file-history copy {name}, kept in the archive",
+                    )
+            break
+
+
+def _kept_copy(conn: sqlite3.Connection, session: str, name: str) -> str | None:
+    """The text of a file-history copy the archive kept (None: not kept, or not text)."""
+    from threadloom.core.archive import file_bytes
+
+    tail = f"/file-history/{session}/{name}"
+    row = conn.execute(
+        "SELECT id FROM source_files WHERE kind = 'side' AND substr(path, -?) = ? ORDER BY id DESC LIMIT 1",
+        (len(tail), tail),
+    ).fetchone()
+    if row is None:
+        return None
+    data, complete = file_bytes(conn, row[0])
+    if not complete:
+        return None
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        return None
 
 
 def _undo_style(agent: str | None) -> str | None:
@@ -1350,6 +1439,10 @@ def _assemble(
         else:
             why, file_sections, note, created = _file_result(file_steps)
             change.why_not, change.note, change.created = why, note, created and why is None
+            backed = next((st.backup for st in file_steps if st.backup), None)
+            if backed is not None and why is None:
+                said = f"its text at the fork point comes from {backed}"
+                change.note = f"{change.note}; {said}" if change.note else said
             if why is None:
                 change.revertible = True
                 for section in file_sections:

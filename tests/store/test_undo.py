@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from threadloom.core import db
 from threadloom.core.cli import main
 from threadloom.core.undo import changes_after, plan_undo, undo_patch, written_by_shell
 
@@ -1006,3 +1007,72 @@ def test_real_sessions_patches_apply_to_the_recorded_state(conn, tmp_path, sourc
                 assert (now is None) == change.created
                 checked += 1
     assert checked or not final or not prompts  # (one file is a lone Edit with no prompt before it)
+
+
+def history_note(path: str, copy: str | None, message: str) -> dict:
+    """The `file-history-snapshot` record Claude Code writes when it copies a file before editing it
+    (no uuid, no session id of its own); `copy` None: the file did not exist."""
+    backup = {"backupFileName": copy, "version": 1, "backupTime": "2026-03-01T10:00:30.000Z"}
+    return {
+        "type": "file-history-snapshot",
+        "messageId": message,
+        "snapshot": {
+            "messageId": message,
+            "trackedFileBackups": {path: backup},
+            "timestamp": "2026-03-01T10:00:29.000Z",
+        },
+        "isSnapshotUpdate": True,
+    }
+
+
+@needs_git
+def test_file_history_copies_rebuild_what_the_records_cannot(conn, tmp_path):
+    """Before editing a file Claude Code copies it to file-history/<session>/ and notes the copy: where
+    the records hold neither the file's text nor a diff, the kept copy gives its text at the fork point."""
+    w = ClaudeWork(tmp_path, {"d.txt": D_TXT, "b.py": B_PY})
+    fork = w.t.user("change things")
+    at_fork = w.snapshot()
+    for name, tool, params, result, copy in (
+        # an old Write: no originalFile, no diff; its path noted absolute
+        (
+            "d.txt",
+            "Write",
+            {"content": "replaced\n"},
+            {"type": "update", "content": "replaced\n"},
+            "d0d0d0d0d0d0d0d0@v1",
+        ),
+        # an Edit without its toolUseResult; its path noted relative to the session's folder
+        ("b.py", "Edit", {"old_string": "VALUE = 1", "new_string": "VALUE = 2"}, None, "b0b0b0b0b0b0b0b0@v1"),
+    ):
+        path = str(w.cwd / name)
+        w.n += 1
+        tid = f"toolu_{w.n:03d}"
+        w.t.assistant(tools=[tool_use(tid, tool, file_path=path, **params)])
+        w.t.lines.append(history_note(name if name == "b.py" else path, copy, fork))
+        w.t.tool_result(tid, "ok", tool_use_result=result and {**result, "filePath": path})
+        before = w.files.get(name)
+        w.files[name] = (
+            params["content"] if tool == "Write" else (before or "").replace("VALUE = 1", "VALUE = 2")
+        )
+    w.t.assistant("done")
+    w.t.write()
+    history = tmp_path / "file-history" / SID
+    history.mkdir(parents=True)
+    (history / "d0d0d0d0d0d0d0d0@v1").write_text(D_TXT)
+    (history / "b0b0b0b0b0b0b0b0@v1").write_text(B_PY)
+
+    # read without the file history, as before: neither can be taken back
+    bare = db.connect(tmp_path / "bare.db")
+    ingest(bare, tmp_path / "projects")
+    assert not any(c.revertible for c in changes_after(bare, SID, entry_of(bare, fork)))
+    bare.close()
+
+    ingest(conn, tmp_path)  # the configuration folder: projects and file-history
+    changes = {c.path: c for c in changes_after(conn, SID, entry_of(conn, fork))}
+    assert {p for p, c in changes.items() if c.revertible} == {"d.txt", "b.py"}
+    assert "file-history copy d0d0d0d0d0d0d0d0@v1" in (changes["d.txt"].note or "")
+    patch, problems = undo_patch(conn, SID, entry_of(conn, fork))
+    assert problems == []
+    w.lay_out(w.files)
+    apply_patch(w.cwd, patch, tmp_path)
+    assert tree(w.cwd, ["d.txt", "b.py"]) == at_fork
