@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from threadloom.core.service import CARRIED_ENV
+
 from tests.conftest import Transcript, tool_use
 
 FORKED = "99999999-0000-4000-8000-000000000099"  # the session id the fake `claude -p` reports
@@ -272,17 +274,9 @@ def full_session(home: Path) -> Rollout:
     return r
 
 
-# every variable that moves where an agent's files (or threadloom's) are looked for
-AGENT_PLACES = (
-    "CLAUDE_CONFIG_DIR",
-    "CODEX_HOME",
-    "GEMINI_CLI_HOME",
-    "CLINE_DIR",
-    "AIDER_CHAT_HISTORY_FILE",
-    "XDG_DATA_HOME",
-    "XDG_CONFIG_HOME",
-    "THREADLOOM_DB",
-)
+# every variable that moves where an agent's files (or threadloom's) are looked for: the ones a
+# service carries into the watch it starts
+AGENT_PLACES = CARRIED_ENV
 
 
 def home_env(tmp_path: Path, **extra: str) -> dict[str, str]:
