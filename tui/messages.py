@@ -480,12 +480,22 @@ class MessageView(ScrollView, can_focus=True):
         return bool(msg.content or msg.thinking or msg.tool_calls or msg.images or msg.role == "system")
 
     def _continues(self, pos: int) -> bool:
-        """Another line of the same API response as the previous message: no new header."""
+        """Another line of an API response whose header an earlier line of it has drawn: no new
+        header. A response can open on lines that draw nothing (an empty thinking block, which
+        Claude Opus 4.7 writes first on most messages): its first line drawn has the header, or
+        its text would read as part of the message above."""
         msg = self.rows.get(pos)
-        if pos == 0 or msg is None or not msg.message_id:
+        if msg is None or not msg.message_id:
             return False
-        prev = self.row(pos - 1)
-        return prev is not None and prev.message_id == msg.message_id
+        before = pos - 1
+        while before >= 0:
+            prev = self.row(before)
+            if prev is None or prev.message_id != msg.message_id:
+                return False
+            if self._visible(prev):
+                return True
+            before -= 1
+        return False
 
     def ensure(self, pos: int) -> Rendered:
         """The rendered lines of a message; its height becomes exact."""
