@@ -16,8 +16,9 @@ import orjson
 from threadloom.core.adapters.shared import strings_of
 from threadloom.core.browse import Segment, compaction_segments
 from threadloom.core.calls import call_params, result_text
+from threadloom.core.markup import is_typed
 from threadloom.core.query import TOOL_CALL_COLUMNS, ToolCall, fill_tool_io
-from threadloom.core.rows import builder, getter, value, values
+from threadloom.core.rows import builder, getter, value
 
 __all__ = ["Place", "failed_calls", "find_in_session", "prompt_seqs", "session_segments"]
 
@@ -121,15 +122,19 @@ def _calls_holding(
 
 def prompt_seqs(conn: sqlite3.Connection, session_id: str) -> list[int]:
     """The sequence numbers of the prompts the user typed, in order: not tool results, not the
-    agent's own notes (meta), not a compaction's summary nor a background task's notification."""
-    return values(
-        conn,
-        "SELECT seq FROM entries WHERE session_id = ? AND seq IS NOT NULL AND role = 'user' "
+    agent's own notes (meta), not a compaction's summary nor a background task's notification, and
+    none of Claude Code's markup but what was typed (`core.markup.is_typed`): a `/clear`, a
+    command's output, a `!` command's output are no prompts. Only a text opening on a tag is read
+    whole (the tags open the text)."""
+    rows = conn.execute(
+        "SELECT seq, CASE WHEN substr(ltrim(content), 1, 1) = '<' OR substr(ltrim(content), 1, 8) = 'Caveat: ' "
+        "THEN content END FROM entries WHERE session_id = ? AND seq IS NOT NULL AND role = 'user' "
         "AND content IS NOT NULL AND is_meta = 0 AND COALESCE(entry_type, 'user') = 'user' "
         "AND substr(ltrim(content), 1, 19) != '<task-notification>' "
         "AND NOT (json_valid(raw) AND COALESCE(json_extract(raw, '$.isCompactSummary'), 0)) ORDER BY seq",
         (session_id,),
-    )
+    ).fetchall()
+    return [seq for seq, marked in rows if marked is None or is_typed(marked)]
 
 
 def failed_calls(conn: sqlite3.Connection, session_id: str) -> list[Place]:

@@ -7,6 +7,8 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 
+from threadloom.core.markup import plain
+
 # The search syntax, shown by `threadloom search --help` and the TUI (kept here: importing
 # core.search pulls in rapidfuzz, which `threadloom --help` and a no-change ingest do not need).
 SEARCH_HELP = """\
@@ -164,11 +166,12 @@ class TaskNotice:
 
 
 def readable(text: str | None) -> str:
-    """`text` as a person reads it in a list (a search hit, a fork point): a background task's
-    notification as its title and result rather than its tags."""
+    """`text` as a person reads it in a list (a search hit, a fork point, a branch): a background
+    task's notification as its title and result, Claude Code's markup as what it stands for
+    (`/model opus`, `! uv run pytest`, a command's output as its text: `core.markup.plain`)."""
     notice = task_notice(text)
     if notice is None:
-        return text or ""
+        return plain(text)
     return notice.title + (f": {notice.result}" if notice.result else "")
 
 
@@ -191,12 +194,9 @@ def task_notice(text: str | None) -> TaskNotice | None:
 # ---------------------------------------------------------------------- prompts as titles
 # The tags Claude Code wraps around what is typed; a prompt of any agent is titled the same way.
 
-COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
-COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 CONTEXT_TAGS = re.compile(
     r"<(ide_selection|ide_opened_file|system-reminder|local-command-caveat)>.*?</\1>", re.S
 )
-BASH_INPUT = re.compile(r"<bash-input>(.*?)</bash-input>", re.S)
 TEAMMATE_WRAPPER = re.compile(r"^\s*<teammate-message[^>]*>\s*(.*?)\s*</teammate-message>\s*$", re.S)
 # Claude Code 2.1's `/btw` side question: a forked agent (`subagents/agent-aside_question-<id>.jsonl`)
 # asked the question wrapped in this reminder, after a copy of the conversation so far
@@ -212,25 +212,20 @@ def side_question(text: str | None) -> str | None:
 
 
 def prompt_title(text: str) -> str:
-    """A one-line title from a prompt: slash commands as `/cmd args`, teammate wrappers removed,
-    a background task's notification by its summary, a side question as one."""
+    """A one-line title from a prompt: slash commands as `/cmd args`, `!` commands as `! command`,
+    IDE notes left out, teammate wrappers removed, a background task's notification by its
+    summary, a side question as one."""
     question = side_question(text)
     if question is not None:
         return one_line("Side question: " + question, 200)
     notice = task_notice(text)
     if notice is not None:
         return one_line(notice.title, 200)
-    name = COMMAND_NAME.search(text)
-    if name:
-        args = COMMAND_ARGS.search(text)
-        text = name.group(1).strip() + (" " + args.group(1).strip() if args and args.group(1).strip() else "")
     wrapped = TEAMMATE_WRAPPER.match(text)
     if wrapped:
         text = wrapped.group(1)
-    bash = BASH_INPUT.search(text)
-    if bash:
-        text = "! " + bash.group(1)
-    cleaned = CONTEXT_TAGS.sub(" ", text)
+    text = plain(text)  # Claude Code's markup (core.markup): `/cmd args`, `! command`, IDE notes left out
+    cleaned = CONTEXT_TAGS.sub(" ", text)  # a system reminder inside the words
     if cleaned.strip():
         text = cleaned
     return _cut_at_word(" ".join(text.split()), TITLE_CHARS)

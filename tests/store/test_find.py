@@ -219,3 +219,25 @@ def test_a_long_session_answers_every_match(conn: sqlite3.Connection, tmp_path: 
     assert [p.seq for p in found] == sorted(p.seq for p in found)
     assert len(find_in_session(conn, sid, "STEP")) == 1500  # prompts, replies, and each call's input
     assert len(prompt_seqs(conn, sid)) == 500
+
+
+def test_prompts_leave_out_commands_output_and_notes(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    """`{` and `}` stop at what the user typed: the prompt under its IDE selection, the `!` command,
+    the last prompt; not `/context` (bare), `/model opus`'s output, the `!` command's output, the
+    caveat, nor an empty command output."""
+    from tests.conftest import markup_session
+
+    t = markup_session(tmp_path)
+    ingest(conn, tmp_path / "projects")
+    texts = [
+        conn.execute(
+            "SELECT content FROM entries WHERE session_id = ? AND seq = ?", (t.session_id, seq)
+        ).fetchone()[0]
+        for seq in prompt_seqs(conn, t.session_id)
+    ]
+    assert [text.split(">", 1)[0] if text.startswith("<") else text for text in texts] == [
+        "<command-name",  # /model opus: a command given with its argument
+        "<ide_selection",
+        "<bash-input",
+        "Fix it and run the tests again.",
+    ]
