@@ -20,6 +20,7 @@ from threadloom.core.query import (
     MessageRow,
     SessionSummary,
     ToolCall,
+    attach_hooks,
     attach_tool_calls,
     main_sql,
     money,
@@ -407,6 +408,7 @@ def message_page(
         return out
     by_entry = {m.entry_id: m for m in out}
     attach_tool_calls(conn, session_id, by_entry, "entry_id, tool_number")
+    attach_hooks(conn, session_id, out)
     ids = sorted({m.message_id for m in out if m.message_id})
     if ids:
         for row in fetch(

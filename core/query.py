@@ -8,12 +8,14 @@ alone. `core.browse` adds what only the TUI asks (the tree, message pages, branc
 from __future__ import annotations
 
 import sqlite3
+from bisect import bisect_left
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from threadloom.core.markup import HookRun, hook_runs
 from threadloom.core.rows import builder, fetch_one, values
 
 if TYPE_CHECKING:
@@ -409,6 +411,9 @@ class MessageRow:
     tool_calls: list[ToolCall] = field(default_factory=list)
     images: list[ImageRef] = field(default_factory=list)  # read again by core.images.load
     event: dict[str, Any] = field(default_factory=dict)  # system fields, compact-summary flag
+    # the hooks Claude Code ran after this message (before it, for the session's first message),
+    # and the hooks a stop_hook_summary record tells of (`attach_hooks`)
+    hooks: list[HookRun] = field(default_factory=list)
 
     @property
     def is_compact_summary(self) -> bool:
@@ -433,7 +438,69 @@ def messages(
     # the calls of each message in the order they were made (the whole session's order)
     attach_tool_calls(conn, session_id, by_entry, "tool_number")
     attach_images(conn, session_id, by_entry)
+    attach_hooks(conn, session_id, out)
     return out
+
+
+# the records that tell of hooks: Claude Code 2.1's attachments (`hook_success`, …) and progress
+# records (`hook_progress`); never messages themselves, so they are found between messages
+HOOK_RECORDS = (
+    "((entry_type = 'attachment' AND subtype LIKE 'hook\\_%' ESCAPE '\\') "
+    "OR (entry_type = 'progress' AND subtype = 'hook_progress'))"
+)
+
+
+def attach_hooks(conn: sqlite3.Connection, session_id: str, page: list[MessageRow]) -> None:
+    """Give the messages of `page` (consecutive, in order) the hooks recorded after each of them,
+    up to the next message (those before the session's first message go to it, marked `before`);
+    a `stop_hook_summary` record its own. Hook records have no place in the messages' order (they
+    are no messages): they are found by their record's position between the messages' records."""
+    if not page:
+        return
+    for msg in page:
+        if msg.subtype == "stop_hook_summary":
+            raw = raw_entry(conn, msg.entry_id)
+            msg.hooks = _runs(raw, msg.entry_id)
+    low = -1 if page[0].seq == 0 else page[0].entry_id
+    after = fetch_one(
+        conn, "SELECT id FROM entries WHERE session_id = ? AND seq = ?", (session_id, page[-1].seq + 1)
+    )
+    high = after["id"] if after is not None else 2**63 - 1
+    found = []
+    for entry_id, raw in conn.execute(
+        "SELECT id, raw FROM entries WHERE session_id = ? AND seq IS NULL AND id > ? AND id < ? "
+        f"AND dup_of IS NULL AND {HOOK_RECORDS} ORDER BY id",
+        (session_id, low, high),
+    ):
+        found += _runs(bytes(raw), entry_id)
+    # a hook both started (progress) and ended (attachment) in the records is shown once
+    ended = {(r.tool_use_id, r.event) for r in found if r.kind != "hook_progress" and r.tool_use_id}
+    found = [r for r in found if r.kind != "hook_progress" or (r.tool_use_id, r.event) not in ended]
+    ids = [m.entry_id for m in page]
+    for run in found:
+        assert run.entry_id is not None
+        at = bisect_left(ids, run.entry_id) - 1
+        if at < 0:
+            run.before = True
+            at = 0
+        page[at].hooks.append(run)
+
+
+def _runs(raw: bytes | None, entry_id: int) -> list[HookRun]:
+    """The hooks of one stored record, each knowing its entry and what it ran for."""
+    try:
+        record = orjson.loads(raw or b"null")
+    except orjson.JSONDecodeError:
+        return []
+    runs = hook_runs(record)
+    tool_use_id = record.get("toolUseID") if isinstance(record, dict) else None
+    attachment = record.get("attachment") if isinstance(record, dict) else None
+    if isinstance(attachment, dict) and isinstance(attachment.get("toolUseID"), str):
+        tool_use_id = attachment["toolUseID"]
+    for run in runs:
+        run.entry_id = entry_id
+        run.tool_use_id = tool_use_id if isinstance(tool_use_id, str) else None
+    return runs
 
 
 def attach_images(conn: sqlite3.Connection, session_id: str, by_entry: Mapping[int, MessageRow]) -> None:

@@ -183,3 +183,69 @@ def test_the_tree_reads_the_start_of_each_first_prompt_and_every_session_its_fil
     assert query.session_matches(listed[UNTITLED], "logging helper")
     for s in listed.values():
         assert s.file_path is not None and s.file_path.endswith(f"{s.id}.jsonl"), s.id
+
+
+def test_hooks_come_with_the_message_they_followed(conn, tmp_path):
+    """Hook records are no messages (no place in the order): each is given to the message recorded
+    before it, the session's first ones to its first message (marked `before`); a page of the
+    viewer finds those after its last message too; a stop_hook_summary record tells its own."""
+    from tests.conftest import hook, markup_session
+
+    t = markup_session(tmp_path)
+    ingest(conn, tmp_path / "projects")
+    every = query.messages(conn, t.session_id)
+    with_hooks = {m.seq: [(h.kind, h.event, h.before) for h in m.hooks] for m in every if m.hooks}
+    caveat = every[0].seq
+    prompt = next(m.seq for m in every if m.content and "tokenizer" in m.content)
+    todo_result = next(m.seq for m in every if m.role == "user" and not m.content and m.seq > prompt + 5)
+    assert with_hooks == {
+        caveat: [("hook_success", "SessionStart", True)],
+        prompt: [("hook_success", "UserPromptSubmit", False)],
+        todo_result: [("hook_non_blocking_error", "PostToolUse", False)],
+        every[-4].seq: [
+            ("hook_blocking_error", "PreToolUse", False)
+        ],  # after "Fix it and run the tests again."
+        every[-1].seq: [("stop_hook_summary", "Stop", False)],
+    }
+    # a page that ends on the message a hook follows still finds it; one starting later does not
+    page = browse.message_page(conn, t.session_id, prompt - 1, prompt)
+    assert [len(m.hooks) for m in page] == [0, 1]
+    later = browse.message_page(conn, t.session_id, prompt + 1, prompt + 2)
+    assert not any(m.hooks for m in later)
+    (run,) = page[1].hooks
+    assert (run.command, run.exit_code, run.duration_ms, run.tool_use_id) == (
+        "./scripts/notify.sh busy",
+        0,
+        106,
+        None,
+    )
+
+    # a hook seen starting (progress) and ending (attachment) is shown once, by how it ended
+    other = "eeeeeeee-1111-4222-8333-00000000c0df"
+    u = Transcript(tmp_path / "more" / "-srv-x" / f"{other}.jsonl", other, cwd="/srv/x")
+    u.add(
+        {
+            "type": "progress",
+            "toolUseID": "start-1",
+            "data": {
+                "type": "hook_progress",
+                "hookEvent": "SessionStart",
+                "hookName": "SessionStart:startup",
+                "command": "x",
+            },
+        }
+    )
+    hook(u, "hook_success", "SessionStart", toolUseID="start-1", command="x", exitCode=0, durationMs=5)
+    u.add(
+        {
+            "type": "progress",
+            "toolUseID": "start-2",
+            "data": {"type": "hook_progress", "hookEvent": "SessionStart", "command": "y"},
+        }
+    )
+    u.user("hello")
+    u.assistant("hi")
+    u.write()
+    ingest(conn, tmp_path / "more")
+    first = query.messages(conn, other)[0]
+    assert [(h.kind, h.command) for h in first.hooks] == [("hook_success", "x"), ("hook_progress", "y")]
