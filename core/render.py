@@ -13,11 +13,33 @@ import orjson
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
+from threadloom.core.browse import tool_result_extra
+from threadloom.core.calls import call_params
 from threadloom.core.diffs import diff_rows
 from threadloom.core.images import describe
 from threadloom.core.markdown import has_markup, render_markdown
-from threadloom.core.query import SessionSummary, ToolCall, children_of, get_session, messages
-from threadloom.core.text import clock, count_of, human_tokens, one_line, short_when, task_notice
+from threadloom.core.markup import (
+    TODO_TOOLS,
+    Caveat,
+    Command,
+    CommandOutput,
+    HookRun,
+    OpenedFile,
+    Part,
+    Selection,
+    Shell,
+    ShellOutput,
+    Todo,
+    Typed,
+    is_note,
+    parse,
+    todo_before,
+    todo_changes,
+    todo_summary,
+    todos,
+)
+from threadloom.core.query import MessageRow, SessionSummary, ToolCall, children_of, get_session, messages
+from threadloom.core.text import clock, count_of, human_tokens, one_line, printable, short_when, task_notice
 
 OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")  # window titles, links: no text to show
 ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "system": "dim"}
@@ -90,7 +112,14 @@ def _workflow(params: dict[str, Any]) -> str | None:
     return ": ".join(parts) if parts else None
 
 
+def _todos(params: dict[str, Any]) -> str | None:
+    """A TodoWrite call by where its list stands (`1 of 4 done · ◐ Fixing the bound`), not its JSON."""
+    items = todos(params)
+    return todo_summary(items) if items is not None else None
+
+
 _SUMMARIES: dict[str, Callable[[dict[str, Any]], str | None]] = {
+    "TodoWrite": _todos,
     "TaskUpdate": _task_update,
     "TaskOutput": _task_id,
     "TaskGet": _task_id,
@@ -259,13 +288,26 @@ def render_session(
     }
     for msg in messages(conn, session.id):
         if msg.role == "system" or msg.entry_type == "system":
-            if msg.content:
+            if msg.hooks:
+                for run in msg.hooks:
+                    console.print(Padding(hook_text(run), (0, 0, 0, indent)))
+            elif msg.content:
                 console.print(
                     Padding(
                         Text(f"── {msg.subtype or 'system'}: {one_line(msg.content, 100)}", style="dim"),
                         (0, 0, 0, indent),
                     )
                 )
+            continue
+        for run in msg.hooks:
+            if run.before:
+                console.print(Padding(hook_text(run), (0, 0, 0, indent + 2)))
+        parts = parse(msg.content) if msg.role == "user" and msg.content else []
+        if parts and any(not isinstance(p, Typed) for p in parts):
+            ends = _print_parts(console, msg, parts, indent, markdown)
+            _print_hooks(console, msg, indent)
+            if ends or any(not run.before for run in msg.hooks):
+                console.print()
             continue
         notice = task_notice(msg.content) if msg.role == "user" else None
         if notice is not None:
@@ -305,6 +347,10 @@ def render_session(
             if duration is not None:
                 line.append(f" · {duration / 1000:.1f} s", style="dim")
             console.print(Padding(line, (0, 0, 0, indent + 2)))
+            items = todos(call_params(call)) if call.name in TODO_TOOLS else None
+            if items is not None:
+                before = todo_before(tool_result_extra(conn, call))
+                console.print(Padding(todo_text(items, before), (0, 0, 0, indent + 6)))
             child_id = call.child_session_id or (children[call.id].id if call.id in children else None)
             if expand_subagents and child_id:
                 child = get_session(conn, child_id)
@@ -312,8 +358,118 @@ def render_session(
                     render_session(
                         console, conn, child, expand_subagents=True, indent=indent + 4, markdown=markdown
                     )
-        if msg.content or msg.tool_calls or msg.images:
+        _print_hooks(console, msg, indent)
+        if msg.content or msg.tool_calls or msg.images or any(not run.before for run in msg.hooks):
             console.print()
+
+
+NOTE_STYLE = "dim"
+STDERR_STYLE = "red"
+
+
+def _print_hooks(console: Console, msg: MessageRow, indent: int) -> None:
+    for run in msg.hooks:
+        if not run.before:
+            console.print(Padding(hook_text(run), (0, 0, 0, indent + 2)))
+
+
+def _print_parts(console: Console, msg: MessageRow, parts: list[Part], indent: int, markdown: bool) -> bool:
+    """A user message holding Claude Code's markup (`core.markup`), each part for what it is: a
+    command's output and the caveat as quiet notes without the user's label, a slash command as
+    typed, a `!` command and what it printed (as the terminal showed it, never as Markdown), IDE
+    notes as chips beside the words typed. Returns whether a blank line ends it."""
+    pad = (0, 0, 0, indent + 2)
+    if not is_note(parts):
+        label = Text("user", style=ROLE_STYLE["user"])
+        if msg.timestamp is not None:
+            label.append(f" {clock(msg.timestamp)}", style="dim")
+        console.print(Padding(label, (0, 0, 0, indent)))
+    chips = [p for p in parts if isinstance(p, (Selection, OpenedFile))]
+    if chips:
+        console.print(
+            Padding(
+                Text("  ".join(f"[{chip_mark(c)} {printable(c.chip)}]" for c in chips), style="cyan"), pad
+            )
+        )
+    for part in parts:
+        if isinstance(part, Command):
+            console.print(Padding(Text(printable(part.line), style="bold magenta"), pad))
+        elif isinstance(part, Shell):
+            console.print(Padding(Text("! " + printable(part.command), style="bold yellow"), pad))
+        elif isinstance(part, ShellOutput):
+            console.print(Padding(shell_output_text(part), (0, 0, 0, indent + 4)))
+        elif isinstance(part, CommandOutput) and part.text.strip():
+            text = Text("⎿ ", style=NOTE_STYLE).append_text(
+                terminal_text(part.text.strip("\n"), STDERR_STYLE if part.stream == "stderr" else NOTE_STYLE)
+            )
+            console.print(Padding(text, (0, 0, 0, indent + 4)))
+        elif isinstance(part, Caveat):
+            console.print(Padding(Text(CAVEAT_NOTE, style="dim italic"), (0, 0, 0, indent)))
+        elif isinstance(part, Typed):
+            console.print(Padding(message_body(part.text, markdown=markdown), pad))
+    # a command's output follows it: the blank line after the two
+    return not all(isinstance(p, (Command, Shell, Caveat)) for p in parts)
+
+
+CAVEAT_NOTE = "ⓘ local commands follow (Claude Code's caveat to the model)"
+
+
+def chip_mark(part: Selection | OpenedFile) -> str:
+    """⌖ for lines selected in the IDE, ▤ for the file open in it."""
+    return "⌖" if isinstance(part, Selection) else "▤"
+
+
+def shell_output_text(out: ShellOutput) -> Text:
+    """What a `!` command printed, as the terminal showed it: stdout, then stderr in red."""
+    if out.empty:
+        return Text("⎿ (no output)", style=NOTE_STYLE)
+    text = Text()
+    if out.stdout.strip():
+        text.append_text(terminal_text(out.stdout.rstrip("\n")[:MESSAGE_CHARS]))
+    if out.stderr.strip():
+        if text:
+            text.append("\n")
+        text.append_text(terminal_text(out.stderr.rstrip("\n")[:MESSAGE_CHARS], STDERR_STYLE))
+    return text
+
+
+def hook_text(run: HookRun) -> Text:
+    """`⚙ PostToolUse:Edit hook  uv run ruff check  exit 1 · 75 ms`, then what it said."""
+    style = "yellow" if run.failed else "green"
+    text = Text(f"⚙ {run.name or run.event or 'hook'} hook", style=style)
+    if run.command:
+        text.append("  " + printable(one_line(run.command, 100)))
+    text.append(f"  {run.outcome}", style=f"bold {style}" if run.failed else "dim")
+    if run.duration_ms is not None:
+        ms = run.duration_ms
+        text.append(f" · {ms:,} ms" if ms < 1000 else f" · {ms / 1000:.1f} s", style="dim")
+    said = run.message or (run.stderr if run.failed else "")
+    if said.strip():
+        text.append("\n  " + printable(one_line(said, 200)), style=STDERR_STYLE if run.failed else NOTE_STYLE)
+    return text
+
+
+TODO_STYLES = {"completed": "dim", "in_progress": "bold cyan", "pending": ""}
+CHANGE_SIGNS = {"added": "+", "removed": "−", "reopened": "↺"}
+
+
+def todo_text(items: list[Todo], before: list[Todo] | None) -> Text:
+    """A TodoWrite list as a checklist: all of it when new, else what this write changed (a sign
+    column: + added, − removed, ↺ reopened; a status change shows its new mark)."""
+    text = Text()
+    rows = (
+        [("", t) for t in items]
+        if not before
+        else [(CHANGE_SIGNS.get(c.kind, ""), c.todo) for c in todo_changes(before, items)]
+    )
+    for sign, todo in rows:
+        if text:
+            text.append("\n")
+        if before:
+            text.append(f"{sign or ' '} ", style="dim")
+        style = "strike dim" if sign == "−" else TODO_STYLES.get(todo.status, "")
+        text.append(f"{todo.mark} {printable(todo.content if sign == '−' else todo.shown)}", style=style)
+    return text
 
 
 def render_files_changed(console: Console, conn: sqlite3.Connection, session_id: str) -> None:

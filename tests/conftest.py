@@ -445,7 +445,7 @@ def markup_session(root: Path, sid: str = "eeeeeeee-1111-4222-8333-00000000c0de"
         "hook_non_blocking_error",
         "PostToolUse",
         hookName="PostToolUse:TodoWrite",
-        stderr="notify: no display\n",
+        stderr="notify: no display\x1b]0;pwned\x07\n",  # what a terminal would act on: drawn, never sent
         stdout="",
         exitCode=1,
         command="./scripts/notify.sh todo",
@@ -454,7 +454,8 @@ def markup_session(root: Path, sid: str = "eeeeeeee-1111-4222-8333-00000000c0de"
     t.user("<bash-input>uv run pytest -q tests/test_split.py</bash-input>")
     t.user(
         "<bash-stdout>F....\n=== FAILURES ===\n_ test_last_token _\nassert ['a'] == ['a', 'b']\n"
-        "1 failed, 4 passed in 0.12s</bash-stdout><bash-stderr>warning: no coverage data collected</bash-stderr>"
+        "\x1b[31m1 failed\x1b[0m, 4 passed in 0.12s</bash-stdout>"
+        "<bash-stderr>warning: no coverage data collected</bash-stderr>"
     )
     t.user(
         "<command-name>/context</command-name>\n<command-message>context</command-message>\n<command-args></command-args>"

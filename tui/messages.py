@@ -32,10 +32,10 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from threadloom.core import browse, images
+from threadloom.core import browse, images, markup
 from threadloom.core.adapters.base import ImageRef
 from threadloom.core.browse import MessageRow, ToolCall
-from threadloom.core.calls import result_text
+from threadloom.core.calls import call_params, result_text
 from threadloom.core.markdown import Markdown, segments
 from threadloom.core.side_files import (
     PERSISTED_NOTICE,
@@ -467,17 +467,25 @@ class MessageView(ScrollView, can_focus=True):
             return DEFAULT_HEIGHT
         if not self._visible(msg):
             return 0
-        height = (0 if self._continues(pos) else 2) + 2 * (msg.seq in self.rewinds)
+        note = markup.is_note(render.user_parts(msg))
+        height = (0 if self._continues(pos) or note else 2) + 2 * (msg.seq in self.rewinds)
         if msg.content and msg.role != "system" and not msg.is_compact_summary:
             width = max(20, self._body_width() - 6)
             lines = sum(1 + len(part) // width for part in msg.content.split("\n"))
-            height += min(lines, TEXT_PREVIEW)
+            height += min(lines, 1 if note else TEXT_PREVIEW)
         height += bool(msg.thinking) + len(msg.tool_calls) + len(msg.images) + msg.is_compact_summary
-        return max(height, 1)
+        return max(height + len(msg.hooks), 1)
 
     @staticmethod
     def _visible(msg: MessageRow) -> bool:
-        return bool(msg.content or msg.thinking or msg.tool_calls or msg.images or msg.role == "system")
+        """Whether the message draws anything: not a tool's result alone, nor an empty output of a
+        local command (`<local-command-stdout></local-command-stdout>`, as `/clear` leaves)."""
+        if msg.hooks or msg.thinking or msg.tool_calls or msg.images or msg.role == "system":
+            return True
+        if not msg.content:
+            return False
+        parts = render.user_parts(msg)
+        return not (parts and all(isinstance(p, markup.CommandOutput) and not p.text.strip() for p in parts))
 
     def _continues(self, pos: int) -> bool:
         """Another line of an API response whose header an earlier line of it has drawn: no new
@@ -586,6 +594,12 @@ class MessageView(ScrollView, can_focus=True):
             strips.extend(Strip(line).extend_cell_length(width) for line in lines)
             blocks.append(Block(kind, start, len(strips), target, key, call, clipped))
 
+        def hooks(runs: list[markup.HookRun]) -> None:
+            for run in runs:
+                key = f"hook:{run.entry_id}:{msg.hooks.index(run)}" if render.hook_has_more(run) else None
+                view = render.hook_view(run, key is not None and key in self.toggled)
+                add("hook", view, indent=4, key=key)
+
         if msg.role == "system" or msg.entry_type == "system":
             add("gap", Text(""), indent=0, target=False)
             add("event", render.event_line(msg), indent=2)
@@ -594,9 +608,20 @@ class MessageView(ScrollView, can_focus=True):
         # above it: no "user" header of its own
         result_only = bool(msg.images) and not (msg.content or msg.thinking or msg.tool_calls)
         result_only = result_only and all(i.place == "tool result" for i in msg.images)
+        parts = render.user_parts(msg)
+        if markup.is_note(parts):  # output or a caveat: under the command it answers, no turn of its own
+            if any(isinstance(p, markup.Caveat) for p in parts):
+                add("gap", Text(""), indent=0, target=False)
+            hooks([run for run in msg.hooks if run.before])
+            self._draw_parts(msg, parts, None, add)
+            hooks([run for run in msg.hooks if not run.before])
+            return Rendered(strips, blocks)
+        # a record with nothing but hooks after it (a tool's result): its hooks, under the call
+        result_only = result_only or not (msg.content or msg.thinking or msg.tool_calls or msg.images)
         continues = self._continues(pos) or result_only
         if not continues:
             add("gap", Text(""), indent=0, target=False)
+        hooks([run for run in msg.hooks if run.before])  # the session's first hooks, before its first message
         if msg.seq in self.rewinds:
             add("rewind", render.rewind_line(), indent=2, target=False)
             add("gap", Text(""), indent=0, target=False)
@@ -605,7 +630,9 @@ class MessageView(ScrollView, can_focus=True):
             add("summary", render.summary_line(msg, key in self.toggled), indent=2, key=key)
             return Rendered(strips, blocks)
         head = None if continues else render.header(msg)
-        if msg.content:
+        if msg.content and any(not isinstance(p, markup.Typed) for p in parts):
+            head = self._draw_parts(msg, parts, head, add)
+        elif msg.content:
             key = f"text:{msg.entry_id}"
             clip = 0 if key in self.toggled else TEXT_PREVIEW
             body = render.message_text(msg, markdown=self.markdown, preview=clip or None)
@@ -630,6 +657,12 @@ class MessageView(ScrollView, can_focus=True):
             key = f"tool:{call.id}"
             expanded = self.is_expanded(key)
             line = render.call_line(call, expanded, width - 5)  # its indent, and the last column
+            items = markup.todos(call_params(call)) if call.name in markup.TODO_TOOLS else None
+            if items is not None:  # a checklist: what this write changed, the whole list when opened
+                before = markup.todo_before(self._extra(call))
+                todo = render.todo_lines(items, before, expanded)
+                add("tool", (line, Padding(todo, (0, 0, 0, 2))), indent=4, key=key, call=call)
+                continue
             if expanded:
                 body = render.call_body(
                     call, self._extra(call), self.styles.background.hex, self._persisted(call)
@@ -637,7 +670,50 @@ class MessageView(ScrollView, can_focus=True):
                 add("tool", (line, Padding(body, (0, 0, 0, 2))), indent=4, key=key, call=call)
             else:
                 add("tool", line, indent=4, key=key, call=call)
+        hooks([run for run in msg.hooks if not run.before])
         return Rendered(strips, blocks)
+
+    def _draw_parts(
+        self, msg: MessageRow, parts: list[markup.Part], head: Text | None, add: Any
+    ) -> Text | None:
+        """A user message holding Claude Code's markup, part by part: IDE notes as chips, a slash
+        command as typed, a `!` command and its output (closed, Enter opens it), a command's
+        output as a quiet note, the words typed as text. The header (`head`) is drawn with the
+        first part; returns it when no part took it."""
+        chips = [p for p in parts if isinstance(p, render.CHIP_PARTS)]
+        drawn_chips = False
+        for number, part in enumerate(parts):
+            body: RenderableType
+            kind, key, clip = "text", None, 0
+            if isinstance(part, render.CHIP_PARTS):
+                if drawn_chips:
+                    continue
+                drawn_chips = True
+                has_lines = any(isinstance(c, markup.Selection) and c.text for c in chips)
+                kind, key = "chip", f"chip:{msg.entry_id}" if has_lines else None
+                body = render.chips_line(chips, key is not None and key in self.toggled)
+            elif isinstance(part, markup.Command):
+                body = render.command_line(part)
+            elif isinstance(part, markup.Shell):
+                body = render.shell_line(part)
+            elif isinstance(part, markup.ShellOutput):
+                kind, key = "output", None if part.empty else f"tool:out:{msg.entry_id}:{number}"
+                body = render.shell_output(part, key is not None and self.is_expanded(key))
+            elif isinstance(part, (markup.CommandOutput, markup.Caveat)):
+                kind, body = "note", render.note_view(part)
+                if isinstance(part, markup.CommandOutput) and not part.text.strip():
+                    continue
+            else:
+                key = f"text:{msg.entry_id}"
+                clip = 0 if key in self.toggled else TEXT_PREVIEW
+                body = render.message_text(msg, markdown=self.markdown, preview=clip or None, text=part.text)
+            if head is not None:
+                add(kind, (head, body), indent=2, key=key, clip=clip and clip + 1)
+                head = None
+            else:  # output and notes under what they answer; the rest in line with the text
+                under = kind == "output" or (kind == "note" and not isinstance(part, markup.Caveat))
+                add(kind, body, indent=4 if under else 2, key=key, clip=clip)
+        return head
 
     def _picture(self, entry_id: int, image: ImageRef, columns: int) -> Cells | str:
         """An image's drawn cells, or a note; drawn once per width and pane height. Its record is read and its
@@ -712,7 +788,7 @@ class MessageView(ScrollView, can_focus=True):
         return self.persisted[call.id]
 
     def _extra(self, call: ToolCall) -> Any:
-        if call.name not in render.EDIT_TOOLS or self.conn is None:
+        if (call.name not in render.EDIT_TOOLS and call.name not in markup.TODO_TOOLS) or self.conn is None:
             return None
         if call.id not in self.extras:
             self.extras[call.id] = browse.tool_result_extra(self.conn, call)
@@ -1114,6 +1190,14 @@ class MessageView(ScrollView, can_focus=True):
             text = f"{block.call.name} {block.call.params_json or ''}\n{render.result_text(block.call)}"
         elif block.kind == "thinking":
             text = msg.thinking or ""
+        elif block.kind == "hook":
+            run = next((r for i, r in enumerate(msg.hooks) if block.key == f"hook:{r.entry_id}:{i}"), None)
+            text = "\n".join(filter(None, (run.command, run.message, run.stdout, run.stderr))) if run else ""
+        elif block.kind == "output":  # what the `!` command printed, as it printed it
+            outs = [p for p in render.user_parts(msg) if isinstance(p, markup.ShellOutput)]
+            text = "\n".join(o.stdout + o.stderr for o in outs)
+        elif render.user_parts(msg):  # Claude Code's markup as what it stands for (`/model opus`)
+            text = markup.plain(msg.content)
         else:
             text = msg.content or ""
         self.app.copy_to_clipboard(text)

@@ -14,10 +14,12 @@ from typing import Any
 
 import orjson
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.padding import Padding
 from rich.segment import Segment
 from rich.text import Text
 from textual.color import Color
 from textual.filter import LineFilter
+from threadloom.core import markup
 from threadloom.core.adapters.base import ImageRef
 from threadloom.core.browse import MessageRow, ToolCall
 from threadloom.core.calls import call_params, result_text
@@ -49,8 +51,6 @@ STATUS = {
 SPAWN_TOOLS = ("Task", "Agent")
 EXIT_CODE = re.compile(r"[Ee]xit code (\d+)")
 CAT_N = re.compile(r"^\s*(\d+)\t(.*)$")
-COMMAND = re.compile(r"<command-name>(.*?)</command-name>(?:.*?<command-args>(.*?)</command-args>)?", re.S)
-LOCAL_OUT = re.compile(r"<local-command-std(?:out|err)>(.*?)</local-command-std(?:out|err)>", re.S)
 
 OUTPUT_LINES = 60
 DIFF_MARKS = ("+", "-", " ")  # the first column of a diff row
@@ -108,11 +108,14 @@ def header(msg: MessageRow) -> Text:
     return text
 
 
-def message_text(msg: MessageRow, *, markdown: bool = True, preview: int | None = None) -> RenderableType:
-    """The visible text, as Markdown unless not `markdown` (`preview`: only that many lines will
-    be shown): slash commands and local command output shown the way the
-    user saw them, an assistant's SEARCH/REPLACE edit blocks (Aider's) as diffs."""
-    content = msg.content or ""
+def message_text(
+    msg: MessageRow, *, markdown: bool = True, preview: int | None = None, text: str | None = None
+) -> RenderableType:
+    """The visible text (`text`: the part of it to draw, the words typed beside Claude Code's
+    markup), as Markdown unless not `markdown` (`preview`: only that many lines will be shown); an
+    assistant's SEARCH/REPLACE edit blocks (Aider's) as diffs, a background task's notification
+    as a notice. Claude Code's markup is drawn by the parts' own views below."""
+    content = (msg.content or "") if text is None else text
 
     def written(text: str, style: str = "") -> RenderableType:
         return message_body(
@@ -128,13 +131,6 @@ def message_text(msg: MessageRow, *, markdown: bool = True, preview: int | None 
         parts = edit_blocks(content)
         if any(isinstance(part, EditBlock) for part in parts):
             return spaced([edit_block_view(p) if isinstance(p, EditBlock) else written(p) for p in parts])
-    command = COMMAND.search(content)
-    if command:
-        args = (command.group(2) or "").strip()
-        return Text(command.group(1).strip() + (" " + args if args else ""), style="bold #d787d7")
-    local = LOCAL_OUT.search(content)
-    if local:
-        return long_text(local.group(1).strip(), "dim")
     notice = task_notice(content)
     if notice is not None:
         return notice_text(notice)
@@ -229,13 +225,17 @@ def event_line(msg: MessageRow) -> Text:
     elif kind == "turn_duration":
         label = f"turn took {duration(ev.get('durationMs'))}"
     elif kind == "stop_hook_summary":
-        hooks = ev.get("hookInfos")
-        commands = ", ".join(
-            str(h.get("command")) for h in (hooks if isinstance(hooks, list) else []) if isinstance(h, dict)
-        )
-        label = f"⚙ stop hook: {commands or '?'}"
-        if ev.get("hookErrors"):
+        runs = msg.hooks or markup.hook_runs({"type": "system", "subtype": kind, **ev})
+        shown = [
+            one_line(r.command, 60)
+            + (f" · {hook_duration(r.duration_ms)}" if r.duration_ms is not None else "")
+            for r in runs
+            if r.command
+        ]
+        label = f"⚙ Stop hook: {', '.join(shown) or '?'}"
+        if any(r.failed for r in runs):
             label += " · errors"
+            style = HOOK_FAILED_STYLE
     else:
         label = f"{kind}: {one_line(msg.content or '', 120)}" if msg.content else kind
     text = Text("── ", style=style)
@@ -461,3 +461,192 @@ def safe_lines(textuals: Sequence[LineFilter]) -> SafeLines:
     if found is None:
         found = _SAFE_LINES[key] = SafeLines(key)
     return found
+
+
+# ---------------------------------------------------------------------------- Claude Code's markup
+# The parts `core.markup` reads from a message: each drawn for what it is. Values are the log's:
+# the message view's NoControls filter keeps them from acting on the terminal, and output is drawn
+# by terminal_text (its colours kept as styles, no sequence sent).
+
+SHELL_STYLE = "bold #d7af5f"
+COMMAND_STYLE = "bold #d787d7"
+NOTE_STYLE = "#8a8a8a"
+CHIP_STYLE = "#afafd7 on #2a2a3a"
+STDERR_STYLE = "#ff8787"
+HOOK_STYLE = "#87af87"
+CHIP_PARTS = (markup.Selection, markup.OpenedFile)
+HOOK_FAILED_STYLE = "#d7af5f"
+TODO_STYLE = {"completed": "#8a8a8a", "in_progress": "bold #87d7ff", "pending": ""}
+
+
+def user_parts(msg: MessageRow) -> list[markup.Part]:
+    """The parts of a user message's text (`core.markup.parse`); none for anyone else's."""
+    return markup.parse(msg.content) if msg.role == "user" and msg.content else []
+
+
+def command_line(part: markup.Command) -> Text:
+    """A slash command as typed: `/model opus`."""
+    return Text(part.line, style=COMMAND_STYLE)
+
+
+def shell_line(part: markup.Shell) -> Text:
+    """A `!` command as typed, its words coloured as shell."""
+    from rich.syntax import Syntax  # Pygments is slow to import: only once a `!` command is drawn
+
+    line = Text("! ", style=SHELL_STYLE)
+    highlighted = Syntax(part.command, "bash", theme=SYNTAX_THEME).highlight(part.command)
+    highlighted.rstrip()
+    return line.append_text(highlighted)
+
+
+def _count(lines: int, noun: str = "line") -> str:
+    return f"{lines:,} {noun}{'' if lines == 1 else 's'}"
+
+
+def shell_output(out: markup.ShellOutput, expanded: bool) -> RenderableType:
+    """What a `!` command printed, under it: one line saying how much (and its first line) until
+    opened, then stdout as the terminal showed it and stderr in red, never as Markdown."""
+    stdout, stderr = out.stdout.rstrip("\n").splitlines(), out.stderr.rstrip("\n").splitlines()
+    if out.empty:
+        return Text("⎿ (no output)", style=NOTE_STYLE)
+    label = Text(("▾ " if expanded else "▸ ") + "output", style=SHELL_STYLE)
+    sizes = [_count(len(stdout))] if stdout else []
+    sizes += [f"stderr {_count(len(stderr))}"] if stderr else []
+    label.append("  " + " · ".join(sizes), style="dim")
+    if not expanded:
+        first = next((line for line in stdout + stderr if line.strip()), "")
+        label.append("  " + one_line(first, 80), style=NOTE_STYLE)
+        return label
+    parts: list[RenderableType] = [label]
+    for lines, style in ((stdout, ""), (stderr, STDERR_STYLE)):
+        if not lines:
+            continue
+        parts.append(terminal_text("\n".join(lines[:OUTPUT_LINES]), style))
+        if len(lines) > OUTPUT_LINES:
+            parts.append(Text(f"… {len(lines) - OUTPUT_LINES:,} more lines ({LONG_TEXT_REST})", style="dim"))
+    return Group(*parts)
+
+
+def note_view(part: markup.CommandOutput | markup.Caveat) -> RenderableType:
+    """What a local command printed (`⎿ See ya!`), or Claude Code's caveat: quiet, not a turn."""
+    if isinstance(part, markup.Caveat):
+        return Text(
+            "ⓘ local commands follow (Claude Code's caveat to the model)", style=f"italic {NOTE_STYLE}"
+        )
+    text = part.text.strip("\n")
+    style = STDERR_STYLE if part.stream == "stderr" else NOTE_STYLE
+    note = Text("⎿ ", style=NOTE_STYLE)
+    return Group(
+        note.append_text(terminal_text(text.split("\n", 1)[0], style)),
+        *([long_text(text.split("\n", 1)[1], style)] if "\n" in text else []),
+    )
+
+
+def chips_line(parts: Sequence[markup.Selection | markup.OpenedFile], expanded: bool) -> RenderableType:
+    """What the IDE showed beside the prompt, as chips (`⌖ split.py:12-14`, `▤ README.md`); an
+    opened selection shows its lines, coloured by the file's language."""
+    line = Text()
+    for part in parts:
+        mark = "⌖" if isinstance(part, markup.Selection) else "▤"
+        if line:
+            line.append(" ")
+        line.append(f" {mark} {part.chip} ", style=CHIP_STYLE)
+    if any(isinstance(p, markup.Selection) and p.text for p in parts):
+        line.append("  " + ("▾" if expanded else "▸ selected lines"), style="dim")
+    shown: list[RenderableType] = [line]
+    if expanded:
+        from rich.syntax import Syntax
+
+        for part in parts:
+            if isinstance(part, markup.Selection) and part.text:
+                lexer = Syntax.guess_lexer(part.path.replace("\\", "/"), part.text) if part.path else "text"
+                shown.append(
+                    Syntax(
+                        part.text,
+                        lexer,
+                        theme=SYNTAX_THEME,
+                        word_wrap=True,
+                        line_numbers=part.first is not None,
+                        start_line=part.first or 1,
+                        background_color="default",
+                    )
+                )
+    return Group(*shown) if len(shown) > 1 else line
+
+
+def hook_line(run: markup.HookRun, expanded: bool | None = None) -> Text:
+    """`⚙ PostToolUse:Edit hook  uv run ruff check  exit 1 · 75 ms`: a hook Claude Code ran, its
+    event (and matcher), command, how it ended and how long it took. `expanded`: None when it has
+    nothing more to show."""
+    style = HOOK_FAILED_STYLE if run.failed else HOOK_STYLE
+    mark = "⚙ " if expanded is None else ("▾ " if expanded else "▸ ")
+    text = Text(mark + f"{run.name or run.event or 'hook'} hook", style=style)
+    if run.command:
+        text.append("  " + one_line(run.command, 70))
+    text.append(f"  {run.outcome}", style="bold " + style if run.failed else "dim")
+    if run.duration_ms is not None:
+        text.append(f" · {hook_duration(run.duration_ms)}", style="dim")
+    if run.message and not expanded:
+        text.append("  " + one_line(run.message, 80), style=STDERR_STYLE if run.failed else NOTE_STYLE)
+    return text
+
+
+def hook_duration(ms: int) -> str:
+    """`106 ms`, `1.2 s`: hooks are short, their milliseconds matter."""
+    return f"{ms:,} ms" if ms < 1000 else duration(ms)
+
+
+def hook_has_more(run: markup.HookRun) -> bool:
+    return bool(run.stdout.strip() or run.stderr.strip() or "\n" in run.message.strip())
+
+
+def hook_view(run: markup.HookRun, expanded: bool) -> RenderableType:
+    """A hook's line, then (opened) what it printed and said."""
+    if not hook_has_more(run):
+        return hook_line(run)
+    if not expanded:
+        return hook_line(run, False)
+    parts: list[RenderableType] = [hook_line(run, True)]
+    for label, body, style in (
+        ("message", run.message, STDERR_STYLE if run.failed else ""),
+        ("stdout", run.stdout, ""),
+        ("stderr", run.stderr, STDERR_STYLE),
+    ):
+        if body.strip():
+            parts.append(Text(label, style="dim underline"))
+            parts.append(long_text(body.rstrip("\n"), style))
+    return Padding(Group(*parts), (0, 0, 0, 0))
+
+
+def todo_gist(items: list[markup.Todo]) -> str:
+    """`1 of 4 done · ◐ Fixing the loop bound`: where a TodoWrite list stands."""
+    doing = next((t for t in items if t.status == "in_progress"), None)
+    return markup.todo_count(items) + (f" · ◐ {doing.shown}" if doing else "")
+
+
+CHANGE_MARK = {"added": "+", "removed": "−", "done": "", "started": "", "reopened": "↺"}
+
+
+def todo_lines(items: list[markup.Todo], before: list[markup.Todo] | None, expanded: bool) -> Text:
+    """A TodoWrite list as a checklist (☐ pending, ◐ in progress, ☑ done). Closed, only what this
+    write changed from the list before it (all of it for a new list); opened, the whole list."""
+    text = Text()
+    if expanded or not before:
+        rows = [("", t) for t in items]
+    else:
+        rows = [(CHANGE_MARK.get(c.kind, ""), c.todo) for c in markup.todo_changes(before, items)]
+        if not rows:
+            rows = [("", t) for t in items if t.status == "in_progress"]
+    signs = not expanded and bool(before)  # a column saying what changed
+    for sign, todo in rows:
+        if text:
+            text.append("\n")
+        if signs:
+            text.append(f"{sign or ' '} ", style="dim")
+        if sign == "−":
+            text.append(f"{todo.mark} {todo.content}", style="strike #8a8a8a")
+            continue
+        style = TODO_STYLE.get(todo.status, "")
+        text.append(f"{todo.mark} ", style=style)
+        text.append(todo.shown, style=style + (" strike" if todo.status == "completed" else ""))
+    return text

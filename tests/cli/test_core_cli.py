@@ -647,3 +647,45 @@ def test_piped_tables_carry_no_padding(tmp_path):
         assert len(lines) >= 2 and all(line == line.rstrip() for line in lines), command
     listed = run("--db", dbp, "sessions", env_extra={"COLUMNS": "1000"}).stdout.splitlines()
     assert "a title that is long " * 3 in listed[1] + listed[2]  # piped: not cut
+
+
+def test_show_draws_claude_codes_markup_for_what_it_is(tmp_path):
+    """`!` commands with their output as the terminal showed it, slash commands as typed, command
+    output and caveats as notes, IDE chips, TodoWrite as a checklist, hooks; no tag, no escape."""
+    from tests.conftest import markup_session
+
+    markup_session(tmp_path)
+    dbp = str(tmp_path / "t.db")
+    assert run("--db", dbp, "ingest", "--only", "--source", str(tmp_path / "projects")).returncode == 0
+    out = run("--db", dbp, "show", "eeeeeeee").stdout
+    assert not any(tag in out for tag in ("<bash-", "<command-", "<local-command", "<ide_"))
+    # the hook's stderr holds a window-title sequence: its words shown, the sequence never sent
+    assert "\x1b" not in out and "\x07" not in out and "notify: no display" in out
+    lines = out.splitlines()
+
+    def at(text: str) -> int:  # below the header (whose title is the first prompt, `/model opus`)
+        return next(n for n, line in enumerate(lines) if text in line and n > 2)
+
+    assert lines[at("/model opus") - 1].startswith("user ")
+    assert "⎿ Set model to opus (claude-opus-4-7)" in lines[at("/model opus") + 1]
+    assert not lines[at("local commands follow") - 1].startswith("user")  # the caveat is no turn
+    assert "[⌖ split.py:12-14]" in lines[at("Why does the tokenizer") - 1]
+    bang = at("! uv run pytest -q tests/test_split.py")
+    assert lines[bang + 1 : bang + 3] == ["    F....", "    === FAILURES ==="]  # not a Markdown heading
+    assert "1 failed, 4 passed in 0.12s" in lines[bang + 5] and "warning: no coverage" in lines[bang + 6]
+    context = at("/context")
+    assert lines[context + 1 : context + 3] == ["", "user 2026-03-01 10:00"]  # its empty output: nothing
+    todo = at("1 of 4 done · ◐ Fixing the loop bound")
+    assert [line.strip() for line in lines[todo + 1 : todo + 4]] == [
+        "☑ Reproduce the dropped token",
+        "◐ Fixing the loop bound",
+        "+ ☐ Run the whole suite",
+    ]
+    assert "⚙ SessionStart:startup hook  ./scripts/notify.sh started  exit 0 · 1.2 s" in out
+    assert "⚙ PostToolUse:TodoWrite hook  ./scripts/notify.sh todo  exit 1 · 75 ms" in out
+    assert "⚙ PreToolUse:Bash hook  ./scripts/guard.sh  blocked" in out and "rm -rf is not allowed" in out
+    assert "⚙ Stop hook  ./scripts/notify.sh idle  ran · 102 ms" in out
+    # every reply has its label, the empty thinking blocks before them notwithstanding
+    assert [line.split()[0] for line in lines if line.startswith(("user ", "assistant "))].count(
+        "assistant"
+    ) == 3
