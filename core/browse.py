@@ -30,7 +30,7 @@ from threadloom.core.query import (
     subagent_sql,
 )
 from threadloom.core.rows import builder, fetch, fetch_one, getter, value, values
-from threadloom.core.text import one_line, task_notice
+from threadloom.core.text import one_line, readable, task_notice
 
 __all__ = [
     "Branch",
@@ -279,7 +279,8 @@ def _prompt_text(conn: sqlite3.Connection, turn_id: str) -> str:
     )
     text = text if text is not None else ""
     notice = task_notice(text)  # a branch is named by the notification's headline, not its result
-    return one_line(notice.title if notice else text, 200)
+    # Claude Code's markup as what it stands for: `! uv run pytest`, not `<bash-input>uv run…`
+    return one_line(notice.title if notice else readable(text), 200)
 
 
 def rewind_seqs(conn: sqlite3.Connection, session_id: str) -> set[int]:

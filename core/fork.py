@@ -36,6 +36,7 @@ from threadloom.core.adapters import ADAPTERS
 from threadloom.core.adapters.base import Adapter, ResumeTarget, disk_name
 from threadloom.core.adapters.base import ForkError as ForkError  # re-exported: adapters raise it too
 from threadloom.core.adapters.base import checked_id as _checked_id
+from threadloom.core.markup import Caveat, CommandOutput, is_note, parse
 from threadloom.core.rows import builder, value
 from threadloom.core.text import one_line, readable
 
@@ -271,7 +272,9 @@ def fork_points(
         node = nxt
     points = [turns[turn_id] for turn_id in chain]
     for point in points:
-        point.prompt = one_line(readable(point.prompt), 120)
+        # a turn an older read started at a `!` command's output: said to be output
+        mark = "⎿ " if point.prompt and is_note(parse(point.prompt)) else ""
+        point.prompt = mark + one_line(readable(point.prompt), 120)
         point.reply = one_line(point.reply, 120)
     return points
 
@@ -313,13 +316,24 @@ def fork_messages(conn: sqlite3.Connection, session_id: str, turn_ids: list[str]
             calls.setdefault(call.entry_id, []).append(call)
     fill_tool_io(conn, [c for own in calls.values() for c in own])
     out: list[ForkMessage] = []
+    # API messages with a line to show: a line of one showing nothing (the empty thinking block that
+    # opens most of Claude Opus 4.7's) is left out, the fork at its message's other lines is the same
+    shown = {r[10] for r in rows if r[10] and (r[7] or r[8] or r[0] in calls)}
     for eid, turn_id, uuid, role, etype, subtype, is_meta, content, thinking, ts, message_id, summary in rows:
         own = calls.get(eid, [])
         if eid in results and not content and not own:
             continue  # a tool's result: listed with its call
+        if role == "assistant" and not (content or thinking or own) and message_id in shown:
+            continue
 
         items: list[tuple[str, str, ToolCall | None]] = []  # (kind, label, call)
         text = one_line(readable(content), 200)
+        parts = parse(content) if role == "user" and content else []
+        if parts and all(isinstance(p, CommandOutput) and not p.text.strip() for p in parts):
+            continue  # an empty output (what /clear leaves): nothing to show or fork at
+        quiet = is_note(parts)  # a command's output, a caveat: Claude Code's words, not the user's
+        if quiet and not any(isinstance(p, Caveat) for p in parts):
+            text = "⎿ " + text
         if uuid is not None and uuid == turn_id:
             items.append(("prompt", text or "(no prompt text)", None))
         elif role == "assistant" and content:
@@ -329,7 +343,7 @@ def fork_messages(conn: sqlite3.Connection, session_id: str, turn_ids: list[str]
         elif subtype == "compact_boundary" or (summary is not None and _compact_summary(summary)):
             items.append(("summary", text or "(conversation compacted)", None))
         elif role == "user" and not own:
-            items.append(("note" if is_meta else "message", text or "(no text)", None))
+            items.append(("note" if is_meta or quiet else "message", text or "(no text)", None))
         elif not own:
             items.append(("event", text or subtype or etype or "event", None))
         if not (uuid is not None and uuid == turn_id):

@@ -284,6 +284,28 @@ def test_branches_are_named_where_each_left_its_nearest_sibling(conn, tmp_path):
     ]
 
 
+def test_branches_named_by_a_command_read_it_as_typed(conn, tmp_path):
+    """A branch that starts at a `!` command or a slash command is named `! uv run pytest…` or
+    `/review #29`, not by the tags Claude Code wrote around them."""
+    from threadloom.core import browse
+
+    t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
+    t.user("Start")
+    start = t.assistant("ready")
+    t.user("<bash-input>uv run pytest -q</bash-input>")
+    t.user("<bash-stdout>3 passed</bash-stdout><bash-stderr></bash-stderr>")
+    t.assistant("green")
+    t.user(
+        "<command-message>review is running…</command-message>\n<command-name>/review</command-name>\n"
+        "<command-args>#29</command-args>",
+        parent=start,
+    )
+    t.assistant("reviewed")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    assert [b.label for b in browse.branches(conn, SID)] == ["! uv run pytest -q", "/review #29"]
+
+
 def test_tool_calls_statuses_and_streaming_token_dedup(conn, tmp_path):
     t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
     t.user("do things")

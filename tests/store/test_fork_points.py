@@ -353,6 +353,43 @@ def test_fork_messages_lists_every_message_of_the_turns(conn, session):
     )
 
 
+def test_the_pickers_turns_and_messages_read_claude_codes_markup(conn, tmp_path):
+    """Turn rows and message rows read what each thing is: /model opus, the prompt (not its IDE
+    note), ! commands; a command's output and the caveat as notes (⎿), an empty output and the
+    empty thinking lines that open Opus 4.7's replies left out; TodoWrite by its list."""
+    from tests.conftest import markup_session
+
+    t = markup_session(tmp_path)
+    ingest(conn, tmp_path / "projects")
+    points = fork_points(conn, t.session_id)
+    assert [p.prompt for p in points] == [
+        "/model opus",
+        "Why does the tokenizer drop the last token?",
+        "! uv run pytest -q tests/test_split.py",
+        "/context",
+        "Fix it and run the tests again.",
+    ]  # the `!` command's output is in its command's turn, not a turn of its own
+    messages = fork_messages(conn, t.session_id, [p.turn_id for p in points])
+    assert [(m.kind, m.label) for m in messages] == [
+        ("prompt", "/model opus"),
+        ("note", "⎿ Set model to opus (claude-opus-4-7)"),
+        ("prompt", "Why does the tokenizer drop the last token?"),
+        ("reply", "Looking at the loop in `split.py`."),
+        ("tool call", "TodoWrite: 0 of 3 done · ◐ Reproducing the dropped token"),
+        ("reply", "Found it: the loop stops one short."),
+        ("tool call", "TodoWrite: 1 of 4 done · ◐ Fixing the loop bound"),
+        ("prompt", "! uv run pytest -q tests/test_split.py"),
+        (
+            "note",
+            "⎿ F.... === FAILURES === _ test_last_token _ assert ['a'] == ['a', 'b'] 1 failed, 4 passed in 0.12s",
+        ),
+        ("prompt", "/context"),
+        ("prompt", "Fix it and run the tests again."),
+        ("reply", "Fixed the bound; the suite passes."),
+        ("event", "stop_hook_summary"),
+    ]
+
+
 def test_codex_messages_are_turn_level_fork_points(conn, tmp_path, monkeypatch):
     from tests.unit.test_adapter_codex import full_session
 
