@@ -29,10 +29,31 @@ from threadloom.core.adapters.base import ImageRef
 from threadloom.core.calls import call_params, result_text
 from threadloom.core.diffs import DiffLine, call_diff, is_edit
 from threadloom.core.images import describe
+from threadloom.core.markup import (
+    TODO_TOOLS,
+    Caveat,
+    Command,
+    CommandOutput,
+    HookRun,
+    OpenedFile,
+    Part,
+    Selection,
+    Shell,
+    ShellOutput,
+    Todo,
+    Typed,
+    as_dict,
+    is_note,
+    parse,
+    todo_before,
+    todo_changes,
+    todo_count,
+    todos,
+)
 from threadloom.core.query import MessageRow, SessionSummary, ToolCall, children_of, get_session, messages
 from threadloom.core.redact import Redactor
-from threadloom.core.render import tool_summary
-from threadloom.core.text import clock, human_tokens, printable, strip_escapes
+from threadloom.core.render import CAVEAT_NOTE, chip_mark, hook_duration, tool_summary
+from threadloom.core.text import clock, human_tokens, one_line, printable, strip_escapes
 
 FORMATS = ("md", "html", "json")
 MAX_DEPTH = 8  # subagents nested deeper than this are named, not included
@@ -154,7 +175,7 @@ def read_thread(
             if image.place == "tool result" and image.tool_use_id in call_ids:
                 thread.call_images.setdefault(image.tool_use_id, []).append((m.entry_id, image))
     for call in calls:
-        if is_edit(call.name, call_params(call)):
+        if is_edit(call.name, call_params(call)) or call.name in TODO_TOOLS:
             thread.extras[call.id] = browse.tool_result_extra(conn, call)
     if depth < MAX_DEPTH:
         started = {
@@ -282,24 +303,51 @@ def _markdown(thread: Thread, redact: Redactor, stamp: str) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def _headed(thread: Thread) -> Iterator[tuple[MessageRow, bool]]:
-    """Each message worth showing, and whether it starts a new speaker's block: an agent's reply
-    is often several records (text, then each tool call); they read as one, under one heading."""
+def _headed(thread: Thread) -> Iterator[tuple[MessageRow, str]]:
+    """Each message worth showing, and how it sits: `new` starts a speaker's block (an agent's
+    reply is often several records, text then each tool call: they read as one, under one
+    heading), `same` goes on in the block above, `note` stands alone without a heading (Claude
+    Code's caveat, a command's output with no command above it), `event` is a system record. A
+    command's output goes on under the command; a record with nothing to show but the hooks
+    after it (a tool's result) shows them in the block above; an empty output shows nothing."""
     previous: str | None = None
     for msg in thread.messages:
         if msg.role == "system" or msg.entry_type == "system":
             previous = None
-            yield msg, True
+            yield msg, "event"
+            continue
+        parts = _parts(msg)
+        if parts and all(isinstance(p, CommandOutput) and not p.text.strip() for p in parts):
+            if msg.hooks:
+                yield msg, "same" if previous else "note"
+            continue
+        if is_note(parts):
+            outputs = not any(isinstance(p, Caveat) for p in parts)
+            yield msg, "same" if outputs and previous == "user" else "note"
+            if not outputs:
+                previous = None
             continue
         if not (msg.content or msg.thinking or msg.tool_calls or thread.own_images(msg)):
+            if msg.hooks:
+                yield msg, "same" if previous else "note"
             continue
-        yield msg, msg.role != previous or msg.role != "assistant"
+        yield msg, "new" if msg.role != previous or msg.role != "assistant" else "same"
         previous = msg.role
+
+
+def _parts(msg: MessageRow) -> list[Part]:
+    """The parts of a user message that holds Claude Code's markup (`core.markup`); none else."""
+    parts = parse(msg.content) if msg.role == "user" and msg.content else []
+    return parts if any(not isinstance(p, Typed) for p in parts) else []
 
 
 def _md_messages(out: list[str], thread: Thread, redact: Redactor, level: int) -> None:
     hashes = "#" * min(level, 6)
-    for msg, new_block in _headed(thread):
+    for msg, block in _headed(thread):
+        new_block = block == "new"
+        if block == "event" and msg.hooks:
+            out += [_md_hook(run, redact) for run in msg.hooks] + [""]
+            continue
         if msg.role == "system" or msg.entry_type == "system":
             if msg.content:
                 out += [
@@ -314,6 +362,12 @@ def _md_messages(out: list[str], thread: Thread, redact: Redactor, level: int) -
                 f" · {_md_inline(redact(clean(msg.model)))}" if msg.model and msg.role == "assistant" else ""
             )
             out += [f"{hashes} {_who(msg)}" + (f" · {when}" if when else "") + model, ""]
+        out += [_md_hook(run, redact) + "\n" for run in msg.hooks if run.before]
+        parts = _parts(msg)
+        if parts:
+            _md_parts(out, parts, redact)
+            out += [_md_hook(run, redact) + "\n" for run in msg.hooks if not run.before]
+            continue
         if msg.thinking:
             out += [
                 "<details><summary>Thinking</summary>",
@@ -328,10 +382,130 @@ def _md_messages(out: list[str], thread: Thread, redact: Redactor, level: int) -
         out += [f"*▣ {_md_inline(describe(_image(image, redact)))}*\n" for image in thread.own_images(msg)]
         for call in msg.tool_calls:
             _md_call(out, thread, call, redact, level)
+        out += [_md_hook(run, redact) + "\n" for run in msg.hooks if not run.before]
+
+
+def _md_parts(out: list[str], parts: list[Part], redact: Redactor) -> None:
+    """Claude Code's markup in Markdown: a slash command as typed, a `!` command as shell code
+    and its output fenced (closed, in a details block), a command's output and the caveat as
+    quiet italic notes, IDE notes as chips (a selection's lines inside)."""
+    for part in parts:
+        if isinstance(part, (Selection, OpenedFile)):
+            chip = f"{chip_mark(part)} {_md_inline(redact(clean(part.chip)))}"
+            if isinstance(part, Selection) and part.text:
+                lang = _lexer_name(part.path)
+                out += [
+                    f"<details><summary>{chip}</summary>",
+                    "",
+                    _fence(redact(clean(part.text)), lang),
+                    "",
+                    "</details>",
+                    "",
+                ]
+            else:
+                out += [f"*{chip}*", ""]
+        elif isinstance(part, Command):
+            out += [f"**{_md_inline(redact(clean(part.line)))}**", ""]
+        elif isinstance(part, Shell):
+            out += ["**!** shell command", "", _fence(redact(clean(part.command)), "bash"), ""]
+        elif isinstance(part, ShellOutput):
+            if part.empty:
+                out += ["*↳ (no output)*", ""]
+                continue
+            out += [f"<details><summary>Output · {_output_size(part)}</summary>", ""]
+            if part.stdout.strip():
+                out += [_fence(redact(clean(part.stdout.rstrip(chr(10)))), "text"), ""]
+            if part.stderr.strip():
+                out += ["stderr:", "", _fence(redact(clean(part.stderr.rstrip(chr(10)))), "text"), ""]
+            out += ["</details>", ""]
+        elif isinstance(part, CommandOutput):
+            text = redact(clean(part.text.strip("\n")))
+            if "\n" in text:
+                out += ["↳", "", _fence(text, "text"), ""]
+            elif text:
+                out += [f"*↳ {_md_inline(text)}*", ""]
+        elif isinstance(part, Caveat):
+            out += [f"*{CAVEAT_NOTE}*", ""]
+        else:
+            out += [redact(clean(part.text)), ""]
+
+
+def _output_size(part: ShellOutput) -> str:
+    """`5 lines · stderr 1 line`."""
+    sizes = []
+    for label, text in (("", part.stdout), ("stderr ", part.stderr)):
+        lines = len(text.rstrip("\n").splitlines())
+        if text.strip():
+            sizes.append(f"{label}{lines:,} line{'' if lines == 1 else 's'}")
+    return " · ".join(sizes)
+
+
+def _lexer_name(path: str) -> str:
+    """The fence language of a file's lines, from its name (`.py` → python); none when unknown."""
+    from pygments.lexers import get_lexer_for_filename
+    from pygments.util import ClassNotFound
+
+    try:
+        lexer = get_lexer_for_filename(path.replace("\\", "/").rsplit("/", 1)[-1])
+    except (ClassNotFound, ValueError):
+        return ""
+    return lexer.aliases[0] if lexer.aliases else ""
+
+
+def _hook_words(run: HookRun, redact: Redactor) -> tuple[str, str, str]:
+    """(name, command, how it ended and how long it took) of a hook, masked and made safe."""
+    name = redact(clean(run.name or run.event or "hook"))
+    command = redact(clean(one_line(run.command, 200)))
+    end = run.outcome + (f" · {hook_duration(run.duration_ms)}" if run.duration_ms is not None else "")
+    return name, command, end
+
+
+def _hook_said(run: HookRun, redact: Redactor) -> str:
+    """What a hook said that a reader wants: its message, and its stderr when it failed."""
+    said = run.message or (run.stderr if run.failed else "")
+    return redact(clean(said.strip()))
+
+
+def _md_hook(run: HookRun, redact: Redactor) -> str:
+    name, command, end = _hook_words(run, redact)
+    line = (
+        f"*⚙ {_md_inline(name)} hook"
+        + (f" · {_md_inline(command)}" if command else "")
+        + f" · {_md_inline(end)}*"
+    )
+    said = _hook_said(run, redact)
+    return line + (f" — {_md_inline(one_line(said, 300))}" if said else "")
+
+
+def _md_todo(out: list[str], items: list[Todo], before: list[Todo] | None, redact: Redactor) -> None:
+    """A TodoWrite list as a Markdown checklist, each item marked with what this write changed."""
+    changes = todo_changes(before, items) if before else []
+    kinds = {c.todo.content: c.kind for c in changes if c.kind != "removed"}
+    out += [f"**☰ Todo list** · {todo_count(items)}", ""]
+    for todo in items:
+        text = _md_inline(redact(clean(todo.shown)))
+        if todo.status == "completed":
+            text = f"~~{text}~~"
+        elif todo.status == "in_progress":
+            text = f"◐ **{text}**"
+        change = kinds.get(todo.content)
+        out.append(
+            f"- [{'x' if todo.status == 'completed' else ' '}] {text}" + (f" *({change})*" if change else "")
+        )
+    out += [
+        f"- ~~{_md_inline(redact(clean(c.todo.content)))}~~ *(removed)*"
+        for c in changes
+        if c.kind == "removed"
+    ]
+    out.append("")
 
 
 def _md_call(out: list[str], thread: Thread, call: ToolCall, redact: Redactor, level: int) -> None:
     call = _masked(call, redact)
+    items = todos(call_params(call)) if call.name in TODO_TOOLS else None
+    if items is not None and call.status != "failed":
+        _md_todo(out, items, todo_before(redact.value(thread.extras.get(call.id))), redact)
+        return
     mark = STATUS_MARK.get(call.status or "pending", "?")
     gist = _md_inline(redact(clean(tool_summary(call))))
     out += [f"<details><summary>{mark} <b>{_md_inline(clean(call.name))}</b> {gist}</summary>", ""]
@@ -366,9 +540,11 @@ def _md_call(out: list[str], thread: Thread, call: ToolCall, redact: Redactor, l
 
 CSS = """
 :root { color-scheme: light dark; --bg: #fdfdfc; --fg: #1f2328; --dim: #667085; --line: #d0d7de;
-  --user: #0b6bcb; --assistant: #1a7f37; --card: #f6f8fa; --add: #dafbe1; --del: #ffebe9; --fail: #cf222e; }
+  --user: #0b6bcb; --assistant: #1a7f37; --card: #f6f8fa; --add: #dafbe1; --del: #ffebe9; --fail: #cf222e;
+  --cmd: #8250df; --warn: #9a6700; --chip: #eef1f5; }
 @media (prefers-color-scheme: dark) { :root { --bg: #0d1117; --fg: #e6edf3; --dim: #8b949e; --line: #30363d;
-  --user: #58a6ff; --assistant: #3fb950; --card: #161b22; --add: #12361f; --del: #3d1a1d; --fail: #f85149; } }
+  --user: #58a6ff; --assistant: #3fb950; --card: #161b22; --add: #12361f; --del: #3d1a1d; --fail: #f85149;
+  --cmd: #d2a8ff; --warn: #d29922; --chip: #21262d; } }
 * { box-sizing: border-box; }
 body { margin: 0; background: var(--bg); color: var(--fg);
   font: 15px/1.55 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; }
@@ -400,6 +576,26 @@ details.subagent { border-left: 2px dashed var(--line); padding-left: 12px; }
 .diff .removed { background: var(--del); display: block; } .diff .file { font-weight: 700; display: block; }
 .diff .hunk { color: var(--dim); display: block; } .diff .context { display: block; }
 footer { color: var(--dim); font-size: .8em; margin-top: 40px; }
+.command { font: 600 14px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; color: var(--cmd); margin: 4px 0; }
+.shell { display: flex; gap: 8px; align-items: baseline; } .shell pre { flex: 1; margin: 4px 0; }
+.shell .bang { font: 700 15px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; color: var(--warn); }
+details.shell-output { margin: 0 0 8px 18px; } details.shell-output > summary { color: var(--dim); font-size: .85em; }
+details.shell-output pre { margin: 4px 0; } pre.stderr, .note.stderr .out { color: var(--fail); }
+.note { color: var(--dim); font-size: .9em; margin: 2px 0 8px 18px; white-space: pre-wrap; overflow-wrap: anywhere; }
+.chips { display: flex; flex-wrap: wrap; gap: 6px; margin: 6px 0; }
+.chip { display: inline-block; background: var(--chip); border: 1px solid var(--line); border-radius: 10px;
+  padding: 0 8px; font: 12px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; color: var(--dim); }
+details.chip[open] { display: block; border-radius: 6px; } details.chip > summary { list-style: none; }
+.hook { color: var(--dim); font-size: .85em; margin: 4px 0; overflow-wrap: anywhere; }
+.hook.failed { color: var(--warn); } .hook code { font-size: .95em; }
+.hook pre { margin: 4px 0 4px 18px; padding: 6px 8px; font-size: 12px; }
+.hook details.printed { display: inline-block; margin: 0 0 0 8px; vertical-align: top; }
+.todo { border: 1px solid var(--line); border-radius: 6px; padding: 6px 10px; margin: 6px 0; background: var(--card); }
+.todo-head { font-weight: 600; font-size: .9em; } .todo ul { list-style: none; margin: 4px 0; padding: 0; }
+.todo li { font-size: .92em; } .todo li.completed { color: var(--dim); text-decoration: line-through; }
+.todo li.in_progress { font-weight: 600; color: var(--user); } .todo li.removed { color: var(--dim); text-decoration: line-through; }
+.todo .change { font-size: .75em; color: var(--dim); border: 1px solid var(--line); border-radius: 8px; padding: 0 5px;
+  text-decoration: none; display: inline-block; font-weight: 400; }
 figure.image { margin: 8px 0; } figure.image img { max-width: 100%; max-height: 480px; border: 1px solid var(--line); }
 figure.image figcaption { color: var(--dim); font-size: .8em; }
 """
@@ -473,10 +669,19 @@ def _html_messages(
 ) -> None:
     e = html.escape
     open_article = False
-    for msg, new_block in _headed(thread):
-        if new_block and open_article:
+    for msg, block in _headed(thread):
+        new_block = block == "new"
+        if block in ("new", "note", "event") and open_article:
             parts.append("</article>")
             open_article = False
+        if block == "event" and msg.hooks:
+            parts += [_html_hook(run, redact) for run in msg.hooks]
+            continue
+        if block == "note":
+            parts += [_html_hook(run, redact) for run in msg.hooks if run.before]
+            _html_parts(parts, _parts(msg), redact, render)
+            parts += [_html_hook(run, redact) for run in msg.hooks if not run.before]
+            continue
         if msg.role == "system" or msg.entry_type == "system":
             if msg.content:
                 parts.append(
@@ -493,6 +698,12 @@ def _html_messages(
                 head += f' <span class="model">{e(redact(clean(msg.model)))}</span>'
             parts.append(f'<article class="msg {role}">{head}</div>')
             open_article = True
+        parts += [_html_hook(run, redact) for run in msg.hooks if run.before]
+        markup_parts = _parts(msg)
+        if markup_parts:
+            _html_parts(parts, markup_parts, redact, render)
+            parts += [_html_hook(run, redact) for run in msg.hooks if not run.before]
+            continue
         if msg.thinking:
             parts.append(
                 f'<details class="thinking"><summary>Thinking</summary><pre>{e(redact(clean(msg.thinking)))}</pre>'
@@ -503,8 +714,101 @@ def _html_messages(
         parts += [picture(msg.entry_id, image) for image in thread.own_images(msg)]
         for call in msg.tool_calls:
             _html_call(parts, thread, call, redact, render, picture)
+        parts += [_html_hook(run, redact) for run in msg.hooks if not run.before]
     if open_article:
         parts.append("</article>")
+
+
+def _html_parts(
+    parts: list[str], markup_parts: list[Part], redact: Redactor, render: Callable[[str], str]
+) -> None:
+    """Claude Code's markup as HTML: a `!` command as a card (the command coloured as shell, its
+    output closed beneath it, stderr apart, as preformatted text: never Markdown), a slash
+    command as typed, a command's output and the caveat as quiet notes, IDE notes as chips (a
+    selection opens on its lines)."""
+    e = html.escape
+    chips = [p for p in markup_parts if isinstance(p, (Selection, OpenedFile))]
+    if chips:
+        shown = []
+        for chip in chips:
+            label = f"{chip_mark(chip)} {e(redact(clean(chip.chip)))}"
+            where = e(redact(clean(chip.path)))
+            if isinstance(chip, Selection) and chip.text:
+                code = render(_fence(redact(clean(chip.text)), _lexer_name(chip.path)))
+                shown.append(
+                    f'<details class="chip" title="{where}"><summary>{label}</summary>{code}</details>'
+                )
+            else:
+                shown.append(f'<span class="chip" title="{where}">{label}</span>')
+        parts.append(f'<div class="chips">{"".join(shown)}</div>')
+    for part in markup_parts:
+        if isinstance(part, Command):
+            parts.append(f'<div class="command">{e(redact(clean(part.line)))}</div>')
+        elif isinstance(part, Shell):
+            command = render(_fence(redact(clean(part.command)), "bash"))
+            parts.append(f'<div class="shell"><span class="bang">!</span>{command}</div>')
+        elif isinstance(part, ShellOutput):
+            if part.empty:
+                parts.append('<div class="note">↳ (no output)</div>')
+                continue
+            body = ""
+            if part.stdout.strip():
+                body += f"<pre>{e(redact(clean(part.stdout.rstrip(chr(10)))))}</pre>"
+            if part.stderr.strip():
+                body += f'<pre class="stderr">{e(redact(clean(part.stderr.rstrip(chr(10)))))}</pre>'
+            parts.append(
+                f'<details class="shell-output"><summary>output · {e(_output_size(part))}</summary>{body}</details>'
+            )
+        elif isinstance(part, CommandOutput):
+            text = redact(clean(part.text.strip("\n")))
+            if text:
+                kind = " stderr" if part.stream == "stderr" else ""
+                parts.append(f'<div class="note{kind}">↳ <span class="out">{e(text)}</span></div>')
+        elif isinstance(part, Caveat):
+            parts.append(f'<div class="note">{e(CAVEAT_NOTE)}</div>')
+        elif isinstance(part, Typed):
+            parts.append(f'<div class="body">{render(redact(clean(part.text)))}</div>')
+
+
+def _html_hook(run: HookRun, redact: Redactor) -> str:
+    """A hook as one quiet line (failed ones stand out), what it said and printed beneath."""
+    e = html.escape
+    name, command, end = _hook_words(run, redact)
+    state = "failed" if run.failed else "ok"
+    line = f'<div class="hook {state}">⚙ <b>{e(name)}</b> hook'
+    if command:
+        line += f" <code>{e(command)}</code>"
+    line += f' <span class="end">{e(end)}</span>'
+    said = _hook_said(run, redact)
+    printed = redact(clean(run.stdout.strip())) if run.stdout.strip() else ""
+    if said and run.failed:
+        line += f'<pre class="said">{e(said)}</pre>'
+    elif said:
+        line += f' <span class="said">— {e(one_line(said, 300))}</span>'
+    if printed and printed != said:
+        line += f'<details class="printed"><summary>stdout</summary><pre>{e(printed)}</pre></details>'
+    return line + "</div>"
+
+
+def _html_todo(items: list[Todo], before: list[Todo] | None, redact: Redactor) -> str:
+    """A TodoWrite list as a checklist (☐ ◐ ☑), each item marked with what this write changed."""
+    e = html.escape
+    changes = todo_changes(before, items) if before else []
+    kinds = {c.todo.content: c.kind for c in changes if c.kind != "removed"}
+    rows = []
+    for todo in items:
+        change = kinds.get(todo.content)
+        badge = f' <span class="change">{e(change)}</span>' if change else ""
+        rows.append(f'<li class="{e(todo.status)}">{todo.mark} {e(redact(clean(todo.shown)))}{badge}</li>')
+    rows += [
+        f'<li class="removed">{c.todo.mark} {e(redact(clean(c.todo.content)))} <span class="change">removed</span></li>'
+        for c in changes
+        if c.kind == "removed"
+    ]
+    return (
+        f'<div class="todo"><div class="todo-head">☰ Todo list · {e(todo_count(items))}</div>'
+        f"<ul>{''.join(rows)}</ul></div>"
+    )
 
 
 def _html_call(
@@ -517,6 +821,10 @@ def _html_call(
 ) -> None:
     e = html.escape
     call = _masked(call, redact)
+    items = todos(call_params(call)) if call.name in TODO_TOOLS else None
+    if items is not None and call.status != "failed":
+        parts.append(_html_todo(items, todo_before(redact.value(thread.extras.get(call.id))), redact))
+        return
     status = call.status or "pending"
     mark = STATUS_MARK.get(status, "?")
     gist = redact(clean(tool_summary(call)))
@@ -637,6 +945,9 @@ def _json_message(msg: MessageRow) -> dict[str, Any]:
             for c in msg.tool_calls
         ],
         "images": [i.as_dict() for i in msg.images],
+        # Claude Code's markup read (`core.markup`): what the content's tags stand for, beside it
+        "markup": [as_dict(p) for p in _parts(msg)] or None,
+        "hooks": [as_dict(h) for h in msg.hooks] or None,
     }
 
 

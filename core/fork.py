@@ -273,7 +273,7 @@ def fork_points(
     points = [turns[turn_id] for turn_id in chain]
     for point in points:
         # a turn an older read started at a `!` command's output: said to be output
-        mark = "⎿ " if point.prompt and is_note(parse(point.prompt)) else ""
+        mark = "↳ " if point.prompt and is_note(parse(point.prompt)) else ""
         point.prompt = mark + one_line(readable(point.prompt), 120)
         point.reply = one_line(point.reply, 120)
     return points
@@ -333,7 +333,7 @@ def fork_messages(conn: sqlite3.Connection, session_id: str, turn_ids: list[str]
             continue  # an empty output (what /clear leaves): nothing to show or fork at
         quiet = is_note(parts)  # a command's output, a caveat: Claude Code's words, not the user's
         if quiet and not any(isinstance(p, Caveat) for p in parts):
-            text = "⎿ " + text
+            text = "↳ " + text
         if uuid is not None and uuid == turn_id:
             items.append(("prompt", text or "(no prompt text)", None))
         elif role == "assistant" and content:

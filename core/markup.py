@@ -285,6 +285,34 @@ def plain(text: str | None) -> str:
     return "(no output)"
 
 
+KIND_NAMES = {
+    Typed: "typed",
+    Shell: "shell",
+    ShellOutput: "shell_output",
+    Command: "command",
+    CommandOutput: "command_output",
+    Caveat: "caveat",
+    Selection: "ide_selection",
+    OpenedFile: "ide_opened_file",
+}
+
+
+def as_dict(item: Part | HookRun) -> dict[str, Any]:
+    """A part or a hook as JSON-ready fields, its kind named (`{"kind": "shell", "command": …}`):
+    what an export gives beside a message's text as written."""
+    if isinstance(item, HookRun):
+        fields = {f: getattr(item, f) for f in item.__dataclass_fields__}
+        return {
+            "kind": "hook",
+            **{k: v for k, v in fields.items() if v not in (None, "", {}) and k != "entry_id"},
+        }
+    out: dict[str, Any] = {"kind": KIND_NAMES[type(item)]}
+    out.update({f: getattr(item, f) for f in item.__dataclass_fields__ if f != "raw"})
+    if isinstance(item, Command):
+        out["line"] = item.line
+    return out
+
+
 # --------------------------------------------------------------------------- TodoWrite
 
 TODO_TOOLS = frozenset({"TodoWrite"})

@@ -399,7 +399,7 @@ def _print_parts(console: Console, msg: MessageRow, parts: list[Part], indent: i
         elif isinstance(part, ShellOutput):
             console.print(Padding(shell_output_text(part), (0, 0, 0, indent + 4)))
         elif isinstance(part, CommandOutput) and part.text.strip():
-            text = Text("⎿ ", style=NOTE_STYLE).append_text(
+            text = Text("↳ ", style=NOTE_STYLE).append_text(
                 terminal_text(part.text.strip("\n"), STDERR_STYLE if part.stream == "stderr" else NOTE_STYLE)
             )
             console.print(Padding(text, (0, 0, 0, indent + 4)))
@@ -411,18 +411,18 @@ def _print_parts(console: Console, msg: MessageRow, parts: list[Part], indent: i
     return not all(isinstance(p, (Command, Shell, Caveat)) for p in parts)
 
 
-CAVEAT_NOTE = "ⓘ local commands follow (Claude Code's caveat to the model)"
+CAVEAT_NOTE = "◇ local commands follow (Claude Code's caveat to the model)"
 
 
 def chip_mark(part: Selection | OpenedFile) -> str:
-    """⌖ for lines selected in the IDE, ▤ for the file open in it."""
-    return "⌖" if isinstance(part, Selection) else "▤"
+    """§ for lines selected in the IDE, ▤ for the file open in it."""
+    return "§" if isinstance(part, Selection) else "▤"
 
 
 def shell_output_text(out: ShellOutput) -> Text:
     """What a `!` command printed, as the terminal showed it: stdout, then stderr in red."""
     if out.empty:
-        return Text("⎿ (no output)", style=NOTE_STYLE)
+        return Text("↳ (no output)", style=NOTE_STYLE)
     text = Text()
     if out.stdout.strip():
         text.append_text(terminal_text(out.stdout.rstrip("\n")[:MESSAGE_CHARS]))
@@ -433,6 +433,15 @@ def shell_output_text(out: ShellOutput) -> Text:
     return text
 
 
+def hook_duration(ms: int) -> str:
+    """`106 ms`, `1.2 s`, `2m 05s`: hooks are short, their milliseconds matter."""
+    if ms < 1000:
+        return f"{ms:,} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
+    return f"{ms // 60_000}m {ms // 1000 % 60:02d}s"
+
+
 def hook_text(run: HookRun) -> Text:
     """`⚙ PostToolUse:Edit hook  uv run ruff check  exit 1 · 75 ms`, then what it said."""
     style = "yellow" if run.failed else "green"
@@ -441,8 +450,7 @@ def hook_text(run: HookRun) -> Text:
         text.append("  " + printable(one_line(run.command, 100)))
     text.append(f"  {run.outcome}", style=f"bold {style}" if run.failed else "dim")
     if run.duration_ms is not None:
-        ms = run.duration_ms
-        text.append(f" · {ms:,} ms" if ms < 1000 else f" · {ms / 1000:.1f} s", style="dim")
+        text.append(f" · {hook_duration(run.duration_ms)}", style="dim")
     said = run.message or (run.stderr if run.failed else "")
     if said.strip():
         text.append("\n  " + printable(one_line(said, 200)), style=STDERR_STYLE if run.failed else NOTE_STYLE)

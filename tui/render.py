@@ -30,6 +30,7 @@ from threadloom.core.render import (
     EDIT_SEARCH,
     EditBlock,
     edit_blocks,
+    hook_duration,
     message_body,
     spaced,
     terminal_text,
@@ -508,7 +509,7 @@ def shell_output(out: markup.ShellOutput, expanded: bool) -> RenderableType:
     opened, then stdout as the terminal showed it and stderr in red, never as Markdown."""
     stdout, stderr = out.stdout.rstrip("\n").splitlines(), out.stderr.rstrip("\n").splitlines()
     if out.empty:
-        return Text("⎿ (no output)", style=NOTE_STYLE)
+        return Text("↳ (no output)", style=NOTE_STYLE)
     label = Text(("▾ " if expanded else "▸ ") + "output", style=SHELL_STYLE)
     sizes = [_count(len(stdout))] if stdout else []
     sizes += [f"stderr {_count(len(stderr))}"] if stderr else []
@@ -528,14 +529,14 @@ def shell_output(out: markup.ShellOutput, expanded: bool) -> RenderableType:
 
 
 def note_view(part: markup.CommandOutput | markup.Caveat) -> RenderableType:
-    """What a local command printed (`⎿ See ya!`), or Claude Code's caveat: quiet, not a turn."""
+    """What a local command printed (`↳ See ya!`), or Claude Code's caveat: quiet, not a turn."""
     if isinstance(part, markup.Caveat):
         return Text(
-            "ⓘ local commands follow (Claude Code's caveat to the model)", style=f"italic {NOTE_STYLE}"
+            "◇ local commands follow (Claude Code's caveat to the model)", style=f"italic {NOTE_STYLE}"
         )
     text = part.text.strip("\n")
     style = STDERR_STYLE if part.stream == "stderr" else NOTE_STYLE
-    note = Text("⎿ ", style=NOTE_STYLE)
+    note = Text("↳ ", style=NOTE_STYLE)
     return Group(
         note.append_text(terminal_text(text.split("\n", 1)[0], style)),
         *([long_text(text.split("\n", 1)[1], style)] if "\n" in text else []),
@@ -543,11 +544,11 @@ def note_view(part: markup.CommandOutput | markup.Caveat) -> RenderableType:
 
 
 def chips_line(parts: Sequence[markup.Selection | markup.OpenedFile], expanded: bool) -> RenderableType:
-    """What the IDE showed beside the prompt, as chips (`⌖ split.py:12-14`, `▤ README.md`); an
+    """What the IDE showed beside the prompt, as chips (`§ split.py:12-14`, `▤ README.md`); an
     opened selection shows its lines, coloured by the file's language."""
     line = Text()
     for part in parts:
-        mark = "⌖" if isinstance(part, markup.Selection) else "▤"
+        mark = "§" if isinstance(part, markup.Selection) else "▤"
         if line:
             line.append(" ")
         line.append(f" {mark} {part.chip} ", style=CHIP_STYLE)
@@ -589,11 +590,6 @@ def hook_line(run: markup.HookRun, expanded: bool | None = None) -> Text:
     if run.message and not expanded:
         text.append("  " + one_line(run.message, 80), style=STDERR_STYLE if run.failed else NOTE_STYLE)
     return text
-
-
-def hook_duration(ms: int) -> str:
-    """`106 ms`, `1.2 s`: hooks are short, their milliseconds matter."""
-    return f"{ms:,} ms" if ms < 1000 else duration(ms)
 
 
 def hook_has_more(run: markup.HookRun) -> bool:

@@ -667,9 +667,9 @@ def test_show_draws_claude_codes_markup_for_what_it_is(tmp_path):
         return next(n for n, line in enumerate(lines) if text in line and n > 2)
 
     assert lines[at("/model opus") - 1].startswith("user ")
-    assert "⎿ Set model to opus (claude-opus-4-7)" in lines[at("/model opus") + 1]
+    assert "↳ Set model to opus (claude-opus-4-7)" in lines[at("/model opus") + 1]
     assert not lines[at("local commands follow") - 1].startswith("user")  # the caveat is no turn
-    assert "[⌖ split.py:12-14]" in lines[at("Why does the tokenizer") - 1]
+    assert "[§ split.py:12-14]" in lines[at("Why does the tokenizer") - 1]
     bang = at("! uv run pytest -q tests/test_split.py")
     assert lines[bang + 1 : bang + 3] == ["    F....", "    === FAILURES ==="]  # not a Markdown heading
     assert "1 failed, 4 passed in 0.12s" in lines[bang + 5] and "warning: no coverage" in lines[bang + 6]

@@ -204,14 +204,15 @@ def test_cli_writes_a_file_never_over_one_and_says_what_it_masked(archive, tmp_p
     assert wrong.returncode == 2 and "its branches: 1" in wrong.stderr
 
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM = (
+    shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("chromium-headless-shell")
+)
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine")
-def test_the_html_page_renders_in_a_real_browser_with_nothing_fetched(archive, tmp_path):
-    page = tmp_path / "s.html"
-    page.write_bytes(export_session(archive, resolve_session(archive, SID), "html").data)
-    dom = subprocess.run(
+def in_browser(page: Path, tmp_path: Path, *how: str) -> subprocess.CompletedProcess[str]:
+    """Chromium, headless and offline, opening `page` (`how`: --dump-dom, --screenshot=…)."""
+    assert CHROMIUM is not None
+    return subprocess.run(
         [
             CHROMIUM,
             "--headless",
@@ -222,7 +223,7 @@ def test_the_html_page_renders_in_a_real_browser_with_nothing_fetched(archive, t
             "--disable-component-update",
             "--disable-sync",
             f"--user-data-dir={tmp_path / 'profile'}",
-            "--dump-dom",
+            *how,
             page.as_uri(),
         ],
         capture_output=True,
@@ -230,6 +231,139 @@ def test_the_html_page_renders_in_a_real_browser_with_nothing_fetched(archive, t
         timeout=60,
         env={**os.environ, "HOME": str(tmp_path)},
     )
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine")
+def test_the_html_page_renders_in_a_real_browser_with_nothing_fetched(archive, tmp_path):
+    page = tmp_path / "s.html"
+    page.write_bytes(export_session(archive, resolve_session(archive, SID), "html").data)
+    dom = in_browser(page, tmp_path, "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert "<h1>Fix the **tax** rounding</h1>" in dom.stdout
     assert "<details" in dom.stdout and "<script>" not in dom.stdout.replace("&lt;script&gt;", "")
+
+
+# ---------------------------------------------------------------------- Claude Code's markup
+
+
+@pytest.fixture
+def markup_archive(conn, tmp_path):
+    from tests.conftest import markup_session
+
+    t = markup_session(tmp_path)
+    ingest(conn, tmp_path / "projects")
+    return conn, t.session_id
+
+
+TAGS = (
+    "<bash-",
+    "<command-",
+    "<local-command",
+    "<ide_",
+    "&lt;bash-",
+    "&lt;command-",
+    "&lt;local-command",
+    "&lt;ide_",
+)
+
+
+def test_markdown_draws_claude_codes_markup_for_what_it_is(markup_archive):
+    conn, sid = markup_archive
+    md = export_session(conn, resolve_session(conn, sid), "md").data.decode()
+    assert not any(tag in md for tag in TAGS) and "\x1b" not in md and "\x07" not in md
+    assert "**/model opus**\n\n*↳ Set model to opus (claude-opus-4-7)*" in md
+    assert "*◇ local commands follow (Claude Code's caveat to the model)*" in md
+    assert md.count("## User") == 5  # not the caveat, the outputs, nor the empty output of /context
+    assert "<details><summary>§ split.py:12-14</summary>\n\n```python\nfor i in range(len(out) - 1):" in md
+    # the `!` command as shell, its output fenced (never read as Markdown) in a closed block
+    assert "```bash\nuv run pytest -q tests/test_split.py\n```" in md
+    assert (
+        "<details><summary>Output · 5 lines · stderr 1 line</summary>\n\n```text\nF....\n=== FAILURES ==="
+        in md
+    )
+    assert "stderr:\n\n```text\nwarning: no coverage data collected\n```" in md
+    # TodoWrite as a checklist saying what each write changed
+    assert (
+        "**☰ Todo list** · 1 of 4 done\n\n- [x] ~~Reproduce the dropped token~~ *(done)*\n"
+        "- [ ] ◐ **Fixing the loop bound** *(started)*\n- [ ] Add a regression test\n"
+        "- [ ] Run the whole suite *(added)*"
+    ) in md
+    assert '{"todos"' not in md
+    assert "*⚙ UserPromptSubmit hook · ./scripts/notify.sh busy · exit 0 · 106 ms*" in md
+    assert (
+        "*⚙ PostToolUse:TodoWrite hook · ./scripts/notify.sh todo · exit 1 · 75 ms* — notify: no display"
+        in md
+    )
+    assert "*⚙ PreToolUse:Bash hook · ./scripts/guard.sh · blocked* — rm -rf is not allowed here" in md
+    assert "*⚙ Stop hook · ./scripts/notify.sh idle · ran · 102 ms*" in md
+
+
+def test_html_draws_claude_codes_markup_and_stays_inert(markup_archive):
+    conn, sid = markup_archive
+    page = export_session(conn, resolve_session(conn, sid), "html").data.decode()
+    parsed = _Page()
+    parsed.feed(page)
+    assert not any(tag in page for tag in TAGS) and "\x1b" not in page and "script" not in parsed.tags
+    assert '<div class="command">/model opus</div>' in page
+    assert '<div class="note">↳ <span class="out">Set model to opus (claude-opus-4-7)</span></div>' in page
+    assert '<details class="chip" title="/srv/tok/tok/split.py"><summary>§ split.py:12-14</summary>' in page
+    # the card: the command coloured as shell, its output closed beneath, stdout and stderr as
+    # preformatted text (no Markdown: "F...." over "===" is no heading)
+    assert '<div class="shell"><span class="bang">!</span><pre><code>' in page
+    assert (
+        '<details class="shell-output"><summary>output · 5 lines · stderr 1 line</summary><pre>F....\n=== FAILURES ==='
+        in page
+    )
+    assert '<pre class="stderr">warning: no coverage data collected</pre>' in page
+    assert "<h1>F....</h1>" not in page
+    assert '<li class="completed">☑ Reproduce the dropped token <span class="change">done</span></li>' in page
+    assert '<li class="in_progress">◐ Fixing the loop bound <span class="change">started</span></li>' in page
+    assert '<li class="pending">☐ Run the whole suite <span class="change">added</span></li>' in page
+    assert (
+        '<div class="hook failed">⚙ <b>PostToolUse:TodoWrite</b> hook <code>./scripts/notify.sh todo</code> <span class="end">exit 1 · 75 ms</span><pre class="said">notify: no display</pre>'
+        in page
+    )
+    assert '<div class="hook ok">⚙ <b>SessionStart:startup</b> hook' in page
+    assert (
+        page.count('<article class="msg user">') == 5 and page.count('<article class="msg assistant">') == 2
+    )
+
+
+def test_json_gives_the_markup_read_beside_the_text_as_written(markup_archive):
+    conn, sid = markup_archive
+    data = json.loads(export_session(conn, resolve_session(conn, sid), "json").data)
+    bang = next(m for m in data["messages"] if m["content"] and m["content"].startswith("<bash-input>"))
+    assert bang["markup"] == [{"kind": "shell", "command": "uv run pytest -q tests/test_split.py"}]
+    out = next(m for m in data["messages"] if m["content"] and m["content"].startswith("<bash-stdout>"))
+    assert (
+        out["markup"][0]["kind"] == "shell_output"
+        and out["markup"][0]["stderr"] == "warning: no coverage data collected"
+    )
+    command = next(
+        m for m in data["messages"] if m["content"] and m["content"].startswith("<command-name>/model")
+    )
+    assert command["markup"] == [{"kind": "command", "name": "/model", "args": "opus", "line": "/model opus"}]
+    hooks = [h for m in data["messages"] for h in m["hooks"] or []]
+    assert [(h["event"], h.get("exit_code"), h.get("duration_ms")) for h in hooks][:2] == [
+        ("SessionStart", 0, 1203),
+        ("UserPromptSubmit", 0, 106),
+    ]
+    plain = next(m for m in data["messages"] if m["content"] == "Fix it and run the tests again.")
+    assert plain["markup"] is None
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine")
+def test_the_cards_render_in_a_real_browser(markup_archive, tmp_path):
+    """Opened in headless Chromium: the output of the `!` command stays closed, the checklist and
+    the hooks are there, and the page draws (a screenshot is taken)."""
+    conn, sid = markup_archive
+    page = tmp_path / "markup.html"
+    page.write_bytes(export_session(conn, resolve_session(conn, sid), "html").data)
+    dom = in_browser(page, tmp_path, "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert '<details class="shell-output"><summary>' in dom.stdout  # closed: no `open`
+    assert dom.stdout.count('<li class="') == 7 and dom.stdout.count('<div class="hook') == 5
+    shot = tmp_path / "markup.png"
+    drawn = in_browser(page, tmp_path, f"--screenshot={shot}", "--window-size=1000,1600", "--hide-scrollbars")
+    assert drawn.returncode == 0, drawn.stderr[-2000:]
+    assert shot.stat().st_size > 20_000  # a page drawn, not a blank one

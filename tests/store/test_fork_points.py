@@ -355,7 +355,7 @@ def test_fork_messages_lists_every_message_of_the_turns(conn, session):
 
 def test_the_pickers_turns_and_messages_read_claude_codes_markup(conn, tmp_path):
     """Turn rows and message rows read what each thing is: /model opus, the prompt (not its IDE
-    note), ! commands; a command's output and the caveat as notes (⎿), an empty output and the
+    note), ! commands; a command's output and the caveat as notes (↳), an empty output and the
     empty thinking lines that open Opus 4.7's replies left out; TodoWrite by its list."""
     from tests.conftest import markup_session
 
@@ -372,7 +372,7 @@ def test_the_pickers_turns_and_messages_read_claude_codes_markup(conn, tmp_path)
     messages = fork_messages(conn, t.session_id, [p.turn_id for p in points])
     assert [(m.kind, m.label) for m in messages] == [
         ("prompt", "/model opus"),
-        ("note", "⎿ Set model to opus (claude-opus-4-7)"),
+        ("note", "↳ Set model to opus (claude-opus-4-7)"),
         ("prompt", "Why does the tokenizer drop the last token?"),
         ("reply", "Looking at the loop in `split.py`."),
         ("tool call", "TodoWrite: 0 of 3 done · ◐ Reproducing the dropped token"),
@@ -381,7 +381,7 @@ def test_the_pickers_turns_and_messages_read_claude_codes_markup(conn, tmp_path)
         ("prompt", "! uv run pytest -q tests/test_split.py"),
         (
             "note",
-            "⎿ F.... === FAILURES === _ test_last_token _ assert ['a'] == ['a', 'b'] 1 failed, 4 passed in 0.12s",
+            "↳ F.... === FAILURES === _ test_last_token _ assert ['a'] == ['a', 'b'] 1 failed, 4 passed in 0.12s",
         ),
         ("prompt", "/context"),
         ("prompt", "Fix it and run the tests again."),

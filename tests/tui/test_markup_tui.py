@@ -62,14 +62,14 @@ async def test_claude_codes_markup_is_drawn_for_what_it_is(tmp_path: Path) -> No
         assert "● user" not in lines[caveat]
         model = position(lines, "/model opus")
         assert "● user" in lines[model]
-        output = position(lines, "⎿ Set model to opus")
+        output = position(lines, "↳ Set model to opus")
         assert output == model + 1 and "● user" not in lines[output]
         # an empty output (what /context left here) draws nothing, not an empty user message
         context = position(lines, "/context")
         assert lines[context + 1] == "" and view._visible(view.row(context + 1)) is False  # type: ignore[arg-type]
         # the IDE selection is a chip beside the words typed
         prompt = position(lines, "Why does the tokenizer drop the last token?")
-        assert "⌖ split.py:12-14" in lines[prompt] and "This may or may not" not in lines[prompt]
+        assert "§ split.py:12-14" in lines[prompt] and "This may or may not" not in lines[prompt]
         # the `!` command, then its output closed under it: how much, and its first line
         bang = position(lines, "! uv run pytest -q tests/test_split.py")
         assert "● user" in lines[bang]
