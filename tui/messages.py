@@ -498,12 +498,27 @@ class MessageView(ScrollView, can_focus=True):
         before = pos - 1
         while before >= 0:
             prev = self.row(before)
-            if prev is None or prev.message_id != msg.message_id:
+            if prev is None:
+                return False
+            if prev.message_id != msg.message_id:
+                # a tool's result between two calls of one message (Claude Code 2.1 writes each
+                # call's result before the message's next call) draws no header: look past it
+                if prev.message_id is None and self._under_call(prev):
+                    before -= 1
+                    continue
                 return False
             if self._visible(prev):
                 return True
             before -= 1
         return False
+
+    @staticmethod
+    def _under_call(msg: MessageRow) -> bool:
+        """A record drawn under the call above it, without a header: a tool's result (with the
+        hooks that ran after it, or a tool's image)."""
+        if msg.role != "user" or msg.content or msg.thinking or msg.tool_calls:
+            return False
+        return all(i.place == "tool result" for i in msg.images)
 
     def ensure(self, pos: int) -> Rendered:
         """The rendered lines of a message; its height becomes exact."""
@@ -597,7 +612,7 @@ class MessageView(ScrollView, can_focus=True):
         def hooks(runs: list[markup.HookRun]) -> None:
             for run in runs:
                 key = f"hook:{run.entry_id}:{msg.hooks.index(run)}" if render.hook_has_more(run) else None
-                view = render.hook_view(run, key is not None and key in self.toggled)
+                view = render.hook_view(run, key is not None and key in self.toggled, width - 5)
                 add("hook", view, indent=4, key=key)
 
         if msg.role == "system" or msg.entry_type == "system":

@@ -575,33 +575,50 @@ def chips_line(parts: Sequence[markup.Selection | markup.OpenedFile], expanded: 
     return Group(*shown) if len(shown) > 1 else line
 
 
-def hook_line(run: markup.HookRun, expanded: bool | None = None) -> Text:
+def hook_line(run: markup.HookRun, expanded: bool | None = None, width: int | None = None) -> Text:
     """`⚙ PostToolUse:Edit hook  uv run ruff check  exit 1 · 75 ms`: a hook Claude Code ran, its
-    event (and matcher), command, how it ended and how long it took. `expanded`: None when it has
-    nothing more to show."""
+    event (and matcher), command, how it ended and how long it took, on one line of `width` when
+    given (the command gives way). `expanded`: None when it has nothing more to show."""
     style = HOOK_FAILED_STYLE if run.failed else HOOK_STYLE
     mark = "⚙ " if expanded is None else ("▾ " if expanded else "▸ ")
-    text = Text(mark + f"{run.name or run.event or 'hook'} hook", style=style)
-    if run.command:
-        text.append("  " + one_line(run.command, 70))
-    text.append(f"  {run.outcome}", style="bold " + style if run.failed else "dim")
+    head = Text(mark + f"{run.name or run.event or 'hook'} hook", style=style)
+    tail = Text(f"  {run.outcome}", style="bold " + style if run.failed else "dim")
     if run.duration_ms is not None:
-        text.append(f" · {hook_duration(run.duration_ms)}", style="dim")
-    if run.message and not expanded:
-        text.append("  " + one_line(run.message, 80), style=STDERR_STYLE if run.failed else NOTE_STYLE)
-    return text
+        tail.append(f" · {hook_duration(run.duration_ms)}", style="dim")
+    said = run.message if run.message and not expanded and (run.failed or expanded is None) else ""
+    if run.command:
+        room = 200 if expanded or not width else max(MIN_GIST, width - head.cell_len - tail.cell_len - 2)
+        head.append("  " + short_command(run.command, room))
+    head.append_text(tail)
+    if said:  # a success's output shows on Enter; a failure says why at once
+        head.append("  " + one_line(said, 80), style=STDERR_STYLE if run.failed else NOTE_STYLE)
+    return head
+
+
+PROGRAM = re.compile(r"""^\s*(["']?)(\S*/)([^\s"'/]+)\1""")
+
+
+def short_command(command: str, room: int) -> str:
+    """A command in `room` characters: as written when it fits, else its program named without
+    the folder (`"${CLAUDE_PLUGIN_ROOT}/scripts/clmail.cmd" actor busy` → `clmail.cmd actor
+    busy`: the words that tell hooks apart), cut at the end if it still does not fit."""
+    flat = one_line(command, 10_000)
+    if len(flat) > room:
+        flat = PROGRAM.sub(lambda m: m.group(3), flat, count=1)
+    return one_line(flat, room)
 
 
 def hook_has_more(run: markup.HookRun) -> bool:
-    return bool(run.stdout.strip() or run.stderr.strip() or "\n" in run.message.strip())
+    """Whether a hook has more to show than its line: what it printed or said, a long command."""
+    return bool(run.stdout.strip() or run.stderr.strip() or run.message.strip() or len(run.command) > 40)
 
 
-def hook_view(run: markup.HookRun, expanded: bool) -> RenderableType:
-    """A hook's line, then (opened) what it printed and said."""
+def hook_view(run: markup.HookRun, expanded: bool, width: int | None = None) -> RenderableType:
+    """A hook's line, then (opened) its whole command and what it printed and said."""
     if not hook_has_more(run):
-        return hook_line(run)
+        return hook_line(run, None, width)
     if not expanded:
-        return hook_line(run, False)
+        return hook_line(run, False, width)
     parts: list[RenderableType] = [hook_line(run, True)]
     for label, body, style in (
         ("message", run.message, STDERR_STYLE if run.failed else ""),

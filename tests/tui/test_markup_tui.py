@@ -3,12 +3,14 @@ commands, slash commands and their output, IDE selections, TodoWrite lists and h
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+import pytest
 from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.messages import MessageView
 
-from tests.conftest import markup_session
+from tests.conftest import CORPUS, markup_session
 from tests.tui.test_tui import ingested_db, make_app
 from tests.tui_support import until
 
@@ -179,3 +181,39 @@ async def test_prompt_jumps_stop_at_what_the_user_typed(tmp_path: Path) -> None:
             firsts
             == ["<command-name", "<ide_selection", "<bash-input"] + ["Fix it and run the tests again."] * 3
         )
+
+
+REAL_2_1_114 = (
+    CORPUS
+    / "claude-code"
+    / "handgemacht-ai__claude-code-log"
+    / "test"
+    / "test_data"
+    / "real_projects"
+    / "-experiments-worktrees"
+)
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not REAL_2_1_114.is_dir(), reason="corpus absent")
+async def test_a_real_opus_4_7_session_has_a_header_over_every_reply(tmp_path: Path) -> None:
+    """A real 2.1.114 session by claude-opus-4-7, every thinking block of which is empty: each API
+    message that shows anything shows its header once; its hooks and /exit read as they are."""
+    shutil.copytree(REAL_2_1_114, tmp_path / "projects" / REAL_2_1_114.name)
+    app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
+    sid = "ef958aa1-0e93-49f0-bb71-150f63befcd1"
+    async with app.run_test(size=(160, 50)) as pilot:
+        app.browser.jump_to_session(sid)
+        await until(pilot, lambda: app.query_one(MessageView).session_id == sid)
+        view = app.query_one(MessageView)
+        lines = drawn(view)
+        ids = [view.row(pos).message_id for pos in range(len(view.seqs))]  # type: ignore[union-attr]
+        replies = {mid for pos, mid in enumerate(ids) if mid and lines[pos].strip()}
+        assert len(replies) > 10
+        for message_id in replies:
+            shown = [pos for pos, mid in enumerate(ids) if mid == message_id and lines[pos].strip()]
+            assert ["◆ assistant" in lines[pos] for pos in shown] == [True] + [False] * (len(shown) - 1)
+        whole = "\n".join(lines)
+        assert "SessionStart:startup hook" in whole and "exit 0 · 1.2 s" in whole
+        assert "/exit" in whole and "↳ See ya!" in whole
+        assert not any(tag in whole for tag in MARKUP_TAGS)
