@@ -1226,6 +1226,7 @@ def _session_or_earlier(conn: sqlite3.Connection, ref: str, as_of: int | None) -
 
 def _show(args: argparse.Namespace, conn: sqlite3.Connection, session: SessionSummary, note: str = "") -> int:
     if args.json:
+        from threadloom.core.markup import as_dict, described
         from threadloom.core.query import messages
         from threadloom.core.stats import files_changed
 
@@ -1252,6 +1253,9 @@ def _show(args: argparse.Namespace, conn: sqlite3.Connection, session: SessionSu
                 ],
                 # where each image sits, never its bytes: `index` reads it again from this entry
                 "images": [i.as_dict() for i in m.images],
+                # Claude Code's markup read (core.markup) beside the text as written, and its hooks
+                "markup": described(m.content) if m.role == "user" else None,
+                "hooks": [as_dict(h) for h in m.hooks] or None,
             }
             for m in messages(conn, session.id)
         ]

@@ -43,6 +43,7 @@ from threadloom.core.markup import (
     Todo,
     Typed,
     as_dict,
+    described,
     is_note,
     parse,
     todo_before,
@@ -946,7 +947,7 @@ def _json_message(msg: MessageRow) -> dict[str, Any]:
         ],
         "images": [i.as_dict() for i in msg.images],
         # Claude Code's markup read (`core.markup`): what the content's tags stand for, beside it
-        "markup": [as_dict(p) for p in _parts(msg)] or None,
+        "markup": described(msg.content) if msg.role == "user" else None,
         "hooks": [as_dict(h) for h in msg.hooks] or None,
     }
 

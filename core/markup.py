@@ -300,17 +300,23 @@ KIND_NAMES = {
 def as_dict(item: Part | HookRun) -> dict[str, Any]:
     """A part or a hook as JSON-ready fields, its kind named (`{"kind": "shell", "command": …}`):
     what an export gives beside a message's text as written."""
-    if isinstance(item, HookRun):
+    if isinstance(item, HookRun):  # its kind is the record's own (hook_success, …)
         fields = {f: getattr(item, f) for f in item.__dataclass_fields__}
-        return {
-            "kind": "hook",
-            **{k: v for k, v in fields.items() if v not in (None, "", {}) and k != "entry_id"},
-        }
+        return {k: v for k, v in fields.items() if v not in (None, "", {}) and k != "entry_id"}
     out: dict[str, Any] = {"kind": KIND_NAMES[type(item)]}
     out.update({f: getattr(item, f) for f in item.__dataclass_fields__ if f != "raw"})
     if isinstance(item, Command):
         out["line"] = item.line
     return out
+
+
+def described(text: str | None) -> list[dict[str, Any]] | None:
+    """What a user message's tags stand for, as JSON fields (`as_dict`), when it holds Claude
+    Code's markup; None for a text that is only typed words (JSON output adds it beside the text)."""
+    parts = parse(text)
+    if not any(not isinstance(p, Typed) for p in parts):
+        return None
+    return [as_dict(p) for p in parts]
 
 
 # --------------------------------------------------------------------------- TodoWrite

@@ -685,6 +685,12 @@ def test_show_draws_claude_codes_markup_for_what_it_is(tmp_path):
     assert "⚙ PostToolUse:TodoWrite hook  ./scripts/notify.sh todo  exit 1 · 75 ms" in out
     assert "⚙ PreToolUse:Bash hook  ./scripts/guard.sh  blocked" in out and "rm -rf is not allowed" in out
     assert "⚙ Stop hook  ./scripts/notify.sh idle  ran · 102 ms" in out
+    data = json.loads(run("--db", dbp, "show", "eeeeeeee", "--json").stdout)
+    bang = next(m for m in data["messages"] if (m["content"] or "").startswith("<bash-input>"))
+    assert bang["markup"] == [{"kind": "shell", "command": "uv run pytest -q tests/test_split.py"}]
+    first = data["messages"][0]
+    assert first["markup"][0]["kind"] == "caveat" and first["hooks"][0]["kind"] == "hook_success"
+    assert first["hooks"][0]["before"] is True and first["hooks"][0]["duration_ms"] == 1203
     # every reply has its label, the empty thinking blocks before them notwithstanding
     assert [line.split()[0] for line in lines if line.startswith(("user ", "assistant "))].count(
         "assistant"
