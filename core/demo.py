@@ -31,6 +31,8 @@ VERSION = "2.1.17"
 SONNET = "claude-sonnet-4-5-20250929"
 OPUS = "claude-opus-4-1-20250805"
 HAIKU = "claude-haiku-4-5-20251001"
+OPUS47 = "claude-opus-4-7"
+TODO_OK = "Todos have been modified successfully. Ensure that you continue to use the todo list to track your progress."
 LONG_SESSION_TURNS = 500
 
 
@@ -79,6 +81,7 @@ def write_demo_archive(dest: Path, *, long_turns: int = LONG_SESSION_TURNS) -> P
     _ledger_migration(root, ids, long_turns)
     _ledger_health(root, ids)
     _dotfiles_tmux(root, ids)
+    _dotfiles_prompt(root, ids)
     _blog_proofread(root, ids)
     return root
 
@@ -233,7 +236,7 @@ class _Transcript:
 
     def say(self, text: str, *, thinking: str | None = None, **kw: Any) -> list[str]:
         blocks: list[dict[str, Any]] = []
-        if thinking:
+        if thinking is not None:
             blocks.append({"type": "thinking", "thinking": thinking, "signature": self._signature()})
         blocks.append({"type": "text", "text": text})
         return self.assistant(blocks, **kw)
@@ -242,10 +245,11 @@ class _Transcript:
         return "Eq" + self.ids._token(86)
 
     def call(self, call: _Call, *, thinking: str | None = None, **kw: Any) -> str:
-        """An assistant tool_use line and the user line carrying its result; returns the tool id."""
+        """An assistant tool_use line and the user line carrying its result; returns the tool id.
+        `thinking=""`: the empty (omitted) thinking block Claude Opus 4.7 opens its messages with."""
         tool_id = self.ids.tool()
         blocks: list[dict[str, Any]] = []
-        if thinking:
+        if thinking is not None:
             blocks.append({"type": "thinking", "thinking": thinking, "signature": self._signature()})
         if call.text_before:
             blocks.append({"type": "text", "text": call.text_before})
@@ -275,6 +279,13 @@ class _Transcript:
             line["content"] = content
         line["isMeta"] = False
         line.update(fields)
+        return self._emit(line)
+
+    def hook(self, kind: str, event: str, *, seconds: float = 0.1, **fields: Any) -> str:
+        """A hook Claude Code ran, as 2.1 records it: an `attachment` in the uuid chain."""
+        self.tick(seconds)
+        line = self._envelope("attachment", self.parent)
+        line["attachment"] = {"type": kind, "hookEvent": event, "hookName": event, **fields}
         return self._emit(line)
 
     def compact(self, summary: str, pre_tokens: int) -> None:
@@ -1025,6 +1036,158 @@ def _dotfiles_tmux(root: Path, ids: _Ids) -> None:
     )
     m.say(
         "Created `tmux.conf`: prefix is Ctrl-a, `h j k l` move between panes, mouse on, 50k lines of history."
+    )
+    s.write()
+
+
+ZSHRC = """export EDITOR=nvim
+setopt prompt_subst
+autoload -Uz vcs_info
+PROMPT='%~ %# '
+"""
+ZSHRC_NEW = """export EDITOR=nvim
+setopt prompt_subst
+autoload -Uz vcs_info
+precmd() { vcs_info }
+zstyle ':vcs_info:git:*' formats ' (%b)'
+PROMPT='%~${vcs_info_msg_0_} %# '
+"""
+PROMPT_TODOS = [
+    ("Read the current prompt in zshrc", "Reading the current prompt in zshrc"),
+    ("Add vcs_info to the prompt", "Adding vcs_info to the prompt"),
+    ("Check it in a repository and outside one", "Checking it in a repository and outside one"),
+]
+
+
+def _todos(*statuses: str, extra: tuple[str, str, str] | None = None) -> list[dict[str, str]]:
+    items = [
+        {"content": c, "status": st, "activeForm": a}
+        for (c, a), st in zip(PROMPT_TODOS, statuses, strict=True)
+    ]
+    if extra:
+        items.append({"content": extra[0], "status": extra[2], "activeForm": extra[1]})
+    return items
+
+
+def _dotfiles_prompt(root: Path, ids: _Ids) -> None:
+    """Claude Code 2.1's own shapes in one session: hooks, an IDE selection, Claude Opus 4.7's empty
+    thinking blocks, TodoWrite updates, a `!` command with stdout and stderr, a slash command with
+    its output."""
+    s = _Session(
+        root, ids, "/home/dev/dotfiles", "master", datetime(2025, 6, 9, 19, 30, tzinfo=UTC), model=OPUS47
+    )
+    m = s.main
+    m.hook(
+        "hook_success",
+        "SessionStart",
+        hookName="SessionStart:startup",
+        content="",
+        stdout="",
+        stderr="",
+        exitCode=0,
+        command="~/bin/notify-session start",
+        durationMs=41,
+    )
+    m.user(
+        [
+            {
+                "type": "text",
+                "text": "<ide_selection>The user selected the lines 4 to 4 from /home/dev/dotfiles/zshrc:\n"
+                "PROMPT='%~ %# '\n\nThis may or may not be related to the current task.</ide_selection>",
+            },
+            {"type": "text", "text": "Show the git branch in my prompt, only inside repositories."},
+        ],
+        parent=True,
+        seconds=12,
+    )
+    m.hook(
+        "hook_success",
+        "UserPromptSubmit",
+        content="",
+        stdout="",
+        stderr="",
+        exitCode=0,
+        command="~/bin/notify-session busy",
+        durationMs=38,
+    )
+    m.call(
+        _Call(
+            "TodoWrite",
+            {"todos": _todos("in_progress", "pending", "pending")},
+            TODO_OK,
+            result={"oldTodos": [], "newTodos": _todos("in_progress", "pending", "pending")},
+            seconds=0.1,
+            text_before="zsh's `vcs_info` does this; I'll add it to the prompt.",
+        ),
+        thinking="",
+    )
+    m.call(_read("/home/dev/dotfiles/zshrc", ZSHRC), thinking="")
+    m.call(
+        _edit("/home/dev/dotfiles/zshrc", ZSHRC, "PROMPT='%~ %# '\n", ZSHRC_NEW.split("vcs_info\n", 1)[1]),
+        thinking="",
+    )
+    m.hook(
+        "hook_non_blocking_error",
+        "PostToolUse",
+        hookName="PostToolUse:Edit",
+        stdout="",
+        stderr="zshrc:6: SC2016: Expressions don't expand in single quotes (vcs_info expands them at each prompt)\n",
+        exitCode=1,
+        command="shellcheck --shell=bash ~/dotfiles/zshrc",
+        durationMs=212,
+    )
+    before = _todos("in_progress", "pending", "pending")
+    after = _todos(
+        "completed",
+        "completed",
+        "in_progress",
+        extra=(
+            "Keep the prompt fast in big repositories",
+            "Keeping the prompt fast in big repositories",
+            "pending",
+        ),
+    )
+    m.call(
+        _Call(
+            "TodoWrite",
+            {"todos": after},
+            TODO_OK,
+            result={"oldTodos": before, "newTodos": after},
+            seconds=0.1,
+        ),
+        thinking="",
+    )
+    m.say(
+        "Added `vcs_info`: the branch shows as ` (master)` inside a repository and nothing outside one. "
+        "shellcheck's warning is expected here: `vcs_info` expands the prompt itself.",
+        thinking="",
+    )
+    m.system(
+        "stop_hook_summary",
+        None,
+        hookCount=1,
+        hookInfos=[{"command": "~/bin/notify-session idle", "durationMs": 35}],
+        hookErrors=[],
+        preventedContinuation=False,
+        stopReason="",
+        hasOutput=False,
+        level="suggestion",
+    )
+    m.user("<bash-input>source ~/.zshrc && git -C ~/dotfiles status -sb</bash-input>", seconds=40)
+    m.user(
+        "<bash-stdout>## master...origin/master\n M zshrc\n?? notes.md</bash-stdout>"
+        "<bash-stderr>zsh: compinit: insecure directories, run compaudit for list.</bash-stderr>",
+        seconds=0.4,
+    )
+    m.user(
+        "<command-name>/cost</command-name>\n            <command-message>cost</command-message>\n"
+        "            <command-args></command-args>",
+        seconds=15,
+    )
+    m.user(
+        "<local-command-stdout>Total cost:            $0.0912\nTotal duration (API):  24.6s\n"
+        "Total code changes:    3 lines added, 1 line removed</local-command-stdout>",
+        seconds=0.2,
     )
     s.write()
 

@@ -100,6 +100,7 @@ NESTED = "Check how Stripe webhooks apply tax"
 LONG = "We're moving the repository layer"
 HEALTH = "Why does /health return 503"
 HEADER = "The header is misaligned on mobile"
+PROMPT = "Show the git branch in my prompt"
 
 
 def session_id(app: ThreadloomApp, title: str) -> str:
@@ -319,6 +320,26 @@ async def scene_files_changed(pilot: Pilot) -> None:
     await pilot.pause()
 
 
+async def scene_cards(pilot: Pilot) -> None:
+    """Claude Code 2.1's own shapes: hooks, an IDE selection as a chip, a TodoWrite list and what
+    its next write changed, a `!` command with its output opened, a slash command and its
+    output; the replies open on Claude Opus 4.7's empty thinking blocks, each under its header."""
+    from threadloom.tui.messages import MessageView
+
+    app = the_app(pilot)
+    app.browser.jump_to_session(session_id(app, PROMPT))
+    await pilot.pause()
+    view = app.query_one(MessageView)
+    view.focus()
+    for _ in range(80):  # down to the `!` command's output, and open it
+        block = view.current_block()
+        if block is not None and block.kind == "output":
+            break
+        view.action_cursor_down()
+    await pilot.press("enter")
+    await pilot.pause()
+
+
 SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = {
     "browse": (scene_browse, (140, 40)),
     "tool-call-diff": (scene_tool_diff, (140, 40)),
@@ -334,6 +355,7 @@ SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = 
     "filtered-list": (scene_filtered_list, (140, 40)),
     "signals": (scene_signals, (140, 40)),
     "files-changed": (scene_files_changed, (140, 40)),
+    "claude-code-cards": (scene_cards, (140, 50)),
 }
 
 

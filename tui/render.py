@@ -537,10 +537,9 @@ def note_view(part: markup.CommandOutput | markup.Caveat) -> RenderableType:
     text = part.text.strip("\n")
     style = STDERR_STYLE if part.stream == "stderr" else NOTE_STYLE
     note = Text("↳ ", style=NOTE_STYLE)
-    return Group(
-        note.append_text(terminal_text(text.split("\n", 1)[0], style)),
-        *([long_text(text.split("\n", 1)[1], style)] if "\n" in text else []),
-    )
+    first, _, rest = text.partition("\n")
+    line = note.append_text(terminal_text(first, style))
+    return Group(line, Padding(long_text(rest, style), (0, 0, 0, 2))) if rest else line
 
 
 def chips_line(parts: Sequence[markup.Selection | markup.OpenedFile], expanded: bool) -> RenderableType:

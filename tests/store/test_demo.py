@@ -43,7 +43,27 @@ def test_demo_ingests_cleanly(demo_db) -> None:
     projects = {r[0] for r in conn.execute("SELECT DISTINCT project_path FROM agent_sessions")}
     assert len(projects) == 4
     mains = conn.execute("SELECT count(*) FROM agent_sessions WHERE is_subagent = 0").fetchone()[0]
-    assert mains == 6
+    assert mains == 7
+
+
+def test_demo_shows_claude_codes_own_shapes(demo_db) -> None:
+    """One demo session holds Claude Code 2.1's own shapes, for the viewer's cards and the README's
+    picture: hooks, an IDE selection, TodoWrite updates, a `!` command with stdout and stderr, a
+    slash command with its output, replies opening on empty thinking blocks."""
+    _, conn, _ = demo_db
+    from threadloom.core.markup import parse
+    from threadloom.core.query import messages
+
+    sid = conn.execute("SELECT id FROM agent_sessions WHERE title LIKE 'Show the git branch%'").fetchone()[0]
+    shown = messages(conn, sid)
+    kinds = {type(p).__name__ for m in shown if m.role == "user" for p in parse(m.content)}
+    assert {"Selection", "Shell", "ShellOutput", "Command", "CommandOutput", "Typed"} <= kinds
+    assert {h.kind for m in shown for h in m.hooks} == {
+        "hook_success",
+        "hook_non_blocking_error",
+        "stop_hook_summary",
+    }
+    assert [c.name for m in shown for c in m.tool_calls].count("TodoWrite") == 2
 
 
 def test_demo_has_nested_subagents(demo_db) -> None:
