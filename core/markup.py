@@ -142,7 +142,9 @@ OPENED = re.compile(
     r"^The user opened the file (.+?) in the IDE\.(?: This may or may not be related to the current task\.)?\s*$",
     re.S,
 )
-MARKED = ("<", "Caveat: ")  # a text that starts with neither holds no markup: parsed at no cost
+# a text that opens on neither holds no markup: told at the cost of its first characters (a message
+# can be megabytes: it is not copied to be looked at)
+MARKED = re.compile(r"\s*(?:<|" + re.escape(CAVEAT_PREFIX) + ")")
 
 
 def parse(text: str | None) -> list[Part]:
@@ -151,9 +153,10 @@ def parse(text: str | None) -> list[Part]:
     words stays what it is."""
     if not text:
         return []
-    if not text.lstrip().startswith(MARKED):
-        return [Typed(text)] if text.strip() else []
-    if text.lstrip().startswith(CAVEAT_PREFIX):
+    opening = MARKED.match(text)
+    if opening is None:
+        return [Typed(text)] if not text.isspace() else []
+    if opening.group().lstrip().startswith("Caveat"):
         return [Caveat(text.strip())]
     tags: list[tuple[str, str]] = []
     at = 0

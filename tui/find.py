@@ -36,6 +36,8 @@ DEBOUNCE = 0.12
 MATCH_STYLE = Style(color="#1c1c1c", bgcolor="#d7af5f")
 CURRENT_STYLE = Style(color="#1c1c1c", bgcolor="#ff8700", bold=True)
 BLOCK_KEY_PREFIX = {"text": ("text:", "summary:"), "thinking": ("think:",)}
+MARKUP_KINDS = ("text", "output", "chip", "note")  # the blocks a user message's text is drawn in
+FOLDED_KINDS = ("output", "chip")  # closed until opened: a `!` command's output, an IDE selection
 
 
 def mark_matches(strip: Strip, needle: str, style: Style) -> Strip:
@@ -313,12 +315,22 @@ class Navigator:
         pos = view.cursor[0]
         rendered = view.ensure(pos)
         index = _block_of(rendered, place)
+        if place.part == "text" and self.needle:
+            # Claude Code's markup draws one text as several blocks (a `!` command and its output,
+            # a command and its note, chips): the one showing the match, else one hiding it
+            parts = [i for i, b in enumerate(rendered.blocks) if b.target and b.kind in MARKUP_KINDS]
+            showing = [i for i in parts if self._first_line(rendered, rendered.blocks[i]) is not None]
+            clipped = [index] if index is not None and rendered.blocks[index].clipped else []
+            hiding = clipped or [i for i in parts if rendered.blocks[i].kind in FOLDED_KINDS]
+            if showing or hiding:
+                index = (showing or hiding)[0]
         if index is None:
             return
         view.cursor = (pos, index)
         block = rendered.blocks[index]
         if open_it is None:
-            open_it = block.clipped and self._first_line(rendered, block) is None
+            hidden = block.clipped or block.kind in FOLDED_KINDS
+            open_it = hidden and self._first_line(rendered, block) is None
         if open_it:
             view.open_block(pos, block)
             rendered = view.ensure(pos)

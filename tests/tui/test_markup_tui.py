@@ -217,3 +217,21 @@ async def test_a_real_opus_4_7_session_has_a_header_over_every_reply(tmp_path: P
         assert "SessionStart:startup hook" in whole and "exit 0 · 1.2 s" in whole
         assert "/exit" in whole and "↳ See ya!" in whole
         assert not any(tag in whole for tag in MARKUP_TAGS)
+
+
+async def test_find_lands_on_a_match_inside_a_bang_commands_output_and_opens_it(tmp_path: Path) -> None:
+    from tests.tui_support import wait_for_find
+
+    app, sid = await open_markup(tmp_path)
+    async with app.run_test(size=(160, 60)) as pilot:
+        await until(pilot, lambda: app.query_one(MessageView).session_id == sid)
+        view = app.query_one(MessageView)
+        view.focus()
+        await pilot.press("ctrl+f", *"failures")
+        await wait_for_find(pilot)
+        await pilot.press("enter")
+        await pilot.pause()
+        block = view.current_block()
+        assert block is not None and block.kind == "output"
+        text = "\n".join(s.text for s in view.ensure(view.cursor[0]).strips[block.start : block.end])
+        assert "▾ output" in text and "=== FAILURES ===" in text
