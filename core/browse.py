@@ -28,6 +28,7 @@ from threadloom.core.query import (
     read_sessions,
     session_select,
     subagent_sql,
+    title_sql,
 )
 from threadloom.core.rows import builder, fetch, fetch_one, getter, value, values
 from threadloom.core.text import one_line, readable, task_notice
@@ -129,11 +130,11 @@ def session_count(conn: sqlite3.Connection) -> int:
 
 TREE_PROMPT_CHARS = 300  # of a session's first prompt, read for the tree (its filter matches them)
 
-# a tree row's title: the stored one, else what the session was asked (a subagent: its task)
-# and its first prompt's start, which the list's filter reads (all 2,000 characters of thousands of
-# sessions made a large project's list a third slower to read)
+# a tree row's title: what names the session (`core.query.title_sql`), and its first prompt's
+# start, which the list's filter reads (all 2,000 characters of thousands of sessions made a large
+# project's list a third slower to read)
 _TREE_SELECT = session_select(
-    title="COALESCE(s.title, s.first_prompt, s.task_description, '')",
+    title=title_sql("s."),
     first_prompt=f"substr(s.first_prompt, 1, {TREE_PROMPT_CHARS})",
     more=", (SELECT count(*) FROM agent_sessions c WHERE c.parent_session_id = s.id AND c.message_count > 0 "
     "AND (c.is_warmup = 0 OR ?)) AS child_count"
@@ -467,8 +468,7 @@ class JumpTarget:
 def jump_targets(conn: sqlite3.Connection, limit: int = 20000) -> list[JumpTarget]:
     """Every non-empty session for "jump to session" (title, id and project are searchable)."""
     cursor = conn.execute(
-        f"SELECT id, CASE WHEN {subagent_sql()} THEN COALESCE(task_description, title, first_prompt, '') "
-        "ELSE COALESCE(title, first_prompt, '') END AS title, COALESCE(project, '') AS project, "
+        f"SELECT id, {title_sql('')} AS title, COALESCE(project, '') AS project, "
         f"created_at AS started_at, {subagent_sql()} AS is_subagent FROM agent_sessions "
         "WHERE message_count > 0 AND is_warmup = 0 ORDER BY COALESCE(ended_at, created_at, 0) DESC LIMIT ?",
         (limit,),

@@ -1130,9 +1130,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 def _listed_title(r: Any) -> str:
     """A session's title as `sessions` lists it: a subagent's task, marked as one."""
-    if r.is_subagent:
-        return "  ↳ " + (r.task_description or r.title or "(subagent)")
-    return r.title or "(untitled)"
+    from threadloom.core.query import display_title
+
+    return ("  ↳ " if r.is_subagent else "") + display_title(r)
 
 
 def _print_wide_sessions(rows: list[Any]) -> None:
@@ -1325,7 +1325,7 @@ def _print_plans(conn: sqlite3.Connection, session_id: str) -> int:
 
 def cmd_signals(args: argparse.Namespace) -> int:
     from threadloom.core import signals
-    from threadloom.core.query import resolve_session, short_ids
+    from threadloom.core.query import display_title, resolve_session, short_ids
     from threadloom.core.text import one_line, short_when
 
     conn = _open_for_reading(args)
@@ -1344,7 +1344,7 @@ def cmd_signals(args: argparse.Namespace) -> int:
             kinds = ", ".join(
                 f"{name} {n}" for name, n in sorted(counts.items(), key=lambda i: (-i[1], i[0]))
             )
-            title = one_line(s.title or s.task_description or "(untitled)", 50)
+            title = one_line(display_title(s), 50)
             print(
                 f"{sid:<{width}}  {short_when(s.ended_at):<12}  {sum(counts.values()):>3}  {title:<50}  {kinds}"
             )
@@ -1368,7 +1368,7 @@ def cmd_signals(args: argparse.Namespace) -> int:
         ]
         print(json.dumps(data, ensure_ascii=False))
         return 0
-    print(f"{session.id}  {one_line(session.title or session.task_description or '(untitled)', 80)}")
+    print(f"{session.id}  {one_line(display_title(session), 80)}")
     if not found:
         print("no signals")
     for f in found:
@@ -1474,7 +1474,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
-    from threadloom.core.query import short_ids
+    from threadloom.core.query import UNTITLED, short_ids
     from threadloom.core.text import human_when, one_line
 
     console = Console(
@@ -1492,7 +1492,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         snippet = Text(h.snippet)
         for start, end in h.highlights:
             snippet.stylize("bold reverse", start, end)
-        where = Text(one_line(h.session_title or h.session_id, 34), style="bold")
+        where = Text(one_line(h.session_title or UNTITLED, 34), style="bold")
         where.append(f"\n{one_line(f'{h.agent} · {h.project or chr(63)}', 34)}", style="dim")
         # the id as `sessions` prints it (a subagent's whole), which `show` takes back: never cut
         where.append(f"\n{shown.get(h.session_id, h.session_id)}", style="dim")

@@ -51,7 +51,15 @@ from threadloom.core.markup import (
     todo_count,
     todos,
 )
-from threadloom.core.query import MessageRow, SessionSummary, ToolCall, children_of, get_session, messages
+from threadloom.core.query import (
+    MessageRow,
+    SessionSummary,
+    ToolCall,
+    children_of,
+    display_title,
+    get_session,
+    messages,
+)
 from threadloom.core.redact import Redactor
 from threadloom.core.render import CAVEAT_NOTE, chip_mark, hook_duration, tool_summary
 from threadloom.core.text import clock, human_tokens, one_line, printable, strip_escapes
@@ -204,7 +212,7 @@ def clean(text: str | None) -> str:
 
 
 def _title(session: SessionSummary) -> str:
-    return session.title or session.task_description or "(untitled session)"
+    return display_title(session)
 
 
 def _facts(thread: Thread, stamp: str) -> list[tuple[str, str]]:

@@ -37,6 +37,7 @@ from threadloom.core.adapters.base import Adapter, ResumeTarget, disk_name
 from threadloom.core.adapters.base import ForkError as ForkError  # re-exported: adapters raise it too
 from threadloom.core.adapters.base import checked_id as _checked_id
 from threadloom.core.markup import Caveat, CommandOutput, is_note, parse
+from threadloom.core.query import title_sql
 from threadloom.core.rows import builder, value
 from threadloom.core.text import one_line, readable
 
@@ -627,7 +628,8 @@ class _GeminiRecord(NamedTuple):
 
 def _session_row(conn: sqlite3.Connection, session_id: str) -> _SessionRow:
     row = conn.execute(
-        "SELECT id, source, title, project_path, is_subagent, kind FROM agent_sessions WHERE id = ?",
+        f"SELECT id, source, NULLIF({title_sql('')}, ''), project_path, is_subagent, kind FROM agent_sessions "
+        "WHERE id = ?",
         (session_id,),
     ).fetchone()
     if row is None:

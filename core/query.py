@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from threadloom.core.markup import HookRun, hook_runs
 from threadloom.core.rows import builder, fetch_one, values
+from threadloom.core.text import prompt_title
 
 if TYPE_CHECKING:
     from threadloom.core.adapters.base import ImageRef
@@ -124,6 +125,44 @@ class SessionSummary:
         out = {name: getattr(self, name) for name in SESSION_JSON_FIELDS}
         out["duration_ms"] = self.duration_ms
         return out
+
+
+UNTITLED = "(untitled)"
+UNTITLED_SUBAGENT = "(subagent)"
+
+
+def title_sql(alias: str = "s.") -> str:
+    """The one SQL expression of what names a session in a list, on agent_sessions (`alias`: its
+    alias with the dot): a subagent by the task it was given, else its title, else its first
+    prompt; any other session by its title, else its first prompt, else a task. '' when it has
+    none of them. `display_title` is the same rule in Python."""
+    a = alias
+    return (
+        f"CASE WHEN {a}is_subagent = 1 THEN COALESCE(NULLIF(trim({a}task_description), ''), "
+        f"NULLIF(trim({a}title), ''), NULLIF(trim({a}first_prompt), ''), '') "
+        f"ELSE COALESCE(NULLIF(trim({a}title), ''), NULLIF(trim({a}first_prompt), ''), "
+        f"NULLIF(trim({a}task_description), ''), '') END"
+    )
+
+
+def display_title(session: Any) -> str:
+    """What names a session wherever one is shown (the tree, the lists, `show`, exports, the
+    palettes, the fork picker), on one line: the rule of `title_sql`, read from a session's
+    `is_subagent`, `task_description`, `title` and `first_prompt` (those it has); a prompt is
+    titled as the ledger titles one (`core.text.prompt_title`). "(untitled)", "(subagent)" when
+    it has no name at all."""
+    subagent = bool(getattr(session, "is_subagent", False))
+    task = getattr(session, "task_description", None)
+    title = getattr(session, "title", None)
+    prompt = getattr(session, "first_prompt", None)
+    for text in (task, title) if subagent else (title,):
+        if text and text.strip():
+            return " ".join(text.split())
+    if prompt and prompt.strip():
+        return prompt_title(prompt)
+    if not subagent and task and task.strip():
+        return " ".join(task.split())
+    return UNTITLED_SUBAGENT if subagent else UNTITLED
 
 
 def money(usd: float) -> str:

@@ -38,7 +38,15 @@ from threadloom.core.markup import (
     todo_summary,
     todos,
 )
-from threadloom.core.query import MessageRow, SessionSummary, ToolCall, children_of, get_session, messages
+from threadloom.core.query import (
+    MessageRow,
+    SessionSummary,
+    ToolCall,
+    children_of,
+    display_title,
+    get_session,
+    messages,
+)
 from threadloom.core.text import clock, count_of, human_tokens, one_line, printable, short_when, task_notice
 
 OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")  # window titles, links: no text to show
@@ -267,7 +275,7 @@ def render_session(
     thinking and tool calls, with subagents nested under the calls that started them. `note`: a
     line under the header (a session whose files were rewritten says so)."""
     header = Text()
-    header.append(session.title or session.task_description or "(untitled)", style="bold")
+    header.append(display_title(session), style="bold")
     header.append(f"  {session.id}", style="dim")
     facts = (
         session.agent,

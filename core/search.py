@@ -18,7 +18,7 @@ from typing import Any
 from rapidfuzz import fuzz, process
 from threadloom.core import search_index
 from threadloom.core.db import is_damage
-from threadloom.core.query import main_sql, subagent_sql
+from threadloom.core.query import main_sql, title_sql
 from threadloom.core.rows import fetch, fetch_one, value, values
 from threadloom.core.text import (
     SEARCH_HELP,  # noqa: F401  (re-exported: the TUI and CLI show it)
@@ -502,7 +502,7 @@ def _session_filters(q: ParsedQuery, prefix: str) -> tuple[list[str], list[Any]]
 # a candidate record, its columns named as Hit's fields where it has them; {score}: its bm25 rank
 _COLUMNS = (
     "SELECT e.id AS entry_id, e.session_id, e.uuid, s.source AS agent, s.project, "
-    "COALESCE(s.title, s.task_description) AS session_title, e.role, e.timestamp, {score} AS score, "
+    f"{title_sql('s.')} AS session_title, e.role, e.timestamp, {{score}} AS score, "
     "e.content, e.thinking, e.tool_text, e.seq "
 )
 
@@ -664,8 +664,7 @@ def find_sessions(conn: sqlite3.Connection, text: str, limit: int = 20) -> list[
     """Jump to a session by title, id or project: rapidfuzz over the (few thousand) session labels."""
     rows = fetch(
         conn,
-        f"SELECT id, CASE WHEN {subagent_sql()} THEN COALESCE(task_description, title, '') "
-        "ELSE COALESCE(title, task_description, '') END AS title, project, source AS agent, "
+        f"SELECT id, {title_sql('')} AS title, project, source AS agent, "
         "COALESCE(ended_at, 0) AS last FROM agent_sessions WHERE message_count > 0 AND is_warmup = 0",
     )
 

@@ -27,7 +27,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Input, Label, OptionList, ProgressBar, Static, Tree
 from threadloom.core import archive, browse
-from threadloom.core.query import get_session
+from threadloom.core.query import display_title, get_session
 from threadloom.core.text import count_of, human_tokens, short_when
 from threadloom.tui.footer import KeyFooter
 from threadloom.tui.messages import MessageView
@@ -460,9 +460,7 @@ class BrowserScreen(Screen[None]):
             self.trail.clear()
             self.app.refresh_bindings()
         view = self.query_one(MessageView)
-        title = (
-            session.task_description if session.is_subagent and session.task_description else session.title
-        )
+        title = display_title(session)
         count = session.message_count
         if ref.kind == "branch" and ref.branch is not None:
             seqs = browse.branch_seqs(self.conn, session.id, ref.branch.turn_ids)

@@ -8,6 +8,7 @@ from functools import partial
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.system_commands import SystemCommandsProvider
 from threadloom.core import browse
+from threadloom.core.query import display_title
 from threadloom.tui.events import OpenSession, archive_conn
 from threadloom.tui.render import when
 
@@ -50,7 +51,7 @@ class SessionJumpProvider(Provider):
 
     def _text(self, t: browse.JumpTarget) -> str:
         kind = "⚙ " if t.is_subagent else ""
-        return f"{kind}{t.title or '(untitled)'} · {t.project} · {t.id.split(':')[-1][:13]}"
+        return f"{kind}{display_title(t)} · {t.project} · {t.id.split(':')[-1][:13]}"
 
     async def search(self, query: str) -> Hits:
         """Ranked by `core.search.find_sessions`, the engine `threadloom` uses for titles and ids.

@@ -51,7 +51,7 @@ from threadloom.core.fork import (
     plan_fork,
     resume_plan,
 )
-from threadloom.core.query import SessionSummary, get_session
+from threadloom.core.query import SessionSummary, display_title, get_session
 from threadloom.core.text import count_of, left_as_is, one_line, printable
 from threadloom.tui.events import AgentRan, ForkWritten
 from threadloom.tui.footer import KeyFooter
@@ -381,7 +381,7 @@ class ForkPicker(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with DialogBox(id="fork-box") as box:
-            title = (self.session.title or self.session.task_description) if self.session else None
+            title = display_title(self.session) if self.session else None
             box.border_title = Text("Fork or resume · ") + plain_title(title, 60)
             box.border_subtitle = "F1 keys · Esc closes"
             yield Static(id="fork-about")

@@ -20,7 +20,7 @@ from textual.widgets.option_list import Option
 from textual.widgets.tree import TreeNode
 from threadloom.core import browse
 from threadloom.core.browse import Branch, ProjectRow, Segment, SessionSummary
-from threadloom.core.query import SORT_ORDERS, SessionView, agents_of, money
+from threadloom.core.query import SORT_ORDERS, SessionView, agents_of, display_title, money
 from threadloom.core.text import count_of, human_tokens, short_when
 from threadloom.tui.render import short_model
 
@@ -360,7 +360,7 @@ class SessionTree(Tree[NodeRef]):
         return node
 
     def _label(self, s: SessionSummary) -> Text:
-        return Text(s.title or "(untitled)")
+        return Text(display_title(s))
 
     def _row_width(self, node: TreeNode[NodeRef]) -> int:
         depth, parent = 0, node.parent
@@ -638,16 +638,16 @@ def session_label(s: SessionSummary, width: int, now: float | None = None) -> Te
         head.append(f"⚠{s.signal_count} ", style="#d7af5f")
     if s.kind == "fork":  # a fork threadloom (or the agent) made: its own session, from its source
         head.append("⑂ ", style="bold #5fafaf")
-        head.append(s.title or "(fork)", style="bold")
+        head.append(display_title(s), style="bold")
         facts.append(("fork", "#5fafaf"))
     elif s.is_subagent:
         head.append("⚙ ", style="#d787d7")
-        head.append(" ".join((s.task_description or s.title or "(subagent)").split()), style="bold")
+        head.append(display_title(s), style="bold")
         mark, mark_style = STATUS_MARK.get(s.task_status or "", ("", ""))
         kind = " ".join(x for x in (s.agent_type or s.kind, mark) if x)
         facts.append((kind, mark_style if s.task_status in ("failed", "rejected") else "#d787d7"))
     else:
-        head.append(s.title or "(untitled)", style="bold")
+        head.append(display_title(s), style="bold")
     if s.is_warmup:
         facts.insert(0, ("warmup", "dim italic"))
     facts += [

@@ -29,6 +29,7 @@ from textual.timer import Timer
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
+from threadloom.core.query import UNTITLED
 from threadloom.core.search import Hit, SearchResult
 from threadloom.core.text import SEARCH_HELP, human_when
 from threadloom.tui.events import OpenForkPicker, SearchClosed, SearchHitChosen
@@ -304,7 +305,7 @@ class SearchScreen(Screen[None]):
         head.append(" · ")
         head.append(hit.project or "?", style=PROJECT_STYLE)
         head.append(" · ")
-        head.append(" ".join((hit.session_title or "(untitled)").split()), style="bold")
+        head.append(" ".join((hit.session_title or UNTITLED).split()), style="bold")
         facts = [
             (hit.role or "", ROLE_STYLE.get(hit.role or "", "dim").replace("bold ", "")),
             (human_when(hit.timestamp, self.now()), "dim"),

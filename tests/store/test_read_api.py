@@ -249,3 +249,49 @@ def test_hooks_come_with_the_message_they_followed(conn, tmp_path):
     ingest(conn, tmp_path / "more")
     first = query.messages(conn, other)[0]
     assert [(h.kind, h.command) for h in first.hooks] == [("hook_success", "x"), ("hook_progress", "y")]
+
+
+# ---------------------------------------------------------------------------- one title
+
+
+def _names(conn: sqlite3.Connection, sid: str, tmp_path) -> dict[str, str]:
+    """What names session `sid` in each place a session is named."""
+    import contextlib
+    import io
+
+    from threadloom.core import cli
+    from threadloom.core.export import export_session
+    from threadloom.core.search import search as run_search
+
+    def printed(*argv: str) -> str:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert cli.main(list(argv)) == 0
+        return out.getvalue()
+
+    db = str(conn.execute("PRAGMA database_list").fetchone()[2])
+    session = query.get_session(conn, sid)
+    hits = run_search(conn, f"session:{sid[:8]} in:subagents in:tools", limit=50).hits
+    listed = {s.id: s for s in query.list_sessions(conn)}
+    return {
+        "display_title": query.display_title(session),
+        "tree": browse.get_node(conn, sid).title,
+        "palette": next(t for t in browse.jump_targets(conn) if t.id == sid).title,
+        "jump engine": next(m for m in find_sessions(conn, sid) if m.session_id == sid).title,
+        "search hit": next(h.session_title for h in hits if h.session_id == sid),
+        "sessions": cli._listed_title(listed[sid]).strip().removeprefix("↳ "),
+        "show": printed("show", sid, "--db", db, "--no-subagents").splitlines()[0].rsplit("  ", 1)[0],
+        "export": export_session(conn, session, "md").data.decode().splitlines()[0].removeprefix("# "),
+    }
+
+
+def test_a_session_has_one_title_everywhere(archive, tmp_path) -> None:
+    """A subagent is named by its task, a session without a stored title by its first prompt,
+    whoever names it: the tree, the palettes, search hits, `sessions`, `show` and exports used to
+    choose among title, task and prompt each in their own order."""
+    sub = _subagent_id(archive)
+    archive.execute("UPDATE agent_sessions SET title = ? WHERE id = ?", ("find log callers", sub))
+    archive.execute("UPDATE agent_sessions SET title = NULL WHERE id = ?", (UNTITLED,))
+    for sid, name in ((sub, "find callers"), (UNTITLED, "Rename the logging helper")):
+        names = _names(archive, sid, tmp_path)
+        assert set(names.values()) == {name}, names
