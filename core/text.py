@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -25,11 +26,22 @@ after:2026-03-01 before:yesterday  after:7d (also 12h, 2w)
 filters alone    the newest records they let through (tool:Edit project:api)"""
 
 
+# What "now" is for the dates shown (which year is this one, how long ago): the system's clock,
+# or the one the TUI was started with (tests and screenshots pin one).
+_clock: Callable[[], float] = time.time
+
+
+def use_clock(now: Callable[[], float]) -> None:
+    """Read the time of day from `now` when a date is written without one given."""
+    global _clock
+    _clock = now
+
+
 def human_when(ms: int | None, now: float | None = None) -> str:
-    """'3m ago', 'yesterday', '12 Mar', '2024-03-12' — short enough for a column."""
+    """'3m ago', 'yesterday', '12 Mar', '12 Mar 2024' (another year's) — short enough for a column."""
     if ms is None:
         return "—"
-    now = time.time() if now is None else now
+    now = _clock() if now is None else now
     delta = now - ms / 1000
     if delta < 0:
         delta = 0
@@ -44,9 +56,9 @@ def human_when(ms: int | None, now: float | None = None) -> str:
     if delta < 7 * 86400:
         return f"{int(delta // 86400)}d ago"
     dt = datetime.fromtimestamp(ms / 1000)
-    if delta < 300 * 86400:
+    if dt.year == datetime.fromtimestamp(now).year:
         return dt.strftime("%d %b")
-    return dt.strftime("%Y-%m-%d")
+    return dt.strftime("%d %b %Y")  # a day of another year is never read as this year's
 
 
 def short_when(ms: int | None, now: float | None = None) -> str:
@@ -56,8 +68,27 @@ def short_when(ms: int | None, now: float | None = None) -> str:
     if ms is None:
         return ""
     dt = datetime.fromtimestamp(ms / 1000)
-    this_year = datetime.fromtimestamp(time.time() if now is None else now).year
+    this_year = datetime.fromtimestamp(_clock() if now is None else now).year
     return dt.strftime("%d %b %H:%M" if dt.year == this_year else "%d %b %Y")
+
+
+def shorter_when(text: str) -> str:
+    """A `short_when` date for a column that has no room for it whole: '12 Jun' this year (the
+    time dropped), 'Jun 2025' before it (the day dropped, never the year)."""
+    parts = text.split()
+    if len(parts) != 3:
+        return text
+    return " ".join(parts[:2]) if ":" in parts[2] else " ".join(parts[1:])
+
+
+def moment(ms: int | None, now: float | None = None) -> str:
+    """'12 Jun 14:05:09' this year, '12 Jun 2025 14:05:09' before it: a message's time, the year
+    said where it is not this year's."""
+    if ms is None:
+        return ""
+    dt = datetime.fromtimestamp(ms / 1000)
+    this_year = datetime.fromtimestamp(_clock() if now is None else now).year
+    return dt.strftime("%d %b %H:%M:%S" if dt.year == this_year else "%d %b %Y %H:%M:%S")
 
 
 def human_duration(ms: int | None) -> str:

@@ -22,6 +22,7 @@ from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 from threadloom.core import browse
+from threadloom.core.text import use_clock
 from threadloom.tui import workers
 from threadloom.tui.archive import ArchiveApp
 from threadloom.tui.browser import BrowserScreen, layout_classes
@@ -159,6 +160,7 @@ class ThreadloomApp(ArchiveApp):
             db_path=db_path, sources=sources, demo=demo, ingest=ingest, demo_long_turns=demo_long_turns
         )
         self.now = now
+        use_clock(now)  # the dates drawn say their year by this clock's
         self.search_screen: SearchScreen | None = None
 
     # ------------------------------------------------------------------ screens and start-up

@@ -9,8 +9,8 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.system_commands import SystemCommandsProvider
 from threadloom.core import browse
 from threadloom.core.query import display_title
+from threadloom.core.text import short_when
 from threadloom.tui.events import OpenSession, archive_conn
-from threadloom.tui.render import when
 
 SHOWN = 40
 SEARCHED = 60
@@ -78,7 +78,7 @@ class SessionJumpProvider(Provider):
                 matcher.highlight(text),
                 self._jump(target.id),
                 text=text,
-                help=f"jump to session · {match.agent} · {when(target.started_at)}",
+                help=f"jump to session · {match.agent} · {short_when(target.started_at)}",
             )
         more = 0
         for target in self.targets:
@@ -93,7 +93,7 @@ class SessionJumpProvider(Provider):
                     matcher.highlight(text),
                     self._jump(target.id),
                     text=text,
-                    help=f"jump to session · {when(target.started_at)}",
+                    help=f"jump to session · {short_when(target.started_at)}",
                 )
                 if more >= SEARCHED:
                     return
@@ -109,7 +109,7 @@ class SessionJumpProvider(Provider):
             yield DiscoveryHit(
                 self._text(target),
                 self._jump(target.id),
-                help=f"jump to session · {when(target.started_at)}",
+                help=f"jump to session · {short_when(target.started_at)}",
             )
 
 

@@ -52,7 +52,7 @@ from threadloom.core.fork import (
     resume_plan,
 )
 from threadloom.core.query import SessionSummary, display_title, get_session
-from threadloom.core.text import count_of, left_as_is, one_line, printable
+from threadloom.core.text import count_of, left_as_is, one_line, printable, short_when
 from threadloom.tui.events import AgentRan, ForkWritten
 from threadloom.tui.footer import KeyFooter
 from threadloom.tui.panes import fit
@@ -542,7 +542,7 @@ class ForkPicker(ModalScreen[None]):
         head.append("▶ " if mine else "  ", style=CHOSEN_STYLE)
         head.append("▾ " if opened else "▸ ", style="dim")
         head.append(f"turn {self.first_turn + row.turn + 1}", style="bold")
-        facts = [(when(point.timestamp)[:12], "dim"), (short_model(point.model), "#af87d7")]
+        facts = [(short_when(point.timestamp), "dim"), (short_model(point.model), "#af87d7")]
         if point.tool_call_count:
             facts.append(
                 (f"{point.tool_call_count} tool call{'s' if point.tool_call_count != 1 else ''}", "dim")

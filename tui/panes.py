@@ -21,7 +21,7 @@ from textual.widgets.tree import TreeNode
 from threadloom.core import browse
 from threadloom.core.browse import Branch, ProjectRow, Segment, SessionSummary
 from threadloom.core.query import SORT_ORDERS, SessionView, agents_of, display_title, money
-from threadloom.core.text import count_of, human_tokens, short_when
+from threadloom.core.text import count_of, human_tokens, short_when, shorter_when
 from threadloom.tui.render import short_model
 
 STATUS_MARK = {
@@ -98,7 +98,7 @@ class ProjectList(OptionList):
         width = self._width
         age = short_when(p.last_activity, self.now())
         if len(p.name) + len(age) + 2 > width:
-            age = age[:6]  # "12 Jun 14:05" → "12 Jun" before the name gives way, as session rows do
+            age = shorter_when(age)  # "12 Jun" (this year), "Jun 2025" before the name gives way
         first = Text(_fit(p.name, width - len(age) - 2), style="bold")
         first.append(" " * max(2, width - first.cell_len - len(age)))
         first.append(age, style="dim")
@@ -665,8 +665,8 @@ def fit(head: Text, facts: list[tuple[str, str]], width: int) -> Text:
         facts = facts[:-1]
     if facts and width - sum(len(f[0]) + 2 for f in facts) < 24:
         text, style = facts[0]
-        if text[:2].isdigit():  # a date: "12 Jun 14:05" → "12 Jun" on narrow panes
-            text = text[:6]
+        if text[:2].isdigit():  # a date: "12 Jun 14:05" → "12 Jun", "12 Jun 2025" → "Jun 2025"
+            text = shorter_when(text.strip())
         elif len(text) > (room := max(8, width - 26)):  # a subagent's type: cut, and said to be
             text = text[: room - 1] + "…"
         facts = [(text, style)]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -38,7 +37,7 @@ from threadloom.core.render import (
 )
 from threadloom.core.render import long_text as core_long_text
 from threadloom.core.side_files import PersistedOutput
-from threadloom.core.text import TaskNotice, human_tokens, one_line, task_notice
+from threadloom.core.text import TaskNotice, human_tokens, moment, one_line, task_notice
 
 ROLE_STYLE = {"user": "bold #5fafff", "assistant": "bold #87d787", "system": "dim"}
 NOTICE_STYLE = "bold #d7af5f"
@@ -69,9 +68,8 @@ def short_model(model: str | None) -> str:
 
 
 def when(ms: int | None) -> str:
-    if ms is None:
-        return ""
-    return datetime.fromtimestamp(ms / 1000).strftime("%d %b %H:%M:%S")
+    """A message's time: '12 Jun 14:05:09', with its year when not this year's (`core.text.moment`)."""
+    return moment(ms)
 
 
 def plain_title(title: str | None, width: int) -> Text:

@@ -2544,3 +2544,28 @@ async def test_the_viewer_says_a_session_was_rewritten(tmp_path: Path) -> None:
         await pilot.press("v")
         await until(pilot, lambda: view.count == 5)
         assert "rewritten" in view.border_subtitle and app.browser.whole_session_open == SID
+
+
+async def test_palettes_and_headers_say_the_year_of_another_years_session(demo_db: Path) -> None:
+    """The jump and command palettes named a session of a past year "12 Jun 14:05:09"; the
+    message headers and a narrow project row left its year out too."""
+    from datetime import datetime
+
+    from threadloom.tui.commands import RecentSessionsProvider
+    from threadloom.tui.panes import ProjectList
+
+    next_year = datetime(2026, 3, 1, 12, 0).timestamp()  # the demo's sessions are of June 2025
+    app = ThreadloomApp(db_path=demo_db, ingest=False, now=lambda: next_year)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        provider = RecentSessionsProvider(app.screen)
+        await provider.startup()
+        helps = [hit.help or "" async for hit in provider.discover()]
+        assert helps and all("2025" in h for h in helps), helps
+        projects = app.query_one(ProjectList)
+        first = str(projects.get_option_at_index(0).prompt).splitlines()[0]
+        assert "2025" in first, first
+        view = app.query_one(MessageView)  # the newest session, opened at start
+        assert view.session_id is not None
+        drawn = "\n".join(s.text for s in view.ensure(0).strips)
+        assert " 2025 " in drawn, drawn[:300]

@@ -126,3 +126,25 @@ def test_dates_and_durations_in_one_short_style() -> None:
         "3h 05m",
         "2d 2h",
     ]
+
+
+def test_a_date_of_another_year_keeps_its_year_however_short_it_is_written() -> None:
+    """Another year's date said without its year reads as this year's: a search hit of last
+    August said "20 Aug", a message header "20 Aug 09:59:12", and a narrow row cut "20 Aug 2025"
+    to "20 Aug"."""
+    from datetime import datetime
+
+    from threadloom.core.text import human_when, moment, shorter_when
+    from threadloom.tui.panes import session_label
+
+    now = datetime(2026, 3, 1, 12, 0).timestamp()
+    august = int(datetime(2025, 8, 20, 9, 59, 12).timestamp() * 1000)
+    february = int(datetime(2026, 2, 3, 9, 30).timestamp() * 1000)
+    assert human_when(august, now) == "20 Aug 2025" and human_when(february, now) == "03 Feb"
+    assert moment(august, now) == "20 Aug 2025 09:59:12" and moment(february, now) == "03 Feb 09:30:00"
+    assert shorter_when(short_when(august, now)) == "Aug 2025"
+    assert shorter_when(short_when(february, now)) == "03 Feb"
+    old = session("s1", title="Fix the build", started_at=august, ended_at=august, message_count=3)
+    for width in (90, 44, 34):  # the row narrows: the title gives way, then the facts, never the year
+        assert "2025" in session_label(old, width, now).plain, width
+    assert "14:05" not in session_label(old, 34, now).plain
