@@ -62,7 +62,7 @@ from threadloom.core.query import (
 )
 from threadloom.core.redact import Redactor
 from threadloom.core.render import CAVEAT_NOTE, chip_mark, hook_duration, tool_summary
-from threadloom.core.text import clock, human_tokens, one_line, printable, strip_escapes
+from threadloom.core.text import clock, drop_colours, human_tokens, one_line, printable
 
 FORMATS = ("md", "html", "json")
 MAX_DEPTH = 8  # subagents nested deeper than this are named, not included
@@ -208,7 +208,7 @@ def _descendants(thread: Thread) -> Iterator[Thread]:
 def clean(text: str | None) -> str:
     """Log text as it may be written into a file someone will `cat`: no escape sequence, no
     control character but newline and tab."""
-    return printable(strip_escapes(text)) if text else ""
+    return printable(drop_colours(text)) if text else ""
 
 
 def _title(session: SessionSummary) -> str:

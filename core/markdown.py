@@ -26,7 +26,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
-from threadloom.core.text import UNPRINTABLE, printable, strip_escapes
+from threadloom.core.text import UNPRINTABLE, drop_colours, printable
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -198,9 +198,9 @@ def render_markdown(
     if preview is not None and len(text) > PREVIEW_CHARS:
         cut = text.rfind("\n", 0, PREVIEW_CHARS) + 1 or PREVIEW_CHARS
         text, rest = text[:cut], text[cut:]
-    markdown = _Builder(style, code_theme, preview).build(parser().parse(strip_escapes(text)))
+    markdown = _Builder(style, code_theme, preview).build(parser().parse(drop_colours(text)))
     if rest:
-        markdown.blocks.append(Block(Text(), Text(), Text(safe(strip_escapes(rest)), style=style)))
+        markdown.blocks.append(Block(Text(), Text(), Text(safe(drop_colours(rest)), style=style)))
     return markdown
 
 

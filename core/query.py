@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from threadloom.core.markup import HookRun, hook_runs
 from threadloom.core.rows import builder, fetch_one, values
-from threadloom.core.text import prompt_title
+from threadloom.core.text import flat, prompt_title
 
 if TYPE_CHECKING:
     from threadloom.core.adapters.base import ImageRef
@@ -149,19 +149,19 @@ def display_title(session: Any) -> str:
     """What names a session wherever one is shown (the tree, the lists, `show`, exports, the
     palettes, the fork picker), on one line: the rule of `title_sql`, read from a session's
     `is_subagent`, `task_description`, `title` and `first_prompt` (those it has); a prompt is
-    titled as the ledger titles one (`core.text.prompt_title`). "(untitled)", "(subagent)" when
-    it has no name at all."""
+    titled as the ledger titles one (`core.text.prompt_title`). Whatever in it a terminal would act
+    on is drawn as text (`core.text.flat`). "(untitled)", "(subagent)" when it has no name at all."""
     subagent = bool(getattr(session, "is_subagent", False))
     task = getattr(session, "task_description", None)
     title = getattr(session, "title", None)
     prompt = getattr(session, "first_prompt", None)
     for text in (task, title) if subagent else (title,):
         if text and text.strip():
-            return " ".join(text.split())
+            return flat(text)
     if prompt and prompt.strip():
-        return prompt_title(prompt)
+        return flat(prompt_title(prompt))
     if not subagent and task and task.strip():
-        return " ".join(task.split())
+        return flat(task)
     return UNTITLED_SUBAGENT if subagent else UNTITLED
 
 

@@ -47,9 +47,19 @@ from threadloom.core.query import (
     get_session,
     messages,
 )
-from threadloom.core.text import clock, count_of, human_tokens, one_line, printable, short_when, task_notice
+from threadloom.core.text import (
+    BIDI_CONTROLS,
+    COLOURS,
+    clock,
+    count_of,
+    flat,
+    human_tokens,
+    one_line,
+    printable,
+    short_when,
+    task_notice,
+)
 
-OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")  # window titles, links: no text to show
 ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "system": "dim"}
 # Aider's edit blocks (its "diff" edit format), written by the model in its answer
 EDIT_SEARCH, EDIT_DIVIDER, EDIT_REPLACE = "<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE"
@@ -255,10 +265,23 @@ def spaced(parts: list[RenderableType]) -> Group:
 
 def terminal_text(text: str, style: str = "") -> Text:
     """Text as a terminal showed it to the user: the colours and bold of the escape sequences a
-    tool printed become styles, and no escape sequence is printed as it is."""
-    if "\x1b" not in text:
+    tool printed become styles; any other sequence (a cursor move, a clear screen, a window title)
+    and any other control is drawn as text ("␛[2J"), never sent, never lost. Line breaks (a
+    carriage return, a form feed) break lines as Rich reads them."""
+    if not SHOWN_AS_TEXT.search(text):
         return Text(text, style=style)
-    return Text.from_ansi(OSC.sub("", text), style=style)
+    parts = COLOUR_PARTS.split(text)  # odd items are the colour sequences
+    shown = "".join(part if i % 2 else SHOWN_AS_TEXT.sub(_visible, part) for i, part in enumerate(parts))
+    return Text.from_ansi(shown, style=style) if "\x1b" in shown else Text(shown, style=style)
+
+
+COLOUR_PARTS = re.compile(f"({COLOURS.pattern})")
+# what a terminal would act on in a tool's output, but the line breaks Rich reads (CR, VT, FF)
+SHOWN_AS_TEXT = re.compile(f"[\x00-\x08\x0e-\x1f\x7f-\x9f\ud800-\udfff{BIDI_CONTROLS}]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    return printable(match.group())
 
 
 def render_session(
@@ -279,7 +302,7 @@ def render_session(
     header.append(f"  {session.id}", style="dim")
     facts = (
         session.agent,
-        session.project_path or session.project or "?",
+        flat(session.project_path or session.project or "?"),
         short_when(session.started_at),
         count_of(session.message_count, "message"),
         f"{human_tokens(session.total_tokens)} tokens",
@@ -302,7 +325,9 @@ def render_session(
             elif msg.content:
                 console.print(
                     Padding(
-                        Text(f"── {msg.subtype or 'system'}: {one_line(msg.content, 100)}", style="dim"),
+                        Text(
+                            f"── {flat(msg.subtype or 'system')}: {one_line(msg.content, 100)}", style="dim"
+                        ),
                         (0, 0, 0, indent),
                     )
                 )
@@ -332,7 +357,7 @@ def render_session(
         if msg.timestamp is not None:
             label.append(f" {clock(msg.timestamp)}", style="dim")
         if msg.model:
-            label.append(f"  {msg.model}", style="dim")
+            label.append(f"  {flat(msg.model)}", style="dim")
         if msg.content or msg.thinking:
             console.print(Padding(label, (0, 0, 0, indent)))
         if msg.thinking:
@@ -348,7 +373,7 @@ def render_session(
             console.print(Padding(Text(f"▣ {describe(image)}", style="#d7af5f"), (0, 0, 0, indent + 2)))
         for call in msg.tool_calls:
             mark = STATUS_MARK.get(call.status or "pending", "?")
-            line = Text(f"▸ {call.name}  ", style="yellow")
+            line = Text(f"▸ {flat(call.name)}  ", style="yellow")
             line.append(tool_summary(call))
             line.append(f"  {mark}", style="red" if call.status == "failed" else "green")
             duration = call.duration_ms

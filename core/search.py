@@ -23,6 +23,7 @@ from threadloom.core.rows import fetch, fetch_one, value, values
 from threadloom.core.text import (
     SEARCH_HELP,  # noqa: F401  (re-exported: the TUI and CLI show it)
     SIGNALS,
+    flat,
     readable,
 )
 
@@ -632,16 +633,17 @@ def _matched_field(
 def make_snippet(
     text: str, pattern: re.Pattern[str] | None, width: int = 160
 ) -> tuple[str, list[tuple[int, int]]]:
-    """A one-line window around the first match, and the spans of every match inside it."""
-    flat = " ".join(readable(text).split())
-    first = pattern.search(flat) if pattern else None
+    """A one-line window around the first match, and the spans of every match inside it; what a
+    terminal would act on in the text is drawn as text (`core.text.flat`)."""
+    line = flat(readable(text))
+    first = pattern.search(line) if pattern else None
     start = 0 if first is None else max(0, first.start() - width // 3)
     if start:
-        space = flat.rfind(" ", 0, start + 1)
+        space = line.rfind(" ", 0, start + 1)
         start = space + 1 if space >= 0 and start - space < 20 else start
-    window = flat[start : start + width]
+    window = line[start : start + width]
     prefix = "…" if start > 0 else ""
-    suffix = "…" if start + width < len(flat) else ""
+    suffix = "…" if start + width < len(line) else ""
     snippet = prefix + window + suffix
     spans = (
         [(m.start() + len(prefix), m.end() + len(prefix)) for m in pattern.finditer(window)]

@@ -136,18 +136,31 @@ def clock(ms: int | None) -> str:
 # what terminals read as commands rather than text: CSI (colours, cursor moves), OSC (titles,
 # links) and the two-character escapes
 ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+# the one kind that only colours text (Select Graphic Rendition): kept as styles, or dropped
+COLOURS = re.compile(r"\x1b\[[0-9;:]*m")
 
 
 def strip_escapes(text: str) -> str:
     """`text` without the escape sequences tools print (a hook's "\x1b[1mPostToolUse\x1b[22m", a
-    coloured test run): shown as they are, they reach the terminal as commands."""
+    coloured test run). What is shown to a reader goes through `drop_colours` and `printable`
+    instead: a sequence that would do something is seen, not lost."""
     return ESCAPE.sub("", text) if "\x1b" in text else text
 
 
+def drop_colours(text: str) -> str:
+    """`text` without its colour sequences (they only colour, and where it is shown has no colours
+    to give); every other escape sequence is left for `printable` to draw (ESC as ␛)."""
+    return COLOURS.sub("", text) if "\x1b" in text else text
+
+
+# The bidirectional controls: embeddings and overrides (U+202A-U+202E), isolates (U+2066-U+2069)
+# and the marks (U+200E, U+200F, U+061C). A terminal that honours them shows text in another order
+# than it is (a command, a path or a title that reads as something else: "Trojan Source").
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 # what a terminal acts on rather than shows, once escape sequences are dealt with: the C0
-# controls but newline and tab, DEL, the C1 controls (U+009B starts a CSI on some terminals) and
-# lone surrogates (which cannot even be encoded for the terminal)
-UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+# controls but newline and tab, DEL, the C1 controls (U+009B starts a CSI on some terminals), the
+# bidirectional controls and lone surrogates (which cannot even be encoded for the terminal)
+UNPRINTABLE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff{BIDI_CONTROLS}]")
 
 
 def _shown(match: re.Match[str]) -> str:
@@ -157,17 +170,24 @@ def _shown(match: re.Match[str]) -> str:
 
 def printable(text: str) -> str:
     """`text` with every character a terminal would act on made visible: a C0 control as its
-    picture (ESC → ␛), anything else as `\\uXXXX` (which a JSON reader also takes back as the
-    character). What a damaged database or an odd log holds never reaches the terminal raw."""
+    picture (ESC → ␛, so an escape sequence reads "␛[2J"), anything else as `\\uXXXX` (a bidi
+    override as `\\u202e`; a JSON reader also takes it back as the character). What a damaged
+    database or an odd log holds never reaches the terminal raw, nor is any of it lost."""
     return UNPRINTABLE.sub(_shown, text)
 
 
-def one_line(text: str | None, width: int = 80) -> str:
-    """`text` on one line of at most `width` characters, its whitespace collapsed."""
+def flat(text: str | None) -> str:
+    """`text` as one line of what a reader is shown: colours dropped, whitespace collapsed, and
+    whatever else a terminal would act on drawn visibly (`printable`)."""
     if not text:
         return ""
-    flat = " ".join(strip_escapes(text).split())
-    return flat if len(flat) <= width else flat[: max(1, width - 1)] + "…"
+    return printable(" ".join(drop_colours(text).split()))
+
+
+def one_line(text: str | None, width: int = 80) -> str:
+    """`text` on one line of at most `width` characters (`flat`)."""
+    shown = flat(text)
+    return shown if len(shown) <= width else shown[: max(1, width - 1)] + "…"
 
 
 NOTICE = re.compile(r"^\s*<task-notification>(.*?)</task-notification>(.*)$", re.S)

@@ -21,7 +21,7 @@ from textual.widgets.tree import TreeNode
 from threadloom.core import browse
 from threadloom.core.browse import Branch, ProjectRow, Segment, SessionSummary
 from threadloom.core.query import SORT_ORDERS, SessionView, agents_of, display_title, money
-from threadloom.core.text import count_of, human_tokens, short_when, shorter_when
+from threadloom.core.text import count_of, flat, human_tokens, short_when, shorter_when
 from threadloom.tui.render import short_model
 
 STATUS_MARK = {
@@ -97,9 +97,10 @@ class ProjectList(OptionList):
     def _prompt(self, p: ProjectRow) -> Text:
         width = self._width
         age = short_when(p.last_activity, self.now())
-        if len(p.name) + len(age) + 2 > width:
+        name = flat(p.name)  # a folder's name is anyone's text: drawn as text
+        if len(name) + len(age) + 2 > width:
             age = shorter_when(age)  # "12 Jun" (this year), "Jun 2025" before the name gives way
-        first = Text(_fit(p.name, width - len(age) - 2), style="bold")
+        first = Text(_fit(name, width - len(age) - 2), style="bold")
         first.append(" " * max(2, width - first.cell_len - len(age)))
         first.append(age, style="dim")
         second = Text(f"{p.session_count} session{'s' if p.session_count != 1 else ''}", style="#87d787")
@@ -113,7 +114,7 @@ class ProjectList(OptionList):
         room = width - second.cell_len
         if len(agents) <= room or room >= 12:  # cut, but never to a letter or two
             second.append(_fit(agents, room), style="#5f87af")
-        third = Text(_fit(_home(p.path), width, left=True), style="dim")
+        third = Text(_fit(flat(_home(p.path)), width, left=True), style="dim")
         return Text("\n").join([first, second, third, Text("")])
 
 
@@ -654,7 +655,7 @@ def session_label(s: SessionSummary, width: int, now: float | None = None) -> Te
         (short_when(last_activity(s), now).ljust(12), "dim"),
         (count_of(s.message_count, "msg").rjust(10), "dim"),
         (f"{human_tokens(s.tokens)} tok".rjust(9), "dim"),
-        (short_model(s.model).ljust(10), "#af87d7"),
+        (flat(short_model(s.model)).ljust(10), "#af87d7"),
     ]
     return fit(head, [f for f in facts if f[0]], width)
 

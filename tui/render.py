@@ -37,7 +37,16 @@ from threadloom.core.render import (
 )
 from threadloom.core.render import long_text as core_long_text
 from threadloom.core.side_files import PersistedOutput
-from threadloom.core.text import TaskNotice, human_tokens, moment, one_line, task_notice
+from threadloom.core.text import (
+    BIDI_CONTROLS,
+    TaskNotice,
+    flat,
+    human_tokens,
+    moment,
+    one_line,
+    printable,
+    task_notice,
+)
 
 ROLE_STYLE = {"user": "bold #5fafff", "assistant": "bold #87d787", "system": "dim"}
 NOTICE_STYLE = "bold #d7af5f"
@@ -101,7 +110,7 @@ def header(msg: MessageRow) -> Text:
     if msg.timestamp is not None:
         text.append(f"  {when(msg.timestamp)}", style="dim")
     if msg.model:
-        text.append(f"  {short_model(msg.model)}", style="#af87d7")
+        text.append(f"  {flat(short_model(msg.model))}", style="#af87d7")
     if msg.tokens:
         text.append(f"  {human_tokens(msg.tokens)} tok", style="dim")
     return text
@@ -254,7 +263,7 @@ def call_line(call: ToolCall, expanded: bool, width: int | None = None) -> Text:
     `width` when given: the gist (a command, a path) gives way, the status stays."""
     params = call_params(call)
     text = Text("▾ " if expanded else "▸ ", style="#d7af5f")
-    text.append(call.name, style="bold #d7af5f")
+    text.append(flat(call.name), style="bold #d7af5f")
     gist = params.get("description") if call.name in SPAWN_TOOLS else None
     gist_at = len(text) + 2
     text.append("  " + (gist if isinstance(gist, str) else tool_summary(call)))
@@ -276,6 +285,12 @@ def call_line(call: ToolCall, expanded: bool, width: int | None = None) -> Text:
     return text
 
 
+def as_text(text: str) -> str:
+    """A tool's input, a file's lines as they are to be read: a carriage return ending a line (a
+    Windows file) dropped, anything else a terminal would act on drawn as text (`printable`)."""
+    return printable(text.replace("\r\n", "\n").replace("\r", ""))
+
+
 def code(text: str, lexer: str, background: str, **kw: Any) -> RenderableType:
     """Highlighted code on the pane's own background (the terminal default would show as a box)."""
     from rich.syntax import Syntax  # Pygments is slow to import: only once something expands
@@ -293,13 +308,13 @@ def call_body(
     if is_edit(call.name, params):
         parts.append(diff_view(call.name, params, extra))
     elif call.name == "Bash" and isinstance(params.get("command"), str):
-        parts.append(code(params["command"], "bash", background))
+        parts.append(code(as_text(params["command"]), "bash", background))
     elif call.name in SPAWN_TOOLS and isinstance(params.get("prompt"), str):
         parts.append(Text("prompt", style="dim underline"))
-        parts.append(Text(params["prompt"]))
+        parts.append(Text(as_text(params["prompt"])))
     else:
         pretty = orjson.dumps(params, option=orjson.OPT_INDENT_2).decode()
-        parts.append(code(pretty, "json", background))
+        parts.append(code(as_text(pretty), "json", background))
     output = result_text(call)
     if call.status is None or call.status == "pending":
         parts.append(Text("(no result recorded)", style="dim italic"))
@@ -352,7 +367,13 @@ def output_view(
         first = int(numbered[0].group(1))
         source = "\n".join(m.group(2) for m in numbered)
         path = str(params.get("file_path") or "")
-        body = code(source, Syntax.guess_lexer(path, source), background, line_numbers=True, start_line=first)
+        body = code(
+            as_text(source),
+            Syntax.guess_lexer(path, source),
+            background,
+            line_numbers=True,
+            start_line=first,
+        )
     else:
         body = terminal_text("\n".join(shown))
     return Group(body, tail) if tail else body
@@ -392,7 +413,7 @@ DIFF_STYLES = {
 
 def diff_lines(rows: list[DiffLine]) -> RenderableType:
     """Diff lines (`core.diffs`) coloured: removed red, added green, hunks blue, files bold."""
-    return FilledLines([Text(row.text, style=DIFF_STYLES[row.kind]) for row in rows])
+    return FilledLines([Text(as_text(row.text), style=DIFF_STYLES[row.kind]) for row in rows])
 
 
 def diff_view(name: str, params: dict[str, Any], extra: Any) -> RenderableType:
@@ -400,9 +421,11 @@ def diff_view(name: str, params: dict[str, Any], extra: Any) -> RenderableType:
     return diff_lines(call_diff(name, params, extra))
 
 
-# what a terminal acts on rather than shows: C0 controls, DEL and the C1 controls (U+009B starts
-# a CSI on some terminals); Rich gives them no width, so dropping them leaves every column in place
-CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
+# what a terminal acts on rather than shows: C0 controls, DEL, the C1 controls (U+009B starts
+# a CSI on some terminals) and the bidirectional controls (which reorder what follows them); Rich
+# gives them no width, so dropping them leaves every column in place. What is drawn from a log is
+# made visible before it is laid out (`core.text.printable`, `flat`): this only catches the rest.
+CONTROLS = re.compile(f"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
 LONE_SURROGATES = re.compile("[\ud800-\udfff]")  # cannot be written to the terminal at all
 
 

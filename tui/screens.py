@@ -13,7 +13,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Static, TextArea
-from threadloom.core.text import printable, strip_escapes
+from threadloom.core.text import drop_colours, printable
 
 LONG_STRING = 400
 
@@ -156,7 +156,7 @@ class OutputScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         # a tool's output reaches the screen with its escape sequences and controls made harmless
-        shown = printable(strip_escapes(self.text.replace("\r\n", "\n")))
+        shown = printable(drop_colours(self.text.replace("\r\n", "\n")))
         area = TextArea(shown, read_only=True, soft_wrap=False, show_line_numbers=True, id="output-box")
         area.border_title = self.title_text
         area.border_subtitle = f"{self.subtitle_text} · c copies it · Esc closes"

@@ -31,7 +31,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 from threadloom.core.query import UNTITLED
 from threadloom.core.search import Hit, SearchResult
-from threadloom.core.text import SEARCH_HELP, human_when
+from threadloom.core.text import SEARCH_HELP, flat, human_when
 from threadloom.tui.events import OpenForkPicker, SearchClosed, SearchHitChosen
 from threadloom.tui.footer import KeyFooter
 from threadloom.tui.panes import fit
@@ -303,9 +303,9 @@ class SearchScreen(Screen[None]):
         head = Text(no_wrap=True, overflow="ellipsis")
         head.append(hit.agent, style=AGENT_STYLE)
         head.append(" · ")
-        head.append(hit.project or "?", style=PROJECT_STYLE)
+        head.append(flat(hit.project) or "?", style=PROJECT_STYLE)
         head.append(" · ")
-        head.append(" ".join((hit.session_title or UNTITLED).split()), style="bold")
+        head.append(flat(hit.session_title) or UNTITLED, style="bold")
         facts = [
             (hit.role or "", ROLE_STYLE.get(hit.role or "", "dim").replace("bold ", "")),
             (human_when(hit.timestamp, self.now()), "dim"),

@@ -1622,7 +1622,8 @@ async def test_escape_sequences_in_a_log_become_styles_not_terminal_commands(tmp
         await pilot.pause()
         strips = [strip for pos in range(len(view.seqs)) for strip in view.ensure(pos).strips]
         text = "\n".join(strip.text for strip in strips)
-        assert "\x1b" not in text and "\x07" not in text and "0;pytest" not in text
+        assert "\x1b" not in text and "\x07" not in text
+        assert "␛]0;pytest␇12 passed in 0.4s" in text  # a window title's sequence is drawn as text
         assert "PostToolUse:Edit" in text and "12 passed in 0.4s" in text and "Cost: $0.12" in text
         bold = [
             seg
@@ -2420,6 +2421,38 @@ async def test_titles_projects_and_models_from_a_log_never_reach_the_terminal_as
         assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", written), repr(written[:200])
 
 
+async def test_bidi_controls_and_escape_sequences_from_a_log_are_drawn_as_text(tmp_path: Path) -> None:
+    """A right-to-left override in a title reached the terminal as it was (and reordered the row),
+    and a tool named "Bash\\x1b[2J" was drawn "Bash[2J", its ESC dropped and the rest left as if
+    it were text: both are drawn as what they are."""
+    from tests.conftest import Transcript, tool_use
+
+    sid = "eeeeeeee-1111-4222-8333-00000000b1d1"
+    t = Transcript(tmp_path / "projects" / "-srv-bidi" / f"{sid}.jsonl", sid, cwd="/srv/bidi\u2066app")
+    t.user("Fix the \u202eevil\u202c parser")
+    t.assistant(
+        "Looking at \u202egnp.exe\u202c now.",
+        model="claude-\u202eopus",
+        tools=[tool_use("tb1", "Bash\x1b[2J", command="ls \u202eevil")],
+    )
+    t.tool_result("tb1", "out \x1b[2Jcleared \u2067x\u2069")
+    t.write()
+    app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
+    async with app.run_test(size=(140, 40)) as pilot:
+        view = app.query_one(MessageView)
+        await until(pilot, lambda: view.session_id == sid)
+        view.focus()
+        view.action_toggle_all()
+        await pilot.pause()
+        written = terminal_output(app)
+        assert not re.search("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]", written), repr(written[:300])
+        assert "Fix the \\u202eevil\\u202c parser" in written  # the tree's row and the border
+        assert "Bash␛[2J" in written and "ls \\u202eevil" in written
+        assert "\\u202egnp.exe\\u202c" in written and "out ␛[2Jcleared \\u2067x\\u2069" in written
+        projects = app.query_one(ProjectList)  # the projects pane gives way at this width: its row
+        assert "bidi\\u2066app" in str(projects.get_option_at_index(0).prompt)
+
+
 async def test_markdown_in_a_log_never_reaches_the_terminal_as_controls(tmp_path: Path) -> None:
     """Rendered Markdown is as safe as the text as written: controls in a heading, a code block, a
     link and a table are drawn as text, and a message holding escape sequences keeps only their
@@ -2444,7 +2477,7 @@ async def test_markdown_in_a_log_never_reaches_the_terminal_as_controls(tmp_path
             await pilot.pause()
             written = terminal_output(app)
             assert "Title" in written and "x = 1" in written and "print(1)" in written and "one" in written
-            assert "PWNED" not in written  # a window title's sequence goes whole
+            assert "␛]0;PWNED␇" in written  # a window title's sequence is drawn as text
             assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", written), repr(written[:300])
             await pilot.press("m")
         screen = "\n".join(view.render_line(y).text for y in range(view.scrollable_content_region.height))

@@ -201,7 +201,8 @@ def test_escape_sequences_in_a_heading_code_and_link_never_reach_the_terminal() 
     text = "\n".join(plain(out))
     assert "Title" in text and "print(1)" in text and "click" in text and "quote" in text
     assert not CONTROLS.search(text), repr(text)
-    assert "PWNED" not in text and "␛c" in text  # a sequence goes whole; a lone ESC is shown as ␛
+    # a sequence is drawn as text, never sent and never lost: ESC as ␛, BEL as ␇
+    assert "␛]0;PWNED␇␛[2J" in text and "␛c" in text
     assert "\ufffd[2J" in text  # an entity naming ESC is U+FFFD, never the character
     written = _written(render_markdown(source))
     assert not re.search(r"\x1b(?!\[[0-9;]*m)", written), repr(written)  # only the console's own colours

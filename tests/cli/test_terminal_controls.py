@@ -1,0 +1,89 @@
+"""What a log holds that a terminal would act on (bidirectional overrides and isolates, escape
+sequences) is drawn as text by every command that prints it, on a terminal and piped alike:
+a right-to-left override in a title reorders what follows it on the screen ("Trojan Source"), and
+an escape sequence whose ESC is dropped still leaves its payload behind as if it were text."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Transcript, tool_use
+from tests.support import run
+
+SID = "eeeeeeee-1111-4222-8333-00000000b1d1"
+RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{SID}.jsonl", SID, cwd="/srv/app\u202etxt.exe")
+    t.user("Fix the \u202eevil\u202c parser and \u2066isolate\u2069 it")
+    t.assistant(
+        "Looking at \u202egnp.exe\u202c now.",
+        tools=[tool_use("tb1", "Bash\x1b[2J", command="ls \x1b]0;owned\x07 \u202eevil")],
+    )
+    t.tool_result("tb1", "evil\u202e output \x1b[2Jcleared")
+    t.assistant("Done with the \u202eevil\u202c one.")
+    t.write()
+    path = str(tmp_path / "t.db")
+    assert run("--db", path, "ingest", "--only", "--source", str(tmp_path / "projects")).returncode == 0
+    return path
+
+
+def on_a_terminal(*argv: str) -> str:
+    """The command's output written to a pseudo-terminal, as a user running it sees it."""
+    leader, follower = pty.openpty()
+    env = dict(os.environ, COLUMNS="200", LINES="50", TERM="xterm-256color")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "threadloom.core.cli", *argv],
+        stdout=follower,
+        stderr=follower,
+        env=env,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    os.close(follower)
+    out = b""
+    while True:
+        ready, _, _ = select.select([leader], [], [], 60)
+        if not ready:
+            break
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the command ended and closed its side
+            break
+        if not chunk:
+            break
+        out += chunk
+    proc.wait(timeout=60)
+    os.close(leader)
+    # the console's own colours are the only sequences a command writes
+    return re.sub(r"\x1b\[[0-9;]*m", "", out.decode())
+
+
+@pytest.mark.parametrize("terminal", [False, True], ids=["piped", "terminal"])
+def test_show_sessions_and_search_draw_bidi_controls_and_escapes_as_text(db: str, terminal: bool) -> None:
+    def printed(*argv: str) -> str:
+        if terminal:
+            return on_a_terminal(*argv)
+        res = run(*argv)
+        assert res.returncode == 0, res.stderr
+        return res.stdout
+
+    show = printed("--db", db, "show", SID[:13])
+    sessions = printed("--db", db, "sessions", "--wide")
+    search = printed("--db", db, "search", "evil")
+    for name, out in (("show", show), ("sessions", sessions), ("search", search)):
+        assert not RAW.search(out.replace("\n", "").replace("\r", "")), (name, repr(out[:400]))
+    assert "Fix the \\u202eevil\\u202c parser and \\u2066isolate\\u2069 it" in sessions
+    assert "/srv/app\\u202etxt.exe" in show and "\\u202egnp.exe\\u202c" in show
+    # an escape sequence is drawn whole, its ESC as ␛: not dropped, nor its payload left as if text
+    assert "Bash␛[2J" in show and "ls ␛]0;owned␇ \\u202eevil" in show
+    assert "\\u202eevil\\u202c" in search
