@@ -122,9 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "sessions",
         help="list sessions, newest first",
-        description="List sessions, newest first, subagents under their session. The id "
-        "column (each id as long as it must be to name one session) is what `show`, `resume`, "
-        "`export` and `restore` take; --json has every id whole.",
+        description="List sessions, newest first, each subagent under the session that started "
+        "it (↳; ⚙ when that session is not listed). The id column (each id as long as it must be "
+        "to name one session) is what `show`, `resume`, `export` and `restore` take; --json has "
+        "every id whole, and lists the sessions in the order --sort gives, each with its "
+        "parent_session_id.",
     )
     _db_arg(p)
     p.add_argument("--project", metavar="P", help="project name or path (substring)")
@@ -143,7 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="every column, nothing cut: full id, agent, project, branch, started, last activity, "
         "messages, the four token counts, cost, duration, model, title, file",
     )
-    p.add_argument("--json", action="store_true", help="print a JSON list (every field, --sort applies)")
+    p.add_argument(
+        "--json", action="store_true", help="print a JSON list (every field, in the order --sort gives)"
+    )
 
     p = sub.add_parser(
         "stats",
@@ -996,7 +1000,7 @@ def _print_ingest_summary(report: IngestReport) -> None:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    from threadloom.core.query import list_sessions, short_ids, sort_sessions
+    from threadloom.core.query import list_sessions, short_ids, sort_sessions, under_their_sessions
 
     conn = _open_for_reading(args)
     rows = list_sessions(
@@ -1009,8 +1013,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     if not rows:
         _say_none_match(conn, args)
         return 0
+    grouped = under_their_sessions(rows)  # the table: each subagent under its session
     if args.wide:
-        _print_wide_sessions(rows)
+        _print_wide_sessions(grouped)
         return 0
     from rich.console import Console
     from rich.table import Table
@@ -1040,13 +1045,13 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             justify="right" if col in ("msgs", "tokens", "cost") else "left",
         )
     shown_ids = short_ids(conn)
-    for r in rows:
+    for r, depth in grouped:
         table.add_row(
             shown_ids.get(r.id, r.id) if not r.is_subagent else r.id.split(":", 1)[-1],
             short_when(r.last_activity),
             # from the logs: a folder's name may hold a newline, which would break the row in two
             one_line(r.project, 10_000),
-            one_line(_listed_title(r), 10_000),
+            _listed_title(r, depth),
             str(r.message_count),
             human_tokens(r.total_tokens),
             r.cost_text,
@@ -1128,20 +1133,23 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
-def _listed_title(r: Any) -> str:
-    """A session's title as `sessions` lists it: a subagent's task, marked as one."""
+def _listed_title(r: Any, depth: int = 0) -> str:
+    """A session's title as `sessions` lists it: a subagent's task, marked as one and indented
+    under the session that started it (`depth`); ⚙ for one whose session is not listed."""
     from threadloom.core.query import display_title
 
-    return ("  ↳ " if r.is_subagent else "") + display_title(r)
+    if not r.is_subagent:
+        return display_title(r)
+    return ("  " * (depth - 1) + "↳ " if depth else "⚙ ") + display_title(r)
 
 
-def _print_wide_sessions(rows: list[Any]) -> None:
+def _print_wide_sessions(rows: list[tuple[Any, int]]) -> None:
     """`sessions --wide`: every column whole (ids, paths and titles are never cut), one line a
     session however wide the terminal; the lines end where their text does."""
     from rich.console import Console
     from rich.table import Table
     from threadloom.core.adapters.base import shown_name
-    from threadloom.core.text import human_duration, one_line, printable, short_when
+    from threadloom.core.text import human_duration, printable, short_when
 
     columns = (
         "id", "agent", "project", "branch", "started", "last activity", "msgs", "input", "output",
@@ -1151,7 +1159,7 @@ def _print_wide_sessions(rows: list[Any]) -> None:
     table = Table(box=None, header_style="bold", pad_edge=False)
     for col in columns:
         table.add_column(col, no_wrap=True, justify="right" if col in numbers else "left")
-    for r in rows:
+    for r, depth in rows:
         cells = (
             r.id,
             r.agent,
@@ -1167,7 +1175,7 @@ def _print_wide_sessions(rows: list[Any]) -> None:
             r.cost_text,
             human_duration(r.duration_ms),
             r.model or "",
-            one_line(_listed_title(r), 10_000),
+            _listed_title(r, depth),
             shown_name(r.file_path or ""),
         )
         # names and titles come from the logs: nothing of them reaches the terminal raw, and a

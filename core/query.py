@@ -264,6 +264,48 @@ def sort_sessions(sessions: list[SessionSummary], order: str = "recent") -> list
     return sorted(recent, key=lambda s: -1 if s.duration_ms is None else s.duration_ms, reverse=True)
 
 
+def owner_of(session: SessionSummary) -> str | None:
+    """The session a subagent belongs under: its parent, else the main session its id names (a
+    Claude subagent not linked yet is "<main>:agent-…"); None for any other session."""
+    if not session.is_subagent:
+        return None
+    if session.parent_session_id:
+        return session.parent_session_id
+    return session.id.split(":", 1)[0] if ":" in session.id else None
+
+
+def under_their_sessions(sessions: list[SessionSummary]) -> list[tuple[SessionSummary, int]]:
+    """`sessions` in their order, each subagent moved under the session that started it (a nested
+    one under its own), with its depth there: 0 for a session listed on its own, a subagent whose
+    session is not in the list included. A list sorted by time alone put a subagent under whatever
+    session happened to come before it."""
+    listed = {s.id for s in sessions}
+    below: dict[str, list[SessionSummary]] = {}
+    tops = []
+    for s in sessions:
+        owner = owner_of(s)
+        if owner is not None and owner in listed and owner != s.id:
+            below.setdefault(owner, []).append(s)
+        else:
+            tops.append(s)
+    out: list[tuple[SessionSummary, int]] = []
+    placed: set[str] = set()
+
+    def place(s: SessionSummary, depth: int) -> None:
+        if s.id in placed:
+            return
+        placed.add(s.id)
+        out.append((s, depth))
+        for child in below.get(s.id, []):
+            place(child, depth + 1)
+
+    for s in tops:
+        place(s, 0)
+    for s in sessions:  # owners that name each other (a damaged link): listed all the same
+        place(s, 0)
+    return out
+
+
 def session_matches(session: SessionSummary, text: str) -> bool:
     """Whether every word of `text` is in the session's title, id, git branch or first prompt
     (case-insensitive substrings, in any order and any of those fields)."""
