@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
 from rapidfuzz import fuzz, process
 from threadloom.core import search_index
 from threadloom.core.db import is_damage
@@ -529,35 +530,45 @@ def _hit(row: sqlite3.Row, score: float, snippet: str, spans: list[tuple[int, in
 
 def _filtered_only(conn: sqlite3.Connection, q: ParsedQuery, limit: int, started: float) -> SearchResult:
     """Filters and no words ("tool:Edit", "agent:codex after:7d"): the newest records they let
-    through. A tool or session filter first picks the records it can hold by id alone (from the
-    tool calls, or through the session index), so that only those are read whole, newest first."""
+    through, by their time (not the order they were read in: files are read in any order). A tool
+    or narrow session filter first picks the records it can hold by id alone (from the tool calls,
+    or through the session index), newest first; otherwise the sessions are walked from the most
+    recently active, until no session left can hold a newer record. Only the records kept are read
+    whole."""
     where, params = _filters(q, tool_test=False)
-    select = (
-        _COLUMNS.format(score="0.0") + "FROM entries e JOIN agent_sessions s ON s.id = e.session_id "
-        f"WHERE {' AND '.join(where)}"
-    )
+    joined = f"FROM entries e JOIN agent_sessions s ON s.id = e.session_id WHERE {' AND '.join(where)}"
     try:
-        ids = _candidate_ids(conn, q)
-        if ids is None:  # nothing narrows by id: walk every record from the newest, filters applied
-            rows = fetch(conn, f"{select} ORDER BY e.id DESC LIMIT {CANDIDATES + 1}", params)
+        candidates = _candidate_ids(conn, q)
+        if candidates is None:  # nothing narrows by id: the newest records of the newest sessions
+            ids = _newest_by_session(conn, q, joined, params)
         else:
-            ids.sort(reverse=True)
-            rows = []
-            for start in range(0, len(ids), ID_BATCH):
-                batch = ids[start : start + ID_BATCH]
-                rows += fetch(
+            candidates.sort(key=lambda c: (c[1] is None, -(c[1] or 0), -c[0]))
+            ids = []
+            for start in range(0, len(candidates), ID_BATCH):
+                batch = [i for i, _ in candidates[start : start + ID_BATCH]]
+                ids += values(
                     conn,
-                    f"{select} AND e.id IN ({', '.join('?' * len(batch))}) ORDER BY e.id DESC",
+                    f"SELECT e.id {joined} AND e.id IN ({', '.join('?' * len(batch))})",
                     [*params, *batch],
                 )
-                if len(rows) > CANDIDATES:
+                if len(ids) > CANDIDATES:
                     break
+        rows = []
+        for start in range(0, len(ids), ID_BATCH):
+            batch = ids[start : start + ID_BATCH]
+            rows += fetch(
+                conn,
+                _COLUMNS.format(score="0.0")
+                + f"FROM entries e JOIN agent_sessions s ON s.id = e.session_id WHERE e.id IN ({', '.join('?' * len(batch))})",
+                batch,
+            )
     except sqlite3.OperationalError as exc:
         if is_damage(exc):  # not a query it could not run: the caller says how to rebuild
             raise
         return SearchResult(
             [], 0, False, {}, time.perf_counter() - started, q.problems + [f"search failed: {exc}"]
         )
+    rows.sort(key=lambda r: (r["timestamp"] is None, -(r["timestamp"] or 0), -r["entry_id"]))
     capped = len(rows) > CANDIDATES
     hits = []
     for row in rows[:limit]:
@@ -573,20 +584,58 @@ ID_BATCH = 500
 # from the newest finds enough of them sooner than listing all their ids (agent:claude, 1 GB: 6 ms
 # against 300 ms)
 SESSION_IDS_MAX = 20_000
+# the sessions read at once when the newest records are looked for session by session: about this
+# many messages (or this many sessions)
+WALK_MESSAGES, WALK_SESSIONS = 4_000, 200
 
 
-def _candidate_ids(conn: sqlite3.Connection, q: ParsedQuery) -> list[int] | None:
-    """The ids of the records a tool or a narrow session filter can hold (read without their
-    text), or None to walk every record instead."""
+def _newest_by_session(conn: sqlite3.Connection, q: ParsedQuery, joined: str, params: list[Any]) -> list[int]:
+    """The ids of the newest CANDIDATES + 1 records `joined` lets through (records without a time
+    last), read a few sessions at a time from the most recently active: a session's last activity
+    is its newest record's time, so once that is older than every record kept, no session left
+    holds a newer one."""
+    sessions = conn.execute(
+        "SELECT id, COALESCE(ended_at, created_at), message_count FROM agent_sessions "
+        "ORDER BY COALESCE(ended_at, created_at) IS NULL, COALESCE(ended_at, created_at) DESC, id"
+    ).fetchall()
+    need = CANDIDATES + 1
+    kept: list[tuple[int | None, int]] = []  # (time, id), newest first
+    i = 0
+    while i < len(sessions):
+        last = sessions[i][1]
+        dated = [t for t, _ in kept if t is not None]
+        if len(dated) >= need and (last is None or last < dated[-1]):
+            break  # no session from here on holds a record newer than those kept
+        if q.after is not None and (last is None or last < q.after):
+            break  # nor one the `after` filter lets through
+        chunk: list[str] = []
+        messages = 0
+        while i < len(sessions) and len(chunk) < WALK_SESSIONS and (not chunk or messages < WALK_MESSAGES):
+            chunk.append(sessions[i][0])
+            messages += sessions[i][2] or 0
+            i += 1
+        kept += conn.execute(
+            f"SELECT e.timestamp, e.id {joined} AND e.session_id IN (SELECT value FROM json_each(?)) "
+            "ORDER BY e.timestamp IS NULL, e.timestamp DESC, e.id DESC LIMIT ?",
+            [*params, orjson.dumps(chunk).decode(), need],
+        ).fetchall()
+        kept.sort(key=lambda k: (k[0] is None, -(k[0] or 0), -k[1]))
+        del kept[need:]
+    return [entry_id for _, entry_id in kept]
+
+
+def _candidate_ids(conn: sqlite3.Connection, q: ParsedQuery) -> list[tuple[int, int | None]] | None:
+    """The records a tool or a narrow session filter can hold, each with its time (a call's
+    record with the call's start, a result's with its end: read without the records), or None
+    to walk the sessions instead."""
     tool_ids = None
     if q.tool:
-        tool_ids = values(
-            conn,
-            "SELECT entry_id FROM agent_tool_calls WHERE tool_name = ? COLLATE NOCASE AND entry_id IS NOT NULL "
-            "UNION SELECT result_entry_id FROM agent_tool_calls WHERE tool_name = ? COLLATE NOCASE "
-            "AND result_entry_id IS NOT NULL",
+        tool_ids = conn.execute(
+            "SELECT entry_id, started_at FROM agent_tool_calls WHERE tool_name = ? COLLATE NOCASE "
+            "AND entry_id IS NOT NULL UNION SELECT result_entry_id, completed_at FROM agent_tool_calls "
+            "WHERE tool_name = ? COLLATE NOCASE AND result_entry_id IS NOT NULL",
             (q.tool, q.tool),
-        )
+        ).fetchall()
     session_ids = None
     where, params = _session_filters(q, "")
     if where:
@@ -595,12 +644,16 @@ def _candidate_ids(conn: sqlite3.Connection, q: ParsedQuery) -> list[int] | None
             value(conn, f"SELECT sum(message_count) FROM agent_sessions WHERE id IN ({sessions})", params)
             or 0
         )
-        if messages <= SESSION_IDS_MAX:  # the session index covers this: no record is read
-            session_ids = values(conn, f"SELECT id FROM entries WHERE session_id IN ({sessions})", params)
+        if messages <= SESSION_IDS_MAX:  # the session index covers this
+            session_ids = conn.execute(
+                f"SELECT id, timestamp FROM entries WHERE session_id IN ({sessions})", params
+            ).fetchall()
     if tool_ids is not None and session_ids is not None:
-        narrow = set(session_ids)
-        return [i for i in tool_ids if i in narrow]
-    return tool_ids if tool_ids is not None else session_ids
+        narrow = {i for i, _ in session_ids}
+        return [(i, t) for i, t in tool_ids if i in narrow]
+    if tool_ids is not None:
+        return [(i, t) for i, t in tool_ids]
+    return [(i, t) for i, t in session_ids] if session_ids is not None else None
 
 
 def _highlight_pattern(terms: dict[str, list[str]]) -> re.Pattern[str] | None:

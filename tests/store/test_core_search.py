@@ -131,15 +131,54 @@ def test_filters_alone_give_the_newest_records_they_let_through(archive):
     assert any("no words given" in p for p in calls.problems)
     api = search(archive, "project:api")
     assert {h.session_id for h in api.hits} == {S_AUTH, S_OTHER}
-    assert [h.entry_id for h in api.hits] == sorted((h.entry_id for h in api.hits), reverse=True)
+    assert [h.timestamp for h in api.hits] == sorted((h.timestamp for h in api.hits), reverse=True)
     assert sessions_of(search(archive, "tool:Task project:api")) == [S_OTHER, S_OTHER]
     assert search(archive, "tool:Bash project:docs").hits == []
     assert sessions_of(search(archive, "role:user session:a0000000-0000-4000-8000-00000000a002")) == [S_CONF]
     assert search(archive, "").problems == ["type some words to search for"]
     newest = search(archive, "role:assistant")  # nothing to narrow by id: every record from the newest
-    assert newest.hits[0].role == "assistant" and newest.hits[0].entry_id == max(
-        h.entry_id for h in newest.hits
+    assert newest.hits[0].role == "assistant" and newest.hits[0].timestamp == max(
+        h.timestamp for h in newest.hits
     )
+
+
+def test_filters_alone_list_records_by_their_time_not_by_the_order_files_were_read(
+    conn, tmp_path, monkeypatch
+):
+    """Files are read in any order (a backup added later holds older sessions): `tool:Edit` listed
+    an edit of 2025-09-07 above one of 2025-11-17 because its record was stored later."""
+    days = ["2025-11-17", "2025-10-01", "2025-09-07", "2025-12-24"]
+    for n, day in enumerate(days):  # each read on its own: the December one last, the rest newest first
+        sid = f"d0000000-0000-4000-8000-00000000d00{n}"
+        root = tmp_path / f"read-{n}"
+        t = Transcript(
+            root / "-srv-app" / f"{sid}.jsonl", sid, cwd="/srv/app", timestamp=f"{day}T10:00:00.000Z"
+        )
+        t.user(f"fix the parser, day {day}")
+        t.assistant(
+            "Editing.",
+            tools=[tool_use(f"te{n}", "Edit", file_path="/srv/app/p.py", old_string="a", new_string="b")],
+        )
+        t.tool_result(f"te{n}", "edited")
+        t.write()
+        ingest(conn, root)
+
+    def days_of(query: str, limit: int = 50) -> list[str]:
+        found = search(conn, query, limit=limit).hits
+        return [time.strftime("%Y-%m-%d", time.gmtime(h.timestamp / 1000)) for h in found]
+
+    # each day twice: the call and its result (a user record); the prompt and the call
+    newest_first = [d for d in sorted(days, reverse=True) for _ in (1, 2)]
+    assert days_of("tool:Edit") == newest_first
+    assert days_of("role:user") == newest_first  # nothing narrows by id: the sessions are walked
+    assert days_of("project:app role:user") == newest_first  # through the session index
+    monkeypatch.setattr("threadloom.core.search.SESSION_IDS_MAX", 0)
+    assert days_of("project:app role:user") == newest_first
+    # the walk stops once no session left can hold a newer record, and still finds the newest
+    monkeypatch.setattr("threadloom.core.search.CANDIDATES", 2)
+    monkeypatch.setattr("threadloom.core.search.WALK_SESSIONS", 1)
+    assert days_of("role:user", limit=3) == newest_first[:3]
+    assert days_of("role:user after:2025-10-15", limit=9) == newest_first[:3]
 
 
 def test_a_wide_session_filter_walks_the_records_instead_of_listing_them(archive, monkeypatch):
