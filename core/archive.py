@@ -481,6 +481,9 @@ def _write_new(dest: Path, parts: tuple[str, ...], data: bytes) -> None:
 class VerifyReport:
     files_checked: int = 0
     files_missing: int = 0
+    # (path, the sessions read from it) of each source no longer on disk: kept in the archive, and
+    # what `restore` writes back
+    missing: list[tuple[str, list[str]]] = field(default_factory=list)
     records_checked: int = 0
     files_rewritten: int = 0  # files whose earlier versions are kept (see core.ingest's _Rewrite)
     records_superseded: int = 0  # the records those versions hold that the files no longer do
@@ -517,7 +520,7 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
         try:
             data = _decoded(conn, file_id, path) if kind == "decoded" else read_regular(path)
         except FileNotFoundError:
-            report.files_missing += 1
+            _gone(conn, report, file_id, stored)
             continue
         except (OSError, ValueError) as exc:  # ValueError: a stored path no file system has (a NUL in it)
             report.mismatches.append(
@@ -549,6 +552,25 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
     return report
 
 
+def _gone(conn: sqlite3.Connection, report: VerifyReport, file_id: int, stored: str) -> None:
+    """A source no longer on disk: counted, and named with the sessions read from it (those whose
+    file it was; else the first session its records belong to)."""
+    report.files_missing += 1
+    sessions = [
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM agent_sessions WHERE source_file_id = ? ORDER BY is_subagent, id", (file_id,)
+        )
+    ]
+    if not sessions:
+        first = conn.execute(
+            "SELECT session_id FROM entries WHERE source_file_id = ? AND session_id IS NOT NULL LIMIT 1",
+            (file_id,),
+        ).fetchone()
+        sessions = [first[0]] if first else []
+    report.missing.append((shown_name(stored), sessions))
+
+
 def _decoded(conn: sqlite3.Connection, file_id: int, path: str) -> bytes:
     """A decoded log as its container decodes now (a `.jsonl.zst` decompressed)."""
     from threadloom.core.adapters import ADAPTERS
@@ -571,7 +593,7 @@ def _verify_rows(conn: sqlite3.Connection, report: VerifyReport, file_id: int, p
 
     agent = conn.execute("SELECT agent FROM source_files WHERE id = ?", (file_id,)).fetchone()[0]
     if not os.path.exists(path):
-        report.files_missing += 1
+        _gone(conn, report, file_id, path)
         return
     try:
         current = {r.offset: r.raw for r in ADAPTERS[agent].read_rows(Path(path))}

@@ -336,11 +336,15 @@ def build_parser() -> argparse.ArgumentParser:
         "verify",
         help="re-read every source and report stored bytes that no longer match",
         description="Re-read every source file still on disk and compare it with the bytes "
-        "stored for it: reports files that changed in place, shrank or disappeared "
-        "(their stored copy is what `restore` writes back).",
+        "stored for it: reports files that changed in place or shrank, and names each file that "
+        "disappeared with the session read from it (its stored copy is what `restore` writes back).",
     )
     _db_arg(p)
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the report as JSON (`missing`: every vanished file's path and sessions)",
+    )
 
     p = sub.add_parser(
         "restore",
@@ -1701,13 +1705,15 @@ def cmd_resume(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from threadloom.core.archive import verify
 
-    report = verify(_open_for_reading(args))
+    conn = _open_for_reading(args)
+    report = verify(conn)
     if args.json:
         print(
             json.dumps(
                 {
                     "files_checked": report.files_checked,
                     "files_missing": report.files_missing,
+                    "missing": [{"path": path, "sessions": sessions} for path, sessions in report.missing],
                     "records_checked": report.records_checked,
                     "files_rewritten": report.files_rewritten,
                     "records_superseded": report.records_superseded,
@@ -1720,7 +1726,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(
             f"{report.files_checked} files, {report.records_checked} records checked; "
             f"{report.files_missing} sources no longer on disk (kept in the archive)"
+            + (":" if report.missing else "")
         )
+        _print_missing(conn, report.missing)
         if report.files_rewritten:
             print(
                 f"{report.files_rewritten} files were rewritten by their agents (or by hand): their earlier "
@@ -1742,6 +1750,26 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 "again; an error that stays is a threadloom bug, please report it"
             )
     return 0 if report.ok else 1
+
+
+MISSING_SHOWN = 20  # vanished files named one a line; --json lists every one
+
+
+def _print_missing(conn: sqlite3.Connection, missing: list[tuple[str, list[str]]]) -> None:
+    """Each source no longer on disk, with the session read from it (as `sessions` prints its id)
+    and the command that writes it back."""
+    from threadloom.core.query import short_ids
+
+    shown = short_ids(conn) if missing else {}
+    for path, sessions in missing[:MISSING_SHOWN]:
+        ids = [shown.get(s, s.split(":", 1)[-1]) for s in sessions]
+        if not ids:
+            print(f"  gone: {path}")
+            continue
+        more = f" (and {len(ids) - 1} more)" if len(ids) > 1 else ""
+        print(f"  gone: {path}  session {ids[0]}{more}: threadloom restore {ids[0]} --to DIR")
+    if len(missing) > MISSING_SHOWN:
+        print(f"  … and {len(missing) - MISSING_SHOWN:,} more (--json lists every one)")
 
 
 def parse_moment(value: str) -> int:

@@ -113,6 +113,24 @@ def test_verify_and_restore(tmp_path):
     assert (tmp_path / "out" / "-srv-api" / f"{SID}.jsonl").read_bytes() == b"mine"
 
 
+def test_verify_names_the_files_that_vanished_and_how_to_get_them_back(tmp_path):
+    """`verify` counted the sources no longer on disk ("1 sources no longer on disk") and named
+    none of them: which session is only in the archive now, and how is it written back?"""
+    projects = make_archive(tmp_path)
+    dbfile = str(tmp_path / "cli.db")
+    run("ingest", "--db", dbfile, "--only", "--source", str(projects), "--json")
+    gone = projects / "-srv-api" / f"{SID}.jsonl"
+    gone.unlink()
+    res = run("verify", "--db", dbfile)
+    assert res.returncode == 0, res.stderr
+    assert "1 sources no longer on disk (kept in the archive):" in res.stdout
+    assert f"  gone: {gone}  session {SID[:13]}: threadloom restore {SID[:13]} --to DIR" in res.stdout
+    data = json.loads(run("verify", "--db", dbfile, "--json").stdout)
+    assert data["files_missing"] == 1 and data["missing"] == [{"path": str(gone), "sessions": [SID]}]
+    restored = run("restore", "--db", dbfile, SID[:13], "--to", str(tmp_path / "back"))
+    assert restored.returncode == 0 and (tmp_path / "back" / "-srv-api" / f"{SID}.jsonl").exists()
+
+
 def test_restore_from_chooses_among_a_session_s_copies(tmp_path):
     """A session read from two places that hold the same file (the agent's folder and an older
     backup given with --source): restore refuses to pick one, naming the copies and `--from`, and
