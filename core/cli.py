@@ -296,7 +296,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="when the command needs the source where the agent looks and it is not there, write it "
         "back there from the archive first (never overwriting)",
     )
-    p.add_argument("--dry-run", action="store_true", help="print what would be written; write nothing")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="write nothing: print the command, and say on stderr where the fork would be written and "
+        "what it would hold (--json: the plan, with dry_run)",
+    )
     p.add_argument("--copy", action="store_true", help="also copy the command to the clipboard")
     p.add_argument(
         "--json",
@@ -1532,6 +1537,8 @@ def _emit_plan(args: argparse.Namespace, plan: ForkPlan, written: bool) -> int:
     if args.json:
         data = plan.as_dict()
         data["written"] = written
+        if getattr(args, "dry_run", False):
+            data["dry_run"] = True
         data.update(undo)
         print(json.dumps(data, ensure_ascii=False))
     else:
@@ -1658,21 +1665,21 @@ def cmd_fork(args: argparse.Namespace) -> int:
                 print("threadloom: --native needs --prompt", file=sys.stderr)
                 return 2
             plan = native_fork_plan(conn, args.entry, args.prompt, before=args.before)
-            if not args.dry_run and not _restored(args, conn, plan, again + " --native --prompt …"):
+            if args.dry_run and not args.json:
+                _say_dry_run(plan)
+            elif not args.dry_run and not _restored(args, conn, plan, again + " --native --prompt …"):
                 return 1
             return _emit_plan(args, plan, False)
         plan = plan_fork(conn, args.entry, prompt=args.prompt, before=args.before)
+        if args.dry_run:
+            if not args.json:
+                _say_dry_run(plan)
+            return _emit_plan(args, plan, False)
         if (
             not plan.lines
         ):  # a command only: Codex and OpenCode copy the session themselves, Gemini's copy is written
-            if not args.dry_run and not _restored(args, conn, plan, again):
+            if not _restored(args, conn, plan, again):
                 return 1
-            return _emit_plan(args, plan, False)
-        if args.dry_run:
-            if not args.json:
-                from threadloom.core.text import printable
-
-                sys.stderr.write("".join(f"  {printable(line.decode()[:160])}\n" for line in plan.lines))
             return _emit_plan(args, plan, False)
         path = write_fork(plan)
     except ForkError as exc:
@@ -1680,6 +1687,33 @@ def cmd_fork(args: argparse.Namespace) -> int:
         return 1
     run_ingest(conn, [path], include_defaults=False, remember=False)  # show the fork in the tree at once
     return _emit_plan(args, plan, True)
+
+
+def _say_dry_run(plan: ForkPlan) -> None:
+    """What `fork --dry-run` would do, on stderr (the command alone goes to stdout): the file it
+    would write and what that file would hold, or that only a command is made; a restore it needs."""
+    from threadloom.core.text import count_of, printable
+
+    if plan.lines and plan.path:
+        calls = f", {count_of(plan.tool_calls, 'tool call')} with {'its result' if plan.tool_calls == 1 else 'their results'}"
+        title = f", titled “{printable(plan.title)}”" if plan.title else ""
+        said = (
+            f"dry run, nothing written: would write {printable(plan.path)} (a new file, mode 0600, never "
+            f"over one): {count_of(plan.records, 'record')}{calls}"
+            + (f", new session {plan.new_session_id}" if plan.new_session_id else "")
+            + f"{title}; the source stays as it is"
+        )
+    elif plan.path:  # Gemini imports a copy the plan wrote to a temporary file
+        said = f"dry run, nothing written where the agent keeps its sessions: the command imports {printable(plan.path)}"
+    else:
+        said = "dry run, nothing written: this fork is only a command; the agent makes the copy when it runs"
+    print(f"threadloom: {said}", file=sys.stderr)
+    if plan.restore is not None:
+        print(
+            f"threadloom: the command would find nothing until the transcript is restored to "
+            f"{printable(plan.restore.folder)}: --restore writes it back first (nothing is overwritten)",
+            file=sys.stderr,
+        )
 
 
 def cmd_resume(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -205,7 +206,18 @@ def test_cli_fork_json_dry_run_and_plain(conn, branched, tmp_path, monkeypatch):
     dry = run("fork", last, "--dry-run", "--json")
     data = json.loads(dry.stdout)
     assert {"command", "new_session_id", "path", "source_session_id", "fork_point"} <= set(data)
-    assert not Path(data["path"]).exists()
+    assert not Path(data["path"]).exists() and data["dry_run"] is True and data["written"] is False
+    # plain: the command on stdout; on stderr where the file would go and what it would hold, never
+    # the transcript's raw lines
+    dry = run("fork", last, "--dry-run")
+    assert dry.returncode == 0 and dry.stdout.count("\n") == 1 and dry.stdout.startswith("cd ")
+    would = re.search(
+        r"would write (\S+) \(a new file, mode 0600, never over one\): (\d+) records", dry.stderr
+    )
+    assert would is not None, dry.stderr
+    assert not Path(would.group(1)).exists() and Path(would.group(1)).name.endswith(".jsonl")
+    assert int(would.group(2)) == data["records"] and "nothing written" in dry.stderr
+    assert '"uuid"' not in dry.stderr and '"parentUuid"' not in dry.stderr
     plain = run("fork", last)
     assert plain.returncode == 0 and plain.stdout.count("\n") == 1 and plain.stdout.startswith("cd ")
     new_sid = plain.stdout.split()[-1]
