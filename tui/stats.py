@@ -16,7 +16,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Sparkline, Static
 from threadloom.core import stats
-from threadloom.core.query import short_ids
+from threadloom.core.query import money, short_ids
 from threadloom.core.stats import StatsRow
 from threadloom.core.text import count_of, human_tokens, printable
 from threadloom.tui.events import OpenProject, OpenSession
@@ -150,7 +150,7 @@ class StatsScreen(Screen[None]):
         spark.data = values
         what = "cost" if priced else "tokens"
         peak = max(values)
-        peak_text = f"${peak:,.2f}" if priced else human_tokens(int(peak))
+        peak_text = money(peak) if priced else human_tokens(int(peak))  # "$0.0042", never "$0.00"
         axis.update(
             Text.assemble(
                 (first.isoformat(), ""),

@@ -177,3 +177,26 @@ async def test_the_chart_ends_on_the_last_day_that_cost_something_and_the_column
         await pilot.pause()
         title = screen.query_one("#stats-title", Static)
         assert title.size.height == 2 and "failed) · +" in str(title.render()).replace("\n", " ")
+
+
+async def test_the_chart_of_a_cheap_archive_says_its_highest_day_in_cents_and_less(tmp_path: Path) -> None:
+    """Every day under half a cent: the axis said "highest $0.00"."""
+    from tests.conftest import Transcript
+
+    sid = "5c4a7000-0000-4000-8000-000000000005"
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid)
+    t.user("a small question")
+    t.assistant(
+        "a small answer", model="claude-sonnet-4-5-20250929", usage={"input_tokens": 60, "output_tokens": 8}
+    )
+    t.write()
+    app = app_over(tmp_path / "projects")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.press("S")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, StatsScreen)
+        day = stats.report(app.conn, "day")[0]
+        assert day.cost_usd is not None and 0 < day.cost_usd < 0.005
+        axis = str(screen.query_one("#stats-spark-axis", Static).render())
+        assert f"cost per day, highest {day.cost_text}" in axis and "$0.00 " not in axis, axis
