@@ -1095,6 +1095,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
         return 2
     conn = _open_for_reading(args)
     rows = stats.report(conn, args.by, since=since, until=until, project=args.project, agent=args.agent)
+    if args.by == "model":  # the row of what no model was recorded for is named, not blank
+        from threadloom.core.text import NO_MODEL
+
+        for row in rows:
+            row.label = row.label or NO_MODEL
     if args.json:
         print(json.dumps([r.as_dict() for r in rows], ensure_ascii=False))
         return 0

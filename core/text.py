@@ -107,6 +107,10 @@ def human_duration(ms: int | None) -> str:
     return f"{hours // 24}d {hours % 24}h"
 
 
+# what a stats row of no model is called: messages and calls of a session whose agent recorded none
+NO_MODEL = "(no model recorded)"
+
+
 def count_of(n: int, noun: str) -> str:
     """'1 message', '2,310 messages'."""
     return f"{n:,} {noun}" + ("" if n == 1 else "s")

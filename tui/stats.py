@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Sparkline, Static
 from threadloom.core import stats
 from threadloom.core.query import money, short_ids
 from threadloom.core.stats import StatsRow
-from threadloom.core.text import count_of, human_tokens, printable
+from threadloom.core.text import NO_MODEL, count_of, human_tokens, printable
 from threadloom.tui.events import OpenProject, OpenSession
 
 TITLES = {
@@ -216,6 +216,8 @@ class StatsScreen(Screen[None]):
     def _label(self, row: StatsRow) -> str:
         if self.by == "session":  # the id as `threadloom sessions` prints it, which `show` takes back
             return f"{self._short_ids.get(row.key, row.key)}  {row.label or '(untitled)'}"
+        if self.by == "model":
+            return row.label or NO_MODEL
         return row.label or "(none)"
 
     # ------------------------------------------------------------------ keys

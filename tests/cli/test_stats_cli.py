@@ -175,3 +175,21 @@ def test_table_and_help(archive_db):
     assert bad.returncode == 2 and "is not a day" in bad.stderr
     helped = run("stats", "--help")
     assert "--by {day,week,month,project,model,agent,session}" in helped.stdout and "null" in helped.stdout
+
+
+def test_by_model_names_the_row_of_what_no_model_was_recorded_for(tmp_path: Path) -> None:
+    """A session whose agent recorded no model (a prompt never answered, an agent that writes
+    none) is a row of its own by model: it was printed with a blank name."""
+    sid = "5c7c0000-1111-4222-8333-0000000000c3"
+    t = Transcript(tmp_path / "claude" / "-srv-cli" / f"{sid}.jsonl", sid, cwd="/srv/cli")
+    t.user("a prompt the session ended on")
+    t.write()
+    dbfile = tmp_path / "t.db"
+    assert (
+        run("ingest", "--db", str(dbfile), "--only", "--source", str(tmp_path / "claude"), "-q").returncode
+        == 0
+    )
+    rows = stats(dbfile, "--by", "model")
+    assert [(r["period"], r["label"], r["messages"]) for r in rows] == [("", "(no model recorded)", 1)]
+    res = run("stats", "--db", str(dbfile), "--by", "model")
+    assert res.returncode == 0 and res.stdout.splitlines()[1].startswith("(no model recorded)"), res.stdout
