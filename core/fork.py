@@ -74,9 +74,10 @@ def shell_command(argv: list[str]) -> str:
     return shlex.join(argv)
 
 
-def usable_folder(cwd: object, notes: list[str]) -> str | None:
+def usable_folder(cwd: object, notes: list[str], option: str | None = None) -> str | None:
     """The session's folder if a command may go there; otherwise None. Either way `notes` says what
-    the user must know: a folder not recorded, not usable, or missing on this machine."""
+    the user must know: a folder not recorded, not usable, or missing on this machine. `option`:
+    the command gives the folder to the agent with it (`codex … -C DIR`) rather than a `cd`."""
     if not isinstance(cwd, str) or not cwd:
         notes.append(
             "The log does not say which folder the session ran in: run the command from that folder."
@@ -84,15 +85,16 @@ def usable_folder(cwd: object, notes: list[str]) -> str | None:
         return None
     if UNPRINTABLE.search(cwd) or not (cwd.startswith("/") or WINDOWS_ABSOLUTE.match(cwd)):
         why = "has control characters" if UNPRINTABLE.search(cwd) else "is not an absolute path"
+        left_out = f"no {option}" if option else "no cd"
         notes.append(
-            f"The session's folder in the log, {repr(cwd)[:120]}, {why}, so the command has no cd: "
+            f"The session's folder in the log, {repr(cwd)[:120]}, {why}, so the command has {left_out}: "
             "run it from the folder the session was started in."
         )
         return None
     if not os.path.isdir(cwd):
+        fails = f"the agent cannot start there ({option} {cwd})" if option else "the cd will fail"
         notes.append(
-            f"The folder {cwd} does not exist on this machine, so the cd will fail: restore or recreate it "
-            "first."
+            f"The folder {cwd} does not exist on this machine, so {fails}: restore or recreate it first."
         )
     return cwd
 
@@ -1116,7 +1118,7 @@ def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool 
     words = adapter.resume_command(target, fork=fork_at_end)
     notes = list(words.notes)
     if words.folder_option:
-        folder = usable_folder(cwd, notes)
+        folder = usable_folder(cwd, notes, words.folder_option)
         command = shell_command(words.argv + ([words.folder_option, folder] if folder else []))
     else:
         command = in_folder(cwd, shell_command(words.argv), notes)
@@ -1342,7 +1344,7 @@ def _codex_fork_plan(
     path = codex_sessions_root().joinpath(
         f"{local:%Y}", f"{local:%m}", f"{local:%d}", f"rollout-{local:%Y-%m-%dT%H-%M-%S}-{new_id}.jsonl"
     )
-    folder = usable_folder(cwd, notes)
+    folder = usable_folder(cwd, notes, "-C")
     words = ["codex", "resume", new_id] + (["-C", folder] if folder else [])
     words += _prompt_words(prompt)
     notes.append(WORKTREE_NOTE)

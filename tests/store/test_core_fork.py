@@ -364,6 +364,25 @@ def test_codex_paginated_threads_keep_the_whole_session_fork(conn, tmp_path, mon
     assert resume_plan(conn, sid).command == f"codex resume {sid} -C {cwd}"
 
 
+def test_a_codex_command_given_a_missing_folder_with_c_says_so_without_a_cd(conn, tmp_path, monkeypatch):
+    """`codex resume ID -C DIR` has no cd: its note said "the cd will fail" of a folder missing here."""
+    from tests.unit.test_adapter_codex import full_session
+
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    full_session(tmp_path / "codex").write()
+    ingest(conn, tmp_path / "codex")
+    sid, cwd = conn.execute("SELECT id, project_path FROM agent_sessions WHERE source = 'codex'").fetchone()
+    assert not Path(cwd).exists()  # the fixture's folder is not on this machine
+    plan = resume_plan(conn, sid)
+    assert plan.command == f"codex resume {sid} -C {cwd}" and not plan.command.startswith("cd ")
+    said = [n for n in plan.notes if "does not exist on this machine" in n]
+    assert said == [
+        f"The folder {cwd} does not exist on this machine, so the agent cannot start there (-C {cwd}): "
+        "restore or recreate it first."
+    ]
+    assert not any("cd" in n.split() for n in plan.notes)
+
+
 def test_cli_fork_prints_the_command_of_agents_that_copy_the_session_themselves(
     conn, tmp_path, monkeypatch, capsys
 ):
