@@ -142,6 +142,7 @@ class ForkMessage:
     )
     can_fork_before: bool = False  # a prompt: "fork before it" (edit and resend)
     exact: bool = True  # False where the agent forks at turn ends only (Codex: the fork keeps the whole turn)
+    text: str | None = None  # a prompt's whole text, as it was sent: what "edit and resend" starts from
 
 
 @dataclass
@@ -365,6 +366,7 @@ def fork_messages(conn: sqlite3.Connection, session_id: str, turn_ids: list[str]
                 call.status if call else None,
                 kind == "prompt",
                 exact,
+                content if kind == "prompt" else None,
             )
             for kind, label, call in items
         ]

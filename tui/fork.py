@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from threadloom.core.undo import UndoPlan
 
 AROUND = 60  # turns listed on each side of the chosen one (a long session has thousands)
+SHORT = 32  # terminal rows below which the picker is laid out tighter (-short)
 ERROR_STYLE = "bold #ff5f5f"
 OK_STYLE = "#87d787"
 WARN_STYLE = "#d7af5f"
@@ -79,6 +80,7 @@ KIND_MARK = {  # the mark before a message, and its style
 }
 
 KIND_NOUN = {"thinking": "thinking block", "event": "record"}
+LINE_BREAK = " ⏎ "  # a prompt's line break in the one-line box that edits it
 
 
 # ---------------------------------------------------------------------- running the agent
@@ -412,6 +414,9 @@ class ForkPicker(ModalScreen[None]):
         from threadloom.tui.browser import NARROW
 
         self.set_class(self.app.size.width < NARROW, "-narrow")  # the footer's tighter spacing
+        # a short terminal: the list gives up rows so that what Fork here keeps, the edits it leaves
+        # and the command stay in sight under it (app.tcss)
+        self.set_class(self.app.size.height < SHORT, "-short")
 
     def on_mount(self) -> None:
         self.on_resize()
@@ -643,7 +648,7 @@ class ForkPicker(ModalScreen[None]):
             command.update(shown)
         else:
             command.update(
-                Text("Choose a message and an action; the command appears here and is copied.", style="dim")
+                Text("Choose a message and an action: the command appears here, copied.", style="dim")
             )
         self.query_one("#fork-run-buttons").display = plan is not None
         self.query_one("#fork-run", Button).disabled = plan is None or plan.restore is not None
@@ -1089,25 +1094,38 @@ class ForkPicker(ModalScreen[None]):
         box = self.query_one("#fork-prompt-input", Input)
         self.prompt_for = purpose
         box.placeholder = {
-            "before": "The prompt to send instead (empty: type it in the session) · Enter makes the command · Esc cancels",
+            "before": "The prompt to send instead (empty: type it in the session; ⏎ breaks a line) · Enter makes the command · Esc cancels",
             "native": "The new prompt · Enter makes the command · Esc cancels",
             "undo": "Where to write the undo patch · Enter writes it · Esc cancels",
         }[purpose]
         box.border_title = {
-            "before": "Instead of this prompt, send",
+            "before": "Instead of this prompt, send (edit it; ⏎ is a line break)",
             "native": "The fork goes on with",
             "undo": "Write the undo patch to",
         }[purpose]
-        box.value = self._patch_path() if purpose == "undo" else ""
+        box.value = (
+            self._patch_path() if purpose == "undo" else self._prompt_to_edit() if purpose == "before" else ""
+        )
+        box.cursor_position = len(box.value)
+        box.select_on_focus = purpose != "before"  # the prompt is there to edit: typing adds to it
         box.display = True
         box.focus(scroll_visible=False)
         self._reveal("#fork-prompt-input")
         self.refresh_bindings()
 
+    def _prompt_to_edit(self) -> str:
+        """The prompt under the cursor as it was sent, to edit and send instead: on the box's one
+        line, each line break shown as ⏎ (and sent as one)."""
+        row = self.current_row()
+        text = row.message.text if row is not None and row.message is not None else None
+        return LINE_BREAK.join((text or "").replace("\r\n", "\n").split("\n")).strip()
+
     @on(Input.Submitted, "#fork-prompt-input")
     def _prompt_submitted(self, event: Input.Submitted) -> None:
         prompt = event.value.strip()
         purpose = self.prompt_for
+        if purpose == "before":
+            prompt = prompt.replace(LINE_BREAK, "\n").replace("⏎", "\n").strip()
         if purpose == "undo":
             if prompt:
                 self._hide_prompt()
@@ -1196,7 +1214,8 @@ class ForkPicker(ModalScreen[None]):
                 f"{left_as_is(count)}: ",
                 style=WARN_STYLE,
             )
-            for i, change in enumerate(undo.files[:6]):
+            named = 1 if self.has_class("-short") else 6  # a short terminal: the first, and how many more
+            for i, change in enumerate(undo.files[:named]):
                 line.append(", " if i else "")
                 line.append(printable(change.path))
                 what = change.tool + (", new" if change.created else "")
@@ -1204,8 +1223,8 @@ class ForkPicker(ModalScreen[None]):
                     f" ({what})" if change.revertible else f" ({what}; the records cannot take it back)",
                     style="dim" if change.revertible else WARN_STYLE,
                 )
-            if count > 6:
-                line.append(f" and {count - 6} more")
+            if count > named:
+                line.append(f" and {count - named} more")
             covered = sum(1 for f in undo.files if f.revertible)
             if undo.patch:
                 line.append(

@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import re
+import shlex
 import threading
 from itertools import accumulate
 from pathlib import Path
@@ -2003,6 +2004,10 @@ async def test_fork_before_a_prompt_asks_for_the_prompt_to_send_instead(fork_db:
         await pilot.pause()
         box = picker.query_one("#fork-prompt-input", Input)
         assert box.display and box.has_focus and "instead" in str(box.placeholder)
+        # the box starts with the prompt to edit (it was empty: edit and resend meant retyping it)
+        assert box.value == "Also round to cents in the invoice summary email."
+        assert box.cursor_position == len(box.value)
+        box.value = ""
         await pilot.press(*"Round the PDF too", "enter")
         await settle(pilot)
         plan = picker.pending
@@ -2021,6 +2026,67 @@ async def test_fork_before_a_prompt_asks_for_the_prompt_to_send_instead(fork_db:
         await pilot.pause()
         assert picker.query_one("#fork-before").disabled
         assert not picker.check_action("fork_before", ())
+
+
+async def test_the_fork_picker_at_80_by_24_shows_the_command_the_edits_and_what_a_fork_keeps(
+    tmp_path: Path,
+) -> None:
+    """On an 80×24 terminal the picker showed the turn list alone: what Fork here keeps, the files
+    edited after the point and the command's box were below it, seen only once f had been pressed."""
+    app = make_app(build_demo_db(tmp_path / "small", long_turns=30))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(session_id(app, LONG))
+        await pilot.pause()
+        view = app.query_one(MessageView)
+        view.focus()
+        view.go_to_seq(20)
+        await pilot.press("f")
+        await settle(pilot)
+        picker = app.screen
+        assert isinstance(picker, ForkPicker) and len(picker.rows) > 20
+        box = picker.query_one("#fork-box")
+        seen = box.content_region
+        for part in ("#fork-points", "#fork-hint", "#fork-undo", "#fork-actions", "#fork-command"):
+            region = picker.query_one(part).region
+            assert region.height and seen.contains_region(region), (part, region, seen)
+        assert box.scroll_y == 0
+
+
+async def test_edit_and_resend_starts_from_the_prompt_line_breaks_and_all(tmp_path: Path) -> None:
+    """`b` opened an empty box: the prompt to edit had to be typed again from memory. It starts with
+    the prompt as it was sent; its line breaks show as ⏎ on the box's one line and are sent as such."""
+    from tests.conftest import Transcript
+
+    sid = "abcdef00-0000-4000-8000-00000000b0b0"
+    t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{sid}.jsonl", sid)
+    t.user("Fix the parser")
+    t.assistant("Fixed.")
+    t.user("Now add tests:\n  - empty input\n  - unicode")
+    t.assistant("Added.")
+    t.write()
+    app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
+    async with app.run_test(size=(140, 40)) as pilot:
+        view = app.query_one(MessageView)
+        await until(pilot, lambda: view.session_id == sid)
+        view.focus()
+        view.go_to_seq(2)
+        await pilot.press("f")
+        await settle(pilot)
+        picker = app.screen
+        assert isinstance(picker, ForkPicker)
+        await pilot.press("b")
+        await pilot.pause()
+        box = picker.query_one("#fork-prompt-input", Input)
+        assert box.value == "Now add tests: ⏎   - empty input ⏎   - unicode"
+        await pilot.press(*"!!")  # typed keys go after the prompt (none of it is selected to be replaced)
+        box.insert_text_at_cursor(" ⏎   - a very long line")  # pasted: the ⏎ is no key to press
+        await pilot.press("enter")
+        await settle(pilot)
+        plan = picker.pending
+        assert plan is not None
+        sent = [w for w in shlex.split(plan.command.split("&& ", 1)[1]) if w.startswith("Now add")]
+        assert sent == ["Now add tests:\n  - empty input\n  - unicode!!\n  - a very long line"]
 
 
 async def test_fork_here_confirms_writes_copies_and_shows_in_tree(
