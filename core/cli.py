@@ -1248,9 +1248,9 @@ def _session_or_earlier(conn: sqlite3.Connection, ref: str, as_of: int | None) -
 
 def _show(args: argparse.Namespace, conn: sqlite3.Connection, session: SessionSummary, note: str = "") -> int:
     if args.json:
+        from threadloom.core.changes import files_changed
         from threadloom.core.markup import as_dict, described
         from threadloom.core.query import messages
-        from threadloom.core.stats import files_changed
 
         data = session.as_dict()
         data["messages"] = [
@@ -1281,7 +1281,8 @@ def _show(args: argparse.Namespace, conn: sqlite3.Connection, session: SessionSu
             }
             for m in messages(conn, session.id)
         ]
-        data["files_changed"] = files_changed(conn, session.id)
+        # its subagents' edits with its own (each call says which session made it), unless left out
+        data["files_changed"] = files_changed(conn, session.id, subagents=not args.no_subagents)
         from dataclasses import asdict
 
         from threadloom.core.adapters.base import shown_name
@@ -1314,12 +1315,12 @@ def _show(args: argparse.Namespace, conn: sqlite3.Connection, session: SessionSu
     }
     if sys.stdout.isatty():
         render_session(console, conn, session, **options)
-        render_files_changed(console, conn, session.id)
+        render_files_changed(console, conn, session.id, subagents=not args.no_subagents)
         return 0
     # piped (to a file, grep, a pager): Rich pads lines to the console's width; end each where its text does
     with console.capture() as captured:
         render_session(console, conn, session, **options)
-        render_files_changed(console, conn, session.id)
+        render_files_changed(console, conn, session.id, subagents=not args.no_subagents)
     sys.stdout.writelines(line.rstrip() + "\n" for line in captured.get().splitlines())
     return 0
 

@@ -513,24 +513,33 @@ def todo_text(items: list[Todo], before: list[Todo] | None) -> Text:
     return text
 
 
-def render_files_changed(console: Console, conn: sqlite3.Connection, session_id: str) -> None:
-    """`show`'s closing summary: each file the session changed with the lines added and removed,
-    then the totals; nothing when it changed none. Paths come from the logs: escaped."""
-    from threadloom.core.stats import session_changes
+def render_files_changed(
+    console: Console, conn: sqlite3.Connection, session_id: str, *, subagents: bool = True
+) -> None:
+    """`show`'s closing summary: each file the session changed (with `subagents`, its subagents'
+    edits counted in) with the lines added and removed, then the totals and how much of them the
+    subagents wrote; nothing when it changed none. Paths come from the logs: escaped."""
+    from threadloom.core.changes import changed_files, tree_change_calls
     from threadloom.core.text import printable
 
-    files = session_changes(conn, session_id)
+    files = changed_files(tree_change_calls(conn, session_id, subagents=subagents))
     if not files:
         return
     width = max(len(printable(f.path)) for f in files)
     console.print(Text("Files changed", style="bold"))
     for f in files:
         line = Text(f"  {printable(f.path):<{width}}  ")
-        line.append(f"+{f.lines_added:,}", style="green").append(" ").append(
-            f"−{f.lines_removed:,}", style="red"
-        )
+        line.append(f"+{f.added:,}", style="green").append(" ").append(f"−{f.removed:,}", style="red")
         console.print(line)
-    added, removed = sum(f.lines_added for f in files), sum(f.lines_removed for f in files)
+    added, removed = sum(f.added for f in files), sum(f.removed for f in files)
     total = Text(f"  {len(files):,} file{'' if len(files) == 1 else 's'} · ", style="dim")
     total.append(f"+{added:,} −{removed:,}")
+    theirs = [c for f in files for c in f.calls if c.by]
+    if theirs:
+        agents = len({c.session_id for c in theirs})
+        total.append(
+            f" (+{sum(c.lines_added for c in theirs):,} −{sum(c.lines_removed for c in theirs):,} "
+            f"by {count_of(agents, 'subagent')})",
+            style="dim",
+        )
     console.print(total)

@@ -38,9 +38,9 @@ from threadloom.tui.settings import Settings, save_settings, settings_path
 
 if TYPE_CHECKING:
     from threadloom.core.browse import SessionSummary
+    from threadloom.core.changes import SessionChangeCall
     from threadloom.core.ingest import Progress
     from threadloom.core.search import Hit
-    from threadloom.core.stats import ChangeCall
 
 NARROW = 110
 WIDE = 150
@@ -647,7 +647,8 @@ class BrowserScreen(Screen[None]):
 
     @on(MessageView.FilesChangedRequested)
     def show_changes(self) -> None:
-        """The files the open session changed; the call chosen there, under the cursor, opened."""
+        """The files the open session and its subagents changed; the call chosen there, under the
+        cursor, opened."""
         from threadloom.tui.changes import ChangesScreen
 
         view = self.query_one(MessageView)
@@ -655,16 +656,17 @@ class BrowserScreen(Screen[None]):
         if self.conn is None or session_id is None:
             return
 
-        def chosen(call: ChangeCall | None) -> None:
+        def chosen(call: SessionChangeCall | None) -> None:
             if call is not None:
                 self.go_to_change(session_id, call)
 
         title = view.border_title or ""
         self.app.push_screen(ChangesScreen(self.conn, session_id, str(title)), chosen)
 
-    def go_to_change(self, session_id: str, call: ChangeCall) -> None:
+    def go_to_change(self, session_id: str, call: SessionChangeCall) -> None:
         """The message viewer's cursor on the call that changed a file, opened on its diff; the
-        whole session is opened first when the branch shown does not hold it."""
+        whole session is opened first when the branch shown does not hold it, and a subagent's
+        call in the subagent's conversation (Esc goes back to where `c` was pressed)."""
         from threadloom.core.find import Place
 
         if call.seq is None or call.entry_id is None:
@@ -676,13 +678,16 @@ class BrowserScreen(Screen[None]):
         view = self.query_one(MessageView)
         if view.session_id != session_id:
             return
+        target = call.session_id or session_id
         view.focus()
-        if view.navigator.open_place(place):
+        if target == session_id and view.navigator.open_place(place):
             return
-        self.jump_to_session(session_id)
-        self._after_refresh(
-            lambda: view.navigator.open_place(place) if view.session_id == session_id else None
-        )
+        if target != session_id:  # a subagent's call: the way back is kept, as from its Task call
+            row = view.current_row()
+            self.trail.append((session_id, row.seq if row is not None else 0))
+        self.jump_to_session(target, keep_trail=target != session_id)
+        self.app.refresh_bindings()
+        self._after_refresh(lambda: view.navigator.open_place(place) if view.session_id == target else None)
 
     # ------------------------------------------------------------------ fork, help, palette
 

@@ -1,14 +1,14 @@
-"""The files a session changed: one row per file with the lines its calls added and removed;
-Enter lists the calls that changed a file, and Enter on a call goes to it in the message viewer.
+"""The files a session changed, its subagents' edits counted in: one row per file with the lines
+its calls added and removed; Enter lists the calls that changed a file (and which subagent made
+each), and Enter on a call goes to it in the message viewer (in the subagent's conversation).
 
-Everything is read from what the ledger keeps (`core.stats.change_calls`), never from the
-messages. Paths come from the logs: they are escaped before they are drawn."""
+Everything is read from what the ledger keeps (`core.changes`), never from the messages. Paths
+come from the logs: they are escaped before they are drawn."""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from rich.text import Text
 from textual import on
@@ -17,37 +17,22 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
-from threadloom.core import stats
-from threadloom.core.stats import ChangeCall
-from threadloom.core.text import clock, count_of, printable
+from threadloom.core.changes import ChangedFile, SessionChangeCall, changed_files, tree_change_calls
+from threadloom.core.text import clock, count_of, flat, printable
 from threadloom.tui.panes import _home
 
 ADDED = "green"
 REMOVED = "red"
+SUBAGENT = "#d787d7"
+BY_WIDTH = 28  # a subagent's title in the calls' list
 
 
-@dataclass(slots=True)
-class ChangedFile:
-    """A file and the calls that changed it, in the order they ran."""
-
-    path: str
-    calls: list[ChangeCall] = field(default_factory=list)
-
-    @property
-    def added(self) -> int:
-        return sum(c.lines_added for c in self.calls)
-
-    @property
-    def removed(self) -> int:
-        return sum(c.lines_removed for c in self.calls)
-
-
-def changed_files(calls: list[ChangeCall]) -> list[ChangedFile]:
-    """The calls grouped by file, most changed first (then by path)."""
-    files: dict[str, ChangedFile] = {}
-    for call in calls:
-        files.setdefault(call.path, ChangedFile(call.path)).calls.append(call)
-    return sorted(files.values(), key=lambda f: (-(f.added + f.removed), f.path))
+def _by(call: SessionChangeCall) -> Text:
+    """Who made the call: the session itself, or the subagent (⚙ and its title, cut)."""
+    if not call.by:
+        return Text("this session", style="dim")
+    name = flat(call.by)
+    return Text("⚙ " + (name if len(name) <= BY_WIDTH else name[: BY_WIDTH - 1] + "…"), style=SUBAGENT)
 
 
 def lines_cell(count: int, sign: str, style: str) -> Text:
@@ -62,7 +47,7 @@ def fill(
     table.clear(columns=True)
     for n, header in enumerate(headers):
         width = max([len(header), *(row[n].cell_len for row in rows)])
-        label = Text(header, justify="left" if n == 0 or header == "When" else "right")
+        label = Text(header, justify="left" if n == 0 or header in ("When", "By") else "right")
         table.add_column(label, width=width, key=f"c{n}")
     for key, row in zip(keys, rows, strict=True):
         table.add_row(*row, key=key)
@@ -100,8 +85,9 @@ class ChangesTable(DataTable):
     ]
 
 
-class ChangesScreen(ModalScreen[ChangeCall | None]):
-    """A session's changed files, then one file's calls; dismissed with the call to go to."""
+class ChangesScreen(ModalScreen[SessionChangeCall | None]):
+    """A session's changed files (its subagents' too), then one file's calls; dismissed with the
+    call to go to."""
 
     BINDINGS = [
         Binding("s", "sort", "Sort", id="changes.sort", tooltip="Most changed first, or by path"),
@@ -125,7 +111,7 @@ class ChangesScreen(ModalScreen[ChangeCall | None]):
 
     def __init__(self, conn: sqlite3.Connection, session_id: str, title: str = "") -> None:
         super().__init__(id="changes")
-        self.files = changed_files(stats.change_calls(conn, session_id))
+        self.files = changed_files(tree_change_calls(conn, session_id))
         self.title_text = title
         self.by_path = False
         self.file: ChangedFile | None = None  # the file whose calls are listed, None: the files
@@ -167,14 +153,23 @@ class ChangesScreen(ModalScreen[ChangeCall | None]):
         if at is not None:
             table.move_cursor(row=[f.path for f in files].index(at))
         self._heading("Sorted by path" if self.by_path else "Most changed first")
-        calls = {c.call_id for f in files for c in f.calls}
+        calls = {(c.session_id, c.call_id) for f in files for c in f.calls}
         total = Text(count_of(len(files), "file") + " · ")
         total.append(f"+{sum(f.added for f in files):,}", style=ADDED)
         total.append(" ")
         total.append(f"−{sum(f.removed for f in files):,}", style=REMOVED)
         total.append(" · " + count_of(len(calls), "call"))
+        theirs = {(c.session_id, c.call_id): c for f in files for c in f.calls if c.by}
+        if theirs:
+            agents = len({sid for sid, _ in theirs})
+            total.append(
+                f" ({count_of(len(theirs), 'call')} by {count_of(agents, 'subagent')}: "
+                f"+{sum(c.lines_added for c in theirs.values()):,} "
+                f"−{sum(c.lines_removed for c in theirs.values()):,})",
+                style=SUBAGENT,
+            )
         if not files:
-            total = Text("No file changes recorded in this session (its subagents' are under their own)")
+            total = Text("No file changes recorded in this session or its subagents")
         self.query_one("#changes-total", Static).update(total)
 
     def show_calls(self, f: ChangedFile) -> None:
@@ -187,10 +182,11 @@ class ChangesScreen(ModalScreen[ChangeCall | None]):
                 Text(clock(call.timestamp), style="dim"),
                 lines_cell(call.lines_added, "+", ADDED),
                 lines_cell(call.lines_removed, "−", REMOVED),
+                _by(call),
             )
             for call in f.calls
         ]
-        fill(table, ("Tool", "When", "+", "−"), rows, [str(n) for n in range(len(rows))])
+        fill(table, ("Tool", "When", "+", "−", "By"), rows, [str(n) for n in range(len(rows))])
         self._heading(f"Calls that changed {printable(_home(f.path))}")
         total = Text(count_of(len(f.calls), "call") + " · ")
         total.append(f"+{f.added:,}", style=ADDED).append(" ").append(f"−{f.removed:,}", style=REMOVED)

@@ -172,7 +172,7 @@ class MessageView(ScrollView, can_focus=True):
             "Files changed",
             show=False,
             id="messages.files-changed",
-            tooltip="Files this session changed, and their calls",
+            tooltip="Files this session and its subagents changed, and their calls",
         ),
         Binding("ctrl+pageup", "page_left", "Page left", show=False, id="messages.page-left"),
         Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="messages.page-right"),

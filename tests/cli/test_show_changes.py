@@ -75,3 +75,44 @@ def test_show_json_carries_each_file_and_its_calls(dbfile):
     for call in app_calls:  # each call points at the message that made it
         assert call["id"] in {t["id"] for t in by_id[call["entry_id"]]["tool_calls"]}
     assert json.loads(run("show", "--db", str(dbfile), QUIET[:8], "--json").stdout)["files_changed"] == []
+
+
+def test_show_counts_the_subagents_edits_with_the_sessions_own(tmp_path):
+    """An orchestrating session's list named its own one edit; what its subagents wrote was left
+    out (listed only under each subagent's own id)."""
+    sid = "7e7e0000-1111-4222-8333-0000000000e5"
+    root = tmp_path / "claude" / "-srv-app"
+    main = Transcript(root / f"{sid}.jsonl", sid, cwd="/srv/app")
+    main.user("Build the importer")
+    main.assistant(
+        "Delegating.", tools=[tool_use("tk", "Task", description="write the importer", prompt="go")]
+    )
+    main.tool_result("tk", "written", tool_use_result={"agentId": "imp1"})
+    main.assistant(
+        tools=[tool_use("e0", "Edit", file_path="/srv/app/README.md", old_string="a", new_string="b")]
+    )
+    main.tool_result("e0", "ok")
+    main.write()
+    sub = Transcript(
+        root / sid / "subagents" / "agent-imp1.jsonl", sid, cwd="/srv/app", isSidechain=True, agentId="imp1"
+    )
+    sub.user("go", parent=False)
+    sub.assistant(tools=[tool_use("w1", "Write", file_path="/srv/app/importer.py", content="a\nb\nc\nd\n")])
+    sub.tool_result("w1", "ok")
+    sub.write()
+    db = tmp_path / "t.db"
+    assert (
+        run("ingest", "--db", str(db), "--only", "--source", str(tmp_path / "claude"), "-q").returncode == 0
+    )
+    out = run("show", "--db", str(db), sid[:8]).stdout.splitlines()
+    assert out[-4:] == [
+        "Files changed",
+        "  /srv/app/importer.py  +4 −0",
+        "  /srv/app/README.md    +1 −1",
+        "  2 files · +5 −1 (+4 −0 by 1 subagent)",
+    ], out[-4:]
+    own = run("show", "--db", str(db), sid[:8], "--no-subagents").stdout.splitlines()
+    assert own[-2:] == ["  /srv/app/README.md  +1 −1", "  1 file · +1 −1"]
+    data = json.loads(run("show", "--db", str(db), sid[:8], "--json").stdout)
+    calls = {c["id"]: c["session_id"] for f in data["files_changed"] for c in f["calls"]}
+    assert calls == {"w1": f"{sid}:agent-imp1", "e0": sid}

@@ -51,7 +51,7 @@ async def test_files_changed_lists_the_edits_and_goes_to_a_call(demo_db: Path) -
 
         await pilot.press("down", "enter")  # tax.ts: its one Edit
         rows = table_rows(table)
-        assert len(rows) == 1 and rows[0][0] == "Edit" and rows[0][2:] == ["+3", "−2"]
+        assert len(rows) == 1 and rows[0][0] == "Edit" and rows[0][2:] == ["+3", "−2", "this session"]
         assert rows[0][1].startswith("2025-06-12 ")
         await pilot.press("escape")  # back to the files, the cursor still on tax.ts
         assert table_rows(table)[table.cursor_row][0] == "src/checkout/tax.ts"
@@ -184,3 +184,71 @@ async def test_an_aider_edit_goes_to_the_reply_that_made_it(tmp_path: Path) -> N
         assert block is not None and block.kind == "text"
         drawn = "\n".join(s.text for s in view.ensure(view.cursor[0]).strips)
         assert "+    for i in range(len(out)):" in drawn and "Both edits are small." in drawn
+
+
+async def test_a_sessions_files_changed_count_its_subagents_edits_and_go_to_them(tmp_path: Path) -> None:
+    """An orchestrating session showed "1 file · +1" while its subagent wrote the rest: `c` counts
+    the subagents' edits in, says which subagent made each call, and Enter on one opens the
+    subagent's conversation at it (Esc goes back)."""
+    from tests.conftest import Transcript, tool_use
+
+    sid = "c4a9e000-0000-4000-8000-0000000000c1"
+    root = tmp_path / "projects" / "-srv-app"
+    main = Transcript(root / f"{sid}.jsonl", sid, cwd="/srv/app")
+    main.user("Build the importer")
+    main.assistant(
+        "Delegating.", tools=[tool_use("tk", "Task", description="write the importer", prompt="write it")]
+    )
+    main.tool_result("tk", "written", tool_use_result={"agentId": "imp1"})
+    main.assistant(
+        tools=[tool_use("e0", "Edit", file_path="/srv/app/README.md", old_string="a", new_string="b")]
+    )
+    main.tool_result("e0", "ok")
+    main.write()
+    sub = Transcript(
+        root / sid / "subagents" / "agent-imp1.jsonl", sid, cwd="/srv/app", isSidechain=True, agentId="imp1"
+    )
+    sub.user("write it", parent=False)
+    sub.assistant(tools=[tool_use("w1", "Write", file_path="/srv/app/importer.py", content="a\nb\nc\nd\n")])
+    sub.tool_result("w1", "ok")
+    sub.assistant(
+        tools=[tool_use("e1", "Edit", file_path="/srv/app/README.md", old_string="b", new_string="c\nd")]
+    )
+    sub.tool_result("e1", "ok")
+    sub.write()
+    from threadloom.core import db
+    from threadloom.core.ingest import run_ingest
+
+    conn = db.connect(tmp_path / "t.db")
+    run_ingest(conn, [tmp_path / "projects"], include_defaults=False)
+    conn.close()
+    app = ThreadloomApp(db_path=tmp_path / "t.db", ingest=False, now=fixed_now)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(sid)
+        await pilot.pause()
+        view = app.browser.query_one(MessageView)
+        await pilot.press("c")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ChangesScreen)
+        table = screen.query_one(DataTable)
+        assert table_rows(table) == [
+            ["/srv/app/README.md", "+3", "−2", "2"],
+            ["/srv/app/importer.py", "+4", "−0", "1"],
+        ]
+        total = str(screen.query_one("#changes-total", Static).render())
+        assert total == "2 files · +7 −2 · 3 calls (2 calls by 1 subagent: +6 −1)", total
+        await pilot.press("enter")  # README.md: the session's own Edit, then the subagent's
+        assert [r[4] for r in table_rows(table)] == ["this session", "⚙ write the importer"]
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, ChangesScreen)
+        subagent = f"{sid}:agent-imp1"
+        assert view.session_id == subagent
+        await pilot.pause()
+        block = view.current_block()
+        assert block is not None and block.call is not None and block.call.id == "e1"
+        await pilot.press("escape")  # back to the session `c` was pressed in
+        await pilot.pause()
+        assert view.session_id == sid
