@@ -36,8 +36,9 @@ TIME_GROUPINGS = ("day", "week", "month")
 PENDING = "SELECT session_id FROM stats_pending"
 UNDATED = "undated"  # the period of what happened in sessions without any time recorded
 # how the rollup rows are summed: a change recomputes every session's rows once (2: facts without a
-# time of their own count at their session's start; 3: a subagent's rows in its main session's project)
-STATS_VERSION = "3"
+# time of their own count at their session's start; 3: a subagent's rows in its main session's project;
+# 4: a fork's copies of its source's records are not counted again)
+STATS_VERSION = "4"
 STATS_VERSION_KEY = "stats_version"
 
 
@@ -81,7 +82,13 @@ def refresh_pending(conn: sqlite3.Connection) -> int:
     conn.execute("BEGIN")
     try:
         _whole_where_needed(conn, roots)
-        changes = _new_changes(conn)
+        copies = _fork_copies(conn)
+        conn.executemany(  # a fork's edits it copied from its source: the source's, not the fork's
+            "DELETE FROM agent_file_changes WHERE session_id = ? AND call_id IN "
+            "(SELECT id FROM agent_tool_calls WHERE session_id = ? AND entry_id IN (SELECT value FROM json_each(?)))",
+            [(sid, sid, orjson.dumps(copy.entries).decode()) for sid, copy in copies.items()],
+        )
+        changes = _new_changes(conn, copies)
         aider = _aider_changes(conn)
         conn.execute(
             "DELETE FROM agent_file_changes WHERE session_id IN (SELECT session_id FROM stats_pending "
@@ -103,7 +110,7 @@ def refresh_pending(conn: sqlite3.Connection) -> int:
             "UPDATE stats_pending SET root_session_id = ? WHERE session_id = ?",
             [(r, s) for s, r in roots.items()],
         )
-        conn.execute(ROLLUP_SQL)
+        conn.execute(ROLLUP_SQL, _copies_params(copies))
         conn.execute("DELETE FROM stats_pending")
         conn.execute("COMMIT")
     except BaseException:
@@ -166,11 +173,20 @@ FROM (
     FROM stats_pending p JOIN stats_messages m ON m.session_id = p.session_id JOIN agent_sessions s ON s.id = m.session_id
     WHERE p.since_bucket IS NULL OR COALESCE(NULLIF(m.bucket, -1), s.created_at / {BUCKET_MS}) >= p.since_bucket
     UNION ALL
+    -- the messages a fork copied from its source, which the ledger counted as the fork's: taken back
+    SELECT COALESCE(NULLIF(json_extract(k.value, '$[1]'), -1), s.created_at / {BUCKET_MS}), json_extract(k.value, '$[0]'),
+        COALESCE(NULLIF(json_extract(k.value, '$[2]'), ''), s.model, ''), -(json_extract(k.value, '$[3]')), 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0
+    FROM json_each(:copied_messages) k JOIN stats_pending p ON p.session_id = json_extract(k.value, '$[0]')
+    JOIN agent_sessions s ON s.id = p.session_id
+    WHERE p.since_bucket IS NULL
+        OR COALESCE(NULLIF(json_extract(k.value, '$[1]'), -1), s.created_at / {BUCKET_MS}) >= p.since_bucket
+    UNION ALL
     SELECT COALESCE(c.started_at, s.created_at) / {BUCKET_MS}, c.session_id, COALESCE(t.model, s.model, ''),
         0, 0, 0, 0, 0, 0, NULL, 0, count(*), sum(c.status = 'failed'), 0, 0
     FROM stats_pending p JOIN agent_tool_calls c ON c.session_id = p.session_id JOIN agent_sessions s ON s.id = c.session_id
     LEFT JOIN agent_turns t ON t.id = c.turn_id
-    WHERE p.since_bucket IS NULL OR COALESCE(c.started_at, s.created_at) / {BUCKET_MS} >= p.since_bucket
+    WHERE (p.since_bucket IS NULL OR COALESCE(c.started_at, s.created_at) / {BUCKET_MS} >= p.since_bucket)
+        AND c.entry_id NOT IN (SELECT value FROM json_each(:copied_entries))  -- a fork's copies: its source's
     GROUP BY 1, 2, 3
     UNION ALL
     SELECT COALESCE(f.timestamp, s.created_at) / {BUCKET_MS}, f.session_id, COALESCE(t.model, s.model, ''),
@@ -182,7 +198,88 @@ FROM (
 ) x JOIN agent_sessions s ON s.id = x.session_id JOIN stats_pending p ON p.session_id = x.session_id
 LEFT JOIN agent_sessions r ON r.id = p.root_session_id
 GROUP BY x.bucket, x.session_id, x.model
+HAVING sum(x.messages) OR sum(x.api) OR sum(x.calls) OR sum(x.added) OR sum(x.removed)
 """
+
+
+# ------------------------------------------------------------------ a fork's copies
+
+
+@dataclass(slots=True)
+class ForkCopies:
+    """What a fork copied from the session it was forked from: the records (by entry id), and the
+    messages among them as the ledger counted them, by (quarter hour or -1, model in use)."""
+
+    entries: list[int]
+    messages: dict[tuple[int, str], int]
+
+
+# a record a Claude Code fork copied names its source's (`forkedFrom`: FORK.md 1.4, threadloom's own
+# forks too); a Codex fork's copies are the records written up to the second its copy was made, that
+# of its first two session_meta records (its own; the source's, copied in the same burst)
+FORK_MARK = b'"forkedFrom"'
+
+
+def _fork_copies(conn: sqlite3.Connection) -> dict[str, ForkCopies]:
+    """Inside the refresh's transaction: the copies each marked fork holds. A fork's messages,
+    tool calls and edits up to its fork point are its source's, counted there; the ledger placed
+    and counted them as the fork's too."""
+    forks = conn.execute(
+        "SELECT s.id, s.source FROM stats_pending p JOIN agent_sessions s ON s.id = p.session_id "
+        "WHERE s.forked_from_session_id IS NOT NULL AND s.source IN ('claude-code', 'codex')"
+    ).fetchall()
+    out: dict[str, ForkCopies] = {}
+    for sid, source in forks:
+        if source == "codex":
+            made = conn.execute(
+                "SELECT max(timestamp) FROM (SELECT timestamp FROM entries WHERE session_id = ? "
+                "AND entry_type = 'session_meta' ORDER BY id LIMIT 2)",
+                (sid,),
+            ).fetchone()[0]
+            if made is None:
+                continue
+            copied = "timestamp IS NOT NULL AND timestamp / 1000 <= ?"
+            arg: Any = made // 1000
+        else:
+            copied = (
+                "instr(raw, ?) > 0 AND json_valid(CAST(raw AS TEXT)) "
+                "AND json_type(CAST(raw AS TEXT), '$.forkedFrom') = 'object'"
+            )
+            arg = FORK_MARK
+        entries: list[int] = []
+        messages: dict[tuple[int, str], int] = {}
+        model = ""
+        # the model in use as the ledger placed each record (the last one named up to it): the
+        # fork's own count of a copied message is under that model, and is taken back under it
+        for eid, seq, ts, named, is_copy in conn.execute(
+            f"SELECT id, seq, timestamp, model, {copied} FROM entries WHERE session_id = ? ORDER BY id",
+            (arg, sid),
+        ):
+            if named and named != "<synthetic>":
+                model = named
+            if not is_copy:
+                continue
+            entries.append(eid)
+            if seq is not None:
+                key = (ts // BUCKET_MS if ts is not None else -1, model)
+                messages[key] = messages.get(key, 0) + 1
+        if entries:
+            out[sid] = ForkCopies(entries, messages)
+    return out
+
+
+def _copies_params(copies: dict[str, ForkCopies]) -> dict[str, str]:
+    """ROLLUP_SQL's parameters: the copied messages to take back, the copied records' ids."""
+    return {
+        "copied_messages": orjson.dumps(
+            [
+                [sid, bucket, model, n]
+                for sid, c in copies.items()
+                for (bucket, model), n in c.messages.items()
+            ]
+        ).decode(),
+        "copied_entries": orjson.dumps([e for c in copies.values() for e in c.entries]).decode(),
+    }
 
 
 def _roots(conn: sqlite3.Connection, sessions: list[str]) -> dict[str, str]:
@@ -220,8 +317,12 @@ def _roots(conn: sqlite3.Connection, sessions: list[str]) -> dict[str, str]:
 # ------------------------------------------------------------------ changed lines
 
 
-def _new_changes(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
-    """The lines changed by the marked sessions' completed editing calls not counted yet."""
+def _new_changes(
+    conn: sqlite3.Connection, copies: dict[str, ForkCopies] | None = None
+) -> list[tuple[Any, ...]]:
+    """The lines changed by the marked sessions' completed editing calls not counted yet (but the
+    calls a fork copied from its source: `copies`)."""
+    copied = {e for c in (copies or {}).values() for e in c.entries}
     from threadloom.core.diffs import EDIT_TOOLS
     from threadloom.core.query import ToolCall, fill_tool_io
 
@@ -237,6 +338,8 @@ def _new_changes(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
         "AND NOT EXISTS (SELECT 1 FROM agent_file_changes f WHERE f.session_id = c.session_id AND f.call_id = c.id)",
         (orjson.dumps(EDIT_TOOLS).decode(),),
     )
+    if copied:
+        rows = [r for r in rows if r["entry_id"] not in copied]
     out: list[tuple[Any, ...]] = []
     for start in range(0, len(rows), 500):
         chunk = rows[start : start + 500]

@@ -392,3 +392,123 @@ def test_a_subagent_in_a_worktree_of_its_own_counts_in_its_sessions_project(conn
     assert listed.cost_usd == pytest.approx(
         sum(c for (c,) in conn.execute("SELECT cost_usd FROM agent_usage"))
     )
+
+
+# ------------------------------------------------------------------ a fork's copies
+
+
+FORKED = "57a75111-1111-4222-8333-000000000f0f"
+
+
+def _day_sums(conn: sqlite3.Connection) -> dict[str, tuple[int, int, int, int, int]]:
+    return {
+        r.period: (r.messages, r.tool_calls, r.failed_tool_calls, r.lines_added, r.lines_removed)
+        for r in stats.report(conn, "day")
+    }
+
+
+def test_a_fork_counts_only_what_it_added_not_the_records_it_copied(conn, tmp_path) -> None:
+    """A fork holds a copy of its source's conversation up to the point: its messages, tool calls,
+    failures and edits were counted again, on the source's own dates."""
+    from threadloom.core.fork import plan_fork, write_fork
+
+    t = Transcript(
+        tmp_path / "projects" / "-home-dev-app" / f"{SID}.jsonl", SID, timestamp="2026-03-01T10:00:00.000Z"
+    )
+    t.user("fix the tests")
+    t.assistant("running", model=SONNET, tools=[tool_use("b1", "Bash", command="pytest")])
+    t.tool_result("b1", "2 failed", is_error=True)
+    t.assistant(
+        "editing",
+        model=SONNET,
+        tools=[tool_use("e1", "Edit", file_path="/home/dev/app/a.py", old_string="x", new_string="y\nz")],
+    )
+    t.tool_result("e1", "ok")
+    last = t.assistant("fixed", model=SONNET)
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    before = _day_sums(conn)
+    assert before == {"2026-03-01": (6, 2, 1, 2, 1)}
+
+    fork = write_fork(plan_fork(conn, last, new_session_id=FORKED))
+    resumed = Transcript(fork, FORKED, timestamp="2026-03-05T09:00:00.000Z")  # Claude Code goes on in it
+    resumed.last = json.loads(fork.read_text().splitlines()[-2])["uuid"]
+    resumed.user("now the docs")
+    resumed.assistant("editing", model=SONNET, tools=[tool_use("e2", "Edit", file_path="/home/dev/app/README", old_string="a", new_string="b")])  # fmt: skip
+    resumed.tool_result("e2", "ok")
+    with fork.open("a") as f:
+        f.write("".join(json.dumps(line) + "\n" for line in resumed.lines))
+    ingest(conn, fork)
+    assert conn.execute("SELECT kind FROM agent_sessions WHERE id = ?", (FORKED,)).fetchone()[0] == "fork"
+    assert conn.execute("SELECT message_count FROM agent_sessions WHERE id = ?", (FORKED,)).fetchone()[0] == 9
+    # the source's day unchanged; the fork's day has what the fork itself added
+    assert _day_sums(conn) == {"2026-03-01": (6, 2, 1, 2, 1), "2026-03-05": (3, 1, 0, 1, 1)}
+    # an append to the fork is summed from where it lands, its copies still left out
+    later = Transcript(fork, FORKED, timestamp="2026-03-06T09:00:00.000Z")
+    later.last = resumed.last
+    later.user("and the changelog")
+    later.assistant("done", model=SONNET)
+    with fork.open("a") as f:
+        f.write("".join(json.dumps(line) + "\n" for line in later.lines))
+    ingest(conn, fork)
+    expected = {"2026-03-01": (6, 2, 1, 2, 1), "2026-03-05": (3, 1, 0, 1, 1), "2026-03-06": (2, 0, 0, 0, 0)}
+    assert _day_sums(conn) == expected
+    # and so after a rebuild of every sum, by session and by model too
+    rebuild_derived(conn)
+    stats.refresh_pending(conn)
+    assert _day_sums(conn) == expected
+    by_model = stats.report(conn, "model")
+    assert [(r.period, r.messages, r.tool_calls) for r in by_model] == [(SONNET, 11, 3)]
+    forked = next(r for r in stats.report(conn, "session") if r.key == FORKED)
+    assert (forked.messages, forked.tool_calls, forked.lines_added) == (5, 1, 1)
+
+
+def test_a_codex_fork_counts_only_what_it_added(conn, tmp_path, monkeypatch) -> None:
+    """Codex copies its source's rollout into the fork in one burst, after the fork's own
+    session_meta; threadloom's own Codex fork copies the lines as they were. Neither copy counts."""
+    from threadloom.core.fork import plan_fork, write_fork
+
+    from tests.support import THREAD, Rollout, full_session, usage
+
+    home = tmp_path / "codex-home"
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    parent = full_session(home)
+    parent.write()
+    ingest(conn, home)
+    alone = _day_sums(conn)
+    parent_messages = conn.execute(
+        "SELECT message_count FROM agent_sessions WHERE id = ?", (THREAD,)
+    ).fetchone()[0]
+
+    native = "019a0000-1111-7222-8333-aaaabbbb0001"
+    fork = Rollout(home, native, day="2026/03/04")
+    burst = "2026-03-04T08:00:00.000Z"
+    fork.add("session_meta", {**parent.lines[0]["payload"], "id": native, "forked_from_id": THREAD}, ts=burst)
+    for line in parent.lines:
+        fork.add(line["type"], line["payload"], ts=burst)
+    copied = len(fork.lines)
+    fork.context()
+    fork.prompt("try another way")
+    fork.call("call_9", ["bash", "-lc", "make"], "boom", exit_code=2)
+    fork.total = dict(parent.total)
+    fork.tokens(usage(2000, 1500, 40))
+    for n, line in enumerate(fork.lines[copied:]):  # its own lines, minutes after the copy
+        line["timestamp"] = f"2026-03-04T08:05:{n:02d}.000Z"
+    fork.write()
+    ingest(conn, home)
+    own = (
+        conn.execute("SELECT message_count FROM agent_sessions WHERE id = ?", (native,)).fetchone()[0]
+        - parent_messages
+    )
+    assert own > 0
+    sums = _day_sums(conn)
+    assert {d: v for d, v in sums.items() if d != "2026-03-04"} == alone  # the source's days unchanged
+    assert sums["2026-03-04"][:3] == (own, 1, 1)
+
+    # threadloom's own fork: the source's lines up to the point, under a fresh session_meta
+    point = conn.execute(
+        "SELECT id FROM entries WHERE session_id = ? AND content = 'Added the total.' LIMIT 1", (THREAD,)
+    ).fetchone()[0]
+    written = write_fork(plan_fork(conn, str(point)))
+    ingest(conn, written)
+    assert {d: v for d, v in _day_sums(conn).items() if d != "2026-03-04"} == alone
