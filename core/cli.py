@@ -134,6 +134,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--main", action="store_true", help="main sessions only (no subagents)")
     p.add_argument("--all", action="store_true", help="include sessions without messages")
     p.add_argument(
+        "--hidden",
+        action="store_true",
+        help="include the sessions hidden from the lists (`threadloom hide`), marked ⊘ (--json: hidden)",
+    )
+    p.add_argument(
         "--sort",
         choices=("recent", "oldest", "messages", "tokens", "duration"),
         default="recent",
@@ -478,6 +483,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _db_arg(p)
     p.add_argument("--json", action="store_true", help="print the locations as JSON")
+
+    for name in ("hide", "unhide"):
+        hide = name == "hide"
+        p = sub.add_parser(
+            name,
+            help="hide sessions or projects you are done with from the lists (not from the archive)"
+            if hide
+            else "list hidden sessions or projects again",
+            description="Hide sessions or projects from the lists (the TUI's projects and sessions, "
+            "`threadloom sessions`); they stay in the archive: search, stats, `show` and the jump palette "
+            "still find them, `sessions --hidden` and H in the TUI list them again, marked. Remembered "
+            "in the database, kept by `ingest --rebuild`. Without SESSION or --project: what is hidden."
+            if hide
+            else "Show hidden sessions or projects in the lists again.",
+        )
+        _db_arg(p)
+        p.add_argument("session", nargs="*", help="session id, unique prefix, or the agent's own id")
+        p.add_argument(
+            "--project",
+            metavar="P",
+            action="append",
+            default=[],
+            help="a project: its path, or its name or part of its path when that names one (repeatable)",
+        )
+        if not hide:
+            p.add_argument("--all", action="store_true", help="every hidden session and project")
+        p.add_argument("--json", action="store_true", help="print what changed (or is hidden) as JSON")
     return parser
 
 
@@ -553,6 +585,8 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
             "watch": cmd_watch,
             "service": cmd_service,
             "hooks": cmd_hooks,
+            "hide": cmd_hide,
+            "unhide": cmd_hide,
         }[args.command]
         return handler(args)
     except LedgerError as exc:
@@ -779,8 +813,9 @@ def _report_ingest(
 
 def _rebuild(args: argparse.Namespace, path: Path) -> int:
     """`ingest --rebuild`: a new database built beside the old one, from the agents' files and the
-    folders the old one remembered, put in its place only once complete. The old one is kept under a
-    name no other rebuild takes (said, --json too); an interrupted rebuild leaves it as it was."""
+    folders the old one remembered, put in its place only once complete; what the user gave the old
+    one (those folders, the sessions and projects hidden) is kept. The old one is kept under a name
+    no other rebuild takes (said, --json too); an interrupted rebuild leaves it as it was."""
     from threadloom.core import db
 
     db.check_writable(path)  # a read-only database is left where it is
@@ -790,12 +825,12 @@ def _rebuild(args: argparse.Namespace, path: Path) -> int:
                 db.refuse_foreign(old, path)
         except sqlite3.DatabaseError:
             pass
-    roots = _remembered_roots(path)
+    given = _user_data(path)
     fresh = path.with_name(f"{path.name}.rebuilding-{os.getpid()}")
     _remove_database(fresh)
     conn = db.connect(fresh)
     try:
-        conn.executemany("INSERT OR IGNORE INTO source_roots (path, added_at) VALUES (?, ?)", roots)
+        db.write_user_data(conn, given)
         report = _run_ingest(args, conn)
         if report.cancelled:
             raise KeyboardInterrupt
@@ -816,25 +851,26 @@ def _rebuild(args: argparse.Namespace, path: Path) -> int:
     return _report_ingest(args, report, {"previous_database": str(kept) if kept else None})
 
 
-def _remembered_roots(path: Path) -> list[tuple[str, int | None]]:
-    """The --source folders the database at `path` remembers (none when it cannot be read: a damaged
-    one is what a rebuild is for)."""
+def _user_data(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    """What the user gave the database at `path`: the --source folders it remembers, the sessions
+    and projects hidden (none when it cannot be read: a damaged one is what a rebuild is for)."""
     from threadloom.core import db
 
     if not path.is_file():
-        return []
+        return {}
     try:
         old = db.peek(path)
         try:
-            return old.execute("SELECT path, added_at FROM source_roots").fetchall()
+            return db.read_user_data(old)
         finally:
             old.close()
     except sqlite3.DatabaseError:
         print(
-            f"threadloom: the --source folders {path} remembered cannot be read from it; pass them again",
+            f"threadloom: the --source folders and hidden sessions {path} remembered cannot be read from "
+            "it; pass the folders again",
             file=sys.stderr,
         )
-        return []
+        return {}
 
 
 def _remove_database(path: Path) -> None:
@@ -1009,6 +1045,7 @@ def _print_ingest_summary(report: IngestReport) -> None:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
+    from threadloom.core.hidden import read_hidden
     from threadloom.core.query import list_sessions, short_ids, sort_sessions, under_their_sessions
 
     conn = _open_for_reading(args)
@@ -1016,15 +1053,24 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         conn, project=args.project, agent=args.agent, include_subagents=not args.main, include_empty=args.all
     )
     rows = sort_sessions(rows, args.sort)
+    hidden = read_hidden(conn)
+    owners = {r.id: r for r in rows}
+    out_of_list = {r.id for r in rows if hidden and hidden.hides(r, owners)}
+    if not args.hidden:  # hidden from the lists: `threadloom hide`, h in the TUI
+        rows = [r for r in rows if r.id not in out_of_list]
     if args.json:
-        print(json.dumps([r.as_dict() for r in rows], ensure_ascii=False))
+        listed = [r.as_dict() for r in rows]
+        if args.hidden:
+            for item in listed:
+                item["hidden"] = item["id"] in out_of_list
+        print(json.dumps(listed, ensure_ascii=False))
         return 0
     if not rows:
         _say_none_match(conn, args)
         return 0
     grouped = under_their_sessions(rows)  # the table: each subagent under its session
     if args.wide:
-        _print_wide_sessions(grouped)
+        _print_wide_sessions(grouped, out_of_list)
         return 0
     from rich.console import Console
     from rich.table import Table
@@ -1060,7 +1106,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             short_when(r.last_activity),
             # from the logs: a folder's name may hold a newline, which would break the row in two
             one_line(r.project, 10_000),
-            _listed_title(r, depth),
+            _listed_title(r, depth, r.id in out_of_list),
             str(r.message_count),
             human_tokens(r.total_tokens),
             r.cost_text,
@@ -1147,17 +1193,20 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
-def _listed_title(r: Any, depth: int = 0) -> str:
+def _listed_title(r: Any, depth: int = 0, hidden: bool = False) -> str:
     """A session's title as `sessions` lists it: a subagent's task, marked as one and indented
-    under the session that started it (`depth`); ⚙ for one whose session is not listed."""
+    under the session that started it (`depth`); ⚙ for one whose session is not listed; ⊘ before
+    a hidden one (listed with --hidden)."""
+    from threadloom.core.hidden import MARK
     from threadloom.core.query import display_title
 
+    title = (MARK + " " if hidden else "") + display_title(r)
     if not r.is_subagent:
-        return display_title(r)
-    return ("  " * (depth - 1) + "↳ " if depth else "⚙ ") + display_title(r)
+        return title
+    return ("  " * (depth - 1) + "↳ " if depth else "⚙ ") + title
 
 
-def _print_wide_sessions(rows: list[tuple[Any, int]]) -> None:
+def _print_wide_sessions(rows: list[tuple[Any, int]], hidden: set[str] | None = None) -> None:
     """`sessions --wide`: every column whole (ids, paths and titles are never cut), one line a
     session however wide the terminal; the lines end where their text does."""
     from rich.console import Console
@@ -1189,7 +1238,7 @@ def _print_wide_sessions(rows: list[tuple[Any, int]]) -> None:
             r.cost_text,
             human_duration(r.duration_ms),
             r.model or "",
-            _listed_title(r, depth),
+            _listed_title(r, depth, r.id in (hidden or ())),
             shown_name(r.file_path or ""),
         )
         # names and titles come from the logs: nothing of them reaches the terminal raw, and a
@@ -1401,6 +1450,106 @@ def cmd_signals(args: argparse.Namespace) -> int:
             label = f"#{e.seq}" if e.seq is not None else f"entry {e.entry_id}"
             what = f"{e.tool} " if e.tool else ""
             print(f"    {label:<7} {what}{texts.get((e.entry_id, e.tool_call_id), '')}")
+    return 0
+
+
+# ---------------------------------------------------------------------- hide / unhide
+
+
+def cmd_hide(args: argparse.Namespace) -> int:
+    """`hide` and `unhide`: sessions and projects out of the lists (or back), resolved as `show`
+    resolves a session; `hide` alone says what is hidden."""
+    from threadloom.core import db
+    from threadloom.core.hidden import PROJECT, SESSION, read_hidden, show_all, write_hidden
+    from threadloom.core.query import display_title, resolve_session, short_ids
+
+    hide = args.command == "hide"
+    conn = _open_for_reading(args)
+    shown = short_ids(conn)
+    if hide and not args.session and not args.project:
+        return _print_hidden(args, conn, read_hidden(conn), shown)
+    if not hide and getattr(args, "all", False):
+        path = Path(args.db or db.default_db_path())
+        from threadloom.core.writer_lock import writer_lock
+
+        with writer_lock(path, on_wait=_say_waiting):
+            writer = db.connect(path)
+            try:
+                changed = show_all(writer)
+            finally:
+                writer.close()
+        said = f"every hidden session and project is in the lists again ({changed})"
+        print(json.dumps({"shown": changed}) if args.json else said)
+        return 0
+    sessions = [resolve_session(conn, ref) for ref in args.session]
+    projects = [_resolve_project(conn, ref, read_hidden(conn)) for ref in args.project]
+    if not sessions and not projects:
+        _fail("name a SESSION or a --project (or --all)")
+        return 2
+    path = Path(args.db or db.default_db_path())
+    changed = 0
+    if sessions:
+        changed += write_hidden(path, SESSION, [s.id for s in sessions], hide, on_wait=_say_waiting)
+    if projects:
+        changed += write_hidden(path, PROJECT, projects, hide, on_wait=_say_waiting)
+    if args.json:
+        done = [{"kind": SESSION, "key": s.id, "title": display_title(s)} for s in sessions]
+        done += [{"kind": PROJECT, "key": p, "title": p} for p in projects]
+        print(json.dumps({"hidden" if hide else "shown": done, "changed": changed}, ensure_ascii=False))
+        return 0
+    verb = "hidden" if hide else "shown again"
+    for s in sessions:
+        ident = shown.get(s.id, s.id.split(":", 1)[-1])
+        print(f"{verb}: session {ident}  {display_title(s)}")
+    for p in projects:
+        print(f"{verb}: project {p}")
+    if hide:
+        print("threadloom sessions --hidden lists them; threadloom unhide brings them back", file=sys.stderr)
+    return 0
+
+
+def _resolve_project(conn: sqlite3.Connection, ref: str, hidden: Any) -> str:
+    """The project path `ref` names: a path (or a hidden project's key) as it is, else the one
+    project whose name is `ref` or whose path holds it; LookupError with the candidates otherwise."""
+    from threadloom.core.browse import list_projects
+
+    projects = list_projects(conn)
+    paths = [p.path for p in projects]
+    if ref in paths or ref in hidden.projects:
+        return ref
+    named = [p.path for p in projects if p.name == ref] or [p.path for p in projects if ref in p.path]
+    if len(named) == 1:
+        return named[0]
+    if not named:
+        raise LookupError(f"no project matches {ref!r}; `threadloom sessions` lists the projects' sessions")
+    raise LookupError(f"{ref!r} names several projects: {', '.join(named[:5])}; give its whole path")
+
+
+def _print_hidden(
+    args: argparse.Namespace, conn: sqlite3.Connection, hidden: Any, shown: dict[str, str]
+) -> int:
+    from threadloom.core.hidden import PROJECT, SESSION
+    from threadloom.core.query import display_title, get_session
+
+    items: list[dict[str, Any]] = []
+    for sid in sorted(hidden.sessions):
+        found = get_session(conn, sid)
+        items.append({"kind": SESSION, "key": sid, "title": display_title(found) if found else ""})
+    items += [{"kind": PROJECT, "key": p, "title": p} for p in sorted(hidden.projects)]
+    if args.json:
+        print(json.dumps(items, ensure_ascii=False))
+        return 0
+    if not items:
+        print("nothing is hidden", file=sys.stderr)
+        return 0
+    for item in items:
+        if item["kind"] == SESSION:
+            sid = item["key"]
+            print(
+                f"session  {shown.get(sid, sid.split(':', 1)[-1])}  {item['title'] or '(no longer in the archive)'}"
+            )
+        else:
+            print(f"project  {item['key']}")
     return 0
 
 

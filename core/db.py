@@ -147,12 +147,21 @@ SIGNALS_PROMPTS_DDL = """CREATE TABLE IF NOT EXISTS signals_prompts (
 	replies INTEGER NOT NULL,
 	PRIMARY KEY (session_id, "key", seq)
 ) WITHOUT ROWID"""
+# The sessions and projects the user hid from the lists (core.hidden): user data, not derived from
+# the records, so a rebuild keeps it as it keeps the remembered --source folders (USER_DATA).
+HIDDEN_DDL = """CREATE TABLE IF NOT EXISTS hidden (
+	kind VARCHAR NOT NULL,
+	"key" VARCHAR NOT NULL,
+	hidden_at INTEGER,
+	PRIMARY KEY (kind, "key")
+)"""
 LATE_TABLES = (
     DERIVED_PENDING_DDL,
     SIGNALS_STATE_DDL,
     SIGNALS_PROMPTS_DDL,
     SOURCE_VERSIONS_DDL,
     "CREATE INDEX IF NOT EXISTS ix_source_versions_file ON source_versions (source_file_id)",
+    HIDDEN_DDL,
 )
 # (table, column, type): columns added after schema 12 without a rebuild
 LATE_COLUMNS = (("source_files", "ctime_ns", "INTEGER"), ("stats_pending", "since_bucket", "INTEGER"))
@@ -466,20 +475,45 @@ def _recover_first_load(db_path: Path, *, readonly: bool = False) -> None:
             f"The database {db_path} is being filled for the first time by {holder(db_path)}. "
             "Try again when that load has finished (it shows its progress where it was started)."
         )
-    roots: list[tuple[str, int | None]] = []
+    kept: dict[str, list[tuple[object, ...]]] = {}
     try:
         old = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
-        roots = old.execute("SELECT path, added_at FROM source_roots").fetchall()
+        kept = read_user_data(old)
         old.close()
     except sqlite3.DatabaseError:
         pass
     for suffix in ("", "-wal", "-shm", "-journal"):
         Path(str(db_path) + suffix).unlink(missing_ok=True)
     marker.unlink(missing_ok=True)
-    if roots:
+    if any(kept.values()):
         fresh = connect(db_path)
-        fresh.executemany("INSERT OR IGNORE INTO source_roots (path, added_at) VALUES (?, ?)", roots)
+        write_user_data(fresh, kept)
         fresh.close()
+
+
+def read_user_data(conn: sqlite3.Connection) -> dict[str, list[tuple[object, ...]]]:
+    """The rows of each user-data table (derived.USER_DATA) `conn` holds: what a database started
+    afresh (a rebuild, a first load begun again) is given back. A table an older database lacks,
+    or cannot read, gives none."""
+    out: dict[str, list[tuple[object, ...]]] = {}
+    for table, columns in derived.USER_DATA.items():
+        names = ", ".join(f'"{c}"' for c in columns)
+        try:
+            out[table] = conn.execute(f"SELECT {names} FROM {table}").fetchall()
+        except sqlite3.OperationalError:
+            out[table] = []
+    return out
+
+
+def write_user_data(conn: sqlite3.Connection, data: dict[str, list[tuple[object, ...]]]) -> None:
+    """Put `read_user_data`'s rows into a new database (a row already there is kept)."""
+    for table, rows in data.items():
+        columns = derived.USER_DATA.get(table)
+        if not columns or not rows:
+            continue
+        names = ", ".join(f'"{c}"' for c in columns)
+        marks = ", ".join("?" * len(columns))
+        conn.executemany(f"INSERT OR IGNORE INTO {table} ({names}) VALUES ({marks})", rows)
 
 
 # SQLite's primary result codes this module tells apart (exc.sqlite_errorcode & 0xFF)

@@ -85,6 +85,14 @@ REPLAYED_TABLES = tuple(
 # what was taken from where records were placed, and is dropped when a replay places them again
 CHECKPOINTS = ("signals_state", "signals_prompts")
 
+# User data: what the user gave threadloom, which no record holds and nothing can rebuild. Never
+# emptied by an upgrade; a database started afresh (`ingest --rebuild`, a first load begun again)
+# is given these rows back (core.db.read_user_data, write_user_data). Table: its columns.
+USER_DATA: dict[str, tuple[str, ...]] = {
+    "source_roots": ("path", "added_at"),  # the folders given with --source, rescanned on each run
+    "hidden": ("kind", "key", "hidden_at"),  # the sessions and projects hidden from the lists
+}
+
 SessionsDone = Callable[[int, int], None]
 
 

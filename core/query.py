@@ -325,12 +325,15 @@ def agents_of(sessions: list[SessionSummary]) -> list[str]:
 @dataclass(slots=True)
 class SessionView:
     """How a list of sessions is shown: the words it must match, its order, one agent only (None:
-    all) and whether sessions of fewer than two messages are hidden."""
+    all), whether sessions of fewer than two messages are hidden, and the sessions the user hid
+    (`hidden`: their ids, listed only with `show_hidden`)."""
 
     text: str = ""
     order: str = "recent"
     agent: str | None = None
     hide_short: bool = False
+    hidden: frozenset[str] = field(default_factory=frozenset)
+    show_hidden: bool = False
 
     def apply(self, sessions: list[SessionSummary]) -> list[SessionSummary]:
         kept = [
@@ -338,9 +341,14 @@ class SessionView:
             for s in sessions
             if (self.agent is None or s.agent == self.agent)
             and not (self.hide_short and s.message_count < 2)
+            and (self.show_hidden or s.id not in self.hidden)
             and session_matches(s, self.text)
         ]
         return sort_sessions(kept, self.order)
+
+    def hides(self, session: SessionSummary) -> bool:
+        """Whether the user hid it and hidden ones are not shown now."""
+        return not self.show_hidden and session.id in self.hidden
 
     @property
     def narrows(self) -> bool:

@@ -334,6 +334,13 @@ CREATE TABLE IF NOT EXISTS source_versions (
 
 CREATE INDEX IF NOT EXISTS ix_source_versions_file ON source_versions (source_file_id);
 
+CREATE TABLE IF NOT EXISTS hidden (
+	kind VARCHAR NOT NULL,
+	"key" VARCHAR NOT NULL,
+	hidden_at INTEGER,
+	PRIMARY KEY (kind, "key")
+);
+
 CREATE INDEX IF NOT EXISTS ix_entries_titles ON entries (session_id) WHERE entry_type IN ('custom-title', 'custom-title-file', 'ai-title', 'agent-name');
 
 CREATE INDEX IF NOT EXISTS ix_sessions_listing ON agent_sessions (project_path, is_subagent, message_count, ended_at, created_at, source, project, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, cost_usd, unpriced_messages);

@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING
 from textual.app import App
 from textual.worker import Worker
 from threadloom.tui import workers
-from threadloom.tui.events import AgentRan, ForkWritten
+from threadloom.tui.events import AgentRan, ForkWritten, HideChanged
 from threadloom.tui.screens import ErrorScreen
 from threadloom.tui.workers import (
     CleanupAhead,
     Exported,
     Followed,
     ForkIngested,
+    HiddenWritten,
     Ingested,
     IngestProgressed,
     IngestStatus,
@@ -368,6 +369,34 @@ class ArchiveApp(App[int]):
             return
         self.archive_changed()
         self.browser.session_grew(event.session_id)
+
+    # ------------------------------------------------------------------ hiding
+
+    def on_hide_changed(self, event: HideChanged) -> None:
+        """Remember in the archive what the browser now hides (or shows again); a read-only
+        archive cannot, and the browser shows it as it is stored."""
+        if self.read_only or self.db_path is None:
+            self.notify(
+                "This archive is read-only: what is hidden cannot be remembered.",
+                title="Hide",
+                severity="warning",
+                timeout=6,
+            )
+            self.browser.refresh_panes()
+            return
+        work = partial(workers.hide, self.db_path, event.kind, event.key, event.hidden)
+        workers.start(self, workers.HIDE, work)
+
+    def on_hidden_written(self, event: HiddenWritten) -> None:
+        self.browser.hide_written(event.done)
+        if event.error is not None:
+            self.notify(
+                f"Could not remember what is hidden: {event.error}",
+                title="Hide",
+                severity="error",
+                timeout=10,
+            )
+            self.browser.refresh_panes()  # as the archive has it
 
     # ------------------------------------------------------------------ the other workers' ends
 

@@ -27,8 +27,10 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Input, Label, OptionList, ProgressBar, Static, Tree
 from threadloom.core import archive, browse
+from threadloom.core.hidden import MARK, PROJECT, SESSION, Hidden, read_hidden
 from threadloom.core.query import display_title, get_session
 from threadloom.core.text import count_of, human_tokens, short_when
+from threadloom.tui.events import HideChanged
 from threadloom.tui.footer import KeyFooter
 from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import FilterInput, NodeRef, ProjectList, SessionTree
@@ -111,6 +113,10 @@ class BrowserScreen(Screen[None]):
         self._status = "Reading agent logs"
         self._last_pane_refresh = 0.0
         self.settings = Settings()  # the app gives it what it read at start (`use_settings`)
+        self.hidden = Hidden()  # what the user hid from the lists, as the archive has it
+        # hidden (True) or shown again (False) but not written yet: (kind, key) → hidden
+        self.hiding: dict[tuple[str, str], bool] = {}
+        self.show_hidden = False  # H: the hidden projects and sessions are listed too, marked
 
     def _after_refresh(self, callback: Callable[..., object], *args: object) -> None:
         """Run `callback` after the next refresh, through the app's queue: this screen's own would
@@ -207,6 +213,93 @@ class BrowserScreen(Screen[None]):
         self.settings.hide_short_sessions = event.hidden
         self._remember()
 
+    # ------------------------------------------------------------------ hiding
+
+    def now_hidden(self) -> Hidden:
+        """What is hidden: the archive's, with what was hidden or shown since and is being written."""
+        sessions, projects = set(self.hidden.sessions), set(self.hidden.projects)
+        for (kind, key), hidden in self.hiding.items():
+            chosen = sessions if kind == SESSION else projects
+            if hidden:
+                chosen.add(key)
+            else:
+                chosen.discard(key)
+        return Hidden(frozenset(sessions), frozenset(projects))
+
+    def _hide(self, kind: str, key: str, name: str) -> None:
+        """h: hide it from the lists (or show it again, when it was), at once; the app writes it."""
+        hidden = self.now_hidden()
+        now = key not in (hidden.sessions if kind == SESSION else hidden.projects)
+        self.hiding[(kind, key)] = now
+        self.post_message(HideChanged(kind, key, now))
+        self._show_hidden_now()
+        what = "session" if kind == SESSION else "project"
+        if now:
+            self.notify(
+                f"Hidden: {name} (H lists hidden {what}s, h there shows it again)", title="Hide", timeout=4
+            )
+        else:
+            self.notify(f"In the list again: {name}", title="Hide", timeout=3)
+
+    def hide_written(self, done: tuple[str, str] | None) -> None:
+        """The app wrote what was hidden (`done`) or failed to (None: nothing is taken as written)."""
+        if done is None:
+            self.hiding.clear()
+        elif self.conn is not None:
+            self.hiding.pop(done, None)
+            self.hidden = read_hidden(self.conn)
+
+    def _show_hidden_now(self) -> None:
+        """The lists as `now_hidden` has them: projects re-listed, the tree's view changed."""
+        if self.conn is None:
+            return
+        hidden = self.now_hidden()
+        projects = [
+            p for p in browse.list_projects(self.conn) if self.show_hidden or p.path not in hidden.projects
+        ]
+        project_list = self.query_one(ProjectList)
+        at = project_list.highlighted or 0
+        before = project_list.current.path if project_list.current else None
+        project_list.set_projects(projects, hidden.projects)
+        if before is not None and before not in {p.path for p in projects} and projects:
+            project_list.highlighted = min(at, len(projects) - 1)  # the next project, not the first
+        tree = self.query_one(SessionTree)
+        current = project_list.current
+        if (current.path if current else None) != tree.project:
+            tree.view.hidden, tree.view.show_hidden = hidden.sessions, self.show_hidden
+            tree.show_project(self.conn, current.path if current else None)
+        else:
+            tree.set_view(hidden=hidden.sessions, show_hidden=self.show_hidden)
+        tree.border_subtitle = tree.facts(tree.cursor_node)
+
+    @on(ProjectList.HideAsked)
+    def _hide_project(self, event: ProjectList.HideAsked) -> None:
+        name = next(
+            (p.name for p in self.query_one(ProjectList).projects if p.path == event.path), event.path
+        )
+        self._hide(PROJECT, event.path, name)
+
+    @on(SessionTree.HideAsked)
+    def _hide_session(self, event: SessionTree.HideAsked) -> None:
+        self._hide(SESSION, event.session.id, display_title(event.session))
+
+    @on(ProjectList.ShowHiddenAsked)
+    def toggle_hidden(self) -> None:
+        """H: the hidden projects and sessions listed too (marked ⊘), or left out again."""
+        self.show_hidden = not self.show_hidden
+        self._show_hidden_now()
+        hidden = self.now_hidden()
+        count = len(hidden.sessions) + len(hidden.projects)
+        if self.show_hidden:
+            self.notify(
+                f"Hidden sessions and projects listed, marked {MARK} ({count})"
+                if count
+                else "Nothing is hidden",
+                timeout=3,
+            )
+        else:
+            self.notify("Hidden sessions and projects left out", timeout=2)
+
     # ------------------------------------------------------------------ the filter box
 
     @on(SessionTree.FilterRequested)
@@ -292,12 +385,20 @@ class BrowserScreen(Screen[None]):
         """Re-read projects and the current project's sessions (kept expanded where they were)."""
         if self.conn is None:
             return
-        projects = browse.list_projects(self.conn)
+        self.hidden = read_hidden(self.conn)
+        hidden = self.now_hidden()
+        projects = [
+            p for p in browse.list_projects(self.conn) if self.show_hidden or p.path not in hidden.projects
+        ]
         project_list = self.query_one(ProjectList)
-        project_list.set_projects(projects)
+        project_list.set_projects(projects, hidden.projects)
         current = project_list.current
         tree = self.query_one(SessionTree)
-        tree.show_project(self.conn, current.path if current else None, keep_state=keep_state)
+        view_changed = (tree.view.hidden, tree.view.show_hidden) != (hidden.sessions, self.show_hidden)
+        tree.view.hidden, tree.view.show_hidden = hidden.sessions, self.show_hidden
+        listed = tree.show_project(self.conn, current.path if current else None, keep_state=keep_state)
+        if view_changed and not listed:  # hidden or shown again elsewhere (`threadloom hide`)
+            tree.set_view()
         tree.border_subtitle = tree.facts(tree.cursor_node)
         view = self.query_one(MessageView)
         if view.session_id is None and tree.root.children:
@@ -568,6 +669,19 @@ class BrowserScreen(Screen[None]):
             tree.set_view(text="", agent=None)
             self._view_cleared()
             tree_node = tree.reveal(chain)
+        hidden = self.now_hidden()
+        if (
+            tree_node is None
+            and not self.show_hidden
+            and (set(chain) & hidden.sessions or path in hidden.projects)
+        ):
+            # hidden from the lists: asked for by name, it is listed with the hidden ones (marked)
+            self.show_hidden = True
+            self._show_hidden_now()
+            if path in {p.path for p in projects.projects}:
+                projects.highlighted = [p.path for p in projects.projects].index(path)
+                tree.show_project(self.conn, path)
+            tree_node = tree.reveal(chain)
         if tree_node is not None:
             self._after_refresh(tree.move_cursor, tree_node)
         ref = tree_node.data if tree_node is not None else NodeRef("session", node)
@@ -728,8 +842,19 @@ class BrowserScreen(Screen[None]):
             yield SystemCommand("Messages: find in this session", "Key Ctrl+F", view.action_find)
             yield SystemCommand("Messages: next failed tool call", "Key !", view.action_next_failure)
             yield SystemCommand("Messages: files this session changed", "Key c", view.action_files_changed)
+        if pane in ("projects", "sessions"):
+            verb = "Leave out" if self.show_hidden else "List"
+            yield SystemCommand(
+                f"{PANE_NAMES[pane]}: {verb} the hidden sessions and projects", "Key H", self.toggle_hidden
+            )
+        if pane == "projects" and self.query_one(ProjectList).current is not None:
+            projects = self.query_one(ProjectList)
+            yield SystemCommand(
+                "Projects: hide this project (or show it again)", "Key h", projects.action_hide
+            )
         if pane == "sessions":
             tree = self.query_one(SessionTree)
+            yield SystemCommand("Sessions: hide this session (or show it again)", "Key h", tree.action_hide)
             verb = "Hide" if tree.include_warmup else "Show"
             yield SystemCommand(f"Sessions: {verb} Warmup agents", "Key w", tree.action_toggle_warmup)
             yield SystemCommand(

@@ -46,6 +46,17 @@ class OpenProject(Message):
         self.path = path
 
 
+class HideChanged(Message):
+    """A session or project was hidden from the lists, or shown again (`hidden`): the browser shows
+    it so at once; the app writes it to the archive, where it is remembered."""
+
+    def __init__(self, kind: str, key: str, hidden: bool) -> None:
+        super().__init__()
+        self.kind = kind
+        self.key = key
+        self.hidden = hidden
+
+
 class SearchHitChosen(Message):
     """Enter on a search hit: the browser shows its session at the hit, and Esc goes back to search."""
 

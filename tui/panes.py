@@ -20,6 +20,7 @@ from textual.widgets.option_list import Option
 from textual.widgets.tree import TreeNode
 from threadloom.core import browse
 from threadloom.core.browse import Branch, ProjectRow, Segment, SessionSummary
+from threadloom.core.hidden import MARK
 from threadloom.core.query import SORT_ORDERS, SessionView, agents_of, display_title, money
 from threadloom.core.text import count_of, flat, human_tokens, short_when, shorter_when
 from threadloom.tui.render import short_model
@@ -49,21 +50,50 @@ class ProjectList(OptionList):
         Binding(
             "enter,right,l", "select", "Open", id="projects.open", tooltip="Show the sessions of this project"
         ),
+        Binding(
+            "h",
+            "hide",
+            "Hide",
+            show=False,
+            id="projects.hide",
+            tooltip="Hide this project from the list (not from the archive); on a hidden one, show it again",
+        ),
+        Binding(
+            "H",
+            "toggle_hidden",
+            "Show hidden",
+            show=False,
+            id="projects.show-hidden",
+            tooltip="Show or leave out the hidden projects and sessions (marked ⊘)",
+        ),
         Binding("left", "scroll_left", "Scroll left", show=False, id="projects.scroll-left"),
         Binding("ctrl+pageup", "page_left", "Page left", show=False, id="projects.page-left"),
         Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="projects.page-right"),
     ]
 
+    class HideAsked(Message):
+        """h: the project under the cursor hidden, or shown again when it is hidden."""
+
+        def __init__(self, path: str) -> None:
+            super().__init__()
+            self.path = path
+
+    class ShowHiddenAsked(Message):
+        """H: list the hidden projects and sessions too, or leave them out again."""
+
     def __init__(self, *, now: Callable[[], float], id: str | None = None) -> None:
         super().__init__(id=id)
         self.now = now
         self.projects: list[ProjectRow] = []
+        self.hidden: frozenset[str] = frozenset()  # the paths of the hidden projects listed (marked)
         self._width = 26
 
-    def set_projects(self, projects: list[ProjectRow]) -> None:
-        """Replace the rows, keeping the highlighted project if it is still there."""
+    def set_projects(self, projects: list[ProjectRow], hidden: frozenset[str] = frozenset()) -> None:
+        """Replace the rows, keeping the highlighted project if it is still there; `hidden`: the
+        paths of those listed though hidden (marked)."""
         keep = self.current.path if self.current else None
         self.projects = projects
+        self.hidden = hidden
         self._width = self._prompt_width()
         self.clear_options()
         self.add_options([Option(self._prompt(p), id=p.path) for p in projects])
@@ -86,7 +116,14 @@ class ProjectList(OptionList):
 
     def on_resize(self) -> None:
         if self.projects and self._prompt_width() != self._width:
-            self.set_projects(self.projects)
+            self.set_projects(self.projects, self.hidden)
+
+    def action_hide(self) -> None:
+        if self.current is not None:
+            self.post_message(self.HideAsked(self.current.path))
+
+    def action_toggle_hidden(self) -> None:
+        self.post_message(self.ShowHiddenAsked())
 
     @property
     def current(self) -> ProjectRow | None:
@@ -98,6 +135,8 @@ class ProjectList(OptionList):
         width = self._width
         age = short_when(p.last_activity, self.now())
         name = flat(p.name)  # a folder's name is anyone's text: drawn as text
+        if p.path in self.hidden:
+            name = f"{MARK} {name}"
         if len(name) + len(age) + 2 > width:
             age = shorter_when(age)  # "12 Jun" (this year), "Jun 2025" before the name gives way
         first = Text(_fit(name, width - len(age) - 2), style="bold")
@@ -172,7 +211,23 @@ class SessionTree(Tree[NodeRef]):
             id="sessions.expand",
             tooltip="Show branches, compaction segments and subagents",
         ),
-        Binding("left,h", "collapse", "Collapse", show=False, id="sessions.collapse"),
+        Binding("left", "collapse", "Collapse", show=False, id="sessions.collapse"),
+        Binding(
+            "h",
+            "hide",
+            "Hide",
+            show=False,
+            id="sessions.hide",
+            tooltip="Hide this session from the list (not from the archive); on a hidden one, show it again",
+        ),
+        Binding(
+            "H",
+            "toggle_hidden",
+            "Show hidden",
+            show=False,
+            id="sessions.show-hidden",
+            tooltip="Show or leave out the hidden sessions and projects (marked ⊘)",
+        ),
         Binding("space", "toggle_node", "Expand/collapse", show=False, id="sessions.toggle"),
         Binding(
             "ctrl+f",
@@ -252,6 +307,13 @@ class SessionTree(Tree[NodeRef]):
     class ViewCleared(Message):
         """Esc in the list: the typed filter was cleared (the screen hides its box)."""
 
+    class HideAsked(Message):
+        """h: the session under the cursor hidden, or shown again when it is hidden."""
+
+        def __init__(self, session: SessionSummary) -> None:
+            super().__init__()
+            self.session = session
+
     class ShortSessionsToggled(Message):
         """`.`: sessions of fewer than two messages were hidden (or shown); the screen remembers it."""
 
@@ -272,6 +334,7 @@ class SessionTree(Tree[NodeRef]):
         self.sessions: list[SessionSummary] = []  # those listed: `view` applied to `all_sessions`
         self.view = SessionView()
         self._adding = False  # `_fill` is adding rows: invalidate once after them
+        self._fallback = 0  # the row the cursor goes to when its session is no longer listed
 
     # ------------------------------------------------------------------ filling
 
@@ -315,7 +378,11 @@ class SessionTree(Tree[NodeRef]):
             self._adding = False
             self._invalidate()
         if not self.sessions and self.all_sessions:
-            note = Text("No match: Esc clears", style="dim italic")  # fits the narrowest pane
+            narrowed = self.view.narrows or not self.view.hidden
+            # each fits the narrowest pane
+            note = Text(
+                "No match: Esc clears" if narrowed else "All hidden: H shows them", style="dim italic"
+            )
             self.root.add_leaf(note, NodeRef("note"))
         self.border_title = self.title_text()
         self._restore(expanded, cursor)
@@ -323,12 +390,20 @@ class SessionTree(Tree[NodeRef]):
     def title_text(self) -> str:
         """'Sessions (12 of 40) · most tokens · codex': how many are listed of how many, then the
         order and the agent when they are not the defaults."""
-        shown, total = len(self.sessions), len(self.all_sessions)
+        hidden = sum(1 for s in self.all_sessions if s.id in self.view.hidden)
+        listable = (
+            self.all_sessions
+            if self.view.show_hidden
+            else [s for s in self.all_sessions if s.id not in self.view.hidden]
+        )
+        shown, total = len(self.sessions), len(listable)
         text = f"Sessions ({shown} of {total})" if self.view.narrows else f"Sessions ({total})"
         if self.view.order != "recent":
             text += f" · {ORDER_NAMES[self.view.order]}"
         if self.view.agent is not None:
             text += f" · {self.view.agent}"
+        if hidden:
+            text += f" · {hidden} hidden{' (shown)' if self.view.show_hidden else ''}"
         return text
 
     def set_view(self, **changes: object) -> None:
@@ -336,7 +411,15 @@ class SessionTree(Tree[NodeRef]):
         session where that is still listed, and what was expanded."""
         for name, value in changes.items():
             setattr(self.view, name, value)
-        self._fill(self._expanded_ids(), self._cursor_id(), changed=False)
+        # where the cursor was among the rows: it stays there when its session is left out (hidden)
+        top = self.cursor_node
+        while top is not None and top.parent is not None and top.parent is not self.root:
+            top = top.parent
+        self._fallback = self.root.children.index(top) if top is not None and top in self.root.children else 0
+        try:
+            self._fill(self._expanded_ids(), self._cursor_id(), changed=False)
+        finally:
+            self._fallback = 0
 
     def _invalidate(self) -> None:
         """Textual's Tree drops its line cache and schedules a layout for every node added: 4,000
@@ -395,7 +478,7 @@ class SessionTree(Tree[NodeRef]):
             head.append(f"messages {g.start_seq + 1:,}–{g.end_seq + 1:,}")
             label = fit(head, [(short_when(g.started_at, self.now()), "dim")], width)
         else:
-            label = session_label(ref.session, width, self.now())
+            label = session_label(ref.session, width, self.now(), hidden=ref.session.id in self.view.hidden)
         label.stylize(style)
         icon = (
             (self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE) if node.allow_expand else "  "
@@ -415,7 +498,8 @@ class SessionTree(Tree[NodeRef]):
         for segment in browse.compaction_segments(self.conn, session.id, session.message_count):
             node.add_leaf(f"segment {segment.number}", NodeRef("segment", session, segment=segment))
         for child in browse.child_sessions(self.conn, session.id, include_warmup=self.include_warmup):
-            self._add_session(node, child)
+            if not self.view.hides(child):
+                self._add_session(node, child)
 
     def facts(self, node: TreeNode[NodeRef] | None) -> str:
         """The highlighted session's facts, for the pane's subtitle when rows are too narrow."""
@@ -467,7 +551,7 @@ class SessionTree(Tree[NodeRef]):
                 node.expand()
                 stack.extend(node.children)
         if target is None and self.root.children:
-            target = self.root.children[0]
+            target = self.root.children[min(self._fallback, len(self.root.children) - 1)]
         if target is None:
             return
         # now, so that a key pressed next moves from there: Textual numbers the new rows lazily, and
@@ -555,6 +639,19 @@ class SessionTree(Tree[NodeRef]):
             return bool(self.view.text)
         return True
 
+    # ------------------------------------------------------------------ hiding
+
+    def action_hide(self) -> None:
+        node = self.cursor_node
+        ref = node.data if node is not None else None
+        if ref is None or ref.session is None or ref.kind != "session":
+            self.notify("h hides a session (or, in the projects, a project)", timeout=2)
+            return
+        self.post_message(self.HideAsked(ref.session))
+
+    def action_toggle_hidden(self) -> None:
+        self.post_message(ProjectList.ShowHiddenAsked())
+
     # ------------------------------------------------------------------ copy
 
     def action_copy_id(self) -> None:
@@ -628,11 +725,14 @@ def last_activity(s: SessionSummary) -> int | None:
     return s.last_activity
 
 
-def session_label(s: SessionSummary, width: int, now: float | None = None) -> Text:
+def session_label(s: SessionSummary, width: int, now: float | None = None, *, hidden: bool = False) -> Text:
     """Title (or a subagent's description, type and status), then last activity, messages, tokens
-    and model, each padded to a column of its own so that the rows line up."""
+    and model, each padded to a column of its own so that the rows line up; ⊘ first when the
+    user hid it (listed while hidden ones are shown)."""
     head = Text(no_wrap=True, overflow="ellipsis")
     facts: list[tuple[str, str]] = []
+    if hidden:
+        head.append(f"{MARK} ", style="dim")
     if (
         s.signal_count
     ):  # what went wrong in it (core.signals), before the title so it always shows: `S` lists them

@@ -109,6 +109,16 @@ class RootsChanged(Message):
     """A file was added to or removed from a folder the agents write their sessions in."""
 
 
+class HiddenWritten(Message):
+    """A session or project hidden (or shown again) was written to the archive (`done`: its kind
+    and key), or could not be (`error`)."""
+
+    def __init__(self, done: tuple[str, str] | None, error: BaseException | None) -> None:
+        super().__init__()
+        self.done = done
+        self.error = error
+
+
 # ---------------------------------------------------------------------- starting and ending
 
 
@@ -129,6 +139,8 @@ FORK_INGEST = Job("fork-ingest", "ingest a fork", exclusive=False)
 EXPORT = Job("export", "export a session", exclusive=False)
 WATCH = Job("watch", "look for new session files", exclusive=False)
 CLEANUP = Job("cleanup", "look for sessions an agent's cleanup will delete", exclusive=False)
+# hiding waits for the writer lock (an ingest may hold it): each one written, in order
+HIDE = Job("hide", "remember what is hidden", exclusive=False)
 
 
 def start(app: App, job: Job, work: Callable[[], object]) -> Worker:
@@ -166,6 +178,8 @@ def finished(worker: Worker, state: WorkerState) -> Message | None:
         from threadloom.core.cleanup import CleanupRisk
 
         return CleanupAhead(result, reading=False) if isinstance(result, CleanupRisk) else None
+    if worker.group == HIDE.group and state != WorkerState.CANCELLED:
+        return HiddenWritten(result if isinstance(result, tuple) else None, error)
     if worker.group == EXPORT.group and state != WorkerState.CANCELLED:
         return Exported(result if isinstance(result, Path) else None, error)
     return None
@@ -305,6 +319,14 @@ def check_cleanup(db_path: Path) -> CleanupRisk | None:
         return cleanup_risk(conn)
     finally:
         conn.close()
+
+
+def hide(db_path: Path, kind: str, key: str, hidden: bool) -> tuple[str, str]:
+    """Remember in the archive that a session or project is hidden (or not), as its one writer."""
+    from threadloom.core.hidden import write_hidden
+
+    write_hidden(db_path, kind, [key], hidden)
+    return kind, key
 
 
 def read_files(db_path: Path, paths: list[Path]) -> IngestReport:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from threadloom.core import db, derived
 
 # the archive: what the agents wrote and where it came from, and what the user gave threadloom
-ARCHIVE = {"entries", "source_files", "source_versions", "source_roots", "ledger_meta"}
+ARCHIVE = {"entries", "source_files", "source_versions", "ledger_meta", *derived.USER_DATA}
 
 
 def test_every_table_is_the_archive_or_a_kind_of_derived_data(tmp_path):

@@ -402,8 +402,8 @@ async def test_first_load_draws_the_project_list_once(
     fills: list[int] = []
     original = ProjectList.set_projects
 
-    def counted(self: ProjectList, projects: list) -> None:
-        original(self, projects)
+    def counted(self: ProjectList, projects: list, *hidden: frozenset) -> None:
+        original(self, projects, *hidden)
         fills.append(self._width)
 
     monkeypatch.setattr(ProjectList, "set_projects", counted)

@@ -1,0 +1,99 @@
+"""`h` hides a session or a project from the lists (not from the archive), `H` lists the hidden
+ones too, marked; what is hidden is remembered in the archive across launches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from threadloom.core import db
+from threadloom.core.hidden import read_hidden
+from threadloom.core.ingest import run_ingest
+from threadloom.tui.app import ThreadloomApp
+from threadloom.tui.messages import MessageView
+from threadloom.tui.panes import ProjectList, SessionTree
+
+from tests.conftest import Transcript
+from tests.tui_support import fixed_now, settle, until
+
+OLD = "a1000000-0000-4000-8000-0000000000a1"
+NEW = "a2000000-0000-4000-8000-0000000000a2"
+WEB = "b1000000-0000-4000-8000-0000000000b1"
+
+
+def archive(tmp_path: Path) -> Path:
+    root = tmp_path / "projects"
+    for sid, cwd, prompt, minute in ((OLD, "/srv/api", "Old spike on caching", 1), (NEW, "/srv/api", "Ship the rate limiter", 5), (WEB, "/srv/web", "Try the new bundler", 3)):  # fmt: skip
+        t = Transcript(
+            root / cwd.replace("/", "-") / f"{sid}.jsonl",
+            sid,
+            cwd=cwd,
+            timestamp=f"2025-06-12T10:0{minute}:00.000Z",
+        )
+        t.user(prompt)
+        t.assistant("Done.")
+        t.write()
+    path = tmp_path / "t.db"
+    conn = db.connect(path)
+    run_ingest(conn, [root], include_defaults=False)
+    conn.close()
+    return path
+
+
+def hidden_in(path: Path):
+    conn = db.connect(path, readonly=True)
+    try:
+        return read_hidden(conn)
+    finally:
+        conn.close()
+
+
+def titles(tree: SessionTree) -> list[str]:
+    return [str(n.data.session.title) for n in tree.root.children if n.data and n.data.session]
+
+
+async def test_h_hides_sessions_and_projects_and_the_archive_remembers(tmp_path: Path) -> None:
+    path = archive(tmp_path)
+    app = ThreadloomApp(db_path=path, ingest=False, now=fixed_now)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        projects, tree = app.query_one(ProjectList), app.query_one(SessionTree)
+        assert [p.path for p in projects.projects] == ["/srv/api", "/srv/web"]
+        tree.focus()
+        await pilot.pause()
+        assert titles(tree) == ["Ship the rate limiter", "Old spike on caching"]
+        await pilot.press(
+            "j", "h"
+        )  # the old spike: out of the list, the cursor on the row that took its place
+        await settle(pilot)
+        assert titles(tree) == ["Ship the rate limiter"] and "1 hidden" in tree.title_text()
+        await until(pilot, lambda: hidden_in(path).sessions == {OLD})
+        await pilot.press("H")  # listed again, marked
+        await pilot.pause()
+        assert titles(tree) == ["Ship the rate limiter", "Old spike on caching"]
+        row = next(n for n in tree.root.children if n.data.session.id == OLD)
+        assert (
+            tree.render_label(row, tree.rich_style, tree.rich_style).plain.lstrip().startswith("⊘ Old spike")
+        )
+        await pilot.press("H")
+        projects.focus()
+        await pilot.press("j", "h")  # the web project
+        await settle(pilot)
+        assert [p.path for p in projects.projects] == ["/srv/api"]
+        await until(pilot, lambda: hidden_in(path).projects == {"/srv/web"})
+
+    # remembered: a new launch lists neither; a hidden session asked for by name is shown all the same
+    app = ThreadloomApp(db_path=path, ingest=False, now=fixed_now)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        projects, tree = app.query_one(ProjectList), app.query_one(SessionTree)
+        assert [p.path for p in projects.projects] == ["/srv/api"] and titles(tree) == [
+            "Ship the rate limiter"
+        ]
+        app.browser.jump_to_session(OLD)
+        await pilot.pause()
+        assert app.query_one(MessageView).session_id == OLD
+        assert tree.cursor_node is not None and tree.cursor_node.data.session.id == OLD  # listed, marked
+        tree.focus()
+        await pilot.press("h")  # h on a hidden one shows it again
+        await settle(pilot)
+        await until(pilot, lambda: hidden_in(path).sessions == frozenset())
