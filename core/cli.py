@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the commands import what they use when they run: a launch l
 EPILOG = """\
 examples:
   threadloom                          open the browser (ingests new sessions first)
+  threadloom 3f2a                     open the browser on a session (as `threadloom open 3f2a`)
   threadloom --demo                   open on a bundled demo archive in a temporary database
   threadloom ingest --source ~/old-claude-projects
   threadloom sessions --project myapp --json | jq '.[0]'
@@ -75,6 +76,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-ingest", action="store_true", help="open the TUI without ingesting first")
     parser.add_argument("--version", action="version", version="threadloom 0.1.0")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser(
+        "open",
+        help="open the TUI on a session (also: threadloom SESSION)",
+        description="Open the TUI with a session shown: its project's sessions listed, the session "
+        "revealed in the tree and read in the message viewer, so a link from the command line, a "
+        "script or another tool lands on it. `threadloom SESSION` does the same.",
+    )
+    _db_arg(p)
+    p.add_argument("session", help="session id, unique prefix, or the agent's own id")
+    # SUPPRESS: given before the session (`threadloom --no-ingest 3f2a`), the top level's stand
+    p.add_argument(
+        "--source",
+        metavar="DIR",
+        type=Path,
+        action="append",
+        default=argparse.SUPPRESS,
+        help="also read agent logs under DIR (repeatable)",
+    )
+    p.add_argument(
+        "--no-ingest", action="store_true", default=argparse.SUPPRESS, help="open without ingesting first"
+    )
 
     p = sub.add_parser(
         "ingest",
@@ -555,10 +578,10 @@ READ_COMMANDS = frozenset(
 
 
 def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace], int] | None = None) -> int:
-    """The command line. `run_tui` opens the app when no subcommand is given; it is passed in by
-    `tui.entry` (the console script) so that core never imports the TUI."""
+    """The command line. `run_tui` opens the app when no subcommand is given (or `open`); it is
+    passed in by `tui.entry` (the console script) so that core never imports the TUI."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_session_opens(list(sys.argv[1:] if argv is None else argv), parser))
     from threadloom.core.db import LedgerError
 
     streams = sys.stdout, sys.stderr
@@ -568,6 +591,8 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
     try:
         if args.command is None:
             return (run_tui or _no_tui)(args)
+        if args.command == "open":
+            return _open_in_tui(args, run_tui or _no_tui)
         handler = {
             "ingest": cmd_ingest,
             "sessions": cmd_sessions,
@@ -625,6 +650,48 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
     finally:
         if reads:
             sys.stdout, sys.stderr = streams
+
+
+# the top level's options that take a value: what follows them is no command
+TOP_OPTIONS_WITH_VALUES = frozenset({"--db", "--source"})
+
+
+def _session_opens(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
+    """`threadloom SESSION` as `threadloom open SESSION`: a first word that names no command is a
+    session (a link from a script or another tool lands in the viewer)."""
+    commands = {
+        name
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name in action.choices
+    }
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            return argv
+        if word in TOP_OPTIONS_WITH_VALUES:
+            i += 2
+            continue
+        if word.startswith("-"):
+            i += 1
+            continue
+        return argv if word in commands else [*argv[:i], "open", *argv[i:]]
+    return argv
+
+
+def _open_in_tui(args: argparse.Namespace, run_tui: Callable[[argparse.Namespace], int]) -> int:
+    """`open SESSION`: the session is found first (by id, prefix or its agent's own id), so a
+    wrong one is said here, on the command line, and the TUI opens on the one found."""
+    from threadloom.core.query import resolve_session
+
+    conn = _open_for_reading(args)
+    try:
+        args.open_session = resolve_session(conn, args.session).id
+    finally:
+        conn.close()
+    args.demo = False
+    return run_tui(args)
 
 
 def _unexpected(args: argparse.Namespace, exc: Exception) -> int:

@@ -155,10 +155,12 @@ class ThreadloomApp(ArchiveApp):
         ingest: bool = True,
         now: Callable[[], float] = time.time,
         demo_long_turns: int | None = None,
+        open_session: str | None = None,
     ) -> None:
         super().__init__(
             db_path=db_path, sources=sources, demo=demo, ingest=ingest, demo_long_turns=demo_long_turns
         )
+        self.open_session = open_session  # `threadloom open SESSION`: shown once the archive is open
         self.now = now
         use_clock(now)  # the dates drawn say their year by this clock's
         self.search_screen: SearchScreen | None = None
@@ -482,10 +484,16 @@ def _palette_provider(name: str) -> type[Provider]:
 
 
 def run_app(
-    *, db_path: Path | None = None, sources: Iterable[Path] = (), demo: bool = False, ingest: bool = True
+    *,
+    db_path: Path | None = None,
+    sources: Iterable[Path] = (),
+    demo: bool = False,
+    ingest: bool = True,
+    open_session: str | None = None,
 ) -> int:
-    """Entry point for `threadloom` without a subcommand; returns the process exit code."""
-    app = ThreadloomApp(db_path=db_path, sources=sources, demo=demo, ingest=ingest)
+    """Entry point for `threadloom` without a subcommand (or `open SESSION`, `open_session`: the
+    session shown at start); returns the process exit code."""
+    app = ThreadloomApp(db_path=db_path, sources=sources, demo=demo, ingest=ingest, open_session=open_session)
     try:
         app.run()
     finally:

@@ -73,6 +73,7 @@ class ArchiveApp(App[int]):
         self.root_watch: RootWatch | None = None  # the folders the last ingest looked in
         self.browser: BrowserScreen  # the subclass makes it, as its default screen
         self._rescan_asked = False  # Ctrl+R: the ingest's end is reported even when nothing was new
+        self.open_session: str | None = None  # a session to show once the archive is open
 
     def keep_watch(self) -> None:
         """From now on check the open session's file and the agents' folders, each on its clock."""
@@ -123,6 +124,9 @@ class ArchiveApp(App[int]):
         self.load_reader = readonly
         self.browser.use_connection(self.conn)
         self.browser.refresh_panes()
+        if self.open_session is not None:  # `threadloom open SESSION`: shown once the panes are filled
+            session_id, self.open_session = self.open_session, None
+            self.call_after_refresh(self.browser.jump_to_session, session_id)
 
     def _cannot_open(self, error: Exception) -> None:
         """The database is damaged, locked or unreadable: its message says what to do."""

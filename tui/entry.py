@@ -15,7 +15,13 @@ from threadloom.core.cli import main as cli_main
 def open_app(args: argparse.Namespace) -> int:
     from threadloom.tui.app import run_app
 
-    return run_app(db_path=args.db, sources=args.source, demo=args.demo, ingest=not args.no_ingest)
+    return run_app(
+        db_path=args.db,
+        sources=args.source,
+        demo=args.demo,
+        ingest=not args.no_ingest,
+        open_session=getattr(args, "open_session", None),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -319,7 +319,9 @@ def test_the_console_script_opens_the_tui_but_core_alone_does_not(tmp_path, monk
     opened = []
     monkeypatch.setattr(threadloom.tui.app, "run_app", lambda **kw: opened.append(kw) or 0)
     assert entry.main(["--db", str(tmp_path / "x.db"), "--no-ingest"]) == 0
-    assert opened == [{"db_path": tmp_path / "x.db", "sources": [], "demo": False, "ingest": False}]
+    assert opened == [
+        {"db_path": tmp_path / "x.db", "sources": [], "demo": False, "ingest": False, "open_session": None}
+    ]
 
 
 def test_new_databases_get_the_schema_the_sqlmodel_classes_compile_to(tmp_path):

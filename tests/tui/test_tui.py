@@ -2668,3 +2668,28 @@ async def test_palettes_and_headers_say_the_year_of_another_years_session(demo_d
         assert view.session_id is not None
         drawn = "\n".join(s.text for s in view.ensure(0).strips)
         assert " 2025 " in drawn, drawn[:300]
+
+
+async def test_the_tui_opened_on_a_session_shows_it_in_its_project(demo_db: Path) -> None:
+    """`threadloom open SESSION` (or `threadloom SESSION`): the app starts on that session, its
+    project's sessions listed, the session revealed in the tree and read in the viewer."""
+    from threadloom.core import db as ledger
+    from threadloom.core.query import get_session
+
+    conn = ledger.connect(demo_db, readonly=True)
+    try:
+        projects = browse.list_projects(conn)
+        older = projects[-1]  # not the project a plain start shows
+        target = browse.project_sessions(conn, older.path)[-1]  # nor its newest session
+        assert get_session(conn, target.id) is not None and older.path != projects[0].path
+    finally:
+        conn.close()
+    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now, open_session=target.id)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        view = app.query_one(MessageView)
+        assert view.session_id == target.id and view.has_focus
+        assert app.query_one(ProjectList).current.path == older.path
+        tree = app.query_one(SessionTree)
+        assert tree.cursor_node is not None and tree.cursor_node.data.session.id == target.id
