@@ -1144,8 +1144,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     from threadloom.core.text import human_tokens, one_line, short_when
 
     # piped (to grep, a file): no terminal width to fit, so nothing is cut; on a terminal the title,
-    # project and model give way, the id (what `show` takes) and the numbers never do
-    console = Console(width=None if sys.stdout.isatty() else 1000)
+    # project and model give way, the id (what `show` takes) and the numbers never do. No markup:
+    # the cells are the logs' text ("[trimmed] title" is a title, not a style)
+    console = Console(width=None if sys.stdout.isatty() else 1000, markup=False)
     fixed = {
         "id": 24,
         "when": 12,
@@ -1224,7 +1225,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from threadloom.core.query import short_ids
     from threadloom.core.text import human_tokens
 
-    console = Console(width=None if sys.stdout.isatty() else 1000)
+    console = Console(width=None if sys.stdout.isatty() else 1000, markup=False)  # labels: the logs' text
     table = Table(box=None, header_style="bold", pad_edge=False, show_footer=True, footer_style="bold")
     shown = short_ids(conn) if args.by == "session" else {}  # as `sessions` prints them: `show` takes them
     every = [
@@ -1720,7 +1721,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         highlight=False, width=None if sys.stdout.isatty() else 160
     )  # piped: snippets not squeezed
     for problem in result.problems:
-        console.print(f"[yellow]{problem}[/]")
+        console.print(Text(problem, style="yellow"))  # it quotes the query: never read as markup
     table = Table(box=None, header_style="bold", pad_edge=False, expand=True)
     table.add_column("session", max_width=34, overflow="fold")
     shown = short_ids(conn)

@@ -114,3 +114,18 @@ def test_every_subagent_of_real_sessions_follows_its_own_session(tmp_path: Path)
             assert stack[-1] == query.owner_of(s), s.id
         stack.append(s.id)
     assert len(query.under_their_sessions(sessions)) == len(sessions)
+
+
+def test_titles_in_square_brackets_are_printed_as_written(tmp_path: Path) -> None:
+    """Rich read a table's cells as markup: a session titled "[trimmed for fixture]" (a real Codex
+    fixture's) was listed with a blank title by `sessions` and `stats --by session`."""
+    sid = "c0000000-0000-4000-8000-0000000000c1"
+    t = Transcript(tmp_path / "projects" / "-srv-api" / f"{sid}.jsonl", sid, cwd="/srv/api")
+    t.add({"type": "custom-title", "customTitle": "[trimmed for fixture]", "sessionId": sid}, chain=False)
+    t.user("List the [bold]files[/bold]")
+    t.assistant("Listed.")
+    t.write()
+    dbp = str(tmp_path / "t.db")
+    assert run("--db", dbp, "ingest", "--only", "--source", str(tmp_path / "projects")).returncode == 0
+    assert "[trimmed for fixture]" in run("--db", dbp, "sessions").stdout
+    assert "[trimmed for fixture]" in run("--db", dbp, "stats", "--by", "session").stdout
