@@ -320,7 +320,8 @@ def test_html_draws_claude_codes_markup_and_stays_inert(markup_archive):
     assert '<li class="in_progress">◐ Fixing the loop bound <span class="change">started</span></li>' in page
     assert '<li class="pending">☐ Run the whole suite <span class="change">added</span></li>' in page
     assert (
-        '<div class="hook failed">⚙ <b>PostToolUse:TodoWrite</b> hook <code>./scripts/notify.sh todo</code> <span class="end">exit 1 · 75 ms</span><pre class="said">notify: no display</pre>'
+        # a window-title sequence in what the hook said is drawn as text (␛…␇), never acted on
+        '<div class="hook failed">⚙ <b>PostToolUse:TodoWrite</b> hook <code>./scripts/notify.sh todo</code> <span class="end">exit 1 · 75 ms</span><pre class="said">notify: no display␛]0;pwned␇</pre>'
         in page
     )
     assert '<div class="hook ok">⚙ <b>SessionStart:startup</b> hook' in page
