@@ -712,13 +712,20 @@ def _stats_row(r: sqlite3.Row) -> StatsRow:
 
 
 def _titles(conn: sqlite3.Connection, ids: list[str]) -> dict[str, str]:
+    """Each session's name as everywhere else (`query.display_title`), for the by-session rows."""
+    from types import SimpleNamespace
+
+    from threadloom.core.query import display_title
+
     found: dict[str, str] = {}
     for start in range(0, len(ids), 500):
-        for sid, title in conn.execute(
-            "SELECT id, COALESCE(title, first_prompt, '') FROM agent_sessions WHERE id IN (SELECT value FROM json_each(?))",
+        for row in fetch(
+            conn,
+            "SELECT id, is_subagent, task_description, title, first_prompt FROM agent_sessions "
+            "WHERE id IN (SELECT value FROM json_each(?))",
             (orjson.dumps(ids[start : start + 500]).decode(),),
         ):
-            found[sid] = " ".join(str(title).split())[:120]
+            found[row["id"]] = display_title(SimpleNamespace(**dict(row)))[:120]
     return found
 
 

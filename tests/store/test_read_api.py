@@ -262,6 +262,7 @@ def _names(conn: sqlite3.Connection, sid: str, tmp_path) -> dict[str, str]:
     from threadloom.core import cli
     from threadloom.core.export import export_session
     from threadloom.core.search import search as run_search
+    from threadloom.core.stats import report as stats_report
 
     def printed(*argv: str) -> str:
         out = io.StringIO()
@@ -273,7 +274,10 @@ def _names(conn: sqlite3.Connection, sid: str, tmp_path) -> dict[str, str]:
     session = query.get_session(conn, sid)
     hits = run_search(conn, f"session:{sid[:8]} in:subagents in:tools", limit=50).hits
     listed = {s.id: s for s in query.list_sessions(conn)}
+    # the stats by session name main sessions (a subagent's sums are its session's)
+    by_session = {r.key: r.label for r in stats_report(conn, "session")}
     return {
+        **({"stats by session": by_session[sid]} if sid in by_session else {}),
         "display_title": query.display_title(session),
         "tree": browse.get_node(conn, sid).title,
         "palette": next(t for t in browse.jump_targets(conn) if t.id == sid).title,
