@@ -28,7 +28,9 @@ T = TypeVar("T")
 
 # Bump when the derived tables or their meaning change; entries and source_files survive a bump
 # and the derived tables are rebuilt from `entries`.
-SCHEMA_VERSION = 12  # 11: the stats' sums (core.stats); 12: session_signals (core.signals)
+SCHEMA_VERSION = 13  # 11: the stats' sums (core.stats); 12: session_signals (core.signals); 13: what the
+# adapters read more of (Cursor's tool calls, Cline's opening prompt, Aider's thinking, Claude Code's
+# markup: no turn starts at a command's output), placed again in every session
 BUSY_TIMEOUT_MS = 5000
 # Written in every threadloom database's header (PRAGMA application_id: "TLOM"), so that a file that
 # is not one (another app's SQLite file, an agent's own database) is refused before anything is changed
