@@ -839,6 +839,7 @@ def _dead_ends(conn: sqlite3.Connection, session: _Session, linear: bool) -> lis
     turn_costs: dict[str | None, float] | None = None
     spawning = _spawning_calls(conn, session)
     found = [] if linear else branches(conn, session.id)
+    costly: list[tuple[Any, list[str], float]] = []  # (branch, its abandoned turns, their cost)
     if found:
         kept = set(next(b for b in found if b.active).turn_ids)
         for branch in found:
@@ -851,23 +852,25 @@ def _dead_ends(conn: sqlite3.Connection, session: _Session, linear: bool) -> lis
             if turn_costs is None:
                 turn_costs = _turn_costs(conn, session.id, spawning)
             cost = sum(turn_costs.get(t, 0.0) for t in turns)
-            if cost < minimum:
-                continue
-            prompts = _prompts(session, turns)
-            out.append(
-                Signal(
-                    session.id,
-                    turns[0],
-                    "abandoned-branch",
-                    "high" if cost >= limit("high_usd") else "medium",
-                    f"${cost:.2f} spent on {len(turns)} turn{'s' if len(turns) != 1 else ''} of a branch "
-                    f"rewound away from (branch {branch.number})",
-                    [
-                        Evidence(entry_id=entry_id, seq=seq)
-                        for entry_id, seq in (prompts[t] for t in turns if t in prompts)
-                    ],
-                )
+            if cost >= minimum:
+                costly.append((branch, turns, cost))
+    # their prompts looked up at once (past a cut, a lookup each was most of an append's cost)
+    prompts = _prompts(session, [t for _, turns, _ in costly for t in turns])
+    for branch, turns, cost in costly:
+        out.append(
+            Signal(
+                session.id,
+                turns[0],
+                "abandoned-branch",
+                "high" if cost >= limit("high_usd") else "medium",
+                f"${cost:.2f} spent on {len(turns)} turn{'s' if len(turns) != 1 else ''} of a branch "
+                f"rewound away from (branch {branch.number})",
+                [
+                    Evidence(entry_id=entry_id, seq=seq)
+                    for entry_id, seq in (prompts[t] for t in turns if t in prompts)
+                ],
             )
+        )
     last = max((p.seq for p in session.prompt_of.values()), default=-1)
     earlier = _prompts(session, [c.turn_id for c in spawning if c.turn_id is not None])
     for call in spawning:
@@ -946,13 +949,14 @@ def _prompts(session: _Session, turn_ids: list[str]) -> dict[str, tuple[int, int
     listed = set(
         values(
             session.conn,
-            "SELECT id FROM agent_turns WHERE id IN (SELECT value FROM json_each(?)) AND session_id = ?",
+            "SELECT id FROM agent_turns WHERE id IN (SELECT value FROM json_each(?)) AND +session_id = ?",
             (orjson.dumps(wanted).decode(), session.id),
         )
     )
     uuids = [t for t in wanted if t in listed]
     for uuid, entry_id, seq in session.conn.execute(
-        "SELECT uuid, id, seq FROM entries WHERE uuid IN (SELECT value FROM json_each(?)) AND session_id = ? "
+        # by uuid (a few rows), not by session (all of them): `+` keeps the session's index out of it
+        "SELECT uuid, id, seq FROM entries WHERE uuid IN (SELECT value FROM json_each(?)) AND +session_id = ? "
         "AND seq IS NOT NULL AND role = 'user' ORDER BY seq",
         (orjson.dumps(uuids).decode(), session.id),
     ):
