@@ -1423,7 +1423,10 @@ def _show(args: argparse.Namespace, conn: sqlite3.Connection, session: SessionSu
     from threadloom.core.archive import rewrite_note, session_rewrites
     from threadloom.core.render import render_files_changed, render_session
 
-    console = Console(highlight=False)
+    # its size measured once: left to Rich, every print asks the terminal again (a third of the time
+    # of a long session's `show`)
+    measured = Console(highlight=False).size
+    console = Console(highlight=False, width=measured.width, height=measured.height)
     note = note or rewrite_note(session_rewrites(conn, session.id), session.id)
     options: dict[str, Any] = {
         "expand_subagents": not args.no_subagents,
