@@ -72,21 +72,23 @@ PLAN_TOOLS = frozenset({"ExitPlanMode", "exit_plan_mode"})
 
 def plan_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str, int]]:
     """(file id, stored path, size) of the plans kept for a session: Gemini CLI's in the session's
-    own folder; Claude Code's named by the session's slug (`plans/<slug>.md`; the slug, three
-    random words, is in its records)."""
+    own folder (`<id>/plans/`); Claude Code's named by the session's slug (`plans/<slug>.md`), which
+    the records of its plan calls carry. Read where a session is opened or restored: the calls by
+    their session's index and the side files' names, never the session's records."""
     slugs = [
         slug
         for (slug,) in conn.execute(
-            "SELECT DISTINCT json_extract(CAST(raw AS TEXT), '$.slug') FROM entries WHERE session_id = ? "
-            "AND seq IS NOT NULL AND instr(raw, X'22736C756722') > 0",  # the bytes "slug"
-            (session_id,),
+            "SELECT DISTINCT json_extract(CAST(e.raw AS TEXT), '$.slug') FROM agent_tool_calls c "
+            "JOIN entries e ON e.id = c.entry_id WHERE c.session_id = ? "
+            "AND c.tool_name IN (SELECT value FROM json_each(?))",
+            (session_id, orjson.dumps(sorted(PLAN_TOOLS)).decode()),
         )
         if isinstance(slug, str) and slug
     ]
     ends = [f"/plans/{slug}.md" for slug in slugs]
     return conn.execute(
         "SELECT f.id, f.path, f.size FROM source_files f WHERE f.kind = 'side' AND ("
-        "f.id IN (SELECT source_file_id FROM entries WHERE session_id = ?1 AND subtype = 'plan') "
+        "instr(f.path, '/' || ?1 || '/plans/') > 0 "
         "OR EXISTS (SELECT 1 FROM json_each(?2) j WHERE substr(f.path, -length(j.value)) = j.value)) "
         "ORDER BY f.path",
         (session_id, orjson.dumps(ends).decode()),
