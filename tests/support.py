@@ -295,3 +295,27 @@ def home_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     )
     env.update(extra)
     return env
+
+
+def orchestrating_session(root: Path, sid: str) -> Transcript:
+    """A Claude Code session under `root` (a project folder) that edits one file itself and has a
+    subagent write another: the session is written; its subagent's transcript is returned after its
+    Write, for a test to go on with and write."""
+    main = Transcript(root / f"{sid}.jsonl", sid, cwd="/srv/app")
+    main.user("Build the importer")
+    main.assistant(
+        "Delegating.", tools=[tool_use("tk", "Task", description="write the importer", prompt="write it")]
+    )
+    main.tool_result("tk", "written", tool_use_result={"agentId": "imp1"})
+    main.assistant(
+        tools=[tool_use("e0", "Edit", file_path="/srv/app/README.md", old_string="a", new_string="b")]
+    )
+    main.tool_result("e0", "ok")
+    main.write()
+    sub = Transcript(
+        root / sid / "subagents" / "agent-imp1.jsonl", sid, cwd="/srv/app", isSidechain=True, agentId="imp1"
+    )
+    sub.user("write it", parent=False)
+    sub.assistant(tools=[tool_use("w1", "Write", file_path="/srv/app/importer.py", content="a\nb\nc\nd\n")])
+    sub.tool_result("w1", "ok")
+    return sub

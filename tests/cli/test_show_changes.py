@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Transcript, tool_use
-from tests.support import run
+from tests.support import orchestrating_session, run
 
 SID = "5c7c0000-1111-4222-8333-0000000000c3"
 QUIET = "6d7d0000-1111-4222-8333-0000000000d4"
@@ -81,24 +81,7 @@ def test_show_counts_the_subagents_edits_with_the_sessions_own(tmp_path):
     """An orchestrating session's list named its own one edit; what its subagents wrote was left
     out (listed only under each subagent's own id)."""
     sid = "7e7e0000-1111-4222-8333-0000000000e5"
-    root = tmp_path / "claude" / "-srv-app"
-    main = Transcript(root / f"{sid}.jsonl", sid, cwd="/srv/app")
-    main.user("Build the importer")
-    main.assistant(
-        "Delegating.", tools=[tool_use("tk", "Task", description="write the importer", prompt="go")]
-    )
-    main.tool_result("tk", "written", tool_use_result={"agentId": "imp1"})
-    main.assistant(
-        tools=[tool_use("e0", "Edit", file_path="/srv/app/README.md", old_string="a", new_string="b")]
-    )
-    main.tool_result("e0", "ok")
-    main.write()
-    sub = Transcript(
-        root / sid / "subagents" / "agent-imp1.jsonl", sid, cwd="/srv/app", isSidechain=True, agentId="imp1"
-    )
-    sub.user("go", parent=False)
-    sub.assistant(tools=[tool_use("w1", "Write", file_path="/srv/app/importer.py", content="a\nb\nc\nd\n")])
-    sub.tool_result("w1", "ok")
+    sub = orchestrating_session(tmp_path / "claude" / "-srv-app", sid)
     sub.write()
     db = tmp_path / "t.db"
     assert (

@@ -190,27 +190,11 @@ async def test_a_sessions_files_changed_count_its_subagents_edits_and_go_to_them
     """An orchestrating session showed "1 file · +1" while its subagent wrote the rest: `c` counts
     the subagents' edits in, says which subagent made each call, and Enter on one opens the
     subagent's conversation at it (Esc goes back)."""
-    from tests.conftest import Transcript, tool_use
+    from tests.conftest import tool_use
+    from tests.support import orchestrating_session
 
     sid = "c4a9e000-0000-4000-8000-0000000000c1"
-    root = tmp_path / "projects" / "-srv-app"
-    main = Transcript(root / f"{sid}.jsonl", sid, cwd="/srv/app")
-    main.user("Build the importer")
-    main.assistant(
-        "Delegating.", tools=[tool_use("tk", "Task", description="write the importer", prompt="write it")]
-    )
-    main.tool_result("tk", "written", tool_use_result={"agentId": "imp1"})
-    main.assistant(
-        tools=[tool_use("e0", "Edit", file_path="/srv/app/README.md", old_string="a", new_string="b")]
-    )
-    main.tool_result("e0", "ok")
-    main.write()
-    sub = Transcript(
-        root / sid / "subagents" / "agent-imp1.jsonl", sid, cwd="/srv/app", isSidechain=True, agentId="imp1"
-    )
-    sub.user("write it", parent=False)
-    sub.assistant(tools=[tool_use("w1", "Write", file_path="/srv/app/importer.py", content="a\nb\nc\nd\n")])
-    sub.tool_result("w1", "ok")
+    sub = orchestrating_session(tmp_path / "projects" / "-srv-app", sid)
     sub.assistant(
         tools=[tool_use("e1", "Edit", file_path="/srv/app/README.md", old_string="b", new_string="c\nd")]
     )
