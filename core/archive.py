@@ -13,6 +13,7 @@ from pathlib import Path
 
 import orjson
 from threadloom.core.adapters.base import disk_name, read_regular, shown_name, stored_name
+from threadloom.core.db import MIRROR_LIKE
 from threadloom.core.side_files import plan_files
 
 
@@ -511,7 +512,9 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
             "SELECT count(DISTINCT source_file_id), COALESCE(sum(removed), 0) FROM source_versions"
         ).fetchone()
     for file_id, stored, kind in conn.execute(
-        "SELECT id, path, kind FROM source_files WHERE status != 'error' AND kind != 'version' ORDER BY path"
+        "SELECT id, path, kind FROM source_files WHERE status != 'error' AND kind != 'version' "
+        "AND path NOT LIKE ? ORDER BY path",  # another machine's files, pulled from a hub, are not here to read
+        (MIRROR_LIKE,),
     ).fetchall():
         path = disk_name(stored)
         if _is_database(conn, file_id):

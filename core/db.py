@@ -32,6 +32,10 @@ SCHEMA_VERSION = 13  # 11: the stats' sums (core.stats); 12: session_signals (co
 # adapters read more of (Cursor's tool calls, Cline's opening prompt, Aider's thinking, Claude Code's
 # markup: no turn starts at a command's output), placed again in every session
 BUSY_TIMEOUT_MS = 5000
+# Source files pulled from a sync hub (core.sync) are named under this root, then their machine: no
+# file of this machine's own, never opened, never "gone" (their records are all the archive has)
+MIRROR_ROOT = "/threadloom-sync"
+MIRROR_LIKE = MIRROR_ROOT + "/%"
 # Written in every threadloom database's header (PRAGMA application_id: "TLOM"), so that a file that
 # is not one (another app's SQLite file, an agent's own database) is refused before anything is changed
 APPLICATION_ID = 0x544C4F4D

@@ -47,6 +47,8 @@ from threadloom.core.cost import price_pending
 from threadloom.core.db import (
     FIRST_LOAD_SUFFIX,
     LIVE_FIRST_LOADS,
+    MIRROR_LIKE,
+    MIRROR_ROOT,
     REBUILD_KEY,
     get_meta,
     rebuild_due,
@@ -452,7 +454,9 @@ def known_sources(conn: sqlite3.Connection) -> dict[str, KnownSource]:
     return {
         disk_name(path): KnownSource(agent, size, mtime_ns)
         for path, agent, size, mtime_ns in conn.execute(
-            f"SELECT path, agent, size, mtime_ns FROM source_files WHERE status != 'gone' AND kind NOT IN ({kinds})"
+            f"SELECT path, agent, size, mtime_ns FROM source_files WHERE status != 'gone' AND kind NOT IN ({kinds}) "
+            "AND path NOT LIKE ?",
+            (MIRROR_LIKE,),
         )
     }
 
@@ -789,8 +793,8 @@ def _plan(
         plans.append(_Plan(ref, adapter, st, _known_row(conn, path) if row is not None else None))
     root_prefixes = tuple(str(r) for r in roots)
     for path, row in known.items():
-        if row.kind == VERSION_KIND:
-            continue  # a superseded version is no file of its own
+        if row.kind == VERSION_KIND or path.startswith(MIRROR_ROOT + "/"):
+            continue  # a superseded version, or another machine's file pulled from a hub: no file of its own
         on_disk = container_of(path) or path  # a decoded log is gone when the file it came from is
         if (
             path not in found

@@ -1,0 +1,1285 @@
+"""One archive across machines: `threadloom sync` through a PostgreSQL hub.
+
+The local SQLite archive stays the working copy. The hub is an append-only PostgreSQL database of
+every machine's raw records: what a machine pushes is what its own ingests stored (the exact bytes
+of each record), never what was derived from them; what it pulls is placed in this archive as the
+records of a source file of that machine (a mirror, named under MIRROR_ROOT), so that sessions,
+turns, stats and signals are computed from them by the same code as for local files.
+
+The hub holds, per schema `threadloom` (see HUB_DDL):
+
+- `machines`: each machine's name and the database role (the person) that owns it;
+- `sources`: a machine's source file (its path there, agent, kind, project);
+- `records`: a record's bytes, stored once per source and content hash (a file rewritten whole, a
+  JSON chat saved again after each message, sends only the records the hub lacks);
+- `layouts`: where the records sit in a source: a generation of the file (a new one each time it
+  was rewritten on its machine rather than appended to) and, from an offset, its records in order.
+  An append is a layout row of the same generation from the old end. Each row takes a sequence
+  number in commit order (pushes take a transaction-scoped advisory lock around the insert), so a
+  pull asks for the rows past the last one it saw and never misses one committed late;
+- `shared_rows`: user data (SHARED_TABLES) pushed row by row.
+
+Nothing on the hub is updated or deleted. Members insert only as their own machines and read what
+they are granted (row-level security); a reader reads only. Passwords are never stored or printed:
+the URL kept in the archive has its password taken out (libpq finds it in ~/.pgpass, $PGPASSWORD
+or a service file).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import re
+import socket
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from threadloom.core.db import MIRROR_ROOT, get_meta, set_meta
+
+if TYPE_CHECKING:
+    import psycopg
+
+HUB_SCHEMA = "threadloom"
+HUB_VERSION = 1
+MACHINE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+HASH_RE = re.compile(r"[0-9a-f]{32}")
+# the source kinds a machine pushes (a superseded version is carried by the hub's generations)
+PUSHED_KINDS = ("transcript", "subagent", "meta", "journal", "document", "decoded", "side")
+# Pushes serialise their layout inserts on this advisory lock (transaction-scoped): a layout's
+# sequence number is taken under it, so rows become visible in sequence order.
+LAYOUT_LOCK = 0x544C4F4D
+PULL_BATCH = 2000
+RAW_BATCH_BYTES = 8 << 20
+
+# User data that travels with sync: table -> its columns (its rows are merged, never replaced).
+# Adding a table to what is pushed and pulled is one line here (issue 30's memory tables, say).
+SHARED_TABLES: dict[str, tuple[str, ...]] = {}
+
+# meta keys in the local archive
+URL_KEY = "sync:url"
+MACHINE_KEY = "sync:machine"
+SHARE_KEY = "sync:share"
+CURSOR_KEY = "sync:cursor:"  # + the hub's id: the last layout sequence number pulled
+
+LOCAL_DDL = (
+    """CREATE TABLE IF NOT EXISTS sync_pushed (
+	hub VARCHAR NOT NULL,
+	source_file_id INTEGER NOT NULL,
+	hub_source_id INTEGER NOT NULL,
+	generation INTEGER NOT NULL,
+	items INTEGER NOT NULL,
+	end_offset INTEGER NOT NULL,
+	digest VARCHAR NOT NULL,
+	content_hash VARCHAR,
+	bytes_ingested INTEGER NOT NULL,
+	redacted INTEGER NOT NULL,
+	PRIMARY KEY (hub, source_file_id)
+)""",
+    """CREATE TABLE IF NOT EXISTS sync_pulled (
+	hub VARCHAR NOT NULL,
+	hub_source_id INTEGER NOT NULL,
+	source_file_id INTEGER NOT NULL,
+	machine VARCHAR NOT NULL,
+	who VARCHAR,
+	generation INTEGER NOT NULL,
+	items INTEGER NOT NULL,
+	end_offset INTEGER NOT NULL,
+	digest VARCHAR NOT NULL,
+	redacted INTEGER NOT NULL,
+	PRIMARY KEY (hub, hub_source_id)
+)""",
+    "CREATE INDEX IF NOT EXISTS ix_sync_pulled_file ON sync_pulled (source_file_id)",
+)
+
+
+class SyncError(RuntimeError):
+    """A sync that cannot go on; the message says why and what to do (never a password)."""
+
+
+class HubValueError(ValueError):
+    """A value read from the hub that this archive refuses (a path outside its place, a hash that
+    is not its bytes'): the row is skipped and said, never used."""
+
+
+# ---------------------------------------------------------------------------------------- the hub
+
+
+def _ident(name: str) -> str:
+    """A role name as SQL (the hub's own names only: letters, digits, underscores)."""
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", name):
+        raise SyncError(f"not a usable role name: {name!r}")
+    return f'"{name}"'
+
+
+def role_names(dbname: str) -> tuple[str, str]:
+    """The group roles of the hub in database `dbname`: its members and its readers. Named after
+    the database, so that two hubs on one server keep their own."""
+    base = re.sub(r"[^a-z0-9_]", "_", dbname.lower())[:40] or "hub"
+    return f"threadloom_{base}_member", f"threadloom_{base}_reader"
+
+
+HUB_DDL = """
+CREATE SCHEMA IF NOT EXISTS threadloom;
+CREATE TABLE IF NOT EXISTS threadloom.meta (key text PRIMARY KEY, value text);
+CREATE TABLE IF NOT EXISTS threadloom.machines (
+    name text PRIMARY KEY CHECK (name ~ '^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$'),
+    owner name NOT NULL DEFAULT session_user,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS threadloom.sources (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    machine text NOT NULL REFERENCES threadloom.machines(name),
+    path bytea NOT NULL,
+    agent text NOT NULL,
+    kind text NOT NULL,
+    project_key text,
+    project text,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (machine, path)
+);
+CREATE TABLE IF NOT EXISTS threadloom.records (
+    source_id bigint NOT NULL REFERENCES threadloom.sources(id),
+    hash text NOT NULL,
+    machine text NOT NULL REFERENCES threadloom.machines(name),
+    raw bytea NOT NULL,
+    redacted boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (source_id, hash)
+);
+CREATE TABLE IF NOT EXISTS threadloom.layouts (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    source_id bigint NOT NULL REFERENCES threadloom.sources(id),
+    machine text NOT NULL REFERENCES threadloom.machines(name),
+    generation integer NOT NULL,
+    from_offset bigint NOT NULL,
+    end_offset bigint NOT NULL,
+    items bytea NOT NULL,
+    record_count integer NOT NULL,
+    redacted boolean NOT NULL DEFAULT false,
+    pushed_by name NOT NULL DEFAULT session_user,
+    pushed_at timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (source_id, generation, from_offset)
+);
+CREATE INDEX IF NOT EXISTS layouts_machine_seq ON threadloom.layouts (machine, seq);
+CREATE TABLE IF NOT EXISTS threadloom.shared_rows (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    machine text NOT NULL REFERENCES threadloom.machines(name),
+    tbl text NOT NULL,
+    row_hash text NOT NULL,
+    row jsonb NOT NULL,
+    UNIQUE (machine, tbl, row_hash)
+);
+CREATE TABLE IF NOT EXISTS threadloom.grants (
+    role name NOT NULL,
+    project text NOT NULL DEFAULT '*',
+    PRIMARY KEY (role, project)
+);
+"""
+
+# Row-level security: {member} and {reader} are the group roles. A row is read by its machine's
+# owner and by a role granted its project ('*': every project); written only as one's own machine.
+RLS_DDL = """
+ALTER TABLE threadloom.machines ENABLE ROW LEVEL SECURITY;
+ALTER TABLE threadloom.sources ENABLE ROW LEVEL SECURITY;
+ALTER TABLE threadloom.records ENABLE ROW LEVEL SECURITY;
+ALTER TABLE threadloom.layouts ENABLE ROW LEVEL SECURITY;
+ALTER TABLE threadloom.shared_rows ENABLE ROW LEVEL SECURITY;
+ALTER TABLE threadloom.grants ENABLE ROW LEVEL SECURITY;
+CREATE OR REPLACE FUNCTION threadloom.owns(m text) RETURNS boolean LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog AS
+    $$ SELECT EXISTS (SELECT 1 FROM threadloom.machines WHERE name = m AND owner = session_user) $$;
+CREATE OR REPLACE FUNCTION threadloom.may_read(m text, p text) RETURNS boolean LANGUAGE sql STABLE
+    SECURITY DEFINER SET search_path = pg_catalog AS
+    $$ SELECT threadloom.owns(m) OR EXISTS (SELECT 1 FROM threadloom.grants g WHERE g.role = session_user
+       AND (g.project = '*' OR g.project = p)) $$;
+CREATE OR REPLACE FUNCTION threadloom.may_read_source(s bigint) RETURNS boolean LANGUAGE sql STABLE
+    SECURITY DEFINER SET search_path = pg_catalog AS
+    $$ SELECT EXISTS (SELECT 1 FROM threadloom.sources x WHERE x.id = s
+       AND threadloom.may_read(x.machine, x.project)) $$;
+DROP POLICY IF EXISTS machines_read ON threadloom.machines;
+CREATE POLICY machines_read ON threadloom.machines FOR SELECT USING (true);
+DROP POLICY IF EXISTS machines_add ON threadloom.machines;
+CREATE POLICY machines_add ON threadloom.machines FOR INSERT TO {member} WITH CHECK (owner = session_user);
+DROP POLICY IF EXISTS sources_read ON threadloom.sources;
+CREATE POLICY sources_read ON threadloom.sources FOR SELECT USING (threadloom.may_read(machine, project));
+DROP POLICY IF EXISTS sources_add ON threadloom.sources;
+CREATE POLICY sources_add ON threadloom.sources FOR INSERT TO {member} WITH CHECK (threadloom.owns(machine));
+DROP POLICY IF EXISTS records_read ON threadloom.records;
+CREATE POLICY records_read ON threadloom.records FOR SELECT USING (threadloom.may_read_source(source_id));
+DROP POLICY IF EXISTS records_add ON threadloom.records;
+CREATE POLICY records_add ON threadloom.records FOR INSERT TO {member} WITH CHECK (threadloom.owns(machine)
+    AND EXISTS (SELECT 1 FROM threadloom.sources s WHERE s.id = source_id AND s.machine = machine));
+DROP POLICY IF EXISTS layouts_read ON threadloom.layouts;
+CREATE POLICY layouts_read ON threadloom.layouts FOR SELECT USING (threadloom.may_read_source(source_id));
+DROP POLICY IF EXISTS layouts_add ON threadloom.layouts;
+CREATE POLICY layouts_add ON threadloom.layouts FOR INSERT TO {member} WITH CHECK (threadloom.owns(machine)
+    AND pushed_by = session_user
+    AND EXISTS (SELECT 1 FROM threadloom.sources s WHERE s.id = source_id AND s.machine = machine));
+DROP POLICY IF EXISTS shared_read ON threadloom.shared_rows;
+CREATE POLICY shared_read ON threadloom.shared_rows FOR SELECT USING (threadloom.may_read(machine, NULL));
+DROP POLICY IF EXISTS shared_add ON threadloom.shared_rows;
+CREATE POLICY shared_add ON threadloom.shared_rows FOR INSERT TO {member} WITH CHECK (threadloom.owns(machine));
+DROP POLICY IF EXISTS grants_read ON threadloom.grants;
+CREATE POLICY grants_read ON threadloom.grants FOR SELECT USING (role = session_user);
+REVOKE ALL ON ALL TABLES IN SCHEMA threadloom FROM PUBLIC;
+GRANT USAGE ON SCHEMA threadloom TO {member}, {reader};
+GRANT SELECT ON ALL TABLES IN SCHEMA threadloom TO {member}, {reader};
+GRANT INSERT ON threadloom.machines, threadloom.sources, threadloom.records, threadloom.layouts,
+    threadloom.shared_rows TO {member};
+GRANT EXECUTE ON FUNCTION threadloom.owns(text), threadloom.may_read(text, text),
+    threadloom.may_read_source(bigint) TO {member}, {reader};
+"""
+
+
+def safe_url(url: str) -> str:
+    """`url` with any password taken out: what is stored and printed (libpq finds the password in
+    ~/.pgpass, $PGPASSWORD or a service file). A service name (`service=team`) is kept as it is."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    try:
+        params = conninfo_to_dict(url)
+    except Exception as exc:  # psycopg.ProgrammingError: not a libpq URL or key=value string
+        raise SyncError(f"not a PostgreSQL URL or service: {_scrub(str(exc))}") from None
+    if "password" not in params:
+        return url
+    params.pop("password")
+    return _url_of(params) if "://" in url else make_conninfo(**{k: str(v) for k, v in params.items()})
+
+
+def _url_of(params: dict[str, Any]) -> str:
+    from urllib.parse import quote, urlencode
+
+    host = str(params.pop("host", ""))
+    port = params.pop("port", None)
+    user = params.pop("user", None)
+    dbname = params.pop("dbname", None)
+    auth = f"{quote(str(user), safe='')}@" if user else ""
+    where = quote(host, safe="") if host.startswith("/") else host
+    netloc = f"{auth}{where}{':' + str(port) if port else ''}"
+    query = urlencode({k: str(v) for k, v in params.items()})
+    return f"postgresql://{netloc}/{quote(str(dbname or ''), safe='')}" + (f"?{query}" if query else "")
+
+
+def _scrub(text: str) -> str:
+    """An error's text without anything that looks like a password."""
+    text = re.sub(r"(password\s*=\s*)(\S+)", r"\1***", text, flags=re.I)
+    return re.sub(r"(://[^:/@\s]*:)([^@\s]*)@", r"\1***@", text)
+
+
+def connect_hub(url: str) -> psycopg.Connection[Any]:
+    """A connection to the hub; a failure is said without the URL's password."""
+    try:
+        import psycopg
+    except ImportError as exc:  # pragma: no cover - a dependency
+        raise SyncError("sync needs psycopg 3: pip install 'psycopg[binary]'") from exc
+    try:
+        return psycopg.connect(url, connect_timeout=15, application_name="threadloom sync")
+    except psycopg.Error as exc:
+        raise SyncError(f"cannot reach the hub {safe_url(url)}: {_scrub(str(exc)).strip()}") from None
+
+
+def hub_version(hub: psycopg.Connection[Any]) -> int | None:
+    row = hub.execute("SELECT to_regclass('threadloom.meta') IS NOT NULL").fetchone()
+    if not row or not row[0]:
+        return None
+    found = hub.execute("SELECT value FROM threadloom.meta WHERE key = 'schema_version'").fetchone()
+    return int(found[0]) if found and str(found[0]).isdigit() else None
+
+
+def hub_id(hub: psycopg.Connection[Any]) -> str:
+    row = hub.execute("SELECT value FROM threadloom.meta WHERE key = 'hub_id'").fetchone()
+    if not row or not re.fullmatch(r"[0-9a-f-]{36}", str(row[0])):
+        raise SyncError("the hub has no id: run `threadloom sync --init URL` on it first")
+    return str(row[0])
+
+
+@dataclass
+class InitReport:
+    hub: str
+    version: int
+    created: bool
+    member_role: str | None
+    reader_role: str | None
+    note: str = ""
+
+
+def init_hub(url: str) -> InitReport:
+    """Create (or upgrade) the hub's schema and its group roles; run by the database's owner.
+    Doing it again changes nothing."""
+    import psycopg
+
+    with connect_hub(url) as hub:
+        before = hub_version(hub)
+        if before is not None and before > HUB_VERSION:
+            raise SyncError(
+                f"the hub's schema is version {before}, newer than this threadloom's ({HUB_VERSION}): upgrade threadloom"
+            )
+        hub.execute(HUB_DDL)
+        hub.execute(
+            "INSERT INTO threadloom.meta (key, value) VALUES ('hub_id', %s) ON CONFLICT (key) DO NOTHING",
+            (str(uuid.uuid4()),),
+        )
+        hub.execute(
+            "INSERT INTO threadloom.meta (key, value) VALUES ('schema_version', %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (str(HUB_VERSION),),
+        )
+        hub.commit()
+        dbname = str(hub.info.dbname)
+        member, reader = role_names(dbname)
+        note = ""
+        try:
+            for role in (member, reader):
+                exists = hub.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
+                if not exists:
+                    hub.execute(f"CREATE ROLE {_ident(role)} NOLOGIN")
+            hub.execute(RLS_DDL.format(member=_ident(member), reader=_ident(reader)))
+            hub.commit()
+        except psycopg.errors.InsufficientPrivilege:
+            hub.rollback()
+            note = (
+                "the roles could not be created (the hub's owner needs CREATEROLE): only the owner can "
+                "sync until an administrator runs `threadloom sync --init` again"
+            )
+            member = reader = ""
+        return InitReport(safe_url(url), HUB_VERSION, before is None, member or None, reader or None, note)
+
+
+def grant(url: str, role: str, *, reader: bool = False, projects: Iterable[str] = ("*",)) -> list[str]:
+    """Make an existing login role a member of the hub (or a reader), reading the projects given
+    ('*': all). Run by the hub's owner. Returns what was granted."""
+    with connect_hub(url) as hub:
+        if hub_version(hub) is None:
+            raise SyncError("the hub has no schema yet: run `threadloom sync --init URL` first")
+        member_role, reader_role = role_names(str(hub.info.dbname))
+        if not hub.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
+            raise SyncError(f"no role {role!r} on the hub's server: create it first (CREATE ROLE … LOGIN)")
+        from psycopg import sql
+
+        group = reader_role if reader else member_role
+        hub.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(group), sql.Identifier(role)))
+        done = [f"{role}: {'reader' if reader else 'member'}"]
+        for project in projects:
+            hub.execute(
+                "INSERT INTO threadloom.grants (role, project) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                (role, project),
+            )
+            done.append(f"{role} reads {'every project' if project == '*' else project}")
+        hub.commit()
+        return done
+
+
+# ------------------------------------------------------------------------------- local sync state
+
+
+def ensure_local(conn: sqlite3.Connection) -> None:
+    for ddl in LOCAL_DDL:
+        conn.execute(ddl)
+
+
+def default_machine() -> str:
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname().split(".")[0]).strip("-._") or "machine"
+    return name[:63]
+
+
+def check_machine(name: str) -> str:
+    if not MACHINE_RE.fullmatch(name):
+        raise SyncError(
+            f"not a usable machine name: {name!r} (letters, digits, '.', '_' and '-', at most 63, "
+            "starting with a letter or digit)"
+        )
+    return name
+
+
+@dataclass
+class Sharing:
+    """What this machine shares: rules `all`, `agent:NAME`, `project:PATTERN` (a project's path,
+    name or folder key; shell wildcards); a source is pushed when a share rule takes it and no
+    exclude rule does. Remembered in the archive."""
+
+    share: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    redact: bool = False
+
+    def takes(self, agent: str, projects: set[str]) -> bool:
+        return any(_matches(r, agent, projects) for r in self.share) and not any(
+            _matches(r, agent, projects) for r in self.exclude
+        )
+
+
+def _matches(rule: str, agent: str, projects: set[str]) -> bool:
+    if rule == "all":
+        return True
+    kind, _, value = rule.partition(":")
+    if kind == "agent":
+        return fnmatch.fnmatchcase(agent, value)
+    if kind == "project":
+        return any(
+            fnmatch.fnmatchcase(p, value) or p.startswith(value.rstrip("/") + "/") for p in projects if p
+        )
+    return False
+
+
+def check_rule(rule: str) -> str:
+    kind, sep, value = rule.partition(":")
+    if rule == "all" or (sep and kind in ("agent", "project") and value):
+        return rule
+    raise SyncError(f"not a sharing rule: {rule!r} (all, agent:NAME or project:PATH)")
+
+
+def load_sharing(conn: sqlite3.Connection) -> Sharing | None:
+    stored = get_meta(conn, SHARE_KEY)
+    if not stored:
+        return None
+    try:
+        data = orjson.loads(stored)
+        return Sharing(list(data.get("share", [])), list(data.get("exclude", [])), bool(data.get("redact")))
+    except (orjson.JSONDecodeError, AttributeError, TypeError):
+        return None
+
+
+def save_sharing(conn: sqlite3.Connection, sharing: Sharing) -> None:
+    set_meta(conn, SHARE_KEY, orjson.dumps(asdict(sharing)).decode())
+
+
+# ------------------------------------------------------------------------------------- the sync
+
+
+@dataclass
+class SyncReport:
+    hub: str = ""
+    machine: str = ""
+    dry_run: bool = False
+    pushed_sources: int = 0
+    pushed_records: int = 0
+    pushed_bytes: int = 0
+    redacted_records: int = 0
+    not_shared: int = 0
+    pulled_sources: int = 0
+    pulled_records: int = 0
+    pulled_bytes: int = 0
+    sessions: int = 0  # sessions the pulled records changed here
+    refused: list[str] = field(default_factory=list)  # hub rows not taken, and why
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SyncProgress:
+    phase: str  # "push" | "pull"
+    done: int
+    total: int
+    what: str = ""
+
+
+@dataclass
+class _Item:
+    offset: int
+    line: int
+    newline: bool
+    hash: str
+
+    def as_list(self) -> list[Any]:
+        return [self.offset, self.line, int(self.newline), self.hash]
+
+
+def _digest(items: Iterable[_Item], h: Any = None) -> Any:
+    h = h or hashlib.sha256()
+    for it in items:
+        h.update(f"{it.offset},{it.line},{int(it.newline)},{it.hash};".encode())
+    return h
+
+
+def sync(
+    conn: sqlite3.Connection,
+    url: str,
+    *,
+    push: bool = True,
+    pull: bool = True,
+    dry_run: bool = False,
+    machine: str | None = None,
+    sharing: Sharing | None = None,
+    progress: Callable[[SyncProgress], None] | None = None,
+) -> SyncReport:
+    """Push what this machine has that the hub lacks, then pull what other machines pushed since
+    the last pull. The caller holds the archive's writer lock. Safe to interrupt anywhere: each
+    source is pushed (or placed) in one transaction, and what was done is never done twice."""
+    started = time.perf_counter()
+    report = SyncReport(hub=safe_url(url), dry_run=dry_run)
+    machine = check_machine(machine or get_meta(conn, MACHINE_KEY) or default_machine())
+    report.machine = machine
+    with connect_hub(url) as hub:
+        version = hub_version(hub)
+        if version is None:
+            raise SyncError(
+                f"the hub {report.hub} has no threadloom schema: run `threadloom sync --init URL` once"
+            )
+        if version > HUB_VERSION:
+            raise SyncError(
+                f"the hub's schema is version {version}, newer than this threadloom's: upgrade threadloom"
+            )
+        hid = hub_id(hub)
+        hub.commit()
+        if not dry_run:
+            conn.execute("BEGIN IMMEDIATE")
+            ensure_local(conn)
+            set_meta(conn, MACHINE_KEY, machine)
+            conn.execute("COMMIT")
+        elif not _has_local_tables(conn):
+            conn.execute("BEGIN IMMEDIATE")
+            ensure_local(conn)
+            conn.execute("COMMIT")
+        if push:
+            if sharing is None:
+                raise SyncError("nothing is shared yet: pass --share (all, agent:NAME or project:PATH)")
+            _register(hub, machine, dry_run)
+            _push(conn, hub, hid, machine, sharing, report, dry_run, progress)
+        if pull:
+            _pull(conn, hub, hid, machine, report, dry_run, progress)
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+def _has_local_tables(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sync_pulled'").fetchone() is not None
+
+
+def _register(hub: psycopg.Connection[Any], machine: str, dry_run: bool) -> None:
+    """This machine on the hub, owned by the role syncing (refused when another role owns the name)."""
+    import psycopg
+
+    row = hub.execute("SELECT owner FROM threadloom.machines WHERE name = %s", (machine,)).fetchone()
+    me = hub.execute("SELECT session_user").fetchone()
+    who = str(me[0]) if me else ""
+    if row is None:
+        if dry_run:
+            return
+        try:
+            hub.execute(
+                "INSERT INTO threadloom.machines (name) VALUES (%s) ON CONFLICT DO NOTHING", (machine,)
+            )
+            hub.commit()
+        except psycopg.errors.InsufficientPrivilege:
+            hub.rollback()
+            raise SyncError(
+                f"the role {who} may not add machines to this hub (a reader?): sync with --pull-only"
+            ) from None
+        row = hub.execute("SELECT owner FROM threadloom.machines WHERE name = %s", (machine,)).fetchone()
+    if row is not None and str(row[0]) != who:
+        raise SyncError(
+            f"the machine name {machine!r} belongs to {row[0]} on this hub, not to {who}: "
+            "pass --machine another name"
+        )
+    hub.commit()
+
+
+# ------------------------------------------------------------------------------------------ push
+
+
+def _local_sources(conn: sqlite3.Connection, hid: str) -> list[tuple[Any, ...]]:
+    """This machine's own sources whose stored state moved since their last push (or never pushed)."""
+    kinds = ", ".join(f"'{k}'" for k in PUSHED_KINDS)
+    return conn.execute(
+        "SELECT f.id, f.path, f.agent, f.kind, f.project_key, f.content_hash, f.bytes_ingested, "
+        "p.hub_source_id, p.generation, p.items, p.end_offset, p.digest, p.redacted "
+        f"FROM source_files f LEFT JOIN sync_pushed p ON p.hub = ?1 AND p.source_file_id = f.id "
+        f"WHERE f.kind IN ({kinds}) AND f.bytes_ingested > 0 "
+        "AND f.id NOT IN (SELECT source_file_id FROM sync_pulled) "
+        "AND (p.source_file_id IS NULL OR p.content_hash IS NOT f.content_hash "
+        "OR p.bytes_ingested != f.bytes_ingested) ORDER BY f.id",
+        (hid,),
+    ).fetchall()
+
+
+def _projects_of(conn: sqlite3.Connection, file_id: int, project_key: str | None) -> set[str]:
+    projects = {project_key} if project_key else set()
+    for path, name in conn.execute(
+        "SELECT DISTINCT s.project_path, s.project FROM agent_sessions s WHERE s.id IN "
+        "(SELECT DISTINCT session_id FROM entries WHERE source_file_id = ? AND session_id IS NOT NULL)",
+        (file_id,),
+    ):
+        projects |= {p for p in (path, name) if p}
+    return projects
+
+
+def _main_project(conn: sqlite3.Connection, file_id: int, project_key: str | None) -> str | None:
+    row = conn.execute(
+        "SELECT s.project_path FROM agent_sessions s WHERE s.id IN (SELECT session_id FROM entries "
+        "WHERE source_file_id = ? AND session_id IS NOT NULL LIMIT 1)",
+        (file_id,),
+    ).fetchone()
+    return row[0] if row and row[0] else project_key
+
+
+def _push(
+    conn: sqlite3.Connection,
+    hub: psycopg.Connection[Any],
+    hid: str,
+    machine: str,
+    sharing: Sharing,
+    report: SyncReport,
+    dry_run: bool,
+    progress: Callable[[SyncProgress], None] | None,
+) -> None:
+    candidates = _local_sources(conn, hid)
+    for i, row in enumerate(candidates):
+        file_id, path, agent, kind, project_key = row[:5]
+        if progress is not None:
+            progress(SyncProgress("push", i, len(candidates), path))
+        if not sharing.takes(agent, _projects_of(conn, file_id, project_key)):
+            report.not_shared += 1
+            continue
+        _push_source(conn, hub, hid, machine, row, sharing.redact, report, dry_run)
+    if progress is not None:
+        progress(SyncProgress("push", len(candidates), len(candidates)))
+
+
+def _current_items(conn: sqlite3.Connection, file_id: int) -> list[tuple[_Item, int]]:
+    return [
+        (_Item(offset, line, bool(newline), digest), eid)
+        for eid, offset, line, newline, digest in conn.execute(
+            "SELECT id, byte_offset, line_number, newline, hash FROM entries "
+            "WHERE source_file_id = ? AND byte_offset >= 0 ORDER BY byte_offset",
+            (file_id,),
+        )
+    ]
+
+
+def _push_source(
+    conn: sqlite3.Connection,
+    hub: psycopg.Connection[Any],
+    hid: str,
+    machine: str,
+    row: tuple[Any, ...],
+    redact: bool,
+    report: SyncReport,
+    dry_run: bool,
+) -> None:
+    file_id, path, agent, kind, project_key, content_hash, bytes_ingested = row[:7]
+    hub_source_id, generation, n_items, end_offset, digest, was_redacted = row[7:13]
+    items = _current_items(conn, file_id)
+    if not items:
+        return
+    # an append: the items pushed before are this file's first ones, unchanged
+    append = (
+        hub_source_id is not None
+        and bool(was_redacted) == redact
+        and len(items) >= n_items
+        and _digest(it for it, _ in items[:n_items]).hexdigest() == digest
+    )
+    if append:
+        new = items[n_items:]
+        start = end_offset
+        gen = generation
+    else:
+        new = items
+        start = 0
+        gen = (generation or 0) + 1
+    redactor = None
+    if redact:
+        from threadloom.core.redact import Redactor
+
+        redactor = Redactor()
+    # the bytes the hub gets: each record's own, or masked (then hashed as masked)
+    layout: list[_Item] = []
+    raws: dict[str, tuple[int, bytes | None]] = {}  # hash sent -> (entry id, masked bytes or None)
+    for it, eid in new:
+        if redactor is not None:
+            raw = bytes(conn.execute("SELECT raw FROM entries WHERE id = ?", (eid,)).fetchone()[0])
+            masked = _masked(redactor, raw)
+            if masked != raw:
+                report.redacted_records += 1
+                digest_sent = hashlib.sha256(masked).hexdigest()[:32]
+                raws[digest_sent] = (eid, masked)
+                layout.append(_Item(it.offset, it.line, it.newline, digest_sent))
+                continue
+        raws.setdefault(it.hash, (eid, None))
+        layout.append(it)
+    if dry_run:
+        report.pushed_sources += 1
+        report.pushed_records += len(layout)
+        report.pushed_bytes += _bytes_of(conn, [eid for eid, masked in raws.values() if masked is None])
+        report.pushed_bytes += sum(len(m) for _, m in raws.values() if m is not None)
+        return
+    if hub_source_id is None:
+        hub_source_id = _hub_source(
+            hub, machine, path, agent, kind, project_key, _main_project(conn, file_id, project_key)
+        )
+    # the records the hub lacks, in batches (each commits: a record without a layout is invisible)
+    have = {
+        r[0]
+        for r in hub.execute(
+            "SELECT hash FROM threadloom.records WHERE source_id = %s AND hash = ANY(%s)",
+            (hub_source_id, list(raws)),
+        )
+    }
+    missing = [(h, eid, masked) for h, (eid, masked) in raws.items() if h not in have]
+    sent = 0
+    with hub.cursor() as cur:
+        for batch in _raw_batches(conn, missing):
+            cur.executemany(
+                "INSERT INTO threadloom.records (source_id, hash, machine, raw, redacted) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                [(hub_source_id, h, machine, raw, masked) for h, raw, masked in batch],
+            )
+            sent += sum(len(raw) for _, raw, _ in batch)
+    end = int(bytes_ingested)
+    items_blob = orjson.dumps([it.as_list() for it in layout])
+    hub.execute("SELECT pg_advisory_xact_lock(%s)", (LAYOUT_LOCK,))
+    inserted = hub.execute(
+        "INSERT INTO threadloom.layouts (source_id, machine, generation, from_offset, end_offset, items, "
+        "record_count, redacted) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING seq",
+        (hub_source_id, machine, gen, start, end, items_blob, len(layout), redact),
+    ).fetchone()
+    hub.commit()
+    if inserted is None:
+        # pushed by a run that stopped before noting it here, or this state moved on since: the hub
+        # says what it holds, and the next sync goes on from there
+        _recover_pushed(conn, hub, hid, file_id, hub_source_id, content_hash, bytes_ingested, redact)
+        return
+    new_digest = _digest(it for it, _ in items).hexdigest()  # of the records here, masked or not
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute(
+        "INSERT OR REPLACE INTO sync_pushed (hub, source_file_id, hub_source_id, generation, items, end_offset, "
+        "digest, content_hash, bytes_ingested, redacted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            hid,
+            file_id,
+            hub_source_id,
+            gen,
+            len(items),
+            end,
+            new_digest,
+            content_hash,
+            bytes_ingested,
+            int(redact),
+        ),
+    )
+    conn.execute("COMMIT")
+    report.pushed_sources += 1
+    report.pushed_records += len(layout)
+    report.pushed_bytes += sent
+
+
+def _recover_pushed(
+    conn: sqlite3.Connection,
+    hub: psycopg.Connection[Any],
+    hid: str,
+    file_id: int,
+    hub_source_id: int,
+    content_hash: str | None,
+    bytes_ingested: int,
+    redact: bool,
+) -> None:
+    """A layout row was there already: note the hub's last generation as pushed only when it is
+    what this file holds now; else mark the file to be pushed whole, as a new generation."""
+    row = hub.execute(
+        "SELECT max(generation) FROM threadloom.layouts WHERE source_id = %s", (hub_source_id,)
+    ).fetchone()
+    gen = int(row[0]) if row and row[0] is not None else 0
+    hub_items: list[_Item] = []
+    end = 0
+    for blob, end_offset in hub.execute(
+        "SELECT items, end_offset FROM threadloom.layouts WHERE source_id = %s AND generation = %s ORDER BY from_offset",
+        (hub_source_id, gen),
+    ):
+        hub_items += [_Item(*_check_item(v)) for v in orjson.loads(bytes(blob))]
+        end = int(end_offset)
+    hub.commit()
+    items = [it for it, _ in _current_items(conn, file_id)]
+    same = not redact and [it.as_list() for it in items[: len(hub_items)]] == [
+        it.as_list() for it in hub_items
+    ]
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute(
+        "INSERT OR REPLACE INTO sync_pushed (hub, source_file_id, hub_source_id, generation, items, end_offset, "
+        "digest, content_hash, bytes_ingested, redacted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            hid,
+            file_id,
+            hub_source_id,
+            gen,
+            len(hub_items) if same else 0,
+            end if same else 0,
+            _digest(hub_items).hexdigest() if same else "",
+            # pushed again next time unless the hub holds all of it
+            content_hash if same and len(hub_items) == len(items) else None,
+            bytes_ingested if same and len(hub_items) == len(items) else -1,
+            int(redact),
+        ),
+    )
+    conn.execute("COMMIT")
+
+
+def _masked(redactor: Any, raw: bytes) -> bytes:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", "replace")
+    masked = redactor.json_text(text)
+    return raw if masked == text else str(masked).encode("utf-8")
+
+
+def _bytes_of(conn: sqlite3.Connection, ids: list[int]) -> int:
+    total = 0
+    for i in range(0, len(ids), 500):
+        chunk = ids[i : i + 500]
+        row = conn.execute(
+            f"SELECT COALESCE(sum(length(raw)), 0) FROM entries WHERE id IN ({','.join('?' * len(chunk))})",
+            chunk,
+        ).fetchone()
+        total += int(row[0])
+    return total
+
+
+def _raw_batches(
+    conn: sqlite3.Connection, missing: list[tuple[str, int, bytes | None]]
+) -> Iterator[list[tuple[str, bytes, bool]]]:
+    batch: list[tuple[str, bytes, bool]] = []
+    size = 0
+    for i in range(0, len(missing), 500):
+        chunk = missing[i : i + 500]
+        ids = [eid for _, eid, masked in chunk if masked is None]
+        raw_of: dict[int, bytes] = {}
+        if ids:
+            raw_of = {
+                eid: bytes(raw)
+                for eid, raw in conn.execute(
+                    f"SELECT id, raw FROM entries WHERE id IN ({','.join('?' * len(ids))})", ids
+                )
+            }
+        for digest, eid, masked in chunk:
+            raw = masked if masked is not None else raw_of[eid]
+            batch.append((digest, raw, masked is not None))
+            size += len(raw)
+            if size >= RAW_BATCH_BYTES:
+                yield batch
+                batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def _hub_source(
+    hub: psycopg.Connection[Any],
+    machine: str,
+    path: str,
+    agent: str,
+    kind: str,
+    project_key: str | None,
+    project: str | None,
+) -> int:
+    key = path.encode("utf-8", "surrogateescape")
+    row = hub.execute(
+        "INSERT INTO threadloom.sources (machine, path, agent, kind, project_key, project) "
+        "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (machine, path) DO NOTHING RETURNING id",
+        (machine, key, agent, kind, _no_nul(project_key), _no_nul(project)),
+    ).fetchone()
+    if row is None:
+        row = hub.execute(
+            "SELECT id FROM threadloom.sources WHERE machine = %s AND path = %s", (machine, key)
+        ).fetchone()
+    hub.commit()
+    assert row is not None
+    return int(row[0])
+
+
+def _no_nul(text: str | None) -> str | None:
+    return None if text is None else text.replace("\0", "\ufffd")
+
+
+# ------------------------------------------------------------------------------------------ pull
+
+
+def _check_item(value: Any) -> tuple[int, int, bool, str]:
+    """A layout item from the hub, refused unless it has the shape a push gives it."""
+    if not (isinstance(value, list) and len(value) == 4):
+        raise HubValueError("a layout item of another shape")
+    offset, line, newline, digest = value
+    if not (
+        isinstance(offset, int) and 0 <= offset < 1 << 62 and isinstance(line, int) and 0 <= line < 1 << 62
+    ):
+        raise HubValueError("a layout item with an offset or line out of range")
+    if newline not in (0, 1) or not (isinstance(digest, str) and HASH_RE.fullmatch(digest)):
+        raise HubValueError("a layout item with a bad newline flag or hash")
+    return offset, line, bool(newline), digest
+
+
+def mirror_path(machine: str, origin: bytes) -> str:
+    """Where a source of another machine is stored here (a stored name, see
+    core.adapters.base.stored_name): under MIRROR_ROOT, its machine, then its path there with
+    nothing that leaves that place (`..`, `.`, empty parts) and no NUL."""
+    from threadloom.core.adapters.base import NAME_BYTES, stored_name
+
+    check_machine(machine)
+    try:
+        text = origin.decode("utf-8")
+    except UnicodeDecodeError:
+        raise HubValueError("a source path that is not UTF-8") from None
+    if NAME_BYTES in text:  # a name stored with its bytes (not UTF-8 on its machine)
+        _, _, hexed = text.partition(NAME_BYTES)
+        try:
+            text = os.fsdecode(bytes.fromhex(hexed))
+        except ValueError:
+            raise HubValueError("a source path with a damaged byte name") from None
+    if re.match(r"^[A-Za-z]:[\\/]", text):  # a Windows path: C:\Users\… → /C/Users/…
+        text = "/" + text[0] + "/" + text[3:].replace("\\", "/")
+    if "\0" in text or not text.startswith("/") or len(text) > 4096:
+        raise HubValueError("a source path that is not an absolute path")
+    parts = text.split("/")[1:]
+    if not parts or any(p in ("", ".", "..") for p in parts):
+        raise HubValueError(f"a source path with an empty, '.' or '..' part: {text[:200]!r}")
+    return stored_name(f"{MIRROR_ROOT}/{machine}/" + "/".join(parts))
+
+
+@dataclass
+class _HubLayout:
+    seq: int
+    source_id: int
+    generation: int
+    from_offset: int
+    end_offset: int
+    items: bytes
+    redacted: bool
+    machine: str
+    path: bytes
+    agent: str
+    kind: str
+    project_key: str | None
+    who: str
+
+
+def _layout_row(r: tuple[Any, ...]) -> _HubLayout:
+    (
+        seq,
+        source_id,
+        generation,
+        from_offset,
+        end_offset,
+        items,
+        redacted,
+        machine,
+        path,
+        agent,
+        kind,
+        key,
+        who,
+    ) = r
+    return _HubLayout(
+        int(seq),
+        int(source_id),
+        int(generation),
+        int(from_offset),
+        int(end_offset),
+        bytes(items),
+        bool(redacted),
+        str(machine),
+        bytes(path),
+        str(agent),
+        str(kind),
+        None if key is None else str(key),
+        str(who),
+    )
+
+
+def _pull(
+    conn: sqlite3.Connection,
+    hub: psycopg.Connection[Any],
+    hid: str,
+    machine: str,
+    report: SyncReport,
+    dry_run: bool,
+    progress: Callable[[SyncProgress], None] | None,
+) -> None:
+    cursor_key = CURSOR_KEY + hid
+    cursor = int(get_meta(conn, cursor_key) or 0)
+    if dry_run:
+        row = hub.execute(
+            "SELECT count(DISTINCT l.source_id), COALESCE(sum(l.record_count), 0) FROM threadloom.layouts l "
+            "WHERE l.seq > %s AND l.machine <> %s",
+            (cursor, machine),
+        ).fetchone()
+        hub.commit()
+        if row:
+            report.pulled_sources, report.pulled_records = int(row[0]), int(row[1])
+        return
+    total_row = hub.execute(
+        "SELECT count(*) FROM threadloom.layouts WHERE seq > %s AND machine <> %s", (cursor, machine)
+    ).fetchone()
+    total = int(total_row[0]) if total_row else 0
+    hub.commit()
+    if not total:
+        return
+    from threadloom.core.ledger import Ledger
+
+    ledger = Ledger(conn)
+    done = 0
+    pulled: set[int] = set()
+    try:
+        while True:
+            rows = [
+                _layout_row(r)
+                for r in hub.execute(
+                    "SELECT l.seq, l.source_id, l.generation, l.from_offset, l.end_offset, l.items, l.redacted, "
+                    "s.machine, s.path, s.agent, s.kind, s.project_key, l.pushed_by "
+                    "FROM threadloom.layouts l JOIN threadloom.sources s ON s.id = l.source_id "
+                    "WHERE l.seq > %s AND l.machine <> %s ORDER BY l.seq LIMIT %s",
+                    (cursor, machine, PULL_BATCH),
+                )
+            ]
+            hub.commit()
+            if not rows:
+                break
+            by_source: dict[int, list[_HubLayout]] = {}
+            for r in rows:
+                by_source.setdefault(r.source_id, []).append(r)
+            for source_rows in by_source.values():
+                if progress is not None:
+                    progress(
+                        SyncProgress("pull", done, total, source_rows[0].path.decode("utf-8", "replace"))
+                    )
+                try:
+                    added = _place_source(conn, hub, hid, ledger, source_rows, report)
+                except HubValueError as exc:
+                    first = source_rows[0]
+                    report.refused.append(f"{first.machine}: source {first.source_id}: {exc}")
+                    added = 0
+                if added:
+                    pulled.add(source_rows[0].source_id)
+                done += len(source_rows)
+            cursor = rows[-1].seq
+            conn.execute("BEGIN IMMEDIATE")
+            set_meta(conn, cursor_key, str(cursor))
+            conn.execute("COMMIT")
+    finally:
+        changed = ledger.finalize()
+        from threadloom.core import derived
+
+        derived.finish(conn, changed)
+        report.sessions += len(changed)
+    report.pulled_sources += len(pulled)
+    if progress is not None:
+        progress(SyncProgress("pull", total, total))
+
+
+def _place_source(
+    conn: sqlite3.Connection,
+    hub: psycopg.Connection[Any],
+    hid: str,
+    ledger: Any,
+    rows: list[_HubLayout],
+    report: SyncReport,
+) -> int:
+    """Place one hub source's new layout rows here, as the ingest places a file's records: appended
+    when they go on from what is here, else as the file read again whole (what it no longer holds is
+    kept as a superseded version, as for a local file). Returns the records placed."""
+    from threadloom.core.adapters import ADAPTERS
+
+    first = rows[0]
+    if first.agent not in ADAPTERS:
+        raise HubValueError(f"an agent this threadloom does not read: {first.agent[:40]!r}")
+    if first.kind not in PUSHED_KINDS:
+        raise HubValueError(f"a source kind this threadloom does not take: {first.kind[:40]!r}")
+    path = mirror_path(first.machine, first.path)
+    placed = 0
+    for generation in sorted({r.generation for r in rows}):
+        placed += _place_generation(
+            conn, hub, hid, ledger, path, [r for r in rows if r.generation == generation], report
+        )
+    return placed
+
+
+def _place_generation(
+    conn: sqlite3.Connection,
+    hub: psycopg.Connection[Any],
+    hid: str,
+    ledger: Any,
+    path: str,
+    rows: list[_HubLayout],
+    report: SyncReport,
+) -> int:
+    """One generation's new layout rows: appended to what is here, or (a newer generation) the
+    file as it then was, whole."""
+    first = rows[0]
+    state = conn.execute(
+        "SELECT source_file_id, generation, items, end_offset, digest, redacted FROM sync_pulled "
+        "WHERE hub = ? AND hub_source_id = ?",
+        (hid, first.source_id),
+    ).fetchone()
+    gen, n_items, end, digest, was_redacted = (
+        (state[1], state[2], state[3], state[4], state[5]) if state else (0, 0, 0, "", 0)
+    )
+    if first.generation < gen:
+        return 0  # older than what is here
+    fresh = first.generation > gen
+    wanted = rows if fresh else [r for r in rows if r.from_offset >= end]
+    if not wanted:
+        return 0  # placed already (by a run that stopped before its cursor moved)
+    start = 0 if fresh else end
+    if wanted[0].from_offset != start:  # begun before these rows, or a gap: the generation whole
+        wanted = _hub_generation(hub, first, first.generation)
+        fresh, start = True, 0
+    items: list[_Item] = []
+    for r in wanted:
+        items += [_Item(*_check_item(v)) for v in _load_items(r.items)]
+    if items and items[0].offset < start:
+        raise HubValueError("a layout that goes back over what it appended to")
+    for a, b in zip(items, items[1:], strict=False):
+        if b.offset <= a.offset:
+            raise HubValueError("a layout whose records are not in file order")
+    raws = _fetch_raws(hub, first.source_id, {it.hash for it in items})
+    from threadloom.core.adapters.base import RawRecord
+
+    records = [RawRecord(it.offset, it.line, raws[it.hash], it.newline) for it in items]
+    new_end = wanted[-1].end_offset
+    count, nbytes = len(records), sum(len(r.raw) for r in records)  # the store empties the list
+    file_id = _store_pulled(conn, ledger, path, first, records, fresh and state is not None, start, new_end)
+    new_digest = _digest(items).hexdigest() if fresh else _digest(items, _resume(digest)).hexdigest()
+    conn.execute(
+        "INSERT OR REPLACE INTO sync_pulled (hub, hub_source_id, source_file_id, machine, who, generation, items, "
+        "end_offset, digest, redacted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            hid,
+            first.source_id,
+            file_id,
+            first.machine,
+            first.who,
+            first.generation,
+            (0 if fresh else n_items) + len(items),
+            new_end,
+            new_digest,
+            int(bool(was_redacted) or any(r.redacted for r in wanted)),
+        ),
+    )
+    conn.execute("COMMIT")
+    report.pulled_records += count
+    report.pulled_bytes += nbytes
+    return count
+
+
+def _resume(digest: str) -> Any:
+    """Digests of pulled layouts are chained by hashing the previous digest first (a sha256 object
+    cannot be rebuilt from its hex)."""
+    h = hashlib.sha256()
+    h.update(digest.encode())
+    return h
+
+
+def _load_items(blob: bytes) -> list[Any]:
+    try:
+        value = orjson.loads(blob)
+    except orjson.JSONDecodeError:
+        raise HubValueError("a layout that is not JSON") from None
+    if not isinstance(value, list):
+        raise HubValueError("a layout that is not a list")
+    return value
+
+
+def _hub_generation(hub: psycopg.Connection[Any], first: _HubLayout, generation: int) -> list[_HubLayout]:
+    rows = [
+        _HubLayout(
+            int(seq),
+            first.source_id,
+            generation,
+            int(fo),
+            int(eo),
+            bytes(items),
+            bool(red),
+            first.machine,
+            first.path,
+            first.agent,
+            first.kind,
+            first.project_key,
+            first.who,
+        )
+        for seq, fo, eo, items, red in hub.execute(
+            "SELECT seq, from_offset, end_offset, items, redacted FROM threadloom.layouts "
+            "WHERE source_id = %s AND generation = %s ORDER BY from_offset",
+            (first.source_id, generation),
+        )
+    ]
+    hub.commit()
+    expected = 0
+    for r in rows:
+        if r.from_offset != expected:
+            raise HubValueError("a generation of a source with a gap in its layouts")
+        expected = r.end_offset
+    if not rows:
+        raise HubValueError("a generation of a source with no layouts")
+    return rows
+
+
+def _fetch_raws(hub: psycopg.Connection[Any], source_id: int, hashes: set[str]) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    wanted = sorted(hashes)
+    for i in range(0, len(wanted), 1000):
+        for digest, raw in hub.execute(
+            "SELECT hash, raw FROM threadloom.records WHERE source_id = %s AND hash = ANY(%s)",
+            (source_id, wanted[i : i + 1000]),
+        ):
+            raw = bytes(raw)
+            if hashlib.sha256(raw).hexdigest()[:32] != digest:
+                raise HubValueError("a record whose bytes are not those its hash names")
+            out[str(digest)] = raw
+    hub.commit()
+    lacking = hashes - out.keys()
+    if lacking:
+        raise HubValueError(f"{len(lacking)} records its layout names are not on the hub (or not readable)")
+    return out
+
+
+def _store_pulled(
+    conn: sqlite3.Connection,
+    ledger: Any,
+    path: str,
+    first: _HubLayout,
+    records: list[Any],
+    rewrite: bool,
+    start: int,
+    end: int,
+) -> int:
+    """Store and place `records` as the ingest does a file's (core.ingest._store), in a transaction
+    left open for the caller to commit with its note of what was placed. Returns the file's id."""
+    from threadloom.core import ingest
+    from threadloom.core.adapters import ADAPTERS
+    from threadloom.core.adapters.base import SourceRef, disk_name, shown_name
+
+    adapter = ADAPTERS[first.agent]
+    row = ingest._known_row(conn, disk_name(path))
+    if row is not None and row.kind != first.kind:
+        raise HubValueError("a source whose kind changed")
+    st = os.stat_result((0o100400, 0, 0, 1, 0, 0, end, 0, 0, 0), {"st_mtime_ns": 0})
+    label = None if first.project_key is None else shown_name(first.project_key)[:4096]
+    ref = SourceRef(Path(disk_name(path)), first.agent, first.kind, label)
+    plan = ingest._Plan(ref, adapter, st, row)
+    last_line = records[-1].line_number if records else 0
+    read = ingest._Read(
+        records, rewrite, start, 0, end, f"hub:{end}", sum(len(r.raw) for r in records), lines_after=last_line
+    )
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        ingest._store(conn, ledger, plan, read, False)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        ledger.rollback()
+        raise
+    file_id = conn.execute("SELECT id FROM source_files WHERE path = ?", (path,)).fetchone()[0]
+    return int(file_id)
+
+
+# --------------------------------------------------------------------------------- what is where
+
+
+def machines_of(conn: sqlite3.Connection) -> dict[int, tuple[str, str | None]]:
+    """(machine, who) of every pulled source file, by its id."""
+    if not _has_local_tables(conn):
+        return {}
+    return {fid: (m, w) for fid, m, w in conn.execute("SELECT source_file_id, machine, who FROM sync_pulled")}
