@@ -14,6 +14,7 @@ import re
 import shlex
 import sqlite3
 import sys
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -533,7 +534,83 @@ def build_parser() -> argparse.ArgumentParser:
         if not hide:
             p.add_argument("--all", action="store_true", help="every hidden session and project")
         p.add_argument("--json", action="store_true", help="print what changed (or is hidden) as JSON")
+
+    p = sub.add_parser(
+        "sync",
+        help="share the archive with other machines through a PostgreSQL hub",
+        description=SYNC_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _db_arg(p)
+    p.add_argument(
+        "url",
+        nargs="?",
+        help="the hub: a libpq URL (postgresql://user@host/db) or `service=NAME`; remembered, without "
+        "its password (kept in ~/.pgpass, $PGPASSWORD or a service file)",
+    )
+    p.add_argument("--init", action="store_true", help="create (or upgrade) the hub's schema and roles")
+    p.add_argument(
+        "--grant",
+        metavar="ROLE",
+        help="make an existing login role a member of the hub (with --reader: a reader); run by its owner",
+    )
+    p.add_argument("--reader", action="store_true", help="with --grant: the role reads, never writes")
+    p.add_argument(
+        "--project",
+        metavar="P",
+        action="append",
+        default=[],
+        help="with --grant: a project the role may read (repeatable; default: every project)",
+    )
+    p.add_argument("--push-only", action="store_true", help="send what this machine has, take nothing")
+    p.add_argument("--pull-only", action="store_true", help="take what other machines sent, send nothing")
+    p.add_argument("--dry-run", action="store_true", help="say what would move; move nothing")
+    p.add_argument(
+        "--machine",
+        metavar="NAME",
+        help="this machine's name on the hub (remembered; default: the host name)",
+    )
+    p.add_argument(
+        "--share",
+        metavar="RULE",
+        action="append",
+        default=[],
+        help="share `all`, `agent:NAME` or `project:PATH` (remembered; repeatable); the first sync needs one",
+    )
+    p.add_argument(
+        "--exclude",
+        metavar="RULE",
+        action="append",
+        default=[],
+        help="never share what RULE takes, though a --share takes it (remembered; repeatable)",
+    )
+    p.add_argument(
+        "--redact",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="mask secrets in what is pushed, as `export --redact` does (remembered); a masked record "
+        "is marked so on the hub",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object with what moved")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress")
     return parser
+
+
+SYNC_HELP = """\
+Share this archive with your other machines (and a team) through a PostgreSQL database, the hub.
+
+  threadloom sync --init URL              once, by the hub's owner: its tables, roles and policies
+  threadloom sync --grant ROLE URL        make a login role a member (--reader: read only)
+  threadloom sync URL --share all         the first sync: say what is shared (nothing is by default)
+  threadloom sync                         then: push what is new here, pull what others pushed
+
+Pushed: the exact records of each shared source file (never what was derived from them), each
+stored once on the hub; a file appended to sends its new records only, one rewritten the records
+the hub lacks. Pulled: other machines' records, placed here as the records of their files, so
+sessions, stats, signals and search work on them as on this machine's own (`machine:NAME` and
+`who:NAME` filter them). Sharing rules: `all`, `agent:NAME`, `project:PATH` (a project's path,
+name or folder; wildcards), with --share and --exclude, remembered. Interrupted, a sync loses and
+duplicates nothing: the next one goes on. Passwords are never stored or printed."""
 
 
 WATCH_HELP = """\
@@ -612,6 +689,7 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
             "hooks": cmd_hooks,
             "hide": cmd_hide,
             "unhide": cmd_hide,
+            "sync": cmd_sync,
         }[args.command]
         return handler(args)
     except LedgerError as exc:
@@ -2165,6 +2243,136 @@ def cmd_sources(args: argparse.Namespace) -> int:
             f"(cleanupPeriodDays, {risk.setting}); of its {risk.sessions} sessions here, {risk.unarchived} "
             f"are not archived yet, none within {risk.margin_days} days of that"
         )
+    return 0
+
+
+# ---------------------------------------------------------------------- sync through a hub
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    from threadloom.core import db, sync
+
+    try:
+        if args.init or args.grant:
+            if not args.url:
+                raise sync.SyncError("give the hub's URL (or service=NAME)")
+            if args.init:
+                done = sync.init_hub(args.url)
+                if args.json:
+                    print(json.dumps(done.__dict__))
+                else:
+                    print(
+                        f"hub {done.hub}: schema version {done.version} {'created' if done.created else 'up to date'}"
+                    )
+                    if done.member_role:
+                        print(f"  roles: {done.member_role} (members), {done.reader_role} (readers)")
+                    if done.note:
+                        print(f"  note: {done.note}")
+            if args.grant:
+                for line in sync.grant(
+                    args.url, args.grant, reader=args.reader, projects=args.project or ["*"]
+                ):
+                    print(f"  granted: {line}")
+            return 0
+        if args.push_only and args.pull_only:
+            raise sync.SyncError("--push-only and --pull-only together would move nothing")
+        for rule in [*args.share, *args.exclude]:
+            sync.check_rule(rule)
+        if args.machine:
+            sync.check_machine(args.machine)
+        db_path = Path(args.db or db.default_db_path())
+        with writer_lock_for(db_path):
+            conn = _connect(args)
+            try:
+                return _sync(args, conn)
+            finally:
+                conn.close()
+    except sync.SyncError as exc:
+        _fail(str(exc))
+        return 1
+
+
+def writer_lock_for(db_path: Path) -> Any:
+    from threadloom.core.writer_lock import writer_lock
+
+    return writer_lock(db_path, on_wait=_say_waiting)
+
+
+def _sync(args: argparse.Namespace, conn: sqlite3.Connection) -> int:
+    from threadloom.core import sync
+    from threadloom.core.db import get_meta, set_meta
+
+    url = args.url or get_meta(conn, sync.URL_KEY)
+    if not url:
+        raise sync.SyncError(
+            "no hub yet: `threadloom sync URL --share RULE` (the hub's owner runs --init first)"
+        )
+    sharing = sync.load_sharing(conn)
+    changed = bool(args.share or args.exclude or args.redact is not None)
+    if sharing is None and args.share:
+        sharing = sync.Sharing()
+    if sharing is not None:
+        for rule in args.share:
+            sharing.exclude = [r for r in sharing.exclude if r != rule]
+            if rule not in sharing.share:
+                sharing.share.append(rule)
+        for rule in args.exclude:
+            sharing.share = [r for r in sharing.share if r != rule]
+            if rule not in sharing.exclude:
+                sharing.exclude.append(rule)
+        if args.redact is not None:
+            sharing.redact = args.redact
+    push = not args.pull_only
+    if push and sharing is None:
+        raise sync.SyncError(
+            "nothing is shared yet, and no project leaves this machine until you say so: pass --share all, "
+            "--share project:PATH or --share agent:NAME (remembered), or sync with --pull-only"
+        )
+    show = not args.json and not args.quiet and sys.stderr.isatty()
+
+    def progress(p: sync.SyncProgress) -> None:
+        if show:
+            print(f"\r\033[K{p.phase}: {p.done}/{p.total}", end="", file=sys.stderr, flush=True)
+
+    report = sync.sync(
+        conn,
+        url,
+        push=push,
+        pull=not args.push_only,
+        dry_run=args.dry_run,
+        machine=args.machine,
+        sharing=sharing,
+        progress=progress,
+    )
+    if show:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
+    if not args.dry_run:
+        conn.execute("BEGIN IMMEDIATE")
+        set_meta(conn, sync.URL_KEY, sync.safe_url(url))
+        if sharing is not None and changed:
+            sync.save_sharing(conn, sharing)
+        set_meta(conn, sync.LAST_KEY, str(int(time.time() * 1000)))
+        conn.execute("COMMIT")
+    if args.json:
+        print(json.dumps(report.as_dict()))
+        return 0
+    verb = "would move" if args.dry_run else "moved"
+    print(f"hub {report.hub} as {report.machine}: {verb} in {report.seconds:.2f} s")
+    if push:
+        masked = f", {report.redacted_records} masked" if report.redacted_records else ""
+        print(
+            f"  push: {report.pushed_records} records of {report.pushed_sources} files "
+            f"({report.pushed_bytes / 1e6:.1f} MB{masked}); {report.not_shared} files not shared"
+        )
+    if not args.push_only:
+        print(
+            f"  pull: {report.pulled_records} records of {report.pulled_sources} files "
+            f"({report.pulled_bytes / 1e6:.1f} MB), {report.sessions} sessions updated"
+        )
+    from threadloom.core.text import printable
+
+    for why in report.refused[:20]:
+        print(f"  refused from the hub: {printable(why)}")
     return 0
 
 

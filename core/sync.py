@@ -66,6 +66,7 @@ SHARED_TABLES: dict[str, tuple[str, ...]] = {}
 URL_KEY = "sync:url"
 MACHINE_KEY = "sync:machine"
 SHARE_KEY = "sync:share"
+LAST_KEY = "sync:last"  # when this archive last synced (unix ms)
 CURSOR_KEY = "sync:cursor:"  # + the hub's id: the last layout sequence number pulled
 
 LOCAL_DDL = (
@@ -202,6 +203,10 @@ CREATE OR REPLACE FUNCTION threadloom.may_read_source(s bigint) RETURNS boolean 
     SECURITY DEFINER SET search_path = pg_catalog AS
     $$ SELECT EXISTS (SELECT 1 FROM threadloom.sources x WHERE x.id = s
        AND threadloom.may_read(x.machine, x.project)) $$;
+-- whether source s is machine m's (a name inside a policy's subquery would be the subquery's own column)
+CREATE OR REPLACE FUNCTION threadloom.source_of(s bigint, m text) RETURNS boolean LANGUAGE sql STABLE
+    SECURITY DEFINER SET search_path = pg_catalog AS
+    $$ SELECT EXISTS (SELECT 1 FROM threadloom.sources x WHERE x.id = s AND x.machine = m) $$;
 DROP POLICY IF EXISTS machines_read ON threadloom.machines;
 CREATE POLICY machines_read ON threadloom.machines FOR SELECT USING (true);
 DROP POLICY IF EXISTS machines_add ON threadloom.machines;
@@ -214,13 +219,12 @@ DROP POLICY IF EXISTS records_read ON threadloom.records;
 CREATE POLICY records_read ON threadloom.records FOR SELECT USING (threadloom.may_read_source(source_id));
 DROP POLICY IF EXISTS records_add ON threadloom.records;
 CREATE POLICY records_add ON threadloom.records FOR INSERT TO {member} WITH CHECK (threadloom.owns(machine)
-    AND EXISTS (SELECT 1 FROM threadloom.sources s WHERE s.id = source_id AND s.machine = machine));
+    AND threadloom.source_of(source_id, machine));
 DROP POLICY IF EXISTS layouts_read ON threadloom.layouts;
 CREATE POLICY layouts_read ON threadloom.layouts FOR SELECT USING (threadloom.may_read_source(source_id));
 DROP POLICY IF EXISTS layouts_add ON threadloom.layouts;
 CREATE POLICY layouts_add ON threadloom.layouts FOR INSERT TO {member} WITH CHECK (threadloom.owns(machine)
-    AND pushed_by = session_user
-    AND EXISTS (SELECT 1 FROM threadloom.sources s WHERE s.id = source_id AND s.machine = machine));
+    AND pushed_by = session_user AND threadloom.source_of(source_id, machine));
 DROP POLICY IF EXISTS shared_read ON threadloom.shared_rows;
 CREATE POLICY shared_read ON threadloom.shared_rows FOR SELECT USING (threadloom.may_read(machine, NULL));
 DROP POLICY IF EXISTS shared_add ON threadloom.shared_rows;
@@ -233,7 +237,7 @@ GRANT SELECT ON ALL TABLES IN SCHEMA threadloom TO {member}, {reader};
 GRANT INSERT ON threadloom.machines, threadloom.sources, threadloom.records, threadloom.layouts,
     threadloom.shared_rows TO {member};
 GRANT EXECUTE ON FUNCTION threadloom.owns(text), threadloom.may_read(text, text),
-    threadloom.may_read_source(bigint) TO {member}, {reader};
+    threadloom.may_read_source(bigint), threadloom.source_of(bigint, text) TO {member}, {reader};
 """
 
 

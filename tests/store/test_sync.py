@@ -40,8 +40,9 @@ class Machine:
 
     def sync(self, url: str, **kw) -> sync.SyncReport:
         kw.setdefault("sharing", ALL)
+        kw.setdefault("machine", self.name)
         with writer_lock(self.conn):
-            return sync.sync(self.conn, url, machine=self.name, **kw)
+            return sync.sync(self.conn, url, **kw)
 
     def sessions(self) -> dict[str, int]:
         return dict(self.conn.execute("SELECT id, message_count FROM agent_sessions"))

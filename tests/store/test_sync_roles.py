@@ -1,0 +1,126 @@
+"""Access control on the hub, in PostgreSQL itself: two member roles and a reader. A member inserts
+only as its own machines and never updates or deletes; a reader only reads; a role reads only what
+it is granted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+from threadloom.core import sync
+
+from tests.pg_support import PgServer, hub_db, pg_server  # noqa: F401 - fixtures
+from tests.store.test_sync import ALL, Machine, _session
+
+A = "aaaaaaaa-0000-4000-8000-0000000000a1"
+B = "bbbbbbbb-0000-4000-8000-0000000000b2"
+
+
+@pytest.fixture
+def team(pg_server: PgServer, hub_db: str) -> dict[str, str]:  # noqa: F811
+    """The hub, and the URL of each role: alice and bob members, carol a reader, dave a member who
+    reads one project only."""
+    owner = pg_server.url(hub_db)
+    sync.init_hub(owner)
+    urls = {"owner": owner}
+    for who in ("alice", "bob", "carol", "dave"):
+        role = f"{who}_{hub_db}"
+        pg_server.sql("postgres", f'CREATE ROLE "{role}" LOGIN')
+        urls[who] = pg_server.url(hub_db, role)
+    sync.grant(owner, f"alice_{hub_db}")
+    sync.grant(owner, f"bob_{hub_db}")
+    sync.grant(owner, f"carol_{hub_db}", reader=True)
+    sync.grant(owner, f"dave_{hub_db}", projects=["/srv/api"])
+    return urls
+
+
+def _refused(url: str, statement: str, params: tuple = ()) -> str:
+    with psycopg.connect(url) as c, pytest.raises(psycopg.Error) as caught:
+        c.execute(statement, params)
+    return type(caught.value).__name__
+
+
+def test_members_write_only_as_their_own_machines(tmp_path: Path, team: dict[str, str]) -> None:
+    alice, bob = Machine(tmp_path, "alice-laptop"), Machine(tmp_path, "bob-box")
+    _session(alice.root, A, "/home/alice/app")
+    _session(bob.root, B, "/srv/api", project="-srv-api")
+    alice.ingest()
+    bob.ingest()
+    assert alice.sync(team["alice"]).pushed_records == 6
+    assert bob.sync(team["bob"]).pulled_records == 6  # members read every project here
+    assert alice.sync(team["alice"]).pulled_records == 6
+    assert alice.sessions() == bob.sessions()
+    # bob cannot take alice's machine name
+    with pytest.raises(sync.SyncError, match="belongs to"):
+        Machine(tmp_path, "bob2").sync(team["bob"], machine="alice-laptop")
+    # nor write as it, nor change or delete anything, nor add a machine in alice's name
+    with psycopg.connect(team["owner"]) as c:
+        source_id = c.execute("SELECT id FROM threadloom.sources WHERE machine = 'alice-laptop'").fetchone()[
+            0
+        ]
+    bob_url = team["bob"]
+    assert (
+        _refused(
+            bob_url,
+            "INSERT INTO threadloom.sources (machine, path, agent, kind) VALUES ('alice-laptop', '\\x2f78', 'claude-code', 'transcript')",
+        )
+        == "InsufficientPrivilege"
+    )
+    assert (
+        _refused(
+            bob_url,
+            "INSERT INTO threadloom.records (source_id, hash, machine, raw) VALUES (%s, %s, 'alice-laptop', '\\x00')",
+            (source_id, "0" * 32),
+        )
+        == "InsufficientPrivilege"
+    )
+    assert (
+        _refused(
+            bob_url,
+            "INSERT INTO threadloom.records (source_id, hash, machine, raw) VALUES (%s, %s, 'bob-box', '\\x00')",
+            (source_id, "0" * 32),
+        )
+        == "InsufficientPrivilege"
+    )  # his machine's name on alice's source
+    assert (
+        _refused(
+            bob_url,
+            "INSERT INTO threadloom.machines (name, owner) VALUES ('x1', %s)",
+            (team["alice"].split("//")[1].split("@")[0],),
+        )
+        == "InsufficientPrivilege"
+    )
+    assert _refused(bob_url, "UPDATE threadloom.records SET raw = '\\x00'") == "InsufficientPrivilege"
+    assert _refused(bob_url, "DELETE FROM threadloom.layouts") == "InsufficientPrivilege"
+    assert _refused(team["alice"], "DELETE FROM threadloom.records") == "InsufficientPrivilege"
+    assert _refused(team["alice"], "UPDATE threadloom.machines SET owner = 'x'") == "InsufficientPrivilege"
+    with psycopg.connect(team["owner"]) as c:
+        assert c.execute("SELECT count(*) FROM threadloom.records").fetchone()[0] == 12
+
+
+def test_a_reader_reads_and_never_writes(tmp_path: Path, team: dict[str, str]) -> None:
+    alice, carol = Machine(tmp_path, "alice-laptop"), Machine(tmp_path, "carol")
+    _session(alice.root, A, "/home/alice/app")
+    alice.ingest()
+    alice.sync(team["alice"])
+    assert carol.sync(team["carol"], push=False).pulled_records == 6
+    _session(carol.root, B, "/srv/api")
+    carol.ingest()
+    with pytest.raises(sync.SyncError, match="may not add machines"):
+        carol.sync(team["carol"])
+    assert (
+        _refused(team["carol"], "INSERT INTO threadloom.machines (name) VALUES ('carol')")
+        == "InsufficientPrivilege"
+    )
+
+
+def test_a_role_reads_only_the_projects_it_is_granted(tmp_path: Path, team: dict[str, str]) -> None:
+    alice, dave = Machine(tmp_path, "alice-laptop"), Machine(tmp_path, "dave")
+    _session(alice.root, A, "/home/alice/app", project="-home-alice-app")
+    _session(alice.root, B, "/srv/api", project="-srv-api")
+    alice.ingest()
+    assert alice.sync(team["alice"], sharing=ALL).pushed_sources == 2
+    report = dave.sync(team["dave"], push=False)
+    assert report.pulled_records == 6 and not report.refused
+    assert set(dave.sessions()) == {B}
