@@ -181,3 +181,89 @@ def test_a_sync_stopped_half_way_resumes_without_duplicates(tmp_path: Path, hub:
 
 def _conn_is_sqlite(c: object) -> bool:
     return isinstance(c, sqlite3.Connection)
+
+
+GHP = "ghp_" + "Zq8XkL2mN4pR7sT1vW3yB5dF9hJ0aC6eG8iK"
+
+
+def test_a_redacted_push_leaves_no_secret_on_the_hub(tmp_path: Path, hub: str) -> None:
+    laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
+    t = Transcript(laptop.root / "projects" / "-srv-app" / f"{A}.jsonl", A, cwd="/srv/app")
+    t.user(f"use the token {GHP} to push")
+    t.assistant("Pushed with it.")
+    t.write()
+    laptop.ingest()
+    report = laptop.sync(hub, sharing=sync.Sharing(share=["all"], redact=True))
+    assert report.redacted_records == 1 and report.pushed_records == 2
+    import psycopg
+
+    with psycopg.connect(hub) as c:
+        raws = [bytes(r[0]) for r in c.execute("SELECT raw FROM threadloom.records")]
+        flags = sorted(r[0] for r in c.execute("SELECT redacted FROM threadloom.records"))
+        assert c.execute("SELECT bool_and(redacted) FROM threadloom.layouts").fetchone()[0]
+    assert raws and not any(GHP.encode() in raw for raw in raws)
+    assert any(b"[REDACTED:" in raw for raw in raws) and flags == [False, True]
+    box.sync(hub)
+    assert box.sessions() == {A: 2}
+    text = " ".join(r[0] or "" for r in box.conn.execute("SELECT content FROM entries"))
+    assert GHP not in text and "[REDACTED:" in text
+    # marked as masked where it was pulled: never taken for the original
+    assert box.conn.execute("SELECT redacted FROM sync_pulled").fetchone()[0] == 1
+    # the laptop keeps its own bytes
+    assert GHP.encode() in b"".join(bytes(r[0]) for r in laptop.conn.execute("SELECT raw FROM entries"))
+
+
+def test_what_is_shared_is_chosen(tmp_path: Path, hub: str) -> None:
+    laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
+    _session(laptop.root, A, "/home/me/private", project="-home-me-private")
+    _session(laptop.root, B, "/srv/api", project="-srv-api")
+    laptop.ingest()
+    only_api = sync.Sharing(share=["project:/srv/*"])
+    report = laptop.sync(hub, sharing=only_api)
+    assert (report.pushed_sources, report.not_shared) == (1, 1)
+    box.sync(hub)
+    assert set(box.sessions()) == {B}
+    everything_but = sync.Sharing(share=["all"], exclude=["project:/home/me/private"])
+    assert laptop.sync(hub, sharing=everything_but).pushed_sources == 0
+    assert laptop.sync(hub, sharing=sync.Sharing(share=["agent:claude-code"])).pushed_sources == 1
+    box.sync(hub)
+    assert set(box.sessions()) == {A, B}
+
+
+def test_three_machines_syncing_at_once(tmp_path: Path, hub: str) -> None:
+    import threading
+
+    names = ["one", "two", "three"]
+    machines = [Machine(tmp_path, n) for n in names]
+    for i, m in enumerate(machines):
+        for k in range(3):
+            _session(m.root, f"{i}{k}aaaaaa-0000-4000-8000-000000000000", f"/srv/{m.name}", project=f"-p{k}")
+        m.ingest()
+    # each archive's connection is used from its own thread only
+    for m in machines:
+        m.conn.close()
+    errors: list[BaseException] = []
+
+    def run(m: Machine) -> None:
+        try:
+            m.conn = db.connect(m.root / "archive.db")
+            for _ in range(3):
+                m.sync(hub)
+            m.conn.close()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(m,)) for m in machines]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    for m in machines:
+        m.conn = db.connect(m.root / "archive.db")
+        m.sync(hub)
+    want = machines[0].sessions()
+    assert len(want) == 9
+    assert all(m.sessions() == want for m in machines)
+    counts = {m.conn.execute("SELECT count(*) FROM entries").fetchone()[0] for m in machines}
+    assert counts == {54}

@@ -1,0 +1,93 @@
+"""`threadloom sync` run as a process against a real PostgreSQL server (tests/pg_support.py): the
+hub made with --init, the first sync refused without --share, --dry-run moving nothing, the URL
+remembered without its password (never printed either), a pull-only machine, a no-change sync."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from tests.conftest import Transcript
+from tests.pg_support import PgServer, hub_db, pg_server  # noqa: F401 - fixtures
+from tests.support import home_env, run
+
+SID = "cccccccc-0000-4000-8000-0000000000c1"
+SECRET = "pw-never-shown-8472"
+
+
+def test_sync_from_the_command_line(tmp_path: Path, pg_server: PgServer, hub_db: str) -> None:  # noqa: F811
+    url = pg_server.url(hub_db)
+    with_password = pg_server.url(hub_db, password=SECRET)  # the test server trusts its local users
+    env = home_env(tmp_path)
+    made = run("sync", "--init", url, env_extra=env)
+    assert made.returncode == 0, made.stderr
+    assert "created" in made.stdout
+    again = run("sync", "--init", url, env_extra=env)
+    assert again.returncode == 0 and "up to date" in again.stdout
+
+    t = Transcript(tmp_path / "laptop" / "projects" / "-srv-app" / f"{SID}.jsonl", SID, cwd="/srv/app")
+    t.user("Find the slow query")
+    t.assistant("It is the join on orders")
+    t.write()
+    laptop, box = str(tmp_path / "laptop.db"), str(tmp_path / "box.db")
+    assert (
+        run(
+            "ingest", "--db", laptop, "--only", "--source", str(tmp_path / "laptop"), env_extra=env
+        ).returncode
+        == 0
+    )
+
+    first = run("sync", with_password, "--db", laptop, "--machine", "laptop", env_extra=env)
+    assert first.returncode == 1
+    assert "--share" in first.stderr and SECRET not in first.stderr + first.stdout
+
+    dry = run(
+        "sync",
+        with_password,
+        "--db",
+        laptop,
+        "--machine",
+        "laptop",
+        "--share",
+        "all",
+        "--dry-run",
+        "--json",
+        env_extra=env,
+    )
+    assert dry.returncode == 0, dry.stderr
+    would = json.loads(dry.stdout)
+    assert would["dry_run"] and would["pushed_records"] == 2 and SECRET not in dry.stdout
+    pushed = run(
+        "sync",
+        with_password,
+        "--db",
+        laptop,
+        "--machine",
+        "laptop",
+        "--share",
+        "all",
+        "--json",
+        env_extra=env,
+    )
+    assert pushed.returncode == 0, pushed.stderr
+    report = json.loads(pushed.stdout)
+    assert report["pushed_records"] == 2 and report["pushed_sources"] == 1
+    assert SECRET not in pushed.stdout + pushed.stderr
+    with sqlite3.connect(laptop) as c:
+        stored = dict(c.execute("SELECT key, value FROM ledger_meta WHERE key LIKE 'sync:%'"))
+    assert SECRET not in json.dumps(stored) and stored["sync:machine"] == "laptop"
+    assert SECRET.encode() not in Path(laptop).read_bytes()
+
+    pulled = run("sync", url, "--db", box, "--machine", "box", "--pull-only", "--json", env_extra=env)
+    assert pulled.returncode == 0, pulled.stderr
+    assert json.loads(pulled.stdout)["pulled_records"] == 2
+    listed = run("sessions", "--db", box, "--json", env_extra=env)
+    assert SID in listed.stdout
+
+    # then with nothing new: the URL and what is shared remembered, nothing moves
+    quiet = run("sync", "--db", laptop, env_extra=env)
+    assert quiet.returncode == 0, quiet.stderr
+    assert "push: 0 records" in quiet.stdout and "pull: 0 records" in quiet.stdout
+    timed = run("sync", "--db", laptop, "--json", env_extra=env)
+    assert json.loads(timed.stdout)["seconds"] < 1.0
