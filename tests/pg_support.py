@@ -107,7 +107,7 @@ def pg_server() -> Iterator[PgServer]:
         env=env,
         cwd=folder,
     )
-    port = 5432
+    port = 20000 + os.getpid() % 20000  # names the socket file only: nothing listens on TCP
     options = f"-c listen_addresses='' -c unix_socket_directories={sock} -p {port} -c fsync=off -c max_connections=60"
     subprocess.run(
         [str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "log"), "-s", "start"],
