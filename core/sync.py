@@ -58,9 +58,12 @@ LAYOUT_LOCK = 0x544C4F4D
 PULL_BATCH = 2000
 RAW_BATCH_BYTES = 8 << 20
 
-# User data that travels with sync: table -> its columns (its rows are merged, never replaced).
-# Adding a table to what is pushed and pulled is one line here (issue 30's memory tables, say).
+# User data that travels with sync: table -> its columns. Each row is pushed once (keyed on the hub by
+# machine, table and the hash of its values) and pulled into the same table here with INSERT OR
+# IGNORE: merged, never replacing a row. Adding a table to what is pushed and pulled is one line here
+# (issue 30's memory entries, say). Hidden sessions stay this machine's own: they are not listed.
 SHARED_TABLES: dict[str, tuple[str, ...]] = {}
+ROWS_CURSOR_KEY = "sync:rows:"  # + the hub's id: the last shared_rows sequence number pulled
 
 # meta keys in the local archive
 URL_KEY = "sync:url"
@@ -97,6 +100,13 @@ LOCAL_DDL = (
 	PRIMARY KEY (hub, hub_source_id)
 )""",
     "CREATE INDEX IF NOT EXISTS ix_sync_pulled_file ON sync_pulled (source_file_id)",
+    # the user-data rows (SHARED_TABLES) this archive pushed or pulled, by the hash of their values
+    """CREATE TABLE IF NOT EXISTS sync_rows (
+	hub VARCHAR NOT NULL,
+	tbl VARCHAR NOT NULL,
+	row_hash VARCHAR NOT NULL,
+	PRIMARY KEY (hub, tbl, row_hash)
+) WITHOUT ROWID""",
 )
 
 
@@ -468,6 +478,8 @@ class SyncReport:
     pulled_sources: int = 0
     pulled_records: int = 0
     pulled_bytes: int = 0
+    pushed_rows: int = 0  # user data (SHARED_TABLES)
+    pulled_rows: int = 0
     sessions: int = 0  # sessions the pulled records changed here
     refused: list[str] = field(default_factory=list)  # hub rows not taken, and why
     errors: list[str] = field(default_factory=list)
@@ -547,8 +559,10 @@ def sync(
                 raise SyncError("nothing is shared yet: pass --share (all, agent:NAME or project:PATH)")
             _register(hub, machine, dry_run)
             _push(conn, hub, hid, machine, sharing, report, dry_run, progress)
+            _push_rows(conn, hub, hid, machine, report, dry_run)
         if pull:
             _pull(conn, hub, hid, machine, report, dry_run, progress)
+            _pull_rows(conn, hub, hid, machine, report, dry_run)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
@@ -898,6 +912,120 @@ def _hub_source(
 
 def _no_nul(text: str | None) -> str | None:
     return None if text is None else text.replace("\0", "\ufffd")
+
+
+# ------------------------------------------------------------------------------------- user data
+
+
+def _row_hash(table: str, values: Iterable[Any]) -> str:
+    return hashlib.sha256(orjson.dumps([table, *values])).hexdigest()[:32]
+
+
+def _has_table(conn: sqlite3.Connection, table: str) -> bool:
+    return (
+        conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+        is not None
+    )
+
+
+def _push_rows(
+    conn: sqlite3.Connection,
+    hub: psycopg.Connection[Any],
+    hid: str,
+    machine: str,
+    report: SyncReport,
+    dry_run: bool,
+) -> None:
+    """The user-data rows (SHARED_TABLES) the hub has not had from this archive."""
+    for table, columns in SHARED_TABLES.items():
+        if not _has_table(conn, table):
+            continue
+        known = {
+            r[0]
+            for r in conn.execute("SELECT row_hash FROM sync_rows WHERE hub = ? AND tbl = ?", (hid, table))
+        }
+        new = []
+        for values in conn.execute(f"SELECT {', '.join(columns)} FROM {table}"):
+            digest = _row_hash(table, values)
+            if digest not in known:
+                new.append((digest, list(values)))
+        report.pushed_rows += len(new)
+        if dry_run or not new:
+            continue
+        hub.execute("SELECT pg_advisory_xact_lock(%s)", (LAYOUT_LOCK,))
+        with hub.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO threadloom.shared_rows (machine, tbl, row_hash, row) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT DO NOTHING",
+                [(machine, table, digest, orjson.dumps(values).decode()) for digest, values in new],
+            )
+        hub.commit()
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(
+            "INSERT OR IGNORE INTO sync_rows (hub, tbl, row_hash) VALUES (?, ?, ?)",
+            [(hid, table, d) for d, _ in new],
+        )
+        conn.execute("COMMIT")
+
+
+def _pull_rows(
+    conn: sqlite3.Connection,
+    hub: psycopg.Connection[Any],
+    hid: str,
+    machine: str,
+    report: SyncReport,
+    dry_run: bool,
+) -> None:
+    """Other machines' user-data rows, into the same tables here (a table or a row of another shape
+    is refused, never created or forced in)."""
+    tables = [t for t in SHARED_TABLES if _has_table(conn, t)]
+    if not tables:
+        return
+    key = ROWS_CURSOR_KEY + hid
+    cursor = int(get_meta(conn, key) or 0)
+    while True:
+        rows = hub.execute(
+            "SELECT seq, tbl, row_hash, row::text FROM threadloom.shared_rows WHERE seq > %s AND machine <> %s "
+            "AND tbl = ANY(%s) ORDER BY seq LIMIT %s",
+            (cursor, machine, tables, PULL_BATCH),
+        ).fetchall()
+        hub.commit()
+        if not rows:
+            return
+        if dry_run:
+            report.pulled_rows += len(rows)
+            cursor = int(rows[-1][0])
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for _seq, table, _digest, text in rows:
+                columns = SHARED_TABLES[str(table)]
+                try:
+                    values = orjson.loads(str(text))
+                except orjson.JSONDecodeError:
+                    values = None
+                if not (
+                    isinstance(values, list)
+                    and len(values) == len(columns)
+                    and all(v is None or isinstance(v, (str, int, float)) for v in values)
+                ):
+                    report.refused.append(f"a {table} row of another shape")
+                    continue
+                done = conn.execute(
+                    f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                    values,
+                )
+                conn.execute(
+                    "INSERT OR IGNORE INTO sync_rows (hub, tbl, row_hash) VALUES (?, ?, ?)",
+                    (hid, table, _row_hash(str(table), values)),
+                )
+                report.pulled_rows += done.rowcount
+            cursor = int(rows[-1][0])
+            set_meta(conn, key, str(cursor))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
 
 # ------------------------------------------------------------------------------------------ pull

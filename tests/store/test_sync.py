@@ -267,3 +267,28 @@ def test_three_machines_syncing_at_once(tmp_path: Path, hub: str) -> None:
     assert all(m.sessions() == want for m in machines)
     counts = {m.conn.execute("SELECT count(*) FROM entries").fetchone()[0] for m in machines}
     assert counts == {54}
+
+
+def test_user_data_tables_travel_with_sync(tmp_path: Path, hub: str, monkeypatch) -> None:
+    """A table registered in SHARED_TABLES (one line) is pushed and merged on the other machines."""
+    monkeypatch.setitem(sync.SHARED_TABLES, "notes_t", ("id", "scope", "body"))
+    laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
+    for m in (laptop, box):
+        m.conn.execute("CREATE TABLE notes_t (id VARCHAR PRIMARY KEY, scope VARCHAR, body VARCHAR)")
+    laptop.conn.execute("INSERT INTO notes_t VALUES ('n1', 'global', 'use uv, not pip')")
+    box.conn.execute("INSERT INTO notes_t VALUES ('n2', 'project', 'tests need postgres')")
+    assert laptop.sync(hub).pushed_rows == 1
+    report = box.sync(hub)
+    assert (report.pushed_rows, report.pulled_rows) == (1, 1)
+    assert laptop.sync(hub).pulled_rows == 1
+    again = laptop.sync(hub)
+    assert (again.pushed_rows, again.pulled_rows) == (0, 0)
+    rows = sorted(laptop.conn.execute("SELECT * FROM notes_t"))
+    assert (
+        rows
+        == sorted(box.conn.execute("SELECT * FROM notes_t"))
+        == [
+            ("n1", "global", "use uv, not pip"),
+            ("n2", "project", "tests need postgres"),
+        ]
+    )
