@@ -155,6 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
     _db_arg(p)
     p.add_argument("--project", metavar="P", help="project name or path (substring)")
     p.add_argument("--agent", metavar="A", help="claude-code, codex, ...")
+    p.add_argument("--machine", metavar="M", help="the sessions of that machine (synced through a hub)")
+    p.add_argument("--who", metavar="W", help="the sessions pushed to the hub by that person (its role)")
     p.add_argument("--main", action="store_true", help="main sessions only (no subagents)")
     p.add_argument("--all", action="store_true", help="include sessions without messages")
     p.add_argument(
@@ -1195,7 +1197,13 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
     conn = _open_for_reading(args)
     rows = list_sessions(
-        conn, project=args.project, agent=args.agent, include_subagents=not args.main, include_empty=args.all
+        conn,
+        project=args.project,
+        agent=args.agent,
+        include_subagents=not args.main,
+        include_empty=args.all,
+        machine=args.machine,
+        who=args.who,
     )
     rows = sort_sessions(rows, args.sort)
     hidden = read_hidden(conn)
@@ -1203,8 +1211,14 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     out_of_list = {r.id for r in rows if hidden and hidden.hides(r, owners)}
     if not args.hidden:  # hidden from the lists: `threadloom hide`, h in the TUI
         rows = [r for r in rows if r.id not in out_of_list]
+    from threadloom.core.sync import session_origins
+
+    origins = session_origins(conn)
     if args.json:
         listed = [r.as_dict() for r in rows]
+        for item in listed:  # another machine's session: which, and whose
+            if item["id"] in origins:
+                item["machine"], item["who"] = origins[item["id"]]
         if args.hidden:
             for item in listed:
                 item["hidden"] = item["id"] in out_of_list
@@ -1251,7 +1265,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             shown_ids.get(r.id, r.id) if not r.is_subagent else r.id.split(":", 1)[-1],
             short_when(r.last_activity),
             # from the logs: a folder's name may hold a newline, which would break the row in two
-            one_line(r.project, 10_000),
+            one_line(r.project, 10_000) + (f" @{origins[r.id][0]}" if r.id in origins else ""),
             _listed_title(r, depth, r.id in out_of_list),
             str(r.message_count),
             human_tokens(r.total_tokens),

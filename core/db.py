@@ -161,6 +161,44 @@ HIDDEN_DDL = """CREATE TABLE IF NOT EXISTS hidden (
 	hidden_at INTEGER,
 	PRIMARY KEY (kind, "key")
 )"""
+# What this archive pushed to a sync hub and pulled from it (core.sync): its state, not derived from
+# the records; a pulled source file's machine and person are read from sync_pulled.
+SYNC_DDL = (
+    """CREATE TABLE IF NOT EXISTS sync_pushed (
+	hub VARCHAR NOT NULL,
+	source_file_id INTEGER NOT NULL,
+	hub_source_id INTEGER NOT NULL,
+	generation INTEGER NOT NULL,
+	items INTEGER NOT NULL,
+	end_offset INTEGER NOT NULL,
+	digest VARCHAR NOT NULL,
+	content_hash VARCHAR,
+	bytes_ingested INTEGER NOT NULL,
+	redacted INTEGER NOT NULL,
+	PRIMARY KEY (hub, source_file_id)
+)""",
+    """CREATE TABLE IF NOT EXISTS sync_pulled (
+	hub VARCHAR NOT NULL,
+	hub_source_id INTEGER NOT NULL,
+	source_file_id INTEGER NOT NULL,
+	machine VARCHAR NOT NULL,
+	who VARCHAR,
+	generation INTEGER NOT NULL,
+	items INTEGER NOT NULL,
+	end_offset INTEGER NOT NULL,
+	digest VARCHAR NOT NULL,
+	redacted INTEGER NOT NULL,
+	PRIMARY KEY (hub, hub_source_id)
+)""",
+    "CREATE INDEX IF NOT EXISTS ix_sync_pulled_file ON sync_pulled (source_file_id)",
+    # the user-data rows (SHARED_TABLES) this archive pushed or pulled, by the hash of their values
+    """CREATE TABLE IF NOT EXISTS sync_rows (
+	hub VARCHAR NOT NULL,
+	tbl VARCHAR NOT NULL,
+	row_hash VARCHAR NOT NULL,
+	PRIMARY KEY (hub, tbl, row_hash)
+) WITHOUT ROWID""",
+)
 LATE_TABLES = (
     DERIVED_PENDING_DDL,
     SIGNALS_STATE_DDL,
@@ -168,6 +206,7 @@ LATE_TABLES = (
     SOURCE_VERSIONS_DDL,
     "CREATE INDEX IF NOT EXISTS ix_source_versions_file ON source_versions (source_file_id)",
     HIDDEN_DDL,
+    *SYNC_DDL,
 )
 # (table, column, type): columns added after schema 12 without a rebuild
 LATE_COLUMNS = (("source_files", "ctime_ns", "INTEGER"), ("stats_pending", "since_bucket", "INTEGER"))

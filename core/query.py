@@ -222,9 +222,17 @@ def list_sessions(
     agent: str | None = None,
     include_subagents: bool = True,
     include_empty: bool = False,
+    machine: str | None = None,
+    who: str | None = None,
 ) -> list[SessionSummary]:
-    """Sessions newest first; `project` matches the project name or path (substring)."""
-    where, params = [], []
+    """Sessions newest first; `project` matches the project name or path (substring); `machine` and
+    `who`: the sessions of that machine or person (a name's prefix; see core.sync.origin_filter)."""
+    where: list[str] = []
+    params: list[Any] = []
+    if machine or who:
+        from threadloom.core.sync import origin_filter
+
+        where, params = origin_filter("s.", machine, who)
     if project:
         where.append("(s.project = ? OR s.project_path = ? OR s.project_path LIKE ?)")
         params += [project, project, f"%{project}%"]

@@ -341,6 +341,43 @@ CREATE TABLE IF NOT EXISTS hidden (
 	PRIMARY KEY (kind, "key")
 );
 
+CREATE TABLE IF NOT EXISTS sync_pushed (
+	hub VARCHAR NOT NULL,
+	source_file_id INTEGER NOT NULL,
+	hub_source_id INTEGER NOT NULL,
+	generation INTEGER NOT NULL,
+	items INTEGER NOT NULL,
+	end_offset INTEGER NOT NULL,
+	digest VARCHAR NOT NULL,
+	content_hash VARCHAR,
+	bytes_ingested INTEGER NOT NULL,
+	redacted INTEGER NOT NULL,
+	PRIMARY KEY (hub, source_file_id)
+);
+
+CREATE TABLE IF NOT EXISTS sync_pulled (
+	hub VARCHAR NOT NULL,
+	hub_source_id INTEGER NOT NULL,
+	source_file_id INTEGER NOT NULL,
+	machine VARCHAR NOT NULL,
+	who VARCHAR,
+	generation INTEGER NOT NULL,
+	items INTEGER NOT NULL,
+	end_offset INTEGER NOT NULL,
+	digest VARCHAR NOT NULL,
+	redacted INTEGER NOT NULL,
+	PRIMARY KEY (hub, hub_source_id)
+);
+
+CREATE INDEX IF NOT EXISTS ix_sync_pulled_file ON sync_pulled (source_file_id);
+
+CREATE TABLE IF NOT EXISTS sync_rows (
+	hub VARCHAR NOT NULL,
+	tbl VARCHAR NOT NULL,
+	row_hash VARCHAR NOT NULL,
+	PRIMARY KEY (hub, tbl, row_hash)
+) WITHOUT ROWID;
+
 CREATE INDEX IF NOT EXISTS ix_entries_titles ON entries (session_id) WHERE entry_type IN ('custom-title', 'custom-title-file', 'ai-title', 'agent-name');
 
 CREATE INDEX IF NOT EXISTS ix_sessions_listing ON agent_sessions (project_path, is_subagent, message_count, ended_at, created_at, source, project, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, cost_usd, unpriced_messages);

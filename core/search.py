@@ -28,7 +28,19 @@ from threadloom.core.text import (
     readable,
 )
 
-FILTER_KEYS = ("agent", "project", "role", "tool", "in", "after", "before", "session", "signal")
+FILTER_KEYS = (
+    "agent",
+    "project",
+    "role",
+    "tool",
+    "in",
+    "after",
+    "before",
+    "session",
+    "signal",
+    "machine",
+    "who",
+)
 
 # Tuned on the 1 GB benchmark archive (bench/queries.txt): 300/2000/20k gave p50 53 ms, p95 125 ms;
 # these give 23 / 80 ms, and the 50 hits shown still come from 150 re-ranked candidates.
@@ -49,6 +61,8 @@ class ParsedQuery:
     tool: str | None = None
     session: str | None = None
     signal: str | None = None  # sessions that show this signal (one of text.SIGNALS)
+    machine: str | None = None  # sessions read from this machine's files (core.sync)
+    who: str | None = None  # sessions pushed to the sync hub by this person
     after: int | None = None
     before: int | None = None
     in_tools: bool = False
@@ -78,6 +92,8 @@ class ParsedQuery:
                 self.tool,
                 self.session,
                 self.signal,
+                self.machine,
+                self.who,
                 self.after,
                 self.before,
             )
@@ -498,6 +514,12 @@ def _session_filters(q: ParsedQuery, prefix: str) -> tuple[list[str], list[Any]]
     if q.signal:
         where.append(f"{prefix}id IN (SELECT session_id FROM session_signals WHERE name = ?)")
         params.append(q.signal)
+    if q.machine or q.who:
+        from threadloom.core.sync import origin_filter
+
+        more, values = origin_filter(prefix, q.machine, q.who)
+        where += more
+        params += values
     return where, params
 
 

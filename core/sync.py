@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from threadloom.core import db
 from threadloom.core.db import MIRROR_ROOT, get_meta, set_meta
 
 if TYPE_CHECKING:
@@ -69,45 +70,12 @@ ROWS_CURSOR_KEY = "sync:rows:"  # + the hub's id: the last shared_rows sequence 
 URL_KEY = "sync:url"
 MACHINE_KEY = "sync:machine"
 SHARE_KEY = "sync:share"
+WHO_KEY = "sync:who"  # the hub role this archive syncs as
 LAST_KEY = "sync:last"  # when this archive last synced (unix ms)
 CURSOR_KEY = "sync:cursor:"  # + the hub's id: the last layout sequence number pulled
 
-LOCAL_DDL = (
-    """CREATE TABLE IF NOT EXISTS sync_pushed (
-	hub VARCHAR NOT NULL,
-	source_file_id INTEGER NOT NULL,
-	hub_source_id INTEGER NOT NULL,
-	generation INTEGER NOT NULL,
-	items INTEGER NOT NULL,
-	end_offset INTEGER NOT NULL,
-	digest VARCHAR NOT NULL,
-	content_hash VARCHAR,
-	bytes_ingested INTEGER NOT NULL,
-	redacted INTEGER NOT NULL,
-	PRIMARY KEY (hub, source_file_id)
-)""",
-    """CREATE TABLE IF NOT EXISTS sync_pulled (
-	hub VARCHAR NOT NULL,
-	hub_source_id INTEGER NOT NULL,
-	source_file_id INTEGER NOT NULL,
-	machine VARCHAR NOT NULL,
-	who VARCHAR,
-	generation INTEGER NOT NULL,
-	items INTEGER NOT NULL,
-	end_offset INTEGER NOT NULL,
-	digest VARCHAR NOT NULL,
-	redacted INTEGER NOT NULL,
-	PRIMARY KEY (hub, hub_source_id)
-)""",
-    "CREATE INDEX IF NOT EXISTS ix_sync_pulled_file ON sync_pulled (source_file_id)",
-    # the user-data rows (SHARED_TABLES) this archive pushed or pulled, by the hash of their values
-    """CREATE TABLE IF NOT EXISTS sync_rows (
-	hub VARCHAR NOT NULL,
-	tbl VARCHAR NOT NULL,
-	row_hash VARCHAR NOT NULL,
-	PRIMARY KEY (hub, tbl, row_hash)
-) WITHOUT ROWID""",
-)
+# this archive's sync state: what it pushed, what it pulled (core.db creates the tables)
+LOCAL_DDL = db.SYNC_DDL
 
 
 class SyncError(RuntimeError):
@@ -549,6 +517,9 @@ def sync(
             conn.execute("BEGIN IMMEDIATE")
             ensure_local(conn)
             set_meta(conn, MACHINE_KEY, machine)
+            me = hub.execute("SELECT session_user").fetchone()
+            set_meta(conn, WHO_KEY, str(me[0]) if me else None)
+            hub.commit()
             conn.execute("COMMIT")
         elif not _has_local_tables(conn):
             conn.execute("BEGIN IMMEDIATE")
@@ -1408,6 +1379,37 @@ def _store_pulled(
 
 
 # --------------------------------------------------------------------------------- what is where
+
+
+def session_origins(conn: sqlite3.Connection) -> dict[str, tuple[str, str | None]]:
+    """(machine, who) of every session read from another machine's files, by session id."""
+    if not _has_local_tables(conn):
+        return {}
+    return {
+        sid: (machine, who)
+        for sid, machine, who in conn.execute(
+            "SELECT s.id, p.machine, p.who FROM agent_sessions s JOIN sync_pulled p ON p.source_file_id = s.source_file_id"
+        )
+    }
+
+
+def origin_filter(prefix: str, machine: str | None, who: str | None) -> tuple[list[str], list[Any]]:
+    """The conditions on agent_sessions (`prefix`: its alias) of `machine:NAME` and `who:NAME`: the
+    sessions read from the files of that machine (a prefix of its name; this machine's own under
+    the name it syncs as) or pushed by that person (the hub role)."""
+    where: list[str] = []
+    params: list[Any] = []
+    pulled = "SELECT source_file_id FROM sync_pulled"
+    for column, value, key in (("machine", machine, MACHINE_KEY), ("who", who, WHO_KEY)):
+        if not value:
+            continue
+        where.append(
+            f"({prefix}source_file_id IN ({pulled} WHERE {column} LIKE ?1) OR ("
+            f"COALESCE((SELECT value FROM ledger_meta WHERE key = '{key}'), '') LIKE ?1 "
+            f"AND {prefix}source_file_id NOT IN ({pulled})))".replace("?1", "?")
+        )
+        params += [value.replace("%", "").replace("_", "") + "%"] * 2
+    return where, params
 
 
 def machines_of(conn: sqlite3.Connection) -> dict[int, tuple[str, str | None]]:

@@ -22,6 +22,7 @@ tool:Bash        tool calls of this tool (searches tool input and output)
 in:tools         also tool inputs/outputs   in:thinking     also thinking
 in:subagents     also subagent sessions
 signal:retry-loop  sessions showing this signal (see `threadloom signals --help`)
+machine:laptop   sessions of that machine (synced)  who:ana   pushed by that person
 after:2026-03-01 before:yesterday  after:7d (also 12h, 2w)
 filters alone    the newest records they let through (tool:Edit project:api)"""
 

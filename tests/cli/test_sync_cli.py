@@ -82,8 +82,16 @@ def test_sync_from_the_command_line(tmp_path: Path, pg_server: PgServer, hub_db:
     pulled = run("sync", url, "--db", box, "--machine", "box", "--pull-only", "--json", env_extra=env)
     assert pulled.returncode == 0, pulled.stderr
     assert json.loads(pulled.stdout)["pulled_records"] == 2
-    listed = run("sessions", "--db", box, "--json", env_extra=env)
-    assert SID in listed.stdout
+    listed = json.loads(run("sessions", "--db", box, "--machine", "laptop", "--json", env_extra=env).stdout)
+    assert [(s["id"], s["machine"]) for s in listed] == [(SID, "laptop")]
+    assert (
+        json.loads(run("sessions", "--db", box, "--machine", "elsewhere", "--json", env_extra=env).stdout)
+        == []
+    )
+    table = run("sessions", "--db", box, env_extra=env)
+    assert "@laptop" in table.stdout
+    found = run("search", "--db", box, "slow query machine:laptop", env_extra=env)
+    assert found.returncode == 0 and "slow" in found.stdout
 
     # then with nothing new: the URL and what is shared remembered, nothing moves
     quiet = run("sync", "--db", laptop, env_extra=env)

@@ -292,3 +292,27 @@ def test_user_data_tables_travel_with_sync(tmp_path: Path, hub: str, monkeypatch
             ("n2", "project", "tests need postgres"),
         ]
     )
+
+
+def test_other_machines_sessions_are_filtered_by_machine_and_person(tmp_path: Path, hub: str) -> None:
+    from threadloom.core.query import list_sessions
+    from threadloom.core.search import search
+
+    laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
+    _session(laptop.root, A, "/home/me/app")
+    _session(box.root, B, "/srv/api")
+    laptop.ingest()
+    box.ingest()
+    laptop.sync(hub)
+    box.sync(hub)
+    laptop.sync(hub)
+    assert [s.id for s in list_sessions(laptop.conn, machine="box")] == [B]
+    mine = [s.id for s in list_sessions(laptop.conn, machine="lap")]
+    assert mine == [A]  # its own, by the name it syncs as
+    assert {s.id for s in list_sessions(laptop.conn, who="postgres")} == {A, B}
+    assert list_sessions(laptop.conn, who="nobody") == []
+    hits = search(laptop.conn, "question machine:box").hits
+    assert hits and {h.session_id for h in hits} == {B}
+    assert {h.session_id for h in search(laptop.conn, "question machine:laptop").hits} == {A}
+    assert {h.session_id for h in search(laptop.conn, "machine:box").hits} == {B}  # filters alone
+    assert sync.session_origins(laptop.conn) == {B: ("box", "postgres")}
