@@ -28,6 +28,7 @@ or a service file).
 from __future__ import annotations
 
 import fnmatch
+import gc
 import hashlib
 import os
 import re
@@ -57,6 +58,7 @@ PUSHED_KINDS = ("transcript", "subagent", "meta", "journal", "document", "decode
 # sequence number is taken under it, so rows become visible in sequence order.
 LAYOUT_LOCK = 0x544C4F4D
 PULL_BATCH = 2000
+BULK_RECORDS = 20_000  # a pull of this many records builds the search index once, after it
 RAW_BATCH_BYTES = 8 << 20
 
 # User data that travels with sync: table -> its columns. Each row is pushed once (keyed on the hub by
@@ -1121,11 +1123,25 @@ def _pull(
     hub.commit()
     if not total:
         return
+    from threadloom.core import search_index
     from threadloom.core.ledger import Ledger
 
+    records_row = hub.execute(
+        "SELECT COALESCE(sum(record_count), 0) FROM threadloom.layouts WHERE seq > %s AND machine <> %s",
+        (cursor, machine),
+    ).fetchone()
+    hub.commit()
+    if records_row and int(records_row[0]) >= BULK_RECORDS:
+        # many records: indexed once after they are placed rather than file by file (as a first load
+        # is); marked in the archive, so a stopped pull leaves it for the next run to catch up
+        conn.execute("BEGIN IMMEDIATE")
+        search_index.mark_behind(conn)
+        conn.execute("COMMIT")
     ledger = Ledger(conn)
     done = 0
     pulled: set[int] = set()
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # parsed records are short-lived; the cyclic GC costs 2.6x (as in core.ingest)
     try:
         while True:
             rows = [
@@ -1163,11 +1179,14 @@ def _pull(
             set_meta(conn, cursor_key, str(cursor))
             conn.execute("COMMIT")
     finally:
+        if gc_was_enabled:
+            gc.enable()
         changed = ledger.finalize()
         from threadloom.core import derived
 
         derived.finish(conn, changed)
         report.sessions += len(changed)
+    search_index.build(conn)
     report.pulled_sources += len(pulled)
     if progress is not None:
         progress(SyncProgress("pull", total, total))

@@ -6,6 +6,7 @@ server's programs are not installed (Debian's `postgresql` package; `.ci/run` in
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
@@ -59,24 +60,38 @@ def _as_user(uid: int, gid: int):  # noqa: ANN202 - a preexec function
     return drop
 
 
+class NoServer(Exception):
+    """Why no test server can be started here."""
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
+    try:
+        with throwaway_server() as server:
+            yield server
+    except NoServer as exc:
+        pytest.skip(str(exc))
+
+
+@contextlib.contextmanager
+def throwaway_server() -> Iterator[PgServer]:
+    """A PostgreSQL server of its own, stopped and removed on leaving (also used by the bench)."""
     bindir = _bin_dir()
     if bindir is None or not (bindir / "initdb").exists():
-        pytest.skip(
+        raise NoServer(
             "PostgreSQL's server programs (initdb, pg_ctl) are not installed: apt-get install postgresql"
         )
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        pytest.skip("psycopg is not installed")
+        raise NoServer("psycopg is not installed") from None
     preexec = None
     owner = pwd.getpwuid(os.getuid())
     if os.getuid() == 0:  # PostgreSQL refuses to run as root
         try:
             owner = pwd.getpwnam("postgres")
         except KeyError:
-            pytest.skip("running as root, and no `postgres` account to run the test server as")
+            raise NoServer("running as root, and no `postgres` account to run the test server as") from None
         preexec = _as_user(owner.pw_uid, owner.pw_gid)
     folder = Path(tempfile.mkdtemp(prefix="tlpg-"))
     os.chmod(folder, 0o755)
