@@ -1024,7 +1024,8 @@ def mirror_path(machine: str, origin: bytes) -> str:
     nothing that leaves that place (`..`, `.`, empty parts) and no NUL."""
     from threadloom.core.adapters.base import NAME_BYTES, stored_name
 
-    check_machine(machine)
+    if not MACHINE_RE.fullmatch(machine):
+        raise HubValueError(f"a machine name that is not usable here: {machine[:80]!r}")
     try:
         text = origin.decode("utf-8")
     except UnicodeDecodeError:

@@ -316,3 +316,77 @@ def test_other_machines_sessions_are_filtered_by_machine_and_person(tmp_path: Pa
     assert {h.session_id for h in search(laptop.conn, "question machine:laptop").hits} == {A}
     assert {h.session_id for h in search(laptop.conn, "machine:box").hits} == {B}  # filters alone
     assert sync.session_origins(laptop.conn) == {B: ("box", "postgres")}
+
+
+def test_hostile_values_from_the_hub_are_refused(tmp_path: Path, hub: str) -> None:
+    """A hub written by someone else (its owner can write anything): a path leaving its place, bytes
+    that are not what their hash says, a layout out of order, an agent no reader takes. Each is
+    refused and said; the good source beside them is placed; nothing is written on disk."""
+    import hashlib
+
+    import orjson
+    import psycopg
+
+    laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
+    _session(laptop.root, A, "/home/me/app")
+    laptop.ingest()
+    laptop.sync(hub)
+    good = b'{"type":"user","message":{"role":"user","content":"hi"}}'
+    digest = hashlib.sha256(good).hexdigest()[:32]
+    with psycopg.connect(hub) as c:
+        c.execute("ALTER TABLE threadloom.machines DROP CONSTRAINT machines_name_check")
+        c.execute("INSERT INTO threadloom.machines (name) VALUES ('evil'), ('../up')")
+
+        def source(machine: str, path: bytes, agent: str = "claude-code") -> int:
+            return c.execute(
+                "INSERT INTO threadloom.sources (machine, path, agent, kind) VALUES (%s, %s, %s, 'transcript') RETURNING id",
+                (machine, path, agent),
+            ).fetchone()[0]
+
+        def layout(sid: int, machine: str, items: list, raw: bytes = good, digest_of: str = digest) -> None:
+            c.execute(
+                "INSERT INTO threadloom.records (source_id, hash, machine, raw) VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                (sid, digest_of, machine, raw),
+            )
+            c.execute(
+                "INSERT INTO threadloom.layouts (source_id, machine, generation, from_offset, end_offset, items, record_count) "
+                "VALUES (%s, %s, 1, 0, 100, %s, %s)",
+                (sid, machine, orjson.dumps(items), len(items)),
+            )
+
+        layout(source("evil", b"/home/x/../../etc/cron.d/x.jsonl"), "evil", [[0, 1, 1, digest]])
+        layout(source("evil", b"relative/x.jsonl"), "evil", [[0, 1, 1, digest]])
+        layout(source("../up", b"/home/x/p/a.jsonl"), "../up", [[0, 1, 1, digest]])
+        layout(source("evil", b"/home/x/p/b.jsonl"), "evil", [[0, 1, 1, digest]], raw=b"other bytes")
+        layout(source("evil", b"/home/x/p/c.jsonl"), "evil", [[10, 2, 1, digest], [0, 1, 1, digest]])
+        layout(source("evil", b"/home/x/p/d.jsonl", agent="$(rm -rf ~)"), "evil", [[0, 1, 1, digest]])
+        layout(source("evil", b"/home/x/p/e.jsonl"), "evil", [["0; DROP", 1, 1, digest]])
+        layout(source("evil", b"/home/x/p/fine.jsonl"), "evil", [[0, 1, 1, digest]])
+    report = box.sync(hub)
+    assert len(report.refused) == 7, report.refused
+    text = " ".join(report.refused)
+    assert "'..'" in text and "absolute" in text and "machine name" in text and "hash names" in text
+    assert "file order" in text and "does not read" in text and "range" in text
+    paths = [r[0] for r in box.conn.execute("SELECT path FROM source_files ORDER BY path")]
+    assert paths == [
+        "/threadloom-sync/evil/home/x/p/fine.jsonl",
+        f"/threadloom-sync/laptop{laptop.root}/projects/-srv-app/{A}.jsonl",
+    ]
+    assert not Path("/threadloom-sync").exists()
+    assert box.sync(hub).refused == []  # said once: the cursor moved past them
+
+
+def test_mirror_paths() -> None:
+    assert sync.mirror_path("m1", b"C:\\Users\\ana\\.claude\\projects\\p\\s.jsonl") == (
+        "/threadloom-sync/m1/C/Users/ana/.claude/projects/p/s.jsonl"
+    )
+    name = "/home/\udcff/s.jsonl"  # a name that is not UTF-8 on its machine, stored with its bytes
+    from threadloom.core.adapters.base import disk_name, stored_name
+
+    mirrored = sync.mirror_path("m1", stored_name(name).encode())
+    assert disk_name(mirrored) == "/threadloom-sync/m1" + name
+    for bad in (b"/a/./b", b"/a//b", b"", b"/", b"/a/\x00b", b"\xff"):
+        with pytest.raises(sync.HubValueError):
+            sync.mirror_path("m1", bad)
+    with pytest.raises(sync.HubValueError):
+        sync.mirror_path("../x", b"/a")
