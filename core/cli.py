@@ -2215,6 +2215,9 @@ def cmd_sources(args: argparse.Namespace) -> int:
 
     side = side_file_counts(conn)
     risk = claude_risk(conn)
+    from threadloom.core.sync import status as sync_status
+
+    hub = sync_status(conn)
     if args.json:
         print(
             json.dumps(
@@ -2228,6 +2231,8 @@ def cmd_sources(args: argparse.Namespace) -> int:
                     "side_files": [asdict(kept) for kept in side],
                     # per agent with a cleanup of its own: its sessions it will delete, not archived yet
                     "cleanup": [risk.as_dict()] if risk is not None else [],
+                    # the sync hub: hub, machine, who, last_sync_ms, sharing, waiting_files, pulled
+                    "sync": hub,
                 }
             )
         )
@@ -2249,6 +2254,15 @@ def cmd_sources(args: argparse.Namespace) -> int:
 
     for file in unclaimed:
         print(f"  not read: {printable(file['path'])}: {file['why']}")
+    if hub is not None:
+        from threadloom.core.text import human_when
+
+        print(
+            f"  sync: hub {printable(hub['hub'])} as {hub['machine']}, last synced {human_when(hub['last_sync_ms'])}, "
+            f"{hub['waiting_files']} files waiting to be pushed"
+        )
+        for m in hub["pulled"]:
+            print(f"  sync: from {m['machine']} ({m['who']}): {m['files']} files, {m['records']} records")
     if risk is not None and risk.at_risk:
         print(f"warning: {risk.message()}")
     elif risk is not None:

@@ -1401,6 +1401,44 @@ def _store_pulled(
 # --------------------------------------------------------------------------------- what is where
 
 
+def status(conn: sqlite3.Connection) -> dict[str, Any] | None:
+    """What `threadloom sources` says of sync: the hub (no password), this machine's name, the last
+    sync, the files waiting to be pushed (what the sharing rules take), and what was pulled, by
+    machine. None when this archive never synced."""
+    url = get_meta(conn, URL_KEY)
+    if not url or not _has_local_tables(conn):
+        return None
+    sharing = load_sharing(conn)
+    waiting = 0
+    kinds = ", ".join(f"'{k}'" for k in PUSHED_KINDS)
+    for file_id, agent, key in conn.execute(
+        "SELECT f.id, f.agent, f.project_key FROM source_files f "
+        f"WHERE f.kind IN ({kinds}) AND f.bytes_ingested > 0 "
+        "AND f.id NOT IN (SELECT source_file_id FROM sync_pulled) AND NOT EXISTS (SELECT 1 FROM sync_pushed p "
+        "WHERE p.source_file_id = f.id AND p.content_hash IS f.content_hash AND p.bytes_ingested = f.bytes_ingested)"
+    ).fetchall():
+        if sharing is not None and sharing.takes(agent, _projects_of(conn, file_id, key)):
+            waiting += 1
+    last = get_meta(conn, LAST_KEY)
+    return {
+        "hub": safe_url(url),
+        "machine": get_meta(conn, MACHINE_KEY),
+        "who": get_meta(conn, WHO_KEY),
+        "last_sync_ms": int(last) if last and last.isdigit() else None,
+        "sharing": asdict(sharing) if sharing is not None else None,
+        "waiting_files": waiting,
+        "pulled": [
+            {"machine": m, "who": w, "files": files, "records": records}
+            for m, w, files, records in conn.execute(
+                "SELECT p.machine, p.who, count(DISTINCT p.source_file_id), "
+                "(SELECT count(*) FROM entries e WHERE e.source_file_id IN "
+                "(SELECT source_file_id FROM sync_pulled q WHERE q.machine = p.machine)) "
+                "FROM sync_pulled p GROUP BY p.machine ORDER BY p.machine"
+            )
+        ],
+    }
+
+
 def session_origins(conn: sqlite3.Connection) -> dict[str, tuple[str, str | None]]:
     """(machine, who) of every session read from another machine's files, by session id."""
     if not _has_local_tables(conn):

@@ -93,6 +93,13 @@ def test_sync_from_the_command_line(tmp_path: Path, pg_server: PgServer, hub_db:
     found = run("search", "--db", box, "slow query machine:laptop", env_extra=env)
     assert found.returncode == 0 and "slow" in found.stdout
 
+    shown = json.loads(run("sources", "--db", box, "--json", env_extra=env).stdout)["sync"]
+    assert shown["machine"] == "box" and shown["pulled"] == [
+        {"machine": "laptop", "who": pg_server.superuser, "files": 1, "records": 2}
+    ]
+    assert SECRET not in run("sources", "--db", laptop, env_extra=env).stdout
+    said = run("sources", "--db", laptop, env_extra=env).stdout
+    assert "as laptop" in said and "0 files waiting" in said
     # then with nothing new: the URL and what is shared remembered, nothing moves
     quiet = run("sync", "--db", laptop, env_extra=env)
     assert quiet.returncode == 0, quiet.stderr
