@@ -106,3 +106,85 @@ def test_sync_from_the_command_line(tmp_path: Path, pg_server: PgServer, hub_db:
     assert "push: 0 records" in quiet.stdout and "pull: 0 records" in quiet.stdout
     timed = run("sync", "--db", laptop, "--json", env_extra=env)
     assert json.loads(timed.stdout)["seconds"] < 1.0
+
+
+def test_a_sync_killed_half_way_then_run_again(tmp_path: Path, pg_server: PgServer, hub_db: str) -> None:  # noqa: F811
+    """kill -9 in the middle of a push, then of a pull: the next sync goes on, nothing duplicated or lost."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psycopg
+
+    url = pg_server.url(hub_db)
+    env = home_env(tmp_path)
+    assert run("sync", "--init", url, env_extra=env).returncode == 0
+    n = 120
+    for i in range(n):
+        sid = f"dddddddd-0000-4000-8000-{i:012d}"
+        t = Transcript(
+            tmp_path / "laptop" / "projects" / f"-srv-p{i}" / f"{sid}.jsonl", sid, cwd=f"/srv/p{i}"
+        )
+        for k in range(10):
+            t.user(f"question {k} " + "x" * 2000)
+            t.assistant(f"answer {k}")
+        t.write()
+    laptop, box = str(tmp_path / "laptop.db"), str(tmp_path / "box.db")
+    assert (
+        run(
+            "ingest", "--db", laptop, "--only", "--source", str(tmp_path / "laptop"), env_extra=env
+        ).returncode
+        == 0
+    )
+
+    def killed_when(args: list[str], started: callable) -> bool:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "threadloom.core.cli", "sync", *args],
+            env=dict(os.environ, **env),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 60
+        try:
+            while proc.poll() is None and time.monotonic() < deadline:
+                if started():
+                    os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    return True
+                time.sleep(0.002)
+            return False
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    def layouts() -> int:
+        with psycopg.connect(url) as c:
+            return c.execute("SELECT count(*) FROM threadloom.layouts").fetchone()[0]
+
+    was_killed = killed_when(
+        [url, "--db", laptop, "--machine", "laptop", "--share", "all"], lambda: layouts() > 5
+    )
+    assert was_killed and layouts() < n  # stopped half-way
+    again = run("sync", url, "--db", laptop, "--machine", "laptop", "--share", "all", "--json", env_extra=env)
+    assert again.returncode == 0, again.stderr
+    assert layouts() == n
+    with psycopg.connect(url) as c:
+        assert c.execute("SELECT count(*) FROM threadloom.records").fetchone()[0] == n * 20
+        assert c.execute("SELECT count(DISTINCT source_id) FROM threadloom.layouts").fetchone()[0] == n
+
+    def pulled() -> bool:
+        try:
+            with sqlite3.connect(f"file:{box}?mode=ro", uri=True) as c:
+                return c.execute("SELECT count(*) FROM sync_pulled").fetchone()[0] > 5
+        except sqlite3.Error:
+            return False
+
+    assert killed_when([url, "--db", box, "--machine", "box", "--pull-only"], pulled)
+    done = run("sync", url, "--db", box, "--machine", "box", "--pull-only", "--json", env_extra=env)
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(box) as b, sqlite3.connect(laptop) as a:
+        count = "SELECT count(*), count(DISTINCT hash), (SELECT count(*) FROM agent_sessions) FROM entries"
+        assert b.execute(count).fetchone() == a.execute(count).fetchone() == (n * 20, n * 20, n)
