@@ -449,6 +449,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--quiet", "-q", action="store_true", help="log to the file only (a terminal also gets each line)"
     )
+    p.add_argument(
+        "--sync",
+        action="store_true",
+        help="after each ingest that read something, `threadloom sync` with the hub and sharing it remembers",
+    )
 
     p = sub.add_parser(
         "service",
@@ -2419,6 +2424,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         poll_seconds=args.poll_interval,
         settle=args.settle,
         echo=not args.quiet and sys.stderr.isatty(),
+        sync=args.sync,
     )
     return run_watch(options)
 

@@ -465,6 +465,7 @@ class WatchOptions:
     settle: float = SETTLE_SECONDS
     max_delay: float = MAX_DELAY_SECONDS
     echo: bool = False
+    sync: bool = False  # after each ingest that read something (and each full one): `threadloom sync`
 
 
 class AlreadyWatching(RuntimeError):
@@ -709,11 +710,38 @@ class Watcher:
                         self.known = Known(known_sources(conn))
                     else:
                         report = ingest_known(conn, files, cancel=self.stop)
+                    if self.options.sync and (full or report.records_added) and not self.stop.is_set():
+                        self._sync(conn)
                 finally:
                     conn.close()
                 return report
         except WriterBusy:
             return None
+
+    def _sync(self, conn: sqlite3.Connection) -> None:
+        """Push what the ingest read and pull what other machines pushed, with the hub and sharing rules
+        the last `threadloom sync` remembered; a hub out of reach is said and tried again next time."""
+        from threadloom.core import sync
+        from threadloom.core.db import get_meta
+
+        url = get_meta(conn, sync.URL_KEY)
+        if not url:
+            self.log.warning("sync: no hub yet (run `threadloom sync URL --share RULE` once)")
+            return
+        sharing = sync.load_sharing(conn)
+        try:
+            report = sync.sync(conn, url, push=sharing is not None, sharing=sharing)
+        except sync.SyncError as exc:
+            self.log.warning("sync: %s; tried again after the next ingest", exc)
+            return
+        if report.pushed_records or report.pulled_records or report.refused:
+            self.log.info(
+                "sync: pushed %d records, pulled %d (%d sessions), %.2f s",
+                report.pushed_records,
+                report.pulled_records,
+                report.sessions,
+                report.seconds,
+            )
 
 
 def _count(n: int, what: str) -> str:

@@ -390,3 +390,27 @@ def test_mirror_paths() -> None:
             sync.mirror_path("m1", bad)
     with pytest.raises(sync.HubValueError):
         sync.mirror_path("../x", b"/a")
+
+
+def test_watch_syncs_after_each_change(tmp_path: Path, hub: str) -> None:
+    import logging
+    import threading
+
+    from threadloom.core.db import set_meta
+    from threadloom.core.watch import Watcher, WatchOptions
+
+    laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
+    t = _session(laptop.root, A, "/home/me/app")
+    laptop.ingest()
+    laptop.sync(hub)
+    laptop.conn.execute("BEGIN IMMEDIATE")
+    set_meta(laptop.conn, sync.URL_KEY, hub)
+    sync.save_sharing(laptop.conn, ALL)
+    laptop.conn.execute("COMMIT")
+    options = WatchOptions(laptop.root / "archive.db", tmp_path / "watch.log", sync=True)
+    watcher = Watcher(options, threading.Event(), logging.getLogger("test-watch"))
+    t.user("and one more")
+    t.write()
+    report = watcher._ingest("", [str(t.path)])
+    assert report is not None and report.records_added == 1
+    assert box.sync(hub).pulled_records == 7  # pushed by the watch, with the ingest
