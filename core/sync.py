@@ -667,25 +667,118 @@ def _push_source(
         and len(items) >= n_items
         and _digest(it for it, _ in items[:n_items]).hexdigest() == digest
     )
-    if append:
-        new = items[n_items:]
-        start = end_offset
-        gen = generation
-    else:
-        new = items
-        start = 0
-        gen = (generation or 0) + 1
     redactor = None
     if redact:
         from threadloom.core.redact import Redactor
 
         redactor = Redactor()
-    # the bytes the hub gets: each record's own, or masked (then hashed as masked)
+    history = _history(conn, file_id) if hub_source_id is None else []
+    if dry_run:
+        report.pushed_sources += 1
+        for pairs in [*history, items[n_items:] if append else items]:
+            report.pushed_records += len(pairs)
+            report.pushed_bytes += _bytes_of(conn, [eid for _, eid in pairs])
+        return
+    if hub_source_id is None:
+        hub_source_id = _hub_source(
+            hub, machine, path, agent, kind, project_key, _main_project(conn, file_id, project_key)
+        )
+    gen = 0 if generation is None else int(generation)
+    # a file rewritten here before its first push: its earlier versions go first, each a generation
+    for pairs in history:
+        gen += 1
+        last_item, last_eid = pairs[-1]
+        end = last_item.offset + len(_raw_of(conn, last_eid)) + int(last_item.newline)
+        _send_layout(conn, hub, machine, hub_source_id, gen, 0, end, pairs, redactor, redact, report)
+    if append:
+        new, start = items[n_items:], int(end_offset)
+    else:
+        new, start, gen = items, 0, gen + 1
+    inserted = _send_layout(
+        conn, hub, machine, hub_source_id, gen, start, int(bytes_ingested), new, redactor, redact, report
+    )
+    if not inserted:
+        # pushed by a run that stopped before noting it here, or this state moved on since: the hub
+        # says what it holds, and the next sync goes on from there
+        _recover_pushed(conn, hub, hid, file_id, hub_source_id, content_hash, bytes_ingested, redact)
+        return
+    new_digest = _digest(it for it, _ in items).hexdigest()  # of the records here, masked or not
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute(
+        "INSERT OR REPLACE INTO sync_pushed (hub, source_file_id, hub_source_id, generation, items, end_offset, "
+        "digest, content_hash, bytes_ingested, redacted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            hid,
+            file_id,
+            hub_source_id,
+            gen,
+            len(items),
+            int(bytes_ingested),
+            new_digest,
+            content_hash,
+            bytes_ingested,
+            int(redact),
+        ),
+    )
+    conn.execute("COMMIT")
+    report.pushed_sources += 1
+
+
+def _raw_of(conn: sqlite3.Connection, eid: int) -> bytes:
+    return bytes(conn.execute("SELECT raw FROM entries WHERE id = ?", (eid,)).fetchone()[0])
+
+
+def _history(conn: sqlite3.Connection, file_id: int) -> list[list[tuple[_Item, int]]]:
+    """The file's superseded versions, oldest first, each as its records in order with the offsets and
+    lines they had then (rebuilt from their lengths, as `restore --as-of` writes them)."""
+    out: list[list[tuple[_Item, int]]] = []
+    for (blob,) in conn.execute(
+        "SELECT entry_ids FROM source_versions WHERE source_file_id = ? ORDER BY superseded_at, version_file_id",
+        (file_id,),
+    ).fetchall():
+        ids = [int.from_bytes(blob[i : i + 8], "little") for i in range(0, len(blob), 8)]
+        facts: dict[int, tuple[str, int, bool]] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            for eid, digest, size, newline in conn.execute(
+                f"SELECT id, hash, length(raw), newline FROM entries WHERE id IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ):
+                facts[eid] = (str(digest), int(size), bool(newline))
+        pairs: list[tuple[_Item, int]] = []
+        offset, line = 0, 1
+        for eid in ids:
+            if eid not in facts:
+                continue
+            digest, size, newline = facts[eid]
+            pairs.append((_Item(offset, line, newline, digest), eid))
+            offset += size + int(newline)
+            line += int(newline)
+        if pairs:
+            out.append(pairs)
+    return out
+
+
+def _send_layout(
+    conn: sqlite3.Connection,
+    hub: psycopg.Connection[Any],
+    machine: str,
+    hub_source_id: int,
+    gen: int,
+    start: int,
+    end: int,
+    pairs: list[tuple[_Item, int]],
+    redactor: Any,
+    redact: bool,
+    report: SyncReport,
+) -> bool:
+    """One layout row and the records it names that the hub lacks (masked first when asked). Returns
+    False when the hub had that layout row already."""
     layout: list[_Item] = []
     raws: dict[str, tuple[int, bytes | None]] = {}  # hash sent -> (entry id, masked bytes or None)
-    for it, eid in new:
+    for it, eid in pairs:
         if redactor is not None:
-            raw = bytes(conn.execute("SELECT raw FROM entries WHERE id = ?", (eid,)).fetchone()[0])
+            raw = _raw_of(conn, eid)
             masked = _masked(redactor, raw)
             if masked != raw:
                 report.redacted_records += 1
@@ -695,16 +788,6 @@ def _push_source(
                 continue
         raws.setdefault(it.hash, (eid, None))
         layout.append(it)
-    if dry_run:
-        report.pushed_sources += 1
-        report.pushed_records += len(layout)
-        report.pushed_bytes += _bytes_of(conn, [eid for eid, masked in raws.values() if masked is None])
-        report.pushed_bytes += sum(len(m) for _, m in raws.values() if m is not None)
-        return
-    if hub_source_id is None:
-        hub_source_id = _hub_source(
-            hub, machine, path, agent, kind, project_key, _main_project(conn, file_id, project_key)
-        )
     # the records the hub lacks, in batches (each commits: a record without a layout is invisible)
     have = {
         r[0]
@@ -723,42 +806,26 @@ def _push_source(
                 [(hub_source_id, h, machine, raw, masked) for h, raw, masked in batch],
             )
             sent += sum(len(raw) for _, raw, _ in batch)
-    end = int(bytes_ingested)
-    items_blob = orjson.dumps([it.as_list() for it in layout])
     hub.execute("SELECT pg_advisory_xact_lock(%s)", (LAYOUT_LOCK,))
     inserted = hub.execute(
         "INSERT INTO threadloom.layouts (source_id, machine, generation, from_offset, end_offset, items, "
         "record_count, redacted) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING seq",
-        (hub_source_id, machine, gen, start, end, items_blob, len(layout), redact),
+        (
+            hub_source_id,
+            machine,
+            gen,
+            start,
+            end,
+            orjson.dumps([it.as_list() for it in layout]),
+            len(layout),
+            redact,
+        ),
     ).fetchone()
     hub.commit()
-    if inserted is None:
-        # pushed by a run that stopped before noting it here, or this state moved on since: the hub
-        # says what it holds, and the next sync goes on from there
-        _recover_pushed(conn, hub, hid, file_id, hub_source_id, content_hash, bytes_ingested, redact)
-        return
-    new_digest = _digest(it for it, _ in items).hexdigest()  # of the records here, masked or not
-    conn.execute("BEGIN IMMEDIATE")
-    conn.execute(
-        "INSERT OR REPLACE INTO sync_pushed (hub, source_file_id, hub_source_id, generation, items, end_offset, "
-        "digest, content_hash, bytes_ingested, redacted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            hid,
-            file_id,
-            hub_source_id,
-            gen,
-            len(items),
-            end,
-            new_digest,
-            content_hash,
-            bytes_ingested,
-            int(redact),
-        ),
-    )
-    conn.execute("COMMIT")
-    report.pushed_sources += 1
-    report.pushed_records += len(layout)
-    report.pushed_bytes += sent
+    if inserted is not None:
+        report.pushed_records += len(layout)
+        report.pushed_bytes += sent
+    return inserted is not None
 
 
 def _recover_pushed(

@@ -414,3 +414,29 @@ def test_watch_syncs_after_each_change(tmp_path: Path, hub: str) -> None:
     report = watcher._ingest("", [str(t.path)])
     assert report is not None and report.records_added == 1
     assert box.sync(hub).pulled_records == 7  # pushed by the watch, with the ingest
+
+
+def test_a_file_rewritten_before_its_first_push_takes_its_history_along(tmp_path: Path, hub: str) -> None:
+    from threadloom.core.archive import version_bytes, versions
+
+    laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
+    t = _session(laptop.root, A, "/home/me/app")
+    laptop.ingest()
+    first = t.path.read_bytes()
+    lines = first.splitlines(keepends=True)
+    t.path.write_bytes(b"".join(lines[:2]) + lines[4])  # an edit: a turn taken out
+    laptop.ingest()
+    assert laptop.sync(hub).pushed_records == 6 + 3
+    box.sync(hub)
+
+    def old_versions(m: Machine) -> list[bytes]:
+        (fid,) = m.conn.execute(
+            "SELECT id FROM source_files WHERE kind = 'transcript' AND path LIKE ?", (f"%{A}.jsonl",)
+        ).fetchone()
+        return [version_bytes(m.conn, v)[0] for v in versions(m.conn, fid)]
+
+    assert old_versions(box) == old_versions(laptop) == [first]
+    assert box.sessions() == laptop.sessions() == {A: 3}
+    out = tmp_path / "restored"
+    written = restore_session(box.conn, A, out)
+    assert Path(written[0].written_to).read_bytes() == t.path.read_bytes()
