@@ -440,3 +440,26 @@ def test_a_file_rewritten_before_its_first_push_takes_its_history_along(tmp_path
     out = tmp_path / "restored"
     written = restore_session(box.conn, A, out)
     assert Path(written[0].written_to).read_bytes() == t.path.read_bytes()
+
+
+def test_another_machines_session_is_restored_where_claude_resumes_it(
+    tmp_path: Path, hub: str, monkeypatch
+) -> None:
+    from threadloom.core.fork import claude_restore_step
+
+    here = tmp_path / "work" / "app"
+    here.mkdir(parents=True)
+    laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
+    t = _session(laptop.root, A, str(here))
+    laptop.ingest()
+    laptop.sync(hub)
+    box.sync(hub)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "box-claude"))
+    step = claude_restore_step(box.conn, A, str(here))
+    assert step is not None and list(step.files) == [
+        f"/threadloom-sync/laptop{laptop.root}/projects/-srv-app/{A}.jsonl"
+    ]
+    target = Path(step.files[next(iter(step.files))])
+    assert target.is_relative_to(tmp_path / "box-claude" / "projects")
+    restore_session(box.conn, A, Path(step.folder), only={s: Path(d) for s, d in step.files.items()})
+    assert target.read_bytes() == t.path.read_bytes()
