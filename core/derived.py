@@ -93,6 +93,11 @@ USER_DATA: dict[str, tuple[str, ...]] = {
     "hidden": ("kind", "key", "hidden_at"),  # the sessions and projects hidden from the lists
 }
 
+# Sync state: what this archive pushed to a hub and pulled from one (core.sync), the machine and person
+# each pulled file came from. Neither records nor derived from them, and not the user's: an archive
+# started afresh (`ingest --rebuild`) has none, and its next sync pulls (and notes its pushes) again.
+SYNC_STATE = ("sync_pushed", "sync_pulled", "sync_rows")
+
 SessionsDone = Callable[[int, int], None]
 
 

@@ -6,7 +6,14 @@ from __future__ import annotations
 from threadloom.core import db, derived
 
 # the archive: what the agents wrote and where it came from, and what the user gave threadloom
-ARCHIVE = {"entries", "source_files", "source_versions", "ledger_meta", *derived.USER_DATA}
+ARCHIVE = {
+    "entries",
+    "source_files",
+    "source_versions",
+    "ledger_meta",
+    *derived.USER_DATA,
+    *derived.SYNC_STATE,
+}
 
 
 def test_every_table_is_the_archive_or_a_kind_of_derived_data(tmp_path):
