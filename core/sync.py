@@ -591,24 +591,46 @@ def _local_sources(conn: sqlite3.Connection, hid: str) -> list[tuple[Any, ...]]:
     ).fetchall()
 
 
-def _projects_of(conn: sqlite3.Connection, file_id: int, project_key: str | None) -> set[str]:
-    projects = {project_key} if project_key else set()
-    for path, name in conn.execute(
-        "SELECT DISTINCT s.project_path, s.project FROM agent_sessions s WHERE s.id IN "
-        "(SELECT DISTINCT session_id FROM entries WHERE source_file_id = ? AND session_id IS NOT NULL)",
-        (file_id,),
-    ):
-        projects |= {p for p in (path, name) if p}
-    return projects
+class _Projects:
+    """The projects a source file belongs to, for the sharing rules and the hub's per-project grants:
+    its folder key, the projects of the sessions its records are in, and (for a file holding no
+    session's records, a side file say) those of the sessions read from files of the same folder."""
 
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.keyed: dict[tuple[str, str], list[str]] = {}
 
-def _main_project(conn: sqlite3.Connection, file_id: int, project_key: str | None) -> str | None:
-    row = conn.execute(
-        "SELECT s.project_path FROM agent_sessions s WHERE s.id IN (SELECT session_id FROM entries "
-        "WHERE source_file_id = ? AND session_id IS NOT NULL LIMIT 1)",
-        (file_id,),
-    ).fetchone()
-    return row[0] if row and row[0] else project_key
+    def of(self, file_id: int, agent: str, project_key: str | None) -> set[str]:
+        return set(self.ordered(file_id, agent, project_key))
+
+    def ordered(self, file_id: int, agent: str, project_key: str | None) -> list[str]:
+        found: list[str] = []
+        for path, name in self.conn.execute(
+            "SELECT DISTINCT s.project_path, s.project FROM agent_sessions s WHERE s.id IN "
+            "(SELECT DISTINCT session_id FROM entries WHERE source_file_id = ? AND session_id IS NOT NULL)",
+            (file_id,),
+        ):
+            found += [p for p in (path, name) if p]
+        if project_key:
+            key = (agent, project_key)
+            if key not in self.keyed:
+                self.keyed[key] = [
+                    p
+                    for path, name in self.conn.execute(
+                        "SELECT DISTINCT s.project_path, s.project FROM agent_sessions s JOIN source_files g "
+                        "ON g.id = s.source_file_id WHERE g.agent = ? AND g.project_key = ?",
+                        key,
+                    )
+                    for p in (path, name)
+                    if p
+                ]
+            found += self.keyed[key] + [project_key]
+        return list(dict.fromkeys(found))
+
+    def main(self, file_id: int, agent: str, project_key: str | None) -> str | None:
+        """The one project the hub files the source under (its grants are per project): a path first."""
+        found = self.ordered(file_id, agent, project_key)
+        return next((p for p in found if p.startswith("/")), found[0] if found else None)
 
 
 def _push(
@@ -622,14 +644,15 @@ def _push(
     progress: Callable[[SyncProgress], None] | None,
 ) -> None:
     candidates = _local_sources(conn, hid)
+    projects = _Projects(conn)
     for i, row in enumerate(candidates):
         file_id, path, agent, kind, project_key = row[:5]
         if progress is not None:
             progress(SyncProgress("push", i, len(candidates), path))
-        if not sharing.takes(agent, _projects_of(conn, file_id, project_key)):
+        if not sharing.takes(agent, projects.of(file_id, agent, project_key)):
             report.not_shared += 1
             continue
-        _push_source(conn, hub, hid, machine, row, sharing.redact, report, dry_run)
+        _push_source(conn, hub, hid, machine, row, sharing.redact, report, dry_run, projects)
     if progress is not None:
         progress(SyncProgress("push", len(candidates), len(candidates)))
 
@@ -654,6 +677,7 @@ def _push_source(
     redact: bool,
     report: SyncReport,
     dry_run: bool,
+    projects: _Projects,
 ) -> None:
     file_id, path, agent, kind, project_key, content_hash, bytes_ingested = row[:7]
     hub_source_id, generation, n_items, end_offset, digest, was_redacted = row[7:13]
@@ -681,7 +705,7 @@ def _push_source(
         return
     if hub_source_id is None:
         hub_source_id = _hub_source(
-            hub, machine, path, agent, kind, project_key, _main_project(conn, file_id, project_key)
+            hub, machine, path, agent, kind, project_key, projects.main(file_id, agent, project_key)
         )
     gen = 0 if generation is None else int(generation)
     # a file rewritten here before its first push: its earlier versions go first, each a generation
@@ -1477,6 +1501,7 @@ def status(conn: sqlite3.Connection) -> dict[str, Any] | None:
         return None
     sharing = load_sharing(conn)
     waiting = 0
+    projects = _Projects(conn)
     kinds = ", ".join(f"'{k}'" for k in PUSHED_KINDS)
     for file_id, agent, key in conn.execute(
         "SELECT f.id, f.agent, f.project_key FROM source_files f "
@@ -1484,7 +1509,7 @@ def status(conn: sqlite3.Connection) -> dict[str, Any] | None:
         "AND f.id NOT IN (SELECT source_file_id FROM sync_pulled) AND NOT EXISTS (SELECT 1 FROM sync_pushed p "
         "WHERE p.source_file_id = f.id AND p.content_hash IS f.content_hash AND p.bytes_ingested = f.bytes_ingested)"
     ).fetchall():
-        if sharing is not None and sharing.takes(agent, _projects_of(conn, file_id, key)):
+        if sharing is not None and sharing.takes(agent, projects.of(file_id, agent, key)):
             waiting += 1
     last = get_meta(conn, LAST_KEY)
     return {

@@ -463,3 +463,24 @@ def test_another_machines_session_is_restored_where_claude_resumes_it(
     assert target.is_relative_to(tmp_path / "box-claude" / "projects")
     restore_session(box.conn, A, Path(step.folder), only={s: Path(d) for s, d in step.files.items()})
     assert target.read_bytes() == t.path.read_bytes()
+
+
+def test_a_private_projects_side_files_stay_with_it(tmp_path: Path, hub: str) -> None:
+    """A side file (a tool output saved apart) holds no session's records: it is known to be the
+    private project's by its folder, and stays with it."""
+    laptop = Machine(tmp_path, "laptop")
+    _session(laptop.root, A, "/home/me/private", project="-home-me-private")
+    saved = laptop.root / "projects" / "-home-me-private" / A / "tool-results" / "toolu_1.txt"
+    saved.parent.mkdir(parents=True)
+    saved.write_text("PRIVATE OUTPUT " * 100)
+    _session(laptop.root, B, "/srv/api", project="-srv-api")
+    laptop.ingest()
+    kinds = dict(laptop.conn.execute("SELECT kind, count(*) FROM source_files GROUP BY kind"))
+    assert kinds.get("side") == 1
+    report = laptop.sync(hub, sharing=sync.Sharing(share=["all"], exclude=["project:/home/me/private"]))
+    assert (report.pushed_sources, report.not_shared) == (1, 2)
+    import psycopg
+
+    with psycopg.connect(hub) as c:
+        assert not any(b"PRIVATE" in bytes(r[0]) for r in c.execute("SELECT raw FROM threadloom.records"))
+        assert c.execute("SELECT project FROM threadloom.sources").fetchall() == [("/srv/api",)]
