@@ -197,10 +197,10 @@ def build_parser() -> argparse.ArgumentParser:
     _db_arg(p)
     p.add_argument(
         "--by",
-        choices=("day", "week", "month", "project", "model", "agent", "session"),
+        choices=("day", "week", "month", "project", "model", "agent", "session", "machine"),
         default="day",
-        help="one row per local day (default), week, month, project, model, agent or main session "
-        "(its subagents counted in it)",
+        help="one row per local day (default), week, month, project, model, agent, main session "
+        "(its subagents counted in it) or machine (synced through a hub)",
     )
     p.add_argument("--since", metavar="D", help="from this local day on (included)")
     p.add_argument("--until", metavar="D", help="up to this local day (included)")

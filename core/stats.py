@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from threadloom.core.adapters.base import Adapter
 
 BUCKET_MS = 900_000  # a quarter hour
-GROUPINGS = ("day", "week", "month", "project", "model", "agent", "session")
+GROUPINGS = ("day", "week", "month", "project", "model", "agent", "session", "machine")
 TIME_GROUPINGS = ("day", "week", "month")
 
 PENDING = "SELECT session_id FROM stats_pending"
@@ -618,6 +618,10 @@ GROUP_SQL = {
     "model": "x.model",
     "agent": "x.agent",
     "session": "x.root_session_id",
+    # the machine a session's file came from (pulled from a sync hub), else this one by the name it syncs as
+    "machine": "COALESCE((SELECT p.machine FROM agent_sessions s JOIN sync_pulled p ON p.source_file_id = "
+    "s.source_file_id WHERE s.id = x.root_session_id), (SELECT value FROM ledger_meta WHERE key = 'sync:machine'), "
+    "'(this machine)')",
     "total": "'total'",  # one row: the whole selection (a session counted once)
 }
 SUMS = (

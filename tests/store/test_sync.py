@@ -484,3 +484,18 @@ def test_a_private_projects_side_files_stay_with_it(tmp_path: Path, hub: str) ->
     with psycopg.connect(hub) as c:
         assert not any(b"PRIVATE" in bytes(r[0]) for r in c.execute("SELECT raw FROM threadloom.records"))
         assert c.execute("SELECT project FROM threadloom.sources").fetchall() == [("/srv/api",)]
+
+
+def test_stats_by_machine(tmp_path: Path, hub: str) -> None:
+    from threadloom.core import stats
+
+    laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
+    _session(laptop.root, A, "/home/me/app", turns=3)
+    _session(box.root, B, "/srv/api", turns=2)
+    laptop.ingest()
+    box.ingest()
+    laptop.sync(hub)
+    box.sync(hub)
+    laptop.sync(hub)
+    rows = {r.key: r.messages for r in stats.report(laptop.conn, by="machine")}
+    assert rows == {"laptop": 6, "box": 4}
