@@ -499,10 +499,36 @@ def sync(
     """Push what this machine has that the hub lacks, then pull what other machines pushed since
     the last pull. The caller holds the archive's writer lock. Safe to interrupt anywhere: each
     source is pushed (or placed) in one transaction, and what was done is never done twice."""
+    import psycopg
+
     started = time.perf_counter()
     report = SyncReport(hub=safe_url(url), dry_run=dry_run)
     machine = check_machine(machine or get_meta(conn, MACHINE_KEY) or default_machine())
     report.machine = machine
+    try:
+        _sync(conn, url, push, pull, dry_run, machine, sharing, progress, report)
+    except psycopg.Error as exc:  # the connection lost, the server stopped, a privilege missing
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise SyncError(
+            f"the hub {report.hub} failed: {_scrub(str(exc)).strip()}. What was synced is kept; the next "
+            "sync goes on from there"
+        ) from None
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+def _sync(
+    conn: sqlite3.Connection,
+    url: str,
+    push: bool,
+    pull: bool,
+    dry_run: bool,
+    machine: str,
+    sharing: Sharing | None,
+    progress: Callable[[SyncProgress], None] | None,
+    report: SyncReport,
+) -> None:
     with connect_hub(url) as hub:
         version = hub_version(hub)
         if version is None:
@@ -536,8 +562,6 @@ def sync(
         if pull:
             _pull(conn, hub, hid, machine, report, dry_run, progress)
             _pull_rows(conn, hub, hid, machine, report, dry_run)
-    report.seconds = round(time.perf_counter() - started, 3)
-    return report
 
 
 def _has_local_tables(conn: sqlite3.Connection) -> bool:

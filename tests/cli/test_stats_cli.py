@@ -174,7 +174,10 @@ def test_table_and_help(archive_db):
     bad = run("stats", "--db", str(archive_db), "--since", "last tuesday")
     assert bad.returncode == 2 and "is not a day" in bad.stderr
     helped = run("stats", "--help")
-    assert "--by {day,week,month,project,model,agent,session,machine}" in helped.stdout and "null" in helped.stdout
+    assert (
+        "--by {day,week,month,project,model,agent,session,machine}" in helped.stdout
+        and "null" in helped.stdout
+    )
 
 
 def test_by_model_names_the_row_of_what_no_model_was_recorded_for(tmp_path: Path) -> None:

@@ -499,3 +499,23 @@ def test_stats_by_machine(tmp_path: Path, hub: str) -> None:
     laptop.sync(hub)
     rows = {r.key: r.messages for r in stats.report(laptop.conn, by="machine")}
     assert rows == {"laptop": 6, "box": 4}
+
+
+def test_a_hub_that_fails_is_said_without_its_password(tmp_path: Path, pg_server: PgServer, hub: str) -> None:  # noqa: F811
+    laptop = Machine(tmp_path, "laptop")
+    _session(laptop.root, A, "/home/me/app")
+    laptop.ingest()
+    gone = pg_server.url("no_such_db", password="hunter2-secret")
+    with pytest.raises(sync.SyncError, match="cannot reach") as caught:
+        laptop.sync(gone)
+    assert "hunter2" not in str(caught.value)
+    import psycopg
+
+    with psycopg.connect(hub, autocommit=True) as c:
+        c.execute("ALTER TABLE threadloom.layouts RENAME TO layouts_away")
+    with pytest.raises(sync.SyncError, match="next sync goes on"):
+        laptop.sync(hub)
+    assert not laptop.conn.in_transaction
+    with psycopg.connect(hub, autocommit=True) as c:
+        c.execute("ALTER TABLE threadloom.layouts_away RENAME TO layouts")
+    assert laptop.sync(hub).pushed_records == 6
