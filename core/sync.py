@@ -58,6 +58,7 @@ PUSHED_KINDS = ("transcript", "subagent", "meta", "journal", "document", "decode
 # sequence number is taken under it, so rows become visible in sequence order.
 LAYOUT_LOCK = 0x544C4F4D
 PULL_BATCH = 2000
+FETCH_BATCH = 500  # records whose bytes one query fetches
 BULK_RECORDS = 20_000  # a pull of this many records builds the search index once, after it
 RAW_BATCH_BYTES = 8 << 20
 
@@ -1373,13 +1374,14 @@ def _place_generation(
     for a, b in zip(items, items[1:], strict=False):
         if b.offset <= a.offset:
             raise HubValueError("a layout whose records are not in file order")
-    raws = _fetch_raws(hub, first.source_id, {it.hash for it in items})
-    from threadloom.core.adapters.base import RawRecord
-
-    records = [RawRecord(it.offset, it.line, raws[it.hash], it.newline) for it in items]
     new_end = wanted[-1].end_offset
-    count, nbytes = len(records), sum(len(r.raw) for r in records)  # the store empties the list
-    file_id = _store_pulled(conn, ledger, path, first, records, fresh and state is not None, start, new_end)
+    fetched = [0]
+    records = _records(hub, first.source_id, items, fetched)  # read as they are stored
+    last_line = items[-1].line if items else 0
+    file_id = _store_pulled(
+        conn, ledger, path, first, records, fresh and state is not None, start, new_end, last_line
+    )
+    count, nbytes = len(items), fetched[0]
     new_digest = _digest(items).hexdigest() if fresh else _digest(items, _resume(digest)).hexdigest()
     conn.execute(
         "INSERT OR REPLACE INTO sync_pulled (hub, hub_source_id, source_file_id, machine, who, generation, items, "
@@ -1455,6 +1457,22 @@ def _hub_generation(hub: psycopg.Connection[Any], first: _HubLayout, generation:
     return rows
 
 
+def _records(
+    hub: psycopg.Connection[Any], source_id: int, items: list[_Item], fetched: list[int]
+) -> Iterator[Any]:
+    """The records of `items`, their bytes fetched a batch at a time (a large file is never all in
+    memory); `fetched[0]` counts the bytes."""
+    from threadloom.core.adapters.base import RawRecord
+
+    for i in range(0, len(items), FETCH_BATCH):
+        chunk = items[i : i + FETCH_BATCH]
+        raws = _fetch_raws(hub, source_id, {it.hash for it in chunk})
+        for it in chunk:
+            raw = raws[it.hash]
+            fetched[0] += len(raw)
+            yield RawRecord(it.offset, it.line, raw, it.newline)
+
+
 def _fetch_raws(hub: psycopg.Connection[Any], source_id: int, hashes: set[str]) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
     wanted = sorted(hashes)
@@ -1479,10 +1497,11 @@ def _store_pulled(
     ledger: Any,
     path: str,
     first: _HubLayout,
-    records: list[Any],
+    records: Iterable[Any],
     rewrite: bool,
     start: int,
     end: int,
+    last_line: int,
 ) -> int:
     """Store and place `records` as the ingest does a file's (core.ingest._store), in a transaction
     left open for the caller to commit with its note of what was placed. Returns the file's id."""
@@ -1498,10 +1517,7 @@ def _store_pulled(
     label = None if first.project_key is None else shown_name(first.project_key)[:4096]
     ref = SourceRef(Path(disk_name(path)), first.agent, first.kind, label)
     plan = ingest._Plan(ref, adapter, st, row)
-    last_line = records[-1].line_number if records else 0
-    read = ingest._Read(
-        records, rewrite, start, 0, end, f"hub:{end}", sum(len(r.raw) for r in records), lines_after=last_line
-    )
+    read = ingest._Read(records, rewrite, start, 0, end, f"hub:{end}", end - start, lines_after=last_line)
     conn.execute("BEGIN IMMEDIATE")
     try:
         ingest._store(conn, ledger, plan, read, False)
