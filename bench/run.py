@@ -761,7 +761,50 @@ def scenario_new_session(ctx: RunContext) -> None:
 
 
 Scenario = Callable[[RunContext], None]
+
+
 # order matters: cold → (ccl cold) → no-change → (ccl warm) interleaves A B A B within a run
+def scenario_sync(ctx: RunContext) -> None:
+    """`threadloom sync` through a PostgreSQL hub on a throwaway server of its own (the tests' own,
+    tests/pg_support.py): the first push of the whole archive (cold.db), a sync with nothing new, and a
+    pull of all of it into an empty database; each beside the cold ingest. Skipped, saying why,
+    without PostgreSQL's server programs."""
+    sys.path.insert(0, str(REPO))
+    from tests.pg_support import NoServer, throwaway_server
+
+    try:
+        with throwaway_server() as server:
+            url = server.url(server.new_database())
+
+            def sync(db: Path, *args: str) -> tuple[Proc, dict[str, Any]]:
+                proc = run_process(
+                    [*ctx.tools.threadloom, "sync", url, "--db", str(db), "--json", *args],
+                    ctx.tools.env(),
+                    timeout=ctx.tools.timeout,
+                ).check()
+                return proc, proc.json()
+
+            run_process([*ctx.tools.threadloom, "sync", "--init", url], ctx.tools.env(), timeout=60).check()
+            push, pushed = sync(ctx.work / "cold.db", "--machine", "bench-a", "--share", "all", "--push-only")
+            record(ctx, "sync_push", push)
+            again, _ = sync(ctx.work / "cold.db", "--machine", "bench-a")
+            record(ctx, "sync_nochange", again)
+            pull, pulled = sync(ctx.work / "pulled.db", "--machine", "bench-b", "--pull-only")
+            record(ctx, "sync_pull", pull)
+    except NoServer as exc:
+        ctx.notes["sync"] = f"skipped: {exc}"
+        return
+    cold = ctx.values["cold.seconds"]
+    ctx.values.update(
+        {
+            "sync_push.records": float(pushed["pushed_records"]),
+            "sync_push.ratio_to_cold": push.seconds / cold,
+            "sync_pull.records": float(pulled["pulled_records"]),
+            "sync_pull.ratio_to_cold": pull.seconds / cold,
+        }
+    )
+
+
 SCENARIOS: list[tuple[str, Scenario, bool]] = [  # (name, function, needs claude-code-log)
     ("cold", scenario_cold, False),
     ("ccl_cold", scenario_ccl_cold, True),
@@ -775,6 +818,7 @@ SCENARIOS: list[tuple[str, Scenario, bool]] = [  # (name, function, needs claude
     ("rewrite_same", scenario_rewrite_same_size, False),
     ("rewrite_grow", scenario_rewrite_grow, False),
     ("newsession", scenario_new_session, False),
+    ("sync", scenario_sync, False),
 ]
 
 
@@ -977,6 +1021,13 @@ ROWS: list[tuple[str, str, str, str]] = [
         "ratio, pair by pair",
         "x",
     ),
+    ("sync_push.seconds", "sync: first push of the archive to a hub", "wall time", "s"),
+    ("sync_push.ratio_to_cold", "sync: first push of the archive to a hub", "/ cold ingest", "x"),
+    ("sync_push.peak_rss_mb", "sync: first push of the archive to a hub", "peak RSS", "MB"),
+    ("sync_nochange.seconds", "sync: nothing new", "wall time", "s"),
+    ("sync_pull.seconds", "sync: pull of it all into an empty database", "wall time", "s"),
+    ("sync_pull.ratio_to_cold", "sync: pull of it all into an empty database", "/ cold ingest", "x"),
+    ("sync_pull.peak_rss_mb", "sync: pull of it all into an empty database", "peak RSS", "MB"),
 ]
 
 

@@ -6,7 +6,9 @@ timings (the benchmark itself is not part of the test suite and never fails CI o
 
 from __future__ import annotations
 
+import glob
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -94,6 +96,14 @@ def test_harness_quick_run(tmp_path: Path) -> None:
         assert rows[key]["status"] == "ok", (key, rows[key])
         assert rows[key]["median"] > 0 and rows[key]["min"] <= rows[key]["median"] <= rows[key]["max"], key
     assert rows["cold.records"]["median"] > 0
+    if glob.glob("/usr/lib/postgresql/*/bin/pg_ctl") or shutil.which("pg_ctl"):  # the sync rows
+        for key in (
+            "sync_push.seconds",
+            "sync_nochange.seconds",
+            "sync_pull.seconds",
+            "sync_pull.ratio_to_cold",
+        ):
+            assert rows[key]["status"] == "ok" and rows[key]["median"] > 0, (key, rows[key])
     assert rows["rewrite_grow.detected"]["median"] == 1.0
     assert 0.5 < rows["append1mb.bytes_read_mb"]["median"] < 2.0  # only the new bytes are read
     # the TUI rows (scripts/measure_tui.py, headless) have numbers, and their targets are judged
