@@ -1,0 +1,52 @@
+"""The hub's URL as threadloom keeps and prints it: never with its password."""
+
+from __future__ import annotations
+
+import pytest
+from threadloom.core import sync
+
+
+@pytest.mark.parametrize(
+    ("given", "kept"),
+    [
+        ("postgresql://ana@db.example/hub", "postgresql://ana@db.example/hub"),
+        ("postgresql://ana:s3cret@db.example:5433/hub", "postgresql://ana@db.example:5433/hub"),
+        (
+            "postgresql://ana:s3cret@db.example/hub?sslmode=require",
+            "postgresql://ana@db.example/hub?sslmode=require",
+        ),
+        ("host=db.example user=ana password=s3cret dbname=hub", "host=db.example user=ana dbname=hub"),
+        ("service=team", "service=team"),
+    ],
+)
+def test_the_password_is_taken_out(given: str, kept: str) -> None:
+    from psycopg.conninfo import conninfo_to_dict
+
+    assert conninfo_to_dict(sync.safe_url(given)) == conninfo_to_dict(kept)
+    assert "s3cret" not in sync.safe_url(given)
+
+
+def test_errors_are_scrubbed() -> None:
+    said = sync._scrub('connection to "postgresql://ana:s3cret@db/hub" failed: password=s3cret wrong')
+    assert "s3cret" not in said
+
+
+def test_not_a_url() -> None:
+    with pytest.raises(sync.SyncError):
+        sync.safe_url("postgresql://[broken")
+
+
+def test_rules_and_machine_names() -> None:
+    assert sync.check_rule("all") == "all" and sync.check_rule("project:/srv/api")
+    for bad in ("everything", "project:", "host:x"):
+        with pytest.raises(sync.SyncError):
+            sync.check_rule(bad)
+    assert sync.check_machine("laptop-2.home") == "laptop-2.home"
+    for bad in ("", "../x", "a/b", "-x", "x" * 64):
+        with pytest.raises(sync.SyncError):
+            sync.check_machine(bad)
+    rules = sync.Sharing(share=["project:/srv/*", "agent:codex"], exclude=["project:/srv/secret"])
+    assert rules.takes("claude-code", {"/srv/api"})
+    assert not rules.takes("claude-code", {"/srv/secret"})
+    assert not rules.takes("claude-code", {"/srv/secret/sub"})  # under an excluded path
+    assert rules.takes("codex", {"/home/me"}) and not rules.takes("gemini", {"/home/me"})
