@@ -75,7 +75,8 @@ MACHINE_KEY = "sync:machine"
 SHARE_KEY = "sync:share"
 WHO_KEY = "sync:who"  # the hub role this archive syncs as
 LAST_KEY = "sync:last"  # when this archive last synced (unix ms)
-CURSOR_KEY = "sync:cursor:"  # + the hub's id: the last layout sequence number pulled
+CURSOR_KEY = "sync:cursor:"
+READABLE_KEY = "sync:readable:"  # + the hub's id: what the role could read at the last pull  # + the hub's id: the last layout sequence number pulled
 
 # this archive's sync state: what it pushed, what it pulled (core.db creates the tables)
 LOCAL_DDL = db.SYNC_DDL
@@ -1179,6 +1180,20 @@ class _HubLayout:
     who: str
 
 
+def _readable(hub: psycopg.Connection[Any]) -> str:
+    """What the syncing role may read, as a short fingerprint: its grants and the machines it owns."""
+    grants = [
+        str(r[0])
+        for r in hub.execute("SELECT project FROM threadloom.grants WHERE role = session_user ORDER BY 1")
+    ]
+    owned = [
+        str(r[0])
+        for r in hub.execute("SELECT name FROM threadloom.machines WHERE owner = session_user ORDER BY 1")
+    ]
+    hub.commit()
+    return hashlib.sha256(orjson.dumps([grants, owned])).hexdigest()[:16]
+
+
 def _layout_row(r: tuple[Any, ...]) -> _HubLayout:
     (
         seq,
@@ -1223,6 +1238,13 @@ def _pull(
 ) -> None:
     cursor_key = CURSOR_KEY + hid
     cursor = int(get_meta(conn, cursor_key) or 0)
+    # What this role may read: its grants and its machines. When that changed (a project granted
+    # since), rows older than the cursor may have become readable: the layouts are read again from
+    # the start (those placed already are passed over).
+    seen = _readable(hub)
+    seen_key = READABLE_KEY + hid
+    if get_meta(conn, seen_key) != seen:
+        cursor = 0
     if dry_run:
         row = hub.execute(
             "SELECT count(DISTINCT l.source_id), COALESCE(sum(l.record_count), 0) FROM threadloom.layouts l "
@@ -1239,6 +1261,10 @@ def _pull(
     total = int(total_row[0]) if total_row else 0
     hub.commit()
     if not total:
+        if get_meta(conn, seen_key) != seen:
+            conn.execute("BEGIN IMMEDIATE")
+            set_meta(conn, seen_key, seen)
+            conn.execute("COMMIT")
         return
     from threadloom.core import search_index
     from threadloom.core.ledger import Ledger
@@ -1294,6 +1320,7 @@ def _pull(
             cursor = rows[-1].seq
             conn.execute("BEGIN IMMEDIATE")
             set_meta(conn, cursor_key, str(cursor))
+            set_meta(conn, seen_key, seen)
             conn.execute("COMMIT")
     finally:
         if gc_was_enabled:
@@ -1321,6 +1348,11 @@ def _place_source(
     when they go on from what is here, else as the file read again whole (what it no longer holds is
     kept as a superseded version, as for a local file). Returns the records placed."""
     from threadloom.core.adapters import ADAPTERS
+
+    if conn.execute(
+        "SELECT 1 FROM sync_pushed WHERE hub = ? AND hub_source_id = ?", (hid, rows[0].source_id)
+    ).fetchone():
+        return 0  # this archive's own file, pushed under another machine name before: it is here
 
     first = rows[0]
     if first.agent not in ADAPTERS:

@@ -519,3 +519,13 @@ def test_a_hub_that_fails_is_said_without_its_password(tmp_path: Path, pg_server
     with psycopg.connect(hub, autocommit=True) as c:
         c.execute("ALTER TABLE threadloom.layouts_away RENAME TO layouts")
     assert laptop.sync(hub).pushed_records == 6
+
+
+def test_a_machine_renamed_does_not_pull_its_own_files_back(tmp_path: Path, hub: str) -> None:
+    laptop = Machine(tmp_path, "laptop")
+    _session(laptop.root, A, "/home/me/app")
+    laptop.ingest()
+    laptop.sync(hub)
+    report = laptop.sync(hub, machine="laptop-renamed")
+    assert report.pulled_records == 0
+    assert laptop.conn.execute("SELECT count(*) FROM source_files").fetchone()[0] == 1

@@ -124,3 +124,9 @@ def test_a_role_reads_only_the_projects_it_is_granted(tmp_path: Path, team: dict
     report = dave.sync(team["dave"], push=False)
     assert report.pulled_records == 6 and not report.refused
     assert set(dave.sessions()) == {B}
+    # a project granted later: what was pushed before the grant comes with the next pull
+    role = team["dave"].split("//")[1].split("@")[0]
+    sync.grant(team["owner"], role, projects=["/home/alice/app"])
+    assert dave.sync(team["dave"], push=False).pulled_records == 6
+    assert set(dave.sessions()) == {A, B}
+    assert dave.sync(team["dave"], push=False).pulled_records == 0
