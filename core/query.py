@@ -115,6 +115,17 @@ class SessionSummary:
         return self.ended_at or self.started_at
 
     @property
+    def machine(self) -> str | None:
+        """The machine its file came from when it was pulled from a sync hub (core.sync: its file is
+        named under core.db.MIRROR_ROOT, then the machine), else None: this machine's own."""
+        from threadloom.core.db import MIRROR_ROOT
+
+        path = self.file_path or ""
+        if not path.startswith(MIRROR_ROOT + "/"):
+            return None
+        return path[len(MIRROR_ROOT) + 1 :].split("/", 1)[0] or None
+
+    @property
     def has_children(self) -> bool:
         """Whether its row in the tree expands: subagents, branches or compaction segments below it."""
         return self.child_count > 0 or self.branch_count > 0 or self.compaction_count > 0

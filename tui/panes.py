@@ -733,6 +733,8 @@ def session_label(s: SessionSummary, width: int, now: float | None = None, *, hi
     facts: list[tuple[str, str]] = []
     if hidden:
         head.append(f"{MARK} ", style="dim")
+    if s.machine:  # another machine's, pulled from the sync hub
+        head.append(f"@{s.machine} ", style="#5f87af")
     if (
         s.signal_count
     ):  # what went wrong in it (core.signals), before the title so it always shows: `S` lists them
