@@ -15,7 +15,7 @@ import shlex
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -2325,6 +2325,31 @@ def cmd_sync(args: argparse.Namespace) -> int:
         return 1
 
 
+@contextlib.contextmanager
+def _sync_progress() -> Iterator[Callable[[Any], None]]:
+    """A progress bar on stderr for a sync: files pushed, then layouts pulled, with the file's name."""
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from threadloom.core.text import printable
+
+    with Progress(
+        TextColumn("[bold]{task.fields[phase]}[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        TextColumn("[dim]{task.fields[name]}"),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("sync", total=None, phase="sync", name="")
+
+        def on_progress(p: Any) -> None:
+            # a name from the hub is anyone's: shown as text, never as markup or a terminal command
+            name = escape(printable(p.what.rsplit("/", 1)[-1][:40]))
+            bar.update(task, total=p.total or 1, completed=p.done, phase=p.phase, name=name)
+
+        yield on_progress
+
+
 def writer_lock_for(db_path: Path) -> Any:
     from threadloom.core.writer_lock import writer_lock
 
@@ -2362,23 +2387,18 @@ def _sync(args: argparse.Namespace, conn: sqlite3.Connection) -> int:
             "--share project:PATH or --share agent:NAME (remembered), or sync with --pull-only"
         )
     show = not args.json and not args.quiet and sys.stderr.isatty()
-
-    def progress(p: sync.SyncProgress) -> None:
-        if show:
-            print(f"\r\033[K{p.phase}: {p.done}/{p.total}", end="", file=sys.stderr, flush=True)
-
-    report = sync.sync(
-        conn,
-        url,
-        push=push,
-        pull=not args.push_only,
-        dry_run=args.dry_run,
-        machine=args.machine,
-        sharing=sharing,
-        progress=progress,
-    )
-    if show:
-        print("\r\033[K", end="", file=sys.stderr, flush=True)
+    with contextlib.ExitStack() as stack:
+        progress = stack.enter_context(_sync_progress()) if show else None
+        report = sync.sync(
+            conn,
+            url,
+            push=push,
+            pull=not args.push_only,
+            dry_run=args.dry_run,
+            machine=args.machine,
+            sharing=sharing,
+            progress=progress,
+        )
     if not args.dry_run:
         conn.execute("BEGIN IMMEDIATE")
         set_meta(conn, sync.URL_KEY, sync.safe_url(url))
