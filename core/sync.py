@@ -1303,7 +1303,8 @@ def _pull(
             by_source: dict[int, list[_HubLayout]] = {}
             for r in rows:
                 by_source.setdefault(r.source_id, []).append(r)
-            for source_rows in by_source.values():
+            # the files others are read beside (a subagent's .meta.json) before those that read them
+            for source_rows in sorted(by_source.values(), key=lambda rs: (rs[0].kind != "meta", rs[0].seq)):
                 if progress is not None:
                     progress(
                         SyncProgress("pull", done, total, source_rows[0].path.decode("utf-8", "replace"))
@@ -1524,6 +1525,16 @@ def _fetch_raws(hub: psycopg.Connection[Any], source_id: int, hashes: set[str]) 
     return out
 
 
+def _stored_file(conn: sqlite3.Connection, name: str) -> bytes | None:
+    """Another machine's file as this archive holds it (a sidecar an adapter reads beside the file it
+    places), or None when it holds none by that name."""
+    from threadloom.core.adapters.base import stored_name
+    from threadloom.core.archive import file_bytes
+
+    row = conn.execute("SELECT id FROM source_files WHERE path = ?", (stored_name(name),)).fetchone()
+    return None if row is None else file_bytes(conn, int(row[0]))[0]
+
+
 def _store_pulled(
     conn: sqlite3.Connection,
     ledger: Any,
@@ -1539,7 +1550,7 @@ def _store_pulled(
     left open for the caller to commit with its note of what was placed. Returns the file's id."""
     from threadloom.core import ingest
     from threadloom.core.adapters import ADAPTERS
-    from threadloom.core.adapters.base import SourceRef, disk_name, shown_name
+    from threadloom.core.adapters.base import SourceRef, disk_name, reading_mirrors, shown_name
 
     adapter = ADAPTERS[first.agent]
     row = ingest._known_row(conn, disk_name(path))
@@ -1552,7 +1563,8 @@ def _store_pulled(
     read = ingest._Read(records, rewrite, start, 0, end, f"hub:{end}", end - start, lines_after=last_line)
     conn.execute("BEGIN IMMEDIATE")
     try:
-        ingest._store(conn, ledger, plan, read, False)
+        with reading_mirrors(lambda name: _stored_file(conn, name)):  # sidecars from the archive
+            ingest._store(conn, ledger, plan, read, False)
     except BaseException:
         conn.execute("ROLLBACK")
         ledger.rollback()

@@ -14,12 +14,15 @@ Adding an agent: its module in this package (a subclass of `Adapter`), one line 
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import re
 import stat
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,11 +36,41 @@ class NotARegularFile(OSError):
     without end, so sources are only ever regular files."""
 
 
+# Another machine's files, pulled from a sync hub (core.sync), are named under this root (the same as
+# core.db.MIRROR_ROOT): none of them is on this disk, and none is ever opened there. While core.sync
+# places them, a read of one (a subagent's .meta.json beside its transcript, say) is answered from the
+# archive; otherwise it is a file not found.
+MIRROR_ROOT = "/threadloom-sync"
+_mirrors = threading.local()
+
+
+@contextmanager
+def reading_mirrors(read: Callable[[str], bytes | None]) -> Iterator[None]:
+    """Within the block (on this thread), `open_regular` of a file named under MIRROR_ROOT gives
+    `read(path)`'s bytes (None: not in the archive: a file not found)."""
+    before = getattr(_mirrors, "read", None)
+    _mirrors.read = read
+    try:
+        yield
+    finally:
+        _mirrors.read = before
+
+
+def _mirror(path: str) -> BinaryIO:
+    read = getattr(_mirrors, "read", None)
+    data = read(path) if read is not None else None
+    if data is None:
+        raise FileNotFoundError(errno.ENOENT, "another machine's file, not on this disk", path)
+    return io.BytesIO(data)
+
+
 def open_regular(path: Path | str) -> BinaryIO:
     """Open a source file for reading, refusing anything that is not a regular file.
 
     `O_NONBLOCK` keeps `open()` of a FIFO from waiting for a writer that never comes; the fstat
     on the open descriptor (not a stat before it) leaves no window for the path to be swapped."""
+    if os.fspath(path).startswith(MIRROR_ROOT + "/"):
+        return _mirror(os.fspath(path))
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         mode = os.fstat(fd).st_mode

@@ -529,3 +529,80 @@ def test_a_machine_renamed_does_not_pull_its_own_files_back(tmp_path: Path, hub:
     report = laptop.sync(hub, machine="laptop-renamed")
     assert report.pulled_records == 0
     assert laptop.conn.execute("SELECT count(*) FROM source_files").fetchone()[0] == 1
+
+
+def test_pulled_sessions_are_derived_as_on_their_machine(tmp_path: Path, hub: str) -> None:
+    """A session with subagents (one described by its .meta.json beside it): every derived fact of
+    every session is the same on the machine that pulled it as on its own."""
+    import json
+
+    from tests.conftest import tool_use
+
+    laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
+    project = laptop.root / "projects" / "-srv-app"
+    t = Transcript(project / f"{A}.jsonl", A, cwd="/srv/app")
+    t.user("Document the API")
+    t.assistant(tools=[tool_use("toolu_new", "Agent", description="New helper", prompt="Write docs")])
+    t.tool_result("toolu_new", "done")
+    t.write()
+    sub_dir = project / A / "subagents"
+    sub = Transcript(
+        sub_dir / "agent-a0123456789abcdef.jsonl", A, isSidechain=True, agentId="a0123456789abcdef"
+    )
+    sub.user("Write docs", parent=False)
+    sub.assistant("written")
+    sub.write()
+    (sub_dir / "agent-a0123456789abcdef.meta.json").write_text(
+        json.dumps({"agentType": "docs-writer", "description": "New helper", "toolUseId": "toolu_new"})
+    )
+    laptop.ingest()
+    laptop.sync(hub)
+    box.sync(hub)
+    columns = (
+        "id, source, project_path, title, message_count, parent_session_id, tool_call_id, task_description, "
+    )
+    columns += (
+        "kind, agent_type, turn_count, tool_call_count, input_tokens, output_tokens, created_at, ended_at"
+    )
+    query = f"SELECT {columns} FROM agent_sessions ORDER BY id"
+    mine, theirs = laptop.conn.execute(query).fetchall(), box.conn.execute(query).fetchall()
+    assert len(mine) == 2 and theirs == mine
+    assert ("docs-writer",) in box.conn.execute("SELECT agent_type FROM agent_sessions").fetchall()
+    signals = "SELECT session_id, name, detail FROM session_signals ORDER BY 1, 2"
+    assert box.conn.execute(signals).fetchall() == laptop.conn.execute(signals).fetchall()
+
+
+@pytest.mark.parametrize("cut", [3, 9, 12, 16])
+def test_a_codex_rollout_appended_to_is_derived_as_on_its_machine(tmp_path: Path, hub: str, cut: int) -> None:
+    """Codex's reader rebuilds its state from the bytes before an append: on the machine that pulled
+    the append, from the archive (the file is not on its disk)."""
+    import json
+
+    from threadloom.core.ingest import run_ingest
+
+    from tests.support import full_session, usage
+
+    laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
+    codex = tmp_path / "codex-home"
+    r = full_session(codex)
+    r.tokens(usage(10, 0, 5), with_last=False)
+    full = list(r.lines)
+    r.write(full[:cut])
+    run_ingest(laptop.conn, [codex], include_defaults=False)
+    laptop.sync(hub)
+    box.sync(hub)
+    with open(r.path, "a") as f:
+        f.write("".join(json.dumps(x) + "\n" for x in full[cut:]))
+    run_ingest(laptop.conn, [codex], include_defaults=False)
+    assert laptop.sync(hub).pushed_records == len(full) - cut
+    box.sync(hub)
+    for table, cols in (
+        (
+            "agent_sessions",
+            "id, turn_count, message_count, input_tokens, output_tokens, cache_read_tokens, model, title",
+        ),
+        ("agent_turns", "id, parent_turn_id, token_count, sequence"),
+        ("agent_usage", "message_id, input_tokens, output_tokens, turn_id"),
+    ):
+        sql = f"SELECT {cols} FROM {table} ORDER BY 1"
+        assert box.conn.execute(sql).fetchall() == laptop.conn.execute(sql).fetchall(), table

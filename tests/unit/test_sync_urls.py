@@ -50,3 +50,20 @@ def test_rules_and_machine_names() -> None:
     assert not rules.takes("claude-code", {"/srv/secret"})
     assert not rules.takes("claude-code", {"/srv/secret/sub"})  # under an excluded path
     assert rules.takes("codex", {"/home/me"}) and not rules.takes("gemini", {"/home/me"})
+
+
+def test_another_machines_files_are_never_read_from_this_disk() -> None:
+    from threadloom.core import db
+    from threadloom.core.adapters import base
+
+    assert base.MIRROR_ROOT == db.MIRROR_ROOT
+    name = base.MIRROR_ROOT + "/laptop/home/u/.claude/projects/p/s.jsonl"
+    with pytest.raises(FileNotFoundError):
+        base.read_regular(name)
+    with base.reading_mirrors(lambda path: b"stored bytes" if path == name else None):
+        assert base.read_regular(name) == b"stored bytes"
+        assert base.read_regular(name, 6) == b"stored"
+        with pytest.raises(FileNotFoundError):
+            base.read_regular(base.MIRROR_ROOT + "/laptop/elsewhere")
+    with pytest.raises(FileNotFoundError):
+        base.read_regular(name)
