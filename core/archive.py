@@ -203,6 +203,14 @@ def file_bytes(conn: sqlite3.Connection, file_id: int) -> tuple[bytes, bool]:
     return b"".join(parts), contiguous
 
 
+def stored_file(conn: sqlite3.Connection, name: str) -> bytes | None:
+    """A source file named `name` as the archive holds it (None: none by that name): what an adapter
+    reading beside the file it places gets for another machine's file, which is on no disk here
+    (core.adapters.base.reading_mirrors)."""
+    row = conn.execute("SELECT id FROM source_files WHERE path = ?", (stored_name(name),)).fetchone()
+    return None if row is None else file_bytes(conn, int(row[0]))[0]
+
+
 def _relative(path: str, project_key: str | None) -> tuple[str, ...]:
     """Where under the restore folder a source goes: from its project folder on (else its name).
 

@@ -396,6 +396,19 @@ def discover(
     return found, snapshots
 
 
+def _mirrors_from(conn: sqlite3.Connection) -> Any:
+    """Another machine's files (pulled from a sync hub) are read from the archive by the adapters that
+    read beside the file they place, as sessions are placed again (a replay, a rebuild)."""
+    from threadloom.core.adapters.base import reading_mirrors
+
+    def read(name: str) -> bytes | None:
+        from threadloom.core.archive import stored_file  # only when such a file is read
+
+        return stored_file(conn, name)
+
+    return reading_mirrors(read)
+
+
 def run_ingest(
     conn: sqlite3.Connection,
     sources: Iterable[Path] = (),
@@ -414,7 +427,7 @@ def run_ingest(
     One ingest writes at a time: while another holds the writer lock this one waits for it, after
     telling `on_wait` who it waits for (a `cancel` set meanwhile ends the wait: a cancelled report)."""
     try:
-        with writer_lock(conn, on_wait=on_wait, cancel=cancel):
+        with writer_lock(conn, on_wait=on_wait, cancel=cancel), _mirrors_from(conn):
             return _run_ingest(conn, sources, include_defaults, progress, cancel, remember, build_index)
     except WriterBusy:
         return IngestReport(cancelled=True)
@@ -432,7 +445,7 @@ def ingest_known(
     appending to its session costs a stat and the new bytes (`threadloom watch`, the hooks). A path
     the archive does not know, or knows as gone, is left out: a full `run_ingest` finds it."""
     try:
-        with writer_lock(conn, on_wait=on_wait, cancel=cancel):
+        with writer_lock(conn, on_wait=on_wait, cancel=cancel), _mirrors_from(conn):
             return _run_ingest(conn, (), False, None, cancel, False, True, known=list(paths))
     except WriterBusy:
         return IngestReport(cancelled=True)
@@ -648,7 +661,7 @@ def rebuild_pending(
     if rebuild_due(conn) is None:
         return True
     try:
-        with writer_lock(conn, on_wait=on_wait, cancel=cancel):
+        with writer_lock(conn, on_wait=on_wait, cancel=cancel), _mirrors_from(conn):
             return _rebuild(conn, progress, cancel, time.perf_counter() if started is None else started)
     except WriterBusy:
         return False

@@ -38,6 +38,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -1525,16 +1526,6 @@ def _fetch_raws(hub: psycopg.Connection[Any], source_id: int, hashes: set[str]) 
     return out
 
 
-def _stored_file(conn: sqlite3.Connection, name: str) -> bytes | None:
-    """Another machine's file as this archive holds it (a sidecar an adapter reads beside the file it
-    places), or None when it holds none by that name."""
-    from threadloom.core.adapters.base import stored_name
-    from threadloom.core.archive import file_bytes
-
-    row = conn.execute("SELECT id FROM source_files WHERE path = ?", (stored_name(name),)).fetchone()
-    return None if row is None else file_bytes(conn, int(row[0]))[0]
-
-
 def _store_pulled(
     conn: sqlite3.Connection,
     ledger: Any,
@@ -1551,6 +1542,7 @@ def _store_pulled(
     from threadloom.core import ingest
     from threadloom.core.adapters import ADAPTERS
     from threadloom.core.adapters.base import SourceRef, disk_name, reading_mirrors, shown_name
+    from threadloom.core.archive import stored_file
 
     adapter = ADAPTERS[first.agent]
     row = ingest._known_row(conn, disk_name(path))
@@ -1563,7 +1555,7 @@ def _store_pulled(
     read = ingest._Read(records, rewrite, start, 0, end, f"hub:{end}", end - start, lines_after=last_line)
     conn.execute("BEGIN IMMEDIATE")
     try:
-        with reading_mirrors(lambda name: _stored_file(conn, name)):  # sidecars from the archive
+        with reading_mirrors(partial(stored_file, conn)):  # what it reads beside them: from the archive
             ingest._store(conn, ledger, plan, read, False)
     except BaseException:
         conn.execute("ROLLBACK")

@@ -606,3 +606,13 @@ def test_a_codex_rollout_appended_to_is_derived_as_on_its_machine(tmp_path: Path
     ):
         sql = f"SELECT {cols} FROM {table} ORDER BY 1"
         assert box.conn.execute(sql).fetchall() == laptop.conn.execute(sql).fetchall(), table
+    # and again when every session is placed again from the stored records (a schema upgrade)
+    from threadloom.core.db import REBUILD_KEY, set_meta
+    from threadloom.core.ingest import rebuild_pending
+
+    before = box.conn.execute("SELECT * FROM agent_usage ORDER BY 1").fetchall()
+    box.conn.execute("BEGIN IMMEDIATE")
+    set_meta(box.conn, REBUILD_KEY, "12")
+    box.conn.execute("COMMIT")
+    assert rebuild_pending(box.conn)
+    assert box.conn.execute("SELECT * FROM agent_usage ORDER BY 1").fetchall() == before
