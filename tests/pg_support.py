@@ -123,7 +123,7 @@ def throwaway_server() -> Iterator[PgServer]:
         cwd=folder,
     )
     port = 20000 + os.getpid() % 20000  # names the socket file only: nothing listens on TCP
-    options = f"-c listen_addresses='' -c unix_socket_directories={sock} -p {port} -c fsync=off -c max_connections=60"
+    options = f"-c listen_addresses='' -c unix_socket_directories={sock} -p {port} -c fsync=off -c max_connections=60 -c shared_buffers=16MB"
     subprocess.run(
         [str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "log"), "-s", "start"],
         check=True,
