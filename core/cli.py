@@ -2386,6 +2386,12 @@ def _sync(args: argparse.Namespace, conn: sqlite3.Connection) -> int:
             "nothing is shared yet, and no project leaves this machine until you say so: pass --share all, "
             "--share project:PATH or --share agent:NAME (remembered), or sync with --pull-only"
         )
+    if (args.exclude or args.redact) and not args.dry_run and sync.pushed_before(conn):
+        print(
+            "threadloom: what was pushed before stays on the hub as it was (nothing there is changed or "
+            "deleted); --exclude and --redact apply to what is pushed from now on",
+            file=sys.stderr,
+        )
     show = not args.json and not args.quiet and sys.stderr.isatty()
     with contextlib.ExitStack() as stack:
         progress = stack.enter_context(_sync_progress()) if show else None

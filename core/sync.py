@@ -1607,6 +1607,13 @@ def status(conn: sqlite3.Connection) -> dict[str, Any] | None:
     }
 
 
+def pushed_before(conn: sqlite3.Connection) -> bool:
+    """Whether this archive pushed anything to a hub yet."""
+    return (
+        _has_local_tables(conn) and conn.execute("SELECT 1 FROM sync_pushed LIMIT 1").fetchone() is not None
+    )
+
+
 def session_origins(conn: sqlite3.Connection) -> dict[str, tuple[str, str | None]]:
     """(machine, who) of every session read from another machine's files, by session id."""
     if not _has_local_tables(conn):

@@ -100,6 +100,10 @@ def test_sync_from_the_command_line(tmp_path: Path, pg_server: PgServer, hub_db:
     assert SECRET not in run("sources", "--db", laptop, env_extra=env).stdout
     said = run("sources", "--db", laptop, env_extra=env).stdout
     assert "as laptop" in said and "0 files waiting" in said
+    later = run("sync", "--db", laptop, "--exclude", "project:/srv/app", "--json", env_extra=env)
+    assert later.returncode == 0 and "stays on the hub" in later.stderr
+    assert json.loads(later.stdout)["pushed_records"] == 0
+    assert run("sync", "--db", laptop, "--share", "project:/srv/app", env_extra=env).returncode == 0
     # then with nothing new: the URL and what is shared remembered, nothing moves
     quiet = run("sync", "--db", laptop, env_extra=env)
     assert quiet.returncode == 0, quiet.stderr
