@@ -77,6 +77,7 @@ SHARE_KEY = "sync:share"
 WHO_KEY = "sync:who"  # the hub role this archive syncs as
 LAST_KEY = "sync:last"  # when this archive last synced (unix ms)
 CURSOR_KEY = "sync:cursor:"
+LATER_KEY = "sync:later:"  # + the hub's id: sources of agents not read yet, {hub source id: agent}
 READABLE_KEY = "sync:readable:"  # + the hub's id: what the role could read at the last pull  # + the hub's id: the last layout sequence number pulled
 
 # this archive's sync state: what it pushed, what it pulled (core.db creates the tables)
@@ -85,6 +86,14 @@ LOCAL_DDL = db.SYNC_DDL
 
 class SyncError(RuntimeError):
     """A sync that cannot go on; the message says why and what to do (never a password)."""
+
+
+class UnknownAgent(Exception):
+    """A source of an agent this threadloom does not read (a newer one pushed it): kept for later."""
+
+    def __init__(self, source_id: int, agent: str) -> None:
+        super().__init__(f"an agent this threadloom does not read: {agent!r} (read once it does)")
+        self.source_id, self.agent = source_id, agent
 
 
 class HubValueError(ValueError):
@@ -1181,6 +1190,20 @@ class _HubLayout:
     who: str
 
 
+def _known_agents() -> set[str]:
+    from threadloom.core.adapters import ADAPTERS
+
+    return set(ADAPTERS)
+
+
+def _load_later(stored: str | None) -> dict[str, str]:
+    try:
+        value = orjson.loads(stored) if stored else {}
+    except orjson.JSONDecodeError:
+        return {}
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
 def _readable(hub: psycopg.Connection[Any]) -> str:
     """What the syncing role may read, as a short fingerprint: its grants and the machines it owns."""
     grants = [
@@ -1245,6 +1268,11 @@ def _pull(
     seen = _readable(hub)
     seen_key = READABLE_KEY + hid
     if get_meta(conn, seen_key) != seen:
+        cursor = 0
+    # sources of agents this threadloom did not read when they came: read now, once it reads them
+    later_key = LATER_KEY + hid
+    later = _load_later(get_meta(conn, later_key))
+    if later and any(agent in _known_agents() for agent in later.values()):
         cursor = 0
     if dry_run:
         row = hub.execute(
@@ -1312,17 +1340,23 @@ def _pull(
                     )
                 try:
                     added = _place_source(conn, hub, hid, ledger, source_rows, report)
+                except UnknownAgent as exc:
+                    later[str(exc.source_id)] = exc.agent
+                    report.refused.append(f"{source_rows[0].machine}: source {exc.source_id}: {exc}")
+                    added = 0
                 except HubValueError as exc:
                     first = source_rows[0]
                     report.refused.append(f"{first.machine}: source {first.source_id}: {exc}")
                     added = 0
                 if added:
                     pulled.add(source_rows[0].source_id)
+                    later.pop(str(source_rows[0].source_id), None)
                 done += len(source_rows)
             cursor = rows[-1].seq
             conn.execute("BEGIN IMMEDIATE")
             set_meta(conn, cursor_key, str(cursor))
             set_meta(conn, seen_key, seen)
+            set_meta(conn, later_key, orjson.dumps(later).decode() if later else None)
             conn.execute("COMMIT")
     finally:
         if gc_was_enabled:
@@ -1349,7 +1383,6 @@ def _place_source(
     """Place one hub source's new layout rows here, as the ingest places a file's records: appended
     when they go on from what is here, else as the file read again whole (what it no longer holds is
     kept as a superseded version, as for a local file). Returns the records placed."""
-    from threadloom.core.adapters import ADAPTERS
 
     if conn.execute(
         "SELECT 1 FROM sync_pushed WHERE hub = ? AND hub_source_id = ?", (hid, rows[0].source_id)
@@ -1357,8 +1390,8 @@ def _place_source(
         return 0  # this archive's own file, pushed under another machine name before: it is here
 
     first = rows[0]
-    if first.agent not in ADAPTERS:
-        raise HubValueError(f"an agent this threadloom does not read: {first.agent[:40]!r}")
+    if first.agent not in _known_agents():
+        raise UnknownAgent(first.source_id, first.agent[:40])
     if first.kind not in PUSHED_KINDS:
         raise HubValueError(f"a source kind this threadloom does not take: {first.kind[:40]!r}")
     path = mirror_path(first.machine, first.path)

@@ -616,3 +616,21 @@ def test_a_codex_rollout_appended_to_is_derived_as_on_its_machine(tmp_path: Path
     box.conn.execute("COMMIT")
     assert rebuild_pending(box.conn)
     assert box.conn.execute("SELECT * FROM agent_usage ORDER BY 1").fetchall() == before
+
+
+def test_an_agent_read_only_by_a_newer_threadloom_is_pulled_once_this_one_reads_it(
+    tmp_path: Path, hub: str, monkeypatch
+) -> None:
+    laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
+    _session(laptop.root, A, "/home/me/app")
+    laptop.ingest()
+    laptop.sync(hub)
+    real = sync._known_agents
+    monkeypatch.setattr(sync, "_known_agents", lambda: real() - {"claude-code"})
+    first = box.sync(hub)
+    assert first.pulled_records == 0 and "read once it does" in first.refused[0]
+    assert box.sync(hub).refused == []  # said once
+    monkeypatch.setattr(sync, "_known_agents", real)  # an upgrade
+    assert box.sync(hub).pulled_records == 6
+    assert box.sessions() == {A: 6}
+    assert box.sync(hub).pulled_records == 0
