@@ -130,3 +130,22 @@ def test_a_role_reads_only_the_projects_it_is_granted(tmp_path: Path, team: dict
     assert dave.sync(team["dave"], push=False).pulled_records == 6
     assert set(dave.sessions()) == {A, B}
     assert dave.sync(team["dave"], push=False).pulled_records == 0
+
+
+def test_a_hub_whose_owner_may_not_create_roles(tmp_path: Path, pg_server: PgServer) -> None:  # noqa: F811
+    """A database one owns on a server one does not run (no CREATEROLE): the schema is made, the roles
+    are said to be missing, and the owner syncs alone."""
+    import uuid
+
+    name = f"own_{uuid.uuid4().hex[:8]}"
+    pg_server.sql("postgres", f'CREATE ROLE "{name}" LOGIN')
+    pg_server.sql("postgres", f'CREATE DATABASE "{name}" OWNER "{name}"')
+    url = pg_server.url(name, name)
+    made = sync.init_hub(url)
+    assert made.member_role is None and "CREATEROLE" in made.note
+    laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
+    _session(laptop.root, A, "/home/me/app")
+    laptop.ingest()
+    assert laptop.sync(url).pushed_records == 6
+    assert box.sync(url).pulled_records == 6
+    assert sync.init_hub(url).version == sync.HUB_VERSION  # again: nothing changes
