@@ -251,6 +251,43 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query", nargs="+", help='words, "phrases" and filters (see below)')
     p.add_argument("--limit", type=int, default=20, metavar="N", help="show at most N hits (default 20)")
     p.add_argument("--json", action="store_true", help="print a JSON list of hits")
+    p.add_argument(
+        "--mode",
+        choices=("hybrid", "words", "meaning"),
+        default="hybrid",
+        help="hybrid (default): the words and the turns nearest in meaning, fused; words: every word "
+        "must match (typos forgiven); meaning: turns by meaning only, a sentence that shares no word still finds its turn",
+    )
+
+    p = sub.add_parser(
+        "similar",
+        help="the turns of other sessions most like a message or turn: have I solved this before?",
+        description="The turns of other sessions nearest in meaning to the turn of ENTRY (an entry id "
+        "or a message uuid from `show --json` or `search --json`, or a turn id).",
+    )
+    _db_arg(p)
+    p.add_argument("entry", help="an entry id, a message uuid, or a turn id")
+    p.add_argument("--limit", type=int, default=10, metavar="N", help="at most N turns (default 10)")
+    p.add_argument("--json", action="store_true", help="print a JSON list")
+
+    p = sub.add_parser(
+        "context",
+        help="the past turns most relevant to a task, packed within a token budget (for a new session)",
+        description="The past turns most relevant to QUERY across sessions (hybrid search), each with "
+        "its session, date, project, prompt, final answer, the files and commands that mattered and a "
+        "reference `threadloom show` opens, packed within --budget tokens (counted as characters / 4). "
+        'Paste it as a new session\'s first message, or pipe it: `claude "$(threadloom context ...)"`.',
+    )
+    _db_arg(p)
+    p.add_argument("query", nargs="+", help="what the new session is about, in your words")
+    p.add_argument(
+        "--budget", type=int, default=4000, metavar="TOKENS", help="at most this many tokens (default 4000)"
+    )
+    p.add_argument("--project", metavar="P", help="only turns of projects whose name or path contains P")
+    p.add_argument("--since", metavar="D", help="only turns from then on: 2026-03-01, yesterday, 30d")
+    p.add_argument(
+        "--json", action="store_true", help="print JSON (the turns, their tokens, what was left out)"
+    )
 
     p = sub.add_parser(
         "signals",
@@ -573,7 +610,19 @@ def _search_help() -> str:
 # the commands that only read the database: opened read-only (never written, its mode never
 # changed), and what they print goes through `_PrintableStream`
 READ_COMMANDS = frozenset(
-    {"sessions", "stats", "show", "search", "verify", "restore", "sources", "export", "signals"}
+    {
+        "sessions",
+        "stats",
+        "show",
+        "search",
+        "verify",
+        "restore",
+        "sources",
+        "export",
+        "signals",
+        "similar",
+        "context",
+    }
 )
 
 
@@ -603,6 +652,8 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
             "restore": cmd_restore,
             "sources": cmd_sources,
             "search": cmd_search,
+            "similar": cmd_similar,
+            "context": cmd_context,
             "fork": cmd_fork_and_undo,
             "resume": cmd_resume,
             "index": cmd_index,
@@ -979,7 +1030,7 @@ def _ingest_with_progress(
 ) -> IngestReport:
     from rich.markup import escape
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-    from threadloom.core.ingest import INDEXING, SIGNALS, run_ingest
+    from threadloom.core.ingest import PHASES, run_ingest
     from threadloom.core.text import printable
 
     with Progress(
@@ -994,8 +1045,8 @@ def _ingest_with_progress(
         task = bar.add_task("ingest", total=None, files="", name="")
 
         def on_progress(p: IngestProgress) -> None:
-            if p.path in (INDEXING, SIGNALS):
-                doing = "indexing for search" if p.path == INDEXING else "finding signals"
+            if p.path in PHASES:
+                doing = PHASES[p.path]
                 bar.update(
                     task,
                     total=p.bytes_total or 1,
@@ -1679,9 +1730,59 @@ def cmd_export(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- search
 
 
+def cmd_similar(args: argparse.Namespace) -> int:
+    from threadloom.core.recall import NotEmbedded, similar
+
+    conn = _open_for_reading(args)
+    try:
+        hits = similar(conn, args.entry, limit=args.limit)
+    except NotEmbedded as exc:
+        print(f"threadloom: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps([h.as_dict() for h in hits], ensure_ascii=False))
+        return 0
+    from threadloom.core.text import human_when, one_line
+
+    if not hits:
+        print("no turn of another session is like it")
+    for h in hits:
+        where = h.main_title or h.session_title or h.session_id
+        print(
+            f"{h.score:5.1f}  {human_when(h.timestamp):>12}  {one_line(where, 30):30}  {one_line(h.snippet, 80)}"
+        )
+        print(f"       threadloom show {h.session_id}" + (f"  #{h.seq}" if h.seq is not None else ""))
+    return 0
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from threadloom.core.recall import build_context
+
+    if args.budget < 200:
+        print("threadloom: --budget must be at least 200 tokens", file=sys.stderr)
+        return 2
+    conn = _open_for_reading(args)
+    context = build_context(
+        conn, " ".join(args.query), budget=args.budget, project=args.project, since=args.since
+    )
+    for problem in context.problems:
+        print(f"threadloom: {problem}", file=sys.stderr)
+    if args.json:
+        data = asdict(context)
+        data["text"] = context.as_text()
+        data["tokens_counted_as"] = "characters / 4"
+        print(json.dumps(data, ensure_ascii=False))
+        return 0
+    sys.stdout.write(context.as_text())
+    return 0
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     from threadloom.core import db, search_index
-    from threadloom.core.search import parse_query, search
+    from threadloom.core.recall import search_recall
+    from threadloom.core.search import parse_query
 
     unusable = parse_query(" ".join(args.query)).unusable_filters
     if unusable:
@@ -1708,7 +1809,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                 print(
                     "threadloom: the search index was behind the archive; it is complete now", file=sys.stderr
                 )
-    result = search(conn, " ".join(args.query), limit=args.limit)
+    result = search_recall(conn, " ".join(args.query), mode=args.mode, limit=args.limit)
     if args.json:
         print(json.dumps([h.as_dict() for h in result.hits], ensure_ascii=False))
         for problem in result.problems:
@@ -1739,6 +1840,12 @@ def cmd_search(args: argparse.Namespace) -> int:
         where.append(f"\n{one_line(f'{h.agent} · {h.project or chr(63)}', 34)}", style="dim")
         # the id as `sessions` prints it (a subagent's whole), which `show` takes back: never cut
         where.append(f"\n{shown.get(h.session_id, h.session_id)}", style="dim")
+        if h.main_session_id:
+            where.append(f"\nsubagent of {one_line(h.main_title or h.main_session_id, 22)}", style="dim")
+        if h.why != "words":
+            snippet.append(
+                f"  ({'by meaning' if h.why == 'meaning' else 'words and meaning'})", style="italic cyan"
+            )
         table.add_row(where, h.role or "", human_when(h.timestamp), snippet)
     console.print(table)
     console.print(f"[dim]{result.count_label} hits in {result.seconds * 1000:.0f} ms[/]")

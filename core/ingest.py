@@ -83,6 +83,14 @@ class Progress:
 INDEXING = "building the search index"
 # Progress.path while every session's signals are found again (new price data, a newer signal pass)
 SIGNALS = "finding signals"
+# Progress.path while new turns are embedded for search by meaning (episodes embedded)
+EMBEDDING = "embedding turns"
+# the phases after the files, and how a progress line names each
+PHASES = {
+    INDEXING: "indexing for search",
+    SIGNALS: "finding signals",
+    EMBEDDING: "embedding turns for search by meaning",
+}
 # Progress.path while the derived tables are rebuilt after a schema upgrade (files and bytes replayed)
 REBUILDING = "rebuilding sessions from stored records"
 
@@ -613,8 +621,17 @@ def _run_ingest(
             elapsed = time.perf_counter() - started
             progress(Progress(len(plans), len(plans), bytes_done, bytes_total, SIGNALS, elapsed, done, total))
 
-    # costs, the stats' sums, the signals: of this run's sessions and any a killed run left marked
-    report.signals_seconds = round(derived.finish(conn, changed, on_signals=signals_progress), 3)
+    def embed_progress(done: int, total: int) -> None:
+        if progress is not None:
+            elapsed = time.perf_counter() - started
+            progress(
+                Progress(len(plans), len(plans), bytes_done, bytes_total, EMBEDDING, elapsed, done, total)
+            )
+
+    # costs, the stats' sums, the episodes, the signals: of this run's sessions and any a killed run left
+    report.signals_seconds = round(
+        derived.finish(conn, changed, on_signals=signals_progress, on_embed=embed_progress), 3
+    )
     if progress is not None:
         progress(Progress(len(plans), len(plans), bytes_done, bytes_total, "", time.perf_counter() - started))
     report.changed_sessions = sorted(changed)

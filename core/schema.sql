@@ -341,6 +341,27 @@ CREATE TABLE IF NOT EXISTS hidden (
 	PRIMARY KEY (kind, "key")
 );
 
+CREATE TABLE IF NOT EXISTS episodes (
+	turn_id VARCHAR NOT NULL,
+	session_id VARCHAR NOT NULL,
+	first_seq INTEGER NOT NULL,
+	last_seq INTEGER NOT NULL,
+	started_at INTEGER,
+	prompt_entry INTEGER,
+	answer_entry INTEGER,
+	files VARCHAR NOT NULL,
+	commands VARCHAR NOT NULL,
+	errors VARCHAR NOT NULL,
+	tools VARCHAR NOT NULL,
+	subagents VARCHAR NOT NULL,
+	vector BLOB,
+	PRIMARY KEY (turn_id)
+);
+
+CREATE INDEX IF NOT EXISTS ix_episodes_session ON episodes (session_id, first_seq);
+
+CREATE INDEX IF NOT EXISTS ix_episodes_unembedded ON episodes (session_id) WHERE vector IS NULL;
+
 CREATE INDEX IF NOT EXISTS ix_entries_titles ON entries (session_id) WHERE entry_type IN ('custom-title', 'custom-title-file', 'ai-title', 'agent-name');
 
 CREATE INDEX IF NOT EXISTS ix_sessions_listing ON agent_sessions (project_path, is_subagent, message_count, ended_at, created_at, source, project, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, cost_usd, unpriced_messages);

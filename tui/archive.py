@@ -214,11 +214,11 @@ class ArchiveApp(App[int]):
             self._open_database(readonly=self.first_load)
 
     def on_ingest_progressed(self, event: IngestProgressed) -> None:
-        from threadloom.core.ingest import INDEXING, SIGNALS
+        from threadloom.core.ingest import PHASES
 
         p = event.progress
         self.browser.show_progress(p)
-        if p.path in (INDEXING, SIGNALS):  # the files are all in: nothing new to show
+        if p.path in PHASES:  # the files are all in: nothing new to show
             return
         if self.conn is None and self.first_load and p.files_done > 0:
             # the load is under way (its files are being written in ~1 s transactions): browse

@@ -40,9 +40,10 @@ from threadloom.tui.render import ROLE_STYLE
 DEBOUNCE = 0.15
 LIMIT = 100
 HINT = (
-    'F1 filters and keys · words in any order · "a phrase" · agent: project: role: tool: session: '
-    "in:tools in:thinking in:subagents after: before:"
+    'F1 filters and keys · F2 words / meaning / both · "a phrase" · agent: project: role: tool: session: '
+    "file: cmd: error: in:tools in:main after: before:"
 )
+MODE_NAMES = {"hybrid": "words + meaning", "words": "words only", "meaning": "meaning only"}
 AGENT_STYLE = "#5f87af"
 PROJECT_STYLE = "#87d787"
 MATCH_STYLE = "bold #1c1c1c on #d7af5f"
@@ -121,6 +122,13 @@ class SearchScreen(Screen[None]):
         ),
         Binding("f1", "filters", "Filters", id="search.help", tooltip="The filters and keys of search"),
         Binding(
+            "f2",
+            "cycle_mode",
+            "Mode",
+            id="search.mode",
+            tooltip="Search by words and meaning (default), words only, or meaning only",
+        ),
+        Binding(
             "ctrl+c,super+c", "screen.copy_text", "Copy selection", show=False, id="search.copy-selection"
         ),
     ]
@@ -136,6 +144,7 @@ class SearchScreen(Screen[None]):
         self.last_seconds = 0.0  # worker time of the shown result: connect + search
         self.latency = 0.0  # last key press of the query → its results on screen
         self.show_filters = False
+        self.mode = "hybrid"  # core.recall.MODES
         self._query_serial = 0
         self._shown_serial = 0
         self._query_typed_at = 0.0
@@ -188,7 +197,7 @@ class SearchScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="search", exit_on_error=False, description="search")
     def _search(self, serial: int, query: str, now: float) -> None:
         from threadloom.core.db import LedgerError, connect
-        from threadloom.core.search import search
+        from threadloom.core.recall import search_recall
 
         worker = get_current_worker()
         started = time.perf_counter()
@@ -200,7 +209,7 @@ class SearchScreen(Screen[None]):
         with self._conns_lock:
             self._query_conns.add(conn)
         try:
-            result = search(conn, query, limit=LIMIT, now=now)
+            result = search_recall(conn, query, mode=self.mode, limit=LIMIT, now=now)
         except Exception as exc:  # interrupted by a newer query, a locked file: said, never a traceback
             if not worker.is_cancelled:
                 self.post_message(SearchDone(serial, query, None, 0.0, f"search failed: {exc}"))
@@ -252,6 +261,7 @@ class SearchScreen(Screen[None]):
             status.append("Type to search every session of every agent.", style="dim")
         else:
             status.append(f"{result.count_label} hits", style="bold")
+            status.append(f" · {MODE_NAMES.get(self.mode, self.mode)}", style="#87afaf")
             status.append(f" · {self.last_seconds * 1000:,.0f} ms", style="dim")
             expanded = [
                 f"{word} → {', '.join(terms)}"
@@ -312,6 +322,11 @@ class SearchScreen(Screen[None]):
         ]
         if hit.field != "content":
             facts.insert(0, ("in " + hit.field.replace("_text", "s"), "italic #af87d7"))
+        if hit.why != "words":
+            facts.insert(0, ("by meaning" if hit.why == "meaning" else "words + meaning", "italic #5fafaf"))
+        if hit.main_session_id:
+            head.append(" · ")
+            head.append("subagent of " + (flat(hit.main_title) or hit.main_session_id), style="dim")
         first = fit(head, [f for f in facts if f[0]], width)
         snippet = Text(hit.snippet)
         for start, end in hit.highlights:
@@ -373,6 +388,19 @@ class SearchScreen(Screen[None]):
     def action_filters(self) -> None:
         self.show_filters = not self.show_filters
         self._update_help()
+
+    def action_cycle_mode(self) -> None:
+        """Words and meaning → words only → meaning only, and the query searched again."""
+        from threadloom.core.recall import MODES
+
+        self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
+        query = self.query_one("#search-input", Input).value
+        if query.strip():
+            self._query_serial += 1
+            self._search(self._query_serial, query, self.now())
+        else:
+            self._show_status()
+        self.notify(f"Search: {MODE_NAMES[self.mode]}", timeout=2)
 
     def action_close(self) -> None:
         if self.show_filters:
