@@ -2225,11 +2225,11 @@ def cmd_sources(args: argparse.Namespace) -> int:
     unclaimed = recorded_unclaimed(conn)
     from dataclasses import asdict
 
-    from threadloom.core.cleanup import claude_risk
+    from threadloom.core.cleanup import cleanup_risk
     from threadloom.core.side_files import side_file_counts
 
     side = side_file_counts(conn)
-    risk = claude_risk(conn)
+    risk = cleanup_risk(conn)
     if args.json:
         print(
             json.dumps(

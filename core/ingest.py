@@ -836,10 +836,12 @@ UNCLAIMED_LIMIT = 1000
 
 def _named_roots(conn: sqlite3.Connection) -> set[str]:
     """The folders whose unclaimed files are said: those the user named (--source, remembered) and
-    Claude Code's projects folder (other agents' folders hold much besides their logs)."""
-    from threadloom.core.adapters.claude import config_dir
+    the default folders of the agents whose adapter `says_unclaimed` (Claude Code's projects; other
+    agents' folders hold much besides their logs)."""
+    from threadloom.core.adapters import ADAPTERS
 
-    return {r[0] for r in conn.execute("SELECT path FROM source_roots")} | {str(config_dir() / "projects")}
+    own = {str(root) for a in ADAPTERS.values() if a.says_unclaimed for root in a.default_roots()}
+    return {r[0] for r in conn.execute("SELECT path FROM source_roots")} | own
 
 
 def _note_unclaimed(conn: sqlite3.Connection, root: Path, found: Found, unchanged: set[str] | None) -> None:

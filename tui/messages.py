@@ -33,6 +33,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from threadloom.core import browse, images, markup
+from threadloom.core.adapters import tool_group
 from threadloom.core.adapters.base import ImageRef
 from threadloom.core.browse import MessageRow, ToolCall
 from threadloom.core.calls import call_params, result_text
@@ -672,7 +673,7 @@ class MessageView(ScrollView, can_focus=True):
             key = f"tool:{call.id}"
             expanded = self.is_expanded(key)
             line = render.call_line(call, expanded, width - 5)  # its indent, and the last column
-            items = markup.todos(call_params(call)) if call.name in markup.TODO_TOOLS else None
+            items = markup.todos(call_params(call)) if tool_group(call.agent, call.name) == "todo" else None
             if items is not None:  # a checklist: what this write changed, the whole list when opened
                 before = markup.todo_before(self._extra(call))
                 todo = render.todo_lines(items, before, expanded)
@@ -803,7 +804,7 @@ class MessageView(ScrollView, can_focus=True):
         return self.persisted[call.id]
 
     def _extra(self, call: ToolCall) -> Any:
-        if (call.name not in render.EDIT_TOOLS and call.name not in markup.TODO_TOOLS) or self.conn is None:
+        if self.conn is None or tool_group(call.agent, call.name) not in ("edit", "write", "patch", "todo"):
             return None
         if call.id not in self.extras:
             self.extras[call.id] = browse.tool_result_extra(self.conn, call)
@@ -1085,7 +1086,7 @@ class MessageView(ScrollView, can_focus=True):
         if block is None:
             return
         call = block.call
-        if call is not None and call.name in render.SPAWN_TOOLS and call.child_session_id:
+        if call is not None and tool_group(call.agent, call.name) == "spawn" and call.child_session_id:
             self.post_message(self.SubagentRequested(call.child_session_id))
             return
         self._toggle(block)

@@ -295,10 +295,10 @@ def _records_then_index(
 def cleanup_risk(conn: sqlite3.Connection | None) -> CleanupRisk | None:
     """Claude Code's sessions its cleanup will delete soon that `conn`'s archive lacks, when there
     are any (a look at its projects folder and one query)."""
-    from threadloom.core.cleanup import claude_risk
+    from threadloom.core.cleanup import cleanup_risk
 
     try:
-        risk = claude_risk(conn)
+        risk = cleanup_risk(conn)
     except (OSError, sqlite3.Error):
         return None  # a warning is not worth an error of its own: the ingest says what is wrong
     return risk if risk is not None and risk.at_risk else None
