@@ -34,6 +34,7 @@ _SPECS: dict[str, tuple[str, str, tuple[Any, ...], dict[str, Any]]] = {
     "amazon-q": ("amazon_q", "AmazonQAdapter", (), {}),
     "amazon-q-db": ("amazon_q", "AmazonQDbAdapter", (), {}),
     "gemini": ("gemini", "GeminiAdapter", (), {}),
+    "qwen-code": ("qwen", "QwenAdapter", (), {}),
 }
 
 
