@@ -69,7 +69,8 @@ class QwenAdapter(Adapter):
     read_tools = frozenset({"read_file"})
     shell_tools = frozenset({"run_shell_command"})
     todo_tools = frozenset()
-    spawn_tools = frozenset({"task"})
+    # its `task` tool starts a subagent whose records are sidechains of the same file; not declared
+    # as a spawn tool until its linking is checked on real files (the ledger's list is every agent's)
 
     def default_roots(self) -> list[Path]:
         return [qwen_home() / "projects", qwen_home() / "tmp"]
