@@ -570,6 +570,9 @@ def build_parser() -> argparse.ArgumentParser:
         if not hide:
             p.add_argument("--all", action="store_true", help="every hidden session and project")
         p.add_argument("--json", action="store_true", help="print what changed (or is hidden) as JSON")
+    from threadloom.core import memory_cli
+
+    memory_cli.add_parsers(sub)  # tag, note, bookmark, memory
     return parser
 
 
@@ -632,6 +635,7 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
     parser = build_parser()
     args = parser.parse_args(_session_opens(list(sys.argv[1:] if argv is None else argv), parser))
     from threadloom.core.db import LedgerError
+    from threadloom.core.memory import MemoryError as MemoryRefused
 
     streams = sys.stdout, sys.stderr
     reads = args.command in READ_COMMANDS
@@ -663,9 +667,10 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
             "hooks": cmd_hooks,
             "hide": cmd_hide,
             "unhide": cmd_hide,
+            **_memory_handlers(),
         }[args.command]
         return handler(args)
-    except LedgerError as exc:
+    except (LedgerError, MemoryRefused) as exc:
         _fail(exc)
         return 1
     except sqlite3.DatabaseError as exc:  # locked, damaged or full while working
@@ -701,6 +706,12 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
     finally:
         if reads:
             sys.stdout, sys.stderr = streams
+
+
+def _memory_handlers() -> dict[str, Callable[[argparse.Namespace], int]]:
+    from threadloom.core.memory_cli import HANDLERS
+
+    return HANDLERS
 
 
 # the top level's options that take a value: what follows them is no command
@@ -984,7 +995,7 @@ def _user_data(path: Path) -> dict[str, list[tuple[object, ...]]]:
             old.close()
     except sqlite3.DatabaseError:
         print(
-            f"threadloom: the --source folders and hidden sessions {path} remembered cannot be read from "
+            f"threadloom: the --source folders, hidden sessions and memory {path} kept cannot be read from "
             "it; pass the folders again",
             file=sys.stderr,
         )
@@ -2019,6 +2030,12 @@ def cmd_fork(args: argparse.Namespace) -> int:
         print(f"threadloom: {exc}", file=sys.stderr)
         return 1
     run_ingest(conn, [path], include_defaults=False, remember=False)  # show the fork in the tree at once
+    if plan.new_session_id:  # remembered as forked_from its source (core.memory's relations)
+        from threadloom.core.memory import record_fork
+        from threadloom.core.writer_lock import writer_lock
+
+        with writer_lock(conn, on_wait=_say_waiting):
+            record_fork(conn, plan.new_session_id, plan.source_session_id)
     return _emit_plan(args, plan, True)
 
 

@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import quote
 
-from threadloom.core import derived
+from threadloom.core import derived, memory
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Dialect  # imported where it is used: opening a ledger never loads it
@@ -187,6 +187,8 @@ LATE_TABLES = (
     EPISODES_DDL,
     "CREATE INDEX IF NOT EXISTS ix_episodes_session ON episodes (session_id, first_seq)",
     "CREATE INDEX IF NOT EXISTS ix_episodes_unembedded ON episodes (session_id) WHERE vector IS NULL",
+    # what people and agents write (core.memory): user data, kept by a rebuild as `hidden` is
+    *memory.DDL,
 )
 # (table, column, type): columns added after schema 12 without a rebuild
 LATE_COLUMNS = (("source_files", "ctime_ns", "INTEGER"), ("stats_pending", "since_bucket", "INTEGER"))

@@ -19,6 +19,8 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from threadloom.core.memory import TABLES as MEMORY_TABLES
+
 
 @dataclass(frozen=True)
 class Kind:
@@ -100,6 +102,8 @@ CHECKPOINTS = ("signals_state", "signals_prompts", "episodes")
 USER_DATA: dict[str, tuple[str, ...]] = {
     "source_roots": ("path", "added_at"),  # the folders given with --source, rescanned on each run
     "hidden": ("kind", "key", "hidden_at"),  # the sessions and projects hidden from the lists
+    # tags, notes, bookmarks, knowledge entries and their versions, relations, conflicts (core.memory)
+    **MEMORY_TABLES,
 }
 
 SessionsDone = Callable[[int, int], None]

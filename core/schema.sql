@@ -362,6 +362,63 @@ CREATE INDEX IF NOT EXISTS ix_episodes_session ON episodes (session_id, first_se
 
 CREATE INDEX IF NOT EXISTS ix_episodes_unembedded ON episodes (session_id) WHERE vector IS NULL;
 
+CREATE TABLE IF NOT EXISTS memory_marks (
+	kind VARCHAR NOT NULL,
+	target_type VARCHAR NOT NULL,
+	target_id VARCHAR NOT NULL,
+	value VARCHAR NOT NULL,
+	session_id VARCHAR,
+	uuid VARCHAR,
+	author VARCHAR NOT NULL,
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (kind, target_type, target_id, value)
+);
+
+CREATE TABLE IF NOT EXISTS memory_entries (
+	id VARCHAR NOT NULL,
+	kind VARCHAR NOT NULL,
+	scope VARCHAR NOT NULL,
+	scope_key VARCHAR NOT NULL,
+	title VARCHAR NOT NULL,
+	created_at INTEGER NOT NULL,
+	created_by VARCHAR NOT NULL,
+	PRIMARY KEY (id),
+	UNIQUE (scope, scope_key, title)
+);
+
+CREATE TABLE IF NOT EXISTS memory_versions (
+	entry_id VARCHAR NOT NULL,
+	version INTEGER NOT NULL,
+	content VARCHAR NOT NULL,
+	reason VARCHAR,
+	author VARCHAR NOT NULL,
+	created_at INTEGER NOT NULL,
+	conflict INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (entry_id, version)
+);
+
+CREATE TABLE IF NOT EXISTS memory_relations (
+	source_type VARCHAR NOT NULL,
+	source_id VARCHAR NOT NULL,
+	relation VARCHAR NOT NULL,
+	target_type VARCHAR NOT NULL,
+	target_id VARCHAR NOT NULL,
+	author VARCHAR NOT NULL,
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (source_type, source_id, relation, target_type, target_id)
+);
+
+CREATE TABLE IF NOT EXISTS memory_conflicts (
+	entry_id VARCHAR NOT NULL,
+	version_a INTEGER NOT NULL,
+	version_b INTEGER NOT NULL,
+	detected_at INTEGER NOT NULL,
+	resolved_at INTEGER,
+	resolved_by VARCHAR,
+	resolution VARCHAR,
+	PRIMARY KEY (entry_id, version_b)
+);
+
 CREATE INDEX IF NOT EXISTS ix_entries_titles ON entries (session_id) WHERE entry_type IN ('custom-title', 'custom-title-file', 'ai-title', 'agent-name');
 
 CREATE INDEX IF NOT EXISTS ix_sessions_listing ON agent_sessions (project_path, is_subagent, message_count, ended_at, created_at, source, project, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, cost_usd, unpriced_messages);

@@ -41,6 +41,8 @@ FILTER_KEYS = (
     "file",
     "cmd",
     "error",
+    "tag",
+    "note",
 )
 
 # Tuned on the 1 GB benchmark archive (bench/queries.txt): 300/2000/20k gave p50 53 ms, p95 125 ms;
@@ -62,6 +64,8 @@ class ParsedQuery:
     tool: str | None = None
     session: str | None = None
     signal: str | None = None  # sessions that show this signal (one of text.SIGNALS)
+    tag: str | None = None  # sessions tagged NAME (themselves, or one of their turns or messages)
+    note: str | None = None  # sessions with a note holding WORD (on them, a turn or a message)
     after: int | None = None
     before: int | None = None
     in_tools: bool = False
@@ -99,6 +103,8 @@ class ParsedQuery:
                     self.signal,
                     self.after,
                     self.before,
+                    self.tag,
+                    self.note,
                     self.file,
                     self.cmd,
                     self.error,
@@ -209,12 +215,19 @@ def parse_query(text: str, *, now: float | None = None) -> ParsedQuery:
                     q.signal = value.lower()
                 else:  # searched without it, as an unreadable date is (the CLI stops instead)
                     q.unusable(f"signal:{value} is not known ({', '.join(SIGNALS)})")
+            elif key == "tag":
+                from threadloom.core.memory import MemoryError, clean_tag
+
+                try:
+                    q.tag = clean_tag(value)
+                except MemoryError:
+                    q.unusable("tag: needs a tag's name (tag:flaky)")
             else:
                 setattr(q, key, value)
             if key == "tool":
                 q.in_tools = True
         elif key is not None:
-            q.words.append(m.group(0))  # e.g. "http://x" or "note:this" — just text
+            q.words.append(m.group(0))  # e.g. "http://x" or "todo:this" — just text
         elif phrase is not None:
             if phrase.strip():
                 q.phrases.append(phrase.strip())
@@ -549,6 +562,18 @@ def _session_filters(q: ParsedQuery, prefix: str) -> tuple[list[str], list[Any]]
     if q.signal:
         where.append(f"{prefix}id IN (SELECT session_id FROM session_signals WHERE name = ?)")
         params.append(q.signal)
+    # what people and agents marked (core.memory): a tag or a note on the session, a turn or a message
+    if q.tag:
+        where.append(
+            f"{prefix}id IN (SELECT COALESCE(session_id, target_id) FROM memory_marks WHERE kind = 'tag' AND value = ?)"
+        )
+        params.append(q.tag)
+    if q.note:
+        where.append(
+            f"{prefix}id IN (SELECT COALESCE(session_id, target_id) FROM memory_marks WHERE kind = 'note' "
+            "AND value LIKE ? ESCAPE '\\')"
+        )
+        params.append("%" + q.note.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
     return where, params
 
 
