@@ -573,6 +573,34 @@ def build_parser() -> argparse.ArgumentParser:
     from threadloom.core import memory_cli
 
     memory_cli.add_parsers(sub)  # tag, note, bookmark, memory
+
+    p = sub.add_parser(
+        "mcp",
+        help="answer agents over the Model Context Protocol (stdio); `mcp install --agent A` registers it",
+        description="Run threadloom's MCP server on stdio, for an agent to start: search, recent sessions, a "
+        "session's outline, one turn in full, a file's history, signals and stats, and memory (remember, "
+        "recall, tag), every answer bounded (about 2,000 tokens, a cursor to page on). It reads the archive "
+        "read-only, so it answers while an ingest runs. `threadloom mcp install --agent claude` (codex, "
+        "gemini, cursor, opencode) registers it in that agent's own configuration.",
+        epilog="examples:\n  threadloom mcp install --agent claude\n  threadloom mcp install --agent codex --dry-run"
+        "\n  threadloom mcp uninstall --agent cursor",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _db_arg(p)
+    actions = p.add_subparsers(dest="mcp_action", metavar="ACTION")
+    for name in ("install", "uninstall"):
+        q = actions.add_parser(
+            name,
+            help=f"{'register the server in' if name == 'install' else 'take the server out of'} an agent's configuration",
+            description="Register `threadloom mcp` in the agent's own configuration file, merged with what it "
+            "holds (its other keys and servers kept), idempotent."
+            if name == "install"
+            else "Take `threadloom mcp` out of the agent's configuration file, leaving the rest as it is.",
+        )
+        _db_arg(q)
+        q.add_argument("--agent", required=True, choices=("claude", "codex", "gemini", "cursor", "opencode"))
+        q.add_argument("--dry-run", action="store_true", help="print the change (a diff) and write nothing")
+        q.add_argument("--json", action="store_true", help="print what was done as JSON")
     return parser
 
 
@@ -665,6 +693,7 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
             "watch": cmd_watch,
             "service": cmd_service,
             "hooks": cmd_hooks,
+            "mcp": cmd_mcp,
             "hide": cmd_hide,
             "unhide": cmd_hide,
             **_memory_handlers(),
@@ -1427,39 +1456,12 @@ def _session_or_earlier(conn: sqlite3.Connection, ref: str, as_of: int | None) -
 
 def _show(args: argparse.Namespace, conn: sqlite3.Connection, session: SessionSummary, note: str = "") -> int:
     if args.json:
+        from threadloom.core.answers import message_json
         from threadloom.core.changes import files_changed
-        from threadloom.core.markup import as_dict, described
         from threadloom.core.query import messages
 
         data = session.as_dict()
-        data["messages"] = [
-            {
-                "entry_id": m.entry_id,
-                "seq": m.seq,
-                "uuid": m.uuid,
-                "role": m.role,
-                "type": m.entry_type,
-                "timestamp": m.timestamp,
-                "model": m.model,
-                "content": m.content,
-                "tool_calls": [
-                    {
-                        "id": t.id,
-                        "name": t.name,
-                        "status": t.status,
-                        "input": t.params_json,
-                        "child_session_id": t.child_session_id,
-                    }
-                    for t in m.tool_calls
-                ],
-                # where each image sits, never its bytes: `index` reads it again from this entry
-                "images": [i.as_dict() for i in m.images],
-                # Claude Code's markup read (core.markup) beside the text as written, and its hooks
-                "markup": described(m.content) if m.role == "user" else None,
-                "hooks": [as_dict(h) for h in m.hooks] or None,
-            }
-            for m in messages(conn, session.id)
-        ]
+        data["messages"] = [message_json(m) for m in messages(conn, session.id)]
         # its subagents' edits with its own (each call says which session made it), unless left out
         data["files_changed"] = files_changed(conn, session.id, subagents=not args.no_subagents)
         from dataclasses import asdict
@@ -1535,11 +1537,12 @@ def cmd_signals(args: argparse.Namespace) -> int:
 
     conn = _open_for_reading(args)
     if args.session is None:
-        ranked = signals.ranked_sessions(conn, args.limit)
         if args.json:
-            rows = [{**s.as_dict(), "signal_count": sum(c.values()), "signals": c} for s, c in ranked]
-            print(json.dumps(rows, ensure_ascii=False))
+            from threadloom.core.answers import ranked_signals_json
+
+            print(json.dumps(ranked_signals_json(conn, args.limit), ensure_ascii=False))
             return 0
+        ranked = signals.ranked_sessions(conn, args.limit)
         shown_ids = short_ids(conn)  # the ids `sessions` prints, which `signals SESSION` takes back
         ids = [s.id.split(":", 1)[-1] if s.is_subagent else shown_ids.get(s.id, s.id) for s, _ in ranked]
         width = max((len(i) for i in ids), default=2)
@@ -1557,22 +1560,13 @@ def cmd_signals(args: argparse.Namespace) -> int:
             print("no signals: no session showed one (or nothing is ingested yet)", file=sys.stderr)
         return 0
     session = resolve_session(conn, args.session)
+    if args.json:
+        from threadloom.core.answers import session_signals_json
+
+        print(json.dumps(session_signals_json(conn, session), ensure_ascii=False))
+        return 0
     found = signals.session_signals(conn, session.id)
     texts = signals.excerpts(conn, session.id, found)
-    if args.json:
-        data = session.as_dict()
-        data["signals"] = [
-            {
-                **f.as_dict(),
-                "evidence": [
-                    {**asdict_of(e), "excerpt": texts.get((e.entry_id, e.tool_call_id), "")}
-                    for e in f.evidence
-                ],
-            }
-            for f in found
-        ]
-        print(json.dumps(data, ensure_ascii=False))
-        return 0
     print(f"{session.id}  {one_line(display_title(session), 80)}")
     if not found:
         print("no signals")
@@ -1684,12 +1678,6 @@ def _print_hidden(
         else:
             print(f"project  {item['key']}")
     return 0
-
-
-def asdict_of(evidence: Any) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    return asdict(evidence)
 
 
 # ---------------------------------------------------------------------- export
@@ -2393,6 +2381,44 @@ def _hook_run(args: argparse.Namespace) -> int:
         hooks.start_detached(transcript, _explicit_db(args))
     except OSError as exc:
         print(f"threadloom hooks run: could not start the ingest: {exc}", file=sys.stderr)
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """`mcp`: serve on stdio; `mcp install|uninstall --agent A`: the agent's configuration."""
+    from threadloom.core import db
+
+    if args.mcp_action is None:
+        from threadloom.core.mcp_server import serve
+
+        serve(Path(args.db or db.default_db_path()).expanduser())
+        return 0
+    from threadloom.core.mcp_install import InstallError, apply, plan
+
+    try:
+        change = plan(args.agent, remove=args.mcp_action == "uninstall", db=getattr(args, "db", None))
+        if not args.dry_run:
+            apply(change)
+    except InstallError as exc:
+        _fail(exc)
+        return 1
+    if args.json:
+        print(json.dumps({**change.as_dict(), "dry_run": args.dry_run}))
+        return 0
+    if args.dry_run:
+        sys.stdout.write(change.diff() or f"{change.path}: nothing to change ({change.action})\n")
+        print("threadloom: dry run: nothing written", file=sys.stderr)
+        return 0
+    said = {
+        "added": f"registered threadloom's MCP server in {change.path}",
+        "updated": f"updated threadloom's MCP server in {change.path}",
+        "unchanged": f"threadloom's MCP server is already registered in {change.path}: nothing changed",
+        "removed": f"took threadloom's MCP server out of {change.path}",
+        "absent": f"threadloom's MCP server is not in {change.path}: nothing changed",
+    }[change.action]
+    print(said)
+    if change.action in ("added", "updated"):
+        print(f"threadloom: restart {args.agent} to load it", file=sys.stderr)
     return 0
 
 
