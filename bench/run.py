@@ -681,6 +681,65 @@ def scenario_stats(ctx: RunContext) -> None:
         ctx.notes["stats"] = f"failed: {str(exc)[-300:]}"
 
 
+MCP_PROBE = """
+import asyncio, json, sys, time
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from threadloom.core import db
+from threadloom.core.mcp_server import tokens_of
+
+conn = db.open_for_reading(sys.argv[1])
+largest = conn.execute("SELECT id FROM agent_sessions WHERE is_subagent = 0 ORDER BY message_count DESC LIMIT 1").fetchone()[0]
+path = (conn.execute("SELECT path FROM agent_file_changes GROUP BY path ORDER BY count(*) DESC LIMIT 1").fetchone() or ["README.md"])[0]
+conn.close()
+CALLS = [("search", {"query": "error"}), ("search", {"query": "tool:Bash after:30d"}), ("recent_sessions", {}),
+         ("session_outline", {"session": largest}), ("get_turn", {"session": largest, "turn": 0}),
+         ("file_history", {"path": path}), ("signals", {}), ("signals", {"session": largest}), ("stats", {}),
+         ("stats", {"session": largest}), ("recall", {"project": "/"})]
+
+async def main():
+    params = StdioServerParameters(command=sys.executable, args=["-m", "threadloom.core.cli", "mcp", "--db", sys.argv[1]])
+    times, sizes = {}, {}
+    async with Client(params, read_timeout_seconds=120) as client:
+        t0 = time.perf_counter()
+        await client.list_tools()
+        first = (time.perf_counter() - t0) * 1000
+        for _ in range(5):
+            for tool, args in CALLS:
+                t0 = time.perf_counter()
+                result = await client.call_tool(tool, args)
+                ms = (time.perf_counter() - t0) * 1000
+                times.setdefault(tool, []).append(ms)
+                sizes[tool] = max(sizes.get(tool, 0), tokens_of(result.content[0].text))
+    every = sorted(t for v in times.values() for t in v)
+    p95 = every[max(0, round(0.95 * len(every) + 0.5) - 1)]
+    print(json.dumps({"p95_ms": p95, "max_ms": every[-1], "list_tools_ms": first, "max_tokens": max(sizes.values()),
+                      "by_tool_max": {k: sorted(v)[-1] for k, v in times.items()}, "tokens": sizes}))
+
+asyncio.run(main())
+"""
+
+
+def scenario_mcp(ctx: RunContext) -> None:
+    """`threadloom mcp` driven by the MCP SDK's client over stdio (MCP_PROBE): every read tool five
+    times on the archive's largest session and most edited file; p95 latency and the largest answer."""
+    db = ctx.work / "cold.db"
+    try:
+        probe = run_process(
+            [sys.executable, "-c", MCP_PROBE, str(db)], ctx.tools.env(), timeout=ctx.tools.timeout
+        )
+        found = probe.check().json()
+        ctx.values.update(
+            {
+                "mcp.p95_ms": found["p95_ms"],
+                "mcp.max_ms": found["max_ms"],
+                "mcp.max_tokens": float(found["max_tokens"]),
+            }
+        )
+    except (RuntimeError, TimeoutError, KeyError, ValueError) as exc:
+        ctx.notes["mcp"] = f"failed: {str(exc)[-300:]}"
+
+
 def percentile(sorted_values: list[float], pct: float) -> float:
     """Nearest-rank percentile of an already sorted list."""
     if not sorted_values:
@@ -770,6 +829,7 @@ SCENARIOS: list[tuple[str, Scenario, bool]] = [  # (name, function, needs claude
     ("search", scenario_search, False),
     ("tui", scenario_tui, False),
     ("stats", scenario_stats, False),
+    ("mcp", scenario_mcp, False),
     ("parse1mb", scenario_parse_1mb, False),
     ("append1mb", scenario_append, False),
     ("rewrite_same", scenario_rewrite_same_size, False),
@@ -923,6 +983,14 @@ ROWS: list[tuple[str, str, str, str]] = [
     ),
     ("tui.open_largest_ms", "TUI: open the largest session, first paint", "select → first paint", "ms"),
     ("stats.open_ms", "stats: what the screen reads as it opens", "in process, median of 5", "ms"),
+    ("mcp.p95_ms", "MCP: each read tool 5 times over stdio (target p95 ≤ 200 ms)", "p95 latency", "ms"),
+    ("mcp.max_ms", "MCP: each read tool 5 times over stdio (target p95 ≤ 200 ms)", "slowest call", "ms"),
+    (
+        "mcp.max_tokens",
+        "MCP: each read tool 5 times over stdio (target p95 ≤ 200 ms)",
+        "largest answer (budget 2,000)",
+        "tokens",
+    ),
     ("stats.first_ms", "stats: what the screen reads as it opens", "in process, first call", "ms"),
     ("stats.project_ms", "stats: what the screen reads as it opens", "by project, in process", "ms"),
     (
