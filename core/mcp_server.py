@@ -345,16 +345,43 @@ def do_recent(
     )
 
 
-OUTLINE_SQL = """
-SELECT t.id, t.sequence, COALESCE(t.started_at, t.timestamp), t.tool_call_count,
-       (SELECT min(e.seq) FROM entries e WHERE e.session_id = t.session_id AND e.turn_id = t.id),
-       (SELECT max(e.seq) FROM entries e WHERE e.session_id = t.session_id AND e.turn_id = t.id)
-FROM agent_turns t WHERE t.session_id = ? ORDER BY t.sequence, t.id
-"""
-
-
 def _turn_rows(conn: sqlite3.Connection, session_id: str) -> list[tuple[Any, ...]]:
-    return [r for r in conn.execute(OUTLINE_SQL, (session_id,)).fetchall() if r[4] is not None]
+    """(turn id, order, time, tool calls, first #seq, last #seq) of each turn, in order: the places
+    read in one pass over the session's messages (a 100,000-message session: one scan, not one a turn)."""
+    places = {
+        turn_id: (first, last)
+        for turn_id, first, last in conn.execute(
+            "SELECT turn_id, min(seq), max(seq) FROM entries WHERE session_id = ? AND seq IS NOT NULL "
+            "AND turn_id IS NOT NULL GROUP BY turn_id",
+            (session_id,),
+        )
+    }
+    rows = []
+    for turn_id, order, when, calls in conn.execute(
+        "SELECT id, sequence, COALESCE(started_at, timestamp), tool_call_count FROM agent_turns WHERE session_id = ?",
+        (session_id,),
+    ):
+        if turn_id in places:
+            rows.append((turn_id, order, when, calls, *places[turn_id]))
+    rows.sort(key=lambda r: (r[4], r[1]))
+    return rows
+
+
+def _turn_start(conn: sqlite3.Connection, session_id: str, turn_id: str) -> int | None:
+    """The #seq a turn starts at: its id is its first record's uuid (or `entry-<id>`), found by index."""
+    if turn_id.startswith("entry-") and turn_id[6:].isdigit():
+        row = conn.execute("SELECT seq FROM entries WHERE id = ?", (int(turn_id[6:]),)).fetchone()
+    else:
+        row = conn.execute(
+            "SELECT seq FROM entries WHERE uuid = ? AND session_id = ? AND seq IS NOT NULL",
+            (turn_id, session_id),
+        ).fetchone()
+    if row is not None and row[0] is not None:
+        return int(row[0])
+    row = conn.execute(
+        "SELECT min(seq) FROM entries WHERE session_id = ? AND turn_id = ?", (session_id, turn_id)
+    ).fetchone()
+    return int(row[0]) if row and row[0] is not None else None
 
 
 def _first_text(
@@ -449,9 +476,7 @@ def _prompt_of_entry(conn: sqlite3.Connection, session_id: str, entry_id: int) -
     row = conn.execute("SELECT seq, turn_id FROM entries WHERE id = ?", (entry_id,)).fetchone()
     if row is None or row[1] is None:
         return (row[0] if row else None), ""
-    first = conn.execute(
-        "SELECT min(seq) FROM entries WHERE session_id = ? AND turn_id = ?", (session_id, row[1])
-    ).fetchone()[0]
+    first = _turn_start(conn, session_id, row[1])
     if first is None:
         return row[0], ""
     return first, one_line(_first_text(conn, session_id, first, first + 50, "user", False), 160)
