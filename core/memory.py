@@ -18,12 +18,10 @@ holding none. Every write is one transaction of the database's one writer (`writ
 
 from __future__ import annotations
 
-import getpass
 import os
 import sqlite3
 import threading
 import time
-import uuid as uuidlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -138,6 +136,8 @@ def person() -> str:
     env = os.environ.get("THREADLOOM_AUTHOR")
     if env:
         return env
+    import getpass
+
     try:
         return f"person:{getpass.getuser()}"
     except (KeyError, OSError):
@@ -576,7 +576,9 @@ def add_entry(
     ).fetchone()
     if existing is not None:
         return edit_entry(conn, existing[0], content=content, author=author, reason=reason), False
-    entry_id = "k-" + uuidlib.uuid4().hex[:10]
+    import uuid
+
+    entry_id = "k-" + uuid.uuid4().hex[:10]
     at = now_ms()
     conn.execute(
         "INSERT INTO memory_entries (id, kind, scope, scope_key, title, created_at, created_by) "

@@ -28,7 +28,10 @@ WEB = "b1000000-0000-4000-8000-0000000000b1"
 
 def write_archive(tmp_path: Path) -> tuple[Path, Path]:
     root = tmp_path / "projects"
-    for sid, cwd, prompt in ((API, "/srv/api", "Make the dates timezone aware"), (WEB, "/srv/web", "Try the bundler")):
+    for sid, cwd, prompt in (
+        (API, "/srv/api", "Make the dates timezone aware"),
+        (WEB, "/srv/web", "Try the bundler"),
+    ):
         t = Transcript(root / cwd.replace("/", "-") / f"{sid}.jsonl", sid, cwd=cwd)
         t.user(prompt)
         t.assistant("Done.")
@@ -51,7 +54,11 @@ async def mcp_calls(path: Path, calls: list[tuple[str, dict]]) -> list[dict]:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "threadloom.core.cli", "mcp", "--db", str(path)],
-        env={"HOME": str(path.parent / "home"), "CLAUDE_CONFIG_DIR": str(path.parent / "claude"), "PYTHONPATH": str(ROOT)},
+        env={
+            "HOME": str(path.parent / "home"),
+            "CLAUDE_CONFIG_DIR": str(path.parent / "claude"),
+            "PYTHONPATH": str(ROOT),
+        },
         cwd=str(ROOT),
     )
     out = []
@@ -75,8 +82,16 @@ async def test_memory_round_trip_cli_mcp_tui_and_rebuild(tmp_path: Path) -> None
         [
             ("recent_sessions", {"project": "api"}),
             ("search", {"query": "note:ada"}),
-            ("remember", {"title": "Dates", "content": "Store UTC", "kind": "decision", "project": "/srv/api",
-                          "author_session": API}),  # fmt: skip
+            (
+                "remember",
+                {
+                    "title": "Dates",
+                    "content": "Store UTC",
+                    "kind": "decision",
+                    "project": "/srv/api",
+                    "author_session": API,
+                },
+            ),  # fmt: skip
             ("tag", {"target": f"{API}#1", "tags": ["answer"], "author_session": API}),
         ],
     )
