@@ -53,6 +53,8 @@ facts and guidelines that people and agents wrote. Ask it before you redo past w
 then `session_outline` and `get_turn` on what it found;
 - before running a command that has failed, or retrying a fix: `search` for the error text and read \
 how it was solved (`signals` lists sessions that went in circles);
+- when you start a task that was probably done before: `context` hands the most relevant past turns \
+(prompt, answer, files, commands) within a budget, rather than whole sessions;
 - when you start work on a file: `file_history` shows the turns that read or changed it, with diffs;
 - at the start of a task: `recall` the decisions and guidelines for this project (pass your working \
 folder as project); when you settle something worth keeping: `remember` it; `tag` a session or turn \
@@ -242,12 +244,11 @@ class Archive:
 # ---------------------------------------------------------------------- what the tools answer
 
 
-def words_search(conn: sqlite3.Connection, query: str, limit: int) -> Any:
-    """The one door the server searches through (words today: core.search; hybrid once recall by
-    meaning lands, chosen here)."""
-    from threadloom.core.search import search
+def recall_search(conn: sqlite3.Connection, query: str, limit: int, mode: str = "hybrid") -> Any:
+    """The one door the server searches through: core.recall, words and meaning fused by default."""
+    from threadloom.core.recall import search_recall
 
-    return search(conn, query, limit=limit)
+    return search_recall(conn, query, mode=mode, limit=limit)
 
 
 def session_item(s: Any, long_text: int = LONG_TEXT) -> dict[str, Any]:
@@ -274,8 +275,14 @@ def one_line(text: str | None, limit: int = 160) -> str:
     return line(text or "", limit)
 
 
-def do_search(archive: Archive, query: str, limit: int, max_tokens: int | None, cursor: str | None) -> str:
+def do_search(
+    archive: Archive, query: str, limit: int, max_tokens: int | None, cursor: str | None, mode: str = "hybrid"
+) -> str:
+    from threadloom.core.recall import MODES
     from threadloom.core.search import parse_query
+
+    if mode not in MODES:
+        raise Refused(f"mode is {mode!r}: give {', '.join(MODES)}")
 
     if not query.strip():
         raise Refused(
@@ -287,7 +294,7 @@ def do_search(archive: Archive, query: str, limit: int, max_tokens: int | None, 
     if problems:
         raise Refused("; ".join(problems) + ": mend the filter or leave it out")
     with archive.reading() as conn:
-        result = words_search(conn, query, limit)
+        result = recall_search(conn, query, limit, mode)
     hits = []
     for h in result.hits:
         item = h.as_dict()
@@ -295,9 +302,47 @@ def do_search(archive: Archive, query: str, limit: int, max_tokens: int | None, 
         item["show"] = show_ref(h.session_id)
         item["at"] = f"#{h.seq}" if h.seq is not None else None
         hits.append(item)
-    head = {"query": query, "problems": result.problems or None}
+    head = {"query": query, "mode": mode, "problems": result.problems or None}
     return page("search", head, "hits", hits, max_tokens=max_tokens, cursor=cursor, what="hits",
                 total=result.total, more_exist=result.capped)  # fmt: skip
+
+
+def do_context(
+    archive: Archive, task: str, project: str | None, since: str | None, max_tokens: int | None
+) -> str:
+    """The smart fork context (core.recall.build_context), packed within the answer's own budget."""
+    from dataclasses import asdict
+
+    from threadloom.core.recall import build_context
+
+    if not task.strip():
+        raise Refused("task is empty: say in a sentence what the work is about")
+    budget = budget_of(max_tokens)
+    with archive.reading() as conn:
+        # the packed turns take what is left of the budget after the answer's own fields
+        context = build_context(conn, task, budget=max(200, budget - 150), project=project, since=since)
+    turns = []
+    for t in context.turns:
+        item = asdict(t)
+        item["show"] = item.pop("reference")
+        item.pop("tokens")
+        turns.append(item)
+    left_out = context.left_out
+    while True:  # the packing counted the text; the answer's JSON adds its names and escapes
+        text = dumps(
+            {
+                "tool": "context",
+                "task": task,
+                "turns": turns,
+                "budget": budget,
+                "left_out": left_out,
+                "problems": context.problems or None,
+            }
+        )
+        if tokens_of(text) <= budget or not turns:
+            return text
+        turns.pop()
+        left_out += 1
 
 
 def do_recent(
@@ -880,15 +925,36 @@ def build_server(db_path: Path) -> Any:
             ),
         ],
         limit: Annotated[int, Field(description="hits to rank, at most (1-150)")] = 50,
+        mode: Annotated[
+            str,
+            Field(
+                description="hybrid (default: words and meaning fused), words (every word must match) "
+                "or meaning (a sentence as remembered, no shared word needed)"
+            ),
+        ] = "hybrid",
         max_tokens: Tokens = None,
         cursor: Cursor = None,
     ) -> str:
         """Search every past conversation of every agent on this machine (prompts, answers, and with
         in:tools tool inputs and outputs). Call it when the user says "like last time" or refers to
         earlier work, before retrying a command that failed (search the error text), or to find how
-        something was done before. Each hit gives a snippet, its session and message (#seq): read
-        more with session_outline or get_turn."""
-        return answer(lambda: do_search(archive, query, limit, max_tokens, cursor))
+        something was done before. Words and meaning are searched together: describe what you look
+        for in a sentence. Each hit gives a snippet, why it matched (words, meaning), its session
+        and message (#seq): read more with session_outline or get_turn."""
+        return answer(lambda: do_search(archive, query, limit, max_tokens, cursor, mode))
+
+    @server.tool(annotations=reads, structured_output=False)
+    def context(
+        task: Annotated[str, Field(description="what the work at hand is about, in a sentence")],
+        project: Project = None,
+        since: Annotated[str | None, Field(description="only turns from then on: 2026-03-01, 30d")] = None,
+        max_tokens: Tokens = None,
+    ) -> str:
+        """The past turns most relevant to a task, across sessions, packed within the budget: each
+        with its date, project, the prompt, the final answer, the files and commands that mattered,
+        and a `threadloom show` reference. Call it when starting a task that was probably done
+        before, or when the user says "like last time", instead of reading whole sessions."""
+        return answer(lambda: do_context(archive, task, project, since, max_tokens))
 
     @server.tool(annotations=reads, structured_output=False)
     def recent_sessions(

@@ -33,6 +33,7 @@ TOOLS = {
     "remember",
     "recall",
     "tag",
+    "context",
 }
 
 
@@ -133,7 +134,12 @@ async def test_every_tool_answers_within_its_budget(archive: Path) -> None:
 
         found = await answer("search", query="timezone aware")
         assert found["hits"][0]["session_id"] == API and found["hits"][0]["show"] == f"threadloom show {API}"
-        assert found["hits"][0]["at"] == "#0"
+        assert found["hits"][0]["at"] == "#0" and found["mode"] == "hybrid"
+        by_meaning = await answer("search", query="clock offsets of stored dates", mode="meaning")
+        assert by_meaning["hits"][0]["session_id"] == API and by_meaning["hits"][0]["why"] == "meaning"
+        context = await answer("context", task="make stored dates timezone aware", max_tokens=600)
+        assert context["turns"] and context["turns"][0]["session_id"] == API
+        assert context["budget"] == 600 and context["turns"][0]["show"].startswith(f"threadloom show {API}")
 
         recent = await answer("recent_sessions", project="api")
         assert [s["id"] for s in recent["sessions"]] == [API]
