@@ -14,6 +14,7 @@ import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -351,6 +352,22 @@ def turn_of_ref(conn: sqlite3.Connection, ref: str) -> str:
     return str(row[0])
 
 
+def family_of(conn: sqlite3.Connection, session_id: str) -> set[str]:
+    """A session with its main session and every subagent under that one, however deep."""
+    rows = conn.execute(
+        "WITH RECURSIVE up(id, parent, depth) AS ("
+        "  SELECT id, parent_session_id, 0 FROM agent_sessions WHERE id = ?"
+        "  UNION ALL SELECT s.id, s.parent_session_id, up.depth + 1 FROM up "
+        "  JOIN agent_sessions s ON s.id = up.parent WHERE up.depth < 20"
+        "), root(id) AS (SELECT id FROM up ORDER BY depth DESC LIMIT 1), "
+        "down(id, depth) AS (SELECT id, 0 FROM root UNION ALL SELECT s.id, down.depth + 1 FROM down "
+        "  JOIN agent_sessions s ON s.parent_session_id = down.id WHERE down.depth < 20) "
+        "SELECT id FROM down",
+        (session_id,),
+    ).fetchall()
+    return {session_id} | {r[0] for r in rows}
+
+
 def similar(conn: sqlite3.Connection, ref: str, *, limit: int = 10) -> list[Hit]:
     """The turns of other sessions most like the turn of `ref`: have I solved this before?"""
     turn = turn_of_ref(conn, ref)
@@ -358,15 +375,9 @@ def similar(conn: sqlite3.Connection, ref: str, *, limit: int = 10) -> list[Hit]
     if row is None or row[1] is None:
         raise NotEmbedded(f"turn {turn} is not embedded yet: run `threadloom ingest`")
     session_id, blob = row
-    family = {session_id} | {
-        r[0]
-        for r in conn.execute(
-            "SELECT id FROM agent_sessions WHERE parent_session_id = ? OR id = "
-            "(SELECT parent_session_id FROM agent_sessions WHERE id = ?)",
-            (session_id, session_id),
-        )
-    }
-    found = nearest(conn, embed.from_bytes([blob])[0], limit=limit, exclude_sessions=family)
+    found = nearest(
+        conn, embed.from_bytes([blob])[0], limit=limit, exclude_sessions=family_of(conn, session_id)
+    )
     hits = _meaning_hits(conn, found)
     attach_main(conn, hits)
     return hits
@@ -480,6 +491,8 @@ def build_context(
     from threadloom.core.episodes import read_turns
 
     episodes = read_turns(conn, [t for t, _ in chosen])
+    if turn_ids is not None:  # turns picked by hand: told in the order they happened
+        chosen.sort(key=lambda c: (episodes[c[0]].started_at or 0) if c[0] in episodes else 0)
     sessions = {
         r[0]: r[1:]
         for r in conn.execute(
@@ -554,3 +567,92 @@ def _cut(text: str, limit: int) -> str:
     cut = text[: limit - 1]
     space = cut.rfind(" ")
     return (cut[:space] if space > limit * 0.6 else cut) + "…"
+
+
+# ------------------------------------------------------------------- a new session from context
+
+PROMPT_SLOT = "\x00threadloom-context\x00"  # where the agent's argv takes its first prompt
+
+
+@dataclass
+class ContextLaunch:
+    """A new session started with a context as its first message: the file the context was written
+    to (owner-only) and the command that starts the agent in the folder, reading the file."""
+
+    path: Path
+    command: str
+    agent: str
+    folder: str | None
+    notes: list[str]
+
+
+def launchable_agents() -> list[str]:
+    """The agents a new session can be started for with a first message."""
+    from threadloom.core.adapters import agents_where
+
+    return agents_where(lambda a: a.starts_with_prompt)
+
+
+def default_folder(conn: sqlite3.Connection, turn_ids: list[str]) -> tuple[str | None, str | None]:
+    """Where and with which agent a new session from these turns would start: the folder and agent
+    of the newest of their sessions (a subagent's main session's folder)."""
+    row = conn.execute(
+        "SELECT coalesce(s.project_path, m.project_path), coalesce(m.source, s.source) FROM episodes ep "
+        "JOIN agent_sessions s ON s.id = ep.session_id "
+        "LEFT JOIN agent_sessions m ON m.id = s.parent_session_id "
+        "WHERE ep.turn_id IN (SELECT value FROM json_each(?)) ORDER BY ep.started_at DESC LIMIT 1",
+        (orjson.dumps(turn_ids).decode(),),
+    ).fetchone()
+    return (row[0], row[1]) if row else (None, None)
+
+
+def context_dir() -> Path:
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("threadloom", appauthor=False)) / "context"
+
+
+def write_context_file(context: Context, directory: Path | None = None) -> Path:
+    """The context as Markdown in a new file only its owner can read (0600, never over a file)."""
+    import os
+
+    folder = directory or context_dir()
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    data = context.as_text().encode()
+    for n in range(1000):
+        path = folder / (f"context-{stamp}.md" if n == 0 else f"context-{stamp}-{n}.md")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        return path
+    raise OSError(f"no free file name for the context in {folder}")
+
+
+def launch_command(agent: str, context_file: Path, folder: object) -> ContextLaunch:
+    """The command that starts `agent` in `folder` with the context file as its first prompt. The
+    file is read by the shell when the command runs (`"$(cat FILE)"`): no text from the logs is
+    ever part of the command line itself, and the folder is quoted (or left out, with a note)."""
+    import shlex
+
+    from threadloom.core.adapters import adapter_for
+    from threadloom.core.fork import in_folder, usable_folder
+
+    try:
+        adapter = adapter_for(agent)
+    except KeyError as exc:
+        raise ValueError(f"no agent named {agent!r}") from exc
+    argv = adapter.launch_command([PROMPT_SLOT]).argv if adapter.starts_with_prompt else []
+    if PROMPT_SLOT not in argv:
+        raise ValueError(
+            f"{adapter.display_name} cannot be started with a first message: copy the context "
+            f"({context_file}) and paste it as your first message"
+        )
+    read = f'"$(cat {shlex.quote(str(context_file))})"'
+    words = [read if word == PROMPT_SLOT else shlex.quote(word) for word in argv]
+    notes: list[str] = []
+    command = in_folder(folder, " ".join(words), notes)
+    return ContextLaunch(context_file, command, agent, usable_folder(folder, []), notes)

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from textual.command import Provider
     from textual.filter import LineFilter
+    from threadloom.tui.messages import MessageView
     from threadloom.tui.search import SearchScreen
 
 BROWSER_ONLY = frozenset(
@@ -311,6 +312,14 @@ class ThreadloomApp(ArchiveApp):
             self.push_screen(self.search_screen)
             self.search_screen.reopen()
         self.refresh_bindings()
+
+    def on_message_view_similar_requested(self, event: MessageView.SimilarRequested) -> None:
+        """`S` in the viewer: search opens on the turns of other sessions most like this one."""
+        self.action_search()
+        screen = self.search_screen
+        if screen is not None and self.screen is screen:
+            # a screen pushed just now is composed on the next refresh
+            self.call_after_refresh(screen.show_similar, event.entry_id, event.label)
 
     def on_search_hit_chosen(self, event: SearchHitChosen) -> None:
         """Enter on a hit: the session in the message viewer, at the hit, marked; Esc comes back."""

@@ -168,6 +168,14 @@ class MessageView(ScrollView, can_focus=True):
             tooltip="The next tool call that failed, opened",
         ),
         Binding(
+            "S",
+            "similar",
+            "Similar turns",
+            show=False,
+            id="messages.similar",
+            tooltip="The turns of other sessions most like this one: have I solved this before?",
+        ),
+        Binding(
             "c",
             "files_changed",
             "Files changed",
@@ -213,6 +221,13 @@ class MessageView(ScrollView, can_focus=True):
 
     class FilesChangedRequested(Message):
         """`c`: the app shows the files the open session changed."""
+
+    class SimilarRequested(Message):
+        """`S`: the app lists the turns of other sessions most like the one under the cursor."""
+
+        def __init__(self, entry_id: int, label: str) -> None:
+            super().__init__()
+            self.entry_id, self.label = entry_id, label
 
     class EarlierVersionRequested(Message):
         """`v`: the browser shows the open session as it read before a rewrite of its files."""
@@ -1139,6 +1154,12 @@ class MessageView(ScrollView, can_focus=True):
     def action_earlier_version(self) -> None:
         if self.session_id is not None:
             self.post_message(self.EarlierVersionRequested())
+
+    def action_similar(self) -> None:
+        msg = self.current_row()
+        if msg is None or self.session_id is None:
+            return
+        self.post_message(self.SimilarRequested(msg.entry_id, f"#{msg.seq}"))
 
     def action_files_changed(self) -> None:
         if self.session_id is not None:

@@ -113,6 +113,7 @@ class AiderAdapter(Adapter):
     mode = "lines"
     fork_style = "aider-history"
     undo_style = "aider"
+    starts_with_prompt = False  # its command line's words are files to add to the chat
     edits_in_replies = True
 
     def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:

@@ -606,6 +606,10 @@ class Adapter(ABC):
     # the record types a fork written as a session file keeps (its conversation's messages)
     message_types: frozenset[str] = frozenset()
 
+    # `launch_command` starts an interactive session with its words as the first prompt (Aider takes
+    # its words for files to add: a context cannot be its first message)
+    starts_with_prompt: bool = True
+
     def launch_command(self, prompt_words: list[str]) -> Command:
         """The command that starts a new session in the current folder, sending `prompt_words`
         (already guarded with "--" when the prompt starts with "-") as its first prompt."""

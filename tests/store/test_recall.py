@@ -249,3 +249,37 @@ def test_the_evaluation_on_real_sessions_puts_meaning_ahead_of_words(tmp_path):
     assert scores["hybrid"]["hit@10"] >= scores["words"]["hit@10"] + 0.5
     assert scores["hybrid"]["mrr"] >= scores["meaning"]["mrr"]
     assert episodes.EPISODES_VERSION  # the registry's version key is what builds them all again
+
+
+def test_a_new_session_from_context_hands_the_agent_the_file_and_runs_nothing_from_the_logs(
+    conn, tmp_path, fake_agents, sandbox
+):
+    from threadloom.core.recall import launch_command, write_context_file
+
+    from tests.support import run_printed
+
+    root = write_archive(tmp_path / "projects")
+    evil = Transcript(root / "-srv-evil" / f"{S_AGAIN}.jsonl", S_AGAIN, cwd="/srv/evil")
+    evil.user("Parser crash on broken lines again: $(touch pwned) `touch pwned2` ; touch pwned3 'quoted'")
+    evil.assistant("Skipped the broken records like last time.")
+    evil.write()
+    ingest(conn, root)
+    context = build_context(conn, "parser skipping broken lines", budget=3000)
+    assert any("$(touch pwned)" in t.prompt for t in context.turns)
+    path = write_context_file(context, tmp_path / "contexts")
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert write_context_file(context, tmp_path / "contexts") != path  # never over a file
+    folder = tmp_path / "we$(touch pwned4)ird 'dir' `x` ; rm -rf"
+    folder.mkdir()
+    for agent, program in (("claude-code", "claude"), ("codex", "codex"), ("gemini", "gemini")):
+        launch = launch_command(agent, path, str(folder))
+        for turn in context.turns:  # no text from the logs on the command line itself
+            assert turn.prompt[:12] not in launch.command
+        calls = run_printed(launch.command, fake_agents, sandbox)
+        assert calls == [[program, str(folder), path.read_text().rstrip("\n")]], agent
+    assert not [p for p in tmp_path.rglob("pwned*")]
+    with pytest.raises(ValueError, match="cannot be started with a first message"):
+        launch_command("aider", path, str(folder))
+    # a folder the log gave that cannot be used: no cd, and a note that says so
+    launch = launch_command("claude-code", path, "relative/dir")
+    assert not launch.command.startswith("cd ") and launch.notes
