@@ -35,6 +35,7 @@ _SPECS: dict[str, tuple[str, str, tuple[Any, ...], dict[str, Any]]] = {
     "amazon-q-db": ("amazon_q", "AmazonQDbAdapter", (), {}),
     "gemini": ("gemini", "GeminiAdapter", (), {}),
     "qwen-code": ("qwen", "QwenAdapter", (), {}),
+    "copilot-cli": ("copilot", "CopilotAdapter", (), {}),
 }
 
 
