@@ -36,6 +36,7 @@ _SPECS: dict[str, tuple[str, str, tuple[Any, ...], dict[str, Any]]] = {
     "gemini": ("gemini", "GeminiAdapter", (), {}),
     "qwen-code": ("qwen", "QwenAdapter", (), {}),
     "copilot-cli": ("copilot", "CopilotAdapter", (), {}),
+    "factory-droid": ("droid", "DroidAdapter", (), {}),
 }
 
 
