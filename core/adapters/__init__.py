@@ -37,6 +37,7 @@ _SPECS: dict[str, tuple[str, str, tuple[Any, ...], dict[str, Any]]] = {
     "qwen-code": ("qwen", "QwenAdapter", (), {}),
     "copilot-cli": ("copilot", "CopilotAdapter", (), {}),
     "factory-droid": ("droid", "DroidAdapter", (), {}),
+    "pi": ("pi", "PiAdapter", (), {}),
 }
 
 
