@@ -38,6 +38,7 @@ _SPECS: dict[str, tuple[str, str, tuple[Any, ...], dict[str, Any]]] = {
     "copilot-cli": ("copilot", "CopilotAdapter", (), {}),
     "factory-droid": ("droid", "DroidAdapter", (), {}),
     "pi": ("pi", "PiAdapter", (), {}),
+    "kimi-cli": ("kimi", "KimiAdapter", (), {}),
 }
 
 
