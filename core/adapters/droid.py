@@ -255,13 +255,14 @@ class DroidAdapter(Adapter):
         edits = list(as_list(params.get("edits")))
         path = string_param(params, ("file_path", "path"))
         if name == "MultiEdit" and edits and path:
-            edit = FileEdit(path, name, strings=[])
+            strings: list[tuple[str, str, bool]] = []
             for one in edits:
                 one = as_dict(one)
                 old = string_param(one, ("old_str", "old_string"))
                 new = string_param(one, ("new_str", "new_string"))
                 if old is not None and new is not None:
-                    edit.strings.append((old, new, bool(one.get("replace_all"))))
+                    strings.append((old, new, bool(one.get("replace_all"))))
+            edit = FileEdit(path, name, strings=strings)
             edit.why = "the records hold the replaced texts but not the file around them" + (
                 "; restore it by hand (from git, a backup, or the editor's history)"
             )

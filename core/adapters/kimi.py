@@ -160,16 +160,10 @@ class KimiAdapter(Adapter):
             folder = ctx.path.parents[3 if agent else 1].name if where else ""
             st["cwd"] = work_dir(share, folder) if share is not None else None
             st["sid"] = f"{sid}:agent-{agent}" if agent else sid
-            st["info"] = SessionInfo(
-                source=AGENT,
-                external_id=agent or sid,
-                project_key=folder or None,
-                **(
-                    {"kind": "subagent", "is_subagent": 1, "parent_session_id": sid, "agent_id": agent}
-                    if agent
-                    else {}
-                ),
-            )
+            info = SessionInfo(source=AGENT, external_id=agent or sid, project_key=folder or None)
+            if agent:
+                info.kind, info.is_subagent, info.parent_session_id, info.agent_id = "subagent", 1, sid, agent
+            st["info"] = info
             st["n"] = 0
         out = Record(session_id=st["sid"], session=st["info"], parse_error=error, cwd=st.get("cwd"))
         out.is_sidechain = bool(st["info"].is_subagent)
