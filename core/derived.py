@@ -16,6 +16,7 @@ leaves the marks; the next run's `finish` does the rest, whoever it was left by.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -115,6 +116,7 @@ def finish(
     *,
     on_signals: SessionsDone | None = None,
     on_embed: SessionsDone | None = None,
+    timings: dict[str, float] | None = None,
 ) -> float:
     """After a batch's records are in (and `Ledger.finalize` has run): costs, the stats' sums, the
     episodes and their vectors, and the signals, in that order, of what this batch changed and of
@@ -130,8 +132,11 @@ def finish(
     outdated = get_meta(conn, SIGNALS_VERSION_KEY) != SIGNALS_VERSION  # found by an older pass: all again
     due = {r[0] for r in conn.execute("SELECT session_id FROM derived_pending WHERE kind = 'signals'")}
     # the signals' marks say which sessions a killed run left: their episodes are built again too
+    started = time.perf_counter()
     episodes.refresh(conn, due | changed)
     episodes.embed_pending(conn, on_embed)
+    if timings is not None:
+        timings["episodes"] = time.perf_counter() - started
     if not (due or changed or repriced or outdated):
         return 0.0
     from threadloom.core import signals  # a run with nothing new never loads it

@@ -17,9 +17,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import orjson
 from threadloom.core.markup import plain
+
+if TYPE_CHECKING:
+    from threadloom.core.query import ToolCall
 
 # what one episode keeps of each facet: enough to find it, never a transcript
 MAX_FILES = 40
@@ -91,10 +95,10 @@ def _base(path: str) -> str:
 # ------------------------------------------------------------------------------------ building
 
 
-def update(conn: sqlite3.Connection, sessions: Iterable[str]) -> int:
+def update(conn: sqlite3.Connection, sessions: Iterable[str]) -> list[Episode]:
     """Inside the caller's transaction: bring the episodes of `sessions` up to date (their last turn
-    and any after it). Returns how many episodes were written."""
-    written = 0
+    and any after it). Returns the episodes written, with their words (to be embedded)."""
+    written: list[Episode] = []
     for session_id in sessions:
         last = conn.execute(
             "SELECT max(first_seq) FROM episodes WHERE session_id = ?", (session_id,)
@@ -126,7 +130,7 @@ def update(conn: sqlite3.Connection, sessions: Iterable[str]) -> int:
                 for e in episodes
             ],
         )
-        written += len(episodes)
+        written += episodes
     return written
 
 
@@ -192,7 +196,7 @@ def read_turns(conn: sqlite3.Connection, turn_ids: list[str]) -> dict[str, Episo
 
 def _add_calls(conn: sqlite3.Connection, session_id: str, by_turn: dict[str, Episode]) -> None:
     """The files, commands, errors, tools and subagents of the turns' tool calls."""
-    from threadloom.core.query import ToolCall, fill_tool_io
+    from threadloom.core.query import ToolCall, fill_tool_io  # noqa: F811 (at run time)
 
     turn_list = orjson.dumps(list(by_turn)).decode()
     calls: list[tuple[str, ToolCall]] = []
@@ -203,7 +207,8 @@ def _add_calls(conn: sqlite3.Connection, session_id: str, by_turn: dict[str, Epi
         (session_id, turn_list),
     ):
         calls.append((turn_id, ToolCall(cid, name, params, result, status, child, None, None, rid, eid)))
-    fill_tool_io(conn, [c for _, c in calls])
+    agent = _agent_of(conn, session_id)
+    fill_tool_io(conn, [c for _, c in calls if _wants_io(agent, c)])
     children = [c.child_session_id for _, c in calls if c.child_session_id]
     tasks: dict[str, str] = {}
     if children:
@@ -239,6 +244,33 @@ def _add_calls(conn: sqlite3.Connection, session_id: str, by_turn: dict[str, Epi
         ep = by_turn.get(turn_id)
         if ep is not None:
             _add(ep.files, path, MAX_FILES)
+
+
+# the kinds of call whose input names a file or a command (core.adapters.GROUPS)
+FACET_GROUPS = frozenset({"edit", "write", "patch", "read", "shell"})
+
+
+def _wants_io(agent: str | None, call: ToolCall) -> bool:
+    """Whether a call's input (or result) is worth reading again from its record for the facets: a
+    failed call (its error), one that reads, writes or runs something; any call of an agent whose
+    adapter does not group its tools. Reading a record again is most of an episode's cost."""
+    from threadloom.core.adapters import adapter_for, tool_group
+
+    if call.status == "failed":
+        return True
+    group = tool_group(agent, call.name)
+    if group is not None:
+        return group in FACET_GROUPS
+    try:
+        adapter = adapter_for(agent) if agent else None
+    except KeyError:
+        return True
+    return adapter is None or not (adapter.read_tools or adapter.shell_tools or adapter.edit_tools)
+
+
+def _agent_of(conn: sqlite3.Connection, session_id: str) -> str | None:
+    row = conn.execute("SELECT source FROM agent_sessions WHERE id = ?", (session_id,)).fetchone()
+    return row[0] if row else None
 
 
 def _add(items: list[str], value: str, limit: int) -> None:
@@ -325,10 +357,13 @@ def refresh(
     whole = get_meta(conn, EPISODES_VERSION_KEY) != EPISODES_VERSION
     if whole:
         sessions = {r[0] for r in conn.execute("SELECT id FROM agent_sessions")}
+    embedding = _embedding_ready(conn)
     ordered = sorted(sessions)
     for start in range(0, len(ordered), SESSIONS_PER_BATCH):
         with transaction(conn):
-            update(conn, ordered[start : start + SESSIONS_PER_BATCH])
+            written = update(conn, ordered[start : start + SESSIONS_PER_BATCH])
+            if embedding and written:  # embedded from the words just read, in the same transaction
+                _store_vectors(conn, written)
         if on_progress is not None:
             on_progress(min(start + SESSIONS_PER_BATCH, len(ordered)), len(ordered))
     if whole:
@@ -342,6 +377,38 @@ def refresh(
 EMBED_BATCH = 512
 
 
+def _embedding_ready(conn: sqlite3.Connection) -> bool:
+    """Whether episodes can be embedded now; vectors of another model are cleared first (all are
+    computed again). False without a model (a broken install: words still work)."""
+    from threadloom.core import embed
+    from threadloom.core.db import get_meta, set_meta, transaction
+
+    if get_meta(conn, embed.MODEL_KEY) != embed.MODEL:
+        with transaction(conn):
+            conn.execute("UPDATE episodes SET vector = NULL WHERE vector IS NOT NULL")
+            set_meta(conn, embed.MODEL_KEY, embed.MODEL)
+    return embed.available()
+
+
+def _store_vectors(conn: sqlite3.Connection, episodes: list[Episode]) -> None:
+    """Inside the caller's transaction: embed the episodes (prompt and deeds mixed) and store them."""
+    from threadloom.core import embed
+    from threadloom.core.db import set_meta
+    from threadloom.core.recall import GENERATION_KEY
+
+    if not episodes:
+        return
+    pairs = [texts_of(ep) for ep in episodes]
+    vectors = embed.to_bytes(
+        embed.mix(embed.embed([p for p, _ in pairs]), embed.embed([r for _, r in pairs]), PROMPT_WEIGHT)
+    )
+    conn.executemany(
+        "UPDATE episodes SET vector = ? WHERE turn_id = ?",
+        list(zip(vectors, [ep.turn_id for ep in episodes], strict=True)),
+    )
+    set_meta(conn, GENERATION_KEY, str(time.time_ns()))
+
+
 def embed_pending(
     conn: sqlite3.Connection,
     on_progress: Callable[[int, int], None] | None = None,
@@ -350,18 +417,12 @@ def embed_pending(
     """Embed every episode without a vector (new, changed, left by a killed run, or all of them
     when the model changed), committing each batch: an interrupted pass resumes where it stopped.
     Returns how many were embedded; 0 without a model (a broken install: words still work)."""
-    from threadloom.core import embed
-    from threadloom.core.db import get_meta, set_meta, transaction
-    from threadloom.core.recall import GENERATION_KEY
+    from threadloom.core.db import transaction
 
-    if get_meta(conn, embed.MODEL_KEY) != embed.MODEL:
-        with transaction(conn):
-            conn.execute("UPDATE episodes SET vector = NULL WHERE vector IS NOT NULL")
-            set_meta(conn, embed.MODEL_KEY, embed.MODEL)
+    if not _embedding_ready(conn):
+        return 0
     total = conn.execute("SELECT count(*) FROM episodes WHERE vector IS NULL").fetchone()[0]
     if not total:
-        return 0
-    if not embed.available():
         return 0
     done = 0
     while cancel is None or not cancel.is_set():
@@ -372,7 +433,7 @@ def embed_pending(
         ).fetchall()
         if not rows:
             break
-        texts: dict[str, tuple[str, str]] = {}
+        found: list[Episode] = []
         by_session: dict[str, list[tuple[str, int, int]]] = {}
         for turn_id, session_id, first, last in rows:
             by_session.setdefault(session_id, []).append((turn_id, first, last))
@@ -380,19 +441,18 @@ def embed_pending(
             low = min(t[1] for t in turns)
             high = max(t[2] for t in turns)
             wanted = {t[0] for t in turns}
-            for ep in read_episodes(conn, session_id, from_seq=low, upto_seq=high):
-                if ep.turn_id in wanted:
-                    texts[ep.turn_id] = texts_of(ep)
-        turn_ids = [r[0] for r in rows]
-        pairs = [texts.get(t, ("", "")) for t in turn_ids]
-        vectors = embed.to_bytes(
-            embed.mix(embed.embed([p for p, _ in pairs]), embed.embed([r for _, r in pairs]), PROMPT_WEIGHT)
-        )
+            found += [
+                ep
+                for ep in read_episodes(conn, session_id, from_seq=low, upto_seq=high)
+                if ep.turn_id in wanted
+            ]
+        missing = {r[0] for r in rows} - {ep.turn_id for ep in found}
         with transaction(conn):
+            _store_vectors(conn, found)
+            # a row whose turn is no longer in the records (never, for now): a zero vector, not a loop
             conn.executemany(
-                "UPDATE episodes SET vector = ? WHERE turn_id = ?", list(zip(vectors, turn_ids, strict=True))
+                "UPDATE episodes SET vector = zeroblob(0) WHERE turn_id = ?", [(t,) for t in missing]
             )
-            set_meta(conn, GENERATION_KEY, str(time.time_ns()))
         done += len(rows)
         if on_progress is not None:
             on_progress(done, total)

@@ -115,6 +115,7 @@ class IngestReport:
     unclaimed: list[dict[str, str]] = field(default_factory=list)
     changed_sessions: list[str] = field(default_factory=list)
     signals_seconds: float = 0.0  # of `seconds`, finding the changed sessions' signals (core.signals)
+    episodes_seconds: float = 0.0  # of `seconds`, building and embedding the changed turns (core.episodes)
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -629,9 +630,12 @@ def _run_ingest(
             )
 
     # costs, the stats' sums, the episodes, the signals: of this run's sessions and any a killed run left
+    timings: dict[str, float] = {}
     report.signals_seconds = round(
-        derived.finish(conn, changed, on_signals=signals_progress, on_embed=embed_progress), 3
+        derived.finish(conn, changed, on_signals=signals_progress, on_embed=embed_progress, timings=timings),
+        3,
     )
+    report.episodes_seconds = round(timings.get("episodes", 0.0), 3)
     if progress is not None:
         progress(Progress(len(plans), len(plans), bytes_done, bytes_total, "", time.perf_counter() - started))
     report.changed_sessions = sorted(changed)
