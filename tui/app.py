@@ -314,7 +314,7 @@ class ThreadloomApp(ArchiveApp):
         self.refresh_bindings()
 
     def on_message_view_similar_requested(self, event: MessageView.SimilarRequested) -> None:
-        """`S` in the viewer: search opens on the turns of other sessions most like this one."""
+        """`L` in the viewer: search opens on the turns of other sessions most like this one."""
         self.action_search()
         screen = self.search_screen
         if screen is not None and self.screen is screen:

@@ -168,7 +168,7 @@ class MessageView(ScrollView, can_focus=True):
             tooltip="The next tool call that failed, opened",
         ),
         Binding(
-            "S",
+            "L",
             "similar",
             "Similar turns",
             show=False,
@@ -223,7 +223,7 @@ class MessageView(ScrollView, can_focus=True):
         """`c`: the app shows the files the open session changed."""
 
     class SimilarRequested(Message):
-        """`S`: the app lists the turns of other sessions most like the one under the cursor."""
+        """`L`: the app lists the turns of other sessions most like the one under the cursor."""
 
         def __init__(self, entry_id: int, label: str) -> None:
             super().__init__()

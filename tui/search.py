@@ -466,7 +466,7 @@ class SearchScreen(Screen[None]):
         self.app.push_screen(ContextScreen(self.db_path, turns, query or "the turns picked in threadloom"))
 
     def show_similar(self, entry_id: int, label: str) -> None:
-        """The turns of other sessions most like the turn of `entry_id` (the viewer's `S`)."""
+        """The turns of other sessions most like the turn of `entry_id` (the viewer's `L`)."""
         self.similar_to = entry_id
         self.similar_label = label
         query = self.query_one("#search-input", Input)

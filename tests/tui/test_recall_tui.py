@@ -1,5 +1,5 @@
 """Recall by meaning in the TUI: the search modes, turns picked for a new session's context, and the
-viewer's similar turns (S), on the demo archive."""
+viewer's similar turns (L), on the demo archive."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ async def test_similar_turns_open_from_the_viewer(demo_db: Path) -> None:
         view = app.query_one(MessageView)
         view.focus()
         await until(pilot, lambda: view.session_id == checkout and view.count > 0)
-        await pilot.press("S")
+        await pilot.press("L")
         await until(pilot, lambda: isinstance(app.screen, SearchScreen) and app.screen.result is not None)
         screen = app.screen
         assert isinstance(screen, SearchScreen)
