@@ -163,6 +163,11 @@ def search_recall(
     if mode not in MODES:
         raise ValueError(f"--mode {mode} is not known ({', '.join(MODES)})")
     q = parse_query(text, now=now)
+    if not search.has_episodes(conn):  # an archive from before episodes, opened read-only
+        result = search.search(conn, text, limit=limit, now=now)
+        if mode != "words":
+            result.problems.append("search by meaning waits for the next `threadloom ingest` (words only)")
+        return result
     if mode == "words" or q.empty or (q.phrases and not q.words):
         # filters alone, or an exact phrase: what the words find is the answer
         result = search.search(conn, text, limit=limit, now=now)
@@ -171,6 +176,7 @@ def search_recall(
     started = time.perf_counter()
     problems: list[str] = []
     meaning: list[tuple[str, float]] = []
+    search.without_episodes(conn, q)
     try:
         query_vector = embed.embed([search_text(q)])[0]
         meaning = nearest(conn, query_vector, allowed=allowed_turns(conn, q))

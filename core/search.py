@@ -419,6 +419,7 @@ def _search(
 ) -> SearchResult:
     started = time.perf_counter()
     q = parse_query(text, now=now)
+    without_episodes(conn, q)
     if q.empty:
         if q.has_filters:
             return _filtered_only(conn, q, limit, started)
@@ -535,6 +536,19 @@ def _filters(q: ParsedQuery, *, tool_test: bool = True) -> tuple[list[str], list
         )
         params += [q.tool, q.tool]
     return where, params
+
+
+def has_episodes(conn: sqlite3.Connection) -> bool:
+    """Whether the archive has its episodes table (an archive opened read-only before the ingest
+    that adds it has none: its facets and search by meaning wait for that ingest)."""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'episodes'").fetchone() is not None
+
+
+def without_episodes(conn: sqlite3.Connection, q: ParsedQuery) -> None:
+    """Drop the facet filters an archive without episodes cannot honour, saying so."""
+    if (q.file or q.cmd or q.error) and not has_episodes(conn):
+        q.file = q.cmd = q.error = None
+        q.unusable("file:, cmd: and error: need the turns' facets: run `threadloom ingest` once")
 
 
 def facet_filters(q: ParsedQuery, prefix: str = "ep.") -> tuple[list[str], list[Any]]:

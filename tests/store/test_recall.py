@@ -283,3 +283,17 @@ def test_a_new_session_from_context_hands_the_agent_the_file_and_runs_nothing_fr
     # a folder the log gave that cannot be used: no cd, and a note that says so
     launch = launch_command("claude-code", path, "relative/dir")
     assert not launch.command.startswith("cd ") and launch.notes
+
+
+def test_an_archive_from_before_episodes_is_searched_by_words_and_says_why(archive, tmp_path):
+    """Opened read-only before the ingest that adds the episodes (another version's archive)."""
+    import sqlite3
+
+    path = archive.execute("PRAGMA database_list").fetchone()[2]
+    archive.execute("DROP TABLE episodes")
+    old = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    result = search_recall(old, "migration renames table")
+    assert result.hits and result.hits[0].session_id == S_DB and result.hits[0].why == "words"
+    assert any("waits for the next `threadloom ingest`" in p for p in result.problems)
+    faceted = search_recall(old, "migration file:reader.py", mode="words")
+    assert any("file:, cmd: and error: need the turns' facets" in p for p in faceted.problems)
