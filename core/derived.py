@@ -133,8 +133,8 @@ def finish(
     due = {r[0] for r in conn.execute("SELECT session_id FROM derived_pending WHERE kind = 'signals'")}
     # the signals' marks say which sessions a killed run left: their episodes are built again too
     started = time.perf_counter()
-    episodes.refresh(conn, due | changed)
-    episodes.embed_pending(conn, on_embed)
+    episodes.refresh(conn, due | changed, on_embed)  # (sessions done of all)
+    episodes.embed_pending(conn, on_embed)  # what a killed run or a new model left (episodes done of all)
     if timings is not None:
         timings["episodes"] = time.perf_counter() - started
     if not (due or changed or repriced or outdated):

@@ -898,7 +898,7 @@ class BrowserScreen(Screen[None]):
             label.update(
                 f"Indexing for search: {share} · browse meanwhile · Esc pauses"
                 if p.path == INDEXING
-                else f"Embedding turns for search by meaning: {p.phase_done:,}/{p.phase_total:,} · browse meanwhile"
+                else f"Embedding turns for search by meaning: {share} · browse meanwhile"
                 if p.path == EMBEDDING
                 else f"Finding signals in every session: {share}",
                 layout=False,  # its size is fixed: no layout of the whole screen 20 times a second

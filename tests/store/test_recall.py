@@ -297,3 +297,15 @@ def test_an_archive_from_before_episodes_is_searched_by_words_and_says_why(archi
     assert any("waits for the next `threadloom ingest`" in p for p in result.problems)
     faceted = search_recall(old, "migration file:reader.py", mode="words")
     assert any("file:, cmd: and error: need the turns' facets" in p for p in faceted.problems)
+
+
+def test_an_ingest_says_how_far_the_embedding_is(conn, tmp_path):
+    from threadloom.core.ingest import EMBEDDING, run_ingest
+
+    seen = []
+    report = run_ingest(
+        conn, [write_archive(tmp_path / "projects")], include_defaults=False, progress=seen.append
+    )
+    phases = [(p.phase_done, p.phase_total) for p in seen if p.path == EMBEDDING]
+    assert phases and phases[-1][0] == phases[-1][1] == 4  # the four sessions' turns
+    assert report.episodes_seconds > 0
