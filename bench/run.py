@@ -342,6 +342,23 @@ def db_bytes(db: Path) -> int:
     return sum(p.stat().st_size for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm")) if p.exists())
 
 
+def episodes_bytes(db: Path) -> int:
+    """The pages of the episodes table and its indexes (vectors included): 0 where there is none."""
+    if not has_table(db, "episodes"):
+        return 0
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        row = conn.execute(
+            "SELECT sum(pgsize) FROM dbstat WHERE name = 'episodes' OR name LIKE 'ix_episodes%' "
+            "OR name = 'sqlite_autoindex_episodes_1'"
+        ).fetchone()
+    except sqlite3.OperationalError:  # an SQLite built without dbstat
+        return 0
+    finally:
+        conn.close()
+    return int(row[0] or 0)
+
+
 def has_table(db: Path, name: str) -> bool:
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
         return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
@@ -457,6 +474,11 @@ def scenario_cold(ctx: RunContext) -> None:
             "cold.internal_seconds": float(report["seconds"]),
             "cold.search_index": float(has_table(db, "search_fts")),
             "cold_total.seconds": proc.seconds + index.seconds,
+            # search by meaning: building and embedding every turn, of the whole cold ingest
+            "cold.episodes_seconds": float(report.get("episodes_seconds", 0.0)),
+            "cold.episodes_share": float(report.get("episodes_seconds", 0.0))
+            / (proc.seconds + index.seconds),
+            "cold.episodes_db_share": episodes_bytes(db) / max(1, db_bytes(db)),
             "cold_index.records": float(index.json().get("indexed", 0)),
         }
     )
@@ -515,6 +537,25 @@ def scenario_search(ctx: RunContext) -> None:
         f"slowest: {slowest['query']!r} ({slowest['category']}) {slowest['median_ms']:.1f} ms"
     )
     ctx.extra["search_queries"] = probe["queries"]
+    if has_table(db, "episodes"):  # search by meaning: words and nearest turns fused (core.recall)
+        try:
+            hybrid = (
+                run_process([*cmd, "--mode", "hybrid"], ctx.tools.env(), timeout=ctx.tools.timeout)
+                .check()
+                .json()
+            )
+        except RuntimeError as exc:
+            ctx.notes["search_hybrid"] = f"hybrid search probe failed: {str(exc)[-300:]}"
+        else:
+            medians = sorted(q["median_ms"] for q in hybrid["queries"])
+            ctx.values.update(
+                {
+                    "search_hybrid.p50_ms": percentile(medians, 50),
+                    "search_hybrid.p95_ms": percentile(medians, 95),
+                    "search_hybrid.peak_mb": hybrid.get("peak_mb", 0.0),
+                    "search_words.peak_mb": probe.get("peak_mb", 0.0),
+                }
+            )
     cli = run_process(
         [*ctx.tools.threadloom, "--db", str(db), "search", "--json", "error"],
         ctx.tools.env(),
@@ -681,6 +722,65 @@ def scenario_stats(ctx: RunContext) -> None:
         ctx.notes["stats"] = f"failed: {str(exc)[-300:]}"
 
 
+MCP_PROBE = """
+import asyncio, json, sys, time
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from threadloom.core import db
+from threadloom.core.mcp_server import tokens_of
+
+conn = db.open_for_reading(sys.argv[1])
+largest = conn.execute("SELECT id FROM agent_sessions WHERE is_subagent = 0 ORDER BY message_count DESC LIMIT 1").fetchone()[0]
+path = (conn.execute("SELECT path FROM agent_file_changes GROUP BY path ORDER BY count(*) DESC LIMIT 1").fetchone() or ["README.md"])[0]
+conn.close()
+CALLS = [("search", {"query": "error"}), ("search", {"query": "tool:Bash after:30d"}), ("recent_sessions", {}),
+         ("session_outline", {"session": largest}), ("get_turn", {"session": largest, "turn": 0}),
+         ("file_history", {"path": path}), ("signals", {}), ("signals", {"session": largest}), ("stats", {}),
+         ("stats", {"session": largest}), ("recall", {"project": "/"})]
+
+async def main():
+    params = StdioServerParameters(command=sys.executable, args=["-m", "threadloom.core.cli", "mcp", "--db", sys.argv[1]])
+    times, sizes = {}, {}
+    async with Client(params, read_timeout_seconds=120) as client:
+        t0 = time.perf_counter()
+        await client.list_tools()
+        first = (time.perf_counter() - t0) * 1000
+        for _ in range(5):
+            for tool, args in CALLS:
+                t0 = time.perf_counter()
+                result = await client.call_tool(tool, args)
+                ms = (time.perf_counter() - t0) * 1000
+                times.setdefault(tool, []).append(ms)
+                sizes[tool] = max(sizes.get(tool, 0), tokens_of(result.content[0].text))
+    every = sorted(t for v in times.values() for t in v)
+    p95 = every[max(0, round(0.95 * len(every) + 0.5) - 1)]
+    print(json.dumps({"p95_ms": p95, "max_ms": every[-1], "list_tools_ms": first, "max_tokens": max(sizes.values()),
+                      "by_tool_max": {k: sorted(v)[-1] for k, v in times.items()}, "tokens": sizes}))
+
+asyncio.run(main())
+"""
+
+
+def scenario_mcp(ctx: RunContext) -> None:
+    """`threadloom mcp` driven by the MCP SDK's client over stdio (MCP_PROBE): every read tool five
+    times on the archive's largest session and most edited file; p95 latency and the largest answer."""
+    db = ctx.work / "cold.db"
+    try:
+        probe = run_process(
+            [sys.executable, "-c", MCP_PROBE, str(db)], ctx.tools.env(), timeout=ctx.tools.timeout
+        )
+        found = probe.check().json()
+        ctx.values.update(
+            {
+                "mcp.p95_ms": found["p95_ms"],
+                "mcp.max_ms": found["max_ms"],
+                "mcp.max_tokens": float(found["max_tokens"]),
+            }
+        )
+    except (RuntimeError, TimeoutError, KeyError, ValueError) as exc:
+        ctx.notes["mcp"] = f"failed: {str(exc)[-300:]}"
+
+
 def percentile(sorted_values: list[float], pct: float) -> float:
     """Nearest-rank percentile of an already sorted list."""
     if not sorted_values:
@@ -813,6 +913,7 @@ SCENARIOS: list[tuple[str, Scenario, bool]] = [  # (name, function, needs claude
     ("search", scenario_search, False),
     ("tui", scenario_tui, False),
     ("stats", scenario_stats, False),
+    ("mcp", scenario_mcp, False),
     ("parse1mb", scenario_parse_1mb, False),
     ("append1mb", scenario_append, False),
     ("rewrite_same", scenario_rewrite_same_size, False),
@@ -885,6 +986,14 @@ ROWS: list[tuple[str, str, str, str]] = [
     ("cold_index.seconds", "then `threadloom index` (search index)", "wall time", "s"),
     ("cold_index.peak_rss_mb", "then `threadloom index` (search index)", "peak RSS", "MB"),
     ("cold_total.seconds", "cold ingest, search index complete", "wall time (sum of both)", "s"),
+    ("cold.episodes_seconds", "cold ingest: episodes built and embedded", "wall time (of the ingest)", "s"),
+    (
+        "cold.episodes_share",
+        "cold ingest: episodes built and embedded",
+        "share of the whole cold ingest",
+        "x",
+    ),
+    ("cold.episodes_db_share", "episodes and their vectors", "share of the database", "x"),
     ("nochange.seconds", "no-change re-ingest", "wall time", "s"),
     ("nochange.peak_rss_mb", "no-change re-ingest", "peak RSS", "MB"),
     ("parse1mb.seconds", "ingest a new 1 MB file (schema exists)", "wall time", "s"),
@@ -912,6 +1021,20 @@ ROWS: list[tuple[str, str, str, str]] = [
     ("newsession.files_read", "a new 20 KB session file in a project folder, re-ingest", "files read", ""),
     ("search.p50_ms", "search, in process, queries.txt (median of 5 per query)", "p50 over queries", "ms"),
     ("search.p95_ms", "search, in process, queries.txt (median of 5 per query)", "p95 over queries", "ms"),
+    (
+        "search_hybrid.p50_ms",
+        "hybrid search (words + meaning), in process, queries.txt",
+        "p50 over queries",
+        "ms",
+    ),
+    (
+        "search_hybrid.p95_ms",
+        "hybrid search (words + meaning), in process, queries.txt",
+        "p95 over queries",
+        "ms",
+    ),
+    ("search_hybrid.peak_mb", "hybrid search (words + meaning), in process, queries.txt", "peak RSS", "MB"),
+    ("search_words.peak_mb", "search by words, in process, queries.txt", "peak RSS", "MB"),
     ("search.max_ms", "search, in process, queries.txt (median of 5 per query)", "slowest query", "ms"),
     (
         "search.first_p50_ms",
@@ -967,6 +1090,14 @@ ROWS: list[tuple[str, str, str, str]] = [
     ),
     ("tui.open_largest_ms", "TUI: open the largest session, first paint", "select → first paint", "ms"),
     ("stats.open_ms", "stats: what the screen reads as it opens", "in process, median of 5", "ms"),
+    ("mcp.p95_ms", "MCP: each read tool 5 times over stdio (target p95 ≤ 200 ms)", "p95 latency", "ms"),
+    ("mcp.max_ms", "MCP: each read tool 5 times over stdio (target p95 ≤ 200 ms)", "slowest call", "ms"),
+    (
+        "mcp.max_tokens",
+        "MCP: each read tool 5 times over stdio (target p95 ≤ 200 ms)",
+        "largest answer (budget 2,000)",
+        "tokens",
+    ),
     ("stats.first_ms", "stats: what the screen reads as it opens", "in process, first call", "ms"),
     ("stats.project_ms", "stats: what the screen reads as it opens", "by project, in process", "ms"),
     (
@@ -1214,6 +1345,17 @@ def evaluate_targets(size: str, rows: list[dict[str, Any]], manifest: dict[str, 
     )
     add("search p50 ≤ 30 ms (in process)", med.get("search.p50_ms"), 30.0, "ms")
     add("search p95 ≤ 100 ms (in process)", med.get("search.p95_ms"), 100.0, "ms")
+    add("hybrid search p50 ≤ 30 ms (in process)", med.get("search_hybrid.p50_ms"), 30.0, "ms")
+    add("hybrid search p95 ≤ 100 ms (in process)", med.get("search_hybrid.p95_ms"), 100.0, "ms")
+    words_mb, hybrid_mb = med.get("search_words.peak_mb"), med.get("search_hybrid.peak_mb")
+    add(
+        "hybrid search RSS ≤ 100 MB more than words",
+        hybrid_mb - words_mb if hybrid_mb is not None and words_mb is not None else None,
+        100.0,
+        "MB",
+    )
+    add("embedding ≤ 30 % of a cold ingest", med.get("cold.episodes_share"), 0.30, "x")
+    add("vectors ≤ 10 % of the database", med.get("cold.episodes_db_share"), 0.10, "x")
     add(
         "cold ingest with the search index complete ≤ 30 s per GB",
         med.get("cold_total.seconds"),

@@ -33,11 +33,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=Path, default=Path(__file__).resolve().parent / "queries.txt")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--limit", type=int, default=50)
+    ap.add_argument(
+        "--mode",
+        default="words",
+        help="words (core.search) or hybrid / meaning (core.recall, where it exists)",
+    )
     args = ap.parse_args(argv)
 
     started = time.perf_counter()
     from threadloom.core import db
-    from threadloom.core.search import search
+
+    if args.mode == "words":
+        from threadloom.core.search import search
+    else:
+        from threadloom.core.recall import search_recall
+
+        def search(conn, query, *, limit):  # type: ignore[no-redef]
+            return search_recall(conn, query, mode=args.mode, limit=limit)
 
     conn = db.connect(args.db)
     ready = time.perf_counter() - started
@@ -59,7 +71,18 @@ def main(argv: list[str] | None = None) -> int:
                 "hits": hits,
             }
         )
-    json.dump({"open_seconds": round(ready, 4), "repeat": args.repeat, "queries": results}, sys.stdout)
+    import resource
+
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    json.dump(
+        {
+            "open_seconds": round(ready, 4),
+            "repeat": args.repeat,
+            "queries": results,
+            "peak_mb": round(peak_mb, 1),
+        },
+        sys.stdout,
+    )
     print()
     return 0
 

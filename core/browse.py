@@ -442,7 +442,10 @@ def tool_result_extra(conn: sqlite3.Connection, call: ToolCall) -> Any:
     adapter = ADAPTERS.get(row["source"]) if row is not None and row["source"] else None
     if row is None or adapter is None:
         return None
-    return adapter.tool_result_extra(_loads(row["raw"]))
+    record = _loads(row["raw"])
+    if call.name in adapter.edit_tools or call.name in adapter.write_tools:
+        return adapter.edit_result(record, call.id)  # what its edit reading takes (`file_edits`)
+    return adapter.tool_result_extra(record)
 
 
 def _loads(raw: bytes | None) -> dict[str, Any]:

@@ -17,9 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
+from threadloom.core.adapters.base import CleanupPolicy
 
-DEFAULT_DAYS = 30  # Claude Code's cleanupPeriodDays when its settings do not say
 DAY_MS = 86_400_000
 
 
@@ -61,32 +60,33 @@ class CleanupRisk:
         )
 
 
-def claude_period(config: Path) -> tuple[int, str]:
-    """Claude Code's `cleanupPeriodDays` from its settings.json, and where it came from."""
-    path = config / "settings.json"
-    try:
-        settings = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return DEFAULT_DAYS, "default"
-    value = settings.get("cleanupPeriodDays") if isinstance(settings, dict) else None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return DEFAULT_DAYS, "default"
-    return int(value), f"set in {path}"
+def cleanup_risk(conn: sqlite3.Connection | None, *, now_ms: int | None = None) -> CleanupRisk | None:
+    """The sessions at risk of the agent that deletes its own old sessions (its adapter's
+    `cleanup_policy`: Claude Code's `cleanupPeriodDays`); None when it keeps no sessions here, or
+    its cleanup is off (a period of 0 or less). A session is its transcript, `<root>/<project>/<id>
+    .jsonl`; it is archived when the archive holds the file at its present size and mtime. `conn`:
+    the archive, read only (None: nothing archived yet)."""
+    from threadloom.core.adapters import ADAPTERS
+
+    for name in ADAPTERS:
+        policy = ADAPTERS[name].cleanup_policy()
+        if policy is not None:
+            return _risk(conn, name, policy, now_ms)
+    return None
 
 
-def claude_risk(conn: sqlite3.Connection | None, *, now_ms: int | None = None) -> CleanupRisk | None:
-    """Claude Code's sessions at risk (None when it keeps no sessions here, or its cleanup is off:
-    a period of 0 or less). A session is its transcript, `projects/<project>/<id>.jsonl`; it is
-    archived when the archive holds the file at its present size and mtime. `conn`: the archive,
-    read only (None: nothing archived yet)."""
+claude_risk = cleanup_risk  # its first name, when Claude Code's was the one cleanup known
+
+
+def _risk(
+    conn: sqlite3.Connection | None, agent: str, policy: CleanupPolicy, now_ms: int | None
+) -> CleanupRisk | None:
     from threadloom.core.adapters.base import disk_name, stored_name
-    from threadloom.core.adapters.claude import config_dir
 
-    config = config_dir()
-    projects = config.absolute() / "projects"  # as the archive names the files it read there
-    if not projects.is_dir():
+    projects = policy.root.absolute()  # as the archive names the files it read there
+    if not projects.is_dir() or policy.period_days is None:
         return None
-    period, setting = claude_period(config)
+    period, setting = int(policy.period_days), policy.setting
     if period <= 0:
         return None
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
@@ -95,13 +95,13 @@ def claude_risk(conn: sqlite3.Connection | None, *, now_ms: int | None = None) -
     if conn is not None:
         prefix = stored_name(str(projects)).rstrip(os.sep) + os.sep
         rows = conn.execute(
-            "SELECT path, size, mtime_ns FROM source_files WHERE agent = 'claude-code' AND status != 'error' "
+            "SELECT path, size, mtime_ns FROM source_files WHERE agent = ? AND status != 'error' "
             "AND substr(path, 1, ?) = ?",
-            (len(prefix), prefix),
+            (agent, len(prefix), prefix),
         )
         archived = {disk_name(path): (size, mtime_ns) for path, size, mtime_ns in rows}
-    risk = CleanupRisk("claude-code", period, setting, margin, 0, 0, 0, 0, None)
-    for path, st in _transcripts(projects):
+    risk = CleanupRisk(agent, period, setting, margin, 0, 0, 0, 0, None)
+    for path, st in _transcripts(projects, policy.suffix):
         risk.sessions += 1
         if archived.get(path) == (st.st_size, st.st_mtime_ns):
             continue
@@ -116,7 +116,7 @@ def claude_risk(conn: sqlite3.Connection | None, *, now_ms: int | None = None) -
     return risk
 
 
-def _transcripts(projects: Path) -> list[tuple[str, os.stat_result]]:
+def _transcripts(projects: Path, suffix: str = ".jsonl") -> list[tuple[str, os.stat_result]]:
     """Each project folder's session transcripts (`*.jsonl` directly in it), with their stat: one
     listing per project folder."""
     found = []
@@ -128,7 +128,7 @@ def _transcripts(projects: Path) -> list[tuple[str, os.stat_result]]:
         try:
             with os.scandir(folder.path) as it:
                 for entry in it:
-                    if entry.name.endswith(".jsonl") and entry.is_file(follow_symlinks=False):
+                    if entry.name.endswith(suffix) and entry.is_file(follow_symlinks=False):
                         try:
                             found.append((entry.path, entry.stat(follow_symlinks=False)))
                         except OSError:

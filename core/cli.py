@@ -254,6 +254,43 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query", nargs="+", help='words, "phrases" and filters (see below)')
     p.add_argument("--limit", type=int, default=20, metavar="N", help="show at most N hits (default 20)")
     p.add_argument("--json", action="store_true", help="print a JSON list of hits")
+    p.add_argument(
+        "--mode",
+        choices=("hybrid", "words", "meaning"),
+        default="hybrid",
+        help="hybrid (default): the words and the turns nearest in meaning, fused; words: every word "
+        "must match (typos forgiven); meaning: turns by meaning only, a sentence that shares no word still finds its turn",
+    )
+
+    p = sub.add_parser(
+        "similar",
+        help="the turns of other sessions most like a message or turn: have I solved this before?",
+        description="The turns of other sessions nearest in meaning to the turn of ENTRY (an entry id "
+        "or a message uuid from `show --json` or `search --json`, or a turn id).",
+    )
+    _db_arg(p)
+    p.add_argument("entry", help="an entry id, a message uuid, or a turn id")
+    p.add_argument("--limit", type=int, default=10, metavar="N", help="at most N turns (default 10)")
+    p.add_argument("--json", action="store_true", help="print a JSON list")
+
+    p = sub.add_parser(
+        "context",
+        help="the past turns most relevant to a task, packed within a token budget (for a new session)",
+        description="The past turns most relevant to QUERY across sessions (hybrid search), each with "
+        "its session, date, project, prompt, final answer, the files and commands that mattered and a "
+        "reference `threadloom show` opens, packed within --budget tokens (counted as characters / 4). "
+        'Paste it as a new session\'s first message, or pipe it: `claude "$(threadloom context ...)"`.',
+    )
+    _db_arg(p)
+    p.add_argument("query", nargs="+", help="what the new session is about, in your words")
+    p.add_argument(
+        "--budget", type=int, default=4000, metavar="TOKENS", help="at most this many tokens (default 4000)"
+    )
+    p.add_argument("--project", metavar="P", help="only turns of projects whose name or path contains P")
+    p.add_argument("--since", metavar="D", help="only turns from then on: 2026-03-01, yesterday, 30d")
+    p.add_argument(
+        "--json", action="store_true", help="print JSON (the turns, their tokens, what was left out)"
+    )
 
     p = sub.add_parser(
         "signals",
@@ -600,6 +637,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print one JSON object with what moved")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress")
+
+    from threadloom.core import memory_cli
+
+    memory_cli.add_parsers(sub)  # tag, note, bookmark, memory
+
+    p = sub.add_parser(
+        "mcp",
+        help="answer agents over the Model Context Protocol (stdio); `mcp install --agent A` registers it",
+        description="Run threadloom's MCP server on stdio, for an agent to start: search, recent sessions, a "
+        "session's outline, one turn in full, a file's history, signals and stats, and memory (remember, "
+        "recall, tag), every answer bounded (about 2,000 tokens, a cursor to page on). It reads the archive "
+        "read-only, so it answers while an ingest runs. `threadloom mcp install --agent claude` (codex, "
+        "gemini, cursor, opencode) registers it in that agent's own configuration.",
+        epilog="examples:\n  threadloom mcp install --agent claude\n  threadloom mcp install --agent codex --dry-run"
+        "\n  threadloom mcp uninstall --agent cursor",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _db_arg(p)
+    actions = p.add_subparsers(dest="mcp_action", metavar="ACTION")
+    for name in ("install", "uninstall"):
+        q = actions.add_parser(
+            name,
+            help=f"{'register the server in' if name == 'install' else 'take the server out of'} an agent's configuration",
+            description="Register `threadloom mcp` in the agent's own configuration file, merged with what it "
+            "holds (its other keys and servers kept), idempotent."
+            if name == "install"
+            else "Take `threadloom mcp` out of the agent's configuration file, leaving the rest as it is.",
+        )
+        _db_arg(q)
+        q.add_argument("--agent", required=True, choices=("claude", "codex", "gemini", "cursor", "opencode"))
+        q.add_argument("--dry-run", action="store_true", help="print the change (a diff) and write nothing")
+        q.add_argument("--json", action="store_true", help="print what was done as JSON")
     return parser
 
 
@@ -657,7 +726,19 @@ def _search_help() -> str:
 # the commands that only read the database: opened read-only (never written, its mode never
 # changed), and what they print goes through `_PrintableStream`
 READ_COMMANDS = frozenset(
-    {"sessions", "stats", "show", "search", "verify", "restore", "sources", "export", "signals"}
+    {
+        "sessions",
+        "stats",
+        "show",
+        "search",
+        "verify",
+        "restore",
+        "sources",
+        "export",
+        "signals",
+        "similar",
+        "context",
+    }
 )
 
 
@@ -667,6 +748,7 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
     parser = build_parser()
     args = parser.parse_args(_session_opens(list(sys.argv[1:] if argv is None else argv), parser))
     from threadloom.core.db import LedgerError
+    from threadloom.core.memory import MemoryError as MemoryRefused
 
     streams = sys.stdout, sys.stderr
     reads = args.command in READ_COMMANDS
@@ -687,6 +769,8 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
             "restore": cmd_restore,
             "sources": cmd_sources,
             "search": cmd_search,
+            "similar": cmd_similar,
+            "context": cmd_context,
             "fork": cmd_fork_and_undo,
             "resume": cmd_resume,
             "index": cmd_index,
@@ -694,12 +778,14 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
             "watch": cmd_watch,
             "service": cmd_service,
             "hooks": cmd_hooks,
+            "mcp": cmd_mcp,
             "hide": cmd_hide,
             "unhide": cmd_hide,
             "sync": cmd_sync,
+            **_memory_handlers(),
         }[args.command]
         return handler(args)
-    except LedgerError as exc:
+    except (LedgerError, MemoryRefused) as exc:
         _fail(exc)
         return 1
     except sqlite3.DatabaseError as exc:  # locked, damaged or full while working
@@ -735,6 +821,12 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
     finally:
         if reads:
             sys.stdout, sys.stderr = streams
+
+
+def _memory_handlers() -> dict[str, Callable[[argparse.Namespace], int]]:
+    from threadloom.core.memory_cli import HANDLERS
+
+    return HANDLERS
 
 
 # the top level's options that take a value: what follows them is no command
@@ -1018,7 +1110,7 @@ def _user_data(path: Path) -> dict[str, list[tuple[object, ...]]]:
             old.close()
     except sqlite3.DatabaseError:
         print(
-            f"threadloom: the --source folders and hidden sessions {path} remembered cannot be read from "
+            f"threadloom: the --source folders, hidden sessions and memory {path} kept cannot be read from "
             "it; pass the folders again",
             file=sys.stderr,
         )
@@ -1064,7 +1156,7 @@ def _ingest_with_progress(
 ) -> IngestReport:
     from rich.markup import escape
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-    from threadloom.core.ingest import INDEXING, SIGNALS, run_ingest
+    from threadloom.core.ingest import PHASES, run_ingest
     from threadloom.core.text import printable
 
     with Progress(
@@ -1079,8 +1171,8 @@ def _ingest_with_progress(
         task = bar.add_task("ingest", total=None, files="", name="")
 
         def on_progress(p: IngestProgress) -> None:
-            if p.path in (INDEXING, SIGNALS):
-                doing = "indexing for search" if p.path == INDEXING else "finding signals"
+            if p.path in PHASES:
+                doing = PHASES[p.path]
                 bar.update(
                     task,
                     total=p.bytes_total or 1,
@@ -1462,39 +1554,12 @@ def _session_or_earlier(conn: sqlite3.Connection, ref: str, as_of: int | None) -
 
 def _show(args: argparse.Namespace, conn: sqlite3.Connection, session: SessionSummary, note: str = "") -> int:
     if args.json:
+        from threadloom.core.answers import message_json
         from threadloom.core.changes import files_changed
-        from threadloom.core.markup import as_dict, described
         from threadloom.core.query import messages
 
         data = session.as_dict()
-        data["messages"] = [
-            {
-                "entry_id": m.entry_id,
-                "seq": m.seq,
-                "uuid": m.uuid,
-                "role": m.role,
-                "type": m.entry_type,
-                "timestamp": m.timestamp,
-                "model": m.model,
-                "content": m.content,
-                "tool_calls": [
-                    {
-                        "id": t.id,
-                        "name": t.name,
-                        "status": t.status,
-                        "input": t.params_json,
-                        "child_session_id": t.child_session_id,
-                    }
-                    for t in m.tool_calls
-                ],
-                # where each image sits, never its bytes: `index` reads it again from this entry
-                "images": [i.as_dict() for i in m.images],
-                # Claude Code's markup read (core.markup) beside the text as written, and its hooks
-                "markup": described(m.content) if m.role == "user" else None,
-                "hooks": [as_dict(h) for h in m.hooks] or None,
-            }
-            for m in messages(conn, session.id)
-        ]
+        data["messages"] = [message_json(m) for m in messages(conn, session.id)]
         # its subagents' edits with its own (each call says which session made it), unless left out
         data["files_changed"] = files_changed(conn, session.id, subagents=not args.no_subagents)
         from dataclasses import asdict
@@ -1570,11 +1635,12 @@ def cmd_signals(args: argparse.Namespace) -> int:
 
     conn = _open_for_reading(args)
     if args.session is None:
-        ranked = signals.ranked_sessions(conn, args.limit)
         if args.json:
-            rows = [{**s.as_dict(), "signal_count": sum(c.values()), "signals": c} for s, c in ranked]
-            print(json.dumps(rows, ensure_ascii=False))
+            from threadloom.core.answers import ranked_signals_json
+
+            print(json.dumps(ranked_signals_json(conn, args.limit), ensure_ascii=False))
             return 0
+        ranked = signals.ranked_sessions(conn, args.limit)
         shown_ids = short_ids(conn)  # the ids `sessions` prints, which `signals SESSION` takes back
         ids = [s.id.split(":", 1)[-1] if s.is_subagent else shown_ids.get(s.id, s.id) for s, _ in ranked]
         width = max((len(i) for i in ids), default=2)
@@ -1592,22 +1658,13 @@ def cmd_signals(args: argparse.Namespace) -> int:
             print("no signals: no session showed one (or nothing is ingested yet)", file=sys.stderr)
         return 0
     session = resolve_session(conn, args.session)
+    if args.json:
+        from threadloom.core.answers import session_signals_json
+
+        print(json.dumps(session_signals_json(conn, session), ensure_ascii=False))
+        return 0
     found = signals.session_signals(conn, session.id)
     texts = signals.excerpts(conn, session.id, found)
-    if args.json:
-        data = session.as_dict()
-        data["signals"] = [
-            {
-                **f.as_dict(),
-                "evidence": [
-                    {**asdict_of(e), "excerpt": texts.get((e.entry_id, e.tool_call_id), "")}
-                    for e in f.evidence
-                ],
-            }
-            for f in found
-        ]
-        print(json.dumps(data, ensure_ascii=False))
-        return 0
     print(f"{session.id}  {one_line(display_title(session), 80)}")
     if not found:
         print("no signals")
@@ -1721,12 +1778,6 @@ def _print_hidden(
     return 0
 
 
-def asdict_of(evidence: Any) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    return asdict(evidence)
-
-
 # ---------------------------------------------------------------------- export
 
 
@@ -1776,9 +1827,59 @@ def cmd_export(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- search
 
 
+def cmd_similar(args: argparse.Namespace) -> int:
+    from threadloom.core.recall import NotEmbedded, similar
+
+    conn = _open_for_reading(args)
+    try:
+        hits = similar(conn, args.entry, limit=args.limit)
+    except NotEmbedded as exc:
+        print(f"threadloom: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps([h.as_dict() for h in hits], ensure_ascii=False))
+        return 0
+    from threadloom.core.text import human_when, one_line
+
+    if not hits:
+        print("no turn of another session is like it")
+    for h in hits:
+        where = h.main_title or h.session_title or h.session_id
+        print(
+            f"{h.score:5.1f}  {human_when(h.timestamp):>12}  {one_line(where, 30):30}  {one_line(h.snippet, 80)}"
+        )
+        print(f"       threadloom show {h.session_id}" + (f"  #{h.seq}" if h.seq is not None else ""))
+    return 0
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from threadloom.core.recall import build_context
+
+    if args.budget < 200:
+        print("threadloom: --budget must be at least 200 tokens", file=sys.stderr)
+        return 2
+    conn = _open_for_reading(args)
+    context = build_context(
+        conn, " ".join(args.query), budget=args.budget, project=args.project, since=args.since
+    )
+    for problem in context.problems:
+        print(f"threadloom: {problem}", file=sys.stderr)
+    if args.json:
+        data = asdict(context)
+        data["text"] = context.as_text()
+        data["tokens_counted_as"] = "characters / 4"
+        print(json.dumps(data, ensure_ascii=False))
+        return 0
+    sys.stdout.write(context.as_text())
+    return 0
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     from threadloom.core import db, search_index
-    from threadloom.core.search import parse_query, search
+    from threadloom.core.recall import search_recall
+    from threadloom.core.search import parse_query
 
     unusable = parse_query(" ".join(args.query)).unusable_filters
     if unusable:
@@ -1805,7 +1906,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                 print(
                     "threadloom: the search index was behind the archive; it is complete now", file=sys.stderr
                 )
-    result = search(conn, " ".join(args.query), limit=args.limit)
+    result = search_recall(conn, " ".join(args.query), mode=args.mode, limit=args.limit)
     if args.json:
         print(json.dumps([h.as_dict() for h in result.hits], ensure_ascii=False))
         for problem in result.problems:
@@ -1836,6 +1937,12 @@ def cmd_search(args: argparse.Namespace) -> int:
         where.append(f"\n{one_line(f'{h.agent} · {h.project or chr(63)}', 34)}", style="dim")
         # the id as `sessions` prints it (a subagent's whole), which `show` takes back: never cut
         where.append(f"\n{shown.get(h.session_id, h.session_id)}", style="dim")
+        if h.main_session_id:
+            where.append(f"\nsubagent of {one_line(h.main_title or h.main_session_id, 22)}", style="dim")
+        if h.why != "words":
+            snippet.append(
+                f"  ({'by meaning' if h.why == 'meaning' else 'words and meaning'})", style="italic cyan"
+            )
         table.add_row(where, h.role or "", human_when(h.timestamp), snippet)
     console.print(table)
     console.print(f"[dim]{result.count_label} hits in {result.seconds * 1000:.0f} ms[/]")
@@ -2009,6 +2116,12 @@ def cmd_fork(args: argparse.Namespace) -> int:
         print(f"threadloom: {exc}", file=sys.stderr)
         return 1
     run_ingest(conn, [path], include_defaults=False, remember=False)  # show the fork in the tree at once
+    if plan.new_session_id:  # remembered as forked_from its source (core.memory's relations)
+        from threadloom.core.memory import record_fork
+        from threadloom.core.writer_lock import writer_lock
+
+        with writer_lock(conn, on_wait=_say_waiting):
+            record_fork(conn, plan.new_session_id, plan.source_session_id)
     return _emit_plan(args, plan, True)
 
 
@@ -2215,11 +2328,11 @@ def cmd_sources(args: argparse.Namespace) -> int:
     unclaimed = recorded_unclaimed(conn)
     from dataclasses import asdict
 
-    from threadloom.core.cleanup import claude_risk
+    from threadloom.core.cleanup import cleanup_risk
     from threadloom.core.side_files import side_file_counts
 
     side = side_file_counts(conn)
-    risk = claude_risk(conn)
+    risk = cleanup_risk(conn)
     from threadloom.core.sync import status as sync_status
 
     hub = sync_status(conn)
@@ -2537,6 +2650,44 @@ def _hook_run(args: argparse.Namespace) -> int:
         hooks.start_detached(transcript, _explicit_db(args))
     except OSError as exc:
         print(f"threadloom hooks run: could not start the ingest: {exc}", file=sys.stderr)
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """`mcp`: serve on stdio; `mcp install|uninstall --agent A`: the agent's configuration."""
+    from threadloom.core import db
+
+    if args.mcp_action is None:
+        from threadloom.core.mcp_server import serve
+
+        serve(Path(args.db or db.default_db_path()).expanduser())
+        return 0
+    from threadloom.core.mcp_install import InstallError, apply, plan
+
+    try:
+        change = plan(args.agent, remove=args.mcp_action == "uninstall", db=getattr(args, "db", None))
+        if not args.dry_run:
+            apply(change)
+    except InstallError as exc:
+        _fail(exc)
+        return 1
+    if args.json:
+        print(json.dumps({**change.as_dict(), "dry_run": args.dry_run}))
+        return 0
+    if args.dry_run:
+        sys.stdout.write(change.diff() or f"{change.path}: nothing to change ({change.action})\n")
+        print("threadloom: dry run: nothing written", file=sys.stderr)
+        return 0
+    said = {
+        "added": f"registered threadloom's MCP server in {change.path}",
+        "updated": f"updated threadloom's MCP server in {change.path}",
+        "unchanged": f"threadloom's MCP server is already registered in {change.path}: nothing changed",
+        "removed": f"took threadloom's MCP server out of {change.path}",
+        "absent": f"threadloom's MCP server is not in {change.path}: nothing changed",
+    }[change.action]
+    print(said)
+    if change.action in ("added", "updated"):
+        print(f"threadloom: restart {args.agent} to load it", file=sys.stderr)
     return 0
 
 

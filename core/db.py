@@ -13,13 +13,14 @@ import re
 import shlex
 import sqlite3
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import quote
 
-from threadloom.core import derived
+from threadloom.core import derived, memory
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Dialect  # imported where it is used: opening a ledger never loads it
@@ -199,6 +200,25 @@ SYNC_DDL = (
 	PRIMARY KEY (hub, tbl, row_hash)
 ) WITHOUT ROWID""",
 )
+# Each turn as an episode (core.episodes): what it touched, where it sits, and its embedding
+# (core.embed; NULL until computed: what an ingest leaves NULL, killed or after a model change, the
+# next one embeds). Derived: a replay of a session drops its rows (core.derived.CHECKPOINTS).
+EPISODES_DDL = """CREATE TABLE IF NOT EXISTS episodes (
+	turn_id VARCHAR NOT NULL,
+	session_id VARCHAR NOT NULL,
+	first_seq INTEGER NOT NULL,
+	last_seq INTEGER NOT NULL,
+	started_at INTEGER,
+	prompt_entry INTEGER,
+	answer_entry INTEGER,
+	files VARCHAR NOT NULL,
+	commands VARCHAR NOT NULL,
+	errors VARCHAR NOT NULL,
+	tools VARCHAR NOT NULL,
+	subagents VARCHAR NOT NULL,
+	vector BLOB,
+	PRIMARY KEY (turn_id)
+)"""
 LATE_TABLES = (
     DERIVED_PENDING_DDL,
     SIGNALS_STATE_DDL,
@@ -206,6 +226,11 @@ LATE_TABLES = (
     SOURCE_VERSIONS_DDL,
     "CREATE INDEX IF NOT EXISTS ix_source_versions_file ON source_versions (source_file_id)",
     HIDDEN_DDL,
+    EPISODES_DDL,
+    "CREATE INDEX IF NOT EXISTS ix_episodes_session ON episodes (session_id, first_seq)",
+    "CREATE INDEX IF NOT EXISTS ix_episodes_unembedded ON episodes (session_id) WHERE vector IS NULL",
+    # what people and agents write (core.memory): user data, kept by a rebuild as `hidden` is
+    *memory.DDL,
     *SYNC_DDL,
 )
 # (table, column, type): columns added after schema 12 without a rebuild
@@ -907,6 +932,18 @@ def _move_raw_last(conn: sqlite3.Connection, models: ModuleType, dialect: Dialec
 def chunked(items: list[T], size: int = 500) -> Iterable[list[T]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """BEGIN … COMMIT on a connection in explicit-transaction mode; ROLLBACK on any error."""
+    conn.execute("BEGIN")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def get_meta(conn: sqlite3.Connection, key: str) -> str | None:

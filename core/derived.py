@@ -16,8 +16,11 @@ leaves the marks; the next run's `finish` does the rest, whoever it was left by.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from threadloom.core.memory import TABLES as MEMORY_TABLES
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,15 @@ KINDS = (
         version_key="signals_version",
     ),
     Kind(
+        "episodes",
+        ("episodes",),
+        batch="core.episodes.refresh builds the last turn and any new ones of each changed session; "
+        "core.episodes.embed_pending embeds every episode without a vector, a batch per transaction",
+        whole="a newer EPISODES_VERSION builds every session's; another embedding model (core.embed.MODEL) "
+        "clears every vector",
+        version_key="episodes_version",
+    ),
+    Kind(
         "search index",
         (),  # search_fts: an external-content FTS5 index over entries, kept by core.search_index
         batch="indexed in the transaction that stores a file's records, or left to core.search_index.build "
@@ -83,7 +95,7 @@ REPLAYED_TABLES = tuple(
 )
 
 # what was taken from where records were placed, and is dropped when a replay places them again
-CHECKPOINTS = ("signals_state", "signals_prompts")
+CHECKPOINTS = ("signals_state", "signals_prompts", "episodes")
 
 # User data: what the user gave threadloom, which no record holds and nothing can rebuild. Never
 # emptied by an upgrade; a database started afresh (`ingest --rebuild`, a first load begun again)
@@ -91,6 +103,8 @@ CHECKPOINTS = ("signals_state", "signals_prompts")
 USER_DATA: dict[str, tuple[str, ...]] = {
     "source_roots": ("path", "added_at"),  # the folders given with --source, rescanned on each run
     "hidden": ("kind", "key", "hidden_at"),  # the sessions and projects hidden from the lists
+    # tags, notes, bookmarks, knowledge entries and their versions, relations, conflicts (core.memory)
+    **MEMORY_TABLES,
 }
 
 # Sync state: what this archive pushed to a hub and pulled from one (core.sync), the machine and person
@@ -101,10 +115,18 @@ SYNC_STATE = ("sync_pushed", "sync_pulled", "sync_rows")
 SessionsDone = Callable[[int, int], None]
 
 
-def finish(conn: sqlite3.Connection, changed: set[str], *, on_signals: SessionsDone | None = None) -> float:
-    """After a batch's records are in (and `Ledger.finalize` has run): costs, the stats' sums and the
-    signals, in that order, of what this batch changed and of anything a killed run left marked.
-    Returns the seconds the signals took."""
+def finish(
+    conn: sqlite3.Connection,
+    changed: set[str],
+    *,
+    on_signals: SessionsDone | None = None,
+    on_embed: SessionsDone | None = None,
+    timings: dict[str, float] | None = None,
+) -> float:
+    """After a batch's records are in (and `Ledger.finalize` has run): costs, the stats' sums, the
+    episodes and their vectors, and the signals, in that order, of what this batch changed and of
+    anything a killed run left marked. Returns the seconds the signals took."""
+    from threadloom.core import episodes
     from threadloom.core.cost import price_pending
     from threadloom.core.db import get_meta
     from threadloom.core.stats import refresh_pending
@@ -114,6 +136,12 @@ def finish(conn: sqlite3.Connection, changed: set[str], *, on_signals: SessionsD
     refresh_pending(conn)  # the stats' sums of every session marked stale
     outdated = get_meta(conn, SIGNALS_VERSION_KEY) != SIGNALS_VERSION  # found by an older pass: all again
     due = {r[0] for r in conn.execute("SELECT session_id FROM derived_pending WHERE kind = 'signals'")}
+    # the signals' marks say which sessions a killed run left: their episodes are built again too
+    started = time.perf_counter()
+    episodes.refresh(conn, due | changed, on_embed)  # (sessions done of all)
+    episodes.embed_pending(conn, on_embed)  # what a killed run or a new model left (episodes done of all)
+    if timings is not None:
+        timings["episodes"] = time.perf_counter() - started
     if not (due or changed or repriced or outdated):
         return 0.0
     from threadloom.core import signals  # a run with nothing new never loads it

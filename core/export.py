@@ -25,12 +25,12 @@ from typing import Any
 
 import orjson
 from threadloom.core import browse, images
+from threadloom.core.adapters import tool_group
 from threadloom.core.adapters.base import ImageRef
 from threadloom.core.calls import call_params, result_text
 from threadloom.core.diffs import DiffLine, call_diff, is_edit
 from threadloom.core.images import describe
 from threadloom.core.markup import (
-    TODO_TOOLS,
     Caveat,
     Command,
     CommandOutput,
@@ -184,7 +184,7 @@ def read_thread(
             if image.place == "tool result" and image.tool_use_id in call_ids:
                 thread.call_images.setdefault(image.tool_use_id, []).append((m.entry_id, image))
     for call in calls:
-        if is_edit(call.name, call_params(call)) or call.name in TODO_TOOLS:
+        if is_edit(call.name, call_params(call), call.agent) or tool_group(call.agent, call.name) == "todo":
             thread.extras[call.id] = browse.tool_result_extra(conn, call)
     if depth < MAX_DEPTH:
         started = {
@@ -255,7 +255,7 @@ def _shown_input(call: ToolCall) -> tuple[str, str]:
     params = call_params(call)
     if isinstance(params.get("command"), str) and len(params) <= 3:
         return params["command"], "bash"
-    if isinstance(params.get("prompt"), str) and call.name in ("Task", "Agent"):
+    if isinstance(params.get("prompt"), str) and tool_group(call.agent, call.name) == "spawn":
         return params["prompt"], ""
     return orjson.dumps(params, option=orjson.OPT_INDENT_2).decode(), "json"
 
@@ -277,7 +277,7 @@ def _diff(thread: Thread, call: ToolCall, redact: Redactor) -> list[DiffLine]:
     """The rows of an editing call's diff, masked together: a key's BEGIN line and its body sit
     on rows of their own."""
     extra = redact.value(thread.extras.get(call.id))
-    rows = call_diff(call.name, call_params(call), extra)
+    rows = call_diff(call.name, call_params(call), extra, call.agent)
     texts = redact.lines([clean(row.text) for row in rows])
     return [DiffLine(row.kind, text) for row, text in zip(rows, texts, strict=True)]
 
@@ -511,7 +511,7 @@ def _md_todo(out: list[str], items: list[Todo], before: list[Todo] | None, redac
 
 def _md_call(out: list[str], thread: Thread, call: ToolCall, redact: Redactor, level: int) -> None:
     call = _masked(call, redact)
-    items = todos(call_params(call)) if call.name in TODO_TOOLS else None
+    items = todos(call_params(call)) if tool_group(call.agent, call.name) == "todo" else None
     if items is not None and call.status != "failed":
         _md_todo(out, items, todo_before(redact.value(thread.extras.get(call.id))), redact)
         return
@@ -519,13 +519,13 @@ def _md_call(out: list[str], thread: Thread, call: ToolCall, redact: Redactor, l
     gist = _md_inline(redact(clean(tool_summary(call))))
     out += [f"<details><summary>{mark} <b>{_md_inline(clean(call.name))}</b> {gist}</summary>", ""]
     params = call_params(call)
-    if is_edit(call.name, params):
+    if is_edit(call.name, params, call.agent):
         out += [_fence("\n".join(row.text for row in _diff(thread, call, redact)), "diff"), ""]
     else:
         text, lang = _shown_input(call)
         out += ["**Input**", "", _fence(redact(clean(text)), lang), ""]
     output = _output(call)
-    if output and not (is_edit(call.name, params) and call.status == "completed"):
+    if output and not (is_edit(call.name, params, call.agent) and call.status == "completed"):
         out += ["**Output**", "", _fence(redact(clean(output))), ""]
     elif call.status is None or call.status == "pending":
         out += ["*(no result recorded)*", ""]
@@ -830,7 +830,7 @@ def _html_call(
 ) -> None:
     e = html.escape
     call = _masked(call, redact)
-    items = todos(call_params(call)) if call.name in TODO_TOOLS else None
+    items = todos(call_params(call)) if tool_group(call.agent, call.name) == "todo" else None
     if items is not None and call.status != "failed":
         parts.append(_html_todo(items, todo_before(redact.value(thread.extras.get(call.id))), redact))
         return
@@ -842,7 +842,7 @@ def _html_call(
         f"<b>{e(clean(call.name))}</b> {e(gist)}</summary>"
     )
     params = call_params(call)
-    edit = is_edit(call.name, params)
+    edit = is_edit(call.name, params, call.agent)
     if edit:
         rows = _diff(thread, call, redact)
         parts.append(f'<pre class="diff">{"".join(_diff_row(row) for row in rows)}</pre>')

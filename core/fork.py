@@ -386,11 +386,25 @@ def _compact_summary(raw: bytes) -> bool:
 MAX_FOLDER_NAME = 200  # Claude Code cuts a longer project folder name here and adds a hash
 
 
-def claude_projects_root() -> Path:
-    """`$CLAUDE_CONFIG_DIR/projects` (default ~/.claude/projects): where Claude Code keeps sessions."""
-    from threadloom.core.adapters.claude import config_dir
+def _style_adapter(style: str) -> Adapter:
+    """The (first) adapter whose sessions fork with `style`: the one whose places its machinery uses."""
+    found = next((a for a in ADAPTERS.values() if a.fork_style == style), None)
+    if found is None:
+        raise ForkError(f"no agent forks with {style}")
+    return found
 
-    return config_dir() / "projects"
+
+def _style_root(style: str) -> Path:
+    root = _style_adapter(style).resume_root()
+    if root is None:
+        raise ForkError(f"the agent that forks with {style} names no folder it resumes from")
+    return root
+
+
+def claude_projects_root() -> Path:
+    """`$CLAUDE_CONFIG_DIR/projects` (default ~/.claude/projects): where Claude Code keeps sessions
+    (its adapter's `resume_root`)."""
+    return _style_root("claude-chain")
 
 
 def claude_folder_name(cwd: str) -> str:
@@ -482,7 +496,9 @@ def _gone_or_elsewhere(source: str | None, expected: Path, program: str) -> str:
     return f"it was read from {source}, and {program} does not look there"
 
 
-def claude_restore_step(conn: sqlite3.Connection, sid: str, cwd: str | None) -> RestoreStep | None:
+def claude_restore_step(
+    conn: sqlite3.Connection, sid: str, cwd: str | None, agent: str | None = None
+) -> RestoreStep | None:
     """What must be written back before `claude --resume SID` (run in `cwd`) finds the session:
     None when its transcript is in place (or the folder is not known: the command's note says so)."""
     folder = usable_folder(cwd, [])
@@ -490,17 +506,19 @@ def claude_restore_step(conn: sqlite3.Connection, sid: str, cwd: str | None) -> 
         return None
     files = _own_files(conn, sid)
     main = next((path for path, _, is_main in files if is_main), None)
-    if _qwen_transcript(conn, sid):
+    agent = agent or _source_of(conn, sid)
+    adapter = _adapter(agent)
+    misread = _misread(conn, adapter, sid)
+    if misread:
         raise ForkError(
-            f"{sid} is a Qwen Code transcript that an earlier threadloom read as Claude Code's: it is "
-            "not restored into Claude Code's projects (`threadloom ingest --rebuild` reads the archive "
-            "again without it)"
+            f"{sid} is {misread}: it is not restored into {adapter.display_name}'s folders "
+            "(`threadloom ingest --rebuild` reads the archive again without it)"
         )
     project = claude_project_dir(folder, main, [])
     expected = project / f"{sid}.jsonl"
     if os.path.lexists(expected):
         return None
-    step = RestoreStep("claude-code", str(project), _gone_or_elsewhere(main, expected, "claude"))
+    step = RestoreStep(agent, str(project), _gone_or_elsewhere(main, expected, adapter.program))
     for path, key, is_main in files:
         target = expected if is_main else project / _rest(path, key)
         if not os.path.lexists(target):  # what is there already stays: restore never overwrites
@@ -508,28 +526,28 @@ def claude_restore_step(conn: sqlite3.Connection, sid: str, cwd: str | None) -> 
     return step if main in step.files else None
 
 
-def _qwen_transcript(conn: sqlite3.Connection, sid: str) -> bool:
-    """Whether a session stored as Claude Code's is a Qwen Code transcript (its first records)."""
-    from threadloom.core.adapters.claude import looks_like_qwen
-
+def _misread(conn: sqlite3.Connection, adapter: Adapter, sid: str) -> str | None:
+    """What a session stored as this agent's really is, when an earlier threadloom misread another
+    agent's transcript as its (its first records, `Adapter.misread`)."""
     raws = [
         bytes(r[0])
         for r in conn.execute("SELECT raw FROM entries WHERE session_id = ? ORDER BY id LIMIT 8", (sid,))
     ]
-    return looks_like_qwen(b"\n".join(raws))
+    return adapter.misread(b"\n".join(raws))
 
 
 ROLLOUT_DATE = re.compile(r"rollout-(\d{4})-(\d{2})-(\d{2})T")
 
 
 def codex_sessions_root() -> Path:
-    """`$CODEX_HOME/sessions` (default ~/.codex/sessions): where `codex resume ID` looks."""
-    from threadloom.core.adapters.codex import codex_home
+    """`$CODEX_HOME/sessions` (default ~/.codex/sessions): where `codex resume ID` looks (its
+    adapter's `resume_root`)."""
+    return _style_root("codex-rollout")
 
-    return codex_home() / "sessions"
 
-
-def codex_restore_step(conn: sqlite3.Connection, sid: str, external: str) -> RestoreStep | None:
+def codex_restore_step(
+    conn: sqlite3.Connection, sid: str, external: str, agent: str | None = None
+) -> RestoreStep | None:
     """What must be written back before `codex resume ID` finds the thread: its rollout, into
     `$CODEX_HOME/sessions/YYYY/MM/DD/`. None when a rollout of the thread is there already."""
     root = codex_sessions_root()
@@ -553,7 +571,8 @@ def codex_restore_step(conn: sqlite3.Connection, sid: str, external: str) -> Res
     target = folder / name
     if os.path.lexists(target):
         return None
-    step = RestoreStep("codex", str(folder), _gone_or_elsewhere(main, target, "codex"))
+    agent = agent or _source_of(conn, sid)
+    step = RestoreStep(agent, str(folder), _gone_or_elsewhere(main, target, _program(agent)))
     step.files[main] = str(target)
     return step
 
@@ -903,7 +922,7 @@ def _claude_fork_plan(conn: sqlite3.Connection, at: ForkAt) -> ForkPlan:
     if before:
         cut = at.prompt_parent
         if cut is None:
-            return _fresh_start(conn, sid, prompt)
+            return _fresh_start(conn, sid, prompt, at.agent)
         notes.append(
             "The fork ends just before the chosen prompt"
             + (", and yours is sent instead." if prompt else ": type the new one in the session.")
@@ -950,7 +969,8 @@ def _claude_fork_plan(conn: sqlite3.Connection, at: ForkAt) -> ForkPlan:
     fork_title = f"{title or 'session'}{FORK_TITLE_SUFFIX}"
     lines.append(orjson.dumps({"type": "custom-title", "customTitle": fork_title, "sessionId": new_sid}))
     cut_record = kept[-1][1]
-    command = in_folder(cwd, shell_command(["claude", "--resume", new_sid] + _prompt_words(prompt)), notes)
+    resume = _adapter(at.agent).resume_command(ResumeTarget(at.agent, new_sid, new_sid, cwd))
+    command = in_folder(cwd, shell_command(resume.argv + _prompt_words(prompt)), notes)
     if prompt:
         notes.append(
             "Passing a first prompt together with --resume is not verified on every Claude Code version."
@@ -1013,17 +1033,15 @@ def _prompt_words(prompt: str | None) -> list[str]:
     return ["--", prompt] if prompt.startswith("-") else [prompt]
 
 
-def _fresh_start(conn: sqlite3.Connection, sid: str, prompt: str | None) -> ForkPlan:
+def _fresh_start(conn: sqlite3.Connection, sid: str, prompt: str | None, agent: str) -> ForkPlan:
     """Before the first prompt there is nothing to keep: a new session in the same folder."""
     notes = [
         "Nothing comes before the session's first prompt: this starts a new session"
         + (" with yours." if prompt else ".")
     ]
     cwd = _cwd_of(conn, sid)
-    command = in_folder(cwd, shell_command(["claude"] + _prompt_words(prompt)), notes)
-    return ForkPlan(
-        action="fork", agent="claude-code", command=command, source_session_id=sid, cwd=cwd, notes=notes
-    )
+    command = in_folder(cwd, shell_command(_adapter(agent).launch_command(_prompt_words(prompt)).argv), notes)
+    return ForkPlan(action="fork", agent=agent, command=command, source_session_id=sid, cwd=cwd, notes=notes)
 
 
 def write_fork(plan: ForkPlan) -> Path:
@@ -1173,7 +1191,7 @@ def _whole_session_plan(conn: sqlite3.Connection, at: ForkAt, *, copy: bool) -> 
     return plan
 
 
-def _aider_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int) -> ForkPlan:
+def _aider_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int, agent: str) -> ForkPlan:
     """Aider restores a whole history file: write a copy of this session cut after the chosen turn."""
     turn = conn.execute(
         "SELECT t.last_entry_uuid FROM entries e JOIN agent_turns t ON t.id = e.turn_id WHERE e.id = ?",
@@ -1197,18 +1215,16 @@ def _aider_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int) -> ForkP
     notes: list[str] = []
     cwd = usable_folder(_cwd_of(conn, sid), notes)
     if cwd is None:  # the copy is written beside the history: only into a folder known for sure
-        raise ForkError(f"cannot fork this Aider history: {notes[0]}")
-    name = f".aider.fork-{uuidlib.uuid4().hex[:8]}.chat.history.md"
-    command = in_folder(
-        cwd, shell_command(["aider", "--chat-history-file", name, "--restore-chat-history"]), []
-    )
+        raise ForkError(f"cannot fork this {_adapter(agent).display_name} history: {notes[0]}")
+    name = f".{_program(agent)}.fork-{uuidlib.uuid4().hex[:8]}.chat.history.md"
+    command = in_folder(cwd, shell_command(_adapter(agent).fork_file_command(name).argv), [])
     notes += [
         "Aider restores the whole history copy (summarised when long); tool runs and git state are not rewound.",
         WORKTREE_NOTE,
     ]
     return ForkPlan(
         action="fork",
-        agent="aider",
+        agent=agent,
         command=command,
         source_session_id=sid,
         path=str(Path(cwd) / name),
@@ -1216,6 +1232,13 @@ def _aider_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int) -> ForkP
         lines=[b"".join(kept).rstrip(b"\n")],
         notes=notes,
     )
+
+
+def _source_of(conn: sqlite3.Connection, sid: str) -> str:
+    row = conn.execute("SELECT source FROM agent_sessions WHERE id = ?", (sid,)).fetchone()
+    if row is None:
+        raise ForkError(f"no session {sid!r}")
+    return str(row[0])
 
 
 def _cwd_of(conn: sqlite3.Connection, sid: str) -> str | None:
@@ -1261,11 +1284,12 @@ def _codex_fork_plan(
     thread with a fresh first `session_meta` (FORK.md §2.3 recipe C), so `codex resume NEW` starts
     there. A paginated rollout refers to segments in other files and cannot be cut: `codex fork`
     copies the whole thread, and the note says how to step back in it."""
-    external = checked_id(
-        "codex",
+    agent = _source_of(conn, sid)
+    adapter = _adapter(agent)
+    external = adapter.checked_id(
         conn.execute("SELECT COALESCE(external_id, id) FROM agent_sessions WHERE id = ?", (sid,)).fetchone()[
             0
-        ],
+        ]
     )
     cwd = _cwd_of(conn, sid)
     rows = [
@@ -1315,10 +1339,10 @@ def _codex_fork_plan(
                 "Nothing comes before the thread's first prompt: this starts a new session"
                 + (" with yours." if prompt else ".")
             )
-            argv = ["codex"] + _prompt_words(prompt)
+            argv = adapter.launch_command(_prompt_words(prompt)).argv
             return ForkPlan(
                 action="fork",
-                agent="codex",
+                agent=agent,
                 command=in_folder(cwd, shell_command(argv), notes),
                 source_session_id=sid,
                 cwd=cwd,
@@ -1334,7 +1358,7 @@ def _codex_fork_plan(
         cut = turn_start(later[0]) if later else len(rows)
         notes.append("Codex forks at the end of a turn: the fork keeps the whole chosen turn.")
     moment = now or datetime.now(UTC)
-    new_id = checked_id("codex", new_session_id or _uuid7(moment), "new session id")
+    new_id = adapter.checked_id(new_session_id or _uuid7(moment), "new session id")
     stamp = _stamp(moment)
     payload = {**meta, "id": new_id, "timestamp": stamp, "forked_from_id": external}
     if "session_id" in payload:
@@ -1343,11 +1367,12 @@ def _codex_fork_plan(
         bytes(r.raw) for r in rows[:cut]
     ]
     local = moment.astimezone()
-    path = codex_sessions_root().joinpath(
+    path = _style_root("codex-rollout").joinpath(
         f"{local:%Y}", f"{local:%m}", f"{local:%d}", f"rollout-{local:%Y-%m-%dT%H-%M-%S}-{new_id}.jsonl"
     )
-    folder = usable_folder(cwd, notes, "-C")
-    words = ["codex", "resume", new_id] + (["-C", folder] if folder else [])
+    resume = adapter.resume_command(ResumeTarget(agent, new_id, new_id, cwd))
+    folder = usable_folder(cwd, notes, resume.folder_option) if resume.folder_option else None
+    words = resume.argv + ([resume.folder_option, folder] if resume.folder_option and folder else [])
     words += _prompt_words(prompt)
     notes.append(WORKTREE_NOTE)
     calls = sum(
@@ -1358,7 +1383,7 @@ def _codex_fork_plan(
     )
     return ForkPlan(
         action="fork",
-        agent="codex",
+        agent=agent,
         command=shell_command(words),
         source_session_id=sid,
         fork_point=rows[cut - 1].uuid if cut else None,
@@ -1385,16 +1410,18 @@ def _codex_whole_fork(conn: sqlite3.Connection, sid: str, external: str, entry_i
         f"Codex cannot be started at a chosen point from outside here ({why}): this copies the whole "
         f"session. In the new session press Esc Esc on the empty composer and step back to {where} to cut there."
     ]
-    command = in_folder(cwd, shell_command(["codex", "fork", external]), notes)
+    agent = _source_of(conn, sid)
+    target = ResumeTarget(agent, sid, external, cwd)
+    command = in_folder(cwd, shell_command(_adapter(agent).resume_command(target, fork=True).argv), notes)
     notes.append(WORKTREE_NOTE)
-    plan = ForkPlan(
-        action="fork", agent="codex", command=command, source_session_id=sid, cwd=cwd, notes=notes
-    )
-    return _needs_restore(plan, codex_restore_step(conn, sid, external))
+    plan = ForkPlan(action="fork", agent=agent, command=command, source_session_id=sid, cwd=cwd, notes=notes)
+    return _needs_restore(plan, codex_restore_step(conn, sid, external, agent))
 
 
 def _gemini_messages(conn: sqlite3.Connection, sid: str, cut_entry: int | None) -> list[dict[str, Any]]:
-    """The branch's user/gemini messages up to the cut, with later lines of a message merged in."""
+    """The branch's conversation messages (the types its adapter's `message_types` names) up to the
+    cut, with later lines of a message merged in."""
+    kinds = _adapter(_source_of(conn, sid)).message_types
     rows = [
         _GeminiRecord._make(r)
         for r in conn.execute(
@@ -1419,7 +1446,7 @@ def _gemini_messages(conn: sqlite3.Connection, sid: str, cut_entry: int | None) 
             obj = orjson.loads(bytes(raw))
         except orjson.JSONDecodeError:
             continue
-        if isinstance(obj, dict) and isinstance(obj.get("id"), str) and obj.get("type") in ("user", "gemini"):
+        if isinstance(obj, dict) and isinstance(obj.get("id"), str) and obj.get("type") in kinds:
             merged[obj["id"]] = {**merged.get(obj["id"], {}), **obj}
     return [m for m in merged.values() if m.get("content")]
 
@@ -1450,11 +1477,12 @@ def _gemini_fork_plan(
         f"Wrote {len(messages)} messages to {path}; Gemini imports it as a new session (v0.42+).",
         "Info and error messages are not imported by Gemini.",
     ]
-    command = in_folder(cwd, shell_command(["gemini", "--session-file", path]), notes)
+    agent = _source_of(conn, sid)
+    command = in_folder(cwd, shell_command(_adapter(agent).fork_file_command(path).argv), notes)
     notes.append(WORKTREE_NOTE)
     return ForkPlan(
         action="fork",
-        agent="gemini",
+        agent=agent,
         command=command,
         source_session_id=sid,
         fork_point=messages[-1].get("id"),
@@ -1487,7 +1515,7 @@ STYLES: dict[str, ForkStyle] = {
         _claude_fork_plan,
         exact=True,
         makes_folder=True,
-        restore=lambda conn, t: claude_restore_step(conn, t.session_id, t.cwd),
+        restore=lambda conn, t: claude_restore_step(conn, t.session_id, t.cwd, t.agent),
     ),
     "codex-rollout": ForkStyle(
         lambda conn, at: _codex_fork_plan(
@@ -1500,13 +1528,13 @@ STYLES: dict[str, ForkStyle] = {
             now=at.now,
         ),
         makes_folder=True,
-        restore=lambda conn, t: codex_restore_step(conn, t.session_id, t.external_id),
+        restore=lambda conn, t: codex_restore_step(conn, t.session_id, t.external_id, t.agent),
     ),
     "gemini-session-file": ForkStyle(
         lambda conn, at: _gemini_fork_plan(conn, at.sid, at.entry_id, now=at.now),
         at_end=lambda conn, sid: _gemini_fork_plan(conn, sid, None),
     ),
-    "aider-history": ForkStyle(lambda conn, at: _aider_fork_plan(conn, at.sid, at.entry_id)),
+    "aider-history": ForkStyle(lambda conn, at: _aider_fork_plan(conn, at.sid, at.entry_id, at.agent)),
     # agents that cannot be started at a point: the whole session, copied or resumed
     "whole-session-copy": ForkStyle(lambda conn, at: _whole_session_plan(conn, at, copy=True)),
     "whole-session-resume": ForkStyle(lambda conn, at: _whole_session_plan(conn, at, copy=False)),

@@ -85,6 +85,14 @@ class Progress:
 INDEXING = "building the search index"
 # Progress.path while every session's signals are found again (new price data, a newer signal pass)
 SIGNALS = "finding signals"
+# Progress.path while new turns are embedded for search by meaning (episodes embedded)
+EMBEDDING = "embedding turns"
+# the phases after the files, and how a progress line names each
+PHASES = {
+    INDEXING: "indexing for search",
+    SIGNALS: "finding signals",
+    EMBEDDING: "embedding turns for search by meaning",
+}
 # Progress.path while the derived tables are rebuilt after a schema upgrade (files and bytes replayed)
 REBUILDING = "rebuilding sessions from stored records"
 
@@ -109,6 +117,7 @@ class IngestReport:
     unclaimed: list[dict[str, str]] = field(default_factory=list)
     changed_sessions: list[str] = field(default_factory=list)
     signals_seconds: float = 0.0  # of `seconds`, finding the changed sessions' signals (core.signals)
+    episodes_seconds: float = 0.0  # of `seconds`, building and embedding the changed turns (core.episodes)
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -630,8 +639,20 @@ def _run_ingest(
             elapsed = time.perf_counter() - started
             progress(Progress(len(plans), len(plans), bytes_done, bytes_total, SIGNALS, elapsed, done, total))
 
-    # costs, the stats' sums, the signals: of this run's sessions and any a killed run left marked
-    report.signals_seconds = round(derived.finish(conn, changed, on_signals=signals_progress), 3)
+    def embed_progress(done: int, total: int) -> None:
+        if progress is not None:
+            elapsed = time.perf_counter() - started
+            progress(
+                Progress(len(plans), len(plans), bytes_done, bytes_total, EMBEDDING, elapsed, done, total)
+            )
+
+    # costs, the stats' sums, the episodes, the signals: of this run's sessions and any a killed run left
+    timings: dict[str, float] = {}
+    report.signals_seconds = round(
+        derived.finish(conn, changed, on_signals=signals_progress, on_embed=embed_progress, timings=timings),
+        3,
+    )
+    report.episodes_seconds = round(timings.get("episodes", 0.0), 3)
     if progress is not None:
         progress(Progress(len(plans), len(plans), bytes_done, bytes_total, "", time.perf_counter() - started))
     report.changed_sessions = sorted(changed)
@@ -836,10 +857,12 @@ UNCLAIMED_LIMIT = 1000
 
 def _named_roots(conn: sqlite3.Connection) -> set[str]:
     """The folders whose unclaimed files are said: those the user named (--source, remembered) and
-    Claude Code's projects folder (other agents' folders hold much besides their logs)."""
-    from threadloom.core.adapters.claude import config_dir
+    the default folders of the agents whose adapter `says_unclaimed` (Claude Code's projects; other
+    agents' folders hold much besides their logs)."""
+    from threadloom.core.adapters import ADAPTERS
 
-    return {r[0] for r in conn.execute("SELECT path FROM source_roots")} | {str(config_dir() / "projects")}
+    own = {str(root) for a in ADAPTERS.values() if a.says_unclaimed for root in a.default_roots()}
+    return {r[0] for r in conn.execute("SELECT path FROM source_roots")} | own
 
 
 def _note_unclaimed(conn: sqlite3.Connection, root: Path, found: Found, unchanged: set[str] | None) -> None:

@@ -324,7 +324,6 @@ def described(text: str | None) -> list[dict[str, Any]] | None:
 
 # --------------------------------------------------------------------------- TodoWrite
 
-TODO_TOOLS = frozenset({"TodoWrite"})
 TODO_MARK = {"completed": "☑", "in_progress": "◐", "pending": "☐"}
 
 

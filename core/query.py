@@ -458,6 +458,7 @@ class ToolCall:
     completed_at: int | None
     result_entry_id: int | None = None  # the record the result came in
     entry_id: int | None = None  # the record the call was made in
+    agent: str | None = None  # its session's agent (`source`), whose adapter says what the tool does
 
     @property
     def duration_ms(self) -> int | None:
@@ -485,8 +486,10 @@ def attach_tool_calls(
     )
     build = builder(cursor, ToolCall)
     calls = []
+    source = conn.execute("SELECT source FROM agent_sessions WHERE id = ?", (session_id,)).fetchone()
     for row in cursor:
         call = build(row)
+        call.agent = source[0] if source else None
         msg = by_entry.get(call.entry_id)  # type: ignore[arg-type]
         if msg is not None:
             msg.tool_calls.append(call)

@@ -13,13 +13,13 @@ import orjson
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
+from threadloom.core.adapters import tool_group
 from threadloom.core.browse import tool_result_extra
 from threadloom.core.calls import call_params
 from threadloom.core.diffs import diff_rows
 from threadloom.core.images import describe
 from threadloom.core.markdown import has_markup, render_markdown
 from threadloom.core.markup import (
-    TODO_TOOLS,
     Caveat,
     Command,
     CommandOutput,
@@ -380,7 +380,7 @@ def render_session(
             if duration is not None:
                 line.append(f" · {duration / 1000:.1f} s", style="dim")
             console.print(Padding(line, (0, 0, 0, indent + 2)))
-            items = todos(call_params(call)) if call.name in TODO_TOOLS else None
+            items = todos(call_params(call)) if tool_group(call.agent, call.name) == "todo" else None
             if items is not None:
                 before = todo_before(tool_result_extra(conn, call))
                 console.print(Padding(todo_text(items, before), (0, 0, 0, indent + 6)))

@@ -341,6 +341,84 @@ CREATE TABLE IF NOT EXISTS hidden (
 	PRIMARY KEY (kind, "key")
 );
 
+CREATE TABLE IF NOT EXISTS episodes (
+	turn_id VARCHAR NOT NULL,
+	session_id VARCHAR NOT NULL,
+	first_seq INTEGER NOT NULL,
+	last_seq INTEGER NOT NULL,
+	started_at INTEGER,
+	prompt_entry INTEGER,
+	answer_entry INTEGER,
+	files VARCHAR NOT NULL,
+	commands VARCHAR NOT NULL,
+	errors VARCHAR NOT NULL,
+	tools VARCHAR NOT NULL,
+	subagents VARCHAR NOT NULL,
+	vector BLOB,
+	PRIMARY KEY (turn_id)
+);
+
+CREATE INDEX IF NOT EXISTS ix_episodes_session ON episodes (session_id, first_seq);
+
+CREATE INDEX IF NOT EXISTS ix_episodes_unembedded ON episodes (session_id) WHERE vector IS NULL;
+
+CREATE TABLE IF NOT EXISTS memory_marks (
+	kind VARCHAR NOT NULL,
+	target_type VARCHAR NOT NULL,
+	target_id VARCHAR NOT NULL,
+	value VARCHAR NOT NULL,
+	session_id VARCHAR,
+	uuid VARCHAR,
+	author VARCHAR NOT NULL,
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (kind, target_type, target_id, value)
+);
+
+CREATE TABLE IF NOT EXISTS memory_entries (
+	id VARCHAR NOT NULL,
+	kind VARCHAR NOT NULL,
+	scope VARCHAR NOT NULL,
+	scope_key VARCHAR NOT NULL,
+	title VARCHAR NOT NULL,
+	created_at INTEGER NOT NULL,
+	created_by VARCHAR NOT NULL,
+	PRIMARY KEY (id),
+	UNIQUE (scope, scope_key, title)
+);
+
+CREATE TABLE IF NOT EXISTS memory_versions (
+	entry_id VARCHAR NOT NULL,
+	version INTEGER NOT NULL,
+	content VARCHAR NOT NULL,
+	reason VARCHAR,
+	author VARCHAR NOT NULL,
+	created_at INTEGER NOT NULL,
+	conflict INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (entry_id, version)
+);
+
+CREATE TABLE IF NOT EXISTS memory_relations (
+	source_type VARCHAR NOT NULL,
+	source_id VARCHAR NOT NULL,
+	relation VARCHAR NOT NULL,
+	target_type VARCHAR NOT NULL,
+	target_id VARCHAR NOT NULL,
+	author VARCHAR NOT NULL,
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (source_type, source_id, relation, target_type, target_id)
+);
+
+CREATE TABLE IF NOT EXISTS memory_conflicts (
+	entry_id VARCHAR NOT NULL,
+	version_a INTEGER NOT NULL,
+	version_b INTEGER NOT NULL,
+	detected_at INTEGER NOT NULL,
+	resolved_at INTEGER,
+	resolved_by VARCHAR,
+	resolution VARCHAR,
+	PRIMARY KEY (entry_id, version_b)
+);
+
 CREATE TABLE IF NOT EXISTS sync_pushed (
 	hub VARCHAR NOT NULL,
 	source_file_id INTEGER NOT NULL,

@@ -38,6 +38,11 @@ FILTER_KEYS = (
     "before",
     "session",
     "signal",
+    "file",
+    "cmd",
+    "error",
+    "tag",
+    "note",
     "machine",
     "who",
 )
@@ -63,11 +68,18 @@ class ParsedQuery:
     signal: str | None = None  # sessions that show this signal (one of text.SIGNALS)
     machine: str | None = None  # sessions read from this machine's files (core.sync)
     who: str | None = None  # sessions pushed to the sync hub by this person
+    tag: str | None = None  # sessions tagged NAME (themselves, or one of their turns or messages)
+    note: str | None = None  # sessions with a note holding WORD (on them, a turn or a message)
     after: int | None = None
     before: int | None = None
     in_tools: bool = False
     in_thinking: bool = False
-    in_subagents: bool = False
+    in_subagents: bool = False  # accepted for older habits: subagents are searched by default
+    in_main: bool = False  # main sessions only
+    # an episode's facets (core.episodes): turns that read or changed a file, ran a command, met an error
+    file: str | None = None
+    cmd: str | None = None
+    error: str | None = None
     problems: list[str] = field(default_factory=list)  # shown with the hits
     # filters that could not be honoured (a date that is none, an unknown signal): the TUI searches
     # without them, saying so; the CLI stops, as a script would want
@@ -83,20 +95,28 @@ class ParsedQuery:
 
     @property
     def has_filters(self) -> bool:
-        return any(
-            v is not None
-            for v in (
-                self.agent,
-                self.project,
-                self.role,
-                self.tool,
-                self.session,
-                self.signal,
-                self.machine,
-                self.who,
-                self.after,
-                self.before,
+        return (
+            any(
+                v is not None
+                for v in (
+                    self.agent,
+                    self.project,
+                    self.role,
+                    self.tool,
+                    self.session,
+                    self.signal,
+                    self.after,
+                    self.before,
+                    self.tag,
+                    self.note,
+                    self.file,
+                    self.cmd,
+                    self.error,
+                    self.machine,
+                    self.who,
+                )
             )
+            or self.in_main
         )
 
 
@@ -115,6 +135,10 @@ class Hit:
     highlights: list[tuple[int, int]]
     field: str  # content | thinking | tool_text
     seq: int | None
+    turn_id: str | None = None  # the turn (episode) it belongs to, when a search by meaning was part of it
+    why: str = "words"  # what found it: words | meaning | words + meaning
+    main_session_id: str | None = None  # a hit in a subagent: the session it belongs to
+    main_title: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -181,10 +205,12 @@ def parse_query(text: str, *, now: float | None = None) -> ParsedQuery:
                         q.in_thinking = True
                     elif part in ("subagents", "subagent", "agents"):
                         q.in_subagents = True
+                    elif part == "main":
+                        q.in_main = True
                     elif part == "all":
                         q.in_tools = q.in_thinking = q.in_subagents = True
                     else:
-                        q.unusable(f"in:{part} is not known (tools, thinking, subagents, all)")
+                        q.unusable(f"in:{part} is not known (tools, thinking, subagents, main, all)")
             elif key in ("after", "before"):
                 ms = parse_time(value, now=now, end=key == "before")
                 if ms is None:
@@ -195,12 +221,19 @@ def parse_query(text: str, *, now: float | None = None) -> ParsedQuery:
                     q.signal = value.lower()
                 else:  # searched without it, as an unreadable date is (the CLI stops instead)
                     q.unusable(f"signal:{value} is not known ({', '.join(SIGNALS)})")
+            elif key == "tag":
+                from threadloom.core.memory import MemoryError, clean_tag
+
+                try:
+                    q.tag = clean_tag(value)
+                except MemoryError:
+                    q.unusable("tag: needs a tag's name (tag:flaky)")
             else:
                 setattr(q, key, value)
             if key == "tool":
                 q.in_tools = True
         elif key is not None:
-            q.words.append(m.group(0))  # e.g. "http://x" or "note:this" — just text
+            q.words.append(m.group(0))  # e.g. "http://x" or "todo:this" — just text
         elif phrase is not None:
             if phrase.strip():
                 q.phrases.append(phrase.strip())
@@ -331,8 +364,11 @@ def _fts_quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def build_match(q: ParsedQuery, vocab: Vocabulary) -> tuple[str | None, dict[str, list[str]]]:
-    """The FTS5 MATCH expression, and what each word expanded to."""
+def build_match(
+    q: ParsedQuery, vocab: Vocabulary, *, any_word: bool = False
+) -> tuple[str | None, dict[str, list[str]]]:
+    """The FTS5 MATCH expression, and what each word expanded to. Every word must match, or with
+    `any_word` any of them (a sentence as people remember it: BM25 ranks by how many and how rare)."""
     groups: list[str] = []
     expanded: dict[str, list[str]] = {}
     tokens = [t for word in q.words for t in WORD.findall(word.lower())]
@@ -353,6 +389,8 @@ def build_match(q: ParsedQuery, vocab: Vocabulary) -> tuple[str | None, dict[str
             near = vocab.nearest(token)
             if not near:
                 expanded[token] = []
+                if any_word:
+                    continue
                 return None, expanded  # a word nothing resembles: no hits, say so
             variants = [_fts_quote(t) for t in near]
             expanded[token] = near
@@ -367,7 +405,8 @@ def build_match(q: ParsedQuery, vocab: Vocabulary) -> tuple[str | None, dict[str
     columns = ["content"] + (["tool_text"] if q.in_tools else []) + (["thinking"] if q.in_thinking else [])
     if q.tool:
         columns = ["tool_text"]
-    return "{" + " ".join(columns) + "} : (" + " AND ".join(groups) + ")", expanded
+    joined = (" OR " if any_word else " AND ").join(groups)
+    return "{" + " ".join(columns) + "} : (" + joined + ")", expanded
 
 
 def search(conn: sqlite3.Connection, text: str, *, limit: int = 50, now: float | None = None) -> SearchResult:
@@ -381,14 +420,17 @@ def search(conn: sqlite3.Connection, text: str, *, limit: int = 50, now: float |
     return result
 
 
-def _search(conn: sqlite3.Connection, text: str, *, limit: int, now: float | None) -> SearchResult:
+def _search(
+    conn: sqlite3.Connection, text: str, *, limit: int, now: float | None, any_word: bool = False
+) -> SearchResult:
     started = time.perf_counter()
     q = parse_query(text, now=now)
+    without_episodes(conn, q)
     if q.empty:
         if q.has_filters:
             return _filtered_only(conn, q, limit, started)
         return SearchResult([], 0, False, {}, 0.0, q.problems or ["type some words to search for"])
-    match, terms = build_match(q, Vocabulary(conn))
+    match, terms = build_match(q, Vocabulary(conn), any_word=any_word)
     if match is None:
         missing = [w for w, t in terms.items() if not t]
         problems = q.problems + [f"nothing like {w!r} in any conversation" for w in missing]
@@ -476,9 +518,8 @@ def _filters(q: ParsedQuery, *, tool_test: bool = True) -> tuple[list[str], list
         params.append(q.role.lower())
     elif not q.in_tools:
         where.append("e.role IN ('user', 'assistant') AND e.is_meta = 0")
-    # main sessions only, unless asked; a signal is looked for wherever it happened (a retry loop
-    # in a subagent is its whole session's), as `threadloom signals` lists it
-    if not q.in_subagents and not q.session and not q.signal:
+    # subagents too (the work people remember is often done there), unless `in:main` asks otherwise
+    if q.in_main:
         where.append(main_sql("s."))
     session_where, session_params = _session_filters(q, "s.")
     where += session_where
@@ -489,6 +530,10 @@ def _filters(q: ParsedQuery, *, tool_test: bool = True) -> tuple[list[str], list
     if q.before is not None:
         where.append("e.timestamp < ?")
         params.append(q.before)
+    facets, facet_params = facet_filters(q)
+    if facets:
+        where.append(f"e.turn_id IN (SELECT turn_id FROM episodes ep WHERE {' AND '.join(facets)})")
+        params += facet_params
     if q.tool and tool_test:
         where.append(
             "(EXISTS (SELECT 1 FROM agent_tool_calls t WHERE t.entry_id = e.id AND t.tool_name = ? COLLATE NOCASE) "
@@ -496,6 +541,29 @@ def _filters(q: ParsedQuery, *, tool_test: bool = True) -> tuple[list[str], list
             "AND t.tool_name = ? COLLATE NOCASE))"
         )
         params += [q.tool, q.tool]
+    return where, params
+
+
+def has_episodes(conn: sqlite3.Connection) -> bool:
+    """Whether the archive has its episodes table (an archive opened read-only before the ingest
+    that adds it has none: its facets and search by meaning wait for that ingest)."""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'episodes'").fetchone() is not None
+
+
+def without_episodes(conn: sqlite3.Connection, q: ParsedQuery) -> None:
+    """Drop the facet filters an archive without episodes cannot honour, saying so."""
+    if (q.file or q.cmd or q.error) and not has_episodes(conn):
+        q.file = q.cmd = q.error = None
+        q.unusable("file:, cmd: and error: need the turns' facets: run `threadloom ingest` once")
+
+
+def facet_filters(q: ParsedQuery, prefix: str = "ep.") -> tuple[list[str], list[Any]]:
+    """The conditions of the `file:`, `cmd:` and `error:` filters on episodes (`prefix`: its alias)."""
+    where, params = [], []
+    for column, wanted in (("files", q.file), ("commands", q.cmd), ("errors", q.error)):
+        if wanted:
+            where.append(f"{prefix}{column} LIKE ? ESCAPE '\\'")
+            params.append("%" + wanted.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
     return where, params
 
 
@@ -514,6 +582,18 @@ def _session_filters(q: ParsedQuery, prefix: str) -> tuple[list[str], list[Any]]
     if q.signal:
         where.append(f"{prefix}id IN (SELECT session_id FROM session_signals WHERE name = ?)")
         params.append(q.signal)
+    # what people and agents marked (core.memory): a tag or a note on the session, a turn or a message
+    if q.tag:
+        where.append(
+            f"{prefix}id IN (SELECT COALESCE(session_id, target_id) FROM memory_marks WHERE kind = 'tag' AND value = ?)"
+        )
+        params.append(q.tag)
+    if q.note:
+        where.append(
+            f"{prefix}id IN (SELECT COALESCE(session_id, target_id) FROM memory_marks WHERE kind = 'note' "
+            "AND value LIKE ? ESCAPE '\\')"
+        )
+        params.append("%" + q.note.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
     if q.machine or q.who:
         from threadloom.core.sync import origin_filter
 

@@ -38,7 +38,7 @@ UNDATED = "undated"  # the period of what happened in sessions without any time 
 # how the rollup rows are summed: a change recomputes every session's rows once (2: facts without a
 # time of their own count at their session's start; 3: a subagent's rows in its main session's project;
 # 4: a fork's copies of its source's records are not counted again)
-STATS_VERSION = "4"
+STATS_VERSION = "5"  # 5: every agent's edit tools counted, read by its adapter
 STATS_VERSION_KEY = "stats_version"
 
 
@@ -92,7 +92,8 @@ def refresh_pending(conn: sqlite3.Connection) -> int:
         aider = _aider_changes(conn)
         conn.execute(
             "DELETE FROM agent_file_changes WHERE session_id IN (SELECT session_id FROM stats_pending "
-            "JOIN agent_sessions s ON s.id = session_id WHERE s.source = 'aider')"
+            "JOIN agent_sessions s ON s.id = session_id WHERE s.source IN (SELECT value FROM json_each(?)))",
+            (_reply_editors(),),
         )
         conn.executemany(
             "INSERT OR REPLACE INTO agent_file_changes (session_id, call_id, path, turn_id, tool_name, timestamp, "
@@ -129,6 +130,7 @@ def _whole_where_needed(conn: sqlite3.Connection, roots: dict[str, str]) -> None
         "WHERE p.since_bucket IS NOT NULL"
     ).fetchall()
     whole = []
+    editors = set(orjson.loads(_reply_editors())) if partial else set()
     for session_id, source in partial:
         root = roots.get(session_id, session_id)
         summed = conn.execute(
@@ -139,7 +141,7 @@ def _whole_where_needed(conn: sqlite3.Connection, roots: dict[str, str]) -> None
             "FROM agent_sessions s LEFT JOIN agent_sessions r ON r.id = ? WHERE s.id = ?",
             (root, session_id),
         ).fetchone()
-        if source == "aider" or summed is None or tuple(summed) != tuple(now):
+        if source in editors or summed is None or tuple(summed) != tuple(now):
             whole.append((session_id,))
     conn.executemany("UPDATE stats_pending SET since_bucket = NULL WHERE session_id = ?", whole)
 
@@ -223,14 +225,18 @@ FORK_MARK = b'"forkedFrom"'
 def _fork_copies(conn: sqlite3.Connection) -> dict[str, ForkCopies]:
     """Inside the refresh's transaction: the copies each marked fork holds. A fork's messages,
     tool calls and edits up to its fork point are its source's, counted there; the ledger placed
-    and counted them as the fork's too."""
+    and counted them as the fork's too. How a fork's copies are told from its own records is its
+    adapter's `fork_copies`."""
+    from threadloom.core.adapters import ADAPTERS, agents_where
+
     forks = conn.execute(
         "SELECT s.id, s.source FROM stats_pending p JOIN agent_sessions s ON s.id = p.session_id "
-        "WHERE s.forked_from_session_id IS NOT NULL AND s.source IN ('claude-code', 'codex')"
+        "WHERE s.forked_from_session_id IS NOT NULL AND s.source IN (SELECT value FROM json_each(?))",
+        (orjson.dumps(agents_where(lambda a: a.fork_copies is not None)).decode(),),
     ).fetchall()
     out: dict[str, ForkCopies] = {}
     for sid, source in forks:
-        if source == "codex":
+        if ADAPTERS[source].fork_copies == "before-second-meta":
             made = conn.execute(
                 "SELECT max(timestamp) FROM (SELECT timestamp FROM entries WHERE session_id = ? "
                 "AND entry_type = 'session_meta' ORDER BY id LIMIT 2)",
@@ -323,7 +329,7 @@ def _new_changes(
     """The lines changed by the marked sessions' completed editing calls not counted yet (but the
     calls a fork copied from its source: `copies`)."""
     copied = {e for c in (copies or {}).values() for e in c.entries}
-    from threadloom.core.diffs import EDIT_TOOLS
+    from threadloom.core.adapters import edit_tool_names
     from threadloom.core.query import ToolCall, fill_tool_io
 
     rows = fetch(
@@ -336,7 +342,7 @@ def _new_changes(
         "AND c.status = 'completed' "
         "AND (c.tool_name IN (SELECT value FROM json_each(?)) OR c.params_json LIKE '%*** Begin Patch%') "
         "AND NOT EXISTS (SELECT 1 FROM agent_file_changes f WHERE f.session_id = c.session_id AND f.call_id = c.id)",
-        (orjson.dumps(EDIT_TOOLS).decode(),),
+        (orjson.dumps(sorted(edit_tool_names())).decode(),),
     )
     if copied:
         rows = [r for r in rows if r["entry_id"] not in copied]
@@ -379,8 +385,8 @@ def _new_changes(
                 continue
             result_entry = row["result_entry_id"]
             result = records.get(result_entry) if result_entry is not None else None
-            extra = result[0].tool_result_extra(result[1]) if result is not None else None
-            for path, added, removed in call_line_counts(call.name, params, extra):
+            extra = result[0].edit_result(result[1], call.id) if result is not None else None
+            for path, added, removed in call_line_counts(call.name, params, extra, agent=row["source"]):
                 out.append(
                     (row["session_id"], call.id, path, row["turn_id"], call.name, row["at"], added, removed)
                 )
@@ -413,30 +419,25 @@ def _records(
     return out
 
 
-PATCH_FILE = re.compile(r"^(?:Update|Add|Delete) File: ")
+def call_line_counts(
+    name: str, params: dict[str, Any], extra: Any = None, agent: str | None = None
+) -> list[tuple[str, int, int]]:
+    """(file, lines added, lines removed) of one editing call, as its agent's adapter reads it
+    (`Adapter.file_edits`; a call of no known agent: the adapter that names its tool)."""
+    from threadloom.core.adapters import tool_owner
+    from threadloom.core.adapters.edits import line_counts
+
+    adapter = tool_owner(agent, name)
+    if adapter is None or not adapter.is_edit(name, params):
+        return []
+    return line_counts(adapter.file_edits(name, params, extra))
 
 
-def call_line_counts(name: str, params: dict[str, Any], extra: Any = None) -> list[tuple[str, int, int]]:
-    """(file, lines added, lines removed) of one editing call, from its diff (core.diffs)."""
-    from threadloom.core.diffs import call_diff
+def _reply_editors() -> str:
+    """The agents whose edits are blocks in their replies (Aider's SEARCH/REPLACE), as JSON."""
+    from threadloom.core.adapters import agents_where
 
-    counts: dict[str, list[int]] = {}
-    path = ""
-    for line in call_diff(name, params, extra):
-        if line.kind == "file":
-            text = line.text.strip()
-            if text.startswith("Move to: "):
-                moved = text[len("Move to: ") :].strip()
-                counts[moved] = counts.pop(path, [0, 0])
-                path = moved
-            else:
-                path = PATCH_FILE.sub("", text)
-            counts.setdefault(path, [0, 0])
-        elif line.kind == "added":
-            counts.setdefault(path, [0, 0])[0] += 1
-        elif line.kind == "removed":
-            counts.setdefault(path, [0, 0])[1] += 1
-    return [(p, a, r) for p, (a, r) in counts.items() if p]
+    return orjson.dumps(agents_where(lambda a: a.edits_in_replies)).decode()
 
 
 def _aider_changes(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
@@ -444,7 +445,10 @@ def _aider_changes(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
     (a block Aider could not apply changed nothing), counted per reply and file."""
     sessions = [
         r[0]
-        for r in conn.execute(f"SELECT id FROM agent_sessions WHERE source = 'aider' AND id IN ({PENDING})")
+        for r in conn.execute(
+            f"SELECT id FROM agent_sessions WHERE source IN (SELECT value FROM json_each(?)) AND id IN ({PENDING})",
+            (_reply_editors(),),
+        )
     ]
     if not sessions:  # the usual case: nothing to parse, and the renderer (Rich) is not imported
         return []

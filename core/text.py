@@ -13,15 +13,19 @@ from threadloom.core.markup import plain
 # The search syntax, shown by `threadloom search --help` and the TUI (kept here: importing
 # core.search pulls in rapidfuzz, which `threadloom --help` and a no-change ingest do not need).
 SEARCH_HELP = """\
-words            all must match, in any order; typos are forgiven (autentication → authentication)
+words            any order, typos forgiven; with search by meaning (hybrid, the default), a sentence
+                 as you remember it finds its turn even when it shares no word (--mode words: all must match)
 "exact phrase"   the words in this order
 parseConf        prefixes match identifiers (parseConfigFile)
 agent:codex      only this agent            project:api     project name or path contains
 role:user        user | assistant | system  session:3f2a    a session id prefix
 tool:Bash        tool calls of this tool (searches tool input and output)
+file:parser.py   turns that read or changed a file  cmd:pytest  turns that ran a command
+error:Timeout    turns whose tool calls failed with it
 in:tools         also tool inputs/outputs   in:thinking     also thinking
-in:subagents     also subagent sessions
+in:main          main sessions only (subagents are searched by default)
 signal:retry-loop  sessions showing this signal (see `threadloom signals --help`)
+tag:flaky        sessions you tagged (`threadloom tag`, t)   note:UTC  with a note holding the word
 machine:laptop   sessions of that machine (synced)  who:ana   pushed by that person
 after:2026-03-01 before:yesterday  after:7d (also 12h, 2w)
 filters alone    the newest records they let through (tool:Edit project:api)"""

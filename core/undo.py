@@ -28,67 +28,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from threadloom.core.adapters import ADAPTERS
+from threadloom.core.adapters import ADAPTERS, tool_owner
+from threadloom.core.adapters.base import Adapter
+from threadloom.core.adapters.edits import (
+    PATH_KEYS,
+    RESTORE,
+    UNKNOWN,
+    FileEdit,
+    Hunk,
+    deleted_contents,
+    ops_from_changes,
+    parse_apply_patch,
+    patch_edits,
+    patch_texts,
+    string_param,
+)
 from threadloom.core.query import ToolCall, fill_tool_io
 from threadloom.core.text import one_line, printable
 
-
-class _Unknown:
-    """A file text the records do not give (distinct from None: the file did not exist)."""
-
-    def __repr__(self) -> str:
-        return "UNKNOWN"
-
-
-UNKNOWN: Any = _Unknown()
 CONTEXT = 3  # lines of context around each change, as git writes them
 WINDOWS_ABSOLUTE = re.compile(r"[A-Za-z]:[\\/]")
-
-# tool names by what they do; the parameter names differ between agents
-WRITE_TOOLS = frozenset({"Write", "write_file", "write_to_file", "write", "create_file"})
-EDIT_TOOLS = frozenset(
-    {
-        "Edit",
-        "MultiEdit",
-        "replace",
-        "edit",
-        "str_replace",
-        "search_replace",
-        "edit_file",
-        "replace_in_file",
-        "NotebookEdit",
-        "notebook_edit",
-        "fs_write",
-        "apply_diff",
-        "insert_content",
-        "search_and_replace",
-        "multi_edit",
-    }
-)
-SHELL_TOOLS = frozenset(
-    {
-        "Bash",
-        "bash",
-        "shell",
-        "local_shell",
-        "exec_command",
-        "container.exec",
-        "run_shell_command",
-        "execute_command",
-        "run_terminal_cmd",
-        "execute_bash",
-        "shell_command",
-        "unified_exec",
-    }
-)
-PATH_KEYS = ("file_path", "filePath", "path", "target_file", "absolute_path", "notebook_path", "filename")
-CONTENT_KEYS = ("content", "file_text", "contents", "text")
-OLD_KEYS = ("old_string", "oldString", "old_str")
-NEW_KEYS = ("new_string", "newString", "new_str")
-PATCH_BEGIN, PATCH_END = "*** Begin Patch", "*** End Patch"
-HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 NO_NEWLINE = "\\ No newline at end of file"
-RESTORE = "; restore it by hand (from git, a backup, or the editor's history)"
 APPLIED_EDIT = re.compile(r"^Applied edit to (.+?)\s*$", re.M)  # Aider's confirmation, one per file
 AIDER_COMMIT = re.compile(r"^Commit ([0-9a-f]{7,40})\b", re.M)  # Aider's auto-commit of its edits
 
@@ -153,78 +113,6 @@ def lines_of(text: str) -> list[str]:
     if parts[-1]:
         out.append(parts[-1])
     return out
-
-
-@dataclass
-class Hunk:
-    """A change with its context: `rows` are (" " | "-" | "+", line with its newline)."""
-
-    rows: list[tuple[str, str]]
-    # 1-based number of the first old line (of the line before, when the old side is empty), as a
-    # unified diff numbers it; None when the record gives no line number
-    old_start: int | None = None
-    at_end: bool = False  # the change ends at the end of the file (Codex `*** End of File`)
-
-    @property
-    def old(self) -> list[str]:
-        return [line for op, line in self.rows if op != "+"]
-
-    @property
-    def new(self) -> list[str]:
-        return [line for op, line in self.rows if op != "-"]
-
-    def flipped(self) -> Hunk:
-        """The same change the other way round (line number left to the caller)."""
-        flip = {"+": "-", "-": "+", " ": " "}
-        return Hunk([(flip[op], line) for op, line in self.rows], None, self.at_end)
-
-    def trailing_context(self) -> int:
-        count = 0
-        for op, _ in reversed(self.rows):
-            if op != " ":
-                break
-            count += 1
-        return count
-
-
-def hunks_from_rows(groups: list[tuple[int | None, list[str]]]) -> list[Hunk]:
-    """Hunks from rows written as in a unified diff ("-old", "+new", " same", and "\\ No newline at
-    end of file" after a line that has no newline)."""
-    out = []
-    for start, raw_rows in groups:
-        rows: list[tuple[str, str]] = []
-        for row in raw_rows:
-            if row.startswith("\\"):
-                if rows and rows[-1][1].endswith("\n"):
-                    rows[-1] = (rows[-1][0], rows[-1][1][:-1])
-                continue
-            op = row[:1] if row[:1] in ("+", "-", " ") else " "
-            rows.append((op, (row[1:] if row[:1] in ("+", "-", " ") else row) + "\n"))
-        if rows:
-            out.append(Hunk(rows, start))
-    return out
-
-
-def parse_unified_diff(text: str) -> list[Hunk]:
-    """The hunks of a unified diff text; each hunk ends where its header's line counts say (so a
-    removed "-- x" line is not taken for a file header), and anything between hunks is skipped."""
-    groups: list[tuple[int | None, list[str]]] = []
-    old_left = new_left = 0
-    for row in text.split("\n"):
-        if old_left > 0 or new_left > 0:
-            op = row[:1] if row else " "
-            old_left -= op in (" ", "-")
-            new_left -= op in (" ", "+")
-            groups[-1][1].append(row if row else " ")
-            continue
-        m = HUNK_HEADER.match(row)
-        if m:
-            groups.append((int(m.group(1)), []))
-            old_left = int(m.group(2)) if m.group(2) is not None else 1
-            new_left = int(m.group(4)) if m.group(4) is not None else 1
-        elif groups and row.startswith("\\"):
-            groups[-1][1].append(row)  # "\ No newline at end of file" after the hunk's last line
-    return hunks_from_rows(groups)
 
 
 def apply_hunks(text: str, hunks: list[Hunk]) -> str | None:
@@ -574,15 +462,6 @@ def _raw_objects(conn: sqlite3.Connection, entry_ids: set[int]) -> dict[int, Any
 # ---------------------------------------------------------------------- reading edits from calls
 
 
-def _param(params: dict[str, Any], keys: tuple[str, ...]) -> Any:
-    return next((params[k] for k in keys if k in params), None)
-
-
-def _string_param(params: dict[str, Any], keys: tuple[str, ...]) -> str | None:
-    value = _param(params, keys)
-    return value if isinstance(value, str) else None
-
-
 def _applied(call: ToolCall) -> bool | None:
     """True when the call's result says it ran, False when it failed or was refused, None when no
     result was recorded (the session ended, or was interrupted, while it ran)."""
@@ -593,198 +472,26 @@ def _applied(call: ToolCall) -> bool | None:
     return None
 
 
-def _claude_steps(call: ToolCall, params: dict[str, Any], result: Any, order: int) -> list[Step]:
-    """Edit, MultiEdit, Write and NotebookEdit as Claude Code records them: the input, and in the
-    result's `toolUseResult` the file before (`originalFile`) and the change (`structuredPatch`)."""
-    name = call.name
-    path = _string_param(params, ("file_path", "notebook_path"))
-    if path is None:
-        return []
-    tur = result if isinstance(result, dict) else {}
-    if isinstance(tur.get("filePath"), str) and tur["filePath"] != path:
-        tur = {}  # a result record shared by several calls: not this one's
-    step = Step(path, name, order)
-    original = tur.get("originalFile", tur.get("originalFileContents"))
-    if isinstance(original, str):
-        step.before = original
-    patch = tur.get("structuredPatch")
-    if isinstance(patch, list) and patch:
-        groups = []
-        for h in patch:
-            rows, start = (h.get("lines"), h.get("oldStart")) if isinstance(h, dict) else (None, None)
-            if isinstance(rows, list):
-                start = start if isinstance(start, int) else None
-                if start is not None and h.get("oldLines") == 0:
-                    start -= 1  # jsdiff numbers an empty side by the line after it, a unified diff by the one before
-                groups.append((start, [r for r in rows if isinstance(r, str)]))
-        step.hunks = hunks_from_rows(groups)
-    elif isinstance(patch, list) and step.before is not UNKNOWN and name != "Write":
-        step.after = step.before  # nothing changed
-    if name == "Write":
-        content = tur.get("content") if isinstance(tur.get("content"), str) else params.get("content")
-        if isinstance(content, str):
-            step.after = content
-        if tur.get("type") == "create" and step.before is UNKNOWN:
-            step.before = None
-        step.why = (
-            "Write replaced the whole file and the records hold neither what it held before nor a diff"
-            + RESTORE
+def _call_steps(
+    adapter: Adapter, call: ToolCall, params: dict[str, Any], result: Any, order: int
+) -> list[Step]:
+    """The steps of an edit or write call, as its agent's adapter reads it (`Adapter.file_edits`)."""
+    return [_step(edit, order) for edit in adapter.file_edits(call.name, params, result)]
+
+
+def _step(edit: FileEdit, order: int) -> Step:
+    step = Step(edit.path, edit.tool, order, edit.before, edit.after, edit.hunks)
+    step.strings = edit.strings if edit.strings_apply else None
+    step.whole_line_delete, step.why, step.problem = edit.whole_line_delete, edit.why, edit.problem
+    if edit.move_to and step.problem is None:
+        step.problem = (
+            f"{edit.tool} moved it to {edit.move_to}: moves are not undone by the patch; "
+            f"move it back by hand (git mv {shlex.quote(edit.move_to)} {shlex.quote(edit.path)})"
         )
-    elif name == "MultiEdit":
-        edits = params.get("edits")
-        step.strings = [
-            (e.get("old_string", ""), e.get("new_string", ""), bool(e.get("replace_all")))
-            for e in (edits if isinstance(edits, list) else [])
-            if isinstance(e, dict)
-        ]
-        step.whole_line_delete = True
-        step.why = (
-            "the records hold the replaced texts but not the file around them, so where they sit is not known"
-            + RESTORE
-        )
-    elif name == "Edit":
-        old, new = _string_param(params, OLD_KEYS), _string_param(params, NEW_KEYS)
-        if isinstance(tur.get("newString"), str):  # what was written, after any change the user made to it
-            new = tur["newString"]
-        if old is not None and new is not None:
-            step.strings = [(old, new, bool(params.get("replace_all")))]
-            if old == "" and step.before is UNKNOWN:
-                step.before = None  # an Edit with nothing to replace creates the file
-        step.whole_line_delete = True
-        step.why = (
-            "the records hold the replaced text but not the file around it, so where it sits is not known"
-            + RESTORE
-        )
-    else:  # NotebookEdit
-        original, updated = tur.get("original_file"), tur.get("updated_file")
-        if isinstance(original, str):
-            step.before = original
-        if isinstance(updated, str):
-            step.after = updated
-        step.why = (
-            "NotebookEdit: the records hold the cell's new source, not the notebook around it" + RESTORE
-        )
-    return [step]
+    return step
 
 
-def _generic_steps(call: ToolCall, params: dict[str, Any], order: int) -> list[Step]:
-    """Another agent's write or edit tool, read from its parameters alone."""
-    name = call.name
-    path = _string_param(params, PATH_KEYS)
-    if path is None:
-        return []
-    step = Step(path, name, order)
-    command = params.get("command") if name == "fs_write" else None
-    content = _string_param(params, CONTENT_KEYS)
-    old, new = _string_param(params, OLD_KEYS), _string_param(params, NEW_KEYS)
-    if command == "create" or (name in WRITE_TOOLS and content is not None):
-        step.after = content if content is not None else UNKNOWN
-        step.why = f"{name} replaced the whole file and the records do not hold what it held before" + RESTORE
-    elif old is not None and new is not None and command in (None, "str_replace"):
-        step.strings = [(old, new, bool(params.get("replace_all") or params.get("replaceAll")))]
-        step.why = (
-            "the records hold the replaced text but not the file around it, so where it sits is not known"
-            + RESTORE
-        )
-    else:
-        step.why = f"{name}: the records do not hold the change in a form that can be reversed" + RESTORE
-    return [step]
-
-
-def _gemini_steps(call: ToolCall, params: dict[str, Any], record: Any, order: int) -> list[Step]:
-    """Gemini CLI's replace / write_file: the call's `resultDisplay` holds the file before and after."""
-    steps = _generic_steps(call, params, order)
-    if not steps or not isinstance(record, dict):
-        return steps
-    for tool_call in record.get("toolCalls") or []:
-        if not isinstance(tool_call, dict) or tool_call.get("id") != call.id:
-            continue
-        display = tool_call.get("resultDisplay")
-        if isinstance(display, dict) and isinstance(display.get("newContent"), str):
-            steps[0].after = display["newContent"]
-            if "originalContent" in display:  # null: a new file
-                original = display["originalContent"]
-                steps[0].before = original if isinstance(original, str) else None
-    return steps
-
-
-# ---------------------------------------------------------------------- Codex apply_patch
-
-
-@dataclass
-class PatchOp:
-    kind: str  # add | delete | update
-    path: str
-    content: str | None = None  # add: the new file
-    hunks: list[Hunk] = field(default_factory=list)
-    move_to: str | None = None
-
-
-def patch_texts(value: Any) -> list[str]:
-    """Every `*** Begin Patch … *** End Patch` text inside a call's parameters, however it was
-    passed (the apply_patch tool's input, a shell command's argument, a heredoc)."""
-    found: list[str] = []
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            start = item.find(PATCH_BEGIN)
-            while start != -1:
-                end = item.find(PATCH_END, start)
-                found.append(item[start : end + len(PATCH_END)] if end != -1 else item[start:])
-                start = item.find(PATCH_BEGIN, end) if end != -1 else -1
-        elif isinstance(item, dict):
-            stack.extend(reversed(list(item.values())))
-        elif isinstance(item, list):
-            stack.extend(reversed(item))
-    return found
-
-
-def parse_apply_patch(text: str) -> list[PatchOp]:
-    """The file operations of a Codex patch (its own format: `*** Add File:`, `*** Update File:`
-    with `@@` chunks of " ", "-", "+" lines, `*** Delete File:`)."""
-    ops: list[PatchOp] = []
-    rows: list[tuple[str, str]] | None = None
-
-    def close_chunk() -> None:
-        nonlocal rows
-        if rows and ops and ops[-1].kind == "update":
-            ops[-1].hunks.append(Hunk(rows))
-        rows = None
-
-    for line in text.split("\n"):
-        bare = line.rstrip("\r")
-        if bare.startswith(("*** Add File: ", "*** Delete File: ", "*** Update File: ")):
-            close_chunk()
-            kind, _, path = bare[4:].partition(" File: ")
-            ops.append(PatchOp(kind.lower(), path.strip(), "" if kind == "Add" else None))
-            if kind == "Update":
-                rows = []
-        elif bare.startswith("*** Move to: ") and ops:
-            ops[-1].move_to = bare[len("*** Move to: ") :].strip()
-        elif bare.strip() == "*** End of File":
-            if rows is not None and ops and ops[-1].kind == "update":
-                ops[-1].hunks.append(Hunk(rows, at_end=True))
-                rows = []
-        elif bare.startswith((PATCH_BEGIN, PATCH_END)):
-            close_chunk()
-        elif ops and ops[-1].kind == "add":
-            if line.startswith("+"):
-                ops[-1].content = (ops[-1].content or "") + line[1:] + "\n"
-        elif ops and ops[-1].kind == "update":
-            if line.startswith("@@"):
-                if rows:
-                    ops[-1].hunks.append(Hunk(rows))
-                rows = []
-            elif line[:1] in (" ", "-", "+"):
-                rows = rows if rows is not None else []
-                rows.append((line[0], line[1:] + "\n"))
-            elif line == "" and rows is not None:
-                rows.append((" ", "\n"))  # an empty context line written without its space, as Codex reads it
-    close_chunk()
-    for op in ops:
-        op.hunks = [h for h in op.hunks if any(o != " " for o, _ in h.rows)]
-    return ops
+# ---------------------------------------------------------------------- patches applied
 
 
 def _patch_applied_changes(conn: sqlite3.Connection, session_ids: set[str]) -> dict[str, dict[str, Any]]:
@@ -804,84 +511,22 @@ def _patch_applied_changes(conn: sqlite3.Connection, session_ids: set[str]) -> d
     return out
 
 
-def _change_ops(changes: Any) -> list[PatchOp] | None:
-    """`patch_apply_end.changes` as operations: {path: {type, content | unified_diff, move_path}}
-    (older Codex: {path: {"add": {content}} …}). None when a change lacks what it needs."""
-    if not isinstance(changes, dict):
-        return None
-    ops = []
-    for path, change in changes.items():
-        if not isinstance(change, dict):
-            return None
-        kind = change.get("type")
-        body = change
-        if kind is None and len(change) == 1:
-            kind, body = next(iter(change.items()))
-            body = body if isinstance(body, dict) else {}
-        if kind == "update":
-            hunks = (
-                parse_unified_diff(body.get("unified_diff") or "")
-                if isinstance(body.get("unified_diff"), str)
-                else []
-            )
-            if not hunks:
-                return None
-            ops.append(PatchOp("update", path, hunks=hunks, move_to=body.get("move_path") or None))
-        elif kind in ("add", "delete"):
-            content = body.get("content")
-            ops.append(PatchOp(kind, path, content if isinstance(content, str) else None))
-        else:
-            return None
-    return ops
-
-
-def _codex_steps(
+def _patch_steps(
     call: ToolCall, params: dict[str, Any], applied_end: dict[str, Any] | None, order: int
 ) -> list[Step]:
-    """Steps of an apply_patch call, from Codex's own record of the change when it kept one, else
-    from the patch the model wrote."""
+    """Steps of a patch call, from the agent's own record of the change when it kept one (exact line
+    numbers), else from the patch the model wrote."""
     ops = None
     if applied_end is not None:
-        ops = _change_ops(applied_end.get("changes"))  # exact line numbers, from the applied diff
+        ops = ops_from_changes(applied_end.get("changes"))
     if ops is None:
         ops = [op for text in patch_texts(params) for op in parse_apply_patch(text)]
-        if applied_end is not None:  # the written patch, with what Codex recorded of a deleted file
-            contents = _deleted_contents(applied_end.get("changes"))
+        if applied_end is not None:  # the written patch, with what was recorded of a deleted file
+            contents = deleted_contents(applied_end.get("changes"))
             for op in ops:
                 if op.kind == "delete" and op.content is None:
                     op.content = contents.get(op.path)
-    steps = []
-    for op in ops:
-        step = Step(op.path, "apply_patch", order)
-        if op.kind == "add":
-            step.before, step.after = None, op.content if op.content is not None else UNKNOWN
-            step.why = "apply_patch added it but the records do not hold its content; delete it by hand if it is not wanted"
-        elif op.kind == "delete":
-            step.before, step.after = (op.content if op.content is not None else UNKNOWN), None
-            step.why = "apply_patch deleted it and the records do not hold what it held" + RESTORE
-        else:
-            step.hunks = op.hunks
-            step.why = (
-                "the patch gives a change without the lines after it, so where it sits in the file is not known"
-                + RESTORE
-            )
-            if op.move_to:
-                step.problem = (
-                    f"apply_patch moved it to {op.move_to}: moves are not undone by the patch; "
-                    f"move it back by hand (git mv {shlex.quote(op.move_to)} {shlex.quote(op.path)})"
-                )
-        steps.append(step)
-    return steps
-
-
-def _deleted_contents(changes: Any) -> dict[str, str]:
-    """What each file `patch_apply_end` reports deleted held, by the path it names."""
-    out: dict[str, str] = {}
-    for path, change in changes.items() if isinstance(changes, dict) else ():
-        body = change.get("delete", change) if isinstance(change, dict) else None
-        if isinstance(body, dict) and isinstance(body.get("content"), str):
-            out[path] = body["content"]
-    return out
+    return [_step(edit, order) for edit in patch_edits(ops)]
 
 
 # ---------------------------------------------------------------------- Aider
@@ -1190,11 +835,16 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
             (orjson.dumps(sorted({sid for _, sid in ordered})).decode(),),
         )
     }
-    wanted = {
-        c.result_entry_id
-        for c in tool_calls
-        if c.result_entry_id is not None and c.name in EDIT_TOOLS | WRITE_TOOLS
-    }
+    owners = {sid: _owner(a) for sid, a in agents.items()}
+
+    def owner(sid: str, call: ToolCall) -> Adapter | None:
+        return owners.get(sid) or tool_owner(agent, call.name)
+
+    wanted = set()
+    for call, sid in ordered:
+        reader = owner(sid, call)
+        if call.result_entry_id is not None and reader is not None and call.name in _edit_names(reader):
+            wanted.add(call.result_entry_id)
     records = _raw_objects(conn, wanted)
     styles = {sid: _undo_style(a) for sid, a in agents.items()}
     applied_ends = _patch_applied_changes(conn, {sid for _, sid in ordered if styles.get(sid) == "codex"})
@@ -1204,28 +854,34 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
     shell: list[tuple[str, str]] = []  # (path, the command)
     vague: list[str] = []
     for order, (call, sid) in enumerate(ordered):
+        adapter = owner(sid, call)
+        if adapter is None:
+            continue
         try:
             params = orjson.loads(call.params_json) if call.params_json else {}
         except orjson.JSONDecodeError:
             params = {}
         params = params if isinstance(params, dict) else {}
-        call_style = styles[sid] if sid in styles else _undo_style(agent)
-        patches = patch_texts(params) if "Begin Patch" in (call.params_json or "") else []
-        if patches or call.name == "apply_patch":
+        patches = (
+            patch_texts(params)
+            if "Begin Patch" in (call.params_json or "") and call.name not in _edit_names(adapter)
+            else []
+        )
+        if patches or call.name in adapter.patch_tools:
             end = applied_ends.get(call.id)
             done = _applied(call) if end is None else bool(end.get("success", True))
-            found = _codex_steps(call, params, end, order)
+            found = _patch_steps(call, params, end, order)
             if done is False:
                 continue
             if done is None:
                 unsure += [
-                    (s.path, "apply_patch has no recorded result, so whether it was applied is not known")
+                    (s.path, f"{s.tool} has no recorded result, so whether it was applied is not known")
                     for s in found
                 ]
                 continue
             steps += found
             continue
-        if call.name in SHELL_TOOLS:
+        if call.name in adapter.shell_tools:
             if _applied(call) is False:
                 continue
             script = shell_script(params)
@@ -1235,26 +891,21 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
                 if unclear:
                     vague.append(script)
             continue
-        if call.name not in EDIT_TOOLS | WRITE_TOOLS:
+        if call.name not in _edit_names(adapter):
             continue
         done = _applied(call)
         if done is False:
             continue
         record = records.get(call.result_entry_id) if call.result_entry_id is not None else None
-        if call_style == "claude" and call.name in ("Edit", "MultiEdit", "Write", "NotebookEdit"):
-            found = _claude_steps(
-                call, params, record.get("toolUseResult") if isinstance(record, dict) else None, order
-            )
+        result = adapter.edit_result(record, call.id) if isinstance(record, dict) else None
+        found = _call_steps(adapter, call, params, result, order)
+        if adapter.undo_style == "claude":  # its file history may hold the file before the edit
             for step in found:
                 step.entry_id, step.result_entry_id, step.session_id = (
                     call.entry_id,
                     call.result_entry_id,
                     sid,
                 )
-        elif call_style == "gemini":
-            found = _gemini_steps(call, params, record, order)
-        else:
-            found = _generic_steps(call, params, order)
         if done is None:
             unsure += [
                 (s.path, f"{call.name} has no recorded result, so whether it was applied is not known")
@@ -1274,7 +925,7 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
             f"{shlex.join(['git', 'revert', '--no-edit', *reversed(commits)])} takes back what those "
             "commits hold (instead of the patch, not with it)"
         )
-    for path in _edited_paths(rewound_calls):
+    for path in _edited_paths(rewound_calls, _owner(agent)):
         full, rel = _resolve(path, cwd)
         plan.problems.append(
             f"{printable(rel or full)}: also edited on a branch of the conversation that was rewound "
@@ -1360,13 +1011,22 @@ def _kept_copy(conn: sqlite3.Connection, session: str, name: str) -> str | None:
         return None
 
 
+def _owner(agent: str | None) -> Adapter | None:
+    return ADAPTERS.get(agent) if agent is not None else None
+
+
+def _edit_names(adapter: Adapter) -> frozenset[str]:
+    """The adapter's tools that edit or write files by name (its patch tools are read as patches)."""
+    return adapter.edit_tools | adapter.write_tools
+
+
 def _undo_style(agent: str | None) -> str | None:
     """How the outcome of this agent's edits is read (its adapter's `undo_style`)."""
     adapter = ADAPTERS.get(agent) if agent is not None else None
     return adapter.undo_style if adapter is not None else None
 
 
-def _edited_paths(calls: list[ToolCall]) -> list[str]:
+def _edited_paths(calls: list[ToolCall], adapter: Adapter | None) -> list[str]:
     """The files the applied edit calls among `calls` name, in order."""
     paths: list[str] = []
     for call in calls:
@@ -1378,11 +1038,14 @@ def _edited_paths(calls: list[ToolCall]) -> list[str]:
             continue
         if not isinstance(params, dict):
             continue
-        if "Begin Patch" in call.params_json:
-            paths += [op.path for text in patch_texts(params) for op in parse_apply_patch(text)]
-        elif call.name in EDIT_TOOLS | WRITE_TOOLS:
-            path = _string_param(params, PATH_KEYS)
+        owner = adapter or tool_owner(None, call.name)
+        if owner is None:
+            continue
+        if call.name in _edit_names(owner):
+            path = string_param(params, PATH_KEYS)
             paths += [path] if path else []
+        elif "Begin Patch" in call.params_json:
+            paths += [op.path for text in patch_texts(params) for op in parse_apply_patch(text)]
     return list(dict.fromkeys(paths))
 
 

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from textual.command import Provider
     from textual.filter import LineFilter
+    from threadloom.tui.messages import MessageView
     from threadloom.tui.search import SearchScreen
 
 BROWSER_ONLY = frozenset(
@@ -57,8 +58,14 @@ BROWSER_ONLY = frozenset(
         "back",
         "help",
         "signals",
+        "tag",
+        "note",
+        "bookmark",
+        "bookmarks",
+        "memory",
     }
 )
+MEMORY_ACTIONS = frozenset({"tag", "note", "bookmark", "bookmarks", "memory"})
 
 
 class ThreadloomApp(ArchiveApp):
@@ -114,6 +121,39 @@ class ThreadloomApp(ArchiveApp):
             show=False,
             id="app.signals",
             tooltip="What went wrong in the open session (signals)",
+        ),
+        Binding(
+            "t",
+            "tag",
+            "Tag",
+            show=False,
+            id="app.tag",
+            tooltip="Tag the session (in the viewer: the message) under the cursor; tag:NAME finds it",
+        ),
+        Binding(
+            "n",
+            "note",
+            "Note",
+            show=False,
+            id="app.note",
+            tooltip="Write a note on the session under the cursor; note:WORD finds it",
+        ),
+        Binding(
+            "b",
+            "bookmark",
+            "Bookmark",
+            show=False,
+            id="app.bookmark",
+            tooltip="Bookmark the session (in the viewer: the message) under the cursor, or take it off",
+        ),
+        Binding("B", "bookmarks", "Bookmarks", show=False, id="app.bookmarks", tooltip="The bookmarks"),
+        Binding(
+            "M",
+            "memory",
+            "Memory",
+            show=False,
+            id="app.memory",
+            tooltip="Memory: decisions, facts, guidelines by scope with their history; tags; notes",
         ),
         Binding("f1,question_mark", "help", "Help", id="app.help", tooltip="Keys of the focused pane"),
         Binding("q", "quit", "Quit", id="app.quit"),
@@ -273,6 +313,14 @@ class ThreadloomApp(ArchiveApp):
             self.search_screen.reopen()
         self.refresh_bindings()
 
+    def on_message_view_similar_requested(self, event: MessageView.SimilarRequested) -> None:
+        """`L` in the viewer: search opens on the turns of other sessions most like this one."""
+        self.action_search()
+        screen = self.search_screen
+        if screen is not None and self.screen is screen:
+            # a screen pushed just now is composed on the next refresh
+            self.call_after_refresh(screen.show_similar, event.entry_id, event.label)
+
     def on_search_hit_chosen(self, event: SearchHitChosen) -> None:
         """Enter on a hit: the session in the message viewer, at the hit, marked; Esc comes back."""
         if self.screen is not self.browser:
@@ -382,6 +430,104 @@ class ThreadloomApp(ArchiveApp):
 
         self.push_screen(SignalsScreen(self.conn, session_id), show)
 
+    # ------------------------------------------------------------------ memory
+
+    def _memory_target(self) -> object:
+        """What t, n and b act on: the message under the viewer's cursor (its pane focused), else
+        the session under the tree's cursor, else the open session."""
+        from threadloom.tui.memory import MemoryTarget
+        from threadloom.tui.messages import MessageView
+
+        browser = self.browser
+        if browser.focused_pane == "messages":
+            view = browser.query_one(MessageView)
+            row = view.current_row()
+            if view.session_id is not None:
+                return MemoryTarget(
+                    view.session_id, row.seq if row else None, self._title_of(view.session_id)
+                )
+        target = browser.fork_target()
+        session_id = target[0] if target is not None else browser.open_session_id
+        return MemoryTarget(session_id, None, self._title_of(session_id)) if session_id else None
+
+    def _title_of(self, session_id: str) -> str:
+        from threadloom.core.query import display_title, get_session
+
+        found = get_session(self.conn, session_id) if self.conn is not None else None
+        return display_title(found) if found is not None else ""
+
+    def _ask_mark(self, kind: str, *, whole_session: bool = False) -> None:
+        from threadloom.core import memory
+        from threadloom.tui.memory import MarkScreen, MemoryTarget
+
+        target = self._memory_target()
+        if not isinstance(target, MemoryTarget) or self.conn is None:
+            self.notify("Put the cursor on a session (or a message) first", timeout=3)
+            return
+        if whole_session:
+            target = MemoryTarget(target.session_id, None, target.title)
+        try:
+            present = [
+                m.value
+                for m in memory.marks(self.conn, kind=kind, target=memory.parse_target(self.conn, target.ref))
+            ]
+        except (LookupError, memory.MemoryError):
+            present = []
+
+        def keep(text: str | None) -> None:
+            if not text:
+                return
+            values = [v for v in (p.strip() for p in text.split(",")) if v] if kind == "tag" else [text]
+            self.write_mark(kind, target.ref, values)
+
+        self.push_screen(MarkScreen(kind, target, present), keep)
+
+    def action_tag(self) -> None:
+        """`t`: tag the session (or, in the viewer, the message) under the cursor."""
+        self._ask_mark("tag")
+
+    def action_note(self) -> None:
+        """`n`: a note on the session under the cursor (the viewer's own n steps through a find)."""
+        self._ask_mark("note", whole_session=True)
+
+    def action_bookmark(self) -> None:
+        """`b`: bookmark the session (or, in the viewer, the message) under the cursor, or take it off."""
+        from threadloom.tui.memory import MemoryTarget
+
+        target = self._memory_target()
+        if not isinstance(target, MemoryTarget):
+            self.notify("Put the cursor on a session (or a message) first", timeout=3)
+            return
+        self.write_mark("bookmark", target.ref, [])
+
+    def action_bookmarks(self) -> None:
+        """`B`: the bookmarks; Enter opens one at its message."""
+        from threadloom.tui.memory import BookmarksScreen
+        from threadloom.tui.messages import MessageView
+
+        if self.conn is None:
+            return
+
+        def open_it(chosen: tuple[str, int | None] | None) -> None:
+            if chosen is None:
+                return
+            session_id, seq = chosen
+            self.browser.jump_to_session(session_id)
+            if seq is not None:
+                view = self.browser.query_one(MessageView)
+                self.call_after_refresh(
+                    lambda: view.go_to_seq(seq) if view.session_id == session_id else None
+                )
+
+        self.push_screen(BookmarksScreen(self.conn), open_it)
+
+    def action_memory(self) -> None:
+        """`M`: the memory screen (entries by scope with their history, tags, notes)."""
+        from threadloom.tui.memory import MemoryScreen
+
+        if self.conn is not None:
+            self.push_screen(MemoryScreen(self.conn))
+
     # ------------------------------------------------------------------ actions
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -404,6 +550,8 @@ class ThreadloomApp(ArchiveApp):
             return self.browser.open_session_id is not None and self.db_path is not None
         if action == "signals":
             return self.browser.open_session_id is not None and self.conn is not None
+        if action in MEMORY_ACTIONS:
+            return self.screen is self.browser and self.conn is not None
         if action == "cancel_ingest":
             return self.ingesting
         if action == "open_demo":

@@ -30,6 +30,7 @@ from threadloom.tui.workers import (
     Ingested,
     IngestProgressed,
     IngestStatus,
+    MemoryWritten,
     RecordsLoaded,
     RootsChanged,
 )
@@ -214,11 +215,11 @@ class ArchiveApp(App[int]):
             self._open_database(readonly=self.first_load)
 
     def on_ingest_progressed(self, event: IngestProgressed) -> None:
-        from threadloom.core.ingest import INDEXING, SIGNALS
+        from threadloom.core.ingest import PHASES
 
         p = event.progress
         self.browser.show_progress(p)
-        if p.path in (INDEXING, SIGNALS):  # the files are all in: nothing new to show
+        if p.path in PHASES:  # the files are all in: nothing new to show
             return
         if self.conn is None and self.first_load and p.files_done > 0:
             # the load is under way (its files are being written in ~1 s transactions): browse
@@ -401,6 +402,23 @@ class ArchiveApp(App[int]):
                 timeout=10,
             )
             self.browser.refresh_panes()  # as the archive has it
+
+    # ------------------------------------------------------------------ memory
+
+    def write_mark(self, kind: str, ref: str, values: list[str]) -> None:
+        """A tag, note or bookmark written to the archive's memory by a worker (it waits for an
+        ingest holding the archive); a read-only archive cannot keep it."""
+        if self.read_only or self.db_path is None:
+            self.notify("This archive is read-only: tags, notes and bookmarks cannot be kept.", title="Memory",
+                        severity="warning", timeout=6)  # fmt: skip
+            return
+        workers.start(self, workers.MEMORY, partial(workers.mark, self.db_path, kind, ref, values))
+
+    def on_memory_written(self, event: MemoryWritten) -> None:
+        if event.error is not None:
+            self.notify(f"Could not keep it: {event.error}", title="Memory", severity="error", timeout=10)
+        elif event.said:
+            self.notify(event.said, title="Memory", timeout=4)
 
     # ------------------------------------------------------------------ the other workers' ends
 

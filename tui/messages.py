@@ -33,6 +33,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from threadloom.core import browse, images, markup
+from threadloom.core.adapters import tool_group
 from threadloom.core.adapters.base import ImageRef
 from threadloom.core.browse import MessageRow, ToolCall
 from threadloom.core.calls import call_params, result_text
@@ -167,6 +168,14 @@ class MessageView(ScrollView, can_focus=True):
             tooltip="The next tool call that failed, opened",
         ),
         Binding(
+            "L",
+            "similar",
+            "Similar turns",
+            show=False,
+            id="messages.similar",
+            tooltip="The turns of other sessions most like this one: have I solved this before?",
+        ),
+        Binding(
             "c",
             "files_changed",
             "Files changed",
@@ -212,6 +221,13 @@ class MessageView(ScrollView, can_focus=True):
 
     class FilesChangedRequested(Message):
         """`c`: the app shows the files the open session changed."""
+
+    class SimilarRequested(Message):
+        """`L`: the app lists the turns of other sessions most like the one under the cursor."""
+
+        def __init__(self, entry_id: int, label: str) -> None:
+            super().__init__()
+            self.entry_id, self.label = entry_id, label
 
     class EarlierVersionRequested(Message):
         """`v`: the browser shows the open session as it read before a rewrite of its files."""
@@ -672,7 +688,7 @@ class MessageView(ScrollView, can_focus=True):
             key = f"tool:{call.id}"
             expanded = self.is_expanded(key)
             line = render.call_line(call, expanded, width - 5)  # its indent, and the last column
-            items = markup.todos(call_params(call)) if call.name in markup.TODO_TOOLS else None
+            items = markup.todos(call_params(call)) if tool_group(call.agent, call.name) == "todo" else None
             if items is not None:  # a checklist: what this write changed, the whole list when opened
                 before = markup.todo_before(self._extra(call))
                 todo = render.todo_lines(items, before, expanded)
@@ -803,7 +819,7 @@ class MessageView(ScrollView, can_focus=True):
         return self.persisted[call.id]
 
     def _extra(self, call: ToolCall) -> Any:
-        if (call.name not in render.EDIT_TOOLS and call.name not in markup.TODO_TOOLS) or self.conn is None:
+        if self.conn is None or tool_group(call.agent, call.name) not in ("edit", "write", "patch", "todo"):
             return None
         if call.id not in self.extras:
             self.extras[call.id] = browse.tool_result_extra(self.conn, call)
@@ -1085,7 +1101,7 @@ class MessageView(ScrollView, can_focus=True):
         if block is None:
             return
         call = block.call
-        if call is not None and call.name in render.SPAWN_TOOLS and call.child_session_id:
+        if call is not None and tool_group(call.agent, call.name) == "spawn" and call.child_session_id:
             self.post_message(self.SubagentRequested(call.child_session_id))
             return
         self._toggle(block)
@@ -1138,6 +1154,12 @@ class MessageView(ScrollView, can_focus=True):
     def action_earlier_version(self) -> None:
         if self.session_id is not None:
             self.post_message(self.EarlierVersionRequested())
+
+    def action_similar(self) -> None:
+        msg = self.current_row()
+        if msg is None or self.session_id is None:
+            return
+        self.post_message(self.SimilarRequested(msg.entry_id, f"#{msg.seq}"))
 
     def action_files_changed(self) -> None:
         if self.session_id is not None:

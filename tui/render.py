@@ -19,10 +19,11 @@ from rich.text import Text
 from textual.color import Color
 from textual.filter import LineFilter
 from threadloom.core import markup
+from threadloom.core.adapters import tool_group
 from threadloom.core.adapters.base import ImageRef
 from threadloom.core.browse import MessageRow, ToolCall
 from threadloom.core.calls import call_params, result_text
-from threadloom.core.diffs import EDIT_TOOLS, DiffLine, call_diff, diff_between, is_edit
+from threadloom.core.diffs import DiffLine, call_diff, diff_between, is_edit
 from threadloom.core.images import describe, human_bytes
 from threadloom.core.markdown import SYNTAX_THEME
 from threadloom.core.render import (
@@ -57,7 +58,6 @@ STATUS = {
     "interrupted": ("⏹ interrupted", "yellow"),
     "pending": ("…", "dim"),
 }
-SPAWN_TOOLS = ("Task", "Agent")
 EXIT_CODE = re.compile(r"[Ee]xit code (\d+)")
 CAT_N = re.compile(r"^\s*(\d+)\t(.*)$")
 
@@ -264,7 +264,8 @@ def call_line(call: ToolCall, expanded: bool, width: int | None = None) -> Text:
     params = call_params(call)
     text = Text("▾ " if expanded else "▸ ", style="#d7af5f")
     text.append(flat(call.name), style="bold #d7af5f")
-    gist = params.get("description") if call.name in SPAWN_TOOLS else None
+    spawns = tool_group(call.agent, call.name) == "spawn"
+    gist = params.get("description") if spawns else None
     gist_at = len(text) + 2
     text.append("  " + (gist if isinstance(gist, str) else tool_summary(call)))
     gist_end = len(text)
@@ -276,7 +277,7 @@ def call_line(call: ToolCall, expanded: bool, width: int | None = None) -> Text:
         text.append(f" exit {code.group(1)}" if code else " error", style=style)
     if call.duration_ms is not None:
         text.append(f" · {duration(call.duration_ms)}", style="dim")
-    if call.name in SPAWN_TOOLS and call.child_session_id:
+    if spawns and call.child_session_id:
         agent = params.get("subagent_type")
         text.append(f"  ↳ subagent{' ' + agent if isinstance(agent, str) else ''} (Enter)", style="#d787d7")
     over = text.cell_len - width if width else 0
@@ -305,11 +306,13 @@ def call_body(
     the agent saved to a side file, of which the transcript holds a preview."""
     params = call_params(call)
     parts: list[RenderableType] = []
-    if is_edit(call.name, params):
-        parts.append(diff_view(call.name, params, extra))
-    elif call.name == "Bash" and isinstance(params.get("command"), str):
+    group = tool_group(call.agent, call.name)
+    edit = is_edit(call.name, params, call.agent)
+    if edit:
+        parts.append(diff_view(call.name, params, extra, call.agent))
+    elif group == "shell" and isinstance(params.get("command"), str):
         parts.append(code(as_text(params["command"]), "bash", background))
-    elif call.name in SPAWN_TOOLS and isinstance(params.get("prompt"), str):
+    elif group == "spawn" and isinstance(params.get("prompt"), str):
         parts.append(Text("prompt", style="dim underline"))
         parts.append(Text(as_text(params["prompt"])))
     else:
@@ -341,7 +344,7 @@ def call_body(
         parts.append(
             output_view(call, params, persisted.text, background, more_hint="o opens the whole output")
         )
-    elif output and not (call.name in EDIT_TOOLS and call.status == "completed"):
+    elif output and not (group in ("edit", "write", "patch") and call.status == "completed"):
         parts.append(Text("output", style="dim underline"))
         parts.append(output_view(call, params, output, background))
     return Group(*parts)
@@ -362,7 +365,7 @@ def output_view(
     tail = Text(f"… {more:,} more lines ({more_hint})", style="dim") if more > 0 else None
     if call.status in ("failed", "rejected", "interrupted"):
         body: RenderableType = terminal_text("\n".join(shown), "#ff8787")
-    elif call.name == "Read" and shown and all(CAT_N.match(line) for line in shown):
+    elif tool_group(call.agent, call.name) == "read" and shown and all(CAT_N.match(line) for line in shown):
         numbered = [m for m in map(CAT_N.match, shown) if m is not None]  # every line, as just checked
         first = int(numbered[0].group(1))
         source = "\n".join(m.group(2) for m in numbered)
@@ -416,9 +419,9 @@ def diff_lines(rows: list[DiffLine]) -> RenderableType:
     return FilledLines([Text(as_text(row.text), style=DIFF_STYLES[row.kind]) for row in rows])
 
 
-def diff_view(name: str, params: dict[str, Any], extra: Any) -> RenderableType:
-    """What an editing call changed, from its structured patch or its input."""
-    return diff_lines(call_diff(name, params, extra))
+def diff_view(name: str, params: dict[str, Any], extra: Any, agent: str | None = None) -> RenderableType:
+    """What an editing call changed, as its agent's adapter reads it (`core.diffs`)."""
+    return diff_lines(call_diff(name, params, extra, agent))
 
 
 # what a terminal acts on rather than shows: C0 controls, DEL, the C1 controls (U+009B starts

@@ -40,9 +40,10 @@ from threadloom.tui.render import ROLE_STYLE
 DEBOUNCE = 0.15
 LIMIT = 100
 HINT = (
-    'F1 filters and keys · words in any order · "a phrase" · agent: project: role: tool: session: '
-    "in:tools in:thinking in:subagents after: before:"
+    'F1 filters and keys · F2 words / meaning / both · "a phrase" · agent: project: role: tool: session: '
+    "file: cmd: error: in:tools in:main after: before:"
 )
+MODE_NAMES = {"hybrid": "words + meaning", "words": "words only", "meaning": "meaning only"}
 AGENT_STYLE = "#5f87af"
 PROJECT_STYLE = "#87d787"
 MATCH_STYLE = "bold #1c1c1c on #d7af5f"
@@ -73,6 +74,7 @@ class ResultsList(OptionList):
         Binding("ctrl+pageup", "page_left", "Page left", show=False, id="search.results-page-left"),
         Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="search.results-page-right"),
         Binding("enter", "select", "Open", show=False, id="search.results-open"),
+        Binding("space", "screen.toggle_turn", "Pick", show=False, id="search.results-pick"),
     ]
 
     def on_key(self, event: events.Key) -> None:
@@ -121,6 +123,27 @@ class SearchScreen(Screen[None]):
         ),
         Binding("f1", "filters", "Filters", id="search.help", tooltip="The filters and keys of search"),
         Binding(
+            "ctrl+t",
+            "toggle_turn",
+            "Pick turn",
+            id="search.pick",
+            tooltip="Pick the hit's turn for a new session's context (space in the results)",
+        ),
+        Binding(
+            "ctrl+n",
+            "new_with_context",
+            "New session",
+            id="search.new-session",
+            tooltip="Start a new session with the picked turns (or this hit's) as its context",
+        ),
+        Binding(
+            "f2",
+            "cycle_mode",
+            "Mode",
+            id="search.mode",
+            tooltip="Search by words and meaning (default), words only, or meaning only",
+        ),
+        Binding(
             "ctrl+c,super+c", "screen.copy_text", "Copy selection", show=False, id="search.copy-selection"
         ),
     ]
@@ -136,6 +159,10 @@ class SearchScreen(Screen[None]):
         self.last_seconds = 0.0  # worker time of the shown result: connect + search
         self.latency = 0.0  # last key press of the query → its results on screen
         self.show_filters = False
+        self.mode = "hybrid"  # core.recall.MODES
+        self.picked: dict[str, Hit] = {}  # turn id → the hit it was picked from, in the order picked
+        self.similar_to: int | None = None  # the entry whose similar turns are listed (not a query)
+        self.similar_label = ""
         self._query_serial = 0
         self._shown_serial = 0
         self._query_typed_at = 0.0
@@ -166,6 +193,7 @@ class SearchScreen(Screen[None]):
 
     @on(Input.Changed, "#search-input")
     def _query_changed(self, event: Input.Changed) -> None:
+        self.similar_to = None
         self._query_serial += 1
         self._query_typed_at = time.perf_counter()
         if self._debounce is not None:
@@ -188,7 +216,7 @@ class SearchScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="search", exit_on_error=False, description="search")
     def _search(self, serial: int, query: str, now: float) -> None:
         from threadloom.core.db import LedgerError, connect
-        from threadloom.core.search import search
+        from threadloom.core.recall import search_recall
 
         worker = get_current_worker()
         started = time.perf_counter()
@@ -200,7 +228,7 @@ class SearchScreen(Screen[None]):
         with self._conns_lock:
             self._query_conns.add(conn)
         try:
-            result = search(conn, query, limit=LIMIT, now=now)
+            result = search_recall(conn, query, mode=self.mode, limit=LIMIT, now=now)
         except Exception as exc:  # interrupted by a newer query, a locked file: said, never a traceback
             if not worker.is_cancelled:
                 self.post_message(SearchDone(serial, query, None, 0.0, f"search failed: {exc}"))
@@ -252,6 +280,15 @@ class SearchScreen(Screen[None]):
             status.append("Type to search every session of every agent.", style="dim")
         else:
             status.append(f"{result.count_label} hits", style="bold")
+            if self.similar_to is not None:
+                status.append(f" · {self.result_query}", style="#87afaf")
+            else:
+                status.append(f" · {MODE_NAMES.get(self.mode, self.mode)}", style="#87afaf")
+            if self.picked:
+                status.append(
+                    f" · {len(self.picked)} turn(s) picked: Ctrl+N starts a session with them",
+                    style="#87d787",
+                )
             status.append(f" · {self.last_seconds * 1000:,.0f} ms", style="dim")
             expanded = [
                 f"{word} → {', '.join(terms)}"
@@ -301,6 +338,8 @@ class SearchScreen(Screen[None]):
     def _prompt(self, hit: Hit, width: int) -> Text:
         """agent · project · session title, role and age on the right; the snippet below, matches marked."""
         head = Text(no_wrap=True, overflow="ellipsis")
+        if self.picked and hit.turn_id in self.picked:
+            head.append("● ", style="bold #87d787")
         head.append(hit.agent, style=AGENT_STYLE)
         head.append(" · ")
         head.append(flat(hit.project) or "?", style=PROJECT_STYLE)
@@ -312,6 +351,11 @@ class SearchScreen(Screen[None]):
         ]
         if hit.field != "content":
             facts.insert(0, ("in " + hit.field.replace("_text", "s"), "italic #af87d7"))
+        if hit.why != "words":
+            facts.insert(0, ("by meaning" if hit.why == "meaning" else "words + meaning", "italic #5fafaf"))
+        if hit.main_session_id:
+            head.append(" · ")
+            head.append("subagent of " + (flat(hit.main_title) or hit.main_session_id), style="dim")
         first = fit(head, [f for f in facts if f[0]], width)
         snippet = Text(hit.snippet)
         for start, end in hit.highlights:
@@ -338,8 +382,10 @@ class SearchScreen(Screen[None]):
         return self.hits[index]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("open", "fork"):
+        if action in ("open", "fork", "toggle_turn"):
             return True if self.hits else None
+        if action == "new_with_context":
+            return True if self.hits or self.picked else None
         return True
 
     def action_move(self, step: int) -> None:
@@ -370,9 +416,106 @@ class SearchScreen(Screen[None]):
         if hit is not None:
             self.post_message(OpenForkPicker(hit.session_id, hit.entry_id, seq=hit.seq))
 
+    def _turn_of(self, hit: Hit) -> str | None:
+        from threadloom.core.recall import NotEmbedded, turn_of_ref
+
+        if hit.turn_id is not None:
+            return hit.turn_id
+        conn = getattr(self.app, "conn", None)
+        if conn is None:
+            return None
+        try:
+            return turn_of_ref(conn, str(hit.entry_id))
+        except NotEmbedded:
+            return None
+
+    def action_toggle_turn(self) -> None:
+        """Pick (or put back) the highlighted hit's turn for a new session's context."""
+        hit = self.current_hit()
+        if hit is None:
+            return
+        turn = self._turn_of(hit)
+        if turn is None:
+            self.notify("This hit is in no turn (a summary, a record of no conversation)", timeout=3)
+            return
+        hit.turn_id = turn
+        if turn in self.picked:
+            del self.picked[turn]
+        else:
+            self.picked[turn] = hit
+        results = self.query_one(ResultsList)
+        highlighted = results.highlighted
+        self._set_results(self.result_query, self.result, self.last_seconds)
+        if highlighted is not None and highlighted < len(self.hits):
+            results.highlighted = highlighted
+        self.refresh_bindings()
+
+    def action_new_with_context(self) -> None:
+        """The picked turns (else the highlighted hit's) as the context of a new session."""
+        from threadloom.tui.context import ContextScreen
+
+        turns = list(self.picked)
+        if not turns:
+            hit = self.current_hit()
+            turn = self._turn_of(hit) if hit is not None else None
+            if turn is None:
+                self.notify("Pick turns first (space in the results, Ctrl+T while typing)", timeout=3)
+                return
+            turns = [turn]
+        query = self.result_query if self.similar_to is None else ""
+        self.app.push_screen(ContextScreen(self.db_path, turns, query or "the turns picked in threadloom"))
+
+    def show_similar(self, entry_id: int, label: str) -> None:
+        """The turns of other sessions most like the turn of `entry_id` (the viewer's `L`)."""
+        self.similar_to = entry_id
+        self.similar_label = label
+        query = self.query_one("#search-input", Input)
+        with query.prevent(Input.Changed):
+            query.value = ""
+        self._query_serial += 1
+        self._similar(self._query_serial, entry_id)
+
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False, description="similar")
+    def _similar(self, serial: int, entry_id: int) -> None:
+        from threadloom.core.db import connect
+        from threadloom.core.recall import NotEmbedded, similar
+
+        started = time.perf_counter()
+        label = f"turns like {self.similar_label}"
+        try:
+            conn = connect(self.db_path, readonly=True)
+        except Exception as exc:
+            self.post_message(SearchDone(serial, label, None, 0.0, str(exc)))
+            return
+        try:
+            hits = similar(conn, str(entry_id), limit=LIMIT)
+        except NotEmbedded as exc:
+            self.post_message(SearchDone(serial, label, None, 0.0, str(exc)))
+            return
+        except Exception as exc:  # a locked file, a damaged one: said, never a traceback
+            self.post_message(SearchDone(serial, label, None, 0.0, f"similar turns failed: {exc}"))
+            return
+        finally:
+            conn.close()
+        result = SearchResult(hits, len(hits), False, {}, time.perf_counter() - started)
+        self.post_message(SearchDone(serial, label, result, time.perf_counter() - started))
+
     def action_filters(self) -> None:
         self.show_filters = not self.show_filters
         self._update_help()
+
+    def action_cycle_mode(self) -> None:
+        """Words and meaning → words only → meaning only, and the query searched again."""
+        from threadloom.core.recall import MODES
+
+        self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
+        query = self.query_one("#search-input", Input).value
+        if query.strip():
+            self._query_serial += 1
+            self._search(self._query_serial, query, self.now())
+        else:
+            self._show_status()
+        self.notify(f"Search: {MODE_NAMES[self.mode]}", timeout=2)
 
     def action_close(self) -> None:
         if self.show_filters:

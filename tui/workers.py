@@ -119,6 +119,16 @@ class HiddenWritten(Message):
         self.error = error
 
 
+class MemoryWritten(Message):
+    """A tag, note or bookmark was written to the archive's memory (`said`: what, for a person), or
+    could not be (`error`)."""
+
+    def __init__(self, said: str | None, error: BaseException | None) -> None:
+        super().__init__()
+        self.said = said
+        self.error = error
+
+
 # ---------------------------------------------------------------------- starting and ending
 
 
@@ -141,6 +151,8 @@ WATCH = Job("watch", "look for new session files", exclusive=False)
 CLEANUP = Job("cleanup", "look for sessions an agent's cleanup will delete", exclusive=False)
 # hiding waits for the writer lock (an ingest may hold it): each one written, in order
 HIDE = Job("hide", "remember what is hidden", exclusive=False)
+# tags, notes and bookmarks (core.memory): written in order, each waiting for an ingest's lock
+MEMORY = Job("memory", "write a tag, note or bookmark", exclusive=False)
 
 
 def start(app: App, job: Job, work: Callable[[], object]) -> Worker:
@@ -180,6 +192,8 @@ def finished(worker: Worker, state: WorkerState) -> Message | None:
         return CleanupAhead(result, reading=False) if isinstance(result, CleanupRisk) else None
     if worker.group == HIDE.group and state != WorkerState.CANCELLED:
         return HiddenWritten(result if isinstance(result, tuple) else None, error)
+    if worker.group == MEMORY.group and state != WorkerState.CANCELLED:
+        return MemoryWritten(result if isinstance(result, str) else None, error)
     if worker.group == EXPORT.group and state != WorkerState.CANCELLED:
         return Exported(result if isinstance(result, Path) else None, error)
     return None
@@ -295,10 +309,10 @@ def _records_then_index(
 def cleanup_risk(conn: sqlite3.Connection | None) -> CleanupRisk | None:
     """Claude Code's sessions its cleanup will delete soon that `conn`'s archive lacks, when there
     are any (a look at its projects folder and one query)."""
-    from threadloom.core.cleanup import claude_risk
+    from threadloom.core.cleanup import cleanup_risk
 
     try:
-        risk = claude_risk(conn)
+        risk = cleanup_risk(conn)
     except (OSError, sqlite3.Error):
         return None  # a warning is not worth an error of its own: the ingest says what is wrong
     return risk if risk is not None and risk.at_risk else None
@@ -327,6 +341,28 @@ def hide(db_path: Path, kind: str, key: str, hidden: bool) -> tuple[str, str]:
 
     write_hidden(db_path, kind, [key], hidden)
     return kind, key
+
+
+def mark(db_path: Path, kind: str, ref: str, values: list[str]) -> str:
+    """Tag, note or bookmark (a toggle: taken off when there) a session or message in the archive's
+    memory, as its one writer; returns what was done, to say."""
+    from threadloom.core import memory
+
+    with memory.writing(db_path) as conn:
+        target = memory.parse_target(conn, ref)
+        author = memory.person()
+        if kind == "bookmark":
+            if memory.marks(conn, kind="bookmark", target=target):
+                memory.remove_mark(conn, "bookmark", target)
+                return "Bookmark taken off"
+            memory.add_mark(conn, "bookmark", target, "", author)
+            return "Bookmarked (B lists the bookmarks)"
+        for value in values:
+            memory.add_mark(conn, kind, target, value, author)
+        if kind == "tag":
+            tags = sorted(m.value for m in memory.marks(conn, kind="tag", target=target))
+            return "Tags: " + " ".join(tags) + " (tag:NAME in search finds them)"
+        return "Note kept (note:WORD in search finds it)"
 
 
 def read_files(db_path: Path, paths: list[Path]) -> IngestReport:

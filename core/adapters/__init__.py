@@ -10,7 +10,7 @@ no-change launch ~25 ms of its ~250 ms).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,11 @@ _SPECS: dict[str, tuple[str, str, tuple[Any, ...], dict[str, Any]]] = {
     "amazon-q": ("amazon_q", "AmazonQAdapter", (), {}),
     "amazon-q-db": ("amazon_q", "AmazonQDbAdapter", (), {}),
     "gemini": ("gemini", "GeminiAdapter", (), {}),
+    "qwen-code": ("qwen", "QwenAdapter", (), {}),
+    "copilot-cli": ("copilot", "CopilotAdapter", (), {}),
+    "factory-droid": ("droid", "DroidAdapter", (), {}),
+    "pi": ("pi", "PiAdapter", (), {}),
+    "kimi-cli": ("kimi", "KimiAdapter", (), {}),
 }
 
 
@@ -103,3 +108,46 @@ def stranger(path: Path) -> str | None:
 def spawn_tools() -> frozenset[str]:
     """Every tool name that starts a subagent in any agent's logs (builds every adapter)."""
     return frozenset().union(*(adapter.spawn_tools for adapter in ADAPTERS.values()))
+
+
+def tool_owner(agent: str | None, tool: str) -> Adapter | None:
+    """The adapter that says what a call of `tool` is: its session's agent's, or, when the agent is
+    not known, the first adapter that names the tool in one of its groups."""
+    adapter = ADAPTERS.get(agent) if agent is not None else None
+    if adapter is not None:
+        return adapter
+    for candidate in ADAPTERS.values():
+        if tool in candidate.tool_names:
+            return candidate
+    return None
+
+
+def edit_tool_names() -> frozenset[str]:
+    """Every tool name that edits or writes files in any agent's logs (builds every adapter)."""
+    return frozenset().union(*(a.edit_tools | a.write_tools | a.patch_tools for a in ADAPTERS.values()))
+
+
+def agents_where(test: Callable[[Adapter], bool]) -> list[str]:
+    """The agents whose adapter passes `test` (a capability), by name, as the store names them."""
+    return [name for name, adapter in ADAPTERS.items() if test(adapter)]
+
+
+GROUPS = ("edit", "write", "patch", "shell", "read", "todo", "spawn")
+
+
+def tool_group(agent: str | None, tool: str) -> str | None:
+    """What a call of `tool` does in its agent's logs (one of GROUPS), as its adapter (`tool_owner`)
+    groups it; None: nothing threadloom draws apart."""
+    adapter = tool_owner(agent, tool)
+    if adapter is None:
+        return None
+    groups = (
+        adapter.edit_tools,
+        adapter.write_tools,
+        adapter.patch_tools,
+        adapter.shell_tools,
+        adapter.read_tools,
+        adapter.todo_tools,
+        adapter.spawn_tools,
+    )
+    return next((g for g, tools in zip(GROUPS, groups, strict=True) if tool in tools), None)

@@ -113,12 +113,18 @@ class AiderAdapter(Adapter):
     mode = "lines"
     fork_style = "aider-history"
     undo_style = "aider"
+    starts_with_prompt = False  # its command line's words are files to add to the chat
+    edits_in_replies = True
 
     def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
         """Aider reloads the chat history of the folder it is started in."""
         if fork:
             raise ForkError("Aider has no sessions to fork; fork at a point writes a history copy instead")
         return Command([self.program, "--restore-chat-history"])
+
+    def fork_file_command(self, path: str) -> Command:
+        """Aider opens a copy of a history with `--chat-history-file PATH --restore-chat-history`."""
+        return Command([self.program, "--chat-history-file", path, "--restore-chat-history"])
 
     def default_roots(self) -> list[Path]:
         """History files in the usual places only: the home folder and project folders under it."""

@@ -84,7 +84,15 @@ def looks_like_q(head: bytes) -> bool:
     return text.startswith(b"{") and b'"conversation_id"' in head[:4096] and b'"history"' in head
 
 
-class AmazonQAdapter(Adapter):
+class AmazonQTools(Adapter):
+    """The tools of Amazon Q's conversations, saved or in its database (Kiro CLI's too)."""
+
+    edit_tools = frozenset({"fs_write"})
+    read_tools = frozenset({"fs_read"})
+    shell_tools = frozenset({"execute_bash"})
+
+
+class AmazonQAdapter(AmazonQTools):
     """Amazon Q `/save` files; see the module docstring."""
 
     name = AGENT
@@ -294,7 +302,7 @@ def q_data_dirs() -> list[Path]:
     return [b / name for b in base for name in ("amazon-q", "kiro-cli")]
 
 
-class AmazonQDbAdapter(SqliteSource):
+class AmazonQDbAdapter(SqliteSource, AmazonQTools):
     """The Amazon Q / Kiro CLI database of conversations (one per working folder)."""
 
     name = "amazon-q-db"

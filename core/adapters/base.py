@@ -29,6 +29,14 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
+from threadloom.core.adapters.edits import (
+    PATCH_BEGIN,
+    DiffLine,
+    FileEdit,
+    diff_of,
+    edits_of_patches,
+    generic_edits,
+)
 
 
 class NotARegularFile(OSError):
@@ -392,6 +400,18 @@ class ResumeTarget:
 
 
 @dataclass(slots=True)
+class CleanupPolicy:
+    """An agent's own deletion of its old sessions: after `period_days` (None: it keeps them), as set
+    by `setting` (a file and key, said in the warning), read from the agent's settings now."""
+
+    period_days: float | None
+    setting: str
+    # the files it deletes: its transcripts directly under a project folder of `root`
+    root: Path
+    suffix: str = ".jsonl"
+
+
+@dataclass(slots=True)
 class Command:
     """The words that resume a session, before threadloom quotes them and runs them in its folder."""
 
@@ -430,6 +450,9 @@ class Adapter(ABC):
     # them (`core.query.fill_tool_io`). Tool output and input are the bulk of a log: the copies were
     # ~20% of the database.
     tool_io_in_record: bool = False
+    # the files under its default folders that no adapter takes are listed as unclaimed (a folder
+    # that holds the agent's logs alone)
+    says_unclaimed: bool = False
     # `decode` turns this agent's "document" files into logs (a `.jsonl.zst`)
     decodes: bool = False
     # `stat_paths` names side files (a database's -wal): a run with nothing new stats every source,
@@ -513,10 +536,64 @@ class Adapter(ABC):
         it cheaper than `normalize` (the stats read every edit's input); None: normalize it."""
         return None
 
-    # ------------------------------------------------------------------ subagents
+    # ------------------------------------------------------------------ tools
 
+    # The agent's tools by what they do: the viewer, the exports, the stats and undo read these,
+    # never a tool's name. `edit_tools` change part of a file, `write_tools` write a whole file,
+    # `patch_tools` apply a `*** Begin Patch` text (a shell call running apply_patch is read as one
+    # too), `shell_tools` run a command, `read_tools` read a file, `todo_tools` write the agent's
+    # todo list.
+    edit_tools: frozenset[str] = frozenset()
+    write_tools: frozenset[str] = frozenset()
+    patch_tools: frozenset[str] = frozenset()
+    read_tools: frozenset[str] = frozenset()
+    shell_tools: frozenset[str] = frozenset()
+    todo_tools: frozenset[str] = frozenset()
     # tools that start a subagent whose first prompt is the tool's prompt parameter
     spawn_tools: frozenset[str] = frozenset()
+    # the agent's edits are blocks in its replies' text (Aider's SEARCH/REPLACE), not tool calls
+    edits_in_replies: bool = False
+
+    @property
+    def tool_names(self) -> frozenset[str]:
+        """Every tool this adapter names in one of its groups."""
+        return (
+            self.edit_tools
+            | self.write_tools
+            | self.patch_tools
+            | self.read_tools
+            | self.shell_tools
+            | self.todo_tools
+            | self.spawn_tools
+        )
+
+    def is_edit(self, name: str, params: dict[str, Any]) -> bool:
+        """Whether the call changes files in a way a diff shows."""
+        if name in self.edit_tools or name in self.write_tools or name in self.patch_tools:
+            return True
+        return name in self.shell_tools and any(PATCH_BEGIN in text for text in _strings(params))
+
+    def edit_result(self, record: dict[str, Any], tool_id: str) -> Any:
+        """What a call's result record says of its edit, as `file_edits` takes it (by default the
+        tool's structured result, `tool_result_extra`)."""
+        return self.tool_result_extra(record)
+
+    def file_edits(self, name: str, params: dict[str, Any], result: Any = None) -> list[FileEdit]:
+        """What an edit call did to each file it changed (`core.adapters.edits`), from its input and
+        `result` (what `edit_result` read from its result record, when there is one): the one reading
+        the viewer, the exports, the stats and undo share. By default: a patch tool's (or a shell
+        call's) `*** Begin Patch` texts, and an edit or write tool's parameters."""
+        if name in self.patch_tools or name in self.shell_tools:
+            return edits_of_patches(params, name if name in self.patch_tools else "apply_patch")
+        if name in self.edit_tools or name in self.write_tools:
+            return generic_edits(name, params, writes=self.write_tools)
+        return []
+
+    def edit_diff(self, name: str, params: dict[str, Any], result: Any = None) -> list[DiffLine]:
+        """The diff lines of an edit call (empty for any other call)."""
+        return diff_of(self.file_edits(name, params, result))
+
+    # ------------------------------------------------------------------ subagents
 
     @property
     def kept_inputs(self) -> frozenset[str]:
@@ -543,6 +620,10 @@ class Adapter(ABC):
     forks_before_prompt: bool = False  # a fork can end just before a prompt, to send another instead
     forks_natively: bool = False  # the agent forks itself at a message, with a new prompt
     resumes_subagents: bool = False  # a subagent's session resumes on its own
+    # How a fork's records copied from its source are told from its own (the stats count them once,
+    # in the source): "marked" (each copy carries a `forkedFrom` object), "before-second-meta"
+    # (every record up to the fork's second session header's time); None: the agent writes no forks
+    fork_copies: str | None = None
     # How `core.undo` reads the outcome of this agent's edits (None: from the calls' parameters alone)
     undo_style: str | None = None
 
@@ -554,6 +635,37 @@ class Adapter(ABC):
         """The command that resumes `target` (with `fork`: a copy of it, left as it is); ForkError
         when there is none."""
         raise ForkError(f"threadloom has no resume command for {self.name} sessions")
+
+    # the record types a fork written as a session file keeps (its conversation's messages)
+    message_types: frozenset[str] = frozenset()
+
+    # `launch_command` starts an interactive session with its words as the first prompt (Aider takes
+    # its words for files to add: a context cannot be its first message)
+    starts_with_prompt: bool = True
+
+    def launch_command(self, prompt_words: list[str]) -> Command:
+        """The command that starts a new session in the current folder, sending `prompt_words`
+        (already guarded with "--" when the prompt starts with "-") as its first prompt."""
+        return Command([self.program, *prompt_words])
+
+    def fork_file_command(self, path: str) -> Command:
+        """With a `fork_style` that writes a copy for the agent to open (Aider's history copy,
+        Gemini's session file): the command that opens the copy at `path`."""
+        raise ForkError(f"threadloom writes no fork file for {self.name} sessions")
+
+    def resume_root(self) -> Path | None:
+        """Where the agent looks for the sessions it resumes (a fork written for it goes there, and
+        a transcript read from elsewhere is restored there first); None: no one place."""
+        return None
+
+    def misread(self, head: bytes) -> str | None:
+        """What a session stored as this agent's really is, when its first records (`head`) show an
+        earlier threadloom took another agent's transcript for this one's; None: it is this agent's."""
+        return None
+
+    def cleanup_policy(self) -> CleanupPolicy | None:
+        """How the agent deletes its own old sessions, when it does (the warning before it does)."""
+        return None
 
     def native_fork_commands(
         self, target: ResumeTarget, point: str, prompt_words: list[str]
@@ -719,3 +831,16 @@ def parse_iso_ms(value: Any) -> int | None:
         return ms
     drop("timestamp", value)
     return None
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string inside a call's parameters."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)

@@ -27,6 +27,7 @@ from threadloom.core.adapters.base import (
     BOM,
     UUID,
     Adapter,
+    CleanupPolicy,
     Command,
     FileContext,
     ForkError,
@@ -46,6 +47,15 @@ from threadloom.core.adapters.base import (
     read_regular,
     recorded_cost,
     safe_int,
+)
+from threadloom.core.adapters.edits import (
+    NEW_KEYS,
+    OLD_KEYS,
+    RESTORE,
+    UNKNOWN,
+    FileEdit,
+    hunks_from_rows,
+    string_param,
 )
 from threadloom.core.adapters.shared import (
     as_dict,
@@ -104,6 +114,9 @@ ENVELOPE_KEYS = ("uuid", "parentUuid", "sessionId", "message", "leafUuid", "mess
 SNIFF_LIMIT = 8192
 UUID_STEM = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 SPAWN_TOOLS = frozenset({"Task", "Agent"})
+EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "NotebookEdit"})
+CLEANUP_DAYS = 30  # `cleanupPeriodDays` when its settings do not say
+WRITE_TOOLS = frozenset({"Write"})
 AGENT_ID_IN_TEXT = re.compile(r"agentId:\s*([A-Za-z0-9_-]{6,})")
 NOT_PROMPT_PREFIXES = (
     "<local-command-stdout>",
@@ -330,6 +343,11 @@ class ClaudeAdapter(Adapter):
     mode = "lines"
     tool_io_in_record = True  # tool_use and tool_result blocks hold the whole input and output
     spawn_tools = SPAWN_TOOLS
+    edit_tools = EDIT_TOOLS
+    write_tools = WRITE_TOOLS
+    read_tools = frozenset({"Read"})
+    shell_tools = frozenset({"Bash"})
+    todo_tools = frozenset({"TodoWrite"})
     kept_inputs = SPAWN_TOOLS | {"Workflow"}  # a Workflow run's subagents are described by its input
     display_name = "Claude Code"
     program = "claude"
@@ -338,6 +356,8 @@ class ClaudeAdapter(Adapter):
     forks_before_prompt = True
     forks_natively = True
     undo_style = "claude"
+    fork_copies = "marked"
+    says_unclaimed = True
 
     def default_roots(self) -> list[Path]:
         return [config_dir() / "projects"]
@@ -417,6 +437,39 @@ class ClaudeAdapter(Adapter):
                 found = block.get("input")
                 return found if isinstance(found, dict) else {"input": found}
         return None
+
+    def cleanup_policy(self) -> CleanupPolicy:
+        """Claude Code deletes a transcript once its last change is older than `cleanupPeriodDays`
+        (its settings.json; 30 days by default), each time it starts."""
+        config = config_dir()
+        path = config / "settings.json"
+        period: float = CLEANUP_DAYS
+        setting = "default"
+        try:
+            settings = orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            settings = None
+        value = settings.get("cleanupPeriodDays") if isinstance(settings, dict) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            period, setting = value, f"set in {path}"
+        return CleanupPolicy(period, setting, config / "projects")
+
+    def resume_root(self) -> Path:
+        """`$CLAUDE_CONFIG_DIR/projects`: Claude Code finds a session in the folder of its project."""
+        return config_dir() / "projects"
+
+    def misread(self, head: bytes) -> str | None:
+        if looks_like_qwen(head):
+            return "a Qwen Code transcript that an earlier threadloom read as Claude Code's"
+        return None
+
+    def file_edits(self, name: str, params: dict[str, Any], result: Any = None) -> list[FileEdit]:
+        """Edit, MultiEdit, Write and NotebookEdit from their input and, in the result's
+        `toolUseResult`, the file before (`originalFile`) and the change (`structuredPatch`, with
+        the file's real line numbers)."""
+        if name not in EDIT_TOOLS and name not in WRITE_TOOLS:
+            return super().file_edits(name, params, result)
+        return claude_file_edits(name, params, result)
 
     # ------------------------------------------------------------------ resume and fork
 
@@ -907,3 +960,83 @@ def _images(obj: Any) -> Iterator[tuple[ImageRef, str]]:
                 )
                 index += 1
                 yield ref, data
+
+
+def claude_file_edits(name: str, params: dict[str, Any], result: Any) -> list[FileEdit]:
+    """One of Claude Code's edit calls as a FileEdit (see `ClaudeAdapter.file_edits`)."""
+    path = string_param(params, ("file_path", "notebook_path"))
+    if path is None:
+        return []
+    tur = result if isinstance(result, dict) else {}
+    if isinstance(tur.get("filePath"), str) and tur["filePath"] != path:
+        tur = {}  # a result record shared by several calls: not this one's
+    edit = FileEdit(path, name)
+    original = tur.get("originalFile", tur.get("originalFileContents"))
+    if isinstance(original, str):
+        edit.before = original
+    patch = tur.get("structuredPatch")
+    if isinstance(patch, list) and patch:
+        groups: list[tuple[int | None, list[str]]] = []
+        headers: list[str | None] = []
+        for h in patch:
+            rows, start = (h.get("lines"), h.get("oldStart")) if isinstance(h, dict) else (None, None)
+            if isinstance(rows, list):
+                assert isinstance(h, dict)
+                headers.append(
+                    f"@@ -{h.get('oldStart')},{h.get('oldLines')} +{h.get('newStart')},{h.get('newLines')} @@"
+                )
+                start = start if isinstance(start, int) else None
+                if start is not None and h.get("oldLines") == 0:
+                    start -= 1  # jsdiff numbers an empty side by the line after it, a unified diff by the one before
+                groups.append((start, [r for r in rows if isinstance(r, str)]))
+        edit.hunks = hunks_from_rows(groups, headers)
+    elif isinstance(patch, list) and edit.before is not UNKNOWN and name != "Write":
+        edit.after = edit.before  # nothing changed
+    if name == "Write":
+        content = tur.get("content") if isinstance(tur.get("content"), str) else params.get("content")
+        if isinstance(content, str):
+            edit.after = content
+        if tur.get("type") == "create" and edit.before is UNKNOWN:
+            edit.before = None
+        edit.why = (
+            "Write replaced the whole file and the records hold neither what it held before nor a diff"
+            + RESTORE
+        )
+    elif name == "MultiEdit":
+        edits = params.get("edits")
+        edit.strings = [
+            (str(e.get("old_string") or ""), str(e.get("new_string") or ""), bool(e.get("replace_all")))
+            for e in (edits if isinstance(edits, list) else [])
+            if isinstance(e, dict)
+        ]
+        edit.whole_line_delete = True
+        edit.why = (
+            "the records hold the replaced texts but not the file around them, so where they sit is not known"
+            + RESTORE
+        )
+    elif name == "Edit":
+        old, new = string_param(params, OLD_KEYS), string_param(params, NEW_KEYS)
+        if isinstance(tur.get("newString"), str):  # what was written, after any change the user made to it
+            new = tur["newString"]
+        if old is not None and new is not None:
+            edit.strings = [(old, new, bool(params.get("replace_all")))]
+            if old == "" and edit.before is UNKNOWN:
+                edit.before = None  # an Edit with nothing to replace creates the file
+        edit.whole_line_delete = True
+        edit.why = (
+            "the records hold the replaced text but not the file around it, so where it sits is not known"
+            + RESTORE
+        )
+    else:  # NotebookEdit
+        original, updated = tur.get("original_file"), tur.get("updated_file")
+        if isinstance(original, str):
+            edit.before = original
+        if isinstance(updated, str):
+            edit.after = updated
+        old, new = string_param(params, OLD_KEYS), string_param(params, NEW_KEYS)
+        if old is not None or new is not None:  # a cell's source: shown, not applied to the notebook's JSON
+            edit.strings, edit.strings_apply = [(old or "", new or "", False)], False
+        edit.why = (
+            "NotebookEdit: the records hold the cell's new source, not the notebook around it" + RESTORE
+        )
+    return [edit]

@@ -22,6 +22,7 @@ import orjson
 from threadloom.core.adapters.base import FileContext, RawRecord, Record, SessionInfo
 from threadloom.core.adapters.claude import AGENT as CLAUDE
 from threadloom.core.adapters.claude import ClaudeAdapter, config_dir
+from threadloom.core.adapters.edits import FileEdit
 from threadloom.core.adapters.shared import (
     RowSink,
     SqliteSource,
@@ -44,6 +45,15 @@ class ClaudeStoreAdapter(SqliteSource):
     name = "claude-store"
     db_name = "__store.db"
     mode = "database"
+    # its records are Claude Code's: so are its tools
+    edit_tools = ClaudeAdapter.edit_tools
+    write_tools = ClaudeAdapter.write_tools
+    read_tools = ClaudeAdapter.read_tools
+    shell_tools = ClaudeAdapter.shell_tools
+    todo_tools = ClaudeAdapter.todo_tools
+
+    def file_edits(self, name: str, params: dict[str, Any], result: Any = None) -> list[FileEdit]:
+        return self._claude.file_edits(name, params, result)
 
     def __init__(self) -> None:
         self._claude = ClaudeAdapter()

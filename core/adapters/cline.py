@@ -254,6 +254,10 @@ class ClineAdapter(Adapter):
 
     mode = "document"
     spawn_tools = frozenset({"newTask", "new_task"})  # the UI log's tool, the API history's
+    edit_tools = frozenset({"replace_in_file", "apply_diff", "insert_content", "search_and_replace"})
+    write_tools = frozenset({"write_to_file"})
+    read_tools = frozenset({"read_file"})
+    shell_tools = frozenset({"execute_command"})
 
     def __init__(self, name: str, extensions: tuple[str, ...], sdk: bool = False) -> None:
         self.name = name

@@ -245,6 +245,11 @@ class CodexAdapter(Adapter):
     forks_before_prompt = True
     resumes_subagents = True  # a subagent is a thread of its own
     undo_style = "codex"
+    fork_copies = "before-second-meta"
+    patch_tools = frozenset({"apply_patch"})
+    shell_tools = frozenset(
+        {"shell", "local_shell", "exec_command", "container.exec", "shell_command", "unified_exec"}
+    )
 
     def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
         """`codex resume ID -C DIR`; `codex fork ID` copies the thread."""
@@ -252,6 +257,10 @@ class CodexAdapter(Adapter):
         if fork:
             return Command([self.program, "fork", thread])
         return Command([self.program, "resume", thread], folder_option="-C")
+
+    def resume_root(self) -> Path:
+        """`$CODEX_HOME/sessions`: where `codex resume ID` finds a rollout (in its day's folder)."""
+        return codex_home() / "sessions"
 
     def default_roots(self) -> list[Path]:
         home = codex_home()

@@ -136,7 +136,16 @@ def folder_of_uri(uri: Any) -> str | None:
 # ---------------------------------------------------------------------- the IDE's databases
 
 
-class CursorAdapter(Adapter):
+class CursorTools(Adapter):
+    """The tools of Cursor's chats and of cursor-agent (whose sessions are Cursor's too)."""
+
+    edit_tools = frozenset({"edit_file", "search_replace", "str_replace", "multi_edit"})
+    write_tools = frozenset({"write", "create_file"})
+    read_tools = frozenset({"read_file"})
+    shell_tools = frozenset({"run_terminal_cmd"})
+
+
+class CursorAdapter(CursorTools):
     """Reads Cursor's state.vscdb databases and cursor-agent store.db files."""
 
     name = AGENT
@@ -869,7 +878,7 @@ def looks_like_cursor_agent(head: bytes) -> bool:
     return False
 
 
-class CursorAgentAdapter(Adapter):
+class CursorAgentAdapter(CursorTools):
     """cursor-agent's JSONL transcripts; sessions get `source = cursor` like the IDE's."""
 
     name = "cursor-agent"

@@ -53,6 +53,7 @@ from threadloom.core.adapters.base import (
     safe_int,
 )
 from threadloom.core.adapters.claude import claude_layout
+from threadloom.core.adapters.edits import FileEdit
 from threadloom.core.adapters.shared import (
     SNIFF_BYTES,
     JsonDocumentLines,
@@ -144,6 +145,34 @@ class GeminiAdapter(Adapter):
     fork_style = "gemini-session-file"
     resumes_subagents = True
     undo_style = "gemini"
+    edit_tools = frozenset({"replace"})
+    write_tools = frozenset({"write_file"})
+    read_tools = frozenset({"read_file"})
+    shell_tools = frozenset({"run_shell_command"})
+
+    message_types = frozenset({"user", "gemini"})
+
+    def fork_file_command(self, path: str) -> Command:
+        """`gemini --session-file PATH` imports a session file as a new session (v0.42+)."""
+        return Command([self.program, "--session-file", path])
+
+    def edit_result(self, record: dict[str, Any], tool_id: str) -> Any:
+        """The call's `resultDisplay`, in the message record that holds the call."""
+        for call in record.get("toolCalls") or []:
+            if isinstance(call, dict) and call.get("id") == tool_id:
+                return call.get("resultDisplay")
+        return None
+
+    def file_edits(self, name: str, params: dict[str, Any], result: Any = None) -> list[FileEdit]:
+        """replace / write_file from their parameters, with the file before and after that the
+        call's `resultDisplay` holds."""
+        edits = super().file_edits(name, params, result)
+        if edits and isinstance(result, dict) and isinstance(result.get("newContent"), str):
+            edits[0].after = result["newContent"]
+            if "originalContent" in result:  # null: a new file
+                original = result["originalContent"]
+                edits[0].before = original if isinstance(original, str) else None
+        return edits
 
     def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
         """`gemini --resume ID`. Gemini forks by importing a session file, which threadloom writes."""

@@ -303,6 +303,10 @@ class OpenCodeCommands(Adapter):
 
     program = "opencode"
     fork_style = "whole-session-copy"
+    edit_tools = frozenset({"edit", "multiedit", "patch"})
+    write_tools = frozenset({"write"})
+    read_tools = frozenset({"read"})
+    shell_tools = frozenset({"bash"})
 
     def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
         argv = [self.program, "-s", self.checked_id(target.external_id)]

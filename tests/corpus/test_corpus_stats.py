@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from threadloom.core import db, stats
-from threadloom.core.diffs import EDIT_TOOLS
+from threadloom.core.adapters import edit_tool_names
 from threadloom.core.ingest import run_ingest
 
 from tests.conftest import CORPUS
@@ -72,6 +72,6 @@ def test_every_changed_file_names_a_completed_edit(conn):
     ).fetchall()
     assert len(changes) >= 10
     for call_id, name, status, added, removed in changes:
-        assert name in EDIT_TOOLS and status == "completed", call_id
+        assert name in edit_tool_names() and status == "completed", call_id
         assert added >= 0 and removed >= 0
     assert sum(c[3] for c in changes) > 0 and sum(c[4] for c in changes) > 0

@@ -222,6 +222,13 @@ def test_cli_fork_json_dry_run_and_plain(conn, branched, tmp_path, monkeypatch):
     assert plain.returncode == 0 and plain.stdout.count("\n") == 1 and plain.stdout.startswith("cd ")
     new_sid = plain.stdout.split()[-1]
     assert (tmp_path / "no-claude-here" / "projects" / "-home-dev-my-app-s-dir" / f"{new_sid}.jsonl").exists()
+    # the fork is remembered as forked_from its source (core.memory's relations), a rebuild keeping it
+    from threadloom.core import memory
+
+    recorded = memory.relations(conn, memory.Target("session", new_sid))
+    assert [(r.relation, r.target_id, r.author) for r in recorded] == [
+        ("forked_from", branched.session_id, "threadloom")
+    ]
     # the clipboard seam
     copied = []
     monkeypatch.setattr(clipboard, "copy_with", copied.append)

@@ -69,8 +69,10 @@ def test_exact_misspelt_and_reordered_queries_rank_the_right_session_first(archi
         "autentication midleware",
         "middleware authentication express",
     ):
-        result = search(archive, query)
+        result = search(archive, query + " in:main")
         assert sessions_of(result)[0] == S_AUTH, query
+    # without in:main the subagent that was asked about the middleware is found too
+    assert f"{S_OTHER}:agent-0badc0de" in sessions_of(search(archive, "authentication middleware"))
     phrase = search(archive, '"server middleware authentication"')
     assert sessions_of(phrase) == [S_DOCS]
 
@@ -89,12 +91,10 @@ def test_default_noise_control_and_filters(archive):
     assert search(archive, "passport for sessions").hits == []
     assert sessions_of(search(archive, "passport sessions in:thinking")) == [S_AUTH]
     assert sessions_of(search(archive, "passport tool:Bash")) == [S_AUTH]
-    # subagents join only with in:subagents
-    assert S_OTHER not in {
-        h.session_id.split(":")[0] for h in search(archive, "callers").hits if ":" in h.session_id
-    }
-    sub_hits = search(archive, "log callers in:subagents").hits
-    assert any(h.session_id == f"{S_OTHER}:agent-0badc0de" for h in sub_hits)
+    # subagents are searched by default (in:subagents still reads); in:main leaves them out
+    for query in ("log callers", "log callers in:subagents"):
+        assert any(h.session_id == f"{S_OTHER}:agent-0badc0de" for h in search(archive, query).hits)
+    assert all(":" not in h.session_id for h in search(archive, "log callers in:main").hits)
     # project, agent, role, session, dates
     assert set(sessions_of(search(archive, "middleware project:api"))) == {S_AUTH}
     assert search(archive, "middleware agent:codex").hits == []
@@ -227,7 +227,17 @@ def test_cli_search_json(archive, tmp_path):
 
     db_path = archive.execute("PRAGMA database_list").fetchone()[2]
     out = subprocess.run(
-        [sys.executable, "-m", "threadloom.core.cli", "search", "autentication", "--db", db_path, "--json"],
+        [
+            sys.executable,
+            "-m",
+            "threadloom.core.cli",
+            "search",
+            "autentication",
+            "in:main",
+            "--db",
+            db_path,
+            "--json",
+        ],
         capture_output=True,
         text=True,
         cwd=Path(__file__).resolve().parents[2],

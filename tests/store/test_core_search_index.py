@@ -131,5 +131,5 @@ def test_cli_no_index_then_index_and_search_catches_up(tmp_path):
     # a search on an index left behind finishes it first
     other = tmp_path / "other.db"
     run("ingest", "--db", str(other), "--only", "--source", str(projects), "--no-index", "--json")
-    res = run("search", "--db", str(other), "zebra2", "--json")
+    res = run("search", "--db", str(other), "zebra2", "--json", "--mode", "words")
     assert res.returncode == 0 and res.stdout.count('"session_id"') == 5, res.stdout[:500]

@@ -164,9 +164,9 @@ def test_a_subagent_whose_parent_was_never_found_is_still_one(archive) -> None:
     # the palette and the tree name it by its task, as they name every subagent
     assert browse.get_node(archive, sub).task_description == "find callers"
     assert next(m for m in find_sessions(archive, sub) if m.session_id == sub).title == "find callers"
-    # and search leaves it out unless subagents are asked for
-    assert sub not in {h.session_id for h in search(archive, "callers").hits}
-    assert sub in {h.session_id for h in search(archive, "callers in:subagents").hits}
+    # and search takes it for one: in:main leaves it out, as it leaves out every subagent
+    assert sub not in {h.session_id for h in search(archive, "callers in:main").hits}
+    assert sub in {h.session_id for h in search(archive, "callers").hits}
 
 
 def test_the_tree_reads_the_start_of_each_first_prompt_and_every_session_its_file(archive) -> None:

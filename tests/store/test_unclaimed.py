@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from threadloom.core.adapters import ADAPTERS
 from threadloom.core.cli import main
 
 from tests.conftest import Transcript
@@ -137,8 +138,8 @@ def qwen_lines(cwd: str = "/home/dev/engram") -> list[dict]:
 def test_qwen_code_transcripts_are_never_claude_code_s(tmp_path, capsys, monkeypatch):
     """Qwen Code's transcripts look like Claude Code's (its envelope, Gemini's content): they are not
     read as Claude Code sessions (that gave empty sessions, and `resume --restore` would have written
-    them into Claude Code's projects); until a reader of Qwen Code's takes them they are listed as
-    unclaimed, with what they are, in the agent's folder and in a copy elsewhere."""
+    them into Claude Code's projects); Qwen Code's reader takes them, in the agent's folder and in a
+    copy elsewhere, and its older JSON chats are listed as unclaimed, with what they are."""
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
@@ -176,17 +177,17 @@ def test_qwen_code_transcripts_are_never_claude_code_s(tmp_path, capsys, monkeyp
         main(["ingest", "--db", database, "--source", str(qwen), "--source", str(copy.parent), "--json"]) == 0
     )
     report = json.loads(capsys.readouterr().out)
-    assert report["files_seen"] == 0 and report["sessions_total"] == 0
+    assert report["files_seen"] == 3
     whys = {f["path"]: f["why"] for f in report["unclaimed"]}
-    for path in (live, copy, cut):
-        assert whys[str(path)].startswith("a Qwen Code transcript"), whys
+    assert not any(str(path) in whys for path in (live, copy, cut)), whys
     assert whys[str(older)].startswith("a Qwen Code chat"), whys
     assert main(["sessions", "--db", database, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == []
-    assert main(["resume", QWEN_SID, "--restore", "--db", database]) != 0
+    assert {s["agent"] for s in json.loads(capsys.readouterr().out)} == {"qwen-code"}
+    assert main(["resume", QWEN_SID, "--restore", "--db", database]) == 0
+    assert f"qwen --resume {QWEN_SID}" in capsys.readouterr().out
     assert not (home / ".claude").exists() and not (home / ".gemini").exists()
     assert main(["sources", "--db", database]) == 0
-    assert "a Qwen Code transcript" in capsys.readouterr().out
+    assert "a Qwen Code chat" in capsys.readouterr().out
 
 
 def test_a_qwen_transcript_an_earlier_version_read_as_claude_s_is_not_restored(tmp_path, capsys, monkeypatch):
@@ -203,8 +204,9 @@ def test_a_qwen_transcript_an_earlier_version_read_as_claude_s_is_not_restored(t
     copy.parent.mkdir(parents=True)
     copy.write_text("".join(json.dumps(line) + "\n" for line in qwen_lines(str(tmp_path / "proj"))))
     database = str(tmp_path / "t.db")
-    with monkeypatch.context() as m:  # as an earlier threadloom read it
+    with monkeypatch.context() as m:  # as an earlier threadloom read it, with no reader of Qwen Code's
         m.setattr(claude, "looks_like_qwen", lambda head: False)
+        m.delitem(ADAPTERS, "qwen-code")
         assert main(["ingest", "--db", database, "--source", str(copy.parent), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["sessions_total"] == 1
     assert main(["resume", QWEN_SID, "--restore", "--db", database]) != 0

@@ -1372,15 +1372,20 @@ async def test_search_as_you_type_then_enter_opens_the_message(demo_db: Path) ->
         assert screen.query_one("#search-help").display  # the filters, until something is typed
         await pilot.press(*"invoise")  # misspelt
         await wait_for_search(pilot)
-        assert screen.result_query == "invoise" and len(screen.hits) == 2
+        # the two messages of the checkout session, and its subagent's (subagents are searched too)
+        assert screen.result_query == "invoise" and len(screen.hits) == 3
         assert screen.result is not None and screen.result.terms["invoise"][0] == "invoice"
         results = screen.query_one(ResultsList)
-        assert results.option_count == 2 and results.highlighted == 0
+        assert results.option_count == 3 and results.highlighted == 0
         status = shown(screen.query_one("#search-status", Static))
-        assert "2 of 2 hits" in status and " ms" in status and "invoise → invoice" in status
+        assert "3 of 3 hits" in status and " ms" in status and "invoise → invoice" in status
+        assert "words + meaning" in status  # the mode
+        sub = next(h for h in screen.hits if h.main_session_id)
+        assert "subagent of The checkout" in results.get_option_at_index(screen.hits.index(sub)).prompt.plain
         for hit in screen.hits:
-            assert [hit.snippet[a:b].lower()[:7] for a, b in hit.highlights] == ["invoice"]
-        prompt = results.get_option_at_index(0).prompt
+            assert {hit.snippet[a:b].lower()[:7] for a, b in hit.highlights} == {"invoice"}
+        main = next(i for i, h in enumerate(screen.hits) if not h.main_session_id)
+        prompt = results.get_option_at_index(main).prompt
         assert isinstance(prompt, Text)
         marked = [
             prompt.plain[span.start : span.end] for span in prompt.spans if "on #d7af5f" in str(span.style)
@@ -1441,7 +1446,8 @@ async def test_search_newest_query_wins_and_problems_show(demo_db: Path) -> None
         await pilot.press("f1")  # the filters and keys
         assert screen.query_one("#search-help").display and not screen.query_one(ResultsList).display
         help_text = shown(screen.query_one("#search-help", Static))
-        assert "in:subagents" in help_text and "after:" in help_text and "Fork" in help_text
+        assert "in:main" in help_text and "after:" in help_text and "Fork" in help_text
+        assert "file:" in help_text and "words only, or meaning only" in help_text
         await pilot.press("escape")  # closes the filters first
         assert screen.query_one(ResultsList).display and app.screen is screen
         screen.query_one(ResultsList).focus()

@@ -1,0 +1,312 @@
+"""GitHub Copilot CLI session event logs.
+
+Where: `$COPILOT_HOME/session-state/<session id>/events.jsonl` (`~/.copilot` by default), beside
+`workspace.yaml` (cwd, branch, summary), `plan.md` and `checkpoints/`; `--source` folders at any
+depth. Checked against the event schema of github/copilot-sdk
+(`nodejs/src/generated/session-events.ts`, generated from the runtime's session-events schema).
+
+One event a line: `{type, id, parentId, timestamp, data, agentId?, ephemeral?}`; `parentId` is the
+chronologically preceding event (a chain, not a tree). Events marked ephemeral in the schema
+(`assistant.usage`, deltas, `session.title_changed`) are not written to disk. The ones read:
+`session.start` (`sessionId`, `copilotVersion`, `selectedModel`, `context {cwd, branch, gitRoot,
+repository}`), `session.model_change` (`newModel`), `user.message` (`content`; `source` set for
+messages a human did not type), `assistant.message` (`messageId`, `content`, `reasoningText`,
+`toolRequests [{toolCallId, name, arguments}]`, `model`, `outputTokens`), `assistant.reasoning`,
+`tool.execution_start` / `tool.execution_complete` (`toolCallId`, `success`, `result {content,
+detailedContent}`, `error`), `session.compaction_complete` (`summaryContent`) and
+`session.shutdown` (`modelMetrics {<model>: {usage {inputTokens, outputTokens, cacheReadTokens,
+cacheWriteTokens}}}`, one per run of the program). Every other type is kept as an event.
+
+Subagents (the `task` tool) write their events into the same file, each marked with the subagent's
+`agentId` and, on its calls and messages, `data.parentToolCallId` (the spawning call):
+`subagent.started` / `subagent.completed` carry `toolCallId`. They become a child session
+`<session>:agent-<spawning call>` linked to that call.
+
+Tokens: an assistant message records its output tokens only; a shutdown records the run's input
+and cache tokens per model (its output tokens are the messages', not counted twice).
+
+Resume: `copilot --resume <session id>` (its docs and help; the id is the folder's name).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+from threadloom.core.adapters.base import (
+    UUID,
+    Adapter,
+    Command,
+    FileContext,
+    ForkError,
+    RawRecord,
+    Record,
+    ResumeTarget,
+    SessionInfo,
+    SourceRef,
+    ToolResult,
+    ToolUse,
+    Usage,
+    parse_iso_ms,
+    safe_int,
+)
+from threadloom.core.adapters.shared import as_dict, as_list, as_str, head_of, json_text, wrapped_params
+from threadloom.core.adapters.walk import walk
+
+AGENT = "copilot-cli"
+FILE_NAME = "events.jsonl"
+KNOWN = frozenset(
+    {
+        "session.start",
+        "session.resume",
+        "session.model_change",
+        "session.info",
+        "session.error",
+        "session.shutdown",
+        "session.truncation",
+        "session.compaction_start",
+        "session.compaction_complete",
+        "user.message",
+        "system.message",
+        "assistant.message",
+        "assistant.reasoning",
+        "assistant.turn_start",
+        "assistant.turn_end",
+        "tool.execution_start",
+        "tool.execution_complete",
+        "subagent.started",
+        "subagent.completed",
+        "subagent.failed",
+        "abort",
+    }
+)
+
+
+def copilot_home() -> Path:
+    value = os.environ.get("COPILOT_HOME")
+    return Path(value).expanduser() if value else Path.home() / ".copilot"
+
+
+def looks_like_copilot(head: bytes) -> bool:
+    """Whether a file's first line is a Copilot CLI event (a `session.start` from `copilot-agent`,
+    or any event in its envelope: `type` with a dot, `data`, `id`)."""
+    line = head.lstrip(b"\x00\xef\xbb\xbf").split(b"\n", 1)[0]
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return b'"producer":"copilot-agent"' in line
+    if not isinstance(obj, dict) or not isinstance(obj.get("data"), dict):
+        return False
+    kind = obj.get("type")
+    return isinstance(kind, str) and "." in kind and ("id" in obj or kind == "session.start")
+
+
+class CopilotAdapter(Adapter):
+    """Reads GitHub Copilot CLI's session events; see the module docstring."""
+
+    name = AGENT
+    mode = "lines"
+    display_name = "Copilot CLI"
+    program = "copilot"
+    id_shape = (UUID, "a UUID")
+    fork_style = "whole-session-resume"
+    edit_tools = frozenset({"edit", "str_replace", "str_replace_editor"})
+    write_tools = frozenset({"create"})
+    patch_tools = frozenset({"apply_patch"})
+    read_tools = frozenset({"view", "read"})
+    shell_tools = frozenset({"bash", "powershell"})
+    todo_tools = frozenset({"update_todo"})
+    # `task` starts a subagent, linked by its call id (the ledger does not need its prompt)
+
+    def default_roots(self) -> list[Path]:
+        return [copilot_home() / "session-state"]
+
+    def claims(self, path: Path) -> bool:
+        return path.name == FILE_NAME and looks_like_copilot(head_of(path, 8192))
+
+    def discover(self, root: Path) -> Iterator[SourceRef]:
+        if root.is_file():
+            if self.claims(root):
+                yield SourceRef(root, AGENT, "transcript", root.parent.name)
+            return
+        for dirpath, dirnames, filenames in walk(root):
+            dirnames.sort()
+            if FILE_NAME in filenames:
+                path = Path(dirpath) / FILE_NAME
+                if self.claims(path):
+                    yield SourceRef(path, AGENT, "transcript", path.parent.name)
+
+    def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        try:
+            obj = orjson.loads(rec.raw)
+        except orjson.JSONDecodeError as exc:
+            return Record(entry_type="invalid", known=False, parse_error=str(exc)[:200])
+        if not isinstance(obj, dict):
+            return Record(entry_type="invalid", known=False, parse_error="not a JSON object")
+        st = ctx.state
+        kind = as_str(obj.get("type"))
+        data = as_dict(obj.get("data"))
+        if kind == "session.start" and as_str(data.get("sessionId")):
+            st["sid"] = data["sessionId"]
+        sid = st.get("sid") or ctx.path.parent.name
+        out = Record(
+            entry_type=kind,
+            known=kind in KNOWN,
+            uuid=as_str(obj.get("id")),
+            parent_uuid=as_str(obj.get("parentId")) or None,
+            timestamp=parse_iso_ms(obj.get("timestamp")),
+        )
+        # a subagent's events: its agentId, and on calls and messages the spawning call's id
+        agent = as_str(obj.get("agentId"))
+        spawn = as_str(data.get("parentToolCallId"))
+        if kind in ("subagent.started", "subagent.completed", "subagent.failed"):
+            call = as_str(data.get("toolCallId"))
+            if agent and call:
+                st.setdefault("agents", {})[agent] = call
+            agent = None  # the parent's record of its subagent
+        if agent and not spawn:
+            spawn = st.get("agents", {}).get(agent) or agent
+        if spawn:
+            out.is_sidechain, out.agent_id = True, spawn
+            out.session_id = f"{sid}:agent-{spawn}"
+            out.session = SessionInfo(
+                source=AGENT,
+                external_id=spawn,
+                kind="subagent",
+                is_subagent=1,
+                parent_session_id=sid,
+                agent_id=spawn,
+                tool_call_id=spawn,
+                project_key=ctx.project_key,
+            )
+        else:
+            out.session_id = sid
+            out.session = SessionInfo(source=AGENT, external_id=sid, project_key=ctx.project_key)
+        reader = _READERS.get(kind or "")
+        if reader is not None:
+            reader(self, out, data, st)
+        return out
+
+    # ------------------------------------------------------------------ record kinds
+
+    def _start(self, out: Record, data: dict[str, Any], st: dict[str, Any]) -> None:
+        context = as_dict(data.get("context"))
+        out.cwd = as_str(context.get("cwd"))
+        out.git_branch = as_str(context.get("branch"))
+        out.version = as_str(data.get("copilotVersion"))
+        model = as_str(data.get("selectedModel"))
+        out.model = model if model and model != "auto" else None
+
+    def _model_change(self, out: Record, data: dict[str, Any], st: dict[str, Any]) -> None:
+        out.model = as_str(data.get("newModel"))
+
+    def _user(self, out: Record, data: dict[str, Any], st: dict[str, Any]) -> None:
+        out.role = "user"
+        out.content = as_str(data.get("content")) or None
+        out.is_message = out.content is not None
+        source = as_str(data.get("source"))
+        out.is_prompt = out.is_message and not out.is_sidechain and source in (None, "user")
+        out.is_meta = source not in (None, "user")
+
+    def _system(self, out: Record, data: dict[str, Any], st: dict[str, Any]) -> None:
+        out.role = "system"
+        out.content = as_str(data.get("content")) or None
+        out.is_meta = True
+
+    def _assistant(self, out: Record, data: dict[str, Any], st: dict[str, Any]) -> None:
+        out.role = "assistant"
+        out.content = as_str(data.get("content")) or None
+        out.thinking = as_str(data.get("reasoningText")) or None
+        out.model = as_str(data.get("model"))
+        out.message_id = as_str(data.get("messageId")) or out.uuid
+        texts: list[str] = []
+        requested = st.setdefault("requested", set())
+        for number, request in enumerate(as_list(data.get("toolRequests"))):
+            request = as_dict(request)
+            call_id = as_str(request.get("toolCallId")) or f"{out.uuid}:{number}"
+            params = wrapped_params(request.get("arguments"), "input")
+            out.tool_uses.append(
+                ToolUse(call_id, as_str(request.get("name")) or "?", json_text(params), number)
+            )
+            texts.append(json_text(params))
+            requested.add(call_id)
+        out.tool_text = "\n".join(texts) or None
+        out.is_message = bool(out.content or out.thinking or out.tool_uses)
+        tokens = safe_int(data.get("outputTokens"))
+        if tokens and out.message_id:
+            out.usage = Usage(out.message_id, as_str(data.get("requestId")), output_tokens=tokens)
+
+    def _reasoning(self, out: Record, data: dict[str, Any], st: dict[str, Any]) -> None:
+        out.role = "assistant"
+        out.thinking = as_str(data.get("content")) or None
+        out.is_message = out.thinking is not None
+
+    def _tool_start(self, out: Record, data: dict[str, Any], st: dict[str, Any]) -> None:
+        """A call no assistant message asked for (the user's `!` shell commands) is one of its own."""
+        call_id = as_str(data.get("toolCallId"))
+        if call_id and call_id not in st.get("requested", ()):
+            params = wrapped_params(data.get("arguments"), "input")
+            out.tool_uses.append(ToolUse(call_id, as_str(data.get("toolName")) or "?", json_text(params)))
+            out.tool_text = json_text(params)
+
+    def _tool_complete(self, out: Record, data: dict[str, Any], st: dict[str, Any]) -> None:
+        out.role = "user"
+        call_id = as_str(data.get("toolCallId"))
+        if not call_id:
+            return
+        result = data.get("result")
+        error = as_dict(data.get("error"))
+        body = result if result is not None else (error or None)
+        status = "completed" if data.get("success") is True else "failed"
+        if as_str(error.get("code")) in ("rejected", "denied"):
+            status = "rejected"
+        out.tool_results.append(ToolResult(call_id, json_text(body), status))
+        text = as_str(as_dict(result).get("content")) or as_str(error.get("message"))
+        out.tool_text = text or None
+
+    def _compaction(self, out: Record, data: dict[str, Any], st: dict[str, Any]) -> None:
+        out.is_compaction = True
+        out.content = as_str(data.get("summaryContent")) or None
+
+    def _shutdown(self, out: Record, data: dict[str, Any], st: dict[str, Any]) -> None:
+        metrics = {k: as_dict(as_dict(v).get("usage")) for k, v in as_dict(data.get("modelMetrics")).items()}
+        if not metrics or not out.uuid:
+            return
+        inputs = sum(safe_int(u.get("inputTokens")) for u in metrics.values())
+        reads = sum(safe_int(u.get("cacheReadTokens")) for u in metrics.values())
+        writes = sum(safe_int(u.get("cacheWriteTokens")) for u in metrics.values())
+        # priced as the model that read the most (a run with several models is priced as one)
+        out.model = max(metrics, key=lambda m: safe_int(metrics[m].get("inputTokens")))
+        out.usage = Usage(
+            out.uuid,
+            None,
+            input_tokens=max(0, inputs - reads),
+            cache_read_tokens=reads,
+            cache_creation_tokens=writes,
+        )
+
+    # ------------------------------------------------------------------ capabilities
+
+    def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
+        """`copilot --resume ID`, run in the session's folder."""
+        if fork:
+            raise ForkError("Copilot CLI has no command that copies a session; resume it instead")
+        return Command([self.program, "--resume", self.checked_id(target.external_id)])
+
+
+_READERS = {
+    "session.start": CopilotAdapter._start,
+    "session.resume": lambda self, out, data, st: None,
+    "session.model_change": CopilotAdapter._model_change,
+    "user.message": CopilotAdapter._user,
+    "system.message": CopilotAdapter._system,
+    "assistant.message": CopilotAdapter._assistant,
+    "assistant.reasoning": CopilotAdapter._reasoning,
+    "tool.execution_start": CopilotAdapter._tool_start,
+    "tool.execution_complete": CopilotAdapter._tool_complete,
+    "session.compaction_complete": CopilotAdapter._compaction,
+    "session.shutdown": CopilotAdapter._shutdown,
+}

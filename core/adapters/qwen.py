@@ -1,0 +1,214 @@
+"""Qwen Code (a Gemini CLI fork) chat recordings.
+
+Where: `~/.qwen/projects/<encoded cwd>/chats/<session id>.jsonl` (JSONL since qwen-code #1100);
+`--source` folders at any depth (`.qwen` backups). Checked against qwen-code's
+`packages/core/src/services/chatRecordingService.ts` (the `ChatRecord` type).
+
+One record a line, Claude Code's envelope with Gemini's content: `uuid`, `parentUuid` (a tree, for
+branching), `sessionId`, `timestamp`, `type` (`user` | `assistant` | `tool_result` | `system`),
+`subtype` (chat_compression, slash_command, custom_title, ui_telemetry, … kept as events), `cwd`,
+`version`, `gitBranch`, and `message`, a Gemini `Content` (`role` user/model, `parts`: `text`,
+`thought: true` text, `functionCall {id, name, args}`, `functionResponse {id, name, response}`).
+An assistant record carries `model` and `usageMetadata` (promptTokenCount with
+cachedContentTokenCount inside it, candidatesTokenCount, thoughtsTokenCount); a tool result
+carries `toolCallResult` (callId, status success/error/cancelled, resultDisplay: for an edit the
+file before and after). Subagent records are sidechains (`isSidechain`, `agentId`).
+
+Resume: `qwen --resume <session id>` from the session's folder (its project's sessions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+from threadloom.core.adapters.base import (
+    UUID,
+    Adapter,
+    Command,
+    FileContext,
+    ForkError,
+    RawRecord,
+    Record,
+    ResumeTarget,
+    SessionInfo,
+    SourceRef,
+    ToolResult,
+    ToolUse,
+    Usage,
+    parse_iso_ms,
+    safe_int,
+)
+from threadloom.core.adapters.claude import looks_like_qwen
+from threadloom.core.adapters.edits import FileEdit
+from threadloom.core.adapters.shared import head_of, json_text
+from threadloom.core.adapters.walk import walk
+
+AGENT = "qwen-code"
+STATUS = {"success": "completed", "error": "failed", "cancelled": "interrupted"}
+TITLE_SUBTYPES = {"custom_title": "custom-title"}
+
+
+def qwen_home() -> Path:
+    return Path.home() / ".qwen"
+
+
+class QwenAdapter(Adapter):
+    """Reads Qwen Code's chat recordings; see the module docstring."""
+
+    name = AGENT
+    mode = "lines"
+    display_name = "Qwen Code"
+    program = "qwen"
+    id_shape = (UUID, "a UUID")
+    fork_style = "whole-session-resume"
+    edit_tools = frozenset({"edit", "replace"})
+    write_tools = frozenset({"write_file"})
+    read_tools = frozenset({"read_file"})
+    shell_tools = frozenset({"run_shell_command"})
+    todo_tools = frozenset()
+    # its `task` tool starts a subagent whose records are sidechains of the same file; not declared
+    # as a spawn tool until its linking is checked on real files (the ledger's list is every agent's)
+
+    def default_roots(self) -> list[Path]:
+        return [qwen_home() / "projects", qwen_home() / "tmp"]
+
+    def claims(self, path: Path) -> bool:
+        """A JSONL whose first records are Qwen Code's, wherever it sits (told by content)."""
+        return path.name.endswith(".jsonl") and looks_like_qwen(head_of(path))
+
+    def discover(self, root: Path) -> Iterator[SourceRef]:
+        if root.is_file():
+            if self.claims(root):
+                yield SourceRef(root, AGENT, "transcript", root.parent.parent.name)
+            return
+        for dirpath, dirnames, filenames in walk(root):
+            dirnames.sort()
+            for fname in sorted(filenames):
+                path = Path(dirpath) / fname
+                if self.claims(path):
+                    yield SourceRef(path, AGENT, "transcript", path.parent.parent.name)
+
+    def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        try:
+            obj = orjson.loads(rec.raw)
+        except orjson.JSONDecodeError as exc:
+            return Record(entry_type="invalid", known=False, parse_error=str(exc)[:200])
+        if not isinstance(obj, dict):
+            return Record(entry_type="invalid", known=False, parse_error="not a JSON object")
+        kind = obj.get("type") if isinstance(obj.get("type"), str) else None
+        sid = obj.get("sessionId") if isinstance(obj.get("sessionId"), str) else ctx.path.stem
+        out = Record(
+            entry_type=kind,
+            subtype=obj.get("subtype") if isinstance(obj.get("subtype"), str) else None,
+            known=kind in ("user", "assistant", "tool_result", "system"),
+            uuid=obj.get("uuid") if isinstance(obj.get("uuid"), str) else None,
+            parent_uuid=obj.get("parentUuid") if isinstance(obj.get("parentUuid"), str) else None,
+            session_id=sid,
+            timestamp=parse_iso_ms(obj.get("timestamp")),
+            is_sidechain=obj.get("isSidechain") is True,
+            agent_id=obj.get("agentId") if isinstance(obj.get("agentId"), str) else None,
+            cwd=obj.get("cwd") if isinstance(obj.get("cwd"), str) else None,
+            git_branch=obj.get("gitBranch") if isinstance(obj.get("gitBranch"), str) else None,
+            version=obj.get("version") if isinstance(obj.get("version"), str) else None,
+            model=obj.get("model") if isinstance(obj.get("model"), str) else None,
+            session=SessionInfo(source=AGENT, external_id=sid, project_key=ctx.project_key),
+        )
+        texts: list[str] = []
+        thoughts: list[str] = []
+        tool_texts: list[str] = []
+        message = obj.get("message")
+        parts = message.get("parts") if isinstance(message, dict) else None
+        status = STATUS.get(str((obj.get("toolCallResult") or {}).get("status")), "completed")
+        for number, part in enumerate(parts if isinstance(parts, list) else []):
+            if not isinstance(part, dict):
+                continue
+            if isinstance(part.get("text"), str):
+                (thoughts if part.get("thought") is True else texts).append(part["text"])
+            call = part.get("functionCall")
+            if isinstance(call, dict):
+                args = call.get("args")
+                params = args if isinstance(args, dict) else {"args": args}
+                tool = ToolUse(
+                    str(call.get("id") or f"{out.uuid}:{number}"),
+                    str(call.get("name") or "?"),
+                    json_text(params),
+                    number,
+                )
+                if tool.name in self.spawn_tools:
+                    tool.description = (
+                        params.get("description") if isinstance(params.get("description"), str) else None
+                    )
+                    tool.prompt = params.get("prompt") if isinstance(params.get("prompt"), str) else None
+                out.tool_uses.append(tool)
+            response = part.get("functionResponse")
+            if isinstance(response, dict):
+                body = response.get("response")
+                failed = isinstance(body, dict) and "error" in body and "output" not in body
+                out.tool_results.append(
+                    ToolResult(
+                        str(response.get("id") or ""),
+                        json_text(body),
+                        "failed" if failed and status == "completed" else status,
+                    )
+                )
+                tool_texts.append(json_text(body))
+        out.content = "\n".join(texts) or None
+        out.thinking = "\n".join(thoughts) or None
+        out.tool_text = "\n".join(tool_texts) or None
+        if kind == "user":
+            out.role = "user"
+            out.is_message = bool(texts)
+            out.is_prompt = bool(texts) and out.subtype is None and not out.is_sidechain
+        elif kind == "assistant":
+            out.role = "assistant"
+            out.is_message = bool(texts or thoughts or out.tool_uses)
+            out.message_id = out.uuid
+            meta = obj.get("usageMetadata")
+            if isinstance(meta, dict) and out.uuid:
+                cached = safe_int(meta.get("cachedContentTokenCount"))
+                out.usage = Usage(
+                    out.uuid,
+                    None,
+                    input_tokens=max(0, safe_int(meta.get("promptTokenCount")) - cached),
+                    output_tokens=safe_int(meta.get("candidatesTokenCount"))
+                    + safe_int(meta.get("thoughtsTokenCount")),
+                    cache_read_tokens=cached,
+                )
+        elif kind == "tool_result":
+            out.role = "user"
+        elif kind == "system":
+            payload = obj.get("systemPayload")
+            title = payload.get("customTitle") if isinstance(payload, dict) else None
+            if out.subtype in TITLE_SUBTYPES and isinstance(title, str) and title:
+                # named as the ledger reads a session's titles: by the kind of its record
+                out.entry_type, out.content = TITLE_SUBTYPES[out.subtype], title
+                out.title = (TITLE_SUBTYPES[out.subtype], title)
+            out.is_compaction = out.subtype == "chat_compression"
+        return out
+
+    def edit_result(self, record: dict[str, Any], tool_id: str) -> Any:
+        """The call's `resultDisplay` (the file before and after), in its tool_result record."""
+        result = record.get("toolCallResult")
+        if isinstance(result, dict) and result.get("callId") in (tool_id, None):
+            return result.get("resultDisplay")
+        return None
+
+    def file_edits(self, name: str, params: dict[str, Any], result: Any = None) -> list[FileEdit]:
+        """edit / write_file from their parameters, with the file before and after that the
+        result's display holds (`originalContent` null: a new file)."""
+        edits = super().file_edits(name, params, result)
+        if edits and isinstance(result, dict) and isinstance(result.get("newContent"), str):
+            edits[0].after = result["newContent"]
+            if "originalContent" in result:
+                original = result["originalContent"]
+                edits[0].before = original if isinstance(original, str) else None
+        return edits
+
+    def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
+        """`qwen --resume ID`, run in the session's folder (its sessions are kept per project)."""
+        if fork:
+            raise ForkError("Qwen Code has no command that copies a session; resume it instead")
+        return Command([self.program, "--resume", self.checked_id(target.external_id)])

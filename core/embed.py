@@ -1,0 +1,144 @@
+"""Embeddings computed here, offline: a static embedding model whose weights ship in a PyPI wheel.
+
+The model is WordLlama's `l2_supercat` (256 dimensions, MIT): token embeddings taken from large
+language models' input layers and trained to be averaged, 16 MB of weights inside the `wordllama`
+wheel with its tokenizer. Chosen by measuring (bench/recall/: hit@10 on queries written for real
+sessions, README "Recall by meaning"); a static model embeds thousands of turns a second on one
+core, where a transformer takes tens of milliseconds a turn. Only the files are used: the package's
+loader looks for the tokenizer where the wheel does not put it and would go to the network.
+
+Vectors are stored as int8 (256 bytes a turn), scaled per vector; cosine ranking does not need the
+scale back because each stored vector is normalized again when loaded.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+MODEL = "wordllama-l2-supercat-256"  # the key in ledger_meta: vectors by another model are computed again
+MODEL_KEY = "embed_model"
+DIMENSIONS = 256
+MAX_TOKENS = 512  # an episode's text is cut here: averaged, later words add little
+_lock = threading.Lock()
+
+
+class EmbeddingUnavailable(RuntimeError):
+    """The model's files could not be read (a broken install): search falls back to words."""
+
+
+def _package_dir() -> Path:
+    """Where the wordllama wheel put its files, found without importing it (its __init__ loads
+    pydantic and compiled helpers: 0.6 s that a search would pay for nothing)."""
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
+        raise OSError("the wordllama package is not installed")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+@lru_cache(maxsize=1)
+def _model() -> tuple[Any, NDArray[np.float16]]:
+    try:
+        from tokenizers import Tokenizer
+
+        package = _package_dir()
+        tokenizer = Tokenizer.from_file(str(package / "tokenizers" / "l2_supercat_tokenizer_config.json"))
+        table = _mapped_table(package / "weights" / "l2_supercat_256.safetensors")
+    except Exception as exc:  # any failure (a broken install): no meaning search, words still work
+        raise EmbeddingUnavailable(
+            f"the embedding model could not be loaded ({type(exc).__name__}: {exc}); "
+            "reinstall threadloom (`pip install --force-reinstall wordllama`)"
+        ) from exc
+    tokenizer.enable_truncation(MAX_TOKENS)
+    tokenizer.no_padding()
+    return tokenizer, table
+
+
+def _mapped_table(path: Path) -> NDArray[np.float16]:
+    """The embedding table, mapped from the safetensors file rather than read: a query touches the
+    pages of its few tokens only (a short-lived `threadloom search` never reads the 16 MB).
+    safetensors: an 8-byte little-endian header length, a JSON header, then the raw tensors."""
+    import json
+
+    import numpy as np
+
+    with path.open("rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+    name, info = next((k, v) for k, v in header.items() if k != "__metadata__")
+    if info["dtype"] != "F16" or len(info["shape"]) != 2 or info["shape"][1] != DIMENSIONS:
+        raise ValueError(f"unexpected tensor {name}: {info['dtype']} {info['shape']}")
+    start, end = info["data_offsets"]
+    rows = info["shape"][0]
+    if end - start != rows * DIMENSIONS * 2:
+        raise ValueError(f"tensor {name} holds {end - start} bytes, not {rows}×{DIMENSIONS}×2")
+    table: NDArray[np.float16] = np.memmap(
+        path, dtype=np.float16, mode="r", offset=8 + size + start, shape=(rows, DIMENSIONS)
+    )
+    return table
+
+
+def available() -> bool:
+    try:
+        _model()
+    except EmbeddingUnavailable:
+        return False
+    return True
+
+
+def embed(texts: list[str]) -> NDArray[np.float32]:
+    """Unit vectors, one row a text (the mean of its tokens' embeddings, normalized)."""
+    import numpy as np
+
+    with _lock:  # the tokenizer is shared; a search thread and an ingest may embed at once
+        tokenizer, table = _model()
+        encodings = tokenizer.encode_batch([t or " " for t in texts], add_special_tokens=False)
+    out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+    for i, enc in enumerate(encodings):
+        ids = enc.ids
+        if ids:
+            out[i] = table[ids].astype(np.float32).mean(axis=0)
+    return _unit(out)
+
+
+def mix(first: NDArray[np.float32], second: NDArray[np.float32], weight: float) -> NDArray[np.float32]:
+    """Unit rows of weight·first + (1 − weight)·second (a zero row on one side leaves the other)."""
+
+    return _unit(weight * first + (1.0 - weight) * second)
+
+
+def _unit(rows: NDArray[np.float32]) -> NDArray[np.float32]:
+    """Each row divided by its length (a zero row stays zero)."""
+    import numpy as np
+
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    unit: NDArray[np.float32] = (rows / norms).astype(np.float32, copy=False)
+    return unit
+
+
+def to_bytes(vectors: NDArray[np.float32]) -> list[bytes]:
+    """Each vector as int8, scaled so its largest component is ±127."""
+    import numpy as np
+
+    peak = np.abs(vectors).max(axis=1, keepdims=True)
+    peak[peak == 0] = 1.0
+    return [row.tobytes() for row in np.round(vectors / peak * 127).astype(np.int8)]
+
+
+def from_bytes(blobs: list[bytes]) -> NDArray[np.float32]:
+    """Stored vectors as unit float32 rows (a blob of the wrong size reads as a zero row)."""
+    import numpy as np
+
+    out = np.zeros((len(blobs), DIMENSIONS), dtype=np.float32)
+    for i, blob in enumerate(blobs):
+        if blob is not None and len(blob) == DIMENSIONS:
+            out[i] = np.frombuffer(blob, dtype=np.int8)
+    return _unit(out)

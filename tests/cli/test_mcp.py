@@ -1,0 +1,261 @@
+"""`threadloom mcp` started as a process and driven by the MCP SDK's own client over stdio: every tool
+called, answers kept within their budget and paged past it, errors that say what to do, reads while
+an ingest holds the archive, and memory written by agents and people alike."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from threadloom.core.mcp_server import DEFAULT_TOKENS, tokens_of
+from threadloom.core.writer_lock import writer_lock
+
+from tests.conftest import Transcript, tool_use
+from tests.support import run
+
+ROOT = Path(__file__).resolve().parents[2]
+API = "a1000000-0000-4000-8000-0000000000a1"
+TOOLS = {
+    "search",
+    "recent_sessions",
+    "session_outline",
+    "get_turn",
+    "file_history",
+    "signals",
+    "stats",
+    "remember",
+    "recall",
+    "tag",
+    "context",
+}
+
+
+def write_archive(root: Path) -> Path:
+    projects = root / "projects"
+    t = Transcript(projects / "-srv-api" / f"{API}.jsonl", API, cwd="/srv/api")
+    t.user("Make the dates timezone aware")
+    t.assistant("Reading it", tools=[tool_use("r1", "Read", file_path="/srv/api/dates.py")])
+    t.tool_result("r1", "def now():\n    return datetime.now()\n" * 400)  # a long output: cut in answers
+    t.assistant(
+        "Editing",
+        tools=[
+            tool_use(
+                "e1",
+                "Edit",
+                file_path="/srv/api/dates.py",
+                old_string="datetime.now()",
+                new_string="datetime.now(UTC)",
+            )
+        ],  # fmt: skip
+    )
+    t.tool_result("e1", "ok")
+    t.assistant("Dates are UTC now.")
+    for n in range(30):  # a long session: its outline pages
+        t.user(f"step {n}: run the timezone tests again and explain the result in detail")
+        t.assistant(f"step {n} done: all timezone tests pass " + "and the offsets hold " * 20)
+    t.write()
+    for n in range(14):  # many sessions: recent_sessions pages
+        sid = f"c{n:07d}-0000-4000-8000-000000000000"
+        s = Transcript(projects / "-srv-web" / f"{sid}.jsonl", sid, cwd="/srv/web")
+        s.user(f"web task {n}: " + "bundle the assets and measure them " * 30)
+        s.assistant("Bundled.")
+        s.write()
+    return projects
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> Path:
+    projects = write_archive(tmp_path)
+    path = tmp_path / "t.db"
+    res = run("ingest", "--db", str(path), "--only", "--source", str(projects), "-q")
+    assert res.returncode == 0, res.stderr
+    return path
+
+
+def env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {
+        "HOME": str(tmp_path / "home"),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "home" / ".claude"),
+        "CODEX_HOME": str(tmp_path / "home" / ".codex"),
+        "XDG_CONFIG_HOME": str(tmp_path / "home" / ".config"),
+        "PYTHONPATH": str(ROOT),
+        **extra,
+    }
+
+
+@asynccontextmanager
+async def server(db: Path, **extra: str) -> AsyncIterator[Client]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "threadloom.core.cli", "mcp", "--db", str(db)],
+        env=env(db.parent, **extra),
+        cwd=str(ROOT),
+    )
+    async with Client(params, read_timeout_seconds=60) as client:
+        yield client
+
+
+async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, args)
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert not result.is_error, text
+    return json.loads(text)
+
+
+async def refused(client: Client, tool: str, **args: Any) -> str:
+    result = await client.call_tool(tool, args)
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert result.is_error, text
+    assert "Traceback" not in text
+    return text
+
+
+async def test_every_tool_answers_within_its_budget(archive: Path) -> None:
+    async with server(archive) as client:
+        listed = await client.list_tools()
+        assert {t.name for t in listed.tools} == TOOLS
+        assert all(t.description and len(t.description) > 80 for t in listed.tools)
+        sizes: dict[str, int] = {}
+
+        async def answer(tool: str, **args: Any) -> dict[str, Any]:
+            result = await client.call_tool(tool, args)
+            text = result.content[0].text  # type: ignore[union-attr]
+            assert not result.is_error, text
+            sizes[tool] = max(sizes.get(tool, 0), tokens_of(text))
+            assert tokens_of(text) <= args.get("max_tokens", DEFAULT_TOKENS), (tool, tokens_of(text))
+            return json.loads(text)
+
+        found = await answer("search", query="timezone aware")
+        assert found["hits"][0]["session_id"] == API and found["hits"][0]["show"] == f"threadloom show {API}"
+        assert found["hits"][0]["at"] == "#0" and found["mode"] == "hybrid"
+        by_meaning = await answer("search", query="clock offsets of stored dates", mode="meaning")
+        assert by_meaning["hits"][0]["session_id"] == API and by_meaning["hits"][0]["why"] == "meaning"
+        context = await answer("context", task="make stored dates timezone aware", max_tokens=600)
+        assert context["turns"] and context["turns"][0]["session_id"] == API
+        assert context["budget"] == 600 and context["turns"][0]["show"].startswith(f"threadloom show {API}")
+
+        recent = await answer("recent_sessions", project="api")
+        assert [s["id"] for s in recent["sessions"]] == [API]
+        assert recent["sessions"][0]["show"] == f"threadloom show {API}"
+
+        outline = await answer("session_outline", session=API[:8])
+        first = outline["turns"][0]
+        assert first["turn"] == "#0" and first["prompt"] == "Make the dates timezone aware"
+        assert first["tool_calls"] == 2 and first["files_changed"] == ["/srv/api/dates.py +1 -1"]
+        assert outline["total"] == 31 and outline["next_cursor"]  # 31 turns do not fit in 2,000 tokens
+
+        turn = await answer("get_turn", session=API[:8], turn=2)  # any message of the turn names it
+        assert turn["turn"] == "#0"
+        calls = [c for m in turn["messages"] for c in m["tool_calls"]]
+        assert [c["name"] for c in calls] == ["Read", "Edit"]
+        assert "more characters]" in calls[0]["output"] and len(calls[0]["output"]) < 1_600  # bounded output
+
+        history = await answer("file_history", path="dates.py")
+        kinds = [(e["kind"], e["tool"]) for e in history["events"]]
+        assert ("changed", "Edit") in kinds and ("read", "Read") in kinds
+        changed = next(e for e in history["events"] if e["kind"] == "changed")
+        assert "+    return datetime.now(UTC)" in changed["diff"] or "+datetime.now(UTC)" in changed["diff"]
+        assert changed["turn"] == "#0" and changed["prompt"] == "Make the dates timezone aware"
+        assert (await answer("file_history", path="/srv/api/dates.py", project="web"))["events"] == []
+
+        assert "sessions" in await answer("signals")
+        assert (await answer("signals", session=API[:8]))["session"]["id"] == API
+        day = await answer("stats")
+        assert day["rows"][0]["period"] == "2026-03-01" and day["totals"]["sessions"] == 15
+        mine = await answer("stats", session=API[:8])
+        assert mine["files"] == [{"path": "/srv/api/dates.py", "added": 1, "removed": 1, "calls": 1}]
+
+        kept = await answer(
+            "remember",
+            title="Dates",
+            content="Store UTC",
+            kind="decision",
+            project="/srv/api",
+            reason="bug 12",
+        )
+        assert kept["new"] and kept["scope_key"] == "/srv/api" and kept["updated_by"] == "agent"
+        assert (await answer("recall", project="/srv/api/billing"))["entries"][0]["id"] == kept["id"]
+        tagged = await answer(
+            "tag", target=API[:8], tags=["Time Zones"], note="UTC fixed here", author_session=API
+        )
+        assert tagged == {
+            "target": API,
+            "target_type": "session",
+            "tags": ["time-zones"],
+            "notes": 1,
+            "changed": 2,
+            "show": f"threadloom show {API}",
+            "find": "search 'tag:time-zones' finds it",
+        }
+        assert {h["session_id"] for h in (await answer("search", query="tag:time-zones"))["hits"]} == {API}
+        assert set(sizes) == TOOLS
+        print("answer sizes (tokens):", sizes)
+
+
+async def test_paging_past_the_budget(archive: Path) -> None:
+    async with server(archive) as client:
+        seen: list[str] = []
+        cursor = None
+        pages = 0
+        while True:
+            args: dict[str, Any] = {"max_tokens": 600}
+            if cursor:
+                args["cursor"] = cursor
+            answer = await call(client, "recent_sessions", **args)
+            pages += 1
+            assert tokens_of(json.dumps(answer, separators=(",", ":"))) <= 600
+            seen += [s["id"] for s in answer["sessions"]]
+            if answer["next_cursor"] is None:
+                assert answer["left_out"] is None
+                break
+            assert "more sessions past this page" in answer["left_out"]
+            cursor = answer["next_cursor"]
+        assert pages > 3 and len(seen) == len(set(seen)) == 15
+
+        turns: list[str] = []
+        cursor = None
+        while True:
+            answer = await call(
+                client, "session_outline", session=API, **({"cursor": cursor} if cursor else {})
+            )
+            turns += [t["turn"] for t in answer["turns"]]
+            cursor = answer["next_cursor"]
+            if cursor is None:
+                break
+        assert len(turns) == len(set(turns)) == 31
+        # a bigger budget holds more
+        whole = await call(client, "session_outline", session=API, max_tokens=20_000)
+        assert whole["returned"] == 31 and whole["next_cursor"] is None
+
+
+async def test_errors_say_what_to_do(archive: Path, tmp_path: Path) -> None:
+    async with server(archive) as client:
+        assert "no session matches 'nope'" in await refused(client, "session_outline", session="nope")
+        assert "is not one recent_sessions gave" in await refused(
+            client, "recent_sessions", cursor="search@3"
+        )
+        assert "max_tokens is 5" in await refused(client, "search", query="dates", max_tokens=5)
+        assert "has no message #999" in await refused(client, "get_turn", session=API, turn=999)
+        assert "not a date" in await refused(client, "search", query="after:someday dates")
+        assert "not a scope" in await refused(client, "remember", title="t", content="c", scope="galaxy")
+        assert "query is empty" in await refused(client, "search", query="  ")
+        assert await client.call_tool("no_such_tool", {})  # the SDK's own error, no crash
+    async with server(tmp_path / "missing.db") as client:
+        assert "no threadloom archive at" in await refused(client, "search", query="dates")
+
+
+async def test_reads_while_an_ingest_writes_and_memory_waits(archive: Path) -> None:
+    async with server(archive, THREADLOOM_MCP_WAIT="0.3") as client:
+        with writer_lock(archive, wait=False):  # as an ingest holds it for its whole run
+            found = await call(client, "search", query="timezone")
+            assert found["hits"]
+            said = await refused(client, "remember", title="t", content="c", scope="global")
+            assert "being written by another process" in said
+        assert (await call(client, "remember", title="t", content="c", scope="global"))["new"]

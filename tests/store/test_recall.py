@@ -1,0 +1,311 @@
+"""Recall by meaning on a real SQLite archive: episodes and their vectors follow ingests, hybrid
+search finds a paraphrase that shares no word with its turn, facets filter, similar turns and the
+fork context stay within what exists and within their budget."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from threadloom.core import embed, episodes, recall
+from threadloom.core.db import get_meta, set_meta
+from threadloom.core.recall import build_context, search_recall, similar
+
+from tests.conftest import CORPUS, Transcript, ingest, tool_use
+
+S_PARSER = "b0000000-0000-4000-8000-00000000b001"
+S_CSS = "b0000000-0000-4000-8000-00000000b002"
+S_DB = "b0000000-0000-4000-8000-00000000b003"
+S_DOCS = "b0000000-0000-4000-8000-00000000b004"
+S_AGAIN = "b0000000-0000-4000-8000-00000000b005"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def write_archive(root: Path) -> Path:
+    p = Transcript(root / "-srv-ingest" / f"{S_PARSER}.jsonl", S_PARSER, cwd="/srv/ingest")
+    p.user("The parser crashes on malformed JSON lines; make it skip broken records and keep going")
+    p.assistant(
+        "I made the reader catch decode errors and store the bad line aside.",
+        tools=[tool_use("tu_p1", "Edit", file_path="/srv/ingest/reader.py", old_string="a", new_string="b")],
+    )
+    p.tool_result("tu_p1", "The file /srv/ingest/reader.py has been updated.")
+    p.assistant("Now the tests.", tools=[tool_use("tu_p2", "Bash", command="pytest tests/test_reader.py -q")])
+    p.tool_result("tu_p2", "ModuleNotFoundError: No module named 'yaml'", is_error=True)
+    p.assistant("Installed the missing module; every test passes.")
+    p.write()
+    c = Transcript(root / "-srv-web" / f"{S_CSS}.jsonl", S_CSS, cwd="/srv/web")
+    c.user("Change the button colours to match the new brand palette")
+    c.assistant("Updated the stylesheet with the brand's blue and orange.")
+    c.write()
+    d = Transcript(root / "-srv-api" / f"{S_DB}.jsonl", S_DB, cwd="/srv/api")
+    d.user("Add a migration that renames the users table to accounts")
+    d.assistant("Wrote migration 0042 renaming the table.")
+    d.write()
+    o = Transcript(root / "-srv-docs" / f"{S_DOCS}.jsonl", S_DOCS, cwd="/srv/docs")
+    o.user("Fix the typo in the installation chapter of the manual")
+    o.assistant("Fixed 'instalation' in chapter two.")
+    o.write()
+    return root
+
+
+@pytest.fixture
+def archive(conn, tmp_path):
+    ingest(conn, write_archive(tmp_path / "projects"))
+    return conn
+
+
+def turn_of(conn, session_id: str) -> str:
+    return conn.execute(
+        "SELECT turn_id FROM episodes WHERE session_id = ? ORDER BY first_seq LIMIT 1", (session_id,)
+    ).fetchone()[0]
+
+
+def test_every_turn_is_an_episode_with_its_facets_and_a_vector(archive):
+    rows = archive.execute(
+        "SELECT session_id, files, commands, errors, tools, vector FROM episodes"
+    ).fetchall()
+    assert {r[0] for r in rows} == {S_PARSER, S_CSS, S_DB, S_DOCS}
+    parser = next(r for r in rows if r[0] == S_PARSER)
+    assert parser[1].split("\n") == ["/srv/ingest/reader.py"]
+    assert parser[2] == "pytest tests/test_reader.py -q"
+    assert "ModuleNotFoundError" in parser[3]
+    assert set(parser[4].split("\n")) == {"Edit", "Bash"}
+    assert all(r[5] is not None and len(r[5]) == embed.DIMENSIONS for r in rows)
+    assert get_meta(archive, embed.MODEL_KEY) == embed.MODEL
+
+
+def test_a_paraphrase_that_shares_no_word_finds_its_turn(archive):
+    query = "tolerate corrupt input rows when reading logs"
+    words = {w.lower() for w in query.split()}
+    prompt = archive.execute(
+        "SELECT content FROM entries WHERE id = (SELECT prompt_entry FROM episodes WHERE session_id = ?)",
+        (S_PARSER,),
+    ).fetchone()[0]
+    assert not words & {w.strip(";,.").lower() for w in prompt.split()}  # no word in common
+    assert search_recall(archive, query, mode="words").hits == []
+    for mode in ("meaning", "hybrid"):
+        hits = search_recall(archive, query, mode=mode).hits
+        assert hits and hits[0].session_id == S_PARSER, mode
+        assert hits[0].why == "meaning"
+
+
+def test_hybrid_marks_why_each_hit_matched(archive):
+    hits = search_recall(archive, "migration renames table", mode="hybrid").hits
+    assert hits[0].session_id == S_DB and hits[0].why == "words + meaning"
+    assert hits[0].highlights  # the words are highlighted
+
+
+def test_facets_and_filters_work_in_every_mode(archive):
+    for mode in ("words", "meaning", "hybrid"):
+        found = {h.session_id for h in search_recall(archive, "fix it file:reader.py", mode=mode).hits}
+        assert found <= {S_PARSER}, mode
+        assert {h.session_id for h in search_recall(archive, "tests cmd:pytest", mode=mode).hits} <= {
+            S_PARSER
+        }
+        assert {h.session_id for h in search_recall(archive, "module error:yaml", mode=mode).hits} <= {
+            S_PARSER
+        }
+        assert search_recall(archive, "colours project:web", mode=mode).hits[0].session_id == S_CSS
+        assert search_recall(archive, "colours agent:codex", mode=mode).hits == []
+    assert {
+        h.session_id for h in search_recall(archive, "broken records file:reader", mode="meaning").hits
+    } == {S_PARSER}
+
+
+def test_vectors_follow_appends_rewrites_and_rebuilds(conn, tmp_path):
+    root = write_archive(tmp_path / "projects")
+    ingest(conn, root)
+    path = root / "-srv-web" / f"{S_CSS}.jsonl"
+    t = Transcript(path, S_CSS, cwd="/srv/web")
+    t.lines = [json.loads(line) for line in path.read_text().splitlines()]
+    t.last, t.n = t.lines[-1]["uuid"], len(t.lines)
+    t.user("Now make the footer sticky at the bottom of the page")
+    t.assistant("The footer uses position sticky now.")
+    t.write()
+    ingest(conn, root)
+    turns = conn.execute(
+        "SELECT count(*), count(vector) FROM episodes WHERE session_id = ?", (S_CSS,)
+    ).fetchone()
+    assert turns == (2, 2)
+    assert search_recall(conn, "pin the page bottom bar in place", mode="meaning").hits[0].session_id == S_CSS
+    # a rewrite that drops the second turn: its episode goes with it
+    path.write_text("\n".join(path.read_text().splitlines()[:2]) + "\n")
+    ingest(conn, root)
+    assert conn.execute("SELECT count(*) FROM episodes WHERE session_id = ?", (S_CSS,)).fetchone()[0] == 1
+    # a run killed while embedding leaves vectors to do; the next one does them
+    conn.execute("UPDATE episodes SET vector = NULL WHERE session_id = ?", (S_DB,))
+    ingest(conn, root)
+    assert conn.execute("SELECT count(*) FROM episodes WHERE vector IS NULL").fetchone()[0] == 0
+    # another model: every vector is computed again
+    set_meta(conn, embed.MODEL_KEY, "some-older-model")
+    before = conn.execute("SELECT turn_id, vector FROM episodes ORDER BY turn_id").fetchall()
+    ingest(conn, root)
+    assert get_meta(conn, embed.MODEL_KEY) == embed.MODEL
+    assert conn.execute("SELECT turn_id, vector FROM episodes ORDER BY turn_id").fetchall() == before
+
+
+def test_a_replay_builds_the_episodes_again(archive):
+    from threadloom.core.ingest import rebuild_pending
+    from threadloom.core.ledger import Ledger, replay
+
+    before = archive.execute(
+        "SELECT turn_id, files, commands, vector FROM episodes ORDER BY turn_id"
+    ).fetchall()
+    archive.execute("BEGIN")
+    replay(archive, Ledger(archive), {S_PARSER})
+    archive.execute("COMMIT")
+    assert (
+        archive.execute("SELECT count(*) FROM episodes WHERE session_id = ?", (S_PARSER,)).fetchone()[0] == 0
+    )
+    rebuild_pending(archive)
+    ingest(archive)
+    after = archive.execute(
+        "SELECT turn_id, files, commands, vector FROM episodes ORDER BY turn_id"
+    ).fetchall()
+    assert after == before
+
+
+def test_similar_turns_come_from_other_sessions(archive, tmp_path):
+    again = Transcript(tmp_path / "more" / "-srv-etl" / f"{S_AGAIN}.jsonl", S_AGAIN, cwd="/srv/etl")
+    again.user("Reading the export crashes on a malformed line; skip bad records instead of stopping")
+    again.assistant("The loader now catches the decode error and moves on.")
+    again.write()
+    ingest(archive, tmp_path / "more")
+    hits = similar(archive, turn_of(archive, S_AGAIN))
+    assert hits[0].session_id == S_PARSER
+    assert S_AGAIN not in {h.session_id for h in hits}
+    entry = archive.execute("SELECT prompt_entry FROM episodes WHERE session_id = ?", (S_AGAIN,)).fetchone()[
+        0
+    ]
+    assert similar(archive, str(entry))[0].session_id == S_PARSER  # by entry id as well
+    with pytest.raises(recall.NotEmbedded):
+        similar(archive, "no-such-thing")
+
+
+def test_context_keeps_within_its_budget_and_cites_records_that_exist(archive):
+    for budget in (200, 400, 4000):
+        context = build_context(archive, "parser skipping broken JSON lines", budget=budget)
+        assert context.tokens <= budget
+        assert recall.tokens_of(context.as_text()) <= budget + 40  # the text's own framing
+        for turn in context.turns:
+            assert archive.execute("SELECT 1 FROM entries WHERE id = ?", (turn.entry_id,)).fetchone()
+            assert archive.execute("SELECT 1 FROM agent_sessions WHERE id = ?", (turn.session_id,)).fetchone()
+            assert turn.reference.startswith(f"threadloom show {turn.session_id}")
+    big = build_context(archive, "parser skipping broken JSON lines", budget=4000)
+    assert big.turns[0].session_id == S_PARSER
+    assert big.turns[0].files == ["/srv/ingest/reader.py"]
+    assert "pytest tests/test_reader.py -q" in big.turns[0].commands
+    small = build_context(archive, "parser skipping broken JSON lines", budget=200)
+    assert len(small.turns) + small.left_out >= 1 and len(small.turns) <= len(big.turns)
+    scoped = build_context(archive, "correct a spelling mistake", budget=4000, project="docs")
+    assert {t.session_id for t in scoped.turns} == {S_DOCS}
+
+
+def test_cli_search_modes_similar_and_context(archive, tmp_path):
+    db_path = archive.execute("PRAGMA database_list").fetchone()[2]
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "threadloom.core.cli", *args, "--db", db_path],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            check=True,
+        )
+
+    hits = json.loads(cli("search", "tolerate corrupt input rows", "--mode", "meaning", "--json").stdout)
+    assert hits[0]["session_id"] == S_PARSER and hits[0]["why"] == "meaning" and hits[0]["turn_id"]
+    assert json.loads(cli("search", "tolerate corrupt input rows", "--mode", "words", "--json").stdout) == []
+    printed = cli("search", "tolerate corrupt input rows").stdout
+    assert "by meaning" in printed
+    context = json.loads(cli("context", "parser skipping broken lines", "--budget", "300", "--json").stdout)
+    assert context["tokens"] <= 300 and context["tokens_counted_as"] == "characters / 4"
+    assert context["turns"][0]["session_id"] == S_PARSER
+    text = cli("context", "parser skipping broken lines").stdout
+    assert text.startswith("Context from past sessions") and "reader.py" in text
+    similar_hits = json.loads(cli("similar", turn_of(archive, S_PARSER), "--json").stdout)
+    assert S_PARSER not in {h["session_id"] for h in similar_hits}
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not (CORPUS / "aider").is_dir(), reason="corpus absent")
+def test_the_evaluation_on_real_sessions_puts_meaning_ahead_of_words(tmp_path):
+    sys.path.insert(0, str(REPO / "bench" / "recall"))
+    try:
+        import evaluate
+    finally:
+        sys.path.pop(0)
+    db = tmp_path / "corpus.db"
+    evaluate.ingest(db)
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    scores = evaluate.evaluate(conn, evaluate.load_queries())
+    assert scores["words"]["queries"] >= 60
+    assert scores["meaning"]["hit@10"] >= 0.6
+    assert scores["hybrid"]["hit@10"] >= scores["words"]["hit@10"] + 0.5
+    assert scores["hybrid"]["mrr"] >= scores["meaning"]["mrr"]
+    assert episodes.EPISODES_VERSION  # the registry's version key is what builds them all again
+
+
+def test_a_new_session_from_context_hands_the_agent_the_file_and_runs_nothing_from_the_logs(
+    conn, tmp_path, fake_agents, sandbox
+):
+    from threadloom.core.recall import launch_command, write_context_file
+
+    from tests.support import run_printed
+
+    root = write_archive(tmp_path / "projects")
+    evil = Transcript(root / "-srv-evil" / f"{S_AGAIN}.jsonl", S_AGAIN, cwd="/srv/evil")
+    evil.user("Parser crash on broken lines again: $(touch pwned) `touch pwned2` ; touch pwned3 'quoted'")
+    evil.assistant("Skipped the broken records like last time.")
+    evil.write()
+    ingest(conn, root)
+    context = build_context(conn, "parser skipping broken lines", budget=3000)
+    assert any("$(touch pwned)" in t.prompt for t in context.turns)
+    path = write_context_file(context, tmp_path / "contexts")
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert write_context_file(context, tmp_path / "contexts") != path  # never over a file
+    folder = tmp_path / "we$(touch pwned4)ird 'dir' `x` ; rm -rf"
+    folder.mkdir()
+    for agent, program in (("claude-code", "claude"), ("codex", "codex"), ("gemini", "gemini")):
+        launch = launch_command(agent, path, str(folder))
+        for turn in context.turns:  # no text from the logs on the command line itself
+            assert turn.prompt[:12] not in launch.command
+        calls = run_printed(launch.command, fake_agents, sandbox)
+        assert calls == [[program, str(folder), path.read_text().rstrip("\n")]], agent
+    assert not [p for p in tmp_path.rglob("pwned*")]
+    with pytest.raises(ValueError, match="cannot be started with a first message"):
+        launch_command("aider", path, str(folder))
+    # a folder the log gave that cannot be used: no cd, and a note that says so
+    launch = launch_command("claude-code", path, "relative/dir")
+    assert not launch.command.startswith("cd ") and launch.notes
+
+
+def test_an_archive_from_before_episodes_is_searched_by_words_and_says_why(archive, tmp_path):
+    """Opened read-only before the ingest that adds the episodes (another version's archive)."""
+    import sqlite3
+
+    path = archive.execute("PRAGMA database_list").fetchone()[2]
+    archive.execute("DROP TABLE episodes")
+    old = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    result = search_recall(old, "migration renames table")
+    assert result.hits and result.hits[0].session_id == S_DB and result.hits[0].why == "words"
+    assert any("waits for the next `threadloom ingest`" in p for p in result.problems)
+    faceted = search_recall(old, "migration file:reader.py", mode="words")
+    assert any("file:, cmd: and error: need the turns' facets" in p for p in faceted.problems)
+
+
+def test_an_ingest_says_how_far_the_embedding_is(conn, tmp_path):
+    from threadloom.core.ingest import EMBEDDING, run_ingest
+
+    seen = []
+    report = run_ingest(
+        conn, [write_archive(tmp_path / "projects")], include_defaults=False, progress=seen.append
+    )
+    phases = [(p.phase_done, p.phase_total) for p in seen if p.path == EMBEDDING]
+    assert phases and phases[-1][0] == phases[-1][1] == 4  # the four sessions' turns
+    assert report.episodes_seconds > 0

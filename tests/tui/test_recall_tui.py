@@ -1,0 +1,101 @@
+"""Recall by meaning in the TUI: the search modes, turns picked for a new session's context, and the
+viewer's similar turns (L), on the demo archive."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from textual.widgets import Input, Static
+from threadloom.tui.app import ThreadloomApp
+from threadloom.tui.context import ContextScreen
+from threadloom.tui.messages import MessageView
+from threadloom.tui.search import SearchScreen
+
+from tests.support import run_printed
+from tests.tui_support import CHECKOUT, build_demo_db, fixed_now, session_id, until, wait_for_search
+
+
+def shown(widget: Static) -> str:
+    """The plain text a Static shows."""
+    console = Console(width=400, file=io.StringIO(), color_system=None)
+    with console.capture() as capture:
+        console.print(widget.content)
+    return capture.get()
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_demo_db(tmp_path_factory.mktemp("recall-tui"), long_turns=6)
+
+
+async def test_picked_turns_start_a_new_session_with_their_context(
+    demo_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_agents: Path, sandbox: Path
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    copied: list[str] = []
+    monkeypatch.setattr(
+        "threadloom.core.clipboard.copy", lambda text: copied.append(text) or "system clipboard"
+    )
+    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("slash", *"tax rounding")
+        await wait_for_search(pilot)
+        screen = app.screen
+        assert isinstance(screen, SearchScreen) and screen.hits
+        assert "words + meaning" in shown(screen.query_one("#search-status", Static))
+        await pilot.press("ctrl+t", "down", "ctrl+t")  # two turns picked
+        assert len(screen.picked) == 2
+        assert "2 turn(s) picked" in shown(screen.query_one("#search-status", Static))
+        picked_prompts = {h.snippet[:20] for h in screen.picked.values()}
+        await pilot.press("ctrl+n")
+        await until(pilot, lambda: isinstance(app.screen, ContextScreen) and app.screen.context is not None)
+        dialog = app.screen
+        assert isinstance(dialog, ContextScreen) and dialog.context is not None
+        assert len(dialog.context.turns) == 2
+        folder = tmp_path / "new $(touch pwned) 'place'"
+        folder.mkdir()
+        dialog.query_one("#context-folder", Input).value = str(folder)
+        await pilot.pause()
+        await pilot.press("ctrl+y")
+        await pilot.pause()
+        assert dialog.launch is not None and copied == [dialog.launch.command]
+        written = dialog.launch.path
+        assert written.parent == tmp_path / "data" / "threadloom" / "context"
+        assert written.stat().st_mode & 0o777 == 0o600
+        text = written.read_text()
+        assert all(p in text for p in picked_prompts)
+        assert "only you can read it" in shown(dialog.query_one("#context-status", Static))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen
+    calls = run_printed(copied[0], fake_agents, sandbox)
+    assert calls == [["claude", str(folder), written.read_text().rstrip("\n")]]
+    assert not list(tmp_path.rglob("pwned"))
+
+
+async def test_similar_turns_open_from_the_viewer(demo_db: Path) -> None:
+    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        checkout = session_id(app, CHECKOUT)
+        app.browser.jump_to_session(checkout)
+        await pilot.pause()
+        view = app.query_one(MessageView)
+        view.focus()
+        await until(pilot, lambda: view.session_id == checkout and view.count > 0)
+        await pilot.press("L")
+        await until(pilot, lambda: isinstance(app.screen, SearchScreen) and app.screen.result is not None)
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        status = shown(screen.query_one("#search-status", Static))
+        assert "turns like #" in status
+        assert screen.hits and all(h.why == "meaning" for h in screen.hits)
+        assert checkout not in {h.session_id for h in screen.hits}
+        assert checkout not in {h.main_session_id for h in screen.hits}
+        await pilot.press("enter")  # a similar turn opens in the viewer like a hit
+        await pilot.pause()
+        assert app.screen is app.browser and view.session_id == screen.hits[0].session_id
