@@ -570,6 +570,12 @@ def test_pulled_sessions_are_derived_as_on_their_machine(tmp_path: Path, hub: st
     assert ("docs-writer",) in box.conn.execute("SELECT agent_type FROM agent_sessions").fetchall()
     signals = "SELECT session_id, name, detail FROM session_signals ORDER BY 1, 2"
     assert box.conn.execute(signals).fetchall() == laptop.conn.execute(signals).fetchall()
+    # its turns as episodes, embedded for search by meaning, as there
+    episodes = (
+        "SELECT turn_id, session_id, files, commands, tools, vector IS NOT NULL FROM episodes ORDER BY 1"
+    )
+    mine = laptop.conn.execute(episodes).fetchall()
+    assert mine and box.conn.execute(episodes).fetchall() == mine
 
 
 @pytest.mark.parametrize("cut", [3, 9, 12, 16])
