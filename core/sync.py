@@ -1204,15 +1204,19 @@ def _load_later(stored: str | None) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
-def _readable(hub: psycopg.Connection[Any]) -> str:
-    """What the syncing role may read, as a short fingerprint: its grants and the machines it owns."""
+def _readable(hub: psycopg.Connection[Any], machine: str) -> str:
+    """What the syncing role may read, as a short fingerprint: its grants and the other machines it
+    owns (this one's rows are never pulled: registering it changes nothing read)."""
     grants = [
         str(r[0])
         for r in hub.execute("SELECT project FROM threadloom.grants WHERE role = session_user ORDER BY 1")
     ]
     owned = [
         str(r[0])
-        for r in hub.execute("SELECT name FROM threadloom.machines WHERE owner = session_user ORDER BY 1")
+        for r in hub.execute(
+            "SELECT name FROM threadloom.machines WHERE owner = session_user AND name <> %s ORDER BY 1",
+            (machine,),
+        )
     ]
     hub.commit()
     return hashlib.sha256(orjson.dumps([grants, owned])).hexdigest()[:16]
@@ -1265,7 +1269,7 @@ def _pull(
     # What this role may read: its grants and its machines. When that changed (a project granted
     # since), rows older than the cursor may have become readable: the layouts are read again from
     # the start (those placed already are passed over).
-    seen = _readable(hub)
+    seen = _readable(hub, machine)
     seen_key = READABLE_KEY + hid
     if get_meta(conn, seen_key) != seen:
         cursor = 0

@@ -640,3 +640,20 @@ def test_an_agent_read_only_by_a_newer_threadloom_is_pulled_once_this_one_reads_
     assert box.sync(hub).pulled_records == 6
     assert box.sessions() == {A: 6}
     assert box.sync(hub).pulled_records == 0
+
+
+def test_a_machines_first_push_after_pulling_reads_nothing_again(
+    tmp_path: Path, hub: str, monkeypatch
+) -> None:
+    laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
+    _session(laptop.root, A, "/home/me/app")
+    laptop.ingest()
+    laptop.sync(hub)
+    box.sync(hub, push=False)  # pulled before this machine is on the hub
+    calls: list[int] = []
+    real = sync._place_source
+    monkeypatch.setattr(sync, "_place_source", lambda *a, **k: calls.append(1) or real(*a, **k))
+    _session(box.root, B, "/srv/api")
+    box.ingest()
+    assert box.sync(hub).pushed_records == 6  # registers this machine: what it may read is the same
+    assert calls == []
