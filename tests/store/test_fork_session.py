@@ -4,12 +4,14 @@ the questions it waits on, the restore, the edits after the point and their undo
 
 from __future__ import annotations
 
+import json
 import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from threadloom.core.cli import main
 from threadloom.core.fork import claude_folder_name
 from threadloom.core.fork_session import ForkSession, Target, next_step, plan_for
 
@@ -179,12 +181,26 @@ def test_fork_before_a_prompt_edits_it_on_one_line(conn, session):
     assert model.pending.command.endswith("'a table instead'")
 
 
-def test_the_cli_and_the_model_make_the_same_plans(conn, session):
+def test_the_cli_and_the_model_make_the_same_plans(conn, session, capsys):
+    """`threadloom fork` and `resume` take the picker's steps: the same commands, the same questions."""
     prompt = entry(conn, "thanks, now the summary")
     plan = plan_for(conn, "fork", str(prompt), before=True)
     assert next_step("fork", plan) == "write" and plan.action == "fork"
     resume = plan_for(conn, "resume", session_id=SID)
     assert next_step("resume", resume) == "restore" and resume.command.endswith(f"claude --resume {SID}")
+    db_path = conn.execute("PRAGMA database_list").fetchone()[2]
+    reply = entry(conn, "Here is the log.")
+    model = opened(conn, reply)
+    assert model.plan_now("fork-prompt", model.target_at(), "a table") == "restore"
+    native = ["fork", "--db", db_path, "--json", "--dry-run", "--native", "--prompt", "a table", str(reply)]
+    assert main(native) == 0
+    assert json.loads(capsys.readouterr().out)["command"] == model.pending.command
+    model.cancel_ask()
+    assert model.plan_now("resume") == "restore"
+    assert main(["resume", "--db", db_path, "--json", SID]) == 1  # not without --restore
+    assert "--restore" in capsys.readouterr().err
+    assert main(["resume", "--db", db_path, "--json", "--restore", SID]) == 0
+    assert json.loads(capsys.readouterr().out)["command"] == model.pending.command
 
 
 def test_the_edits_after_the_point_and_their_undo_patch(conn, tmp_path, monkeypatch):
