@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 AROUND = 60  # turns listed on each side of the chosen one (a long session has thousands)
 LINE_BREAK = " ⏎ "  # a prompt's line break in the one-line box that edits it
 
-Action = Literal["fork", "fork-prompt", "resume", "fork-end"]
 FAILURE = {  # how a plan that cannot be made is said, by action
     "fork": "Cannot fork here",
     "fork-prompt": "Cannot fork here",

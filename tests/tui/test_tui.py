@@ -1686,7 +1686,9 @@ async def test_fork_picker_preselects_the_message_then_resume_copies(demo_db: Pa
         await pilot.pause()
         picker = await open_picker_at(pilot, 11)  # "Also round to cents in the invoice summary email."
         row = app.query_one(MessageView).current_row()
-        assert row is not None and picker.model.turn_id == row.turn_id and picker.model.entry_id == row.entry_id
+        assert (
+            row is not None and picker.model.turn_id == row.turn_id and picker.model.entry_id == row.entry_id
+        )
         assert [p.prompt[:24] for p in picker.model.points] == [
             "The checkout tests start",
             "Also round to cents in t",
@@ -1696,7 +1698,8 @@ async def test_fork_picker_preselects_the_message_then_resume_copies(demo_db: Pa
         assert texts[0].startswith("  ▸ turn 1") and "› The checkout tests started failing" in texts[0]
         assert texts[1].startswith("  ▾ turn 2") and "\n" not in texts[1]
         kinds = [
-            (r.message.kind, r.message.label[:20]) if r.message else ("turn", r.turn) for r in picker.model.rows
+            (r.message.kind, r.message.label[:20]) if r.message else ("turn", r.turn)
+            for r in picker.model.rows
         ]
         assert kinds == [
             ("turn", 0),
@@ -1707,7 +1710,10 @@ async def test_fork_picker_preselects_the_message_then_resume_copies(demo_db: Pa
         ], kinds
         points = picker.query_one(PointList)
         assert points.highlighted == 2 and picker.model.rows[2].message is not None
-        assert picker.model.rows[2].message.entry_id == row.entry_id and picker.model.marked is picker.model.rows[2].message
+        assert (
+            picker.model.rows[2].message.entry_id == row.entry_id
+            and picker.model.marked is picker.model.rows[2].message
+        )
         assert texts[2].startswith("▶ ") and "your message" in texts[2]
         hint = shown(picker.query_one("#fork-hint", Static))
         assert "ends on this prompt" in hint and "b forks just before it" in hint
@@ -1843,7 +1849,9 @@ async def test_parallel_calls_are_bracketed_with_their_message_and_fork_with_it(
         picker = app.screen
         assert isinstance(picker, ForkPicker)
         shape = [
-            (r.bracket, r.message.kind, r.message.label[:18]) for r in picker.model.rows if r.message is not None
+            (r.bracket, r.message.kind, r.message.label[:18])
+            for r in picker.model.rows
+            if r.message is not None
         ]
         assert shape[:5] == [
             ("", "prompt", "research three thi"),
@@ -1907,7 +1915,10 @@ async def test_the_picker_says_what_a_fork_does_not_undo_and_writes_the_patch(
         await pilot.press("u")
         await pilot.pause()
         box = picker.query_one("#fork-prompt-input", Input)
-        proposed = tmp_path / f"threadloom-undo-{picker.model.session_id[:8]}-at-{picker.model.marked.entry_id}.patch"
+        proposed = (
+            tmp_path
+            / f"threadloom-undo-{picker.model.session_id[:8]}-at-{picker.model.marked.entry_id}.patch"
+        )
         assert box.display and box.value == str(proposed)
         await pilot.press("enter")
         await pilot.pause()
@@ -2210,7 +2221,10 @@ async def test_fork_with_a_new_prompt_from_a_search_hit(
         await pilot.press("y")
         await settle(pilot)
         assert picker.model.plan is not None and picker.model.plan.action == "fork-prompt"
-        assert "--fork-session" in picker.model.plan.command and "'Round the PDF too'" in picker.model.plan.command
+        assert (
+            "--fork-session" in picker.model.plan.command
+            and "'Round the PDF too'" in picker.model.plan.command
+        )
         assert copied == [picker.model.plan.command]
         await pilot.press("escape")
         await pilot.pause()
@@ -2241,7 +2255,9 @@ async def test_fork_picker_for_codex_says_what_it_can(
         await pilot.press("f")
         await settle(pilot)
         picker = app.screen
-        assert isinstance(picker, ForkPicker) and picker.model.agent == "codex" and len(picker.model.points) == 2
+        assert (
+            isinstance(picker, ForkPicker) and picker.model.agent == "codex" and len(picker.model.points) == 2
+        )
         row = picker.current_row()  # the message under the cursor, said to snap to its turn's end
         assert (
             row is not None
@@ -2262,7 +2278,9 @@ async def test_fork_picker_for_codex_says_what_it_can(
         await pilot.press("enter")
         await settle(pilot)
         assert picker.model.written == Path(plan.path) and Path(plan.path).is_file()
-        assert picker.model.plan is plan and plan.command.startswith(f"codex resume {plan.new_session_id} -C ")
+        assert picker.model.plan is plan and plan.command.startswith(
+            f"codex resume {plan.new_session_id} -C "
+        )
         assert copied == [plan.command] and "whole chosen turn" in shown(
             picker.query_one("#fork-notes", Static)
         )
@@ -2271,7 +2289,9 @@ async def test_fork_picker_for_codex_says_what_it_can(
         assert "Only Claude Code" in shown(picker.query_one("#fork-status", Static))
         await pilot.press("r")
         await settle(pilot)
-        assert picker.model.plan is not None and picker.model.plan.command.startswith(f"codex resume {sid} -C ")
+        assert picker.model.plan is not None and picker.model.plan.command.startswith(
+            f"codex resume {sid} -C "
+        )
 
 
 def test_a_collapsed_tool_call_stays_on_one_line_its_path_giving_way() -> None:
