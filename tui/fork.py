@@ -178,6 +178,13 @@ class ForkPicker(ModalScreen[None]):
         # off the footer (the Copy again button is beside the command): an 80-column footer has room for the rest
         Binding("c", "copy", "Copy", show=False, id="fork.copy", tooltip="Copy the command again"),
         Binding(
+            "ctrl+n",
+            "new_with_context",
+            "New session",
+            id="fork.new-session",
+            tooltip="Start a new session with the picked turns (p), or this one, as its context",
+        ),
+        Binding(
             "u",
             "undo_patch",
             "Undo patch",
@@ -413,6 +420,26 @@ class ForkPicker(ModalScreen[None]):
     def action_collapse(self) -> None:
         if self.model.collapse():
             self._show_list()
+
+    def action_pick(self) -> None:
+        """Pick the turn or message under the cursor (again: put it back) for a new session's context."""
+        if self.model.current_row() is None:
+            return
+        self.model.toggle_pick()
+        self.query_one(PointList).show()
+        self.refresh_bindings()
+
+    def action_new_with_context(self) -> None:
+        """The picked turns (a picked message brings its turn; none picked: the one under the cursor)
+        as the context of a new session, in the dialog that starts it."""
+        from threadloom.tui.context import ContextScreen
+
+        selection = self.model.selection()
+        turns = list(dict.fromkeys(selection.turn_ids + [m.turn_id for m in selection.messages]))
+        if not turns:
+            self.notify("Nothing picked here: p picks a turn", timeout=3)
+            return
+        self.app.push_screen(ContextScreen(self.db_path, turns, "the turns picked in the fork picker"))
 
     def action_toggle(self) -> None:  # type: ignore[override]  # replaces Textual's toggle(attribute) action
         row = self.model.current_row()

@@ -41,6 +41,9 @@ KIND_MARK = {  # the mark before a message, and its style
 KIND_NOUN = {"thinking": "thinking block", "event": "record"}
 
 
+PICKED_STYLE = "bold #87d787"  # a turn or message picked for a new session's context
+
+
 class PointList(OptionList):
     """Turns, oldest first, open ones followed by their messages: each option is a place to fork.
     Its highlight is the session's cursor."""
@@ -79,6 +82,14 @@ class PointList(OptionList):
             tooltip="Open or close the turn under the cursor",
         ),
         Binding(
+            "p",
+            "screen.pick",
+            "Pick",
+            show=False,
+            id="fork.pick",
+            tooltip="Pick the turn (or message) under the cursor for a new session's context (Ctrl+N)",
+        ),
+        Binding(
             "enter",
             "select",
             "Fork here",
@@ -114,6 +125,8 @@ class PointList(OptionList):
         head = Text(no_wrap=True, overflow="ellipsis")
         mine = row.turn == model.chosen and model.marked is None and model.turn_id is not None
         head.append("▶ " if mine else "  ", style=CHOSEN_STYLE)
+        if model.is_picked(row):
+            head.append("● ", style=PICKED_STYLE)
         head.append("▾ " if opened else "▸ ", style="dim")
         head.append(f"turn {model.turn_number(row)}", style="bold")
         facts = [(short_when(point.timestamp), "dim"), (short_model(point.model), "#af87d7")]
@@ -143,7 +156,7 @@ class PointList(OptionList):
         mine = message is self.model.marked
         head = Text(no_wrap=True)
         head.append("▶ " if mine else "  ", style=CHOSEN_STYLE)
-        head.append("  ")
+        head.append("● " if self.model.is_picked(row) else "  ", style=PICKED_STYLE)
         head.append(f"{row.bracket} " if row.bracket else "  ", style=BRACKET_STYLE)
         facts = [(when(message.timestamp)[-8:], "dim")]
         if message.kind == "tool call" and message.tool_name:
