@@ -40,6 +40,7 @@ _SPECS: dict[str, tuple[str, str, tuple[Any, ...], dict[str, Any]]] = {
     "pi": ("pi", "PiAdapter", (), {}),
     "kimi-cli": ("kimi", "KimiAdapter", (), {}),
     "continue": ("continue_dev", "ContinueAdapter", (), {}),
+    "goose": ("goose", "GooseAdapter", (), {}),
 }
 
 
