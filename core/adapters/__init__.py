@@ -41,6 +41,7 @@ _SPECS: dict[str, tuple[str, str, tuple[Any, ...], dict[str, Any]]] = {
     "kimi-cli": ("kimi", "KimiAdapter", (), {}),
     "continue": ("continue_dev", "ContinueAdapter", (), {}),
     "goose": ("goose", "GooseAdapter", (), {}),
+    "crush": ("crush", "CrushAdapter", (), {}),
 }
 
 
