@@ -44,12 +44,14 @@ MEANING_FLOOR = 0.2  # below this cosine an episode is not "like" the query at a
 
 @dataclass
 class VectorIndex:
-    """Every embedded episode's vector, in memory: a search is one matrix product (~5 ms at 100k)."""
+    """Every embedded episode's vector, in memory as stored (int8 rows and each one's inverse
+    length: 12 MB at 46,000 turns, not 47 as float32): a search is a few blocks' products."""
 
     generation: tuple[Any, ...]
     turn_ids: list[str]
     session_ids: list[str]
-    matrix: NDArray[np.float32]
+    rows: NDArray[np.int8]
+    inverse: NDArray[np.float32]
     row_of: dict[str, int] = field(default_factory=dict)
     rows_of_session: dict[str, list[int]] = field(default_factory=dict)
 
@@ -90,12 +92,8 @@ def vector_index(conn: sqlite3.Connection) -> VectorIndex | None:
     ).fetchall()
     if not rows:
         return None
-    index = VectorIndex(
-        generation,
-        [r[0] for r in rows],
-        [r[1] for r in rows],
-        embed.from_bytes([r[2] for r in rows]),
-    )
+    packed, inverse = embed.packed([r[2] for r in rows])
+    index = VectorIndex(generation, [r[0] for r in rows], [r[1] for r in rows], packed, inverse)
     index.row_of = {t: i for i, t in enumerate(index.turn_ids)}
     for i, session in enumerate(index.session_ids):
         index.rows_of_session.setdefault(session, []).append(i)
@@ -152,7 +150,7 @@ def nearest(
     index = vector_index(conn)
     if index is None:
         return []
-    scores = index.matrix @ query_vector
+    scores = embed.cosines(index.rows, index.inverse, query_vector)
     if allowed is not None or exclude_sessions:
         scores = np.where(index.mask(allowed, exclude_sessions), scores, -2.0)
     top = min(limit, len(scores))
