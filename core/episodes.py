@@ -397,8 +397,9 @@ def refresh(
     whole = get_meta(conn, EPISODES_VERSION_KEY) != EPISODES_VERSION
     if whole:
         sessions = {r[0] for r in conn.execute("SELECT id FROM agent_sessions")}
-    embedding = _embedding_ready(conn)
     ordered = sorted(sessions)
+    # an ingest with nothing new never loads the model (0.3 s of a no-change run)
+    embedding = bool(ordered) and _embedding_ready(conn)
     for start in range(0, len(ordered), SESSIONS_PER_BATCH):
         with transaction(conn):
             written = update(conn, ordered[start : start + SESSIONS_PER_BATCH])
@@ -419,7 +420,16 @@ EMBED_BATCH = 512
 
 def _embedding_ready(conn: sqlite3.Connection) -> bool:
     """Whether episodes can be embedded now; vectors of another model are cleared first (all are
-    computed again). False without a model (a broken install: words still work)."""
+    computed again). False without a model (a broken install: words still work). The model is
+    loaded here, so callers ask only when they have something to embed."""
+    from threadloom.core import embed
+
+    _clear_other_models(conn)
+    return embed.available()
+
+
+def _clear_other_models(conn: sqlite3.Connection) -> None:
+    """Vectors computed by another model are cleared (they are all computed again); cheap otherwise."""
     from threadloom.core import embed
     from threadloom.core.db import get_meta, set_meta, transaction
 
@@ -427,7 +437,6 @@ def _embedding_ready(conn: sqlite3.Connection) -> bool:
         with transaction(conn):
             conn.execute("UPDATE episodes SET vector = NULL WHERE vector IS NOT NULL")
             set_meta(conn, embed.MODEL_KEY, embed.MODEL)
-    return embed.available()
 
 
 def _store_vectors(conn: sqlite3.Connection, episodes: list[Episode]) -> None:
@@ -459,10 +468,9 @@ def embed_pending(
     Returns how many were embedded; 0 without a model (a broken install: words still work)."""
     from threadloom.core.db import transaction
 
-    if not _embedding_ready(conn):
-        return 0
+    _clear_other_models(conn)
     total = conn.execute("SELECT count(*) FROM episodes WHERE vector IS NULL").fetchone()[0]
-    if not total:
+    if not total or not _embedding_ready(conn):
         return 0
     done = 0
     while cancel is None or not cancel.is_set():
