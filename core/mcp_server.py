@@ -374,8 +374,10 @@ def do_recent(
         rows = [r for r in rows if (r.last_activity or 0) >= start]
     if end is not None:
         rows = [r for r in rows if (r.started_at or 0) < end]
+    # only the sessions a page can hold are made into items (an archive has thousands)
+    start = offset_of(cursor, "recent_sessions")
     items = []
-    for r in rows:
+    for r in rows[start : start + max(20, budget_of(max_tokens) // 25)]:
         item = session_item(r)
         if tags.get(r.id):
             item["tags"] = tags[r.id]
@@ -385,9 +387,8 @@ def do_recent(
             k: v for k, v in (("project", project), ("agent", agent), ("since", since), ("until", until)) if v
         }
     }
-    return page(
-        "recent_sessions", head, "sessions", items, max_tokens=max_tokens, cursor=cursor, what="sessions"
-    )
+    return page("recent_sessions", head, "sessions", items, max_tokens=max_tokens, cursor=cursor,
+                what="sessions", total=len(rows), windowed=True)  # fmt: skip
 
 
 def _turn_rows(conn: sqlite3.Connection, session_id: str) -> list[tuple[Any, ...]]:
