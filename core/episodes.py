@@ -144,14 +144,6 @@ def update(conn: sqlite3.Connection, sessions: Iterable[str]) -> list[Episode]:
     return written
 
 
-def forget(conn: sqlite3.Connection, sessions: Iterable[str] | None) -> None:
-    """Drop the episodes of sessions being replayed (None: all): they are built again after."""
-    if sessions is None:
-        conn.execute("DELETE FROM episodes")
-    else:
-        conn.executemany("DELETE FROM episodes WHERE session_id = ?", [(s,) for s in sessions])
-
-
 def read_episodes(
     conn: sqlite3.Connection,
     session_id: str,
