@@ -1997,7 +1997,8 @@ def cmd_fork_and_undo(args: argparse.Namespace) -> int:
 def _fork_undo(args: argparse.Namespace, plan: ForkPlan) -> tuple[dict[str, Any], list[str], bool]:
     """The files edited after the fork point, their undo patch written when asked. Returns the
     fields for --json, the lines to tell the user, and whether writing the patch failed."""
-    from threadloom.core.fork import in_folder, resolve_entry, shell_command
+    from threadloom.core.fork import resolve_entry
+    from threadloom.core.fork_session import apply_command, covered, write_patch
     from threadloom.core.text import count_of, left_as_is, printable
     from threadloom.core.undo import plan_undo
 
@@ -2012,11 +2013,9 @@ def _fork_undo(args: argparse.Namespace, plan: ForkPlan) -> tuple[dict[str, Any]
     target = args.undo_patch
     if target is not None and undo.patch and not args.dry_run:
         try:
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            write_patch(undo, target)
         except OSError as exc:
             return fields, [f"threadloom: cannot write the undo patch {target}: {exc.strerror or exc}"], True
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(undo.patch)
         fields["undo_patch"] = str(target)
     names = [printable(f.path) for f in undo.files]
     if target is None:
@@ -2032,24 +2031,16 @@ def _fork_undo(args: argparse.Namespace, plan: ForkPlan) -> tuple[dict[str, Any]
             ],
             False,
         )
-    covered = ", ".join(printable(f.path) for f in undo.files if f.revertible)
     if not undo.patch:
         said = [
             "undo patch: not written, there is nothing the records can take back"
             + ("" if names else " (no file was edited after this point)")
         ]
     elif args.dry_run:
-        said = [f"undo patch: would write {target}, covering {covered}"]
+        said = [f"undo patch: would write {target}, covering {covered(undo)}"]
     else:
-        patch = os.path.abspath(target)
-        apply = in_folder(
-            undo.cwd,
-            shell_command(["git", "apply", "--check", patch])
-            + " && "
-            + shell_command(["git", "apply", patch]),
-            [],
-        )
-        said = [f"undo patch: wrote {target}, covering {covered}; check and apply it with: {apply}"]
+        apply = apply_command(undo, os.path.abspath(target))
+        said = [f"undo patch: wrote {target}, covering {covered(undo)}; check and apply it with: {apply}"]
     said += [f"  not in the patch: {printable(problem)}" for problem in undo.problems]
     return fields, said + [f"note: {printable(note)}" for note in undo.notes], False
 
@@ -2084,30 +2075,31 @@ def _restored(args: argparse.Namespace, conn: sqlite3.Connection, plan: ForkPlan
 
 
 def cmd_fork(args: argparse.Namespace) -> int:
-    from threadloom.core.fork import ForkError, native_fork_plan, plan_fork, write_fork
+    """The steps of the fork picker's Fork here and New prompt (`core.fork_session`), in one go."""
+    from threadloom.core.fork import ForkError, write_fork
+    from threadloom.core.fork_session import next_step, plan_for
     from threadloom.core.ingest import run_ingest
 
     conn = _open_for_reading(args) if args.dry_run else _connect(args)  # a dry run only reads
     again = f"fork {args.entry}" + (" --before" if args.before else "")
+    action = "fork-prompt" if args.native else "fork"
+    if args.native and not args.prompt:
+        print("threadloom: --native needs --prompt", file=sys.stderr)
+        return 2
     try:
+        plan = plan_for(conn, action, args.entry, before=args.before, prompt=args.prompt)
         if args.native:
-            if not args.prompt:
-                print("threadloom: --native needs --prompt", file=sys.stderr)
-                return 2
-            plan = native_fork_plan(conn, args.entry, args.prompt, before=args.before)
             if args.dry_run and not args.json:
                 _say_dry_run(plan)
             elif not args.dry_run and not _restored(args, conn, plan, again + " --native --prompt …"):
                 return 1
             return _emit_plan(args, plan, False)
-        plan = plan_fork(conn, args.entry, prompt=args.prompt, before=args.before)
         if args.dry_run:
             if not args.json:
                 _say_dry_run(plan)
             return _emit_plan(args, plan, False)
-        if (
-            not plan.lines
-        ):  # a command only: Codex and OpenCode copy the session themselves, Gemini's copy is written
+        if next_step(action, plan) != "write":
+            # a command only: Codex and OpenCode copy the session themselves, Gemini's copy is written
             if not _restored(args, conn, plan, again):
                 return 1
             return _emit_plan(args, plan, False)
@@ -2153,13 +2145,15 @@ def _say_dry_run(plan: ForkPlan) -> None:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from threadloom.core.fork import ForkError, resume_plan
+    """The fork picker's Resume and Fork at end (`core.fork_session`), for a session named here."""
+    from threadloom.core.fork import ForkError
+    from threadloom.core.fork_session import plan_for
     from threadloom.core.query import resolve_session
 
     conn = _open_for_reading(args)  # resume only reads the archive (a --restore writes the agent's files)
     session = resolve_session(conn, args.session)
     try:
-        plan = resume_plan(conn, session.id, fork_at_end=args.fork_session)
+        plan = plan_for(conn, "fork-end" if args.fork_session else "resume", session_id=session.id)
     except ForkError as exc:
         print(f"threadloom: {exc}", file=sys.stderr)
         return 1

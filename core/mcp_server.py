@@ -374,8 +374,10 @@ def do_recent(
         rows = [r for r in rows if (r.last_activity or 0) >= start]
     if end is not None:
         rows = [r for r in rows if (r.started_at or 0) < end]
+    # only the sessions a page can hold are made into items (an archive has thousands)
+    start = offset_of(cursor, "recent_sessions")
     items = []
-    for r in rows:
+    for r in rows[start : start + max(20, budget_of(max_tokens) // 25)]:
         item = session_item(r)
         if tags.get(r.id):
             item["tags"] = tags[r.id]
@@ -385,22 +387,33 @@ def do_recent(
             k: v for k, v in (("project", project), ("agent", agent), ("since", since), ("until", until)) if v
         }
     }
-    return page(
-        "recent_sessions", head, "sessions", items, max_tokens=max_tokens, cursor=cursor, what="sessions"
-    )
+    return page("recent_sessions", head, "sessions", items, max_tokens=max_tokens, cursor=cursor,
+                what="sessions", total=len(rows), windowed=True)  # fmt: skip
 
 
 def _turn_rows(conn: sqlite3.Connection, session_id: str) -> list[tuple[Any, ...]]:
     """(turn id, order, time, tool calls, first #seq, last #seq) of each turn, in order: the places
     read in one pass over the session's messages (a 100,000-message session: one scan, not one a turn)."""
-    places = {
-        turn_id: (first, last)
-        for turn_id, first, last in conn.execute(
-            "SELECT turn_id, min(seq), max(seq) FROM entries WHERE session_id = ? AND seq IS NOT NULL "
-            "AND turn_id IS NOT NULL GROUP BY turn_id",
-            (session_id,),
-        )
-    }
+    from threadloom.core.search import has_episodes
+
+    # the episodes hold each turn's first and last #seq (core.episodes): read by index, not by a
+    # scan of the session's records; an archive without them yet is scanned
+    query = (
+        "SELECT turn_id, first_seq, last_seq FROM episodes WHERE session_id = ?"
+        if has_episodes(conn)
+        else "SELECT turn_id, min(seq), max(seq) FROM entries WHERE session_id = ? AND seq IS NOT NULL "
+        "AND turn_id IS NOT NULL GROUP BY turn_id"
+    )
+    places = {turn_id: (first, last) for turn_id, first, last in conn.execute(query, (session_id,))}
+    if not places and query.startswith("SELECT turn_id, first_seq"):  # episodes not built yet
+        places = {
+            turn_id: (first, last)
+            for turn_id, first, last in conn.execute(
+                "SELECT turn_id, min(seq), max(seq) FROM entries WHERE session_id = ? AND seq IS NOT NULL "
+                "AND turn_id IS NOT NULL GROUP BY turn_id",
+                (session_id,),
+            )
+        }
     rows = []
     for turn_id, order, when, calls in conn.execute(
         "SELECT id, sequence, COALESCE(started_at, timestamp), tool_call_count FROM agent_turns WHERE session_id = ?",
@@ -1132,6 +1145,28 @@ def build_server(db_path: Path) -> Any:
 
 
 def serve(db_path: Path) -> None:
-    """Answer over stdio until the client closes it."""
+    """Answer over stdio until the client closes it. The embedding model and the archive's vectors
+    are loaded first (under a second at 1 GB, while the agent starts): the first search does not
+    pay for them."""
     server = build_server(db_path)
+    _warm(db_path)
     server.run("stdio")
+
+
+def _warm(db_path: Path) -> None:
+    from threadloom.core import db, embed
+    from threadloom.core.recall import vector_index
+    from threadloom.core.search import has_episodes
+
+    try:
+        embed.embed(["warm"])
+        if not Path(db_path).is_file():  # no archive yet: nothing to load (and none made here)
+            return
+        conn = db.open_for_reading(db_path)
+        try:
+            if has_episodes(conn):
+                vector_index(conn)
+        finally:
+            conn.close()
+    except Exception:  # nothing to warm (no archive yet, a broken model): the first call says why
+        return

@@ -644,6 +644,12 @@ def _filtered_only(conn: sqlite3.Connection, q: ParsedQuery, limit: int, started
         if candidates is None:  # nothing narrows by id: the newest records of the newest sessions
             ids = _newest_by_session(conn, q, joined, params)
         else:
+            # a candidate's time is its record's: the dates are checked here, not one batch of
+            # records at a time (tool:Bash after:30d matching nothing, 1 GB: 190 queries, 360 ms)
+            if q.after is not None:
+                candidates = [c for c in candidates if c[1] is None or c[1] >= q.after]
+            if q.before is not None:
+                candidates = [c for c in candidates if c[1] is None or c[1] < q.before]
             candidates.sort(key=lambda c: (c[1] is None, -(c[1] or 0), -c[0]))
             ids = []
             for start in range(0, len(candidates), ID_BATCH):

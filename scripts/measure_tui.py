@@ -273,16 +273,16 @@ async def search_and_fork(db: Path) -> dict[str, float]:
         while not painted:
             await asyncio.sleep(0.001)
         picker_ms = (painted[0] - t0) * 1000
-        while not picker.points_read:
+        while not picker.model.points_read:
             await asyncio.sleep(0.001)
         picker.call_after_refresh(lambda: painted.append(time.perf_counter()))
         while len(painted) < 2:
             await asyncio.sleep(0.001)
         points_ms = (painted[1] - t0) * 1000
-        points = len(picker.points)
+        points = len(picker.model.points)
         t0 = time.perf_counter()
         picker.action_fork_here()
-        while picker.pending is None and not picker.error:
+        while picker.model.pending is None and not picker.model.error:
             await asyncio.sleep(0.001)
         plan_ms = (time.perf_counter() - t0) * 1000
     return {

@@ -224,6 +224,23 @@ async def scene_search(pilot: Pilot) -> None:
     await pilot.press("down")
 
 
+async def scene_new_session_context(pilot: Pilot) -> None:
+    """Two turns picked among the hits of a remembered sentence, and the dialog that starts a new
+    session with them as its context."""
+    from threadloom.tui.context import ContextScreen
+    from threadloom.tui.search import SearchScreen
+
+    app = the_app(pilot)
+    await pilot.press("slash", *"the tax rounding went wrong")
+    await wait_for_search(pilot)
+    screen = app.screen
+    assert isinstance(screen, SearchScreen)
+    screen.freeze_timing(0.004)
+    await pilot.press("ctrl+t", "down", "down", "ctrl+t", "ctrl+n")
+    await until(pilot, lambda: isinstance(app.screen, ContextScreen) and app.screen.context is not None)
+    await pilot.pause()
+
+
 async def scene_fork_picker(pilot: Pilot) -> None:
     """`f` on the failed Bash call in the viewer: the picker opens on it, bracketed with the thinking of
     its API message. "New prompt" makes the command, and asks to put the transcript back where Claude
@@ -349,6 +366,7 @@ SCENES: dict[str, tuple[Callable[[Pilot], Awaitable[None]], tuple[int, int]]] = 
     "markdown": (scene_markdown, (140, 40)),
     "image": (scene_image, (140, 40)),
     "search": (scene_search, (140, 40)),
+    "new-session-context": (scene_new_session_context, (140, 40)),
     "fork-picker": (scene_fork_picker, (140, 40)),
     "stats": (scene_stats, (140, 40)),
     "find": (scene_find, (140, 40)),

@@ -74,6 +74,12 @@ class ContextScreen(ModalScreen[None]):
             yield Static(id="context-status")
 
     def on_mount(self) -> None:
+        for selector, title in (
+            ("#context-agent", "agent"),
+            ("#context-folder", "start in"),
+            ("#context-budget", "tokens"),
+        ):
+            self.query_one(selector).border_title = title
         self._read()
 
     @work(thread=True, exclusive=True, group="context", exit_on_error=False, description="context")

@@ -104,6 +104,7 @@ def use_model(name: str) -> None:
     embed.embed = embed_with
     embed.DIMENSIONS = embed_with(["x"]).shape[1]
     embed.MODEL = name
+    embed.available = lambda: True  # the shipped model's own files are not read (another width)
 
 
 def main() -> int:

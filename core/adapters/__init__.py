@@ -39,6 +39,9 @@ _SPECS: dict[str, tuple[str, str, tuple[Any, ...], dict[str, Any]]] = {
     "factory-droid": ("droid", "DroidAdapter", (), {}),
     "pi": ("pi", "PiAdapter", (), {}),
     "kimi-cli": ("kimi", "KimiAdapter", (), {}),
+    "continue": ("continue_dev", "ContinueAdapter", (), {}),
+    "goose": ("goose", "GooseAdapter", (), {}),
+    "crush": ("crush", "CrushAdapter", (), {}),
 }
 
 

@@ -593,6 +593,12 @@ class Adapter(ABC):
         """The diff lines of an edit call (empty for any other call)."""
         return diff_of(self.file_edits(name, params, result))
 
+    def tool_inputs(self, raw: bytes) -> dict[str, Any] | None:
+        """The inputs of the tool calls one record makes, by call id, read straight from its bytes
+        where the format allows (a fast path for readers that want inputs alone, such as the
+        episodes' facets); None: normalize the record instead (core.query.fill_tool_io)."""
+        return None
+
     # ------------------------------------------------------------------ subagents
 
     @property

@@ -507,6 +507,25 @@ class ClaudeAdapter(Adapter):
             except (OSError, orjson.JSONDecodeError):
                 ctx.state["meta"] = {}
 
+    def tool_inputs(self, raw: bytes) -> dict[str, Any] | None:
+        """An assistant record's tool_use inputs by id, from its JSON alone (a call without an id
+        gets one from `normalize`, which numbers it: None sends the record there)."""
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return None
+        message = obj.get("message") if isinstance(obj, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        found: dict[str, Any] = {}
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, dict) and block.get("type") in ("tool_use", "server_tool_use"):
+                call_id = block.get("id")
+                if not isinstance(call_id, str):
+                    return None
+                value = block.get("input")
+                found[call_id] = value if isinstance(value, dict) else {"input": value}
+        return found
+
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
         if "uuid_session" not in ctx.state:
             self.start_file(ctx)

@@ -569,7 +569,7 @@ async def test_the_fork_picker_refuses_a_hostile_id_and_copies_a_safe_command(
         await settle(pilot)
         status = shown(picker.query_one("#fork-status", Static))
         assert "Cannot resume this session" in status and "is not a UUID" in status
-        assert picker.plan is None and copied == [] and not app.clipboard
+        assert picker.model.plan is None and copied == [] and not app.clipboard
         await pilot.press("escape")
         await pilot.pause()
         app.open_fork_picker(SID, None)
@@ -577,10 +577,10 @@ async def test_the_fork_picker_refuses_a_hostile_id_and_copies_a_safe_command(
         picker = app.screen
         await pilot.press("r")  # read from elsewhere: the picker asks to restore it where claude looks first
         await settle(pilot)
-        assert picker.asking == "restore" and copied == []
+        assert picker.model.asking == "restore" and copied == []
         await pilot.press("y")
         await settle(pilot)
-        assert picker.plan is not None and copied == [picker.plan.command]
+        assert picker.model.plan is not None and copied == [picker.model.plan.command]
     assert run_printed(copied[0], fake_agents, sandbox) == [["claude", str(folder), "--resume", SID]]
     assert [line.split()[0] for line in lookups(fake_agents)] == ["found"]
     assert no_marker(tmp_path)
@@ -666,12 +666,12 @@ async def test_run_it_now_starts_exactly_the_plans_command_in_its_folder(tmp_pat
         picker = app.screen
         assert (
             isinstance(picker, ForkPicker)
-            and picker.marked is not None
-            and picker.marked.label == "first answer"
+            and picker.model.marked is not None
+            and picker.model.marked.label == "first answer"
         )
         await pilot.press("f", "y")  # fork here, and yes: written where claude looks
         await settle(pilot)
-        plan = picker.plan
+        plan = picker.model.plan
         assert plan is not None and plan.path is not None and copied == [plan.command] and not log.exists()
         await pilot.press("x")
         await settle(pilot)

@@ -309,3 +309,17 @@ def test_an_ingest_says_how_far_the_embedding_is(conn, tmp_path):
     phases = [(p.phase_done, p.phase_total) for p in seen if p.path == EMBEDDING]
     assert phases and phases[-1][0] == phases[-1][1] == 4  # the four sessions' turns
     assert report.episodes_seconds > 0
+
+
+def test_an_ingest_with_nothing_new_never_loads_the_model(archive, tmp_path):
+    """The model's load (numpy, the tokenizer: 0.3 s) is for runs that have turns to embed."""
+    path = archive.execute("PRAGMA database_list").fetchone()[2]
+    code = (
+        "import sys; from pathlib import Path; from threadloom.core import db; "
+        "from threadloom.core.ingest import run_ingest; "
+        f"conn = db.connect(Path({path!r})); "
+        f"r = run_ingest(conn, [Path({str(tmp_path / 'projects')!r})], include_defaults=False); "
+        "print(r.records_added, 'numpy' in sys.modules, 'tokenizers' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert out.stdout.split() == ["0", "False", "False"], out.stderr

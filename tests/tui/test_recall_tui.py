@@ -99,3 +99,37 @@ async def test_similar_turns_open_from_the_viewer(demo_db: Path) -> None:
         await pilot.press("enter")  # a similar turn opens in the viewer like a hit
         await pilot.pause()
         assert app.screen is app.browser and view.session_id == screen.hits[0].session_id
+
+
+async def test_the_fork_picker_starts_a_new_session_with_its_picked_turns(demo_db: Path) -> None:
+    from threadloom.tui.fork import ForkPicker, PointList
+
+    from tests.tui_support import settle
+
+    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
+        await pilot.pause()
+        app.query_one(MessageView).go_to_seq(0)
+        await pilot.press("f")
+        await settle(pilot)
+        picker = app.screen
+        assert isinstance(picker, ForkPicker) and len(picker.model.points) >= 2
+        points = picker.query_one(PointList)
+        points.highlighted = 0
+        await pilot.press("p")
+        points.highlighted = len(picker.model.rows) - 1
+        await pilot.press("p")
+        assert len(picker.model.picked_turns) == 2
+        assert sum("●" in points.get_option_at_index(i).prompt.plain for i in range(points.option_count)) == 2
+        await pilot.press("ctrl+n")
+        await until(pilot, lambda: isinstance(app.screen, ContextScreen) and app.screen.context is not None)
+        dialog = app.screen
+        assert isinstance(dialog, ContextScreen) and dialog.context is not None
+        assert [t.turn_id for t in dialog.context.turns] == [
+            p.turn_id for p in picker.model.points if p.turn_id in picker.model.picked_turns
+        ]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is picker

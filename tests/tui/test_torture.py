@@ -144,9 +144,9 @@ async def test_the_archive_survives_every_writer_at_once(
         shown = view.count
     failed = [r for r in other.runs if r.returncode != 0 or "damaged" in r.stdout + r.stderr]
     assert not failed, failed[0].stderr or failed[0].stdout
-    # each pair of runs takes ~1.5 s here, and ~0.4 s more since an ingest embeds the turns it adds
-    # and a search loads the embedding model (search by meaning)
-    assert len(other.runs) >= 2 * int(SECONDS / (CLI_EVERY + 2.0))
+    # the other terminal kept running all along (each pair of runs takes 1.5-3 s on a busy 2-core
+    # machine: an ingest embeds the turns it adds, a search loads the embedding model)
+    assert len(other.runs) >= 2 * int(SECONDS / (CLI_EVERY + 3.0))
     assert len(agent.written) >= SECONDS / APPEND_EVERY / 4
     # one more ingest takes in what the last append left, then everything is checked
     final = subprocess.run(

@@ -1493,7 +1493,7 @@ async def test_search_says_what_was_chosen_and_the_app_acts_on_it(demo_db: Path)
         await settle(pilot)
         (asked,) = seen.of(OpenForkPicker)
         assert (asked.session_id, asked.entry_id, asked.seq) == (hit.session_id, hit.entry_id, hit.seq)
-        assert isinstance(app.screen, ForkPicker) and app.screen.entry_id == hit.entry_id
+        assert isinstance(app.screen, ForkPicker) and app.screen.model.entry_id == hit.entry_id
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is search)
         assert not seen.of(SearchClosed)
@@ -1686,8 +1686,10 @@ async def test_fork_picker_preselects_the_message_then_resume_copies(demo_db: Pa
         await pilot.pause()
         picker = await open_picker_at(pilot, 11)  # "Also round to cents in the invoice summary email."
         row = app.query_one(MessageView).current_row()
-        assert row is not None and picker.turn_id == row.turn_id and picker.entry_id == row.entry_id
-        assert [p.prompt[:24] for p in picker.points] == [
+        assert (
+            row is not None and picker.model.turn_id == row.turn_id and picker.model.entry_id == row.entry_id
+        )
+        assert [p.prompt[:24] for p in picker.model.points] == [
             "The checkout tests start",
             "Also round to cents in t",
         ]
@@ -1696,7 +1698,8 @@ async def test_fork_picker_preselects_the_message_then_resume_copies(demo_db: Pa
         assert texts[0].startswith("  ▸ turn 1") and "› The checkout tests started failing" in texts[0]
         assert texts[1].startswith("  ▾ turn 2") and "\n" not in texts[1]
         kinds = [
-            (r.message.kind, r.message.label[:20]) if r.message else ("turn", r.turn) for r in picker.rows
+            (r.message.kind, r.message.label[:20]) if r.message else ("turn", r.turn)
+            for r in picker.model.rows
         ]
         assert kinds == [
             ("turn", 0),
@@ -1706,8 +1709,11 @@ async def test_fork_picker_preselects_the_message_then_resume_copies(demo_db: Pa
             ("reply", "The email formats am"),
         ], kinds
         points = picker.query_one(PointList)
-        assert points.highlighted == 2 and picker.rows[2].message is not None
-        assert picker.rows[2].message.entry_id == row.entry_id and picker.marked is picker.rows[2].message
+        assert points.highlighted == 2 and picker.model.rows[2].message is not None
+        assert (
+            picker.model.rows[2].message.entry_id == row.entry_id
+            and picker.model.marked is picker.model.rows[2].message
+        )
         assert texts[2].startswith("▶ ") and "your message" in texts[2]
         hint = shown(picker.query_one("#fork-hint", Static))
         assert "ends on this prompt" in hint and "b forks just before it" in hint
@@ -1726,23 +1732,23 @@ async def test_resume_asks_to_restore_the_transcript_before_the_command_is_offer
         picker = await open_picker_at(pilot, 11)
         await pilot.press("r")
         await settle(pilot)
-        plan = picker.pending
-        assert plan is not None and plan.restore is not None and picker.asking == "restore"
+        plan = picker.model.pending
+        assert plan is not None and plan.restore is not None and picker.model.asking == "restore"
         question = shown(picker.query_one("#fork-confirm-text", Static)).replace("\n", " ")
         assert "The transcript is not where claude looks for it" in question and "Restore it to" in question
-        assert picker.query_one("#fork-confirm").display and not app.clipboard and picker.plan is None
+        assert picker.query_one("#fork-confirm").display and not app.clipboard and picker.model.plan is None
         expected = list(plan.restore.files.values())
         await pilot.press("escape")  # no: the command is shown, said not to work, not copied, not runnable
         await pilot.pause()
-        assert picker.plan is plan and not app.clipboard
+        assert picker.model.plan is plan and not app.clipboard
         assert "finds nothing until the transcript is restored" in shown(
             picker.query_one("#fork-command", Static)
         )
         assert picker.check_action("run", ()) is None and picker.query_one("#fork-run").disabled
         await pilot.press("y")  # yes after all
         await settle(pilot)
-        assert plan.restore is None and picker.plan is plan
-        main = next(p for p in expected if p.endswith(f"/{picker.session_id}.jsonl"))
+        assert plan.restore is None and picker.model.plan is plan
+        main = next(p for p in expected if p.endswith(f"/{picker.model.session_id}.jsonl"))
         assert main.startswith(str(tmp_path / "no-claude" / "projects") + "/")
         assert (
             all(Path(p).stat().st_size > 0 for p in expected) and len(expected) == 5
@@ -1758,11 +1764,11 @@ async def test_resume_asks_to_restore_the_transcript_before_the_command_is_offer
         await pilot.press("e")  # fork at the end: the transcript is in place now, so no question
         await settle(pilot)
         assert (
-            picker.pending is None
-            and picker.plan is not None
-            and picker.plan.command.endswith("--fork-session")
+            picker.model.pending is None
+            and picker.model.plan is not None
+            and picker.model.plan.command.endswith("--fork-session")
         )
-        assert app.clipboard == picker.plan.command
+        assert app.clipboard == picker.model.plan.command
         await pilot.press("x")  # no terminal to hand over under Pilot: said, and the command copied
         await settle(pilot)
         status = shown(picker.query_one("#fork-status", Static))
@@ -1782,9 +1788,9 @@ async def test_every_message_is_a_fork_point_and_one_api_message_forks_whole(for
         await settle(pilot)
         picker = app.screen
         assert isinstance(picker, ForkPicker)
-        rows = picker.rows
+        rows = picker.model.rows
         chosen = picker.current_row()
-        assert chosen is not None and chosen.message is not None and chosen.message is picker.marked
+        assert chosen is not None and chosen.message is not None and chosen.message is picker.model.marked
         assert (chosen.message.kind, chosen.message.tool_name, chosen.message.tool_status) == (
             "tool call",
             "Bash",
@@ -1805,7 +1811,7 @@ async def test_every_message_is_a_fork_point_and_one_api_message_forks_whole(for
         await pilot.press("k")  # the thinking block: the same API message
         await pilot.press("f")
         await settle(pilot)
-        plan = picker.pending
+        plan = picker.model.pending
         assert plan is not None and plan.path is not None and plan.tool_calls == 1
         confirm = " ".join(shown(picker.query_one("#fork-confirm-text", Static)).split())
         assert "up to the chosen thinking of turn 1 (with its whole API message)" in confirm
@@ -1843,7 +1849,9 @@ async def test_parallel_calls_are_bracketed_with_their_message_and_fork_with_it(
         picker = app.screen
         assert isinstance(picker, ForkPicker)
         shape = [
-            (r.bracket, r.message.kind, r.message.label[:18]) for r in picker.rows if r.message is not None
+            (r.bracket, r.message.kind, r.message.label[:18])
+            for r in picker.model.rows
+            if r.message is not None
         ]
         assert shape[:5] == [
             ("", "prompt", "research three thi"),
@@ -1853,16 +1861,16 @@ async def test_parallel_calls_are_bracketed_with_their_message_and_fork_with_it(
             ("└", "tool call", "Agent: topic 3"),
         ], shape
         text = next(
-            i for i, r in enumerate(picker.rows) if r.message and r.message.label == "Checking the log."
+            i for i, r in enumerate(picker.model.rows) if r.message and r.message.label == "Checking the log."
         )
-        assert (picker.rows[text].bracket, picker.rows[text + 1].bracket) == ("┌", "└")
-        assert picker.current_row() is picker.rows[2] and picker.rows[2].blocks == 4
+        assert (picker.model.rows[text].bracket, picker.model.rows[text + 1].bracket) == ("┌", "└")
+        assert picker.current_row() is picker.model.rows[2] and picker.model.rows[2].blocks == 4
         assert "The 4 blocks of its API message (┌…└) fork as one" in shown(
             picker.query_one("#fork-hint", Static)
         )
         await pilot.press("f")
         await settle(pilot)
-        plan = picker.pending
+        plan = picker.model.pending
         assert plan is not None and plan.tool_calls == 3
         await pilot.press("y")
         await settle(pilot)
@@ -1873,7 +1881,7 @@ async def test_parallel_calls_are_bracketed_with_their_message_and_fork_with_it(
         picker.query_one(PointList).highlighted = text  # the text of a message that also calls Bash
         await pilot.press("f")
         await settle(pilot)
-        plan = picker.pending
+        plan = picker.model.pending
         assert plan is not None and plan.tool_calls == 4
         await pilot.press("y")
         await settle(pilot)
@@ -1899,7 +1907,7 @@ async def test_the_picker_says_what_a_fork_does_not_undo_and_writes_the_patch(
         await pilot.press("f")
         await settle(pilot)
         picker = app.screen
-        assert isinstance(picker, ForkPicker) and picker.marked is not None
+        assert isinstance(picker, ForkPicker) and picker.model.marked is not None
         said = shown(picker.query_one("#fork-undo", Static)).replace("\n", " ")
         assert "Not undone by a fork here: 2 files edited after this point stay as they are" in said
         assert "src/checkout/tax.ts (Edit)" in said and "zero-rated.test.ts (Write, new)" in said
@@ -1907,12 +1915,15 @@ async def test_the_picker_says_what_a_fork_does_not_undo_and_writes_the_patch(
         await pilot.press("u")
         await pilot.pause()
         box = picker.query_one("#fork-prompt-input", Input)
-        proposed = tmp_path / f"threadloom-undo-{picker.session_id[:8]}-at-{picker.marked.entry_id}.patch"
+        proposed = (
+            tmp_path
+            / f"threadloom-undo-{picker.model.session_id[:8]}-at-{picker.model.marked.entry_id}.patch"
+        )
         assert box.display and box.value == str(proposed)
         await pilot.press("enter")
         await pilot.pause()
         conn = db.connect(fork_db, readonly=True)
-        expected = plan_undo(conn, picker.session_id, picker.marked.entry_id).patch
+        expected = plan_undo(conn, picker.model.session_id, picker.model.marked.entry_id).patch
         conn.close()
         assert proposed.read_text() == expected and "+++ b/src/checkout/tax.ts" in expected
         assert proposed.stat().st_mode & 0o777 == 0o600
@@ -1946,10 +1957,10 @@ async def test_turns_open_and_close_and_keep_the_cursor(demo_db: Path) -> None:
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         picker = await open_picker_at(pilot, 11)
-        assert len(picker.rows) == 5
+        assert len(picker.model.rows) == 5
         await pilot.press("g", "right")  # turn 1 opens: its messages are read in a worker
         await settle(pilot)
-        turn1 = [r for r in picker.rows if r.turn == 0]
+        turn1 = [r for r in picker.model.rows if r.turn == 0]
         assert [r.message.kind for r in turn1[1:]] == [
             "prompt",
             "thinking",
@@ -1963,13 +1974,13 @@ async def test_turns_open_and_close_and_keep_the_cursor(demo_db: Path) -> None:
         assert "Fork here keeps turn 1 whole" in shown(picker.query_one("#fork-hint", Static))
         await pilot.press("down", "down", "left")  # closing from a message goes back to its turn
         await pilot.pause()
-        assert picker.current_row() is picker.rows[0] and len(picker.rows) == 5
+        assert picker.current_row() is picker.model.rows[0] and len(picker.model.rows) == 5
         await pilot.press("space")
         await pilot.pause()
-        assert len(picker.rows) == 12
+        assert len(picker.model.rows) == 12
         await pilot.press("space")
         await pilot.pause()
-        assert len(picker.rows) == 5
+        assert len(picker.model.rows) == 5
         await pilot.press("f1")  # the picker's own keys, with their ids
         await pilot.pause()
         help_screen = app.screen
@@ -2016,7 +2027,7 @@ async def test_fork_before_a_prompt_asks_for_the_prompt_to_send_instead(fork_db:
         box.value = ""
         await pilot.press(*"Round the PDF too", "enter")
         await settle(pilot)
-        plan = picker.pending
+        plan = picker.model.pending
         assert plan is not None and plan.path is not None and plan.command.endswith("'Round the PDF too'")
         confirm = shown(picker.query_one("#fork-confirm-text", Static))
         assert "just before the prompt of turn 2" in confirm
@@ -2024,7 +2035,7 @@ async def test_fork_before_a_prompt_asks_for_the_prompt_to_send_instead(fork_db:
         await settle(pilot)
         text = Path(plan.path).read_text()
         assert "Also round to cents" not in text and "All 24 checkout tests pass" in text
-        assert copied == [plan.command] and picker.plan is plan
+        assert copied == [plan.command] and picker.model.plan is plan
         assert "ends just before the chosen prompt, and yours is sent instead" in shown(
             picker.query_one("#fork-notes", Static)
         )
@@ -2050,7 +2061,7 @@ async def test_the_fork_picker_at_80_by_24_shows_the_command_the_edits_and_what_
         await pilot.press("f")
         await settle(pilot)
         picker = app.screen
-        assert isinstance(picker, ForkPicker) and len(picker.rows) > 20
+        assert isinstance(picker, ForkPicker) and len(picker.model.rows) > 20
         box = picker.query_one("#fork-box")
         seen = box.content_region
         for part in ("#fork-points", "#fork-hint", "#fork-undo", "#fork-actions", "#fork-command"):
@@ -2089,7 +2100,7 @@ async def test_edit_and_resend_starts_from_the_prompt_line_breaks_and_all(tmp_pa
         box.insert_text_at_cursor(" ⏎   - a very long line")  # pasted: the ⏎ is no key to press
         await pilot.press("enter")
         await settle(pilot)
-        plan = picker.pending
+        plan = picker.model.pending
         assert plan is not None
         sent = [w for w in shlex.split(plan.command.split("&& ", 1)[1]) if w.startswith("Now add")]
         assert sent == ["Now add tests:\n  - empty input\n  - unicode!!\n  - a very long line"]
@@ -2110,7 +2121,7 @@ async def test_fork_here_confirms_writes_copies_and_shows_in_tree(
         picker = await open_picker_at(pilot, 11)
         await pilot.press("f")  # Fork here: asks first, writes nothing yet
         await settle(pilot)
-        plan = picker.pending
+        plan = picker.model.pending
         assert plan is not None and plan.path is not None and plan.new_session_id is not None
         assert picker.query_one("#fork-confirm").display
         confirm = shown(picker.query_one("#fork-confirm-text", Static))
@@ -2131,7 +2142,7 @@ async def test_fork_here_confirms_writes_copies_and_shows_in_tree(
         path = Path(plan.path)
         assert path.exists() and (path.stat().st_mode & 0o777) == 0o600
         assert copied == [plan.command] and plan.command.endswith(f"claude --resume {plan.new_session_id}")
-        assert picker.written == path and picker.plan is plan
+        assert picker.model.written == path and picker.model.plan is plan
         assert plan.command in shown(picker.query_one("#fork-command", Static))
         assert "fix/checkout-tax" in shown(picker.query_one("#fork-notes", Static))
         assert "system clipboard" in shown(picker.query_one("#fork-status", Static))
@@ -2146,7 +2157,7 @@ async def test_fork_here_confirms_writes_copies_and_shows_in_tree(
         await until(pilot, lambda: "in the session tree" in shown(picker.query_one("#fork-status", Static)))
         assert not any(n.title == "Fork" for n in app._notifications)
         fork = browse.get_node(app.conn, plan.new_session_id)
-        assert fork is not None and fork.parent_session_id == picker.session_id and fork.kind == "fork"
+        assert fork is not None and fork.parent_session_id == picker.model.session_id and fork.kind == "fork"
         await pilot.press("escape")
         await pilot.pause()
         tree = app.query_one(SessionTree)
@@ -2160,7 +2171,7 @@ async def test_fork_errors_stay_in_the_dialog(fork_db: Path, monkeypatch: pytest
         picker = await open_picker_at(pilot, 11)
         await pilot.press("f")
         await settle(pilot)
-        plan = picker.pending
+        plan = picker.model.pending
         assert plan is not None and plan.path is not None
         Path(plan.path).parent.mkdir(parents=True, exist_ok=True)
         Path(plan.path).write_text("someone else's file")  # appears between planning and writing
@@ -2198,20 +2209,23 @@ async def test_fork_with_a_new_prompt_from_a_search_hit(
         await pilot.press("ctrl+f")  # f while typing would be a letter
         await settle(pilot)
         picker = app.screen
-        assert isinstance(picker, ForkPicker) and picker.entry_id == hit.entry_id
+        assert isinstance(picker, ForkPicker) and picker.model.entry_id == hit.entry_id
         point = picker.current_point()
         assert point is not None and point.prompt.startswith("Also round to cents")
         await pilot.press("n", *"Round the PDF too")
         await pilot.press("enter")
         await settle(pilot)
         assert (
-            picker.pending is not None and picker.asking == "restore" and copied == []
+            picker.model.pending is not None and picker.model.asking == "restore" and copied == []
         )  # source not where claude looks
         await pilot.press("y")
         await settle(pilot)
-        assert picker.plan is not None and picker.plan.action == "fork-prompt"
-        assert "--fork-session" in picker.plan.command and "'Round the PDF too'" in picker.plan.command
-        assert copied == [picker.plan.command]
+        assert picker.model.plan is not None and picker.model.plan.action == "fork-prompt"
+        assert (
+            "--fork-session" in picker.model.plan.command
+            and "'Round the PDF too'" in picker.model.plan.command
+        )
+        assert copied == [picker.model.plan.command]
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is search  # the picker closes onto the search it came from
@@ -2241,12 +2255,14 @@ async def test_fork_picker_for_codex_says_what_it_can(
         await pilot.press("f")
         await settle(pilot)
         picker = app.screen
-        assert isinstance(picker, ForkPicker) and picker.agent == "codex" and len(picker.points) == 2
+        assert (
+            isinstance(picker, ForkPicker) and picker.model.agent == "codex" and len(picker.model.points) == 2
+        )
         row = picker.current_row()  # the message under the cursor, said to snap to its turn's end
         assert (
             row is not None
             and row.message is not None
-            and row.message is picker.marked
+            and row.message is picker.model.marked
             and not row.message.exact
         )
         assert "Codex forks at the end of a turn: Fork here keeps turn 1 whole" in shown(
@@ -2256,13 +2272,15 @@ async def test_fork_picker_for_codex_says_what_it_can(
             "f"
         )  # a legacy rollout is cut at the turn into a new thread: asked first, then written
         await settle(pilot)
-        plan = picker.pending
+        plan = picker.model.pending
         assert plan is not None and plan.path is not None and copied == []
         assert "up to the end of turn 1" in shown(picker.query_one("#fork-confirm-text", Static))
         await pilot.press("enter")
         await settle(pilot)
-        assert picker.written == Path(plan.path) and Path(plan.path).is_file()
-        assert picker.plan is plan and plan.command.startswith(f"codex resume {plan.new_session_id} -C ")
+        assert picker.model.written == Path(plan.path) and Path(plan.path).is_file()
+        assert picker.model.plan is plan and plan.command.startswith(
+            f"codex resume {plan.new_session_id} -C "
+        )
         assert copied == [plan.command] and "whole chosen turn" in shown(
             picker.query_one("#fork-notes", Static)
         )
@@ -2271,7 +2289,9 @@ async def test_fork_picker_for_codex_says_what_it_can(
         assert "Only Claude Code" in shown(picker.query_one("#fork-status", Static))
         await pilot.press("r")
         await settle(pilot)
-        assert picker.plan is not None and picker.plan.command.startswith(f"codex resume {sid} -C ")
+        assert picker.model.plan is not None and picker.model.plan.command.startswith(
+            f"codex resume {sid} -C "
+        )
 
 
 def test_a_collapsed_tool_call_stays_on_one_line_its_path_giving_way() -> None:
