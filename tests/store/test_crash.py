@@ -59,6 +59,9 @@ DERIVED = {
     "signals": "SELECT session_id, name, severity, seq FROM session_signals ORDER BY session_id, name, seq",
     "file changes": "SELECT session_id, call_id, path, lines_added, lines_removed FROM agent_file_changes "
     "ORDER BY session_id, call_id, path",
+    # each turn's facets and its vector (a killed run's turns are embedded by the next one)
+    "episodes": "SELECT turn_id, session_id, first_seq, last_seq, files, commands, errors, tools, vector "
+    "FROM episodes ORDER BY turn_id",
 }
 
 
@@ -90,7 +93,18 @@ def committed_files(database: Path) -> int:
         return 0
 
 
-@pytest.mark.parametrize("when", ["after a batch", "at the end"])
+def embedded(database: Path) -> int:
+    try:
+        conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=0.05)
+        try:
+            return conn.execute("SELECT count(vector) FROM episodes").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:
+        return 0
+
+
+@pytest.mark.parametrize("when", ["after a batch", "at the end", "while embedding"])
 def test_kill_9_during_an_ingest_then_one_ingest_gives_a_clean_run_s_result(tmp_path, when):
     projects = tmp_path / "projects"
     sessions_into(projects, 0, 3)
@@ -103,10 +117,14 @@ def test_kill_9_during_an_ingest_then_one_ingest_gives_a_clean_run_s_result(tmp_
          "--source", str(projects)],
         env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
-    # killed once some files are committed (a batch), or once all are (before what follows them)
+    # killed once some files are committed (a batch), once all are (before what follows them), or
+    # once the first batch of new turns is embedded (before the others are)
     wanted = 3 + 1 if when == "after a batch" else 3 + 400
+    before = embedded(database)
     deadline = time.monotonic() + 120
-    while committed_files(database) < wanted and proc.poll() is None:
+    while proc.poll() is None and (
+        embedded(database) <= before if when == "while embedding" else committed_files(database) < wanted
+    ):
         assert time.monotonic() < deadline
         time.sleep(0.005)
     os.kill(proc.pid, signal.SIGKILL)
@@ -121,3 +139,4 @@ def test_kill_9_during_an_ingest_then_one_ingest_gives_a_clean_run_s_result(tmp_
     for name in DERIVED:
         assert after[name] == expected[name], name
     assert len(expected["sessions"]) == 403 and expected["signals"]
+    assert len(expected["episodes"]) >= 403 and all(row[-1] for row in expected["episodes"])
