@@ -245,8 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "search",
-        help="fuzzy search over every conversation",
-        description="Fuzzy search over every conversation.",
+        help="search every conversation by words and by meaning",
+        description="Search every conversation: by words (typos forgiven) and by meaning, fused (--mode).",
         epilog="query syntax:\n" + _search_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
