@@ -42,6 +42,7 @@ _SPECS: dict[str, tuple[str, str, tuple[Any, ...], dict[str, Any]]] = {
     "continue": ("continue_dev", "ContinueAdapter", (), {}),
     "goose": ("goose", "GooseAdapter", (), {}),
     "crush": ("crush", "CrushAdapter", (), {}),
+    "openhands": ("openhands", "OpenHandsAdapter", (), {}),
 }
 
 

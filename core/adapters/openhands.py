@@ -1,0 +1,288 @@
+"""OpenHands (the V1 CLI, OpenHands/OpenHands-CLI, on OpenHands/software-agent-sdk) conversations.
+
+Where: `$OPENHANDS_CONVERSATIONS_DIR`, else `$OPENHANDS_PERSISTENCE_DIR/conversations`, else
+`~/.openhands/conversations`; one folder per conversation, named by its id, holding
+`base_state.json` (the conversation's state, rewritten whole on every change) and
+`events/event-<index, 5+ digits>-<event id>.json` (one event a file, written once; the first SDK
+releases named them `event-<index>.json`). Checked against software-agent-sdk's source (2026):
+`conversation/persistence_const.py`, `event_store.py`, `state.py`, `event/base.py`,
+`event/llm_convertible/{message,action,observation}.py`, and OpenHands-CLI's `locations.py` and its
+resume docs.
+
+An event is one JSON object `{kind, id, timestamp (local ISO time), source: user|agent|environment,
+…}`: `MessageEvent {llm_message {role, content: [{type: text, text} | {type: image, …}],
+reasoning_content}, llm_response_id, activated_skills, extended_content}`, `ActionEvent {thought:
+[TextContent], reasoning_content, thinking_blocks, action, tool_name, tool_call_id, tool_call {id,
+name, arguments (a JSON text)}, llm_response_id}` (the calls of one reply share its
+`llm_response_id`), `ObservationEvent {tool_name, tool_call_id, observation {kind, content:
+[TextContent], is_error, …}, action_id}`, `UserRejectObservation {rejection_reason}`,
+`AgentErrorEvent {error}` (both answer a call), `SystemPromptEvent`, `Condensation`,
+`CondensationSummaryEvent`, `ConversationStateUpdateEvent`, `PauseEvent`, … Every file is stored
+whole; a kind not listed here is kept as an unknown record.
+
+`base_state.json`: `{id, agent {kind, llm {model, …}, tools, …}, workspace {working_dir, …},
+execution_status, stats {usage_to_metrics: {<usage id>: {model_name, accumulated_cost,
+accumulated_token_usage {prompt_tokens, completion_tokens, cache_read_tokens, cache_write_tokens,
+…}}}}, …}`: the folder, the model and the conversation's running token and cost totals.
+
+Resume: `openhands --resume ID`, from the conversation's folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+from threadloom.core.adapters.base import (
+    BOM,
+    Adapter,
+    Command,
+    FileContext,
+    RawRecord,
+    Record,
+    ResumeTarget,
+    SessionInfo,
+    SourceRef,
+    ToolResult,
+    ToolUse,
+    Usage,
+    parse_iso_ms,
+    recorded_cost,
+    safe_int,
+)
+from threadloom.core.adapters.edits import FileEdit
+from threadloom.core.adapters.shared import (
+    as_dict,
+    as_list,
+    as_str,
+    head_of,
+    json_text,
+    parse_document,
+    parse_record,
+)
+from threadloom.core.adapters.walk import walk
+
+AGENT = "openhands"
+BASE_STATE = "base_state.json"
+EVENTS = "events"
+_EVENT_NAME = re.compile(r"event-(\d{5,})(?:-[0-9a-fA-F-]{8,})?\.json")
+KINDS = frozenset(
+    {
+        "MessageEvent",
+        "ActionEvent",
+        "ObservationEvent",
+        "UserRejectObservation",
+        "AgentErrorEvent",
+        "SystemPromptEvent",
+        "Condensation",
+        "CondensationRequest",
+        "CondensationSummaryEvent",
+        "ConversationStateUpdateEvent",
+        "ConversationErrorEvent",
+        "PauseEvent",
+        "TokenEvent",
+    }
+)
+_COMPACTION = frozenset({"Condensation", "CondensationSummaryEvent"})
+
+
+def openhands_conversations_dir() -> Path:
+    value = os.environ.get("OPENHANDS_CONVERSATIONS_DIR")
+    if value:
+        return Path(value).expanduser()
+    base = os.environ.get("OPENHANDS_PERSISTENCE_DIR")
+    return (Path(base).expanduser() if base else Path.home() / ".openhands") / "conversations"
+
+
+def event_index(path: Path) -> int | None:
+    m = _EVENT_NAME.fullmatch(path.name)
+    return int(m.group(1)) if m and path.parent.name == EVENTS else None
+
+
+def conversation_of(path: Path) -> str:
+    """The conversation a file belongs to: the folder holding it (or holding its `events/`)."""
+    return (path.parents[1] if path.parent.name == EVENTS else path.parent).name
+
+
+def _texts(parts: Any) -> str | None:
+    texts = [
+        p["text"]
+        for p in as_list(parts)
+        if isinstance(p, dict) and p.get("type", "text") == "text" and isinstance(p.get("text"), str)
+    ]
+    return "\n".join(texts) or None
+
+
+class OpenHandsAdapter(Adapter):
+    """Reads OpenHands' conversation folders; see the module docstring."""
+
+    name = AGENT
+    mode = "document"
+    display_name = "OpenHands"
+    program = "openhands"
+    fork_style = "whole-session-resume"
+    # the SDK's tools, and their names before the 1.0 renames
+    edit_tools = frozenset({"file_editor", "str_replace_editor"})
+    shell_tools = frozenset({"terminal", "execute_bash", "bash"})
+    todo_tools = frozenset({"task_tracker"})
+
+    def default_roots(self) -> list[Path]:
+        return [openhands_conversations_dir()]
+
+    def claims(self, path: Path) -> bool:
+        if path.name == BASE_STATE:
+            head = head_of(path, 16384).removeprefix(BOM).lstrip()
+            return head.startswith(b"{") and b'"agent"' in head and b'"workspace"' in head
+        if event_index(path) is None:
+            return False
+        head = head_of(path, 4096).removeprefix(BOM).lstrip()
+        return head.startswith(b"{") and b'"kind"' in head and b'"source"' in head
+
+    def discover(self, root: Path) -> Iterator[SourceRef]:
+        if root.is_file():
+            if self.claims(root):
+                yield SourceRef(root, AGENT, "document", conversation_of(root))
+            return
+        for dirpath, dirnames, filenames in walk(root):
+            dirnames.sort()
+            folder = Path(dirpath)
+            if folder.name == EVENTS:
+                continue  # read with its conversation's folder
+            found: list[Path] = []
+            if BASE_STATE in filenames and self.claims(folder / BASE_STATE):
+                found.append(folder / BASE_STATE)
+            if EVENTS in dirnames:
+                events = [
+                    (index, folder / EVENTS / e.name)
+                    for e in os.scandir(folder / EVENTS)
+                    if (index := event_index(folder / EVENTS / e.name)) is not None
+                ]
+                found += [p for _, p in sorted(events) if self.claims(p)]
+            for path in found:
+                yield SourceRef(path, AGENT, "document", folder.name)
+
+    def split(self, data: bytes) -> list[RawRecord]:
+        parse_document(data)  # an event caught mid-write is read again later
+        return [RawRecord(0, 1, data, newline=False)]
+
+    def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        obj, error = parse_record(rec.raw.removeprefix(BOM))
+        sid = conversation_of(ctx.path)
+        info = SessionInfo(source=AGENT, external_id=sid)
+        if not isinstance(obj, dict):
+            return Record(
+                entry_type="invalid",
+                known=False,
+                parse_error=error or "not a JSON object",
+                session_id=sid,
+                session=info,
+            )
+        out = Record(session_id=sid, session=info, parse_error=error)
+        if ctx.path.name == BASE_STATE:
+            self._state(out, obj, sid)
+        else:
+            self._event(out, obj)
+        return out
+
+    def _state(self, out: Record, obj: dict[str, Any], sid: str) -> None:
+        out.entry_type, out.is_meta = "base_state", True
+        out.cwd = as_str(as_dict(obj.get("workspace")).get("working_dir"))
+        out.model = as_str(as_dict(as_dict(obj.get("agent")).get("llm")).get("model"))
+        metrics = [as_dict(m) for m in as_dict(as_dict(obj.get("stats")).get("usage_to_metrics")).values()]
+        if metrics:
+            tokens = [as_dict(m.get("accumulated_token_usage")) for m in metrics]
+            costs = [c for m in metrics if (c := recorded_cost(m.get("accumulated_cost"))) is not None]
+            out.usage = Usage(
+                f"{AGENT}:{sid}:stats",
+                None,
+                input_tokens=sum(safe_int(t.get("prompt_tokens")) for t in tokens),
+                output_tokens=sum(safe_int(t.get("completion_tokens")) for t in tokens),
+                cache_creation_tokens=sum(safe_int(t.get("cache_write_tokens")) for t in tokens),
+                cache_read_tokens=sum(safe_int(t.get("cache_read_tokens")) for t in tokens),
+                cost_usd=sum(costs) if costs else None,
+            )
+
+    def _event(self, out: Record, obj: dict[str, Any]) -> None:
+        kind = as_str(obj.get("kind"))
+        out.entry_type, out.known = kind, kind in KINDS
+        out.uuid = as_str(obj.get("id"))
+        out.timestamp = parse_iso_ms(obj.get("timestamp"))
+        source = as_str(obj.get("source"))
+        if kind == "MessageEvent":
+            message = as_dict(obj.get("llm_message"))
+            text = _texts(message.get("content"))
+            if source == "agent" or message.get("role") == "assistant":
+                out.role, out.content = "assistant", text
+                out.thinking = as_str(message.get("reasoning_content"))
+                out.message_id = as_str(obj.get("llm_response_id")) or out.uuid
+            else:
+                out.role, out.content = "user", text
+                out.is_prompt = source == "user" and text is not None
+            out.is_message = text is not None or out.thinking is not None
+        elif kind == "ActionEvent":
+            out.role = "assistant"
+            out.content = _texts(obj.get("thought"))
+            out.thinking = as_str(obj.get("reasoning_content"))
+            out.message_id = as_str(obj.get("llm_response_id")) or out.uuid
+            call = as_dict(obj.get("tool_call"))
+            arguments = call.get("arguments")
+            params: Any = arguments
+            if isinstance(arguments, str):
+                try:
+                    params = orjson.loads(arguments)
+                except orjson.JSONDecodeError:
+                    params = arguments
+            if not isinstance(params, dict):
+                params = as_dict(obj.get("action")) or {"arguments": params}
+            tool = ToolUse(
+                as_str(obj.get("tool_call_id")) or as_str(call.get("id")) or f"{out.uuid}:0",
+                as_str(obj.get("tool_name")) or as_str(call.get("name")) or "?",
+                json_text(params),
+            )
+            out.tool_uses.append(tool)
+            out.tool_text = tool.input_json
+            out.is_message = True
+        elif kind in ("ObservationEvent", "UserRejectObservation", "AgentErrorEvent"):
+            out.role = "user"
+            call_id = as_str(obj.get("tool_call_id")) or ""
+            if kind == "ObservationEvent":
+                observation = as_dict(obj.get("observation"))
+                out.tool_text = _texts(observation.get("content"))
+                status = "failed" if observation.get("is_error") is True else "completed"
+                result = json_text(observation)
+            elif kind == "UserRejectObservation":
+                out.tool_text = as_str(obj.get("rejection_reason"))
+                status, result = "rejected", json_text(out.tool_text)
+            else:
+                out.tool_text = as_str(obj.get("error"))
+                status, result = "failed", json_text(out.tool_text)
+            out.tool_results.append(ToolResult(call_id, result, status))
+        elif kind == "SystemPromptEvent":
+            out.role, out.is_meta = "system", True
+            out.content = _texts([obj.get("system_prompt")])
+        elif kind in _COMPACTION:
+            out.is_compaction = True
+            out.is_meta = True
+            out.content = as_str(obj.get("summary"))
+        else:
+            out.is_meta = True
+
+    def file_edits(self, name: str, params: dict[str, Any], result: Any = None) -> list[FileEdit]:
+        """`file_editor {command: create | str_replace | insert | undo_edit | view, path, file_text,
+        old_str, new_str, insert_line}`: read as its parameters say (`edits.generic_edits`)."""
+        if name in self.edit_tools and not self.is_edit(name, params):
+            return []  # view: no change
+        return super().file_edits(name, params, result)
+
+    def is_edit(self, name: str, params: dict[str, Any]) -> bool:
+        if name in self.edit_tools:
+            return params.get("command") in ("create", "str_replace", "insert", "undo_edit")
+        return super().is_edit(name, params)
+
+    def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
+        """`openhands --resume ID`, run in the conversation's folder."""
+        return Command([self.program, "--resume", self.checked_id(target.external_id)])
