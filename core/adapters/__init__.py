@@ -43,6 +43,7 @@ _SPECS: dict[str, tuple[str, str, tuple[Any, ...], dict[str, Any]]] = {
     "goose": ("goose", "GooseAdapter", (), {}),
     "crush": ("crush", "CrushAdapter", (), {}),
     "openhands": ("openhands", "OpenHandsAdapter", (), {}),
+    "zed": ("zed", "ZedAdapter", (), {}),
 }
 
 
