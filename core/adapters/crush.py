@@ -31,7 +31,6 @@ Resume: `crush --session ID` (`-s`), in the project's folder (the database is th
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,6 @@ from threadloom.core.adapters.base import (
     Record,
     ResumeTarget,
     SessionInfo,
-    SourceRef,
     ToolResult,
     ToolUse,
     Usage,
@@ -65,7 +63,6 @@ from threadloom.core.adapters.shared import (
     sqlite_tables,
     table_columns,
 )
-from threadloom.core.adapters.walk import walk
 
 AGENT = "crush"
 DB = "crush.db"
@@ -87,6 +84,7 @@ class CrushAdapter(SqliteSource):
     name = AGENT
     mode = "database"
     db_name = DB
+    finds_at_any_depth = True  # `<repo>/.crush/crush.db` under a folder given, at any depth
     display_name = "Crush"
     program = "crush"
     fork_style = "whole-session-resume"
@@ -111,19 +109,10 @@ class CrushAdapter(SqliteSource):
         except Exception:
             return False
 
-    def discover(self, root: Path) -> Iterator[SourceRef]:
-        if root.is_file():
-            yield from super().discover(root)
-            return
-        for dirpath, dirnames, filenames in walk(root):
-            dirnames.sort()
-            if DB in filenames:
-                path = Path(dirpath) / DB
-                if self.claims(path):
-                    project = project_of(path)
-                    yield SourceRef(
-                        path, AGENT, "database", Path(project).name if project else path.parent.name
-                    )
+    def project_key_of(self, path: Path) -> str:
+        """A project's `.crush/crush.db` is filed under the project's folder, not `.crush`."""
+        project = project_of(path)
+        return Path(project).name if project else path.parent.name
 
     def read_rows(self, path: Path) -> list[RawRecord]:
         sink = RowSink()

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,6 @@ from threadloom.core.adapters.base import (
     Record,
     ResumeTarget,
     SessionInfo,
-    SourceRef,
     ToolResult,
     ToolUse,
     Usage,
@@ -65,7 +63,6 @@ from threadloom.core.adapters.shared import (
     sqlite_tables,
     table_columns,
 )
-from threadloom.core.adapters.walk import walk
 
 AGENT = "goose"
 DB = "sessions.db"
@@ -105,6 +102,7 @@ class GooseAdapter(SqliteSource):
     name = AGENT
     mode = "database"
     db_name = DB
+    finds_at_any_depth = True  # the database named, or every one under a folder
     display_name = "Goose"
     program = "goose"
     fork_style = "whole-session-resume"
@@ -128,18 +126,6 @@ class GooseAdapter(SqliteSource):
                 return {"content_json", "created_timestamp"} <= set(table_columns(conn, "messages"))
         except Exception:
             return False
-
-    def discover(self, root: Path) -> Iterator[SourceRef]:
-        """The database named, or every `sessions.db` under a folder (at any depth)."""
-        if root.is_file():
-            yield from super().discover(root)
-            return
-        for dirpath, dirnames, filenames in walk(root):
-            dirnames.sort()
-            if DB in filenames:
-                path = Path(dirpath) / DB
-                if self.claims(path):
-                    yield SourceRef(path, AGENT, "database", path.parent.name)
 
     def read_rows(self, path: Path) -> list[RawRecord]:
         sink = RowSink()

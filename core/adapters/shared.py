@@ -334,10 +334,28 @@ class SqliteSource(Adapter):
     def claims(self, path: Path, explicit: bool = False) -> bool:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    # `db_name` anywhere under a folder given (Goose's, Zed's, Crush's project databases), not only
+    # in the folder itself
+    finds_at_any_depth: bool = False
+
     def discover(self, root: Path) -> Iterator[SourceRef]:
+        if self.finds_at_any_depth and not root.is_file():
+            from threadloom.core.adapters.walk import walk
+
+            for dirpath, dirnames, filenames in walk(root):
+                dirnames.sort()
+                if self.db_name in filenames:
+                    path = Path(dirpath) / self.db_name
+                    if self.claims(path):
+                        yield SourceRef(path, self.name, "database", self.project_key_of(path))
+            return
         path = root if root.is_file() else root / self.db_name
         if path.is_file() and self.claims(path, explicit=root.is_file()):
-            yield SourceRef(path, self.name, "database", path.parent.name)
+            yield SourceRef(path, self.name, "database", self.project_key_of(path))
+
+    def project_key_of(self, path: Path) -> str:
+        """The project a database found at `path` is filed under: its folder's name."""
+        return path.parent.name
 
     side_files = True
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,6 @@ from threadloom.core.adapters.base import (
     RawRecord,
     Record,
     SessionInfo,
-    SourceRef,
     ToolResult,
     ToolUse,
     Usage,
@@ -65,7 +63,6 @@ from threadloom.core.adapters.shared import (
     table_columns,
     tile,
 )
-from threadloom.core.adapters.walk import walk
 
 AGENT = "zed"
 DB = "threads.db"
@@ -118,6 +115,7 @@ class ZedAdapter(SqliteSource):
     name = AGENT
     mode = "database"
     db_name = DB
+    finds_at_any_depth = True  # the database named, or every one under a folder
     display_name = "Zed agent"
     program = "zed"
     edit_tools = frozenset({"edit_file", "streaming_edit_file"})
@@ -137,18 +135,6 @@ class ZedAdapter(SqliteSource):
                 return {"summary", "data_type", "data"} <= set(table_columns(conn, "threads"))
         except Exception:
             return False
-
-    def discover(self, root: Path) -> Iterator[SourceRef]:
-        """The database named, or every `threads.db` under a folder (at any depth)."""
-        if root.is_file():
-            yield from super().discover(root)
-            return
-        for dirpath, dirnames, filenames in walk(root):
-            dirnames.sort()
-            if DB in filenames:
-                path = Path(dirpath) / DB
-                if self.claims(path):
-                    yield SourceRef(path, AGENT, "database", path.parent.name)
 
     def read_rows(self, path: Path) -> list[RawRecord]:
         sink = RowSink()
