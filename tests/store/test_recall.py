@@ -5,6 +5,7 @@ fork context stay within what exists and within their budget."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -239,7 +240,9 @@ def test_the_evaluation_on_real_sessions_puts_meaning_ahead_of_words(tmp_path):
     finally:
         sys.path.pop(0)
     db = tmp_path / "corpus.db"
-    evaluate.ingest(db)
+    # read from a copy: Aider's session ids hash the history's path, which differs on every machine
+    copy = shutil.copytree(CORPUS, tmp_path / "corpus")
+    evaluate.ingest(db, copy)
     import sqlite3
 
     conn = sqlite3.connect(db)
