@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 from rapidfuzz import fuzz
-from threadloom.core.browse import COMPACTION_SUBTYPES, COMPACTION_TYPES, branches
+from threadloom.core.browse import COMPACTION_SUBTYPES, COMPACTION_TYPES, abandoned_turns
 from threadloom.core.db import set_meta
 from threadloom.core.query import SessionSummary, ToolCall, fill_tool_io, get_session
 from threadloom.core.rows import fetch, values
@@ -835,28 +835,20 @@ def _dead_ends(conn: sqlite3.Connection, session: _Session, linear: bool) -> lis
     `linear`: the turns form one line, so there is no branch to look for."""
     out: list[Signal] = []
     minimum = limit("dead_end_usd")
-    abandoned_turns: set[str] = set()
+    abandoned: set[str] = set()
     turn_costs: dict[str | None, float] | None = None
     spawning = _spawning_calls(conn, session)
-    found = [] if linear else branches(conn, session.id)
-    costly: list[tuple[Any, list[str], float]] = []  # (branch, its abandoned turns, their cost)
-    if found:
-        kept = set(next(b for b in found if b.active).turn_ids)
-        for branch in found:
-            if branch.active:
-                continue
-            turns = [t for t in branch.turn_ids if t not in kept and t not in abandoned_turns]
-            abandoned_turns.update(turns)
-            if not turns:
-                continue
-            if turn_costs is None:
-                turn_costs = _turn_costs(conn, session.id, spawning)
-            cost = sum(turn_costs.get(t, 0.0) for t in turns)
-            if cost >= minimum:
-                costly.append((branch, turns, cost))
+    costly: list[tuple[int, list[str], float]] = []  # (branch number, its abandoned turns, their cost)
+    for number, turns in [] if linear else abandoned_turns(conn, session.id):
+        abandoned.update(turns)
+        if turn_costs is None:
+            turn_costs = _turn_costs(conn, session.id, spawning)
+        cost = sum(turn_costs.get(t, 0.0) for t in turns)
+        if cost >= minimum:
+            costly.append((number, turns, cost))
     # their prompts looked up at once (past a cut, a lookup each was most of an append's cost)
     prompts = _prompts(session, [t for _, turns, _ in costly for t in turns])
-    for branch, turns, cost in costly:
+    for number, turns, cost in costly:
         out.append(
             Signal(
                 session.id,
@@ -864,7 +856,7 @@ def _dead_ends(conn: sqlite3.Connection, session: _Session, linear: bool) -> lis
                 "abandoned-branch",
                 "high" if cost >= limit("high_usd") else "medium",
                 f"${cost:.2f} spent on {len(turns)} turn{'s' if len(turns) != 1 else ''} of a branch "
-                f"rewound away from (branch {branch.number})",
+                f"rewound away from (branch {number})",
                 [
                     Evidence(entry_id=entry_id, seq=seq)
                     for entry_id, seq in (prompts[t] for t in turns if t in prompts)
@@ -874,7 +866,7 @@ def _dead_ends(conn: sqlite3.Connection, session: _Session, linear: bool) -> lis
     last = max((p.seq for p in session.prompt_of.values()), default=-1)
     earlier = _prompts(session, [c.turn_id for c in spawning if c.turn_id is not None])
     for call in spawning:
-        if call.child_session_id is None or call.turn_id in abandoned_turns:
+        if call.child_session_id is None or call.turn_id in abandoned:
             continue  # an abandoned branch's subagents are counted in its cost
         if call.status in ("failed", "interrupted", "rejected"):
             never_back = True
