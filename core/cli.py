@@ -1330,7 +1330,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         return 0
     from rich.console import Console
     from rich.table import Table
-    from threadloom.core.text import human_tokens, one_line, short_when
+    from threadloom.core.text import TableColumn, human_tokens, one_line, short_when, text_table
 
     # piped (to grep, a file): no terminal width to fit, so nothing is cut; on a terminal the title,
     # project and model give way, the id (what `show` takes) and the numbers never do. No markup:
@@ -1346,19 +1346,15 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     room = console.width - sum(fixed.values()) - 2 * 7  # the gaps between the 8 columns
     widths = {"project": max(8, room // 6), "model": max(8, room // 6)}
     widths["title"] = max(12, room - widths["project"] - widths["model"])
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("id", "when", "project", "title", "msgs", "tokens", "cost", "model"):
-        table.add_column(
-            col,
-            overflow="ellipsis",
-            no_wrap=True,
-            min_width=fixed.get(col),
-            max_width=widths.get(col),
-            justify="right" if col in ("msgs", "tokens", "cost") else "left",
+    columns = [
+        TableColumn(
+            col, right=col in ("msgs", "tokens", "cost"), min_width=fixed.get(col), max_width=widths.get(col)
         )
+        for col in ("id", "when", "project", "title", "msgs", "tokens", "cost", "model")
+    ]
     shown_ids = short_ids(conn)
-    for r, depth in grouped:
-        table.add_row(
+    cells = [
+        (
             shown_ids.get(r.id, r.id) if not r.is_subagent else r.id.split(":", 1)[-1],
             short_when(r.last_activity),
             # from the logs: a folder's name may hold a newline, which would break the row in two
@@ -1369,6 +1365,25 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             r.cost_text,
             one_line(r.model, 10_000),
         )
+        for r, depth in grouped
+    ]
+    lines = text_table(columns, cells, console.width)
+    if lines is not None:  # drawn as Rich would, without Rich's cost per cell
+        head = f"\x1b[1m{lines[0]}\x1b[0m" if sys.stdout.isatty() else lines[0]
+        sys.stdout.write("\n".join([head, *lines[1:]]) + "\n")
+        return 0
+    table = Table(box=None, header_style="bold", pad_edge=False)  # a terminal too narrow: Rich squeezes it
+    for column in columns:
+        table.add_column(
+            column.name,
+            overflow="ellipsis",
+            no_wrap=True,
+            min_width=column.min_width,
+            max_width=column.max_width,
+            justify="right" if column.right else "left",
+        )
+    for row in cells:
+        table.add_row(*row)
     _print_table(console, table)
     return 0
 

@@ -49,3 +49,47 @@ def test_abandoned_turns_are_those_the_whole_branches_give(conn):
         _tree(conn, session_id, rng, turns, rewinds)
         assert abandoned_turns(conn, session_id) == _from_branches(conn, session_id), session_id
     assert abandoned_turns(conn, "s3")  # the random trees did fork
+
+
+def _rich_lines(columns, rows, width: int) -> list[str]:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=width, markup=False, emoji=False, highlight=False, color_system=None)
+    table = Table(box=None, pad_edge=False)
+    for c in columns:
+        table.add_column(
+            c.name,
+            overflow="ellipsis",
+            no_wrap=True,
+            min_width=c.min_width,
+            max_width=c.max_width,
+            justify="right" if c.right else "left",
+        )
+    for row in rows:
+        table.add_row(*row)
+    with console.capture() as captured:
+        console.print(table)
+    return [line.rstrip() for line in captured.get().splitlines()]
+
+
+def test_the_sessions_table_is_drawn_as_rich_draws_it():
+    from threadloom.core.text import TableColumn, text_table
+
+    rng = random.Random(7)
+    alphabet = "abc def ghi-_/.0123456789" + "éü" + "漢字カナ" + "…"
+    columns = [
+        TableColumn("id", min_width=6),
+        TableColumn("when", min_width=4),
+        TableColumn("title", max_width=30),
+        TableColumn("msgs", right=True, min_width=5),
+        TableColumn("model", max_width=12),
+    ]
+    longest = (13, 12, 45, 5, 20)  # what each column's cells run to
+    rows = [
+        tuple("".join(rng.choice(alphabet) for _ in range(rng.randint(0, n))) for n in longest)
+        for _ in range(60)
+    ]
+    for width in (120, 1000):
+        assert text_table(columns, rows, width) == _rich_lines(columns, rows, width), width
+    assert text_table(columns, rows, 40) is None  # too narrow: Rich squeezes the columns, the caller asks it
