@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import re
@@ -1614,12 +1615,43 @@ def _show(args: argparse.Namespace, conn: sqlite3.Connection, session: SessionSu
         render_session(console, conn, session, **options)
         render_files_changed(console, conn, session.id, subagents=not args.no_subagents)
         return 0
-    # piped (to a file, grep, a pager): Rich pads lines to the console's width; end each where its text does
-    with console.capture() as captured:
-        render_session(console, conn, session, **options)
-        render_files_changed(console, conn, session.id, subagents=not args.no_subagents)
-    sys.stdout.writelines(line.rstrip() + "\n" for line in captured.get().splitlines())
+    # piped (to a file, grep, a pager): Rich pads lines to the console's width; end each where its text
+    # does, written as they are drawn (a long session's first lines come at once, not after all of it)
+    lines = _TrimmedLines(sys.stdout)
+    console = Console(highlight=False, width=measured.width, height=measured.height, file=lines)
+    render_session(console, conn, session, **options)
+    render_files_changed(console, conn, session.id, subagents=not args.no_subagents)
+    lines.close()
     return 0
+
+
+class _TrimmedLines(io.TextIOBase):
+    """A file for Rich that passes each line on without the spaces after its text, as the lines
+    come: what `str.splitlines` would cut the whole output into, each ended by a newline."""
+
+    BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # where str.splitlines cuts
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.pending = ""  # the start of a line not ended yet
+
+    def write(self, text: str) -> int:
+        pieces = (self.pending + text).splitlines(keepends=True)
+        # a line is passed on once its break is written ("\r" may yet be the start of "\r\n")
+        self.pending = (
+            pieces.pop() if pieces and (pieces[-1][-1] not in self.BREAKS or pieces[-1][-1] == "\r") else ""
+        )
+        self.out.write("".join(line.rstrip() + "\n" for line in pieces))
+        return len(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+    def close(self) -> None:
+        if self.pending:
+            self.out.write(self.pending.rstrip() + "\n")
+            self.pending = ""
+        super().close()
 
 
 def _print_plans(conn: sqlite3.Connection, session_id: str) -> int:

@@ -7,6 +7,7 @@ import shlex
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import orjson
@@ -45,7 +46,7 @@ from threadloom.core.query import (
     children_of,
     display_title,
     get_session,
-    messages,
+    message_pages,
 )
 from threadloom.core.text import (
     BIDI_CONTROLS,
@@ -317,7 +318,7 @@ def render_session(
     children = {
         c.tool_call_id: c for c in children_of(conn, session.id, include_warmup=False) if c.tool_call_id
     }
-    for msg in messages(conn, session.id):
+    for msg in chain.from_iterable(message_pages(conn, session.id)):  # printed as read, a page at a time
         if msg.role == "system" or msg.entry_type == "system":
             if msg.hooks:
                 for run in msg.hooks:

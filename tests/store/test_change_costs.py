@@ -93,3 +93,59 @@ def test_the_sessions_table_is_drawn_as_rich_draws_it():
     for width in (120, 1000):
         assert text_table(columns, rows, width) == _rich_lines(columns, rows, width), width
     assert text_table(columns, rows, 40) is None  # too narrow: Rich squeezes the columns, the caller asks it
+
+
+def test_trimmed_lines_are_those_of_the_whole_output_however_it_is_written():
+    import io
+
+    from threadloom.core.cli import _TrimmedLines
+
+    rng = random.Random(3)
+    pieces = ["ab  ", "\n", "\r", "\r\n", "  x", "\x0c", "é ", "\u2028", " ", "\n\n", "tail  "]
+    for _ in range(200):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        out = io.StringIO()
+        lines = _TrimmedLines(out)
+        at = 0
+        while at < len(text):  # written in chunks that cut anywhere, "\r\n" too
+            step = rng.randint(1, 5)
+            lines.write(text[at : at + step])
+            at += step
+        lines.close()
+        assert out.getvalue() == "".join(line.rstrip() + "\n" for line in text.splitlines()), repr(text)
+
+
+def test_show_reads_a_long_session_a_page_at_a_time_and_prints_the_same(conn, tmp_path, monkeypatch):
+    from rich.console import Console
+    from threadloom.core import query
+    from threadloom.core.query import resolve_session
+    from threadloom.core.render import render_session
+
+    from tests.conftest import Transcript, ingest, tool_use
+
+    sid = "33333333-aaaa-4bbb-8ccc-000000000033"
+    t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{sid}.jsonl", sid)
+    for i in range(40):
+        t.user(f"step {i}: **fix** the `thing`")
+        t.assistant(None, tools=[tool_use(f"b{i}", "Bash", command=f"make test{i}")])
+        t.tool_result(f"b{i}", "ok" if i % 3 else "Error: failed", is_error=not i % 3)
+        t.assistant(f"Done with step {i}.\n\n```python\nprint({i})\n```")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    session = resolve_session(conn, sid)
+
+    def shown() -> str:
+        console = Console(width=80, file=io.StringIO(), highlight=False, color_system=None)
+        with console.capture() as captured:
+            render_session(console, conn, session)
+        return captured.get()
+
+    import io
+
+    whole = shown()
+    monkeypatch.setattr(query, "FIRST_PAGE", 3)
+    paged = list(query.message_pages(conn, sid, size=7))
+    assert len(paged) > 10 and [m.seq for p in paged for m in p] == [m.seq for m in query.messages(conn, sid)]
+    monkeypatch.setattr(query, "SHOWN_PAGE", 7)
+    monkeypatch.setattr(query.message_pages, "__defaults__", (7,))
+    assert shown() == whole and "print(39)" in whole
