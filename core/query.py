@@ -559,11 +559,12 @@ FIRST_PAGE = 50
 
 
 def message_pages(
-    conn: sqlite3.Connection, session_id: str, size: int = SHOWN_PAGE
+    conn: sqlite3.Connection, session_id: str, size: int | None = None
 ) -> Iterator[list[MessageRow]]:
     """A session's messages in order (as `messages`), a page at a time: what reads a whole
     session to print it starts at once and holds one page (100,000 messages took 4 s and 500 MB
     to read before the first was printed)."""
+    size = size or SHOWN_PAGE
     from_seq, wanted = 0, min(size, FIRST_PAGE)  # a short first page: the first lines come sooner
     while True:
         page = messages(conn, session_id, limit=wanted, from_seq=from_seq)

@@ -116,6 +116,8 @@ def test_trimmed_lines_are_those_of_the_whole_output_however_it_is_written():
 
 
 def test_show_reads_a_long_session_a_page_at_a_time_and_prints_the_same(conn, tmp_path, monkeypatch):
+    import io
+
     from rich.console import Console
     from threadloom.core import query
     from threadloom.core.query import resolve_session
@@ -140,12 +142,9 @@ def test_show_reads_a_long_session_a_page_at_a_time_and_prints_the_same(conn, tm
             render_session(console, conn, session)
         return captured.get()
 
-    import io
-
     whole = shown()
     monkeypatch.setattr(query, "FIRST_PAGE", 3)
     paged = list(query.message_pages(conn, sid, size=7))
     assert len(paged) > 10 and [m.seq for p in paged for m in p] == [m.seq for m in query.messages(conn, sid)]
     monkeypatch.setattr(query, "SHOWN_PAGE", 7)
-    monkeypatch.setattr(query.message_pages, "__defaults__", (7,))
     assert shown() == whole and "print(39)" in whole
