@@ -1320,6 +1320,30 @@ def append_records(path: Path, nbytes: int, seed: int) -> int:
     return len(data)
 
 
+def append_prompt(path: Path, seed: int) -> int:
+    """Append one line to a transcript: a user prompt continuing its chain (the smallest change an
+    agent makes to a session). Returns bytes written."""
+    st = _last_state(path)
+    rng = random.Random(f"prompt/{seed}/{path.name}")
+    line = {
+        "parentUuid": st.get("uuid"),
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": st.get("cwd", f"{HOME}/code/x"),
+        "sessionId": st.get("sessionId", path.stem),
+        "version": st.get("version", "2.1.42"),
+        "gitBranch": st.get("gitBranch", "main"),
+        "type": "user",
+        "message": {"role": "user", "content": pools().words(rng, 12)},
+        "uuid": rand_uuid(rng),
+        "timestamp": iso(st.get("t", time.time()) + 60),
+    }
+    data = orjson.dumps(line) + b"\n"
+    with open(path, "ab") as f:
+        f.write(data)
+    return len(data)
+
+
 def write_single_session(path: Path, nbytes: int, seed: int) -> int:
     """A new standalone transcript of about `nbytes` (no subagents). Returns its size."""
     rng = random.Random(f"single/{seed}/{nbytes}")
