@@ -468,7 +468,7 @@ SIGNAL_ORDER = (
 def _order(signal: Signal) -> tuple[Any, ...]:
     """One order for a session's signals however they were found: by where they start, then by kind."""
     rank = SIGNAL_ORDER.index(signal.name) if signal.name in SIGNAL_ORDER else len(SIGNAL_ORDER)
-    evidence = orjson.dumps([asdict(e) for e in signal.evidence])
+    evidence = orjson.dumps(signal.evidence)  # orjson writes a dataclass as asdict() would, faster
     return (signal.seq is not None, signal.seq or 0, rank, signal.detail, evidence)
 
 
@@ -839,10 +839,11 @@ def _dead_ends(conn: sqlite3.Connection, session: _Session, linear: bool) -> lis
     turn_costs: dict[str | None, float] | None = None
     spawning = _spawning_calls(conn, session)
     costly: list[tuple[int, list[str], float]] = []  # (branch number, its abandoned turns, their cost)
-    for number, turns in [] if linear else abandoned_turns(conn, session.id):
+    rewound = [] if linear else abandoned_turns(conn, session.id)
+    for number, turns in rewound:
         abandoned.update(turns)
         if turn_costs is None:
-            turn_costs = _turn_costs(conn, session.id, spawning)
+            turn_costs = _turn_costs(conn, session.id, spawning, [t for _, turns in rewound for t in turns])
         cost = sum(turn_costs.get(t, 0.0) for t in turns)
         if cost >= minimum:
             costly.append((number, turns, cost))
@@ -963,17 +964,23 @@ def _prompts(session: _Session, turn_ids: list[str]) -> dict[str, tuple[int, int
     return out
 
 
-def _turn_costs(conn: sqlite3.Connection, session_id: str, spawning: list[_Call]) -> dict[str | None, float]:
-    """Turn id → the cost of its API messages plus that of the subagents it spawned (read once: a
-    session rewound fifty times asked it fifty times)."""
+def _turn_costs(
+    conn: sqlite3.Connection, session_id: str, spawning: list[_Call], turn_ids: list[str]
+) -> dict[str | None, float]:
+    """Turn id → the cost of its API messages plus that of the subagents it spawned, for the
+    `turn_ids` (read once: a session rewound fifty times asked it fifty times; and only theirs: the
+    rest of a long session's usage is never summed)."""
+    wanted = set(turn_ids)
     costs: dict[str | None, float] = dict(
         conn.execute(
-            "SELECT turn_id, COALESCE(sum(cost_usd), 0) FROM agent_usage WHERE session_id = ? GROUP BY turn_id",
-            (session_id,),
+            # by turn (its index), not by session (all of its rows): `+` keeps the session's index out
+            "SELECT turn_id, COALESCE(sum(cost_usd), 0) FROM agent_usage "
+            "WHERE turn_id IN (SELECT value FROM json_each(?)) AND +session_id = ? GROUP BY turn_id",
+            (orjson.dumps(sorted(wanted)).decode(), session_id),
         )
     )
     for call in spawning:
-        if call.child_session_id:
+        if call.child_session_id and call.turn_id in wanted:
             costs[call.turn_id] = costs.get(call.turn_id, 0.0) + _subagent_cost(conn, call.child_session_id)
     return costs
 
@@ -1260,7 +1267,7 @@ def _store(
             shown = time.perf_counter()
         found, checkpoint = session_pass(conn, session_id, whole=clear_all)
         for signal in found:
-            evidence = orjson.dumps([asdict(e) for e in signal.evidence]).decode()
+            evidence = orjson.dumps(signal.evidence).decode()
             rows.append(
                 (
                     signal.session_id,

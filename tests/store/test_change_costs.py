@@ -148,3 +148,28 @@ def test_show_reads_a_long_session_a_page_at_a_time_and_prints_the_same(conn, tm
     assert len(paged) > 10 and [m.seq for p in paged for m in p] == [m.seq for m in query.messages(conn, sid)]
     monkeypatch.setattr(query, "SHOWN_PAGE", 7)
     assert shown() == whole and "print(39)" in whole
+
+
+def test_dead_ends_of_a_session_rewound_often_grown_a_line_at_a_time_are_those_of_one_read(conn, tmp_path):
+    """Branches rewound from at several depths, one inside another, each costly: after every
+    append the signals and the stats' sums are what a database that read the same bytes at once has."""
+    from tests.conftest import ingest
+    from tests.store.test_signals import EXPENSIVE, SID, transcript
+    from tests.store.test_signals_incremental import _relative, read_at_once, stored
+
+    t = transcript(tmp_path)
+    forks = []
+    for i in range(12):
+        t.user(f"try approach {i}", **({"parent": forks[-3]} if i % 4 == 3 and len(forks) >= 3 else {}))
+        forks.append(t.assistant(f"Approach {i} done.", usage=EXPENSIVE, msg_id=f"msg_{i}"))
+    t.write()
+    root = tmp_path / "projects"
+    main = next(root.rglob(f"{SID}.jsonl"))
+    lines = main.read_bytes().splitlines(keepends=True)
+    whole = read_at_once(tmp_path, {main.relative_to(root): b"".join(lines)}, "once-whole")
+    assert sum(s[0] == "abandoned-branch" for s in whole[SID][:-4]) >= 2
+    for count in range(1, len(lines) + 1):
+        main.write_bytes(b"".join(lines[:count]))
+        ingest(conn, root)
+        once = read_at_once(tmp_path, {main.relative_to(root): b"".join(lines[:count])}, f"once-{count}")
+        assert _relative(stored(conn), root) == once, count
