@@ -395,12 +395,11 @@ def discover(
             # time keep what they were found to be: only its new names go to the adapters (one new
             # session in a folder of 20,000 took 3-5 s of opening every file for every adapter).
             for folder in snapshot.keys() - unchanged:
-                kept = {
-                    name
-                    for name in walk.listed_files(folder)
-                    if (row := (known or {}).get(os.path.join(folder, name))) is not None
-                    and take_known(os.path.join(folder, name), row)
-                }
+                prefix, kept = os.path.join(folder, ""), set()
+                for name in walk.listed_files(folder):
+                    row = (known or {}).get(prefix + name)
+                    if row is not None and take_known(prefix + name, row):
+                        kept.add(name)
                 if kept:
                     walk.withhold(folder, kept)
         for adapter in all_adapters():
