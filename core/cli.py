@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 if TYPE_CHECKING:  # the commands import what they use when they run: a launch loads only its own
     from threadloom.core.db import LedgerError
@@ -1618,7 +1618,8 @@ def _show(args: argparse.Namespace, conn: sqlite3.Connection, session: SessionSu
     # piped (to a file, grep, a pager): Rich pads lines to the console's width; end each where its text
     # does, written as they are drawn (a long session's first lines come at once, not after all of it)
     lines = _TrimmedLines(sys.stdout)
-    console = Console(highlight=False, width=measured.width, height=measured.height, file=lines)
+    # a text file to Rich, which types its file as IO[str]
+    console = Console(highlight=False, width=measured.width, height=measured.height, file=cast(TextIO, lines))
     render_session(console, conn, session, **options)
     render_files_changed(console, conn, session.id, subagents=not args.no_subagents)
     lines.close()

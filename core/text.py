@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -344,7 +344,7 @@ class TableColumn:
     max_width: int | None = None  # longer cells end in "…"
 
 
-def text_table(columns: list[TableColumn], rows: list[tuple[str, ...]], width: int) -> list[str] | None:
+def text_table(columns: list[TableColumn], rows: Sequence[tuple[str, ...]], width: int) -> list[str] | None:
     """The lines of a table as Rich draws a `Table(box=None, pad_edge=False)` of one-line cells
     (no_wrap, overflow="ellipsis"), each line's trailing spaces dropped; None when it does not fit
     in `width` (Rich would squeeze the columns: the caller draws it with Rich). Rich measures and
