@@ -173,3 +173,22 @@ def test_dead_ends_of_a_session_rewound_often_grown_a_line_at_a_time_are_those_o
         ingest(conn, root)
         once = read_at_once(tmp_path, {main.relative_to(root): b"".join(lines[:count])}, f"once-{count}")
         assert _relative(stored(conn), root) == once, count
+
+
+def test_code_left_unlexed_for_a_pipe_reads_as_the_lexed_code():
+    """`show` piped shows no colours, so its code is not lexed: the text must be the lexer's."""
+    from threadloom.core.markdown import highlight
+
+    codes = [
+        "def f(x):\r\n    return x  # done\r\n",
+        '\ufefffn main() {\r    println!("hi");\r}\n\n\n',
+        "SELECT *\tFROM t WHERE a = 'it''s';  \n",
+        "  indented\n\n  lines\n",
+        "",
+        "x = 1\n" * 30,
+    ]
+    for language in ("python", "rust", "sql", "bash", "json", "nosuchlanguage", ""):
+        for code in codes:
+            for lines in (None, 3):
+                coloured = highlight(code, language, "monokai", lines)
+                assert highlight(code, language, None, lines).plain == coloured.plain, (language, code, lines)
