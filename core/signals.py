@@ -488,8 +488,8 @@ def _checkpoint(conn: sqlite3.Connection, session_id: str) -> _Checkpoint | None
     if at_cut is None or at_cut[0] != cut_entry:
         return None
     # a call before the cut whose result came since has a new status
-    late = conn.execute(
-        "SELECT 1 FROM agent_tool_calls WHERE result_entry_id > ? AND session_id = ? "
+    late = conn.execute(  # by the results stored since (their index), not every call of the session
+        "SELECT 1 FROM agent_tool_calls WHERE result_entry_id > ? AND +session_id = ? "
         "AND (entry_id < ? OR entry_id IS NULL) LIMIT 1",
         (seen_id, session_id, cut_entry),
     ).fetchone()
