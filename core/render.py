@@ -321,7 +321,8 @@ def render_session(
         c.tool_call_id: c for c in children_of(conn, session.id, include_warmup=False) if c.tool_call_id
     }
     code_theme = None if console.no_color or console.color_system is None else SHOW_CODE_THEME
-    for msg in chain.from_iterable(message_pages(conn, session.id)):  # printed as read, a page at a time
+    # printed as read, a page at a time; no call's result is printed, so none is read
+    for msg in chain.from_iterable(message_pages(conn, session.id, tool_results=False)):
         if msg.role == "system" or msg.entry_type == "system":
             if msg.hooks:
                 for run in msg.hooks:
