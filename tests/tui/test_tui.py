@@ -428,6 +428,33 @@ async def test_first_load_draws_the_project_list_once(
     assert born_with == [{layout, "-focus-projects"} if layout != "-wide" else {layout}]
 
 
+async def test_rows_that_start_the_scrollbar_are_drawn_at_the_width_it_leaves(demo_db: Path) -> None:
+    """A first load adds projects as it reads them: the refill that makes the list overflow draws
+    its rows before the scrollbar appears, and no resize follows, so they must already leave room
+    for it (they wrapped, each date on a line of its own)."""
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        projects = app.query_one(ProjectList)
+        few = projects.projects[:1]
+        projects.set_projects(few)
+        await pilot.pause()
+        assert not projects.show_vertical_scrollbar
+        many = [
+            browse.ProjectRow(
+                f"/work/project-{i:02}", f"project-{i:02}", ["claude-code"], 3, 0, fixed_now() - 60
+            )
+            for i in range(20)
+        ]
+        projects.set_projects(many)
+        await pilot.pause()
+        assert projects.show_vertical_scrollbar
+        room = projects.scrollable_content_region.width
+        for option in range(len(many)):
+            prompt = projects.get_option_at_index(option).prompt
+            assert max(line.cell_len for line in prompt.split()) <= room - 2
+
+
 async def test_the_footer_is_rebuilt_only_when_its_keys_change(demo_db: Path) -> None:
     from textual.widgets._footer import FooterKey
     from threadloom.tui.footer import KeyFooter
