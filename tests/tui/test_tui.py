@@ -17,7 +17,6 @@ from rich.console import Console
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
-from textual.pilot import Pilot
 from textual.widgets import Input, Static, Tree
 from textual.worker import WorkerFailed
 from threadloom.core import browse
@@ -36,54 +35,21 @@ from tests.tui_support import (
     CHECKOUT,
     HEALTH,
     LONG,
+    Seen,
     build_demo_db,
     cursor_to_tool,
     fixed_now,
+    ingested_db,
+    make_app,
+    open_checkout,
     session_id,
     settle,
+    shown,
     until,
     wait_for_search,
 )
 
 M = TypeVar("M", bound=Message)
-
-
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_demo_db(tmp_path_factory.mktemp("tui"))
-
-
-def make_app(db: Path, **kw) -> ThreadloomApp:
-    return ThreadloomApp(db_path=db, ingest=kw.pop("ingest", False), now=fixed_now, **kw)
-
-
-class Seen:
-    """A `message_hook` that keeps the messages of the given kinds, once each (a message that
-    bubbles from a screen to the app is dispatched by both)."""
-
-    def __init__(self, *kinds: type[Message]) -> None:
-        self.kinds = kinds
-        self.messages: list[Message] = []
-
-    def __call__(self, message: Message) -> None:
-        if isinstance(message, self.kinds) and not any(m is message for m in self.messages):
-            self.messages.append(message)
-
-    def of(self, kind: type[M]) -> list[M]:
-        return [m for m in self.messages if isinstance(m, kind)]
-
-
-def ingested_db(tmp_path: Path, source: Path) -> Path:
-    """A database holding what `source` has, written before the app opens it."""
-    from threadloom.core import db
-
-    from tests.conftest import ingest
-
-    path = tmp_path / "t.db"
-    conn = db.connect(path)
-    ingest(conn, source)
-    conn.close()
-    return path
 
 
 def block_text(view: MessageView) -> str:
@@ -939,15 +905,6 @@ def append_claude_messages(app: ThreadloomApp, sid: str, messages: list[tuple[st
         f.write(b"".join(json.dumps(r).encode() + b"\n" for r in added))
 
 
-async def open_checkout(pilot: Pilot, app: ThreadloomApp) -> str:
-    """The demo's checkout session, opened in the viewer (the one the follow tests grow)."""
-    await pilot.pause()
-    sid = session_id(app, CHECKOUT)
-    app.browser.jump_to_session(sid)
-    await pilot.pause()
-    return sid
-
-
 async def test_open_session_follows_its_growing_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An agent still writing the session being read: the new messages appear at the end, and a
     reader resting on the last message is carried to them."""
@@ -1352,14 +1309,6 @@ async def test_palette_offers_pane_actions_and_finds_sessions(demo_db: Path) -> 
 
 
 # ---------------------------------------------------------------------------- search
-
-
-def shown(widget: Static) -> str:
-    """The plain text a Static shows, whatever renderable it holds."""
-    console = Console(width=400, file=io.StringIO(), color_system=None)
-    with console.capture() as capture:
-        console.print(widget.content)
-    return capture.get()
 
 
 def visible(view: MessageView, pos: int) -> bool:
