@@ -495,7 +495,7 @@ def attach_tool_calls(
         if msg is not None:
             msg.tool_calls.append(call)
             calls.append(call)
-    fill_tool_io(conn, calls, results=results)
+    fill_tool_io(conn, calls, with_results=results)
 
 
 @dataclass(slots=True)
@@ -673,12 +673,12 @@ def attach_images(conn: sqlite3.Connection, session_id: str, by_entry: Mapping[i
             msg.images = extras.images
 
 
-def fill_tool_io(conn: sqlite3.Connection, calls: list[ToolCall], *, results: bool = True) -> None:
-    """Give calls their input and result (their input alone when not `results`) where the ledger
+def fill_tool_io(conn: sqlite3.Connection, calls: list[ToolCall], *, with_results: bool = True) -> None:
+    """Give calls their input and result (their input alone when not `with_results`) where the ledger
     kept no copy of them (an adapter with `tool_io_in_record`): the records they came in are
     normalized again and picked from."""
     wanted = {c.entry_id for c in calls if c.params_json is None and c.entry_id is not None}
-    if results:
+    if with_results:
         wanted |= {
             c.result_entry_id for c in calls if c.result_json is None and c.result_entry_id is not None
         }
