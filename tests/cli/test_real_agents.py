@@ -267,3 +267,23 @@ def test_codex_loads_the_fork_cut_after_the_chosen_turn(
     ], (conversation, done.stderr[-500:])
     assert not any("CHARLIE" in text for _, text in said)
     assert conversation[-1] == ("user", "say ok")
+
+
+def test_claude_code_is_sent_the_edited_prompt_in_place_of_the_chosen_one(
+    tmp_path: Path, real_clis: Path, fake_api: tuple[str, Path]
+) -> None:
+    api, out = fake_api
+    env = home_env(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    t, _ = claude_session(env, work)
+    third = t.lines[4]["uuid"]  # the third prompt
+    db = tmp_path / "t.db"
+    threadloom(env, db, "ingest")
+    plan = json.loads(
+        threadloom(env, db, "fork", third, "--before", "--prompt", "DELTA 'instead' $(x)", "--json")
+    )
+    run_pasted(plan["command"], env, wrappers(tmp_path / "bin", real_clis, api), api, tmp_path)
+    said = [text for _, text in texts(first_request(out))]
+    assert said[-2] == "answer two BRAVO-ANSWER" and said[-1].startswith("DELTA 'instead' $(x)")
+    assert not any("CHARLIE" in text for text in said)
