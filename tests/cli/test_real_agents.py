@@ -1,5 +1,5 @@
 """What a fork, a resume or a new session from context hands the agent, checked with the agents' real
-CLIs from npm (Claude Code, Codex) against ../shared/tools/fake_model_api.py, which records the
+CLIs from npm (Claude Code, Codex, Gemini CLI) against ../shared/tools/fake_model_api.py, which records the
 request the CLI sends and answers with an error: no network, no key.
 
 The command threadloom prints is run as a user pasting it would (bash), with the real CLI behind a
@@ -30,9 +30,14 @@ from tests.support import Rollout, home_env
 SHARED = Path(__file__).resolve().parents[3] / "shared"
 FAKE_API = SHARED / "tools" / "fake_model_api.py"
 # the versions these tests were written against (a newer one is checked by bumping these)
-PACKAGES = {"@anthropic-ai/claude-code": "2.1.197", "@openai/codex": "0.171.0"}
+PACKAGES = {
+    "@anthropic-ai/claude-code": "2.1.197",
+    "@openai/codex": "0.171.0",
+    "@google/gemini-cli": "0.61.0",
+}
 SID = "5e551011-0000-4000-8000-000000000001"
 THREAD = "019a0000-1111-7222-8333-444455556666"
+GEMINI_SID = "5f0e2a8c-1b2d-4e3f-9a0b-c1d2e3f4a5b6"
 # a folder whose name a shell would read as code if it were not quoted
 HOSTILE = "it's a $(touch pwned) `x` ; folder"
 
@@ -60,7 +65,7 @@ def real_clis(pytestconfig: pytest.Config) -> Path:
                 pytest.skip(f"npm could not install the agents' CLIs: {done.stderr.strip()[-300:]}")
             marker.touch()
     bin_dir = prefix / "node_modules" / ".bin"
-    for name in ("claude", "codex"):
+    for name in ("claude", "codex", "gemini"):
         works = subprocess.run(
             [str(bin_dir / name), "--version"], capture_output=True, timeout=60, check=False
         )
@@ -103,7 +108,12 @@ def wrappers(folder: Path, real: Path, api: str) -> Path:
         'if [ "$1" = -C ]; then dir=$2; shift 2; fi\n'
         'exec "$real" exec -c "$api" --skip-git-repo-check -C "$dir" resume "$id" "${1:-say ok}"\n'
     )
-    for name in ("claude", "codex"):
+    (folder / "gemini").write_text(
+        "#!/bin/sh\n"
+        "# headless, one prompt, the folder trusted for this run\n"
+        f'exec {real / "gemini"} --skip-trust -p "say ok" "$@"\n'
+    )
+    for name in ("claude", "codex", "gemini"):
         (folder / name).chmod(0o755)
     return folder
 
@@ -117,6 +127,8 @@ def run_pasted(
         "ANTHROPIC_BASE_URL": api,
         "ANTHROPIC_API_KEY": "sk-ant-fake",
         "OPENAI_API_KEY": "sk-fake",
+        "GOOGLE_GEMINI_BASE_URL": api,
+        "GEMINI_API_KEY": "fake",
         "DISABLE_AUTOUPDATER": "1",
     }
     return subprocess.run(
@@ -136,10 +148,10 @@ def threadloom(env: dict[str, str], db: Path, *args: str) -> str:
 def texts(request: dict) -> list[tuple[str, str]]:
     """(role, text) of each conversation message a request carried (Anthropic's `messages` or the
     Responses API's `input`), system reminders and environment notes left out."""
-    items = request.get("messages") or request.get("input") or []
+    items = request.get("messages") or request.get("input") or request.get("contents") or []
     out = []
     for item in items:
-        content = item.get("content")
+        content = item.get("content", item.get("parts"))  # Gemini's `contents` hold `parts`
         parts = [content] if isinstance(content, str) else [b.get("text") or "" for b in content or []]
         for part in parts:
             if part and not part.startswith(("<system-reminder>", "<environment_context>", "<")):
@@ -152,7 +164,7 @@ def first_request(out: Path) -> dict:
     session's title first, in a request of its own without them)."""
     requests = sorted(out.glob("request-*.json"), key=lambda p: int(p.stem.split("-")[1]))
     bodies = [json.loads(path.read_bytes()) for path in requests]
-    turns = [body for body in bodies if body.get("tools") or "tool_choice" in body]
+    turns = [body for body in bodies if body.get("tools") or "tool_choice" in body or "contents" in body]
     assert turns, f"the agent sent no turn to the model API ({len(bodies)} requests)"
     return turns[0]
 
@@ -287,3 +299,48 @@ def test_claude_code_is_sent_the_edited_prompt_in_place_of_the_chosen_one(
     said = [text for _, text in texts(first_request(out))]
     assert said[-2] == "answer two BRAVO-ANSWER" and said[-1].startswith("DELTA 'instead' $(x)")
     assert not any("CHARLIE" in text for text in said)
+
+
+def test_gemini_cli_imports_the_fork_up_to_the_chosen_answer(
+    tmp_path: Path, real_clis: Path, fake_api: tuple[str, Path]
+) -> None:
+    api, out = fake_api
+    env = home_env(tmp_path, TMPDIR=str(tmp_path))
+    work = tmp_path / HOSTILE
+    work.mkdir()
+    gemini = Path(env["HOME"]) / ".gemini"
+    (gemini / "tmp" / "shop" / "chats").mkdir(parents=True)
+    (gemini / "tmp" / "shop" / ".project_root").write_text(f"{work}\n")
+    (gemini / "projects.json").write_text(json.dumps({"projects": {str(work): "shop"}}))
+    (gemini / "settings.json").write_text(
+        json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}})
+    )
+    lines: list[dict] = [
+        {"sessionId": GEMINI_SID, "projectHash": "shop", "startTime": "2026-04-29T21:39:22Z",
+         "lastUpdated": "2026-04-29T21:39:22Z", "kind": "main"}
+    ]  # fmt: skip
+    for n, word in enumerate(("ALPHA", "BRAVO", "CHARLIE")):
+        at = f"2026-04-29T21:4{n}:3"
+        lines.append(
+            {"id": f"u{n}", "timestamp": at + "3Z", "type": "user", "content": [{"text": f"question {word}"}]}
+        )
+        lines.append(
+            {"id": f"g{n}", "timestamp": at + "5Z", "type": "gemini", "content": f"answer {word}-ANSWER"}
+        )
+    chat = gemini / "tmp" / "shop" / "chats" / f"session-2026-04-29T21-39-{GEMINI_SID[:8]}.jsonl"
+    chat.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    db = tmp_path / "t.db"
+    threadloom(env, db, "ingest")
+    shown = json.loads(threadloom(env, db, "show", GEMINI_SID, "--json"))
+    answer = next(m for m in shown["messages"] if "BRAVO-ANSWER" in (m.get("content") or ""))
+    plan = json.loads(threadloom(env, db, "fork", str(answer["entry_id"]), "--json"))
+    done = run_pasted(plan["command"], env, wrappers(tmp_path / "bin", real_clis, api), api, tmp_path)
+    assert not list(tmp_path.rglob("pwned")), "the folder's name ran as code"
+    said = texts(first_request(out))
+    assert said == [
+        ("user", "question ALPHA"),
+        ("model", "answer ALPHA-ANSWER"),
+        ("user", "question BRAVO"),
+        ("model", "answer BRAVO-ANSWER"),
+        ("user", "say ok"),
+    ], (said, done.stderr[-500:])
