@@ -1078,6 +1078,7 @@ def _rebuild(args: argparse.Namespace, path: Path) -> int:
         report = _run_ingest(args, conn)
         if report.cancelled:
             raise KeyboardInterrupt
+        _follow_renamed_sessions(conn)
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the new file whole in itself before the swap
     except BaseException:
         conn.close()
@@ -1093,6 +1094,21 @@ def _rebuild(args: argparse.Namespace, path: Path) -> int:
     if kept and not args.json:
         print(f"previous database kept as {kept}", file=sys.stderr)
     return _report_ingest(args, report, {"previous_database": str(kept) if kept else None})
+
+
+def _follow_renamed_sessions(conn: sqlite3.Connection) -> None:
+    """What the old database kept on sessions whose ids this threadloom gives otherwise (Aider's,
+    read by an older one under their path) follows them into the rebuilt one."""
+    from threadloom.core import db, memory
+
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for renamed in db.RENAMED_SESSIONS.values():
+            memory.rename_sessions(conn, renamed(conn))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def _user_data(path: Path) -> dict[str, list[tuple[object, ...]]]:

@@ -13,7 +13,7 @@ import re
 import shlex
 import sqlite3
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -29,9 +29,10 @@ T = TypeVar("T")
 
 # Bump when the derived tables or their meaning change; entries and source_files survive a bump
 # and the derived tables are rebuilt from `entries`.
-SCHEMA_VERSION = 13  # 11: the stats' sums (core.stats); 12: session_signals (core.signals); 13: what the
+SCHEMA_VERSION = 14  # 11: the stats' sums (core.stats); 12: session_signals (core.signals); 13: what the
 # adapters read more of (Cursor's tool calls, Cline's opening prompt, Aider's thinking, Claude Code's
-# markup: no turn starts at a command's output), placed again in every session
+# markup: no turn starts at a command's output), placed again in every session; 14: Aider's session
+# ids name the history, not its path (what people wrote on the old ones follows: RENAMED_SESSIONS)
 BUSY_TIMEOUT_MS = 5000
 # Source files pulled from a sync hub (core.sync) are named under this root, then their machine: no
 # file of this machine's own, never opened, never "gone" (their records are all the archive has)
@@ -907,12 +908,32 @@ def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool, rebuild_from
         conn.execute(MESSAGES_VIEW)
         search_index.recreate(conn)
         if rebuild_from is not None:
+            _rename_sessions(conn, rebuild_from)
             set_meta(conn, REBUILD_KEY, str(rebuild_from))
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def _renamed_aider(conn: sqlite3.Connection) -> dict[str, str]:
+    from threadloom.core.adapters.aider import renamed_tags
+
+    return renamed_tags(conn)
+
+
+# schema version: what gives the session-id prefixes renamed by the upgrade to it, old to new (the
+# sessions themselves are derived, and rebuilt; what people wrote on them is not, and follows)
+RENAMED_SESSIONS: dict[int, Callable[[sqlite3.Connection], dict[str, str]]] = {14: _renamed_aider}
+
+
+def _rename_sessions(conn: sqlite3.Connection, upgraded_from: int) -> None:
+    """The user data written on sessions whose ids an upgrade from `upgraded_from` changes, renamed
+    in the upgrade's own transaction (from the stored records: the derived tables are empty now)."""
+    for version, renamed in sorted(RENAMED_SESSIONS.items()):
+        if upgraded_from < version:
+            memory.rename_sessions(conn, renamed(conn))
 
 
 def _move_raw_last(conn: sqlite3.Connection, models: ModuleType, dialect: Dialect) -> None:

@@ -839,6 +839,45 @@ def conflicts(conn: sqlite3.Connection, *, include_resolved: bool = False) -> li
     return [Conflict(*r) for r in _rows(conn, sql + " ORDER BY c.detected_at DESC")]
 
 
+# ---------------------------------------------------------------------- renamed sessions
+
+# where user data names a session (its id, or `<id>#<seq>` for a place in it): table, column, and the
+# condition that says the column holds one
+_SESSION_COLUMNS = (
+    ("memory_marks", "target_id", "target_type IN ('session', 'turn', 'message')"),
+    ("memory_marks", "session_id", "1"),
+    ("memory_marks", "uuid", "1"),  # a message's uuid, which Aider makes of its session's id
+    ("memory_entries", "scope_key", "scope = 'session'"),
+    ("memory_relations", "source_id", "source_type IN ('session', 'turn', 'message')"),
+    ("memory_relations", "target_id", "target_type IN ('session', 'turn', 'message')"),
+    ("hidden", '"key"', "kind = 'session'"),
+)
+
+
+def rename_sessions(conn: sqlite3.Connection, prefixes: dict[str, str]) -> int:
+    """Make what people wrote on sessions follow their new ids (in the caller's transaction): each
+    id starting with an old prefix gets the new one instead (an adapter that names its sessions
+    otherwise now: Aider's, core.adapters.aider.renamed_tags). A row whose renamed twin is there
+    already is the same mark twice: the old one goes. Returns the rows renamed."""
+    renamed = 0
+    for old, new in prefixes.items():
+        pattern = old.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        for table, column, holds in _SESSION_COLUMNS:
+            where = f"{column} LIKE ? ESCAPE '\\' AND {holds}"
+            try:
+                renamed += conn.execute(
+                    f"UPDATE OR IGNORE {table} SET {column} = ? || substr({column}, ?) WHERE {where}",
+                    (new, len(old) + 1, pattern),
+                ).rowcount
+            except sqlite3.OperationalError as exc:
+                if _missing_table(exc):
+                    continue
+                raise
+            if table != "memory_entries":  # an entry of that title there already keeps its own id
+                conn.execute(f"DELETE FROM {table} WHERE {where}", (pattern,))
+    return renamed
+
+
 # ---------------------------------------------------------------------- export / import
 
 

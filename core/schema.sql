@@ -1,4 +1,4 @@
--- threadloom ledger schema 13, generated from core/models.py by `python -m threadloom.core.db`; do not edit
+-- threadloom ledger schema 14, generated from core/models.py by `python -m threadloom.core.db`; do not edit
 
 CREATE TABLE agent_file_changes (
 	session_id VARCHAR NOT NULL,

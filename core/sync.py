@@ -1450,7 +1450,16 @@ def _place_generation(
     records = _records(hub, first.source_id, items, fetched)  # read as they are stored
     last_line = items[-1].line if items else 0
     file_id = _store_pulled(
-        conn, ledger, path, first, records, fresh and state is not None, start, new_end, last_line
+        conn,
+        ledger,
+        path,
+        first,
+        records,
+        fresh and state is not None,
+        start,
+        new_end,
+        last_line,
+        partial(_whole_file, conn, hub, first.source_id, path, items, start),
     )
     count, nbytes = len(items), fetched[0]
     new_digest = _digest(items).hexdigest() if fresh else _digest(items, _resume(digest)).hexdigest()
@@ -1474,6 +1483,23 @@ def _place_generation(
     report.pulled_records += count
     report.pulled_bytes += nbytes
     return count
+
+
+def _whole_file(
+    conn: sqlite3.Connection,
+    hub: psycopg.Connection[Any],
+    source_id: int,
+    path: str,
+    items: list[_Item],
+    start: int,
+) -> bytes:
+    """The file being placed as it is once placed: what is here before `start`, then `items`. Asked
+    only by an adapter that reads the whole file beside its records (Aider: its blocks and session
+    ids), which would otherwise find nothing, the file being on no disk here."""
+    from threadloom.core.archive import stored_file
+
+    head = (stored_file(conn, path) or b"")[:start] if start else b""
+    return head + b"".join(r.raw + b"\n" * r.newline for r in _records(hub, source_id, items, [0]))
 
 
 def _resume(digest: str) -> Any:
@@ -1573,9 +1599,11 @@ def _store_pulled(
     start: int,
     end: int,
     last_line: int,
+    whole: Callable[[], bytes],
 ) -> int:
     """Store and place `records` as the ingest does a file's (core.ingest._store), in a transaction
-    left open for the caller to commit with its note of what was placed. Returns the file's id."""
+    left open for the caller to commit with its note of what was placed. Returns the file's id.
+    A read of the file itself gives `whole()` (once); of a file beside it, the archive's."""
     from threadloom.core import ingest
     from threadloom.core.adapters import ADAPTERS
     from threadloom.core.adapters.base import SourceRef, disk_name, reading_mirrors, shown_name
@@ -1590,9 +1618,18 @@ def _store_pulled(
     ref = SourceRef(Path(disk_name(path)), first.agent, first.kind, label)
     plan = ingest._Plan(ref, adapter, st, row)
     read = ingest._Read(records, rewrite, start, 0, end, f"hub:{end}", end - start, lines_after=last_line)
+    itself: list[bytes] = []
+
+    def beside(name: str) -> bytes | None:
+        if name != path:
+            return stored_file(conn, name)
+        if not itself:
+            itself.append(whole())
+        return itself[0]
+
     conn.execute("BEGIN IMMEDIATE")
     try:
-        with reading_mirrors(partial(stored_file, conn)):  # what it reads beside them: from the archive
+        with reading_mirrors(beside):  # what it reads beside them: from the archive
             ingest._store(conn, ledger, plan, read, False)
     except BaseException:
         conn.execute("ROLLBACK")

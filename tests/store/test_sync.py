@@ -657,3 +657,18 @@ def test_a_machines_first_push_after_pulling_reads_nothing_again(
     box.ingest()
     assert box.sync(hub).pushed_records == 6  # registers this machine: what it may read is the same
     assert calls == []
+
+
+def test_an_aider_history_has_the_same_session_ids_on_every_machine(tmp_path: Path, hub: str) -> None:
+    """Aider's session ids name the history, not where it sits: pulled to another machine (placed
+    under /threadloom-sync/<machine>/…) its sessions keep the ids they have on their own."""
+    from tests.unit.test_adapter_aider import SESSION_1, SESSION_2, history
+
+    laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
+    history(laptop.root / "projects" / "parser-project", SESSION_1 + SESSION_2)
+    laptop.ingest()
+    laptop.sync(hub)
+    box.sync(hub)
+    mine = laptop.sessions()
+    assert len(mine) == 3 and box.sessions() == mine
+    assert all(sid.startswith("aider:") for sid in mine)
