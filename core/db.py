@@ -235,7 +235,13 @@ LATE_TABLES = (
     *SYNC_DDL,
 )
 # (table, column, type): columns added after schema 12 without a rebuild
-LATE_COLUMNS = (("source_files", "ctime_ns", "INTEGER"), ("stats_pending", "since_bucket", "INTEGER"))
+LATE_COLUMNS = (
+    ("source_files", "ctime_ns", "INTEGER"),
+    ("stats_pending", "since_bucket", "INTEGER"),
+    *memory.LATE_COLUMNS,
+)
+# indexes on those columns, made once they are there
+LATE_COLUMN_INDEXES = memory.LATE_INDEXES
 
 
 def _mark_own(conn: sqlite3.Connection) -> None:
@@ -249,7 +255,10 @@ def _late_parts_due(conn: sqlite3.Connection) -> bool:
     if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
         return True
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-    wanted = {ddl.split(" IF NOT EXISTS ")[1].split()[0] for ddl in (*LATE_TABLES, *LATE_INDEXES)}
+    wanted = {
+        ddl.split(" IF NOT EXISTS ")[1].split()[0]
+        for ddl in (*LATE_TABLES, *LATE_INDEXES, *LATE_COLUMN_INDEXES)
+    }
     if not wanted <= names:
         return True
     return any(
@@ -260,10 +269,12 @@ def _late_parts_due(conn: sqlite3.Connection) -> bool:
 
 def _add_late_parts(conn: sqlite3.Connection) -> None:
     """The tables and columns newer than the schema version, where missing (cheap when present)."""
+    for ddl in LATE_TABLES:
+        conn.execute(ddl)
     for table, column, kind in LATE_COLUMNS:
         if column not in {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}:
             conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
-    for ddl in LATE_TABLES:
+    for ddl in LATE_COLUMN_INDEXES:
         conn.execute(ddl)
 
 
@@ -568,9 +579,11 @@ def read_user_data(conn: sqlite3.Connection) -> dict[str, list[tuple[object, ...
     or cannot read, gives none."""
     out: dict[str, list[tuple[object, ...]]] = {}
     for table, columns in derived.USER_DATA.items():
-        names = ", ".join(f'"{c}"' for c in columns)
         try:
-            out[table] = conn.execute(f"SELECT {names} FROM {table}").fetchall()
+            have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+            # a column added since (a memory version's global id) reads as NULL, filled in later
+            names = ", ".join(f'"{c}"' if c in have else "NULL" for c in columns)
+            out[table] = conn.execute(f"SELECT {names} FROM {table}").fetchall() if have else []
         except sqlite3.OperationalError:
             out[table] = []
     return out
@@ -846,7 +859,7 @@ def fresh_schema() -> str:
             statements.append(str(CreateIndex(index, if_not_exists=True).compile(dialect=dialect)))
     for index in models.SECONDARY_INDEXES:
         statements.append(str(CreateIndex(index, if_not_exists=True).compile(dialect=dialect)))
-    statements += [*LATE_TABLES, *LATE_INDEXES, MESSAGES_VIEW.strip(), *SEARCH_DDL]
+    statements += [*LATE_TABLES, *LATE_COLUMN_INDEXES, *LATE_INDEXES, MESSAGES_VIEW.strip(), *SEARCH_DDL]
     text = "".join(f"\n{s};\n" for s in statements)
     return SCHEMA_HEADER.format(version=SCHEMA_VERSION) + "\n".join(
         line.rstrip() for line in text.split("\n")

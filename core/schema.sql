@@ -394,6 +394,7 @@ CREATE TABLE IF NOT EXISTS memory_versions (
 	author VARCHAR NOT NULL,
 	created_at INTEGER NOT NULL,
 	conflict INTEGER NOT NULL DEFAULT 0,
+	vid VARCHAR,
 	PRIMARY KEY (entry_id, version)
 );
 
@@ -455,6 +456,8 @@ CREATE TABLE IF NOT EXISTS sync_rows (
 	row_hash VARCHAR NOT NULL,
 	PRIMARY KEY (hub, tbl, row_hash)
 ) WITHOUT ROWID;
+
+CREATE UNIQUE INDEX IF NOT EXISTS ix_memory_versions_vid ON memory_versions (vid);
 
 CREATE INDEX IF NOT EXISTS ix_entries_titles ON entries (session_id) WHERE entry_type IN ('custom-title', 'custom-title-file', 'ai-title', 'agent-name');
 

@@ -17,7 +17,8 @@ The hub holds, per schema `threadloom` (see HUB_DDL):
   An append is a layout row of the same generation from the old end. Each row takes a sequence
   number in commit order (pushes take a transaction-scoped advisory lock around the insert), so a
   pull asks for the rows past the last one it saw and never misses one committed late;
-- `shared_rows`: user data (SHARED_TABLES) pushed row by row.
+- `shared_rows`: user data pushed row by row: SHARED_TABLES, and memory (core.memory_sync: entries'
+  versions, marks, relations), each filed under its project for the per-project grants.
 
 Nothing on the hub is updated or deleted. Members insert only as their own machines and read what
 they are granted (row-level security); a reader reads only. Passwords are never stored or printed:
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     import psycopg
 
 HUB_SCHEMA = "threadloom"
-HUB_VERSION = 1
+HUB_VERSION = 2  # 2: shared_rows.project (memory read per project)
 MACHINE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 HASH_RE = re.compile(r"[0-9a-f]{32}")
 # the source kinds a machine pushes (a superseded version is carried by the hub's generations)
@@ -63,10 +64,11 @@ FETCH_BATCH = 500  # records whose bytes one query fetches
 BULK_RECORDS = 20_000  # a pull of this many records builds the search index once, after it
 RAW_BATCH_BYTES = 8 << 20
 
-# User data that travels with sync: table -> its columns. Each row is pushed once (keyed on the hub by
-# machine, table and the hash of its values) and pulled into the same table here with INSERT OR
-# IGNORE: merged, never replacing a row. Adding a table to what is pushed and pulled is one line here
-# (issue 30's memory entries, say). Hidden sessions stay this machine's own: they are not listed.
+# User data that travels with sync as rows: table -> its columns. Each row is pushed once (keyed on the
+# hub by machine, table and the hash of its values) and pulled into the same table here with INSERT OR
+# IGNORE: merged, never replacing a row. Adding a table to what is pushed and pulled is one line here.
+# Memory travels beside these, item by item, by scope and with its conflicts (core.memory_sync).
+# Hidden sessions stay this machine's own: they are not listed.
 SHARED_TABLES: dict[str, tuple[str, ...]] = {}
 ROWS_CURSOR_KEY = "sync:rows:"  # + the hub's id: the last shared_rows sequence number pulled
 
@@ -168,6 +170,7 @@ CREATE TABLE IF NOT EXISTS threadloom.shared_rows (
     row jsonb NOT NULL,
     UNIQUE (machine, tbl, row_hash)
 );
+ALTER TABLE threadloom.shared_rows ADD COLUMN IF NOT EXISTS project text;
 CREATE TABLE IF NOT EXISTS threadloom.grants (
     role name NOT NULL,
     project text NOT NULL DEFAULT '*',
@@ -218,7 +221,7 @@ DROP POLICY IF EXISTS layouts_add ON threadloom.layouts;
 CREATE POLICY layouts_add ON threadloom.layouts FOR INSERT TO {member} WITH CHECK (threadloom.owns(machine)
     AND pushed_by = session_user AND threadloom.source_of(source_id, machine));
 DROP POLICY IF EXISTS shared_read ON threadloom.shared_rows;
-CREATE POLICY shared_read ON threadloom.shared_rows FOR SELECT USING (threadloom.may_read(machine, NULL));
+CREATE POLICY shared_read ON threadloom.shared_rows FOR SELECT USING (threadloom.may_read(machine, project));
 DROP POLICY IF EXISTS shared_add ON threadloom.shared_rows;
 CREATE POLICY shared_add ON threadloom.shared_rows FOR INSERT TO {member} WITH CHECK (threadloom.owns(machine));
 DROP POLICY IF EXISTS grants_read ON threadloom.grants;
@@ -403,6 +406,11 @@ class Sharing:
     exclude: list[str] = field(default_factory=list)
     redact: bool = False
 
+    @property
+    def takes_everything(self) -> bool:
+        """Whether everything is shared (`all`, nothing excluded): what a global memory entry needs."""
+        return "all" in self.share and not self.exclude
+
     def takes(self, agent: str, projects: set[str]) -> bool:
         return any(_matches(r, agent, projects) for r in self.share) and not any(
             _matches(r, agent, projects) for r in self.exclude
@@ -460,8 +468,9 @@ class SyncReport:
     pulled_sources: int = 0
     pulled_records: int = 0
     pulled_bytes: int = 0
-    pushed_rows: int = 0  # user data (SHARED_TABLES)
+    pushed_rows: int = 0  # user data (SHARED_TABLES) and memory items
     pulled_rows: int = 0
+    memory_conflicts: int = 0  # versions pulled that were written beside one here: flagged
     sessions: int = 0  # sessions the pulled records changed here
     refused: list[str] = field(default_factory=list)  # hub rows not taken, and why
     errors: list[str] = field(default_factory=list)
@@ -568,9 +577,15 @@ def _sync(
         if push:
             if sharing is None:
                 raise SyncError("nothing is shared yet: pass --share (all, agent:NAME or project:PATH)")
+            if version < HUB_VERSION:
+                raise SyncError(
+                    f"the hub's schema is version {version}, older than this threadloom's ({HUB_VERSION}): "
+                    "its owner runs `threadloom sync --init URL` once to upgrade it (pulls work meanwhile)"
+                )
             _register(hub, machine, dry_run)
             _push(conn, hub, hid, machine, sharing, report, dry_run, progress)
             _push_rows(conn, hub, hid, machine, report, dry_run)
+            _push_memory(conn, hub, hid, machine, sharing, report, dry_run)
         if pull:
             _pull(conn, hub, hid, machine, report, dry_run, progress)
             _pull_rows(conn, hub, hid, machine, report, dry_run)
@@ -1068,6 +1083,57 @@ def _push_rows(
         conn.execute("COMMIT")
 
 
+def _push_memory(
+    conn: sqlite3.Connection,
+    hub: psycopg.Connection[Any],
+    hid: str,
+    machine: str,
+    sharing: Sharing,
+    report: SyncReport,
+    dry_run: bool,
+) -> None:
+    """The memory items (core.memory_sync) the sharing rules take that the hub has not had from here."""
+    from threadloom.core import memory, memory_sync
+
+    if not _has_table(conn, "memory_versions"):
+        return
+    if not dry_run and conn.execute("SELECT 1 FROM memory_versions WHERE vid IS NULL LIMIT 1").fetchone():
+        conn.execute("BEGIN IMMEDIATE")  # versions written before they had ids get theirs
+        memory.ensure_version_ids(conn)
+        conn.execute("COMMIT")
+    known = {
+        (str(t), str(k))
+        for t, k in conn.execute(
+            "SELECT tbl, row_hash FROM sync_rows WHERE hub = ? AND tbl LIKE 'memory.%'", (hid,)
+        )
+    }
+    new = [
+        item
+        for item in memory_sync.outgoing(conn, sharing.takes, sharing.takes_everything)
+        if (item.kind, item.key) not in known
+    ]
+    report.pushed_rows += len(new)
+    if dry_run or not new:
+        return
+    hub.execute("SELECT pg_advisory_xact_lock(%s)", (LAYOUT_LOCK,))
+    with hub.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO threadloom.shared_rows (machine, tbl, row_hash, row, project) VALUES (%s, %s, %s, %s, %s) "
+            "ON CONFLICT DO NOTHING",
+            [
+                (machine, it.kind, it.key, orjson.dumps(it.payload).decode(), _no_nul(it.project))
+                for it in new
+            ],
+        )
+    hub.commit()
+    conn.execute("BEGIN IMMEDIATE")
+    conn.executemany(
+        "INSERT OR IGNORE INTO sync_rows (hub, tbl, row_hash) VALUES (?, ?, ?)",
+        [(hid, it.kind, it.key) for it in new],
+    )
+    conn.execute("COMMIT")
+
+
 def _pull_rows(
     conn: sqlite3.Connection,
     hub: psycopg.Connection[Any],
@@ -1077,10 +1143,12 @@ def _pull_rows(
     dry_run: bool,
 ) -> None:
     """Other machines' user-data rows, into the same tables here (a table or a row of another shape
-    is refused, never created or forced in)."""
+    is refused, never created or forced in), and their memory items, merged (core.memory_sync)."""
+    from threadloom.core import memory_sync
+
     tables = [t for t in SHARED_TABLES if _has_table(conn, t)]
-    if not tables:
-        return
+    if _has_table(conn, "memory_versions"):
+        tables += memory_sync.KINDS
     key = ROWS_CURSOR_KEY + hid
     cursor = int(get_meta(conn, key) or 0)
     while True:
@@ -1099,6 +1167,9 @@ def _pull_rows(
         conn.execute("BEGIN IMMEDIATE")
         try:
             for _seq, table, _digest, text in rows:
+                if str(table) in memory_sync.KINDS:
+                    _merge_memory(conn, hid, str(table), str(text), report)
+                    continue
                 columns = SHARED_TABLES[str(table)]
                 try:
                     values = orjson.loads(str(text))
@@ -1126,6 +1197,22 @@ def _pull_rows(
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+
+def _merge_memory(conn: sqlite3.Connection, hid: str, kind: str, text: str, report: SyncReport) -> None:
+    """One memory item of another machine's, merged here and noted as pulled (never pushed back)."""
+    from threadloom.core import memory_sync
+
+    try:
+        outcome, key = memory_sync.merge(conn, kind, orjson.loads(text))
+    except (orjson.JSONDecodeError, memory_sync.Refused) as exc:
+        report.refused.append(f"a memory item: {exc}")
+        return
+    conn.execute("INSERT OR IGNORE INTO sync_rows (hub, tbl, row_hash) VALUES (?, ?, ?)", (hid, kind, key))
+    if outcome != "known":
+        report.pulled_rows += 1
+    if outcome == "conflict":
+        report.memory_conflicts += 1
 
 
 # ------------------------------------------------------------------------------------------ pull
