@@ -74,12 +74,8 @@ class _Scopes:
     """Where things sit, for the sharing rules: a session's agent and projects, an entry's scope."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
-        self.sessions = {
-            sid: (agent or "", {p for p in (path, name) if p})
-            for sid, agent, path, name in conn.execute(
-                "SELECT id, source, project_path, project FROM agent_sessions"
-            )
-        }
+        self.conn = conn
+        self.known: dict[str, tuple[str, set[str]] | None] = {}
         self.entries = {
             eid: {
                 "id": eid,
@@ -96,7 +92,13 @@ class _Scopes:
         }
 
     def session(self, session_id: str | None) -> tuple[str, set[str]] | None:
-        return self.sessions.get(session_id or "")
+        sid = session_id or ""
+        if sid not in self.known:
+            row = self.conn.execute(
+                "SELECT source, project_path, project FROM agent_sessions WHERE id = ?", (sid,)
+            ).fetchone()
+            self.known[sid] = None if row is None else (row[0] or "", {p for p in row[1:] if p})
+        return self.known[sid]
 
     def of_entry(self, entry: dict[str, Any]) -> tuple[str, set[str]] | None:
         """(agent, projects) of an entry's scope; None for a global entry (shared with `all` only)."""
