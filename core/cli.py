@@ -551,6 +551,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _db_arg(p)
     p.add_argument("--json", action="store_true", help="print the locations as JSON")
+    p.add_argument(
+        "--offline",
+        action="store_true",
+        help="do not ask the sync hub what waits there to be pulled (it is asked, for 5 s at most, otherwise)",
+    )
 
     for name in ("hide", "unhide"):
         hide = name == "hide"
@@ -2346,6 +2351,10 @@ def cmd_sources(args: argparse.Namespace) -> int:
     from threadloom.core.sync import status as sync_status
 
     hub = sync_status(conn)
+    if hub is not None:
+        from threadloom.core.sync import waiting_on_hub
+
+        hub["waiting_on_hub"] = {"error": "not asked (--offline)"} if args.offline else waiting_on_hub(conn)
     if args.json:
         print(
             json.dumps(
@@ -2359,7 +2368,9 @@ def cmd_sources(args: argparse.Namespace) -> int:
                     "side_files": [asdict(kept) for kept in side],
                     # per agent with a cleanup of its own: its sessions it will delete, not archived yet
                     "cleanup": [risk.as_dict()] if risk is not None else [],
-                    # the sync hub: hub, machine, who, last_sync_ms, sharing, waiting_files, pulled
+                    # the sync hub: hub, machine, who, last_sync_ms, sharing, waiting_files (to push),
+                    # waiting_items (memory to push), waiting_on_hub (files, records, items to pull; or
+                    # error), pulled
                     "sync": hub,
                 }
             )
@@ -2386,9 +2397,19 @@ def cmd_sources(args: argparse.Namespace) -> int:
         from threadloom.core.text import human_when
 
         print(
-            f"  sync: hub {printable(hub['hub'])} as {hub['machine']}, last synced {human_when(hub['last_sync_ms'])}, "
-            f"{hub['waiting_files']} files waiting to be pushed"
+            f"  sync: hub {printable(hub['hub'])} as {hub['machine']}, last synced {human_when(hub['last_sync_ms'])}"
         )
+        print(
+            f"  sync: waiting to be pushed: {hub['waiting_files']} files, {hub['waiting_items']} memory items"
+        )
+        there = hub["waiting_on_hub"]
+        if "error" in there:
+            print(f"  sync: waiting on the hub: not known ({printable(there['error'])})")
+        else:
+            print(
+                f"  sync: waiting on the hub to be pulled: {there['records']} records of {there['files']} files, "
+                f"{there['items']} memory items"
+            )
         for m in hub["pulled"]:
             print(f"  sync: from {m['machine']} ({m['who']}): {m['files']} files, {m['records']} records")
     if risk is not None and risk.at_risk:

@@ -271,14 +271,14 @@ def _scrub(text: str) -> str:
     return re.sub(r"(://[^:/@\s]*:)([^@\s]*)@", r"\1***@", text)
 
 
-def connect_hub(url: str) -> psycopg.Connection[Any]:
+def connect_hub(url: str, *, timeout: int = 15) -> psycopg.Connection[Any]:
     """A connection to the hub; a failure is said without the URL's password."""
     try:
         import psycopg
     except ImportError as exc:  # pragma: no cover - a dependency
         raise SyncError("sync needs psycopg 3: pip install 'psycopg[binary]'") from exc
     try:
-        return psycopg.connect(url, connect_timeout=15, application_name="threadloom sync")
+        return psycopg.connect(url, connect_timeout=timeout, application_name="threadloom sync")
     except psycopg.Error as exc:
         raise SyncError(f"cannot reach the hub {safe_url(url)}: {_scrub(str(exc)).strip()}") from None
 
@@ -1731,8 +1731,9 @@ def _store_pulled(
 
 def status(conn: sqlite3.Connection) -> dict[str, Any] | None:
     """What `threadloom sources` says of sync: the hub (no password), this machine's name, the last
-    sync, the files waiting to be pushed (what the sharing rules take), and what was pulled, by
-    machine. None when this archive never synced."""
+    sync, the files and memory items waiting to be pushed (what the sharing rules take), and what was
+    pulled, by machine; read from the archive alone (`waiting_on_hub` asks the hub what waits there).
+    None when this archive never synced."""
     url = get_meta(conn, URL_KEY)
     if not url or not _has_local_tables(conn):
         return None
@@ -1749,6 +1750,19 @@ def status(conn: sqlite3.Connection) -> dict[str, Any] | None:
         if sharing is not None and sharing.takes(agent, projects.of(file_id, agent, key)):
             waiting += 1
     last = get_meta(conn, LAST_KEY)
+    items = 0
+    if sharing is not None and _has_table(conn, "memory_versions"):
+        from threadloom.core import memory_sync
+
+        known = {
+            (str(t), str(k))
+            for t, k in conn.execute("SELECT tbl, row_hash FROM sync_rows WHERE tbl LIKE 'memory.%'")
+        }
+        items = sum(
+            1
+            for it in memory_sync.outgoing(conn, sharing.takes, sharing.takes_everything)
+            if (it.kind, it.key) not in known
+        )
     return {
         "hub": safe_url(url),
         "machine": get_meta(conn, MACHINE_KEY),
@@ -1756,6 +1770,7 @@ def status(conn: sqlite3.Connection) -> dict[str, Any] | None:
         "last_sync_ms": int(last) if last and last.isdigit() else None,
         "sharing": asdict(sharing) if sharing is not None else None,
         "waiting_files": waiting,
+        "waiting_items": items,  # memory items the sharing rules take that the hub has not had from here
         "pulled": [
             {"machine": m, "who": w, "files": files, "records": records}
             for m, w, files, records in conn.execute(
@@ -1765,6 +1780,44 @@ def status(conn: sqlite3.Connection) -> dict[str, Any] | None:
                 "FROM sync_pulled p GROUP BY p.machine ORDER BY p.machine"
             )
         ],
+    }
+
+
+def waiting_on_hub(conn: sqlite3.Connection, *, timeout: int = 5) -> dict[str, Any]:
+    """What the hub holds for this machine past its last pull (what the next sync pulls, as far as
+    its role may read): {"files", "records", "items"} (memory and user-data rows); or {"error"}, said
+    without a password, when the hub cannot be asked (offline, say) within `timeout` seconds."""
+    import psycopg
+
+    url = get_meta(conn, URL_KEY)
+    machine = get_meta(conn, MACHINE_KEY) or ""
+    if not url:
+        return {"error": "no hub yet"}
+    try:
+        with connect_hub(url, timeout=timeout) as hub:
+            if hub_version(hub) is None:
+                return {"error": "the hub has no threadloom schema"}
+            hid = hub_id(hub)
+            cursor = int(get_meta(conn, CURSOR_KEY + hid) or 0)
+            rows_cursor = int(get_meta(conn, ROWS_CURSOR_KEY + hid) or 0)
+            found = hub.execute(
+                "SELECT count(DISTINCT source_id), COALESCE(sum(record_count), 0) FROM threadloom.layouts "
+                "WHERE seq > %s AND machine <> %s",
+                (cursor, machine),
+            ).fetchone()
+            rows = hub.execute(
+                "SELECT count(*) FROM threadloom.shared_rows WHERE seq > %s AND machine <> %s",
+                (rows_cursor, machine),
+            ).fetchone()
+            hub.commit()
+    except SyncError as exc:
+        return {"error": str(exc)}
+    except psycopg.Error as exc:
+        return {"error": f"the hub failed: {_scrub(str(exc)).strip()}"}
+    return {
+        "files": int(found[0]) if found else 0,
+        "records": int(found[1]) if found else 0,
+        "items": int(rows[0]) if rows else 0,
     }
 
 

@@ -99,7 +99,30 @@ def test_sync_from_the_command_line(tmp_path: Path, pg_server: PgServer, hub_db:
     ]
     assert SECRET not in run("sources", "--db", laptop, env_extra=env).stdout
     said = run("sources", "--db", laptop, env_extra=env).stdout
-    assert "as laptop" in said and "0 files waiting" in said
+    assert "as laptop" in said and "waiting to be pushed: 0 files, 0 memory items" in said
+    assert "waiting on the hub to be pulled: 0 records of 0 files" in said
+    # what the hub holds past the box's last pull: counted by `sources`, which asks the hub
+    t.user("And the index?")
+    t.assistant("Add one on orders.customer_id")
+    t.write()
+    assert (
+        run(
+            "ingest", "--db", laptop, "--only", "--source", str(tmp_path / "laptop"), env_extra=env
+        ).returncode
+        == 0
+    )
+    said = run("sources", "--db", laptop, env_extra=env).stdout
+    assert "waiting to be pushed: 1 files" in said
+    assert run("sync", "--db", laptop, "--push-only", env_extra=env).returncode == 0
+    waiting = json.loads(run("sources", "--db", box, "--json", env_extra=env).stdout)["sync"][
+        "waiting_on_hub"
+    ]
+    assert waiting == {"files": 1, "records": 2, "items": 0}
+    offline = json.loads(run("sources", "--db", box, "--json", "--offline", env_extra=env).stdout)["sync"]
+    assert "error" in offline["waiting_on_hub"]
+    assert run("sync", "--db", box, "--pull-only", env_extra=env).returncode == 0
+    said = run("sources", "--db", box, env_extra=env).stdout
+    assert "waiting on the hub to be pulled: 0 records of 0 files, 0 memory items" in said
     later = run("sync", "--db", laptop, "--exclude", "project:/srv/app", "--json", env_extra=env)
     assert later.returncode == 0 and "stays on the hub" in later.stderr
     assert json.loads(later.stdout)["pushed_records"] == 0
