@@ -605,6 +605,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--reader", action="store_true", help="with --grant: the role reads, never writes")
     p.add_argument(
+        "--forget",
+        metavar="MACHINE",
+        help="delete the records MACHINE pushed from the hub (run by its owner): what it pushed before "
+        "--redact or --exclude; its next sync pushes again under its rules then",
+    )
+    p.add_argument(
         "--project",
         metavar="P",
         action="append",
@@ -684,6 +690,7 @@ Share this archive with your other machines (and a team) through a PostgreSQL da
   threadloom sync --grant ROLE URL        make a login role a member (--reader: read only)
   threadloom sync URL --share all         the first sync: say what is shared (nothing is by default)
   threadloom sync                         then: push what is new here, pull what others pushed
+  threadloom sync --forget MACHINE URL    by the owner: take MACHINE's records off (pushed again next)
 
 Pushed: the exact records of each shared source file (never what was derived from them), each
 stored once on the hub; a file appended to sends its new records only, one rewritten the records
@@ -2430,9 +2437,19 @@ def cmd_sync(args: argparse.Namespace) -> int:
     from threadloom.core import db, sync
 
     try:
-        if args.init or args.grant:
+        if args.init or args.grant or args.forget:
             if not args.url:
                 raise sync.SyncError("give the hub's URL (or service=NAME)")
+            if args.forget:
+                gone = sync.forget(args.url, args.forget)
+                if args.json:
+                    print(json.dumps(gone))
+                else:
+                    print(
+                        f"hub {sync.safe_url(args.url)}: forgot {args.forget}'s {gone['records']} records of "
+                        f"{gone['sources']} files; its next sync pushes them again under its rules then. "
+                        "Archives that pulled them keep their copies"
+                    )
             if args.init:
                 done = sync.init_hub(args.url)
                 if args.json:
@@ -2531,9 +2548,13 @@ def _sync(args: argparse.Namespace, conn: sqlite3.Connection) -> int:
             "--share project:PATH or --share agent:NAME (remembered), or sync with --pull-only"
         )
     if (args.exclude or args.redact) and not args.dry_run and sync.pushed_before(conn):
+        machine = args.machine or get_meta(conn, sync.MACHINE_KEY) or sync.default_machine()
         print(
             "threadloom: what was pushed before stays on the hub as it was (nothing there is changed or "
-            "deleted); --exclude and --redact apply to what is pushed from now on",
+            "deleted, and it is not pushed again masked: a masked copy would take nothing off the hub); "
+            "--exclude and --redact apply to what is pushed from now on. To take it off, the hub's owner "
+            f"runs `threadloom sync --forget {machine} URL`, and this machine's next sync pushes its files "
+            "again under these rules; archives that pulled them keep their copies",
             file=sys.stderr,
         )
     show = not args.json and not args.quiet and sys.stderr.isatty()

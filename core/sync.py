@@ -374,6 +374,34 @@ def grant(url: str, role: str, *, reader: bool = False, projects: Iterable[str] 
         return done
 
 
+def forget(url: str, machine: str) -> dict[str, int]:
+    """Delete from the hub the records `machine` pushed (its sources, their layouts and records; its
+    memory, which `--redact` does not mask, stays), as the hub's owner: members never delete. What it is for: records
+    pushed before `--redact` was turned on (or from a project excluded since) stay on the append-only
+    hub as they were; forgotten, they are pushed again by the machine's next sync, under its rules
+    then. Archives that pulled them already keep their copies: nothing reaches into another machine.
+    Returns the rows deleted, by table."""
+    check_machine(machine)
+    with connect_hub(url) as hub:
+        if hub_version(hub) is None:
+            raise SyncError("the hub has no schema yet: nothing to forget")
+        owner = hub.execute(
+            "SELECT tableowner = session_user FROM pg_tables WHERE schemaname = 'threadloom' AND tablename = 'records'"
+        ).fetchone()
+        if not owner or not owner[0]:
+            raise SyncError("only the hub's owner can forget a machine (members never delete)")
+        done: dict[str, int] = {}
+        sources = "(SELECT id FROM threadloom.sources WHERE machine = %s)"
+        for table, where in (
+            ("records", f"source_id IN {sources}"),
+            ("layouts", f"source_id IN {sources}"),
+            ("sources", "machine = %s"),
+        ):
+            done[table] = hub.execute(f"DELETE FROM threadloom.{table} WHERE {where}", (machine,)).rowcount
+        hub.commit()
+        return done
+
+
 # ------------------------------------------------------------------------------- local sync state
 
 
@@ -684,6 +712,31 @@ class _Projects:
         return next((p for p in found if p.startswith("/")), found[0] if found else None)
 
 
+def _forgotten(
+    conn: sqlite3.Connection, hub: psycopg.Connection[Any], hid: str, machine: str, dry_run: bool
+) -> None:
+    """What this archive pushed that the hub no longer holds (its owner ran `sync --forget`) is
+    pushed again, whole, as a new source: its notes here are dropped."""
+    if not conn.execute("SELECT 1 FROM sync_pushed WHERE hub = ? LIMIT 1", (hid,)).fetchone():
+        return
+    there = {
+        int(r[0]) for r in hub.execute("SELECT id FROM threadloom.sources WHERE machine = %s", (machine,))
+    }
+    hub.commit()
+    gone = [
+        (hid, file_id)
+        for file_id, source_id in conn.execute(
+            "SELECT source_file_id, hub_source_id FROM sync_pushed WHERE hub = ?", (hid,)
+        ).fetchall()
+        if source_id not in there
+    ]
+    if dry_run or not gone:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    conn.executemany("DELETE FROM sync_pushed WHERE hub = ? AND source_file_id = ?", gone)
+    conn.execute("COMMIT")
+
+
 def _push(
     conn: sqlite3.Connection,
     hub: psycopg.Connection[Any],
@@ -694,6 +747,7 @@ def _push(
     dry_run: bool,
     progress: Callable[[SyncProgress], None] | None,
 ) -> None:
+    _forgotten(conn, hub, hid, machine, dry_run)
     candidates = _local_sources(conn, hid)
     projects = _Projects(conn)
     for i, row in enumerate(candidates):
@@ -731,14 +785,15 @@ def _push_source(
     projects: _Projects,
 ) -> None:
     file_id, path, agent, kind, project_key, content_hash, bytes_ingested = row[:7]
-    hub_source_id, generation, n_items, end_offset, digest, was_redacted = row[7:13]
+    hub_source_id, generation, n_items, end_offset, digest = row[7:12]
     items = _current_items(conn, file_id)
     if not items:
         return
-    # an append: the items pushed before are this file's first ones, unchanged
+    # an append: the items pushed before are this file's first ones, unchanged. Masking turned on (or
+    # off) since changes what is sent from now on, not what was: the hub already holds those records
+    # as they were, and a masked copy beside them would take nothing off it (see `forget`)
     append = (
         hub_source_id is not None
-        and bool(was_redacted) == redact
         and len(items) >= n_items
         and _digest(it for it, _ in items[:n_items]).hexdigest() == digest
     )
@@ -1514,6 +1569,17 @@ def _place_generation(
     gen, n_items, end, digest, was_redacted = (
         (state[1], state[2], state[3], state[4], state[5]) if state else (0, 0, 0, "", 0)
     )
+    # the file came here from a hub source since forgotten (core.sync.forget), pushed again as this
+    # one: read again whole, what it held before kept as a superseded version
+    replaced = (
+        None
+        if state is not None
+        else conn.execute(
+            "SELECT p.hub_source_id FROM sync_pulled p JOIN source_files f ON f.id = p.source_file_id "
+            "WHERE p.hub = ? AND f.path = ?",
+            (hid, path),
+        ).fetchone()
+    )
     if first.generation < gen:
         return 0  # older than what is here
     fresh = first.generation > gen
@@ -1542,7 +1608,7 @@ def _place_generation(
         path,
         first,
         records,
-        fresh and state is not None,
+        fresh and (state is not None or replaced is not None),
         start,
         new_end,
         last_line,
@@ -1550,6 +1616,8 @@ def _place_generation(
     )
     count, nbytes = len(items), fetched[0]
     new_digest = _digest(items).hexdigest() if fresh else _digest(items, _resume(digest)).hexdigest()
+    if replaced is not None:
+        conn.execute("DELETE FROM sync_pulled WHERE hub = ? AND hub_source_id = ?", (hid, replaced[0]))
     conn.execute(
         "INSERT OR REPLACE INTO sync_pulled (hub, hub_source_id, source_file_id, machine, who, generation, items, "
         "end_offset, digest, redacted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
