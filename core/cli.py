@@ -1153,7 +1153,6 @@ def _remove_database(path: Path) -> None:
 def _keep_aside(path: Path) -> Path | None:
     """Move the database (and its -wal and -shm) to `<name>.<time>.bak`, `<name>.<time>-2.bak`, …:
     never a name already taken, so no earlier backup is ever replaced."""
-    import time
 
     if not path.exists():
         return None
@@ -1236,7 +1235,6 @@ def _say_waiting(text: str) -> None:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    import time
 
     from threadloom.core import db
     from threadloom.core.writer_lock import writer_lock
@@ -2519,28 +2517,15 @@ def writer_lock_for(db_path: Path) -> Any:
 
 def _sync(args: argparse.Namespace, conn: sqlite3.Connection) -> int:
     from threadloom.core import sync
-    from threadloom.core.db import get_meta, set_meta
+    from threadloom.core.db import get_meta
 
     url = args.url or get_meta(conn, sync.URL_KEY)
     if not url:
         raise sync.SyncError(
             "no hub yet: `threadloom sync URL --share RULE` (the hub's owner runs --init first)"
         )
-    sharing = sync.load_sharing(conn)
     changed = bool(args.share or args.exclude or args.redact is not None)
-    if sharing is None and args.share:
-        sharing = sync.Sharing()
-    if sharing is not None:
-        for rule in args.share:
-            sharing.exclude = [r for r in sharing.exclude if r != rule]
-            if rule not in sharing.share:
-                sharing.share.append(rule)
-        for rule in args.exclude:
-            sharing.share = [r for r in sharing.share if r != rule]
-            if rule not in sharing.exclude:
-                sharing.exclude.append(rule)
-        if args.redact is not None:
-            sharing.redact = args.redact
+    sharing = sync.apply_rules(sync.load_sharing(conn), args.share, args.exclude, args.redact)
     push = not args.pull_only
     if push and sharing is None:
         raise sync.SyncError(
@@ -2571,12 +2556,7 @@ def _sync(args: argparse.Namespace, conn: sqlite3.Connection) -> int:
             progress=progress,
         )
     if not args.dry_run:
-        conn.execute("BEGIN IMMEDIATE")
-        set_meta(conn, sync.URL_KEY, sync.safe_url(url))
-        if sharing is not None and changed:
-            sync.save_sharing(conn, sharing)
-        set_meta(conn, sync.LAST_KEY, str(int(time.time() * 1000)))
-        conn.execute("COMMIT")
+        sync.remember(conn, url, sharing, sharing_changed=changed)
     if args.json:
         print(json.dumps(report.as_dict()))
         return 0

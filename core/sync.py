@@ -480,6 +480,77 @@ def save_sharing(conn: sqlite3.Connection, sharing: Sharing) -> None:
     set_meta(conn, SHARE_KEY, orjson.dumps(asdict(sharing)).decode())
 
 
+def apply_rules(
+    sharing: Sharing | None,
+    share: Iterable[str] = (),
+    exclude: Iterable[str] = (),
+    redact: bool | None = None,
+) -> Sharing | None:
+    """What is shared once `share` and `exclude` rules are added to what was (a rule moves from one
+    list to the other), and `redact` set when given; None while nothing is shared yet."""
+    share, exclude = [check_rule(r) for r in share], [check_rule(r) for r in exclude]
+    if sharing is None and not share:
+        return None
+    sharing = sharing or Sharing()
+    for rule in share:
+        sharing.exclude = [r for r in sharing.exclude if r != rule]
+        if rule not in sharing.share:
+            sharing.share.append(rule)
+    for rule in exclude:
+        sharing.share = [r for r in sharing.share if r != rule]
+        if rule not in sharing.exclude:
+            sharing.exclude.append(rule)
+    if redact is not None:
+        sharing.redact = redact
+    return sharing
+
+
+def configured(conn: sqlite3.Connection) -> tuple[str | None, Sharing | None]:
+    """The hub this archive syncs with (no password) and what it shares: (None, None) before the first
+    sync, which must say what is shared (the TUI asks; the CLI wants --share)."""
+    return get_meta(conn, URL_KEY), load_sharing(conn)
+
+
+def remember(conn: sqlite3.Connection, url: str, sharing: Sharing | None, *, sharing_changed: bool) -> None:
+    """After a sync: the hub's URL (its password taken out), what is shared when it changed, and when."""
+    conn.execute("BEGIN IMMEDIATE")
+    set_meta(conn, URL_KEY, safe_url(url))
+    if sharing is not None and sharing_changed:
+        save_sharing(conn, sharing)
+    set_meta(conn, LAST_KEY, str(int(time.time() * 1000)))
+    conn.execute("COMMIT")
+
+
+@dataclass(frozen=True)
+class ProjectChoice:
+    """One of this machine's projects, as the first sync's question lists it."""
+
+    path: str
+    sessions: int
+    agents: str
+
+    @property
+    def rule(self) -> str:
+        return f"project:{self.path}"
+
+
+def project_choices(conn: sqlite3.Connection) -> list[ProjectChoice]:
+    """This machine's own projects (not those pulled from others), most sessions first: what a
+    person chooses among before anything leaves the machine."""
+    pulled = (
+        "AND s.source_file_id NOT IN (SELECT source_file_id FROM sync_pulled)"
+        if _has_local_tables(conn)
+        else ""
+    )
+    return [
+        ProjectChoice(str(path), int(n), str(agents or ""))
+        for path, n, agents in conn.execute(
+            "SELECT COALESCE(s.project_path, s.project) AS p, count(*), group_concat(DISTINCT s.source) "
+            f"FROM agent_sessions s WHERE s.is_subagent = 0 AND p IS NOT NULL {pulled} GROUP BY p ORDER BY 2 DESC, p"
+        )
+    ]
+
+
 # ------------------------------------------------------------------------------------- the sync
 
 
