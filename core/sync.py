@@ -783,24 +783,24 @@ class _Projects:
         return next((p for p in found if p.startswith("/")), found[0] if found else None)
 
 
-def _forgotten(
-    conn: sqlite3.Connection, hub: psycopg.Connection[Any], hid: str, machine: str, dry_run: bool
-) -> None:
+def _forgotten(conn: sqlite3.Connection, hub: psycopg.Connection[Any], hid: str, dry_run: bool) -> None:
     """What this archive pushed that the hub no longer holds (its owner ran `sync --forget`) is
-    pushed again, whole, as a new source: its notes here are dropped."""
-    if not conn.execute("SELECT 1 FROM sync_pushed WHERE hub = ? LIMIT 1", (hid,)).fetchone():
-        return
-    there = {
-        int(r[0]) for r in hub.execute("SELECT id FROM threadloom.sources WHERE machine = %s", (machine,))
-    }
-    hub.commit()
-    gone = [
-        (hid, file_id)
+    pushed again, whole, as a new source: its notes here are dropped. (Asked by the sources' ids,
+    whatever machine name they were pushed under.)"""
+    pushed = {
+        int(source_id): int(file_id)
         for file_id, source_id in conn.execute(
             "SELECT source_file_id, hub_source_id FROM sync_pushed WHERE hub = ?", (hid,)
-        ).fetchall()
-        if source_id not in there
-    ]
+        )
+    }
+    if not pushed:
+        return
+    there = {
+        int(r[0])
+        for r in hub.execute("SELECT id FROM threadloom.sources WHERE id = ANY(%s)", (list(pushed),))
+    }
+    hub.commit()
+    gone = [(hid, file_id) for source_id, file_id in pushed.items() if source_id not in there]
     if dry_run or not gone:
         return
     conn.execute("BEGIN IMMEDIATE")
@@ -818,7 +818,7 @@ def _push(
     dry_run: bool,
     progress: Callable[[SyncProgress], None] | None,
 ) -> None:
-    _forgotten(conn, hub, hid, machine, dry_run)
+    _forgotten(conn, hub, hid, dry_run)
     candidates = _local_sources(conn, hid)
     projects = _Projects(conn)
     for i, row in enumerate(candidates):

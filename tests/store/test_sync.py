@@ -528,6 +528,7 @@ def test_a_machine_renamed_does_not_pull_its_own_files_back(tmp_path: Path, hub:
     laptop.sync(hub)
     report = laptop.sync(hub, machine="laptop-renamed")
     assert report.pulled_records == 0
+    assert report.pushed_records == 0  # on the hub already, under its old name: not sent again
     assert laptop.conn.execute("SELECT count(*) FROM source_files").fetchone()[0] == 1
 
 
