@@ -1277,6 +1277,11 @@ def _pull_rows(
         tables += memory_sync.KINDS
     key = ROWS_CURSOR_KEY + hid
     cursor = int(get_meta(conn, key) or 0)
+    # what the role may read changed (a project granted since): rows older than the cursor may have
+    # become readable, read again from the start (merging them twice changes nothing)
+    seen, seen_key = _readable(hub, machine), READABLE_KEY + "rows:" + hid
+    if get_meta(conn, seen_key) != seen:
+        cursor = 0
     while True:
         rows = hub.execute(
             "SELECT seq, tbl, row_hash, row::text FROM threadloom.shared_rows WHERE seq > %s AND machine <> %s "
@@ -1285,6 +1290,10 @@ def _pull_rows(
         ).fetchall()
         hub.commit()
         if not rows:
+            if not dry_run and get_meta(conn, seen_key) != seen:
+                conn.execute("BEGIN IMMEDIATE")
+                set_meta(conn, seen_key, seen)
+                conn.execute("COMMIT")
             return
         if dry_run:
             report.pulled_rows += len(rows)
