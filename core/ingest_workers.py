@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
@@ -62,6 +63,8 @@ MAX_WORKERS = 8
 WORKERS_ENV = "THREADLOOM_INGEST_WORKERS"  # a number of workers; 0 reads in process
 WORKER_MAIN = "from threadloom.core.ingest_workers import main; main()"
 POLL_SECONDS = 0.5
+# How long the writer waits for a worker to start on the next file before reading it itself.
+TAKE_OVER_SECONDS = 0.01
 WORKER_NICENESS = 10
 # Bytes of messages the writer holds read ahead of it, shared by the workers: enough for each to
 # keep a few chunks going while the writer is busy, little enough for memory to stay flat.
@@ -188,7 +191,8 @@ def _ready(chunk: Chunk) -> ReadyChunk:
 
 
 def main() -> None:
-    """A worker (WORKER_MAIN FD): its tasks (pickled) from stdin, its messages to the pipe FD."""
+    """A worker (WORKER_MAIN FD): its tasks, then the files the writer took over, from stdin; its
+    messages to the pipe FD."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C reaches the writer, which stops its workers
     gc.disable()  # parsed records are short-lived (PERF.md: the cyclic GC costs 2.6x here)
     # The one writer sets the pace: on a machine busier than its cores, workers that ran ahead at
@@ -197,26 +201,38 @@ def main() -> None:
         os.nice(WORKER_NICENESS)
     from multiprocessing.connection import Connection
 
-    tasks: list[FileTask] = pickle.load(sys.stdin.buffer)
-    work(tasks, Connection(int(sys.argv[1]), readable=False))
+    control = Connection(0, writable=False)
+    work(control.recv(), control, Connection(int(sys.argv[1]), readable=False))
 
 
-def work(tasks: list[FileTask], out: Connection) -> None:
+def work(tasks: list[FileTask], control: Connection, out: Connection) -> None:
     """Each file in order, as chunks then ("done", summary), or ("failed", why) when reading it
-    raised; ends when its files are done or the writer is gone."""
+    raised, but those the writer took over (their indexes arrive on `control`); ends when its
+    files are done or the writer is gone."""
     from threadloom.core.adapters import ADAPTERS
 
+    taken: set[int] = set()
     try:
         for task in tasks:
+            while control.poll(0):
+                taken.add(control.recv())
+            if task.index in taken:
+                continue
             try:
                 _send_file(task, ADAPTERS[task.agent], out)
             except (BrokenPipeError, ConnectionResetError):
                 raise
             except Exception as exc:  # the writer reads it itself and reports what it finds
-                out.send(("failed", task.index, f"{type(exc).__name__}: {exc}"))
+                _send(out, task.index, ("failed", f"{type(exc).__name__}: {exc}"))
         out.close()
-    except (BrokenPipeError, ConnectionResetError):
+    except (BrokenPipeError, ConnectionResetError, EOFError):
         pass  # the writer stopped (cancelled, interrupted, killed): nothing is left to send to
+
+
+def _send(out: Connection, index: int, message: tuple[str, Any]) -> None:
+    """A message about file `index`, the index first (8 bytes) so that the writer's side can tell
+    which file it is about without loading it."""
+    out.send_bytes(index.to_bytes(8, "little") + pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _send_file(task: FileTask, adapter: Adapter, out: Connection) -> None:
@@ -234,9 +250,9 @@ def _send_file(task: FileTask, adapter: Adapter, out: Connection) -> None:
                 (raw.offset, raw.line_number, raw.raw, raw.newline, record_digest(raw.raw), encode(rec))
                 for raw, rec in zip(chunk, recs, strict=True)
             ]
-            out.send(("chunk", task.index, sent))
+            _send(out, task.index, ("chunk", sent))
     summary = (read.end, read.new_hash, read.nbytes, read.open_tail_offset, read.waiting, read.lines_after)
-    out.send(("done", task.index, summary))
+    _send(out, task.index, ("done", summary))
 
 
 # ---------------------------------------------------------------------- the writer's side
@@ -250,7 +266,8 @@ class _Feed(threading.Thread):
     def __init__(self, pipe: Connection, budget: int) -> None:
         super().__init__(name="threadloom-ingest-feed", daemon=True)
         self.pipe, self.budget = pipe, budget
-        self.messages: deque[bytes | None] = deque()  # None: the worker is gone (its pipe closed)
+        # (file index, message) as sent (see `_send`); None: the worker is gone (its pipe closed)
+        self.messages: deque[tuple[int, bytes] | None] = deque()
         self.queued = 0
         self.changed = threading.Condition()
         self.stopping = False
@@ -264,7 +281,7 @@ class _Feed(threading.Thread):
                         self.changed.wait()
                     if self.stopping:
                         return
-                    self.messages.append(data)
+                    self.messages.append((int.from_bytes(data[:8], "little"), data))
                     self.queued += len(data)
                     self.changed.notify_all()
         except (EOFError, OSError):
@@ -272,15 +289,40 @@ class _Feed(threading.Thread):
                 self.messages.append(None)
                 self.changed.notify_all()
 
-    def next(self) -> bytes | None:
+    def next(self, index: int) -> tuple[str, Any] | None:
+        """The next message about file `index` (those left of earlier files are dropped); None
+        when the worker is gone."""
         with self.changed:
-            while not self.messages:
-                self.changed.wait(POLL_SECONDS)  # with a timeout: Ctrl+C is seen meanwhile
-            data = self.messages.popleft()
-            if data is not None:
-                self.queued -= len(data)
+            while True:
+                while not self.messages:
+                    self.changed.wait(POLL_SECONDS)  # with a timeout: Ctrl+C is seen meanwhile
+                item = self.messages[0]
+                if item is None:
+                    return None
+                self.messages.popleft()
+                self.queued -= len(item[1])
                 self.changed.notify_all()
-            return data
+                if item[0] == index:
+                    break
+                if item[0] > index:  # cannot be: a worker's files come in order
+                    return None
+        message: tuple[str, Any] = pickle.loads(memoryview(item[1])[8:])
+        return message
+
+    def started(self, index: int, wait: float) -> bool:
+        """Whether the worker has sent anything about file `index` (or is gone), waiting up to `wait` s."""
+        deadline = time.monotonic() + wait
+        with self.changed:
+            while True:
+                while self.messages and self.messages[0] is not None and self.messages[0][0] < index:
+                    self.queued -= len(self.messages.popleft()[1])  # type: ignore[index]
+                    self.changed.notify_all()
+                if self.messages:
+                    return True
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.changed.wait(left)
 
     def stop(self) -> None:
         with self.changed:
@@ -300,31 +342,35 @@ class ParallelReader:
 
         self.processes: list[subprocess.Popen[bytes]] = []
         self.feeds: list[_Feed] = []
+        self.controls: list[Connection] = []
         self.worker_of: dict[int, int] = {}
         self.lost: set[int] = set()
+        self.taken_over = 0  # files the writer read itself rather than wait for their worker
         try:
             for _ in range(workers):
                 receive, send = os.pipe()
+                control_read, control_write = os.pipe()
                 _widen(send)
+                _widen(control_write)
                 try:
                     self.processes.append(
                         subprocess.Popen(
                             [sys.executable, "-c", WORKER_MAIN, str(send)],
-                            stdin=subprocess.PIPE,
+                            stdin=control_read,
                             pass_fds=(send,),
                         )
                     )
-                finally:
-                    os.close(send)  # the worker's end only: a worker gone is then an EOF, never a wait
+                finally:  # the worker's ends only: a worker gone is then an EOF, never a wait
+                    os.close(send)
+                    os.close(control_read)
+                self.controls.append(Connection(control_write, readable=False))
                 self.feeds.append(_Feed(Connection(receive, writable=False), FEED_BYTES // workers))
                 self.feeds[-1].start()
-            # the tasks once every worker is starting (each write waits for its worker to read it)
-            for w, process in enumerate(self.processes):
+            # the tasks once every worker is starting (a write may wait for its worker to read it)
+            for w, control in enumerate(self.controls):
                 mine = tasks[w::workers]
                 self.worker_of.update((t.index, w) for t in mine)
-                assert process.stdin is not None
-                pickle.dump(mine, process.stdin)
-                process.stdin.close()
+                control.send(mine)
         except BaseException:
             self.close()
             raise
@@ -336,11 +382,20 @@ class ParallelReader:
     def take(self, index: int) -> _Read | None:
         """What a worker reads of plan file `index`, as a `_Read` whose records arrive as they are
         written (its end, hash and tail are filled in once they have); None for a file the writer
-        reads itself (not a new log, or its worker lost)."""
+        reads itself: not a new log, its worker lost, or its worker not started on it yet (the
+        writer then reads it rather than wait, and tells the worker to leave it: workers starting
+        up, or starved on a busy machine, never leave the writer idle)."""
         from threadloom.core.ingest import _Read
 
         worker = self.worker_of.get(index)
         if worker is None or worker in self.lost:
+            return None
+        if not self.feeds[worker].started(index, TAKE_OVER_SECONDS):
+            try:
+                self.controls[worker].send(index)
+            except OSError:
+                self.lost.add(worker)
+            self.taken_over += 1
             return None
         read = _Read([], True, 0, 0, 0, None, 0)
         read.normalized = self._chunks(worker, index, read)
@@ -348,7 +403,12 @@ class ParallelReader:
 
     def _chunks(self, worker: int, index: int, read: _Read) -> Iterator[ReadyChunk]:
         while True:
-            kind, payload = self._receive(worker, index)
+            message = self.feeds[worker].next(index)
+            if message is None:
+                self.lost.add(worker)
+                code = self.processes[worker].poll()
+                raise WorkerLost(f"its reading process stopped (exit code {code})")
+            kind, payload = message
             if kind == "chunk":
                 yield _ready(payload)
             elif kind == "done":
@@ -359,29 +419,12 @@ class ParallelReader:
             else:
                 raise WorkerLost(payload)
 
-    def _receive(self, worker: int, index: int) -> tuple[str, Any]:
-        """The next message about file `index` from its worker (what is left of an earlier file the
-        writer gave up on is skipped)."""
-        while True:
-            data = self.feeds[worker].next()
-            try:
-                kind, at, payload = pickle.loads(data) if data is not None else ("gone", -1, None)
-            except pickle.UnpicklingError:
-                kind, at, payload = "gone", -1, None
-            if kind == "gone":
-                self.lost.add(worker)
-                code = self.processes[worker].poll()
-                raise WorkerLost(f"its reading process stopped (exit code {code})")
-            if at == index:
-                return kind, payload
-            if at > index:  # cannot be: its files come in order
-                self.lost.add(worker)
-                raise WorkerLost(f"its reading process sent file {at} instead")
-
     def close(self) -> None:
         """Stop the workers (one still sending finds its pipe closed), and the threads reading them."""
         for feed in self.feeds:
             feed.stop()
+        for control in self.controls:
+            control.close()
         for process in self.processes:
             if process.poll() is None:
                 process.terminate()
