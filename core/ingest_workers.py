@@ -62,13 +62,15 @@ PARALLEL_MIN_BYTES = 32 << 20
 MAX_WORKERS = 8
 WORKERS_ENV = "THREADLOOM_INGEST_WORKERS"  # a number of workers; 0 reads in process
 WORKER_MAIN = "from threadloom.core.ingest_workers import main; main()"
-POLL_SECONDS = 0.5
+POLL_SECONDS = 0.5  # how often a writer waiting on a worker looks up (Ctrl+C is seen meanwhile)
 # How long the writer waits for a worker to start on the next file before reading it itself.
 TAKE_OVER_SECONDS = 0.01
+# Workers yield to the writer, which sets the pace (see `main`).
 WORKER_NICENESS = 10
-# Bytes of messages the writer holds read ahead of it, shared by the workers: enough for each to
-# keep a few chunks going while the writer is busy, little enough for memory to stay flat.
-FEED_BYTES = 48 << 20  # how often a writer waiting on a worker checks that it is still alive
+# Bytes of messages the writer holds read ahead of it, shared by the workers: a chunk or two each
+# while the writer is busy (the writer reads a file itself rather than wait: more bought nothing),
+# little enough for memory to stay flat.
+FEED_BYTES = 16 << 20
 
 # one chunk of records as sent: (offset, line number, raw bytes, newline, sha256 prefix, record)
 Chunk = list[tuple[int, int, bytes, bool, str, list[Any]]]
