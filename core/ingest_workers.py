@@ -144,7 +144,10 @@ def start(plans: list[_Plan]) -> ParallelReader | None:
     workers = worker_count(len(tasks))
     if workers == 0:
         return None
-    return ParallelReader(tasks, workers)
+    try:
+        return ParallelReader(tasks, workers)
+    except OSError:  # no process could be started (a limit reached, no pipes): read in process
+        return None
 
 
 # ---------------------------------------------------------------------- records as tuples
