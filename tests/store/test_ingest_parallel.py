@@ -94,6 +94,7 @@ def test_parallel_ingest_writes_what_a_serial_one_does(
 def test_a_small_ingest_starts_no_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Below PARALLEL_MIN_BYTES (and on every launch with little new) nothing is started."""
     monkeypatch.delenv(ingest_workers.WORKERS_ENV, raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # idle: only the size decides
     started: list[int] = []
     monkeypatch.setattr(ingest_workers.ParallelReader, "__init__", lambda *a: started.append(1))
     source = _archive(tmp_path)
@@ -176,3 +177,21 @@ def test_records_cross_between_processes_unchanged() -> None:
     )
     assert ingest_workers.decode(ingest_workers.encode(rec)) == rec
     assert ingest_workers.decode(ingest_workers.encode(Record())) == Record()
+
+
+def test_workers_start_only_with_a_core_to_spare(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One a core (at least 2) when the last minute left a core idle; none on a machine busy
+    with others, where they only added CPU; the variable's count whatever the load."""
+    monkeypatch.delenv(ingest_workers.WORKERS_ENV, raising=False)
+    monkeypatch.setattr(ingest_workers, "_cores", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.3, 0.3, 0.3))
+    assert ingest_workers.worker_count(100) == 2
+    assert ingest_workers.worker_count(1) == 1  # never more than files
+    monkeypatch.setattr(os, "getloadavg", lambda: (6.5, 6.0, 5.0))
+    assert ingest_workers.worker_count(100) == 0
+    monkeypatch.setenv(ingest_workers.WORKERS_ENV, "3")
+    assert ingest_workers.worker_count(100) == 3
+    monkeypatch.setattr(ingest_workers, "_cores", lambda: 32)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 1.0, 1.0))
+    monkeypatch.delenv(ingest_workers.WORKERS_ENV)
+    assert ingest_workers.worker_count(100) == ingest_workers.MAX_WORKERS
