@@ -111,6 +111,10 @@ def test_facets_and_filters_work_in_every_mode(archive):
         }
         assert search_recall(archive, "colours project:web", mode=mode).hits[0].session_id == S_CSS
         assert search_recall(archive, "colours agent:codex", mode=mode).hits == []
+        # dates (every turn here is of 2026-03-01) and main sessions only
+        assert search_recall(archive, "colours after:2026-03-02", mode=mode).hits == []
+        assert search_recall(archive, "colours before:2026-03-02", mode=mode).hits[0].session_id == S_CSS
+        assert search_recall(archive, "colours in:main project:web", mode=mode).hits[0].session_id == S_CSS
     assert {
         h.session_id for h in search_recall(archive, "broken records file:reader", mode="meaning").hits
     } == {S_PARSER}
@@ -240,8 +244,9 @@ def test_the_evaluation_on_real_sessions_puts_meaning_ahead_of_words(tmp_path):
     finally:
         sys.path.pop(0)
     db = tmp_path / "corpus.db"
-    # read from a copy: Aider's session ids hash the history's path, which differs on every machine
-    copy = shutil.copytree(CORPUS, tmp_path / "corpus")
+    # read from a copy, elsewhere: Aider's session ids (the queries' targets) do not depend on where
+    # the history sits
+    copy = shutil.copytree(CORPUS, tmp_path / "elsewhere" / "corpus")
     evaluate.ingest(db, copy)
     import sqlite3
 
