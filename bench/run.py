@@ -537,9 +537,12 @@ def scenario_cores(ctx: RunContext) -> None:
     if taskset is None or (os.cpu_count() or 1) < 2:
         ctx.notes["cores"] = "needs taskset and 2 cores"
         return
-    for key, cpus in (("cores1", "0"), ("cores2", "0,1")):
+    # two cores: with two workers, as a machine of more cores would start them (below 4 cores an
+    # ingest reads in process by default: on 2 they did not pay)
+    for key, cpus, workers in (("cores1", "0", "0"), ("cores2", "0,1", "2")):
         db = ctx.work / f"{key}.db"
-        tools = dataclasses.replace(ctx.tools, threadloom=[taskset, "-c", cpus, *ctx.tools.threadloom])
+        pinned = [taskset, "-c", cpus, "env", f"THREADLOOM_INGEST_WORKERS={workers}", *ctx.tools.threadloom]
+        tools = dataclasses.replace(ctx.tools, threadloom=pinned)
         proc, report = tl_ingest(tools, db, ctx.archive, "--no-index")
         record(ctx, key, proc)
         ctx.values[f"{key}.workers"] = float(report.get("workers", 0))
