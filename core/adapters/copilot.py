@@ -108,6 +108,7 @@ class CopilotAdapter(Adapter):
     """Reads GitHub Copilot CLI's session events; see the module docstring."""
 
     name = AGENT
+    env_vars = ("COPILOT_HOME",)
     mode = "lines"
     display_name = "Copilot CLI"
     program = "copilot"

@@ -41,6 +41,7 @@ from threadloom.core.adapters.base import (
     Command,
     FileContext,
     ForkError,
+    McpConfig,
     RawRecord,
     Record,
     ResumeTarget,
@@ -150,6 +151,10 @@ class CursorAdapter(CursorTools):
 
     name = AGENT
     mode = "database"
+
+    def mcp_config(self) -> McpConfig:
+        """The user's servers, which the editor and cursor-agent both read."""
+        return McpConfig(cursor_home() / "mcp.json")
 
     def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
         raise ForkError(

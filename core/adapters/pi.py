@@ -107,6 +107,7 @@ class PiAdapter(Adapter):
     """Reads pi's session logs; see the module docstring."""
 
     name = AGENT
+    env_vars = ("PI_CODING_AGENT_DIR",)
     mode = "lines"
     display_name = "pi"
     program = "pi"

@@ -21,7 +21,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Static, Tree
 from textual.worker import WorkerFailed
 from threadloom.core import browse
-from threadloom.core.demo import write_demo_archive
+from threadloom.core.adapters.claude_demo import write_demo_archive
 from threadloom.core.ingest import IngestReport
 from threadloom.tui import workers
 from threadloom.tui.app import ThreadloomApp
@@ -1273,7 +1273,7 @@ def test_core_never_imports_textual() -> None:
     import subprocess
     import sys
 
-    code = "import sys, core.browse, core.demo, core.query; print('textual' in sys.modules)"
+    code = "import sys, core.browse, core.adapters.claude_demo, core.query; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
