@@ -33,6 +33,7 @@ _SPECS: dict[str, tuple[str, str, tuple[Any, ...], dict[str, Any]]] = {
     "aider": ("aider", "AiderAdapter", (), {}),
     "amazon-q": ("amazon_q", "AmazonQAdapter", (), {}),
     "amazon-q-db": ("amazon_q", "AmazonQDbAdapter", (), {}),
+    "kiro-cli": ("kiro", "KiroAdapter", (), {}),
     "gemini": ("gemini", "GeminiAdapter", (), {}),
     "qwen-code": ("qwen", "QwenAdapter", (), {}),
     "copilot-cli": ("copilot", "CopilotAdapter", (), {}),
