@@ -45,6 +45,7 @@ _SPECS: dict[str, tuple[str, str, tuple[Any, ...], dict[str, Any]]] = {
     "crush": ("crush", "CrushAdapter", (), {}),
     "openhands": ("openhands", "OpenHandsAdapter", (), {}),
     "zed": ("zed", "ZedAdapter", (), {}),
+    "warp": ("warp", "WarpAdapter", (), {}),
 }
 
 
