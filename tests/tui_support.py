@@ -10,18 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import io
 import os
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from threadloom.core.adapters.claude_demo import DEMO_NOW, LONG_SESSION_TURNS, write_demo_archive
 
 if TYPE_CHECKING:
+    from textual.message import Message
     from textual.pilot import Pilot
-    from textual.widgets import DataTable
+    from textual.widgets import DataTable, Static
     from threadloom.tui.app import ThreadloomApp
+
+M = TypeVar("M", bound="Message")
 
 
 def quick_idle_checks() -> None:
@@ -53,6 +57,13 @@ def quick_idle_checks() -> None:
 
 def fixed_now() -> float:
     return DEMO_NOW.timestamp()
+
+
+def make_app(db: Path, **kw: Any) -> ThreadloomApp:
+    """The app over `db` at the tests' fixed time, with its ingest off unless a test asks for it."""
+    from threadloom.tui.app import ThreadloomApp
+
+    return ThreadloomApp(db_path=db, ingest=kw.pop("ingest", False), now=fixed_now, **kw)
 
 
 def use_utc() -> str | None:
@@ -394,3 +405,51 @@ async def until(pilot: Pilot, holds: Callable[[], object], timeout: float = 10.0
 def table_rows(table: DataTable) -> list[list[str]]:
     """A DataTable's cells as text, row by row."""
     return [[str(cell) for cell in table.get_row_at(n)] for n in range(table.row_count)]
+
+
+class Seen:
+    """A `message_hook` that keeps the messages of the given kinds, once each (a message that
+    bubbles from a screen to the app is dispatched by both)."""
+
+    def __init__(self, *kinds: type[Message]) -> None:
+        self.kinds = kinds
+        self.messages: list[Message] = []
+
+    def __call__(self, message: Message) -> None:
+        if isinstance(message, self.kinds) and not any(m is message for m in self.messages):
+            self.messages.append(message)
+
+    def of(self, kind: type[M]) -> list[M]:
+        return [m for m in self.messages if isinstance(m, kind)]
+
+
+def ingested_db(tmp_path: Path, source: Path) -> Path:
+    """A database holding what `source` has, written before the app opens it."""
+    from threadloom.core import db
+
+    from tests.conftest import ingest
+
+    path = tmp_path / "t.db"
+    conn = db.connect(path)
+    ingest(conn, source)
+    conn.close()
+    return path
+
+
+async def open_checkout(pilot: Pilot, app: ThreadloomApp) -> str:
+    """The demo's checkout session, opened in the viewer (the one the follow tests grow)."""
+    await pilot.pause()
+    sid = session_id(app, CHECKOUT)
+    app.browser.jump_to_session(sid)
+    await pilot.pause()
+    return sid
+
+
+def shown(widget: Static) -> str:
+    """The plain text a Static shows, whatever renderable it holds."""
+    from rich.console import Console
+
+    console = Console(width=400, file=io.StringIO(), color_system=None)
+    with console.capture() as capture:
+        console.print(widget.content)
+    return capture.get()

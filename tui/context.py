@@ -7,6 +7,7 @@ the command line: the shell reads the file when the command runs.
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 from rich.text import Text
@@ -14,12 +15,28 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Input, Select, Static
 from threadloom.core.recall import Context, ContextLaunch
 from threadloom.core.text import printable
+from threadloom.tui.workers import read_archive
 
 DEFAULT_BUDGET = 4000
+
+
+class ContextRead(Message):
+    """The context read for the dialog (with the folder and agent its turns ran in), or why not."""
+
+    def __init__(
+        self,
+        context: Context | None = None,
+        folder: str | None = None,
+        agent: str | None = None,
+        error: str = "",
+    ) -> None:
+        super().__init__()
+        self.context, self.folder, self.agent, self.error = context, folder, agent, error
 
 
 class ContextScreen(ModalScreen[None]):
@@ -84,24 +101,20 @@ class ContextScreen(ModalScreen[None]):
 
     @work(thread=True, exclusive=True, group="context", exit_on_error=False, description="context")
     def _read(self) -> None:
-        from threadloom.core.db import connect
         from threadloom.core.recall import build_context, default_folder
 
-        try:
-            conn = connect(self.db_path, readonly=True)
-        except Exception as exc:  # a database that cannot be opened: said, never a traceback
-            self.app.call_from_thread(self._failed, str(exc))
-            return
-        try:
-            budget = self._budget()
+        budget = self._budget()
+
+        def run(conn: sqlite3.Connection) -> ContextRead:
             context = build_context(conn, self.query_text, budget=budget, turn_ids=self.turn_ids)
-            folder, agent = default_folder(conn, self.turn_ids)
-        except Exception as exc:
-            self.app.call_from_thread(self._failed, f"the context could not be read: {exc}")
-            return
-        finally:
-            conn.close()
-        self.app.call_from_thread(self._read_done, context, folder, agent)
+            return ContextRead(context, *default_folder(conn, self.turn_ids))
+
+        read_archive(
+            self.post_message,
+            self.db_path,
+            run,
+            lambda why: ContextRead(error=f"the context could not be read: {why}"),
+        )
 
     def _budget(self) -> int:
         try:
@@ -110,12 +123,13 @@ class ContextScreen(ModalScreen[None]):
             value = DEFAULT_BUDGET
         return max(200, value)
 
-    def _failed(self, message: str) -> None:
-        self.error = message
-        self._show()
-
-    def _read_done(self, context: Context, folder: str | None, agent: str | None) -> None:
-        self.context = context
+    def on_context_read(self, event: ContextRead) -> None:
+        if event.context is None:
+            self.error = event.error
+            self._show()
+            return
+        self.context = event.context
+        folder, agent = event.folder, event.agent
         folder_input = self.query_one("#context-folder", Input)
         if folder and not folder_input.value:
             folder_input.value = folder

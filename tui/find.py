@@ -28,6 +28,7 @@ from threadloom.core import find
 from threadloom.core.browse import Segment as CompactionSegment
 from threadloom.core.find import Place
 from threadloom.core.text import printable
+from threadloom.tui.workers import read_archive
 
 if TYPE_CHECKING:
     from threadloom.tui.messages import Block, MessageView, Rendered
@@ -218,17 +219,12 @@ class Navigator:
         )
 
     def _find_in_thread(self, serial: int, db_path: Path, session_id: str, query: str) -> None:
-        from threadloom.core.db import connect
-
-        try:
-            conn = connect(db_path, readonly=True)
-            try:
-                places = find.find_in_session(conn, session_id, query)
-            finally:
-                conn.close()
-        except Exception:  # a locked or damaged file: found on the view's own connection instead
-            places = None
-        self.view.app.call_from_thread(self._found, serial, session_id, query, places)
+        read_archive(
+            lambda places: self.view.app.call_from_thread(self._found, serial, session_id, query, places),
+            db_path,
+            lambda conn: find.find_in_session(conn, session_id, query),
+            lambda why: None,  # a locked or damaged file: found on the view's own connection instead
+        )
 
     def _found(self, serial: int, session_id: str, query: str, places: list[Place] | None) -> None:
         if serial != self._serial or session_id != self.view.session_id or self.bar is None:

@@ -24,7 +24,6 @@ import contextlib
 import os
 import sqlite3
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,6 +53,7 @@ from threadloom.tui.fork_widgets import (
     status,
 )
 from threadloom.tui.render import plain_title
+from threadloom.tui.workers import read_archive
 
 if TYPE_CHECKING:
     from threadloom.core.undo import UndoPlan
@@ -320,26 +320,12 @@ class ForkPicker(ModalScreen[None]):
 
     # ------------------------------------------------------------------ reading the archive
 
-    def _reading(
-        self, post: Callable[[sqlite3.Connection], Message], failed: Callable[[str], Message]
-    ) -> None:
-        """In a worker: `post(conn)`'s message with a read-only connection of its own, or `failed`'s."""
-        from threadloom.core.db import LedgerError, connect
-
-        try:
-            conn = connect(self.db_path, readonly=True)
-        except LedgerError as exc:
-            self.post_message(failed(str(exc)))
-            return
-        try:
-            self.post_message(post(conn))
-        finally:
-            conn.close()
-
     @work(thread=True, exclusive=True, group="fork-points", exit_on_error=False, description="fork points")
     def _read_points(self) -> None:
         """The branch's turns around the chosen one, and the chosen turn's messages."""
-        self._reading(
+        read_archive(
+            self.post_message,
+            self.db_path,
             lambda conn: PointsRead(self.model.read_turns(conn)),
             lambda why: PointsRead(TurnsRead(error=f"Cannot read the turns of this session: {why}")),
         )
@@ -355,7 +341,9 @@ class ForkPicker(ModalScreen[None]):
 
     @work(thread=True, group="fork-messages", exit_on_error=False, description="fork messages")
     def _read_messages(self, turn_id: str) -> None:
-        self._reading(
+        read_archive(
+            self.post_message,
+            self.db_path,
             lambda conn: MessagesRead(turn_id, *self.model.read_messages(conn, turn_id)),
             lambda why: MessagesRead(turn_id, [], f"Cannot read the messages of this turn: {why}"),
         )
@@ -370,7 +358,9 @@ class ForkPicker(ModalScreen[None]):
     def _make_plan(self, action: str, target: Target | None, prompt: str | None) -> None:
         from threadloom.core.fork_session import FAILURE
 
-        self._reading(
+        read_archive(
+            self.post_message,
+            self.db_path,
             lambda conn: PlanMade(action, *self.model.make_plan(conn, action, target, prompt)),
             lambda why: PlanMade(action, None, f"{FAILURE[action]}: {why}"),
         )
@@ -384,14 +374,18 @@ class ForkPicker(ModalScreen[None]):
     )
     def _restore(self, plan: ForkPlan) -> None:
         """Write the transcript back where the agent looks (core never overwrites), from the archive."""
-        self._reading(
+        read_archive(
+            self.post_message,
+            self.db_path,
             lambda conn: Restored(plan, self.model.restore(conn, plan)),
             lambda why: Restored(plan, f"Could not restore the transcript: {why}"),
         )
 
     @work(thread=True, group="fork-undo", exit_on_error=False, description="edits after the fork point")
     def _read_undo(self, ref: str) -> None:
-        self._reading(
+        read_archive(
+            self.post_message,
+            self.db_path,
             lambda conn: UndoRead(ref, *self.model.read_edits_after(conn, ref)),
             lambda why: UndoRead(ref, None, why),
         )

@@ -104,6 +104,11 @@ class ProjectList(OptionList):
 
     def _prompt_width(self) -> int:
         width = self.scrollable_content_region.width
+        region = self.scrollable_content_region
+        if width and not self.show_vertical_scrollbar and PROMPT_LINES * len(self.projects) > region.height:
+            # the rows about to be added overflow the pane: its scrollbar appears after they are
+            # drawn at this width, and every row would wrap (no resize follows to mend it)
+            width -= self.styles.scrollbar_size_vertical
         declared = self.styles.width
         if not width and declared is not None and declared.unit == Unit.CELLS:
             # not laid out yet (the first load): the width the stylesheet gives, less the scrollbar

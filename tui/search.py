@@ -28,7 +28,6 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
-from textual.worker import get_current_worker
 from threadloom.core.query import UNTITLED
 from threadloom.core.search import Hit, SearchResult
 from threadloom.core.text import SEARCH_HELP, flat, human_when
@@ -36,6 +35,7 @@ from threadloom.tui.events import OpenForkPicker, SearchClosed, SearchHitChosen
 from threadloom.tui.footer import KeyFooter
 from threadloom.tui.panes import fit
 from threadloom.tui.render import ROLE_STYLE
+from threadloom.tui.workers import read_archive
 
 DEBOUNCE = 0.15
 LIMIT = 100
@@ -215,30 +215,26 @@ class SearchScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False, description="search")
     def _search(self, serial: int, query: str, now: float) -> None:
-        from threadloom.core.db import LedgerError, connect
         from threadloom.core.recall import search_recall
 
-        worker = get_current_worker()
         started = time.perf_counter()
-        try:
-            conn = connect(self.db_path, readonly=True)
-        except LedgerError as exc:
-            self.post_message(SearchDone(serial, query, None, 0.0, str(exc)))
-            return
-        with self._conns_lock:
-            self._query_conns.add(conn)
-        try:
-            result = search_recall(conn, query, mode=self.mode, limit=LIMIT, now=now)
-        except Exception as exc:  # interrupted by a newer query, a locked file: said, never a traceback
-            if not worker.is_cancelled:
-                self.post_message(SearchDone(serial, query, None, 0.0, f"search failed: {exc}"))
-            return
-        finally:
-            with self._conns_lock:
-                self._query_conns.discard(conn)
-            conn.close()
-        if not worker.is_cancelled:
-            self.post_message(SearchDone(serial, query, result, time.perf_counter() - started))
+
+        def run(conn: sqlite3.Connection) -> SearchDone:
+            with self._conns_lock:  # a newer query interrupts this one's statement
+                self._query_conns.add(conn)
+            try:
+                result = search_recall(conn, query, mode=self.mode, limit=LIMIT, now=now)
+            finally:
+                with self._conns_lock:
+                    self._query_conns.discard(conn)
+            return SearchDone(serial, query, result, time.perf_counter() - started)
+
+        read_archive(
+            self.post_message,
+            self.db_path,
+            run,
+            lambda why: SearchDone(serial, query, None, 0.0, f"search failed: {why}"),
+        )
 
     @property
     def settled(self) -> bool:
@@ -477,28 +473,25 @@ class SearchScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False, description="similar")
     def _similar(self, serial: int, entry_id: int) -> None:
-        from threadloom.core.db import connect
         from threadloom.core.recall import NotEmbedded, similar
 
         started = time.perf_counter()
         label = f"turns like {self.similar_label}"
-        try:
-            conn = connect(self.db_path, readonly=True)
-        except Exception as exc:
-            self.post_message(SearchDone(serial, label, None, 0.0, str(exc)))
-            return
-        try:
-            hits = similar(conn, str(entry_id), limit=LIMIT)
-        except NotEmbedded as exc:
-            self.post_message(SearchDone(serial, label, None, 0.0, str(exc)))
-            return
-        except Exception as exc:  # a locked file, a damaged one: said, never a traceback
-            self.post_message(SearchDone(serial, label, None, 0.0, f"similar turns failed: {exc}"))
-            return
-        finally:
-            conn.close()
-        result = SearchResult(hits, len(hits), False, {}, time.perf_counter() - started)
-        self.post_message(SearchDone(serial, label, result, time.perf_counter() - started))
+
+        def run(conn: sqlite3.Connection) -> SearchDone:
+            try:
+                hits = similar(conn, str(entry_id), limit=LIMIT)
+            except NotEmbedded as exc:  # said as it is: what to run to have the turns embedded
+                return SearchDone(serial, label, None, 0.0, str(exc))
+            result = SearchResult(hits, len(hits), False, {}, time.perf_counter() - started)
+            return SearchDone(serial, label, result, time.perf_counter() - started)
+
+        read_archive(
+            self.post_message,
+            self.db_path,
+            run,
+            lambda why: SearchDone(serial, label, None, 0.0, f"similar turns failed: {why}"),
+        )
 
     def action_filters(self) -> None:
         self.show_filters = not self.show_filters

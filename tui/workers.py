@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from textual.message import Message
 from textual.worker import Worker, WorkerState
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 PROGRESS_SECONDS = 0.05  # the ingest's progress is posted at most this often (the first file always)
 
 Post = Callable[[Message], object]
+T = TypeVar("T")
 
 
 # ---------------------------------------------------------------------- messages
@@ -165,6 +166,43 @@ def start(app: App, job: Job, work: Callable[[], object]) -> Worker:
         exit_on_error=False,
         description=job.description,
     )
+
+
+def read_archive(
+    post: Callable[[T], object],
+    db_path: Path,
+    read: Callable[[sqlite3.Connection], T],
+    failed: Callable[[str], T],
+) -> None:
+    """In a worker thread: post what `read(conn)` returns (a message, mostly), read through a
+    read-only connection of the thread's own (the interface's never leaves its thread), closed
+    after; or `failed(why)` when the archive cannot be opened or read (a locked, damaged or
+    vanished file: said, never a traceback). A worker cancelled meanwhile (a newer query, a closed
+    screen) posts nothing. The one way the screens read the archive off the interface's thread."""
+    from textual.worker import NoActiveWorker, get_current_worker
+    from threadloom.core.db import connect
+
+    def cancelled() -> bool:
+        try:
+            return get_current_worker().is_cancelled
+        except NoActiveWorker:  # called outside a worker (a test, a script): never cancelled
+            return False
+
+    try:
+        conn = connect(db_path, readonly=True)
+    except Exception as exc:
+        post(failed(str(exc)))
+        return
+    try:
+        message = read(conn)
+    except Exception as exc:
+        if not cancelled():
+            post(failed(str(exc) or type(exc).__name__))
+        return
+    finally:
+        conn.close()
+    if not cancelled():
+        post(message)
 
 
 def finished(worker: Worker, state: WorkerState) -> Message | None:

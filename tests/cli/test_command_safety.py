@@ -543,8 +543,7 @@ async def test_the_fork_picker_refuses_a_hostile_id_and_copies_a_safe_command(
     from threadloom.tui.app import ThreadloomApp
     from threadloom.tui.fork import ForkPicker
 
-    from tests.tui.test_tui import shown
-    from tests.tui_support import settle
+    from tests.tui_support import settle, shown
 
     monkeypatch.setenv("THREADLOOM_KEYMAP", str(tmp_path / "no-keymap.toml"))
     copied: list[str] = []
@@ -614,8 +613,7 @@ async def test_run_it_now_starts_exactly_the_plans_command_in_its_folder(tmp_pat
     from threadloom.tui.fork import ForkPicker
     from threadloom.tui.messages import MessageView
 
-    from tests.tui.test_tui import shown
-    from tests.tui_support import settle
+    from tests.tui_support import settle, shown
 
     folder = hostile_folder(tmp_path, "$(touch pwned)")
     claude_session(tmp_path, cwd=str(folder))  # where claude looks: $CLAUDE_CONFIG_DIR is tmp_path

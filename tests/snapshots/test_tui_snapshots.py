@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from threadloom.tui.app import ThreadloomApp
 
-from tests.tui_support import SCENES, build_demo_db, fixed_now, restore_tz, use_utc
+from tests.tui_support import SCENES, build_demo_db, fixed_now, make_app, restore_tz, use_utc
 
 # SVGs depend on Textual's rendering; they were recorded with this version. After upgrading
 # Textual, look at the new output and re-record with `--snapshot-update`.
@@ -41,12 +41,12 @@ def no_real_logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[No
 @pytest.mark.parametrize("scene", sorted(SCENES))
 def test_scene(scene: str, snapshot_db: Path, snap_compare) -> None:
     run, size = SCENES[scene]
-    app = ThreadloomApp(db_path=snapshot_db, ingest=False, now=fixed_now)
+    app = make_app(snapshot_db)
     assert snap_compare(app, terminal_size=size, run_before=run)
 
 
 def test_first_frame(snapshot_db: Path, snap_compare) -> None:
-    app = ThreadloomApp(db_path=snapshot_db, ingest=False, now=fixed_now)
+    app = make_app(snapshot_db)
     assert snap_compare(app, terminal_size=(100, 30))
 
 

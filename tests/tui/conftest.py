@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tui_support import restore_tz, use_utc
+from tests.tui_support import build_demo_db, restore_tz, use_utc
 
 
 def no_clipboard(text: str) -> None:
@@ -26,3 +26,12 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     previous = use_utc()
     yield settings
     restore_tz(previous)
+
+
+@pytest.fixture(scope="module")
+def demo_db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo archive ingested once per test module (a module's tests may change it: hide, tag);
+    a module that needs a longer or shorter long session sets `DEMO_LONG_TURNS`."""
+    long_turns = getattr(request.module, "DEMO_LONG_TURNS", None)
+    folder = tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1])
+    return build_demo_db(folder) if long_turns is None else build_demo_db(folder, long_turns=long_turns)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from textual.widgets import DataTable, Static
 from threadloom.core import stats
 from threadloom.tui.app import ThreadloomApp
@@ -15,16 +14,13 @@ from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import SessionTree
 from threadloom.tui.screens import HelpScreen
 
-from tests.tui_support import CHECKOUT, build_demo_db, fixed_now, session_id, table_rows
+from tests.tui_support import CHECKOUT, fixed_now, make_app, session_id, table_rows
 
-
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_demo_db(tmp_path_factory.mktemp("changes-tui"), long_turns=12)
+DEMO_LONG_TURNS = 12
 
 
 async def test_files_changed_lists_the_edits_and_goes_to_a_call(demo_db: Path) -> None:
-    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         assert app.conn is not None
@@ -70,7 +66,7 @@ async def test_files_changed_lists_the_edits_and_goes_to_a_call(demo_db: Path) -
 
 
 async def test_help_and_palette_name_it(demo_db: Path) -> None:
-    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(session_id(app, CHECKOUT))
@@ -92,7 +88,7 @@ async def test_help_and_palette_name_it(demo_db: Path) -> None:
 
 
 async def test_every_key_of_the_list_has_an_id(demo_db: Path) -> None:
-    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(session_id(app, CHECKOUT))
@@ -118,7 +114,7 @@ async def test_every_key_of_the_list_has_an_id(demo_db: Path) -> None:
 
 
 async def test_a_call_outside_the_branch_shown_opens_the_whole_session(demo_db: Path) -> None:
-    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         assert app.conn is not None
@@ -161,7 +157,7 @@ async def test_an_aider_edit_goes_to_the_reply_that_made_it(tmp_path: Path) -> N
     conn = db.connect(path)
     ingest(conn, folder)
     conn.close()
-    app = ThreadloomApp(db_path=path, ingest=False, now=fixed_now)
+    app = make_app(path)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         assert app.conn is not None

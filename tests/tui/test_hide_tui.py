@@ -8,12 +8,11 @@ from pathlib import Path
 from threadloom.core import db
 from threadloom.core.hidden import read_hidden
 from threadloom.core.ingest import run_ingest
-from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import ProjectList, SessionTree
 
 from tests.conftest import Transcript
-from tests.tui_support import fixed_now, settle, until
+from tests.tui_support import make_app, settle, until
 
 OLD = "a1000000-0000-4000-8000-0000000000a1"
 NEW = "a2000000-0000-4000-8000-0000000000a2"
@@ -53,7 +52,7 @@ def titles(tree: SessionTree) -> list[str]:
 
 async def test_h_hides_sessions_and_projects_and_the_archive_remembers(tmp_path: Path) -> None:
     path = archive(tmp_path)
-    app = ThreadloomApp(db_path=path, ingest=False, now=fixed_now)
+    app = make_app(path)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         projects, tree = app.query_one(ProjectList), app.query_one(SessionTree)
@@ -82,7 +81,7 @@ async def test_h_hides_sessions_and_projects_and_the_archive_remembers(tmp_path:
         await until(pilot, lambda: hidden_in(path).projects == {"/srv/web"})
 
     # remembered: a new launch lists neither; a hidden session asked for by name is shown all the same
-    app = ThreadloomApp(db_path=path, ingest=False, now=fixed_now)
+    app = make_app(path)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         projects, tree = app.query_one(ProjectList), app.query_one(SessionTree)

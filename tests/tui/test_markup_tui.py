@@ -11,8 +11,7 @@ from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.messages import MessageView
 
 from tests.conftest import CORPUS, markup_session
-from tests.tui.test_tui import ingested_db, make_app
-from tests.tui_support import until
+from tests.tui_support import ingested_db, make_app, until
 
 
 async def open_markup(tmp_path: Path) -> tuple[ThreadloomApp, str]:

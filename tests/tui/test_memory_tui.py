@@ -12,14 +12,13 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from textual.widgets import Input, OptionList, Static
 from threadloom.core import db, memory
-from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.memory import BookmarksScreen, MarkScreen, MemoryScreen
 from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import SessionTree
 
 from tests.conftest import Transcript
 from tests.support import run
-from tests.tui_support import fixed_now, settle, until
+from tests.tui_support import make_app, settle, until
 
 ROOT = Path(__file__).resolve().parents[2]
 API = "a1000000-0000-4000-8000-0000000000a1"
@@ -100,7 +99,7 @@ async def test_memory_round_trip_cli_mcp_tui_and_rebuild(tmp_path: Path) -> None
     assert remembered["updated_by"] == f"agent:{API}" and tagged["target"] == f"{API}#1"
 
     # the TUI shows what both wrote, and adds its own
-    app = ThreadloomApp(db_path=path, ingest=False, now=fixed_now)
+    app = make_app(path)
     async with app.run_test(size=(150, 44)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(API)

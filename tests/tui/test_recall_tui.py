@@ -9,13 +9,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from textual.widgets import Input, Static
-from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.context import ContextScreen
 from threadloom.tui.messages import MessageView
 from threadloom.tui.search import SearchScreen
 
 from tests.support import run_printed
-from tests.tui_support import CHECKOUT, build_demo_db, fixed_now, session_id, until, wait_for_search
+from tests.tui_support import CHECKOUT, make_app, session_id, until, wait_for_search
 
 
 def shown(widget: Static) -> str:
@@ -26,9 +25,7 @@ def shown(widget: Static) -> str:
     return capture.get()
 
 
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_demo_db(tmp_path_factory.mktemp("recall-tui"), long_turns=6)
+DEMO_LONG_TURNS = 6
 
 
 async def test_picked_turns_start_a_new_session_with_their_context(
@@ -39,7 +36,7 @@ async def test_picked_turns_start_a_new_session_with_their_context(
     monkeypatch.setattr(
         "threadloom.core.clipboard.copy", lambda text: copied.append(text) or "system clipboard"
     )
-    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.press("slash", *"tax rounding")
@@ -78,7 +75,7 @@ async def test_picked_turns_start_a_new_session_with_their_context(
 
 
 async def test_similar_turns_open_from_the_viewer(demo_db: Path) -> None:
-    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         checkout = session_id(app, CHECKOUT)
@@ -106,7 +103,7 @@ async def test_the_fork_picker_starts_a_new_session_with_its_picked_turns(demo_d
 
     from tests.tui_support import settle
 
-    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(session_id(app, CHECKOUT))

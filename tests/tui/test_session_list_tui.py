@@ -8,20 +8,17 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.panes import FilterInput, SessionTree
 from threadloom.tui.screens import HelpScreen
 from threadloom.tui.settings import load_settings
 
-from tests.tui_support import build_demo_db, fixed_now
+from tests.tui_support import make_app
 
 CHECKOUT = "The checkout tests started failing"  # acme-shop: 22 messages, 12 Jun, fix/checkout-tax
 HEADER = "The header is misaligned"  # acme-shop: 10 messages, 10 Jun, main
 
 
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_demo_db(tmp_path_factory.mktemp("list"), long_turns=12)
+DEMO_LONG_TURNS = 12
 
 
 @pytest.fixture
@@ -38,10 +35,6 @@ def mixed_db(demo_db: Path, tmp_path: Path) -> Path:
         )
     conn.close()
     return path
-
-
-def make_app(db: Path) -> ThreadloomApp:
-    return ThreadloomApp(db_path=db, ingest=False, now=fixed_now)
 
 
 def titles(tree: SessionTree) -> list[str]:
@@ -302,7 +295,7 @@ async def test_the_message_pane_follows_a_filter_that_leaves_its_session_out(dem
 
     from tests.tui_support import CHECKOUT, HEADER, session_id, until_shown
 
-    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(session_id(app, HEADER))

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from textual.widgets import TextArea
@@ -15,14 +13,7 @@ from threadloom.tui.screens import OutputScreen
 
 from tests.conftest import ingest
 from tests.store.test_side_files import SID, claude_home
-from tests.tui_support import cursor_to_tool, fixed_now
-
-
-async def until(pilot, holds: Callable[[], object], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not holds():
-        assert time.monotonic() < deadline, "still not true"
-        await pilot.pause()
+from tests.tui_support import cursor_to_tool, fixed_now, until
 
 
 def shown(view: MessageView) -> str:

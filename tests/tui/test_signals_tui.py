@@ -5,26 +5,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from textual.widgets import OptionList
 from threadloom.core import signals
-from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import SessionTree, session_label
 from threadloom.tui.signals import SignalsScreen
 
-from tests.tui_support import build_demo_db, fixed_now, session_id, until
+from tests.tui_support import fixed_now, make_app, session_id, until
 
 HEADER = "The header is misaligned on mobile"
 
 
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_demo_db(tmp_path_factory.mktemp("tui-signals"))
-
-
 async def test_the_badge_the_list_and_enter_on_evidence(demo_db: Path) -> None:
-    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         assert app.conn is not None

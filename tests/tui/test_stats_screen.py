@@ -12,12 +12,9 @@ from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.panes import ProjectList, SessionTree
 from threadloom.tui.stats import StatsScreen
 
-from tests.tui_support import build_demo_db, fixed_now, table_rows
+from tests.tui_support import make_app, table_rows
 
-
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_demo_db(tmp_path_factory.mktemp("stats-tui"), long_turns=12)
+DEMO_LONG_TURNS = 12
 
 
 def app_over(projects: Path) -> ThreadloomApp:
@@ -29,11 +26,11 @@ def app_over(projects: Path) -> ThreadloomApp:
     conn = db.connect(path)
     run_ingest(conn, [projects], include_defaults=False)
     conn.close()
-    return ThreadloomApp(db_path=path, ingest=False, now=fixed_now)
+    return make_app(path)
 
 
 async def test_stats_screen_groups_and_narrows_the_browser(demo_db: Path) -> None:
-    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         assert app.conn is not None
@@ -93,7 +90,7 @@ async def test_stats_screen_groups_and_narrows_the_browser(demo_db: Path) -> Non
 
 
 async def test_the_palette_opens_it_and_the_project_list_shows_costs(demo_db: Path) -> None:
-    app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now)
+    app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         assert app.conn is not None

@@ -17,7 +17,6 @@ from rich.console import Console
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
-from textual.pilot import Pilot
 from textual.widgets import Input, Static, Tree
 from textual.worker import WorkerFailed
 from threadloom.core import browse
@@ -36,54 +35,21 @@ from tests.tui_support import (
     CHECKOUT,
     HEALTH,
     LONG,
+    Seen,
     build_demo_db,
     cursor_to_tool,
     fixed_now,
+    ingested_db,
+    make_app,
+    open_checkout,
     session_id,
     settle,
+    shown,
     until,
     wait_for_search,
 )
 
 M = TypeVar("M", bound=Message)
-
-
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_demo_db(tmp_path_factory.mktemp("tui"))
-
-
-def make_app(db: Path, **kw) -> ThreadloomApp:
-    return ThreadloomApp(db_path=db, ingest=kw.pop("ingest", False), now=fixed_now, **kw)
-
-
-class Seen:
-    """A `message_hook` that keeps the messages of the given kinds, once each (a message that
-    bubbles from a screen to the app is dispatched by both)."""
-
-    def __init__(self, *kinds: type[Message]) -> None:
-        self.kinds = kinds
-        self.messages: list[Message] = []
-
-    def __call__(self, message: Message) -> None:
-        if isinstance(message, self.kinds) and not any(m is message for m in self.messages):
-            self.messages.append(message)
-
-    def of(self, kind: type[M]) -> list[M]:
-        return [m for m in self.messages if isinstance(m, kind)]
-
-
-def ingested_db(tmp_path: Path, source: Path) -> Path:
-    """A database holding what `source` has, written before the app opens it."""
-    from threadloom.core import db
-
-    from tests.conftest import ingest
-
-    path = tmp_path / "t.db"
-    conn = db.connect(path)
-    ingest(conn, source)
-    conn.close()
-    return path
 
 
 def block_text(view: MessageView) -> str:
@@ -426,6 +392,33 @@ async def test_first_load_draws_the_project_list_once(
         assert app.browser.has_class(layout)
     # below WIDE the focused pane chooses what is shown; a wide screen has no focus class to change
     assert born_with == [{layout, "-focus-projects"} if layout != "-wide" else {layout}]
+
+
+async def test_rows_that_start_the_scrollbar_are_drawn_at_the_width_it_leaves(demo_db: Path) -> None:
+    """A first load adds projects as it reads them: the refill that makes the list overflow draws
+    its rows before the scrollbar appears, and no resize follows, so they must already leave room
+    for it (they wrapped, each date on a line of its own)."""
+    app = make_app(demo_db)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        projects = app.query_one(ProjectList)
+        few = projects.projects[:1]
+        projects.set_projects(few)
+        await pilot.pause()
+        assert not projects.show_vertical_scrollbar
+        many = [
+            browse.ProjectRow(
+                f"/work/project-{i:02}", f"project-{i:02}", ["claude-code"], 3, 0, fixed_now() - 60
+            )
+            for i in range(20)
+        ]
+        projects.set_projects(many)
+        await pilot.pause()
+        assert projects.show_vertical_scrollbar
+        room = projects.scrollable_content_region.width
+        for option in range(len(many)):
+            prompt = projects.get_option_at_index(option).prompt
+            assert max(line.cell_len for line in prompt.split()) <= room - 2
 
 
 async def test_the_footer_is_rebuilt_only_when_its_keys_change(demo_db: Path) -> None:
@@ -912,15 +905,6 @@ def append_claude_messages(app: ThreadloomApp, sid: str, messages: list[tuple[st
         f.write(b"".join(json.dumps(r).encode() + b"\n" for r in added))
 
 
-async def open_checkout(pilot: Pilot, app: ThreadloomApp) -> str:
-    """The demo's checkout session, opened in the viewer (the one the follow tests grow)."""
-    await pilot.pause()
-    sid = session_id(app, CHECKOUT)
-    app.browser.jump_to_session(sid)
-    await pilot.pause()
-    return sid
-
-
 async def test_open_session_follows_its_growing_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An agent still writing the session being read: the new messages appear at the end, and a
     reader resting on the last message is carried to them."""
@@ -1325,14 +1309,6 @@ async def test_palette_offers_pane_actions_and_finds_sessions(demo_db: Path) -> 
 
 
 # ---------------------------------------------------------------------------- search
-
-
-def shown(widget: Static) -> str:
-    """The plain text a Static shows, whatever renderable it holds."""
-    console = Console(width=400, file=io.StringIO(), color_system=None)
-    with console.capture() as capture:
-        console.print(widget.content)
-    return capture.get()
 
 
 def visible(view: MessageView, pos: int) -> bool:

@@ -3,11 +3,8 @@ and the footer naming the compaction segment under the cursor."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from rich.segment import Segment
 from textual.widgets import Input
 from threadloom.core import browse
@@ -19,27 +16,13 @@ from threadloom.tui.messages import MessageView
 from tests.tui_support import (
     CHECKOUT,
     LONG,
-    build_demo_db,
-    fixed_now,
+    make_app,
     session_id,
+    until,
     wait_for_find,
 )
 
-
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_demo_db(tmp_path_factory.mktemp("find"), long_turns=60)  # still two compactions
-
-
-def make_app(db: Path) -> ThreadloomApp:
-    return ThreadloomApp(db_path=db, ingest=False, now=fixed_now)
-
-
-async def until(pilot, holds: Callable[[], object], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not holds():
-        assert time.monotonic() < deadline, "still not true"
-        await pilot.pause()
+DEMO_LONG_TURNS = 60  # still two compactions
 
 
 def marked(view: MessageView) -> list[tuple[str, str]]:

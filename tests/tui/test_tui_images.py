@@ -7,8 +7,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import time
-from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -16,12 +14,11 @@ import pytest
 from PIL import Image
 from threadloom.core import db, images
 from threadloom.tui import images as tui_images
-from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.messages import MessageView
 from threadloom.tui.screens import HelpScreen
 
 from tests.conftest import Transcript, ingest
-from tests.tui_support import fixed_now
+from tests.tui_support import make_app, until
 
 SID = "ffffffff-1111-4222-8333-000000000001"
 
@@ -66,13 +63,6 @@ def images_db(tmp_path: Path) -> Path:
     return tmp_path / "pics.db"
 
 
-async def until(pilot, holds: Callable[[], object], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not holds():
-        assert time.monotonic() < deadline, "still not true"
-        await pilot.pause()
-
-
 def image_blocks(view: MessageView) -> list[list[str]]:
     """The lines of every image block of the session's messages, as text."""
     out = []
@@ -97,7 +87,7 @@ async def opened(pilot) -> MessageView:
 
 
 async def test_images_draw_as_half_blocks_and_notes_never_crash(images_db: Path) -> None:
-    app = ThreadloomApp(db_path=images_db, ingest=False, now=fixed_now)
+    app = make_app(images_db)
     async with app.run_test(size=(140, 40)) as pilot:
         view = await opened(pilot)
         tiny, big, garbage, broken, read = image_blocks(view)
@@ -138,7 +128,7 @@ async def test_o_opens_the_image_through_the_seam_and_w_saves_it_here(
     here = tmp_path / "here"
     here.mkdir()
     monkeypatch.chdir(here)
-    app = ThreadloomApp(db_path=images_db, ingest=False, now=fixed_now)
+    app = make_app(images_db)
     async with app.run_test(size=(140, 40)) as pilot:
         view = await opened(pilot)
         view.focus()
