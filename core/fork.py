@@ -314,6 +314,7 @@ def fork_messages(conn: sqlite3.Connection, session_id: str, turn_ids: list[str]
     as_call = builder(cursor, ToolCall)
     for row in cursor:
         call = as_call(row)
+        call.agent = agent[0] if agent is not None else None  # whose adapter reads the call
         if call.result_entry_id is not None:
             results.add(call.result_entry_id)
         if call.entry_id is not None and first <= call.entry_id <= last:

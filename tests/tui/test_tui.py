@@ -2308,6 +2308,7 @@ def test_codex_patch_calls_render_as_diffs() -> None:
         ),
     ]
     for call in calls:
+        call.agent = "codex"  # the session's agent, whose adapter reads its patches
         console = Console(width=80, record=True, color_system="truecolor")
         console.print(tui_render.call_body(call, None))
         text = console.export_text(clear=False)
