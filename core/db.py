@@ -229,6 +229,8 @@ LATE_TABLES = (
     EPISODES_DDL,
     "CREATE INDEX IF NOT EXISTS ix_episodes_session ON episodes (session_id, first_seq)",
     "CREATE INDEX IF NOT EXISTS ix_episodes_unembedded ON episodes (session_id) WHERE vector IS NULL",
+    # after: and before: in a search by meaning (the turns of a date range without reading them all)
+    "CREATE INDEX IF NOT EXISTS ix_episodes_started ON episodes (started_at)",
     # what people and agents write (core.memory): user data, kept by a rebuild as `hidden` is
     *memory.DDL,
     *SYNC_DDL,

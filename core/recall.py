@@ -52,18 +52,23 @@ class VectorIndex:
     session_ids: list[str]
     rows: NDArray[np.int8]
     inverse: NDArray[np.float32]
-    row_of: dict[str, int] = field(default_factory=dict)
+    rowids: NDArray[np.int64]  # each row's episode (episodes.rowid), ascending
     rows_of_session: dict[str, list[int]] = field(default_factory=dict)
 
-    def mask(self, allowed: set[str] | None, exclude_sessions: set[str] | None) -> NDArray[np.bool_]:
-        """The rows a filter lets through, built from the turns it names (never a loop over all)."""
+    def mask(self, allowed: NDArray[np.int64] | None, exclude_sessions: set[str] | None) -> NDArray[np.bool_]:
+        """The rows a filter lets through, found from the episodes it names by a binary search of
+        their rowids (a filter letting 40,000 turns through: a few milliseconds, where a set of
+        their ids took 90)."""
         import numpy as np
 
         if allowed is None:
             keep = np.ones(len(self.turn_ids), dtype=bool)
         else:
             keep = np.zeros(len(self.turn_ids), dtype=bool)
-            keep[[self.row_of[t] for t in allowed if t in self.row_of]] = True
+            at = np.searchsorted(self.rowids, allowed)
+            found = at < len(self.rowids)
+            found[found] = self.rowids[at[found]] == allowed[found]
+            keep[at[found]] = True
         for session in exclude_sessions or ():
             keep[self.rows_of_session.get(session, [])] = False
         return keep
@@ -87,14 +92,16 @@ def vector_index(conn: sqlite3.Connection) -> VectorIndex | None:
             return cached
     if generation[2] != embed.MODEL:
         return None  # stored by another model (or none yet): the next ingest embeds them again
+    import numpy as np
+
     rows = conn.execute(
-        "SELECT turn_id, session_id, vector FROM episodes WHERE vector IS NOT NULL"
+        "SELECT rowid, turn_id, session_id, vector FROM episodes WHERE vector IS NOT NULL ORDER BY rowid"
     ).fetchall()
     if not rows:
         return None
-    packed, inverse = embed.packed([r[2] for r in rows])
-    index = VectorIndex(generation, [r[0] for r in rows], [r[1] for r in rows], packed, inverse)
-    index.row_of = {t: i for i, t in enumerate(index.turn_ids)}
+    packed, inverse = embed.packed([r[3] for r in rows])
+    rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    index = VectorIndex(generation, [r[1] for r in rows], [r[2] for r in rows], packed, inverse, rowids)
     for i, session in enumerate(index.session_ids):
         index.rows_of_session.setdefault(session, []).append(i)
     with _INDEX_LOCK:
@@ -110,14 +117,19 @@ def search_text(q: ParsedQuery) -> str:
     return " ".join(q.words + q.phrases)
 
 
-def allowed_turns(conn: sqlite3.Connection, q: ParsedQuery) -> set[str] | None:
-    """The episodes the query's filters let through (None: no filter, all of them)."""
+def allowed_episodes(conn: sqlite3.Connection, q: ParsedQuery) -> NDArray[np.int64] | None:
+    """The rowids of the episodes the query's filters let through, ascending (None: no filter,
+    all of them)."""
     where, params = search._session_filters(q, "s.")
+    if q.in_main:
+        where.append(main_sql("s."))
+    # a filter on sessions (a project, an agent, main only) reads the few sessions first and their
+    # episodes by index: the planner's choice, every episode with a lookup of its session, took
+    # 28 ms at 1 GB where this takes 4
+    join = "agent_sessions s CROSS JOIN episodes ep" if where else "episodes ep JOIN agent_sessions s"
     facets, facet_params = search.facet_filters(q, "ep.")
     where += facets
     params += facet_params
-    if q.in_main:
-        where.append(main_sql("s."))
     if q.after is not None:
         where.append("ep.started_at >= ?")
         params.append(q.after)
@@ -129,11 +141,13 @@ def allowed_turns(conn: sqlite3.Connection, q: ParsedQuery) -> set[str] | None:
         params.append(f"%\n{q.tool}\n%")
     if not where:
         return None
-    sql = (
-        "SELECT ep.turn_id FROM episodes ep JOIN agent_sessions s ON s.id = ep.session_id WHERE "
-        + " AND ".join(where)
+    import numpy as np
+
+    sql = f"SELECT ep.rowid FROM {join} ON s.id = ep.session_id WHERE " + " AND ".join(where)
+    allowed: NDArray[np.int64] = np.sort(
+        np.fromiter((r[0] for r in conn.execute(sql, params)), dtype=np.int64)
     )
-    return {r[0] for r in conn.execute(sql, params)}
+    return allowed
 
 
 def nearest(
@@ -141,7 +155,7 @@ def nearest(
     query_vector: NDArray[np.float32],
     *,
     limit: int = NEAREST,
-    allowed: set[str] | None = None,
+    allowed: NDArray[np.int64] | None = None,
     exclude_sessions: set[str] | None = None,
 ) -> list[tuple[str, float]]:
     """The episodes closest to a vector, best first, with their cosine."""
@@ -189,7 +203,7 @@ def search_recall(
     search.without_episodes(conn, q)
     try:
         query_vector = embed.embed([search_text(q)])[0]
-        meaning = nearest(conn, query_vector, allowed=allowed_turns(conn, q))
+        meaning = nearest(conn, query_vector, allowed=allowed_episodes(conn, q))
         if not meaning and vector_index(conn) is None:
             problems.append("no turn has been embedded yet: run `threadloom ingest` (search by words only)")
     except embed.EmbeddingUnavailable as exc:

@@ -362,6 +362,8 @@ CREATE INDEX IF NOT EXISTS ix_episodes_session ON episodes (session_id, first_se
 
 CREATE INDEX IF NOT EXISTS ix_episodes_unembedded ON episodes (session_id) WHERE vector IS NULL;
 
+CREATE INDEX IF NOT EXISTS ix_episodes_started ON episodes (started_at);
+
 CREATE TABLE IF NOT EXISTS memory_marks (
 	kind VARCHAR NOT NULL,
 	target_type VARCHAR NOT NULL,

@@ -111,6 +111,10 @@ def test_facets_and_filters_work_in_every_mode(archive):
         }
         assert search_recall(archive, "colours project:web", mode=mode).hits[0].session_id == S_CSS
         assert search_recall(archive, "colours agent:codex", mode=mode).hits == []
+        # dates (every turn here is of 2026-03-01) and main sessions only
+        assert search_recall(archive, "colours after:2026-03-02", mode=mode).hits == []
+        assert search_recall(archive, "colours before:2026-03-02", mode=mode).hits[0].session_id == S_CSS
+        assert search_recall(archive, "colours in:main project:web", mode=mode).hits[0].session_id == S_CSS
     assert {
         h.session_id for h in search_recall(archive, "broken records file:reader", mode="meaning").hits
     } == {S_PARSER}

@@ -1,0 +1,346 @@
+"""What a fork, a resume or a new session from context hands the agent, checked with the agents' real
+CLIs from npm (Claude Code, Codex, Gemini CLI) against ../shared/tools/fake_model_api.py, which records the
+request the CLI sends and answers with an error: no network, no key.
+
+The command threadloom prints is run as a user pasting it would (bash), with the real CLI behind a
+wrapper on PATH that only adds what running it without a terminal needs (Claude Code's print mode,
+`codex exec` and the fake API's address). The request then shows what the agent loaded: the
+conversation up to the chosen point, and nothing after it.
+
+The CLIs are installed once into pytest's cache folder (pinned versions; about 15 s the first time)
+and the tests are skipped when npm or the registry is not reachable, or ../shared is absent.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Transcript
+from tests.support import Rollout, home_env
+
+SHARED = Path(__file__).resolve().parents[3] / "shared"
+FAKE_API = SHARED / "tools" / "fake_model_api.py"
+# the versions these tests were written against (a newer one is checked by bumping these)
+PACKAGES = {
+    "@anthropic-ai/claude-code": "2.1.197",
+    "@openai/codex": "0.171.0",
+    "@google/gemini-cli": "0.61.0",
+}
+SID = "5e551011-0000-4000-8000-000000000001"
+THREAD = "019a0000-1111-7222-8333-444455556666"
+GEMINI_SID = "5f0e2a8c-1b2d-4e3f-9a0b-c1d2e3f4a5b6"
+# a folder whose name a shell would read as code if it were not quoted
+HOSTILE = "it's a $(touch pwned) `x` ; folder"
+
+
+@pytest.fixture(scope="session")
+def real_clis(pytestconfig: pytest.Config) -> Path:
+    """The folder holding the real `claude` and `codex` (node_modules/.bin), installed once."""
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm is not installed: the real agents' CLIs cannot be installed")
+    if not FAKE_API.is_file():
+        pytest.skip("../shared/tools/fake_model_api.py is absent")
+    prefix = Path(pytestconfig.cache.mkdir("npm-agents"))
+    marker = prefix / ("installed-" + "-".join(f"{n.split('/')[-1]}{v}" for n, v in PACKAGES.items()))
+    with (prefix / ".lock").open("w") as lock:  # parallel workers install once, one at a time
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not marker.exists():
+            done = subprocess.run(
+                [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--loglevel=error",
+                 *(f"{n}@{v}" for n, v in PACKAGES.items())],
+                capture_output=True, text=True, timeout=600, check=False,
+                env={**os.environ, "npm_config_cache": str(prefix / "npm-cache")},  # not ~/.npm
+            )  # fmt: skip
+            if done.returncode != 0:
+                pytest.skip(f"npm could not install the agents' CLIs: {done.stderr.strip()[-300:]}")
+            marker.touch()
+    bin_dir = prefix / "node_modules" / ".bin"
+    for name in ("claude", "codex", "gemini"):
+        works = subprocess.run(
+            [str(bin_dir / name), "--version"], capture_output=True, timeout=60, check=False
+        )
+        if works.returncode != 0:
+            pytest.skip(f"the real {name} does not run here: {works.stderr.decode()[-300:]}")
+    return bin_dir
+
+
+@pytest.fixture
+def fake_api(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """The fake model API's base URL and the folder its recorded requests are written to."""
+    out = tmp_path / "requests"
+    server = subprocess.Popen(
+        [sys.executable, str(FAKE_API), str(out), "--seconds", "300"], stdout=subprocess.PIPE, text=True
+    )
+    assert server.stdout is not None
+    port = server.stdout.readline().strip()
+    try:
+        yield f"http://127.0.0.1:{port}", out
+    finally:
+        server.kill()
+        server.wait()
+
+
+def wrappers(folder: Path, real: Path, api: str) -> Path:
+    """`claude` and `codex` on PATH: the real CLIs, run without a terminal and sent to the fake API."""
+    folder.mkdir()
+    (folder / "claude").write_text(
+        "#!/bin/sh\n"
+        "# print mode, one prompt (stdin's): what an interactive start would load, sent once\n"
+        f'printf "say ok" | exec {real / "claude"} -p "$@"\n'
+    )
+    (folder / "codex").write_text(
+        "#!/bin/sh\n"
+        "# `codex resume ID [-C DIR] [PROMPT]` as `codex exec [-C DIR] resume ID PROMPT`\n"
+        f"real={real / 'codex'}\n"
+        f"api='openai_base_url=\"{api}/v1\"'\n"
+        '[ "$1" = resume ] || exec "$real" "$@"\n'
+        "shift; id=$1; shift; dir=.\n"
+        'if [ "$1" = -C ]; then dir=$2; shift 2; fi\n'
+        'exec "$real" exec -c "$api" --skip-git-repo-check -C "$dir" resume "$id" "${1:-say ok}"\n'
+    )
+    (folder / "gemini").write_text(
+        "#!/bin/sh\n"
+        "# headless, one prompt, the folder trusted for this run\n"
+        f'exec {real / "gemini"} --skip-trust -p "say ok" "$@"\n'
+    )
+    for name in ("claude", "codex", "gemini"):
+        (folder / name).chmod(0o755)
+    return folder
+
+
+def run_pasted(
+    command: str, env: dict[str, str], bin_dir: Path, api: str, cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **env,
+        "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
+        "ANTHROPIC_BASE_URL": api,
+        "ANTHROPIC_API_KEY": "sk-ant-fake",
+        "OPENAI_API_KEY": "sk-fake",
+        "GOOGLE_GEMINI_BASE_URL": api,
+        "GEMINI_API_KEY": "fake",
+        "DISABLE_AUTOUPDATER": "1",
+    }
+    return subprocess.run(
+        ["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def threadloom(env: dict[str, str], db: Path, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "threadloom.core.cli", "--db", str(db), *args],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def texts(request: dict) -> list[tuple[str, str]]:
+    """(role, text) of each conversation message a request carried (Anthropic's `messages` or the
+    Responses API's `input`), system reminders and environment notes left out."""
+    items = request.get("messages") or request.get("input") or request.get("contents") or []
+    out = []
+    for item in items:
+        content = item.get("content", item.get("parts"))  # Gemini's `contents` hold `parts`
+        parts = [content] if isinstance(content, str) else [b.get("text") or "" for b in content or []]
+        for part in parts:
+            if part and not part.startswith(("<system-reminder>", "<environment_context>", "<")):
+                out.append((item.get("role", ""), part))
+    return out
+
+
+def first_request(out: Path) -> dict:
+    """The first request of the agent's own turn: one that offers tools (Claude Code asks for a new
+    session's title first, in a request of its own without them)."""
+    requests = sorted(out.glob("request-*.json"), key=lambda p: int(p.stem.split("-")[1]))
+    bodies = [json.loads(path.read_bytes()) for path in requests]
+    turns = [body for body in bodies if body.get("tools") or "tool_choice" in body or "contents" in body]
+    assert turns, f"the agent sent no turn to the model API ({len(bodies)} requests)"
+    return turns[0]
+
+
+def claude_session(env: dict[str, str], work: Path) -> tuple[Transcript, str]:
+    """Three turns in Claude Code's own folder for `work`; returns the transcript and the id of the
+    second answer."""
+    folder = "".join(c if c.isalnum() else "-" for c in str(work))  # as Claude Code names it
+    t = Transcript(Path(env["CLAUDE_CONFIG_DIR"]) / "projects" / folder / f"{SID}.jsonl", SID, cwd=str(work))
+    t.user("first question ALPHA about the parser")
+    t.assistant("answer one ALPHA-ANSWER")
+    t.user("second question BRAVO about the tests")
+    second = t.assistant("answer two BRAVO-ANSWER")
+    t.user("third question CHARLIE")
+    t.assistant("answer three CHARLIE-ANSWER")
+    t.path.write_text("".join(json.dumps(x) + "\n" for x in t.lines))
+    return t, second
+
+
+def test_claude_code_loads_the_fork_up_to_the_chosen_answer_in_a_folder_named_to_harm(
+    tmp_path: Path, real_clis: Path, fake_api: tuple[str, Path]
+) -> None:
+    api, out = fake_api
+    env = home_env(tmp_path)
+    work = tmp_path / HOSTILE
+    work.mkdir()
+    _, second = claude_session(env, work)
+    db = tmp_path / "t.db"
+    threadloom(env, db, "ingest")
+    plan = json.loads(threadloom(env, db, "fork", second, "--json"))
+    done = run_pasted(plan["command"], env, wrappers(tmp_path / "bin", real_clis, api), api, tmp_path)
+    assert not list(tmp_path.rglob("pwned")), "the folder's name ran as code"
+    said = texts(first_request(out))
+    assert [r for r, _ in said] == ["user", "assistant", "user", "assistant", "user"], (said, done.stderr)
+    assert "ALPHA" in said[0][1] and said[3][1] == "answer two BRAVO-ANSWER"
+    assert not any("CHARLIE" in text for _, text in said)  # nothing after the fork point
+    assert said[-1][1] == "say ok"
+
+
+def test_claude_code_resumes_the_whole_session(
+    tmp_path: Path, real_clis: Path, fake_api: tuple[str, Path]
+) -> None:
+    api, out = fake_api
+    env = home_env(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    claude_session(env, work)
+    db = tmp_path / "t.db"
+    threadloom(env, db, "ingest")
+    command = json.loads(threadloom(env, db, "resume", SID, "--json"))["command"]
+    run_pasted(command, env, wrappers(tmp_path / "bin", real_clis, api), api, tmp_path)
+    said = [text for _, text in texts(first_request(out))]
+    assert said[-2:] == ["answer three CHARLIE-ANSWER", "say ok"] and "ALPHA" in said[0]
+
+
+def test_a_new_session_from_context_reaches_claude_code_as_its_first_message(
+    tmp_path: Path, real_clis: Path, fake_api: tuple[str, Path]
+) -> None:
+    from threadloom.core import db as store
+    from threadloom.core.recall import build_context, launch_command, write_context_file
+
+    api, out = fake_api
+    env = home_env(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    claude_session(env, work)
+    db = tmp_path / "t.db"
+    threadloom(env, db, "ingest")
+    conn = store.connect(db, readonly=True)
+    try:
+        context = build_context(conn, "the tests BRAVO", budget=1000)
+    finally:
+        conn.close()
+    assert context.turns
+    launch = launch_command("claude-code", write_context_file(context, tmp_path / "contexts"), str(work))
+    done = run_pasted(launch.command, env, wrappers(tmp_path / "bin", real_clis, api), api, tmp_path)
+    said = texts(first_request(out))
+    assert said and said[0][0] == "user", (said, launch.command, done.stderr[-500:])
+    assert said[0][1].startswith("Context from past sessions")
+    assert "BRAVO" in said[0][1]
+
+
+def test_codex_loads_the_fork_cut_after_the_chosen_turn(
+    tmp_path: Path, real_clis: Path, fake_api: tuple[str, Path]
+) -> None:
+    api, out = fake_api
+    env = home_env(tmp_path)
+    work = tmp_path / HOSTILE
+    work.mkdir()
+    r = Rollout(Path(env["CODEX_HOME"]), THREAD)
+    r.meta(cwd=str(work))
+    r.add("turn_context", {"cwd": str(work), "approval_policy": "never", "model": "gpt-5.2-codex"})
+    for word in ("ALPHA", "BRAVO", "CHARLIE"):
+        r.prompt(f"question {word}")
+        r.say(f"answer {word}-ANSWER")
+        r.add("event_msg", {"type": "task_complete", "last_agent_message": f"answer {word}-ANSWER"})
+    r.write()
+    db = tmp_path / "t.db"
+    threadloom(env, db, "ingest")
+    shown = json.loads(threadloom(env, db, "show", THREAD, "--json"))
+    answer = next(m for m in shown["messages"] if "BRAVO-ANSWER" in (m.get("content") or ""))
+    plan = json.loads(threadloom(env, db, "fork", str(answer["entry_id"]), "--json"))
+    done = run_pasted(plan["command"], env, wrappers(tmp_path / "bin", real_clis, api), api, tmp_path)
+    assert not list(tmp_path.rglob("pwned")), "the folder's name ran as code"
+    said = texts(first_request(out))
+    conversation = [(role, text) for role, text in said if role in ("user", "assistant")]
+    assert conversation[:4] == [
+        ("user", "question ALPHA"),
+        ("assistant", "answer ALPHA-ANSWER"),
+        ("user", "question BRAVO"),
+        ("assistant", "answer BRAVO-ANSWER"),
+    ], (conversation, done.stderr[-500:])
+    assert not any("CHARLIE" in text for _, text in said)
+    assert conversation[-1] == ("user", "say ok")
+
+
+def test_claude_code_is_sent_the_edited_prompt_in_place_of_the_chosen_one(
+    tmp_path: Path, real_clis: Path, fake_api: tuple[str, Path]
+) -> None:
+    api, out = fake_api
+    env = home_env(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    t, _ = claude_session(env, work)
+    third = t.lines[4]["uuid"]  # the third prompt
+    db = tmp_path / "t.db"
+    threadloom(env, db, "ingest")
+    plan = json.loads(
+        threadloom(env, db, "fork", third, "--before", "--prompt", "DELTA 'instead' $(x)", "--json")
+    )
+    run_pasted(plan["command"], env, wrappers(tmp_path / "bin", real_clis, api), api, tmp_path)
+    said = [text for _, text in texts(first_request(out))]
+    assert said[-2] == "answer two BRAVO-ANSWER" and said[-1].startswith("DELTA 'instead' $(x)")
+    assert not any("CHARLIE" in text for text in said)
+
+
+def test_gemini_cli_imports_the_fork_up_to_the_chosen_answer(
+    tmp_path: Path, real_clis: Path, fake_api: tuple[str, Path]
+) -> None:
+    api, out = fake_api
+    env = home_env(tmp_path, TMPDIR=str(tmp_path))
+    work = tmp_path / HOSTILE
+    work.mkdir()
+    gemini = Path(env["HOME"]) / ".gemini"
+    (gemini / "tmp" / "shop" / "chats").mkdir(parents=True)
+    (gemini / "tmp" / "shop" / ".project_root").write_text(f"{work}\n")
+    (gemini / "projects.json").write_text(json.dumps({"projects": {str(work): "shop"}}))
+    (gemini / "settings.json").write_text(
+        json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}})
+    )
+    lines: list[dict] = [
+        {"sessionId": GEMINI_SID, "projectHash": "shop", "startTime": "2026-04-29T21:39:22Z",
+         "lastUpdated": "2026-04-29T21:39:22Z", "kind": "main"}
+    ]  # fmt: skip
+    for n, word in enumerate(("ALPHA", "BRAVO", "CHARLIE")):
+        at = f"2026-04-29T21:4{n}:3"
+        lines.append(
+            {"id": f"u{n}", "timestamp": at + "3Z", "type": "user", "content": [{"text": f"question {word}"}]}
+        )
+        lines.append(
+            {"id": f"g{n}", "timestamp": at + "5Z", "type": "gemini", "content": f"answer {word}-ANSWER"}
+        )
+    chat = gemini / "tmp" / "shop" / "chats" / f"session-2026-04-29T21-39-{GEMINI_SID[:8]}.jsonl"
+    chat.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    db = tmp_path / "t.db"
+    threadloom(env, db, "ingest")
+    shown = json.loads(threadloom(env, db, "show", GEMINI_SID, "--json"))
+    answer = next(m for m in shown["messages"] if "BRAVO-ANSWER" in (m.get("content") or ""))
+    plan = json.loads(threadloom(env, db, "fork", str(answer["entry_id"]), "--json"))
+    done = run_pasted(plan["command"], env, wrappers(tmp_path / "bin", real_clis, api), api, tmp_path)
+    assert not list(tmp_path.rglob("pwned")), "the folder's name ran as code"
+    said = texts(first_request(out))
+    assert said == [
+        ("user", "question ALPHA"),
+        ("model", "answer ALPHA-ANSWER"),
+        ("user", "question BRAVO"),
+        ("model", "answer BRAVO-ANSWER"),
+        ("user", "say ok"),
+    ], (said, done.stderr[-500:])
