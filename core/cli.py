@@ -553,6 +553,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _db_arg(p)
     p.add_argument("--json", action="store_true", help="print the locations as JSON")
+    p.add_argument(
+        "--offline",
+        action="store_true",
+        help="do not ask the sync hub what waits there to be pulled (it is asked, for 5 s at most, otherwise)",
+    )
 
     for name in ("hide", "unhide"):
         hide = name == "hide"
@@ -601,6 +606,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="make an existing login role a member of the hub (with --reader: a reader); run by its owner",
     )
     p.add_argument("--reader", action="store_true", help="with --grant: the role reads, never writes")
+    p.add_argument(
+        "--forget",
+        metavar="MACHINE",
+        help="delete the records MACHINE pushed from the hub (run by its owner): what it pushed before "
+        "--redact or --exclude; its next sync pushes again under its rules then",
+    )
     p.add_argument(
         "--project",
         metavar="P",
@@ -686,6 +697,7 @@ Share this archive with your other machines (and a team) through a PostgreSQL da
   threadloom sync --grant ROLE URL        make a login role a member (--reader: read only)
   threadloom sync URL --share all         the first sync: say what is shared (nothing is by default)
   threadloom sync                         then: push what is new here, pull what others pushed
+  threadloom sync --forget MACHINE URL    by the owner: take MACHINE's records off (pushed again next)
 
 Pushed: the exact records of each shared source file (never what was derived from them), each
 stored once on the hub; a file appended to sends its new records only, one rewritten the records
@@ -1085,6 +1097,7 @@ def _rebuild(args: argparse.Namespace, path: Path) -> int:
         report = _run_ingest(args, conn)
         if report.cancelled:
             raise KeyboardInterrupt
+        _follow_renamed_sessions(conn)
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the new file whole in itself before the swap
     except BaseException:
         conn.close()
@@ -1100,6 +1113,21 @@ def _rebuild(args: argparse.Namespace, path: Path) -> int:
     if kept and not args.json:
         print(f"previous database kept as {kept}", file=sys.stderr)
     return _report_ingest(args, report, {"previous_database": str(kept) if kept else None})
+
+
+def _follow_renamed_sessions(conn: sqlite3.Connection) -> None:
+    """What the old database kept on sessions whose ids this threadloom gives otherwise (Aider's,
+    read by an older one under their path) follows them into the rebuilt one."""
+    from threadloom.core import db, memory
+
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for renamed in db.RENAMED_SESSIONS.values():
+            memory.rename_sessions(conn, renamed(conn))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def _user_data(path: Path) -> dict[str, list[tuple[object, ...]]]:
@@ -1132,7 +1160,6 @@ def _remove_database(path: Path) -> None:
 def _keep_aside(path: Path) -> Path | None:
     """Move the database (and its -wal and -shm) to `<name>.<time>.bak`, `<name>.<time>-2.bak`, …:
     never a name already taken, so no earlier backup is ever replaced."""
-    import time
 
     if not path.exists():
         return None
@@ -1215,7 +1242,6 @@ def _say_waiting(text: str) -> None:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    import time
 
     from threadloom.core import db
     from threadloom.core.writer_lock import writer_lock
@@ -2337,6 +2363,10 @@ def cmd_sources(args: argparse.Namespace) -> int:
     from threadloom.core.sync import status as sync_status
 
     hub = sync_status(conn)
+    if hub is not None:
+        from threadloom.core.sync import waiting_on_hub
+
+        hub["waiting_on_hub"] = {"error": "not asked (--offline)"} if args.offline else waiting_on_hub(conn)
     if args.json:
         print(
             json.dumps(
@@ -2350,7 +2380,9 @@ def cmd_sources(args: argparse.Namespace) -> int:
                     "side_files": [asdict(kept) for kept in side],
                     # per agent with a cleanup of its own: its sessions it will delete, not archived yet
                     "cleanup": [risk.as_dict()] if risk is not None else [],
-                    # the sync hub: hub, machine, who, last_sync_ms, sharing, waiting_files, pulled
+                    # the sync hub: hub, machine, who, last_sync_ms, sharing, waiting_files (to push),
+                    # waiting_items (memory to push), waiting_on_hub (files, records, items to pull; or
+                    # error), pulled
                     "sync": hub,
                 }
             )
@@ -2377,9 +2409,19 @@ def cmd_sources(args: argparse.Namespace) -> int:
         from threadloom.core.text import human_when
 
         print(
-            f"  sync: hub {printable(hub['hub'])} as {hub['machine']}, last synced {human_when(hub['last_sync_ms'])}, "
-            f"{hub['waiting_files']} files waiting to be pushed"
+            f"  sync: hub {printable(hub['hub'])} as {hub['machine']}, last synced {human_when(hub['last_sync_ms'])}"
         )
+        print(
+            f"  sync: waiting to be pushed: {hub['waiting_files']} files, {hub['waiting_items']} memory items"
+        )
+        there = hub["waiting_on_hub"]
+        if "error" in there:
+            print(f"  sync: waiting on the hub: not known ({printable(there['error'])})")
+        else:
+            print(
+                f"  sync: waiting on the hub to be pulled: {there['records']} records of {there['files']} files, "
+                f"{there['items']} memory items"
+            )
         for m in hub["pulled"]:
             print(f"  sync: from {m['machine']} ({m['who']}): {m['files']} files, {m['records']} records")
     if risk is not None and risk.at_risk:
@@ -2399,9 +2441,19 @@ def cmd_sync(args: argparse.Namespace) -> int:
     from threadloom.core import db, sync
 
     try:
-        if args.init or args.grant:
+        if args.init or args.grant or args.forget:
             if not args.url:
                 raise sync.SyncError("give the hub's URL (or service=NAME)")
+            if args.forget:
+                gone = sync.forget(args.url, args.forget)
+                if args.json:
+                    print(json.dumps(gone))
+                else:
+                    print(
+                        f"hub {sync.safe_url(args.url)}: forgot {args.forget}'s {gone['records']} records of "
+                        f"{gone['sources']} files; its next sync pushes them again under its rules then. "
+                        "Archives that pulled them keep their copies"
+                    )
             if args.init:
                 done = sync.init_hub(args.url)
                 if args.json:
@@ -2471,28 +2523,15 @@ def writer_lock_for(db_path: Path) -> Any:
 
 def _sync(args: argparse.Namespace, conn: sqlite3.Connection) -> int:
     from threadloom.core import sync
-    from threadloom.core.db import get_meta, set_meta
+    from threadloom.core.db import get_meta
 
     url = args.url or get_meta(conn, sync.URL_KEY)
     if not url:
         raise sync.SyncError(
             "no hub yet: `threadloom sync URL --share RULE` (the hub's owner runs --init first)"
         )
-    sharing = sync.load_sharing(conn)
     changed = bool(args.share or args.exclude or args.redact is not None)
-    if sharing is None and args.share:
-        sharing = sync.Sharing()
-    if sharing is not None:
-        for rule in args.share:
-            sharing.exclude = [r for r in sharing.exclude if r != rule]
-            if rule not in sharing.share:
-                sharing.share.append(rule)
-        for rule in args.exclude:
-            sharing.share = [r for r in sharing.share if r != rule]
-            if rule not in sharing.exclude:
-                sharing.exclude.append(rule)
-        if args.redact is not None:
-            sharing.redact = args.redact
+    sharing = sync.apply_rules(sync.load_sharing(conn), args.share, args.exclude, args.redact)
     push = not args.pull_only
     if push and sharing is None:
         raise sync.SyncError(
@@ -2500,9 +2539,13 @@ def _sync(args: argparse.Namespace, conn: sqlite3.Connection) -> int:
             "--share project:PATH or --share agent:NAME (remembered), or sync with --pull-only"
         )
     if (args.exclude or args.redact) and not args.dry_run and sync.pushed_before(conn):
+        machine = args.machine or get_meta(conn, sync.MACHINE_KEY) or sync.default_machine()
         print(
             "threadloom: what was pushed before stays on the hub as it was (nothing there is changed or "
-            "deleted); --exclude and --redact apply to what is pushed from now on",
+            "deleted, and it is not pushed again masked: a masked copy would take nothing off the hub); "
+            "--exclude and --redact apply to what is pushed from now on. To take it off, the hub's owner "
+            f"runs `threadloom sync --forget {machine} URL`, and this machine's next sync pushes its files "
+            "again under these rules; archives that pulled them keep their copies",
             file=sys.stderr,
         )
     show = not args.json and not args.quiet and sys.stderr.isatty()
@@ -2519,12 +2562,7 @@ def _sync(args: argparse.Namespace, conn: sqlite3.Connection) -> int:
             progress=progress,
         )
     if not args.dry_run:
-        conn.execute("BEGIN IMMEDIATE")
-        set_meta(conn, sync.URL_KEY, sync.safe_url(url))
-        if sharing is not None and changed:
-            sync.save_sharing(conn, sharing)
-        set_meta(conn, sync.LAST_KEY, str(int(time.time() * 1000)))
-        conn.execute("COMMIT")
+        sync.remember(conn, url, sharing, sharing_changed=changed)
     if args.json:
         print(json.dumps(report.as_dict()))
         return 0

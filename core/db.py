@@ -13,7 +13,7 @@ import re
 import shlex
 import sqlite3
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -29,9 +29,10 @@ T = TypeVar("T")
 
 # Bump when the derived tables or their meaning change; entries and source_files survive a bump
 # and the derived tables are rebuilt from `entries`.
-SCHEMA_VERSION = 13  # 11: the stats' sums (core.stats); 12: session_signals (core.signals); 13: what the
+SCHEMA_VERSION = 14  # 11: the stats' sums (core.stats); 12: session_signals (core.signals); 13: what the
 # adapters read more of (Cursor's tool calls, Cline's opening prompt, Aider's thinking, Claude Code's
-# markup: no turn starts at a command's output), placed again in every session
+# markup: no turn starts at a command's output), placed again in every session; 14: Aider's session
+# ids name the history, not its path (what people wrote on the old ones follows: RENAMED_SESSIONS)
 BUSY_TIMEOUT_MS = 5000
 # Source files pulled from a sync hub (core.sync) are named under this root, then their machine: no
 # file of this machine's own, never opened, never "gone" (their records are all the archive has)
@@ -236,7 +237,13 @@ LATE_TABLES = (
     *SYNC_DDL,
 )
 # (table, column, type): columns added after schema 12 without a rebuild
-LATE_COLUMNS = (("source_files", "ctime_ns", "INTEGER"), ("stats_pending", "since_bucket", "INTEGER"))
+LATE_COLUMNS = (
+    ("source_files", "ctime_ns", "INTEGER"),
+    ("stats_pending", "since_bucket", "INTEGER"),
+    *memory.LATE_COLUMNS,
+)
+# indexes on those columns, made once they are there
+LATE_COLUMN_INDEXES = memory.LATE_INDEXES
 
 
 def _mark_own(conn: sqlite3.Connection) -> None:
@@ -250,7 +257,10 @@ def _late_parts_due(conn: sqlite3.Connection) -> bool:
     if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
         return True
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-    wanted = {ddl.split(" IF NOT EXISTS ")[1].split()[0] for ddl in (*LATE_TABLES, *LATE_INDEXES)}
+    wanted = {
+        ddl.split(" IF NOT EXISTS ")[1].split()[0]
+        for ddl in (*LATE_TABLES, *LATE_INDEXES, *LATE_COLUMN_INDEXES)
+    }
     if not wanted <= names:
         return True
     return any(
@@ -261,10 +271,12 @@ def _late_parts_due(conn: sqlite3.Connection) -> bool:
 
 def _add_late_parts(conn: sqlite3.Connection) -> None:
     """The tables and columns newer than the schema version, where missing (cheap when present)."""
+    for ddl in LATE_TABLES:
+        conn.execute(ddl)
     for table, column, kind in LATE_COLUMNS:
         if column not in {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}:
             conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
-    for ddl in LATE_TABLES:
+    for ddl in LATE_COLUMN_INDEXES:
         conn.execute(ddl)
 
 
@@ -569,9 +581,11 @@ def read_user_data(conn: sqlite3.Connection) -> dict[str, list[tuple[object, ...
     or cannot read, gives none."""
     out: dict[str, list[tuple[object, ...]]] = {}
     for table, columns in derived.USER_DATA.items():
-        names = ", ".join(f'"{c}"' for c in columns)
         try:
-            out[table] = conn.execute(f"SELECT {names} FROM {table}").fetchall()
+            have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+            # a column added since (a memory version's global id) reads as NULL, filled in later
+            names = ", ".join(f'"{c}"' if c in have else "NULL" for c in columns)
+            out[table] = conn.execute(f"SELECT {names} FROM {table}").fetchall() if have else []
         except sqlite3.OperationalError:
             out[table] = []
     return out
@@ -847,7 +861,7 @@ def fresh_schema() -> str:
             statements.append(str(CreateIndex(index, if_not_exists=True).compile(dialect=dialect)))
     for index in models.SECONDARY_INDEXES:
         statements.append(str(CreateIndex(index, if_not_exists=True).compile(dialect=dialect)))
-    statements += [*LATE_TABLES, *LATE_INDEXES, MESSAGES_VIEW.strip(), *SEARCH_DDL]
+    statements += [*LATE_TABLES, *LATE_COLUMN_INDEXES, *LATE_INDEXES, MESSAGES_VIEW.strip(), *SEARCH_DDL]
     text = "".join(f"\n{s};\n" for s in statements)
     return SCHEMA_HEADER.format(version=SCHEMA_VERSION) + "\n".join(
         line.rstrip() for line in text.split("\n")
@@ -909,12 +923,32 @@ def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool, rebuild_from
         conn.execute(MESSAGES_VIEW)
         search_index.recreate(conn)
         if rebuild_from is not None:
+            _rename_sessions(conn, rebuild_from)
             set_meta(conn, REBUILD_KEY, str(rebuild_from))
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def _renamed_aider(conn: sqlite3.Connection) -> dict[str, str]:
+    from threadloom.core.adapters.aider import renamed_tags
+
+    return renamed_tags(conn)
+
+
+# schema version: what gives the session-id prefixes renamed by the upgrade to it, old to new (the
+# sessions themselves are derived, and rebuilt; what people wrote on them is not, and follows)
+RENAMED_SESSIONS: dict[int, Callable[[sqlite3.Connection], dict[str, str]]] = {14: _renamed_aider}
+
+
+def _rename_sessions(conn: sqlite3.Connection, upgraded_from: int) -> None:
+    """The user data written on sessions whose ids an upgrade from `upgraded_from` changes, renamed
+    in the upgrade's own transaction (from the stored records: the derived tables are empty now)."""
+    for version, renamed in sorted(RENAMED_SESSIONS.items()):
+        if upgraded_from < version:
+            memory.rename_sessions(conn, renamed(conn))
 
 
 def _move_raw_last(conn: sqlite3.Connection, models: ModuleType, dialect: Dialect) -> None:

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -1117,6 +1118,13 @@ def rebuild_derived(
     return ledger.finalize()
 
 
+def _stored_bytes(conn: sqlite3.Connection, file_id: int) -> bytes:
+    """A file as the archive holds it (its current records), for a replay's adapters."""
+    from threadloom.core.archive import file_bytes
+
+    return file_bytes(conn, file_id)[0]
+
+
 def replay(
     conn: sqlite3.Connection,
     ledger: Ledger,
@@ -1181,7 +1189,9 @@ def replay(
             "SELECT path, agent, kind, project_key FROM source_files WHERE id = ?", (file_id,)
         ).fetchone()
         adapter = adapter_for(agent)
-        ctx = FileContext(Path(disk_name(path)), kind, project_key)
+        ctx = FileContext(
+            Path(disk_name(path)), kind, project_key, stored=partial(_stored_bytes, conn, file_id)
+        )
         ledger.begin_file(
             file_id, keep_tool_io=not adapter.tool_io_in_record, kept_inputs=adapter.kept_inputs
         )

@@ -18,6 +18,7 @@ holding none. Every write is one transaction of the database's one writer (`writ
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
 import threading
@@ -27,6 +28,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+import orjson
 
 MARK_KINDS = ("tag", "note", "bookmark")
 TARGET_TYPES = ("session", "turn", "message", "entry")
@@ -68,6 +71,7 @@ VERSIONS_DDL = """CREATE TABLE IF NOT EXISTS memory_versions (
 	author VARCHAR NOT NULL,
 	created_at INTEGER NOT NULL,
 	conflict INTEGER NOT NULL DEFAULT 0,
+	vid VARCHAR,
 	PRIMARY KEY (entry_id, version)
 )"""
 RELATIONS_DDL = """CREATE TABLE IF NOT EXISTS memory_relations (
@@ -91,6 +95,11 @@ CONFLICTS_DDL = """CREATE TABLE IF NOT EXISTS memory_conflicts (
 	PRIMARY KEY (entry_id, version_b)
 )"""
 DDL = (MARKS_DDL, ENTRIES_DDL, VERSIONS_DDL, RELATIONS_DDL, CONFLICTS_DDL)
+# A version's id, the same on every machine (`version_id`): how a sync tells a version it has from
+# one it lacks. Added to archives that had memory before sync moved it (core.db adds the column;
+# `ensure_version_ids` fills it in).
+LATE_COLUMNS = (("memory_versions", "vid", "VARCHAR"),)
+LATE_INDEXES = ("CREATE UNIQUE INDEX IF NOT EXISTS ix_memory_versions_vid ON memory_versions (vid)",)
 
 # table: its columns, for core.derived.USER_DATA (kept by a rebuild) and the JSON export
 TABLES: dict[str, tuple[str, ...]] = {
@@ -105,7 +114,16 @@ TABLES: dict[str, tuple[str, ...]] = {
         "created_at",
     ),
     "memory_entries": ("id", "kind", "scope", "scope_key", "title", "created_at", "created_by"),
-    "memory_versions": ("entry_id", "version", "content", "reason", "author", "created_at", "conflict"),
+    "memory_versions": (
+        "entry_id",
+        "version",
+        "content",
+        "reason",
+        "author",
+        "created_at",
+        "conflict",
+        "vid",
+    ),
     "memory_relations": (
         "source_type",
         "source_id",
@@ -576,9 +594,7 @@ def add_entry(
     ).fetchone()
     if existing is not None:
         return edit_entry(conn, existing[0], content=content, author=author, reason=reason), False
-    import uuid
-
-    entry_id = "k-" + uuid.uuid4().hex[:10]
+    entry_id = entry_id_for(scope, key, title)
     at = now_ms()
     conn.execute(
         "INSERT INTO memory_entries (id, kind, scope, scope_key, title, created_at, created_by) "
@@ -586,11 +602,42 @@ def add_entry(
         (entry_id, kind, scope, key, title, at, author),
     )
     conn.execute(
-        "INSERT INTO memory_versions (entry_id, version, content, reason, author, created_at, conflict) "
-        "VALUES (?, 1, ?, ?, ?, ?, 0)",
-        (entry_id, content, reason, author, at),
+        "INSERT INTO memory_versions (entry_id, version, content, reason, author, created_at, conflict, vid) "
+        "VALUES (?, 1, ?, ?, ?, ?, 0, ?)",
+        (entry_id, content, reason, author, at, version_id(entry_id, 1, content, reason, author, at)),
     )
     return resolve_entry(conn, entry_id), True
+
+
+def entry_id_for(scope: str, scope_key: str, title: str) -> str:
+    """An entry's id: of its scope and title, so that the entry a person starts on two machines is
+    one entry when they sync (its versions merged), never two of one title."""
+    digest = hashlib.sha256(f"{scope}\0{scope_key}\0{title}".encode("utf-8", "surrogatepass")).hexdigest()
+    return "k-" + digest[:10]
+
+
+def version_id(
+    entry_id: str, version: int, content: str, reason: str | None, author: str, created_at: int
+) -> str:
+    """A version's id, the same on every machine: of what it says, who wrote it and when (so a
+    version that came by `memory import` and is then synced is still one version)."""
+    text = orjson.dumps([entry_id, version, content, reason, author, created_at])
+    return "v-" + hashlib.sha256(text).hexdigest()[:20]
+
+
+def ensure_version_ids(conn: sqlite3.Connection) -> int:
+    """Give the versions written before they had ids theirs (in the caller's transaction); returns
+    how many."""
+    rows = _rows(
+        conn,
+        "SELECT entry_id, version, content, reason, author, created_at FROM memory_versions WHERE vid IS NULL",
+    )
+    for entry_id, version, content, reason, author, created_at in rows:
+        conn.execute(
+            "UPDATE OR IGNORE memory_versions SET vid = ? WHERE entry_id = ? AND version = ?",
+            (version_id(entry_id, version, content, reason, author, created_at), entry_id, version),
+        )
+    return len(rows)
 
 
 def edit_entry(
@@ -616,9 +663,18 @@ def edit_entry(
         or (base_version is not None and base_version < last.version)
     )
     conn.execute(
-        "INSERT INTO memory_versions (entry_id, version, content, reason, author, created_at, conflict) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (entry.id, number, content, reason, author, at, int(conflict)),
+        "INSERT INTO memory_versions (entry_id, version, content, reason, author, created_at, conflict, vid) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            entry.id,
+            number,
+            content,
+            reason,
+            author,
+            at,
+            int(conflict),
+            version_id(entry.id, number, content, reason, author, at),
+        ),
     )
     if conflict and last is not None:
         conn.execute(
@@ -839,6 +895,45 @@ def conflicts(conn: sqlite3.Connection, *, include_resolved: bool = False) -> li
     return [Conflict(*r) for r in _rows(conn, sql + " ORDER BY c.detected_at DESC")]
 
 
+# ---------------------------------------------------------------------- renamed sessions
+
+# where user data names a session (its id, or `<id>#<seq>` for a place in it): table, column, and the
+# condition that says the column holds one
+_SESSION_COLUMNS = (
+    ("memory_marks", "target_id", "target_type IN ('session', 'turn', 'message')"),
+    ("memory_marks", "session_id", "1"),
+    ("memory_marks", "uuid", "1"),  # a message's uuid, which Aider makes of its session's id
+    ("memory_entries", "scope_key", "scope = 'session'"),
+    ("memory_relations", "source_id", "source_type IN ('session', 'turn', 'message')"),
+    ("memory_relations", "target_id", "target_type IN ('session', 'turn', 'message')"),
+    ("hidden", '"key"', "kind = 'session'"),
+)
+
+
+def rename_sessions(conn: sqlite3.Connection, prefixes: dict[str, str]) -> int:
+    """Make what people wrote on sessions follow their new ids (in the caller's transaction): each
+    id starting with an old prefix gets the new one instead (an adapter that names its sessions
+    otherwise now: Aider's, core.adapters.aider.renamed_tags). A row whose renamed twin is there
+    already is the same mark twice: the old one goes. Returns the rows renamed."""
+    renamed = 0
+    for old, new in prefixes.items():
+        pattern = old.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        for table, column, holds in _SESSION_COLUMNS:
+            where = f"{column} LIKE ? ESCAPE '\\' AND {holds}"
+            try:
+                renamed += conn.execute(
+                    f"UPDATE OR IGNORE {table} SET {column} = ? || substr({column}, ?) WHERE {where}",
+                    (new, len(old) + 1, pattern),
+                ).rowcount
+            except sqlite3.OperationalError as exc:
+                if _missing_table(exc):
+                    continue
+                raise
+            if table != "memory_entries":  # an entry of that title there already keeps its own id
+                conn.execute(f"DELETE FROM {table} WHERE {where}", (pattern,))
+    return renamed
+
+
 # ---------------------------------------------------------------------- export / import
 
 
@@ -892,4 +987,5 @@ def import_memory(conn: sqlite3.Connection, data: Any) -> dict[str, int]:
                 ) from exc
             count += cursor.rowcount
         added[table.removeprefix("memory_")] = count
+    ensure_version_ids(conn)  # an export from before versions had ids
     return added

@@ -1,4 +1,4 @@
--- threadloom ledger schema 13, generated from core/models.py by `python -m threadloom.core.db`; do not edit
+-- threadloom ledger schema 14, generated from core/models.py by `python -m threadloom.core.db`; do not edit
 
 CREATE TABLE agent_file_changes (
 	session_id VARCHAR NOT NULL,
@@ -396,6 +396,7 @@ CREATE TABLE IF NOT EXISTS memory_versions (
 	author VARCHAR NOT NULL,
 	created_at INTEGER NOT NULL,
 	conflict INTEGER NOT NULL DEFAULT 0,
+	vid VARCHAR,
 	PRIMARY KEY (entry_id, version)
 );
 
@@ -457,6 +458,8 @@ CREATE TABLE IF NOT EXISTS sync_rows (
 	row_hash VARCHAR NOT NULL,
 	PRIMARY KEY (hub, tbl, row_hash)
 ) WITHOUT ROWID;
+
+CREATE UNIQUE INDEX IF NOT EXISTS ix_memory_versions_vid ON memory_versions (vid);
 
 CREATE INDEX IF NOT EXISTS ix_entries_titles ON entries (session_id) WHERE entry_type IN ('custom-title', 'custom-title-file', 'ai-title', 'agent-name');
 

@@ -17,7 +17,8 @@ The hub holds, per schema `threadloom` (see HUB_DDL):
   An append is a layout row of the same generation from the old end. Each row takes a sequence
   number in commit order (pushes take a transaction-scoped advisory lock around the insert), so a
   pull asks for the rows past the last one it saw and never misses one committed late;
-- `shared_rows`: user data (SHARED_TABLES) pushed row by row.
+- `shared_rows`: user data pushed row by row: SHARED_TABLES, and memory (core.memory_sync: entries'
+  versions, marks, relations), each filed under its project for the per-project grants.
 
 Nothing on the hub is updated or deleted. Members insert only as their own machines and read what
 they are granted (row-level security); a reader reads only. Passwords are never stored or printed:
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     import psycopg
 
 HUB_SCHEMA = "threadloom"
-HUB_VERSION = 1
+HUB_VERSION = 2  # 2: shared_rows.project (memory read per project)
 MACHINE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 HASH_RE = re.compile(r"[0-9a-f]{32}")
 # the source kinds a machine pushes (a superseded version is carried by the hub's generations)
@@ -63,10 +64,11 @@ FETCH_BATCH = 500  # records whose bytes one query fetches
 BULK_RECORDS = 20_000  # a pull of this many records builds the search index once, after it
 RAW_BATCH_BYTES = 8 << 20
 
-# User data that travels with sync: table -> its columns. Each row is pushed once (keyed on the hub by
-# machine, table and the hash of its values) and pulled into the same table here with INSERT OR
-# IGNORE: merged, never replacing a row. Adding a table to what is pushed and pulled is one line here
-# (issue 30's memory entries, say). Hidden sessions stay this machine's own: they are not listed.
+# User data that travels with sync as rows: table -> its columns. Each row is pushed once (keyed on the
+# hub by machine, table and the hash of its values) and pulled into the same table here with INSERT OR
+# IGNORE: merged, never replacing a row. Adding a table to what is pushed and pulled is one line here.
+# Memory travels beside these, item by item, by scope and with its conflicts (core.memory_sync).
+# Hidden sessions stay this machine's own: they are not listed.
 SHARED_TABLES: dict[str, tuple[str, ...]] = {}
 ROWS_CURSOR_KEY = "sync:rows:"  # + the hub's id: the last shared_rows sequence number pulled
 
@@ -168,6 +170,7 @@ CREATE TABLE IF NOT EXISTS threadloom.shared_rows (
     row jsonb NOT NULL,
     UNIQUE (machine, tbl, row_hash)
 );
+ALTER TABLE threadloom.shared_rows ADD COLUMN IF NOT EXISTS project text;
 CREATE TABLE IF NOT EXISTS threadloom.grants (
     role name NOT NULL,
     project text NOT NULL DEFAULT '*',
@@ -218,7 +221,7 @@ DROP POLICY IF EXISTS layouts_add ON threadloom.layouts;
 CREATE POLICY layouts_add ON threadloom.layouts FOR INSERT TO {member} WITH CHECK (threadloom.owns(machine)
     AND pushed_by = session_user AND threadloom.source_of(source_id, machine));
 DROP POLICY IF EXISTS shared_read ON threadloom.shared_rows;
-CREATE POLICY shared_read ON threadloom.shared_rows FOR SELECT USING (threadloom.may_read(machine, NULL));
+CREATE POLICY shared_read ON threadloom.shared_rows FOR SELECT USING (threadloom.may_read(machine, project));
 DROP POLICY IF EXISTS shared_add ON threadloom.shared_rows;
 CREATE POLICY shared_add ON threadloom.shared_rows FOR INSERT TO {member} WITH CHECK (threadloom.owns(machine));
 DROP POLICY IF EXISTS grants_read ON threadloom.grants;
@@ -268,14 +271,14 @@ def _scrub(text: str) -> str:
     return re.sub(r"(://[^:/@\s]*:)([^@\s]*)@", r"\1***@", text)
 
 
-def connect_hub(url: str) -> psycopg.Connection[Any]:
+def connect_hub(url: str, *, timeout: int = 15) -> psycopg.Connection[Any]:
     """A connection to the hub; a failure is said without the URL's password."""
     try:
         import psycopg
     except ImportError as exc:  # pragma: no cover - a dependency
         raise SyncError("sync needs psycopg 3: pip install 'psycopg[binary]'") from exc
     try:
-        return psycopg.connect(url, connect_timeout=15, application_name="threadloom sync")
+        return psycopg.connect(url, connect_timeout=timeout, application_name="threadloom sync")
     except psycopg.Error as exc:
         raise SyncError(f"cannot reach the hub {safe_url(url)}: {_scrub(str(exc)).strip()}") from None
 
@@ -371,6 +374,34 @@ def grant(url: str, role: str, *, reader: bool = False, projects: Iterable[str] 
         return done
 
 
+def forget(url: str, machine: str) -> dict[str, int]:
+    """Delete from the hub the records `machine` pushed (its sources, their layouts and records; its
+    memory, which `--redact` does not mask, stays), as the hub's owner: members never delete. What it is for: records
+    pushed before `--redact` was turned on (or from a project excluded since) stay on the append-only
+    hub as they were; forgotten, they are pushed again by the machine's next sync, under its rules
+    then. Archives that pulled them already keep their copies: nothing reaches into another machine.
+    Returns the rows deleted, by table."""
+    check_machine(machine)
+    with connect_hub(url) as hub:
+        if hub_version(hub) is None:
+            raise SyncError("the hub has no schema yet: nothing to forget")
+        owner = hub.execute(
+            "SELECT tableowner = session_user FROM pg_tables WHERE schemaname = 'threadloom' AND tablename = 'records'"
+        ).fetchone()
+        if not owner or not owner[0]:
+            raise SyncError("only the hub's owner can forget a machine (members never delete)")
+        done: dict[str, int] = {}
+        sources = "(SELECT id FROM threadloom.sources WHERE machine = %s)"
+        for table, where in (
+            ("records", f"source_id IN {sources}"),
+            ("layouts", f"source_id IN {sources}"),
+            ("sources", "machine = %s"),
+        ):
+            done[table] = hub.execute(f"DELETE FROM threadloom.{table} WHERE {where}", (machine,)).rowcount
+        hub.commit()
+        return done
+
+
 # ------------------------------------------------------------------------------- local sync state
 
 
@@ -402,6 +433,11 @@ class Sharing:
     share: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
     redact: bool = False
+
+    @property
+    def takes_everything(self) -> bool:
+        """Whether everything is shared (`all`, nothing excluded): what a global memory entry needs."""
+        return "all" in self.share and not self.exclude
 
     def takes(self, agent: str, projects: set[str]) -> bool:
         return any(_matches(r, agent, projects) for r in self.share) and not any(
@@ -444,6 +480,77 @@ def save_sharing(conn: sqlite3.Connection, sharing: Sharing) -> None:
     set_meta(conn, SHARE_KEY, orjson.dumps(asdict(sharing)).decode())
 
 
+def apply_rules(
+    sharing: Sharing | None,
+    share: Iterable[str] = (),
+    exclude: Iterable[str] = (),
+    redact: bool | None = None,
+) -> Sharing | None:
+    """What is shared once `share` and `exclude` rules are added to what was (a rule moves from one
+    list to the other), and `redact` set when given; None while nothing is shared yet."""
+    share, exclude = [check_rule(r) for r in share], [check_rule(r) for r in exclude]
+    if sharing is None and not share:
+        return None
+    sharing = sharing or Sharing()
+    for rule in share:
+        sharing.exclude = [r for r in sharing.exclude if r != rule]
+        if rule not in sharing.share:
+            sharing.share.append(rule)
+    for rule in exclude:
+        sharing.share = [r for r in sharing.share if r != rule]
+        if rule not in sharing.exclude:
+            sharing.exclude.append(rule)
+    if redact is not None:
+        sharing.redact = redact
+    return sharing
+
+
+def configured(conn: sqlite3.Connection) -> tuple[str | None, Sharing | None]:
+    """The hub this archive syncs with (no password) and what it shares: (None, None) before the first
+    sync, which must say what is shared (the TUI asks; the CLI wants --share)."""
+    return get_meta(conn, URL_KEY), load_sharing(conn)
+
+
+def remember(conn: sqlite3.Connection, url: str, sharing: Sharing | None, *, sharing_changed: bool) -> None:
+    """After a sync: the hub's URL (its password taken out), what is shared when it changed, and when."""
+    conn.execute("BEGIN IMMEDIATE")
+    set_meta(conn, URL_KEY, safe_url(url))
+    if sharing is not None and sharing_changed:
+        save_sharing(conn, sharing)
+    set_meta(conn, LAST_KEY, str(int(time.time() * 1000)))
+    conn.execute("COMMIT")
+
+
+@dataclass(frozen=True)
+class ProjectChoice:
+    """One of this machine's projects, as the first sync's question lists it."""
+
+    path: str
+    sessions: int
+    agents: str
+
+    @property
+    def rule(self) -> str:
+        return f"project:{self.path}"
+
+
+def project_choices(conn: sqlite3.Connection) -> list[ProjectChoice]:
+    """This machine's own projects (not those pulled from others), most sessions first: what a
+    person chooses among before anything leaves the machine."""
+    pulled = (
+        "AND s.source_file_id NOT IN (SELECT source_file_id FROM sync_pulled)"
+        if _has_local_tables(conn)
+        else ""
+    )
+    return [
+        ProjectChoice(str(path), int(n), str(agents or ""))
+        for path, n, agents in conn.execute(
+            "SELECT COALESCE(s.project_path, s.project) AS p, count(*), group_concat(DISTINCT s.source) "
+            f"FROM agent_sessions s WHERE s.is_subagent = 0 AND p IS NOT NULL {pulled} GROUP BY p ORDER BY 2 DESC, p"
+        )
+    ]
+
+
 # ------------------------------------------------------------------------------------- the sync
 
 
@@ -460,8 +567,9 @@ class SyncReport:
     pulled_sources: int = 0
     pulled_records: int = 0
     pulled_bytes: int = 0
-    pushed_rows: int = 0  # user data (SHARED_TABLES)
+    pushed_rows: int = 0  # user data (SHARED_TABLES) and memory items
     pulled_rows: int = 0
+    memory_conflicts: int = 0  # versions pulled that were written beside one here: flagged
     sessions: int = 0  # sessions the pulled records changed here
     refused: list[str] = field(default_factory=list)  # hub rows not taken, and why
     errors: list[str] = field(default_factory=list)
@@ -568,9 +676,15 @@ def _sync(
         if push:
             if sharing is None:
                 raise SyncError("nothing is shared yet: pass --share (all, agent:NAME or project:PATH)")
+            if version < HUB_VERSION:
+                raise SyncError(
+                    f"the hub's schema is version {version}, older than this threadloom's ({HUB_VERSION}): "
+                    "its owner runs `threadloom sync --init URL` once to upgrade it (pulls work meanwhile)"
+                )
             _register(hub, machine, dry_run)
             _push(conn, hub, hid, machine, sharing, report, dry_run, progress)
             _push_rows(conn, hub, hid, machine, report, dry_run)
+            _push_memory(conn, hub, hid, machine, sharing, report, dry_run)
         if pull:
             _pull(conn, hub, hid, machine, report, dry_run, progress)
             _pull_rows(conn, hub, hid, machine, report, dry_run)
@@ -669,6 +783,31 @@ class _Projects:
         return next((p for p in found if p.startswith("/")), found[0] if found else None)
 
 
+def _forgotten(conn: sqlite3.Connection, hub: psycopg.Connection[Any], hid: str, dry_run: bool) -> None:
+    """What this archive pushed that the hub no longer holds (its owner ran `sync --forget`) is
+    pushed again, whole, as a new source: its notes here are dropped. (Asked by the sources' ids,
+    whatever machine name they were pushed under.)"""
+    pushed = {
+        int(source_id): int(file_id)
+        for file_id, source_id in conn.execute(
+            "SELECT source_file_id, hub_source_id FROM sync_pushed WHERE hub = ?", (hid,)
+        )
+    }
+    if not pushed:
+        return
+    there = {
+        int(r[0])
+        for r in hub.execute("SELECT id FROM threadloom.sources WHERE id = ANY(%s)", (list(pushed),))
+    }
+    hub.commit()
+    gone = [(hid, file_id) for source_id, file_id in pushed.items() if source_id not in there]
+    if dry_run or not gone:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    conn.executemany("DELETE FROM sync_pushed WHERE hub = ? AND source_file_id = ?", gone)
+    conn.execute("COMMIT")
+
+
 def _push(
     conn: sqlite3.Connection,
     hub: psycopg.Connection[Any],
@@ -679,6 +818,7 @@ def _push(
     dry_run: bool,
     progress: Callable[[SyncProgress], None] | None,
 ) -> None:
+    _forgotten(conn, hub, hid, dry_run)
     candidates = _local_sources(conn, hid)
     projects = _Projects(conn)
     for i, row in enumerate(candidates):
@@ -716,14 +856,15 @@ def _push_source(
     projects: _Projects,
 ) -> None:
     file_id, path, agent, kind, project_key, content_hash, bytes_ingested = row[:7]
-    hub_source_id, generation, n_items, end_offset, digest, was_redacted = row[7:13]
+    hub_source_id, generation, n_items, end_offset, digest = row[7:12]
     items = _current_items(conn, file_id)
     if not items:
         return
-    # an append: the items pushed before are this file's first ones, unchanged
+    # an append: the items pushed before are this file's first ones, unchanged. Masking turned on (or
+    # off) since changes what is sent from now on, not what was: the hub already holds those records
+    # as they were, and a masked copy beside them would take nothing off it (see `forget`)
     append = (
         hub_source_id is not None
-        and bool(was_redacted) == redact
         and len(items) >= n_items
         and _digest(it for it, _ in items[:n_items]).hexdigest() == digest
     )
@@ -1068,6 +1209,57 @@ def _push_rows(
         conn.execute("COMMIT")
 
 
+def _push_memory(
+    conn: sqlite3.Connection,
+    hub: psycopg.Connection[Any],
+    hid: str,
+    machine: str,
+    sharing: Sharing,
+    report: SyncReport,
+    dry_run: bool,
+) -> None:
+    """The memory items (core.memory_sync) the sharing rules take that the hub has not had from here."""
+    from threadloom.core import memory, memory_sync
+
+    if not _has_table(conn, "memory_versions"):
+        return
+    if not dry_run and conn.execute("SELECT 1 FROM memory_versions WHERE vid IS NULL LIMIT 1").fetchone():
+        conn.execute("BEGIN IMMEDIATE")  # versions written before they had ids get theirs
+        memory.ensure_version_ids(conn)
+        conn.execute("COMMIT")
+    known = {
+        (str(t), str(k))
+        for t, k in conn.execute(
+            "SELECT tbl, row_hash FROM sync_rows WHERE hub = ? AND tbl LIKE 'memory.%'", (hid,)
+        )
+    }
+    new = [
+        item
+        for item in memory_sync.outgoing(conn, sharing.takes, sharing.takes_everything)
+        if (item.kind, item.key) not in known
+    ]
+    report.pushed_rows += len(new)
+    if dry_run or not new:
+        return
+    hub.execute("SELECT pg_advisory_xact_lock(%s)", (LAYOUT_LOCK,))
+    with hub.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO threadloom.shared_rows (machine, tbl, row_hash, row, project) VALUES (%s, %s, %s, %s, %s) "
+            "ON CONFLICT DO NOTHING",
+            [
+                (machine, it.kind, it.key, orjson.dumps(it.payload).decode(), _no_nul(it.project))
+                for it in new
+            ],
+        )
+    hub.commit()
+    conn.execute("BEGIN IMMEDIATE")
+    conn.executemany(
+        "INSERT OR IGNORE INTO sync_rows (hub, tbl, row_hash) VALUES (?, ?, ?)",
+        [(hid, it.kind, it.key) for it in new],
+    )
+    conn.execute("COMMIT")
+
+
 def _pull_rows(
     conn: sqlite3.Connection,
     hub: psycopg.Connection[Any],
@@ -1077,12 +1269,19 @@ def _pull_rows(
     dry_run: bool,
 ) -> None:
     """Other machines' user-data rows, into the same tables here (a table or a row of another shape
-    is refused, never created or forced in)."""
+    is refused, never created or forced in), and their memory items, merged (core.memory_sync)."""
+    from threadloom.core import memory_sync
+
     tables = [t for t in SHARED_TABLES if _has_table(conn, t)]
-    if not tables:
-        return
+    if _has_table(conn, "memory_versions"):
+        tables += memory_sync.KINDS
     key = ROWS_CURSOR_KEY + hid
     cursor = int(get_meta(conn, key) or 0)
+    # what the role may read changed (a project granted since): rows older than the cursor may have
+    # become readable, read again from the start (merging them twice changes nothing)
+    seen, seen_key = _readable(hub, machine), READABLE_KEY + "rows:" + hid
+    if get_meta(conn, seen_key) != seen:
+        cursor = 0
     while True:
         rows = hub.execute(
             "SELECT seq, tbl, row_hash, row::text FROM threadloom.shared_rows WHERE seq > %s AND machine <> %s "
@@ -1091,6 +1290,10 @@ def _pull_rows(
         ).fetchall()
         hub.commit()
         if not rows:
+            if not dry_run and get_meta(conn, seen_key) != seen:
+                conn.execute("BEGIN IMMEDIATE")
+                set_meta(conn, seen_key, seen)
+                conn.execute("COMMIT")
             return
         if dry_run:
             report.pulled_rows += len(rows)
@@ -1099,6 +1302,9 @@ def _pull_rows(
         conn.execute("BEGIN IMMEDIATE")
         try:
             for _seq, table, _digest, text in rows:
+                if str(table) in memory_sync.KINDS:
+                    _merge_memory(conn, hid, str(table), str(text), report)
+                    continue
                 columns = SHARED_TABLES[str(table)]
                 try:
                     values = orjson.loads(str(text))
@@ -1126,6 +1332,22 @@ def _pull_rows(
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+
+def _merge_memory(conn: sqlite3.Connection, hid: str, kind: str, text: str, report: SyncReport) -> None:
+    """One memory item of another machine's, merged here and noted as pulled (never pushed back)."""
+    from threadloom.core import memory_sync
+
+    try:
+        outcome, key = memory_sync.merge(conn, kind, orjson.loads(text))
+    except (orjson.JSONDecodeError, memory_sync.Refused) as exc:
+        report.refused.append(f"a memory item: {exc}")
+        return
+    conn.execute("INSERT OR IGNORE INTO sync_rows (hub, tbl, row_hash) VALUES (?, ?, ?)", (hid, kind, key))
+    if outcome != "known":
+        report.pulled_rows += 1
+    if outcome == "conflict":
+        report.memory_conflicts += 1
 
 
 # ------------------------------------------------------------------------------------------ pull
@@ -1427,6 +1649,17 @@ def _place_generation(
     gen, n_items, end, digest, was_redacted = (
         (state[1], state[2], state[3], state[4], state[5]) if state else (0, 0, 0, "", 0)
     )
+    # the file came here from a hub source since forgotten (core.sync.forget), pushed again as this
+    # one: read again whole, what it held before kept as a superseded version
+    replaced = (
+        None
+        if state is not None
+        else conn.execute(
+            "SELECT p.hub_source_id FROM sync_pulled p JOIN source_files f ON f.id = p.source_file_id "
+            "WHERE p.hub = ? AND f.path = ?",
+            (hid, path),
+        ).fetchone()
+    )
     if first.generation < gen:
         return 0  # older than what is here
     fresh = first.generation > gen
@@ -1450,10 +1683,21 @@ def _place_generation(
     records = _records(hub, first.source_id, items, fetched)  # read as they are stored
     last_line = items[-1].line if items else 0
     file_id = _store_pulled(
-        conn, ledger, path, first, records, fresh and state is not None, start, new_end, last_line
+        conn,
+        ledger,
+        path,
+        first,
+        records,
+        fresh and (state is not None or replaced is not None),
+        start,
+        new_end,
+        last_line,
+        partial(_whole_file, conn, hub, first.source_id, path, items, start),
     )
     count, nbytes = len(items), fetched[0]
     new_digest = _digest(items).hexdigest() if fresh else _digest(items, _resume(digest)).hexdigest()
+    if replaced is not None:
+        conn.execute("DELETE FROM sync_pulled WHERE hub = ? AND hub_source_id = ?", (hid, replaced[0]))
     conn.execute(
         "INSERT OR REPLACE INTO sync_pulled (hub, hub_source_id, source_file_id, machine, who, generation, items, "
         "end_offset, digest, redacted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -1474,6 +1718,23 @@ def _place_generation(
     report.pulled_records += count
     report.pulled_bytes += nbytes
     return count
+
+
+def _whole_file(
+    conn: sqlite3.Connection,
+    hub: psycopg.Connection[Any],
+    source_id: int,
+    path: str,
+    items: list[_Item],
+    start: int,
+) -> bytes:
+    """The file being placed as it is once placed: what is here before `start`, then `items`. Asked
+    only by an adapter that reads the whole file beside its records (Aider: its blocks and session
+    ids), which would otherwise find nothing, the file being on no disk here."""
+    from threadloom.core.archive import stored_file
+
+    head = (stored_file(conn, path) or b"")[:start] if start else b""
+    return head + b"".join(r.raw + b"\n" * r.newline for r in _records(hub, source_id, items, [0]))
 
 
 def _resume(digest: str) -> Any:
@@ -1573,9 +1834,11 @@ def _store_pulled(
     start: int,
     end: int,
     last_line: int,
+    whole: Callable[[], bytes],
 ) -> int:
     """Store and place `records` as the ingest does a file's (core.ingest._store), in a transaction
-    left open for the caller to commit with its note of what was placed. Returns the file's id."""
+    left open for the caller to commit with its note of what was placed. Returns the file's id.
+    A read of the file itself gives `whole()` (once); of a file beside it, the archive's."""
     from threadloom.core import ingest
     from threadloom.core.adapters import ADAPTERS
     from threadloom.core.adapters.base import SourceRef, disk_name, reading_mirrors, shown_name
@@ -1590,9 +1853,18 @@ def _store_pulled(
     ref = SourceRef(Path(disk_name(path)), first.agent, first.kind, label)
     plan = ingest._Plan(ref, adapter, st, row)
     read = ingest._Read(records, rewrite, start, 0, end, f"hub:{end}", end - start, lines_after=last_line)
+    itself: list[bytes] = []
+
+    def beside(name: str) -> bytes | None:
+        if name != path:
+            return stored_file(conn, name)
+        if not itself:
+            itself.append(whole())
+        return itself[0]
+
     conn.execute("BEGIN IMMEDIATE")
     try:
-        with reading_mirrors(partial(stored_file, conn)):  # what it reads beside them: from the archive
+        with reading_mirrors(beside):  # what it reads beside them: from the archive
             ingest._store(conn, ledger, plan, read, False)
     except BaseException:
         conn.execute("ROLLBACK")
@@ -1607,8 +1879,9 @@ def _store_pulled(
 
 def status(conn: sqlite3.Connection) -> dict[str, Any] | None:
     """What `threadloom sources` says of sync: the hub (no password), this machine's name, the last
-    sync, the files waiting to be pushed (what the sharing rules take), and what was pulled, by
-    machine. None when this archive never synced."""
+    sync, the files and memory items waiting to be pushed (what the sharing rules take), and what was
+    pulled, by machine; read from the archive alone (`waiting_on_hub` asks the hub what waits there).
+    None when this archive never synced."""
     url = get_meta(conn, URL_KEY)
     if not url or not _has_local_tables(conn):
         return None
@@ -1625,6 +1898,19 @@ def status(conn: sqlite3.Connection) -> dict[str, Any] | None:
         if sharing is not None and sharing.takes(agent, projects.of(file_id, agent, key)):
             waiting += 1
     last = get_meta(conn, LAST_KEY)
+    items = 0
+    if sharing is not None and _has_table(conn, "memory_versions"):
+        from threadloom.core import memory_sync
+
+        known = {
+            (str(t), str(k))
+            for t, k in conn.execute("SELECT tbl, row_hash FROM sync_rows WHERE tbl LIKE 'memory.%'")
+        }
+        items = sum(
+            1
+            for it in memory_sync.outgoing(conn, sharing.takes, sharing.takes_everything)
+            if (it.kind, it.key) not in known
+        )
     return {
         "hub": safe_url(url),
         "machine": get_meta(conn, MACHINE_KEY),
@@ -1632,6 +1918,7 @@ def status(conn: sqlite3.Connection) -> dict[str, Any] | None:
         "last_sync_ms": int(last) if last and last.isdigit() else None,
         "sharing": asdict(sharing) if sharing is not None else None,
         "waiting_files": waiting,
+        "waiting_items": items,  # memory items the sharing rules take that the hub has not had from here
         "pulled": [
             {"machine": m, "who": w, "files": files, "records": records}
             for m, w, files, records in conn.execute(
@@ -1641,6 +1928,44 @@ def status(conn: sqlite3.Connection) -> dict[str, Any] | None:
                 "FROM sync_pulled p GROUP BY p.machine ORDER BY p.machine"
             )
         ],
+    }
+
+
+def waiting_on_hub(conn: sqlite3.Connection, *, timeout: int = 5) -> dict[str, Any]:
+    """What the hub holds for this machine past its last pull (what the next sync pulls, as far as
+    its role may read): {"files", "records", "items"} (memory and user-data rows); or {"error"}, said
+    without a password, when the hub cannot be asked (offline, say) within `timeout` seconds."""
+    import psycopg
+
+    url = get_meta(conn, URL_KEY)
+    machine = get_meta(conn, MACHINE_KEY) or ""
+    if not url:
+        return {"error": "no hub yet"}
+    try:
+        with connect_hub(url, timeout=timeout) as hub:
+            if hub_version(hub) is None:
+                return {"error": "the hub has no threadloom schema"}
+            hid = hub_id(hub)
+            cursor = int(get_meta(conn, CURSOR_KEY + hid) or 0)
+            rows_cursor = int(get_meta(conn, ROWS_CURSOR_KEY + hid) or 0)
+            found = hub.execute(
+                "SELECT count(DISTINCT source_id), COALESCE(sum(record_count), 0) FROM threadloom.layouts "
+                "WHERE seq > %s AND machine <> %s",
+                (cursor, machine),
+            ).fetchone()
+            rows = hub.execute(
+                "SELECT count(*) FROM threadloom.shared_rows WHERE seq > %s AND machine <> %s",
+                (rows_cursor, machine),
+            ).fetchone()
+            hub.commit()
+    except SyncError as exc:
+        return {"error": str(exc)}
+    except psycopg.Error as exc:
+        return {"error": f"the hub failed: {_scrub(str(exc)).strip()}"}
+    return {
+        "files": int(found[0]) if found else 0,
+        "records": int(found[1]) if found else 0,
+        "items": int(rows[0]) if rows else 0,
     }
 
 

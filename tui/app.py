@@ -63,6 +63,7 @@ BROWSER_ONLY = frozenset(
         "bookmark",
         "bookmarks",
         "memory",
+        "sync",
     }
 )
 MEMORY_ACTIONS = frozenset({"tag", "note", "bookmark", "bookmarks", "memory"})
@@ -105,6 +106,14 @@ class ThreadloomApp(ArchiveApp):
             show=False,
             id="app.export",
             tooltip="Write the open session as one HTML page into the current folder",
+        ),
+        Binding(
+            "U",
+            "sync",
+            "Sync",
+            show=False,
+            id="app.sync",
+            tooltip="Push and pull with the sync hub (the first time: choose what is shared)",
         ),
         Binding(
             "S",
@@ -521,6 +530,24 @@ class ThreadloomApp(ArchiveApp):
 
         self.push_screen(BookmarksScreen(self.conn), open_it)
 
+    def action_sync(self) -> None:
+        """`U`: sync with the hub; the first time, ask what leaves this machine (tui.sync)."""
+        from threadloom.core import sync
+        from threadloom.tui.sync import SyncChoice, SyncScreen
+
+        if self.conn is None:
+            return
+        url, sharing = sync.configured(self.conn)
+        if url is not None and sharing is not None:
+            self.start_sync(None, [])
+            return
+
+        def chosen(choice: SyncChoice | None) -> None:
+            if choice is not None:
+                self.start_sync(choice.url, choice.rules)
+
+        self.push_screen(SyncScreen(url, sync.project_choices(self.conn)), chosen)
+
     def action_memory(self) -> None:
         """`M`: the memory screen (entries by scope with their history, tags, notes)."""
         from threadloom.tui.memory import MemoryScreen
@@ -552,6 +579,13 @@ class ThreadloomApp(ArchiveApp):
             return self.browser.open_session_id is not None and self.conn is not None
         if action in MEMORY_ACTIONS:
             return self.screen is self.browser and self.conn is not None
+        if action == "sync":  # not the demo's archive, which lives in a temporary folder
+            return (
+                self.screen is self.browser
+                and self.conn is not None
+                and self.temp_dir is None
+                and not self.read_only
+            )
         if action == "cancel_ingest":
             return self.ingesting
         if action == "open_demo":
@@ -618,6 +652,12 @@ class ThreadloomApp(ArchiveApp):
                 "Signals of the session",
                 "Retry loops, refused calls, dead ends, … (key W)",
                 self.action_signals,
+            )
+        if self.conn is not None and not self.read_only and self.temp_dir is None:
+            yield SystemCommand(
+                "Sync with the hub",
+                "Push and pull (the first time: choose the projects shared) (key U)",
+                self.action_sync,
             )
         yield SystemCommand("Help: keys of the focused pane", "F1 or ?", self.action_help)
         # Textual's own "Keys" panel would be a second, different help beside ours

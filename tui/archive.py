@@ -33,6 +33,7 @@ from threadloom.tui.workers import (
     MemoryWritten,
     RecordsLoaded,
     RootsChanged,
+    Synced,
 )
 
 if TYPE_CHECKING:
@@ -419,6 +420,45 @@ class ArchiveApp(App[int]):
             self.notify(f"Could not keep it: {event.error}", title="Memory", severity="error", timeout=10)
         elif event.said:
             self.notify(event.said, title="Memory", timeout=4)
+
+    # ------------------------------------------------------------------ sync
+
+    def start_sync(self, url: str | None, rules: list[str]) -> None:
+        """Push and pull with the hub in a worker (it waits for an ingest holding the archive)."""
+        if self.read_only or self.db_path is None:
+            self.notify(
+                "This archive is read-only: it cannot sync.", title="Sync", severity="warning", timeout=6
+            )
+            return
+        self.notify("Syncing with the hub…", title="Sync", timeout=3)
+        workers.start(self, workers.SYNC, partial(workers.sync, self.db_path, url, rules))
+
+    def on_synced(self, event: Synced) -> None:
+        from threadloom.core.sync import SyncError
+
+        report = event.report
+        if event.error is not None or report is None:
+            why = str(event.error) if isinstance(event.error, SyncError) else repr(event.error)
+            self.notify(f"Could not sync: {why}", title="Sync", severity="error", timeout=10)
+            return
+        pushed = (
+            f"pushed {report.pushed_records} records"
+            if report.pushed_sources or report.not_shared
+            else "pushed nothing (pull only)"
+        )
+        self.notify(
+            f"{pushed}, pulled {report.pulled_records} records ({report.sessions} sessions), "
+            f"{report.pulled_rows} memory items"
+            + (
+                f", {report.memory_conflicts} conflicts (memory list --conflicts)"
+                if report.memory_conflicts
+                else ""
+            ),
+            title=f"Synced as {report.machine}",
+            timeout=6,
+        )
+        if report.pulled_records or report.pulled_rows:
+            self.browser.refresh_panes()
 
     # ------------------------------------------------------------------ the other workers' ends
 

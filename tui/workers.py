@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from textual.app import App
     from threadloom.core.cleanup import CleanupRisk
     from threadloom.core.ingest import IngestReport, Progress
+    from threadloom.core.sync import SyncReport
 
 PROGRESS_SECONDS = 0.05  # the ingest's progress is posted at most this often (the first file always)
 
@@ -76,6 +77,15 @@ class Followed(Message):
         super().__init__()
         self.session_id = session_id
         self.report = report
+
+
+class Synced(Message):
+    """The sync worker ended: its report, or the error it failed with."""
+
+    def __init__(self, report: SyncReport | None, error: BaseException | None) -> None:
+        super().__init__()
+        self.report = report
+        self.error = error
 
 
 class ForkIngested(Message):
@@ -154,6 +164,8 @@ CLEANUP = Job("cleanup", "look for sessions an agent's cleanup will delete", exc
 HIDE = Job("hide", "remember what is hidden", exclusive=False)
 # tags, notes and bookmarks (core.memory): written in order, each waiting for an ingest's lock
 MEMORY = Job("memory", "write a tag, note or bookmark", exclusive=False)
+# a sync with the hub (core.sync), waiting for an ingest's lock; one at a time
+SYNC = Job("sync", "sync with the hub", exclusive=False)
 
 
 def start(app: App, job: Job, work: Callable[[], object]) -> Worker:
@@ -232,6 +244,10 @@ def finished(worker: Worker, state: WorkerState) -> Message | None:
         return HiddenWritten(result if isinstance(result, tuple) else None, error)
     if worker.group == MEMORY.group and state != WorkerState.CANCELLED:
         return MemoryWritten(result if isinstance(result, str) else None, error)
+    if worker.group == SYNC.group and state != WorkerState.CANCELLED:
+        from threadloom.core.sync import SyncReport
+
+        return Synced(result if isinstance(result, SyncReport) else None, error)
     if worker.group == EXPORT.group and state != WorkerState.CANCELLED:
         return Exported(result if isinstance(result, Path) else None, error)
     return None
@@ -401,6 +417,29 @@ def mark(db_path: Path, kind: str, ref: str, values: list[str]) -> str:
             tags = sorted(m.value for m in memory.marks(conn, kind="tag", target=target))
             return "Tags: " + " ".join(tags) + " (tag:NAME in search finds them)"
         return "Note kept (note:WORD in search finds it)"
+
+
+def sync(db_path: Path, url: str | None, rules: list[str]) -> SyncReport:
+    """Push and pull with the hub as `threadloom sync` does, as the archive's one writer (after an
+    ingest holding it): `url` and `rules` (added to what is shared) given by the first sync's
+    question; then remembered. No rule and nothing shared yet: pull only."""
+    from threadloom.core import sync as core_sync
+    from threadloom.core.db import connect
+    from threadloom.core.writer_lock import writer_lock
+
+    with writer_lock(db_path):
+        conn = connect(db_path)
+        try:
+            known_url, known = core_sync.configured(conn)
+            url = url or known_url
+            if not url:
+                raise core_sync.SyncError("no hub yet: give its URL")
+            sharing = core_sync.apply_rules(known, rules)
+            report = core_sync.sync(conn, url, push=sharing is not None, sharing=sharing)
+            core_sync.remember(conn, url, sharing, sharing_changed=bool(rules))
+            return report
+        finally:
+            conn.close()
 
 
 def read_files(db_path: Path, paths: list[Path]) -> IngestReport:

@@ -52,24 +52,6 @@ def ingest(db: Path, corpus: Path = CORPUS) -> None:
     )
 
 
-WRITTEN_AT = "aider:bb8fabb0:"  # the Aider history's session prefix where the queries were written
-
-
-def localized(conn: sqlite3.Connection, queries: list[tuple[str, set[str]]]) -> list[tuple[str, set[str]]]:
-    """The queries with their Aider targets renamed to this archive's: Aider's session ids carry
-    a hash of the history file's path, which differs wherever the corpus is checked out."""
-    row = conn.execute(
-        "SELECT substr(id, 1, 15) FROM agent_sessions WHERE id LIKE 'aider:%' ORDER BY id LIMIT 1"
-    ).fetchone()
-    if row is None or row[0] == WRITTEN_AT:
-        return queries
-    here = row[0]
-    return [
-        (text, {here + t.removeprefix(WRITTEN_AT) if t.startswith(WRITTEN_AT) else t for t in targets})
-        for text, targets in queries
-    ]
-
-
 def rank_of(conn: sqlite3.Connection, hits: list, targets: set[str]) -> int | None:
     """The 1-based rank of the first target among the hits' distinct turns."""
     from threadloom.core.recall import _turns_of
@@ -89,7 +71,6 @@ def rank_of(conn: sqlite3.Connection, hits: list, targets: set[str]) -> int | No
 def evaluate(conn: sqlite3.Connection, queries: list[tuple[str, set[str]]]) -> dict[str, dict[str, float]]:
     from threadloom.core.recall import search_recall
 
-    queries = localized(conn, queries)
     scores: dict[str, dict[str, float]] = {}
     for mode in MODES:
         ranks = [rank_of(conn, search_recall(conn, q, mode=mode, limit=50).hits, t) for q, t in queries]

@@ -2,8 +2,9 @@
 
 The file is append-only markdown; every line is stored as its own record, so it round-trips byte
 for byte. What the lines mean is decided by blocks:
-  * `# aider chat started at <local time>` starts a session (id `aider:<file>:<byte offset>`; the
-    lines before the first header, the tail of an older run, form a session of their own);
+  * `# aider chat started at <local time>` starts a session (id `aider:<tag>:<byte offset>`, the
+    tag naming the history wherever it sits: `history_tag`; the lines before the first header,
+    the tail of an older run, form a session of their own);
   * `#### ` lines are what the person typed (a multi-line input is one block): a turn starts there,
     commands (`/add`, `/run`, …) included; the block's first line carries the whole text;
   * `> ` lines are aider's own output (version, model, "Applied edit", commits, command output), one
@@ -26,7 +27,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterator
+import sqlite3
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -183,11 +185,13 @@ class AiderAdapter(Adapter):
 
     def _start(self, ctx: FileContext, offset: int) -> None:
         st = ctx.state
-        try:
-            data = read_regular(ctx.path)
-        except OSError:
-            data = b""
-        tag = hashlib.sha1(str(ctx.path).encode()).hexdigest()[:8]
+        data = ctx.stored() if ctx.stored is not None else None  # a replay: the archive's bytes
+        if data is None:
+            try:
+                data = read_regular(ctx.path)
+            except OSError:
+                data = b""
+        tag = history_tag(ctx.path, first_line(data[a:b] for a, b in _lines(data, 0, len(data))))
         st.update(
             data=data,
             tag=tag,
@@ -280,6 +284,57 @@ class AiderAdapter(Adapter):
         if usage is not None:
             out.usage = usage
             out.model = st["model"]
+
+
+def first_line(lines: Iterable[bytes]) -> bytes:
+    """A history's first line that is not blank (aider starts a new file with an empty line), as it
+    is written (no BOM, no line end): once written it never changes, as aider only appends."""
+    for line in lines:
+        line = line.removeprefix(BOM).rstrip(b" \t\r")
+        if line:
+            return line
+    return b""
+
+
+def history_tag(path: Path, first: bytes) -> str:
+    """What a history's session ids start with (`aider:<tag>:<offset>`): a hash of its first line
+    (normally `# aider chat started at <time>`) and of its file's and folder's names, never of where
+    the folder sits. So the same history pulled onto another machine, or its repository moved,
+    keeps its session ids (and the tags, notes and entries kept on them); the names tell apart a
+    history copied beside its source (a fork's copy) and two repositories whose histories begin
+    alike (started in the same second, or after the same first line)."""
+    names = f"{path.parent.name}/{path.name}\n".encode("utf-8", "surrogateescape")
+    return hashlib.sha1(names + first).hexdigest()[:8]
+
+
+def path_tag(path: Path) -> str:
+    """The tag session ids had before 14 (`history_tag`): a hash of the history's absolute path,
+    which changed with the machine or the folder the file was read at."""
+    return hashlib.sha1(str(path).encode("utf-8", "surrogateescape")).hexdigest()[:8]
+
+
+def renamed_tags(conn: sqlite3.Connection) -> dict[str, str]:
+    """Each Aider history's session-id prefix as it was (`path_tag`) and as it is (`history_tag`),
+    for what people wrote on the old ids to follow (core.memory.rename_sessions): read from the
+    archive's records, so a file gone from the disk is renamed too."""
+    from threadloom.core.adapters.base import disk_name
+
+    out: dict[str, str] = {}
+    for file_id, stored in conn.execute(
+        "SELECT id, path FROM source_files WHERE agent = ? AND kind != 'version'", (AGENT,)
+    ).fetchall():
+        path = Path(disk_name(stored))
+        lines = (
+            bytes(r[0])
+            for r in conn.execute(
+                "SELECT raw FROM entries WHERE source_file_id = ? AND byte_offset >= 0 ORDER BY byte_offset",
+                (file_id,),
+            )
+        )
+        old, new = path_tag(path), history_tag(path, first_line(lines))
+        if old != new:
+            out[f"aider:{old}:"] = f"aider:{new}:"
+    return out
 
 
 def split_reasoning(body: str) -> tuple[str | None, str]:

@@ -310,6 +310,10 @@ class FileContext:
     # Asks the ledger which session an earlier record (by uuid) was put in; used to keep
     # appended records in the session their parents are in.
     session_of_uuid: Any = None
+    # The file as the archive holds it, for an adapter that reads the whole file beside its records
+    # (Aider): set by a replay, whose records are the archive's, whatever the disk holds now (the
+    # file appended to, rewritten or gone since)
+    stored: Callable[[], bytes | None] | None = None
 
 
 DECODED_SUFFIX = "#decoded"

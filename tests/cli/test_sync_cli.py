@@ -99,9 +99,33 @@ def test_sync_from_the_command_line(tmp_path: Path, pg_server: PgServer, hub_db:
     ]
     assert SECRET not in run("sources", "--db", laptop, env_extra=env).stdout
     said = run("sources", "--db", laptop, env_extra=env).stdout
-    assert "as laptop" in said and "0 files waiting" in said
+    assert "as laptop" in said and "waiting to be pushed: 0 files, 0 memory items" in said
+    assert "waiting on the hub to be pulled: 0 records of 0 files" in said
+    # what the hub holds past the box's last pull: counted by `sources`, which asks the hub
+    t.user("And the index?")
+    t.assistant("Add one on orders.customer_id")
+    t.write()
+    assert (
+        run(
+            "ingest", "--db", laptop, "--only", "--source", str(tmp_path / "laptop"), env_extra=env
+        ).returncode
+        == 0
+    )
+    said = run("sources", "--db", laptop, env_extra=env).stdout
+    assert "waiting to be pushed: 1 files" in said
+    assert run("sync", "--db", laptop, "--push-only", env_extra=env).returncode == 0
+    waiting = json.loads(run("sources", "--db", box, "--json", env_extra=env).stdout)["sync"][
+        "waiting_on_hub"
+    ]
+    assert waiting == {"files": 1, "records": 2, "items": 0}
+    offline = json.loads(run("sources", "--db", box, "--json", "--offline", env_extra=env).stdout)["sync"]
+    assert "error" in offline["waiting_on_hub"]
+    assert run("sync", "--db", box, "--pull-only", env_extra=env).returncode == 0
+    said = run("sources", "--db", box, env_extra=env).stdout
+    assert "waiting on the hub to be pulled: 0 records of 0 files, 0 memory items" in said
     later = run("sync", "--db", laptop, "--exclude", "project:/srv/app", "--json", env_extra=env)
     assert later.returncode == 0 and "stays on the hub" in later.stderr
+    assert "threadloom sync --forget laptop URL" in later.stderr
     assert json.loads(later.stdout)["pushed_records"] == 0
     assert run("sync", "--db", laptop, "--share", "project:/srv/app", env_extra=env).returncode == 0
     # then with nothing new: the URL and what is shared remembered, nothing moves
@@ -110,6 +134,12 @@ def test_sync_from_the_command_line(tmp_path: Path, pg_server: PgServer, hub_db:
     assert "push: 0 records" in quiet.stdout and "pull: 0 records" in quiet.stdout
     timed = run("sync", "--db", laptop, "--json", env_extra=env)
     assert json.loads(timed.stdout)["seconds"] < 1.0
+    # the hub's owner takes the laptop's records off; its next sync sends them again
+    forgot = run("sync", "--forget", "laptop", url, "--json", env_extra=env)
+    assert forgot.returncode == 0, forgot.stderr
+    assert json.loads(forgot.stdout) == {"records": 4, "layouts": 2, "sources": 1}
+    again = json.loads(run("sync", "--db", laptop, "--json", env_extra=env).stdout)
+    assert (again["pushed_sources"], again["pushed_records"]) == (1, 4)
 
 
 def test_a_sync_killed_half_way_then_run_again(tmp_path: Path, pg_server: PgServer, hub_db: str) -> None:  # noqa: F811

@@ -244,8 +244,9 @@ def test_the_evaluation_on_real_sessions_puts_meaning_ahead_of_words(tmp_path):
     finally:
         sys.path.pop(0)
     db = tmp_path / "corpus.db"
-    # read from a copy: Aider's session ids hash the history's path, which differs on every machine
-    copy = shutil.copytree(CORPUS, tmp_path / "corpus")
+    # read from a copy, elsewhere: Aider's session ids (the queries' targets) do not depend on where
+    # the history sits
+    copy = shutil.copytree(CORPUS, tmp_path / "elsewhere" / "corpus")
     evaluate.ingest(db, copy)
     import sqlite3
 

@@ -528,6 +528,7 @@ def test_a_machine_renamed_does_not_pull_its_own_files_back(tmp_path: Path, hub:
     laptop.sync(hub)
     report = laptop.sync(hub, machine="laptop-renamed")
     assert report.pulled_records == 0
+    assert report.pushed_records == 0  # on the hub already, under its old name: not sent again
     assert laptop.conn.execute("SELECT count(*) FROM source_files").fetchone()[0] == 1
 
 
@@ -657,3 +658,62 @@ def test_a_machines_first_push_after_pulling_reads_nothing_again(
     box.ingest()
     assert box.sync(hub).pushed_records == 6  # registers this machine: what it may read is the same
     assert calls == []
+
+
+def test_an_aider_history_has_the_same_session_ids_on_every_machine(tmp_path: Path, hub: str) -> None:
+    """Aider's session ids name the history, not where it sits: pulled to another machine (placed
+    under /threadloom-sync/<machine>/…) its sessions keep the ids they have on their own."""
+    from tests.unit.test_adapter_aider import SESSION_1, SESSION_2, history
+
+    laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
+    history(laptop.root / "projects" / "parser-project", SESSION_1 + SESSION_2)
+    laptop.ingest()
+    laptop.sync(hub)
+    box.sync(hub)
+    mine = laptop.sessions()
+    assert len(mine) == 3 and box.sessions() == mine
+    assert all(sid.startswith("aider:") for sid in mine)
+
+
+def test_redact_turned_on_after_a_push_masks_what_follows_and_forget_takes_the_rest_off(
+    tmp_path: Path, hub: str
+) -> None:
+    """--redact given after a first push: the files already pushed go on as appends, their new records
+    masked (nothing sent again whole: a masked copy would take nothing off an append-only hub); the
+    hub's owner takes the unmasked records off with `forget`, and the machine's next sync pushes its
+    files again, masked; an archive that pulled them keeps one session, its records not doubled."""
+    import psycopg
+
+    laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
+    t = Transcript(laptop.root / "projects" / "-srv-app" / f"{A}.jsonl", A, cwd="/srv/app")
+    t.user(f"use the token {GHP} to push")
+    t.assistant("Pushed with it.")
+    t.write()
+    laptop.ingest()
+    laptop.sync(hub)
+    box.sync(hub)
+    masked = sync.Sharing(share=["all"], redact=True)
+    t.user(f"and again with {GHP}")
+    t.assistant("Done.")
+    t.write()
+    laptop.ingest()
+    later = laptop.sync(hub, sharing=masked)
+    assert (later.pushed_records, later.redacted_records) == (2, 1)  # the appended records only
+
+    def on_hub() -> list[bytes]:
+        with psycopg.connect(hub) as c:
+            assert c.execute("SELECT max(generation) FROM threadloom.layouts").fetchone()[0] == 1
+            return [bytes(r[0]) for r in c.execute("SELECT raw FROM threadloom.records")]
+
+    raws = on_hub()
+    assert sum(GHP.encode() in raw for raw in raws) == 1  # the first push's, kept as it was
+    assert box.sync(hub).pulled_records == 2 and box.sessions() == {A: 4}
+    assert box.conn.execute("SELECT count(*) FROM source_files WHERE kind = 'version'").fetchone()[0] == 0
+    # the hub's owner forgets the laptop's records; its next sync pushes them again, masked
+    assert sync.forget(hub, "laptop")["records"] == 4
+    again = laptop.sync(hub, sharing=masked)
+    assert (again.pushed_records, again.redacted_records) == (4, 2)
+    assert not any(GHP.encode() in raw for raw in on_hub())
+    box.sync(hub)
+    assert box.sessions() == {A: 4}
+    assert laptop.sync(hub, sharing=masked).pushed_records == 0

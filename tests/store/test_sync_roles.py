@@ -120,16 +120,32 @@ def test_a_role_reads_only_the_projects_it_is_granted(tmp_path: Path, team: dict
     _session(alice.root, A, "/home/alice/app", project="-home-alice-app")
     _session(alice.root, B, "/srv/api", project="-srv-api")
     alice.ingest()
+    from threadloom.core import memory
+
+    alice.conn.execute("BEGIN IMMEDIATE")
+    for scope, key, title in (
+        ("project", "/srv/api", "Db"),
+        ("project", "/home/alice/app", "Port"),
+        ("global", None, "Style"),
+    ):
+        memory.add_entry(
+            alice.conn, kind="fact", scope=scope, scope_key=key, title=title, content="x", author="a"
+        )
+    alice.conn.execute("COMMIT")
     assert alice.sync(team["alice"], sharing=ALL).pushed_sources == 2
     report = dave.sync(team["dave"], push=False)
     assert report.pulled_records == 6 and not report.refused
     assert set(dave.sessions()) == {B}
+    titles = lambda: [e.title for e in memory.list_entries(dave.conn)]  # noqa: E731
+    assert titles() == ["Db"]  # memory is read per project too; the global entry is alice's machines' only
     # a project granted later: what was pushed before the grant comes with the next pull
     role = team["dave"].split("//")[1].split("@")[0]
     sync.grant(team["owner"], role, projects=["/home/alice/app"])
     assert dave.sync(team["dave"], push=False).pulled_records == 6
     assert set(dave.sessions()) == {A, B}
-    assert dave.sync(team["dave"], push=False).pulled_records == 0
+    assert sorted(titles()) == ["Db", "Port"]
+    again = dave.sync(team["dave"], push=False)
+    assert (again.pulled_records, again.pulled_rows) == (0, 0)
 
 
 def test_a_hub_whose_owner_may_not_create_roles(tmp_path: Path, pg_server: PgServer) -> None:  # noqa: F811

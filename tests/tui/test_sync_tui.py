@@ -1,30 +1,54 @@
-"""Another machine's sessions in the TUI: pulled from a sync hub, each row says its machine."""
+"""The first sync from the TUI (tui.sync, against a real PostgreSQL hub: tests/pg_support.py): `U`
+asks what leaves this machine, none of its projects checked; only the one checked is pushed, the
+choice is remembered, and the next `U` syncs without asking."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from threadloom.core.browse import project_sessions
-from threadloom.tui.panes import session_label
+import psycopg
+from textual.widgets import Input, SelectionList
+from threadloom.core import db, sync
+from threadloom.tui.app import ThreadloomApp
+from threadloom.tui.sync import SyncScreen
 
 from tests.pg_support import PgServer, hub_db, pg_server  # noqa: F401 - fixtures
-from tests.store.test_sync import A, B, Machine, _session
-from tests.tui_support import fixed_now
+from tests.tui.test_memory_tui import API, WEB, write_archive
+from tests.tui_support import fixed_now, settle, until
 
 
-def test_a_pulled_sessions_row_names_its_machine(tmp_path: Path, pg_server: PgServer, hub_db: str) -> None:  # noqa: F811
-    from threadloom.core import sync
+def pushed_paths(url: str) -> list[str]:
+    with psycopg.connect(url) as c:
+        return sorted(bytes(r[0]).decode() for r in c.execute("SELECT path FROM threadloom.sources"))
 
+
+async def test_the_first_sync_asks_what_is_shared(tmp_path: Path, pg_server: PgServer, hub_db: str) -> None:  # noqa: F811
     url = pg_server.url(hub_db)
     sync.init_hub(url)
-    laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
-    _session(laptop.root, A, "/srv/app")
-    _session(box.root, B, "/srv/app")
-    laptop.ingest()
-    box.ingest()
-    laptop.sync(url)
-    box.sync(url)
-    rows = {s.id: s for s in project_sessions(box.conn, "/srv/app")}
-    assert rows[A].machine == "laptop" and rows[B].machine is None
-    assert session_label(rows[A], 90, fixed_now()).plain.startswith("@laptop question 0")
-    assert not session_label(rows[B], 90, fixed_now()).plain.startswith("@")
+    path, _ = write_archive(tmp_path)
+    app = ThreadloomApp(db_path=path, ingest=False, now=fixed_now)
+    async with app.run_test(size=(150, 44)) as pilot:
+        await pilot.pause()
+        await pilot.press("U")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SyncScreen)
+        assert {p.path for p in screen.projects} == {"/srv/api", "/srv/web"}
+        projects = screen.query_one(SelectionList)
+        assert projects.selected == []  # nothing leaves the machine unless chosen
+        screen.query_one("#sync-url", Input).value = url
+        projects.select("project:/srv/api")
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: len(pushed_paths(url)) == 1, timeout=20)
+        await settle(pilot)
+        assert API in pushed_paths(url)[0] and not isinstance(app.screen, SyncScreen)
+        await pilot.press("U")  # remembered: no question the second time
+        await settle(pilot)
+        assert not isinstance(app.screen, SyncScreen)
+    conn = db.connect(path)
+    try:
+        hub, sharing = sync.configured(conn)
+        assert hub == url and sharing is not None and sharing.share == ["project:/srv/api"]
+    finally:
+        conn.close()
+    assert WEB not in " ".join(pushed_paths(url))

@@ -343,9 +343,8 @@ async def test_a_dialog_closed_gives_back_the_layout_it_covered(demo_db: Path, s
         await pilot.pause()
         view = app.query_one(MessageView)
         view.focus()
-        await pilot.pause()
+        await until(pilot, lambda: app.browser.has_class("-focus-messages"))  # set on the focus's event
         before = set(app.browser.classes)
-        assert "-focus-messages" in before
         for key in ("question_mark", "r", "f"):
             await pilot.press(key)
             await until(pilot, lambda: app.screen is not app.browser)

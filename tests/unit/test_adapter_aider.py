@@ -271,3 +271,82 @@ def test_a_byte_order_mark_before_the_first_header(conn, tmp_path):
     assert (only["model"], only["cli_version"], only["title"]) == ("gpt-4o-mini", "0.86.1", "hi")
     fid = conn.execute("SELECT id FROM source_files").fetchone()[0]
     assert file_bytes(conn, fid) == (path.read_bytes(), True)
+
+
+# ---------------------------------------------------------------------- session ids
+
+
+def _ids(db_path: Path, *sources: Path) -> set[str]:
+    conn = db.connect(db_path)
+    try:
+        report = run_ingest(conn, list(sources), include_defaults=False)
+        assert not report.errors, report.errors
+        return {r[0] for r in conn.execute("SELECT id FROM agent_sessions")}
+    finally:
+        conn.close()
+
+
+def test_the_same_history_anywhere_has_the_same_session_ids(tmp_path):
+    text = PREAMBLE + SESSION_1 + SESSION_2
+    here = history(tmp_path / "laptop" / "home" / "parser-project", text)
+    moved = history(tmp_path / "box" / "srv" / "src" / "parser-project", text)
+    ids = _ids(tmp_path / "here.db", here.parent)
+    assert len(ids) == 3 and ids == _ids(tmp_path / "moved.db", moved.parent)
+    # a copy beside it under another name (what a fork at a point writes), another repository whose
+    # history begins with the same line: sessions of their own, in the same archive
+    fork = here.with_name(".aider.fork-1a2b3c4d.chat.history.md")
+    fork.write_text(text)
+    other = history(tmp_path / "laptop" / "home" / "other-project", text)
+    both = _ids(tmp_path / "both.db", here.parent, other.parent)
+    assert len(both) == 9
+    # appended to, the history keeps its ids
+    with here.open("a") as f:
+        f.write("\n# aider chat started at 2025-12-05 10:00:00\n\n#### more  \n")
+    assert ids < _ids(tmp_path / "here.db", here.parent)
+
+
+def test_an_archive_read_by_an_older_threadloom_keeps_what_was_written_on_aider_sessions(tmp_path):
+    """Before schema 14 Aider's session ids hashed the history's path: the upgrade renames the marks,
+    entries, relations and hidden sessions written on them, also for a history gone from the disk
+    (the sessions are rebuilt from the archive's records)."""
+    from threadloom.core import memory
+    from threadloom.core.adapters.aider import path_tag
+    from threadloom.core.ingest import rebuild_pending
+
+    path = history(tmp_path / "parser-project", PREAMBLE + SESSION_1)
+    db_path = tmp_path / "old.db"
+    ids = _ids(db_path, path.parent)
+    first = next(i for i in ids if not i.endswith(":0"))
+    new_prefix = first.rsplit(":", 1)[0] + ":"
+    old = first.replace(new_prefix, f"aider:{path_tag(path)}:")
+    conn = db.connect(db_path)
+    with conn:  # what an older threadloom wrote: on the ids it gave
+        conn.execute("UPDATE agent_sessions SET id = ? WHERE id = ?", (old, first))
+        memory.add_mark(conn, "tag", memory.Target("session", old, old), "parser", "person:me")
+        memory.add_mark(
+            conn, "note", memory.Target("message", f"{old}#2", old, f"{old}:60"), "here", "person:me"
+        )
+        memory.add_entry(
+            conn,
+            kind="fact",
+            scope="session",
+            scope_key=old,
+            title="Tokens",
+            content="one short",
+            author="me",
+        )
+        conn.execute("INSERT INTO hidden (kind, key, hidden_at) VALUES ('session', ?, 0)", (old,))
+        conn.execute("PRAGMA user_version = 13")
+    conn.close()
+    path.unlink()  # gone from the disk since: the archive's records are what the sessions are built from
+    conn = db.connect(db_path)
+    assert rebuild_pending(conn)
+    assert {r[0] for r in conn.execute("SELECT id FROM agent_sessions")} == ids
+    assert memory.tags_of(conn, [first]) == {first: ["parser"]}
+    (note,) = memory.marks(conn, kind="note")
+    assert (note.target_id, note.session_id, note.uuid) == (f"{first}#2", first, f"{first}:60")
+    assert [e.scope_key for e in memory.list_entries(conn, scope="session")] == [first]
+    assert conn.execute("SELECT key FROM hidden").fetchall() == [(first,)]
+    titles = dict(conn.execute("SELECT id, title FROM agent_sessions"))
+    assert titles[first] == "Fix the tokenizer: it drops the last token"  # its blocks read whole
+    conn.close()
