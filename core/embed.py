@@ -110,8 +110,9 @@ def available() -> bool:
     return True
 
 
-def embed(texts: list[str]) -> NDArray[np.float32]:
-    """Unit vectors, one row a text (the mean of its tokens' embeddings, normalized)."""
+def embed(texts: list[str], *, many: bool | None = None) -> NDArray[np.float32]:
+    """Unit vectors, one row a text (the mean of its tokens' embeddings, normalized). `many`: the
+    texts are a slice of many (the table read as for many, whatever this slice's length)."""
     import numpy as np
 
     with _lock:  # the tokenizer is shared; a search thread and an ingest may embed at once
@@ -119,7 +120,7 @@ def embed(texts: list[str]) -> NDArray[np.float32]:
         encodings = tokenizer.encode_batch([t or " " for t in texts], add_special_tokens=False)
     # many texts (an ingest): the table once in memory as float32 (32 MB), summed row by row far
     # faster than half floats; a query's few tokens are read from the mapped file
-    rows = _dense_table() if len(texts) >= DENSE_FROM else table
+    rows = _dense_table() if (len(texts) >= DENSE_FROM if many is None else many) else table
     out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
     for i, enc in enumerate(encodings):
         ids = enc.ids

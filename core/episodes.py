@@ -441,14 +441,19 @@ def _store_vectors(conn: sqlite3.Connection, episodes: list[Episode]) -> None:
 
     if not episodes:
         return
-    pairs = [texts_of(ep) for ep in episodes]
-    vectors = embed.to_bytes(
-        embed.mix(embed.embed([p for p, _ in pairs]), embed.embed([r for _, r in pairs]), PROMPT_WEIGHT)
-    )
-    conn.executemany(
-        "UPDATE episodes SET vector = ? WHERE turn_id = ?",
-        list(zip(vectors, [ep.turn_id for ep in episodes], strict=True)),
-    )
+    many = len(episodes) >= embed.DENSE_FROM
+    # EMBED_BATCH at a time: the tokenizer's encodings of a first load's 200 sessions at once
+    # took ~100 MB (a cold ingest's peak); each vector is its own text's, whatever the slices
+    for start in range(0, len(episodes), EMBED_BATCH):
+        some = episodes[start : start + EMBED_BATCH]
+        pairs = [texts_of(ep) for ep in some]
+        prompts = embed.embed([p for p, _ in pairs], many=many)
+        deeds = embed.embed([r for _, r in pairs], many=many)
+        vectors = embed.to_bytes(embed.mix(prompts, deeds, PROMPT_WEIGHT))
+        conn.executemany(
+            "UPDATE episodes SET vector = ? WHERE turn_id = ?",
+            list(zip(vectors, [ep.turn_id for ep in some], strict=True)),
+        )
     set_meta(conn, GENERATION_KEY, str(time.time_ns()))
 
 

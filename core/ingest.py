@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
 import orjson
-from threadloom.core import derived, search_index
+from threadloom.core import derived, ingest_workers, search_index
 from threadloom.core.adapters import all_adapters, stranger, walk
 from threadloom.core.adapters.base import (
     Adapter,
@@ -54,6 +54,7 @@ from threadloom.core.db import (
     rebuild_due,
     set_meta,
 )
+from threadloom.core.ingest_workers import ParallelReader, ReadyChunk, WorkerLost
 from threadloom.core.ledger import Ledger, ReplayCancelled, rebuild_derived, replay
 from threadloom.core.stats import refresh_pending
 from threadloom.core.writer_lock import WriterBusy, writer_lock
@@ -109,6 +110,7 @@ class IngestReport:
     sessions_total: int = 0
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    workers: int = 0  # processes that read and normalized new files beside this one (core.ingest_workers)
     index_seconds: float = 0.0  # of `seconds`, building the search index after a bulk load
     index_complete: bool | None = None  # None: no index work was due; False: left behind or paused
     cancelled: bool = False
@@ -565,7 +567,10 @@ def _run_ingest(
     batch = _Batch(conn)
     gc_was_enabled = gc.isenabled()
     gc.disable()  # parsed records are short-lived; the cyclic GC costs 2.6x here (PERF.md)
+    reader: ParallelReader | None = None
     try:
+        reader = ingest_workers.start(plans)  # None: too little to read for workers to pay off
+        report.workers = 0 if reader is None else reader.workers
         for i, plan in enumerate(plans):
             if cancel is not None and cancel.is_set():
                 report.cancelled = True
@@ -582,7 +587,10 @@ def _run_ingest(
                     )
                 )
             try:
-                added, nbytes = _ingest_file(conn, ledger, plan, undo_by_delete=fast_marker is not None)
+                ready = reader.take(i) if reader is not None else None
+                added, nbytes = _ingest_file(
+                    conn, ledger, plan, undo_by_delete=fast_marker is not None, ready=ready
+                )
                 if added and plan.ref.kind == "document" and plan.adapter.decodes:
                     added += _ingest_decoded(conn, ledger, plan, fast_marker is not None)
                 report.records_added += added
@@ -636,6 +644,8 @@ def _run_ingest(
             report.cancelled = not report.index_complete
             report.index_seconds = round(time.perf_counter() - index_started, 3)
     finally:
+        if reader is not None:
+            reader.close()
         batch.commit()
         if fast_marker is not None:  # interrupted (Ctrl+C): what was read is whole and kept
             _leave_fast_load(conn, fast_marker)
@@ -1051,6 +1061,8 @@ class _Read:
     open_tail_offset: int | None = None  # a last line stored without its newline (yet)
     waiting: bool = False  # an unfinished last line left for its writer
     lines_after: int | None = None  # lines once stored, when records are not one a line (pieces)
+    # the records normalized already, chunk by chunk, by a worker process (core.ingest_workers)
+    normalized: Iterator[ReadyChunk] | None = None
 
 
 def _ingest_file(
@@ -1059,13 +1071,22 @@ def _ingest_file(
     plan: _Plan,
     source_bytes: bytes | None = None,
     undo_by_delete: bool = False,
+    ready: _Read | None = None,
 ) -> tuple[int, int]:
     """One source file (or `source_bytes` standing for it), in a savepoint of the batch's
     transaction. Returns (records added, bytes read).
 
     `undo_by_delete`: the database has no journal (a first load), so a file that fails half-way
-    is undone by deleting its records rather than by a rollback."""
+    is undone by deleting its records rather than by a rollback. `ready`: the file as a worker
+    process reads it (core.ingest_workers); should the worker fail or die, it is read here."""
     adapter, ref = plan.adapter, plan.ref
+    if ready is not None:
+        try:
+            return _store_read(conn, ledger, plan, ready, undo_by_delete)
+        except WorkerLost:
+            # the savepoint is undone; without a journal the new file's row is left: gone too, so
+            # the file is read here as the new file it is
+            conn.execute("DELETE FROM source_files WHERE path = ?", (stored_name(ref.path),))
     if adapter.mode == "database":
         return _store_read(conn, ledger, plan, _read_database(conn, plan), undo_by_delete)
     # stored with the file still open: a large log's records are read as they are written
@@ -1279,7 +1300,10 @@ def _store(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, read: _Read, u
             conn, ledger, file_id, place=not replace, reuse=rewrite.reuse if rewrite else None
         )
         first_new_id = writer.next_id
-        count = writer.write(adapter, ctx, read.records, affected)
+        if read.normalized is not None:
+            count = writer.write_normalized(read.normalized, affected)
+        else:
+            count = writer.write(adapter, ctx, read.records, affected)
         version_id = rewrite.keep_superseded(now) if rewrite is not None else None
         ledger.flush()
         if replace:
@@ -1487,6 +1511,11 @@ UPDATE_ENTRY = f"UPDATE entries SET {', '.join(f'{c} = ?' for c in ENTRY_COLUMNS
 HASH_INDEX = ENTRY_COLUMNS.index("hash")
 
 
+def record_digest(raw: bytes) -> str:
+    """`entries.hash`: the sha256 of a record's bytes, its first 32 hex digits."""
+    return hashlib.sha256(raw).hexdigest()[:32]
+
+
 def entry_row(
     entry_id: int,
     file_id: int,
@@ -1495,7 +1524,7 @@ def entry_row(
     seq: int | None,
     turn_id: str | None,
     dup_of: int | None,
-    sha256: Callable[[bytes], hashlib._Hash] = hashlib.sha256,
+    digest: str | None = None,
 ) -> tuple[Any, ...]:
     """One entries row, its values in ENTRY_COLUMNS order (a test holds each to its column's
     name). Written out rather than read off by name: this runs for every record, and an
@@ -1508,7 +1537,7 @@ def entry_row(
         raw.line_number,
         raw.raw,
         int(raw.newline),
-        sha256(raw.raw).hexdigest()[:32],
+        record_digest(raw.raw) if digest is None else digest,
         # FLAG_COLUMNS
         int(rec.known),
         int(rec.is_sidechain),
@@ -1568,34 +1597,42 @@ class EntryWriter:
         In chunks, each dropped once written: a 40 MB file then never holds all its parsed
         records, rows and raw copies at once (peak memory follows the chunk, not the file)."""
         count = 0
+        for chunk in _chunks(records):
+            recs = [normalized(adapter, raw, ctx) for raw in chunk]  # a record it fails on is kept raw
+            count += self._write_chunk(chunk, recs, None, sessions)
+        return count
+
+    def write_normalized(self, chunks: Iterable[ReadyChunk], sessions: set[str]) -> int:
+        """`write` of records a worker process normalized and hashed already, in the same chunks."""
+        return sum(self._write_chunk(raws, recs, digests, sessions) for raws, recs, digests in chunks)
+
+    def _write_chunk(
+        self, chunk: list[RawRecord], recs: list[Record], digests: list[str] | None, sessions: set[str]
+    ) -> int:
         file_id, ledger, place = self.file_id, self.ledger, self.place
         eid = self.next_id
-        for chunk in _chunks(records):
-            count += len(chunk)
-            rows = []
-            recs = [normalized(adapter, raw, ctx) for raw in chunk]  # a record it fails on is kept raw
-            ledger.begin_chunk([r.uuid for r in recs if r.uuid])
-            kept = []
-            for raw, rec in zip(chunk, recs, strict=True):
-                if place:
-                    seq, turn_id, dup_of = ledger.place(eid, rec)
-                else:
-                    seq, turn_id, dup_of = None, None, None
-                    if rec.session_id is not None:
-                        sessions.add(rec.session_id)
-                row = entry_row(eid, file_id, raw, rec, seq, turn_id, dup_of)
-                same = self.reuse.get(row[HASH_INDEX]) if self.reuse else None
-                if same:  # these bytes are stored already: that row is this record
-                    kept.append((*row[1:], same.pop()))
-                    continue
-                rows.append(row)
-                eid += 1
-            self.conn.executemany(INSERT_ENTRY, rows)
-            if kept:
-                self.conn.executemany(UPDATE_ENTRY, kept)
-            del rows, kept, chunk, recs
+        rows = []
+        ledger.begin_chunk([r.uuid for r in recs if r.uuid])
+        kept = []
+        for i, (raw, rec) in enumerate(zip(chunk, recs, strict=True)):
+            if place:
+                seq, turn_id, dup_of = ledger.place(eid, rec)
+            else:
+                seq, turn_id, dup_of = None, None, None
+                if rec.session_id is not None:
+                    sessions.add(rec.session_id)
+            row = entry_row(eid, file_id, raw, rec, seq, turn_id, dup_of, digests[i] if digests else None)
+            same = self.reuse.get(row[HASH_INDEX]) if self.reuse else None
+            if same:  # these bytes are stored already: that row is this record
+                kept.append((*row[1:], same.pop()))
+                continue
+            rows.append(row)
+            eid += 1
+        self.conn.executemany(INSERT_ENTRY, rows)
+        if kept:
+            self.conn.executemany(UPDATE_ENTRY, kept)
         self.next_id = eid
-        return count
+        return len(chunk)
 
 
 CHUNK_BYTES = 32 << 20

@@ -797,12 +797,12 @@ def hold_first_load(
     halfway, release = threading.Event(), threading.Event()
     calls = []
 
-    def held(conn, ledger, plan, *, undo_by_delete=False):  # type: ignore[no-untyped-def]
+    def held(conn, ledger, plan, **options):  # type: ignore[no-untyped-def]
         calls.append(plan.ref.path)
         if len(calls) == at_file:
             halfway.set()
             assert release.wait(10)
-        return real_ingest_file(conn, ledger, plan, undo_by_delete=undo_by_delete)
+        return real_ingest_file(conn, ledger, plan, **options)
 
     monkeypatch.setattr(threadloom.core.ingest, "_ingest_file", held)
     monkeypatch.setattr(threadloom.core.ingest._Batch, "MAX_SECONDS", 0.0)  # a transaction per file

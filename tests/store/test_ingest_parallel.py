@@ -1,0 +1,197 @@
+"""A cold ingest read by worker processes (core.ingest_workers) writes what an ingest in one process
+writes, row for row in every table; a small one starts no worker; a worker that dies costs no record."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+from threadloom.core import db, ingest_workers
+from threadloom.core.ingest import Progress, run_ingest
+
+from tests.support import home_env
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
+
+import gen_archive  # noqa: E402  (bench/gen_archive.py: the bench's archive, made small)
+
+# Columns that hold when a run happened, not what it read: the clock when a file was read, when a
+# session's row was last written and when a source folder was first named. Nothing else may differ.
+RUN_SPECIFIC = {
+    "source_files": {"ingested_at"},
+    "agent_sessions": {"updated_at"},
+    "source_roots": {"added_at"},
+}
+# ledger_meta keys that are a clock's reading, not data: the vectors' generation is time_ns() at the
+# pass that stored them (a cache key for readers)
+RUN_SPECIFIC_META = ("episodes_generation",)
+
+
+def _archive(tmp_path: Path) -> Path:
+    root = tmp_path / "archive"
+    gen_archive.generate(root, 3 << 20, seed=7, jobs=1)
+    (root / "manifest.json").unlink()
+    return root
+
+
+def _ingest(tmp_path: Path, name: str, source: Path, monkeypatch: pytest.MonkeyPatch, workers: int):
+    monkeypatch.setattr(ingest_workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setenv(ingest_workers.WORKERS_ENV, str(workers))
+    conn = db.connect(tmp_path / name)
+    report = run_ingest(conn, [source], include_defaults=False)
+    return conn, report
+
+
+def _tables(conn: sqlite3.Connection) -> dict[str, list[tuple[object, ...]]]:
+    """Every table's rows, in rowid order where a table has one, without the run-specific columns."""
+    out: dict[str, list[tuple[object, ...]]] = {}
+    names = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+    ]
+    for name in sorted(names):
+        columns = [r[1] for r in conn.execute(f"PRAGMA table_info('{name}')")]
+        kept = [c for c in columns if c not in RUN_SPECIFIC.get(name, set())]
+        if not kept:  # a virtual table's shadow tables are compared; the virtual table itself has no columns
+            continue
+        select = ", ".join(f'"{c}"' for c in kept)
+        try:
+            rows = conn.execute(f'SELECT {select} FROM "{name}" ORDER BY rowid').fetchall()
+        except sqlite3.OperationalError:  # WITHOUT ROWID: by every column
+            rows = sorted(conn.execute(f'SELECT {select} FROM "{name}"').fetchall(), key=repr)
+        if name == "ledger_meta":
+            rows = [r for r in rows if not str(r[0]).startswith(RUN_SPECIFIC_META)]
+        out[name] = rows
+    return out
+
+
+def test_parallel_ingest_writes_what_a_serial_one_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in home_env(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    source = _archive(tmp_path)
+    serial, serial_report = _ingest(tmp_path, "serial.db", source, monkeypatch, workers=0)
+    parallel, parallel_report = _ingest(tmp_path, "parallel.db", source, monkeypatch, workers=2)
+    assert serial_report.workers == 0 and parallel_report.workers == 2
+    assert not serial_report.errors and not parallel_report.errors
+    assert parallel_report.records_added == serial_report.records_added > 1000
+    assert parallel_report.files_read == serial_report.files_read
+    expected, got = _tables(serial), _tables(parallel)
+    assert expected.keys() == got.keys()
+    assert expected["entries"], "the archive was read"
+    for name in expected:
+        assert got[name] == expected[name], f"table {name} differs"
+
+
+def test_a_small_ingest_starts_no_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below PARALLEL_MIN_BYTES (and on every launch with little new) nothing is started."""
+    monkeypatch.delenv(ingest_workers.WORKERS_ENV, raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # idle: only the size decides
+    started: list[int] = []
+    monkeypatch.setattr(ingest_workers.ParallelReader, "__init__", lambda *a: started.append(1))
+    source = _archive(tmp_path)
+    conn = db.connect(tmp_path / "small.db")
+    report = run_ingest(conn, [source], include_defaults=False)
+    assert report.files_read > 10 and report.workers == 0 and not started
+
+
+def test_a_worker_killed_mid_ingest_loses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kill -9 of a worker: the writer reads its files itself; the archive equals a serial one."""
+    source = _archive(tmp_path)
+    serial, _ = _ingest(tmp_path, "serial.db", source, monkeypatch, workers=0)
+    readers: list[ingest_workers.ParallelReader] = []
+    original = ingest_workers.ParallelReader.__init__
+
+    def remember(self: ingest_workers.ParallelReader, *args: object) -> None:
+        original(self, *args)  # type: ignore[arg-type]
+        readers.append(self)
+
+    monkeypatch.setattr(ingest_workers.ParallelReader, "__init__", remember)
+    killed: list[int] = []
+
+    def kill_one(p: Progress) -> None:
+        if p.files_done == 5 and not killed and readers:
+            victim = readers[0].processes[1]
+            os.kill(victim.pid, signal.SIGKILL)
+            victim.wait()
+            killed.append(victim.pid)
+
+    monkeypatch.setattr(ingest_workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setenv(ingest_workers.WORKERS_ENV, "2")
+    parallel = db.connect(tmp_path / "parallel.db")
+    report = run_ingest(parallel, [source], include_defaults=False, progress=kill_one)
+    assert killed and report.workers == 2 and not report.errors
+    assert 1 in readers[0].lost
+    assert _tables(parallel) == _tables(serial)
+
+
+def test_workers_stop_when_the_ingest_is_cancelled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    source = _archive(tmp_path)
+    readers: list[ingest_workers.ParallelReader] = []
+    original = ingest_workers.ParallelReader.__init__
+
+    def remember(self: ingest_workers.ParallelReader, *args: object) -> None:
+        original(self, *args)  # type: ignore[arg-type]
+        readers.append(self)
+
+    monkeypatch.setattr(ingest_workers.ParallelReader, "__init__", remember)
+    monkeypatch.setattr(ingest_workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setenv(ingest_workers.WORKERS_ENV, "2")
+    cancel = threading.Event()
+
+    def cancel_soon(p: Progress) -> None:
+        if p.files_done == 3:
+            cancel.set()
+
+    conn = db.connect(tmp_path / "cancelled.db")
+    report = run_ingest(conn, [source], include_defaults=False, progress=cancel_soon, cancel=cancel)
+    assert report.cancelled and readers
+    assert all(p.poll() is not None for p in readers[0].processes)  # none left running
+    # what was read is whole: the next run finishes the rest
+    again = run_ingest(db.connect(tmp_path / "cancelled.db"), [source], include_defaults=False)
+    assert not again.errors and again.files_read > 0
+
+
+def test_records_cross_between_processes_unchanged() -> None:
+    from threadloom.core.adapters.base import Record, SessionInfo, ToolResult, ToolUse, Usage
+
+    rec = Record(
+        entry_type="assistant",
+        uuid="u1",
+        content="hi",
+        tool_uses=[ToolUse("t1", "Bash", '{"command": "ls"}', 1, "d", "p")],
+        tool_results=[ToolResult("t0", '"ok"', "failed", "a1")],
+        usage=Usage("m1", "r1", 1, 2, 3, 4, 0.5),
+        title=("summary", "A title"),
+        session=SessionInfo("claude-code", "s1", kind="subagent", is_subagent=1),
+    )
+    assert ingest_workers.decode(ingest_workers.encode(rec)) == rec
+    assert ingest_workers.decode(ingest_workers.encode(Record())) == Record()
+
+
+def test_workers_start_only_with_a_core_to_spare(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One a core (at least 2) when the last minute left a core idle; none on a machine busy
+    with others, where they only added CPU; the variable's count whatever the load."""
+    monkeypatch.delenv(ingest_workers.WORKERS_ENV, raising=False)
+    monkeypatch.setattr(ingest_workers, "_cores", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.3, 0.3, 0.3))
+    assert ingest_workers.worker_count(100) == 2
+    assert ingest_workers.worker_count(1) == 1  # never more than files
+    monkeypatch.setattr(os, "getloadavg", lambda: (6.5, 6.0, 5.0))
+    assert ingest_workers.worker_count(100) == 0
+    monkeypatch.setenv(ingest_workers.WORKERS_ENV, "3")
+    assert ingest_workers.worker_count(100) == 3
+    monkeypatch.setattr(ingest_workers, "_cores", lambda: 32)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 1.0, 1.0))
+    monkeypatch.delenv(ingest_workers.WORKERS_ENV)
+    assert ingest_workers.worker_count(100) == ingest_workers.MAX_WORKERS
