@@ -1320,6 +1320,30 @@ def append_records(path: Path, nbytes: int, seed: int) -> int:
     return len(data)
 
 
+def append_prompt(path: Path, seed: int) -> int:
+    """Append one line to a transcript: a user prompt continuing its chain (the smallest change an
+    agent makes to a session). Returns bytes written."""
+    st = _last_state(path)
+    rng = random.Random(f"prompt/{seed}/{path.name}")
+    line = {
+        "parentUuid": st.get("uuid"),
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": st.get("cwd", f"{HOME}/code/x"),
+        "sessionId": st.get("sessionId", path.stem),
+        "version": st.get("version", "2.1.42"),
+        "gitBranch": st.get("gitBranch", "main"),
+        "type": "user",
+        "message": {"role": "user", "content": pools().words(rng, 12)},
+        "uuid": rand_uuid(rng),
+        "timestamp": iso(st.get("t", time.time()) + 60),
+    }
+    data = orjson.dumps(line) + b"\n"
+    with open(path, "ab") as f:
+        f.write(data)
+    return len(data)
+
+
 def write_single_session(path: Path, nbytes: int, seed: int) -> int:
     """A new standalone transcript of about `nbytes` (no subagents). Returns its size."""
     rng = random.Random(f"single/{seed}/{nbytes}")
@@ -1343,6 +1367,111 @@ def write_single_session(path: Path, nbytes: int, seed: int) -> int:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data)
     return len(data)
+
+
+def _scale_writer(rng: random.Random, sid: str, start: float) -> SessionWriter:
+    """A chatty 2.1.x writer (small tool outputs): many records for few bytes, as the scale archives want."""
+    return SessionWriter(
+        rng,
+        pools(),
+        session_id=sid,
+        cwd=f"{HOME}/code/webapp",
+        version="2.1.42",
+        era="2.1",
+        branch="main",
+        start=start,
+        chatty=True,
+        allow_spawn=False,
+    )
+
+
+def write_many_sessions(folder: Path, count: int, nbytes: int, seed: int) -> int:
+    """`count` small transcripts of about `nbytes` each in one project folder (issue 33: a new file
+    in a folder of 20,000). Returns the bytes written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    total = 0
+    start = calendar.timegm((2026, 1, 1, 0, 0, 0, 0, 0, 0))
+    for i in range(count):
+        rng = random.Random(f"many/{seed}/{i}")
+        sid = rand_uuid(rng)
+        w = _scale_writer(rng, sid, start + i * 600)
+        w.turn()
+        kept, size = [], 0
+        for line in w.lines:  # a prefix of the chain: a session cut short is still whole
+            if kept and size + len(line) + 1 > nbytes:
+                break
+            kept.append(line)
+            size += len(line) + 1
+        data = b"\n".join(kept) + b"\n"
+        (folder / f"{sid}.jsonl").write_bytes(data)
+        total += len(data)
+    return total
+
+
+def write_long_session(path: Path, records: int, seed: int) -> int:
+    """One transcript of at least `records` lines with small outputs (issue 33: a 100k-message
+    session), written as it is built so memory stays flat. Returns its size."""
+    rng = random.Random(f"long/{seed}/{records}")
+    w = _scale_writer(rng, rand_uuid(rng), calendar.timegm((2026, 2, 1, 0, 0, 0, 0, 0, 0)))
+    w.header()
+    written = lines = 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        while lines < records:
+            w.turn()
+            data = b"\n".join(w.lines) + b"\n"
+            f.write(data)
+            written += len(data)
+            lines += len(w.lines)
+            w.lines.clear()
+    return written
+
+
+def write_giant_line(path: Path, line_bytes: int, seed: int) -> int:
+    """A short transcript one of whose tool results is a single line of about `line_bytes`
+    (issue 33: a 200 MB line must be stored verbatim in bounded memory). Returns the file's size."""
+    rng = random.Random(f"giant/{seed}")
+    sid = rand_uuid(rng)
+    w = _scale_writer(rng, sid, calendar.timegm((2026, 3, 1, 0, 0, 0, 0, 0, 0)))
+    w.header()
+    w.turn()
+    head = b"\n".join(w.lines) + b"\n"
+    w.lines.clear()
+    use_id = "toolu_" + rand_hex(rng, 24)
+    call = w.envelope("assistant", w.parent)
+    call.update(
+        uuid=rand_uuid(rng),
+        timestamp=w.tick(),
+        message={
+            "id": "msg_" + rand_hex(rng, 24),
+            "type": "message",
+            "role": "assistant",
+            "model": w.model,
+            "content": [
+                {"type": "tool_use", "id": use_id, "name": "Bash", "input": {"command": "cat big.log"}}
+            ],
+            "usage": w.usage(40),
+        },
+    )
+    result = w.envelope("user", call["uuid"])
+    result.update(uuid=rand_uuid(rng), timestamp=w.tick())
+    # the line's bulk: a log of lines, repeated from a pool so generating it is fast
+    chunk = (pools().code_bytes(rng, 64_000) + "\n").encode()
+    body = orjson.dumps(chunk.decode() * (line_bytes // len(chunk) + 1))[1:-1]
+    result["message"] = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": use_id, "content": "@BODY@", "is_error": False}],
+    }
+    before, after = orjson.dumps(result).split(b'"@BODY@"')
+    w.parent = result["uuid"]
+    w.turn()
+    tail = b"\n".join(w.lines) + b"\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(head + orjson.dumps(call) + b"\n" + before + b'"')
+        f.write(body)
+        f.write(b'"' + after + b"\n" + tail)
+        return f.tell()
 
 
 def rewrite_middle(path: Path, same_size: bool) -> tuple[int, bytes]:

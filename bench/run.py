@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -246,6 +247,8 @@ class Tools:
     quiet_wait: float = 0.0  # before each measured process, wait up to this long for an idle machine
     pythonpath: str | None = None  # --threadloom-src: benchmark another checkout
     tui_launches: int = TUI_LAUNCHES  # first-frame launches per run and mode (--quick: one, a smoke run)
+    scale: Scale | None = None  # the issue 33 archives (None: --no-scale)
+    archive_dir: Path = field(default_factory=lambda: BENCH / "archives")
 
     def env(self, **extra: str) -> dict[str, str]:
         # PYTHONDONTWRITEBYTECODE would make every measured process compile threadloom from source
@@ -304,6 +307,20 @@ def find_ccl(install: bool) -> tuple[list[str] | None, str | None, str | None]:
         return None, None, f"not installed (expected {exe})"
     version = subprocess.run([str(exe), "--version"], capture_output=True, text=True).stdout.strip()
     return [str(exe)], version.rsplit(" ", 1)[-1] or None, None
+
+
+@dataclass(frozen=True)
+class Scale:
+    """The sizes of issue 33's archives, where a cost must follow the change and not the archive."""
+
+    files: int = 20_000  # small sessions in one project folder
+    file_bytes: int = 3_000
+    records: int = 100_000  # records of one long session
+    line_bytes: int = 200_000_000  # one line of a tool result
+
+
+FULL_SCALE = Scale()
+QUICK_SCALE = Scale(files=300, records=3_000, line_bytes=40_000_000)  # the smoke run: a line past a window
 
 
 def tl_ingest(tools: Tools, db: Path, source: Path, *extra: str) -> tuple[Proc, dict[str, Any]]:
@@ -907,6 +924,133 @@ def scenario_new_session(ctx: RunContext) -> None:
     )
 
 
+def scale_archive(tools: Tools, kind: str, make: Callable[[Path], Any]) -> Path:
+    """A cached issue 33 archive (`make` writes it under the folder's projects/), generated once."""
+    assert tools.scale is not None
+    sc = tools.scale
+    name = f"scale-g{gen_archive.GEN_VERSION}-{kind}-{sc.files}x{sc.file_bytes}-{sc.records}-{sc.line_bytes}"
+    root = tools.archive_dir / name
+    if not (root / "done").exists():
+        shutil.rmtree(root, ignore_errors=True)
+        print(f"generating the {kind} archive in {root} …", file=sys.stderr, flush=True)
+        make(root / "projects" / "-home-dev-code-webapp")
+        (root / "done").write_text("")
+    warm_page_cache(root / "projects")
+    return root
+
+
+def copy_archive(src: Path, dst: Path, *, link: bool) -> Path:
+    """A copy of a cached archive to work on: hard links when the scenario only adds files."""
+    shutil.copytree(src / "projects", dst / "projects", copy_function=os.link if link else shutil.copy2)
+    return dst
+
+
+def scenario_many_files(ctx: RunContext) -> None:
+    """Issue 33: one new session in a project folder of 20,000 (only it is read and classified),
+    then `threadloom sessions` listing the 20,000 as a table (the way a terminal user reads it)."""
+    tools = ctx.tools
+    assert tools.scale is not None
+    sc = tools.scale
+    cached = scale_archive(
+        tools, "many", lambda d: gen_archive.write_many_sessions(d, sc.files, sc.file_bytes, 1)
+    )
+    archive = copy_archive(cached, ctx.work / "many", link=True)
+    db = ctx.work / "many.db"
+    cold, _ = tl_ingest(tools, db, archive)
+    record(ctx, "many_cold", cold)
+    gen_archive.write_many_sessions(ctx.work / "new-session", 1, sc.file_bytes, 2)
+    new_file = next((ctx.work / "new-session").iterdir())
+    os.link(new_file, archive / "projects" / "-home-dev-code-webapp" / new_file.name)
+    proc, report = tl_ingest(tools, db, archive)
+    record(ctx, "many_newfile", proc)
+    ctx.values["many_newfile.files_read"] = float(report["files_read"])
+    listed = run_process([*tools.threadloom, "--db", str(db), "sessions"], tools.env(), timeout=tools.timeout)
+    record(ctx, "sessions_list", listed.check())
+    ctx.values["sessions_list.rows"] = float(max(0, listed.stdout.count("\n") - 1))
+
+
+def first_line_and_end(cmd: list[str], env: dict[str, str], timeout: float) -> tuple[float, float, int]:
+    """(seconds to the first line of output, to the end of it, bytes) of a command whose output is
+    a pipe read as it comes (as a pager reads it)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd, env=env, cwd=env.get("HOME"), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    killer = threading.Timer(timeout, proc.kill)
+    killer.start()
+    try:
+        first = proc.stdout.readline()
+        first_at = time.perf_counter() - started
+        size = len(first)
+        while chunk := proc.stdout.read(1 << 20):
+            size += len(chunk)
+        if proc.wait() != 0:
+            raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}")
+    finally:
+        killer.cancel()
+    return first_at, time.perf_counter() - started, size
+
+
+def scenario_long_session(ctx: RunContext) -> None:
+    """Issue 33: one line appended to a session of 100,000 records (signals and stats brought up to
+    date from the turn it continues), then `threadloom show` of that session, piped."""
+    tools = ctx.tools
+    assert tools.scale is not None
+    sc = tools.scale
+    cached = scale_archive(
+        tools, "long", lambda d: gen_archive.write_long_session(d / "long.jsonl", sc.records, 1)
+    )
+    archive = copy_archive(cached, ctx.work / "long", link=False)
+    db = ctx.work / "long.db"
+    cold, report = tl_ingest(tools, db, archive)
+    record(ctx, "long_cold", cold)
+    path = archive / "projects" / "-home-dev-code-webapp" / "long.jsonl"
+    gen_archive.append_prompt(path, ctx.seed)  # one line: a prompt
+    proc, report = tl_ingest(tools, db, archive)
+    record(ctx, "long_append", proc)
+    ctx.values["long_append.records"] = float(report["records_added"])
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        session, count = conn.execute(
+            "SELECT id, message_count FROM agent_sessions ORDER BY message_count DESC LIMIT 1"
+        ).fetchone()
+    first, total, size = first_line_and_end(
+        [*tools.threadloom, "--db", str(db), "show", session], tools.env(), tools.timeout
+    )
+    ctx.values.update(
+        {"show_long.first_line_s": first, "show_long.seconds": total, "show_long.messages": float(count)}
+    )
+    ctx.values["show_long.output_mb"] = size / MB
+
+
+def scenario_giant_line(ctx: RunContext) -> None:
+    """Issue 33: a transcript one of whose lines is 200 MB, ingested into an empty database: its
+    peak memory, and whether the file is stored byte for byte."""
+    tools = ctx.tools
+    assert tools.scale is not None
+    sc = tools.scale
+    cached = scale_archive(
+        tools, "giant", lambda d: gen_archive.write_giant_line(d / "giant.jsonl", sc.line_bytes, 1)
+    )
+    db = ctx.work / "giant.db"
+    proc, _ = tl_ingest(tools, db, cached)
+    record(ctx, "giant", proc)
+    path = cached / "projects" / "-home-dev-code-webapp" / "giant.jsonl"
+    stored = hashlib.sha256()
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        for raw, newline in conn.execute(
+            "SELECT e.raw, e.newline FROM entries e JOIN source_files f ON f.id = e.source_file_id "
+            "WHERE f.path = ? ORDER BY e.byte_offset",
+            (str(path),),
+        ):
+            stored.update(bytes(raw) + (b"\n" if newline else b""))
+    on_disk = hashlib.sha256(path.read_bytes()).digest()
+    ctx.values["giant.verbatim"] = float(stored.digest() == on_disk)
+    ctx.values["giant.line_mb"] = sc.line_bytes / MB
+    if stored.digest() != on_disk:
+        ctx.notes["giant"] = "the bytes stored for the file are not the file's"
+
+
 Scenario = Callable[[RunContext], None]
 
 
@@ -968,7 +1112,11 @@ SCENARIOS: list[tuple[str, Scenario, bool]] = [  # (name, function, needs claude
     ("rewrite_grow", scenario_rewrite_grow, False),
     ("newsession", scenario_new_session, False),
     ("sync", scenario_sync, False),
+    ("many_files", scenario_many_files, False),
+    ("long_session", scenario_long_session, False),
+    ("giant", scenario_giant_line, False),
 ]
+SCALE_SCENARIOS = {"many_files", "long_session", "giant"}  # left out with --no-scale
 
 
 def run_once(
@@ -987,7 +1135,7 @@ def run_once(
         ctx = RunContext(tools, tree, manifest, work, seed, with_ccl)
         ctx.values["loadavg_1m"] = os.getloadavg()[0]
         for name, fn, needs_ccl in SCENARIOS:
-            if needs_ccl and not with_ccl:
+            if needs_ccl and not with_ccl or name in SCALE_SCENARIOS and tools.scale is None:
                 continue
             print(f"  {name} …", file=sys.stderr, end="", flush=True)
             try:
@@ -1213,6 +1361,64 @@ ROWS: list[tuple[str, str, str, str]] = [
         "TUI warm start / claude-code-log warm run",
         "ratio, pair by pair",
         "x",
+    ),
+    ("many_cold.seconds", "a folder of 20,000 small sessions: cold ingest", "wall time", "s"),
+    (
+        "many_newfile.seconds",
+        "a new session in a folder of 20,000, re-ingest (target ≤ 0.5 s)",
+        "wall time",
+        "s",
+    ),
+    (
+        "many_newfile.files_read",
+        "a new session in a folder of 20,000, re-ingest (target ≤ 0.5 s)",
+        "files read",
+        "",
+    ),
+    (
+        "sessions_list.seconds",
+        "`threadloom sessions` of 20,000 sessions, piped (target ≤ 1 s)",
+        "wall time",
+        "s",
+    ),
+    (
+        "sessions_list.rows",
+        "`threadloom sessions` of 20,000 sessions, piped (target ≤ 1 s)",
+        "rows",
+        "records",
+    ),
+    ("long_cold.seconds", "a session of 100,000 records: cold ingest", "wall time", "s"),
+    (
+        "long_append.seconds",
+        "one line appended to a session of 100,000 records, re-ingest (target ≤ 0.3 s)",
+        "wall time",
+        "s",
+    ),
+    (
+        "show_long.first_line_s",
+        "`threadloom show` of 100,000 messages, piped (target ≤ 5 s, first lines ≤ 0.5 s)",
+        "first line",
+        "s",
+    ),
+    (
+        "show_long.seconds",
+        "`threadloom show` of 100,000 messages, piped (target ≤ 5 s, first lines ≤ 0.5 s)",
+        "wall time",
+        "s",
+    ),
+    (
+        "show_long.messages",
+        "`threadloom show` of 100,000 messages, piped (target ≤ 5 s, first lines ≤ 0.5 s)",
+        "messages",
+        "records",
+    ),
+    ("giant.peak_rss_mb", "ingest a file with one 200 MB line (target ≤ 400 MB RSS)", "peak RSS", "MB"),
+    ("giant.seconds", "ingest a file with one 200 MB line (target ≤ 400 MB RSS)", "wall time", "s"),
+    (
+        "giant.verbatim",
+        "ingest a file with one 200 MB line (target ≤ 400 MB RSS)",
+        "stored byte for byte (1 = yes)",
+        "",
     ),
     ("sync_push.seconds", "sync: first push of the archive to a hub", "wall time", "s"),
     ("sync_push.ratio_to_cold", "sync: first push of the archive to a hub", "/ cold ingest", "x"),
@@ -1459,6 +1665,12 @@ def evaluate_targets(size: str, rows: list[dict[str, Any]], manifest: dict[str, 
     )
     add("page scroll ≤ 16 ms, text as Markdown", med.get("tui.page_scroll_md_ms"), 16.0, "ms")
     add("peak RSS while browsing ≤ 200 MB", mx.get("tui.browse_rss_mb"), 200.0, "MB", note="worst run")
+    add("a new session in a folder of 20,000 ≤ 0.5 s", med.get("many_newfile.seconds"), 0.5, "s")
+    add("one line appended to a 100k-record session ≤ 0.3 s", med.get("long_append.seconds"), 0.3, "s")
+    add("`sessions` of 20,000 sessions ≤ 1 s", med.get("sessions_list.seconds"), 1.0, "s")
+    add("`show` of 100k messages ≤ 5 s", med.get("show_long.seconds"), 5.0, "s")
+    add("`show` of 100k messages: first lines ≤ 0.5 s", med.get("show_long.first_line_s"), 0.5, "s")
+    add("ingest of a 200 MB line ≤ 400 MB RSS", mx.get("giant.peak_rss_mb"), 400.0, "MB", note="worst run")
     add(
         "TUI warm start no slower than claude-code-log's warm run",
         med.get("ratio.tui_first_frame_over_ccl_warm"),
@@ -1569,6 +1781,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--keep", action="store_true", help="keep each run's work folder")
     ap.add_argument(
+        "--no-scale",
+        action="store_true",
+        help="skip issue 33's archives (20,000 sessions in a folder, a 100k-record session, a 200 MB line)",
+    )
+    ap.add_argument(
         "--timeout", type=float, default=3600.0, help="seconds before a measured process is stopped"
     )
     ap.add_argument(
@@ -1616,6 +1833,8 @@ def main(argv: list[str] | None = None) -> int:
             0.0 if args.quick else args.quiet_wait,
             pythonpath,
             1 if args.quick else TUI_LAUNCHES,
+            None if args.no_scale else QUICK_SCALE if args.quick else FULL_SCALE,
+            args.archive_dir,
         )
         # byte-compile the code under test once, as an installed package is, so no measured process pays it
         for folder in [Path(src) / "core", Path(src) / "tui"] if src else [REPO / "core", REPO / "tui"]:

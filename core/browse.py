@@ -40,6 +40,7 @@ __all__ = [
     "Segment",
     "SessionSummary",
     "ToolCall",
+    "abandoned_turns",
     "branch_seqs",
     "branches",
     "child_sessions",
@@ -272,6 +273,36 @@ def branches(conn: sqlite3.Connection, session_id: str) -> list[Branch]:
         )
     out[-1].active = True  # the branch written last is the one the agent continued
     return out
+
+
+def abandoned_turns(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, list[str]]]:
+    """Each branch rewound away from (all but the last written, numbered as `branches` numbers
+    them) with its turns that neither the continued branch nor an earlier one holds, root first;
+    empty when the conversation never forked. What `branches` gives, without listing each path
+    whole: a walk up from a leaf stops at the first turn a branch already counted holds, so the
+    whole tree is walked once (a 100k-message session rewound 150 times: ~0.25 s to ~10 ms)."""
+    parent: dict[str, str | None] = dict(
+        conn.execute(
+            "SELECT id, parent_turn_id FROM agent_turns WHERE session_id = ? ORDER BY sequence", (session_id,)
+        ).fetchall()
+    )
+    has_child = {pid for pid in parent.values() if pid in parent}
+    leaves = [tid for tid in parent if tid not in has_child]
+    if len(leaves) < 2:
+        return []
+    held: set[str] = set()
+
+    def climb(leaf: str) -> list[str]:
+        path: list[str] = []
+        turn: str | None = leaf
+        while turn in parent and turn not in held:
+            held.add(turn)
+            path.append(turn)
+            turn = parent[turn]
+        return path[::-1]
+
+    climb(leaves[-1])  # the branch written last is the one the agent continued
+    return [(number, turns) for number, leaf in enumerate(leaves[:-1], 1) if (turns := climb(leaf))]
 
 
 def _prompt_text(conn: sqlite3.Connection, turn_id: str) -> str:

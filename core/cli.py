@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import re
@@ -17,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 if TYPE_CHECKING:  # the commands import what they use when they run: a launch loads only its own
     from threadloom.core.db import LedgerError
@@ -1363,7 +1364,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         return 0
     from rich.console import Console
     from rich.table import Table
-    from threadloom.core.text import human_tokens, one_line, short_when
+    from threadloom.core.text import TableColumn, human_tokens, one_line, short_when, text_table
 
     # piped (to grep, a file): no terminal width to fit, so nothing is cut; on a terminal the title,
     # project and model give way, the id (what `show` takes) and the numbers never do. No markup:
@@ -1379,19 +1380,15 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     room = console.width - sum(fixed.values()) - 2 * 7  # the gaps between the 8 columns
     widths = {"project": max(8, room // 6), "model": max(8, room // 6)}
     widths["title"] = max(12, room - widths["project"] - widths["model"])
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("id", "when", "project", "title", "msgs", "tokens", "cost", "model"):
-        table.add_column(
-            col,
-            overflow="ellipsis",
-            no_wrap=True,
-            min_width=fixed.get(col),
-            max_width=widths.get(col),
-            justify="right" if col in ("msgs", "tokens", "cost") else "left",
+    columns = [
+        TableColumn(
+            col, right=col in ("msgs", "tokens", "cost"), min_width=fixed.get(col), max_width=widths.get(col)
         )
+        for col in ("id", "when", "project", "title", "msgs", "tokens", "cost", "model")
+    ]
     shown_ids = short_ids(conn)
-    for r, depth in grouped:
-        table.add_row(
+    cells = [
+        (
             shown_ids.get(r.id, r.id) if not r.is_subagent else r.id.split(":", 1)[-1],
             short_when(r.last_activity),
             # from the logs: a folder's name may hold a newline, which would break the row in two
@@ -1402,6 +1399,25 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             r.cost_text,
             one_line(r.model, 10_000),
         )
+        for r, depth in grouped
+    ]
+    lines = text_table(columns, cells, console.width)
+    if lines is not None:  # drawn as Rich would, without Rich's cost per cell
+        head = f"\x1b[1m{lines[0]}\x1b[0m" if sys.stdout.isatty() else lines[0]
+        sys.stdout.write("\n".join([head, *lines[1:]]) + "\n")
+        return 0
+    table = Table(box=None, header_style="bold", pad_edge=False)  # a terminal too narrow: Rich squeezes it
+    for column in columns:
+        table.add_column(
+            column.name,
+            overflow="ellipsis",
+            no_wrap=True,
+            min_width=column.min_width,
+            max_width=column.max_width,
+            justify="right" if column.right else "left",
+        )
+    for row in cells:
+        table.add_row(*row)
     _print_table(console, table)
     return 0
 
@@ -1632,12 +1648,44 @@ def _show(args: argparse.Namespace, conn: sqlite3.Connection, session: SessionSu
         render_session(console, conn, session, **options)
         render_files_changed(console, conn, session.id, subagents=not args.no_subagents)
         return 0
-    # piped (to a file, grep, a pager): Rich pads lines to the console's width; end each where its text does
-    with console.capture() as captured:
-        render_session(console, conn, session, **options)
-        render_files_changed(console, conn, session.id, subagents=not args.no_subagents)
-    sys.stdout.writelines(line.rstrip() + "\n" for line in captured.get().splitlines())
+    # piped (to a file, grep, a pager): Rich pads lines to the console's width; end each where its text
+    # does, written as they are drawn (a long session's first lines come at once, not after all of it)
+    lines = _TrimmedLines(sys.stdout)
+    # a text file to Rich, which types its file as IO[str]
+    console = Console(highlight=False, width=measured.width, height=measured.height, file=cast(TextIO, lines))
+    render_session(console, conn, session, **options)
+    render_files_changed(console, conn, session.id, subagents=not args.no_subagents)
+    lines.close()
     return 0
+
+
+class _TrimmedLines(io.TextIOBase):
+    """A file for Rich that passes each line on without the spaces after its text, as the lines
+    come: what `str.splitlines` would cut the whole output into, each ended by a newline."""
+
+    BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # where str.splitlines cuts
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.pending = ""  # the start of a line not ended yet
+
+    def write(self, text: str) -> int:
+        pieces = (self.pending + text).splitlines(keepends=True)
+        # a line is passed on once its break is written ("\r" may yet be the start of "\r\n")
+        self.pending = (
+            pieces.pop() if pieces and (pieces[-1][-1] not in self.BREAKS or pieces[-1][-1] == "\r") else ""
+        )
+        self.out.write("".join(line.rstrip() + "\n" for line in pieces))
+        return len(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+    def close(self) -> None:
+        if self.pending:
+            self.out.write(self.pending.rstrip() + "\n")
+            self.pending = ""
+        super().close()
 
 
 def _print_plans(conn: sqlite3.Connection, session_id: str) -> int:

@@ -99,11 +99,12 @@ def _lexer(language: str) -> Lexer | None:
         return None
 
 
-def highlight(code: str, language: str, theme: str = SYNTAX_THEME, lines: int | None = None) -> Text:
+def highlight(code: str, language: str, theme: str | None = SYNTAX_THEME, lines: int | None = None) -> Text:
     """`code` coloured by its language's lexer in `theme` (plain when the language is unknown or
     not given), with no background of its own: the pane's, the cursor's or the terminal's shows.
     Only its first `lines` lines when given (the rest, never shown, plain): lexing is most of a
-    code block's cost."""
+    code block's cost. `theme` None: no colours will be shown (`show` piped), so the code is not
+    lexed, only given the line breaks the lexer gives it (half of a long session's `show`)."""
     code = safe(code)
     lexer = _lexer(language.lower()) if language else None
     if lexer is None or lines is not None and lines <= 0:
@@ -113,10 +114,21 @@ def highlight(code: str, language: str, theme: str = SYNTAX_THEME, lines: int | 
         cut = _nth_newline(code, lines)
         if cut >= 0:
             head, rest = code[:cut], code[cut:]
-    text = Text().append_tokens((value, _token_style(theme, kind)) for kind, value in lexer.get_tokens(head))
+    if theme is None:
+        text = Text(as_lexed(head))
+    else:
+        text = Text().append_tokens(
+            (value, _token_style(theme, kind)) for kind, value in lexer.get_tokens(head)
+        )
     if rest:
         text.append(rest)
     return text
+
+
+def as_lexed(code: str) -> str:
+    """The text a Pygments lexer's tokens add up to: its byte order mark dropped, its line breaks
+    made newlines (`Lexer._preprocess_lexer_input`, with no stripping and no tab size)."""
+    return code.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _nth_newline(text: str, n: int) -> int:
@@ -187,7 +199,7 @@ def segments(line: Text, console: Console) -> list[Segment]:
 
 
 def render_markdown(
-    text: str, *, style: str = "", code_theme: str = SYNTAX_THEME, preview: int | None = None
+    text: str, *, style: str = "", code_theme: str | None = SYNTAX_THEME, preview: int | None = None
 ) -> Markdown:
     """`text` parsed as Markdown and laid out as blocks; `style` under everything (dim for meta
     messages), code coloured in `code_theme` (a Pygments style, or Rich's `ansi_dark` for the
@@ -230,7 +242,7 @@ class _List:
 
 
 class _Builder:
-    def __init__(self, style: str, code_theme: str, preview: int | None) -> None:
+    def __init__(self, style: str, code_theme: str | None, preview: int | None) -> None:
         self.style = Style.parse(style) if style else None
         self.code_theme = code_theme
         self.preview = preview

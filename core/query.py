@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from bisect import bisect_left
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -475,10 +475,11 @@ TOOL_CALL_COLUMNS = (
 
 
 def attach_tool_calls(
-    conn: sqlite3.Connection, session_id: str, by_entry: Mapping[int, Any], order: str
+    conn: sqlite3.Connection, session_id: str, by_entry: Mapping[int, Any], order: str, results: bool = True
 ) -> None:
     """Append to each message of `by_entry` (entry id → a message with `tool_calls`) the calls it
-    made, in `order` (the SQL ORDER BY), then give them their input and result (`fill_tool_io`)."""
+    made, in `order` (the SQL ORDER BY), then give them their input and result (`fill_tool_io`;
+    their input alone when not `results`)."""
     cursor = conn.execute(
         f"SELECT {TOOL_CALL_COLUMNS} FROM agent_tool_calls WHERE session_id = ? "
         f"AND entry_id BETWEEN ? AND ? ORDER BY {order}",
@@ -494,7 +495,7 @@ def attach_tool_calls(
         if msg is not None:
             msg.tool_calls.append(call)
             calls.append(call)
-    fill_tool_io(conn, calls)
+    fill_tool_io(conn, calls, with_results=results)
 
 
 @dataclass(slots=True)
@@ -532,14 +533,23 @@ class MessageRow:
 
 
 def messages(
-    conn: sqlite3.Connection, session_id: str, *, offset: int = 0, limit: int = -1
+    conn: sqlite3.Connection,
+    session_id: str,
+    *,
+    offset: int = 0,
+    limit: int = -1,
+    from_seq: int = 0,
+    tool_results: bool = True,
 ) -> list[MessageRow]:
-    """A session's messages in order, with the tool calls each one made."""
+    """A session's messages in order, with the tool calls each one made (those from position
+    `from_seq` on, when given: a page found by its place rather than by counting rows to it);
+    the calls' results left out when not `tool_results` (what `show` prints never reads them, and
+    reading them again from their records was a tenth of a long session's `show`)."""
     cursor = conn.execute(
         "SELECT id AS entry_id, seq, uuid, parent_uuid, entry_type, subtype, role, content, thinking, model, "
-        "timestamp, is_meta, is_sidechain, turn_id, message_id FROM entries WHERE session_id = ? AND seq IS NOT NULL "
+        "timestamp, is_meta, is_sidechain, turn_id, message_id FROM entries WHERE session_id = ? AND seq >= ? "
         "ORDER BY seq LIMIT ? OFFSET ?",
-        (session_id, limit, offset),
+        (session_id, from_seq, limit, offset),
     )
     build = builder(cursor, MessageRow)
     out = [build(row) for row in cursor]
@@ -547,10 +557,32 @@ def messages(
         return out
     by_entry = {m.entry_id: m for m in out}
     # the calls of each message in the order they were made (the whole session's order)
-    attach_tool_calls(conn, session_id, by_entry, "tool_number")
+    attach_tool_calls(conn, session_id, by_entry, "tool_number", results=tool_results)
     attach_images(conn, session_id, by_entry)
     attach_hooks(conn, session_id, out)
     return out
+
+
+SHOWN_PAGE = 500  # messages read at a time by `message_pages`
+FIRST_PAGE = 50
+
+
+def message_pages(
+    conn: sqlite3.Connection, session_id: str, size: int | None = None, *, tool_results: bool = True
+) -> Iterator[list[MessageRow]]:
+    """A session's messages in order (as `messages`), a page at a time: what reads a whole
+    session to print it starts at once and holds one page (100,000 messages took 4 s and 500 MB
+    to read before the first was printed)."""
+    size = size or SHOWN_PAGE
+    from_seq, wanted = 0, min(size, FIRST_PAGE)  # a short first page: the first lines come sooner
+    while True:
+        page = messages(conn, session_id, limit=wanted, from_seq=from_seq, tool_results=tool_results)
+        if not page:
+            return
+        yield page
+        if len(page) < wanted:
+            return
+        from_seq, wanted = page[-1].seq + 1, size
 
 
 # the records that tell of hooks: Claude Code 2.1's attachments (`hook_success`, …) and progress
@@ -641,11 +673,15 @@ def attach_images(conn: sqlite3.Connection, session_id: str, by_entry: Mapping[i
             msg.images = extras.images
 
 
-def fill_tool_io(conn: sqlite3.Connection, calls: list[ToolCall]) -> None:
-    """Give calls their input and result where the ledger kept no copy of them (an adapter with
-    `tool_io_in_record`): the records they came in are normalized again and picked from."""
+def fill_tool_io(conn: sqlite3.Connection, calls: list[ToolCall], *, with_results: bool = True) -> None:
+    """Give calls their input and result (their input alone when not `with_results`) where the ledger
+    kept no copy of them (an adapter with `tool_io_in_record`): the records they came in are
+    normalized again and picked from."""
     wanted = {c.entry_id for c in calls if c.params_json is None and c.entry_id is not None}
-    wanted |= {c.result_entry_id for c in calls if c.result_json is None and c.result_entry_id is not None}
+    if with_results:
+        wanted |= {
+            c.result_entry_id for c in calls if c.result_json is None and c.result_entry_id is not None
+        }
     if not wanted:
         return
     from threadloom.core.adapters import adapter_for  # the adapters load on demand (see core.adapters)

@@ -6,6 +6,7 @@ import re
 import shlex
 import sqlite3
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import orjson
@@ -44,7 +45,7 @@ from threadloom.core.query import (
     children_of,
     display_title,
     get_session,
-    messages,
+    message_pages,
 )
 from threadloom.core.text import (
     BIDI_CONTROLS,
@@ -184,7 +185,7 @@ def message_body(
     markdown: bool = True,
     style: str = "",
     rest: str = "show --json prints all of it",
-    code_theme: str = SHOW_CODE_THEME,
+    code_theme: str | None = SHOW_CODE_THEME,
     preview: int | None = None,
 ) -> RenderableType:
     """What a user or an assistant wrote: rendered as Markdown (`markdown`) or as written
@@ -203,15 +204,17 @@ def message_body(
     return Group(body, Text(f"… {len(text) - MESSAGE_CHARS:,} more characters ({rest})", style="dim"))
 
 
-def _content(role: str | None, content: str, markdown: bool = True) -> RenderableType:
+def _content(
+    role: str | None, content: str, markdown: bool = True, code_theme: str | None = SHOW_CODE_THEME
+) -> RenderableType:
     """A message's text, as Markdown unless not `markdown`; an assistant's SEARCH/REPLACE blocks
     as diffs under their file's name."""
     if role != "assistant" or EDIT_SEARCH not in content:
-        return message_body(content, markdown=markdown)
+        return message_body(content, markdown=markdown, code_theme=code_theme)
     parts: list[RenderableType] = []
     for part in edit_blocks(content):
         if isinstance(part, str):
-            parts.append(message_body(part, markdown=markdown))
+            parts.append(message_body(part, markdown=markdown, code_theme=code_theme))
             continue
         block = Text(part.path or "(no file named)", style="bold")
         for row in diff_rows(part.old, part.new):
@@ -279,7 +282,9 @@ def render_session(
     children = {
         c.tool_call_id: c for c in children_of(conn, session.id, include_warmup=False) if c.tool_call_id
     }
-    for msg in messages(conn, session.id):
+    code_theme = None if console.no_color or console.color_system is None else SHOW_CODE_THEME
+    # printed as read, a page at a time; no call's result is printed, so none is read
+    for msg in chain.from_iterable(message_pages(conn, session.id, tool_results=False)):
         if msg.role == "system" or msg.entry_type == "system":
             if msg.hooks:
                 for run in msg.hooks:
@@ -299,7 +304,7 @@ def render_session(
                 console.print(Padding(hook_text(run), (0, 0, 0, indent + 2)))
         parts = parse(msg.content) if msg.role == "user" and msg.content else []
         if parts and any(not isinstance(p, Typed) for p in parts):
-            ends = _print_parts(console, msg, parts, indent, markdown)
+            ends = _print_parts(console, msg, parts, indent, markdown, code_theme)
             _print_hooks(console, msg, indent)
             if ends or any(not run.before for run in msg.hooks):
                 console.print()
@@ -330,7 +335,9 @@ def render_session(
                 )
             )
         if msg.content:
-            console.print(Padding(_content(msg.role, msg.content, markdown), (0, 0, 0, indent + 2)))
+            console.print(
+                Padding(_content(msg.role, msg.content, markdown, code_theme), (0, 0, 0, indent + 2))
+            )
         for image in msg.images:
             console.print(Padding(Text(f"▣ {describe(image)}", style="#d7af5f"), (0, 0, 0, indent + 2)))
         for call in msg.tool_calls:
@@ -368,7 +375,14 @@ def _print_hooks(console: Console, msg: MessageRow, indent: int) -> None:
             console.print(Padding(hook_text(run), (0, 0, 0, indent + 2)))
 
 
-def _print_parts(console: Console, msg: MessageRow, parts: list[Part], indent: int, markdown: bool) -> bool:
+def _print_parts(
+    console: Console,
+    msg: MessageRow,
+    parts: list[Part],
+    indent: int,
+    markdown: bool,
+    code_theme: str | None = SHOW_CODE_THEME,
+) -> bool:
     """A user message holding Claude Code's markup (`core.markup`), each part for what it is: a
     command's output and the caveat as quiet notes without the user's label, a slash command as
     typed, a `!` command and what it printed (as the terminal showed it, never as Markdown), IDE
@@ -401,7 +415,7 @@ def _print_parts(console: Console, msg: MessageRow, parts: list[Part], indent: i
         elif isinstance(part, Caveat):
             console.print(Padding(Text(CAVEAT_NOTE, style="dim italic"), (0, 0, 0, indent)))
         elif isinstance(part, Typed):
-            console.print(Padding(message_body(part.text, markdown=markdown), pad))
+            console.print(Padding(message_body(part.text, markdown=markdown, code_theme=code_theme), pad))
     # a command's output follows it: the blank line after the two
     return not all(isinstance(p, (Command, Shell, Caveat)) for p in parts)
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 from rapidfuzz import fuzz
-from threadloom.core.browse import COMPACTION_SUBTYPES, COMPACTION_TYPES, branches
+from threadloom.core.browse import COMPACTION_SUBTYPES, COMPACTION_TYPES, abandoned_turns
 from threadloom.core.db import set_meta
 from threadloom.core.query import SessionSummary, ToolCall, fill_tool_io, get_session
 from threadloom.core.rows import fetch, values
@@ -468,7 +468,7 @@ SIGNAL_ORDER = (
 def _order(signal: Signal) -> tuple[Any, ...]:
     """One order for a session's signals however they were found: by where they start, then by kind."""
     rank = SIGNAL_ORDER.index(signal.name) if signal.name in SIGNAL_ORDER else len(SIGNAL_ORDER)
-    evidence = orjson.dumps([asdict(e) for e in signal.evidence])
+    evidence = orjson.dumps(signal.evidence)  # orjson writes a dataclass as asdict() would, faster
     return (signal.seq is not None, signal.seq or 0, rank, signal.detail, evidence)
 
 
@@ -488,8 +488,8 @@ def _checkpoint(conn: sqlite3.Connection, session_id: str) -> _Checkpoint | None
     if at_cut is None or at_cut[0] != cut_entry:
         return None
     # a call before the cut whose result came since has a new status
-    late = conn.execute(
-        "SELECT 1 FROM agent_tool_calls WHERE result_entry_id > ? AND session_id = ? "
+    late = conn.execute(  # by the results stored since (their index), not every call of the session
+        "SELECT 1 FROM agent_tool_calls WHERE result_entry_id > ? AND +session_id = ? "
         "AND (entry_id < ? OR entry_id IS NULL) LIMIT 1",
         (seen_id, session_id, cut_entry),
     ).fetchone()
@@ -835,28 +835,21 @@ def _dead_ends(conn: sqlite3.Connection, session: _Session, linear: bool) -> lis
     `linear`: the turns form one line, so there is no branch to look for."""
     out: list[Signal] = []
     minimum = limit("dead_end_usd")
-    abandoned_turns: set[str] = set()
+    abandoned: set[str] = set()
     turn_costs: dict[str | None, float] | None = None
     spawning = _spawning_calls(conn, session)
-    found = [] if linear else branches(conn, session.id)
-    costly: list[tuple[Any, list[str], float]] = []  # (branch, its abandoned turns, their cost)
-    if found:
-        kept = set(next(b for b in found if b.active).turn_ids)
-        for branch in found:
-            if branch.active:
-                continue
-            turns = [t for t in branch.turn_ids if t not in kept and t not in abandoned_turns]
-            abandoned_turns.update(turns)
-            if not turns:
-                continue
-            if turn_costs is None:
-                turn_costs = _turn_costs(conn, session.id, spawning)
-            cost = sum(turn_costs.get(t, 0.0) for t in turns)
-            if cost >= minimum:
-                costly.append((branch, turns, cost))
+    costly: list[tuple[int, list[str], float]] = []  # (branch number, its abandoned turns, their cost)
+    rewound = [] if linear else abandoned_turns(conn, session.id)
+    for number, turns in rewound:
+        abandoned.update(turns)
+        if turn_costs is None:
+            turn_costs = _turn_costs(conn, session.id, spawning, [t for _, turns in rewound for t in turns])
+        cost = sum(turn_costs.get(t, 0.0) for t in turns)
+        if cost >= minimum:
+            costly.append((number, turns, cost))
     # their prompts looked up at once (past a cut, a lookup each was most of an append's cost)
     prompts = _prompts(session, [t for _, turns, _ in costly for t in turns])
-    for branch, turns, cost in costly:
+    for number, turns, cost in costly:
         out.append(
             Signal(
                 session.id,
@@ -864,7 +857,7 @@ def _dead_ends(conn: sqlite3.Connection, session: _Session, linear: bool) -> lis
                 "abandoned-branch",
                 "high" if cost >= limit("high_usd") else "medium",
                 f"${cost:.2f} spent on {len(turns)} turn{'s' if len(turns) != 1 else ''} of a branch "
-                f"rewound away from (branch {branch.number})",
+                f"rewound away from (branch {number})",
                 [
                     Evidence(entry_id=entry_id, seq=seq)
                     for entry_id, seq in (prompts[t] for t in turns if t in prompts)
@@ -874,7 +867,7 @@ def _dead_ends(conn: sqlite3.Connection, session: _Session, linear: bool) -> lis
     last = max((p.seq for p in session.prompt_of.values()), default=-1)
     earlier = _prompts(session, [c.turn_id for c in spawning if c.turn_id is not None])
     for call in spawning:
-        if call.child_session_id is None or call.turn_id in abandoned_turns:
+        if call.child_session_id is None or call.turn_id in abandoned:
             continue  # an abandoned branch's subagents are counted in its cost
         if call.status in ("failed", "interrupted", "rejected"):
             never_back = True
@@ -971,17 +964,23 @@ def _prompts(session: _Session, turn_ids: list[str]) -> dict[str, tuple[int, int
     return out
 
 
-def _turn_costs(conn: sqlite3.Connection, session_id: str, spawning: list[_Call]) -> dict[str | None, float]:
-    """Turn id → the cost of its API messages plus that of the subagents it spawned (read once: a
-    session rewound fifty times asked it fifty times)."""
+def _turn_costs(
+    conn: sqlite3.Connection, session_id: str, spawning: list[_Call], turn_ids: list[str]
+) -> dict[str | None, float]:
+    """Turn id → the cost of its API messages plus that of the subagents it spawned, for the
+    `turn_ids` (read once: a session rewound fifty times asked it fifty times; and only theirs: the
+    rest of a long session's usage is never summed)."""
+    wanted = set(turn_ids)
     costs: dict[str | None, float] = dict(
         conn.execute(
-            "SELECT turn_id, COALESCE(sum(cost_usd), 0) FROM agent_usage WHERE session_id = ? GROUP BY turn_id",
-            (session_id,),
+            # by turn (its index), not by session (all of its rows): `+` keeps the session's index out
+            "SELECT turn_id, COALESCE(sum(cost_usd), 0) FROM agent_usage "
+            "WHERE turn_id IN (SELECT value FROM json_each(?)) AND +session_id = ? GROUP BY turn_id",
+            (orjson.dumps(sorted(wanted)).decode(), session_id),
         )
     )
     for call in spawning:
-        if call.child_session_id:
+        if call.child_session_id and call.turn_id in wanted:
             costs[call.turn_id] = costs.get(call.turn_id, 0.0) + _subagent_cost(conn, call.child_session_id)
     return costs
 
@@ -1268,7 +1267,7 @@ def _store(
             shown = time.perf_counter()
         found, checkpoint = session_pass(conn, session_id, whole=clear_all)
         for signal in found:
-            evidence = orjson.dumps([asdict(e) for e in signal.evidence]).decode()
+            evidence = orjson.dumps(signal.evidence).decode()
             rows.append(
                 (
                     signal.session_id,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -329,3 +329,59 @@ SIGNALS: dict[str, str] = {
 # next ingest finds every session's signals again, not only those of the sessions it read
 SIGNALS_VERSION = "2"
 SIGNALS_VERSION_KEY = "signals_version"
+
+
+ASCII_RUNS = re.compile(r"[\x20-\x7e]+")  # printable ASCII: one cell a character
+
+
+@dataclass(frozen=True, slots=True)
+class TableColumn:
+    """One column of `text_table`: its header, and how its cells are fitted."""
+
+    name: str
+    right: bool = False  # justified to the right (numbers)
+    min_width: int | None = None
+    max_width: int | None = None  # longer cells end in "…"
+
+
+def text_table(columns: list[TableColumn], rows: Sequence[tuple[str, ...]], width: int) -> list[str] | None:
+    """The lines of a table as Rich draws a `Table(box=None, pad_edge=False)` of one-line cells
+    (no_wrap, overflow="ellipsis"), each line's trailing spaces dropped; None when it does not fit
+    in `width` (Rich would squeeze the columns: the caller draws it with Rich). Rich measures and
+    renders every cell as a styled object: 20,000 sessions took it 20 s, these lines 0.2 s."""
+    from rich.cells import cell_len, set_cell_size
+
+    def length(cell: str) -> int:
+        """Terminal cells, Rich's count (which goes character by character: only the rest's)."""
+        if cell.isascii():
+            return len(cell)
+        rest = ASCII_RUNS.sub("", cell)
+        return len(cell) - len(rest) + cell_len(rest)
+
+    widths = [length(c.name) for c in columns]
+    for row in rows:
+        for i, cell in enumerate(row):
+            n = length(cell)
+            if n > widths[i]:
+                widths[i] = n
+    for i, column in enumerate(columns):
+        if column.min_width is not None:
+            widths[i] = max(widths[i], column.min_width)
+        if column.max_width is not None:
+            widths[i] = min(widths[i], column.max_width)
+    if sum(widths) + 2 * (len(columns) - 1) > width:
+        return None
+
+    def line(cells: tuple[str, ...]) -> str:
+        parts = []
+        for column, room, cell in zip(columns, widths, cells, strict=True):
+            if column.right:
+                cell = cell.rstrip()  # as Rich justifies to the right
+            n = length(cell)
+            if n > room:
+                cell, n = set_cell_size(cell, room - 1) + "…", room
+            pad = " " * (room - n)
+            parts.append(pad + cell if column.right else cell + pad)
+        return "  ".join(parts).rstrip()
+
+    return [line(tuple(c.name for c in columns)), *map(line, rows)]

@@ -35,6 +35,18 @@ def seed(path: str, dirs: list[str]) -> None:
     _listing[path] = (dirs, [], frozenset())
 
 
+def listed_files(path: str) -> list[str]:
+    """The names of the files in a folder, as the walks will offer them (listed once per run)."""
+    return list(_list(path)[1])
+
+
+def withhold(path: str, names: set[str]) -> None:
+    """Offer a changed folder's files minus `names`: those the run already knows (a folder of
+    20,000 sessions that gained one offers that one, not 20,001 files for every adapter to open)."""
+    dirs, files, links = _list(path)
+    _listing[path] = (dirs, [name for name in files if name not in names], links)
+
+
 def _list(path: str) -> tuple[list[str], list[str], frozenset[str]]:
     cached = _listing.get(path)
     if cached is None:

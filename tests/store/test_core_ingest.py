@@ -583,7 +583,7 @@ def test_a_new_file_in_one_folder_is_found_without_offering_the_other_folders_fi
     real = ClaudeAdapter.claims
 
     def claims(self, path):
-        asked.append(path.parent.name)
+        asked.append(f"{path.parent.name}/{path.name}")
         return real(self, path)
 
     monkeypatch.setattr(ClaudeAdapter, "claims", claims)
@@ -592,7 +592,8 @@ def test_a_new_file_in_one_folder_is_found_without_offering_the_other_folders_fi
     gone.path.unlink()
     report = ingest(conn, tmp_path / "projects")
     assert report.files_read == 1 and report.files_seen == 3 and report.files_gone == 1
-    assert asked and set(asked) == {"-home-dev-api"}  # the app folder's file was not offered again
+    # neither the app folder's file nor the api folder's known one is offered again: only the new name
+    assert set(asked) == {"-home-dev-api/44444444-aaaa-4bbb-8ccc-000000000004.jsonl"}
     sessions = {r[0] for r in conn.execute("SELECT id FROM agent_sessions")}
     assert "44444444-aaaa-4bbb-8ccc-000000000004" in sessions and len(sessions) == 4
     asked.clear()
