@@ -40,9 +40,19 @@ class CleanupRisk:
     at_risk: int  # of those, older than period - margin: deleted within `margin_days`, or already due
     overdue: int  # of those, older than the period: deleted at the agent's next start
     oldest_ms: int | None  # the last change of the oldest one at risk
+    who: str = ""  # the agent, in sentences
+    key: str = ""  # the setting the period is read from
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        del data["who"], data["key"]
+        return data
+
+    @property
+    def rule(self) -> str:
+        """The agent's rule, as the warning says it."""
+        said = ", ".join(part for part in (self.key, self.setting) if part)
+        return f"{self.who} deletes sessions {self.period_days} days after their last change ({said})"
 
     def oldest_day(self) -> str:
         return time.strftime("%Y-%m-%d", time.localtime(self.oldest_ms / 1000)) if self.oldest_ms else ""
@@ -53,8 +63,7 @@ class CleanupRisk:
             return ""
         due = f", {self.overdue} of them already due (deleted at its next start)" if self.overdue else ""
         return (
-            f"Claude Code deletes sessions {self.period_days} days after their last change "
-            f"(cleanupPeriodDays, {self.setting}): {self.at_risk} not archived yet will be deleted within "
+            f"{self.rule}: {self.at_risk} not archived yet will be deleted within "
             f"{self.margin_days} days{due}; the oldest was last changed on {self.oldest_day()}. {hint}; "
             "`threadloom service install` keeps archiving with threadloom closed."
         )
@@ -71,7 +80,10 @@ def cleanup_risk(conn: sqlite3.Connection | None, *, now_ms: int | None = None) 
     for name in ADAPTERS:
         policy = ADAPTERS[name].cleanup_policy()
         if policy is not None:
-            return _risk(conn, name, policy, now_ms)
+            risk = _risk(conn, name, policy, now_ms)
+            if risk is not None:
+                risk.who, risk.key = ADAPTERS[name].display_name, policy.key
+            return risk
     return None
 
 

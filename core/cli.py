@@ -530,7 +530,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _db_arg(p)
     p.add_argument("action", choices=["install", "uninstall", "status", "run"], help="what to do")
-    p.add_argument("--agent", choices=["claude"], help="the agent whose settings get the hook")
+    p.add_argument(
+        "--agent", metavar="AGENT", help="the agent whose settings get the hook (the command that runs it)"
+    )
     p.add_argument(
         "--stop", action="store_true", help="install: also after each reply (Stop), not only at the end"
     )
@@ -678,7 +680,12 @@ def build_parser() -> argparse.ArgumentParser:
             else "Take `threadloom mcp` out of the agent's configuration file, leaving the rest as it is.",
         )
         _db_arg(q)
-        q.add_argument("--agent", required=True, choices=("claude", "codex", "gemini", "cursor", "opencode"))
+        q.add_argument(
+            "--agent",
+            required=True,
+            metavar="AGENT",
+            help="the agent, by its command (`threadloom mcp install --agent x` lists them)",
+        )
         q.add_argument("--dry-run", action="store_true", help="print the change (a diff) and write nothing")
         q.add_argument("--json", action="store_true", help="print what was done as JSON")
     return parser
@@ -2469,8 +2476,7 @@ def cmd_sources(args: argparse.Namespace) -> int:
         print(f"warning: {risk.message()}")
     elif risk is not None:
         print(
-            f"  cleanup: Claude Code deletes sessions {risk.period_days} days after their last change "
-            f"(cleanupPeriodDays, {risk.setting}); of its {risk.sessions} sessions here, {risk.unarchived} "
+            f"  cleanup: {risk.rule}; of its {risk.sessions} sessions here, {risk.unarchived} "
             f"are not archived yet, none within {risk.margin_days} days of that"
         )
     return 0
@@ -2686,20 +2692,23 @@ def cmd_service(args: argparse.Namespace) -> int:
 
 def cmd_hooks(args: argparse.Namespace) -> int:
     from threadloom.core import hooks
+    from threadloom.core.adapters import all_adapters
 
     if args.action == "run":
         return _hook_run(args)
     if args.action != "status" and args.agent is None:
-        _fail("which agent's settings: --agent claude (the one agent with hooks so far)")
+        programs = ", ".join(a.program for a in all_adapters() if a.session_hooks() is not None)
+        _fail(f"which agent's settings: --agent {programs} (the agents with hooks so far)")
         return 2
     try:
         if args.action == "install":
-            events = ["SessionEnd", "Stop"] if args.stop else ["SessionEnd"]
-            outcome = hooks.install(_explicit_db(args), events, dry_run=args.dry_run)
+            outcome = hooks.install(
+                _explicit_db(args), agent=args.agent, stop=args.stop, dry_run=args.dry_run
+            )
         elif args.action == "uninstall":
-            outcome = hooks.uninstall(dry_run=args.dry_run)
+            outcome = hooks.uninstall(agent=args.agent, dry_run=args.dry_run)
         else:
-            outcome = hooks.status()
+            outcome = hooks.status(agent=args.agent)
     except (hooks.HooksError, OSError) as exc:
         _fail(exc)
         return 1
@@ -2711,7 +2720,7 @@ def cmd_hooks(args: argparse.Namespace) -> int:
 
 
 def _hook_run(args: argparse.Namespace) -> int:
-    """What the hook runs. From Claude Code (stdin): start the ingest in the background and return
+    """What the hook runs. From the agent (stdin): start the ingest in the background and return
     at once, 0 whatever happens (a hook must never get in the session's way). With --transcript:
     the ingest itself."""
     from threadloom.core import db, hooks
@@ -2720,14 +2729,17 @@ def _hook_run(args: argparse.Namespace) -> int:
     if args.transcript is not None:
         db_path = _explicit_db(args) or db.default_db_path()
         return hooks.archive_session(db_path, Path(args.transcript).absolute(), log_path_for(db_path))
-    transcript = hooks.transcript_of(sys.stdin.buffer.read(hooks.MAX_INPUT))
+    try:
+        transcript = hooks.transcript_of(sys.stdin.buffer.read(hooks.MAX_INPUT), args.agent)
+    except hooks.HooksError as exc:
+        print(f"threadloom hooks run: {exc}; nothing archived", file=sys.stderr)
+        return 0
     if transcript is None:
-        print(
-            "threadloom hooks run: no transcript_path in the hook's input; nothing archived", file=sys.stderr
-        )
+        key = hooks.hooks_of(hooks.hooked_agent(args.agent)).transcript_key
+        print(f"threadloom hooks run: no {key} in the hook's input; nothing archived", file=sys.stderr)
         return 0
     try:
-        hooks.start_detached(transcript, _explicit_db(args))
+        hooks.start_detached(transcript, _explicit_db(args), args.agent)
     except OSError as exc:
         print(f"threadloom hooks run: could not start the ingest: {exc}", file=sys.stderr)
     return 0

@@ -2,8 +2,8 @@
 
 The call's agent's adapter reads it (`Adapter.file_edits`, the one parser the stats and undo share,
 in `core.adapters.edits`); this draws it as `DiffLine`s: the terminal viewer colours them, an
-export writes them as HTML or text. A call whose agent is not known is read by the adapter that
-names its tool.
+export writes them as HTML or text. A call whose agent is not known is drawn as no edit: one
+agent's tool name can be another's, so a name alone says nothing.
 """
 
 from __future__ import annotations

@@ -210,6 +210,8 @@ def _add_calls(conn: sqlite3.Connection, session_id: str, by_turn: dict[str, Epi
     ):
         calls.append((turn_id, ToolCall(cid, name, params, result, status, child, None, None, rid, eid)))
     agent = _agent_of(conn, session_id)
+    for _, call in calls:
+        call.agent = agent  # whose adapter says what each call did
     wanted = [c for _, c in calls if _wants_io(agent, c)]
     inputs = _quick_inputs(conn, agent, wanted)
     fill_tool_io(

@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 from threadloom.core import browse, images
-from threadloom.core.adapters import tool_group
+from threadloom.core.adapters import spawned, tool_group
 from threadloom.core.adapters.base import ImageRef
 from threadloom.core.calls import call_params, result_text
 from threadloom.core.diffs import DiffLine, call_diff, is_edit
@@ -255,8 +255,9 @@ def _shown_input(call: ToolCall) -> tuple[str, str]:
     params = call_params(call)
     if isinstance(params.get("command"), str) and len(params) <= 3:
         return params["command"], "bash"
-    if isinstance(params.get("prompt"), str) and tool_group(call.agent, call.name) == "spawn":
-        return params["prompt"], ""
+    spawn = spawned(call.agent, call.name, params)
+    if spawn is not None and spawn.prompt is not None:
+        return spawn.prompt, ""
     return orjson.dumps(params, option=orjson.OPT_INDENT_2).decode(), "json"
 
 

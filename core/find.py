@@ -100,6 +100,9 @@ def _calls_holding(
     )
     build, number_of, seq_of = builder(cursor, ToolCall), getter(cursor, "tool_number"), getter(cursor, "seq")
     calls = [(number_of(row), seq_of(row), build(row)) for row in cursor]
+    source = conn.execute("SELECT source FROM agent_sessions WHERE id = ?", (session_id,)).fetchone()
+    for _, _, call in calls:
+        call.agent = source[0] if source else None  # whose adapter draws the call
     wanted = set(records)
     sharing: dict[tuple[str, int], int] = {}  # (side, record) → how many calls it carries
     for _, _, call in calls:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
-from threadloom.core.adapters import ADAPTERS
+from threadloom.core.adapters import ADAPTERS, agents_said
 from threadloom.core.adapters.base import Adapter, ResumeTarget, disk_name
 from threadloom.core.adapters.base import ForkError as ForkError  # re-exported: adapters raise it too
 from threadloom.core.adapters.base import checked_id as _checked_id
@@ -314,6 +314,7 @@ def fork_messages(conn: sqlite3.Connection, session_id: str, turn_ids: list[str]
     as_call = builder(cursor, ToolCall)
     for row in cursor:
         call = as_call(row)
+        call.agent = agent[0] if agent is not None else None  # whose adapter reads the call
         if call.result_entry_id is not None:
             results.add(call.result_entry_id)
         if call.entry_id is not None and first <= call.entry_id <= last:
@@ -404,7 +405,7 @@ def _style_root(style: str) -> Path:
 def claude_projects_root() -> Path:
     """`$CLAUDE_CONFIG_DIR/projects` (default ~/.claude/projects): where Claude Code keeps sessions
     (its adapter's `resume_root`)."""
-    return _style_root("claude-chain")
+    return _style_root("uuid-chain")
 
 
 def claude_folder_name(cwd: str) -> str:
@@ -542,7 +543,7 @@ ROLLOUT_DATE = re.compile(r"rollout-(\d{4})-(\d{2})-(\d{2})T")
 def codex_sessions_root() -> Path:
     """`$CODEX_HOME/sessions` (default ~/.codex/sessions): where `codex resume ID` looks (its
     adapter's `resume_root`)."""
-    return _style_root("codex-rollout")
+    return _style_root("rollout-copy")
 
 
 def codex_restore_step(
@@ -871,7 +872,8 @@ def plan_fork(
         )
     if before and not adapter.forks_before_prompt:
         raise ForkError(
-            f"forking before a prompt is for Claude Code and Codex sessions; fork this {agent} session at "
+            f"forking before a prompt is for {agents_said(lambda a: a.forks_before_prompt)} sessions; "
+            f"fork this {agent} session at "
             "the message before it"
         )
     style = _style(adapter)
@@ -1069,7 +1071,8 @@ def native_fork_plan(
     adapter = _adapter(plan.agent)
     if not adapter.forks_natively:
         raise ForkError(
-            f"only Claude Code forks itself with a new prompt; fork this {plan.agent} session without "
+            f"only {agents_said(lambda a: a.forks_natively)} forks itself with a new prompt; "
+            f"fork this {plan.agent} session without "
             "--native and type the prompt in the new session"
         )
     if plan.fork_point is None:  # before the first prompt: a new session, nothing to fork
@@ -1367,7 +1370,7 @@ def _codex_fork_plan(
         bytes(r.raw) for r in rows[:cut]
     ]
     local = moment.astimezone()
-    path = _style_root("codex-rollout").joinpath(
+    path = _style_root("rollout-copy").joinpath(
         f"{local:%Y}", f"{local:%m}", f"{local:%d}", f"rollout-{local:%Y-%m-%dT%H-%M-%S}-{new_id}.jsonl"
     )
     resume = adapter.resume_command(ResumeTarget(agent, new_id, new_id, cwd))
@@ -1469,7 +1472,7 @@ def _gemini_fork_plan(
         "messages": messages,
     }
     tag = re.sub(r"[^A-Za-z0-9_-]", "", sid)[:8]  # the name holds no "/" or ".." from the log
-    fd, path = tempfile.mkstemp(prefix=f"gemini-fork-{tag}-", suffix=".json")  # created 0600
+    fd, path = tempfile.mkstemp(prefix=f"fork-{tag}-", suffix=".json")  # created 0600
     with os.fdopen(fd, "wb") as f:
         f.write(orjson.dumps(doc))
     cwd = _cwd_of(conn, sid)
@@ -1511,13 +1514,13 @@ class ForkStyle:
 
 
 STYLES: dict[str, ForkStyle] = {
-    "claude-chain": ForkStyle(
+    "uuid-chain": ForkStyle(
         _claude_fork_plan,
         exact=True,
         makes_folder=True,
         restore=lambda conn, t: claude_restore_step(conn, t.session_id, t.cwd, t.agent),
     ),
-    "codex-rollout": ForkStyle(
+    "rollout-copy": ForkStyle(
         lambda conn, at: _codex_fork_plan(
             conn,
             at.sid,
@@ -1530,11 +1533,11 @@ STYLES: dict[str, ForkStyle] = {
         makes_folder=True,
         restore=lambda conn, t: codex_restore_step(conn, t.session_id, t.external_id, t.agent),
     ),
-    "gemini-session-file": ForkStyle(
+    "session-file": ForkStyle(
         lambda conn, at: _gemini_fork_plan(conn, at.sid, at.entry_id, now=at.now),
         at_end=lambda conn, sid: _gemini_fork_plan(conn, sid, None),
     ),
-    "aider-history": ForkStyle(lambda conn, at: _aider_fork_plan(conn, at.sid, at.entry_id, at.agent)),
+    "history-copy": ForkStyle(lambda conn, at: _aider_fork_plan(conn, at.sid, at.entry_id, at.agent)),
     # agents that cannot be started at a point: the whole session, copied or resumed
     "whole-session-copy": ForkStyle(lambda conn, at: _whole_session_plan(conn, at, copy=True)),
     "whole-session-resume": ForkStyle(lambda conn, at: _whole_session_plan(conn, at, copy=False)),

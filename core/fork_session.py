@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from threadloom.core import browse
-from threadloom.core.adapters import ADAPTERS
+from threadloom.core.adapters import ADAPTERS, agents_said
 from threadloom.core.fork import (
     ForkError,
     ForkMessage,
@@ -499,12 +499,14 @@ class ForkSession:
         """Why this agent cannot do what the prompt box would be opened for ("before", "native"), or ""."""
         if purpose == "before" and not (self.adapter and self.adapter.forks_before_prompt):
             return (
-                f"Forking before a prompt is for Claude Code and Codex sessions; for {self.agent} fork at the "
+                f"Forking before a prompt is for {agents_said(lambda a: a.forks_before_prompt)} sessions; "
+                f"for {self.agent} fork at the "
                 "message before it."
             )
         if purpose == "native" and not (self.adapter and self.adapter.forks_natively):
             return (
-                f"Only Claude Code can be started from outside as a fork with a new prompt; for {self.agent} "
+                f"Only {agents_said(lambda a: a.forks_natively)} can be started from outside as a fork with "
+                f"a new prompt; for {self.agent} "
                 "use Fork here (or Fork at end) and type the prompt in the new session."
             )
         return ""

@@ -1,19 +1,19 @@
-"""`threadloom hooks install|uninstall|status --agent claude`, and `hooks run`, which the hook runs.
+"""`threadloom hooks install|uninstall|status --agent A`, and `hooks run`, which the hook runs.
 
-A Claude Code `SessionEnd` hook (and `Stop`, after each reply, with `--stop`) archives the session
-that just ended, even when neither the TUI nor `threadloom watch` runs. Claude Code runs the
-command with a JSON object on stdin naming `transcript_path`, and gives a SessionEnd hook little time
-before it exits: `hooks run` reads that object, starts the ingest as a process of its own (detached,
-so that it outlives Claude Code) and returns at once. The ingest reads the transcript and its
-session's folder (subagents, tool results) through `core.ingest`: just those files when the archive
-knows them, the incremental walk otherwise; it waits its turn for the writer lock (at most
+An agent whose adapter has `session_hooks` (Claude Code so far) runs a command at a session's end
+(and after each reply, with `--stop`): the command archives that session, even when neither the TUI
+nor `threadloom watch` runs. The agent gives it a JSON object on stdin naming the transcript, and
+little time before it exits: `hooks run` reads that object, starts the ingest as a process of its
+own (detached, so that it outlives the agent) and returns at once. The ingest reads the transcript
+and its session's folder (subagents, tool results) through `core.ingest`: just those files when the
+archive knows them, the incremental walk otherwise; it waits its turn for the writer lock (at most
 HOOK_WAIT_SECONDS) and logs beside the database, as `threadloom watch` does.
 
-The settings file (`$CLAUDE_CONFIG_DIR/settings.json`, else `~/.claude/settings.json`) is the user's:
-install adds one entry to each event's list and changes nothing else (no key lost or moved), after
-writing a backup of the file; a second install changes nothing; uninstall removes only entries whose
-command runs `threadloom ... hooks run`, and the lists and `hooks` object they leave empty. A file
-that is not valid JSON is refused and left as it is.
+The settings file (where the adapter says) is the user's: install adds one entry to each event's
+list and changes nothing else (no key lost or moved), after writing a backup of the file; a second
+install changes nothing; uninstall removes only entries whose command runs `threadloom ... hooks
+run`, and the lists and `hooks` object they leave empty. A file that is not valid JSON is refused
+and left as it is.
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-EVENTS = ("SessionEnd", "Stop")
+from threadloom.core.adapters.base import Adapter, SessionHooks
+
 OWN = "threadloom.core.cli hooks run"  # in the command of every entry this module writes
-HOOK_TIMEOUT_SECONDS = 10  # what Claude Code allows the command (it only starts the ingest)
+HOOK_TIMEOUT_SECONDS = 10  # what the agent allows the command (it only starts the ingest)
 HOOK_WAIT_SECONDS = 300.0  # how long the detached ingest waits for another writer
 MAX_INPUT = 1 << 20
 
@@ -40,15 +41,40 @@ class HooksError(RuntimeError):
     """A settings file that cannot be changed safely (not JSON, an unexpected shape): left as it is."""
 
 
-def settings_path() -> Path:
-    from threadloom.core.adapters.claude import config_dir
+def hooked_agent(name: str | None = None) -> Adapter:
+    """The adapter of the agent called `name` (its registry name or its program) that runs hooks;
+    without a name, the first one that does. HooksError when there is none."""
+    from threadloom.core.adapters import ADAPTERS
 
-    return config_dir() / "settings.json"
+    hooked = [a for a in ADAPTERS.values() if a.session_hooks() is not None]
+    found = next((a for a in hooked if name is None or name in (a.name, a.program)), None)
+    if found is None:
+        known = ", ".join(a.program for a in hooked) or "none"
+        raise HooksError(f"no agent {name!r} runs threadloom's hooks: --agent one of {known}")
+    return found
 
 
-def hook_command(db: Path | None) -> str:
-    """The command Claude Code runs: this interpreter and this threadloom, as a shell line."""
-    argv = [sys.executable, "-m", "threadloom.core.cli", "hooks", "run", "--agent", "claude"]
+def hooks_of(agent: Adapter) -> SessionHooks:
+    found = agent.session_hooks()
+    assert found is not None  # hooked_agent chose it for having them
+    return found
+
+
+def settings_path(agent: str | None = None) -> Path:
+    return hooks_of(hooked_agent(agent)).settings
+
+
+def hook_command(db: Path | None, agent: str | None = None) -> str:
+    """The command the agent runs: this interpreter and this threadloom, as a shell line."""
+    argv = [
+        sys.executable,
+        "-m",
+        "threadloom.core.cli",
+        "hooks",
+        "run",
+        "--agent",
+        hooked_agent(agent).program,
+    ]
     return shlex.join(argv + (["--db", str(db)] if db is not None else []))
 
 
@@ -80,7 +106,7 @@ def load(path: Path) -> dict[str, Any] | None:
     except json.JSONDecodeError as exc:
         raise HooksError(
             f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}): left as it is. "
-            "Fix it (Claude Code cannot read it either), then install again."
+            "Fix it (its agent cannot read it either), then install again."
         ) from None
     if not isinstance(settings, dict):
         raise HooksError(f"{path} holds {_kind(settings)}, not an object: left as it is")
@@ -104,8 +130,10 @@ def merged(settings: dict[str, Any], path: Path, command: str, events: list[str]
     changed = False
     hooks = _event_lists(settings, path, create=True)
     assert hooks is not None
-    for event in EVENTS:
+    for event in dict.fromkeys([*events, *hooks]):
         groups = hooks.get(event)
+        if event not in events and not isinstance(groups, list):
+            continue  # another event's entries, none of them ours
         if groups is not None and not isinstance(groups, list):
             raise HooksError(f'{path}: "hooks.{event}" is {_kind(groups)}, not an array: left as it is')
         own = [
@@ -127,7 +155,7 @@ def merged(settings: dict[str, Any], path: Path, command: str, events: list[str]
             groups = hooks[event] = []
         groups.append({"hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}]})
         changed = True
-    unwanted = [e for e in EVENTS if e not in events]
+    unwanted = [e for e in hooks if e not in events]
     return _remove_own(settings, path, unwanted) or changed
 
 
@@ -162,7 +190,8 @@ def _remove_own(settings: dict[str, Any], path: Path, events: list[str] | tuple[
 
 
 def removed(settings: dict[str, Any], path: Path) -> bool:
-    return _remove_own(settings, path, EVENTS)
+    hooks = settings.get("hooks")
+    return _remove_own(settings, path, list(hooks) if isinstance(hooks, dict) else [])
 
 
 def installed(settings: dict[str, Any] | None) -> dict[str, list[str]]:
@@ -232,14 +261,23 @@ class Outcome:
 
 
 def install(
-    db: Path | None, events: list[str], *, dry_run: bool = False, path: Path | None = None
+    db: Path | None,
+    *,
+    agent: str | None = None,
+    stop: bool = False,
+    dry_run: bool = False,
+    path: Path | None = None,
 ) -> Outcome:
-    path = path or settings_path()
+    """Add the hook at a session's end (and, with `stop`, after each reply) to the agent's settings."""
+    adapter = hooked_agent(agent)
+    spec = hooks_of(adapter)
+    events = [spec.session_end, *([spec.reply_end] if stop and spec.reply_end else [])]
+    path = path or spec.settings
     out = Outcome()
     settings = load(path)
     existed = settings is not None
     settings = {} if settings is None else settings
-    command = hook_command(db)
+    command = hook_command(db, adapter.program)
     changed = merged(settings, path, command, events)
     names = " and ".join(events)
     if not changed:
@@ -257,15 +295,15 @@ def install(
     out.lines.append(f"{'added' if existed else 'wrote'} threadloom's {names} hook in {path}:")
     out.lines.append(f"  {command}")
     out.lines.append(
-        "Claude Code runs it when a session ends"
-        + (" and after each reply" if "Stop" in events else "")
-        + ": the session is archived then. `threadloom hooks uninstall --agent claude` removes it."
+        f"{adapter.display_name} runs it when a session ends"
+        + (" and after each reply" if len(events) > 1 else "")
+        + f": the session is archived then. `threadloom hooks uninstall --agent {adapter.program}` removes it."
     )
     return out
 
 
-def uninstall(*, dry_run: bool = False, path: Path | None = None) -> Outcome:
-    path = path or settings_path()
+def uninstall(*, agent: str | None = None, dry_run: bool = False, path: Path | None = None) -> Outcome:
+    path = path or settings_path(agent)
     out = Outcome()
     settings = load(path)
     if settings is None or not removed(settings, path):
@@ -280,8 +318,9 @@ def uninstall(*, dry_run: bool = False, path: Path | None = None) -> Outcome:
     return out
 
 
-def status(path: Path | None = None) -> Outcome:
-    path = path or settings_path()
+def status(path: Path | None = None, agent: str | None = None) -> Outcome:
+    adapter = hooked_agent(agent)
+    path = path or hooks_of(adapter).settings
     out = Outcome()
     try:
         found = installed(load(path))
@@ -291,7 +330,9 @@ def status(path: Path | None = None) -> Outcome:
         return out
     out.data = {"settings": str(path), "hooks": found}
     if not found:
-        out.lines.append(f"no threadloom hook in {path}: `threadloom hooks install --agent claude` adds one")
+        out.lines.append(
+            f"no threadloom hook in {path}: `threadloom hooks install --agent {adapter.program}` adds one"
+        )
     for event, commands in found.items():
         for command in commands:
             argv = shlex.split(command)
@@ -303,19 +344,21 @@ def status(path: Path | None = None) -> Outcome:
 # ---------------------------------------------------------------------- what the hook runs
 
 
-def transcript_of(payload: bytes) -> str | None:
-    """`transcript_path` of the JSON Claude Code gives the hook (None when there is none)."""
+def transcript_of(payload: bytes, agent: str | None = None) -> str | None:
+    """The transcript the JSON the agent gives its hook names (None when it names none)."""
     try:
         data = json.loads(payload)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
-    path = data.get("transcript_path") if isinstance(data, dict) else None
+    key = hooks_of(hooked_agent(agent)).transcript_key
+    path = data.get(key) if isinstance(data, dict) else None
     return path if isinstance(path, str) and path else None
 
 
-def start_detached(transcript: str, db: Path | None) -> None:
-    """The ingest as a process of its own session, free of Claude Code's terminal and exit."""
-    argv = [sys.executable, "-m", "threadloom.core.cli", "hooks", "run", "--agent", "claude"]
+def start_detached(transcript: str, db: Path | None, agent: str | None = None) -> None:
+    """The ingest as a process of its own session, free of the agent's terminal and exit."""
+    program = hooked_agent(agent).program
+    argv = [sys.executable, "-m", "threadloom.core.cli", "hooks", "run", "--agent", program]
     argv += ["--transcript", transcript] + (["--db", str(db)] if db is not None else [])
     subprocess.Popen(
         argv,
@@ -361,7 +404,7 @@ def archive_session(db_path: Path, transcript: Path, log_path: Path, wait: float
                 else:
                     report = run_ingest(conn, remember=False)
                     if str(transcript) not in known_sources(conn) and transcript.is_file():
-                        # a transcript where no root looks (another CLAUDE_CONFIG_DIR): read as named
+                        # a transcript where no root looks (the agent's folder moved): read as named
                         report = run_ingest(conn, [transcript], include_defaults=False, remember=False)
             finally:
                 conn.close()

@@ -128,17 +128,27 @@ class IngestReport:
         return data
 
 
-# Sources an older threadloom read less fully, read again once (the key is kept in ledger_meta).
-REREADS = {
+def _zst_documents() -> tuple[str, list[str]]:
+    """Compressed logs an agent's adapter decodes (`Adapter.decodes`): stored whole only at first."""
+    from threadloom.core.adapters import agents_where
+
+    where = "agent IN (SELECT value FROM json_each(?)) AND kind = 'document' AND path LIKE '%.zst'"
+    return where, [orjson.dumps(agents_where(lambda a: a.decodes)).decode()]
+
+
+# Sources an older threadloom read less fully, read again once (the key is kept in ledger_meta); the
+# condition is built only when a key is missing (it asks every adapter).
+REREADS: dict[str, Callable[[], tuple[str, list[str]]]] = {
     # .jsonl.zst rollouts were stored whole only; now their decompressed lines are read too
-    "reread:codex-zst-lines": "agent = 'codex' AND kind = 'document' AND path LIKE '%.zst'",
+    "reread:codex-zst-lines": _zst_documents,
 }
 
 
 def _apply_rereads(conn: sqlite3.Connection) -> None:
-    for key, where in REREADS.items():
+    for key, condition in REREADS.items():
         if get_meta(conn, key) is None:
-            conn.execute(f"UPDATE source_files SET size = -1, content_hash = NULL WHERE {where}")
+            where, args = condition()
+            conn.execute(f"UPDATE source_files SET size = -1, content_hash = NULL WHERE {where}", args)
             set_meta(conn, key, "done")
 
 

@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from threadloom.core.adapters.base import FileContext, RawRecord, Record, disk_name, normalized
+from threadloom.core.adapters.base import (
+    Adapter,
+    FileContext,
+    RawRecord,
+    Record,
+    SpawnFacts,
+    disk_name,
+    normalized,
+)
 from threadloom.core.db import TITLE_TYPES_SQL
 from threadloom.core.derived import CHECKPOINTS, REPLAYED_TABLES
 from threadloom.core.rows import values
@@ -929,11 +937,12 @@ TREE_CALLS = (
 )
 
 
-def _spawn_tools_json() -> str:
-    """The tools that start a subagent with their prompt parameter, in any agent's logs."""
-    from threadloom.core.adapters import spawn_tools
+def _spawner(agent: str | None) -> Adapter | None:
+    """The adapter that says which of a subagent's parent's calls can have started it: its own
+    agent's (one agent's spawn tool can be another's ordinary tool)."""
+    from threadloom.core.adapters import ADAPTERS
 
-    return orjson.dumps(sorted(spawn_tools())).decode()
+    return ADAPTERS.get(agent) if agent else None
 
 
 def _tree_args(root: str) -> tuple[str, str, str, str]:
@@ -950,7 +959,7 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
     if not roots:
         return
     found: dict[str, tuple[Any, ...]] = {}
-    columns = "id, tool_call_id, spawn_key, first_prompt, agent_id, parent_session_id, task_status"
+    columns = "id, tool_call_id, spawn_key, first_prompt, agent_id, parent_session_id, task_status, source"
     for root in roots:
         # Claude subagents are named "<root>:agent-…" (a range on the primary key, not a LIKE scan);
         # other agents' subagents keep their own ids and name their parent, so look both ways.
@@ -972,7 +981,17 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
             (orjson.dumps([row[1] for row in found.values() if row[1]]).decode(),),
         )
     }
-    for sid, tool_call_id, spawn_key, first_prompt, agent_id, parent_sid, task_status in found.values():
+    for (
+        sid,
+        tool_call_id,
+        spawn_key,
+        first_prompt,
+        agent_id,
+        parent_sid,
+        task_status,
+        agent,
+    ) in found.values():
+        adapter = _spawner(agent)
         linked = calls.get((parent_sid, tool_call_id)) if tool_call_id else None
         if linked is not None and linked[0] == sid and linked[1] == task_status and task_status != "pending":
             continue
@@ -991,12 +1010,12 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
                 f"{TREE_CALLS} AND c.child_agent_id = ? ORDER BY c.started_at, c.session_id LIMIT 1",
                 (*_tree_args(root), key),
             ).fetchone()
-        if call is None and first_prompt:
+        if call is None and first_prompt and adapter is not None and adapter.spawn_tools:
             wanted = _norm(first_prompt)
             for candidate in conn.execute(
                 f"{TREE_CALLS} AND c.tool_name IN (SELECT value FROM json_each(?)) "
                 "AND (c.child_session_id IS NULL OR c.child_session_id = ?) ORDER BY c.started_at, c.session_id",
-                (*_tree_args(root), _spawn_tools_json(), sid),
+                (*_tree_args(root), orjson.dumps(sorted(adapter.spawn_tools)).decode(), sid),
             ):
                 try:
                     params = orjson.loads(candidate[3] or "{}")
@@ -1004,9 +1023,8 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
                     continue
                 if not isinstance(params, dict):
                     continue
-                # Claude's Task/Agent give the subagent `prompt`; Roo's new_task a `message` (`content` in its UI log)
-                prompt = params.get("prompt") or params.get("message") or params.get("content")
-                if isinstance(prompt, str) and _norm(prompt) == wanted:
+                prompt = adapter.spawn_facts(params).prompt
+                if prompt is not None and _norm(prompt) == wanted:
                     call = candidate
                     break
         if call is None or call[1] == sid:
@@ -1016,9 +1034,10 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
             params = orjson.loads(params_json or "{}")
         except orjson.JSONDecodeError:
             params = {}
-        description = params.get("description") if isinstance(params, dict) else None
-        agent_type = params.get("subagent_type") if isinstance(params, dict) else None
-        teammate = isinstance(params, dict) and bool(params.get("team_name") or params.get("name"))
+        facts = (
+            adapter.spawn_facts(params) if adapter is not None and isinstance(params, dict) else SpawnFacts()
+        )
+        description, agent_type, teammate = facts.description, facts.agent_type, facts.teammate
         conn.execute(
             "UPDATE agent_sessions SET tool_call_id = ?, parent_session_id = ?, parent_message_id = ?, "
             "task_description = COALESCE(task_description, ?), agent_type = COALESCE(agent_type, ?), "

@@ -2,17 +2,10 @@
 own configuration file, as that agent documents it, merged with what the file holds (every other key
 kept, the file's other servers untouched), idempotent, `--dry-run` printing the change.
 
-| agent    | file                                              | where                                  |
-|----------|---------------------------------------------------|----------------------------------------|
-| claude   | ~/.claude.json ($CLAUDE_CONFIG_DIR/.claude.json)  | "mcpServers" (user scope, all projects) |
-| codex    | $CODEX_HOME/config.toml (~/.codex)                | [mcp_servers.threadloom]               |
-| gemini   | ~/.gemini/settings.json                           | "mcpServers"                           |
-| cursor   | ~/.cursor/mcp.json                                | "mcpServers"                           |
-| opencode | $XDG_CONFIG_HOME/opencode/opencode.json           | "mcp" (type local, command as a list)  |
-
-The TOML of Codex is edited with tomlkit, which keeps the rest of the file as written (comments,
-order, spacing). A file is replaced whole at once (written beside it, then renamed over it), keeping
-its permissions."""
+Each agent's adapter says where its file is and how it spells a server (`Adapter.mcp_config`,
+`mcp_entry`); `--agent` names the agent by its program. A TOML file is edited with tomlkit, which
+keeps the rest of the file as written (comments, order, spacing). A file is replaced whole at once
+(written beside it, then renamed over it), keeping its permissions."""
 
 from __future__ import annotations
 
@@ -26,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-AGENTS = ("claude", "codex", "gemini", "cursor", "opencode")
+from threadloom.core.adapters.base import Adapter, McpConfig
+
 NAME = "threadloom"
 
 
@@ -73,32 +67,28 @@ def server_command(db: Path | None = None) -> list[str]:
     return [*head, "mcp", *(["--db", str(db.expanduser().resolve())] if db is not None else [])]
 
 
+def mcp_agents() -> dict[str, Adapter]:
+    """The agents threadloom can register itself with, by program (the first adapter of each)."""
+    from threadloom.core.adapters import ADAPTERS
+
+    found: dict[str, Adapter] = {}
+    for adapter in ADAPTERS.values():
+        if adapter.mcp_config() is not None:
+            found.setdefault(adapter.program, adapter)
+    return found
+
+
+def _agent(name: str) -> tuple[Adapter, McpConfig]:
+    agents = mcp_agents()
+    adapter = agents.get(name)
+    config = adapter.mcp_config() if adapter is not None else None
+    if adapter is None or config is None:
+        raise InstallError(f"no agent {name!r}: one of {', '.join(agents)}")
+    return adapter, config
+
+
 def config_path(agent: str) -> Path:
-    home = Path.home()
-    if agent == "claude":
-        base = os.environ.get("CLAUDE_CONFIG_DIR")
-        return Path(base).expanduser() / ".claude.json" if base else home / ".claude.json"
-    if agent == "codex":
-        return Path(os.environ.get("CODEX_HOME") or home / ".codex").expanduser() / "config.toml"
-    if agent == "gemini":
-        return home / ".gemini" / "settings.json"
-    if agent == "cursor":
-        return home / ".cursor" / "mcp.json"
-    if agent == "opencode":
-        folder = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config").expanduser() / "opencode"
-        plain, commented = folder / "opencode.json", folder / "opencode.jsonc"
-        return commented if commented.exists() and not plain.exists() else plain
-    raise InstallError(f"no agent {agent!r}: one of {', '.join(AGENTS)}")
-
-
-def entry_for(agent: str, command: list[str]) -> dict[str, Any]:
-    """The server's entry as the agent's configuration spells it."""
-    if agent == "opencode":
-        return {"type": "local", "command": command, "enabled": True}
-    entry: dict[str, Any] = {"command": command[0], "args": command[1:]}
-    if agent == "claude":
-        entry = {"type": "stdio", **entry, "env": {}}
-    return entry
+    return _agent(agent)[1].path
 
 
 def _read(path: Path) -> str:
@@ -129,9 +119,9 @@ def _json(path: Path, text: str) -> dict[str, Any]:
     return data
 
 
-def _edit_json(agent: str, path: Path, text: str, entry: dict[str, Any] | None) -> tuple[str, str]:
+def _edit_json(config: McpConfig, text: str, entry: dict[str, Any] | None) -> tuple[str, str]:
+    path, key = config.path, config.key
     data = _json(path, text)
-    key = "mcp" if agent == "opencode" else "mcpServers"
     servers = data.get(key)
     if servers is None:
         servers = {}
@@ -149,22 +139,23 @@ def _edit_json(agent: str, path: Path, text: str, entry: dict[str, Any] | None) 
             return text, "unchanged"
         data[key] = {**servers, NAME: entry}
         action = "updated" if had is not None else "added"
-    if agent == "opencode" and "$schema" not in data and not text.strip():
-        data = {"$schema": "https://opencode.ai/config.json", **data}
+    if not text.strip():
+        data = {**dict(config.new_file), **data}
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n", action
 
 
-def _edit_toml(path: Path, text: str, entry: dict[str, Any] | None) -> tuple[str, str]:
+def _edit_toml(config: McpConfig, text: str, entry: dict[str, Any] | None) -> tuple[str, str]:
     import tomlkit
     from tomlkit.exceptions import TOMLKitError
 
+    path, key = config.path, config.key
     try:
         doc = tomlkit.parse(text)
     except TOMLKitError as exc:
         raise InstallError(f"{path} is not TOML threadloom can read: {exc}; it was left as it is") from exc
-    servers = doc.get("mcp_servers")
+    servers = doc.get(key)
     if servers is not None and not isinstance(servers, dict):
-        raise InstallError(f"{path}: mcp_servers is not a table; it was left as it is")
+        raise InstallError(f"{path}: {key} is not a table; it was left as it is")
     had = servers.get(NAME) if servers is not None else None
     if entry is None:
         if had is None:
@@ -172,7 +163,7 @@ def _edit_toml(path: Path, text: str, entry: dict[str, Any] | None) -> tuple[str
         assert servers is not None
         del servers[NAME]
         if not servers:
-            del doc["mcp_servers"]
+            del doc[key]
         return tomlkit.dumps(doc), "removed"
     if had is not None and {k: had[k] for k in had} == entry:  # tomlkit's values compare as plain ones
         return text, "unchanged"
@@ -184,22 +175,21 @@ def _edit_toml(path: Path, text: str, entry: dict[str, Any] | None) -> tuple[str
         servers = tomlkit.table(is_super_table=True)
         if text and not text.endswith("\n\n"):
             doc.add(tomlkit.nl())
-        doc["mcp_servers"] = servers
+        doc[key] = servers
     servers[NAME] = table
     return tomlkit.dumps(doc).rstrip("\n") + "\n", "updated" if had is not None else "added"
 
 
 def plan(agent: str, *, remove: bool = False, db: Path | None = None) -> Change:
     """What installing (or, with `remove`, uninstalling) would do to the agent's file."""
-    if agent not in AGENTS:
-        raise InstallError(f"no agent {agent!r}: one of {', '.join(AGENTS)}")
-    path = config_path(agent)
+    adapter, config = _agent(agent)
+    path = config.path
     before = _read(path)
-    entry = None if remove else entry_for(agent, server_command(db))
-    if agent == "codex":
-        after, action = _edit_toml(path, before, entry)
+    entry = None if remove else adapter.mcp_entry(server_command(db))
+    if config.toml:
+        after, action = _edit_toml(config, before, entry)
     else:
-        after, action = _edit_json(agent, path, before, entry)
+        after, action = _edit_json(config, before, entry)
     return Change(agent, path, action, before, after)
 
 

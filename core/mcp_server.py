@@ -526,9 +526,6 @@ def do_turn(
     return page("get_turn", head, "messages", items, max_tokens=max_tokens, cursor=cursor, what="messages")
 
 
-READ_TOOLS = ("Read", "read_file", "view", "NotebookRead", "open_file", "cat")
-
-
 def _prompt_of_entry(conn: sqlite3.Connection, session_id: str, entry_id: int) -> tuple[int | None, str]:
     """The #seq of the turn an entry is in and its prompt, on one line."""
     row = conn.execute("SELECT seq, turn_id FROM entries WHERE id = ?", (entry_id,)).fetchone()
@@ -544,8 +541,9 @@ def do_file_history(
     archive: Archive, path: str, project: str | None, max_tokens: int | None, cursor: str | None
 ) -> str:
     import orjson
+    from threadloom.core.adapters import tool_group
     from threadloom.core.calls import call_params
-    from threadloom.core.diffs import call_diff
+    from threadloom.core.diffs import call_diff, is_edit
     from threadloom.core.query import TOOL_CALL_COLUMNS, ToolCall, fill_tool_io, get_session
 
     wanted = path.strip()
@@ -615,7 +613,9 @@ def do_file_history(
             if change_call is not None:
                 diff = "\n".join(
                     line.text
-                    for line in call_diff(change_call.name, call_params(change_call))
+                    for line in call_diff(
+                        change_call.name, call_params(change_call), agent=s.agent if s else None
+                    )
                     if line.kind != "file"
                 )
                 if change_call.entry_id is not None:
@@ -648,10 +648,11 @@ def do_file_history(
             ]
             if not named and wanted not in params_text:
                 continue
-            if call.name in ("Edit", "MultiEdit", "Write", "apply_patch"):
-                continue  # an edit is listed with its diff above
             sid = reader_sessions[id(call)]
             s = session_of(sid)
+            agent = s.agent if s else None
+            if is_edit(call.name, call_params(call), agent):
+                continue  # an edit is listed with its diff above
             if project and (s is None or project not in (s.project_path or "")):
                 continue
             turn, prompt = (
@@ -661,7 +662,7 @@ def do_file_history(
                 (
                     call.started_at or 0,
                     {
-                        "kind": "read" if call.name in READ_TOOLS else "used",
+                        "kind": "read" if tool_group(agent, call.name) == "read" else "used",
                         "path": named[0] if named else wanted,
                         "session_id": sid,
                         "session_title": one_line(s.title or s.first_prompt, 120) if s else None,

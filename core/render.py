@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import shlex
 import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -14,7 +13,7 @@ import orjson
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
-from threadloom.core.adapters import tool_group
+from threadloom.core.adapters import tool_group, tool_owner
 from threadloom.core.browse import tool_result_extra
 from threadloom.core.calls import call_params
 from threadloom.core.diffs import diff_rows
@@ -76,8 +75,10 @@ def tool_summary(call: ToolCall) -> str:
         params = {}
     if not isinstance(params, dict):
         return ""
-    special = _SUMMARIES.get(call.name)
-    gist = special(params) if special is not None else None
+    adapter = tool_owner(call.agent, call.name)
+    gist = adapter.call_gist(call.name, params) if adapter is not None else None
+    if gist is None and tool_group(call.agent, call.name) == "todo":
+        gist = _todos(params)
     if gist is None:
         gist = _shell_words(params.get("command"))
     if gist is None:
@@ -91,7 +92,6 @@ def tool_summary(call: ToolCall) -> str:
 
 # the input fields that say what a call is about, in the order they are looked for
 SUMMARY_KEYS = ("command", "file_path", "path", "pattern", "url", "query", "subject", "description", "prompt")
-WORKFLOW_META = re.compile(r"""\b(name|description)\s*:\s*(['"`])(.+?)\2""")
 
 
 def _shell_words(command: object) -> str | None:
@@ -104,48 +104,10 @@ def _shell_words(command: object) -> str | None:
     return shlex.join(words)
 
 
-def _task_update(params: dict[str, Any]) -> str | None:
-    task = params.get("taskId")
-    if not isinstance(task, (str, int)):
-        return None
-    status, owner = params.get("status"), params.get("owner")
-    return (
-        f"#{task}"
-        + (f" → {status}" if isinstance(status, str) else "")
-        + (f" ({owner})" if isinstance(owner, str) else "")
-    )
-
-
-def _task_id(params: dict[str, Any]) -> str | None:
-    task = params.get("task_id", params.get("taskId", params.get("bash_id")))
-    return f"#{task}" if isinstance(task, (str, int)) else None
-
-
-def _workflow(params: dict[str, Any]) -> str | None:
-    """A Workflow call's script names itself in its `meta` (name, description)."""
-    script = params.get("script")
-    if not isinstance(script, str):
-        return None
-    meta = {key: value for key, _, value in WORKFLOW_META.findall(script[:4000])}
-    parts = [meta[k] for k in ("name", "description") if k in meta]
-    return ": ".join(parts) if parts else None
-
-
 def _todos(params: dict[str, Any]) -> str | None:
-    """A TodoWrite call by where its list stands (`1 of 4 done · ◐ Fixing the bound`), not its JSON."""
+    """A todo list call by where its list stands (`1 of 4 done · ◐ Fixing the bound`), not its JSON."""
     items = todos(params)
     return todo_summary(items) if items is not None else None
-
-
-_SUMMARIES: dict[str, Callable[[dict[str, Any]], str | None]] = {
-    "TodoWrite": _todos,
-    "TaskUpdate": _task_update,
-    "TaskOutput": _task_id,
-    "TaskGet": _task_id,
-    "BashOutput": _task_id,
-    "KillShell": _task_id,
-    "Workflow": _workflow,
-}
 
 
 @dataclass

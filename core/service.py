@@ -26,25 +26,18 @@ UNIT_NAME = "threadloom-watch.service"
 LABEL = "org.threadloom.watch"
 MARK = "written by `threadloom service install`"
 MANAGERS = ("systemd", "launchd")
-# what moves where the agents' files, or threadloom's database, are looked for
-CARRIED_ENV = (
-    "THREADLOOM_DB",
-    "CLAUDE_CONFIG_DIR",
-    "CODEX_HOME",
-    "GEMINI_CLI_HOME",
-    "CLINE_DIR",
-    "AIDER_CHAT_HISTORY_FILE",
-    "COPILOT_HOME",
-    "CONTINUE_GLOBAL_DIR",
-    "GOOSE_PATH_ROOT",
-    "KIMI_SHARE_DIR",
-    "PI_CODING_AGENT_DIR",
-    "OPENHANDS_CONVERSATIONS_DIR",
-    "OPENHANDS_PERSISTENCE_DIR",
-    "FLATPAK_XDG_DATA_HOME",
-    "XDG_DATA_HOME",
-    "XDG_CONFIG_HOME",
-)
+# what moves where threadloom's database, or every agent's files, are looked for (each adapter names
+# its own agent's variables in `env_vars`)
+OWN_ENV = ("THREADLOOM_DB", "XDG_DATA_HOME", "XDG_CONFIG_HOME")
+
+
+def carried_names() -> tuple[str, ...]:
+    """Every variable the service carries into the watch it starts."""
+    from threadloom.core.adapters import carried_env as agents_env
+
+    return tuple(dict.fromkeys((*OWN_ENV, *agents_env())))
+
+
 COMMAND_SECONDS = 30
 
 
@@ -70,7 +63,7 @@ def watch_argv(db: Path | None) -> list[str]:
 
 def carried_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     environ = dict(os.environ) if environ is None else environ
-    return {name: environ[name] for name in CARRIED_ENV if environ.get(name)}
+    return {name: environ[name] for name in carried_names() if environ.get(name)}
 
 
 @dataclass

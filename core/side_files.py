@@ -66,8 +66,13 @@ def persisted_output(conn: sqlite3.Connection, result: str) -> PersistedOutput |
     return PersistedOutput(named, shown_name(path), data, contiguous and len(data) == size)
 
 
-# the tools that end a plan: opening one of their calls opens the session's plan file
-PLAN_TOOLS = frozenset({"ExitPlanMode", "exit_plan_mode"})
+def plan_tools(conn: sqlite3.Connection, session_id: str) -> frozenset[str]:
+    """The tools that end a plan in this session's agent's logs (its adapter's `plan_tools`)."""
+    from threadloom.core.adapters import ADAPTERS
+
+    row = conn.execute("SELECT source FROM agent_sessions WHERE id = ?", (session_id,)).fetchone()
+    adapter = ADAPTERS.get(row[0]) if row and row[0] else None
+    return adapter.plan_tools if adapter is not None else frozenset()
 
 
 def plan_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str, int]]:
@@ -81,7 +86,7 @@ def plan_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str
             "SELECT DISTINCT json_extract(CAST(e.raw AS TEXT), '$.slug') FROM agent_tool_calls c "
             "JOIN entries e ON e.id = c.entry_id WHERE c.session_id = ? "
             "AND c.tool_name IN (SELECT value FROM json_each(?))",
-            (session_id, orjson.dumps(sorted(PLAN_TOOLS)).decode()),
+            (session_id, orjson.dumps(sorted(plan_tools(conn, session_id))).decode()),
         )
         if isinstance(slug, str) and slug
     ]

@@ -1426,7 +1426,9 @@ def excerpts(
             (session_id, orjson.dumps([c.id for c in calls]).decode()),
         )
     }
+    source = conn.execute("SELECT source FROM agent_sessions WHERE id = ?", (session_id,)).fetchone()
     for c in calls:
+        c.agent = source[0] if source else None  # whose adapter gives a call its gist
         row = stored.get((c.id, c.entry_id))
         if row is not None:
             c.params_json, c.result_json = row["params_json"], row["result_json"]

@@ -847,7 +847,9 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
             wanted.add(call.result_entry_id)
     records = _raw_objects(conn, wanted)
     styles = {sid: _undo_style(a) for sid, a in agents.items()}
-    applied_ends = _patch_applied_changes(conn, {sid for _, sid in ordered if styles.get(sid) == "codex"})
+    applied_ends = _patch_applied_changes(
+        conn, {sid for _, sid in ordered if styles.get(sid) == "patch-events"}
+    )
 
     steps: list[Step] = []
     unsure: list[tuple[str, str]] = []  # (path, why): edits whose outcome is not recorded
@@ -899,7 +901,7 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
         record = records.get(call.result_entry_id) if call.result_entry_id is not None else None
         result = adapter.edit_result(record, call.id) if isinstance(record, dict) else None
         found = _call_steps(adapter, call, params, result, order)
-        if adapter.undo_style == "claude":  # its file history may hold the file before the edit
+        if adapter.undo_style == "file-history":  # may hold the file before the edit
             for step in found:
                 step.entry_id, step.result_entry_id, step.session_id = (
                     call.entry_id,
@@ -914,7 +916,7 @@ def plan_undo(conn: sqlite3.Connection, session_id: str, entry_id: int) -> UndoP
             continue
         steps += found
     commits: list[str] = []
-    if _undo_style(agent) == "aider":
+    if _undo_style(agent) == "git-commits":
         aider_steps, commits = _aider_steps(conn, session_id, entry_id, fork_turn, len(ordered))
         steps += aider_steps
     _bases_from_file_history(conn, steps, entry_id, cwd)
@@ -1081,7 +1083,7 @@ def _assemble(
     for full in dict.fromkeys([*by_file, *doubts, *shelled]):
         name = names[full]
         file_steps = by_file.get(full, [])
-        tools = ", ".join(dict.fromkeys(s.tool for s in file_steps)) or ("Bash" if full in shelled else "?")
+        tools = ", ".join(dict.fromkeys(s.tool for s in file_steps)) or ("shell" if full in shelled else "?")
         change = FileChange(name, tools, len(file_steps), False)
         shelled_by = shelled.get(full)  # the shell command that changed it
         if full in doubts:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from threadloom.core.service import CARRIED_ENV
+from threadloom.core.service import carried_names
 
 from tests.conftest import Transcript, tool_use
 
@@ -276,7 +276,7 @@ def full_session(home: Path) -> Rollout:
 
 # every variable that moves where an agent's files (or threadloom's) are looked for: the ones a
 # service carries into the watch it starts
-AGENT_PLACES = CARRIED_ENV
+AGENT_PLACES = carried_names()
 
 
 def home_env(tmp_path: Path, **extra: str) -> dict[str, str]:

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from threadloom.core.demo import DEMO_NOW, LONG_SESSION_TURNS, write_demo_archive
+from threadloom.core.adapters.claude_demo import DEMO_NOW, LONG_SESSION_TURNS, write_demo_archive
 
 if TYPE_CHECKING:
     from textual.message import Message

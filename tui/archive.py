@@ -194,7 +194,7 @@ class ArchiveApp(App[int]):
         workers.start(self, workers.INGEST, work)
 
     def _start_demo(self) -> None:
-        from threadloom.core.demo import claim_demo_dir
+        from threadloom.core.adapters.claude_demo import claim_demo_dir
 
         self.temp_dir = claim_demo_dir()
         self.db_path = self.temp_dir / "demo.db"

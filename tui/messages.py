@@ -40,7 +40,6 @@ from threadloom.core.calls import call_params, result_text
 from threadloom.core.markdown import Markdown, segments
 from threadloom.core.side_files import (
     PERSISTED_NOTICE,
-    PLAN_TOOLS,
     PersistedOutput,
     persisted_output,
     session_plans,
@@ -807,7 +806,7 @@ class MessageView(ScrollView, can_focus=True):
         results holding the agent's notice, and plan calls, are looked up)."""
         if self.conn is None or self.session_id is None:
             return None
-        if call.name in PLAN_TOOLS:
+        if tool_group(call.agent, call.name) == "plan":
             if call.id not in self.persisted:
                 plans = session_plans(self.conn, self.session_id)
                 self.persisted[call.id] = plans[-1] if plans else None

@@ -19,7 +19,7 @@ from rich.text import Text
 from textual.color import Color
 from textual.filter import LineFilter
 from threadloom.core import markup
-from threadloom.core.adapters import tool_group
+from threadloom.core.adapters import spawned, tool_group
 from threadloom.core.adapters.base import ImageRef
 from threadloom.core.browse import MessageRow, ToolCall
 from threadloom.core.calls import call_params, result_text
@@ -264,8 +264,8 @@ def call_line(call: ToolCall, expanded: bool, width: int | None = None) -> Text:
     params = call_params(call)
     text = Text("▾ " if expanded else "▸ ", style="#d7af5f")
     text.append(flat(call.name), style="bold #d7af5f")
-    spawns = tool_group(call.agent, call.name) == "spawn"
-    gist = params.get("description") if spawns else None
+    spawn = spawned(call.agent, call.name, params)
+    gist = spawn.description if spawn is not None else None
     gist_at = len(text) + 2
     text.append("  " + (gist if isinstance(gist, str) else tool_summary(call)))
     gist_end = len(text)
@@ -277,9 +277,9 @@ def call_line(call: ToolCall, expanded: bool, width: int | None = None) -> Text:
         text.append(f" exit {code.group(1)}" if code else " error", style=style)
     if call.duration_ms is not None:
         text.append(f" · {duration(call.duration_ms)}", style="dim")
-    if spawns and call.child_session_id:
-        agent = params.get("subagent_type")
-        text.append(f"  ↳ subagent{' ' + agent if isinstance(agent, str) else ''} (Enter)", style="#d787d7")
+    if spawn is not None and call.child_session_id:
+        kind = f" {spawn.agent_type}" if spawn.agent_type else ""
+        text.append(f"  ↳ subagent{kind} (Enter)", style="#d787d7")
     over = text.cell_len - width if width else 0
     if over > 0 and gist_end - gist_at - over - 1 >= MIN_GIST:
         text = text[: gist_end - over - 1] + Text("…") + text[gist_end:]
@@ -312,9 +312,9 @@ def call_body(
         parts.append(diff_view(call.name, params, extra, call.agent))
     elif group == "shell" and isinstance(params.get("command"), str):
         parts.append(code(as_text(params["command"]), "bash", background))
-    elif group == "spawn" and isinstance(params.get("prompt"), str):
+    elif (spawn := spawned(call.agent, call.name, params)) is not None and spawn.prompt is not None:
         parts.append(Text("prompt", style="dim underline"))
-        parts.append(Text(as_text(params["prompt"])))
+        parts.append(Text(as_text(spawn.prompt)))
     else:
         pretty = orjson.dumps(params, option=orjson.OPT_INDENT_2).decode()
         parts.append(code(as_text(pretty), "json", background))

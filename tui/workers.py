@@ -277,7 +277,7 @@ def ingest(
 
     include_defaults = read_logs
     if demo_dir is not None:
-        from threadloom.core.demo import LONG_SESSION_TURNS, write_demo_archive
+        from threadloom.core.adapters.claude_demo import LONG_SESSION_TURNS, write_demo_archive
 
         sources = [write_demo_archive(demo_dir, long_turns=demo_long_turns or LONG_SESSION_TURNS)]
         include_defaults = False

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
-from threadloom.core.adapters.base import Adapter
+from threadloom.core.adapters.base import Adapter, SpawnFacts
 
 # name -> (module, class, constructor arguments). Order matters when a file is named on the
 # command line: the first adapter that recognises it reads it, so the formats recognised by name
@@ -33,6 +33,7 @@ _SPECS: dict[str, tuple[str, str, tuple[Any, ...], dict[str, Any]]] = {
     "aider": ("aider", "AiderAdapter", (), {}),
     "amazon-q": ("amazon_q", "AmazonQAdapter", (), {}),
     "amazon-q-db": ("amazon_q", "AmazonQDbAdapter", (), {}),
+    "kiro-cli": ("kiro", "KiroAdapter", (), {}),
     "gemini": ("gemini", "GeminiAdapter", (), {}),
     "qwen-code": ("qwen", "QwenAdapter", (), {}),
     "copilot-cli": ("copilot", "CopilotAdapter", (), {}),
@@ -44,6 +45,7 @@ _SPECS: dict[str, tuple[str, str, tuple[Any, ...], dict[str, Any]]] = {
     "crush": ("crush", "CrushAdapter", (), {}),
     "openhands": ("openhands", "OpenHandsAdapter", (), {}),
     "zed": ("zed", "ZedAdapter", (), {}),
+    "warp": ("warp", "WarpAdapter", (), {}),
 }
 
 
@@ -110,21 +112,23 @@ def stranger(path: Path) -> str | None:
     return next((why for why in (a.stranger(path) for a in ADAPTERS.values()) if why), None)
 
 
-def spawn_tools() -> frozenset[str]:
-    """Every tool name that starts a subagent in any agent's logs (builds every adapter)."""
-    return frozenset().union(*(adapter.spawn_tools for adapter in ADAPTERS.values()))
-
-
 def tool_owner(agent: str | None, tool: str) -> Adapter | None:
-    """The adapter that says what a call of `tool` is: its session's agent's, or, when the agent is
-    not known, the first adapter that names the tool in one of its groups."""
-    adapter = ADAPTERS.get(agent) if agent is not None else None
-    if adapter is not None:
-        return adapter
-    for candidate in ADAPTERS.values():
-        if tool in candidate.tool_names:
-            return candidate
-    return None
+    """The adapter that says what a call of `tool` is: its session's agent's. None when the agent is
+    not known: one agent's tool name can be another's (Kimi's `Agent`, Claude Code's `Agent`; Goose's
+    `edit`, Qwen's `edit`), so a tool's name alone never says what it does."""
+    return ADAPTERS.get(agent) if agent is not None else None
+
+
+def spawned(agent: str | None, tool: str, params: dict[str, Any]) -> SpawnFacts | None:
+    """What a call of `tool` says of the subagent it starts, when it is one of its agent's spawn
+    tools (None otherwise)."""
+    adapter = tool_owner(agent, tool)
+    return adapter.spawn_facts(params) if adapter is not None and tool in adapter.spawn_tools else None
+
+
+def carried_env() -> tuple[str, ...]:
+    """Every environment variable that moves an agent's files (builds every adapter)."""
+    return tuple(dict.fromkeys(var for adapter in ADAPTERS.values() for var in adapter.env_vars))
 
 
 def edit_tool_names() -> frozenset[str]:
@@ -137,7 +141,13 @@ def agents_where(test: Callable[[Adapter], bool]) -> list[str]:
     return [name for name, adapter in ADAPTERS.items() if test(adapter)]
 
 
-GROUPS = ("edit", "write", "patch", "shell", "read", "todo", "spawn")
+def agents_said(test: Callable[[Adapter], bool]) -> str:
+    """The agents whose adapter passes `test`, by their names in sentences ("Claude Code and Codex")."""
+    names = list(dict.fromkeys(a.display_name for a in ADAPTERS.values() if test(a)))
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names) or "no agent"
+
+
+GROUPS = ("edit", "write", "patch", "shell", "read", "todo", "spawn", "plan")
 
 
 def tool_group(agent: str | None, tool: str) -> str | None:
@@ -154,5 +164,6 @@ def tool_group(agent: str | None, tool: str) -> str | None:
         adapter.read_tools,
         adapter.todo_tools,
         adapter.spawn_tools,
+        adapter.plan_tools,
     )
     return next((g for g, tools in zip(GROUPS, groups, strict=True) if tool in tools), None)

@@ -112,9 +112,10 @@ class AiderAdapter(Adapter):
     """Reads aider chat histories; see the module docstring."""
 
     name = AGENT
+    env_vars = ("AIDER_CHAT_HISTORY_FILE",)
     mode = "lines"
-    fork_style = "aider-history"
-    undo_style = "aider"
+    fork_style = "history-copy"
+    undo_style = "git-commits"  # it commits its edits: a revert takes them back
     starts_with_prompt = False  # its command line's words are files to add to the chat
     edits_in_replies = True
 

@@ -13,7 +13,9 @@ compaction summary. The saves hold no token counts, so none are recorded. The se
 `message_id`s, and for user messages a hash chained over the history), so copies are counted once.
 
 `AmazonQDbAdapter` reads the CLI's own store, `data.sqlite3` (`conversations`, Kiro's
-`conversations_v2`: key = working folder, value = the same ConversationState), read-only (see
+`conversations_v2`: key = working folder, value = the same ConversationState) in both its folders:
+`amazon-q` and, since the CLI was renamed Kiro CLI, `kiro-cli` (kiro-cli 2.x's own session logs are
+`core.adapters.kiro`'s), read-only (see
 `shared.open_sqlite`): per row a key record (`{"$row", "key"}`) and the value cut like a save file.
 The credentials tables of that database are never read.
 """

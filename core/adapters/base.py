@@ -413,6 +413,44 @@ class CleanupPolicy:
     # the files it deletes: its transcripts directly under a project folder of `root`
     root: Path
     suffix: str = ".jsonl"
+    key: str = ""  # the setting's name in the agent's settings, said in the warning
+
+
+@dataclass(frozen=True, slots=True)
+class SpawnFacts:
+    """A spawn call's input as its agent spells it: the subagent's first prompt (matched against
+    the subagent's own when no id links them), what it was asked to do, its type, and whether it
+    is a named teammate rather than a one-off subagent."""
+
+    prompt: str | None = None
+    description: str | None = None
+    agent_type: str | None = None
+    teammate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHooks:
+    """An agent that runs a command on its own events, set in a JSON settings file under `hooks`
+    (`{event: [{"hooks": [{"type": "command", "command": …}]}]}`): where that file is, the event
+    at a session's end and the one after each reply, and the key of the JSON object the command is
+    given on stdin that names the session's transcript."""
+
+    settings: Path
+    session_end: str
+    reply_end: str | None
+    transcript_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class McpConfig:
+    """Where an agent reads the MCP servers it starts (`threadloom mcp install`): its file, written
+    as JSON (servers in an object under `key`) or TOML (a table per server under `key`), and the
+    keys a new file starts with."""
+
+    path: Path
+    key: str = "mcpServers"
+    toml: bool = False
+    new_file: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(slots=True)
@@ -462,6 +500,9 @@ class Adapter(ABC):
     # `stat_paths` names side files (a database's -wal): a run with nothing new stats every source,
     # so the others skip the call (and the Path it takes)
     side_files: bool = False
+    # the environment variables that move where this agent keeps its files (the background service
+    # carries them, and the tests clear them)
+    env_vars: tuple[str, ...] = ()
 
     @abstractmethod
     def default_roots(self) -> list[Path]:
@@ -553,8 +594,10 @@ class Adapter(ABC):
     read_tools: frozenset[str] = frozenset()
     shell_tools: frozenset[str] = frozenset()
     todo_tools: frozenset[str] = frozenset()
-    # tools that start a subagent whose first prompt is the tool's prompt parameter
+    # tools that start a subagent whose first prompt is the tool's prompt parameter (`spawn_facts`)
     spawn_tools: frozenset[str] = frozenset()
+    # tools whose call ends planning: opening one opens the session's saved plan (`core.side_files`)
+    plan_tools: frozenset[str] = frozenset()
     # the agent's edits are blocks in its replies' text (Aider's SEARCH/REPLACE), not tool calls
     edits_in_replies: bool = False
 
@@ -569,7 +612,13 @@ class Adapter(ABC):
             | self.shell_tools
             | self.todo_tools
             | self.spawn_tools
+            | self.plan_tools
         )
+
+    def call_gist(self, name: str, params: dict[str, Any]) -> str | None:
+        """A call's one-line gist when this agent's tool says it better than its command, path or
+        pattern (a task id, a workflow's name); None: the generic reading."""
+        return None
 
     def is_edit(self, name: str, params: dict[str, Any]) -> bool:
         """Whether the call changes files in a way a diff shows."""
@@ -604,6 +653,15 @@ class Adapter(ABC):
         return None
 
     # ------------------------------------------------------------------ subagents
+
+    def spawn_facts(self, params: dict[str, Any]) -> SpawnFacts:
+        """What a spawn call's input says of the subagent it starts, for linking it to its call when
+        no id does: by default its `prompt` and `description`."""
+        prompt, description = params.get("prompt"), params.get("description")
+        return SpawnFacts(
+            prompt if isinstance(prompt, str) else None,
+            description if isinstance(description, str) else None,
+        )
 
     @property
     def kept_inputs(self) -> frozenset[str]:
@@ -671,6 +729,19 @@ class Adapter(ABC):
     def misread(self, head: bytes) -> str | None:
         """What a session stored as this agent's really is, when its first records (`head`) show an
         earlier threadloom took another agent's transcript for this one's; None: it is this agent's."""
+        return None
+
+    def mcp_config(self) -> McpConfig | None:
+        """Where this agent is told of an MCP server; None: threadloom does not register itself."""
+        return None
+
+    def mcp_entry(self, command: list[str]) -> dict[str, Any]:
+        """A stdio MCP server running `command`, as the agent's configuration spells it."""
+        return {"command": command[0], "args": command[1:]}
+
+    def session_hooks(self) -> SessionHooks | None:
+        """Where threadloom can ask the agent to archive each session as it ends (`threadloom
+        hooks`); None: the agent runs no commands on its events."""
         return None
 
     def cleanup_policy(self) -> CleanupPolicy | None:

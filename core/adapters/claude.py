@@ -32,12 +32,15 @@ from threadloom.core.adapters.base import (
     FileContext,
     ForkError,
     ImageRef,
+    McpConfig,
     MessageExtras,
     RawRecord,
     Record,
     ResumeTarget,
+    SessionHooks,
     SessionInfo,
     SourceRef,
+    SpawnFacts,
     ToolResult,
     ToolUse,
     Usage,
@@ -340,6 +343,7 @@ class ClaudeAdapter(Adapter):
     """Reads Claude Code transcripts; see the module docstring for what is covered."""
 
     name = AGENT
+    env_vars = ("CLAUDE_CONFIG_DIR",)
     mode = "lines"
     tool_io_in_record = True  # tool_use and tool_result blocks hold the whole input and output
     spawn_tools = SPAWN_TOOLS
@@ -348,14 +352,15 @@ class ClaudeAdapter(Adapter):
     read_tools = frozenset({"Read"})
     shell_tools = frozenset({"Bash"})
     todo_tools = frozenset({"TodoWrite"})
+    plan_tools = frozenset({"ExitPlanMode"})
     kept_inputs = SPAWN_TOOLS | {"Workflow"}  # a Workflow run's subagents are described by its input
     display_name = "Claude Code"
     program = "claude"
     id_shape = (UUID, "a UUID")
-    fork_style = "claude-chain"
+    fork_style = "uuid-chain"
     forks_before_prompt = True
     forks_natively = True
-    undo_style = "claude"
+    undo_style = "file-history"  # its file history may hold a file as it was before an edit
     fork_copies = "marked"
     says_unclaimed = True
 
@@ -452,7 +457,18 @@ class ClaudeAdapter(Adapter):
         value = settings.get("cleanupPeriodDays") if isinstance(settings, dict) else None
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             period, setting = value, f"set in {path}"
-        return CleanupPolicy(period, setting, config / "projects")
+        return CleanupPolicy(period, setting, config / "projects", key="cleanupPeriodDays")
+
+    def mcp_config(self) -> McpConfig:
+        """User scope, every project: `~/.claude.json` (in `$CLAUDE_CONFIG_DIR` when it is set)."""
+        base = os.environ.get("CLAUDE_CONFIG_DIR")
+        return McpConfig(Path(base).expanduser() / ".claude.json" if base else Path.home() / ".claude.json")
+
+    def mcp_entry(self, command: list[str]) -> dict[str, Any]:
+        return {"type": "stdio", **super().mcp_entry(command), "env": {}}
+
+    def session_hooks(self) -> SessionHooks:
+        return SessionHooks(config_dir() / "settings.json", "SessionEnd", "Stop", "transcript_path")
 
     def resume_root(self) -> Path:
         """`$CLAUDE_CONFIG_DIR/projects`: Claude Code finds a session in the folder of its project."""
@@ -472,6 +488,17 @@ class ClaudeAdapter(Adapter):
         return claude_file_edits(name, params, result)
 
     # ------------------------------------------------------------------ resume and fork
+
+    def spawn_facts(self, params: dict[str, Any]) -> SpawnFacts:
+        """Task/Agent name the subagent's type; a teammate is started with a team or a name."""
+        facts = super().spawn_facts(params)
+        kind = params.get("subagent_type")
+        teammate = bool(params.get("team_name") or params.get("name"))
+        return SpawnFacts(facts.prompt, facts.description, kind if isinstance(kind, str) else None, teammate)
+
+    def call_gist(self, name: str, params: dict[str, Any]) -> str | None:
+        gist = _GISTS.get(name)
+        return gist(params) if gist is not None else None
 
     def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
         """`claude --resume ID`, run in the session's folder (Claude Code finds sessions by folder)."""
@@ -883,6 +910,47 @@ class ClaudeAdapter(Adapter):
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _task_update(params: dict[str, Any]) -> str | None:
+    task = params.get("taskId")
+    if not isinstance(task, (str, int)):
+        return None
+    status, owner = params.get("status"), params.get("owner")
+    return (
+        f"#{task}"
+        + (f" → {status}" if isinstance(status, str) else "")
+        + (f" ({owner})" if isinstance(owner, str) else "")
+    )
+
+
+def _task_id(params: dict[str, Any]) -> str | None:
+    task = params.get("task_id", params.get("taskId", params.get("bash_id")))
+    return f"#{task}" if isinstance(task, (str, int)) else None
+
+
+WORKFLOW_META = re.compile(r"""\b(name|description)\s*:\s*(['"`])(.+?)\2""")
+
+
+def _workflow(params: dict[str, Any]) -> str | None:
+    """A Workflow call's script names itself in its `meta` (name, description)."""
+    script = params.get("script")
+    if not isinstance(script, str):
+        return None
+    meta = {key: value for key, _, value in WORKFLOW_META.findall(script[:4000])}
+    parts = [meta[k] for k in ("name", "description") if k in meta]
+    return ": ".join(parts) if parts else None
+
+
+# the tools whose gist is not their command, path or pattern: a task's id, a workflow's name
+_GISTS = {
+    "TaskUpdate": _task_update,
+    "TaskOutput": _task_id,
+    "TaskGet": _task_id,
+    "BashOutput": _task_id,
+    "KillShell": _task_id,
+    "Workflow": _workflow,
+}
 
 
 def _short_json(value: Any) -> str | None:

@@ -43,6 +43,7 @@ from threadloom.core.adapters.base import (
     ResumeTarget,
     SessionInfo,
     SourceRef,
+    SpawnFacts,
     ToolResult,
     ToolUse,
     Usage,
@@ -265,6 +266,12 @@ class ClineAdapter(Adapter):
         self.sdk = sdk
         # the CLI (`sdk`) resumes a task by id; the extensions' tasks only from their History view
         self.fork_style = "whole-session-resume" if sdk else None
+        self.env_vars = ("CLINE_DIR",) if sdk else ()
+
+    def spawn_facts(self, params: dict[str, Any]) -> SpawnFacts:
+        """A subtask's first prompt is `new_task`'s `message` (`content` in the UI log)."""
+        prompt = params.get("message") or params.get("content")
+        return SpawnFacts(prompt if isinstance(prompt, str) else None)
 
     def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
         if not self.sdk:

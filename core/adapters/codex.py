@@ -40,6 +40,7 @@ from threadloom.core.adapters.base import (
     Command,
     FileContext,
     ImageRef,
+    McpConfig,
     MessageExtras,
     RawRecord,
     Record,
@@ -236,20 +237,24 @@ class CodexAdapter(Adapter):
     """Reads Codex CLI rollouts of every era; see the module docstring."""
 
     name = AGENT
+    env_vars = ("CODEX_HOME",)
     mode = "lines"
     decodes = True  # an archived `.jsonl.zst` rollout
     display_name = "Codex"
     program = "codex"
     id_shape = (UUID, "a UUID")
-    fork_style = "codex-rollout"
+    fork_style = "rollout-copy"
     forks_before_prompt = True
     resumes_subagents = True  # a subagent is a thread of its own
-    undo_style = "codex"
+    undo_style = "patch-events"  # its patch_apply_end events say whether a patch applied
     fork_copies = "before-second-meta"
     patch_tools = frozenset({"apply_patch"})
     shell_tools = frozenset(
         {"shell", "local_shell", "exec_command", "container.exec", "shell_command", "unified_exec"}
     )
+
+    def mcp_config(self) -> McpConfig:
+        return McpConfig(codex_home() / "config.toml", "mcp_servers", toml=True)
 
     def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
         """`codex resume ID -C DIR`; `codex fork ID` copies the thread."""

@@ -115,6 +115,7 @@ class ContinueAdapter(Adapter):
     """Reads Continue's session files and its list of sessions; see the module docstring."""
 
     name = AGENT
+    env_vars = ("CONTINUE_GLOBAL_DIR",)
     mode = "document"
     display_name = "Continue"
     program = "cn"

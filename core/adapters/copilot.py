@@ -9,7 +9,8 @@ One event a line: `{type, id, parentId, timestamp, data, agentId?, ephemeral?}`;
 chronologically preceding event (a chain, not a tree). Events marked ephemeral in the schema
 (`assistant.usage`, deltas, `session.title_changed`) are not written to disk. The ones read:
 `session.start` (`sessionId`, `copilotVersion`, `selectedModel`, `context {cwd, branch, gitRoot,
-repository}`), `session.model_change` (`newModel`), `user.message` (`content`; `source` set for
+repository}`), `session.model_change` (`newModel`), `session.tools_updated` (`model`: the model a
+run uses, in 1.0.x's real events), `user.message` (`content`; `source` set for
 messages a human did not type), `assistant.message` (`messageId`, `content`, `reasoningText`,
 `toolRequests [{toolCallId, name, arguments}]`, `model`, `outputTokens`), `assistant.reasoning`,
 `tool.execution_start` / `tool.execution_complete` (`toolCallId`, `success`, `result {content,
@@ -63,6 +64,8 @@ KNOWN = frozenset(
         "session.start",
         "session.resume",
         "session.model_change",
+        "session.tools_updated",
+        "session.mcp_server_status_changed",
         "session.info",
         "session.error",
         "session.shutdown",
@@ -108,6 +111,7 @@ class CopilotAdapter(Adapter):
     """Reads GitHub Copilot CLI's session events; see the module docstring."""
 
     name = AGENT
+    env_vars = ("COPILOT_HOME",)
     mode = "lines"
     display_name = "Copilot CLI"
     program = "copilot"
@@ -301,6 +305,8 @@ _READERS = {
     "session.start": CopilotAdapter._start,
     "session.resume": lambda self, out, data, st: None,
     "session.model_change": CopilotAdapter._model_change,
+    # 1.0.x writes the model a run uses here (the start's `selectedModel` can be "auto")
+    "session.tools_updated": lambda self, out, data, st: setattr(out, "model", as_str(data.get("model"))),
     "user.message": CopilotAdapter._user,
     "system.message": CopilotAdapter._system,
     "assistant.message": CopilotAdapter._assistant,

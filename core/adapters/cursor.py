@@ -41,6 +41,7 @@ from threadloom.core.adapters.base import (
     Command,
     FileContext,
     ForkError,
+    McpConfig,
     RawRecord,
     Record,
     ResumeTarget,
@@ -106,6 +107,10 @@ TOOL_STATUS = {
     "aborted": "interrupted",
 }
 USER_QUERY = re.compile(r"^\s*<user_query>\s*(.*?)\s*</user_query>\s*$", re.S)
+# cursor-agent 3.x starts a prompt with its local time: `<timestamp>Friday, Sep 4, 2026, 2:21 AM
+# (UTC+8)</timestamp>` (the transcripts hold no other time)
+TIMESTAMP_TAG = re.compile(r"^\s*<timestamp>(.*?)</timestamp>\s*", re.S)
+TAG_TIME = re.compile(r"^(.*?)\s*\(UTC(?:([+-])(\d{1,2})(?::?(\d\d))?)?\)\s*$")
 KEY_RECORD = re.compile(rb"^(composerData|bubbleId|workbench\.|aiService\.|composer\.|meta:|blob:)")
 TABS_OPEN = re.compile(rb'"(?:bubbles|messages)"\s*:\s*\[')
 TAB_ID = re.compile(rb'"(?:tabId|id)"\s*:\s*"((?:[^"\\]|\\.)*)"')
@@ -150,6 +155,10 @@ class CursorAdapter(CursorTools):
 
     name = AGENT
     mode = "database"
+
+    def mcp_config(self) -> McpConfig:
+        """The user's servers, which the editor and cursor-agent both read."""
+        return McpConfig(cursor_home() / "mcp.json")
 
     def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
         raise ForkError(
@@ -833,6 +842,10 @@ def _agent_message(out: Record, obj: dict[str, Any], st: dict[str, Any]) -> None
                 results.append(_block_text(body))
     text = "\n".join(t for t in texts if t)
     if role == "user":
+        stamp = TIMESTAMP_TAG.match(text)
+        if stamp:
+            text = text[stamp.end() :]
+            out.timestamp = out.timestamp or tag_time(stamp.group(1))
         wrapped = USER_QUERY.match(text)
         text = wrapped.group(1) if wrapped else text
         out.is_prompt = bool(text)
@@ -843,6 +856,24 @@ def _agent_message(out: Record, obj: dict[str, Any], st: dict[str, Any]) -> None
     elif results:
         out.tool_text = "\n".join(r for r in results if r) or None
     out.is_message = bool(out.content or out.thinking or out.tool_uses or out.tool_results)
+
+
+def tag_time(text: str) -> int | None:
+    """`Friday, Sep 4, 2026, 2:21 AM (UTC+8)` as unix ms (None for any other shape)."""
+    from datetime import datetime, timedelta, timezone
+
+    found = TAG_TIME.match(text.strip())
+    if found is None:
+        return None
+    sign, hours, minutes = found.group(2), int(found.group(3) or 0), int(found.group(4) or 0)
+    offset = timedelta(hours=hours, minutes=minutes) * (-1 if sign == "-" else 1)
+    for shape in ("%A, %b %d, %Y, %I:%M %p", "%A, %B %d, %Y, %I:%M %p"):
+        try:
+            local = datetime.strptime(found.group(1), shape)
+        except ValueError:
+            continue
+        return int(local.replace(tzinfo=timezone(offset)).timestamp() * 1000)
+    return None
 
 
 def _result_body(block: dict[str, Any]) -> Any:

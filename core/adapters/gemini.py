@@ -36,6 +36,7 @@ from threadloom.core.adapters.base import (
     FileContext,
     ForkError,
     ImageRef,
+    McpConfig,
     MessageExtras,
     RawRecord,
     Record,
@@ -140,14 +141,15 @@ class GeminiAdapter(Adapter):
     """Reads Gemini CLI chat recordings of both eras; see the module docstring."""
 
     name = AGENT
+    env_vars = ("GEMINI_CLI_HOME",)
     mode = "lines"
     id_shape = (GEMINI_ID, "made of letters, digits, '-' and '_'")
-    fork_style = "gemini-session-file"
+    fork_style = "session-file"
     resumes_subagents = True
-    undo_style = "gemini"
     edit_tools = frozenset({"replace"})
     write_tools = frozenset({"write_file"})
     read_tools = frozenset({"read_file"})
+    plan_tools = frozenset({"exit_plan_mode"})
     shell_tools = frozenset({"run_shell_command"})
 
     message_types = frozenset({"user", "gemini"})
@@ -173,6 +175,9 @@ class GeminiAdapter(Adapter):
                 original = result["originalContent"]
                 edits[0].before = original if isinstance(original, str) else None
         return edits
+
+    def mcp_config(self) -> McpConfig:
+        return McpConfig(gemini_dir() / "settings.json")
 
     def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
         """`gemini --resume ID`. Gemini forks by importing a session file, which threadloom writes."""

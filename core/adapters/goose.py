@@ -100,6 +100,7 @@ class GooseAdapter(SqliteSource):
     """Reads Goose's sessions database; see the module docstring."""
 
     name = AGENT
+    env_vars = ("GOOSE_PATH_ROOT",)
     mode = "database"
     db_name = DB
     finds_at_any_depth = True  # the database named, or every one under a folder

@@ -44,6 +44,7 @@ from threadloom.core.adapters.base import (
     ResumeTarget,
     SessionInfo,
     SourceRef,
+    SpawnFacts,
     ToolResult,
     ToolUse,
     Usage,
@@ -114,6 +115,7 @@ class KimiAdapter(Adapter):
     """Reads Kimi CLI's session logs; see the module docstring."""
 
     name = AGENT
+    env_vars = ("KIMI_SHARE_DIR",)
     mode = "lines"
     display_name = "Kimi CLI"
     program = "kimi"
@@ -125,6 +127,12 @@ class KimiAdapter(Adapter):
     todo_tools = frozenset({"SetTodoList"})
     # `Agent {description, prompt, subagent_type}`: its subagent's context starts with the prompt
     spawn_tools = frozenset({"Agent"})
+
+    def spawn_facts(self, params: dict[str, Any]) -> SpawnFacts:
+        """`Agent` names the subagent's type too."""
+        facts = super().spawn_facts(params)
+        kind = params.get("subagent_type")
+        return SpawnFacts(facts.prompt, facts.description, kind if isinstance(kind, str) else None)
 
     def default_roots(self) -> list[Path]:
         return [kimi_share_dir() / "sessions"]

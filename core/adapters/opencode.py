@@ -44,6 +44,7 @@ from threadloom.core.adapters.base import (
     Adapter,
     Command,
     FileContext,
+    McpConfig,
     RawRecord,
     Record,
     ResumeTarget,
@@ -307,6 +308,17 @@ class OpenCodeCommands(Adapter):
     write_tools = frozenset({"write"})
     read_tools = frozenset({"read"})
     shell_tools = frozenset({"bash"})
+
+    def mcp_config(self) -> McpConfig:
+        """`$XDG_CONFIG_HOME/opencode/opencode.json` (its `.jsonc` when that is the one there)."""
+        base = os.environ.get("XDG_CONFIG_HOME")
+        folder = (Path(base).expanduser() if base else Path.home() / ".config") / "opencode"
+        plain, commented = folder / "opencode.json", folder / "opencode.jsonc"
+        path = commented if commented.exists() and not plain.exists() else plain
+        return McpConfig(path, "mcp", new_file=(("$schema", "https://opencode.ai/config.json"),))
+
+    def mcp_entry(self, command: list[str]) -> dict[str, Any]:
+        return {"type": "local", "command": command, "enabled": True}
 
     def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
         argv = [self.program, "-s", self.checked_id(target.external_id)]

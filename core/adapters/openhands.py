@@ -121,6 +121,7 @@ class OpenHandsAdapter(Adapter):
     """Reads OpenHands' conversation folders; see the module docstring."""
 
     name = AGENT
+    env_vars = ("OPENHANDS_CONVERSATIONS_DIR", "OPENHANDS_PERSISTENCE_DIR")
     mode = "document"
     display_name = "OpenHands"
     program = "openhands"

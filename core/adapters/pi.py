@@ -61,6 +61,7 @@ from threadloom.core.adapters.shared import (
 from threadloom.core.adapters.walk import walk
 
 AGENT = "pi"
+COMMAND_CODE = ".commandcode"  # another agent's folder, whose transcripts start with pi's header
 KNOWN = frozenset(
     {
         "session",
@@ -107,6 +108,7 @@ class PiAdapter(Adapter):
     """Reads pi's session logs; see the module docstring."""
 
     name = AGENT
+    env_vars = ("PI_CODING_AGENT_DIR",)
     mode = "lines"
     display_name = "pi"
     program = "pi"
@@ -120,7 +122,19 @@ class PiAdapter(Adapter):
         return [pi_agent_dir() / "sessions"]
 
     def claims(self, path: Path) -> bool:
+        if COMMAND_CODE in path.parts:  # Command Code writes pi's header too: its files are not pi's
+            return False
         return path.name.endswith(".jsonl") and pi_header(head_of(path, 16384)) is not None
+
+    def stranger(self, path: Path) -> str | None:
+        """Command Code's transcripts (`~/.commandcode/projects/`) open with pi's session header."""
+        if COMMAND_CODE not in path.parts or not path.name.endswith(".jsonl"):
+            return None
+        if pi_header(head_of(path, 16384)) is None:
+            return None
+        return (
+            "a Command Code transcript (pi's session format, ~/.commandcode): no reader for Command Code yet"
+        )
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if root.is_file():

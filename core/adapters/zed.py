@@ -113,6 +113,7 @@ class ZedAdapter(SqliteSource):
     """Reads Zed's agent threads database; see the module docstring."""
 
     name = AGENT
+    env_vars = ("FLATPAK_XDG_DATA_HOME",)
     mode = "database"
     db_name = DB
     finds_at_any_depth = True  # the database named, or every one under a folder

@@ -296,7 +296,7 @@ def test_help_answers_questions():
 
 
 def test_a_subagent_is_shown_by_the_id_the_sessions_list_gives_it(tmp_path):
-    from threadloom.core.demo import write_demo_archive
+    from threadloom.core.adapters.claude_demo import write_demo_archive
 
     root = write_demo_archive(tmp_path / "demo", long_turns=3)
     dbp = str(tmp_path / "t.db")

@@ -673,8 +673,8 @@ def test_restore_keeps_stored_paths_inside_its_folder(tmp_path, capsys):
 
 
 def test_restore_leaves_the_same_bytes_and_refuses_other_bytes_before_writing(tmp_path, capsys):
+    from threadloom.core.adapters.claude_demo import write_demo_archive
     from threadloom.core.archive import session_files
-    from threadloom.core.demo import write_demo_archive
 
     root = write_demo_archive(tmp_path / "demo", long_turns=3)
     path = tmp_path / "demo.db"

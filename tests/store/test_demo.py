@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from threadloom.core import db
-from threadloom.core.demo import write_demo_archive
+from threadloom.core.adapters.claude_demo import write_demo_archive
 from threadloom.core.ingest import run_ingest
 
 
@@ -127,7 +127,7 @@ def test_a_demo_folder_whose_process_is_gone_is_removed_at_the_next_demo(tmp_pat
     import sys
     import time
 
-    from threadloom.core.demo import OWNER_FILE, UNOWNED_GRACE_SECONDS, claim_demo_dir
+    from threadloom.core.adapters.claude_demo import OWNER_FILE, UNOWNED_GRACE_SECONDS, claim_demo_dir
 
     gone = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True

@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.widgets import Input, Static, Tree
 from textual.worker import WorkerFailed
 from threadloom.core import browse
-from threadloom.core.demo import write_demo_archive
+from threadloom.core.adapters.claude_demo import write_demo_archive
 from threadloom.core.ingest import IngestReport
 from threadloom.tui import workers
 from threadloom.tui.app import ThreadloomApp
@@ -1256,7 +1256,7 @@ def test_core_never_imports_textual() -> None:
     import subprocess
     import sys
 
-    code = "import sys, core.browse, core.demo, core.query; print('textual' in sys.modules)"
+    code = "import sys, core.browse, core.adapters.claude_demo, core.query; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -2307,6 +2307,7 @@ def test_codex_patch_calls_render_as_diffs() -> None:
         ),
     ]
     for call in calls:
+        call.agent = "codex"  # the session's agent, whose adapter reads its patches
         console = Console(width=80, record=True, color_system="truecolor")
         console.print(tui_render.call_body(call, None))
         text = console.export_text(clear=False)

@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 from threadloom.core import db
-from threadloom.core.demo import write_demo_archive
+from threadloom.core.adapters.claude_demo import write_demo_archive
 from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.panes import ProjectList
 from threadloom.tui.screens import ErrorScreen

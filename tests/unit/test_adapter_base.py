@@ -9,13 +9,13 @@ from pathlib import Path
 
 import orjson
 import pytest
-from threadloom.core.adapters import ADAPTERS, spawn_tools
+from threadloom.core.adapters import ADAPTERS
 from threadloom.core.adapters.base import Adapter, ForkError, ImageRef, MessageExtras, RawRecord, ResumeTarget
 from threadloom.core.fork import STYLES
 
 ROOT = Path(__file__).resolve().parents[2]
 ADAPTER_MODULES = sorted((ROOT / "core" / "adapters").glob("*.py"))
-UNDO_STYLES = {None, "claude", "codex", "gemini", "aider"}  # the readers core.undo has
+UNDO_STYLES = {None, "file-history", "patch-events", "git-commits"}  # the readers core.undo has
 
 
 def overrides(adapter: Adapter, method: str) -> bool:
@@ -36,10 +36,6 @@ def test_every_registered_adapter_implements_the_base(name):
     assert adapter.undo_style in UNDO_STYLES
     assert adapter.spawn_tools <= adapter.kept_inputs
     assert adapter.display_name and adapter.program
-
-
-def test_the_spawn_tools_of_every_agent_are_the_ledgers_list():
-    assert spawn_tools() == {"Task", "Agent", "newTask", "new_task"}
 
 
 def test_an_agent_without_capabilities_gets_the_base_answers():

@@ -189,3 +189,28 @@ def test_a_copilot_session_resumes_with_its_own_command(tmp_path, fake_agents, s
 def test_copilot_home_is_honoured(tmp_path, monkeypatch):
     monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "elsewhere"))
     assert ADAPTERS["copilot-cli"].default_roots() == [tmp_path / "elsewhere" / "session-state"]
+
+
+def test_a_run_s_model_comes_from_its_tools_update(tmp_path):
+    """1.0.x names the model a run uses in `session.tools_updated` (its start may say "auto")."""
+    sid = "5d0c7a34-1b2e-4c3d-9e8f-0a1b2c3d4e5f"
+    folder = tmp_path / ".copilot" / "session-state" / sid
+    folder.mkdir(parents=True)
+    lines = [
+        event(1, "session.tools_updated", {"model": "gpt-5.4"}, ephemeral=True),
+        event(2, "user.message", {"content": "say hello", "attachments": [], "interactionId": "i1"}),
+        event(
+            3,
+            "assistant.message",
+            {"messageId": "m1", "content": "hello", "toolRequests": [], "outputTokens": 31},
+        ),
+    ]
+    (folder / "events.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".copilot")
+        row = conn.execute("SELECT model, output_tokens FROM agent_sessions WHERE id = ?", (sid,)).fetchone()
+        assert tuple(row) == ("gpt-5.4", 31)
+        assert conn.execute("SELECT count(*) FROM entries WHERE known = 0").fetchone()[0] == 0
+    finally:
+        conn.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from threadloom.core import db
 from threadloom.core.adapters import ADAPTERS
-from threadloom.core.adapters.cursor import CursorAdapter
+from threadloom.core.adapters.cursor import CursorAdapter, tag_time
 from threadloom.core.ingest import run_ingest
 
 from tests.conftest import CORPUS, ingest
@@ -541,6 +541,26 @@ def test_cursor_agent_transcripts_append_and_subagents(conn, tmp_path):
     from threadloom.core.archive import file_bytes
 
     assert file_bytes(conn, fid) == (path.read_bytes(), True)
+
+
+def test_cursor_agent_3_prompts_carry_their_local_time(conn, tmp_path):
+    """cursor-agent 3.x writes `<timestamp>…</timestamp>` before `<user_query>`: the prompt is the
+    query, and the tag its time (the transcript's only one)."""
+    sid = "0a1b2c3d-0000-4000-8000-000000000002"
+    folder = tmp_path / ".cursor" / "projects" / "x-p" / "agent-transcripts" / sid
+    folder.mkdir(parents=True)
+    text = "<timestamp>Friday, Sep 4, 2026, 2:21 AM (UTC+8)</timestamp>\n<user_query>\ncheck the sleep\n</user_query>"
+    lines = [
+        {"role": "user", "message": {"content": [{"type": "text", "text": text}]}},
+        {"role": "assistant", "message": {"content": [{"type": "text", "text": "Looking."}]}},
+        {"type": "turn_ended", "status": "success"},
+    ]
+    (folder / f"{sid}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    ingest(conn, tmp_path / ".cursor")
+    s = session(conn, sid)
+    assert (s["title"], s["created_at"]) == ("check the sleep", 1788459660000)  # 2026-09-03 18:21 UTC
+    assert tag_time("Monday, December 1, 2025, 11:05 PM (UTC-3:30)") == 1764642900000
+    assert tag_time("yesterday") is None
 
 
 def test_claims_and_roots(tmp_path, monkeypatch):

@@ -198,3 +198,17 @@ def test_a_pi_session_resumes_with_its_own_command(tmp_path, fake_agents, sandbo
 def test_pi_agent_dir_is_honoured(tmp_path, monkeypatch):
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
     assert ADAPTERS["pi"].default_roots() == [tmp_path / "agent" / "sessions"]
+
+
+def test_command_codes_transcripts_are_not_taken_for_pi_s(tmp_path):
+    """Command Code writes pi's session header in `~/.commandcode/projects/`: left unread, and said to
+    be Command Code's where unclaimed files are listed."""
+    from threadloom.core.adapters import stranger
+
+    folder = tmp_path / ".commandcode" / "projects" / "home-dev-shop"
+    folder.mkdir(parents=True)
+    header = {"type": "session", "version": 3, "id": "s1", "timestamp": "2026-05-18T10:00:00Z", "cwd": "/w"}
+    path = folder / "s1.jsonl"
+    path.write_text(json.dumps(header) + "\n")
+    assert [name for name, a in ADAPTERS.items() if a.claims(path)] == []
+    assert "Command Code" in (stranger(path) or "")

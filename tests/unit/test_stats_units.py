@@ -18,7 +18,7 @@ def test_a_patch_that_moves_a_file_counts_under_its_new_name():
         "*** Begin Patch\n*** Update File: old/name.py\n*** Move to: new/name.py\n@@\n-a\n+b\n+c\n"
         "*** Delete File: gone.py\n*** End Patch"
     )
-    assert stats.call_line_counts("apply_patch", {"input": patch}) == [
+    assert stats.call_line_counts("apply_patch", {"input": patch}, agent="codex") == [
         ("new/name.py", 2, 1),
         ("gone.py", 0, 0),
     ]
@@ -26,10 +26,16 @@ def test_a_patch_that_moves_a_file_counts_under_its_new_name():
 
 def test_a_notebook_edit_and_a_multi_edit():
     assert stats.call_line_counts(
-        "NotebookEdit", {"notebook_path": "n.ipynb", "old_string": "x", "new_string": "y\nz"}
+        "NotebookEdit",
+        {"notebook_path": "n.ipynb", "old_string": "x", "new_string": "y\nz"},
+        agent="claude-code",
     ) == [("n.ipynb", 2, 1)]
     edits = [{"old_string": "a\nb", "new_string": "a\nB"}, {"old_string": "", "new_string": "new"}]
-    assert stats.call_line_counts("MultiEdit", {"file_path": "m.py", "edits": edits}) == [("m.py", 2, 1)]
+    assert stats.call_line_counts(
+        "MultiEdit", {"file_path": "m.py", "edits": edits}, agent="claude-code"
+    ) == [("m.py", 2, 1)]
+    # a call of no known agent is read by no adapter: a tool's name alone does not say what it does
+    assert stats.call_line_counts("MultiEdit", {"file_path": "m.py", "edits": edits}) == []
 
 
 def test_days_are_local_days():

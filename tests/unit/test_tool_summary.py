@@ -10,8 +10,10 @@ from threadloom.core.query import ToolCall
 from threadloom.core.render import tool_summary
 
 
-def gist(name: str, params: object) -> str:
-    return tool_summary(ToolCall("toolu_1", name, json.dumps(params), None, None, None, None, None))
+def gist(name: str, params: object, agent: str | None = "claude-code") -> str:
+    call = ToolCall("toolu_1", name, json.dumps(params), None, None, None, None, None)
+    call.agent = agent  # the session's agent, whose adapter says what its tools' inputs mean
+    return tool_summary(call)
 
 
 @pytest.mark.parametrize(
@@ -43,3 +45,11 @@ def gist(name: str, params: object) -> str:
 )
 def test_tool_calls_have_a_readable_gist(name: str, params: object, expected: str) -> None:
     assert gist(name, params) == expected
+
+
+def test_a_tool_s_gist_is_its_own_agent_s():
+    """Claude Code's TaskUpdate is summarized by its adapter; another agent's tool of that name is not."""
+    params = {"taskId": "1", "status": "in_progress"}
+    assert gist("TaskUpdate", params) == "#1 → in_progress"
+    assert gist("TaskUpdate", params, agent="goose") == gist("TaskUpdate", params, agent=None)
+    assert gist("TaskUpdate", params, agent=None) == '{"taskId": "1", "status": "in_progress"}'
