@@ -43,14 +43,15 @@ HOSTILE = "it's a $(touch pwned) `x` ; folder"
 
 
 @pytest.fixture(scope="session")
-def real_clis(pytestconfig: pytest.Config) -> Path:
+def real_clis(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The folder holding the real `claude` and `codex` (node_modules/.bin), installed once."""
     npm = shutil.which("npm")
     if npm is None:
         pytest.skip("npm is not installed: the real agents' CLIs cannot be installed")
     if not FAKE_API.is_file():
         pytest.skip("../shared/tools/fake_model_api.py is absent")
-    prefix = Path(pytestconfig.cache.mkdir("npm-agents"))
+    cache = getattr(pytestconfig, "cache", None)  # None under -p no:cacheprovider: installed afresh
+    prefix = Path(cache.mkdir("npm-agents")) if cache is not None else tmp_path_factory.mktemp("npm-agents")
     marker = prefix / ("installed-" + "-".join(f"{n.split('/')[-1]}{v}" for n, v in PACKAGES.items()))
     with (prefix / ".lock").open("w") as lock:  # parallel workers install once, one at a time
         fcntl.flock(lock, fcntl.LOCK_EX)
