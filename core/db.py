@@ -971,9 +971,11 @@ def chunked(items: list[T], size: int = 500) -> Iterable[list[T]]:
 
 
 @contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    """BEGIN … COMMIT on a connection in explicit-transaction mode; ROLLBACK on any error."""
-    conn.execute("BEGIN")
+def transaction(conn: sqlite3.Connection, *, immediate: bool = False) -> Iterator[None]:
+    """BEGIN … COMMIT on a connection in explicit-transaction mode; ROLLBACK on any error.
+    `immediate`: take the write lock at BEGIN (a transaction that reads, then writes, would
+    otherwise fail busy where another writer came in between)."""
+    conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
     try:
         yield
     except BaseException:

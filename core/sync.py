@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 from threadloom.core import db
-from threadloom.core.db import MIRROR_ROOT, get_meta, set_meta
+from threadloom.core.db import MIRROR_ROOT, get_meta, set_meta, transaction
 
 if TYPE_CHECKING:
     import psycopg
@@ -513,12 +513,11 @@ def configured(conn: sqlite3.Connection) -> tuple[str | None, Sharing | None]:
 
 def remember(conn: sqlite3.Connection, url: str, sharing: Sharing | None, *, sharing_changed: bool) -> None:
     """After a sync: the hub's URL (its password taken out), what is shared when it changed, and when."""
-    conn.execute("BEGIN IMMEDIATE")
-    set_meta(conn, URL_KEY, safe_url(url))
-    if sharing is not None and sharing_changed:
-        save_sharing(conn, sharing)
-    set_meta(conn, LAST_KEY, str(int(time.time() * 1000)))
-    conn.execute("COMMIT")
+    with transaction(conn, immediate=True):
+        set_meta(conn, URL_KEY, safe_url(url))
+        if sharing is not None and sharing_changed:
+            save_sharing(conn, sharing)
+        set_meta(conn, LAST_KEY, str(int(time.time() * 1000)))
 
 
 @dataclass(frozen=True)
@@ -662,17 +661,15 @@ def _sync(
         hid = hub_id(hub)
         hub.commit()
         if not dry_run:
-            conn.execute("BEGIN IMMEDIATE")
-            ensure_local(conn)
-            set_meta(conn, MACHINE_KEY, machine)
-            me = hub.execute("SELECT session_user").fetchone()
-            set_meta(conn, WHO_KEY, str(me[0]) if me else None)
-            hub.commit()
-            conn.execute("COMMIT")
+            with transaction(conn, immediate=True):
+                ensure_local(conn)
+                set_meta(conn, MACHINE_KEY, machine)
+                me = hub.execute("SELECT session_user").fetchone()
+                set_meta(conn, WHO_KEY, str(me[0]) if me else None)
+                hub.commit()
         elif not _has_local_tables(conn):
-            conn.execute("BEGIN IMMEDIATE")
-            ensure_local(conn)
-            conn.execute("COMMIT")
+            with transaction(conn, immediate=True):
+                ensure_local(conn)
         if push:
             if sharing is None:
                 raise SyncError("nothing is shared yet: pass --share (all, agent:NAME or project:PATH)")
@@ -803,9 +800,8 @@ def _forgotten(conn: sqlite3.Connection, hub: psycopg.Connection[Any], hid: str,
     gone = [(hid, file_id) for source_id, file_id in pushed.items() if source_id not in there]
     if dry_run or not gone:
         return
-    conn.execute("BEGIN IMMEDIATE")
-    conn.executemany("DELETE FROM sync_pushed WHERE hub = ? AND source_file_id = ?", gone)
-    conn.execute("COMMIT")
+    with transaction(conn, immediate=True):
+        conn.executemany("DELETE FROM sync_pushed WHERE hub = ? AND source_file_id = ?", gone)
 
 
 def _push(
@@ -904,24 +900,9 @@ def _push_source(
         _recover_pushed(conn, hub, hid, file_id, hub_source_id, content_hash, bytes_ingested, redact)
         return
     new_digest = _digest(it for it, _ in items).hexdigest()  # of the records here, masked or not
-    conn.execute("BEGIN IMMEDIATE")
-    conn.execute(
-        "INSERT OR REPLACE INTO sync_pushed (hub, source_file_id, hub_source_id, generation, items, end_offset, "
-        "digest, content_hash, bytes_ingested, redacted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            hid,
-            file_id,
-            hub_source_id,
-            gen,
-            len(items),
-            int(bytes_ingested),
-            new_digest,
-            content_hash,
-            bytes_ingested,
-            int(redact),
-        ),
-    )
-    conn.execute("COMMIT")
+    with transaction(conn, immediate=True):
+        row = (hid, file_id, hub_source_id, gen, len(items), int(bytes_ingested), new_digest, content_hash)
+        _note_pushed(conn, (*row, bytes_ingested, int(redact)))
     report.pushed_sources += 1
 
 
@@ -1058,25 +1039,33 @@ def _recover_pushed(
     same = not redact and [it.as_list() for it in items[: len(hub_items)]] == [
         it.as_list() for it in hub_items
     ]
-    conn.execute("BEGIN IMMEDIATE")
+    whole = same and len(hub_items) == len(items)  # else pushed again next time
+    with transaction(conn, immediate=True):
+        _note_pushed(
+            conn,
+            (
+                hid,
+                file_id,
+                hub_source_id,
+                gen,
+                len(hub_items) if same else 0,
+                end if same else 0,
+                _digest(hub_items).hexdigest() if same else "",
+                content_hash if whole else None,
+                bytes_ingested if whole else -1,
+                int(redact),
+            ),
+        )
+
+
+def _note_pushed(conn: sqlite3.Connection, row: tuple[Any, ...]) -> None:
+    """What the hub holds of a file, as this machine last pushed (or found) it: (hub, source_file_id,
+    hub_source_id, generation, items, end_offset, digest, content_hash, bytes_ingested, redacted)."""
     conn.execute(
         "INSERT OR REPLACE INTO sync_pushed (hub, source_file_id, hub_source_id, generation, items, end_offset, "
         "digest, content_hash, bytes_ingested, redacted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            hid,
-            file_id,
-            hub_source_id,
-            gen,
-            len(hub_items) if same else 0,
-            end if same else 0,
-            _digest(hub_items).hexdigest() if same else "",
-            # pushed again next time unless the hub holds all of it
-            content_hash if same and len(hub_items) == len(items) else None,
-            bytes_ingested if same and len(hub_items) == len(items) else -1,
-            int(redact),
-        ),
+        row,
     )
-    conn.execute("COMMIT")
 
 
 def _masked(redactor: Any, raw: bytes) -> bytes:
@@ -1201,12 +1190,11 @@ def _push_rows(
                 [(machine, table, digest, orjson.dumps(values).decode()) for digest, values in new],
             )
         hub.commit()
-        conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(
-            "INSERT OR IGNORE INTO sync_rows (hub, tbl, row_hash) VALUES (?, ?, ?)",
-            [(hid, table, d) for d, _ in new],
-        )
-        conn.execute("COMMIT")
+        with transaction(conn, immediate=True):
+            conn.executemany(
+                "INSERT OR IGNORE INTO sync_rows (hub, tbl, row_hash) VALUES (?, ?, ?)",
+                [(hid, table, d) for d, _ in new],
+            )
 
 
 def _push_memory(
@@ -1224,9 +1212,8 @@ def _push_memory(
     if not _has_table(conn, "memory_versions"):
         return
     if not dry_run and conn.execute("SELECT 1 FROM memory_versions WHERE vid IS NULL LIMIT 1").fetchone():
-        conn.execute("BEGIN IMMEDIATE")  # versions written before they had ids get theirs
-        memory.ensure_version_ids(conn)
-        conn.execute("COMMIT")
+        with transaction(conn, immediate=True):  # versions written before they had ids get theirs
+            memory.ensure_version_ids(conn)
     known = {
         (str(t), str(k))
         for t, k in conn.execute(
@@ -1252,12 +1239,11 @@ def _push_memory(
             ],
         )
     hub.commit()
-    conn.execute("BEGIN IMMEDIATE")
-    conn.executemany(
-        "INSERT OR IGNORE INTO sync_rows (hub, tbl, row_hash) VALUES (?, ?, ?)",
-        [(hid, it.kind, it.key) for it in new],
-    )
-    conn.execute("COMMIT")
+    with transaction(conn, immediate=True):
+        conn.executemany(
+            "INSERT OR IGNORE INTO sync_rows (hub, tbl, row_hash) VALUES (?, ?, ?)",
+            [(hid, it.kind, it.key) for it in new],
+        )
 
 
 def _pull_rows(
@@ -1291,16 +1277,14 @@ def _pull_rows(
         hub.commit()
         if not rows:
             if not dry_run and get_meta(conn, seen_key) != seen:
-                conn.execute("BEGIN IMMEDIATE")
-                set_meta(conn, seen_key, seen)
-                conn.execute("COMMIT")
+                with transaction(conn, immediate=True):
+                    set_meta(conn, seen_key, seen)
             return
         if dry_run:
             report.pulled_rows += len(rows)
             cursor = int(rows[-1][0])
             continue
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(conn, immediate=True):
             for _seq, table, _digest, text in rows:
                 if str(table) in memory_sync.KINDS:
                     _merge_memory(conn, hid, str(table), str(text), report)
@@ -1328,10 +1312,6 @@ def _pull_rows(
                 report.pulled_rows += done.rowcount
             cursor = int(rows[-1][0])
             set_meta(conn, key, str(cursor))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
 
 def _merge_memory(conn: sqlite3.Connection, hid: str, kind: str, text: str, report: SyncReport) -> None:
@@ -1517,9 +1497,8 @@ def _pull(
     hub.commit()
     if not total:
         if get_meta(conn, seen_key) != seen:
-            conn.execute("BEGIN IMMEDIATE")
-            set_meta(conn, seen_key, seen)
-            conn.execute("COMMIT")
+            with transaction(conn, immediate=True):
+                set_meta(conn, seen_key, seen)
         return
     from threadloom.core import search_index
     from threadloom.core.ledger import Ledger
@@ -1532,9 +1511,8 @@ def _pull(
     if records_row and int(records_row[0]) >= BULK_RECORDS:
         # many records: indexed once after they are placed rather than file by file (as a first load
         # is); marked in the archive, so a stopped pull leaves it for the next run to catch up
-        conn.execute("BEGIN IMMEDIATE")
-        search_index.mark_behind(conn)
-        conn.execute("COMMIT")
+        with transaction(conn, immediate=True):
+            search_index.mark_behind(conn)
     ledger = Ledger(conn)
     done = 0
     pulled: set[int] = set()
@@ -1579,11 +1557,10 @@ def _pull(
                     later.pop(str(source_rows[0].source_id), None)
                 done += len(source_rows)
             cursor = rows[-1].seq
-            conn.execute("BEGIN IMMEDIATE")
-            set_meta(conn, cursor_key, str(cursor))
-            set_meta(conn, seen_key, seen)
-            set_meta(conn, later_key, orjson.dumps(later).decode() if later else None)
-            conn.execute("COMMIT")
+            with transaction(conn, immediate=True):
+                set_meta(conn, cursor_key, str(cursor))
+                set_meta(conn, seen_key, seen)
+                set_meta(conn, later_key, orjson.dumps(later).decode() if later else None)
     finally:
         if gc_was_enabled:
             gc.enable()
