@@ -20,7 +20,9 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,31 +121,57 @@ def wrappers(folder: Path, real: Path, api: str) -> Path:
     return folder
 
 
-def run_pasted(
-    command: str, env: dict[str, str], bin_dir: Path, api: str, cwd: Path
-) -> subprocess.CompletedProcess[str]:
-    env = {
-        **env,
-        "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
-        "ANTHROPIC_BASE_URL": api,
-        "ANTHROPIC_API_KEY": "sk-ant-fake",
-        "OPENAI_API_KEY": "sk-fake",
-        "GOOGLE_GEMINI_BASE_URL": api,
-        "GEMINI_API_KEY": "fake",
-        "DISABLE_AUTOUPDATER": "1",
-    }
-    return subprocess.run(
-        ["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
-    )
+@dataclass
+class Desk:
+    """A made-up home with threadloom's archive, the real CLIs behind their wrappers, and the fake
+    model API they talk to: what a test runs commands at."""
+
+    root: Path
+    env: dict[str, str]
+    bin_dir: Path
+    api: str
+    requests: Path
+
+    def threadloom(self, *args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "threadloom.core.cli", "--db", str(self.root / "t.db"), *args],
+            env=self.env, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def fork_at(self, session_id: str, text: str, *extra: str) -> dict[str, Any]:
+        """`fork --json` at the first message of the session holding `text`."""
+        shown = json.loads(self.threadloom("show", session_id, "--json"))
+        message = next(m for m in shown["messages"] if text in (m.get("content") or ""))
+        return json.loads(self.threadloom("fork", str(message["entry_id"]), *extra, "--json"))
+
+    def paste(self, command: str) -> list[tuple[str, str]]:
+        """Run `command` as a user pasting it would (bash); the conversation the agent sent."""
+        env = {
+            **self.env,
+            "PATH": f"{self.bin_dir}:/usr/local/bin:/usr/bin:/bin",
+            "ANTHROPIC_BASE_URL": self.api,
+            "ANTHROPIC_API_KEY": "sk-ant-fake",
+            "OPENAI_API_KEY": "sk-fake",
+            "GOOGLE_GEMINI_BASE_URL": self.api,
+            "GEMINI_API_KEY": "fake",
+            "DISABLE_AUTOUPDATER": "1",
+        }
+        done = subprocess.run(
+            ["bash", "-c", command], cwd=self.root, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert not list(self.root.rglob("pwned")), "a folder's name ran as code"
+        said = texts(first_request(self.requests))
+        assert said, (command, done.stderr[-500:])
+        return said
 
 
-def threadloom(env: dict[str, str], db: Path, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "threadloom.core.cli", "--db", str(db), *args],
-        env=env, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+@pytest.fixture
+def desk(tmp_path: Path, real_clis: Path, fake_api: tuple[str, Path]) -> Desk:
+    api, requests = fake_api
+    env = home_env(tmp_path, TMPDIR=str(tmp_path))  # a Gemini fork is written to $TMPDIR
+    return Desk(tmp_path, env, wrappers(tmp_path / "bin", real_clis, api), api, requests)
 
 
 def texts(request: dict) -> list[tuple[str, str]]:
@@ -173,6 +201,7 @@ def first_request(out: Path) -> dict:
 def claude_session(env: dict[str, str], work: Path) -> tuple[Transcript, str]:
     """Three turns in Claude Code's own folder for `work`; returns the transcript and the id of the
     second answer."""
+    work.mkdir()
     folder = "".join(c if c.isalnum() else "-" for c in str(work))  # as Claude Code names it
     t = Transcript(Path(env["CLAUDE_CONFIG_DIR"]) / "projects" / folder / f"{SID}.jsonl", SID, cwd=str(work))
     t.user("first question ALPHA about the parser")
@@ -185,77 +214,59 @@ def claude_session(env: dict[str, str], work: Path) -> tuple[Transcript, str]:
     return t, second
 
 
-def test_claude_code_loads_the_fork_up_to_the_chosen_answer_in_a_folder_named_to_harm(
-    tmp_path: Path, real_clis: Path, fake_api: tuple[str, Path]
-) -> None:
-    api, out = fake_api
-    env = home_env(tmp_path)
-    work = tmp_path / HOSTILE
-    work.mkdir()
-    _, second = claude_session(env, work)
-    db = tmp_path / "t.db"
-    threadloom(env, db, "ingest")
-    plan = json.loads(threadloom(env, db, "fork", second, "--json"))
-    done = run_pasted(plan["command"], env, wrappers(tmp_path / "bin", real_clis, api), api, tmp_path)
-    assert not list(tmp_path.rglob("pwned")), "the folder's name ran as code"
-    said = texts(first_request(out))
-    assert [r for r, _ in said] == ["user", "assistant", "user", "assistant", "user"], (said, done.stderr)
+def test_claude_code_loads_the_fork_up_to_the_chosen_answer_in_a_folder_named_to_harm(desk: Desk) -> None:
+    _, second = claude_session(desk.env, desk.root / HOSTILE)
+    desk.threadloom("ingest")
+    said = desk.paste(json.loads(desk.threadloom("fork", second, "--json"))["command"])
+    assert [r for r, _ in said] == ["user", "assistant", "user", "assistant", "user"], said
     assert "ALPHA" in said[0][1] and said[3][1] == "answer two BRAVO-ANSWER"
     assert not any("CHARLIE" in text for _, text in said)  # nothing after the fork point
     assert said[-1][1] == "say ok"
 
 
-def test_claude_code_resumes_the_whole_session(
-    tmp_path: Path, real_clis: Path, fake_api: tuple[str, Path]
-) -> None:
-    api, out = fake_api
-    env = home_env(tmp_path)
-    work = tmp_path / "work"
-    work.mkdir()
-    claude_session(env, work)
-    db = tmp_path / "t.db"
-    threadloom(env, db, "ingest")
-    command = json.loads(threadloom(env, db, "resume", SID, "--json"))["command"]
-    run_pasted(command, env, wrappers(tmp_path / "bin", real_clis, api), api, tmp_path)
-    said = [text for _, text in texts(first_request(out))]
+def test_claude_code_resumes_the_whole_session(desk: Desk) -> None:
+    claude_session(desk.env, desk.root / "work")
+    desk.threadloom("ingest")
+    said = [text for _, text in desk.paste(json.loads(desk.threadloom("resume", SID, "--json"))["command"])]
     assert said[-2:] == ["answer three CHARLIE-ANSWER", "say ok"] and "ALPHA" in said[0]
 
 
-def test_a_new_session_from_context_reaches_claude_code_as_its_first_message(
-    tmp_path: Path, real_clis: Path, fake_api: tuple[str, Path]
-) -> None:
+def test_claude_code_is_sent_the_edited_prompt_in_place_of_the_chosen_one(desk: Desk) -> None:
+    t, _ = claude_session(desk.env, desk.root / "work")
+    third = t.lines[4]["uuid"]  # the third prompt
+    desk.threadloom("ingest")
+    plan = json.loads(
+        desk.threadloom("fork", third, "--before", "--prompt", "DELTA 'instead' $(x)", "--json")
+    )
+    said = [text for _, text in desk.paste(plan["command"])]
+    assert said[-2] == "answer two BRAVO-ANSWER" and said[-1].startswith("DELTA 'instead' $(x)")
+    assert not any("CHARLIE" in text for text in said)
+
+
+def test_a_new_session_from_context_reaches_claude_code_as_its_first_message(desk: Desk) -> None:
     from threadloom.core import db as store
     from threadloom.core.recall import build_context, launch_command, write_context_file
 
-    api, out = fake_api
-    env = home_env(tmp_path)
-    work = tmp_path / "work"
-    work.mkdir()
-    claude_session(env, work)
-    db = tmp_path / "t.db"
-    threadloom(env, db, "ingest")
-    conn = store.connect(db, readonly=True)
+    claude_session(desk.env, desk.root / "work")
+    desk.threadloom("ingest")
+    conn = store.connect(desk.root / "t.db", readonly=True)
     try:
         context = build_context(conn, "the tests BRAVO", budget=1000)
     finally:
         conn.close()
     assert context.turns
-    launch = launch_command("claude-code", write_context_file(context, tmp_path / "contexts"), str(work))
-    done = run_pasted(launch.command, env, wrappers(tmp_path / "bin", real_clis, api), api, tmp_path)
-    said = texts(first_request(out))
-    assert said and said[0][0] == "user", (said, launch.command, done.stderr[-500:])
-    assert said[0][1].startswith("Context from past sessions")
+    launch = launch_command(
+        "claude-code", write_context_file(context, desk.root / "contexts"), str(desk.root / "work")
+    )
+    said = desk.paste(launch.command)
+    assert said[0][0] == "user" and said[0][1].startswith("Context from past sessions")
     assert "BRAVO" in said[0][1]
 
 
-def test_codex_loads_the_fork_cut_after_the_chosen_turn(
-    tmp_path: Path, real_clis: Path, fake_api: tuple[str, Path]
-) -> None:
-    api, out = fake_api
-    env = home_env(tmp_path)
-    work = tmp_path / HOSTILE
+def test_codex_loads_the_fork_cut_after_the_chosen_turn(desk: Desk) -> None:
+    work = desk.root / HOSTILE
     work.mkdir()
-    r = Rollout(Path(env["CODEX_HOME"]), THREAD)
+    r = Rollout(Path(desk.env["CODEX_HOME"]), THREAD)
     r.meta(cwd=str(work))
     r.add("turn_context", {"cwd": str(work), "approval_policy": "never", "model": "gpt-5.2-codex"})
     for word in ("ALPHA", "BRAVO", "CHARLIE"):
@@ -263,53 +274,23 @@ def test_codex_loads_the_fork_cut_after_the_chosen_turn(
         r.say(f"answer {word}-ANSWER")
         r.add("event_msg", {"type": "task_complete", "last_agent_message": f"answer {word}-ANSWER"})
     r.write()
-    db = tmp_path / "t.db"
-    threadloom(env, db, "ingest")
-    shown = json.loads(threadloom(env, db, "show", THREAD, "--json"))
-    answer = next(m for m in shown["messages"] if "BRAVO-ANSWER" in (m.get("content") or ""))
-    plan = json.loads(threadloom(env, db, "fork", str(answer["entry_id"]), "--json"))
-    done = run_pasted(plan["command"], env, wrappers(tmp_path / "bin", real_clis, api), api, tmp_path)
-    assert not list(tmp_path.rglob("pwned")), "the folder's name ran as code"
-    said = texts(first_request(out))
+    desk.threadloom("ingest")
+    said = desk.paste(desk.fork_at(THREAD, "BRAVO-ANSWER")["command"])
     conversation = [(role, text) for role, text in said if role in ("user", "assistant")]
     assert conversation[:4] == [
         ("user", "question ALPHA"),
         ("assistant", "answer ALPHA-ANSWER"),
         ("user", "question BRAVO"),
         ("assistant", "answer BRAVO-ANSWER"),
-    ], (conversation, done.stderr[-500:])
+    ], conversation
     assert not any("CHARLIE" in text for _, text in said)
     assert conversation[-1] == ("user", "say ok")
 
 
-def test_claude_code_is_sent_the_edited_prompt_in_place_of_the_chosen_one(
-    tmp_path: Path, real_clis: Path, fake_api: tuple[str, Path]
-) -> None:
-    api, out = fake_api
-    env = home_env(tmp_path)
-    work = tmp_path / "work"
+def test_gemini_cli_imports_the_fork_up_to_the_chosen_answer(desk: Desk) -> None:
+    work = desk.root / HOSTILE
     work.mkdir()
-    t, _ = claude_session(env, work)
-    third = t.lines[4]["uuid"]  # the third prompt
-    db = tmp_path / "t.db"
-    threadloom(env, db, "ingest")
-    plan = json.loads(
-        threadloom(env, db, "fork", third, "--before", "--prompt", "DELTA 'instead' $(x)", "--json")
-    )
-    run_pasted(plan["command"], env, wrappers(tmp_path / "bin", real_clis, api), api, tmp_path)
-    said = [text for _, text in texts(first_request(out))]
-    assert said[-2] == "answer two BRAVO-ANSWER" and said[-1].startswith("DELTA 'instead' $(x)")
-    assert not any("CHARLIE" in text for text in said)
-
-
-def test_gemini_cli_imports_the_fork_up_to_the_chosen_answer(
-    tmp_path: Path, real_clis: Path, fake_api: tuple[str, Path]
-) -> None:
-    api, out = fake_api
-    env = home_env(tmp_path, TMPDIR=str(tmp_path))
-    work = tmp_path / HOSTILE
-    work.mkdir()
-    gemini = Path(env["HOME"]) / ".gemini"
+    gemini = Path(desk.env["HOME"]) / ".gemini"
     (gemini / "tmp" / "shop" / "chats").mkdir(parents=True)
     (gemini / "tmp" / "shop" / ".project_root").write_text(f"{work}\n")
     (gemini / "projects.json").write_text(json.dumps({"projects": {str(work): "shop"}}))
@@ -330,18 +311,12 @@ def test_gemini_cli_imports_the_fork_up_to_the_chosen_answer(
         )
     chat = gemini / "tmp" / "shop" / "chats" / f"session-2026-04-29T21-39-{GEMINI_SID[:8]}.jsonl"
     chat.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    db = tmp_path / "t.db"
-    threadloom(env, db, "ingest")
-    shown = json.loads(threadloom(env, db, "show", GEMINI_SID, "--json"))
-    answer = next(m for m in shown["messages"] if "BRAVO-ANSWER" in (m.get("content") or ""))
-    plan = json.loads(threadloom(env, db, "fork", str(answer["entry_id"]), "--json"))
-    done = run_pasted(plan["command"], env, wrappers(tmp_path / "bin", real_clis, api), api, tmp_path)
-    assert not list(tmp_path.rglob("pwned")), "the folder's name ran as code"
-    said = texts(first_request(out))
+    desk.threadloom("ingest")
+    said = desk.paste(desk.fork_at(GEMINI_SID, "BRAVO-ANSWER")["command"])
     assert said == [
         ("user", "question ALPHA"),
         ("model", "answer ALPHA-ANSWER"),
         ("user", "question BRAVO"),
         ("model", "answer BRAVO-ANSWER"),
         ("user", "say ok"),
-    ], (said, done.stderr[-500:])
+    ], said
