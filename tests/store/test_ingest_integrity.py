@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from threadloom.core.archive import file_bytes
-from threadloom.core.ingest import run_ingest
+from threadloom.core.ingest.pipeline import run_ingest
+from threadloom.core.read.archive import file_bytes
 
 from tests.conftest import Transcript, ingest
 
