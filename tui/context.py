@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -20,7 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Select, Static
 from threadloom.core.recall import Context, ContextLaunch
 from threadloom.core.text import printable
-from threadloom.tui.workers import read_archive
+from threadloom.tui import workers
 
 DEFAULT_BUDGET = 4000
 
@@ -99,8 +99,9 @@ class ContextScreen(ModalScreen[None]):
             self.query_one(selector).border_title = title
         self._read()
 
-    @work(thread=True, exclusive=True, group="context", exit_on_error=False, description="context")
     def _read(self) -> None:
+        """The context of the turns, and the folder and agent they ran in, read in a worker (a
+        budget changed asks again: the newer read replaces the older)."""
         from threadloom.core.recall import build_context, default_folder
 
         budget = self._budget()
@@ -109,8 +110,9 @@ class ContextScreen(ModalScreen[None]):
             context = build_context(conn, self.query_text, budget=budget, turn_ids=self.turn_ids)
             return ContextRead(context, *default_folder(conn, self.turn_ids))
 
-        read_archive(
-            self.post_message,
+        workers.read(
+            self,
+            workers.CONTEXT,
             self.db_path,
             run,
             lambda why: ContextRead(error=f"the context could not be read: {why}"),

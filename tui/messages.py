@@ -45,8 +45,8 @@ from threadloom.core.side_files import (
     session_plans,
 )
 from threadloom.tui import images as tui_images
-from threadloom.tui import render
-from threadloom.tui.find import Navigator
+from threadloom.tui import render, workers
+from threadloom.tui.find import FoundInSession, Navigator
 from threadloom.tui.images import Cells
 
 PAGE = 64
@@ -230,6 +230,15 @@ class MessageView(ScrollView, can_focus=True):
 
     class EarlierVersionRequested(Message):
         """`v`: the browser shows the open session as it read before a rewrite of its files."""
+
+    class PictureDrawn(Message):
+        """An image worker decoded and scaled the picture of `key` (its cells, or why not)."""
+
+        bubble = False  # for the view that started the worker
+
+        def __init__(self, key: tuple[int, int, int, int], picture: Cells | str) -> None:
+            super().__init__()
+            self.key, self.picture = key, picture
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -766,7 +775,7 @@ class MessageView(ScrollView, can_focus=True):
                 picture = Cells([[Segment(" " * box[0])] for _ in range(box[1])])
                 background = self.styles.background.rgb
                 work = partial(self._draw_picture, key, loaded.data, box, background)
-                self.run_worker(work, thread=True, group="images", exit_on_error=False, description="image")
+                workers.start(self, workers.IMAGE, work)
         self.pictures[key] = picture
         if len(self.pictures) > PICTURES:
             self.pictures.popitem(last=False)
@@ -782,14 +791,14 @@ class MessageView(ScrollView, can_focus=True):
         box: tuple[int, int],
         background: tuple[int, int, int],
     ) -> None:
+        """In an image worker: the picture decoded and scaled, posted back as `PictureDrawn`."""
         drawn = tui_images.draw(data, *box, background)
-        self.app.call_from_thread(
-            self._picture_drawn, key, Cells(drawn) if isinstance(drawn, list) else drawn
-        )
+        self.post_message(self.PictureDrawn(key, Cells(drawn) if isinstance(drawn, list) else drawn))
 
-    def _picture_drawn(self, key: tuple[int, int, int, int], picture: Cells | str) -> None:
+    def on_message_view_picture_drawn(self, event: PictureDrawn) -> None:
         """A drawn image replaces its blank lines: the messages showing it are drawn again."""
-        self.pictures[key] = picture
+        key = event.key
+        self.pictures[key] = event.picture
         block_key = f"image:{key[0]}:{key[1]}"
         for pos in [p for p, r in self.cache.items() if any(b.key == block_key for b in r.blocks)]:
             del self.cache[pos]
@@ -1074,6 +1083,9 @@ class MessageView(ScrollView, can_focus=True):
             self.set_scroll(None, top)
             self.scroll_target_y = top
         self.refresh()
+
+    def on_found_in_session(self, event: FoundInSession) -> None:
+        self.navigator.found(event)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "close_find":
