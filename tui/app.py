@@ -251,7 +251,7 @@ class ThreadloomApp(ArchiveApp):
             if not upgrade:
                 self._open_database()
         # else on_ready starts the worker; an open that failed already said why (once)
-        if not self.ingest_on_start and self.conn is None and not upgrade and not self.open_error:
+        if not self.ingest_on_start and self.conn is None and not upgrade and not self.archive.open_error:
             self._open_database()
             self.browser.refresh_panes()
         self.browser.focus_first_pane()
@@ -263,7 +263,7 @@ class ThreadloomApp(ArchiveApp):
             self.start_ingest()
         elif not self.demo and self.conn is None and self._upgrade_pending():
             self.start_ingest(read_logs=False)  # --no-ingest: the worker only rebuilds the older archive
-        if not self.ingesting and not self.demo:
+        if not self.archive.ingesting and not self.demo:
             self.check_cleanup()  # (an ingest's worker does it before it reads)
 
     def _load_keymap(self) -> None:
@@ -568,11 +568,7 @@ class ThreadloomApp(ArchiveApp):
         if action == "back_to_search":
             return self.browser.search_return and self.search_screen is not None
         if action == "fork":  # not during a first load: forking ingests the fork, after the load
-            return (
-                self.browser.focused_pane in ("messages", "sessions")
-                and self.conn is not None
-                and not self.load_reader
-            )
+            return self.browser.focused_pane in ("messages", "sessions") and self.archive.can_fork
         if action == "export":
             return self.browser.open_session_id is not None and self.db_path is not None
         if action == "signals":
@@ -580,14 +576,9 @@ class ThreadloomApp(ArchiveApp):
         if action in MEMORY_ACTIONS:
             return self.screen is self.browser and self.conn is not None
         if action == "sync":  # not the demo's archive, which lives in a temporary folder
-            return (
-                self.screen is self.browser
-                and self.conn is not None
-                and self.temp_dir is None
-                and not self.read_only
-            )
+            return self.screen is self.browser and self.archive.can_sync
         if action == "cancel_ingest":
-            return self.ingesting
+            return self.archive.ingesting
         if action == "open_demo":
             return self.browser.is_empty
         return True
@@ -595,8 +586,8 @@ class ThreadloomApp(ArchiveApp):
     async def action_quit(self) -> None:
         """Quit; when the database could not be opened, with exit status 1 and the reason (with its
         fix) printed on the terminal the TUI gives back, so a script or a user sees it failed."""
-        if self.open_error:
-            self.exit(return_code=1, message=f"threadloom: {self.open_error}")
+        if self.archive.open_error:
+            self.exit(return_code=1, message=f"threadloom: {self.archive.open_error}")
         else:
             self.exit()
 
@@ -639,11 +630,11 @@ class ThreadloomApp(ArchiveApp):
                 "By day, week, month, project, model, agent or session (key S)",
                 self.action_stats,
             )
-        if self.ingesting:
+        if self.archive.ingesting:
             yield SystemCommand(
                 "Ingest: cancel", "Stop after the current file (Esc)", self.action_cancel_ingest
             )
-        elif self.temp_dir is None:
+        elif not self.archive.is_demo:
             yield SystemCommand(
                 "Ingest: rescan now", "Read new and changed agent logs (Ctrl+R)", self.action_rescan
             )
@@ -653,7 +644,7 @@ class ThreadloomApp(ArchiveApp):
                 "Retry loops, refused calls, dead ends, … (key W)",
                 self.action_signals,
             )
-        if self.conn is not None and not self.read_only and self.temp_dir is None:
+        if self.archive.can_sync:
             yield SystemCommand(
                 "Sync with the hub",
                 "Push and pull (the first time: choose the projects shared) (key U)",
@@ -685,6 +676,6 @@ def run_app(
     try:
         app.run()
     finally:
-        if app.temp_dir is not None:
-            shutil.rmtree(app.temp_dir, ignore_errors=True)
+        if app.archive.temp_dir is not None:
+            shutil.rmtree(app.archive.temp_dir, ignore_errors=True)
     return app.return_code or 0
