@@ -520,7 +520,8 @@ class ArchiveApp(App[int]):
             self._rescan_asked = True
             self.start_ingest()
 
-    def action_open_demo(self) -> None:
+    def open_demo(self) -> None:
+        """`d` on the empty state: the demo archive, written and ingested into a temporary folder."""
         conn = self.archive.closed()
         if conn is not None:
             conn.close()

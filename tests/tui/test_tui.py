@@ -825,7 +825,7 @@ async def test_first_load_is_browsable_while_it_runs(tmp_path: Path, monkeypatch
         loaded = {p.name for p in projects.projects}
         assert 1 <= len(loaded) < 4
         assert app.query_one(SessionTree).sessions
-        assert not app.check_action("fork", ())
+        assert not app.browser.check_action("fork", ())
         release.set()
         await app.workers.wait_for_complete()
         await pilot.pause()
