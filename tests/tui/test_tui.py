@@ -214,7 +214,7 @@ async def test_long_session_is_virtualized(demo_db: Path) -> None:
         view = app.query_one(MessageView)
         node = browse.get_node(app.conn, view.session_id)
         assert node is not None and view.count == node.message_count > 4000
-        assert len(view.rows) <= 2 * 64  # only the pages on screen were read
+        assert len(view.state.rows) <= 2 * 64  # only the pages on screen were read
         assert len(view.cache) < 40
         await pilot.press("G")
         await pilot.pause()
@@ -232,9 +232,9 @@ async def test_long_session_is_virtualized(demo_db: Path) -> None:
         # height follows the heights without a screen layout
         height = view.scrollable_content_region.height
         below = view.index_at(round(view.scroll_y) + height + height // 2)
-        assert below in view.exact and below in view.cache
-        assert view.virtual_size.height == view.offsets[-1]
-        assert view.max_scroll_y == view.offsets[-1] - height
+        assert below in view.state.exact and below in view.cache
+        assert view.virtual_size.height == view.state.offsets[-1]
+        assert view.max_scroll_y == view.state.offsets[-1] - height
 
 
 async def test_the_end_of_a_long_session_at_80x24_has_no_blank_gaps(demo_db: Path) -> None:
@@ -248,7 +248,7 @@ async def test_the_end_of_a_long_session_at_80x24_has_no_blank_gaps(demo_db: Pat
         await pilot.press("G")
         await pilot.pause()
         view = app.query_one(MessageView)
-        assert view.offsets == list(accumulate(view.heights, initial=0))
+        assert view.state.offsets == list(accumulate(view.state.heights, initial=0))
         screen = [view.render_line(y).text.strip() for y in range(view.scrollable_content_region.height)]
         assert not any(not (screen[y] or screen[y - 1]) for y in range(1, len(screen))), screen
 
@@ -1312,7 +1312,7 @@ async def test_palette_offers_pane_actions_and_finds_sessions(demo_db: Path) -> 
 
 def visible(view: MessageView, pos: int) -> bool:
     height = view.scrollable_content_region.height
-    return view.scroll_y <= view.offsets[pos] < view.scroll_y + height
+    return view.scroll_y <= view.state.offsets[pos] < view.scroll_y + height
 
 
 async def test_a_session_opened_from_the_stats_does_not_lead_back_to_an_old_search(demo_db: Path) -> None:
@@ -1380,7 +1380,7 @@ async def test_search_as_you_type_then_enter_opens_the_message(demo_db: Path) ->
         pos = view.cursor[0]
         assert view.row(pos).seq == hit.seq and view.row(pos).entry_id == hit.entry_id
         assert view.found == pos and visible(view, pos)
-        assert view.offsets[pos] - view.scroll_y >= 3  # what came before it is on screen too
+        assert view.state.offsets[pos] - view.scroll_y >= 3  # what came before it is on screen too
 
         await pilot.press("escape")  # back to the results, as they were
         await pilot.pause()
@@ -2359,7 +2359,7 @@ async def test_aider_search_replace_blocks_are_shown_as_diffs(tmp_path: Path) ->
             for pos in range(len(view.seqs))
             if "stops one short" in "\n".join(s.text for s in view.ensure(pos).strips)
         )
-        view.toggled.add(f"text:{view.row(reply).entry_id}")  # the whole text, not its preview
+        view.state.toggled.add(f"text:{view.row(reply).entry_id}")  # the whole text, not its preview
         view._rerender(reply)
         text = "\n".join(s.text.rstrip() for s in view.ensure(reply).strips)
         assert "<<<<<<< SEARCH" not in text and "=======" not in text and "```" not in text
