@@ -264,9 +264,10 @@ async def search_and_fork(db: Path) -> dict[str, float]:
         # polled with asyncio.sleep: Pilot.pause waits for the whole process to idle, workers included
         painted: list[float] = []
         t0 = time.perf_counter()
-        app.action_fork()  # what `f` runs
+        app.browser.action_fork()  # what `f` runs: it asks the app for the picker
+        while not isinstance(app.screen, ForkPicker):
+            await asyncio.sleep(0.001)
         picker = app.screen
-        assert isinstance(picker, ForkPicker)
         while not picker.is_mounted:
             await asyncio.sleep(0.001)
         picker.call_after_refresh(lambda: painted.append(time.perf_counter()))

@@ -20,6 +20,7 @@ from textual.app import App
 from textual.worker import Worker
 
 from . import workers
+from .archive_state import ArchiveState
 from .events import AgentRan, ForkWritten, HideChanged
 from .screens import ErrorScreen
 from .workers import (
@@ -63,20 +64,20 @@ class ArchiveApp(App[int]):
         self.demo = demo
         self.ingest_on_start = ingest
         self.demo_long_turns = demo_long_turns
-        self.read_only = ""  # why the database cannot be written, when it cannot: browse only
-        self.open_error = ""  # why the database could not be opened: quitting says it and exits 1
-        self.conn: sqlite3.Connection | None = None
-        self.first_load = False  # a first load is filling an empty database
-        self.load_reader = False  # self.conn is a read-only connection opened during that load
-        self.temp_dir: Path | None = None
+        self.archive = ArchiveState()  # the connection and what the archive allows now
         self.cancel_event = threading.Event()
-        self.ingesting = False
         self.last_report: IngestReport | None = None
         self.follower = workers.Follower()
         self.root_watch: RootWatch | None = None  # the folders the last ingest looked in
         self.browser: BrowserScreen  # the subclass makes it, as its default screen
         self._rescan_asked = False  # Ctrl+R: the ingest's end is reported even when nothing was new
         self.open_session: str | None = None  # a session to show once the archive is open
+
+    @property
+    def conn(self) -> sqlite3.Connection | None:
+        """The connection the panes read through (`archive.conn`): what the screens and the palette
+        read, never a second one."""
+        return self.archive.conn
 
     def keep_watch(self) -> None:
         """From now on check the open session's file and the agents' folders, each on its clock."""
@@ -91,7 +92,7 @@ class ArchiveApp(App[int]):
         panes read them (with --no-ingest too, reading no logs)."""
         from ..core.store.db import upgrade_due
 
-        return bool(self.db_path is not None and not self.read_only and upgrade_due(self.db_path))
+        return bool(self.db_path is not None and not self.archive.read_only and upgrade_due(self.db_path))
 
     def _check_writable(self) -> None:
         """A database the user made read-only (or on a read-only disk) is browsed as it is: no
@@ -102,7 +103,7 @@ class ArchiveApp(App[int]):
         try:
             check_writable(self.db_path)
         except LedgerError as exc:
-            self.read_only = str(exc)
+            self.archive.made_read_only(str(exc))
             self.ingest_on_start = False
             self.notify(
                 f"{exc} Browsing only: nothing is ingested.",
@@ -117,15 +118,16 @@ class ArchiveApp(App[int]):
         if self.conn is not None:
             return
         try:
-            self.conn = (
-                open_for_reading(self.db_path) if self.read_only else connect(self.db_path, readonly=readonly)
+            conn = (
+                open_for_reading(self.db_path)
+                if self.archive.read_only
+                else connect(self.db_path, readonly=readonly)
             )
         except LedgerError as exc:
             self._cannot_open(exc)
             return
-        self.open_error = ""
-        self.load_reader = readonly
-        self.browser.use_connection(self.conn)
+        self.archive.opened(conn, reader=readonly)
+        self.browser.use_connection(conn)
         self.browser.refresh_panes()
         if self.open_session is not None:  # `threadloom open SESSION`: shown once the panes are filled
             session_id, self.open_session = self.open_session, None
@@ -133,15 +135,14 @@ class ArchiveApp(App[int]):
 
     def _cannot_open(self, error: Exception) -> None:
         """The database is damaged, locked or unreadable: its message says what to do."""
-        self.open_error = str(error)
-        self.push_screen(ErrorScreen("Cannot open the database", self.open_error, "q quits, Esc closes"))
+        self.archive.open_failed(str(error))
+        self.push_screen(ErrorScreen("Cannot open the database", str(error), "q quits, Esc closes"))
 
     def _end_load_reader(self) -> None:
         """The first load is over: browse through an ordinary connection from now on."""
-        if not self.load_reader or self.conn is None:
+        reader = self.archive.take_reader()
+        if reader is None:
             return
-        reader, self.conn = self.conn, None
-        self.load_reader = False
         self._open_database()
         self.browser.use_connection(self.conn, replacing=reader)
         self._reload_stats()  # an open stats screen reads through the new connection from now on
@@ -163,21 +164,21 @@ class ArchiveApp(App[int]):
                 screen.reload(self.conn)
 
     def on_unmount(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
-        if self.temp_dir is not None and not self.ingesting:
-            shutil.rmtree(self.temp_dir, ignore_errors=True)
+        conn = self.archive.closed()
+        if conn is not None:
+            conn.close()
+        if self.archive.temp_dir is not None and not self.archive.ingesting:
+            shutil.rmtree(self.archive.temp_dir, ignore_errors=True)
 
     # ------------------------------------------------------------------ the ingest
 
     def start_ingest(self, *, demo_dir: Path | None = None, read_logs: bool = True) -> None:
-        if self.ingesting:
+        if self.archive.ingesting:
             return
-        if self.read_only and demo_dir is None:
-            self.notify(self.read_only, title="Read-only archive", severity="warning", timeout=8)
+        if self.archive.read_only and demo_dir is None:
+            self.notify(self.archive.read_only, title="Read-only archive", severity="warning", timeout=8)
             return
-        self.ingesting = True
+        self.archive.ingest_started()
         self.refresh_bindings()
         self.cancel_event = threading.Event()
         self.browser.ingest_started("Writing the demo archive" if demo_dir else "Reading agent logs")
@@ -197,12 +198,13 @@ class ArchiveApp(App[int]):
     def _start_demo(self) -> None:
         from ..core.adapters.claude_demo import claim_demo_dir
 
-        self.temp_dir = claim_demo_dir()
-        self.db_path = self.temp_dir / "demo.db"
+        temp_dir = claim_demo_dir()
+        self.archive.became_demo(temp_dir)
+        self.db_path = temp_dir / "demo.db"
         self.sources = []
         self.browser.sources = []
         self.title = "threadloom · demo"
-        self.start_ingest(demo_dir=self.temp_dir / "archive")
+        self.start_ingest(demo_dir=temp_dir / "archive")
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one router of the app's workers: each that ends comes back as its past-tense message."""
@@ -212,9 +214,10 @@ class ArchiveApp(App[int]):
 
     def on_ingest_status(self, event: IngestStatus) -> None:
         self.browser.show_status(event.text)
-        self.first_load = self.first_load or event.first_load
+        if event.first_load:
+            self.archive.load_began()
         if event.database_ready and self.conn is None:
-            self._open_database(readonly=self.first_load)
+            self._open_database(readonly=self.archive.first_load)
 
     def on_ingest_progressed(self, event: IngestProgressed) -> None:
         from ..core.ingest.pipeline import PHASES
@@ -223,16 +226,16 @@ class ArchiveApp(App[int]):
         self.browser.show_progress(p)
         if p.path in PHASES:  # the files are all in: nothing new to show
             return
-        if self.conn is None and self.first_load and p.files_done > 0:
+        if self.conn is None and self.archive.first_load and p.files_done > 0:
             # the load is under way (its files are being written in ~1 s transactions): browse
             # what is in meanwhile, read-only, rather than wait a minute for a large archive
             self._open_database(readonly=True)
-        self.browser.refresh_while_loading(load_reader=self.load_reader)
+        self.browser.refresh_while_loading(load_reader=self.archive.load_reader)
 
     def on_records_loaded(self, event: RecordsLoaded) -> None:
         report = event.report
         self._keep_report(report)
-        self.first_load = False
+        self.archive.records_loaded()
         self._end_load_reader()
         if self.conn is None:
             self._open_database()
@@ -263,19 +266,19 @@ class ArchiveApp(App[int]):
 
         self.last_report = report
         self.browser.roots = report.roots  # what the empty state says was looked in
-        watching = self.ingest_on_start and not self.demo and self.temp_dir is None
+        watching = self.ingest_on_start and not self.demo and not self.archive.is_demo
         if watching and (self.root_watch is None or self.root_watch.roots != report.roots):
             self.root_watch = RootWatch(report.roots)
 
     def on_ingested(self, event: Ingested) -> None:
-        self.ingesting = False
-        self.first_load = False
+        self.archive.ingest_ended()
         self.browser.ingest_ended()
-        if event.error is not None and self.load_reader and self.conn is not None:
+        if event.error is not None and self.archive.load_reader and self.conn is not None:
             # a first load that failed is started afresh by the next launch: show none of it
             self.browser.forget_load()
-            self.conn.close()
-            self.conn, self.load_reader = None, False
+            reader = self.archive.closed()
+            if reader is not None:
+                reader.close()
             self.browser.use_connection(None)
         self._end_load_reader()  # a first load cancelled half-way: what is in stays browsable
         self.refresh_bindings()
@@ -325,10 +328,9 @@ class ArchiveApp(App[int]):
         still at work), read what was added, and show it."""
         session_id = self.browser.whole_session_open
         if (
-            self.conn is None
+            not self.archive.settled
+            or self.conn is None
             or self.db_path is None
-            or self.ingesting
-            or self.load_reader
             or session_id is None
             or any(w.group == workers.FOLLOW.group and w.is_running for w in self.workers)
         ):
@@ -343,10 +345,8 @@ class ArchiveApp(App[int]):
         nor on the demo or a read-only archive; the check runs in a thread."""
         if (
             self.root_watch is None
-            or self.conn is None
-            or self.ingesting
-            or self.load_reader
-            or self.read_only
+            or not self.archive.settled
+            or self.archive.read_only
             or any(w.group == workers.WATCH.group and w.is_running for w in self.workers)
         ):
             return
@@ -368,7 +368,7 @@ class ArchiveApp(App[int]):
         )
 
     def on_roots_changed(self, event: RootsChanged) -> None:
-        if not self.ingesting:
+        if not self.archive.ingesting:
             self.start_ingest()
 
     def on_followed(self, event: Followed) -> None:
@@ -382,7 +382,7 @@ class ArchiveApp(App[int]):
     def on_hide_changed(self, event: HideChanged) -> None:
         """Remember in the archive what the browser now hides (or shows again); a read-only
         archive cannot, and the browser shows it as it is stored."""
-        if self.read_only or self.db_path is None:
+        if self.archive.read_only or self.db_path is None:
             self.notify(
                 "This archive is read-only: what is hidden cannot be remembered.",
                 title="Hide",
@@ -410,7 +410,7 @@ class ArchiveApp(App[int]):
     def write_mark(self, kind: str, ref: str, values: list[str]) -> None:
         """A tag, note or bookmark written to the archive's memory by a worker (it waits for an
         ingest holding the archive); a read-only archive cannot keep it."""
-        if self.read_only or self.db_path is None:
+        if self.archive.read_only or self.db_path is None:
             self.notify("This archive is read-only: tags, notes and bookmarks cannot be kept.", title="Memory",
                         severity="warning", timeout=6)  # fmt: skip
             return
@@ -426,7 +426,7 @@ class ArchiveApp(App[int]):
 
     def start_sync(self, url: str | None, rules: list[str]) -> None:
         """Push and pull with the hub in a worker (it waits for an ingest holding the archive)."""
-        if self.read_only or self.db_path is None:
+        if self.archive.read_only or self.db_path is None:
             self.notify(
                 "This archive is read-only: it cannot sync.", title="Sync", severity="warning", timeout=6
             )
@@ -500,7 +500,7 @@ class ArchiveApp(App[int]):
     def on_agent_ran(self, event: AgentRan) -> None:
         """An agent started from the fork picker has ended: read what it wrote (a new session, or
         the resumed one grown), as Ctrl+R does; the demo archive does not change."""
-        if self.demo or self.temp_dir is not None or self.read_only:
+        if self.demo or self.archive.is_demo or self.archive.read_only:
             self.browser.refresh_panes()
         else:
             self.start_ingest()
@@ -508,23 +508,24 @@ class ArchiveApp(App[int]):
     # ------------------------------------------------------------------ the ingest's keys
 
     def action_cancel_ingest(self) -> None:
-        if self.ingesting:
+        if self.archive.ingesting:
             self.cancel_event.set()
             self.notify("Cancelling after the current file…", timeout=2)
 
     def action_rescan(self) -> None:
-        if self.ingesting:
+        if self.archive.ingesting:
             self.notify("Already reading agent logs", timeout=2)
-        elif self.demo or self.temp_dir is not None:
+        elif self.demo or self.archive.is_demo:
             self.notify("The demo archive does not change", timeout=2)
         else:
             self._rescan_asked = True
             self.start_ingest()
 
-    def action_open_demo(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
+    def open_demo(self) -> None:
+        """`d` on the empty state: the demo archive, written and ingested into a temporary folder."""
+        conn = self.archive.closed()
+        if conn is not None:
+            conn.close()
             self.browser.use_connection(None)
         self.demo = True
         self._start_demo()

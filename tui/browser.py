@@ -32,7 +32,16 @@ from ..core.actions.hidden import MARK, PROJECT, SESSION, Hidden, read_hidden
 from ..core.base.text import count_of, human_tokens, short_when
 from ..core.read import archive, browse
 from ..core.read.query import display_title, get_session
-from .events import HideChanged
+from .archive_state import ArchiveState
+from .events import (
+    BackToSearch,
+    ExportSession,
+    HideChanged,
+    MarkChosen,
+    OpenDemo,
+    OpenForkPicker,
+    SyncChosen,
+)
 from .footer import KeyFooter
 from .messages import MessageView
 from .panes import FilterInput, NodeRef, ProjectList, SessionTree
@@ -45,6 +54,7 @@ if TYPE_CHECKING:
     from ..core.insight.changes import SessionChangeCall
     from ..core.read.browse import SessionSummary
     from ..core.read.search import Hit
+    from .memory import MemoryTarget
 
 NARROW = 110
 WIDE = 150
@@ -66,9 +76,14 @@ def layout_classes(width: int, focused: str) -> dict[str, bool]:
     return classes
 
 
+MEMORY_ACTIONS = frozenset({"tag", "note", "bookmark", "bookmarks", "memory"})
+
+
 class BrowserScreen(Screen[None]):
     """Projects, their sessions as a tree, and the messages of the one open."""
 
+    # Its keys are bound here, not on the app: on search (where letters are typed), the stats and
+    # the dialogs they do not exist. Their ids keep the `app.` of the keymaps written for them.
     BINDINGS = [
         Binding("ctrl+c,super+c", "screen.copy_text", "Copy selection", show=False, id="app.copy-selection"),
         Binding(
@@ -87,18 +102,124 @@ class BrowserScreen(Screen[None]):
             id="app.pane-wider",
             tooltip="Widen the focused pane (remembered)",
         ),
+        Binding("1", "focus_pane('projects')", "Projects", show=False, id="app.focus-projects"),
+        Binding("2", "focus_pane('sessions')", "Sessions", show=False, id="app.focus-sessions"),
+        Binding("3", "focus_pane('messages')", "Messages", show=False, id="app.focus-messages"),
+        # the footer shows these in this order after the pane's own keys and cuts what does not fit:
+        # what threadloom is for first, the keys every TUI has last
+        # search is the app's (one screen kept from one search to the next): opened at once, so
+        # what is typed right after the key goes to its query
+        Binding(
+            "slash",
+            "app.search",
+            "Search",
+            id="app.search",
+            tooltip="Search every conversation of every agent",
+        ),
+        Binding(
+            "f",
+            "fork",
+            "Fork",
+            id="app.fork",
+            tooltip="Fork or resume from the message (or session) under the cursor",
+        ),
+        Binding("p", "jump", "Jump", id="app.jump", tooltip="Jump to a session by title, id or project"),
+        Binding(
+            "E",
+            "export",
+            "Export",
+            show=False,
+            id="app.export",
+            tooltip="Write the open session as one HTML page into the current folder",
+        ),
+        Binding(
+            "U",
+            "sync",
+            "Sync",
+            show=False,
+            id="app.sync",
+            tooltip="Push and pull with the sync hub (the first time: choose what is shared)",
+        ),
+        Binding(
+            "S",
+            "stats",
+            "Stats",
+            show=False,
+            id="app.stats",
+            tooltip="Stats: tokens, cost, tool calls and changed lines",
+        ),
+        Binding(
+            "W",
+            "signals",
+            "Signals",
+            show=False,
+            id="app.signals",
+            tooltip="What went wrong in the open session (signals)",
+        ),
+        Binding(
+            "t",
+            "tag",
+            "Tag",
+            show=False,
+            id="app.tag",
+            tooltip="Tag the session (in the viewer: the message) under the cursor; tag:NAME finds it",
+        ),
+        Binding(
+            "n",
+            "note",
+            "Note",
+            show=False,
+            id="app.note",
+            tooltip="Write a note on the session under the cursor; note:WORD finds it",
+        ),
+        Binding(
+            "b",
+            "bookmark",
+            "Bookmark",
+            show=False,
+            id="app.bookmark",
+            tooltip="Bookmark the session (in the viewer: the message) under the cursor, or take it off",
+        ),
+        Binding("B", "bookmarks", "Bookmarks", show=False, id="app.bookmarks", tooltip="The bookmarks"),
+        Binding(
+            "M",
+            "memory",
+            "Memory",
+            show=False,
+            id="app.memory",
+            tooltip="Memory: decisions, facts, guidelines by scope with their history; tags; notes",
+        ),
+        Binding("f1,question_mark", "help", "Help", id="app.help", tooltip="Keys of the focused pane"),
+        Binding("q", "app.quit", "Quit", id="app.quit"),
+        Binding(
+            "escape,backspace",
+            "back",
+            "Back",
+            id="app.back",
+            tooltip="Back to the session (and message) this subagent was opened from",
+        ),
+        Binding(
+            "escape",
+            "back_to_search",
+            "Back to search",
+            id="app.back-to-search",
+            tooltip="Return to the search results this message was opened from",
+        ),
+        Binding("d", "open_demo", "Open demo", id="app.demo"),
     ]
     AUTO_FOCUS = ""  # chosen here: the projects pane, or nothing on the empty state
 
     def __init__(
         self,
         *,
+        archive_state: ArchiveState,
         now: Callable[[], float],
         sources: list[Path],
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
         super().__init__(id=id, classes=classes)
+        self.archive_state = archive_state  # the app's, which it alone changes: what its keys may do now
         self.now = now
         self.sources = sources  # where the empty state says threadloom looked, before a report says
         self.conn: sqlite3.Connection | None = None  # set by the app, which opens and closes it
@@ -804,6 +925,224 @@ class BrowserScreen(Screen[None]):
         self.jump_to_session(target, keep_trail=target != session_id)
         self.app.refresh_bindings()
         self._after_refresh(lambda: view.navigator.open_place(place) if view.session_id == target else None)
+
+    # ------------------------------------------------------------------ the browser's keys
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Its keys that apply now: Esc's ways back when there is one, fork once the archive is
+        more than a first load's reader, memory and sync on an archive that can keep them, …"""
+        if action == "back":
+            return bool(self.trail)
+        if action == "back_to_search":
+            return self.search_return
+        if action == "fork":  # not during a first load: forking ingests the fork, after the load
+            return self.focused_pane in ("messages", "sessions") and self.archive_state.can_fork
+        if action == "export":
+            return self.open_session_id is not None
+        if action == "signals":
+            return self.open_session_id is not None and self.archive_state.conn is not None
+        if action in MEMORY_ACTIONS:
+            return self.archive_state.conn is not None
+        if action == "sync":  # not the demo's archive, which lives in a temporary folder
+            return self.archive_state.can_sync
+        if action == "open_demo":
+            return self.is_empty
+        return True
+
+    def action_focus_pane(self, pane: str) -> None:
+        self.focus_pane(pane)
+
+    def action_back_to_search(self) -> None:
+        self.search_return = False
+        self.post_message(BackToSearch())
+
+    def action_back(self) -> None:
+        """Esc (or Backspace) in a subagent opened from its Task call: back to that call."""
+        self.go_back()
+
+    def action_open_demo(self) -> None:
+        self.post_message(OpenDemo())
+
+    def action_jump(self) -> None:
+        from textual.command import CommandPalette
+
+        from .commands import RecentSessionsProvider
+
+        self.app.push_screen(
+            CommandPalette(providers=[RecentSessionsProvider], placeholder="Jump to session…")
+        )
+
+    def action_help(self) -> None:
+        self.show_help()
+
+    def action_fork(self) -> None:
+        """`f`: the fork picker for the message under the cursor, or for a session's latest turn."""
+        if self.version_shown is not None and self.focused_pane == "messages":
+            self.notify(
+                "This is an earlier version, read from the records the archive kept: press v until the "
+                "session is as it is now to fork from it",
+                timeout=4,
+            )
+            return
+        target = self.fork_target()
+        if target is None:
+            self.notify("Open a session, then press f on a message to fork from it", timeout=3)
+            return
+        session_id, entry_id, turn_id = target
+        self.post_message(OpenForkPicker(session_id, entry_id, turn_id=turn_id))
+
+    def action_export(self) -> None:
+        """`E`: the open session as one self-contained HTML page, in the folder threadloom runs in."""
+        session_id = self.open_session_id
+        if session_id is None:
+            return
+        if self.version_shown is not None:
+            self.notify("An earlier version is shown: the export writes the session as it is now", timeout=3)
+        self.post_message(ExportSession(session_id))
+
+    def action_stats(self) -> None:
+        """`S`: the stats screen (totals by period, project, model, agent or session)."""
+        from .stats import StatsScreen
+
+        conn = self.archive_state.conn
+        if conn is None:
+            self.notify("No database yet", timeout=2)
+            return
+        if self.app.screen is self:  # (the palette runs it over any screen)
+            self.app.push_screen(StatsScreen(conn))
+
+    def action_signals(self) -> None:
+        """`W` (what went wrong): the open session's signals; Enter on a piece of evidence shows
+        that message."""
+        from .signals import SignalsScreen
+
+        session_id, conn = self.open_session_id, self.archive_state.conn
+        if session_id is None or conn is None:
+            return
+
+        def show(seq: int | None) -> None:
+            """The chosen message in the viewer, marked, as a search hit opens (without its way back)."""
+            if seq is not None:
+                self._open_at(session_id, seq)
+
+        self.app.push_screen(SignalsScreen(conn, session_id), show)
+
+    def _open_at(self, session_id: str, seq: int) -> None:
+        """A session shown with the cursor on message `seq`, marked."""
+        self.jump_to_session(session_id)
+        view = self.query_one(MessageView)
+        self._after_refresh(lambda: view.go_to_seq(seq) if view.session_id == session_id else None)
+
+    # ------------------------------------------------------------------ memory: tags, notes, bookmarks
+
+    def _memory_target(self) -> MemoryTarget | None:
+        """What t, n and b act on: the message under the viewer's cursor (its pane focused), else
+        the session under the tree's cursor, else the open session."""
+        from .memory import MemoryTarget
+
+        if self.focused_pane == "messages":
+            view = self.query_one(MessageView)
+            row = view.current_row()
+            if view.session_id is not None:
+                return MemoryTarget(
+                    view.session_id, row.seq if row else None, self._title_of(view.session_id)
+                )
+        target = self.fork_target()
+        session_id = target[0] if target is not None else self.open_session_id
+        return MemoryTarget(session_id, None, self._title_of(session_id)) if session_id else None
+
+    def _title_of(self, session_id: str) -> str:
+        found = (
+            get_session(self.archive_state.conn, session_id) if self.archive_state.conn is not None else None
+        )
+        return display_title(found) if found is not None else ""
+
+    def _ask_mark(self, kind: str, *, whole_session: bool = False) -> None:
+        from ..core.insight import memory
+        from ..core.store.memory_tables import MemoryRefused
+        from .memory import MarkScreen, MemoryTarget
+
+        target, conn = self._memory_target(), self.archive_state.conn
+        if target is None or conn is None:
+            self.notify("Put the cursor on a session (or a message) first", timeout=3)
+            return
+        if whole_session:
+            target = MemoryTarget(target.session_id, None, target.title)
+        try:
+            present = [
+                m.value for m in memory.marks(conn, kind=kind, target=memory.parse_target(conn, target.ref))
+            ]
+        except (LookupError, MemoryRefused):
+            present = []
+        ref = target.ref
+
+        def keep(text: str | None) -> None:
+            if not text:
+                return
+            values = [v for v in (p.strip() for p in text.split(",")) if v] if kind == "tag" else [text]
+            self.post_message(MarkChosen(kind, ref, values))
+
+        self.app.push_screen(MarkScreen(kind, target, present), keep)
+
+    def action_tag(self) -> None:
+        """`t`: tag the session (or, in the viewer, the message) under the cursor."""
+        self._ask_mark("tag")
+
+    def action_note(self) -> None:
+        """`n`: a note on the session under the cursor (the viewer's own n steps through a find)."""
+        self._ask_mark("note", whole_session=True)
+
+    def action_bookmark(self) -> None:
+        """`b`: bookmark the session (or, in the viewer, the message) under the cursor, or take it off."""
+        target = self._memory_target()
+        if target is None:
+            self.notify("Put the cursor on a session (or a message) first", timeout=3)
+            return
+        self.post_message(MarkChosen("bookmark", target.ref, []))
+
+    def action_bookmarks(self) -> None:
+        """`B`: the bookmarks; Enter opens one at its message."""
+        from .memory import BookmarksScreen
+
+        if self.archive_state.conn is None:
+            return
+
+        def open_it(chosen: tuple[str, int | None] | None) -> None:
+            if chosen is None:
+                return
+            session_id, seq = chosen
+            if seq is None:
+                self.jump_to_session(session_id)
+            else:
+                self._open_at(session_id, seq)
+
+        self.app.push_screen(BookmarksScreen(self.archive_state.conn), open_it)
+
+    def action_memory(self) -> None:
+        """`M`: the memory screen (entries by scope with their history, tags, notes)."""
+        from .memory import MemoryScreen
+
+        if self.archive_state.conn is not None:
+            self.app.push_screen(MemoryScreen(self.archive_state.conn))
+
+    def action_sync(self) -> None:
+        """`U`: sync with the hub; the first time, ask what leaves this machine (tui.sync)."""
+        from ..core.ingest import sync
+        from .sync import SyncChoice, SyncScreen
+
+        conn = self.archive_state.conn
+        if conn is None:
+            return
+        url, sharing = sync.configured(conn)
+        if url is not None and sharing is not None:
+            self.post_message(SyncChosen(None, []))
+            return
+
+        def chosen(choice: SyncChoice | None) -> None:
+            if choice is not None:
+                self.post_message(SyncChosen(choice.url, choice.rules))
+
+        self.app.push_screen(SyncScreen(url, sync.project_choices(conn)), chosen)
 
     # ------------------------------------------------------------------ fork, help, palette
 

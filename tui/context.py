@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -22,7 +22,7 @@ from textual.widgets import Input, Select, Static
 from ..core.actions.launch import ContextLaunch
 from ..core.base.text import printable
 from ..core.insight.recall import Context
-from .workers import read_archive
+from . import workers
 
 DEFAULT_BUDGET = 4000
 
@@ -101,8 +101,9 @@ class ContextScreen(ModalScreen[None]):
             self.query_one(selector).border_title = title
         self._read()
 
-    @work(thread=True, exclusive=True, group="context", exit_on_error=False, description="context")
     def _read(self) -> None:
+        """The context of the turns, and the folder and agent they ran in, read in a worker (a
+        budget changed asks again: the newer read replaces the older)."""
         from ..core.actions.launch import default_folder
         from ..core.insight.recall import build_context
 
@@ -112,8 +113,9 @@ class ContextScreen(ModalScreen[None]):
             context = build_context(conn, self.query_text, budget=budget, turn_ids=self.turn_ids)
             return ContextRead(context, *default_folder(conn, self.turn_ids))
 
-        read_archive(
-            self.post_message,
+        workers.read(
+            self,
+            workers.CONTEXT,
             self.db_path,
             run,
             lambda why: ContextRead(error=f"the context could not be read: {why}"),

@@ -92,3 +92,35 @@ class ForkWritten(Message):
 
 class AgentRan(Message):
     """An agent started from the fork picker has ended: what it wrote is read, as Ctrl+R does."""
+
+
+class BackToSearch(Message):
+    """Esc on a message opened from search: back to its results."""
+
+
+class ExportSession(Message):
+    """`E`: the session written as one HTML page into the folder threadloom runs in."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__()
+        self.session_id = session_id
+
+
+class MarkChosen(Message):
+    """A tag, note or bookmark chosen for a session or message (`ref`): the app writes it."""
+
+    def __init__(self, kind: str, ref: str, values: list[str]) -> None:
+        super().__init__()
+        self.kind, self.ref, self.values = kind, ref, values
+
+
+class SyncChosen(Message):
+    """Sync with the hub, with what the first sync's question chose (`url`, `rules`) if asked."""
+
+    def __init__(self, url: str | None, rules: list[str]) -> None:
+        super().__init__()
+        self.url, self.rules = url, rules
+
+
+class OpenDemo(Message):
+    """`d` on the empty state: the demo archive opens instead."""

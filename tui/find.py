@@ -10,8 +10,6 @@ state of one open session and is reached from `MessageView` through a few small 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.segment import Segment
@@ -21,6 +19,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.message import Message
 from textual.strip import Strip
 from textual.timer import Timer
 from textual.widgets import Input, Static
@@ -29,7 +28,7 @@ from ..core.base.text import printable
 from ..core.read import find
 from ..core.read.browse import Segment as CompactionSegment
 from ..core.read.find import Place
-from .workers import read_archive
+from . import workers
 
 if TYPE_CHECKING:
     from .messages import Block, MessageView, Rendered
@@ -75,6 +74,17 @@ def mark_matches(strip: Strip, needle: str, style: Style) -> Strip:
             )
         offset = end
     return Strip(out, strip.cell_length)
+
+
+class FoundInSession(Message):
+    """A find worker read the places that hold `query` in the session (None: the archive could not
+    be read, found on the view's own connection instead); `serial` tells an older query's apart."""
+
+    bubble = False  # the view that started the worker hands it to its navigator
+
+    def __init__(self, serial: int, session_id: str, query: str, places: list[Place] | None) -> None:
+        super().__init__()
+        self.serial, self.session_id, self.query, self.places = serial, session_id, query, places
 
 
 class FindBar(Horizontal):
@@ -214,26 +224,25 @@ class Navigator:
             self.search(query)
             return
         self._serial += 1
-        work = partial(self._find_in_thread, self._serial, db_path, view.session_id, query)
-        view.run_worker(
-            work, thread=True, group="find", exclusive=True, exit_on_error=False, description="find"
-        )
-
-    def _find_in_thread(self, serial: int, db_path: Path, session_id: str, query: str) -> None:
-        read_archive(
-            lambda places: self.view.app.call_from_thread(self._found, serial, session_id, query, places),
+        serial, session_id = self._serial, view.session_id
+        workers.read(
+            view,
+            workers.FIND,
             db_path,
-            lambda conn: find.find_in_session(conn, session_id, query),
-            lambda why: None,  # a locked or damaged file: found on the view's own connection instead
+            lambda conn: FoundInSession(
+                serial, session_id, query, find.find_in_session(conn, session_id, query)
+            ),
+            lambda why: FoundInSession(serial, session_id, query, None),
         )
 
-    def _found(self, serial: int, session_id: str, query: str, places: list[Place] | None) -> None:
-        if serial != self._serial or session_id != self.view.session_id or self.bar is None:
+    def found(self, event: FoundInSession) -> None:
+        """A find worker's answer (the view hands it on): shown when it is for the latest query."""
+        if event.serial != self._serial or event.session_id != self.view.session_id or self.bar is None:
             return  # typed on since, or another session opened, or the bar closed
-        if places is None:
-            self.search(query)
+        if event.places is None:
+            self.search(event.query)
         else:
-            self._show_found(query, places)
+            self._show_found(event.query, event.places)
 
     def search(self, query: str) -> None:
         """Find `query` in the whole session now, on the view's connection."""

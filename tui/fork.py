@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -39,6 +39,7 @@ from textual.widgets import Button, Input, OptionList, Static
 from ..core.actions.fork import ForkMessage, ForkPlan, ForkPoint
 from ..core.actions.fork_session import ForkSession, Row, Target, TurnsRead
 from ..core.read.query import display_title
+from . import workers
 from .events import AgentRan, ForkWritten
 from .footer import KeyFooter
 from .fork_widgets import (
@@ -54,7 +55,6 @@ from .fork_widgets import (
     status,
 )
 from .render import plain_title
-from .workers import read_archive
 
 if TYPE_CHECKING:
     from ..core.actions.undo import UndoPlan
@@ -321,11 +321,11 @@ class ForkPicker(ModalScreen[None]):
 
     # ------------------------------------------------------------------ reading the archive
 
-    @work(thread=True, exclusive=True, group="fork-points", exit_on_error=False, description="fork points")
     def _read_points(self) -> None:
         """The branch's turns around the chosen one, and the chosen turn's messages."""
-        read_archive(
-            self.post_message,
+        workers.read(
+            self,
+            workers.FORK_POINTS,
             self.db_path,
             lambda conn: PointsRead(self.model.read_turns(conn)),
             lambda why: PointsRead(TurnsRead(error=f"Cannot read the turns of this session: {why}")),
@@ -340,10 +340,10 @@ class ForkPicker(ModalScreen[None]):
         self.query_one("#fork-about", Static).update(about(self.model))
         self.refresh_bindings()
 
-    @work(thread=True, group="fork-messages", exit_on_error=False, description="fork messages")
     def _read_messages(self, turn_id: str) -> None:
-        read_archive(
-            self.post_message,
+        workers.read(
+            self,
+            workers.FORK_MESSAGES,
             self.db_path,
             lambda conn: MessagesRead(turn_id, *self.model.read_messages(conn, turn_id)),
             lambda why: MessagesRead(turn_id, [], f"Cannot read the messages of this turn: {why}"),
@@ -355,37 +355,31 @@ class ForkPicker(ModalScreen[None]):
             self._said()
         self._show_list()
 
-    @work(thread=True, exclusive=True, group="fork-plan", exit_on_error=False, description="fork plan")
     def _make_plan(self, action: str, target: Target | None, prompt: str | None) -> None:
         from ..core.actions.fork_session import FAILURE
 
-        read_archive(
-            self.post_message,
+        workers.read(
+            self,
+            workers.FORK_PLAN,
             self.db_path,
             lambda conn: PlanMade(action, *self.model.make_plan(conn, action, target, prompt)),
             lambda why: PlanMade(action, None, f"{FAILURE[action]}: {why}"),
         )
 
-    @work(
-        thread=True,
-        exclusive=True,
-        group="fork-restore",
-        exit_on_error=False,
-        description="restore transcript",
-    )
     def _restore(self, plan: ForkPlan) -> None:
         """Write the transcript back where the agent looks (core never overwrites), from the archive."""
-        read_archive(
-            self.post_message,
+        workers.read(
+            self,
+            workers.FORK_RESTORE,
             self.db_path,
             lambda conn: Restored(plan, self.model.restore(conn, plan)),
             lambda why: Restored(plan, f"Could not restore the transcript: {why}"),
         )
 
-    @work(thread=True, group="fork-undo", exit_on_error=False, description="edits after the fork point")
     def _read_undo(self, ref: str) -> None:
-        read_archive(
-            self.post_message,
+        workers.read(
+            self,
+            workers.FORK_UNDO,
             self.db_path,
             lambda conn: UndoRead(ref, *self.model.read_edits_after(conn, ref)),
             lambda why: UndoRead(ref, None, why),

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +45,11 @@ from ..core.read.side_files import (
     session_plans,
 )
 from . import images as tui_images
-from . import render
-from .find import Navigator
+from . import render, workers
+from .find import FoundInSession, Navigator
 from .images import Cells
+from .message_state import DEFAULT_HEIGHT, PAGE, MessageState
 
-PAGE = 64
-DEFAULT_HEIGHT = 3
 TEXT_PREVIEW = 14
 CACHE_SIZE = 600
 PICTURES = 48  # drawn images kept (by entry, index, width and height)
@@ -233,47 +230,87 @@ class MessageView(ScrollView, can_focus=True):
     class EarlierVersionRequested(Message):
         """`v`: the browser shows the open session as it read before a rewrite of its files."""
 
+    class PictureDrawn(Message):
+        """An image worker decoded and scaled the picture of `key` (its cells, or why not)."""
+
+        bubble = False  # for the view that started the worker
+
+        def __init__(self, key: tuple[int, int, int, int], picture: Cells | str) -> None:
+            super().__init__()
+            self.key, self.picture = key, picture
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        # what is shown, read, selected and expanded, and where (tui/message_state.py); the rest
+        # of this widget is how it is drawn and what keys do to it
+        self.state = MessageState()
         self.conn: sqlite3.Connection | None = None
         self.pictures: OrderedDict[tuple[int, int, int, int], Cells | str] = OrderedDict()
         self._picture_rows = 0  # the lines an image may take in the pane as last drawn
-        self.session_id: str | None = None
-        self.seqs: Sequence[int] = ()
-        self.heights: list[int] = []
-        self.offsets: list[int] = [0]
-        self.rows: dict[int, MessageRow] = {}
-        self.pages: set[int] = set()
-        self.exact: set[int] = set()
-        self.cache: OrderedDict[int, Rendered] = OrderedDict()
-        self.toggled: set[str] = set()
-        self.expand_all = False
-        self.markdown = True  # text rendered as Markdown, or shown as written; kept from session to session
+        self.cache: OrderedDict[int, Rendered] = OrderedDict()  # drawn messages, by position
         self.extras: dict[str, Any] = {}
         self.persisted: dict[str, PersistedOutput | None] = {}
         self.navigator = Navigator(self)  # find, jumps and the segment footer (tui/find.py)
-        self._cursor: tuple[int, int] = (0, 0)
-        self.rewinds: set[int] = set()
-        self.found: int | None = None  # the position of the message a search opened, marked
-        self.stick_end = False
         self._width = 0
-        # a height changed since the offsets were computed (a page read, a message drawn): the
-        # next frame lays out again before it paints
-        self._stale = False
         self._ahead = 0  # the direction of the last page key: the next page is drawn ahead
         self.placeholder = "Select a session to read it."
 
-    # ------------------------------------------------------------------ loading
+    # ------------------------------------------------------------------ the state, as others read it
+
+    @property
+    def session_id(self) -> str | None:
+        return self.state.session_id
+
+    @property
+    def seqs(self) -> Sequence[int]:
+        return self.state.seqs
+
+    @property
+    def count(self) -> int:
+        return self.state.count
 
     @property
     def cursor(self) -> tuple[int, int]:
         """(message position, block index) under the cursor."""
-        return self._cursor
+        return self.state.cursor
 
     @cursor.setter
     def cursor(self, value: tuple[int, int]) -> None:
-        self._cursor = value
+        self.state.cursor = value
         self.navigator.cursor_moved()
+
+    @property
+    def rewinds(self) -> set[int]:
+        return self.state.rewinds
+
+    @rewinds.setter
+    def rewinds(self, value: set[int]) -> None:
+        self.state.rewinds = value
+
+    @property
+    def found(self) -> int | None:
+        """The position of the message a search opened, marked."""
+        return self.state.found
+
+    @property
+    def markdown(self) -> bool:
+        return self.state.markdown
+
+    @markdown.setter
+    def markdown(self, value: bool) -> None:
+        self.state.markdown = value
+
+    def is_expanded(self, key: str) -> bool:
+        return self.state.is_expanded(key)
+
+    def position_of_seq(self, seq: int) -> int:
+        """The position of a message sequence number in this view (nearest at or after it)."""
+        return self.state.position_of_seq(seq)
+
+    def index_at(self, line: int) -> int:
+        return self.state.index_at(line)
+
+    # ------------------------------------------------------------------ loading
 
     @property
     def is_container(self) -> bool:
@@ -296,10 +333,6 @@ class MessageView(ScrollView, can_focus=True):
         self._relayout(self._anchor())
         self.refresh()
 
-    @property
-    def count(self) -> int:
-        return len(self.seqs)
-
     def show(
         self,
         conn: sqlite3.Connection,
@@ -314,27 +347,18 @@ class MessageView(ScrollView, can_focus=True):
         `rewinds` are the sequence numbers of prompts where the user went back and asked again;
         a divider marks them so an abandoned branch is not read as part of the later one.
         """
-        self.conn, self.session_id, self.seqs = conn, session_id, seqs
+        self.conn = conn
+        self.state.open(session_id, seqs, rewinds)
         self.navigator.reset()
-        self.rewinds = rewinds or set()
-        self.heights = [DEFAULT_HEIGHT] * len(seqs)
-        self.rows.clear()
-        self.pages.clear()
-        self.exact.clear()
         self.cache.clear()
-        self.toggled.clear()
         self.extras.clear()
         self.persisted.clear()
-        self.expand_all = False
-        self.stick_end = False
-        self.found = None
         self._relayout(None)
         self.set_scroll(0, 0)
         self.scroll_target_y = 0
         self.cursor = (0, 0)
         if seqs:
-            pos = self._find_target(min(max(at, 0), len(seqs) - 1), 1) or 0
-            self.cursor = (pos, self._first_target(pos))
+            self.cursor = self.state.start(at, self._targets)
             if at:
                 self._scroll_to_cursor(top=True)
         self.refresh()
@@ -343,22 +367,12 @@ class MessageView(ScrollView, can_focus=True):
         """The open session grew (its agent wrote more): show the new messages, keeping what is on
         screen where it is; a reader resting on the last message follows to the new end.
         False when `seqs` does not continue what is shown (the caller opens it afresh)."""
-        old = len(self.seqs)
-        if len(seqs) <= old or list(seqs[:old]) != list(self.seqs):
+        at_end, anchor = self.state.at_end, self._anchor()
+        forgotten = self.state.grow(seqs)
+        if forgotten is None:
             return False
-        at_end = self.stick_end or not old or self.cursor[0] >= old - 1
-        anchor = self._anchor()
-        # the last page read may hold a message that has changed since (a tool call answered, a
-        # streamed reply continued): read it again
-        last = (old - 1) // PAGE if old else 0
-        self.pages.discard(last)
-        for pos in range(last * PAGE, old):
-            self.rows.pop(pos, None)
+        for pos in forgotten:  # read again: drawn again
             self.cache.pop(pos, None)
-            self.exact.discard(pos)
-            self.heights[pos] = DEFAULT_HEIGHT
-        self.seqs = seqs
-        self.heights.extend([DEFAULT_HEIGHT] * (len(seqs) - old))
         self._relayout(anchor)
         if at_end:
             self.action_last()
@@ -367,20 +381,10 @@ class MessageView(ScrollView, can_focus=True):
 
     def clear(self, placeholder: str = "Select a session to read it.") -> None:
         self.placeholder = placeholder
-        self.session_id = None
-        self.seqs = ()
-        self.heights = []
+        self.state.clear()
         self.cache.clear()
         self._relayout(None)
         self.refresh()
-
-    def position_of_seq(self, seq: int) -> int:
-        """The position of a message sequence number in this view (nearest at or after it)."""
-        if isinstance(self.seqs, range):
-            return max(0, min(len(self.seqs) - 1, seq - self.seqs.start))
-        from bisect import bisect_left
-
-        return min(len(self.seqs) - 1, bisect_left(self.seqs, seq))
 
     def go_to_seq(self, seq: int, *, mark: bool = True) -> None:
         """Put the cursor on message `seq`, with a quarter of the screen of what came before above it.
@@ -389,15 +393,16 @@ class MessageView(ScrollView, can_focus=True):
         """
         if not self.seqs:
             return
-        start = self.position_of_seq(seq)
-        pos = self._find_target(start, 1)
+        state = self.state
+        start = state.position_of_seq(seq)
+        pos = state.find_target(start, 1, self._targets)
         if pos is None:
-            pos = self._find_target(start, -1)
+            pos = state.find_target(start, -1, self._targets)
         if pos is None:
             return
-        self.found = pos if mark else None
-        self.cursor = (pos, self._first_target(pos))
-        self.stick_end = False
+        state.found = pos if mark else None
+        self.cursor = (pos, state.first_target(pos, self._targets))
+        state.stick_end = False
         height = self.scrollable_content_region.height or self.size.height or 20
         context = max(1, height // 4)
         lines, above = 0, pos
@@ -406,31 +411,21 @@ class MessageView(ScrollView, can_focus=True):
             lines += len(self.ensure(above).strips)
         self.ensure(pos)
         self._relayout(None)
-        y = max(0, min(self.offsets[pos] - context, self.offsets[-1] - height))
-        y = min(y, self.offsets[pos])
+        y = max(0, min(state.offsets[pos] - context, state.lines - height))
+        y = min(y, state.offsets[pos])
         self.set_scroll(None, y)
         self.scroll_target_y = y
         self.refresh()
 
-    def _load_page(self, page: int) -> None:
-        assert self.conn is not None and self.session_id is not None
-        self.pages.add(page)
-        a, b = page * PAGE, min(len(self.seqs), (page + 1) * PAGE)
-        wanted = {self.seqs[i]: i for i in range(a, b)}
-        for row in browse.message_page(self.conn, self.session_id, self.seqs[a], self.seqs[b - 1]):
-            pos = wanted.get(row.seq)
-            if pos is not None:
-                self.rows[pos] = row
-        for pos in range(a, b):
-            if pos not in self.exact:
-                height = self._estimate(pos)
-                self._stale = self._stale or height != self.heights[pos]
-                self.heights[pos] = height
-
     def row(self, pos: int) -> MessageRow | None:
-        if pos not in self.rows and pos // PAGE not in self.pages:
-            self._load_page(pos // PAGE)
-        return self.rows.get(pos)
+        """Message `pos`'s row, its page read first when it was not (their heights estimated)."""
+        state = self.state
+        if state.needs_page(pos):
+            assert self.conn is not None
+            for read in state.read_page(self.conn, pos // PAGE):
+                if read not in state.exact:
+                    state.set_height(read, self._estimate(read))
+        return state.rows.get(pos)
 
     # ------------------------------------------------------------------ layout
 
@@ -442,17 +437,15 @@ class MessageView(ScrollView, can_focus=True):
 
     def _relayout(self, anchor: tuple[int, int] | None) -> None:
         """Recompute line offsets; keep the message `anchor[0]` at its screen line `anchor[1]`."""
-        self.offsets = list(accumulate(self.heights, initial=0))
-        self._stale = False
+        state = self.state
+        state.relayout()
         width = self._body_width()
         # the find bar covers the last line: one more to scroll, so the end is never under it
-        self._set_virtual_size(Size(width, self.offsets[-1] + self.navigator.reserved if self.seqs else 0))
-        if anchor is not None and anchor[0] < len(self.heights):
-            pos, within = anchor
-            y = self.offsets[pos] + min(within, max(0, self.heights[pos] - 1))
-            if y != round(self.scroll_y):
-                self.set_scroll(None, y)
-                self.scroll_target_y = y
+        self._set_virtual_size(Size(width, state.lines + self.navigator.reserved if state.seqs else 0))
+        y = state.anchored(anchor)
+        if y is not None and y != round(self.scroll_y):
+            self.set_scroll(None, y)
+            self.scroll_target_y = y
 
     def _set_virtual_size(self, size: Size) -> None:
         """The scrollable size changes as estimated heights become exact. The view's own size does
@@ -468,24 +461,18 @@ class MessageView(ScrollView, can_focus=True):
         scroll_update(size)
 
     def _anchor(self) -> tuple[int, int] | None:
-        if not self.seqs:
-            return None
-        top = round(self.scroll_y)
-        pos = self.index_at(top)
-        return pos, top - self.offsets[pos]
-
-    def index_at(self, line: int) -> int:
-        pos = bisect_right(self.offsets, line) - 1
-        return max(0, min(pos, len(self.heights) - 1))
+        """The message at the top of the screen, and how far into it (kept there by `_relayout`)."""
+        return self.state.anchor(round(self.scroll_y))
 
     def _estimate(self, pos: int) -> int:
-        msg = self.rows.get(pos)
+        """A message's height before it is drawn, from its row (read or not)."""
+        msg = self.state.rows.get(pos)
         if msg is None:
             return DEFAULT_HEIGHT
         if not self._visible(msg):
             return 0
         note = markup.is_note(render.user_parts(msg))
-        height = (0 if self._continues(pos) or note else 2) + 2 * (msg.seq in self.rewinds)
+        height = (0 if self._continues(pos) or note else 2) + 2 * (msg.seq in self.state.rewinds)
         if msg.content and msg.role != "system" and not msg.is_compact_summary:
             width = max(20, self._body_width() - 6)
             lines = sum(1 + len(part) // width for part in msg.content.split("\n"))
@@ -509,7 +496,7 @@ class MessageView(ScrollView, can_focus=True):
         header. A response can open on lines that draw nothing (an empty thinking block, which
         Claude Opus 4.7 writes first on most messages): its first line drawn has the header, or
         its text would read as part of the message above."""
-        msg = self.rows.get(pos)
+        msg = self.state.rows.get(pos)
         if msg is None or not msg.message_id:
             return False
         before = pos - 1
@@ -540,10 +527,11 @@ class MessageView(ScrollView, can_focus=True):
     def ensure(self, pos: int) -> Rendered:
         """The rendered lines of a message; its height becomes exact."""
         width = self._body_width()
+        state = self.state
         if width != self._width:
             self._width = width
             self.cache.clear()
-            self.exact.clear()
+            state.exact.clear()
         rows = self._image_rows()
         if rows != self._picture_rows:  # a taller or shorter pane: images are drawn again to fit
             self._picture_rows = rows
@@ -557,38 +545,37 @@ class MessageView(ScrollView, can_focus=True):
         self.cache[pos] = rendered
         if len(self.cache) > CACHE_SIZE:
             self.cache.popitem(last=False)
-        self._stale = self._stale or self.heights[pos] != len(rendered.strips)
-        self.heights[pos] = len(rendered.strips)
-        self.exact.add(pos)
+        state.set_height(pos, len(rendered.strips), exact=True)
         return rendered
 
     def _prepare(self) -> None:
         """Draw the messages on screen so their heights are exact before the frame is painted."""
-        if not self.seqs:
+        state = self.state
+        if not state.seqs:
             return
         height = self.scrollable_content_region.height or self.size.height
         for _ in range(4):
             anchor = self._anchor()
             assert anchor is not None
-            if self.stick_end:
-                pos = len(self.seqs) - 1
+            if state.stick_end:
+                pos = len(state.seqs) - 1
                 lines = 0
                 while pos >= 0 and lines < height:
                     lines += len(self.ensure(pos).strips)
                     pos -= 1
             else:
-                pos, line = anchor[0], self.offsets[anchor[0]]
+                pos, line = anchor[0], state.offsets[anchor[0]]
                 top = round(self.scroll_y)
-                while pos < len(self.seqs) and line < top + height:
+                while pos < len(state.seqs) and line < top + height:
                     line += len(self.ensure(pos).strips)
                     pos += 1
-            # _stale, not a comparison with the heights before this pass: heights that became exact
+            # stale, not a comparison with the heights before this pass: heights that became exact
             # before it (a page read, a message drawn ahead) need the layout too
-            if not self._stale and len(self.offsets) == len(self.heights) + 1:
+            if not state.stale and len(state.offsets) == len(state.heights) + 1:
                 break
-            self._relayout(None if self.stick_end else anchor)
-        if self.stick_end:
-            end = max(0, self.offsets[-1] - height)
+            self._relayout(None if state.stick_end else anchor)
+        if state.stick_end:
+            end = max(0, state.lines - height)
             if round(self.scroll_y) != end:
                 self.set_scroll(None, end)
                 self.scroll_target_y = end
@@ -629,7 +616,7 @@ class MessageView(ScrollView, can_focus=True):
         def hooks(runs: list[markup.HookRun]) -> None:
             for run in runs:
                 key = f"hook:{run.entry_id}:{msg.hooks.index(run)}" if render.hook_has_more(run) else None
-                view = render.hook_view(run, key is not None and key in self.toggled, width - 5)
+                view = render.hook_view(run, key is not None and key in self.state.toggled, width - 5)
                 add("hook", view, indent=4, key=key)
 
         if msg.role == "system" or msg.entry_type == "system":
@@ -654,20 +641,20 @@ class MessageView(ScrollView, can_focus=True):
         if not continues:
             add("gap", Text(""), indent=0, target=False)
         hooks([run for run in msg.hooks if run.before])  # the session's first hooks, before its first message
-        if msg.seq in self.rewinds:
+        if msg.seq in self.state.rewinds:
             add("rewind", render.rewind_line(), indent=2, target=False)
             add("gap", Text(""), indent=0, target=False)
         if msg.is_compact_summary:
             key = f"summary:{msg.entry_id}"
-            add("summary", render.summary_line(msg, key in self.toggled), indent=2, key=key)
+            add("summary", render.summary_line(msg, key in self.state.toggled), indent=2, key=key)
             return Rendered(strips, blocks)
         head = None if continues else render.header(msg)
         if msg.content and any(not isinstance(p, markup.Typed) for p in parts):
             head = self._draw_parts(msg, parts, head, add)
         elif msg.content:
             key = f"text:{msg.entry_id}"
-            clip = 0 if key in self.toggled else TEXT_PREVIEW
-            body = render.message_text(msg, markdown=self.markdown, preview=clip or None)
+            clip = 0 if key in self.state.toggled else TEXT_PREVIEW
+            body = render.message_text(msg, markdown=self.state.markdown, preview=clip or None)
             if head is not None:
                 add("text", (head, body), indent=2, key=key, clip=clip and clip + 1)
                 head = None
@@ -677,7 +664,7 @@ class MessageView(ScrollView, can_focus=True):
             add("text", head, indent=2)
         if msg.thinking:
             key = f"think:{msg.entry_id}"
-            add("thinking", render.thinking_line(msg, key in self.toggled), indent=4, key=key)
+            add("thinking", render.thinking_line(msg, key in self.state.toggled), indent=4, key=key)
         for image in msg.images:
             picture = self._picture(msg.entry_id, image, width - 6)
             key = f"image:{msg.entry_id}:{image.index}"
@@ -723,7 +710,7 @@ class MessageView(ScrollView, can_focus=True):
                 drawn_chips = True
                 has_lines = any(isinstance(c, markup.Selection) and c.text for c in chips)
                 kind, key = "chip", f"chip:{msg.entry_id}" if has_lines else None
-                body = render.chips_line(chips, key is not None and key in self.toggled)
+                body = render.chips_line(chips, key is not None and key in self.state.toggled)
             elif isinstance(part, markup.Command):
                 body = render.command_line(part)
             elif isinstance(part, markup.Shell):
@@ -737,8 +724,10 @@ class MessageView(ScrollView, can_focus=True):
                     continue
             else:
                 key = f"text:{msg.entry_id}"
-                clip = 0 if key in self.toggled else TEXT_PREVIEW
-                body = render.message_text(msg, markdown=self.markdown, preview=clip or None, text=part.text)
+                clip = 0 if key in self.state.toggled else TEXT_PREVIEW
+                body = render.message_text(
+                    msg, markdown=self.state.markdown, preview=clip or None, text=part.text
+                )
             if head is not None:
                 add(kind, (head, body), indent=2, key=key, clip=clip and clip + 1)
                 head = None
@@ -768,7 +757,7 @@ class MessageView(ScrollView, can_focus=True):
                 picture = Cells([[Segment(" " * box[0])] for _ in range(box[1])])
                 background = self.styles.background.rgb
                 work = partial(self._draw_picture, key, loaded.data, box, background)
-                self.run_worker(work, thread=True, group="images", exit_on_error=False, description="image")
+                workers.start(self, workers.IMAGE, work)
         self.pictures[key] = picture
         if len(self.pictures) > PICTURES:
             self.pictures.popitem(last=False)
@@ -784,33 +773,29 @@ class MessageView(ScrollView, can_focus=True):
         box: tuple[int, int],
         background: tuple[int, int, int],
     ) -> None:
+        """In an image worker: the picture decoded and scaled, posted back as `PictureDrawn`."""
         drawn = tui_images.draw(data, *box, background)
-        self.app.call_from_thread(
-            self._picture_drawn, key, Cells(drawn) if isinstance(drawn, list) else drawn
-        )
+        self.post_message(self.PictureDrawn(key, Cells(drawn) if isinstance(drawn, list) else drawn))
 
-    def _picture_drawn(self, key: tuple[int, int, int, int], picture: Cells | str) -> None:
+    def on_message_view_picture_drawn(self, event: PictureDrawn) -> None:
         """A drawn image replaces its blank lines: the messages showing it are drawn again."""
-        self.pictures[key] = picture
+        key = event.key
+        self.pictures[key] = event.picture
         block_key = f"image:{key[0]}:{key[1]}"
         for pos in [p for p, r in self.cache.items() if any(b.key == block_key for b in r.blocks)]:
             del self.cache[pos]
         self.refresh()
 
-    def is_expanded(self, key: str) -> bool:
-        if key.startswith("tool:"):
-            return (key in self.toggled) != self.expand_all
-        return key in self.toggled
-
     def _persisted(self, call: ToolCall) -> PersistedOutput | None:
         """What the agent saved to a side file for this call, when the archive kept it: its whole
         output, or for the call that ends a plan the session's plan (read once per call: only
         results holding the agent's notice, and plan calls, are looked up)."""
-        if self.conn is None or self.session_id is None:
+        session_id = self.state.session_id
+        if self.conn is None or session_id is None:
             return None
         if tool_group(call.agent, call.name) == "plan":
             if call.id not in self.persisted:
-                plans = session_plans(self.conn, self.session_id)
+                plans = session_plans(self.conn, session_id)
                 self.persisted[call.id] = plans[-1] if plans else None
             return self.persisted[call.id]
         if not call.result_json or PERSISTED_NOTICE not in call.result_json[:200]:
@@ -837,7 +822,8 @@ class MessageView(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width or self.size.width
         base = self.rich_style
-        if not self.seqs:
+        state = self.state
+        if not state.seqs:
             if y == 1:
                 return Strip([Segment("  " + self.placeholder, base + Style(dim=True))]).extend_cell_length(
                     width, base
@@ -845,22 +831,22 @@ class MessageView(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         scroll_x, scroll_y = self.scroll_offset
         line = scroll_y + y
-        if line >= self.offsets[-1]:
+        if line >= state.lines:
             return Strip.blank(width, base)
-        pos = self.index_at(line)
+        pos = state.index_at(line)
         rendered = self.cache.get(pos) or self.ensure(pos)
-        i = line - self.offsets[pos]
+        i = line - state.offsets[pos]
         if i >= len(rendered.strips):
             return Strip.blank(width, base)
         strip = rendered.strips[i]
         if self.navigator.needle:
             strip = self.navigator.mark(strip, pos, i, rendered)
-        if pos == self.found:
+        if pos == state.found:
             mark = self.get_component_rich_style("message-view--found-gutter")
             strip = Strip.join([Strip([Segment("▎", mark)], 1), strip.crop(1)])
             strip = strip.apply_style(self.get_component_rich_style("message-view--found"))
-        if pos == self.cursor[0] and self.cursor[1] < len(rendered.blocks):
-            block = rendered.blocks[self.cursor[1]]
+        if pos == state.cursor[0] and state.cursor[1] < len(rendered.blocks):
+            block = rendered.blocks[state.cursor[1]]
             if block.start <= i < block.end:
                 gutter = self.get_component_rich_style("message-view--gutter")
                 strip = Strip.join([Strip([Segment("▌", gutter)], 1), strip.crop(1)])
@@ -870,19 +856,8 @@ class MessageView(ScrollView, can_focus=True):
     # ------------------------------------------------------------------ cursor
 
     def _targets(self, pos: int) -> list[int]:
+        """The blocks of message `pos` the cursor can rest on (drawn first: drawing decides)."""
         return [i for i, b in enumerate(self.ensure(pos).blocks) if b.target]
-
-    def _first_target(self, pos: int) -> int:
-        targets = self._targets(pos)
-        return targets[0] if targets else 0
-
-    def _find_target(self, pos: int, step: int) -> int | None:
-        """The nearest message from `pos` (in direction `step`) that has something to select."""
-        while 0 <= pos < len(self.seqs):
-            if self._targets(pos):
-                return pos
-            pos += step
-        return None
 
     def current_block(self) -> Block | None:
         if not self.seqs:
@@ -898,7 +873,7 @@ class MessageView(ScrollView, can_focus=True):
         self.ensure(pos)
         self._relayout(anchor)
         self.cursor = (pos, block)
-        self.stick_end = False
+        self.state.stick_end = False
         self._scroll_to_cursor(top=top)
         self.refresh()
 
@@ -910,11 +885,12 @@ class MessageView(ScrollView, can_focus=True):
             return
         block = rendered.blocks[index]
         height = self.scrollable_content_region.height or self.size.height
-        start = self.offsets[pos] + block.start
-        end = self.offsets[pos] + block.end
+        offsets = self.state.offsets
+        start = offsets[pos] + block.start
+        end = offsets[pos] + block.end
         y = round(self.scroll_y)
         if top:
-            y = self.offsets[pos]
+            y = offsets[pos]
         elif start < y:
             y = start
         elif end > y + height:
@@ -926,28 +902,18 @@ class MessageView(ScrollView, can_focus=True):
     def action_cursor_down(self) -> None:
         if not self.seqs:
             return
-        pos, index = self.cursor
-        later = [i for i in self._targets(pos) if i > index]
-        if later:
-            self._move_to(pos, later[0])
-            return
-        nxt = self._find_target(pos + 1, 1)
-        if nxt is not None:
-            self._move_to(nxt, self._first_target(nxt))
+        to = self.state.step(1, self._targets)
+        if to is not None:
+            self._move_to(*to)
         else:
             self.scroll_end(animate=False)
 
     def action_cursor_up(self) -> None:
         if not self.seqs:
             return
-        pos, index = self.cursor
-        earlier = [i for i in self._targets(pos) if i < index]
-        if earlier:
-            self._move_to(pos, earlier[-1])
-            return
-        prev = self._find_target(pos - 1, -1)
-        if prev is not None:
-            self._move_to(prev, self._targets(prev)[-1])
+        to = self.state.step(-1, self._targets)
+        if to is not None:
+            self._move_to(*to)
         else:
             self.set_scroll(None, 0)
             self.scroll_target_y = 0
@@ -956,18 +922,19 @@ class MessageView(ScrollView, can_focus=True):
     def _page(self, direction: int) -> None:
         if not self.seqs:
             return
+        state = self.state
         height = self.scrollable_content_region.height or self.size.height
-        max_y = max(0, self.offsets[-1] - height)
+        max_y = max(0, state.lines - height)
         y = max(0, min(max_y, round(self.scroll_y) + direction * max(1, height - 2)))
         self.set_scroll(None, y)
         self.scroll_target_y = y
-        self.stick_end = False
+        state.stick_end = False
         self._prepare()
-        pos = self._find_target(self.index_at(y), 1)
+        pos = state.find_target(state.index_at(y), 1, self._targets)
         if pos is None:
-            pos = self._find_target(self.index_at(y), -1)
+            pos = state.find_target(state.index_at(y), -1, self._targets)
         if pos is not None:
-            self.cursor = (pos, self._first_target(pos))
+            self.cursor = (pos, state.first_target(pos, self._targets))
         self.refresh()
         self._ahead = direction  # render_lines draws the next page once this one is painted
 
@@ -979,10 +946,10 @@ class MessageView(ScrollView, can_focus=True):
         height = self.scrollable_content_region.height or self.size.height
         top = round(self.scroll_y)
         start, end = (top + height, top + 2 * height) if direction > 0 else (max(0, top - height), top)
-        anchor = self._anchor()
-        pos, changed = self.index_at(start), False
-        while pos < len(self.seqs) and self.offsets[pos] < end:
-            changed |= pos not in self.exact
+        anchor, state = self._anchor(), self.state
+        pos, changed = state.index_at(start), False
+        while pos < len(state.seqs) and state.offsets[pos] < end:
+            changed |= pos not in state.exact
             self.ensure(pos)
             pos += 1
         if changed:
@@ -996,17 +963,16 @@ class MessageView(ScrollView, can_focus=True):
 
     def action_first(self) -> None:
         if self.seqs:
-            pos = self._find_target(0, 1) or 0
-            self._move_to(pos, self._first_target(pos), top=True)
+            self._move_to(*self.state.start(0, self._targets), top=True)
 
     def action_last(self) -> None:
         if not self.seqs:
             return
-        pos = self._find_target(len(self.seqs) - 1, -1)
+        pos = self.state.find_target(len(self.seqs) - 1, -1, self._targets)
         if pos is None:
             return
         self.cursor = (pos, self._targets(pos)[-1])
-        self.stick_end = True
+        self.state.stick_end = True
         self._prepare()
         self.refresh()
 
@@ -1014,11 +980,11 @@ class MessageView(ScrollView, can_focus=True):
         if not self.seqs:
             return
         line = round(self.scroll_y) + event.y
-        if line >= self.offsets[-1]:
+        if line >= self.state.lines:
             return
-        pos = self.index_at(line)
+        pos = self.state.index_at(line)
         rendered = self.ensure(pos)
-        i = line - self.offsets[pos]
+        i = line - self.state.offsets[pos]
         for index, block in enumerate(rendered.blocks):
             if block.target and block.start <= i < block.end:
                 if self.cursor == (pos, index):
@@ -1033,18 +999,18 @@ class MessageView(ScrollView, can_focus=True):
     def _toggle(self, block: Block, value: bool | None = None) -> None:
         if block.key is None:
             return
-        if block.kind == "text" and not block.clipped and block.key not in self.toggled:
+        if block.kind == "text" and not block.clipped and block.key not in self.state.toggled:
             return
-        current = self.is_expanded(block.key)
+        current = self.state.is_expanded(block.key)
         if value is not None and value == current:
             return
-        self.toggled ^= {block.key}
+        self.state.toggle(block.key)
         self._rerender(self.cursor[0])
 
     def _rerender(self, pos: int) -> None:
         anchor = self._anchor()
         self.cache.pop(pos, None)
-        self.exact.discard(pos)
+        self.state.exact.discard(pos)
         self.ensure(pos)
         self._relayout(anchor)
         self._scroll_to_cursor()
@@ -1052,14 +1018,14 @@ class MessageView(ScrollView, can_focus=True):
 
     def open_block(self, pos: int, block: Block) -> None:
         """Expand a collapsed block of message `pos` (find landing on what it hides)."""
-        if block.key is None or self.is_expanded(block.key):
+        if block.key is None or self.state.is_expanded(block.key):
             return
         if block.kind == "text" and not block.clipped:
             return
         anchor = self._anchor()
-        self.toggled ^= {block.key}
+        self.state.toggle(block.key)
         self.cache.pop(pos, None)
-        self.exact.discard(pos)
+        self.state.exact.discard(pos)
         self.ensure(pos)
         self._relayout(anchor)
         self.refresh()
@@ -1068,14 +1034,17 @@ class MessageView(ScrollView, can_focus=True):
         """Scroll so that line `line` of message `pos` is on screen (a third of the way down when
         it was not)."""
         self._relayout(self._anchor())
-        y = self.offsets[pos] + line
+        y = self.state.offsets[pos] + line
         height = self.scrollable_content_region.height or self.size.height
         top = round(self.scroll_y)
         if not top <= y < top + height:
-            top = max(0, min(y - height // 3, self.offsets[-1] + self.navigator.reserved - height))
+            top = max(0, min(y - height // 3, self.state.lines + self.navigator.reserved - height))
             self.set_scroll(None, top)
             self.scroll_target_y = top
         self.refresh()
+
+    def on_found_in_session(self, event: FoundInSession) -> None:
+        self.navigator.found(event)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "close_find":
@@ -1120,17 +1089,16 @@ class MessageView(ScrollView, can_focus=True):
     def action_toggle_all(self) -> None:
         if not self.seqs:
             return
-        self.expand_all = not self.expand_all
-        self.toggled = {k for k in self.toggled if not k.startswith("tool:")}
+        expanded = self.state.toggle_all()
         self._redraw_all()
-        self.notify("All tool calls expanded" if self.expand_all else "All tool calls collapsed", timeout=2)
+        self.notify("All tool calls expanded" if expanded else "All tool calls collapsed", timeout=2)
 
     def action_markdown(self) -> None:
         """Text as rendered Markdown or as written: every message is drawn again (those on screen
         now, the rest as they come into view), the one at the top of the screen kept in place."""
-        self.markdown = not self.markdown
+        markdown = self.state.toggle_markdown()
         self._redraw_all()
-        self.notify("Text rendered as Markdown" if self.markdown else "Text shown as written", timeout=2)
+        self.notify("Text rendered as Markdown" if markdown else "Text shown as written", timeout=2)
 
     def _redraw_all(self) -> None:
         """Forget every drawn message (a setting that changes them all changed): heights go back
@@ -1139,10 +1107,9 @@ class MessageView(ScrollView, can_focus=True):
             return
         anchor = self._anchor()
         self.cache.clear()
-        self.exact.clear()
-        for page in self.pages:
-            for pos in range(page * PAGE, min(len(self.seqs), (page + 1) * PAGE)):
-                self.heights[pos] = self._estimate(pos)
+        self.state.exact.clear()
+        for pos in self.state.read_positions():
+            self.state.heights[pos] = self._estimate(pos)
         self._relayout(anchor)
         self._scroll_to_cursor()
         self.refresh()

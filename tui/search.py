@@ -19,7 +19,7 @@ from pathlib import Path
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
-from textual import events, on, work
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -32,11 +32,11 @@ from textual.widgets.option_list import Option
 from ..core.base.text import SEARCH_HELP, flat, human_when
 from ..core.read.query import UNTITLED
 from ..core.read.search import Hit, SearchResult
+from . import workers
 from .events import OpenForkPicker, SearchClosed, SearchHitChosen
 from .footer import KeyFooter
 from .panes import fit
 from .render import ROLE_STYLE
-from .workers import read_archive
 
 DEBOUNCE = 0.15
 LIMIT = 100
@@ -50,7 +50,7 @@ PROJECT_STYLE = "#87d787"
 MATCH_STYLE = "bold #1c1c1c on #d7af5f"
 
 
-class SearchDone(Message):
+class Searched(Message):
     """A worker's result, for the query it was started with (`serial` tells stale ones apart)."""
 
     def __init__(
@@ -201,7 +201,7 @@ class SearchScreen(Screen[None]):
             self._debounce.stop()
         self._interrupt()
         if not event.value.strip():
-            self.workers.cancel_group(self, "search")
+            self.workers.cancel_group(self, workers.SEARCH.group)
             self._shown_serial = self._query_serial
             self._set_results("", None, 0.0)
             return
@@ -214,13 +214,13 @@ class SearchScreen(Screen[None]):
             for conn in self._query_conns:
                 conn.interrupt()
 
-    @work(thread=True, exclusive=True, group="search", exit_on_error=False, description="search")
     def _search(self, serial: int, query: str, now: float) -> None:
+        """`query` searched in a worker (a newer query replaces it, its statement interrupted)."""
         from ..core.insight.recall import search_recall
 
         started = time.perf_counter()
 
-        def run(conn: sqlite3.Connection) -> SearchDone:
+        def run(conn: sqlite3.Connection) -> Searched:
             with self._conns_lock:  # a newer query interrupts this one's statement
                 self._query_conns.add(conn)
             try:
@@ -228,13 +228,14 @@ class SearchScreen(Screen[None]):
             finally:
                 with self._conns_lock:
                     self._query_conns.discard(conn)
-            return SearchDone(serial, query, result, time.perf_counter() - started)
+            return Searched(serial, query, result, time.perf_counter() - started)
 
-        read_archive(
-            self.post_message,
+        workers.read(
+            self,
+            workers.SEARCH,
             self.db_path,
             run,
-            lambda why: SearchDone(serial, query, None, 0.0, f"search failed: {why}"),
+            lambda why: Searched(serial, query, None, 0.0, f"search failed: {why}"),
         )
 
     @property
@@ -242,7 +243,7 @@ class SearchScreen(Screen[None]):
         """The list shows the result of what is typed now (nothing pending)."""
         return self._shown_serial == self._query_serial
 
-    def on_search_done(self, event: SearchDone) -> None:
+    def on_searched(self, event: Searched) -> None:
         if event.serial != self._query_serial:
             return  # typed on since: a newer result is coming
         self._shown_serial = event.serial
@@ -472,26 +473,28 @@ class SearchScreen(Screen[None]):
         self._query_serial += 1
         self._similar(self._query_serial, entry_id)
 
-    @work(thread=True, exclusive=True, group="search", exit_on_error=False, description="similar")
     def _similar(self, serial: int, entry_id: int) -> None:
+        """The turns like the one of `entry_id`, read in a worker (in search's group: either
+        replaces the other)."""
         from ..core.insight.recall import NotEmbedded, similar
 
         started = time.perf_counter()
         label = f"turns like {self.similar_label}"
 
-        def run(conn: sqlite3.Connection) -> SearchDone:
+        def run(conn: sqlite3.Connection) -> Searched:
             try:
                 hits = similar(conn, str(entry_id), limit=LIMIT)
             except NotEmbedded as exc:  # said as it is: what to run to have the turns embedded
-                return SearchDone(serial, label, None, 0.0, str(exc))
+                return Searched(serial, label, None, 0.0, str(exc))
             result = SearchResult(hits, len(hits), False, {}, time.perf_counter() - started)
-            return SearchDone(serial, label, result, time.perf_counter() - started)
+            return Searched(serial, label, result, time.perf_counter() - started)
 
-        read_archive(
-            self.post_message,
+        workers.read(
+            self,
+            workers.SIMILAR,
             self.db_path,
             run,
-            lambda why: SearchDone(serial, label, None, 0.0, f"similar turns failed: {why}"),
+            lambda why: Searched(serial, label, None, 0.0, f"similar turns failed: {why}"),
         )
 
     def action_filters(self) -> None:

@@ -1,9 +1,13 @@
-"""The app's background work: the ingest, following a growing session, reading a fork back.
+"""The TUI's background work: the ingest, following a growing session, reading a fork back, and
+the screens' reads of the archive (search, find, the fork picker, the context dialog, images).
 
 Each runs in a thread with its own SQLite connection (the interface's connection never leaves its
-thread) and talks to the interface only through messages: the ingest posts its progress while it
-runs, and when a worker ends `finished` turns its state into a past-tense message (`Ingested`,
-`Followed`, `ForkIngested`, `RootsChanged`) that the app's one `on_worker_state_changed` posts to itself.
+thread), is started by `start` with its `Job` (group, description, whether a new one replaces a
+running one) and talks to the interface only through past-tense messages. The app's writers end
+through `finished`, which turns a worker's state into its message (`Ingested`, `Followed`,
+`ForkIngested`, `RootsChanged`) that the app's one `on_worker_state_changed` posts to itself; a
+screen's read (`read`) posts its own message (`PointsRead`, `Searched`, …) to the screen or
+widget that started it, through `read_archive`, and posts nothing once cancelled.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -20,7 +25,7 @@ from textual.message import Message
 from textual.worker import Worker, WorkerState
 
 if TYPE_CHECKING:
-    from textual.app import App
+    from textual.dom import DOMNode
 
     from ..core.actions.cleanup import CleanupRisk
     from ..core.ingest.pipeline import IngestReport, Progress
@@ -168,10 +173,25 @@ MEMORY = Job("memory", "write a tag, note or bookmark", exclusive=False)
 # a sync with the hub (core.ingest.sync), waiting for an ingest's lock; one at a time
 SYNC = Job("sync", "sync with the hub", exclusive=False)
 
+# the screens' reads (`read`): a newer query, or the same question asked again, replaces the older
+SEARCH = Job("search", "search", exclusive=True)
+SIMILAR = Job("search", "similar", exclusive=True)  # one group with search: either replaces the other
+FIND = Job("find", "find", exclusive=True)
+CONTEXT = Job("context", "context", exclusive=True)
+FORK_POINTS = Job("fork-points", "fork points", exclusive=True)
+FORK_PLAN = Job("fork-plan", "fork plan", exclusive=True)
+FORK_RESTORE = Job("fork-restore", "restore transcript", exclusive=True)
+# each turn opened, and each point the cursor rests on, is read: none replaces another
+FORK_MESSAGES = Job("fork-messages", "fork messages", exclusive=False)
+FORK_UNDO = Job("fork-undo", "edits after the fork point", exclusive=False)
+# an image decoded and scaled for the viewer: every one on screen is drawn
+IMAGE = Job("images", "image", exclusive=False)
 
-def start(app: App, job: Job, work: Callable[[], object]) -> Worker:
-    """Run `work` in a thread worker of `app`; a failure ends up in `finished`, never a crash."""
-    return app.run_worker(
+
+def start(node: DOMNode, job: Job, work: Callable[[], object]) -> Worker:
+    """Run `work` in a thread worker of `node` (the app, a screen, a widget: its workers end with
+    it); a failure ends up in `finished`, never a crash."""
+    return node.run_worker(
         work,
         thread=True,
         group=job.group,
@@ -179,6 +199,18 @@ def start(app: App, job: Job, work: Callable[[], object]) -> Worker:
         exit_on_error=False,
         description=job.description,
     )
+
+
+def read(
+    node: DOMNode,
+    job: Job,
+    db_path: Path,
+    read: Callable[[sqlite3.Connection], Message],
+    failed: Callable[[str], Message],
+) -> Worker:
+    """Start `job` on `node`: `read_archive` in a thread worker, the message it makes posted to
+    `node` (a read that fails says so in the message `failed` makes)."""
+    return start(node, job, partial(read_archive, node.post_message, db_path, read, failed))
 
 
 def read_archive(

@@ -125,11 +125,11 @@ async def test_the_archive_survives_every_writer_at_once(
         try:
             while time.monotonic() - started < SECONDS:
                 await pilot.pause(0.2)
-                assert not isinstance(app.screen, ErrorScreen), app.open_error
+                assert not isinstance(app.screen, ErrorScreen), app.archive.open_error
                 if time.monotonic() - last_refresh > 5:  # read everything new, as Ctrl+R does
                     last_refresh = time.monotonic()
                     await pilot.press("ctrl+r")
-                    await until(pilot, lambda: not app.ingesting, 30)
+                    await until(pilot, lambda: not app.archive.ingesting, 30)
                     # the TUI's connections hold a shared lock on the file for as long as they are
                     # open: another process must never get it whole (it would checkpoint and remove
                     # the WAL under them)
@@ -142,7 +142,7 @@ async def test_the_archive_survives_every_writer_at_once(
         view = app.query_one(MessageView)
         await until(pilot, lambda: any(m.report.records_added for m in seen.of(workers.Followed)), 20)
         await app.workers.wait_for_complete()
-        assert not isinstance(app.screen, ErrorScreen), app.open_error
+        assert not isinstance(app.screen, ErrorScreen), app.archive.open_error
         shown = view.count
     failed = [r for r in other.runs if r.returncode != 0 or "damaged" in r.stdout + r.stderr]
     assert not failed, failed[0].stderr or failed[0].stdout

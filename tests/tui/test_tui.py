@@ -214,7 +214,7 @@ async def test_long_session_is_virtualized(demo_db: Path) -> None:
         view = app.query_one(MessageView)
         node = browse.get_node(app.conn, view.session_id)
         assert node is not None and view.count == node.message_count > 4000
-        assert len(view.rows) <= 2 * 64  # only the pages on screen were read
+        assert len(view.state.rows) <= 2 * 64  # only the pages on screen were read
         assert len(view.cache) < 40
         await pilot.press("G")
         await pilot.pause()
@@ -232,9 +232,9 @@ async def test_long_session_is_virtualized(demo_db: Path) -> None:
         # height follows the heights without a screen layout
         height = view.scrollable_content_region.height
         below = view.index_at(round(view.scroll_y) + height + height // 2)
-        assert below in view.exact and below in view.cache
-        assert view.virtual_size.height == view.offsets[-1]
-        assert view.max_scroll_y == view.offsets[-1] - height
+        assert below in view.state.exact and below in view.cache
+        assert view.virtual_size.height == view.state.offsets[-1]
+        assert view.max_scroll_y == view.state.offsets[-1] - height
 
 
 async def test_the_end_of_a_long_session_at_80x24_has_no_blank_gaps(demo_db: Path) -> None:
@@ -248,7 +248,7 @@ async def test_the_end_of_a_long_session_at_80x24_has_no_blank_gaps(demo_db: Pat
         await pilot.press("G")
         await pilot.pause()
         view = app.query_one(MessageView)
-        assert view.offsets == list(accumulate(view.heights, initial=0))
+        assert view.state.offsets == list(accumulate(view.state.heights, initial=0))
         screen = [view.render_line(y).text.strip() for y in range(view.scrollable_content_region.height)]
         assert not any(not (screen[y] or screen[y - 1]) for y in range(1, len(screen))), screen
 
@@ -693,7 +693,7 @@ async def test_a_session_started_elsewhere_shows_up_without_ctrl_r(tmp_path: Pat
         await app.workers.wait_for_complete()
         app.watch_roots()  # nothing new: no ingest
         await app.workers.wait_for_complete()
-        assert not app.ingesting and app.query_one(ProjectList).border_title == "Projects (4)"
+        assert not app.archive.ingesting and app.query_one(ProjectList).border_title == "Projects (4)"
         sid = "5e55e55e-0000-4000-8000-00000000beef"
         t = Transcript(root / "-home-dev-src-newthing" / f"{sid}.jsonl", sid, cwd="/home/dev/src/newthing")
         t.user("Started in another terminal")
@@ -703,7 +703,7 @@ async def test_a_session_started_elsewhere_shows_up_without_ctrl_r(tmp_path: Pat
         await until(pilot, lambda: app.query_one(ProjectList).border_title == "Projects (5)")
         await app.workers.wait_for_complete()
         await pilot.pause()
-        assert not app.ingesting
+        assert not app.archive.ingesting
 
 
 async def test_a_subagent_working_in_a_worktree_opens_under_its_parents_project(tmp_path: Path) -> None:
@@ -819,17 +819,17 @@ async def test_first_load_is_browsable_while_it_runs(tmp_path: Path, monkeypatch
     async with app.run_test(size=(140, 40)) as pilot:
         assert await event_set(pilot, halfway)
         await until(pilot, lambda: app.conn is not None and app.query_one(SessionTree).sessions)
-        assert app.ingesting and app.load_reader and app.conn is not None
+        assert app.archive.ingesting and app.archive.load_reader and app.conn is not None
         assert app.conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal"  # still the fast load
         projects = app.query_one(ProjectList)
         loaded = {p.name for p in projects.projects}
         assert 1 <= len(loaded) < 4
         assert app.query_one(SessionTree).sessions
-        assert not app.check_action("fork", ())
+        assert not app.browser.check_action("fork", ())
         release.set()
         await app.workers.wait_for_complete()
         await pilot.pause()
-        assert not app.load_reader
+        assert not app.archive.load_reader
         assert app.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert projects.border_title == "Projects (4)"
         assert any(n.title == "Ingest done" for n in app._notifications)
@@ -850,7 +850,7 @@ async def test_stats_opened_during_a_first_load_read_the_whole_archive_when_it_e
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
     async with app.run_test(size=(140, 40)) as pilot:
         assert await event_set(pilot, halfway)
-        await until(pilot, lambda: app.conn is not None and app.load_reader)
+        await until(pilot, lambda: app.conn is not None and app.archive.load_reader)
         await pilot.press("S")
         await until(pilot, lambda: isinstance(app.screen, StatsScreen))
         screen = app.screen
@@ -858,7 +858,7 @@ async def test_stats_opened_during_a_first_load_read_the_whole_archive_when_it_e
         during = screen.query_one("#stats-title", Static).render()
         release.set()
         await app.workers.wait_for_complete()
-        await until(pilot, lambda: not app.load_reader)
+        await until(pilot, lambda: not app.archive.load_reader)
         assert app.conn is not None
         whole = stats.report(app.conn, "total")[0]
         assert screen.conn is app.conn
@@ -990,7 +990,7 @@ async def test_empty_state_then_demo(tmp_path: Path) -> None:
         await pilot.pause()
         assert not app.screen.has_class("-empty")
         assert app.query_one(ProjectList).border_title == "Projects (4)"
-        assert app.temp_dir is not None and app.db_path.parent == app.temp_dir
+        assert app.archive.temp_dir is not None and app.db_path.parent == app.archive.temp_dir
 
 
 async def test_demo_starts_with_the_project_list_focused(
@@ -1006,7 +1006,7 @@ async def test_demo_starts_with_the_project_list_focused(
         await pilot.press("down")  # keys work at once, without Tab first
         await pilot.pause()
         assert projects.highlighted == 1
-        assert app.temp_dir is not None and app.temp_dir.parent == tmp_path
+        assert app.archive.temp_dir is not None and app.archive.temp_dir.parent == tmp_path
 
 
 async def test_rescan_says_so_when_nothing_was_new(tmp_path: Path) -> None:
@@ -1030,14 +1030,14 @@ async def test_rescan_says_so_when_nothing_was_new(tmp_path: Path) -> None:
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.press("ctrl+r")
-        await until(pilot, lambda: not app.ingesting)  # the worker's end, as the app heard it
+        await until(pilot, lambda: not app.archive.ingesting)  # the worker's end, as the app heard it
         said = [message for title, message in told if title == "Rescan"]
         assert len(said) == 1 and "No new or changed agent logs" in said[0]
         first = sorted(root.rglob("*.jsonl"))[0]
         with open(first, "ab") as f:
             f.write(b'{"type":"custom-title","customTitle":"renamed","sessionId":"x"}\n')
         await pilot.press("ctrl+r")
-        await until(pilot, lambda: not app.ingesting)
+        await until(pilot, lambda: not app.archive.ingesting)
         assert [title for title, _ in told if title in ("Rescan", "Ingest done")] == ["Rescan", "Ingest done"]
 
 
@@ -1066,7 +1066,7 @@ async def test_a_new_project_read_by_ctrl_r_leaves_the_highlight_and_its_session
         t.assistant("Hello")
         t.write()
         await pilot.press("ctrl+r")
-        await until(pilot, lambda: not app.ingesting)
+        await until(pilot, lambda: not app.archive.ingesting)
         await pilot.pause()
         # the newest project comes first; the highlight stays on the project whose sessions are listed
         assert projects.projects[0].path == "/home/dev/src/newthing"
@@ -1308,7 +1308,7 @@ async def test_palette_offers_pane_actions_and_finds_sessions(demo_db: Path) -> 
 
 def visible(view: MessageView, pos: int) -> bool:
     height = view.scrollable_content_region.height
-    return view.scroll_y <= view.offsets[pos] < view.scroll_y + height
+    return view.scroll_y <= view.state.offsets[pos] < view.scroll_y + height
 
 
 async def test_a_session_opened_from_the_stats_does_not_lead_back_to_an_old_search(demo_db: Path) -> None:
@@ -1376,7 +1376,7 @@ async def test_search_as_you_type_then_enter_opens_the_message(demo_db: Path) ->
         pos = view.cursor[0]
         assert view.row(pos).seq == hit.seq and view.row(pos).entry_id == hit.entry_id
         assert view.found == pos and visible(view, pos)
-        assert view.offsets[pos] - view.scroll_y >= 3  # what came before it is on screen too
+        assert view.state.offsets[pos] - view.scroll_y >= 3  # what came before it is on screen too
 
         await pilot.press("escape")  # back to the results, as they were
         await pilot.pause()
@@ -1482,7 +1482,7 @@ async def test_ingest_says_records_first_then_the_index_then_its_end(tmp_path: P
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
     seen = Seen(workers.IngestStatus, workers.IngestProgressed, workers.RecordsLoaded, workers.Ingested)
     async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
-        await until(pilot, lambda: seen.of(workers.Ingested) and not app.ingesting)
+        await until(pilot, lambda: seen.of(workers.Ingested) and not app.archive.ingesting)
         kinds = [type(m) for m in seen.messages]
         assert kinds[0] is workers.IngestStatus and kinds[-1] is workers.Ingested
         assert kinds.count(workers.RecordsLoaded) == 1 and kinds.count(workers.Ingested) == 1
@@ -1534,7 +1534,7 @@ async def test_finding_every_sessions_signals_again_shows_in_the_bar(tmp_path: P
         label = app.browser.query_one("#ingest-label", Static)
         await until(pilot, lambda: "Finding signals in every session: 0%" in shown(label))
         release.set()
-        await until(pilot, lambda: not app.ingesting)
+        await until(pilot, lambda: not app.archive.ingesting)
 
 
 # ---------------------------------------------------------------------------- fork picker
@@ -2356,7 +2356,7 @@ async def test_aider_search_replace_blocks_are_shown_as_diffs(tmp_path: Path) ->
             for pos in range(len(view.seqs))
             if "stops one short" in "\n".join(s.text for s in view.ensure(pos).strips)
         )
-        view.toggled.add(f"text:{view.row(reply).entry_id}")  # the whole text, not its preview
+        view.state.toggled.add(f"text:{view.row(reply).entry_id}")  # the whole text, not its preview
         view._rerender(reply)
         text = "\n".join(s.text.rstrip() for s in view.ensure(reply).strips)
         assert "<<<<<<< SEARCH" not in text and "=======" not in text and "```" not in text
@@ -2420,7 +2420,7 @@ async def test_a_read_only_database_is_browsed_as_it_is(tmp_path: Path) -> None:
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.query_one(ProjectList).border_title == "Projects (4)"
-        assert not isinstance(app.screen, ErrorScreen) and not app.ingesting
+        assert not isinstance(app.screen, ErrorScreen) and not app.archive.ingesting
         assert any(n.title == "Read-only archive" and "chmod u+w" in n.message for n in app._notifications)
     assert stat.S_IMODE(path.stat().st_mode) == 0o444
 
