@@ -427,7 +427,7 @@ def ingested_db(tmp_path: Path, source: Path) -> Path:
     """A database holding what `source` has, written before the app opens it."""
     from threadloom.core import db
 
-    from tests.conftest import ingest
+    from tests.support import ingest
 
     path = tmp_path / "t.db"
     conn = db.connect(path)

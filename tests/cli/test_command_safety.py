@@ -19,8 +19,8 @@ from threadloom.core import db
 from threadloom.core.cli import main
 from threadloom.core.fork import claude_folder_name
 
-from tests.conftest import CORPUS, Transcript, ingest
-from tests.support import FORKED, lookups, run_printed
+from tests.builders.claude import Transcript
+from tests.support import CORPUS, FORKED, ingest, lookups, run_printed
 
 MARK = "pwned"  # what every payload tries to create
 PAYLOADS = [
@@ -255,7 +255,7 @@ def test_a_folder_missing_on_this_machine_is_said(tmp_path, capsys, fake_agents,
 
 
 def codex_session(home: Path, *, thread: str = THREAD, cwd: str) -> None:
-    from tests.unit.test_adapter_codex import Rollout
+    from tests.support import Rollout
 
     r = Rollout(home, "rollout-id")
     r.thread = thread
@@ -316,7 +316,7 @@ def test_a_codex_folder_is_quoted(tmp_path, capsys, monkeypatch, fake_agents, sa
 
 
 def gemini_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, sid: str, project: Path) -> Path:
-    from tests.unit.test_adapter_gemini import chats, meta, reply, user, write_jsonl
+    from tests.builders.gemini import chats, meta, reply, user, write_jsonl
 
     monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "ghome"))
     root = tmp_path / "ghome" / ".gemini"

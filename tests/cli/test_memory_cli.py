@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from threadloom.core import db, memory
 
-from tests.conftest import Transcript, tool_use
+from tests.builders.claude import Transcript, tool_use
 from tests.support import run
 
 API = "a1000000-0000-4000-8000-0000000000a1"

@@ -11,8 +11,8 @@ import pytest
 from threadloom.core import db, query
 from threadloom.core.ingest import run_ingest
 
-from tests.conftest import CORPUS, Transcript, tool_use
-from tests.support import run
+from tests.builders.claude import Transcript, tool_use
+from tests.support import CORPUS, run
 
 A = "a0000000-0000-4000-8000-0000000000a1"
 B = "b0000000-0000-4000-8000-0000000000b2"

@@ -10,7 +10,7 @@ from threadloom.core import db
 from threadloom.core.archive import file_bytes
 from threadloom.core.ingest import run_ingest
 
-from tests.conftest import CORPUS
+from tests.support import CORPUS
 
 CLAUDE = CORPUS / "claude-code"
 pytestmark = [

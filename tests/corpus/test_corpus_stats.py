@@ -8,7 +8,7 @@ from threadloom.core import db, stats
 from threadloom.core.adapters import edit_tool_names
 from threadloom.core.ingest import run_ingest
 
-from tests.conftest import CORPUS
+from tests.support import CORPUS
 
 CLAUDE = CORPUS / "claude-code"
 pytestmark = [

@@ -13,7 +13,8 @@ from threadloom.core import db
 from threadloom.core.adapters.base import Adapter
 from threadloom.core.archive import file_bytes
 
-from tests.conftest import Transcript, ingest, tool_use
+from tests.builders.claude import Transcript, tool_use
+from tests.support import ingest
 
 
 def entries_of(conn: sqlite3.Connection, path: Path) -> list[tuple]:
@@ -443,7 +444,7 @@ def test_database_sources_reread_only_when_rows_change_and_verify_by_rows(conn, 
 
     from threadloom.core.archive import restore_session, verify
 
-    from tests.conftest import CORPUS
+    from tests.support import CORPUS
 
     found = sorted((CORPUS / "cursor").rglob("*.vscdb")) if (CORPUS / "cursor").is_dir() else []
     if not found:

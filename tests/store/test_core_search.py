@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from threadloom.core.search import find_sessions, parse_query, parse_time, search
 
-from tests.conftest import CORPUS, Transcript, ingest, tool_use
+from tests.builders.claude import Transcript, tool_use
+from tests.support import CORPUS, ingest
 
 NOW = time.mktime((2026, 3, 10, 12, 0, 0, 0, 0, -1))
 S_AUTH = "a0000000-0000-4000-8000-00000000a001"
@@ -281,7 +282,7 @@ def test_words_from_real_messages_find_their_sessions(conn):
 
 
 def test_a_background_tasks_notification_is_found_and_read_by_its_summary(conn, tmp_path):
-    from tests.conftest import notice_session
+    from tests.builders.claude import notice_session
 
     notice_session(tmp_path)
     ingest(conn, tmp_path / "projects")

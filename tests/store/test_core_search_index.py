@@ -10,7 +10,7 @@ from threadloom.core import search_index
 from threadloom.core.ingest import run_ingest
 from threadloom.core.search import search
 
-from tests.conftest import Transcript
+from tests.builders.claude import Transcript
 from tests.support import run
 
 

@@ -29,7 +29,7 @@ from threadloom.core import db
 from threadloom.core.cli import main
 from threadloom.core.ingest import run_ingest
 
-from tests.conftest import Transcript, tool_use
+from tests.builders.claude import Transcript, tool_use
 from tests.support import SID, make_archive
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,7 +15,8 @@ from threadloom.core import embed, episodes, recall
 from threadloom.core.db import get_meta, set_meta
 from threadloom.core.recall import build_context, search_recall, similar
 
-from tests.conftest import CORPUS, Transcript, ingest, tool_use
+from tests.builders.claude import Transcript, tool_use
+from tests.support import CORPUS, ingest
 
 S_PARSER = "b0000000-0000-4000-8000-00000000b001"
 S_CSS = "b0000000-0000-4000-8000-00000000b002"

@@ -14,7 +14,8 @@ import pytest
 from threadloom.core import db, search, search_index
 from threadloom.core.ingest import REBUILDING, Progress, rebuild_pending, run_ingest
 
-from tests.conftest import Transcript, ingest, tool_use
+from tests.builders.claude import Transcript, tool_use
+from tests.support import ingest
 
 SID = "5e551011-0000-4000-8000-0000000000aa"
 DERIVED = ("agent_sessions", "agent_turns", "agent_tool_calls", "agent_usage")

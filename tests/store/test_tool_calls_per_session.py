@@ -13,8 +13,8 @@ from threadloom.core import browse, db
 from threadloom.core.ingest import rebuild_pending
 from threadloom.core.query import messages
 
-from tests.conftest import CORPUS, Transcript, ingest, tool_use
-from tests.support import THREAD, Rollout, full_session
+from tests.builders.claude import Transcript, tool_use
+from tests.support import CORPUS, THREAD, Rollout, full_session, ingest
 
 SID = "aaaaaaaa-1111-4222-8333-000000000001"
 COPY = "bbbbbbbb-1111-4222-8333-000000000002"

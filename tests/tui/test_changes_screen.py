@@ -148,7 +148,8 @@ async def test_a_call_outside_the_branch_shown_opens_the_whole_session(demo_db: 
 async def test_an_aider_edit_goes_to_the_reply_that_made_it(tmp_path: Path) -> None:
     from threadloom.core import db
 
-    from tests.conftest import AIDER_EDITS, ingest
+    from tests.builders.aider import AIDER_EDITS
+    from tests.support import ingest
 
     folder = tmp_path / "parser-project"
     folder.mkdir()
@@ -186,7 +187,7 @@ async def test_a_sessions_files_changed_count_its_subagents_edits_and_go_to_them
     """An orchestrating session showed "1 file · +1" while its subagent wrote the rest: `c` counts
     the subagents' edits in, says which subagent made each call, and Enter on one opens the
     subagent's conversation at it (Esc goes back)."""
-    from tests.conftest import tool_use
+    from tests.builders.claude import tool_use
     from tests.support import orchestrating_session
 
     sid = "c4a9e000-0000-4000-8000-0000000000c1"

@@ -11,7 +11,7 @@ import pytest
 from threadloom.tui import workers
 from threadloom.tui.app import ThreadloomApp
 
-from tests.conftest import Transcript
+from tests.builders.claude import Transcript
 from tests.tui_support import fixed_now, until
 
 TITLE = "Sessions about to be deleted"

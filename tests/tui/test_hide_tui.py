@@ -11,7 +11,7 @@ from threadloom.core.ingest import run_ingest
 from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import ProjectList, SessionTree
 
-from tests.conftest import Transcript
+from tests.builders.claude import Transcript
 from tests.tui_support import make_app, settle, until
 
 OLD = "a1000000-0000-4000-8000-0000000000a1"

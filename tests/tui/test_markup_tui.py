@@ -10,7 +10,8 @@ import pytest
 from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.messages import MessageView
 
-from tests.conftest import CORPUS, markup_session
+from tests.builders.claude import markup_session
+from tests.support import CORPUS
 from tests.tui_support import ingested_db, make_app, until
 
 

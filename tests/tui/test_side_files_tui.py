@@ -11,8 +11,8 @@ from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.messages import MessageView
 from threadloom.tui.screens import OutputScreen
 
-from tests.conftest import ingest
-from tests.store.test_side_files import SID, claude_home
+from tests.builders.side_files import SID, claude_home
+from tests.support import ingest
 from tests.tui_support import cursor_to_tool, fixed_now, until
 
 

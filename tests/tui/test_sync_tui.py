@@ -12,8 +12,8 @@ from threadloom.core import db, sync
 from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.sync import SyncScreen
 
+from tests.builders.memory import API, WEB, write_archive
 from tests.pg_support import PgServer, hub_db, pg_server  # noqa: F401 - fixtures
-from tests.tui.test_memory_tui import API, WEB, write_archive
 from tests.tui_support import fixed_now, settle, until
 
 

@@ -24,7 +24,7 @@ from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.messages import MessageView
 from threadloom.tui.screens import ErrorScreen
 
-from tests.store.test_one_writer import readers_seen
+from tests.support import readers_seen
 from tests.tui_support import Seen, build_demo_db, make_app, open_checkout, until
 
 SECONDS = float(os.environ.get("THREADLOOM_TORTURE_SECONDS", "60"))

@@ -21,8 +21,7 @@ from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.messages import MessageView
 from threadloom.tui.render import call_body, call_line
 
-from tests.conftest import ingest
-from tests.support import run_printed
+from tests.support import ingest, run_printed
 from tests.toy_agent import ToyAdapter, write_toy_session
 from tests.tui_support import fixed_now, until
 

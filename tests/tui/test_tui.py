@@ -681,7 +681,7 @@ async def test_ingest_worker_fills_panes_and_notifies(tmp_path: Path) -> None:
 
 
 async def test_a_session_started_elsewhere_shows_up_without_ctrl_r(tmp_path: Path) -> None:
-    from tests.conftest import Transcript
+    from tests.builders.claude import Transcript
 
     root = small_archive(tmp_path)
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
@@ -711,7 +711,8 @@ async def test_a_subagent_working_in_a_worktree_opens_under_its_parents_project(
     call lists it under the project of the session that started it (it listed `Sessions (0)`)."""
     from threadloom.core import db
 
-    from tests.conftest import Transcript, ingest, tool_use
+    from tests.builders.claude import Transcript, tool_use
+    from tests.support import ingest
 
     sid = "aaaaaaaa-1111-4222-8333-0000000000a1"
     folder = tmp_path / "projects" / "-home-dev-app"
@@ -1012,7 +1013,7 @@ async def test_demo_starts_with_the_project_list_focused(
 async def test_rescan_says_so_when_nothing_was_new(tmp_path: Path) -> None:
     from threadloom.core import db
 
-    from tests.conftest import ingest
+    from tests.support import ingest
 
     root = small_archive(tmp_path)
     conn = db.connect(tmp_path / "t.db")
@@ -1046,7 +1047,8 @@ async def test_a_new_project_read_by_ctrl_r_leaves_the_highlight_and_its_session
 ) -> None:
     from threadloom.core import db
 
-    from tests.conftest import Transcript, ingest
+    from tests.builders.claude import Transcript
+    from tests.support import ingest
 
     root = small_archive(tmp_path)
     conn = db.connect(tmp_path / "t.db")
@@ -1564,7 +1566,8 @@ async def test_titles_with_brackets_are_shown_as_written(tmp_path: Path) -> None
     """A border reads a str as markup: "[Image #1]" and "[red]" vanished from titles."""
     from threadloom.core import db
 
-    from tests.conftest import Transcript, ingest
+    from tests.builders.claude import Transcript
+    from tests.support import ingest
 
     sid = "abcdef00-0000-4000-8000-000000000001"
     t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{sid}.jsonl", sid)
@@ -1591,7 +1594,7 @@ async def test_titles_with_brackets_are_shown_as_written(tmp_path: Path) -> None
 async def test_escape_sequences_in_a_log_become_styles_not_terminal_commands(tmp_path: Path) -> None:
     """Written to the terminal as they are, a tool's escape sequences would move the cursor or
     retitle the window; the viewer shows their colours and bold as styles instead."""
-    from tests.conftest import ansi_session
+    from tests.builders.claude import ansi_session
 
     t = ansi_session(tmp_path)
     app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
@@ -1625,7 +1628,7 @@ async def test_escape_sequences_in_a_log_become_styles_not_terminal_commands(tmp
 async def test_a_background_tasks_notification_is_shown_as_a_notice_not_as_the_users_words(
     tmp_path: Path,
 ) -> None:
-    from tests.conftest import notice_session
+    from tests.builders.claude import notice_session
 
     t = notice_session(tmp_path)
     app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
@@ -1808,7 +1811,7 @@ async def test_parallel_calls_are_bracketed_with_their_message_and_fork_with_it(
     """Three parallel calls of one API message (a record per block, results in the order the calls
     ended): bracketed with its thinking, and Fork here on the thinking writes all three calls with
     their results, and nothing of the next message; on a text, its message's call comes with it."""
-    from tests.store.test_fork_points import SID, parallel_session
+    from tests.builders.fork_points import SID, parallel_session
 
     work = tmp_path / "work"
     work.mkdir()
@@ -2048,7 +2051,7 @@ async def test_the_fork_picker_at_80_by_24_shows_the_command_the_edits_and_what_
 async def test_edit_and_resend_starts_from_the_prompt_line_breaks_and_all(tmp_path: Path) -> None:
     """`b` opened an empty box: the prompt to edit had to be typed again from memory. It starts with
     the prompt as it was sent; its line breaks show as ⏎ on the box's one line and are sent as such."""
-    from tests.conftest import Transcript
+    from tests.builders.claude import Transcript
 
     sid = "abcdef00-0000-4000-8000-00000000b0b0"
     t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{sid}.jsonl", sid)
@@ -2212,7 +2215,7 @@ async def test_fork_picker_for_codex_says_what_it_can(
     from threadloom.core import db
     from threadloom.core.ingest import run_ingest
 
-    from tests.unit.test_adapter_codex import full_session
+    from tests.support import full_session
 
     copied: list[str] = []
     monkeypatch.setattr("threadloom.core.clipboard.copy_with", copied.append)
@@ -2344,7 +2347,7 @@ def test_a_wrapped_diff_row_continues_beside_its_marker_column() -> None:
 async def test_aider_search_replace_blocks_are_shown_as_diffs(tmp_path: Path) -> None:
     from threadloom.tui.render import EditBlock, edit_blocks
 
-    from tests.conftest import AIDER_EDITS
+    from tests.builders.aider import AIDER_EDITS
 
     folder = tmp_path / "parser-project"
     folder.mkdir()
@@ -2465,7 +2468,7 @@ async def test_titles_projects_and_models_from_a_log_never_reach_the_terminal_as
     """Session titles, project paths, model names and tool inputs went to the terminal as they
     were: a log could retitle the window, clear or reset the terminal (the messages' text alone was
     cleaned)."""
-    from tests.conftest import Transcript, tool_use
+    from tests.builders.claude import Transcript, tool_use
 
     sid = "eeeeeeee-1111-4222-8333-00000000c0de"
     t = Transcript(tmp_path / "projects" / "-srv-evil" / f"{sid}.jsonl", sid, cwd=f"/srv/{HOSTILE}evil")
@@ -2493,7 +2496,7 @@ async def test_bidi_controls_and_escape_sequences_from_a_log_are_drawn_as_text(t
     """A right-to-left override in a title reached the terminal as it was (and reordered the row),
     and a tool named "Bash\\x1b[2J" was drawn "Bash[2J", its ESC dropped and the rest left as if
     it were text: both are drawn as what they are."""
-    from tests.conftest import Transcript, tool_use
+    from tests.builders.claude import Transcript, tool_use
 
     sid = "eeeeeeee-1111-4222-8333-00000000b1d1"
     t = Transcript(tmp_path / "projects" / "-srv-bidi" / f"{sid}.jsonl", sid, cwd="/srv/bidi\u2066app")
@@ -2525,7 +2528,7 @@ async def test_markdown_in_a_log_never_reaches_the_terminal_as_controls(tmp_path
     """Rendered Markdown is as safe as the text as written: controls in a heading, a code block, a
     link and a table are drawn as text, and a message holding escape sequences keeps only their
     colours, whichever way the text is shown."""
-    from tests.conftest import Transcript
+    from tests.builders.claude import Transcript
 
     sid = "eeeeeeee-1111-4222-8333-00000000add5"
     controls = "\x9b2J\x07\x00"  # no ESC: the Markdown is rendered
@@ -2556,7 +2559,7 @@ async def test_markdown_in_a_log_never_reaches_the_terminal_as_controls(tmp_path
 async def test_a_message_of_megabytes_is_drawn_in_part_with_a_note(tmp_path: Path) -> None:
     """The view lays a message out whole before it paints: a 20 MB prompt froze the app for minutes.
     The first 100,000 characters are drawn, then how many more there are."""
-    from tests.conftest import Transcript
+    from tests.builders.claude import Transcript
 
     sid = "eeeeeeee-1111-4222-8333-00000000b16b"
     t = Transcript(tmp_path / "projects" / "-srv-big" / f"{sid}.jsonl", sid)
@@ -2606,8 +2609,8 @@ async def test_export_key_writes_the_open_session_as_one_html_page(
 async def test_the_viewer_says_a_session_was_rewritten(tmp_path: Path) -> None:
     from threadloom.core import db as ledger
 
-    from tests.conftest import ingest
-    from tests.store.test_versions import SID, later, session_file
+    from tests.builders.versions import SID, later, session_file
+    from tests.support import ingest
 
     path = session_file(tmp_path)
     database = ingested_db(tmp_path, tmp_path / "projects")

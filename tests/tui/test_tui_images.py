@@ -17,7 +17,8 @@ from threadloom.tui import images as tui_images
 from threadloom.tui.messages import MessageView
 from threadloom.tui.screens import HelpScreen
 
-from tests.conftest import Transcript, ingest
+from tests.builders.claude import Transcript
+from tests.support import ingest
 from tests.tui_support import make_app, until
 
 SID = "ffffffff-1111-4222-8333-000000000001"

@@ -11,7 +11,7 @@ from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.panes import ProjectList
 from threadloom.tui.screens import ErrorScreen
 
-from tests.conftest import ingest
+from tests.support import ingest
 
 
 async def test_an_older_database_opened_without_ingest_is_rebuilt_by_the_worker(tmp_path: Path) -> None:
