@@ -13,9 +13,6 @@ import pytest
 from threadloom.core import db
 
 from tests.support import AGENTS, FAKE_AGENT
-from tests.tui_support import quick_idle_checks
-
-quick_idle_checks()
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of xdist's: a run without it (-p no:xdist) still starts

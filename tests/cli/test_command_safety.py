@@ -21,6 +21,7 @@ from threadloom.core.fork import claude_folder_name
 
 from tests.builders.claude import Transcript
 from tests.support import CORPUS, FORKED, ingest, lookups, run_printed
+from tests.tui_support import run_test
 
 MARK = "pwned"  # what every payload tries to create
 PAYLOADS = [
@@ -558,7 +559,7 @@ async def test_the_fork_picker_refuses_a_hostile_id_and_copies_a_safe_command(
         if r[0] != SID
     )
     app = ThreadloomApp(db_path=dbfile, ingest=False)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.open_fork_picker(hostile, None)
         await settle(pilot)
@@ -654,7 +655,7 @@ async def test_run_it_now_starts_exactly_the_plans_command_in_its_folder(tmp_pat
     monkeypatch.setattr("threadloom.core.clipboard.copy_with", copied.append)
     monkeypatch.setattr(tui_fork, "hand_over", lambda app: contextlib.nullcontext())
     app = ThreadloomApp(db_path=dbfile, ingest=False)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(SID)
         await pilot.pause()

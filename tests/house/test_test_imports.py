@@ -1,8 +1,11 @@
-"""A test module imports what it shares from support modules, never from another test module.
+"""What the tests import: what they share from support modules, never from another test module;
+Textual through its public API, never its private modules.
 
 Importing a test module runs it again under a second name or drags its fixtures and module state
 along, and ties one layer's tests to another's: what more than one module needs lives in
 tests/support.py, tests/tui_support.py, tests/pg_support.py, tests/toy_agent.py or tests/builders/.
+A private Textual module (`textual._wait`, `textual.widgets._footer`) can change in any release:
+the tests drive the app as a user of Textual's public API can.
 """
 
 from __future__ import annotations
@@ -33,20 +36,34 @@ def imported_modules(tree: ast.AST) -> list[tuple[int, str]]:
     return found
 
 
-def offences(path: Path) -> list[str]:
+def is_private_textual(module: str) -> bool:
+    parts = module.split(".")
+    return parts[0] == "textual" and any(part.startswith("_") for part in parts[1:])
+
+
+def offences(path: Path, rule=is_test_module) -> list[str]:
     tree = ast.parse(path.read_text(), filename=str(path))
     return [
         f"{path.relative_to(ROOT)}:{line}: imports {module}"
         for line, module in imported_modules(tree)
-        if is_test_module(module)
+        if rule(module)
     ]
 
 
-def test_no_module_imports_a_test_module() -> None:
+def scanned() -> list[Path]:
     files = sorted(p for folder in SCANNED for p in (ROOT / folder).rglob("*.py"))
     assert len(files) > 100  # the walk found the suite
-    found = [o for path in files for o in offences(path)]
+    return files
+
+
+def test_no_module_imports_a_test_module() -> None:
+    found = [o for path in scanned() for o in offences(path)]
     assert not found, "move what is shared into a support module:\n" + "\n".join(found)
+
+
+def test_no_module_imports_a_private_textual_module() -> None:
+    found = [o for path in scanned() for o in offences(path, is_private_textual)]
+    assert not found, "use Textual's public API (tests/tui_support.py has QuickPilot):\n" + "\n".join(found)
 
 
 def test_the_check_sees_each_way_of_importing_one(tmp_path: Path) -> None:
@@ -63,3 +80,14 @@ def test_the_check_sees_each_way_of_importing_one(tmp_path: Path) -> None:
     tree = ast.parse(sample.read_text())
     flagged = sorted({line for line, module in imported_modules(tree) if is_test_module(module)})
     assert flagged == [1, 2, 3, 5]
+    private = ast.parse(
+        "from textual._wait import wait_for_idle\nfrom textual.widgets._footer import FooterKey\n"
+        "from textual.keys import _character_to_key\nimport textual._animator\n"
+        "from textual.keys import key_to_character\nfrom textual.pilot import Pilot\n"
+    )
+    assert sorted({line for line, module in imported_modules(private) if is_private_textual(module)}) == [
+        1,
+        2,
+        3,
+        4,
+    ]

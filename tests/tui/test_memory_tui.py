@@ -18,7 +18,7 @@ from threadloom.tui.panes import SessionTree
 
 from tests.builders.memory import API, write_archive
 from tests.support import run
-from tests.tui_support import make_app, settle, until
+from tests.tui_support import make_app, run_test, settle, until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,7 +82,7 @@ async def test_memory_round_trip_cli_mcp_tui_and_rebuild(tmp_path: Path) -> None
 
     # the TUI shows what both wrote, and adds its own
     app = make_app(path)
-    async with app.run_test(size=(150, 44)) as pilot:
+    async with run_test(app, size=(150, 44)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(API)
         await pilot.pause()
