@@ -5,14 +5,16 @@ The builders and helpers tests share are in tests/support.py and tests/builders/
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from threadloom.core import db
+from threadloom.core.ingest import IngestReport, run_ingest
 
-from tests.support import AGENTS, FAKE_AGENT
+from tests.support import AGENTS, CORPUS, FAKE_AGENT
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of xdist's: a run without it (-p no:xdist) still starts
@@ -36,6 +38,36 @@ def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
     c = db.connect(tmp_path / "ledger.db")
     yield c
     c.close()
+
+
+@pytest.fixture(scope="session")
+def claude_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, IngestReport]:
+    """../shared/corpus/claude-code (10 MB, read-only) ingested once a worker, as
+    `run_ingest(conn, [that folder], include_defaults=False)` reads it: the database and the report.
+    The tests that read all of it take a copy each (`claude_corpus_copy`), never this file."""
+    source = CORPUS / "claude-code"
+    if not source.is_dir():
+        pytest.skip("../shared/corpus/claude-code is not present")
+    path = tmp_path_factory.mktemp("claude-corpus") / "corpus.db"
+    conn = db.connect(path)
+    try:
+        report = run_ingest(conn, [source], include_defaults=False)
+    finally:
+        conn.close()  # checkpointed: the one file is the whole database
+    assert not report.errors, report.errors
+    return path, report
+
+
+@pytest.fixture(scope="session")
+def claude_corpus_copy(claude_corpus: tuple[Path, IngestReport]) -> Callable[[Path], Path]:
+    """Copies the ingested Claude Code corpus into a folder and gives the copy's path: a test may
+    write to its copy (a search builds its index) without touching another's."""
+
+    def copy(folder: Path) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        return Path(shutil.copyfile(claude_corpus[0], folder / "corpus.db"))
+
+    return copy
 
 
 # ---------------------------------------------------------------------- fake agents

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from threadloom.core import db
 from threadloom.core.search import find_sessions, parse_query, parse_time, search
 
 from tests.builders.claude import Transcript, tool_use
@@ -261,8 +262,8 @@ def test_cli_search_json(archive, tmp_path):
 
 @pytest.mark.corpus
 @pytest.mark.skipif(not (CORPUS / "claude-code").is_dir(), reason="corpus absent")
-def test_words_from_real_messages_find_their_sessions(conn):
-    ingest(conn, CORPUS / "claude-code")
+def test_words_from_real_messages_find_their_sessions(tmp_path, claude_corpus_copy):
+    conn = db.connect(claude_corpus_copy(tmp_path))
     rows = conn.execute(
         "SELECT e.session_id, e.content FROM entries e JOIN agent_sessions s ON s.id = e.session_id "
         "WHERE e.role = 'user' AND e.is_meta = 0 AND s.is_subagent = 0 AND e.dup_of IS NULL "
@@ -278,6 +279,7 @@ def test_words_from_real_messages_find_their_sessions(conn):
         query = " ".join(rng.sample(words, 3))
         result = search(conn, query + " in:all", limit=200)
         found += session_id in {h.session_id for h in result.hits}
+    conn.close()
     assert found >= 20
 
 
