@@ -1,24 +1,20 @@
-"""Shared helpers: a tiny builder for Claude Code transcripts and a fresh ledger per test."""
+"""Fixtures every test gets or asks for: an isolated home, a fresh ledger (`conn`), fake agents on PATH.
+
+The builders and helpers tests share are in tests/support.py and tests/builders/, never here."""
 
 from __future__ import annotations
 
-import json
 import os
+import shutil
 import sqlite3
-import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from threadloom.core.ingest.pipeline import IngestReport, run_ingest
 from threadloom.core.store import db
 
-from tests.tui_support import quick_idle_checks
-
-SHARED = Path(os.environ.get("THREADLOOM_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-CORPUS = SHARED / "corpus"
-
-quick_idle_checks()
+from tests.support import AGENTS, CORPUS, FAKE_AGENT
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of xdist's: a run without it (-p no:xdist) still starts
@@ -44,36 +40,37 @@ def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
     c.close()
 
 
-def ingest(conn: sqlite3.Connection, *sources: Path) -> IngestReport:
-    report = run_ingest(conn, list(sources), include_defaults=False)
+@pytest.fixture(scope="session")
+def claude_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, IngestReport]:
+    """../shared/corpus/claude-code (10 MB, read-only) ingested once a worker, as
+    `run_ingest(conn, [that folder], include_defaults=False)` reads it: the database and the report.
+    The tests that read all of it take a copy each (`claude_corpus_copy`), never this file."""
+    source = CORPUS / "claude-code"
+    if not source.is_dir():
+        pytest.skip("../shared/corpus/claude-code is not present")
+    path = tmp_path_factory.mktemp("claude-corpus") / "corpus.db"
+    conn = db.connect(path)
+    try:
+        report = run_ingest(conn, [source], include_defaults=False)
+    finally:
+        conn.close()  # checkpointed: the one file is the whole database
     assert not report.errors, report.errors
-    return report
+    return path, report
+
+
+@pytest.fixture(scope="session")
+def claude_corpus_copy(claude_corpus: tuple[Path, IngestReport]) -> Callable[[Path], Path]:
+    """Copies the ingested Claude Code corpus into a folder and gives the copy's path: a test may
+    write to its copy (a search builds its index) without touching another's."""
+
+    def copy(folder: Path) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        return Path(shutil.copyfile(claude_corpus[0], folder / "corpus.db"))
+
+    return copy
 
 
 # ---------------------------------------------------------------------- fake agents
-
-FAKE_AGENT = r"""#!/bin/sh
-# a fake agent: records its name, where it ran and its words (NUL-separated; one call per record)
-name=$(basename "$0")
-printf '%s\0' "$name" "$PWD" "$@" "$(printf '\036')" >> "$FAKE_LOG"  # one write: calls of a pipe run at once
-if [ "$name" = claude ] && [ "$1" = -p ]; then printf '{"session_id": "%s"}\n' "$FORKED"; fi
-if [ "$name" = jq ]; then sed -n 's/.*"session_id": "\([^"]*\)".*/\1/p'; fi
-# where the real agent would look for the session it is asked to resume: found or missing, one line each
-prev=""
-for word in "$@"; do
-  if [ "$name" = claude ] && [ "$prev" = --resume ] && [ "$1" != -p ]; then
-    f="$CLAUDE_CONFIG_DIR/projects/$(printf %s "$PWD" | tr -c 'A-Za-z0-9' '-')/$word.jsonl"
-    if [ -f "$f" ]; then echo "found $f"; else echo "missing $f"; fi >> "$FAKE_LOOKUPS"
-  fi
-  if [ "$name" = codex ] && [ "$prev" = resume ]; then
-    found=$(ls "$CODEX_HOME"/sessions/*/*/*/rollout-*"$word".jsonl 2>/dev/null | head -n 1)
-    if [ -n "$found" ]; then echo "found $found"; else echo "missing $word"; fi >> "$FAKE_LOOKUPS"
-  fi
-  prev=$word
-done
-exit 0
-"""
-AGENTS = ("claude", "codex", "gemini", "aider", "opencode", "agent", "cline", "jq")
 
 
 @pytest.fixture
@@ -95,393 +92,7 @@ def sandbox(tmp_path: Path) -> Path:
     return path
 
 
-class Transcript:
-    """Writes Claude Code JSONL records with consistent uuid/parentUuid chains."""
-
-    def __init__(self, path: Path, session_id: str, cwd: str = "/home/dev/app", **common) -> None:
-        self.path = path
-        self.session_id = session_id
-        self.cwd = cwd
-        self.common = common
-        self.last: str | None = None
-        self.n = 0
-        self.lines: list[dict] = []
-        path.parent.mkdir(parents=True, exist_ok=True)
-
-    def _uuid(self) -> str:
-        self.n += 1
-        salt = zlib.crc32(self.path.name.encode()) % 0xFFFF  # distinct uuids per file of a session
-        return f"{self.session_id[-8:]}-{self.n:04d}-4000-8000-{salt:04x}{self.n:08d}"
-
-    def _ts(self) -> str:
-        return f"2026-03-01T10:{self.n // 60:02d}:{self.n % 60:02d}.000Z"
-
-    def add(self, record: dict, *, parent: str | None | bool = True, chain: bool = True) -> str:
-        uuid = record.get("uuid") or self._uuid()
-        base = {
-            "parentUuid": self.last if parent is True else (None if parent is False else parent),
-            "isSidechain": False,
-            "userType": "external",
-            "cwd": self.cwd,
-            "sessionId": self.session_id,
-            "version": "2.1.20",
-            "gitBranch": "main",
-            "uuid": uuid,
-            "timestamp": self._ts(),
-        }
-        base.update(self.common)
-        base.update(record)
-        self.lines.append(base)
-        if chain:
-            self.last = uuid
-        return uuid
-
-    def user(self, text: str, **kw) -> str:
-        return self.add({"type": "user", "message": {"role": "user", "content": text}}, **kw)
-
-    def assistant(
-        self,
-        text: str | None = None,
-        *,
-        msg_id: str | None = None,
-        usage: dict | None = None,
-        tools: list[dict] | None = None,
-        thinking: str | None = None,
-        model: str = "claude-opus-4-5",
-        request_id: str | None = None,
-        **kw,
-    ) -> str:
-        content: list[dict] = []
-        if thinking:
-            content.append({"type": "thinking", "thinking": thinking, "signature": "sig"})
-        if text:
-            content.append({"type": "text", "text": text})
-        content += tools or []
-        msg_id = msg_id or f"msg_{self.session_id[:6]}_{self.n}"
-        return self.add(
-            {
-                "type": "assistant",
-                "requestId": request_id or f"req_{msg_id}",
-                "message": {
-                    "id": msg_id,
-                    "type": "message",
-                    "role": "assistant",
-                    "model": model,
-                    "content": content,
-                    "stop_reason": "end_turn",
-                    "usage": usage or {"input_tokens": 10, "output_tokens": 5},
-                },
-            },
-            **kw,
-        )
-
-    def tool_result(
-        self,
-        tool_use_id: str,
-        output: str,
-        *,
-        is_error: bool = False,
-        tool_use_result=None,
-        parent: str | None | bool = True,
-        chain: bool = True,
-        **fields,
-    ) -> str:
-        rec = {
-            "type": "user",
-            "message": {
-                "role": "user",
-                "content": [
-                    {
-                        "type": "tool_result",
-                        "tool_use_id": tool_use_id,
-                        "content": output,
-                        "is_error": is_error,
-                    }
-                ],
-            },
-            **fields,
-        }
-        if tool_use_result is not None:
-            rec["toolUseResult"] = tool_use_result
-        return self.add(rec, parent=parent, chain=chain)
-
-    def raw(self, record: dict) -> None:
-        self.lines.append(record)
-
-    def write(self, *, final_newline: bool = True) -> Path:
-        text = "\n".join(json.dumps(line) for line in self.lines)
-        self.path.write_text(text + ("\n" if final_newline else ""))
-        return self.path
-
-
-def tool_use(tool_id: str, name: str, **params) -> dict:
-    return {"type": "tool_use", "id": tool_id, "name": name, "input": params}
-
-
-def ansi_session(root: Path, sid: str = "eeeeeeee-1111-4222-8333-00000000a051") -> Transcript:
-    """A session whose tools printed terminal escape sequences: a hook's bold name, a coloured
-    test run, a window title."""
-    t = Transcript(root / "projects" / "-srv-ansi" / f"{sid}.jsonl", sid, cwd="/srv/ansi")
-    t.user("run the tests")
-    t.assistant("Running them.", tools=[tool_use("tb1", "Bash", command="pytest --color=yes")])
-    t.tool_result("tb1", "\x1b]0;pytest\x07\x1b[32m12 passed\x1b[0m in 0.4s\n\x1b[31m1 failed\x1b[0m")
-    t.add(
-        {
-            "type": "system",
-            "subtype": "informational",
-            "content": "Running \x1b[1mPostToolUse:Edit\x1b[22m...",
-        }
-    )
-    t.user("<local-command-stdout>\x1b[1mCost:\x1b[22m $0.12</local-command-stdout>")
-    t.assistant("Done: \x1b[1m12 passed\x1b[22m.")
-    t.write()
-    return t
-
-
-TASK_NOTICE = (
-    "<task-notification>\n<task-id>b07h5t4ng</task-id>\n<tool-use-id>tn1</tool-use-id>\n"
-    '<status>completed</status>\n<summary>Agent "Coverage analysis" completed</summary>\n'
-    "<result>Coverage is now 96%.</result>\n<usage>total_tokens: 23099\nduration_ms: 15506</usage>\n"
-    "</task-notification>\nFull transcript available at: /tmp/tasks/b07h5t4ng.output"
-)
-
-
-def notice_session(root: Path, sid: str = "eeeeeeee-1111-4222-8333-00000000b0b0") -> Transcript:
-    """A session with a background agent whose end reaches the model as `<task-notification>` tags
-    in a user message."""
-    t = Transcript(root / "projects" / "-srv-notice" / f"{sid}.jsonl", sid, cwd="/srv/notice")
-    t.user("measure the coverage in the background")
-    t.assistant(
-        "Started it.",
-        tools=[
-            tool_use(
-                "tn1",
-                "Task",
-                description="Coverage analysis",
-                prompt="measure coverage",
-                run_in_background=True,
-            )
-        ],
-    )
-    t.tool_result("tn1", "Async agent launched successfully\nagentId: ab07h5t4ng")
-    t.user(TASK_NOTICE)
-    t.assistant("Coverage reached 96%.")
-    t.write()
-    return t
-
-
-# an Aider chat history whose reply makes two SEARCH/REPLACE edits, one of them a new file
-AIDER_EDITS = """
-# aider chat started at 2025-12-03 14:43:45
-
-> Aider v0.86.1  
-> Main model: anthropic/claude-sonnet-4-5 with diff edit format  
-
-#### Fix the tokenizer, and add a README  
-
-The loop stops one short. Here is the fix:
-
-parser.py
-```python
-<<<<<<< SEARCH
-def tokens(text):
-    out = text.split()
-    for i in range(len(out) - 1):
-        yield out[i]
-=======
-def tokens(text):
-    out = text.split()
-    for i in range(len(out)):
-        yield out[i]
->>>>>>> REPLACE
-```
-
-README.md
-```
-<<<<<<< SEARCH
-=======
-# Tokenizer
->>>>>>> REPLACE
-```
-
-Both edits are small.
-
-> Applied edit to parser.py  
-"""
-
-
 # ---------------------------------------------------------------------- Claude Code's own markup
 # Written from real 2.1.x transcripts (read in place, see docs/FORMATS.md "Claude Code's markup"):
 # `!` commands, slash commands and their output, an IDE selection, TodoWrite updates, hooks, and
 # replies that open on an empty (omitted) thinking block as Claude Opus 4.7 writes them.
-
-CAVEAT = (
-    "<local-command-caveat>Caveat: The messages below were generated by the user while running local "
-    "commands. DO NOT respond to these messages or otherwise consider them in your response unless the "
-    "user explicitly asks you to.</local-command-caveat>"
-)
-TODOS_1 = [
-    {
-        "content": "Reproduce the dropped token",
-        "status": "in_progress",
-        "activeForm": "Reproducing the dropped token",
-    },
-    {"content": "Fix the loop bound", "status": "pending", "activeForm": "Fixing the loop bound"},
-    {"content": "Add a regression test", "status": "pending", "activeForm": "Adding a regression test"},
-]
-TODOS_2 = [
-    {
-        "content": "Reproduce the dropped token",
-        "status": "completed",
-        "activeForm": "Reproducing the dropped token",
-    },
-    {"content": "Fix the loop bound", "status": "in_progress", "activeForm": "Fixing the loop bound"},
-    {"content": "Add a regression test", "status": "pending", "activeForm": "Adding a regression test"},
-    {"content": "Run the whole suite", "status": "pending", "activeForm": "Running the whole suite"},
-]
-
-
-def reply(t: Transcript, msg_id: str, *blocks: dict, model: str = "claude-opus-4-7") -> list[str]:
-    """One API message written as Claude Code writes it: a line per content block, one message id,
-    opening on the empty thinking block (its text omitted, its signature kept) of Opus 4.7."""
-    uuids = []
-    for block in ({"type": "thinking", "thinking": "", "signature": "EqQBCkYIBxgCKkB"}, *blocks):
-        uuids.append(
-            t.add(
-                {
-                    "type": "assistant",
-                    "requestId": f"req_{msg_id}",
-                    "message": {
-                        "id": msg_id,
-                        "type": "message",
-                        "role": "assistant",
-                        "model": model,
-                        "content": [block],
-                        "stop_reason": None,
-                        "usage": {"input_tokens": 6, "output_tokens": 40},
-                    },
-                }
-            )
-        )
-    return uuids
-
-
-def hook(t: Transcript, kind: str, event: str, **fields) -> str:
-    """A hook's `attachment` record (2.1.x), in the uuid chain after the record it followed."""
-    return t.add(
-        {"type": "attachment", "attachment": {"type": kind, "hookEvent": event, "hookName": event, **fields}}
-    )
-
-
-def markup_session(root: Path, sid: str = "eeeeeeee-1111-4222-8333-00000000c0de") -> Transcript:
-    """A Claude Code 2.1 session using every shape of its own markup, in the order a user meets them."""
-    t = Transcript(root / "projects" / "-srv-tok" / f"{sid}.jsonl", sid, cwd="/srv/tok", version="2.1.114")
-    hook(
-        t,
-        "hook_success",
-        "SessionStart",
-        hookName="SessionStart:startup",
-        content="",
-        stdout="session registered\n",
-        stderr="",
-        exitCode=0,
-        command="./scripts/notify.sh started",
-        durationMs=1203,
-    )
-    t.add({"type": "user", "isMeta": True, "message": {"role": "user", "content": CAVEAT}})
-    t.user(
-        "<command-name>/model</command-name>\n            <command-message>model</command-message>\n"
-        "            <command-args>opus</command-args>"
-    )
-    t.user("<local-command-stdout>Set model to opus (claude-opus-4-7)</local-command-stdout>")
-    t.add(
-        {
-            "type": "user",
-            "message": {
-                "role": "user",
-                "content": [
-                    {
-                        "type": "text",
-                        "text": "<ide_selection>The user selected the lines 12 to 14 from /srv/tok/tok/split.py:\n"
-                        "for i in range(len(out) - 1):\n    yield out[i]\n\n"
-                        "This may or may not be related to the current task.</ide_selection>",
-                    },
-                    {"type": "text", "text": "Why does the tokenizer drop the last token?"},
-                ],
-            },
-        }
-    )
-    hook(
-        t,
-        "hook_success",
-        "UserPromptSubmit",
-        content="Status set to busy",
-        stdout="Status set to busy\n",
-        stderr="",
-        exitCode=0,
-        command="./scripts/notify.sh busy",
-        durationMs=106,
-    )
-    reply(t, "msg_tok_1", {"type": "text", "text": "Looking at the loop in `split.py`."})
-    reply(t, "msg_tok_2", tool_use("td1", "TodoWrite", todos=TODOS_1))
-    t.tool_result(
-        "td1",
-        "Todos have been modified successfully. Ensure that you continue to use the todo list.",
-        tool_use_result={"oldTodos": [], "newTodos": TODOS_1},
-    )
-    reply(
-        t,
-        "msg_tok_3",
-        {"type": "text", "text": "Found it: the loop stops one short."},
-        tool_use("td2", "TodoWrite", todos=TODOS_2),
-    )
-    t.tool_result(
-        "td2",
-        "Todos have been modified successfully. Ensure that you continue to use the todo list.",
-        tool_use_result={"oldTodos": TODOS_1, "newTodos": TODOS_2},
-    )
-    hook(
-        t,
-        "hook_non_blocking_error",
-        "PostToolUse",
-        hookName="PostToolUse:TodoWrite",
-        stderr="notify: no display\x1b]0;pwned\x07\n",  # what a terminal would act on: drawn, never sent
-        stdout="",
-        exitCode=1,
-        command="./scripts/notify.sh todo",
-        durationMs=75,
-    )
-    t.user("<bash-input>uv run pytest -q tests/test_split.py</bash-input>")
-    t.user(
-        "<bash-stdout>F....\n=== FAILURES ===\n_ test_last_token _\nassert ['a'] == ['a', 'b']\n"
-        "\x1b[31m1 failed\x1b[0m, 4 passed in 0.12s</bash-stdout>"
-        "<bash-stderr>warning: no coverage data collected</bash-stderr>"
-    )
-    t.user(
-        "<command-name>/context</command-name>\n<command-message>context</command-message>\n<command-args></command-args>"
-    )
-    t.user("<local-command-stdout></local-command-stdout>")
-    t.user("Fix it and run the tests again.")
-    hook(
-        t,
-        "hook_blocking_error",
-        "PreToolUse",
-        hookName="PreToolUse:Bash",
-        blockingError={"blockingError": "rm -rf is not allowed here", "command": "./scripts/guard.sh"},
-    )
-    reply(t, "msg_tok_4", {"type": "text", "text": "Fixed the bound; the suite passes."})
-    t.add(
-        {
-            "type": "system",
-            "subtype": "stop_hook_summary",
-            "hookCount": 1,
-            "hookInfos": [{"command": "./scripts/notify.sh idle", "durationMs": 102}],
-            "hookErrors": [],
-            "preventedContinuation": False,
-            "stopReason": "",
-            "hasOutput": True,
-            "level": "suggestion",
-        }
-    )
-    t.write()
-    return t

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+from threadloom.core.ingest.pipeline import IngestReport, run_ingest
 from threadloom.core.serve.service import carried_names
 
-from tests.conftest import Transcript, tool_use
+from tests.builders.claude import Transcript, tool_use
 
 FORKED = "99999999-0000-4000-8000-000000000099"  # the session id the fake `claude -p` reports
 
@@ -319,3 +322,74 @@ def orchestrating_session(root: Path, sid: str) -> Transcript:
     sub.assistant(tools=[tool_use("w1", "Write", file_path="/srv/app/importer.py", content="a\nb\nc\nd\n")])
     sub.tool_result("w1", "ok")
     return sub
+
+
+SHARED = Path(os.environ.get("THREADLOOM_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+
+
+CORPUS = SHARED / "corpus"
+
+
+def ingest(conn: sqlite3.Connection, *sources: Path) -> IngestReport:
+    report = run_ingest(conn, list(sources), include_defaults=False)
+    assert not report.errors, report.errors
+    return report
+
+
+FAKE_AGENT = r"""#!/bin/sh
+# a fake agent: records its name, where it ran and its words (NUL-separated; one call per record)
+name=$(basename "$0")
+printf '%s\0' "$name" "$PWD" "$@" "$(printf '\036')" >> "$FAKE_LOG"  # one write: calls of a pipe run at once
+if [ "$name" = claude ] && [ "$1" = -p ]; then printf '{"session_id": "%s"}\n' "$FORKED"; fi
+if [ "$name" = jq ]; then sed -n 's/.*"session_id": "\([^"]*\)".*/\1/p'; fi
+# where the real agent would look for the session it is asked to resume: found or missing, one line each
+prev=""
+for word in "$@"; do
+  if [ "$name" = claude ] && [ "$prev" = --resume ] && [ "$1" != -p ]; then
+    f="$CLAUDE_CONFIG_DIR/projects/$(printf %s "$PWD" | tr -c 'A-Za-z0-9' '-')/$word.jsonl"
+    if [ -f "$f" ]; then echo "found $f"; else echo "missing $f"; fi >> "$FAKE_LOOKUPS"
+  fi
+  if [ "$name" = codex ] && [ "$prev" = resume ]; then
+    found=$(ls "$CODEX_HOME"/sessions/*/*/*/rollout-*"$word".jsonl 2>/dev/null | head -n 1)
+    if [ -n "$found" ]; then echo "found $found"; else echo "missing $word"; fi >> "$FAKE_LOOKUPS"
+  fi
+  prev=$word
+done
+exit 0
+"""
+
+
+AGENTS = ("claude", "codex", "gemini", "aider", "opencode", "agent", "cline", "jq")
+
+
+def snapshot(home: Path, name: str, items: list[dict]) -> Path:
+    path = home / "sessions" / f"rollout-2025-04-20-{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "session": {"timestamp": "2025-04-20T10:00:00.000Z", "id": name, "instructions": ""},
+        "items": items,
+    }
+    path.write_text(json.dumps(doc, indent=2))  # JSON.stringify(…, null, 2): no final newline
+    old = time.time() - 86400
+    os.utime(path, (old, old))
+    return path
+
+
+SHARED_RANGE = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+try:
+    # SQLite's shared locks are read locks on these 510 bytes; its exclusive lock, a write lock on them
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 510, 0x40000002)
+    print("free")
+except OSError:
+    print("held")
+"""
+
+
+def readers_seen(path: Path) -> bool:
+    """Whether another process sees a connection holding the database file open (every connection
+    in WAL mode keeps a shared lock on it: the last one to close checkpoints and removes the WAL)."""
+    done = subprocess.run([sys.executable, "-c", SHARED_RANGE, str(path)], capture_output=True, text=True)
+    assert done.stdout.strip() in ("held", "free"), done.stderr
+    return done.stdout.strip() == "held"

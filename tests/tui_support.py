@@ -13,46 +13,85 @@ import inspect
 import io
 import os
 import time
-from collections.abc import Awaitable, Callable
+import unicodedata
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from textual.pilot import Pilot
 from threadloom.core.adapters.claude_demo import DEMO_NOW, LONG_SESSION_TURNS, write_demo_archive
 
 if TYPE_CHECKING:
+    from textual import events
     from textual.message import Message
-    from textual.pilot import Pilot
     from textual.widgets import DataTable, Static
     from threadloom.tui.app import ThreadloomApp
 
 M = TypeVar("M", bound="Message")
 
 
-def quick_idle_checks() -> None:
-    """Let Pilot's key presses notice an idle app sooner. Each key pressed waits twice for the app
-    to go idle, sampling the process's CPU time in 20 ms slices (`textual._wait`): at least 40 ms a
-    key, most of a TUI test's wall time spent asleep. Presses sample 4 ms slices with the same idle
-    ratio (5 % of a slice) instead; `pilot.pause()` keeps Textual's own 20 ms, so a test that
-    pauses for the app to settle waits as long as it always did.
+async def until_idle(max_wait: float = 1.0) -> None:
+    """Until the process is idle: a 4 ms slice with under 5 % of it on the CPU (or `max_wait`).
 
-    Animations are off (as TEXTUAL_ANIMATIONS=none does): a scroll lands at once rather than over
-    frames whose gaps a 4 ms slice would take for idleness."""
-    import textual.app as app_module
-    import textual.constants as constants
-    from textual._wait import wait_for_idle
+    Textual's own key presses sample 20 ms slices for this, twice a key: at least 40 ms a key, most
+    of a TUI test's wall time spent asleep. The same measure over 4 ms slices notices an idle app as
+    surely, five times sooner."""
+    start = time.monotonic()
+    while True:
+        cpu = time.process_time()
+        await asyncio.sleep(0.004)
+        if time.monotonic() - start >= max_wait or time.process_time() - cpu < 0.0002:
+            return
 
-    async def quick_wait_for_idle(min_sleep: float = 0.0, max_sleep: float = 1) -> None:
-        start = time.monotonic()
-        while True:
-            cpu = time.process_time()
-            await asyncio.sleep(0.004)
-            elapsed = time.monotonic() - start
-            if elapsed >= max_sleep or (elapsed > min_sleep and time.process_time() - cpu < 0.0002):
-                return
 
-    assert app_module.wait_for_idle is wait_for_idle  # the name the key presses call
-    app_module.wait_for_idle = quick_wait_for_idle  # type: ignore[assignment]
-    constants.TEXTUAL_ANIMATIONS = "none"  # type: ignore[misc]  # read by each App as it starts
+def key_event(key: str) -> events.Key:
+    """The Key event a terminal sends for `key`, named and typed as Textual's own key presses make
+    it: a single character that is not a letter or digit named by its Unicode name ("/" is
+    "slash"), a key name ("enter", "ctrl+f") as it is, with the character the key types (None for
+    a key that types none), from textual.keys' public tables."""
+    from textual import events
+    from textual.keys import KEY_NAME_REPLACEMENTS, KEY_TO_UNICODE_NAME, REPLACED_KEYS
+
+    if len(key) == 1 and not key.isalnum():
+        try:
+            name = unicodedata.name(key).lower().replace("-", "_").replace(" ", "_")
+        except ValueError:
+            name = {"\t": "tab"}.get(key, key)
+        key = KEY_NAME_REPLACEMENTS.get(name, name)
+    original = REPLACED_KEYS.get(key, key)
+    try:
+        character: str | None = unicodedata.lookup(KEY_TO_UNICODE_NAME.get(original, original))
+    except KeyError:
+        character = key if len(key) == 1 else None
+    return events.Key(key, character)
+
+
+class QuickPilot(Pilot):  # type: ignore[misc]  # Pilot is generic over the app's return type
+    """Pilot whose key presses wait for the app with `until_idle` (see there), through Textual's
+    public API only: each key is posted to the app as the terminal driver posts it, then the app
+    runs until idle, its animations end and it is idle again, as `Pilot.press` does; after the last
+    key every widget of the screen has handled what it was sent (`Pilot.pause(0)`)."""
+
+    async def press(self, *keys: str) -> None:
+        for key in keys:
+            event = key_event(key)
+            event.set_sender(self.app)
+            self.app.post_message(event)
+            await until_idle()
+            await self.wait_for_animation()
+            await until_idle()
+        if keys:
+            await self.pause(0)
+
+
+@asynccontextmanager
+async def run_test(app: ThreadloomApp, **kw: Any) -> AsyncIterator[QuickPilot]:
+    """`app.run_test(**kw)` driven by a QuickPilot, with animations off (as TEXTUAL_ANIMATIONS=none
+    does): a scroll lands at once rather than over frames whose gaps a 4 ms slice takes for idleness."""
+    app.animation_level = "none"
+    async with app.run_test(**kw):
+        yield QuickPilot(app)
 
 
 def fixed_now() -> float:
@@ -63,7 +102,9 @@ def make_app(db: Path, **kw: Any) -> ThreadloomApp:
     """The app over `db` at the tests' fixed time, with its ingest off unless a test asks for it."""
     from threadloom.tui.app import ThreadloomApp
 
-    return ThreadloomApp(db_path=db, ingest=kw.pop("ingest", False), now=fixed_now, **kw)
+    app = ThreadloomApp(db_path=db, ingest=kw.pop("ingest", False), now=fixed_now, **kw)
+    app.animation_level = "none"  # as `run_test` has it, for a test that drives the app otherwise (snapshots)
+    return app
 
 
 def use_utc() -> str | None:
@@ -427,7 +468,7 @@ def ingested_db(tmp_path: Path, source: Path) -> Path:
     """A database holding what `source` has, written before the app opens it."""
     from threadloom.core.store import db
 
-    from tests.conftest import ingest
+    from tests.support import ingest
 
     path = tmp_path / "t.db"
     conn = db.connect(path)
@@ -437,8 +478,11 @@ def ingested_db(tmp_path: Path, source: Path) -> Path:
 
 
 async def open_checkout(pilot: Pilot, app: ThreadloomApp) -> str:
-    """The demo's checkout session, opened in the viewer (the one the follow tests grow)."""
-    await pilot.pause()
+    """The demo's checkout session, opened in the viewer (the one the follow tests grow), once the
+    archive's projects are listed (on a busy machine the first load can take more than a pause)."""
+    from threadloom.tui.panes import ProjectList
+
+    await until(pilot, lambda: app.conn is not None and any(p.projects for p in app.query(ProjectList)))
     sid = session_id(app, CHECKOUT)
     app.browser.jump_to_session(sid)
     await pilot.pause()

@@ -26,8 +26,7 @@ from threadloom.core.adapters.base import (
 from threadloom.core.cli import main
 from threadloom.core.store import db
 
-from tests.conftest import FAKE_AGENT, ingest
-from tests.support import run_printed
+from tests.support import FAKE_AGENT, ingest, run_printed
 
 
 class ToyAdapter(Adapter):

@@ -19,8 +19,9 @@ from threadloom.core.actions.fork import claude_folder_name
 from threadloom.core.cli import main
 from threadloom.core.store import db
 
-from tests.conftest import CORPUS, Transcript, ingest
-from tests.support import FORKED, lookups, run_printed
+from tests.builders.claude import Transcript
+from tests.support import CORPUS, FORKED, ingest, lookups, run_printed
+from tests.tui_support import run_test
 
 MARK = "pwned"  # what every payload tries to create
 PAYLOADS = [
@@ -255,7 +256,7 @@ def test_a_folder_missing_on_this_machine_is_said(tmp_path, capsys, fake_agents,
 
 
 def codex_session(home: Path, *, thread: str = THREAD, cwd: str) -> None:
-    from tests.unit.test_adapter_codex import Rollout
+    from tests.support import Rollout
 
     r = Rollout(home, "rollout-id")
     r.thread = thread
@@ -316,7 +317,7 @@ def test_a_codex_folder_is_quoted(tmp_path, capsys, monkeypatch, fake_agents, sa
 
 
 def gemini_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, sid: str, project: Path) -> Path:
-    from tests.unit.test_adapter_gemini import chats, meta, reply, user, write_jsonl
+    from tests.builders.gemini import chats, meta, reply, user, write_jsonl
 
     monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "ghome"))
     root = tmp_path / "ghome" / ".gemini"
@@ -558,7 +559,7 @@ async def test_the_fork_picker_refuses_a_hostile_id_and_copies_a_safe_command(
         if r[0] != SID
     )
     app = ThreadloomApp(db_path=dbfile, ingest=False)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.open_fork_picker(hostile, None)
         await settle(pilot)
@@ -654,7 +655,7 @@ async def test_run_it_now_starts_exactly_the_plans_command_in_its_folder(tmp_pat
     monkeypatch.setattr("threadloom.core.base.clipboard.copy_with", copied.append)
     monkeypatch.setattr(tui_fork, "hand_over", lambda app: contextlib.nullcontext())
     app = ThreadloomApp(db_path=dbfile, ingest=False)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(SID)
         await pilot.pause()

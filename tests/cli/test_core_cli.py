@@ -13,7 +13,7 @@ from pathlib import Path
 
 from threadloom.core.store import db
 
-from tests.conftest import Transcript
+from tests.builders.claude import Transcript
 from tests.support import SID, make_archive, run
 
 
@@ -359,7 +359,7 @@ def test_new_databases_get_the_schema_the_sqlmodel_classes_compile_to(tmp_path):
 
 
 def test_show_prints_no_escape_sequences_that_tools_left_in_the_log(tmp_path):
-    from tests.conftest import ansi_session
+    from tests.builders.claude import ansi_session
 
     ansi_session(tmp_path)
     dbp = str(tmp_path / "t.db")
@@ -370,7 +370,7 @@ def test_show_prints_no_escape_sequences_that_tools_left_in_the_log(tmp_path):
 
 
 def test_show_prints_a_background_tasks_notification_as_a_notice(tmp_path):
-    from tests.conftest import notice_session
+    from tests.builders.claude import notice_session
 
     notice_session(tmp_path)
     dbp = str(tmp_path / "t.db")
@@ -386,7 +386,7 @@ def test_show_prints_a_background_tasks_notification_as_a_notice(tmp_path):
 
 
 def test_show_prints_aider_edit_blocks_as_diffs(tmp_path):
-    from tests.conftest import AIDER_EDITS
+    from tests.builders.aider import AIDER_EDITS
 
     folder = tmp_path / "parser-project"
     folder.mkdir()
@@ -625,7 +625,7 @@ def test_the_ids_stats_and_search_print_are_the_ones_show_takes_back(tmp_path, c
     from threadloom.core.cli import main
     from threadloom.core.read import query
 
-    from tests.unit.test_adapter_aider import SESSION_1, SESSION_2, history
+    from tests.builders.aider import SESSION_1, SESSION_2, history
 
     history(tmp_path / "proj", SESSION_1 + SESSION_2)
     dbp = str(tmp_path / "t.db")
@@ -672,7 +672,7 @@ def test_piped_tables_carry_no_padding(tmp_path):
 def test_show_draws_claude_codes_markup_for_what_it_is(tmp_path):
     """`!` commands with their output as the terminal showed it, slash commands as typed, command
     output and caveats as notes, IDE chips, TodoWrite as a checklist, hooks; no tag, no escape."""
-    from tests.conftest import markup_session
+    from tests.builders.claude import markup_session
 
     markup_session(tmp_path)
     dbp = str(tmp_path / "t.db")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Transcript, tool_use
+from tests.builders.claude import Transcript, tool_use
 from tests.support import run
 
 API_1 = "a1000000-0000-4000-8000-0000000000a1"

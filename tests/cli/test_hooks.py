@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from threadloom.core.serve import hooks
 
-from tests.conftest import Transcript
+from tests.builders.claude import Transcript
 from tests.support import home_env
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,7 +17,7 @@ from mcp.client.stdio import StdioServerParameters
 from threadloom.core.serve.mcp_server import DEFAULT_TOKENS, tokens_of
 from threadloom.core.store.writer_lock import writer_lock
 
-from tests.conftest import Transcript, tool_use
+from tests.builders.claude import Transcript, tool_use
 from tests.support import run
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ import pytest
 from threadloom.core.insight import memory
 from threadloom.core.store import db
 
-from tests.conftest import Transcript, tool_use
+from tests.builders.claude import Transcript, tool_use
 from tests.support import run
 
 API = "a1000000-0000-4000-8000-0000000000a1"

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Transcript
+from tests.builders.claude import Transcript
 from tests.support import Rollout, home_env
 
 SHARED = Path(__file__).resolve().parents[3] / "shared"

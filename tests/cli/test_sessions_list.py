@@ -8,12 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-from threadloom.core.ingest.pipeline import run_ingest
 from threadloom.core.read import query
 from threadloom.core.store import db
 
-from tests.conftest import CORPUS, Transcript, tool_use
-from tests.support import run
+from tests.builders.claude import Transcript, tool_use
+from tests.support import CORPUS, run
 
 A = "a0000000-0000-4000-8000-0000000000a1"
 B = "b0000000-0000-4000-8000-0000000000b2"
@@ -102,9 +101,8 @@ def test_subagents_are_listed_under_the_session_that_started_them(tmp_path: Path
 
 @pytest.mark.corpus
 @pytest.mark.skipif(not (CORPUS / "claude-code").is_dir(), reason="corpus absent")
-def test_every_subagent_of_real_sessions_follows_its_own_session(tmp_path: Path) -> None:
-    conn = db.connect(tmp_path / "t.db")
-    run_ingest(conn, [CORPUS / "claude-code"], include_defaults=False)
+def test_every_subagent_of_real_sessions_follows_its_own_session(tmp_path: Path, claude_corpus_copy) -> None:
+    conn = db.connect(claude_corpus_copy(tmp_path))
     sessions = query.sort_sessions(query.list_sessions(conn), "recent")
     subagents = [s for s in sessions if s.is_subagent and query.owner_of(s) in {x.id for x in sessions}]
     assert len(subagents) >= 5

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Transcript, tool_use
+from tests.builders.claude import Transcript, tool_use
 from tests.support import orchestrating_session, run
 
 SID = "5c7c0000-1111-4222-8333-0000000000c3"

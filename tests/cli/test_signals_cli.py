@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from tests.conftest import Transcript, tool_use
+from tests.builders.claude import Transcript, tool_use
 from tests.support import run
 
 LOOPING = "5a9e0001-1111-4222-8333-000000000001"

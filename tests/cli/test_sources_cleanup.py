@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import Transcript
+from tests.builders.claude import Transcript
 from tests.support import home_env
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Transcript, tool_use
+from tests.builders.claude import Transcript, tool_use
 from tests.support import full_session, run
 
 API = "5a7a0000-1111-4222-8333-0000000000a1"

@@ -8,7 +8,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from tests.conftest import Transcript
+from tests.builders.claude import Transcript
 from tests.pg_support import PgServer, hub_db, pg_server  # noqa: F401 - fixtures
 from tests.support import home_env, run
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Transcript, tool_use
+from tests.builders.claude import Transcript, tool_use
 from tests.support import run
 
 SID = "eeeeeeee-1111-4222-8333-00000000b1d1"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from threadloom.core.store.writer_lock import is_busy, writer_lock
 
-from tests.conftest import Transcript
+from tests.builders.claude import Transcript
 from tests.support import home_env
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from threadloom.core.ingest.pipeline import run_ingest
 from threadloom.core.read.archive import file_bytes
 from threadloom.core.store import db
 
-from tests.conftest import CORPUS
+from tests.support import CORPUS
 
 CLAUDE = CORPUS / "claude-code"
 pytestmark = [
@@ -20,11 +20,10 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def ledger(tmp_path_factory):
-    conn = db.connect(tmp_path_factory.mktemp("corpus") / "corpus.db")
-    report = run_ingest(conn, [CLAUDE], include_defaults=False)
-    assert not report.errors, report.errors
-    yield conn, report
+def ledger(tmp_path_factory, claude_corpus, claude_corpus_copy):
+    """The corpus as one ingest read it (shared by the tests that read all of it: a copy of it)."""
+    conn = db.connect(claude_corpus_copy(tmp_path_factory.mktemp("corpus")))
+    yield conn, claude_corpus[1]
     conn.close()
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 from threadloom.core.adapters import edit_tool_names
-from threadloom.core.ingest.pipeline import run_ingest
 from threadloom.core.insight import stats
 from threadloom.core.store import db
 
-from tests.conftest import CORPUS
+from tests.support import CORPUS
 
 CLAUDE = CORPUS / "claude-code"
 pytestmark = [
@@ -20,10 +19,9 @@ TOKENS = ("input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_
 
 
 @pytest.fixture(scope="module")
-def conn(tmp_path_factory):
-    conn = db.connect(tmp_path_factory.mktemp("corpus-stats") / "corpus.db")
-    report = run_ingest(conn, [CLAUDE], include_defaults=False)
-    assert not report.errors, report.errors
+def conn(tmp_path_factory, claude_corpus_copy):
+    """The corpus as one ingest read it (a copy of the one the corpus tests share)."""
+    conn = db.connect(claude_corpus_copy(tmp_path_factory.mktemp("corpus-stats")))
     yield conn
     conn.close()
 

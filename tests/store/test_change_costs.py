@@ -123,7 +123,8 @@ def test_show_reads_a_long_session_a_page_at_a_time_and_prints_the_same(conn, tm
     from threadloom.core.read import query
     from threadloom.core.read.query import resolve_session
 
-    from tests.conftest import Transcript, ingest, tool_use
+    from tests.builders.claude import Transcript, tool_use
+    from tests.support import ingest
 
     sid = "33333333-aaaa-4bbb-8ccc-000000000033"
     t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{sid}.jsonl", sid)
@@ -153,9 +154,8 @@ def test_show_reads_a_long_session_a_page_at_a_time_and_prints_the_same(conn, tm
 def test_dead_ends_of_a_session_rewound_often_grown_a_line_at_a_time_are_those_of_one_read(conn, tmp_path):
     """Branches rewound from at several depths, one inside another, each costly: after every
     append the signals and the stats' sums are what a database that read the same bytes at once has."""
-    from tests.conftest import ingest
-    from tests.store.test_signals import EXPENSIVE, SID, transcript
-    from tests.store.test_signals_incremental import _relative, read_at_once, stored
+    from tests.builders.signals import EXPENSIVE, SID, read_at_once, relative_to_root, stored, transcript
+    from tests.support import ingest
 
     t = transcript(tmp_path)
     forks = []
@@ -172,7 +172,7 @@ def test_dead_ends_of_a_session_rewound_often_grown_a_line_at_a_time_are_those_o
         main.write_bytes(b"".join(lines[:count]))
         ingest(conn, root)
         once = read_at_once(tmp_path, {main.relative_to(root): b"".join(lines[:count])}, f"once-{count}")
-        assert _relative(stored(conn), root) == once, count
+        assert relative_to_root(stored(conn), root) == once, count
 
 
 def test_code_left_unlexed_for_a_pipe_reads_as_the_lexed_code():

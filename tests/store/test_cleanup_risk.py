@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from threadloom.core.actions.cleanup import claude_risk
 
-from tests.conftest import Transcript, ingest
+from tests.builders.claude import Transcript
+from tests.support import ingest
 
 DAY = 86_400
 NOW = time.time()

@@ -15,8 +15,8 @@ import pytest
 from threadloom.core.actions.fork import ForkError, fork_points, plan_fork, resume_plan, write_fork
 from threadloom.core.base import clipboard
 
-from tests.conftest import CORPUS, Transcript, ingest, tool_use
-from tests.support import check_fork_file
+from tests.builders.claude import Transcript, tool_use
+from tests.support import CORPUS, check_fork_file, ingest
 
 SID = "f0000000-0000-4000-8000-00000000f001"
 
@@ -272,7 +272,7 @@ def test_forks_of_real_sessions_are_valid(conn, tmp_path):
 
 
 def test_gemini_fork_writes_the_branch_to_a_session_file(conn, tmp_path, monkeypatch):
-    from tests.unit.test_adapter_gemini import chats, meta, reply, user, write_jsonl
+    from tests.builders.gemini import chats, meta, reply, user, write_jsonl
 
     monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "ghome"))
     root = tmp_path / "ghome" / ".gemini"
@@ -306,7 +306,7 @@ def test_gemini_fork_writes_the_branch_to_a_session_file(conn, tmp_path, monkeyp
 def test_codex_fork_cuts_a_legacy_rollout_after_the_turn(conn, tmp_path, monkeypatch):
     """FORK.md §2.3 recipe C: a new thread whose first line is a fresh session_meta, then the source's
     lines up to the end of the chosen turn, in $CODEX_HOME/sessions/YYYY/MM/DD/ where Codex finds it."""
-    from tests.unit.test_adapter_codex import THREAD, full_session
+    from tests.support import THREAD, full_session
 
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     rollout = full_session(tmp_path / "codex")
@@ -350,7 +350,7 @@ def test_codex_fork_cuts_a_legacy_rollout_after_the_turn(conn, tmp_path, monkeyp
 
 def test_codex_paginated_threads_keep_the_whole_session_fork(conn, tmp_path, monkeypatch):
     """A paginated rollout refers to segments in other files: no file-level cut, `codex fork` and a note."""
-    from tests.unit.test_adapter_codex import full_session
+    from tests.support import full_session
 
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     rollout = full_session(tmp_path / "codex")
@@ -373,7 +373,7 @@ def test_codex_paginated_threads_keep_the_whole_session_fork(conn, tmp_path, mon
 
 def test_a_codex_command_given_a_missing_folder_with_c_says_so_without_a_cd(conn, tmp_path, monkeypatch):
     """`codex resume ID -C DIR` has no cd: its note said "the cd will fail" of a folder missing here."""
-    from tests.unit.test_adapter_codex import full_session
+    from tests.support import full_session
 
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     full_session(tmp_path / "codex").write()
@@ -397,8 +397,8 @@ def test_cli_fork_prints_the_command_of_agents_that_copy_the_session_themselves(
     Gemini's already written copy): only a plan holding a transcript has a file to write."""
     from threadloom.core.cli import main
 
-    from tests.unit.test_adapter_codex import full_session
-    from tests.unit.test_adapter_gemini import chats, meta, reply, user, write_jsonl
+    from tests.builders.gemini import chats, meta, reply, user, write_jsonl
+    from tests.support import full_session
 
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "ghome"))

@@ -13,7 +13,8 @@ from threadloom.core.adapters.base import Adapter
 from threadloom.core.read.archive import file_bytes
 from threadloom.core.store import db
 
-from tests.conftest import Transcript, ingest, tool_use
+from tests.builders.claude import Transcript, tool_use
+from tests.support import ingest
 
 
 def entries_of(conn: sqlite3.Connection, path: Path) -> list[tuple]:
@@ -444,7 +445,7 @@ def test_database_sources_reread_only_when_rows_change_and_verify_by_rows(conn, 
     from threadloom.core.actions.restore import restore_session
     from threadloom.core.read.archive import verify
 
-    from tests.conftest import CORPUS
+    from tests.support import CORPUS
 
     found = sorted((CORPUS / "cursor").rglob("*.vscdb")) if (CORPUS / "cursor").is_dir() else []
     if not found:

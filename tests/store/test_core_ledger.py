@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import Transcript, ingest, tool_use
+from tests.builders.claude import Transcript, tool_use
+from tests.support import ingest
 
 SID = "aaaaaaaa-1111-4222-8333-000000000001"
 PROJECT = "-home-dev-app"

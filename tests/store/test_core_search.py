@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 from threadloom.core.read.search import find_sessions, parse_query, parse_time, search
+from threadloom.core.store import db
 
-from tests.conftest import CORPUS, Transcript, ingest, tool_use
+from tests.builders.claude import Transcript, tool_use
+from tests.support import CORPUS, ingest
 
 NOW = time.mktime((2026, 3, 10, 12, 0, 0, 0, 0, -1))
 S_AUTH = "a0000000-0000-4000-8000-00000000a001"
@@ -260,8 +262,8 @@ def test_cli_search_json(archive, tmp_path):
 
 @pytest.mark.corpus
 @pytest.mark.skipif(not (CORPUS / "claude-code").is_dir(), reason="corpus absent")
-def test_words_from_real_messages_find_their_sessions(conn):
-    ingest(conn, CORPUS / "claude-code")
+def test_words_from_real_messages_find_their_sessions(tmp_path, claude_corpus_copy):
+    conn = db.connect(claude_corpus_copy(tmp_path))
     rows = conn.execute(
         "SELECT e.session_id, e.content FROM entries e JOIN agent_sessions s ON s.id = e.session_id "
         "WHERE e.role = 'user' AND e.is_meta = 0 AND s.is_subagent = 0 AND e.dup_of IS NULL "
@@ -277,11 +279,12 @@ def test_words_from_real_messages_find_their_sessions(conn):
         query = " ".join(rng.sample(words, 3))
         result = search(conn, query + " in:all", limit=200)
         found += session_id in {h.session_id for h in result.hits}
+    conn.close()
     assert found >= 20
 
 
 def test_a_background_tasks_notification_is_found_and_read_by_its_summary(conn, tmp_path):
-    from tests.conftest import notice_session
+    from tests.builders.claude import notice_session
 
     notice_session(tmp_path)
     ingest(conn, tmp_path / "projects")

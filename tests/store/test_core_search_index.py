@@ -10,7 +10,7 @@ from threadloom.core.ingest.pipeline import run_ingest
 from threadloom.core.read.search import search
 from threadloom.core.store import search_index
 
-from tests.conftest import Transcript
+from tests.builders.claude import Transcript
 from tests.support import run
 
 

@@ -10,7 +10,8 @@ import pytest
 from threadloom.core.insight import cost
 from threadloom.core.store.meta import set_meta
 
-from tests.conftest import Transcript, ingest
+from tests.builders.claude import Transcript
+from tests.support import ingest
 
 SID = "c0571111-1111-4222-8333-000000000c01"
 SONNET = "claude-sonnet-4-5-20250929"

@@ -19,7 +19,7 @@ import pytest
 from threadloom.core.ingest.pipeline import run_ingest
 from threadloom.core.store import db
 
-from tests.conftest import Transcript, tool_use
+from tests.builders.claude import Transcript, tool_use
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -30,7 +30,7 @@ from threadloom.core.ingest.pipeline import run_ingest
 from threadloom.core.store import db
 from threadloom.core.store.meta import set_meta
 
-from tests.conftest import Transcript, tool_use
+from tests.builders.claude import Transcript, tool_use
 from tests.support import SID, make_archive
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,7 +16,8 @@ from threadloom.core.actions.export import ExportError, export_session
 from threadloom.core.base.redact import Redactor
 from threadloom.core.read.query import resolve_session
 
-from tests.conftest import Transcript, ingest, tool_use
+from tests.builders.claude import Transcript, tool_use
+from tests.support import ingest
 
 SID = "e4e4e4e4-1111-4222-8333-000000000e01"
 ROOT = Path(__file__).resolve().parents[2]
@@ -248,7 +249,7 @@ def test_the_html_page_renders_in_a_real_browser_with_nothing_fetched(archive, t
 
 @pytest.fixture
 def markup_archive(conn, tmp_path):
-    from tests.conftest import markup_session
+    from tests.builders.claude import markup_session
 
     t = markup_session(tmp_path)
     ingest(conn, tmp_path / "projects")

@@ -9,7 +9,8 @@ from pathlib import Path
 from threadloom.core.read import browse
 from threadloom.core.read.find import Place, failed_calls, find_in_session, prompt_seqs, session_segments
 
-from tests.conftest import Transcript, ingest, tool_use
+from tests.builders.claude import Transcript, tool_use
+from tests.support import ingest
 
 SID = "f1f1f1f1-0000-4000-8000-00000000f1f1"
 
@@ -225,7 +226,7 @@ def test_prompts_leave_out_commands_output_and_notes(conn: sqlite3.Connection, t
     """`{` and `}` stop at what the user typed: the prompt under its IDE selection, the `!` command,
     the last prompt; not `/context` (bare), `/model opus`'s output, the `!` command's output, the
     caveat, nor an empty command output."""
-    from tests.conftest import markup_session
+    from tests.builders.claude import markup_session
 
     t = markup_session(tmp_path)
     ingest(conn, tmp_path / "projects")

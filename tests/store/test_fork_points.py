@@ -23,41 +23,9 @@ from threadloom.core.actions.fork import (
 from threadloom.core.cli import main
 from threadloom.core.store import db
 
-from tests.conftest import CORPUS, Transcript, ingest, tool_use
-from tests.support import check_fork_file, lookups, run_printed
-
-SID = "a1600000-0000-4000-8000-000000000016"
-HOOK = {
-    "type": "attachment",
-    "attachment": {"type": "hook_success", "hookName": "PostToolUse:Agent", "content": ""},
-}
-
-
-def parallel_session(root: Path, cwd: str) -> Transcript:
-    """One prompt whose answer is one API message with three parallel calls, written as Claude Code
-    2.1 writes it: a record per block, chained; each result hanging off its own call, in the order the
-    calls ended, with a hook's attachment after each; then a text reply, a message of a text and a
-    call, a last reply, and a second turn."""
-    t = Transcript(root / "-anywhere" / f"{SID}.jsonl", SID, cwd=cwd)
-    t.user("research three things")
-    t.assistant(thinking="three agents at once", msg_id="m1")
-    calls = [
-        t.assistant(msg_id="m1", tools=[tool_use(f"t{n}", "Agent", description=f"topic {n}", prompt="go")])
-        for n in (1, 2, 3)
-    ]
-    for n in (3, 1, 2):
-        t.tool_result(f"t{n}", f"topic {n} done", parent=calls[n - 1], sourceToolAssistantUUID=calls[n - 1])
-        t.add(dict(HOOK))
-        t.raw({"type": "last-prompt", "lastPrompt": "research three things", "sessionId": SID})
-    t.assistant("All three are done.", msg_id="m2")
-    t.assistant("Checking the log.", msg_id="m3")
-    t.assistant(msg_id="m3", tools=[tool_use("t4", "Bash", command="git log")])
-    t.tool_result("t4", "3 commits")
-    t.assistant("Here is the log.", msg_id="m4")
-    t.user("thanks, now the summary")
-    t.assistant("Summary: three topics.", msg_id="m5")
-    t.write()
-    return t
+from tests.builders.claude import Transcript
+from tests.builders.fork_points import SID, parallel_session
+from tests.support import CORPUS, check_fork_file, ingest, lookups, run_printed
 
 
 def uuid_of(t: Transcript, predicate) -> str:
@@ -299,7 +267,7 @@ def test_a_missing_folder_is_said_plainly_and_restore_still_offered(conn, tmp_pa
 def test_codex_resume_of_a_rollout_read_from_elsewhere(
     conn, tmp_path, monkeypatch, capsys, fake_agents, sandbox
 ):
-    from tests.unit.test_adapter_codex import THREAD, full_session
+    from tests.support import THREAD, full_session
 
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     rollout = full_session(tmp_path / "backup-codex")  # a copy of someone's ~/.codex, not this one
@@ -357,7 +325,7 @@ def test_the_pickers_turns_and_messages_read_claude_codes_markup(conn, tmp_path)
     """Turn rows and message rows read what each thing is: /model opus, the prompt (not its IDE
     note), ! commands; a command's output and the caveat as notes (↳), an empty output and the
     empty thinking lines that open Opus 4.7's replies left out; TodoWrite by its list."""
-    from tests.conftest import markup_session
+    from tests.builders.claude import markup_session
 
     t = markup_session(tmp_path)
     ingest(conn, tmp_path / "projects")
@@ -391,7 +359,7 @@ def test_the_pickers_turns_and_messages_read_claude_codes_markup(conn, tmp_path)
 
 
 def test_codex_messages_are_turn_level_fork_points(conn, tmp_path, monkeypatch):
-    from tests.unit.test_adapter_codex import full_session
+    from tests.support import full_session
 
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     full_session(tmp_path / "codex").write()

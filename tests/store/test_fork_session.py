@@ -15,9 +15,10 @@ from threadloom.core.actions.fork import claude_folder_name
 from threadloom.core.actions.fork_session import ForkSession, Target, next_step, plan_for
 from threadloom.core.cli import main
 
-from tests.conftest import Transcript, ingest, tool_use
-from tests.store.test_fork_points import parallel_session
-from tests.store.test_undo import ClaudeWork
+from tests.builders.claude import Transcript, tool_use
+from tests.builders.fork_points import parallel_session
+from tests.builders.undo import ClaudeWork
+from tests.support import ingest
 
 SID = "a1600000-0000-4000-8000-000000000016"  # parallel_session's
 EDITS = "e2900000-0000-4000-8000-000000000029"

@@ -12,8 +12,8 @@ import pytest
 from threadloom.core.ingest import pipeline as ingest
 from threadloom.core.read.archive import file_bytes, verify
 
-from tests.conftest import Transcript
-from tests.conftest import ingest as run
+from tests.builders.claude import Transcript
+from tests.support import ingest as run
 
 SID = "eeeeeeee-3333-4444-8555-000000000001"
 

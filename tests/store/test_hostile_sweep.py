@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from threadloom.core import cli
 
-from tests.conftest import Transcript
+from tests.builders.claude import Transcript
 
 
 def run_cli(*argv: str) -> tuple[int, str, str]:
@@ -83,9 +83,9 @@ def test_database_text_that_is_not_utf8_and_blob_keys_are_read(tmp_path):
     bytes stopped the whole ingest, which then called threadloom's own database damaged and told
     the user to rebuild it (which read the same row and failed again); an Amazon Q key stored as a
     BLOB left the database in error."""
-    from tests.unit.test_adapter_amazon_q import pairs, state
-    from tests.unit.test_adapter_cursor import install
-    from tests.unit.test_adapter_opencode import make_db
+    from tests.builders.amazon_q import pairs, state
+    from tests.builders.cursor import install
+    from tests.builders.opencode import make_db
 
     user, cursor = install(tmp_path / "cursor")
     cursor.execute(
@@ -164,7 +164,7 @@ def test_claude_records_with_an_odd_block_type_or_a_side_chain_off_another_sessi
     """A content block whose `type` is a number, an object or a list raised AttributeError, and a
     side-chain line whose parent sits in another session (the sessionId changed mid-file) raised
     IndexError: the whole record was kept raw only, its text and tool calls not shown."""
-    from tests.conftest import tool_use
+    from tests.builders.claude import tool_use
 
     sid = "aaaaaaaa-1111-4222-8333-000000000002"
     t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid, cwd="/srv/app")
@@ -196,7 +196,7 @@ def test_a_codex_snapshot_item_nested_deep_or_with_a_huge_number_is_read(tmp_pat
     """The TypeScript-era snapshot keys each item by its JSON, written with orjson: an item nested
     deeper than orjson writes (254 levels) or holding an integer beyond 64 bits raised, and the
     item was kept raw only."""
-    from tests.unit.test_adapter_codex import snapshot
+    from tests.support import snapshot
 
     deep: object = "bottom"
     for _ in range(300):
@@ -339,9 +339,9 @@ def test_odd_values_in_cursor_amazon_q_and_opencode_records_cost_nothing_else(tm
     """A number where Cursor keeps its subagents' ids or Amazon Q its tool calls raised TypeError, and
     an OpenCode part whose session id was 300 characters long raised OSError (file name too long):
     the whole record was kept raw only."""
-    from tests.unit.test_adapter_amazon_q import prompt, response, save, state
-    from tests.unit.test_adapter_cursor import COMPOSER, make_db, user_dir
-    from tests.unit.test_adapter_opencode import message, session_obj, text, write_json
+    from tests.builders.amazon_q import prompt, response, save, state
+    from tests.builders.cursor import COMPOSER, make_db, user_dir
+    from tests.builders.opencode import message, session_obj, text, write_json
 
     cursor = user_dir(tmp_path / "cursor") / "globalStorage" / "state.vscdb"
     composer = {
@@ -378,8 +378,8 @@ def test_odd_values_in_cursor_amazon_q_and_opencode_records_cost_nothing_else(tm
     write_json(
         storage / "part" / "msg_01" / "prt_02.json", text("prt_02", "msg_01", "escaping part", "../../..")
     )
-    from tests.unit.test_adapter_cline import TASK, say, task_folder, write
-    from tests.unit.test_adapter_cline import storage as cline_storage
+    from tests.builders.cline import TASK, say, task_folder, write
+    from tests.builders.cline import storage as cline_storage
 
     task_folder(tmp_path / "cline", ui=[say(1, "task", "cline prompt")])
     write(
@@ -432,7 +432,7 @@ def test_the_progress_bar_shows_file_names_without_their_control_characters(tmp_
 def test_a_usual_folder_that_is_not_there_is_no_error(tmp_path):
     """Codex looks in `sessions` and `archived_sessions` of a CODEX_HOME: the one missing is not a
     folder that cannot be read."""
-    from tests.unit.test_adapter_codex import full_session
+    from tests.support import full_session
 
     full_session(tmp_path / "codex-home").write()
     code, out, err = ingest_cli(tmp_path / "t.db", tmp_path / "codex-home")

@@ -14,8 +14,8 @@ from threadloom.core.read import images
 from threadloom.core.read.browse import message_page
 from threadloom.core.read.query import messages
 
-from tests.conftest import Transcript, ingest
-from tests.support import THREAD, Rollout, run
+from tests.builders.claude import Transcript
+from tests.support import THREAD, Rollout, ingest, run
 
 SID = "eeeeeeee-1111-4222-8333-000000000001"
 # a real 1×1 PNG (red): its bytes are checked, not only its declared type

@@ -12,7 +12,8 @@ import pytest
 from threadloom.core.ingest.pipeline import run_ingest
 from threadloom.core.read.archive import file_bytes
 
-from tests.conftest import Transcript, ingest
+from tests.builders.claude import Transcript
+from tests.support import ingest
 
 SID = "11111111-aaaa-4bbb-8ccc-000000000001"
 

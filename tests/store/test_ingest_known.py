@@ -9,7 +9,8 @@ from pathlib import Path
 
 from threadloom.core.ingest.pipeline import ingest_known, known_sources, run_ingest
 
-from tests.conftest import Transcript, ingest
+from tests.builders.claude import Transcript
+from tests.support import ingest
 
 SID = "88888888-aaaa-4bbb-8ccc-000000000001"
 

@@ -39,26 +39,6 @@ def other_process(path: Path, statement: str) -> str:
     return done.stdout.strip() or done.stderr.strip()
 
 
-SHARED_RANGE = """
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-try:
-    # SQLite's shared locks are read locks on these 510 bytes; its exclusive lock, a write lock on them
-    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 510, 0x40000002)
-    print("free")
-except OSError:
-    print("held")
-"""
-
-
-def readers_seen(path: Path) -> bool:
-    """Whether another process sees a connection holding the database file open (every connection
-    in WAL mode keeps a shared lock on it: the last one to close checkpoints and removes the WAL)."""
-    done = subprocess.run([sys.executable, "-c", SHARED_RANGE, str(path)], capture_output=True, text=True)
-    assert done.stdout.strip() in ("held", "free"), done.stderr
-    return done.stdout.strip() == "held"
-
-
 def a_database(folder: Path) -> Path:
     from threadloom.core.ingest.pipeline import run_ingest
 

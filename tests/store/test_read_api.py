@@ -11,7 +11,8 @@ from threadloom.core.read import browse, query
 from threadloom.core.read.search import find_sessions, search
 from threadloom.core.store import rows
 
-from tests.conftest import Transcript, ingest, tool_use
+from tests.builders.claude import Transcript, tool_use
+from tests.support import ingest
 
 MAIN = "b0000000-0000-4000-8000-00000000b001"
 UNTITLED = "b0000000-0000-4000-8000-00000000b002"
@@ -190,7 +191,7 @@ def test_hooks_come_with_the_message_they_followed(conn, tmp_path):
     """Hook records are no messages (no place in the order): each is given to the message recorded
     before it, the session's first ones to its first message (marked `before`); a page of the
     viewer finds those after its last message too; a stop_hook_summary record tells its own."""
-    from tests.conftest import hook, markup_session
+    from tests.builders.claude import hook, markup_session
 
     t = markup_session(tmp_path)
     ingest(conn, tmp_path / "projects")

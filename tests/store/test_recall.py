@@ -16,7 +16,8 @@ from threadloom.core.insight import episodes, recall
 from threadloom.core.insight.recall import build_context, search_recall, similar
 from threadloom.core.store.meta import get_meta, set_meta
 
-from tests.conftest import CORPUS, Transcript, ingest, tool_use
+from tests.builders.claude import Transcript, tool_use
+from tests.support import CORPUS, ingest
 
 S_PARSER = "b0000000-0000-4000-8000-00000000b001"
 S_CSS = "b0000000-0000-4000-8000-00000000b002"

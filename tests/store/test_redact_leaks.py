@@ -47,8 +47,8 @@ from threadloom.core.ingest.pipeline import run_ingest
 from threadloom.core.read.query import resolve_session
 from threadloom.core.store import db
 
-from tests.conftest import CORPUS, Transcript, tool_use
-from tests.support import Rollout
+from tests.builders.claude import Transcript, tool_use
+from tests.support import CORPUS, Rollout
 
 WINDOW = 12  # this many characters in a row of a secret, found in an export, is a leak
 FORMATS = ("md", "html", "json")

@@ -15,7 +15,8 @@ from threadloom.core.ingest.pipeline import REBUILDING, Progress, rebuild_pendin
 from threadloom.core.read import search
 from threadloom.core.store import db, search_index
 
-from tests.conftest import Transcript, ingest, tool_use
+from tests.builders.claude import Transcript, tool_use
+from tests.support import ingest
 
 SID = "5e551011-0000-4000-8000-0000000000aa"
 DERIVED = ("agent_sessions", "agent_turns", "agent_tool_calls", "agent_usage")

@@ -13,23 +13,9 @@ from threadloom.core.base.text import SIGNALS
 from threadloom.core.insight import signals
 from threadloom.core.insight.signals import Evidence, session_signals
 
-from tests.conftest import CORPUS, Transcript, ingest, tool_use
-from tests.support import THREAD, Rollout
-
-SID = "5a9e1111-1111-4222-8333-000000005190"
-OPUS = "claude-opus-4-5"
-SONNET = "claude-sonnet-4-5-20250929"
-REJECTED = (
-    "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
-    "edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to "
-    "tell you how to proceed."
-)
-# a request well over a dead end's threshold: 200k input tokens of Opus 4.5 cost $1
-EXPENSIVE = {"input_tokens": 200_000, "output_tokens": 100}
-
-
-def transcript(tmp_path: Path, sid: str = SID, name: str | None = None, **common) -> Transcript:
-    return Transcript(tmp_path / "projects" / "-home-dev-app" / f"{name or sid}.jsonl", sid, **common)
+from tests.builders.claude import tool_use
+from tests.builders.signals import EXPENSIVE, OPUS, REJECTED, SID, SONNET, at, cached, compact, transcript
+from tests.support import CORPUS, THREAD, Rollout, ingest
 
 
 def found(conn: sqlite3.Connection, tmp_path: Path, sid: str = SID) -> list[signals.StoredSignal]:
@@ -53,20 +39,6 @@ def call(conn: sqlite3.Connection, call_uuid: str, result_uuid: str, tool_id: st
     entry_id, seq = entry(conn, call_uuid)
     result_id, result_seq = entry(conn, result_uuid)
     return Evidence(entry_id, seq, tool_id, tool, result_id, result_seq)
-
-
-def cached(creation: int, read: int, inp: int = 5, out: int = 50) -> dict:
-    return {
-        "input_tokens": inp,
-        "output_tokens": out,
-        "cache_creation_input_tokens": creation,
-        "cache_read_input_tokens": read,
-    }
-
-
-def at(t: Transcript, when: str) -> None:
-    """Give the last record written its own time."""
-    t.lines[-1]["timestamp"] = when
 
 
 # ---------------------------------------------------------------------------- none
@@ -172,30 +144,6 @@ def test_refused_and_interrupted_calls_and_an_interrupted_reply(conn, tmp_path):
 
 
 # ---------------------------------------------------------------------------- context and cache
-
-
-def compact(t: Transcript, when: str, summary: str) -> str:
-    boundary = t.add(
-        {
-            "type": "system",
-            "subtype": "compact_boundary",
-            "content": "Conversation compacted",
-            "level": "info",
-            "isMeta": False,
-            "compactMetadata": {"trigger": "auto", "preTokens": 160_000},
-        },
-        parent=False,
-    )
-    at(t, when)
-    t.add(
-        {
-            "type": "user",
-            "isCompactSummary": True,
-            "message": {"role": "user", "content": "This session is being continued. Summary: " + summary},
-        }
-    )
-    at(t, when)
-    return boundary
 
 
 def test_a_codex_turn_the_user_stopped_is_an_interruption(conn, tmp_path):
@@ -315,7 +263,7 @@ def test_two_compactions_within_the_hour_are_context_thrashing(conn, tmp_path):
 
 def test_cline_condensing_its_context_twice_within_the_hour_is_context_thrashing(conn, tmp_path):
     """Cline records a compaction as a condense_context message, not as Claude Code's boundary."""
-    from tests.unit.test_adapter_cline import TASK, say, storage, task_folder
+    from tests.builders.cline import TASK, say, storage, task_folder
 
     minute, start = 60_000, 1_770_858_773_985
     condensed = {"cost": 0.1, "prevContextTokens": 190_000, "newContextTokens": 9_000, "summary": "So far…"}

@@ -9,17 +9,27 @@ changed file with those of a database that read the same bytes in one go."""
 from __future__ import annotations
 
 import re
-import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
 from threadloom.core.insight import signals
-from threadloom.core.insight.signals import session_signals
-from threadloom.core.store import db
 
-from tests.conftest import CORPUS, Transcript, ingest, tool_use
-from tests.store.test_signals import EXPENSIVE, OPUS, REJECTED, SID, SONNET, at, cached, compact, transcript
+from tests.builders.claude import Transcript, tool_use
+from tests.builders.signals import (
+    EXPENSIVE,
+    OPUS,
+    REJECTED,
+    SID,
+    SONNET,
+    at,
+    cached,
+    compact,
+    read_at_once,
+    relative_to_root,
+    stored,
+    transcript,
+)
+from tests.support import CORPUS, ingest
 
 
 def every_kind(tmp_path: Path) -> Transcript:
@@ -75,94 +85,6 @@ def every_kind(tmp_path: Path) -> Transcript:
     return t
 
 
-def stored(conn: sqlite3.Connection) -> dict[str, list[tuple]]:
-    """Every session's signals (as listed, their records named by file and place), stats rows,
-    turns' tokens, totals and changed files."""
-    where = {
-        entry_id: (path, offset)
-        for entry_id, path, offset in conn.execute(
-            "SELECT e.id, f.path, e.byte_offset FROM entries e JOIN source_files f ON f.id = e.source_file_id"
-        )
-    }
-    out: dict[str, list[tuple]] = {}
-    for (session_id,) in conn.execute("SELECT id FROM agent_sessions ORDER BY id"):
-        out[session_id] = [
-            (
-                s.name,
-                s.severity,
-                s.seq,
-                s.turn_id,
-                s.detail,
-                [(where.get(e.entry_id), e.seq, e.tool_call_id, e.result_seq) for e in s.evidence],
-            )
-            for s in session_signals(conn, session_id)
-        ]
-        out[session_id].append(
-            tuple(
-                conn.execute(
-                    "SELECT bucket, model, root_session_id, project_path, agent, messages, api_messages, input_tokens, "
-                    "output_tokens, cache_creation_tokens, cache_read_tokens, cost_usd, unpriced_messages, tool_calls, "
-                    "failed_tool_calls, lines_added, lines_removed FROM stats_rollup WHERE session_id = ? "
-                    "ORDER BY bucket, model",
-                    (session_id,),
-                )
-            )
-        )
-        out[session_id].append(
-            tuple(
-                conn.execute(
-                    "SELECT id, token_count FROM agent_turns WHERE session_id = ? ORDER BY id", (session_id,)
-                )
-            )
-        )
-        out[session_id].append(
-            tuple(
-                conn.execute(
-                    "SELECT input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, cost_usd, "
-                    "unpriced_messages, message_count FROM agent_sessions WHERE id = ?",
-                    (session_id,),
-                )
-            )
-        )
-        out[session_id].append(
-            tuple(
-                conn.execute(
-                    "SELECT call_id, path, turn_id, timestamp, lines_added, lines_removed FROM agent_file_changes "
-                    "WHERE session_id = ? ORDER BY call_id, path",
-                    (session_id,),
-                )
-            )
-        )
-    return out
-
-
-def read_at_once(tmp_path: Path, files: dict[Path, bytes], name: str) -> dict[str, list[tuple]]:
-    """The signals of a database that read `files` (relative path → bytes) in one ingest."""
-    root = tmp_path / name / "projects"
-    for relative, data in files.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-    conn = db.connect(tmp_path / name / "once.db")
-    ingest(conn, root)
-    found = stored(conn)
-    conn.close()
-    shutil.rmtree(root)
-    return _relative(found, root)
-
-
-def _relative(found: dict[str, list[tuple]], root: Path) -> dict[str, list[tuple]]:
-    """Records named relative to their root, so two databases of copies in two places compare."""
-    out = {}
-    for sid, listed in found.items():
-        signals_found, sums = listed[:-4], listed[-4:]
-        out[sid] = [
-            (*s[:5], [((str(Path(w[0]).relative_to(root)), w[1]) if w else None, *rest) for w, *rest in s[5]])
-            for s in signals_found
-        ] + sums
-    return out
-
-
 def test_a_session_grown_a_record_at_a_time_has_the_signals_of_one_read(conn, tmp_path):
     every_kind(tmp_path)
     root = tmp_path / "projects"
@@ -186,7 +108,7 @@ def test_a_session_grown_a_record_at_a_time_has_the_signals_of_one_read(conn, tm
         if count % 3 and count != len(lines):
             continue  # every third step, and the last, is compared with a database that read it at once
         files[main.relative_to(root)] = b"".join(lines[:count])
-        assert _relative(stored(conn), root) == read_at_once(tmp_path, files, f"once-{count}"), count
+        assert relative_to_root(stored(conn), root) == read_at_once(tmp_path, files, f"once-{count}"), count
         checked += 1
     assert checked > 5
     # the appends were read from checkpoints: the session has one, past its first turns
@@ -238,7 +160,7 @@ def test_a_result_that_comes_back_to_a_call_before_the_cut_reads_the_session_who
     files = {
         p.relative_to(tmp_path / "projects"): p.read_bytes() for p in (tmp_path / "projects").rglob("*.jsonl")
     }
-    assert _relative(stored(conn), tmp_path / "projects") == read_at_once(tmp_path, files, "once")
+    assert relative_to_root(stored(conn), tmp_path / "projects") == read_at_once(tmp_path, files, "once")
 
 
 def test_a_replay_drops_the_checkpoints_it_invalidates(conn, tmp_path):
@@ -295,7 +217,7 @@ def test_real_sessions_grown_in_three_pieces_have_the_signals_of_one_read(conn, 
             "SELECT session_id FROM entries WHERE session_id IS NOT NULL GROUP BY 1 HAVING count(DISTINCT source_file_id) = 1",
         )
     )
-    grown = {sid: listed for sid, listed in _relative(stored(conn), root).items() if sid in one_file}
+    grown = {sid: listed for sid, listed in relative_to_root(stored(conn), root).items() if sid in one_file}
     once = {sid: listed for sid, listed in read_at_once(tmp_path, full, "once").items() if sid in one_file}
     assert grown == once
     assert sum(len(v) - 4 for v in once.values()) > 0

@@ -11,7 +11,8 @@ from threadloom.core.ingest.ledger import rebuild_derived
 from threadloom.core.insight import stats
 from threadloom.core.store.meta import set_meta
 
-from tests.conftest import Transcript, ingest, tool_use
+from tests.builders.claude import Transcript, tool_use
+from tests.support import ingest
 
 SID = "57a75111-1111-4222-8333-000000000a01"
 SONNET = "claude-sonnet-4-5-20250929"
@@ -294,7 +295,7 @@ def test_every_message_is_on_a_day_and_a_session_without_any_time_is_undated(con
     """Aider writes a time only in each session's header: its messages, token lines and edits count
     on that day, not nowhere. A log without any time is the last row, "undated", so the days add up
     to the total; a range (--since) leaves it out."""
-    from tests.unit.test_adapter_aider import SESSION_1, SESSION_2, history
+    from tests.builders.aider import SESSION_1, SESSION_2, history
 
     history(tmp_path / "proj", SESSION_1 + SESSION_2)
     t = Transcript(

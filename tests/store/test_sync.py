@@ -11,42 +11,10 @@ import pytest
 from threadloom.core.actions.restore import restore_session
 from threadloom.core.ingest import sync
 from threadloom.core.store import db
-from threadloom.core.store.writer_lock import writer_lock
 
-from tests.conftest import Transcript, ingest
+from tests.builders.claude import Transcript
+from tests.builders.sync import ALL, A, B, Machine, machine_session
 from tests.pg_support import PgServer, hub_db, pg_server  # noqa: F401 - fixtures
-
-ALL = sync.Sharing(share=["all"])
-
-
-def _session(root: Path, sid: str, cwd: str, turns: int = 3, project: str = "-srv-app") -> Transcript:
-    t = Transcript(root / "projects" / project / f"{sid}.jsonl", sid, cwd=cwd)
-    for n in range(turns):
-        t.user(f"question {n} about {cwd}")
-        t.assistant(f"answer {n}")
-    t.write()
-    return t
-
-
-class Machine:
-    """One machine: its own agent folder and archive."""
-
-    def __init__(self, root: Path, name: str) -> None:
-        self.root = root / name
-        self.name = name
-        self.conn = db.connect(self.root / "archive.db")
-
-    def ingest(self) -> None:
-        ingest(self.conn, self.root / "projects")
-
-    def sync(self, url: str, **kw) -> sync.SyncReport:
-        kw.setdefault("sharing", ALL)
-        kw.setdefault("machine", self.name)
-        with writer_lock(self.conn):
-            return sync.sync(self.conn, url, **kw)
-
-    def sessions(self) -> dict[str, int]:
-        return dict(self.conn.execute("SELECT id, message_count FROM agent_sessions"))
 
 
 @pytest.fixture
@@ -56,14 +24,10 @@ def hub(pg_server: PgServer, hub_db: str) -> str:  # noqa: F811
     return url
 
 
-A = "aaaaaaaa-0000-4000-8000-000000000001"
-B = "bbbbbbbb-0000-4000-8000-000000000002"
-
-
 def test_two_machines_sync_both_ways(tmp_path: Path, hub: str) -> None:
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
-    _session(laptop.root, A, "/home/me/app")
-    _session(box.root, B, "/srv/api", turns=2)
+    machine_session(laptop.root, A, "/home/me/app")
+    machine_session(box.root, B, "/srv/api", turns=2)
     laptop.ingest()
     box.ingest()
     first = laptop.sync(hub)
@@ -95,7 +59,7 @@ def test_two_machines_sync_both_ways(tmp_path: Path, hub: str) -> None:
 
 def test_appends_and_rewrites_follow(tmp_path: Path, hub: str) -> None:
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
-    t = _session(laptop.root, A, "/home/me/app")
+    t = machine_session(laptop.root, A, "/home/me/app")
     laptop.ingest()
     laptop.sync(hub)
     box.sync(hub)
@@ -121,7 +85,7 @@ def test_appends_and_rewrites_follow(tmp_path: Path, hub: str) -> None:
 
 def test_restore_other_machines_session_byte_for_byte(tmp_path: Path, hub: str) -> None:
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
-    t = _session(laptop.root, A, "/home/me/app")
+    t = machine_session(laptop.root, A, "/home/me/app")
     with t.path.open("ab") as f:
         f.write(b'{"type":"unknown-thing","x":"\xff\xfe"}\n')  # not UTF-8: kept as it is
     laptop.ingest()
@@ -137,7 +101,9 @@ def test_restore_other_machines_session_byte_for_byte(tmp_path: Path, hub: str) 
 def test_a_sync_stopped_half_way_resumes_without_duplicates(tmp_path: Path, hub: str, monkeypatch) -> None:
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
     for n in range(4):
-        _session(laptop.root, f"aaaaaaaa-0000-4000-8000-00000000001{n}", "/home/me/app", project=f"-p{n}")
+        machine_session(
+            laptop.root, f"aaaaaaaa-0000-4000-8000-00000000001{n}", "/home/me/app", project=f"-p{n}"
+        )
     laptop.ingest()
     real = sync._push_source
     calls = {"n": 0}
@@ -216,8 +182,8 @@ def test_a_redacted_push_leaves_no_secret_on_the_hub(tmp_path: Path, hub: str) -
 
 def test_what_is_shared_is_chosen(tmp_path: Path, hub: str) -> None:
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
-    _session(laptop.root, A, "/home/me/private", project="-home-me-private")
-    _session(laptop.root, B, "/srv/api", project="-srv-api")
+    machine_session(laptop.root, A, "/home/me/private", project="-home-me-private")
+    machine_session(laptop.root, B, "/srv/api", project="-srv-api")
     laptop.ingest()
     only_api = sync.Sharing(share=["project:/srv/*"])
     report = laptop.sync(hub, sharing=only_api)
@@ -238,7 +204,9 @@ def test_three_machines_syncing_at_once(tmp_path: Path, hub: str) -> None:
     machines = [Machine(tmp_path, n) for n in names]
     for i, m in enumerate(machines):
         for k in range(3):
-            _session(m.root, f"{i}{k}aaaaaa-0000-4000-8000-000000000000", f"/srv/{m.name}", project=f"-p{k}")
+            machine_session(
+                m.root, f"{i}{k}aaaaaa-0000-4000-8000-000000000000", f"/srv/{m.name}", project=f"-p{k}"
+            )
         m.ingest()
     # each archive's connection is used from its own thread only
     for m in machines:
@@ -300,8 +268,8 @@ def test_other_machines_sessions_are_filtered_by_machine_and_person(tmp_path: Pa
     from threadloom.core.read.search import search
 
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
-    _session(laptop.root, A, "/home/me/app")
-    _session(box.root, B, "/srv/api")
+    machine_session(laptop.root, A, "/home/me/app")
+    machine_session(box.root, B, "/srv/api")
     laptop.ingest()
     box.ingest()
     laptop.sync(hub)
@@ -329,7 +297,7 @@ def test_hostile_values_from_the_hub_are_refused(tmp_path: Path, hub: str) -> No
     import psycopg
 
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
-    _session(laptop.root, A, "/home/me/app")
+    machine_session(laptop.root, A, "/home/me/app")
     laptop.ingest()
     laptop.sync(hub)
     good = b'{"type":"user","message":{"role":"user","content":"hi"}}'
@@ -401,7 +369,7 @@ def test_watch_syncs_after_each_change(tmp_path: Path, hub: str) -> None:
     from threadloom.core.store.meta import set_meta
 
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
-    t = _session(laptop.root, A, "/home/me/app")
+    t = machine_session(laptop.root, A, "/home/me/app")
     laptop.ingest()
     laptop.sync(hub)
     laptop.conn.execute("BEGIN IMMEDIATE")
@@ -421,7 +389,7 @@ def test_a_file_rewritten_before_its_first_push_takes_its_history_along(tmp_path
     from threadloom.core.read.archive import version_bytes, versions
 
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
-    t = _session(laptop.root, A, "/home/me/app")
+    t = machine_session(laptop.root, A, "/home/me/app")
     laptop.ingest()
     first = t.path.read_bytes()
     lines = first.splitlines(keepends=True)
@@ -451,7 +419,7 @@ def test_another_machines_session_is_restored_where_claude_resumes_it(
     here = tmp_path / "work" / "app"
     here.mkdir(parents=True)
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
-    t = _session(laptop.root, A, str(here))
+    t = machine_session(laptop.root, A, str(here))
     laptop.ingest()
     laptop.sync(hub)
     box.sync(hub)
@@ -470,11 +438,11 @@ def test_a_private_projects_side_files_stay_with_it(tmp_path: Path, hub: str) ->
     """A side file (a tool output saved apart) holds no session's records: it is known to be the
     private project's by its folder, and stays with it."""
     laptop = Machine(tmp_path, "laptop")
-    _session(laptop.root, A, "/home/me/private", project="-home-me-private")
+    machine_session(laptop.root, A, "/home/me/private", project="-home-me-private")
     saved = laptop.root / "projects" / "-home-me-private" / A / "tool-results" / "toolu_1.txt"
     saved.parent.mkdir(parents=True)
     saved.write_text("PRIVATE OUTPUT " * 100)
-    _session(laptop.root, B, "/srv/api", project="-srv-api")
+    machine_session(laptop.root, B, "/srv/api", project="-srv-api")
     laptop.ingest()
     kinds = dict(laptop.conn.execute("SELECT kind, count(*) FROM source_files GROUP BY kind"))
     assert kinds.get("side") == 1
@@ -491,8 +459,8 @@ def test_stats_by_machine(tmp_path: Path, hub: str) -> None:
     from threadloom.core.insight import stats
 
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
-    _session(laptop.root, A, "/home/me/app", turns=3)
-    _session(box.root, B, "/srv/api", turns=2)
+    machine_session(laptop.root, A, "/home/me/app", turns=3)
+    machine_session(box.root, B, "/srv/api", turns=2)
     laptop.ingest()
     box.ingest()
     laptop.sync(hub)
@@ -504,7 +472,7 @@ def test_stats_by_machine(tmp_path: Path, hub: str) -> None:
 
 def test_a_hub_that_fails_is_said_without_its_password(tmp_path: Path, pg_server: PgServer, hub: str) -> None:  # noqa: F811
     laptop = Machine(tmp_path, "laptop")
-    _session(laptop.root, A, "/home/me/app")
+    machine_session(laptop.root, A, "/home/me/app")
     laptop.ingest()
     gone = pg_server.url("no_such_db", password="hunter2-secret")
     with pytest.raises(sync.SyncError, match="cannot reach") as caught:
@@ -524,7 +492,7 @@ def test_a_hub_that_fails_is_said_without_its_password(tmp_path: Path, pg_server
 
 def test_a_machine_renamed_does_not_pull_its_own_files_back(tmp_path: Path, hub: str) -> None:
     laptop = Machine(tmp_path, "laptop")
-    _session(laptop.root, A, "/home/me/app")
+    machine_session(laptop.root, A, "/home/me/app")
     laptop.ingest()
     laptop.sync(hub)
     report = laptop.sync(hub, machine="laptop-renamed")
@@ -538,7 +506,7 @@ def test_pulled_sessions_are_derived_as_on_their_machine(tmp_path: Path, hub: st
     every session is the same on the machine that pulled it as on its own."""
     import json
 
-    from tests.conftest import tool_use
+    from tests.builders.claude import tool_use
 
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
     project = laptop.root / "projects" / "-srv-app"
@@ -631,7 +599,7 @@ def test_an_agent_read_only_by_a_newer_threadloom_is_pulled_once_this_one_reads_
     tmp_path: Path, hub: str, monkeypatch
 ) -> None:
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
-    _session(laptop.root, A, "/home/me/app")
+    machine_session(laptop.root, A, "/home/me/app")
     laptop.ingest()
     laptop.sync(hub)
     real = sync._known_agents
@@ -649,14 +617,14 @@ def test_a_machines_first_push_after_pulling_reads_nothing_again(
     tmp_path: Path, hub: str, monkeypatch
 ) -> None:
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
-    _session(laptop.root, A, "/home/me/app")
+    machine_session(laptop.root, A, "/home/me/app")
     laptop.ingest()
     laptop.sync(hub)
     box.sync(hub, push=False)  # pulled before this machine is on the hub
     calls: list[int] = []
     real = sync._place_source
     monkeypatch.setattr(sync, "_place_source", lambda *a, **k: calls.append(1) or real(*a, **k))
-    _session(box.root, B, "/srv/api")
+    machine_session(box.root, B, "/srv/api")
     box.ingest()
     assert box.sync(hub).pushed_records == 6  # registers this machine: what it may read is the same
     assert calls == []
@@ -665,7 +633,7 @@ def test_a_machines_first_push_after_pulling_reads_nothing_again(
 def test_an_aider_history_has_the_same_session_ids_on_every_machine(tmp_path: Path, hub: str) -> None:
     """Aider's session ids name the history, not where it sits: pulled to another machine (placed
     under /threadloom-sync/<machine>/…) its sessions keep the ids they have on their own."""
-    from tests.unit.test_adapter_aider import SESSION_1, SESSION_2, history
+    from tests.builders.aider import SESSION_1, SESSION_2, history
 
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
     history(laptop.root / "projects" / "parser-project", SESSION_1 + SESSION_2)

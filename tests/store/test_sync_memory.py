@@ -13,8 +13,8 @@ import pytest
 from threadloom.core.ingest import sync
 from threadloom.core.insight import memory
 
+from tests.builders.sync import A, B, Machine, machine_session
 from tests.pg_support import PgServer, hub_db, pg_server  # noqa: F401 - fixtures
-from tests.store.test_sync import A, B, Machine, _session
 
 ME, ANA = "person:me", "person:ana"
 
@@ -55,8 +55,8 @@ def counts(conn: sqlite3.Connection) -> tuple[int, ...]:
 
 def two_machines(tmp_path: Path, hub: str) -> tuple[Machine, Machine]:
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
-    _session(laptop.root, A, "/home/me/app")
-    _session(box.root, B, "/srv/api", turns=2, project="-srv-api")
+    machine_session(laptop.root, A, "/home/me/app")
+    machine_session(box.root, B, "/srv/api", turns=2, project="-srv-api")
     laptop.ingest()
     box.ingest()
     for m in (laptop, box, laptop):
@@ -231,7 +231,7 @@ def test_a_hub_from_before_memory_is_upgraded_by_its_owner(tmp_path: Path, hub: 
         c.execute("UPDATE threadloom.meta SET value = '1' WHERE key = 'schema_version'")
         c.execute("ALTER TABLE threadloom.shared_rows DROP COLUMN project CASCADE")
     laptop = Machine(tmp_path, "laptop")
-    _session(laptop.root, A, "/home/me/app")
+    machine_session(laptop.root, A, "/home/me/app")
     laptop.ingest()
     with pytest.raises(sync.SyncError, match="sync --init"):
         laptop.sync(hub)

@@ -10,8 +10,8 @@ import psycopg
 import pytest
 from threadloom.core.ingest import sync
 
+from tests.builders.sync import ALL, Machine, machine_session
 from tests.pg_support import PgServer, hub_db, pg_server  # noqa: F401 - fixtures
-from tests.store.test_sync import ALL, Machine, _session
 
 A = "aaaaaaaa-0000-4000-8000-0000000000a1"
 B = "bbbbbbbb-0000-4000-8000-0000000000b2"
@@ -43,8 +43,8 @@ def _refused(url: str, statement: str, params: tuple = ()) -> str:
 
 def test_members_write_only_as_their_own_machines(tmp_path: Path, team: dict[str, str]) -> None:
     alice, bob = Machine(tmp_path, "alice-laptop"), Machine(tmp_path, "bob-box")
-    _session(alice.root, A, "/home/alice/app")
-    _session(bob.root, B, "/srv/api", project="-srv-api")
+    machine_session(alice.root, A, "/home/alice/app")
+    machine_session(bob.root, B, "/srv/api", project="-srv-api")
     alice.ingest()
     bob.ingest()
     assert alice.sync(team["alice"]).pushed_records == 6
@@ -101,11 +101,11 @@ def test_members_write_only_as_their_own_machines(tmp_path: Path, team: dict[str
 
 def test_a_reader_reads_and_never_writes(tmp_path: Path, team: dict[str, str]) -> None:
     alice, carol = Machine(tmp_path, "alice-laptop"), Machine(tmp_path, "carol")
-    _session(alice.root, A, "/home/alice/app")
+    machine_session(alice.root, A, "/home/alice/app")
     alice.ingest()
     alice.sync(team["alice"])
     assert carol.sync(team["carol"], push=False).pulled_records == 6
-    _session(carol.root, B, "/srv/api")
+    machine_session(carol.root, B, "/srv/api")
     carol.ingest()
     with pytest.raises(sync.SyncError, match="may not add machines"):
         carol.sync(team["carol"])
@@ -117,8 +117,8 @@ def test_a_reader_reads_and_never_writes(tmp_path: Path, team: dict[str, str]) -
 
 def test_a_role_reads_only_the_projects_it_is_granted(tmp_path: Path, team: dict[str, str]) -> None:
     alice, dave = Machine(tmp_path, "alice-laptop"), Machine(tmp_path, "dave")
-    _session(alice.root, A, "/home/alice/app", project="-home-alice-app")
-    _session(alice.root, B, "/srv/api", project="-srv-api")
+    machine_session(alice.root, A, "/home/alice/app", project="-home-alice-app")
+    machine_session(alice.root, B, "/srv/api", project="-srv-api")
     alice.ingest()
     from threadloom.core.insight import memory
 
@@ -160,7 +160,7 @@ def test_a_hub_whose_owner_may_not_create_roles(tmp_path: Path, pg_server: PgSer
     made = sync.init_hub(url)
     assert made.member_role is None and "CREATEROLE" in made.note
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
-    _session(laptop.root, A, "/home/me/app")
+    machine_session(laptop.root, A, "/home/me/app")
     laptop.ingest()
     assert laptop.sync(url).pushed_records == 6
     assert box.sync(url).pulled_records == 6

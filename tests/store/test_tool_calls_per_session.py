@@ -14,8 +14,8 @@ from threadloom.core.read import browse
 from threadloom.core.read.query import messages
 from threadloom.core.store import db
 
-from tests.conftest import CORPUS, Transcript, ingest, tool_use
-from tests.support import THREAD, Rollout, full_session
+from tests.builders.claude import Transcript, tool_use
+from tests.support import CORPUS, THREAD, Rollout, full_session, ingest
 
 SID = "aaaaaaaa-1111-4222-8333-000000000001"
 COPY = "bbbbbbbb-1111-4222-8333-000000000002"

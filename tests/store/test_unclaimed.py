@@ -11,7 +11,7 @@ from pathlib import Path
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.cli import main
 
-from tests.conftest import Transcript
+from tests.builders.claude import Transcript
 
 
 def claude_lines(folder: Path, name: str, sid: str) -> list[bytes]:

@@ -18,21 +18,12 @@ from threadloom.core.cli import main
 from threadloom.core.read.archive import file_bytes, verify, versions
 from threadloom.core.store import db
 
-from tests.conftest import Transcript, ingest
-from tests.unit import test_adapter_gemini
-from tests.unit.test_adapter_gemini import chats, meta, reply, user
+from tests.builders import gemini as gemini_files
+from tests.builders.gemini import chats, meta, reply, user
+from tests.builders.versions import SID, later, session_file
+from tests.support import ingest
 
-gemini = test_adapter_gemini.gemini  # the fixture: a Gemini CLI home
-
-SID = "aaaaaaaa-2222-4333-8444-000000000001"
-
-
-def session_file(root: Path, turns: int = 4) -> Path:
-    t = Transcript(root / "projects" / "-srv-app" / f"{SID}.jsonl", SID, cwd="/srv/app")
-    for n in range(turns):
-        t.user(f"question {n}")
-        t.assistant(f"answer {n}")
-    return t.write()
+gemini = gemini_files.gemini  # the fixture: a Gemini CLI home
 
 
 def cli_ingest(database: Path, projects: Path) -> int:
@@ -67,12 +58,6 @@ def next_ms() -> int:
     while int(time.time() * 1000) == now:
         pass
     return now + 1
-
-
-def later(path: Path) -> None:
-    """A new mtime, as a rewrite a moment later would have."""
-    ns = time.time_ns() + 2_000_000_000
-    os.utime(path, ns=(ns, ns))
 
 
 REWRITES = {
@@ -168,7 +153,7 @@ def test_a_file_replaced_by_a_link_keeps_the_original(conn, tmp_path):
 
 
 def test_a_json_chat_rewritten_with_fewer_messages_keeps_the_old_ones(conn, gemini):
-    from tests.unit.test_adapter_gemini import SID as GEMINI_SID
+    from tests.builders.gemini import SID as GEMINI_SID
 
     folder = chats(gemini)
     folder.mkdir(parents=True)

@@ -24,7 +24,8 @@ from threadloom.core.read.archive import file_bytes, verify
 from threadloom.core.read.browse import message_page
 from threadloom.tui import render as tui_render
 
-from tests.conftest import Transcript, ingest, tool_use
+from tests.builders.claude import Transcript, tool_use
+from tests.support import ingest
 
 SID = "aaaaaaaa-1111-4222-8333-0000000020e0"
 HOSTILE = "@@hostile@@"  # written as a JSON string, then replaced by the literal JSON text under test

@@ -14,14 +14,14 @@ from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import SessionTree
 from threadloom.tui.screens import HelpScreen
 
-from tests.tui_support import CHECKOUT, fixed_now, make_app, session_id, table_rows
+from tests.tui_support import CHECKOUT, fixed_now, make_app, run_test, session_id, table_rows
 
 DEMO_LONG_TURNS = 12
 
 
 async def test_files_changed_lists_the_edits_and_goes_to_a_call(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         assert app.conn is not None
         checkout = session_id(app, CHECKOUT)
@@ -67,7 +67,7 @@ async def test_files_changed_lists_the_edits_and_goes_to_a_call(demo_db: Path) -
 
 async def test_help_and_palette_name_it(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
@@ -89,7 +89,7 @@ async def test_help_and_palette_name_it(demo_db: Path) -> None:
 
 async def test_every_key_of_the_list_has_an_id(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
@@ -115,7 +115,7 @@ async def test_every_key_of_the_list_has_an_id(demo_db: Path) -> None:
 
 async def test_a_call_outside_the_branch_shown_opens_the_whole_session(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         assert app.conn is not None
         checkout = session_id(app, CHECKOUT)
@@ -148,7 +148,8 @@ async def test_a_call_outside_the_branch_shown_opens_the_whole_session(demo_db: 
 async def test_an_aider_edit_goes_to_the_reply_that_made_it(tmp_path: Path) -> None:
     from threadloom.core.store import db
 
-    from tests.conftest import AIDER_EDITS, ingest
+    from tests.builders.aider import AIDER_EDITS
+    from tests.support import ingest
 
     folder = tmp_path / "parser-project"
     folder.mkdir()
@@ -158,7 +159,7 @@ async def test_an_aider_edit_goes_to_the_reply_that_made_it(tmp_path: Path) -> N
     ingest(conn, folder)
     conn.close()
     app = make_app(path)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with run_test(app, size=(120, 40)) as pilot:
         await pilot.pause()
         assert app.conn is not None
         (sid,) = app.conn.execute("SELECT DISTINCT session_id FROM agent_file_changes").fetchone()
@@ -186,7 +187,7 @@ async def test_a_sessions_files_changed_count_its_subagents_edits_and_go_to_them
     """An orchestrating session showed "1 file · +1" while its subagent wrote the rest: `c` counts
     the subagents' edits in, says which subagent made each call, and Enter on one opens the
     subagent's conversation at it (Esc goes back)."""
-    from tests.conftest import tool_use
+    from tests.builders.claude import tool_use
     from tests.support import orchestrating_session
 
     sid = "c4a9e000-0000-4000-8000-0000000000c1"
@@ -203,7 +204,7 @@ async def test_a_sessions_files_changed_count_its_subagents_edits_and_go_to_them
     run_ingest(conn, [tmp_path / "projects"], include_defaults=False)
     conn.close()
     app = ThreadloomApp(db_path=tmp_path / "t.db", ingest=False, now=fixed_now)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(sid)
         await pilot.pause()

@@ -11,8 +11,8 @@ import pytest
 from threadloom.tui import workers
 from threadloom.tui.app import ThreadloomApp
 
-from tests.conftest import Transcript
-from tests.tui_support import fixed_now, until
+from tests.builders.claude import Transcript
+from tests.tui_support import fixed_now, run_test, until
 
 TITLE = "Sessions about to be deleted"
 
@@ -44,7 +44,7 @@ async def test_the_first_screen_warns_of_what_cleanup_will_delete(
     home: Path, tmp_path: Path, reading: bool
 ) -> None:
     app = ThreadloomApp(db_path=tmp_path / "a.db", ingest=reading, now=fixed_now)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await until(pilot, lambda: any(n.title == TITLE for n in app._notifications))
         [said] = [n.message for n in app._notifications if n.title == TITLE]
         assert "Claude Code deletes sessions 30 days after their last change" in said
@@ -58,13 +58,13 @@ async def test_no_warning_when_everything_is_archived(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     app = ThreadloomApp(db_path=tmp_path / "a.db", ingest=True, now=fixed_now)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await until(pilot, lambda: app.last_report is not None)
     looked: list[object] = []
     check = workers.check_cleanup
     monkeypatch.setattr(workers, "check_cleanup", lambda db: looked.append(check(db)) or looked[-1])
     app = ThreadloomApp(db_path=tmp_path / "a.db", ingest=False, now=fixed_now)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await until(pilot, lambda: looked)
         await pilot.pause()
         assert looked == [None]

@@ -11,8 +11,8 @@ from threadloom.core.store import db
 from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import ProjectList, SessionTree
 
-from tests.conftest import Transcript
-from tests.tui_support import make_app, settle, until
+from tests.builders.claude import Transcript
+from tests.tui_support import make_app, run_test, settle, until
 
 OLD = "a1000000-0000-4000-8000-0000000000a1"
 NEW = "a2000000-0000-4000-8000-0000000000a2"
@@ -53,7 +53,7 @@ def titles(tree: SessionTree) -> list[str]:
 async def test_h_hides_sessions_and_projects_and_the_archive_remembers(tmp_path: Path) -> None:
     path = archive(tmp_path)
     app = make_app(path)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         projects, tree = app.query_one(ProjectList), app.query_one(SessionTree)
         assert [p.path for p in projects.projects] == ["/srv/api", "/srv/web"]
@@ -82,7 +82,7 @@ async def test_h_hides_sessions_and_projects_and_the_archive_remembers(tmp_path:
 
     # remembered: a new launch lists neither; a hidden session asked for by name is shown all the same
     app = make_app(path)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         projects, tree = app.query_one(ProjectList), app.query_one(SessionTree)
         assert [p.path for p in projects.projects] == ["/srv/api"] and titles(tree) == [

@@ -10,8 +10,9 @@ import pytest
 from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.messages import MessageView
 
-from tests.conftest import CORPUS, markup_session
-from tests.tui_support import ingested_db, make_app, until
+from tests.builders.claude import markup_session
+from tests.support import CORPUS
+from tests.tui_support import ingested_db, make_app, run_test, until
 
 
 async def open_markup(tmp_path: Path) -> tuple[ThreadloomApp, str]:
@@ -29,7 +30,7 @@ async def test_a_reply_that_opens_on_empty_thinking_has_its_own_header(tmp_path:
     and its next line (the text) took it for a continuation, merging the reply under the header
     before it (the first reply read as part of the user's prompt)."""
     app, sid = await open_markup(tmp_path)
-    async with app.run_test(size=(140, 50)) as pilot:
+    async with run_test(app, size=(140, 50)) as pilot:
         await until(pilot, lambda: app.query_one(MessageView).session_id == sid)
         view = app.query_one(MessageView)
         lines = drawn(view)
@@ -52,7 +53,7 @@ def position(lines: list[str], needle: str) -> int:
 
 async def test_claude_codes_markup_is_drawn_for_what_it_is(tmp_path: Path) -> None:
     app, sid = await open_markup(tmp_path)
-    async with app.run_test(size=(160, 60)) as pilot:
+    async with run_test(app, size=(160, 60)) as pilot:
         await until(pilot, lambda: app.query_one(MessageView).session_id == sid)
         view = app.query_one(MessageView)
         lines = drawn(view)
@@ -82,7 +83,7 @@ async def test_a_bang_commands_output_opens_as_the_terminal_showed_it(tmp_path: 
     """Enter on the output: stdout as written (`=== FAILURES ===` is no Markdown heading, `_ x _`
     no emphasis), stderr in red; Enter again closes it."""
     app, sid = await open_markup(tmp_path)
-    async with app.run_test(size=(160, 60)) as pilot:
+    async with run_test(app, size=(160, 60)) as pilot:
         await until(pilot, lambda: app.query_one(MessageView).session_id == sid)
         view = app.query_one(MessageView)
         view.focus()
@@ -105,7 +106,7 @@ async def test_a_bang_commands_output_opens_as_the_terminal_showed_it(tmp_path: 
 
 async def test_todo_lists_are_checklists_and_say_what_changed(tmp_path: Path) -> None:
     app, sid = await open_markup(tmp_path)
-    async with app.run_test(size=(160, 60)) as pilot:
+    async with run_test(app, size=(160, 60)) as pilot:
         await until(pilot, lambda: app.query_one(MessageView).session_id == sid)
         view = app.query_one(MessageView)
         lines = drawn(view)
@@ -133,7 +134,7 @@ async def test_todo_lists_are_checklists_and_say_what_changed(tmp_path: Path) ->
 
 async def test_hooks_show_their_event_command_exit_code_and_duration(tmp_path: Path) -> None:
     app, sid = await open_markup(tmp_path)
-    async with app.run_test(size=(200, 60)) as pilot:
+    async with run_test(app, size=(200, 60)) as pilot:
         await until(pilot, lambda: app.query_one(MessageView).session_id == sid)
         view = app.query_one(MessageView)
         lines = drawn(view)
@@ -162,7 +163,7 @@ async def test_hooks_show_their_event_command_exit_code_and_duration(tmp_path: P
 
 async def test_prompt_jumps_stop_at_what_the_user_typed(tmp_path: Path) -> None:
     app, sid = await open_markup(tmp_path)
-    async with app.run_test(size=(160, 60)) as pilot:
+    async with run_test(app, size=(160, 60)) as pilot:
         await until(pilot, lambda: app.query_one(MessageView).session_id == sid)
         view = app.query_one(MessageView)
         view.focus()
@@ -201,7 +202,7 @@ async def test_a_real_opus_4_7_session_has_a_header_over_every_reply(tmp_path: P
     shutil.copytree(REAL_2_1_114, tmp_path / "projects" / REAL_2_1_114.name)
     app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
     sid = "ef958aa1-0e93-49f0-bb71-150f63befcd1"
-    async with app.run_test(size=(160, 50)) as pilot:
+    async with run_test(app, size=(160, 50)) as pilot:
         app.browser.jump_to_session(sid)
         await until(pilot, lambda: app.query_one(MessageView).session_id == sid)
         view = app.query_one(MessageView)
@@ -222,7 +223,7 @@ async def test_find_lands_on_a_match_inside_a_bang_commands_output_and_opens_it(
     from tests.tui_support import wait_for_find
 
     app, sid = await open_markup(tmp_path)
-    async with app.run_test(size=(160, 60)) as pilot:
+    async with run_test(app, size=(160, 60)) as pilot:
         await until(pilot, lambda: app.query_one(MessageView).session_id == sid)
         view = app.query_one(MessageView)
         view.focus()

@@ -17,29 +17,11 @@ from threadloom.tui.memory import BookmarksScreen, MarkScreen, MemoryScreen
 from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import SessionTree
 
-from tests.conftest import Transcript
+from tests.builders.memory import API, write_archive
 from tests.support import run
-from tests.tui_support import make_app, settle, until
+from tests.tui_support import make_app, run_test, settle, until
 
 ROOT = Path(__file__).resolve().parents[2]
-API = "a1000000-0000-4000-8000-0000000000a1"
-WEB = "b1000000-0000-4000-8000-0000000000b1"
-
-
-def write_archive(tmp_path: Path) -> tuple[Path, Path]:
-    root = tmp_path / "projects"
-    for sid, cwd, prompt in (
-        (API, "/srv/api", "Make the dates timezone aware"),
-        (WEB, "/srv/web", "Try the bundler"),
-    ):
-        t = Transcript(root / cwd.replace("/", "-") / f"{sid}.jsonl", sid, cwd=cwd)
-        t.user(prompt)
-        t.assistant("Done.")
-        t.write()
-    path = tmp_path / "t.db"
-    res = run("ingest", "--db", str(path), "--only", "--source", str(root), "-q")
-    assert res.returncode == 0, res.stderr
-    return path, root
 
 
 def read(path: Path, kind: str, session: str) -> list[str]:
@@ -101,7 +83,7 @@ async def test_memory_round_trip_cli_mcp_tui_and_rebuild(tmp_path: Path) -> None
 
     # the TUI shows what both wrote, and adds its own
     app = make_app(path)
-    async with app.run_test(size=(150, 44)) as pilot:
+    async with run_test(app, size=(150, 44)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(API)
         await pilot.pause()

@@ -14,7 +14,7 @@ from threadloom.tui.messages import MessageView
 from threadloom.tui.search import SearchScreen
 
 from tests.support import run_printed
-from tests.tui_support import CHECKOUT, make_app, session_id, until, wait_for_search
+from tests.tui_support import CHECKOUT, make_app, run_test, session_id, until, wait_for_search
 
 
 def shown(widget: Static) -> str:
@@ -37,7 +37,7 @@ async def test_picked_turns_start_a_new_session_with_their_context(
         "threadloom.core.base.clipboard.copy", lambda text: copied.append(text) or "system clipboard"
     )
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.press("slash", *"tax rounding")
         await wait_for_search(pilot)
@@ -76,7 +76,7 @@ async def test_picked_turns_start_a_new_session_with_their_context(
 
 async def test_similar_turns_open_from_the_viewer(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         checkout = session_id(app, CHECKOUT)
         app.browser.jump_to_session(checkout)
@@ -104,7 +104,7 @@ async def test_the_fork_picker_starts_a_new_session_with_its_picked_turns(demo_d
     from tests.tui_support import settle
 
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()

@@ -12,7 +12,7 @@ from threadloom.tui.panes import FilterInput, SessionTree
 from threadloom.tui.screens import HelpScreen
 from threadloom.tui.settings import load_settings
 
-from tests.tui_support import make_app
+from tests.tui_support import make_app, run_test
 
 CHECKOUT = "The checkout tests started failing"  # acme-shop: 22 messages, 12 Jun, fix/checkout-tax
 HEADER = "The header is misaligned"  # acme-shop: 10 messages, 10 Jun, main
@@ -44,7 +44,7 @@ def titles(tree: SessionTree) -> list[str]:
 
 async def test_ctrl_f_filters_as_you_type_counts_and_esc_clears(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         tree = app.query_one(SessionTree)
         box, bar = app.query_one(FilterInput), app.query_one("#filter-bar")
@@ -73,7 +73,7 @@ async def test_ctrl_f_filters_as_you_type_counts_and_esc_clears(demo_db: Path) -
 
 async def test_s_cycles_the_order_and_the_title_names_it(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         tree = app.query_one(SessionTree)
         await pilot.press("2")
@@ -97,7 +97,7 @@ async def test_s_cycles_the_order_and_the_title_names_it(demo_db: Path) -> None:
 
 async def test_a_cycles_the_projects_agents_then_all(mixed_db: Path) -> None:
     app = make_app(mixed_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         tree = app.query_one(SessionTree)
         await pilot.press("2", "a")
@@ -110,7 +110,7 @@ async def test_a_cycles_the_projects_agents_then_all(mixed_db: Path) -> None:
 
 async def test_hiding_short_sessions_is_remembered_by_the_next_run(mixed_db: Path, isolated: Path) -> None:
     app = make_app(mixed_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         tree = app.query_one(SessionTree)
         await pilot.press("2", "full_stop")
@@ -118,7 +118,7 @@ async def test_hiding_short_sessions_is_remembered_by_the_next_run(mixed_db: Pat
     assert load_settings(isolated)[0].hide_short_sessions is True
     assert "hide_short_sessions = true" in isolated.read_text()
     again = make_app(mixed_db)
-    async with again.run_test(size=(140, 40)) as pilot:
+    async with run_test(again, size=(140, 40)) as pilot:
         await pilot.pause()
         tree = again.query_one(SessionTree)
         assert tree.border_title == "Sessions (1 of 2)" and titles(tree) == [CHECKOUT[:24]]
@@ -131,7 +131,7 @@ async def test_brackets_resize_the_focused_pane_and_the_next_run_keeps_it(
     demo_db: Path, isolated: Path
 ) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         box, projects = app.query_one("#sessions-box"), app.query_one("#projects")
         messages = app.query_one("#messages")
@@ -159,7 +159,7 @@ async def test_brackets_resize_the_focused_pane_and_the_next_run_keeps_it(
         )
     )
     again = make_app(demo_db)
-    async with again.run_test(size=(140, 40)) as pilot:
+    async with run_test(again, size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.press("2")
         await pilot.pause()
@@ -175,7 +175,7 @@ async def test_y_and_shift_y_copy_the_full_id_and_the_file_path(
     copied: list[str] = []
     monkeypatch.setattr("threadloom.core.base.clipboard.copy_with", copied.append)
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         tree = app.query_one(SessionTree)
         await pilot.press("2", "down")
@@ -196,7 +196,7 @@ async def test_a_damaged_settings_file_warns_and_gives_the_defaults(demo_db: Pat
     isolated.parent.mkdir(parents=True)
     isolated.write_text("hide_short_sessions = [oops\n")
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         assert app.query_one(SessionTree).border_title == "Sessions (2)"
         warned = [n for n in app._notifications if n.title == "Settings not read"]
@@ -208,7 +208,7 @@ async def test_a_damaged_settings_file_warns_and_gives_the_defaults(demo_db: Pat
 
 async def test_the_new_keys_are_in_f1_help_with_their_ids(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.press("2", "f1")
         screen = app.screen
@@ -228,7 +228,7 @@ async def test_the_new_keys_are_in_f1_help_with_their_ids(demo_db: Path) -> None
 
 async def test_jumping_to_a_session_the_filter_hides_clears_the_filter(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         tree = app.query_one(SessionTree)
         await pilot.press("2", "ctrl+f", *"checkout", "enter")
@@ -241,29 +241,27 @@ async def test_jumping_to_a_session_the_filter_hides_clears_the_filter(demo_db: 
 
 
 async def test_the_footer_at_80x24_keeps_filter_beside_search_and_quit(demo_db: Path) -> None:
-    from textual.widgets._footer import FooterKey
-
     app = make_app(demo_db)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with run_test(app, size=(80, 24)) as pilot:
         await pilot.pause()
         await pilot.press("2")
         await pilot.pause()
         shown = [
-            k.description for k in app.screen.query(FooterKey) if k.region.width and k.region.right <= 80
+            k.description for k in app.screen.query("FooterKey") if k.region.width and k.region.right <= 80
         ]
         assert {"Filter", "Search", "Fork", "Help", "Quit"} <= set(shown)
         assert not {"Sort", "Agent", "Copy id", "Narrower"} & set(shown)  # in F1, not the footer
         await pilot.press("ctrl+f")
         await pilot.pause()
         shown = [
-            k.description for k in app.screen.query(FooterKey) if k.region.width and k.region.right <= 80
+            k.description for k in app.screen.query("FooterKey") if k.region.width and k.region.right <= 80
         ]
         assert "Clear filter" in shown and "Quit" not in shown  # letters are typed into the box now
 
 
 async def test_the_palette_offers_the_list_tools_when_the_sessions_pane_has_focus(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         titles_now = [c.title for c in app.get_system_commands(app.screen)]
         assert not any(t.startswith("Sessions: next sort") for t in titles_now)  # projects focused
@@ -296,7 +294,7 @@ async def test_the_message_pane_follows_a_filter_that_leaves_its_session_out(dem
     from tests.tui_support import CHECKOUT, HEADER, session_id, until_shown
 
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(session_id(app, HEADER))
         await pilot.pause()

@@ -11,9 +11,9 @@ from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.messages import MessageView
 from threadloom.tui.screens import OutputScreen
 
-from tests.conftest import ingest
-from tests.store.test_side_files import SID, claude_home
-from tests.tui_support import cursor_to_tool, fixed_now, until
+from tests.builders.side_files import SID, claude_home
+from tests.support import ingest
+from tests.tui_support import cursor_to_tool, fixed_now, run_test, until
 
 
 def shown(view: MessageView) -> str:
@@ -29,7 +29,7 @@ async def test_a_saved_output_is_shown_whole_and_opens(tmp_path: Path) -> None:
     ingest(conn, root)
     conn.close()
     app = ThreadloomApp(db_path=tmp_path / "side.db", ingest=False, now=fixed_now)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         app.browser.jump_to_session(SID)
         await pilot.pause()
         view = app.query_one(MessageView)

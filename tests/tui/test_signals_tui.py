@@ -11,14 +11,14 @@ from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import SessionTree, session_label
 from threadloom.tui.signals import SignalsScreen
 
-from tests.tui_support import fixed_now, make_app, session_id, until
+from tests.tui_support import fixed_now, make_app, run_test, session_id, until
 
 HEADER = "The header is misaligned on mobile"
 
 
 async def test_the_badge_the_list_and_enter_on_evidence(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         assert app.conn is not None
         sid = session_id(app, HEADER)

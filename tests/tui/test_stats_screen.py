@@ -12,7 +12,7 @@ from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.panes import ProjectList, SessionTree
 from threadloom.tui.stats import StatsScreen
 
-from tests.tui_support import make_app, table_rows
+from tests.tui_support import make_app, run_test, table_rows
 
 DEMO_LONG_TURNS = 12
 
@@ -31,7 +31,7 @@ def app_over(projects: Path) -> ThreadloomApp:
 
 async def test_stats_screen_groups_and_narrows_the_browser(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         assert app.conn is not None
         days = stats.report(app.conn, "day")
@@ -91,7 +91,7 @@ async def test_stats_screen_groups_and_narrows_the_browser(demo_db: Path) -> Non
 
 async def test_the_palette_opens_it_and_the_project_list_shows_costs(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         assert app.conn is not None
         project_list = app.browser.query_one(ProjectList)
@@ -112,7 +112,7 @@ async def test_the_palette_opens_it_and_the_project_list_shows_costs(demo_db: Pa
 async def test_a_session_without_any_time_is_the_last_row_of_the_days(tmp_path: Path) -> None:
     """Its row is there (the days add up to the header's total), after the dated ones; the chart
     leaves it out, and Enter on it says why it narrows to nothing instead of failing."""
-    from tests.conftest import Transcript
+    from tests.builders.claude import Transcript
 
     for n, stamped in enumerate((True, False)):
         sid = f"{n}e57da7e-0000-4000-8000-00000000000{n}"
@@ -124,7 +124,7 @@ async def test_a_session_without_any_time_is_the_last_row_of_the_days(tmp_path: 
                 del line["timestamp"]
         t.write()
     app = app_over(tmp_path / "projects")
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.press("S")
         await pilot.pause()
@@ -142,7 +142,7 @@ async def test_a_session_without_any_time_is_the_last_row_of_the_days(tmp_path: 
 async def test_the_chart_ends_on_the_last_day_that_cost_something_and_the_columns_fit(tmp_path: Path) -> None:
     """A session today that spent nothing would end the chart on a flat line (highest $0.00); and a
     long title or model name must not push the last column off a 120-column screen."""
-    from tests.conftest import Transcript
+    from tests.builders.claude import Transcript
 
     def session(n: int, day: str, usage: dict | None, title: str) -> None:
         sid = f"{n}c4a7000-0000-4000-8000-00000000000{n}"
@@ -157,7 +157,7 @@ async def test_the_chart_ends_on_the_last_day_that_cost_something_and_the_column
     session(1, "2026-02-10", big, "a very long title that goes on and on about what this session did " * 2)
     session(2, "2026-03-01", {"input_tokens": 0, "output_tokens": 0}, "nothing spent")
     app = app_over(tmp_path / "projects")
-    async with app.run_test(size=(120, 30)) as pilot:
+    async with run_test(app, size=(120, 30)) as pilot:
         await pilot.press("S")
         await pilot.pause()
         screen = app.screen
@@ -178,7 +178,7 @@ async def test_the_chart_ends_on_the_last_day_that_cost_something_and_the_column
 
 async def test_the_chart_of_a_cheap_archive_says_its_highest_day_in_cents_and_less(tmp_path: Path) -> None:
     """Every day under half a cent: the axis said "highest $0.00"."""
-    from tests.conftest import Transcript
+    from tests.builders.claude import Transcript
 
     sid = "5c4a7000-0000-4000-8000-000000000005"
     t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid)
@@ -188,7 +188,7 @@ async def test_the_chart_of_a_cheap_archive_says_its_highest_day_in_cents_and_le
     )
     t.write()
     app = app_over(tmp_path / "projects")
-    async with app.run_test(size=(120, 30)) as pilot:
+    async with run_test(app, size=(120, 30)) as pilot:
         await pilot.press("S")
         await pilot.pause()
         screen = app.screen

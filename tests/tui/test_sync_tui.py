@@ -13,9 +13,9 @@ from threadloom.core.store import db
 from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.sync import SyncScreen
 
+from tests.builders.memory import API, WEB, write_archive
 from tests.pg_support import PgServer, hub_db, pg_server  # noqa: F401 - fixtures
-from tests.tui.test_memory_tui import API, WEB, write_archive
-from tests.tui_support import fixed_now, settle, until
+from tests.tui_support import fixed_now, run_test, settle, until
 
 
 def pushed_paths(url: str) -> list[str]:
@@ -28,7 +28,7 @@ async def test_the_first_sync_asks_what_is_shared(tmp_path: Path, pg_server: PgS
     sync.init_hub(url)
     path, _ = write_archive(tmp_path)
     app = ThreadloomApp(db_path=path, ingest=False, now=fixed_now)
-    async with app.run_test(size=(150, 44)) as pilot:
+    async with run_test(app, size=(150, 44)) as pilot:
         await pilot.pause()
         await pilot.press("U")
         await settle(pilot)

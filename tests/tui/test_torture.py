@@ -24,8 +24,8 @@ from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.messages import MessageView
 from threadloom.tui.screens import ErrorScreen
 
-from tests.store.test_one_writer import readers_seen
-from tests.tui_support import Seen, build_demo_db, make_app, open_checkout, until
+from tests.support import readers_seen
+from tests.tui_support import Seen, build_demo_db, make_app, open_checkout, run_test, until
 
 SECONDS = float(os.environ.get("THREADLOOM_TORTURE_SECONDS", "60"))
 APPEND_EVERY = 0.05
@@ -113,7 +113,7 @@ async def test_the_archive_survives_every_writer_at_once(
     monkeypatch.setattr(ThreadloomApp, "FOLLOW_SECONDS", 0.1)
     app = make_app(db)
     seen = Seen(workers.Followed)
-    async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
+    async with run_test(app, size=(140, 40), message_hook=seen) as pilot:
         sid = await open_checkout(pilot, app)
         assert app.conn is not None
         source = browse.session_source(app.conn, sid)

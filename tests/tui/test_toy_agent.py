@@ -21,10 +21,9 @@ from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.messages import MessageView
 from threadloom.tui.render import call_body, call_line
 
-from tests.conftest import ingest
-from tests.support import run_printed
+from tests.support import ingest, run_printed
 from tests.toy_agent import ToyAdapter, write_toy_session
-from tests.tui_support import fixed_now, until
+from tests.tui_support import fixed_now, run_test, until
 
 
 @pytest.fixture
@@ -111,6 +110,6 @@ async def test_the_viewer_draws_its_tools_as_their_adapter_says(toy_db):
     assert "toy.run" in call_line(calls[1], False).plain
 
     app = ThreadloomApp(db_path=dbfile, ingest=False, now=fixed_now, open_session="toy-42")
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with run_test(app, size=(120, 36)) as pilot:
         view = app.query_one(MessageView)
         await until(pilot, lambda: view.session_id == "toy-42" and view.seqs)

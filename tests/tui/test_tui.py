@@ -42,6 +42,7 @@ from tests.tui_support import (
     ingested_db,
     make_app,
     open_checkout,
+    run_test,
     session_id,
     settle,
     shown,
@@ -62,7 +63,7 @@ def block_text(view: MessageView) -> str:
 
 async def test_opens_on_what_the_database_holds(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         projects = app.query_one(ProjectList)
         assert projects.border_title == "Projects (4)"
@@ -75,7 +76,7 @@ async def test_opens_on_what_the_database_holds(demo_db: Path) -> None:
 
 async def test_navigate_project_session_subagent_nested(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.press("enter")  # project → sessions pane
         tree = app.query_one(SessionTree)
@@ -104,7 +105,7 @@ async def test_navigate_project_session_subagent_nested(demo_db: Path) -> None:
 
 async def test_escape_goes_back_from_a_subagent_to_its_task_call(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.press("enter", "enter")  # the newest session of the first project
         await pilot.pause()
@@ -140,7 +141,7 @@ async def test_escape_goes_back_from_a_subagent_to_its_task_call(demo_db: Path) 
 
 async def test_session_tree_children_branches_segments(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         tree = app.query_one(SessionTree)
         tree.focus()
@@ -167,7 +168,7 @@ async def test_session_tree_children_branches_segments(demo_db: Path) -> None:
 
 async def test_expand_tool_call_shows_diff_and_output(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
@@ -191,7 +192,7 @@ async def test_expand_tool_call_shows_diff_and_output(demo_db: Path) -> None:
 
 async def test_raw_json_of_a_message(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with run_test(app, size=(120, 36)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
@@ -207,7 +208,7 @@ async def test_raw_json_of_a_message(demo_db: Path) -> None:
 
 async def test_long_session_is_virtualized(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with run_test(app, size=(120, 36)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(session_id(app, LONG))
         await pilot.pause()
@@ -241,7 +242,7 @@ async def test_the_end_of_a_long_session_at_80x24_has_no_blank_gaps(demo_db: Pat
     """Heights that became exact before a frame (a page read, a message drawn) are laid out before
     it is painted: stale offsets showed blank rows where tool results had been guessed to be."""
     app = make_app(demo_db)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with run_test(app, size=(80, 24)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(session_id(app, LONG))
         await pilot.pause()
@@ -261,7 +262,7 @@ async def test_the_viewer_renders_markdown_and_m_shows_it_as_written(demo_db: Pa
     """What users and assistants wrote is rendered as Markdown; `m` shows it as written and back,
     the message under the cursor kept in place; F1 lists the key."""
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(session_id(app, HEALTH))
         await pilot.pause()
@@ -310,7 +311,7 @@ async def test_the_viewer_renders_markdown_and_m_shows_it_as_written(demo_db: Pa
 
 async def test_resize_to_80x24_collapses_panes(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
@@ -339,7 +340,7 @@ async def test_a_dialog_closed_gives_back_the_layout_it_covered(demo_db: Path, s
     """Help, the raw record and the fork picker take the focus while open; the panes behind them
     keep the layout of the pane that had it, and get it back."""
     app = make_app(demo_db)
-    async with app.run_test(size=size) as pilot:
+    async with run_test(app, size=size) as pilot:
         await pilot.pause()
         view = app.query_one(MessageView)
         view.focus()
@@ -383,7 +384,7 @@ async def test_first_load_draws_the_project_list_once(
     monkeypatch.setattr(ThreadloomApp, "get_default_screen", recorded)
     app = make_app(demo_db)
     layout = "-wide" if size[0] >= 150 else "-medium"
-    async with app.run_test(size=size) as pilot:
+    async with run_test(app, size=size) as pilot:
         await pilot.pause()
         projects = app.query_one(ProjectList)
         assert projects.show_vertical_scrollbar == (size[1] == 12)
@@ -398,7 +399,7 @@ async def test_rows_that_start_the_scrollbar_are_drawn_at_the_width_it_leaves(de
     its rows before the scrollbar appears, and no resize follows, so they must already leave room
     for it (they wrapped, each date on a line of its own)."""
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         projects = app.query_one(ProjectList)
         few = projects.projects[:1]
@@ -421,33 +422,32 @@ async def test_rows_that_start_the_scrollbar_are_drawn_at_the_width_it_leaves(de
 
 
 async def test_the_footer_is_rebuilt_only_when_its_keys_change(demo_db: Path) -> None:
-    from textual.widgets._footer import FooterKey
     from threadloom.tui.footer import KeyFooter
 
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         footer = app.browser.query_one(KeyFooter)
         app.query_one(SessionTree).focus()
         await pilot.pause()
-        keys = list(footer.query(FooterKey))
+        keys = list(footer.query("FooterKey"))
         assert "Raw JSON" not in {k.description for k in keys}
         app.refresh_bindings()  # the same keys: the same widgets, not new ones
         await pilot.pause()
-        assert list(footer.query(FooterKey)) == keys
+        assert list(footer.query("FooterKey")) == keys
         app.query_one(MessageView).focus()  # other keys: rebuilt, showing the viewer's
         await pilot.pause()
-        shown = list(footer.query(FooterKey))
+        shown = list(footer.query("FooterKey"))
         assert shown != keys and "Raw JSON" in {k.description for k in shown}
         assert not any(k.has_class("-compact") for k in shown if not k.has_class("-command-palette"))
         app.query_one(SessionTree).focus()
         await pilot.pause()
-        assert [k.description for k in footer.query(FooterKey)] == [k.description for k in keys]
+        assert [k.description for k in footer.query("FooterKey")] == [k.description for k in keys]
 
 
 async def test_help_lists_keys_of_focused_pane(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.query_one(MessageView).focus()
         await pilot.press("f1")
@@ -470,7 +470,7 @@ async def test_help_on_a_small_terminal_fits_its_lines_and_scrolls_to_the_rest(d
     from textual.containers import VerticalScroll
 
     app = make_app(demo_db)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with run_test(app, size=(80, 24)) as pilot:
         await pilot.pause()
         await pilot.press("f1")
         await pilot.pause()
@@ -482,7 +482,7 @@ async def test_help_on_a_small_terminal_fits_its_lines_and_scrolls_to_the_rest(d
         await pilot.pause()
         assert box.scroll_y == box.max_scroll_y  # "Everywhere" is reached from the keyboard
         await pilot.press("escape")
-    async with make_app(demo_db).run_test(size=(140, 40)) as pilot:
+    async with run_test(make_app(demo_db), size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.press("f1")
         await pilot.pause()
@@ -499,18 +499,16 @@ async def test_help_on_a_small_terminal_fits_its_lines_and_scrolls_to_the_rest(d
 
 
 async def test_footer_on_a_narrow_terminal_keeps_search_and_fork_in_sight(demo_db: Path) -> None:
-    from textual.widgets._footer import FooterKey
-
     app = make_app(demo_db)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with run_test(app, size=(80, 24)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(session_id(app, CHECKOUT))
         app.query_one(MessageView).focus()
         await pilot.pause()
-        palette = next(k for k in app.screen.query(FooterKey) if k.description == "Palette")
+        palette = next(k for k in app.screen.query("FooterKey") if k.description == "Palette")
         shown = {
             k.description
-            for k in app.screen.query(FooterKey)
+            for k in app.screen.query("FooterKey")
             if k.region.width and k.region.right <= palette.region.x
         }
         assert {"Expand all", "Search", "Fork", "Jump", "Help"} <= shown, shown
@@ -523,7 +521,7 @@ async def test_keymap_file_remaps_by_id(
     keymap.write_text('[keys]\n"messages.raw" = "R"\n"app.quit" = "ctrl+q,x"\n', encoding="utf-8")
     monkeypatch.setenv("THREADLOOM_KEYMAP", str(keymap))
     app = make_app(demo_db)
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with run_test(app, size=(120, 36)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
@@ -541,7 +539,7 @@ async def test_keymap_ids_that_name_no_key_are_warned_and_search_shows_its_own_k
     keymap.write_text('[keys]\n"app.search" = "ctrl+k"\n"messages.rawjson" = "R"\n', encoding="utf-8")
     monkeypatch.setenv("THREADLOOM_KEYMAP", str(keymap))
     app = make_app(demo_db)
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with run_test(app, size=(120, 36)) as pilot:
         await pilot.pause()
         warnings = [n.message for n in app._notifications if n.title == "Keymap not applied"]
         assert warnings == [
@@ -562,7 +560,7 @@ async def test_a_database_that_cannot_be_opened_quits_on_q_with_status_1(tmp_pat
     damaged = tmp_path / "damaged.db"
     damaged.write_bytes(b"SQLite format 3\0" + b"\x07not a database page" * 4000)
     app = make_app(damaged)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with run_test(app, size=(100, 30)) as pilot:
         await pilot.pause()
         # said as the database's damage, with the fix, once (not as a failure to read the agents' logs)
         assert isinstance(app.screen, ErrorScreen) and app.screen.title_text == "Cannot open the database"
@@ -574,7 +572,7 @@ async def test_a_database_that_cannot_be_opened_quits_on_q_with_status_1(tmp_pat
     assert app.return_code == 1
     # closing the dialog first browses the empty panes; quitting still says it failed
     app = make_app(damaged)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with run_test(app, size=(100, 30)) as pilot:
         await pilot.pause()
         await pilot.press("escape")
         await pilot.pause()
@@ -586,7 +584,7 @@ async def test_a_database_that_cannot_be_opened_quits_on_q_with_status_1(tmp_pat
 
 async def test_a_database_that_opens_quits_with_status_0(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with run_test(app, size=(100, 30)) as pilot:
         await pilot.pause()
         await pilot.press("q")
         await pilot.pause()
@@ -595,7 +593,7 @@ async def test_a_database_that_opens_quits_with_status_0(demo_db: Path) -> None:
 
 async def test_warmup_agents_hidden_until_asked(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         tree = app.query_one(SessionTree)
         header = next(n for n in tree.root.children if n.data.session.title.startswith("The header"))
@@ -635,7 +633,7 @@ async def test_jump_to_session_from_palette(demo_db: Path, monkeypatch: pytest.M
     monkeypatch.setattr(threadloom.core.read.search, "find_sessions", spy)
     app = make_app(demo_db)
     seen = Seen(OpenSession)
-    async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
+    async with run_test(app, size=(140, 40), message_hook=seen) as pilot:
         await pilot.pause()
         await pilot.press("p")
         await pilot.pause()
@@ -672,7 +670,7 @@ def small_archive(tmp_path: Path) -> Path:
 async def test_ingest_worker_fills_panes_and_notifies(tmp_path: Path) -> None:
     root = small_archive(tmp_path)
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.query_one(ProjectList).border_title == "Projects (4)"
@@ -681,11 +679,11 @@ async def test_ingest_worker_fills_panes_and_notifies(tmp_path: Path) -> None:
 
 
 async def test_a_session_started_elsewhere_shows_up_without_ctrl_r(tmp_path: Path) -> None:
-    from tests.conftest import Transcript
+    from tests.builders.claude import Transcript
 
     root = small_archive(tmp_path)
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.query_one(ProjectList).border_title == "Projects (4)"
@@ -711,7 +709,8 @@ async def test_a_subagent_working_in_a_worktree_opens_under_its_parents_project(
     call lists it under the project of the session that started it (it listed `Sessions (0)`)."""
     from threadloom.core.store import db
 
-    from tests.conftest import Transcript, ingest, tool_use
+    from tests.builders.claude import Transcript, tool_use
+    from tests.support import ingest
 
     sid = "aaaaaaaa-1111-4222-8333-0000000000a1"
     folder = tmp_path / "projects" / "-home-dev-app"
@@ -735,7 +734,7 @@ async def test_a_subagent_working_in_a_worktree_opens_under_its_parents_project(
     ingest(conn, tmp_path / "projects")
     conn.close()
     app = make_app(tmp_path / "t.db")
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(sid)
         await pilot.pause()
@@ -763,7 +762,7 @@ async def test_archive_is_browsable_while_the_search_index_builds(tmp_path: Path
 
     monkeypatch.setattr(search_index, "build", held_build)
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         assert await event_set(pilot, indexing)
         label = app.browser.query_one("#ingest-label", Static)
         await until(pilot, lambda: "Indexing for search" in shown(label))  # posted after the records' news
@@ -816,7 +815,7 @@ async def test_first_load_is_browsable_while_it_runs(tmp_path: Path, monkeypatch
     root = small_archive(tmp_path)
     halfway, release = hold_first_load(monkeypatch, at_file=4)
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         assert await event_set(pilot, halfway)
         await until(pilot, lambda: app.conn is not None and app.query_one(SessionTree).sessions)
         assert app.archive.ingesting and app.archive.load_reader and app.conn is not None
@@ -848,7 +847,7 @@ async def test_stats_opened_during_a_first_load_read_the_whole_archive_when_it_e
     root = small_archive(tmp_path)
     halfway, release = hold_first_load(monkeypatch, at_file=3)
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         assert await event_set(pilot, halfway)
         await until(pilot, lambda: app.conn is not None and app.archive.load_reader)
         await pilot.press("S")
@@ -927,7 +926,7 @@ async def test_open_session_follows_its_growing_file(tmp_path: Path, monkeypatch
     monkeypatch.setattr(ThreadloomApp, "_follow_open_session", checked)
     app = make_app(db)
     seen = Seen(workers.Followed)
-    async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
+    async with run_test(app, size=(140, 40), message_hook=seen) as pilot:
         sid = await open_checkout(pilot, app)
         view = app.query_one(MessageView)
         before = view.count
@@ -963,7 +962,7 @@ async def test_an_open_stats_screen_counts_what_a_followed_session_adds(
     monkeypatch.setattr(ThreadloomApp, "FOLLOW_SECONDS", 0.1)
     app = make_app(db)
     seen = Seen(workers.Followed)
-    async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
+    async with run_test(app, size=(140, 40), message_hook=seen) as pilot:
         sid = await open_checkout(pilot, app)
         await pilot.press("S")
         await until(pilot, lambda: isinstance(app.screen, StatsScreen))
@@ -978,7 +977,7 @@ async def test_an_open_stats_screen_counts_what_a_followed_session_adds(
 
 async def test_empty_state_then_demo(tmp_path: Path) -> None:
     app = make_app(tmp_path / "empty.db", ingest=True, demo_long_turns=3)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with run_test(app, size=(100, 30)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.screen.has_class("-empty")
@@ -998,7 +997,7 @@ async def test_demo_starts_with_the_project_list_focused(
 ) -> None:
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))  # the demo's folder goes here
     app = ThreadloomApp(demo=True, now=fixed_now, demo_long_turns=3)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with run_test(app, size=(100, 30)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
         projects = app.query_one(ProjectList)
@@ -1012,7 +1011,7 @@ async def test_demo_starts_with_the_project_list_focused(
 async def test_rescan_says_so_when_nothing_was_new(tmp_path: Path) -> None:
     from threadloom.core.store import db
 
-    from tests.conftest import ingest
+    from tests.support import ingest
 
     root = small_archive(tmp_path)
     conn = db.connect(tmp_path / "t.db")
@@ -1027,7 +1026,7 @@ async def test_rescan_says_so_when_nothing_was_new(tmp_path: Path) -> None:
         real_notify(message, title=title, **kw)
 
     app.notify = notify  # type: ignore[method-assign]
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.press("ctrl+r")
         await until(pilot, lambda: not app.archive.ingesting)  # the worker's end, as the app heard it
@@ -1046,14 +1045,15 @@ async def test_a_new_project_read_by_ctrl_r_leaves_the_highlight_and_its_session
 ) -> None:
     from threadloom.core.store import db
 
-    from tests.conftest import Transcript, ingest
+    from tests.builders.claude import Transcript
+    from tests.support import ingest
 
     root = small_archive(tmp_path)
     conn = db.connect(tmp_path / "t.db")
     ingest(conn, root)
     conn.close()
     app = make_app(tmp_path / "t.db")
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         projects, tree = app.query_one(ProjectList), app.query_one(SessionTree)
         await pilot.press("down")  # the second project
@@ -1080,7 +1080,7 @@ async def test_worker_error_opens_dialog(tmp_path: Path, monkeypatch: pytest.Mon
 
     monkeypatch.setattr("threadloom.core.ingest.pipeline.run_ingest", broken)
     app = make_app(tmp_path / "x.db", ingest=True)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with run_test(app, size=(100, 30)) as pilot:
         with contextlib.suppress(WorkerFailed):
             await app.workers.wait_for_complete()
         await pilot.pause()
@@ -1100,7 +1100,7 @@ async def test_escape_cancels_ingest(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr("threadloom.core.ingest.pipeline.run_ingest", slow)
     app = make_app(tmp_path / "x.db", ingest=True)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with run_test(app, size=(100, 30)) as pilot:
         assert await event_set(pilot, started)
         await pilot.pause()
         assert app.screen.has_class("-ingesting")
@@ -1112,7 +1112,7 @@ async def test_escape_cancels_ingest(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 async def test_tree_node_highlight_previews_session(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         tree = app.query_one(SessionTree)
         tree.focus()
@@ -1127,7 +1127,7 @@ async def test_tree_node_highlight_previews_session(demo_db: Path) -> None:
 async def test_moving_to_another_project_shows_its_newest_session(demo_db: Path) -> None:
     """The message pane never shows a conversation of a project that is no longer listed."""
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await until(pilot, lambda: app.query_one(MessageView).session_id is not None)
         view, tree = app.query_one(MessageView), app.query_one(SessionTree)
         projects = app.query_one(ProjectList)
@@ -1198,7 +1198,7 @@ def test_session_rows_show_when_they_were_last_written_with_the_year_when_not_th
 
 async def test_every_binding_has_an_id(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         for pane in ("projects", "sessions", "messages"):
             app.query_one(f"#{pane}").focus()
@@ -1259,7 +1259,7 @@ def test_core_never_imports_textual() -> None:
 
 async def test_rewind_is_marked_in_the_whole_session(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
@@ -1272,7 +1272,7 @@ async def test_rewind_is_marked_in_the_whole_session(demo_db: Path) -> None:
 
 async def test_palette_offers_pane_actions_and_finds_sessions(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
@@ -1317,7 +1317,7 @@ async def test_a_session_opened_from_the_stats_does_not_lead_back_to_an_old_sear
     from threadloom.tui.stats import StatsScreen
 
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.press("slash", *"invoice")
         await wait_for_search(pilot)
@@ -1334,7 +1334,7 @@ async def test_a_session_opened_from_the_stats_does_not_lead_back_to_an_old_sear
 
 async def test_search_as_you_type_then_enter_opens_the_message(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.press("slash")
         await pilot.pause()
@@ -1396,7 +1396,7 @@ async def test_search_as_you_type_then_enter_opens_the_message(demo_db: Path) ->
 
 async def test_search_newest_query_wins_and_problems_show(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with run_test(app, size=(120, 36)) as pilot:
         await pilot.pause()
         await pilot.press("slash", *"tax")  # and on at once, before the debounce fires
         await pilot.press("backspace", "backspace", "backspace", *"zzqxv")
@@ -1430,7 +1430,7 @@ async def test_search_newest_query_wins_and_problems_show(demo_db: Path) -> None
 async def test_search_during_ingest_keeps_the_browser_fed(tmp_path: Path) -> None:
     root = small_archive(tmp_path)
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await until(pilot, lambda: app.conn is not None)  # search needs the database the ingest creates
         await pilot.press("slash")
         await app.workers.wait_for_complete()
@@ -1445,7 +1445,7 @@ async def test_search_says_what_was_chosen_and_the_app_acts_on_it(demo_db: Path)
     """Search never calls into the app: Enter, Ctrl+F and Esc are messages the app handles."""
     app = make_app(demo_db)
     seen = Seen(SearchHitChosen, OpenForkPicker, SearchClosed)
-    async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
+    async with run_test(app, size=(140, 40), message_hook=seen) as pilot:
         await pilot.pause()
         await pilot.press("slash", *"invoise")
         await wait_for_search(pilot)
@@ -1481,7 +1481,7 @@ async def test_ingest_says_records_first_then_the_index_then_its_end(tmp_path: P
     root = small_archive(tmp_path)
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
     seen = Seen(workers.IngestStatus, workers.IngestProgressed, workers.RecordsLoaded, workers.Ingested)
-    async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
+    async with run_test(app, size=(140, 40), message_hook=seen) as pilot:
         await until(pilot, lambda: seen.of(workers.Ingested) and not app.archive.ingesting)
         kinds = [type(m) for m in seen.messages]
         assert kinds[0] is workers.IngestStatus and kinds[-1] is workers.Ingested
@@ -1529,7 +1529,7 @@ async def test_finding_every_sessions_signals_again_shows_in_the_bar(tmp_path: P
 
     monkeypatch.setattr(signals, "session_pass", held_pass)
     app = make_app(tmp_path / "older.db", ingest=True, sources=[root])
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         assert await event_set(pilot, finding)
         label = app.browser.query_one("#ingest-label", Static)
         await until(pilot, lambda: "Finding signals in every session: 0%" in shown(label))
@@ -1561,7 +1561,8 @@ async def test_titles_with_brackets_are_shown_as_written(tmp_path: Path) -> None
     """A border reads a str as markup: "[Image #1]" and "[red]" vanished from titles."""
     from threadloom.core.store import db
 
-    from tests.conftest import Transcript, ingest
+    from tests.builders.claude import Transcript
+    from tests.support import ingest
 
     sid = "abcdef00-0000-4000-8000-000000000001"
     t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{sid}.jsonl", sid)
@@ -1573,7 +1574,7 @@ async def test_titles_with_brackets_are_shown_as_written(tmp_path: Path) -> None
     ingest(conn, tmp_path / "projects")
     conn.close()
     app = make_app(tmp_path / "t.db")
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await until(pilot, lambda: app.query_one(MessageView).session_id is not None)
         view = app.query_one(MessageView)
         assert view.session_id == sid
@@ -1588,11 +1589,11 @@ async def test_titles_with_brackets_are_shown_as_written(tmp_path: Path) -> None
 async def test_escape_sequences_in_a_log_become_styles_not_terminal_commands(tmp_path: Path) -> None:
     """Written to the terminal as they are, a tool's escape sequences would move the cursor or
     retitle the window; the viewer shows their colours and bold as styles instead."""
-    from tests.conftest import ansi_session
+    from tests.builders.claude import ansi_session
 
     t = ansi_session(tmp_path)
     app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await until(pilot, lambda: app.query_one(MessageView).session_id is not None)
         view = app.query_one(MessageView)
         assert view.session_id == t.session_id
@@ -1622,11 +1623,11 @@ async def test_escape_sequences_in_a_log_become_styles_not_terminal_commands(tmp
 async def test_a_background_tasks_notification_is_shown_as_a_notice_not_as_the_users_words(
     tmp_path: Path,
 ) -> None:
-    from tests.conftest import notice_session
+    from tests.builders.claude import notice_session
 
     t = notice_session(tmp_path)
     app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await until(pilot, lambda: app.query_one(MessageView).session_id is not None)
         view = app.query_one(MessageView)
         assert view.session_id == t.session_id
@@ -1654,7 +1655,7 @@ def option_texts(picker: ForkPicker) -> list[str]:
 
 async def test_fork_picker_preselects_the_message_then_resume_copies(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         picker = await open_picker_at(pilot, 11)  # "Also round to cents in the invoice summary email."
         row = app.query_one(MessageView).current_row()
@@ -1699,7 +1700,7 @@ async def test_resume_asks_to_restore_the_transcript_before_the_command_is_offer
     """The demo's transcripts are not where Claude Code looks: resume asks first, and the command is
     copied (and can be run) only once the transcript is back there."""
     app = make_app(fork_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         picker = await open_picker_at(pilot, 11)
         await pilot.press("r")
@@ -1751,7 +1752,7 @@ async def test_every_message_is_a_fork_point_and_one_api_message_forks_whole(for
     """`f` on the failed Bash call: the call is chosen, bracketed with the thinking of its API
     message; Fork here on the thinking writes both blocks and the call's result, nothing after."""
     app = make_app(fork_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
@@ -1805,13 +1806,13 @@ async def test_parallel_calls_are_bracketed_with_their_message_and_fork_with_it(
     """Three parallel calls of one API message (a record per block, results in the order the calls
     ended): bracketed with its thinking, and Fork here on the thinking writes all three calls with
     their results, and nothing of the next message; on a text, its message's call comes with it."""
-    from tests.store.test_fork_points import SID, parallel_session
+    from tests.builders.fork_points import SID, parallel_session
 
     work = tmp_path / "work"
     work.mkdir()
     parallel_session(tmp_path / "backup", str(work))
     app = make_app(ingested_db(tmp_path, tmp_path / "backup"))
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(SID)
         await pilot.pause()
@@ -1871,7 +1872,7 @@ async def test_the_picker_says_what_a_fork_does_not_undo_and_writes_the_patch(
 
     monkeypatch.chdir(tmp_path)
     app = make_app(fork_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(session_id(app, CHECKOUT))
         await pilot.pause()
@@ -1926,7 +1927,7 @@ async def test_the_picker_says_what_a_fork_does_not_undo_and_writes_the_patch(
 
 async def test_turns_open_and_close_and_keep_the_cursor(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         picker = await open_picker_at(pilot, 11)
         assert len(picker.model.rows) == 5
@@ -1981,7 +1982,7 @@ async def test_turns_open_and_close_and_keep_the_cursor(demo_db: Path) -> None:
 async def test_fork_before_a_prompt_asks_for_the_prompt_to_send_instead(fork_db: Path) -> None:
     copied: list[str] = []
     app = make_app(fork_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         picker = await open_picker_at(
             pilot, 11
@@ -2023,7 +2024,7 @@ async def test_the_fork_picker_at_80_by_24_shows_the_command_the_edits_and_what_
     """On an 80×24 terminal the picker showed the turn list alone: what Fork here keeps, the files
     edited after the point and the command's box were below it, seen only once f had been pressed."""
     app = make_app(build_demo_db(tmp_path / "small", long_turns=30))
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with run_test(app, size=(80, 24)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(session_id(app, LONG))
         await pilot.pause()
@@ -2045,7 +2046,7 @@ async def test_the_fork_picker_at_80_by_24_shows_the_command_the_edits_and_what_
 async def test_edit_and_resend_starts_from_the_prompt_line_breaks_and_all(tmp_path: Path) -> None:
     """`b` opened an empty box: the prompt to edit had to be typed again from memory. It starts with
     the prompt as it was sent; its line breaks show as ⏎ on the box's one line and are sent as such."""
-    from tests.conftest import Transcript
+    from tests.builders.claude import Transcript
 
     sid = "abcdef00-0000-4000-8000-00000000b0b0"
     t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{sid}.jsonl", sid)
@@ -2055,7 +2056,7 @@ async def test_edit_and_resend_starts_from_the_prompt_line_breaks_and_all(tmp_pa
     t.assistant("Added.")
     t.write()
     app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         view = app.query_one(MessageView)
         await until(pilot, lambda: view.session_id == sid)
         view.focus()
@@ -2088,7 +2089,7 @@ async def test_fork_here_confirms_writes_copies_and_shows_in_tree(
     monkeypatch.setattr("threadloom.core.base.clipboard.copy_with", copied.append)
     app = make_app(fork_db)
     seen = Seen(ForkWritten, ForkIngested)
-    async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
+    async with run_test(app, size=(140, 40), message_hook=seen) as pilot:
         await pilot.pause()
         picker = await open_picker_at(pilot, 11)
         await pilot.press("f")  # Fork here: asks first, writes nothing yet
@@ -2138,7 +2139,7 @@ async def test_fork_here_confirms_writes_copies_and_shows_in_tree(
 
 async def test_fork_errors_stay_in_the_dialog(fork_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     app = make_app(fork_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         picker = await open_picker_at(pilot, 11)
         await pilot.press("f")
@@ -2170,7 +2171,7 @@ async def test_fork_with_a_new_prompt_from_a_search_hit(
     copied: list[str] = []
     monkeypatch.setattr("threadloom.core.base.clipboard.copy_with", copied.append)
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.press("slash", *"summary email")
         await wait_for_search(pilot)
@@ -2209,7 +2210,7 @@ async def test_fork_picker_for_codex_says_what_it_can(
     from threadloom.core.ingest.pipeline import run_ingest
     from threadloom.core.store import db
 
-    from tests.unit.test_adapter_codex import full_session
+    from tests.support import full_session
 
     copied: list[str] = []
     monkeypatch.setattr("threadloom.core.base.clipboard.copy_with", copied.append)
@@ -2220,7 +2221,7 @@ async def test_fork_picker_for_codex_says_what_it_can(
     sid = conn.execute("SELECT id FROM agent_sessions WHERE source = 'codex'").fetchone()[0]
     conn.close()
     app = make_app(tmp_path / "codex.db")
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(sid)
         await pilot.pause()
@@ -2341,13 +2342,13 @@ def test_a_wrapped_diff_row_continues_beside_its_marker_column() -> None:
 async def test_aider_search_replace_blocks_are_shown_as_diffs(tmp_path: Path) -> None:
     from threadloom.tui.render import EditBlock, edit_blocks
 
-    from tests.conftest import AIDER_EDITS
+    from tests.builders.aider import AIDER_EDITS
 
     folder = tmp_path / "parser-project"
     folder.mkdir()
     (folder / ".aider.chat.history.md").write_text(AIDER_EDITS)
     app = make_app(ingested_db(tmp_path, folder))
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with run_test(app, size=(120, 40)) as pilot:
         await until(pilot, lambda: app.query_one(MessageView).session_id is not None)
         view = app.query_one(MessageView)  # the session opens first (the file's empty preamble is not listed)
         assert view.session_id is not None
@@ -2392,7 +2393,7 @@ async def test_opened_while_another_threadloom_ingests_it_waits_browsing_what_is
     threading.Thread(target=other_writer, daemon=True).start()
     assert holding.wait(10)
     app = make_app(path, ingest=True, sources=[root])
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         label = app.browser.query_one("#ingest-label", Static)
         await until(pilot, lambda: "waiting" in shown(label))
         assert "is updating" in shown(label) and "Esc stops waiting" in shown(label)
@@ -2416,7 +2417,7 @@ async def test_a_read_only_database_is_browsed_as_it_is(tmp_path: Path) -> None:
     path = ingested_db(tmp_path, root)
     os.chmod(path, 0o444)
     app = make_app(path, ingest=True, sources=[root])
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.query_one(ProjectList).border_title == "Projects (4)"
@@ -2437,7 +2438,7 @@ async def test_an_older_database_is_upgraded_by_the_worker_with_the_screen_up(tm
     old.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION - 1}")
     old.close()
     app = make_app(path, ingest=True, sources=[root])
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         assert app.conn is None  # not opened (and rebuilt) on the interface's thread
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -2462,7 +2463,7 @@ async def test_titles_projects_and_models_from_a_log_never_reach_the_terminal_as
     """Session titles, project paths, model names and tool inputs went to the terminal as they
     were: a log could retitle the window, clear or reset the terminal (the messages' text alone was
     cleaned)."""
-    from tests.conftest import Transcript, tool_use
+    from tests.builders.claude import Transcript, tool_use
 
     sid = "eeeeeeee-1111-4222-8333-00000000c0de"
     t = Transcript(tmp_path / "projects" / "-srv-evil" / f"{sid}.jsonl", sid, cwd=f"/srv/{HOSTILE}evil")
@@ -2475,7 +2476,7 @@ async def test_titles_projects_and_models_from_a_log_never_reach_the_terminal_as
     t.tool_result("te1", f"out {HOSTILE}")
     t.write()
     app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         view = app.query_one(MessageView)
         await until(pilot, lambda: view.session_id == sid)
         view.focus()
@@ -2490,7 +2491,7 @@ async def test_bidi_controls_and_escape_sequences_from_a_log_are_drawn_as_text(t
     """A right-to-left override in a title reached the terminal as it was (and reordered the row),
     and a tool named "Bash\\x1b[2J" was drawn "Bash[2J", its ESC dropped and the rest left as if
     it were text: both are drawn as what they are."""
-    from tests.conftest import Transcript, tool_use
+    from tests.builders.claude import Transcript, tool_use
 
     sid = "eeeeeeee-1111-4222-8333-00000000b1d1"
     t = Transcript(tmp_path / "projects" / "-srv-bidi" / f"{sid}.jsonl", sid, cwd="/srv/bidi\u2066app")
@@ -2503,7 +2504,7 @@ async def test_bidi_controls_and_escape_sequences_from_a_log_are_drawn_as_text(t
     t.tool_result("tb1", "out \x1b[2Jcleared \u2067x\u2069")
     t.write()
     app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         view = app.query_one(MessageView)
         await until(pilot, lambda: view.session_id == sid)
         view.focus()
@@ -2522,7 +2523,7 @@ async def test_markdown_in_a_log_never_reaches_the_terminal_as_controls(tmp_path
     """Rendered Markdown is as safe as the text as written: controls in a heading, a code block, a
     link and a table are drawn as text, and a message holding escape sequences keeps only their
     colours, whichever way the text is shown."""
-    from tests.conftest import Transcript
+    from tests.builders.claude import Transcript
 
     sid = "eeeeeeee-1111-4222-8333-00000000add5"
     controls = "\x9b2J\x07\x00"  # no ESC: the Markdown is rendered
@@ -2534,7 +2535,7 @@ async def test_markdown_in_a_log_never_reaches_the_terminal_as_controls(tmp_path
     )
     t.write()
     app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         view = app.query_one(MessageView)
         await until(pilot, lambda: view.session_id == sid)
         view.focus()
@@ -2553,7 +2554,7 @@ async def test_markdown_in_a_log_never_reaches_the_terminal_as_controls(tmp_path
 async def test_a_message_of_megabytes_is_drawn_in_part_with_a_note(tmp_path: Path) -> None:
     """The view lays a message out whole before it paints: a 20 MB prompt froze the app for minutes.
     The first 100,000 characters are drawn, then how many more there are."""
-    from tests.conftest import Transcript
+    from tests.builders.claude import Transcript
 
     sid = "eeeeeeee-1111-4222-8333-00000000b16b"
     t = Transcript(tmp_path / "projects" / "-srv-big" / f"{sid}.jsonl", sid)
@@ -2562,7 +2563,7 @@ async def test_a_message_of_megabytes_is_drawn_in_part_with_a_note(tmp_path: Pat
     t.assistant(body)
     t.write()
     app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         view = app.query_one(MessageView)
         await until(pilot, lambda: view.session_id == sid)
         last = len(view.seqs) - 1
@@ -2584,7 +2585,7 @@ async def test_export_key_writes_the_open_session_as_one_html_page(
     out.mkdir()
     monkeypatch.chdir(out)
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(session_id(app, CHECKOUT))
         await until(pilot, lambda: app.browser.open_session_id is not None)
@@ -2603,8 +2604,8 @@ async def test_export_key_writes_the_open_session_as_one_html_page(
 async def test_the_viewer_says_a_session_was_rewritten(tmp_path: Path) -> None:
     from threadloom.core.store import db as ledger
 
-    from tests.conftest import ingest
-    from tests.store.test_versions import SID, later, session_file
+    from tests.builders.versions import SID, later, session_file
+    from tests.support import ingest
 
     path = session_file(tmp_path)
     database = ingested_db(tmp_path, tmp_path / "projects")
@@ -2614,7 +2615,7 @@ async def test_the_viewer_says_a_session_was_rewritten(tmp_path: Path) -> None:
     ingest(conn, tmp_path / "projects")
     conn.close()
     app = make_app(database)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(SID)
         view = app.query_one(MessageView)
@@ -2654,7 +2655,7 @@ async def test_palettes_and_headers_say_the_year_of_another_years_session(demo_d
 
     next_year = datetime(2026, 3, 1, 12, 0).timestamp()  # the demo's sessions are of June 2025
     app = ThreadloomApp(db_path=demo_db, ingest=False, now=lambda: next_year)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with run_test(app, size=(80, 24)) as pilot:
         await pilot.pause()
         provider = RecentSessionsProvider(app.screen)
         await provider.startup()
@@ -2684,7 +2685,7 @@ async def test_the_tui_opened_on_a_session_shows_it_in_its_project(demo_db: Path
     finally:
         conn.close()
     app = ThreadloomApp(db_path=demo_db, ingest=False, now=fixed_now, open_session=target.id)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.pause()
         view = app.query_one(MessageView)

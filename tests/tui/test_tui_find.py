@@ -17,6 +17,7 @@ from tests.tui_support import (
     CHECKOUT,
     LONG,
     make_app,
+    run_test,
     session_id,
     until,
     wait_for_find,
@@ -62,7 +63,7 @@ async def open_session(pilot, title: str) -> MessageView:
 
 async def test_find_counts_marks_moves_and_closes(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         view = await open_session(pilot, CHECKOUT)
         await pilot.press("ctrl+f")
         await pilot.pause()
@@ -111,7 +112,7 @@ async def test_find_counts_marks_moves_and_closes(demo_db: Path) -> None:
 
 async def test_escape_in_the_bar_closes_it_and_a_miss_says_so(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         view = await open_session(pilot, CHECKOUT)
         await pilot.press("ctrl+f", *"kubernetes")
         await wait_for_find(pilot)
@@ -131,7 +132,7 @@ async def test_escape_in_the_bar_closes_it_and_a_miss_says_so(demo_db: Path) -> 
 
 async def test_the_newest_query_wins_and_a_new_session_forgets_the_find(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         view = await open_session(pilot, CHECKOUT)
         await pilot.press("ctrl+f")
         navigator = view.navigator
@@ -150,7 +151,7 @@ async def test_the_newest_query_wins_and_a_new_session_forgets_the_find(demo_db:
 
 async def test_prompt_jumps_land_on_prompts(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         view = await open_session(pilot, LONG)
         assert app.conn is not None and view.session_id is not None
         prompts = prompt_seqs(app.conn, view.session_id)
@@ -170,7 +171,7 @@ async def test_prompt_jumps_land_on_prompts(demo_db: Path) -> None:
 
 async def test_next_failed_call_lands_on_each_failed_call_opened(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         view = await open_session(pilot, LONG)
         assert app.conn is not None and view.session_id is not None
         failed = failed_calls(app.conn, view.session_id)
@@ -192,7 +193,7 @@ async def test_next_failed_call_lands_on_each_failed_call_opened(demo_db: Path) 
 
 async def test_the_footer_names_the_segment_under_the_cursor(demo_db: Path) -> None:
     app = make_app(demo_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         view = await open_session(pilot, LONG)
         assert app.conn is not None and view.session_id is not None
         segments = browse.compaction_segments(app.conn, view.session_id, view.count)

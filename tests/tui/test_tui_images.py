@@ -18,8 +18,9 @@ from threadloom.tui import images as tui_images
 from threadloom.tui.messages import MessageView
 from threadloom.tui.screens import HelpScreen
 
-from tests.conftest import Transcript, ingest
-from tests.tui_support import make_app, until
+from tests.builders.claude import Transcript
+from tests.support import ingest
+from tests.tui_support import make_app, run_test, until
 
 SID = "ffffffff-1111-4222-8333-000000000001"
 
@@ -89,7 +90,7 @@ async def opened(pilot) -> MessageView:
 
 async def test_images_draw_as_half_blocks_and_notes_never_crash(images_db: Path) -> None:
     app = make_app(images_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         view = await opened(pilot)
         tiny, big, garbage, broken, read = image_blocks(view)
         assert read == ["▣ image/png · 69 B · in a tool result", "▀"]
@@ -130,7 +131,7 @@ async def test_o_opens_the_image_through_the_seam_and_w_saves_it_here(
     here.mkdir()
     monkeypatch.chdir(here)
     app = make_app(images_db)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         view = await opened(pilot)
         view.focus()
         while (block := view.current_block()) is None or block.kind != "image":

@@ -11,7 +11,8 @@ from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.panes import ProjectList
 from threadloom.tui.screens import ErrorScreen
 
-from tests.conftest import ingest
+from tests.support import ingest
+from tests.tui_support import run_test
 
 
 async def test_an_older_database_opened_without_ingest_is_rebuilt_by_the_worker(tmp_path: Path) -> None:
@@ -25,7 +26,7 @@ async def test_an_older_database_opened_without_ingest_is_rebuilt_by_the_worker(
     old.close()
     (tmp_path / "archive").rename(tmp_path / "gone")  # --no-ingest reads no logs: none are there
     app = ThreadloomApp(db_path=path, ingest=False)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with run_test(app, size=(140, 40)) as pilot:
         assert app.conn is None  # neither opened nor rebuilt on the interface's thread
         await app.workers.wait_for_complete()
         await pilot.pause()

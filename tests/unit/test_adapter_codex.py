@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
@@ -16,8 +14,7 @@ from threadloom.core.ingest.pipeline import run_ingest
 from threadloom.core.read.archive import file_bytes
 from threadloom.core.store import db
 
-from tests.conftest import CORPUS, ingest
-from tests.support import THREAD, Rollout, full_session, usage
+from tests.support import CORPUS, THREAD, Rollout, full_session, ingest, snapshot, usage
 
 CHILD = "019a0000-1111-7222-8333-777788889999"
 
@@ -314,19 +311,6 @@ def test_thread_names_are_titles(conn, home):
 
 
 # ---------------------------------------------------------------------- TypeScript snapshots
-
-
-def snapshot(home: Path, name: str, items: list[dict]) -> Path:
-    path = home / "sessions" / f"rollout-2025-04-20-{name}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {
-        "session": {"timestamp": "2025-04-20T10:00:00.000Z", "id": name, "instructions": ""},
-        "items": items,
-    }
-    path.write_text(json.dumps(doc, indent=2))  # JSON.stringify(…, null, 2): no final newline
-    old = time.time() - 86400
-    os.utime(path, (old, old))
-    return path
 
 
 def test_typescript_snapshots_collapse_into_one_conversation(conn, home):
@@ -666,7 +650,7 @@ def test_a_rollout_without_an_id_is_never_merged_into_another_agents_session(con
     """A rollout that names no session (no session_meta, no UUID in its file name) takes its file
     name as its id, marked as Codex's: a Claude Code session whose id is the same word stays its
     own session (the corpus's two `session-alpha` files became one, 125 days long)."""
-    from tests.conftest import Transcript
+    from tests.builders.claude import Transcript
 
     rollout = Rollout(tmp_path / "codex" / "project-alpha", "unused")
     rollout.path = tmp_path / "codex" / "project-alpha" / "session-alpha.jsonl"

@@ -5,118 +5,14 @@ edits, and its command."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from threadloom.core.actions.fork import resume_plan
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.insight.stats import refresh_pending
 from threadloom.core.read.query import messages
 from threadloom.core.store import db
 
-from tests.conftest import ingest
-from tests.support import run_printed
-
-SID = "3b9e2c41-7a1d-4f5e-8c2b-0d9e8f7a6b5c"
-CLI_SID = "8c1f0a2e-4d3b-4a6c-9e8f-7b6a5c4d3e2f"
-CWD = "/home/dev/shop"
-
-
-def call(cid: str, name: str, args: dict) -> dict:
-    return {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-
-
-def continue_sessions(root: Path) -> Path:
-    folder = root / ".continue" / "sessions"
-    folder.mkdir(parents=True)
-    edit = {"filepath": "cart.py", "old_string": "total = None", "new_string": "total = 0"}
-    ide = {
-        "sessionId": SID,
-        "title": "Fix the cart total",
-        "workspaceDirectory": f"file://{CWD}",
-        "history": [
-            {
-                "message": {"role": "user", "content": [{"type": "text", "text": "fix the cart total"}]},
-                "contextItems": [{"name": "cart.py", "description": "cart.py", "content": "total = None"}],
-                "editorState": {"type": "doc", "content": []},
-            },
-            {
-                "message": {
-                    "role": "assistant",
-                    "content": "Fixing it.",
-                    "toolCalls": [call("call_1", "single_find_and_replace", edit)],
-                    "usage": {
-                        "promptTokens": 1200,
-                        "completionTokens": 40,
-                        "promptTokensDetails": {"cachedTokens": 1000},
-                    },
-                },
-                "contextItems": [],
-                "reasoning": {"active": False, "text": "look at cart.py", "startAt": 1781810001000},
-                "promptLogs": [
-                    {"modelTitle": "GPT-5", "modelProvider": "openai", "prompt": "…", "completion": ""}
-                ],
-                "toolCallStates": [
-                    {
-                        "toolCallId": "call_1",
-                        "toolCall": call("call_1", "single_find_and_replace", edit),
-                        "status": "done",
-                        "parsedArgs": edit,
-                        "output": [{"name": "Edit", "description": "", "content": "Edited cart.py"}],
-                    }
-                ],
-            },
-            {"message": {"role": "assistant", "content": "Done."}, "contextItems": []},
-            {"message": {"role": "something_new", "content": "x"}, "contextItems": []},
-        ],
-        "mode": "agent",
-        "chatModelTitle": "GPT-5",
-        "usage": {"promptTokens": 9999, "completionTokens": 9999, "totalCost": 0.5},
-    }
-    (folder / f"{SID}.json").write_text(json.dumps(ide, indent=2))
-    cli = {
-        "sessionId": CLI_SID,
-        "title": "New Session",
-        "workspaceDirectory": "/home/dev/api",
-        "history": [
-            {"message": {"role": "user", "content": "run the tests"}, "contextItems": []},
-            {
-                "message": {
-                    "role": "assistant",
-                    "content": "",
-                    "toolCalls": [call("tc1", "Bash", {"command": "pytest"})],
-                },
-                "contextItems": [],
-            },
-            {"message": {"role": "tool", "content": "3 passed", "toolCallId": "tc1"}, "contextItems": []},
-            {"message": {"role": "assistant", "content": "All pass."}, "contextItems": []},
-        ],
-        "usage": {
-            "promptTokens": 300,
-            "completionTokens": 20,
-            "promptTokensDetails": {"cachedTokens": 100, "cacheWriteTokens": 50},
-            "totalCost": 0.01,
-        },
-    }
-    (folder / f"{CLI_SID}.json").write_text(json.dumps(cli, indent=2))
-    listed = [
-        {
-            "sessionId": SID,
-            "title": "Fix the cart total",
-            "dateCreated": "1781810000000",
-            "workspaceDirectory": f"file://{CWD}",
-            "messageCount": 2,
-        },
-        {
-            "sessionId": CLI_SID,
-            "title": "New Session",
-            "dateCreated": "1781820000000",
-            "workspaceDirectory": "/home/dev/api",
-            "messageCount": 2,
-        },
-    ]
-    (folder / "sessions.json").write_text(json.dumps(listed, indent=2))
-    return folder
+from tests.builders.continue_dev import CLI_SID, CWD, SID, continue_sessions
+from tests.support import ingest, run_printed
 
 
 def test_continue_sessions_are_read_whole_and_as_continue_s(tmp_path):

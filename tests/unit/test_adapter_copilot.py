@@ -5,7 +5,6 @@ linked to its task call, tokens and models, edits, and its resume command."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from threadloom.core.actions.fork import resume_plan
 from threadloom.core.adapters import ADAPTERS
@@ -13,118 +12,8 @@ from threadloom.core.insight.stats import refresh_pending
 from threadloom.core.read.query import messages
 from threadloom.core.store import db
 
-from tests.conftest import ingest
-from tests.support import run_printed
-
-SID = "3bc4d926-f2d2-48ec-81fb-aafb579e671a"
-
-
-def event(n: int, kind: str, data: dict, **more: object) -> dict:
-    return {
-        "type": kind,
-        "data": data,
-        "id": f"00000000-0000-4000-8000-{n:012d}",
-        "timestamp": f"2026-06-18T19:13:{n:02d}.000Z",
-        "parentId": f"00000000-0000-4000-8000-{n - 1:012d}" if n > 1 else None,
-        **more,
-    }
-
-
-def copilot_session(root: Path) -> Path:
-    folder = root / ".copilot" / "session-state" / SID
-    folder.mkdir(parents=True)
-    (folder / "workspace.yaml").write_text(f"id: {SID}\ncwd: /home/dev/shop\nsummary: Cart total\n")
-    edit = {"path": "/home/dev/shop/cart.py", "old_str": "total = None", "new_str": "total = 0"}
-    lines = [
-        event(
-            1,
-            "session.start",
-            {
-                "sessionId": SID,
-                "version": 1,
-                "producer": "copilot-agent",
-                "copilotVersion": "1.0.63",
-                "startTime": "2026-06-18T19:13:01.000Z",
-                "context": {"cwd": "/home/dev/shop", "branch": "main"},
-            },
-        ),
-        event(2, "session.model_change", {"newModel": "claude-sonnet-4.5"}),
-        event(3, "system.message", {"role": "system", "content": "You are the GitHub Copilot CLI"}),
-        event(4, "user.message", {"content": "fix the cart total", "attachments": []}),
-        event(5, "assistant.turn_start", {"turnId": "0"}),
-        event(
-            6,
-            "assistant.message",
-            {
-                "messageId": "m1",
-                "content": "I will set it to zero.",
-                "reasoningText": "looking at cart.py",
-                "toolRequests": [
-                    {"toolCallId": "call_edit", "name": "edit", "arguments": edit, "type": "function"},
-                    {"toolCallId": "call_task", "name": "task", "arguments": {"description": "check tests"}},
-                ],
-                "model": "claude-sonnet-4.5",
-                "outputTokens": 40,
-            },
-        ),
-        event(7, "tool.execution_start", {"toolCallId": "call_edit", "toolName": "edit", "arguments": edit}),
-        event(
-            8,
-            "tool.execution_complete",
-            {"toolCallId": "call_edit", "success": True, "result": {"content": "File updated"}},
-        ),
-        event(
-            9,
-            "subagent.started",
-            {
-                "toolCallId": "call_task",
-                "agentName": "explore",
-                "agentDisplayName": "Explore",
-                "agentDescription": "x",
-            },
-            agentId="agent-1",
-        ),
-        event(
-            10,
-            "assistant.message",
-            {"messageId": "m2", "content": "tests pass", "parentToolCallId": "call_task", "outputTokens": 5},
-            agentId="agent-1",
-        ),
-        event(
-            11, "subagent.completed", {"toolCallId": "call_task", "agentName": "explore"}, agentId="agent-1"
-        ),
-        event(
-            12,
-            "tool.execution_complete",
-            {"toolCallId": "call_task", "success": True, "result": {"content": "tests pass"}},
-        ),
-        event(13, "assistant.message", {"messageId": "m3", "content": "Done.", "outputTokens": 3}),
-        event(14, "some.future_event", {"x": 1}),
-        event(
-            15,
-            "session.shutdown",
-            {
-                "shutdownType": "routine",
-                "codeChanges": {"filesModified": [], "linesAdded": 1, "linesRemoved": 1},
-                "modelMetrics": {
-                    "claude-sonnet-4.5": {
-                        "requests": {"count": 3, "cost": 3},
-                        "usage": {
-                            "inputTokens": 1200,
-                            "outputTokens": 48,
-                            "cacheReadTokens": 1000,
-                            "cacheWriteTokens": 0,
-                        },
-                    }
-                },
-                "sessionStartTime": 1781810000000,
-                "totalApiDurationMs": 100,
-            },
-        ),
-    ]
-    path = folder / "events.jsonl"
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return path
+from tests.builders.copilot import SID, copilot_session, event
+from tests.support import ingest, run_printed
 
 
 def test_a_copilot_session_is_read_whole_and_as_copilot_s(tmp_path):

@@ -5,145 +5,14 @@ and an errored one too), the folder, model and token totals from the state, edit
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from threadloom.core.actions.fork import resume_plan
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.insight.stats import refresh_pending
 from threadloom.core.read.query import messages
 from threadloom.core.store import db
 
-from tests.conftest import ingest
-from tests.support import run_printed
-
-SID = "5d2f0c9e8a7b4c1d9e3f2a1b0c9d8e7f"
-CWD = "/home/dev/shop"
-
-
-def _call(n: int, tool: str, call_id: str, args: dict, thought: str = "") -> dict:
-    return {
-        "kind": "ActionEvent",
-        "id": f"00000000-0000-4000-8000-00000000000{n}",
-        "timestamp": f"2026-03-02T10:00:0{n}.000000",
-        "source": "agent",
-        "thought": [{"type": "text", "text": thought}] if thought else [],
-        "action": {"kind": "X", **args},
-        "tool_name": tool,
-        "tool_call_id": call_id,
-        "tool_call": {"id": call_id, "name": tool, "arguments": json.dumps(args), "origin": "completion"},
-        "llm_response_id": "chatcmpl-1",
-        "security_risk": "LOW",
-    }
-
-
-def openhands_conversation(root: Path) -> Path:
-    folder = root / ".openhands" / "conversations" / SID
-    (folder / "events").mkdir(parents=True)
-    (folder / "base_state.json").write_text(
-        json.dumps(
-            {
-                "id": "5d2f0c9e-8a7b-4c1d-9e3f-2a1b0c9d8e7f",
-                "agent": {"kind": "Agent", "llm": {"model": "litellm_proxy/claude-sonnet-4-5"}},
-                "workspace": {"kind": "LocalWorkspace", "working_dir": CWD},
-                "persistence_dir": str(folder),
-                "execution_status": "finished",
-                "stats": {
-                    "usage_to_metrics": {
-                        "agent": {
-                            "model_name": "litellm_proxy/claude-sonnet-4-5",
-                            "accumulated_cost": 0.25,
-                            "accumulated_token_usage": {
-                                "prompt_tokens": 1200,
-                                "completion_tokens": 80,
-                                "cache_read_tokens": 900,
-                                "cache_write_tokens": 30,
-                            },
-                        }
-                    }
-                },
-            }
-        )
-    )
-    edit = {
-        "command": "str_replace",
-        "path": f"{CWD}/cart.py",
-        "old_str": "total = None",
-        "new_str": "total = 0",
-    }
-    events = [
-        {
-            "kind": "SystemPromptEvent",
-            "id": "00000000-0000-4000-8000-000000000000",
-            "timestamp": "2026-03-02T10:00:00.000000",
-            "source": "agent",
-            "system_prompt": {"type": "text", "text": "You are OpenHands agent"},
-            "tools": [],
-        },
-        {
-            "kind": "MessageEvent",
-            "id": "00000000-0000-4000-8000-000000000001",
-            "timestamp": "2026-03-02T10:00:01.000000",
-            "source": "user",
-            "llm_message": {"role": "user", "content": [{"type": "text", "text": "fix the cart total"}]},
-            "activated_skills": [],
-        },
-        _call(2, "file_editor", "toolu_1", edit, "Fixing it."),
-        _call(3, "terminal", "toolu_2", {"command": "rm -rf build"}),
-        _call(4, "file_editor", "toolu_3", {"command": "view", "path": f"{CWD}/x.py"}),
-        {
-            "kind": "ObservationEvent",
-            "id": "00000000-0000-4000-8000-000000000005",
-            "timestamp": "2026-03-02T10:00:05.000000",
-            "source": "environment",
-            "tool_name": "file_editor",
-            "tool_call_id": "toolu_1",
-            "observation": {
-                "kind": "FileEditorObservation",
-                "content": [{"type": "text", "text": "The file was edited"}],
-                "is_error": False,
-            },
-            "action_id": "00000000-0000-4000-8000-000000000002",
-        },
-        {
-            "kind": "UserRejectObservation",
-            "id": "00000000-0000-4000-8000-000000000006",
-            "timestamp": "2026-03-02T10:00:06.000000",
-            "source": "environment",
-            "tool_name": "terminal",
-            "tool_call_id": "toolu_2",
-            "rejection_reason": "not that",
-            "action_id": "00000000-0000-4000-8000-000000000003",
-        },
-        {
-            "kind": "AgentErrorEvent",
-            "id": "00000000-0000-4000-8000-000000000007",
-            "timestamp": "2026-03-02T10:00:07.000000",
-            "source": "agent",
-            "tool_name": "file_editor",
-            "tool_call_id": "toolu_3",
-            "error": "no such file",
-        },
-        {
-            "kind": "MessageEvent",
-            "id": "00000000-0000-4000-8000-000000000008",
-            "timestamp": "2026-03-02T10:00:08.000000",
-            "source": "agent",
-            "llm_message": {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
-            "llm_response_id": "chatcmpl-2",
-        },
-        {
-            "kind": "SomethingNewEvent",
-            "id": "00000000-0000-4000-8000-000000000009",
-            "timestamp": "2026-03-02T10:00:09.000000",
-            "source": "environment",
-        },
-    ]
-    for index, event in enumerate(events):
-        name = f"event-{index:05d}-{event['id']}.json"
-        (folder / "events" / name).write_text(json.dumps(event, separators=(",", ":")))
-    (folder / "events" / ".eventlog.lock").write_text("")
-    return folder
+from tests.builders.openhands import CWD, SID, openhands_conversation
+from tests.support import ingest, run_printed
 
 
 def test_an_openhands_conversation_is_read_whole_and_as_openhands(tmp_path):

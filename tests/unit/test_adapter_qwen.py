@@ -4,95 +4,14 @@ models, its edit drawn from the file before and after its result holds, and its 
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from threadloom.core.actions.fork import resume_plan
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.insight.stats import refresh_pending
 from threadloom.core.read.query import messages
 from threadloom.core.store import db
 
-from tests.conftest import ingest
-from tests.support import run_printed
-
-SID = "7d1f7c8e-3b7a-4c1e-9a55-0c2f4e6b8a10"
-
-
-def record(n: int, kind: str, parent: int | None, **more: object) -> dict:
-    return {
-        "uuid": f"00000000-0000-4000-8000-{n:012d}",
-        "parentUuid": f"00000000-0000-4000-8000-{parent:012d}" if parent else None,
-        "sessionId": SID,
-        "timestamp": f"2026-05-02T09:00:{n:02d}.000Z",
-        "type": kind,
-        "cwd": "/home/dev/shop",
-        "version": "0.9.1",
-        **more,
-    }
-
-
-def qwen_session(root: Path) -> Path:
-    chats = root / ".qwen" / "projects" / "-home-dev-shop" / "chats"
-    chats.mkdir(parents=True)
-    edit = {"file_path": "/home/dev/shop/cart.py", "old_string": "total = None", "new_string": "total = 0"}
-    lines = [
-        record(1, "user", None, message={"role": "user", "parts": [{"text": "fix the cart total"}]}),
-        record(
-            2,
-            "assistant",
-            1,
-            model="qwen3-coder-plus",
-            message={
-                "role": "model",
-                "parts": [
-                    {"text": "looking at cart.py", "thought": True},
-                    {"text": "I will set it to zero."},
-                    {"functionCall": {"id": "call_1", "name": "edit", "args": edit}},
-                ],
-            },
-            usageMetadata={
-                "promptTokenCount": 1200,
-                "cachedContentTokenCount": 1000,
-                "candidatesTokenCount": 40,
-                "thoughtsTokenCount": 10,
-            },
-        ),
-        record(
-            3,
-            "tool_result",
-            2,
-            message={
-                "role": "user",
-                "parts": [
-                    {"functionResponse": {"id": "call_1", "name": "edit", "response": {"output": "ok"}}}
-                ],
-            },
-            toolCallResult={
-                "callId": "call_1",
-                "status": "success",
-                "resultDisplay": {
-                    "fileName": "cart.py",
-                    "fileDiff": "",
-                    "originalContent": "items = []\ntotal = None\n",
-                    "newContent": "items = []\ntotal = 0\n",
-                },
-            },
-        ),
-        record(
-            4,
-            "assistant",
-            3,
-            model="qwen3-coder-plus",
-            message={"role": "model", "parts": [{"text": "Done."}]},
-        ),
-        record(5, "system", 4, subtype="ui_telemetry", systemPayload={"uiEvent": {"event.name": "x"}}),
-        record(6, "system", 5, subtype="custom_title", systemPayload={"customTitle": "Cart total"}),
-        {"type": "some_future_record", "sessionId": SID},
-    ]
-    path = chats / f"{SID}.jsonl"
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return path
+from tests.builders.qwen import SID, qwen_session
+from tests.support import ingest, run_printed
 
 
 def test_a_qwen_session_is_read_whole_and_as_qwen_code(tmp_path):
