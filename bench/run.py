@@ -604,7 +604,7 @@ def scenario_search(ctx: RunContext) -> None:
         f"slowest: {slowest['query']!r} ({slowest['category']}) {slowest['median_ms']:.1f} ms"
     )
     ctx.extra["search_queries"] = probe["queries"]
-    if has_table(db, "episodes"):  # search by meaning: words and nearest turns fused (core.recall)
+    if has_table(db, "episodes"):  # search by meaning: words and nearest turns fused (core.insight.recall)
         try:
             hybrid = (
                 run_process([*cmd, "--mode", "hybrid"], ctx.tools.env(), timeout=ctx.tools.timeout)
@@ -744,11 +744,12 @@ def scenario_tui(ctx: RunContext) -> None:
         ctx.notes["tui"] = "; ".join(notes)
 
 
-# what the stats screen reads as it opens (core.stats.report): the sparkline's days, the table's
+# what the stats screen reads as it opens (core.insight.stats.report): the sparkline's days, the table's
 # days and the whole archive's total, timed in one process on the run's database
 STATS_PROBE = """
 import json, statistics, sys, time
-from threadloom.core import db, stats
+from threadloom.core.store import db
+from threadloom.core.insight import stats
 conn = db.open_for_reading(sys.argv[1])
 times = []
 for _ in range(6):
@@ -793,8 +794,8 @@ MCP_PROBE = """
 import asyncio, json, sys, time
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from threadloom.core import db
-from threadloom.core.mcp_server import tokens_of
+from threadloom.core.store import db
+from threadloom.core.serve.mcp_server import tokens_of
 
 conn = db.open_for_reading(sys.argv[1])
 largest = conn.execute("SELECT id FROM agent_sessions WHERE is_subagent = 0 ORDER BY message_count DESC LIMIT 1").fetchone()[0]

@@ -4,7 +4,7 @@
 
 Prints one JSON object: per query its category, first-call and median time (ms) and hit count.
 Run by bench/run.py with the interpreter (and PYTHONPATH) of the threadloom being measured; it
-uses `core.search.search(conn, text, limit=...)`, so it fails loudly if that API changes.
+uses `core.read.search.search(conn, text, limit=...)`, so it fails loudly if that API changes.
 """
 
 from __future__ import annotations
@@ -36,17 +36,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--mode",
         default="words",
-        help="words (core.search) or hybrid / meaning (core.recall, where it exists)",
+        help="words (core.read.search) or hybrid / meaning (core.insight.recall, where it exists)",
     )
     args = ap.parse_args(argv)
 
     started = time.perf_counter()
-    from threadloom.core import db
+    from threadloom.core.store import db
 
     if args.mode == "words":
-        from threadloom.core.search import search
+        from threadloom.core.read.search import search
     else:
-        from threadloom.core.recall import search_recall
+        from threadloom.core.insight.recall import search_recall
 
         def search(conn, query, *, limit):  # type: ignore[no-redef]
             return search_recall(conn, query, mode=args.mode, limit=limit)

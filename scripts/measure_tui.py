@@ -127,7 +127,7 @@ def first_frame_ms(
 async def browse(db: Path, *, markdown: bool = True) -> dict[str, float]:
     """Open the largest session, page down 10 times, jump to the end; with the messages' text
     rendered as Markdown (the default) or shown as written."""
-    from threadloom.core import browse as queries
+    from threadloom.core.read import browse as queries
     from threadloom.tui.app import ThreadloomApp
     from threadloom.tui.messages import MessageView
 

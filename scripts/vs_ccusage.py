@@ -59,7 +59,7 @@ def threadloom_days(config: Path, work: Path) -> dict[str, dict]:
 def extra_output_cost(theirs: dict, extra_tokens: int, day: str) -> float:
     """What the output tokens threadloom counts beyond ccusage's cost, at the day's one model's output
     price (0 for a day of several models or an unknown one: not told apart)."""
-    from threadloom.core.cost import rates
+    from threadloom.core.insight.cost import rates
 
     models = theirs.get("modelsUsed") or []
     price = rates(models[0], day) if len(models) == 1 else None

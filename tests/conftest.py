@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from threadloom.core import db
-from threadloom.core.ingest import IngestReport, run_ingest
+from threadloom.core.ingest.pipeline import IngestReport, run_ingest
+from threadloom.core.store import db
 
 from tests.tui_support import quick_idle_checks
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from threadloom.core.service import carried_names
+from threadloom.core.serve.service import carried_names
 
 from tests.conftest import Transcript, tool_use
 

@@ -87,8 +87,8 @@ def restore_tz(previous: str | None) -> None:
 
 def build_demo_db(folder: Path, *, long_turns: int = LONG_SESSION_TURNS) -> Path:
     """Write the demo archive into `folder` and ingest it into `folder/demo.db`."""
-    from threadloom.core import db
-    from threadloom.core.ingest import run_ingest
+    from threadloom.core.ingest.pipeline import run_ingest
+    from threadloom.core.store import db
 
     root = write_demo_archive(folder / "archive", long_turns=long_turns)
     path = folder / "demo.db"
@@ -115,7 +115,7 @@ PROMPT = "Show the git branch in my prompt"
 
 
 def session_id(app: ThreadloomApp, title: str) -> str:
-    from threadloom.core import browse
+    from threadloom.core.read import browse
 
     assert app.conn is not None
     return next(t.id for t in browse.jump_targets(app.conn) if t.title.startswith(title))
@@ -425,7 +425,7 @@ class Seen:
 
 def ingested_db(tmp_path: Path, source: Path) -> Path:
     """A database holding what `source` has, written before the app opens it."""
-    from threadloom.core import db
+    from threadloom.core.store import db
 
     from tests.conftest import ingest
 

@@ -21,29 +21,31 @@ from textual import events
 from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
-from threadloom.core import browse
-from threadloom.core.text import use_clock
-from threadloom.tui import workers
-from threadloom.tui.archive import ArchiveApp
-from threadloom.tui.browser import BrowserScreen, layout_classes
-from threadloom.tui.events import (
+
+from ..core.base.text import use_clock
+from ..core.read import browse
+from . import workers
+from .archive import ArchiveApp
+from .browser import BrowserScreen, layout_classes
+from .events import (
     OpenForkPicker,
     OpenProject,
     OpenSession,
     SearchClosed,
     SearchHitChosen,
 )
-from threadloom.tui.keymap import keymap_path, load_keymap, unknown_ids
-from threadloom.tui.render import safe_lines
-from threadloom.tui.screens import HelpScreen
+from .keymap import keymap_path, load_keymap, unknown_ids
+from .render import safe_lines
+from .screens import HelpScreen
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from textual.command import Provider
     from textual.filter import LineFilter
-    from threadloom.tui.messages import MessageView
-    from threadloom.tui.search import SearchScreen
+
+    from .messages import MessageView
+    from .search import SearchScreen
 
 BROWSER_ONLY = frozenset(
     {
@@ -241,7 +243,7 @@ class ThreadloomApp(ArchiveApp):
             self._start_demo()
             return
         if self.db_path is None:
-            from threadloom.core.db import default_db_path
+            from ..core.store.db import default_db_path
 
             self.db_path = default_db_path()
         upgrade = False
@@ -282,7 +284,7 @@ class ThreadloomApp(ArchiveApp):
     def _load_settings(self) -> None:
         """What was remembered (hidden short sessions, pane widths); the defaults when the file is
         damaged, with a warning that names it."""
-        from threadloom.tui.settings import load_settings, settings_path
+        from .settings import load_settings, settings_path
 
         settings, problems = load_settings(settings_path())
         self.browser.use_settings(settings)
@@ -303,7 +305,7 @@ class ThreadloomApp(ArchiveApp):
 
     def action_search(self) -> None:
         """Open search (the same screen each time: the last query stays, selected)."""
-        from threadloom.tui.search import SearchScreen
+        from .search import SearchScreen
 
         if self.db_path is None or self.conn is None:
             self.notify("No database yet", timeout=2)
@@ -345,7 +347,7 @@ class ThreadloomApp(ArchiveApp):
         self.refresh_bindings()
 
     def on_search_closed(self, event: SearchClosed) -> None:
-        from threadloom.tui.search import SearchScreen
+        from .search import SearchScreen
 
         self.browser.search_return = False
         if isinstance(self.screen, SearchScreen):
@@ -361,7 +363,7 @@ class ThreadloomApp(ArchiveApp):
 
     def action_stats(self) -> None:
         """`S`: the stats screen (totals by period, project, model, agent or session)."""
-        from threadloom.tui.stats import StatsScreen
+        from .stats import StatsScreen
 
         if self.conn is None:
             self.notify("No database yet", timeout=2)
@@ -398,7 +400,7 @@ class ThreadloomApp(ArchiveApp):
         self, session_id: str, entry_id: int | None, *, turn_id: str | None = None, seq: int | None = None
     ) -> None:
         """The fork picker around an entry (or the latest branch); `seq` finds the entry's turn."""
-        from threadloom.tui.fork import ForkPicker
+        from .fork import ForkPicker
 
         if self.conn is None or self.db_path is None:
             return
@@ -422,8 +424,8 @@ class ThreadloomApp(ArchiveApp):
 
     def action_signals(self) -> None:
         """`W` (what went wrong): the open session's signals; Enter on a piece of evidence shows that message."""
-        from threadloom.tui.messages import MessageView
-        from threadloom.tui.signals import SignalsScreen
+        from .messages import MessageView
+        from .signals import SignalsScreen
 
         session_id = self.browser.open_session_id
         if session_id is None or self.conn is None:
@@ -444,8 +446,8 @@ class ThreadloomApp(ArchiveApp):
     def _memory_target(self) -> object:
         """What t, n and b act on: the message under the viewer's cursor (its pane focused), else
         the session under the tree's cursor, else the open session."""
-        from threadloom.tui.memory import MemoryTarget
-        from threadloom.tui.messages import MessageView
+        from .memory import MemoryTarget
+        from .messages import MessageView
 
         browser = self.browser
         if browser.focused_pane == "messages":
@@ -460,14 +462,15 @@ class ThreadloomApp(ArchiveApp):
         return MemoryTarget(session_id, None, self._title_of(session_id)) if session_id else None
 
     def _title_of(self, session_id: str) -> str:
-        from threadloom.core.query import display_title, get_session
+        from ..core.read.query import display_title, get_session
 
         found = get_session(self.conn, session_id) if self.conn is not None else None
         return display_title(found) if found is not None else ""
 
     def _ask_mark(self, kind: str, *, whole_session: bool = False) -> None:
-        from threadloom.core import memory
-        from threadloom.tui.memory import MarkScreen, MemoryTarget
+        from ..core.insight import memory
+        from ..core.store.memory_tables import MemoryRefused
+        from .memory import MarkScreen, MemoryTarget
 
         target = self._memory_target()
         if not isinstance(target, MemoryTarget) or self.conn is None:
@@ -480,7 +483,7 @@ class ThreadloomApp(ArchiveApp):
                 m.value
                 for m in memory.marks(self.conn, kind=kind, target=memory.parse_target(self.conn, target.ref))
             ]
-        except (LookupError, memory.MemoryError):
+        except (LookupError, MemoryRefused):
             present = []
 
         def keep(text: str | None) -> None:
@@ -501,7 +504,7 @@ class ThreadloomApp(ArchiveApp):
 
     def action_bookmark(self) -> None:
         """`b`: bookmark the session (or, in the viewer, the message) under the cursor, or take it off."""
-        from threadloom.tui.memory import MemoryTarget
+        from .memory import MemoryTarget
 
         target = self._memory_target()
         if not isinstance(target, MemoryTarget):
@@ -511,8 +514,8 @@ class ThreadloomApp(ArchiveApp):
 
     def action_bookmarks(self) -> None:
         """`B`: the bookmarks; Enter opens one at its message."""
-        from threadloom.tui.memory import BookmarksScreen
-        from threadloom.tui.messages import MessageView
+        from .memory import BookmarksScreen
+        from .messages import MessageView
 
         if self.conn is None:
             return
@@ -532,8 +535,8 @@ class ThreadloomApp(ArchiveApp):
 
     def action_sync(self) -> None:
         """`U`: sync with the hub; the first time, ask what leaves this machine (tui.sync)."""
-        from threadloom.core import sync
-        from threadloom.tui.sync import SyncChoice, SyncScreen
+        from ..core.ingest import sync
+        from .sync import SyncChoice, SyncScreen
 
         if self.conn is None:
             return
@@ -550,7 +553,7 @@ class ThreadloomApp(ArchiveApp):
 
     def action_memory(self) -> None:
         """`M`: the memory screen (entries by scope with their history, tags, notes)."""
-        from threadloom.tui.memory import MemoryScreen
+        from .memory import MemoryScreen
 
         if self.conn is not None:
             self.push_screen(MemoryScreen(self.conn))
@@ -606,7 +609,8 @@ class ThreadloomApp(ArchiveApp):
 
     def action_jump(self) -> None:
         from textual.command import CommandPalette
-        from threadloom.tui.commands import RecentSessionsProvider
+
+        from .commands import RecentSessionsProvider
 
         self.push_screen(CommandPalette(providers=[RecentSessionsProvider], placeholder="Jump to session…"))
 
@@ -666,7 +670,7 @@ class ThreadloomApp(ArchiveApp):
 
 def _palette_provider(name: str) -> type[Provider]:
     """Imported when the palette first opens: the command machinery costs start-up time."""
-    from threadloom.tui import commands
+    from . import commands
 
     return getattr(commands, name)
 

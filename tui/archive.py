@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING
 
 from textual.app import App
 from textual.worker import Worker
-from threadloom.tui import workers
-from threadloom.tui.events import AgentRan, ForkWritten, HideChanged
-from threadloom.tui.screens import ErrorScreen
-from threadloom.tui.workers import (
+
+from . import workers
+from .events import AgentRan, ForkWritten, HideChanged
+from .screens import ErrorScreen
+from .workers import (
     CleanupAhead,
     Exported,
     Followed,
@@ -37,8 +38,8 @@ from threadloom.tui.workers import (
 )
 
 if TYPE_CHECKING:
-    from threadloom.core.ingest import IngestReport, RootWatch
-    from threadloom.tui.browser import BrowserScreen
+    from ..core.ingest.pipeline import IngestReport, RootWatch
+    from .browser import BrowserScreen
 
 
 class ArchiveApp(App[int]):
@@ -88,14 +89,14 @@ class ArchiveApp(App[int]):
         """A database of an older schema has its sessions rebuilt from its stored records (a minute
         or more at 1 GB): the ingest worker does it, with the screen up and saying so, before the
         panes read them (with --no-ingest too, reading no logs)."""
-        from threadloom.core.db import upgrade_due
+        from ..core.store.db import upgrade_due
 
         return bool(self.db_path is not None and not self.read_only and upgrade_due(self.db_path))
 
     def _check_writable(self) -> None:
         """A database the user made read-only (or on a read-only disk) is browsed as it is: no
         ingest, never a chmod; the notice says why and how to add to it."""
-        from threadloom.core.db import LedgerError, check_writable
+        from ..core.store.db import LedgerError, check_writable
 
         assert self.db_path is not None
         try:
@@ -111,7 +112,7 @@ class ArchiveApp(App[int]):
             )
 
     def _open_database(self, *, readonly: bool = False) -> None:
-        from threadloom.core.db import LedgerError, connect, open_for_reading
+        from ..core.store.db import LedgerError, connect, open_for_reading
 
         if self.conn is not None:
             return
@@ -153,7 +154,7 @@ class ArchiveApp(App[int]):
         self._reload_stats()
 
     def _reload_stats(self) -> None:
-        from threadloom.tui.stats import StatsScreen
+        from .stats import StatsScreen
 
         if self.conn is None:
             return
@@ -194,7 +195,7 @@ class ArchiveApp(App[int]):
         workers.start(self, workers.INGEST, work)
 
     def _start_demo(self) -> None:
-        from threadloom.core.adapters.claude_demo import claim_demo_dir
+        from ..core.adapters.claude_demo import claim_demo_dir
 
         self.temp_dir = claim_demo_dir()
         self.db_path = self.temp_dir / "demo.db"
@@ -216,7 +217,7 @@ class ArchiveApp(App[int]):
             self._open_database(readonly=self.first_load)
 
     def on_ingest_progressed(self, event: IngestProgressed) -> None:
-        from threadloom.core.ingest import PHASES
+        from ..core.ingest.pipeline import PHASES
 
         p = event.progress
         self.browser.show_progress(p)
@@ -258,7 +259,7 @@ class ArchiveApp(App[int]):
             )
 
     def _keep_report(self, report: IngestReport) -> None:
-        from threadloom.core.ingest import RootWatch
+        from ..core.ingest.pipeline import RootWatch
 
         self.last_report = report
         self.browser.roots = report.roots  # what the empty state says was looked in
@@ -279,7 +280,7 @@ class ArchiveApp(App[int]):
         self._end_load_reader()  # a first load cancelled half-way: what is in stays browsable
         self.refresh_bindings()
         if event.error is not None:
-            from threadloom.core.db import LedgerError
+            from ..core.store.db import LedgerError
 
             error = event.error
             if isinstance(error, LedgerError) and self.conn is None:  # it never opened: not the logs
@@ -434,7 +435,7 @@ class ArchiveApp(App[int]):
         workers.start(self, workers.SYNC, partial(workers.sync, self.db_path, url, rules))
 
     def on_synced(self, event: Synced) -> None:
-        from threadloom.core.sync import SyncError
+        from ..core.ingest.sync import SyncError
 
         report = event.report
         if event.error is not None or report is None:
@@ -485,7 +486,7 @@ class ArchiveApp(App[int]):
                 timeout=10,
             )
             return
-        from threadloom.tui.fork import ForkPicker
+        from .fork import ForkPicker
 
         self.archive_changed()
         if event.report is not None and event.report.sessions:

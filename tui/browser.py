@@ -26,23 +26,25 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Input, Label, OptionList, ProgressBar, Static, Tree
-from threadloom.core import archive, browse
-from threadloom.core.hidden import MARK, PROJECT, SESSION, Hidden, read_hidden
-from threadloom.core.query import display_title, get_session
-from threadloom.core.text import count_of, human_tokens, short_when
-from threadloom.tui.events import HideChanged
-from threadloom.tui.footer import KeyFooter
-from threadloom.tui.messages import MessageView
-from threadloom.tui.panes import FilterInput, NodeRef, ProjectList, SessionTree
-from threadloom.tui.render import plain_title, short_model
-from threadloom.tui.screens import HelpScreen, OutputScreen, RawJsonScreen, key_rows
-from threadloom.tui.settings import Settings, save_settings, settings_path
+
+from ..core.actions import restore
+from ..core.actions.hidden import MARK, PROJECT, SESSION, Hidden, read_hidden
+from ..core.base.text import count_of, human_tokens, short_when
+from ..core.read import archive, browse
+from ..core.read.query import display_title, get_session
+from .events import HideChanged
+from .footer import KeyFooter
+from .messages import MessageView
+from .panes import FilterInput, NodeRef, ProjectList, SessionTree
+from .render import plain_title, short_model
+from .screens import HelpScreen, OutputScreen, RawJsonScreen, key_rows
+from .settings import Settings, save_settings, settings_path
 
 if TYPE_CHECKING:
-    from threadloom.core.browse import SessionSummary
-    from threadloom.core.changes import SessionChangeCall
-    from threadloom.core.ingest import Progress
-    from threadloom.core.search import Hit
+    from ..core.ingest.pipeline import Progress
+    from ..core.insight.changes import SessionChangeCall
+    from ..core.read.browse import SessionSummary
+    from ..core.read.search import Hit
 
 NARROW = 110
 WIDE = 150
@@ -430,7 +432,7 @@ class BrowserScreen(Screen[None]):
             self.query_one(ProjectList).focus()
 
     def _empty_text(self) -> Text:
-        from threadloom.core.adapters import all_adapters
+        from ..core.adapters import all_adapters
 
         roots = (
             self.roots
@@ -588,7 +590,7 @@ class BrowserScreen(Screen[None]):
     def show_earlier_version(self) -> None:
         """`v`: the open session as it read before its last rewrite, then before the one before,
         …, then as it is again. An earlier version is read from the records the archive kept into a
-        database of its own (core.archive.as_of_archive): browsed, not forked from."""
+        database of its own (core.actions.restore.as_of_archive): browsed, not forked from."""
         ref = self._open_ref
         if ref is None or ref.session is None or ref.kind != "session" or self.conn is None:
             return
@@ -602,7 +604,7 @@ class BrowserScreen(Screen[None]):
             self.open_ref(ref, keep_trail=True)
             return
         version = self.rewrites[index]
-        then = archive.as_of_archive(self.conn, ref.session.id, version.superseded_at - 1)
+        then = restore.as_of_archive(self.conn, ref.session.id, version.superseded_at - 1)
         old = get_session(then, ref.session.id)
         if old is None:
             then.close()
@@ -763,7 +765,7 @@ class BrowserScreen(Screen[None]):
     def show_changes(self) -> None:
         """The files the open session and its subagents changed; the call chosen there, under the
         cursor, opened."""
-        from threadloom.tui.changes import ChangesScreen
+        from .changes import ChangesScreen
 
         view = self.query_one(MessageView)
         session_id = view.session_id
@@ -781,7 +783,7 @@ class BrowserScreen(Screen[None]):
         """The message viewer's cursor on the call that changed a file, opened on its diff; the
         whole session is opened first when the branch shown does not hold it, and a subagent's
         call in the subagent's conversation (Esc goes back to where `c` was pressed)."""
-        from threadloom.core.find import Place
+        from ..core.read.find import Place
 
         if call.seq is None or call.entry_id is None:
             self.notify("That call's message is not in the conversation", severity="warning", timeout=3)
@@ -888,7 +890,7 @@ class BrowserScreen(Screen[None]):
 
     def show_progress(self, p: Progress) -> None:
         """The bar and its label: files and bytes, or how much of the search index is built."""
-        from threadloom.core.ingest import EMBEDDING, INDEXING, PHASES
+        from ..core.ingest.pipeline import EMBEDDING, INDEXING, PHASES
 
         bar = self.query_one(ProgressBar)
         label = self.query_one("#ingest-label", Label)

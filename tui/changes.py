@@ -2,7 +2,7 @@
 its calls added and removed; Enter lists the calls that changed a file (and which subagent made
 each), and Enter on a call goes to it in the message viewer (in the subagent's conversation).
 
-Everything is read from what the ledger keeps (`core.changes`), never from the messages. Paths
+Everything is read from what the ledger keeps (`core.insight.changes`), never from the messages. Paths
 come from the logs: they are escaped before they are drawn."""
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
-from threadloom.core.changes import ChangedFile, SessionChangeCall, changed_files, tree_change_calls
-from threadloom.core.text import clock, count_of, flat, printable
-from threadloom.tui.panes import _home
+
+from ..core.base.text import clock, count_of, flat, printable
+from ..core.insight.changes import ChangedFile, SessionChangeCall, changed_files, tree_change_calls
+from .panes import _home
 
 ADDED = "green"
 REMOVED = "red"
@@ -216,7 +217,7 @@ class ChangesScreen(ModalScreen[SessionChangeCall | None]):
         self.show_files(at)
 
     def action_help(self) -> None:
-        from threadloom.tui.screens import HelpScreen, key_rows
+        from .screens import HelpScreen, key_rows
 
         table, around = key_rows(self, self.query_one(DataTable))
         self.app.push_screen(

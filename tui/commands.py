@@ -1,4 +1,4 @@
-"""Command palette providers: "jump to session" by title, id or project (core.search.find_sessions)."""
+"""Command palette providers: "jump to session" by title, id or project (core.read.search.find_sessions)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.system_commands import SystemCommandsProvider
-from threadloom.core import browse
-from threadloom.core.query import display_title
-from threadloom.core.text import short_when
-from threadloom.tui.events import OpenSession, archive_conn
+
+from ..core.base.text import short_when
+from ..core.read import browse
+from ..core.read.query import display_title
+from .events import OpenSession, archive_conn
 
 SHOWN = 40
 SEARCHED = 60
@@ -37,7 +38,7 @@ class ActionsProvider(SystemCommandsProvider):
 
 
 class SessionJumpProvider(Provider):
-    """Sessions and subagents, found by title, project or id prefix through `core.search.find_sessions`.
+    """Sessions and subagents, found by title, project or id prefix through `core.read.search.find_sessions`.
 
     In the general palette (ctrl+p) sessions appear once something is typed, so the actions that
     apply now are what an empty palette lists; the jump palette (p) lists recent sessions at once.
@@ -54,12 +55,12 @@ class SessionJumpProvider(Provider):
         return f"{kind}{display_title(t)} · {t.project} · {t.id.split(':')[-1][:13]}"
 
     async def search(self, query: str) -> Hits:
-        """Ranked by `core.search.find_sessions`, the engine `threadloom` uses for titles and ids.
+        """Ranked by `core.read.search.find_sessions`, the engine `threadloom` uses for titles and ids.
 
         Sessions it misses follow, matched by the palette's own fuzzy matcher on "title · project ·
         id" with a subagent's task description as its title (find_sessions reads the first prompt).
         """
-        from threadloom.core.search import find_sessions
+        from ..core.read.search import find_sessions
 
         conn = archive_conn(self.app)
         if conn is None or not query.strip():

@@ -1,5 +1,5 @@
 """A new session from past turns (seed 003's smart fork): the chosen turns packed as a context
-(core.recall.build_context), written to a file only its owner reads, and an agent started in a
+(core.insight.recall.build_context), written to a file only its owner reads, and an agent started in a
 folder with that file as its first message, or the command copied. No text from the logs is put on
 the command line: the shell reads the file when the command runs.
 """
@@ -18,9 +18,11 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Input, Select, Static
-from threadloom.core.recall import Context, ContextLaunch
-from threadloom.core.text import printable
-from threadloom.tui.workers import read_archive
+
+from ..core.actions.launch import ContextLaunch
+from ..core.base.text import printable
+from ..core.insight.recall import Context
+from .workers import read_archive
 
 DEFAULT_BUDGET = 4000
 
@@ -74,7 +76,7 @@ class ContextScreen(ModalScreen[None]):
         self.agents: list[str] = []
 
     def compose(self) -> ComposeResult:
-        from threadloom.core.recall import launchable_agents
+        from ..core.actions.launch import launchable_agents
 
         with Vertical(id="context-box") as box:
             box.border_title = f"New session with the context of {len(self.turn_ids)} turn(s)"
@@ -101,7 +103,8 @@ class ContextScreen(ModalScreen[None]):
 
     @work(thread=True, exclusive=True, group="context", exit_on_error=False, description="context")
     def _read(self) -> None:
-        from threadloom.core.recall import build_context, default_folder
+        from ..core.actions.launch import default_folder
+        from ..core.insight.recall import build_context
 
         budget = self._budget()
 
@@ -180,7 +183,7 @@ class ContextScreen(ModalScreen[None]):
 
     def _prepare(self) -> ContextLaunch | None:
         """Write the context file (once) and make the command for the agent and folder chosen now."""
-        from threadloom.core.recall import launch_command, write_context_file
+        from ..core.actions.launch import launch_command, write_context_file
 
         if self.context is None:
             return None
@@ -201,7 +204,7 @@ class ContextScreen(ModalScreen[None]):
         return self.launch
 
     def action_copy(self) -> None:
-        from threadloom.core import clipboard
+        from ..core.base import clipboard
 
         launch = self._prepare()
         if launch is None:
@@ -216,8 +219,9 @@ class ContextScreen(ModalScreen[None]):
     def action_start(self) -> None:
         """The agent runs in this terminal; threadloom comes back when it ends (then reads what it wrote)."""
         from textual.app import SuspendNotSupported
-        from threadloom.tui.events import AgentRan
-        from threadloom.tui.fork import hand_over, run_in_shell
+
+        from .events import AgentRan
+        from .fork import hand_over, run_in_shell
 
         launch = self._prepare()
         if launch is None:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from threadloom.core.cli import main as cli_main
+from ..core.cli import main as cli_main
 
 
 def open_app(args: argparse.Namespace) -> int:
-    from threadloom.tui.app import run_app
+    from .app import run_app
 
     return run_app(
         db_path=args.db,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from threadloom.core.search import Hit
+    from ..core.read.search import Hit
 
 
 @runtime_checkable

@@ -2,7 +2,7 @@
 to failed calls, and the compaction segment the cursor is in (on the pane's bottom border).
 
 The viewer draws only what is on screen, so what matches is asked of the core over the whole
-session's stored text (`core.find`); the marks are laid on the lines the viewer has drawn, whatever
+session's stored text (`core.read.find`); the marks are laid on the lines the viewer has drawn, whatever
 the text was drawn as, so they follow the rendering rather than the raw text. `Navigator` holds the
 state of one open session and is reached from `MessageView` through a few small hooks.
 """
@@ -24,14 +24,15 @@ from textual.containers import Horizontal
 from textual.strip import Strip
 from textual.timer import Timer
 from textual.widgets import Input, Static
-from threadloom.core import find
-from threadloom.core.browse import Segment as CompactionSegment
-from threadloom.core.find import Place
-from threadloom.core.text import printable
-from threadloom.tui.workers import read_archive
+
+from ..core.base.text import printable
+from ..core.read import find
+from ..core.read.browse import Segment as CompactionSegment
+from ..core.read.find import Place
+from .workers import read_archive
 
 if TYPE_CHECKING:
-    from threadloom.tui.messages import Block, MessageView, Rendered
+    from .messages import Block, MessageView, Rendered
 
 DEBOUNCE = 0.12
 MATCH_STYLE = Style(color="#1c1c1c", bgcolor="#d7af5f")

@@ -1,17 +1,17 @@
 """The fork picker: continue any conversation from any message, with the exact command shown and copied.
 
-The list is the branch through the chosen message, turn by turn (`core.fork.fork_points`); the
-chosen turn is open on its messages (`core.fork.fork_messages`: the prompt, replies, thinking, each
+The list is the branch through the chosen message, turn by turn (`core.actions.fork.fork_points`); the
+chosen turn is open on its messages (`core.actions.fork.fork_messages`: the prompt, replies, thinking, each
 tool call with its result), the others open with → or Space. Forking at a message keeps it and
 everything before it (for Claude Code, its whole API message: the blocks marked ┌ ├ └ fork as one);
 forking at a turn keeps the whole turn. For Claude Code and Codex "Fork here" writes a new session,
 after a confirmation that says what goes where; the other actions only make a command. A command
 that needs the transcript put back where the agent looks asks before doing that. `x` hands the
 terminal to the agent and comes back when it ends. Under the list: the files the conversation edited
-after the point under the cursor, which a fork does not take back (`core.undo`), and `u` writes the
-patch that does. Whatever `core.fork` cannot do is said in the dialog, never as a traceback.
+after the point under the cursor, which a fork does not take back (`core.actions.undo`), and `u` writes the
+patch that does. Whatever `core.actions.fork` cannot do is said in the dialog, never as a traceback.
 
-What is listed, chosen, asked and done is a `core.fork_session.ForkSession` (`self.model`), which
+What is listed, chosen, asked and done is a `core.actions.fork_session.ForkSession` (`self.model`), which
 knows nothing of Textual; this screen lays out the widgets that draw it (`tui.fork_widgets`), turns
 keys into its steps and runs the steps that read the archive in thread workers with their own
 connections (each reads, then posts what it read for the model to take in here): the dialog opens at
@@ -35,12 +35,13 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, OptionList, Static
-from threadloom.core.fork import ForkMessage, ForkPlan, ForkPoint
-from threadloom.core.fork_session import ForkSession, Row, Target, TurnsRead
-from threadloom.core.query import display_title
-from threadloom.tui.events import AgentRan, ForkWritten
-from threadloom.tui.footer import KeyFooter
-from threadloom.tui.fork_widgets import (
+
+from ..core.actions.fork import ForkMessage, ForkPlan, ForkPoint
+from ..core.actions.fork_session import ForkSession, Row, Target, TurnsRead
+from ..core.read.query import display_title
+from .events import AgentRan, ForkWritten
+from .footer import KeyFooter
+from .fork_widgets import (
     ActionButton,
     DialogBox,
     PointList,
@@ -52,11 +53,11 @@ from threadloom.tui.fork_widgets import (
     notes,
     status,
 )
-from threadloom.tui.render import plain_title
-from threadloom.tui.workers import read_archive
+from .render import plain_title
+from .workers import read_archive
 
 if TYPE_CHECKING:
-    from threadloom.core.undo import UndoPlan
+    from ..core.actions.undo import UndoPlan
 
 __all__ = ["ForkPicker", "PointList", "hand_over", "run_in_shell"]
 
@@ -242,7 +243,7 @@ class ForkPicker(ModalScreen[None]):
         yield KeyFooter()
 
     def on_resize(self) -> None:
-        from threadloom.tui.browser import NARROW
+        from .browser import NARROW
 
         self.set_class(self.app.size.width < NARROW, "-narrow")  # the footer's tighter spacing
         # a short terminal: the list gives up rows so that what Fork here keeps, the edits it leaves
@@ -307,7 +308,7 @@ class ForkPicker(ModalScreen[None]):
     def _copy(self, command: str) -> str:
         """The system clipboard first; else the terminal's (OSC 52). Says which in the picker's status
         (a toast would sit over the command it speaks of)."""
-        from threadloom.core import clipboard
+        from ..core.base import clipboard
 
         how = clipboard.copy(command)
         if how:
@@ -356,7 +357,7 @@ class ForkPicker(ModalScreen[None]):
 
     @work(thread=True, exclusive=True, group="fork-plan", exit_on_error=False, description="fork plan")
     def _make_plan(self, action: str, target: Target | None, prompt: str | None) -> None:
-        from threadloom.core.fork_session import FAILURE
+        from ..core.actions.fork_session import FAILURE
 
         read_archive(
             self.post_message,
@@ -426,7 +427,7 @@ class ForkPicker(ModalScreen[None]):
     def action_new_with_context(self) -> None:
         """The picked turns (a picked message brings its turn; none picked: the one under the cursor)
         as the context of a new session, in the dialog that starts it."""
-        from threadloom.tui.context import ContextScreen
+        from .context import ContextScreen
 
         selection = self.model.selection()
         turns = list(dict.fromkeys(selection.turn_ids + [m.turn_id for m in selection.messages]))
@@ -675,7 +676,7 @@ class ForkPicker(ModalScreen[None]):
         self._said()
 
     def action_help(self) -> None:
-        from threadloom.tui.screens import HelpScreen, key_rows
+        from .screens import HelpScreen, key_rows
 
         focused = self.focused
         own, everywhere = key_rows(self, focused)

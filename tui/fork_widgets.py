@@ -1,4 +1,4 @@
-"""The fork picker's widgets: each draws one part of a `core.fork_session.ForkSession` and keeps no
+"""The fork picker's widgets: each draws one part of a `core.actions.fork_session.ForkSession` and keeps no
 state of its own (the list its rows, the lines under it what a fork keeps and leaves, the question,
 the command, its notes and the status). `tui.fork.ForkPicker` lays them out and runs the steps."""
 
@@ -13,15 +13,17 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, OptionList, Static
 from textual.widgets.option_list import Option
-from threadloom.core.fork import FORK_TITLE_SUFFIX, ForkPlan
-from threadloom.core.fork_session import ForkSession, Row
-from threadloom.core.text import count_of, left_as_is, one_line, printable, short_when
-from threadloom.tui.panes import fit
-from threadloom.tui.render import ROLE_STYLE, STATUS, short_model, when
+
+from ..core.actions.fork import FORK_TITLE_SUFFIX, ForkPlan
+from ..core.actions.fork_session import ForkSession, Row
+from ..core.base.text import count_of, left_as_is, one_line, printable, short_when
+from .panes import fit
+from .render import ROLE_STYLE, STATUS, short_model, when
 
 if TYPE_CHECKING:
     from textual.app import ComposeResult
-    from threadloom.core.undo import UndoPlan
+
+    from ..core.actions.undo import UndoPlan
 
 ERROR_STYLE = "bold #ff5f5f"
 OK_STYLE = "#87d787"
@@ -440,7 +442,7 @@ def patch_said(model: ForkSession) -> Text:
             style=WARN_STYLE,
         )
     else:
-        from threadloom.core.fork_session import covered
+        from ..core.actions.fork_session import covered
 
         text = Text.assemble(
             ("Wrote the undo patch to ", OK_STYLE),

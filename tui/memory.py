@@ -1,4 +1,4 @@
-"""Memory in the TUI (core.memory): `t` tags and `n` notes the session (or, in the viewer, `t` the
+"""Memory in the TUI (core.insight.memory): `t` tags and `n` notes the session (or, in the viewer, `t` the
 message) under the cursor, `b` bookmarks it, `B` lists the bookmarks, `M` shows the memory: the
 knowledge entries by scope with each one's history, the tags, the newest notes. What agents wrote
 over MCP shows here as what people wrote."""
@@ -15,8 +15,9 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
-from threadloom.core import memory
-from threadloom.core.text import human_when, one_line, printable
+
+from ..core.base.text import human_when, one_line, printable
+from ..core.insight import memory
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class MemoryTarget:
 
     @property
     def ref(self) -> str:
-        """As core.memory.parse_target reads it."""
+        """As core.insight.memory.parse_target reads it."""
         return self.session_id if self.seq is None else f"{self.session_id}#{self.seq}"
 
 
@@ -134,7 +135,7 @@ class BookmarksScreen(ModalScreen[tuple[str, int | None] | None]):
 
 
 def _title(conn: sqlite3.Connection, session_id: str) -> str:
-    from threadloom.core.query import display_title, get_session
+    from ..core.read.query import display_title, get_session
 
     found = get_session(conn, session_id)
     return display_title(found) if found is not None else ""

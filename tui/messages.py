@@ -32,22 +32,24 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from threadloom.core import browse, images, markup
-from threadloom.core.adapters import tool_group
-from threadloom.core.adapters.base import ImageRef
-from threadloom.core.browse import MessageRow, ToolCall
-from threadloom.core.calls import call_params, result_text
-from threadloom.core.markdown import Markdown, segments
-from threadloom.core.side_files import (
+
+from ..core.adapters import tool_group
+from ..core.adapters.base import ImageRef
+from ..core.base import markup
+from ..core.present.markdown import Markdown, segments
+from ..core.read import browse, images
+from ..core.read.browse import MessageRow, ToolCall
+from ..core.read.calls import call_params, result_text
+from ..core.read.side_files import (
     PERSISTED_NOTICE,
     PersistedOutput,
     persisted_output,
     session_plans,
 )
-from threadloom.tui import images as tui_images
-from threadloom.tui import render
-from threadloom.tui.find import Navigator
-from threadloom.tui.images import Cells
+from . import images as tui_images
+from . import render
+from .find import Navigator
+from .images import Cells
 
 PAGE = 64
 DEFAULT_HEIGHT = 3

@@ -18,12 +18,13 @@ from textual.message import Message
 from textual.widgets import Input, OptionList, Tree
 from textual.widgets.option_list import Option
 from textual.widgets.tree import TreeNode
-from threadloom.core import browse
-from threadloom.core.browse import Branch, ProjectRow, Segment, SessionSummary
-from threadloom.core.hidden import MARK
-from threadloom.core.query import SORT_ORDERS, SessionView, agents_of, display_title, money
-from threadloom.core.text import count_of, flat, human_tokens, short_when, shorter_when
-from threadloom.tui.render import short_model
+
+from ..core.actions.hidden import MARK
+from ..core.base.text import count_of, flat, human_tokens, short_when, shorter_when
+from ..core.read import browse
+from ..core.read.browse import Branch, ProjectRow, Segment, SessionSummary
+from ..core.read.query import SORT_ORDERS, SessionView, agents_of, display_title, money
+from .render import short_model
 
 STATUS_MARK = {
     "completed": ("✓", "green"),
@@ -434,7 +435,7 @@ class SessionTree(Tree[NodeRef]):
             super()._invalidate()
 
     def process_label(self, label: str | Text) -> Text:
-        """A session's label is its title on one line (`core.browse` flattens it): kept as it is,
+        """A session's label is its title on one line (`core.read.browse` flattens it): kept as it is,
         without the copy Textual's split into lines makes of every label."""
         if isinstance(label, Text) and "\n" not in label.plain:
             return label
@@ -679,7 +680,7 @@ class SessionTree(Tree[NodeRef]):
 
     def _copy(self, text: str, what: str) -> None:
         """The system clipboard first, else the terminal's (OSC 52); the toast says which, and what."""
-        from threadloom.core import clipboard
+        from ..core.base import clipboard
 
         how = clipboard.copy(text)
         if how is None:
@@ -742,7 +743,7 @@ def session_label(s: SessionSummary, width: int, now: float | None = None, *, hi
         head.append(f"@{s.machine} ", style="#5f87af")
     if (
         s.signal_count
-    ):  # what went wrong in it (core.signals), before the title so it always shows: `S` lists them
+    ):  # what went wrong in it (core.insight.signals), before the title so it always shows: `S` lists them
         head.append(f"⚠{s.signal_count} ", style="#d7af5f")
     if s.kind == "fork":  # a fork threadloom (or the agent) made: its own session, from its source
         head.append("⑂ ", style="bold #5fafaf")

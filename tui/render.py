@@ -18,27 +18,12 @@ from rich.segment import Segment
 from rich.text import Text
 from textual.color import Color
 from textual.filter import LineFilter
-from threadloom.core import markup
-from threadloom.core.adapters import spawned, tool_group
-from threadloom.core.adapters.base import ImageRef
-from threadloom.core.browse import MessageRow, ToolCall
-from threadloom.core.calls import call_params, result_text
-from threadloom.core.diffs import DiffLine, call_diff, diff_between, is_edit
-from threadloom.core.images import describe, human_bytes
-from threadloom.core.markdown import SYNTAX_THEME
-from threadloom.core.render import (
-    EDIT_SEARCH,
-    EditBlock,
-    edit_blocks,
-    hook_duration,
-    message_body,
-    spaced,
-    terminal_text,
-    tool_summary,
-)
-from threadloom.core.render import long_text as core_long_text
-from threadloom.core.side_files import PersistedOutput
-from threadloom.core.text import (
+
+from ..core.adapters import spawned, tool_group
+from ..core.adapters.base import ImageRef
+from ..core.adapters.edits import EDIT_SEARCH, EditBlock, edit_blocks
+from ..core.base import markup
+from ..core.base.text import (
     BIDI_CONTROLS,
     TaskNotice,
     flat,
@@ -48,6 +33,14 @@ from threadloom.core.text import (
     printable,
     task_notice,
 )
+from ..core.present.markdown import SYNTAX_THEME
+from ..core.present.render import hook_duration, message_body, spaced, terminal_text
+from ..core.present.render import long_text as core_long_text
+from ..core.read.browse import MessageRow, ToolCall
+from ..core.read.calls import call_params, result_text, tool_summary
+from ..core.read.diffs import DiffLine, call_diff, diff_between, is_edit
+from ..core.read.images import describe, human_bytes
+from ..core.read.side_files import PersistedOutput
 
 ROLE_STYLE = {"user": "bold #5fafff", "assistant": "bold #87d787", "system": "dim"}
 NOTICE_STYLE = "bold #d7af5f"
@@ -77,7 +70,7 @@ def short_model(model: str | None) -> str:
 
 
 def when(ms: int | None) -> str:
-    """A message's time: '12 Jun 14:05:09', with its year when not this year's (`core.text.moment`)."""
+    """A message's time: '12 Jun 14:05:09', with its year when not this year's (`core.base.text.moment`)."""
     return moment(ms)
 
 
@@ -149,7 +142,7 @@ LONG_TEXT_REST = "r shows the raw record"
 
 
 def long_text(text: str, style: str = "") -> RenderableType:
-    """`core.render.long_text`, the rest a key away."""
+    """`core.present.render.long_text`, the rest a key away."""
     return core_long_text(text, style, LONG_TEXT_REST)
 
 
@@ -415,19 +408,19 @@ DIFF_STYLES = {
 
 
 def diff_lines(rows: list[DiffLine]) -> RenderableType:
-    """Diff lines (`core.diffs`) coloured: removed red, added green, hunks blue, files bold."""
+    """Diff lines (`core.read.diffs`) coloured: removed red, added green, hunks blue, files bold."""
     return FilledLines([Text(as_text(row.text), style=DIFF_STYLES[row.kind]) for row in rows])
 
 
 def diff_view(name: str, params: dict[str, Any], extra: Any, agent: str | None = None) -> RenderableType:
-    """What an editing call changed, as its agent's adapter reads it (`core.diffs`)."""
+    """What an editing call changed, as its agent's adapter reads it (`core.read.diffs`)."""
     return diff_lines(call_diff(name, params, extra, agent))
 
 
 # what a terminal acts on rather than shows: C0 controls, DEL, the C1 controls (U+009B starts
 # a CSI on some terminals) and the bidirectional controls (which reorder what follows them); Rich
 # gives them no width, so dropping them leaves every column in place. What is drawn from a log is
-# made visible before it is laid out (`core.text.printable`, `flat`): this only catches the rest.
+# made visible before it is laid out (`core.base.text.printable`, `flat`): this only catches the rest.
 CONTROLS = re.compile(f"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
 LONE_SURROGATES = re.compile("[\ud800-\udfff]")  # cannot be written to the terminal at all
 
@@ -489,7 +482,7 @@ def safe_lines(textuals: Sequence[LineFilter]) -> SafeLines:
 
 
 # ---------------------------------------------------------------------------- Claude Code's markup
-# The parts `core.markup` reads from a message: each drawn for what it is. Values are the log's:
+# The parts `core.base.markup` reads from a message: each drawn for what it is. Values are the log's:
 # the message view's NoControls filter keeps them from acting on the terminal, and output is drawn
 # by terminal_text (its colours kept as styles, no sequence sent).
 
@@ -505,7 +498,7 @@ TODO_STYLE = {"completed": "#8a8a8a", "in_progress": "bold #87d7ff", "pending": 
 
 
 def user_parts(msg: MessageRow) -> list[markup.Part]:
-    """The parts of a user message's text (`core.markup.parse`); none for anyone else's."""
+    """The parts of a user message's text (`core.base.markup.parse`); none for anyone else's."""
     return markup.parse(msg.content) if msg.role == "user" and msg.content else []
 
 

@@ -13,7 +13,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Static, TextArea
-from threadloom.core.text import drop_colours, printable
+
+from ..core.base.text import drop_colours, printable
 
 LONG_STRING = 400
 
@@ -125,7 +126,7 @@ class RawJsonScreen(ModalScreen[None]):
             yield Static(id="raw-json")
 
     def on_mount(self) -> None:
-        from threadloom.tui.render import code
+        from .render import code
 
         try:
             value: Any = orjson.loads(self.raw)

@@ -1,7 +1,7 @@
 """The search screen: every conversation of every agent, results as the user types.
 
 Each keystroke restarts a short timer; when it fires, a thread worker (exclusive group, so a newer
-query cancels the older one) opens its own read-only connection and runs `core.search.search`.
+query cancels the older one) opens its own read-only connection and runs `core.read.search.search`.
 A newer query also interrupts the older one's SQLite statement, and a result that is no longer the
 latest is dropped. Enter opens the hit in the browsing screen's message viewer; the app keeps this
 screen installed, so Esc there comes back here with the query and the selection as they were.
@@ -28,14 +28,15 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
-from threadloom.core.query import UNTITLED
-from threadloom.core.search import Hit, SearchResult
-from threadloom.core.text import SEARCH_HELP, flat, human_when
-from threadloom.tui.events import OpenForkPicker, SearchClosed, SearchHitChosen
-from threadloom.tui.footer import KeyFooter
-from threadloom.tui.panes import fit
-from threadloom.tui.render import ROLE_STYLE
-from threadloom.tui.workers import read_archive
+
+from ..core.base.text import SEARCH_HELP, flat, human_when
+from ..core.read.query import UNTITLED
+from ..core.read.search import Hit, SearchResult
+from .events import OpenForkPicker, SearchClosed, SearchHitChosen
+from .footer import KeyFooter
+from .panes import fit
+from .render import ROLE_STYLE
+from .workers import read_archive
 
 DEBOUNCE = 0.15
 LIMIT = 100
@@ -159,7 +160,7 @@ class SearchScreen(Screen[None]):
         self.last_seconds = 0.0  # worker time of the shown result: connect + search
         self.latency = 0.0  # last key press of the query → its results on screen
         self.show_filters = False
-        self.mode = "hybrid"  # core.recall.MODES
+        self.mode = "hybrid"  # core.insight.recall.MODES
         self.picked: dict[str, Hit] = {}  # turn id → the hit it was picked from, in the order picked
         self.similar_to: int | None = None  # the entry whose similar turns are listed (not a query)
         self.similar_label = ""
@@ -215,7 +216,7 @@ class SearchScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False, description="search")
     def _search(self, serial: int, query: str, now: float) -> None:
-        from threadloom.core.recall import search_recall
+        from ..core.insight.recall import search_recall
 
         started = time.perf_counter()
 
@@ -413,7 +414,7 @@ class SearchScreen(Screen[None]):
             self.post_message(OpenForkPicker(hit.session_id, hit.entry_id, seq=hit.seq))
 
     def _turn_of(self, hit: Hit) -> str | None:
-        from threadloom.core.recall import NotEmbedded, turn_of_ref
+        from ..core.insight.recall import NotEmbedded, turn_of_ref
 
         if hit.turn_id is not None:
             return hit.turn_id
@@ -448,7 +449,7 @@ class SearchScreen(Screen[None]):
 
     def action_new_with_context(self) -> None:
         """The picked turns (else the highlighted hit's) as the context of a new session."""
-        from threadloom.tui.context import ContextScreen
+        from .context import ContextScreen
 
         turns = list(self.picked)
         if not turns:
@@ -473,7 +474,7 @@ class SearchScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False, description="similar")
     def _similar(self, serial: int, entry_id: int) -> None:
-        from threadloom.core.recall import NotEmbedded, similar
+        from ..core.insight.recall import NotEmbedded, similar
 
         started = time.perf_counter()
         label = f"turns like {self.similar_label}"
@@ -499,7 +500,7 @@ class SearchScreen(Screen[None]):
 
     def action_cycle_mode(self) -> None:
         """Words and meaning → words only → meaning only, and the query searched again."""
-        from threadloom.core.recall import MODES
+        from ..core.insight.recall import MODES
 
         self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
         query = self.query_one("#search-input", Input).value

@@ -16,7 +16,7 @@ import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from threadloom.tui.keymap import config_dir
+from .keymap import config_dir
 
 
 @dataclass(slots=True)

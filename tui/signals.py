@@ -11,8 +11,9 @@ from textual.binding import Binding
 from textual.screen import ModalScreen
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
-from threadloom.core import signals
-from threadloom.core.text import printable
+
+from ..core.base.text import printable
+from ..core.insight import signals
 
 SEVERITY_STYLE = {"high": "bold #ff8787", "medium": "#d7af5f", "low": "dim"}
 

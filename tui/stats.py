@@ -1,7 +1,7 @@
 """The stats screen: cost (or tokens) per day as a sparkline, and a table of the totals by day,
 week, month, project, model, agent or session below it; Enter narrows the browser to a row.
 
-Everything is read from the sums the ledger keeps (`core.stats.report`): opening it groups those
+Everything is read from the sums the ledger keeps (`core.insight.stats.report`): opening it groups those
 rows, it never scans the messages."""
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Sparkline, Static
-from threadloom.core import stats
-from threadloom.core.query import money, short_ids
-from threadloom.core.stats import StatsRow
-from threadloom.core.text import NO_MODEL, count_of, human_tokens, printable
-from threadloom.tui.events import OpenProject, OpenSession
+
+from ..core.base.text import NO_MODEL, count_of, human_tokens, printable
+from ..core.insight import stats
+from ..core.insight.stats import StatsRow
+from ..core.read.query import money, short_ids
+from .events import OpenProject, OpenSession
 
 TITLES = {
     "day": "Day",

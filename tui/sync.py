@@ -1,4 +1,4 @@
-"""The first sync's question (core.sync): nothing of this machine leaves it until a person says
+"""The first sync's question (core.ingest.sync): nothing of this machine leaves it until a person says
 what. `U` (or "Sync" in the palette) syncs with the hub; the first time, this screen lists the
 machine's projects, none checked, and asks which are shared (or all of them), with the hub's URL
 when none is remembered yet. What is chosen is remembered, as `threadloom sync --share` does, and
@@ -14,8 +14,9 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Checkbox, Input, SelectionList, Static
-from threadloom.core.sync import ProjectChoice
-from threadloom.core.text import printable
+
+from ..core.base.text import printable
+from ..core.ingest.sync import ProjectChoice
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,10 @@ from textual.worker import Worker, WorkerState
 
 if TYPE_CHECKING:
     from textual.app import App
-    from threadloom.core.cleanup import CleanupRisk
-    from threadloom.core.ingest import IngestReport, Progress
-    from threadloom.core.sync import SyncReport
+
+    from ..core.actions.cleanup import CleanupRisk
+    from ..core.ingest.pipeline import IngestReport, Progress
+    from ..core.ingest.sync import SyncReport
 
 PROGRESS_SECONDS = 0.05  # the ingest's progress is posted at most this often (the first file always)
 
@@ -162,9 +163,9 @@ WATCH = Job("watch", "look for new session files", exclusive=False)
 CLEANUP = Job("cleanup", "look for sessions an agent's cleanup will delete", exclusive=False)
 # hiding waits for the writer lock (an ingest may hold it): each one written, in order
 HIDE = Job("hide", "remember what is hidden", exclusive=False)
-# tags, notes and bookmarks (core.memory): written in order, each waiting for an ingest's lock
+# tags, notes and bookmarks (core.insight.memory): written in order, each waiting for an ingest's lock
 MEMORY = Job("memory", "write a tag, note or bookmark", exclusive=False)
-# a sync with the hub (core.sync), waiting for an ingest's lock; one at a time
+# a sync with the hub (core.ingest.sync), waiting for an ingest's lock; one at a time
 SYNC = Job("sync", "sync with the hub", exclusive=False)
 
 
@@ -192,7 +193,8 @@ def read_archive(
     vanished file: said, never a traceback). A worker cancelled meanwhile (a newer query, a closed
     screen) posts nothing. The one way the screens read the archive off the interface's thread."""
     from textual.worker import NoActiveWorker, get_current_worker
-    from threadloom.core.db import connect
+
+    from ..core.store.db import connect
 
     def cancelled() -> bool:
         try:
@@ -219,7 +221,7 @@ def read_archive(
 
 def finished(worker: Worker, state: WorkerState) -> Message | None:
     """The past-tense message for one of these workers that has ended (None for any other)."""
-    from threadloom.core.ingest import IngestReport
+    from ..core.ingest.pipeline import IngestReport
 
     if state not in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
         return None
@@ -237,7 +239,7 @@ def finished(worker: Worker, state: WorkerState) -> Message | None:
     if worker.group == WATCH.group:
         return RootsChanged() if result is True else None
     if worker.group == CLEANUP.group:
-        from threadloom.core.cleanup import CleanupRisk
+        from ..core.actions.cleanup import CleanupRisk
 
         return CleanupAhead(result, reading=False) if isinstance(result, CleanupRisk) else None
     if worker.group == HIDE.group and state != WorkerState.CANCELLED:
@@ -245,7 +247,7 @@ def finished(worker: Worker, state: WorkerState) -> Message | None:
     if worker.group == MEMORY.group and state != WorkerState.CANCELLED:
         return MemoryWritten(result if isinstance(result, str) else None, error)
     if worker.group == SYNC.group and state != WorkerState.CANCELLED:
-        from threadloom.core.sync import SyncReport
+        from ..core.ingest.sync import SyncReport
 
         return Synced(result if isinstance(result, SyncReport) else None, error)
     if worker.group == EXPORT.group and state != WorkerState.CANCELLED:
@@ -271,13 +273,13 @@ def ingest(
     Records first (`RecordsLoaded` when they are browsable), then the search index, which is a
     quarter of a first load and which search can do without for a while. `read_logs=False`: no
     log is read, only an older archive's sessions rebuilt (and the index caught up)."""
-    from threadloom.core.db import connect, upgrade_due
-    from threadloom.core.ingest import IngestReport
-    from threadloom.core.writer_lock import WriterBusy, writer_lock
+    from ..core.ingest.pipeline import IngestReport
+    from ..core.store.db import connect, upgrade_due
+    from ..core.store.writer_lock import WriterBusy, writer_lock
 
     include_defaults = read_logs
     if demo_dir is not None:
-        from threadloom.core.adapters.claude_demo import LONG_SESSION_TURNS, write_demo_archive
+        from ..core.adapters.claude_demo import LONG_SESSION_TURNS, write_demo_archive
 
         sources = [write_demo_archive(demo_dir, long_turns=demo_long_turns or LONG_SESSION_TURNS)]
         include_defaults = False
@@ -314,10 +316,10 @@ def ingest(
 def _records_then_index(
     post: Post, conn: sqlite3.Connection, sources: list[Path], include_defaults: bool, cancel: threading.Event
 ) -> IngestReport:
-    """The ingest's work once it is the one writer: `core.ingest.run_ingest` without its index
+    """The ingest's work once it is the one writer: `core.ingest.pipeline.run_ingest` without its index
     phase, news that the records are in, then that phase on its own (a run with nothing to read)."""
-    from threadloom.core import search_index
-    from threadloom.core.ingest import INDEXING, IngestReport, rebuild_pending, run_ingest
+    from ..core.ingest.pipeline import INDEXING, IngestReport, rebuild_pending, run_ingest
+    from ..core.store import search_index
 
     last = [0.0]
 
@@ -363,7 +365,7 @@ def _records_then_index(
 def cleanup_risk(conn: sqlite3.Connection | None) -> CleanupRisk | None:
     """Claude Code's sessions its cleanup will delete soon that `conn`'s archive lacks, when there
     are any (a look at its projects folder and one query)."""
-    from threadloom.core.cleanup import cleanup_risk
+    from ..core.actions.cleanup import cleanup_risk
 
     try:
         risk = cleanup_risk(conn)
@@ -375,7 +377,7 @@ def cleanup_risk(conn: sqlite3.Connection | None) -> CleanupRisk | None:
 def check_cleanup(db_path: Path) -> CleanupRisk | None:
     """`cleanup_risk` with a read-only connection of its own (no ingest runs: --no-ingest, or a
     read-only archive)."""
-    from threadloom.core.db import LedgerError, open_for_reading
+    from ..core.store.db import LedgerError, open_for_reading
 
     if not db_path.exists():
         return cleanup_risk(None)
@@ -391,7 +393,7 @@ def check_cleanup(db_path: Path) -> CleanupRisk | None:
 
 def hide(db_path: Path, kind: str, key: str, hidden: bool) -> tuple[str, str]:
     """Remember in the archive that a session or project is hidden (or not), as its one writer."""
-    from threadloom.core.hidden import write_hidden
+    from ..core.actions.hidden import write_hidden
 
     write_hidden(db_path, kind, [key], hidden)
     return kind, key
@@ -400,7 +402,7 @@ def hide(db_path: Path, kind: str, key: str, hidden: bool) -> tuple[str, str]:
 def mark(db_path: Path, kind: str, ref: str, values: list[str]) -> str:
     """Tag, note or bookmark (a toggle: taken off when there) a session or message in the archive's
     memory, as its one writer; returns what was done, to say."""
-    from threadloom.core import memory
+    from ..core.insight import memory
 
     with memory.writing(db_path) as conn:
         target = memory.parse_target(conn, ref)
@@ -423,9 +425,9 @@ def sync(db_path: Path, url: str | None, rules: list[str]) -> SyncReport:
     """Push and pull with the hub as `threadloom sync` does, as the archive's one writer (after an
     ingest holding it): `url` and `rules` (added to what is shared) given by the first sync's
     question; then remembered. No rule and nothing shared yet: pull only."""
-    from threadloom.core import sync as core_sync
-    from threadloom.core.db import connect
-    from threadloom.core.writer_lock import writer_lock
+    from ..core.ingest import sync as core_sync
+    from ..core.store.db import connect
+    from ..core.store.writer_lock import writer_lock
 
     with writer_lock(db_path):
         conn = connect(db_path)
@@ -444,8 +446,8 @@ def sync(db_path: Path, url: str | None, rules: list[str]) -> SyncReport:
 
 def read_files(db_path: Path, paths: list[Path]) -> IngestReport:
     """Read just these files (a growing session, a fork just written) with a connection of its own."""
-    from threadloom.core.db import connect
-    from threadloom.core.ingest import run_ingest
+    from ..core.ingest.pipeline import run_ingest
+    from ..core.store.db import connect
 
     conn = connect(db_path)
     try:
@@ -467,7 +469,7 @@ class Follower:
 
     def grown(self, conn: sqlite3.Connection, session_id: str) -> Path | None:
         """The session's file, once per change (even when nothing new comes of it)."""
-        from threadloom.core import browse
+        from ..core.read import browse
 
         grown = browse.grown_source(conn, session_id)
         if grown is None:
@@ -482,9 +484,9 @@ class Follower:
 def export(db_path: Path, session_id: str, folder: Path, fmt: str = "html") -> Path:
     """Write a session as `threadloom export` does, into a new file in `folder` (its own read-only
     connection: the app's belongs to the interface thread)."""
-    from threadloom.core.db import open_for_reading
-    from threadloom.core.export import export_session, file_name, write_new
-    from threadloom.core.query import get_session
+    from ..core.actions.export import export_session, file_name, write_new
+    from ..core.read.query import get_session
+    from ..core.store.db import open_for_reading
 
     conn = open_for_reading(db_path)
     try:

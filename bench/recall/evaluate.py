@@ -45,7 +45,16 @@ def ingest(db: Path, corpus: Path = CORPUS) -> None:
         "CODEX_HOME": str(home / ".codex"),
     }
     subprocess.run(
-        [sys.executable, "-m", "threadloom.core.cli", "--db", str(db), "ingest", "--source", str(corpus)],
+        [
+            sys.executable,
+            "-m",
+            "threadloom.core.cli",
+            "--db",
+            str(db),
+            "ingest",
+            "--source",
+            str(corpus),
+        ],
         check=True,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -54,7 +63,7 @@ def ingest(db: Path, corpus: Path = CORPUS) -> None:
 
 def rank_of(conn: sqlite3.Connection, hits: list, targets: set[str]) -> int | None:
     """The 1-based rank of the first target among the hits' distinct turns."""
-    from threadloom.core.recall import _turns_of
+    from threadloom.core.insight.recall import _turns_of
 
     turn_of = _turns_of(conn, [h.entry_id for h in hits])
     seen: list[str] = []
@@ -69,7 +78,7 @@ def rank_of(conn: sqlite3.Connection, hits: list, targets: set[str]) -> int | No
 
 
 def evaluate(conn: sqlite3.Connection, queries: list[tuple[str, set[str]]]) -> dict[str, dict[str, float]]:
-    from threadloom.core.recall import search_recall
+    from threadloom.core.insight.recall import search_recall
 
     scores: dict[str, dict[str, float]] = {}
     for mode in MODES:
@@ -89,7 +98,7 @@ def use_model(name: str) -> None:
     if name == "wordllama":
         return
     import numpy as np
-    from threadloom.core import embed
+    from threadloom.core.base import embed
 
     if name != "tokenlearn-static-model":
         raise SystemExit(f"unknown model {name}")
@@ -124,7 +133,7 @@ def main() -> int:
         conn = sqlite3.connect(db)
         conn.isolation_level = None
         if args.model != "wordllama":
-            from threadloom.core import episodes
+            from threadloom.core.insight import episodes
 
             use_model(args.model)
             episodes.embed_pending(conn)  # another model: every vector again

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
-from threadloom.core.adapters.base import Adapter, SpawnFacts
+from .base import Adapter, SpawnFacts
 
 # name -> (module, class, constructor arguments). Order matters when a file is named on the
 # command line: the first adapter that recognises it reads it, so the formats recognised by name

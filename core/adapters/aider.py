@@ -33,7 +33,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from threadloom.core.adapters.base import (
+from .base import (
     BOM,
     Adapter,
     Command,
@@ -50,10 +50,10 @@ from threadloom.core.adapters.base import (
     read_regular,
     safe_int,
 )
-from threadloom.core.adapters.shared import (
+from .shared import (
     head_of,
 )
-from threadloom.core.adapters.walk import walk
+from .walk import walk
 
 AGENT = "aider"
 HISTORY_NAME = ".aider.chat.history.md"
@@ -315,9 +315,9 @@ def path_tag(path: Path) -> str:
 
 def renamed_tags(conn: sqlite3.Connection) -> dict[str, str]:
     """Each Aider history's session-id prefix as it was (`path_tag`) and as it is (`history_tag`),
-    for what people wrote on the old ids to follow (core.memory.rename_sessions): read from the
+    for what people wrote on the old ids to follow (core.insight.memory.rename_sessions): read from the
     archive's records, so a file gone from the disk is renamed too."""
-    from threadloom.core.adapters.base import disk_name
+    from .base import disk_name
 
     out: dict[str, str] = {}
     for file_id, stored in conn.execute(

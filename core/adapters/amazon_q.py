@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from threadloom.core.adapters.base import (
+from .base import (
     BOM,
     Adapter,
     Command,
@@ -44,7 +44,7 @@ from threadloom.core.adapters.base import (
     epoch_ms,
     parse_iso_ms,
 )
-from threadloom.core.adapters.shared import (
+from .shared import (
     RowSink,
     SqliteSource,
     app_config_dirs,
@@ -64,7 +64,7 @@ from threadloom.core.adapters.shared import (
     tile,
     wrapped_params,
 )
-from threadloom.core.adapters.walk import walk
+from .walk import walk
 
 AGENT = "amazon-q"
 SPECS = frozenset(

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
-from threadloom.core.adapters.edits import (
+
+from .edits import (
     PATCH_BEGIN,
     DiffLine,
     FileEdit,
@@ -44,8 +45,8 @@ class NotARegularFile(OSError):
     without end, so sources are only ever regular files."""
 
 
-# Another machine's files, pulled from a sync hub (core.sync), are named under this root (the same as
-# core.db.MIRROR_ROOT): none of them is on this disk, and none is ever opened there. While core.sync
+# Another machine's files, pulled from a sync hub (core.ingest.sync), are named under this root (the same as
+# core.store.db.MIRROR_ROOT): none of them is on this disk, and none is ever opened there. While core.ingest.sync
 # places them, a read of one (a subagent's .meta.json beside its transcript, say) is answered from the
 # archive; otherwise it is a file not found.
 MIRROR_ROOT = "/threadloom-sync"
@@ -472,8 +473,8 @@ class Adapter(ABC):
     `tool_io_in_record` refine that. Capabilities (declared here with the answer of an agent that has
     none of them): which tools spawn subagents, how a session is resumed (`resume_command`) or forked
     (`fork_style`, `forks_before_prompt`, `native_fork_commands`), how its edits are undone
-    (`undo_style`), what a tool's structured result is (`tool_result_extra`). `core.fork`,
-    `core.undo`, the ledger, the viewer and the TUI ask these, never an agent's name.
+    (`undo_style`), what a tool's structured result is (`tool_result_extra`). `core.actions.fork`,
+    `core.actions.undo`, the ledger, the viewer and the TUI ask these, never an agent's name.
 
     Adding an agent: its module here (a subclass of this, overriding what its agent has), one line
     in `_SPECS` of `core/adapters/__init__.py`, and its tests in `tests/unit/test_adapter_<agent>.py`.
@@ -489,7 +490,7 @@ class Adapter(ABC):
     # A tool call's input and result can be read again from their own records alone (`normalize` of
     # that record with a fresh FileContext gives them back): the ledger then keeps no copy in
     # `agent_tool_calls.params_json` / `result_json` (but for `kept_inputs`) and readers re-derive
-    # them (`core.query.fill_tool_io`). Tool output and input are the bulk of a log: the copies were
+    # them (`core.read.query.fill_tool_io`). Tool output and input are the bulk of a log: the copies were
     # ~20% of the database.
     tool_io_in_record: bool = False
     # the files under its default folders that no adapter takes are listed as unclaimed (a folder
@@ -596,7 +597,7 @@ class Adapter(ABC):
     todo_tools: frozenset[str] = frozenset()
     # tools that start a subagent whose first prompt is the tool's prompt parameter (`spawn_facts`)
     spawn_tools: frozenset[str] = frozenset()
-    # tools whose call ends planning: opening one opens the session's saved plan (`core.side_files`)
+    # tools whose call ends planning: opening one opens the session's saved plan (`core.read.side_files`)
     plan_tools: frozenset[str] = frozenset()
     # the agent's edits are blocks in its replies' text (Aider's SEARCH/REPLACE), not tool calls
     edits_in_replies: bool = False
@@ -649,7 +650,7 @@ class Adapter(ABC):
     def tool_inputs(self, raw: bytes) -> dict[str, Any] | None:
         """The inputs of the tool calls one record makes, by call id, read straight from its bytes
         where the format allows (a fast path for readers that want inputs alone, such as the
-        episodes' facets); None: normalize the record instead (core.query.fill_tool_io)."""
+        episodes' facets); None: normalize the record instead (core.read.query.fill_tool_io)."""
         return None
 
     # ------------------------------------------------------------------ subagents
@@ -682,7 +683,7 @@ class Adapter(ABC):
         return self.name
 
     id_shape: IdShape = ANY_ID  # (pattern, description) of the agent's session ids
-    # How threadloom forks a session at a point: the name of the machinery in `core.fork` that writes
+    # How threadloom forks a session at a point: the name of the machinery in `core.actions.fork` that writes
     # or finds the fork (None: it cannot). Kept there because it reads the store.
     fork_style: str | None = None
     forks_before_prompt: bool = False  # a fork can end just before a prompt, to send another instead
@@ -692,7 +693,7 @@ class Adapter(ABC):
     # in the source): "marked" (each copy carries a `forkedFrom` object), "before-second-meta"
     # (every record up to the fork's second session header's time); None: the agent writes no forks
     fork_copies: str | None = None
-    # How `core.undo` reads the outcome of this agent's edits (None: from the calls' parameters alone)
+    # How `core.actions.undo` reads the outcome of this agent's edits (None: from the calls' parameters alone)
     undo_style: str | None = None
 
     def checked_id(self, value: object, what: str = "session id") -> str:

@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from threadloom.core.adapters.base import (
+
+from ..base.text import one_line, side_question
+from .base import (
     BOM,
     UUID,
     Adapter,
@@ -51,7 +53,7 @@ from threadloom.core.adapters.base import (
     recorded_cost,
     safe_int,
 )
-from threadloom.core.adapters.edits import (
+from .edits import (
     NEW_KEYS,
     OLD_KEYS,
     RESTORE,
@@ -60,15 +62,14 @@ from threadloom.core.adapters.edits import (
     hunks_from_rows,
     string_param,
 )
-from threadloom.core.adapters.shared import (
+from .shared import (
     as_dict,
     as_str,
     json_text,
     parse_record,
     strings_of,
 )
-from threadloom.core.adapters.walk import walk
-from threadloom.core.text import one_line, side_question
+from .walk import walk
 
 AGENT = "claude-code"
 
@@ -377,7 +378,7 @@ class ClaudeAdapter(Adapter):
         if name.endswith(".jsonl"):
             if name.startswith("rollout-") or name == "history.jsonl" or ".qwen" in path.parts:
                 return False
-            from threadloom.core.adapters import claimed_elsewhere  # the registry imports this module
+            from . import claimed_elsewhere  # the registry imports this module
 
             if claimed_elsewhere(AGENT, path):
                 return False

@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from threadloom.core.adapters.base import FileContext, RawRecord, Record, SessionInfo
-from threadloom.core.adapters.claude import AGENT as CLAUDE
-from threadloom.core.adapters.claude import ClaudeAdapter, config_dir
-from threadloom.core.adapters.edits import FileEdit
-from threadloom.core.adapters.shared import (
+
+from .base import FileContext, RawRecord, Record, SessionInfo
+from .claude import AGENT as CLAUDE
+from .claude import ClaudeAdapter, config_dir
+from .edits import FileEdit
+from .shared import (
     RowSink,
     SqliteSource,
     as_bytes,

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from threadloom.core.adapters.base import (
+from .base import (
     BOM,
     Adapter,
     Command,
@@ -51,7 +51,7 @@ from threadloom.core.adapters.base import (
     parse_iso_ms,
     safe_int,
 )
-from threadloom.core.adapters.shared import (
+from .shared import (
     as_dict,
     as_list,
     as_str,
@@ -65,7 +65,7 @@ from threadloom.core.adapters.shared import (
     tile,
     wrapped_params,
 )
-from threadloom.core.adapters.walk import walk
+from .walk import walk
 
 EXTENSIONS = {
     "saoudrizwan.claude-dev": "cline",

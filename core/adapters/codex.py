@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from threadloom.core.adapters.base import (
+
+from .base import (
     BOM,
     UUID,
     Adapter,
@@ -59,8 +60,8 @@ from threadloom.core.adapters.base import (
     read_regular,
     safe_int,
 )
-from threadloom.core.adapters.claude import claude_layout
-from threadloom.core.adapters.shared import (
+from .claude import claude_layout
+from .shared import (
     JsonDocumentLines,
     as_dict,
     as_str,
@@ -71,7 +72,7 @@ from threadloom.core.adapters.shared import (
     parse_record,
     wrapped_params,
 )
-from threadloom.core.adapters.walk import walk
+from .walk import walk
 
 AGENT = "codex"
 

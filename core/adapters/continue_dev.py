@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from threadloom.core.adapters.base import (
+from .base import (
     BOM,
     UUID,
     Adapter,
@@ -53,8 +53,8 @@ from threadloom.core.adapters.base import (
     recorded_cost,
     safe_int,
 )
-from threadloom.core.adapters.edits import RESTORE, FileEdit, string_param
-from threadloom.core.adapters.shared import (
+from .edits import RESTORE, FileEdit, string_param
+from .shared import (
     Spec,
     as_dict,
     as_list,
@@ -67,7 +67,7 @@ from threadloom.core.adapters.shared import (
     scalar_members,
     tile,
 )
-from threadloom.core.adapters.walk import walk
+from .walk import walk
 
 AGENT = "continue"
 INDEX = "sessions.json"

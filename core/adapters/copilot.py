@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from threadloom.core.adapters.base import (
+
+from .base import (
     UUID,
     Adapter,
     Command,
@@ -54,8 +55,8 @@ from threadloom.core.adapters.base import (
     parse_iso_ms,
     safe_int,
 )
-from threadloom.core.adapters.shared import as_dict, as_list, as_str, head_of, json_text, wrapped_params
-from threadloom.core.adapters.walk import walk
+from .shared import as_dict, as_list, as_str, head_of, json_text, wrapped_params
+from .walk import walk
 
 AGENT = "copilot-cli"
 FILE_NAME = "events.jsonl"

@@ -34,7 +34,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from threadloom.core.adapters.base import (
+from .base import (
     Command,
     FileContext,
     RawRecord,
@@ -47,8 +47,8 @@ from threadloom.core.adapters.base import (
     parse_iso_ms,
     recorded_cost,
 )
-from threadloom.core.adapters.edits import RESTORE, FileEdit, string_param
-from threadloom.core.adapters.shared import (
+from .edits import RESTORE, FileEdit, string_param
+from .shared import (
     RowSink,
     SqliteSource,
     as_bytes,

@@ -36,7 +36,8 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import orjson
-from threadloom.core.adapters.base import (
+
+from .base import (
     Adapter,
     Command,
     FileContext,
@@ -54,8 +55,8 @@ from threadloom.core.adapters.base import (
     read_regular,
     safe_int,
 )
-from threadloom.core.adapters.claude import claude_layout
-from threadloom.core.adapters.shared import (
+from .claude import claude_layout
+from .shared import (
     SNIFF_BYTES,
     Spec,
     app_config_dirs,
@@ -73,7 +74,7 @@ from threadloom.core.adapters.shared import (
     tile,
     wrapped_params,
 )
-from threadloom.core.adapters.walk import walk
+from .walk import walk
 
 AGENT = "cursor"
 CHAT_DATA = "workbench.panel.aichat.view.aichat.chatdata"

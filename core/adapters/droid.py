@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from threadloom.core.adapters.base import (
+
+from .base import (
     UUID,
     Adapter,
     Command,
@@ -46,8 +47,8 @@ from threadloom.core.adapters.base import (
     parse_iso_ms,
     safe_int,
 )
-from threadloom.core.adapters.edits import FileEdit, string_param
-from threadloom.core.adapters.shared import (
+from .edits import FileEdit, string_param
+from .shared import (
     as_dict,
     as_list,
     as_str,
@@ -57,7 +58,7 @@ from threadloom.core.adapters.shared import (
     text_of_blocks,
     wrapped_params,
 )
-from threadloom.core.adapters.walk import walk
+from .walk import walk
 
 AGENT = "factory-droid"
 SETTINGS = ".settings.json"

@@ -4,7 +4,7 @@ An adapter turns each of its edit and write calls into `FileEdit`s (`Adapter.fil
 call's input and, where the agent records one, the tool's structured result: what is known of the
 file just before and just after, the change as hunks (with or without line numbers) or as replaced
 texts. `diff_of` draws them as `DiffLine`s (any front end styles those), the stats count the added
-and removed lines of that drawing, and `core.undo` carries the known texts along a file's edits to
+and removed lines of that drawing, and `core.actions.undo` carries the known texts along a file's edits to
 write a patch that reverses them.
 
 What is shared here is format knowledge no single agent owns: unified-diff hunks, the
@@ -397,3 +397,59 @@ def line_counts(edits: list[FileEdit]) -> list[tuple[str, int, int]]:
             elif line.kind == "removed":
                 total[1] += 1
     return [(p, a, r) for p, (a, r) in counts.items() if p]
+
+
+APPLIED_EDIT = re.compile(r"^Applied edit to (.+?)\s*$", re.M)  # Aider's confirmation, one per file
+
+
+# Aider's edit blocks (its "diff" edit format), written by the model in its answer
+EDIT_SEARCH, EDIT_DIVIDER, EDIT_REPLACE = "<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE"
+
+
+@dataclass
+class EditBlock:
+    """One SEARCH/REPLACE block of an assistant's answer: the file, the lines searched for, and the
+    lines that replace them."""
+
+    path: str
+    old: list[str]
+    new: list[str]
+
+
+def edit_blocks(content: str) -> list[str | EditBlock]:
+    """`content` cut into its text and its SEARCH/REPLACE blocks (with the path line and the code
+    fence around each one taken into the block). An unfinished block stays text."""
+    lines = content.split("\n")
+    parts: list[str | EditBlock] = []
+    text: list[str] = []
+    i = 0
+    while i < len(lines):
+        if lines[i].strip() != EDIT_SEARCH:
+            text.append(lines[i])
+            i += 1
+            continue
+        middle = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == EDIT_DIVIDER), None)
+        end = (
+            next(
+                (j for j in range(middle + 1, len(lines)) if lines[j].strip().startswith(EDIT_REPLACE)), None
+            )
+            if middle is not None
+            else None
+        )
+        if middle is None or end is None:
+            text.append(lines[i])
+            i += 1
+            continue
+        if text and text[-1].startswith("```"):
+            text.pop()  # the fence opened for this block
+        path = text.pop().strip() if text and text[-1].strip() and " " not in text[-1].strip() else ""
+        if "\n".join(text).strip():
+            parts.append("\n".join(text).strip("\n"))
+        text = []
+        parts.append(EditBlock(path, lines[i + 1 : middle], lines[middle + 1 : end]))
+        i = end + 1
+        if i < len(lines) and lines[i].startswith("```"):
+            i += 1  # and the fence closed after it
+    if text and "\n".join(text).strip():
+        parts.append("\n".join(text).strip("\n"))
+    return parts

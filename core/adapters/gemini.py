@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from threadloom.core.adapters.base import (
+
+from .base import (
     BOM,
     Adapter,
     Command,
@@ -53,9 +54,9 @@ from threadloom.core.adapters.base import (
     read_regular,
     safe_int,
 )
-from threadloom.core.adapters.claude import claude_layout
-from threadloom.core.adapters.edits import FileEdit
-from threadloom.core.adapters.shared import (
+from .claude import claude_layout
+from .edits import FileEdit
+from .shared import (
     SNIFF_BYTES,
     JsonDocumentLines,
     as_str,
@@ -65,7 +66,7 @@ from threadloom.core.adapters.shared import (
     merge_records,
     parse_record,
 )
-from threadloom.core.adapters.walk import walk
+from .walk import walk
 
 AGENT = "gemini"
 # gemini-cli's own rule for `--session-id` (its generated ids are UUIDs), minus a leading "-" that reads as an option

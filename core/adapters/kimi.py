@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from threadloom.core.adapters.base import (
+
+from .base import (
     Adapter,
     Command,
     FileContext,
@@ -52,9 +53,9 @@ from threadloom.core.adapters.base import (
     read_regular,
     safe_int,
 )
-from threadloom.core.adapters.edits import RESTORE, FileEdit
-from threadloom.core.adapters.shared import as_dict, as_list, as_str, head_of, json_text, parse_record
-from threadloom.core.adapters.walk import walk
+from .edits import RESTORE, FileEdit
+from .shared import as_dict, as_list, as_str, head_of, json_text, parse_record
+from .walk import walk
 
 AGENT = "kimi-cli"
 NAMES = ("context.jsonl", "wire.jsonl")

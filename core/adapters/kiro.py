@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from threadloom.core.adapters.base import (
+
+from .base import (
     UUID,
     Adapter,
     Command,
@@ -47,7 +48,7 @@ from threadloom.core.adapters.base import (
     parse_iso_ms,
     read_regular,
 )
-from threadloom.core.adapters.shared import (
+from .shared import (
     as_dict,
     as_list,
     as_str,
@@ -56,7 +57,7 @@ from threadloom.core.adapters.shared import (
     parse_record,
     wrapped_params,
 )
-from threadloom.core.adapters.walk import walk
+from .walk import walk
 
 AGENT = "kiro-cli"
 KINDS = frozenset({"Prompt", "AssistantMessage", "ToolResults"})

@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from threadloom.core.adapters.base import (
+
+from .base import (
     BOM,
     Adapter,
     Command,
@@ -57,7 +58,7 @@ from threadloom.core.adapters.base import (
     read_regular,
     safe_int,
 )
-from threadloom.core.adapters.shared import (
+from .shared import (
     RowSink,
     SqliteSource,
     as_bytes,
@@ -75,7 +76,7 @@ from threadloom.core.adapters.shared import (
     tile,
     wrapped_params,
 )
-from threadloom.core.adapters.walk import walk
+from .walk import walk
 
 AGENT = "opencode"
 WHOLE = frozenset({()})

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from threadloom.core.adapters.base import (
+
+from .base import (
     BOM,
     Adapter,
     Command,
@@ -54,8 +55,8 @@ from threadloom.core.adapters.base import (
     recorded_cost,
     safe_int,
 )
-from threadloom.core.adapters.edits import FileEdit
-from threadloom.core.adapters.shared import (
+from .edits import FileEdit
+from .shared import (
     as_dict,
     as_list,
     as_str,
@@ -64,7 +65,7 @@ from threadloom.core.adapters.shared import (
     parse_document,
     parse_record,
 )
-from threadloom.core.adapters.walk import walk
+from .walk import walk
 
 AGENT = "openhands"
 BASE_STATE = "base_state.json"

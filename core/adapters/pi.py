@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from threadloom.core.adapters.base import (
+
+from .base import (
     Adapter,
     Command,
     FileContext,
@@ -47,8 +48,8 @@ from threadloom.core.adapters.base import (
     recorded_cost,
     safe_int,
 )
-from threadloom.core.adapters.edits import FileEdit
-from threadloom.core.adapters.shared import (
+from .edits import FileEdit
+from .shared import (
     as_dict,
     as_list,
     as_str,
@@ -58,7 +59,7 @@ from threadloom.core.adapters.shared import (
     text_of_blocks,
     wrapped_params,
 )
-from threadloom.core.adapters.walk import walk
+from .walk import walk
 
 AGENT = "pi"
 COMMAND_CODE = ".commandcode"  # another agent's folder, whose transcripts start with pi's header

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from threadloom.core.adapters.base import (
+
+from .base import (
     UUID,
     Adapter,
     Command,
@@ -41,10 +42,10 @@ from threadloom.core.adapters.base import (
     parse_iso_ms,
     safe_int,
 )
-from threadloom.core.adapters.claude import looks_like_qwen
-from threadloom.core.adapters.edits import FileEdit
-from threadloom.core.adapters.shared import head_of, json_text
-from threadloom.core.adapters.walk import walk
+from .claude import looks_like_qwen
+from .edits import FileEdit
+from .shared import head_of, json_text
+from .walk import walk
 
 AGENT = "qwen-code"
 STATUS = {"success": "completed", "error": "failed", "cancelled": "interrupted"}

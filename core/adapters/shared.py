@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from threadloom.core.adapters.base import (
+
+from .base import (
     BOM,
     Adapter,
     RawRecord,
@@ -340,7 +341,7 @@ class SqliteSource(Adapter):
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if self.finds_at_any_depth and not root.is_file():
-            from threadloom.core.adapters.walk import walk
+            from .walk import walk
 
             for dirpath, dirnames, filenames in walk(root):
                 dirnames.sort()

@@ -36,7 +36,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from threadloom.core.adapters.base import (
+from .base import (
     FileContext,
     RawRecord,
     Record,
@@ -46,8 +46,8 @@ from threadloom.core.adapters.base import (
     epoch_ms,
     parse_iso_ms,
 )
-from threadloom.core.adapters.edits import FileEdit
-from threadloom.core.adapters.shared import (
+from .edits import FileEdit
+from .shared import (
     RowSink,
     SqliteSource,
     as_bytes,

@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from threadloom.core.adapters.base import (
+from .base import (
     FileContext,
     RawRecord,
     Record,
@@ -45,8 +45,8 @@ from threadloom.core.adapters.base import (
     parse_iso_ms,
     safe_int,
 )
-from threadloom.core.adapters.edits import RESTORE, FileEdit, string_param
-from threadloom.core.adapters.shared import (
+from .edits import RESTORE, FileEdit, string_param
+from .shared import (
     RowSink,
     Spec,
     SqliteSource,

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from threadloom.core import db
+from threadloom.core.actions.fork import plan_fork, resume_plan
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.adapters.base import (
     Adapter,
@@ -24,7 +24,7 @@ from threadloom.core.adapters.base import (
     SourceRef,
 )
 from threadloom.core.cli import main
-from threadloom.core.fork import plan_fork, resume_plan
+from threadloom.core.store import db
 
 from tests.conftest import FAKE_AGENT, ingest
 from tests.support import run_printed

@@ -15,9 +15,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from threadloom.core import db
+from threadloom.core.actions.fork import claude_folder_name
 from threadloom.core.cli import main
-from threadloom.core.fork import claude_folder_name
+from threadloom.core.store import db
 
 from tests.conftest import CORPUS, Transcript, ingest
 from tests.support import FORKED, lookups, run_printed
@@ -547,7 +547,7 @@ async def test_the_fork_picker_refuses_a_hostile_id_and_copies_a_safe_command(
 
     monkeypatch.setenv("THREADLOOM_KEYMAP", str(tmp_path / "no-keymap.toml"))
     copied: list[str] = []
-    monkeypatch.setattr("threadloom.core.clipboard.copy_with", copied.append)
+    monkeypatch.setattr("threadloom.core.base.clipboard.copy_with", copied.append)
     folder = hostile_folder(tmp_path, "$(touch pwned)")
     claude_session(tmp_path / "a", sid="c0ffee00$(touch pwned)", cwd=str(folder))
     claude_session(tmp_path / "b", cwd=str(folder))
@@ -607,7 +607,7 @@ async def test_run_it_now_starts_exactly_the_plans_command_in_its_folder(tmp_pat
     import contextlib
 
     from textual.widgets import Static
-    from threadloom.core import browse
+    from threadloom.core.read import browse
     from threadloom.tui import fork as tui_fork
     from threadloom.tui.app import ThreadloomApp
     from threadloom.tui.fork import ForkPicker
@@ -651,7 +651,7 @@ async def test_run_it_now_starts_exactly_the_plans_command_in_its_folder(tmp_pat
     ):  # the rescan after the agent reads only this test's folders
         monkeypatch.delenv(name, raising=False)
     copied: list[str] = []
-    monkeypatch.setattr("threadloom.core.clipboard.copy_with", copied.append)
+    monkeypatch.setattr("threadloom.core.base.clipboard.copy_with", copied.append)
     monkeypatch.setattr(tui_fork, "hand_over", lambda app: contextlib.nullcontext())
     app = ThreadloomApp(db_path=dbfile, ingest=False)
     async with app.run_test(size=(140, 40)) as pilot:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from threadloom.core import db
+from threadloom.core.store import db
 
 from tests.conftest import Transcript
 from tests.support import SID, make_archive, run
@@ -327,7 +327,7 @@ def test_the_console_script_opens_the_tui_but_core_alone_does_not(tmp_path, monk
 def test_new_databases_get_the_schema_the_sqlmodel_classes_compile_to(tmp_path):
     # schema.sql is what a new ledger is created from (no SQLModel import on a first launch)
     assert db.SCHEMA_FILE.read_text() == db.fresh_schema(), (
-        "core/schema.sql is stale: run `python -m threadloom.core.db`"
+        "core/schema.sql is stale: run `python -m threadloom.core.store.db`"
     )
     fast = db.connect(tmp_path / "fast.db")
     slow = sqlite3.connect(tmp_path / "slow.db")
@@ -345,7 +345,7 @@ def test_new_databases_get_the_schema_the_sqlmodel_classes_compile_to(tmp_path):
     assert db.user_version(fast) == db.SCHEMA_VERSION
     # and creating one in a fresh process never imports SQLModel or SQLAlchemy
     code = (
-        "import sys; from core import db; db.connect(sys.argv[1]); "
+        "import sys; from core.store import db; db.connect(sys.argv[1]); "
         "print(sorted(m for m in sys.modules if m.startswith(('sqlmodel', 'sqlalchemy')))[:3])"
     )
     out = subprocess.run(
@@ -622,8 +622,8 @@ def test_an_empty_answer_says_why_and_a_filter_that_cannot_be_honoured_stops(tmp
 def test_the_ids_stats_and_search_print_are_the_ones_show_takes_back(tmp_path, capsys):
     """Aider's session ids share a long prefix (its history file's): stats by session and search
     print each id as `sessions` does, long enough to name one session, whole when a subagent's."""
-    from threadloom.core import query
     from threadloom.core.cli import main
+    from threadloom.core.read import query
 
     from tests.unit.test_adapter_aider import SESSION_1, SESSION_2, history
 

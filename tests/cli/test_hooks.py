@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from threadloom.core import hooks
+from threadloom.core.serve import hooks
 
 from tests.conftest import Transcript
 from tests.support import home_env

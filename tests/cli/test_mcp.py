@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from threadloom.core.mcp_server import DEFAULT_TOKENS, tokens_of
-from threadloom.core.writer_lock import writer_lock
+from threadloom.core.serve.mcp_server import DEFAULT_TOKENS, tokens_of
+from threadloom.core.store.writer_lock import writer_lock
 
 from tests.conftest import Transcript, tool_use
 from tests.support import run

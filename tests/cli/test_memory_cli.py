@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from threadloom.core import db, memory
+from threadloom.core.insight import memory
+from threadloom.core.store import db
 
 from tests.conftest import Transcript, tool_use
 from tests.support import run

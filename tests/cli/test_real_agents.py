@@ -244,8 +244,9 @@ def test_claude_code_is_sent_the_edited_prompt_in_place_of_the_chosen_one(desk: 
 
 
 def test_a_new_session_from_context_reaches_claude_code_as_its_first_message(desk: Desk) -> None:
-    from threadloom.core import db as store
-    from threadloom.core.recall import build_context, launch_command, write_context_file
+    from threadloom.core.actions.launch import launch_command, write_context_file
+    from threadloom.core.insight.recall import build_context
+    from threadloom.core.store import db as store
 
     claude_session(desk.env, desk.root / "work")
     desk.threadloom("ingest")

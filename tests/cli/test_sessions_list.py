@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from threadloom.core import db, query
-from threadloom.core.ingest import run_ingest
+from threadloom.core.ingest.pipeline import run_ingest
+from threadloom.core.read import query
+from threadloom.core.store import db
 
 from tests.conftest import CORPUS, Transcript, tool_use
 from tests.support import run

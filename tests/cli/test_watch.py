@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from threadloom.core.writer_lock import is_busy, writer_lock
+from threadloom.core.store.writer_lock import is_busy, writer_lock
 
 from tests.conftest import Transcript
 from tests.support import home_env

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from threadloom.core import db
-from threadloom.core.archive import file_bytes
-from threadloom.core.ingest import run_ingest
+from threadloom.core.ingest.pipeline import run_ingest
+from threadloom.core.read.archive import file_bytes
+from threadloom.core.store import db
 
 from tests.conftest import CORPUS
 

@@ -4,9 +4,10 @@ own totals, per session they equal them, and every changed-lines row names a com
 from __future__ import annotations
 
 import pytest
-from threadloom.core import db, stats
 from threadloom.core.adapters import edit_tool_names
-from threadloom.core.ingest import run_ingest
+from threadloom.core.ingest.pipeline import run_ingest
+from threadloom.core.insight import stats
+from threadloom.core.store import db
 
 from tests.conftest import CORPUS
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import sqlite3
 
-from threadloom.core.browse import abandoned_turns, branches
+from threadloom.core.read.browse import abandoned_turns, branches
 
 
 def _tree(conn: sqlite3.Connection, session_id: str, rng: random.Random, turns: int, rewinds: float) -> None:
@@ -74,7 +74,7 @@ def _rich_lines(columns, rows, width: int) -> list[str]:
 
 
 def test_the_sessions_table_is_drawn_as_rich_draws_it():
-    from threadloom.core.text import TableColumn, text_table
+    from threadloom.core.base.text import TableColumn, text_table
 
     rng = random.Random(7)
     alphabet = "abc def ghi-_/.0123456789" + "éü" + "漢字カナ" + "…"
@@ -119,9 +119,9 @@ def test_show_reads_a_long_session_a_page_at_a_time_and_prints_the_same(conn, tm
     import io
 
     from rich.console import Console
-    from threadloom.core import query
-    from threadloom.core.query import resolve_session
-    from threadloom.core.render import render_session
+    from threadloom.core.present.render import render_session
+    from threadloom.core.read import query
+    from threadloom.core.read.query import resolve_session
 
     from tests.conftest import Transcript, ingest, tool_use
 
@@ -177,7 +177,7 @@ def test_dead_ends_of_a_session_rewound_often_grown_a_line_at_a_time_are_those_o
 
 def test_code_left_unlexed_for_a_pipe_reads_as_the_lexed_code():
     """`show` piped shows no colours, so its code is not lexed: the text must be the lexer's."""
-    from threadloom.core.markdown import highlight
+    from threadloom.core.present.markdown import highlight
 
     codes = [
         "def f(x):\r\n    return x  # done\r\n",

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from threadloom.core.cleanup import claude_risk
+from threadloom.core.actions.cleanup import claude_risk
 
 from tests.conftest import Transcript, ingest
 

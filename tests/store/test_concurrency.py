@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from threadloom.core import db, search_index
-from threadloom.core.ingest import run_ingest
+from threadloom.core.ingest.pipeline import run_ingest
+from threadloom.core.store import db, search_index
 
 from tests.support import archive
 
@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PAUSED_WRITER = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from threadloom.core import db, search_index
-from threadloom.core.ingest import run_ingest
+from threadloom.core.store import db, search_index
+from threadloom.core.ingest.pipeline import run_ingest
 conn = db.connect(sys.argv[2])
 paused = []
 def pause(done):

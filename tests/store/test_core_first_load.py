@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from threadloom.core import db
-from threadloom.core import ingest as ingest_module
-from threadloom.core.ingest import run_ingest
+from threadloom.core.ingest import pipeline as ingest_module
+from threadloom.core.ingest.pipeline import run_ingest
+from threadloom.core.store import db
 
 from tests.support import archive
 
@@ -62,7 +62,7 @@ def test_a_file_failing_half_way_through_a_first_load_is_undone(tmp_path, monkey
         return real(adapter, rec, ctx)
 
     monkeypatch.setattr(ingest_module, "normalized", flaky)
-    monkeypatch.setattr("threadloom.core.ingest.ROWS_PER_CHUNK", 4)
+    monkeypatch.setattr("threadloom.core.ingest.pipeline.ROWS_PER_CHUNK", 4)
     conn = db.connect(tmp_path / "ledger.db")
     report = run_ingest(conn, [projects], include_defaults=False)
     assert len(report.errors) == 1 and "ingest bug" in report.errors[0]
@@ -86,7 +86,7 @@ def die_mid_first_load(path: Path, projects: Path) -> subprocess.CompletedProces
     """A first load of `projects` into `path`, killed after two files (no cleanup runs; exit 9)."""
     code = (
         "import os, sys\n"
-        "from threadloom.core import db, ingest\n"
+        "from threadloom.core.store import db\nfrom threadloom.core.ingest import pipeline as ingest\n"
         "conn = db.connect(sys.argv[2])\n"
         "def die(p):\n"
         "    if p.files_done == 2: os._exit(9)\n"
@@ -150,7 +150,7 @@ def hold_writer_lock(path: Path) -> subprocess.Popen:
     """Another process holding the database's writer lock until its stdin closes."""
     code = (
         "import sys\n"
-        "from threadloom.core.writer_lock import writer_lock\n"
+        "from threadloom.core.store.writer_lock import writer_lock\n"
         "with writer_lock(sys.argv[2]):\n"
         "    print('holding', flush=True); sys.stdin.read()\n"
     )
@@ -234,12 +234,12 @@ def test_a_first_load_running_in_this_process_is_not_disturbed(tmp_path, monkeyp
 def test_a_first_load_that_failed_in_this_process_is_started_afresh(tmp_path, monkeypatch):
     """A first load that stopped on a database error (a full disk) leaves its marker with this
     process's id; the same process (the TUI retrying) must not be told the load is still running."""
-    import threadloom.core.ingest
+    import threadloom.core.ingest.pipeline
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     projects = archive(tmp_path)
     path = tmp_path / "ledger.db"
-    real, calls = threadloom.core.ingest._ingest_file, []
+    real, calls = threadloom.core.ingest.pipeline._ingest_file, []
 
     def full_disk(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append(1)
@@ -247,13 +247,13 @@ def test_a_first_load_that_failed_in_this_process_is_started_afresh(tmp_path, mo
             raise sqlite3.OperationalError("database or disk is full")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(threadloom.core.ingest, "_ingest_file", full_disk)
+    monkeypatch.setattr(threadloom.core.ingest.pipeline, "_ingest_file", full_disk)
     conn = db.connect(path)
     with pytest.raises(sqlite3.OperationalError):
         run_ingest(conn, [projects], include_defaults=False)
     conn.close()
     assert Path(str(path) + db.FIRST_LOAD_SUFFIX).read_text() == str(os.getpid())
-    monkeypatch.setattr(threadloom.core.ingest, "_ingest_file", real)
+    monkeypatch.setattr(threadloom.core.ingest.pipeline, "_ingest_file", real)
     conn = db.connect(path)  # not "being filled": that load is over; its half is discarded
     assert not Path(str(path) + db.FIRST_LOAD_SUFFIX).exists()
     assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 0

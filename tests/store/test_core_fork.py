@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from threadloom.core import clipboard
-from threadloom.core.fork import ForkError, fork_points, plan_fork, resume_plan, write_fork
+from threadloom.core.actions.fork import ForkError, fork_points, plan_fork, resume_plan, write_fork
+from threadloom.core.base import clipboard
 
 from tests.conftest import CORPUS, Transcript, ingest, tool_use
 from tests.support import check_fork_file
@@ -222,8 +222,8 @@ def test_cli_fork_json_dry_run_and_plain(conn, branched, tmp_path, monkeypatch):
     assert plain.returncode == 0 and plain.stdout.count("\n") == 1 and plain.stdout.startswith("cd ")
     new_sid = plain.stdout.split()[-1]
     assert (tmp_path / "no-claude-here" / "projects" / "-home-dev-my-app-s-dir" / f"{new_sid}.jsonl").exists()
-    # the fork is remembered as forked_from its source (core.memory's relations), a rebuild keeping it
-    from threadloom.core import memory
+    # the fork is remembered as forked_from its source (core.insight.memory's relations), a rebuild keeping it
+    from threadloom.core.insight import memory
 
     recorded = memory.relations(conn, memory.Target("session", new_sid))
     assert [(r.relation, r.target_id, r.author) for r in recorded] == [

@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 import orjson
-from threadloom.core import db
 from threadloom.core.adapters.base import Adapter
-from threadloom.core.archive import file_bytes
+from threadloom.core.read.archive import file_bytes
+from threadloom.core.store import db
 
 from tests.conftest import Transcript, ingest, tool_use
 
@@ -120,7 +120,7 @@ def test_empty_file_and_unreadable_file(conn, tmp_path):
     projects.mkdir(parents=True)
     (projects / "33333333-aaaa-4bbb-8ccc-000000000003.jsonl").write_bytes(b"")
     (projects / "44444444-aaaa-4bbb-8ccc-000000000004.jsonl").symlink_to(tmp_path / "missing-target.jsonl")
-    from threadloom.core.ingest import run_ingest
+    from threadloom.core.ingest.pipeline import run_ingest
 
     report = run_ingest(conn, [tmp_path / "projects"], include_defaults=False)
     assert report.files_read == 1
@@ -243,7 +243,7 @@ def test_a_rewritten_or_truncated_file_shows_its_new_bytes_and_keeps_the_old_one
 
 
 def test_disappeared_source_keeps_its_session_and_restores(conn, tmp_path):
-    from threadloom.core.archive import restore_session
+    from threadloom.core.actions.restore import restore_session
 
     t = simple_session(tmp_path)
     path = t.write()
@@ -277,7 +277,7 @@ def test_sources_are_never_modified(conn, tmp_path):
 
 
 def test_crash_mid_file_leaves_database_consistent(conn, tmp_path, monkeypatch):
-    import threadloom.core.ingest as ingest_mod
+    import threadloom.core.ingest.pipeline as ingest_mod
 
     simple_session(tmp_path, "55555555-aaaa-4bbb-8ccc-000000000005").write()
     simple_session(tmp_path, "66666666-aaaa-4bbb-8ccc-000000000006").write()
@@ -441,7 +441,8 @@ def test_append_to_a_large_file_reads_only_the_new_bytes(conn, tmp_path):
 def test_database_sources_reread_only_when_rows_change_and_verify_by_rows(conn, tmp_path):
     import shutil
 
-    from threadloom.core.archive import restore_session, verify
+    from threadloom.core.actions.restore import restore_session
+    from threadloom.core.read.archive import verify
 
     from tests.conftest import CORPUS
 
@@ -490,13 +491,13 @@ def test_unchanged_folders_skip_the_adapters_walks_and_new_files_are_still_found
 
 
 def test_a_file_written_in_chunks_gives_the_same_ledger(tmp_path, monkeypatch):
-    from threadloom.core import db
+    from threadloom.core.store import db
 
     t = simple_session(tmp_path, turns=7)
     t.write()
     whole = db.connect(tmp_path / "whole.db")
     ingest(whole, tmp_path / "projects")
-    monkeypatch.setattr("threadloom.core.ingest.ROWS_PER_CHUNK", 3)
+    monkeypatch.setattr("threadloom.core.ingest.pipeline.ROWS_PER_CHUNK", 3)
     chunked = db.connect(tmp_path / "chunked.db")
     report = ingest(chunked, tmp_path / "projects")
     assert report.records_added == 14
@@ -510,7 +511,7 @@ def test_a_file_written_in_chunks_gives_the_same_ledger(tmp_path, monkeypatch):
 
 
 def test_a_file_added_or_a_folder_removed_deep_under_a_root_is_noticed(tmp_path):
-    from threadloom.core.ingest import folder_snapshot, snapshot_unchanged
+    from threadloom.core.ingest.pipeline import folder_snapshot, snapshot_unchanged
 
     deep = tmp_path / "root" / "project" / "session" / "subagents"
     deep.mkdir(parents=True)
@@ -548,7 +549,7 @@ def test_ingest_leaves_no_reference_cycles_behind(conn, tmp_path):
     )
     t.tool_result("tu_nested", "done")
     t.write()
-    from threadloom.core.cost import prices_version, rates
+    from threadloom.core.insight.cost import prices_version, rates
 
     rates("claude-opus-4-5"), prices_version()  # loaded once per process: not the ingest's garbage
     gc.collect()
@@ -645,7 +646,7 @@ def test_blank_text_is_not_an_empty_message(conn, tmp_path):
 def test_each_entries_value_is_written_under_its_own_columns_name():
     """entry_row writes its values by position for speed: each must land in the column of its name."""
     from threadloom.core.adapters.base import RawRecord, Record
-    from threadloom.core.ingest import ENTRY_COLUMNS, FLAG_COLUMNS, RECORD_COLUMNS, entry_row
+    from threadloom.core.ingest.pipeline import ENTRY_COLUMNS, FLAG_COLUMNS, RECORD_COLUMNS, entry_row
 
     rec = Record(**{name: f"<{name}>" for name in RECORD_COLUMNS})
     rec.known, rec.is_sidechain, rec.is_meta = False, True, False

@@ -233,7 +233,7 @@ def test_tool_calls_whose_writer_left_out_their_ids_are_kept_and_matched_in_orde
     t.assistant(tools=[{"type": "tool_use", "name": "Bash", "input": {"command": "date"}}])
     t.write()
     ingest(conn, tmp_path / "projects")
-    from threadloom.core.query import messages
+    from threadloom.core.read.query import messages
 
     calls = [call for msg in messages(conn, SID) for call in msg.tool_calls]
     assert [(c.name, c.status) for c in calls] == [
@@ -258,7 +258,7 @@ NOTICE = (
 
 
 def test_branches_are_named_where_each_left_its_nearest_sibling(conn, tmp_path):
-    from threadloom.core import browse
+    from threadloom.core.read import browse
 
     t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
     t.user("Start")
@@ -287,7 +287,7 @@ def test_branches_are_named_where_each_left_its_nearest_sibling(conn, tmp_path):
 def test_branches_named_by_a_command_read_it_as_typed(conn, tmp_path):
     """A branch that starts at a `!` command or a slash command is named `! uv run pytest…` or
     `/review #29`, not by the tags Claude Code wrote around them."""
-    from threadloom.core import browse
+    from threadloom.core.read import browse
 
     t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
     t.user("Start")
@@ -517,7 +517,7 @@ def test_project_path_comes_from_cwd_not_the_folder_name(conn, tmp_path):
 
 
 def test_schema_version_mismatch_rebuilds_derived_tables(tmp_path):
-    from threadloom.core import db
+    from threadloom.core.store import db
 
     t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
     t.user("question")
@@ -542,14 +542,14 @@ def test_schema_version_mismatch_rebuilds_derived_tables(tmp_path):
 
 
 def test_session_titles_are_found_through_their_own_index(conn):
-    from threadloom.core.ledger import TITLES_SQL
+    from threadloom.core.ingest.ledger import TITLES_SQL
 
     plan = " ".join(r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + TITLES_SQL, ("x",)))
     assert "ix_entries_titles" in plan
 
 
 def test_claude_tool_input_and_output_are_stored_once_and_read_back_from_their_records(conn, tmp_path):
-    from threadloom.core import browse, query
+    from threadloom.core.read import browse, query
 
     t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
     t.user("run both")
@@ -686,7 +686,7 @@ def test_the_ledgers_state_classes_name_their_tables_columns_in_order():
     gains must be a field of its class, in the same place."""
     from dataclasses import fields
 
-    from threadloom.core import ledger
+    from threadloom.core.ingest import ledger
 
     for cls, columns, table in (
         (ledger.SessionState, ledger.SESSION_COLUMNS, "agent_sessions"),
@@ -695,7 +695,7 @@ def test_the_ledgers_state_classes_name_their_tables_columns_in_order():
         (ledger.PendingUsage, ledger.USAGE_COLUMNS, "agent_usage"),
     ):
         assert [f.name for f in fields(cls)][: len(columns)] == list(columns)
-        from threadloom.core import models
+        from threadloom.core.store import models
 
         stored = {c.name for c in models.SQLModel.metadata.tables[table].columns}
         assert set(columns) <= stored, table

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from threadloom.core.search import find_sessions, parse_query, parse_time, search
+from threadloom.core.read.search import find_sessions, parse_query, parse_time, search
 
 from tests.conftest import CORPUS, Transcript, ingest, tool_use
 
@@ -172,18 +172,18 @@ def test_filters_alone_list_records_by_their_time_not_by_the_order_files_were_re
     assert days_of("tool:Edit") == newest_first
     assert days_of("role:user") == newest_first  # nothing narrows by id: the sessions are walked
     assert days_of("project:app role:user") == newest_first  # through the session index
-    monkeypatch.setattr("threadloom.core.search.SESSION_IDS_MAX", 0)
+    monkeypatch.setattr("threadloom.core.read.search.SESSION_IDS_MAX", 0)
     assert days_of("project:app role:user") == newest_first
     # the walk stops once no session left can hold a newer record, and still finds the newest
-    monkeypatch.setattr("threadloom.core.search.CANDIDATES", 2)
-    monkeypatch.setattr("threadloom.core.search.WALK_SESSIONS", 1)
+    monkeypatch.setattr("threadloom.core.read.search.CANDIDATES", 2)
+    monkeypatch.setattr("threadloom.core.read.search.WALK_SESSIONS", 1)
     assert days_of("role:user", limit=3) == newest_first[:3]
     assert days_of("role:user after:2025-10-15", limit=9) == newest_first[:3]
 
 
 def test_a_wide_session_filter_walks_the_records_instead_of_listing_them(archive, monkeypatch):
     listed = [h.entry_id for h in search(archive, "project:api").hits]
-    monkeypatch.setattr("threadloom.core.search.SESSION_IDS_MAX", 0)
+    monkeypatch.setattr("threadloom.core.read.search.SESSION_IDS_MAX", 0)
     assert [h.entry_id for h in search(archive, "project:api").hits] == listed
     assert sessions_of(search(archive, "tool:Task project:api")) == [S_OTHER, S_OTHER]
 

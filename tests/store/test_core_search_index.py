@@ -6,9 +6,9 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from threadloom.core import search_index
-from threadloom.core.ingest import run_ingest
-from threadloom.core.search import search
+from threadloom.core.ingest.pipeline import run_ingest
+from threadloom.core.read.search import search
+from threadloom.core.store import search_index
 
 from tests.conftest import Transcript
 from tests.support import run

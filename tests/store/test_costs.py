@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from threadloom.core import cost
-from threadloom.core.db import set_meta
+from threadloom.core.insight import cost
+from threadloom.core.store.meta import set_meta
 
 from tests.conftest import Transcript, ingest
 

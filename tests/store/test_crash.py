@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-from threadloom.core import db
-from threadloom.core.ingest import run_ingest
+from threadloom.core.ingest.pipeline import run_ingest
+from threadloom.core.store import db
 
 from tests.conftest import Transcript, tool_use
 

@@ -25,9 +25,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from threadloom.core import db
 from threadloom.core.cli import main
-from threadloom.core.ingest import run_ingest
+from threadloom.core.ingest.pipeline import run_ingest
+from threadloom.core.store import db
+from threadloom.core.store.meta import set_meta
 
 from tests.conftest import Transcript, tool_use
 from tests.support import SID, make_archive
@@ -200,7 +201,7 @@ def test_a_database_in_a_read_only_folder_is_read_and_left_as_it_is(tmp_path, re
 def test_changes_not_merged_into_a_database_in_a_read_only_folder_are_said(tmp_path, read_only_mount):
     source = ingested(tmp_path)
     writer = db.connect(source)
-    db.set_meta(writer, "note", "a change only in the -wal")
+    set_meta(writer, "note", "a change only in the -wal")
     folder = tmp_path / "ro"
     folder.mkdir()
     for suffix in ("", "-wal"):  # copied while the writer holds them: the -wal is not merged
@@ -673,8 +674,8 @@ def test_restore_keeps_stored_paths_inside_its_folder(tmp_path, capsys):
 
 
 def test_restore_leaves_the_same_bytes_and_refuses_other_bytes_before_writing(tmp_path, capsys):
+    from threadloom.core.actions.restore import session_files
     from threadloom.core.adapters.claude_demo import write_demo_archive
-    from threadloom.core.archive import session_files
 
     root = write_demo_archive(tmp_path / "demo", long_turns=3)
     path = tmp_path / "demo.db"

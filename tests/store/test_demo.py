@@ -6,9 +6,9 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from threadloom.core import db
 from threadloom.core.adapters.claude_demo import write_demo_archive
-from threadloom.core.ingest import run_ingest
+from threadloom.core.ingest.pipeline import run_ingest
+from threadloom.core.store import db
 
 
 def _digest(root: Path) -> str:
@@ -51,8 +51,8 @@ def test_demo_shows_claude_codes_own_shapes(demo_db) -> None:
     picture: hooks, an IDE selection, TodoWrite updates, a `!` command with stdout and stderr, a
     slash command with its output, replies opening on empty thinking blocks."""
     _, conn, _ = demo_db
-    from threadloom.core.markup import parse
-    from threadloom.core.query import messages
+    from threadloom.core.base.markup import parse
+    from threadloom.core.read.query import messages
 
     sid = conn.execute("SELECT id FROM agent_sessions WHERE title LIKE 'Show the git branch%'").fetchone()[0]
     shown = messages(conn, sid)

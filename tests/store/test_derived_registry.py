@@ -1,9 +1,9 @@
-"""The registry of derived data (core.derived) names every table that is not the archive itself:
+"""The registry of derived data (core.store.derived) names every table that is not the archive itself:
 a table added to the schema without a kind would be neither emptied by an upgrade nor refilled."""
 
 from __future__ import annotations
 
-from threadloom.core import db, derived
+from threadloom.core.store import db, derived
 
 # the archive: what the agents wrote and where it came from, and what the user gave threadloom
 ARCHIVE = {
@@ -22,7 +22,9 @@ def test_every_table_is_the_archive_or_a_kind_of_derived_data(tmp_path):
         tables = {
             name
             for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-            if not name.startswith(("search_", "sqlite_"))  # the search index, kept by core.search_index
+            if not name.startswith(
+                ("search_", "sqlite_")
+            )  # the search index, kept by core.store.search_index
         }
     finally:
         conn.close()

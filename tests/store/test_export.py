@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from threadloom.core.export import ExportError, export_session
-from threadloom.core.query import resolve_session
-from threadloom.core.redact import Redactor
+from threadloom.core.actions.export import ExportError, export_session
+from threadloom.core.base.redact import Redactor
+from threadloom.core.read.query import resolve_session
 
 from tests.conftest import Transcript, ingest, tool_use
 

@@ -1,4 +1,4 @@
-"""Finding inside one session (`core.find`): text, thinking, tool input and output, any case, in
+"""Finding inside one session (`core.read.find`): text, thinking, tool input and output, any case, in
 the order the viewer shows them; the prompts and the failed calls the viewer jumps between."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from threadloom.core import browse
-from threadloom.core.find import Place, failed_calls, find_in_session, prompt_seqs, session_segments
+from threadloom.core.read import browse
+from threadloom.core.read.find import Place, failed_calls, find_in_session, prompt_seqs, session_segments
 
 from tests.conftest import Transcript, ingest, tool_use
 

@@ -9,8 +9,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from threadloom.core import db
 from threadloom.core.cli import main
+from threadloom.core.store import db
 
 from tests.support import make_archive
 

@@ -10,9 +10,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from threadloom.core import db
-from threadloom.core.cli import main
-from threadloom.core.fork import (
+from threadloom.core.actions.fork import (
     ForkError,
     claude_folder_name,
     claude_restore_step,
@@ -22,6 +20,8 @@ from threadloom.core.fork import (
     resume_plan,
     write_fork,
 )
+from threadloom.core.cli import main
+from threadloom.core.store import db
 
 from tests.conftest import CORPUS, Transcript, ingest, tool_use
 from tests.support import check_fork_file, lookups, run_printed
@@ -209,7 +209,7 @@ def test_claude_folder_names_as_claude_code_writes_them(tmp_path, monkeypatch):
     assert claude_folder_name("/tmp/\U0001f600") == "-tmp---"  # beyond the BMP: two UTF-16 units
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cfg"))
     long = "/" + "/".join(["segment"] * 40)
-    from threadloom.core.fork import claude_project_dir
+    from threadloom.core.actions.fork import claude_project_dir
 
     notes: list[str] = []
     guessed = claude_project_dir(long, None, notes)

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from threadloom.core.actions.fork import claude_folder_name
+from threadloom.core.actions.fork_session import ForkSession, Target, next_step, plan_for
 from threadloom.core.cli import main
-from threadloom.core.fork import claude_folder_name
-from threadloom.core.fork_session import ForkSession, Target, next_step, plan_for
 
 from tests.conftest import Transcript, ingest, tool_use
 from tests.store.test_fork_points import parallel_session
@@ -72,7 +72,7 @@ def opened(conn, at: int | None = None) -> ForkSession:
 
 
 def test_the_model_never_loads_textual():
-    code = "import sys, threadloom.core.fork_session; print(sorted(m for m in sys.modules if m.startswith('textual')))"
+    code = "import sys, threadloom.core.actions.fork_session; print(sorted(m for m in sys.modules if m.startswith('textual')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
     assert out.stdout.strip() == "[]"
 

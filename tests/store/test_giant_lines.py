@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from threadloom.core import ingest
-from threadloom.core.archive import file_bytes, verify
+from threadloom.core.ingest import pipeline as ingest
+from threadloom.core.read.archive import file_bytes, verify
 
 from tests.conftest import Transcript
 from tests.conftest import ingest as run
@@ -77,7 +77,7 @@ def test_a_large_log_read_by_windows_gives_what_one_read_gives(conn, tmp_path, s
     # the same file read in one go
     monkeypatch.setattr(ingest, "WINDOW", 1 << 30)
     monkeypatch.setattr(ingest, "LONGEST_RECORD", 1 << 30)
-    from threadloom.core import db
+    from threadloom.core.store import db
 
     other = db.connect(tmp_path / "whole.db")
     run(other, tmp_path / "projects")

@@ -10,9 +10,9 @@ import stat
 from pathlib import Path
 
 import pytest
-from threadloom.core import images
-from threadloom.core.browse import message_page
-from threadloom.core.query import messages
+from threadloom.core.read import images
+from threadloom.core.read.browse import message_page
+from threadloom.core.read.query import messages
 
 from tests.conftest import Transcript, ingest
 from tests.support import THREAD, Rollout, run
@@ -199,8 +199,8 @@ def test_show_json_marks_every_image_and_show_prints_one_line_each(tmp_path: Pat
 def test_html_export_embeds_images_as_data_urls_and_names_what_it_cannot(
     archived: sqlite3.Connection,
 ) -> None:
-    from threadloom.core.export import export_session
-    from threadloom.core.query import resolve_session
+    from threadloom.core.actions.export import export_session
+    from threadloom.core.read.query import resolve_session
 
     session = resolve_session(archived, SID)
     page = export_session(archived, session, "html").data.decode()
@@ -226,8 +226,8 @@ def test_html_export_embeds_only_real_images_of_the_four_types(
 ) -> None:
     """The bytes decide: an SVG (which can hold script) declared image/png is named, not embedded;
     a PNG declared text/html is embedded as image/png."""
-    from threadloom.core.export import export_session
-    from threadloom.core.query import resolve_session
+    from threadloom.core.actions.export import export_session
+    from threadloom.core.read.query import resolve_session
 
     sid = "eeeeeeee-1111-4222-8333-000000000002"
     t = Transcript(tmp_path / "p" / "projects" / "-srv-x" / f"{sid}.jsonl", sid)

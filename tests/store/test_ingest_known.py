@@ -7,7 +7,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from threadloom.core.ingest import ingest_known, known_sources, run_ingest
+from threadloom.core.ingest.pipeline import ingest_known, known_sources, run_ingest
 
 from tests.conftest import Transcript, ingest
 

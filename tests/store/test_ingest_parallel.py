@@ -1,4 +1,4 @@
-"""A cold ingest read by worker processes (core.ingest_workers) writes what an ingest in one process
+"""A cold ingest read by worker processes (core.ingest.workers) writes what an ingest in one process
 writes, row for row in every table; a small one starts no worker; a worker that dies costs no record."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from threadloom.core import db, ingest_workers
-from threadloom.core.ingest import Progress, run_ingest
+from threadloom.core.ingest import workers as ingest_workers
+from threadloom.core.ingest.pipeline import Progress, run_ingest
+from threadloom.core.store import db
 
 from tests.support import home_env
 

@@ -8,10 +8,11 @@ import json
 import os
 from pathlib import Path
 
-from threadloom.core import db
-from threadloom.core.archive import restore_session, verify
+from threadloom.core.actions.restore import restore_session
 from threadloom.core.cli import main
-from threadloom.core.ingest import run_ingest
+from threadloom.core.ingest.pipeline import run_ingest
+from threadloom.core.read.archive import verify
+from threadloom.core.store import db
 
 GOOD = "11111111-1111-4111-8111-111111111111"
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from threadloom.core import db
+from threadloom.core.store import db
 
 from tests.support import make_archive
 
@@ -60,7 +60,7 @@ def readers_seen(path: Path) -> bool:
 
 
 def a_database(folder: Path) -> Path:
-    from threadloom.core.ingest import run_ingest
+    from threadloom.core.ingest.pipeline import run_ingest
 
     path = folder / "a.db"
     conn = db.connect(path)
@@ -135,7 +135,7 @@ def test_opening_the_database_writes_only_as_its_one_writer(tmp_path):
 
 HOLD_LOCK = """
 import sys
-from threadloom.core.writer_lock import writer_lock
+from threadloom.core.store.writer_lock import writer_lock
 with writer_lock(sys.argv[1]):
     print("holding", flush=True)
     sys.stdin.read()

@@ -7,8 +7,9 @@ import sqlite3
 from dataclasses import fields
 
 import pytest
-from threadloom.core import browse, query, rows
-from threadloom.core.search import find_sessions, search
+from threadloom.core.read import browse, query
+from threadloom.core.read.search import find_sessions, search
+from threadloom.core.store import rows
 
 from tests.conftest import Transcript, ingest, tool_use
 
@@ -260,9 +261,9 @@ def _names(conn: sqlite3.Connection, sid: str, tmp_path) -> dict[str, str]:
     import io
 
     from threadloom.core import cli
-    from threadloom.core.export import export_session
-    from threadloom.core.search import search as run_search
-    from threadloom.core.stats import report as stats_report
+    from threadloom.core.actions.export import export_session
+    from threadloom.core.insight.stats import report as stats_report
+    from threadloom.core.read.search import search as run_search
 
     def printed(*argv: str) -> str:
         out = io.StringIO()

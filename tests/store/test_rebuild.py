@@ -65,7 +65,7 @@ def test_an_interrupted_rebuild_leaves_the_old_database_as_it_was(tmp_path, monk
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli, "_ingest_with_progress", interrupted)
-    monkeypatch.setattr("threadloom.core.ingest.run_ingest", interrupted)
+    monkeypatch.setattr("threadloom.core.ingest.pipeline.run_ingest", interrupted)
     with pytest.raises(KeyboardInterrupt):
         cli._ingest(cli.build_parser().parse_args(["ingest", "--db", str(database), "--rebuild", "-q"]))
     assert database.read_bytes() == before

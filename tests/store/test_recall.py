@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from threadloom.core import embed, episodes, recall
-from threadloom.core.db import get_meta, set_meta
-from threadloom.core.recall import build_context, search_recall, similar
+from threadloom.core.base import embed
+from threadloom.core.insight import episodes, recall
+from threadloom.core.insight.recall import build_context, search_recall, similar
+from threadloom.core.store.meta import get_meta, set_meta
 
 from tests.conftest import CORPUS, Transcript, ingest, tool_use
 
@@ -153,8 +154,8 @@ def test_vectors_follow_appends_rewrites_and_rebuilds(conn, tmp_path):
 
 
 def test_a_replay_builds_the_episodes_again(archive):
-    from threadloom.core.ingest import rebuild_pending
-    from threadloom.core.ledger import Ledger, replay
+    from threadloom.core.ingest.ledger import Ledger, replay
+    from threadloom.core.ingest.pipeline import rebuild_pending
 
     before = archive.execute(
         "SELECT turn_id, files, commands, vector FROM episodes ORDER BY turn_id"
@@ -262,7 +263,7 @@ def test_the_evaluation_on_real_sessions_puts_meaning_ahead_of_words(tmp_path):
 def test_a_new_session_from_context_hands_the_agent_the_file_and_runs_nothing_from_the_logs(
     conn, tmp_path, fake_agents, sandbox
 ):
-    from threadloom.core.recall import launch_command, write_context_file
+    from threadloom.core.actions.launch import launch_command, write_context_file
 
     from tests.support import run_printed
 
@@ -308,7 +309,7 @@ def test_an_archive_from_before_episodes_is_searched_by_words_and_says_why(archi
 
 
 def test_an_ingest_says_how_far_the_embedding_is(conn, tmp_path):
-    from threadloom.core.ingest import EMBEDDING, run_ingest
+    from threadloom.core.ingest.pipeline import EMBEDDING, run_ingest
 
     seen = []
     report = run_ingest(
@@ -323,8 +324,8 @@ def test_an_ingest_with_nothing_new_never_loads_the_model(archive, tmp_path):
     """The model's load (numpy, the tokenizer: 0.3 s) is for runs that have turns to embed."""
     path = archive.execute("PRAGMA database_list").fetchone()[2]
     code = (
-        "import sys; from pathlib import Path; from threadloom.core import db; "
-        "from threadloom.core.ingest import run_ingest; "
+        "import sys; from pathlib import Path; from threadloom.core.store import db; "
+        "from threadloom.core.ingest.pipeline import run_ingest; "
         f"conn = db.connect(Path({path!r})); "
         f"r = run_ingest(conn, [Path({str(tmp_path / 'projects')!r})], include_defaults=False); "
         "print(r.records_added, 'numpy' in sys.modules, 'tokenizers' in sys.modules)"

@@ -40,12 +40,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from threadloom.core import db
-from threadloom.core.export import export_session
-from threadloom.core.ingest import run_ingest
-from threadloom.core.query import resolve_session
-from threadloom.core.redact import Redactor
-from threadloom.core.text import one_line
+from threadloom.core.actions.export import export_session
+from threadloom.core.base.redact import Redactor
+from threadloom.core.base.text import one_line
+from threadloom.core.ingest.pipeline import run_ingest
+from threadloom.core.read.query import resolve_session
+from threadloom.core.store import db
 
 from tests.conftest import CORPUS, Transcript, tool_use
 from tests.support import Rollout

@@ -1,4 +1,4 @@
-"""Rows by column name (core.rows): dataclasses built from a SELECT by the names of its columns,
+"""Rows by column name (core.store.rows): dataclasses built from a SELECT by the names of its columns,
 never by their order, and single-column reads that refuse a SELECT of more."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import sqlite3
 from dataclasses import dataclass
 
 import pytest
-from threadloom.core import rows
+from threadloom.core.store import rows
 
 
 @dataclass

@@ -11,8 +11,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from threadloom.core import db, search, search_index
-from threadloom.core.ingest import REBUILDING, Progress, rebuild_pending, run_ingest
+from threadloom.core.ingest.pipeline import REBUILDING, Progress, rebuild_pending, run_ingest
+from threadloom.core.read import search
+from threadloom.core.store import db, search_index
 
 from tests.conftest import Transcript, ingest, tool_use
 

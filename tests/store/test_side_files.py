@@ -10,9 +10,10 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from threadloom.core.archive import restore_session, version_as_of
+from threadloom.core.actions.restore import restore_session
 from threadloom.core.cli import main
-from threadloom.core.ingest import run_ingest
+from threadloom.core.ingest.pipeline import run_ingest
+from threadloom.core.read.archive import version_as_of
 
 from tests.conftest import Transcript, ingest, tool_use
 
@@ -152,7 +153,7 @@ def test_side_files_are_found_in_the_default_folders(tmp_path, monkeypatch):
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(root))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "home" / ".codex"))
-    from threadloom.core import db
+    from threadloom.core.store import db
 
     conn = db.connect(tmp_path / "defaults.db")
     report = run_ingest(conn, [], include_defaults=True)
@@ -182,7 +183,7 @@ def test_a_plans_folder_of_a_project_is_not_claude_code_s(conn, tmp_path):
 def test_a_saved_output_is_found_from_a_backup_read_elsewhere(conn, tmp_path):
     """The transcript names the agent's machine's path; the archive may have read a backup of the
     folder from anywhere (or the agent ran on Windows): the session's own tool-results file is found."""
-    from threadloom.core.side_files import persisted_output, side_files
+    from threadloom.core.read.side_files import persisted_output, side_files
 
     original = tmp_path / "claude"
     claude_home(original)
@@ -247,7 +248,8 @@ def test_gemini_tool_outputs_and_plans_are_kept_with_their_session(conn, tmp_pat
 
 
 def test_a_session_s_plan_is_found_by_its_slug(conn, tmp_path, capsys):
-    from threadloom.core.side_files import plan_files, session_plans
+    from threadloom.core.read.archive import plan_files
+    from threadloom.core.read.side_files import session_plans
 
     root = tmp_path / "claude"
     claude_home(root)

@@ -9,9 +9,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from threadloom.core import signals
-from threadloom.core.signals import Evidence, session_signals
-from threadloom.core.text import SIGNALS
+from threadloom.core.base.text import SIGNALS
+from threadloom.core.insight import signals
+from threadloom.core.insight.signals import Evidence, session_signals
 
 from tests.conftest import CORPUS, Transcript, ingest, tool_use
 from tests.support import THREAD, Rollout
@@ -250,8 +250,8 @@ def test_codex_compactions_close_together_are_thrashing_and_say_what_they_are(co
 def test_signals_found_by_an_older_pass_are_all_found_again_by_the_next_ingest(conn, tmp_path, monkeypatch):
     """An archive whose signals an older threadloom found (before it knew Codex's turn_aborted)
     has them all found again by the next ingest, though no log changed."""
-    from threadloom.core.db import get_meta, set_meta
-    from threadloom.core.text import SIGNALS_VERSION, SIGNALS_VERSION_KEY
+    from threadloom.core.base.text import SIGNALS_VERSION, SIGNALS_VERSION_KEY
+    from threadloom.core.store.meta import get_meta, set_meta
 
     r = Rollout(tmp_path / "codex", THREAD)
     r.meta()
@@ -276,9 +276,9 @@ def test_signals_found_by_an_older_pass_are_all_found_again_by_the_next_ingest(c
 def test_finding_every_sessions_signals_again_says_how_far_it_is(conn, tmp_path, monkeypatch):
     """That pass takes seconds on a large archive, after the files are all read: the ingest's
     progress names it and counts its sessions, so a bar does not sit still meanwhile."""
-    from threadloom.core.db import set_meta
-    from threadloom.core.ingest import SIGNALS, run_ingest
-    from threadloom.core.text import SIGNALS_VERSION_KEY
+    from threadloom.core.base.text import SIGNALS_VERSION_KEY
+    from threadloom.core.ingest.pipeline import SIGNALS, run_ingest
+    from threadloom.core.store.meta import set_meta
 
     from tests.support import archive
 
@@ -449,8 +449,8 @@ def test_cost_spent_on_a_branch_rewound_away_from_is_an_abandoned_branch(conn, t
 def test_new_price_data_recomputes_the_dead_ends_it_prices(conn, tmp_path):
     """A dead end's cost is in its signal's text: new price data prices every session again, and
     their signals follow, though no log changed."""
-    from threadloom.core import cost
-    from threadloom.core.db import set_meta
+    from threadloom.core.insight import cost
+    from threadloom.core.store.meta import set_meta
 
     t = transcript(tmp_path)
     t.user("speed up the importer")
@@ -563,7 +563,7 @@ def test_every_signal_in_the_corpus_points_at_records_that_exist(conn):
 
 
 def test_search_knows_every_signal_by_name():
-    from threadloom.core import search
+    from threadloom.core.read import search
 
     for name in SIGNALS:  # one list: what the signal pass finds is what search takes
         assert search.parse_query(f"signal:{name} x").problems == [], name
@@ -574,7 +574,7 @@ def test_search_knows_every_signal_by_name():
 
 
 def test_an_unknown_signal_is_searched_without_and_said(conn, tmp_path):
-    from threadloom.core.search import search
+    from threadloom.core.read.search import search
 
     t = transcript(tmp_path)
     t.user("fix the parser please")
@@ -589,7 +589,7 @@ def test_an_unknown_signal_is_searched_without_and_said(conn, tmp_path):
 def test_signal_search_finds_a_signal_that_happened_in_a_subagent(conn, tmp_path):
     """`threadloom signals` lists a retry loop a subagent ran into; `signal:retry-loop` in search
     finds its records too, without in:subagents (it found nothing, and said nothing)."""
-    from threadloom.core.search import search
+    from threadloom.core.read.search import search
 
     t = transcript(tmp_path)
     t.user("migrate the database")

@@ -14,8 +14,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from threadloom.core import db, signals
-from threadloom.core.signals import session_signals
+from threadloom.core.insight import signals
+from threadloom.core.insight.signals import session_signals
+from threadloom.core.store import db
 
 from tests.conftest import CORPUS, Transcript, ingest, tool_use
 from tests.store.test_signals import EXPENSIVE, OPUS, REJECTED, SID, SONNET, at, cached, compact, transcript
@@ -241,7 +242,7 @@ def test_a_result_that_comes_back_to_a_call_before_the_cut_reads_the_session_who
 
 
 def test_a_replay_drops_the_checkpoints_it_invalidates(conn, tmp_path):
-    from threadloom.core.ledger import rebuild_derived
+    from threadloom.core.ingest.ledger import rebuild_derived
 
     t = transcript(tmp_path)
     for i in range(5):

@@ -7,9 +7,9 @@ import json
 import sqlite3
 
 import pytest
-from threadloom.core import stats
-from threadloom.core.db import set_meta
-from threadloom.core.ledger import rebuild_derived
+from threadloom.core.ingest.ledger import rebuild_derived
+from threadloom.core.insight import stats
+from threadloom.core.store.meta import set_meta
 
 from tests.conftest import Transcript, ingest, tool_use
 
@@ -120,7 +120,7 @@ def test_rollups_equal_the_raw_sums_after_ingest_append_and_rebuild(conn, tmp_pa
     assert conn.execute("SELECT sum(failed_tool_calls) FROM stats_rollup").fetchone()[0] == 2
     kept = conn.execute("SELECT * FROM stats_rollup ORDER BY bucket, session_id, model").fetchall()
     rebuild_derived(conn)
-    from threadloom.core.cost import price_pending
+    from threadloom.core.insight.cost import price_pending
 
     price_pending(conn)
     stats.refresh_pending(conn)
@@ -324,7 +324,7 @@ def test_every_message_is_on_a_day_and_a_session_without_any_time_is_undated(con
 
 
 def test_rollups_summed_by_an_older_stats_version_are_summed_again_once(conn, tmp_path):
-    from threadloom.core.db import get_meta
+    from threadloom.core.store.meta import get_meta
 
     t = edit_session(tmp_path)
     t.write()
@@ -338,8 +338,8 @@ def test_rollups_summed_by_an_older_stats_version_are_summed_again_once(conn, tm
 
 
 def test_a_schema_upgrade_rebuilds_the_rollups(tmp_path):
-    from threadloom.core import db
-    from threadloom.core.ingest import rebuild_pending
+    from threadloom.core.ingest.pipeline import rebuild_pending
+    from threadloom.core.store import db
 
     edit_session(tmp_path).write()
     path = tmp_path / "old.db"
@@ -362,7 +362,7 @@ def test_a_subagent_in_a_worktree_of_its_own_counts_in_its_sessions_project(conn
     """Claude Code runs some subagents in a worktree (`.claude/worktrees/agent-…`), their cwd: they
     worked for their main session's project, where stats by project and the project list count
     them, alike; no project named after the worktree appears."""
-    from threadloom.core import browse
+    from threadloom.core.read import browse
 
     t = Transcript(tmp_path / "projects" / "-srv-app" / f"{SID}.jsonl", SID, cwd="/srv/app")
     t.user("split the work")
@@ -410,7 +410,7 @@ def _day_sums(conn: sqlite3.Connection) -> dict[str, tuple[int, int, int, int, i
 def test_a_fork_counts_only_what_it_added_not_the_records_it_copied(conn, tmp_path) -> None:
     """A fork holds a copy of its source's conversation up to the point: its messages, tool calls,
     failures and edits were counted again, on the source's own dates."""
-    from threadloom.core.fork import plan_fork, write_fork
+    from threadloom.core.actions.fork import plan_fork, write_fork
 
     t = Transcript(
         tmp_path / "projects" / "-home-dev-app" / f"{SID}.jsonl", SID, timestamp="2026-03-01T10:00:00.000Z"
@@ -466,7 +466,7 @@ def test_a_fork_counts_only_what_it_added_not_the_records_it_copied(conn, tmp_pa
 def test_a_codex_fork_counts_only_what_it_added(conn, tmp_path, monkeypatch) -> None:
     """Codex copies its source's rollout into the fork in one burst, after the fork's own
     session_meta; threadloom's own Codex fork copies the lines as they were. Neither copy counts."""
-    from threadloom.core.fork import plan_fork, write_fork
+    from threadloom.core.actions.fork import plan_fork, write_fork
 
     from tests.support import THREAD, Rollout, full_session, usage
 

@@ -8,9 +8,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from threadloom.core import db, sync
-from threadloom.core.archive import restore_session
-from threadloom.core.writer_lock import writer_lock
+from threadloom.core.actions.restore import restore_session
+from threadloom.core.ingest import sync
+from threadloom.core.store import db
+from threadloom.core.store.writer_lock import writer_lock
 
 from tests.conftest import Transcript, ingest
 from tests.pg_support import PgServer, hub_db, pg_server  # noqa: F401 - fixtures
@@ -80,7 +81,7 @@ def test_two_machines_sync_both_ways(tmp_path: Path, hub: str) -> None:
     (fid,) = laptop.conn.execute("SELECT source_file_id FROM agent_sessions WHERE id = ?", (B,)).fetchone()
     assert machines[fid][0] == "box"
     # another machine's files are not this one's to read again: never "gone", never re-read
-    from threadloom.core.archive import verify
+    from threadloom.core.read.archive import verify
 
     checked = verify(laptop.conn)
     assert checked.files_missing == 0 and not checked.mismatches
@@ -295,8 +296,8 @@ def test_user_data_tables_travel_with_sync(tmp_path: Path, hub: str, monkeypatch
 
 
 def test_other_machines_sessions_are_filtered_by_machine_and_person(tmp_path: Path, hub: str) -> None:
-    from threadloom.core.query import list_sessions
-    from threadloom.core.search import search
+    from threadloom.core.read.query import list_sessions
+    from threadloom.core.read.search import search
 
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
     _session(laptop.root, A, "/home/me/app")
@@ -396,8 +397,8 @@ def test_watch_syncs_after_each_change(tmp_path: Path, hub: str) -> None:
     import logging
     import threading
 
-    from threadloom.core.db import set_meta
-    from threadloom.core.watch import Watcher, WatchOptions
+    from threadloom.core.serve.watch import Watcher, WatchOptions
+    from threadloom.core.store.meta import set_meta
 
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
     t = _session(laptop.root, A, "/home/me/app")
@@ -417,7 +418,7 @@ def test_watch_syncs_after_each_change(tmp_path: Path, hub: str) -> None:
 
 
 def test_a_file_rewritten_before_its_first_push_takes_its_history_along(tmp_path: Path, hub: str) -> None:
-    from threadloom.core.archive import version_bytes, versions
+    from threadloom.core.read.archive import version_bytes, versions
 
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
     t = _session(laptop.root, A, "/home/me/app")
@@ -445,7 +446,7 @@ def test_a_file_rewritten_before_its_first_push_takes_its_history_along(tmp_path
 def test_another_machines_session_is_restored_where_claude_resumes_it(
     tmp_path: Path, hub: str, monkeypatch
 ) -> None:
-    from threadloom.core.fork import claude_restore_step
+    from threadloom.core.actions.fork import claude_restore_step
 
     here = tmp_path / "work" / "app"
     here.mkdir(parents=True)
@@ -487,7 +488,7 @@ def test_a_private_projects_side_files_stay_with_it(tmp_path: Path, hub: str) ->
 
 
 def test_stats_by_machine(tmp_path: Path, hub: str) -> None:
-    from threadloom.core import stats
+    from threadloom.core.insight import stats
 
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
     _session(laptop.root, A, "/home/me/app", turns=3)
@@ -585,7 +586,7 @@ def test_a_codex_rollout_appended_to_is_derived_as_on_its_machine(tmp_path: Path
     the append, from the archive (the file is not on its disk)."""
     import json
 
-    from threadloom.core.ingest import run_ingest
+    from threadloom.core.ingest.pipeline import run_ingest
 
     from tests.support import full_session, usage
 
@@ -614,8 +615,9 @@ def test_a_codex_rollout_appended_to_is_derived_as_on_its_machine(tmp_path: Path
         sql = f"SELECT {cols} FROM {table} ORDER BY 1"
         assert box.conn.execute(sql).fetchall() == laptop.conn.execute(sql).fetchall(), table
     # and again when every session is placed again from the stored records (a schema upgrade)
-    from threadloom.core.db import REBUILD_KEY, set_meta
-    from threadloom.core.ingest import rebuild_pending
+    from threadloom.core.ingest.pipeline import rebuild_pending
+    from threadloom.core.store.db import REBUILD_KEY
+    from threadloom.core.store.meta import set_meta
 
     before = box.conn.execute("SELECT * FROM agent_usage ORDER BY 1").fetchall()
     box.conn.execute("BEGIN IMMEDIATE")

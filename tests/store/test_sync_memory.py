@@ -1,4 +1,4 @@
-"""Memory over sync (core.memory_sync through a real PostgreSQL hub, tests/pg_support.py): tags,
+"""Memory over sync (core.ingest.memory_sync through a real PostgreSQL hub, tests/pg_support.py): tags,
 notes, relations and knowledge entries with their versions going both ways, by scope; two machines
 editing one entry at once kept as a conflict on both; nothing duplicated when synced again."""
 
@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from threadloom.core import memory, sync
+from threadloom.core.ingest import sync
+from threadloom.core.insight import memory
 
 from tests.pg_support import PgServer, hub_db, pg_server  # noqa: F401 - fixtures
 from tests.store.test_sync import A, B, Machine, _session
@@ -197,7 +198,7 @@ def test_versions_written_before_they_had_ids_get_the_same_ids_everywhere(tmp_pa
     """An archive whose memory predates version ids: opening it adds the column, `ingest --rebuild`
     carries its versions (read without the column), and the ids they get are the same wherever the
     same version is (two archives that imported one export sync it as one)."""
-    from threadloom.core import db
+    from threadloom.core.store import db
 
     path = tmp_path / "old.db"
     conn = db.connect(path)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from threadloom.core import sync
+from threadloom.core.ingest import sync
 
 from tests.pg_support import PgServer, hub_db, pg_server  # noqa: F401 - fixtures
 from tests.store.test_sync import ALL, Machine, _session
@@ -120,7 +120,7 @@ def test_a_role_reads_only_the_projects_it_is_granted(tmp_path: Path, team: dict
     _session(alice.root, A, "/home/alice/app", project="-home-alice-app")
     _session(alice.root, B, "/srv/api", project="-srv-api")
     alice.ingest()
-    from threadloom.core import memory
+    from threadloom.core.insight import memory
 
     alice.conn.execute("BEGIN IMMEDIATE")
     for scope, key, title in (

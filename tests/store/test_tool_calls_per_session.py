@@ -9,9 +9,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from threadloom.core import browse, db
-from threadloom.core.ingest import rebuild_pending
-from threadloom.core.query import messages
+from threadloom.core.ingest.pipeline import rebuild_pending
+from threadloom.core.read import browse
+from threadloom.core.read.query import messages
+from threadloom.core.store import db
 
 from tests.conftest import CORPUS, Transcript, ingest, tool_use
 from tests.support import THREAD, Rollout, full_session
@@ -153,7 +154,7 @@ def test_a_fork_like_copy_shows_all_its_tool_calls(conn, tmp_path):
 
 
 def test_a_fork_written_by_threadloom_shows_its_tool_calls_once_ingested(conn, tmp_path):
-    from threadloom.core.fork import plan_fork, write_fork
+    from threadloom.core.actions.fork import plan_fork, write_fork
 
     source = working_session(tmp_path)
     source.write()

@@ -12,9 +12,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from threadloom.core import db
+from threadloom.core.actions.undo import changes_after, plan_undo, undo_patch, written_by_shell
 from threadloom.core.cli import main
-from threadloom.core.undo import changes_after, plan_undo, undo_patch, written_by_shell
+from threadloom.core.store import db
 
 from tests.conftest import AIDER_EDITS, CORPUS, Transcript, ingest, tool_use
 
@@ -836,7 +836,7 @@ def test_diff_sections_apply_with_git(tmp_path):
     turns the old text into the new one under `git apply`."""
     import random
 
-    from threadloom.core.undo import diff_section
+    from threadloom.core.actions.undo import diff_section
 
     rng = random.Random(16)
     words = ["a\n", "b\n", "\n", "    return x\n", "c\n", "tail"]
@@ -931,7 +931,7 @@ def at_point(lines: list[dict], prompt_uuid: str) -> dict[str, str | None]:
 
 
 def replayed(lines: list[dict]) -> dict[str, str | None]:
-    """Each edited file's text after the session, rebuilt independently of core.undo: the last
+    """Each edited file's text after the session, rebuilt independently of core.actions.undo: the last
     edit's recorded `originalFile` with its strings replaced (or a Write's content)."""
     calls, final = {}, {}
     for rec in lines:

@@ -13,9 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from threadloom.core import db
-from threadloom.core.archive import file_bytes, restore_session, verify, versions
+from threadloom.core.actions.restore import restore_session
 from threadloom.core.cli import main
+from threadloom.core.read.archive import file_bytes, verify, versions
+from threadloom.core.store import db
 
 from tests.conftest import Transcript, ingest
 from tests.unit import test_adapter_gemini

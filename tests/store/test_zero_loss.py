@@ -18,10 +18,10 @@ import pytest
 from rich.console import Console
 from threadloom.core import cli
 from threadloom.core.adapters.claude import ClaudeAdapter
-from threadloom.core.archive import file_bytes, verify
-from threadloom.core.browse import message_page
-from threadloom.core.ingest import run_ingest
-from threadloom.core.ledger import Ledger
+from threadloom.core.ingest.ledger import Ledger
+from threadloom.core.ingest.pipeline import run_ingest
+from threadloom.core.read.archive import file_bytes, verify
+from threadloom.core.read.browse import message_page
 from threadloom.tui import render as tui_render
 
 from tests.conftest import Transcript, ingest, tool_use

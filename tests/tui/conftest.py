@@ -22,7 +22,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("THREADLOOM_KEYMAP", str(tmp_path / "no-keymap.toml"))
     settings = tmp_path / "config" / "settings.toml"
     monkeypatch.setenv("THREADLOOM_SETTINGS", str(settings))
-    monkeypatch.setattr("threadloom.core.clipboard.copy_with", no_clipboard)
+    monkeypatch.setattr("threadloom.core.base.clipboard.copy_with", no_clipboard)
     previous = use_utc()
     yield settings
     restore_tz(previous)

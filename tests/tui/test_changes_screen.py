@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.widgets import DataTable, Static
-from threadloom.core import stats
+from threadloom.core.insight import stats
 from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.changes import ChangesScreen
 from threadloom.tui.messages import MessageView
@@ -146,7 +146,7 @@ async def test_a_call_outside_the_branch_shown_opens_the_whole_session(demo_db: 
 
 
 async def test_an_aider_edit_goes_to_the_reply_that_made_it(tmp_path: Path) -> None:
-    from threadloom.core import db
+    from threadloom.core.store import db
 
     from tests.conftest import AIDER_EDITS, ingest
 
@@ -196,8 +196,8 @@ async def test_a_sessions_files_changed_count_its_subagents_edits_and_go_to_them
     )
     sub.tool_result("e1", "ok")
     sub.write()
-    from threadloom.core import db
-    from threadloom.core.ingest import run_ingest
+    from threadloom.core.ingest.pipeline import run_ingest
+    from threadloom.core.store import db
 
     conn = db.connect(tmp_path / "t.db")
     run_ingest(conn, [tmp_path / "projects"], include_defaults=False)

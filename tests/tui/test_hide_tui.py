@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from threadloom.core import db
-from threadloom.core.hidden import read_hidden
-from threadloom.core.ingest import run_ingest
+from threadloom.core.actions.hidden import read_hidden
+from threadloom.core.ingest.pipeline import run_ingest
+from threadloom.core.store import db
 from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import ProjectList, SessionTree
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from textual.widgets import Input, OptionList, Static
-from threadloom.core import db, memory
+from threadloom.core.insight import memory
+from threadloom.core.store import db
 from threadloom.tui.memory import BookmarksScreen, MarkScreen, MemoryScreen
 from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import SessionTree

@@ -34,7 +34,7 @@ async def test_picked_turns_start_a_new_session_with_their_context(
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     copied: list[str] = []
     monkeypatch.setattr(
-        "threadloom.core.clipboard.copy", lambda text: copied.append(text) or "system clipboard"
+        "threadloom.core.base.clipboard.copy", lambda text: copied.append(text) or "system clipboard"
     )
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:

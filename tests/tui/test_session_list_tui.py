@@ -173,7 +173,7 @@ async def test_y_and_shift_y_copy_the_full_id_and_the_file_path(
     demo_db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     copied: list[str] = []
-    monkeypatch.setattr("threadloom.core.clipboard.copy_with", copied.append)
+    monkeypatch.setattr("threadloom.core.base.clipboard.copy_with", copied.append)
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
@@ -313,7 +313,7 @@ async def test_the_message_pane_follows_a_filter_that_leaves_its_session_out(dem
 def test_a_narrow_project_row_keeps_its_cost_and_drops_the_agents_first() -> None:
     """The cost is what a project row is read for: in a narrow pane it is shortened (whole
     dollars, "+?") before it is left out, and the agents' names give way first."""
-    from threadloom.core.browse import ProjectRow
+    from threadloom.core.read.browse import ProjectRow
     from threadloom.tui.panes import ProjectList
 
     busy = ProjectRow("/w/fixtures", "fixtures", ["aider"], 984, 0, None, 7_700_000, 24.75, 3)

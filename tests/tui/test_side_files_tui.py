@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.widgets import TextArea
-from threadloom.core import db
+from threadloom.core.store import db
 from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.messages import MessageView
 from threadloom.tui.screens import OutputScreen

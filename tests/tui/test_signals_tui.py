@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.widgets import OptionList
-from threadloom.core import signals
+from threadloom.core.insight import signals
 from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import SessionTree, session_label
 from threadloom.tui.signals import SignalsScreen

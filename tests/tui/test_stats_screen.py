@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import DataTable, Sparkline, Static
-from threadloom.core import stats
+from threadloom.core.insight import stats
 from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.panes import ProjectList, SessionTree
 from threadloom.tui.stats import StatsScreen
@@ -19,8 +19,8 @@ DEMO_LONG_TURNS = 12
 
 def app_over(projects: Path) -> ThreadloomApp:
     """The app over a database of these Claude Code projects alone."""
-    from threadloom.core import db
-    from threadloom.core.ingest import run_ingest
+    from threadloom.core.ingest.pipeline import run_ingest
+    from threadloom.core.store import db
 
     path = projects.parent / "t.db"
     conn = db.connect(path)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import psycopg
 from textual.widgets import Input, SelectionList
-from threadloom.core import db, sync
+from threadloom.core.ingest import sync
+from threadloom.core.store import db
 from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.sync import SyncScreen
 

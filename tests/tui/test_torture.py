@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from threadloom.core import browse
+from threadloom.core.read import browse
 from threadloom.tui import workers
 from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.messages import MessageView

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from threadloom.core import db
+from threadloom.core.actions.export import export_session
+from threadloom.core.actions.fork import plan_fork, resume_plan
+from threadloom.core.actions.undo import plan_undo
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.cli import main
-from threadloom.core.export import export_session
-from threadloom.core.fork import plan_fork, resume_plan
-from threadloom.core.query import get_session, messages
-from threadloom.core.stats import refresh_pending
-from threadloom.core.undo import plan_undo
+from threadloom.core.insight.stats import refresh_pending
+from threadloom.core.read.query import get_session, messages
+from threadloom.core.store import db
 from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.messages import MessageView
 from threadloom.tui.render import call_body, call_line

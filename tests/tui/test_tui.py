@@ -19,9 +19,9 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Input, Static, Tree
 from textual.worker import WorkerFailed
-from threadloom.core import browse
 from threadloom.core.adapters.claude_demo import write_demo_archive
-from threadloom.core.ingest import IngestReport
+from threadloom.core.ingest.pipeline import IngestReport
+from threadloom.core.read import browse
 from threadloom.tui import workers
 from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.events import OpenForkPicker, OpenSession, SearchClosed, SearchHitChosen
@@ -623,16 +623,16 @@ async def test_warmup_agents_hidden_until_asked(demo_db: Path) -> None:
 
 
 async def test_jump_to_session_from_palette(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import threadloom.core.search
+    import threadloom.core.read.search
 
     asked: list[str] = []
-    real = threadloom.core.search.find_sessions
+    real = threadloom.core.read.search.find_sessions
 
     def spy(conn, text, limit=20):
         asked.append(text)
         return real(conn, text, limit)
 
-    monkeypatch.setattr(threadloom.core.search, "find_sessions", spy)
+    monkeypatch.setattr(threadloom.core.read.search, "find_sessions", spy)
     app = make_app(demo_db)
     seen = Seen(OpenSession)
     async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
@@ -709,7 +709,7 @@ async def test_a_session_started_elsewhere_shows_up_without_ctrl_r(tmp_path: Pat
 async def test_a_subagent_working_in_a_worktree_opens_under_its_parents_project(tmp_path: Path) -> None:
     """A subagent started with an isolated worktree records the worktree as its folder: Enter on its
     call lists it under the project of the session that started it (it listed `Sessions (0)`)."""
-    from threadloom.core import db
+    from threadloom.core.store import db
 
     from tests.conftest import Transcript, ingest, tool_use
 
@@ -750,7 +750,7 @@ async def test_a_subagent_working_in_a_worktree_opens_under_its_parents_project(
 
 
 async def test_archive_is_browsable_while_the_search_index_builds(tmp_path: Path, monkeypatch) -> None:
-    from threadloom.core import search_index
+    from threadloom.core.store import search_index
 
     root = small_archive(tmp_path)
     real_build = search_index.build
@@ -791,9 +791,9 @@ def hold_first_load(
 ) -> tuple[threading.Event, threading.Event]:
     """A first load that commits each file on its own, posts every file's progress, and stops
     before file `at_file` until released: (it has stopped, release it)."""
-    import threadloom.core.ingest
+    import threadloom.core.ingest.pipeline
 
-    real_ingest_file = threadloom.core.ingest._ingest_file
+    real_ingest_file = threadloom.core.ingest.pipeline._ingest_file
     halfway, release = threading.Event(), threading.Event()
     calls = []
 
@@ -804,8 +804,8 @@ def hold_first_load(
             assert release.wait(10)
         return real_ingest_file(conn, ledger, plan, **options)
 
-    monkeypatch.setattr(threadloom.core.ingest, "_ingest_file", held)
-    monkeypatch.setattr(threadloom.core.ingest._Batch, "MAX_SECONDS", 0.0)  # a transaction per file
+    monkeypatch.setattr(threadloom.core.ingest.pipeline, "_ingest_file", held)
+    monkeypatch.setattr(threadloom.core.ingest.pipeline._Batch, "MAX_SECONDS", 0.0)  # a transaction per file
     monkeypatch.setattr(workers, "PROGRESS_SECONDS", 0.0)  # every file's progress is posted
     return halfway, release
 
@@ -842,7 +842,7 @@ async def test_stats_opened_during_a_first_load_read_the_whole_archive_when_it_e
     through a read-only one, it keeps working when that connection is closed at the load's end,
     and shows what the load added."""
     from textual.widgets import DataTable
-    from threadloom.core import stats
+    from threadloom.core.insight import stats
     from threadloom.tui.stats import StatsScreen
 
     root = small_archive(tmp_path)
@@ -1010,7 +1010,7 @@ async def test_demo_starts_with_the_project_list_focused(
 
 
 async def test_rescan_says_so_when_nothing_was_new(tmp_path: Path) -> None:
-    from threadloom.core import db
+    from threadloom.core.store import db
 
     from tests.conftest import ingest
 
@@ -1044,7 +1044,7 @@ async def test_rescan_says_so_when_nothing_was_new(tmp_path: Path) -> None:
 async def test_a_new_project_read_by_ctrl_r_leaves_the_highlight_and_its_sessions_together(
     tmp_path: Path,
 ) -> None:
-    from threadloom.core import db
+    from threadloom.core.store import db
 
     from tests.conftest import Transcript, ingest
 
@@ -1078,7 +1078,7 @@ async def test_worker_error_opens_dialog(tmp_path: Path, monkeypatch: pytest.Mon
     def broken(*args, **kwargs):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr("threadloom.core.ingest.run_ingest", broken)
+    monkeypatch.setattr("threadloom.core.ingest.pipeline.run_ingest", broken)
     app = make_app(tmp_path / "x.db", ingest=True)
     async with app.run_test(size=(100, 30)) as pilot:
         with contextlib.suppress(WorkerFailed):
@@ -1098,7 +1098,7 @@ async def test_escape_cancels_ingest(tmp_path: Path, monkeypatch: pytest.MonkeyP
         assert cancel.wait(10)
         return IngestReport(cancelled=True)
 
-    monkeypatch.setattr("threadloom.core.ingest.run_ingest", slow)
+    monkeypatch.setattr("threadloom.core.ingest.pipeline.run_ingest", slow)
     app = make_app(tmp_path / "x.db", ingest=True)
     async with app.run_test(size=(100, 30)) as pilot:
         assert await event_set(pilot, started)
@@ -1156,7 +1156,7 @@ def _clip_title(title: str | None) -> str:
 def test_session_rows_show_when_they_were_last_written_with_the_year_when_not_this_one() -> None:
     from datetime import datetime
 
-    from threadloom.core.text import short_when
+    from threadloom.core.base.text import short_when
     from threadloom.tui.panes import session_label
 
     now = datetime(2026, 3, 1, 12, 0).timestamp()
@@ -1236,18 +1236,14 @@ def test_screens_import_the_events_not_the_app() -> None:
     importers = set()
     for module in folder.glob("*.py"):
         for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
-            names = (
-                [node.module or ""]
-                if isinstance(node, ast.ImportFrom)
-                else [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else []
-            )
-            if "threadloom.tui.app" in names or (
-                isinstance(node, ast.ImportFrom)
-                and node.module == "threadloom.tui"
-                and any(a.name == "app" for a in node.names)
-            ):
+            if isinstance(node, ast.ImportFrom):
+                base = "threadloom.tui." * (node.level == 1) + (node.module or "")
+                names = [base.rstrip("."), *(f"{base.rstrip('.')}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                names = []
+            if "threadloom.tui.app" in names:
                 importers.add(module.name)
     assert importers == {"entry.py"}
 
@@ -1256,7 +1252,7 @@ def test_core_never_imports_textual() -> None:
     import subprocess
     import sys
 
-    code = "import sys, core.browse, core.adapters.claude_demo, core.query; print('textual' in sys.modules)"
+    code = "import sys, core.read.browse, core.adapters.claude_demo, core.read.query; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -1480,7 +1476,7 @@ async def test_search_says_what_was_chosen_and_the_app_acts_on_it(demo_db: Path)
 async def test_ingest_says_records_first_then_the_index_then_its_end(tmp_path: Path) -> None:
     """A first load: the records' news, then the search index (core's own index phase, its
     progress as the index's alone), then one Ingested carrying the same report, completed."""
-    from threadloom.core.ingest import INDEXING
+    from threadloom.core.ingest.pipeline import INDEXING
 
     root = small_archive(tmp_path)
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
@@ -1511,10 +1507,11 @@ async def test_ingest_says_records_first_then_the_index_then_its_end(tmp_path: P
 async def test_finding_every_sessions_signals_again_shows_in_the_bar(tmp_path: Path, monkeypatch) -> None:
     """After an update whose signal pass is newer, the first ingest looks at every session again
     (seconds on a large archive, with every file already read): the bar says so as it goes."""
-    from threadloom.core import db, signals
-    from threadloom.core.db import set_meta
-    from threadloom.core.ingest import run_ingest
-    from threadloom.core.text import SIGNALS_VERSION_KEY
+    from threadloom.core.base.text import SIGNALS_VERSION_KEY
+    from threadloom.core.ingest.pipeline import run_ingest
+    from threadloom.core.insight import signals
+    from threadloom.core.store import db
+    from threadloom.core.store.meta import set_meta
 
     root = small_archive(tmp_path)
     conn = db.connect(tmp_path / "older.db")
@@ -1562,7 +1559,7 @@ async def open_picker_at(pilot, seq: int) -> ForkPicker:
 
 async def test_titles_with_brackets_are_shown_as_written(tmp_path: Path) -> None:
     """A border reads a str as markup: "[Image #1]" and "[red]" vanished from titles."""
-    from threadloom.core import db
+    from threadloom.core.store import db
 
     from tests.conftest import Transcript, ingest
 
@@ -1869,8 +1866,8 @@ async def test_the_picker_says_what_a_fork_does_not_undo_and_writes_the_patch(
 ) -> None:
     """Under the list, the files edited after the point under the cursor; `u` writes the patch that
     takes them back (proposed beside where threadloom was started, never over a file)."""
-    from threadloom.core import db
-    from threadloom.core.undo import plan_undo
+    from threadloom.core.actions.undo import plan_undo
+    from threadloom.core.store import db
 
     monkeypatch.chdir(tmp_path)
     app = make_app(fork_db)
@@ -1989,9 +1986,9 @@ async def test_fork_before_a_prompt_asks_for_the_prompt_to_send_instead(fork_db:
         picker = await open_picker_at(
             pilot, 11
         )  # the prompt "Also round to cents in the invoice summary email."
-        import threadloom.core.clipboard
+        import threadloom.core.base.clipboard
 
-        threadloom.core.clipboard.copy_with = copied.append
+        threadloom.core.base.clipboard.copy_with = copied.append
         await pilot.press("b")
         await pilot.pause()
         box = picker.query_one("#fork-prompt-input", Input)
@@ -2088,7 +2085,7 @@ async def test_fork_here_confirms_writes_copies_and_shows_in_tree(
     from threadloom.tui.workers import ForkIngested
 
     copied: list[str] = []
-    monkeypatch.setattr("threadloom.core.clipboard.copy_with", copied.append)
+    monkeypatch.setattr("threadloom.core.base.clipboard.copy_with", copied.append)
     app = make_app(fork_db)
     seen = Seen(ForkWritten, ForkIngested)
     async with app.run_test(size=(140, 40), message_hook=seen) as pilot:
@@ -2104,7 +2101,7 @@ async def test_fork_here_confirms_writes_copies_and_shows_in_tree(
         assert not Path(plan.path).exists() and copied == []
         assert "copied once the file is written" in confirm
         assert plan.title is not None and plan.title.endswith(" (fork)")
-        from threadloom.core.text import one_line
+        from threadloom.core.base.text import one_line
 
         said = " ".join(confirm.split())
         assert (
@@ -2171,7 +2168,7 @@ async def test_fork_with_a_new_prompt_from_a_search_hit(
     demo_db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     copied: list[str] = []
-    monkeypatch.setattr("threadloom.core.clipboard.copy_with", copied.append)
+    monkeypatch.setattr("threadloom.core.base.clipboard.copy_with", copied.append)
     app = make_app(demo_db)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
@@ -2209,13 +2206,13 @@ async def test_fork_with_a_new_prompt_from_a_search_hit(
 async def test_fork_picker_for_codex_says_what_it_can(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from threadloom.core import db
-    from threadloom.core.ingest import run_ingest
+    from threadloom.core.ingest.pipeline import run_ingest
+    from threadloom.core.store import db
 
     from tests.unit.test_adapter_codex import full_session
 
     copied: list[str] = []
-    monkeypatch.setattr("threadloom.core.clipboard.copy_with", copied.append)
+    monkeypatch.setattr("threadloom.core.base.clipboard.copy_with", copied.append)
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     full_session(tmp_path / "codex").write()
     conn = db.connect(tmp_path / "codex.db")
@@ -2270,7 +2267,7 @@ async def test_fork_picker_for_codex_says_what_it_can(
 
 
 def test_a_collapsed_tool_call_stays_on_one_line_its_path_giving_way() -> None:
-    from threadloom.core.query import ToolCall
+    from threadloom.core.read.query import ToolCall
     from threadloom.tui.render import call_line
 
     path = "/Users/dev/workspace/claude-code-log/claude_code_log/renderer.py"
@@ -2285,7 +2282,7 @@ def test_a_collapsed_tool_call_stays_on_one_line_its_path_giving_way() -> None:
 
 
 def test_codex_patch_calls_render_as_diffs() -> None:
-    from threadloom.core.browse import ToolCall
+    from threadloom.core.read.browse import ToolCall
     from threadloom.tui import render as tui_render
 
     patch = (
@@ -2318,7 +2315,7 @@ def test_codex_patch_calls_render_as_diffs() -> None:
 
 
 def test_a_wrapped_diff_row_continues_beside_its_marker_column() -> None:
-    from threadloom.core.diffs import DiffLine
+    from threadloom.core.read.diffs import DiffLine
     from threadloom.tui.render import diff_lines
 
     rows = [
@@ -2380,7 +2377,7 @@ async def test_opened_while_another_threadloom_ingests_it_waits_browsing_what_is
 ) -> None:
     """Another writer holds the database (a CLI ingest): the app says so, browses read-only, and
     catches up once the other is done; no error, no second writer."""
-    from threadloom.core.writer_lock import writer_lock
+    from threadloom.core.store.writer_lock import writer_lock
 
     root = small_archive(tmp_path)
     path = ingested_db(tmp_path, root)
@@ -2432,7 +2429,7 @@ async def test_an_older_database_is_upgraded_by_the_worker_with_the_screen_up(tm
     """The rebuild of an older schema runs in the ingest worker, saying so, not before the first frame."""
     import sqlite3
 
-    from threadloom.core import db
+    from threadloom.core.store import db
 
     root = small_archive(tmp_path)
     path = ingested_db(tmp_path, root)
@@ -2604,7 +2601,7 @@ async def test_export_key_writes_the_open_session_as_one_html_page(
 
 
 async def test_the_viewer_says_a_session_was_rewritten(tmp_path: Path) -> None:
-    from threadloom.core import db as ledger
+    from threadloom.core.store import db as ledger
 
     from tests.conftest import ingest
     from tests.store.test_versions import SID, later, session_file
@@ -2675,8 +2672,8 @@ async def test_palettes_and_headers_say_the_year_of_another_years_session(demo_d
 async def test_the_tui_opened_on_a_session_shows_it_in_its_project(demo_db: Path) -> None:
     """`threadloom open SESSION` (or `threadloom SESSION`): the app starts on that session, its
     project's sessions listed, the session revealed in the tree and read in the viewer."""
-    from threadloom.core import db as ledger
-    from threadloom.core.query import get_session
+    from threadloom.core.read.query import get_session
+    from threadloom.core.store import db as ledger
 
     conn = ledger.connect(demo_db, readonly=True)
     try:

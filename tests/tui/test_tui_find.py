@@ -7,8 +7,8 @@ from pathlib import Path
 
 from rich.segment import Segment
 from textual.widgets import Input
-from threadloom.core import browse
-from threadloom.core.find import failed_calls, find_in_session, prompt_seqs
+from threadloom.core.read import browse
+from threadloom.core.read.find import failed_calls, find_in_session, prompt_seqs
 from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.find import CURRENT_STYLE, MATCH_STYLE, FindBar
 from threadloom.tui.messages import MessageView

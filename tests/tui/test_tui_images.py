@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
-from threadloom.core import db, images
+from threadloom.core.read import images
+from threadloom.core.store import db
 from threadloom.tui import images as tui_images
 from threadloom.tui.messages import MessageView
 from threadloom.tui.screens import HelpScreen

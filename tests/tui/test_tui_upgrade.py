@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from threadloom.core import db
 from threadloom.core.adapters.claude_demo import write_demo_archive
+from threadloom.core.store import db
 from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.panes import ProjectList
 from threadloom.tui.screens import ErrorScreen

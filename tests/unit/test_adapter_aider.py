@@ -8,11 +8,11 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from threadloom.core import db
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.adapters.aider import AiderAdapter
-from threadloom.core.archive import file_bytes
-from threadloom.core.ingest import run_ingest
+from threadloom.core.ingest.pipeline import run_ingest
+from threadloom.core.read.archive import file_bytes
+from threadloom.core.store import db
 
 from tests.conftest import CORPUS, ingest
 
@@ -309,9 +309,9 @@ def test_an_archive_read_by_an_older_threadloom_keeps_what_was_written_on_aider_
     """Before schema 14 Aider's session ids hashed the history's path: the upgrade renames the marks,
     entries, relations and hidden sessions written on them, also for a history gone from the disk
     (the sessions are rebuilt from the archive's records)."""
-    from threadloom.core import memory
     from threadloom.core.adapters.aider import path_tag
-    from threadloom.core.ingest import rebuild_pending
+    from threadloom.core.ingest.pipeline import rebuild_pending
+    from threadloom.core.insight import memory
 
     path = history(tmp_path / "parser-project", PREAMBLE + SESSION_1)
     db_path = tmp_path / "old.db"

@@ -7,10 +7,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from threadloom.core import db
 from threadloom.core.adapters import ADAPTERS
-from threadloom.core.archive import file_bytes
-from threadloom.core.ingest import run_ingest
+from threadloom.core.ingest.pipeline import run_ingest
+from threadloom.core.read.archive import file_bytes
+from threadloom.core.store import db
 
 from tests.conftest import CORPUS, ingest
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import orjson
 import pytest
+from threadloom.core.actions.fork import STYLES
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.adapters.base import Adapter, ForkError, ImageRef, MessageExtras, RawRecord, ResumeTarget
-from threadloom.core.fork import STYLES
 
 ROOT = Path(__file__).resolve().parents[2]
 ADAPTER_MODULES = sorted((ROOT / "core" / "adapters").glob("*.py"))
-UNDO_STYLES = {None, "file-history", "patch-events", "git-commits"}  # the readers core.undo has
+UNDO_STYLES = {None, "file-history", "patch-events", "git-commits"}  # the readers core.actions.undo has
 
 
 def overrides(adapter: Adapter, method: str) -> bool:

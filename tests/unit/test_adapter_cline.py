@@ -10,11 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
-from threadloom.core import db
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.adapters.shared import editor_user_dirs
-from threadloom.core.archive import file_bytes
-from threadloom.core.ingest import run_ingest
+from threadloom.core.ingest.pipeline import run_ingest
+from threadloom.core.read.archive import file_bytes
+from threadloom.core.store import db
 
 from tests.conftest import CORPUS, ingest
 
@@ -632,7 +632,7 @@ def test_corpus_cline_sdk(tmp_path):
 
 
 def test_rebuild_from_entries_converges(conn, tmp_path):
-    from threadloom.core.ledger import rebuild_derived
+    from threadloom.core.ingest.ledger import rebuild_derived
 
     folder = task_folder(tmp_path, ui=ui_stream(), api=api_history())
     write(folder / "task_metadata.json", {"model_usage": [], "environment_history": []})

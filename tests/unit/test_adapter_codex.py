@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 import zstandard
-from threadloom.core import db
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.adapters.codex import CodexAdapter
-from threadloom.core.archive import file_bytes
-from threadloom.core.ingest import run_ingest
+from threadloom.core.ingest.pipeline import run_ingest
+from threadloom.core.read.archive import file_bytes
+from threadloom.core.store import db
 
 from tests.conftest import CORPUS, ingest
 from tests.support import THREAD, Rollout, full_session, usage
@@ -422,8 +422,9 @@ def test_zst_rollout_is_read_message_by_message_kept_whole_and_never_double_coun
         )
     ]
     assert texts == plain_texts and len(texts) >= 3
-    from threadloom.core.archive import restore_session, verify
-    from threadloom.core.search import search
+    from threadloom.core.actions.restore import restore_session
+    from threadloom.core.read.archive import verify
+    from threadloom.core.read.search import search
 
     assert search(other, "cart total").hits
     checked = verify(other)

@@ -10,11 +10,11 @@ import json
 import sqlite3
 from pathlib import Path
 
-from threadloom.core import db
+from threadloom.core.actions.fork import resume_plan
 from threadloom.core.adapters import ADAPTERS
-from threadloom.core.fork import resume_plan
-from threadloom.core.query import messages
-from threadloom.core.stats import refresh_pending
+from threadloom.core.insight.stats import refresh_pending
+from threadloom.core.read.query import messages
+from threadloom.core.store import db
 
 from tests.conftest import ingest
 from tests.support import run_printed

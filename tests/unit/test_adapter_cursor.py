@@ -7,10 +7,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from threadloom.core import db
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.adapters.cursor import CursorAdapter, tag_time
-from threadloom.core.ingest import run_ingest
+from threadloom.core.ingest.pipeline import run_ingest
+from threadloom.core.store import db
 
 from tests.conftest import CORPUS, ingest
 
@@ -253,7 +253,7 @@ def test_global_database_composers_bubbles_tools_tokens(conn, tmp_path):
     ).fetchone() == (0,)
     rows_are_stored_exactly(conn, source)
     source.close()
-    from threadloom.core.ledger import rebuild_derived
+    from threadloom.core.ingest.ledger import rebuild_derived
 
     query = "SELECT id, turn_count, message_count, input_tokens, parent_session_id, project_path FROM agent_sessions ORDER BY id"
     before = conn.execute(query).fetchall()
@@ -538,7 +538,7 @@ def test_cursor_agent_transcripts_append_and_subagents(conn, tmp_path):
     child = session(conn, "child-1")
     assert (child["kind"], child["parent_session_id"]) == ("subagent", sid)
     fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path),)).fetchone()[0]
-    from threadloom.core.archive import file_bytes
+    from threadloom.core.read.archive import file_bytes
 
     assert file_bytes(conn, fid) == (path.read_bytes(), True)
 
@@ -600,7 +600,7 @@ def test_corpus_cursor(tmp_path):
     for path in files:
         assert agents[str(path.resolve())] in ("cursor", "cursor-agent"), path
         if path.suffix == ".jsonl":  # line formats: every line stored, byte for byte
-            from threadloom.core.archive import file_bytes
+            from threadloom.core.read.archive import file_bytes
 
             fid = conn.execute(
                 "SELECT id FROM source_files WHERE path = ?", (str(path.resolve()),)

@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from threadloom.core import db
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.adapters.base import ForkError, ResumeTarget
-from threadloom.core.query import messages
-from threadloom.core.stats import refresh_pending
+from threadloom.core.insight.stats import refresh_pending
+from threadloom.core.read.query import messages
+from threadloom.core.store import db
 
 from tests.conftest import ingest
 from tests.support import home_env

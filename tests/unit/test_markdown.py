@@ -1,4 +1,4 @@
-"""Markdown → Rich lines (`core.markdown`): each construct, code coloured by its language, and
+"""Markdown → Rich lines (`core.present.markdown`): each construct, code coloured by its language, and
 what a log could slip into a terminal through it."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from threadloom.core.markdown import PREVIEW_CHARS, Markdown, has_markup, render_markdown
-from threadloom.core.render import MESSAGE_CHARS, message_body
+from threadloom.core.present.markdown import PREVIEW_CHARS, Markdown, has_markup, render_markdown
+from threadloom.core.present.render import MESSAGE_CHARS, message_body
 
 CONSOLE = Console(width=200, color_system="truecolor", force_terminal=True)
 CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")

@@ -1,9 +1,9 @@
-"""Claude Code's markup read into parts (core.markup), on texts as real transcripts hold them
+"""Claude Code's markup read into parts (core.base.markup), on texts as real transcripts hold them
 (1.0.x to 2.1.x, quoted from the corpus and public transcripts; see docs/FORMATS.md)."""
 
 from __future__ import annotations
 
-from threadloom.core.markup import (
+from threadloom.core.base.markup import (
     Caveat,
     Command,
     CommandOutput,
@@ -21,7 +21,7 @@ from threadloom.core.markup import (
     todo_changes,
     todos,
 )
-from threadloom.core.text import is_bare_command, prompt_title, readable
+from threadloom.core.base.text import is_bare_command, prompt_title, readable
 
 # 1.0.56 and 2.1.114 write the command's tags on lines of their own, indented
 CLEAR = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from threadloom.core.ingest import RootWatch
+from threadloom.core.ingest.pipeline import RootWatch
 
 
 def touch_folder(folder: Path, step: int) -> None:

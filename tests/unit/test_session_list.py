@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from threadloom.core.query import (
+from threadloom.core.base.text import human_duration, short_when
+from threadloom.core.read.query import (
     SORT_ORDERS,
     SessionSummary,
     SessionView,
@@ -11,7 +12,6 @@ from threadloom.core.query import (
     session_matches,
     sort_sessions,
 )
-from threadloom.core.text import human_duration, short_when
 
 HOUR = 3_600_000
 
@@ -134,7 +134,7 @@ def test_a_date_of_another_year_keeps_its_year_however_short_it_is_written() -> 
     to "20 Aug"."""
     from datetime import datetime
 
-    from threadloom.core.text import human_when, moment, shorter_when
+    from threadloom.core.base.text import human_when, moment, shorter_when
     from threadloom.tui.panes import session_label
 
     now = datetime(2026, 3, 1, 12, 0).timestamp()

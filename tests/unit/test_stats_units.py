@@ -8,9 +8,9 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from threadloom.core import stats
 from threadloom.core.adapters.base import FileContext, RawRecord
 from threadloom.core.adapters.claude import ClaudeAdapter
+from threadloom.core.insight import stats
 
 
 def test_a_patch_that_moves_a_file_counts_under_its_new_name():

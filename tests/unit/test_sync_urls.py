@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from threadloom.core import sync
+from threadloom.core.ingest import sync
 
 
 @pytest.mark.parametrize(
@@ -53,8 +53,8 @@ def test_rules_and_machine_names() -> None:
 
 
 def test_another_machines_files_are_never_read_from_this_disk() -> None:
-    from threadloom.core import db
     from threadloom.core.adapters import base
+    from threadloom.core.store import db
 
     assert base.MIRROR_ROOT == db.MIRROR_ROOT
     name = base.MIRROR_ROOT + "/laptop/home/u/.claude/projects/p/s.jsonl"

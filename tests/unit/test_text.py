@@ -3,7 +3,7 @@ made from a long prompt ends on a word with an ellipsis."""
 
 from __future__ import annotations
 
-from threadloom.core.text import count_of, left_as_is, prompt_title
+from threadloom.core.base.text import count_of, left_as_is, prompt_title
 
 
 def test_counts_agree_with_their_nouns_and_verbs() -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from threadloom.core.query import ToolCall
-from threadloom.core.render import tool_summary
+from threadloom.core.read.calls import tool_summary
+from threadloom.core.read.query import ToolCall
 
 
 def gist(name: str, params: object, agent: str | None = "claude-code") -> str:

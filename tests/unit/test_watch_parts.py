@@ -8,9 +8,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from threadloom.core import watch
-from threadloom.core.ingest import KnownSource
-from threadloom.core.watch import (
+from threadloom.core.ingest.pipeline import KnownSource
+from threadloom.core.serve import watch
+from threadloom.core.serve.watch import (
     ADDED,
     DELETED,
     MODIFIED,

@@ -1,0 +1,292 @@
+"""What an API message cost in USD, from a price table that works offline.
+
+The prices are genai-prices' bundled snapshot (Anthropic, OpenAI, Google and others, with cache
+read and write prices and the long-context tiers), imported only here, never on the launch path.
+Its own `calc_price` takes ~160 µs a message, too slow for an archive of a million messages, so a
+model's prices are resolved once (per model and day: prices change on dates) into four rates and
+each message is priced with a few multiplications; a test holds the result to genai-prices' own.
+
+A model the table does not know has an unknown cost (None), never 0.
+
+Token counts are the ledger's: `input_tokens` excludes the cache reads and writes, which are
+counted apart (genai-prices counts them inside its input total).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import astuple, dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..store.meta import get_meta, set_meta
+from .stats import mark_since, quarter_hour
+
+PRICES_KEY = "prices_version"  # ledger_meta: the price data the stored costs come from
+# how a recorded model name is found in the table: a change prices every message again (r2: names
+# prefixed with their provider, as Aider writes them)
+RESOLVER = "r2"
+
+# the table's four token prices, in USD per million tokens
+_FIELDS = ("input_mtok", "output_mtok", "cache_write_mtok", "cache_read_mtok")
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """A model's four prices in USD per million tokens, each as (base, ((start, price), ...)):
+    past a tier's start in total input tokens, every token of the request costs the tier's price."""
+
+    model_id: str
+    provider_id: str
+    input: tuple[float, tuple[tuple[int, float], ...]]
+    output: tuple[float, tuple[tuple[int, float], ...]]
+    cache_write: tuple[float, tuple[tuple[int, float], ...]]
+    cache_read: tuple[float, tuple[tuple[int, float], ...]]
+
+    def cost(self, input_tokens: int, output_tokens: int, cache_write: int, cache_read: int) -> float:
+        total_input = input_tokens + cache_write + cache_read
+        return (
+            input_tokens * _rate(self.input, total_input)
+            + output_tokens * _rate(self.output, total_input)
+            + cache_write * _rate(self.cache_write, total_input)
+            + cache_read * _rate(self.cache_read, total_input)
+        ) / 1_000_000
+
+    def as_list(self) -> list[Any]:
+        return list(astuple(self))
+
+    @classmethod
+    def from_list(cls, data: list[Any] | None) -> Rates | None:
+        if data is None:
+            return None
+        model_id, provider_id, *prices = data
+        return cls(model_id, provider_id, *(_from_list(p) for p in prices))
+
+
+def _from_list(price: list[Any]) -> tuple[float, tuple[tuple[int, float], ...]]:
+    base, tiers = price
+    return (float(base), tuple((int(start), float(rate)) for start, rate in tiers))
+
+
+def _rate(price: tuple[float, tuple[tuple[int, float], ...]], total_input: int) -> float:
+    base, tiers = price
+    for start, tier_price in reversed(tiers):
+        if total_input > start:
+            return tier_price
+    return base
+
+
+@lru_cache(maxsize=1)
+def prices_version() -> str:
+    """Which price data the stored costs were computed with: when it changes they are recomputed.
+
+    Read from the bundled data file's size and time, not the package's metadata: that costs an
+    ingest with nothing new 25 ms (importlib.metadata), this a stat."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("genai_prices")
+    if spec is None or spec.origin is None:
+        return "genai-prices missing"
+    data = Path(spec.origin).with_name("data.py").stat()
+    return f"genai-prices data {data.st_size}:{int(data.st_mtime)} {RESOLVER}"
+
+
+def _snapshot() -> Any:
+    """genai-prices' whole table: 0.2 s and 80 MB to load, so loaded only for a model or a price
+    period the ledger's `model_rates` does not hold yet."""
+    from genai_prices import data_snapshot
+
+    return data_snapshot.get_snapshot()
+
+
+def rates(model: str | None, day: str | None = None) -> Rates | None:
+    """The prices of `model` on `day` (YYYY-MM-DD, UTC; today when None), or None when the table
+    does not know the model."""
+    return priced_period(model, day)[0] if model else None
+
+
+@lru_cache(maxsize=4096)
+def priced_period(model: str, day: str | None = None) -> tuple[Rates | None, str, str | None]:
+    """`model`'s prices on `day` and the days they hold for: (rates, first day, the day after the
+    last). A price changes only on the start dates the table gives the model, so every day between
+    two of them has the same prices; "" and None stand for no start and no end."""
+    try:
+        provider, info = _find(_snapshot(), model)
+    except LookupError:
+        return None, "", None  # unknown on every day, until the price data changes
+    when = datetime.fromisoformat(day).replace(tzinfo=UTC) if day else datetime.now(UTC)
+    prices = info.get_prices(when)
+    inp, out, write, read = (getattr(prices, name, None) for name in _FIELDS)
+    # a model priced with no cache write (or read) rate bills those tokens as plain input
+    found = Rates(
+        info.id,
+        provider.id,
+        _price(inp),
+        _price(out),
+        _price(write if write is not None else inp),
+        _price(read if read is not None else inp),
+    )
+    conditions = info.prices if isinstance(info.prices, list) else []
+    starts = sorted(
+        {start.isoformat() for c in conditions if (start := getattr(c.constraint, "start_date", None))}
+    )
+    today = when.date().isoformat()
+    first = max((s for s in starts if s <= today), default="")
+    until = min((s for s in starts if s > today), default=None)
+    return found, first, until
+
+
+def _find(snapshot: Any, model: str) -> tuple[Any, Any]:
+    """The table's provider and model for a model name as an agent recorded it. Aider (through
+    LiteLLM) writes `provider/model`, `openrouter/anthropic/claude-3.5-sonnet`: a name the table
+    does not know whole is looked up as that provider's model, then as the model alone."""
+    found: tuple[Any, Any]
+    try:
+        found = snapshot.find_provider_model(model, None, None, None)
+        return found
+    except LookupError:
+        pass
+    provider_id, _, rest = model.partition("/")
+    for ref, provider in ((rest, provider_id), (rest, None)):
+        if not ref:
+            break
+        try:
+            found = snapshot.find_provider_model(ref, None, provider, None)
+            return found
+        except LookupError:
+            continue
+    raise LookupError(model)
+
+
+def _price(value: Any) -> tuple[float, tuple[tuple[int, float], ...]]:
+    if value is None:
+        return (0.0, ())
+    if isinstance(value, Decimal):
+        return (float(value), ())
+    return (float(value.base), tuple((tier.start, float(tier.price)) for tier in value.tiers))
+
+
+def message_cost(
+    model: str | None,
+    input_tokens: int,
+    output_tokens: int,
+    cache_write: int,
+    cache_read: int,
+    timestamp_ms: int | None = None,
+) -> float | None:
+    """One API message's cost in USD (None: a model the price table does not know)."""
+    found = rates(model, _day(timestamp_ms))
+    return None if found is None else found.cost(input_tokens, output_tokens, cache_write, cache_read)
+
+
+def _day(timestamp_ms: int | None) -> str:
+    moment = datetime.fromtimestamp(timestamp_ms / 1000, UTC) if timestamp_ms else datetime.now(UTC)
+    return moment.strftime("%Y-%m-%d")
+
+
+class _StoredRates:
+    """`rates` through the ledger's `model_rates` table, one row per model and price period (its
+    first day, and in `rates` the day it ends): a run that prices new messages of a model seen
+    before, on any day of a period seen before, reads a row, and loads the price table only for
+    what is new."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.periods: dict[str, list[tuple[str, str | None, Rates | None]]] = {}
+        self.new: list[tuple[str, str, str]] = []
+
+    def get(self, model: str | None, day: str) -> Rates | None:
+        if not model:
+            return None
+        periods = self.periods.get(model)
+        if periods is None:
+            rows = self.conn.execute("SELECT day, rates FROM model_rates WHERE model = ?", (model,))
+            read = (_stored_period(first, text) for first, text in rows)
+            periods = self.periods[model] = [period for period in read if period is not None]
+        for first, until, found in periods:
+            if first <= day and (until is None or day < until):
+                return found
+        found, first, until = priced_period(model, day)
+        periods.append((first, until, found))
+        stored = {"rates": found.as_list() if found is not None else None, "until": until}
+        self.new.append((model, first, json.dumps(stored)))
+        return found
+
+
+def _stored_period(first: str, text: str) -> tuple[str, str | None, Rates | None] | None:
+    """A `model_rates` row as (first day, day after the last, rates), or None for a row that
+    cannot be read (it is then looked up again and replaced). A row written before periods were
+    kept holds the rates alone, for its one day."""
+    try:
+        data = json.loads(text)
+        if isinstance(data, dict):
+            until = data.get("until")
+            return first, until if isinstance(until, str) else None, Rates.from_list(data.get("rates"))
+        next_day = (datetime.fromisoformat(first) + timedelta(days=1)).strftime("%Y-%m-%d")
+        return first, next_day, Rates.from_list(data)
+    except (ValueError, TypeError):
+        return None
+
+
+def price_pending(conn: sqlite3.Connection) -> set[str]:
+    """Price every API message not priced yet (new, grown, or priced with older price data) and
+    bring their sessions' costs up to date; returns those sessions (what else follows their costs,
+    the signals' dead ends, is recomputed for them). A message whose agent recorded its cost keeps
+    that cost."""
+    version = prices_version()
+    if get_meta(conn, PRICES_KEY) != version:
+        conn.execute("BEGIN")
+        conn.execute("UPDATE agent_usage SET priced = 0 WHERE priced = 1")
+        conn.execute("DELETE FROM model_rates")
+        set_meta(conn, PRICES_KEY, version)
+        conn.execute("COMMIT")
+    rows = conn.execute(
+        "SELECT message_id, session_id, model, timestamp, input_tokens, output_tokens, cache_creation_tokens, "
+        "cache_read_tokens, recorded_cost_usd FROM agent_usage WHERE priced = 0"
+    ).fetchall()
+    if not rows:
+        return set()
+    stored = _StoredRates(conn)
+    updates: list[tuple[float | None, str]] = []
+    sessions: set[str] = set()
+    since: dict[str, int | None] = {}  # the quarter hour each session's stats change from (None: all)
+    for message_id, session_id, model, ts, inp, out, write, read, recorded in rows:
+        bucket = quarter_hour(ts) if ts is not None else None
+        known = since.get(session_id, bucket)
+        since[session_id] = None if bucket is None or known is None else min(bucket, known)
+        if recorded is not None:
+            cost: float | None = recorded
+        else:
+            found = stored.get(model, _day(ts))
+            cost = None if found is None else found.cost(inp, out, write, read)
+        updates.append((cost, message_id))
+        sessions.add(session_id)
+    conn.execute("BEGIN")
+    try:
+        conn.executemany("UPDATE agent_usage SET cost_usd = ?, priced = 1 WHERE message_id = ?", updates)
+        conn.executemany(
+            "INSERT OR REPLACE INTO model_rates (model, day, rates) VALUES (?, ?, ?)", stored.new
+        )
+        conn.executemany(
+            "UPDATE agent_sessions SET cost_usd = (SELECT sum(cost_usd) FROM agent_usage WHERE session_id = ?1), "
+            "unpriced_messages = (SELECT count(*) FROM agent_usage WHERE session_id = ?1 AND cost_usd IS NULL) "
+            "WHERE id = ?1",
+            [(sid,) for sid in sessions],
+        )
+        mark_since(
+            conn, since
+        )  # and their totals in the stats, which core.insight.stats.refresh_pending sums
+        # and their signals (dead ends are priced), found next by the ingest or by the next run
+        conn.executemany(
+            "INSERT OR IGNORE INTO derived_pending (kind, session_id) VALUES ('signals', ?)",
+            [(sid,) for sid in sessions],
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return sessions

@@ -1,0 +1,603 @@
+"""Recall by meaning: search that finds what people remember, turns like a given one, and the
+context of past turns packed for a new session (seed 003).
+
+Three ways to search (`MODES`): `words` is core.read.search as it always was (every word, typos
+forgiven); `meaning` ranks episodes (core.insight.episodes) by how close their embedding is to the query's
+(core.base.embed); `hybrid`, the default, fuses the two by reciprocal rank: the word side there also
+takes messages that have only some of the words (BM25 ranks them), since a sentence as remembered
+rarely has all the words the agent used. Every hit says why it matched (`Hit.why`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..base import embed
+from ..base.text import flat
+from ..read import search
+from ..read.query import main_sql, title_sql
+from ..read.search import Hit, ParsedQuery, SearchResult, parse_query
+from ..store.meta import get_meta
+from .episodes import GENERATION_KEY
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+MODES = ("hybrid", "words", "meaning")
+RRF_K = 60  # reciprocal rank fusion's constant: 1 / (K + rank), as in its paper
+NEAREST = 100  # episodes taken from the meaning side before fusing
+WORD_HITS = 100  # messages taken from the word side before fusing
+# a message with only some of the words counts half: one common word shared no longer ties with the
+# turn nearest in meaning (bench/recall scores the same either way: hit@10 0.81 / 0.82)
+LOOSE_WEIGHT = 0.5
+MEANING_FLOOR = 0.2  # below this cosine an episode is not "like" the query at all
+
+
+# --------------------------------------------------------------------------- the vectors in memory
+
+
+@dataclass
+class VectorIndex:
+    """Every embedded episode's vector, in memory as stored (int8 rows and each one's inverse
+    length: 12 MB at 46,000 turns, not 47 as float32): a search is a few blocks' products."""
+
+    generation: tuple[Any, ...]
+    turn_ids: list[str]
+    session_ids: list[str]
+    rows: NDArray[np.int8]
+    inverse: NDArray[np.float32]
+    rowids: NDArray[np.int64]  # each row's episode (episodes.rowid), ascending
+    rows_of_session: dict[str, list[int]] = field(default_factory=dict)
+
+    def mask(self, allowed: NDArray[np.int64] | None, exclude_sessions: set[str] | None) -> NDArray[np.bool_]:
+        """The rows a filter lets through, found from the episodes it names by a binary search of
+        their rowids (a filter letting 40,000 turns through: a few milliseconds, where a set of
+        their ids took 90)."""
+        import numpy as np
+
+        if allowed is None:
+            keep = np.ones(len(self.turn_ids), dtype=bool)
+        else:
+            keep = np.zeros(len(self.turn_ids), dtype=bool)
+            at = np.searchsorted(self.rowids, allowed)
+            found = at < len(self.rowids)
+            found[found] = self.rowids[at[found]] == allowed[found]
+            keep[at[found]] = True
+        for session in exclude_sessions or ():
+            keep[self.rows_of_session.get(session, [])] = False
+        return keep
+
+
+_INDEXES: dict[str, VectorIndex] = {}
+_INDEX_LOCK = threading.Lock()
+
+
+def _generation(conn: sqlite3.Connection) -> tuple[Any, ...]:
+    main = conn.execute("PRAGMA database_list").fetchone()
+    return (main[2] if main else None, get_meta(conn, GENERATION_KEY), get_meta(conn, embed.MODEL_KEY))
+
+
+def vector_index(conn: sqlite3.Connection) -> VectorIndex | None:
+    """The archive's vectors, loaded once per change (None: nothing embedded yet)."""
+    generation = _generation(conn)
+    with _INDEX_LOCK:
+        cached = _INDEXES.get(str(generation[0]))
+        if cached is not None and cached.generation == generation:
+            return cached
+    if generation[2] != embed.MODEL:
+        return None  # stored by another model (or none yet): the next ingest embeds them again
+    import numpy as np
+
+    rows = conn.execute(
+        "SELECT rowid, turn_id, session_id, vector FROM episodes WHERE vector IS NOT NULL ORDER BY rowid"
+    ).fetchall()
+    if not rows:
+        return None
+    packed, inverse = embed.packed([r[3] for r in rows])
+    rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    index = VectorIndex(generation, [r[1] for r in rows], [r[2] for r in rows], packed, inverse, rowids)
+    for i, session in enumerate(index.session_ids):
+        index.rows_of_session.setdefault(session, []).append(i)
+    with _INDEX_LOCK:
+        _INDEXES[str(generation[0])] = index
+    return index
+
+
+# ----------------------------------------------------------------------------------- searching
+
+
+def search_text(q: ParsedQuery) -> str:
+    """The words of a query, without its filters: what is embedded."""
+    return " ".join(q.words + q.phrases)
+
+
+def allowed_episodes(conn: sqlite3.Connection, q: ParsedQuery) -> NDArray[np.int64] | None:
+    """The rowids of the episodes the query's filters let through, ascending (None: no filter,
+    all of them)."""
+    where, params = search._session_filters(q, "s.")
+    if q.in_main:
+        where.append(main_sql("s."))
+    # a filter on sessions (a project, an agent, main only) reads the few sessions first and their
+    # episodes by index: the planner's choice, every episode with a lookup of its session, took
+    # 28 ms at 1 GB where this takes 4
+    join = "agent_sessions s CROSS JOIN episodes ep" if where else "episodes ep JOIN agent_sessions s"
+    facets, facet_params = search.facet_filters(q, "ep.")
+    where += facets
+    params += facet_params
+    if q.after is not None:
+        where.append("ep.started_at >= ?")
+        params.append(q.after)
+    if q.before is not None:
+        where.append("ep.started_at < ?")
+        params.append(q.before)
+    if q.tool:
+        where.append("('\n' || ep.tools || '\n') LIKE ?")
+        params.append(f"%\n{q.tool}\n%")
+    if not where:
+        return None
+    import numpy as np
+
+    sql = f"SELECT ep.rowid FROM {join} ON s.id = ep.session_id WHERE " + " AND ".join(where)
+    allowed: NDArray[np.int64] = np.sort(
+        np.fromiter((r[0] for r in conn.execute(sql, params)), dtype=np.int64)
+    )
+    return allowed
+
+
+def nearest(
+    conn: sqlite3.Connection,
+    query_vector: NDArray[np.float32],
+    *,
+    limit: int = NEAREST,
+    allowed: NDArray[np.int64] | None = None,
+    exclude_sessions: set[str] | None = None,
+) -> list[tuple[str, float]]:
+    """The episodes closest to a vector, best first, with their cosine."""
+    import numpy as np
+
+    index = vector_index(conn)
+    if index is None:
+        return []
+    scores = embed.cosines(index.rows, index.inverse, query_vector)
+    if allowed is not None or exclude_sessions:
+        scores = np.where(index.mask(allowed, exclude_sessions), scores, -2.0)
+    top = min(limit, len(scores))
+    if top <= 0:
+        return []
+    picked = np.argpartition(-scores, top - 1)[:top]
+    picked = picked[np.argsort(-scores[picked])]
+    return [(index.turn_ids[i], float(scores[i])) for i in picked if scores[i] > MEANING_FLOOR]
+
+
+def search_recall(
+    conn: sqlite3.Connection,
+    text: str,
+    *,
+    mode: str = "hybrid",
+    limit: int = 50,
+    now: float | None = None,
+) -> SearchResult:
+    """Hits for `text` in one of `MODES`, best first (see the module's docstring)."""
+    if mode not in MODES:
+        raise ValueError(f"--mode {mode} is not known ({', '.join(MODES)})")
+    q = parse_query(text, now=now)
+    if not search.has_episodes(conn):  # an archive from before episodes, opened read-only
+        result = search.search(conn, text, limit=limit, now=now)
+        if mode != "words":
+            result.problems.append("search by meaning waits for the next `threadloom ingest` (words only)")
+        return result
+    if mode == "words" or q.empty or (q.phrases and not q.words):
+        # filters alone, or an exact phrase: what the words find is the answer
+        result = search.search(conn, text, limit=limit, now=now)
+        attach_main(conn, result.hits)
+        return result
+    started = time.perf_counter()
+    problems: list[str] = []
+    meaning: list[tuple[str, float]] = []
+    search.without_episodes(conn, q)
+    try:
+        query_vector = embed.embed([search_text(q)])[0]
+        meaning = nearest(conn, query_vector, allowed=allowed_episodes(conn, q))
+        if not meaning and vector_index(conn) is None:
+            problems.append("no turn has been embedded yet: run `threadloom ingest` (search by words only)")
+    except embed.EmbeddingUnavailable as exc:
+        problems.append(f"search by meaning is unavailable: {exc}")
+    if mode == "meaning":
+        hits = _meaning_hits(conn, meaning[:limit])
+        attach_main(conn, hits)
+        return SearchResult(
+            hits, len(meaning), False, {}, time.perf_counter() - started, q.problems + problems
+        )
+    words = search.search(conn, text, limit=WORD_HITS, now=now)
+    hits_by_words = list(words.hits)
+    strict = len(hits_by_words)
+    if strict < limit and len(q.words) > 1:  # too few with every word: those with some of them
+        loose = search._search(conn, text, limit=WORD_HITS, now=now, any_word=True)
+        seen = {h.entry_id for h in hits_by_words}
+        hits_by_words += [h for h in loose.hits if h.entry_id not in seen]
+    hits, considered = _fuse(conn, hits_by_words, meaning, limit, strict=strict)
+    attach_main(conn, hits)
+    word_problems = words.problems
+    if hits:  # a word nothing resembles is no news when the meaning found turns
+        word_problems = [p for p in word_problems if not p.startswith("nothing like")]
+    return SearchResult(
+        hits,
+        considered,
+        words.capped,
+        words.terms,
+        time.perf_counter() - started,
+        word_problems + problems,
+    )
+
+
+def _turns_of(conn: sqlite3.Connection, entry_ids: list[int]) -> dict[int, str]:
+    rows = conn.execute(
+        "SELECT id, turn_id FROM entries WHERE id IN (SELECT value FROM json_each(?)) AND turn_id IS NOT NULL",
+        (orjson.dumps(entry_ids).decode(),),
+    )
+    return {r[0]: r[1] for r in rows}
+
+
+def _fuse(
+    conn: sqlite3.Connection,
+    word_hits: list[Hit],
+    meaning: list[tuple[str, float]],
+    limit: int,
+    *,
+    strict: int | None = None,
+) -> tuple[list[Hit], int]:
+    """Reciprocal rank fusion by turn: a turn's best message for the words, its prompt for the
+    meaning. The word hits past `strict` had only some of the words: they count half. Returns the
+    best `limit` and how many turns were ranked."""
+    turn_of = _turns_of(conn, [h.entry_id for h in word_hits])
+    scores: dict[str, float] = {}
+    best_hit: dict[str, Hit] = {}
+    strict = len(word_hits) if strict is None else strict
+    for rank, hit in enumerate(word_hits):
+        key = turn_of.get(hit.entry_id) or f"entry:{hit.entry_id}"
+        if key not in best_hit:
+            best_hit[key] = hit
+            weight = 1.0 if rank < strict else LOOSE_WEIGHT
+            scores[key] = scores.get(key, 0.0) + weight / (RRF_K + rank)
+    meant = {turn for turn, _ in meaning}
+    for rank, (turn, _) in enumerate(meaning):
+        scores[turn] = scores.get(turn, 0.0) + 1.0 / (RRF_K + rank)
+    order = sorted(scores, key=lambda k: -scores[k])[:limit]
+    missing = [k for k in order if k not in best_hit]
+    by_meaning = {h.turn_id: h for h in _meaning_hits(conn, [(k, 0.0) for k in missing])}
+    top = max(scores.values(), default=1.0) or 1.0
+    hits = []
+    for key in order:
+        found = best_hit.get(key) or by_meaning.get(key)
+        if found is None:
+            continue
+        found.turn_id = key if not key.startswith("entry:") else None
+        found.why = "words + meaning" if key in best_hit and key in meant else found.why
+        found.score = round(100 * scores[key] / top, 2)
+        hits.append(found)
+    return hits, len(scores)
+
+
+def _meaning_hits(conn: sqlite3.Connection, found: list[tuple[str, float]]) -> list[Hit]:
+    """Hits for episodes found by meaning: each opens at its turn's prompt."""
+    if not found:
+        return []
+    cosine = dict(found)
+    rows = conn.execute(
+        "SELECT ep.turn_id, ep.session_id, coalesce(ep.prompt_entry, ep.answer_entry) AS entry_id, "
+        "ep.started_at, ep.first_seq, s.source, s.project, "
+        f"{title_sql('s.')} AS title, e.uuid, e.role, e.content, e.seq "
+        "FROM episodes ep JOIN agent_sessions s ON s.id = ep.session_id "
+        "LEFT JOIN entries e ON e.id = coalesce(ep.prompt_entry, ep.answer_entry) "
+        "WHERE ep.turn_id IN (SELECT value FROM json_each(?))",
+        (orjson.dumps(list(cosine)).decode(),),
+    ).fetchall()
+    by_turn = {r[0]: r for r in rows}
+    hits = []
+    for turn, score in found:
+        row = by_turn.get(turn)
+        if row is None or row[2] is None:
+            continue
+        _, sid, entry_id, started, first_seq, agent, project, title, uuid, role, content, seq = row
+        hits.append(
+            Hit(
+                entry_id=entry_id,
+                session_id=sid,
+                uuid=uuid,
+                agent=agent,
+                project=project,
+                session_title=title,
+                role=role,
+                timestamp=started,
+                score=round(100 * max(score, 0.0), 2),
+                snippet=flat(content or "")[:200],
+                highlights=[],
+                field="content",
+                seq=seq if seq is not None else first_seq,
+                turn_id=turn,
+                why="meaning",
+            )
+        )
+    return hits
+
+
+def attach_main(conn: sqlite3.Connection, hits: list[Hit]) -> None:
+    """Give each hit in a subagent its main session (the top of its parent chain) and that one's title."""
+    wanted = {h.session_id for h in hits}
+    if not wanted:
+        return
+    parents = dict(
+        conn.execute(
+            "WITH RECURSIVE up(id, top, depth) AS ("
+            "  SELECT id, parent_session_id, 0 FROM agent_sessions WHERE id IN (SELECT value FROM json_each(?)) "
+            "  UNION ALL SELECT up.id, s.parent_session_id, up.depth + 1 FROM up "
+            "  JOIN agent_sessions s ON s.id = up.top WHERE s.parent_session_id IS NOT NULL AND up.depth < 20"
+            ") SELECT id, top FROM up WHERE top IS NOT NULL ORDER BY depth",
+            (orjson.dumps(sorted(wanted)).decode(),),
+        ).fetchall()
+    )
+    if not parents:
+        return
+    titles = dict(
+        conn.execute(
+            f"SELECT s.id, {title_sql('s.')} FROM agent_sessions s WHERE s.id IN (SELECT value FROM json_each(?))",
+            (orjson.dumps(sorted(set(parents.values()))).decode(),),
+        ).fetchall()
+    )
+    for hit in hits:
+        top = parents.get(hit.session_id)
+        if top is not None:
+            hit.main_session_id = top
+            hit.main_title = titles.get(top)
+
+
+# ------------------------------------------------------------------------------------- similar
+
+
+class NotEmbedded(LookupError):
+    """The message or turn asked about has no episode or vector yet."""
+
+
+def turn_of_ref(conn: sqlite3.Connection, ref: str) -> str:
+    """The turn a reference names: a turn id, an entry id, or a message uuid."""
+    if conn.execute("SELECT 1 FROM episodes WHERE turn_id = ?", (ref,)).fetchone():
+        return ref
+    row = None
+    if ref.isdigit():
+        row = conn.execute("SELECT turn_id FROM entries WHERE id = ?", (int(ref),)).fetchone()
+    if row is None:
+        row = conn.execute(
+            "SELECT turn_id FROM entries WHERE uuid = ? AND dup_of IS NULL ORDER BY id LIMIT 1", (ref,)
+        ).fetchone()
+    if row is None:
+        raise NotEmbedded(f"no message or turn {ref!r}: give an entry id, a message uuid or a turn id")
+    if row[0] is None:
+        raise NotEmbedded(f"{ref!r} is in no turn (a summary, a record of no conversation)")
+    return str(row[0])
+
+
+def family_of(conn: sqlite3.Connection, session_id: str) -> set[str]:
+    """A session with its main session and every subagent under that one, however deep."""
+    rows = conn.execute(
+        "WITH RECURSIVE up(id, parent, depth) AS ("
+        "  SELECT id, parent_session_id, 0 FROM agent_sessions WHERE id = ?"
+        "  UNION ALL SELECT s.id, s.parent_session_id, up.depth + 1 FROM up "
+        "  JOIN agent_sessions s ON s.id = up.parent WHERE up.depth < 20"
+        "), root(id) AS (SELECT id FROM up ORDER BY depth DESC LIMIT 1), "
+        "down(id, depth) AS (SELECT id, 0 FROM root UNION ALL SELECT s.id, down.depth + 1 FROM down "
+        "  JOIN agent_sessions s ON s.parent_session_id = down.id WHERE down.depth < 20) "
+        "SELECT id FROM down",
+        (session_id,),
+    ).fetchall()
+    return {session_id} | {r[0] for r in rows}
+
+
+def similar(conn: sqlite3.Connection, ref: str, *, limit: int = 10) -> list[Hit]:
+    """The turns of other sessions most like the turn of `ref`: have I solved this before?"""
+    turn = turn_of_ref(conn, ref)
+    row = conn.execute("SELECT session_id, vector FROM episodes WHERE turn_id = ?", (turn,)).fetchone()
+    if row is None or row[1] is None:
+        raise NotEmbedded(f"turn {turn} is not embedded yet: run `threadloom ingest`")
+    session_id, blob = row
+    found = nearest(
+        conn, embed.from_bytes([blob])[0], limit=limit, exclude_sessions=family_of(conn, session_id)
+    )
+    hits = _meaning_hits(conn, found)
+    attach_main(conn, hits)
+    return hits
+
+
+# ------------------------------------------------------------------------------ fork context
+
+
+# Tokens are counted as characters ÷ 4: the usual rule of thumb for English prose and code with
+# the agents' tokenizers, close enough to keep a context within its budget without a tokenizer.
+CHARS_PER_TOKEN = 4
+ITEM_PROMPT = 1200
+ITEM_ANSWER = 1500
+
+
+def tokens_of(text: str) -> int:
+    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+@dataclass
+class ContextTurn:
+    """One past turn as the context hands it on."""
+
+    turn_id: str
+    session_id: str
+    main_session_id: str | None
+    agent: str
+    project: str | None
+    when: int | None
+    prompt: str
+    answer: str
+    files: list[str]
+    commands: list[str]
+    errors: list[str]
+    why: str
+    reference: str  # what a person types to read it: `threadloom show SESSION` and the message's #seq
+    entry_id: int | None
+    tokens: int = 0
+
+
+@dataclass
+class Context:
+    query: str
+    budget: int
+    turns: list[ContextTurn]
+    tokens: int
+    left_out: int  # relevant turns that did not fit the budget
+    problems: list[str]
+
+    def as_text(self) -> str:
+        """The context as the first message of a new session (Markdown)."""
+        from ..base.text import moment
+
+        lines = [
+            f"Context from past sessions (threadloom), for: {self.query}",
+            "",
+            "These are earlier turns that look relevant; check them against the code as it is now.",
+        ]
+        for i, t in enumerate(self.turns, 1):
+            lines += ["", f"## {i}. {moment(t.when)} · {t.agent} · {t.project or '?'} · {t.reference}", ""]
+            lines += ["Asked:", t.prompt, ""]
+            if t.answer:
+                lines += ["Answer:", t.answer, ""]
+            if t.files:
+                lines.append("Files: " + ", ".join(t.files))
+            if t.commands:
+                lines.append("Ran: " + " ; ".join(t.commands))
+            if t.errors:
+                lines.append("Errors: " + " ; ".join(t.errors))
+        if self.left_out:
+            lines += [
+                "",
+                f"({self.left_out} more relevant turns left out to keep within {self.budget} tokens)",
+            ]
+        return "\n".join(lines).rstrip() + "\n"
+
+
+def build_context(
+    conn: sqlite3.Connection,
+    query: str,
+    *,
+    budget: int = 4000,
+    project: str | None = None,
+    since: str | None = None,
+    turn_ids: list[str] | None = None,
+    candidates: int = 20,
+) -> Context:
+    """The most relevant past turns for `query` (or the chosen `turn_ids`), packed within `budget`
+    tokens, best first: each with its session, date, project, prompt, final answer, the files and
+    commands that mattered, and a reference `threadloom show` opens."""
+    problems: list[str] = []
+    if turn_ids is None:
+        text = query
+        if project:
+            text += f' project:"{project}"'
+        if since:
+            text += f" after:{since}"
+        parsed = parse_query(text)
+        problems += parsed.unusable_filters
+        result = search_recall(conn, text, mode="hybrid", limit=candidates * 3)
+        problems += [p for p in result.problems if p not in problems]
+        turn_of = _turns_of(conn, [h.entry_id for h in result.hits if h.turn_id is None])
+        chosen: list[tuple[str, str]] = []
+        for hit in result.hits:
+            turn = hit.turn_id or turn_of.get(hit.entry_id)
+            if turn and turn not in {t for t, _ in chosen}:
+                chosen.append((turn, hit.why))
+        chosen = chosen[:candidates]
+    else:
+        chosen = [(t, "chosen") for t in turn_ids]
+    from .episodes import read_turns
+
+    episodes = read_turns(conn, [t for t, _ in chosen])
+    if turn_ids is not None:  # turns picked by hand: told in the order they happened
+        chosen.sort(key=lambda c: (episodes[c[0]].started_at or 0) if c[0] in episodes else 0)
+    sessions = {
+        r[0]: r[1:]
+        for r in conn.execute(
+            "SELECT id, source, project, parent_session_id FROM agent_sessions WHERE id IN "
+            "(SELECT value FROM json_each(?))",
+            (orjson.dumps(sorted({e.session_id for e in episodes.values()})).decode(),),
+        )
+    }
+    seqs = dict(
+        conn.execute(
+            "SELECT id, seq FROM entries WHERE id IN (SELECT value FROM json_each(?))",
+            (orjson.dumps([e.prompt_entry for e in episodes.values() if e.prompt_entry]).decode(),),
+        ).fetchall()
+    )
+    used = tokens_of(f"Context from past sessions (threadloom), for: {query}\n\n") + 20
+    packed: list[ContextTurn] = []
+    left_out = 0
+    for turn, why in chosen:
+        ep = episodes.get(turn)
+        if ep is None:
+            continue
+        agent, proj, parent = sessions.get(ep.session_id, ("?", None, None))
+        seq = seqs.get(ep.prompt_entry) if ep.prompt_entry else None
+        item = ContextTurn(
+            turn_id=turn,
+            session_id=ep.session_id,
+            main_session_id=parent,
+            agent=agent,
+            project=proj,
+            when=ep.started_at,
+            prompt=_cut(ep.prompt, ITEM_PROMPT),
+            answer=_cut(ep.answer, ITEM_ANSWER),
+            files=ep.files[:8],
+            commands=[c[:160] for c in ep.commands[:5]],
+            errors=[e[:160] for e in ep.errors[:3]],
+            why=why,
+            reference=f"threadloom show {ep.session_id}" + (f" #{seq}" if seq is not None else ""),
+            entry_id=ep.prompt_entry,
+        )
+        item.tokens = tokens_of(_item_text(item)) + 12
+        if used + item.tokens > budget:
+            # a long answer that does not fit: try the turn with its answer cut shorter
+            room = (budget - used - tokens_of(_item_text(item, answer=False)) - 12) * CHARS_PER_TOKEN
+            if room >= 200:
+                item.answer = _cut(item.answer, room)
+                item.tokens = tokens_of(_item_text(item)) + 12
+            if used + item.tokens > budget:
+                left_out += 1
+                continue
+        used += item.tokens
+        packed.append(item)
+    return Context(query, budget, packed, used, left_out, problems)
+
+
+def _item_text(t: ContextTurn, *, answer: bool = True) -> str:
+    return "\n".join(
+        [
+            t.reference,
+            t.prompt,
+            t.answer if answer else "",
+            ", ".join(t.files),
+            " ; ".join(t.commands),
+            " ; ".join(t.errors),
+        ]
+    )
+
+
+def _cut(text: str, limit: int) -> str:
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit * 0.6 else cut) + "…"
+
+
+# ------------------------------------------------------------------- a new session from context

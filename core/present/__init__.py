@@ -1,0 +1,1 @@
+"""Presentation: tool calls, edits and Markdown as Rich renderables for the terminal."""

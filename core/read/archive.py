@@ -1,0 +1,364 @@
+"""The archive side of zero loss: write sources back from `entries.raw`, and check them."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from ..adapters.base import disk_name, read_regular, shown_name, stored_name
+from ..store.db import MIRROR_LIKE
+
+
+def has_versions(conn: sqlite3.Connection) -> bool:
+    """Whether the database keeps rewritten files' versions (a read-only one from before may not)."""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'source_versions'").fetchone() is not None
+
+
+@dataclass
+class Version:
+    """A file as it was before a rewrite (see core.ingest.pipeline's _Rewrite)."""
+
+    version_file_id: int
+    superseded_at: int  # unix ms: when an ingest found the file rewritten
+    records: int
+    removed: int  # of its records, those the next version no longer held
+    size: int
+
+
+def sessions_in_versions(conn: sqlite3.Connection, ref: str) -> list[str]:
+    """The sessions, by id or id prefix, that only earlier versions of files still hold (a file
+    emptied or cut before them: the archive lists them no more, `restore --as-of` writes them)."""
+    if not has_versions(conn):
+        return []
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT j.value FROM source_versions v, json_each(v.sessions) j "
+            "WHERE j.value >= ? AND j.value < ? ORDER BY j.value LIMIT 6",
+            (ref, ref + "\U0010ffff"),
+        )
+    ]
+
+
+def versions(conn: sqlite3.Connection, file_id: int) -> list[Version]:
+    """The file's superseded versions, oldest first."""
+    if not has_versions(conn):
+        return []
+    return [
+        Version(*row)
+        for row in conn.execute(
+            "SELECT v.version_file_id, v.superseded_at, v.records, v.removed, f.size FROM source_versions v "
+            "JOIN source_files f ON f.id = v.version_file_id WHERE v.source_file_id = ? ORDER BY v.superseded_at",
+            (file_id,),
+        )
+    ]
+
+
+def session_rewrites(conn: sqlite3.Connection, session_id: str) -> list[Version]:
+    """The superseded versions of the files the session was read from, oldest first (its agent,
+    or someone, rewrote them since: an edit, a truncation, a rewind)."""
+    if not has_versions(conn):
+        return []
+    found = [v for file_id, _, _ in session_files(conn, session_id) for v in versions(conn, file_id)]
+    return sorted(found, key=lambda v: v.superseded_at)
+
+
+def rewrite_note(found: list[Version], session_id: str) -> str:
+    """One line for a session whose files were rewritten: when, what went, how to get it back."""
+    from ..base.text import short_when
+
+    if not found:
+        return ""
+    removed = sum(v.removed for v in found)
+    times = "once" if len(found) == 1 else f"{len(found)} times"
+    last = found[-1].superseded_at
+    return (
+        f"rewritten {times}, last {short_when(last)}: {removed:,} record{'s' if removed != 1 else ''} no longer "
+        f"in its files are kept (`threadloom restore {session_id} --to DIR --as-of TIME` writes them as they were)"
+    )
+
+
+def version_as_of(conn: sqlite3.Connection, file_id: int, as_of: int) -> Version | None:
+    """The version the file had at `as_of` (unix ms), when a rewrite has superseded it since
+    (None: the file is as it was then, or only grew)."""
+    return next((v for v in versions(conn, file_id) if v.superseded_at > as_of), None)
+
+
+def version_bytes(conn: sqlite3.Connection, version: Version) -> tuple[bytes, bool]:
+    """A superseded version's bytes, rebuilt from its records in their order, and whether every
+    one of them was found."""
+    (blob,) = conn.execute(
+        "SELECT entry_ids FROM source_versions WHERE version_file_id = ?", (version.version_file_id,)
+    ).fetchone()
+    ids = [int.from_bytes(blob[i : i + 8], "little") for i in range(0, len(blob), 8)]
+    found: dict[int, bytes] = {}
+    with stored_records():
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            for eid, raw, newline in conn.execute(
+                f"SELECT id, raw, newline FROM entries WHERE id IN ({', '.join('?' * len(chunk))})", chunk
+            ):
+                found[eid] = bytes(raw) + (b"\n" if newline else b"")
+    data = b"".join(found.get(eid, b"") for eid in ids)
+    return data, len(found) == len(set(ids)) and len(data) == version.size
+
+
+@contextmanager
+def stored_records() -> Iterator[None]:
+    """Around code that reads records back: a NULL or a text where the schema keeps bytes and
+    offsets (NOT NULL) comes only from a damaged page, and is said as such, not as a TypeError."""
+    try:
+        yield
+    except TypeError as exc:
+        raise sqlite3.DatabaseError(
+            "database disk image is malformed: a stored record reads back with a field missing or of another type"
+        ) from exc
+
+
+def file_bytes(conn: sqlite3.Connection, file_id: int) -> tuple[bytes, bool]:
+    """The source file rebuilt from its records, and whether it is contiguous from byte 0."""
+    parts: list[bytes] = []
+    expected = 0
+    contiguous = True
+    with stored_records():
+        for offset, raw, newline in conn.execute(
+            "SELECT byte_offset, raw, newline FROM entries WHERE source_file_id = ? ORDER BY byte_offset",
+            (file_id,),
+        ):
+            if offset != expected:
+                contiguous = False
+            raw = bytes(raw)
+            parts.append(raw)
+            expected = offset + len(raw)
+            if newline:
+                parts.append(b"\n")
+                expected += 1
+    return b"".join(parts), contiguous
+
+
+def stored_file(conn: sqlite3.Connection, name: str) -> bytes | None:
+    """A source file named `name` as the archive holds it (None: none by that name): what an adapter
+    reading beside the file it places gets for another machine's file, which is on no disk here
+    (core.adapters.base.reading_mirrors)."""
+    row = conn.execute("SELECT id FROM source_files WHERE path = ?", (stored_name(name),)).fetchone()
+    return None if row is None else file_bytes(conn, int(row[0]))[0]
+
+
+@dataclass
+class VerifyReport:
+    files_checked: int = 0
+    files_missing: int = 0
+    # (path, the sessions read from it) of each source no longer on disk: kept in the archive, and
+    # what `restore` writes back
+    missing: list[tuple[str, list[str]]] = field(default_factory=list)
+    records_checked: int = 0
+    files_rewritten: int = 0  # files whose earlier versions are kept (see core.ingest.pipeline's _Rewrite)
+    records_superseded: int = 0  # the records those versions hold that the files no longer do
+    mismatches: list[str] = field(default_factory=list)
+    # (path, error) of the files that failed to be read in: their bytes are not (all) stored
+    not_stored: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches and not self.not_stored
+
+
+def verify(conn: sqlite3.Connection) -> VerifyReport:
+    """Re-read every source still present; report stored byte ranges that no longer match, and
+    the files whose reading failed (nothing of them can be checked: their bytes were never stored)."""
+    report = VerifyReport()
+    report.not_stored = [
+        (shown_name(path), error or "unknown error")
+        for path, error in conn.execute(
+            "SELECT path, error FROM source_files WHERE status = 'error' ORDER BY path"
+        )
+    ]
+    if has_versions(conn):
+        report.files_rewritten, report.records_superseded = conn.execute(
+            "SELECT count(DISTINCT source_file_id), COALESCE(sum(removed), 0) FROM source_versions"
+        ).fetchone()
+    for file_id, stored, kind in conn.execute(
+        "SELECT id, path, kind FROM source_files WHERE status != 'error' AND kind != 'version' "
+        "AND path NOT LIKE ? ORDER BY path",  # another machine's files, pulled from a hub, are not here to read
+        (MIRROR_LIKE,),
+    ).fetchall():
+        path = disk_name(stored)
+        if is_database(conn, file_id):
+            _verify_rows(conn, report, file_id, path)
+            continue
+        try:
+            data = _decoded(conn, file_id, path) if kind == "decoded" else read_regular(path)
+        except FileNotFoundError:
+            _gone(conn, report, file_id, stored)
+            continue
+        except (OSError, ValueError) as exc:  # ValueError: a stored path no file system has (a NUL in it)
+            report.mismatches.append(
+                f"{shown_name(stored)}: cannot read ({getattr(exc, 'strerror', None) or exc})"
+            )
+            continue
+        report.files_checked += 1
+        bad = 0
+        first_bad: tuple[int, int, int] | None = None
+        with stored_records():
+            for offset, line_number, raw, newline in conn.execute(
+                "SELECT byte_offset, line_number, raw, newline FROM entries WHERE source_file_id = ? "
+                "ORDER BY byte_offset",
+                (file_id,),
+            ):
+                report.records_checked += 1
+                raw = bytes(raw)
+                end = offset + len(raw)
+                if data[offset:end] != raw or (newline and data[end : end + 1] != b"\n"):
+                    bad += 1
+                    if first_bad is None:
+                        first_bad = (line_number, offset, len(raw))
+        if first_bad is not None:
+            line, offset, length = first_bad
+            report.mismatches.append(
+                f"{shown_name(stored)}: {bad} record(s) differ from the stored bytes; first at line {line} "
+                f"(bytes {offset}-{offset + length})"
+            )
+    return report
+
+
+def _gone(conn: sqlite3.Connection, report: VerifyReport, file_id: int, stored: str) -> None:
+    """A source no longer on disk: counted, and named with the sessions read from it (those whose
+    file it was; else the first session its records belong to)."""
+    report.files_missing += 1
+    sessions = [
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM agent_sessions WHERE source_file_id = ? ORDER BY is_subagent, id", (file_id,)
+        )
+    ]
+    if not sessions:
+        first = conn.execute(
+            "SELECT session_id FROM entries WHERE source_file_id = ? AND session_id IS NOT NULL LIMIT 1",
+            (file_id,),
+        ).fetchone()
+        sessions = [first[0]] if first else []
+    report.missing.append((shown_name(stored), sessions))
+
+
+def _decoded(conn: sqlite3.Connection, file_id: int, path: str) -> bytes:
+    """A decoded log as its container decodes now (a `.jsonl.zst` decompressed)."""
+    from ..adapters import ADAPTERS
+    from ..adapters.base import container_of
+
+    agent = conn.execute("SELECT agent FROM source_files WHERE id = ?", (file_id,)).fetchone()[0]
+    container = Path(container_of(path) or path)
+    try:
+        data = ADAPTERS[agent].decode(container, read_regular(container))
+    except ValueError as exc:
+        raise OSError(f"cannot decode: {exc}") from exc
+    if data is None:
+        raise OSError("no longer decodes to a log")
+    return data
+
+
+def _verify_rows(conn: sqlite3.Connection, report: VerifyReport, file_id: int, path: str) -> None:
+    """A database source is checked row by row against what its adapter reads now."""
+    from ..adapters import ADAPTERS
+
+    agent = conn.execute("SELECT agent FROM source_files WHERE id = ?", (file_id,)).fetchone()[0]
+    if not os.path.exists(path):
+        _gone(conn, report, file_id, path)
+        return
+    try:
+        current = {r.offset: r.raw for r in ADAPTERS[agent].read_rows(Path(path))}
+    except Exception as exc:  # the adapter's own error says what is wrong with the database
+        report.mismatches.append(f"{path}: cannot read ({exc})")
+        return
+    report.files_checked += 1
+    bad = 0
+    with stored_records():
+        for offset, raw in conn.execute(
+            "SELECT byte_offset, raw FROM entries WHERE source_file_id = ?", (file_id,)
+        ):
+            report.records_checked += 1
+            if current.get(offset) != bytes(raw):
+                bad += 1
+    if bad:
+        report.mismatches.append(f"{path}: {bad} stored row(s) differ from the database now")
+
+
+def session_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str, str | None]]:
+    """(file id, path, project key) of every file holding records of the session or its subagents;
+    the path as the file system names it (a name that is not UTF-8 in its own bytes)."""
+    # its subagents' ids are "<id>:<their own>": between "<id>:" and "<id>;" (a range, not LIKE, whose
+    # pattern SQLite refuses past 50,000 bytes, and an id from a log can be longer)
+    # and the files a rewrite took the session's records out of (their versions say so)
+    rewritten = (
+        "OR id IN (SELECT v.source_file_id FROM source_versions v, json_each(v.sessions) j WHERE j.value = ?4)"
+        if has_versions(conn)
+        else ""
+    )
+    rows = conn.execute(
+        "SELECT id, path, project_key FROM source_files WHERE (id IN ("
+        "SELECT DISTINCT source_file_id FROM entries WHERE session_id = ?1 OR (session_id > ?2 AND session_id < ?3)) "
+        f"{rewritten}) AND kind NOT IN ('decoded', 'version') "  # a decoded log is restored as its container
+        "ORDER BY path",
+        (session_id, session_id + ":", session_id + ";", *([session_id] if rewritten else [])),
+    ).fetchall()
+    # and its plans that are named by its slug rather than kept with it (Claude Code's)
+    known = {file_id for file_id, _, _ in rows}
+    plans = [(file_id, path) for file_id, path, _ in plan_files(conn, session_id) if file_id not in known]
+    if plans:
+        keys = dict(
+            conn.execute(
+                "SELECT id, project_key FROM source_files WHERE id IN (SELECT value FROM json_each(?))",
+                (orjson.dumps([file_id for file_id, _ in plans]).decode(),),
+            )
+        )
+        rows = sorted(
+            [*rows, *((file_id, path, keys.get(file_id)) for file_id, path in plans)], key=lambda r: r[1]
+        )
+    return [(file_id, disk_name(path), key) for file_id, path, key in rows]  # as the file system names it
+
+
+def is_database(conn: sqlite3.Connection, file_id: int) -> bool:
+    from ..adapters import ADAPTERS
+
+    agent = conn.execute("SELECT agent FROM source_files WHERE id = ?", (file_id,)).fetchone()[0]
+    adapter = ADAPTERS.get(agent)
+    return adapter is not None and adapter.mode == "database"
+
+
+def plan_tools(conn: sqlite3.Connection, session_id: str) -> frozenset[str]:
+    """The tools that end a plan in this session's agent's logs (its adapter's `plan_tools`)."""
+    from ..adapters import ADAPTERS
+
+    row = conn.execute("SELECT source FROM agent_sessions WHERE id = ?", (session_id,)).fetchone()
+    adapter = ADAPTERS.get(row[0]) if row and row[0] else None
+    return adapter.plan_tools if adapter is not None else frozenset()
+
+
+def plan_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str, int]]:
+    """(file id, stored path, size) of the plans kept for a session: Gemini CLI's in the session's
+    own folder (`<id>/plans/`); Claude Code's named by the session's slug (`plans/<slug>.md`), which
+    the records of its plan calls carry. Read where a session is opened or restored: the calls by
+    their session's index and the side files' names, never the session's records."""
+    slugs = [
+        slug
+        for (slug,) in conn.execute(
+            "SELECT DISTINCT json_extract(CAST(e.raw AS TEXT), '$.slug') FROM agent_tool_calls c "
+            "JOIN entries e ON e.id = c.entry_id WHERE c.session_id = ? "
+            "AND c.tool_name IN (SELECT value FROM json_each(?))",
+            (session_id, orjson.dumps(sorted(plan_tools(conn, session_id))).decode()),
+        )
+        if isinstance(slug, str) and slug
+    ]
+    ends = [f"/plans/{slug}.md" for slug in slugs]
+    return conn.execute(
+        "SELECT f.id, f.path, f.size FROM source_files f WHERE f.kind = 'side' AND ("
+        "instr(f.path, '/' || ?1 || '/plans/') > 0 "
+        "OR EXISTS (SELECT 1 FROM json_each(?2) j WHERE substr(f.path, -length(j.value)) = j.value)) "
+        "ORDER BY f.path",
+        (session_id, orjson.dumps(ends).decode()),
+    ).fetchall()

@@ -1,0 +1,1 @@
+"""Long-running services: the watcher, agent hooks, the background service and the MCP server."""
