@@ -411,7 +411,9 @@ def refresh(
 
 # ----------------------------------------------------------------------------------- embedding
 
-EMBED_BATCH = 512
+# episodes embedded a call: their encodings and float32 rows are what embedding holds at once
+# (128 rather than 512: ~5 MB less of a cold ingest's peak)
+EMBED_BATCH = 128
 
 
 def _embedding_ready(conn: sqlite3.Connection) -> bool:
@@ -443,14 +445,13 @@ def _store_vectors(conn: sqlite3.Connection, episodes: list[Episode]) -> None:
 
     if not episodes:
         return
-    many = len(episodes) >= embed.DENSE_FROM
     # EMBED_BATCH at a time: the tokenizer's encodings of a first load's 200 sessions at once
     # took ~100 MB (a cold ingest's peak); each vector is its own text's, whatever the slices
     for start in range(0, len(episodes), EMBED_BATCH):
         some = episodes[start : start + EMBED_BATCH]
         pairs = [texts_of(ep) for ep in some]
-        prompts = embed.embed([p for p, _ in pairs], many=many)
-        deeds = embed.embed([r for _, r in pairs], many=many)
+        prompts = embed.embed([p for p, _ in pairs])
+        deeds = embed.embed([r for _, r in pairs])
         vectors = embed.to_bytes(embed.mix(prompts, deeds, PROMPT_WEIGHT))
         conn.executemany(
             "UPDATE episodes SET vector = ? WHERE turn_id = ?",

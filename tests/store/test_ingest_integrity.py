@@ -187,3 +187,100 @@ def test_errors_printed_by_ingest_cannot_drive_the_terminal(tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert "␛]0;pwned␇␛[2J.jsonl" in err and "\x1b" not in err and "\x07" not in err
+
+
+def _line(uuid: str, text: str) -> bytes:
+    return (
+        json.dumps(
+            {"type": "user", "uuid": uuid, "sessionId": SID, "message": {"role": "user", "content": text}}
+        )
+        + "\n"
+    ).encode()
+
+
+def _hash_row(conn, path: Path) -> tuple[str, int]:
+    return conn.execute(
+        "SELECT content_hash, bytes_ingested FROM source_files WHERE path = ?", (str(path),)
+    ).fetchone()
+
+
+def test_the_prefix_hash_is_fast_and_an_in_place_rewrite_before_an_append_is_still_seen(conn, tmp_path):
+    """The prefix is proved by xxh3 now (FAST_HASH): an edit written into the same file (same inode,
+    no rename) before a line is appended still makes it be read whole, and the old bytes are kept."""
+    from threadloom.core.ingest.pipeline import FAST_HASH
+
+    t = long_session(tmp_path, turns=300)
+    path = t.write()
+    ingest(conn, tmp_path / "projects")
+    content_hash, done = _hash_row(conn, path)
+    assert content_hash.startswith(FAST_HASH) and done == path.stat().st_size
+    inode = path.stat().st_ino
+    with open(path, "r+b") as f:  # rewritten in place: one byte of a prompt in the middle
+        at = path.read_bytes().index(b"prompt number 150")
+        f.seek(at)
+        f.write(b"P")
+    with open(path, "ab") as f:
+        f.write(_line("tail-1", "appended after the edit"))
+    assert path.stat().st_ino == inode
+    report = ingest(conn, tmp_path / "projects")
+    assert report.bytes_read == path.stat().st_size  # read again whole
+    texts = contents(conn)
+    assert "Prompt number 150" in texts and "prompt number 150" not in texts
+    assert "appended after the edit" in texts
+    assert stored(conn, path) == path.read_bytes()
+    old = conn.execute("SELECT count(*) FROM entries WHERE content = 'prompt number 150'").fetchone()[0]
+    assert old == 1  # the superseded bytes are kept, out of the session
+    # and a plain append after that is read from where it stopped again
+    with open(path, "ab") as f:
+        f.write(_line("tail-2", "one more"))
+    report = ingest(conn, tmp_path / "projects")
+    assert report.records_added == 1 and report.bytes_read < 200
+
+
+def test_a_same_size_edit_under_a_new_mtime_is_seen_with_the_fast_hash(conn, tmp_path):
+    t = long_session(tmp_path, turns=50)
+    path = t.write()
+    ingest(conn, tmp_path / "projects")
+    data = path.read_bytes()
+    at = data.index(b"prompt number 25")
+    path.write_bytes(data[:at] + b"PROMPT" + data[at + 6 :])
+    report = ingest(conn, tmp_path / "projects")
+    assert report.bytes_read == len(data)
+    assert "PROMPT number 25" in contents(conn)
+    assert stored(conn, path) == path.read_bytes()
+
+
+def test_a_prefix_hashed_by_an_older_threadloom_is_checked_as_sha256_then_hashed_on_fast(conn, tmp_path):
+    """A database written before FAST_HASH holds sha256's first 32 hex digits: an append is still read
+    from where that run stopped (the prefix proved by sha256), and the hash stored then is xxh3; an
+    edit of such a prefix is still seen."""
+    import hashlib
+
+    from threadloom.core.ingest.pipeline import FAST_HASH
+
+    t = long_session(tmp_path, turns=100)
+    path = t.write()
+    ingest(conn, tmp_path / "projects")
+    old_hash = hashlib.sha256(path.read_bytes()).hexdigest()[:32]
+    conn.execute("UPDATE source_files SET content_hash = ? WHERE path = ?", (old_hash, str(path)))
+    with open(path, "ab") as f:
+        f.write(_line("tail-1", "after the upgrade"))
+    report = ingest(conn, tmp_path / "projects")
+    assert report.records_added == 1 and report.bytes_read < 200
+    content_hash, done = _hash_row(conn, path)
+    assert content_hash.startswith(FAST_HASH) and done == path.stat().st_size
+    assert stored(conn, path) == path.read_bytes()
+    # an older hash that no longer matches: read again whole
+    conn.execute(
+        "UPDATE source_files SET content_hash = ? WHERE path = ?",
+        (hashlib.sha256(path.read_bytes()).hexdigest()[:32], str(path)),
+    )
+    data = path.read_bytes()
+    at = data.index(b"prompt number 50")
+    edited = data[:at] + b"PROMPT" + data[at + 6 :]
+    path.write_bytes(edited + _line("tail-2", "and one more"))
+    report = ingest(conn, tmp_path / "projects")
+    assert report.bytes_read == path.stat().st_size
+    texts = contents(conn)
+    assert "PROMPT number 50" in texts and "and one more" in texts
+    assert stored(conn, path) == path.read_bytes()

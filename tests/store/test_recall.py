@@ -333,3 +333,19 @@ def test_an_ingest_with_nothing_new_never_loads_the_model(archive, tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.split() == ["0", "False", "False"], out.stderr
+
+
+def test_a_text_has_the_same_vector_alone_or_in_any_batch():
+    """Each batch sums from the float32 rows it uses (no whole-table copy in memory): a text's vector
+    is bit for bit the same whatever else is embedded with it, and the same as the mean of its
+    tokens' rows taken as float32 one by one."""
+    import numpy as np
+
+    texts = ["fix the failing migration", "", "the tokenizer " * 300, "café ünïcode ✓", "x"] * 3
+    together = embed.embed(texts)
+    for i, text in enumerate(texts):
+        assert np.array_equal(embed.embed([text])[0], together[i])
+    tokenizer, table = embed._model()
+    ids = tokenizer.encode(texts[0], add_special_tokens=False).ids
+    expected = np.asarray(table, dtype=np.float32)[ids].mean(axis=0, dtype=np.float32)
+    assert np.array_equal(together[0], expected / np.linalg.norm(expected))
