@@ -1664,12 +1664,15 @@ def _show(args: argparse.Namespace, conn: sqlite3.Connection, session: SessionSu
     printer: Printer = (
         PlainConsole(console) if console.color_system is None and not console.is_terminal else console
     )
-    # and a long session drawn on every core, a page at a time
-    workers = show_workers(session.message_count) if isinstance(printer, PlainConsole) else 0
-    render_session(printer, conn, session, **options, workers=workers)
-    render_files_changed(printer, conn, session.id, subagents=not args.no_subagents)
+    # and a long session drawn on every core, a page at a time (`render_pages`)
     if isinstance(printer, PlainConsole):
-        printer.flush()
+        with printer.drawing():
+            workers = show_workers(session.message_count)
+            render_session(printer, conn, session, **options, workers=workers)
+            render_files_changed(printer, conn, session.id, subagents=not args.no_subagents)
+    else:
+        render_session(printer, conn, session, **options)
+        render_files_changed(printer, conn, session.id, subagents=not args.no_subagents)
     lines.close()
     return 0
 
