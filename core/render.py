@@ -45,6 +45,7 @@ from threadloom.core.markup import (
     todos,
 )
 from threadloom.core.query import (
+    FIRST_PAGE,
     MessageRow,
     SessionSummary,
     ToolCall,
@@ -538,22 +539,21 @@ def render_pages(
 ) -> None:
     """A session's messages as `render_messages` prints them, drawn a page at a time by this
     process and `workers` others (`page_worker`, reading the database at `path`), on every core:
-    a page draws the same whoever draws it. This process draws the first `lead` pages while the
-    workers start, then the pages are dealt in turn (this process, worker 1, worker 2, …) and
-    written in order as they come. A worker that cannot start or stops leaves its pages to this
+    a page draws the same whoever draws it. This process draws a short first page (its lines come
+    at once), starts the workers, draws the next pages up to `lead` while they start, then the
+    pages are dealt in turn (this process, worker 1, worker 2, …) and written in order as they
+    come. A worker that cannot start or stops leaves its pages to this
     process."""
-    starts = [
-        seq
-        for i, (seq,) in enumerate(
-            conn.execute(
-                "SELECT seq FROM entries WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq", (session_id,)
-            )
-        )
-        if i % page == 0
-    ]
+    # each page as (its first seq, its messages): a short first one, whose lines come at once
+    # (as `message_pages` reads), then `page` at a time
+    seqs = conn.execute(
+        "SELECT seq FROM entries WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq", (session_id,)
+    ).fetchall()
+    cuts = [0, *range(min(FIRST_PAGE, page), len(seqs), page)] if seqs else []
+    pages = [(seqs[at][0], page if at else min(FIRST_PAGE, page)) for at in cuts]
 
     def owner(index: int) -> int:  # 0: this process; k: worker k
-        return 0 if index < lead else (index - lead) % (workers + 1)
+        return 0 if index < max(lead, 1) else (index - lead) % (workers + 1)
 
     options: dict[str, Any] = {"expand_subagents": expand_subagents, "indent": indent, "markdown": markdown}
     job = {
@@ -563,18 +563,21 @@ def render_pages(
         "height": printer.rich.height,
         **options,
     }
-    pool = [
-        _PageWorker({**job, "pages": [(start, page) for i, start in enumerate(starts) if owner(i) == k]})
-        for k in range(1, workers + 1)
-    ]
+    pool: list[_PageWorker] = []
     try:
-        for i, start in enumerate(starts):
+        for i, (start, size) in enumerate(pages):
+            if i == 1:  # the workers start once the first lines are written, not competing with them
+                printer.flush()
+                pool = [
+                    _PageWorker({**job, "pages": [p for j, p in enumerate(pages) if owner(j) == k]})
+                    for k in range(1, workers + 1)
+                ]
             k = owner(i)
             drawn = pool[k - 1].next_page() if k else None
             if drawn is not None:
                 printer.write(drawn)
                 continue
-            shown = messages(conn, session_id, limit=page, from_seq=start, tool_results=False)
+            shown = messages(conn, session_id, limit=size, from_seq=start, tool_results=False)
             render_messages(printer, conn, session_id, shown, **options)
     finally:
         for worker in pool:
