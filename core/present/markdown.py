@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Literal
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.segment import Segment
 from rich.style import Style
@@ -190,6 +191,28 @@ class Markdown:
                 out.append([*(rest if i else first), *line])
         return out
 
+    def plain_lines(self, console: Console, width: int) -> list[str]:
+        """The lines `__rich_console__` draws at `width` without colours, as text (`show` piped):
+        each body wrapped by `wrap_plain`, a table alone drawn by Rich, every line cut at `width`
+        as Rich's padding cuts it."""
+        out: list[str] = []
+        for block in self.blocks:
+            room = max(1, width - block.first.cell_len)
+            rows: list[str]
+            if block.body is None:
+                rows = ["─" * room]
+            elif isinstance(block.body, Table):
+                drawn = console.render_lines(block.body, console.options.update_width(room), pad=False)
+                rows = ["".join(segment.text for segment in row) for row in drawn]
+            else:
+                rows = wrap_plain(block.body, room, console)
+            first, rest = block.first.plain, block.rest.plain
+            if max(block.first.cell_len, block.rest.cell_len) + room <= width:  # but for end spaces
+                out.extend((rest if i else first) + row for i, row in enumerate(rows))
+            else:  # prefixes wider than the width: cut as Rich's padding cuts them
+                out.extend(crop((rest if i else first) + row, width) for i, row in enumerate(rows))
+        return out
+
 
 def segments(line: Text, console: Console) -> list[Segment]:
     """One line of text as segments, in its own style too: `Text.render` leaves out the style of
@@ -240,6 +263,112 @@ class _List:
     number: int | None  # the next item's number; None in a bullet list
     depth: int  # how many bullet lists it sits in (its bullet)
     started: bool = False  # a block of it is written
+
+
+# ---------------------------------------------------------------------------- plain lines
+
+
+def wrap_plain(text: Text, width: int, console: Console) -> list[str]:
+    """The lines `text.wrap` cuts `text` into at `width` (justified as written, long words folded),
+    as text: what Rich draws of it without colours. A line of characters one cell wide each, cut
+    at spaces alone, is cut here (`fold_line`, a few steps a line where Rich takes a few per word
+    and measures each); any other line (a tab, a wide or combining character, another kind of
+    space) by Rich itself. `tests/unit/test_plain_show.py` holds the two to the same lines."""
+    plain = text.plain
+    if plain.isascii() and not NOT_ONE_CELL_ASCII.search(plain):
+        if "\n" not in plain:
+            return fold_line(plain, width)
+        return [row for line in plain.split("\n") for row in fold_line(line, width)]
+    rows: list[str] = []
+    one_cell = one_cell_chars()
+    for line in plain.split("\n"):
+        if one_cell.issuperset(line):
+            rows.extend(fold_line(line, width))
+        else:
+            rows.extend(row.plain for row in Text(line).wrap(console, width, tab_size=console.tab_size))
+    return rows
+
+
+# in printable ASCII, a space is the only place a line is cut and every character is one cell
+NOT_ONE_CELL_ASCII = re.compile("[^\x20-\x7e\n]")
+NOT_SPACE = re.compile("[^ ]")
+# beyond ASCII, the blocks whose characters are mostly one cell wide (which are is Rich's to say)
+ONE_CELL_BLOCKS = (
+    (0xA1, 0x2FF),  # Latin-1 and Latin Extended, IPA, spacing modifiers
+    (0x370, 0x482),  # Greek, Cyrillic
+    (0x2010, 0x2027),  # dashes, quotes, bullet, ellipsis
+    (0x2030, 0x205E),
+    (0x20A0, 0x20C0),  # currency signs
+    (0x2100, 0x23FF),  # letterlike, arrows, mathematical, technical
+    (0x2500, 0x27BF),  # box drawing, shapes, symbols, dingbats
+)
+
+
+@cache
+def one_cell_chars() -> frozenset[str]:
+    """The characters `fold_line` may cut a line of: printable ASCII, and those of ONE_CELL_BLOCKS
+    that Rich measures as one cell, that no regular expression takes for a space (Rich cuts at any
+    of those) and that are printable."""
+    from rich.cells import cell_len
+
+    wider = (chr(c) for start, end in ONE_CELL_BLOCKS for c in range(start, end + 1))
+    return frozenset(
+        [chr(c) for c in range(0x20, 0x7F)]
+        + [c for c in wider if c.isprintable() and not SPACE.match(c) and cell_len(c) == 1]
+    )
+
+
+SPACE = re.compile(r"\s")
+
+
+def fold_line(line: str, width: int) -> list[str]:
+    """`line` (one cell a character, cut only at spaces) in the rows Rich's `divide_line` cuts it
+    into at `width`: a word goes to the next row when it does not end within this one, a word
+    longer than a row is folded into rows of `width`, the first word keeps the spaces before it.
+    Jumps from row to row rather than from word to word. Rows keep their trailing spaces (the
+    caller trims lines)."""
+    end = len(line)
+    if end <= width:
+        return [line]
+    rows: list[str] = []
+    lead = end - len(line.lstrip(" "))  # where the first word's letters start
+    row = 0  # where the current row starts
+    while row + width < end:
+        edge = row + width  # the first character that does not fit
+        if line[edge] == " ":
+            found = NOT_SPACE.search(line, edge)
+            if found is None:
+                break  # only spaces are left: they stay on this row
+            word = found.start()
+        else:
+            word = line.rfind(" ", row, edge) + 1 or row
+        if row == 0 and word <= lead:
+            word = 0  # the first word, with the spaces before it
+        letters = line.find(" ", max(word, lead))
+        letters = end if letters < 0 else letters
+        if letters - word <= width:  # it fits on a row of its own
+            rows.append(line[row:word])
+            row = word
+            continue
+        if word:
+            rows.append(line[row:word])
+        found = NOT_SPACE.search(line, letters)
+        after = end if found is None else found.start()  # the word's spaces are folded with it
+        row = word
+        while after - row > width:
+            rows.append(line[row : row + width])
+            row += width
+    rows.append(line[row:])
+    return rows
+
+
+def crop(line: str, width: int) -> str:
+    """`line` cut at `width` cells, as Rich cuts a line too long for its console."""
+    if len(line) <= width and (line.isascii() or cell_len(line) <= width):
+        return line
+    if line.isascii():
+        return line[:width]
+    return "".join(s.text for s in Segment.adjust_line_length([Segment(line)], width, pad=False))
 
 
 class _Builder:

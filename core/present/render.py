@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import gc
+import os
 import re
 import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from itertools import chain
+from typing import Any
 
+import orjson
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
@@ -47,14 +55,16 @@ from ..read.calls import call_params, tool_summary
 from ..read.diffs import diff_rows
 from ..read.images import describe
 from ..read.query import (
+    FIRST_PAGE,
     MessageRow,
     SessionSummary,
     children_of,
     display_title,
     get_session,
     message_pages,
+    messages,
 )
-from .markdown import has_markup, render_markdown
+from .markdown import Markdown, has_markup, render_markdown, wrap_plain
 
 ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "system": "dim"}
 DIFF_STYLE = {"+": "green", "-": "red"}
@@ -151,8 +161,91 @@ def _visible(match: re.Match[str]) -> str:
     return printable(match.group())
 
 
+class PlainConsole:
+    """Where `render_session` prints when no colour will be shown (`show` piped to a file, a pager,
+    grep): the same renderables written as the lines a colourless Rich console writes, character
+    for character (`tests/unit/test_plain_show.py` compares the two), without Rich's pipeline of
+    segments, padding and cropping around each one: that was most of the 32 s a session of
+    100,000 messages took. Texts and Markdown are laid out here; anything else by `rich`, the
+    console it stands in for (writing to the same file)."""
+
+    no_color = True
+    color_system = None
+
+    def __init__(self, rich: Console) -> None:
+        self.rich = rich
+        self.width = rich.width
+        self.pending: list[str] = []  # lines printed, not written yet
+
+    def print(self, renderable: RenderableType | None = None) -> None:
+        self.pending.extend([""] if renderable is None else self.lines(renderable, self.width))
+        if len(self.pending) >= 256:  # written a few hundred lines at a time: a write costs per call
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the lines printed so far (a long session's first ones come at once, not at its end)."""
+        if self.pending:
+            self.pending.append("")
+            self.rich.file.write("\n".join(self.pending))
+            self.pending.clear()
+        self.rich.file.flush()
+
+    @contextmanager
+    def drawing(self) -> Iterator[None]:
+        """The cyclic garbage collector paused while a session is drawn: what a message is drawn
+        with is freed by reference counting once it is printed (a session of 100,000 messages
+        peaks at the same 101 MB either way), and the collector's passes over it were a tenth of
+        the time. Whatever is printed then is written."""
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            yield
+        finally:
+            if paused:
+                gc.enable()
+            self.flush()
+
+    def write(self, text: str) -> None:
+        """Lines drawn elsewhere (by `page_worker`), after those printed here so far."""
+        self.flush()
+        self.rich.file.write(text)
+
+    def lines(self, renderable: RenderableType, width: int) -> list[str]:
+        """`renderable` at `width` as text, a line each (trailing spaces are the file's to trim)."""
+        if isinstance(renderable, Text) and _plain_layout(renderable):
+            return wrap_plain(renderable, width, self.rich)
+        if isinstance(renderable, Padding) and renderable.expand:  # its style is no colour here
+            inner = width - renderable.left - renderable.right
+            if inner >= 1:
+                pad = " " * renderable.left
+                # each line is at most `inner` cells but for spaces at its end, which the file trims
+                body = [pad + line for line in self.lines(renderable.renderable, inner)]
+                return [""] * renderable.top + body + [""] * renderable.bottom
+        if isinstance(renderable, Group):
+            return [line for part in renderable.renderables for line in self.lines(part, width)]
+        if isinstance(renderable, Markdown):
+            return renderable.plain_lines(self.rich, width)
+        # anything else (a table): Rich's own lines, cut at `width`
+        drawn = self.rich.render_lines(renderable, self.rich.options.update_width(width), pad=False)
+        return ["".join(segment.text for segment in line) for line in drawn]
+
+
+def _plain_layout(text: Text) -> bool:
+    """Whether Rich lays `text` out as `wrap_plain` does: a line at its end, no justification, long
+    words folded, wrapped."""
+    return (
+        text.end == "\n"
+        and text.justify in (None, "default")
+        and text.overflow in (None, "fold")
+        and not text.no_wrap
+    )
+
+
+Printer = Console | PlainConsole  # where `show` prints a session
+
+
 def render_session(
-    console: Console,
+    console: Printer,
     conn: sqlite3.Connection,
     session: SessionSummary,
     *,
@@ -160,10 +253,31 @@ def render_session(
     indent: int = 0,
     markdown: bool = True,
     note: str = "",
+    workers: int = 0,
 ) -> None:
     """The session as it reads: each message's text (rendered as Markdown unless not `markdown`),
     thinking and tool calls, with subagents nested under the calls that started them. `note`: a
-    line under the header (a session whose files were rewritten says so)."""
+    line under the header (a session whose files were rewritten says so). `workers`: as many
+    other processes draw pages of it too (`render_pages`), when printing plain lines from a
+    database file."""
+    render_header(console, session, indent=indent, note=note)
+    path = database_file(conn)
+    if workers and isinstance(console, PlainConsole) and path:
+        render_pages(
+            console, conn, path, session.id, workers=workers, expand_subagents=expand_subagents, indent=indent,
+            markdown=markdown,
+        )  # fmt: skip
+        return
+    # printed as read, a page at a time; no call's result is printed, so none is read
+    pages = message_pages(conn, session.id, tool_results=False)
+    render_messages(
+        console, conn, session.id, chain.from_iterable(pages), expand_subagents=expand_subagents, indent=indent,
+        markdown=markdown,
+    )  # fmt: skip
+
+
+def render_header(console: Printer, session: SessionSummary, *, indent: int = 0, note: str = "") -> None:
+    """A session's title and id, then what it is (agent, project, start, size, cost, model), then `note`."""
     header = Text()
     header.append(display_title(session), style="bold")
     header.append(f"  {session.id}", style="dim")
@@ -181,12 +295,25 @@ def render_session(
     console.print(Padding(Text(meta, style="dim"), (0, 0, 0 if note else 1, indent)))
     if note:
         console.print(Padding(Text(note, style="yellow"), (0, 0, 1, indent)))
+
+
+def render_messages(
+    console: Printer,
+    conn: sqlite3.Connection,
+    session_id: str,
+    messages: Iterable[MessageRow],
+    *,
+    expand_subagents: bool = True,
+    indent: int = 0,
+    markdown: bool = True,
+) -> None:
+    """`messages` of the session `session_id` (all of them, or a run of them: each is printed the
+    same whatever comes before it), as `render_session` prints them below its header."""
     children = {
-        c.tool_call_id: c for c in children_of(conn, session.id, include_warmup=False) if c.tool_call_id
+        c.tool_call_id: c for c in children_of(conn, session_id, include_warmup=False) if c.tool_call_id
     }
     code_theme = None if console.no_color or console.color_system is None else SHOW_CODE_THEME
-    # printed as read, a page at a time; no call's result is printed, so none is read
-    for msg in chain.from_iterable(message_pages(conn, session.id, tool_results=False)):
+    for msg in messages:
         if msg.role == "system" or msg.entry_type == "system":
             if msg.hooks:
                 for run in msg.hooks:
@@ -267,18 +394,187 @@ def render_session(
             console.print()
 
 
+# ---------------------------------------------------------------------- pages drawn by workers
+
+SHOW_WORKERS_ENV = "THREADLOOM_SHOW_WORKERS"  # how many worker processes `show` starts; 0: none
+# a shorter session is drawn in well under a second: starting a worker (a fresh interpreter, about
+# 0.3 s of imports) would cost more than it saves
+PARALLEL_MIN_MESSAGES = 5_000
+MAX_SHOW_WORKERS = 4  # past a few, this process writing what they draw sets the pace
+PAGE_MESSAGES = 500  # messages drawn by one process at a time
+LEAD_PAGES = 8  # drawn here while the workers start, so the first lines come at once
+WORKER_MAIN = "from threadloom.core.present.render import page_worker; page_worker()"
+
+
+def show_workers(messages: int) -> int:
+    """How many worker processes draw pages of a session of `messages` messages: one fewer than
+    the cores this process may use (it draws pages too), none for a short session; the setting
+    SHOW_WORKERS_ENV says otherwise."""
+    asked = os.environ.get(SHOW_WORKERS_ENV, "")
+    if asked.strip().isdigit():
+        return min(int(asked), MAX_SHOW_WORKERS)
+    if messages < PARALLEL_MIN_MESSAGES:
+        return 0
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(0, min(cores - 1, MAX_SHOW_WORKERS))
+
+
+def database_file(conn: sqlite3.Connection) -> str:
+    """The file `conn` reads, "" for a database in memory (a session rebuilt as it was: --as-of)."""
+    row = conn.execute("PRAGMA database_list").fetchone()
+    return str(row[2] or "") if row else ""
+
+
+def render_pages(
+    printer: PlainConsole,
+    conn: sqlite3.Connection,
+    path: str,
+    session_id: str,
+    *,
+    workers: int,
+    expand_subagents: bool = True,
+    indent: int = 0,
+    markdown: bool = True,
+    page: int = PAGE_MESSAGES,
+    lead: int = LEAD_PAGES,
+) -> None:
+    """A session's messages as `render_messages` prints them, drawn a page at a time by this
+    process and `workers` others (`page_worker`, reading the database at `path`), on every core:
+    a page draws the same whoever draws it. This process draws a short first page (its lines come
+    at once), starts the workers, draws the next pages up to `lead` while they start, then the
+    pages are dealt in turn (this process, worker 1, worker 2, …) and written in order as they
+    come. A worker that cannot start or stops leaves its pages to this
+    process."""
+    # each page as (its first seq, its messages): a short first one, whose lines come at once
+    # (as `message_pages` reads), then `page` at a time
+    seqs = conn.execute(
+        "SELECT seq FROM entries WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq", (session_id,)
+    ).fetchall()
+    cuts = [0, *range(min(FIRST_PAGE, page), len(seqs), page)] if seqs else []
+    pages = [(seqs[at][0], page if at else min(FIRST_PAGE, page)) for at in cuts]
+
+    def owner(index: int) -> int:  # 0: this process; k: worker k
+        return 0 if index < max(lead, 1) else (index - lead) % (workers + 1)
+
+    options: dict[str, Any] = {"expand_subagents": expand_subagents, "indent": indent, "markdown": markdown}
+    job = {
+        "db": path,
+        "session": session_id,
+        "width": printer.width,
+        "height": printer.rich.height,
+        **options,
+    }
+    pool: list[_PageWorker] = []
+    try:
+        for i, (start, size) in enumerate(pages):
+            if i == 1:  # the workers start once the first lines are written, not competing with them
+                printer.flush()
+                pool = [
+                    _PageWorker({**job, "pages": [p for j, p in enumerate(pages) if owner(j) == k]})
+                    for k in range(1, workers + 1)
+                ]
+            k = owner(i)
+            drawn = pool[k - 1].next_page() if k else None
+            if drawn is not None:
+                printer.write(drawn)
+                continue
+            shown = messages(conn, session_id, limit=size, from_seq=start, tool_results=False)
+            render_messages(printer, conn, session_id, shown, **options)
+    finally:
+        for worker in pool:
+            worker.stop()
+
+
+class _PageWorker:
+    """A process drawing its share of a session's pages (`page_worker`), as it is sent them."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        if not job["pages"]:
+            return
+        try:
+            self.proc = subprocess.Popen(
+                # -P: the folder `show` runs in is not where the worker imports from
+                [sys.executable, "-P", "-c", WORKER_MAIN],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,  # one that fails has its pages drawn here: nothing to say
+            )
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(orjson.dumps(job) + b"\n")
+            self.proc.stdin.close()
+        except OSError:
+            self.stop()
+
+    def next_page(self) -> str | None:
+        """The next of its pages as it drew it; None once it has stopped (that page is not drawn)."""
+        if self.proc is None:
+            return None
+        assert self.proc.stdout is not None
+        head = self.proc.stdout.read(8)
+        size = int.from_bytes(head, "big") if len(head) == 8 else -1
+        data = self.proc.stdout.read(size) if size >= 0 else b""
+        if size < 0 or len(data) != size:
+            self.stop()
+            return None
+        return data.decode("utf-8", "surrogatepass")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            if self.proc.stdout is not None:
+                self.proc.stdout.close()
+            self.proc = None
+
+
+def page_worker() -> None:
+    """A worker of `render_pages`: the job on standard input (a JSON line: the database, the
+    session, the console's size, the options, its pages as (first seq, messages)), each page
+    drawn as plain lines and written to standard output as its length in bytes (8, big-endian)
+    then its UTF-8. Ends when its pages are drawn, or when nobody reads them any more."""
+    import io
+    import signal
+
+    from ..store import db
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C reaches `show`, which stops its workers
+    gc.disable()  # as `show` itself does while it draws (see PlainConsole.drawing)
+    job = orjson.loads(sys.stdin.buffer.readline())
+    conn = db.connect(job["db"], readonly=True)
+    out = io.StringIO()
+    printer = PlainConsole(Console(highlight=False, width=job["width"], height=job["height"], file=out))
+    options = {key: job[key] for key in ("expand_subagents", "indent", "markdown")}
+    pipe = sys.stdout.buffer
+    try:
+        for start, size in job["pages"]:
+            shown = messages(conn, job["session"], limit=size, from_seq=start, tool_results=False)
+            render_messages(printer, conn, job["session"], shown, **options)
+            printer.flush()
+            data = out.getvalue().encode("utf-8", "surrogatepass")
+            out.seek(0)
+            out.truncate()
+            pipe.write(len(data).to_bytes(8, "big") + data)
+            pipe.flush()
+    except BrokenPipeError:  # `show` ended (its reader left): so does its worker
+        pass
+
+
 NOTE_STYLE = "dim"
 STDERR_STYLE = "red"
 
 
-def _print_hooks(console: Console, msg: MessageRow, indent: int) -> None:
+def _print_hooks(console: Printer, msg: MessageRow, indent: int) -> None:
     for run in msg.hooks:
         if not run.before:
             console.print(Padding(hook_text(run), (0, 0, 0, indent + 2)))
 
 
 def _print_parts(
-    console: Console,
+    console: Printer,
     msg: MessageRow,
     parts: list[Part],
     indent: int,
@@ -392,7 +688,7 @@ def todo_text(items: list[Todo], before: list[Todo] | None) -> Text:
 
 
 def render_files_changed(
-    console: Console, conn: sqlite3.Connection, session_id: str, *, subagents: bool = True
+    console: Printer, conn: sqlite3.Connection, session_id: str, *, subagents: bool = True
 ) -> None:
     """`show`'s closing summary: each file the session changed (with `subagents`, its subagents'
     edits counted in) with the lines added and removed, then the totals and how much of them the
