@@ -1,21 +1,21 @@
 """The memory commands: `tag`, `note`, `bookmark` and `memory list|show|add|edit|history|resolve|
 relate|export|import` (core.insight.memory keeps what they write). Kept apart from core.cli, which registers
-them (`add_parsers`) and runs them (`HANDLERS`)."""
+them (`add_parsers`) and runs them (`COMMANDS`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..insight import memory
 from ..store.memory_tables import MemoryRefused
+from .common import Command, open_reading
 
 
-def _db_arg(parser: argparse.ArgumentParser) -> None:
+def add_db_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--db",
         metavar="PATH",
@@ -44,7 +44,7 @@ def add_parsers(sub: Any) -> None:
         "without TAG, list the target's tags; without TARGET, every tag with how many things carry it. "
         "Kept in the archive as your own data: `ingest --rebuild` keeps it.",
     )
-    _db_arg(p)
+    add_db_option(p)
     p.add_argument("target", nargs="?", help=TARGET_HELP)
     p.add_argument("tags", nargs="*", metavar="TAG", help="a word or two: stored lower case")
     _place_args(p)
@@ -57,7 +57,7 @@ def add_parsers(sub: Any) -> None:
         description="Write a note on a session (or one of its turns or messages, or an entry); without "
         "TEXT, list the target's notes; without TARGET, the newest notes. Kept by `ingest --rebuild`.",
     )
-    _db_arg(p)
+    add_db_option(p)
     p.add_argument("target", nargs="?", help=TARGET_HELP)
     p.add_argument("text", nargs="*", help="the note")
     _place_args(p)
@@ -70,7 +70,7 @@ def add_parsers(sub: Any) -> None:
         help="bookmark a session, a turn or a message; alone, list the bookmarks",
         description="Bookmark a place to come back to (B in the TUI lists them); alone, list them.",
     )
-    _db_arg(p)
+    add_db_option(p)
     p.add_argument("target", nargs="?", help=TARGET_HELP)
     _place_args(p)
     p.add_argument("--label", default="", help="a few words saying why")
@@ -94,11 +94,11 @@ def add_parsers(sub: Any) -> None:
         "  threadloom memory export -o memory.json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _db_arg(p)
+    add_db_option(p)
     msub = p.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
 
     q = msub.add_parser("list", help="entries, by scope (or those that hold for a session: --recall)")
-    _db_arg(q)
+    add_db_option(q)
     q.add_argument("--scope", choices=memory.SCOPES)
     q.add_argument("--project", metavar="PATH", help="a project's path (its entries; with --recall, for it)")
     q.add_argument("--session", metavar="S", help="a session (its entries; with --recall, for it)")
@@ -111,12 +111,12 @@ def add_parsers(sub: Any) -> None:
     q.add_argument("--json", action="store_true", help="print JSON")
 
     q = msub.add_parser("show", help="an entry: its content, tags and relations")
-    _db_arg(q)
+    add_db_option(q)
     q.add_argument("entry", help="an entry id (k-…) or a unique prefix")
     q.add_argument("--json", action="store_true", help="print JSON")
 
     q = msub.add_parser("add", help="a new entry (a new version of one of that title in that scope)")
-    _db_arg(q)
+    add_db_option(q)
     q.add_argument("content", nargs="+", help="what it says")
     q.add_argument("--kind", choices=memory.ENTRY_KINDS, required=True)
     q.add_argument("--title", required=True, help="a few words naming it (unique in its scope)")
@@ -128,7 +128,7 @@ def add_parsers(sub: Any) -> None:
     q.add_argument("--json", action="store_true", help="print JSON")
 
     q = msub.add_parser("edit", help="a new version of an entry (the earlier ones stay)")
-    _db_arg(q)
+    add_db_option(q)
     q.add_argument("entry", help="an entry id (k-…) or a unique prefix")
     q.add_argument("content", nargs="+", help="what it says now")
     q.add_argument("--reason", help="why it changed")
@@ -136,29 +136,29 @@ def add_parsers(sub: Any) -> None:
     q.add_argument("--json", action="store_true", help="print JSON")
 
     q = msub.add_parser("history", help="every version of an entry, oldest first")
-    _db_arg(q)
+    add_db_option(q)
     q.add_argument("entry", help="an entry id (k-…) or a unique prefix")
     q.add_argument("--json", action="store_true", help="print JSON")
 
     q = msub.add_parser("resolve", help="close an entry's conflicts: its latest version stands")
-    _db_arg(q)
+    add_db_option(q)
     q.add_argument("entry", help="an entry id (k-…) or a unique prefix")
     q.add_argument("--note", default="kept the latest version", help="how it was settled")
     q.add_argument("--json", action="store_true", help="print JSON")
 
     q = msub.add_parser("relate", help="relate sessions, turns, messages and entries")
-    _db_arg(q)
+    add_db_option(q)
     q.add_argument("source", help=TARGET_HELP)
     q.add_argument("relation", choices=memory.RELATIONS)
     q.add_argument("target", help=TARGET_HELP)
     q.add_argument("--json", action="store_true", help="print JSON")
 
     q = msub.add_parser("export", help="everything in memory as JSON")
-    _db_arg(q)
+    add_db_option(q)
     q.add_argument("-o", "--output", type=Path, metavar="PATH", help="write to PATH (default: stdout)")
 
     q = msub.add_parser("import", help="merge an export in (what is here is kept)")
-    _db_arg(q)
+    add_db_option(q)
     q.add_argument("file", type=Path, help="a file `memory export` wrote (- for stdin)")
     q.add_argument("--json", action="store_true", help="print what was added as JSON")
 
@@ -172,16 +172,15 @@ def _db_path(args: argparse.Namespace) -> Path:
     return Path(getattr(args, "db", None) or db.default_db_path())
 
 
-def _say_waiting(text: str) -> None:
+def say_waiting(text: str) -> None:
     print(f"threadloom: {text}", file=sys.stderr, flush=True)
 
 
 def _reader(args: argparse.Namespace) -> Any:
-    from . import _open_for_reading
 
     if not hasattr(args, "db"):
         args.db = None
-    return _open_for_reading(args)
+    return open_reading(args)
 
 
 def _emit(args: argparse.Namespace, data: Any, text: str | list[str]) -> int:
@@ -211,7 +210,7 @@ def cmd_tag(args: argparse.Namespace) -> int:
         target = _target(conn, args)
         tags = [m.value for m in memory.marks(conn, kind="tag", target=target)]
         return _emit(args, {"target": target.id, "tags": sorted(tags)}, " ".join(sorted(tags)) or "(no tags)")
-    with memory.writing(_db_path(args), on_wait=_say_waiting) as conn:
+    with memory.writing(_db_path(args), on_wait=say_waiting) as conn:
         target = _target(conn, args)
         if args.remove:
             if args.tags:
@@ -240,7 +239,7 @@ def cmd_note(args: argparse.Namespace) -> int:
             [m.as_dict() for m in found],
             [f"{m.target_id}  {m.author}  {m.value}" for m in found],
         )
-    with memory.writing(_db_path(args), on_wait=_say_waiting) as conn:
+    with memory.writing(_db_path(args), on_wait=say_waiting) as conn:
         target = _target(conn, args)
         if args.remove:
             changed = memory.remove_mark(conn, "note", target)
@@ -265,7 +264,7 @@ def cmd_bookmark(args: argparse.Namespace) -> int:
             [m.as_dict() for m in found],
             [f"{m.target_id}  {m.value}".rstrip() for m in found],
         )
-    with memory.writing(_db_path(args), on_wait=_say_waiting) as conn:
+    with memory.writing(_db_path(args), on_wait=say_waiting) as conn:
         target = _target(conn, args)
         if args.remove:
             changed = memory.remove_mark(conn, "bookmark", target)
@@ -370,7 +369,7 @@ def _export(args: argparse.Namespace, conn: Any) -> int:
 
 def _add(args: argparse.Namespace) -> int:
     scope = args.scope or ("session" if args.session else "project" if args.project else "global")
-    with memory.writing(_db_path(args), on_wait=_say_waiting) as conn:
+    with memory.writing(_db_path(args), on_wait=say_waiting) as conn:
         key = args.project
         if scope == "session":
             from ..read.query import resolve_session
@@ -397,7 +396,7 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _edit(args: argparse.Namespace) -> int:
-    with memory.writing(_db_path(args), on_wait=_say_waiting) as conn:
+    with memory.writing(_db_path(args), on_wait=say_waiting) as conn:
         entry = memory.edit_entry(
             conn, args.entry, content=" ".join(args.content), author=memory.person(), reason=args.reason,
             base_version=args.base,
@@ -412,14 +411,14 @@ def _edit(args: argparse.Namespace) -> int:
 
 
 def _resolve(args: argparse.Namespace) -> int:
-    with memory.writing(_db_path(args), on_wait=_say_waiting) as conn:
+    with memory.writing(_db_path(args), on_wait=say_waiting) as conn:
         closed = memory.resolve_conflicts(conn, args.entry, author=memory.person(), resolution=args.note)
         entry = memory.resolve_entry(conn, args.entry)
     return _emit(args, {"id": entry.id, "resolved": closed}, f"{entry.id}: {closed} conflict(s) resolved")
 
 
 def _relate(args: argparse.Namespace) -> int:
-    with memory.writing(_db_path(args), on_wait=_say_waiting) as conn:
+    with memory.writing(_db_path(args), on_wait=say_waiting) as conn:
         source = memory.parse_target(conn, args.source)
         target = memory.parse_target(conn, args.target)
         new = memory.relate(conn, source, args.relation, target, memory.person())
@@ -435,14 +434,14 @@ def _import(args: argparse.Namespace) -> int:
         data = json.loads(text)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise MemoryRefused(f"cannot read {args.file}: {exc}") from exc
-    with memory.writing(_db_path(args), on_wait=_say_waiting) as conn:
+    with memory.writing(_db_path(args), on_wait=say_waiting) as conn:
         added = memory.import_memory(conn, data)
     return _emit(args, added, "added: " + ", ".join(f"{n} {table}" for table, n in added.items()))
 
 
-HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "tag": cmd_tag,
-    "note": cmd_note,
-    "bookmark": cmd_bookmark,
-    "memory": cmd_memory,
-}
+COMMANDS = (
+    Command("tag", cmd_tag),
+    Command("note", cmd_note),
+    Command("bookmark", cmd_bookmark),
+    Command("memory", cmd_memory),
+)

@@ -98,7 +98,7 @@ def test_the_sessions_table_is_drawn_as_rich_draws_it():
 def test_trimmed_lines_are_those_of_the_whole_output_however_it_is_written():
     import io
 
-    from threadloom.core.cli import _TrimmedLines
+    from threadloom.core.cli.show import _TrimmedLines
 
     rng = random.Random(3)
     pieces = ["ab  ", "\n", "\r", "\r\n", "  x", "\x0c", "é ", "\u2028", " ", "\n\n", "tail  "]

@@ -263,6 +263,7 @@ def _names(conn: sqlite3.Connection, sid: str, tmp_path) -> dict[str, str]:
 
     from threadloom.core import cli
     from threadloom.core.actions.export import export_session
+    from threadloom.core.cli.sessions import _listed_title as listed_title
     from threadloom.core.insight.stats import report as stats_report
     from threadloom.core.read.search import search as run_search
 
@@ -285,7 +286,7 @@ def _names(conn: sqlite3.Connection, sid: str, tmp_path) -> dict[str, str]:
         "palette": next(t for t in browse.jump_targets(conn) if t.id == sid).title,
         "jump engine": next(m for m in find_sessions(conn, sid) if m.session_id == sid).title,
         "search hit": next(h.session_title for h in hits if h.session_id == sid),
-        "sessions": cli._listed_title(listed[sid], 1).removeprefix("↳ "),
+        "sessions": listed_title(listed[sid], 1).removeprefix("↳ "),
         "show": printed("show", sid, "--db", db, "--no-subagents").splitlines()[0].rsplit("  ", 1)[0],
         "export": export_session(conn, session, "md").data.decode().splitlines()[0].removeprefix("# "),
     }

@@ -64,10 +64,14 @@ def test_an_interrupted_rebuild_leaves_the_old_database_as_it_was(tmp_path, monk
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_ingest_with_progress", interrupted)
+    from threadloom.core.cli import ingest as ingest_command
+
+    monkeypatch.setattr(ingest_command, "_ingest_with_progress", interrupted)
     monkeypatch.setattr("threadloom.core.ingest.pipeline.run_ingest", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        cli._ingest(cli.build_parser().parse_args(["ingest", "--db", str(database), "--rebuild", "-q"]))
+        ingest_command._ingest(
+            cli.build_parser().parse_args(["ingest", "--db", str(database), "--rebuild", "-q"])
+        )
     assert database.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("t.db")) in (
         ["t.db", "t.db.lock"],

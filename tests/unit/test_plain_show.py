@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from rich.text import Text
-from threadloom.core.cli import _TrimmedLines
+from threadloom.core.cli.show import _TrimmedLines
 from threadloom.core.ingest.pipeline import run_ingest
 from threadloom.core.present.markdown import fold_line, wrap_plain
 from threadloom.core.present.render import PlainConsole, render_files_changed, render_pages, render_session

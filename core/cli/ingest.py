@@ -1,0 +1,288 @@
+"""`threadloom ingest`: read new and changed session logs into the database."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..ingest.pipeline import IngestReport
+    from ..ingest.pipeline import Progress as IngestProgress
+
+from .common import Command, add_db_option, open_writing, say_waiting
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser(
+        "ingest",
+        help="read new and changed session logs into the database",
+        description="Read new and changed session logs. Unchanged files are skipped "
+        "by size and mtime; grown files are read from where the last run stopped.",
+    )
+    add_db_option(p)
+    p.add_argument(
+        "--source",
+        metavar="DIR",
+        type=Path,
+        action="append",
+        default=[],
+        help="a folder or file of agent logs to read besides the default locations (repeatable)",
+    )
+    p.add_argument(
+        "--only", action="store_true", help="read only the --source folders, not the default locations"
+    )
+    p.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="start a fresh database (the old one is moved aside) and read every source again",
+    )
+    p.add_argument(
+        "--no-index",
+        action="store_true",
+        help="after a first (bulk) load, leave the search index to be built later: by the TUI "
+        "in the background, by `threadloom index`, or before the next search",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object with the counts")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from ..store import db
+    from ..store.writer_lock import writer_lock
+
+    # one writer at a time, decided before anything is opened: a second ingest waits here, saying so
+    with writer_lock(args.db or db.default_db_path(), on_wait=say_waiting):
+        return _ingest(args)
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from ..store import db
+
+    if args.rebuild:
+        return _rebuild(args, Path(args.db or db.default_db_path()))
+    conn = open_writing(args, rebuild=False)  # run_ingest rebuilds an older database's sessions first
+    try:
+        report = _run_ingest(args, conn)
+    finally:
+        conn.close()
+    return _report_ingest(args, report)
+
+
+def _run_ingest(args: argparse.Namespace, conn: sqlite3.Connection) -> IngestReport:
+    from ..ingest.pipeline import run_ingest
+
+    show_progress = not args.json and not args.quiet and sys.stderr.isatty()
+    build_index = not args.no_index
+    if show_progress:
+        return _ingest_with_progress(conn, args.source, not args.only, build_index)
+    return run_ingest(
+        conn, args.source, include_defaults=not args.only, build_index=build_index, on_wait=say_waiting
+    )
+
+
+def _report_ingest(
+    args: argparse.Namespace, report: IngestReport, extra: dict[str, Any] | None = None
+) -> int:
+    if args.json:
+        print(json.dumps({**report.as_dict(), **(extra or {})}))
+    else:
+        _print_ingest_summary(report)
+    return 1 if report.errors and report.files_read == 0 and report.files_skipped == 0 else 0
+
+
+def _rebuild(args: argparse.Namespace, path: Path) -> int:
+    """`ingest --rebuild`: a new database built beside the old one, from the agents' files and the
+    folders the old one remembered, put in its place only once complete; what the user gave the old
+    one (those folders, the sessions and projects hidden) is kept. The old one is kept under a name
+    no other rebuild takes (said, --json too); an interrupted rebuild leaves it as it was."""
+    from ..store import db
+
+    db.check_writable(path)  # a read-only database is left where it is
+    if path.is_file():  # another application's database is not moved aside (a damaged one is)
+        try:
+            with contextlib.closing(db.peek(path)) as old:
+                db.refuse_foreign(old, path)
+        except sqlite3.DatabaseError:
+            pass
+    given = _user_data(path)
+    fresh = path.with_name(f"{path.name}.rebuilding-{os.getpid()}")
+    _remove_database(fresh)
+    conn = db.connect(fresh)
+    try:
+        db.write_user_data(conn, given)
+        report = _run_ingest(args, conn)
+        if report.cancelled:
+            raise KeyboardInterrupt
+        _follow_renamed_sessions(conn)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the new file whole in itself before the swap
+    except BaseException:
+        conn.close()
+        _remove_database(fresh)
+        raise
+    conn.close()
+    kept = _keep_aside(path)
+    for suffix in ("", "-wal", "-shm"):
+        side = Path(str(fresh) + suffix)
+        if side.exists():
+            os.replace(side, Path(str(path) + suffix))
+    Path(str(fresh) + ".lock").unlink(missing_ok=True)
+    if kept and not args.json:
+        print(f"previous database kept as {kept}", file=sys.stderr)
+    return _report_ingest(args, report, {"previous_database": str(kept) if kept else None})
+
+
+def _follow_renamed_sessions(conn: sqlite3.Connection) -> None:
+    """What the old database kept on sessions whose ids this threadloom gives otherwise (Aider's,
+    read by an older one under their path) follows them into the rebuilt one."""
+    from ..store import db, memory_tables
+
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for renamed in db.RENAMED_SESSIONS.values():
+            memory_tables.rename_sessions(conn, renamed(conn))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _user_data(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    """What the user gave the database at `path`: the --source folders it remembers, the sessions
+    and projects hidden (none when it cannot be read: a damaged one is what a rebuild is for)."""
+    from ..store import db
+
+    if not path.is_file():
+        return {}
+    try:
+        old = db.peek(path)
+        try:
+            return db.read_user_data(old)
+        finally:
+            old.close()
+    except sqlite3.DatabaseError:
+        print(
+            f"threadloom: the --source folders, hidden sessions and memory {path} kept cannot be read from "
+            "it; pass the folders again",
+            file=sys.stderr,
+        )
+        return {}
+
+
+def _remove_database(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal", ".lock"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+
+
+def _keep_aside(path: Path) -> Path | None:
+    """Move the database (and its -wal and -shm) to `<name>.<time>.bak`, `<name>.<time>-2.bak`, …:
+    never a name already taken, so no earlier backup is ever replaced."""
+
+    if not path.exists():
+        return None
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    n = 1
+    while True:
+        target = path.with_name(f"{path.name}.{stamp}{'' if n == 1 else f'-{n}'}.bak")
+        try:
+            os.link(path, target)  # fails when the name is taken: checked and claimed in one step
+            break
+        except FileExistsError:
+            n += 1
+        except OSError:  # a file system without hard links: the name checked, then taken
+            if not target.exists():
+                os.replace(path, target)
+                break
+            n += 1
+    for suffix in ("-wal", "-shm"):
+        side = Path(str(path) + suffix)
+        if side.exists():
+            os.replace(side, Path(str(target) + suffix))
+    path.unlink(missing_ok=True)
+    return target
+
+
+def _ingest_with_progress(
+    conn: sqlite3.Connection, sources: Iterable[Path], include_defaults: bool, build_index: bool = True
+) -> IngestReport:
+    from rich.markup import escape
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from ..base.text import printable
+    from ..ingest.pipeline import PHASES, run_ingest
+
+    with Progress(
+        TextColumn("[bold]ingest[/]"),
+        BarColumn(),
+        DownloadColumn(),
+        TextColumn("{task.fields[files]}"),
+        TimeRemainingColumn(),
+        TextColumn("[dim]{task.fields[name]}"),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("ingest", total=None, files="", name="")
+
+        def on_progress(p: IngestProgress) -> None:
+            if p.path in PHASES:
+                doing = PHASES[p.path]
+                bar.update(
+                    task,
+                    total=p.bytes_total or 1,
+                    completed=p.bytes_done,
+                    files="",
+                    name=f"{doing} {p.phase_done / max(1, p.phase_total):.0%}",
+                )
+                return
+            # a file's name is anyone's (a --source from a backup): shown as text, never as markup or
+            # a terminal command
+            name = escape(printable(Path(p.path).name[:40]))
+            bar.update(
+                task,
+                total=p.bytes_total or 1,
+                completed=p.bytes_done,
+                files=f"{p.files_done}/{p.files_total} files",
+                name=name,
+            )
+
+        return run_ingest(
+            conn,
+            sources,
+            include_defaults=include_defaults,
+            progress=on_progress,
+            build_index=build_index,
+            on_wait=say_waiting,
+        )
+
+
+def _print_ingest_summary(report: IngestReport) -> None:
+    mb = report.bytes_read / 1e6
+    print(
+        f"{report.files_seen} files seen, {report.files_skipped} unchanged, {report.files_read} read "
+        f"({mb:.1f} MB), {report.records_added} records, {report.sessions} sessions updated "
+        f"({report.sessions_total} in total), {len(report.errors)} errors, {report.seconds:.2f} s"
+    )
+    if report.files_gone:
+        print(f"{report.files_gone} source files disappeared; their sessions are kept in the archive")
+    if report.unclaimed:
+        print(
+            f"{len(report.unclaimed)} files under your sources look like logs but no agent's reader takes "
+            "them (`threadloom sources` lists them, with why)"
+        )
+    from ..base.text import printable
+
+    for err in report.errors[:10]:
+        print("  error: " + printable(err).replace("\n", "\\n"), file=sys.stderr)  # one line each
+    if len(report.errors) > 10:
+        print(f"  … and {len(report.errors) - 10} more errors", file=sys.stderr)
+    if report.files_seen == 0:
+        print("no agent logs found in: " + ", ".join(report.roots) + ". Add some with --source DIR.")
+
+
+COMMANDS = (Command("ingest", cmd_ingest),)

@@ -1,0 +1,108 @@
+"""`threadloom search`: search every conversation by words and by meaning."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from .common import Command, add_db_option, catch_up_index, open_reading, open_writing, search_help
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser(
+        "search",
+        help="search every conversation by words and by meaning",
+        description="Search every conversation: by words (typos forgiven) and by meaning, fused (--mode).",
+        epilog="query syntax:\n" + search_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_db_option(p)
+    p.add_argument("query", nargs="+", help='words, "phrases" and filters (see below)')
+    p.add_argument("--limit", type=int, default=20, metavar="N", help="show at most N hits (default 20)")
+    p.add_argument("--json", action="store_true", help="print a JSON list of hits")
+    p.add_argument(
+        "--mode",
+        choices=("hybrid", "words", "meaning"),
+        default="hybrid",
+        help="hybrid (default): the words and the turns nearest in meaning, fused; words: every word "
+        "must match (typos forgiven); meaning: turns by meaning only, a sentence that shares no word still finds its turn",
+    )
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from ..insight.recall import search_recall
+    from ..read.search import parse_query
+    from ..store import db, search_index
+
+    unusable = parse_query(" ".join(args.query)).unusable_filters
+    if unusable:
+        for problem in unusable:
+            print(f"threadloom: {problem}", file=sys.stderr)
+        print("threadloom: nothing searched: mend the filter, or leave it out", file=sys.stderr)
+        return 2
+    conn = open_reading(args)
+    if search_index.pending(conn) is not None:
+        # catching the index up writes: only into a database that can be written
+        try:
+            db.check_writable(args.db or db.default_db_path())
+        except db.LedgerError:
+            print(
+                "threadloom: the database cannot be written, so the search index it left behind is not "
+                "completed now: the newest records may be missing from the hits (`threadloom index` "
+                "completes it once the database is writable)",
+                file=sys.stderr,
+            )
+        else:
+            conn.close()
+            conn = open_writing(args)
+            if catch_up_index(conn, quiet=args.json, wait=False) and not args.json:
+                print(
+                    "threadloom: the search index was behind the archive; it is complete now", file=sys.stderr
+                )
+    result = search_recall(conn, " ".join(args.query), mode=args.mode, limit=args.limit)
+    if args.json:
+        print(json.dumps([h.as_dict() for h in result.hits], ensure_ascii=False))
+        for problem in result.problems:
+            print(f"threadloom: {problem}", file=sys.stderr)
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from ..base.text import human_when, one_line
+    from ..read.query import UNTITLED, short_ids
+
+    console = Console(
+        highlight=False, width=None if sys.stdout.isatty() else 160
+    )  # piped: snippets not squeezed
+    for problem in result.problems:
+        console.print(Text(problem, style="yellow"))  # it quotes the query: never read as markup
+    table = Table(box=None, header_style="bold", pad_edge=False, expand=True)
+    table.add_column("session", max_width=34, overflow="fold")
+    shown = short_ids(conn)
+    table.add_column("who", no_wrap=True)
+    table.add_column("when", no_wrap=True)
+    table.add_column("snippet", ratio=1)
+    for h in result.hits:
+        snippet = Text(h.snippet)
+        for start, end in h.highlights:
+            snippet.stylize("bold reverse", start, end)
+        where = Text(one_line(h.session_title or UNTITLED, 34), style="bold")
+        where.append(f"\n{one_line(f'{h.agent} · {h.project or chr(63)}', 34)}", style="dim")
+        # the id as `sessions` prints it (a subagent's whole), which `show` takes back: never cut
+        where.append(f"\n{shown.get(h.session_id, h.session_id)}", style="dim")
+        if h.main_session_id:
+            where.append(f"\nsubagent of {one_line(h.main_title or h.main_session_id, 22)}", style="dim")
+        if h.why != "words":
+            snippet.append(
+                f"  ({'by meaning' if h.why == 'meaning' else 'words and meaning'})", style="italic cyan"
+            )
+        table.add_row(where, h.role or "", human_when(h.timestamp), snippet)
+    console.print(table)
+    console.print(f"[dim]{result.count_label} hits in {result.seconds * 1000:.0f} ms[/]")
+    return 0
+
+
+COMMANDS = (Command("search", cmd_search, reads=True),)

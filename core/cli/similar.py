@@ -1,0 +1,51 @@
+"""`threadloom similar`: the turns of other sessions most like a message or turn: have I solved this before?."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from .common import Command, add_db_option, open_reading
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser(
+        "similar",
+        help="the turns of other sessions most like a message or turn: have I solved this before?",
+        description="The turns of other sessions nearest in meaning to the turn of ENTRY (an entry id "
+        "or a message uuid from `show --json` or `search --json`, or a turn id).",
+    )
+    add_db_option(p)
+    p.add_argument("entry", help="an entry id, a message uuid, or a turn id")
+    p.add_argument("--limit", type=int, default=10, metavar="N", help="at most N turns (default 10)")
+    p.add_argument("--json", action="store_true", help="print a JSON list")
+
+
+def cmd_similar(args: argparse.Namespace) -> int:
+    from ..insight.recall import NotEmbedded, similar
+
+    conn = open_reading(args)
+    try:
+        hits = similar(conn, args.entry, limit=args.limit)
+    except NotEmbedded as exc:
+        print(f"threadloom: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps([h.as_dict() for h in hits], ensure_ascii=False))
+        return 0
+    from ..base.text import human_when, one_line
+
+    if not hits:
+        print("no turn of another session is like it")
+    for h in hits:
+        where = h.main_title or h.session_title or h.session_id
+        print(
+            f"{h.score:5.1f}  {human_when(h.timestamp):>12}  {one_line(where, 30):30}  {one_line(h.snippet, 80)}"
+        )
+        print(f"       threadloom show {h.session_id}" + (f"  #{h.seq}" if h.seq is not None else ""))
+    return 0
+
+
+COMMANDS = (Command("similar", cmd_similar, reads=True),)

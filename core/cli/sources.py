@@ -1,0 +1,130 @@
+"""`threadloom sources`: the locations checked on this machine and what was found."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from .common import Command, add_db_option, open_reading
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser(
+        "sources",
+        help="the locations checked on this machine and what was found",
+        description="Where threadloom looks for each agent's logs on this machine, whether "
+        "each place exists, and where the database is; and the sessions an agent's own cleanup will "
+        "delete soon that are not archived yet (Claude Code's cleanupPeriodDays, 30 days by default).",
+    )
+    add_db_option(p)
+    p.add_argument("--json", action="store_true", help="print the locations as JSON")
+    p.add_argument(
+        "--offline",
+        action="store_true",
+        help="do not ask the sync hub what waits there to be pulled (it is asked, for 5 s at most, otherwise)",
+    )
+
+
+def cmd_sources(args: argparse.Namespace) -> int:
+    from ..adapters import all_adapters
+    from ..store import db
+    from ..store.rows import fetch, values
+
+    conn = open_reading(args)
+    found = []
+    for adapter in all_adapters():
+        for root in adapter.default_roots():
+            count = sum(1 for _ in adapter.discover(root)) if root.exists() else 0
+            found.append({"agent": adapter.name, "path": str(root), "exists": root.exists(), "files": count})
+    remembered = values(conn, "SELECT path FROM source_roots ORDER BY path")
+    stats = fetch(
+        conn,
+        "SELECT agent, status, count(*) AS files, COALESCE(sum(size), 0) AS bytes FROM source_files "
+        "GROUP BY agent, status",
+    )
+    from ..ingest.pipeline import unclaimed as recorded_unclaimed
+
+    unclaimed = recorded_unclaimed(conn)
+    from dataclasses import asdict
+
+    from ..actions.cleanup import cleanup_risk
+    from ..read.side_files import side_file_counts
+
+    side = side_file_counts(conn)
+    risk = cleanup_risk(conn)
+    from ..ingest.sync import status as sync_status
+
+    hub = sync_status(conn)
+    if hub is not None:
+        from ..ingest.sync import waiting_on_hub
+
+        hub["waiting_on_hub"] = {"error": "not asked (--offline)"} if args.offline else waiting_on_hub(conn)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "database": str(args.db or db.default_db_path()),
+                    "default_locations": found,
+                    "remembered_sources": remembered,
+                    "ingested": [dict(row) for row in stats],  # agent, status, files, bytes
+                    "unclaimed": unclaimed,  # path, why: under a source, shaped like a log, read by none
+                    # agent, what, files, bytes, without_session: what sessions keep beside their logs
+                    "side_files": [asdict(kept) for kept in side],
+                    # per agent with a cleanup of its own: its sessions it will delete, not archived yet
+                    "cleanup": [risk.as_dict()] if risk is not None else [],
+                    # the sync hub: hub, machine, who, last_sync_ms, sharing, waiting_files (to push),
+                    # waiting_items (memory to push), waiting_on_hub (files, records, items to pull; or
+                    # error), pulled
+                    "sync": hub,
+                }
+            )
+        )
+        return 0
+    print(f"database: {args.db or db.default_db_path()}")
+    for f in found:
+        state = f"{f['files']} files" if f["exists"] else "not present"
+        print(f"  {f['agent']:<12} {f['path']}  ({state})")
+    for r in remembered:
+        print(f"  {'--source':<12} {r}")
+    for row in stats:
+        print(
+            f"  ingested: {row['agent']} {row['status']}: {row['files']} files, {row['bytes'] / 1e6:.1f} MB"
+        )
+    for kept in side:
+        loose = f", {kept.without_session} of no session in the archive" if kept.without_session else ""
+        print(f"  side files: {kept.agent} {kept.what}: {kept.files} files, {kept.bytes / 1e6:.1f} MB{loose}")
+    from ..base.text import printable
+
+    for file in unclaimed:
+        print(f"  not read: {printable(file['path'])}: {file['why']}")
+    if hub is not None:
+        from ..base.text import human_when
+
+        print(
+            f"  sync: hub {printable(hub['hub'])} as {hub['machine']}, last synced {human_when(hub['last_sync_ms'])}"
+        )
+        print(
+            f"  sync: waiting to be pushed: {hub['waiting_files']} files, {hub['waiting_items']} memory items"
+        )
+        there = hub["waiting_on_hub"]
+        if "error" in there:
+            print(f"  sync: waiting on the hub: not known ({printable(there['error'])})")
+        else:
+            print(
+                f"  sync: waiting on the hub to be pulled: {there['records']} records of {there['files']} files, "
+                f"{there['items']} memory items"
+            )
+        for m in hub["pulled"]:
+            print(f"  sync: from {m['machine']} ({m['who']}): {m['files']} files, {m['records']} records")
+    if risk is not None and risk.at_risk:
+        print(f"warning: {risk.message()}")
+    elif risk is not None:
+        print(
+            f"  cleanup: {risk.rule}; of its {risk.sessions} sessions here, {risk.unarchived} "
+            f"are not archived yet, none within {risk.margin_days} days of that"
+        )
+    return 0
+
+
+COMMANDS = (Command("sources", cmd_sources, reads=True),)

@@ -1,0 +1,99 @@
+"""`threadloom verify`: re-read every source and report stored bytes that no longer match."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+from typing import Any
+
+from .common import Command, add_db_option, open_reading
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser(
+        "verify",
+        help="re-read every source and report stored bytes that no longer match",
+        description="Re-read every source file still on disk and compare it with the bytes "
+        "stored for it: reports files that changed in place or shrank, and names each file that "
+        "disappeared with the session read from it (its stored copy is what `restore` writes back).",
+    )
+    add_db_option(p)
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the report as JSON (`missing`: every vanished file's path and sessions)",
+    )
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from ..read.archive import verify
+
+    conn = open_reading(args)
+    report = verify(conn)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "files_checked": report.files_checked,
+                    "files_missing": report.files_missing,
+                    "missing": [{"path": path, "sessions": sessions} for path, sessions in report.missing],
+                    "records_checked": report.records_checked,
+                    "files_rewritten": report.files_rewritten,
+                    "records_superseded": report.records_superseded,
+                    "mismatches": report.mismatches,
+                    "not_stored": [{"path": path, "error": error} for path, error in report.not_stored],
+                }
+            )
+        )
+    else:
+        print(
+            f"{report.files_checked} files, {report.records_checked} records checked; "
+            f"{report.files_missing} sources no longer on disk (kept in the archive)"
+            + (":" if report.missing else "")
+        )
+        _print_missing(conn, report.missing)
+        if report.files_rewritten:
+            print(
+                f"{report.files_rewritten} files were rewritten by their agents (or by hand): their earlier "
+                f"versions are kept ({report.records_superseded:,} records no longer in the files); "
+                "`threadloom restore SESSION --as-of TIME` writes a file as it was"
+            )
+        for line in report.mismatches:
+            print("  changed: " + line)
+        for path, error in report.not_stored:
+            print(f"  not stored: {path}: {error}")
+        if report.ok:
+            print("all stored bytes match their sources")
+        if report.mismatches:
+            print(f"{len(report.mismatches)} files differ")
+        if report.not_stored:
+            print(
+                f"{len(report.not_stored)} files could not be read into the archive, so their bytes are not "
+                "stored: mend what the error names (a file's permissions, say) and run `threadloom ingest` "
+                "again; an error that stays is a threadloom bug, please report it"
+            )
+    return 0 if report.ok else 1
+
+
+MISSING_SHOWN = 20  # vanished files named one a line; --json lists every one
+
+
+def _print_missing(conn: sqlite3.Connection, missing: list[tuple[str, list[str]]]) -> None:
+    """Each source no longer on disk, with the session read from it (as `sessions` prints its id)
+    and the command that writes it back."""
+    from ..read.query import short_ids
+
+    shown = short_ids(conn) if missing else {}
+    for path, sessions in missing[:MISSING_SHOWN]:
+        ids = [shown.get(s, s.split(":", 1)[-1]) for s in sessions]
+        if not ids:
+            print(f"  gone: {path}")
+            continue
+        more = f" (and {len(ids) - 1} more)" if len(ids) > 1 else ""
+        print(f"  gone: {path}  session {ids[0]}{more}: threadloom restore {ids[0]} --to DIR")
+    if len(missing) > MISSING_SHOWN:
+        print(f"  … and {len(missing) - MISSING_SHOWN:,} more (--json lists every one)")
+
+
+COMMANDS = (Command("verify", cmd_verify, reads=True),)
