@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..store.sql import transaction
+
 SESSION, PROJECT = "session", "project"
 MARK = "⊘"  # what marks a hidden session or project when hidden ones are shown
 
@@ -70,8 +72,7 @@ def set_hidden(conn: sqlite3.Connection, kind: str, keys: Iterable[str], hidden:
         raise ValueError(f"not a kind of hidden item: {kind!r}")
     now = int(time.time() * 1000)
     changed = 0
-    conn.execute("BEGIN")
-    try:
+    with transaction(conn):
         for key in keys:
             if hidden:
                 cursor = conn.execute(
@@ -80,22 +81,13 @@ def set_hidden(conn: sqlite3.Connection, kind: str, keys: Iterable[str], hidden:
             else:
                 cursor = conn.execute('DELETE FROM hidden WHERE kind = ? AND "key" = ?', (kind, key))
             changed += cursor.rowcount
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     return changed
 
 
 def show_all(conn: sqlite3.Connection) -> int:
     """Show every hidden session and project again, in the caller's writer; returns how many."""
-    conn.execute("BEGIN")
-    try:
+    with transaction(conn):
         changed = conn.execute("DELETE FROM hidden").rowcount
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     return changed
 
 

@@ -143,15 +143,11 @@ def _follow_renamed_sessions(conn: sqlite3.Connection) -> None:
     """What the old database kept on sessions whose ids this threadloom gives otherwise (Aider's,
     read by an older one under their path) follows them into the rebuilt one."""
     from ..store import db, memory_tables
+    from ..store.sql import transaction
 
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(conn, immediate=True):
         for renamed in db.RENAMED_SESSIONS.values():
             memory_tables.rename_sessions(conn, renamed(conn))
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def _user_data(path: Path) -> dict[str, list[tuple[object, ...]]]:

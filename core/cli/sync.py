@@ -170,7 +170,7 @@ def writer_lock_for(db_path: Path) -> Any:
 def _sync(args: argparse.Namespace, conn: sqlite3.Connection) -> int:
     from ..ingest import sync
     from ..store.db import MACHINE_KEY
-    from ..store.meta import get_meta
+    from ..store.sql import get_meta
 
     url = args.url or get_meta(conn, sync.URL_KEY)
     if not url:

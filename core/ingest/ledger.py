@@ -33,6 +33,7 @@ from ..insight.stats import BUCKET_MS, mark_since, mark_stale, quarter_hour
 from ..store.db import TITLE_TYPES_SQL
 from ..store.derived import CHECKPOINTS, REPLAYED_TABLES
 from ..store.rows import values
+from ..store.sql import transaction
 
 SESSION_COLUMNS = (
     "id",
@@ -767,8 +768,7 @@ class Ledger:
         self.pending_sessions = set()
         if not sessions and not summaries_added:
             return sessions
-        conn.execute("BEGIN")
-        try:
+        with transaction(conn):
             summaries = _summaries_by_session(conn)
             if summaries_added:
                 sessions |= set(summaries)
@@ -787,10 +787,6 @@ class Ledger:
                 "INSERT OR IGNORE INTO derived_pending (kind, session_id) VALUES ('signals', ?)",
                 [(sid,) for sid in sessions],
             )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         self.summaries_added = False
         self.sessions.clear()
         self.token_turns.clear()
@@ -1108,14 +1104,9 @@ def rebuild_derived(
     """Recompute derived tables (all, or for `sessions`) by replaying `entries.raw` in order.
 
     Raises ReplayCancelled, with nothing changed, when `cancel` is set during the replay."""
-    conn.execute("BEGIN")
-    try:
+    with transaction(conn):
         ledger = Ledger(conn)
         replay(conn, ledger, sessions, progress=progress, cancel=cancel)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     return ledger.finalize()
 
 

@@ -50,7 +50,7 @@ from ..insight.cost import price_pending
 from ..insight.stats import refresh_pending
 from ..store import search_index
 from ..store.db import FIRST_LOAD_SUFFIX, LIVE_FIRST_LOADS, MIRROR_LIKE, MIRROR_ROOT, REBUILD_KEY, rebuild_due
-from ..store.meta import get_meta, set_meta
+from ..store.sql import get_meta, set_meta, transaction
 from ..store.writer_lock import WriterBusy, writer_lock
 from . import workers as ingest_workers
 from .ledger import Ledger, ReplayCancelled, rebuild_derived, replay
@@ -765,14 +765,9 @@ def _rebuild(
         rebuild_derived(conn, progress=on_step, cancel=cancel)
     except ReplayCancelled:
         return False
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(conn, immediate=True):
         search_index.reset(conn)
         set_meta(conn, REBUILD_KEY, None)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     price_pending(conn)  # the replay wrote the usage rows again, unpriced
     refresh_pending(conn)
     from ..insight import signals

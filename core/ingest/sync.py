@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..store import db
-from ..store.db import MACHINE_KEY, MIRROR_ROOT, WHO_KEY, transaction
-from ..store.meta import get_meta, set_meta
+from ..store.db import MACHINE_KEY, MIRROR_ROOT, WHO_KEY
+from ..store.sql import get_meta, set_meta, transaction
 
 if TYPE_CHECKING:
     import psycopg

@@ -23,7 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..store.meta import get_meta, set_meta
+from ..store.sql import get_meta, set_meta, transaction
 from .stats import mark_since, quarter_hour
 
 PRICES_KEY = "prices_version"  # ledger_meta: the price data the stored costs come from
@@ -239,11 +239,10 @@ def price_pending(conn: sqlite3.Connection) -> set[str]:
     that cost."""
     version = prices_version()
     if get_meta(conn, PRICES_KEY) != version:
-        conn.execute("BEGIN")
-        conn.execute("UPDATE agent_usage SET priced = 0 WHERE priced = 1")
-        conn.execute("DELETE FROM model_rates")
-        set_meta(conn, PRICES_KEY, version)
-        conn.execute("COMMIT")
+        with transaction(conn):
+            conn.execute("UPDATE agent_usage SET priced = 0 WHERE priced = 1")
+            conn.execute("DELETE FROM model_rates")
+            set_meta(conn, PRICES_KEY, version)
     rows = conn.execute(
         "SELECT message_id, session_id, model, timestamp, input_tokens, output_tokens, cache_creation_tokens, "
         "cache_read_tokens, recorded_cost_usd FROM agent_usage WHERE priced = 0"
@@ -265,8 +264,7 @@ def price_pending(conn: sqlite3.Connection) -> set[str]:
             cost = None if found is None else found.cost(inp, out, write, read)
         updates.append((cost, message_id))
         sessions.add(session_id)
-    conn.execute("BEGIN")
-    try:
+    with transaction(conn):
         conn.executemany("UPDATE agent_usage SET cost_usd = ?, priced = 1 WHERE message_id = ?", updates)
         conn.executemany(
             "INSERT OR REPLACE INTO model_rates (model, day, rates) VALUES (?, ?, ?)", stored.new
@@ -285,8 +283,4 @@ def price_pending(conn: sqlite3.Connection) -> set[str]:
             "INSERT OR IGNORE INTO derived_pending (kind, session_id) VALUES ('signals', ?)",
             [(sid,) for sid in sessions],
         )
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     return sessions

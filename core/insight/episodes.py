@@ -387,8 +387,7 @@ def refresh(
 ) -> int:
     """The episodes of `sessions` (of every session, once, when built by an older EPISODES_VERSION),
     a batch of sessions per transaction. Returns how many sessions were brought up to date."""
-    from ..store.db import transaction
-    from ..store.meta import get_meta, set_meta
+    from ..store.sql import get_meta, set_meta, transaction
 
     whole = get_meta(conn, EPISODES_VERSION_KEY) != EPISODES_VERSION
     if whole:
@@ -429,8 +428,7 @@ def _embedding_ready(conn: sqlite3.Connection) -> bool:
 def _clear_other_models(conn: sqlite3.Connection) -> None:
     """Vectors computed by another model are cleared (they are all computed again); cheap otherwise."""
     from ..base import embed
-    from ..store.db import transaction
-    from ..store.meta import get_meta, set_meta
+    from ..store.sql import get_meta, set_meta, transaction
 
     if get_meta(conn, embed.MODEL_KEY) != embed.MODEL:
         with transaction(conn):
@@ -441,7 +439,7 @@ def _clear_other_models(conn: sqlite3.Connection) -> None:
 def _store_vectors(conn: sqlite3.Connection, episodes: list[Episode]) -> None:
     """Inside the caller's transaction: embed the episodes (prompt and deeds mixed) and store them."""
     from ..base import embed
-    from ..store.meta import set_meta
+    from ..store.sql import set_meta
 
     if not episodes:
         return
@@ -468,7 +466,7 @@ def embed_pending(
     """Embed every episode without a vector (new, changed, left by a killed run, or all of them
     when the model changed), committing each batch: an interrupted pass resumes where it stopped.
     Returns how many were embedded; 0 without a model (a broken install: words still work)."""
-    from ..store.db import transaction
+    from ..store.sql import transaction
 
     _clear_other_models(conn)
     total = conn.execute("SELECT count(*) FROM episodes WHERE vector IS NULL").fetchone()[0]

@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 
 from ..store.memory_tables import DDL, TABLES, MemoryRefused, clean_tag, missing_table
+from ..store.sql import transaction
 
 MARK_KINDS = ("tag", "note", "bookmark")
 TARGET_TYPES = ("session", "turn", "message", "entry")
@@ -180,13 +181,8 @@ def writing(
             try:
                 for ddl in DDL:  # a database opened before these tables existed (cheap when present)
                     conn.execute(ddl)
-                conn.execute("BEGIN IMMEDIATE")
-                try:
+                with transaction(conn, immediate=True):
                     yield conn
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
             finally:
                 conn.close()
     except WriterBusy as exc:

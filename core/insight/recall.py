@@ -23,7 +23,7 @@ from ..base.text import flat
 from ..read import search
 from ..read.query import main_sql, title_sql
 from ..read.search import Hit, ParsedQuery, SearchResult, parse_query
-from ..store.meta import get_meta
+from ..store.sql import get_meta
 from .episodes import GENERATION_KEY
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ def finish(
     anything a killed run left marked. Returns the seconds the signals took."""
     from ..base.text import SIGNALS_VERSION, SIGNALS_VERSION_KEY
     from ..insight import episodes
-    from ..store.meta import get_meta
+    from ..store.sql import get_meta
     from .cost import price_pending
     from .stats import refresh_pending
 

@@ -28,8 +28,8 @@ from rapidfuzz import fuzz
 from ..base.text import SIGNALS_VERSION, SIGNALS_VERSION_KEY, is_bare_command, one_line, task_notice
 from ..read.browse import COMPACTION_SUBTYPES, COMPACTION_TYPES, abandoned_turns
 from ..read.query import SessionSummary, ToolCall, fill_tool_io, get_session
-from ..store.meta import set_meta
 from ..store.rows import fetch, values
+from ..store.sql import set_meta, transaction
 
 
 @dataclass(frozen=True, slots=True)
@@ -1294,8 +1294,7 @@ def _store(
                     checkpoint.carry.dump(),
                 )
             )
-    conn.execute("BEGIN")
-    try:
+    with transaction(conn):
         if clear_all:
             conn.execute("DELETE FROM session_signals")
             conn.execute("DELETE FROM signals_state")
@@ -1317,10 +1316,6 @@ def _store(
             "INSERT INTO signals_prompts (session_id, key, entry_id, seq, turn_id, replies) VALUES (?, ?, ?, ?, ?, ?)",
             members,
         )
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 # ---------------------------------------------------------------------------- reading them

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..store.meta import get_meta, set_meta
 from ..store.rows import fetch
+from ..store.sql import get_meta, set_meta, transaction
 
 if TYPE_CHECKING:
     from ..adapters.base import Adapter
@@ -72,16 +72,14 @@ def refresh_pending(conn: sqlite3.Connection) -> int:
     once, when they were summed by an older STATS_VERSION); returns how many sessions. Run where
     the caller writes (the ingest, under its writer lock)."""
     if get_meta(conn, STATS_VERSION_KEY) != STATS_VERSION:
-        conn.execute("BEGIN")
-        conn.execute("INSERT OR IGNORE INTO stats_pending (session_id) SELECT id FROM agent_sessions")
-        set_meta(conn, STATS_VERSION_KEY, STATS_VERSION)
-        conn.execute("COMMIT")
+        with transaction(conn):
+            conn.execute("INSERT OR IGNORE INTO stats_pending (session_id) SELECT id FROM agent_sessions")
+            set_meta(conn, STATS_VERSION_KEY, STATS_VERSION)
     sessions = [r[0] for r in conn.execute(PENDING)]
     if not sessions:
         return 0
     roots = _roots(conn, sessions)
-    conn.execute("BEGIN")
-    try:
+    with transaction(conn):
         _whole_where_needed(conn, roots)
         copies = _fork_copies(conn)
         conn.executemany(  # a fork's edits it copied from its source: the source's, not the fork's
@@ -114,10 +112,6 @@ def refresh_pending(conn: sqlite3.Connection) -> int:
         )
         conn.execute(ROLLUP_SQL, _copies_params(copies))
         conn.execute("DELETE FROM stats_pending")
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     return len(sessions)
 
 

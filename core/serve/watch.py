@@ -723,7 +723,7 @@ class Watcher:
         """Push what the ingest read and pull what other machines pushed, with the hub and sharing rules
         the last `threadloom sync` remembered; a hub out of reach is said and tried again next time."""
         from ..ingest import sync
-        from ..store.meta import get_meta
+        from ..store.sql import get_meta
 
         url = get_meta(conn, sync.URL_KEY)
         if not url:

@@ -13,16 +13,15 @@ import re
 import shlex
 import sqlite3
 import stat
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import quote
 
 from . import derived, memory_tables
-from .meta import get_meta, set_meta
 from .search_index import SEARCH_DDL
+from .sql import get_meta, set_meta, transaction
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Dialect  # imported where it is used: opening a ledger never loads it
@@ -883,8 +882,7 @@ def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool, rebuild_from
     from . import models, search_index
 
     dialect = sqlite_dialect.dialect()
-    conn.execute("BEGIN")
-    try:
+    with transaction(conn):
         conn.execute("DROP VIEW IF EXISTS agent_messages")
         existing = _table_names(conn)
         for (old_index,) in conn.execute(
@@ -922,10 +920,6 @@ def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool, rebuild_from
             _rename_sessions(conn, rebuild_from)
             set_meta(conn, REBUILD_KEY, str(rebuild_from))
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def _renamed_aider(conn: sqlite3.Connection) -> dict[str, str]:
@@ -964,20 +958,6 @@ def _move_raw_last(conn: sqlite3.Connection, models: ModuleType, dialect: Dialec
 def chunked(items: list[T], size: int = 500) -> Iterable[list[T]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
-
-
-@contextmanager
-def transaction(conn: sqlite3.Connection, *, immediate: bool = False) -> Iterator[None]:
-    """BEGIN … COMMIT on a connection in explicit-transaction mode; ROLLBACK on any error.
-    `immediate`: take the write lock at BEGIN (a transaction that reads, then writes, would
-    otherwise fail busy where another writer came in between)."""
-    conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
-    try:
-        yield
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 if __name__ == "__main__":

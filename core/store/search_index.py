@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .meta import get_meta, set_meta
+from .sql import get_meta, set_meta
 from .writer_lock import WriterBusy, writer_lock
 
 STATE_KEY = "search_index"  # "stale" while the index is behind the entries table

@@ -8,7 +8,7 @@ import json
 
 import pytest
 from threadloom.core.insight import cost
-from threadloom.core.store.meta import set_meta
+from threadloom.core.store.sql import set_meta
 
 from tests.builders.claude import Transcript
 from tests.support import ingest

@@ -28,7 +28,7 @@ import pytest
 from threadloom.core.cli import main
 from threadloom.core.ingest.pipeline import run_ingest
 from threadloom.core.store import db
-from threadloom.core.store.meta import set_meta
+from threadloom.core.store.sql import set_meta
 
 from tests.builders.claude import Transcript, tool_use
 from tests.support import SID, make_archive

@@ -14,7 +14,7 @@ import pytest
 from threadloom.core.base import embed
 from threadloom.core.insight import episodes, recall
 from threadloom.core.insight.recall import build_context, search_recall, similar
-from threadloom.core.store.meta import get_meta, set_meta
+from threadloom.core.store.sql import get_meta, set_meta
 
 from tests.builders.claude import Transcript, tool_use
 from tests.support import CORPUS, ingest

@@ -199,7 +199,7 @@ def test_signals_found_by_an_older_pass_are_all_found_again_by_the_next_ingest(c
     """An archive whose signals an older threadloom found (before it knew Codex's turn_aborted)
     has them all found again by the next ingest, though no log changed."""
     from threadloom.core.base.text import SIGNALS_VERSION, SIGNALS_VERSION_KEY
-    from threadloom.core.store.meta import get_meta, set_meta
+    from threadloom.core.store.sql import get_meta, set_meta
 
     r = Rollout(tmp_path / "codex", THREAD)
     r.meta()
@@ -226,7 +226,7 @@ def test_finding_every_sessions_signals_again_says_how_far_it_is(conn, tmp_path,
     progress names it and counts its sessions, so a bar does not sit still meanwhile."""
     from threadloom.core.base.text import SIGNALS_VERSION_KEY
     from threadloom.core.ingest.pipeline import SIGNALS, run_ingest
-    from threadloom.core.store.meta import set_meta
+    from threadloom.core.store.sql import set_meta
 
     from tests.support import archive
 
@@ -398,7 +398,7 @@ def test_new_price_data_recomputes_the_dead_ends_it_prices(conn, tmp_path):
     """A dead end's cost is in its signal's text: new price data prices every session again, and
     their signals follow, though no log changed."""
     from threadloom.core.insight import cost
-    from threadloom.core.store.meta import set_meta
+    from threadloom.core.store.sql import set_meta
 
     t = transcript(tmp_path)
     t.user("speed up the importer")

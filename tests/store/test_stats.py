@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 from threadloom.core.ingest.ledger import rebuild_derived
 from threadloom.core.insight import stats
-from threadloom.core.store.meta import set_meta
+from threadloom.core.store.sql import set_meta
 
 from tests.builders.claude import Transcript, tool_use
 from tests.support import ingest
@@ -325,7 +325,7 @@ def test_every_message_is_on_a_day_and_a_session_without_any_time_is_undated(con
 
 
 def test_rollups_summed_by_an_older_stats_version_are_summed_again_once(conn, tmp_path):
-    from threadloom.core.store.meta import get_meta
+    from threadloom.core.store.sql import get_meta
 
     t = edit_session(tmp_path)
     t.write()

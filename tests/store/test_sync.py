@@ -366,7 +366,7 @@ def test_watch_syncs_after_each_change(tmp_path: Path, hub: str) -> None:
     import threading
 
     from threadloom.core.serve.watch import Watcher, WatchOptions
-    from threadloom.core.store.meta import set_meta
+    from threadloom.core.store.sql import set_meta
 
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
     t = machine_session(laptop.root, A, "/home/me/app")
@@ -585,7 +585,7 @@ def test_a_codex_rollout_appended_to_is_derived_as_on_its_machine(tmp_path: Path
     # and again when every session is placed again from the stored records (a schema upgrade)
     from threadloom.core.ingest.pipeline import rebuild_pending
     from threadloom.core.store.db import REBUILD_KEY
-    from threadloom.core.store.meta import set_meta
+    from threadloom.core.store.sql import set_meta
 
     before = box.conn.execute("SELECT * FROM agent_usage ORDER BY 1").fetchall()
     box.conn.execute("BEGIN IMMEDIATE")

@@ -1511,7 +1511,7 @@ async def test_finding_every_sessions_signals_again_shows_in_the_bar(tmp_path: P
     from threadloom.core.ingest.pipeline import run_ingest
     from threadloom.core.insight import signals
     from threadloom.core.store import db
-    from threadloom.core.store.meta import set_meta
+    from threadloom.core.store.sql import set_meta
 
     root = small_archive(tmp_path)
     conn = db.connect(tmp_path / "older.db")

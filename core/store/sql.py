@@ -1,0 +1,35 @@
+"""The smallest SQL helpers, the lowest piece of the store that anything may use: one transaction
+with its rollback, and `ledger_meta`, the small named values every layer keeps in the database
+(versions, positions, the sync's machine)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM ledger_meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def set_meta(conn: sqlite3.Connection, key: str, value: str | None) -> None:
+    if value is None:
+        conn.execute("DELETE FROM ledger_meta WHERE key = ?", (key,))
+    else:
+        conn.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)", (key, value))
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection, *, immediate: bool = False) -> Iterator[None]:
+    """BEGIN … COMMIT on a connection in explicit-transaction mode; ROLLBACK on any error.
+    `immediate`: take the write lock at BEGIN (a transaction that reads, then writes, would
+    otherwise fail busy where another writer came in between)."""
+    conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
