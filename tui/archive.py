@@ -220,11 +220,9 @@ class ArchiveApp(App[int]):
             self._open_database(readonly=self.archive.first_load)
 
     def on_ingest_progressed(self, event: IngestProgressed) -> None:
-        from ..core.ingest.pipeline import PHASES
-
         p = event.progress
         self.browser.show_progress(p)
-        if p.path in PHASES:  # the files are all in: nothing new to show
+        if p.phase.after_files:  # the files are all in: nothing new to show
             return
         if self.conn is None and self.archive.first_load and p.files_done > 0:
             # the load is under way (its files are being written in ~1 s transactions): browse

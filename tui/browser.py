@@ -1229,18 +1229,18 @@ class BrowserScreen(Screen[None]):
 
     def show_progress(self, p: Progress) -> None:
         """The bar and its label: files and bytes, or how much of the search index is built."""
-        from ..core.ingest.pipeline import EMBEDDING, INDEXING, PHASES
+        from ..core.ingest.pipeline import Phase
 
         bar = self.query_one(ProgressBar)
         label = self.query_one("#ingest-label", Label)
-        if p.path in PHASES:
+        if p.phase.after_files:
             bar.update(total=max(1, p.phase_total), progress=p.phase_done)
             share = f"{p.phase_done / max(1, p.phase_total):.0%}"
             label.update(
                 f"Indexing for search: {share} · browse meanwhile · Esc pauses"
-                if p.path == INDEXING
+                if p.phase is Phase.INDEXING
                 else f"Embedding turns for search by meaning: {share} · browse meanwhile"
-                if p.path == EMBEDDING
+                if p.phase is Phase.EMBEDDING
                 else f"Finding signals in every session: {share}",
                 layout=False,  # its size is fixed: no layout of the whole screen 20 times a second
             )

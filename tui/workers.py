@@ -350,7 +350,7 @@ def _records_then_index(
 ) -> IngestReport:
     """The ingest's work once it is the one writer: `core.ingest.pipeline.run_ingest` without its index
     phase, news that the records are in, then that phase on its own (a run with nothing to read)."""
-    from ..core.ingest.pipeline import INDEXING, IngestReport, rebuild_pending, run_ingest
+    from ..core.ingest.pipeline import IngestReport, Phase, rebuild_pending, run_ingest
     from ..core.store import search_index
 
     last = [0.0]
@@ -384,7 +384,7 @@ def _records_then_index(
     post(IngestStatus("Indexing for search"))
 
     def index_progress(p: Progress) -> None:
-        if p.path == INDEXING:  # not the run's closing "0 of 0 files"
+        if p.phase is Phase.INDEXING:  # not the run's closing "0 of 0 files"
             post(IngestProgressed(p))
 
     index = run_ingest(conn, include_defaults=False, remember=False, progress=index_progress, cancel=cancel)

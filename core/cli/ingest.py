@@ -212,7 +212,7 @@ def _ingest_with_progress(
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
     from ..base.text import printable
-    from ..ingest.pipeline import PHASES, run_ingest
+    from ..ingest.pipeline import run_ingest
 
     with Progress(
         TextColumn("[bold]ingest[/]"),
@@ -226,8 +226,8 @@ def _ingest_with_progress(
         task = bar.add_task("ingest", total=None, files="", name="")
 
         def on_progress(p: IngestProgress) -> None:
-            if p.path in PHASES:
-                doing = PHASES[p.path]
+            if p.phase.after_files:
+                doing = p.phase.value
                 bar.update(
                     task,
                     total=p.bytes_total or 1,

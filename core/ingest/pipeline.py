@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple, Protocol
 
@@ -67,6 +68,21 @@ VERSION_SUFFIX = "#version-"  # a version's row is named `<path>#version-<n>`
 LEDGER_ONLY_KINDS = ("decoded", VERSION_KIND)
 
 
+class Phase(Enum):
+    """What an ingest is doing as its progress reports it, each named as a progress line says it."""
+
+    FILES = "reading agent logs"  # files and bytes read; `path`: the file being read
+    REBUILDING = "rebuilding sessions from stored records"  # after an upgrade: files and bytes replayed
+    INDEXING = "indexing for search"  # phase_done of phase_total entry ids indexed
+    SIGNALS = "finding signals"  # sessions looked at (all of them after new price data or signal pass)
+    EMBEDDING = "embedding turns for search by meaning"  # episodes embedded
+
+    @property
+    def after_files(self) -> bool:
+        """A phase that follows the files: the records are in and browsable while it runs."""
+        return self in (Phase.INDEXING, Phase.SIGNALS, Phase.EMBEDDING)
+
+
 @dataclass
 class Progress:
     files_done: int
@@ -75,24 +91,9 @@ class Progress:
     bytes_total: int
     path: str
     elapsed: float
-    # in a phase after the files (path == INDEXING: entry ids indexed; SIGNALS: sessions looked at)
-    phase_done: int = 0
+    phase_done: int = 0  # in a phase after the files: how far it is (see Phase)
     phase_total: int = 0
-
-
-INDEXING = "building the search index"
-# Progress.path while every session's signals are found again (new price data, a newer signal pass)
-SIGNALS = "finding signals"
-# Progress.path while new turns are embedded for search by meaning (episodes embedded)
-EMBEDDING = "embedding turns"
-# the phases after the files, and how a progress line names each
-PHASES = {
-    INDEXING: "indexing for search",
-    SIGNALS: "finding signals",
-    EMBEDDING: "embedding turns for search by meaning",
-}
-# Progress.path while the derived tables are rebuilt after a schema upgrade (files and bytes replayed)
-REBUILDING = "rebuilding sessions from stored records"
+    phase: Phase = Phase.FILES
 
 
 @dataclass
@@ -671,10 +672,11 @@ def _run_ingest(
                             len(plans),
                             bytes_done,
                             bytes_total,
-                            INDEXING,
+                            "",
                             time.perf_counter() - started,
                             p.done,
                             p.total,
+                            Phase.INDEXING,
                         )
                     )
 
@@ -695,13 +697,19 @@ def _run_ingest(
     def signals_progress(done: int, total: int) -> None:
         if progress is not None:
             elapsed = time.perf_counter() - started
-            progress(Progress(len(plans), len(plans), bytes_done, bytes_total, SIGNALS, elapsed, done, total))
+            progress(
+                Progress(
+                    len(plans), len(plans), bytes_done, bytes_total, "", elapsed, done, total, Phase.SIGNALS
+                )
+            )
 
     def embed_progress(done: int, total: int) -> None:
         if progress is not None:
             elapsed = time.perf_counter() - started
             progress(
-                Progress(len(plans), len(plans), bytes_done, bytes_total, EMBEDDING, elapsed, done, total)
+                Progress(
+                    len(plans), len(plans), bytes_done, bytes_total, "", elapsed, done, total, Phase.EMBEDDING
+                )
             )
 
     # costs, the stats' sums, the episodes, the signals: of this run's sessions and any a killed run left
@@ -734,7 +742,7 @@ def rebuild_pending(
     (nothing was due, or the rebuild is done); False when `cancel` stopped it (nothing changed:
     it is still due) or it was cancelled while waiting for another writer.
 
-    `progress` gets the phase as ingest Progress with path REBUILDING (files and bytes
+    `progress` gets the phase as ingest Progress of Phase.REBUILDING (files and bytes
     replayed). The search index is indexed again afterwards (`core.store.search_index.build`): the
     replay re-derives the text it covers."""
     if rebuild_due(conn) is None:
@@ -759,7 +767,12 @@ def _rebuild(
 
         def on_step(files_done: int, files_total: int, bytes_done: int, bytes_total: int) -> None:
             elapsed = time.perf_counter() - started
-            progress(Progress(files_done, files_total, bytes_done, bytes_total, REBUILDING, elapsed))
+            progress(
+                Progress(
+                    files_done, files_total, bytes_done, bytes_total, Phase.REBUILDING.value, elapsed,
+                    phase=Phase.REBUILDING,
+                )
+            )  # fmt: skip
 
     try:
         rebuild_derived(conn, progress=on_step, cancel=cancel)

@@ -310,13 +310,13 @@ def test_an_archive_from_before_episodes_is_searched_by_words_and_says_why(archi
 
 
 def test_an_ingest_says_how_far_the_embedding_is(conn, tmp_path):
-    from threadloom.core.ingest.pipeline import EMBEDDING, run_ingest
+    from threadloom.core.ingest.pipeline import Phase, run_ingest
 
     seen = []
     report = run_ingest(
         conn, [write_archive(tmp_path / "projects")], include_defaults=False, progress=seen.append
     )
-    phases = [(p.phase_done, p.phase_total) for p in seen if p.path == EMBEDDING]
+    phases = [(p.phase_done, p.phase_total) for p in seen if p.phase is Phase.EMBEDDING]
     assert phases and phases[-1][0] == phases[-1][1] == 4  # the four sessions' turns
     assert report.episodes_seconds > 0
 

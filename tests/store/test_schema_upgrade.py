@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from threadloom.core.ingest.pipeline import REBUILDING, Progress, rebuild_pending, run_ingest
+from threadloom.core.ingest.pipeline import Phase, Progress, rebuild_pending, run_ingest
 from threadloom.core.read import search
 from threadloom.core.store import db, search_index
 
@@ -74,7 +74,7 @@ def test_connect_upgrades_the_tables_without_replaying_and_the_next_ingest_rebui
     seen: list[Progress] = []
     report = run_ingest(conn, [root], include_defaults=False, progress=seen.append)
     assert not report.errors and report.files_read == 0  # nothing new: the rebuild alone
-    phase = [p for p in seen if p.path == REBUILDING]
+    phase = [p for p in seen if p.phase is Phase.REBUILDING]
     assert phase and phase[0].files_done == 0 and phase[-1].files_done == phase[-1].files_total == 1
     assert phase[-1].bytes_done == phase[-1].bytes_total > 0
     assert seen.index(phase[-1]) < len(seen) - 1  # before the files are looked at
@@ -91,7 +91,7 @@ def test_rebuild_pending_does_the_replay_once(tmp_path):
     conn = db.connect(path)
     steps: list[Progress] = []
     assert rebuild_pending(conn, steps.append)
-    assert derived(conn) == fresh and {p.path for p in steps} == {REBUILDING}
+    assert derived(conn) == fresh and {p.phase for p in steps} == {Phase.REBUILDING}
     steps.clear()
     assert rebuild_pending(conn, steps.append) and not steps  # nothing was due the second time
     conn.close()

@@ -225,7 +225,7 @@ def test_finding_every_sessions_signals_again_says_how_far_it_is(conn, tmp_path,
     """That pass takes seconds on a large archive, after the files are all read: the ingest's
     progress names it and counts its sessions, so a bar does not sit still meanwhile."""
     from threadloom.core.base.text import SIGNALS_VERSION_KEY
-    from threadloom.core.ingest.pipeline import SIGNALS, run_ingest
+    from threadloom.core.ingest.pipeline import Phase, run_ingest
     from threadloom.core.store.sql import set_meta
 
     from tests.support import archive
@@ -237,7 +237,7 @@ def test_finding_every_sessions_signals_again_says_how_far_it_is(conn, tmp_path,
     seen = []
     report = run_ingest(conn, [projects], include_defaults=False, progress=seen.append)
     assert report.signals_seconds > 0 and not report.errors
-    phase = [(p.phase_done, p.phase_total) for p in seen if p.path == SIGNALS]
+    phase = [(p.phase_done, p.phase_total) for p in seen if p.phase is Phase.SIGNALS]
     assert phase == [(done, 5) for done in range(5)]
     assert seen[-1].path == ""  # then the run's end, as before
 

@@ -1476,7 +1476,7 @@ async def test_search_says_what_was_chosen_and_the_app_acts_on_it(demo_db: Path)
 async def test_ingest_says_records_first_then_the_index_then_its_end(tmp_path: Path) -> None:
     """A first load: the records' news, then the search index (core's own index phase, its
     progress as the index's alone), then one Ingested carrying the same report, completed."""
-    from threadloom.core.ingest.pipeline import INDEXING
+    from threadloom.core.ingest.pipeline import Phase
 
     root = small_archive(tmp_path)
     app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root])
@@ -1494,7 +1494,7 @@ async def test_ingest_says_records_first_then_the_index_then_its_end(tmp_path: P
             i for i, m in enumerate(seen.messages) if isinstance(m, workers.IngestStatus) and i > loaded
         )
         after = [m.progress for m in seen.messages[indexing:] if isinstance(m, workers.IngestProgressed)]
-        assert after and all(p.path == INDEXING for p in after)
+        assert after and all(p.phase is Phase.INDEXING for p in after)
         assert after[-1].phase_done == after[-1].phase_total > 0
         (records,) = seen.of(workers.RecordsLoaded)
         (ended,) = seen.of(workers.Ingested)
