@@ -222,8 +222,8 @@ class ContextScreen(ModalScreen[None]):
         """The agent runs in this terminal; threadloom comes back when it ends (then reads what it wrote)."""
         from textual.app import SuspendNotSupported
 
+        from . import shell
         from .events import AgentRan
-        from .fork import hand_over, run_in_shell
 
         launch = self._prepare()
         if launch is None:
@@ -233,8 +233,8 @@ class ContextScreen(ModalScreen[None]):
             self._show()
             return
         try:
-            with hand_over(self.app):
-                code = run_in_shell(launch.command)
+            with shell.hand_over(self.app):
+                code = shell.run_in_shell(launch.command)
         except SuspendNotSupported:
             self.action_copy()
             self.error = "This terminal cannot be handed over from here: the command was copied instead."

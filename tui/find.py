@@ -10,7 +10,6 @@ state of one open session and is reached from `MessageView` through a few small 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from typing import TYPE_CHECKING
 
 from rich.segment import Segment
 from rich.style import Style
@@ -29,9 +28,7 @@ from ..core.read import find
 from ..core.read.browse import Segment as CompactionSegment
 from ..core.read.find import Place
 from . import workers
-
-if TYPE_CHECKING:
-    from .messages import Block, MessageView, Rendered
+from .message_blocks import Block, Rendered, SessionView
 
 DEBOUNCE = 0.12
 MATCH_STYLE = Style(color="#1c1c1c", bgcolor="#d7af5f")
@@ -140,7 +137,7 @@ class FindBar(Horizontal):
 class Navigator:
     """Find, jumps and the segment footer for the session a `MessageView` shows."""
 
-    def __init__(self, view: MessageView) -> None:
+    def __init__(self, view: SessionView) -> None:
         self.view = view
         self.bar: FindBar | None = None
         self.query = ""  # what is found (the bar may hold more, typed since)
@@ -468,7 +465,7 @@ def _block_of(rendered: Rendered, place: Place) -> int | None:
     return None
 
 
-def _after(view: MessageView, place: Place, call_id: str) -> bool:
+def _after(view: SessionView, place: Place, call_id: str) -> bool:
     """In the message under the cursor: is `place`'s call drawn after the call `call_id`?"""
     blocks = view.ensure(view.cursor[0]).blocks
     order = [b.call.id for b in blocks if b.call is not None]

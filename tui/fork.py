@@ -20,16 +20,14 @@ once and says what it is doing.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
-import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
-from textual.app import App, ComposeResult, SuspendNotSupported
+from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
@@ -39,7 +37,7 @@ from textual.widgets import Button, Input, OptionList, Static
 from ..core.actions.fork import ForkMessage, ForkPlan, ForkPoint
 from ..core.actions.fork_session import ForkSession, Row, Target, TurnsRead
 from ..core.read.query import display_title
-from . import workers
+from . import shell, workers
 from .events import AgentRan, ForkWritten
 from .footer import KeyFooter
 from .fork_widgets import (
@@ -59,7 +57,7 @@ from .render import plain_title
 if TYPE_CHECKING:
     from ..core.actions.undo import UndoPlan
 
-__all__ = ["ForkPicker", "PointList", "hand_over", "run_in_shell"]
+__all__ = ["ForkPicker", "PointList"]
 
 SHORT = 32  # terminal rows below which the picker is laid out tighter (-short)
 PROMPT_BOX = {  # what the one-line box asks for: its placeholder and its title
@@ -71,31 +69,6 @@ PROMPT_BOX = {  # what the one-line box asks for: its placeholder and its title
     "native": ("The new prompt · Enter makes the command · Esc cancels", "The fork goes on with"),
     "undo": ("Where to write the undo patch · Enter writes it · Esc cancels", "Write the undo patch to"),
 }
-
-
-# ---------------------------------------------------------------------- running the agent
-# The seam tests replace: `hand_over` gives the terminal away (Textual's suspend), `run_in_shell`
-# starts the command in it and waits.
-
-
-def hand_over(app: App) -> contextlib.AbstractContextManager[None]:
-    """The terminal handed to another program for the `with` block (SuspendNotSupported headless)."""
-    return app.suspend()
-
-
-def run_in_shell(command: str) -> int:
-    """Run `command` (already quoted by core) with the user's shell, in the foreground; its exit code."""
-    shell = os.environ.get("SHELL") or "/bin/sh"
-    print(f"threadloom: {command}\n(threadloom comes back when this ends)\n", flush=True)
-    code = subprocess.run([shell, "-c", command], check=False).returncode
-    if code != 0:  # what went wrong stays on screen until read
-        print(
-            f"\nthreadloom: the command ended with exit status {code}; press Enter to go back to threadloom.",
-            flush=True,
-        )
-        with contextlib.suppress(EOFError, OSError):
-            input()
-    return code
 
 
 # ---------------------------------------------------------------------- what the workers read
@@ -652,8 +625,8 @@ class ForkPicker(ModalScreen[None]):
             self._cannot_run("the commands threadloom makes are for a POSIX shell")
             return
         try:
-            with hand_over(self.app):
-                code = run_in_shell(plan.command)
+            with shell.hand_over(self.app):
+                code = shell.run_in_shell(plan.command)
         except SuspendNotSupported:
             self._cannot_run("this terminal cannot be handed over from here")
             return

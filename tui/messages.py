@@ -14,7 +14,6 @@ import re
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,6 @@ from textual import events
 from textual.binding import Binding
 from textual.geometry import Region, Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ..core.adapters import tool_group
@@ -48,6 +46,7 @@ from . import images as tui_images
 from . import render, workers
 from .find import FoundInSession, Navigator
 from .images import Cells
+from .message_blocks import Block, Rendered, SessionView
 from .message_state import DEFAULT_HEIGHT, PAGE, MessageState
 
 TEXT_PREVIEW = 14
@@ -55,26 +54,7 @@ CACHE_SIZE = 600
 PICTURES = 48  # drawn images kept (by entry, index, width and height)
 
 
-@dataclass(slots=True)
-class Block:
-    """A run of lines inside a rendered message that the cursor can sit on (or not)."""
-
-    kind: str  # text | thinking | summary | tool | image | event | gap
-    start: int
-    end: int
-    target: bool
-    key: str | None = None  # what Enter toggles
-    call: ToolCall | None = None
-    clipped: bool = False
-
-
-@dataclass(slots=True)
-class Rendered:
-    strips: list[Strip]
-    blocks: list[Block]
-
-
-class MessageView(ScrollView, can_focus=True):
+class MessageView(SessionView, can_focus=True):
     """Messages of one session or branch; tool calls, thinking and long text expand in place."""
 
     BINDINGS = [

@@ -609,7 +609,7 @@ async def test_run_it_now_starts_exactly_the_plans_command_in_its_folder(tmp_pat
 
     from textual.widgets import Static
     from threadloom.core.read import browse
-    from threadloom.tui import fork as tui_fork
+    from threadloom.tui import shell
     from threadloom.tui.app import ThreadloomApp
     from threadloom.tui.fork import ForkPicker
     from threadloom.tui.messages import MessageView
@@ -653,7 +653,7 @@ async def test_run_it_now_starts_exactly_the_plans_command_in_its_folder(tmp_pat
         monkeypatch.delenv(name, raising=False)
     copied: list[str] = []
     monkeypatch.setattr("threadloom.core.base.clipboard.copy_with", copied.append)
-    monkeypatch.setattr(tui_fork, "hand_over", lambda app: contextlib.nullcontext())
+    monkeypatch.setattr(shell, "hand_over", lambda app: contextlib.nullcontext())
     app = ThreadloomApp(db_path=dbfile, ingest=False)
     async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
