@@ -23,10 +23,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, BinaryIO, NamedTuple, Protocol
+from typing import Any, BinaryIO, NamedTuple
 
 import orjson
-import xxhash
 
 from ..adapters import all_adapters, stranger, walk
 from ..adapters.base import (
@@ -55,12 +54,19 @@ from ..store.sql import get_meta, set_meta, transaction
 from ..store.writer_lock import WriterBusy, writer_lock
 from . import workers as ingest_workers
 from .ledger import Ledger, ReplayCancelled, rebuild_derived, replay
-from .workers import ParallelReader, ReadyChunk, WorkerLost
+from .reading import (
+    STALE_TAIL_SECONDS,
+    FilePlan,
+    FileRead,
+    KnownRow,
+    ReadyChunk,
+    chunks_of,
+    pieces,
+    read_lines,
+    record_digest,
+)
+from .workers import ParallelReader, WorkerLost
 
-# A last line that is not complete JSON waits for its writer; after this long unchanged it is kept
-# as an invalid record instead, so a crashed writer's bytes are not lost.
-STALE_TAIL_SECONDS = 3600
-ROWS_PER_CHUNK = 2000
 # source_files rows that stand for no file on disk of their own: a document's decoded log, and a
 # superseded version of a rewritten file (see `_Rewrite`)
 VERSION_KIND = "version"
@@ -162,25 +168,6 @@ KNOWN_COLUMNS = (
 INDEX_COLUMNS = "path, id, size, mtime_ns, status, agent, kind, project_key, inode, ctime_ns"
 
 
-class KnownRow(NamedTuple):
-    """What the last run recorded of a file that must be read (KNOWN_COLUMNS, in their order)."""
-
-    path: str
-    id: int
-    size: int
-    mtime_ns: int
-    inode: int | None
-    bytes_ingested: int
-    lines_ingested: int
-    content_hash: str | None
-    open_tail_offset: int | None  # where the unfinished last line starts, when there is one
-    status: str
-    agent: str
-    kind: str
-    project_key: str | None
-    ctime_ns: int | None
-
-
 class IndexRow(NamedTuple):
     """What the plan of a run reads of every known file (INDEX_COLUMNS, in their order): a
     tuple, as thousands are read each run, with its columns by name."""
@@ -199,14 +186,6 @@ class IndexRow(NamedTuple):
 
 class SourceUnreadable(Exception):
     """A source database that SQLite cannot read as the adapter expects (another schema, damage)."""
-
-
-@dataclass
-class _Plan:
-    ref: SourceRef
-    adapter: Adapter
-    stat: os.stat_result
-    row: KnownRow | None
 
 
 def scan_roots(
@@ -542,11 +521,11 @@ def source_stat(agent: str, path: str) -> os.stat_result:
     return os.stat(path) if adapter is None else _stat(adapter, path)
 
 
-def _plan_known(conn: sqlite3.Connection, paths: list[str], report: IngestReport) -> list[_Plan]:
+def _plan_known(conn: sqlite3.Connection, paths: list[str], report: IngestReport) -> list[FilePlan]:
     """The plans of `ingest_known`: each known file whose stat moved, with what was recorded of it."""
     from ..adapters import ADAPTERS
 
-    plans: list[_Plan] = []
+    plans: list[FilePlan] = []
     for path in dict.fromkeys(paths):
         row = _known_row(conn, path)
         if row is None or row.status == "gone" or row.kind in LEDGER_ONLY_KINDS or row.agent not in ADAPTERS:
@@ -565,7 +544,7 @@ def _plan_known(conn: sqlite3.Connection, paths: list[str], report: IngestReport
             report.files_skipped += 1
             continue
         label = None if row.project_key is None else shown_name(stored_name(row.project_key))
-        plans.append(_Plan(SourceRef(Path(path), row.agent, row.kind, label), adapter, st, row))
+        plans.append(FilePlan(SourceRef(Path(path), row.agent, row.kind, label), adapter, st, row))
     return plans
 
 
@@ -860,7 +839,7 @@ class _Batch:
 
 def _plan(
     conn: sqlite3.Connection, roots: list[Path], report: IngestReport
-) -> tuple[list[_Plan], dict[str, str]]:
+) -> tuple[list[FilePlan], dict[str, str]]:
     """What this run must read: every discovered file whose size or mtime changed (or is new).
     Also marks files that disappeared as gone. Returns (plans, root snapshots to store)."""
     _apply_rereads(conn)
@@ -871,7 +850,7 @@ def _plan(
     found, snapshots = discover(roots, conn, known, report.errors)
     report.files_seen = len(found)
     report.unclaimed = unclaimed(conn, roots)
-    plans: list[_Plan] = []
+    plans: list[FilePlan] = []
     for path, (agent, kind, project_key, adapter) in found.items():
         try:
             st = _stat(adapter, path)
@@ -890,7 +869,7 @@ def _plan(
         # a project folder named in bytes that are not UTF-8 is known by its name escaped (a label)
         label = None if project_key is None else shown_name(stored_name(project_key))
         ref = SourceRef(Path(path), agent, kind, label)
-        plans.append(_Plan(ref, adapter, st, _known_row(conn, path) if row is not None else None))
+        plans.append(FilePlan(ref, adapter, st, _known_row(conn, path) if row is not None else None))
     root_prefixes = tuple(str(r) for r in roots)
     for path, row in known.items():
         if row.kind == VERSION_KIND or path.startswith(MIRROR_ROOT + "/"):
@@ -1025,7 +1004,7 @@ def _stat(adapter: Adapter, path: str) -> os.stat_result:
     return result
 
 
-def _record_error(conn: sqlite3.Connection, plan: _Plan, message: str) -> None:
+def _record_error(conn: sqlite3.Connection, plan: FilePlan, message: str) -> None:
     path = str(plan.ref.path)
     if plan.row is None:
         conn.execute(
@@ -1040,61 +1019,8 @@ def _record_error(conn: sqlite3.Connection, plan: _Plan, message: str) -> None:
         )
 
 
-HASH_CHUNK = 1 << 20
-# `source_files.content_hash` of a log: this prefix and the xxh3_128 of the bytes ingested. Any hash
-# of a grown log's whole prefix is read and computed at each append (an edit anywhere in it must be
-# seen), and sha256 took 0.09 s of a 143 MB session's 0.76 s append where xxh3 takes ~0.01 s (the
-# read from the page cache is then most of it). It guards against edits, not against an adversary:
-# 128 bits leave no accidental collision. A value without the prefix is the sha256 (first 32 hex
-# digits) an older threadloom stored: it is checked as sha256, and the hash stored next is xxh3.
-FAST_HASH = "x3:"
-
-
-class Hasher(Protocol):
-    """What reading a log needs of a hash object (hashlib's and xxhash's alike)."""
-
-    def update(self, data: bytes | memoryview, /) -> None: ...
-
-    def hexdigest(self) -> str: ...
-
-
-def new_hasher(stored: str | None = None) -> Hasher:
-    """The hash a log's bytes are hashed with: xxh3_128, or sha256 to check a `stored` value an
-    older threadloom wrote."""
-    if stored is not None and not stored.startswith(FAST_HASH):
-        return hashlib.sha256()
-    return xxhash.xxh3_128()
-
-
-def prefix_hash(f: BinaryIO, end: int, stored: str | None = None) -> Hasher:
-    """The hash (`new_hasher`) of bytes [0, end) of `f`, read in chunks into one buffer (the object,
-    so the caller can go on hashing what follows).
-
-    The whole ingested prefix of a grown file is hashed, not a sample of it: an edit anywhere in it
-    (11 bytes in the middle of a 2 MB session) must make the file be read again whole.
-    """
-    h = new_hasher(stored)
-    f.seek(0)
-    buf = bytearray(min(max(end, 1), HASH_CHUNK))
-    view = memoryview(buf)
-    remaining = end
-    while remaining > 0:
-        n = f.readinto(view[: min(remaining, len(buf))])  # type: ignore[attr-defined]
-        if not n:
-            break
-        h.update(view[:n])
-        remaining -= n
-    return h
-
-
-def _digest(h: Hasher) -> str:
-    if isinstance(h, xxhash.xxh3_128):
-        return FAST_HASH + h.hexdigest()
-    return h.hexdigest()[:32]
-
-
 def _ingest_decoded(
-    conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, undo_by_delete: bool = False
+    conn: sqlite3.Connection, ledger: Ledger, plan: FilePlan, undo_by_delete: bool = False
 ) -> int:
     """The log inside an encoded document (a `.jsonl.zst`), read like a log file of its own.
 
@@ -1114,38 +1040,18 @@ def _ingest_decoded(
     )
     ref = SourceRef(Path(path), plan.ref.agent, "decoded", plan.ref.project_key)
     added, _ = _ingest_file(
-        conn, ledger, _Plan(ref, plan.adapter, st, row), source_bytes=data, undo_by_delete=undo_by_delete
+        conn, ledger, FilePlan(ref, plan.adapter, st, row), source_bytes=data, undo_by_delete=undo_by_delete
     )
     return added
-
-
-@dataclass
-class _Read:
-    """What one reading strategy took from a source file, for `_store` to write."""
-
-    records: Iterable[RawRecord]  # a list, or records read as they are stored (`_stream_lines`)
-    rewrite: bool  # read whole: the file's stored records are replaced
-    start: int  # byte offset the records begin at (0, or where an append goes on)
-    line_number: int  # lines before them
-    end: int  # bytes of the file ingested once these are stored
-    new_hash: (
-        str | None
-    )  # the hash of those bytes (FAST_HASH), or sha256 (truncated) of a document or a database's rows
-    nbytes: int  # bytes read, for the report
-    open_tail_offset: int | None = None  # a last line stored without its newline (yet)
-    waiting: bool = False  # an unfinished last line left for its writer
-    lines_after: int | None = None  # lines once stored, when records are not one a line (pieces)
-    # the records normalized already, chunk by chunk, by a worker process (core.ingest.workers)
-    normalized: Iterator[ReadyChunk] | None = None
 
 
 def _ingest_file(
     conn: sqlite3.Connection,
     ledger: Ledger,
-    plan: _Plan,
+    plan: FilePlan,
     source_bytes: bytes | None = None,
     undo_by_delete: bool = False,
-    ready: _Read | None = None,
+    ready: FileRead | None = None,
 ) -> tuple[int, int]:
     """One source file (or `source_bytes` standing for it), in a savepoint of the batch's
     transaction. Returns (records added, bytes read).
@@ -1168,21 +1074,21 @@ def _ingest_file(
         if adapter.mode == "document" or ref.kind in ("document", "side"):
             read = _read_document(conn, plan, f)
         else:
-            read = _read_lines(plan, f)
+            read = read_lines(plan, f)
             if read is None and plan.row is not None:
                 _touch(conn, plan.row.id, plan.stat)
         return _store_read(conn, ledger, plan, read, undo_by_delete)
 
 
 def _store_read(
-    conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, read: _Read | None, undo_by_delete: bool
+    conn: sqlite3.Connection, ledger: Ledger, plan: FilePlan, read: FileRead | None, undo_by_delete: bool
 ) -> tuple[int, int]:
     if read is None:  # unchanged, or waiting for its writer: nothing to store
         return 0, 0
     return _store(conn, ledger, plan, read, undo_by_delete), read.nbytes
 
 
-def _read_database(conn: sqlite3.Connection, plan: _Plan) -> _Read | None:
+def _read_database(conn: sqlite3.Connection, plan: FilePlan) -> FileRead | None:
     """The rows of a SQLite source (opened read-only by the adapter), read again whole, and stored
     only when they changed."""
     ref, adapter, st, row = plan.ref, plan.adapter, plan.stat, plan.row
@@ -1203,10 +1109,10 @@ def _read_database(conn: sqlite3.Connection, plan: _Plan) -> _Read | None:
     if row is not None and row.content_hash == new_hash:
         _touch(conn, row.id, st)
         return None
-    return _Read(records, True, 0, 0, st.st_size, new_hash, st.st_size)
+    return FileRead(records, True, 0, 0, st.st_size, new_hash, st.st_size)
 
 
-def _read_document(conn: sqlite3.Connection, plan: _Plan, f: BinaryIO) -> _Read | None:
+def _read_document(conn: sqlite3.Connection, plan: FilePlan, f: BinaryIO) -> FileRead | None:
     """A file its agent rewrites whole (a JSON document): read whole, and stored again only when
     its bytes changed, not merely its mtime."""
     adapter, st, row = plan.adapter, plan.stat, plan.row
@@ -1216,8 +1122,8 @@ def _read_document(conn: sqlite3.Connection, plan: _Plan, f: BinaryIO) -> _Read 
         _touch(conn, row.id, st)
         return None
     if plan.ref.kind == "side":  # a session's side file, kept as it is in pieces a row holds (an empty
-        records = list(_pieces(data, 0, len(data), 0, 1, newline=False))  # one is one empty record)
-        return _Read(records, True, 0, 0, len(data), new_hash, len(data))
+        records = list(pieces(data, 0, len(data), 0, 1, newline=False))  # one is one empty record)
+        return FileRead(records, True, 0, 0, len(data), new_hash, len(data))
     try:
         records = adapter.split(data)
     except SourceIncomplete:
@@ -1225,134 +1131,12 @@ def _read_document(conn: sqlite3.Connection, plan: _Plan, f: BinaryIO) -> _Read 
             _mark_waiting(conn, plan)
             return None
         records = [RawRecord(0, 1, data, newline=False)]  # keep the bytes even if never finished
-    return _Read(records, True, 0, 0, len(data), new_hash, len(data))
+    return FileRead(records, True, 0, 0, len(data), new_hash, len(data))
 
 
-def _read_lines(plan: _Plan, f: BinaryIO) -> _Read | None:
-    """A log its agent appends lines to: only the bytes after what the last run read, when the
-    part read then is unchanged (`_resume_point`); else the whole file again."""
-    ref, adapter, st, row = plan.ref, plan.adapter, plan.stat, plan.row
-    if (
-        row is not None
-        and row.open_tail_offset is None
-        and st.st_size == row.bytes_ingested > 0
-        and _digest(prefix_hash(f, st.st_size, row.content_hash)) == row.content_hash
-    ):
-        return None  # the same bytes under a new stat (a chmod, a `touch`): nothing to read
-    start, line_number, hasher = _resume_point(plan, f)
-    rewrite = hasher is None
-    if hasher is None:
-        hasher = new_hasher()
-    f.seek(start)
-    if st.st_size - start > WINDOW:  # read as it is stored, a window at a time
-        read = _Read([], rewrite, start, line_number, start, None, st.st_size - start)
-        read.records = _stream_lines(f, read, hasher, st)
-        return read
-    data = f.read(max(0, st.st_size - start))
-
-    def prefix() -> bytes:
-        f.seek(0)
-        return f.read(start)
-
-    records, consumed, open_tail_offset, waiting = _split(data, start, line_number, ref, adapter, st, prefix)
-    end = start + consumed
-    hasher.update(memoryview(data)[:consumed])
-    new_hash = _digest(hasher) if end > 0 else None
-    return _Read(records, rewrite, start, line_number, end, new_hash, len(data), open_tail_offset, waiting)
-
-
-# A log larger than a window is read a window at a time, its records stored as they come (memory
-# follows the window, not the file); a line longer than LONGEST_RECORD (a crash's preallocated NULs,
-# a pasted dump) is stored in pieces of that size, the last one with its newline, so that a row
-# stays well under SQLite's limit and the file is restored byte for byte.
-WINDOW = 16 << 20
-LONGEST_RECORD = 32 << 20
-
-
-def _stream_lines(f: BinaryIO, read: _Read, hasher: Hasher, st: os.stat_result) -> Iterator[RawRecord]:
-    """The records of a large log from `read.start` on; fills in `read` (end, hash, open tail,
-    waiting, lines) once the last one is taken. A last line without a newline waits for its writer
-    as in `_split`, unless it was long enough to be cut into pieces already."""
-    base = read.start  # the file offset of buf[0]
-    line_number = read.line_number
-    left = st.st_size - read.start
-    buf = b""
-    pieced = False  # the line at buf[0] was cut into pieces already
-    while True:
-        chunk = f.read(min(WINDOW, left)) if left > 0 else b""
-        left -= len(chunk)
-        buf = buf + chunk if buf else chunk
-        at_end = left <= 0 or not chunk
-        pos = 0
-        while True:
-            nl = buf.find(b"\n", pos)
-            if nl < 0:
-                break
-            line_number += 1
-            yield from _pieces(buf, pos, nl, base, line_number, newline=True)
-            pos, pieced = nl + 1, False
-        if not at_end:
-            while len(buf) - pos > LONGEST_RECORD:  # a line past the longest record: a piece now
-                yield RawRecord(base + pos, line_number + 1, buf[pos : pos + LONGEST_RECORD], False)
-                pos += LONGEST_RECORD
-                pieced = True
-            hasher.update(memoryview(buf)[:pos])
-            buf, base = buf[pos:], base + pos
-            continue
-        tail = buf[pos:]
-        if tail and (pieced or _complete_json(tail) or time.time() - st.st_mtime > STALE_TAIL_SECONDS):
-            line_number += 1
-            last = base + pos + max(0, (len(tail) - 1) // LONGEST_RECORD * LONGEST_RECORD)
-            yield from _pieces(buf, pos, len(buf), base, line_number, newline=False)
-            read.open_tail_offset, pos = last, len(buf)
-        elif tail:
-            read.waiting = True
-        hasher.update(memoryview(buf)[:pos])
-        read.end = base + pos
-        read.new_hash = _digest(hasher) if read.end > 0 else None
-        read.lines_after = line_number
-        return
-
-
-def _pieces(
-    buf: bytes, start: int, end: int, base: int, line_number: int, *, newline: bool
-) -> Iterator[RawRecord]:
-    """buf[start:end] as one record, or as pieces of LONGEST_RECORD bytes (the newline on the last)."""
-    while end - start > LONGEST_RECORD:
-        yield RawRecord(base + start, line_number, buf[start : start + LONGEST_RECORD], False)
-        start += LONGEST_RECORD
-    yield RawRecord(base + start, line_number, buf[start:end], newline)
-
-
-def _resume_point(plan: _Plan, f: BinaryIO) -> tuple[int, int, Hasher | None]:
-    """Where reading a grown log goes on: (byte offset, lines before it, the hash of the bytes
-    before it, to go on hashing), or (0, 0, None) when it must be read again whole.
-
-    Appended to means larger, the same inode, and every byte read last time unchanged (a file
-    of the same size under a new mtime was edited in place). A last line stored without its
-    newline is carried on from only when its newline has since been written after it."""
-    row, st = plan.row, plan.stat
-    if row is None:
-        return 0, 0, None
-    inode, done, lines_done, content_hash, open_tail = row[4:9]
-    if not (st.st_size > done and (inode is None or inode == st.st_ino) and done > 0):
-        return 0, 0, None
-    hasher = prefix_hash(f, done, content_hash)
-    if _digest(hasher) != content_hash:
-        return 0, 0, None
-    if not content_hash.startswith(FAST_HASH):  # an older threadloom's sha256, proven: hashed on in xxh3
-        hasher = prefix_hash(f, done)
-    start = done
-    if open_tail is not None:
-        f.seek(done)
-        if f.read(1) != b"\n":
-            return 0, 0, None
-        start += 1  # the open last record was complete after all: carry on after it
-        hasher.update(b"\n")
-    return start, lines_done, hasher
-
-
-def _store(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, read: _Read, undo_by_delete: bool) -> int:
+def _store(
+    conn: sqlite3.Connection, ledger: Ledger, plan: FilePlan, read: FileRead, undo_by_delete: bool
+) -> int:
     """Write what was read, in a savepoint of the batch's transaction: the file's row, its
     entries, the sessions they change, the search index. Returns the records added."""
     ref, adapter, row = plan.ref, plan.adapter, plan.row
@@ -1410,7 +1194,7 @@ def _store(conn: sqlite3.Connection, ledger: Ledger, plan: _Plan, read: _Read, u
 
 
 def _prepare_source_file(
-    conn: sqlite3.Connection, plan: _Plan, read: _Read, index_upto: int | None
+    conn: sqlite3.Connection, plan: FilePlan, read: FileRead, index_upto: int | None
 ) -> tuple[int, set[str], _Rewrite | None]:
     """The file's source_files id (a new row for a new file) with its stored records made ready
     for the new ones: set aside when it is read again whole (`_Rewrite`; with the sessions they
@@ -1522,7 +1306,7 @@ class _Rewrite:
 
 
 def _record_read(
-    conn: sqlite3.Connection, plan: _Plan, read: _Read, file_id: int, count: int, now: int
+    conn: sqlite3.Connection, plan: FilePlan, read: FileRead, file_id: int, count: int, now: int
 ) -> None:
     """Where the file now stands, so that the next run reads only what follows (or nothing)."""
     ref, st = plan.ref, plan.stat
@@ -1585,11 +1369,6 @@ INSERT_ENTRY = (
 # a stored row taken back by a rewritten file (its raw bytes, and so its hash, are the same)
 UPDATE_ENTRY = f"UPDATE entries SET {', '.join(f'{c} = ?' for c in ENTRY_COLUMNS[1:])} WHERE id = ?"
 HASH_INDEX = ENTRY_COLUMNS.index("hash")
-
-
-def record_digest(raw: bytes) -> str:
-    """`entries.hash`: the sha256 of a record's bytes, its first 32 hex digits."""
-    return hashlib.sha256(raw).hexdigest()[:32]
 
 
 def entry_row(
@@ -1673,7 +1452,7 @@ class EntryWriter:
         In chunks, each dropped once written: a 40 MB file then never holds all its parsed
         records, rows and raw copies at once (peak memory follows the chunk, not the file)."""
         count = 0
-        for chunk in _chunks(records):
+        for chunk in chunks_of(records):
             recs = [normalized(adapter, raw, ctx) for raw in chunk]  # a record it fails on is kept raw
             count += self._write_chunk(chunk, recs, None, sessions)
         return count
@@ -1711,33 +1490,6 @@ class EntryWriter:
         return len(chunk)
 
 
-CHUNK_BYTES = 32 << 20
-
-
-def _chunks(records: Iterable[RawRecord]) -> Iterator[list[RawRecord]]:
-    """Records in chunks of at most ROWS_PER_CHUNK records and about CHUNK_BYTES bytes; a list is
-    emptied as it goes, so that what is written is dropped."""
-    if isinstance(records, list):
-        while records:
-            n, size = 0, 0
-            while n < len(records) and n < ROWS_PER_CHUNK and size < CHUNK_BYTES:
-                size += len(records[n].raw)
-                n += 1
-            chunk = records[:n]
-            del records[:n]
-            yield chunk
-        return
-    chunk, size = [], 0
-    for raw in records:
-        chunk.append(raw)
-        size += len(raw.raw)
-        if len(chunk) >= ROWS_PER_CHUNK or size >= CHUNK_BYTES:
-            yield chunk
-            chunk, size = [], 0
-    if chunk:
-        yield chunk
-
-
 def _touch(conn: sqlite3.Connection, file_id: int, st: os.stat_result) -> None:
     """The file's bytes are what was stored: only its stat moved."""
     conn.execute(
@@ -1747,7 +1499,7 @@ def _touch(conn: sqlite3.Connection, file_id: int, st: os.stat_result) -> None:
     )
 
 
-def _mark_waiting(conn: sqlite3.Connection, plan: _Plan) -> None:
+def _mark_waiting(conn: sqlite3.Connection, plan: FilePlan) -> None:
     message = "the file is being written; it will be read again on the next run"
     if plan.row is None:
         conn.execute(
@@ -1766,68 +1518,3 @@ def _session_of_uuid(conn: sqlite3.Connection, file_id: int, uuid: str) -> str |
         "SELECT session_id FROM entries WHERE uuid = ? AND source_file_id = ? LIMIT 1", (uuid, file_id)
     ).fetchone()
     return row[0] if row else None
-
-
-def _split(
-    data: bytes,
-    start: int,
-    line_number: int,
-    ref: SourceRef,
-    adapter: Adapter,
-    st: os.stat_result,
-    read_prefix: Callable[[], bytes] | None = None,
-) -> tuple[list[RawRecord], int, int | None, bool]:
-    """Cut `data` into records. Returns (records, bytes consumed, open tail offset, waiting).
-
-    A last line without a newline is a record when it is complete JSON (a JSONL writer that has
-    not written its newline yet), or when it closes a JSON document written over many lines that
-    now parses whole (Gemini CLI's chats end in `}` with no newline; `read_prefix` gives the bytes
-    before `data`); else it waits for its writer."""
-    if adapter.mode != "lines" or ref.kind == "document":
-        if not data:
-            return [], 0, None, False
-        return [RawRecord(0, 1, data, newline=False)], len(data), None, False
-    records: list[RawRecord] = []
-    pos = 0
-    find = data.find
-    while True:
-        nl = find(b"\n", pos)
-        if nl < 0:
-            break
-        line_number += 1
-        records.append(RawRecord(start + pos, line_number, data[pos:nl], True))
-        pos = nl + 1
-    tail = data[pos:]
-    if not tail:
-        return records, pos, None, False
-    if (
-        _complete_json(tail)
-        or (read_prefix is not None and _closes_document(tail, data, start, read_prefix))
-        or time.time() - st.st_mtime > STALE_TAIL_SECONDS
-    ):
-        line_number += 1
-        records.append(RawRecord(start + pos, line_number, tail, False))
-        return records, len(data), start + pos, False
-    return records, pos, None, True
-
-
-def _complete_json(data: bytes) -> bool:
-    try:
-        orjson.loads(data.lstrip(b"\x00"))
-        return True
-    except orjson.JSONDecodeError:
-        return False
-
-
-def _closes_document(tail: bytes, data: bytes, start: int, read_prefix: Callable[[], bytes]) -> bool:
-    """Whether `tail` is the closing line of a JSON document and the file now parses whole."""
-    if not tail.strip().startswith((b"}", b"]")):
-        return False
-    whole = read_prefix() + data if start else data
-    if whole[:256].lstrip()[:1] not in (b"{", b"["):
-        return False
-    try:
-        orjson.loads(whole)
-        return True
-    except orjson.JSONDecodeError:
-        return False

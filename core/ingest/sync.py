@@ -1821,6 +1821,7 @@ def _store_pulled(
     from ..adapters.base import SourceRef, disk_name, reading_mirrors, shown_name
     from ..read.archive import stored_file
     from . import pipeline as ingest
+    from .reading import FilePlan, FileRead
 
     adapter = ADAPTERS[first.agent]
     row = ingest._known_row(conn, disk_name(path))
@@ -1829,8 +1830,8 @@ def _store_pulled(
     st = os.stat_result((0o100400, 0, 0, 1, 0, 0, end, 0, 0, 0), {"st_mtime_ns": 0})
     label = None if first.project_key is None else shown_name(first.project_key)[:4096]
     ref = SourceRef(Path(disk_name(path)), first.agent, first.kind, label)
-    plan = ingest._Plan(ref, adapter, st, row)
-    read = ingest._Read(records, rewrite, start, 0, end, f"hub:{end}", end - start, lines_after=last_line)
+    plan = FilePlan(ref, adapter, st, row)
+    read = FileRead(records, rewrite, start, 0, end, f"hub:{end}", end - start, lines_after=last_line)
     itself: list[bytes] = []
 
     def beside(name: str) -> bytes | None:

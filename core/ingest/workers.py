@@ -2,8 +2,8 @@
 
 A cold or large ingest spends most of its CPU cutting, hashing and normalizing records, and SQLite
 takes one writer. So the files an ingest reads new are dealt out in turn (file i to worker i % n);
-each worker reads its files in order exactly as the in-process path does (`_read_lines`,
-`_chunks`, `normalized`) and sends each chunk of records, normalized and hashed, through a pipe of
+each worker reads its files in order exactly as the in-process path does (`read_lines`,
+`chunks_of`, `normalized`) and sends each chunk of records, normalized and hashed, through a pipe of
 its own. The writer (the process holding the writer lock) takes the files in the plan's order, so
 ids, sessions and every derived row come out as a serial ingest writes them. A pipe holds about
 one chunk: a worker waits while the writer is behind, so memory stays flat however large the
@@ -48,12 +48,12 @@ from ..adapters.base import (
     normalized,
     open_regular,
 )
+from .reading import FilePlan, FileRead, ReadyChunk, chunks_of, read_lines, record_digest
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
     from ..adapters.base import Adapter
-    from .pipeline import _Plan, _Read
 
 # Below this many bytes of new files an ingest reads in process: starting workers (~0.3 s, fresh
 # interpreters) would cost more than they save.
@@ -75,7 +75,6 @@ FEED_BYTES = 16 << 20
 # one chunk of records as sent: (offset, line number, raw bytes, newline, sha256 prefix, record)
 Chunk = list[tuple[int, int, bytes, bool, str, list[Any]]]
 # a normalized chunk as the writer takes it: raw records, their records, their hashes
-ReadyChunk = tuple[list[RawRecord], list[Record], list[str]]
 
 
 class WorkerLost(Exception):
@@ -84,7 +83,7 @@ class WorkerLost(Exception):
 
 @dataclass(frozen=True)
 class FileTask:
-    """A new log file for a worker: what `_read_lines` needs of its plan."""
+    """A new log file for a worker: what `read_lines` needs of its plan."""
 
     index: int  # its place in the plan
     path: str
@@ -131,7 +130,7 @@ def spare_cores(cores: int) -> float:
         return float(cores)
 
 
-def eligible(plan: _Plan) -> bool:
+def eligible(plan: FilePlan) -> bool:
     """Whether a worker can read this file as the writer would: a log new to the archive (no
     stored records its reading depends on), read by its agent's adapter as the registry builds it,
     on this disk (another machine's files are read from the archive)."""
@@ -150,7 +149,7 @@ def eligible(plan: _Plan) -> bool:
     )
 
 
-def tasks_of(plans: list[_Plan]) -> list[FileTask]:
+def tasks_of(plans: list[FilePlan]) -> list[FileTask]:
     return [
         FileTask(i, str(p.ref.path), p.ref.agent, p.ref.kind, p.ref.project_key, p.stat)
         for i, p in enumerate(plans)
@@ -158,7 +157,7 @@ def tasks_of(plans: list[_Plan]) -> list[FileTask]:
     ]
 
 
-def start(plans: list[_Plan]) -> ParallelReader | None:
+def start(plans: list[FilePlan]) -> ParallelReader | None:
     """Workers for the plan's new log files, when there are enough bytes for them to pay off."""
     tasks = tasks_of(plans)
     if sum(t.stat.st_size for t in tasks) < PARALLEL_MIN_BYTES:
@@ -263,15 +262,14 @@ def _send(out: Connection, index: int, message: tuple[str, Any]) -> None:
 
 
 def _send_file(task: FileTask, adapter: Adapter, out: Connection) -> None:
-    from .pipeline import _chunks, _Plan, _read_lines, record_digest
 
     ref = SourceRef(Path(task.path), task.agent, task.kind, task.project_key)
     ctx = FileContext(ref.path, ref.kind, ref.project_key)
     # no `ctx.session_of_uuid`: it asks for records stored earlier from this file, and a new file has none
     with open_regular(ref.path) as f:
-        read = _read_lines(_Plan(ref, adapter, task.stat, None), f)
+        read = read_lines(FilePlan(ref, adapter, task.stat, None), f)
         assert read is not None  # a new file is always read
-        for chunk in _chunks(read.records):
+        for chunk in chunks_of(read.records):
             recs = [normalized(adapter, raw, ctx) for raw in chunk]
             sent = [
                 (raw.offset, raw.line_number, raw.raw, raw.newline, record_digest(raw.raw), encode(rec))
@@ -406,13 +404,12 @@ class ParallelReader:
     def workers(self) -> int:
         return len(self.processes)
 
-    def take(self, index: int) -> _Read | None:
-        """What a worker reads of plan file `index`, as a `_Read` whose records arrive as they are
+    def take(self, index: int) -> FileRead | None:
+        """What a worker reads of plan file `index`, as a `FileRead` whose records arrive as they are
         written (its end, hash and tail are filled in once they have); None for a file the writer
         reads itself: not a new log, its worker lost, or its worker not started on it yet (the
         writer then reads it rather than wait, and tells the worker to leave it: workers starting
         up, or starved on a busy machine, never leave the writer idle)."""
-        from .pipeline import _Read
 
         worker = self.worker_of.get(index)
         if worker is None or worker in self.lost:
@@ -424,11 +421,11 @@ class ParallelReader:
                 self.lost.add(worker)
             self.taken_over += 1
             return None
-        read = _Read([], True, 0, 0, 0, None, 0)
+        read = FileRead([], True, 0, 0, 0, None, 0)
         read.normalized = self._chunks(worker, index, read)
         return read
 
-    def _chunks(self, worker: int, index: int, read: _Read) -> Iterator[ReadyChunk]:
+    def _chunks(self, worker: int, index: int, read: FileRead) -> Iterator[ReadyChunk]:
         while True:
             message = self.feeds[worker].next(index)
             if message is None:

@@ -62,7 +62,7 @@ def test_a_file_failing_half_way_through_a_first_load_is_undone(tmp_path, monkey
         return real(adapter, rec, ctx)
 
     monkeypatch.setattr(ingest_module, "normalized", flaky)
-    monkeypatch.setattr("threadloom.core.ingest.pipeline.ROWS_PER_CHUNK", 4)
+    monkeypatch.setattr("threadloom.core.ingest.reading.ROWS_PER_CHUNK", 4)
     conn = db.connect(tmp_path / "ledger.db")
     report = run_ingest(conn, [projects], include_defaults=False)
     assert len(report.errors) == 1 and "ingest bug" in report.errors[0]

@@ -498,7 +498,7 @@ def test_a_file_written_in_chunks_gives_the_same_ledger(tmp_path, monkeypatch):
     t.write()
     whole = db.connect(tmp_path / "whole.db")
     ingest(whole, tmp_path / "projects")
-    monkeypatch.setattr("threadloom.core.ingest.pipeline.ROWS_PER_CHUNK", 3)
+    monkeypatch.setattr("threadloom.core.ingest.reading.ROWS_PER_CHUNK", 3)
     chunked = db.connect(tmp_path / "chunked.db")
     report = ingest(chunked, tmp_path / "projects")
     assert report.records_added == 14

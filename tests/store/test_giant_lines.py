@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from threadloom.core.ingest import pipeline as ingest
+from threadloom.core.ingest import reading
 from threadloom.core.read.archive import file_bytes, verify
 
 from tests.builders.claude import Transcript
@@ -20,8 +20,8 @@ SID = "eeeeeeee-3333-4444-8555-000000000001"
 
 @pytest.fixture
 def small_windows(monkeypatch):
-    monkeypatch.setattr(ingest, "WINDOW", 64 << 10)
-    monkeypatch.setattr(ingest, "LONGEST_RECORD", 16 << 10)
+    monkeypatch.setattr(reading, "WINDOW", 64 << 10)
+    monkeypatch.setattr(reading, "LONGEST_RECORD", 16 << 10)
 
 
 def session(tmp_path, turns: int = 3) -> Transcript:
@@ -70,13 +70,13 @@ def test_a_large_log_read_by_windows_gives_what_one_read_gives(conn, tmp_path, s
     t.add(long_line)
     path = t.write()
     size = path.stat().st_size
-    assert size > 2 * ingest.WINDOW
+    assert size > 2 * reading.WINDOW
     run(conn, tmp_path / "projects")
     assert file_bytes(conn, file_id(conn, path)) == (path.read_bytes(), True)
     streamed = messages(conn)
     # the same file read in one go
-    monkeypatch.setattr(ingest, "WINDOW", 1 << 30)
-    monkeypatch.setattr(ingest, "LONGEST_RECORD", 1 << 30)
+    monkeypatch.setattr(reading, "WINDOW", 1 << 30)
+    monkeypatch.setattr(reading, "LONGEST_RECORD", 1 << 30)
     from threadloom.core.store import db
 
     other = db.connect(tmp_path / "whole.db")
@@ -95,7 +95,7 @@ def test_a_large_log_read_by_windows_gives_what_one_read_gives(conn, tmp_path, s
     with path.open("ab") as f:
         f.write(json.dumps({"type": "user", "sessionId": SID, "uuid": "tail", "parentUuid": "long",
                             "message": {"role": "user", "content": "one more"}}).encode() + b"\n")  # fmt: skip
-    monkeypatch.setattr(ingest, "WINDOW", 64 << 10)
+    monkeypatch.setattr(reading, "WINDOW", 64 << 10)
     report = run(conn, tmp_path / "projects")
     assert report.bytes_read == path.stat().st_size - size
     assert messages(conn)[-1] == "one more"

@@ -207,7 +207,7 @@ def _hash_row(conn, path: Path) -> tuple[str, int]:
 def test_the_prefix_hash_is_fast_and_an_in_place_rewrite_before_an_append_is_still_seen(conn, tmp_path):
     """The prefix is proved by xxh3 now (FAST_HASH): an edit written into the same file (same inode,
     no rename) before a line is appended still makes it be read whole, and the old bytes are kept."""
-    from threadloom.core.ingest.pipeline import FAST_HASH
+    from threadloom.core.ingest.reading import FAST_HASH
 
     t = long_session(tmp_path, turns=300)
     path = t.write()
@@ -256,7 +256,7 @@ def test_a_prefix_hashed_by_an_older_threadloom_is_checked_as_sha256_then_hashed
     edit of such a prefix is still seen."""
     import hashlib
 
-    from threadloom.core.ingest.pipeline import FAST_HASH
+    from threadloom.core.ingest.reading import FAST_HASH
 
     t = long_session(tmp_path, turns=100)
     path = t.write()
