@@ -380,7 +380,8 @@ class ParallelReader:
                 try:
                     self.processes.append(
                         subprocess.Popen(
-                            [sys.executable, "-c", WORKER_MAIN, str(send)],
+                            # -P: the current folder (anyone's: a backup, a clone) is not on its import path
+                            [sys.executable, "-P", "-c", WORKER_MAIN, str(send)],
                             stdin=control_read,
                             pass_fds=(send,),
                         )

@@ -199,3 +199,18 @@ def test_workers_start_only_with_a_core_to_spare(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 1.0, 1.0))
     monkeypatch.delenv(ingest_workers.WORKERS_ENV)
     assert ingest_workers.worker_count(100) == ingest_workers.MAX_WORKERS
+
+
+def test_a_module_in_the_current_folder_is_never_imported_by_a_worker(tmp_path, monkeypatch):
+    """A worker is started from whatever folder threadloom runs in (a cloned repository, a backup):
+    a module planted there under the name of one it imports is not what it runs."""
+    source = _archive(tmp_path)
+    planted = tmp_path / "cwd"
+    planted.mkdir()
+    marker = tmp_path / "imported"
+    for name in ("orjson", "sqlite3", "threadloom"):
+        (planted / f"{name}.py").write_text(f"open({str(marker)!r}, 'w').close()\nraise SystemExit(3)\n")
+    monkeypatch.chdir(planted)
+    conn, report = _ingest(tmp_path, "planted.db", source, monkeypatch, 2)
+    assert report.workers == 2 and not report.errors
+    assert report.records_added > 0 and not marker.exists()
