@@ -63,7 +63,7 @@ def server_command(db: Path | None = None) -> list[str]:
     elif found := shutil.which("threadloom"):
         head = [str(Path(found).resolve())]
     else:
-        head = [sys.executable, "-m", "threadloom.core.cli"]
+        head = [sys.executable, "-P", "-m", "threadloom.core.cli"]  # started in a project: nothing from it
     return [*head, "mcp", *(["--db", str(db.expanduser().resolve())] if db is not None else [])]
 
 

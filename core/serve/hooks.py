@@ -68,6 +68,7 @@ def hook_command(db: Path | None, agent: str | None = None) -> str:
     """The command the agent runs: this interpreter and this threadloom, as a shell line."""
     argv = [
         sys.executable,
+        "-P",  # run in the agent's project folder: a module planted there is never imported
         "-m",
         "threadloom.core.cli",
         "hooks",
@@ -358,7 +359,7 @@ def transcript_of(payload: bytes, agent: str | None = None) -> str | None:
 def start_detached(transcript: str, db: Path | None, agent: str | None = None) -> None:
     """The ingest as a process of its own session, free of the agent's terminal and exit."""
     program = hooked_agent(agent).program
-    argv = [sys.executable, "-m", "threadloom.core.cli", "hooks", "run", "--agent", program]
+    argv = [sys.executable, "-P", "-m", "threadloom.core.cli", "hooks", "run", "--agent", program]
     argv += ["--transcript", transcript] + (["--db", str(db)] if db is not None else [])
     subprocess.Popen(
         argv,

@@ -2,7 +2,7 @@
 
 A systemd user unit on Linux (`~/.config/systemd/user/threadloom-watch.service`) and a launchd agent
 on macOS (`~/Library/LaunchAgents/org.threadloom.watch.plist`), each running the interpreter that
-runs this command (`python -m threadloom.core.cli watch`), so the service reads with the same
+runs this command (`python -P -m threadloom.core.cli watch`), so the service reads with the same
 threadloom that was installed. The variables that move where agents keep their files (and the
 database) are written into it as they are set now: a service does not see the shell's environment.
 
@@ -57,7 +57,7 @@ def this_manager() -> str | None:
 def watch_argv(db: Path | None) -> list[str]:
     """The command the service runs: this interpreter (as named, not resolved: a virtual
     environment's python is a link out of it) and this threadloom."""
-    argv = [sys.executable, "-m", "threadloom.core.cli", "watch"]
+    argv = [sys.executable, "-P", "-m", "threadloom.core.cli", "watch"]  # -P: nothing from its folder
     return argv + (["--db", str(db)] if db is not None else [])
 
 

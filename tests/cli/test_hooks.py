@@ -269,3 +269,16 @@ def test_a_transcript_where_no_root_looks_is_still_archived(env: dict[str, str],
     done = cli(env, "hooks", "run", "--agent", "claude", "--db", str(db), "--transcript", str(t.path))
     assert done.returncode == 0, done.stderr
     assert entries(db) == 1
+
+
+def test_the_hook_command_never_imports_from_the_project_folder(tmp_path: Path) -> None:
+    """The agent runs the hook in its project's folder, anyone's repository: a `threadloom` package
+    planted there is not what the command runs (`python -P`)."""
+    project = tmp_path / "project"
+    (project / "threadloom").mkdir(parents=True)
+    marker = tmp_path / "imported"
+    (project / "threadloom" / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    command = hooks.hook_command(tmp_path / "t.db") + " --help"
+    out = subprocess.run(["bash", "-c", command], cwd=project, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "usage" in out.stdout, out.stderr
+    assert not marker.exists()

@@ -70,7 +70,7 @@ def test_dry_run_prints_the_unit_and_commands_and_writes_nothing(box: Sandbox) -
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert f"would write {box.unit}:" in out
-    assert f'ExecStart={sys.executable} -m threadloom.core.cli watch --db "{db}"' in out
+    assert f'ExecStart={sys.executable} -P -m threadloom.core.cli watch --db "{db}"' in out
     for name in ("THREADLOOM_DB", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME"):
         assert f"Environment={name}={box.env[name]}" in out  # what a service would not see otherwise
     assert "WantedBy=default.target" in out and "Restart=on-failure" in out
@@ -145,6 +145,7 @@ def test_launchd_agent_install_twice_and_uninstall(box: Sandbox) -> None:
     assert spec["Label"] == "org.threadloom.watch"
     assert spec["ProgramArguments"] == [
         sys.executable,
+        "-P",
         "-m",
         "threadloom.core.cli",
         "watch",
