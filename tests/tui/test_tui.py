@@ -436,12 +436,16 @@ async def test_the_footer_is_rebuilt_only_when_its_keys_change(demo_db: Path) ->
         await pilot.pause()
         assert list(footer.query("FooterKey")) == keys
         app.query_one(MessageView).focus()  # other keys: rebuilt, showing the viewer's
-        await pilot.pause()
+
+        def descriptions() -> set[str]:
+            return {k.description for k in footer.query("FooterKey")}
+
+        await until(pilot, lambda: "Raw JSON" in descriptions())  # the rebuild is one refresh away
         shown = list(footer.query("FooterKey"))
         assert shown != keys and "Raw JSON" in {k.description for k in shown}
         assert not any(k.has_class("-compact") for k in shown if not k.has_class("-command-palette"))
         app.query_one(SessionTree).focus()
-        await pilot.pause()
+        await until(pilot, lambda: "Raw JSON" not in descriptions())
         assert [k.description for k in footer.query("FooterKey")] == [k.description for k in keys]
 
 
