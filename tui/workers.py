@@ -305,9 +305,7 @@ def ingest(
     Records first (`RecordsLoaded` when they are browsable), then the search index, which is a
     quarter of a first load and which search can do without for a while. `read_logs=False`: no
     log is read, only an older archive's sessions rebuilt (and the index caught up)."""
-    from ..core.ingest.pipeline import IngestReport
-    from ..core.store.db import connect, upgrade_due
-    from ..core.store.writer_lock import WriterBusy, writer_lock
+    from ..core.ingest.update import Listener, update
 
     include_defaults = read_logs
     if demo_dir is not None:
@@ -327,31 +325,13 @@ def ingest(
             )
         )
 
-    try:
-        with writer_lock(db_path, on_wait=waiting, cancel=cancel):
-            if db_path.exists() and upgrade_due(db_path):
-                post(
-                    IngestStatus(
-                        "Upgrading the archive for this version of threadloom: sessions, turns and tool calls "
-                        "are rebuilt from the stored records (once)"
-                    )
-                )
-            conn = connect(db_path)
-            try:
-                return _records_then_index(post, conn, sources, include_defaults, cancel)
-            finally:
-                conn.close()
-    except WriterBusy:
-        return IngestReport(cancelled=True)
-
-
-def _records_then_index(
-    post: Post, conn: sqlite3.Connection, sources: list[Path], include_defaults: bool, cancel: threading.Event
-) -> IngestReport:
-    """The ingest's work once it is the one writer: `core.ingest.pipeline.run_ingest` without its index
-    phase, news that the records are in, then that phase on its own (a run with nothing to read)."""
-    from ..core.ingest.pipeline import IngestReport, Phase, rebuild_pending, run_ingest
-    from ..core.store import search_index
+    def upgrading(_layout: int) -> None:
+        post(
+            IngestStatus(
+                "Upgrading the archive for this version of threadloom: sessions, turns and tool calls "
+                "are rebuilt from the stored records (once)"
+            )
+        )
 
     last = [0.0]
 
@@ -361,37 +341,25 @@ def _records_then_index(
             last[0] = now
             post(IngestProgressed(p))
 
-    # an older archive's sessions are rebuilt before the panes read them
-    if not rebuild_pending(conn, progress, cancel):
-        return IngestReport(cancelled=True)
-    if include_defaults:  # before the ingest reads them: what it is about to save
-        risk = cleanup_risk(conn)
-        if risk is not None:
-            post(CleanupAhead(risk, reading=True))
-    # A first load into an empty ledger runs fastest as the database's only writer (no journal):
-    # the panes read it through a read-only connection once the load is under way.
-    first_load = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM entries)").fetchone()[0] == 1
-    post(IngestStatus("Reading agent logs", database_ready=not first_load, first_load=first_load))
+    def reading(conn: sqlite3.Connection) -> None:
+        if include_defaults:  # before the ingest reads them: what it is about to save
+            risk = cleanup_risk(conn)
+            if risk is not None:
+                post(CleanupAhead(risk, reading=True))
+        # A first load into an empty ledger runs fastest as the database's only writer (no journal):
+        # the panes read it through a read-only connection once the load is under way.
+        first_load = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM entries)").fetchone()[0] == 1
+        post(IngestStatus("Reading agent logs", database_ready=not first_load, first_load=first_load))
 
-    report = run_ingest(
-        conn, sources, include_defaults=include_defaults, progress=progress, cancel=cancel, build_index=False
+    said = Listener(
+        waiting=waiting,
+        upgrading=upgrading,
+        progress=progress,
+        reading=reading,
+        loaded=lambda report: post(RecordsLoaded(report)),
+        indexing=lambda: post(IngestStatus("Indexing for search")),
     )
-    if report.cancelled:
-        return report
-    post(RecordsLoaded(report))
-    if search_index.pending(conn) is None:
-        return report
-    post(IngestStatus("Indexing for search"))
-
-    def index_progress(p: Progress) -> None:
-        if p.phase is Phase.INDEXING:  # not the run's closing "0 of 0 files"
-            post(IngestProgressed(p))
-
-    index = run_ingest(conn, include_defaults=False, remember=False, progress=index_progress, cancel=cancel)
-    report.index_complete = index.index_complete
-    report.cancelled = index.cancelled
-    report.index_seconds = index.index_seconds
-    return report
+    return update(db_path, sources, include_defaults=include_defaults, listener=said, cancel=cancel)
 
 
 def cleanup_risk(conn: sqlite3.Connection | None) -> CleanupRisk | None:

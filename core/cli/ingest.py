@@ -9,7 +9,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..ingest.pipeline import IngestReport
     from ..ingest.pipeline import Progress as IngestProgress
 
-from .common import Command, add_db_option, open_writing, say_waiting
+from .common import Command, add_db_option, say_waiting
 
 
 def add_parsers(sub: Any) -> None:
@@ -55,37 +55,30 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    from ..ingest.update import Listener, update
     from ..store import db
     from ..store.writer_lock import writer_lock
 
-    # one writer at a time, decided before anything is opened: a second ingest waits here, saying so
-    with writer_lock(args.db or db.default_db_path(), on_wait=say_waiting):
-        return _ingest(args)
+    path = Path(args.db or db.default_db_path())
+    if args.rebuild:  # a new database beside this one, built under this one's lock
+        with writer_lock(path, on_wait=say_waiting):
+            return _rebuild(args, path)
 
+    def upgrading(layout: int) -> None:
+        print(
+            f"threadloom: {path} was written by another version of threadloom (layout {layout}, now "
+            f"{db.SCHEMA_VERSION}): its sessions are rebuilt from the stored records, once; on a big archive "
+            "this takes a minute or two",
+            file=sys.stderr,
+            flush=True,
+        )
 
-def _ingest(args: argparse.Namespace) -> int:
-    from ..store import db
-
-    if args.rebuild:
-        return _rebuild(args, Path(args.db or db.default_db_path()))
-    conn = open_writing(args, rebuild=False)  # run_ingest rebuilds an older database's sessions first
-    try:
-        report = _run_ingest(args, conn)
-    finally:
-        conn.close()
+    with _progress_bar(args) as progress:
+        said = Listener(waiting=say_waiting, upgrading=upgrading, progress=progress)
+        report = update(
+            path, args.source, include_defaults=not args.only, index=not args.no_index, listener=said
+        )
     return _report_ingest(args, report)
-
-
-def _run_ingest(args: argparse.Namespace, conn: sqlite3.Connection) -> IngestReport:
-    from ..ingest.pipeline import run_ingest
-
-    show_progress = not args.json and not args.quiet and sys.stderr.isatty()
-    build_index = not args.no_index
-    if show_progress:
-        return _ingest_with_progress(conn, args.source, not args.only, build_index)
-    return run_ingest(
-        conn, args.source, include_defaults=not args.only, build_index=build_index, on_wait=say_waiting
-    )
 
 
 def _report_ingest(
@@ -103,6 +96,7 @@ def _rebuild(args: argparse.Namespace, path: Path) -> int:
     folders the old one remembered, put in its place only once complete; what the user gave the old
     one (those folders, the sessions and projects hidden) is kept. The old one is kept under a name
     no other rebuild takes (said, --json too); an interrupted rebuild leaves it as it was."""
+    from ..ingest.pipeline import run_ingest
     from ..store import db
 
     db.check_writable(path)  # a read-only database is left where it is
@@ -118,7 +112,15 @@ def _rebuild(args: argparse.Namespace, path: Path) -> int:
     conn = db.connect(fresh)
     try:
         db.write_user_data(conn, given)
-        report = _run_ingest(args, conn)
+        with _progress_bar(args) as progress:
+            report = run_ingest(
+                conn,
+                args.source,
+                include_defaults=not args.only,
+                build_index=not args.no_index,
+                progress=progress,
+                on_wait=say_waiting,
+            )
         if report.cancelled:
             raise KeyboardInterrupt
         _follow_renamed_sessions(conn)
@@ -205,14 +207,16 @@ def _keep_aside(path: Path) -> Path | None:
     return target
 
 
-def _ingest_with_progress(
-    conn: sqlite3.Connection, sources: Iterable[Path], include_defaults: bool, build_index: bool = True
-) -> IngestReport:
+@contextlib.contextmanager
+def _progress_bar(args: argparse.Namespace) -> Iterator[Callable[[IngestProgress], None] | None]:
+    """The ingest's progress as a bar on a terminal (None: no bar, with --json, -q or a pipe)."""
+    if args.json or args.quiet or not sys.stderr.isatty():
+        yield None
+        return
     from rich.markup import escape
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
     from ..base.text import printable
-    from ..ingest.pipeline import run_ingest
 
     with Progress(
         TextColumn("[bold]ingest[/]"),
@@ -247,14 +251,7 @@ def _ingest_with_progress(
                 name=name,
             )
 
-        return run_ingest(
-            conn,
-            sources,
-            include_defaults=include_defaults,
-            progress=on_progress,
-            build_index=build_index,
-            on_wait=say_waiting,
-        )
+        yield on_progress
 
 
 def _print_ingest_summary(report: IngestReport) -> None:

@@ -66,10 +66,9 @@ def test_an_interrupted_rebuild_leaves_the_old_database_as_it_was(tmp_path, monk
 
     from threadloom.core.cli import ingest as ingest_command
 
-    monkeypatch.setattr(ingest_command, "_ingest_with_progress", interrupted)
     monkeypatch.setattr("threadloom.core.ingest.pipeline.run_ingest", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        ingest_command._ingest(
+        ingest_command.cmd_ingest(
             cli.build_parser().parse_args(["ingest", "--db", str(database), "--rebuild", "-q"])
         )
     assert database.read_bytes() == before

@@ -1097,7 +1097,7 @@ async def test_worker_error_opens_dialog(tmp_path: Path, monkeypatch: pytest.Mon
 async def test_escape_cancels_ingest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     started = threading.Event()
 
-    def slow(conn, sources, *, include_defaults, progress, cancel, build_index):
+    def slow(conn, sources, *, cancel, **_):
         started.set()
         assert cancel.wait(10)
         return IngestReport(cancelled=True)

@@ -1,0 +1,115 @@
+"""Bringing the archive up to date, one way for every front end: the writer lock taken once, the
+database opened under it, an older archive's sessions rebuilt, the logs read (with the data derived
+from them), then the search index. The command line and the TUI both call `update`; what each shows
+as it goes, it says through a `Listener`."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..store import search_index
+from ..store.db import connect, rebuild_due
+from ..store.writer_lock import WriterBusy, writer_lock
+from . import pipeline
+from .pipeline import IngestReport, Phase, Progress, rebuild_pending
+
+
+@dataclass
+class Listener:
+    """What an update says as it goes; each is optional."""
+
+    waiting: Callable[[str], None] | None = None  # another writer holds the lock: whom this waits for
+    upgrading: Callable[[int], object] | None = None  # an older archive (of this layout) is rebuilt first
+    progress: Callable[[Progress], None] | None = None  # every phase (Progress.phase says which)
+    reading: Callable[[sqlite3.Connection], object] | None = None  # the logs are read next
+    loaded: Callable[[IngestReport], object] | None = None  # the records are in and browsable
+    indexing: Callable[[], object] | None = None  # the search index, which a first load left behind, next
+
+
+def update(
+    db_path: Path,
+    sources: Iterable[Path] = (),
+    *,
+    include_defaults: bool = True,
+    remember: bool = True,
+    index: bool = True,
+    listener: Listener | None = None,
+    cancel: threading.Event | None = None,
+) -> IngestReport:
+    """Read new and changed logs into the database at `db_path` as its one writer (waiting for
+    another while it holds the lock; a `cancel` set meanwhile ends the wait with a cancelled
+    report). `index=False` leaves a search index that a first load left behind for later."""
+    said = listener or Listener()
+    try:
+        with writer_lock(db_path, on_wait=said.waiting, cancel=cancel):
+            conn = connect(db_path)  # refuses another application's database, upgrades an older one's layout
+            try:
+                older = rebuild_due(conn)  # and its sessions, rebuilt next: the layout it had, said first
+                if older is not None and said.upgrading is not None:
+                    said.upgrading(older)
+                return _update(conn, list(sources), include_defaults, remember, index, said, cancel)
+            finally:
+                conn.close()
+    except WriterBusy:
+        return IngestReport(cancelled=True)
+
+
+def _update(
+    conn: sqlite3.Connection,
+    sources: list[Path],
+    include_defaults: bool,
+    remember: bool,
+    index: bool,
+    said: Listener,
+    cancel: threading.Event | None,
+) -> IngestReport:
+    # an older archive's sessions are rebuilt before anything reads them
+    if not rebuild_pending(conn, said.progress, cancel):
+        return IngestReport(cancelled=True)
+    if said.reading is not None:
+        said.reading(conn)
+    report = pipeline.run_ingest(  # through the module: the seam tests replace
+        conn,
+        sources,
+        include_defaults=include_defaults,
+        remember=remember,
+        progress=said.progress,
+        cancel=cancel,
+        build_index=False,
+    )
+    if report.cancelled:
+        return report
+    if said.loaded is not None:
+        said.loaded(report)
+    if not index or search_index.pending(conn) is None:
+        return report
+    if said.indexing is not None:
+        said.indexing()
+    started = time.perf_counter()
+
+    def index_progress(p: search_index.IndexProgress) -> None:
+        if said.progress is not None:
+            said.progress(
+                Progress(
+                    report.files_read,
+                    report.files_read,
+                    report.bytes_read,
+                    report.bytes_read,
+                    "",
+                    time.perf_counter() - started,
+                    p.done,
+                    p.total,
+                    Phase.INDEXING,
+                )
+            )
+
+    report.index_complete = search_index.build(conn, index_progress, cancel)
+    report.cancelled = not report.index_complete
+    report.index_seconds = round(time.perf_counter() - started, 3)
+    report.seconds = round(report.seconds + report.index_seconds, 3)
+    return report
