@@ -12,8 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..store import search_index
-from ..store.db import connect, rebuild_due
+from ..store import db, search_index
 from ..store.writer_lock import WriterBusy, writer_lock
 from . import pipeline
 from .pipeline import IngestReport, Phase, Progress, rebuild_pending
@@ -47,9 +46,11 @@ def update(
     said = listener or Listener()
     try:
         with writer_lock(db_path, on_wait=said.waiting, cancel=cancel):
-            conn = connect(db_path)  # refuses another application's database, upgrades an older one's layout
+            conn = db.connect(
+                db_path
+            )  # refuses another application's database, upgrades an older one's layout
             try:
-                older = rebuild_due(conn)  # and its sessions, rebuilt next: the layout it had, said first
+                older = db.rebuild_due(conn)  # and its sessions, rebuilt next: the layout it had, said first
                 if older is not None and said.upgrading is not None:
                     said.upgrading(older)
                 return _update(conn, list(sources), include_defaults, remember, index, said, cancel)
