@@ -93,11 +93,11 @@ def fail(message: object) -> None:
     print(f"threadloom: {printable(str(message))}", file=sys.stderr)
 
 
-def open_writing(args: argparse.Namespace, *, rebuild: bool = True) -> sqlite3.Connection:
+def open_writing(args: argparse.Namespace) -> sqlite3.Connection:
     from ..store import db
 
     conn = db.connect(args.db)
-    rebuild_if_due(args, conn, rebuild=rebuild)
+    rebuild_if_due(args, conn)
     return conn
 
 
@@ -133,10 +133,9 @@ def absent_but_creatable(path: Path) -> bool:
     return folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
 
 
-def rebuild_if_due(args: argparse.Namespace, conn: sqlite3.Connection, *, rebuild: bool = True) -> None:
+def rebuild_if_due(args: argparse.Namespace, conn: sqlite3.Connection) -> None:
     """An older database's sessions are rebuilt from its stored records before a command reads
-    them (not half-empty tables): say so before the wait. `rebuild=False`: the caller's ingest
-    does it, as the first phase of its progress."""
+    them (not half-empty tables): said before the wait."""
     from ..store import db
 
     version = db.rebuild_due(conn)
@@ -144,16 +143,21 @@ def rebuild_if_due(args: argparse.Namespace, conn: sqlite3.Connection, *, rebuil
         return  # before importing ingest: a command that only reads never pays for it
     from ..ingest.pipeline import rebuild_pending
 
-    path = Path(args.db or db.default_db_path())
+    say_upgrading(Path(args.db or db.default_db_path()), version)
+    rebuild_pending(conn, on_wait=say_waiting)
+
+
+def say_upgrading(path: Path, layout: int) -> None:
+    """That the database at `path`, of an older `layout`, has its sessions rebuilt now (once)."""
+    from ..store import db
+
     print(
-        f"threadloom: {path} was written by another version of threadloom (layout {version}, now "
+        f"threadloom: {path} was written by another version of threadloom (layout {layout}, now "
         f"{db.SCHEMA_VERSION}): its sessions are rebuilt from the stored records, once; on a big archive "
         "this takes a minute or two",
         file=sys.stderr,
         flush=True,
     )
-    if rebuild:
-        rebuild_pending(conn, on_wait=say_waiting)
 
 
 def say_none_match(conn: sqlite3.Connection, args: argparse.Namespace) -> None:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..ingest.pipeline import IngestReport
     from ..ingest.pipeline import Progress as IngestProgress
 
-from .common import Command, add_db_option, say_waiting
+from .common import Command, add_db_option, say_upgrading, say_waiting
 
 
 def add_parsers(sub: Any) -> None:
@@ -64,17 +64,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         with writer_lock(path, on_wait=say_waiting):
             return _rebuild(args, path)
 
-    def upgrading(layout: int) -> None:
-        print(
-            f"threadloom: {path} was written by another version of threadloom (layout {layout}, now "
-            f"{db.SCHEMA_VERSION}): its sessions are rebuilt from the stored records, once; on a big archive "
-            "this takes a minute or two",
-            file=sys.stderr,
-            flush=True,
-        )
-
     with _progress_bar(args) as progress:
-        said = Listener(waiting=say_waiting, upgrading=upgrading, progress=progress)
+        said = Listener(
+            waiting=say_waiting, upgrading=lambda layout: say_upgrading(path, layout), progress=progress
+        )
         report = update(
             path, args.source, include_defaults=not args.only, index=not args.no_index, listener=said
         )

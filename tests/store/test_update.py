@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from contextlib import closing
 from pathlib import Path
 
 from threadloom.core.ingest.pipeline import Phase
@@ -34,7 +35,7 @@ def test_a_first_load_says_reading_then_loaded_then_indexing_and_ends_with_the_i
 
     def loaded(report) -> None:
         said.append("loaded")
-        with connect(db, readonly=True) as reader:  # browsable now; the index still behind
+        with closing(connect(db, readonly=True)) as reader:  # browsable now; the index still behind
             pending_when_loaded.append(search_index.pending(reader))
 
     listener = Listener(
@@ -51,7 +52,7 @@ def test_a_first_load_says_reading_then_loaded_then_indexing_and_ends_with_the_i
     assert Phase.FILES in said[: said.index("loaded")]
     assert said[start + 1 :] and all(p is Phase.INDEXING for p in said[start + 1 :])
     assert pending_when_loaded[0] is not None  # the records came first, the index after
-    with connect(db) as conn:
+    with closing(connect(db)) as conn:
         assert search_index.pending(conn) is None
 
     said.clear()
