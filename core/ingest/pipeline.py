@@ -123,6 +123,9 @@ class IngestReport:
     unclaimed: list[dict[str, str]] = field(default_factory=list)
     changed_sessions: list[str] = field(default_factory=list)
     signals_seconds: float = 0.0  # of `seconds`, finding the changed sessions' signals (core.insight.signals)
+    # paths `ingest_known` was given that the archive does not read (new, gone, or not a log): a
+    # full ingest finds them
+    unknown_paths: list[str] = field(default_factory=list)
     episodes_seconds: float = (
         0.0  # of `seconds`, building and embedding the changed turns (core.insight.episodes)
     )
@@ -131,6 +134,7 @@ class IngestReport:
         data = asdict(self)
         data.pop("changed_sessions")
         data.pop("signals_seconds")
+        data.pop("unknown_paths")
         return data
 
 
@@ -476,16 +480,19 @@ def ingest_known(
     conn: sqlite3.Connection,
     paths: Iterable[str],
     *,
+    progress: Callable[[Progress], None] | None = None,
     cancel: threading.Event | None = None,
     on_wait: Callable[[str], None] | None = None,
+    build_index: bool = True,
 ) -> IngestReport:
     """Read what changed in these files, already in the archive, as their last ingest found them
     (agent, kind, project): no folder is walked and no adapter asked whose a file is, so an agent
     appending to its session costs a stat and the new bytes (`threadloom watch`, the hooks). A path
-    the archive does not know, or knows as gone, is left out: a full `run_ingest` finds it."""
+    the archive does not know, or knows as gone, is left out (`IngestReport.unknown_paths`): a full
+    `run_ingest` finds it."""
     try:
         with writer_lock(conn, on_wait=on_wait, cancel=cancel), _mirrors_from(conn), _ingest_cache(conn):
-            return _run_ingest(conn, (), False, None, cancel, False, True, known=list(paths))
+            return _run_ingest(conn, (), False, progress, cancel, False, build_index, known=list(paths))
     except WriterBusy:
         return IngestReport(cancelled=True)
 
@@ -529,6 +536,7 @@ def _plan_known(conn: sqlite3.Connection, paths: list[str], report: IngestReport
     for path in dict.fromkeys(paths):
         row = _known_row(conn, path)
         if row is None or row.status == "gone" or row.kind in LEDGER_ONLY_KINDS or row.agent not in ADAPTERS:
+            report.unknown_paths.append(path)
             continue
         adapter = ADAPTERS[row.agent]
         report.files_seen += 1

@@ -1,14 +1,15 @@
 """Bringing the archive up to date, one way for every front end: the writer lock taken once, the
 database opened under it, an older archive's sessions rebuilt, the logs read (with the data derived
 from them), then the search index. The command line and the TUI both call `update`; what each shows
-as it goes, it says through a `Listener`."""
+as it goes, it says through a `Listener`. The watch and the hooks call it too, with the files an
+agent just wrote (`known`): what the archive already reads is read again without a walk."""
 
 from __future__ import annotations
 
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,7 @@ class Listener:
     """What an update says as it goes; each is optional."""
 
     waiting: Callable[[str], None] | None = None  # another writer holds the lock: whom this waits for
+    locked: Callable[[], object] | None = None  # the lock is this update's: nothing is waited for now
     upgrading: Callable[[int], object] | None = None  # an older archive (of this layout) is rebuilt first
     progress: Callable[[Progress], None] | None = None  # every phase (Progress.phase says which)
     reading: Callable[[sqlite3.Connection], object] | None = None  # the logs are read next
@@ -37,15 +39,20 @@ def update(
     include_defaults: bool = True,
     remember: bool = True,
     index: bool = True,
+    known: Sequence[str] | None = None,
     listener: Listener | None = None,
     cancel: threading.Event | None = None,
 ) -> IngestReport:
     """Read new and changed logs into the database at `db_path` as its one writer (waiting for
     another while it holds the lock; a `cancel` set meanwhile ends the wait with a cancelled
-    report). `index=False` leaves a search index that a first load left behind for later."""
+    report). `index=False` leaves a search index that a first load left behind for later.
+    `known`: only these files, as the archive last read them (no folder walked, no source
+    remembered); those it does not read are `IngestReport.unknown_paths`, for a full update."""
     said = listener or Listener()
     try:
         with writer_lock(db_path, on_wait=said.waiting, cancel=cancel):
+            if said.locked is not None:
+                said.locked()
             conn = db.connect(
                 db_path
             )  # refuses another application's database, upgrades an older one's layout
@@ -53,7 +60,7 @@ def update(
                 older = db.rebuild_due(conn)  # and its sessions, rebuilt next: the layout it had, said first
                 if older is not None and said.upgrading is not None:
                     said.upgrading(older)
-                return _update(conn, list(sources), include_defaults, remember, index, said, cancel)
+                return _update(conn, list(sources), include_defaults, remember, index, known, said, cancel)
             finally:
                 conn.close()
     except WriterBusy:
@@ -66,6 +73,7 @@ def _update(
     include_defaults: bool,
     remember: bool,
     index: bool,
+    known: Sequence[str] | None,
     said: Listener,
     cancel: threading.Event | None,
 ) -> IngestReport:
@@ -74,15 +82,18 @@ def _update(
         return IngestReport(cancelled=True)
     if said.reading is not None:
         said.reading(conn)
-    report = pipeline.run_ingest(  # through the module: the seam tests replace
-        conn,
-        sources,
-        include_defaults=include_defaults,
-        remember=remember,
-        progress=said.progress,
-        cancel=cancel,
-        build_index=False,
-    )
+    if known is not None:
+        report = pipeline.ingest_known(conn, known, progress=said.progress, cancel=cancel, build_index=False)
+    else:
+        report = pipeline.run_ingest(  # through the module: the seam tests replace
+            conn,
+            sources,
+            include_defaults=include_defaults,
+            remember=remember,
+            progress=said.progress,
+            cancel=cancel,
+            build_index=False,
+        )
     if report.cancelled:
         return report
     if said.loaded is not None:

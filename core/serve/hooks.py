@@ -19,6 +19,7 @@ and left as it is.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shlex
 import subprocess
@@ -27,9 +28,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..adapters.base import Adapter, SessionHooks
+
+if TYPE_CHECKING:
+    from ..ingest.pipeline import IngestReport
 
 OWN = "threadloom.core.cli hooks run"  # in the command of every entry this module writes
 HOOK_TIMEOUT_SECONDS = 10  # what the agent allows the command (it only starts the ingest)
@@ -383,32 +387,39 @@ def session_files(transcript: Path) -> list[str]:
 
 def archive_session(db_path: Path, transcript: Path, log_path: Path, wait: float = HOOK_WAIT_SECONDS) -> int:
     """Archive one session's files: just them when the archive knows them all, else the incremental
-    ingest (a new session is a new file: it lists again only the folders whose mtime moved)."""
-    from ..ingest.pipeline import ingest_known, known_sources, run_ingest
-    from ..store.db import connect
-    from ..store.writer_lock import WriterBusy, writer_lock
+    ingest (a new session is a new file: it lists again only the folders whose mtime moved). Each
+    update waits at most `wait` seconds for another writer; what it then reads is not cut short."""
     from .watch import close_log, open_log
 
     log = open_log(log_path)
-    cancel = threading.Event()
-    timer = threading.Timer(wait, cancel.set)
-    timer.daemon = True
-    timer.start()
     try:
-        with writer_lock(db_path, on_wait=lambda text: log.info("hook: %s", text), cancel=cancel):
-            conn = connect(db_path)
-            try:
-                files = session_files(transcript)
-                known = known_sources(conn)
-                if all(f in known for f in files):
-                    report = ingest_known(conn, files)
-                else:
-                    report = run_ingest(conn, remember=False)
-                    if str(transcript) not in known_sources(conn) and transcript.is_file():
-                        # a transcript where no root looks (the agent's folder moved): read as named
-                        report = run_ingest(conn, [transcript], include_defaults=False, remember=False)
-            finally:
-                conn.close()
+        return _archive_session(db_path, transcript, log, wait)
+    finally:
+        close_log(log)
+
+
+def _archive_session(db_path: Path, transcript: Path, log: logging.Logger, wait: float) -> int:
+    try:
+        first = _update_within(wait, log, db_path, known=session_files(transcript), remember=False)
+        report = first
+        if first.unknown_paths and not first.cancelled:
+            report = _update_within(wait, log, db_path, remember=False)
+            if str(transcript) in first.unknown_paths and transcript.is_file() and not report.cancelled:
+                # a transcript where no root looks (the agent's folder moved) is read as named (one
+                # stat when the ingest above found it)
+                report = _update_within(
+                    wait, log, db_path, transcript, include_defaults=False, remember=False
+                )
+    except Exception as exc:  # a process of its own, seen by no one: the log says what went wrong
+        log.error("hook: session %s: %s: %s", transcript.stem, type(exc).__name__, exc)
+        return 1
+    if report.cancelled:
+        log.info(
+            "hook: session %s: another writer held the lock for %.0f s; left to the next ingest",
+            transcript.stem,
+            wait,
+        )
+    else:
         log.info(
             "hook: session %s: %d files read, %d records, %.2f s",
             transcript.stem,
@@ -416,17 +427,22 @@ def archive_session(db_path: Path, transcript: Path, log_path: Path, wait: float
             report.records_added,
             report.seconds,
         )
-        return 0
-    except WriterBusy:
-        log.info(
-            "hook: session %s: another writer held the lock for %.0f s; left to the next ingest",
-            transcript.stem,
-            wait,
-        )
-        return 1
-    except Exception as exc:  # a process of its own, seen by no one: the log says what went wrong
-        log.error("hook: session %s: %s: %s", transcript.stem, type(exc).__name__, exc)
-        return 1
+    return 1 if report.cancelled else 0
+
+
+def _update_within(
+    wait: float, log: logging.Logger, db_path: Path, *sources: Path, **options: Any
+) -> IngestReport:
+    """`update` as the hook runs it: the wait for another writer given up after `wait` seconds (a
+    cancelled report), and said in the hook's log."""
+    from ..ingest.update import Listener, update
+
+    cancel = threading.Event()
+    timer = threading.Timer(wait, cancel.set)
+    timer.daemon = True
+    timer.start()
+    said = Listener(waiting=lambda text: log.info("hook: %s", text), locked=timer.cancel)
+    try:
+        return update(db_path, sources, listener=said, cancel=cancel, **options)
     finally:
         timer.cancel()
-        close_log(log)

@@ -693,9 +693,33 @@ class Watcher:
             self.log.warning("  %s", error)
 
     def _ingest(self, full: str, files: list[str]) -> IngestReport | None:
-        """One ingest as the database's one writer, the lock held for this run only (None: `stop`
-        was set while another process held it)."""
-        from ..ingest.pipeline import ingest_known, known_sources, run_ingest
+        """One update as the database's one writer, the lock held for it only (None: `stop` was set
+        while another process held it), then a sync when one is set up."""
+        from ..ingest.pipeline import known_sources
+        from ..ingest.update import Listener, update
+        from ..store.db import open_for_reading
+
+        db_path = self.options.db_path
+        said = Listener(waiting=lambda text: self.log.info("%s", text))
+        if full:
+            report = update(db_path, remember=False, listener=said, cancel=self.stop)
+        else:
+            report = update(db_path, known=files, listener=said, cancel=self.stop)
+        if report.cancelled and not (report.files_seen or report.files_gone):
+            return None  # the wait for another writer was ended by `stop`
+        if full:
+            if not report.cancelled:
+                self.report_roots = report.roots
+            with contextlib.closing(open_for_reading(db_path)) as conn:
+                self.known = Known(known_sources(conn))
+        if self.options.sync and (full or report.records_added) and not self.stop.is_set():
+            self._sync()
+        return report
+
+    def _sync(self) -> None:
+        """Push what the ingest read and pull what other machines pushed, with the hub and sharing rules
+        the last `threadloom sync` remembered (as the one writer again); a hub out of reach is said
+        and tried again next time."""
         from ..store.db import connect
         from ..store.writer_lock import WriterBusy, writer_lock
 
@@ -704,24 +728,13 @@ class Watcher:
             with writer_lock(db_path, on_wait=lambda text: self.log.info("%s", text), cancel=self.stop):
                 conn = connect(db_path)
                 try:
-                    if full:
-                        report = run_ingest(conn, remember=False, cancel=self.stop)
-                        if not report.cancelled:
-                            self.report_roots = report.roots
-                        self.known = Known(known_sources(conn))
-                    else:
-                        report = ingest_known(conn, files, cancel=self.stop)
-                    if self.options.sync and (full or report.records_added) and not self.stop.is_set():
-                        self._sync(conn)
+                    self._sync_with(conn)
                 finally:
                     conn.close()
-                return report
         except WriterBusy:
-            return None
+            pass  # `stop` was set while another process held the lock
 
-    def _sync(self, conn: sqlite3.Connection) -> None:
-        """Push what the ingest read and pull what other machines pushed, with the hub and sharing rules
-        the last `threadloom sync` remembered; a hub out of reach is said and tried again next time."""
+    def _sync_with(self, conn: sqlite3.Connection) -> None:
         from ..ingest import sync
         from ..store.sql import get_meta
 

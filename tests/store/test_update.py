@@ -80,3 +80,25 @@ def test_an_update_waiting_for_another_writer_says_so_and_a_cancel_ends_the_wait
         thread.start()
         thread.join(30)
     assert waited and done and done[0].cancelled
+
+
+def test_known_files_are_read_alone_and_the_ones_the_archive_does_not_read_are_named(tmp_path):
+    """The watch and the hooks: the files an agent just wrote, read without a walk when the archive
+    knows them; a new one is left out and named, for a full update. `locked` is said once the lock
+    is this update's, before anything is read."""
+    root = _archive(tmp_path)
+    db = tmp_path / "t.db"
+    first = update(db, [root], include_defaults=False, remember=False)
+    log = next(p for p in sorted(root.rglob("*.jsonl")) if p.stat().st_size)
+    with log.open("ab") as f:
+        f.write(log.read_bytes().splitlines(keepends=True)[-1])
+    stranger = tmp_path / "elsewhere" / "new.jsonl"
+    stranger.parent.mkdir()
+    stranger.write_bytes(log.read_bytes())
+    said: list[str] = []
+    listener = Listener(locked=lambda: said.append("locked"), reading=lambda conn: said.append("reading"))
+    report = update(db, known=[str(log), str(stranger)], listener=listener)
+    assert said == ["locked", "reading"]
+    assert report.files_seen == 1 and report.files_read == 1 and report.unknown_paths == [str(stranger)]
+    assert 0 < report.records_added < first.records_added
+    assert "unknown_paths" not in report.as_dict()  # not part of `ingest --json`
