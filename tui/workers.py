@@ -446,14 +446,9 @@ def sync(db_path: Path, url: str | None, rules: list[str]) -> SyncReport:
 
 def read_files(db_path: Path, paths: list[Path]) -> IngestReport:
     """Read just these files (a growing session, a fork just written) with a connection of its own."""
-    from ..core.ingest.pipeline import run_ingest
-    from ..core.store.db import connect
+    from ..core.ingest.update import update
 
-    conn = connect(db_path)
-    try:
-        return run_ingest(conn, paths, include_defaults=False, remember=False)
-    finally:
-        conn.close()
+    return update(db_path, paths, include_defaults=False, remember=False)
 
 
 def follow(db_path: Path, path: Path, session_id: str) -> tuple[str, IngestReport]:

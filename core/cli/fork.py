@@ -219,7 +219,8 @@ def cmd_fork(args: argparse.Namespace) -> int:
     """The steps of the fork picker's Fork here and New prompt (`core.actions.fork_session`), in one go."""
     from ..actions.fork import ForkError, write_fork
     from ..actions.fork_session import next_step, plan_for
-    from ..ingest.pipeline import run_ingest
+    from ..ingest.update import Listener, update
+    from ..store.writer_lock import database_file
 
     conn = open_reading(args) if args.dry_run else open_writing(args)  # a dry run only reads
     again = f"fork {args.entry}" + (" --before" if args.before else "")
@@ -248,7 +249,15 @@ def cmd_fork(args: argparse.Namespace) -> int:
     except ForkError as exc:
         print(f"threadloom: {exc}", file=sys.stderr)
         return 1
-    run_ingest(conn, [path], include_defaults=False, remember=False)  # show the fork in the tree at once
+    db_path = database_file(conn)
+    if db_path is not None:  # the fork shown in the tree at once
+        update(
+            Path(db_path),
+            [path],
+            include_defaults=False,
+            remember=False,
+            listener=Listener(waiting=say_waiting),
+        )
     if plan.new_session_id:  # remembered as forked_from its source (core.insight.memory's relations)
         from ..insight.memory import record_fork
         from ..store.writer_lock import writer_lock
