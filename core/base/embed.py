@@ -91,6 +91,11 @@ def _mapped_table(path: Path) -> NDArray[np.float16]:
     return table
 
 
+def loaded() -> bool:
+    """Whether this process has the model in memory already (embedding more costs little then)."""
+    return _model.cache_info().currsize > 0
+
+
 def available() -> bool:
     try:
         _model()

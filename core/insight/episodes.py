@@ -393,13 +393,15 @@ def refresh(
     if whole:
         sessions = {r[0] for r in conn.execute("SELECT id FROM agent_sessions")}
     ordered = sorted(sessions)
-    # an ingest with nothing new never loads the model (0.3 s of a no-change run)
-    embedding = bool(ordered) and _embedding_ready(conn)
+    if ordered:
+        _clear_other_models(conn)
     for start in range(0, len(ordered), SESSIONS_PER_BATCH):
         with transaction(conn):
             written = update(conn, ordered[start : start + SESSIONS_PER_BATCH])
-            if embedding and written:  # embedded from the words just read, in the same transaction
+            if written and _embed_now(conn, len(written)):  # from the words just read, in this transaction
                 _store_vectors(conn, written)
+            elif written:  # left for later: a search by meaning embeds them in memory meanwhile
+                set_meta(conn, GENERATION_KEY, str(time.time_ns()))
         if on_progress is not None:
             on_progress(min(start + SESSIONS_PER_BATCH, len(ordered)), len(ordered))
     if whole:
@@ -413,6 +415,26 @@ def refresh(
 # episodes embedded a call: their encodings and float32 rows are what embedding holds at once
 # (128 rather than 512: ~5 MB less of a cold ingest's peak)
 EMBED_BATCH = 128
+
+# A pass that changes fewer episodes than EMBED_NOW_FROM leaves their vectors for later rather than
+# load the model for them (numpy and the tokenizer: ~0.26 s, half of what one line appended to a
+# session cost): an agent appending a turn, the TUI following a session. They are stored by the next
+# pass that loads the model anyway, or once EMBED_LATER_MAX wait; meanwhile a search by meaning
+# embeds them in memory (`vectors_of`, core.insight.recall), so it finds them all the same.
+EMBED_NOW_FROM = 16
+EMBED_LATER_MAX = 64
+
+
+def _embed_now(conn: sqlite3.Connection, written: int) -> bool:
+    """Whether the episodes just written are embedded now (see EMBED_NOW_FROM); False without a
+    model (a broken install: words still work)."""
+    from ..base import embed
+
+    if written < EMBED_NOW_FROM and not embed.loaded():
+        waiting = conn.execute("SELECT count(*) FROM episodes WHERE vector IS NULL").fetchone()[0]
+        if waiting < EMBED_LATER_MAX:
+            return False
+    return embed.available()
 
 
 def _embedding_ready(conn: sqlite3.Connection) -> bool:
@@ -463,14 +485,16 @@ def embed_pending(
     on_progress: Callable[[int, int], None] | None = None,
     cancel: threading.Event | None = None,
 ) -> int:
-    """Embed every episode without a vector (new, changed, left by a killed run, or all of them
+    """Embed every episode without a vector (left for later, left by a killed run, or all of them
     when the model changed), committing each batch: an interrupted pass resumes where it stopped.
-    Returns how many were embedded; 0 without a model (a broken install: words still work)."""
+    Fewer than EMBED_LATER_MAX wait for a pass that has the model loaded. Returns how many were
+    embedded; 0 without a model (a broken install: words still work)."""
+    from ..base import embed
     from ..store.sql import transaction
 
     _clear_other_models(conn)
     total = conn.execute("SELECT count(*) FROM episodes WHERE vector IS NULL").fetchone()[0]
-    if not total or not _embedding_ready(conn):
+    if not total or (total < EMBED_LATER_MAX and not embed.loaded()) or not embed.available():
         return 0
     done = 0
     while cancel is None or not cancel.is_set():
@@ -481,19 +505,7 @@ def embed_pending(
         ).fetchall()
         if not rows:
             break
-        found: list[Episode] = []
-        by_session: dict[str, list[tuple[str, int, int]]] = {}
-        for turn_id, session_id, first, last in rows:
-            by_session.setdefault(session_id, []).append((turn_id, first, last))
-        for session_id, turns in by_session.items():
-            low = min(t[1] for t in turns)
-            high = max(t[2] for t in turns)
-            wanted = {t[0] for t in turns}
-            found += [
-                ep
-                for ep in read_episodes(conn, session_id, from_seq=low, upto_seq=high)
-                if ep.turn_id in wanted
-            ]
+        found = _episodes_of(conn, rows)
         missing = {r[0] for r in rows} - {ep.turn_id for ep in found}
         with transaction(conn):
             _store_vectors(conn, found)
@@ -505,6 +517,41 @@ def embed_pending(
         if on_progress is not None:
             on_progress(done, total)
     return done
+
+
+def _episodes_of(conn: sqlite3.Connection, rows: list[tuple[str, str, int, int]]) -> list[Episode]:
+    """The episodes of (turn_id, session_id, first_seq, last_seq) rows, with their words."""
+    found: list[Episode] = []
+    by_session: dict[str, list[tuple[str, int, int]]] = {}
+    for turn_id, session_id, first, last in rows:
+        by_session.setdefault(session_id, []).append((turn_id, first, last))
+    for session_id, turns in by_session.items():
+        low = min(t[1] for t in turns)
+        high = max(t[2] for t in turns)
+        wanted = {t[0] for t in turns}
+        found += [
+            ep for ep in read_episodes(conn, session_id, from_seq=low, upto_seq=high) if ep.turn_id in wanted
+        ]
+    return found
+
+
+def vectors_of(conn: sqlite3.Connection, turn_ids: list[str]) -> dict[str, bytes]:
+    """Vectors computed in memory for these episodes, as they would be stored (for the few an
+    ingest left for later: see EMBED_NOW_FROM). Raises EmbeddingUnavailable without a model."""
+    from ..base import embed
+
+    marks = ", ".join("?" * len(turn_ids))
+    rows = conn.execute(
+        f"SELECT turn_id, session_id, first_seq, last_seq FROM episodes WHERE turn_id IN ({marks})", turn_ids
+    ).fetchall()
+    found = _episodes_of(conn, rows)
+    if not found:
+        return {}
+    pairs = [texts_of(ep) for ep in found]
+    prompts = embed.embed([p for p, _ in pairs])
+    deeds = embed.embed([r for _, r in pairs])
+    vectors = embed.to_bytes(embed.mix(prompts, deeds, PROMPT_WEIGHT))
+    return {ep.turn_id: vector for ep, vector in zip(found, vectors, strict=True)}
 
 
 GENERATION_KEY = "episodes_generation"  # ledger_meta: bumped by each pass that stores vectors

@@ -10,6 +10,7 @@ rarely has all the words the agent used. Every hit says why it matched (`Hit.why
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
@@ -24,7 +25,7 @@ from ..read import search
 from ..read.query import main_sql, title_sql
 from ..read.search import Hit, ParsedQuery, SearchResult, parse_query
 from ..store.sql import get_meta
-from .episodes import GENERATION_KEY
+from .episodes import GENERATION_KEY, vectors_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -95,9 +96,15 @@ def vector_index(conn: sqlite3.Connection) -> VectorIndex | None:
         return None  # stored by another model (or none yet): the next ingest embeds them again
     import numpy as np
 
-    rows = conn.execute(
-        "SELECT rowid, turn_id, session_id, vector FROM episodes WHERE vector IS NOT NULL ORDER BY rowid"
-    ).fetchall()
+    rows = conn.execute("SELECT rowid, turn_id, session_id, vector FROM episodes ORDER BY rowid").fetchall()
+    later = [r[1] for r in rows if r[3] is None]
+    if later:  # the few an ingest left for later (episodes.EMBED_NOW_FROM): embedded here, in memory
+        try:
+            computed = vectors_of(conn, later)
+        except embed.EmbeddingUnavailable:
+            computed = {}
+        rows = [r if r[3] is not None else (*r[:3], computed.get(r[1])) for r in rows]
+        rows = [r for r in rows if r[3] is not None]
     if not rows:
         return None
     packed, inverse = embed.packed([r[3] for r in rows])
@@ -403,6 +410,9 @@ def similar(conn: sqlite3.Connection, ref: str, *, limit: int = 10) -> list[Hit]
     """The turns of other sessions most like the turn of `ref`: have I solved this before?"""
     turn = turn_of_ref(conn, ref)
     row = conn.execute("SELECT session_id, vector FROM episodes WHERE turn_id = ?", (turn,)).fetchone()
+    if row is not None and row[1] is None:  # left for later by a small ingest: embedded here
+        with contextlib.suppress(embed.EmbeddingUnavailable):
+            row = (row[0], vectors_of(conn, [turn]).get(turn))
     if row is None or row[1] is None:
         raise NotEmbedded(f"turn {turn} is not embedded yet: run `threadloom ingest`")
     session_id, blob = row

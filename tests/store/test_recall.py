@@ -68,7 +68,7 @@ def turn_of(conn, session_id: str) -> str:
 
 def test_every_turn_is_an_episode_with_its_facets_and_a_vector(archive):
     rows = archive.execute(
-        "SELECT session_id, files, commands, errors, tools, vector FROM episodes"
+        "SELECT session_id, files, commands, errors, tools, vector, turn_id FROM episodes"
     ).fetchall()
     assert {r[0] for r in rows} == {S_PARSER, S_CSS, S_DB, S_DOCS}
     parser = next(r for r in rows if r[0] == S_PARSER)
@@ -76,7 +76,8 @@ def test_every_turn_is_an_episode_with_its_facets_and_a_vector(archive):
     assert parser[2] == "pytest tests/test_reader.py -q"
     assert "ModuleNotFoundError" in parser[3]
     assert set(parser[4].split("\n")) == {"Edit", "Bash"}
-    assert all(r[5] is not None and len(r[5]) == embed.DIMENSIONS for r in rows)
+    later = episodes.vectors_of(archive, [r[6] for r in rows if r[5] is None])  # a small ingest's
+    assert all(len(r[5] if r[5] is not None else later[r[6]]) == embed.DIMENSIONS for r in rows)
     assert get_meta(archive, embed.MODEL_KEY) == embed.MODEL
 
 
@@ -123,6 +124,7 @@ def test_facets_and_filters_work_in_every_mode(archive):
 
 
 def test_vectors_follow_appends_rewrites_and_rebuilds(conn, tmp_path):
+    assert embed.available()  # the model loaded in this process: every ingest stores its vectors at once
     root = write_archive(tmp_path / "projects")
     ingest(conn, root)
     path = root / "-srv-web" / f"{S_CSS}.jsonl"
@@ -152,6 +154,42 @@ def test_vectors_follow_appends_rewrites_and_rebuilds(conn, tmp_path):
     ingest(conn, root)
     assert get_meta(conn, embed.MODEL_KEY) == embed.MODEL
     assert conn.execute("SELECT turn_id, vector FROM episodes ORDER BY turn_id").fetchall() == before
+
+
+def test_a_small_ingest_leaves_its_vectors_for_later_and_search_by_meaning_finds_them_all_the_same(
+    conn, tmp_path, monkeypatch
+):
+    """A few turns (an agent appending one, the TUI following a session) do not load the model:
+    their vectors wait for a pass that has it, or for EMBED_LATER_MAX of them; a search by meaning
+    embeds them in memory meanwhile, as they will be stored."""
+    embed._model.cache_clear()
+    root = write_archive(tmp_path / "projects")
+    ingest(conn, root)
+    assert not embed.loaded()  # the ingest never loaded the model
+    waiting = conn.execute("SELECT turn_id FROM episodes WHERE vector IS NULL ORDER BY turn_id").fetchall()
+    assert len(waiting) == conn.execute("SELECT count(*) FROM episodes").fetchone()[0] == 4
+    in_memory = episodes.vectors_of(conn, [t for (t,) in waiting])
+    hits = search_recall(conn, "brand colour scheme for the buttons", mode="meaning").hits
+    assert hits[0].session_id == S_CSS
+    alike = [(h.session_id, h.score) for h in similar(conn, turn_of(conn, S_DB))]  # one left for later
+    index = recall.vector_index(conn)
+    assert index is not None and sorted(index.turn_ids) == sorted(t for (t,) in waiting)
+    # a pass with the model loaded stores them, the same bytes the search computed
+    t = Transcript(root / "-srv-web" / f"{S_CSS}.jsonl", S_CSS, cwd="/srv/web")
+    t.lines = [json.loads(line) for line in t.path.read_text().splitlines()]
+    t.last, t.n = t.lines[-1]["uuid"], len(t.lines)
+    t.user("And the links too")
+    t.write()
+    ingest(conn, root)
+    stored = dict(conn.execute("SELECT turn_id, vector FROM episodes WHERE vector IS NOT NULL"))
+    assert len(stored) == 5 and all(stored[t] == v for t, v in in_memory.items())
+    assert [(h.session_id, h.score) for h in similar(conn, turn_of(conn, S_DB))] == alike
+    # without the model loaded, EMBED_LATER_MAX waiting is enough to load it
+    embed._model.cache_clear()
+    monkeypatch.setattr(episodes, "EMBED_LATER_MAX", 2)
+    conn.execute("UPDATE episodes SET vector = NULL")
+    ingest(conn, root)
+    assert conn.execute("SELECT count(*) FROM episodes WHERE vector IS NULL").fetchone()[0] == 0
 
 
 def test_a_replay_builds_the_episodes_again(archive):
