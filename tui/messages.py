@@ -6,6 +6,10 @@ and a prefix sum of those heights; `render_line` finds the message under a line 
 returns a strip from a small cache of rendered messages. Message rows are read from SQLite a page
 at a time, only when a page comes into view or the cursor reaches it. When a message's real
 height replaces its estimate, the message at the top of the screen stays where it was.
+
+This widget is the view's keys, scrolling, cursor and Line API: what is shown and where is a
+`MessageState` (`tui.message_state`), and how one message is drawn a `MessageDrawer`
+(`tui.message_draw`), both plain Python.
 """
 
 from __future__ import annotations
@@ -16,13 +20,9 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
 
-from rich.console import Console, ConsoleOptions, RenderableType
-from rich.padding import Padding
 from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.geometry import Region, Size
@@ -32,26 +32,18 @@ from textual.strip import Strip
 from ..core.adapters import tool_group
 from ..core.adapters.base import ImageRef
 from ..core.base import markup
-from ..core.present.markdown import Markdown, segments
-from ..core.read import browse, images
-from ..core.read.browse import MessageRow, ToolCall
-from ..core.read.calls import call_params, result_text
-from ..core.read.side_files import (
-    PERSISTED_NOTICE,
-    PersistedOutput,
-    persisted_output,
-    session_plans,
-)
+from ..core.read import images
+from ..core.read.browse import MessageRow
+from ..core.read.side_files import PersistedOutput
 from . import images as tui_images
 from . import render, workers
 from .find import FoundInSession, Navigator
 from .images import Cells
 from .message_blocks import Block, Rendered, SessionView
-from .message_state import DEFAULT_HEIGHT, PAGE, MessageState
+from .message_draw import Canvas, MessageDrawer, PictureKey, picture_cells
+from .message_state import PAGE, MessageState
 
-TEXT_PREVIEW = 14
 CACHE_SIZE = 600
-PICTURES = 48  # drawn images kept (by entry, index, width and height)
 
 
 class MessageView(SessionView, can_focus=True):
@@ -215,27 +207,34 @@ class MessageView(SessionView, can_focus=True):
 
         bubble = False  # for the view that started the worker
 
-        def __init__(self, key: tuple[int, int, int, int], picture: Cells | str) -> None:
+        def __init__(self, key: PictureKey, picture: Cells | str) -> None:
             super().__init__()
             self.key, self.picture = key, picture
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        # what is shown, read, selected and expanded, and where (tui/message_state.py); the rest
-        # of this widget is how it is drawn and what keys do to it
+        # what is shown, read, selected and expanded, and where (tui/message_state.py), and how
+        # one message is drawn (tui/message_draw.py); the rest of this widget is keeping the
+        # drawn messages, scrolling them, and what keys do to them
         self.state = MessageState()
-        self.conn: sqlite3.Connection | None = None
-        self.pictures: OrderedDict[tuple[int, int, int, int], Cells | str] = OrderedDict()
+        self.drawer = MessageDrawer(self.state, self.row, draw_later=self._draw_later)
         self._picture_rows = 0  # the lines an image may take in the pane as last drawn
         self.cache: OrderedDict[int, Rendered] = OrderedDict()  # drawn messages, by position
-        self.extras: dict[str, Any] = {}
-        self.persisted: dict[str, PersistedOutput | None] = {}
         self.navigator = Navigator(self)  # find, jumps and the segment footer (tui/find.py)
         self._width = 0
         self._ahead = 0  # the direction of the last page key: the next page is drawn ahead
         self.placeholder = "Select a session to read it."
 
     # ------------------------------------------------------------------ the state, as others read it
+
+    @property
+    def conn(self) -> sqlite3.Connection | None:
+        """The connection the view reads through: the drawer's, so that there is one."""
+        return self.drawer.conn
+
+    @conn.setter
+    def conn(self, value: sqlite3.Connection | None) -> None:
+        self.drawer.conn = value
 
     @property
     def session_id(self) -> str | None:
@@ -331,8 +330,7 @@ class MessageView(SessionView, can_focus=True):
         self.state.open(session_id, seqs, rewinds)
         self.navigator.reset()
         self.cache.clear()
-        self.extras.clear()
-        self.persisted.clear()
+        self.drawer.new_session()
         self._relayout(None)
         self.set_scroll(0, 0)
         self.scroll_target_y = 0
@@ -445,64 +443,8 @@ class MessageView(SessionView, can_focus=True):
         return self.state.anchor(round(self.scroll_y))
 
     def _estimate(self, pos: int) -> int:
-        """A message's height before it is drawn, from its row (read or not)."""
-        msg = self.state.rows.get(pos)
-        if msg is None:
-            return DEFAULT_HEIGHT
-        if not self._visible(msg):
-            return 0
-        note = markup.is_note(render.user_parts(msg))
-        height = (0 if self._continues(pos) or note else 2) + 2 * (msg.seq in self.state.rewinds)
-        if msg.content and msg.role != "system" and not msg.is_compact_summary:
-            width = max(20, self._body_width() - 6)
-            lines = sum(1 + len(part) // width for part in msg.content.split("\n"))
-            height += min(lines, 1 if note else TEXT_PREVIEW)
-        height += bool(msg.thinking) + len(msg.tool_calls) + len(msg.images) + msg.is_compact_summary
-        return max(height + len(msg.hooks), 1)
-
-    @staticmethod
-    def _visible(msg: MessageRow) -> bool:
-        """Whether the message draws anything: not a tool's result alone, nor an empty output of a
-        local command (`<local-command-stdout></local-command-stdout>`, as `/clear` leaves)."""
-        if msg.hooks or msg.thinking or msg.tool_calls or msg.images or msg.role == "system":
-            return True
-        if not msg.content:
-            return False
-        parts = render.user_parts(msg)
-        return not (parts and all(isinstance(p, markup.CommandOutput) and not p.text.strip() for p in parts))
-
-    def _continues(self, pos: int) -> bool:
-        """Another line of an API response whose header an earlier line of it has drawn: no new
-        header. A response can open on lines that draw nothing (an empty thinking block, which
-        Claude Opus 4.7 writes first on most messages): its first line drawn has the header, or
-        its text would read as part of the message above."""
-        msg = self.state.rows.get(pos)
-        if msg is None or not msg.message_id:
-            return False
-        before = pos - 1
-        while before >= 0:
-            prev = self.row(before)
-            if prev is None:
-                return False
-            if prev.message_id != msg.message_id:
-                # a tool's result between two calls of one message (Claude Code 2.1 writes each
-                # call's result before the message's next call) draws no header: look past it
-                if prev.message_id is None and self._under_call(prev):
-                    before -= 1
-                    continue
-                return False
-            if self._visible(prev):
-                return True
-            before -= 1
-        return False
-
-    @staticmethod
-    def _under_call(msg: MessageRow) -> bool:
-        """A record drawn under the call above it, without a header: a tool's result (with the
-        hooks that ran after it, or a tool's image)."""
-        if msg.role != "user" or msg.content or msg.thinking or msg.tool_calls:
-            return False
-        return all(i.place == "tool result" for i in msg.images)
+        """A message's height before it is drawn (at the pane's width now)."""
+        return self.drawer.estimate(pos, self._body_width())
 
     def ensure(self, pos: int) -> Rendered:
         """The rendered lines of a message; its height becomes exact."""
@@ -521,7 +463,7 @@ class MessageView(SessionView, can_focus=True):
         if rendered is not None:
             self.cache.move_to_end(pos)
             return rendered
-        rendered = self._render_message(pos, width)
+        rendered = self.drawer.draw(pos, Canvas(self.app.console, width, rows, self.styles.background))
         self.cache[pos] = rendered
         if len(self.cache) > CACHE_SIZE:
             self.cache.popitem(last=False)
@@ -560,236 +502,29 @@ class MessageView(SessionView, can_focus=True):
                 self.set_scroll(None, end)
                 self.scroll_target_y = end
 
-    # ------------------------------------------------------------------ rendering
-
-    def _render_message(self, pos: int, width: int) -> Rendered:
-        msg = self.row(pos)
-        strips: list[Strip] = []
-        blocks: list[Block] = []
-        if msg is None or not self._visible(msg):
-            return Rendered(strips, blocks)
-        console = self.app.console
-        options = console.options.update(width=width, min_width=width, max_width=width, height=None)
-
-        def add(
-            kind: str,
-            renderable: RenderableType | tuple[RenderableType, ...],
-            *,
-            indent: int,
-            target: bool = True,
-            key: str | None = None,
-            call: ToolCall | None = None,
-            clip: int = 0,
-        ) -> None:
-            lines = _lines(console, options, renderable, indent, clip)
-            clipped = False
-            if clip and len(lines) > clip:
-                more = len(lines) - clip + 1
-                lines = lines[: clip - 1]
-                note = Text(f"… {more} more lines · Enter shows all", style="dim italic")
-                lines += _lines(console, options, note, indent)
-                clipped = True
-            start = len(strips)
-            strips.extend(Strip(line).extend_cell_length(width) for line in lines)
-            blocks.append(Block(kind, start, len(strips), target, key, call, clipped))
-
-        def hooks(runs: list[markup.HookRun]) -> None:
-            for run in runs:
-                key = f"hook:{run.entry_id}:{msg.hooks.index(run)}" if render.hook_has_more(run) else None
-                view = render.hook_view(run, key is not None and key in self.state.toggled, width - 5)
-                add("hook", view, indent=4, key=key)
-
-        if msg.role == "system" or msg.entry_type == "system":
-            add("gap", Text(""), indent=0, target=False)
-            add("event", render.event_line(msg), indent=2)
-            return Rendered(strips, blocks)
-        # a record holding only a tool's image (a Read of a screenshot) reads as part of the call
-        # above it: no "user" header of its own
-        result_only = bool(msg.images) and not (msg.content or msg.thinking or msg.tool_calls)
-        result_only = result_only and all(i.place == "tool result" for i in msg.images)
-        parts = render.user_parts(msg)
-        if markup.is_note(parts):  # output or a caveat: under the command it answers, no turn of its own
-            if any(isinstance(p, markup.Caveat) for p in parts):
-                add("gap", Text(""), indent=0, target=False)
-            hooks([run for run in msg.hooks if run.before])
-            self._draw_parts(msg, parts, None, add)
-            hooks([run for run in msg.hooks if not run.before])
-            return Rendered(strips, blocks)
-        # a record with nothing but hooks after it (a tool's result): its hooks, under the call
-        result_only = result_only or not (msg.content or msg.thinking or msg.tool_calls or msg.images)
-        continues = self._continues(pos) or result_only
-        if not continues:
-            add("gap", Text(""), indent=0, target=False)
-        hooks([run for run in msg.hooks if run.before])  # the session's first hooks, before its first message
-        if msg.seq in self.state.rewinds:
-            add("rewind", render.rewind_line(), indent=2, target=False)
-            add("gap", Text(""), indent=0, target=False)
-        if msg.is_compact_summary:
-            key = f"summary:{msg.entry_id}"
-            add("summary", render.summary_line(msg, key in self.state.toggled), indent=2, key=key)
-            return Rendered(strips, blocks)
-        head = None if continues else render.header(msg)
-        if msg.content and any(not isinstance(p, markup.Typed) for p in parts):
-            head = self._draw_parts(msg, parts, head, add)
-        elif msg.content:
-            key = f"text:{msg.entry_id}"
-            clip = 0 if key in self.state.toggled else TEXT_PREVIEW
-            body = render.message_text(msg, markdown=self.state.markdown, preview=clip or None)
-            if head is not None:
-                add("text", (head, body), indent=2, key=key, clip=clip and clip + 1)
-                head = None
-            else:
-                add("text", body, indent=4, key=key, clip=clip)
-        if head is not None:
-            add("text", head, indent=2)
-        if msg.thinking:
-            key = f"think:{msg.entry_id}"
-            add("thinking", render.thinking_line(msg, key in self.state.toggled), indent=4, key=key)
-        for image in msg.images:
-            picture = self._picture(msg.entry_id, image, width - 6)
-            key = f"image:{msg.entry_id}:{image.index}"
-            if isinstance(picture, str):
-                add("image", render.image_line(image, picture), indent=4, key=key)
-            else:
-                add("image", (render.image_line(image), picture), indent=4, key=key)
-        for call in msg.tool_calls:
-            key = f"tool:{call.id}"
-            expanded = self.is_expanded(key)
-            line = render.call_line(call, expanded, width - 5)  # its indent, and the last column
-            items = markup.todos(call_params(call)) if tool_group(call.agent, call.name) == "todo" else None
-            if items is not None:  # a checklist: what this write changed, the whole list when opened
-                before = markup.todo_before(self._extra(call))
-                todo = render.todo_lines(items, before, expanded)
-                add("tool", (line, Padding(todo, (0, 0, 0, 2))), indent=4, key=key, call=call)
-                continue
-            if expanded:
-                body = render.call_body(
-                    call, self._extra(call), self.styles.background.hex, self._persisted(call)
-                )
-                add("tool", (line, Padding(body, (0, 0, 0, 2))), indent=4, key=key, call=call)
-            else:
-                add("tool", line, indent=4, key=key, call=call)
-        hooks([run for run in msg.hooks if not run.before])
-        return Rendered(strips, blocks)
-
-    def _draw_parts(
-        self, msg: MessageRow, parts: list[markup.Part], head: Text | None, add: Any
-    ) -> Text | None:
-        """A user message holding Claude Code's markup, part by part: IDE notes as chips, a slash
-        command as typed, a `!` command and its output (closed, Enter opens it), a command's
-        output as a quiet note, the words typed as text. The header (`head`) is drawn with the
-        first part; returns it when no part took it."""
-        chips = [p for p in parts if isinstance(p, render.CHIP_PARTS)]
-        drawn_chips = False
-        for number, part in enumerate(parts):
-            body: RenderableType
-            kind, key, clip = "text", None, 0
-            if isinstance(part, render.CHIP_PARTS):
-                if drawn_chips:
-                    continue
-                drawn_chips = True
-                has_lines = any(isinstance(c, markup.Selection) and c.text for c in chips)
-                kind, key = "chip", f"chip:{msg.entry_id}" if has_lines else None
-                body = render.chips_line(chips, key is not None and key in self.state.toggled)
-            elif isinstance(part, markup.Command):
-                body = render.command_line(part)
-            elif isinstance(part, markup.Shell):
-                body = render.shell_line(part)
-            elif isinstance(part, markup.ShellOutput):
-                kind, key = "output", None if part.empty else f"tool:out:{msg.entry_id}:{number}"
-                body = render.shell_output(part, key is not None and self.is_expanded(key))
-            elif isinstance(part, (markup.CommandOutput, markup.Caveat)):
-                kind, body = "note", render.note_view(part)
-                if isinstance(part, markup.CommandOutput) and not part.text.strip():
-                    continue
-            else:
-                key = f"text:{msg.entry_id}"
-                clip = 0 if key in self.state.toggled else TEXT_PREVIEW
-                body = render.message_text(
-                    msg, markdown=self.state.markdown, preview=clip or None, text=part.text
-                )
-            if head is not None:
-                add(kind, (head, body), indent=2, key=key, clip=clip and clip + 1)
-                head = None
-            else:  # output and notes under what they answer; the rest in line with the text
-                under = kind == "output" or (kind == "note" and not isinstance(part, markup.Caveat))
-                add(kind, body, indent=4 if under else 2, key=key, clip=clip)
-        return head
-
-    def _picture(self, entry_id: int, image: ImageRef, columns: int) -> Cells | str:
-        """An image's drawn cells, or a note; drawn once per width and pane height. Its record is read and its
-        header measured here (cheap); decoding and scaling run in a thread, and until they are
-        done the image's lines are blank, so the message keeps its height when they arrive."""
-        rows = self._image_rows()
-        key = (entry_id, image.index, columns, rows)
-        found = self.pictures.get(key)
-        if found is not None:
-            self.pictures.move_to_end(key)
-            return found
-        loaded = images.load(self.conn, entry_id, image.index) if self.conn is not None else None
-        if loaded is None or loaded.note is not None:
-            picture: Cells | str = loaded.note if loaded and loaded.note else "not in the archive"
-        else:
-            box = tui_images.measure(loaded.data, columns, rows)
-            if isinstance(box, str):
-                picture = box
-            else:
-                picture = Cells([[Segment(" " * box[0])] for _ in range(box[1])])
-                background = self.styles.background.rgb
-                work = partial(self._draw_picture, key, loaded.data, box, background)
-                workers.start(self, workers.IMAGE, work)
-        self.pictures[key] = picture
-        if len(self.pictures) > PICTURES:
-            self.pictures.popitem(last=False)
-        return picture
+    # ------------------------------------------------------------------ pictures
 
     def _image_rows(self) -> int:
         return tui_images.rows_for(self.scrollable_content_region.height or self.size.height)
 
+    def _draw_later(
+        self, key: PictureKey, data: bytes, box: tuple[int, int], background: tuple[int, int, int]
+    ) -> None:
+        """A picture the drawer measured, decoded and scaled in an image worker."""
+        workers.start(self, workers.IMAGE, partial(self._draw_picture, key, data, box, background))
+
     def _draw_picture(
-        self,
-        key: tuple[int, int, int, int],
-        data: bytes,
-        box: tuple[int, int],
-        background: tuple[int, int, int],
+        self, key: PictureKey, data: bytes, box: tuple[int, int], background: tuple[int, int, int]
     ) -> None:
         """In an image worker: the picture decoded and scaled, posted back as `PictureDrawn`."""
-        drawn = tui_images.draw(data, *box, background)
-        self.post_message(self.PictureDrawn(key, Cells(drawn) if isinstance(drawn, list) else drawn))
+        self.post_message(self.PictureDrawn(key, picture_cells(data, box, background)))
 
     def on_message_view_picture_drawn(self, event: PictureDrawn) -> None:
         """A drawn image replaces its blank lines: the messages showing it are drawn again."""
-        key = event.key
-        self.pictures[key] = event.picture
-        block_key = f"image:{key[0]}:{key[1]}"
+        block_key = self.drawer.picture_drawn(event.key, event.picture)
         for pos in [p for p, r in self.cache.items() if any(b.key == block_key for b in r.blocks)]:
             del self.cache[pos]
         self.refresh()
-
-    def _persisted(self, call: ToolCall) -> PersistedOutput | None:
-        """What the agent saved to a side file for this call, when the archive kept it: its whole
-        output, or for the call that ends a plan the session's plan (read once per call: only
-        results holding the agent's notice, and plan calls, are looked up)."""
-        session_id = self.state.session_id
-        if self.conn is None or session_id is None:
-            return None
-        if tool_group(call.agent, call.name) == "plan":
-            if call.id not in self.persisted:
-                plans = session_plans(self.conn, session_id)
-                self.persisted[call.id] = plans[-1] if plans else None
-            return self.persisted[call.id]
-        if not call.result_json or PERSISTED_NOTICE not in call.result_json[:200]:
-            return None
-        if call.id not in self.persisted:
-            self.persisted[call.id] = persisted_output(self.conn, result_text(call))
-        return self.persisted[call.id]
-
-    def _extra(self, call: ToolCall) -> Any:
-        if self.conn is None or tool_group(call.agent, call.name) not in ("edit", "write", "patch", "todo"):
-            return None
-        if call.id not in self.extras:
-            self.extras[call.id] = browse.tool_result_extra(self.conn, call)
-        return self.extras[call.id]
 
     def render_lines(self, crop: Region) -> list[Strip]:
         self._prepare()
@@ -1120,7 +855,7 @@ class MessageView(SessionView, can_focus=True):
         calls = [block.call] if block is not None and block.call is not None else []
         calls += msg.tool_calls if msg is not None else []
         for call in calls:
-            whole = self._persisted(call)
+            whole = self.drawer.saved_output(call)
             if whole is not None:
                 return whole, call.name
         return None
@@ -1187,29 +922,3 @@ class MessageView(SessionView, can_focus=True):
             text = msg.content or ""
         self.app.copy_to_clipboard(text)
         self.notify(f"Copied {len(text):,} characters", timeout=2)
-
-
-def _lines(
-    console: Console,
-    options: ConsoleOptions,
-    renderable: RenderableType | tuple[RenderableType, ...],
-    indent: int,
-    limit: int = 0,
-) -> list[list[Segment]]:
-    """Rendered lines with `indent` cells on the left, of one part or of parts one below the
-    other. Plain Text and Markdown take a fast path (most parts); Markdown's lines past `limit`
-    (when given) are counted but not drawn."""
-    if isinstance(renderable, tuple):
-        lines: list[list[Segment]] = []
-        for part in renderable:
-            lines += _lines(console, options, part, indent, limit and max(1, limit - len(lines)))
-        return lines
-    pad = Segment(" " * indent)
-    width = max(1, options.max_width - indent - 1)
-    if isinstance(renderable, Text):
-        return [[pad, *segments(line, console)] for line in renderable.wrap(console, width)]
-    if isinstance(renderable, Cells):
-        return [[pad, *line] for line in renderable.lines]
-    if isinstance(renderable, Markdown):
-        return [[pad, *line] if line else line for line in renderable.lines(console, width, limit or None)]
-    return console.render_lines(Padding(renderable, (0, 1, 0, indent)), options, pad=False)

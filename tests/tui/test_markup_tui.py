@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from threadloom.tui.app import ThreadloomApp
+from threadloom.tui.message_draw import visible
 from threadloom.tui.messages import MessageView
 
 from tests.builders.claude import markup_session
@@ -68,7 +69,7 @@ async def test_claude_codes_markup_is_drawn_for_what_it_is(tmp_path: Path) -> No
         assert output == model + 1 and "● user" not in lines[output]
         # an empty output (what /context left here) draws nothing, not an empty user message
         context = position(lines, "/context")
-        assert lines[context + 1] == "" and view._visible(view.row(context + 1)) is False  # type: ignore[arg-type]
+        assert lines[context + 1] == "" and visible(view.row(context + 1)) is False  # type: ignore[arg-type]
         # the IDE selection is a chip beside the words typed
         prompt = position(lines, "Why does the tokenizer drop the last token?")
         assert "§ split.py:12-14" in lines[prompt] and "This may or may not" not in lines[prompt]
