@@ -112,9 +112,7 @@ class ThreadloomApp(ArchiveApp):
         classes = " ".join(
             name for name, wanted in layout_classes(self.size.width, "projects").items() if wanted
         )
-        self.browser = BrowserScreen(
-            archive_state=self.archive, now=self.now, sources=self.sources, id="_default", classes=classes
-        )
+        self.browser = BrowserScreen(archive_state=self.archive, now=self.now, id="_default", classes=classes)
         return self.browser
 
     def get_line_filters(self) -> Sequence[LineFilter]:

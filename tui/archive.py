@@ -60,11 +60,11 @@ class ArchiveApp(App[int]):
     ) -> None:
         super().__init__()
         self.db_path = db_path
-        self.sources = [Path(s) for s in sources]
         self.demo = demo
         self.ingest_on_start = ingest
         self.demo_long_turns = demo_long_turns
-        self.archive = ArchiveState()  # the connection and what the archive allows now
+        # the connection, what the archive allows now and where its logs are looked for
+        self.archive = ArchiveState(sources=[Path(s) for s in sources])
         self.cancel_event = threading.Event()
         self.last_report: IngestReport | None = None
         self.follower = workers.Follower()
@@ -187,7 +187,7 @@ class ArchiveApp(App[int]):
             workers.ingest,
             self.post_message,
             self.db_path,
-            list(self.sources) if read_logs else [],
+            list(self.archive.sources) if read_logs else [],
             demo_dir=demo_dir,
             demo_long_turns=self.demo_long_turns,
             cancel=self.cancel_event,
@@ -201,8 +201,6 @@ class ArchiveApp(App[int]):
         temp_dir = claim_demo_dir()
         self.archive.became_demo(temp_dir)
         self.db_path = temp_dir / "demo.db"
-        self.sources = []
-        self.browser.sources = []
         self.title = "threadloom · demo"
         self.start_ingest(demo_dir=temp_dir / "archive")
 
@@ -263,7 +261,7 @@ class ArchiveApp(App[int]):
         from ..core.ingest.pipeline import RootWatch
 
         self.last_report = report
-        self.browser.roots = report.roots  # what the empty state says was looked in
+        self.archive.looked_in(report.roots)
         watching = self.ingest_on_start and not self.demo and not self.archive.is_demo
         if watching and (self.root_watch is None or self.root_watch.roots != report.roots):
             self.root_watch = RootWatch(report.roots)

@@ -1,5 +1,6 @@
-"""The app's hold on its archive as one state: the connection the panes read through, and what the
-archive allows now (a first load under way, an ingest running, read-only, failed to open, the demo).
+"""The app's hold on its archive as one state: the connection the panes read through, what the
+archive allows now (a first load under way, an ingest running, read-only, failed to open, the demo)
+and where its agent logs were looked for.
 
 Plain Python, no Textual: `ArchiveApp` (`threadloom.tui.archive`) asks it and moves it through its
 transitions, each of which sets together the fields that go together (a connection opened clears
@@ -10,7 +11,7 @@ changed without the others it implies and every question asked of the archive is
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -27,6 +28,10 @@ class ArchiveState:
     read_only: str = ""  # why the database cannot be written, when it cannot: browse only
     open_error: str = ""  # why the database could not be opened: quitting says it and exits 1
     temp_dir: Path | None = None  # the demo archive's folder, removed when threadloom ends
+    # where the empty state says threadloom looked: the --source folders beside the agents' own,
+    # until an ingest reports the folders it read
+    sources: list[Path] = field(default_factory=list)
+    roots: list[str] | None = None
 
     # ------------------------------------------------------------------ what it allows
 
@@ -66,7 +71,12 @@ class ArchiveState:
         self.open_error = why
 
     def became_demo(self, temp_dir: Path) -> None:
-        self.temp_dir = temp_dir
+        """The demo's archive, in `temp_dir`: it reads none of the user's folders."""
+        self.temp_dir, self.sources = temp_dir, []
+
+    def looked_in(self, roots: list[str]) -> None:
+        """An ingest read the agents' logs in `roots`: what the empty state names from now on."""
+        self.roots = roots
 
     def ingest_started(self) -> None:
         self.ingesting = True

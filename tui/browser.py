@@ -214,19 +214,17 @@ class BrowserScreen(Screen[None]):
         *,
         archive_state: ArchiveState,
         now: Callable[[], float],
-        sources: list[Path],
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
         super().__init__(id=id, classes=classes)
-        self.archive_state = archive_state  # the app's, which it alone changes: what its keys may do now
+        # the app's, which it alone changes: what its keys may do now, where the logs were looked for
+        self.archive_state = archive_state
         self.now = now
-        self.sources = sources  # where the empty state says threadloom looked, before a report says
         self.conn: sqlite3.Connection | None = None  # set by the app, which opens and closes it
         self.rewrites: list[archive.Version] = []  # the open session's earlier versions (`v`)
         self.version_shown: int | None = None  # the one shown, by its index in `rewrites`
         self._version_conn: sqlite3.Connection | None = None  # its database in memory
-        self.roots: list[str] | None = None  # the folders the last ingest looked in
         self.search_return = False  # Esc goes back to the search results this was opened from
         # Esc from a subagent opened from a Task call: the sessions (and messages) it came from
         self.trail: list[tuple[str, int]] = []
@@ -555,10 +553,12 @@ class BrowserScreen(Screen[None]):
     def _empty_text(self) -> Text:
         from ..core.adapters import all_adapters
 
+        looked = self.archive_state
         roots = (
-            self.roots
-            if self.roots is not None
-            else [str(r) for a in all_adapters() for r in a.default_roots()] + [str(s) for s in self.sources]
+            looked.roots
+            if looked.roots is not None
+            else [str(r) for a in all_adapters() for r in a.default_roots()]
+            + [str(s) for s in looked.sources]
         )
         text = Text()
         text.append("No agent sessions yet\n\n", style="bold")

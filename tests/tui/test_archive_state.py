@@ -63,3 +63,13 @@ def test_neither_the_demo_nor_a_read_only_archive_syncs(tmp_path: Path) -> None:
     read_only.made_read_only("the file is read-only")
     read_only.opened(sqlite3.connect(":memory:"))
     assert not read_only.can_sync and read_only.settled and read_only.read_only
+
+
+def test_where_the_logs_were_looked_for_is_the_sources_until_an_ingest_says(tmp_path: Path) -> None:
+    state = ArchiveState(sources=[tmp_path / "backup"])
+    assert state.sources == [tmp_path / "backup"] and state.roots is None
+    state.looked_in(["/home/dev/.claude/projects"])
+    assert state.roots == ["/home/dev/.claude/projects"]
+    demo = ArchiveState(sources=[tmp_path / "backup"])
+    demo.became_demo(tmp_path / "demo")
+    assert demo.sources == []  # the demo reads none of the user's folders
