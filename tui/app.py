@@ -60,6 +60,8 @@ class ThreadloomApp(ArchiveApp):
     `BrowserScreen`, which asks for what the app keeps (search, the fork picker, the writers)
     with the messages of `threadloom.tui.events`."""
 
+    browser: BrowserScreen  # the archive's side sees it as an `ArchiveView`
+
     CSS_PATH = Path(__file__).with_name("app.tcss")
     TITLE = "threadloom"
     COMMANDS = {

@@ -3,7 +3,8 @@ open session followed as it grows, the agents' folders watched for new files, an
 background work (`threadloom.tui.workers`) sends back when it ends.
 
 `ThreadloomApp` (`threadloom.tui.app`) is this plus the screens, keys and palette: the two halves
-talk through the browsing screen (`self.browser`), which shows what this part reads.
+talk through the browsing screen (`self.browser`), which shows what this part reads; what this part
+asks of it is `ArchiveView`, and nothing more.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import threading
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from textual.app import App
 from textual.worker import Worker
@@ -39,8 +40,50 @@ from .workers import (
 )
 
 if TYPE_CHECKING:
-    from ..core.ingest.pipeline import IngestReport, RootWatch
-    from .browser import BrowserScreen
+    from ..core.ingest.pipeline import IngestReport, Progress, RootWatch
+
+
+class ArchiveView(Protocol):
+    """What the archive's side of the app asks of the screen that shows the archive (the browser):
+    read through a connection, show what the ingest is doing and what it added, follow the open
+    session as it grows."""
+
+    def use_connection(
+        self, conn: sqlite3.Connection | None, *, replacing: sqlite3.Connection | None = None
+    ) -> None:
+        """Read through `conn` from now on (the message view leaves `replacing` for it too)."""
+
+    def refresh_panes(self) -> None:
+        """Read the archive again: it was added to, or what is hidden changed."""
+
+    def show_session(self, session_id: str) -> None:
+        """Show a session asked for from outside the browser (`threadloom open SESSION`)."""
+
+    def forget_load(self) -> None:
+        """A first load failed: show none of it, and let go of its connection."""
+
+    def ingest_started(self, status: str) -> None:
+        """An ingest began: its bar shows `status`."""
+
+    def show_status(self, text: str) -> None:
+        """What the ingest is doing now."""
+
+    def ingest_progressed(self, progress: Progress, *, load_reader: bool) -> None:
+        """How far the ingest is; while it reads files the panes show what is in (`load_reader`:
+        through a first load's reader)."""
+
+    def ingest_ended(self) -> None:
+        """The ingest is over: its bar goes."""
+
+    @property
+    def whole_session_open(self) -> str | None:
+        """The session shown whole, the one followed as its agent writes more."""
+
+    def session_grew(self, session_id: str) -> None:
+        """The followed session's file was read further: show what came."""
+
+    def hide_written(self, done: tuple[str, str] | None) -> None:
+        """What was hidden (`done`) is written to the archive, or nothing is (None)."""
 
 
 class ArchiveApp(App[int]):
@@ -69,7 +112,7 @@ class ArchiveApp(App[int]):
         self.last_report: IngestReport | None = None
         self.follower = workers.Follower()
         self.root_watch: RootWatch | None = None  # the folders the last ingest looked in
-        self.browser: BrowserScreen  # the subclass makes it, as its default screen
+        self.browser: ArchiveView  # the subclass makes it, as its default screen
         self._rescan_asked = False  # Ctrl+R: the ingest's end is reported even when nothing was new
         self.open_session: str | None = None  # a session to show once the archive is open
 
@@ -131,7 +174,7 @@ class ArchiveApp(App[int]):
         self.browser.refresh_panes()
         if self.open_session is not None:  # `threadloom open SESSION`: shown once the panes are filled
             session_id, self.open_session = self.open_session, None
-            self.call_after_refresh(self.browser.jump_to_session, session_id)
+            self.call_after_refresh(self.browser.show_session, session_id)
 
     def _cannot_open(self, error: Exception) -> None:
         """The database is damaged, locked or unreadable: its message says what to do."""
@@ -219,14 +262,12 @@ class ArchiveApp(App[int]):
 
     def on_ingest_progressed(self, event: IngestProgressed) -> None:
         p = event.progress
-        self.browser.show_progress(p)
-        if p.phase.after_files:  # the files are all in: nothing new to show
-            return
-        if self.conn is None and self.archive.first_load and p.files_done > 0:
+        reading = not p.phase.after_files  # after the files, nothing new to show
+        if reading and self.conn is None and self.archive.first_load and p.files_done > 0:
             # the load is under way (its files are being written in ~1 s transactions): browse
             # what is in meanwhile, read-only, rather than wait a minute for a large archive
             self._open_database(readonly=True)
-        self.browser.refresh_while_loading(load_reader=self.archive.load_reader)
+        self.browser.ingest_progressed(p, load_reader=self.archive.load_reader)
 
     def on_records_loaded(self, event: RecordsLoaded) -> None:
         report = event.report
@@ -275,7 +316,6 @@ class ArchiveApp(App[int]):
             reader = self.archive.closed()
             if reader is not None:
                 reader.close()
-            self.browser.use_connection(None)
         self._end_load_reader()  # a first load cancelled half-way: what is in stays browsable
         self.refresh_bindings()
         if event.error is not None:

@@ -587,12 +587,14 @@ class BrowserScreen(Screen[None]):
             view.conn = conn
 
     def forget_load(self) -> None:
-        """A first load failed and is started afresh by the next launch: show none of it."""
+        """A first load failed and is started afresh by the next launch: show none of it, and let
+        go of its connection (the app closes it)."""
         self.query_one(MessageView).clear()
         self.query_one(ProjectList).set_projects([])
         tree = self.query_one(SessionTree)
         tree.show_project(self.conn, None)
         tree.conn = None
+        self.use_connection(None)
 
     @on(OptionList.OptionHighlighted, "#projects")
     def _project_highlighted(self, event: OptionList.OptionHighlighted) -> None:
@@ -811,6 +813,12 @@ class BrowserScreen(Screen[None]):
         self._open_ref = None
         self.open_ref(ref, keep_trail=keep_trail)
         self.query_one(MessageView).focus()
+
+    def show_session(self, session_id: str) -> None:
+        """A session asked for from outside the browser (the palette, the stats, `threadloom open`):
+        revealed in its tree and read; Esc no longer leads back to an old search."""
+        self.search_return = False
+        self.jump_to_session(session_id)
 
     def open_hit(self, hit: Hit) -> None:
         """A search hit: its session in the message viewer, at the hit, marked; Esc goes back."""
@@ -1227,7 +1235,13 @@ class BrowserScreen(Screen[None]):
         self._status = text
         self.query_one("#ingest-label", Label).update(f"{text}…")
 
-    def show_progress(self, p: Progress) -> None:
+    def ingest_progressed(self, p: Progress, *, load_reader: bool) -> None:
+        """How far the ingest is; while it reads files, the panes show what is in so far."""
+        self._show_progress(p)
+        if not p.phase.after_files:
+            self._refresh_while_loading(load_reader=load_reader)
+
+    def _show_progress(self, p: Progress) -> None:
         """The bar and its label: files and bytes, or how much of the search index is built."""
         from ..core.ingest.pipeline import Phase
 
@@ -1252,7 +1266,7 @@ class BrowserScreen(Screen[None]):
             layout=False,
         )
 
-    def refresh_while_loading(self, *, load_reader: bool) -> None:
+    def _refresh_while_loading(self, *, load_reader: bool) -> None:
         """During an ingest, re-read the panes: every 3 s once a first load shows something (a
         refresh takes the GIL and the database from the load), else more often."""
         shown = bool(self.query_one(ProjectList).projects)
