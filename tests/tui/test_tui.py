@@ -1282,6 +1282,11 @@ async def test_palette_offers_pane_actions_and_finds_sessions(demo_db: Path) -> 
         await pilot.pause()
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert "Messages: expand or collapse all tool calls" in titles
+        # the pane's first, then the browser's and the ingest's in one order, help last
+        order = ["Jump to session", "Stats: tokens and cost", "Ingest: rescan now", "Signals of the session"]
+        assert [t for t in titles if t in order] == order
+        assert titles.index("Messages: expand or collapse all tool calls") < titles.index(order[0])
+        assert titles.index(order[-1]) < titles.index("Help: keys of the focused pane")
         app.query_one(ProjectList).focus()
         await pilot.pause()
         assert not any(
