@@ -202,7 +202,7 @@ async def stats_screen(db: Path) -> dict[str, float]:
         async with app.run_test(size=(140, 40)) as pilot:
             await pilot.pause()
             t0 = time.perf_counter()
-            app.action_stats()  # what `S` runs
+            app.browser.action_stats()  # what `S` runs
             screen = app.screen
             assert isinstance(screen, StatsScreen)
             while not painted:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -202,7 +202,7 @@ class ThreadloomApp(ArchiveApp):
             return
         if isinstance(self.screen, SearchScreen):
             return
-        self.browser.search_return = False
+        self.browser.forget_search()
         if self.search_screen is None or self.search_screen.db_path != self.db_path:
             if self.search_screen is not None:
                 self.uninstall_screen(self.search_screen)
@@ -238,24 +238,17 @@ class ThreadloomApp(ArchiveApp):
     def on_search_closed(self, event: SearchClosed) -> None:
         from .search import SearchScreen
 
-        self.browser.search_return = False
+        self.browser.forget_search()
         if isinstance(self.screen, SearchScreen):
             self.pop_screen()
         self.refresh_bindings()
 
     def on_open_session(self, event: OpenSession) -> None:
-        # opened from elsewhere (the stats, the palette): Esc no longer leads back to an old search
-        self.browser.search_return = False
-        self.browser.jump_to_session(event.session_id)
+        self.browser.show_session(event.session_id)  # (from the stats, the palette)
 
     # ------------------------------------------------------------------ stats
 
-    def action_stats(self) -> None:
-        """The palette's stats: the browser's `S`."""
-        self.browser.action_stats()
-
     def on_open_project(self, event: OpenProject) -> None:
-        self.browser.search_return = False
         self.browser.show_project(event.path)
 
     # ------------------------------------------------------------------ fork
@@ -330,15 +323,15 @@ class ThreadloomApp(ArchiveApp):
             self.browser.show_help()
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        """The palette lists what applies now: pane actions for the focused pane, ingest state."""
-        yield from self.browser.pane_commands()
-        yield SystemCommand("Jump to session", "By title, id or project (key p)", self.browser.action_jump)
-        if self.conn is not None:
-            yield SystemCommand(
-                "Stats: tokens and cost",
-                "By day, week, month, project, model, agent or session (key S)",
-                self.action_stats,
-            )
+        """The palette lists what applies now: the browser's (the focused pane's first) with the
+        ingest's among them, then help."""
+        yield from self.browser.palette_commands(self._ingest_commands())
+        yield SystemCommand("Help: keys of the focused pane", "F1 or ?", self.action_help)
+        # Textual's own "Keys" panel would be a second, different help beside ours
+        yield from (command for command in super().get_system_commands(screen) if command.title != "Keys")
+
+    def _ingest_commands(self) -> Iterator[SystemCommand]:
+        """Cancel the ingest that runs, or read new logs now (not the demo's: it does not change)."""
         if self.archive.ingesting:
             yield SystemCommand(
                 "Ingest: cancel", "Stop after the current file (Esc)", self.action_cancel_ingest
@@ -347,21 +340,6 @@ class ThreadloomApp(ArchiveApp):
             yield SystemCommand(
                 "Ingest: rescan now", "Read new and changed agent logs (Ctrl+R)", self.action_rescan
             )
-        if self.browser.open_session_id is not None and self.conn is not None:
-            yield SystemCommand(
-                "Signals of the session",
-                "Retry loops, refused calls, dead ends, … (key W)",
-                self.browser.action_signals,
-            )
-        if self.archive.can_sync:
-            yield SystemCommand(
-                "Sync with the hub",
-                "Push and pull (the first time: choose the projects shared) (key U)",
-                self.browser.action_sync,
-            )
-        yield SystemCommand("Help: keys of the focused pane", "F1 or ?", self.action_help)
-        # Textual's own "Keys" panel would be a second, different help beside ours
-        yield from (command for command in super().get_system_commands(screen) if command.title != "Keys")
 
 
 def _palette_provider(name: str) -> type[Provider]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -755,7 +755,9 @@ class BrowserScreen(Screen[None]):
         return self.query_one(MessageView).session_id
 
     def show_project(self, path: str) -> None:
-        """Highlight a project (its sessions listed) and give the session tree the keys."""
+        """A project asked for from outside the browser (the stats): highlighted, its sessions
+        listed and the session tree given the keys; Esc no longer leads back to an old search."""
+        self.forget_search()
         projects = self.query_one(ProjectList)
         paths = [p.path for p in projects.projects]
         if path not in paths:
@@ -814,10 +816,14 @@ class BrowserScreen(Screen[None]):
         self.open_ref(ref, keep_trail=keep_trail)
         self.query_one(MessageView).focus()
 
+    def forget_search(self) -> None:
+        """Esc no longer leads back to search results: search was opened again, closed or gone back to."""
+        self.search_return = False
+
     def show_session(self, session_id: str) -> None:
         """A session asked for from outside the browser (the palette, the stats, `threadloom open`):
         revealed in its tree and read; Esc no longer leads back to an old search."""
-        self.search_return = False
+        self.forget_search()
         self.jump_to_session(session_id)
 
     def open_hit(self, hit: Hit) -> None:
@@ -961,7 +967,7 @@ class BrowserScreen(Screen[None]):
         self.focus_pane(pane)
 
     def action_back_to_search(self) -> None:
-        self.search_return = False
+        self.forget_search()
         self.post_message(BackToSearch())
 
     def action_back(self) -> None:
@@ -1177,7 +1183,33 @@ class BrowserScreen(Screen[None]):
         pane_keys, global_keys = key_rows(self, self.query_one(f"#{pane}"), (self.app, self))
         self.app.push_screen(HelpScreen(PANE_NAMES[pane], pane_keys, global_keys))
 
-    def pane_commands(self) -> Iterator[SystemCommand]:
+    def palette_commands(self, ingest: Iterable[SystemCommand]) -> Iterator[SystemCommand]:
+        """The palette's commands that apply now: the focused pane's, jump and stats, the app's
+        `ingest` ones, then the open session's signals and sync (as the keys' `check_action`)."""
+        yield from self._pane_commands()
+        yield SystemCommand("Jump to session", "By title, id or project (key p)", self.action_jump)
+        conn = self.archive_state.conn
+        if conn is not None:
+            yield SystemCommand(
+                "Stats: tokens and cost",
+                "By day, week, month, project, model, agent or session (key S)",
+                self.action_stats,
+            )
+        yield from ingest
+        if self.open_session_id is not None and conn is not None:
+            yield SystemCommand(
+                "Signals of the session",
+                "Retry loops, refused calls, dead ends, … (key W)",
+                self.action_signals,
+            )
+        if self.archive_state.can_sync:
+            yield SystemCommand(
+                "Sync with the hub",
+                "Push and pull (the first time: choose the projects shared) (key U)",
+                self.action_sync,
+            )
+
+    def _pane_commands(self) -> Iterator[SystemCommand]:
         """The palette's commands for the focused pane."""
         pane = self.focused_pane
         view = self.query_one(MessageView)
