@@ -96,6 +96,8 @@ LATE_INDEXES = (
     "CREATE INDEX IF NOT EXISTS ix_sessions_listing ON agent_sessions "
     "(project_path, is_subagent, message_count, ended_at, created_at, source, project, "
     "input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, cost_usd, unpriced_messages)",
+    # a page of a session's messages finds its calls without scanning the session's (models.py)
+    "CREATE INDEX IF NOT EXISTS ix_tool_calls_session_entry ON agent_tool_calls (session_id, entry_id)",
 )
 
 

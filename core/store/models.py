@@ -175,7 +175,7 @@ class AgentToolCall(SQLModel, table=True):
 
     id: str = Field(primary_key=True)  # the provider's tool id (seed 000's name); unique per session only
     message_id: str | None = None
-    session_id: str = Field(primary_key=True, index=True)
+    session_id: str = Field(primary_key=True)  # and first in ix_tool_calls_session_entry
     tool_name: str
     tool_number: int = _zero()
     # both NULL where the adapter can re-read them from their records (`tool_io_in_record`, Claude):
@@ -313,6 +313,9 @@ _usage = _columns(AgentUsage)
 SECONDARY_INDEXES: list[Index] = [
     Index("ix_entries_session_seq", _entry.session_id, _entry.seq),
     Index("ix_entries_uuid", _entry.uuid),
+    # a session's calls, and those of a page of its messages (`show` of 100,000 messages reads 200
+    # pages: by session alone each page scanned all of the session's calls)
+    Index("ix_tool_calls_session_entry", _call.session_id, _call.entry_id),
     # summaries name the session owning their leafUuid, often in another file: find them all fast
     Index(
         "ix_entries_summary",

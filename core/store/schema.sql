@@ -82,13 +82,13 @@ CREATE TABLE agent_tool_calls (
 	PRIMARY KEY (id, session_id)
 );
 
-CREATE INDEX IF NOT EXISTS ix_agent_tool_calls_session_id ON agent_tool_calls (session_id);
-
 CREATE INDEX IF NOT EXISTS ix_tool_calls_child_agent ON agent_tool_calls (child_agent_id);
 
 CREATE INDEX IF NOT EXISTS ix_tool_calls_entry ON agent_tool_calls (entry_id);
 
 CREATE INDEX IF NOT EXISTS ix_tool_calls_result_entry ON agent_tool_calls (result_entry_id);
+
+CREATE INDEX IF NOT EXISTS ix_tool_calls_session_entry ON agent_tool_calls (session_id, entry_id);
 
 CREATE TABLE agent_turns (
 	id VARCHAR NOT NULL,
@@ -281,6 +281,8 @@ CREATE INDEX IF NOT EXISTS ix_entries_session_seq ON entries (session_id, seq);
 
 CREATE INDEX IF NOT EXISTS ix_entries_uuid ON entries (uuid);
 
+CREATE INDEX IF NOT EXISTS ix_tool_calls_session_entry ON agent_tool_calls (session_id, entry_id);
+
 CREATE INDEX IF NOT EXISTS ix_entries_summary ON entries (ref_uuid) WHERE entry_type = 'summary';
 
 CREATE INDEX IF NOT EXISTS ix_tool_calls_child_agent ON agent_tool_calls (child_agent_id);
@@ -464,6 +466,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS ix_memory_versions_vid ON memory_versions (vid
 CREATE INDEX IF NOT EXISTS ix_entries_titles ON entries (session_id) WHERE entry_type IN ('custom-title', 'custom-title-file', 'ai-title', 'agent-name');
 
 CREATE INDEX IF NOT EXISTS ix_sessions_listing ON agent_sessions (project_path, is_subagent, message_count, ended_at, created_at, source, project, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, cost_usd, unpriced_messages);
+
+CREATE INDEX IF NOT EXISTS ix_tool_calls_session_entry ON agent_tool_calls (session_id, entry_id);
 
 CREATE VIEW IF NOT EXISTS agent_messages AS
 SELECT

@@ -345,7 +345,7 @@ ORDER BY uses DESC;""",
 
 def test_joining_a_result_to_its_call_is_a_primary_key_lookup(conn):
     """The ledger answers a call met in an earlier file by (tool id, session): no scan, and no index
-    beyond the primary key and the per-session one readers use."""
+    beyond the primary key and the per-session one readers use (by session and message)."""
     plan = " ".join(
         r[3]
         for r in conn.execute(
@@ -357,7 +357,7 @@ def test_joining_a_result_to_its_call_is_a_primary_key_lookup(conn):
     indexes = {r[1] for r in conn.execute("PRAGMA index_list(agent_tool_calls)")}
     assert indexes == {
         "sqlite_autoindex_agent_tool_calls_1",
-        "ix_agent_tool_calls_session_id",
+        "ix_tool_calls_session_entry",
         "ix_tool_calls_child_agent",
         "ix_tool_calls_entry",
         "ix_tool_calls_result_entry",
