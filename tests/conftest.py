@@ -14,6 +14,7 @@ import pytest
 from threadloom.core.ingest.pipeline import IngestReport, run_ingest
 from threadloom.core.store import db
 
+from tests.pg_support import hub_db, pg_server  # noqa: F401 - fixtures: one PostgreSQL server a worker
 from tests.support import AGENTS, CORPUS, FAKE_AGENT
 
 
