@@ -44,6 +44,39 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return (os.cpu_count() or 1) + 1
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests marked `long(SECONDS)` run first, shared out among the workers: xdist's worksteal
+    hands worker k the k-th of equal slices of the collection and steals from their ends, so each
+    slice starts with its share of them (the longest first, each to the least loaded slice; a
+    module's long tests kept together, as they share its set-up). Left where they were, they ran
+    one after another on one worker and the run ended waiting for them."""
+    marked = [item for item in items if item.get_closest_marker("long")]
+    if not marked:
+        return
+    workers = int(config.workerinput["workercount"]) if hasattr(config, "workerinput") else 1
+
+    def seconds(unit: list[pytest.Item]) -> float:
+        return sum(float(item.get_closest_marker("long").args[0]) for item in unit)  # type: ignore[union-attr]
+
+    units: dict[str, list[pytest.Item]] = {}
+    for item in marked:
+        units.setdefault(item.nodeid.split("::")[0], []).append(item)
+    shares: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    loads = [0.0] * workers
+    for unit in sorted(units.values(), key=seconds, reverse=True):
+        least = loads.index(min(loads))
+        shares[least] += unit
+        loads[least] += seconds(unit)
+    rest = [item for item in items if not item.get_closest_marker("long")]
+    ordered: list[pytest.Item] = []
+    for k, share in enumerate(shares):
+        size = (len(items) - len(ordered)) // (workers - k)  # the slice worksteal sends worker k
+        take = max(0, size - len(share))
+        ordered += share + rest[:take]
+        rest = rest[take:]
+    items[:] = ordered + rest
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Never read the developer's real ~/.claude or write the real database."""

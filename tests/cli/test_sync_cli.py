@@ -8,6 +8,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from tests.builders.claude import Transcript
 from tests.pg_support import PgServer
 from tests.support import home_env, run
@@ -16,6 +18,7 @@ SID = "cccccccc-0000-4000-8000-0000000000c1"
 SECRET = "pw-never-shown-8472"
 
 
+@pytest.mark.long(7)
 def test_sync_from_the_command_line(tmp_path: Path, pg_server: PgServer, hub_db: str) -> None:
     url = pg_server.url(hub_db)
     with_password = pg_server.url(hub_db, password=SECRET)  # the test server trusts its local users
@@ -142,6 +145,7 @@ def test_sync_from_the_command_line(tmp_path: Path, pg_server: PgServer, hub_db:
     assert (again["pushed_sources"], again["pushed_records"]) == (1, 4)
 
 
+@pytest.mark.long(5)
 def test_a_sync_killed_half_way_then_run_again(tmp_path: Path, pg_server: PgServer, hub_db: str) -> None:
     """kill -9 in the middle of a push, then of a pull: the next sync goes on, nothing duplicated or lost."""
     import os

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support import kept
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,6 +25,7 @@ def test_ruff_lint_and_format_are_clean() -> None:
     assert formatted.returncode == 0, formatted.stdout + "\n(run `ruff format .`)"
 
 
+@pytest.mark.long(12)
 def test_the_code_passes_the_type_checks() -> None:
     """mypy keeps its cache in the suite's kept folder (tests.support.kept): a run checks again only
     the modules that changed since the last (and what depends on them), ~2 s instead of ~15 s, even in

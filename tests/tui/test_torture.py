@@ -145,6 +145,7 @@ def whole(db: Path) -> None:
         conn.close()
 
 
+@pytest.mark.long(10)
 async def test_the_archive_survives_every_writer_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
