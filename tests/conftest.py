@@ -14,7 +14,26 @@ import pytest
 from threadloom.core.ingest.pipeline import IngestReport, run_ingest
 from threadloom.core.store import db
 
+from tests.pg_support import hub_db, pg_server  # noqa: F401 - fixtures: one PostgreSQL server a worker
 from tests.support import AGENTS, CORPUS, FAKE_AGENT
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Byte-compile the code under test once, before any worker starts: each `threadloom` process
+    a test starts (several hundred) and each worker would otherwise compile every module it imports
+    from source again where no bytecode is written (PYTHONDONTWRITEBYTECODE, a fresh checkout):
+    a quarter of a CLI test's time. Test modules are left to pytest, which rewrites them."""
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller has done it
+        return
+    import compileall
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    for folder in ("core", "tui", "tests"):
+        if (root / folder).is_dir():
+            compileall.compile_dir(
+                root / folder, quiet=2, rx=re.compile(r"[/\\](test_[^/\\]*|conftest)\.py$")
+            )
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of xdist's: a run without it (-p no:xdist) still starts
@@ -23,6 +42,39 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     waiting for the app to go idle and a CLI test waiting for its subprocess; the extra worker
     runs in those gaps (on 2 cores: 73 s instead of 90 s for the suite)."""
     return (os.cpu_count() or 1) + 1
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests marked `long(SECONDS)` run first, shared out among the workers: xdist's worksteal
+    hands worker k the k-th of equal slices of the collection and steals from their ends, so each
+    slice starts with its share of them (the longest first, each to the least loaded slice; a
+    module's long tests kept together, as they share its set-up). Left where they were, they ran
+    one after another on one worker and the run ended waiting for them."""
+    marked = [item for item in items if item.get_closest_marker("long")]
+    if not marked:
+        return
+    workers = int(config.workerinput["workercount"]) if hasattr(config, "workerinput") else 1
+
+    def seconds(unit: list[pytest.Item]) -> float:
+        return sum(float(item.get_closest_marker("long").args[0]) for item in unit)  # type: ignore[union-attr]
+
+    units: dict[str, list[pytest.Item]] = {}
+    for item in marked:
+        units.setdefault(item.nodeid.split("::")[0], []).append(item)
+    shares: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    loads = [0.0] * workers
+    for unit in sorted(units.values(), key=seconds, reverse=True):
+        least = loads.index(min(loads))
+        shares[least] += unit
+        loads[least] += seconds(unit)
+    rest = [item for item in items if not item.get_closest_marker("long")]
+    ordered: list[pytest.Item] = []
+    for k, share in enumerate(shares):
+        size = (len(items) - len(ordered)) // (workers - k)  # the slice worksteal sends worker k
+        take = max(0, size - len(share))
+        ordered += share + rest[:take]
+        rest = rest[take:]
+    items[:] = ordered + rest
 
 
 @pytest.fixture(autouse=True)

@@ -330,6 +330,19 @@ SHARED = Path(os.environ.get("THREADLOOM_SHARED", Path(__file__).resolve().paren
 CORPUS = SHARED / "corpus"
 
 
+def kept(name: str) -> Path:
+    """A folder for what the suite makes once and may keep from run to run and from checkout to
+    checkout: pinned packages it installs, mypy's cache. THREADLOOM_TEST_CACHE, else the user's
+    cache folder (~/.cache/threadloom-tests/NAME): unlike pytest's own cache, inside the checkout,
+    a fresh clone (CI's) on a machine that has run the suite finds it filled."""
+    from platformdirs import user_cache_dir
+
+    root = os.environ.get("THREADLOOM_TEST_CACHE") or user_cache_dir("threadloom-tests", appauthor=False)
+    folder = Path(root) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def ingest(conn: sqlite3.Connection, *sources: Path) -> IngestReport:
     report = run_ingest(conn, list(sources), include_defaults=False)
     assert not report.errors, report.errors

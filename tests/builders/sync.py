@@ -9,7 +9,6 @@ from threadloom.core.store import db
 from threadloom.core.store.writer_lock import writer_lock
 
 from tests.builders.claude import Transcript
-from tests.pg_support import PgServer, hub_db, pg_server  # noqa: F401 - fixtures
 from tests.support import ingest
 
 ALL = sync.Sharing(share=["all"])

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
@@ -56,6 +57,7 @@ def test_queries_use_words_the_generator_writes() -> None:
     assert rare and all(w in vocab for q in rare for w in q.split())
 
 
+@pytest.mark.long(25)
 def test_harness_quick_run(tmp_path: Path) -> None:
     out = tmp_path / "results"
     proc = subprocess.run(

@@ -7,8 +7,9 @@ wrapper on PATH that only adds what running it without a terminal needs (Claude 
 `codex exec` and the fake API's address). The request then shows what the agent loaded: the
 conversation up to the chosen point, and nothing after it.
 
-The CLIs are installed once into pytest's cache folder (pinned versions; about 15 s the first time)
-and the tests are skipped when npm or the registry is not reachable, or ../shared is absent.
+The CLIs are installed once on a machine, into tests.support.kept's folder (pinned versions; about
+15 s the first time), and the tests are skipped when npm or the registry is not reachable, or
+../shared is absent.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 import pytest
 
 from tests.builders.claude import Transcript
-from tests.support import Rollout, home_env
+from tests.support import Rollout, home_env, kept
 
 SHARED = Path(__file__).resolve().parents[3] / "shared"
 FAKE_API = SHARED / "tools" / "fake_model_api.py"
@@ -45,15 +46,15 @@ HOSTILE = "it's a $(touch pwned) `x` ; folder"
 
 
 @pytest.fixture(scope="session")
-def real_clis(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The folder holding the real `claude` and `codex` (node_modules/.bin), installed once."""
+def real_clis() -> Path:
+    """The folder holding the real `claude` and `codex` (node_modules/.bin), installed once on a
+    machine (`kept`: the versions are pinned, so a checkout's run finds another's install)."""
     npm = shutil.which("npm")
     if npm is None:
         pytest.skip("npm is not installed: the real agents' CLIs cannot be installed")
     if not FAKE_API.is_file():
         pytest.skip("../shared/tools/fake_model_api.py is absent")
-    cache = getattr(pytestconfig, "cache", None)  # None under -p no:cacheprovider: installed afresh
-    prefix = Path(cache.mkdir("npm-agents")) if cache is not None else tmp_path_factory.mktemp("npm-agents")
+    prefix = kept("npm-agents")
     marker = prefix / ("installed-" + "-".join(f"{n.split('/')[-1]}{v}" for n, v in PACKAGES.items()))
     with (prefix / ".lock").open("w") as lock:  # parallel workers install once, one at a time
         fcntl.flock(lock, fcntl.LOCK_EX)

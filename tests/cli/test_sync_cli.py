@@ -8,15 +8,18 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from tests.builders.claude import Transcript
-from tests.pg_support import PgServer, hub_db, pg_server  # noqa: F401 - fixtures
+from tests.pg_support import PgServer
 from tests.support import home_env, run
 
 SID = "cccccccc-0000-4000-8000-0000000000c1"
 SECRET = "pw-never-shown-8472"
 
 
-def test_sync_from_the_command_line(tmp_path: Path, pg_server: PgServer, hub_db: str) -> None:  # noqa: F811
+@pytest.mark.long(7)
+def test_sync_from_the_command_line(tmp_path: Path, pg_server: PgServer, hub_db: str) -> None:
     url = pg_server.url(hub_db)
     with_password = pg_server.url(hub_db, password=SECRET)  # the test server trusts its local users
     env = home_env(tmp_path)
@@ -142,7 +145,8 @@ def test_sync_from_the_command_line(tmp_path: Path, pg_server: PgServer, hub_db:
     assert (again["pushed_sources"], again["pushed_records"]) == (1, 4)
 
 
-def test_a_sync_killed_half_way_then_run_again(tmp_path: Path, pg_server: PgServer, hub_db: str) -> None:  # noqa: F811
+@pytest.mark.long(5)
+def test_a_sync_killed_half_way_then_run_again(tmp_path: Path, pg_server: PgServer, hub_db: str) -> None:
     """kill -9 in the middle of a push, then of a pull: the next sync goes on, nothing duplicated or lost."""
     import os
     import signal

@@ -166,6 +166,7 @@ def test_a_new_session_and_an_append_reach_the_archive(watch: Callable[..., Watc
     assert_stopped_cleanly(w, w.stop())
 
 
+@pytest.mark.long(5)
 def test_sigterm_during_an_ingest_leaves_whole_files_and_the_next_run_reads_the_rest(
     watch: Callable[..., Watch], tmp_path: Path
 ) -> None:

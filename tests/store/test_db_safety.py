@@ -454,6 +454,7 @@ def corruptions(data: bytes, seed: int) -> Iterator[tuple[str, bytes]]:
         yield f"noise in page {at}", bytes(damaged)
 
 
+@pytest.mark.long(5)
 def test_every_read_command_on_a_damaged_database_says_so_cleanly(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # `sources` looks in the home folder
     good, sids = damaged_archive(tmp_path)

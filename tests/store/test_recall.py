@@ -275,6 +275,7 @@ def test_cli_search_modes_similar_and_context(archive, tmp_path):
     assert S_PARSER not in {h["session_id"] for h in similar_hits}
 
 
+@pytest.mark.long(6)
 @pytest.mark.corpus
 @pytest.mark.skipif(not (CORPUS / "aider").is_dir(), reason="corpus absent")
 def test_the_evaluation_on_real_sessions_puts_meaning_ahead_of_words(tmp_path):

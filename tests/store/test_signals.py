@@ -475,6 +475,7 @@ def test_an_append_recomputes_the_session_and_a_rebuild_recomputes_all(conn, tmp
 # ---------------------------------------------------------------------------- the corpus
 
 
+@pytest.mark.long(4)
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared corpus is not beside the repository")
 def test_every_signal_in_the_corpus_points_at_records_that_exist(conn):
     ingest(conn, CORPUS)

@@ -14,11 +14,11 @@ from threadloom.core.store import db
 
 from tests.builders.claude import Transcript
 from tests.builders.sync import ALL, A, B, Machine, machine_session
-from tests.pg_support import PgServer, hub_db, pg_server  # noqa: F401 - fixtures
+from tests.pg_support import PgServer
 
 
 @pytest.fixture
-def hub(pg_server: PgServer, hub_db: str) -> str:  # noqa: F811
+def hub(pg_server: PgServer, hub_db: str) -> str:
     url = pg_server.url(hub_db)
     sync.init_hub(url)
     return url
@@ -470,7 +470,7 @@ def test_stats_by_machine(tmp_path: Path, hub: str) -> None:
     assert rows == {"laptop": 6, "box": 4}
 
 
-def test_a_hub_that_fails_is_said_without_its_password(tmp_path: Path, pg_server: PgServer, hub: str) -> None:  # noqa: F811
+def test_a_hub_that_fails_is_said_without_its_password(tmp_path: Path, pg_server: PgServer, hub: str) -> None:
     laptop = Machine(tmp_path, "laptop")
     machine_session(laptop.root, A, "/home/me/app")
     laptop.ingest()

@@ -14,13 +14,13 @@ from threadloom.core.ingest import sync
 from threadloom.core.insight import memory
 
 from tests.builders.sync import A, B, Machine, machine_session
-from tests.pg_support import PgServer, hub_db, pg_server  # noqa: F401 - fixtures
+from tests.pg_support import PgServer
 
 ME, ANA = "person:me", "person:ana"
 
 
 @pytest.fixture
-def hub(pg_server: PgServer, hub_db: str) -> str:  # noqa: F811
+def hub(pg_server: PgServer, hub_db: str) -> str:
     url = pg_server.url(hub_db)
     sync.init_hub(url)
     return url

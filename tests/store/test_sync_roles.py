@@ -11,14 +11,14 @@ import pytest
 from threadloom.core.ingest import sync
 
 from tests.builders.sync import ALL, Machine, machine_session
-from tests.pg_support import PgServer, hub_db, pg_server  # noqa: F401 - fixtures
+from tests.pg_support import PgServer
 
 A = "aaaaaaaa-0000-4000-8000-0000000000a1"
 B = "bbbbbbbb-0000-4000-8000-0000000000b2"
 
 
 @pytest.fixture
-def team(pg_server: PgServer, hub_db: str) -> dict[str, str]:  # noqa: F811
+def team(pg_server: PgServer, hub_db: str) -> dict[str, str]:
     """The hub, and the URL of each role: alice and bob members, carol a reader, dave a member who
     reads one project only."""
     owner = pg_server.url(hub_db)
@@ -148,7 +148,7 @@ def test_a_role_reads_only_the_projects_it_is_granted(tmp_path: Path, team: dict
     assert (again.pulled_records, again.pulled_rows) == (0, 0)
 
 
-def test_a_hub_whose_owner_may_not_create_roles(tmp_path: Path, pg_server: PgServer) -> None:  # noqa: F811
+def test_a_hub_whose_owner_may_not_create_roles(tmp_path: Path, pg_server: PgServer) -> None:
     """A database one owns on a server one does not run (no CREATEROLE): the schema is made, the roles
     are said to be missing, and the owner syncs alone."""
     import uuid

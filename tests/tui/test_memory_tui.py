@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from textual.widgets import Input, OptionList, Static
@@ -52,6 +53,7 @@ async def mcp_calls(path: Path, calls: list[tuple[str, dict]]) -> list[dict]:
     return out
 
 
+@pytest.mark.long(5)
 async def test_memory_round_trip_cli_mcp_tui_and_rebuild(tmp_path: Path) -> None:
     path, root = write_archive(tmp_path)
     # a person tags and notes on the command line

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import TextArea
 from threadloom.core.store import db
 from threadloom.tui.app import ThreadloomApp
@@ -22,6 +23,7 @@ def shown(view: MessageView) -> str:
     )
 
 
+@pytest.mark.long(6)
 async def test_a_saved_output_is_shown_whole_and_opens(tmp_path: Path) -> None:
     root = tmp_path / "claude"
     claude_home(root)

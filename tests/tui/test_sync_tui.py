@@ -14,7 +14,7 @@ from threadloom.tui.app import ThreadloomApp
 from threadloom.tui.sync import SyncScreen
 
 from tests.builders.memory import API, WEB, write_archive
-from tests.pg_support import PgServer, hub_db, pg_server  # noqa: F401 - fixtures
+from tests.pg_support import PgServer
 from tests.tui_support import fixed_now, run_test, settle, until
 
 
@@ -23,7 +23,7 @@ def pushed_paths(url: str) -> list[str]:
         return sorted(bytes(r[0]).decode() for r in c.execute("SELECT path FROM threadloom.sources"))
 
 
-async def test_the_first_sync_asks_what_is_shared(tmp_path: Path, pg_server: PgServer, hub_db: str) -> None:  # noqa: F811
+async def test_the_first_sync_asks_what_is_shared(tmp_path: Path, pg_server: PgServer, hub_db: str) -> None:
     url = pg_server.url(hub_db)
     sync.init_hub(url)
     path, _ = write_archive(tmp_path)

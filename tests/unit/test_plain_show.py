@@ -162,6 +162,7 @@ def test_the_plain_console_writes_what_rich_wrote(
     assert "more characters" in rich
 
 
+@pytest.mark.long(19)
 @pytest.mark.corpus
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="corpus absent")
 def test_every_corpus_session_is_drawn_as_rich_drew_it(tmp_path: Path) -> None:
