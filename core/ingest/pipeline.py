@@ -45,7 +45,7 @@ from ..adapters.base import (
     shown_name,
     stored_name,
 )
-from ..insight import refresh
+from ..insight import cost, refresh
 from ..insight.cost import price_pending
 from ..insight.stats import refresh_pending
 from ..store import search_index
@@ -589,6 +589,8 @@ def _run_ingest(
         fast_marker = _enter_fast_load(conn)
     live_marker = fast_marker
     bytes_total = sum(max(0, p.stat.st_size - (p.row.bytes_ingested if p.row else 0)) for p in plans)
+    if bulk or bytes_total >= ingest_workers.PARALLEL_MIN_BYTES:
+        cost.prefetch()  # the price table loads in a process of its own, on another core, meanwhile
     bytes_done = 0
     batch = _Batch(conn)
     gc_was_enabled = gc.isenabled()
@@ -701,10 +703,13 @@ def _run_ingest(
 
     # costs, the stats' sums, the episodes, the signals: of this run's sessions and any a killed run left
     timings: dict[str, float] = {}
-    report.signals_seconds = round(
-        refresh.finish(conn, changed, on_signals=signals_progress, on_embed=embed_progress, timings=timings),
-        3,
-    )
+    try:
+        signals_seconds = refresh.finish(
+            conn, changed, on_signals=signals_progress, on_embed=embed_progress, timings=timings
+        )
+    finally:
+        cost.drop_prefetch()  # started ahead and not needed: every price was in the ledger
+    report.signals_seconds = round(signals_seconds, 3)
     report.episodes_seconds = round(timings.get("episodes", 0.0), 3)
     if progress is not None:
         progress(Progress(len(plans), len(plans), bytes_done, bytes_total, "", time.perf_counter() - started))

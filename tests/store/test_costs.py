@@ -139,3 +139,38 @@ def test_a_damaged_price_row_is_looked_up_again_and_replaced(conn, tmp_path):
     assert conn.execute("SELECT sum(cost_usd) FROM agent_usage").fetchone()[0] == pytest.approx(expected)
     rows = dict(conn.execute("SELECT model, rates FROM model_rates"))
     assert json.loads(rows[SONNET])["rates"][0] == "claude-sonnet-4-5"
+
+
+def test_an_ingest_looks_prices_up_in_a_process_of_its_own(tmp_path):
+    """The price table, once imported, stays for a process's life (~30 MB): an ingest whose
+    process has not loaded it asks a process of its own, and prices as the table does here."""
+    import subprocess
+    import sys
+
+    session(tmp_path).write()
+    db = tmp_path / "t.db"
+    script = (
+        "import sys; from pathlib import Path; from threadloom.core.ingest.update import update; "
+        f"update(Path({str(db)!r}), [Path({str(tmp_path / 'projects')!r})], include_defaults=False, "
+        "remember=False); print('genai_prices.data' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False"]  # never loaded in the ingest's process
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT model, cost_usd, timestamp FROM agent_usage ORDER BY timestamp"
+        ).fetchall()
+        periods = conn.execute("SELECT count(*) FROM model_rates").fetchone()[0]
+    expected = cost.message_cost(SONNET, 12, 700, 3000, 40000, rows[0][2])
+    assert [(m, c) for m, c, _ in rows] == [
+        (SONNET, pytest.approx(expected)),
+        ("my-local-llama", None),
+        (SONNET, 0.5),
+    ]
+    assert periods == 2  # Sonnet's period and the unknown model's, kept for the next run
+    assert cost.periods_for(
+        [(SONNET, "2026-03-01"), (SONNET, "2026-03-02"), ("my-local-llama", "2026-03-01")]
+    )[1:] == [("my-local-llama", "", None, None)]
