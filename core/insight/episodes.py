@@ -430,11 +430,22 @@ def _embed_now(conn: sqlite3.Connection, written: int) -> bool:
     model (a broken install: words still work)."""
     from ..base import embed
 
-    if written < EMBED_NOW_FROM and not embed.loaded():
-        waiting = conn.execute("SELECT count(*) FROM episodes WHERE vector IS NULL").fetchone()[0]
-        if waiting < EMBED_LATER_MAX:
-            return False
+    if _left_for_later(written, lambda: _waiting(conn)):
+        return False
     return embed.available()
+
+
+def _left_for_later(written: int, waiting: Callable[[], int]) -> bool:
+    """Whether vectors wait for a pass that has the model loaded (see EMBED_NOW_FROM): few written
+    now, the model not loaded in this process, and fewer than EMBED_LATER_MAX waiting."""
+    from ..base import embed
+
+    return written < EMBED_NOW_FROM and not embed.loaded() and waiting() < EMBED_LATER_MAX
+
+
+def _waiting(conn: sqlite3.Connection) -> int:
+    count: int = conn.execute("SELECT count(*) FROM episodes WHERE vector IS NULL").fetchone()[0]
+    return count
 
 
 def _embedding_ready(conn: sqlite3.Connection) -> bool:
@@ -460,7 +471,6 @@ def _clear_other_models(conn: sqlite3.Connection) -> None:
 
 def _store_vectors(conn: sqlite3.Connection, episodes: list[Episode]) -> None:
     """Inside the caller's transaction: embed the episodes (prompt and deeds mixed) and store them."""
-    from ..base import embed
     from ..store.sql import set_meta
 
     if not episodes:
@@ -469,13 +479,9 @@ def _store_vectors(conn: sqlite3.Connection, episodes: list[Episode]) -> None:
     # took ~100 MB (a cold ingest's peak); each vector is its own text's, whatever the slices
     for start in range(0, len(episodes), EMBED_BATCH):
         some = episodes[start : start + EMBED_BATCH]
-        pairs = [texts_of(ep) for ep in some]
-        prompts = embed.embed([p for p, _ in pairs])
-        deeds = embed.embed([r for _, r in pairs])
-        vectors = embed.to_bytes(embed.mix(prompts, deeds, PROMPT_WEIGHT))
         conn.executemany(
             "UPDATE episodes SET vector = ? WHERE turn_id = ?",
-            list(zip(vectors, [ep.turn_id for ep in some], strict=True)),
+            list(zip(_vectors(some), [ep.turn_id for ep in some], strict=True)),
         )
     set_meta(conn, GENERATION_KEY, str(time.time_ns()))
 
@@ -493,8 +499,8 @@ def embed_pending(
     from ..store.sql import transaction
 
     _clear_other_models(conn)
-    total = conn.execute("SELECT count(*) FROM episodes WHERE vector IS NULL").fetchone()[0]
-    if not total or (total < EMBED_LATER_MAX and not embed.loaded()) or not embed.available():
+    total = _waiting(conn)
+    if not total or _left_for_later(0, lambda: total) or not embed.available():
         return 0
     done = 0
     while cancel is None or not cancel.is_set():
@@ -538,20 +544,24 @@ def _episodes_of(conn: sqlite3.Connection, rows: list[tuple[str, str, int, int]]
 def vectors_of(conn: sqlite3.Connection, turn_ids: list[str]) -> dict[str, bytes]:
     """Vectors computed in memory for these episodes, as they would be stored (for the few an
     ingest left for later: see EMBED_NOW_FROM). Raises EmbeddingUnavailable without a model."""
-    from ..base import embed
-
     marks = ", ".join("?" * len(turn_ids))
     rows = conn.execute(
         f"SELECT turn_id, session_id, first_seq, last_seq FROM episodes WHERE turn_id IN ({marks})", turn_ids
     ).fetchall()
     found = _episodes_of(conn, rows)
-    if not found:
-        return {}
-    pairs = [texts_of(ep) for ep in found]
+    return {ep.turn_id: vector for ep, vector in zip(found, _vectors(found), strict=True)}
+
+
+def _vectors(episodes: list[Episode]) -> list[bytes]:
+    """The episodes' vectors as stored: their prompt's and their deeds' embeddings, mixed."""
+    from ..base import embed
+
+    if not episodes:
+        return []
+    pairs = [texts_of(ep) for ep in episodes]
     prompts = embed.embed([p for p, _ in pairs])
     deeds = embed.embed([r for _, r in pairs])
-    vectors = embed.to_bytes(embed.mix(prompts, deeds, PROMPT_WEIGHT))
-    return {ep.turn_id: vector for ep, vector in zip(found, vectors, strict=True)}
+    return embed.to_bytes(embed.mix(prompts, deeds, PROMPT_WEIGHT))
 
 
 GENERATION_KEY = "episodes_generation"  # ledger_meta: bumped by each pass that stores vectors

@@ -25,7 +25,7 @@ from ..read import search
 from ..read.query import main_sql, title_sql
 from ..read.search import Hit, ParsedQuery, SearchResult, parse_query
 from ..store.sql import get_meta
-from .episodes import GENERATION_KEY, vectors_of
+from .episodes import EMBED_LATER_MAX, GENERATION_KEY, vectors_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -98,13 +98,15 @@ def vector_index(conn: sqlite3.Connection) -> VectorIndex | None:
 
     rows = conn.execute("SELECT rowid, turn_id, session_id, vector FROM episodes ORDER BY rowid").fetchall()
     later = [r[1] for r in rows if r[3] is None]
-    if later:  # the few an ingest left for later (episodes.EMBED_NOW_FROM): embedded here, in memory
-        try:
+    # the few an ingest left for later (episodes.EMBED_NOW_FROM): embedded here, in memory; more
+    # than that many waiting is a pass that did not finish (killed, or no model), which the next
+    # ingest finishes: they are left out meanwhile, as they always were
+    computed: dict[str, bytes] = {}
+    if later and len(later) < EMBED_LATER_MAX:
+        with contextlib.suppress(embed.EmbeddingUnavailable):
             computed = vectors_of(conn, later)
-        except embed.EmbeddingUnavailable:
-            computed = {}
-        rows = [r if r[3] is not None else (*r[:3], computed.get(r[1])) for r in rows]
-        rows = [r for r in rows if r[3] is not None]
+    rows = [r if r[3] is not None else (*r[:3], computed.get(r[1])) for r in rows]
+    rows = [r for r in rows if r[3] is not None]
     if not rows:
         return None
     packed, inverse = embed.packed([r[3] for r in rows])

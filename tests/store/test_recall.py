@@ -166,6 +166,9 @@ def test_a_small_ingest_leaves_its_vectors_for_later_and_search_by_meaning_finds
     root = write_archive(tmp_path / "projects")
     ingest(conn, root)
     assert not embed.loaded()  # the ingest never loaded the model
+    monkeypatch.setattr(recall, "EMBED_LATER_MAX", 4)  # as many waiting: an unfinished pass's
+    assert recall.vector_index(conn) is None and not embed.loaded()  # left out, nothing embedded
+    monkeypatch.setattr(recall, "EMBED_LATER_MAX", episodes.EMBED_LATER_MAX)
     waiting = conn.execute("SELECT turn_id FROM episodes WHERE vector IS NULL ORDER BY turn_id").fetchall()
     assert len(waiting) == conn.execute("SELECT count(*) FROM episodes").fetchone()[0] == 4
     in_memory = episodes.vectors_of(conn, [t for (t,) in waiting])
