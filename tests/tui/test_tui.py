@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Input, Static, Tree
 from textual.worker import WorkerFailed
 from threadloom.core.adapters.claude_demo import write_demo_archive
@@ -422,7 +423,6 @@ async def test_rows_that_start_the_scrollbar_are_drawn_at_the_width_it_leaves(de
 
 
 async def test_the_footer_is_rebuilt_only_when_its_keys_change(demo_db: Path) -> None:
-    from textual.widgets._footer import FooterKey
     from threadloom.tui.footer import KeyFooter
 
     app = make_app(demo_db)
@@ -430,11 +430,11 @@ async def test_the_footer_is_rebuilt_only_when_its_keys_change(demo_db: Path) ->
         await pilot.pause()
         footer = app.browser.query_one(KeyFooter)
         app.query_one(SessionTree).focus()
-        keys: list[FooterKey] = []
+        keys: list[Widget] = []
 
         def settled() -> bool:  # the same widgets as at the last look: no rebuild under way
             nonlocal keys
-            now, keys = keys, list(footer.query(FooterKey))
+            now, keys = keys, list(footer.query("FooterKey"))
             return bool(now) and now == keys
 
         await until(pilot, settled)
