@@ -9,9 +9,12 @@ Screenshots and snapshots must not change from run to run, so both use the demo 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import inspect
 import io
 import os
+import shutil
+import tempfile
 import time
 import unicodedata
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -127,7 +130,23 @@ def restore_tz(previous: str | None) -> None:
 
 
 def build_demo_db(folder: Path, *, long_turns: int = LONG_SESSION_TURNS) -> Path:
-    """Write the demo archive into `folder` and ingest it into `folder/demo.db`."""
+    """The demo archive in `folder/archive`, ingested into `folder/demo.db`.
+
+    Writing and ingesting it took ~1.7 s, once per test module: each length is built once a
+    process and copied (`_copy_demo`), which reads as the same archive moved to `folder`."""
+    template = _DEMO_TEMPLATES.get(long_turns)
+    if template is None:
+        template = Path(tempfile.mkdtemp(prefix="threadloom-demo-"))
+        atexit.register(shutil.rmtree, template, True)
+        ingest_demo(template, long_turns)
+        _DEMO_TEMPLATES[long_turns] = template
+    return _copy_demo(template, folder)
+
+
+_DEMO_TEMPLATES: dict[int, Path] = {}
+
+
+def ingest_demo(folder: Path, long_turns: int) -> Path:
     from threadloom.core.ingest.pipeline import run_ingest
     from threadloom.core.store import db
 
@@ -140,6 +159,37 @@ def build_demo_db(folder: Path, *, long_turns: int = LONG_SESSION_TURNS) -> Path
         conn.close()
     if report.errors:
         raise RuntimeError(f"demo ingest failed: {report.errors[:3]}")
+    return path
+
+
+def _copy_demo(template: Path, folder: Path) -> Path:
+    """The template's archive copied with its files' times, and its database with the archive's
+    new place (and the copies' inodes) written in where the archive keeps paths: the next ingest
+    finds every file as it left it."""
+    import sqlite3
+
+    shutil.copytree(template / "archive", folder / "archive")
+    path = folder / "demo.db"
+    with sqlite3.connect(template / "demo.db") as source, sqlite3.connect(path) as copy:
+        source.backup(copy)
+    old, new = str(template), str(folder)
+    conn = sqlite3.connect(path)
+    try:
+        with conn:
+            for file_id, file_path in conn.execute("SELECT id, path FROM source_files").fetchall():
+                moved = new + file_path.removeprefix(old)
+                st = os.stat(moved)
+                conn.execute(
+                    "UPDATE source_files SET path = ?, inode = ?, ctime_ns = ? WHERE id = ?",
+                    (moved, st.st_ino, st.st_ctime_ns, file_id),
+                )
+            conn.execute("UPDATE source_roots SET path = replace(path, ?, ?)", (old, new))
+            conn.execute(
+                "UPDATE ledger_meta SET key = replace(key, ?, ?), value = replace(value, ?, ?)",
+                (old, new) * 2,
+            )
+    finally:
+        conn.close()
     return path
 
 
