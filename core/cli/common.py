@@ -180,38 +180,46 @@ def say_waiting(text: str) -> None:
     print(f"threadloom: {text} (Ctrl+C to stop)", file=sys.stderr, flush=True)
 
 
-def catch_up_index(conn: sqlite3.Connection, *, quiet: bool, wait: bool = True) -> int:
-    """Finish an index a bulk load left behind; returns how many entry ids it covered.
+def catch_up_index(
+    conn: sqlite3.Connection, *, quiet: bool, wait: bool = True, timings: dict[str, float] | None = None
+) -> int:
+    """Finish what a bulk load left behind (the search index, then the episodes for search by
+    meaning); returns how many entry ids the index covered.
 
-    Without `wait`, an index another threadloom is writing to is left to it (0 is returned)."""
+    Without `wait`, work another threadloom is doing is left to it (0 is returned)."""
+    from ..insight import refresh
     from ..store import search_index
 
-    state = search_index.pending(conn)
-    if state is None:
+    if not refresh.left_behind(conn):
         return 0
-    behind = state.total - state.done
+    state = search_index.pending(conn)
+    behind = 0 if state is None else state.total - state.done
     if quiet or not sys.stderr.isatty():
-        return behind if search_index.build(conn, wait=wait, on_wait=say_waiting) else 0
+        return behind if refresh.catch_up(conn, wait=wait, on_wait=say_waiting, timings=timings) else 0
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     # on the terminal itself: the bar's cursor moves are not text for _PrintableStream to escape
     console = Console(file=getattr(sys.stderr, "unfiltered", sys.stderr))
     with Progress(
-        TextColumn("[bold]indexing for search[/]"),
+        TextColumn("[bold]{task.description}[/]"),
         BarColumn(),
         TextColumn("{task.percentage:>3.0f}%"),
         TimeRemainingColumn(),
         transient=True,
         console=console,
     ) as bar:
-        task = bar.add_task("index", total=max(1, state.total))
-        done = search_index.build(
-            conn,
-            lambda p: bar.update(task, total=max(1, p.total), completed=p.done),
-            wait=wait,
-            on_wait=say_waiting,
-        )
+        task = bar.add_task("indexing for search", total=max(1, behind))
+
+        def indexed(p: search_index.IndexProgress) -> None:
+            bar.update(task, total=max(1, p.total), completed=p.done)
+
+        def embedded(done: int, total: int) -> None:
+            bar.update(
+                task, description="reading turns for search by meaning", total=max(1, total), completed=done
+            )
+
+        done = refresh.catch_up(conn, indexed, embedded, wait=wait, on_wait=say_waiting, timings=timings)
     return behind if done else 0
 
 

@@ -47,8 +47,9 @@ def add_parsers(sub: Any) -> None:
     p.add_argument(
         "--no-index",
         action="store_true",
-        help="after a first (bulk) load, leave the search index to be built later: by the TUI "
-        "in the background, by `threadloom index`, or before the next search",
+        help="after a first (bulk) load, leave the search index and the turns for search by "
+        "meaning to be built later: by the TUI in the background, by `threadloom index`, or "
+        "before the next search",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object with the counts")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")

@@ -32,9 +32,10 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    from ..insight import refresh
     from ..insight.recall import search_recall
     from ..read.search import parse_query
-    from ..store import db, search_index
+    from ..store import db
 
     unusable = parse_query(" ".join(args.query)).unusable_filters
     if unusable:
@@ -43,7 +44,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         print("threadloom: nothing searched: mend the filter, or leave it out", file=sys.stderr)
         return 2
     conn = open_reading(args)
-    if search_index.pending(conn) is not None:
+    if refresh.left_behind(conn):
         # catching the index up writes: only into a database that can be written
         try:
             db.check_writable(args.db or db.default_db_path())

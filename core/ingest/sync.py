@@ -1570,7 +1570,7 @@ def _pull(
 
         refresh.finish(conn, changed)
         report.sessions += len(changed)
-    search_index.build(conn)
+    refresh.catch_up(conn)  # what a pull into an empty archive left: its index, then its episodes
     report.pulled_sources += len(pulled)
     if progress is not None:
         progress(SyncProgress("pull", total, total))

@@ -1,6 +1,7 @@
 """Bringing the archive up to date, one way for every front end: the writer lock taken once, the
 database opened under it, an older archive's sessions rebuilt, the logs read (with the data derived
-from them), then the search index. The command line and the TUI both call `update`; what each shows
+from them), then what a first load leaves until its sessions are browsable (the search index, the
+episodes for search by meaning). The command line and the TUI both call `update`; what each shows
 as it goes, it says through a `Listener`. The watch and the hooks call it too, with the files an
 agent just wrote (`known`): what the archive already reads is read again without a walk."""
 
@@ -13,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..insight import refresh
 from ..store import db, search_index
 from ..store.writer_lock import WriterBusy, writer_lock
 from . import pipeline
@@ -29,7 +31,9 @@ class Listener:
     progress: Callable[[Progress], None] | None = None  # every phase (Progress.phase says which)
     reading: Callable[[sqlite3.Connection], object] | None = None  # the logs are read next
     loaded: Callable[[IngestReport], object] | None = None  # the records are in and browsable
-    indexing: Callable[[], object] | None = None  # the search index, which a first load left behind, next
+    indexing: Callable[[], object] | None = (
+        None  # what a first load left behind (the search index, episodes) next
+    )
 
 
 def update(
@@ -45,7 +49,7 @@ def update(
 ) -> IngestReport:
     """Read new and changed logs into the database at `db_path` as its one writer (waiting for
     another while it holds the lock; a `cancel` set meanwhile ends the wait with a cancelled
-    report). `index=False` leaves a search index that a first load left behind for later.
+    report). `index=False` leaves what a first load left behind (the search index, the episodes) for later.
     `known`: only these files, as the archive last read them (no folder walked, no source
     remembered); those it does not read are `IngestReport.unknown_paths`, for a full update."""
     said = listener or Listener()
@@ -98,29 +102,29 @@ def _update(
         return report
     if said.loaded is not None:
         said.loaded(report)
-    if not index or search_index.pending(conn) is None:
+    if not index or not refresh.left_behind(conn):
         return report
     if said.indexing is not None:
         said.indexing()
     started = time.perf_counter()
 
-    def index_progress(p: search_index.IndexProgress) -> None:
-        if said.progress is not None:
-            said.progress(
-                Progress(
-                    report.files_read,
-                    report.files_read,
-                    report.bytes_read,
-                    report.bytes_read,
-                    "",
-                    time.perf_counter() - started,
-                    p.done,
-                    p.total,
-                    Phase.INDEXING,
-                )
-            )
+    def phase_progress(phase: Phase) -> Callable[[int, int], None]:
+        def report_progress(done: int, total: int) -> None:
+            if said.progress is not None:
+                elapsed = time.perf_counter() - started
+                files, nbytes = report.files_read, report.bytes_read
+                said.progress(Progress(files, files, nbytes, nbytes, "", elapsed, done, total, phase))
 
-    report.index_complete = search_index.build(conn, index_progress, cancel)
+        return report_progress
+
+    on_index, on_embed = phase_progress(Phase.INDEXING), phase_progress(Phase.EMBEDDING)
+
+    def index_progress(p: search_index.IndexProgress) -> None:
+        on_index(p.done, p.total)
+
+    timings: dict[str, float] = {}
+    report.index_complete = refresh.catch_up(conn, index_progress, on_embed, cancel, timings=timings)
+    report.episodes_seconds = round(report.episodes_seconds + timings.get("episodes", 0.0), 3)
     report.cancelled = not report.index_complete
     report.index_seconds = round(time.perf_counter() - started, 3)
     report.seconds = round(report.seconds + report.index_seconds, 3)

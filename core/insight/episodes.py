@@ -397,7 +397,9 @@ def refresh(
         _clear_other_models(conn)
     for start in range(0, len(ordered), SESSIONS_PER_BATCH):
         with transaction(conn):
-            written = update(conn, ordered[start : start + SESSIONS_PER_BATCH])
+            some = ordered[start : start + SESSIONS_PER_BATCH]
+            written = update(conn, some)
+            conn.executemany(UNMARK, [(s,) for s in some])  # unmarked where done (core.store.derived)
             if written and _embed_now(conn, len(written)):  # from the words just read, in this transaction
                 _store_vectors(conn, written)
             elif written:  # left for later: a search by meaning embeds them in memory meanwhile
@@ -407,7 +409,30 @@ def refresh(
     if whole:
         with transaction(conn):
             set_meta(conn, EPISODES_VERSION_KEY, EPISODES_VERSION)
+            conn.execute("DELETE FROM derived_pending WHERE kind = 'episodes'")
     return len(ordered)
+
+
+# A first load reads the sessions' turns for search by meaning with its search index, after the
+# sessions are browsable (`leave_for_index`): the sessions whose episodes wait are marked in
+# derived_pending, in the transaction of the pass that left them, and unmarked where they are built.
+UNMARK = "DELETE FROM derived_pending WHERE kind = 'episodes' AND session_id = ?"
+
+
+def leave_for_index(conn: sqlite3.Connection, sessions: set[str]) -> None:
+    """Mark `sessions` for the episodes pass that follows the search index (`left_for_index`)."""
+    from ..store.sql import transaction
+
+    with transaction(conn):
+        conn.executemany(
+            "INSERT OR IGNORE INTO derived_pending (kind, session_id) VALUES ('episodes', ?)",
+            [(s,) for s in sorted(sessions)],
+        )
+
+
+def left_for_index(conn: sqlite3.Connection) -> set[str]:
+    """The sessions whose episodes a first load left for after its search index."""
+    return {r[0] for r in conn.execute("SELECT session_id FROM derived_pending WHERE kind = 'episodes'")}
 
 
 # ----------------------------------------------------------------------------------- embedding

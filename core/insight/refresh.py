@@ -1,11 +1,15 @@
 """Derived data brought up to date after a batch of records: costs, the stats' sums, episodes and
-their vectors, signals (core.store.derived lists the kinds and their tables)."""
+their vectors, signals (core.store.derived lists the kinds and their tables); and what a first load
+leaves for after the sessions are browsable: the search index, then the episodes (`catch_up`)."""
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
+
+from ..store import search_index
 
 SessionsDone = Callable[[int, int], None]
 
@@ -33,8 +37,14 @@ def finish(
     due = {r[0] for r in conn.execute("SELECT session_id FROM derived_pending WHERE kind = 'signals'")}
     # the signals' marks say which sessions a killed run left: their episodes are built again too
     started = time.perf_counter()
-    episodes.refresh(conn, due | changed, on_embed)  # (sessions done of all)
-    episodes.embed_pending(conn, on_embed)  # what a killed run or a new model left (episodes done of all)
+    if search_index.pending(conn) is None:
+        # with those a first load left for after its search index (`catch_up`), if that never ran
+        episodes.refresh(
+            conn, due | changed | episodes.left_for_index(conn), on_embed
+        )  # (sessions done of all)
+        episodes.embed_pending(conn, on_embed)  # what a killed run or a new model left (episodes done of all)
+    else:  # a first load: the sessions browsable first, their turns read for meaning with the index
+        episodes.leave_for_index(conn, due | changed)
     if timings is not None:
         timings["episodes"] = time.perf_counter() - started
     if not (due or changed or repriced or outdated):
@@ -49,3 +59,44 @@ def finish(
         "DELETE FROM derived_pending WHERE kind = 'signals' AND session_id = ?", [(s,) for s in due]
     )
     return seconds
+
+
+def left_behind(conn: sqlite3.Connection) -> bool:
+    """Whether a first load left work for `catch_up`: its search index, or episodes to read."""
+    from ..insight import episodes
+
+    return search_index.pending(conn) is not None or bool(episodes.left_for_index(conn))
+
+
+def catch_up(
+    conn: sqlite3.Connection,
+    on_index: Callable[[search_index.IndexProgress], None] | None = None,
+    on_embed: SessionsDone | None = None,
+    cancel: threading.Event | None = None,
+    *,
+    wait: bool = True,
+    on_wait: Callable[[str], None] | None = None,
+    timings: dict[str, float] | None = None,
+) -> bool:
+    """What a first load left once its sessions were browsable: the search index, then the episodes
+    of its sessions (search by meaning, `file:`/`cmd:`/`error:` filters, fork context) with their
+    vectors. Under the writer lock; without `wait`, another writer at work is left to it (False).
+    Returns True when both are complete; each step resumes where an interrupted one stopped.
+    `timings` gets the episodes' seconds ("episodes")."""
+    from ..insight import episodes
+    from ..store.writer_lock import WriterBusy, writer_lock
+
+    try:
+        with writer_lock(conn, wait=wait, on_wait=on_wait, cancel=cancel):
+            if not search_index.build(conn, on_index, cancel):
+                return False
+            sessions = episodes.left_for_index(conn)
+            if sessions and not (cancel is not None and cancel.is_set()):
+                started = time.perf_counter()
+                episodes.refresh(conn, sessions, on_embed)
+                episodes.embed_pending(conn, on_embed, cancel)
+                if timings is not None:
+                    timings["episodes"] = time.perf_counter() - started
+            return not episodes.left_for_index(conn)
+    except WriterBusy:
+        return False

@@ -65,7 +65,9 @@ KINDS = (
         "episodes",
         ("episodes",),
         batch="core.insight.episodes.refresh builds the last turn and any new ones of each changed session; "
-        "core.insight.episodes.embed_pending embeds every episode without a vector, a batch per transaction",
+        "core.insight.episodes.embed_pending embeds every episode without a vector, a batch per transaction; "
+        "while the search index is behind (a first load), the sessions are marked 'episodes' in derived_pending "
+        "instead and built after the index (core.insight.refresh.catch_up)",
         whole="a newer EPISODES_VERSION builds every session's; another embedding model (core.base.embed.MODEL) "
         "clears every vector",
         version_key="episodes_version",

@@ -391,3 +391,59 @@ def test_a_text_has_the_same_vector_alone_or_in_any_batch():
     ids = tokenizer.encode(texts[0], add_special_tokens=False).ids
     expected = np.asarray(table, dtype=np.float32)[ids].mean(axis=0, dtype=np.float32)
     assert np.array_equal(together[0], expected / np.linalg.norm(expected))
+
+
+EPISODE_ROWS = (
+    "SELECT turn_id, session_id, first_seq, last_seq, files, commands, errors, tools, vector FROM episodes "
+    "ORDER BY turn_id"
+)
+
+
+def test_a_first_load_is_browsable_before_its_turns_are_read_for_meaning(tmp_path):
+    """A first load makes its sessions browsable, then catches up its search index and, after it,
+    the episodes (read and embedded) that meaning, facets and fork context use: what a one-pass
+    ingest gives, however the catch-up is interrupted."""
+    from threadloom.core.ingest.pipeline import Phase
+    from threadloom.core.ingest.update import Listener, update
+    from threadloom.core.insight import refresh
+    from threadloom.core.store import db, search_index
+
+    assert embed.available()  # loaded: every pass stores its vectors at once (none left for later)
+    root = write_archive(tmp_path / "projects")
+    one_pass = db.connect(tmp_path / "one-pass.db")
+    ingest(one_pass, root)  # the index built within the ingest: episodes at once
+    expected = one_pass.execute(EPISODE_ROWS).fetchall()
+    assert len(expected) == 4 and all(row[-1] for row in expected)
+
+    for name in ("caught-up", "killed"):
+        path = tmp_path / f"{name}.db"
+        report = update(
+            path, [root], include_defaults=False, index=False
+        )  # `ingest --no-index`, the TUI's load
+        assert report.records_added and not report.errors
+        conn = db.connect(path)
+        assert conn.execute("SELECT count(*) FROM agent_sessions").fetchone()[0] == 4  # browsable
+        assert conn.execute("SELECT count(*) FROM episodes").fetchone()[0] == 0
+        assert episodes.left_for_index(conn) == {S_PARSER, S_CSS, S_DB, S_DOCS} and refresh.left_behind(conn)
+        if name == "caught-up":  # `threadloom index`, or the TUI once the sessions show
+            seen: list[tuple[int, int]] = []
+            assert refresh.catch_up(conn, on_embed=lambda done, total, seen=seen: seen.append((done, total)))
+            assert seen and seen[-1][0] == seen[-1][1]
+        else:  # killed once the words were indexed: the next update, even one that leaves the index
+            # for later (a hook's), and with nothing new, reads the rest
+            assert search_index.build(conn) and refresh.left_behind(conn)
+            # (as in an archive this version built episodes in before: only the marks say what is left)
+            set_meta(conn, episodes.EPISODES_VERSION_KEY, episodes.EPISODES_VERSION)
+            conn.commit()
+            seen_phases: list[Phase] = []
+            again = update(
+                path,
+                [root],
+                include_defaults=False,
+                index=False,
+                listener=Listener(progress=lambda p, seen=seen_phases: seen.append(p.phase)),
+            )
+            assert again.records_added == 0 and Phase.EMBEDDING in seen_phases
+        assert conn.execute(EPISODE_ROWS).fetchall() == expected
+        assert not refresh.left_behind(conn) and not episodes.left_for_index(conn)
+        conn.close()

@@ -1511,8 +1511,13 @@ async def test_ingest_says_records_first_then_the_index_then_its_end(tmp_path: P
             i for i, m in enumerate(seen.messages) if isinstance(m, workers.IngestStatus) and i > loaded
         )
         after = [m.progress for m in seen.messages[indexing:] if isinstance(m, workers.IngestProgressed)]
-        assert after and all(p.phase is Phase.INDEXING for p in after)
-        assert after[-1].phase_done == after[-1].phase_total > 0
+        # the index, then the turns read for search by meaning, each to its end
+        phases = [p.phase for p in after]
+        assert phases and set(phases) == {Phase.INDEXING, Phase.EMBEDDING}
+        assert phases == sorted(phases, key=[Phase.INDEXING, Phase.EMBEDDING].index)
+        for phase in (Phase.INDEXING, Phase.EMBEDDING):
+            last = [p for p in after if p.phase is phase][-1]
+            assert last.phase_done == last.phase_total > 0
         (records,) = seen.of(workers.RecordsLoaded)
         (ended,) = seen.of(workers.Ingested)
         assert ended.error is None and ended.report is records.report
