@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,6 +17,12 @@ from threadloom.core.store import db
 
 from tests.pg_support import hub_db, pg_server  # noqa: F401 - fixtures: one PostgreSQL server a worker
 from tests.support import AGENTS, CORPUS, FAKE_AGENT
+
+# pytest keeps the test modules it rewrites (for its assertions) in a cache of its own beside them
+# (__pycache__/*-pytest-*.pyc), except where no bytecode is to be written: this environment says so
+# (PYTHONDONTWRITEBYTECODE), and each worker of each run rewrote every test module again, about
+# 5 s of every worker's start. The tests ask for no other bytecode; threadloom's own is compiled below.
+sys.dont_write_bytecode = False
 
 
 def pytest_configure(config: pytest.Config) -> None:
