@@ -18,8 +18,10 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,11 +108,13 @@ def wrappers(folder: Path, real: Path, api: str) -> Path:
         "#!/bin/sh\n"
         "# `codex resume ID [-C DIR] [PROMPT]` as `codex exec [-C DIR] resume ID PROMPT`\n"
         f"real={real / 'codex'}\n"
-        f"api='openai_base_url=\"{api}/v1\"'\n"
+        "# the fake API as a provider of its own: over HTTP at once (the built-in one tries a\n"
+        "# WebSocket first, five times, 6 s, before it falls back)\n"
+        f'api=\'model_providers.fake={{name="fake",base_url="{api}/v1",env_key="OPENAI_API_KEY",wire_api="responses"}}\'\n'
         '[ "$1" = resume ] || exec "$real" "$@"\n'
         "shift; id=$1; shift; dir=.\n"
         'if [ "$1" = -C ]; then dir=$2; shift 2; fi\n'
-        'exec "$real" exec -c "$api" --skip-git-repo-check -C "$dir" resume "$id" "${1:-say ok}"\n'
+        'exec "$real" exec -c model_provider=fake -c "$api" --skip-git-repo-check -C "$dir" resume "$id" "${1:-say ok}"\n'
     )
     (folder / "gemini").write_text(
         "#!/bin/sh\n"
@@ -159,12 +163,28 @@ class Desk:
             "GEMINI_API_KEY": "fake",
             "DISABLE_AUTOUPDATER": "1",
         }
-        done = subprocess.run(
-            ["bash", "-c", command], cwd=self.root, env=env, capture_output=True, text=True, timeout=120
+        # the agent is stopped once it has sent its turn: what it does with the fake answer is not
+        # looked at, and Codex took 6 s more to give up on it
+        agent = subprocess.Popen(
+            ["bash", "-c", command],
+            cwd=self.root,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
         )
+        deadline = time.monotonic() + 120
+        try:
+            while agent.poll() is None and turn_sent(self.requests) is None:
+                assert time.monotonic() < deadline, f"no turn sent in 120 s: {command}"
+                time.sleep(0.02)
+        finally:
+            if agent.poll() is None:
+                os.killpg(agent.pid, signal.SIGKILL)
+            _, stderr = agent.communicate()
         assert not list(self.root.rglob("pwned")), "a folder's name ran as code"
         said = texts(first_request(self.requests))
-        assert said, (command, done.stderr[-500:])
+        assert said, (command, stderr[-500:])
         return said
 
 
@@ -192,11 +212,24 @@ def texts(request: dict) -> list[tuple[str, str]]:
 def first_request(out: Path) -> dict:
     """The first request of the agent's own turn: one that offers tools (Claude Code asks for a new
     session's title first, in a request of its own without them)."""
-    requests = sorted(out.glob("request-*.json"), key=lambda p: int(p.stem.split("-")[1]))
-    bodies = [json.loads(path.read_bytes()) for path in requests]
-    turns = [body for body in bodies if body.get("tools") or "tool_choice" in body or "contents" in body]
-    assert turns, f"the agent sent no turn to the model API ({len(bodies)} requests)"
-    return turns[0]
+    turn = turn_sent(out)
+    assert turn is not None, (
+        f"the agent sent no turn to the model API ({len(list(out.glob('request-*')))} requests)"
+    )
+    return turn
+
+
+def turn_sent(out: Path) -> dict | None:
+    """The agent's turn, once the fake API has written all of it (a file still being written is
+    not JSON yet)."""
+    for path in sorted(out.glob("request-*.json"), key=lambda p: int(p.stem.split("-")[1])):
+        try:
+            body = json.loads(path.read_bytes())
+        except ValueError:
+            return None
+        if body.get("tools") or "tool_choice" in body or "contents" in body:
+            return dict(body)
+    return None
 
 
 def claude_session(env: dict[str, str], work: Path) -> tuple[Transcript, str]:
