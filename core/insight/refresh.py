@@ -84,6 +84,7 @@ def catch_up(
     Returns True when both are complete; each step resumes where an interrupted one stopped.
     `timings` gets the episodes' seconds ("episodes")."""
     from ..insight import episodes
+    from ..store.sql import page_cache
     from ..store.writer_lock import WriterBusy, writer_lock
 
     try:
@@ -93,8 +94,9 @@ def catch_up(
             sessions = episodes.left_for_index(conn)
             if sessions and not (cancel is not None and cancel.is_set()):
                 started = time.perf_counter()
-                episodes.refresh(conn, sessions, on_embed)
-                episodes.embed_pending(conn, on_embed, cancel)
+                with page_cache(conn):
+                    episodes.refresh(conn, sessions, on_embed)
+                    episodes.embed_pending(conn, on_embed, cancel)
                 if timings is not None:
                     timings["episodes"] = time.perf_counter() - started
             return not episodes.left_for_index(conn)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .sql import get_meta, set_meta
+from .sql import get_meta, page_cache, set_meta
 from .writer_lock import WriterBusy, writer_lock
 
 STATE_KEY = "search_index"  # "stale" while the index is behind the entries table
@@ -119,7 +119,7 @@ def build(
     if indexed_upto(conn) is None:
         return True
     try:
-        with writer_lock(conn, wait=wait, on_wait=on_wait, cancel=cancel):
+        with writer_lock(conn, wait=wait, on_wait=on_wait, cancel=cancel), page_cache(conn):
             return _build(conn, progress, cancel, chunk_rows)
     except WriterBusy:
         return False

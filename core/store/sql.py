@@ -33,3 +33,21 @@ def transaction(conn: sqlite3.Connection, *, immediate: bool = False) -> Iterato
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+# What passes over the whole archive once (the search index's build, the episodes a first load left)
+# reads each page once: a page cache of 16 MB served them as fast as the usual 64 MB (core.store.db),
+# and the 48 MB it leaves unfilled were most of a first load's peak (100 MB bench archive, one
+# process: 180 -> 134 MiB).
+ONE_PASS_CACHE_KIB = 16 * 1024
+
+
+@contextmanager
+def page_cache(conn: sqlite3.Connection, kib: int = ONE_PASS_CACHE_KIB) -> Iterator[None]:
+    """The connection's page cache at most `kib` KiB meanwhile, then as it was."""
+    before = int(conn.execute("PRAGMA cache_size").fetchone()[0])
+    conn.execute(f"PRAGMA cache_size = -{int(kib)}")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA cache_size = {before}")

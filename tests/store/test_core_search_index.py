@@ -9,6 +9,7 @@ from pathlib import Path
 from threadloom.core.ingest.pipeline import run_ingest
 from threadloom.core.read.search import search
 from threadloom.core.store import search_index
+from threadloom.core.store.sql import ONE_PASS_CACHE_KIB
 
 from tests.builders.claude import Transcript
 from tests.support import run
@@ -45,7 +46,10 @@ def test_bulk_load_without_index_is_browsable_and_search_says_the_index_is_behin
     result = search(conn, "flamingo")
     assert result.hits == [] and any("still being built (0%)" in p for p in result.problems)
 
-    assert search_index.build(conn) is True
+    cache = conn.execute("PRAGMA cache_size").fetchone()[0]
+    caches: list[int] = []  # the build's, seen from its progress: a pass over the archive with a small one
+    assert search_index.build(conn, lambda p: caches.append(conn.execute("PRAGMA cache_size").fetchone()[0]))
+    assert set(caches) == {-ONE_PASS_CACHE_KIB} and conn.execute("PRAGMA cache_size").fetchone()[0] == cache
     assert search_index.pending(conn) is None and fts_is_consistent(conn)
     result = search(conn, "zebra3")
     assert len(result.hits) == 5 and not any("being built" in p for p in result.problems)
