@@ -31,9 +31,7 @@ class Listener:
     progress: Callable[[Progress], None] | None = None  # every phase (Progress.phase says which)
     reading: Callable[[sqlite3.Connection], object] | None = None  # the logs are read next
     loaded: Callable[[IngestReport], object] | None = None  # the records are in and browsable
-    indexing: Callable[[], object] | None = (
-        None  # what a first load left behind (the search index, episodes) next
-    )
+    indexing: Callable[[], object] | None = None  # what a first load left (index, episodes) is next
 
 
 def update(

@@ -38,10 +38,8 @@ def finish(
     # the signals' marks say which sessions a killed run left: their episodes are built again too
     started = time.perf_counter()
     if search_index.pending(conn) is None:
-        # with those a first load left for after its search index (`catch_up`), if that never ran
-        episodes.refresh(
-            conn, due | changed | episodes.left_for_index(conn), on_embed
-        )  # (sessions done of all)
+        waiting = episodes.left_for_index(conn)  # a first load's, if its `catch_up` never ran
+        episodes.refresh(conn, due | changed | waiting, on_embed)  # (sessions done of all)
         episodes.embed_pending(conn, on_embed)  # what a killed run or a new model left (episodes done of all)
     else:  # a first load: the sessions browsable first, their turns read for meaning with the index
         episodes.leave_for_index(conn, due | changed)
