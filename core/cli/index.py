@@ -39,9 +39,11 @@ def cmd_index(args: argparse.Namespace) -> int:
     if args.json:
         episodes_seconds = round(timings.get("episodes", 0.0), 3)
         print(json.dumps({"indexed": behind, "seconds": seconds, "episodes_seconds": episodes_seconds}))
-    elif behind or timings:
+    elif behind:
         read = ", the sessions' turns read for search by meaning," if "episodes" in timings else ""
         print(f"search index complete: {behind:,} records indexed{read} in {seconds:.2f} s")
+    elif timings:  # the index was whole: a catch-up stopped before the turns
+        print(f"the sessions' turns read for search by meaning in {seconds:.2f} s")
     else:
         print("the search index is already complete")
     return 0

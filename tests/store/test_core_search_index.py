@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
+from contextlib import closing
 from pathlib import Path
 
 from threadloom.core.ingest.pipeline import run_ingest
 from threadloom.core.read.search import search
-from threadloom.core.store import search_index
+from threadloom.core.store import db, search_index
 from threadloom.core.store.sql import ONE_PASS_CACHE_KIB
 
 from tests.builders.claude import Transcript
@@ -131,7 +133,21 @@ def test_cli_no_index_then_index_and_search_catches_up(tmp_path):
     assert res.returncode == 0, res.stderr
     res = run("index", "--db", str(db_path), "--json")
     assert res.returncode == 0 and '"indexed": 60' in res.stdout
+    assert json.loads(res.stdout)["episodes_seconds"] > 0  # the turns for meaning, read after the index
+    with closing(sqlite3.connect(db_path)) as conn:
+        assert conn.execute("SELECT count(DISTINCT session_id) FROM episodes").fetchone()[0] == 6
     assert "already complete" in run("index", "--db", str(db_path)).stdout
+    # said as it is done: the index and the turns, or the turns alone (a catch-up stopped between)
+    for name, said in (
+        ("words.db", "search index complete: 60 records indexed, the sessions' turns read"),
+        ("turns.db", "the sessions' turns read for search by meaning in"),
+    ):
+        run("ingest", "--db", str(tmp_path / name), "--only", "--source", str(projects), "--no-index")
+        if name == "turns.db":
+            with closing(db.connect(tmp_path / name)) as conn:
+                assert search_index.build(conn)
+        res = run("index", "--db", str(tmp_path / name))
+        assert res.returncode == 0 and res.stdout.startswith(said), res.stdout
     # a search on an index left behind finishes it first
     other = tmp_path / "other.db"
     run("ingest", "--db", str(other), "--only", "--source", str(projects), "--no-index", "--json")
