@@ -223,6 +223,33 @@ def catch_up_index(
     return behind if done else 0
 
 
+def open_caught_up(args: argparse.Namespace, *, quiet: bool) -> sqlite3.Connection:
+    """A reading command's connection to an archive whose first load left nothing behind: what
+    it left (the search index, the turns for meaning) is finished first where the database can be
+    written, else the command reads what there is and says so."""
+    from ..insight import refresh
+    from ..store import db
+
+    conn = open_reading(args)
+    if not refresh.left_behind(conn):
+        return conn
+    try:
+        db.check_writable(args.db or db.default_db_path())
+    except db.LedgerError:
+        print(
+            "threadloom: the database cannot be written, so what its first load left (the search index, "
+            "the turns for search by meaning) is not completed now: the newest records may be missing "
+            "(`threadloom index` completes it once the database is writable)",
+            file=sys.stderr,
+        )
+        return conn
+    conn.close()
+    conn = open_writing(args)
+    if catch_up_index(conn, quiet=quiet, wait=False) and not quiet:
+        print("threadloom: the search index was behind the archive; it is complete now", file=sys.stderr)
+    return conn
+
+
 def print_table(console: Any, table: Any) -> None:
     """Piped, a table's lines without the spaces that pad them to its width (a row was 380
     characters for one long title elsewhere); on a terminal, as drawn."""

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from .common import Command, add_db_option, open_reading
+from .common import Command, add_db_option, open_caught_up
 
 
 def add_parsers(sub: Any) -> None:
@@ -39,7 +39,7 @@ def cmd_context(args: argparse.Namespace) -> int:
     if args.budget < 200:
         print("threadloom: --budget must be at least 200 tokens", file=sys.stderr)
         return 2
-    conn = open_reading(args)
+    conn = open_caught_up(args, quiet=args.json)
     context = build_context(
         conn, " ".join(args.query), budget=args.budget, project=args.project, since=args.since
     )

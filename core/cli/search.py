@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from .common import Command, add_db_option, catch_up_index, open_reading, open_writing, search_help
+from .common import Command, add_db_option, open_caught_up, search_help
 
 
 def add_parsers(sub: Any) -> None:
@@ -32,10 +32,8 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from ..insight import refresh
     from ..insight.recall import search_recall
     from ..read.search import parse_query
-    from ..store import db
 
     unusable = parse_query(" ".join(args.query)).unusable_filters
     if unusable:
@@ -43,25 +41,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             print(f"threadloom: {problem}", file=sys.stderr)
         print("threadloom: nothing searched: mend the filter, or leave it out", file=sys.stderr)
         return 2
-    conn = open_reading(args)
-    if refresh.left_behind(conn):
-        # catching the index up writes: only into a database that can be written
-        try:
-            db.check_writable(args.db or db.default_db_path())
-        except db.LedgerError:
-            print(
-                "threadloom: the database cannot be written, so the search index it left behind is not "
-                "completed now: the newest records may be missing from the hits (`threadloom index` "
-                "completes it once the database is writable)",
-                file=sys.stderr,
-            )
-        else:
-            conn.close()
-            conn = open_writing(args)
-            if catch_up_index(conn, quiet=args.json, wait=False) and not args.json:
-                print(
-                    "threadloom: the search index was behind the archive; it is complete now", file=sys.stderr
-                )
+    conn = open_caught_up(args, quiet=args.json)
     result = search_recall(conn, " ".join(args.query), mode=args.mode, limit=args.limit)
     if args.json:
         print(json.dumps([h.as_dict() for h in result.hits], ensure_ascii=False))

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from .common import Command, add_db_option, open_reading
+from .common import Command, add_db_option, open_caught_up
 
 
 def add_parsers(sub: Any) -> None:
@@ -26,7 +26,7 @@ def add_parsers(sub: Any) -> None:
 def cmd_similar(args: argparse.Namespace) -> int:
     from ..insight.recall import NotEmbedded, similar
 
-    conn = open_reading(args)
+    conn = open_caught_up(args, quiet=args.json)
     try:
         hits = similar(conn, args.entry, limit=args.limit)
     except NotEmbedded as exc:

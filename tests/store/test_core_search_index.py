@@ -153,3 +153,10 @@ def test_cli_no_index_then_index_and_search_catches_up(tmp_path):
     run("ingest", "--db", str(other), "--only", "--source", str(projects), "--no-index", "--json")
     res = run("search", "--db", str(other), "zebra2", "--json", "--mode", "words")
     assert res.returncode == 0 and res.stdout.count('"session_id"') == 5, res.stdout[:500]
+    # so does a context for a new session, which reads the turns for meaning
+    third = tmp_path / "third.db"
+    run("ingest", "--db", str(third), "--only", "--source", str(projects), "--no-index")
+    res = run("context", "--db", str(third), "zebra2", "--json")
+    assert res.returncode == 0 and json.loads(res.stdout)["turns"], res.stdout[:500]
+    with closing(sqlite3.connect(third)) as conn:
+        assert conn.execute("SELECT count(DISTINCT session_id) FROM episodes").fetchone()[0] == 6

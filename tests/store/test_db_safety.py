@@ -101,8 +101,11 @@ def test_search_of_a_read_only_database_whose_index_was_left_behind(tmp_path, ca
     before = path.read_bytes()
     code, out, err = cli(capsys, "search", "health", "--db", str(path))
     assert code == 0, err  # was "attempt to write a readonly database" for a user, a chmod for root
-    assert "cannot be written, so the search index" in err and "threadloom index" in err
+    assert "cannot be written, so what its first load left" in err and "threadloom index" in err
     assert "still being built" in out  # the search itself says its hits may be incomplete
+    for command in ("context", "similar"):  # the other readers of what a first load leaves: the same
+        code, out, err = cli(capsys, command, "health" if command == "context" else "1", "--db", str(path))
+        assert "cannot be written, so what its first load left" in err, (command, err)
     assert stat.S_IMODE(path.stat().st_mode) == 0o444 and path.read_bytes() == before
     os.chmod(path, 0o600)  # writable again: the search completes the index first, as before
     code, out, err = cli(capsys, "search", "health", "--db", str(path))
