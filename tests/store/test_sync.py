@@ -501,10 +501,22 @@ def test_a_machine_renamed_does_not_pull_its_own_files_back(tmp_path: Path, hub:
     assert laptop.conn.execute("SELECT count(*) FROM source_files").fetchone()[0] == 1
 
 
-def test_pulled_sessions_are_derived_as_on_their_machine(tmp_path: Path, hub: str) -> None:
+@pytest.mark.parametrize("bulk", [False, True], ids=["file by file", "a bulk pull"])
+def test_pulled_sessions_are_derived_as_on_their_machine(
+    tmp_path: Path, hub: str, monkeypatch, bulk: bool
+) -> None:
     """A session with subagents (one described by its .meta.json beside it): every derived fact of
-    every session is the same on the machine that pulled it as on its own."""
+    every session is the same on the machine that pulled it as on its own; a pull large enough to
+    index once afterwards (BULK_RECORDS) reads the turns for meaning after that index, as a first
+    load does, and leaves nothing behind."""
     import json
+
+    from threadloom.core.ingest import sync
+    from threadloom.core.insight import episodes as episodes_of
+    from threadloom.core.insight import refresh
+
+    if bulk:
+        monkeypatch.setattr(sync, "BULK_RECORDS", 1)
 
     from tests.builders.claude import tool_use
 
@@ -546,6 +558,7 @@ def test_pulled_sessions_are_derived_as_on_their_machine(tmp_path: Path, hub: st
     )
     mine = laptop.conn.execute(episodes).fetchall()
     assert mine and box.conn.execute(episodes).fetchall() == mine
+    assert not refresh.left_behind(box.conn) and not episodes_of.left_for_index(box.conn)
 
 
 @pytest.mark.parametrize("cut", [3, 9, 12, 16])
