@@ -24,6 +24,13 @@ from tests.support import AGENTS, CORPUS, FAKE_AGENT
 # 5 s of every worker's start. The tests ask for no other bytecode; threadloom's own is compiled below.
 sys.dont_write_bytecode = False
 
+# An ingest looks its prices up in a process of its own unless the price table is loaded in its
+# process already (core/insight/cost.py `_periods`): in a test that ingests in process, that was a
+# Python started for every ingest, 0.25 s each, three quarters of a typical store test. Each worker
+# loads the table once instead; the lookup gives the same periods either way, and the process of its
+# own is tested where a `threadloom` process ingests (test_costs.py and every CLI test).
+import genai_prices.data  # noqa: E402, F401
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """Byte-compile the code under test once, before any worker starts: each `threadloom` process
