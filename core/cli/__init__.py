@@ -89,7 +89,11 @@ where things are:
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or (`only`) with one command's options in full and the others by
+    name and help line: argparse takes 20 ms to build every command's options (a help formatter
+    for each option, a gettext lookup for each parser), a tenth of a no-change `threadloom ingest`,
+    for the one command that runs. `only=""` builds none in full (`threadloom --help`)."""
     parser = argparse.ArgumentParser(
         prog="threadloom",
         description="Find, read, understand and resume AI coding-agent sessions.",
@@ -132,9 +136,32 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-ingest", action="store_true", default=argparse.SUPPRESS, help="open without ingesting first"
     )
 
+    commands = sub if only is None else _OneInFull(sub, only)
     for module in COMMAND_MODULES:
-        module.add_parsers(sub)
+        module.add_parsers(commands)
     return parser
+
+
+class _OneInFull:
+    """The subcommands' table as a command module sees it, where one command is built in full and
+    each other is only listed (its name and help line, for --help and the choices argparse names)."""
+
+    def __init__(self, sub: Any, command: str) -> None:
+        self.sub = sub
+        self.command = command
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        if name == self.command:
+            return self.sub.add_parser(name, **kwargs)
+        self.sub.add_parser(name, help=kwargs.get("help"), add_help=False)
+        return _Unbuilt()
+
+
+class _Unbuilt:
+    """A parser not built: every option, group or subcommand added to it is dropped."""
+
+    def __getattr__(self, name: str) -> Callable[..., _Unbuilt]:
+        return lambda *args, **kwargs: self
 
 
 # the commands that only read the database: opened read-only (never written, its mode never
@@ -146,8 +173,9 @@ READ_COMMANDS = frozenset(name for name, c in COMMANDS.items() if c.reads)
 def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace], int] | None = None) -> int:
     """The command line. `run_tui` opens the app when no subcommand is given (or `open`); it is
     passed in by `tui.entry` (the console script) so that core never imports the TUI."""
-    parser = build_parser()
-    args = parser.parse_args(_session_opens(list(sys.argv[1:] if argv is None else argv), parser))
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(only=_first_word(words))
+    args = parser.parse_args(_session_opens(words, parser))
     from ..store.db import LedgerError
     from ..store.memory_tables import MemoryRefused
 
@@ -213,19 +241,33 @@ def _session_opens(argv: list[str], parser: argparse.ArgumentParser) -> list[str
         if isinstance(action, argparse._SubParsersAction)
         for name in action.choices
     }
+    i = _first_word_at(argv)
+    if i is None or argv[i] in commands:
+        return argv
+    return [*argv[:i], "open", *argv[i:]]
+
+
+def _first_word(argv: list[str]) -> str:
+    """The command named (or a session, or "" for none)."""
+    at = _first_word_at(argv)
+    return "" if at is None else argv[at]
+
+
+def _first_word_at(argv: list[str]) -> int | None:
+    """Where the first word that is no top-level option or its value is."""
     i = 0
     while i < len(argv):
         word = argv[i]
         if word == "--":
-            return argv
+            return None
         if word in TOP_OPTIONS_WITH_VALUES:
             i += 2
             continue
         if word.startswith("-"):
             i += 1
             continue
-        return argv if word in commands else [*argv[:i], "open", *argv[i:]]
-    return argv
+        return i
+    return None
 
 
 def _open_in_tui(args: argparse.Namespace, run_tui: Callable[[argparse.Namespace], int]) -> int:

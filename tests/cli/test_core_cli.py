@@ -715,3 +715,41 @@ def test_show_draws_claude_codes_markup_for_what_it_is(tmp_path):
     assert [line.split()[0] for line in lines if line.startswith(("user ", "assistant "))].count(
         "assistant"
     ) == 3
+
+
+def test_the_parser_built_for_one_command_reads_and_helps_as_the_whole_one():
+    """`main` builds only the command it runs in full (the others by name and help line): each
+    command's help, the top level's, and what a command line parses to are those of the whole
+    parser."""
+    import argparse
+    import contextlib
+    import io
+
+    import pytest
+    from threadloom.core import cli
+
+    def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+        return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+    whole = cli.build_parser()
+    names = sorted(subcommands(whole))
+    assert {"ingest", "memory", "hide", "resume", "open"} <= set(names)
+    assert cli.build_parser(only="").format_help() == whole.format_help()
+    for name in names:
+        alone = cli.build_parser(only=name)
+        assert subcommands(alone)[name].format_help() == subcommands(whole)[name].format_help(), name
+        others = [n for n in names if n not in (name, "open")]
+        assert all(not subcommands(alone)[n]._actions for n in others), name  # only listed
+    lines = [
+        ["ingest", "--rebuild", "-q", "--source", "a", "--source", "b"],
+        ["--db", "x.db", "sessions", "--json", "--sort", "tokens"],
+        ["memory", "add", "--kind", "fact", "--title", "t", "body"],
+        ["search", "a", "b", "--mode", "words", "--limit", "3"],
+        ["--db", "ingest", "3f2a"],  # a session named as a command, given as --db's value
+    ]
+    for argv in lines:
+        words = cli._session_opens(argv, whole)
+        assert cli.build_parser(only=cli._first_word(argv)).parse_args(words) == whole.parse_args(words)
+    with contextlib.redirect_stderr(io.StringIO()) as said, pytest.raises(SystemExit):
+        cli.build_parser(only="ingest").parse_args(["ingest", "--no-such"])
+    assert "unrecognized arguments: --no-such" in said.getvalue()
