@@ -4,6 +4,7 @@ The builders and helpers tests share are in tests/support.py and tests/builders/
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import sqlite3
@@ -30,6 +31,12 @@ sys.dont_write_bytecode = False
 # loads the table once instead; the lookup gives the same periods either way, and the process of its
 # own is tested where a `threadloom` process ingests (test_costs.py and every CLI test).
 import genai_prices.data  # noqa: E402, F401
+
+# A worker lives for hundreds of tests, and each TUI test leaves a Textual app's widget trees (cycles,
+# tens of thousands of objects) that outlive the young generations: at Python's thresholds
+# (700, 10, 10) a third of a TUI test's time went to full collections of the whole heap (measured
+# with gc.callbacks: 8.5 of 30 s over 20 tests; 2.7 s at these). Garbage waits a little longer.
+gc.set_threshold(50_000, 50, 50)
 
 
 def pytest_configure(config: pytest.Config) -> None:
