@@ -84,14 +84,24 @@ def _rate(price: tuple[float, tuple[tuple[int, float], ...]], total_input: int) 
 def prices_version() -> str:
     """Which price data the stored costs were computed with: when it changes they are recomputed.
 
-    Read from the bundled data file's size and time, not the package's metadata: that costs an
-    ingest with nothing new 25 ms (importlib.metadata), this a stat."""
+    The installed genai-prices' version, as the folder of its metadata names it (a listing: the
+    package's own `__version__` asks importlib.metadata, 25 ms of an ingest with nothing new).
+    Two installs of one version (pipx and a project's venv) share a database without pricing
+    every message again each time the other one ingests, as their files' times made them. The
+    bundled data file's size and time stand in for an install without that folder."""
     import importlib.util
+    import os
 
     spec = importlib.util.find_spec("genai_prices")
     if spec is None or spec.origin is None:
         return "genai-prices missing"
-    data = Path(spec.origin).with_name("data.py").stat()
+    package = Path(spec.origin).parent
+    with os.scandir(package.parent) as entries:
+        for entry in entries:
+            name = entry.name
+            if name.startswith("genai_prices-") and name.endswith(".dist-info"):
+                return f"genai-prices {name[len('genai_prices-') : -len('.dist-info')]} {RESOLVER}"
+    data = (package / "data.py").stat()
     return f"genai-prices data {data.st_size}:{int(data.st_mtime)} {RESOLVER}"
 
 

@@ -174,3 +174,39 @@ def test_an_ingest_looks_prices_up_in_a_process_of_its_own(tmp_path):
     assert cost.periods_for(
         [(SONNET, "2026-03-01"), (SONNET, "2026-03-02"), ("my-local-llama", "2026-03-01")]
     )[1:] == [("my-local-llama", "", None, None)]
+
+
+def test_the_price_data_is_named_by_its_version_not_by_where_it_is_installed(tmp_path, monkeypatch):
+    """Two installs of one genai-prices (pipx's and a project's venv, their files of different
+    times) that share a database: neither prices every message again after the other ingests.
+    A new version does; an install without its metadata folder is named by its data file."""
+    import importlib.machinery
+    import importlib.util
+    import os
+
+    def install(where: str, version: str | None, mtime: int) -> None:
+        package = tmp_path / where / "genai_prices"
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        (package / "data.py").write_text("data = 1\n")
+        os.utime(package / "data.py", (mtime, mtime))
+        if version:
+            (tmp_path / where / f"genai_prices-{version}.dist-info").mkdir()
+
+    def version_in(where: str) -> str:
+        origin = str(tmp_path / where / "genai_prices" / "__init__.py")
+        spec = importlib.machinery.ModuleSpec("genai_prices", None, origin=origin)
+        monkeypatch.setattr(importlib.util, "find_spec", lambda name: spec)
+        cost.prices_version.cache_clear()
+        return cost.prices_version()
+
+    install("pipx", "0.2.3", 1_700_000_000)
+    install("venv", "0.2.3", 1_750_000_000)
+    install("newer", "0.2.4", 1_700_000_000)
+    install("bare", None, 1_700_000_000)
+    try:
+        assert version_in("pipx") == version_in("venv") == f"genai-prices 0.2.3 {cost.RESOLVER}"
+        assert version_in("newer") != version_in("pipx")
+        assert version_in("bare") == f"genai-prices data 9:1700000000 {cost.RESOLVER}"
+    finally:
+        cost.prices_version.cache_clear()
