@@ -23,7 +23,6 @@ from hashlib import blake2b
 from typing import Any
 
 import orjson
-from rapidfuzz import fuzz
 
 from ..base.text import SIGNALS_VERSION, SIGNALS_VERSION_KEY, is_bare_command, one_line, task_notice
 from ..read.browse import COMPACTION_SUBTYPES, COMPACTION_TYPES, abandoned_turns
@@ -707,6 +706,8 @@ def _failing_runs(conn: sqlite3.Connection, session: _Session) -> list[Signal]:
 
 def _loops(run: list[_Call]) -> list[list[_Call]]:
     """A run of failing calls cut where the tool or the input changes."""
+    from rapidfuzz import fuzz  # 7 ms to import, for the sessions with failing calls in a row
+
     similarity = limit("retry_loop_similarity")
     loops: list[list[_Call]] = [[run[0]]]
     for call in run[1:]:
