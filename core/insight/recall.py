@@ -25,7 +25,7 @@ from ..read import search
 from ..read.query import main_sql, title_sql
 from ..read.search import Hit, ParsedQuery, SearchResult, parse_query
 from ..store.sql import get_meta
-from .episodes import EMBED_LATER_MAX, GENERATION_KEY, vectors_of
+from .episodes import EMBED_LATER_MAX, GENERATION_KEY, left_for_index, vectors_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -202,10 +202,12 @@ def search_recall(
         if mode != "words":
             result.problems.append("search by meaning waits for the next `threadloom ingest` (words only)")
         return result
+    unread = _unread_note(conn, q, mode)
     if mode == "words" or q.empty or (q.phrases and not q.words):
         # filters alone, or an exact phrase: what the words find is the answer
         result = search.search(conn, text, limit=limit, now=now)
         attach_main(conn, result.hits)
+        result.problems += unread
         return result
     started = time.perf_counter()
     problems: list[str] = []
@@ -222,7 +224,7 @@ def search_recall(
         hits = _meaning_hits(conn, meaning[:limit])
         attach_main(conn, hits)
         return SearchResult(
-            hits, len(meaning), False, {}, time.perf_counter() - started, q.problems + problems
+            hits, len(meaning), False, {}, time.perf_counter() - started, q.problems + problems + unread
         )
     words = search.search(conn, text, limit=WORD_HITS, now=now)
     hits_by_words = list(words.hits)
@@ -242,8 +244,24 @@ def search_recall(
         words.capped,
         words.terms,
         time.perf_counter() - started,
-        word_problems + problems,
+        word_problems + problems + unread,
     )
+
+
+def _unread_note(conn: sqlite3.Connection, q: ParsedQuery, mode: str) -> list[str]:
+    """What a search by meaning (or by the turns' facets) cannot reach yet, said: the sessions a
+    first load left to read for meaning after its search index, until a catch-up reads them (one
+    killed half-way left them unsaid)."""
+    if mode == "words" and not (q.file or q.cmd or q.error):
+        return []
+    unread = len(left_for_index(conn))
+    if not unread:
+        return []
+    sessions = "1 session" if unread == 1 else f"{unread} sessions"
+    return [
+        f"{sessions} not read for meaning yet (a first load reads them after its search index): search "
+        "by meaning and file:, cmd:, error: do not reach them until `threadloom index` or the next ingest"
+    ]
 
 
 def _turns_of(conn: sqlite3.Connection, entry_ids: list[int]) -> dict[int, str]:

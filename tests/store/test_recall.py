@@ -447,3 +447,31 @@ def test_a_first_load_is_browsable_before_its_turns_are_read_for_meaning(tmp_pat
         assert conn.execute(EPISODE_ROWS).fetchall() == expected
         assert not refresh.left_behind(conn) and not episodes.left_for_index(conn)
         conn.close()
+
+
+def test_a_search_says_which_sessions_meaning_does_not_reach_yet(tmp_path):
+    """Sessions a first load left to read for meaning (a catch-up killed after the index, an
+    archive opened read-only before it ran): a search by meaning or by facets says so, in every
+    front end's problems (CLI, TUI, MCP), until they are read; one by words alone does not."""
+    from threadloom.core.ingest.update import update
+    from threadloom.core.insight import refresh
+    from threadloom.core.store import db, search_index
+
+    root = write_archive(tmp_path / "projects")
+    path = tmp_path / "first-load.db"
+    update(path, [root], include_defaults=False, index=False)
+    conn = db.connect(path)
+    assert search_index.build(conn) and len(episodes.left_for_index(conn)) == 4  # killed after the index
+
+    def notes(query: str, mode: str) -> list[str]:
+        return [p for p in search_recall(conn, query, mode=mode).problems if "not read for meaning" in p]
+
+    assert notes("parser", "hybrid") == [
+        "4 sessions not read for meaning yet (a first load reads them after its search index): search by "
+        "meaning and file:, cmd:, error: do not reach them until `threadloom index` or the next ingest"
+    ]
+    assert notes("parser", "meaning") and notes("file:parser.py", "words")
+    assert notes("parser", "words") == []
+    assert refresh.catch_up(conn)
+    assert notes("parser", "hybrid") == notes("parser", "meaning") == notes("file:parser.py", "words") == []
+    conn.close()
