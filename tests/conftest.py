@@ -9,10 +9,12 @@ import os
 import shutil
 import sqlite3
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from threadloom.core.base.text import use_clock
 from threadloom.core.ingest.pipeline import IngestReport, run_ingest
 from threadloom.core.store import db
 
@@ -104,6 +106,15 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "no-claude-here"))
     monkeypatch.setenv("THREADLOOM_DB", str(tmp_path / "default.db"))
     monkeypatch.setenv("THREADLOOM_SETTINGS", str(tmp_path / "settings.toml"))  # nor their settings
+
+
+@pytest.fixture(autouse=True)
+def _real_clock() -> Iterator[None]:
+    """An app draws dates by the clock it is given (`use_clock`, process-wide: the tests' apps run
+    at the demo's fixed time): the next test starts on the real one. Left set, `show` drawn in a
+    worker after a TUI test dated a session of this year as another year's."""
+    yield
+    use_clock(time.time)
 
 
 @pytest.fixture
