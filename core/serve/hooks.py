@@ -338,12 +338,31 @@ def status(path: Path | None = None, agent: str | None = None) -> Outcome:
         out.lines.append(
             f"no threadloom hook in {path}: `threadloom hooks install --agent {adapter.program}` adds one"
         )
+    stale = []
     for event, commands in found.items():
         for command in commands:
             argv = shlex.split(command)
             missing = "" if argv and os.path.exists(argv[0]) else " (its python is not there: install again)"
             out.lines.append(f"{event}: {command}{missing}")
+            if not _safe_path(argv):
+                stale.append(command)
+    if stale:
+        out.data["unsafe"] = stale
+        out.lines.append(
+            "  written by an older threadloom, without python's -P: the agent runs it in its project's "
+            "folder, from which a planted `threadloom` module would be imported; "
+            f"`threadloom hooks install --agent {adapter.program}` replaces it"
+        )
     return out
+
+
+def _safe_path(argv: list[str]) -> bool:
+    """Whether python runs this command line with -P or -I (nothing imported from the folder it
+    starts in): an option before `-m`, alone or in a cluster of short ones (-IP, -PB)."""
+    for word in argv[1 : argv.index("-m") if "-m" in argv else len(argv)]:
+        if word.startswith("-") and not word.startswith("--") and {"P", "I"} & set(word[1:]):
+            return True
+    return False
 
 
 # ---------------------------------------------------------------------- what the hook runs

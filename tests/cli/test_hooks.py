@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sqlite3
 import subprocess
 import sys
@@ -282,3 +283,29 @@ def test_the_hook_command_never_imports_from_the_project_folder(tmp_path: Path) 
     out = subprocess.run(["bash", "-c", command], cwd=project, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "usage" in out.stdout, out.stderr
     assert not marker.exists()
+
+
+def test_status_names_a_hook_an_older_threadloom_wrote_without_safe_path_and_install_replaces_it(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """A hook written before threadloom ran it with `python -P` still imports from the project
+    folder the agent runs it in: status says so and how to mend it; install replaces it in place."""
+    old = shlex.join([sys.executable, "-m", "threadloom.core.cli", "hooks", "run", "--agent", "claude"])
+    path = settings_file(env, {"hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": old}]}]}})
+    said = cli(env, "hooks", "status")
+    assert said.returncode == 0 and f"SessionEnd: {old}" in said.stdout
+    assert "without python's -P" in said.stdout and "hooks install --agent claude` replaces it" in said.stdout
+    assert json.loads(cli(env, "hooks", "status", "--json").stdout)["unsafe"] == [old]
+
+    assert cli(env, "hooks", "install", "--agent", "claude").returncode == 0
+    [command] = hooks.installed(json.loads(path.read_text()))["SessionEnd"]
+    assert " -P -m threadloom.core.cli hooks run" in command
+    assert "without python's -P" not in cli(env, "hooks", "status").stdout
+    assert "unsafe" not in json.loads(cli(env, "hooks", "status", "--json").stdout)
+    for argv, safe in (
+        (["py", "-P", "-m", "x"], True),
+        (["py", "-IB", "-m", "x"], True),
+        (["py", "-B", "-m", "x", "-P"], False),
+        (["py", "--help", "-m", "x"], False),
+    ):
+        assert hooks._safe_path(argv) is safe, argv
