@@ -10,7 +10,7 @@ no-change launch ~25 ms of its ~250 ms).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -131,14 +131,21 @@ def carried_env() -> tuple[str, ...]:
     return tuple(dict.fromkeys(var for adapter in ADAPTERS.values() for var in adapter.env_vars))
 
 
-def edit_tool_names() -> frozenset[str]:
-    """Every tool name that edits or writes files in any agent's logs (builds every adapter)."""
-    return frozenset().union(*(a.edit_tools | a.write_tools | a.patch_tools for a in ADAPTERS.values()))
+def edit_tool_names(agents: Iterable[str] | None = None) -> frozenset[str]:
+    """Every tool name that edits or writes files in these agents' logs (an agent with no adapter
+    has none: `tool_owner`), or in any agent's (builds every adapter)."""
+    chosen = (
+        ADAPTERS.values() if agents is None else [a for n in agents if (a := ADAPTERS.get(n)) is not None]
+    )
+    return frozenset().union(*(a.edit_tools | a.write_tools | a.patch_tools for a in chosen))
 
 
-def agents_where(test: Callable[[Adapter], bool]) -> list[str]:
-    """The agents whose adapter passes `test` (a capability), by name, as the store names them."""
-    return [name for name, adapter in ADAPTERS.items() if test(adapter)]
+def agents_where(test: Callable[[Adapter], bool], among: Iterable[str] | None = None) -> list[str]:
+    """The agents whose adapter passes `test` (a capability), by name, as the store names them;
+    `among`: of those agents only (an agent with no adapter passes none), building no other."""
+    if among is None:
+        return [name for name, adapter in ADAPTERS.items() if test(adapter)]
+    return [name for name in among if (adapter := ADAPTERS.get(name)) is not None and test(adapter)]
 
 
 def agents_said(test: Callable[[Adapter], bool]) -> str:

@@ -328,7 +328,7 @@ def discover(
     found: Found = {}
     snapshots: dict[str, str] = {}
     adapters: dict[str, Adapter | None] = {}
-    named = _named_roots(conn) if conn is not None else set()
+    named: set[str] | None = None  # looked up for the first root walked (it builds every adapter)
 
     def take_known(path: str, row: IndexRow) -> bool:
         """Put a file recorded last time in `found` as it was found then; False when it cannot be."""
@@ -407,7 +407,9 @@ def discover(
                 if errors is not None:
                     errors.append(f"{exc.filename or root}: cannot read: {exc.strerror or exc}")
                 snapshots[key] = ""  # walked again next run
-        if conn is not None and str(root) in named and root.is_dir():
+        if conn is not None and named is None:
+            named = _named_roots(conn)
+        if conn is not None and str(root) in (named or ()) and root.is_dir():
             _note_unclaimed(conn, root, found, unchanged)
         unlisted = walk.unlisted()
         if unlisted:

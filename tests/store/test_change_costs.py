@@ -192,3 +192,44 @@ def test_code_left_unlexed_for_a_pipe_reads_as_the_lexed_code():
             for lines in (None, 3):
                 coloured = highlight(code, language, "monokai", lines)
                 assert highlight(code, language, None, lines).plain == coloured.plain, (language, code, lines)
+
+
+BUILT = """
+import sys
+from pathlib import Path
+from threadloom.core.adapters import ADAPTERS
+from threadloom.core.ingest.update import update
+report = update(Path(sys.argv[1]), [Path(sys.argv[2])], include_defaults=False, remember=False, index=False)
+print(report.records_added, " ".join(sorted(ADAPTERS._built)))
+"""
+
+
+def test_an_append_and_a_run_with_nothing_new_build_only_their_agents_adapter(tmp_path):
+    """Each agent's adapter is a module to import (all of them: 17 ms, a sixth of one appended
+    line): a run that walks no folder, and whose derived data is only its sessions' agents', builds
+    no other agent's. A first walk asks every agent whose files they are."""
+    import subprocess
+    import sys
+
+    from tests.builders.claude import Transcript
+
+    sid = "c0575111-1111-4222-8333-000000000c01"
+    transcript = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid, cwd="/srv/app")
+    transcript.user("add the retry")
+    transcript.assistant("done", usage={"input_tokens": 10, "output_tokens": 5})
+    transcript.write()
+
+    def built() -> tuple[int, list[str]]:
+        argv = [sys.executable, "-c", BUILT, str(tmp_path / "t.db"), str(tmp_path / "projects")]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        added, *names = done.stdout.split()
+        return int(added), names
+
+    added, names = built()
+    assert added == 2 and len(names) > 10  # the first walk: every agent is asked whose the files are
+    assert built() == (0, ["claude-code"])  # nothing new
+    transcript.user("and log it")
+    transcript.assistant("logged", usage={"input_tokens": 12, "output_tokens": 6})
+    transcript.write()  # appended to: the folder's listing is unchanged
+    assert built() == (2, ["claude-code"])
