@@ -131,12 +131,10 @@ def carried_env() -> tuple[str, ...]:
     return tuple(dict.fromkeys(var for adapter in ADAPTERS.values() for var in adapter.env_vars))
 
 
-def edit_tool_names(agents: Iterable[str] | None = None) -> frozenset[str]:
+def edit_tool_names(agents: Iterable[str]) -> frozenset[str]:
     """Every tool name that edits or writes files in these agents' logs (an agent with no adapter
-    has none: `tool_owner`), or in any agent's (builds every adapter)."""
-    chosen = (
-        ADAPTERS.values() if agents is None else [a for n in agents if (a := ADAPTERS.get(n)) is not None]
-    )
+    has none: `tool_owner`), building no other agent's adapter."""
+    chosen = [adapter for name in agents if (adapter := ADAPTERS.get(name)) is not None]
     return frozenset().union(*(a.edit_tools | a.write_tools | a.patch_tools for a in chosen))
 
 

@@ -88,7 +88,7 @@ def prices_version() -> str:
     package's own `__version__` asks importlib.metadata, 25 ms of an ingest with nothing new).
     Two installs of one version (pipx and a project's venv) share a database without pricing
     every message again each time the other one ingests, as their files' times made them. The
-    bundled data file's size and time stand in for an install without that folder."""
+    bundled data file's size and time stand in for an install without that folder (or with two)."""
     import importlib.util
     import os
 
@@ -97,10 +97,11 @@ def prices_version() -> str:
         return "genai-prices missing"
     package = Path(spec.origin).parent
     with os.scandir(package.parent) as entries:
-        for entry in entries:
-            name = entry.name
-            if name.startswith("genai_prices-") and name.endswith(".dist-info"):
-                return f"genai-prices {name[len('genai_prices-') : -len('.dist-info')]} {RESOLVER}"
+        found = [
+            e.name for e in entries if e.name.startswith("genai_prices-") and e.name.endswith(".dist-info")
+        ]
+    if len(found) == 1:  # two (an upgrade left one behind) cannot say which is installed
+        return f"genai-prices {found[0][len('genai_prices-') : -len('.dist-info')]} {RESOLVER}"
     data = (package / "data.py").stat()
     return f"genai-prices data {data.st_size}:{int(data.st_mtime)} {RESOLVER}"
 

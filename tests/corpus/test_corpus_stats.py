@@ -66,11 +66,12 @@ def test_each_session_s_rows_equal_its_totals(conn):
 
 def test_every_changed_file_names_a_completed_edit(conn):
     changes = conn.execute(
-        "SELECT f.call_id, c.tool_name, c.status, f.lines_added, f.lines_removed FROM agent_file_changes f "
+        "SELECT f.call_id, c.tool_name, c.status, f.lines_added, f.lines_removed, s.source "
+        "FROM agent_file_changes f JOIN agent_sessions s ON s.id = f.session_id "
         "LEFT JOIN agent_tool_calls c ON c.id = f.call_id AND c.session_id = f.session_id"
     ).fetchall()
     assert len(changes) >= 10
-    for call_id, name, status, added, removed in changes:
-        assert name in edit_tool_names() and status == "completed", call_id
+    for call_id, name, status, added, removed, agent in changes:
+        assert name in edit_tool_names([agent]) and status == "completed", call_id  # its own agent's
         assert added >= 0 and removed >= 0
     assert sum(c[3] for c in changes) > 0 and sum(c[4] for c in changes) > 0

@@ -204,9 +204,13 @@ def test_the_price_data_is_named_by_its_version_not_by_where_it_is_installed(tmp
     install("venv", "0.2.3", 1_750_000_000)
     install("newer", "0.2.4", 1_700_000_000)
     install("bare", None, 1_700_000_000)
+    install("upgraded", "0.2.4", 1_700_000_000)
+    (tmp_path / "upgraded" / "genai_prices-0.2.3.dist-info").mkdir()  # left behind: which one is it?
     try:
         assert version_in("pipx") == version_in("venv") == f"genai-prices 0.2.3 {cost.RESOLVER}"
         assert version_in("newer") != version_in("pipx")
-        assert version_in("bare") == f"genai-prices data 9:1700000000 {cost.RESOLVER}"
+        assert (
+            version_in("bare") == version_in("upgraded") == f"genai-prices data 9:1700000000 {cost.RESOLVER}"
+        )
     finally:
         cost.prices_version.cache_clear()
