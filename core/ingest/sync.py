@@ -47,7 +47,7 @@ import orjson
 
 from ..store import db
 from ..store.db import MACHINE_KEY, MIRROR_ROOT, WHO_KEY
-from ..store.sql import get_meta, set_meta, transaction
+from ..store.sql import get_meta, page_cache, set_meta, transaction
 
 if TYPE_CHECKING:
     import psycopg
@@ -1519,57 +1519,62 @@ def _pull(
     pulled: set[int] = set()
     gc_was_enabled = gc.isenabled()
     gc.disable()  # parsed records are short-lived; the cyclic GC costs 2.6x (as in core.ingest.pipeline)
-    try:
-        while True:
-            rows = [
-                _layout_row(r)
-                for r in hub.execute(
-                    "SELECT l.seq, l.source_id, l.generation, l.from_offset, l.end_offset, l.items, l.redacted, "
-                    "s.machine, s.path, s.agent, s.kind, s.project_key, l.pushed_by "
-                    "FROM threadloom.layouts l JOIN threadloom.sources s ON s.id = l.source_id "
-                    "WHERE l.seq > %s AND l.machine <> %s ORDER BY l.seq LIMIT %s",
-                    (cursor, machine, PULL_BATCH),
-                )
-            ]
-            hub.commit()
-            if not rows:
-                break
-            by_source: dict[int, list[_HubLayout]] = {}
-            for r in rows:
-                by_source.setdefault(r.source_id, []).append(r)
-            # the files others are read beside (a subagent's .meta.json) before those that read them
-            for source_rows in sorted(by_source.values(), key=lambda rs: (rs[0].kind != "meta", rs[0].seq)):
-                if progress is not None:
-                    progress(
-                        SyncProgress("pull", done, total, source_rows[0].path.decode("utf-8", "replace"))
+    # placed as a first load places its records, with 16 MB of pages: 64 MB kept them all, for the
+    # catch-up below to grow on (the peak of a 100 MB pull into an empty archive: 207 -> 157 MB)
+    with page_cache(conn):
+        try:
+            while True:
+                rows = [
+                    _layout_row(r)
+                    for r in hub.execute(
+                        "SELECT l.seq, l.source_id, l.generation, l.from_offset, l.end_offset, l.items, l.redacted, "
+                        "s.machine, s.path, s.agent, s.kind, s.project_key, l.pushed_by "
+                        "FROM threadloom.layouts l JOIN threadloom.sources s ON s.id = l.source_id "
+                        "WHERE l.seq > %s AND l.machine <> %s ORDER BY l.seq LIMIT %s",
+                        (cursor, machine, PULL_BATCH),
                     )
-                try:
-                    added = _place_source(conn, hub, hid, ledger, source_rows, report)
-                except UnknownAgent as exc:
-                    later[str(exc.source_id)] = exc.agent
-                    report.refused.append(f"{source_rows[0].machine}: source {exc.source_id}: {exc}")
-                    added = 0
-                except HubValueError as exc:
-                    first = source_rows[0]
-                    report.refused.append(f"{first.machine}: source {first.source_id}: {exc}")
-                    added = 0
-                if added:
-                    pulled.add(source_rows[0].source_id)
-                    later.pop(str(source_rows[0].source_id), None)
-                done += len(source_rows)
-            cursor = rows[-1].seq
-            with transaction(conn, immediate=True):
-                set_meta(conn, cursor_key, str(cursor))
-                set_meta(conn, seen_key, seen)
-                set_meta(conn, later_key, orjson.dumps(later).decode() if later else None)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-        changed = ledger.finalize()
-        from ..insight import refresh
+                ]
+                hub.commit()
+                if not rows:
+                    break
+                by_source: dict[int, list[_HubLayout]] = {}
+                for r in rows:
+                    by_source.setdefault(r.source_id, []).append(r)
+                # the files others are read beside (a subagent's .meta.json) before those that read them
+                for source_rows in sorted(
+                    by_source.values(), key=lambda rs: (rs[0].kind != "meta", rs[0].seq)
+                ):
+                    if progress is not None:
+                        progress(
+                            SyncProgress("pull", done, total, source_rows[0].path.decode("utf-8", "replace"))
+                        )
+                    try:
+                        added = _place_source(conn, hub, hid, ledger, source_rows, report)
+                    except UnknownAgent as exc:
+                        later[str(exc.source_id)] = exc.agent
+                        report.refused.append(f"{source_rows[0].machine}: source {exc.source_id}: {exc}")
+                        added = 0
+                    except HubValueError as exc:
+                        first = source_rows[0]
+                        report.refused.append(f"{first.machine}: source {first.source_id}: {exc}")
+                        added = 0
+                    if added:
+                        pulled.add(source_rows[0].source_id)
+                        later.pop(str(source_rows[0].source_id), None)
+                    done += len(source_rows)
+                cursor = rows[-1].seq
+                with transaction(conn, immediate=True):
+                    set_meta(conn, cursor_key, str(cursor))
+                    set_meta(conn, seen_key, seen)
+                    set_meta(conn, later_key, orjson.dumps(later).decode() if later else None)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+            changed = ledger.finalize()
+            from ..insight import refresh
 
-        refresh.finish(conn, changed)
-        report.sessions += len(changed)
+            refresh.finish(conn, changed)
+            report.sessions += len(changed)
     refresh.catch_up(conn)  # what a pull into an empty archive left: its index, then its episodes
     report.pulled_sources += len(pulled)
     if progress is not None:

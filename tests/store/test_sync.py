@@ -700,3 +700,29 @@ def test_redact_turned_on_after_a_push_masks_what_follows_and_forget_takes_the_r
     box.sync(hub)
     assert box.sessions() == {A: 4}
     assert laptop.sync(hub, sharing=masked).pushed_records == 0
+
+
+def test_a_pull_places_its_records_in_a_small_page_cache_and_gives_the_connection_its_own_back(
+    tmp_path: Path, hub: str, monkeypatch
+) -> None:
+    """A pull writes as a first load does, with ONE_PASS_CACHE_KIB of pages: the connection's
+    64 MB kept every page it placed, and the catch-up after it grew on top (a 100 MB pull into an
+    empty archive peaked at 207 MB, 157 MB so)."""
+    from threadloom.core.store.sql import ONE_PASS_CACHE_KIB
+
+    laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
+    machine_session(laptop.root, A, "/home/me/app")
+    laptop.ingest()
+    laptop.sync(hub)
+    own = box.conn.execute("PRAGMA cache_size").fetchone()[0]
+    seen: list[int] = []
+    place = sync._place_source
+
+    def placing(conn, *args, **kwargs):  # noqa: ANN001, ANN202 - sync's own arguments, passed on
+        seen.append(conn.execute("PRAGMA cache_size").fetchone()[0])
+        return place(conn, *args, **kwargs)
+
+    monkeypatch.setattr(sync, "_place_source", placing)
+    assert box.sync(hub).pulled_records == 6 and box.sessions() == {A: 6}
+    assert seen == [-ONE_PASS_CACHE_KIB] and own != -ONE_PASS_CACHE_KIB
+    assert box.conn.execute("PRAGMA cache_size").fetchone()[0] == own
