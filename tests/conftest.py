@@ -36,8 +36,9 @@ import genai_prices.data  # noqa: E402, F401
 
 # A worker lives for hundreds of tests, and each TUI test leaves a Textual app's widget trees (cycles,
 # tens of thousands of objects) that outlive the young generations: at Python's thresholds
-# (700, 10, 10) a third of a TUI test's time went to full collections of the whole heap (measured
-# with gc.callbacks: 8.5 of 30 s over 20 tests; 2.7 s at these). Garbage waits a little longer.
+# (700, 10, 10) over a quarter of a TUI test's time went to full collections of the whole heap
+# (measured with gc.callbacks: 8.5 of 30 s over 20 tests; 2.7 s at these). Garbage waits a little
+# longer: the TUI and snapshot tests in one process took 156 -> 123 s of CPU, peak RSS 645 -> 786 MB.
 gc.set_threshold(50_000, 50, 50)
 
 
