@@ -745,8 +745,12 @@ def test_the_parser_built_for_one_command_reads_and_helps_as_the_whole_one():
         ["--db", "x.db", "sessions", "--json", "--sort", "tokens"],
         ["memory", "add", "--kind", "fact", "--title", "t", "body"],
         ["search", "a", "b", "--mode", "words", "--limit", "3"],
-        ["--db", "ingest", "3f2a"],  # a session named as a command, given as --db's value
+        ["--db", "ingest", "3f2a"],  # a command's name as --db's value: the session follows it
     ]
+    # the session is opened where it stands, not where its name first appears (as --db's value)
+    assert cli._session_opens(["--db", "3f2a", "3f2a"], whole) == ["--db", "3f2a", "open", "3f2a"]
+    assert cli._session_opens(lines[4], whole) == ["--db", "ingest", "open", "3f2a"]
+    assert cli._first_word(lines[4]) == "3f2a" and cli._first_word(["--no-ingest", "--", "x"]) == ""
     for argv in lines:
         words = cli._session_opens(argv, whole)
         assert cli.build_parser(only=cli._first_word(argv)).parse_args(words) == whole.parse_args(words)
