@@ -14,7 +14,6 @@ reading of edit tools from their parameters alone (`generic_edits`), which most 
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -69,6 +68,8 @@ def diff_rows(old: list[str], new: list[str]) -> list[str]:
     set apart by HUNK_GAP. Nothing old (a new file): every line added."""
     if not old:
         return [f"+{line}" for line in new]
+    import difflib  # here: most runs draw no diff
+
     rows: list[str] = []
     for line in list(difflib.unified_diff(old, new, lineterm="", n=2))[2:]:
         if not line.startswith("@@"):

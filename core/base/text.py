@@ -8,8 +8,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from .markup import plain
-
 # The search syntax, shown by `threadloom search --help` and the TUI (kept here: importing
 # core.read.search pulls in rapidfuzz, which `threadloom --help` and a no-change ingest do not need).
 SEARCH_HELP = """\
@@ -231,6 +229,8 @@ def readable(text: str | None) -> str:
     (`/model opus`, `! uv run pytest`, a command's output as its text: `core.base.markup.plain`)."""
     notice = task_notice(text)
     if notice is None:
+        from .markup import plain  # here: a run that draws no text does not load the markup's parser
+
         return plain(text)
     return notice.title + (f": {notice.result}" if notice.result else "")
 
@@ -284,9 +284,10 @@ def prompt_title(text: str) -> str:
     wrapped = TEAMMATE_WRAPPER.match(text)
     if wrapped:
         text = wrapped.group(1)
-    text = plain(
-        text
-    )  # Claude Code's markup (core.base.markup): `/cmd args`, `! command`, IDE notes left out
+    from .markup import plain
+
+    # Claude Code's markup (core.base.markup): `/cmd args`, `! command`, IDE notes left out
+    text = plain(text)
     cleaned = CONTEXT_TAGS.sub(" ", text)  # a system reminder inside the words
     if cleaned.strip():
         text = cleaned

@@ -8,11 +8,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..insight import memory
-from ..store.memory_tables import MemoryRefused
+from ..store.memory_tables import ENTRY_KINDS, RELATIONS, SCOPES, MemoryRefused
 from .common import Command, open_reading
+
+# core.insight.memory is imported where it is used: every command imports this module to list its
+# commands, and its import (uuid, hashlib, six dataclasses) was 8 ms of each `threadloom` run
+if TYPE_CHECKING:
+    from ..insight import memory
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
@@ -99,10 +103,10 @@ def add_parsers(sub: Any) -> None:
 
     q = msub.add_parser("list", help="entries, by scope (or those that hold for a session: --recall)")
     add_db_option(q)
-    q.add_argument("--scope", choices=memory.SCOPES)
+    q.add_argument("--scope", choices=SCOPES)
     q.add_argument("--project", metavar="PATH", help="a project's path (its entries; with --recall, for it)")
     q.add_argument("--session", metavar="S", help="a session (its entries; with --recall, for it)")
-    q.add_argument("--kind", choices=memory.ENTRY_KINDS)
+    q.add_argument("--kind", choices=ENTRY_KINDS)
     q.add_argument("--grep", metavar="TEXT", help="title or content holds TEXT")
     q.add_argument(
         "--recall", action="store_true", help="what holds for --session / --project: inherited, specific wins"
@@ -118,9 +122,9 @@ def add_parsers(sub: Any) -> None:
     q = msub.add_parser("add", help="a new entry (a new version of one of that title in that scope)")
     add_db_option(q)
     q.add_argument("content", nargs="+", help="what it says")
-    q.add_argument("--kind", choices=memory.ENTRY_KINDS, required=True)
+    q.add_argument("--kind", choices=ENTRY_KINDS, required=True)
     q.add_argument("--title", required=True, help="a few words naming it (unique in its scope)")
-    q.add_argument("--scope", choices=memory.SCOPES, help="default: session with --session, project with "
+    q.add_argument("--scope", choices=SCOPES, help="default: session with --session, project with "
                    "--project, else global")  # fmt: skip
     q.add_argument("--project", metavar="PATH", help="the project it holds for (its path)")
     q.add_argument("--session", metavar="S", help="the session it holds for")
@@ -149,7 +153,7 @@ def add_parsers(sub: Any) -> None:
     q = msub.add_parser("relate", help="relate sessions, turns, messages and entries")
     add_db_option(q)
     q.add_argument("source", help=TARGET_HELP)
-    q.add_argument("relation", choices=memory.RELATIONS)
+    q.add_argument("relation", choices=RELATIONS)
     q.add_argument("target", help=TARGET_HELP)
     q.add_argument("--json", action="store_true", help="print JSON")
 
@@ -193,12 +197,16 @@ def _emit(args: argparse.Namespace, data: Any, text: str | list[str]) -> int:
 
 
 def _target(conn: Any, args: argparse.Namespace, ref: str | None = None) -> memory.Target:
+    from ..insight import memory
+
     return memory.parse_target(
         conn, ref or args.target, turn=getattr(args, "turn", None), message=getattr(args, "message", None)
     )
 
 
 def cmd_tag(args: argparse.Namespace) -> int:
+    from ..insight import memory
+
     if args.target is None:
         conn = _reader(args)
         counts = memory.tag_counts(conn)
@@ -228,6 +236,8 @@ def cmd_tag(args: argparse.Namespace) -> int:
 
 
 def cmd_note(args: argparse.Namespace) -> int:
+    from ..insight import memory
+
     if args.target is None or (not args.text and not args.remove):
         conn = _reader(args)
         target = _target(conn, args) if args.target else None
@@ -254,6 +264,8 @@ def cmd_note(args: argparse.Namespace) -> int:
 
 
 def cmd_bookmark(args: argparse.Namespace) -> int:
+    from ..insight import memory
+
     if args.target is None:
         conn = _reader(args)
         found = memory.marks(conn, kind="bookmark")
@@ -304,6 +316,8 @@ def cmd_memory(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace, conn: Any) -> int:
+    from ..insight import memory
+
     if args.conflicts:
         found_c = memory.conflicts(conn)
         return _emit(
@@ -335,6 +349,8 @@ def _list(args: argparse.Namespace, conn: Any) -> int:
 
 
 def _show(args: argparse.Namespace, conn: Any) -> int:
+    from ..insight import memory
+
     entry = memory.resolve_entry(conn, args.entry)
     related = memory.relations(conn, memory.Target("entry", entry.id))
     data = {**entry.as_dict(), "relations": [r.as_dict() for r in related]}
@@ -345,6 +361,7 @@ def _show(args: argparse.Namespace, conn: Any) -> int:
 
 def _history(args: argparse.Namespace, conn: Any) -> int:
     from ..base.text import human_when
+    from ..insight import memory
 
     entry, versions = memory.history(conn, args.entry)
     lines = [f"{entry.id}  {entry.title}  ({entry.scope_label})"]
@@ -358,6 +375,8 @@ def _history(args: argparse.Namespace, conn: Any) -> int:
 
 
 def _export(args: argparse.Namespace, conn: Any) -> int:
+    from ..insight import memory
+
     text = json.dumps(memory.export_memory(conn), ensure_ascii=False, indent=1)
     if args.output is None:
         print(text)
@@ -368,6 +387,8 @@ def _export(args: argparse.Namespace, conn: Any) -> int:
 
 
 def _add(args: argparse.Namespace) -> int:
+    from ..insight import memory
+
     scope = args.scope or ("session" if args.session else "project" if args.project else "global")
     with memory.writing(_db_path(args), on_wait=say_waiting) as conn:
         key = args.project
@@ -396,6 +417,8 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _edit(args: argparse.Namespace) -> int:
+    from ..insight import memory
+
     with memory.writing(_db_path(args), on_wait=say_waiting) as conn:
         entry = memory.edit_entry(
             conn, args.entry, content=" ".join(args.content), author=memory.person(), reason=args.reason,
@@ -411,6 +434,8 @@ def _edit(args: argparse.Namespace) -> int:
 
 
 def _resolve(args: argparse.Namespace) -> int:
+    from ..insight import memory
+
     with memory.writing(_db_path(args), on_wait=say_waiting) as conn:
         closed = memory.resolve_conflicts(conn, args.entry, author=memory.person(), resolution=args.note)
         entry = memory.resolve_entry(conn, args.entry)
@@ -418,6 +443,8 @@ def _resolve(args: argparse.Namespace) -> int:
 
 
 def _relate(args: argparse.Namespace) -> int:
+    from ..insight import memory
+
     with memory.writing(_db_path(args), on_wait=say_waiting) as conn:
         source = memory.parse_target(conn, args.source)
         target = memory.parse_target(conn, args.target)
@@ -429,6 +456,8 @@ def _relate(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
+    from ..insight import memory
+
     try:
         text = sys.stdin.read() if str(args.file) == "-" else args.file.read_text(encoding="utf-8")
         data = json.loads(text)

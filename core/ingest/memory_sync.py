@@ -34,6 +34,7 @@ from typing import Any
 import orjson
 
 from ..insight import memory
+from ..store.memory_tables import ENTRY_KINDS, MARK_KINDS, RELATIONS, SCOPES, TARGET_TYPES
 
 # the kinds of item on the hub (shared_rows.tbl)
 VERSION, MARK, RELATION = "memory.version", "memory.mark", "memory.relation"
@@ -228,7 +229,7 @@ def _local_entry(conn: sqlite3.Connection, entry: Any, *, create: bool) -> str |
     if conn.execute("SELECT 1 FROM memory_entries WHERE id = ?", (eid,)).fetchone():
         return eid
     scope = _text(entry.get("scope"), "scope")
-    if scope not in memory.SCOPES:
+    if scope not in SCOPES:
         raise Refused(f"a memory entry of an unknown scope: {scope[:40]!r}")
     key, title = _text(entry.get("scope_key"), "scope key"), _text(entry.get("title"), "title")
     row = conn.execute(
@@ -239,7 +240,7 @@ def _local_entry(conn: sqlite3.Connection, entry: Any, *, create: bool) -> str |
     if not create:
         return None
     kind = _text(entry.get("kind"), "kind")
-    if kind not in memory.ENTRY_KINDS:
+    if kind not in ENTRY_KINDS:
         raise Refused(f"a memory entry of an unknown kind: {kind[:40]!r}")
     conn.execute(
         "INSERT INTO memory_entries (id, kind, scope, scope_key, title, created_at, created_by) "
@@ -308,7 +309,7 @@ def _merge_version(conn: sqlite3.Connection, p: dict[str, Any]) -> tuple[str, st
 
 def _end(conn: sqlite3.Connection, end_type: Any, end_id: Any, entry: Any) -> tuple[str, str]:
     end_type = _text(end_type, "target type")
-    if end_type not in memory.TARGET_TYPES:
+    if end_type not in TARGET_TYPES:
         raise Refused(f"a memory item on an unknown kind of thing: {end_type[:40]!r}")
     end_id = _text(end_id, "target")
     if end_type == "entry":
@@ -318,7 +319,7 @@ def _end(conn: sqlite3.Connection, end_type: Any, end_id: Any, entry: Any) -> tu
 
 def _merge_mark(conn: sqlite3.Connection, p: dict[str, Any]) -> tuple[str, str]:
     kind = _text(p.get("kind"), "kind")
-    if kind not in memory.MARK_KINDS:
+    if kind not in MARK_KINDS:
         raise Refused(f"a mark of an unknown kind: {kind[:40]!r}")
     target_type, target_id = _end(conn, p.get("target_type"), p.get("target_id"), p.get("entry"))
     mark = {
@@ -340,7 +341,7 @@ def _merge_mark(conn: sqlite3.Connection, p: dict[str, Any]) -> tuple[str, str]:
 
 def _merge_relation(conn: sqlite3.Connection, p: dict[str, Any]) -> tuple[str, str]:
     relation = _text(p.get("relation"), "relation")
-    if relation not in memory.RELATIONS:
+    if relation not in RELATIONS:
         raise Refused(f"a relation of an unknown kind: {relation[:40]!r}")
     source_type, source_id = _end(conn, p.get("source_type"), p.get("source_id"), p.get("source_entry"))
     target_type, target_id = _end(conn, p.get("target_type"), p.get("target_id"), p.get("target_entry"))

@@ -21,8 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..base.markup import plain
-
 if TYPE_CHECKING:
     from ..read.query import ToolCall
 
@@ -153,6 +151,8 @@ def read_episodes(
     upto_seq: int | None = None,
 ) -> Iterator[Episode]:
     """The episodes of a session's turns from `from_seq` on, with their words, read from the records."""
+    from ..base.markup import plain  # here: a run with no new turns does not load the markup's parser
+
     upper = upto_seq if upto_seq is not None else 1 << 62
     by_turn: dict[str, Episode] = {}
     for eid, seq, turn_id, role, content, is_meta, ts in conn.execute(

@@ -31,14 +31,19 @@ from typing import Any
 
 import orjson
 
-from ..store.memory_tables import DDL, TABLES, MemoryRefused, clean_tag, missing_table
+from ..store.memory_tables import (
+    DDL,
+    ENTRY_KINDS,
+    MARK_KINDS,
+    RELATIONS,
+    SCOPES,
+    TABLES,
+    MemoryRefused,
+    clean_tag,
+    missing_table,
+)
 from ..store.sql import transaction
 
-MARK_KINDS = ("tag", "note", "bookmark")
-TARGET_TYPES = ("session", "turn", "message", "entry")
-ENTRY_KINDS = ("decision", "fact", "guideline", "reference")
-SCOPES = ("global", "project", "session")
-RELATIONS = ("related_to", "continues", "supersedes", "forked_from")
 CONFLICT_SECONDS = 5.0  # two writers changing one entry within this: both versions kept, flagged
 EXPORT_FORMAT = "threadloom-memory"
 EXPORT_VERSION = 1

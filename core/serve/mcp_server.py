@@ -27,7 +27,7 @@ from pydantic import Field
 
 from ..insight import memory
 from ..insight.answers import cut, message_json, session_signals_json, show_ref
-from ..store.memory_tables import MemoryRefused
+from ..store.memory_tables import ENTRY_KINDS, MemoryRefused
 
 DEFAULT_TOKENS = 2_000
 MIN_TOKENS, MAX_TOKENS = 300, 20_000
@@ -827,8 +827,8 @@ def do_recall(
     max_tokens: int | None,
     cursor: str | None,
 ) -> str:
-    if kind is not None and kind not in memory.ENTRY_KINDS:
-        raise Refused(f"kind is {kind!r}: one of {', '.join(memory.ENTRY_KINDS)}")
+    if kind is not None and kind not in ENTRY_KINDS:
+        raise Refused(f"kind is {kind!r}: one of {', '.join(ENTRY_KINDS)}")
     with archive.reading() as conn:
         sid = resolve(conn, session).id if session else None
         found = memory.recall(conn, project=project, session=sid, kind=kind, text=text)

@@ -5,6 +5,14 @@ from __future__ import annotations
 
 import sqlite3
 
+# What the tables hold: the kinds of marks and entries, their scopes, what a mark or relation
+# points at, how two things relate
+MARK_KINDS = ("tag", "note", "bookmark")
+TARGET_TYPES = ("session", "turn", "message", "entry")
+ENTRY_KINDS = ("decision", "fact", "guideline", "reference")
+SCOPES = ("global", "project", "session")
+RELATIONS = ("related_to", "continues", "supersedes", "forked_from")
+
 # The tables (created when missing on every open for writing: core.store.db.LATE_TABLES)
 MARKS_DDL = """CREATE TABLE IF NOT EXISTS memory_marks (
 	kind VARCHAR NOT NULL,
