@@ -233,3 +233,45 @@ def test_an_append_and_a_run_with_nothing_new_build_only_their_agents_adapter(tm
     transcript.assistant("logged", usage={"input_tokens": 12, "output_tokens": 6})
     transcript.write()  # appended to: the folder's listing is unchanged
     assert built() == (2, ["claude-code"])
+
+
+LOADED = """
+import sys
+from threadloom.tui.entry import main
+sys.argv = ["threadloom", *sys.argv[1:]]
+try:
+    main()
+finally:
+    watched = ("threadloom.core.insight.memory", "threadloom.core.base.markup", "difflib", "textual", "rich")
+    print("\\nloaded:", " ".join(m for m in watched if m in sys.modules), file=sys.stderr)
+"""
+
+
+def test_a_run_with_nothing_new_imports_nothing_it_does_not_use(tmp_path):
+    """Each `threadloom` run pays for the modules it imports (the memory's: 8 ms; the markup's
+    parser: 6 ms, a tenth of a run with nothing new together): those load where they are used."""
+    import subprocess
+    import sys
+
+    from tests.builders.claude import Transcript, tool_use
+
+    sid = "c0575111-1111-4222-8333-000000000c02"
+    transcript = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid, cwd="/srv/app")
+    transcript.user("add the retry")
+    edit = tool_use("tu1", "Edit", file_path="/srv/app/retry.py", old_string="a = 1", new_string="a = 2")
+    transcript.assistant("changing it", tools=[edit])
+    transcript.tool_result("tu1", "The file /srv/app/retry.py has been updated.")
+    transcript.write()
+    db = str(tmp_path / "t.db")
+
+    def loaded(*words: str) -> set[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", LOADED, *words], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        return set(done.stderr.rsplit("loaded:", 1)[1].split())
+
+    ingest = ("--db", db, "ingest", "--only", "--source", str(tmp_path / "projects"))
+    assert "threadloom.core.base.markup" in loaded(*ingest)  # the first run reads the prompt's text
+    assert loaded(*ingest) == set()  # nothing new
+    assert loaded("--db", db, "memory", "list") == {"threadloom.core.insight.memory"}
