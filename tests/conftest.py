@@ -4,11 +4,13 @@ The builders and helpers tests share are in tests/support.py and tests/builders/
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
 import shutil
 import sqlite3
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,6 +35,11 @@ sys.dont_write_bytecode = False
 # loads the table once instead; the lookup gives the same periods either way, and the process of its
 # own is tested where a `threadloom` process ingests (test_costs.py and every CLI test).
 import genai_prices.data  # noqa: E402, F401
+
+# The price periods looked up are kept in the user's cache folder for the next archive (cost.py
+# `known_periods`): the tests' go to a folder of this worker's, never to the developer's.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="threadloom-test-cache-")
+atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], True)
 
 # A worker lives for hundreds of tests, and each TUI test leaves a Textual app's widget trees (cycles,
 # tens of thousands of objects) that outlive the young generations: at Python's thresholds

@@ -5,6 +5,9 @@ priced again when the price data changes."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from threadloom.core.insight import cost
@@ -154,7 +157,10 @@ def test_an_ingest_looks_prices_up_in_a_process_of_its_own(tmp_path):
         f"update(Path({str(db)!r}), [Path({str(tmp_path / 'projects')!r})], include_defaults=False, "
         "remember=False); print('genai_prices.data' in sys.modules)"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}  # no periods known yet
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False"]  # never loaded in the ingest's process
     import sqlite3
@@ -214,3 +220,74 @@ def test_the_price_data_is_named_by_its_version_not_by_where_it_is_installed(tmp
         )
     finally:
         cost.prices_version.cache_clear()
+
+
+PRICING = """
+import sys
+from pathlib import Path
+from threadloom.core.insight import cost
+from threadloom.core.ingest.update import update
+asked, started = [], []
+look_up, start = cost._periods, cost._start_lookup
+cost._periods = lambda pairs: asked.append(pairs) or look_up(pairs)
+
+
+
+def counted() -> None:  # each lookup process started
+    before = len(cost._started)
+    start()
+    started.append(len(cost._started) - before)
+
+
+cost._start_lookup = counted
+update(Path(sys.argv[1]), [Path(sys.argv[2])], include_defaults=False, remember=False, index=False)
+print(sum(started), sorted({model for pairs in asked for model, _ in pairs}), "genai_prices.data" in sys.modules)
+"""
+
+
+def test_a_new_archive_prices_the_models_another_looked_up_without_the_table(tmp_path):
+    """The periods an ingest looks up are kept in the user's cache folder: a new archive (its own
+    --db, a rebuild, the demo) prices those models without a lookup process (0.25 s of CPU, the
+    table's ~80 MB); a model or a day they do not cover is looked up and added. A cache of another
+    table, or one that cannot be read, is as none and is written anew."""
+    session(tmp_path).write()
+    cache = tmp_path / "cache" / "threadloom" / "prices.json"
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+
+    def priced(name: str) -> tuple[str, list[tuple[str, float | None, int]]]:
+        db = tmp_path / f"{name}.db"
+        argv = [sys.executable, "-c", PRICING, str(db), str(tmp_path / "projects")]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+        assert done.returncode == 0, done.stderr
+        import sqlite3
+
+        with sqlite3.connect(db) as conn:
+            rows = conn.execute("SELECT model, cost_usd, timestamp FROM agent_usage ORDER BY timestamp")
+            return done.stdout.strip(), rows.fetchall()
+
+    said, first = priced("first")
+    assert said == f"1 ['{SONNET}', 'my-local-llama'] False"  # started ahead and asked
+    assert first[0][1] == pytest.approx(cost.message_cost(SONNET, 12, 700, 3000, 40000, first[0][2]))
+    kept = json.loads(cache.read_text())
+    assert kept["version"] == cost.prices_version()
+    assert sorted(p[0] for p in kept["periods"]) == [SONNET, "my-local-llama"]
+    assert priced("second") == ("0 [] False", first)  # no process started, nothing asked
+
+    # a message of a model the cache has not seen: that model alone is looked up, and kept
+    t = session(tmp_path)
+    t.assistant("seven", model="claude-opus-4-5", usage=USAGE)
+    t.write()
+    said, third = priced("third")
+    assert said == "1 ['claude-opus-4-5'] False" and third[:3] == first
+    assert third[3][1] == pytest.approx(
+        cost.message_cost("claude-opus-4-5", 12, 700, 3000, 40000, third[3][2])
+    )
+    assert priced("fourth") == ("0 [] False", third)
+
+    # a cache that cannot be read, or of another table, is looked up again and replaced
+    for damaged in (b"\x00 not json", json.dumps({**kept, "periods": [["x", 1, None, 7]]}).encode(),
+                    json.dumps({**kept, "version": "genai-prices 0.0.1 r2"}).encode()):  # fmt: skip
+        cache.write_bytes(damaged)
+        said, rows = priced(f"again-{len(damaged)}")
+        assert said.startswith("1 [") and rows == third
+        assert json.loads(cache.read_text())["version"] == cost.prices_version()
