@@ -93,10 +93,12 @@ class FileTask:
     stat: os.stat_result
 
 
-# Below this many cores an ingest reads in process unless $THREADLOOM_INGEST_WORKERS says otherwise:
-# on an idle 2-core machine two workers made the cold ingest of the 100 MB bench archive slower
-# (9.26 s against 8.63 s wall, 1.35x the CPU, 4 interleaved pairs), the writer setting the pace.
-MIN_CORES = 4
+# Below this many cores an ingest reads in process unless $THREADLOOM_INGEST_WORKERS says otherwise.
+# On an idle 2-core machine the one worker it gets pays: the cold ingest of the 100 MB bench archive
+# to browsable took 3.94 s against 4.23 s in process (0.919x the wall time, 1.27x the CPU, 10
+# interleaved pairs, every pair faster); a second worker bought nothing (1.00x) for 9 MB more.
+# (Once the writer did more per record, two workers there were slower: 9.26 s against 8.63 s.)
+MIN_CORES = 2
 
 
 def worker_count(files: int) -> int:

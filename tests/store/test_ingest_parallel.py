@@ -181,13 +181,18 @@ def test_records_cross_between_processes_unchanged() -> None:
 
 
 def test_workers_start_only_with_a_core_to_spare(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One a core but the writer's when the last minute left a core idle; none on 2 cores (where
-    they did not pay) nor on a machine busy with others, where they only added CPU; the
-    variable's count whatever the cores and the load."""
+    """One a core but the writer's when the last minute left a core idle (one on 2 cores, none on
+    one); none on a machine busy with others, where they only added CPU; the variable's count
+    whatever the cores and the load."""
     monkeypatch.delenv(ingest_workers.WORKERS_ENV, raising=False)
     monkeypatch.setattr(os, "getloadavg", lambda: (0.3, 0.3, 0.3))
-    monkeypatch.setattr(ingest_workers, "_cores", lambda: 2)
+    monkeypatch.setattr(ingest_workers, "_cores", lambda: 1)
     assert ingest_workers.worker_count(100) == 0
+    monkeypatch.setattr(ingest_workers, "_cores", lambda: 2)
+    assert ingest_workers.worker_count(100) == 1
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.2, 1.0, 1.0))
+    assert ingest_workers.worker_count(100) == 0  # the other core taken
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.3, 0.3, 0.3))
     monkeypatch.setattr(ingest_workers, "_cores", lambda: 4)
     assert ingest_workers.worker_count(100) == 3
     assert ingest_workers.worker_count(1) == 1  # never more than files
