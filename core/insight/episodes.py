@@ -109,38 +109,48 @@ def update(conn: sqlite3.Connection, sessions: Iterable[str]) -> list[Episode]:
     and any after it). Returns the episodes written, with their words (to be embedded)."""
     written: list[Episode] = []
     for session_id in sessions:
-        last = conn.execute(
-            "SELECT max(first_seq) FROM episodes WHERE session_id = ?", (session_id,)
-        ).fetchone()[0]
-        start = last if last is not None else -1
+        start = _start_of(conn, session_id)
         episodes = list(read_episodes(conn, session_id, from_seq=start))
-        conn.execute("DELETE FROM episodes WHERE session_id = ? AND first_seq >= ?", (session_id, start))
-        # a turn that an append made start earlier than the last pass saw (never, for now) stays one row
-        conn.executemany("DELETE FROM episodes WHERE turn_id = ?", [(e.turn_id,) for e in episodes])
-        conn.executemany(
-            "INSERT INTO episodes (turn_id, session_id, first_seq, last_seq, started_at, prompt_entry, "
-            "answer_entry, files, commands, errors, tools, subagents, vector) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
-            [
-                (
-                    e.turn_id,
-                    e.session_id,
-                    e.first_seq,
-                    e.last_seq,
-                    e.started_at,
-                    e.prompt_entry,
-                    e.answer_entry,
-                    "\n".join(e.files),
-                    "\n".join(e.commands),
-                    "\n".join(e.errors),
-                    "\n".join(e.tools),
-                    "\n".join(e.subagents),
-                )
-                for e in episodes
-            ],
-        )
+        _write(conn, session_id, start, episodes)
         written += episodes
     return written
+
+
+def _start_of(conn: sqlite3.Connection, session_id: str) -> int:
+    """The seq a session's episodes are built again from: its last one's (its turn may still grow)."""
+    last = conn.execute("SELECT max(first_seq) FROM episodes WHERE session_id = ?", (session_id,)).fetchone()[
+        0
+    ]
+    return int(last) if last is not None else -1
+
+
+def _write(conn: sqlite3.Connection, session_id: str, start: int, episodes: list[Episode]) -> None:
+    """Inside the caller's transaction: a session's episodes from `start` on replaced by `episodes`."""
+    conn.execute("DELETE FROM episodes WHERE session_id = ? AND first_seq >= ?", (session_id, start))
+    # a turn that an append made start earlier than the last pass saw (never, for now) stays one row
+    conn.executemany("DELETE FROM episodes WHERE turn_id = ?", [(e.turn_id,) for e in episodes])
+    conn.executemany(
+        "INSERT INTO episodes (turn_id, session_id, first_seq, last_seq, started_at, prompt_entry, "
+        "answer_entry, files, commands, errors, tools, subagents, vector) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+        [
+            (
+                e.turn_id,
+                e.session_id,
+                e.first_seq,
+                e.last_seq,
+                e.started_at,
+                e.prompt_entry,
+                e.answer_entry,
+                "\n".join(e.files),
+                "\n".join(e.commands),
+                "\n".join(e.errors),
+                "\n".join(e.tools),
+                "\n".join(e.subagents),
+            )
+            for e in episodes
+        ],
+    )
 
 
 def read_episodes(
@@ -494,21 +504,183 @@ def _clear_other_models(conn: sqlite3.Connection) -> None:
             set_meta(conn, embed.MODEL_KEY, embed.MODEL)
 
 
-def _store_vectors(conn: sqlite3.Connection, episodes: list[Episode]) -> None:
-    """Inside the caller's transaction: embed the episodes (prompt and deeds mixed) and store them."""
+def _store_vectors(
+    conn: sqlite3.Connection, episodes: list[Episode], known: dict[str, bytes] | None = None
+) -> None:
+    """Inside the caller's transaction: embed the episodes (prompt and deeds mixed) and store them;
+    `known`: vectors computed already (`ReadAhead`), by turn id."""
     from ..store.sql import set_meta
 
     if not episodes:
         return
+    known = known or {}
     # EMBED_BATCH at a time: the tokenizer's encodings of a first load's 200 sessions at once
     # took ~100 MB (a cold ingest's peak); each vector is its own text's, whatever the slices
     for start in range(0, len(episodes), EMBED_BATCH):
         some = episodes[start : start + EMBED_BATCH]
+        missing = [ep for ep in some if ep.turn_id not in known]
+        computed = dict(zip([ep.turn_id for ep in missing], _vectors(missing), strict=True))
         conn.executemany(
             "UPDATE episodes SET vector = ? WHERE turn_id = ?",
-            list(zip(_vectors(some), [ep.turn_id for ep in some], strict=True)),
+            [(known.get(ep.turn_id) or computed[ep.turn_id], ep.turn_id) for ep in some],
         )
     set_meta(conn, GENERATION_KEY, str(time.time_ns()))
+
+
+# ------------------------------------------------------------------------ read ahead of the index
+
+# A first load's episodes are read while its search index is built (`ReadAhead`) from this many
+# sessions on: fewer take too little time for the two to overlap.
+READ_AHEAD_MIN_SESSIONS = 50
+# Batches read ahead and not yet written, at most: each is SESSIONS_PER_BATCH sessions' rows and
+# vectors (a few MB), so memory stays flat however large the archive.
+READ_AHEAD_BATCHES = 8
+READ_AHEAD_CACHE_KIB = 4096  # the reading thread's page cache: the writer's is apart
+
+
+@dataclass
+class _Read:
+    """One session's episodes as read ahead, from `start` (where its stored ones said then)."""
+
+    session_id: str
+    start: int
+    episodes: list[Episode]
+
+
+class ReadAhead:
+    """A first load's episodes read, and embedded, on a thread of their own with a connection of
+    their own while this one builds the search index: the index is SQLite's work, which leaves the
+    interpreter free, and reading the turns is Python's (the index and the episodes of the 100 MB
+    bench archive: 2.1 s one after the other, 1.4 s side by side). Written afterwards by
+    `refresh_read_ahead` as `refresh` writes them, batch by batch, in the same order."""
+
+    def __init__(self, path: str, sessions: set[str], whole: bool) -> None:
+        import queue
+
+        self.ordered = sorted(sessions)
+        self.whole = whole  # every session's, as `refresh` reads them for a new EPISODES_VERSION
+        self.ready: queue.Queue[list[_Read] | tuple[dict[str, bytes], list[_Read]] | BaseException | None]
+        self.ready = queue.Queue(maxsize=READ_AHEAD_BATCHES)
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(
+            target=self._run, args=(path,), name="threadloom-episodes-ahead", daemon=True
+        )
+        self.thread.start()
+
+    def _run(self, path: str) -> None:
+        from ..base import embed
+        from ..store import db
+        from ..store.sql import page_cache
+
+        try:
+            conn = db.connect(path, readonly=True)
+            try:
+                with page_cache(conn, READ_AHEAD_CACHE_KIB):  # one pass over the records: little to keep
+                    for first in range(0, len(self.ordered), SESSIONS_PER_BATCH):
+                        reads = []
+                        for session_id in self.ordered[first : first + SESSIONS_PER_BATCH]:
+                            if self.stopping.is_set():
+                                return
+                            start = _start_of(conn, session_id)
+                            reads.append(
+                                _Read(
+                                    session_id, start, list(read_episodes(conn, session_id, from_seq=start))
+                                )
+                            )
+                        found = [ep for r in reads for ep in r.episodes]
+                        # embedded ahead where `refresh` would embed them now (see EMBED_NOW_FROM)
+                        if len(found) >= EMBED_NOW_FROM and embed.available():
+                            vectors: dict[str, bytes] = {}
+                            for at in range(0, len(found), EMBED_BATCH):
+                                some = found[at : at + EMBED_BATCH]
+                                vectors.update(zip([ep.turn_id for ep in some], _vectors(some), strict=True))
+                            for ep in found:  # embedded: their words are not needed again
+                                ep.prompt = ep.answer = ""
+                            self._put((vectors, reads))
+                        else:
+                            self._put(reads)
+            finally:
+                conn.close()
+        except BaseException as exc:  # the writer raises it
+            self._put(exc)
+        else:
+            self._put(None)
+
+    def _put(self, item: list[_Read] | tuple[dict[str, bytes], list[_Read]] | BaseException | None) -> None:
+        import queue
+
+        while not self.stopping.is_set():
+            try:
+                self.ready.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def batches(self) -> Iterator[tuple[dict[str, bytes], list[_Read]]]:
+        """Each batch as it is ready: (vectors embedded ahead, its sessions' reads)."""
+        while True:
+            item = self.ready.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item if isinstance(item, tuple) else ({}, item)
+
+    def close(self) -> None:
+        """Stop the thread (a cancelled or failed catch-up) and wait for it."""
+        self.stopping.set()  # the thread stops at its next session, or its next batch ready
+        self.thread.join()
+
+
+def read_ahead(conn: sqlite3.Connection, sessions: set[str]) -> ReadAhead | None:
+    """A `ReadAhead` of `sessions` when it pays (a first load's many sessions) and can be done: the
+    database a file in WAL mode (a reader beside this writer), the episodes of this version."""
+    from ..store.sql import get_meta
+
+    whole = get_meta(conn, EPISODES_VERSION_KEY) != EPISODES_VERSION  # a first load's, or a new version's
+    if whole:
+        sessions = {r[0] for r in conn.execute("SELECT id FROM agent_sessions")}
+    if len(sessions) < READ_AHEAD_MIN_SESSIONS:
+        return None
+    row = conn.execute("PRAGMA database_list").fetchone()
+    if not row or not row[2] or conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        return None
+    return ReadAhead(row[2], sessions, whole)
+
+
+def refresh_read_ahead(
+    conn: sqlite3.Connection, ahead: ReadAhead, on_progress: Callable[[int, int], None] | None = None
+) -> int:
+    """`refresh` of the sessions `ahead` read: each batch written in its own transaction, as
+    `refresh` writes it. A session whose stored episodes changed since it was read (another
+    session's turn that shares a turn id) is read again here."""
+    from ..store.sql import set_meta, transaction
+
+    total, done = len(ahead.ordered), 0
+    if ahead.ordered:
+        _clear_other_models(conn)
+    for vectors, reads in ahead.batches():
+        with transaction(conn):
+            written: list[Episode] = []
+            for read in reads:
+                if _start_of(conn, read.session_id) == read.start:
+                    _write(conn, read.session_id, read.start, read.episodes)
+                    written += read.episodes
+                else:
+                    written += update(conn, [read.session_id])
+            conn.executemany(UNMARK, [(r.session_id,) for r in reads])
+            if written and (vectors or _embed_now(conn, len(written))):
+                _store_vectors(conn, written, vectors)
+            elif written:
+                set_meta(conn, GENERATION_KEY, str(time.time_ns()))
+        done += len(reads)
+        if on_progress is not None:
+            on_progress(done, total)
+    if ahead.whole:
+        with transaction(conn):
+            set_meta(conn, EPISODES_VERSION_KEY, EPISODES_VERSION)
+            conn.execute("DELETE FROM derived_pending WHERE kind = 'episodes'")
+    return done
 
 
 def embed_pending(

@@ -87,16 +87,26 @@ def catch_up(
 
     try:
         with writer_lock(conn, wait=wait, on_wait=on_wait, cancel=cancel):
-            if not search_index.build(conn, on_index, cancel):
-                return False
             sessions = episodes.left_for_index(conn)
-            if sessions and not (cancel is not None and cancel.is_set()):
-                started = time.perf_counter()
-                with page_cache(conn):
-                    episodes.refresh(conn, sessions, on_embed)
-                    episodes.embed_pending(conn, on_embed, cancel)
-                if timings is not None:
-                    timings["episodes"] = time.perf_counter() - started
+            # a first load's many sessions: their turns read on another thread while the index is built
+            behind = sessions and search_index.pending(conn) is not None
+            ahead = episodes.read_ahead(conn, sessions) if behind else None
+            try:
+                if not search_index.build(conn, on_index, cancel):
+                    return False
+                if sessions and not (cancel is not None and cancel.is_set()):
+                    started = time.perf_counter()
+                    with page_cache(conn):
+                        if ahead is not None:
+                            episodes.refresh_read_ahead(conn, ahead, on_embed)
+                        else:
+                            episodes.refresh(conn, sessions, on_embed)
+                        episodes.embed_pending(conn, on_embed, cancel)
+                    if timings is not None:
+                        timings["episodes"] = time.perf_counter() - started
+            finally:
+                if ahead is not None:
+                    ahead.close()
             return not episodes.left_for_index(conn)
     except WriterBusy:
         return False

@@ -219,3 +219,51 @@ def test_a_module_in_the_current_folder_is_never_imported_by_a_worker(tmp_path, 
     conn, report = _ingest(tmp_path, "planted.db", source, monkeypatch, 2)
     assert report.workers == 2 and not report.errors
     assert report.records_added > 0 and not marker.exists()
+
+
+def test_turns_read_beside_the_search_index_are_those_read_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first load's turns read and embedded on a thread while its search index is built are
+    written as the pass after the index writes them: every table the same, vectors included. A
+    catch-up cancelled during the index leaves no thread behind, and the next one ends the same."""
+    import shutil
+    import threading
+
+    from threadloom.core.insight import episodes, refresh
+
+    for key, value in home_env(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    source = _archive(tmp_path)
+    loaded = db.connect(tmp_path / "loaded.db")
+    assert not run_ingest(loaded, [source], include_defaults=False, build_index=False).errors
+    sessions = len(episodes.left_for_index(loaded))  # a first load's: every session, after the index
+    loaded.close()
+    assert sessions > 8
+    monkeypatch.setattr(episodes, "SESSIONS_PER_BATCH", 3)  # several batches, more than the queue holds
+    monkeypatch.setattr(episodes, "READ_AHEAD_BATCHES", 2)
+    started: list[int] = []
+    monkeypatch.setattr(episodes.ReadAhead, "_run", lambda self, path, run=episodes.ReadAhead._run: (
+        started.append(1), run(self, path)))  # fmt: skip
+
+    def caught_up(name: str, ahead_from: int, cancel: threading.Event | None = None) -> sqlite3.Connection:
+        monkeypatch.setattr(episodes, "READ_AHEAD_MIN_SESSIONS", ahead_from)
+        if not (tmp_path / name).exists():
+            shutil.copy(tmp_path / "loaded.db", tmp_path / name)
+        conn = db.connect(tmp_path / name)
+        stop = (lambda _: cancel.set()) if cancel is not None else None
+        assert refresh.catch_up(conn, stop, cancel=cancel) is (cancel is None)
+        return conn
+
+    expected = _tables(caught_up("after.db", ahead_from=10**9))
+    assert not started and len(expected["episodes"]) >= sessions
+    assert all(row[-1] for row in expected["episodes"])  # each one embedded
+    assert _tables(caught_up("beside.db", ahead_from=1)) == expected
+    assert started == [1]
+
+    caught_up(
+        "cancelled.db", ahead_from=1, cancel=threading.Event()
+    ).close()  # stopped at the index's first chunk
+    assert started == [1, 1]
+    assert not [t for t in threading.enumerate() if t.name == "threadloom-episodes-ahead"]
+    assert _tables(caught_up("cancelled.db", ahead_from=1)) == expected
