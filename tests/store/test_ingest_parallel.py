@@ -261,9 +261,23 @@ def test_turns_read_beside_the_search_index_are_those_read_after_it(
     assert _tables(caught_up("beside.db", ahead_from=1)) == expected
     assert started == [1]
 
+    # a session whose stored turns moved on between its reading and its writing is read again
+    stored_from, again = (
+        episodes._start_of,
+        sorted(episodes.left_for_index(db.connect(tmp_path / "loaded.db")))[4],
+    )
+
+    def moved_on(conn: sqlite3.Connection, session_id: str) -> int:
+        here = threading.current_thread() is threading.main_thread()
+        return -2 if here and session_id == again else stored_from(conn, session_id)
+
+    monkeypatch.setattr(episodes, "_start_of", moved_on)
+    assert _tables(caught_up("read-again.db", ahead_from=1)) == expected
+    monkeypatch.setattr(episodes, "_start_of", stored_from)
+
     caught_up(
         "cancelled.db", ahead_from=1, cancel=threading.Event()
     ).close()  # stopped at the index's first chunk
-    assert started == [1, 1]
+    assert started == [1, 1, 1]
     assert not [t for t in threading.enumerate() if t.name == "threadloom-episodes-ahead"]
     assert _tables(caught_up("cancelled.db", ahead_from=1)) == expected
