@@ -361,11 +361,13 @@ def known_periods() -> list[Period]:
     """The periods in this user's cache for the installed table (none when it holds another's)."""
     import orjson
 
+    from ..adapters.base import read_regular
+
     try:
-        path = _periods_cache_path()
-        if path.stat().st_size > PERIODS_CACHE_MAX_BYTES:
+        text = read_regular(_periods_cache_path(), PERIODS_CACHE_MAX_BYTES + 1)  # never a FIFO's wait
+        if len(text) > PERIODS_CACHE_MAX_BYTES:
             return []
-        data = orjson.loads(path.read_bytes())
+        data = orjson.loads(text)
         if data.get("format") != PERIODS_CACHE_FORMAT or data.get("version") != prices_version():
             return []
         periods: list[Period] = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 
@@ -284,6 +285,12 @@ def test_a_new_archive_prices_the_models_another_looked_up_without_the_table(tmp
     )
     assert priced("fourth") == ("0 [] False", third)
 
+    # a FIFO where the cache goes (nothing ever writes to it) is not waited on: a file replaces it
+    cache.unlink()
+    os.mkfifo(cache)
+    said, rows = priced("beside-a-fifo")
+    assert said.startswith("1 [") and rows == third and stat.S_ISFIFO(cache.lstat().st_mode) is False
+    assert json.loads(cache.read_text())["version"] == cost.prices_version()  # replaced by the file
     # a cache that cannot be read, or of another table, is looked up again and replaced
     for damaged in (b"\x00 not json", json.dumps({**kept, "periods": [["x", 1, None, 7]]}).encode(),
                     json.dumps({**kept, "version": "genai-prices 0.0.1 r2"}).encode()):  # fmt: skip
