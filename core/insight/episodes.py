@@ -503,10 +503,11 @@ def _clear_other_models(conn: sqlite3.Connection) -> None:
 
 
 def _store_vectors(
-    conn: sqlite3.Connection, episodes: list[Episode], known: dict[str, bytes] | None = None
+    conn: sqlite3.Connection, episodes: list[Episode], known: dict[int, bytes] | None = None
 ) -> None:
     """Inside the caller's transaction: embed the episodes (prompt and deeds mixed) and store them;
-    `known`: vectors computed already (`ReadAhead`), by turn id."""
+    `known`: vectors computed already (`ReadAhead`), by the episode's `id()` (two sessions' turns
+    can share a turn id: a fork's copies)."""
     from ..store.sql import set_meta
 
     if not episodes:
@@ -516,11 +517,11 @@ def _store_vectors(
     # took ~100 MB (a cold ingest's peak); each vector is its own text's, whatever the slices
     for start in range(0, len(episodes), EMBED_BATCH):
         some = episodes[start : start + EMBED_BATCH]
-        missing = [ep for ep in some if ep.turn_id not in known]
-        computed = dict(zip([ep.turn_id for ep in missing], _vectors(missing), strict=True))
+        missing = [ep for ep in some if id(ep) not in known]
+        computed = dict(zip(map(id, missing), _vectors(missing), strict=True))
         conn.executemany(
             "UPDATE episodes SET vector = ? WHERE turn_id = ?",
-            [(known[ep.turn_id] if ep.turn_id in known else computed[ep.turn_id], ep.turn_id) for ep in some],
+            [(known[id(ep)] if id(ep) in known else computed[id(ep)], ep.turn_id) for ep in some],
         )
     set_meta(conn, GENERATION_KEY, str(time.time_ns()))
 
@@ -532,7 +533,7 @@ def _store_vectors(
 READ_AHEAD_MIN_SESSIONS = 50
 # Batches read ahead and not yet written, at most: each is SESSIONS_PER_BATCH sessions' rows and
 # vectors (a few MB), so memory stays flat however large the archive.
-READ_AHEAD_BATCHES = 8
+READ_AHEAD_BATCHES = 4
 READ_AHEAD_CACHE_KIB = 4096  # the reading thread's page cache: the writer's is apart
 
 
@@ -557,7 +558,7 @@ class ReadAhead:
 
         self.ordered = sorted(sessions)
         self.whole = whole  # every session's, as `refresh` reads them for a new EPISODES_VERSION
-        self.ready: queue.Queue[list[_Read] | tuple[dict[str, bytes], list[_Read]] | BaseException | None]
+        self.ready: queue.Queue[list[_Read] | tuple[dict[int, bytes], list[_Read]] | BaseException | None]
         self.ready = queue.Queue(maxsize=READ_AHEAD_BATCHES)
         self.stopping = threading.Event()
         self.thread = threading.Thread(
@@ -588,10 +589,12 @@ class ReadAhead:
                         found = [ep for r in reads for ep in r.episodes]
                         # embedded ahead where `refresh` would embed them now (see EMBED_NOW_FROM)
                         if len(found) >= EMBED_NOW_FROM and embed.available():
-                            vectors: dict[str, bytes] = {}
+                            vectors: dict[int, bytes] = {}  # by the episode's id(): they travel together
                             for at in range(0, len(found), EMBED_BATCH):
+                                if self.stopping.is_set():
+                                    return
                                 some = found[at : at + EMBED_BATCH]
-                                vectors.update(zip([ep.turn_id for ep in some], _vectors(some), strict=True))
+                                vectors.update(zip(map(id, some), _vectors(some), strict=True))
                             for ep in found:  # embedded: their words are not needed again
                                 ep.prompt = ep.answer = ""
                             self._put((vectors, reads))
@@ -604,7 +607,7 @@ class ReadAhead:
         else:
             self._put(None)
 
-    def _put(self, item: list[_Read] | tuple[dict[str, bytes], list[_Read]] | BaseException | None) -> None:
+    def _put(self, item: list[_Read] | tuple[dict[int, bytes], list[_Read]] | BaseException | None) -> None:
         import queue
 
         while not self.stopping.is_set():
@@ -614,7 +617,7 @@ class ReadAhead:
             except queue.Full:
                 continue
 
-    def batches(self) -> Iterator[tuple[dict[str, bytes], list[_Read]]]:
+    def batches(self) -> Iterator[tuple[dict[int, bytes], list[_Read]]]:
         """Each batch as it is ready: (vectors embedded ahead, its sessions' reads)."""
         while True:
             item = self.ready.get()
@@ -664,11 +667,8 @@ def refresh_read_ahead(
                 if _start_of(conn, read.session_id) == read.start:
                     _write(conn, read.session_id, read.start, read.episodes)
                     written += read.episodes
-                else:  # read again: what was embedded of its first reading is not its own
-                    again = update(conn, [read.session_id])
-                    for ep in again:
-                        vectors.pop(ep.turn_id, None)
-                    written += again
+                else:  # read again (new episodes, embedded here): what its first reading was is dropped
+                    written += update(conn, [read.session_id])
             conn.executemany(UNMARK, [(r.session_id,) for r in reads])
             if written and (vectors or _embed_now(conn, len(written))):
                 _store_vectors(conn, written, vectors)

@@ -275,9 +275,38 @@ def test_turns_read_beside_the_search_index_are_those_read_after_it(
     assert _tables(caught_up("read-again.db", ahead_from=1)) == expected
     monkeypatch.setattr(episodes, "_start_of", stored_from)
 
+    # turns that share a turn id (a fork's copies): a session read again as its batch is written
+    # (its stored turns moved on: another session's write took one away) beside one that is not
+    shutil.copyfile(tmp_path / "loaded.db", tmp_path / "shared.db")
+    shared = db.connect(tmp_path / "shared.db")
+    first_x, first_b, first_a = sorted(episodes.left_for_index(shared))[:3]
+
+    def first_turn(session: str) -> str:
+        return shared.execute(
+            "SELECT turn_id FROM entries WHERE session_id = ? AND turn_id IS NOT NULL ORDER BY seq",
+            (session,),
+        ).fetchone()[0]
+
+    turn_x, turn_b, turn_a = first_turn(first_x), first_turn(first_b), first_turn(first_a)
+    for table in ("entries", "agent_tool_calls"):
+        shared.execute(
+            f"UPDATE {table} SET turn_id = ? WHERE session_id = ? AND turn_id = ?", (turn_b, first_a, turn_a)
+        )
+    shared.execute(
+        "INSERT INTO episodes (turn_id, session_id, first_seq, last_seq, files, commands, errors, tools, "
+        "subagents) VALUES (?, ?, 0, 0, '', '', '', '', '')",
+        (turn_x, first_b),
+    )
+    shared.commit()
+    shared.close()
+    shutil.copyfile(tmp_path / "shared.db", tmp_path / "shared-after.db")
+    assert _tables(caught_up("shared.db", ahead_from=1)) == _tables(
+        caught_up("shared-after.db", ahead_from=10**9)
+    )
+
     caught_up(
         "cancelled.db", ahead_from=1, cancel=threading.Event()
     ).close()  # stopped at the index's first chunk
-    assert started == [1, 1, 1]
+    assert started == [1, 1, 1, 1]
     assert not [t for t in threading.enumerate() if t.name == "threadloom-episodes-ahead"]
     assert _tables(caught_up("cancelled.db", ahead_from=1)) == expected
