@@ -97,7 +97,7 @@ class FileTask:
 # On an idle 2-core machine the one worker it gets pays: the cold ingest of the 100 MB bench archive
 # to browsable took 3.94 s against 4.23 s in process (0.919x the wall time, 1.27x the CPU, 10
 # interleaved pairs, every pair faster); a second worker bought nothing (1.00x) for 9 MB more.
-# (Once the writer did more per record, two workers there were slower: 9.26 s against 8.63 s.)
+# (Two workers there, measured on an earlier version, were slower: 9.26 s against 8.63 s.)
 MIN_CORES = 2
 
 
