@@ -200,6 +200,7 @@ class AiderAdapter(Adapter):
             last=None,
             model=None,
             cwd=str(ctx.path.parent),
+            project=ctx.path.parent.name,  # each record's project key (a Path built a line: a third of the normalizing)
             first=True,
             version=None,
         )
@@ -216,7 +217,7 @@ class AiderAdapter(Adapter):
         raw = rec.raw
         text = raw.removeprefix(BOM).decode("utf-8", "replace")
         block = st["blocks"].get(rec.offset)
-        if block is None or st["data"][rec.offset : rec.offset + len(raw)] != raw:
+        if block is None or not st["data"].startswith(raw, rec.offset):
             block = _classify_alone(raw)  # the file changed since: this line is read on its own
         kind, first, body = block
         if kind == "header":
@@ -270,7 +271,7 @@ class AiderAdapter(Adapter):
         )
 
     def _info(self, st: dict[str, Any], stamp: str | None = None) -> SessionInfo:
-        return SessionInfo(source=AGENT, external_id=stamp or st["sid"], project_key=Path(st["cwd"]).name)
+        return SessionInfo(source=AGENT, external_id=stamp or st["sid"], project_key=st["project"])
 
     def _facts(self, out: Record, line: str, st: dict[str, Any], offset: int) -> None:
         """Model, version and token counts from aider's own output lines."""
