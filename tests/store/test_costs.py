@@ -298,3 +298,37 @@ def test_a_new_archive_prices_the_models_another_looked_up_without_the_table(tmp
         said, rows = priced(f"again-{len(damaged)}")
         assert said.startswith("1 [") and rows == third
         assert json.loads(cache.read_text())["version"] == cost.prices_version()
+
+
+STOPPED = """
+import sys
+from pathlib import Path
+from threadloom.core.insight import cost
+from threadloom.core.ingest.update import update
+started = []
+start = cost._start_lookup
+
+
+def kept() -> None:
+    start()
+    started.extend(cost._started)
+
+
+cost._start_lookup = kept
+update(Path(sys.argv[1]), [Path(sys.argv[2])], include_defaults=False, remember=False, index=False)
+print([p.returncode for p in started])
+"""
+
+
+def test_a_lookup_started_ahead_and_not_needed_is_stopped_not_waited_for(tmp_path):
+    """A first load starts the price lookup ahead; with no message to price (no usage, or every cost
+    recorded by its agent) it is stopped at once rather than left to load the table (0.19 s)."""
+    t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{SID}.jsonl", SID)
+    t.user("nothing to price here")
+    t.add({"type": "custom-title", "customTitle": "No usage at all"})
+    t.write()
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}  # no periods known: started ahead
+    argv = [sys.executable, "-c", STOPPED, str(tmp_path / "t.db"), str(tmp_path / "projects")]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[-9]"]  # killed (SIGKILL), not its own exit once the table was loaded
