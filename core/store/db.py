@@ -556,7 +556,7 @@ def _recover_first_load(db_path: Path, *, readonly: bool = False) -> None:
         )
     kept: dict[str, list[tuple[object, ...]]] = {}
     try:
-        old = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+        old = sqlite3.connect(f"file:{quote(str(db_path))}?mode=ro", uri=True)  # `?`, `#`, `%` in a path
         kept = read_user_data(old)
         old.close()
     except sqlite3.DatabaseError:

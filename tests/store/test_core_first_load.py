@@ -96,10 +96,12 @@ def die_mid_first_load(path: Path, projects: Path) -> subprocess.CompletedProces
     return subprocess.run([sys.executable, "-c", code, str(root), str(path), str(projects)], timeout=60)
 
 
-def test_a_first_load_that_died_is_started_afresh_keeping_remembered_folders(tmp_path, monkeypatch):
+@pytest.mark.parametrize("folder", ["plain", "what? #1 100%25 done"])  # a URI's characters in its path
+def test_a_first_load_that_died_is_started_afresh_keeping_remembered_folders(tmp_path, monkeypatch, folder):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # default locations: nothing there
     projects = archive(tmp_path)
-    path = tmp_path / "ledger.db"
+    (tmp_path / folder).mkdir()
+    path = tmp_path / folder / "ledger.db"
     proc = die_mid_first_load(path, projects)
     assert proc.returncode == 9
     assert Path(str(path) + db.FIRST_LOAD_SUFFIX).exists()
