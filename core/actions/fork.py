@@ -41,6 +41,7 @@ from ..base.markup import Caveat, CommandOutput, is_note, parse
 from ..base.text import one_line, readable
 from ..read.query import title_sql
 from ..store.rows import builder, value
+from ..store.sql import like_text
 
 if TYPE_CHECKING:
     from .restore import RestoredFile
@@ -463,7 +464,7 @@ def _own_files(conn: sqlite3.Connection, sid: str) -> list[tuple[str, str | None
     transcript, its subagents' files and the files in its own folder, not other sessions' copies."""
     from ..read.archive import session_files
 
-    like = sid.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ":%"
+    like = like_text(sid) + ":%"
     own = conn.execute(
         "SELECT source_file_id, id = ? FROM agent_sessions WHERE (id = ? OR id LIKE ? ESCAPE '\\') "
         "AND source_file_id IS NOT NULL",

@@ -42,7 +42,7 @@ from ..store.memory_tables import (
     clean_tag,
     missing_table,
 )
-from ..store.sql import transaction
+from ..store.sql import like_text, transaction
 
 CONFLICT_SECONDS = 5.0  # two writers changing one entry within this: both versions kept, flagged
 EXPORT_FORMAT = "threadloom-memory"
@@ -434,7 +434,7 @@ def project_key(path: str) -> str:
 def resolve_entry(conn: sqlite3.Connection, ref: str) -> Entry:
     """An entry by its id or a unique prefix of it; clear errors otherwise."""
     ref = ref.strip()
-    escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    escaped = like_text(ref)
     found = [
         _entry(r)
         for r in _rows(conn, _ENTRY_SELECT + " WHERE e.id LIKE ? ESCAPE '\\' LIMIT 6", (escaped + "%",))

@@ -24,7 +24,7 @@ from ..base.text import flat
 from ..read import search
 from ..read.query import main_sql, title_sql
 from ..read.search import Hit, ParsedQuery, SearchResult, parse_query
-from ..store.sql import get_meta
+from ..store.sql import get_meta, like_text
 from .episodes import EMBED_LATER_MAX, GENERATION_KEY, left_for_index, vectors_of
 
 if TYPE_CHECKING:
@@ -147,8 +147,8 @@ def allowed_episodes(conn: sqlite3.Connection, q: ParsedQuery) -> NDArray[np.int
         where.append("ep.started_at < ?")
         params.append(q.before)
     if q.tool:
-        where.append("('\n' || ep.tools || '\n') LIKE ?")
-        params.append(f"%\n{q.tool}\n%")
+        where.append("('\n' || ep.tools || '\n') LIKE ? ESCAPE '\\'")
+        params.append(f"%\n{like_text(q.tool)}\n%")
     if not where:
         return None
     import numpy as np

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..store.rows import fetch
-from ..store.sql import get_meta, set_meta, transaction
+from ..store.sql import get_meta, like_text, set_meta, transaction
 
 if TYPE_CHECKING:
     from ..adapters.base import Adapter
@@ -665,8 +665,8 @@ def report(
         where.append("x.bucket < ?")
         params.append(-(-until // BUCKET_MS))
     if project:
-        where.append("(x.project = ? OR x.project_path = ? OR x.project_path LIKE ?)")
-        params += [project, project, f"%{project}%"]
+        where.append("(x.project = ? OR x.project_path = ? OR x.project_path LIKE ? ESCAPE '\\')")
+        params += [project, project, f"%{like_text(project)}%"]
     if agent:
         where.append("x.agent = ?")
         params.append(agent)

@@ -20,6 +20,7 @@ from ..base.markup import HookRun, hook_runs
 from ..base.text import flat, prompt_title
 from ..store.db import MACHINE_KEY, WHO_KEY
 from ..store.rows import builder, fetch_one, values
+from ..store.sql import like_text
 
 if TYPE_CHECKING:
     from ..adapters.base import ImageRef
@@ -247,8 +248,8 @@ def list_sessions(
 
         where, params = origin_filter("s.", machine, who)
     if project:
-        where.append("(s.project = ? OR s.project_path = ? OR s.project_path LIKE ?)")
-        params += [project, project, f"%{project}%"]
+        where.append("(s.project = ? OR s.project_path = ? OR s.project_path LIKE ? ESCAPE '\\')")
+        params += [project, project, f"%{like_text(project)}%"]
     if agent:
         where.append("s.source = ?")
         params.append(agent)
@@ -392,7 +393,7 @@ def resolve_session(conn: sqlite3.Connection, ref: str) -> SessionSummary:
     found = get_session(conn, ref)
     if found:
         return found
-    escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    escaped = like_text(ref)
     ids = values(
         conn,
         "SELECT id FROM agent_sessions WHERE id LIKE ? ESCAPE '\\' OR external_id = ? "
@@ -737,9 +738,9 @@ def origin_filter(prefix: str, machine: str | None, who: str | None) -> tuple[li
         if not value:
             continue
         where.append(
-            f"({prefix}source_file_id IN ({pulled} WHERE {column} LIKE ?1) OR ("
-            f"COALESCE((SELECT value FROM ledger_meta WHERE key = '{key}'), '') LIKE ?1 "
+            f"({prefix}source_file_id IN ({pulled} WHERE {column} LIKE ?1 ESCAPE '\\') OR ("
+            f"COALESCE((SELECT value FROM ledger_meta WHERE key = '{key}'), '') LIKE ?1 ESCAPE '\\' "
             f"AND {prefix}source_file_id NOT IN ({pulled})))".replace("?1", "?")
         )
-        params += [value.replace("%", "").replace("_", "") + "%"] * 2
+        params += [like_text(value) + "%"] * 2
     return where, params

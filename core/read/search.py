@@ -27,6 +27,7 @@ from ..base.text import (
 from ..store import search_index
 from ..store.db import is_damage
 from ..store.rows import fetch, fetch_one, value, values
+from ..store.sql import like_text
 from .query import main_sql, title_sql
 
 FILTER_KEYS = (
@@ -564,7 +565,7 @@ def facet_filters(q: ParsedQuery, prefix: str = "ep.") -> tuple[list[str], list[
     for column, wanted in (("files", q.file), ("commands", q.cmd), ("errors", q.error)):
         if wanted:
             where.append(f"{prefix}{column} LIKE ? ESCAPE '\\'")
-            params.append("%" + wanted.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
+            params.append("%" + like_text(wanted) + "%")
     return where, params
 
 
@@ -572,14 +573,14 @@ def _session_filters(q: ParsedQuery, prefix: str) -> tuple[list[str], list[Any]]
     """The conditions of the agent, project and session filters on agent_sessions (`prefix`: its alias)."""
     where, params = [], []
     if q.agent:
-        where.append(f"{prefix}source LIKE ?")
-        params.append(q.agent + "%")
+        where.append(f"{prefix}source LIKE ? ESCAPE '\\'")
+        params.append(like_text(q.agent) + "%")
     if q.project:
-        where.append(f"({prefix}project LIKE ? OR {prefix}project_path LIKE ?)")
-        params += [f"%{q.project}%", f"%{q.project}%"]
+        where.append(f"({prefix}project LIKE ? ESCAPE '\\' OR {prefix}project_path LIKE ? ESCAPE '\\')")
+        params += [f"%{like_text(q.project)}%"] * 2
     if q.session:
-        where.append(f"{prefix}id LIKE ?")
-        params.append(q.session + "%")
+        where.append(f"{prefix}id LIKE ? ESCAPE '\\'")
+        params.append(like_text(q.session) + "%")
     if q.signal:
         where.append(f"{prefix}id IN (SELECT session_id FROM session_signals WHERE name = ?)")
         params.append(q.signal)
@@ -594,7 +595,7 @@ def _session_filters(q: ParsedQuery, prefix: str) -> tuple[list[str], list[Any]]
             f"{prefix}id IN (SELECT COALESCE(session_id, target_id) FROM memory_marks WHERE kind = 'note' "
             "AND value LIKE ? ESCAPE '\\')"
         )
-        params.append("%" + q.note.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
+        params.append("%" + like_text(q.note) + "%")
     if q.machine or q.who:
         from .query import origin_filter
 

@@ -28,6 +28,7 @@ from pydantic import Field
 from ..insight import memory
 from ..insight.answers import cut, message_json, session_signals_json, show_ref
 from ..store.memory_tables import ENTRY_KINDS, MemoryRefused
+from ..store.sql import like_text
 
 DEFAULT_TOKENS = 2_000
 MIN_TOKENS, MAX_TOKENS = 300, 20_000
@@ -552,7 +553,7 @@ def do_file_history(
     wanted = path.strip()
     if not wanted:
         raise Refused("path is empty: give a file's path (absolute, or its end such as src/app.py)")
-    like = "%/" + wanted.lstrip("/").replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    like = "%/" + like_text(wanted.lstrip("/"))
     with archive.reading() as conn:
         changes = conn.execute(
             "SELECT session_id, call_id, path, tool_name, timestamp, lines_added, lines_removed FROM agent_file_changes "

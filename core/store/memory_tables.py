@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from .sql import like_text
+
 # What the tables hold: the kinds of marks and entries, their scopes, what a mark or relation
 # points at, how two things relate
 MARK_KINDS = ("tag", "note", "bookmark")
@@ -167,7 +169,7 @@ def rename_sessions(conn: sqlite3.Connection, prefixes: dict[str, str]) -> int:
     already is the same mark twice: the old one goes. Returns the rows renamed."""
     renamed = 0
     for old, new in prefixes.items():
-        pattern = old.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        pattern = like_text(old) + "%"
         for table, column, holds in _SESSION_COLUMNS:
             where = f"{column} LIKE ? ESCAPE '\\' AND {holds}"
             try:

@@ -9,6 +9,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 
+def like_text(text: str) -> str:
+    """`text` for a LIKE pattern with `ESCAPE '\\'`: its `%`, `_` and `\\` matched as themselves (a
+    project named `p%x` is not every project with a `p` before an `x`)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
     row = conn.execute("SELECT value FROM ledger_meta WHERE key = ?", (key,)).fetchone()
     return row[0] if row else None

@@ -1,0 +1,46 @@
+"""What a person types in a filter is matched as written: a project, session or agent named with
+SQL's LIKE wildcards (`%`, `_`) or its escape (`\\`) finds itself, not every name that pattern fits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from threadloom.core.insight import stats
+from threadloom.core.read.query import list_sessions
+from threadloom.core.read.search import search
+
+from tests.builders.claude import Transcript
+from tests.support import ingest
+
+PROJECTS = ("p%x", "pABx", "p_y", "pZy", "b\\s", "bXs")
+
+
+def archive(root: Path) -> Path:
+    for n, name in enumerate(PROJECTS):
+        sid = f"11111111-2222-4333-8444-{n:012d}"
+        t = Transcript(root / "projects" / f"-srv-{n}" / f"{sid}.jsonl", sid, cwd=f"/srv/{name}")
+        t.user(f"wombat number {n}")
+        t.assistant("done", usage={"input_tokens": 10, "output_tokens": 5})
+        t.write()
+    return root / "projects"
+
+
+def test_project_filters_match_the_name_as_written(conn, tmp_path):
+    ingest(conn, archive(tmp_path))
+    for name in PROJECTS:
+        assert [s.project for s in list_sessions(conn, project=name)] == [name], name
+        found = {hit.project for hit in search(conn, f"wombat project:{name}").hits}
+        assert found == {name}, name
+        assert [row.sessions for row in stats.report(conn, "total", project=name)] == [1], name
+    # a part of a path still finds what holds it
+    assert {s.project for s in list_sessions(conn, project="srv/p")} == {"p%x", "pABx", "p_y", "pZy"}
+
+
+def test_session_and_agent_filters_match_prefixes_as_written(conn, tmp_path):
+    ingest(conn, archive(tmp_path))
+    assert {h.session_id[-1] for h in search(conn, "wombat session:11111111-2222-4333-8444-00000000000").hits} == {
+        "0", "1", "2", "3", "4", "5"
+    }  # fmt: skip
+    assert search(conn, "wombat session:11111111_2222").hits == []  # `_` is no wildcard
+    assert len(search(conn, "wombat agent:claude").hits) == 6
+    assert search(conn, "wombat agent:cl_ude").hits == []
