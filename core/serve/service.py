@@ -109,11 +109,13 @@ def _log_folder(db: Path | None, environ: dict[str, str], home: Path) -> Path:
 
 def systemd_word(word: str) -> str:
     """One word of a unit file's command line or assignment, quoted as systemd reads it: `%` is a
-    specifier and `$` a variable unless doubled; a space, quote or backslash needs double quotes."""
+    specifier and `$` a variable unless doubled; a space, quote or backslash needs double quotes,
+    and a control character (a line break in a folder's name) a C escape, or the line would end."""
     word = word.replace("%", "%%").replace("$", "$$")
     if word and re.fullmatch(r"[A-Za-z0-9_@+=:,./%$-]+", word):
         return word
-    return '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    quoted = word.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", quoted) + '"'
 
 
 def systemd_unit(argv: list[str], env: dict[str, str]) -> str:

@@ -169,11 +169,16 @@ def test_launchd_agent_install_twice_and_uninstall(box: Sandbox) -> None:
     assert box.took_calls() == [f"launchctl bootout gui/{os.getuid()}/org.threadloom.watch"]
 
 
-def test_the_unit_passes_systemd_analyze_verify(box: Sandbox) -> None:
+@pytest.mark.parametrize(
+    "name",
+    ['an "odd" 100% $name.db', "a line\nbreak\tand a tab/t.db"],  # quotes, a specifier, a variable; controls
+)
+def test_the_unit_passes_systemd_analyze_verify(box: Sandbox, name: str) -> None:
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
         pytest.skip("systemd-analyze is not installed here")
-    odd = box.tmp / 'an "odd" 100% $name.db'  # quotes, a specifier and a variable, escaped
+    odd = box.tmp / name  # escaped
+    odd.parent.mkdir(parents=True, exist_ok=True)
     done = box.run("install", "--no-start", "--manager", "systemd", "--db", str(odd))
     assert done.returncode == 0, done.stderr
     checked = subprocess.run([analyze, "verify", str(box.unit)], capture_output=True, text=True, timeout=60)
