@@ -168,6 +168,9 @@ class _Unbuilt:
 # changed), and what they print goes through `_PrintableStream`
 COMMANDS: dict[str, Command] = {c.name: c for module in COMMAND_MODULES for c in module.COMMANDS}
 READ_COMMANDS = frozenset(name for name, c in COMMANDS.items() if c.reads)
+# what they print goes through `_PrintableStream`: theirs, and what commands that write print of the
+# archive (titles, paths, notes: an agent's or a log's words)
+ESCAPED_COMMANDS = frozenset(name for name, c in COMMANDS.items() if c.reads or c.prints_archive)
 
 
 def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace], int] | None = None) -> int:
@@ -181,7 +184,8 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
 
     streams = sys.stdout, sys.stderr
     reads = args.command in READ_COMMANDS
-    if reads:
+    escaped = args.command in ESCAPED_COMMANDS
+    if escaped:
         sys.stdout, sys.stderr = _PrintableStream(sys.stdout), _PrintableStream(sys.stderr)
     try:
         if args.command is None:
@@ -224,7 +228,7 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
             raise
         return _unexpected(args, exc)
     finally:
-        if reads:
+        if escaped:
             sys.stdout, sys.stderr = streams
 
 

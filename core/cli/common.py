@@ -16,12 +16,14 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Command:
-    """A subcommand as the table in core.cli registers it: its name, what runs it, and whether it only
-    reads the archive (its output is escaped, and a damaged database is explained, not raised)."""
+    """A subcommand as the table in core.cli registers it: its name, what runs it, whether it only
+    reads the archive (its output is escaped, and a damaged database is explained, not raised), and
+    whether it writes but prints what the archive holds (its output is escaped too)."""
 
     name: str
     run: Callable[[argparse.Namespace], int]
     reads: bool = False
+    prints_archive: bool = False
 
 
 def add_db_option(parser: argparse.ArgumentParser, *, top: bool = False) -> None:

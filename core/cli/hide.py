@@ -139,6 +139,6 @@ def _print_hidden(
 
 
 COMMANDS = (
-    Command("hide", cmd_hide),
-    Command("unhide", cmd_hide),
+    Command("hide", cmd_hide, prints_archive=True),
+    Command("unhide", cmd_hide, prints_archive=True),
 )

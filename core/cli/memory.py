@@ -469,8 +469,8 @@ def _import(args: argparse.Namespace) -> int:
 
 
 COMMANDS = (
-    Command("tag", cmd_tag),
-    Command("note", cmd_note),
-    Command("bookmark", cmd_bookmark),
-    Command("memory", cmd_memory),
+    Command("tag", cmd_tag, prints_archive=True),
+    Command("note", cmd_note, prints_archive=True),
+    Command("bookmark", cmd_bookmark, prints_archive=True),
+    Command("memory", cmd_memory, prints_archive=True),
 )

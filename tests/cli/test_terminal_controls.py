@@ -87,3 +87,42 @@ def test_show_sessions_and_search_draw_bidi_controls_and_escapes_as_text(db: str
     # an escape sequence is drawn whole, its ESC as ␛: not dropped, nor its payload left as if text
     assert "Bash␛[2J" in show and "ls ␛]0;owned␇ \\u202eevil" in show
     assert "\\u202eevil\\u202c" in search
+
+
+@pytest.mark.parametrize("terminal", [False, True], ids=["piped", "terminal"])
+def test_the_memory_and_hide_commands_draw_what_they_print_of_the_archive_as_text(
+    db: str, terminal: bool
+) -> None:
+    """Commands that write print what the archive holds too: a project's path from a log, a note or a
+    title an agent wrote over MCP."""
+
+    def printed(*argv: str) -> str:
+        if terminal:
+            return on_a_terminal(*argv)
+        res = run(*argv)
+        assert res.returncode == 0, res.stderr
+        return res.stdout + res.stderr
+
+    outs = {
+        "tag": printed("--db", db, "tag", SID[:13], "x\u202eowned"),
+        "note": printed("--db", db, "note", SID[:13], "read \x1b]0;owned\x07 this"),
+        "memory add": printed(
+            "--db",
+            db,
+            "memory",
+            "add",
+            "--kind",
+            "fact",
+            "--project",
+            "/srv/app\u202etxt.exe",
+            "--title",
+            "T\x1b[2J",
+            "body \u202e",
+        ),  # fmt: skip
+        "memory list": printed("--db", db, "memory", "list"),
+        "hide": printed("--db", db, "hide", "--project", "/srv/app\u202etxt.exe"),
+        "unhide": printed("--db", db, "unhide", "--project", "/srv/app\u202etxt.exe"),
+    }
+    for name, out in outs.items():
+        assert not RAW.search(out.replace("\n", "").replace("\r", "")), (name, repr(out[:400]))
+    assert "/srv/app\\u202etxt.exe" in outs["hide"] and "T␛[2J" in outs["memory list"]
