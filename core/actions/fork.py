@@ -732,6 +732,24 @@ def _message_id(obj: dict[str, Any]) -> str | None:
 SATELLITES = frozenset({"attachment", "system", "progress"})
 
 
+def _record_line(rec: dict[str, Any]) -> bytes:
+    """A copied record as a line of the fork. orjson writes every record a log is likely to hold; one
+    it cannot (nested deeper than 255 levels, an integer past 64 bits) is written by the standard
+    library, its non-ASCII escaped (a lone surrogate included), read back the same; nested past
+    Python's own limit it cannot be copied, said as such."""
+    try:
+        return orjson.dumps(rec)
+    except TypeError:
+        import json
+
+        try:
+            return json.dumps(rec, separators=(",", ":")).encode()
+        except RecursionError:
+            raise ForkError(
+                "a record of this session is nested too deeply to be copied into a fork"
+            ) from None
+
+
 def select_chain(
     records: list[tuple[int, dict[str, Any]]], cut_uuid: str, *, keep_sidechains: bool
 ) -> list[tuple[int, dict[str, Any]]]:
@@ -750,7 +768,13 @@ def select_chain(
     caller: dict[str, str] = {}  # tool_use id -> the message that made the call
     for eid, obj in records:
         uid = obj.get("uuid")
-        if obj.get("type") not in TRANSCRIPT_TYPES or not isinstance(uid, str) or uid in by_uuid:
+        kind = obj.get("type")  # a log's value: a list there is no type (and no set member)
+        if (
+            not isinstance(kind, str)
+            or kind not in TRANSCRIPT_TYPES
+            or not isinstance(uid, str)
+            or uid in by_uuid
+        ):
             continue
         if obj.get("isSidechain") and not keep_sidechains:
             continue
@@ -968,7 +992,7 @@ def _claude_fork_plan(conn: sqlite3.Connection, at: ForkAt) -> ForkPlan:
                 now
             )  # the leaf is the newest record, so every resume heuristic picks it
         tool_calls += len(_tool_uses(obj))
-        lines.append(orjson.dumps(rec))
+        lines.append(_record_line(rec))
         previous = new_uuid
     fork_title = f"{title or 'session'}{FORK_TITLE_SUFFIX}"
     lines.append(orjson.dumps({"type": "custom-title", "customTitle": fork_title, "sessionId": new_sid}))
@@ -1451,7 +1475,12 @@ def _gemini_messages(conn: sqlite3.Connection, sid: str, cut_entry: int | None) 
             obj = orjson.loads(bytes(raw))
         except orjson.JSONDecodeError:
             continue
-        if isinstance(obj, dict) and isinstance(obj.get("id"), str) and obj.get("type") in kinds:
+        if (
+            isinstance(obj, dict)
+            and isinstance(obj.get("id"), str)
+            and isinstance(obj.get("type"), str)
+            and obj.get("type") in kinds
+        ):
             merged[obj["id"]] = {**merged.get(obj["id"], {}), **obj}
     return [m for m in merged.values() if m.get("content")]
 

@@ -449,3 +449,29 @@ def test_aider_fork_writes_a_cut_history_copy_and_others_say_what_they_can(conn,
     assert history.read_text().count("####") == 3  # the source is untouched
     with pytest.raises(ForkError):
         resume_plan(conn, sid, fork_at_end=True)
+
+
+def test_a_fork_copies_records_orjson_cannot_write_and_passes_over_odd_types(conn, tmp_path):
+    """A log's values are anyone's: a record nested 300 levels deep or holding an integer past 64
+    bits is copied into the fork as it reads (orjson writes neither); a record whose `type` is a
+    list is no conversation record, not a crash."""
+    sid = "c0de0000-1111-4222-8333-000000000fff"
+    t = Transcript(tmp_path / "projects" / "-srv-odd" / f"{sid}.jsonl", sid, cwd="/srv/odd")
+    deep: list = []
+    for _ in range(300):
+        deep = [deep]
+    t.user("start")
+    t.assistant("first", usage={"input_tokens": 3, "output_tokens": 2})
+    t.lines[-1]["extra"] = {"deep": deep, "big": 2**70}
+    t.add(
+        {"type": ["user"], "message": {"role": "user", "content": "odd one"}}, chain=False
+    )  # no type at all
+    t.user("then this")
+    t.assistant("last")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    plan = plan_fork(conn, t.lines[-1]["uuid"])
+    copied = [json.loads(line) for line in write_fork(plan).read_bytes().splitlines()]
+    kept = [r for r in copied if isinstance(r.get("extra"), dict)]
+    assert len(kept) == 1 and kept[0]["extra"] == {"deep": deep, "big": 2**70}
+    assert not any(r.get("type") == ["user"] for r in copied) and "then this" in json.dumps(copied)
