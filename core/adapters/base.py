@@ -832,14 +832,15 @@ def _shown(value: Any) -> str:
 
 def safe_int(value: Any) -> int:
     """A count (tokens, turns) as stored: 0 when absent, not a number, or not a finite number
-    within ±2**53 (that last case noted with `drop`)."""
+    from 0 to 2**53 (that last case noted with `drop`): a negative count is none (summed, -100
+    tokens took 100 off a session's and priced it below nothing)."""
     if isinstance(value, int):
         if isinstance(value, bool):
             return 0
-        if -COUNT_LIMIT <= value <= COUNT_LIMIT:
+        if 0 <= value <= COUNT_LIMIT:
             return value
     elif isinstance(value, float):
-        if -COUNT_LIMIT <= value <= COUNT_LIMIT:  # False for NaN and infinities
+        if 0 <= value <= COUNT_LIMIT:  # False for NaN and infinities
             return int(value)
     else:
         return 0

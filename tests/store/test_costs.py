@@ -332,3 +332,24 @@ def test_a_lookup_started_ahead_and_not_needed_is_stopped_not_waited_for(tmp_pat
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["[-9]"]  # killed (SIGKILL), not its own exit once the table was loaded
+
+
+def test_a_negative_token_count_is_no_count(conn, tmp_path):
+    """A log's usage is anyone's: -100 tokens would take 100 off the session's and price it below
+    nothing. It counts as none; the record itself is kept as written."""
+    t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{SID}.jsonl", SID)
+    t.user("price this")
+    odd = {"input_tokens": -100, "output_tokens": -100, "cache_creation_input_tokens": -1.5e3}
+    t.assistant("odd", model=SONNET, usage={**odd, "cache_read_input_tokens": -100})
+    t.assistant("fine", model=SONNET, usage=USAGE)
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    rows = conn.execute(
+        "SELECT input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, cost_usd FROM agent_usage "
+        "ORDER BY timestamp"
+    ).fetchall()
+    assert rows[0] == (0, 0, 0, 0, 0.0)
+    total = conn.execute("SELECT cost_usd, output_tokens FROM agent_sessions WHERE id = ?", (SID,)).fetchone()
+    assert total[0] == pytest.approx(rows[1][4]) and total[0] > 0 and total[1] == 700
+    stored = b"".join(r[0] for r in conn.execute("SELECT raw FROM entries ORDER BY id"))
+    assert b"-100" in stored and b"-1500.0" in stored  # kept as written
