@@ -44,3 +44,19 @@ def test_session_and_agent_filters_match_prefixes_as_written(conn, tmp_path):
     assert search(conn, "wombat session:11111111_2222").hits == []  # `_` is no wildcard
     assert len(search(conn, "wombat agent:claude").hits) == 6
     assert search(conn, "wombat agent:cl_ude").hits == []
+
+
+def test_machine_and_person_filters_match_names_with_wildcard_characters(conn, tmp_path):
+    """This archive's own sessions are its machine's and its person's: a name holding `_` (a login
+    like `john_doe`) finds them, and the `_` is no wildcard."""
+    from threadloom.core.store.db import MACHINE_KEY, WHO_KEY
+    from threadloom.core.store.sql import set_meta
+
+    ingest(conn, archive(tmp_path))
+    set_meta(conn, WHO_KEY, "john_doe")
+    set_meta(conn, MACHINE_KEY, "lap_top")
+    assert len(list_sessions(conn, who="john_doe")) == len(PROJECTS)
+    assert len(list_sessions(conn, who="john_")) == len(PROJECTS)  # a prefix
+    assert list_sessions(conn, who="johnXdoe") == []
+    assert len(list_sessions(conn, machine="lap_top")) == len(PROJECTS)
+    assert list_sessions(conn, machine="lapXtop") == []
