@@ -43,6 +43,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                     "records_superseded": report.records_superseded,
                     "mismatches": report.mismatches,
                     "not_stored": [{"path": path, "error": error} for path, error in report.not_stored],
+                    "unread": [{"path": path, "bytes": n, "why": why} for path, n, why in report.unread],
                 }
             )
         )
@@ -63,6 +64,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             print("  changed: " + line)
         for path, error in report.not_stored:
             print(f"  not stored: {path}: {error}")
+        _print_unread(report.unread)
         if report.ok:
             print("all stored bytes match their sources")
         if report.mismatches:
@@ -74,6 +76,24 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 "again; an error that stays is a threadloom bug, please report it"
             )
     return 0 if report.ok else 1
+
+
+def _print_unread(unread: list[tuple[str, int, str]]) -> None:
+    """The files holding bytes the archive does not have yet, and when it will."""
+    for path, n, why in unread[:MISSING_SHOWN]:
+        if why == "unfinished":
+            print(
+                f"  not stored yet: {path}: its last {n:,} bytes are a line its writer has not finished "
+                "(JSON cut short); `threadloom ingest` keeps them once it is finished or a minute unchanged"
+            )
+        else:
+            print(
+                f"  not stored yet: {path}: {n:,} bytes written since the last ingest; `threadloom ingest` reads them"
+            )
+    if len(unread) > MISSING_SHOWN:
+        print(
+            f"  … and {len(unread) - MISSING_SHOWN:,} more files with bytes not stored yet (--json lists every one)"
+        )
 
 
 MISSING_SHOWN = 20  # vanished files named one a line; --json lists every one

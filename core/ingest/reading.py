@@ -18,9 +18,10 @@ from ..adapters.base import Adapter, RawRecord, Record, SourceRef
 
 ReadyChunk = tuple[list[RawRecord], list[Record], list[str]]
 
-# A last line that is not complete JSON waits for its writer; after this long unchanged it is kept
-# as an invalid record instead, so a crashed writer's bytes are not lost.
-STALE_TAIL_SECONDS = 3600
+# A last line that is JSON cut short waits for its writer; after this long unchanged it is kept as
+# an invalid record instead, so a crashed writer's bytes are not lost. A line writer finishes a line
+# in one write (milliseconds), so a minute unchanged is a writer that stopped.
+STALE_TAIL_SECONDS = 60
 
 
 ROWS_PER_CHUNK = 2000
@@ -146,7 +147,7 @@ def read_lines(plan: FilePlan, f: BinaryIO) -> FileRead | None:
     f.seek(start)
     if st.st_size - start > WINDOW:  # read as it is stored, a window at a time
         read = FileRead([], rewrite, start, line_number, start, None, st.st_size - start)
-        read.records = _stream_lines(f, read, hasher, st)
+        read.records = _stream_lines(f, read, hasher, st, has_json_lines(ref))
         return read
     data = f.read(max(0, st.st_size - start))
 
@@ -171,7 +172,9 @@ WINDOW = 16 << 20
 LONGEST_RECORD = 32 << 20
 
 
-def _stream_lines(f: BinaryIO, read: FileRead, hasher: Hasher, st: os.stat_result) -> Iterator[RawRecord]:
+def _stream_lines(
+    f: BinaryIO, read: FileRead, hasher: Hasher, st: os.stat_result, json_lines: bool
+) -> Iterator[RawRecord]:
     """The records of a large log from `read.start` on; fills in `read` (end, hash, open tail,
     waiting, lines) once the last one is taken. A last line without a newline waits for its writer
     as in `_split`, unless it was long enough to be cut into pieces already."""
@@ -202,7 +205,9 @@ def _stream_lines(f: BinaryIO, read: FileRead, hasher: Hasher, st: os.stat_resul
             buf, base = buf[pos:], base + pos
             continue
         tail = buf[pos:]
-        if tail and (pieced or _complete_json(tail) or time.time() - st.st_mtime > STALE_TAIL_SECONDS):
+        if tail and (
+            pieced or _tail_is_final(tail, json_lines) or time.time() - st.st_mtime > STALE_TAIL_SECONDS
+        ):
             line_number += 1
             last = base + pos + max(0, (len(tail) - 1) // LONGEST_RECORD * LONGEST_RECORD)
             yield from pieces(buf, pos, len(buf), base, line_number, newline=False)
@@ -297,10 +302,10 @@ def _split(
 ) -> tuple[list[RawRecord], int, int | None, bool]:
     """Cut `data` into records. Returns (records, bytes consumed, open tail offset, waiting).
 
-    A last line without a newline is a record when it is complete JSON (a JSONL writer that has
-    not written its newline yet), or when it closes a JSON document written over many lines that
-    now parses whole (Gemini CLI's chats end in `}` with no newline; `read_prefix` gives the bytes
-    before `data`); else it waits for its writer."""
+    A last line without a newline is a record when it is final (`_tail_is_final`: complete JSON, a
+    JSONL writer that has not written its newline yet, or bytes no writer could finish), or when it
+    closes a JSON document written over many lines that now parses whole (Gemini CLI's chats end in
+    `}` with no newline; `read_prefix` gives the bytes before `data`); else it waits for its writer."""
     if adapter.mode != "lines" or ref.kind == "document":
         if not data:
             return [], 0, None, False
@@ -319,7 +324,7 @@ def _split(
     if not tail:
         return records, pos, None, False
     if (
-        _complete_json(tail)
+        _tail_is_final(tail, has_json_lines(ref))
         or (read_prefix is not None and _closes_document(tail, data, start, read_prefix))
         or time.time() - st.st_mtime > STALE_TAIL_SECONDS
     ):
@@ -329,12 +334,33 @@ def _split(
     return records, pos, None, True
 
 
-def _complete_json(data: bytes) -> bool:
+def has_json_lines(ref: SourceRef) -> bool:
+    """Whether each of a log's lines is JSON on its own (a `.jsonl`), not a document printed over
+    many lines (Gemini CLI's and old Codex's `.json`) or markdown (Aider's history)."""
+    return ref.path.name.lower().endswith(".jsonl")
+
+
+def _tail_is_final(tail: bytes, json_lines: bool) -> bool:
+    """Whether a last line without its newline is kept as a record now rather than left for its
+    writer: complete JSON, or (in a log of JSON lines) bytes that no bytes appended could make JSON
+    (text that is not JSON, a record followed by more on the same line as in a file whose lines end
+    in a bare CR), which no writer is still writing. JSON cut short (at its end, or in the middle of
+    a character's UTF-8 bytes) may be a writer's line half written: it waits."""
+    data = tail.lstrip(b"\x00")  # a crash's preallocated NULs before the record
     try:
-        orjson.loads(data.lstrip(b"\x00"))
+        orjson.loads(data)
         return True
-    except orjson.JSONDecodeError:
-        return False
+    except orjson.JSONDecodeError as exc:
+        if not json_lines:
+            return False
+        if exc.pos >= len(data) or not data.strip():
+            return False  # cut short at its end (or nothing yet but blanks)
+    try:
+        data.decode()
+    except UnicodeDecodeError as exc:
+        if exc.reason == "unexpected end of data":  # a character cut in half: the JSON before it decides
+            return _tail_is_final(data[: exc.start], json_lines) if exc.start else False
+    return True
 
 
 def _closes_document(tail: bytes, data: bytes, start: int, read_prefix: Callable[[], bytes]) -> bool:

@@ -163,6 +163,9 @@ class VerifyReport:
     mismatches: list[str] = field(default_factory=list)
     # (path, error) of the files that failed to be read in: their bytes are not (all) stored
     not_stored: list[tuple[str, str]] = field(default_factory=list)
+    # (path, bytes, why) of each file holding more than is stored: a last line its writer has not
+    # finished ("unfinished"), or bytes written since the last ingest ("new")
+    unread: list[tuple[str, int, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -183,8 +186,8 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
         report.files_rewritten, report.records_superseded = conn.execute(
             "SELECT count(DISTINCT source_file_id), COALESCE(sum(removed), 0) FROM source_versions"
         ).fetchone()
-    for file_id, stored, kind in conn.execute(
-        "SELECT id, path, kind FROM source_files WHERE status != 'error' AND kind != 'version' "
+    for file_id, stored, kind, status in conn.execute(
+        "SELECT id, path, kind, status FROM source_files WHERE status != 'error' AND kind != 'version' "
         "AND path NOT LIKE ? ORDER BY path",  # another machine's files, pulled from a hub, are not here to read
         (MIRROR_LIKE,),
     ).fetchall():
@@ -203,7 +206,7 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
             )
             continue
         report.files_checked += 1
-        bad = 0
+        bad = covered = 0
         first_bad: tuple[int, int, int] | None = None
         with stored_records():
             for offset, line_number, raw, newline in conn.execute(
@@ -218,6 +221,10 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
                     bad += 1
                     if first_bad is None:
                         first_bad = (line_number, offset, len(raw))
+                covered = max(covered, end + int(newline))
+        if first_bad is None and len(data) > covered:
+            why = "unfinished" if status == "waiting" else "new"
+            report.unread.append((shown_name(stored), len(data) - covered, why))
         if first_bad is not None:
             line, offset, length = first_bad
             report.mismatches.append(

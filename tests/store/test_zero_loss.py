@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import io
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -280,6 +281,97 @@ def test_verify_fails_while_a_file_is_in_error(conn, tmp_path, monkeypatch):
     ingest(conn, tmp_path)
     assert_all_stored(conn, t.path, t.path.read_bytes().split(b"\n")[:-1])
     assert run_cli("verify", "--db", db_path)[0] == 0
+
+
+# ---------------------------------------------------------------------- a last line without its newline
+
+NOT_JSON_TAILS = {
+    "text": b"this line was never JSON",
+    "two records on one line": b'{"type":"user","message":{"content":"a"}}{"type":"user"}',
+    "a byte no UTF-8 has": b'{"type":"user","message":{"content":"\xff"}}',
+    "bare carriage returns": b'{"type":"user"}\r{"type":"assistant"}\r{"type":"user"}',
+}
+
+
+@pytest.mark.parametrize("tail", NOT_JSON_TAILS.values(), ids=NOT_JSON_TAILS.keys())
+def test_a_last_line_no_writer_could_finish_is_stored_at_once(conn, tmp_path, tail):
+    """Bytes that no bytes appended could make JSON are not a line half written: kept by the first
+    ingest (they waited an hour, and a file deleted meanwhile lost them) and verify is clean."""
+    t = claude_session(tmp_path)
+    t.user("hello")
+    t.assistant("world")
+    path = t.write()
+    with open(path, "ab") as f:
+        f.write(tail)
+    ingest(conn, tmp_path)
+    assert conn.execute("SELECT status FROM source_files").fetchall() == [("ok",)]
+    assert stored(conn, path)[-1] == tail
+    fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path),)).fetchone()[0]
+    assert file_bytes(conn, fid) == (path.read_bytes(), True)
+    assert shown(conn, SID)[:2] == ["hello", "world"]
+    report = verify(conn)
+    assert report.ok and report.unread == []
+    # the writer was alive after all: what it adds is read, and the first ending is kept as a version
+    with open(path, "ab") as f:
+        f.write(b"more\n")
+    ingest(conn, tmp_path)
+    assert file_bytes(conn, fid) == (path.read_bytes(), True)
+    assert stored(conn, path)[-1] == tail + b"more"
+    assert verify(conn).ok and verify(conn).unread == []
+
+
+def test_a_file_whose_lines_end_in_bare_carriage_returns_is_stored_whole(conn, tmp_path):
+    t = claude_session(tmp_path)
+    t.user("hello")
+    t.assistant("world")
+    path = t.write()
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r"))
+    ingest(conn, tmp_path)
+    fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path),)).fetchone()[0]
+    assert file_bytes(conn, fid) == (path.read_bytes(), True)
+    assert verify(conn).ok and verify(conn).unread == []
+
+
+def test_json_cut_short_waits_for_its_writer_and_verify_says_so(conn, tmp_path):
+    """A line half written (JSON cut at its end, or inside a character) waits; verify names the bytes
+    not stored yet instead of saying everything matches; a minute unchanged, they are kept."""
+    t = claude_session(tmp_path)
+    t.user("hello")
+    path = t.write()
+    cut = b'{"type":"user","message":{"content":"caf\xc3'
+    with open(path, "ab") as f:
+        f.write(cut)
+    ingest(conn, tmp_path)
+    assert conn.execute("SELECT status FROM source_files").fetchone() == ("waiting",)
+    report = verify(conn)
+    assert report.ok and report.unread == [(str(path), len(cut), "unfinished")]
+    db_path = str(tmp_path / "ledger.db")
+    code, out = run_cli("verify", "--db", db_path)
+    assert code == 0 and f"not stored yet: {path}: its last {len(cut)} bytes are a line its writer" in out
+    code, out = run_cli("verify", "--db", db_path, "--json")
+    assert json.loads(out)["unread"] == [{"path": str(path), "bytes": len(cut), "why": "unfinished"}]
+    # bytes written since the last ingest are named too
+    with open(path, "ab") as f:
+        f.write(b"\xa9 " * 3)
+    assert verify(conn).unread == [(str(path), len(cut) + 6, "unfinished")]
+    old = path.stat().st_mtime - 61
+    os.utime(path, (old, old))
+    ingest(conn, tmp_path)
+    fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path),)).fetchone()[0]
+    assert file_bytes(conn, fid) == (path.read_bytes(), True)
+    assert verify(conn).unread == []
+
+
+def test_verify_names_bytes_written_since_the_last_ingest(conn, tmp_path):
+    t = claude_session(tmp_path)
+    t.user("hello")
+    path = t.write()
+    ingest(conn, tmp_path)
+    with open(path, "ab") as f:
+        f.write(b'{"type":"user"}\n')
+    assert verify(conn).unread == [(str(path), 16, "new")]
+    code, out = run_cli("verify", "--db", str(tmp_path / "ledger.db"))
+    assert code == 0 and f"not stored yet: {path}: 16 bytes written since the last ingest" in out
 
 
 # ---------------------------------------------------------------------- other agents
