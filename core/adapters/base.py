@@ -119,6 +119,10 @@ class RawRecord:
     line_number: int
     raw: bytes
     newline: bool = True
+    # a line too long for one record is stored in pieces: the last carries the line with its longest
+    # strings shortened (core.ingest.reading's LineSkeleton), which is read for its meaning; the
+    # earlier ones carry b"" (a piece, read with its last one)
+    whole: bytes | None = None
 
 
 @dataclass(slots=True)
@@ -214,6 +218,9 @@ class Record:
     # a later write of the message with this uuid (Gemini rewrites a message whole when its tool
     # calls change): the record is no message of its own, and the calls it adds are that message's
     update_of: str | None = None
+    # read from its line with the longest strings shortened (RawRecord.whole): its raw record alone
+    # does not give its tool calls' inputs and results back, so the ledger keeps them
+    shortened: bool = False
 
 
 @dataclass(slots=True)
@@ -802,6 +809,9 @@ def take_dropped() -> str | None:
     return text
 
 
+PIECE_NOTE = "a piece of a line too long for one record; the line is read at its last piece"
+
+
 def normalized(adapter: Adapter, rec: RawRecord, ctx: FileContext) -> Record:
     """`adapter.normalize(rec, ctx)`, never raising, with the values it left out noted.
 
@@ -811,6 +821,12 @@ def normalized(adapter: Adapter, rec: RawRecord, ctx: FileContext) -> Record:
     notes = DROPPED.notes
     if notes:  # left by a reader that normalized without taking them
         notes.clear()
+    if rec.whole is not None:
+        if not rec.whole:
+            return Record(entry_type="piece", known=False, parse_error=PIECE_NOTE)
+        out = normalized(adapter, RawRecord(rec.offset, rec.line_number, rec.whole, rec.newline), ctx)
+        out.shortened = True
+        return out
     try:
         out = adapter.normalize(rec, ctx)
     except Exception as exc:

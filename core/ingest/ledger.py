@@ -446,7 +446,12 @@ class Ledger:
             sess.tool_call_count += 1
             sess.is_agentic = 1
             # a call shown on another record keeps its input: readers re-read inputs from the call's own record
-            kept = self._keep_tool_io or use.name in self._kept_inputs or owner_entry != entry_id
+            kept = (
+                self._keep_tool_io
+                or rec.shortened
+                or use.name in self._kept_inputs
+                or owner_entry != entry_id
+            )
             key = (sid, use.id)
             if key not in self._tool_inserts:
                 self._tool_inserts[key] = PendingToolCall(
@@ -462,7 +467,7 @@ class Ledger:
                     turn_id,
                 )
         for result in rec.tool_results:
-            content = result.content_json if self._keep_tool_io else None
+            content = result.content_json if self._keep_tool_io or rec.shortened else None
             call = self._tool_inserts.get((sid, result.tool_use_id))
             if call is not None:
                 call.result_json, call.completed_at, call.result_entry_id = content, ts, entry_id

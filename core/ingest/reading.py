@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -182,7 +183,7 @@ def _stream_lines(
     line_number = read.line_number
     left = st.st_size - read.start
     buf = b""
-    pieced = False  # the line at buf[0] was cut into pieces already
+    skeleton: LineSkeleton | None = None  # the line at buf[0] was cut into pieces already
     while True:
         chunk = f.read(min(WINDOW, left)) if left > 0 else b""
         left -= len(chunk)
@@ -194,23 +195,27 @@ def _stream_lines(
             if nl < 0:
                 break
             line_number += 1
-            yield from pieces(buf, pos, nl, base, line_number, newline=True)
-            pos, pieced = nl + 1, False
+            yield from _line_records(buf, pos, nl, base, line_number, True, skeleton)
+            pos, skeleton = nl + 1, None
         if not at_end:
             while len(buf) - pos > LONGEST_RECORD:  # a line past the longest record: a piece now
-                yield RawRecord(base + pos, line_number + 1, buf[pos : pos + LONGEST_RECORD], False)
+                skeleton = skeleton or LineSkeleton()
+                piece = buf[pos : pos + LONGEST_RECORD]
+                skeleton.feed(piece)
+                yield RawRecord(base + pos, line_number + 1, piece, False, b"")
                 pos += LONGEST_RECORD
-                pieced = True
             hasher.update(memoryview(buf)[:pos])
             buf, base = buf[pos:], base + pos
             continue
         tail = buf[pos:]
         if tail and (
-            pieced or _tail_is_final(tail, json_lines) or time.time() - st.st_mtime > STALE_TAIL_SECONDS
+            skeleton is not None
+            or _tail_is_final(tail, json_lines)
+            or time.time() - st.st_mtime > STALE_TAIL_SECONDS
         ):
             line_number += 1
             last = base + pos + max(0, (len(tail) - 1) // LONGEST_RECORD * LONGEST_RECORD)
-            yield from pieces(buf, pos, len(buf), base, line_number, newline=False)
+            yield from _line_records(buf, pos, len(buf), base, line_number, False, skeleton)
             read.open_tail_offset, pos = last, len(buf)
         elif tail:
             read.waiting = True
@@ -219,6 +224,143 @@ def _stream_lines(
         read.new_hash = _digest(hasher) if read.end > 0 else None
         read.lines_after = line_number
         return
+
+
+def _line_records(
+    buf: bytes,
+    start: int,
+    end: int,
+    base: int,
+    line_number: int,
+    newline: bool,
+    skeleton: LineSkeleton | None,
+) -> Iterator[RawRecord]:
+    """buf[start:end], the rest of a line, as one record, or as pieces of LONGEST_RECORD bytes (the
+    newline on the last) that the last reads for all (`RawRecord.whole`, from `skeleton`: the line's
+    pieces cut already)."""
+    if skeleton is None and end - start <= LONGEST_RECORD:
+        yield RawRecord(base + start, line_number, buf[start:end], newline)
+        return
+    skeleton = skeleton or LineSkeleton()
+    while end - start > LONGEST_RECORD:
+        piece = buf[start : start + LONGEST_RECORD]
+        skeleton.feed(piece)
+        yield RawRecord(base + start, line_number, piece, False, b"")
+        start += LONGEST_RECORD
+    piece = buf[start:end]
+    skeleton.feed(piece)
+    yield RawRecord(base + start, line_number, piece, newline, skeleton.result())
+
+
+# A line cut into pieces is still read for its meaning (a pasted file, or a PDF's or an image's
+# base64 past LONGEST_RECORD): its pieces are fed to a LineSkeleton as they are cut, which keeps the
+# line with each string shortened to KEPT_STRING bytes and a note of what was left out, so that the
+# line parses in bounded memory. A line whose skeleton passes SKELETON_LIMIT (mostly numbers and
+# brackets) is given up on: its pieces stay records with no meaning.
+KEPT_STRING = 256 << 10
+SKELETON_LIMIT = 16 << 20
+_STRING_BODY = re.compile(rb'(?:[^"\\]++|\\.)*+', re.S)  # a JSON string's bytes up to its closing quote
+
+
+class LineSkeleton:
+    """A JSON line fed in pieces, kept with its long strings shortened (see KEPT_STRING)."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.in_string = False
+        self.escaped = False  # a piece ended in a string's backslash: the next byte is escaped
+        self.string = bytearray()  # the kept bytes of the string being read
+        self.dropped = 0  # the bytes of that string left out
+        self.given_up = False
+
+    def feed(self, data: bytes) -> None:
+        pos, n = 0, len(data)
+        while pos < n and not self.given_up:
+            if not self.in_string:
+                quote = data.find(b'"', pos)
+                end = n if quote < 0 else quote + 1
+                self._keep(data[pos:end])
+                self.in_string = quote >= 0
+                pos = end
+                continue
+            start = pos
+            if self.escaped:
+                pos, self.escaped = pos + 1, False
+            end = data.find(b'"', pos)
+            if data.find(b"\\", pos, n if end < 0 else end) >= 0:  # escapes: the closing quote is found by
+                match = _STRING_BODY.match(data, pos)  # the pattern (bytes.find alone is ten times faster)
+                assert match is not None  # it matches the empty string
+                end = match.end()
+            elif end < 0:
+                end = n
+            closed = end < n and data[end] == 0x22
+            if end < n and not closed:  # a backslash as the piece's last byte
+                self.escaped, end = True, n
+            self._string_bytes(data[start:end])
+            pos = end
+            if closed:
+                self._close_string()
+                pos += 1
+
+    def result(self) -> bytes | None:
+        """The line's skeleton, or None when it was given up on or does not end a JSON text."""
+        if self.given_up or self.in_string:
+            return None
+        return b"".join(self.parts)
+
+    def _keep(self, data: bytes) -> None:
+        self.parts.append(data)
+        self.size += len(data)
+        if self.size > SKELETON_LIMIT:
+            self.given_up, self.parts = True, []
+
+    def _string_bytes(self, data: bytes) -> None:
+        room = KEPT_STRING - len(self.string)
+        if self.dropped or len(data) > room:
+            if not self.dropped:
+                self.string += data[:room]
+                data = data[room:]
+                cut = _whole_characters(self.string)
+                self.dropped += len(self.string) - cut
+                del self.string[cut:]
+            self.dropped += len(data)
+        else:
+            self.string += data
+
+    def _close_string(self) -> None:
+        if self.dropped:
+            self.string += f" [… {self.dropped:,} more bytes in the stored line]".encode()
+        self._keep(bytes(self.string) + b'"')
+        self.string, self.dropped, self.in_string = bytearray(), 0, False
+
+
+def _cut_escape(escape: bytes) -> bool:
+    """Whether a string's bytes may not end in this escape: cut short, or a high surrogate
+    (`\\uD800`-`\\uDBFF`) whose low half was cut away."""
+    if len(escape) < 2 or (escape[1:2] == b"u" and len(escape) < 6):
+        return True
+    return len(escape) == 6 and escape[1:2] == b"u" and escape[2:4].upper() in (b"D8", b"D9", b"DA", b"DB")
+
+
+def _whole_characters(data: bytearray) -> int:
+    """Where a JSON string's bytes cut at their end may end: before an escape or a UTF-8 character
+    cut in half, and before a high surrogate whose low half was cut away."""
+    end = len(data)
+    for _ in range(2):
+        slash = data.rfind(b"\\", max(0, end - 12), end)
+        if slash >= 0:
+            run = slash - len(data[:slash].rstrip(b"\\")) + 1  # backslashes ending at `slash`
+            if run % 2 and _cut_escape(bytes(data[slash:end])):  # an odd run: `slash` opens an escape
+                end = slash
+    start = end  # the last character's first byte: back over (at most 3) continuation bytes
+    while start > 0 and 0x80 <= data[start - 1] < 0xC0 and end - start < 3:
+        start -= 1
+    if start > 0 and data[start - 1] >= 0xC0:
+        lead = data[start - 1]
+        if end - (start - 1) < (2 if lead < 0xE0 else 3 if lead < 0xF0 else 4):
+            end = start - 1
+    return end
 
 
 def pieces(

@@ -6,13 +6,16 @@ The window and the longest record are made small here (the same code runs at 16 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 
 import pytest
+from threadloom.core import cli
 from threadloom.core.ingest import reading
 from threadloom.core.read.archive import file_bytes, verify
 
-from tests.builders.claude import Transcript
+from tests.builders.claude import Transcript, tool_use
 from tests.support import ingest as run
 
 SID = "eeeeeeee-3333-4444-8555-000000000001"
@@ -88,8 +91,8 @@ def test_a_large_log_read_by_windows_gives_what_one_read_gives(conn, tmp_path, s
         )
     ]
     other.close()
-    # the one line past the longest record is stored in pieces (bytes kept, not a message); the rest alike
-    assert streamed == [m for m in whole if not m.startswith("yyyy")]
+    # the one line past the longest record is stored in pieces and read whole from them: the same
+    assert streamed == whole
     assert len(whole) == 601
     # an append after a large read goes on from where it stopped
     with path.open("ab") as f:
@@ -100,3 +103,48 @@ def test_a_large_log_read_by_windows_gives_what_one_read_gives(conn, tmp_path, s
     assert report.bytes_read == path.stat().st_size - size
     assert messages(conn)[-1] == "one more"
     assert file_bytes(conn, file_id(conn, path)) == (path.read_bytes(), True)
+
+
+def test_a_valid_line_past_the_longest_record_is_a_message_with_its_long_strings_shortened(
+    conn, tmp_path, small_windows, monkeypatch
+):
+    """A PDF's base64 or a file written whole makes a line past LONGEST_RECORD: stored in pieces, and
+    still read as its message (its strings past KEPT_STRING shortened), its tool call's input kept."""
+    monkeypatch.setattr(reading, "KEPT_STRING", 4 << 10)
+    t = session(tmp_path, turns=1)
+    pdf = "JVBERi0" + "QUJD" * (40 << 10)  # 160 KB of base64: ten pieces
+    t.add({"type": "user", "message": {"role": "user", "content": [
+        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": pdf}},
+        {"type": "text", "text": "summarize the attached report"}]}})  # fmt: skip
+    body = "line of the written file é\n" * 8000  # escapes and two-byte characters, ~220 KB
+    t.assistant(
+        "writing it", tools=[tool_use("toolu_big", "Write", file_path="/srv/app/big.txt", content=body)]
+    )
+    t.tool_result("toolu_big", "File created successfully")
+    t.user("thanks")
+    path = t.write()
+    run(conn, tmp_path / "projects")
+    fid = file_id(conn, path)
+    assert file_bytes(conn, fid) == (path.read_bytes(), True)
+    assert verify(conn).ok
+    assert messages(conn)[2] == "summarize the attached report"
+    assert messages(conn)[-1] == "thanks"
+    kinds = conn.execute(
+        "SELECT entry_type, count(*) FROM entries WHERE source_file_id = ? AND entry_type = 'piece'", (fid,)
+    ).fetchone()
+    assert kinds[1] >= 2 * (160 << 10) // (16 << 10) - 2  # the pieces before each long line's last
+    params_json, result_json = conn.execute(
+        "SELECT params_json, result_json FROM agent_tool_calls WHERE id = 'toolu_big'"
+    ).fetchone()
+    params = json.loads(params_json)
+    assert params["file_path"] == "/srv/app/big.txt"
+    kept, note = params["content"].split(" [… ")
+    assert (
+        body.startswith(kept) and len(kept.encode()) <= 4 << 10 and "more bytes in the stored line]" in note
+    )
+    assert result_json is None  # its own record gives it back
+    # shown by `show` as any message
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(["show", SID[:8], "--db", str(tmp_path / "ledger.db")]) == 0
+    assert "summarize the attached report" in out.getvalue() and "/srv/app/big.txt" in out.getvalue()
