@@ -171,7 +171,8 @@ FROM (
         sum(u.cache_creation_tokens) AS cw, sum(u.cache_read_tokens) AS cr, sum(u.cost_usd) AS cost,
         sum(u.cost_usd IS NULL) AS unpriced, 0 AS calls, 0 AS failed, 0 AS added, 0 AS removed
     FROM stats_pending p JOIN agent_usage u ON u.session_id = p.session_id JOIN agent_sessions s ON s.id = u.session_id
-    WHERE p.since_bucket IS NULL OR COALESCE(u.timestamp, s.created_at) / {BUCKET_MS} >= p.since_bucket
+    WHERE (p.since_bucket IS NULL OR COALESCE(u.timestamp, s.created_at) / {BUCKET_MS} >= p.since_bucket)
+        AND COALESCE(u.entry_id, 0) NOT IN (SELECT value FROM json_each(:copied_entries))  -- a fork's copies: its source's
     GROUP BY 1, 2, 3
     UNION ALL
     SELECT COALESCE(NULLIF(m.bucket, -1), s.created_at / {BUCKET_MS}), m.session_id,
@@ -192,7 +193,7 @@ FROM (
     FROM stats_pending p JOIN agent_tool_calls c ON c.session_id = p.session_id JOIN agent_sessions s ON s.id = c.session_id
     LEFT JOIN agent_turns t ON t.id = c.turn_id
     WHERE (p.since_bucket IS NULL OR COALESCE(c.started_at, s.created_at) / {BUCKET_MS} >= p.since_bucket)
-        AND c.entry_id NOT IN (SELECT value FROM json_each(:copied_entries))  -- a fork's copies: its source's
+        AND COALESCE(c.entry_id, 0) NOT IN (SELECT value FROM json_each(:copied_entries))  -- a fork's copies: its source's
     GROUP BY 1, 2, 3
     UNION ALL
     SELECT COALESCE(f.timestamp, s.created_at) / {BUCKET_MS}, f.session_id, COALESCE(t.model, s.model, ''),

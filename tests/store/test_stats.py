@@ -408,6 +408,13 @@ def _day_sums(conn: sqlite3.Connection) -> dict[str, tuple[int, int, int, int, i
     }
 
 
+def _day_tokens(conn: sqlite3.Connection) -> dict[str, tuple[int, int, int, int]]:
+    return {
+        r.period: (r.input_tokens, r.output_tokens, r.cache_creation_tokens, r.cache_read_tokens)
+        for r in stats.report(conn, "day")
+    }
+
+
 def test_a_fork_counts_only_what_it_added_not_the_records_it_copied(conn, tmp_path) -> None:
     """A fork holds a copy of its source's conversation up to the point: its messages, tool calls,
     failures and edits were counted again, on the source's own dates."""
@@ -477,6 +484,8 @@ def test_a_codex_fork_counts_only_what_it_added(conn, tmp_path, monkeypatch) -> 
     parent.write()
     ingest(conn, home)
     alone = _day_sums(conn)
+    alone_tokens = _day_tokens(conn)
+    assert sum(sum(t) for t in alone_tokens.values()) > 0
     parent_messages = conn.execute(
         "SELECT message_count FROM agent_sessions WHERE id = ?", (THREAD,)
     ).fetchone()[0]
@@ -505,6 +514,10 @@ def test_a_codex_fork_counts_only_what_it_added(conn, tmp_path, monkeypatch) -> 
     sums = _day_sums(conn)
     assert {d: v for d, v in sums.items() if d != "2026-03-04"} == alone  # the source's days unchanged
     assert sums["2026-03-04"][:3] == (own, 1, 1)
+    # the source's token counts, copied with its lines, are its own: the fork's day has the fork's alone
+    tokens = _day_tokens(conn)
+    assert {d: v for d, v in tokens.items() if d != "2026-03-04"} == alone_tokens
+    assert tokens["2026-03-04"] == (500, 40, 0, 1500)  # usage(2000 in, 1500 of them cached, 40 out)
 
     # threadloom's own fork: the source's lines up to the point, under a fresh session_meta
     point = conn.execute(
@@ -513,3 +526,5 @@ def test_a_codex_fork_counts_only_what_it_added(conn, tmp_path, monkeypatch) -> 
     written = write_fork(plan_fork(conn, str(point)))
     ingest(conn, written)
     assert {d: v for d, v in _day_sums(conn).items() if d != "2026-03-04"} == alone
+    # and the source's token counts its lines carry are not counted again (they were, on their days)
+    assert {d: v for d, v in _day_tokens(conn).items() if d != "2026-03-04"} == alone_tokens
