@@ -410,6 +410,8 @@ class Ledger:
                 sess.kind = "fork"  # shown under the session it was forked from
                 sess.parent_session_id = rec.forked_from_session_id
         if rec.session is not None:
+            if sess.source == "unknown":  # begun by a record that said nothing of it (a first line cut short)
+                sess.source = rec.session.source
             for name in SESSION_INFO_FIELDS:
                 value = getattr(rec.session, name)
                 if value is None:

@@ -374,6 +374,29 @@ def test_verify_names_bytes_written_since_the_last_ingest(conn, tmp_path):
     assert code == 0 and f"not stored yet: {path}: 16 bytes written since the last ingest" in out
 
 
+def test_a_first_line_cut_short_leaves_the_session_its_agent(conn, tmp_path):
+    """The session was begun by the broken record, which names no agent: it stayed "unknown" (no
+    resume command, fork refused) though every later record said Claude Code."""
+    from threadloom.core.actions.fork import plan_fork
+
+    t = claude_session(tmp_path)
+    t.user("the first prompt")
+    t.user("hello")
+    t.assistant("world")
+    path = t.write()
+    lines = path.read_bytes().split(b"\n")
+    path.write_bytes(b"\n".join([lines[0][:50], *lines[1:]]))
+    ingest(conn, tmp_path)
+    assert conn.execute("SELECT source FROM agent_sessions WHERE id = ?", (SID,)).fetchone() == (
+        "claude-code",
+    )
+    last = conn.execute(
+        "SELECT max(id) FROM entries WHERE session_id = ? AND seq IS NOT NULL", (SID,)
+    ).fetchone()[0]
+    plan = plan_fork(conn, str(last))
+    assert plan.agent == "claude-code" and "claude" in plan.command
+
+
 # ---------------------------------------------------------------------- other agents
 
 THREAD = "019a0000-1111-7222-8333-0000000020e0"
