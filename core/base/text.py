@@ -183,6 +183,12 @@ def printable(text: str) -> str:
     return UNPRINTABLE.sub(_shown, text)
 
 
+def one_line_name(text: str) -> str:
+    """A path or name printed where a line break or tab in it would forge another line or column
+    (a folder named "a\nrestored: /etc/passwd"): `printable`, those two drawn as ␊ and ␉ too."""
+    return printable(text).replace("\n", "\u240a").replace("\t", "\u2409")
+
+
 def flat(text: str | None) -> str:
     """`text` as one line of what a reader is shown: colours dropped, whitespace collapsed, and
     whatever else a terminal would act on drawn visibly (`printable`)."""

@@ -39,7 +39,7 @@ def add_parsers(sub: Any) -> None:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from ..actions.export import ExportError, export_session
-    from ..base.text import count_of
+    from ..base.text import count_of, one_line_name
     from ..read.query import resolve_session
 
     conn = open_reading(args)
@@ -67,16 +67,19 @@ def cmd_export(args: argparse.Namespace) -> int:
         fd = os.open(args.output, flags, 0o644)
     except FileExistsError:
         print(
-            f"threadloom: {args.output} exists; choose another path or add --force to replace it",
+            f"threadloom: {one_line_name(str(args.output))} exists; choose another path or add --force to replace it",
             file=sys.stderr,
         )
         return 1
     except OSError as exc:
-        print(f"threadloom: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        print(
+            f"threadloom: cannot write {one_line_name(str(args.output))}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
         return 1
     with os.fdopen(fd, "wb") as f:
         f.write(done.data)
-    print(f"threadloom: wrote {args.output} ({'; '.join(said)})", file=sys.stderr)
+    print(f"threadloom: wrote {one_line_name(str(args.output))} ({'; '.join(said)})", file=sys.stderr)
     return 0
 
 

@@ -71,10 +71,12 @@ def cmd_restore(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([f.__dict__ for f in files]))
     else:
+        from ..base.text import one_line_name
+
         for f in files:
             note = "" if f.complete else "  (incomplete: part of the source was never read)"
             there = "  (already there, the same bytes: left as it was)" if f.already_there else ""
-            print(f"{f.written_to}  {f.bytes} bytes{note}{there}")
+            print(f"{one_line_name(f.written_to)}  {f.bytes} bytes{note}{there}")
         print(f"{len(files)} files restored for session {session_id}")
     return 0
 

@@ -81,12 +81,14 @@ def cmd_sources(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    print(f"database: {args.db or db.default_db_path()}")
+    from ..base.text import one_line_name, printable
+
+    print(f"database: {one_line_name(str(args.db or db.default_db_path()))}")
     for f in found:
         state = f"{f['files']} files" if f["exists"] else "not present"
-        print(f"  {f['agent']:<12} {f['path']}  ({state})")
+        print(f"  {f['agent']:<12} {one_line_name(str(f['path']))}  ({state})")
     for r in remembered:
-        print(f"  {'--source':<12} {r}")
+        print(f"  {'--source':<12} {one_line_name(r)}")
     for row in stats:
         print(
             f"  ingested: {row['agent']} {row['status']}: {row['files']} files, {row['bytes'] / 1e6:.1f} MB"
@@ -94,10 +96,8 @@ def cmd_sources(args: argparse.Namespace) -> int:
     for kept in side:
         loose = f", {kept.without_session} of no session in the archive" if kept.without_session else ""
         print(f"  side files: {kept.agent} {kept.what}: {kept.files} files, {kept.bytes / 1e6:.1f} MB{loose}")
-    from ..base.text import printable
-
     for file in unclaimed:
-        print(f"  not read: {printable(file['path'])}: {file['why']}")
+        print(f"  not read: {one_line_name(file['path'])}: {file['why']}")
     if hub is not None:
         from ..base.text import human_when
 

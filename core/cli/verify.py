@@ -27,6 +27,7 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from ..base.text import one_line_name
     from ..read.archive import verify
 
     conn = open_reading(args)
@@ -61,9 +62,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 "`threadloom restore SESSION --as-of TIME` writes a file as it was"
             )
         for line in report.mismatches:
-            print("  changed: " + line)
+            print("  changed: " + one_line_name(line))
         for path, error in report.not_stored:
-            print(f"  not stored: {path}: {error}")
+            print(f"  not stored: {one_line_name(path)}: {one_line_name(error)}")
         _print_unread(report.unread)
         if report.ok:
             print("all stored bytes match their sources")
@@ -80,7 +81,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def _print_unread(unread: list[tuple[str, int, str]]) -> None:
     """The files holding bytes the archive does not have yet, and when it will."""
+    from ..base.text import one_line_name
+
     for path, n, why in unread[:MISSING_SHOWN]:
+        path = one_line_name(path)
         if why == "unfinished":
             print(
                 f"  not stored yet: {path}: its last {n:,} bytes are a line its writer has not finished "
@@ -102,11 +106,13 @@ MISSING_SHOWN = 20  # vanished files named one a line; --json lists every one
 def _print_missing(conn: sqlite3.Connection, missing: list[tuple[str, list[str]]]) -> None:
     """Each source no longer on disk, with the session read from it (as `sessions` prints its id)
     and the command that writes it back."""
+    from ..base.text import one_line_name
     from ..read.query import short_ids
 
     shown = short_ids(conn) if missing else {}
     for path, sessions in missing[:MISSING_SHOWN]:
         ids = [shown.get(s, s.split(":", 1)[-1]) for s in sessions]
+        path = one_line_name(path)
         if not ids:
             print(f"  gone: {path}")
             continue

@@ -126,3 +126,24 @@ def test_the_memory_and_hide_commands_draw_what_they_print_of_the_archive_as_tex
     for name, out in outs.items():
         assert not RAW.search(out.replace("\n", "").replace("\r", "")), (name, repr(out[:400]))
     assert "/srv/app\\u202etxt.exe" in outs["hide"] and "T␛[2J" in outs["memory list"]
+
+
+def test_a_line_break_in_a_path_is_drawn_not_printed(tmp_path: Path) -> None:
+    """restore, sources and verify print a path a line each: a folder whose name holds a line break
+    (a log from elsewhere) forged a line of their output ("restored: /etc/passwd")."""
+    folder = "-srv-a\nrestored: \tetc-passwd"
+    t = Transcript(tmp_path / "projects" / folder / f"{SID}.jsonl", SID, cwd="/srv/app")
+    t.user("hello")
+    t.assistant("world")
+    path = t.write()
+    db_path = str(tmp_path / "t.db")
+    assert run("--db", db_path, "ingest", "--only", "--source", str(tmp_path / "projects")).returncode == 0
+    drawn = "-srv-a\u240arestored: \u2409etc-passwd"
+    out = run("--db", db_path, "restore", SID, "--to", str(tmp_path / "out")).stdout
+    assert out.count("\n") == 2 and drawn in out, out
+    assert (tmp_path / "out").exists()
+    out = run("--db", db_path, "sources").stdout
+    assert "\nrestored:" not in out and "\tetc" not in out
+    path.unlink()
+    out = run("--db", db_path, "verify").stdout
+    assert f"gone: {tmp_path}/projects/{drawn}/" in out and "\nrestored:" not in out, out
