@@ -599,7 +599,7 @@ class ClaudeAdapter(Adapter):
             git_branch=as_str(obj.get("gitBranch")),
             version=as_str(obj.get("version")),
         )
-        sid = as_str(obj.get("sessionId"))
+        sid = as_str(obj.get("sessionId")) or None  # "" names no session: the file's is taken
         if sid and ctx.kind == "transcript":
             ctx.state["last_sid"] = sid
         if ctx.kind == "journal":

@@ -397,6 +397,20 @@ def test_a_first_line_cut_short_leaves_the_session_its_agent(conn, tmp_path):
     assert plan.agent == "claude-code" and "claude" in plan.command
 
 
+def test_an_empty_session_id_is_no_session_id(conn, tmp_path):
+    """`sessionId: ""` made a session with an empty id (a blank id column, nothing to resume):
+    the records belong to the file's session, as when the field is missing."""
+    t = claude_session(tmp_path)
+    t.user("hello")
+    t.assistant("world")
+    path = t.write()
+    path.write_bytes(path.read_bytes().replace(f'"sessionId": "{SID}"'.encode(), b'"sessionId": ""'))
+    assert b'"sessionId": ""' in path.read_bytes()
+    ingest(conn, tmp_path)
+    assert conn.execute("SELECT id FROM agent_sessions").fetchall() == [(SID,)]
+    assert shown(conn, SID) == ["hello", "world"]
+
+
 # ---------------------------------------------------------------------- other agents
 
 THREAD = "019a0000-1111-7222-8333-0000000020e0"
