@@ -722,6 +722,9 @@ class ClaudeAdapter(Adapter):
             texts.append(content)
         elif isinstance(content, list):
             for block in content:
+                if isinstance(block, str):  # a bare string among the blocks: its text
+                    texts.append(block)
+                    continue
                 if not isinstance(block, dict):
                     continue
                 btype = block.get("type")
@@ -731,6 +734,8 @@ class ClaudeAdapter(Adapter):
                     others += 1
                     if btype == "tool_result":
                         out.tool_results.append(_tool_result(block, tool_use_result, ctx))
+        elif content is not None:  # a number, an object: no shape Claude Code writes, shown as written
+            texts.append(json_text(content))
         text = _visible_text(texts)
         out.content = text or None
         if texts and not text and not others:

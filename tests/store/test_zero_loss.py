@@ -411,6 +411,27 @@ def test_an_empty_session_id_is_no_session_id(conn, tmp_path):
     assert shown(conn, SID) == ["hello", "world"]
 
 
+@pytest.mark.parametrize(
+    ("literal", "text"),
+    [
+        ("42", "42"),
+        ('{"note": "hi"}', '{"note":"hi"}'),
+        ('["plain", {"type": "text", "text": "typed"}]', "plain\ntyped"),
+    ],
+)
+def test_user_content_of_another_shape_is_shown_as_written(conn, tmp_path, literal, text):
+    """A user message whose content is a number, an object or bare strings was counted but shown
+    empty: its words are shown (an object as its JSON)."""
+    t = claude_session(tmp_path)
+    t.user("hello")
+    t.add({"type": "user", "message": {"role": "user", "content": HOSTILE}})
+    t.assistant("world")
+    lines = write_hostile(t.write(), literal)
+    ingest(conn, tmp_path)
+    assert_all_stored(conn, t.path, lines)
+    assert shown(conn, SID) == ["hello", text, "world"]
+
+
 # ---------------------------------------------------------------------- other agents
 
 THREAD = "019a0000-1111-7222-8333-0000000020e0"
