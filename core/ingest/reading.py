@@ -495,8 +495,8 @@ def _tail_is_final(tail: bytes, json_lines: bool) -> bool:
     except orjson.JSONDecodeError as exc:
         if not json_lines:
             return False
-        if exc.pos >= len(data) or not data.strip():
-            return False  # cut short at its end (or nothing yet but blanks)
+        if exc.msg.startswith("unexpected end of data") or not data.strip():
+            return False  # cut short at its end (or nothing yet but blanks); exc.pos counts characters
     try:
         data.decode()
     except UnicodeDecodeError as exc:

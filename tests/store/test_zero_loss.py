@@ -362,6 +362,23 @@ def test_json_cut_short_waits_for_its_writer_and_verify_says_so(conn, tmp_path):
     assert verify(conn).unread == []
 
 
+def test_no_cut_of_a_json_line_is_taken_for_a_finished_one():
+    """Every prefix of a record, with characters of two to four bytes before the cut, is a line
+    its writer may finish (orjson counts the error's position in characters, not bytes)."""
+    from threadloom.core.ingest.reading import _tail_is_final
+
+    line = json.dumps(
+        {
+            "type": "user",
+            "message": {"content": 'running\u2026 caf\u00e9 \U0001f600 <cmd>\n\t"q"</cmd>', "n": -1.5e3},
+        },
+        ensure_ascii=False,
+    ).encode()
+    assert "…".encode() in line
+    assert [c for c in range(1, len(line)) if _tail_is_final(line[:c], True)] == []
+    assert _tail_is_final(line, True)
+
+
 def test_verify_names_bytes_written_since_the_last_ingest(conn, tmp_path):
     t = claude_session(tmp_path)
     t.user("hello")
