@@ -25,7 +25,7 @@ import re
 import shlex
 import sqlite3
 import uuid as uuidlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import orjson
 
 from ..adapters import ADAPTERS, agents_said
-from ..adapters.base import Adapter, ResumeTarget, disk_name
+from ..adapters.base import PIECE_TYPE, Adapter, ResumeTarget, disk_name
 from ..adapters.base import ForkError as ForkError  # re-exported: adapters raise it too
 from ..adapters.base import checked_id as _checked_id
 from ..base.markup import Caveat, CommandOutput, is_note, parse
@@ -680,10 +680,26 @@ def resolve_entry(conn: sqlite3.Connection, ref: str) -> tuple[int, str, str | N
     raise ForkError(f"no record {ref!r}: give an entry id or a message uuid (see `threadloom show --json`)")
 
 
+def whole_lines(rows: Iterable[tuple[int, bytes, str | None]]) -> Iterator[tuple[int, bytes]]:
+    """(id, raw) of records from (id, raw, entry_type) rows in file order, a line stored in pieces
+    (core.ingest.reading) put back whole under its last piece's id, the record read for the line:
+    a fork copies the line, not a piece of it."""
+    carried: list[bytes] = []
+    for eid, raw, entry_type in rows:
+        if entry_type == PIECE_TYPE:
+            carried.append(bytes(raw))
+            continue
+        yield eid, b"".join([*carried, bytes(raw)]) if carried else bytes(raw)
+        carried = []
+
+
 def _records(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, dict[str, Any]]]:
     out = []
-    for eid, raw in conn.execute(
-        "SELECT id, raw FROM entries WHERE session_id = ? AND dup_of IS NULL ORDER BY id", (session_id,)
+    for eid, raw in whole_lines(
+        conn.execute(
+            "SELECT id, raw, entry_type FROM entries WHERE session_id = ? AND dup_of IS NULL ORDER BY id",
+            (session_id,),
+        )
     ):
         try:
             obj = orjson.loads(bytes(raw).lstrip(b"\x00"))
@@ -1321,13 +1337,15 @@ def _codex_fork_plan(
         ]
     )
     cwd = _cwd_of(conn, sid)
+    found = conn.execute(
+        "SELECT id, uuid, turn_id, entry_type, raw FROM entries WHERE source_file_id = "
+        "(SELECT source_file_id FROM entries WHERE id = ?) ORDER BY byte_offset",
+        (entry_id,),
+    ).fetchall()
+    places = {eid: (uuid, turn_id, entry_type) for eid, uuid, turn_id, entry_type, _ in found}
     rows = [
-        _RolloutLine._make(r)
-        for r in conn.execute(
-            "SELECT uuid, turn_id, entry_type, raw FROM entries WHERE source_file_id = "
-            "(SELECT source_file_id FROM entries WHERE id = ?) ORDER BY byte_offset",
-            (entry_id,),
-        )
+        _RolloutLine(*places[eid], raw)
+        for eid, raw in whole_lines((eid, raw, entry_type) for eid, _, _, entry_type, raw in found)
     ]
     turn = conn.execute("SELECT turn_id FROM entries WHERE id = ?", (entry_id,)).fetchone()[0]
     first_type, _, first = _codex_kind(bytes(rows[0].raw)) if rows else (None, None, {})
@@ -1451,12 +1469,15 @@ def _gemini_messages(conn: sqlite3.Connection, sid: str, cut_entry: int | None) 
     """The branch's conversation messages (the types its adapter's `message_types` names) up to the
     cut, with later lines of a message merged in."""
     kinds = _adapter(_source_of(conn, sid)).message_types
+    found = conn.execute(
+        "SELECT id, uuid, parent_uuid, entry_type, raw FROM entries WHERE session_id = ? AND dup_of IS NULL "
+        "ORDER BY id",
+        (sid,),
+    ).fetchall()
+    links = {eid: (uuid, parent) for eid, uuid, parent, _, _ in found}
     rows = [
-        _GeminiRecord._make(r)
-        for r in conn.execute(
-            "SELECT id, uuid, parent_uuid, raw FROM entries WHERE session_id = ? AND dup_of IS NULL ORDER BY id",
-            (sid,),
-        )
+        _GeminiRecord(eid, *links[eid], raw)
+        for eid, raw in whole_lines((eid, raw, entry_type) for eid, _, _, entry_type, raw in found)
     ]
     by_uuid = {r.uuid: r for r in rows if r.uuid}
     cut = next((r for r in rows if r.id == cut_entry), None) if cut_entry is not None else None

@@ -809,6 +809,7 @@ def take_dropped() -> str | None:
     return text
 
 
+PIECE_TYPE = "piece"  # the entry type of a line's pieces before its last (RawRecord.whole)
 PIECE_NOTE = "a piece of a line too long for one record; the line is read at its last piece"
 
 
@@ -822,8 +823,12 @@ def normalized(adapter: Adapter, rec: RawRecord, ctx: FileContext) -> Record:
     if notes:  # left by a reader that normalized without taking them
         notes.clear()
     if rec.whole is not None:
-        if not rec.whole:
-            return Record(entry_type="piece", known=False, parse_error=PIECE_NOTE)
+        if not rec.whole:  # an earlier piece: in its file's session (as the adapter reads bytes that
+            # are no record), with no place in its conversation (the last piece has the line's)
+            session = normalized(
+                adapter, RawRecord(rec.offset, rec.line_number, rec.raw, False), ctx
+            ).session_id
+            return Record(entry_type=PIECE_TYPE, known=False, parse_error=PIECE_NOTE, session_id=session)
         out = normalized(adapter, RawRecord(rec.offset, rec.line_number, rec.whole, rec.newline), ctx)
         out.shortened = True
         return out

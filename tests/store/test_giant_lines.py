@@ -148,3 +148,72 @@ def test_a_valid_line_past_the_longest_record_is_a_message_with_its_long_strings
     with contextlib.redirect_stdout(out):
         assert cli.main(["show", SID[:8], "--db", str(tmp_path / "ledger.db")]) == 0
     assert "summarize the attached report" in out.getvalue() and "/srv/app/big.txt" in out.getvalue()
+    # a fork copies the long lines whole, not their last pieces (nor leaves them out)
+    from threadloom.core.actions.fork import plan_fork, write_fork
+
+    last = conn.execute(
+        "SELECT max(id) FROM entries WHERE session_id = ? AND seq IS NOT NULL", (SID,)
+    ).fetchone()[0]
+    forked = [json.loads(line) for line in write_fork(plan_fork(conn, str(last))).read_text().splitlines()]
+    texts = json.dumps(forked)
+    assert (
+        pdf in texts
+        and json.dumps(body)[1:-1] in texts
+        and "thanks" in [r.get("message", {}).get("content") for r in forked]
+    )
+
+
+def test_a_codex_line_past_the_longest_record_keeps_its_place_and_forks_whole(
+    conn, tmp_path, small_windows, monkeypatch
+):
+    """Codex places a record by its line number: the pieces before the last are in the session but
+    take no place (no message twice, no chain broken), and a fork writes the long line whole."""
+    from threadloom.core.actions.fork import plan_fork, write_fork
+
+    from tests.support import THREAD, Rollout
+
+    monkeypatch.setattr(reading, "KEPT_STRING", 4 << 10)
+    home = tmp_path / "codex-home"
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    r = Rollout(home, THREAD)
+    r.meta()
+    r.context()
+    r.prompt("print the log")
+    r.call("call_1", ["bash", "-lc", "cat build.log"], "log line\n" * (20 << 10))  # ~200 KB: pieces
+    r.say("The build log is long.")
+    r.prompt("thanks")
+    for n in range(400):  # enough after it for a window of its own
+        r.say(f"note {n} " + "z" * 200)
+    path = r.write()
+    run(conn, home)
+    fid = file_id(conn, path)
+    assert file_bytes(conn, fid) == (path.read_bytes(), True)
+    pieces = conn.execute(
+        "SELECT count(*), count(DISTINCT session_id), min(session_id) FROM entries "
+        "WHERE source_file_id = ? AND entry_type = 'piece'",
+        (fid,),
+    ).fetchone()
+    assert pieces[0] >= 10 and pieces[1:] == (1, THREAD)
+    shown = [
+        r[0]
+        for r in conn.execute(
+            "SELECT content FROM entries WHERE session_id = ? AND seq IS NOT NULL AND content IS NOT NULL "
+            "ORDER BY seq",
+            (THREAD,),
+        )
+    ]
+    assert shown[:3] == ["print the log", "The build log is long.", "thanks"]
+    status = conn.execute(
+        "SELECT status FROM agent_tool_calls WHERE id = 'call_1' AND session_id = ?", (THREAD,)
+    ).fetchone()
+    assert status == ("completed",)
+    point = conn.execute(
+        "SELECT id FROM entries WHERE session_id = ? AND content = 'thanks' AND seq IS NOT NULL", (THREAD,)
+    ).fetchone()[0]
+    written = write_fork(plan_fork(conn, str(point)))
+    long_line = next(
+        line
+        for line in path.read_bytes().split(b"\n")
+        if b"function_call_output" in line and len(line) > 1 << 17
+    )
+    assert long_line + b"\n" in written.read_bytes()
