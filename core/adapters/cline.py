@@ -49,6 +49,7 @@ from .base import (
     Usage,
     epoch_ms,
     parse_iso_ms,
+    recorded_cost,
     safe_int,
 )
 from .shared import (
@@ -774,7 +775,8 @@ def _api_usage(data: dict[str, Any], key: str) -> Usage | None:
     inclusive = data.get("apiProtocol") == "openai" or (
         cached > 0 and tin >= cached and data.get("apiProtocol") != "anthropic"
     )
-    return Usage(key, None, max(0, tin - cached) if inclusive else tin, tout, writes, reads)
+    cost = recorded_cost(data.get("cost"))  # what the extension itself priced the request at
+    return Usage(key, None, max(0, tin - cached) if inclusive else tin, tout, writes, reads, cost)
 
 
 def _sdk_usage(metrics: dict[str, Any], key: str) -> Usage | None:

@@ -55,7 +55,7 @@ from .base import (
     parse_iso_ms,
     safe_int,
 )
-from .shared import as_dict, as_list, as_str, head_of, json_text, wrapped_params
+from .shared import as_dict, as_list, as_str, head_of, json_text, parse_record, wrapped_params
 from .walk import walk
 
 AGENT = "copilot-cli"
@@ -145,10 +145,11 @@ class CopilotAdapter(Adapter):
                     yield SourceRef(path, AGENT, "transcript", path.parent.name)
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
-        try:
-            obj = orjson.loads(rec.raw)
-        except orjson.JSONDecodeError as exc:
-            return Record(entry_type="invalid", known=False, parse_error=str(exc)[:200])
+        obj, error = parse_record(
+            rec.raw
+        )  # read leniently where orjson refuses (invalid UTF-8, a lone surrogate)
+        if obj is None:
+            return Record(entry_type="invalid", known=False, parse_error=(error or "a blank line")[:200])
         if not isinstance(obj, dict):
             return Record(entry_type="invalid", known=False, parse_error="not a JSON object")
         st = ctx.state
@@ -158,6 +159,7 @@ class CopilotAdapter(Adapter):
             st["sid"] = data["sessionId"]
         sid = st.get("sid") or ctx.path.parent.name
         out = Record(
+            parse_error=error,
             entry_type=kind,
             known=kind in KNOWN,
             uuid=as_str(obj.get("id")),

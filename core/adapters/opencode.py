@@ -410,8 +410,11 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
         obj, _ = loads(rec.raw)
         path = ctx.path
-        if not isinstance(obj, dict):
-            return Record(entry_type="json-gap", session_id=ctx.state.get("sid"))
+        if not isinstance(obj, dict):  # no object (a file cut short, kept once left unchanged): in the
+            # session where it lies, so that restore writes it back with the session's other files
+            return Record(
+                entry_type="json-gap", session_id=ctx.state.get("sid") or self._session_by_place(path)
+            )
         kind = kind_of(path)
         stem = path.name[: -len(".json")]
         if kind == "session":
@@ -425,6 +428,18 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
             out = part_record(obj, as_str(obj.get("id")) or stem, mid, sid, role)
         ctx.state["sid"] = out.session_id
         return out
+
+    def _session_by_place(self, path: Path) -> str | None:
+        """The session a file belongs to by where it lies: `session/<project>/<id>.json`,
+        `message/<session>/…`, a part by its message's folder."""
+        kind = kind_of(path)
+        if kind == "session":
+            return path.name[: -len(".json")]
+        if kind == "message":
+            return path.parent.name
+        if kind == "part" and path.parent.name != "part":
+            return self._message_of(path, path.parent.name, None)[0]
+        return None
 
     def _message_of(self, part: Path, mid: str | None, sid: str | None) -> tuple[str | None, str | None]:
         """(session, role) of a part's message, read from the message's own file."""
@@ -452,8 +467,8 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
         key = str(candidate)
         if key not in self._roles:
             try:
-                data = orjson.loads(read_regular(candidate).removeprefix(BOM))
-            except (OSError, orjson.JSONDecodeError):
+                data = loads(read_regular(candidate).removeprefix(BOM))[0]
+            except OSError:
                 data = {}
             data = data if isinstance(data, dict) else {}
             self._roles[key] = (

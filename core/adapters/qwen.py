@@ -23,8 +23,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from .base import (
     UUID,
     Adapter,
@@ -44,7 +42,7 @@ from .base import (
 )
 from .claude import looks_like_qwen
 from .edits import FileEdit
-from .shared import head_of, json_text
+from .shared import head_of, json_text, parse_record
 from .walk import walk
 
 AGENT = "qwen-code"
@@ -93,15 +91,17 @@ class QwenAdapter(Adapter):
                     yield SourceRef(path, AGENT, "transcript", path.parent.parent.name)
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
-        try:
-            obj = orjson.loads(rec.raw)
-        except orjson.JSONDecodeError as exc:
-            return Record(entry_type="invalid", known=False, parse_error=str(exc)[:200])
+        obj, error = parse_record(
+            rec.raw
+        )  # read leniently where orjson refuses (invalid UTF-8, a lone surrogate)
+        if obj is None:
+            return Record(entry_type="invalid", known=False, parse_error=(error or "a blank line")[:200])
         if not isinstance(obj, dict):
             return Record(entry_type="invalid", known=False, parse_error="not a JSON object")
         kind = obj.get("type") if isinstance(obj.get("type"), str) else None
         sid = obj.get("sessionId") if isinstance(obj.get("sessionId"), str) else ctx.path.stem
         out = Record(
+            parse_error=error,
             entry_type=kind,
             subtype=obj.get("subtype") if isinstance(obj.get("subtype"), str) else None,
             known=kind in ("user", "assistant", "tool_result", "system"),

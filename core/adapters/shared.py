@@ -48,10 +48,10 @@ def parse_document(data: bytes) -> Any:
     """The whole document parsed; a document that does not parse is one caught mid-write."""
     if not data.strip():
         raise SourceIncomplete("empty document")
-    try:
-        return orjson.loads(data.removeprefix(BOM))  # the mark stays in the stored bytes (a gap record)
-    except orjson.JSONDecodeError as exc:
-        raise SourceIncomplete(str(exc)) from None
+    doc, error = loads(data.removeprefix(BOM))  # the mark stays in the stored bytes (a gap record)
+    if doc is None and error is not None:
+        raise SourceIncomplete(error)
+    return doc
 
 
 def element_spans(data: bytes, specs: frozenset[Spec]) -> list[tuple[int, int]]:
@@ -143,11 +143,22 @@ def scalar_members(raw: bytes) -> dict[str, Any]:
 
 
 def loads(raw: bytes) -> tuple[Any, str | None]:
-    """A record's JSON value, or (None, error)."""
+    """A record's JSON value, or (None, error). JSON that orjson refuses and the standard library
+    reads (a lone surrogate escape as Node writes a string cut through an emoji, invalid UTF-8, a
+    number past a double's range) is read leniently, said in the error (`_lenient`)."""
     try:
         return orjson.loads(raw), None
     except orjson.JSONDecodeError as exc:
-        return None, str(exc)
+        return _lenient(raw, str(exc))
+
+
+def _lenient(data: bytes, first_error: str) -> tuple[Any, str | None]:
+    """`data` read by the standard library, invalid UTF-8 replaced and lone surrogates scrubbed,
+    with orjson's refusal noted; (None, that refusal) when it is no JSON either."""
+    try:
+        return _scrub(json.loads(data.decode("utf-8", "replace"))), f"decoded leniently: {first_error}"
+    except (ValueError, RecursionError):
+        return None, first_error
 
 
 # ---------------------------------------------------------------------- SQLite sources
@@ -399,16 +410,7 @@ def parse_record(raw: bytes) -> tuple[Any, str | None]:
         data = data[len(BOM) :]
     if not data.strip():
         return None, None
-    try:
-        return orjson.loads(data), None
-    except orjson.JSONDecodeError as exc:
-        first_error = str(exc)
-    try:
-        text = data.decode("utf-8", "replace")
-        obj = json.loads(text)
-        return _scrub(obj), f"decoded leniently: {first_error}"
-    except (ValueError, RecursionError):
-        return None, first_error
+    return loads(data)
 
 
 def _scrub(value: Any) -> Any:
@@ -556,10 +558,8 @@ class JsonDocumentLines:
         text = b"\n".join([*self.buf, piece]) if self.buf else piece
         kind, self.capture, self.buf = self.capture or "member", None, []
         key = self.in_array if kind == "item" else self.key
-        try:
-            return kind, key, orjson.loads(text), None
-        except orjson.JSONDecodeError as exc:
-            return kind, key, None, str(exc)
+        value, error = loads(text)
+        return kind, key, value, None if value is not None else error
 
 
 def _decode_key(tok: bytes) -> str | None:
