@@ -36,8 +36,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from .base import (
     UUID,
     Adapter,
@@ -55,7 +53,7 @@ from .base import (
     parse_iso_ms,
     safe_int,
 )
-from .shared import as_dict, as_list, as_str, head_of, json_text, parse_record, wrapped_params
+from .shared import as_dict, as_list, as_str, head_lines, head_of, json_text, parse_record, wrapped_params
 from .walk import walk
 
 AGENT = "copilot-cli"
@@ -97,11 +95,13 @@ def copilot_home() -> Path:
 def looks_like_copilot(head: bytes) -> bool:
     """Whether a file's first line is a Copilot CLI event (a `session.start` from `copilot-agent`,
     or any event in its envelope: `type` with a dot, `data`, `id`)."""
-    line = head.lstrip(b"\x00\xef\xbb\xbf").split(b"\n", 1)[0]
-    try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return b'"producer":"copilot-agent"' in line
+    first, *rest = head_lines(head) or [None]
+    if first is None:  # cut short or damaged: the producer's name, or the events after it
+        return b'"producer":"copilot-agent"' in head.split(b"\n", 1)[0] or any(map(_copilot_event, rest))
+    return _copilot_event(first)
+
+
+def _copilot_event(obj: object) -> bool:
     if not isinstance(obj, dict) or not isinstance(obj.get("data"), dict):
         return False
     kind = obj.get("type")

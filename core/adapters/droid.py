@@ -29,8 +29,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from .base import (
     UUID,
     Adapter,
@@ -52,6 +50,7 @@ from .shared import (
     as_dict,
     as_list,
     as_str,
+    head_lines,
     head_of,
     json_text,
     parse_record,
@@ -74,12 +73,8 @@ def factory_home() -> Path:
 
 def droid_header(head: bytes) -> dict[str, Any] | None:
     """A file's first record when it is Droid's `session_start`."""
-    line = head.lstrip(b"\x00").removeprefix(b"\xef\xbb\xbf").split(b"\n", 1)[0]
-    try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(obj, dict) or obj.get("type") != "session_start" or not isinstance(obj.get("id"), str):
+    obj = head_lines(head, 1)[0]  # read leniently: a byte no UTF-8 has, an id of another type
+    if not isinstance(obj, dict) or obj.get("type") != "session_start" or "id" not in obj:
         return None
     return obj if any(key in obj for key in HEADER_KEYS) else None
 
@@ -109,8 +104,14 @@ class DroidAdapter(Adapter):
         name = path.name
         if name.endswith(SETTINGS):
             log = path.with_name(name[: -len(SETTINGS)] + ".jsonl")
-            return log.is_file() and droid_header(head_of(log, 16384)) is not None
-        return name.endswith(".jsonl") and droid_header(head_of(path, 16384)) is not None
+            return log.is_file() and self.claims(log)
+        if not name.endswith(".jsonl"):
+            return False
+        head = head_of(path, 16384)
+        if droid_header(head) is not None:
+            return True
+        # a header cut short (a crash): still Droid's beside its own settings file
+        return head_lines(head, 1)[0] is None and path.with_name(name[: -len(".jsonl")] + SETTINGS).is_file()
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if root.is_file():

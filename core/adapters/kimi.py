@@ -54,7 +54,7 @@ from .base import (
     safe_int,
 )
 from .edits import RESTORE, FileEdit
-from .shared import as_dict, as_list, as_str, head_of, json_text, parse_record
+from .shared import as_dict, as_list, as_str, head_lines, head_of, json_text, parse_record
 from .walk import walk
 
 AGENT = "kimi-cli"
@@ -83,10 +83,13 @@ def looks_like_kimi(name: str, head: bytes) -> bool:
     line = head.lstrip(b"\x00").removeprefix(b"\xef\xbb\xbf").split(b"\n", 1)[0]
     if not line.strip():
         return name == "context.jsonl" and not head.strip()  # a new session's empty context
-    try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return False
+    first, *rest = head_lines(head)
+    if first is None:  # cut short or damaged: the lines after it say whose it is
+        return any(_kimi_line(name, obj) for obj in rest)
+    return _kimi_line(name, first)
+
+
+def _kimi_line(name: str, obj: object) -> bool:
     if not isinstance(obj, dict):
         return False
     if name == "context.jsonl":

@@ -29,8 +29,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from .base import (
     Adapter,
     Command,
@@ -53,6 +51,7 @@ from .shared import (
     as_dict,
     as_list,
     as_str,
+    head_lines,
     head_of,
     json_text,
     parse_record,
@@ -87,16 +86,27 @@ def pi_agent_dir() -> Path:
 
 
 def pi_header(head: bytes) -> dict[str, Any] | None:
-    """A file's first record when it is pi's session header."""
-    line = head.lstrip(b"\x00").removeprefix(b"\xef\xbb\xbf").split(b"\n", 1)[0]
-    try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError:
+    """A file's first record when it is pi's session header (read leniently: a value of another
+    type or out of range is the normalizer's to leave out, not a reason to leave the file unread)."""
+    obj = head_lines(head, 1)[0]
+    if not isinstance(obj, dict) or obj.get("type") != "session":
         return None
-    if not isinstance(obj, dict) or obj.get("type") != "session" or not isinstance(obj.get("id"), str):
-        return None
-    # pi's header names its folder and its start; no other agent's `session` line has both
-    return obj if isinstance(obj.get("cwd"), str) and isinstance(obj.get("timestamp"), str) else None
+    # pi's header names its session, its folder and its start; no other agent's `session` line has all three
+    return obj if all(key in obj for key in ("id", "cwd", "timestamp")) else None
+
+
+def pi_entries(head: bytes) -> bool:
+    """Whether a head whose first line is no JSON (a header cut short by a crash) goes on in pi's
+    entries: `type`, an 8-hex-digit `id`, `parentId`."""
+    first, *rest = head_lines(head) or [None]
+    return first is None and any(
+        isinstance(obj, dict)
+        and obj.get("type") in KNOWN
+        and isinstance(obj.get("id"), str)
+        and re.fullmatch(r"[0-9a-f]{8}", obj["id"]) is not None
+        and "parentId" in obj
+        for obj in rest
+    )
 
 
 def session_of_file(path: object) -> str | None:
@@ -125,7 +135,11 @@ class PiAdapter(Adapter):
     def claims(self, path: Path) -> bool:
         if COMMAND_CODE in path.parts:  # Command Code writes pi's header too: its files are not pi's
             return False
-        return path.name.endswith(".jsonl") and pi_header(head_of(path, 16384)) is not None
+        if not path.name.endswith(".jsonl"):
+            return False
+        head = head_of(path, 16384)
+        # a damaged header: still pi's when the file is named as pi names its logs and goes on in its entries
+        return pi_header(head) is not None or (session_of_file(str(path)) is not None and pi_entries(head))
 
     def stranger(self, path: Path) -> str | None:
         """Command Code's transcripts (`~/.commandcode/projects/`) open with pi's session header."""

@@ -142,6 +142,14 @@ def scalar_members(raw: bytes) -> dict[str, Any]:
     return out
 
 
+def head_lines(head: bytes, count: int = 5) -> list[Any]:
+    """The first `count` lines of a file's head read leniently (`loads`; None for a line that is
+    no JSON, one the head cut included): what a reader that knows its files by their first record
+    looks at beyond it when that one is damaged (cut short by a crash, a byte no UTF-8 has)."""
+    lines = head.lstrip(b"\x00").removeprefix(BOM).split(b"\n", count)[:count]
+    return [loads(line)[0] if line.strip() else None for line in lines]
+
+
 def loads(raw: bytes) -> tuple[Any, str | None]:
     """A record's JSON value, or (None, error). JSON that orjson refuses and the standard library
     reads (a lone surrogate escape as Node writes a string cut through an emoji, invalid UTF-8, a

@@ -10,6 +10,7 @@ import json
 import os
 import time
 
+import pytest
 from threadloom.core.read.archive import file_bytes, verify
 
 from tests.builders import cline, opencode
@@ -121,3 +122,46 @@ def test_a_gemini_json_chat_with_a_lone_surrogate_shows_every_message(conn, tmp_
     path.write_text(json.dumps(doc, indent=2).replace("Infinity", "1e400"))
     ingest(conn, tmp_path / "gemini")
     assert contents(conn, doc["sessionId"]) == ["Hello cut ? here", "Hi there", "bye"]
+
+
+# ---------------------------------------------------------------------- known by a damaged first line
+
+FIRST_LINE_READERS = {
+    # agent: (builder, the log whose first line is damaged, the folder ingested, the session)
+    "pi": ("tests.builders.pi:pi_sessions", "*.jsonl", ".pi", "5b1c7f7e-2a4d-4c1e-9b55-0c2f4e6b8a10"),
+    "factory-droid": (
+        "tests.builders.droid:droid_sessions",
+        "*.jsonl",
+        ".factory",
+        "2c179b50-6f1e-4c53-9a0e-3d8f1b2c4a55",
+    ),
+    "copilot-cli": ("tests.builders.copilot:copilot_session", "events.jsonl", ".copilot", COPILOT_SID),
+    "kimi-cli": (
+        "tests.builders.kimi:kimi_session",
+        "context.jsonl",
+        ".kimi",
+        "0f9a4c1e-5b7d-4e2a-9c3b-8d1e2f3a4b5c",
+    ),
+}
+
+
+@pytest.mark.parametrize("agent", FIRST_LINE_READERS)
+@pytest.mark.parametrize("damage", ["cut short", "a byte no UTF-8 has"])
+def test_a_log_known_by_its_first_line_is_read_when_that_line_is_damaged(conn, tmp_path, agent, damage):
+    """pi, Droid, Copilot CLI and Kimi know their logs by the first record: a crash that cut it, or
+    a byte no UTF-8 has in it, left the whole file unread ("no agent's records in its first lines")
+    though every line after it was the agent's."""
+    import importlib
+
+    builder, pattern, folder, sid = FIRST_LINE_READERS[agent]
+    module, name = builder.split(":")
+    getattr(importlib.import_module(module), name)(tmp_path)
+    [log] = [p for p in (tmp_path / folder).rglob(pattern) if not p.name.endswith(".settings.json")][:1]
+    first, rest = log.read_bytes().split(b"\n", 1)
+    damaged = first[: len(first) // 2] if damage == "cut short" else first[:-1] + b', "note": "caf\xe9"}'
+    log.write_bytes(damaged + b"\n" + rest)
+    ingest(conn, tmp_path / folder)
+    assert conn.execute("SELECT agent FROM source_files WHERE path = ?", (str(log),)).fetchone() == (agent,)
+    assert len(contents(conn, sid)) >= 2
+    fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(log),)).fetchone()[0]
+    assert file_bytes(conn, fid) == (log.read_bytes(), True)
