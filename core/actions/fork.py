@@ -654,13 +654,17 @@ class _GeminiRecord(NamedTuple):
 
 def _session_row(conn: sqlite3.Connection, session_id: str) -> _SessionRow:
     row = conn.execute(
-        f"SELECT id, source, NULLIF({title_sql('')}, ''), project_path, is_subagent, kind FROM agent_sessions "
-        "WHERE id = ?",
+        f"SELECT s.id, s.source, NULLIF({title_sql('s.')}, ''), s.project_path, s.is_subagent, s.kind, f.agent "
+        "FROM agent_sessions s LEFT JOIN source_files f ON f.id = s.source_file_id WHERE s.id = ?",
         (session_id,),
     ).fetchone()
     if row is None:
         raise ForkError(f"no session {session_id!r}")
-    return _SessionRow._make(row)
+    *fields, reader = row
+    found = _SessionRow._make(fields)
+    if reader is not None and reader in ADAPTERS and ADAPTERS[reader].resumes_own_sessions:
+        return found._replace(source=reader)  # resumed by the reader of its file (cursor-agent's)
+    return found
 
 
 def resolve_entry(conn: sqlite3.Connection, ref: str) -> tuple[int, str, str | None]:

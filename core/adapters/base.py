@@ -696,6 +696,9 @@ class Adapter(ABC):
     forks_before_prompt: bool = False  # a fork can end just before a prompt, to send another instead
     forks_natively: bool = False  # the agent forks itself at a message, with a new prompt
     resumes_subagents: bool = False  # a subagent's session resumes on its own
+    # its sessions are shown as another agent's (`SessionInfo.source`: cursor-agent's as Cursor's)
+    # but resumed and forked by this reader's own commands, which that agent's reader cannot give
+    resumes_own_sessions: bool = False
     # How a fork's records copied from its source are told from its own (the stats count them once,
     # in the source): "marked" (each copy carries a `forkedFrom` object), "before-second-meta"
     # (every record up to the fork's second session header's time); None: the agent writes no forks

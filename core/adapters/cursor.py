@@ -917,6 +917,7 @@ class CursorAgentAdapter(CursorTools):
     mode = "lines"
     program = "agent"
     fork_style = "whole-session-resume"
+    resumes_own_sessions = True  # shown as Cursor's, resumed by `agent --resume`, not by the IDE
 
     def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
         if fork:

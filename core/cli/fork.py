@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..actions.fork import ForkPlan
 
-from .common import Command, add_db_option, open_reading, open_writing, say_waiting
+from .common import Command, add_db_option, fail, open_reading, open_writing, say_waiting
 
 
 def add_parsers(sub: Any) -> None:
@@ -247,7 +247,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
             return _emit_plan(args, plan, False)
         path = write_fork(plan)
     except ForkError as exc:
-        print(f"threadloom: {exc}", file=sys.stderr)
+        fail(exc)  # it may quote the log (an id that holds an escape sequence): drawn, not printed
         return 1
     db_path = database_file(conn)
     if db_path is not None:  # the fork shown in the tree at once
@@ -305,7 +305,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     try:
         plan = plan_for(conn, "fork-end" if args.fork_session else "resume", session_id=session.id)
     except ForkError as exc:
-        print(f"threadloom: {exc}", file=sys.stderr)
+        fail(exc)  # it may quote the log (an id that holds an escape sequence): drawn, not printed
         return 1
     again = f"resume {session.id}" + (" --fork-session" if args.fork_session else "")
     if not _restored(args, conn, plan, again):

@@ -5,6 +5,7 @@ an escape sequence whose ESC is dropped still leaves its payload behind as if it
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
@@ -147,3 +148,28 @@ def test_a_line_break_in_a_path_is_drawn_not_printed(tmp_path: Path) -> None:
     path.unlink()
     out = run("--db", db_path, "verify").stdout
     assert f"gone: {tmp_path}/projects/{drawn}/" in out and "\nrestored:" not in out, out
+
+
+def test_what_fork_refuses_with_draws_the_log_s_values(tmp_path: Path) -> None:
+    """A task folder named with an escape sequence: fork's refusal quoted it raw on stderr (the
+    terminal cleared)."""
+    from tests.builders import cline
+
+    task = "\x1b[2Jx"
+    cline.task_folder(tmp_path, task=task, ext="rooveterinaryinc.roo-cline", ui=cline.ui_stream())
+    db_path = str(tmp_path / "t.db")
+    assert (
+        run(
+            "--db",
+            db_path,
+            "ingest",
+            "--only",
+            "--source",
+            str(cline.storage(tmp_path, "rooveterinaryinc.roo-cline")),
+        ).returncode
+        == 0
+    )
+    [listed] = json.loads(run("--db", db_path, "sessions", "--json").stdout)
+    last = json.loads(run("--db", db_path, "show", listed["id"], "--json").stdout)["messages"][-1]["entry_id"]
+    refused = run("--db", db_path, "fork", str(last))
+    assert refused.returncode == 1 and "\u241b[2Jx" in refused.stderr and not RAW.search(refused.stderr)

@@ -534,3 +534,33 @@ def test_a_workspace_that_only_kept_its_prompts(conn, tmp_path):
         conn.execute("SELECT count(*) FROM agent_sessions WHERE id LIKE 'cursor-prompts:%'").fetchone()[0]
         == 1
     )
+
+
+def test_a_cursor_agent_transcript_resumes_and_forks_with_agent_s_own_command(
+    conn, tmp_path, fake_agents, sandbox
+):
+    """Its session is shown as Cursor's, whose IDE chats have no command: resume refused it ("only
+    from Cursor's own chat history") and fork pointed at that refusal. The reader of its file,
+    cursor-agent, resumes it."""
+    from threadloom.core.actions.fork import plan_fork, resume_plan
+
+    from tests.support import run_printed
+
+    sid = "0a1b2c3d-0000-4000-8000-000000000003"
+    folder = tmp_path / ".cursor" / "projects" / "home-dev-shop" / "agent-transcripts" / sid
+    folder.mkdir(parents=True)
+    (folder / f"{sid}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in transcript_lines()))
+    ingest(conn, tmp_path / ".cursor" / "projects")
+    assert session(conn, sid)["source"] == "cursor"
+    plan = resume_plan(conn, sid)
+    assert plan.command.endswith(f"agent --resume {sid}")
+    (fake_agents / "agent").write_text((fake_agents / "claude").read_text())
+    (fake_agents / "agent").chmod(0o755)
+    assert run_printed(plan.command.rsplit(" && ", 1)[-1], fake_agents, sandbox) == [
+        ["agent", str(sandbox), "--resume", sid]
+    ]
+    last = conn.execute(
+        "SELECT max(id) FROM entries WHERE session_id = ? AND seq IS NOT NULL", (sid,)
+    ).fetchone()[0]
+    fork = plan_fork(conn, str(last))
+    assert fork.command == plan.command and any("resumes the whole session" in n for n in fork.notes)
