@@ -1471,17 +1471,21 @@ def _codex_whole_fork(conn: sqlite3.Connection, sid: str, external: str, entry_i
 
 def _gemini_messages(conn: sqlite3.Connection, sid: str, cut_entry: int | None) -> list[dict[str, Any]]:
     """The branch's conversation messages (the types its adapter's `message_types` names) up to the
-    cut, with later lines of a message merged in."""
+    cut, with later lines of a message merged in. A JSONL chat's records are its messages; a JSON-era
+    chat is stored line by line, so its messages are read from the document its lines make."""
+    from ..adapters.shared import loads
+
     kinds = _adapter(_source_of(conn, sid)).message_types
     found = conn.execute(
-        "SELECT id, uuid, parent_uuid, entry_type, raw FROM entries WHERE session_id = ? AND dup_of IS NULL "
-        "ORDER BY id",
+        "SELECT id, uuid, parent_uuid, entry_type, raw, source_file_id FROM entries WHERE session_id = ? "
+        "AND dup_of IS NULL ORDER BY id",
         (sid,),
     ).fetchall()
-    links = {eid: (uuid, parent) for eid, uuid, parent, _, _ in found}
+    links = {eid: (uuid, parent) for eid, uuid, parent, _, _, _ in found}
+    files = {eid: file_id for eid, _, _, _, _, file_id in found}
     rows = [
         _GeminiRecord(eid, *links[eid], raw)
-        for eid, raw in whole_lines((eid, raw, entry_type) for eid, _, _, entry_type, raw in found)
+        for eid, raw in whole_lines((eid, raw, entry_type) for eid, _, _, entry_type, raw, _ in found)
     ]
     by_uuid = {r.uuid: r for r in rows if r.uuid}
     cut = next((r for r in rows if r.id == cut_entry), None) if cut_entry is not None else None
@@ -1492,14 +1496,27 @@ def _gemini_messages(conn: sqlite3.Connection, sid: str, cut_entry: int | None) 
     while node and node in by_uuid and by_uuid[node].id not in chain_ids:
         chain_ids.add(by_uuid[node].id)
         node = by_uuid[node].parent_uuid
+    documents: dict[int, dict[str, Any]] = {}  # a JSON-era chat's messages by id, by file
+
+    def document_message(eid: int, uuid: str | None) -> Any:
+        file_id = files[eid]
+        if file_id not in documents:
+            from ..read.archive import file_bytes
+
+            doc = loads(file_bytes(conn, file_id)[0])[0]
+            listed = doc.get("messages") if isinstance(doc, dict) else None
+            documents[file_id] = {
+                m["id"]: m for m in (listed if isinstance(listed, list) else []) if isinstance(m, dict) and "id" in m
+            }
+        return documents[file_id].get((uuid or "").removeprefix(f"{sid}:"))
+
     merged: dict[str, dict[str, Any]] = {}
-    for eid, _, _, raw in rows:
+    for eid, uuid, _, raw in rows:
         if eid not in chain_ids:
             continue
-        try:
-            obj = orjson.loads(bytes(raw))
-        except orjson.JSONDecodeError:
-            continue
+        obj, _ = loads(bytes(raw))  # leniently: a lone surrogate or invalid UTF-8 costs no message
+        if not (isinstance(obj, dict) and "type" in obj):
+            obj = document_message(eid, uuid)  # the line closing a JSON-era message
         if (
             isinstance(obj, dict)
             and isinstance(obj.get("id"), str)
@@ -1527,10 +1544,11 @@ def _gemini_fork_plan(
         "lastUpdated": stamp,
         "messages": messages,
     }
+    data = _record_line(doc)  # before the file: a message nested past orjson's depth is no traceback
     tag = re.sub(r"[^A-Za-z0-9_-]", "", sid)[:8]  # the name holds no "/" or ".." from the log
     fd, path = tempfile.mkstemp(prefix=f"fork-{tag}-", suffix=".json")  # created 0600
     with os.fdopen(fd, "wb") as f:
-        f.write(orjson.dumps(doc))
+        f.write(data)
     cwd = _cwd_of(conn, sid)
     notes = [
         f"Wrote {len(messages)} messages to {path}; Gemini imports it as a new session (v0.42+).",

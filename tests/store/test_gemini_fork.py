@@ -1,0 +1,76 @@
+"""A Gemini CLI fork is a chat file cut at the point, which Gemini imports (`--session-file`): for
+chats of both eras, and for messages orjson refuses or cannot write."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+from threadloom.core.actions.fork import plan_fork
+
+from tests.builders.gemini import PROJECT, SID, chats, jsonl_session, meta, reply, user, write_jsonl
+from tests.support import ingest
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A Gemini CLI home, and the fork's files written under tmp_path."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "ghome"))
+    root = tmp_path / "ghome" / ".gemini"
+    (root / "tmp" / "webshop").mkdir(parents=True)
+    (root / "tmp" / "webshop" / ".project_root").write_text(PROJECT + "\n")
+    return root
+
+
+def forked_messages(conn, text: str) -> list[tuple[str, str]]:
+    """The (type, text) of each message of a fork at the message holding `text`."""
+    point = conn.execute(
+        "SELECT id FROM entries WHERE session_id = ? AND content = ? AND seq IS NOT NULL", (SID, text)
+    ).fetchone()[0]
+    plan = plan_fork(conn, str(point))
+    doc = json.loads(Path(plan.path).read_text())
+    return [
+        (m["type"], m["content"] if isinstance(m["content"], str) else m["content"][0]["text"])
+        for m in doc["messages"]
+    ]
+
+
+def test_a_json_era_chat_forks_at_its_messages(conn, home):
+    """Its records are the document's lines, no message each: every fork said there were no
+    messages on the branch."""
+    doc = {
+        **meta(),
+        "messages": [
+            user("u1", "list the files"),
+            reply("g1", "Two files."),
+            user("u2", "and the tests?"),
+            reply("g2", "None yet."),
+        ],
+    }
+    path = chats(home) / f"session-2026-04-29T21-39-{SID[:8]}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2))
+    ingest(conn, home)
+    assert forked_messages(conn, "Two files.") == [("user", "list the files"), ("gemini", "Two files.")]
+    assert len(forked_messages(conn, "None yet.")) == 4
+
+
+def test_a_jsonl_fork_keeps_a_message_orjson_refuses_and_one_nested_deep(conn, home):
+    lines = jsonl_session()
+    lines[1] = user("u1", "list the files \ud83d")  # a string cut through an emoji, as Node writes it
+    deep: list = []
+    for _ in range(300):
+        deep = [deep]
+    lines[7]["extra"] = deep  # past orjson's 255 levels
+    write_jsonl(chats(home) / f"{SID}.jsonl", lines)
+    ingest(conn, home)
+    assert forked_messages(conn, "None yet.") == [
+        ("user", "list the files ?"),
+        ("gemini", "Let me look."),
+        ("gemini", "Two files."),
+        ("user", "and the tests?"),
+        ("gemini", "None yet."),
+    ]
