@@ -1506,7 +1506,9 @@ def _gemini_messages(conn: sqlite3.Connection, sid: str, cut_entry: int | None) 
             doc = loads(file_bytes(conn, file_id)[0])[0]
             listed = doc.get("messages") if isinstance(doc, dict) else None
             documents[file_id] = {
-                m["id"]: m for m in (listed if isinstance(listed, list) else []) if isinstance(m, dict) and "id" in m
+                m["id"]: m
+                for m in (listed if isinstance(listed, list) else [])
+                if isinstance(m, dict) and "id" in m
             }
         return documents[file_id].get((uuid or "").removeprefix(f"{sid}:"))
 

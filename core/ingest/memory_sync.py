@@ -204,8 +204,10 @@ class Refused(ValueError):
     """An item from the hub of a shape this archive does not take (said, never forced in)."""
 
 
-def _text(value: Any, name: str) -> str:
-    if not isinstance(value, str) or "\0" in value or len(value) > 1_000_000:
+def _text(value: Any, name: str, *, words: bool = False) -> str:
+    """A string field of an item; an id, a name or a key holds no NUL, what a person or an agent
+    wrote (`words`: a note, a title, an entry's content) may, as it may here."""
+    if not isinstance(value, str) or (not words and "\0" in value) or len(value) > 1_000_000:
         raise Refused(f"a memory item whose {name} is not text")
     return value
 
@@ -231,7 +233,7 @@ def _local_entry(conn: sqlite3.Connection, entry: Any, *, create: bool) -> str |
     scope = _text(entry.get("scope"), "scope")
     if scope not in SCOPES:
         raise Refused(f"a memory entry of an unknown scope: {scope[:40]!r}")
-    key, title = _text(entry.get("scope_key"), "scope key"), _text(entry.get("title"), "title")
+    key, title = _text(entry.get("scope_key"), "scope key"), _text(entry.get("title"), "title", words=True)
     row = conn.execute(
         "SELECT id FROM memory_entries WHERE scope = ? AND scope_key = ? AND title = ?", (scope, key, title)
     ).fetchone()
@@ -283,7 +285,7 @@ def _merge_version(conn: sqlite3.Connection, p: dict[str, Any]) -> tuple[str, st
     had = p.get("seen")
     if not (isinstance(had, list) and all(isinstance(v, str) for v in had)):
         raise Refused("a memory version without the versions its writer had")
-    content, author = _text(p.get("content"), "content"), _text(p.get("author"), "author")
+    content, author = _text(p.get("content"), "content", words=True), _text(p.get("author"), "author")
     reason, at = _maybe_text(p.get("reason"), "reason"), _int(p.get("created_at"), "time")
     memory.ensure_version_ids(conn)
     here = conn.execute(
@@ -326,7 +328,7 @@ def _merge_mark(conn: sqlite3.Connection, p: dict[str, Any]) -> tuple[str, str]:
         "kind": kind,
         "target_type": target_type,
         "target_id": target_id,
-        "value": _text(p.get("value"), "value"),
+        "value": _text(p.get("value"), "value", words=True),
         "session_id": _maybe_text(p.get("session_id"), "session"),
         "uuid": _maybe_text(p.get("uuid"), "uuid"),
         "author": _text(p.get("author"), "author"),

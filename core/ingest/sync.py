@@ -28,6 +28,7 @@ or a service file).
 
 from __future__ import annotations
 
+import base64
 import fnmatch
 import gc
 import hashlib
@@ -1144,6 +1145,28 @@ def _no_nul(text: str | None) -> str | None:
     return None if text is None else text.replace("\0", "\ufffd")
 
 
+# jsonb takes no NUL character (`\u0000`): a row holding one (a note an agent wrote, a value from a
+# log) made every push fail ("unsupported Unicode escape sequence") until it was deleted. Such a row
+# travels as its JSON text in base64 under this one key, and is read back whole.
+NUL_WRAPPED = "$json_b64"
+
+
+def _hub_json(value: Any) -> str:
+    """A shared row or memory item as the hub's jsonb takes it (see NUL_WRAPPED)."""
+    text = orjson.dumps(value)
+    if b"\\u0000" not in text:
+        return text.decode()
+    return orjson.dumps({NUL_WRAPPED: base64.b64encode(text).decode()}).decode()
+
+
+def _from_hub_json(text: str) -> Any:
+    """What `_hub_json` sent (raises orjson.JSONDecodeError or ValueError for what no push sends)."""
+    value = orjson.loads(text)
+    if isinstance(value, dict) and len(value) == 1 and isinstance(value.get(NUL_WRAPPED), str):
+        value = orjson.loads(base64.b64decode(value[NUL_WRAPPED], validate=True))
+    return value
+
+
 # ------------------------------------------------------------------------------------- user data
 
 
@@ -1187,7 +1210,7 @@ def _push_rows(
             cur.executemany(
                 "INSERT INTO threadloom.shared_rows (machine, tbl, row_hash, row) VALUES (%s, %s, %s, %s) "
                 "ON CONFLICT DO NOTHING",
-                [(machine, table, digest, orjson.dumps(values).decode()) for digest, values in new],
+                [(machine, table, digest, _hub_json(values)) for digest, values in new],
             )
         hub.commit()
         with transaction(conn, immediate=True):
@@ -1234,10 +1257,7 @@ def _push_memory(
         cur.executemany(
             "INSERT INTO threadloom.shared_rows (machine, tbl, row_hash, row, project) VALUES (%s, %s, %s, %s, %s) "
             "ON CONFLICT DO NOTHING",
-            [
-                (machine, it.kind, it.key, orjson.dumps(it.payload).decode(), _no_nul(it.project))
-                for it in new
-            ],
+            [(machine, it.kind, it.key, _hub_json(it.payload), _no_nul(it.project)) for it in new],
         )
     hub.commit()
     with transaction(conn, immediate=True):
@@ -1292,8 +1312,8 @@ def _pull_rows(
                     continue
                 columns = SHARED_TABLES[str(table)]
                 try:
-                    values = orjson.loads(str(text))
-                except orjson.JSONDecodeError:
+                    values = _from_hub_json(str(text))
+                except ValueError:  # no JSON, or base64 of none
                     values = None
                 if not (
                     isinstance(values, list)
@@ -1320,8 +1340,8 @@ def _merge_memory(conn: sqlite3.Connection, hid: str, kind: str, text: str, repo
     from . import memory_sync
 
     try:
-        outcome, key = memory_sync.merge(conn, kind, orjson.loads(text))
-    except (orjson.JSONDecodeError, memory_sync.Refused) as exc:
+        outcome, key = memory_sync.merge(conn, kind, _from_hub_json(text))
+    except (ValueError, memory_sync.Refused) as exc:  # orjson.JSONDecodeError is a ValueError
         report.refused.append(f"a memory item: {exc}")
         return
     conn.execute("INSERT OR IGNORE INTO sync_rows (hub, tbl, row_hash) VALUES (?, ?, ?)", (hid, kind, key))

@@ -726,3 +726,15 @@ def test_a_pull_places_its_records_in_a_small_page_cache_and_gives_the_connectio
     assert box.sync(hub).pulled_records == 6 and box.sessions() == {A: 6}
     assert seen == [-ONE_PASS_CACHE_KIB] and own != -ONE_PASS_CACHE_KIB
     assert box.conn.execute("PRAGMA cache_size").fetchone()[0] == own
+
+
+def test_a_user_data_row_holding_a_nul_travels(tmp_path: Path, hub: str, monkeypatch) -> None:
+    """jsonb takes no `\\u0000`: such a row made every push fail until it was deleted."""
+    monkeypatch.setitem(sync.SHARED_TABLES, "notes_t", ("id", "scope", "body"))
+    laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
+    for m in (laptop, box):
+        m.conn.execute("CREATE TABLE notes_t (id VARCHAR PRIMARY KEY, scope VARCHAR, body VARCHAR)")
+    laptop.conn.execute("INSERT INTO notes_t VALUES ('n1', 'global', ?)", ("before \x00 after",))
+    assert laptop.sync(hub).pushed_rows == 1
+    assert box.sync(hub).pulled_rows == 1
+    assert box.conn.execute("SELECT * FROM notes_t").fetchall() == [("n1", "global", "before \x00 after")]

@@ -238,3 +238,28 @@ def test_a_hub_from_before_memory_is_upgraded_by_its_owner(tmp_path: Path, hub: 
     assert laptop.sync(hub, push=False).pulled_records == 0  # pulls go on meanwhile
     assert sync.init_hub(hub).version == 2
     assert laptop.sync(hub).pushed_sources == 1
+
+
+def test_a_nul_character_in_a_note_or_an_entry_travels_and_does_not_stop_sync(
+    tmp_path: Path, hub: str
+) -> None:
+    """jsonb takes no `\\u0000`: one note holding a NUL (an agent's words over MCP, a value from a
+    log) made every push fail until it was deleted. It travels whole, and so does what follows."""
+    laptop, box = two_machines(tmp_path, hub)
+
+    def on_laptop(c: sqlite3.Connection) -> None:
+        memory.add_mark(c, "note", memory.Target("session", A, A), "before\x00after", ME)
+        memory.add_entry(
+            c, kind="guideline", scope="global", scope_key=None, title="Nul", content="a\x00b", author=ME
+        )
+
+    write(laptop.conn, on_laptop)
+    assert laptop.sync(hub).pushed_rows == 2  # the note, the entry's version
+    assert box.sync(hub).pulled_rows == 2
+    (note,) = memory.marks(box.conn, kind="note")
+    assert note.value == "before\x00after"
+    assert [
+        (e.title, e.current and e.current.content) for e in memory.recall(box.conn) if e.title == "Nul"
+    ] == [("Nul", "a\x00b")]
+    write(laptop.conn, lambda c: memory.add_mark(c, "tag", memory.Target("session", A, A), "later", ME))
+    assert laptop.sync(hub).pushed_rows == 1 and box.sync(hub).pulled_rows == 1
