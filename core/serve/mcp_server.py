@@ -32,6 +32,10 @@ from ..store.sql import like_text
 
 DEFAULT_TOKENS = 2_000
 MIN_TOKENS, MAX_TOKENS = 300, 20_000
+# the longest string argument (a query, a session id, a project), and what is written into the memory
+# (a note, an entry's content): a 3 MB query was echoed whole into its answer, a 100,000-character
+# session id reached SQLite's pattern limit; longer ones are refused by the arguments' check
+SHORT_TEXT, LONG_TEXT = 10_000, 1_000_000
 CHARS_PER_TOKEN = 3.5  # JSON of English and code; text that is not ASCII counts by its UTF-8 bytes / 4
 LONG_TEXT = 300  # a list's long texts (a prompt, a title) are cut to this many characters
 OUTPUT_CHARS = 1_500  # a tool call's input or output in a turn, a diff in a file's history
@@ -162,6 +166,12 @@ def page(
     }
     tail = {"next_cursor": f"{tool}@{count}", "left_out": "x" * 200}
     used = tokens_of(dumps({**answer, **tail}))
+    if used >= budget:  # the header alone fills the budget: no page could move on (a cursor that
+        # never advances sent an agent round forever), nor could the answer stay under it
+        raise Refused(
+            f"this answer's header alone takes about {used:,} tokens: give max_tokens above that "
+            f"(up to {MAX_TOKENS:,})"
+        )
     sent: list[dict[str, Any]] = []
     cut_items = 0
     for item in rest:
@@ -172,7 +182,10 @@ def page(
                 break
             smaller = fit(item, room)  # the first item of a page is always sent, cut to fit
             if smaller is None:
-                break
+                raise Refused(
+                    f"the first of these {what} does not fit in max_tokens={budget} beside this answer's "
+                    f"header (about {used:,} tokens): raise max_tokens (up to {MAX_TOKENS:,})"
+                )
             item, cost, cut_items = smaller, tokens_of(dumps(smaller)) + 1, cut_items + 1
         sent.append(item)
         used += cost
@@ -896,12 +909,23 @@ Tokens = Annotated[
     int | None,
     Field(description=f"answer budget in tokens (default {DEFAULT_TOKENS:,}; {MIN_TOKENS}-{MAX_TOKENS:,})"),
 ]
-Cursor = Annotated[str | None, Field(description="next_cursor of the previous answer, to read the next page")]
+Cursor = Annotated[
+    str | None,
+    Field(max_length=SHORT_TEXT, description="next_cursor of the previous answer, to read the next page"),
+]
 SessionRef = Annotated[
-    str, Field(description="a session id, a unique prefix of it, or the agent's own session id")
+    str,
+    Field(
+        max_length=SHORT_TEXT,
+        description="a session id, a unique prefix of it, or the agent's own session id",
+    ),
 ]
 Project = Annotated[
-    str | None, Field(description="a project: its path (your working folder) or part of it, or its name")
+    str | None,
+    Field(
+        max_length=SHORT_TEXT,
+        description="a project: its path (your working folder) or part of it, or its name",
+    ),
 ]
 
 
@@ -928,6 +952,16 @@ def build_server(db_path: Path) -> Any:
 
             if isinstance(exc, LedgerError):
                 raise ToolError(str(exc)) from None
+            if isinstance(exc, OverflowError):  # a number or date past what the archive stores
+                raise ToolError(
+                    f"a number or date given is out of range ({exc}): give a turn, message or id as "
+                    "the archive numbers them, and times such as 7d, 2026-03-01"
+                ) from None
+            if isinstance(exc, sqlite3.OperationalError) and "too complex" in str(exc):
+                raise ToolError(  # an argument matched by prefix past SQLite's pattern length: no damage
+                    "an argument given is too long to match (a session id or project of tens of "
+                    "thousands of characters): give the id or project as the answers name them"
+                ) from None
             if isinstance(exc, sqlite3.DatabaseError):
                 raise ToolError(str(explain(exc, db_path))) from None
             raise ToolError(f"threadloom failed on this request ({type(exc).__name__}: {exc})") from None
@@ -937,17 +971,19 @@ def build_server(db_path: Path) -> Any:
         query: Annotated[
             str,
             Field(
+                max_length=SHORT_TEXT,
                 description='words (typos forgiven), "exact phrases" and filters: project:api agent:codex '
                 "role:user tool:Bash in:tools in:thinking session:3f2a after:7d before:2026-03-01 "
-                "signal:retry-loop tag:NAME note:WORD"
+                "signal:retry-loop tag:NAME note:WORD",
             ),
         ],
         limit: Annotated[int, Field(description="hits to rank, at most (1-150)")] = 50,
         mode: Annotated[
             str,
             Field(
+                max_length=SHORT_TEXT,
                 description="hybrid (default: words and meaning fused), words (every word must match) "
-                "or meaning (a sentence as remembered, no shared word needed)"
+                "or meaning (a sentence as remembered, no shared word needed)",
             ),
         ] = "hybrid",
         max_tokens: Tokens = None,
@@ -963,9 +999,13 @@ def build_server(db_path: Path) -> Any:
 
     @server.tool(annotations=reads, structured_output=False)
     def context(
-        task: Annotated[str, Field(description="what the work at hand is about, in a sentence")],
+        task: Annotated[
+            str, Field(max_length=SHORT_TEXT, description="what the work at hand is about, in a sentence")
+        ],
         project: Project = None,
-        since: Annotated[str | None, Field(description="only turns from then on: 2026-03-01, 30d")] = None,
+        since: Annotated[
+            str | None, Field(max_length=SHORT_TEXT, description="only turns from then on: 2026-03-01, 30d")
+        ] = None,
         max_tokens: Tokens = None,
     ) -> str:
         """The past turns most relevant to a task, across sessions, packed within the budget: each
@@ -978,12 +1018,16 @@ def build_server(db_path: Path) -> Any:
     def recent_sessions(
         project: Project = None,
         agent: Annotated[
-            str | None, Field(description="claude-code, codex, gemini-cli, cursor, opencode, …")
+            str | None,
+            Field(max_length=SHORT_TEXT, description="claude-code, codex, gemini-cli, cursor, opencode, …"),
         ] = None,
         since: Annotated[
-            str | None, Field(description="active since this day: 2026-03-01, yesterday, 7d")
+            str | None,
+            Field(max_length=SHORT_TEXT, description="active since this day: 2026-03-01, yesterday, 7d"),
         ] = None,
-        until: Annotated[str | None, Field(description="started up to this day (included)")] = None,
+        until: Annotated[
+            str | None, Field(max_length=SHORT_TEXT, description="started up to this day (included)")
+        ] = None,
         subagents: Annotated[bool, Field(description="list subagent sessions too")] = False,
         max_tokens: Tokens = None,
         cursor: Cursor = None,
@@ -1018,7 +1062,9 @@ def build_server(db_path: Path) -> Any:
 
     @server.tool(annotations=reads, structured_output=False)
     def file_history(
-        path: Annotated[str, Field(description="a file's absolute path, or its end (src/app.py)")],
+        path: Annotated[
+            str, Field(max_length=SHORT_TEXT, description="a file's absolute path, or its end (src/app.py)")
+        ],
         project: Project = None,
         max_tokens: Tokens = None,
         cursor: Cursor = None,
@@ -1030,7 +1076,10 @@ def build_server(db_path: Path) -> Any:
     @server.tool(annotations=reads, structured_output=False)
     def signals(
         session: Annotated[
-            str | None, Field(description="a session: its signals with the messages they point at")
+            str | None,
+            Field(
+                max_length=SHORT_TEXT, description="a session: its signals with the messages they point at"
+            ),
         ] = None,
         project: Project = None,
         limit: Annotated[int, Field(description="sessions to list without session (1-200)")] = 20,
@@ -1047,13 +1096,21 @@ def build_server(db_path: Path) -> Any:
     @server.tool(annotations=reads, structured_output=False)
     def stats(
         session: Annotated[
-            str | None, Field(description="a session: its totals and the files it changed")
+            str | None,
+            Field(max_length=SHORT_TEXT, description="a session: its totals and the files it changed"),
         ] = None,
         project: Project = None,
-        agent: Annotated[str | None, Field(description="one agent only")] = None,
-        by: Annotated[str, Field(description="day, week, month, project, model, agent or session")] = "day",
-        since: Annotated[str | None, Field(description="from this day: 2026-03-01, yesterday, 7d")] = None,
-        until: Annotated[str | None, Field(description="up to this day (included)")] = None,
+        agent: Annotated[str | None, Field(max_length=SHORT_TEXT, description="one agent only")] = None,
+        by: Annotated[
+            str,
+            Field(max_length=SHORT_TEXT, description="day, week, month, project, model, agent or session"),
+        ] = "day",
+        since: Annotated[
+            str | None, Field(max_length=SHORT_TEXT, description="from this day: 2026-03-01, yesterday, 7d")
+        ] = None,
+        until: Annotated[
+            str | None, Field(max_length=SHORT_TEXT, description="up to this day (included)")
+        ] = None,
         max_tokens: Tokens = None,
         cursor: Cursor = None,
     ) -> str:
@@ -1065,25 +1122,41 @@ def build_server(db_path: Path) -> Any:
 
     @server.tool(annotations=writes, structured_output=False)
     def remember(
-        title: Annotated[str, Field(description="a few words naming it, unique in its scope")],
-        content: Annotated[
-            str, Field(description="what to keep: the decision, fact, guideline or reference")
+        title: Annotated[
+            str, Field(max_length=SHORT_TEXT, description="a few words naming it, unique in its scope")
         ],
-        kind: Annotated[str, Field(description="decision, fact, guideline or reference")] = "fact",
+        content: Annotated[
+            str,
+            Field(
+                max_length=LONG_TEXT, description="what to keep: the decision, fact, guideline or reference"
+            ),
+        ],
+        kind: Annotated[
+            str, Field(max_length=SHORT_TEXT, description="decision, fact, guideline or reference")
+        ] = "fact",
         scope: Annotated[
-            str, Field(description="global, project (give project) or session (give session)")
+            str,
+            Field(
+                max_length=SHORT_TEXT, description="global, project (give project) or session (give session)"
+            ),
         ] = "project",
         project: Project = None,
-        session: Annotated[str | None, Field(description="the session it holds for (scope session)")] = None,
-        reason: Annotated[str | None, Field(description="why it is written or changed")] = None,
+        session: Annotated[
+            str | None, Field(max_length=SHORT_TEXT, description="the session it holds for (scope session)")
+        ] = None,
+        reason: Annotated[
+            str | None, Field(max_length=SHORT_TEXT, description="why it is written or changed")
+        ] = None,
         entry: Annotated[
-            str | None, Field(description="an entry's id (k-…) to write a new version of")
+            str | None,
+            Field(max_length=SHORT_TEXT, description="an entry's id (k-…) to write a new version of"),
         ] = None,
         base_version: Annotated[
             int | None, Field(description="the version you read (a newer one is a conflict)")
         ] = None,
         author_session: Annotated[
-            str | None, Field(description="your own session id, recorded as the author")
+            str | None,
+            Field(max_length=SHORT_TEXT, description="your own session id, recorded as the author"),
         ] = None,
     ) -> str:
         """Keep a decision, fact, guideline or reference for later sessions, people's and agents'.
@@ -1109,11 +1182,15 @@ def build_server(db_path: Path) -> Any:
     def recall(
         project: Project = None,
         session: Annotated[
-            str | None, Field(description="a session: its own entries first, then its project's")
+            str | None,
+            Field(max_length=SHORT_TEXT, description="a session: its own entries first, then its project's"),
         ] = None,
-        kind: Annotated[str | None, Field(description="decision, fact, guideline or reference")] = None,
+        kind: Annotated[
+            str | None, Field(max_length=SHORT_TEXT, description="decision, fact, guideline or reference")
+        ] = None,
         text: Annotated[
-            str | None, Field(description="only entries whose title or content holds this")
+            str | None,
+            Field(max_length=LONG_TEXT, description="only entries whose title or content holds this"),
         ] = None,
         max_tokens: Tokens = None,
         cursor: Cursor = None,
@@ -1128,16 +1205,18 @@ def build_server(db_path: Path) -> Any:
         target: Annotated[
             str,
             Field(
-                description="a session id (or prefix), SESSION#12 for its message #12, or an entry id (k-…)"
+                max_length=SHORT_TEXT,
+                description="a session id (or prefix), SESSION#12 for its message #12, or an entry id (k-…)",
             ),
         ],
         tags: Annotated[list[str] | None, Field(description="tags to put on (a word or two each)")] = None,
-        note: Annotated[str | None, Field(description="a note to write on it")] = None,
+        note: Annotated[str | None, Field(max_length=LONG_TEXT, description="a note to write on it")] = None,
         turn: Annotated[int | None, Field(description="the turn of the session's message #turn")] = None,
         message: Annotated[int | None, Field(description="the session's message #message")] = None,
         remove: Annotated[bool, Field(description="take these tags off instead")] = False,
         author_session: Annotated[
-            str | None, Field(description="your own session id, recorded as the author")
+            str | None,
+            Field(max_length=SHORT_TEXT, description="your own session id, recorded as the author"),
         ] = None,
     ) -> str:
         """Tag (or note) a session, a turn, a message or a memory entry so it is found again:

@@ -247,6 +247,21 @@ async def test_errors_say_what_to_do(archive: Path, tmp_path: Path) -> None:
         assert "not a scope" in await refused(client, "remember", title="t", content="c", scope="galaxy")
         assert "query is empty" in await refused(client, "search", query="  ")
         assert await client.call_tool("no_such_tool", {})  # the SDK's own error, no crash
+        # found by a sweep of hostile arguments: each said, none a failure or a rebuild to run
+        small = await client.call_tool("session_outline", {"session": API, "max_tokens": 300})
+        text = small.content[0].text  # type: ignore[union-attr]
+        if small.is_error:  # the header alone fills 300 tokens: said, not a cursor that never moves
+            assert "give max_tokens above" in text or "raise max_tokens" in text, text
+        else:
+            page = json.loads(text)
+            assert page["returned"] > 0 and page["next_cursor"] != "session_outline@0"
+        huge = await client.call_tool("search", {"query": "x" * 3_000_000})
+        assert huge.is_error and len(huge.content[0].text) < 2_000  # type: ignore[union-attr]
+        assert "at most 10000 characters" in huge.content[0].text  # type: ignore[union-attr]
+        long_id = await refused(client, "session_outline", session="a" * 9_999)
+        assert "rebuild" not in long_id and "threadloom failed" not in long_id
+        assert "out of range" in await refused(client, "get_turn", session=API, turn=2**63)
+        assert "out of range" in await refused(client, "recent_sessions", since="99999999d")
     async with server(tmp_path / "missing.db") as client:
         assert "no threadloom archive at" in await refused(client, "search", query="dates")
 
