@@ -828,9 +828,8 @@ def normalized(adapter: Adapter, rec: RawRecord, ctx: FileContext) -> Record:
     if rec.whole is not None:
         if not rec.whole:  # an earlier piece: in its file's session (as the adapter reads bytes that
             # are no record), with no place in its conversation (the last piece has the line's)
-            session = normalized(
-                adapter, RawRecord(rec.offset, rec.line_number, rec.raw, False), ctx
-            ).session_id
+            # (asked of an empty record: reading 32 MB that are no JSON would only fail, slowly)
+            session = normalized(adapter, RawRecord(rec.offset, rec.line_number, b"", False), ctx).session_id
             return Record(entry_type=PIECE_TYPE, known=False, parse_error=PIECE_NOTE, session_id=session)
         out = normalized(adapter, RawRecord(rec.offset, rec.line_number, rec.whole, rec.newline), ctx)
         out.shortened = True
