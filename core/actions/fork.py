@@ -1501,15 +1501,9 @@ def _gemini_messages(conn: sqlite3.Connection, sid: str, cut_entry: int | None) 
     def document_message(eid: int, uuid: str | None) -> Any:
         file_id = files[eid]
         if file_id not in documents:
-            from ..read.archive import file_bytes
+            from ..read.archive import document_messages
 
-            doc = loads(file_bytes(conn, file_id)[0])[0]
-            listed = doc.get("messages") if isinstance(doc, dict) else None
-            documents[file_id] = {
-                m["id"]: m
-                for m in (listed if isinstance(listed, list) else [])
-                if isinstance(m, dict) and "id" in m
-            }
+            documents[file_id] = document_messages(conn, file_id)
         return documents[file_id].get((uuid or "").removeprefix(f"{sid}:"))
 
     merged: dict[str, dict[str, Any]] = {}

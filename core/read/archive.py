@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -140,6 +141,20 @@ def file_bytes(conn: sqlite3.Connection, file_id: int) -> tuple[bytes, bool]:
                 parts.append(b"\n")
                 expected += 1
     return b"".join(parts), contiguous
+
+
+def document_messages(conn: sqlite3.Connection, file_id: int) -> dict[str, Any]:
+    """The messages (by id) of a JSON chat stored line by line (a JSON-era Gemini CLI chat), read
+    from the document its stored lines make: each message's record is only the line closing it."""
+    from ..adapters.shared import loads
+
+    doc = loads(file_bytes(conn, file_id)[0])[0]
+    listed = doc.get("messages") if isinstance(doc, dict) else None
+    return {
+        m["id"]: m
+        for m in (listed if isinstance(listed, list) else [])
+        if isinstance(m, dict) and isinstance(m.get("id"), str)
+    }
 
 
 def stored_file(conn: sqlite3.Connection, name: str) -> bytes | None:

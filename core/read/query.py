@@ -723,8 +723,31 @@ def fill_tool_io(conn: sqlite3.Connection, calls: list[ToolCall], *, with_result
 
 
 def raw_entry(conn: sqlite3.Connection, entry_id: int) -> bytes | None:
-    row = fetch_one(conn, "SELECT raw FROM entries WHERE id = ?", (entry_id,))
-    return bytes(row["raw"]) if row else None
+    """A record's exact bytes; a message of a JSON chat stored line by line (its record is only the
+    line closing it, `    },`) is shown as the document holds it (`core.read.archive.document_messages`)."""
+    row = fetch_one(
+        conn,
+        "SELECT e.raw, e.uuid, e.session_id, e.role, e.source_file_id, f.path FROM entries e "
+        "JOIN source_files f ON f.id = e.source_file_id WHERE e.id = ?",
+        (entry_id,),
+    )
+    if row is None:
+        return None
+    raw = bytes(row["raw"])
+    if (
+        row["role"]
+        and row["uuid"]
+        and str(row["path"]).endswith(".json")
+        and not raw.lstrip().startswith(b"{")
+    ):
+        from .archive import document_messages
+
+        found = document_messages(conn, row["source_file_id"]).get(
+            str(row["uuid"]).removeprefix(f"{row['session_id']}:")
+        )
+        if found is not None:
+            return orjson.dumps(found, option=orjson.OPT_INDENT_2)
+    return raw
 
 
 def origin_filter(prefix: str, machine: str | None, who: str | None) -> tuple[list[str], list[Any]]:

@@ -56,6 +56,13 @@ def test_a_json_era_chat_forks_at_its_messages(conn, home):
     ingest(conn, home)
     assert forked_messages(conn, "Two files.") == [("user", "list the files"), ("gemini", "Two files.")]
     assert len(forked_messages(conn, "None yet.")) == 4
+    # the raw record a viewer shows of such a message is the message, not the line closing it (`    },`)
+    from threadloom.core.read.query import raw_entry
+
+    eid = conn.execute("SELECT id FROM entries WHERE content = 'Two files.' AND seq IS NOT NULL").fetchone()[
+        0
+    ]
+    assert json.loads(raw_entry(conn, eid)) == doc["messages"][1]
 
 
 def test_a_jsonl_fork_keeps_a_message_orjson_refuses_and_one_nested_deep(conn, home):
