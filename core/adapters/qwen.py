@@ -91,9 +91,8 @@ class QwenAdapter(Adapter):
                     yield SourceRef(path, AGENT, "transcript", path.parent.parent.name)
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
-        obj, error = parse_record(
-            rec.raw
-        )  # read leniently where orjson refuses (invalid UTF-8, a lone surrogate)
+        # read leniently where orjson refuses (invalid UTF-8, a lone surrogate), the refusal noted
+        obj, error = parse_record(rec.raw)
         if obj is None:
             return Record(entry_type="invalid", known=False, parse_error=(error or "a blank line")[:200])
         if not isinstance(obj, dict):
