@@ -162,11 +162,48 @@ def loads(raw: bytes) -> tuple[Any, str | None]:
 
 def _lenient(data: bytes, first_error: str) -> tuple[Any, str | None]:
     """`data` read by the standard library, invalid UTF-8 replaced and lone surrogates scrubbed,
-    with orjson's refusal noted; (None, that refusal) when it is no JSON either."""
+    with orjson's refusal noted; (None, that refusal) when it is no JSON either. A value nested past
+    what either parser takes (a tool input 10,000 deep) is read with what lies past NESTED_KEPT
+    levels replaced by a note: the record's other fields, its message among them, are still read."""
     try:
         return _scrub(json.loads(data.decode("utf-8", "replace"))), f"decoded leniently: {first_error}"
-    except (ValueError, RecursionError):
+    except ValueError:
         return None, first_error
+    except RecursionError:
+        shallow = _cut_deep(data)
+        if shallow is None:
+            return None, first_error
+        value, error = loads(shallow)
+        return value, f"nested past {NESTED_KEPT} levels: what lies deeper is kept in the raw record only" + (
+            f"; {error}" if error else ""
+        )
+
+
+NESTED_KEPT = 200  # levels of nesting read of a value too deep for the parsers (see `_lenient`)
+
+
+def _cut_deep(data: bytes) -> bytes | None:
+    """`data` with every array or object that opens past NESTED_KEPT levels replaced by a string
+    saying so (None when nothing is that deep)."""
+    note = b'"[nested past %d levels]"' % NESTED_KEPT
+    out: list[bytes] = []
+    last = depth = 0
+    cut_from = -1
+    for m in _TOKEN.finditer(data):
+        c = data[m.start()]
+        if c in _OPEN:
+            depth += 1
+            if depth == NESTED_KEPT + 1:
+                cut_from = m.start()
+        elif c in _CLOSE:
+            if depth == NESTED_KEPT + 1 and cut_from >= 0:
+                out += (data[last:cut_from], note)
+                last, cut_from = m.end(), -1
+            depth -= 1
+    if not out:
+        return None
+    out.append(data[last:])
+    return b"".join(out)
 
 
 # ---------------------------------------------------------------------- SQLite sources

@@ -185,19 +185,27 @@ def test_claude_tool_input_nested_deep_is_read(conn, tmp_path, levels):
     assert '"path": "src"' in text and "nested deeper than 100 levels: see the raw record" in text
 
 
-def test_claude_tool_input_nested_past_any_parser_is_an_invalid_record(conn, tmp_path):
+@pytest.mark.parametrize("levels", [10_000, 100_000])
+def test_claude_tool_input_nested_past_any_parser_keeps_its_message(conn, tmp_path, levels):
+    """Past what orjson (255) and the standard library (the recursion limit) take, the record was
+    invalid and its message and call vanished; what lies past 200 levels is now left out with a
+    note (kept in the raw record), the rest read."""
     t = claude_session(tmp_path)
     t.user("hello")
-    t.assistant("too deep", tools=[tool_use("tdeep", "Bash", nested=HOSTILE)])
+    t.assistant("too deep", tools=[tool_use("tdeep", "Bash", command="ls", nested=HOSTILE)])
     t.assistant("world")
-    lines = write_hostile(t.write(), deep(100_000))
+    lines = write_hostile(t.write(), deep(levels))
     ingest(conn, tmp_path)
     assert_all_stored(conn, t.path, lines)
-    assert shown(conn, SID) == ["hello", "world"]
-    assert conn.execute("SELECT entry_type, known FROM entries WHERE line_number = 2").fetchone() == (
-        "invalid",
-        0,
-    )
+    assert shown(conn, SID) == ["hello", "too deep", "world"]
+    entry_type, note = conn.execute(
+        "SELECT entry_type, parse_error FROM entries WHERE line_number = 2"
+    ).fetchone()
+    assert entry_type == "assistant" and "nested past 200 levels" in note
+    name, status = conn.execute(
+        "SELECT tool_name, status FROM agent_tool_calls WHERE id = 'tdeep'"
+    ).fetchone()
+    assert name == "Bash"
 
 
 # ---------------------------------------------------------------------- the safety net
