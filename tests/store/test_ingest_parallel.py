@@ -105,7 +105,10 @@ def test_a_small_ingest_starts_no_worker(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_a_worker_killed_mid_ingest_loses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """kill -9 of a worker: the writer reads its files itself; the archive equals a serial one."""
+    """kill -9 of a worker: the writer reads its files itself; the archive equals a serial one.
+
+    The worker is held (SIGSTOP) from its start until it is killed: left to run, it could read
+    every file of its share of this small archive before the kill, and the loss go unnoticed."""
     source = _archive(tmp_path)
     serial, _ = _ingest(tmp_path, "serial.db", source, monkeypatch, workers=0)
     readers: list[ingest_workers.ParallelReader] = []
@@ -113,6 +116,7 @@ def test_a_worker_killed_mid_ingest_loses_nothing(tmp_path: Path, monkeypatch: p
 
     def remember(self: ingest_workers.ParallelReader, *args: object) -> None:
         original(self, *args)  # type: ignore[arg-type]
+        os.kill(self.processes[1].pid, signal.SIGSTOP)
         readers.append(self)
 
     monkeypatch.setattr(ingest_workers.ParallelReader, "__init__", remember)
