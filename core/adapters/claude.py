@@ -759,6 +759,23 @@ class ClaudeAdapter(Adapter):
         if ctx.state.get("side_question"):
             self._side_question(out, text)
 
+    def _queued_prompt(self, out: Record, obj: dict[str, Any], att: dict[str, Any]) -> None:
+        """A prompt typed while the agent was busy (2.1.x): Claude Code writes it only as this
+        attachment, which the next answer replies to; no user line carries it. A notice queued the
+        same way (a background task's `<task-notification>`, another agent's message) is shown as
+        such by its markup, as in a user line."""
+        out.role = "user"
+        out.is_message = True
+        prompt = att.get("prompt")
+        text = _text_of(prompt) if prompt is None or isinstance(prompt, (str, list)) else json_text(prompt)
+        out.content = _visible_text([text or ""]) or None
+        if not out.content:
+            out.is_message = False
+            return
+        out.is_meta = out.is_meta or bool(att.get("isMeta"))
+        if not out.is_meta and not out.content.lstrip().startswith(NOT_PROMPT_PREFIXES):
+            out.is_prompt = True
+
     def _side_question(self, out: Record, text: str) -> None:
         """In a side question's file the wrapped question is the one prompt; the conversation copied
         before it (and earlier side questions replayed) are context. The question names the session
@@ -871,7 +888,10 @@ class ClaudeAdapter(Adapter):
         elif etype == "attachment":
             att = as_dict(obj.get("attachment"))
             out.subtype = as_str(att.get("type"))
-            out.content = _text_of(att.get("content")) or as_str(att.get("stdout")) or None
+            if out.subtype == "queued_command":
+                self._queued_prompt(out, obj, att)
+            else:
+                out.content = _text_of(att.get("content")) or as_str(att.get("stdout")) or None
         elif etype == "progress":
             data = as_dict(obj.get("data"))
             out.subtype = as_str(data.get("type"))

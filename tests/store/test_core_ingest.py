@@ -644,6 +644,50 @@ def test_blank_text_is_not_an_empty_message(conn, tmp_path):
     assert len(entries_of(conn, path)) == 6
 
 
+def test_a_prompt_queued_while_the_agent_worked_is_a_prompt(conn, tmp_path):
+    """Claude Code 2.1.x writes a prompt typed while the agent is busy only as a `queued_command`
+    attachment (shapes of a 2.1.101 session); the next answer replies to it. It is shown, counted
+    and searched as the user's prompt; a background task's notice queued the same way is no blank
+    message, and a queued command with no words shows nothing."""
+    t = simple_session(tmp_path, turns=1)
+    t.add({"type": "queue-operation", "operation": "remove"}, chain=False)
+    queued = {"type": "queued_command", "prompt": "zebrafinch: the registry is per subsystem"}
+    t.add({"type": "attachment", "attachment": {**queued, "source_uuid": "q1", "commandMode": "prompt"}})
+    t.assistant("Good, it corrected itself.")
+    blocks = [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}]
+    t.add(
+        {
+            "type": "attachment",
+            "attachment": {
+                "type": "queued_command",
+                "prompt": blocks + [{"type": "text", "text": "and this one"}],
+            },
+        }
+    )
+    t.add(
+        {
+            "type": "attachment",
+            "attachment": {"type": "queued_command", "prompt": "  ", "commandMode": "prompt"},
+        }
+    )
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    shown = conn.execute("SELECT role, content FROM entries WHERE seq IS NOT NULL ORDER BY seq").fetchall()
+    assert shown == [
+        ("user", "prompt number 0"),
+        ("assistant", "answer number 0"),
+        ("user", "zebrafinch: the registry is per subsystem"),
+        ("assistant", "Good, it corrected itself."),
+        ("user", "and this one"),
+    ]
+    assert conn.execute("SELECT message_count, turn_count FROM agent_sessions").fetchone() == (5, 3)
+    from threadloom.core.read.search import search
+
+    assert [h.snippet for h in search(conn, "zebrafinch").hits] == [
+        "zebrafinch: the registry is per subsystem"
+    ]
+
+
 def test_each_entries_value_is_written_under_its_own_columns_name():
     """entry_row writes its values by position for speed: each must land in the column of its name."""
     from threadloom.core.adapters.base import RawRecord, Record
