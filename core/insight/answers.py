@@ -41,10 +41,14 @@ def cut(text: str, limit: int) -> str:
 
 
 def message_json(m: MessageRow, *, output_chars: int | None = None) -> dict[str, Any]:
-    """A message as `show --json` prints it: its text, its tool calls, where its images sit (never
-    their bytes), Claude Code's markup read beside the text as written, and its hooks."""
+    """A message as `show --json` prints it: its text and thinking, its tool calls, where its images
+    sit (never their bytes), Claude Code's markup read beside the text as written, and its hooks.
+    With `output_chars` (an agent's page), the thinking is cut as tool outputs are."""
     from ..base.markup import as_dict, described
 
+    thinking = m.thinking
+    if thinking is not None and output_chars is not None:
+        thinking = cut(thinking, output_chars)
     return {
         "entry_id": m.entry_id,
         "seq": m.seq,
@@ -54,6 +58,7 @@ def message_json(m: MessageRow, *, output_chars: int | None = None) -> dict[str,
         "timestamp": m.timestamp,
         "model": m.model,
         "content": m.content,
+        "thinking": thinking,
         "tool_calls": [tool_call_json(t, output_chars=output_chars) for t in m.tool_calls],
         "images": [i.as_dict() for i in m.images],
         "markup": described(m.content) if m.role == "user" else None,

@@ -416,11 +416,11 @@ def test_a_command_on_an_older_database_says_it_is_upgrading_before_the_wait(tmp
     assert "rebuilt" not in run("sessions", "--db", str(path)).stderr  # once
 
 
-def test_show_prints_a_huge_message_in_part_and_says_where_the_rest_is(tmp_path):
+def test_show_prints_a_huge_message_in_part_and_json_all_of_it_with_the_thinking(tmp_path):
     root = tmp_path / "projects"
     t = Transcript(root / "-srv-api" / f"{SID}.jsonl", SID, cwd="/srv/api")
     t.user("paste: " + "x" * 1_000_000)  # one line of a megabyte (Rich wraps one long line slowly)
-    t.assistant("Seen.")
+    t.assistant("Seen.", thinking="a pelican weighs the paste")
     t.write()
     path = tmp_path / "t.db"
     assert run("ingest", "--db", str(path), "--source", str(root), "--only").returncode == 0
@@ -430,6 +430,9 @@ def test_show_prints_a_huge_message_in_part_and_says_where_the_rest_is(tmp_path)
     assert len(shown.stdout) < 200_000
     whole = json.loads(run("show", SID[:8], "--db", str(path), "--json").stdout)
     assert any(len(m.get("content") or "") == 1_000_007 for m in whole["messages"])
+    # the thinking `show` prints is in its JSON too (it was left out)
+    assert "(thinking)" in shown.stdout and "a pelican weighs the paste" in shown.stdout
+    assert [m["thinking"] for m in whole["messages"]] == [None, "a pelican weighs the paste"]
 
 
 def test_sessions_prints_ids_that_show_takes_back_unambiguously(tmp_path: Path) -> None:
