@@ -222,6 +222,13 @@ class CopilotAdapter(Adapter):
         out.content = as_str(data.get("content")) or None
         out.is_meta = True
 
+    def _error(self, out: Record, data: dict[str, Any], st: dict[str, Any]) -> None:
+        """A turn that failed (no quota, a rate limit, the model unreachable): shown where it
+        happened, as other agents' errors are; without it the prompt looks unanswered."""
+        out.role = "system"
+        out.content = as_str(data.get("message")) or (json_text(data) if data else None)
+        out.is_message = out.content is not None
+
     def _assistant(self, out: Record, data: dict[str, Any], st: dict[str, Any]) -> None:
         out.role = "assistant"
         out.content = as_str(data.get("content")) or None
@@ -311,6 +318,7 @@ _READERS = {
     "session.tools_updated": lambda self, out, data, st: setattr(out, "model", as_str(data.get("model"))),
     "user.message": CopilotAdapter._user,
     "system.message": CopilotAdapter._system,
+    "session.error": CopilotAdapter._error,
     "assistant.message": CopilotAdapter._assistant,
     "assistant.reasoning": CopilotAdapter._reasoning,
     "tool.execution_start": CopilotAdapter._tool_start,

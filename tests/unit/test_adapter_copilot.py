@@ -103,3 +103,38 @@ def test_a_run_s_model_comes_from_its_tools_update(tmp_path):
         assert conn.execute("SELECT count(*) FROM entries WHERE known = 0").fetchone()[0] == 0
     finally:
         conn.close()
+
+
+def test_a_turn_that_failed_shows_its_error(tmp_path):
+    """`session.error` (shapes of a real session whose quota ran out) is shown where the turn failed;
+    without it the prompt looked unanswered."""
+    sid = "3fc55392-0000-4000-8000-000000000001"
+    folder = tmp_path / ".copilot" / "session-state" / sid
+    folder.mkdir(parents=True)
+    error = {
+        "errorType": "quota",
+        "message": "402 You have no quota (Request ID: CD88:30AFE2)",
+        "statusCode": 402,
+        "providerCallId": "CD88:30AFE2",
+    }
+    lines = [
+        event(1, "user.message", {"content": "Please review PR 104"}),
+        event(2, "assistant.turn_start", {"turnId": "0", "interactionId": "i1"}),
+        event(3, "assistant.turn_end", {"turnId": "0"}),
+        event(4, "session.error", error),
+        event(5, "session.error", {"errorType": "unknown"}),
+    ]
+    (folder / "events.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".copilot")
+        shown = conn.execute(
+            "SELECT role, content FROM entries WHERE seq IS NOT NULL ORDER BY seq"
+        ).fetchall()
+        assert [tuple(r) for r in shown] == [
+            ("user", "Please review PR 104"),
+            ("system", "402 You have no quota (Request ID: CD88:30AFE2)"),
+            ("system", '{"errorType":"unknown"}'),
+        ]
+    finally:
+        conn.close()
