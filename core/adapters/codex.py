@@ -497,9 +497,12 @@ class CodexAdapter(Adapter):
         meta_id = as_str(p.get("id")) or as_str(p.get("session_id"))
         if st["own_meta"] or (meta_id is not None and meta_id != st["sid"]):
             # A fork (or a subagent spawned with context) copies its parent's rollout after its own
-            # meta, all written in one burst: token counts in that burst are the parent's.
+            # meta: token counts up to the second the copy was made are the parent's. Codex writes
+            # the copy in one burst; threadloom's own fork copies the lines as they were, the
+            # parent's meta with its old time, so the copy's second is the later of the two metas'.
             if meta_id and meta_id != st["sid"] and out.timestamp is not None:
-                st["copy"] = (meta_id, out.timestamp // 1000)
+                made = max(out.timestamp, st.get("own_meta_ms") or 0)
+                st["copy"] = (meta_id, made // 1000)
             return
         st["own_meta"] = True
         out.cwd = as_str(p.get("cwd"))
@@ -507,6 +510,7 @@ class CodexAdapter(Adapter):
         git = as_dict(p.get("git"))
         out.git_branch = as_str(git.get("branch"))
         out.timestamp = out.timestamp or parse_iso_ms(p.get("timestamp"))
+        st["own_meta_ms"] = out.timestamp
         out.forked_from_session_id = as_str(p.get("forked_from_id"))
         info = SessionInfo(source=AGENT, external_id=st["sid"])
         source = p.get("source")
@@ -681,7 +685,7 @@ class CodexAdapter(Adapter):
             out.model = st.get("model")
             copy = st.get("copy")
             origin = st["sid"]
-            if copy is not None and out.timestamp is not None and out.timestamp // 1000 == copy[1]:
+            if copy is not None and out.timestamp is not None and out.timestamp // 1000 <= copy[1]:
                 origin = copy[0]
             else:
                 st["copy"] = None

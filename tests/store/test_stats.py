@@ -489,6 +489,13 @@ def test_a_codex_fork_counts_only_what_it_added(conn, tmp_path, monkeypatch) -> 
     parent_messages = conn.execute(
         "SELECT message_count FROM agent_sessions WHERE id = ?", (THREAD,)
     ).fetchone()[0]
+    parent_totals = tuple(
+        conn.execute(
+            "SELECT input_tokens, output_tokens, cache_read_tokens FROM agent_sessions WHERE id = ?",
+            (THREAD,),
+        ).fetchone()
+    )
+    assert any(parent_totals)
 
     native = "019a0000-1111-7222-8333-aaaabbbb0001"
     fork = Rollout(home, native, day="2026/03/04")
@@ -528,3 +535,12 @@ def test_a_codex_fork_counts_only_what_it_added(conn, tmp_path, monkeypatch) -> 
     assert {d: v for d, v in _day_sums(conn).items() if d != "2026-03-04"} == alone
     # and the source's token counts its lines carry are not counted again (they were, on their days)
     assert {d: v for d, v in _day_tokens(conn).items() if d != "2026-03-04"} == alone_tokens
+    # nor in the sessions' own totals (`sessions`, the list): each fork has what it added, the
+    # source what it had alone
+    totals = "SELECT input_tokens, output_tokens, cache_read_tokens FROM agent_sessions WHERE id = ?"
+    fork_id = conn.execute(
+        "SELECT id FROM agent_sessions WHERE forked_from_session_id = ? AND id != ?", (THREAD, native)
+    ).fetchone()[0]
+    assert tuple(conn.execute(totals, (native,)).fetchone()) == (500, 40, 1500)
+    assert tuple(conn.execute(totals, (fork_id,)).fetchone()) == (0, 0, 0)
+    assert tuple(conn.execute(totals, (THREAD,)).fetchone()) == parent_totals
