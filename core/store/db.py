@@ -31,11 +31,13 @@ T = TypeVar("T")
 # Bump when the derived tables or their meaning change; entries and source_files survive a bump
 # and the derived tables are rebuilt from `entries`.
 SCHEMA_VERSION = (
-    14  # 11: the stats' sums (core.insight.stats); 12: session_signals (core.insight.signals); 13: what the
+    15  # 11: the stats' sums (core.insight.stats); 12: session_signals (core.insight.signals); 13: what the
 )
 # adapters read more of (Cursor's tool calls, Cline's opening prompt, Aider's thinking, Claude Code's
 # markup: no turn starts at a command's output), placed again in every session; 14: Aider's session
-# ids name the history, not its path (what people wrote on the old ones follows: RENAMED_SESSIONS)
+# ids name the history, not its path (what people wrote on the old ones follows: RENAMED_SESSIONS);
+# 15: Claude Code's queued prompts and Copilot CLI's errors are messages, a Codex fork's copied token
+# counts its source's
 BUSY_TIMEOUT_MS = 5000
 # Source files pulled from a sync hub (core.ingest.sync) are named under this root, then their machine: no
 # file of this machine's own, never opened, never "gone" (their records are all the archive has)
