@@ -65,6 +65,7 @@ from .shared import (
     json_text,
     merge_records,
     parse_record,
+    tile,
 )
 from .walk import walk
 
@@ -74,6 +75,8 @@ GEMINI_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 NOTICE_TYPES = frozenset({"info", "error", "warning"})
 DOC_ARRAYS = frozenset({"messages", "history"})
+# the elements a JSON-era chat written on one line is cut into (`split`)
+DOC_ELEMENTS = frozenset({(key, "[]") for key in DOC_ARRAYS})
 STATUS = {"success": "completed", "error": "failed", "cancelled": "interrupted", "canceled": "interrupted"}
 SESSION_NAME = re.compile(r"^session-.*\.jsonl?$")
 # the folder of the chats Gemini CLI's background skill-extraction agent records (its run's id)
@@ -231,7 +234,7 @@ class GeminiAdapter(Adapter):
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if root.is_file():
             if self.claims(root, explicit=True):
-                yield SourceRef(root, AGENT, "transcript", _project_key(root))
+                yield SourceRef(root, AGENT, _kind(root), _project_key(root))
             return
         if not root.is_dir():
             return
@@ -246,7 +249,13 @@ class GeminiAdapter(Adapter):
                     if side is not None:  # kept whole with its session (a restore puts it back)
                         yield SourceRef(path, AGENT, "side", side[2])
                     else:
-                        yield SourceRef(path, AGENT, "transcript", _project_key(path))
+                        yield SourceRef(path, AGENT, _kind(path), _project_key(path))
+
+    def split(self, data: bytes) -> list[RawRecord]:
+        """A JSON-era chat written on one line (minified, or saved by another tool: Gemini CLI
+        indents its own): each message's exact JSON and the bytes between, as an indented chat is
+        cut by its lines; read by the same document reader (`_document_line`)."""
+        return tile(data, DOC_ELEMENTS)
 
     # ------------------------------------------------------------------ normalize
 
@@ -589,9 +598,11 @@ class GeminiAdapter(Adapter):
         out: Record | None = None
         subtype = None
         summary = None
+        keys: set[str | None] = set()
         for kind, key, value, error in st["doc"].feed(rec.raw):
             if kind == "member":
                 subtype = key
+                keys.add(key)
                 if key:
                     st["meta"][key] = value
                 if key == "summary" and isinstance(value, str) and value:
@@ -612,11 +623,13 @@ class GeminiAdapter(Adapter):
             return out
         sid = st["sid"] or as_str(st["meta"].get("sessionId"))
         out = Record(entry_type="json-line", subtype=subtype, session_id=sid)
-        if sid and subtype == "sessionId":
+        if (
+            sid and "sessionId" in keys
+        ):  # a one-line chat's first piece holds every member before its messages
             st["sid"] = sid
             out.session = self._info(ctx)
             out.cwd = self._cwd(ctx)
-        if sid and subtype == "startTime":
+        if sid and "startTime" in keys:
             out.timestamp = parse_iso_ms(st["meta"].get("startTime"))
         if sid and summary:
             out.entry_type = "ai-title"
@@ -626,6 +639,18 @@ class GeminiAdapter(Adapter):
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _kind(path: Path) -> str:
+    """ "document" for a JSON-era chat written on one line (its messages are cut out by `split`),
+    else "transcript": read by its lines (an indented chat, a JSONL one). Known files keep the
+    kind they were first stored with."""
+    if not path.name.endswith(".json"):
+        return "transcript"
+    head = head_of(path, 64).removeprefix(b"\xef\xbb\xbf").lstrip()
+    return (
+        "document" if head[:1] == b"{" and head[1:2] not in (b"", b"\n", b"\r", b" ", b"\t") else "transcript"
+    )
 
 
 def _project_key(path: Path) -> str | None:

@@ -38,9 +38,10 @@ def forked_messages(conn, text: str) -> list[tuple[str, str]]:
     ]
 
 
-def test_a_json_era_chat_forks_at_its_messages(conn, home):
+@pytest.mark.parametrize("indent", [2, None], ids=["indented", "one-line"])
+def test_a_json_era_chat_forks_at_its_messages(conn, home, indent):
     """Its records are the document's lines, no message each: every fork said there were no
-    messages on the branch."""
+    messages on the branch. A chat written on one line is cut into its messages: alike."""
     doc = {
         **meta(),
         "messages": [
@@ -52,7 +53,7 @@ def test_a_json_era_chat_forks_at_its_messages(conn, home):
     }
     path = chats(home) / f"session-2026-04-29T21-39-{SID[:8]}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2))
+    path.write_text(json.dumps(doc, indent=indent))
     ingest(conn, home)
     assert forked_messages(conn, "Two files.") == [("user", "list the files"), ("gemini", "Two files.")]
     assert len(forked_messages(conn, "None yet.")) == 4

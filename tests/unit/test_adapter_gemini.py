@@ -173,9 +173,10 @@ def legacy_doc(messages: list[dict], **extra) -> dict:
     }
 
 
-def write_legacy(path: Path, doc: dict) -> Path:
+def write_legacy(path: Path, doc: dict, indent: int | None = 2) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2))  # JSON.stringify(…, null, 2): no final newline
+    # JSON.stringify(…, null, 2): no final newline; or on one line, minified (another tool's copy)
+    path.write_text(json.dumps(doc, indent=indent) if indent else json.dumps(doc, separators=(",", ":")))
     old = time.time() - 7200
     os.utime(path, (old, old))
     return path
@@ -194,10 +195,14 @@ def legacy_messages() -> list[dict]:
     ]
 
 
-def test_legacy_json_document_is_read_from_its_lines(conn, gemini):
+@pytest.mark.parametrize("indent", [2, None], ids=["indented", "one-line"])
+def test_legacy_json_document_is_read_from_its_lines(conn, gemini, indent):
+    """An indented chat is read from its lines; one written on one line (minified: its messages
+    ran together into one record, untitled, with no tokens) is cut into its messages, read alike."""
     path = write_legacy(
         chats(gemini) / "session-2026-01-16T18-34-5f0e2a8c.json",
         legacy_doc(legacy_messages(), summary="Listing files"),
+        indent,
     )
     ingest(conn, gemini)
     s = session(conn)
@@ -212,11 +217,14 @@ def test_legacy_json_document_is_read_from_its_lines(conn, gemini):
     assert round_trips(conn, path)
     # rewritten whole on the next message: read again, nothing doubled
     write_legacy(
-        path, legacy_doc([*legacy_messages(), reply("g2", "You're welcome.")], summary="Listing files")
+        path,
+        legacy_doc([*legacy_messages(), reply("g2", "You're welcome.")], summary="Listing files"),
+        indent,
     )
     ingest(conn, gemini)
     s = session(conn)
     assert (s["turn_count"], s["message_count"], s["input_tokens"]) == (2, 4, 400)
+    assert [c for _, c in visible(conn) if c] == ["list the files", "Here:", "thanks", "You're welcome."]
     assert round_trips(conn, path)
 
 
