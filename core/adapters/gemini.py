@@ -96,16 +96,33 @@ def gemini_dir() -> Path:
 UUID_NAME = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 
 
-def side_file(path: Path) -> tuple[str, str, str] | None:
+# what Gemini CLI keeps in a project's folder for all its sessions (FORMATS.md §4.1), by name
+PROJECT_FILES = {"logs.json": "prompt-log", "shell_history": "shell-history"}
+
+
+def side_file(path: Path) -> tuple[str, str | None, str] | None:
     """(what it is, its session, its project folder) of a file Gemini CLI keeps beside a session:
     a tool's output it saved whole (`tmp/<project>/tool-outputs/session-<id>/<tool>_….txt`) or a
-    plan (`tmp/<project>/<id>/plans/<date>-<slug>.md`); None for anything else."""
+    plan (`tmp/<project>/<id>/plans/<date>-<slug>.md`); or beside all of a project's sessions (no
+    session of its own): the log of every prompt typed (`logs.json`), the `!` shell history, a
+    conversation `/chat save` kept (`checkpoint-<tag>.json`) and the snapshots `/restore` goes back
+    to (`checkpoints/*.json`). None for anything else."""
     parts = path.parts
+    name = path.name
     if len(parts) >= 4 and parts[-3] == "tool-outputs" and parts[-2].startswith("session-"):
         session = parts[-2][len("session-") :]
         return ("tool-output", session, parts[-4]) if UUID_NAME.match(session) else None
-    if len(parts) >= 4 and parts[-2] == "plans" and UUID_NAME.match(parts[-3]) and path.name.endswith(".md"):
+    if len(parts) >= 4 and parts[-2] == "plans" and UUID_NAME.match(parts[-3]) and name.endswith(".md"):
         return "plan", parts[-3], parts[-4]
+    if QWEN_DIR in parts:  # Qwen Code keeps files of the same names: not read as Gemini CLI's
+        return None
+    if len(parts) >= 3 and parts[-3] == "tmp":
+        if name in PROJECT_FILES:
+            return PROJECT_FILES[name], None, parts[-2]
+        if name.startswith("checkpoint-") and name.endswith(".json"):
+            return "chat-save", None, parts[-2]
+    if len(parts) >= 4 and parts[-4] == "tmp" and parts[-2] == "checkpoints" and name.endswith(".json"):
+        return "checkpoint", None, parts[-3]
     return None
 
 

@@ -328,6 +328,19 @@ def session_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, 
         "ORDER BY path",
         (session_id, session_id + ":", session_id + ";", *([session_id] if rewritten else [])),
     ).fetchall()
+    # and the side files its agent keeps for all of its project's sessions (Gemini CLI's prompt log,
+    # shell history, saved chats and /restore checkpoints): with each session of that project
+    projects = sorted({key for _, _, key in rows if key})
+    if projects:
+        rows += conn.execute(
+            "SELECT id, path, project_key FROM source_files f WHERE kind = 'side' "
+            "AND project_key IN (SELECT value FROM json_each(?)) "
+            "AND agent = (SELECT source FROM agent_sessions WHERE id = ?) "
+            "AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.source_file_id = f.id AND e.session_id IS NOT NULL) "
+            "AND id NOT IN (SELECT value FROM json_each(?))",
+            (orjson.dumps(projects).decode(), session_id, orjson.dumps([r[0] for r in rows]).decode()),
+        ).fetchall()
+        rows.sort(key=lambda r: r[1])
     # and its plans that are named by its slug rather than kept with it (Claude Code's)
     known = {file_id for file_id, _, _ in rows}
     plans = [(file_id, path) for file_id, path, _ in plan_files(conn, session_id) if file_id not in known]

@@ -201,6 +201,54 @@ def test_gemini_tool_outputs_and_plans_are_kept_with_their_session(conn, tmp_pat
     assert any(name.startswith("03-potencial/chats/") for name in restored)
 
 
+def test_gemini_s_files_for_all_of_a_project_s_sessions_are_kept_and_restored_with_each(conn, tmp_path):
+    """Beside a project's chats Gemini CLI keeps the log of every prompt typed (`logs.json`), the `!`
+    shell history, conversations `/chat save` kept and the snapshots `/restore` goes back to (as a
+    real 2026 home holds them): they were left unread. Kept whole, with no session of their own,
+    and written back with each of the project's sessions; Qwen Code's files of the same names are
+    not Gemini CLI's."""
+    project = tmp_path / ".gemini" / "tmp" / "03-potencial"
+    chat = project / "chats" / "session-2026-06-08T18-27-2cbc6e5f.jsonl"
+    chat.parent.mkdir(parents=True)
+    chat.write_bytes(
+        b'{"sessionId":"%s","projectHash":"0330","startTime":"2026-06-08T18:27:18.103Z",'
+        b'"lastUpdated":"2026-06-08T18:27:18.103Z","kind":"main"}\n'
+        b'{"id":"d049","timestamp":"2026-06-08T18:27:18.105Z","type":"user","content":[{"text":"grep the logs"}]}\n'
+        % GEMINI_SID.encode()
+    )
+    kept = {
+        "logs.json": b'[{"sessionId":"%s","messageId":0,"type":"user","message":"grep the logs"}]'
+        % GEMINI_SID.encode(),
+        "shell_history": b"ls -la\n",
+        "checkpoint-before%20refactor.json": b'{"history":[{"role":"user","parts":[{"text":"grep"}]}]}',
+        "checkpoints/2026-06-08T18-30-00_000Z-app.py-write_file.json": b'{"toolCall":{"name":"write_file"},"commitHash":"8d1c"}',
+    }
+    for name, data in kept.items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_bytes(data)
+    qwen = tmp_path / ".gemini" / "tmp" / ".qwen" / "tmp" / "other" / "logs.json"
+    qwen.parent.mkdir(parents=True)
+    qwen.write_bytes(b"[]")
+    ingest(conn, tmp_path / ".gemini")
+    assert side_rows(conn) == {Path(name).name: None for name in kept}
+    assert conn.execute("SELECT count(*) FROM source_files WHERE kind = 'side'").fetchone()[0] == len(kept)
+    subtypes = {
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT subtype FROM entries WHERE source_file_id IN (SELECT id FROM source_files WHERE kind = 'side')"
+        )
+    }
+    assert subtypes == {"prompt-log", "shell-history", "chat-save", "checkpoint"}
+    assert conn.execute("SELECT count(*) FROM agent_sessions").fetchone()[0] == 1
+    shutil.rmtree(project)
+    dest = tmp_path / "restored"
+    restore_session(conn, GEMINI_SID, dest)
+    restored = {str(p.relative_to(dest)): p.read_bytes() for p in dest.rglob("*") if p.is_file()}
+    for name, data in kept.items():
+        assert restored[f"03-potencial/{name}"] == data
+    assert any(name.startswith("03-potencial/chats/") for name in restored)
+
+
 def test_a_session_s_plan_is_found_by_its_slug(conn, tmp_path, capsys):
     from threadloom.core.read.archive import plan_files
     from threadloom.core.read.side_files import session_plans
