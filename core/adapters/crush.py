@@ -66,6 +66,8 @@ from .shared import (
 
 AGENT = "crush"
 DB = "crush.db"
+# the ends of a request that gave no answer (Crush's message.FinishReason)
+FAILED_FINISH = frozenset({"error", "canceled", "cancelled", "permission_denied"})
 PART_TYPES = frozenset(
     {"text", "reasoning", "image_url", "binary", "tool_call", "tool_result", "finish", "shell_command"}
 )
@@ -217,12 +219,16 @@ class CrushAdapter(SqliteSource):
         texts: list[str] = []
         thoughts: list[str] = []
         tool_texts: list[str] = []
+        failure: str | None = None  # why the request ended without an answer, if it did
         for number, part in enumerate(as_list(parts)):
             part = as_dict(part)
             kind, data = as_str(part.get("type")), as_dict(part.get("data"))
             if kind not in PART_TYPES:
                 out.known = False
-            if kind == "text" and isinstance(data.get("text"), str):
+            if kind == "finish" and data.get("reason") in FAILED_FINISH:
+                said = [t for t in (as_str(data.get("message")), as_str(data.get("details"))) if t]
+                failure = ": ".join(said) or f"request {data['reason']}"
+            elif kind == "text" and isinstance(data.get("text"), str):
                 texts.append(data["text"])
             elif kind == "reasoning" and isinstance(data.get("thinking"), str):
                 thoughts.append(data["thinking"])
@@ -271,6 +277,10 @@ class CrushAdapter(SqliteSource):
         out.message_id = uid if role == "assistant" else None
         out.is_compaction = key.get("is_summary_message") in (1, True)
         out.is_message = bool(out.content or out.thinking or out.tool_uses or out.tool_results)
+        if failure and not out.is_message:
+            # a request that failed (no quota, a model not found) or was cancelled answers with this
+            # alone: shown where it happened, or the prompt looks unanswered
+            out.role, out.content, out.is_message = "system", failure, True
         out.is_prompt = role == "user" and bool(out.content) and not out.is_sidechain
         return out
 

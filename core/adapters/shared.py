@@ -375,7 +375,9 @@ class RowSink:
 
     def add(self, raw: bytes) -> None:
         self.records.append(RawRecord(self._pos, len(self.records) + 1, raw, newline=False))
-        self._pos += len(raw)
+        # an empty value (Crush keeps a new file's first version empty) still takes a place of its
+        # own: the next record at the same offset was refused, and the whole database with it
+        self._pos += len(raw) or 1
 
 
 class SqliteSource(Adapter):

@@ -6,6 +6,7 @@ resume command."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 from threadloom.core.actions.fork import resume_plan
@@ -14,7 +15,7 @@ from threadloom.core.insight.stats import refresh_pending
 from threadloom.core.read.query import messages
 from threadloom.core.store import db
 
-from tests.builders.crush import CHILD, SID, crush_db
+from tests.builders.crush import CHILD, SID, crush_db, part
 from tests.support import ingest, run_printed
 
 
@@ -82,3 +83,39 @@ def test_a_crush_session_resumes_with_its_own_command(tmp_path, fake_agents, san
     assert run_printed(plan.command.split(" && ", 1)[1], fake_agents, sandbox) == [
         ["crush", str(sandbox), "--session", SID]
     ]
+
+
+def test_an_empty_file_version_and_a_request_that_failed(tmp_path):
+    """Crush keeps a new file's first version empty: that empty value took the next record's place
+    and the whole database was refused (no session kept; real databases of 2025-2026). A request
+    that failed or was cancelled answers with a `finish` part alone: shown where it happened."""
+    path = crush_db(tmp_path)
+    source = sqlite3.connect(path)
+    source.execute("INSERT INTO files VALUES ('f0', ?, 'NOTES.md', '', 0, 1772359212, 1772359212)", (SID,))
+    error = part(
+        "finish", reason="error", message="API Error", details="400: the organization must be verified"
+    )
+    for n, (mid, parts) in enumerate(
+        [("msg-6", [error]), ("msg-7", [part("finish", reason="canceled", time=1772359299)])]
+    ):
+        source.execute(
+            "INSERT INTO messages (id, session_id, role, parts, created_at, updated_at) "
+            "VALUES (?, ?, 'assistant', ?, ?, ?)",
+            (mid, SID, json.dumps(parts), 1772359290 + n, 1772359290 + n),
+        )
+    source.commit()
+    source.close()
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        report = ingest(conn, tmp_path)
+        assert not report.errors
+        assert b"" in [
+            bytes(r[0]) for r in conn.execute("SELECT raw FROM entries")
+        ]  # the empty version, kept
+        shown = [(m.role, m.content) for m in messages(conn, SID) if m.role == "system"]
+        assert shown == [
+            ("system", "API Error: 400: the organization must be verified"),
+            ("system", "request canceled"),
+        ]
+    finally:
+        conn.close()
