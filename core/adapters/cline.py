@@ -52,6 +52,7 @@ from .base import (
     recorded_cost,
     safe_int,
 )
+from .edits import RESTORE, FileEdit, string_param
 from .shared import (
     as_dict,
     as_list,
@@ -250,14 +251,28 @@ def kind_of(path: Path, head: bytes | None = None) -> str | None:
 
 EXTENSION_NAMES = {"cline": "Cline", "roo-code": "Roo Code", "kilo-code": "Kilo Code"}
 
+# the tools whose change is SEARCH/REPLACE blocks: `------- SEARCH … ======= … +++++++ REPLACE`
+# (Cline 3.x), `<<<<<<< SEARCH … >>>>>>> REPLACE` (older Cline, Roo Code, whose blocks may open with
+# `:start_line:` hints and a `-------` line)
+SEARCH_REPLACE_TOOLS = frozenset({"replace_in_file", "apply_diff", "editedExistingFile", "appliedDiff"})
+SEARCH_MARK = re.compile(r"^(?:-{3,}|<{3,}) SEARCH\s*$")
+DIVIDER_MARK = re.compile(r"^={3,}\s*$")
+REPLACE_MARK = re.compile(r"^(?:\+{3,}|>{3,}) REPLACE\s*$")
+LINE_HINT = (":start_line:", ":end_line:")
+# what Cline appends to a completion's text when the task changed files (COMPLETION_RESULT_CHANGES_FLAG)
+CHANGES_FLAG = "HAS_CHANGES"
+
 
 class ClineAdapter(Adapter):
     """Reads one Cline-family agent's files; see the module docstring."""
 
     mode = "document"
     spawn_tools = frozenset({"newTask", "new_task"})  # the UI log's tool, the API history's
-    edit_tools = frozenset({"replace_in_file", "apply_diff", "insert_content", "search_and_replace"})
-    write_tools = frozenset({"write_to_file"})
+    # the API history's tools and the UI log's (ClineSayTool / Roo's `tool` says) of the same calls
+    edit_tools = frozenset(
+        {"replace_in_file", "apply_diff", "insert_content", "search_and_replace"} | SEARCH_REPLACE_TOOLS
+    )
+    write_tools = frozenset({"write_to_file", "newFileCreated"})
     read_tools = frozenset({"read_file"})
     shell_tools = frozenset({"execute_command"})
 
@@ -268,6 +283,22 @@ class ClineAdapter(Adapter):
         # the CLI (`sdk`) resumes a task by id; the extensions' tasks only from their History view
         self.fork_style = "whole-session-resume" if sdk else None
         self.env_vars = ("CLINE_DIR",) if sdk else ()
+
+    def file_edits(self, name: str, params: dict[str, Any], result: Any = None) -> list[FileEdit]:
+        """An edit's SEARCH/REPLACE blocks (`diff` in the API history, `content` or `diff` in the UI
+        log) as the texts it replaced: it changed 0 lines in the stats and drew no diff."""
+        if name in SEARCH_REPLACE_TOOLS:
+            path = string_param(params, ("path", "file_path"))
+            text = params.get("diff") if isinstance(params.get("diff"), str) else params.get("content")
+            blocks = replaced_blocks(text) if isinstance(text, str) else []
+            if path is not None and blocks:
+                edit = FileEdit(path, name, strings=[(old, new, False) for old, new in blocks])
+                edit.why = (
+                    "the records hold the replaced text but not the file around it, so where it sits "
+                    "is not known" + RESTORE
+                )
+                return [edit]
+        return super().file_edits(name, params, result)
 
     def spawn_facts(self, params: dict[str, Any]) -> SpawnFacts:
         """A subtask's first prompt is `new_task`'s `message` (`content` in the UI log)."""
@@ -749,8 +780,39 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
+def replaced_blocks(diff: str) -> list[tuple[str, str]]:
+    """(searched, replacement) texts of the SEARCH/REPLACE blocks in `diff`; an unfinished block
+    (a call cut short) ends the list."""
+    lines = diff.split("\n")
+    blocks: list[tuple[str, str]] = []
+    i = 0
+    while i < len(lines):
+        if not SEARCH_MARK.match(lines[i]):
+            i += 1
+            continue
+        start = i + 1
+        while start < len(lines) and lines[start].startswith(LINE_HINT):
+            start += 1
+        if start > i + 1 and start < len(lines) and lines[start].strip() == "-------":
+            start += 1
+        middle = next((j for j in range(start, len(lines)) if DIVIDER_MARK.match(lines[j])), None)
+        end = (
+            next((j for j in range(middle + 1, len(lines)) if REPLACE_MARK.match(lines[j])), None)
+            if middle is not None
+            else None
+        )
+        if middle is None or end is None:
+            break
+        blocks.append(("\n".join(lines[start:middle]), "\n".join(lines[middle + 1 : end])))
+        i = end + 1
+    return blocks
+
+
 def _ui_text(name: str, text: str) -> str | None:
-    """Followups and plan responses are JSON ({question|response, options}); the rest is text."""
+    """Followups and plan responses are JSON ({question|response, options}); the rest is text, a
+    completion's without the flag Cline appends when the task changed files."""
+    if name == "completion_result" and text.endswith(CHANGES_FLAG):
+        text = text[: -len(CHANGES_FLAG)].rstrip()
     if name in ("followup", "plan_mode_respond") and text[:1] == "{":
         obj, _ = loads(text.encode())
         if isinstance(obj, dict):

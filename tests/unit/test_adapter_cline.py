@@ -578,3 +578,58 @@ def test_a_task_folder_is_found_wherever_it_sits(conn, tmp_path):
     }
     assert session(conn, TASK)["turn_count"] == 3
     assert shown(conn, ROO_TASK) == [("user", "plan the refactor"), ("assistant", "planned")]
+
+
+def test_a_task_s_edits_count_their_lines_from_either_log(conn, tmp_path):
+    """The UI log's file tools (newFileCreated, editedExistingFile) and the API history's
+    replace_in_file carry SEARCH/REPLACE blocks (shapes of a real Cline 3.51 task): they changed
+    0 lines in the stats and drew no diff. A completion's text loses the flag Cline appends."""
+    from threadloom.core.adapters.cline import replaced_blocks
+
+    blocks = "------- SEARCH\nold line\n=======\nnew line\nsecond new line\n+++++++ REPLACE\n"
+    ui = [
+        say(1000, "text", "Create Hello.cs and fix Notes.txt"),
+        say(1001, "tool", json.dumps({"tool": "newFileCreated", "path": "Hello.cs", "content": "a\nb\nc\n"})),
+        say(1002, "tool", json.dumps({"tool": "editedExistingFile", "path": "Notes.txt", "content": blocks})),
+        say(1003, "completion_result", "Done.HAS_CHANGES"),
+    ]
+    write_file = {"path": "Hello.cs", "content": "a\nb\nc\n"}
+    api = [
+        {
+            "role": "user",
+            "ts": 2000,
+            "content": [{"type": "text", "text": "<task>\nCreate Hello.cs\n</task>"}],
+        },
+        {
+            "role": "assistant",
+            "ts": 2001,
+            "content": [
+                {"type": "tool_use", "id": "t1", "name": "write_to_file", "input": write_file},
+                {
+                    "type": "tool_use",
+                    "id": "t2",
+                    "name": "replace_in_file",
+                    "input": {"path": "Notes.txt", "diff": blocks},
+                },
+            ],
+        },
+        {
+            "role": "user",
+            "ts": 2002,
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "ok"},
+                {"type": "tool_result", "tool_use_id": "t2", "content": "ok"},
+            ],
+        },
+    ]
+    changes = "SELECT path, lines_added, lines_removed FROM agent_file_changes ORDER BY path"
+    task_folder(tmp_path, ui=ui, api=api)
+    task_folder(tmp_path, task="1770858773986", api=api)  # a task with no UI log: its API history
+    ingest(conn, storage(tmp_path))
+    for task in (TASK, "1770858773986"):
+        got = conn.execute(changes.replace("ORDER BY", "WHERE session_id = ? ORDER BY"), (task,)).fetchall()
+        assert got == [("Hello.cs", 3, 0), ("Notes.txt", 2, 1)], task
+    assert [c for _, c in shown(conn, TASK)][-1] == "Done."
+    # Roo Code's and older Cline's markers, a line hint, and a block cut short (left out)
+    roo = "<<<<<<< SEARCH\n:start_line:4\n-------\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n<<<<<<< SEARCH\ny\n====="
+    assert replaced_blocks(roo) == [("x = 1", "x = 2")]
