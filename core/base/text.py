@@ -394,3 +394,23 @@ def text_table(columns: list[TableColumn], rows: Sequence[tuple[str, ...]], widt
         return "  ".join(parts).rstrip()
 
     return [line(tuple(c.name for c in columns)), *map(line, rows)]
+
+
+# a folder as Windows names it: a drive letter (`C:\…`, `c:/…`) or a share (`\\server\…`)
+WINDOWS_FOLDER = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
+
+
+def project_folder(cwd: str) -> str:
+    """A working folder as the archive groups sessions by it: a Windows drive letter in capitals,
+    as Windows ignores its case (Claude Code's CLI writes `C:\\…`, its desktop app `c:\\…`: one
+    folder, which was two projects). Any other path as written."""
+    if len(cwd) > 2 and cwd[1] == ":" and WINDOWS_FOLDER.match(cwd):
+        return cwd[0].upper() + cwd[1:]
+    return cwd
+
+
+def folder_name(path: str) -> str:
+    """The last part of a folder's path, a Windows one's too wherever it is read (`C:\\work\\shop`
+    is named `shop`, not the whole path as POSIX reads it); the path itself when it has none."""
+    parts = re.split(r"[\\/]", path) if WINDOWS_FOLDER.match(path) else path.split("/")
+    return next((p for p in reversed(parts) if p), "") or path

@@ -28,7 +28,7 @@ from ..adapters.base import (
     disk_name,
     normalized,
 )
-from ..base.text import is_bare_command, prompt_title
+from ..base.text import folder_name, is_bare_command, project_folder, prompt_title
 from ..insight.stats import BUCKET_MS, mark_since, mark_stale, quarter_hour
 from ..store.db import TITLE_TYPES_SQL
 from ..store.derived import CHECKPOINTS, REPLAYED_TABLES
@@ -391,8 +391,8 @@ class Ledger:
             if sess.ended_at is None or ts > sess.ended_at:
                 sess.ended_at = ts
         if rec.cwd and not sess.project_path:
-            sess.project_path = rec.cwd
-            sess.project = Path(rec.cwd).name or rec.cwd
+            sess.project_path = project_folder(rec.cwd)
+            sess.project = folder_name(sess.project_path)
             sess.workspace_path = rec.cwd
         if rec.git_branch:
             sess.git_branch = rec.git_branch

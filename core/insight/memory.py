@@ -31,6 +31,7 @@ from typing import Any
 
 import orjson
 
+from ..base.text import project_folder
 from ..store.memory_tables import (
     DDL,
     ENTRY_KINDS,
@@ -426,8 +427,9 @@ def check_scope(scope: str, key: str | None) -> str:
 
 
 def project_key(path: str) -> str:
-    """A project as memory keeps it: its path, without a trailing slash."""
-    text = path.strip()
+    """A project as memory keeps it: its path as sessions are grouped by it (`project_folder`),
+    without a trailing slash."""
+    text = project_folder(path.strip())
     return text.rstrip("/") or "/"
 
 

@@ -37,7 +37,8 @@ SCHEMA_VERSION = (
 # markup: no turn starts at a command's output), placed again in every session; 14: Aider's session
 # ids name the history, not its path (what people wrote on the old ones follows: RENAMED_SESSIONS);
 # 15: Claude Code's queued prompts, Copilot CLI's errors and Crush's failed requests are messages, a
-# Codex fork's copied token counts its source's, Cline's edits count their lines
+# Codex fork's copied token counts its source's, Cline's edits count their lines, a Windows folder is
+# one project whatever the case of its drive letter
 BUSY_TIMEOUT_MS = 5000
 # Source files pulled from a sync hub (core.ingest.sync) are named under this root, then their machine: no
 # file of this machine's own, never opened, never "gone" (their records are all the archive has)

@@ -704,3 +704,19 @@ def test_each_entries_value_is_written_under_its_own_columns_name():
     assert (row["raw"], row["newline"], len(row["hash"])) == (b"{}", 0, 32)
     assert (row["seq"], row["turn_id"], row["dup_of"]) == (5, "t", 1)
     assert len(set(ENTRY_COLUMNS)) == len(ENTRY_COLUMNS)
+
+
+def test_a_windows_folder_is_one_project_whatever_case_its_drive_letter(conn, tmp_path):
+    """Claude Code's CLI writes `C:\\…` and its desktop app `c:\\…` for the same folder (a real 2026
+    Windows home): one project, named by its last folder wherever the archive is read."""
+    from threadloom.core.read.browse import list_projects
+
+    for n, cwd in enumerate(("C:\\Users\\dev\\shop", "c:\\Users\\dev\\shop", "D:/work/api")):
+        sid = f"11111111-aaaa-4bbb-8ccc-00000000000{n}"
+        t = Transcript(tmp_path / "projects" / f"p{n}" / f"{sid}.jsonl", sid, cwd=cwd)
+        t.user(f"prompt {n}")
+        t.assistant("ok")
+        t.write()
+    ingest(conn, tmp_path / "projects")
+    projects = {(p.path, p.name, p.session_count) for p in list_projects(conn)}
+    assert projects == {("C:\\Users\\dev\\shop", "shop", 2), ("D:/work/api", "api", 1)}

@@ -27,3 +27,18 @@ def test_a_title_from_a_long_prompt_ends_on_a_word_with_an_ellipsis() -> None:
     assert len(title) <= 200 and title.endswith("tasks…")
     assert prompt_title("short prompt") == "short prompt"
     assert prompt_title("x" * 300) == "x" * 199 + "…"  # one long word: cut where it must be
+
+
+def test_folders_as_sessions_are_grouped_by_them() -> None:
+    from threadloom.core.base.text import folder_name, project_folder
+
+    assert project_folder("c:\\Users\\dev") == "C:\\Users\\dev" and project_folder("d:/x") == "D:/x"
+    assert project_folder("/home/c:\\x") == "/home/c:\\x" and project_folder("c:") == "c:"
+    assert project_folder("\\\\server\\share") == "\\\\server\\share"
+    assert [folder_name(p) for p in ("C:\\work\\shop\\", "/home/a\\b", "/", "shop", "\\\\srv\\share")] == [
+        "shop",
+        "a\\b",
+        "/",
+        "shop",
+        "share",
+    ]
