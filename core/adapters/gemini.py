@@ -64,6 +64,7 @@ from .shared import (
     input_text,
     json_text,
     merge_records,
+    parse_document,
     parse_record,
     tile,
 )
@@ -271,8 +272,10 @@ class GeminiAdapter(Adapter):
     def split(self, data: bytes) -> list[RawRecord]:
         """A JSON-era chat written on one line (minified, or saved by another tool: Gemini CLI
         indents its own): each message's exact JSON and the bytes between, as an indented chat is
-        cut by its lines; read by the same document reader (`_document_line`)."""
-        return tile(data, DOC_ELEMENTS)
+        cut by its lines; read by the same document reader (`_document_line`). One caught
+        mid-write waits (SourceIncomplete), as the ingest does for any document."""
+        doc = parse_document(data)
+        return tile(data, DOC_ELEMENTS) if isinstance(doc, dict) else [RawRecord(0, 1, data, newline=False)]
 
     # ------------------------------------------------------------------ normalize
 
@@ -640,9 +643,8 @@ class GeminiAdapter(Adapter):
             return out
         sid = st["sid"] or as_str(st["meta"].get("sessionId"))
         out = Record(entry_type="json-line", subtype=subtype, session_id=sid)
-        if (
-            sid and "sessionId" in keys
-        ):  # a one-line chat's first piece holds every member before its messages
+        # (a one-line chat's first piece holds every member before its messages)
+        if sid and "sessionId" in keys:
             st["sid"] = sid
             out.session = self._info(ctx)
             out.cwd = self._cwd(ctx)
@@ -659,9 +661,9 @@ class GeminiAdapter(Adapter):
 
 
 def _kind(path: Path) -> str:
-    """ "document" for a JSON-era chat written on one line (its messages are cut out by `split`),
-    else "transcript": read by its lines (an indented chat, a JSONL one). Known files keep the
-    kind they were first stored with."""
+    """How a chat is read: a JSON-era one written on one line as a "document" (its messages cut
+    out by `split`), any other by its lines, a "transcript" (an indented chat, a JSONL one). Known
+    files keep the kind they were first stored with."""
     if not path.name.endswith(".json"):
         return "transcript"
     head = head_of(path, 64).removeprefix(b"\xef\xbb\xbf").lstrip()

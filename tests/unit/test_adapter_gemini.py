@@ -404,3 +404,18 @@ def test_a_byte_order_mark_before_the_metadata_line(conn, gemini):
     assert conn.execute("SELECT entry_type FROM entries ORDER BY id LIMIT 1").fetchone()[0] == "metadata"
     assert session(conn)["turn_count"] == 2
     assert round_trips(conn, path)
+
+
+def test_a_one_line_chat_caught_mid_write_waits_for_its_end(conn, gemini):
+    """A chat written on one line is read whole: one cut short by its writer is left for the next
+    run (its messages would be cut at a point no message ends), then read once it parses."""
+    path = chats(gemini) / "session-2026-01-16T18-34-5f0e2a8c.json"
+    whole = json.dumps(legacy_doc(legacy_messages(), summary="Listing files"), separators=(",", ":"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(whole[: len(whole) // 2])  # written now: its writer is at work
+    ingest(conn, gemini)
+    assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 0
+    path.write_text(whole)
+    ingest(conn, gemini)
+    assert [c for _, c in visible(conn) if c] == ["list the files", "Here:", "thanks"]
+    assert round_trips(conn, path)
