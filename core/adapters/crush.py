@@ -225,9 +225,10 @@ class CrushAdapter(SqliteSource):
             kind, data = as_str(part.get("type")), as_dict(part.get("data"))
             if kind not in PART_TYPES:
                 out.known = False
-            if kind == "finish" and data.get("reason") in FAILED_FINISH:
+            reason = as_str(data.get("reason")) if kind == "finish" else None
+            if reason in FAILED_FINISH:
                 said = [t for t in (as_str(data.get("message")), as_str(data.get("details"))) if t]
-                failure = ": ".join(said) or f"request {data['reason']}"
+                failure = ": ".join(said) or f"request {reason}"
             elif kind == "text" and isinstance(data.get("text"), str):
                 texts.append(data["text"])
             elif kind == "reasoning" and isinstance(data.get("thinking"), str):

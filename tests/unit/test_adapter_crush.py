@@ -96,7 +96,11 @@ def test_an_empty_file_version_and_a_request_that_failed(tmp_path):
         "finish", reason="error", message="API Error", details="400: the organization must be verified"
     )
     for n, (mid, parts) in enumerate(
-        [("msg-6", [error]), ("msg-7", [part("finish", reason="canceled", time=1772359299)])]
+        [
+            ("msg-6", [error]),
+            ("msg-7", [part("finish", reason="canceled", time=1772359299)]),
+            ("msg-8", [part("text", text="still shown"), part("finish", reason=["error"])]),  # an odd reason
+        ]
     ):
         source.execute(
             "INSERT INTO messages (id, session_id, role, parts, created_at, updated_at) "
@@ -117,5 +121,6 @@ def test_an_empty_file_version_and_a_request_that_failed(tmp_path):
             ("system", "API Error: 400: the organization must be verified"),
             ("system", "request canceled"),
         ]
+        assert messages(conn, SID)[-1].content == "still shown"
     finally:
         conn.close()
