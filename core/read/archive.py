@@ -329,17 +329,21 @@ def session_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, 
         (session_id, session_id + ":", session_id + ";", *([session_id] if rewritten else [])),
     ).fetchall()
     # and the side files its agent keeps for all of its project's sessions (Gemini CLI's prompt log,
-    # shell history, saved chats and /restore checkpoints): with each session of that project
-    projects = sorted({key for _, _, key in rows if key})
-    if projects:
-        rows += conn.execute(
+    # shell history, saved chats and /restore checkpoints): with each session of that project, those
+    # of its own project folder (another home's folder of the same name is another project)
+    folders = {folder for _, path, key in rows if key and (folder := _folder_named(path, key))}
+    if folders:
+        shared = conn.execute(
             "SELECT id, path, project_key FROM source_files f WHERE kind = 'side' "
             "AND project_key IN (SELECT value FROM json_each(?)) "
             "AND agent = (SELECT source FROM agent_sessions WHERE id = ?) "
-            "AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.source_file_id = f.id AND e.session_id IS NOT NULL) "
-            "AND id NOT IN (SELECT value FROM json_each(?))",
-            (orjson.dumps(projects).decode(), session_id, orjson.dumps([r[0] for r in rows]).decode()),
+            "AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.source_file_id = f.id AND e.session_id IS NOT NULL)",
+            (orjson.dumps(sorted({key for _, _, key in rows if key})).decode(), session_id),
         ).fetchall()
+        known = {file_id for file_id, _, _ in rows}
+        rows += [
+            r for r in shared if r[0] not in known and any(r[1].startswith(folder) for folder in folders)
+        ]
         rows.sort(key=lambda r: r[1])
     # and its plans that are named by its slug rather than kept with it (Claude Code's)
     known = {file_id for file_id, _, _ in rows}
@@ -355,6 +359,16 @@ def session_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, 
             [*rows, *((file_id, path, keys.get(file_id)) for file_id, path in plans)], key=lambda r: r[1]
         )
     return [(file_id, disk_name(path), key) for file_id, path, key in rows]  # as the file system names it
+
+
+def _folder_named(path: str, name: str) -> str | None:
+    """The folder named `name` that `path` lies in (its nearest), with a separator after it."""
+    sep = "\\" if "\\" in path and "/" not in path else "/"
+    parts = path.split(sep)
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] == name:
+            return sep.join(parts[: i + 1]) + sep
+    return None
 
 
 def is_database(conn: sqlite3.Connection, file_id: int) -> bool:

@@ -229,9 +229,15 @@ def test_gemini_s_files_for_all_of_a_project_s_sessions_are_kept_and_restored_wi
     qwen = tmp_path / ".gemini" / "tmp" / ".qwen" / "tmp" / "other" / "logs.json"
     qwen.parent.mkdir(parents=True)
     qwen.write_bytes(b"[]")
-    ingest(conn, tmp_path / ".gemini")
-    assert side_rows(conn) == {Path(name).name: None for name in kept}
-    assert conn.execute("SELECT count(*) FROM source_files WHERE kind = 'side'").fetchone()[0] == len(kept)
+    # another home (a backup, another machine's) with a project folder of the same name: its own
+    other = tmp_path / "backup" / ".gemini" / "tmp" / "03-potencial"
+    other.mkdir(parents=True)
+    (other / "logs.json").write_bytes(b'[{"message":"typed elsewhere"}]')
+    (other / "checkpoint-elsewhere.json").write_bytes(b'{"history":[]}')
+    ingest(conn, tmp_path / ".gemini", tmp_path / "backup" / ".gemini")
+    assert (
+        conn.execute("SELECT count(*) FROM source_files WHERE kind = 'side'").fetchone()[0] == len(kept) + 2
+    )
     subtypes = {
         r[0]
         for r in conn.execute(
@@ -247,6 +253,7 @@ def test_gemini_s_files_for_all_of_a_project_s_sessions_are_kept_and_restored_wi
     for name, data in kept.items():
         assert restored[f"03-potencial/{name}"] == data
     assert any(name.startswith("03-potencial/chats/") for name in restored)
+    assert "03-potencial/checkpoint-elsewhere.json" not in restored  # nor was it refused as a copy
 
 
 def test_a_session_s_plan_is_found_by_its_slug(conn, tmp_path, capsys):
