@@ -41,7 +41,9 @@ def as_of_archive(conn: sqlite3.Connection, session_id: str, as_of: int) -> sqli
     then = db.connect(":memory:")
     with tempfile.TemporaryDirectory(prefix="threadloom-as-of-") as folder:
         root = Path(folder) / "projects"
-        restore_session(conn, session_id, root, as_of=as_of)
+        # every copy it was read from (its agent's folder and a backup), each in a folder of its
+        # own, as the archive read them all then: no copy has to be chosen
+        restore_session(conn, session_id, root, as_of=as_of, every_copy=True)
         run_ingest(then, [root], include_defaults=False, remember=False, build_index=False)
     return then
 
@@ -95,6 +97,7 @@ def restore_session(
     only: dict[str, Path] | None = None,
     as_of: int | None = None,
     source: Path | None = None,
+    every_copy: bool = False,
 ) -> list[RestoredFile]:
     """Write the session's source files under `dest`, byte for byte.
 
@@ -112,7 +115,8 @@ def restore_session(
 
     `source` (a file or a folder): which copy to write where the session was read from two places
     that hold the same file (the agent's folder and a `--source` backup): the one read from that
-    path or from under that folder. Without it such a session is refused, the copies named.
+    path or from under that folder. Without it such a session is refused, the copies named;
+    `every_copy` writes each of them instead, the second and later under `copy-<n>/`.
     """
     candidates: dict[tuple[str, ...], list[tuple[int, str]]] = {}
     for file_id, path, project_key in session_files(conn, session_id):
@@ -127,6 +131,12 @@ def restore_session(
         if is_database(conn, file_id):
             parts = (*parts[:-1], parts[-1] + ".rows.jsonl")
         candidates.setdefault(parts, []).append((file_id, path))
+    if every_copy:
+        candidates = {
+            ((f"copy-{n}", *parts) if n else parts): [copy]
+            for parts, copies in candidates.items()
+            for n, copy in enumerate(copies)
+        }
     chosen = _chosen_copies(candidates, source)
     planned: dict[tuple[str, ...], tuple[bytes, RestoredFile]] = {}
     for parts, (file_id, path) in chosen.items():

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 if TYPE_CHECKING:
     from ..read.query import SessionSummary
 
-from .common import Command, add_db_option, as_of_option, open_reading, session_or_earlier
+from .common import Command, add_db_option, as_of_option, fail, open_reading, session_or_earlier
 
 
 def add_parsers(sub: Any) -> None:
@@ -53,14 +53,18 @@ def cmd_show(args: argparse.Namespace) -> int:
     if not usable:
         return 2
     if as_of is not None:
-        from ..actions.restore import as_of_archive
+        from ..actions.restore import RestoreError, as_of_archive
         from ..base.text import short_when
 
         conn = open_reading(args)
         session_id = session_or_earlier(conn, args.session, as_of)
         if session_id is None:
             return 1
-        then = as_of_archive(conn, session_id, as_of)
+        try:
+            then = as_of_archive(conn, session_id, as_of)
+        except RestoreError as exc:  # its files could not be put back together as they were
+            fail(exc)
+            return 1
         note = f"as it was at {short_when(as_of)}, rebuilt from the records the archive kept"
         return _show(args, then, resolve_session(then, session_id), note)
     conn = open_reading(args)

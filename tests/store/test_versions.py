@@ -267,3 +267,21 @@ def test_show_as_of_prints_the_session_as_it_was(tmp_path, capsys):
         "question 1",
         "answer 1",
     ]
+
+
+def test_show_as_of_a_session_read_from_two_copies(tmp_path, capsys):
+    """A session read from its agent's folder and from a backup (a --source): `show --as-of` read
+    both copies as the archive had (it stopped in a traceback: which copy to restore?)."""
+    path = session_file(tmp_path)
+    backup = tmp_path / "backup" / "projects" / "-srv-app" / path.name
+    backup.parent.mkdir(parents=True)
+    backup.write_bytes(path.read_bytes()[: path.read_bytes().index(b"\n") + 1])  # the backup is older: 1 line
+    database = tmp_path / "a.db"
+    assert cli_ingest(database, tmp_path / "projects") == 0
+    assert cli_ingest(database, tmp_path / "backup" / "projects") == 0
+    capsys.readouterr()
+    assert main(["show", SID, "--db", str(database), "--as-of", "today", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert [m["content"] for m in shown["messages"]] == [
+        f"{w} {n}" for n in range(4) for w in ("question", "answer")
+    ]
