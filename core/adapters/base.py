@@ -545,6 +545,16 @@ class Adapter(ABC):
         caught mid-write. By default the whole document is one record."""
         return [RawRecord(0, 1, data, newline=False)] if data else []
 
+    def split_unfinished(self, data: bytes) -> list[RawRecord]:
+        """A "document" its writer left unfinished (`split` found it cut short, and no write has
+        come for long): its bytes kept all the same, by default as one record."""
+        return [RawRecord(0, 1, data, newline=False)] if data else []
+
+    def kind_now(self, path: Path, kind: str) -> str:
+        """How a known file that changed is read now: by default as it was first stored (`kind`,
+        its SourceRef's when it was found)."""
+        return kind
+
     def read_rows(self, path: Path) -> list[RawRecord]:
         """A "database" source: one record per row, `raw` the row's exact JSON value, `offset` a
         stable row number."""

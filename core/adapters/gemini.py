@@ -277,6 +277,16 @@ class GeminiAdapter(Adapter):
         doc = parse_document(data)
         return tile(data, DOC_ELEMENTS) if isinstance(doc, dict) else [RawRecord(0, 1, data, newline=False)]
 
+    def split_unfinished(self, data: bytes) -> list[RawRecord]:
+        """A one-line chat its writer never finished: the messages it holds whole, each its own
+        record as in a finished one (read as one record, they ran together into one message)."""
+        return tile(data, DOC_ELEMENTS)
+
+    def kind_now(self, path: Path, kind: str) -> str:
+        """A chat first stored by its lines (indented, or found empty) and since rewritten on one
+        line is read as the document it now is; the lines it was are kept as its earlier version."""
+        return "document" if kind == "transcript" and _kind(path) == "document" else kind
+
     # ------------------------------------------------------------------ normalize
 
     def start_file(self, ctx: FileContext, first_offset: int) -> None:

@@ -881,6 +881,8 @@ def _plan(
                 conn.execute("UPDATE source_files SET status = 'ok', error = NULL WHERE id = ?", (row.id,))
             report.files_skipped += 1
             continue
+        if row is not None:  # changed: read as its adapter reads it now (a chat rewritten on one line)
+            kind = adapter.kind_now(Path(path), kind)
         # a project folder named in bytes that are not UTF-8 is known by its name escaped (a label)
         label = None if project_key is None else shown_name(stored_name(project_key))
         ref = SourceRef(Path(path), agent, kind, label)
@@ -1145,7 +1147,7 @@ def _read_document(conn: sqlite3.Connection, plan: FilePlan, f: BinaryIO) -> Fil
         if time.time() - st.st_mtime < STALE_TAIL_SECONDS:
             _mark_waiting(conn, plan)
             return None
-        records = [RawRecord(0, 1, data, newline=False)]  # keep the bytes even if never finished
+        records = adapter.split_unfinished(data)  # keep the bytes even if never finished
     return FileRead(records, True, 0, 0, len(data), new_hash, len(data))
 
 

@@ -419,3 +419,36 @@ def test_a_one_line_chat_caught_mid_write_waits_for_its_end(conn, gemini):
     ingest(conn, gemini)
     assert [c for _, c in visible(conn) if c] == ["list the files", "Here:", "thanks"]
     assert round_trips(conn, path)
+
+
+def test_a_chat_rewritten_on_one_line_after_it_was_read_by_its_lines(conn, gemini):
+    """A chat first stored indented (or found empty) and since rewritten on one line is read as the
+    document it now is, as a fresh archive reads it (it ran together into one message); its earlier
+    lines are kept as its earlier version."""
+    path = write_legacy(
+        chats(gemini) / "session-2026-01-16T18-34-5f0e2a8c.json", legacy_doc(legacy_messages()[:2]), 2
+    )
+    ingest(conn, gemini)
+    write_legacy(path, legacy_doc(legacy_messages(), summary="Listing files"), None)
+    ingest(conn, gemini)
+    assert [c for _, c in visible(conn) if c] == ["list the files", "Here:", "thanks"]
+    s = session(conn)
+    assert (s["turn_count"], s["input_tokens"], s["title"]) == (2, 400, "Listing files")
+    assert round_trips(conn, path)
+    assert (
+        conn.execute("SELECT kind FROM source_files WHERE path = ?", (str(path),)).fetchone()[0] == "document"
+    )
+
+
+def test_a_one_line_chat_never_finished_shows_the_messages_it_holds(conn, gemini):
+    """Left cut short for good (its writer gone), a one-line chat is kept whole all the same, and the
+    messages it holds whole are read as its messages (they ran together into one prompt)."""
+    path = chats(gemini) / "session-2026-01-16T18-34-5f0e2a8c.json"
+    whole = json.dumps(legacy_doc(legacy_messages()), separators=(",", ":"))
+    write_legacy(path, legacy_doc([]), None)  # old: no writer at work
+    path.write_text(whole[: whole.index('"u2"') + 10])  # cut inside the last message
+    old = time.time() - 7200
+    os.utime(path, (old, old))
+    ingest(conn, gemini)
+    assert [c for _, c in visible(conn) if c] == ["list the files", "Here:"]
+    assert round_trips(conn, path)
