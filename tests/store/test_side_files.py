@@ -172,10 +172,9 @@ def test_a_saved_output_is_found_from_a_backup_read_elsewhere(conn, tmp_path):
 GEMINI_SID = "2cbc6e5f-eb6a-4869-9d0f-a07806539ff7"
 
 
-def test_gemini_tool_outputs_and_plans_are_kept_with_their_session(conn, tmp_path):
-    """Gemini CLI saves a tool's whole output to `tool-outputs/session-<id>/` and plans to
-    `<id>/plans/` beside the project's chats (as a real 2026 backup holds them)."""
-    project = tmp_path / ".gemini" / "tmp" / "03-potencial"
+def gemini_project(root: Path) -> Path:
+    """A Gemini CLI project folder holding one chat of GEMINI_SID (as a real 2026 backup holds it)."""
+    project = root / ".gemini" / "tmp" / "03-potencial"
     chat = project / "chats" / "session-2026-06-08T18-27-2cbc6e5f.jsonl"
     chat.parent.mkdir(parents=True)
     chat.write_bytes(
@@ -184,6 +183,13 @@ def test_gemini_tool_outputs_and_plans_are_kept_with_their_session(conn, tmp_pat
         b'{"id":"d049","timestamp":"2026-06-08T18:27:18.105Z","type":"user","content":[{"text":"grep the logs"}]}\n'
         % GEMINI_SID.encode()
     )
+    return project
+
+
+def test_gemini_tool_outputs_and_plans_are_kept_with_their_session(conn, tmp_path):
+    """Gemini CLI saves a tool's whole output to `tool-outputs/session-<id>/` and plans to
+    `<id>/plans/` beside the project's chats (as a real 2026 backup holds them)."""
+    project = gemini_project(tmp_path)
     output = project / "tool-outputs" / f"session-{GEMINI_SID}" / "grep_search_1780943303151_1_xdk71.txt"
     plan = project / GEMINI_SID / "plans" / "2026-06-16-fix-schema.md"
     for path, data in ((output, BIG_OUTPUT[:5000]), (plan, b"# Fix the schema\n")):
@@ -207,15 +213,7 @@ def test_gemini_s_files_for_all_of_a_project_s_sessions_are_kept_and_restored_wi
     real 2026 home holds them): they were left unread. Kept whole, with no session of their own,
     and written back with each of the project's sessions; Qwen Code's files of the same names are
     not Gemini CLI's."""
-    project = tmp_path / ".gemini" / "tmp" / "03-potencial"
-    chat = project / "chats" / "session-2026-06-08T18-27-2cbc6e5f.jsonl"
-    chat.parent.mkdir(parents=True)
-    chat.write_bytes(
-        b'{"sessionId":"%s","projectHash":"0330","startTime":"2026-06-08T18:27:18.103Z",'
-        b'"lastUpdated":"2026-06-08T18:27:18.103Z","kind":"main"}\n'
-        b'{"id":"d049","timestamp":"2026-06-08T18:27:18.105Z","type":"user","content":[{"text":"grep the logs"}]}\n'
-        % GEMINI_SID.encode()
-    )
+    project = gemini_project(tmp_path)
     kept = {
         "logs.json": b'[{"sessionId":"%s","messageId":0,"type":"user","message":"grep the logs"}]'
         % GEMINI_SID.encode(),
