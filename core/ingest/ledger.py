@@ -428,6 +428,8 @@ class Ledger:
 
         seq = None
         if rec.is_message:
+            if not sess.message_count:  # its file is the one its first message is in (a subagent's
+                sess.source_file_id = self._file_id  # .meta.json may be written before its log)
             seq = sess.message_count
             sess.message_count += 1
             # its count in the stats, by quarter hour and the model in use (this one's, if it has one)

@@ -720,3 +720,29 @@ def test_a_windows_folder_is_one_project_whatever_case_its_drive_letter(conn, tm
     ingest(conn, tmp_path / "projects")
     projects = {(p.path, p.name, p.session_count) for p in list_projects(conn)}
     assert projects == {("C:\\Users\\dev\\shop", "shop", 2), ("D:/work/api", "api", 1)}
+
+
+def test_a_subagent_s_meta_written_before_its_log_leaves_the_log_its_file(conn, tmp_path):
+    """Claude Code writes a subagent's `.meta.json` when it spawns it, its log a moment later: read
+    in between (a watch, the TUI), the session kept the meta as its file, where a fresh archive of
+    the same files names the log."""
+    sid, agent = "11111111-2222-4333-8444-555555555555", "a0123456789abcdef"
+    t = Transcript(tmp_path / "projects" / "-home-dev-shop" / f"{sid}.jsonl", sid)
+    t.user("spawn a helper")
+    t.write()
+    folder = tmp_path / "projects" / "-home-dev-shop" / sid / "subagents"
+    folder.mkdir(parents=True)
+    (folder / f"agent-{agent}.meta.json").write_text('{"agentType":"general-purpose","description":"look"}')
+    ingest(conn, tmp_path / "projects")
+    sub = Transcript(folder / f"agent-{agent}.jsonl", sid, isSidechain=True, agentId=agent)
+    sub.user("sub task", parent=False)
+    sub.write()
+    ingest(conn, tmp_path / "projects")
+    files = "SELECT s.id, f.path FROM agent_sessions s JOIN source_files f ON f.id = s.source_file_id ORDER BY s.id"
+    fresh = db.connect(tmp_path / "fresh.db")
+    try:
+        ingest(fresh, tmp_path / "projects")
+        assert conn.execute(files).fetchall() == fresh.execute(files).fetchall()
+        assert {Path(p).name for _, p in conn.execute(files)} == {f"{sid}.jsonl", f"agent-{agent}.jsonl"}
+    finally:
+        fresh.close()
