@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from textual.app import App
 from textual.worker import Worker
 
+from ..core.read import browse
 from . import workers
 from .archive_state import ArchiveState
 from .events import AgentRan, ForkWritten, HideChanged
@@ -111,6 +112,7 @@ class ArchiveApp(App[int]):
         self.cancel_event = threading.Event()
         self.last_report: IngestReport | None = None
         self.follower = workers.Follower()
+        self._archive_seen: int | None = None  # the archive's version the screens show (archive_version)
         self.root_watch: RootWatch | None = None  # the folders the last ingest looked in
         self.browser: ArchiveView  # the subclass makes it, as its default screen
         self._rescan_asked = False  # Ctrl+R: the ingest's end is reported even when nothing was new
@@ -172,6 +174,7 @@ class ArchiveApp(App[int]):
         self.archive.opened(conn, reader=readonly)
         self.browser.use_connection(conn)
         self.browser.refresh_panes()
+        self._archive_seen = browse.archive_version(conn)
         if self.open_session is not None:  # `threadloom open SESSION`: shown once the panes are filled
             session_id, self.open_session = self.open_session, None
             self.call_after_refresh(self.browser.show_session, session_id)
@@ -196,6 +199,8 @@ class ArchiveApp(App[int]):
         read it again."""
         self.browser.refresh_panes()
         self._reload_stats()
+        if self.conn is not None:  # what they now show: a change after it is the next one to show
+            self._archive_seen = browse.archive_version(self.conn)
 
     def _reload_stats(self) -> None:
         from .stats import StatsScreen
@@ -361,19 +366,26 @@ class ArchiveApp(App[int]):
 
     def _follow_open_session(self) -> None:
         """Every FOLLOW_SECONDS: when the file of the session being read has grown (its agent is
-        still at work), read what was added, and show it."""
+        still at work), read what was added, and show it; when another writer has changed the
+        archive meanwhile (a watch read the same file first, a CLI ingest, a sync), show what it
+        holds now: the screens and the open session (a message completed in place, a rewrite)."""
         session_id = self.browser.whole_session_open
         if (
             not self.archive.settled
             or self.conn is None
             or self.db_path is None
-            or session_id is None
             or any(w.group == workers.FOLLOW.group and w.is_running for w in self.workers)
         ):
             return
-        path = self.follower.grown(self.conn, session_id)
-        if path is not None:
+        path = self.follower.grown(self.conn, session_id) if session_id is not None else None
+        if path is not None and session_id is not None:
             workers.start(self, workers.FOLLOW, partial(workers.follow, self.db_path, path, session_id))
+            return
+        version = browse.archive_version(self.conn)
+        if version != self._archive_seen:
+            self.archive_changed()
+            if session_id is not None:
+                self.browser.session_grew(session_id)
 
     def watch_roots(self) -> None:
         """Every WATCH_SECONDS: a session file added where the agents write (a session started in

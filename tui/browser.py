@@ -847,8 +847,18 @@ class BrowserScreen(Screen[None]):
             return
         if node.branch_count:  # the agent may have been rewound meanwhile: mark the new branch
             view.rewinds = browse.rewind_seqs(self.conn, session_id)
-        if view.extend(range(node.message_count)):
-            view.set_facts(subtitle(node, node.message_count, len(view.rewinds)))
+        rewrites = archive.session_rewrites(self.conn, session_id)
+        if rewrites == self.rewrites and view.extend(range(node.message_count)):
+            view.set_facts(subtitle(node, node.message_count, len(view.rewinds), rewrites))
+            return
+        # not a continuation of what is shown (its file was rewritten, cut short): shown afresh,
+        # the reader left at the message it was on
+        row = view.current_row()
+        view.show(
+            self.conn, session_id, range(node.message_count), at=row.seq if row else 0, rewinds=view.rewinds
+        )
+        self.rewrites = rewrites
+        view.set_facts(subtitle(node, node.message_count, len(view.rewinds), rewrites))
 
     # ------------------------------------------------------------------ subagents and back
 

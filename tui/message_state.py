@@ -77,11 +77,12 @@ class MessageState:
         return self.stick_end or not self.seqs or self.cursor[0] >= len(self.seqs) - 1
 
     def grow(self, seqs: Sequence[int]) -> range | None:
-        """The session grew to `seqs`: the new messages added, and the last page read forgotten (a
-        message on it may have changed since: a tool call answered, a streamed reply continued).
-        Returns the positions forgotten; None when `seqs` does not continue what is shown."""
+        """The session grew to `seqs` (or changed with as many messages): the new messages added,
+        and the last page read forgotten (a message on it may have changed since: a tool call
+        answered, a streamed reply continued). Returns the positions forgotten; None when `seqs`
+        does not continue what is shown."""
         old = len(self.seqs)
-        if len(seqs) <= old or list(seqs[:old]) != list(self.seqs):
+        if len(seqs) < old or list(seqs[:old]) != list(self.seqs):
             return None
         last = (old - 1) // PAGE if old else 0
         self.pages.discard(last)

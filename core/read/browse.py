@@ -198,6 +198,14 @@ def session_source(conn: sqlite3.Connection, session_id: str) -> tuple[str, int,
     return (disk_name(row["path"]), row["size"], row["mtime_ns"]) if row else None
 
 
+def archive_version(conn: sqlite3.Connection) -> int:
+    """A number that changes whenever another connection (a watch, a CLI ingest, a sync, a worker of
+    the same app) has written to the archive since this connection last asked: what a reader
+    holding it open checks to know its screens are stale (SQLite's data_version)."""
+    row = conn.execute("PRAGMA data_version").fetchone()
+    return int(row[0]) if row else 0
+
+
 def grown_source(conn: sqlite3.Connection, session_id: str) -> tuple[str, tuple[int, int]] | None:
     """The session's file and its (size, mtime_ns) now, when they differ from what its last
     ingest saw (an agent is still writing it); None when unchanged, gone or not a plain file."""

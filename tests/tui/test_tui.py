@@ -965,6 +965,66 @@ async def test_open_session_follows_its_growing_file(tmp_path: Path, monkeypatch
         assert len(launches) == 1
 
 
+async def test_what_another_writer_archived_first_is_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A watch (or a CLI ingest) read the growing session before the app looked: its file then
+    matched the archive, and the app never showed what came; the screens follow the archive."""
+    from threadloom.core.ingest.update import update
+
+    db = build_demo_db(tmp_path, long_turns=3)
+    monkeypatch.setattr(ThreadloomApp, "FOLLOW_SECONDS", 0.1)
+    app = make_app(db)
+    async with run_test(app, size=(140, 40)) as pilot:
+        sid = await open_checkout(pilot, app)
+        view = app.query_one(MessageView)
+        await until(pilot, lambda: view.session_id == sid and view.count > 0)
+        before = view.count
+        # written and archived by another process at once (nothing runs in the app meanwhile)
+        append_claude_messages(app, sid, [("user", "And the refund flow too?")])
+        path = Path(browse.session_source(app.conn, sid)[0])
+        assert update(db, [path], include_defaults=False, remember=False).records_added == 1
+        await until(pilot, lambda: view.count == before + 1)
+        assert "refund flow" in (view.row(view.count - 1).content or "")
+        assert view.border_subtitle.startswith(f"{before + 1:,} messages")
+
+
+async def test_a_message_completed_in_place_and_a_rewritten_file_are_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Gemini CLI message is written again with its call's result (as many messages as before):
+    it stayed "still running"; a file rewritten shorter left the old messages on screen. Both are
+    shown as the archive holds them, written by another process (a watch) the moment they were."""
+    from threadloom.core.ingest.update import update
+
+    from tests.builders.gemini import SID, chats, meta, reply, shell, user, write_jsonl
+
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "ghome"))
+    project = tmp_path / "ghome" / ".gemini" / "tmp" / "webshop"
+    project.mkdir(parents=True)
+    (project / ".project_root").write_text("/home/dev/webshop\n")
+    lines = [meta(), user("u1", "list the files"), reply("g1", "Looking.", tools=[shell("t1", "ls")])]
+    path = write_jsonl(chats(project.parent.parent) / f"session-2026-04-29T21-39-{SID[:8]}.jsonl", lines)
+    database = tmp_path / "g.db"
+    update(database, [path], include_defaults=False, remember=False)
+    monkeypatch.setattr(ThreadloomApp, "FOLLOW_SECONDS", 0.1)
+    app = make_app(database)
+    async with run_test(app, size=(140, 40)) as pilot:
+        await until(pilot, lambda: app.conn is not None)
+        app.browser.jump_to_session(SID)
+        view = app.query_one(MessageView)
+        await until(pilot, lambda: view.session_id == SID and view.count == 2)
+        assert [t.status for t in view.row(1).tool_calls] == ["pending"]
+        done = shell("t1", "ls", result="a.py", status="success")
+        write_jsonl(path, [*lines, reply("g1", "Looking.", tools=[done])])  # the same message, completed
+        update(database, [path], include_defaults=False, remember=False)
+        await until(pilot, lambda: [t.status for t in view.row(1).tool_calls] == ["completed"])
+        assert view.count == 2
+        write_jsonl(path, [meta(), user("u9", "another question")])  # rewritten, shorter
+        update(database, [path], include_defaults=False, remember=False)
+        await until(pilot, lambda: view.count == 1 and (view.row(0).content or "") == "another question")
+
+
 async def test_an_open_stats_screen_counts_what_a_followed_session_adds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
