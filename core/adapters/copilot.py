@@ -32,6 +32,7 @@ Resume: `copilot --resume <session id>` (its docs and help; the id is the folder
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,28 @@ KNOWN = frozenset(
 )
 
 
+SESSION_FOLDER = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
+# what a running copilot leaves to say it has the session open: not the session's
+LOCK_FILE = re.compile(r"^inuse\.\d+\.lock$")
+
+
+def side_file(path: Path) -> tuple[str, str] | None:
+    """(what it is, its session) of a file Copilot CLI keeps in a session's folder beside its events:
+    `workspace.yaml` (folder, branch, the session's summary), `plan.md`, the VS Code extension's
+    `vscode.*.json` (the title given to it), and `checkpoints/` (what each checkpoint holds); None
+    for the events, a lock or anything else."""
+    parts = path.parts
+    if len(parts) >= 3 and parts[-2] == "checkpoints" and SESSION_FOLDER.match(parts[-3]):
+        return "checkpoint", parts[-3]
+    if len(parts) < 2 or not SESSION_FOLDER.match(parts[-2]) or path.name == FILE_NAME:
+        return None
+    if LOCK_FILE.match(path.name):
+        return None
+    return (
+        "workspace" if path.name == "workspace.yaml" else "plan" if path.name == "plan.md" else "file"
+    ), parts[-2]
+
+
 def copilot_home() -> Path:
     value = os.environ.get("COPILOT_HOME")
     return Path(value).expanduser() if value else Path.home() / ".copilot"
@@ -130,21 +153,42 @@ class CopilotAdapter(Adapter):
         return [copilot_home() / "session-state"]
 
     def claims(self, path: Path) -> bool:
-        return path.name == FILE_NAME and looks_like_copilot(head_of(path, 8192))
+        if path.name == FILE_NAME:
+            return looks_like_copilot(head_of(path, 8192))
+        return self._beside_events(path) and side_file(path) is not None
+
+    @staticmethod
+    def _beside_events(path: Path) -> bool:
+        """A file of a session folder that holds Copilot's events (or held them: a folder whose
+        events were deleted still has `workspace.yaml`)."""
+        folder = path.parent.parent if path.parent.name == "checkpoints" else path.parent
+        return (folder / FILE_NAME).is_file() or (folder / "workspace.yaml").is_file()
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if root.is_file():
             if self.claims(root):
-                yield SourceRef(root, AGENT, "transcript", root.parent.name)
+                kind = "transcript" if root.name == FILE_NAME else "side"
+                yield SourceRef(root, AGENT, kind, self._folder_of(root))
             return
         for dirpath, dirnames, filenames in walk(root):
             dirnames.sort()
-            if FILE_NAME in filenames:
-                path = Path(dirpath) / FILE_NAME
-                if self.claims(path):
-                    yield SourceRef(path, AGENT, "transcript", path.parent.name)
+            folder = Path(dirpath)
+            if FILE_NAME in filenames and self.claims(folder / FILE_NAME):
+                yield SourceRef(folder / FILE_NAME, AGENT, "transcript", folder.name)
+            for name in sorted(filenames):
+                path = folder / name
+                if name != FILE_NAME and side_file(path) is not None and self._beside_events(path):
+                    yield SourceRef(path, AGENT, "side", self._folder_of(path))
+
+    @staticmethod
+    def _folder_of(path: Path) -> str:
+        """The session folder a file is kept in: a restore writes it back under it."""
+        return path.parent.parent.name if path.parent.name == "checkpoints" else path.parent.name
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        side = side_file(ctx.path) if ctx.kind == "side" else None
+        if side is not None:  # kept whole with its session, not read
+            return Record(entry_type="side-file", subtype=side[0], session_id=side[1], side_file=True)
         # read leniently where orjson refuses (invalid UTF-8, a lone surrogate), the refusal noted
         obj, error = parse_record(rec.raw)
         if obj is None:

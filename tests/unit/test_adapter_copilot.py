@@ -5,6 +5,7 @@ linked to its task call, tokens and models, edits, and its resume command."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from threadloom.core.actions.fork import resume_plan
 from threadloom.core.adapters import ADAPTERS
@@ -23,7 +24,10 @@ def test_a_copilot_session_is_read_whole_and_as_copilot_s(tmp_path):
     try:
         ingest(conn, tmp_path / ".copilot")
         refresh_pending(conn)
-        raws = conn.execute("SELECT raw, newline FROM entries ORDER BY byte_offset").fetchall()
+        raws = conn.execute(  # the events' records (its workspace.yaml is kept beside them)
+            "SELECT raw, newline FROM entries WHERE source_file_id = "
+            "(SELECT id FROM source_files WHERE kind = 'transcript') ORDER BY byte_offset"
+        ).fetchall()
         assert b"".join(bytes(r) + b"\n" * n for r, n in raws) == source.read_bytes()
         row = conn.execute(
             "SELECT id, source, project_path, git_branch, cli_version, model FROM agent_sessions WHERE is_subagent = 0"
@@ -136,5 +140,59 @@ def test_a_turn_that_failed_shows_its_error(tmp_path):
             ("system", "402 You have no quota (Request ID: CD88:30AFE2)"),
             ("system", '{"errorType":"unknown"}'),
         ]
+    finally:
+        conn.close()
+
+
+def test_a_session_folder_s_other_files_are_kept_and_restored(tmp_path):
+    """Beside its events Copilot CLI keeps the session's workspace.yaml (folder, branch, summary),
+    plan.md, checkpoints/ and the VS Code extension's vscode.*.json (as a real 2026 home holds
+    them): they were left unread, and lost with the folder. Kept whole with the session and written
+    back with it; a running copilot's lock is not the session's."""
+    from threadloom.core.actions.restore import restore_session
+    from threadloom.core.read.archive import verify
+
+    sid = "3fc55392-0000-4000-8000-000000000001"
+    folder = tmp_path / ".copilot" / "session-state" / sid
+    (folder / "checkpoints").mkdir(parents=True)
+    (folder / "events.jsonl").write_text(json.dumps(event(1, "user.message", {"content": "hi"})) + "\n")
+    kept = {
+        "workspace.yaml": b"id: x\ncwd: /home/dev/shop\nsummary: |-\n  Fix the heading\n",
+        "plan.md": b"# Plan\n",
+        "vscode.metadata.json": b'{"customTitle":"Document fixes"}',
+        "checkpoints/index.md": b"| # | title |\n",
+        "checkpoints/001-fixes.md": b"what changed\n",
+    }
+    for name, data in kept.items():
+        (folder / name).write_bytes(data)
+    (folder / "inuse.47088.lock").write_text("47088")
+    orphan = tmp_path / ".copilot" / "session-state" / "004f3a99-46f3-4dfb-a168-aa0a24097bae"
+    orphan.mkdir()  # a session whose events are gone: its workspace is kept all the same
+    (orphan / "workspace.yaml").write_bytes(b"id: y\n")
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".copilot")
+        sides = dict(
+            conn.execute(
+                "SELECT f.path, e.subtype FROM source_files f JOIN entries e ON e.source_file_id = f.id "
+                "WHERE f.kind = 'side'"
+            ).fetchall()
+        )
+        assert sorted(sides.values()) == [
+            "checkpoint",
+            "checkpoint",
+            "file",
+            "plan",
+            "workspace",
+            "workspace",
+        ]
+        assert not any(p.endswith(".lock") for p in sides)
+        assert verify(conn).ok
+        restored = restore_session(conn, sid, tmp_path / "back")
+        back = tmp_path / "back" / sid
+        written = {
+            Path(f.written_to).relative_to(back).as_posix(): Path(f.written_to).read_bytes() for f in restored
+        }
+        assert written == {**kept, "events.jsonl": (folder / "events.jsonl").read_bytes()}
     finally:
         conn.close()
