@@ -550,11 +550,6 @@ class Adapter(ABC):
         come for long): its bytes kept all the same, by default as one record."""
         return [RawRecord(0, 1, data, newline=False)] if data else []
 
-    def kind_now(self, path: Path, kind: str) -> str:
-        """How a known file that changed is read now: by default as it was first stored (`kind`,
-        its SourceRef's when it was found)."""
-        return kind
-
     def read_rows(self, path: Path) -> list[RawRecord]:
         """A "database" source: one record per row, `raw` the row's exact JSON value, `offset` a
         stable row number."""

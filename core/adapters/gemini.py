@@ -2,8 +2,10 @@
 
 Eras read here:
   * JSON (v0.2 … v0.38): one pretty-printed ConversationRecord per session, rewritten on every
-    message. The ingest stores it line by line (so it round-trips byte for byte, and a rewrite is
-    read again whole); the messages are put back together here from those lines;
+    message. The ingest stores it as a document cut into each message's exact JSON and the bytes
+    between (so it round-trips byte for byte, whether indented or on one line, and a rewrite is
+    read again whole); archives written before read such a chat line by line, the messages put
+    back together here from those lines;
   * JSONL (v0.39 →): a metadata line, then message lines upserted by id (a later line with the same
     id completes that message: tool results, tokens), `{"$set": …}` metadata updates (`messages`
     there replaces the whole history) and `{"$rewindTo": id}`, which drops that message and all
@@ -32,6 +34,7 @@ import orjson
 
 from .base import (
     BOM,
+    MIRROR_ROOT,
     Adapter,
     Command,
     FileContext,
@@ -98,7 +101,7 @@ UUID_NAME = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-
 
 
 # what Gemini CLI keeps in a project's folder for all its sessions (FORMATS.md §4.1), by name
-PROJECT_FILES = {"logs.json": "prompt-log", "shell_history": "shell-history"}
+PROJECT_FILES = {"logs.json": "prompt-log", "shell_history": "shell-history", ".project_root": "project-root"}
 
 
 def side_file(path: Path) -> tuple[str, str | None, str] | None:
@@ -124,6 +127,8 @@ def side_file(path: Path) -> tuple[str, str | None, str] | None:
             return "chat-save", None, parts[-2]
     if len(parts) >= 4 and parts[-4] == "tmp" and parts[-2] == "checkpoints" and name.endswith(".json"):
         return "checkpoint", None, parts[-3]
+    if name == "projects.json" and len(parts) >= 2 and parts[-2] == ".gemini":
+        return "project-registry", None, ".gemini"  # which folder each project is (slug → path)
     return None
 
 
@@ -270,10 +275,10 @@ class GeminiAdapter(Adapter):
                         yield SourceRef(path, AGENT, _kind(path), _project_key(path))
 
     def split(self, data: bytes) -> list[RawRecord]:
-        """A JSON-era chat written on one line (minified, or saved by another tool: Gemini CLI
-        indents its own): each message's exact JSON and the bytes between, as an indented chat is
-        cut by its lines; read by the same document reader (`_document_line`). One caught
-        mid-write waits (SourceIncomplete), as the ingest does for any document."""
+        """A JSON-era chat, indented (as Gemini CLI writes it) or on one line (as other tools save
+        it): each message's exact JSON and the bytes between, read by the document reader
+        (`_document_line`). One caught mid-write waits (SourceIncomplete), as the ingest does for
+        any document."""
         doc = parse_document(data)
         return tile(data, DOC_ELEMENTS) if isinstance(doc, dict) else [RawRecord(0, 1, data, newline=False)]
 
@@ -281,11 +286,6 @@ class GeminiAdapter(Adapter):
         """A one-line chat its writer never finished: the messages it holds whole, each its own
         record as in a finished one (read as one record, they ran together into one message)."""
         return tile(data, DOC_ELEMENTS)
-
-    def kind_now(self, path: Path, kind: str) -> str:
-        """A chat first stored by its lines (indented, or found empty) and since rewritten on one
-        line is read as the document it now is; the lines it was are kept as its earlier version."""
-        return "document" if kind == "transcript" and _kind(path) == "document" else kind
 
     # ------------------------------------------------------------------ normalize
 
@@ -423,8 +423,8 @@ class GeminiAdapter(Adapter):
         if chats is None:
             return None
         id_dir = Path(*path.parts[:chats])
-        try:
-            marker = (id_dir / ".project_root").read_text(encoding="utf-8").strip()
+        try:  # read as any source is (another machine's, pulled from a hub, from the archive)
+            marker = read_regular(id_dir / ".project_root").decode("utf-8").strip()
         except (OSError, UnicodeDecodeError):
             marker = ""
         if marker:
@@ -441,12 +441,13 @@ class GeminiAdapter(Adapter):
         if home is None:
             return {}
         registry = home / "projects.json"
+        mirrored = str(registry).startswith(MIRROR_ROOT + "/")  # another machine's: from the archive
         try:
-            mtime = registry.stat().st_mtime
+            mtime = -1.0 if mirrored else registry.stat().st_mtime
         except OSError:
             return {}
         cached = self._roots_cache.get(str(registry))
-        if cached and cached[0] == mtime:
+        if cached and cached[0] == mtime and not mirrored:
             return cached[1]
         mapping: dict[str, str] = {}
         try:
@@ -671,15 +672,11 @@ class GeminiAdapter(Adapter):
 
 
 def _kind(path: Path) -> str:
-    """How a chat is read: a JSON-era one written on one line as a "document" (its messages cut
-    out by `split`), any other by its lines, a "transcript" (an indented chat, a JSONL one). Known
-    files keep the kind they were first stored with."""
-    if not path.name.endswith(".json"):
-        return "transcript"
-    head = head_of(path, 64).removeprefix(b"\xef\xbb\xbf").lstrip()
-    return (
-        "document" if head[:1] == b"{" and head[1:2] not in (b"", b"\n", b"\r", b" ", b"\t") else "transcript"
-    )
+    """How a chat is read: a JSON-era one as a "document" (`split` cuts out its messages, whether it
+    is indented, as Gemini CLI writes it, or on one line, as other tools save it, and however it is
+    rewritten between the two), a JSONL one by its lines. (Archives older than this read JSON-era
+    chats by their lines, "transcript", and keep doing so for the files they hold.)"""
+    return "document" if path.name.endswith(".json") else "transcript"
 
 
 def _project_key(path: Path) -> str | None:

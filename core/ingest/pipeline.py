@@ -881,8 +881,6 @@ def _plan(
                 conn.execute("UPDATE source_files SET status = 'ok', error = NULL WHERE id = ?", (row.id,))
             report.files_skipped += 1
             continue
-        if row is not None:  # changed: read as its adapter reads it now (a chat rewritten on one line)
-            kind = adapter.kind_now(Path(path), kind)
         # a project folder named in bytes that are not UTF-8 is known by its name escaped (a label)
         label = None if project_key is None else shown_name(stored_name(project_key))
         ref = SourceRef(Path(path), agent, kind, label)

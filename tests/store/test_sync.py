@@ -738,3 +738,34 @@ def test_a_user_data_row_holding_a_nul_travels(tmp_path: Path, hub: str, monkeyp
     assert laptop.sync(hub).pushed_rows == 1
     assert box.sync(hub).pulled_rows == 1
     assert box.conn.execute("SELECT * FROM notes_t").fetchall() == [("n1", "global", "before \x00 after")]
+
+
+@pytest.mark.parametrize("marker", [".project_root", "projects.json"])
+def test_a_gemini_chat_keeps_its_project_on_the_machine_that_pulls_it(
+    tmp_path: Path, hub: str, marker: str
+) -> None:
+    """Gemini CLI names a chat's project by `tmp/<project>/.project_root` (or `projects.json` beside
+    `tmp/`): they were never archived, so every machine that pulled the chat read it with no project
+    (and a restored folder had lost it too). Kept with the project's files, and read from the
+    archive when the chat is placed."""
+    import json
+
+    from tests.builders.gemini import meta, reply, user
+
+    laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
+    home = laptop.root / "projects" / ".gemini"
+    project = home / "tmp" / "webshop"
+    (project / "chats").mkdir(parents=True)
+    if marker == ".project_root":
+        (project / ".project_root").write_text("/home/dev/webshop\n")
+    else:
+        (home / "projects.json").write_text(json.dumps({"projects": {"/home/dev/webshop": "webshop"}}))
+    doc = {**meta(), "messages": [user("u1", "list the files"), reply("g1", "Two files.")]}
+    (project / "chats" / "session-2026-04-29T21-39-5f0e2a8c.json").write_text(json.dumps(doc, indent=2))
+    laptop.ingest()
+    laptop.sync(hub)
+    box.sync(hub)
+    query = "SELECT id, project, project_path FROM agent_sessions ORDER BY id"
+    mine = laptop.conn.execute(query).fetchall()
+    assert mine and mine[0][2] == "/home/dev/webshop"
+    assert box.conn.execute(query).fetchall() == mine

@@ -169,7 +169,8 @@ def test_a_json_chat_rewritten_with_fewer_messages_keeps_the_old_ones(conn, gemi
     ingest(conn, gemini / "tmp")
     assert raws(conn) >= kept
     assert shown(conn, GEMINI_SID) == ["first question"]
-    [old] = restore_session(conn, GEMINI_SID, gemini / "then", as_of=started - 1)
+    restored = restore_session(conn, GEMINI_SID, gemini / "then", as_of=started - 1)
+    [old] = [f for f in restored if f.source_path == str(path)]  # (and the project's .project_root)
     assert Path(old.written_to).read_bytes() == original
 
 

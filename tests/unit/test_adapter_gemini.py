@@ -370,12 +370,16 @@ def test_corpus_gemini(tmp_path):
         assert row is not None and row[1] == "gemini", path
         assert round_trips(conn, path), path
         data = path.read_bytes()
-        count = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
-        lines += count
-        assert (
-            conn.execute("SELECT count(*) FROM entries WHERE source_file_id = ?", (row[0],)).fetchone()[0]
-            == count
-        )
+        stored = conn.execute("SELECT count(*) FROM entries WHERE source_file_id = ?", (row[0],)).fetchone()[
+            0
+        ]
+        if path.suffix == ".jsonl":  # a record a line
+            assert stored == data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+        else:  # a JSON-era chat: each message, and the bytes between them
+            doc = json.loads(data)
+            messages = sum(len(doc.get(key, [])) for key in ("messages", "history"))  # (an early shape's)
+            assert stored == 2 * messages + 1 if messages else stored == 1
+        lines += stored
     assert report.records_added == lines
     rows = {
         r[0]: r[1:]
@@ -401,7 +405,8 @@ def test_a_byte_order_mark_before_the_metadata_line(conn, gemini):
         conn.execute("SELECT count(*) FROM entries WHERE known = 0 OR parse_error IS NOT NULL").fetchone()[0]
         == 0
     )
-    assert conn.execute("SELECT entry_type FROM entries ORDER BY id LIMIT 1").fetchone()[0] == "metadata"
+    first = "SELECT entry_type FROM entries WHERE entry_type != 'side-file' ORDER BY id LIMIT 1"  # (.project_root)
+    assert conn.execute(first).fetchone()[0] == "metadata"
     assert session(conn)["turn_count"] == 2
     assert round_trips(conn, path)
 
@@ -414,30 +419,40 @@ def test_a_one_line_chat_caught_mid_write_waits_for_its_end(conn, gemini):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(whole[: len(whole) // 2])  # written now: its writer is at work
     ingest(conn, gemini)
-    assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM entries WHERE entry_type != 'side-file'").fetchone()[0] == 0
     path.write_text(whole)
     ingest(conn, gemini)
     assert [c for _, c in visible(conn) if c] == ["list the files", "Here:", "thanks"]
     assert round_trips(conn, path)
 
 
-def test_a_chat_rewritten_on_one_line_after_it_was_read_by_its_lines(conn, gemini):
-    """A chat first stored indented (or found empty) and since rewritten on one line is read as the
-    document it now is, as a fresh archive reads it (it ran together into one message); its earlier
-    lines are kept as its earlier version."""
+def test_a_chat_rewritten_between_indented_and_one_line_reads_as_a_fresh_archive_reads_it(
+    conn, gemini, tmp_path
+):
+    """Indented (Gemini CLI's own), then on one line (another tool's save), then indented again
+    (Gemini CLI's next save): each time the archive holds what a fresh one does (a chat first read
+    by its lines ran together into one message once rewritten on one line; switching how a file
+    is read flip-flopped between machines), its earlier records kept as earlier versions."""
     path = write_legacy(
         chats(gemini) / "session-2026-01-16T18-34-5f0e2a8c.json", legacy_doc(legacy_messages()[:2]), 2
     )
     ingest(conn, gemini)
-    write_legacy(path, legacy_doc(legacy_messages(), summary="Listing files"), None)
-    ingest(conn, gemini)
-    assert [c for _, c in visible(conn) if c] == ["list the files", "Here:", "thanks"]
-    s = session(conn)
-    assert (s["turn_count"], s["input_tokens"], s["title"]) == (2, 400, "Listing files")
-    assert round_trips(conn, path)
-    assert (
-        conn.execute("SELECT kind FROM source_files WHERE path = ?", (str(path),)).fetchone()[0] == "document"
-    )
+    for n, indent in enumerate((None, 2)):
+        messages = [*legacy_messages(), *([reply("g2", "You're welcome.")] if n else [])]
+        write_legacy(path, legacy_doc(messages, summary="Listing files"), indent)
+        ingest(conn, gemini)
+        fresh = db.connect(tmp_path / f"fresh{n}.db")
+        try:
+            ingest(fresh, gemini)
+            now, then = session(conn), session(fresh)
+            assert visible(conn) == visible(fresh)
+            assert {**now, "updated_at": None} == {**then, "updated_at": None}
+            kinds = "SELECT kind, count(*) FROM source_files WHERE kind != 'version' GROUP BY kind"
+            assert conn.execute(kinds).fetchall() == fresh.execute(kinds).fetchall()
+        finally:
+            fresh.close()
+        assert round_trips(conn, path)
+    assert [c for _, c in visible(conn) if c] == ["list the files", "Here:", "thanks", "You're welcome."]
 
 
 def test_a_one_line_chat_never_finished_shows_the_messages_it_holds(conn, gemini):

@@ -72,7 +72,9 @@ def records_of(adapter: Adapter, ref: SourceRef) -> list[RawRecord]:
     if adapter.mode == "database":
         return list(adapter.read_rows(ref.path))
     data = ref.path.read_bytes()
-    if adapter.mode == "document" or ref.kind in ("document", "side"):
+    if ref.kind == "side":  # kept whole, not split (a side file need not be JSON)
+        return [RawRecord(0, 1, data, newline=False)]
+    if adapter.mode == "document" or ref.kind == "document":
         return adapter.split(data)
     return lines_of(data)
 
