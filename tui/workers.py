@@ -437,8 +437,15 @@ def sync(db_path: Path, url: str | None, rules: list[str]) -> SyncReport:
             if not url:
                 raise core_sync.SyncError("no hub yet: give its URL")
             sharing = core_sync.apply_rules(known, rules)
-            report = core_sync.sync(conn, url, push=sharing is not None, sharing=sharing)
-            core_sync.remember(conn, url, sharing, sharing_changed=bool(rules))
+            changed = bool(rules)
+            report = core_sync.sync(
+                conn,
+                url,
+                push=sharing is not None,
+                sharing=sharing,
+                reached=partial(core_sync.remember, conn, url, sharing, sharing_changed=changed, done=False),
+            )
+            core_sync.remember(conn, url, sharing, sharing_changed=changed)
             return report
         finally:
             conn.close()

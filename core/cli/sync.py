@@ -8,6 +8,7 @@ import json
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -207,6 +208,7 @@ def _sync(args: argparse.Namespace, conn: sqlite3.Connection) -> int:
             machine=args.machine,
             sharing=sharing,
             progress=progress,
+            reached=partial(sync.remember, conn, url, sharing, sharing_changed=changed, done=False),
         )
     if not args.dry_run:
         sync.remember(conn, url, sharing, sharing_changed=changed)

@@ -512,13 +512,18 @@ def configured(conn: sqlite3.Connection) -> tuple[str | None, Sharing | None]:
     return get_meta(conn, URL_KEY), load_sharing(conn)
 
 
-def remember(conn: sqlite3.Connection, url: str, sharing: Sharing | None, *, sharing_changed: bool) -> None:
-    """After a sync: the hub's URL (its password taken out), what is shared when it changed, and when."""
+def remember(
+    conn: sqlite3.Connection, url: str, sharing: Sharing | None, *, sharing_changed: bool, done: bool = True
+) -> None:
+    """The hub's URL (its password taken out) and what is shared when it changed, once the hub is
+    reached (so that a sync stopped half way is carried on by the next one, given no URL); and,
+    after a sync (`done`), when."""
     with transaction(conn, immediate=True):
         set_meta(conn, URL_KEY, safe_url(url))
         if sharing is not None and sharing_changed:
             save_sharing(conn, sharing)
-        set_meta(conn, LAST_KEY, str(int(time.time() * 1000)))
+        if done:
+            set_meta(conn, LAST_KEY, str(int(time.time() * 1000)))
 
 
 @dataclass(frozen=True)
@@ -615,10 +620,13 @@ def sync(
     machine: str | None = None,
     sharing: Sharing | None = None,
     progress: Callable[[SyncProgress], None] | None = None,
+    reached: Callable[[], None] | None = None,
 ) -> SyncReport:
     """Push what this machine has that the hub lacks, then pull what other machines pushed since
     the last pull. The caller holds the archive's writer lock. Safe to interrupt anywhere: each
-    source is pushed (or placed) in one transaction, and what was done is never done twice."""
+    source is pushed (or placed) in one transaction, and what was done is never done twice.
+    `reached` is called once the hub is known to be one, before anything moves (a caller
+    remembers it there)."""
     import psycopg
 
     started = time.perf_counter()
@@ -626,7 +634,7 @@ def sync(
     machine = check_machine(machine or get_meta(conn, MACHINE_KEY) or default_machine())
     report.machine = machine
     try:
-        _sync(conn, url, push, pull, dry_run, machine, sharing, progress, report)
+        _sync(conn, url, push, pull, dry_run, machine, sharing, progress, report, reached)
     except psycopg.Error as exc:  # the connection lost, the server stopped, a privilege missing
         if conn.in_transaction:
             conn.execute("ROLLBACK")
@@ -648,6 +656,7 @@ def _sync(
     sharing: Sharing | None,
     progress: Callable[[SyncProgress], None] | None,
     report: SyncReport,
+    reached: Callable[[], None] | None = None,
 ) -> None:
     with connect_hub(url) as hub:
         version = hub_version(hub)
@@ -661,6 +670,8 @@ def _sync(
             )
         hid = hub_id(hub)
         hub.commit()
+        if reached is not None and not dry_run:
+            reached()
         if not dry_run:
             with transaction(conn, immediate=True):
                 ensure_local(conn)

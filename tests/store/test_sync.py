@@ -769,3 +769,41 @@ def test_a_gemini_chat_keeps_its_project_on_the_machine_that_pulls_it(
     mine = laptop.conn.execute(query).fetchall()
     assert mine and mine[0][2] == "/home/dev/webshop"
     assert box.conn.execute(query).fetchall() == mine
+
+
+def test_a_first_sync_stopped_half_way_is_carried_on_by_the_next_one(
+    tmp_path: Path, hub: str, monkeypatch, capsys
+) -> None:
+    """A first `threadloom sync URL --share all` killed once files were on the hub: the next plain
+    `threadloom sync` said "no hub yet" (the URL and what is shared were remembered only at the
+    end); now they are once the hub is reached, and it goes on."""
+    from threadloom.core.cli import main
+
+    laptop = Machine(tmp_path, "laptop")
+    for n in range(3):
+        machine_session(
+            laptop.root, f"aaaaaaaa-0000-4000-8000-00000000002{n}", "/home/me/app", project=f"-p{n}"
+        )
+    laptop.ingest()
+    laptop.conn.close()
+    database = str(laptop.root / "archive.db")
+    real = sync._push_source
+    calls = {"n": 0}
+
+    def dies(*args, **kw):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kw)
+
+    monkeypatch.setattr(sync, "_push_source", dies)
+    # stopped (the command says so and exits non-zero) with one file on the hub
+    assert main(["sync", hub, "--share", "all", "--machine", "laptop", "--db", database]) != 0
+    assert calls["n"] == 2
+    monkeypatch.setattr(sync, "_push_source", real)
+    capsys.readouterr()
+    assert main(["sync", "--db", database, "--json"]) == 0
+    import json
+
+    report = json.loads(capsys.readouterr().out)
+    assert report["machine"] == "laptop" and report["pushed_sources"] == 2  # the two not pushed before
