@@ -109,10 +109,14 @@ class SideFileCount:
 def side_file_counts(conn: sqlite3.Connection) -> list[SideFileCount]:
     """Per agent and kind: how many side files are kept, their bytes, and how many belong to no
     session the archive knows (a plan is named by a session's slug; a session whose transcript
-    was never read)."""
+    was never read). A file kept for all of a project's sessions (Gemini CLI's prompt log) belongs
+    to them while its project folder holds a log the archive read."""
     rows = conn.execute(
         "SELECT f.agent, e.subtype, count(*), COALESCE(sum(f.size), 0), "
-        "sum(e.session_id IS NULL OR NOT EXISTS (SELECT 1 FROM agent_sessions s WHERE s.id = e.session_id)) "
+        "sum(CASE WHEN e.session_id IS NOT NULL "
+        "THEN NOT EXISTS (SELECT 1 FROM agent_sessions s WHERE s.id = e.session_id) "
+        "ELSE NOT EXISTS (SELECT 1 FROM source_files g WHERE g.agent = f.agent AND g.kind != 'side' "
+        "AND g.project_key = f.project_key) END) "
         "FROM source_files f JOIN entries e ON e.id = (SELECT min(id) FROM entries WHERE source_file_id = f.id) "
         "WHERE f.kind = 'side' GROUP BY 1, 2 ORDER BY 1, 2"
     )

@@ -236,6 +236,10 @@ def test_gemini_s_files_for_all_of_a_project_s_sessions_are_kept_and_restored_wi
     assert (
         conn.execute("SELECT count(*) FROM source_files WHERE kind = 'side'").fetchone()[0] == len(kept) + 2
     )
+    from threadloom.core.read.side_files import side_file_counts
+
+    # they belong to the project's sessions: none is counted "of no session in the archive"
+    assert [(c.what, c.without_session) for c in side_file_counts(conn) if c.without_session] == []
     subtypes = {
         r[0]
         for r in conn.execute(
