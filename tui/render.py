@@ -281,8 +281,9 @@ def call_line(call: ToolCall, expanded: bool, width: int | None = None) -> Text:
 
 def as_text(text: str) -> str:
     """A tool's input, a file's lines as they are to be read: a carriage return ending a line (a
-    Windows file) dropped, anything else a terminal would act on drawn as text (`printable`)."""
-    return printable(text.replace("\r\n", "\n").replace("\r", ""))
+    Windows file) dropped, anything else a terminal would act on drawn as text (`printable`: a
+    carriage return alone as ␍, not dropped, so no text runs into the next)."""
+    return printable(text.replace("\r\n", "\n"))
 
 
 def code(text: str, lexer: str, background: str, **kw: Any) -> RenderableType:

@@ -33,6 +33,7 @@ def db(tmp_path: Path) -> str:
     )
     t.tool_result("tb1", "evil\u202e output \x1b[2Jcleared")
     t.assistant("Done with the \u202eevil\u202c one.")
+    t.user("coloured X\x1b[31mR\x1b[0m\rY, plain X\rZ")  # a carriage return alone: drawn, no text lost
     t.write()
     path = str(tmp_path / "t.db")
     assert run("--db", path, "ingest", "--only", "--source", str(tmp_path / "projects")).returncode == 0
@@ -88,6 +89,8 @@ def test_show_sessions_and_search_draw_bidi_controls_and_escapes_as_text(db: str
     # an escape sequence is drawn whole, its ESC as ␛: not dropped, nor its payload left as if text
     assert "Bash␛[2J" in show and "ls ␛]0;owned␇ \\u202eevil" in show
     assert "\\u202eevil\\u202c" in search
+    # Rich kept only what followed a carriage return among colours ("Y"), and dropped one alone ("XZ")
+    assert "coloured XR\u240dY, plain X\u240dZ" in show
 
 
 @pytest.mark.parametrize("terminal", [False, True], ids=["piped", "terminal"])
