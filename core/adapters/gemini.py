@@ -218,6 +218,10 @@ class GeminiAdapter(Adapter):
     def default_roots(self) -> list[Path]:
         return [gemini_dir() / "tmp"]
 
+    def side_roots(self) -> list[Path]:
+        """The registry of projects beside `tmp/` (slug → the folder it names)."""
+        return [gemini_dir() / "projects.json"]
+
     def claims(self, path: Path, explicit: bool = False) -> bool:
         name = path.name
         if side_file(path) is not None:
@@ -256,12 +260,17 @@ class GeminiAdapter(Adapter):
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if root.is_file():
-            if self.claims(root, explicit=True):
+            side = side_file(root)
+            if side is not None:
+                yield SourceRef(root, AGENT, "side", side[2])
+            elif self.claims(root, explicit=True):
                 yield SourceRef(root, AGENT, _kind(root), _project_key(root))
             return
         if not root.is_dir():
             return
         if (root / "tmp").is_dir() and root.name == ".gemini":
+            if (root / "projects.json").is_file():
+                yield from self.discover(root / "projects.json")
             root = root / "tmp"
         for dirpath, dirnames, filenames in walk(root):
             dirnames.sort()

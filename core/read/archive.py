@@ -331,19 +331,26 @@ def session_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, 
     # and the side files its agent keeps for all of its project's sessions (Gemini CLI's prompt log,
     # shell history, saved chats and /restore checkpoints): with each session of that project, those
     # of its own project folder (another home's folder of the same name is another project)
+    # of its own project folder (another home's folder of the same name is another project), and
+    # those beside a folder above its files (Gemini CLI's registry of projects, beside tmp/)
     folders = {folder for _, path, key in rows if key and (folder := _folder_named(path, key))}
-    if folders:
+    if rows:
         shared = conn.execute(
             "SELECT id, path, project_key FROM source_files f WHERE kind = 'side' "
-            "AND project_key IN (SELECT value FROM json_each(?)) "
             "AND agent = (SELECT source FROM agent_sessions WHERE id = ?) "
             "AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.source_file_id = f.id AND e.session_id IS NOT NULL)",
-            (orjson.dumps(sorted({key for _, _, key in rows if key})).decode(), session_id),
+            (session_id,),
         ).fetchall()
         known = {file_id for file_id, _, _ in rows}
-        rows += [
-            r for r in shared if r[0] not in known and any(r[1].startswith(folder) for folder in folders)
-        ]
+        paths = [path for _, path, _ in rows]
+
+        def belongs(path: str) -> bool:
+            if any(path.startswith(folder) for folder in folders):
+                return True
+            beside = path[: max(path.rfind("/"), path.rfind("\\")) + 1]
+            return bool(beside) and any(p.startswith(beside) for p in paths)
+
+        rows += [r for r in shared if r[0] not in known and belongs(r[1])]
         rows.sort(key=lambda r: r[1])
     # and its plans that are named by its slug rather than kept with it (Claude Code's)
     known = {file_id for file_id, _, _ in rows}

@@ -116,7 +116,8 @@ def side_file_counts(conn: sqlite3.Connection) -> list[SideFileCount]:
         "sum(CASE WHEN e.session_id IS NOT NULL "
         "THEN NOT EXISTS (SELECT 1 FROM agent_sessions s WHERE s.id = e.session_id) "
         "ELSE NOT EXISTS (SELECT 1 FROM source_files g WHERE g.agent = f.agent AND g.kind != 'side' "
-        "AND g.project_key = f.project_key) END) "
+        "AND (g.project_key = f.project_key "  # or a log under its folder (the projects' registry)
+        "OR substr(g.path, 1, length(rtrim(f.path, replace(f.path, '/', '')))) = rtrim(f.path, replace(f.path, '/', '')))) END) "
         "FROM source_files f JOIN entries e ON e.id = (SELECT min(id) FROM entries WHERE source_file_id = f.id) "
         "WHERE f.kind = 'side' GROUP BY 1, 2 ORDER BY 1, 2"
     )

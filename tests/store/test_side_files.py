@@ -232,9 +232,12 @@ def test_gemini_s_files_for_all_of_a_project_s_sessions_are_kept_and_restored_wi
     other.mkdir(parents=True)
     (other / "logs.json").write_bytes(b'[{"message":"typed elsewhere"}]')
     (other / "checkpoint-elsewhere.json").write_bytes(b'{"history":[]}')
+    # and the registry of projects beside tmp/, found from the Gemini CLI folder given
+    registry = b'{"projects":{"/home/dev/03-potencial":"03-potencial"}}'
+    (tmp_path / ".gemini" / "projects.json").write_bytes(registry)
     ingest(conn, tmp_path / ".gemini", tmp_path / "backup" / ".gemini")
     assert (
-        conn.execute("SELECT count(*) FROM source_files WHERE kind = 'side'").fetchone()[0] == len(kept) + 2
+        conn.execute("SELECT count(*) FROM source_files WHERE kind = 'side'").fetchone()[0] == len(kept) + 3
     )
     from threadloom.core.read.side_files import side_file_counts
 
@@ -246,7 +249,7 @@ def test_gemini_s_files_for_all_of_a_project_s_sessions_are_kept_and_restored_wi
             "SELECT DISTINCT subtype FROM entries WHERE source_file_id IN (SELECT id FROM source_files WHERE kind = 'side')"
         )
     }
-    assert subtypes == {"prompt-log", "shell-history", "chat-save", "checkpoint"}
+    assert subtypes == {"prompt-log", "shell-history", "chat-save", "checkpoint", "project-registry"}
     assert conn.execute("SELECT count(*) FROM agent_sessions").fetchone()[0] == 1
     shutil.rmtree(project)
     dest = tmp_path / "restored"
@@ -256,6 +259,7 @@ def test_gemini_s_files_for_all_of_a_project_s_sessions_are_kept_and_restored_wi
         assert restored[f"03-potencial/{name}"] == data
     assert any(name.startswith("03-potencial/chats/") for name in restored)
     assert "03-potencial/checkpoint-elsewhere.json" not in restored  # nor was it refused as a copy
+    assert restored[".gemini/projects.json"] == registry
 
 
 def test_a_session_s_plan_is_found_by_its_slug(conn, tmp_path, capsys):
