@@ -110,6 +110,19 @@ def side_file(path: Path) -> tuple[str, str] | None:
     ), parts[-2]
 
 
+def _session_named(events: Path) -> str | None:
+    """The session id the `session.start` heading a folder's events names (the folder's name is
+    Copilot's own, but a copied or renamed folder may say otherwise): None without one."""
+    try:
+        first = head_lines(head_of(events, 8192), 1)
+    except OSError:
+        return None
+    start = first[0] if first else None
+    if isinstance(start, dict) and start.get("type") == "session.start":
+        return as_str(as_dict(start.get("data")).get("sessionId")) or None
+    return None
+
+
 def copilot_home() -> Path:
     value = os.environ.get("COPILOT_HOME")
     return Path(value).expanduser() if value else Path.home() / ".copilot"
@@ -187,8 +200,10 @@ class CopilotAdapter(Adapter):
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
         side = side_file(ctx.path) if ctx.kind == "side" else None
-        if side is not None:  # kept whole with its session, not read
-            return Record(entry_type="side-file", subtype=side[0], session_id=side[1], side_file=True)
+        if side is not None:  # kept whole with its session (the one its folder's events name), not read
+            events = ctx.path.parent.parent if side[0] == "checkpoint" else ctx.path.parent
+            session = _session_named(events / FILE_NAME) or side[1]
+            return Record(entry_type="side-file", subtype=side[0], session_id=session, side_file=True)
         # read leniently where orjson refuses (invalid UTF-8, a lone surrogate), the refusal noted
         obj, error = parse_record(rec.raw)
         if obj is None:

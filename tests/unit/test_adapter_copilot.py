@@ -196,3 +196,26 @@ def test_a_session_folder_s_other_files_are_kept_and_restored(tmp_path):
         assert written == {**kept, "events.jsonl": (folder / "events.jsonl").read_bytes()}
     finally:
         conn.close()
+
+
+def test_a_folder_s_files_go_with_the_session_its_events_name(tmp_path):
+    """The session's id is its events' `session.start`; a folder named otherwise (another case, a
+    copy renamed) kept its files with no session, and no restore wrote them."""
+    from threadloom.core.actions.restore import restore_session
+
+    sid = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
+    folder = tmp_path / ".copilot" / "session-state" / sid.upper()
+    folder.mkdir(parents=True)
+    start = event(
+        1, "session.start", {"sessionId": sid, "producer": "copilot-agent", "context": {"cwd": "/srv"}}
+    )
+    said = event(2, "user.message", {"content": "hi"})
+    (folder / "events.jsonl").write_text(json.dumps(start) + "\n" + json.dumps(said) + "\n")
+    (folder / "plan.md").write_text("# Plan\n")
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".copilot")
+        names = {Path(f.written_to).name for f in restore_session(conn, sid, tmp_path / "back")}
+        assert names == {"events.jsonl", "plan.md"}
+    finally:
+        conn.close()
