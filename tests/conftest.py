@@ -110,8 +110,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Never read the developer's real ~/.claude or write the real database."""
+    """Never read the developer's real ~/.claude, ~/.codex or ~/.gemini (an ingest of the default
+    folders would take what is there: a Gemini CLI run anywhere on the machine writes its
+    projects.json), nor write the real database."""
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "no-claude-here"))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "no-codex-here"))
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "no-gemini-here"))
     monkeypatch.setenv("THREADLOOM_DB", str(tmp_path / "default.db"))
     monkeypatch.setenv("THREADLOOM_SETTINGS", str(tmp_path / "settings.toml"))  # nor their settings
 

@@ -56,6 +56,7 @@ def home_env(home: Path) -> dict[str, str]:
         "HOME": str(home),
         "CLAUDE_CONFIG_DIR": "",
         "CODEX_HOME": str(home / ".codex"),
+        "GEMINI_CLI_HOME": str(home),  # Gemini CLI's own: `$GEMINI_CLI_HOME/.gemini`
         "XDG_CONFIG_HOME": str(home / ".config"),
     }
 

@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -71,12 +72,19 @@ def real_clis() -> Path:
                 pytest.skip(f"npm could not install the agents' CLIs: {done.stderr.strip()[-300:]}")
             marker.touch()
     bin_dir = prefix / "node_modules" / ".bin"
-    for name in ("claude", "codex", "gemini"):
-        works = subprocess.run(
-            [str(bin_dir / name), "--version"], capture_output=True, timeout=60, check=False
-        )
-        if works.returncode != 0:
-            pytest.skip(f"the real {name} does not run here: {works.stderr.decode()[-300:]}")
+    # asked for their versions in a home of their own: Gemini CLI writes ~/.gemini/projects.json and
+    # Codex ~/.codex/tmp as they start, which every later ingest of the default folders then read
+    with tempfile.TemporaryDirectory(prefix="threadloom-agents-home-") as home:
+        for name in ("claude", "codex", "gemini"):
+            works = subprocess.run(
+                [str(bin_dir / name), "--version"],
+                capture_output=True,
+                timeout=60,
+                check=False,
+                env=home_env(Path(home)),
+            )
+            if works.returncode != 0:
+                pytest.skip(f"the real {name} does not run here: {works.stderr.decode()[-300:]}")
     return bin_dir
 
 
