@@ -108,9 +108,10 @@ def side_file(path: Path) -> tuple[str, str | None, str] | None:
     """(what it is, its session, its project folder) of a file Gemini CLI keeps beside a session:
     a tool's output it saved whole (`tmp/<project>/tool-outputs/session-<id>/<tool>_….txt`) or a
     plan (`tmp/<project>/<id>/plans/<date>-<slug>.md`); or beside all of a project's sessions (no
-    session of its own): the log of every prompt typed (`logs.json`), the `!` shell history, a
-    conversation `/chat save` kept (`checkpoint-<tag>.json`) and the snapshots `/restore` goes back
-    to (`checkpoints/*.json`). None for anything else."""
+    session of its own): the log of every prompt typed (`logs.json`), the `!` shell history, the
+    project's folder (`.project_root`), a conversation `/chat save` kept (`checkpoint-<tag>.json`)
+    and the snapshots `/restore` goes back to (`checkpoints/*.json`); and beside `tmp/`, the
+    registry of projects (`projects.json`). None for anything else."""
     parts = path.parts
     name = path.name
     if len(parts) >= 4 and parts[-3] == "tool-outputs" and parts[-2].startswith("session-"):
@@ -292,8 +293,8 @@ class GeminiAdapter(Adapter):
         return tile(data, DOC_ELEMENTS) if isinstance(doc, dict) else [RawRecord(0, 1, data, newline=False)]
 
     def split_unfinished(self, data: bytes) -> list[RawRecord]:
-        """A one-line chat its writer never finished: the messages it holds whole, each its own
-        record as in a finished one (read as one record, they ran together into one message)."""
+        """A chat its writer never finished: the messages it holds whole, each its own record as in
+        a finished one (read as one record, they ran together into one message)."""
         return tile(data, DOC_ELEMENTS)
 
     # ------------------------------------------------------------------ normalize

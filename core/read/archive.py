@@ -330,7 +330,6 @@ def session_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, 
     ).fetchall()
     # and the side files its agent keeps for all of its project's sessions (Gemini CLI's prompt log,
     # shell history, saved chats and /restore checkpoints): with each session of that project, those
-    # of its own project folder (another home's folder of the same name is another project)
     # of its own project folder (another home's folder of the same name is another project), and
     # those beside a folder above its files (Gemini CLI's registry of projects, beside tmp/)
     folders = {folder for _, path, key in rows if key and (folder := _folder_named(path, key))}
