@@ -98,6 +98,22 @@ def test_restore_other_machines_session_byte_for_byte(tmp_path: Path, hub: str) 
     assert written[0].complete and written[0].written_to.endswith("-srv-app/" + t.path.name)
 
 
+def stopped_at(monkeypatch, name: str, nth: int) -> tuple[dict[str, int], object]:
+    """`sync.<name>` stopped (as Ctrl+C stops it) on its `nth` call: the count of calls, and the
+    real function (to put back)."""
+    real = getattr(sync, name)
+    calls = {"n": 0}
+
+    def dies(*args, **kw):
+        calls["n"] += 1
+        if calls["n"] == nth:
+            raise KeyboardInterrupt
+        return real(*args, **kw)
+
+    monkeypatch.setattr(sync, name, dies)
+    return calls, real
+
+
 def test_a_sync_stopped_half_way_resumes_without_duplicates(tmp_path: Path, hub: str, monkeypatch) -> None:
     laptop, box = Machine(tmp_path, "laptop"), Machine(tmp_path, "box")
     for n in range(4):
@@ -105,31 +121,13 @@ def test_a_sync_stopped_half_way_resumes_without_duplicates(tmp_path: Path, hub:
             laptop.root, f"aaaaaaaa-0000-4000-8000-00000000001{n}", "/home/me/app", project=f"-p{n}"
         )
     laptop.ingest()
-    real = sync._push_source
-    calls = {"n": 0}
-
-    def dies(*args, **kw):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt
-        return real(*args, **kw)
-
-    monkeypatch.setattr(sync, "_push_source", dies)
+    _, real = stopped_at(monkeypatch, "_push_source", 3)
     with pytest.raises(KeyboardInterrupt):
         laptop.sync(hub)
     monkeypatch.setattr(sync, "_push_source", real)
     assert laptop.sync(hub).pushed_sources == 2  # the two not pushed before
     # the pull side stopped half-way too
-    real_place = sync._place_source
-    calls["n"] = 0
-
-    def dies_placing(*args, **kw):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt
-        return real_place(*args, **kw)
-
-    monkeypatch.setattr(sync, "_place_source", dies_placing)
+    _, real_place = stopped_at(monkeypatch, "_place_source", 3)
     with pytest.raises(KeyboardInterrupt):
         box.sync(hub)
     monkeypatch.setattr(sync, "_place_source", real_place)
@@ -787,16 +785,7 @@ def test_a_first_sync_stopped_half_way_is_carried_on_by_the_next_one(
     laptop.ingest()
     laptop.conn.close()
     database = str(laptop.root / "archive.db")
-    real = sync._push_source
-    calls = {"n": 0}
-
-    def dies(*args, **kw):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        return real(*args, **kw)
-
-    monkeypatch.setattr(sync, "_push_source", dies)
+    calls, real = stopped_at(monkeypatch, "_push_source", 2)
     # stopped (the command says so and exits non-zero) with one file on the hub
     assert main(["sync", hub, "--share", "all", "--machine", "laptop", "--db", database]) != 0
     assert calls["n"] == 2
