@@ -673,8 +673,11 @@ def resolve_entry(conn: sqlite3.Connection, ref: str) -> tuple[int, str, str | N
     if ref.isdigit():
         row = conn.execute("SELECT id, session_id, uuid FROM entries WHERE id = ?", (int(ref),)).fetchone()
     if row is None:
+        # the record a session holds now: a rewrite of its file set the one it replaced aside (with no
+        # session) and read the changed message as a newer one; of a session and its forks, the first
         row = conn.execute(
-            "SELECT id, session_id, uuid FROM entries WHERE uuid = ? AND dup_of IS NULL ORDER BY id LIMIT 1",
+            "SELECT id, session_id, uuid FROM entries WHERE uuid = ? AND dup_of IS NULL "
+            "ORDER BY session_id IS NULL, seq IS NULL, id LIMIT 1",
             (ref,),
         ).fetchone()
     if row is not None:
@@ -1492,9 +1495,11 @@ def _gemini_messages(conn: sqlite3.Connection, sid: str, cut_entry: int | None) 
     if cut is None:
         cut = next((r for r in reversed(rows) if r.uuid), None)
     chain_ids: set[int] = set()
+    chain: list[str] = []  # the branch's uuids from the cut back to its first message
     node = cut.uuid if cut else None
     while node and node in by_uuid and by_uuid[node].id not in chain_ids:
         chain_ids.add(by_uuid[node].id)
+        chain.append(node)
         node = by_uuid[node].parent_uuid
     documents: dict[int, dict[str, Any]] = {}  # a JSON-era chat's messages by id, by file
 
@@ -1520,7 +1525,11 @@ def _gemini_messages(conn: sqlite3.Connection, sid: str, cut_entry: int | None) 
             and obj.get("type") in kinds
         ):
             merged[obj["id"]] = {**merged.get(obj["id"], {}), **obj}
-    return [m for m in merged.values() if m.get("content")]
+    # in the branch's order (a message a rewrite of its chat changed is a newer record than the ones
+    # after it that stayed as they were)
+    place = {uuid.removeprefix(f"{sid}:"): i for i, uuid in enumerate(reversed(chain))}
+    ordered = sorted(merged.values(), key=lambda m: place.get(m["id"], len(place)))
+    return [m for m in ordered if m.get("content")]
 
 
 def _gemini_fork_plan(

@@ -82,3 +82,31 @@ def test_a_jsonl_fork_keeps_a_message_orjson_refuses_and_one_nested_deep(conn, h
         ("user", "and the tests?"),
         ("gemini", "None yet."),
     ]
+
+
+def test_a_chat_rewritten_in_place_forks_in_its_order_and_by_uuid(conn, home):
+    """Gemini CLI rewrites a JSON-era chat on every message: a message it changed is a newer record
+    than the unchanged ones after it. A fork wrote the messages in the records' order (two prompts
+    in a row, the answer after them), and a message's uuid named the record the rewrite set aside."""
+    path = chats(home) / f"session-2026-04-29T21-39-{SID[:8]}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    first = [user("u1", "one"), reply("g1", "two"), user("u2", "three")]
+    path.write_text(json.dumps({**meta(), "messages": first}, indent=2))
+    ingest(conn, home)
+    changed = [user("u1", "one"), reply("g1", "two, updated"), user("u2", "three"), reply("g2", "four")]
+    path.write_text(json.dumps({**meta(), "messages": changed}, indent=2))
+    ingest(conn, home)
+    assert forked_messages(conn, "four") == [
+        ("user", "one"),
+        ("gemini", "two, updated"),
+        ("user", "three"),
+        ("gemini", "four"),
+    ]
+    plan = plan_fork(conn, f"{SID}:g1")  # the uuid `show --json` gives
+    doc = json.loads(Path(plan.path).read_text())
+    assert [
+        m["content"] if isinstance(m["content"], str) else m["content"][0]["text"] for m in doc["messages"]
+    ] == [
+        "one",
+        "two, updated",
+    ]
