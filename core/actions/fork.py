@@ -930,6 +930,11 @@ def plan_fork(
         raise ForkError(
             f"forking {agent} sessions at a point is not supported yet; `threadloom resume {sid}` resumes it"
         )
+    if prompt is not None and not style.takes_prompt:  # it was left out without a word
+        raise ForkError(
+            f"{adapter.display_name if adapter else agent}'s command takes no first prompt: fork without --prompt and type it in the session "
+            f"(a first prompt is sent for {agents_said(lambda a: bool(a.fork_style and STYLES[a.fork_style].takes_prompt))} sessions)"
+        )
     at = ForkAt(
         entry_id,
         uuid,
@@ -1590,6 +1595,8 @@ class ForkStyle:
     at_end: Callable[[sqlite3.Connection, str], ForkPlan] | None = None
     # what must be written back before the agent's resume command finds the session
     restore: Callable[[sqlite3.Connection, ResumeTarget], RestoreStep | None] | None = None
+    # the command it prints can send a first prompt (`--prompt`); other agents are given none
+    takes_prompt: bool = False
 
 
 STYLES: dict[str, ForkStyle] = {
@@ -1597,6 +1604,7 @@ STYLES: dict[str, ForkStyle] = {
         _claude_fork_plan,
         exact=True,
         makes_folder=True,
+        takes_prompt=True,
         restore=lambda conn, t: claude_restore_step(conn, t.session_id, t.cwd, t.agent),
     ),
     "rollout-copy": ForkStyle(
@@ -1611,6 +1619,7 @@ STYLES: dict[str, ForkStyle] = {
         ),
         makes_folder=True,
         restore=lambda conn, t: codex_restore_step(conn, t.session_id, t.external_id, t.agent),
+        takes_prompt=True,
     ),
     "session-file": ForkStyle(
         lambda conn, at: _gemini_fork_plan(conn, at.sid, at.entry_id, now=at.now),

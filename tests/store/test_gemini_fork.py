@@ -110,3 +110,14 @@ def test_a_chat_rewritten_in_place_forks_in_its_order_and_by_uuid(conn, home):
         "one",
         "two, updated",
     ]
+
+
+def test_a_first_prompt_it_cannot_send_is_refused(conn, home):
+    """`--prompt` was left out of a Gemini CLI fork without a word (its command takes none): said."""
+    from threadloom.core.actions.fork import ForkError
+
+    write_jsonl(chats(home) / f"{SID}.jsonl", jsonl_session())
+    ingest(conn, home)
+    point = conn.execute("SELECT id FROM entries WHERE session_id = ? AND seq = 1", (SID,)).fetchone()[0]
+    with pytest.raises(ForkError, match="takes no first prompt"):
+        plan_fork(conn, str(point), prompt="try another way")
