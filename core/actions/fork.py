@@ -580,6 +580,30 @@ def codex_restore_step(
     return step
 
 
+def in_place_restore_step(conn: sqlite3.Connection, target: ResumeTarget) -> RestoreStep | None:
+    """What must be written back before an agent that resumes a session from where it keeps it
+    (Gemini CLI's chats, Copilot CLI's session folder) finds it: the session's own files, to where
+    they were read from, when its log is gone. None when it is in place, when it is another
+    machine's (pulled from a hub: not on this disk), or a database (a restore writes its rows, which
+    its agent cannot read)."""
+    from ..adapters.base import MIRROR_ROOT
+    from ..read.archive import is_database, session_files
+
+    files = _own_files(conn, target.session_id)
+    main = next((path for path, _, is_main in files if is_main), None)
+    if main is None or main.startswith(MIRROR_ROOT + "/") or os.path.lexists(main):
+        return None
+    folder = str(Path(main).parent)
+    kept = {path: fid for fid, path, _ in session_files(conn, target.session_id)}
+    if main in kept and is_database(conn, kept[main]):
+        return None
+    step = RestoreStep(target.agent, folder, _gone_or_elsewhere(main, Path(main), _program(target.agent)))
+    for path in kept:  # its log and what its agent keeps beside it in the same folder
+        if Path(path).is_relative_to(folder) and not os.path.lexists(path):
+            step.files[path] = path
+    return step
+
+
 def glob_escape(text: str) -> str:
     return re.sub(r"([*?\[])", r"[\1]", text)
 
@@ -1624,9 +1648,12 @@ STYLES: dict[str, ForkStyle] = {
     "session-file": ForkStyle(
         lambda conn, at: _gemini_fork_plan(conn, at.sid, at.entry_id, now=at.now),
         at_end=lambda conn, sid: _gemini_fork_plan(conn, sid, None),
+        restore=in_place_restore_step,
     ),
     "history-copy": ForkStyle(lambda conn, at: _aider_fork_plan(conn, at.sid, at.entry_id, at.agent)),
     # agents that cannot be started at a point: the whole session, copied or resumed
     "whole-session-copy": ForkStyle(lambda conn, at: _whole_session_plan(conn, at, copy=True)),
-    "whole-session-resume": ForkStyle(lambda conn, at: _whole_session_plan(conn, at, copy=False)),
+    "whole-session-resume": ForkStyle(
+        lambda conn, at: _whole_session_plan(conn, at, copy=False), restore=in_place_restore_step
+    ),
 }

@@ -121,3 +121,22 @@ def test_a_first_prompt_it_cannot_send_is_refused(conn, home):
     point = conn.execute("SELECT id FROM entries WHERE session_id = ? AND seq = 1", (SID,)).fetchone()[0]
     with pytest.raises(ForkError, match="takes no first prompt"):
         plan_fork(conn, str(point), prompt="try another way")
+
+
+def test_a_chat_its_agent_deleted_is_put_back_before_it_resumes(conn, home):
+    """Gemini CLI resumes a chat from where it keeps it: once it was deleted, `resume` printed a
+    command that found nothing and `--restore` wrote nothing. Now the plan says it must be put back,
+    and putting it back writes it where it was, byte for byte."""
+    from threadloom.core.actions.fork import restore_for, resume_plan
+
+    path = write_jsonl(chats(home) / f"{SID}.jsonl", jsonl_session())
+    data = path.read_bytes()
+    ingest(conn, home)
+    assert resume_plan(conn, SID).restore is None
+    path.unlink()
+    ingest(conn, home)  # its file is gone
+    plan = resume_plan(conn, SID)
+    assert plan.restore is not None and plan.restore.gone
+    assert any("must be restored" in note for note in plan.notes)
+    restore_for(conn, plan)
+    assert path.read_bytes() == data and resume_plan(conn, SID).restore is None

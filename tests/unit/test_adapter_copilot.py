@@ -219,3 +219,34 @@ def test_a_folder_s_files_go_with_the_session_its_events_name(tmp_path):
         assert names == {"events.jsonl", "plan.md"}
     finally:
         conn.close()
+
+
+def test_a_session_folder_its_agent_deleted_is_put_back_before_it_resumes(tmp_path):
+    """`copilot --resume ID` finds a session in its folder: once the folder was deleted, the command
+    was printed as if it worked; now it is put back first (its events and what was beside them)."""
+    import shutil
+
+    from threadloom.core.actions.fork import restore_for
+
+    sid = "dddddddd-4444-4444-8444-444444444444"
+    folder = tmp_path / ".copilot" / "session-state" / sid
+    folder.mkdir(parents=True)
+    start = event(
+        1, "session.start", {"sessionId": sid, "producer": "copilot-agent", "context": {"cwd": "/srv"}}
+    )
+    (folder / "events.jsonl").write_text(
+        json.dumps(start) + "\n" + json.dumps(event(2, "user.message", {"content": "hi"})) + "\n"
+    )
+    (folder / "workspace.yaml").write_text(f"id: {sid}\ncwd: /srv\n")
+    kept = {p.name: p.read_bytes() for p in folder.iterdir()}
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".copilot")
+        shutil.rmtree(folder)
+        ingest(conn, tmp_path / ".copilot")
+        plan = resume_plan(conn, sid)
+        assert plan.restore is not None and plan.restore.gone
+        restore_for(conn, plan)
+        assert {p.name: p.read_bytes() for p in folder.iterdir()} == kept
+    finally:
+        conn.close()
