@@ -936,7 +936,10 @@ def _note_unclaimed(conn: sqlite3.Connection, root: Path, found: Found, unchange
         for f in _recorded_unclaimed(conn, key)
         if unchanged and os.path.dirname(disk_name(f["path"])) in unchanged
     ]
+    mine = _own_folders()
     for dirpath, _, filenames in walk.walk(root):
+        if any(dirpath == folder or dirpath.startswith(folder + os.sep) for folder in mine):
+            continue  # threadloom's own (its cache of prices, its archive): no agent's logs
         for name in filenames:
             path = os.path.join(dirpath, name)
             why = next((w for end, w in LOG_SHAPES.items() if name.endswith(end)), None)
@@ -946,6 +949,17 @@ def _note_unclaimed(conn: sqlite3.Connection, root: Path, found: Found, unchange
                 files.append({"path": stored_name(path), "why": why})
     files.sort(key=lambda f: f["path"])
     set_meta(conn, key, orjson.dumps(files[:UNCLAIMED_LIMIT]).decode())
+
+
+def _own_folders() -> list[str]:
+    """threadloom's own folders (its cache, its data, its settings): a source that holds them (a
+    home folder given whole) holds no agent's logs there."""
+    from platformdirs import user_cache_dir, user_config_dir, user_data_dir
+
+    return [
+        d("threadloom", appauthor=False).rstrip(os.sep)
+        for d in (user_cache_dir, user_data_dir, user_config_dir)
+    ]
 
 
 def _recorded_unclaimed(conn: sqlite3.Connection, key: str) -> list[dict[str, str]]:

@@ -213,3 +213,16 @@ def test_a_qwen_transcript_an_earlier_version_read_as_claude_s_is_not_restored(t
     err = capsys.readouterr().err
     assert "Qwen Code transcript" in err and "ingest --rebuild" in err
     assert not (home / ".claude" / "projects").exists()
+
+
+def test_threadloom_s_own_folders_are_not_listed(tmp_path, capsys, monkeypatch):
+    """A home folder given whole holds threadloom's own cache (its price periods, prices.json): it
+    was listed as a log no agent's reader takes."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    (home / ".cache" / "threadloom").mkdir(parents=True)
+    (home / ".cache" / "threadloom" / "prices.json").write_text('{"format": "threadloom-price-periods"}')
+    (home / "stray.json").write_text("[]")  # and a file that is no agent's still is
+    assert main(["ingest", "--db", str(tmp_path / "t.db"), "--only", "--source", str(home), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [Path(f["path"]).name for f in report["unclaimed"]] == ["stray.json"]
