@@ -589,14 +589,16 @@ def in_place_restore_step(conn: sqlite3.Connection, target: ResumeTarget) -> Res
     from ..adapters.base import MIRROR_ROOT
     from ..read.archive import is_database, session_files
 
-    files = _own_files(conn, target.session_id)
-    main = next((path for path, _, is_main in files if is_main), None)
+    row = conn.execute(
+        "SELECT source_file_id FROM agent_sessions WHERE id = ?", (target.session_id,)
+    ).fetchone()
+    kept = {path: fid for fid, path, _ in session_files(conn, target.session_id)}
+    main = next((path for path, fid in kept.items() if row and fid == row[0]), None)
     if main is None or main.startswith(MIRROR_ROOT + "/") or os.path.lexists(main):
         return None
-    folder = str(Path(main).parent)
-    kept = {path: fid for fid, path, _ in session_files(conn, target.session_id)}
-    if main in kept and is_database(conn, kept[main]):
+    if is_database(conn, kept[main]):
         return None
+    folder = str(Path(main).parent)
     step = RestoreStep(target.agent, folder, _gone_or_elsewhere(main, Path(main), _program(target.agent)))
     for path in kept:  # its log and what its agent keeps beside it in the same folder
         if Path(path).is_relative_to(folder) and not os.path.lexists(path):
@@ -955,9 +957,10 @@ def plan_fork(
             f"forking {agent} sessions at a point is not supported yet; `threadloom resume {sid}` resumes it"
         )
     if prompt is not None and not style.takes_prompt:  # it was left out without a word
+        takers = agents_said(lambda a: (s := _style(a)) is not None and s.takes_prompt)
         raise ForkError(
-            f"{adapter.display_name if adapter else agent}'s command takes no first prompt: fork without --prompt and type it in the session "
-            f"(a first prompt is sent for {agents_said(lambda a: bool(a.fork_style and STYLES[a.fork_style].takes_prompt))} sessions)"
+            f"{adapter.display_name if adapter else agent}'s command takes no first prompt: fork without "
+            f"--prompt and type it in the session (a first prompt is sent for {takers} sessions)"
         )
     at = ForkAt(
         entry_id,
