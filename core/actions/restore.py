@@ -14,6 +14,8 @@ from ..adapters.base import shown_name, stored_name
 from ..read.archive import (
     file_bytes,
     is_database,
+    project_folder_index,
+    session_agent,
     session_files,
     stored_records,
     version_as_of,
@@ -48,18 +50,16 @@ def as_of_archive(conn: sqlite3.Connection, session_id: str, as_of: int) -> sqli
     return then
 
 
-def _relative(path: str, project_key: str | None) -> tuple[str, ...]:
-    """Where under the restore folder a source goes: from its project folder on (else its name).
+def _relative(path: str, project_key: str | None, agent: str | None) -> tuple[str, ...]:
+    """Where under the restore folder a source goes: from its project folder on (as its agent's
+    layout places it), else its name.
 
     The path was stored from another machine's logs perhaps: `..`, `.` and a root are dropped,
     so no stored path names a place outside the folder."""
     parts = Path(path).parts
     labels = [shown_name(stored_name(p)) for p in parts]  # a project key is its folder's name escaped
-    if project_key and project_key in labels:
-        i = len(labels) - 1 - labels[::-1].index(project_key)
-        parts = parts[i:]
-    else:
-        parts = parts[-1:]
+    at = project_folder_index(agent, labels, project_key) if project_key else None
+    parts = parts[at:] if at is not None else parts[-1:]
     # a NUL (no file system's names have one) can only be damage: kept visible, not fatal
     return tuple(
         p.replace("\0", "\ufffd")
@@ -119,6 +119,7 @@ def restore_session(
     `every_copy` writes each of them instead, the second and later under `copy-<n>/`.
     """
     candidates: dict[tuple[str, ...], list[tuple[int, str]]] = {}
+    agent = session_agent(conn, session_id)
     for file_id, path, project_key in session_files(conn, session_id):
         if only is not None and path not in only:
             continue
@@ -127,7 +128,7 @@ def restore_session(
                 raise RestoreError(f"{only[path]} is not inside {dest}; nothing was written")
             parts = Path(only[path]).relative_to(dest).parts
         else:
-            parts = _relative(path, project_key) or (f"source-{file_id}",)
+            parts = _relative(path, project_key, agent) or (f"source-{file_id}",)
         if is_database(conn, file_id):
             parts = (*parts[:-1], parts[-1] + ".rows.jsonl")
         candidates.setdefault(parts, []).append((file_id, path))

@@ -21,7 +21,7 @@ import re
 import stat
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -471,6 +471,14 @@ class Command:
     notes: list[str] = field(default_factory=list)  # said first, before the notes on the folder
 
 
+def nearest_folder(parts: Sequence[str], name: str) -> int | None:
+    """The index of the folder named `name` nearest the end of `parts` (a path's folders, then its name)."""
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] == name:
+            return i
+    return None
+
+
 class Adapter(ABC):
     """What an agent is to threadloom: how to find and read its logs, and what it can do with them.
 
@@ -520,6 +528,12 @@ class Adapter(ABC):
         """Where the agent keeps its sessions' side files apart from their logs (Claude Code's
         file history, todos, plans): read with the default locations, not listed as places logs are."""
         return []
+
+    def project_folder(self, parts: Sequence[str], key: str) -> int | None:
+        """Which of a stored path's parts (its folders, then its name) is its project's folder,
+        the one `key` names: where a restore puts the file from, and which side files are the
+        project's. By default the nearest folder of that name (`nearest_folder`)."""
+        return nearest_folder(parts, key)
 
     @abstractmethod
     def discover(self, root: Path) -> Iterator[SourceRef]:

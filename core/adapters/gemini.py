@@ -26,8 +26,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Iterator, Sequence
+from pathlib import Path, PurePath
 from typing import Any
 
 import orjson
@@ -104,7 +104,7 @@ UUID_NAME = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-
 PROJECT_FILES = {"logs.json": "prompt-log", "shell_history": "shell-history", ".project_root": "project-root"}
 
 
-def side_file(path: Path) -> tuple[str, str | None, str] | None:
+def side_file(path: PurePath) -> tuple[str, str | None, str] | None:
     """(what it is, its session, its project folder) of a file Gemini CLI keeps beside a session:
     a tool's output it saved whole (`tmp/<project>/tool-outputs/session-<id>/<tool>_….txt`) or a
     plan (`tmp/<project>/<id>/plans/<date>-<slug>.md`); or beside all of a project's sessions (no
@@ -112,28 +112,47 @@ def side_file(path: Path) -> tuple[str, str | None, str] | None:
     project's folder (`.project_root`), a conversation `/chat save` kept (`checkpoint-<tag>.json`)
     and the snapshots `/restore` goes back to (`checkpoints/*.json`); and beside `tmp/`, the
     registry of projects (`projects.json`). None for anything else."""
+    side = _side(path)
+    return None if side is None else (side[0], side[1], path.parts[-side[2]])
+
+
+def _side(path: PurePath) -> tuple[str, str | None, int] | None:
+    """`side_file`, with its project folder given by how many parts from the end it is."""
     parts = path.parts
     name = path.name
     if len(parts) >= 4 and parts[-3] == "tool-outputs" and parts[-2].startswith("session-"):
         session = parts[-2][len("session-") :]
-        return ("tool-output", session, parts[-4]) if UUID_NAME.match(session) else None
+        return ("tool-output", session, 4) if UUID_NAME.match(session) else None
     if len(parts) >= 4 and parts[-2] == "plans" and UUID_NAME.match(parts[-3]) and name.endswith(".md"):
-        return "plan", parts[-3], parts[-4]
+        return "plan", parts[-3], 4
     if QWEN_DIR in parts:  # Qwen Code keeps files of the same names: not read as Gemini CLI's
         return None
     if len(parts) >= 3 and parts[-3] == "tmp":
         if name in PROJECT_FILES:
-            return PROJECT_FILES[name], None, parts[-2]
+            return PROJECT_FILES[name], None, 2
         if name.startswith("checkpoint-") and name.endswith(".json"):
-            return "chat-save", None, parts[-2]
+            return "chat-save", None, 2
     if len(parts) >= 4 and parts[-4] == "tmp" and parts[-2] == "checkpoints" and name.endswith(".json"):
-        return "checkpoint", None, parts[-3]
+        return "checkpoint", None, 3
     if name == "projects.json" and len(parts) >= 2 and parts[-2] == ".gemini":
-        return "project-registry", None, ".gemini"  # which folder each project is (slug → path)
+        return "project-registry", None, 2  # which folder each project is (slug → path)
     return None
 
 
-def _chats_index(path: Path) -> int | None:
+def _project_depth(path: PurePath) -> int | None:
+    """How many parts from the end of `path` its project's folder is (`tmp/<project>/…`): where
+    the file lies in Gemini CLI's layout says, whatever the project is named (one named `chats` or
+    `checkpoints` holds a folder of its own name)."""
+    side = _side(path)
+    if side is not None:
+        return side[2]
+    chats = _chats_index(path)
+    if chats is not None and chats >= 1:
+        return len(path.parts) - chats + 1
+    return 2 if len(path.parts) >= 2 else None
+
+
+def _chats_index(path: PurePath) -> int | None:
     parts = path.parts
     for i in (len(parts) - 2, len(parts) - 3):
         if i >= 0 and parts[i] == "chats":
@@ -222,6 +241,13 @@ class GeminiAdapter(Adapter):
     def side_roots(self) -> list[Path]:
         """The registry of projects beside `tmp/` (slug → the folder it names)."""
         return [gemini_dir() / "projects.json"]
+
+    def project_folder(self, parts: Sequence[str], key: str) -> int | None:
+        """Where the file lies in the layout says (`_project_depth`): a project named `chats` holds
+        a folder `chats` of its own, which the nearest folder of its name would be."""
+        depth = _project_depth(PurePath(*[p for p in parts if p]))
+        at = len(parts) - depth if depth is not None else -1
+        return at if 0 <= at < len(parts) and parts[at] == key else super().project_folder(parts, key)
 
     def claims(self, path: Path, explicit: bool = False) -> bool:
         name = path.name
@@ -690,10 +716,8 @@ def _kind(path: Path) -> str:
 
 
 def _project_key(path: Path) -> str | None:
-    chats = _chats_index(path)
-    if chats is not None and chats >= 1:
-        return path.parts[chats - 1]
-    return path.parent.name or None
+    depth = _project_depth(path)
+    return PurePath(*path.parts[: len(path.parts) - depth + 1]).name or None if depth else None
 
 
 def _parts_text(content: Any) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from ..adapters.base import disk_name, read_regular, shown_name, stored_name
+from ..adapters.base import disk_name, nearest_folder, read_regular, shown_name, stored_name
 from ..store.db import MIRROR_LIKE
 
 
@@ -332,13 +332,13 @@ def session_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, 
     # shell history, saved chats and /restore checkpoints): with each session of that project, those
     # of its own project folder (another home's folder of the same name is another project), and
     # those beside a folder above its files (Gemini CLI's registry of projects, beside tmp/)
-    folders = {folder for _, path, key in rows if key and (folder := _folder_named(path, key))}
+    agent = session_agent(conn, session_id)
+    folders = {folder for _, path, key in rows if key and (folder := _project_folder(agent, path, key))}
     if rows:
         shared = conn.execute(
-            "SELECT id, path, project_key FROM source_files f WHERE kind = 'side' "
-            "AND agent = (SELECT source FROM agent_sessions WHERE id = ?) "
+            "SELECT id, path, project_key FROM source_files f WHERE kind = 'side' AND agent = ? "
             "AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.source_file_id = f.id AND e.session_id IS NOT NULL)",
-            (session_id,),
+            (agent,),
         ).fetchall()
         known = {file_id for file_id, _, _ in rows}
         paths = [path for _, path, _ in rows]
@@ -367,14 +367,27 @@ def session_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, 
     return [(file_id, disk_name(path), key) for file_id, path, key in rows]  # as the file system names it
 
 
-def _folder_named(path: str, name: str) -> str | None:
-    """The folder named `name` that `path` lies in (its nearest), with a separator after it."""
+def session_agent(conn: sqlite3.Connection, session_id: str) -> str | None:
+    """The agent whose session it is (`agent_sessions.source`), None for no such session."""
+    row = conn.execute("SELECT source FROM agent_sessions WHERE id = ?", (session_id,)).fetchone()
+    return row[0] if row else None
+
+
+def _project_folder(agent: str | None, path: str, key: str) -> str | None:
+    """The project folder (named `key`) that `path` lies in, as its agent's layout says
+    (`Adapter.project_folder`), with a separator after it."""
     sep = "\\" if "\\" in path and "/" not in path else "/"
     parts = path.split(sep)
-    for i in range(len(parts) - 2, -1, -1):
-        if parts[i] == name:
-            return sep.join(parts[: i + 1]) + sep
-    return None
+    at = project_folder_index(agent, parts, key)
+    return None if at is None else sep.join(parts[: at + 1]) + sep
+
+
+def project_folder_index(agent: str | None, parts: Sequence[str], key: str) -> int | None:
+    """Which of a stored path's parts is its project's folder, named `key`: its agent says."""
+    from ..adapters import ADAPTERS
+
+    adapter = ADAPTERS.get(agent) if agent else None
+    return adapter.project_folder(parts, key) if adapter is not None else nearest_folder(parts, key)
 
 
 def is_database(conn: sqlite3.Connection, file_id: int) -> bool:
@@ -389,8 +402,8 @@ def plan_tools(conn: sqlite3.Connection, session_id: str) -> frozenset[str]:
     """The tools that end a plan in this session's agent's logs (its adapter's `plan_tools`)."""
     from ..adapters import ADAPTERS
 
-    row = conn.execute("SELECT source FROM agent_sessions WHERE id = ?", (session_id,)).fetchone()
-    adapter = ADAPTERS.get(row[0]) if row and row[0] else None
+    agent = session_agent(conn, session_id)
+    adapter = ADAPTERS.get(agent) if agent else None
     return adapter.plan_tools if adapter is not None else frozenset()
 
 

@@ -10,6 +10,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import pytest
 from threadloom.core.actions.restore import restore_session
 from threadloom.core.cli import main
 from threadloom.core.ingest.pipeline import run_ingest
@@ -172,9 +173,9 @@ def test_a_saved_output_is_found_from_a_backup_read_elsewhere(conn, tmp_path):
 GEMINI_SID = "2cbc6e5f-eb6a-4869-9d0f-a07806539ff7"
 
 
-def gemini_project(root: Path) -> Path:
+def gemini_project(root: Path, name: str = "03-potencial") -> Path:
     """A Gemini CLI project folder holding one chat of GEMINI_SID (as a real 2026 backup holds it)."""
-    project = root / ".gemini" / "tmp" / "03-potencial"
+    project = root / ".gemini" / "tmp" / name
     chat = project / "chats" / "session-2026-06-08T18-27-2cbc6e5f.jsonl"
     chat.parent.mkdir(parents=True)
     chat.write_bytes(
@@ -260,6 +261,32 @@ def test_gemini_s_files_for_all_of_a_project_s_sessions_are_kept_and_restored_wi
     assert any(name.startswith("03-potencial/chats/") for name in restored)
     assert "03-potencial/checkpoint-elsewhere.json" not in restored  # nor was it refused as a copy
     assert restored[".gemini/projects.json"] == registry
+
+
+@pytest.mark.parametrize("name", ["chats", "checkpoints", "tool-outputs"])
+def test_a_gemini_project_named_as_a_folder_inside_it_is_restored_as_it_was(conn, tmp_path, name):
+    """Gemini CLI names a project's folder after the project (`tmp/<name>/chats/…`): a project
+    named `chats` (or as another of its folders) was taken to be the folder of that name nearest
+    the file: its chat was restored one folder too high and its project files left out."""
+    project = gemini_project(tmp_path, name)
+    kept = {
+        "logs.json": b'[{"sessionId":"%s","messageId":0,"type":"user","message":"grep"}]'
+        % GEMINI_SID.encode(),
+        "checkpoints/2026-06-08T18-30-00_000Z-app.py-write_file.json": b'{"toolCall":{"name":"write_file"}}',
+        f"tool-outputs/session-{GEMINI_SID}/grep_search_1_x.txt": b"found\n",
+    }
+    for relative, data in kept.items():
+        (project / relative).parent.mkdir(parents=True, exist_ok=True)
+        (project / relative).write_bytes(data)
+    chat = next((project / "chats").iterdir())
+    kept[f"chats/{chat.name}"] = chat.read_bytes()
+    ingest(conn, tmp_path / ".gemini")
+    assert {r[0] for r in conn.execute("SELECT project_key FROM source_files")} == {name}
+    shutil.rmtree(project)
+    dest = tmp_path / "restored"
+    restore_session(conn, GEMINI_SID, dest)
+    restored = {str(p.relative_to(dest)): p.read_bytes() for p in dest.rglob("*") if p.is_file()}
+    assert restored == {f"{name}/{relative}": data for relative, data in kept.items()}
 
 
 def test_a_session_s_plan_is_found_by_its_slug(conn, tmp_path, capsys):
