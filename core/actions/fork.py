@@ -1192,7 +1192,7 @@ def native_fork_plan(
 
 def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool = False) -> ForkPlan:
     """Resume the whole session, or fork it at its end (`--fork-session`)."""
-    sid, agent, _, project_path, is_subagent, _ = _session_row(conn, session_id)
+    sid, agent, _, project_path, is_subagent, kind = _session_row(conn, session_id)
     row = conn.execute(
         "SELECT raw FROM entries WHERE session_id = ? AND role IS NOT NULL ORDER BY id DESC LIMIT 1", (sid,)
     ).fetchone()
@@ -1216,7 +1216,7 @@ def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool 
         return style.at_end(conn, sid)
     if is_subagent and not adapter.resumes_subagents:
         raise ForkError(
-            "a subagent cannot be resumed on its own; fork it at a point instead (threadloom fork)"
+            f"this {kind or 'subagent'} cannot be resumed on its own; " + _instead(conn, sid, style)
         )
     target = ResumeTarget(agent, sid, external, cwd, branch, bool(is_subagent))
     words = adapter.resume_command(target, fork=fork_at_end)
@@ -1256,6 +1256,23 @@ def _restore_step(conn: sqlite3.Connection, adapter: Adapter, target: ResumeTarg
     """What must be written back before the agent's command finds `target` (None: nothing)."""
     style = _style(adapter)
     return style.restore(conn, target) if style is not None and style.restore is not None else None
+
+
+def _instead(conn: sqlite3.Connection, sid: str, style: ForkStyle | None) -> str:
+    """What does resume a child session: a fork at one of its points where its agent can start
+    there, else resuming the session it belongs to (its agent resumes whole sessions only)."""
+    if style is not None and style.at_a_point:
+        return "fork it at a point instead (threadloom fork)"
+    owner = sid
+    for _ in range(64):  # up to the main session (a subagent of a subagent, …)
+        row = conn.execute(
+            "SELECT parent_session_id, is_subagent FROM agent_sessions WHERE id = ?", (owner,)
+        ).fetchone()
+        above = (row[0] or owner.split(":", 1)[0]) if row and row[1] else owner
+        if above == owner:
+            break
+        owner = above
+    return f"its agent resumes whole sessions only: resume the one it belongs to (threadloom resume {owner})"
 
 
 def _whole_session_plan(conn: sqlite3.Connection, at: ForkAt, *, copy: bool) -> ForkPlan:
@@ -1624,6 +1641,8 @@ class ForkStyle:
     restore: Callable[[sqlite3.Connection, ResumeTarget], RestoreStep | None] | None = None
     # the command it prints can send a first prompt (`--prompt`); other agents are given none
     takes_prompt: bool = False
+    # the agent starts at the chosen point (else the whole session is copied or resumed)
+    at_a_point: bool = True
 
 
 STYLES: dict[str, ForkStyle] = {
@@ -1655,8 +1674,12 @@ STYLES: dict[str, ForkStyle] = {
     ),
     "history-copy": ForkStyle(lambda conn, at: _aider_fork_plan(conn, at.sid, at.entry_id, at.agent)),
     # agents that cannot be started at a point: the whole session, copied or resumed
-    "whole-session-copy": ForkStyle(lambda conn, at: _whole_session_plan(conn, at, copy=True)),
+    "whole-session-copy": ForkStyle(
+        lambda conn, at: _whole_session_plan(conn, at, copy=True), at_a_point=False
+    ),
     "whole-session-resume": ForkStyle(
-        lambda conn, at: _whole_session_plan(conn, at, copy=False), restore=in_place_restore_step
+        lambda conn, at: _whole_session_plan(conn, at, copy=False),
+        restore=in_place_restore_step,
+        at_a_point=False,
     ),
 }

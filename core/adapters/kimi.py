@@ -21,7 +21,14 @@ context's size, not a request's tokens). No times: those are in the wire.
 input_cache_creation}, message_id}` (one request's tokens), `TurnEnd`, … Its records are the
 session's events: its times and tokens; the messages are read from the context.
 
-Resume: `kimi -r <session id>` from the session's folder.
+`/clear`, a revert to a checkpoint and a compaction move `context.jsonl` aside as `context_<n>.jsonl`
+(the next free number; a revert's new context starts with a copy of what it keeps) and start it
+again: each is read as the conversation set aside, a child of its session ("earlier context").
+Releases before subagents had folders of their own wrote a `Task` subagent's context beside the
+session's as `context_sub_<n>.jsonl`: read as that subagent. (kimi-cli `soul/context.py` `clear`,
+`revert_to`, `utils/path.py` `next_available_rotation`.)
+
+Resume: `kimi -r <session id>` from the session's folder (its current context only).
 """
 
 from __future__ import annotations
@@ -58,7 +65,10 @@ from .shared import as_dict, as_list, as_str, head_lines, head_of, json_text, pa
 from .walk import walk
 
 AGENT = "kimi-cli"
-NAMES = ("context.jsonl", "wire.jsonl")
+SET_ASIDE = re.compile(r"context_(\d+)\.jsonl")  # a context `/clear`, a revert or a compaction moved aside
+SUB_CONTEXT = re.compile(r"context_sub_(\d+)\.jsonl")  # a `Task` subagent's, in releases before subagents/
+EARLIER = "earlier context"
+REGISTRY = "kimi.json"  # the share dir's work dirs: which folder each sessions folder is  # what a context set aside is, as its session's kind
 ROLES = frozenset({"user", "assistant", "tool", "system", "_system_prompt", "_checkpoint", "_usage"})
 _HASH = re.compile(r"(?:[\w.-]+_)?[0-9a-f]{32}")
 
@@ -79,10 +89,25 @@ def place(path: Path) -> tuple[str, str | None, Path] | None:
     return None
 
 
+def is_registry(path: Path) -> bool:
+    """`<share dir>/kimi.json`, its work dirs (`{"work_dirs": [...]}`), by its first bytes."""
+    return path.name == REGISTRY and b'"work_dirs"' in head_of(path, 4096)
+
+
+def _kind(path: Path) -> tuple[str, str | None]:
+    """(kind, project key) of a file the adapter reads: the registry is a side file of no project."""
+    return ("side", None) if path.name == REGISTRY else ("transcript", path.parent.name)
+
+
+def is_context(name: str) -> bool:
+    """A file of conversation: the session's context, one set aside, or an old subagent's."""
+    return name == "context.jsonl" or bool(SET_ASIDE.fullmatch(name) or SUB_CONTEXT.fullmatch(name))
+
+
 def looks_like_kimi(name: str, head: bytes) -> bool:
     line = head.lstrip(b"\x00").removeprefix(b"\xef\xbb\xbf").split(b"\n", 1)[0]
     if not line.strip():
-        return name == "context.jsonl" and not head.strip()  # a new session's empty context
+        return is_context(name) and not head.strip()  # a new session's empty context
     first, *rest = head_lines(head)
     if first is None:  # cut short or damaged: the lines after it say whose it is
         return any(_kimi_line(name, obj) for obj in rest)
@@ -92,7 +117,7 @@ def looks_like_kimi(name: str, head: bytes) -> bool:
 def _kimi_line(name: str, obj: object) -> bool:
     if not isinstance(obj, dict):
         return False
-    if name == "context.jsonl":
+    if is_context(name):
         return obj.get("role") in ROLES and "type" not in obj
     if obj.get("type") == "metadata":
         return "protocol_version" in obj
@@ -129,8 +154,9 @@ class KimiAdapter(Adapter):
     read_tools = frozenset({"ReadFile"})
     shell_tools = frozenset({"Shell", "Bash"})
     todo_tools = frozenset({"SetTodoList"})
-    # `Agent {description, prompt, subagent_type}`: its subagent's context starts with the prompt
-    spawn_tools = frozenset({"Agent"})
+    # `Agent {description, prompt, subagent_type}` (`Task {description, subagent_name, prompt}` before
+    # it): its subagent's context starts with the prompt
+    spawn_tools = frozenset({"Agent", "Task"})
 
     def spawn_facts(self, params: dict[str, Any]) -> SpawnFacts:
         """`Agent` names the subagent's type too."""
@@ -141,9 +167,15 @@ class KimiAdapter(Adapter):
     def default_roots(self) -> list[Path]:
         return [kimi_share_dir() / "sessions"]
 
+    def side_roots(self) -> list[Path]:
+        """`kimi.json` beside `sessions/`: the only place a session's folder is named."""
+        return [kimi_share_dir() / REGISTRY]
+
     def claims(self, path: Path) -> bool:
+        if path.name == REGISTRY:
+            return is_registry(path)
         return (
-            path.name in NAMES
+            (path.name == "wire.jsonl" or is_context(path.name))
             and place(path) is not None
             and looks_like_kimi(path.name, head_of(path, 16384))
         )
@@ -151,17 +183,19 @@ class KimiAdapter(Adapter):
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if root.is_file():
             if self.claims(root):
-                yield SourceRef(root, AGENT, "transcript", root.parent.name)
+                yield SourceRef(root, AGENT, *_kind(root))
             return
         for dirpath, dirnames, filenames in walk(root):
             dirnames.sort()
-            for fname in NAMES:
-                if fname in filenames:
+            for fname in sorted(filenames):
+                if fname in ("wire.jsonl", REGISTRY) or is_context(fname):
                     path = Path(dirpath) / fname
                     if self.claims(path):
-                        yield SourceRef(path, AGENT, "transcript", path.parent.name)
+                        yield SourceRef(path, AGENT, *_kind(path))
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        if ctx.kind == "side":  # kept whole, with every session beside it (a restore puts it back)
+            return Record(entry_type="side-file", subtype="work-dirs", side_file=True)
         obj, error = parse_record(rec.raw)
         if not isinstance(obj, dict):
             return Record(entry_type="invalid", known=False, parse_error=error or "not a JSON object")
@@ -171,10 +205,26 @@ class KimiAdapter(Adapter):
             sid, agent, share = where if where else (ctx.path.parent.name, None, None)
             folder = ctx.path.parents[3 if agent else 1].name if where else ""
             st["cwd"] = work_dir(share, folder) if share is not None else None
+            sub = SUB_CONTEXT.fullmatch(ctx.path.name)
+            if sub and not agent:
+                agent = f"sub-{sub[1]}"
             st["sid"] = f"{sid}:agent-{agent}" if agent else sid
             info = SessionInfo(source=AGENT, external_id=agent or sid, project_key=folder or None)
             if agent:
                 info.kind, info.is_subagent, info.parent_session_id, info.agent_id = "subagent", 1, sid, agent
+            aside = SET_ASIDE.fullmatch(ctx.path.name)
+            if aside:  # a child of the conversation it was set aside from
+                owner = st["sid"]
+                st["sid"] = f"{owner}:context-{aside[1]}"
+                info = SessionInfo(
+                    source=AGENT,
+                    external_id=sid,
+                    project_key=folder or None,
+                    kind=EARLIER,
+                    is_subagent=1,
+                    parent_session_id=owner,
+                    agent_type=EARLIER,
+                )
             st["info"] = info
             st["n"] = 0
         out = Record(session_id=st["sid"], session=st["info"], parse_error=error, cwd=st.get("cwd"))

@@ -4,8 +4,13 @@ tokens from the wire, a subagent's context under its session, edits, and its res
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
 from threadloom.core.actions.fork import resume_plan
 from threadloom.core.adapters import ADAPTERS
+from threadloom.core.adapters.base import ForkError
 from threadloom.core.insight.stats import refresh_pending
 from threadloom.core.read.query import messages
 from threadloom.core.store import db
@@ -72,3 +77,98 @@ def test_a_kimi_session_resumes_with_its_own_command(tmp_path, fake_agents, sand
     assert run_printed(plan.command.split(" && ", 1)[1], fake_agents, sandbox) == [
         ["kimi", str(sandbox), "-r", SID]
     ]
+
+
+def jsonl(path, lines) -> None:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_a_context_set_aside_and_an_old_subagent_s_are_read_as_children(tmp_path):
+    """`/clear` (a revert, a compaction) moves the context aside as `context_<n>.jsonl`, and releases
+    before subagents/ folders wrote a `Task` subagent's context as `context_sub_<n>.jsonl` (as a real
+    March 2026 session holds them): both were "not read", the conversation before the /clear gone
+    from the session and its subagent's work with it; `kimi.json`, the one place the session's
+    folder is named, was not kept."""
+    folder = kimi_session(tmp_path)
+    jsonl(
+        folder / "context_1.jsonl",
+        [
+            {"role": "_system_prompt", "content": "sys"},
+            {"role": "_checkpoint", "id": 0},
+            {"role": "user", "content": "before the clear"},
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "delegating"}],
+                "tool_calls": [
+                    {
+                        "type": "function",
+                        "id": "Task:0",
+                        "function": {
+                            "name": "Task",
+                            "arguments": json.dumps(
+                                {"description": "audit", "subagent_name": "coder", "prompt": "audit the cart"}
+                            ),
+                        },
+                    }
+                ],
+            },
+            {"role": "tool", "content": [{"type": "text", "text": "audited"}], "tool_call_id": "Task:0"},
+        ],
+    )
+    jsonl(
+        folder / "context_sub_1.jsonl",
+        [
+            {"role": "_checkpoint", "id": 0},
+            {"role": "user", "content": "audit the cart"},
+            {"role": "assistant", "content": [{"type": "text", "text": "the cart is fine"}]},
+        ],
+    )
+    registry = tmp_path / ".kimi" / "kimi.json"
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".kimi")
+        kept = sorted(
+            (Path(p).name, kind)
+            for p, kind in conn.execute("SELECT path, kind FROM source_files WHERE agent = 'kimi-cli'")
+        )
+        assert kept == [
+            ("context.jsonl", "transcript"),  # the session's and its subagent's
+            ("context.jsonl", "transcript"),
+            ("context_1.jsonl", "transcript"),
+            ("context_sub_1.jsonl", "transcript"),
+            ("kimi.json", "side"),
+            ("wire.jsonl", "transcript"),
+        ]
+        for path in (folder / "context_1.jsonl", folder / "context_sub_1.jsonl", registry):
+            raws = conn.execute(
+                "SELECT e.raw, e.newline FROM entries e JOIN source_files f ON f.id = e.source_file_id "
+                "WHERE f.path = ? ORDER BY e.byte_offset",
+                (str(path),),
+            ).fetchall()
+            assert b"".join(bytes(r) + b"\n" * n for r, n in raws) == path.read_bytes()
+        sessions = {
+            row[0]: row[1:]
+            for row in conn.execute(
+                "SELECT id, kind, is_subagent, parent_session_id, tool_call_id, project_path FROM agent_sessions"
+            )
+        }
+        aside, sub = f"{SID}:context-1", f"{SID}:agent-sub-1"
+        assert sessions[aside] == ("earlier context", 1, SID, None, CWD)
+        assert sessions[sub] == ("subagent", 1, aside, "Task:0", CWD)
+        assert [(m.role, m.content) for m in messages(conn, aside) if m.content] == [
+            ("user", "before the clear"),
+            ("assistant", "delegating"),
+        ]
+        assert [(m.role, m.content) for m in messages(conn, sub) if m.content] == [
+            ("user", "audit the cart"),
+            ("assistant", "the cart is fine"),
+        ]
+        # the session's own conversation is as it was
+        assert [m.content for m in messages(conn, SID) if m.role == "user" and m.content] == [
+            "fix the cart total"
+        ]
+        for child in (aside, sub):  # resumed through the session they belong to, said so
+            with pytest.raises(ForkError, match=f"threadloom resume {SID}\\)"):
+                resume_plan(conn, child)
+    finally:
+        conn.close()
