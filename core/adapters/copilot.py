@@ -37,6 +37,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from .base import (
     UUID,
     Adapter,
@@ -108,6 +110,49 @@ def side_file(path: Path) -> tuple[str, str] | None:
     return (
         "workspace" if path.name == "workspace.yaml" else "plan" if path.name == "plan.md" else "file"
     ), parts[-2]
+
+
+def yaml_scalar(data: bytes, key: str) -> str | None:
+    """The text of a top-level `key:` in a small YAML mapping as Copilot CLI writes
+    `workspace.yaml`: plain, quoted, or a block (`|`, `>` and their `-`/`+`). None when absent or
+    not text. (No YAML library for one field: what it cannot read is left out, never guessed.)"""
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        return None
+    for i, line in enumerate(lines):
+        if not line.startswith(key + ":"):
+            continue
+        value = line[len(key) + 1 :].strip()
+        if value[:1] in ("|", ">"):
+            body: list[str] = []
+            indent: int | None = None
+            for more in lines[i + 1 :]:
+                if not more.strip():
+                    body.append("")
+                    continue
+                lead = len(more) - len(more.lstrip(" "))
+                if lead == 0 or (indent is not None and lead < indent):
+                    break
+                indent = lead if indent is None else indent
+                body.append(more[indent:])
+            text = ("\n" if value[0] == "|" else " ").join(body).strip("\n")
+            return text.strip() or None
+        if value[:1] == '"':
+            try:
+                decoded = orjson.loads(value)
+            except orjson.JSONDecodeError:
+                return None
+            return decoded.strip() or None if isinstance(decoded, str) else None
+        if value[:1] == "'":
+            return (
+                value[1:-1].replace("''", "'").strip() or None
+                if value.endswith("'") and len(value) > 1
+                else None
+            )
+        value = value.split(" #", 1)[0].strip()
+        return value or None
+    return None
 
 
 def _session_named(events: Path) -> str | None:
@@ -203,7 +248,11 @@ class CopilotAdapter(Adapter):
         if side is not None:  # kept whole with its session (the one its folder's events name), not read
             events = ctx.path.parent.parent if side[0] == "checkpoint" else ctx.path.parent
             session = _session_named(events / FILE_NAME) or side[1]
-            return Record(entry_type="side-file", subtype=side[0], session_id=session, side_file=True)
+            out = Record(entry_type="side-file", subtype=side[0], session_id=session, side_file=True)
+            summary = yaml_scalar(rec.raw, "summary") if side[0] == "workspace" else None
+            if summary:  # the title Copilot CLI lists the session by, its model's summary of it
+                out.entry_type, out.content, out.title = "ai-title", summary, ("ai-title", summary)
+            return out
         # read leniently where orjson refuses (invalid UTF-8, a lone surrogate), the refusal noted
         obj, error = parse_record(rec.raw)
         if obj is None:

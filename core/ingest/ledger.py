@@ -288,6 +288,7 @@ class Ledger:
         self.turns: dict[str, TurnState] = {}
         self.touched: set[str] = set()
         self.summaries_added = False
+        self.titled: set[str] = set()  # sessions a side file of this file titles (Copilot's workspace.yaml)
         self._file_id: int | None = None
         self._keep_tool_io = True
         self._kept_inputs: frozenset[str] = frozenset()
@@ -365,6 +366,8 @@ class Ledger:
     def _place(self, entry_id: int, rec: Record) -> tuple[int | None, str | None, int | None]:
         sid = rec.session_id
         if sid is None or rec.side_file:
+            if sid is not None and rec.title is not None:  # a side file that names its session
+                self.titled.add(sid)
             return None, None, None
         sess = self._session(sid, rec)
         self._eid = entry_id
@@ -714,12 +717,13 @@ class Ledger:
         # marked in the file's own transaction: a run killed before `finalize` leaves them to the next
         conn.executemany(
             "INSERT OR IGNORE INTO derived_pending (kind, session_id) VALUES ('finalize', ?)",
-            [(sid,) for sid in self.touched],
+            [(sid,) for sid in self.touched | self.titled],
         )
         if self.summaries_added:
             conn.execute("INSERT OR IGNORE INTO derived_pending (kind, session_id) VALUES ('summaries', '')")
-        self.pending_sessions |= self.touched
+        self.pending_sessions |= self.touched | self.titled
         self.touched = set()
+        self.titled = set()
         self._chunk_uuids = self._in_db = None
         self.turns = {}
         # State now lives in the database; a session met again in a later file is reloaded from it

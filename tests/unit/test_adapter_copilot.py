@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from threadloom.core.actions.fork import resume_plan
 from threadloom.core.adapters import ADAPTERS
+from threadloom.core.base.text import prompt_title
 from threadloom.core.insight.stats import refresh_pending
 from threadloom.core.read.query import messages
 from threadloom.core.store import db
@@ -248,5 +250,45 @@ def test_a_session_folder_its_agent_deleted_is_put_back_before_it_resumes(tmp_pa
         assert plan.restore is not None and plan.restore.gone
         restore_for(conn, plan)
         assert {p.name: p.read_bytes() for p in folder.iterdir()} == kept
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    ("written", "title"),
+    [
+        ("summary: Build authentication module\n", "Build authentication module"),
+        (
+            "summary: |-\n  Fix the heading\n  and the footer\nsummary_count: 2\n",
+            "Fix the heading\nand the footer",
+        ),
+        ('summary: "Fix: the \\"cart\\" total"\n', 'Fix: the "cart" total'),
+        ("summary: 'it''s done'\n", "it's done"),
+        ("summary_count: 0\n", None),
+        ("summary: \n", None),
+    ],
+)
+def test_a_session_is_titled_by_its_workspace_summary(tmp_path, written, title):
+    """Copilot CLI lists a session by the summary its model wrote in `workspace.yaml` (`id, cwd,
+    summary, summary_count, created_at, updated_at`); it was kept but unused, the session titled by
+    its first prompt. The summary is its title now (the first prompt where there is none), and a
+    summary written later retitles it, the events unchanged."""
+    folder = copilot_session(tmp_path).parent
+    (folder / "workspace.yaml").write_text(f"id: {SID}\ncwd: /home/dev/shop\n{written}")
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".copilot")
+        first_prompt = conn.execute(
+            "SELECT first_prompt FROM agent_sessions WHERE id = ?", (SID,)
+        ).fetchone()[0]
+        shown = conn.execute("SELECT title, title_source FROM agent_sessions WHERE id = ?", (SID,)).fetchone()
+        assert shown == ((title, "ai-title") if title else (prompt_title(first_prompt), "prompt"))
+        (folder / "workspace.yaml").write_text(
+            f"id: {SID}\ncwd: /home/dev/shop\nsummary: Cart total, tested\n"
+        )
+        ingest(conn, tmp_path / ".copilot")
+        assert conn.execute("SELECT title FROM agent_sessions WHERE id = ?", (SID,)).fetchone()[0] == (
+            "Cart total, tested"
+        )
     finally:
         conn.close()
