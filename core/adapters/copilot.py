@@ -155,6 +155,15 @@ def yaml_scalar(data: bytes, key: str) -> str | None:
     return None
 
 
+def _vscode_title(data: bytes) -> str | None:
+    """`customTitle` of the VS Code extension's `vscode.metadata.json`."""
+    try:
+        meta = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return (as_str(as_dict(meta).get("customTitle")) or "").strip() or None
+
+
 def _session_named(events: Path) -> str | None:
     """The session id the `session.start` heading a folder's events names (the folder's name is
     Copilot's own, but a copied or renamed folder may say otherwise): None without one."""
@@ -252,6 +261,9 @@ class CopilotAdapter(Adapter):
             summary = yaml_scalar(rec.raw, "summary") if side[0] == "workspace" else None
             if summary:  # the title Copilot CLI lists the session by, its model's summary of it
                 out.entry_type, out.content, out.title = "ai-title", summary, ("ai-title", summary)
+            named = _vscode_title(rec.raw) if ctx.path.name == "vscode.metadata.json" else None
+            if named:  # the title its user gave it in VS Code
+                out.entry_type, out.content, out.title = "custom-title", named, ("custom-title", named)
             return out
         # read leniently where orjson refuses (invalid UTF-8, a lone surrogate), the refusal noted
         obj, error = parse_record(rec.raw)

@@ -290,5 +290,10 @@ def test_a_session_is_titled_by_its_workspace_summary(tmp_path, written, title):
         assert conn.execute("SELECT title FROM agent_sessions WHERE id = ?", (SID,)).fetchone()[0] == (
             "Cart total, tested"
         )
+        # a title its user gave it in VS Code comes first
+        (folder / "vscode.metadata.json").write_bytes(b'{"customTitle":"Document fixes"}')
+        ingest(conn, tmp_path / ".copilot")
+        shown = conn.execute("SELECT title, title_source FROM agent_sessions WHERE id = ?", (SID,)).fetchone()
+        assert shown == ("Document fixes", "custom-title")
     finally:
         conn.close()
