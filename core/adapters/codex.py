@@ -607,19 +607,20 @@ class CodexAdapter(Adapter):
             )
             out.role = "assistant"
             out.is_message = True
-            if call_id:
-                use = _tool_use(call_id, name, action)
-                out.tool_uses.append(use)
-                out.tool_text = f"{name} {input_text(use.input_json)}"
-                status = as_str(p.get("status"))
-                if status and status not in ("in_progress", "searching", "generating"):
-                    out.tool_results.append(
-                        ToolResult(
-                            call_id,
-                            json_text({"status": status}),
-                            "failed" if status == "failed" else "completed",
-                        )
+            # Codex 0.116+ writes its searches with no id at all: still a call, its status its result
+            call_id = call_id or f"{out.uuid}:call"
+            use = _tool_use(call_id, name, action)
+            out.tool_uses.append(use)
+            out.tool_text = f"{name} {input_text(use.input_json)}"
+            status = as_str(p.get("status"))
+            if status and status not in ("in_progress", "searching", "generating"):
+                out.tool_results.append(
+                    ToolResult(
+                        call_id,
+                        json_text({"status": status}),
+                        "failed" if status == "failed" else "completed",
                     )
+                )
         elif itype == "agent_message":
             out.role = "user"
             out.is_meta = True

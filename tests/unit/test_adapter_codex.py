@@ -596,6 +596,15 @@ def test_response_items_of_every_kind_are_shown(conn, home):
             "action": {"type": "search", "query": "du sort by size"},
         },
     )
+    # Codex 0.116+ writes searches with no id (a real 0.117 rollout had 11 of 42 calls so): still calls
+    r.add(
+        "response_item",
+        {
+            "type": "web_search_call",
+            "status": "completed",
+            "action": {"type": "open_page", "url": "https://x.io/"},
+        },
+    )
     r.add(
         "response_item",
         {"type": "custom_tool_call", "call_id": "ap1", "name": "apply_patch", "input": "*** Begin Patch"},
@@ -621,26 +630,31 @@ def test_response_items_of_every_kind_are_shown(conn, home):
     ).fetchall()
     assert rows[0] == ("user", "list the big files", None, 0)
     assert rows[1] == ("assistant", None, "[encrypted reasoning]", 0)
-    assert [r[0] for r in rows[2:6]] == [
+    assert [r[0] for r in rows[2:7]] == [
         "assistant",
         "user",
         "assistant",
         "assistant",
-    ]  # shell, its output, search, patch
+        "assistant",
+    ]  # shell, its output, search, search, patch
     assert (
-        rows[6][0] == "assistant"
-        and rows[6][1].startswith("[tool_call] ")
-        and "ls -S" in rows[6][1]
-        and rows[6][3] == 1
+        rows[7][0] == "assistant"
+        and rows[7][1].startswith("[tool_call] ")
+        and "ls -S" in rows[7][1]
+        and rows[7][3] == 1
     )
-    assert rows[7][0] == "assistant" and rows[7][1] is None  # a call written without an id: shown as a call
-    assert rows[8] == ("assistant", "big.bin is the biggest.", None, 0)
-    calls = dict(conn.execute("SELECT id, tool_name FROM agent_tool_calls"))
+    assert rows[8][0] == "assistant" and rows[8][1] is None  # a call written without an id: shown as a call
+    assert rows[9] == ("assistant", "big.bin is the biggest.", None, 0)
+    calls = {
+        call_id: (name, status)
+        for call_id, name, status in conn.execute("SELECT id, tool_name, status FROM agent_tool_calls")
+    }
     assert calls == {
-        "ls1": "local_shell",
-        "ws1": "web_search",
-        "ap1": "apply_patch",
-        f"{THREAD}:10:call": "shell",
+        "ls1": ("local_shell", "completed"),
+        "ws1": ("web_search", "completed"),
+        f"{THREAD}:8:call": ("web_search", "completed"),
+        "ap1": ("apply_patch", "pending"),
+        f"{THREAD}:11:call": ("shell", "pending"),
     }
     s = session(conn, THREAD)
     assert (s["turn_count"], s["title"]) == (1, "list the big files")
