@@ -111,6 +111,13 @@ USER_QUERY = re.compile(r"^\s*<user_query>\s*(.*?)\s*</user_query>\s*$", re.S)
 # cursor-agent 3.x starts a prompt with its local time: `<timestamp>Friday, Sep 4, 2026, 2:21 AM
 # (UTC+8)</timestamp>` (the transcripts hold no other time)
 TIMESTAMP_TAG = re.compile(r"^\s*<timestamp>(.*?)</timestamp>\s*", re.S)
+# what Cursor adds to a turn by itself, written as a user line of its own (a branch's diff the user
+# picked with @Branch, attached files, links): context for the model, not something typed
+CONTEXT_BLOCK = re.compile(
+    r"^\s*<(git_diff_from_branch_to_main|git_diff|git_status|attached_files|external_links|image_files|"
+    r"open_and_recently_viewed_files|system_reminder)>"
+)
+ABSOLUTE = re.compile(r"^(?:/|[A-Za-z]:[\\/])")
 TAG_TIME = re.compile(r"^(.*?)\s*\(UTC(?:([+-])(\d{1,2})(?::?(\d\d))?)?\)\s*$")
 KEY_RECORD = re.compile(rb"^(composerData|bubbleId|workbench\.|aiService\.|composer\.|meta:|blob:)")
 TABS_OPEN = re.compile(rb'"(?:bubbles|messages)"\s*:\s*\[')
@@ -849,7 +856,8 @@ def _agent_message(out: Record, obj: dict[str, Any], st: dict[str, Any]) -> None
             out.timestamp = out.timestamp or tag_time(stamp.group(1))
         wrapped = USER_QUERY.match(text)
         text = wrapped.group(1) if wrapped else text
-        out.is_prompt = bool(text)
+        out.is_meta = not wrapped and bool(CONTEXT_BLOCK.match(text))
+        out.is_prompt = bool(text) and not out.is_meta
     out.content = text or None
     out.thinking = "\n".join(t for t in thinking if t) or None
     if out.tool_uses:
@@ -967,6 +975,9 @@ class CursorAgentAdapter(CursorTools):
         if path.parent.name == "subagents":
             st["parent"] = path.parent.parent.name
         st["cwd"] = _agent_cwd(path, st["parent"] or st["sid"])
+        # without its chat's meta.json, the folder its project is named after (`projects/<slug>`)
+        # is told by the first path a call names that lies in it
+        st["slug"] = ctx.project_key if "agent-transcripts" in path.parts else None
         if offset > 0:  # an append read on its own: replay the earlier lines for the open tool calls
             try:
                 data = read_regular(path, offset)
@@ -1002,6 +1013,8 @@ class CursorAgentAdapter(CursorTools):
             return out
         if isinstance(obj.get("role"), str):
             _agent_message(out, obj, st)
+            if st["cwd"] is None and st["slug"] and out.tool_uses:
+                st["cwd"] = out.cwd = _folder_of_slug(st["slug"], out.tool_uses)
             return out
         out.entry_type = as_str(obj.get("type")) or "unknown"
         out.known = out.entry_type in ("error", "turn_ended")
@@ -1017,6 +1030,35 @@ def _slug(path: Path) -> str | None:
         i = parts.index("agent-transcripts")
         return parts[i - 1] if i >= 1 else None
     return path.parent.name or None
+
+
+def slug_of(folder: str) -> str:
+    """A folder as cursor-agent names its project (`C:\\Users\\me\\my-app` → `c-Users-me-my-app`):
+    each run of other characters than letters and digits a dash, none at the ends."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", folder).strip("-")
+
+
+def _folder_of_slug(slug: str, calls: list[ToolUse]) -> str | None:
+    """The folder named `slug` that a path in these calls' inputs lies in (the longest such, as
+    written); None when no path does. Only a folder whose name gives back the slug itself is
+    taken: the slug alone cannot tell `a-b` from `a/b`."""
+    wanted = slug.lower()
+    for use in calls:
+        try:
+            params = orjson.loads(use.input_json)
+        except orjson.JSONDecodeError:
+            continue
+        values = params.values() if isinstance(params, dict) else ()
+        for value in values:
+            if not isinstance(value, str) or not ABSOLUTE.match(value) or len(value) > 4096:
+                continue
+            sep = "\\" if value[1:3] == ":\\" else "/"
+            parts = value.split(sep)
+            for end in range(len(parts), 0, -1):
+                folder = sep.join(parts[:end])
+                if slug_of(folder).lower() == wanted:
+                    return folder
+    return None
 
 
 def _agent_cwd(path: Path, agent_id: str) -> str | None:

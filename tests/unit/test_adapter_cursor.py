@@ -10,6 +10,7 @@ import pytest
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.adapters.cursor import CursorAdapter, tag_time
 from threadloom.core.ingest.pipeline import run_ingest
+from threadloom.core.read.query import messages
 from threadloom.core.store import db
 
 from tests.builders.cursor import (
@@ -403,6 +404,55 @@ def test_cursor_agent_3_prompts_carry_their_local_time(conn, tmp_path):
     assert (s["title"], s["created_at"]) == ("check the sleep", 1788459660000)  # 2026-09-03 18:21 UTC
     assert tag_time("Monday, December 1, 2025, 11:05 PM (UTC-3:30)") == 1764642900000
     assert tag_time("yesterday") is None
+
+
+@pytest.mark.parametrize(
+    ("slug", "read", "folder"),
+    [
+        (
+            "c-Users-dev-Documents-IDAHO-VAULT",
+            r"C:\Users\dev\Documents\IDAHO-VAULT\agent.sh",
+            r"C:\Users\dev\Documents\IDAHO-VAULT",
+        ),
+        ("home-dev-my-app", "/home/dev/my-app/src/app.py", "/home/dev/my-app"),
+        ("home-dev-other", "/home/dev/my-app/src/app.py", None),  # no path in its folder: none guessed
+    ],
+)
+def test_a_cursor_transcript_without_its_chat_s_meta(conn, tmp_path, slug, read, folder):
+    """A cursor-agent transcript whose `chats/*/meta.json` is not beside it (Cursor's own agent, a
+    backup) had no project at all, and a branch diff Cursor sent as a line of its own (@Branch) was
+    counted a prompt, a turn of hundreds of lines (as a real 2026 transcript holds them). The
+    project is the folder its slug names, once a call names a path in it; the diff is context."""
+    sid = "35a82dfe-d4ab-4238-8135-000000000002"
+    where = tmp_path / ".cursor" / "projects" / slug / "agent-transcripts" / sid
+    where.mkdir(parents=True)
+    diff = "<git_diff_from_branch_to_main>\ndiff --git a/x.md b/x.md\n</git_diff_from_branch_to_main>"
+    lines = [
+        {
+            "role": "user",
+            "message": {"content": [{"type": "text", "text": "<user_query>\nfix it\n</user_query>"}]},
+        },
+        {"role": "user", "message": {"content": [{"type": "text", "text": diff}]}},
+        {
+            "role": "assistant",
+            "message": {
+                "content": [
+                    {"type": "text", "text": "Reading."},
+                    {"type": "tool_use", "name": "ReadFile", "input": {"path": read}},
+                ]
+            },
+        },
+        {
+            "role": "user",
+            "message": {"content": [{"type": "text", "text": "<user_query>\nthanks\n</user_query>"}]},
+        },
+    ]
+    (where / f"{sid}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    ingest(conn, tmp_path / ".cursor")
+    s = session(conn, sid)
+    assert (s["turn_count"], s["project_path"]) == (2, folder)
+    shown = [(m.role, m.content) for m in messages(conn, sid) if m.content]
+    assert ("user", diff) in shown  # kept and shown, as what it is
 
 
 def test_claims_and_roots(tmp_path, monkeypatch):
