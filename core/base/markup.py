@@ -354,9 +354,14 @@ class TodoChange:
     todo: Todo
 
 
+# the words for a finished item other than `completed` (Kimi CLI's SetTodoList writes `done`)
+DONE_STATUSES = frozenset({"done"})
+
+
 def todos(value: Any) -> list[Todo] | None:
     """The items of a TodoWrite list (its input's `todos`, or `oldTodos`/`newTodos` of its result);
-    None when `value` is not one."""
+    None when `value` is not one. An item names itself in `content`, or in `title` (Kimi CLI's
+    SetTodoList), and a finished one is `completed` however its agent said it."""
     items = value.get("todos") if isinstance(value, dict) else value
     if not isinstance(items, list):
         return None
@@ -364,8 +369,9 @@ def todos(value: Any) -> list[Todo] | None:
     for item in items:
         if not isinstance(item, dict):
             continue
-        content = item.get("content")
+        content = item.get("content") if "content" in item else item.get("title")
         status = item.get("status")
+        status = "completed" if status in DONE_STATUSES else status
         active = item.get("activeForm")
         out.append(
             Todo(

@@ -4,15 +4,19 @@ tokens from the wire, a subagent's context under its session, edits, and its res
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from threadloom.core.actions.fork import resume_plan
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.adapters.base import ForkError
 from threadloom.core.insight.stats import refresh_pending
-from threadloom.core.read.query import messages
+from threadloom.core.present.render import render_session
+from threadloom.core.read.query import messages, resolve_session
 from threadloom.core.store import db
 
 from tests.builders.kimi import CWD, SID, kimi_session
@@ -172,3 +176,37 @@ def test_a_context_set_aside_and_an_old_subagent_s_are_read_as_children(tmp_path
                 resume_plan(conn, child)
     finally:
         conn.close()
+
+
+def test_a_set_todo_list_shows_its_items_and_counts_the_done_ones(tmp_path):
+    """SetTodoList names an item in `title` and says a finished one is `done`: `show` drew
+    `0 of 3 done` with three blank items (a real session of 2026)."""
+    sid = "33333333-2222-3333-4444-555555555555"
+    folder = tmp_path / ".kimi" / "sessions" / hashlib.md5(CWD.encode()).hexdigest() / sid
+    folder.mkdir(parents=True)
+    todo_list = [
+        {"title": "Deploy the frontend", "status": "done"},
+        {"title": "Connect the domain", "status": "in_progress"},
+        {"title": "Configure DNS", "status": "pending"},
+    ]
+    call = {"name": "SetTodoList", "arguments": json.dumps({"todos": todo_list})}
+    lines = [
+        {"role": "user", "content": "plan it"},
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "Planning."}],
+            "tool_calls": [{"type": "function", "id": "tool_T", "function": call}],
+        },
+        {"role": "tool", "content": "<system>Todo list updated</system>", "tool_call_id": "tool_T"},
+    ]
+    (folder / "context.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".kimi")
+        out = io.StringIO()
+        render_session(Console(file=out, width=100, highlight=False), conn, resolve_session(conn, sid))
+    finally:
+        conn.close()
+    shown = out.getvalue()
+    assert "1 of 3 done · ◐ Connect the domain" in shown
+    assert "☑ Deploy the frontend" in shown and "☐ Configure DNS" in shown
