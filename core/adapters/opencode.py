@@ -228,8 +228,16 @@ def message_record(m: dict[str, Any], mid: str | None, sid: str | None) -> Recor
 
 
 def part_record(
-    p: dict[str, Any], pid: str | None, mid: str | None, sid: str | None, role: str | None
+    p: dict[str, Any],
+    pid: str | None,
+    mid: str | None,
+    sid: str | None,
+    role: str | None,
+    message_ms: int | None = None,
 ) -> Record:
+    """A part, timed by its own `time` or else by its message's (`message_ms`): a user's text part
+    has no time of its own, and its prompt was shown with none. A tool part is not: its call and
+    result are one record, and the message's time on both would be read as a call of 0 s."""
     ptype = as_str(p.get("type"))
     out = Record(
         entry_type="part",
@@ -243,6 +251,8 @@ def part_record(
     )
     time = as_dict(p.get("time"))
     out.timestamp = epoch_ms(time.get("start") or time.get("created"))
+    if out.timestamp is None and ptype != "tool":
+        out.timestamp = message_ms
     if ptype == "text":
         out.content = as_str(p.get("text")) or None
         if p.get("synthetic"):
@@ -334,7 +344,8 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
 
     def __init__(self) -> None:
         self._messages: dict[str, dict[str, Path]] = {}  # storage root → message id → file
-        self._roles: dict[str, tuple[str | None, str | None]] = {}  # message file → (session, role)
+        # message file → (session, role, its time)
+        self._roles: dict[str, tuple[str | None, str | None, int | None]] = {}
         self._missing: dict[str, set[str]] = {}
 
     def default_roots(self) -> list[Path]:
@@ -424,8 +435,8 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
             out = message_record(obj, as_str(obj.get("id")) or stem, sid)
         else:
             mid = as_str(obj.get("messageID")) or (path.parent.name if path.parent.name != "part" else None)
-            sid, role = self._message_of(path, mid, as_str(obj.get("sessionID")))
-            out = part_record(obj, as_str(obj.get("id")) or stem, mid, sid, role)
+            sid, role, message_ms = self._message_of(path, mid, as_str(obj.get("sessionID")))
+            out = part_record(obj, as_str(obj.get("id")) or stem, mid, sid, role, message_ms)
         ctx.state["sid"] = out.session_id
         return out
 
@@ -441,13 +452,15 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
             return self._message_of(path, path.parent.name, None)[0]
         return None
 
-    def _message_of(self, part: Path, mid: str | None, sid: str | None) -> tuple[str | None, str | None]:
-        """(session, role) of a part's message, read from the message's own file."""
+    def _message_of(
+        self, part: Path, mid: str | None, sid: str | None
+    ) -> tuple[str | None, str | None, int | None]:
+        """(session, role, time) of a part's message, read from the message's own file."""
         if mid is None:
-            return sid, None
+            return sid, None, None
         root = storage_root(part)
         if root is None:
-            return sid, None
+            return sid, None, None
         message_dir = root / "message"
         # the ids name a file only when they are plain names: "../.." or 300 characters from a log
         # would look outside the storage folder, or fail on a name too long
@@ -463,7 +476,7 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
                     self._missing.setdefault(str(root), set()).add(mid)
             candidate = index.get(mid)
         if candidate is None:
-            return sid, None
+            return sid, None, None
         key = str(candidate)
         if key not in self._roles:
             try:
@@ -474,9 +487,10 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
             self._roles[key] = (
                 as_str(data.get("sessionID")) or candidate.parent.name,
                 as_str(data.get("role")),
+                epoch_ms(as_dict(data.get("time")).get("created")),
             )
-        found_sid, role = self._roles[key]
-        return sid or found_sid, role
+        found_sid, role, message_ms = self._roles[key]
+        return sid or found_sid, role, message_ms
 
 
 def _message_index(message_dir: Path) -> dict[str, Path]:
@@ -585,9 +599,11 @@ class OpenCodeDbAdapter(SqliteSource, OpenCodeCommands):
             mid = as_str(row.get("id"))
             out = message_record(obj, mid, sid)
             st.setdefault("roles", {})[mid] = out.role
+            st.setdefault("times", {})[mid] = out.timestamp or epoch_ms(row.get("time_created"))
             return out
         mid = as_str(row.get("message_id"))
-        return part_record(obj, as_str(row.get("id")), mid, sid, st.get("roles", {}).get(mid))
+        message_ms = st.get("times", {}).get(mid)
+        return part_record(obj, as_str(row.get("id")), mid, sid, st.get("roles", {}).get(mid), message_ms)
 
 
 def _plain_name(value: str) -> bool:

@@ -69,8 +69,20 @@ def tool_summary(call: ToolCall) -> str:
     return one_line(gist if gist is not None else call.params_json, 70)
 
 
-# the input fields that say what a call is about, in the order they are looked for
-SUMMARY_KEYS = ("command", "file_path", "path", "pattern", "url", "query", "subject", "description", "prompt")
+# the input fields that say what a call is about, in the order they are looked for (`filePath`:
+# OpenCode's write, read and edit)
+SUMMARY_KEYS = (
+    "command",
+    "file_path",
+    "filePath",
+    "path",
+    "pattern",
+    "url",
+    "query",
+    "subject",
+    "description",
+    "prompt",
+)
 
 
 def _shell_words(command: object) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -9,6 +10,8 @@ import pytest
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.ingest.pipeline import run_ingest
 from threadloom.core.read.archive import file_bytes
+from threadloom.core.read.calls import tool_summary
+from threadloom.core.read.query import messages
 from threadloom.core.store import db
 
 from tests.builders.opencode import (
@@ -19,6 +22,7 @@ from tests.builders.opencode import (
     message,
     session_obj,
     text,
+    tool,
     write_json,
     write_storage,
 )
@@ -263,3 +267,40 @@ def test_a_part_whose_message_file_is_gone(conn, tmp_path):
     assert conn.execute(
         "SELECT session_id FROM entries WHERE uuid LIKE '%prt_77%' OR content = 'an orphaned part'"
     ).fetchone() == (SID,)
+
+
+def prompts_and_gists(conn: sqlite3.Connection) -> tuple[list[tuple], list[str]]:
+    """The user prompts with their times, and the one-line gists of the tool calls."""
+    shown = messages(conn, SID)
+    prompts = [(m.content, m.timestamp) for m in shown if m.role == "user" and m.content]
+    return prompts, [tool_summary(c) for m in shown for c in m.tool_calls]
+
+
+WRITE = ("write", {"filePath": "/home/dev/shop/test_cart.py", "content": "def test(): ...\n"}, "Wrote file")
+
+
+def test_a_prompt_has_its_message_s_time_and_a_file_tool_its_path(conn, tmp_path):
+    """A user's text part has no time of its own (its message has): the prompt was shown with
+    none. OpenCode's file tools name their file in `filePath`: the call was shown as raw JSON."""
+    storage = tmp_path / "share" / "opencode" / "storage"
+    write_storage(storage)
+    write_json(storage / "part" / "msg_04" / "prt_11.json", tool("prt_11", "msg_04", *WRITE))
+    ingest(conn, storage)
+    data = tmp_path / "data"
+    data.mkdir()
+    source = make_db(data / "opencode.db")
+    part = {
+        k: v for k, v in tool("prt_11", "msg_04", *WRITE).items() if k not in ("id", "sessionID", "messageID")
+    }
+    source.execute("INSERT INTO part VALUES ('prt_11', 'msg_04', ?, 0, 0, ?)", (SID, json.dumps(part)))
+    source.commit()
+    source.close()
+    other = db.connect(tmp_path / "other.db")
+    try:
+        ingest(other, data)
+        for ledger in (conn, other):
+            prompts, gists = prompts_and_gists(ledger)
+            assert prompts == [("fix the cart total", 1760000001000), ("now add a test", 1760000003000)]
+            assert gists[-1] == "/home/dev/shop/test_cart.py"
+    finally:
+        other.close()
