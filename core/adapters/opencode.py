@@ -6,7 +6,8 @@ Both hold the same three kinds of objects, read the same way here:
   * message `{id, sessionID, role, time, modelID|model, tokens, parentID, path}`: a user message
     starts a turn (its text is in its parts); an assistant message carries the tokens, which are
     counted from `message.tokens` as OpenCode's own totals do (each `step-finish` part keeps its
-    step's counts too; they are stored, not added);
+    step's counts too; they are stored, not added), and the cost OpenCode charged, `message.cost`,
+    taken as it is (`session.cost` of the database sums it, and is not counted again);
   * part `{id, messageID, sessionID?, type, …}`: text, reasoning, tool (call and result in one
     part; a `task` tool's `metadata.sessionId` names the subagent session), file, step and patch
     parts.
@@ -56,6 +57,7 @@ from .base import (
     Usage,
     epoch_ms,
     read_regular,
+    recorded_cost,
     safe_int,
 )
 from .shared import (
@@ -211,12 +213,15 @@ def message_record(m: dict[str, Any], mid: str | None, sid: str | None) -> Recor
                 safe_int(tokens.get("output")) + safe_int(tokens.get("reasoning")),
                 safe_int(cache.get("write")),
                 safe_int(cache.get("read")),
+                # what OpenCode charged for it, by its own prices (0: it knew none, so priced here)
+                recorded_cost(m.get("cost")) or None,
             )
             if (
                 usage.input_tokens
                 or usage.output_tokens
                 or usage.cache_read_tokens
                 or usage.cache_creation_tokens
+                or usage.cost_usd
             ):
                 out.usage = usage
         error = m.get("error")

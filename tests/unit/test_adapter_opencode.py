@@ -304,3 +304,22 @@ def test_a_prompt_has_its_message_s_time_and_a_file_tool_its_path(conn, tmp_path
             assert gists[-1] == "/home/dev/shop/test_cart.py"
     finally:
         other.close()
+
+
+def test_the_cost_opencode_recorded_is_the_session_s(conn, tmp_path):
+    """Each assistant message records what OpenCode charged (`cost`): it was priced again here
+    instead, some 12% higher on a real session of 2026."""
+    storage = tmp_path / "share" / "opencode" / "storage"
+    write_storage(storage)
+    ingest(conn, storage)
+    data = tmp_path / "data"
+    data.mkdir()
+    make_db(data / "opencode.db").close()
+    other = db.connect(tmp_path / "other.db")
+    try:
+        ingest(other, data)
+        for ledger in (conn, other):
+            cost = ledger.execute("SELECT cost_usd FROM agent_sessions WHERE id = ?", (SID,)).fetchone()[0]
+            assert cost == pytest.approx(0.02)  # two replies of $0.01 each
+    finally:
+        other.close()
