@@ -221,6 +221,7 @@ class ContinueAdapter(Adapter):
             out.is_message = out.is_prompt = text is not None
         elif role == "assistant":
             out.role, out.content, out.message_id = "assistant", text, out.uuid
+            out.model = _model_of(item)
             out.thinking = as_str(reasoning.get("text")) or None
             self._calls(out, message, item, st)
             usage = as_dict(message.get("usage"))
@@ -333,6 +334,16 @@ class ContinueAdapter(Adapter):
             ]
         )
         return Command([self.program, "--fork", self.checked_id(target.external_id)], notes=notes)
+
+
+def _model_of(item: dict[str, Any]) -> str | None:
+    """The model an assistant item came from, by its prompt log (`promptLogs[].modelTitle`, else
+    `completionOptions.model`): a session saved without `chatModelTitle` names it nowhere else."""
+    for log in reversed([as_dict(one) for one in as_list(item.get("promptLogs"))]):
+        model = as_str(log.get("modelTitle")) or as_str(as_dict(log.get("completionOptions")).get("model"))
+        if model:
+            return model
+    return None
 
 
 def _text(content: Any) -> str | None:

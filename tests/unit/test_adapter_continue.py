@@ -5,6 +5,8 @@ edits, and its command."""
 
 from __future__ import annotations
 
+import json
+
 from threadloom.core.actions.fork import resume_plan
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.insight.stats import refresh_pending
@@ -78,3 +80,38 @@ def test_a_continue_session_opens_with_its_own_command(tmp_path, fake_agents, sa
     assert run_printed(plan.command.split(" && ", 1)[1], fake_agents, sandbox) == [
         ["cn", str(sandbox), "--fork", SID]
     ]
+
+
+def test_the_model_of_a_session_saved_without_chat_model_title(tmp_path):
+    """Sessions saved without `chatModelTitle` name their model only in each reply's prompt log:
+    the session and its replies had none (real sessions of 2025)."""
+    folder = tmp_path / ".continue" / "sessions"
+    folder.mkdir(parents=True)
+    sid = "5d62d5ca-b7c8-48a9-864b-e5ad08cbacc4"
+    log = {"modelTitle": "Qwen3 235b", "completionOptions": {"model": "qwen/qwen3-235b-a22b"}}
+    by_id = {"completion": "Use a <button>.", "completionOptions": {"model": "qwen/qwen3-235b-a22b"}}
+    history = [
+        {"message": {"role": "user", "content": "How do I fix it?"}, "contextItems": []},
+        {
+            "message": {"role": "assistant", "content": "Use a <button>."},
+            "contextItems": [],
+            "promptLogs": [{"prompt": "How do I fix it?", "completion": "Use a <button>.", **log}],
+        },
+        {"message": {"role": "user", "content": "And the label?"}, "contextItems": []},
+        {
+            "message": {"role": "assistant", "content": "aria-label."},
+            "contextItems": [],
+            "promptLogs": [by_id],
+        },
+    ]
+    session = {"sessionId": sid, "title": "Fix a11y warning", "workspaceDirectory": CWD, "history": history}
+    (folder / f"{sid}.json").write_text(json.dumps(session, indent=2))
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".continue")
+        model = conn.execute("SELECT model FROM agent_sessions WHERE id = ?", (sid,)).fetchone()[0]
+        replies = [m.model for m in messages(conn, sid) if m.role == "assistant"]
+    finally:
+        conn.close()
+    assert model == "qwen/qwen3-235b-a22b"  # the latest reply's
+    assert replies == ["Qwen3 235b", "qwen/qwen3-235b-a22b"]
