@@ -102,6 +102,7 @@ KNOWN_TYPES = frozenset(
         "tag",
         "fork-context-ref",
         "memory-mode",
+        "teleported-from",
         # workflow journal lines and the document files threadloom stores as one record
         "started",
         "result",
@@ -877,6 +878,8 @@ class ClaudeAdapter(Adapter):
             out.content = as_str(obj.get("agentName"))
             if out.content:
                 out.title = ("agent-name", out.content)
+        elif etype == "teleported-from":  # `claude --teleport`: a web session brought here, on its branch
+            out.git_branch = as_str(obj.get("branch")) or None
         elif etype == "last-prompt":
             out.content = as_str(obj.get("lastPrompt"))
             out.ref_uuid = as_str(obj.get("leafUuid"))

@@ -14,7 +14,7 @@ from threadloom.core.read.archive import file_bytes
 from threadloom.core.store import db
 
 from tests.builders.claude import Transcript, tool_use
-from tests.support import ingest
+from tests.support import SID, ingest
 
 
 def entries_of(conn: sqlite3.Connection, path: Path) -> list[tuple]:
@@ -61,6 +61,26 @@ def test_every_record_type_is_kept_including_unknown_and_invalid(conn, tmp_path)
     # every line is one row, and the rows give back the file byte for byte
     assert len(rows) == path.read_bytes().count(b"\n")
     assert file_bytes(conn, file_id(conn, path))[0] == path.read_bytes()
+
+
+def test_a_teleported_session_is_known_and_on_its_branch(conn, tmp_path):
+    """`claude --teleport` opens a transcript with `teleported-from` (the web session it came from,
+    its branch; two real 2026 transcripts are that line alone): it was kept as an unknown record
+    and the session had no branch."""
+    t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{SID}.jsonl", SID)
+    t.raw(
+        {
+            "type": "teleported-from",
+            "remoteSessionId": "session_01VTbXvvfTJP4zM7sQA7UupG",
+            "branch": "claude/explain-claude-md-W4jAl",
+            "messageCount": 0,
+        }
+    )
+    path = t.write()
+    ingest(conn, tmp_path / "projects")
+    assert [(r[4], r[5]) for r in entries_of(conn, path)] == [("teleported-from", 1)]
+    branch = conn.execute("SELECT git_branch FROM agent_sessions WHERE id = ?", (SID,)).fetchone()[0]
+    assert branch == "claude/explain-claude-md-W4jAl"
 
 
 def test_bad_bytes_are_kept_raw_and_do_not_stop_the_file(conn, tmp_path):
