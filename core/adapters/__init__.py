@@ -43,6 +43,7 @@ _SPECS: dict[str, tuple[str, str, tuple[Any, ...], dict[str, Any]]] = {
     "continue": ("continue_dev", "ContinueAdapter", (), {}),
     "goose": ("goose", "GooseAdapter", (), {}),
     "crush": ("crush", "CrushAdapter", (), {}),
+    "opencode-go": ("crush", "OpenCodeGoAdapter", (), {}),
     "openhands": ("openhands", "OpenHandsAdapter", (), {}),
     "zed": ("zed", "ZedAdapter", (), {}),
     "warp": ("warp", "WarpAdapter", (), {}),

@@ -37,6 +37,7 @@ from typing import Any
 from .base import (
     Command,
     FileContext,
+    ForkError,
     RawRecord,
     Record,
     ResumeTarget,
@@ -66,6 +67,7 @@ from .shared import (
 
 AGENT = "crush"
 DB = "crush.db"
+DB_NAMES = (DB, "opencode.db")  # Crush's, and the Go OpenCode's it began as (OpenCodeGoAdapter)
 # the ends of a request that gave no answer (Crush's message.FinishReason)
 FAILED_FINISH = frozenset({"error", "canceled", "cancelled", "permission_denied"})
 PART_TYPES = frozenset(
@@ -75,9 +77,9 @@ PART_TYPES = frozenset(
 BULK = {"messages": "parts", "files": "content"}
 
 
-def project_of(path: Path) -> str | None:
-    """The folder crush ran in: the one holding `.crush/`."""
-    return str(path.parent.parent) if path.parent.name == ".crush" else None
+def project_of(path: Path, data_folder: str = ".crush") -> str | None:
+    """The folder crush ran in: the one holding `.crush/` (`data_folder`)."""
+    return str(path.parent.parent) if path.parent.name == data_folder else None
 
 
 class CrushAdapter(SqliteSource):
@@ -96,11 +98,16 @@ class CrushAdapter(SqliteSource):
     shell_tools = frozenset({"bash"})
     todo_tools = frozenset({"todos"})
 
+    data_folder = ".crush"  # a project's database is `<project>/<data_folder>/<db_name>`
+
     def default_roots(self) -> list[Path]:
-        return [Path.home() / ".crush" / DB]
+        return [Path.home() / self.data_folder / self.db_name]
 
     def claims(self, path: Path, explicit: bool = False) -> bool:
-        if path.name != DB and not (explicit and path.suffix in (".db", ".sqlite", ".sqlite3")):
+        named = path.name == self.db_name
+        if not named and not (explicit and path.suffix in (".db", ".sqlite", ".sqlite3")):
+            return False
+        if not named and path.name in DB_NAMES:  # the other reader's, by its name
             return False
         if not {"sessions", "messages"} <= sqlite_tables(path):
             return False
@@ -113,7 +120,7 @@ class CrushAdapter(SqliteSource):
 
     def project_key_of(self, path: Path) -> str:
         """A project's `.crush/crush.db` is filed under the project's folder, not `.crush`."""
-        project = project_of(path)
+        project = project_of(path, self.data_folder)
         return Path(project).name if project else path.parent.name
 
     def read_rows(self, path: Path) -> list[RawRecord]:
@@ -145,7 +152,7 @@ class CrushAdapter(SqliteSource):
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
         st = ctx.state
         if "cwd" not in st:
-            st.update(cwd=project_of(ctx.path), held=None, parents={})
+            st.update(cwd=project_of(ctx.path, self.data_folder), held=None, parents={})
         obj, error = loads(rec.raw)
         row = as_str(obj.get("$row")) if isinstance(obj, dict) else None
         if row is not None and isinstance(obj, dict):
@@ -170,7 +177,7 @@ class CrushAdapter(SqliteSource):
     def _info(self, sid: str | None, st: dict[str, Any]) -> SessionInfo | None:
         if not sid:
             return None
-        info = SessionInfo(source=AGENT, external_id=sid)
+        info = SessionInfo(source=self.name, external_id=sid)
         parent = st["parents"].get(sid)
         if parent:
             info.kind, info.is_subagent, info.parent_session_id, info.agent_id = "subagent", 1, parent, sid
@@ -195,7 +202,7 @@ class CrushAdapter(SqliteSource):
             out.entry_type, out.content, out.title = "ai-title", title, ("ai-title", title)
         cost = recorded_cost(row.get("cost"))
         if sid and not parent and cost:
-            out.usage = Usage(f"{AGENT}:session:{sid}", None, cost_usd=cost)
+            out.usage = Usage(f"{self.name}:session:{sid}", None, cost_usd=cost)
         return out
 
     def _message(self, key: dict[str, Any], parts: Any, error: str | None, st: dict[str, Any]) -> Record:
@@ -304,3 +311,25 @@ class CrushAdapter(SqliteSource):
     def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
         """`crush --session ID`, run in the project's folder (its database is the project's)."""
         return Command([self.program, "--session", self.checked_id(target.external_id)])
+
+
+class OpenCodeGoAdapter(CrushAdapter):
+    """OpenCode's Go release (opencode-ai/opencode, to mid-2025), which became Crush: the same
+    database, kept as `<project>/.opencode/opencode.db` (77 public repositories hold one). The
+    TypeScript OpenCode's own `opencode.db` (session, message and part tables) is not this one."""
+
+    name = "opencode-go"
+    db_name = "opencode.db"
+    data_folder = ".opencode"
+    display_name = "OpenCode (Go)"
+    program = "opencode"
+
+    def claims(self, path: Path, explicit: bool = False) -> bool:
+        return (explicit or path.parent.name == self.data_folder) and super().claims(path, explicit)
+
+    def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
+        """Its CLI opens no session by id (Crush, which took its place, reads only `.crush/`)."""
+        raise ForkError(
+            "OpenCode's Go release has no command that opens a session by id: run `opencode` in the "
+            "project's folder and pick the session from its list (its sessions are read here as they are)"
+        )

@@ -30,9 +30,11 @@ def part(kind: str, **data) -> dict:
     return {"type": kind, "data": data}
 
 
-def crush_db(root: Path) -> Path:
+def crush_db(root: Path, folder: str = ".crush", name: str = "crush.db") -> Path:
+    """A Crush project database (`<root>/shop/.crush/crush.db`), or the Go OpenCode's it began as
+    (`folder` ".opencode", `name` "opencode.db": the same tables)."""
     project = root / "shop"
-    path = project / ".crush" / "crush.db"
+    path = project / folder / name
     path.parent.mkdir(parents=True)
     conn = sqlite3.connect(path)
     conn.executescript(SCHEMA)

@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import pytest
 from threadloom.core.actions.fork import resume_plan
 from threadloom.core.adapters import ADAPTERS
+from threadloom.core.adapters.base import ForkError
 from threadloom.core.insight.stats import refresh_pending
 from threadloom.core.read.query import messages
 from threadloom.core.store import db
@@ -67,6 +69,38 @@ def test_a_crush_database_is_read_whole_and_left_as_it_was(tmp_path):
         ]
     finally:
         conn.close()
+
+
+def test_the_go_opencode_s_database_is_read_as_its_own(tmp_path):
+    """OpenCode's Go release (mid-2025, which became Crush) kept the same database as
+    `<project>/.opencode/opencode.db` (77 public repositories hold one): a folder walked skipped it
+    ("not the database of an agent threadloom reads"), and named on its own it was read as Crush's
+    with no project. It is OpenCode (Go)'s now, its project the folder holding `.opencode/`; its CLI
+    opens no session by id, which its resume says."""
+    path = crush_db(tmp_path, ".opencode", "opencode.db")
+    assert [a for a, adapter in ADAPTERS.items() if adapter.claims(path)] == ["opencode-go"]
+    assert [
+        a for a in ("crush", "opencode-go", "opencode-db") if ADAPTERS[a].claims(path, explicit=True)
+    ] == ["opencode-go"]
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path)
+        row = conn.execute(
+            "SELECT source, project_path, title FROM agent_sessions WHERE id = ?", (SID,)
+        ).fetchone()
+        assert row == ("opencode-go", str(tmp_path / "shop"), "Fix the cart total")
+        shown = messages(conn, SID)
+        assert [(m.role, m.content) for m in shown if m.content and m.role == "user"] == [
+            ("user", "fix the cart total")
+        ]
+        with pytest.raises(ForkError, match="no command that opens a session by id"):
+            resume_plan(conn, SID)
+    finally:
+        conn.close()
+    crush = crush_db(tmp_path / "other")
+    assert [
+        a for a in ("crush", "opencode-go", "opencode-db") if ADAPTERS[a].claims(crush, explicit=True)
+    ] == ["crush"]
 
 
 def test_a_crush_session_resumes_with_its_own_command(tmp_path, fake_agents, sandbox):

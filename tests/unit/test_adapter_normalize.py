@@ -591,6 +591,14 @@ CASES: dict[str, Case] = {
             {"content": "Done.", "known": False},
         ],
     ),
+    "opencode-go": Case(
+        in_folder(lambda root: crush.crush_db(root, ".opencode", "opencode.db")),
+        [
+            {"session_id": crush.SID, "entry_type": "ai-title", "content": "Fix the cart total"},
+            {"role": "user", "content": "fix the cart total", "timestamp": 1772359200000, "is_prompt": True},
+            {"role": "assistant", "content": "Fixing it.", "model": "claude-sonnet-4-5"},
+        ],
+    ),
     "openhands": Case(
         in_folder(openhands.openhands_conversation),
         [
