@@ -1211,12 +1211,31 @@ def replay(
                 continue
             seq, turn_id, dup_of = ledger.place(eid, rec)
             updates.append(
-                (rec.session_id, seq, turn_id, dup_of, rec.content, rec.thinking, rec.tool_text, eid)
+                (
+                    rec.session_id,
+                    seq,
+                    turn_id,
+                    dup_of,
+                    rec.content,
+                    rec.thinking,
+                    rec.tool_text,
+                    rec.entry_type,
+                    rec.subtype,
+                    int(rec.known),
+                    int(rec.is_meta),
+                    rec.role,
+                    rec.timestamp,
+                    rec.model,
+                    eid,
+                )
             )
-        # normalized columns are re-derived from the raw bytes too, so a newer adapter refreshes them
+        # what a record is and says is re-derived from its raw bytes too, so a newer adapter
+        # refreshes it (a record it now knows, a side file it now reads a title from); the ids that
+        # link records (uuids, parents) stay as they were read
         conn.executemany(
             "UPDATE entries SET session_id = ?, seq = ?, turn_id = ?, dup_of = ?, content = ?, thinking = ?, "
-            "tool_text = ? WHERE id = ?",
+            "tool_text = ?, entry_type = ?, subtype = ?, known = ?, is_meta = ?, role = ?, timestamp = ?, "
+            "model = ? WHERE id = ?",
             updates,
         )
         ledger.flush()

@@ -31,14 +31,17 @@ T = TypeVar("T")
 # Bump when the derived tables or their meaning change; entries and source_files survive a bump
 # and the derived tables are rebuilt from `entries`.
 SCHEMA_VERSION = (
-    15  # 11: the stats' sums (core.insight.stats); 12: session_signals (core.insight.signals); 13: what the
+    16  # 11: the stats' sums (core.insight.stats); 12: session_signals (core.insight.signals); 13: what the
 )
 # adapters read more of (Cursor's tool calls, Cline's opening prompt, Aider's thinking, Claude Code's
 # markup: no turn starts at a command's output), placed again in every session; 14: Aider's session
 # ids name the history, not its path (what people wrote on the old ones follows: RENAMED_SESSIONS);
 # 15: Claude Code's queued prompts, Copilot CLI's errors and Crush's failed requests are messages, a
 # Codex fork's copied token counts its source's, Cline's edits count their lines, a Windows folder is
-# one project whatever the case of its drive letter
+# one project whatever the case of its drive letter; 16: what the adapters read more of (Codex's
+# searches with no id, OpenCode's recorded costs and prompt times, Continue's models, cursor-agent's
+# project and branch diffs, Claude Code's teleported-from, Copilot CLI's titles), and a replay
+# refreshes what a record is (its type, flags, role, time, model) as well as its text
 BUSY_TIMEOUT_MS = 5000
 # Source files pulled from a sync hub (core.ingest.sync) are named under this root, then their machine: no
 # file of this machine's own, never opened, never "gone" (their records are all the archive has)

@@ -156,3 +156,40 @@ def test_a_new_database_has_nothing_to_rebuild(tmp_path):
     assert db.rebuild_due(conn) is None and db.upgrade_due(tmp_path / "new.db") is None
     assert rebuild_pending(conn)
     conn.close()
+
+
+def test_an_older_archive_shows_what_the_adapters_read_now_once_replayed(tmp_path):
+    """A bump replays every stored record through today's adapters: what a record is, not only its
+    text, is what they say now (a Claude Code record they came to know, a Copilot CLI workspace they
+    now read a title from), as a fresh ingest of the same files gives."""
+    from tests.builders.copilot import SID as COPILOT
+    from tests.builders.copilot import copilot_session
+
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{SID}.jsonl", SID, cwd="/srv/app")
+    t.raw({"type": "teleported-from", "remoteSessionId": "session_01", "branch": "claude/fix"})
+    t.user("find the flaky test")
+    t.write()
+    copilot_session(tmp_path)
+    path = tmp_path / "old.db"
+    conn = db.connect(path)
+    ingest(conn, tmp_path / "projects", tmp_path / ".copilot")
+    fresh = derived(conn)
+    what = "SELECT id, entry_type, subtype, known, content FROM entries ORDER BY id"
+    read_now = conn.execute(what).fetchall()
+    # as the last schema's adapters stored them: the record unknown, the workspace unread
+    conn.execute("UPDATE entries SET known = 0 WHERE entry_type = 'teleported-from'")
+    conn.execute("UPDATE entries SET entry_type = 'side-file', content = NULL WHERE subtype = 'workspace'")
+    conn.execute(
+        "UPDATE agent_sessions SET title = 'fix the cart total', title_source = 'prompt', git_branch = NULL"
+    )
+    conn.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION - 1}")
+    conn.close()
+    conn = db.connect(path)
+    try:
+        assert rebuild_pending(conn)
+        assert conn.execute(what).fetchall() == read_now
+        assert derived(conn) == fresh
+        titles = dict(conn.execute("SELECT id, title FROM agent_sessions WHERE id IN (?, ?)", (SID, COPILOT)))
+        assert titles[COPILOT] == "Cart total"
+    finally:
+        conn.close()
