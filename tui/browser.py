@@ -21,6 +21,7 @@ from textual import on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.css.scalar import Unit
 from textual.screen import Screen
 from textual.timer import Timer
@@ -391,7 +392,7 @@ class BrowserScreen(Screen[None]):
             tree.show_project(self.conn, current.path if current else None)
         else:
             tree.set_view(hidden=hidden.sessions, show_hidden=self.show_hidden)
-        tree.border_subtitle = tree.facts(tree.cursor_node)
+        tree.border_subtitle = Text(tree.facts(tree.cursor_node))  # the model is the log's: not markup
 
     @on(ProjectList.HideAsked)
     def _hide_project(self, event: ProjectList.HideAsked) -> None:
@@ -435,7 +436,7 @@ class BrowserScreen(Screen[None]):
         tree = self.query_one(SessionTree)
         if event.value != tree.view.text:
             tree.set_view(text=event.value)
-            tree.border_subtitle = tree.facts(tree.cursor_node)
+            tree.border_subtitle = Text(tree.facts(tree.cursor_node))
             self._after_refresh(self._follow_list)
 
     @on(FilterInput.Done)
@@ -520,7 +521,7 @@ class BrowserScreen(Screen[None]):
         listed = tree.show_project(self.conn, current.path if current else None, keep_state=keep_state)
         if view_changed and not listed:  # hidden or shown again elsewhere (`threadloom hide`)
             tree.set_view()
-        tree.border_subtitle = tree.facts(tree.cursor_node)
+        tree.border_subtitle = Text(tree.facts(tree.cursor_node))
         view = self.query_one(MessageView)
         if view.session_id is None and tree.root.children:
             self._after_refresh(self._open_first)  # after the tree has put its cursor
@@ -608,7 +609,7 @@ class BrowserScreen(Screen[None]):
         (after the preview's pause), so the pane never shows a conversation of a project that is
         no longer listed beside it."""
         tree = self.query_one(SessionTree)
-        tree.border_subtitle = tree.facts(tree.cursor_node)
+        tree.border_subtitle = Text(tree.facts(tree.cursor_node))
         open_project = (
             self._open_ref.session.project_path if self._open_ref and self._open_ref.session else None
         )
@@ -638,7 +639,7 @@ class BrowserScreen(Screen[None]):
             self._preview_timer.stop()
         ref = event.node.data
         tree = self.query_one(SessionTree)
-        tree.border_subtitle = tree.facts(event.node)
+        tree.border_subtitle = Text(tree.facts(event.node))
         if tree.has_focus:  # the user is moving through the tree, not a jump revealing a node
             self._preview_timer = self.set_timer(PREVIEW_SECONDS, lambda: self.open_ref(ref))
 
@@ -921,8 +922,9 @@ class BrowserScreen(Screen[None]):
             if call is not None:
                 self.go_to_change(session_id, call)
 
-        title = view.border_title or ""
-        self.app.push_screen(ChangesScreen(self.conn, session_id, str(title)), chosen)
+        # a border title reads back as markup: its plain text is the session's title
+        title = Content.from_markup(view.border_title).plain if view.border_title else ""
+        self.app.push_screen(ChangesScreen(self.conn, session_id, title), chosen)
 
     def go_to_change(self, session_id: str, call: SessionChangeCall) -> None:
         """The message viewer's cursor on the call that changed a file, opened on its diff; the

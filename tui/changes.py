@@ -119,8 +119,8 @@ class ChangesScreen(ModalScreen[SessionChangeCall | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="changes-box") as box:
-            box.border_title = "Files changed" + (
-                f" · {printable(self.title_text)}" if self.title_text else ""
+            box.border_title = Text(  # the session's title is the log's: never markup
+                "Files changed" + (f" · {printable(self.title_text)}" if self.title_text else "")
             )
             box.border_subtitle = "Enter opens · s sorts · Esc back"
             yield Static(id="changes-heading")

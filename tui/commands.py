@@ -6,6 +6,9 @@ from collections.abc import Callable
 from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+from textual.fuzzy import Matcher
+from textual.markup import escape
 from textual.system_commands import SystemCommandsProvider
 
 from ..core.base.text import short_when
@@ -17,6 +20,19 @@ SHOWN = 40
 SEARCHED = 60
 ENGINE_RANK = 10_000.0  # above any score of Textual's fuzzy matcher, so the engine's hits come first
 ACTION_RANK = 1_000_000.0  # above the engine's hits: an action named by the words typed comes first
+
+
+def highlighted(matcher: Matcher, text: str) -> Content:
+    """`text` as it is, the letters the query matched marked: `Matcher.highlight` reads its text
+    as markup, and a session titled "[trimmed for fixture]" was listed without its title."""
+    content = Content(text)
+    score, offsets = matcher.fuzzy_search.match(matcher.query, text)
+    if not score:
+        return content
+    for offset in offsets:
+        if not text[offset].isspace():
+            content = content.stylize(matcher.match_style, offset, offset + 1)
+    return content
 
 
 class ActionsProvider(SystemCommandsProvider):
@@ -34,7 +50,7 @@ class ActionsProvider(SystemCommandsProvider):
             words = name.lower().replace(":", " ").split()
             if typed and all(any(w.startswith(t) for w in words) for t in typed):
                 score += ACTION_RANK
-            yield Hit(score, matcher.highlight(name), callback, help=help_text)
+            yield Hit(score, highlighted(matcher, name), callback, help=escape(help_text))
 
 
 class SessionJumpProvider(Provider):
@@ -76,10 +92,10 @@ class SessionJumpProvider(Provider):
             text = self._text(target)
             yield Hit(
                 ENGINE_RANK + match.score,
-                matcher.highlight(text),
+                highlighted(matcher, text),
                 self._jump(target.id),
                 text=text,
-                help=f"jump to session · {match.agent} · {short_when(target.started_at)}",
+                help=escape(f"jump to session · {match.agent} · {short_when(target.started_at)}"),
             )
         more = 0
         for target in self.targets:
@@ -91,7 +107,7 @@ class SessionJumpProvider(Provider):
                 more += 1
                 yield Hit(
                     score,
-                    matcher.highlight(text),
+                    highlighted(matcher, text),
                     self._jump(target.id),
                     text=text,
                     help=f"jump to session · {short_when(target.started_at)}",
@@ -107,9 +123,11 @@ class SessionJumpProvider(Provider):
         if not self.list_recent:
             return
         for target in self.targets[:SHOWN]:
+            text = self._text(target)
             yield DiscoveryHit(
-                self._text(target),
+                Content(text),  # a str prompt is read as markup
                 self._jump(target.id),
+                text=text,
                 help=f"jump to session · {short_when(target.started_at)}",
             )
 

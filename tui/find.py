@@ -446,7 +446,7 @@ class Navigator:
             return
         self._segment = number
         prefix = f"segment {number} of {len(self._segments)} · " if number else ""
-        view.border_subtitle = prefix + self._facts
+        view.border_subtitle = Text(prefix + self._facts)  # a model name is the log's, never markup
 
 
 def _block_of(rendered: Rendered, place: Place) -> int | None:

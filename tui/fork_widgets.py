@@ -350,7 +350,7 @@ class Question(Vertical):
         table.add_column(style="dim", no_wrap=True)
         table.add_column(overflow="fold")
         for label, value in rows:
-            table.add_row(label, value)
+            table.add_row(Text(label), Text(value))  # a path or a command: the log's, never markup
         self.query_one("#fork-confirm-text", Static).update(Group(question, table))
         self.query_one("#fork-yes", Button).label = yes
         self.display = True

@@ -57,7 +57,8 @@ class MarkScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="mark-box") as box:
-            box.border_title = f"{'Tag' if self.kind == 'tag' else 'Note on'} {self.target.label}"
+            # the session's title is the log's: plain text, never markup
+            box.border_title = Text(f"{'Tag' if self.kind == 'tag' else 'Note on'} {self.target.label}")
             box.border_subtitle = "Enter saves · Esc cancels"
             now = ", ".join(self.present) if self.kind == "tag" else f"{len(self.present)} note(s)"
             yield Static(Text(f"now: {printable(now) or 'none'}"), id="mark-now")

@@ -181,7 +181,8 @@ class StatsScreen(Screen[None]):
             table.add_column(Text(name, justify="right"), key=name)
         self._shown += 1
         self._add_rows(self._shown, 0, FIRST_ROWS)
-        table.border_title = f"By {by}" + (f" · {n.what}" if n.what else "")
+        # what it is narrowed to (a project, a model) is the log's: plain text, never markup
+        table.border_title = Text(f"By {by}" + (f" · {printable(n.what)}" if n.what else ""))
         table.border_subtitle = (
             "d w m: periods · p o a s: project, model, agent, session · Enter opens · Esc "
             + ("widens" if n.what else "closes")
@@ -195,7 +196,7 @@ class StatsScreen(Screen[None]):
                 f"+{t.lines_added:,} −{t.lines_removed:,} lines"
             )
         else:
-            title.update("Nothing archived yet" if not n.what else f"Nothing in {n.what}")
+            title.update(Text("Nothing archived yet" if not n.what else f"Nothing in {printable(n.what)}"))
 
     def _add_rows(self, shown: int, start: int, count: int) -> None:
         """Rows `start` to `start + count` of the table, then (after they are drawn) the rest, so

@@ -1,0 +1,90 @@
+"""Text from the logs (a title, a model, a path) and text typed (a tag) is shown as it is: never
+read as Rich or Textual markup, where "[trimmed for fixture]" is a tag to drop and "[red]" a colour."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.command import CommandList, CommandPalette
+from textual.content import Content
+from threadloom.tui.app import ThreadloomApp
+from threadloom.tui.memory import MarkScreen
+from threadloom.tui.messages import MessageView
+from threadloom.tui.panes import SessionTree
+
+from tests.builders.claude import Transcript
+from tests.tui_support import ingested_db, make_app, run_test, settle, until
+
+BRACKETED = "cccccccc-0000-4000-8000-00000000b4ac"
+TITLE = "[trimmed for fixture] tidy the parser"
+MODEL = "claude-[bold]x[/bold]"
+
+
+def bracketed_archive(tmp_path: Path) -> Path:
+    """One session whose first prompt (its title) opens on square brackets, by a model whose name
+    holds markup."""
+    root = tmp_path / "projects"
+    t = Transcript(root / "-srv-lab" / f"{BRACKETED}.jsonl", BRACKETED, cwd="/srv/lab")
+    t.user(TITLE)
+    t.assistant("Tidied.", model=MODEL)
+    t.write()
+    return ingested_db(tmp_path, root)
+
+
+def drawn_border(title: str | None) -> str:
+    """A border's title as drawn: Textual gives a border title back as the markup of what it draws."""
+    return Content.from_markup(title).plain if title else ""
+
+
+def palette_rows(app: ThreadloomApp) -> list[str]:
+    """The command palette's rows as drawn: each option's first line, plain."""
+    listing = app.screen.query_one(CommandList)
+    return [str(listing.get_option_at_index(n).prompt).splitlines()[0] for n in range(listing.option_count)]
+
+
+async def test_a_bracketed_title_is_listed_whole_in_the_jump_list_and_the_palette(tmp_path: Path) -> None:
+    """The jump list (p) showed "· lab · cccccccc-0000" for a session titled "[trimmed for
+    fixture] …": its title was read as a markup tag and dropped."""
+    app = make_app(bracketed_archive(tmp_path))
+    async with run_test(app, size=(120, 35)) as pilot:
+        await until(pilot, lambda: app.conn is not None and app.query_one(SessionTree).sessions)
+        await pilot.press("p")
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await until(pilot, lambda: any("cccccccc" in row for row in palette_rows(app)))
+        listed = next(row for row in palette_rows(app) if "cccccccc" in row)
+        assert listed.startswith(TITLE), listed
+        await pilot.press("escape", "ctrl+p")
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await pilot.press(*"tidy parser")
+        await settle(pilot)
+        await until(pilot, lambda: any("cccccccc" in row for row in palette_rows(app)))
+        found = next(row for row in palette_rows(app) if "cccccccc" in row)
+        assert found.startswith(TITLE), found
+
+
+async def test_a_models_name_is_shown_as_written_under_the_sessions(tmp_path: Path) -> None:
+    """The session list's subtitle (its facts) and the viewer's read the model's name as markup."""
+    app = make_app(bracketed_archive(tmp_path))
+    async with run_test(app, size=(80, 30)) as pilot:
+        tree = app.query_one(SessionTree)
+        await until(pilot, lambda: app.conn is not None and tree.sessions)
+        tree.focus()
+        await until(pilot, lambda: "x" in drawn_border(tree.border_subtitle))
+        assert "[bold]x[/bold]" in drawn_border(tree.border_subtitle), tree.border_subtitle
+        view = app.query_one(MessageView)
+        await until(pilot, lambda: view.session_id == BRACKETED)
+        await until(pilot, lambda: "x" in drawn_border(view.border_subtitle))
+        assert "[bold]x[/bold]" in drawn_border(view.border_subtitle), view.border_subtitle
+
+
+async def test_the_tag_box_names_a_bracketed_session_whole(tmp_path: Path) -> None:
+    """`t` on the session: the box's title read the session's title as markup and lost its start."""
+    app = make_app(bracketed_archive(tmp_path))
+    async with run_test(app, size=(120, 35)) as pilot:
+        tree = app.query_one(SessionTree)
+        await until(pilot, lambda: app.conn is not None and tree.sessions)
+        tree.focus()
+        await pilot.press("t")
+        await until(pilot, lambda: isinstance(app.screen, MarkScreen))
+        box = app.screen.query_one("#mark-box")
+        assert drawn_border(box.border_title).startswith(f"Tag {TITLE}"), box.border_title
