@@ -41,6 +41,8 @@ from .workers import (
 )
 
 if TYPE_CHECKING:
+    from textual.notifications import SeverityLevel
+
     from ..core.ingest.pipeline import IngestReport, Progress, RootWatch
 
 
@@ -117,6 +119,20 @@ class ArchiveApp(App[int]):
         self.browser: ArchiveView  # the subclass makes it, as its default screen
         self._rescan_asked = False  # Ctrl+R: the ingest's end is reported even when nothing was new
         self.open_session: str | None = None  # a session to show once the archive is open
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """A notification, always as plain text: threadloom's carry tags typed, titles, paths and
+        errors from the logs, which Textual would read as markup ("[red]hot[/red]" drawn red, a
+        "[trimmed]" title dropped). Every screen's and widget's `notify` comes here."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     @property
     def conn(self) -> sqlite3.Connection | None:

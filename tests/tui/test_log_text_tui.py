@@ -88,3 +88,36 @@ async def test_the_tag_box_names_a_bracketed_session_whole(tmp_path: Path) -> No
         await until(pilot, lambda: isinstance(app.screen, MarkScreen))
         box = app.screen.query_one("#mark-box")
         assert drawn_border(box.border_title).startswith(f"Tag {TITLE}"), box.border_title
+
+
+def toasts(app: ThreadloomApp) -> list[str]:
+    """The notifications on the screen, as drawn (plain text)."""
+    from textual.widgets._toast import Toast
+
+    return [Content.from_markup(toast.render()).plain for toast in app.screen.query(Toast)]
+
+
+async def test_a_tag_typed_with_markup_is_confirmed_as_typed(tmp_path: Path) -> None:
+    """Tagging a message with "[red]hot[/red], flaky": the confirmation drew "hot" in red, its
+    brackets gone."""
+    from threadloom.core.insight import memory
+    from threadloom.core.store import db
+
+    db_path = bracketed_archive(tmp_path)
+    app = make_app(db_path)
+    async with run_test(app, size=(120, 35), notifications=True) as pilot:
+        view = app.query_one(MessageView)
+        await until(pilot, lambda: view.session_id == BRACKETED)
+        view.focus()
+        await pilot.press("t")
+        await until(pilot, lambda: isinstance(app.screen, MarkScreen))
+        await pilot.press(*"[red]hot[/red], flaky", "enter")
+        await until(pilot, lambda: any("flaky" in toast for toast in toasts(app)))
+        said = next(toast for toast in toasts(app) if "flaky" in toast)
+        assert "[red]hot[/red]" in said, said
+    conn = db.connect(db_path, readonly=True)
+    try:
+        tags = [m.value for m in memory.marks(conn, kind="tag", session_id=BRACKETED)]
+        assert "[red]hot[/red]" in tags and "flaky" in tags, tags
+    finally:
+        conn.close()
