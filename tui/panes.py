@@ -415,6 +415,7 @@ class SessionTree(Tree[NodeRef]):
     def set_view(self, **changes: object) -> None:
         """Change how the list is shown (text, order, agent, hide_short), keeping the cursor on its
         session where that is still listed, and what was expanded."""
+        marked_before = self.view.hidden
         for name, value in changes.items():
             setattr(self.view, name, value)
         # where the cursor was among the rows: it stays there when its session is left out (hidden)
@@ -426,6 +427,9 @@ class SessionTree(Tree[NodeRef]):
             self._fill(self._expanded_ids(), self._cursor_id(), changed=False)
         finally:
             self._fallback = 0
+        if self.view.hidden != marked_before:
+            # rows listed before and after keep their drawn lines: their ⊘ mark is drawn anew
+            self._invalidate()
 
     def _invalidate(self) -> None:
         """Textual's Tree drops its line cache and schedules a layout for every node added: 4,000

@@ -96,3 +96,29 @@ async def test_h_hides_sessions_and_projects_and_the_archive_remembers(tmp_path:
         await pilot.press("h")  # h on a hidden one shows it again
         await settle(pilot)
         await until(pilot, lambda: hidden_in(path).sessions == frozenset())
+
+
+def drawn_row(tree: SessionTree, session_id: str) -> str:
+    """A session's row as the tree draws it now (through its cache of drawn lines)."""
+    row = next(n for n in tree.root.children if n.data and n.data.session and n.data.session.id == session_id)
+    return tree.render_line(row.line - tree.scroll_offset.y).text
+
+
+async def test_a_session_shown_again_loses_its_hidden_mark_at_once(tmp_path: Path) -> None:
+    """h on a hidden session listed with H said it was in the list again, but its row kept its ⊘
+    until the next launch: the rows were the same, so the tree drew them from its cache."""
+    path = archive(tmp_path)
+    app = make_app(path)
+    async with run_test(app, size=(200, 50)) as pilot:
+        tree = app.query_one(SessionTree)
+        await until(pilot, lambda: titles(tree) == ["Ship the rate limiter", "Old spike on caching"])
+        tree.focus()
+        await pilot.press("j", "h", "H")
+        await until(pilot, lambda: "⊘" in drawn_row(tree, OLD))
+        await until(pilot, lambda: hidden_in(path).sessions == {OLD})
+        row = next(n for n in tree.root.children if n.data and n.data.session.id == OLD)
+        tree.move_cursor(row)
+        await pilot.press("h")
+        await until(pilot, lambda: hidden_in(path).sessions == frozenset())
+        await until(pilot, lambda: "⊘" not in drawn_row(tree, OLD), timeout=3)
+        assert "Old spike on caching" in drawn_row(tree, OLD)
