@@ -530,9 +530,15 @@ class SearchScreen(Screen[None]):
 
 
 def _help_pairs(help_text: str) -> list[tuple[str, str]]:
-    """SEARCH_HELP's columns ("key  what  key  what", split on runs of spaces) as (key, what) pairs."""
-    pairs = []
+    """SEARCH_HELP's columns ("key  what  key  what", split on runs of spaces) as (key, what) pairs;
+    an indented line goes on with the description above it (it is no key of its own, whose narrow
+    column would wrap it under the keys)."""
+    pairs: list[tuple[str, str]] = []
     for line in help_text.splitlines():
+        if line[:1].isspace() and pairs:
+            key, what = pairs[-1]
+            pairs[-1] = (key, f"{what} {line.strip()}")
+            continue
         cells = [c for c in re.split(r"\s{2,}", line.strip()) if c]
         pairs += [(cells[i], cells[i + 1] if i + 1 < len(cells) else "") for i in range(0, len(cells), 2)]
     return pairs

@@ -1,0 +1,32 @@
+"""The search screen's help of its filters (`/` before anything is typed): a description that
+wraps goes on under itself, never under the filter's name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import Static
+from threadloom.tui.search import SearchScreen
+
+from tests.tui_support import make_app, run_test, until
+
+
+def drawn_lines(widget: Static) -> list[str]:
+    """The widget's lines as drawn on the screen."""
+    return [widget.render_line(y).text.rstrip() for y in range(widget.size.height)]
+
+
+async def test_a_wrapped_filter_description_stays_in_its_column(demo_db: Path) -> None:
+    """At 120x35 the "words" filter's second line ("as you remember it finds its turn …") began
+    at the left edge, in the column of the filters' names."""
+    app = make_app(demo_db)
+    async with run_test(app, size=(120, 35)) as pilot:
+        await pilot.press("slash")
+        await until(pilot, lambda: isinstance(app.screen, SearchScreen))
+        help_box = app.screen.query_one("#search-help", Static)
+        await until(pilot, lambda: any("any order" in line for line in drawn_lines(help_box)))
+        lines = drawn_lines(help_box)
+        first = next(n for n, line in enumerate(lines) if "any order" in line)
+        column = lines[first].index("any order")
+        wrapped = lines[first + 1]  # the rest of its description ("… remember it finds its turn …")
+        assert "remember it" in wrapped and wrapped.startswith(" " * column), lines[first : first + 4]
