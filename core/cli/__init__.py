@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import sqlite3
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 if TYPE_CHECKING:
     from ..store.db import LedgerError
@@ -136,6 +137,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--no-ingest", action="store_true", default=argparse.SUPPRESS, help="open without ingesting first"
     )
 
+    parser.subcommands = sub  # type: ignore[attr-defined]  # each command's own parser, for its errors
     commands = sub if only is None else _OneInFull(sub, only)
     for module in COMMAND_MODULES:
         module.add_parsers(commands)
@@ -178,7 +180,9 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
     passed in by `tui.entry` (the console script) so that core never imports the TUI."""
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(only=_first_word(words))
-    args = parser.parse_args(_session_opens(words, parser))
+    args, extra = parser.parse_known_args(_session_opens(words, parser))
+    if extra:
+        _refuse_extra(parser, args, extra)
     from ..store.db import LedgerError
     from ..store.memory_tables import MemoryRefused
 
@@ -272,6 +276,19 @@ def _first_word_at(argv: list[str]) -> int | None:
             continue
         return i
     return None
+
+
+def _refuse_extra(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> NoReturn:
+    """Words no option took, said with the usage of the command they were given to (argparse says
+    them with the top level's), and where a folder was given as a word to a command that reads
+    folders, how to give it."""
+    command = parser.subcommands.choices.get(args.command) if args.command else None  # type: ignore[attr-defined]
+    target = command if isinstance(command, argparse.ArgumentParser) else parser
+    message = f"unrecognized arguments: {' '.join(extra)}"
+    words = [w for w in extra if not w.startswith("-")]
+    if words and "--source" in target.format_usage():
+        message += f" (a folder of logs to read is given as --source {shlex.quote(words[0])})"
+    target.error(message)
 
 
 def _open_in_tui(args: argparse.Namespace, run_tui: Callable[[argparse.Namespace], int]) -> int:

@@ -411,6 +411,13 @@ def resolve_session(conn: sqlite3.Connection, ref: str) -> SessionSummary:
             )
         return result
     if not candidates:
+        session, mark, number = ref.rpartition("#")
+        if mark and number.isdigit() and session and "#" not in session:
+            found = resolve_session(conn, session)  # says what is wrong with the session's part
+            raise LookupError(
+                f"{ref!r} is message {number} of a session: give the session's id alone here "
+                f"({found.id}); a message's #{number} is for tag, note and bookmark"
+            )
         raise LookupError(f"no session matches {ref!r}; `threadloom sessions` lists them")
     raise AmbiguousSession(f"{ref!r} matches several sessions: {', '.join(candidates[:5])}")
 

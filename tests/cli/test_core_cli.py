@@ -760,3 +760,37 @@ def test_the_parser_built_for_one_command_reads_and_helps_as_the_whole_one():
     with contextlib.redirect_stderr(io.StringIO()) as said, pytest.raises(SystemExit):
         cli.build_parser(only="ingest").parse_args(["ingest", "--no-such"])
     assert "unrecognized arguments: --no-such" in said.getvalue()
+
+
+def test_words_no_option_takes_are_said_with_the_command_s_own_usage(tmp_path, capsys):
+    """`sessions --bogus` printed the top level's usage, and `ingest FOLDER` (a folder given as a
+    word) said nothing of how to give one; `show 'SESSION#5'` (the form tag and note take) said no
+    session matched."""
+    import pytest
+    from threadloom.core import cli
+
+    from tests.support import ingest
+
+    db_path = str(tmp_path / "a.db")
+    for argv, usage, said in (
+        (
+            ["--db", db_path, "sessions", "--bogus"],
+            "usage: threadloom sessions",
+            "unrecognized arguments: --bogus",
+        ),
+        (
+            ["--db", db_path, "ingest", "/logs/my folder"],
+            "usage: threadloom ingest",
+            "(a folder of logs to read is given as --source '/logs/my folder')",
+        ),
+    ):
+        with pytest.raises(SystemExit) as exited:
+            cli.main(argv)
+        err = capsys.readouterr().err
+        assert exited.value.code == 2 and err.startswith(usage) and said in err, err
+    conn = db.connect(tmp_path / "a.db")
+    ingest(conn, make_archive(tmp_path / "claude"))
+    conn.close()
+    assert cli.main(["--db", db_path, "show", f"{SID[:8]}#2"]) == 1
+    err = capsys.readouterr().err
+    assert f"is message 2 of a session: give the session's id alone here ({SID})" in err
