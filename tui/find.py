@@ -34,6 +34,7 @@ DEBOUNCE = 0.12
 MATCH_STYLE = Style(color="#1c1c1c", bgcolor="#d7af5f")
 CURRENT_STYLE = Style(color="#1c1c1c", bgcolor="#ff8700", bold=True)
 BLOCK_KEY_PREFIX = {"text": ("text:", "summary:"), "thinking": ("think:",)}
+UNSEEN_HINT = "r shows the raw record"  # where a match the viewer does not draw can be read
 MARKUP_KINDS = ("text", "output", "chip", "note")  # the blocks a user message's text is drawn in
 FOLDED_KINDS = ("output", "chip")  # closed until opened: a `!` command's output, an IDE selection
 
@@ -144,6 +145,8 @@ class Navigator:
         self.needle = ""
         self.places: list[Place] = []
         self.index: int | None = None  # the place the cursor was last taken to
+        # the place taken to holds the query past what its block draws (an output's first lines)
+        self.unseen = False
         self._seqs: set[int] | None = None  # a branch: only its messages
         self._prompts: list[int] | None = None
         self._failures: list[Place] | None = None
@@ -256,7 +259,7 @@ class Navigator:
         view = self.view
         self.query, self.needle = query, query.lower()
         self.places = self._shown(places)
-        self.index = None
+        self.index, self.unseen = None, False
         if self.places:
             row = view.current_row()
             here = row.seq if row is not None else 0
@@ -295,6 +298,8 @@ class Navigator:
             text = Text("no matches", style="#d75f5f")
         else:
             text = Text(f"{(self.index or 0) + 1:,} of {len(self.places):,}")
+            if self.unseen:
+                text.append(f" · past the lines shown: {UNSEEN_HINT}", style="#d7af5f")
         self.bar.show_count(text)
 
     def _go(self, index: int) -> None:
@@ -312,7 +317,8 @@ class Navigator:
 
     def _land(self, place: Place, *, open_it: bool | None) -> None:
         """The cursor on `place`'s block, opened when `open_it` (None: when its match is hidden),
-        with the first line that holds the query on screen."""
+        with the first line that holds the query on screen (`unseen` when none does)."""
+        self.unseen = False
         view = self.view
         view.go_to_seq(place.seq, mark=False)
         pos = view.cursor[0]
@@ -339,6 +345,8 @@ class Navigator:
             rendered = view.ensure(pos)
             block = rendered.blocks[index]
         line = self._first_line(rendered, block)
+        # opened and still not drawn: in the part of a long output or text the viewer leaves out
+        self.unseen = bool(self.needle) and line is None
         view.show_line(pos, block.start if line is None else line)
 
     def _first_line(self, rendered: Rendered, block: Block) -> int | None:

@@ -232,3 +232,36 @@ def test_marks_keep_the_line_its_width_and_its_other_styles() -> None:
     assert hits == [("Ta", True), ("x", None), ("TAX", None)]  # across two segments, each keeps its own
     assert [text for text, style in pieces if style == red] == ["(total) · ", " 19% 税"]
     assert mark_matches(strip, "vat", MATCH_STYLE) is strip
+
+
+async def test_a_match_past_what_an_output_shows_says_where_to_read_it(tmp_path: Path) -> None:
+    """A call's output is drawn to its first 60 lines: find counted a match at line 150 ("1 of 1")
+    and showed the output's top, the match nowhere, and paging never reached it. The bar says the
+    match is past the lines shown, and where to read it."""
+    from tests.builders.claude import Transcript, tool_use
+    from tests.tui_support import ingested_db
+
+    sid = "eeeeeeee-1111-4222-8333-0000000f1d00"
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid)
+    t.user("read the big file")
+    t.assistant("Reading.", tools=[tool_use("tu_big", "Bash", command="cat big.log")])
+    t.tool_result("tu_big", "\n".join(f"line {n}" for n in range(200)).replace("line 150", "needle_here"))
+    t.assistant("Read it.")
+    t.write()
+    app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
+    async with run_test(app, size=(140, 40)) as pilot:
+        view = app.query_one(MessageView)
+        await until(pilot, lambda: view.session_id == sid)
+        view.focus()
+        await pilot.press("ctrl+f", *"needle_here")
+        await wait_for_find(pilot)
+        await pilot.press("enter")
+        await until(pilot, lambda: count_text(app).startswith("1 of 1"))
+        assert count_text(app) == "1 of 1 · past the lines shown: r shows the raw record"
+        await pilot.press("ctrl+f")  # the bar again, for a query the output shows
+        bar = app.query_one(FindBar).query_one(Input)
+        bar.value = ""
+        await pilot.press(*"line 12")
+        await wait_for_find(pilot)
+        await pilot.press("enter")
+        await until(pilot, lambda: "past" not in count_text(app) and count_text(app).endswith("of 1"))
