@@ -412,9 +412,15 @@ class Navigator:
                 continue
             self._land(place, open_it=True)
             return
+        if self._failures:
+            view.notify("No failed tool call after this point", timeout=2)
+            return
+        below = find.subagents_failed_calls(view.conn, view.session_id)
         view.notify(
-            "No failed tool call after this point" if self._failures else "No tool call failed here",
-            timeout=2,
+            f"No tool call failed here; {below:,} failed in its subagents (the ⚙ sessions under it)"
+            if below
+            else "No tool call failed here",
+            timeout=3,
         )
 
     # ------------------------------------------------------------------ the segment footer

@@ -151,6 +151,18 @@ def failed_calls(conn: sqlite3.Connection, session_id: str) -> list[Place]:
     return [Place(seq, entry_id, "tool", call_id) for seq, entry_id, call_id in rows]
 
 
+def subagents_failed_calls(conn: sqlite3.Connection, session_id: str) -> int:
+    """How many tool calls failed in the session's subagents (and theirs): where a session with no
+    failure of its own had them."""
+    row = conn.execute(
+        "WITH RECURSIVE below(id) AS (SELECT id FROM agent_sessions WHERE parent_session_id = ? "
+        "UNION SELECT s.id FROM agent_sessions s JOIN below b ON s.parent_session_id = b.id) "
+        "SELECT count(*) FROM agent_tool_calls WHERE status = 'failed' AND session_id IN (SELECT id FROM below)",
+        (session_id,),
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def session_segments(conn: sqlite3.Connection, session_id: str, message_count: int) -> list[Segment]:
     """`browse.compaction_segments`, answered from the session's row when it was never compacted
     (most are): the records of a 20,000-message session are not read to find none."""
