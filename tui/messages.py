@@ -32,6 +32,7 @@ from textual.strip import Strip
 from ..core.adapters import tool_group
 from ..core.adapters.base import ImageRef
 from ..core.base import markup
+from ..core.base.text import one_line, printable
 from ..core.read import images
 from ..core.read.browse import MessageRow
 from ..core.read.side_files import PersistedOutput
@@ -842,7 +843,11 @@ class MessageView(SessionView, can_focus=True):
         msg = self.current_row()
         if msg is None or self.session_id is None:
             return
-        self.post_message(self.SimilarRequested(msg.entry_id, f"#{msg.seq}"))
+        # which message, by its number and its first words ("#0" alone said little)
+        words = one_line(printable(msg.content or msg.thinking or ""), 48)
+        self.post_message(
+            self.SimilarRequested(msg.entry_id, f"#{msg.seq} “{words}”" if words else f"#{msg.seq}")
+        )
 
     def action_files_changed(self) -> None:
         if self.session_id is not None:

@@ -84,12 +84,15 @@ async def test_similar_turns_open_from_the_viewer(demo_db: Path) -> None:
         view = app.query_one(MessageView)
         view.focus()
         await until(pilot, lambda: view.session_id == checkout and view.count > 0)
+        row = view.current_row()
+        assert row is not None and row.content
         await pilot.press("L")
         await until(pilot, lambda: isinstance(app.screen, SearchScreen) and app.screen.result is not None)
         screen = app.screen
         assert isinstance(screen, SearchScreen)
         status = shown(screen.query_one("#search-status", Static))
-        assert "turns like #" in status
+        # the turn by its number and first words ("#0" alone said little)
+        assert f"turns like #{row.seq} “{row.content.split()[0]}" in status
         assert screen.hits and all(h.why == "meaning" for h in screen.hits)
         assert checkout not in {h.session_id for h in screen.hits}
         assert checkout not in {h.main_session_id for h in screen.hits}
