@@ -774,10 +774,12 @@ def session_label(s: SessionSummary, width: int, now: float | None = None, *, hi
 
 def fit(head: Text, facts: list[tuple[str, str]], width: int) -> Text:
     """`head` cut to leave room for as many `facts` (right-aligned) as a row of `width` allows."""
+    if width - sum(len(f[0]) + 2 for f in facts) < 28:  # blank columns (no date) give way first
+        facts = [f for f in facts if f[0].strip()] or facts[:1]
     while len(facts) > 1 and width - sum(len(f[0]) + 2 for f in facts) < 28:
         facts = facts[:-1]
     if facts and width - sum(len(f[0]) + 2 for f in facts) < 24:
-        text, style = facts[0]
+        text, style = facts[0][0].strip(), facts[0][1]  # alone: its column's padding is no use
         if text[:2].isdigit():  # a date: "12 Jun 14:05" → "12 Jun", "12 Jun 2025" → "Jun 2025"
             text = shorter_when(text.strip())
         elif len(text) > (room := max(8, width - 26)):  # a subagent's type: cut, and said to be

@@ -148,3 +148,14 @@ def test_a_date_of_another_year_keeps_its_year_however_short_it_is_written() -> 
     for width in (90, 44, 34):  # the row narrows: the title gives way, then the facts, never the year
         assert "2025" in session_label(old, width, now).plain, width
     assert "14:05" not in session_label(old, 34, now).plain
+
+
+def test_a_narrow_row_of_a_session_with_no_date_keeps_a_fact_not_an_ellipsis() -> None:
+    """A session whose records carry no time has its date column blank: on a narrow pane the row
+    kept that blank fact, cut to a lone "…" where the date goes; it keeps the next one that says
+    something."""
+    from threadloom.tui.panes import session_label
+
+    undated = session("s2", title="Really great! I want to go on", message_count=7)
+    row = session_label(undated, 34).plain
+    assert not row.rstrip().endswith("…") and "7 msgs" in row, row
