@@ -632,8 +632,15 @@ GROUP_SQL = {
     "'(this machine)')",
     "total": "'total'",  # one row: the whole selection (a session counted once)
 }
+# the sessions a reader is shown (the lists': main sessions with messages), not every root the rows
+# name (a subagent whose session was never read, a session of tokens alone): each screen's count is
+# the same; their tokens and costs are counted all the same
+LISTED_ROOT = (
+    "CASE WHEN x.root_session_id IN (SELECT id FROM agent_sessions WHERE is_subagent = 0 "
+    "AND message_count > 0) THEN x.root_session_id END"
+)
 SUMS = (
-    "count(DISTINCT x.root_session_id) AS sessions, sum(x.messages) AS messages, "
+    f"count(DISTINCT {LISTED_ROOT}) AS sessions, sum(x.messages) AS messages, "
     "sum(x.api_messages) AS api_messages, sum(x.input_tokens) AS input_tokens, "
     "sum(x.output_tokens) AS output_tokens, sum(x.cache_creation_tokens) AS cache_creation_tokens, "
     "sum(x.cache_read_tokens) AS cache_read_tokens, sum(x.cost_usd) AS cost_usd, "

@@ -395,6 +395,36 @@ def test_a_subagent_in_a_worktree_of_its_own_counts_in_its_sessions_project(conn
     )
 
 
+def test_stats_count_the_sessions_the_lists_show(conn, tmp_path):
+    """Stats counted every root its rows named: a subagent whose session file was never read (a
+    backup of its folder alone) was a session in stats and none in the project list, and the
+    screens disagreed (22 sessions and 20 for one project). They count the sessions listed; the
+    orphan's tokens and cost are counted all the same."""
+    from threadloom.core.read import browse
+
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{SID}.jsonl", SID, cwd="/srv/app")
+    t.user("fix it")
+    t.assistant("Done.", model=SONNET, usage=USAGE)
+    t.write()
+    orphan = "0fa0fa00-1111-4222-8333-000000000fa0"
+    sub = Transcript(
+        tmp_path / "projects" / "-srv-app" / orphan / "subagents" / "agent-b1.jsonl",
+        orphan,
+        cwd="/srv/app",
+        isSidechain=True,
+        agentId="b1",
+    )
+    sub.user("look around", parent=False)
+    sub.assistant("looked", model=SONNET, usage=USAGE, msg_id="msg_orphan_1")
+    sub.write()
+    ingest(conn, tmp_path / "projects")
+    (listed,) = browse.list_projects(conn)
+    (project,) = stats.report(conn, "project")
+    (total,) = stats.report(conn, "total")
+    assert listed.session_count == project.sessions == total.sessions == 1
+    assert project.api_messages == 2  # the orphan's reply among them
+
+
 # ------------------------------------------------------------------ a fork's copies
 
 
