@@ -91,10 +91,9 @@ async def test_the_tag_box_names_a_bracketed_session_whole(tmp_path: Path) -> No
 
 
 def toasts(app: ThreadloomApp) -> list[str]:
-    """The notifications on the screen, as drawn (plain text)."""
-    from textual.widgets._toast import Toast
-
-    return [Content.from_markup(toast.render()).plain for toast in app.screen.query(Toast)]
+    """The notifications on the screen, as drawn (plain text): Textual's toasts, by their type's
+    name (the class itself is private)."""
+    return [Content.from_markup(toast.render()).plain for toast in app.screen.query("Toast")]
 
 
 async def test_a_tag_typed_with_markup_is_confirmed_as_typed(tmp_path: Path) -> None:
