@@ -102,7 +102,7 @@ def header(msg: MessageRow) -> Text:
         text.append(role, style=ROLE_STYLE.get(role, "bold"))
     if msg.timestamp is not None:
         text.append(f"  {when(msg.timestamp)}", style="dim")
-    if msg.model:
+    if msg.model and role != "user":  # a prompt or a tool's output is no model's (Codex names one on each)
         text.append(f"  {flat(short_model(msg.model))}", style="#af87d7")
     if msg.tokens:
         text.append(f"  {human_tokens(msg.tokens)} tok", style="dim")

@@ -356,7 +356,7 @@ def render_messages(
         label = Text(f"{msg.role or msg.entry_type}", style=ROLE_STYLE.get(msg.role or "", "bold"))
         if msg.timestamp is not None:
             label.append(f" {clock(msg.timestamp)}", style="dim")
-        if msg.model:
+        if msg.model and msg.role != "user":  # a prompt or a tool's output is no model's (as the exports say)
             label.append(f"  {flat(msg.model)}", style="dim")
         if msg.content or msg.thinking:
             console.print(Padding(label, (0, 0, 0, indent)))

@@ -682,3 +682,20 @@ def test_a_rollout_without_an_id_is_never_merged_into_another_agents_session(con
     assert rows == {"codex:session-alpha": "codex", "session-alpha": "claude-code"}
     counts = dict(conn.execute("SELECT session_id, count(*) FROM entries GROUP BY session_id"))
     assert counts == {"codex:session-alpha": len(rollout.lines), "session-alpha": len(claude.lines)}
+
+
+def test_a_prompt_is_shown_with_no_model(conn, home, tmp_path, capsys):
+    """Codex names the turn's model on every item: `show` printed it beside each prompt and tool
+    output ("user 2026-04-02 04:58  gpt-5.4"), as if the model had written them; it is shown on
+    what the model wrote only, as the exports show it."""
+    from threadloom.core.cli import main
+
+    full_session(home).write()
+    ingest(conn, home)
+    conn.close()
+    assert main(["--db", str(tmp_path / "ledger.db"), "show", THREAD]) == 0
+    heads = [
+        line for line in capsys.readouterr().out.splitlines() if line.startswith(("user ", "assistant "))
+    ]
+    assert heads and any(h.startswith("assistant ") and "gpt" in h for h in heads)
+    assert not [h for h in heads if h.startswith("user ") and "gpt" in h], heads
