@@ -104,14 +104,46 @@ class PointList(OptionList):
     def __init__(self, model: ForkSession, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.model = model
+        self._drawn_width: int | None = None  # the row width the options were drawn for
 
     def watch_highlighted(self, highlighted: int | None) -> None:
         self.model.move_to(highlighted)  # at once: a key pressed next acts on this row
         super().watch_highlighted(highlighted)
 
+    def row_width(self) -> int:
+        """The cells a row has: the list's own content width (less a scrollbar, and the options'
+        padding), not the terminal's, which says nothing of the dialog's scrollbar or the list's.
+        Before the list is laid out, a guess from the terminal's width."""
+        content = self.scrollable_content_region.width
+        if not content:
+            return max(40, min(110, self.app.size.width - 10) - 6)
+        return max(20, content - self.get_component_styles("option-list--option").padding.width)
+
+    def on_resize(self) -> None:
+        self._fit_rows()
+
+    def watch_show_vertical_scrollbar(self) -> None:
+        """The list's own scrollbar came or went: the rows have a cell more or less."""
+        self._fit_rows()
+
+    def _fit_rows(self) -> None:
+        """Draw the rows again for the width they have now if it changed (the cursor and the
+        scroll stay): a row drawn wider than the list wraps its time onto a line of its own."""
+        width = self.row_width()
+        if (
+            self._drawn_width is None
+            or width == self._drawn_width
+            or self.option_count != len(self.model.rows)
+        ):
+            return
+        self._drawn_width = width
+        for index, row in enumerate(self.model.rows):
+            self.replace_option_prompt_at_index(index, self._option(row, width))
+
     def show(self) -> None:
         """The rows as options, the cursor on the session's."""
-        width = max(40, min(110, self.app.size.width - 10) - 6)
+        width = self.row_width()
+        self._drawn_width = width
         cursor = self.model.cursor
         self.set_options([Option(self._option(row, width)) for row in self.model.rows])
         if cursor is not None:

@@ -1830,6 +1830,45 @@ async def test_resume_asks_to_restore_the_transcript_before_the_command_is_offer
         assert "Not run: this terminal cannot be handed over from here" in status and "copied" in status
 
 
+async def test_fork_rows_keep_their_time_on_their_line_after_the_restore_question(demo_db: Path) -> None:
+    """Esc on the restore question gives the dialog a scrollbar; with the list's own one the rows have
+    two cells fewer than when the picker opened. Drawn for the terminal's width, they wrapped their
+    time (or model, or the end of a prompt) onto a line of its own; drawn for the list's, they fit."""
+    from threadloom.tui.render import when
+
+    app = make_app(demo_db)
+    async with run_test(app, size=(120, 35)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(session_id(app, LONG))
+        await pilot.pause()
+        app.query_one(MessageView).go_to_seq(5)
+        await pilot.press("f")
+        await settle(pilot)
+        picker = app.screen
+        assert isinstance(picker, ForkPicker)
+        points = picker.query_one(PointList)
+        await pilot.press("r")
+        await settle(pilot)
+        assert picker.model.asking == "restore"
+        await pilot.press("escape")  # no: the command is shown under the list, and the dialog scrolls
+        await settle(pilot)
+        assert points.show_vertical_scrollbar and picker.query_one("#fork-box").show_vertical_scrollbar
+        lines = [points.render_line(y).text for y in range(points.scrollable_content_region.height)]
+        assert not [line for line in lines if len(line.split()) == 1], lines  # no word left on its own line
+        checked = 0
+        for row in picker.model.rows:
+            message = row.message
+            if message is None:
+                continue
+            gist = message.label.removeprefix(message.tool_name or "").removeprefix(":").strip()
+            start = (f"{message.tool_name}  {gist}" if message.tool_name else message.label)[:30]
+            holding = [line for line in lines if start in line]
+            if holding:
+                assert holding[0].rstrip().endswith(when(message.timestamp)[-8:]), (holding[0], lines)
+                checked += 1
+        assert checked >= 5, lines
+
+
 async def test_every_message_is_a_fork_point_and_one_api_message_forks_whole(fork_db: Path) -> None:
     """`f` on the failed Bash call: the call is chosen, bracketed with the thinking of its API
     message; Fork here on the thinking writes both blocks and the call's result, nothing after."""
