@@ -18,6 +18,46 @@ from ..core.insight import signals
 SEVERITY_STYLE = {"high": "bold #ff8787", "medium": "#d7af5f", "low": "dim"}
 
 
+class SignalList(OptionList):
+    """The signals and their evidence, one line each, cut with an ellipsis to the list's own width.
+    Textual wraps an option's text whatever its `no_wrap`, so a row a few cells too wide put its
+    last word and ellipsis on a line of their own; each row is cut again when the width changes."""
+
+    def __init__(self, *content: Option | None, id: str | None = None) -> None:
+        super().__init__(*content, id=id, markup=False)
+        self._whole = [option.prompt for option in self.options]  # each row uncut
+        self._drawn_width: int | None = None
+
+    def row_width(self) -> int:
+        """The cells an option has: the list's content width less the options' padding."""
+        padding = self.get_component_styles("option-list--option").padding.width
+        return self.scrollable_content_region.width - padding
+
+    def on_resize(self) -> None:
+        self._fit_rows()
+
+    def watch_show_vertical_scrollbar(self) -> None:
+        """A scrollbar came or went: the rows have a cell more or less."""
+        self._fit_rows()
+
+    def _fit_rows(self) -> None:
+        width = self.row_width()
+        if width <= 0 or width == self._drawn_width:
+            return
+        self._drawn_width = width
+        for index, whole in enumerate(self._whole):
+            if isinstance(whole, Text):
+                self.replace_option_prompt_at_index(index, fit_line(whole, width))
+        self.refresh(layout=True)  # rows that wrapped before take one line now: the list is shorter
+
+
+def fit_line(line: Text, width: int) -> Text:
+    """`line` cut to `width` cells, its last one an ellipsis when it is cut (a wide character counts two)."""
+    cut = line.copy()
+    cut.truncate(width, overflow="ellipsis")
+    return cut
+
+
 class SignalsScreen(ModalScreen[int | None]):
     """Dismissed with the seq of the chosen evidence, or None."""
 
@@ -64,7 +104,7 @@ class SignalsScreen(ModalScreen[int | None]):
                 options.append(Option(row, id=f"{n}:{i}", disabled=item.seq is None))
         if not self.found:
             options.append(Option(Text("No signals in this session.", style="dim"), disabled=True))
-        listing = OptionList(*options, id="signals-list", markup=False)
+        listing = SignalList(*options, id="signals-list")
         listing.border_title = f"Signals · {len(self.found)}"
         listing.border_subtitle = "Enter shows the message · Esc closes"
         yield listing

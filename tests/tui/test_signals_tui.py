@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.cells import cell_len
 from textual.widgets import OptionList
 from threadloom.core.insight import signals
 from threadloom.tui.messages import MessageView
@@ -60,3 +61,38 @@ async def test_the_badge_the_list_and_enter_on_evidence(demo_db: Path) -> None:
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, SignalsScreen))
         assert view.session_id == sid
+
+
+async def test_a_long_repeated_prompt_is_cut_to_the_lists_width_not_wrapped(tmp_path: Path) -> None:
+    """The excerpt of a long prompt (wide characters in it) was a few cells wider than the list:
+    Textual wrapped it, leaving its last word and ellipsis on a line of their own. Each row is cut
+    to the list's width in cells now, its ellipsis in the last one."""
+    from tests.builders.claude import Transcript
+    from tests.tui_support import ingested_db
+
+    sid = "abcdef00-0000-4000-8000-00000000516a"
+    t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{sid}.jsonl", sid)
+    prompt = (
+        "Ok great, now we can try to check how this works by doing the integration testing, "
+        "統合テストを実行して結果を確認してください. Some time ago, we wrote a script for that."
+    )
+    for answer in ("Running it.", "Running it again.", "Once more."):
+        t.user(prompt)
+        t.assistant(answer)
+    t.write()
+    app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
+    async with run_test(app, size=(120, 35)) as pilot:
+        await until(pilot, lambda: app.query_one(MessageView).session_id == sid)
+        await pilot.press("W")
+        await until(pilot, lambda: isinstance(app.screen, SignalsScreen))
+        listing = app.screen.query_one(OptionList)
+        await until(pilot, lambda: listing.option_count > 0)
+        await pilot.pause()
+        lines = [
+            listing.render_line(y).text.rstrip() for y in range(listing.scrollable_content_region.height)
+        ]
+        shown = [line for line in lines if line]
+        assert shown[0].startswith("repeated-prompt  ") and len(shown) == 4, lines
+        for line in shown[1:]:  # each piece of evidence on its one line, cut in its last cell
+            assert line.startswith("  #") and line.endswith("…"), lines
+            assert cell_len(line) == listing.scrollable_content_region.width, lines
