@@ -1,4 +1,4 @@
-"""The key footer, rebuilt only when the keys it shows change."""
+"""The key footer, rebuilt only when the keys it shows change, showing only the keys it has room for."""
 
 from __future__ import annotations
 
@@ -9,6 +9,11 @@ from textual.widgets._footer import FooterKey
 
 KeySignature = tuple[tuple[object, ...], ...]
 
+# When the footer is short of room, whole keys give way (F1 and the palette still list them): these
+# first, then the rest from the end; last of all the keys that say how to learn the others and leave.
+GIVEN_UP_FIRST = ("messages.raw",)
+KEPT_TO_THE_LAST = ("app.help", "app.quit")
+
 
 class KeyFooter(Footer):
     """Textual's Footer rebuilds all its key widgets (each styled anew) whenever the screen's
@@ -16,7 +21,10 @@ class KeyFooter(Footer):
     them leave the shown keys as they were. That rebuild was the costliest part of a focus change.
     This one compares what it would show with what it shows and rebuilds only on a difference,
     and its keys start as compact as the footer is, instead of restyling themselves twice as
-    they mount (compact by default, then bound to the footer's setting)."""
+    they mount (compact by default, then bound to the footer's setting).
+
+    Textual's Footer also lets its keys run past its edge, the last one cut mid-word under the
+    palette's key ("q Qu▏"); this one hides whole keys until the rest fit (`fit_keys`)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -44,3 +52,46 @@ class KeyFooter(Footer):
             if isinstance(widget, FooterKey) and not widget.has_class("-command-palette"):
                 widget.set_reactive(FooterKey.compact, self.compact)  # what its binding sets
             yield widget
+
+    async def recompose(self) -> None:
+        await super().recompose()
+        self.call_after_refresh(self.fit_keys)  # once the new keys are styled
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.fit_keys)  # once a narrow screen's spacing applies
+
+    def fit_keys(self) -> None:
+        """Show the keys that fit beside the palette's, whole: the others are hidden, those least
+        needed first (`GIVEN_UP_FIRST`, then from the end, help and quit last)."""
+        if not self.size.width or not self.is_attached:
+            return
+        keys = list(self.query_children(FooterKey))
+        palette = [key for key in keys if key.has_class("-command-palette")]
+        keys = [key for key in keys if key not in palette]
+        room = self.size.width - sum(_key_width(key) for key in palette)
+        ids = {key: self._binding_id(key) for key in keys}
+
+        def rank(position: int) -> tuple[int, int]:
+            key_id = ids[keys[position]]
+            if key_id in GIVEN_UP_FIRST:
+                return (0, GIVEN_UP_FIRST.index(key_id))
+            return (2 if key_id in KEPT_TO_THE_LAST else 1, -position)
+
+        shown = set(range(len(keys)))
+        width = sum(_key_width(key) for key in keys)
+        for position in sorted(shown, key=rank):
+            if width <= room:
+                break
+            shown.discard(position)
+            width -= _key_width(keys[position])
+        for position, key in enumerate(keys):
+            key.display = position in shown
+
+    def _binding_id(self, key: FooterKey) -> str | None:
+        active = self.screen.active_bindings.get(key.key)
+        return active.binding.id if active is not None else None
+
+
+def _key_width(key: FooterKey) -> int:
+    """The cells a key takes in the footer, shown or not: its label, padding, border and margin."""
+    return key.render().cell_len + key.styles.gutter.width + key.styles.margin.width

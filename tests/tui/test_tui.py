@@ -526,6 +526,46 @@ async def test_footer_on_a_narrow_terminal_keeps_search_and_fork_in_sight(demo_d
         assert {"Expand all", "Search", "Fork", "Jump", "Help"} <= shown, shown
 
 
+def footer_keys_in_sight(app: ThreadloomApp) -> list[str]:
+    """The footer keys drawn whole, left of the palette's key (or the screen's edge); a key that runs
+    under it, cut mid-word, fails the test."""
+    keys = [k for k in app.screen.query("FooterKey") if k.display and k.region.width]
+    palette = [k for k in keys if k.has_class("-command-palette")]
+    edge = palette[0].region.x if palette else app.size.width
+    shown = [k for k in keys if k not in palette]
+    cut = [k.description for k in shown if k.region.right > edge]
+    assert not cut, f"cut at the footer's edge: {cut}"
+    return [k.description for k in shown]
+
+
+async def test_the_footer_at_80_columns_drops_whole_keys_and_keeps_help_and_quit(demo_db: Path) -> None:
+    """The viewer's keys ran past the palette's key at 80 columns, Quit cut to "q Qu"; the fork
+    picker's last key to "^n New sessio". Whole keys give way now: Raw JSON first, then from the
+    end, Help and Quit last."""
+    app = make_app(demo_db)
+    async with run_test(app, size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
+        app.query_one(MessageView).focus()
+        await until(pilot, lambda: "Expand all" in [k.description for k in app.screen.query("FooterKey")])
+        await pilot.pause()
+        shown = footer_keys_in_sight(app)
+        assert {"Expand all", "Search", "Fork", "Jump", "Help", "Quit"} <= set(shown), shown
+        assert "Raw JSON" not in shown
+        await pilot.resize_terminal(140, 40)  # room again: every key back
+        await pilot.pause()
+        assert "Raw JSON" in footer_keys_in_sight(app)
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        app.query_one(MessageView).go_to_seq(11)
+        await pilot.press("f")
+        await settle(pilot)
+        assert isinstance(app.screen, ForkPicker)
+        await pilot.pause()
+        shown = footer_keys_in_sight(app)
+        assert shown[:3] == ["Close", "Fork here", "Fork before"] and "New session" not in shown, shown
+
+
 async def test_keymap_file_remaps_by_id(
     demo_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
