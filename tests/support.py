@@ -349,6 +349,17 @@ def ingest(conn: sqlite3.Connection, *sources: Path) -> IngestReport:
     return report
 
 
+def stored_bytes(conn: sqlite3.Connection, path: Path) -> bytes:
+    """The file at `path` as its stored lines give it back (raw bytes and newlines, in order): a
+    lines-mode log's archive holds it whole when this equals the file's bytes."""
+    rows = conn.execute(
+        "SELECT e.raw, e.newline FROM entries e JOIN source_files f ON f.id = e.source_file_id "
+        "WHERE f.path = ? ORDER BY e.byte_offset",
+        (str(path),),
+    ).fetchall()
+    return b"".join(bytes(raw) + b"\n" * newline for raw, newline in rows)
+
+
 FAKE_AGENT = r"""#!/bin/sh
 # a fake agent: records its name, where it ran and its words (NUL-separated; one call per record)
 name=$(basename "$0")

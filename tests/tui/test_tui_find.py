@@ -270,24 +270,12 @@ async def test_a_match_past_what_an_output_shows_says_where_to_read_it(tmp_path:
 async def test_no_failure_here_names_those_of_its_subagents(tmp_path: Path) -> None:
     """`!` in a session whose own calls all worked said "No tool call failed here" while its
     project counted three failures, all in its subagents: it says how many failed there."""
-    from tests.builders.claude import Transcript, tool_use
+    from tests.builders.claude import tool_use
+    from tests.support import orchestrating_session
     from tests.tui_support import ingested_db
 
     sid = "aaaaaaaa-1111-4222-8333-0000000000b2"
-    folder = tmp_path / "projects" / "-home-dev-app"
-    main = Transcript(folder / f"{sid}.jsonl", sid, cwd="/home/dev/app")
-    main.user("Run the checks in a subagent")
-    main.assistant(tools=[tool_use("toolu_sub", "Task", description="Checks", prompt="Run the checks")])
-    main.tool_result("toolu_sub", "two failed", tool_use_result={"agentId": "b1b2c3d4e5f6a7b8c"})
-    main.assistant("Two checks failed in the subagent.")
-    main.write()
-    sub = Transcript(
-        folder / sid / "subagents" / "agent-b1b2c3d4e5f6a7b8c.jsonl",
-        sid,
-        isSidechain=True,
-        agentId="b1b2c3d4e5f6a7b8c",
-    )
-    sub.user("Run the checks", parent=False)
+    sub = orchestrating_session(tmp_path / "projects" / "-srv-app", sid)  # its own calls all work
     sub.assistant(
         tools=[
             tool_use("toolu_a", "Bash", command="make lint"),
@@ -296,7 +284,6 @@ async def test_no_failure_here_names_those_of_its_subagents(tmp_path: Path) -> N
     )
     sub.tool_result("toolu_a", "lint failed", is_error=True)
     sub.tool_result("toolu_b", "tests failed", is_error=True)
-    sub.assistant("Both failed.")
     sub.write()
     app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
     async with run_test(app, size=(140, 40)) as pilot:

@@ -14,7 +14,7 @@ from threadloom.core.read.query import messages
 from threadloom.core.store import db
 
 from tests.builders.continue_dev import CLI_SID, CWD, SID, continue_sessions
-from tests.support import ingest, run_printed
+from tests.support import ingest, run_printed, stored_bytes
 
 
 def test_continue_sessions_are_read_whole_and_as_continue_s(tmp_path):
@@ -26,12 +26,7 @@ def test_continue_sessions_are_read_whole_and_as_continue_s(tmp_path):
         ingest(conn, tmp_path / ".continue")
         refresh_pending(conn)
         for path in sorted(folder.iterdir()):
-            raws = conn.execute(
-                "SELECT e.raw, e.newline FROM entries e JOIN source_files f ON f.id = e.source_file_id "
-                "WHERE f.path = ? ORDER BY e.byte_offset",
-                (str(path),),
-            ).fetchall()
-            assert b"".join(bytes(r) + b"\n" * n for r, n in raws) == path.read_bytes()
+            assert stored_bytes(conn, path) == path.read_bytes()
         row = conn.execute(
             "SELECT source, project_path, created_at, title, model FROM agent_sessions WHERE id = ?", (SID,)
         ).fetchone()

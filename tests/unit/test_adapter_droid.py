@@ -11,7 +11,7 @@ from threadloom.core.read.query import messages
 from threadloom.core.store import db
 
 from tests.builders.droid import CHILD, SID, droid_sessions
-from tests.support import ingest, run_printed
+from tests.support import ingest, run_printed, stored_bytes
 
 
 def test_a_droid_session_is_read_whole_and_as_droid_s(tmp_path):
@@ -22,12 +22,7 @@ def test_a_droid_session_is_read_whole_and_as_droid_s(tmp_path):
         ingest(conn, tmp_path / ".factory")
         refresh_pending(conn)
         for path in source.parent.iterdir():
-            raws = conn.execute(
-                "SELECT e.raw, e.newline FROM entries e JOIN source_files f ON f.id = e.source_file_id "
-                "WHERE f.path = ? ORDER BY e.byte_offset",
-                (str(path),),
-            ).fetchall()
-            assert b"".join(bytes(r) + b"\n" * n for r, n in raws) == path.read_bytes(), path
+            assert stored_bytes(conn, path) == path.read_bytes(), path
         row = conn.execute(
             "SELECT id, source, title, project_path, model FROM agent_sessions WHERE is_subagent = 0"
         ).fetchone()

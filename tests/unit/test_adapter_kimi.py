@@ -20,7 +20,7 @@ from threadloom.core.read.query import messages, resolve_session
 from threadloom.core.store import db
 
 from tests.builders.kimi import CWD, SID, kimi_session
-from tests.support import ingest, run_printed
+from tests.support import ingest, run_printed, stored_bytes
 
 
 def test_a_kimi_session_is_read_whole_and_as_kimi_s(tmp_path):
@@ -32,12 +32,7 @@ def test_a_kimi_session_is_read_whole_and_as_kimi_s(tmp_path):
         ingest(conn, tmp_path / ".kimi")
         refresh_pending(conn)
         for path in (folder / "context.jsonl", folder / "wire.jsonl"):
-            raws = conn.execute(
-                "SELECT e.raw, e.newline FROM entries e JOIN source_files f ON f.id = e.source_file_id "
-                "WHERE f.path = ? ORDER BY e.byte_offset",
-                (str(path),),
-            ).fetchall()
-            assert b"".join(bytes(r) + b"\n" * n for r, n in raws) == path.read_bytes()
+            assert stored_bytes(conn, path) == path.read_bytes()
         row = conn.execute(
             "SELECT source, project_path, created_at FROM agent_sessions WHERE id = ?", (SID,)
         ).fetchone()
@@ -144,12 +139,7 @@ def test_a_context_set_aside_and_an_old_subagent_s_are_read_as_children(tmp_path
             ("wire.jsonl", "transcript"),
         ]
         for path in (folder / "context_1.jsonl", folder / "context_sub_1.jsonl", registry):
-            raws = conn.execute(
-                "SELECT e.raw, e.newline FROM entries e JOIN source_files f ON f.id = e.source_file_id "
-                "WHERE f.path = ? ORDER BY e.byte_offset",
-                (str(path),),
-            ).fetchall()
-            assert b"".join(bytes(r) + b"\n" * n for r, n in raws) == path.read_bytes()
+            assert stored_bytes(conn, path) == path.read_bytes()
         sessions = {
             row[0]: row[1:]
             for row in conn.execute(

@@ -12,7 +12,7 @@ from threadloom.core.read.query import messages
 from threadloom.core.store import db
 
 from tests.builders.openhands import CWD, SID, openhands_conversation
-from tests.support import ingest, run_printed
+from tests.support import ingest, run_printed, stored_bytes
 
 
 def test_an_openhands_conversation_is_read_whole_and_as_openhands(tmp_path):
@@ -25,12 +25,7 @@ def test_an_openhands_conversation_is_read_whole_and_as_openhands(tmp_path):
         ingest(conn, tmp_path / ".openhands")
         refresh_pending(conn)
         for path in files:
-            raws = conn.execute(
-                "SELECT e.raw, e.newline FROM entries e JOIN source_files f ON f.id = e.source_file_id "
-                "WHERE f.path = ? ORDER BY e.byte_offset",
-                (str(path),),
-            ).fetchall()
-            assert b"".join(bytes(r) + b"\n" * n for r, n in raws) == path.read_bytes()
+            assert stored_bytes(conn, path) == path.read_bytes()
         assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == len(files)
         row = conn.execute("SELECT source, project_path FROM agent_sessions WHERE id = ?", (SID,)).fetchone()
         assert row == ("openhands", CWD)

@@ -13,7 +13,7 @@ from threadloom.core.read.query import messages
 from threadloom.core.store import db
 
 from tests.builders.pi import FORK, SID, pi_sessions
-from tests.support import ingest, run_printed
+from tests.support import ingest, run_printed, stored_bytes
 
 
 def test_a_pi_session_is_read_whole_and_as_pi_s(tmp_path):
@@ -23,12 +23,7 @@ def test_a_pi_session_is_read_whole_and_as_pi_s(tmp_path):
     try:
         ingest(conn, tmp_path / ".pi")
         refresh_pending(conn)
-        raws = conn.execute(
-            "SELECT e.raw, e.newline FROM entries e JOIN source_files f ON f.id = e.source_file_id "
-            "WHERE f.path = ? ORDER BY e.byte_offset",
-            (str(source),),
-        ).fetchall()
-        assert b"".join(bytes(r) + b"\n" * n for r, n in raws) == source.read_bytes()
+        assert stored_bytes(conn, source) == source.read_bytes()
         row = conn.execute(
             "SELECT source, title, project_path, model FROM agent_sessions WHERE id = ?", (SID,)
         ).fetchone()
