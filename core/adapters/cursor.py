@@ -10,15 +10,18 @@ Databases ("database" mode; see `shared.open_sqlite` for how they are opened wit
     composer's workspace and whether it is a subagent;
   * workspace `workspaceStorage/<id>/state.vscdb` (ItemTable): the legacy chat panel
     (`workbench.panel.aichat.view.aichat.chatdata`: tabs of bubbles, one session per tab) and the
-    workspace's composer list; `workspace.json` beside it names the project folder, which is how
-    composers of builds without `workspaceIdentifier` get their project. Its prompt history
+    workspace's composer list (`composer.composerData`), which in the inline era (late 2024,
+    composerDataVersion 0) holds each composer's messages in `conversation`: one session per
+    composer; `workspace.json` beside it names the project folder, which is how composers of
+    builds without `workspaceIdentifier` get their project. Its prompt history
     (`aiService.prompts`, timed by `aiService.generations`) is a session `cursor-prompts:<id>` only
     where nothing else holds the chats (no chat tabs, no composers in the global database);
   * cursor-agent `~/.cursor/chats/<md5(cwd)>/<agent id>/store.db`: the `meta` row (hex JSON) and the
     content-addressed `blobs`, message blobs (JSON) in row order.
 Each row read becomes a key record (the row's key, exact) followed by its value: the exact JSON
 bytes as one record, or, for a value that holds a whole conversation (inline composer, chat
-tabs), records that tile it — one per message and the bytes between. Offsets run over that
+tabs), records that tile it — one per message and the bytes between, cut where a tab or composer
+ends, so no record holds the fields of two. Offsets run over that
 sequence, so `file_bytes` gives back every key and value read, in order. Other cursorDiskKV
 families (checkpoints, diffs, request context) are not read.
 
@@ -62,6 +65,7 @@ from .shared import (
     app_config_dirs,
     as_bytes,
     as_str,
+    element_spans,
     head_of,
     input_text,
     json_text,
@@ -71,7 +75,6 @@ from .shared import (
     scalar_members,
     sqlite_tables,
     text_bytes,
-    tile,
     wrapped_params,
 )
 from .walk import walk
@@ -97,6 +100,15 @@ ITEM_ORDER = (
     "aiService.prompts",
 )
 INLINE_SPEC: frozenset[Spec] = frozenset({("conversation", "[]")})
+# a workspace's composer list of the inline era (composerDataVersion 0): each composer holds its
+# messages in `conversation`; cut at each composer's bounds too, so the bytes of one composer's
+# fields are never in the record of another's
+WORKSPACE_COMPOSERS: frozenset[Spec] = frozenset({("allComposers", "[]")})
+WORKSPACE_INLINE_SPEC: frozenset[Spec] = frozenset({("allComposers", "[]", "conversation", "[]")})
+CONVERSATION_OPEN = re.compile(rb'"conversation"\s*:\s*\[\s*$')
+# how a value is cut into records: at the bounds of the elements of each set of places
+Cuts = tuple[frozenset[Spec], ...]
+Row = tuple[bytes, bytes | None, Cuts]
 TOOL_STATUS = {
     "completed": "completed",
     "success": "completed",
@@ -240,12 +252,12 @@ class CursorAdapter(CursorTools):
             else:
                 rows = _state_rows(conn, tables)
         pos = 0
-        for key, value, specs in rows:
+        for key, value, cuts in rows:
             out.append(RawRecord(pos, len(out) + 1, key, newline=False))
             pos += len(key)
             if value is None:
                 continue
-            parts = _tile_value(value, specs) if specs else [value]
+            parts = _tile_value(value, cuts) if cuts else [value]
             for part in parts:
                 out.append(RawRecord(pos, len(out) + 1, part, newline=False))
                 pos += len(part)
@@ -285,6 +297,8 @@ class CursorAdapter(CursorTools):
             return self._bubble(obj, error, cid, bid, st)
         if family == CHAT_DATA:
             return self._chat_part(obj, raw, st)
+        if family == "composer.composerData":
+            return self._workspace_composer_part(obj, raw, error, ctx, st)
         if family in ("aiService.generations", "aiService.prompts"):
             return self._prompt_history(family, obj, error, ctx, st)
         if family == "composer.composerHeaders":
@@ -298,7 +312,7 @@ class CursorAdapter(CursorTools):
 
     def _key(self, key: str, st: dict[str, Any]) -> Record:
         out = Record(entry_type="row-key", subtype=key.split(":", 1)[0])
-        st["tab"] = None
+        st["tab"] = st["ws_composer"] = None
         if key.startswith("composerData:"):
             cid = key.split(":", 1)[1]
             st.update(key=cid, family="composer", composer=cid, first=True)
@@ -451,6 +465,42 @@ class CursorAdapter(CursorTools):
         if status is not None or result is not None:
             out.tool_results.append(ToolResult(call_id, json_text(result), status or "completed"))
 
+    def _workspace_composer_part(
+        self, obj: Any, raw: bytes, error: str | None, ctx: FileContext, st: dict[str, Any]
+    ) -> Record:
+        """A workspace's composer list. In the inline era (composerDataVersion 0) each composer
+        holds its messages in `conversation`: one session per composer, its fields in the record
+        that opens the conversation, its messages the records after; later lists hold only heads
+        (the global database holds the chats) and are one record read for nothing else."""
+        cid = st.get("ws_composer")
+        if isinstance(obj, dict):
+            if cid is None:  # the whole list of heads, or a composer with no message
+                return Record(entry_type="composer-head" if "allComposers" not in obj else "composer-list")
+            st["n"] += 1
+            return self._bubble(obj, error, cid, as_str(obj.get("bubbleId")) or f"i{st['n']}", st)
+        opened = CONVERSATION_OPEN.search(raw)
+        if opened is None:  # the bytes between messages, or the fields after a conversation
+            out = Record(
+                entry_type="composer-part", session_id=cid, session=self._info(cid, st) if cid else None
+            )
+            if cid is not None and raw.lstrip().startswith(b"]"):  # the composer's fields after its messages
+                st["ws_composer"] = None  # what follows is no part of it
+                fields = scalar_members(raw)
+                if "name" in fields or "createdAt" in fields:
+                    self._composer_facts(out, fields, cid, ctx, st)
+                    out.cwd = None
+            return out
+        fields = scalar_members(raw[: opened.start()])
+        st["ws_composers"] = number = st.get("ws_composers", 0) + 1
+        cid = as_str(fields.get("composerId")) or f"{st['db_dir']}#composer{number}"
+        st["ws_composer"] = cid
+        st["heads"][cid] = True
+        st["inline_composers"] = True
+        out = Record(entry_type="composer", subtype="inline", session_id=cid)
+        self._composer_facts(out, fields, cid, ctx, st)
+        out.cwd = out.cwd or st["workspace"]
+        return out
+
     def _chat_part(self, obj: Any, raw: bytes, st: dict[str, Any]) -> Record:
         """The legacy chat panel: tabs of bubbles, one session per tab (`cursor-chat:<tabId>`)."""
         if isinstance(obj, dict):
@@ -498,7 +548,11 @@ class CursorAdapter(CursorTools):
         other record holds the chats: no chat tabs here, no composers in the global database."""
         kind = "generation" if family == "aiService.generations" else "prompt"
         if "prompts_sid" not in st:
-            alone = not st.get("chat_tabs") and not self._global_composers(ctx.path)
+            alone = (
+                not st.get("chat_tabs")
+                and not st.get("inline_composers")
+                and not self._global_composers(ctx.path)
+            )
             st["prompts_sid"] = f"cursor-prompts:{st['db_dir']}" if alone else None
             st["gen_times"] = {}
         sid = st["prompts_sid"]
@@ -669,19 +723,24 @@ def _has_table(path: Path, names: tuple[str, ...]) -> bool:
     return any(n in tables for n in names)
 
 
-def _tile_value(value: bytes, specs: frozenset[Spec]) -> list[bytes]:
+def _tile_value(value: bytes, cuts: Cuts) -> list[bytes]:
+    """Records that tile `value` exactly, cut at the start and end of every element found at each
+    set of places in `cuts` (an element inside another stays whole: its container is cut outside it)."""
     try:
         orjson.loads(value)
     except orjson.JSONDecodeError:
         return [value]
-    return [r.raw for r in tile(value, specs)]
+    bounds = {0, len(value)}
+    for specs in cuts:
+        for start, end in element_spans(value, specs):
+            bounds.update((start, end))
+    points = sorted(bounds)
+    return [value[a:b] for a, b in zip(points, points[1:], strict=False)]
 
 
-def _state_rows(
-    conn: sqlite3.Connection, tables: set[str]
-) -> list[tuple[bytes, bytes | None, frozenset[Spec] | None]]:
-    """(key, value, specs to tile the value by) in reading order."""
-    rows: list[tuple[bytes, bytes | None, frozenset[Spec] | None]] = []
+def _state_rows(conn: sqlite3.Connection, tables: set[str]) -> list[Row]:
+    """(key, value, where to cut the value into records) in reading order."""
+    rows: list[Row] = []
     if "ItemTable" in tables:
         marks = ", ".join("?" * len(ITEM_KEYS))
         found = {
@@ -690,10 +749,8 @@ def _state_rows(
         }
         for key in ITEM_ORDER:
             if key in found:
-                specs = (
-                    CHAT_SPECS if key == CHAT_DATA else LIST_SPEC if key.startswith("aiService.") else None
-                )
-                rows.append((text_bytes(key), as_bytes(found[key]), specs))
+                value = as_bytes(found[key])
+                rows.append((text_bytes(key), value, _item_cuts(key, value)))
     if "cursorDiskKV" not in tables:
         return rows
     composers: list[tuple[Any, str, bytes | None]] = []
@@ -715,13 +772,35 @@ def _state_rows(
     for _, key, data in sorted(composers, key=lambda c: (c[0], c[1])):
         cid = key.split(":", 1)[1]
         inline = data is not None and b'"conversation"' in data and _has_inline(data)
-        rows.append((text_bytes(key), data, INLINE_SPEC if inline else None))
+        rows.append((text_bytes(key), data, (INLINE_SPEC,) if inline else ()))
         for bid, value in _ordered(data, bubbles.pop(cid, [])):
-            rows.append((text_bytes(f"bubbleId:{cid}:{bid}"), value, None))
+            rows.append((text_bytes(f"bubbleId:{cid}:{bid}"), value, ()))
     for cid in sorted(bubbles):  # bubbles whose composer row is gone: kept, not attached
         for bid, value in bubbles[cid]:
-            rows.append((text_bytes(f"bubbleId:{cid}:{bid}"), value, None))
+            rows.append((text_bytes(f"bubbleId:{cid}:{bid}"), value, ()))
     return rows
+
+
+def _item_cuts(key: str, value: bytes | None) -> Cuts:
+    """Where an ItemTable value is cut into records: the chat tabs' messages, the prompt history's
+    entries, the messages of a workspace's inline composers (none when its list holds only heads)."""
+    if key == CHAT_DATA:
+        return (CHAT_SPECS,)
+    if key.startswith("aiService."):
+        return (LIST_SPEC,)
+    if key == "composer.composerData" and value is not None and _has_workspace_inline(value):
+        return (WORKSPACE_COMPOSERS, WORKSPACE_INLINE_SPEC)
+    return ()
+
+
+def _has_workspace_inline(data: bytes) -> bool:
+    """Whether a workspace's composer list holds a composer's messages (the inline era)."""
+    parsed, _ = loads(data)
+    composers = parsed.get("allComposers") if isinstance(parsed, dict) else None
+    return isinstance(composers, list) and any(
+        isinstance(c, dict) and isinstance(c.get("conversation"), list) and c["conversation"]
+        for c in composers
+    )
 
 
 def _has_inline(data: bytes) -> bool:
@@ -759,12 +838,12 @@ def _ordered(composer: bytes | None, rows: list[tuple[str, bytes | None]]) -> li
     return [rows[i] for i in order]
 
 
-def _agent_store_rows(conn: sqlite3.Connection) -> list[tuple[bytes, bytes | None, frozenset[Spec] | None]]:
-    rows: list[tuple[bytes, bytes | None, frozenset[Spec] | None]] = []
+def _agent_store_rows(conn: sqlite3.Connection) -> list[Row]:
+    rows: list[Row] = []
     for key, value in conn.execute("SELECT key, value FROM meta ORDER BY rowid"):
-        rows.append((text_bytes(f"meta:{key}"), as_bytes(value), None))
+        rows.append((text_bytes(f"meta:{key}"), as_bytes(value), ()))
     for blob_id, data in conn.execute("SELECT id, data FROM blobs ORDER BY rowid"):
-        rows.append((text_bytes(f"blob:{blob_id}"), as_bytes(data), None))
+        rows.append((text_bytes(f"blob:{blob_id}"), as_bytes(data), ()))
     return rows
 
 

@@ -184,3 +184,53 @@ def transcript_lines() -> list[dict]:
         {"type": "error", "error": "Provider Error: upstream timeout"},
         {"role": "assistant", "message": {"content": [{"type": "text", "text": "All green."}]}},
     ]
+
+
+INLINE_A = "07210ecf-1d64-4f1c-8a61-5b4c5c974f1d"
+INLINE_B = "07210ecf-2222-4f1c-8a61-5b4c5c974f1d"
+
+
+def inline_era_workspace(root: Path) -> Path:
+    """A workspace database of the inline era (late 2024, composerDataVersion 0): its composer list
+    holds each composer's messages in `conversation`, and there is no global database. The second
+    composer's own fields are written after its messages; the third has none (a head only)."""
+    composers = {
+        "allComposers": [
+            {
+                "composerId": INLINE_A,
+                "name": "create settings page",
+                "createdAt": 1731815068736,
+                "lastUpdatedAt": 1731815328693,
+                "status": "completed",
+                "conversation": [
+                    {"type": 1, "bubbleId": "a-u1", "text": "create a settings page", "context": {}},
+                    {"type": 2, "bubbleId": "a-a1", "text": "I'll create settings.page.ts", "codeBlocks": []},
+                    {"type": 1, "bubbleId": "a-u2", "text": "add an API key field"},
+                ],
+                "codeBlockData": {},
+                "tabs": [{"type": "composer"}],
+            },
+            {
+                "composerId": INLINE_B,
+                "conversation": [
+                    {"type": 1, "bubbleId": "b-u1", "text": "rename the route"},
+                    {"type": 2, "bubbleId": "b-a1", "text": "Renamed."},
+                ],
+                "name": "rename route",
+                "createdAt": 1731900000000,
+            },
+            {"composerId": "head-only", "name": "empty", "createdAt": 1731950000000, "conversation": []},
+        ],
+        "selectedComposerId": INLINE_A,
+        "composerDataVersion": 0,
+    }
+    ws = user_dir(root) / "workspaceStorage" / WORKSPACE
+    make_db(
+        ws / "state.vscdb",
+        items=[
+            ("composer.composerData", json.dumps(composers)),
+            ("aiService.prompts", dumps([{"text": "create a settings page", "commandType": 4}])),
+        ],
+    ).close()
+    (ws / "workspace.json").write_text(dumps({"folder": "file:///home/dev/shop%20app"}))
+    return ws / "state.vscdb"

@@ -17,10 +17,13 @@ from tests.builders.cursor import (
     CHILD,
     COMPOSER,
     GONE,
+    INLINE_A,
+    INLINE_B,
     LEGACY,
     WORKSPACE,
     bubble,
     dumps,
+    inline_era_workspace,
     install,
     make_db,
     transcript_lines,
@@ -220,6 +223,45 @@ def test_workspace_database_legacy_chat_tabs_and_composer_folders(conn, tmp_path
         session(conn, COMPOSER)["project_path"] == "/srv/parser"
     )  # found through the workspace's composer list
     assert {r[0] for r in conn.execute("SELECT agent FROM source_files")} == {"cursor"}
+
+
+def item_rows_are_stored_exactly(conn: sqlite3.Connection, path: Path, keys: tuple[str, ...]) -> None:
+    """A workspace database read gives back each row read, its key then its value, byte for byte."""
+    from threadloom.core.read.archive import file_bytes
+
+    source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    found = dict(source.execute("SELECT key, value FROM ItemTable"))
+    source.close()
+    fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path),)).fetchone()[0]
+    expected = b"".join(k.encode() + found[k].encode() for k in keys)
+    assert file_bytes(conn, fid) == (expected, True)
+
+
+def test_workspace_composers_of_the_inline_era(conn, tmp_path):
+    """A late-2024 workspace keeps its composers' messages inline in `composer.composerData`: each
+    composer is a session (its name, creation time, messages in order), not hidden behind the
+    prompt history, and the value is stored in records that give it back exactly."""
+    path = inline_era_workspace(tmp_path)
+    ingest(conn, user_dir(tmp_path))
+    a, b = session(conn, INLINE_A), session(conn, INLINE_B)
+    assert (a["source"], a["title"], a["created_at"], a["project_path"], a["turn_count"]) == (
+        "cursor",
+        "create settings page",
+        1731815068736,
+        "/home/dev/shop app",
+        2,
+    )
+    assert shown(conn, INLINE_A) == [
+        ("user", "create a settings page"),
+        ("assistant", "I'll create settings.page.ts"),
+        ("user", "add an API key field"),
+    ]
+    # its fields written after its messages are still its own
+    assert (b["title"], b["created_at"]) == ("rename route", 1731900000000)
+    assert shown(conn, INLINE_B) == [("user", "rename the route"), ("assistant", "Renamed.")]
+    sessions = {r[0] for r in conn.execute("SELECT id FROM agent_sessions")}
+    assert sessions == {INLINE_A, INLINE_B}  # the prompts are those chats again; a head alone is none
+    item_rows_are_stored_exactly(conn, path, ("composer.composerData", "aiService.prompts"))
 
 
 def test_cursor_agent_store_db(conn, tmp_path):
