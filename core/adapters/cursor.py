@@ -89,6 +89,8 @@ ITEM_KEYS = (
     "aiService.generations",
 )
 CHAT_SPECS: frozenset[Spec] = frozenset({("tabs", "[]", "bubbles", "[]"), ("tabs", "[]", "messages", "[]")})
+# each tab too, so its fields written after its messages (`lastSendTime`) are in its own record
+TAB_SPECS: frozenset[Spec] = frozenset({("tabs", "[]")})
 LIST_SPEC: frozenset[Spec] = frozenset({("[]",)})
 # ItemTable rows in reading order: the chat tabs before the prompt history, whose session is made
 # only when nothing else holds the chats; the generations (with times) before the prompts (without)
@@ -524,21 +526,33 @@ class CursorAdapter(CursorTools):
             out.is_prompt = out.role == "user" and out.is_message
             return out
         out = Record(entry_type="chat-part", session_id=st["tab"])
-        for m in TABS_OPEN.finditer(raw):  # a tab's messages open here: name it by the id before it
-            ids = TAB_ID.findall(raw, 0, m.start())
-            st["tabs"] += 1
-            # a tab whose id is written after its messages is named by the workspace and its place
-            tab = ids[-1].decode("utf-8", "replace") if ids else f"{st['db_dir']}#{st['tabs']}"
-            st["tab"] = f"cursor-chat:{tab}"
-            out.session_id = st["tab"]
-            fields = scalar_members(raw[: m.start()])
-            out.session = SessionInfo(source=AGENT, external_id=tab)
-            title = as_str(fields.get("chatTitle")) or as_str(fields.get("title"))
-            if title:
-                out.content, out.title, out.entry_type = title, ("ai-title", title), "ai-title"
-            out.cwd = st["workspace"]
-            out.timestamp = parse_iso_ms(fields.get("lastSendTime") or fields.get("createdAt"))
+        opened = TABS_OPEN.search(raw)
+        if opened is None:
+            if st["tab"] is not None and raw.lstrip().startswith(b"]"):
+                # the tab's fields written after its messages (`lastSendTime` is): its own
+                self._tab_fields(out, scalar_members(raw), st)
+                st["tab"] = None  # what follows is no part of it
+            return out
+        # a tab (cut at its bounds) whose messages open here: named by the id before them
+        ids = TAB_ID.findall(raw, 0, opened.start())
+        st["tabs"] += 1
+        # a tab whose id is written after its messages is named by the workspace and its place
+        tab = ids[-1].decode("utf-8", "replace") if ids else f"{st['db_dir']}#{st['tabs']}"
+        st["tab"] = f"cursor-chat:{tab}"
+        out.session_id = st["tab"]
+        out.cwd = st["workspace"]
+        self._tab_fields(out, scalar_members(raw), st)
+        if not raw.rstrip().endswith(b"["):  # a tab with no message: the whole tab in this record
+            st["tab"] = None
         return out
+
+    def _tab_fields(self, out: Record, fields: dict[str, Any], st: dict[str, Any]) -> None:
+        """A chat tab's title and time, from the fields before or after its messages."""
+        out.session = SessionInfo(source=AGENT, external_id=st["tab"].split(":", 1)[1])
+        title = as_str(fields.get("chatTitle")) or as_str(fields.get("title"))
+        if title:
+            out.content, out.title, out.entry_type = title, ("ai-title", title), "ai-title"
+        out.timestamp = parse_iso_ms(fields.get("lastSendTime") or fields.get("createdAt"))
 
     def _prompt_history(
         self, family: str, obj: Any, error: str | None, ctx: FileContext, st: dict[str, Any]
@@ -785,7 +799,7 @@ def _item_cuts(key: str, value: bytes | None) -> Cuts:
     """Where an ItemTable value is cut into records: the chat tabs' messages, the prompt history's
     entries, the messages of a workspace's inline composers (none when its list holds only heads)."""
     if key == CHAT_DATA:
-        return (CHAT_SPECS,)
+        return (TAB_SPECS, CHAT_SPECS)
     if key.startswith("aiService."):
         return (LIST_SPEC,)
     if key == "composer.composerData" and value is not None and _has_workspace_inline(value):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from threadloom.core.adapters import ADAPTERS
-from threadloom.core.adapters.cursor import CursorAdapter, tag_time
+from threadloom.core.adapters.cursor import CHAT_DATA, CursorAdapter, tag_time
 from threadloom.core.ingest.pipeline import run_ingest
 from threadloom.core.read.query import messages
 from threadloom.core.store import db
@@ -262,6 +262,44 @@ def test_workspace_composers_of_the_inline_era(conn, tmp_path):
     sessions = {r[0] for r in conn.execute("SELECT id FROM agent_sessions")}
     assert sessions == {INLINE_A, INLINE_B}  # the prompts are those chats again; a head alone is none
     item_rows_are_stored_exactly(conn, path, ("composer.composerData", "aiService.prompts"))
+
+
+def test_chat_tabs_keep_their_own_time_written_after_their_messages(conn, tmp_path):
+    """The chat panel writes a tab's `lastSendTime` after its bubbles: each tab has its own time,
+    not the one of the tab before it (the first had none, the last's was lost)."""
+    ws = user_dir(tmp_path) / "workspaceStorage" / WORKSPACE
+
+    def tab(tab_id: str, question: str, sent: int) -> dict:
+        return {
+            "tabId": tab_id,
+            "chatTitle": f"Tab {tab_id}",
+            "bubbles": [{"type": "user", "id": f"{tab_id}-u", "text": question}],
+            "lastSendTime": sent,
+            "tabState": "chat",
+        }
+
+    chat = {
+        "tabs": [
+            tab("a", "qa", 1731818231743),
+            {"tabId": "empty", "bubbles": [], "lastSendTime": 1731800000000},
+            tab("b", "qb", 1731814419726),
+            tab("c", "qc", 1731783988261),
+        ],
+        "selectedTabId": "a",
+        "chatDataVersion": 1,
+    }
+    make_db(ws / "state.vscdb", items=[(CHAT_DATA, json.dumps(chat))]).close()
+    ingest(conn, user_dir(tmp_path))
+    times = conn.execute(
+        "SELECT id, created_at, ended_at FROM agent_sessions WHERE turn_count > 0 ORDER BY id"
+    )
+    assert times.fetchall() == [
+        ("cursor-chat:a", 1731818231743, 1731818231743),
+        ("cursor-chat:b", 1731814419726, 1731814419726),
+        ("cursor-chat:c", 1731783988261, 1731783988261),
+    ]
+    assert [shown(conn, f"cursor-chat:{t}") for t in "abc"] == [[("user", f"q{t}")] for t in "abc"]
+    item_rows_are_stored_exactly(conn, ws / "state.vscdb", (CHAT_DATA,))
 
 
 def test_cursor_agent_store_db(conn, tmp_path):
