@@ -414,10 +414,7 @@ class CursorAdapter(CursorTools):
         out.parent_uuid = st["last"].get(cid)
         st["last"][cid] = out.uuid
         btype = b.get("type")
-        out.timestamp = parse_iso_ms(b.get("createdAt"))
-        timing = b.get("timingInfo")
-        if out.timestamp is None and isinstance(timing, dict):
-            out.timestamp = parse_iso_ms(timing.get("clientStartTime"))
+        out.timestamp = bubble_time(b)
         info = b.get("modelInfo")
         if isinstance(info, dict):
             out.model = as_str(info.get("modelName"))
@@ -711,6 +708,29 @@ class CursorAdapter(CursorTools):
                     by_composer.setdefault(head["composerId"], folder)
         self._folders[str(storage)] = (stamp, by_workspace, by_composer)
         return by_workspace, by_composer
+
+
+# 2000-01-01 in unix ms: a bubble's time before it is no wall-clock time (see `bubble_time`)
+EARLIEST_MS = 946_684_800_000
+# a bubble's `timingInfo` fields, the wall-clock ones first: 1.x builds write `clientStartTime` as
+# performance.now() (ms since the window opened), the others as unix ms
+TIMING_KEYS = ("clientRpcSendTime", "clientSettleTime", "clientEndTime", "clientStartTime")
+
+
+def bubble_time(bubble: dict[str, Any]) -> int | None:
+    """A bubble's time (unix ms): its `createdAt`, else the first of its `timingInfo` times that is a
+    wall-clock time; None when it has none (the composer's own times stand for it)."""
+    timing = bubble.get("timingInfo")
+    values = [bubble.get("createdAt")] + (
+        [timing.get(k) for k in TIMING_KEYS] if isinstance(timing, dict) else []
+    )
+    for value in values:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < EARLIEST_MS:
+            continue  # a count of ms since something else than the epoch, read as seconds by parse_iso_ms
+        ms = parse_iso_ms(value)
+        if ms is not None and ms >= EARLIEST_MS:
+            return ms
+    return None
 
 
 def _meta_cwd(meta: Path) -> str | None:

@@ -302,6 +302,41 @@ def test_chat_tabs_keep_their_own_time_written_after_their_messages(conn, tmp_pa
     item_rows_are_stored_exactly(conn, ws / "state.vscdb", (CHAT_DATA,))
 
 
+def test_a_bubble_is_timed_by_its_wall_clock_times_only(conn, tmp_path):
+    """Cursor 1.x writes a bubble's `timingInfo.clientStartTime` as ms since the window opened
+    (8830804.6): that put the answer in April 1970 and the session's duration below zero. The
+    bubble's time is its first wall-clock time; a bubble with none is timed by its composer."""
+    composer = {
+        "_v": 9,
+        "composerId": COMPOSER,
+        "name": "Hello and greetings",
+        "createdAt": 1757793253359,
+        "fullConversationHeadersOnly": [{"bubbleId": "u1", "type": 1}, {"bubbleId": "a1", "type": 2}],
+    }
+    timing = {
+        "clientStartTime": 8830804.600000001,
+        "clientRpcSendTime": 1757793969852,
+        "clientSettleTime": 1757793971776,
+        "clientEndTime": 1757793971776,
+    }
+    make_db(
+        user_dir(tmp_path) / "globalStorage" / "state.vscdb",
+        kv=[
+            (f"composerData:{COMPOSER}", dumps(composer)),
+            bubble("u1", 1, "hello", timingInfo={"clientStartTime": 8830000.5}),
+            bubble("a1", 2, "Hello! How can I help?", timingInfo=timing),
+        ],
+    ).close()
+    ingest(conn, user_dir(tmp_path))
+    times = conn.execute(
+        "SELECT content, timestamp FROM entries WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq",
+        (COMPOSER,),
+    )
+    assert times.fetchall() == [("hello", None), ("Hello! How can I help?", 1757793969852)]
+    s = session(conn, COMPOSER)
+    assert (s["created_at"], s["ended_at"]) == (1757793253359, 1757793969852)
+
+
 def test_cursor_agent_store_db(conn, tmp_path):
     chat = tmp_path / ".cursor" / "chats" / "46d408964d3ec2a21d9a23d01b13d82c" / "agent-1"
     chat.mkdir(parents=True)
