@@ -13,7 +13,8 @@ macOS and Windows folders):
     Cline's own totals count those too);
   * `tasks/<taskId>/api_conversation_history.json`: the model-facing history. Kept record by
     record; it becomes the shown conversation (with native tool_use ids and `metrics.tokens`)
-    only when the task has no `ui_messages.json`, so nothing is shown or counted twice;
+    only when the task has no `ui_messages.json`, so nothing is shown or counted twice; a native
+    call's result is a `tool_result` block or (Cline 3.x, 2026) a `[tool for 'x'] Result:` text block;
   * `task_metadata.json` (models, Cline version), `history_item.json` / `tasks/_index.json` (Roo:
     workspace, parent task → subtask tree) and `state/taskHistory.json` (Cline: the working
     folder a task started in).
@@ -86,6 +87,12 @@ UUID_DIR = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 CWD_IN_TEXT = re.compile(r"# Current (?:Working|Workspace) Directory \((.+?)\)")
 TAGGED_PROMPT = re.compile(r"<(task|feedback|answer|user_message)>\s*(.*?)\s*</\1>", re.S)
 ENV_DETAILS = re.compile(r"<environment_details>.*?</environment_details>", re.S)
+# a native tool call's result as Cline 3.x (2026) sends it back: a text block of the next user
+# message, `[read_file for 'src/a.ts'] Result:\n…`, one per call in call order (no tool_result block)
+TEXT_RESULT = re.compile(r"^\[([A-Za-z_][\w-]*)\b.*?\] Result:[ \t]*\n?", re.S)
+# how Cline words a result that is no success (formatResponse.toolError, toolDenied*)
+TOOL_ERROR = "The tool execution failed with the following error:"
+TOOL_DENIED = "The user denied this operation"
 USER_INPUT = re.compile(r"^\s*<user_input[^>]*>\s*(.*?)\s*</user_input>\s*$", re.S)
 
 # ui_messages.json: what each ask/say means (ExtensionMessage.ts of Cline and Roo Code)
@@ -628,9 +635,20 @@ class ClineAdapter(Adapter):
             out.is_meta = True  # the task's ui_messages.json is the conversation shown
             return out
         self._chain(out, st)
-        _blocks(out, m.get("content"), role)
+        content = m.get("content")
+        open_calls: list[tuple[str, str]] = st.setdefault("api_open", [])
+        result_texts: list[str] = []
         if role == "user":
-            out.is_prompt, out.content = _api_prompt(m.get("content"))
+            content, result_texts = _text_results(out, content, open_calls)
+        _blocks(out, content, role)
+        if result_texts:
+            out.tool_text = "\n".join(t for t in (out.tool_text, *result_texts) if t) or None
+        answered = {r.tool_use_id for r in out.tool_results}
+        open_calls[:] = [c for c in open_calls if c[0] not in answered]
+        if role == "assistant":
+            open_calls.extend((u.id, u.name) for u in out.tool_uses)
+        if role == "user":
+            out.is_prompt, out.content = _api_prompt(content)
             if st["cwd"] is None:
                 texts = _all_text(m.get("content"))
                 found = CWD_IN_TEXT.search(texts) if texts else None
@@ -869,6 +887,36 @@ def _api_prompt(content: Any) -> tuple[bool, str | None]:
     if not bare or bare.startswith("[") or bare.startswith("<"):
         return False, bare or None  # tool results ("[read_file for 'x'] Result:") and injected context
     return True, bare
+
+
+def _text_results(out: Record, content: Any, open_calls: list[tuple[str, str]]) -> tuple[Any, list[str]]:
+    """The `[tool for 'x'] Result:` text blocks of a user message taken as the results of the open
+    native calls they answer (the oldest open call of that tool; Cline sends one per call, in call
+    order): (the message's other blocks, the results' texts). A block no open call of its tool
+    waits for (the XML-tool era's results) stays text."""
+    if not isinstance(content, list) or not open_calls:
+        return content, []
+    rest: list[Any] = []
+    texts: list[str] = []
+    for block in content:
+        text = block.get("text") if isinstance(block, dict) and block.get("type") == "text" else None
+        head = TEXT_RESULT.match(text) if isinstance(text, str) else None
+        call = next((c for c in open_calls if head and c[1] == head.group(1)), None)
+        if head is None or call is None or not isinstance(text, str):
+            rest.append(block)
+            continue
+        open_calls.remove(call)
+        body = text[head.end() :]
+        status = (
+            "failed"
+            if body.lstrip().startswith(TOOL_ERROR)
+            else "rejected"
+            if body.lstrip().startswith(TOOL_DENIED)
+            else "completed"
+        )
+        out.tool_results.append(ToolResult(call[0], json_text(body), status))
+        texts.append(body)
+    return rest, texts
 
 
 def _blocks(out: Record, content: Any, role: str | None) -> None:

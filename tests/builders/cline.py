@@ -127,3 +127,44 @@ def api_history() -> list[dict]:
             "ts": 1004,
         },
     ]
+
+
+def native_tools_history() -> list[dict]:
+    """A Cline 3.x API history of native tool calls (spring 2026): `tool_use` blocks, their results
+    sent back as `[tool for 'x'] Result:` text blocks of the next user message, in call order."""
+    model = {"modelId": "claude_4_5_opus", "providerId": "openai", "mode": "act"}
+
+    def call(call_id: str, name: str, params: dict) -> dict:
+        return {"type": "tool_use", "id": call_id, "name": name, "input": params, "call_id": call_id}
+
+    def text(value: str) -> dict:
+        return {"type": "text", "text": value}
+
+    env = text("<environment_details>\n# Current Time\n4/24/2026\n</environment_details>")
+    return [
+        {"role": "user", "ts": 3000, "content": [text("<task>\nCreate hello.ts\n</task>"), env]},
+        {
+            "role": "assistant",
+            "ts": 3001,
+            "modelInfo": model,
+            "content": [
+                call("t1", "read_file", {"path": "README.md"}),
+                call("t2", "read_file", {"path": "missing.md"}),
+                call("t3", "execute_command", {"command": "npm test"}),
+            ],
+        },
+        {
+            "role": "user",
+            "ts": 3002,
+            "content": [
+                text("[read_file for 'README.md'] Result:\n1 | hello readme"),
+                text(
+                    "[read_file for 'missing.md'] Result:\nThe tool execution failed with the "
+                    "following error:\n<error>\nFile not found\n</error>"
+                ),
+                text("[execute_command for 'npm test'] Result:\nThe user denied this operation."),
+                env,
+            ],
+        },
+        {"role": "assistant", "ts": 3003, "modelInfo": model, "content": [text("Done.")]},
+    ]

@@ -21,6 +21,7 @@ from tests.builders.cline import (
     api_history,
     api_req,
     ask,
+    native_tools_history,
     say,
     storage,
     task_folder,
@@ -164,6 +165,27 @@ def test_task_without_ui_messages_shows_the_api_history(conn, tmp_path):
         '"a.py"',
     )
     assert [c for _, c in shown(conn, TASK)][0] == "list files"
+
+
+def test_native_tool_results_sent_back_as_text_blocks(conn, tmp_path):
+    """Cline 3.x (2026) sends a native call's result back as a `[read_file for 'x'] Result:` text
+    block: every call stayed pending with no output and the results showed as the user's words.
+    Each block is the result of the open call of its tool, in call order, failed or rejected as
+    Cline words it."""
+    folder = task_folder(tmp_path, api=native_tools_history())
+    ingest(conn, storage(tmp_path))
+    calls = conn.execute("SELECT id, status, result_json FROM agent_tool_calls ORDER BY id").fetchall()
+    assert [(c[0], c[1]) for c in calls] == [("t1", "completed"), ("t2", "failed"), ("t3", "rejected")]
+    assert json.loads(calls[0][2]) == "1 | hello readme"
+    assert "File not found" in json.loads(calls[1][2])
+    assert shown(conn, TASK) == [
+        ("user", "Create hello.ts"),
+        ("assistant", None),
+        ("user", None),
+        ("assistant", "Done."),
+    ]
+    assert session(conn, TASK)["turn_count"] == 1
+    assert round_trips(conn, folder / "api_conversation_history.json")
 
 
 def test_roo_task_subtask_condense_and_openai_usage(conn, tmp_path):
