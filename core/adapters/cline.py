@@ -295,7 +295,7 @@ class ClineAdapter(Adapter):
         """An edit's SEARCH/REPLACE blocks (`diff` in the API history, `content` or `diff` in the UI
         log) as the texts it replaced: it changed 0 lines in the stats and drew no diff."""
         if name in SEARCH_REPLACE_TOOLS:
-            path = string_param(params, ("path", "file_path"))
+            path = string_param(params, ("path", "file_path", "absolutePath"))
             text = params.get("diff") if isinstance(params.get("diff"), str) else params.get("content")
             blocks = replaced_blocks(text) if isinstance(text, str) else []
             if path is not None and blocks:

@@ -32,7 +32,18 @@ HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 PATCH_BEGIN, PATCH_END = "*** Begin Patch", "*** End Patch"
 
 # parameter names edit tools use for the file, its new content and the replaced texts
-PATH_KEYS = ("file_path", "filePath", "path", "target_file", "absolute_path", "notebook_path", "filename")
+# `absolutePath`: Cline 3.x's native write_to_file / replace_in_file; `targetFile`: Cursor 1.x
+PATH_KEYS = (
+    "file_path",
+    "filePath",
+    "path",
+    "target_file",
+    "absolute_path",
+    "absolutePath",
+    "targetFile",
+    "notebook_path",
+    "filename",
+)
 CONTENT_KEYS = ("content", "file_text", "contents", "text")
 OLD_KEYS = ("old_string", "oldString", "old_str")
 NEW_KEYS = ("new_string", "newString", "new_str")

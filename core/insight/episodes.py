@@ -33,7 +33,17 @@ PROMPT_CHARS = 2000
 ANSWER_CHARS = 2000
 
 # the input fields that name a file, across the agents' tools
-PATH_KEYS = ("file_path", "path", "notebook_path", "filePath", "absolute_path", "target_file", "filename")
+PATH_KEYS = (
+    "file_path",
+    "path",
+    "notebook_path",
+    "filePath",
+    "absolute_path",
+    "absolutePath",
+    "target_file",
+    "targetFile",
+    "filename",
+)
 PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 
 

@@ -70,12 +70,16 @@ def tool_summary(call: ToolCall) -> str:
 
 
 # the input fields that say what a call is about, in the order they are looked for (`filePath`:
-# OpenCode's write, read and edit)
+# OpenCode's write, read and edit; `absolutePath`: Cline 3.x's native file tools; `target_file`,
+# `targetFile`: Cursor's)
 SUMMARY_KEYS = (
     "command",
     "file_path",
     "filePath",
     "path",
+    "absolutePath",
+    "target_file",
+    "targetFile",
     "pattern",
     "url",
     "query",

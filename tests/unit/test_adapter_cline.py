@@ -188,6 +188,55 @@ def test_native_tool_results_sent_back_as_text_blocks(conn, tmp_path):
     assert round_trips(conn, folder / "api_conversation_history.json")
 
 
+def test_native_file_tools_name_their_file_absolute_path(conn, tmp_path):
+    """Cline 3.x's native write_to_file and replace_in_file name their file `absolutePath`: their
+    lines counted +0 -0 and the call's line showed its raw JSON; they count and show the path."""
+    from threadloom.core.read.calls import tool_summary
+    from threadloom.core.read.query import messages
+
+    path = "c:\\Apps\\demo\\hello.ts"
+    blocks = "------- SEARCH\nexport const b = 2;\n=======\nexport const b = 3;\n+++++++ REPLACE\n"
+    api = [
+        {
+            "role": "user",
+            "ts": 2000,
+            "content": [{"type": "text", "text": "<task>\nCreate hello.ts\n</task>"}],
+        },
+        {
+            "role": "assistant",
+            "ts": 2001,
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "t1",
+                    "name": "write_to_file",
+                    "input": {"absolutePath": path, "content": "export const a = 1;\nexport const b = 2;\n"},
+                },
+                {
+                    "type": "tool_use",
+                    "id": "t2",
+                    "name": "replace_in_file",
+                    "input": {"absolutePath": path, "diff": blocks},
+                },
+            ],
+        },
+        {
+            "role": "user",
+            "ts": 2002,
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "ok"},
+                {"type": "tool_result", "tool_use_id": "t2", "content": "ok"},
+            ],
+        },
+    ]
+    task_folder(tmp_path, api=api)
+    ingest(conn, storage(tmp_path))
+    assert conn.execute(
+        "SELECT sum(lines_added), sum(lines_removed) FROM agent_file_changes WHERE path = ?", (path,)
+    ).fetchone() == (3, 1)
+    assert [tool_summary(c) for m in messages(conn, TASK) for c in m.tool_calls] == [path, path]
+
+
 def test_roo_task_subtask_condense_and_openai_usage(conn, tmp_path):
     ext = "rooveterinaryinc.roo-cline"
     task_folder(

@@ -337,6 +337,25 @@ def test_a_bubble_is_timed_by_its_wall_clock_times_only(conn, tmp_path):
     assert (s["created_at"], s["ended_at"]) == (1757793253359, 1757793969852)
 
 
+def test_a_cursor_1_read_file_call_names_its_file_target_file(conn, tmp_path):
+    """Cursor 1.x's read_file names its file `targetFile`: the call's line showed its raw JSON."""
+    from threadloom.core.read.calls import tool_summary
+
+    tool = {
+        "name": "read_file",
+        "toolCallId": "toolu_r",
+        "rawArgs": dumps({"targetFile": "src/app.ts", "shouldReadEntireFile": True}),
+        "status": "completed",
+    }
+    composer = {"composerId": COMPOSER, "fullConversationHeadersOnly": [{"bubbleId": "r1"}]}
+    make_db(
+        user_dir(tmp_path) / "globalStorage" / "state.vscdb",
+        kv=[(f"composerData:{COMPOSER}", dumps(composer)), bubble("r1", 2, "", toolFormerData=tool)],
+    ).close()
+    ingest(conn, user_dir(tmp_path))
+    assert [tool_summary(c) for m in messages(conn, COMPOSER) for c in m.tool_calls] == ["src/app.ts"]
+
+
 def test_cursor_agent_store_db(conn, tmp_path):
     chat = tmp_path / ".cursor" / "chats" / "46d408964d3ec2a21d9a23d01b13d82c" / "agent-1"
     chat.mkdir(parents=True)
