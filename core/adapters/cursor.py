@@ -13,7 +13,7 @@ Databases ("database" mode; see `shared.open_sqlite` for how they are opened wit
     workspace's composer list (`composer.composerData`), which in the inline era (late 2024,
     composerDataVersion 0) holds each composer's messages in `conversation`: one session per
     composer; `workspace.json` beside it names the project folder, which is how composers of
-    builds without `workspaceIdentifier` get their project. Its prompt history
+    builds without `workspaceIdentifier` get their project (it is kept whole, a "side" file). Its prompt history
     (`aiService.prompts`, timed by `aiService.generations`) is a session `cursor-prompts:<id>` only
     where nothing else holds the chats (no chat tabs, no composers in the global database);
   * cursor-agent `~/.cursor/chats/<md5(cwd)>/<agent id>/store.db`: the `meta` row (hex JSON) and the
@@ -80,6 +80,7 @@ from .shared import (
 from .walk import walk
 
 AGENT = "cursor"
+WORKSPACE_FILE = "workspace.json"
 CHAT_DATA = "workbench.panel.aichat.view.aichat.chatdata"
 ITEM_KEYS = (
     CHAT_DATA,
@@ -204,6 +205,8 @@ class CursorAdapter(CursorTools):
 
     def claims(self, path: Path, explicit: bool = False) -> bool:
         name = path.name
+        if name == WORKSPACE_FILE:
+            return _workspace_side(path)
         if name == "state.vscdb" and "Cursor" in path.parts:
             return True
         if name == "store.db" and "chats" in path.parts and ".cursor" in path.parts:
@@ -216,7 +219,10 @@ class CursorAdapter(CursorTools):
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if root.is_file():
-            if self.claims(root, explicit=True):
+            if root.name == WORKSPACE_FILE:
+                if _workspace_side(root):
+                    yield SourceRef(root, AGENT, "side", root.parent.name)
+            elif self.claims(root, explicit=True):
                 yield SourceRef(root, AGENT, "database", root.parent.name)
             return
         if not root.is_dir():
@@ -232,15 +238,17 @@ class CursorAdapter(CursorTools):
                 and not (Path(dirpath).name == "globalStorage" and "." in d)
             )
             for fname in filenames:
+                path = Path(dirpath) / fname
                 if fname.endswith((".vscdb", "store.db")):
-                    path = Path(dirpath) / fname
                     if self.claims(path):
                         yield SourceRef(path, AGENT, "database", path.parent.name)
+                elif fname == WORKSPACE_FILE and _workspace_side(path):
+                    yield SourceRef(path, AGENT, "side", path.parent.name)
 
     side_files = True
 
     def stat_paths(self, path: Path) -> list[Path]:
-        return [Path(str(path) + "-wal")]
+        return [] if path.name == WORKSPACE_FILE else [Path(str(path) + "-wal")]
 
     # ------------------------------------------------------------------ reading rows
 
@@ -268,6 +276,8 @@ class CursorAdapter(CursorTools):
     # ------------------------------------------------------------------ normalize
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        if ctx.kind == "side":  # a workspace's workspace.json: kept whole with the database beside it
+            return Record(entry_type="side-file", subtype="workspace", side_file=True)
         st = ctx.state
         if "key" not in st:
             st.update(
@@ -750,6 +760,17 @@ def _workspace_folder(db_path: Path) -> str | None:
     if not isinstance(data, dict):
         return None
     return folder_of_uri(data.get("folder") or data.get("workspace"))
+
+
+def _workspace_side(path: Path) -> bool:
+    """Whether `path` is the `workspace.json` of a Cursor workspace (beside its state.vscdb): it names
+    the workspace's folder, which its chats are read with; kept as a side file of the archive."""
+    return (
+        path.name == WORKSPACE_FILE
+        and "workspaceStorage" in path.parts
+        and "Cursor" in path.parts
+        and (path.parent / "state.vscdb").is_file()
+    )
 
 
 def _has_table(path: Path, names: tuple[str, ...]) -> bool:

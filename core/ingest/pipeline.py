@@ -1096,7 +1096,7 @@ def _ingest_file(
             # the savepoint is undone; without a journal the new file's row is left: gone too, so
             # the file is read here as the new file it is
             conn.execute("DELETE FROM source_files WHERE path = ?", (stored_name(ref.path),))
-    if adapter.mode == "database":
+    if adapter.mode == "database" and ref.kind != "side":  # a database's side file is a document
         return _store_read(conn, ledger, plan, _read_database(conn, plan), undo_by_delete)
     # stored with the file still open: a large log's records are read as they are written
     with io.BytesIO(source_bytes) if source_bytes is not None else open_regular(ref.path) as f:

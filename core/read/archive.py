@@ -393,9 +393,9 @@ def project_folder_index(agent: str | None, parts: Sequence[str], key: str) -> i
 def is_database(conn: sqlite3.Connection, file_id: int) -> bool:
     from ..adapters import ADAPTERS
 
-    agent = conn.execute("SELECT agent FROM source_files WHERE id = ?", (file_id,)).fetchone()[0]
+    agent, kind = conn.execute("SELECT agent, kind FROM source_files WHERE id = ?", (file_id,)).fetchone()
     adapter = ADAPTERS.get(agent)
-    return adapter is not None and adapter.mode == "database"
+    return adapter is not None and adapter.mode == "database" and kind != "side"
 
 
 def plan_tools(conn: sqlite3.Connection, session_id: str) -> frozenset[str]:

@@ -356,6 +356,24 @@ def test_a_cursor_1_read_file_call_names_its_file_target_file(conn, tmp_path):
     assert [tool_summary(c) for m in messages(conn, COMPOSER) for c in m.tool_calls] == ["src/app.ts"]
 
 
+def test_a_workspace_json_is_kept_as_a_side_file_not_said_unread(conn, tmp_path):
+    """The `workspace.json` beside a workspace database names its project: it was listed as a
+    file no reader takes ("not a session document"); it is kept whole as the database's side file."""
+    from threadloom.core.ingest.pipeline import unclaimed
+    from threadloom.core.read.archive import file_bytes, is_database
+
+    path = inline_era_workspace(tmp_path)
+    side = path.parent / "workspace.json"
+    conn.execute("INSERT INTO source_roots (path) VALUES (?)", (str(user_dir(tmp_path)),))
+    ingest(conn, user_dir(tmp_path))
+    kinds = dict(conn.execute("SELECT path, kind FROM source_files"))
+    assert kinds == {str(side): "side", str(path): "database"}
+    fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(side),)).fetchone()[0]
+    assert file_bytes(conn, fid) == (side.read_bytes(), True) and not is_database(conn, fid)
+    assert unclaimed(conn) == []
+    assert session(conn, INLINE_A)["project_path"] == "/home/dev/shop app"
+
+
 def test_cursor_agent_store_db(conn, tmp_path):
     chat = tmp_path / ".cursor" / "chats" / "46d408964d3ec2a21d9a23d01b13d82c" / "agent-1"
     chat.mkdir(parents=True)
