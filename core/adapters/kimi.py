@@ -36,7 +36,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +166,14 @@ class KimiAdapter(Adapter):
 
     def default_roots(self) -> list[Path]:
         return [kimi_share_dir() / "sessions"]
+
+    def project_folder(self, parts: Sequence[str], key: str) -> int | None:
+        """A session is restored from `sessions/` on (`sessions/<md5>/<id>/…`): the only place its
+        logs are read from (`place`), and beside which `kimi.json` is put back."""
+        for i in range(len(parts) - 2, -1, -1):
+            if parts[i] == "sessions":
+                return i
+        return super().project_folder(parts, key)
 
     def side_roots(self) -> list[Path]:
         """`kimi.json` beside `sessions/`: the only place a session's folder is named."""

@@ -200,3 +200,32 @@ def test_a_set_todo_list_shows_its_items_and_counts_the_done_ones(tmp_path):
     shown = out.getvalue()
     assert "1 of 3 done · ◐ Connect the domain" in shown
     assert "☑ Deploy the frontend" in shown and "☐ Configure DNS" in shown
+
+
+def test_a_restored_kimi_session_is_read_again_as_it_was(tmp_path):
+    """A restore wrote a Kimi session as `<id>/context.jsonl`, its `sessions/<md5>/` left out, where
+    no Kimi CLI (and no ingest) finds a session: `show --as-of` of a session rewritten since (a
+    revert) said none matched. It is written from `sessions/` on, `kimi.json` beside, and reads back
+    as the session it was."""
+    from threadloom.core.actions.restore import as_of_archive, restore_session
+
+    folder = kimi_session(tmp_path)
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".kimi")
+        shown = [(m.role, m.content) for m in messages(conn, SID) if m.content]
+        dest = tmp_path / "restored"
+        restore_session(conn, SID, dest)
+        relative = folder.relative_to(tmp_path / ".kimi")
+        assert (dest / relative / "context.jsonl").read_bytes() == (folder / "context.jsonl").read_bytes()
+        assert (dest / "kimi.json").is_file()
+        then = as_of_archive(conn, SID, 2**62)
+        try:
+            assert [(m.role, m.content) for m in messages(then, SID) if m.content] == shown
+            assert then.execute(
+                "SELECT project_path FROM agent_sessions WHERE id = ?", (SID,)
+            ).fetchone() == (CWD,)
+        finally:
+            then.close()
+    finally:
+        conn.close()
