@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +137,9 @@ def kind_of(path: Path) -> str | None:
     if len(parts) >= 3 and parts[-3] == "session":
         return "session"
     return None
+
+
+STORAGE_FOLDERS = ("session", "message", "part")  # what a storage folder holds
 
 
 def storage_root(path: Path) -> Path | None:
@@ -352,6 +355,15 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
         # message file → (session, role, its time)
         self._roles: dict[str, tuple[str | None, str | None, int | None]] = {}
         self._missing: dict[str, set[str]] = {}
+
+    def project_folder(self, parts: Sequence[str], key: str) -> int | None:
+        """A session's files are restored from the storage folder on (`storage/session/…`,
+        `storage/message/…`, `storage/part/…`): the layout its reader finds them by. The outermost
+        folder holding one of those, so every file of the session takes the same one."""
+        for i in range(len(parts) - 2):
+            if parts[i + 1] in STORAGE_FOLDERS:
+                return i
+        return super().project_folder(parts, key)
 
     def default_roots(self) -> list[Path]:
         """`<data>/storage`, and each `<data>/project/<name>/storage` of the first releases."""

@@ -728,3 +728,32 @@ def test_normalize_takes_unusable_values_without_raising(name: str, tmp_path: Pa
             out = adapter.normalize(RawRecord(end + n * 4096, len(recs) + n + 1, raw), ctx)
             assert isinstance(out, Record)
             assert not (out.known and out.is_message and out.content is None and not out.tool_uses), raw
+
+
+@pytest.mark.parametrize("name", sorted(n for n in CASES if ADAPTERS[n].mode != "database"))
+def test_every_session_restored_reads_back_as_it_was(name: str, tmp_path: Path) -> None:
+    """Each main session of each agent restored into a folder (its files as its agent lays them
+    out), and that folder read into a new archive, gives the same sessions with the same messages:
+    a restore that flattened a layout its reader needs (OpenCode's storage/, Kimi's sessions/<md5>/)
+    or left out a subagent with an id of its own (Droid's, Kiro's) gave an archive nothing could
+    read back. A database is restored as its rows, not as a database, so it is not read back."""
+    from threadloom.core.actions.restore import restore_session
+    from threadloom.core.ingest.pipeline import run_ingest
+    from threadloom.core.store import db
+
+    listed = (
+        "SELECT id, message_count, is_subagent, parent_session_id FROM agent_sessions "
+        "WHERE message_count > 0 ORDER BY id"
+    )
+    archive = db.connect(tmp_path / "archive.db")
+    run_ingest(archive, [CASES[name].write(tmp_path / "agent")], include_defaults=False)
+    before = archive.execute(listed).fetchall()
+    restored = tmp_path / "restored"
+    for sid, _, is_subagent, _ in before:
+        if not is_subagent:
+            restore_session(archive, sid, restored)
+    archive.close()
+    again = db.connect(tmp_path / "again.db")
+    run_ingest(again, [restored], include_defaults=False)
+    assert again.execute(listed).fetchall() == before
+    again.close()
