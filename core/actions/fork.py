@@ -701,16 +701,42 @@ def resolve_entry(conn: sqlite3.Connection, ref: str) -> tuple[int, str, str | N
     if row is None:
         # the record a session holds now: a rewrite of its file set the one it replaced aside (with no
         # session) and read the changed message as a newer one; of a session and its forks, the first
-        row = conn.execute(
+        rows = conn.execute(
             "SELECT id, session_id, uuid FROM entries WHERE uuid = ? AND dup_of IS NULL "
-            "ORDER BY session_id IS NULL, seq IS NULL, id LIMIT 1",
+            "ORDER BY session_id IS NULL, seq IS NULL, id LIMIT 50",
             (ref,),
-        ).fetchone()
+        ).fetchall()
+        row = rows[0] if rows else None
+        _refuse_unrelated_copies(conn, ref, rows)
     if row is not None:
         entry_id, session_id, uuid = row
         if session_id is not None:
             return entry_id, session_id, uuid
     raise ForkError(f"no record {ref!r}: give an entry id or a message uuid (see `threadloom show --json`)")
+
+
+def _refuse_unrelated_copies(
+    conn: sqlite3.Connection, ref: str, rows: list[tuple[int, str | None, str | None]]
+) -> None:
+    """A uuid held by sessions that are not one session and its forks (a copied session folder):
+    which is meant cannot be told, so each is named by the entry id that says it."""
+    first: dict[str, int] = {}
+    for entry_id, session_id, _ in rows:
+        if session_id is not None:
+            first.setdefault(session_id, entry_id)
+    if len(first) < 2:
+        return
+    source = next(iter(first))
+    forks = {
+        sid
+        for (sid,) in conn.execute(
+            "SELECT id FROM agent_sessions WHERE parent_session_id = ? AND kind = 'fork'", (source,)
+        )
+    }
+    others = [sid for sid in first if sid != source and sid not in forks]
+    if others:
+        named = ", ".join(f"{first[sid]} (session {sid})" for sid in [source, *others][:6])
+        raise ForkError(f"{ref!r} is a record of several sessions: give its entry id instead: {named}")
 
 
 def whole_lines(rows: Iterable[tuple[int, bytes, str | None]]) -> Iterator[tuple[int, bytes]]:

@@ -475,3 +475,29 @@ def test_a_fork_copies_records_orjson_cannot_write_and_passes_over_odd_types(con
     kept = [r for r in copied if isinstance(r.get("extra"), dict)]
     assert len(kept) == 1 and kept[0]["extra"] == {"deep": deep, "big": 2**70}
     assert not any(r.get("type") == ["user"] for r in copied) and "then this" in json.dumps(copied)
+
+
+def test_a_uuid_two_unrelated_sessions_hold_is_refused_naming_each(conn, tmp_path):
+    """Two sessions holding the same record uuids (a session folder copied under another id):
+    `fork UUID` silently forked the first; it names each session's entry id to give instead, and
+    forking by entry id is the session asked for."""
+    from threadloom.core.actions.fork import resolve_entry
+
+    first, second = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{first}.jsonl", first, cwd="/srv/app")
+    t.user("hello")
+    t.assistant("Hi.")
+    t.write()
+    copy = "".join(json.dumps({**line, "sessionId": second}) + "\n" for line in t.lines)
+    (tmp_path / "projects" / "-srv-app" / f"{second}.jsonl").write_text(copy)  # the same uuids
+    ingest(conn, tmp_path / "projects")
+    uuid = conn.execute(
+        "SELECT uuid FROM entries WHERE session_id = ? AND role = 'assistant'", (first,)
+    ).fetchone()[0]
+    ids = dict(conn.execute("SELECT session_id, id FROM entries WHERE uuid = ?", (uuid,)).fetchall())
+    assert set(ids) == {first, second}
+    with pytest.raises(ForkError, match="record of several sessions") as refused:
+        resolve_entry(conn, uuid)
+    assert f"{ids[first]} (session {first})" in str(refused.value)
+    assert f"{ids[second]} (session {second})" in str(refused.value)
+    assert resolve_entry(conn, str(ids[second]))[1] == second
