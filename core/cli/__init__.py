@@ -183,6 +183,7 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
     args, extra = parser.parse_known_args(_session_opens(words, parser))
     if extra:
         _refuse_extra(parser, args, extra)
+    _as_text(args)
     from ..store.db import LedgerError
     from ..store.memory_tables import MemoryRefused
 
@@ -278,16 +279,42 @@ def _first_word_at(argv: list[str]) -> int | None:
     return None
 
 
+# what is typed as text (ids, queries, tags, notes, filters), never a path
+TEXT_ARGUMENTS = frozenset(
+    {"session", "entry", "target", "query", "text", "tags", "ref", "title", "body", "prompt", "project",
+     "agent", "machine", "who", "name", "value", "kind", "relation"}
+)  # fmt: skip
+
+
+def _as_text(args: argparse.Namespace) -> None:
+    """Bytes of the command line that are not UTF-8 come as lone surrogates, which no id matches and
+    SQLite cannot hold (a traceback): in what is typed as text each such byte becomes U+FFFD, so a
+    session "\xff" is one no session matches, said as such. Paths keep their bytes."""
+    for name in TEXT_ARGUMENTS & set(vars(args)):
+        value = getattr(args, name)
+        if isinstance(value, str):
+            setattr(args, name, _text(value))
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            setattr(args, name, [_text(v) for v in value])
+
+
+def _text(value: str) -> str:
+    return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _refuse_extra(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> NoReturn:
     """Words no option took, said with the usage of the command they were given to (argparse says
     them with the top level's), and where a folder was given as a word to a command that reads
     folders, how to give it."""
     command = parser.subcommands.choices.get(args.command) if args.command else None  # type: ignore[attr-defined]
     target = command if isinstance(command, argparse.ArgumentParser) else parser
-    message = f"unrecognized arguments: {' '.join(extra)}"
+    from ..base.text import one_line_name
+
+    # said as they read, not as a terminal would act on them (an escape, a line break of their own)
+    message = f"unrecognized arguments: {one_line_name(' '.join(extra))}"
     words = [w for w in extra if not w.startswith("-")]
     if words and "--source" in target.format_usage():
-        message += f" (a folder of logs to read is given as --source {shlex.quote(words[0])})"
+        message += f" (a folder of logs to read is given as --source {one_line_name(shlex.quote(words[0]))})"
     target.error(message)
 
 

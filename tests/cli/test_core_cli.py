@@ -788,9 +788,18 @@ def test_words_no_option_takes_are_said_with_the_command_s_own_usage(tmp_path, c
             cli.main(argv)
         err = capsys.readouterr().err
         assert exited.value.code == 2 and err.startswith(usage) and said in err, err
+    with pytest.raises(SystemExit):  # what a terminal would act on is said, not sent
+        cli.main(["--db", db_path, "ingest", "x\x1b]0;TITLE\x07\nnext"])
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and err.count("\n") == 3 and "␛]0;TITLE" in err, err
     conn = db.connect(tmp_path / "a.db")
     ingest(conn, make_archive(tmp_path / "claude"))
     conn.close()
+    # bytes that are not UTF-8 (the shell's $'\xff') match no session, and say so
+    assert cli.main(["--db", db_path, "show", "\udcff\udcfe"]) == 1
+    assert "no session matches" in capsys.readouterr().err
+    assert cli.main(["--db", db_path, "search", "\udcff"]) == 0
+    capsys.readouterr()
     assert cli.main(["--db", db_path, "show", f"{SID[:8]}#2"]) == 1
     err = capsys.readouterr().err
     assert f"is message 2 of a session: give the session's id alone here ({SID})" in err
