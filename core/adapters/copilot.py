@@ -117,7 +117,7 @@ def yaml_scalar(data: bytes, key: str) -> str | None:
     `workspace.yaml`: plain, quoted, or a block (`|`, `>` and their `-`/`+`). None when absent or
     not text. (No YAML library for one field: what it cannot read is left out, never guessed.)"""
     try:
-        lines = data.decode("utf-8").splitlines()
+        lines = data.decode("utf-8").removeprefix("\ufeff").splitlines()
     except UnicodeDecodeError:
         return None
     for i, line in enumerate(lines):
@@ -151,7 +151,12 @@ def yaml_scalar(data: bytes, key: str) -> str | None:
                 else None
             )
         value = value.split(" #", 1)[0].strip()
-        return value or None
+        # an alias, an anchor, a tag, a list or a mapping, or null: not text, never taken for it
+        return (
+            None
+            if value[:1] in ("*", "&", "!", "[", "{") or value in ("~", "null", "Null", "NULL")
+            else value or None
+        )
     return None
 
 

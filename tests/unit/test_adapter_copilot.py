@@ -266,6 +266,9 @@ def test_a_session_folder_its_agent_deleted_is_put_back_before_it_resumes(tmp_pa
         ("summary: 'it''s done'\n", "it's done"),
         ("summary_count: 0\n", None),
         ("summary: \n", None),
+        ("summary: *anchor\n", None),  # YAML that is not text is not taken for a title
+        ("summary: [a, b]\n", None),
+        ("summary: ~\n", None),
     ],
 )
 def test_a_session_is_titled_by_its_workspace_summary(tmp_path, written, title):
@@ -274,7 +277,8 @@ def test_a_session_is_titled_by_its_workspace_summary(tmp_path, written, title):
     its first prompt. The summary is its title now (the first prompt where there is none), and a
     summary written later retitles it, the events unchanged."""
     folder = copilot_session(tmp_path).parent
-    (folder / "workspace.yaml").write_text(f"id: {SID}\ncwd: /home/dev/shop\n{written}")
+    # as a BOM-writing editor saves it: the first key is still the first key
+    (folder / "workspace.yaml").write_text(f"\ufeff{written}id: {SID}\ncwd: /home/dev/shop\n")
     conn = db.connect(tmp_path / "ledger.db")
     try:
         ingest(conn, tmp_path / ".copilot")
