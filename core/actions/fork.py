@@ -1321,7 +1321,7 @@ def _whole_session_plan(conn: sqlite3.Connection, at: ForkAt, *, copy: bool) -> 
 def _aider_fork_plan(conn: sqlite3.Connection, sid: str, entry_id: int, agent: str) -> ForkPlan:
     """Aider restores a whole history file: write a copy of this session cut after the chosen turn."""
     turn = conn.execute(
-        "SELECT t.last_entry_uuid FROM entries e JOIN agent_turns t ON t.id = e.turn_id WHERE e.id = ?",
+        "SELECT t.last_entry_uuid FROM entries e JOIN agent_turns t ON t.id = e.turn_id AND t.session_id = e.session_id WHERE e.id = ?",
         (entry_id,),
     ).fetchone()
     cut = None

@@ -285,7 +285,8 @@ class Ledger:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.sessions: dict[str, SessionState] = {}
-        self.turns: dict[str, TurnState] = {}
+        # by (session, turn id): a session copied whole holds its source's turn ids
+        self.turns: dict[tuple[str, str], TurnState] = {}
         self.touched: set[str] = set()
         self.summaries_added = False
         self.titled: set[str] = set()  # sessions a side file of this file titles (Copilot's workspace.yaml)
@@ -312,7 +313,7 @@ class Ledger:
         # also read of a session and its turns, as the run found it (a change there: every one)
         self.stats_since: dict[str, int | None] = {}
         self._session_basis: dict[str, tuple[Any, ...]] = {}
-        self._turn_basis: dict[str, tuple[str | None, int]] = {}
+        self._turn_basis: dict[tuple[str, str], tuple[str | None, int]] = {}
         self._eid = 0
         # the uuids of the chunk being placed, and which of them the database already holds
         # (asked once per chunk, the first time a record needs the copy check)
@@ -515,7 +516,7 @@ class Ledger:
             parent_turn = self._turn_of(sess, rec.parent_uuid)
             if parent_turn is None and rec.parent_uuid is None and rec.logical_parent_uuid:
                 parent_turn = self._turn_of(sess, rec.logical_parent_uuid)
-            self.turns[new_turn] = TurnState(
+            self.turns[(sess.id, new_turn)] = TurnState(
                 id=new_turn,
                 session_id=sess.id,
                 parent_turn_id=parent_turn,
@@ -541,7 +542,7 @@ class Ledger:
                     sess.is_warmup = int(rec.content.strip() == "Warmup")
                 sess.first_prompt = rec.content[:2000]
             if parent_turn is not None:
-                parent = self._turn(parent_turn)
+                parent = self._turn(sess.id, parent_turn)
                 if parent is not None:
                     parent.child_count += 1
                     parent.has_children = 1
@@ -557,7 +558,7 @@ class Ledger:
             turn_id = sess.last_turn
         if turn_id is None:
             return None
-        turn = self._turn(turn_id)
+        turn = self._turn(sess.id, turn_id)
         if turn is None:
             return turn_id
         if rec.is_message and rec.uuid and not rec.segment_marker:
@@ -598,18 +599,20 @@ class Ledger:
         cache[uuid] = turn_id
         return turn_id
 
-    def _turn(self, turn_id: str) -> TurnState | None:
-        turn = self.turns.get(turn_id)
+    def _turn(self, sid: str, turn_id: str) -> TurnState | None:
+        key = (sid, turn_id)
+        turn = self.turns.get(key)
         if turn is None:
             cur = self.conn.execute(
-                f"SELECT {', '.join(TURN_COLUMNS)} FROM agent_turns WHERE id = ?", (turn_id,)
+                f"SELECT {', '.join(TURN_COLUMNS)} FROM agent_turns WHERE id = ? AND session_id = ?",
+                key[::-1],
             )
             row = cur.fetchone()
             if row is None:
                 return None
             turn = TurnState(*row)
-            self.turns[turn_id] = turn
-            self._turn_basis.setdefault(turn_id, (turn.model, turn.tool_call_count))
+            self.turns[key] = turn
+            self._turn_basis.setdefault(key, (turn.model, turn.tool_call_count))
         return turn
 
     def _session(self, sid: str, rec: Record) -> SessionState:
@@ -648,8 +651,8 @@ class Ledger:
             self._reach(sid, started[0] if started else None)
         for sid, bucket, _ in self._messages:
             self._reach(sid, bucket * BUCKET_MS if bucket != -1 else None)
-        for turn_id, turn in self.turns.items():
-            model, calls = self._turn_basis.get(turn_id, (turn.model, 0))
+        for key, turn in self.turns.items():
+            model, calls = self._turn_basis.get(key, (turn.model, 0))
             if calls and model != turn.model:  # its calls were counted under the model it had
                 self.stats_since[turn.session_id] = None
         if self._tool_inserts:
@@ -708,10 +711,10 @@ class Ledger:
             )
         if self.turns:
             placeholders = ", ".join("?" * len(TURN_COLUMNS))
-            updates = ", ".join(f"{c} = excluded.{c}" for c in TURN_COLUMNS if c != "id")
+            updates = ", ".join(f"{c} = excluded.{c}" for c in TURN_COLUMNS if c not in ("id", "session_id"))
             conn.executemany(
                 f"INSERT INTO agent_turns ({', '.join(TURN_COLUMNS)}) VALUES ({placeholders}) "
-                f"ON CONFLICT(id) DO UPDATE SET {updates}",
+                f"ON CONFLICT(id, session_id) DO UPDATE SET {updates}",
                 [turn.row() for turn in self.turns.values()],
             )
         # marked in the file's own transaction: a run killed before `finalize` leaves them to the next
@@ -906,10 +909,10 @@ def _finalize_session(
             (wanted, sid),
         )
     changed = [
-        (totals.get(turn_id, 0), turn_id) for turn_id, count in counts if totals.get(turn_id, 0) != count
+        (totals.get(turn_id, 0), turn_id, sid) for turn_id, count in counts if totals.get(turn_id, 0) != count
     ]
     if changed:
-        conn.executemany("UPDATE agent_turns SET token_count = ? WHERE id = ?", changed)
+        conn.executemany("UPDATE agent_turns SET token_count = ? WHERE id = ? AND session_id = ?", changed)
     branch_points, roots = conn.execute(
         "SELECT COALESCE(sum(child_count >= 2), 0), COALESCE(sum(parent_turn_id IS NULL), 0) FROM agent_turns "
         "WHERE session_id = ?",

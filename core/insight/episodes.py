@@ -136,7 +136,10 @@ def _write(conn: sqlite3.Connection, session_id: str, start: int, episodes: list
     """Inside the caller's transaction: a session's episodes from `start` on replaced by `episodes`."""
     conn.execute("DELETE FROM episodes WHERE session_id = ? AND first_seq >= ?", (session_id, start))
     # a turn that an append made start earlier than the last pass saw (never, for now) stays one row
-    conn.executemany("DELETE FROM episodes WHERE turn_id = ?", [(e.turn_id,) for e in episodes])
+    conn.executemany(
+        "DELETE FROM episodes WHERE turn_id = ? AND session_id = ?",
+        [(e.turn_id, e.session_id) for e in episodes],
+    )
     conn.executemany(
         "INSERT INTO episodes (turn_id, session_id, first_seq, last_seq, started_at, prompt_entry, "
         "answer_entry, files, commands, errors, tools, subagents, vector) "
@@ -530,8 +533,11 @@ def _store_vectors(
         missing = [ep for ep in some if id(ep) not in known]
         computed = dict(zip(map(id, missing), _vectors(missing), strict=True))
         conn.executemany(
-            "UPDATE episodes SET vector = ? WHERE turn_id = ?",
-            [(known[id(ep)] if id(ep) in known else computed[id(ep)], ep.turn_id) for ep in some],
+            "UPDATE episodes SET vector = ? WHERE turn_id = ? AND session_id = ?",
+            [
+                (known[id(ep)] if id(ep) in known else computed[id(ep)], ep.turn_id, ep.session_id)
+                for ep in some
+            ],
         )
     set_meta(conn, GENERATION_KEY, str(time.time_ns()))
 
@@ -720,12 +726,13 @@ def embed_pending(
         if not rows:
             break
         found = _episodes_of(conn, rows)
-        missing = {r[0] for r in rows} - {ep.turn_id for ep in found}
+        missing = {(r[0], r[1]) for r in rows} - {(ep.turn_id, ep.session_id) for ep in found}
         with transaction(conn):
             _store_vectors(conn, found)
             # a row whose turn is no longer in the records (never, for now): a zero vector, not a loop
             conn.executemany(
-                "UPDATE episodes SET vector = zeroblob(0) WHERE turn_id = ?", [(t,) for t in missing]
+                "UPDATE episodes SET vector = zeroblob(0) WHERE turn_id = ? AND session_id = ?",
+                sorted(missing),
             )
         done += len(rows)
         if on_progress is not None:

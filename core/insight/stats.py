@@ -191,7 +191,7 @@ FROM (
     SELECT COALESCE(c.started_at, s.created_at) / {BUCKET_MS}, c.session_id, COALESCE(t.model, s.model, ''),
         0, 0, 0, 0, 0, 0, NULL, 0, count(*), sum(c.status = 'failed'), 0, 0
     FROM stats_pending p JOIN agent_tool_calls c ON c.session_id = p.session_id JOIN agent_sessions s ON s.id = c.session_id
-    LEFT JOIN agent_turns t ON t.id = c.turn_id
+    LEFT JOIN agent_turns t ON t.id = c.turn_id AND t.session_id = c.session_id
     WHERE (p.since_bucket IS NULL OR COALESCE(c.started_at, s.created_at) / {BUCKET_MS} >= p.since_bucket)
         AND COALESCE(c.entry_id, 0) NOT IN (SELECT value FROM json_each(:copied_entries))  -- a fork's copies: its source's
     GROUP BY 1, 2, 3
@@ -199,7 +199,7 @@ FROM (
     SELECT COALESCE(f.timestamp, s.created_at) / {BUCKET_MS}, f.session_id, COALESCE(t.model, s.model, ''),
         0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, sum(f.lines_added), sum(f.lines_removed)
     FROM stats_pending p JOIN agent_file_changes f ON f.session_id = p.session_id JOIN agent_sessions s ON s.id = f.session_id
-    LEFT JOIN agent_turns t ON t.id = f.turn_id
+    LEFT JOIN agent_turns t ON t.id = f.turn_id AND t.session_id = f.session_id
     WHERE p.since_bucket IS NULL OR COALESCE(f.timestamp, s.created_at) / {BUCKET_MS} >= p.since_bucket
     GROUP BY 1, 2, 3
 ) x JOIN agent_sessions s ON s.id = x.session_id JOIN stats_pending p ON p.session_id = x.session_id

@@ -329,6 +329,7 @@ def rewind_seqs(conn: sqlite3.Connection, session_id: str) -> set[int]:
     rows = fetch(
         conn,
         "SELECT t.parent_turn_id, t.id FROM agent_turns t JOIN agent_turns p ON p.id = t.parent_turn_id "
+        "AND p.session_id = t.session_id "
         "WHERE t.session_id = ? AND p.child_count >= 2 ORDER BY t.sequence",
         (session_id,),
     )

@@ -220,7 +220,7 @@ EPISODES_DDL = """CREATE TABLE IF NOT EXISTS episodes (
 	tools VARCHAR NOT NULL,
 	subagents VARCHAR NOT NULL,
 	vector BLOB,
-	PRIMARY KEY (turn_id)
+	PRIMARY KEY (turn_id, session_id)
 )"""
 LATE_TABLES = (
     DERIVED_PENDING_DDL,

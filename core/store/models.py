@@ -149,8 +149,10 @@ class AgentTurn(SQLModel, table=True):
 
     __tablename__ = "agent_turns"
 
+    # its prompt's uuid, and its session: a session copied whole (Claude Code's /branch and
+    # --fork-session keep every uuid) holds the same turns as its source, each session its own
     id: str = Field(primary_key=True)
-    session_id: str = Field(index=True)
+    session_id: str = Field(primary_key=True, index=True)
     parent_turn_id: str | None = None
     query_message_ids: str = "[]"
     response_message_id: str | None = None

@@ -105,7 +105,7 @@ CREATE TABLE agent_turns (
 	sequence INTEGER NOT NULL,
 	child_count INTEGER DEFAULT '0' NOT NULL,
 	last_entry_uuid VARCHAR,
-	PRIMARY KEY (id)
+	PRIMARY KEY (id, session_id)
 );
 
 CREATE INDEX IF NOT EXISTS ix_agent_turns_session_id ON agent_turns (session_id);
@@ -357,7 +357,7 @@ CREATE TABLE IF NOT EXISTS episodes (
 	tools VARCHAR NOT NULL,
 	subagents VARCHAR NOT NULL,
 	vector BLOB,
-	PRIMARY KEY (turn_id)
+	PRIMARY KEY (turn_id, session_id)
 );
 
 CREATE INDEX IF NOT EXISTS ix_episodes_session ON episodes (session_id, first_seq);

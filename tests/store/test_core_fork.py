@@ -501,3 +501,32 @@ def test_a_uuid_two_unrelated_sessions_hold_is_refused_naming_each(conn, tmp_pat
     assert f"{ids[first]} (session {first})" in str(refused.value)
     assert f"{ids[second]} (session {second})" in str(refused.value)
     assert resolve_entry(conn, str(ids[second]))[1] == second
+
+
+def test_a_session_branched_in_claude_code_keeps_its_own_turns(conn, tmp_path):
+    """Claude Code's /branch and --fork-session write the conversation again under a new session
+    id with every uuid kept (FORK.md): the turns are keyed by their prompt's uuid, and the copy's
+    replaced the source's, whose fork picker then listed nothing and whose turns by meaning were
+    gone. Each session keeps its own turns, picker and episodes."""
+    from threadloom.core.insight.episodes import refresh
+
+    source, branch = "aaaaaaaa-1111-4222-8333-0000000000c1", "bbbbbbbb-1111-4222-8333-0000000000c2"
+    folder = tmp_path / "projects" / "-srv-app"
+    t = Transcript(folder / f"{source}.jsonl", source, cwd="/srv/app")
+    t.user("first")
+    t.assistant("one")
+    t.user("second")
+    t.assistant("two")
+    t.write()
+    copied = [
+        {**line, "sessionId": branch, "forkedFrom": {"sessionId": source, "messageUuid": line.get("uuid")}}
+        for line in t.lines
+    ]
+    (folder / f"{branch}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in copied))
+    ingest(conn, tmp_path / "projects")
+    refresh(conn, {source, branch})
+    for sid in (source, branch):
+        assert [p.prompt for p in fork_points(conn, sid)] == ["first", "second"], sid
+        turns = conn.execute("SELECT count(*) FROM agent_turns WHERE session_id = ?", (sid,)).fetchone()[0]
+        episodes = conn.execute("SELECT count(*) FROM episodes WHERE session_id = ?", (sid,)).fetchone()[0]
+        assert turns == episodes == 2, sid
