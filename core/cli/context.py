@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from ..base.text import printable
 from .common import Command, add_db_option, open_caught_up
 
 
@@ -39,6 +40,15 @@ def cmd_context(args: argparse.Namespace) -> int:
     if args.budget < 200:
         print("threadloom: --budget must be at least 200 tokens", file=sys.stderr)
         return 2
+    if args.since:  # as `search` and `stats` refuse a date they cannot read, not turns from any time
+        from ..read.search import parse_query
+
+        if parse_query(f"after:{args.since}").unusable_filters:
+            print(
+                f"threadloom: --since {printable(args.since)!r} is not a date (2026-03-01, yesterday, 7d)",
+                file=sys.stderr,
+            )
+            return 2
     conn = open_caught_up(args, quiet=args.json)
     context = build_context(
         conn, " ".join(args.query), budget=args.budget, project=args.project, since=args.since

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ..ingest.pipeline import IngestReport
     from ..ingest.pipeline import Progress as IngestProgress
 
+from ..base.text import one_line_name
 from .common import Command, add_db_option, say_upgrading, say_waiting
 
 
@@ -61,6 +62,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from ..store.writer_lock import writer_lock
 
     path = Path(args.db or db.default_db_path())
+    for source in args.source:
+        if not os.path.exists(source):  # a typo would be remembered and looked at on every run, unsaid
+            print(
+                f"threadloom: --source {one_line_name(str(source))}: no such file or folder; it is looked "
+                "at again on every run (a drive not mounted now); `threadloom sources` lists it",
+                file=sys.stderr,
+            )
     if args.rebuild:  # a new database beside this one, built under this one's lock
         with writer_lock(path, on_wait=say_waiting):
             return _rebuild(args, path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Any
 
 from .common import Command, add_db_option, open_reading
@@ -88,7 +89,8 @@ def cmd_sources(args: argparse.Namespace) -> int:
         state = f"{f['files']} files" if f["exists"] else "not present"
         print(f"  {f['agent']:<12} {one_line_name(str(f['path']))}  ({state})")
     for r in remembered:
-        print(f"  {'--source':<12} {one_line_name(r)}")
+        there = "" if os.path.exists(r) else "  (not present)"  # a typo, or a drive not mounted now
+        print(f"  {'--source':<12} {one_line_name(r)}{there}")
     for row in stats:
         print(
             f"  ingested: {row['agent']} {row['status']}: {row['files']} files, {row['bytes'] / 1e6:.1f} MB"

@@ -803,3 +803,19 @@ def test_words_no_option_takes_are_said_with_the_command_s_own_usage(tmp_path, c
     assert cli.main(["--db", db_path, "show", f"{SID[:8]}#2"]) == 1
     err = capsys.readouterr().err
     assert f"is message 2 of a session: give the session's id alone here ({SID})" in err
+
+
+def test_a_source_that_is_not_there_and_a_date_that_is_none_are_said(tmp_path, capsys):
+    """`ingest --source` with a typo exited 0 saying nothing, and the path was remembered and
+    listed by `sources` as if it were there; `context --since 2026-13-01` warned about an `after:`
+    the user never typed and gave turns of any time, exit 0."""
+    from threadloom.core import cli
+
+    db_path = str(tmp_path / "a.db")
+    missing = tmp_path / "old-claude-projects"
+    assert cli.main(["--db", db_path, "ingest", "--source", str(missing), "--only", "-q"]) == 0
+    assert f"--source {missing}: no such file or folder" in capsys.readouterr().err
+    assert cli.main(["--db", db_path, "sources"]) == 0
+    assert f"--source     {missing}  (not present)" in capsys.readouterr().out
+    assert cli.main(["--db", db_path, "context", "render html", "--since", "2026-13-01"]) == 2
+    assert "--since '2026-13-01' is not a date" in capsys.readouterr().err
