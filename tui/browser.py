@@ -563,19 +563,30 @@ class BrowserScreen(Screen[None]):
         )
         text = Text()
         text.append("No agent sessions yet\n\n", style="bold")
-        text.append("threadloom looked for agent logs in:\n")
-        for root in roots:
-            state = "found" if Path(root).exists() else "not present"
-            text.append(f"  {root}  ", style="#d7af5f")
-            text.append(f"({state})\n", style="dim")
-        text.append("\nLogs somewhere else (a backup, another machine's ~/.claude)? Add the folder:\n\n")
-        text.append("  threadloom --source ~/path/to/claude/projects\n\n", style="bold #87d787")
-        text.append("Folders given with --source are remembered and rescanned on every start.\n\n")
+        # what to do first: the places looked in come after (forty of them, on a first run, pushed
+        # this past the bottom of a 24-row terminal, where it could not be scrolled to)
         text.append("Press ", style="")
         text.append("d", style="bold reverse")
         text.append(" to open the demo archive, or ")
         text.append("q", style="bold reverse")
-        text.append(" to quit.")
+        text.append(" to quit.\n\n")
+        text.append("Logs somewhere else (a backup, another machine's ~/.claude)? Add the folder:\n\n")
+        text.append("  threadloom --source ~/path/to/claude/projects\n\n", style="bold #87d787")
+        text.append("Folders given with --source are remembered and rescanned on every start.\n\n")
+        given = {str(s) for s in looked.sources}
+        shown = [root for root in roots if root in given or Path(root).exists()]
+        absent = len(roots) - len(shown)
+        text.append("threadloom looked for agent logs in:\n")
+        for root in shown:
+            state = "found" if Path(root).exists() else "not present"
+            text.append(f"  {root}  ", style="#d7af5f")
+            text.append(f"({state})\n", style="dim")
+        if absent:
+            text.append(
+                f"  {'and ' if shown else ''}{absent} place{'s' if absent != 1 else ''} where the agents keep "
+                "their logs, none on this machine (`threadloom sources` lists them)\n",
+                style="dim",
+            )
         return text
 
     def use_connection(

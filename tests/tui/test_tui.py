@@ -1088,13 +1088,20 @@ async def test_an_open_stats_screen_counts_what_a_followed_session_adds(
 
 
 async def test_empty_state_then_demo(tmp_path: Path) -> None:
+    """A first run with no logs says what to do in a 24-row terminal: the demo key, the --source
+    hint and where it looked (the forty places the agents keep their logs, listed one a line,
+    pushed the demo key past the bottom, where it could not be scrolled to)."""
     app = make_app(tmp_path / "empty.db", ingest=True, demo_long_turns=3)
-    async with run_test(app, size=(100, 30)) as pilot:
+    async with run_test(app, size=(80, 24)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.screen.has_class("-empty")
-        text = shown(app.query_one("#empty", Static))
-        assert "--source" in text and str(tmp_path / "no-claude") in text
+        panel = app.query_one("#empty", Static)
+        text = shown(panel)
+        assert "--source" in text and "where the agents keep their logs, none on this machine" in text
+        drawn = [strip.text for strip in panel.render_lines(panel.region.reset_offset)]
+        assert any("Press d to open the demo archive" in line for line in drawn)
+        assert any("`threadloom sources` lists them" in line for line in drawn), drawn  # its end is on screen
         await pilot.press("d")
         await pilot.pause()
         await app.workers.wait_for_complete()
