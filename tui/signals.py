@@ -23,6 +23,14 @@ class SignalList(OptionList):
     Textual wraps an option's text whatever its `no_wrap`, so a row a few cells too wide put its
     last word and ellipsis on a line of their own; each row is cut again when the width changes."""
 
+    # the keys every other list of the app moves by (j and k did nothing here)
+    BINDINGS = [
+        Binding("up,k", "cursor_up", "Up", show=False, id="signals.up"),
+        Binding("down,j", "cursor_down", "Down", show=False, id="signals.down"),
+        Binding("home,g", "first", "First", show=False, id="signals.first"),
+        Binding("end,G", "last", "Last", show=False, id="signals.last"),
+    ]
+
     def __init__(self, *content: Option | None, id: str | None = None) -> None:
         super().__init__(*content, id=id, markup=False)
         self._whole = [option.prompt for option in self.options]  # each row uncut

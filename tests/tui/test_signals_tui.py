@@ -96,3 +96,9 @@ async def test_a_long_repeated_prompt_is_cut_to_the_lists_width_not_wrapped(tmp_
         for line in shown[1:]:  # each piece of evidence on its one line, cut in its last cell
             assert line.startswith("  #") and line.endswith("…"), lines
             assert cell_len(line) == listing.scrollable_content_region.width, lines
+        # and moved through with j and k as every other list is (they did nothing here)
+        first = listing.highlighted
+        await pilot.press("j")
+        assert listing.highlighted == first + 1
+        await pilot.press("j", "k")
+        assert listing.highlighted == first + 1
