@@ -344,10 +344,10 @@ def _holds(model: ForkSession, plan: ForkPlan) -> str:
     where = model.target.where if model.target else "the chosen point"
     if plan.branch:
         return (
-            f"{plan.records} records{calls}: this branch up to {where}, new session id "
+            f"{count_of(plan.records, 'record')}{calls}: this branch up to {where}, new session id "
             f"{plan.new_session_id}, titled “{_short_title(plan.title)}”"
         )
-    held = f"this session up to {where} ({plan.records} lines{calls})"
+    held = f"this session up to {where} ({count_of(plan.records, 'line')}{calls})"
     return held + (f", new session id {plan.new_session_id}" if plan.new_session_id else "")
 
 

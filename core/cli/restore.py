@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..base.text import count_of
 from .common import Command, add_db_option, as_of_option, fail, open_reading, session_or_earlier
 
 
@@ -77,7 +78,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
             note = "" if f.complete else "  (incomplete: part of the source was never read)"
             there = "  (already there, the same bytes: left as it was)" if f.already_there else ""
             print(f"{one_line_name(f.written_to)}  {f.bytes} bytes{note}{there}")
-        print(f"{len(files)} files restored for session {session_id}")
+        print(f"{count_of(len(files), 'file')} restored for session {session_id}")
     return 0
 
 

@@ -82,22 +82,24 @@ def cmd_sources(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    from ..base.text import one_line_name, printable
+    from ..base.text import count_of, one_line_name, printable
 
     print(f"database: {one_line_name(str(args.db or db.default_db_path()))}")
     for f in found:
-        state = f"{f['files']} files" if f["exists"] else "not present"
+        state = count_of(f["files"], "file") if f["exists"] else "not present"
         print(f"  {f['agent']:<12} {one_line_name(str(f['path']))}  ({state})")
     for r in remembered:
         there = "" if os.path.exists(r) else "  (not present)"  # a typo, or a drive not mounted now
         print(f"  {'--source':<12} {one_line_name(r)}{there}")
     for row in stats:
         print(
-            f"  ingested: {row['agent']} {row['status']}: {row['files']} files, {row['bytes'] / 1e6:.1f} MB"
+            f"  ingested: {row['agent']} {row['status']}: {count_of(row['files'], 'file')}, {row['bytes'] / 1e6:.1f} MB"
         )
     for kept in side:
         loose = f", {kept.without_session} of no session in the archive" if kept.without_session else ""
-        print(f"  side files: {kept.agent} {kept.what}: {kept.files} files, {kept.bytes / 1e6:.1f} MB{loose}")
+        print(
+            f"  side files: {kept.agent} {kept.what}: {count_of(kept.files, 'file')}, {kept.bytes / 1e6:.1f} MB{loose}"
+        )
     for file in unclaimed:
         print(f"  not read: {one_line_name(file['path'])}: {file['why']}")
     if hub is not None:

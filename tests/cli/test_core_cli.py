@@ -819,3 +819,19 @@ def test_a_source_that_is_not_there_and_a_date_that_is_none_are_said(tmp_path, c
     assert f"--source     {missing}  (not present)" in capsys.readouterr().out
     assert cli.main(["--db", db_path, "context", "render html", "--since", "2026-13-01"]) == 2
     assert "--since '2026-13-01' is not a date" in capsys.readouterr().err
+
+
+def test_one_is_said_in_the_singular(tmp_path, capsys):
+    """'1 files restored', '(1 files)': counts of one said as one."""
+    from threadloom.core import cli
+
+    from tests.support import ingest
+
+    db_path = str(tmp_path / "a.db")
+    conn = db.connect(tmp_path / "a.db")
+    ingest(conn, make_archive(tmp_path / "claude"))
+    conn.close()
+    assert cli.main(["--db", db_path, "restore", SID, "--to", str(tmp_path / "back")]) == 0
+    assert f"1 file restored for session {SID}" in capsys.readouterr().out
+    assert cli.main(["--db", db_path, "sources"]) == 0
+    assert "ingested: claude-code ok: 1 file, " in capsys.readouterr().out
