@@ -86,7 +86,8 @@ def cmd_sources(args: argparse.Namespace) -> int:
 
     print(f"database: {one_line_name(str(args.db or db.default_db_path()))}")
     for f in found:
-        state = count_of(f["files"], "file") if f["exists"] else "not present"
+        files = f["files"]
+        state = count_of(files, "file") if f["exists"] and isinstance(files, int) else "not present"
         print(f"  {f['agent']:<12} {one_line_name(str(f['path']))}  ({state})")
     for r in remembered:
         there = "" if os.path.exists(r) else "  (not present)"  # a typo, or a drive not mounted now
