@@ -36,6 +36,14 @@ sys.dont_write_bytecode = False
 # own is tested where a `threadloom` process ingests (test_costs.py and every CLI test).
 import genai_prices.data  # noqa: E402, F401
 
+# What the suite keeps from run to run (tests/support.py `kept`: the agents' CLIs it installs, mypy's
+# cache) is in the user's cache folder: named before that folder is moved below, which had made
+# every run, and every worker, install the CLIs and check the types from scratch.
+if not os.environ.get("THREADLOOM_TEST_CACHE"):
+    from platformdirs import user_cache_dir
+
+    os.environ["THREADLOOM_TEST_CACHE"] = user_cache_dir("threadloom-tests", appauthor=False)
+
 # The price periods looked up are kept in the user's cache folder for the next archive (cost.py
 # `known_periods`): the tests' go to a folder of this worker's, never to the developer's.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="threadloom-test-cache-")
