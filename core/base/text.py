@@ -23,7 +23,7 @@ error:Timeout    turns whose tool calls failed with it
 in:tools         also tool inputs/outputs   in:thinking     also thinking
 in:main          main sessions only (subagents are searched by default)
 signal:retry-loop  sessions showing this signal (see `threadloom signals --help`)
-tag:flaky        sessions you tagged (`threadloom tag`, t)   note:UTC  with a note holding the word
+tag:flaky        what you tagged (`threadloom tag`, t)       note:UTC  with a note holding the word
 machine:laptop   sessions of that machine (synced)  who:ana   pushed by that person
 after:2026-03-01 before:yesterday  after:7d (also 12h, 2w)
 filters alone    the newest records they let through (tool:Edit project:api)"""

@@ -70,7 +70,8 @@ class ParsedQuery:
     signal: str | None = None  # sessions that show this signal (one of text.SIGNALS)
     machine: str | None = None  # sessions read from this machine's files (core.ingest.sync)
     who: str | None = None  # sessions pushed to the sync hub by this person
-    tag: str | None = None  # sessions tagged NAME (themselves, or one of their turns or messages)
+    # sessions tagged NAME (themselves, or one of their turns or messages); with no words, what was tagged
+    tag: str | None = None
     note: str | None = None  # sessions with a note holding WORD (on them, a turn or a message)
     after: int | None = None
     before: int | None = None
@@ -510,6 +511,13 @@ def _search(
     return SearchResult(hits[:limit], len(rows), capped, terms, time.perf_counter() - started, q.problems)
 
 
+# a record (`e`) that was tagged itself: a message target is `SESSION#seq` (core.insight.memory)
+TAGGED_MESSAGE_SQL = (
+    "EXISTS (SELECT 1 FROM memory_marks m WHERE m.kind = 'tag' AND m.target_type = 'message' "
+    "AND m.target_id = e.session_id || '#' || e.seq AND m.value = ?)"
+)
+
+
 def _filters(q: ParsedQuery, *, tool_test: bool = True) -> tuple[list[str], list[Any]]:
     """The SQL conditions (on entries `e` and agent_sessions `s`) of the query's filters; without
     `tool_test` the tool filter is left to the caller."""
@@ -518,6 +526,9 @@ def _filters(q: ParsedQuery, *, tool_test: bool = True) -> tuple[list[str], list
     if q.role:
         where.append("e.role = ?")
         params.append(q.role.lower())
+    elif not q.in_tools and q.tag:  # a message tagged is found whatever it is (a system message too)
+        where.append(f"((e.role IN ('user', 'assistant') AND e.is_meta = 0) OR {TAGGED_MESSAGE_SQL})")
+        params.append(q.tag)
     elif not q.in_tools:
         where.append("e.role IN ('user', 'assistant') AND e.is_meta = 0")
     # subagents too (the work people remember is often done there), unless `in:main` asks otherwise
@@ -641,8 +652,18 @@ def _filtered_only(conn: sqlite3.Connection, q: ParsedQuery, limit: int, started
     whole."""
     where, params = _filters(q, tool_test=False)
     joined = f"FROM entries e JOIN agent_sessions s ON s.id = e.session_id WHERE {' AND '.join(where)}"
+    rank_of: dict[int, int] = {}
     try:
-        candidates = _candidate_ids(conn, q)
+        if q.tag:  # what was tagged, messages first: a tagged session's records would bury them
+            ranked = _tagged_ids(conn, q.tag)
+            rank_of = {entry_id: rank for entry_id, _, rank in ranked}
+            candidates = _candidate_ids(conn, q)
+            if candidates is not None:
+                narrow = {i for i, _ in candidates}
+                ranked = [r for r in ranked if r[0] in narrow]
+            candidates = [(entry_id, at) for entry_id, at, _ in ranked]
+        else:
+            candidates = _candidate_ids(conn, q)
         if candidates is None:  # nothing narrows by id: the newest records of the newest sessions
             ids = _newest_by_session(conn, q, joined, params)
         else:
@@ -652,7 +673,7 @@ def _filtered_only(conn: sqlite3.Connection, q: ParsedQuery, limit: int, started
                 candidates = [c for c in candidates if c[1] is None or c[1] >= q.after]
             if q.before is not None:
                 candidates = [c for c in candidates if c[1] is None or c[1] < q.before]
-            candidates.sort(key=lambda c: (c[1] is None, -(c[1] or 0), -c[0]))
+            candidates.sort(key=lambda c: (rank_of.get(c[0], 0), c[1] is None, -(c[1] or 0), -c[0]))
             ids = []
             for start in range(0, len(candidates), ID_BATCH):
                 batch = [i for i, _ in candidates[start : start + ID_BATCH]]
@@ -678,14 +699,26 @@ def _filtered_only(conn: sqlite3.Connection, q: ParsedQuery, limit: int, started
         return SearchResult(
             [], 0, False, {}, time.perf_counter() - started, q.problems + [f"search failed: {exc}"]
         )
-    rows.sort(key=lambda r: (r["timestamp"] is None, -(r["timestamp"] or 0), -r["entry_id"]))
+    rows.sort(
+        key=lambda r: (
+            rank_of.get(r["entry_id"], 0),
+            r["timestamp"] is None,
+            -(r["timestamp"] or 0),
+            -r["entry_id"],
+        )
+    )
     capped = len(rows) > CANDIDATES
     hits = []
     for row in rows[:limit]:
         field_name, body = _matched_field(None, row["content"], row["thinking"], row["tool_text"], q)
         snippet, spans = make_snippet(body or "", None)
         hits.append(_hit(row, 0.0, snippet, spans, field_name))
-    problems = [*q.problems, "no words given: the newest records these filters let through"]
+    listed = (
+        f"what is tagged {q.tag} (messages, then turns, then sessions), newest first"
+        if q.tag
+        else "the newest records these filters let through"
+    )
+    problems = [*q.problems, f"no words given: {listed}"]
     return SearchResult(hits, min(len(rows), CANDIDATES), capped, {}, time.perf_counter() - started, problems)
 
 
@@ -732,6 +765,50 @@ def _newest_by_session(conn: sqlite3.Connection, q: ParsedQuery, joined: str, pa
         kept.sort(key=lambda k: (k[0] is None, -(k[0] or 0), -k[1]))
         del kept[need:]
     return [entry_id for _, entry_id in kept]
+
+
+def _tagged_ids(conn: sqlite3.Connection, tag: str) -> list[tuple[int, int | None, int]]:
+    """The records tagged `tag`, each with its time and its rank: 0 a message tagged itself, 1 a
+    record of a tagged turn, 2 one of a tagged session (a record tagged twice keeps its best)."""
+    best: dict[int, tuple[int | None, int]] = {}
+
+    def keep(rows: list[tuple[int, int | None]], rank: int) -> None:
+        for entry_id, at in rows:
+            if entry_id not in best or best[entry_id][1] > rank:
+                best[entry_id] = (at, rank)
+
+    marks = conn.execute(
+        "SELECT target_type, target_id FROM memory_marks WHERE kind = 'tag' AND value = ?", (tag,)
+    ).fetchall()
+    for target_type, target_id in marks:
+        if target_type == "session":
+            keep(
+                conn.execute(
+                    "SELECT id, timestamp FROM entries WHERE session_id = ?", (target_id,)
+                ).fetchall(),
+                2,
+            )
+            continue
+        session_id, _, seq = target_id.rpartition("#")
+        if target_type not in ("message", "turn") or not seq.isdigit():
+            continue
+        place = conn.execute(
+            "SELECT id, timestamp, turn_id FROM entries WHERE session_id = ? AND seq = ?",
+            (session_id, int(seq)),
+        ).fetchone()
+        if place is None:
+            continue
+        if target_type == "turn" and place[2] is not None:
+            keep(
+                conn.execute(
+                    "SELECT id, timestamp FROM entries WHERE session_id = ? AND turn_id = ?",
+                    (session_id, place[2]),
+                ).fetchall(),
+                1,
+            )
+        else:
+            keep([(place[0], place[1])], 0 if target_type == "message" else 1)
+    return [(entry_id, at, rank) for entry_id, (at, rank) in best.items()]
 
 
 def _candidate_ids(conn: sqlite3.Connection, q: ParsedQuery) -> list[tuple[int, int | None]] | None:

@@ -258,3 +258,16 @@ def test_a_conflict_needs_two_writers_within_seconds(tmp_path: Path, monkeypatch
         clock[0] += 1
         flagged = memory.edit_entry(w, entry.id, content="d", author="person:ada")
     assert flagged.open_conflicts == 1 and flagged.current is not None and flagged.current.conflict
+
+
+def test_a_tagged_message_is_what_its_tag_finds(dbfile: str) -> None:
+    """`tag:NAME` alone lists what was tagged: a message tagged is the hit (before: every record of
+    its session, newest first, the message among them or not), ahead of a tagged session's records."""
+    ok("tag", "--db", dbfile, f"{WEB[:8]}#1", "done")
+    ok("tag", "--db", dbfile, API[:8], "done")
+    hits = json.loads(ok("search", "--db", dbfile, "tag:done", "--json"))
+    assert (hits[0]["session_id"], hits[0]["seq"], hits[0]["snippet"]) == (WEB, 1, "Tried.")
+    assert [h["seq"] for h in hits if h["session_id"] == WEB] == [1]  # not the rest of its session
+    assert {h["session_id"] for h in hits[1:]} == {API}  # the tagged session's records after it
+    said = run("search", "--db", dbfile, "tag:done")
+    assert "what is tagged done" in said.stderr + said.stdout and "Tried." in said.stdout
