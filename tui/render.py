@@ -37,7 +37,7 @@ from ..core.present.markdown import SYNTAX_THEME
 from ..core.present.render import hook_duration, message_body, spaced, terminal_text
 from ..core.present.render import long_text as core_long_text
 from ..core.read.browse import MessageRow, ToolCall
-from ..core.read.calls import call_params, result_text, tool_summary
+from ..core.read.calls import call_params, call_prose, result_text, tool_summary
 from ..core.read.diffs import DiffLine, call_diff, diff_between, is_edit
 from ..core.read.images import describe, human_bytes
 from ..core.read.side_files import PersistedOutput
@@ -309,6 +309,14 @@ def call_body(
     elif (spawn := spawned(call.agent, call.name, params)) is not None and spawn.prompt is not None:
         parts.append(Text("prompt", style="dim underline"))
         parts.append(Text(as_text(spawn.prompt)))
+    elif (prose := call_prose(call, params)) is not None:  # a plan, a question: read, not JSON
+        field_name, text = prose
+        parts.append(Text(field_name, style="dim underline"))
+        parts.append(message_body(as_text(text), rest=LONG_TEXT_REST, code_theme=SYNTAX_THEME))
+        rest = {key: value for key, value in params.items() if key != field_name}
+        if rest:
+            pretty = orjson.dumps(rest, option=orjson.OPT_INDENT_2).decode()
+            parts.append(code(as_text(pretty), "json", background))
     else:
         pretty = orjson.dumps(params, option=orjson.OPT_INDENT_2).decode()
         parts.append(code(as_text(pretty), "json", background))

@@ -93,6 +93,13 @@ class AmazonQTools(Adapter):
     read_tools = frozenset({"fs_read"})
     shell_tools = frozenset({"execute_bash"})
 
+    def call_gist(self, name: str, params: dict[str, Any]) -> str | None:
+        """`use_aws` by what it is for (its label), `fs_write` by its file: its `command` is the
+        kind of write (str_replace, create, append), which says less."""
+        key = {"use_aws": "label", "fs_write": "path"}.get(name)
+        value = params.get(key) if key is not None else None
+        return value if isinstance(value, str) and value else None
+
 
 class AmazonQAdapter(AmazonQTools):
     """Amazon Q `/save` files; see the module docstring."""

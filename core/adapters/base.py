@@ -647,6 +647,12 @@ class Adapter(ABC):
         pattern (a task id, a workflow's name); None: the generic reading."""
         return None
 
+    def call_prose(self, name: str, params: dict[str, Any]) -> tuple[str, str] | None:
+        """An input that is text to read (a plan, a question) as (what it is, its text): drawn as
+        Markdown, its first line the call's gist, never as a JSON string of escapes. By default an
+        input whose one field is a text of several lines; None: none is."""
+        return prose_field(params)
+
     def is_edit(self, name: str, params: dict[str, Any]) -> bool:
         """Whether the call changes files in a way a diff shows."""
         if name in self.edit_tools or name in self.write_tools or name in self.patch_tools:
@@ -956,6 +962,14 @@ def parse_iso_ms(value: Any) -> int | None:
         return ms
     drop("timestamp", value)
     return None
+
+
+def prose_field(params: dict[str, Any]) -> tuple[str, str] | None:
+    """An input made of one field, a text of several lines, as (the field's name, its text)."""
+    if len(params) != 1:
+        return None
+    ((key, text),) = params.items()
+    return (key, text) if isinstance(text, str) and "\n" in text.strip() else None
 
 
 def _strings(value: Any) -> Iterator[str]:

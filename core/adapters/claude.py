@@ -502,6 +502,17 @@ class ClaudeAdapter(Adapter):
         gist = _GISTS.get(name)
         return gist(params) if gist is not None else None
 
+    def call_prose(self, name: str, params: dict[str, Any]) -> tuple[str, str] | None:
+        """ExitPlanMode's plan and AskUserQuestion's questions (with their options) are Markdown."""
+        plan = params.get("plan")
+        if name == "ExitPlanMode" and isinstance(plan, str):
+            return "plan", plan
+        if name == "AskUserQuestion":
+            asked = _questions(params)
+            if asked:
+                return "question", asked
+        return super().call_prose(name, params)
+
     def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
         """`claude --resume ID`, run in the session's folder (Claude Code finds sessions by folder)."""
         argv = [self.program, "--resume", self.checked_id(target.session_id)]
@@ -939,6 +950,28 @@ class ClaudeAdapter(Adapter):
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _questions(params: dict[str, Any]) -> str | None:
+    """AskUserQuestion's input as Markdown: a `question`, or each of its `questions` with the
+    options offered (`{question, header, options: [{label, description}]}`)."""
+    single = params.get("question")
+    if isinstance(single, str):
+        return single
+    asked = params.get("questions")
+    if not isinstance(asked, list):
+        return None
+    parts = []
+    for item in asked:
+        if not isinstance(item, dict) or not isinstance(item.get("question"), str):
+            continue
+        lines = [item["question"]]
+        for option in item.get("options") or []:
+            if isinstance(option, dict) and isinstance(option.get("label"), str):
+                about = option.get("description")
+                lines.append(f"- **{option['label']}**" + (f": {about}" if isinstance(about, str) else ""))
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) or None
 
 
 def _task_update(params: dict[str, Any]) -> str | None:

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from ..adapters import tool_group, tool_owner
+from ..adapters.base import prose_field
 from ..base.markup import todo_summary, todos
 from ..base.text import one_line
 from .query import ToolCall
@@ -66,7 +67,22 @@ def tool_summary(call: ToolCall) -> str:
             if isinstance(value, str) and value:
                 gist = value
                 break
+    if gist is None and (prose := call_prose(call, params)) is not None:
+        gist = first_line(prose[1])  # a plan's title, not its JSON string of escapes
     return one_line(gist if gist is not None else call.params_json, 70)
+
+
+def call_prose(call: ToolCall, params: dict[str, Any]) -> tuple[str, str] | None:
+    """The call's input when it is text to read (a plan, a question): (what it is, its text), as
+    its agent's adapter says (`Adapter.call_prose`), or one field of several lines for an agent
+    threadloom has no adapter for."""
+    adapter = tool_owner(call.agent, call.name)
+    return adapter.call_prose(call.name, params) if adapter is not None else prose_field(params)
+
+
+def first_line(text: str) -> str:
+    """The first line of `text` that is not blank."""
+    return next((line for line in text.splitlines() if line.strip()), "")
 
 
 # the input fields that say what a call is about, in the order they are looked for (`filePath`:

@@ -39,6 +39,17 @@ def gist(name: str, params: object, agent: str | None = "claude-code") -> str:
             "demo-review: Review changed files",
         ),
         ("Bash", {"command": "npm test", "description": "run tests"}, "npm test"),
+        (
+            "AskUserQuestion",
+            {
+                "questions": [
+                    {"question": "Which backend?", "header": "Build", "options": [{"label": "Hatch"}]}
+                ]
+            },
+            "Which backend?",
+        ),
+        ("ExitPlanMode", {"plan": "\n## Plan: Ship it\n\n1. Test"}, "## Plan: Ship it"),
+        ("Unknown", {"notes": "First line\nsecond"}, "First line"),  # one field of text: its first line
         ("Unknown", {"a": 1}, '{"a": 1}'),  # nothing to go by: the input itself, on one line
         ("TaskUpdate", {"taskId": ["odd"]}, '{"taskId": ["odd"]}'),
     ],
