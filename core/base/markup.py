@@ -247,6 +247,13 @@ def is_note(parts: list[Part]) -> bool:
     return bool(parts) and all(isinstance(p, NOTES) for p in parts)
 
 
+def is_local_command(text: str | None) -> bool:
+    """A prompt that is only a command Claude Code runs itself (`/doctor`, `/status`, `! ls`): it
+    asks the model nothing, so what comes after it carries on the same conversation."""
+    parts = parse(text)
+    return bool(parts) and all(isinstance(p, (Command, Shell)) for p in parts)
+
+
 def is_typed(text: str | None) -> bool:
     """Whether a user message is something the user typed to the agent (a prompt `{` and `}` jump
     to): words, a `!` command, a slash command with arguments; not a bare `/clear`, not a

@@ -516,6 +516,7 @@ class Ledger:
             parent_turn = self._turn_of(sess, rec.parent_uuid)
             if parent_turn is None and rec.parent_uuid is None and rec.logical_parent_uuid:
                 parent_turn = self._turn_of(sess, rec.logical_parent_uuid)
+            parent_turn = self._after_local_commands(sess, parent_turn)
             self.turns[(sess.id, new_turn)] = TurnState(
                 id=new_turn,
                 session_id=sess.id,
@@ -571,6 +572,37 @@ class Ledger:
                 turn.model = rec.model
         turn.tool_call_count += len(rec.tool_uses)
         return turn_id
+
+    def _after_local_commands(self, sess: SessionState, parent_turn: str | None) -> str | None:
+        """The turn a prompt follows: the last of the local commands run just before it (`/doctor`,
+        `/status`, `! ls`, no reply) when they all hang off `parent_turn` too. Claude Code gives each
+        such command, and the prompt after them, the parent of the caveat it wrote before them: read
+        as written, three commands in a row were three branches, rewinds the user never made."""
+        turn_id = sess.last_turn
+        while turn_id is not None and turn_id != parent_turn:
+            turn = self._turn(sess.id, turn_id)
+            if turn is None or turn.response_message_id is not None:
+                return parent_turn
+            from ..base.markup import is_local_command  # its parser loads only where a command may be
+
+            if not is_local_command(self._prompt_text(sess, turn_id)):
+                return parent_turn
+            if turn.parent_turn_id == parent_turn:
+                return sess.last_turn
+            turn_id = turn.parent_turn_id
+        return parent_turn
+
+    def _prompt_text(self, sess: SessionState, turn_id: str) -> str | None:
+        """The text of the prompt that started a turn (a turn is named by its prompt's uuid)."""
+        seen = sess.uuids.get(turn_id)
+        if seen is not None:
+            text: str | None = seen[1][2]
+            return text
+        row = self.conn.execute(
+            "SELECT content FROM entries WHERE uuid = ? AND session_id = ? AND dup_of IS NULL LIMIT 1",
+            (turn_id, sess.id),
+        ).fetchone()
+        return str(row[0]) if row and row[0] is not None else None
 
     def _entry_of(self, sess: SessionState, uuid: str) -> int | None:
         """The entry id of the (first, uncopied) record with this uuid in the session."""
