@@ -30,7 +30,7 @@ from textual.widgets import Input, Label, OptionList, ProgressBar, Static, Tree
 
 from ..core.actions import restore
 from ..core.actions.hidden import MARK, PROJECT, SESSION, Hidden, read_hidden
-from ..core.base.text import count_of, human_tokens, short_when
+from ..core.base.text import count_of, short_when
 from ..core.read import archive, browse
 from ..core.read.query import display_title, get_session
 from .archive_state import ArchiveState
@@ -1348,5 +1348,5 @@ def subtitle(
 
 def tokens_and_model(session: SessionSummary) -> str:
     """' · 215k tokens · $0.69 · opus-4-1' (what is unknown is left out, no separator hanging)."""
-    parts = (f"{human_tokens(session.tokens)} tokens", session.cost_text, short_model(session.model))
+    parts = (f"{session.tokens_text} tokens", session.cost_text, short_model(session.model))
     return "".join(f" · {part}" for part in parts if part)

@@ -519,7 +519,7 @@ class SessionTree(Tree[NodeRef]):
         parts = (
             short_when(last_activity(s), self.now()),
             count_of(s.message_count, "msg"),
-            f"{human_tokens(s.tokens)} tok",
+            f"{s.tokens_text} tok",
             s.cost_text,
             short_model(s.model),
         )
@@ -766,7 +766,7 @@ def session_label(s: SessionSummary, width: int, now: float | None = None, *, hi
     facts += [
         (short_when(last_activity(s), now).ljust(12), "dim"),
         (count_of(s.message_count, "msg").rjust(10), "dim"),
-        (f"{human_tokens(s.tokens)} tok".rjust(9), "dim"),
+        (f"{s.tokens_text} tok".rjust(9), "dim"),
         (flat(short_model(s.model)).ljust(10), "#af87d7"),
     ]
     return fit(head, [f for f in facts if f[0]], width)

@@ -92,7 +92,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from ..base.text import TableColumn, human_tokens, one_line, short_when, text_table
+    from ..base.text import TableColumn, one_line, short_when, text_table
 
     # piped (to grep, a file): no terminal width to fit, so nothing is cut; on a terminal the title,
     # project and model give way, the id (what `show` takes) and the numbers never do. No markup:
@@ -123,7 +123,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             one_line(r.project, 10_000) + (f" @{origins[r.id][0]}" if r.id in origins else ""),
             _listed_title(r, depth, r.id in out_of_list),
             str(r.message_count),
-            human_tokens(r.total_tokens),
+            r.tokens_text,
             r.cost_text,
             one_line(r.model, 10_000),
         )

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..base.markup import HookRun, hook_runs
-from ..base.text import flat, prompt_title
+from ..base.text import flat, human_tokens, prompt_title
 from ..store.db import MACHINE_KEY, WHO_KEY
 from ..store.rows import builder, fetch_one, values
 from ..store.sql import like_text
@@ -87,6 +87,7 @@ class SessionSummary:
     file_path: str | None = None  # the agent's file it was read from (a database for some agents)
     child_count: int = 0  # non-empty sessions naming it their parent (subagents, forks): the tree's only
     signal_count: int = 0  # its signals (core.insight.signals): the tree's only, for its badge
+    has_usage: bool = True  # whether its agent recorded any token counts (an agent_usage row)
 
     @property
     def total_tokens(self) -> int:
@@ -99,6 +100,12 @@ class SessionSummary:
         if self.cost_usd is None:
             return "?" if self.unpriced_messages else ""
         return money(self.cost_usd) + (" + ?" if self.unpriced_messages else "")
+
+    @property
+    def tokens_text(self) -> str:
+        """Its tokens as a reader wants them: "215k", "0" only when its usage records say 0, "?"
+        when its agent recorded none (Amazon Q, Cursor): not a count of nothing."""
+        return human_tokens(self.total_tokens) if self.has_usage else "?"
 
     @property
     def tokens(self) -> int:
@@ -192,7 +199,7 @@ def money(usd: float) -> str:
 
 
 SESSION_JSON_FIELDS = tuple(
-    f.name for f in fields(SessionSummary) if f.name not in ("child_count", "signal_count")
+    f.name for f in fields(SessionSummary) if f.name not in ("child_count", "signal_count", "has_usage")
 )
 
 # the columns of SessionSummary, named as its fields, on agent_sessions `s`; {title} is its title
@@ -203,7 +210,8 @@ _SESSION_COLUMNS = (
     "s.task_description, s.task_status, s.tool_call_id, s.is_warmup, s.turn_count, s.tool_call_count, "
     "s.branch_count, s.compaction_count, s.git_branch, s.forked_from_session_id, s.cost_usd, "
     "s.unpriced_messages, {first_prompt} AS first_prompt, "
-    "(SELECT f.path FROM source_files f WHERE f.id = s.source_file_id) AS file_path"
+    "(SELECT f.path FROM source_files f WHERE f.id = s.source_file_id) AS file_path, "
+    "EXISTS (SELECT 1 FROM agent_usage u WHERE u.session_id = s.id) AS has_usage"
 )
 
 
@@ -225,6 +233,7 @@ def read_sessions(cursor: sqlite3.Cursor) -> list[SessionSummary]:
         s = build(row)
         s.is_subagent = bool(s.is_subagent)
         s.is_warmup = bool(s.is_warmup)
+        s.has_usage = bool(s.has_usage)
         out.append(s)
     return out
 

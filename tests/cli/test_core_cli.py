@@ -835,3 +835,21 @@ def test_one_is_said_in_the_singular(tmp_path, capsys):
     assert f"1 file restored for session {SID}" in capsys.readouterr().out
     assert cli.main(["--db", db_path, "sources"]) == 0
     assert "ingested: claude-code ok: 1 file, " in capsys.readouterr().out
+
+
+def test_tokens_an_agent_never_recorded_are_shown_unknown_not_zero(tmp_path):
+    """An Amazon Q save holds no token counts: `show` and `sessions` say "?", not "0 tokens",
+    while a session whose usage records count tokens keeps its count."""
+    from tests.builders.amazon_q import CONV, pairs, save, state
+
+    save(tmp_path / "saves" / "convo.md", state(pairs()))
+    make_archive(tmp_path)
+    dbp = str(tmp_path / "t.db")
+    assert run("--db", dbp, "ingest", "--only", "--source", str(tmp_path)).returncode == 0
+    shown = " ".join(run("--db", dbp, "show", CONV[:8]).stdout.split())
+    assert "· ? tokens ·" in shown and "0 tokens" not in shown
+    assert "· 57 tokens ·" in " ".join(run("--db", dbp, "show", SID[:8]).stdout.split())
+    listed = {
+        line.split()[0][:8]: line.split() for line in run("--db", dbp, "sessions").stdout.splitlines()[1:]
+    }
+    assert "?" in listed[CONV[:8]] and "57" in listed[SID[:8]]

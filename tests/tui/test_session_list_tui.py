@@ -338,3 +338,26 @@ def test_a_narrow_subagent_row_cuts_its_type_with_an_ellipsis_not_to_six_letters
     assert fit(Text("How can I make this work"), [("12 Jun 14:05", ""), ("3 msgs", "")], 30).plain.endswith(
         "12 Jun"
     )
+
+
+async def test_tokens_an_agent_never_recorded_read_unknown_in_the_row_and_header(tmp_path: Path) -> None:
+    """An Amazon Q save holds no token counts: its row and the viewer's header say "? tok",
+    "? tokens", as its cost is left unsaid, rather than "0"."""
+    from threadloom.tui.messages import MessageView
+
+    from tests.builders.amazon_q import CONV, pairs, save, state
+    from tests.tui_support import ingested_db, until
+
+    save(tmp_path / "saves" / "convo.md", state(pairs()))
+    app = make_app(ingested_db(tmp_path, tmp_path / "saves"))
+    async with run_test(app, size=(140, 40)) as pilot:
+        await until(pilot, lambda: app.query_one(SessionTree).sessions)
+        app.browser.jump_to_session(CONV)
+        view = app.query_one(MessageView)
+        await until(pilot, lambda: view.session_id == CONV)
+        tree = app.query_one(SessionTree)
+        await pilot.pause()
+        rows = [tree.render_line(y).text for y in range(tree.size.height)]
+        row = next(line for line in rows if "deploy the stack" in line)
+        assert "? tok" in row and " 0 tok" not in row
+        assert "· ? tokens" in str(view.border_subtitle) and "0 tokens" not in str(view.border_subtitle)
