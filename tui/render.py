@@ -12,6 +12,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 import orjson
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.padding import Padding
 from rich.segment import Segment
@@ -271,12 +272,26 @@ def call_line(call: ToolCall, expanded: bool, width: int | None = None) -> Text:
     if call.duration_ms is not None:
         text.append(f" · {duration(call.duration_ms)}", style="dim")
     if spawn is not None and call.child_session_id:
-        kind = f" {spawn.agent_type}" if spawn.agent_type else ""
-        text.append(f"  ↳ subagent{kind} (Enter)", style="#d787d7")
+        hint = subagent_hint(spawn.agent_type, width - text.cell_len if width else None)
+        text.append(hint, style="#d787d7")
     over = text.cell_len - width if width else 0
     if over > 0 and gist_end - gist_at - over - 1 >= MIN_GIST:
         text = text[: gist_end - over - 1] + Text("…") + text[gist_end:]
     return text
+
+
+def subagent_hint(agent_type: str | None, room: int | None) -> str:
+    """`  ↳ subagent general-purpose (Enter)`, or the longest shorter form that fits in `room`: the
+    call's description is what tells three "Round 2: …" calls apart, so the hint gives way first
+    ("(Enter)", then the word "subagent", then the type), down to `  ↳`."""
+    kind = f" {agent_type}" if agent_type else ""
+    forms = [f"  ↳ subagent{kind} (Enter)", f"  ↳ subagent{kind}"]
+    if kind:
+        forms += [f"  ↳{kind}", "  ↳ subagent"]
+    forms.append("  ↳")
+    if room is None:
+        return forms[0]
+    return next((form for form in forms if cell_len(form) <= room), forms[-1])
 
 
 def as_text(text: str) -> str:

@@ -2861,3 +2861,40 @@ async def test_the_tui_opened_on_a_session_shows_it_in_its_project(demo_db: Path
         assert app.query_one(ProjectList).current.path == older.path
         tree = app.query_one(SessionTree)
         assert tree.cursor_node is not None and tree.cursor_node.data.session.id == target.id
+
+
+async def test_a_subagent_calls_description_gives_way_to_no_hint(tmp_path: Path) -> None:
+    """Three "Round 2: …" subagent calls were cut to "Round 2: ali…" to keep "↳ subagent
+    general-purpose (Enter)" whole, and could not be told apart: the hint gives way first."""
+    from tests.builders.claude import Transcript, tool_use
+
+    sid = "aaaaaaaa-1111-4222-8333-00000000e958"
+    folder = tmp_path / "projects" / "-home-dev-app"
+    t = Transcript(folder / f"{sid}.jsonl", sid)
+    t.user("Compare the three drafts")
+    names = ("alice", "bob", "carol")
+    for number, name in enumerate(names):
+        description = f"Round 2: {name} comparison"
+        call = tool_use(f"toolu_{name}", "Agent", description=description, prompt=f"Compare {name}'s draft")
+        t.assistant(tools=[{**call, "input": {**call["input"], "subagent_type": "general-purpose"}}])
+        agent = f"a{number}{'0' * 15}"
+        t.tool_result(f"toolu_{name}", "done", tool_use_result={"status": "completed", "agentId": agent})
+        sub = Transcript(
+            folder / sid / "subagents" / f"agent-{agent}.jsonl", sid, isSidechain=True, agentId=agent
+        )
+        sub.user(f"Compare {name}'s draft", parent=False)
+        sub.assistant("compared")
+        sub.write()
+    t.write()
+    app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
+    async with run_test(app, size=(140, 40)) as pilot:
+        await until(pilot, lambda: app.query_one(SessionTree).sessions)
+        app.browser.jump_to_session(sid)
+        view = app.query_one(MessageView)
+        await until(pilot, lambda: view.session_id == sid)
+        await pilot.pause()
+        screen = [view.render_line(y).text for y in range(view.scrollable_content_region.height)]
+        calls = [line for line in screen if "▸ Agent" in line]
+        assert len(calls) == 3, screen
+        for name, line in zip(names, calls, strict=True):
+            assert f"Round 2: {name} comparison" in line and "↳" in line, line
