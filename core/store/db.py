@@ -41,7 +41,8 @@ SCHEMA_VERSION = (
 # one project whatever the case of its drive letter; 16: what the adapters read more of (Codex's
 # searches with no id, OpenCode's recorded costs and prompt times, Continue's models, cursor-agent's
 # project and branch diffs, Cursor's bubble times, Cline's text results and absolutePath edits,
-# Claude Code's teleported-from, Copilot CLI's titles), and a replay
+# Claude Code's teleported-from and its local commands in a row (no branches), Copilot CLI's titles),
+# turns and episodes keyed by their session too, and a replay
 # refreshes what a record is (its type, flags, role, time, model) as well as its text
 BUSY_TIMEOUT_MS = 5000
 # Source files pulled from a sync hub (core.ingest.sync) are named under this root, then their machine: no
