@@ -883,7 +883,9 @@ def _json(conn: sqlite3.Connection, thread: Thread, redact: Redactor, stamp: str
         "exported_at": stamp,
         **_json_thread(conn, thread, redact),
     }
-    return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
+    # orjson writes DEL, the C1 controls and the bidi controls as they are: a file `cat` shows to a
+    # terminal would act on them (U+009B starts a CSI); as \uXXXX escapes a JSON reader reads the same
+    return printable(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()).encode() + b"\n"
 
 
 def _json_thread(conn: sqlite3.Connection, thread: Thread, redact: Redactor) -> dict[str, Any]:

@@ -369,3 +369,22 @@ def test_the_cards_render_in_a_real_browser(markup_archive, tmp_path):
     drawn = in_browser(page, tmp_path, f"--screenshot={shot}", "--window-size=1000,1600", "--hide-scrollbars")
     assert drawn.returncode == 0, drawn.stderr[-2000:]
     assert shot.stat().st_size > 20_000  # a page drawn, not a blank one
+
+
+def test_json_holds_no_control_a_terminal_would_act_on(conn, tmp_path):
+    """A title or message holding a C1 control (U+009B, a CSI on some terminals) or a bidi override
+    was written raw into the JSON export, acted on by a terminal that `cat`s it (`show --json`
+    escapes them); escaped now, and read back as the same characters."""
+    sid = "c1c1c1c1-1111-4222-8333-000000000c1c"
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid, cwd="/srv/app")
+    said = "red \u009b31m here, \u202eevil\u202c and DEL \x7f"
+    t.user(said)
+    t.assistant("Noted.")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    done = export_session(conn, resolve_session(conn, sid), "json")
+    text = done.data.decode("utf-8")
+    assert not any(c in text for c in ("\u009b", "\u202e", "\x7f")), text
+    assert "\\u009b" in text and "\\u202e" in text
+    data = json.loads(text)
+    assert said in [m["content"] for m in data["messages"]]
