@@ -76,6 +76,9 @@ class VectorIndex:
         return keep
 
 
+# an episode: (its session, its turn id); a turn id alone is shared by a session copied whole
+TurnKey = tuple[str, str]
+
 _INDEXES: dict[str, VectorIndex] = {}
 _INDEX_LOCK = threading.Lock()
 
@@ -167,8 +170,9 @@ def nearest(
     limit: int = NEAREST,
     allowed: NDArray[np.int64] | None = None,
     exclude_sessions: set[str] | None = None,
-) -> list[tuple[str, float]]:
-    """The episodes closest to a vector, best first, with their cosine."""
+) -> list[tuple[TurnKey, float]]:
+    """The episodes closest to a vector, best first, each as (session, turn) with its cosine: a turn
+    id is its prompt's uuid, which a session copied whole shares with its source."""
     import numpy as np
 
     index = vector_index(conn)
@@ -182,7 +186,11 @@ def nearest(
         return []
     picked = np.argpartition(-scores, top - 1)[:top]
     picked = picked[np.argsort(-scores[picked])]
-    return [(index.turn_ids[i], float(scores[i])) for i in picked if scores[i] > MEANING_FLOOR]
+    return [
+        ((index.session_ids[i], index.turn_ids[i]), float(scores[i]))
+        for i in picked
+        if scores[i] > MEANING_FLOOR
+    ]
 
 
 def search_recall(
@@ -211,7 +219,7 @@ def search_recall(
         return result
     started = time.perf_counter()
     problems: list[str] = []
-    meaning: list[tuple[str, float]] = []
+    meaning: list[tuple[TurnKey, float]] = []
     search.without_episodes(conn, q)
     try:
         query_vector = embed.embed([search_text(q)])[0]
@@ -275,7 +283,7 @@ def _turns_of(conn: sqlite3.Connection, entry_ids: list[int]) -> dict[int, str]:
 def _fuse(
     conn: sqlite3.Connection,
     word_hits: list[Hit],
-    meaning: list[tuple[str, float]],
+    meaning: list[tuple[TurnKey, float]],
     limit: int,
     *,
     strict: int | None = None,
@@ -284,35 +292,38 @@ def _fuse(
     meaning. The word hits past `strict` had only some of the words: they count half. Returns the
     best `limit` and how many turns were ranked."""
     turn_of = _turns_of(conn, [h.entry_id for h in word_hits])
-    scores: dict[str, float] = {}
-    best_hit: dict[str, Hit] = {}
+    scores: dict[TurnKey, float] = {}
+    best_hit: dict[TurnKey, Hit] = {}
     strict = len(word_hits) if strict is None else strict
     for rank, hit in enumerate(word_hits):
-        key = turn_of.get(hit.entry_id) or f"entry:{hit.entry_id}"
+        turn = turn_of.get(hit.entry_id)
+        key = (hit.session_id, turn) if turn else ("", f"entry:{hit.entry_id}")
         if key not in best_hit:
             best_hit[key] = hit
             weight = 1.0 if rank < strict else LOOSE_WEIGHT
             scores[key] = scores.get(key, 0.0) + weight / (RRF_K + rank)
-    meant = {turn for turn, _ in meaning}
-    for rank, (turn, _) in enumerate(meaning):
-        scores[turn] = scores.get(turn, 0.0) + 1.0 / (RRF_K + rank)
+    meant = {episode for episode, _ in meaning}
+    for rank, (episode, _) in enumerate(meaning):
+        scores[episode] = scores.get(episode, 0.0) + 1.0 / (RRF_K + rank)
     order = sorted(scores, key=lambda k: -scores[k])[:limit]
     missing = [k for k in order if k not in best_hit]
-    by_meaning = {h.turn_id: h for h in _meaning_hits(conn, [(k, 0.0) for k in missing])}
+    by_meaning = {
+        (h.session_id, h.turn_id or ""): h for h in _meaning_hits(conn, [(k, 0.0) for k in missing])
+    }
     top = max(scores.values(), default=1.0) or 1.0
     hits = []
     for key in order:
         found = best_hit.get(key) or by_meaning.get(key)
         if found is None:
             continue
-        found.turn_id = key if not key.startswith("entry:") else None
+        found.turn_id = key[1] if key[0] else None
         found.why = "words + meaning" if key in best_hit and key in meant else found.why
         found.score = round(100 * scores[key] / top, 2)
         hits.append(found)
     return hits, len(scores)
 
 
-def _meaning_hits(conn: sqlite3.Connection, found: list[tuple[str, float]]) -> list[Hit]:
+def _meaning_hits(conn: sqlite3.Connection, found: list[tuple[TurnKey, float]]) -> list[Hit]:
     """Hits for episodes found by meaning: each opens at its turn's prompt."""
     if not found:
         return []
@@ -323,13 +334,15 @@ def _meaning_hits(conn: sqlite3.Connection, found: list[tuple[str, float]]) -> l
         f"{title_sql('s.')} AS title, e.uuid, e.role, e.content, e.seq "
         "FROM episodes ep JOIN agent_sessions s ON s.id = ep.session_id "
         "LEFT JOIN entries e ON e.id = coalesce(ep.prompt_entry, ep.answer_entry) "
-        "WHERE ep.turn_id IN (SELECT value FROM json_each(?))",
+        "WHERE (ep.session_id, ep.turn_id) IN "
+        "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))",
         (orjson.dumps(list(cosine)).decode(),),
     ).fetchall()
-    by_turn = {r[0]: r for r in rows}
+    by_turn = {(r[1], r[0]): r for r in rows}
     hits = []
-    for turn, score in found:
-        row = by_turn.get(turn)
+    for key, score in found:
+        row = by_turn.get(key)
+        turn = key[1]
         if row is None or row[2] is None:
             continue
         _, sid, entry_id, started, first_seq, agent, project, title, uuid, role, content, seq = row

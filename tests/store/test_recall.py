@@ -475,3 +475,21 @@ def test_a_search_says_which_sessions_meaning_does_not_reach_yet(tmp_path):
     assert refresh.catch_up(conn)
     assert notes("parser", "hybrid") == notes("parser", "meaning") == notes("file:parser.py", "words") == []
     conn.close()
+
+
+def test_a_session_copied_whole_is_found_beside_its_source(conn, tmp_path):
+    """Claude Code's /branch writes the conversation again under a new session id, every uuid kept:
+    search by words found both sessions, the default (words and meaning) one of them, its turns
+    ranked by their id alone, which the two share."""
+    source, branch = "aaaaaaaa-1111-4222-8333-0000000000d1", "bbbbbbbb-1111-4222-8333-0000000000d2"
+    folder = tmp_path / "projects" / "-srv-app"
+    t = Transcript(folder / f"{source}.jsonl", source, cwd="/srv/app")
+    t.user("make the flaky clock test deterministic")
+    t.assistant("Froze the clock in the fixture.")
+    t.write()
+    copied = [{**line, "sessionId": branch} for line in t.lines]
+    (folder / f"{branch}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in copied))
+    ingest(conn, tmp_path / "projects")
+    for mode in ("words", "hybrid"):
+        hits = search_recall(conn, "flaky clock", mode=mode).hits
+        assert {h.session_id for h in hits} == {source, branch}, mode
