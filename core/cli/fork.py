@@ -81,7 +81,7 @@ def add_parsers(sub: Any) -> None:
         "kept in the archive), the command is refused unless --restore writes it back there first.",
     )
     add_db_option(p)
-    p.add_argument("session", help="session id or unique prefix")
+    p.add_argument("session", help="session id, unique prefix, or the agent's own id")
     p.add_argument("--fork-session", action="store_true", help="fork at the end instead of resuming in place")
     p.add_argument(
         "--restore",

@@ -24,8 +24,13 @@ def add_parsers(sub: Any) -> None:
     )
     add_db_option(p)
     p.add_argument("action", choices=["install", "uninstall", "status", "run"], help="what to do")
+    from ..adapters import ADAPTERS
+
+    hooked = sorted({a.program for a in ADAPTERS.values() if a.session_hooks() is not None})
     p.add_argument(
-        "--agent", metavar="AGENT", help="the agent whose settings get the hook (the command that runs it)"
+        "--agent",
+        metavar="AGENT",
+        help=f"the agent whose settings get the hook, by its command: {', '.join(hooked)} (default {hooked[0]})",
     )
     p.add_argument(
         "--stop", action="store_true", help="install: also after each reply (Stop), not only at the end"

@@ -25,6 +25,8 @@ def add_parsers(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_db_option(p)
+    from ..actions.mcp_install import mcp_agents
+
     actions = p.add_subparsers(dest="mcp_action", metavar="ACTION")
     for name in ("install", "uninstall"):
         q = actions.add_parser(
@@ -40,7 +42,7 @@ def add_parsers(sub: Any) -> None:
             "--agent",
             required=True,
             metavar="AGENT",
-            help="the agent, by its command (`threadloom mcp install --agent x` lists them)",
+            help=f"the agent, by its command: {', '.join(sorted(mcp_agents()))}",
         )
         q.add_argument("--dry-run", action="store_true", help="print the change (a diff) and write nothing")
         q.add_argument("--json", action="store_true", help="print what was done as JSON")

@@ -22,7 +22,7 @@ def add_parsers(sub: Any) -> None:
         "anything is written. Files go under DIR only, never through a link out of it.",
     )
     add_db_option(p)
-    p.add_argument("session", help="session id or unique prefix")
+    p.add_argument("session", help="session id, unique prefix, or the agent's own id")
     p.add_argument(
         "--to",
         metavar="DIR",

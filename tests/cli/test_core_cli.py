@@ -853,3 +853,19 @@ def test_tokens_an_agent_never_recorded_are_shown_unknown_not_zero(tmp_path):
         line.split()[0][:8]: line.split() for line in run("--db", dbp, "sessions").stdout.splitlines()[1:]
     }
     assert "?" in listed[CONV[:8]] and "57" in listed[SID[:8]]
+
+
+def test_help_names_the_agents_an_option_takes(capsys):
+    """`hooks --agent` and `mcp install --agent` named no agent: the accepted ones were learnt by
+    giving a wrong one; each help lists them (from the agents' own adapters)."""
+    import pytest
+    from threadloom.core import cli
+
+    for argv, wanted in (
+        (["hooks", "--help"], ["claude"]),
+        (["mcp", "install", "--help"], ["claude", "codex", "gemini"]),
+    ):
+        with pytest.raises(SystemExit):
+            cli.main(argv)
+        said = " ".join(capsys.readouterr().out.split())
+        assert all(f"{name}" in said.split("--agent AGENT", 1)[1] for name in wanted), said
