@@ -44,6 +44,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from ..base.text import count_of
+
 if TYPE_CHECKING:
     from watchfiles import Change as WatchChange
 
@@ -516,6 +518,7 @@ class Watcher:
         self.last_full = self.last_recheck = time.monotonic()
         self.ignored = self._own_files()
         self.ingests = 0  # ingests that ran (said when it stops)
+        self.unsaid = 0  # of them, those that found nothing new (not logged one by one)
 
     def _own_files(self) -> set[str]:
         """The database's own files and the log: never a reason to ingest (one in a watched folder
@@ -571,7 +574,8 @@ class Watcher:
                 self.stop.wait(TICK_SECONDS)
             finally:
                 source.close()
-        self.log.info("stopped cleanly after %d ingests", self.ingests)
+        quiet = f" ({self.unsaid} with nothing new, not logged)" if self.unsaid else ""
+        self.log.info("stopped cleanly after %s%s", count_of(self.ingests, "ingest"), quiet)
         return 0
 
     def _watch(self, source: Source) -> None:
@@ -689,6 +693,8 @@ class Watcher:
         )
         if report.files_read or report.files_gone or report.errors or self.ingests == 1:
             self.log.info("%s", line)
+        else:
+            self.unsaid += 1  # nothing new: not logged, but counted when it stops
         for error in report.errors[:10]:
             self.log.warning("  %s", error)
 

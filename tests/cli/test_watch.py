@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -139,7 +140,14 @@ def append_line(t: Transcript, text: str) -> None:
 
 def assert_stopped_cleanly(w: Watch, rc: int) -> None:
     assert rc == 0, w.proc.stderr
-    assert "stopped cleanly" in w.log_text()
+    log = w.log_text()
+    assert "stopped cleanly" in log
+    # the ingests it says it ran are those it logged and those it says found nothing new (it said
+    # "after 2 ingests" having logged one)
+    stop = re.search(r"stopped cleanly after (\d+) ingests?(?: \((\d+) with nothing new, not logged\))?", log)
+    assert stop is not None and "after 1 ingests" not in log, log
+    logged = len(re.findall(r"(?:full ingest \([^)]*\)|\d+ changed files?): \d+ read", log))
+    assert int(stop.group(1)) == logged + int(stop.group(2) or 0), log
     assert not is_busy(w.db)  # the writer lock is free
     with writer_lock(w.db, wait=False):  # and can be taken at once
         pass
