@@ -24,14 +24,7 @@ def add_parsers(sub: Any) -> None:
     )
     add_db_option(p)
     p.add_argument("action", choices=["install", "uninstall", "status", "run"], help="what to do")
-    from ..adapters import ADAPTERS
-
-    hooked = sorted({a.program for a in ADAPTERS.values() if a.session_hooks() is not None})
-    p.add_argument(
-        "--agent",
-        metavar="AGENT",
-        help=f"the agent whose settings get the hook, by its command: {', '.join(hooked)} (default {hooked[0]})",
-    )
+    p.add_argument("--agent", metavar="AGENT", help=_agents_help(p))
     p.add_argument(
         "--stop", action="store_true", help="install: also after each reply (Stop), not only at the end"
     )
@@ -100,3 +93,14 @@ def _hook_run(args: argparse.Namespace) -> int:
 
 
 COMMANDS = (Command("hooks", cmd_hooks),)
+
+
+def _agents_help(parser: object) -> str:
+    """The agents that run hooks, named for the help (only when this command's parser is built:
+    the adapters are not loaded for another command)."""
+    if not isinstance(parser, argparse.ArgumentParser):
+        return ""
+    from ..adapters import ADAPTERS
+
+    hooked = sorted({a.program for a in ADAPTERS.values() if a.session_hooks() is not None})
+    return f"the agent whose settings get the hook, by its command: {', '.join(hooked)} (default {hooked[0]})"

@@ -25,8 +25,6 @@ def add_parsers(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_db_option(p)
-    from ..actions.mcp_install import mcp_agents
-
     actions = p.add_subparsers(dest="mcp_action", metavar="ACTION")
     for name in ("install", "uninstall"):
         q = actions.add_parser(
@@ -42,10 +40,20 @@ def add_parsers(sub: Any) -> None:
             "--agent",
             required=True,
             metavar="AGENT",
-            help=f"the agent, by its command: {', '.join(sorted(mcp_agents()))}",
+            help=_agents_help(q),
         )
         q.add_argument("--dry-run", action="store_true", help="print the change (a diff) and write nothing")
         q.add_argument("--json", action="store_true", help="print what was done as JSON")
+
+
+def _agents_help(parser: object) -> str:
+    """The agents threadloom registers with, named for the help (only when this command's parser
+    is built: the adapters and the diffing are not loaded for another command)."""
+    if not isinstance(parser, argparse.ArgumentParser):
+        return ""
+    from ..actions.mcp_install import mcp_agents
+
+    return f"the agent, by its command: {', '.join(sorted(mcp_agents()))}"
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
