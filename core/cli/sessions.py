@@ -98,22 +98,6 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     # project and model give way, the id (what `show` takes) and the numbers never do. No markup:
     # the cells are the logs' text ("[trimmed] title" is a title, not a style)
     console = Console(width=None if sys.stdout.isatty() else 1000, markup=False)
-    fixed = {
-        "id": 24,
-        "when": 12,
-        "msgs": 5,
-        "tokens": 6,
-        "cost": 9,
-    }  # id: a main session's 13, a subagent's own
-    room = console.width - sum(fixed.values()) - 2 * 7  # the gaps between the 8 columns
-    widths = {"project": max(8, room // 6), "model": max(8, room // 6)}
-    widths["title"] = max(12, room - widths["project"] - widths["model"])
-    columns = [
-        TableColumn(
-            col, right=col in ("msgs", "tokens", "cost"), min_width=fixed.get(col), max_width=widths.get(col)
-        )
-        for col in ("id", "when", "project", "title", "msgs", "tokens", "cost", "model")
-    ]
     shown_ids = short_ids(conn)
     cells = [
         (
@@ -128,6 +112,27 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             one_line(r.model, 10_000),
         )
         for r, depth in grouped
+    ]
+    # the id as wide as the widest shown (a main session's 13, a subagent's own id up to 24): a
+    # column of 24 for ids of 13 left the project and the model a few letters at 120 columns
+    from rich.cells import cell_len
+
+    widest_id = max((cell_len(row[0]) for row in cells), default=2)
+    fixed = {
+        "id": max(2, min(24, widest_id)),
+        "when": 12,
+        "msgs": 5,
+        "tokens": 6,
+        "cost": 9,
+    }
+    room = console.width - sum(fixed.values()) - 2 * 7  # the gaps between the 8 columns
+    widths = {"project": max(8, room // 6), "model": max(8, room // 6)}
+    widths["title"] = max(12, room - widths["project"] - widths["model"])
+    columns = [
+        TableColumn(
+            col, right=col in ("msgs", "tokens", "cost"), min_width=fixed.get(col), max_width=widths.get(col)
+        )
+        for col in ("id", "when", "project", "title", "msgs", "tokens", "cost", "model")
     ]
     lines = text_table(columns, cells, console.width)
     if lines is not None:  # drawn as Rich would, without Rich's cost per cell

@@ -869,3 +869,26 @@ def test_help_names_the_agents_an_option_takes(capsys):
             cli.main(argv)
         said = " ".join(capsys.readouterr().out.split())
         assert all(f"{name}" in said.split("--agent AGENT", 1)[1] for name in wanted), said
+
+
+def test_the_id_column_is_as_wide_as_the_ids_it_shows(tmp_path, capsys, monkeypatch):
+    """On a 120-column terminal the id column was 24 wide for ids of 13, and the project and
+    model were cut to a few letters: it is as wide as the widest id shown."""
+    import sys
+
+    from threadloom.core import cli
+
+    from tests.support import ingest
+
+    conn = db.connect(tmp_path / "a.db")
+    ingest(conn, make_archive(tmp_path / "claude"))
+    conn.close()
+    monkeypatch.setenv("COLUMNS", "120")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert cli.main(["--db", str(tmp_path / "a.db"), "sessions"]) == 0
+    header, row = [
+        line.replace("\x1b[1m", "").replace("\x1b[0m", "")
+        for line in capsys.readouterr().out.splitlines()[:2]
+    ]
+    shown_id = row.split()[0]
+    assert header.index("when") == len(shown_id) + 2, (header, row)
