@@ -57,6 +57,7 @@ from .base import (
     ToolUse,
     Usage,
     epoch_ms,
+    nearest_folder,
     read_regular,
     safe_int,
 )
@@ -170,10 +171,8 @@ class KimiAdapter(Adapter):
     def project_folder(self, parts: Sequence[str], key: str) -> int | None:
         """A session is restored from `sessions/` on (`sessions/<md5>/<id>/…`): the only place its
         logs are read from (`place`), and beside which `kimi.json` is put back."""
-        for i in range(len(parts) - 2, -1, -1):
-            if parts[i] == "sessions":
-                return i
-        return super().project_folder(parts, key)
+        at = nearest_folder(parts, "sessions")
+        return at if at is not None else super().project_folder(parts, key)
 
     def side_roots(self) -> list[Path]:
         """`kimi.json` beside `sessions/`: the only place a session's folder is named."""

@@ -322,11 +322,11 @@ def session_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, 
         else ""
     )
     # and the files of the subagents it started (theirs too) that have ids of their own (Droid's,
-    # Kiro's): named by their parent (a fork names its source too, and is not one of them)
+    # Kiro's): named by their parent
+    from .query import SUBAGENTS_BELOW
+
     rows = conn.execute(
-        "WITH RECURSIVE below(id) AS (SELECT id FROM agent_sessions WHERE parent_session_id = ?1 AND is_subagent = 1 "
-        "UNION SELECT s.id FROM agent_sessions s JOIN below b ON s.parent_session_id = b.id WHERE s.is_subagent = 1) "
-        "SELECT id, path, project_key FROM source_files WHERE (id IN ("
+        SUBAGENTS_BELOW + "SELECT id, path, project_key FROM source_files WHERE (id IN ("
         "SELECT DISTINCT source_file_id FROM entries WHERE session_id = ?1 OR (session_id > ?2 AND session_id < ?3) "
         "OR session_id IN (SELECT id FROM below)) "
         f"{rewritten}) AND kind NOT IN ('decoded', 'version') "  # a decoded log is restored as its container

@@ -19,7 +19,7 @@ from ..base.markup import is_typed
 from ..store.rows import builder, getter, value
 from .browse import Segment, compaction_segments
 from .calls import call_params, result_text
-from .query import TOOL_CALL_COLUMNS, ToolCall, fill_tool_io
+from .query import SUBAGENTS_BELOW, TOOL_CALL_COLUMNS, ToolCall, fill_tool_io
 
 __all__ = ["Place", "failed_calls", "find_in_session", "prompt_seqs", "session_segments"]
 
@@ -155,9 +155,8 @@ def subagents_failed_calls(conn: sqlite3.Connection, session_id: str) -> int:
     """How many tool calls failed in the session's subagents (and theirs): where a session with no
     failure of its own had them."""
     row = conn.execute(
-        "WITH RECURSIVE below(id) AS (SELECT id FROM agent_sessions WHERE parent_session_id = ? "
-        "UNION SELECT s.id FROM agent_sessions s JOIN below b ON s.parent_session_id = b.id) "
-        "SELECT count(*) FROM agent_tool_calls WHERE status = 'failed' AND session_id IN (SELECT id FROM below)",
+        SUBAGENTS_BELOW + "SELECT count(*) FROM agent_tool_calls WHERE status = 'failed' "
+        "AND session_id IN (SELECT id FROM below)",
         (session_id,),
     ).fetchone()
     return int(row[0]) if row else 0
