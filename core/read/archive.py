@@ -310,6 +310,14 @@ def _verify_rows(conn: sqlite3.Connection, report: VerifyReport, file_id: int, p
         report.mismatches.append(f"{path}: {bad} stored row(s) differ from the database now")
 
 
+# `below(id)`: the subagents a session (`?1`) started, theirs too, by their parents (a fork names
+# its source too, and is not one of them): the head of a query that asks of `below`
+SUBAGENTS_BELOW = (
+    "WITH RECURSIVE below(id) AS (SELECT id FROM agent_sessions WHERE parent_session_id = ?1 AND is_subagent = 1 "
+    "UNION SELECT s.id FROM agent_sessions s JOIN below b ON s.parent_session_id = b.id WHERE s.is_subagent = 1) "
+)
+
+
 def session_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str, str | None]]:
     """(file id, path, project key) of every file holding records of the session or its subagents;
     the path as the file system names it (a name that is not UTF-8 in its own bytes)."""
@@ -323,8 +331,6 @@ def session_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, 
     )
     # and the files of the subagents it started (theirs too) that have ids of their own (Droid's,
     # Kiro's): named by their parent
-    from .query import SUBAGENTS_BELOW
-
     rows = conn.execute(
         SUBAGENTS_BELOW + "SELECT id, path, project_key FROM source_files WHERE (id IN ("
         "SELECT DISTINCT source_file_id FROM entries WHERE session_id = ?1 OR (session_id > ?2 AND session_id < ?3) "

@@ -17,9 +17,10 @@ import orjson
 from ..adapters.shared import strings_of
 from ..base.markup import is_typed
 from ..store.rows import builder, getter, value
+from .archive import SUBAGENTS_BELOW
 from .browse import Segment, compaction_segments
 from .calls import call_params, result_text
-from .query import SUBAGENTS_BELOW, TOOL_CALL_COLUMNS, ToolCall, fill_tool_io
+from .query import TOOL_CALL_COLUMNS, ToolCall, fill_tool_io
 
 __all__ = ["Place", "failed_calls", "find_in_session", "prompt_seqs", "session_segments"]
 

@@ -38,14 +38,6 @@ def subagent_sql(alias: str = "") -> str:
     return f"{alias}is_subagent = 1"
 
 
-# `below(id)`: the subagents a session (`?1`) started, theirs too, by their parents (a fork names
-# its source too, and is not one of them): the head of a query that asks of `below`
-SUBAGENTS_BELOW = (
-    "WITH RECURSIVE below(id) AS (SELECT id FROM agent_sessions WHERE parent_session_id = ?1 AND is_subagent = 1 "
-    "UNION SELECT s.id FROM agent_sessions s JOIN below b ON s.parent_session_id = b.id WHERE s.is_subagent = 1) "
-)
-
-
 def main_sql(alias: str = "") -> str:
     """Not a subagent (see `subagent_sql`), in the form the sessions' indexes can use."""
     return f"{alias}is_subagent = 0"
