@@ -644,10 +644,15 @@ class ClineAdapter(Adapter):
         if result_texts:
             out.tool_text = "\n".join(t for t in (out.tool_text, *result_texts) if t) or None
         answered = {r.tool_use_id for r in out.tool_results}
-        open_calls[:] = [c for c in open_calls if c[0] not in answered]
+        unanswered: list[tuple[str, str]] = []
         if role == "assistant":
             open_calls.extend((u.id, u.name) for u in out.tool_uses)
         if role == "user":
+            # the calls this message does not answer never got a result (a `[TASK RESUMPTION]`
+            # tells the model to take them as unsuccessful): closed here, so that no later result
+            # of the same tool is taken for theirs
+            unanswered = [c for c in open_calls if c[0] not in answered]
+            open_calls.clear()
             out.is_prompt, out.content = _api_prompt(content)
             if st["cwd"] is None:
                 texts = _all_text(m.get("content"))
@@ -655,6 +660,7 @@ class ClineAdapter(Adapter):
                 if found:
                     st["cwd"] = out.cwd = found.group(1).strip()
         out.is_message = bool(out.content or out.thinking or out.tool_uses or out.tool_results)
+        out.tool_results.extend(ToolResult(c[0], "null", "interrupted") for c in unanswered)
         metrics = m.get("metrics")
         tokens = metrics.get("tokens") if isinstance(metrics, dict) else None
         if isinstance(tokens, dict):
@@ -891,9 +897,9 @@ def _api_prompt(content: Any) -> tuple[bool, str | None]:
 
 def _text_results(out: Record, content: Any, open_calls: list[tuple[str, str]]) -> tuple[Any, list[str]]:
     """The `[tool for 'x'] Result:` text blocks of a user message taken as the results of the open
-    native calls they answer (the oldest open call of that tool; Cline sends one per call, in call
-    order): (the message's other blocks, the results' texts). A block no open call of its tool
-    waits for (the XML-tool era's results) stays text."""
+    native calls they answer, those of the assistant message before it (the oldest open call of
+    that tool; Cline sends one per call, in call order): (the message's other blocks, the results'
+    texts). A block no open call of its tool waits for (the XML-tool era's results) stays text."""
     if not isinstance(content, list) or not open_calls:
         return content, []
     rest: list[Any] = []

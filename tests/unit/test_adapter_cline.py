@@ -188,6 +188,49 @@ def test_native_tool_results_sent_back_as_text_blocks(conn, tmp_path):
     assert round_trips(conn, folder / "api_conversation_history.json")
 
 
+def test_a_call_the_next_user_message_does_not_answer_is_interrupted(conn, tmp_path):
+    """A call left unanswered by a `[TASK RESUMPTION]` stayed open and took the next result of its
+    tool, and every later call of that tool showed its successor's output (a real Cline 3.x task:
+    75 of 231 calls). A result answers a call of the assistant message just before it; the calls
+    a user message does not answer are interrupted there."""
+
+    def call(call_id: str, name: str, params: dict) -> dict:
+        return {"type": "tool_use", "id": call_id, "name": name, "input": params}
+
+    def said(ts: int, *texts: str) -> dict:
+        return {"role": "user", "ts": ts, "content": [{"type": "text", "text": t} for t in texts]}
+
+    api = [
+        said(4000, "<task>\nrun the app\n</task>"),
+        {
+            "role": "assistant",
+            "ts": 4001,
+            "content": [call("c0", "execute_command", {"command": "npm start"})],
+        },
+        said(
+            4002,
+            "[TASK RESUMPTION] This task was interrupted 3 days ago. If a tool use the user did not "
+            "provide a result for, assume it was not successful.",
+            "<user_message>\ngo on\n</user_message>",
+        ),
+        {"role": "assistant", "ts": 4003, "content": [call("c1", "execute_command", {"command": "ls"})]},
+        said(4004, "[execute_command for 'ls'] Result:\nREADME.md"),
+        {"role": "assistant", "ts": 4005, "content": [call("c2", "execute_command", {"command": "pwd"})]},
+        said(4006, "[execute_command for 'pwd'] Result:\n/home/dev"),
+    ]
+    task_folder(tmp_path, api=api)
+    ingest(conn, storage(tmp_path))
+    calls = conn.execute(
+        "SELECT c.id, c.status, c.result_json, e.timestamp FROM agent_tool_calls c "
+        "LEFT JOIN entries e ON e.id = c.result_entry_id ORDER BY c.id"
+    ).fetchall()
+    assert [(i, status, result and json.loads(result), ts) for i, status, result, ts in calls] == [
+        ("c0", "interrupted", None, 4002),
+        ("c1", "completed", "README.md", 4004),
+        ("c2", "completed", "/home/dev", 4006),
+    ]
+
+
 def test_native_file_tools_name_their_file_absolute_path(conn, tmp_path):
     """Cline 3.x's native write_to_file and replace_in_file name their file `absolutePath`: their
     lines counted +0 -0 and the call's line showed its raw JSON; they count and show the path."""
