@@ -895,6 +895,16 @@ def _api_prompt(content: Any) -> tuple[bool, str | None]:
     return True, bare
 
 
+def _labels(label: str, tool: str) -> bool:
+    """Whether Cline labels a result of `tool` `[label …]`: by the tool's name, but the results of
+    its subagents `[subagents]` (use_subagents) and `[subagent: x]` (use_subagent_x, a configured one)."""
+    return (
+        label == tool
+        or (label == "subagents" and tool == "use_subagents")
+        or (label == "subagent" and tool.startswith("use_subagent_"))
+    )
+
+
 def _text_results(out: Record, content: Any, open_calls: list[tuple[str, str]]) -> tuple[Any, list[str]]:
     """The `[tool for 'x'] Result:` text blocks of a user message taken as the results of the open
     native calls they answer, those of the assistant message before it (the oldest open call of
@@ -907,7 +917,7 @@ def _text_results(out: Record, content: Any, open_calls: list[tuple[str, str]]) 
     for block in content:
         text = block.get("text") if isinstance(block, dict) and block.get("type") == "text" else None
         head = TEXT_RESULT.match(text) if isinstance(text, str) else None
-        call = next((c for c in open_calls if head and c[1] == head.group(1)), None)
+        call = next((c for c in open_calls if head and _labels(head.group(1), c[1])), None)
         if head is None or call is None or not isinstance(text, str):
             rest.append(block)
             continue

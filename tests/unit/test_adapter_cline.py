@@ -231,6 +231,39 @@ def test_a_call_the_next_user_message_does_not_answer_is_interrupted(conn, tmp_p
     ]
 
 
+def test_subagents_results_answer_their_calls(conn, tmp_path):
+    """Cline labels use_subagents' result `[subagents] Result:` and a configured subagent's
+    (use_subagent_x) `[subagent: x] Result:`: neither label is the tool's name, so the call got no
+    result and the subagents' report showed as the user's words."""
+    api = [
+        {"role": "user", "ts": 5000, "content": [{"type": "text", "text": "<task>\nread the code\n</task>"}]},
+        {
+            "role": "assistant",
+            "ts": 5001,
+            "content": [
+                {"type": "tool_use", "id": "s1", "name": "use_subagents", "input": {"prompt_1": "map it"}},
+                {"type": "tool_use", "id": "s2", "name": "use_subagent_explore", "input": {"prompt": "look"}},
+            ],
+        },
+        {
+            "role": "user",
+            "ts": 5002,
+            "content": [
+                {"type": "text", "text": "[subagents] Result:\nSubagent results:\nTotal: 1\nSucceeded: 1"},
+                {"type": "text", "text": "[subagent: explore] Result:\nfound 3 modules"},
+            ],
+        },
+    ]
+    task_folder(tmp_path, api=api)
+    ingest(conn, storage(tmp_path))
+    calls = conn.execute("SELECT id, status, result_json FROM agent_tool_calls ORDER BY id").fetchall()
+    assert [(i, status, json.loads(result)) for i, status, result in calls] == [
+        ("s1", "completed", "Subagent results:\nTotal: 1\nSucceeded: 1"),
+        ("s2", "completed", "found 3 modules"),
+    ]
+    assert shown(conn, TASK)[-1] == ("user", None)
+
+
 def test_native_file_tools_name_their_file_absolute_path(conn, tmp_path):
     """Cline 3.x's native write_to_file and replace_in_file name their file `absolutePath`: their
     lines counted +0 -0 and the call's line showed its raw JSON; they count and show the path."""
