@@ -50,6 +50,7 @@ from .base import (
     Usage,
     epoch_ms,
     parse_iso_ms,
+    read_regular,
     recorded_cost,
     safe_int,
 )
@@ -435,6 +436,8 @@ class ClineAdapter(Adapter):
         if kind == "api":
             # looked at once per read of the file, never cached: the ui file may appear later
             st["shown"] = not path.with_name("ui_messages.json").exists()
+        if kind == "ui":
+            st["apart"] = _cache_apart(ctx)
         return st
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
@@ -530,7 +533,7 @@ class ClineAdapter(Adapter):
         elif name in SYSTEM_SAYS or name in SYSTEM_ASKS:
             out.role, out.is_message, out.content = "system", True, text or name.replace("_", " ")
         elif name in USAGE_SAYS:
-            self._ui_usage(out, text, st, name)
+            self._ui_usage(out, text, st, name, as_str(as_dict(m.get("modelInfo")).get("providerId")))
         elif name in ("condense_context", "condense", "summarize_task", "compaction"):
             condense = as_dict(m.get("contextCondense"))
             out.role, out.is_message = "system", True
@@ -595,7 +598,7 @@ class ClineAdapter(Adapter):
             result = params.get("content") if "content" in params else params.get("diff")
             out.tool_results.append(ToolResult(call_id, json_text(result if result is not None else params)))
 
-    def _ui_usage(self, out: Record, text: str, st: dict[str, Any], name: str) -> None:
+    def _ui_usage(self, out: Record, text: str, st: dict[str, Any], name: str, provider: str | None) -> None:
         data, _ = loads(text.encode()) if text else (None, None)
         if not isinstance(data, dict):
             return
@@ -604,7 +607,7 @@ class ClineAdapter(Adapter):
             m = CWD_IN_TEXT.search(request)
             if m:
                 st["cwd"] = out.cwd = m.group(1).strip()
-        usage = _api_usage(data, f"{st['agent']}:{out.uuid}")
+        usage = _api_usage(data, f"{st['agent']}:{out.uuid}", provider in st["apart"])
         if usage is not None:
             out.usage = usage
         if name != "api_req_started":
@@ -851,15 +854,38 @@ def _ui_text(name: str, text: str) -> str | None:
     return text or None
 
 
-def _api_usage(data: dict[str, Any], key: str) -> Usage | None:
-    """tokensIn of api_req_started: OpenAI-style providers (and newer Roo) count the cache inside it."""
+def _cache_apart(ctx: FileContext) -> frozenset[str | None]:
+    """The providers (None: not named) of a task's UI log whose `tokensIn` leaves the cache out: one
+    of their requests cached more than it (a count with the cache inside never does), so that a
+    request of theirs that cached less (its first, little cached yet) is not taken to count it in."""
+    try:
+        data = ctx.stored() if ctx.stored is not None else None  # a replay: the archive's bytes
+        doc, _ = loads((data if data is not None else read_regular(ctx.path)).removeprefix(BOM))
+    except OSError:
+        return frozenset()
+    apart: set[str | None] = set()
+    for m in as_list(doc):
+        text = as_str(m.get("text")) if isinstance(m, dict) and m.get("say") == "api_req_started" else None
+        req, _ = loads(text.encode()) if text else (None, None)
+        if isinstance(req, dict) and "apiProtocol" not in req:
+            cached = safe_int(req.get("cacheReads")) + safe_int(req.get("cacheWrites"))
+            if cached > safe_int(req.get("tokensIn")):
+                apart.add(as_str(as_dict(m.get("modelInfo")).get("providerId")))
+    return frozenset(apart)
+
+
+def _api_usage(data: dict[str, Any], key: str, apart: bool = False) -> Usage | None:
+    """tokensIn of api_req_started: OpenAI-style providers (and newer Roo) count the cache inside it;
+    without `apiProtocol`, a request is taken to when it cached no more than it, unless its provider
+    is known to count it `apart` (_cache_apart)."""
     tin, tout = safe_int(data.get("tokensIn")), safe_int(data.get("tokensOut"))
     writes, reads = safe_int(data.get("cacheWrites")), safe_int(data.get("cacheReads"))
     if not (tin or tout or writes or reads):
         return None
     cached = writes + reads
-    inclusive = data.get("apiProtocol") == "openai" or (
-        cached > 0 and tin >= cached and data.get("apiProtocol") != "anthropic"
+    protocol = data.get("apiProtocol")
+    inclusive = protocol == "openai" or (
+        protocol != "anthropic" and not apart and cached > 0 and tin >= cached
     )
     cost = recorded_cost(data.get("cost"))  # what the extension itself priced the request at
     return Usage(key, None, max(0, tin - cached) if inclusive else tin, tout, writes, reads, cost)

@@ -104,6 +104,25 @@ def test_cline_task_ui_stream_turns_tools_and_tokens(conn, tmp_path):
     assert json.dumps(ui_stream()[4], separators=(",", ":")).encode() in raws  # each message's exact JSON
 
 
+def test_a_provider_that_counts_the_cache_apart_does_so_in_every_request(conn, tmp_path):
+    """With no `apiProtocol`, a request that cached no more than its tokensIn was taken to count
+    the cache inside it: a task's first (11495 in, 512 read) lost 512 input tokens, though its
+    provider's later requests (349 in, 12352 read) show it counts the cache apart. That provider's
+    every request now does; another provider of the task keeps its own reading."""
+    cline = {"providerId": "cline", "modelId": "x-ai/grok-code-fast-1", "mode": "act"}
+    other = {"providerId": "openai-compatible", "modelId": "qwen3", "mode": "act"}
+    ui = [
+        say(1000, "task", "fix the cart"),
+        {**api_req(1001, 11495, 16, reads=512), "modelInfo": cline},
+        {**api_req(1002, 349, 60, reads=12352), "modelInfo": cline},
+        {**api_req(1003, 5000, 70, reads=4000), "modelInfo": other},
+    ]
+    task_folder(tmp_path, ui=ui)
+    ingest(conn, storage(tmp_path))
+    s = session(conn, TASK)
+    assert (s["input_tokens"], s["cache_read_tokens"]) == (11495 + 349 + 1000, 512 + 12352 + 4000)
+
+
 def test_task_rewritten_whole_is_read_again_and_mid_write_waits(conn, tmp_path):
     stream = ui_stream()
     folder = task_folder(tmp_path, ui=stream[:6])
