@@ -531,7 +531,8 @@ class ClineAdapter(Adapter):
             out.content = _ui_text(name, text)
             out.is_message = out.content is not None
         elif name in SYSTEM_SAYS or name in SYSTEM_ASKS:
-            out.role, out.is_message, out.content = "system", True, text or name.replace("_", " ")
+            out.role, out.is_message = "system", True
+            out.content = _system_text(name, text) or name.replace("_", " ")
         elif name in USAGE_SAYS:
             self._ui_usage(out, text, st, name, as_str(as_dict(m.get("modelInfo")).get("providerId")))
         elif name in ("condense_context", "condense", "summarize_task", "compaction"):
@@ -872,6 +873,22 @@ def _cache_apart(ctx: FileContext) -> frozenset[str | None]:
             if cached > safe_int(req.get("tokensIn")):
                 apart.add(as_str(as_dict(m.get("modelInfo")).get("providerId")))
     return frozenset(apart)
+
+
+def _system_text(name: str, text: str) -> str | None:
+    """A retry's and a failed request's JSON (Cline 3.x) as words: `error_retry` is {attempt,
+    maxAttempts, delaySeconds, failed?}, `api_req_failed` the error's {message, code, …}."""
+    obj, _ = loads(text.encode()) if text[:1] == "{" else (None, None)
+    if not isinstance(obj, dict):
+        return text or None
+    if name == "error_retry" and "attempt" in obj:
+        attempt, most = safe_int(obj.get("attempt")), safe_int(obj.get("maxAttempts"))
+        if obj.get("failed"):
+            return f"retry {attempt} of {most} failed: no more retries"
+        return f"retry {attempt} of {most} in {safe_int(obj.get('delaySeconds'))} s"
+    if name == "api_req_failed":
+        return as_str(obj.get("message")) or text
+    return text
 
 
 def _api_usage(data: dict[str, Any], key: str, apart: bool = False) -> Usage | None:

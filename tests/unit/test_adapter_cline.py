@@ -123,6 +123,31 @@ def test_a_provider_that_counts_the_cache_apart_does_so_in_every_request(conn, t
     assert (s["input_tokens"], s["cache_read_tokens"]) == (11495 + 349 + 1000, 512 + 12352 + 4000)
 
 
+def test_retries_and_failed_requests_read_as_words(conn, tmp_path):
+    """Cline 3.x writes a retry and a failed request as JSON, which `show` printed raw
+    (`error_retry: {"attempt":1,"maxAttempts":3,"delaySeconds":2}`): they read as words."""
+    failure = {"message": "Failed to create stream: status 400", "code": "stream_initialization_failed"}
+    ui = [
+        say(1000, "task", "fix the cart"),
+        say(1001, "error_retry", json.dumps({"attempt": 1, "maxAttempts": 3, "delaySeconds": 2})),
+        say(
+            1002,
+            "error_retry",
+            json.dumps({"attempt": 3, "maxAttempts": 3, "delaySeconds": 0, "failed": True}),
+        ),
+        ask(1003, "api_req_failed", json.dumps(failure)),
+        ask(1004, "api_req_failed", "Request timed out"),
+    ]
+    task_folder(tmp_path, ui=ui)
+    ingest(conn, storage(tmp_path))
+    assert shown(conn, TASK)[1:] == [
+        ("system", "retry 1 of 3 in 2 s"),
+        ("system", "retry 3 of 3 failed: no more retries"),
+        ("system", "Failed to create stream: status 400"),
+        ("system", "Request timed out"),
+    ]
+
+
 def test_task_rewritten_whole_is_read_again_and_mid_write_waits(conn, tmp_path):
     stream = ui_stream()
     folder = task_folder(tmp_path, ui=stream[:6])
