@@ -57,7 +57,9 @@ def test_opencode_parts_with_a_lone_surrogate_or_cut_short_keep_their_session(co
     said every file was written while leaving it out."""
     storage = tmp_path / "share" / "opencode" / "storage"
     opencode.write_storage(storage)
-    first = next(storage.glob("part/msg_01/*.json"))
+    first = (
+        storage / "part" / "msg_01" / "prt_01.json"
+    )  # the prompt (a folder lists its files in no set order)
     part = json.loads(first.read_text())
     part["text"] = "fix the cart " + CUT_EMOJI
     first.write_text(json.dumps(part))
@@ -156,7 +158,10 @@ def test_a_log_known_by_its_first_line_is_read_when_that_line_is_damaged(conn, t
     builder, pattern, folder, sid = FIRST_LINE_READERS[agent]
     module, name = builder.split(":")
     getattr(importlib.import_module(module), name)(tmp_path)
-    [log] = [p for p in (tmp_path / folder).rglob(pattern) if not p.name.endswith(".settings.json")][:1]
+    logs = sorted(p for p in (tmp_path / folder).rglob(pattern) if not p.name.endswith(".settings.json"))
+    log = next(
+        (p for p in logs if sid in str(p)), logs[0]
+    )  # the session's own (a folder is listed in no set order)
     first, rest = log.read_bytes().split(b"\n", 1)
     damaged = first[: len(first) // 2] if damage == "cut short" else first[:-1] + b', "note": "caf\xe9"}'
     log.write_bytes(damaged + b"\n" + rest)
