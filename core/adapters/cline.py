@@ -14,7 +14,8 @@ macOS and Windows folders):
   * `tasks/<taskId>/api_conversation_history.json`: the model-facing history. Kept record by
     record; it becomes the shown conversation (with native tool_use ids and `metrics.tokens`)
     only when the task has no `ui_messages.json`, so nothing is shown or counted twice; a native
-    call's result is a `tool_result` block or (Cline 3.x, 2026) a `[tool for 'x'] Result:` text block;
+    call's result is a `tool_result` block or (Cline 3.x, 2026) a `[tool for 'x'] Result:` text block
+    of the next user message, which leaves a call it does not answer interrupted;
   * `task_metadata.json` (models, Cline version), `history_item.json` / `tasks/_index.json` (Roo:
     workspace, parent task → subtask tree) and `state/taskHistory.json` (Cline: the working
     folder a task started in).
