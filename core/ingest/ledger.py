@@ -364,6 +364,22 @@ class Ledger:
             rec.parse_error = f"{rec.parse_error}; {note}" if rec.parse_error else note
             return None, None, None
 
+    @staticmethod
+    def _reach_time(sess: SessionState, sid: str, rec: Record, ts: int) -> None:
+        """Widen the session's span to `ts`. A fork starts when it was forked: the newest time of
+        its records that name the session it came from (a Claude fork's copies with `forkedFrom`,
+        the last one stamped when it was written; Codex's first `session_meta`). Its copies dated
+        before that are its source's history, not its activity: a fork made today of a 2025
+        session lasted 697 days and began in 2025."""
+        marked = bool(rec.forked_from_session_id) and rec.forked_from_session_id != sid
+        if marked:
+            if sess.created_at is None or ts > sess.created_at:
+                sess.created_at = ts
+        elif sess.created_at is None or (ts < sess.created_at and not sess.forked_from_session_id):
+            sess.created_at = ts
+        if sess.ended_at is None or ts > sess.ended_at:
+            sess.ended_at = ts
+
     def _place(self, entry_id: int, rec: Record) -> tuple[int | None, str | None, int | None]:
         sid = rec.session_id
         if sid is None or rec.side_file:
@@ -390,10 +406,7 @@ class Ledger:
         self.touched.add(sid)
         ts = rec.timestamp
         if ts is not None and rec.entry_type not in ("queue-operation",):
-            if sess.created_at is None or ts < sess.created_at:
-                sess.created_at = ts
-            if sess.ended_at is None or ts > sess.ended_at:
-                sess.ended_at = ts
+            self._reach_time(sess, sid, rec, ts)
         if rec.cwd and not sess.project_path:
             sess.project_path = project_folder(rec.cwd)
             sess.project = folder_name(sess.project_path)

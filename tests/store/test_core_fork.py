@@ -346,6 +346,11 @@ def test_codex_fork_cuts_a_legacy_rollout_after_the_turn(conn, tmp_path, monkeyp
         "SELECT kind, parent_session_id, turn_count FROM agent_sessions WHERE id = ?", (plan.new_session_id,)
     ).fetchone()
     assert row == ("fork", sid, 1)
+    # it began when it was forked (its first line), not when the turns it copies were said
+    span = conn.execute(
+        "SELECT created_at, ended_at FROM agent_sessions WHERE id = ?", (plan.new_session_id,)
+    )
+    assert span.fetchone() == (int(now.timestamp() * 1000),) * 2
 
 
 def test_codex_paginated_threads_keep_the_whole_session_fork(conn, tmp_path, monkeypatch):
@@ -530,3 +535,34 @@ def test_a_session_branched_in_claude_code_keeps_its_own_turns(conn, tmp_path):
         turns = conn.execute("SELECT count(*) FROM agent_turns WHERE session_id = ?", (sid,)).fetchone()[0]
         episodes = conn.execute("SELECT count(*) FROM episodes WHERE session_id = ?", (sid,)).fetchone()[0]
         assert turns == episodes == 2, sid
+
+
+def test_a_fork_of_an_old_session_starts_when_it_was_forked(conn, tmp_path):
+    """Its copies keep their source's times: a fork made on 2026-05-04 of a session of 2025-01-01
+    began in 2025 and lasted 488 days, whatever was done in it since."""
+    t = Transcript(tmp_path / "projects" / "-p" / f"{SID}.jsonl", SID)
+    t.user("old question")
+    last = t.assistant("old answer")
+    t.lines[0]["timestamp"], t.lines[1]["timestamp"] = "2025-01-01T10:00:00.000Z", "2025-01-01T12:00:00.000Z"
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    plan = plan_fork(conn, last, now=datetime(2026, 5, 4, 12, 30, tzinfo=UTC))
+    path = write_fork(plan)
+    ingest(conn, path)
+
+    def span() -> tuple[int, int]:
+        return conn.execute(
+            "SELECT created_at, ended_at FROM agent_sessions WHERE id = ?", (plan.new_session_id,)
+        ).fetchone()
+
+    forked = int(datetime(2026, 5, 4, 12, 30, tzinfo=UTC).timestamp() * 1000)
+    assert span() == (forked, forked)
+    # resumed: what is said in it since is its own, and its source's times stay out
+    fork = json.loads(path.read_text().splitlines()[-2])
+    resumed = {**fork, "uuid": "r1", "parentUuid": fork["uuid"], "timestamp": "2026-05-04T13:30:00.000Z"}
+    resumed.pop("forkedFrom")
+    resumed["message"] = {**fork["message"], "id": "m-own", "content": [{"type": "text", "text": "new"}]}
+    with path.open("a") as out:
+        out.write(json.dumps(resumed) + "\n")
+    ingest(conn, path)
+    assert span() == (forked, forked + 3_600_000)
