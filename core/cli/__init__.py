@@ -11,7 +11,7 @@ import re
 import shlex
 import sqlite3
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
@@ -113,7 +113,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-ingest", action="store_true", help="open the TUI without ingesting first")
     parser.add_argument("--version", action="version", version="threadloom 0.1.0")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
 
     p = sub.add_parser(
         "open",
@@ -142,6 +142,26 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for module in COMMAND_MODULES:
         module.add_parsers(commands)
     return parser
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A command's parser: where it takes a run of words (`tag TARGET TAG...`, `note TARGET
+    TEXT...`), options may come among them (`tag ID --turn 3 some words` left "some words" over
+    as unrecognized); argparse's intermixed parsing, which a parser with subcommands cannot use."""
+
+    _intermixing = False
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        words = any(a.nargs in ("*", "+") for a in self._get_positional_actions())
+        if self._intermixing or not words or self._subparsers is not None:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True  # argparse's intermixed parse calls this again, twice
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
 
 
 class _OneInFull:

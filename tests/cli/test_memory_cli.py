@@ -271,3 +271,17 @@ def test_a_tagged_message_is_what_its_tag_finds(dbfile: str) -> None:
     assert {h["session_id"] for h in hits[1:]} == {API}  # the tagged session's records after it
     said = run("search", "--db", dbfile, "tag:done")
     assert "what is tagged done" in said.stderr + said.stdout and "Tried." in said.stdout
+
+
+def test_options_may_come_among_the_words(dbfile: str) -> None:
+    """`tag ID --turn 1 some words`: argparse took the words after an option as unrecognized."""
+    said = json.loads(ok("tag", "--db", dbfile, API[:8], "--turn", "1", "flaky", "dates", "--json"))
+    assert said == {"target": f"{API}#0", "tags": ["dates", "flaky"], "changed": 2}
+    ok("note", "--db", dbfile, API[:8], "We chose", "--message", "3", "UTC", "everywhere")
+    assert [n["value"] for n in json.loads(ok("note", "--db", dbfile, "--json"))] == [
+        "We chose UTC everywhere"
+    ]
+    usage = ok("tag", "--help")
+    assert "[target] [TAG ...]" in usage and "--turn N" in usage
+    res = run("tag", "--db", dbfile, API[:8], "--turn", "1", "x", "--bogus")
+    assert res.returncode == 2 and "threadloom tag: error: unrecognized arguments: --bogus" in res.stderr
