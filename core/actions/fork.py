@@ -39,7 +39,7 @@ from ..adapters.base import ForkError as ForkError  # re-exported: adapters rais
 from ..adapters.base import checked_id as _checked_id
 from ..base.markup import Caveat, CommandOutput, is_note, parse
 from ..base.text import one_line, readable
-from ..read.query import title_sql
+from ..read.query import title_sql, unrelated_holders
 from ..store.rows import builder, value
 from ..store.sql import like_text
 
@@ -724,18 +724,8 @@ def _refuse_unrelated_copies(
     for entry_id, session_id, _ in rows:
         if session_id is not None:
             first.setdefault(session_id, entry_id)
-    if len(first) < 2:
-        return
-    source = next(iter(first))
-    forks = {
-        sid
-        for (sid,) in conn.execute(
-            "SELECT id FROM agent_sessions WHERE parent_session_id = ? AND kind = 'fork'", (source,)
-        )
-    }
-    others = [sid for sid in first if sid != source and sid not in forks]
-    if others:
-        named = ", ".join(f"{first[sid]} (session {sid})" for sid in [source, *others][:6])
+    named = unrelated_holders(conn, first)
+    if named:
         raise ForkError(f"{ref!r} is a record of several sessions: give its entry id instead: {named}")
 
 

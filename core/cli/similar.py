@@ -15,10 +15,12 @@ def add_parsers(sub: Any) -> None:
         "similar",
         help="the turns of other sessions most like a message or turn: have I solved this before?",
         description="The turns of other sessions nearest in meaning to the turn of ENTRY (an entry id "
-        "or a message uuid from `show --json` or `search --json`, or a turn id).",
+        "or a message uuid from `show --json` or `search --json`, a turn id, or SESSION#n for message #n "
+        "as `show` numbers them). A uuid or turn id several unrelated sessions share is refused, naming "
+        "each session's entry id.",
     )
     add_db_option(p)
-    p.add_argument("entry", help="an entry id, a message uuid, or a turn id")
+    p.add_argument("entry", help="an entry id, a message uuid, a turn id, or SESSION#n")
     p.add_argument("--limit", type=int, default=10, metavar="N", help="at most N turns (default 10)")
     p.add_argument("--json", action="store_true", help="print a JSON list")
 

@@ -22,7 +22,7 @@ import orjson
 from ..base import embed
 from ..base.text import flat
 from ..read import search
-from ..read.query import main_sql, title_sql
+from ..read.query import main_sql, resolve_session, title_sql, unrelated_holders
 from ..read.search import Hit, ParsedQuery, SearchResult, parse_query
 from ..store.sql import get_meta, like_text
 from .episodes import EMBED_LATER_MAX, GENERATION_KEY, left_for_index, vectors_of
@@ -406,21 +406,60 @@ class NotEmbedded(LookupError):
 
 
 def turn_of_ref(conn: sqlite3.Connection, ref: str) -> str:
-    """The turn a reference names: a turn id, an entry id, or a message uuid."""
-    if conn.execute("SELECT 1 FROM episodes WHERE turn_id = ?", (ref,)).fetchone():
-        return ref
-    row = None
-    if ref.isdigit():
-        row = conn.execute("SELECT turn_id FROM entries WHERE id = ?", (int(ref),)).fetchone()
-    if row is None:
+    """The turn a reference names: a turn id, an entry id, a message uuid, or SESSION#n."""
+    return turn_in_session(conn, ref)[0]
+
+
+def turn_in_session(conn: sqlite3.Connection, ref: str) -> tuple[str, str]:
+    """(turn id, session id) of a reference: SESSION#n (its message #n), an entry id, a turn id or a
+    message uuid. A turn id or uuid that sessions other than one and its forks share (a copied
+    session folder) is refused naming each, as `fork` does: the first holding it was taken."""
+    session_ref, mark, number = ref.rpartition("#")
+    if mark and number.isdigit() and session_ref:
+        session = resolve_session(conn, session_ref)
         row = conn.execute(
-            "SELECT turn_id FROM entries WHERE uuid = ? AND dup_of IS NULL ORDER BY id LIMIT 1", (ref,)
+            "SELECT turn_id FROM entries WHERE session_id = ? AND seq = ?", (session.id, int(number))
         ).fetchone()
-    if row is None:
-        raise NotEmbedded(f"no message or turn {ref!r}: give an entry id, a message uuid or a turn id")
-    if row[0] is None:
+        if row is None:
+            raise NotEmbedded(
+                f"session {session.id} has no message #{number} (`threadloom show` numbers them)"
+            )
+        return _in_a_turn(ref, row[0]), session.id
+    if ref.isdigit():
+        row = conn.execute("SELECT turn_id, session_id FROM entries WHERE id = ?", (int(ref),)).fetchone()
+        if row is not None and row[1] is not None:
+            return _in_a_turn(ref, row[0]), row[1]
+    holders = dict(  # of the sessions holding it, each with its first entry id there, the first first
+        conn.execute(
+            "SELECT e.session_id, min(e.id) FROM episodes ep JOIN entries e ON e.session_id = ep.session_id "
+            "AND e.turn_id = ep.turn_id WHERE ep.turn_id = ? GROUP BY e.session_id ORDER BY min(e.id)",
+            (ref,),
+        ).fetchall()
+    )
+    turn = ref if holders else None
+    if not holders:
+        rows = conn.execute(
+            "SELECT session_id, min(id), turn_id FROM entries WHERE uuid = ? AND dup_of IS NULL "
+            "AND session_id IS NOT NULL GROUP BY session_id ORDER BY min(id) LIMIT 50",
+            (ref,),
+        ).fetchall()
+        holders = {sid: eid for sid, eid, _ in rows}
+        turn = _in_a_turn(ref, rows[0][2]) if rows else None
+    if turn is None:
+        raise NotEmbedded(
+            f"no message or turn {ref!r}: give an entry id, a message uuid, a turn id or SESSION#n"
+        )
+    named = unrelated_holders(conn, holders)
+    if named:
+        raise NotEmbedded(f"{ref!r} is in several sessions: give its entry id instead: {named}")
+    return turn, next(iter(holders))
+
+
+def _in_a_turn(ref: str, turn_id: str | None) -> str:
+    """The turn a record is in; a summary or a record of no conversation is in none."""
+    if turn_id is None:
         raise NotEmbedded(f"{ref!r} is in no turn (a summary, a record of no conversation)")
-    return str(row[0])
+    return turn_id
 
 
 def family_of(conn: sqlite3.Connection, session_id: str) -> set[str]:
@@ -441,8 +480,10 @@ def family_of(conn: sqlite3.Connection, session_id: str) -> set[str]:
 
 def similar(conn: sqlite3.Connection, ref: str, *, limit: int = 10) -> list[Hit]:
     """The turns of other sessions most like the turn of `ref`: have I solved this before?"""
-    turn = turn_of_ref(conn, ref)
-    row = conn.execute("SELECT session_id, vector FROM episodes WHERE turn_id = ?", (turn,)).fetchone()
+    turn, session = turn_in_session(conn, ref)
+    row = conn.execute(
+        "SELECT session_id, vector FROM episodes WHERE turn_id = ? AND session_id = ?", (turn, session)
+    ).fetchone()
     if row is not None and row[1] is None:  # left for later by a small ingest: embedded here
         with contextlib.suppress(embed.EmbeddingUnavailable):
             row = (row[0], vectors_of(conn, [turn]).get(turn))

@@ -431,6 +431,23 @@ def resolve_session(conn: sqlite3.Connection, ref: str) -> SessionSummary:
     raise AmbiguousSession(f"{ref!r} matches several sessions: {', '.join(candidates[:5])}")
 
 
+def unrelated_holders(conn: sqlite3.Connection, holders: dict[str, int]) -> str:
+    """Of the sessions holding one record uuid or turn id (each with its entry id there, the
+    first first), "" when they are the first and its forks (a fork's copies are its source's: the
+    first is meant), else each named by that entry id: which of unrelated sessions (a copied
+    session folder) is meant cannot be told, and the entry id says it."""
+    if len(holders) < 2:
+        return ""
+    source = next(iter(holders))
+    forks = set(
+        values(conn, "SELECT id FROM agent_sessions WHERE parent_session_id = ? AND kind = 'fork'", (source,))
+    )
+    others = [sid for sid in holders if sid != source and sid not in forks]
+    if not others:
+        return ""
+    return ", ".join(f"{holders[sid]} (session {sid})" for sid in [source, *others][:6])
+
+
 def short_ids(conn: sqlite3.Connection, minimum: int = 13) -> dict[str, str]:
     """Each main session's id cut to the shortest prefix (at least `minimum` characters) that no
     other main session's id starts with: what `threadloom sessions` prints, so that `show`,

@@ -493,3 +493,29 @@ def test_a_session_copied_whole_is_found_beside_its_source(conn, tmp_path):
     for mode in ("words", "hybrid"):
         hits = search_recall(conn, "flaky clock", mode=mode).hits
         assert {h.session_id for h in hits} == {source, branch}, mode
+
+
+def test_similar_to_a_turn_two_unrelated_sessions_share_names_each(archive, tmp_path):
+    """A session folder copied under another id keeps every uuid (and so every turn id): `similar
+    UUID` took the first session holding it; it names each session's entry id, as `fork` does, and
+    SESSION#n or an entry id says which is meant."""
+    copy = "c0000000-0000-4000-8000-00000000c001"
+    source = next((tmp_path / "projects").rglob(f"{S_PARSER}.jsonl"))
+    lines = [json.loads(line) for line in source.read_text().splitlines()]
+    folder = tmp_path / "copied" / "-srv-ingest"
+    folder.mkdir(parents=True)
+    (folder / f"{copy}.jsonl").write_text("".join(json.dumps({**r, "sessionId": copy}) + "\n" for r in lines))
+    ingest(archive, tmp_path / "copied")
+    turn = turn_of(archive, S_PARSER)
+    assert turn == turn_of(archive, copy)
+    ids = dict(
+        archive.execute("SELECT session_id, min(id) FROM entries WHERE turn_id = ? GROUP BY 1", (turn,))
+    )
+    for ref in (turn, lines[0]["uuid"]):
+        with pytest.raises(recall.NotEmbedded, match="in several sessions") as refused:
+            similar(archive, ref)
+        assert f"{ids[S_PARSER]} (session {S_PARSER})" in str(refused.value)
+        assert f"{ids[copy]} (session {copy})" in str(refused.value)
+    # the one meant: its family is left out, so the other copy is the nearest
+    assert similar(archive, f"{copy[:13]}#0")[0].session_id == S_PARSER
+    assert similar(archive, str(ids[S_PARSER]))[0].session_id == copy
