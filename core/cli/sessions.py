@@ -51,7 +51,7 @@ def add_parsers(sub: Any) -> None:
 
 def cmd_sessions(args: argparse.Namespace) -> int:
     from ..actions.hidden import read_hidden
-    from ..read.query import list_sessions, short_ids, sort_sessions, under_their_sessions
+    from ..read.query import list_sessions, short_ids, short_subagent_ids, sort_sessions, under_their_sessions
 
     conn = open_reading(args)
     rows = list_sessions(
@@ -98,10 +98,10 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     # project and model give way, the id (what `show` takes) and the numbers never do. No markup:
     # the cells are the logs' text ("[trimmed] title" is a title, not a style)
     console = Console(width=None if sys.stdout.isatty() else 1000, markup=False)
-    shown_ids = short_ids(conn)
+    shown_ids = short_ids(conn) | short_subagent_ids(conn)
     cells = [
         (
-            shown_ids.get(r.id, r.id) if not r.is_subagent else r.id.split(":", 1)[-1],
+            shown_ids.get(r.id, r.id.split(":", 1)[-1]),
             short_when(r.last_activity),
             # from the logs: a folder's name may hold a newline, which would break the row in two
             one_line(r.project, 10_000) + (f" @{origins[r.id][0]}" if r.id in origins else ""),
@@ -113,7 +113,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         )
         for r, depth in grouped
     ]
-    # the id as wide as the widest shown (a main session's 13, a subagent's own id up to 24): a
+    # the id as wide as the widest shown (13, a subagent's own id cut as a main session's is): a
     # column of 24 for ids of 13 left the project and the model a few letters at 120 columns
     from rich.cells import cell_len
 

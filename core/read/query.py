@@ -452,7 +452,11 @@ def short_ids(conn: sqlite3.Connection, minimum: int = 13) -> dict[str, str]:
     """Each main session's id cut to the shortest prefix (at least `minimum` characters) that no
     other main session's id starts with: what `threadloom sessions` prints, so that `show`,
     `resume` and `fork` take it back unambiguously (many of aider's ids share their first 13)."""
-    ids = sorted(values(conn, f"SELECT id FROM agent_sessions WHERE {main_sql()}"))
+    return short_ids_of(sorted(values(conn, f"SELECT id FROM agent_sessions WHERE {main_sql()}")), minimum)
+
+
+def short_ids_of(ids: list[str], minimum: int) -> dict[str, str]:
+    """Each of these sorted ids cut to the shortest prefix (at least `minimum`) no other starts with."""
     shown = {}
     for i, sid in enumerate(ids):
         need = minimum
@@ -464,6 +468,19 @@ def short_ids(conn: sqlite3.Connection, minimum: int = 13) -> dict[str, str]:
             need = max(need, common + 1)
         shown[sid] = sid[:need]
     return shown
+
+
+def short_subagent_ids(conn: sqlite3.Connection, minimum: int = 13) -> dict[str, str]:
+    """Each subagent's own id (what follows its session's, `agent-a6d4b2c0e1f2a3b4c`) cut as
+    `short_ids` cuts a main session's, to the shortest prefix no other subagent's own id starts
+    with: a whole one widened the id column of `threadloom sessions` from 13 to 23 and cut the
+    project and model to a few letters; `show` takes the prefix back."""
+    own = {
+        sid: sid.split(":", 1)[-1]
+        for sid in values(conn, f"SELECT id FROM agent_sessions WHERE {subagent_sql()}")
+    }
+    cut = short_ids_of(sorted(set(own.values())), minimum)
+    return {sid: cut[name] for sid, name in own.items()}
 
 
 def children_of(

@@ -892,3 +892,38 @@ def test_the_id_column_is_as_wide_as_the_ids_it_shows(tmp_path, capsys, monkeypa
     ]
     shown_id = row.split()[0]
     assert header.index("when") == len(shown_id) + 2, (header, row)
+
+
+def test_a_subagent_s_long_id_is_cut_as_a_session_s_is(tmp_path, capsys, monkeypatch):
+    """A subagent's own id (`agent-` and 17 characters) widened the id column to 23 and cut the
+    project and model: it is cut to a unique prefix of 13 as a main session's is, which `show` takes."""
+    from threadloom.core import cli
+
+    from tests.support import ingest
+
+    root = "c0000000-0000-4000-8000-0000000000c1"
+    projects = tmp_path / "claude" / "projects" / "-srv-api"
+    main = Transcript(projects / f"{root}.jsonl", root, cwd="/srv/api")
+    main.user("Audit the API")
+    main.assistant("Done.")
+    main.write()
+    for agent in ("a6d4b2c0e1f2a3b4c", "a6d4b2c0e9f9f9f9f"):  # alike for their first 15 characters
+        sub = Transcript(projects / root / "subagents" / f"agent-{agent}.jsonl", root, cwd="/srv/api",
+                         isSidechain=True, agentId=agent)  # fmt: skip
+        sub.user(f"audit part {agent}", parent=False)
+        sub.assistant("Audited.")
+        sub.write()
+    conn = db.connect(tmp_path / "a.db")
+    ingest(conn, tmp_path / "claude")
+    conn.close()
+    monkeypatch.setenv("COLUMNS", "120")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert cli.main(["--db", str(tmp_path / "a.db"), "sessions"]) == 0
+    header, *rows = [
+        line.replace("\x1b[1m", "").replace("\x1b[0m", "") for line in capsys.readouterr().out.splitlines()
+    ]
+    shown = [row.split()[0] for row in rows]
+    assert shown == [root[:13], "agent-a6d4b2c0e1", "agent-a6d4b2c0e9"], rows
+    assert header.index("when") == 16 + 2, (header, rows)
+    said = run("--db", str(tmp_path / "a.db"), "show", shown[2])
+    assert said.returncode == 0 and "audit part a6d4b2c0e9f9f9f9f" in said.stdout, said.stderr
