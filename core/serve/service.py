@@ -285,6 +285,7 @@ def install(p: Plan, *, dry_run: bool = False, start: bool = True) -> Outcome:
     if p.manager == "launchd" and not changed and run_command(manager_commands(p.manager, "status")[0]).ok:
         out.say("launchd has it loaded already")
         return out
+    done = False  # whether the manager took any of the commands
     for argv in commands:
         ran = run_command(argv)
         if p.manager == "launchd" and argv[1] == "bootout" and not ran.ok:
@@ -293,12 +294,42 @@ def install(p: Plan, *, dry_run: bool = False, start: bool = True) -> Outcome:
         if not ran.ok:
             out.ok = False
             out.say(
-                "the service file is written but could not be started. Without a service manager for your "
-                "session, start `threadloom watch` from your shell's or desktop's startup instead."
+                "the service could not be started. Without a service manager for your session, start "
+                "`threadloom watch` from your shell's or desktop's startup instead."
             )
+            if changed:
+                _take_back(p, existing, done, out)
             return out
+        done = True
     out.say("threadloom watch is running, and starts at each login")
     return out
+
+
+def _take_back(p: Plan, existing: str | None, done: bool, out: Outcome) -> None:
+    """An install that failed leaves nothing of itself: its new file removed (and disabled, when
+    the manager took some of it), or the file it replaced put back. A unit left written had said
+    only "the service file is written", and a later login's manager would find it half set up."""
+    try:
+        if existing is None:
+            if done:  # an enable that worked would start it at the next login
+                for argv in manager_commands(p.manager, "uninstall"):
+                    run_command(argv)
+            p.path.unlink(missing_ok=True)
+            said = f"removed {p.path} again: nothing of the install is left"
+        else:
+            temp = p.path.with_name(p.path.name + ".tmp")
+            temp.write_text(existing)
+            os.replace(temp, p.path)
+            said = f"put the previous {p.path} back"
+    except OSError as exc:
+        out.say(
+            f"{p.path} is left written ({exc.strerror or exc}): `threadloom service uninstall` removes it"
+        )
+        return
+    if done:
+        for argv in manager_commands(p.manager, "after-uninstall"):
+            run_command(argv)
+    out.say(said)
 
 
 def uninstall(p: Plan, *, dry_run: bool = False) -> Outcome:

@@ -135,7 +135,7 @@ def test_a_session_without_a_service_manager_is_told_what_to_do(box: Sandbox) ->
     done = box.run("install", "--manager", "systemd", FAKE_EXIT="1")
     assert done.returncode == 1
     assert "could not be started" in done.stdout and "threadloom watch" in done.stdout
-    assert box.unit.exists()  # written: it starts once the session has a manager (or by hand)
+    assert not box.unit.exists()  # nothing of the install is left
 
 
 def test_launchd_agent_install_twice_and_uninstall(box: Sandbox) -> None:
@@ -187,3 +187,28 @@ def test_the_unit_passes_systemd_analyze_verify(box: Sandbox, name: str) -> None
         pytest.skip(f"systemd-analyze cannot run here: {said.strip()}")
     assert checked.returncode == 0, said
     assert box.unit.name not in said, said  # not a warning about any line of it
+
+
+def test_an_install_that_fails_leaves_nothing_of_itself(box: Sandbox) -> None:
+    """systemctl missing, or failing once it took part of the install: the unit was left written
+    ("the service file is written"), enabled if enable had worked; it is taken back and said so."""
+    done = box.run("install", "--manager", "systemd", PATH="/nonexistent")  # no systemctl at all
+    assert done.returncode == 1 and "systemctl not found" in done.stdout
+    assert not box.unit.exists() and f"removed {box.unit} again" in done.stdout
+    # enable works, start fails: it is disabled and removed, and systemd told
+    (box.bin / "systemctl").write_text(
+        FAKE.replace('exit "${FAKE_EXIT:-0}"', 'case "$*" in *" start "*) exit 1;; esac')
+    )
+    done = box.run("install", "--manager", "systemd")
+    assert done.returncode == 1 and not box.unit.exists(), done.stdout
+    calls = box.took_calls()
+    assert calls[-2:] == [
+        "systemctl --user disable --now threadloom-watch.service",
+        "systemctl --user daemon-reload",
+    ]
+    # a unit installed before is put back as it was when its update fails
+    (box.bin / "systemctl").write_text(FAKE)
+    assert box.run("install", "--manager", "systemd").returncode == 0
+    before = box.unit.read_text()
+    done = box.run("install", "--manager", "systemd", THREADLOOM_DB=str(box.tmp / "other.db"), FAKE_EXIT="1")
+    assert done.returncode == 1 and "put the previous" in done.stdout and box.unit.read_text() == before
