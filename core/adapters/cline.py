@@ -95,6 +95,9 @@ TEXT_RESULT = re.compile(r"^\[([A-Za-z_][\w-]*)\b.*?\] Result:[ \t]*\n?", re.S)
 # how Cline words a result that is no success (formatResponse.toolError, toolDenied*)
 TOOL_ERROR = "The tool execution failed with the following error:"
 TOOL_DENIED = "The user denied this operation"
+# Cline's reminders to the model about its todo list (the `task_progress` parameter), a text block
+# it adds to a user message after the tool results: context for the model, never the person's words
+REMINDER = re.compile(r"^\s*# (?:TODO LIST UPDATE REQUIRED|task_progress\b)")
 USER_INPUT = re.compile(r"^\s*<user_input[^>]*>\s*(.*?)\s*</user_input>\s*$", re.S)
 
 # ui_messages.json: what each ask/say means (ExtensionMessage.ts of Cline and Roo Code)
@@ -933,10 +936,20 @@ def _api_prompt(content: Any) -> tuple[bool, str | None]:
     tagged = TAGGED_PROMPT.search(text)
     if tagged:
         return True, tagged.group(2) or None
-    bare = ENV_DETAILS.sub("", text).strip()
+    bare = ENV_DETAILS.sub("", _all_text(_without_reminders(content))).strip()
     if not bare or bare.startswith("[") or bare.startswith("<"):
         return False, bare or None  # tool results ("[read_file for 'x'] Result:") and injected context
     return True, bare
+
+
+def _without_reminders(content: Any) -> Any:
+    """The message's text blocks but Cline's todo-list reminders (REMINDER), left out of what is
+    shown as the environment details are (the raw record keeps them; the calls carry the list)."""
+    if isinstance(content, str):
+        return "" if REMINDER.match(content) else content
+    if isinstance(content, list):
+        return [b for b in content if not (isinstance(b, dict) and REMINDER.match(str(b.get("text") or "")))]
+    return content
 
 
 def _labels(label: str, tool: str) -> bool:

@@ -275,6 +275,44 @@ def test_a_call_the_next_user_message_does_not_answer_is_interrupted(conn, tmp_p
     ]
 
 
+def test_todo_list_reminders_are_not_the_user_s_words(conn, tmp_path):
+    """Cline 3.x adds a reminder about its todo list (`# TODO LIST UPDATE REQUIRED`, `# task_progress
+    …`) to the user messages that carry tool results: each was shown as a prompt the person typed,
+    a new turn every few calls (a real task: 17 of them)."""
+    reminder = (
+        "\n\n\t\t\t\t# TODO LIST UPDATE REQUIRED - You MUST include the task_progress parameter.\n- [ ] a"
+    )
+    progress = (
+        "\n# task_progress List (Optional - Plan Mode)\n\nWhile in PLAN MODE, you may include a todo list."
+    )
+    env = "<environment_details>\n# Visual Studio Code Visible Files\n</environment_details>"
+
+    def said(ts: int, *texts: str) -> dict:
+        return {"role": "user", "ts": ts, "content": [{"type": "text", "text": t} for t in texts]}
+
+    api = [
+        said(6000, "<task>\nplan the refactor\n</task>", progress, env),
+        {
+            "role": "assistant",
+            "ts": 6001,
+            "content": [{"type": "tool_use", "id": "r1", "name": "read_file", "input": {"path": "a.ts"}}],
+        },
+        said(6002, "[read_file for 'a.ts'] Result:\n1 | x", reminder, env),
+        {"role": "assistant", "ts": 6003, "content": [{"type": "text", "text": "Read it."}]},
+        said(6004, "now write the plan", reminder, env),
+        {"role": "assistant", "ts": 6005, "content": [{"type": "text", "text": "Planned."}]},
+    ]
+    task_folder(tmp_path, api=api)
+    ingest(conn, storage(tmp_path))
+    assert [c for role, c in shown(conn, TASK) if role == "user"] == [
+        "plan the refactor",
+        None,  # the read's result
+        "now write the plan",
+    ]
+    assert session(conn, TASK)["turn_count"] == 2
+    assert conn.execute("SELECT status FROM agent_tool_calls").fetchone() == ("completed",)
+
+
 def test_subagents_results_answer_their_calls(conn, tmp_path):
     """Cline labels use_subagents' result `[subagents] Result:` and a configured subagent's
     (use_subagent_x) `[subagent: x] Result:`: neither label is the tool's name, so the call got no
