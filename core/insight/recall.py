@@ -237,7 +237,9 @@ def search_recall(
     words = search.search(conn, text, limit=WORD_HITS, now=now)
     hits_by_words = list(words.hits)
     strict = len(hits_by_words)
-    if strict < limit and len(q.words) > 1:  # too few with every word: those with some of them
+    # too few with every word: those with some of them too. Asked whatever the limit: a page of 1 had
+    # skipped them and said "1 of 17" where a page of 50 said "45 of 45" (and ranked differently)
+    if strict < WORD_HITS and len(q.words) > 1:
         loose = search._search(conn, text, limit=WORD_HITS, now=now, any_word=True)
         seen = {h.entry_id for h in hits_by_words}
         hits_by_words += [h for h in loose.hits if h.entry_id not in seen]

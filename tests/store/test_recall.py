@@ -519,3 +519,22 @@ def test_similar_to_a_turn_two_unrelated_sessions_share_names_each(archive, tmp_
     # the one meant: its family is left out, so the other copy is the nearest
     assert similar(archive, f"{copy[:13]}#0")[0].session_id == S_PARSER
     assert similar(archive, str(ids[S_PARSER]))[0].session_id == copy
+
+
+def test_the_count_of_hits_does_not_depend_on_the_limit(conn, tmp_path, monkeypatch):
+    """Hybrid search took the messages with only some of the words only when those with all of them
+    filled less than the page: `--limit 1` said "1 of 2", `--limit 50` "3 of 3" for one query."""
+    folder = tmp_path / "projects" / "-srv-ui"
+    for n, text in enumerate(("the vis-group hide rule", "hide the sidebar panel", "a vis-group colour")):
+        sid = f"cccccccc-1111-4222-8333-00000000000{n}"
+        t = Transcript(folder / f"{sid}.jsonl", sid, cwd="/srv/ui")
+        t.user(text)
+        t.assistant("Done.")
+        t.write()
+    ingest(conn, tmp_path / "projects")
+    monkeypatch.setattr(
+        recall, "nearest", lambda *a, **k: []
+    )  # the words' side alone: meaning finds all three
+    totals = {n: search_recall(conn, "vis-group hide", limit=n).total for n in (1, 2, 10, 50)}
+    assert len(set(totals.values())) == 1, totals
+    assert totals[1] >= 3
