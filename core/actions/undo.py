@@ -38,11 +38,14 @@ from ..adapters.edits import (
     UNKNOWN,
     FileEdit,
     Hunk,
+    apply_hunks,
     deleted_contents,
+    lines_of,
     ops_from_changes,
     parse_apply_patch,
     patch_edits,
     patch_texts,
+    replace_strings,
     string_param,
 )
 from ..base.text import one_line, printable
@@ -101,68 +104,6 @@ def undo_patch(conn: sqlite3.Connection, session_id: str, entry_id: int) -> tupl
     take back (one line per file, saying why)."""
     plan = plan_undo(conn, session_id, entry_id)
     return plan.patch, plan.problems
-
-
-# ---------------------------------------------------------------------- text as lines
-
-
-def lines_of(text: str) -> list[str]:
-    """`text` as lines that keep their "\\n" (the last one may have none). Only "\\n" ends a line, as
-    for git: a "\\r" stays part of its line."""
-    parts = text.split("\n")
-    out = [line + "\n" for line in parts[:-1]]
-    if parts[-1]:
-        out.append(parts[-1])
-    return out
-
-
-def apply_hunks(text: str, hunks: list[Hunk]) -> str | None:
-    """`text` with `hunks` applied in order, each found where its line number says or else by its
-    context nearest to it; None when one does not match."""
-    lines = lines_of(text)
-    offset = 0  # how far the earlier hunks moved the lines below them
-    searched_from = 0
-    for hunk in hunks:
-        old = hunk.old
-        last = len(lines) - len(old)
-        if hunk.at_end:
-            candidates: list[int] | range = [last]
-        elif hunk.old_start is None:  # as Codex does: onward from the previous change, then from the top
-            candidates = [*range(searched_from, last + 1), *range(0, min(searched_from, last + 1))]
-        else:
-            hint = (
-                hunk.old_start - 1 + offset if old else hunk.old_start + offset
-            )  # (an insertion: after that line)
-            hint = max(0, min(hint, len(lines)))
-            if lines[hint : hint + len(old)] == old:
-                candidates = [hint]  # where the record says: the usual case, no search
-            else:
-                candidates = sorted(range(last + 1), key=lambda i: (abs(i - hint), i))
-        at = next((i for i in candidates if i >= 0 and lines[i : i + len(old)] == old), None)
-        if at is None:
-            return None
-        new = hunk.new
-        lines[at : at + len(old)] = new
-        offset += len(new) - len(old)
-        searched_from = at + len(new)
-    return "".join(lines)
-
-
-def replace_strings(text: str, edits: list[tuple[str, str, bool]], *, whole_line_delete: bool) -> str | None:
-    """`text` with each (old, new, replace_all) applied in order; None when an old text is missing.
-    `whole_line_delete`: Claude Code's rule that deleting a line's text deletes its newline too."""
-    for old, new, replace_all in edits:
-        if old == "":
-            if text != "":
-                return None
-            text = new
-            continue
-        if old not in text:
-            return None
-        if whole_line_delete and new == "" and not old.endswith("\n") and old + "\n" in text:
-            old += "\n"
-        text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-    return text
 
 
 # ---------------------------------------------------------------------- steps

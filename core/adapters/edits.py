@@ -170,6 +170,68 @@ def parse_unified_diff(text: str) -> list[Hunk]:
     return hunks_from_rows(groups, headers)
 
 
+# ---------------------------------------------------------------------- text as lines
+
+
+def lines_of(text: str) -> list[str]:
+    """`text` as lines that keep their "\\n" (the last one may have none). Only "\\n" ends a line, as
+    for git: a "\\r" stays part of its line."""
+    parts = text.split("\n")
+    out = [line + "\n" for line in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    return out
+
+
+def apply_hunks(text: str, hunks: list[Hunk]) -> str | None:
+    """`text` with `hunks` applied in order, each found where its line number says or else by its
+    context nearest to it; None when one does not match."""
+    lines = lines_of(text)
+    offset = 0  # how far the earlier hunks moved the lines below them
+    searched_from = 0
+    for hunk in hunks:
+        old = hunk.old
+        last = len(lines) - len(old)
+        if hunk.at_end:
+            candidates: list[int] | range = [last]
+        elif hunk.old_start is None:  # as Codex does: onward from the previous change, then from the top
+            candidates = [*range(searched_from, last + 1), *range(0, min(searched_from, last + 1))]
+        else:
+            hint = (
+                hunk.old_start - 1 + offset if old else hunk.old_start + offset
+            )  # (an insertion: after that line)
+            hint = max(0, min(hint, len(lines)))
+            if lines[hint : hint + len(old)] == old:
+                candidates = [hint]  # where the record says: the usual case, no search
+            else:
+                candidates = sorted(range(last + 1), key=lambda i: (abs(i - hint), i))
+        at = next((i for i in candidates if i >= 0 and lines[i : i + len(old)] == old), None)
+        if at is None:
+            return None
+        new = hunk.new
+        lines[at : at + len(old)] = new
+        offset += len(new) - len(old)
+        searched_from = at + len(new)
+    return "".join(lines)
+
+
+def replace_strings(text: str, edits: list[tuple[str, str, bool]], *, whole_line_delete: bool) -> str | None:
+    """`text` with each (old, new, replace_all) applied in order; None when an old text is missing.
+    `whole_line_delete`: Claude Code's rule that deleting a line's text deletes its newline too."""
+    for old, new, replace_all in edits:
+        if old == "":
+            if text != "":
+                return None
+            text = new
+            continue
+        if old not in text:
+            return None
+        if whole_line_delete and new == "" and not old.endswith("\n") and old + "\n" in text:
+            old += "\n"
+        text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    return text
+
+
 # ---------------------------------------------------------------------- what one call changed
 
 
@@ -191,6 +253,29 @@ class FileEdit:
     problem: str | None = None  # the edit cannot be accounted for at all: the file is not revertible
     move_to: str | None = None  # the call also renamed the file (a patch's `*** Move to:`)
     label: str | None = None  # the file's line in a drawn diff, when not its path
+
+    @property
+    def overwrites_unknown(self) -> bool:
+        """A whole new text over a file whose text before the records do not give: drawn and
+        counted as every line added unless an earlier call says what the file held."""
+        return isinstance(self.after, str) and self.before is UNKNOWN and not self.hunks and not self.strings
+
+    def forward(self, before: Any) -> Any:
+        """The file's text after this edit, given its text before (UNKNOWN when neither the edit
+        nor `before` tells it): how the stats carry a file's text from one call to the next."""
+        if self.after is not UNKNOWN:
+            return self.after
+        before = self.before if self.before is not UNKNOWN else before
+        if before is UNKNOWN or self.move_to:
+            return UNKNOWN
+        text = before or ""  # a new file: only a change that needs nothing around it applies
+        if self.hunks:
+            result = apply_hunks(text, self.hunks)
+            return UNKNOWN if result is None else result
+        if self.strings and self.strings_apply:
+            result = replace_strings(text, self.strings, whole_line_delete=self.whole_line_delete)
+            return UNKNOWN if result is None else result
+        return UNKNOWN
 
 
 def generic_edits(name: str, params: dict[str, Any], *, writes: frozenset[str]) -> list[FileEdit]:

@@ -17,18 +17,20 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..adapters.edits import UNKNOWN
 from ..store.rows import fetch
 from ..store.sql import get_meta, like_text, set_meta, transaction
 
 if TYPE_CHECKING:
     from ..adapters.base import Adapter
+    from ..adapters.edits import FileEdit
 
 BUCKET_MS = 900_000  # a quarter hour
 GROUPINGS = ("day", "week", "month", "project", "model", "agent", "session", "machine")
@@ -39,7 +41,9 @@ UNDATED = "undated"  # the period of what happened in sessions without any time 
 # how the rollup rows are summed: a change recomputes every session's rows once (2: facts without a
 # time of their own count at their session's start; 3: a subagent's rows in its main session's project;
 # 4: a fork's copies of its source's records are not counted again)
-STATS_VERSION = "5"  # 5: every agent's edit tools counted, read by its adapter
+# 5: every agent's edit tools counted, read by its adapter; 6: a Write over a file an earlier call
+# wrote counts its diff against that text (every call's lines are counted again)
+STATS_VERSION = "6"
 STATS_VERSION_KEY = "stats_version"
 
 
@@ -73,7 +77,10 @@ def refresh_pending(conn: sqlite3.Connection) -> int:
     the caller writes (the ingest, under its writer lock)."""
     if get_meta(conn, STATS_VERSION_KEY) != STATS_VERSION:
         with transaction(conn):
+            conn.execute("UPDATE stats_pending SET since_bucket = NULL")  # whole, as the changed lines are
             conn.execute("INSERT OR IGNORE INTO stats_pending (session_id) SELECT id FROM agent_sessions")
+            # counted again, each session's calls in order: a Write reads what the calls before it left
+            conn.execute("DELETE FROM agent_file_changes")
             set_meta(conn, STATS_VERSION_KEY, STATS_VERSION)
     sessions = [r[0] for r in conn.execute(PENDING)]
     if not sessions:
@@ -332,10 +339,11 @@ def _new_changes(
     conn: sqlite3.Connection, agents: list[str], copies: dict[str, ForkCopies] | None = None
 ) -> list[tuple[Any, ...]]:
     """The lines changed by the marked sessions' completed editing calls not counted yet (but the
-    calls a fork copied from its source: `copies`); `agents`: those sessions' agents."""
+    calls a fork copied from its source: `copies`); `agents`: those sessions' agents. A Write over
+    a file an earlier call of the session wrote or edited counts its diff against that text."""
     copied = {e for c in (copies or {}).values() for e in c.entries}
-    from ..adapters import edit_tool_names
-    from ..read.query import ToolCall, fill_tool_io
+    from ..adapters import edit_tool_names, tool_owner
+    from ..adapters.edits import line_counts
 
     rows = fetch(
         conn,
@@ -346,12 +354,32 @@ def _new_changes(
         f"WHERE (p.since_bucket IS NULL OR COALESCE(c.completed_at, c.started_at) / {BUCKET_MS} >= p.since_bucket) "
         "AND c.status = 'completed' "
         "AND (c.tool_name IN (SELECT value FROM json_each(?)) OR c.params_json LIKE '%*** Begin Patch%') "
-        "AND NOT EXISTS (SELECT 1 FROM agent_file_changes f WHERE f.session_id = c.session_id AND f.call_id = c.id)",
+        "AND NOT EXISTS (SELECT 1 FROM agent_file_changes f WHERE f.session_id = c.session_id AND f.call_id = c.id) "
+        "ORDER BY c.session_id, c.entry_id, c.tool_number",
         (orjson.dumps(sorted(edit_tool_names(agents))).decode(),),
     )
     if copied:
         rows = [r for r in rows if r["entry_id"] not in copied]
     out: list[tuple[Any, ...]] = []
+    texts = _FileTexts(conn)
+    for row, name, params, extra in _parsed_calls(conn, rows):
+        adapter = tool_owner(row["source"], name)
+        if adapter is None or not adapter.is_edit(name, params):
+            continue
+        edits = adapter.file_edits(name, params, extra)
+        texts.fill_before(row["session_id"], edits, row["entry_id"])
+        for path, added, removed in line_counts(edits):
+            out.append((row["session_id"], row["id"], path, row["turn_id"], name, row["at"], added, removed))
+    return out
+
+
+def _parsed_calls(
+    conn: sqlite3.Connection, rows: list[sqlite3.Row]
+) -> Iterator[tuple[sqlite3.Row, str, dict[str, Any], Any]]:
+    """Each call row (id, tool_name, params_json, entry_id, result_entry_id, source) with its input
+    and what its adapter reads from its result record, parsed 500 at a time."""
+    from ..read.query import ToolCall, fill_tool_io
+
     for start in range(0, len(rows), 500):
         chunk = rows[start : start + 500]
         calls = [
@@ -391,11 +419,62 @@ def _new_changes(
             result_entry = row["result_entry_id"]
             result = records.get(result_entry) if result_entry is not None else None
             extra = result[0].edit_result(result[1], call.id) if result is not None else None
-            for path, added, removed in call_line_counts(call.name, params, extra, agent=row["source"]):
-                out.append(
-                    (row["session_id"], call.id, path, row["turn_id"], call.name, row["at"], added, removed)
-                )
-    return out
+            yield row, call.name, params, extra
+
+
+EARLIER_EDITS = 20  # the calls looked back over for a file's text before a Write that does not say it
+
+
+class _FileTexts:
+    """A session's files' texts, carried along its editing calls in the order they are counted, so
+    that a Write over a file whose old text its own records do not give (a subagent's, an older
+    Claude Code's) is counted as a diff against what an earlier Write or edit left there."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.tails: dict[tuple[str, str], list[FileEdit]] = {}  # each file's edits counted in this refresh
+
+    def fill_before(self, session_id: str, edits: list[FileEdit], entry_id: int | None) -> None:
+        """Give each whole write in `edits` the file's text before it, where earlier calls tell it."""
+        for edit in edits:
+            key = (session_id, edit.path)
+            tail = self.tails.setdefault(key, [])
+            if edit.overwrites_unknown:
+                before = _replay(tail, UNKNOWN)
+                if before is UNKNOWN:  # what the calls counted by earlier refreshes left there
+                    before = _replay(tail, self._counted_text(session_id, edit.path, entry_id))
+                if isinstance(before, str):
+                    edit.before = before
+            tail.append(edit)
+
+    def _counted_text(self, session_id: str, path: str, entry_id: int | None) -> Any:
+        """The file's text after the session's last editing calls counted before this refresh
+        (looking back over EARLIER_EDITS of them at most); UNKNOWN when they do not give it."""
+        from ..adapters import tool_owner
+
+        rows = fetch(
+            self.conn,
+            "SELECT c.id, c.tool_name, c.params_json, c.entry_id, c.result_entry_id, s.source "
+            "FROM agent_file_changes f JOIN agent_tool_calls c ON c.session_id = f.session_id AND c.id = f.call_id "
+            "JOIN agent_sessions s ON s.id = f.session_id "
+            "WHERE f.session_id = ? AND f.path = ? AND c.entry_id < ? "
+            f"ORDER BY c.entry_id DESC, c.tool_number DESC LIMIT {EARLIER_EDITS}",
+            (session_id, path, entry_id if entry_id is not None else 1 << 62),
+        )
+        earlier: list[FileEdit] = []
+        for row, name, params, extra in _parsed_calls(self.conn, rows[::-1]):
+            adapter = tool_owner(row["source"], name)
+            if adapter is not None:
+                earlier += [e for e in adapter.file_edits(name, params, extra) if e.path == path]
+        return _replay(earlier, UNKNOWN)
+
+
+def _replay(edits: list[FileEdit], before: Any) -> Any:
+    """A file's text after `edits`, from its text `before` them (UNKNOWN where they lose it)."""
+    text = before
+    for edit in edits:
+        text = edit.forward(text)
+    return text
 
 
 def _records(

@@ -180,6 +180,37 @@ def test_a_write_over_a_file_counts_its_structured_patch(conn, tmp_path):
     ]
 
 
+def test_a_write_over_a_file_written_before_counts_its_diff(conn, tmp_path):
+    """A subagent's Write records no old text: a second Write of the file counted every line as
+    added (+140 then +126, never a line removed); it is the diff against what the first one wrote,
+    and an Edit between them, or an append that brings the second Write, is carried along."""
+    path = tmp_path / "projects" / "-home-dev-app" / f"{SID}.jsonl"
+    t = Transcript(path, SID)
+    t.user("write the notes")
+    t.assistant(tools=[tool_use("w1", "Write", file_path="/home/dev/app/n.md", content="a\nb\nc\nd\n")])
+    t.tool_result("w1", "File created successfully at: /home/dev/app/n.md")
+    t.assistant(
+        tools=[tool_use("e1", "Edit", file_path="/home/dev/app/n.md", old_string="b", new_string="B")]
+    )
+    t.tool_result("e1", "The file /home/dev/app/n.md has been updated successfully.")
+    t.assistant(tools=[tool_use("w2", "Write", file_path="/home/dev/app/n.md", content="a\nB\nc\nD\n")])
+    t.tool_result("w2", "The file /home/dev/app/n.md has been updated successfully.")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    counts = {c.call_id: (c.lines_added, c.lines_removed) for c in stats.change_calls(conn, SID)}
+    assert counts == {"w1": (4, 0), "e1": (1, 1), "w2": (1, 1)}
+    t.assistant(tools=[tool_use("w3", "Write", file_path="/home/dev/app/n.md", content="a\nB\nc\n")])
+    t.tool_result("w3", "The file /home/dev/app/n.md has been updated successfully.")
+    t.assistant(tools=[tool_use("w4", "Write", file_path="/home/dev/app/other.md", content="x\n")])
+    t.tool_result("w4", "The file /home/dev/app/other.md has been updated successfully.")
+    t.write()
+    ingest(conn, tmp_path / "projects")  # an append: w3 reads what the calls counted before left
+    counts = {c.call_id: (c.lines_added, c.lines_removed) for c in stats.change_calls(conn, SID)}
+    assert counts["w3"] == (0, 1)
+    assert counts["w4"] == (1, 0)  # nothing known before it: every line added, as before
+    assert_rollups_match(conn)
+
+
 def codex_rollout(root, patch: str, status: str = "completed"):
     folder = root / "sessions" / "2026" / "03" / "01"
     folder.mkdir(parents=True)
