@@ -300,9 +300,15 @@ def _fence(text: str, lang: str = "") -> str:
 
 
 def _md_inline(text: str) -> str:
-    """Text for a heading or summary line: one line, Markdown and HTML specials escaped."""
+    """Text for a heading or a table's cell: one line, Markdown and HTML specials escaped."""
     one = " ".join(text.split())
     return re.sub(r"([\\`*_\[\]<>#|])", r"\\\1", html.escape(one, quote=False)) if one else ""
+
+
+def _html_inline(text: str) -> str:
+    """Text on one line inside raw HTML (a `<summary>`), which CommonMark leaves as it is: escaped
+    for HTML only, as a Markdown escape there would show its backslash."""
+    return html.escape(" ".join(text.split()))
 
 
 def _markdown(thread: Thread, redact: Redactor, stamp: str) -> str:
@@ -402,11 +408,11 @@ def _md_parts(out: list[str], parts: list[Part], redact: Redactor) -> None:
     quiet italic notes, IDE notes as chips (a selection's lines inside)."""
     for part in parts:
         if isinstance(part, (Selection, OpenedFile)):
-            chip = f"{chip_mark(part)} {_md_inline(redact(clean(part.chip)))}"
+            chip = f"{chip_mark(part)} {redact(clean(part.chip))}"
             if isinstance(part, Selection) and part.text:
                 lang = _lexer_name(part.path)
                 out += [
-                    f"<details><summary>{chip}</summary>",
+                    f"<details><summary>{_html_inline(chip)}</summary>",
                     "",
                     _fence(redact(clean(part.text)), lang),
                     "",
@@ -414,7 +420,7 @@ def _md_parts(out: list[str], parts: list[Part], redact: Redactor) -> None:
                     "",
                 ]
             else:
-                out += [f"*{chip}*", ""]
+                out += [f"*{_md_inline(chip)}*", ""]
         elif isinstance(part, Command):
             out += [f"**{_md_inline(redact(clean(part.line)))}**", ""]
         elif isinstance(part, Shell):
@@ -518,8 +524,8 @@ def _md_call(out: list[str], thread: Thread, call: ToolCall, redact: Redactor, l
         _md_todo(out, items, todo_before(redact.value(thread.extras.get(call.id))), redact)
         return
     mark = STATUS_MARK.get(call.status or "pending", "?")
-    gist = _md_inline(redact(clean(tool_summary(call))))
-    out += [f"<details><summary>{mark} <b>{_md_inline(clean(call.name))}</b> {gist}</summary>", ""]
+    gist = _html_inline(redact(clean(tool_summary(call))))
+    out += [f"<details><summary>{mark} <b>{_html_inline(clean(call.name))}</b> {gist}</summary>", ""]
     params = call_params(call)
     if is_edit(call.name, params, call.agent):
         out += [_fence("\n".join(row.text for row in _diff(thread, call, redact)), "diff"), ""]
@@ -538,7 +544,7 @@ def _md_call(out: list[str], thread: Thread, call: ToolCall, redact: Redactor, l
     child = thread.children.get(call.id)
     if child is not None:
         out += [
-            f"<details><summary>Subagent: {_md_inline(redact(clean(_title(child.session))))} "
+            f"<details><summary>Subagent: {_html_inline(redact(clean(_title(child.session))))} "
             f"({len(child.messages)} messages)</summary>",
             "",
         ]

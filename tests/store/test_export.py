@@ -388,3 +388,26 @@ def test_json_holds_no_control_a_terminal_would_act_on(conn, tmp_path):
     assert "\\u009b" in text and "\\u202e" in text
     data = json.loads(text)
     assert said in [m["content"] for m in data["messages"]]
+
+
+def test_markdown_summaries_are_escaped_for_html_not_for_markdown(conn, tmp_path):
+    """A call's line sits in raw HTML (`<summary>`), where CommonMark applies no Markdown escape:
+    `claude\\_code\\_log` and `\\|` showed their backslashes; HTML escaping alone keeps hostile text
+    (tags, quotes, escape sequences) inert there."""
+    sid = "d7d7d7d7-1111-4222-8333-000000000d7d"
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid, cwd="/srv/app")
+    t.user("read it")
+    t.assistant(None, tools=[tool_use("r1", "Read", file_path="/Users/x/claude_code_log/a*b.py")])
+    t.tool_result("r1", "1\tx")
+    t.assistant(
+        None, tools=[tool_use("g1", "Grep", pattern="\\.vis-label|<img src=x onerror=alert(1)>\x1b[2J")]
+    )
+    t.tool_result("g1", "none")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    text = export_session(conn, resolve_session(conn, sid), "md").data.decode()
+    summaries = [line for line in text.splitlines() if line.startswith("<details><summary>")]
+    assert "<details><summary>✓ <b>Read</b> /Users/x/claude_code_log/a*b.py</summary>" in summaries
+    grep = next(line for line in summaries if "<b>Grep</b>" in line)
+    assert "\\.vis-label|&lt;img src=x onerror=alert(1)&gt;" in grep and "<img" not in grep
+    assert "\x1b" not in text
