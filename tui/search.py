@@ -353,7 +353,7 @@ class SearchScreen(Screen[None]):
             facts.insert(0, ("by meaning" if hit.why == "meaning" else "words + meaning", "italic #5fafaf"))
         if hit.main_session_id:
             head.append(" · ")
-            head.append("subagent of " + (flat(hit.main_title) or hit.main_session_id), style="dim")
+            head.append(f"{hit.relation} of " + (flat(hit.main_title) or hit.main_session_id), style="dim")
         first = fit(head, [f for f in facts if f[0]], width)
         snippet = Text(hit.snippet)
         for start, end in hit.highlights:

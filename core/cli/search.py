@@ -75,7 +75,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         # the id as `sessions` prints it (a subagent's whole), which `show` takes back: never cut
         where.append(f"\n{shown.get(h.session_id, h.session_id)}", style="dim")
         if h.main_session_id:
-            where.append(f"\nsubagent of {one_line(h.main_title or h.main_session_id, 22)}", style="dim")
+            where.append(f"\n{h.relation} of {one_line(h.main_title or h.main_session_id, 22)}", style="dim")
         if h.why != "words":
             snippet.append(
                 f"  ({'by meaning' if h.why == 'meaning' else 'words and meaning'})", style="italic cyan"

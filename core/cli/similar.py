@@ -42,7 +42,7 @@ def cmd_similar(args: argparse.Namespace) -> int:
     if not hits:
         print("no turn of another session is like it")
     for h in hits:
-        where = h.main_title or h.session_title or h.session_id
+        where = (h.main_title if h.relation == "subagent" else None) or h.session_title or h.session_id
         print(
             f"{h.score:5.1f}  {human_when(h.timestamp):>12}  {one_line(where, 30):30}  {one_line(h.snippet, 80)}"
         )

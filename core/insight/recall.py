@@ -371,33 +371,47 @@ def _meaning_hits(conn: sqlite3.Connection, found: list[tuple[TurnKey, float]]) 
 
 
 def attach_main(conn: sqlite3.Connection, hits: list[Hit]) -> None:
-    """Give each hit in a subagent its main session (the top of its parent chain) and that one's title."""
+    """Give each hit in a subagent its main session (the first above it that is not a subagent)
+    and that one's title, and each hit in a fork the session it was forked from (`relation` says
+    which: a fork is a session of its own, which the label "subagent of" misnamed)."""
     wanted = {h.session_id for h in hits}
     if not wanted:
         return
+    ids = orjson.dumps(sorted(wanted)).decode()
     parents = dict(
         conn.execute(
             "WITH RECURSIVE up(id, top, depth) AS ("
-            "  SELECT id, parent_session_id, 0 FROM agent_sessions WHERE id IN (SELECT value FROM json_each(?)) "
+            "  SELECT id, parent_session_id, 0 FROM agent_sessions "
+            "  WHERE id IN (SELECT value FROM json_each(?)) AND is_subagent = 1 "
             "  UNION ALL SELECT up.id, s.parent_session_id, up.depth + 1 FROM up "
-            "  JOIN agent_sessions s ON s.id = up.top WHERE s.parent_session_id IS NOT NULL AND up.depth < 20"
+            "  JOIN agent_sessions s ON s.id = up.top "
+            "  WHERE s.is_subagent = 1 AND s.parent_session_id IS NOT NULL AND up.depth < 20"
             ") SELECT id, top FROM up WHERE top IS NOT NULL ORDER BY depth",
-            (orjson.dumps(sorted(wanted)).decode(),),
+            (ids,),
         ).fetchall()
     )
-    if not parents:
+    sources = dict(
+        conn.execute(
+            "SELECT id, coalesce(forked_from_session_id, parent_session_id) FROM agent_sessions "
+            "WHERE id IN (SELECT value FROM json_each(?)) AND is_subagent = 0 AND kind = 'fork' "
+            "AND coalesce(forked_from_session_id, parent_session_id) IS NOT NULL",
+            (ids,),
+        ).fetchall()
+    )
+    if not parents and not sources:
         return
     titles = dict(
         conn.execute(
             f"SELECT s.id, {title_sql('s.')} FROM agent_sessions s WHERE s.id IN (SELECT value FROM json_each(?))",
-            (orjson.dumps(sorted(set(parents.values()))).decode(),),
+            (orjson.dumps(sorted({*parents.values(), *sources.values()})).decode(),),
         ).fetchall()
     )
     for hit in hits:
-        top = parents.get(hit.session_id)
+        top, relation = parents.get(hit.session_id), "subagent"
+        if top is None:
+            top, relation = sources.get(hit.session_id), "fork"
         if top is not None:
-            hit.main_session_id = top
-            hit.main_title = titles.get(top)
+            hit.main_session_id, hit.main_title, hit.relation = top, titles.get(top), relation
 
 
 # ------------------------------------------------------------------------------------- similar

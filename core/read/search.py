@@ -140,8 +140,9 @@ class Hit:
     seq: int | None
     turn_id: str | None = None  # the turn (episode) it belongs to, when a search by meaning was part of it
     why: str = "words"  # what found it: words | meaning | words + meaning
-    main_session_id: str | None = None  # a hit in a subagent: the session it belongs to
+    main_session_id: str | None = None  # a hit in a subagent: the session it belongs to (a fork: its source)
     main_title: str | None = None
+    relation: str | None = None  # what the session is to main_session_id: subagent | fork
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)

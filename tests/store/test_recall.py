@@ -538,3 +538,33 @@ def test_the_count_of_hits_does_not_depend_on_the_limit(conn, tmp_path, monkeypa
     totals = {n: search_recall(conn, "vis-group hide", limit=n).total for n in (1, 2, 10, 50)}
     assert len(set(totals.values())) == 1, totals
     assert totals[1] >= 3
+
+
+def test_a_hit_in_a_fork_says_fork_of_and_one_in_a_subagent_subagent_of(conn, tmp_path):
+    """A fork's hit was labelled "subagent of <its source>": a fork is a session of its own."""
+    from threadloom.core.actions.fork import plan_fork, write_fork
+
+    source, forked = "aaaaaaaa-1111-4222-8333-0000000000f1", "aaaaaaaa-1111-4222-8333-0000000000f2"
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{source}.jsonl", source, cwd="/srv/app")
+    t.user("make the flaky clock test deterministic")
+    last = t.assistant("Froze the clock in the fixture.")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    fork = write_fork(plan_fork(conn, last, new_session_id=forked))
+    resumed = Transcript(fork, forked, cwd="/srv/app")  # the agent goes on in the fork
+    resumed.last = json.loads(fork.read_text().splitlines()[-2])["uuid"]
+    resumed.user("now the quartz oscillator drift")
+    resumed.assistant("Drift handled.")
+    with fork.open("a") as f:
+        f.write("".join(json.dumps(line) + "\n" for line in resumed.lines))
+    ingest(conn, fork)
+    db_path = conn.execute("PRAGMA database_list").fetchone()[2]
+    shown = subprocess.run(
+        [sys.executable, "-m", "threadloom.core.cli", "search", "quartz oscillator", "--db", db_path],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert "fork of" in shown.stdout and "subagent of" not in shown.stdout, shown.stdout + shown.stderr
+    (hit,) = search_recall(conn, "quartz oscillator", mode="words").hits
+    assert (hit.session_id, hit.relation, hit.main_session_id) == (forked, "fork", source)
