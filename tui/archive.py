@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from textual.app import App
 from textual.worker import Worker
 
+from ..core.base.text import count_of
 from ..core.read import browse
 from . import workers
 from .archive_state import ArchiveState
@@ -299,21 +300,17 @@ class ArchiveApp(App[int]):
             self._open_database()
         self.archive_changed()
         if report.files_read:
-            self.notify(
-                f"{report.files_read:,} files read ({report.bytes_read / 1e6:,.1f} MB), "
-                f"{report.sessions:,} sessions updated in {report.seconds:.1f} s",
-                title="Ingest done",
-            )
+            self.notify(ingest_done(report), title="Ingest done")
         elif self._rescan_asked:  # Ctrl+R: say that it looked, even when nothing was new
             self.notify(
-                f"No new or changed agent logs ({report.files_seen:,} files checked)",
+                f"No new or changed agent logs ({count_of(report.files_seen, 'file')} checked)",
                 title="Rescan",
                 timeout=3,
             )
         self._rescan_asked = False
         if report.errors:
             self.notify(
-                f"{len(report.errors)} files could not be read; first: {report.errors[0]}",
+                f"{count_of(len(report.errors), 'file')} could not be read; first: {report.errors[0]}",
                 title="Ingest errors",
                 severity="error",
                 timeout=10,
@@ -507,13 +504,13 @@ class ArchiveApp(App[int]):
             self.notify(f"Could not sync: {why}", title="Sync", severity="error", timeout=10)
             return
         pushed = (
-            f"pushed {report.pushed_records} records"
+            f"pushed {count_of(report.pushed_records, 'record')}"
             if report.pushed_sources or report.not_shared
             else "pushed nothing (pull only)"
         )
         self.notify(
-            f"{pushed}, pulled {report.pulled_records} records ({report.sessions} sessions), "
-            f"{report.pulled_rows} memory items"
+            f"{pushed}, pulled {count_of(report.pulled_records, 'record')} ({count_of(report.sessions, 'session')}), "
+            f"{count_of(report.pulled_rows, 'memory item')}"
             + (
                 f", {report.memory_conflicts} conflicts (memory list --conflicts)"
                 if report.memory_conflicts
@@ -593,3 +590,11 @@ class ArchiveApp(App[int]):
             self.browser.use_connection(None)
         self.demo = True
         self._start_demo()
+
+
+def ingest_done(report: IngestReport) -> str:
+    """The notice at the end of an ingest that read something ('1 file read', never '1 files')."""
+    return (
+        f"{count_of(report.files_read, 'file')} read ({report.bytes_read / 1e6:,.1f} MB), "
+        f"{count_of(report.sessions, 'session')} updated in {report.seconds:.1f} s"
+    )

@@ -49,7 +49,7 @@ from ..base.markup import (
     todos,
 )
 from ..base.redact import Redactor
-from ..base.text import clock, drop_colours, human_tokens, one_line, printable
+from ..base.text import clock, count_of, drop_colours, human_tokens, one_line, printable
 from ..present.render import CAVEAT_NOTE, chip_mark, hook_duration
 from ..read import browse, images
 from ..read.calls import call_params, result_text, tool_summary
@@ -545,7 +545,7 @@ def _md_call(out: list[str], thread: Thread, call: ToolCall, redact: Redactor, l
     if child is not None:
         out += [
             f"<details><summary>Subagent: {_html_inline(redact(clean(_title(child.session))))} "
-            f"({len(child.messages)} messages)</summary>",
+            f"({count_of(len(child.messages), 'message')})</summary>",
             "",
         ]
         _md_messages(out, child, redact, level + 1)
@@ -869,7 +869,7 @@ def _html_call(
     if child is not None:
         parts.append(
             f'<details class="subagent" open><summary>Subagent: {e(redact(clean(_title(child.session))))} '
-            f"· {len(child.messages)} messages</summary>"
+            f"· {count_of(len(child.messages), 'message')}</summary>"
         )
         _html_messages(parts, child, redact, render, picture)
         parts.append("</details>")

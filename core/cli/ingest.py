@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..ingest.pipeline import IngestReport
     from ..ingest.pipeline import Progress as IngestProgress
 
-from ..base.text import one_line_name
+from ..base.text import count_of, one_line_name
 from .common import Command, add_db_option, say_upgrading, say_waiting
 
 
@@ -259,15 +259,17 @@ def _progress_bar(args: argparse.Namespace) -> Iterator[Callable[[IngestProgress
 def _print_ingest_summary(report: IngestReport) -> None:
     mb = report.bytes_read / 1e6
     print(
-        f"{report.files_seen} files seen, {report.files_skipped} unchanged, {report.files_read} read "
-        f"({mb:.1f} MB), {report.records_added} records, {report.sessions} sessions updated "
-        f"({report.sessions_total} in total), {len(report.errors)} errors, {report.seconds:.2f} s"
+        f"{count_of(report.files_seen, 'file')} seen, {report.files_skipped} unchanged, {report.files_read} read "
+        f"({mb:.1f} MB), {count_of(report.records_added, 'record')}, {count_of(report.sessions, 'session')} updated "
+        f"({report.sessions_total} in total), {count_of(len(report.errors), 'error')}, {report.seconds:.2f} s"
     )
     if report.files_gone:
-        print(f"{report.files_gone} source files disappeared; their sessions are kept in the archive")
+        print(
+            f"{count_of(report.files_gone, 'source file')} disappeared; their sessions are kept in the archive"
+        )
     if report.unclaimed:
         print(
-            f"{len(report.unclaimed)} files under your sources look like logs but no agent's reader takes "
+            f"{count_of(len(report.unclaimed), 'file')} under your sources look like logs but no agent's reader takes "
             "them (`threadloom sources` lists them, with why)"
         )
     from ..base.text import printable

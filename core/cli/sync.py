@@ -216,17 +216,19 @@ def _sync(args: argparse.Namespace, conn: sqlite3.Connection) -> int:
         print(json.dumps(report.as_dict()))
         return 0
     verb = "would move" if args.dry_run else "moved"
+    from ..base.text import count_of
+
     print(f"hub {report.hub} as {report.machine}: {verb} in {report.seconds:.2f} s")
     if push:
         masked = f", {report.redacted_records} masked" if report.redacted_records else ""
         print(
-            f"  push: {report.pushed_records} records of {report.pushed_sources} files "
-            f"({report.pushed_bytes / 1e6:.1f} MB{masked}); {report.not_shared} files not shared"
+            f"  push: {count_of(report.pushed_records, 'record')} of {count_of(report.pushed_sources, 'file')} "
+            f"({report.pushed_bytes / 1e6:.1f} MB{masked}); {count_of(report.not_shared, 'file')} not shared"
         )
     if not args.push_only:
         print(
-            f"  pull: {report.pulled_records} records of {report.pulled_sources} files "
-            f"({report.pulled_bytes / 1e6:.1f} MB), {report.sessions} sessions updated"
+            f"  pull: {count_of(report.pulled_records, 'record')} of {count_of(report.pulled_sources, 'file')} "
+            f"({report.pulled_bytes / 1e6:.1f} MB), {count_of(report.sessions, 'session')} updated"
         )
     from ..base.text import printable
 

@@ -27,7 +27,7 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from ..base.text import one_line_name
+    from ..base.text import count_of, one_line_name
     from ..read.archive import verify
 
     conn = open_reading(args)
@@ -50,14 +50,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
         )
     else:
         print(
-            f"{report.files_checked} files, {report.records_checked} records checked; "
-            f"{report.files_missing} sources no longer on disk (kept in the archive)"
+            f"{count_of(report.files_checked, 'file')}, {count_of(report.records_checked, 'record')} checked; "
+            f"{count_of(report.files_missing, 'source')} no longer on disk (kept in the archive)"
             + (":" if report.missing else "")
         )
         _print_missing(conn, report.missing)
         if report.files_rewritten:
             print(
-                f"{report.files_rewritten} files were rewritten by their agents (or by hand): their earlier "
+                f"{count_of(report.files_rewritten, 'file')} {'was' if report.files_rewritten == 1 else 'were'} "
+                "rewritten by their agents (or by hand): their earlier "
                 f"versions are kept ({report.records_superseded:,} records no longer in the files); "
                 "`threadloom restore SESSION --as-of TIME` writes a file as it was"
             )
@@ -69,7 +70,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if report.ok:
             print("all stored bytes match their sources")
         if report.mismatches:
-            print(f"{len(report.mismatches)} files differ")
+            print(
+                f"{count_of(len(report.mismatches), 'file')} differ"
+                if len(report.mismatches) != 1
+                else "1 file differs"
+            )
         if report.not_stored:
             print(
                 f"{len(report.not_stored)} files could not be read into the archive, so their bytes are not "

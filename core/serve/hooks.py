@@ -439,11 +439,13 @@ def _archive_session(db_path: Path, transcript: Path, log: logging.Logger, wait:
             wait,
         )
     else:
+        from ..base.text import count_of
+
         log.info(
-            "hook: session %s: %d files read, %d records, %.2f s",
+            "hook: session %s: %s read, %s, %.2f s",
             transcript.stem,
-            report.files_read,
-            report.records_added,
+            count_of(report.files_read, "file"),
+            count_of(report.records_added, "record"),
             report.seconds,
         )
     return 1 if report.cancelled else 0

@@ -685,9 +685,9 @@ class Watcher:
     def _say(self, report: IngestReport, what: str) -> None:
         line = (
             f"{what}: {report.files_read} read ({report.bytes_read / 1e6:.2f} MB), "
-            f"{report.records_added} records, {report.sessions} sessions updated"
+            f"{count_of(report.records_added, 'record')}, {count_of(report.sessions, 'session')} updated"
             + (f", {report.files_gone} gone" if report.files_gone else "")
-            + (f", {len(report.errors)} errors" if report.errors else "")
+            + (f", {count_of(len(report.errors), 'error')}" if report.errors else "")
             + (" (stopped between two files: the rest is read next time)" if report.cancelled else "")
             + f", {report.seconds:.2f} s"
         )

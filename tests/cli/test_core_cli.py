@@ -123,7 +123,7 @@ def test_verify_names_the_files_that_vanished_and_how_to_get_them_back(tmp_path)
     gone.unlink()
     res = run("verify", "--db", dbfile)
     assert res.returncode == 0, res.stderr
-    assert "1 sources no longer on disk (kept in the archive):" in res.stdout
+    assert "1 source no longer on disk (kept in the archive):" in res.stdout
     assert f"  gone: {gone}  session {SID[:13]}: threadloom restore {SID[:13]} --to DIR" in res.stdout
     data = json.loads(run("verify", "--db", dbfile, "--json").stdout)
     assert data["files_missing"] == 1 and data["missing"] == [{"path": str(gone), "sessions": [SID]}]

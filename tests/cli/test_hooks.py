@@ -250,7 +250,7 @@ def test_the_hook_returns_at_once_and_the_session_is_archived_behind(
     again = cli(env, "hooks", "run", "--agent", "claude", "--db", str(db), "--transcript", str(t.path))
     assert again.returncode == 0, again.stderr
     assert entries(db) == 4
-    assert f"hook: session {SID}: 1 files read, 1 records" in log.read_text()
+    assert f"hook: session {SID}: 1 file read, 1 record" in log.read_text()
 
 
 def test_the_hook_never_fails_the_session(env: dict[str, str], tmp_path: Path) -> None:

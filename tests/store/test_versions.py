@@ -190,7 +190,7 @@ def test_verify_and_restore_as_of_on_the_command_line(tmp_path, capsys):
     capsys.readouterr()
     assert main(["verify", "--db", str(database)]) == 0
     out = capsys.readouterr().out
-    assert "1 files were rewritten" in out and "8 records no longer in the files" in out
+    assert "1 file was rewritten" in out and "8 records no longer in the files" in out
     assert (
         main(["restore", SID, "--to", str(tmp_path / "then"), "--as-of", moment, "--db", str(database)]) == 0
     )
