@@ -363,6 +363,7 @@ def _new_changes(
     out: list[tuple[Any, ...]] = []
     texts = _FileTexts(conn)
     for row, name, params, extra in _parsed_calls(conn, rows):
+        texts.keep_only(row["session_id"])  # the rows come session by session
         adapter = tool_owner(row["source"], name)
         if adapter is None or not adapter.is_edit(name, params):
             continue
@@ -433,6 +434,12 @@ class _FileTexts:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.tails: dict[tuple[str, str], list[FileEdit]] = {}  # each file's edits counted in this refresh
+
+    def keep_only(self, session_id: str) -> None:
+        """Forget the texts of the sessions counted before this one: a cold ingest's refresh counts
+        every session's calls, whose written files would otherwise all be held until its end."""
+        if self.tails and next(iter(self.tails))[0] != session_id:
+            self.tails.clear()
 
     def fill_before(self, session_id: str, edits: list[FileEdit], entry_id: int | None) -> None:
         """Give each whole write in `edits` the file's text before it, where earlier calls tell it."""
