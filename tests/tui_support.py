@@ -396,7 +396,7 @@ async def scene_find(pilot: Pilot) -> None:
     await pilot.pause()
     await pilot.press("ctrl+f", *"tax")
     await wait_for_find(pilot)
-    await pilot.press("enter", "enter")
+    await pilot.press("enter", "n")
     await pilot.pause()
 
 

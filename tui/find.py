@@ -112,7 +112,10 @@ class FindBar(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield Static("Find", id="find-label")
-        yield Input(placeholder="in this session · Enter next · ↑ previous · Esc closes", id="find-input")
+        yield Input(
+            placeholder="in this session · Enter finds, then n next · N previous · Esc closes",
+            id="find-input",
+        )
         yield Static("", id="find-count")
 
     @on(Input.Changed, "#find-input")
@@ -122,8 +125,12 @@ class FindBar(Horizontal):
 
     @on(Input.Submitted, "#find-input")
     def _submitted(self, event: Input.Submitted) -> None:
+        """To the next match, and back to the messages (the bar stays): n and N go on, as in less.
+        A miss keeps the keys in the bar, to type another."""
         event.stop()
         self.navigator.step(1)
+        if self.navigator.places:
+            self.navigator.view.focus()
 
     def action_step(self, step: int) -> None:
         self.navigator.step(step)
@@ -142,6 +149,7 @@ class Navigator:
         self.view = view
         self.bar: FindBar | None = None
         self.query = ""  # what is found (the bar may hold more, typed since)
+        self.last = ""  # the last query that found something, for n and N once the bar is closed
         self.needle = ""
         self.places: list[Place] = []
         self.index: int | None = None  # the place the cursor was last taken to
@@ -181,7 +189,7 @@ class Navigator:
 
     # ------------------------------------------------------------------ find
 
-    async def open(self) -> None:
+    async def open(self, *, focus: bool = True) -> None:
         """Show the bar (or go back to it) with what it holds selected, so typing replaces it.
         Awaited: the keys typed right after the one that opened it go to the bar."""
         view = self.view
@@ -191,15 +199,40 @@ class Navigator:
             self.bar = FindBar(self)
             await view.mount(self.bar)
             view.relayout()
-        field = self.bar.query_one(Input)
-        field.focus()
-        field.select_all()
+        if focus:
+            field = self.bar.query_one(Input)
+            field.focus()
+            field.select_all()
+
+    async def again(self, step: int) -> None:
+        """n or N: the next (1) or previous (-1) match; with the bar closed, the last query's from
+        the cursor, the bar shown again (as n in less and vim goes on after the prompt is gone)."""
+        if self.bar is not None or not self.last:
+            self.step(step)
+            return
+        query = self.last
+        await self.open(focus=False)
+        if self.bar is None:
+            return
+        self.query = query  # typed() sees the bar's value is what is found: no search of its own
+        self.bar.query_one(Input).value = query
+        self.search(query, land=False)
+        if not self.places:
+            return
+        row = self.view.current_row()
+        here = row.seq if row is not None else 0
+        seqs = [p.seq for p in self.places]
+        # the match before the one to go to: n goes past the message under the cursor, N before it
+        self.index = bisect_right(seqs, here) - 1 if step > 0 else bisect_left(seqs, here)
+        self.step(step)
 
     def close(self, *, focus: bool = True) -> None:
         if self._debounce is not None:
             self._debounce.stop()
         self._serial += 1
         bar, self.bar = self.bar, None
+        if self.places:
+            self.last = self.query
         self.query, self.needle, self.places, self.index = "", "", [], None
         if bar is not None:
             had_focus = bar.has_focus_within
@@ -213,6 +246,8 @@ class Navigator:
         if self._debounce is not None:
             self._debounce.stop()
         self._serial += 1  # whatever is being found for an older query is not shown
+        if value == self.query:
+            return  # what is found already (the bar shown again by n)
         self._debounce = self.view.set_timer(DEBOUNCE, lambda: self.search_in_thread(value))
 
     def search_in_thread(self, query: str) -> None:
@@ -244,23 +279,26 @@ class Navigator:
         else:
             self._show_found(event.query, event.places)
 
-    def search(self, query: str) -> None:
-        """Find `query` in the whole session now, on the view's connection."""
+    def search(self, query: str, *, land: bool = True) -> None:
+        """Find `query` in the whole session now, on the view's connection (the cursor taken to
+        the first match at or after it when `land`)."""
         view = self.view
         if view.conn is None or view.session_id is None:
             return
         self._serial += 1
         self._show_found(
-            query, find.find_in_session(view.conn, view.session_id, query) if query.strip() else []
+            query,
+            find.find_in_session(view.conn, view.session_id, query) if query.strip() else [],
+            land=land,
         )
 
-    def _show_found(self, query: str, places: list[Place]) -> None:
+    def _show_found(self, query: str, places: list[Place], *, land: bool = True) -> None:
         """The places found for `query`: counted, marked, and the cursor on the first at or after it."""
         view = self.view
         self.query, self.needle = query, query.lower()
         self.places = self._shown(places)
         self.index, self.unseen = None, False
-        if self.places:
+        if self.places and land:
             row = view.current_row()
             here = row.seq if row is not None else 0
             seqs = [p.seq for p in self.places]

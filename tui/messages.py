@@ -121,7 +121,7 @@ class MessageView(SessionView, can_focus=True):
             "Find",
             show=False,  # the footer is full at 80 columns: F1 and the palette show it
             id="messages.find",
-            tooltip="Find in this session (Enter or n next, N previous, Esc closes)",
+            tooltip="Find in this session (Enter finds, then n next, N previous; Esc closes)",
         ),
         Binding("n", "find_step(1)", "Next match", show=False, id="messages.find-next"),
         Binding("N", "find_step(-1)", "Previous match", show=False, id="messages.find-previous"),
@@ -770,8 +770,8 @@ class MessageView(SessionView, can_focus=True):
     async def action_find(self) -> None:
         await self.navigator.open()
 
-    def action_find_step(self, step: int) -> None:
-        self.navigator.step(step)
+    async def action_find_step(self, step: int) -> None:
+        await self.navigator.again(step)
 
     def action_close_find(self) -> None:
         self.navigator.close()

@@ -81,11 +81,13 @@ async def test_find_counts_marks_moves_and_closes(demo_db: Path) -> None:
         assert shown and all(text.lower() == "tax" for text, _ in shown)
         assert any(kind == "current" for _, kind in shown)
 
-        # Enter goes on; a collapsed call holding a match opens when the cursor lands on it
+        # Enter goes on, back in the messages, then n; a collapsed call holding a match opens when
+        # the cursor lands on it
         tool = next(i for i, p in enumerate(places) if p.part == "tool")
-        assert not view.is_expanded(f"tool:{places[tool].call_id}")
-        for _ in range(tool):
-            await pilot.press("enter")
+        assert tool >= 1 and not view.is_expanded(f"tool:{places[tool].call_id}")
+        await pilot.press("enter")
+        for _ in range(tool - 1):
+            await pilot.press("n")
         await pilot.pause()
         assert count_text(app) == f"{tool + 1} of {len(places)}"
         block = view.current_block()
@@ -93,8 +95,7 @@ async def test_find_counts_marks_moves_and_closes(demo_db: Path) -> None:
         assert view.is_expanded(f"tool:{places[tool].call_id}")
         assert any(kind == "current" for _, kind in marked(view))
 
-        # from the messages: n and N, round the ends
-        view.focus()
+        # n and N, round the ends
         await pilot.press("n")
         assert view.row(view.cursor[0]).seq == places[tool + 1].seq
         await pilot.press("N", "N")
@@ -108,6 +109,42 @@ async def test_find_counts_marks_moves_and_closes(demo_db: Path) -> None:
         await pilot.pause()
         assert not app.query(FindBar) and marked(view) == []
         assert view.has_focus and view.session_id is not None
+
+
+async def test_n_goes_on_after_enter_and_after_escape(demo_db: Path) -> None:
+    """Enter gives the keys back to the messages with the find still on, so n and N step (they
+    had been typed into the bar); after Esc, n finds the last query again from the cursor."""
+    app = make_app(demo_db)
+    async with run_test(app, size=(140, 40)) as pilot:
+        view = await open_session(pilot, CHECKOUT)
+        await pilot.press("ctrl+f", *"tax")
+        await wait_for_find(pilot)
+        places = view.navigator.places
+        assert len(places) >= 4
+        await pilot.press("enter")
+        await pilot.pause()
+        assert view.has_focus and app.query(FindBar)
+        assert count_text(app) == f"2 of {len(places)}"
+        await pilot.press("n", "n")
+        await pilot.pause()
+        assert app.query_one(FindBar).query_one(Input).value == "tax"
+        assert count_text(app) == f"4 of {len(places)}"
+        await pilot.press("N")
+        await pilot.pause()
+        assert count_text(app) == f"3 of {len(places)}"
+        assert view.row(view.cursor[0]).seq == places[2].seq
+
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not app.query(FindBar) and marked(view) == []
+        await pilot.press("n")
+        await wait_for_find(pilot)
+        assert app.query_one(FindBar).query_one(Input).value == "tax" and view.has_focus
+        after = next(i for i, p in enumerate(places) if p.seq > places[2].seq)
+        assert view.row(view.cursor[0]).seq == places[after].seq
+        assert count_text(app) == f"{after + 1} of {len(places)}"
+        assert any(kind == "current" for _, kind in marked(view))
+        assert not any("Ctrl+F finds" in note for note in notes(app))
 
 
 async def test_escape_in_the_bar_closes_it_and_a_miss_says_so(demo_db: Path) -> None:
