@@ -212,6 +212,15 @@ class MessageView(SessionView, can_focus=True):
             super().__init__()
             self.key, self.picture = key, picture
 
+    class ImageOpened(Message):
+        """The image was handed to the system's viewer (`path`), or why it could not be (`error`)."""
+
+        bubble = False
+
+        def __init__(self, path: Path | None, error: str | None) -> None:
+            super().__init__()
+            self.path, self.error = path, error
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         # what is shown, read, selected and expanded, and where (tui/message_state.py), and how
@@ -885,14 +894,25 @@ class MessageView(SessionView, can_focus=True):
             self.post_message(self.OutputRequested(*output))
             return
         found = self._image_here()
-        if found is None:
-            return
+        if found is not None:
+            workers.start(self, workers.OPEN_IMAGE, partial(self._open_image, found[2]))
+
+    def _open_image(self, image: images.LoadedImage) -> None:
+        """In a worker: the opener is waited for a moment (it says only so whether a viewer ran)."""
         try:
-            path = images.open_image(found[2])
+            self.post_message(self.ImageOpened(images.open_image(image), None))
         except OSError as exc:
-            self.notify(f"Could not open the image: {exc}", severity="error")
-            return
-        self.notify(f"Opened {path} in the image viewer", timeout=4)
+            self.post_message(self.ImageOpened(None, str(exc)))
+
+    def on_message_view_image_opened(self, event: ImageOpened) -> None:
+        if event.path is None:
+            self.notify(
+                f"Could not open the image: {event.error}. w saves it in the current folder",
+                severity="error",
+                timeout=8,
+            )
+        else:
+            self.notify(f"Opened {event.path} in the image viewer", timeout=4)
 
     def action_save_image(self) -> None:
         found = self._image_here()

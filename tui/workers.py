@@ -186,6 +186,8 @@ FORK_MESSAGES = Job("fork-messages", "fork messages", exclusive=False)
 FORK_UNDO = Job("fork-undo", "edits after the fork point", exclusive=False)
 # an image decoded and scaled for the viewer: every one on screen is drawn
 IMAGE = Job("images", "image", exclusive=False)
+# an image handed to the system's viewer, whose opener is waited for a moment to see if it ran
+OPEN_IMAGE = Job("open-image", "open an image", exclusive=False)
 
 
 def start(node: DOMNode, job: Job, work: Callable[[], object]) -> Worker:

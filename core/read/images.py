@@ -95,19 +95,37 @@ def load(conn: sqlite3.Connection, entry_id: int, index: int) -> LoadedImage:
     return decode(*found)
 
 
+OPENER_WAIT = 2.0  # seconds: xdg-open and open return at once, with a status saying if a viewer ran
+OPENER_FAILURES = {  # xdg-open's exit statuses
+    1: "the opener was called wrongly",
+    2: "the file was not found",
+    3: "no program to show images was found (no desktop session here?)",
+    4: "the viewer failed",
+}
+
+
 def _system_open(path: Path) -> None:
-    """Hand `path` to the desktop's viewer (`open` on macOS, `xdg-open` elsewhere), not waiting."""
+    """Hand `path` to the desktop's viewer (`open` on macOS, `xdg-open` elsewhere) and wait a
+    moment for the opener's exit status: on a server or over SSH xdg-open finds no viewer and says
+    so only that way. An opener still running then is taken to be showing the image."""
     program = "open" if sys.platform == "darwin" else "xdg-open"
     found = shutil.which(program)
     if found is None:
         raise OSError(f"{program} is not installed")
-    subprocess.Popen(  # noqa: S603 - a fixed program and a path this process wrote
+    process = subprocess.Popen(  # noqa: S603 - a fixed program and a path this process wrote
         [found, str(path)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # the viewer outlives threadloom and never gets its Ctrl+C
     )
+    try:
+        status = process.wait(timeout=OPENER_WAIT)
+    except subprocess.TimeoutExpired:
+        return
+    if status != 0:
+        why = OPENER_FAILURES.get(status, "it failed") if program == "xdg-open" else "it failed"
+        raise OSError(f"{program} exited with status {status}: {why}")
 
 
 open_with: Callable[[Path], None] = _system_open
@@ -115,12 +133,18 @@ open_with: Callable[[Path], None] = _system_open
 
 def open_image(image: LoadedImage) -> Path:
     """Write the image to a private temporary file (0600, its type's extension) and open it in the
-    system viewer; returns the file. Raises OSError when it cannot be written or opened."""
+    system viewer; returns the file. Raises OSError when it cannot be written or opened (the file
+    then removed: no viewer will read it). Waits up to OPENER_WAIT: run it off the UI thread."""
     fd, name = tempfile.mkstemp(prefix="threadloom-image-", suffix=IMAGE_TYPES[image.media_type])
-    with os.fdopen(fd, "wb") as f:
-        f.write(image.data)
-    open_with(Path(name))
-    return Path(name)
+    path = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(image.data)
+        open_with(path)
+    except OSError:
+        path.unlink(missing_ok=True)
+        raise
+    return path
 
 
 def save_image(image: LoadedImage, folder: Path, stem: str) -> Path:

@@ -116,6 +116,19 @@ def test_open_writes_a_private_file_and_hands_it_to_the_seam(monkeypatch: pytest
         path.unlink()
 
 
+def test_an_opener_that_fails_is_said_and_its_file_removed(monkeypatch: pytest.MonkeyPatch) -> None:
+    given: list[Path] = []
+
+    def no_viewer(path: Path) -> None:
+        given.append(path)
+        raise OSError("xdg-open exited with status 3")
+
+    monkeypatch.setattr(images, "open_with", no_viewer)
+    with pytest.raises(OSError, match="status 3"):
+        images.open_image(images.LoadedImage("image/png", PNG))
+    assert len(given) == 1 and not given[0].exists()
+
+
 def test_save_never_writes_over_a_file(tmp_path: Path) -> None:
     (tmp_path / "shot.png").write_bytes(b"mine")
     image = images.LoadedImage("image/png", PNG)

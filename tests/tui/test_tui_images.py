@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -137,6 +139,7 @@ async def test_o_opens_the_image_through_the_seam_and_w_saves_it_here(
         while (block := view.current_block()) is None or block.kind != "image":
             view.action_cursor_down()
         await pilot.press("o")
+        await until(pilot, lambda: any("in the image viewer" in n.message for n in app._notifications))
         assert len(seen) == 1 and seen[0].read_bytes() == png(1, 1, (255, 0, 0))
         seen[0].unlink()
         (here / f"image-{SID[-12:]}-0-1.png").write_bytes(b"mine")
@@ -161,3 +164,28 @@ async def test_o_opens_the_image_through_the_seam_and_w_saves_it_here(
         assert isinstance(app.screen, HelpScreen)
         keys = {key_id: key for key, _, key_id in app.screen.pane_keys}
         assert (keys["messages.open-image"], keys["messages.save-image"]) == ("o", "w")
+
+
+async def test_o_says_when_no_viewer_ran_and_leaves_no_file(
+    images_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Headless or over SSH xdg-open exits 3 at once: said (with w to save it), not "Opened"."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    opener = bin_dir / ("open" if sys.platform == "darwin" else "xdg-open")
+    opener.write_text('#!/bin/sh\necho "$1" > "$(dirname "$0")/given"\nexit 3\n')
+    opener.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    app = make_app(images_db)
+    async with run_test(app, size=(140, 40)) as pilot:
+        view = await opened(pilot)
+        view.focus()
+        while (block := view.current_block()) is None or block.kind != "image":
+            view.action_cursor_down()
+        await pilot.press("o")
+        await until(pilot, lambda: any("Could not open" in n.message for n in app._notifications))
+        said = [n.message for n in app._notifications]
+        assert not any("in the image viewer" in m for m in said)
+        assert any("exited with status 3" in m and "w saves it" in m for m in said), said
+        given = Path((bin_dir / "given").read_text().strip())
+        assert given.name.startswith("threadloom-image-") and not given.exists()
