@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..base import embed
-from ..base.text import flat
 from ..read import search
 from ..read.query import main_sql, resolve_session, title_sql, unrelated_holders
 from ..read.search import Hit, ParsedQuery, SearchResult, parse_query
@@ -359,7 +358,8 @@ def _meaning_hits(conn: sqlite3.Connection, found: list[tuple[TurnKey, float]]) 
                 role=role,
                 timestamp=started,
                 score=round(100 * max(score, 0.0), 2),
-                snippet=flat(content or "")[:200],
+                # as a word hit's: the IDE's and the agents' markup read, cut between words with …
+                snippet=search.make_snippet(content or "", None)[0],
                 highlights=[],
                 field="content",
                 seq=seq if seq is not None else first_seq,

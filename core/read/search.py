@@ -874,17 +874,22 @@ def _matched_field(
 def make_snippet(
     text: str, pattern: re.Pattern[str] | None, width: int = 160
 ) -> tuple[str, list[tuple[int, int]]]:
-    """A one-line window around the first match, and the spans of every match inside it; what a
-    terminal would act on in the text is drawn as text (`core.base.text.flat`)."""
+    """A one-line window around the first match, cut between words with `…` where the text goes
+    on, and the spans of every match inside it; agent markup as what it stands for
+    (`core.base.text.readable`) and what a terminal would act on drawn as text (`flat`)."""
     line = flat(readable(text))
     first = pattern.search(line) if pattern else None
     start = 0 if first is None else max(0, first.start() - width // 3)
     if start:
         space = line.rfind(" ", 0, start + 1)
         start = space + 1 if space >= 0 and start - space < 20 else start
-    window = line[start : start + width]
+    end = start + width
+    if end < len(line):  # cut after a word, not in one (within a few letters of the width)
+        space = line.rfind(" ", start, end + 1)
+        end = space if space > start and end - space < 20 else end
+    window = line[start:end].rstrip()
     prefix = "…" if start > 0 else ""
-    suffix = "…" if start + width < len(line) else ""
+    suffix = "…" if end < len(line) else ""
     snippet = prefix + window + suffix
     spans = (
         [(m.start() + len(prefix), m.end() + len(prefix)) for m in pattern.finditer(window)]

@@ -305,3 +305,15 @@ def test_a_short_session_id_typed_whole_comes_first(conn, tmp_path):
     ingest(conn, root)
     assert [m.session_id for m in find_sessions(conn, "s1")][:2] == ["s1", "s154"]
     assert [m.session_id for m in find_sessions(conn, "S154")] == ["s154"]
+
+
+def test_a_snippet_is_cut_between_words_with_an_ellipsis() -> None:
+    from threadloom.core.read.search import make_snippet
+
+    words = "understand the purpose of different folders in this repository " * 6
+    pattern = re.compile("purpose", re.IGNORECASE)
+    snippet, spans = make_snippet(words, pattern, width=60)
+    assert snippet.endswith("…") and snippet[:-1] == snippet[:-1].rstrip()
+    assert all(w in words.split() for w in snippet.strip("…").split()), snippet
+    assert [snippet[a:b] for a, b in spans] == ["purpose"]
+    assert make_snippet("short and whole", None) == ("short and whole", [])

@@ -568,3 +568,22 @@ def test_a_hit_in_a_fork_says_fork_of_and_one_in_a_subagent_subagent_of(conn, tm
     assert "fork of" in shown.stdout and "subagent of" not in shown.stdout, shown.stdout + shown.stderr
     (hit,) = search_recall(conn, "quartz oscillator", mode="words").hits
     assert (hit.session_id, hit.relation, hit.main_session_id) == (forked, "fork", source)
+
+
+def test_a_meaning_hit_reads_like_a_word_hit(conn, tmp_path):
+    """Its snippet had been the prompt's first 200 characters: the IDE's markup raw, cut mid-word."""
+    sid = "b0000000-0000-4000-8000-00000000b006"
+    ide = (
+        "<ide_opened_file>The user opened the file /srv/app/a.py in the IDE. This may or may not "
+        "be related to the current task.</ide_opened_file>"
+    )
+    words = "Look at the modules and understand the purpose of different folders in this repository. " * 4
+    t = Transcript(tmp_path / "p" / "-srv-app" / f"{sid}.jsonl", sid, cwd="/srv/app")
+    t.user(ide + words)
+    t.assistant("They hold the parser, the store and the screens.")
+    t.write()
+    ingest(conn, tmp_path / "p")
+    [hit] = recall._meaning_hits(conn, [((sid, turn_of(conn, sid)), 0.9)])
+    assert "ide_opened_file" not in hit.snippet and hit.snippet.startswith("Look at the modules")
+    assert hit.snippet.endswith("…")
+    assert all(w in words.split() for w in hit.snippet.rstrip("…").split()), hit.snippet
