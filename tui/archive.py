@@ -89,6 +89,9 @@ class ArchiveView(Protocol):
     def hide_written(self, done: tuple[str, str] | None) -> None:
         """What was hidden (`done`) is written to the archive, or nothing is (None)."""
 
+    def marks_written(self) -> None:
+        """A tag, note or bookmark was written: what shows them reads them again."""
+
 
 class ArchiveApp(App[int]):
     """The archive's side of the app: no screens or keys of its own beyond the ingest's."""
@@ -482,6 +485,8 @@ class ArchiveApp(App[int]):
             self.notify(f"Could not keep it: {event.error}", title="Memory", severity="error", timeout=10)
         elif event.said:
             self.notify(event.said, title="Memory", timeout=4)
+        if event.error is None:
+            self.browser.marks_written()
 
     # ------------------------------------------------------------------ sync
 

@@ -77,7 +77,7 @@ def layout_classes(width: int, focused: str) -> dict[str, bool]:
     return classes
 
 
-MEMORY_ACTIONS = frozenset({"tag", "note", "bookmark", "bookmarks", "memory"})
+MEMORY_ACTIONS = frozenset({"tag", "note", "note_message", "bookmark", "bookmarks", "memory"})
 
 
 class BrowserScreen(Screen[None]):
@@ -1129,6 +1129,14 @@ class BrowserScreen(Screen[None]):
         """`n`: a note on the session under the cursor (the viewer's own n steps through a find)."""
         self._ask_mark("note", whole_session=True)
 
+    def marks_written(self) -> None:
+        """A tag, note or bookmark was written: a message's tags are drawn in its header."""
+        self.query_one(MessageView).reload_tags()
+
+    def action_note_message(self) -> None:
+        """`a` in the viewer (where n is the next match): a note on the message under the cursor."""
+        self._ask_mark("note")
+
     def action_bookmark(self) -> None:
         """`b`: bookmark the session (or, in the viewer, the message) under the cursor, or take it off."""
         target = self._memory_target()
@@ -1246,6 +1254,9 @@ class BrowserScreen(Screen[None]):
             yield SystemCommand("Messages: find in this session", "Key Ctrl+F", view.action_find)
             yield SystemCommand("Messages: next failed tool call", "Key !", view.action_next_failure)
             yield SystemCommand("Messages: files this session changed", "Key c", view.action_files_changed)
+            if self.archive_state.conn is not None:
+                yield SystemCommand("Messages: tag this message", "Key t", self.action_tag)
+                yield SystemCommand("Messages: note this message", "Key a", self.action_note_message)
         if pane in ("projects", "sessions"):
             verb = "Leave out" if self.show_hidden else "List"
             yield SystemCommand(

@@ -196,7 +196,10 @@ class MessageDrawer:
             key = f"summary:{msg.entry_id}"
             drawing.add("summary", render.summary_line(msg, key in toggled), indent=2, key=key)
             return drawing.rendered()
-        head = None if continues else render.header(msg)
+        tags = self.state.tags.get(msg.seq, [])
+        head = None if continues else render.header(msg, tags)
+        if continues and tags:  # a record drawn under its response's header: its own tags' line
+            drawing.add("tags", render.tags_text(tags), indent=4, target=False)
         if msg.content and any(not isinstance(p, markup.Typed) for p in parts):
             head = self._draw_parts(drawing, msg, parts, head)
         elif msg.content:

@@ -33,6 +33,7 @@ from ..core.adapters import tool_group
 from ..core.adapters.base import ImageRef
 from ..core.base import markup
 from ..core.base.text import one_line, printable
+from ..core.insight import memory
 from ..core.read import images
 from ..core.read.browse import MessageRow
 from ..core.read.side_files import PersistedOutput
@@ -122,6 +123,14 @@ class MessageView(SessionView, can_focus=True):
             show=False,  # the footer is full at 80 columns: F1 and the palette show it
             id="messages.find",
             tooltip="Find in this session (Enter finds, then n next, N previous; Esc closes)",
+        ),
+        Binding(
+            "a",
+            "screen.note_message",
+            "Note",
+            show=False,
+            id="messages.note",
+            tooltip="Annotate: a note on the message under the cursor (n is the next match); note:WORD finds it",
         ),
         Binding("n", "find_step(1)", "Next match", show=False, id="messages.find-next"),
         Binding("N", "find_step(-1)", "Previous match", show=False, id="messages.find-previous"),
@@ -338,6 +347,7 @@ class MessageView(SessionView, can_focus=True):
         """
         self.conn = conn
         self.state.open(session_id, seqs, rewinds)
+        self.state.tags = memory.message_tags(conn, session_id)
         self.navigator.reset()
         self.cache.clear()
         self.drawer.new_session()
@@ -349,6 +359,17 @@ class MessageView(SessionView, can_focus=True):
             self.cursor = self.state.start(at, self._targets)
             if at:
                 self._scroll_to_cursor(top=True)
+        self.refresh()
+
+    def reload_tags(self) -> None:
+        """A tag was put on (or taken off) a message: the headers whose tags changed drawn again."""
+        if self.conn is None or self.state.session_id is None:
+            return
+        old, new = self.state.tags, memory.message_tags(self.conn, self.state.session_id)
+        changed = {seq for seq in old.keys() | new.keys() if old.get(seq) != new.get(seq)}
+        self.state.tags = new
+        for pos in [p for p in self.cache if (row := self.row(p)) is not None and row.seq in changed]:
+            del self.cache[pos]
         self.refresh()
 
     def extend(self, seqs: Sequence[int]) -> bool:

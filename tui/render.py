@@ -93,7 +93,16 @@ def duration(ms: int | None) -> str:
     return f"{minutes // 60}h {minutes % 60:02d}m"
 
 
-def header(msg: MessageRow) -> Text:
+TAG_STYLE = "#d7af5f"
+
+
+def tags_text(tags: Sequence[str]) -> Text:
+    """A message's tags (#flaky-test #timezone): people's text, drawn as it is, never read as markup."""
+    return Text(" ".join(f"#{flat(tag)}" for tag in tags), style=TAG_STYLE)
+
+
+def header(msg: MessageRow, tags: Sequence[str] = ()) -> Text:
+    """A message's first line: who, when, the model, its tokens, and the tags put on it (`t`)."""
     role = msg.role or msg.entry_type or "?"
     text = Text()
     if role == "user" and task_notice(msg.content) is not None:
@@ -107,6 +116,9 @@ def header(msg: MessageRow) -> Text:
         text.append(f"  {flat(short_model(msg.model))}", style="#af87d7")
     if msg.tokens:
         text.append(f"  {human_tokens(msg.tokens)} tok", style="dim")
+    if tags:
+        text.append("  ")
+        text.append_text(tags_text(tags))
     return text
 
 

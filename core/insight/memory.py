@@ -309,6 +309,22 @@ def tags_of(conn: sqlite3.Connection, session_ids: list[str]) -> dict[str, list[
     return out
 
 
+def message_tags(conn: sqlite3.Connection, session_id: str) -> dict[int, list[str]]:
+    """The tags put on each message of a session, by its #seq, in name order (for the viewer's
+    headers: read by the primary key's range of `SESSION#…` targets)."""
+    out: dict[int, list[str]] = {}
+    for target_id, value in _rows(
+        conn,
+        "SELECT target_id, value FROM memory_marks WHERE kind = 'tag' AND target_type = 'message' "
+        "AND target_id >= ? AND target_id < ? ORDER BY value",
+        (f"{session_id}#", f"{session_id}$"),  # '$' follows '#': every SESSION#seq, no other session's
+    ):
+        seq = target_id.rpartition("#")[2]
+        if seq.isdigit():
+            out.setdefault(int(seq), []).append(value)
+    return out
+
+
 def tag_counts(conn: sqlite3.Connection) -> list[tuple[str, int]]:
     """Every tag with how many things carry it, most used first."""
     return [

@@ -18,7 +18,7 @@ from threadloom.tui.memory import BookmarksScreen, MarkScreen, MemoryScreen
 from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import SessionTree
 
-from tests.builders.memory import API, write_archive
+from tests.builders.memory import API, WEB, write_archive
 from tests.support import run
 from tests.tui_support import make_app, run_test, settle, until
 
@@ -138,3 +138,62 @@ async def test_memory_round_trip_cli_mcp_tui_and_rebuild(tmp_path: Path) -> None
     assert len(read(path, "note", API)) == 2 and read(path, "bookmark", API) == [""]
     (recalled,) = await mcp_calls(path, [("recall", {"session": API})])
     assert [(e["title"], e["content"]) for e in recalled["entries"]] == [("Dates", "Store UTC")]
+
+
+def header_lines(view: MessageView) -> list[str]:
+    return [s.text.strip() for p in range(len(view.seqs)) for s in view.ensure(p).strips]
+
+
+async def test_a_messages_tags_show_in_its_header_and_a_notes_it(tmp_path: Path) -> None:
+    """`t` on a message kept the tag (tag:x found it) but its header never showed it; and the
+    viewer had no way to note a message (its n is the next match)."""
+    path, _ = write_archive(tmp_path)
+    assert run("tag", "--db", str(path), f"{API}#1", "[red]loud").returncode == 0  # user text, not markup
+    app = make_app(path)
+    async with run_test(app, size=(200, 44)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(API)
+        await pilot.pause()
+        view = app.query_one(MessageView)
+        view.focus()
+        await pilot.pause()
+        assert any(
+            line.startswith("◆ assistant") and line.endswith("#[red]loud") for line in header_lines(view)
+        )
+        prompt = next(line for line in header_lines(view) if line.startswith("● user"))
+        assert "#" not in prompt
+
+        view.action_first()
+        await pilot.press("t")
+        await pilot.pause()
+        assert isinstance(app.screen, MarkScreen)
+        app.screen.query_one(Input).value = "dates"
+        await pilot.press("enter")
+        await until(pilot, lambda: any(line.endswith("#dates") for line in header_lines(view)))
+        prompt = next(line for line in header_lines(view) if line.startswith("● user"))
+        assert prompt.endswith("#dates")
+        app.browser.jump_to_session(WEB)  # opened again: read from the archive
+        await pilot.pause()
+        app.browser.jump_to_session(API)
+        await pilot.pause()
+        assert any(line.startswith("● user") and line.endswith("#dates") for line in header_lines(view))
+
+        # a: a note on the message under the cursor (the palette names it too)
+        view.focus()
+        view.action_first()
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Messages: note this message" in titles and "Messages: tag this message" in titles
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, MarkScreen) and app.screen.target.seq == 0
+        app.screen.query_one(Input).value = "asked on Monday"
+        await pilot.press("enter")
+        conn = db.connect(path, readonly=True)
+        try:
+            target = memory.parse_target(conn, f"{API}#0")
+            await until(
+                pilot, lambda: [m.value for m in memory.marks(conn, kind="note", target=target)] != []
+            )
+            assert [m.value for m in memory.marks(conn, kind="note", target=target)] == ["asked on Monday"]
+        finally:
+            conn.close()
