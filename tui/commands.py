@@ -53,6 +53,14 @@ class ActionsProvider(SystemCommandsProvider):
             yield Hit(score, highlighted(matcher, name), callback, help=escape(help_text))
 
 
+def jump_text(t: browse.JumpTarget) -> str:
+    """ "title · project · id" (a subagent's with ⚙); a session with no project leaves it out,
+    rather than showing an empty field between two dots."""
+    kind = "⚙ " if t.is_subagent else ""
+    fields = [display_title(t), t.project, t.id.split(":")[-1][:13]]
+    return kind + " · ".join(f for f in fields if f)
+
+
 class SessionJumpProvider(Provider):
     """Sessions and subagents, found by title, project or id prefix through `core.read.search.find_sessions`.
 
@@ -67,8 +75,7 @@ class SessionJumpProvider(Provider):
         self.targets = browse.jump_targets(conn) if conn is not None else []
 
     def _text(self, t: browse.JumpTarget) -> str:
-        kind = "⚙ " if t.is_subagent else ""
-        return f"{kind}{display_title(t)} · {t.project} · {t.id.split(':')[-1][:13]}"
+        return jump_text(t)
 
     async def search(self, query: str) -> Hits:
         """Ranked by `core.read.search.find_sessions`, the engine `threadloom` uses for titles and ids.

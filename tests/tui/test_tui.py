@@ -10,7 +10,7 @@ import shlex
 import threading
 from itertools import accumulate
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import pytest
 from rich.console import Console
@@ -706,6 +706,18 @@ async def test_jump_to_session_from_palette(demo_db: Path, monkeypatch: pytest.M
         await pilot.pause()
         node = browse.get_node(app.conn, view.session_id or "")
         assert node is not None and node.title.startswith("Add a tmux config")
+
+
+def test_a_session_without_a_project_has_no_empty_field_in_the_jump_list() -> None:
+    """It read "Say hello and list files. ·  · gemini_stage0": an empty field between two dots."""
+    from threadloom.tui.commands import SessionJumpProvider
+
+    def text(project: str) -> str:
+        target = browse.JumpTarget("gemini_stage0", "Say hello and list files.", project, None, False)
+        return SessionJumpProvider._text(cast(SessionJumpProvider, None), target)
+
+    assert text("") == "Say hello and list files. · gemini_stage0"
+    assert text("/srv/app") == "Say hello and list files. · /srv/app · gemini_stage0"
 
 
 async def event_set(pilot, event: threading.Event, timeout: float = 10.0) -> bool:
