@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import date, datetime, timedelta
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -785,11 +786,33 @@ def report(
         row.label = "(no date)" if by in TIME_GROUPINGS and row.period == UNDATED else row.period
         if by == "project":
             row.label = raw["project"] or row.period or "(no project)"
+    if by == "project":
+        _tell_apart(out)
     if by == "session":
         titles = _titles(conn, [r.key for r in out])
         for row in out:
             row.label = titles.get(row.key, row.key)
     return out
+
+
+def _tell_apart(rows: list[StatsRow]) -> None:
+    """Projects of one name in several folders (`app` in two homes) get as much of the folder
+    above them as tells them apart, "app (alice/work)", or they read as the same project twice."""
+    by_label: dict[str, list[StatsRow]] = {}
+    for row in rows:
+        by_label.setdefault(row.label, []).append(row)
+    for label, same in by_label.items():
+        if len(same) < 2:
+            continue
+        parents = [PurePosixPath(r.key).parent.parts for r in same]
+        tails = [r.key for r in same]
+        for k in range(1, max(len(p) for p in parents) + 1):
+            shorter = [str(PurePosixPath(*p[-k:])) if p else "" for p in parents]
+            if len(set(shorter)) == len(shorter):
+                tails = shorter
+                break
+        for row, tail in zip(same, tails, strict=True):
+            row.label = f"{label} ({tail or '?'})"
 
 
 def _stats_row(r: sqlite3.Row) -> StatsRow:

@@ -605,3 +605,20 @@ def test_a_codex_fork_counts_only_what_it_added(conn, tmp_path, monkeypatch) -> 
     assert tuple(conn.execute(totals, (native,)).fetchone()) == (500, 40, 1500)
     assert tuple(conn.execute(totals, (fork_id,)).fetchone()) == (0, 0, 0)
     assert tuple(conn.execute(totals, (THREAD,)).fetchone()) == parent_totals
+
+
+def test_projects_of_one_name_in_two_folders_are_told_apart(conn, tmp_path):
+    """Stats by project listed "app" twice (S, then p) with nothing to tell which was which."""
+    for n, cwd in enumerate(("/home/alice/work/app", "/home/bob/work/app", "/srv/api")):
+        sid = f"57a75111-1111-4222-8333-000000000b0{n}"
+        t = Transcript(tmp_path / "projects" / cwd.replace("/", "-") / f"{sid}.jsonl", sid, cwd=cwd)
+        t.user("hello")
+        t.assistant("Done.", model=SONNET, usage=USAGE, msg_id=f"msg_{n}")
+        t.write()
+    ingest(conn, tmp_path / "projects")
+    labels = {row.key: row.label for row in stats.report(conn, "project")}
+    assert labels == {
+        "/home/alice/work/app": "app (alice/work)",
+        "/home/bob/work/app": "app (bob/work)",
+        "/srv/api": "api",
+    }
