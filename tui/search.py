@@ -313,13 +313,22 @@ class SearchScreen(Screen[None]):
         if show:
             parts: list[RenderableType] = [
                 Text("Filters", style="bold"),
-                _pairs(_help_pairs(SEARCH_HELP)),
+                _pairs(_help_pairs(self._filters_help())),
                 Text("\nKeys", style="bold"),
                 _pairs(self._key_pairs()),
             ]
             if self.show_filters:
                 parts.append(Text("\nF1 shows the results again", style="dim"))
             help_box.update(Group(*parts))
+
+    def _filters_help(self) -> str:
+        """SEARCH_HELP as this screen switches modes: by its key (F2), not the CLI's `--mode`."""
+        keys = [
+            self.app.get_key_display(active.binding.with_key(key))
+            for key, active in self.active_bindings.items()
+            if active.binding.id == "search.mode"
+        ]
+        return SEARCH_HELP.replace("(--mode words:", f"({keys[0] if keys else 'F2'} to words only:")
 
     def _key_pairs(self) -> list[tuple[str, str]]:
         """The keys of this screen as they are bound now (after a keymap file)."""

@@ -30,3 +30,16 @@ async def test_a_wrapped_filter_description_stays_in_its_column(demo_db: Path) -
         column = lines[first].index("any order")
         wrapped = lines[first + 1]  # the rest of its description ("… remember it finds its turn …")
         assert "remember it" in wrapped and wrapped.startswith(" " * column), lines[first : first + 4]
+
+
+async def test_the_help_names_the_key_that_switches_to_words_not_the_cli_flag(demo_db: Path) -> None:
+    """It said "(--mode words: all must match)", a flag of `threadloom search`; here F2 does it."""
+    app = make_app(demo_db)
+    async with run_test(app, size=(160, 40)) as pilot:
+        await pilot.press("slash")
+        await until(pilot, lambda: isinstance(app.screen, SearchScreen))
+        help_box = app.screen.query_one("#search-help", Static)
+        await until(pilot, lambda: any("any order" in line for line in drawn_lines(help_box)))
+        text = " ".join(" ".join(line.split()) for line in drawn_lines(help_box))
+        assert "--mode" not in text, text
+        assert "(f2 to words only: all must match)" in text.lower(), text
