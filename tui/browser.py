@@ -390,6 +390,8 @@ class BrowserScreen(Screen[None]):
         if (current.path if current else None) != tree.project:
             tree.view.hidden, tree.view.show_hidden = hidden.sessions, self.show_hidden
             tree.show_project(self.conn, current.path if current else None)
+            # the message pane follows: it kept the hidden project's conversation beside the next one's list
+            self._after_refresh(self._project_shown)
         else:
             tree.set_view(hidden=hidden.sessions, show_hidden=self.show_hidden)
         tree.border_subtitle = Text(tree.facts(tree.cursor_node))  # the model is the log's: not markup

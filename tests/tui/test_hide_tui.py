@@ -122,3 +122,19 @@ async def test_a_session_shown_again_loses_its_hidden_mark_at_once(tmp_path: Pat
         await until(pilot, lambda: hidden_in(path).sessions == frozenset())
         await until(pilot, lambda: "⊘" not in drawn_row(tree, OLD), timeout=3)
         assert "Old spike on caching" in drawn_row(tree, OLD)
+
+
+async def test_hiding_the_open_project_opens_the_next_ones_session(tmp_path: Path) -> None:
+    """After h hid the selected project the message pane went on showing its session."""
+    path = archive(tmp_path)
+    app = make_app(path)
+    async with run_test(app, size=(140, 40)) as pilot:
+        await pilot.pause()
+        projects, view = app.query_one(ProjectList), app.query_one(MessageView)
+        projects.focus()
+        await pilot.press("j")  # the web project, its session shown after the preview's pause
+        await until(pilot, lambda: view.session_id == WEB)
+        await pilot.press("h")
+        await settle(pilot)
+        assert [p.path for p in projects.projects] == ["/srv/api"]
+        await until(pilot, lambda: view.session_id == NEW)  # the api project's newest
