@@ -16,7 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from ..core.base.text import human_when, one_line, printable
+from ..core.base.text import count_of, human_when, one_line, printable
 from ..core.insight import memory
 
 
@@ -60,7 +60,11 @@ class MarkScreen(ModalScreen[str | None]):
             # the session's title is the log's: plain text, never markup
             box.border_title = Text(f"{'Tag' if self.kind == 'tag' else 'Note on'} {self.target.label}")
             box.border_subtitle = "Enter saves · Esc cancels"
-            now = ", ".join(self.present) if self.kind == "tag" else f"{len(self.present)} note(s)"
+            now = (
+                ", ".join(self.present)
+                if self.kind == "tag"
+                else count_of(len(self.present), "note") * bool(self.present)
+            )
             yield Static(Text(f"now: {printable(now) or 'none'}"), id="mark-now")
             yield Input(
                 placeholder="tags, comma-separated (flaky test, timezone)"

@@ -186,6 +186,7 @@ async def test_a_messages_tags_show_in_its_header_and_a_notes_it(tmp_path: Path)
         await pilot.press("a")
         await pilot.pause()
         assert isinstance(app.screen, MarkScreen) and app.screen.target.seq == 0
+        assert str(app.screen.query_one("#mark-now", Static).render()) == "now: none"  # not "0 note(s)"
         app.screen.query_one(Input).value = "asked on Monday"
         await pilot.press("enter")
         conn = db.connect(path, readonly=True)
