@@ -87,7 +87,9 @@ class SessionSummary:
     file_path: str | None = None  # the agent's file it was read from (a database for some agents)
     child_count: int = 0  # non-empty sessions naming it their parent (subagents, forks): the tree's only
     signal_count: int = 0  # its signals (core.insight.signals): the tree's only, for its badge
-    has_usage: bool = True  # whether its agent recorded any token counts (an agent_usage row)
+    has_usage: bool = (
+        True  # whether its agent recorded any token counts (an agent_usage row, its or its source's)
+    )
 
     @property
     def total_tokens(self) -> int:
@@ -211,7 +213,9 @@ _SESSION_COLUMNS = (
     "s.branch_count, s.compaction_count, s.git_branch, s.forked_from_session_id, s.cost_usd, "
     "s.unpriced_messages, {first_prompt} AS first_prompt, "
     "(SELECT f.path FROM source_files f WHERE f.id = s.source_file_id) AS file_path, "
-    "EXISTS (SELECT 1 FROM agent_usage u WHERE u.session_id = s.id) AS has_usage"
+    # a fork's copies leave their usage with its source (counted once): a fork of a session that
+    # counts tokens counts its own, 0 until it is resumed, not "?" as of an agent that counts none
+    "EXISTS (SELECT 1 FROM agent_usage u WHERE u.session_id IN (s.id, s.forked_from_session_id)) AS has_usage"
 )
 
 

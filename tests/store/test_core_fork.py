@@ -566,3 +566,20 @@ def test_a_fork_of_an_old_session_starts_when_it_was_forked(conn, tmp_path):
         out.write(json.dumps(resumed) + "\n")
     ingest(conn, path)
     assert span() == (forked, forked + 3_600_000)
+
+
+def test_a_fork_not_resumed_yet_counts_no_tokens_of_its_own(conn, tmp_path):
+    """Its copies' usage stays with its source (counted once), so it had no usage row and read
+    "? tok", as a session of an agent that records no tokens (Amazon Q) does; it reads 0."""
+    from threadloom.core.read.query import get_session
+
+    t = Transcript(tmp_path / "projects" / "-p" / f"{SID}.jsonl", SID)
+    t.user("question")
+    last = t.assistant("answer")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    plan = plan_fork(conn, last)
+    ingest(conn, write_fork(plan))
+    source, fork = get_session(conn, SID), get_session(conn, plan.new_session_id)
+    assert source is not None and fork is not None and source.total_tokens > 0
+    assert (fork.total_tokens, fork.tokens_text) == (0, "0")
