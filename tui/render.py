@@ -27,6 +27,7 @@ from ..core.base import markup
 from ..core.base.text import (
     BIDI_CONTROLS,
     TaskNotice,
+    elapsed,
     flat,
     human_tokens,
     moment,
@@ -79,18 +80,6 @@ def plain_title(title: str | None, width: int) -> Text:
     """A session's title for a border: as plain text (a str there is read as markup, and a prompt
     such as "[Image #1] fix this" lost its brackets), never blank."""
     return Text(one_line(title, width) or "(untitled)")
-
-
-def duration(ms: int | None) -> str:
-    if ms is None:
-        return ""
-    seconds = ms / 1000
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m {secs:02d}s"
-    return f"{minutes // 60}h {minutes % 60:02d}m"
 
 
 TAG_STYLE = "#d7af5f"
@@ -237,7 +226,7 @@ def event_line(msg: MessageRow) -> Text:
             label += f" · retry {ev['retryAttempt']}/{ev.get('maxRetries', '?')}"
         style = "#d75f5f"
     elif kind == "turn_duration":
-        label = f"turn took {duration(ev.get('durationMs'))}"
+        label = f"turn took {elapsed(ev.get('durationMs'))}"
     elif kind == "stop_hook_summary":
         runs = msg.hooks or markup.hook_runs({"type": "system", "subtype": kind, **ev})
         shown = [
@@ -282,7 +271,7 @@ def call_line(call: ToolCall, expanded: bool, width: int | None = None) -> Text:
         code = EXIT_CODE.search(result_text(call)[:200])
         text.append(f" exit {code.group(1)}" if code else " error", style=style)
     if call.duration_ms is not None:
-        text.append(f" · {duration(call.duration_ms)}", style="dim")
+        text.append(f" · {elapsed(call.duration_ms)}", style="dim")
     if spawn is not None and call.child_session_id:
         hint = subagent_hint(spawn.agent_type, width - text.cell_len if width else None)
         text.append(hint, style="#d787d7")

@@ -43,6 +43,7 @@ from ..base.text import (
     COLOURS,
     clock,
     count_of,
+    elapsed,
     flat,
     one_line,
     printable,
@@ -379,7 +380,7 @@ def render_messages(
             line.append(f"  {mark}", style="red" if call.status == "failed" else "green")
             duration = call.duration_ms
             if duration is not None:
-                line.append(f" · {duration / 1000:.1f} s", style="dim")
+                line.append(f" · {elapsed(duration)}", style="dim")
             console.print(Padding(line, (0, 0, 0, indent + 2)))
             items = todos(call_params(call)) if tool_group(call.agent, call.name) == "todo" else None
             if items is not None:

@@ -230,3 +230,17 @@ def test_pages_drawn_by_workers_are_those_drawn_here(tmp_path: Path, monkeypatch
     monkeypatch.setattr(render, "WORKER_MAIN", "raise SystemExit(3)")
     here.clear()
     assert paged(conn, path, workers=2) == body and len(here) == pages
+
+
+def test_a_call_answered_days_later_says_how_long_in_days(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    """A call whose answer came days later (a Cline task resumed after a weekend) read
+    `✓ · 271672.0 s` in `show`, where the viewer said hours; both say days and hours now."""
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{SID}.jsonl", SID, cwd="/srv/app")
+    t.user("run it")
+    t.assistant(None, tools=[tool_use("b1", "Bash", command="make")])
+    t.tool_result("b1", "done")
+    t.lines[-1]["timestamp"] = "2026-03-04T13:27:52.000Z"  # 3 days, 3 hours and some after the call
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    shown = drawn(conn, SID, 80, plain=True)
+    assert "✓ · 3d 03h" in shown and "2716" not in shown
