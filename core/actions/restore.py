@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..adapters.base import shown_name, stored_name
 from ..read.archive import (
+    damaged_count,
     file_bytes,
     is_database,
     project_folder_index,
@@ -30,6 +31,7 @@ class RestoredFile:
     bytes: int
     complete: bool  # False when some bytes of the source were never ingested (a waiting last line)
     already_there: bool = False  # the same bytes were in the folder already: left as they were
+    damaged: int = 0  # records the archive's copy of which no longer hashes as stored (written as they are)
 
 
 def as_of_archive(conn: sqlite3.Connection, session_id: str, as_of: int) -> sqlite3.Connection:
@@ -152,13 +154,17 @@ def restore_session(
                 ]
             data, complete = b"\n".join(rows) + b"\n", False
             written = sum(map(len, rows))
+            damaged = damaged_count(conn, file_id)
         elif as_of is not None and (version := version_as_of(conn, file_id, as_of)) is not None:
             data, complete = version_bytes(conn, version)
             written = len(data)
+            damaged = damaged_count(conn, file_id, version)
         else:
             data, contiguous = file_bytes(conn, file_id)
             complete, written = contiguous and len(data) == size, len(data)
-        planned[parts] = (data, RestoredFile(path, str(dest.joinpath(*parts)), written, complete))
+            damaged = damaged_count(conn, file_id)
+        restored = RestoredFile(path, str(dest.joinpath(*parts)), written, complete, damaged=damaged)
+        planned[parts] = (data, restored)
     nearest = next(p for p in (dest, *dest.parents) if p.exists())
     if not nearest.is_dir():
         raise RestoreError(

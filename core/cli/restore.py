@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..base.text import count_of
+from ..base.text import count_of, one_line_name
 from .common import Command, add_db_option, as_of_option, fail, open_reading, session_or_earlier
 
 
@@ -72,14 +72,19 @@ def cmd_restore(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([f.__dict__ for f in files]))
     else:
-        from ..base.text import one_line_name
-
         for f in files:
             note = "" if f.complete else "  (incomplete: part of the source was never read)"
             there = "  (already there, the same bytes: left as it was)" if f.already_there else ""
             print(f"{one_line_name(f.written_to)}  {f.bytes} bytes{note}{there}")
         print(f"{count_of(len(files), 'file')} restored for session {session_id}")
-    return 0
+    damaged = [f for f in files if f.damaged]
+    for f in damaged:
+        fail(
+            f"{one_line_name(f.written_to)}: {count_of(f.damaged, 'record')} of it no longer match what was "
+            "stored (the archive's copy is damaged: a disk or a copy fault), written as the archive holds "
+            "them; `threadloom verify` names every damaged file"
+        )
+    return 1 if damaged else 0
 
 
 COMMANDS = (Command("restore", cmd_restore, reads=True),)

@@ -16,7 +16,9 @@ def add_parsers(sub: Any) -> None:
         help="re-read every source and report stored bytes that no longer match",
         description="Re-read every source file still on disk and compare it with the bytes "
         "stored for it: reports files that changed in place or shrank, and names each file that "
-        "disappeared with the session read from it (its stored copy is what `restore` writes back).",
+        "disappeared with the session read from it (its stored copy is what `restore` writes back); "
+        "checks every stored record against the hash taken when it was stored, which tells damage to "
+        "the archive itself (a disk, a copy) from a change of the source.",
     )
     add_db_option(p)
     p.add_argument(
@@ -45,6 +47,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
                     "mismatches": report.mismatches,
                     "not_stored": [{"path": path, "error": error} for path, error in report.not_stored],
                     "unread": [{"path": path, "bytes": n, "why": why} for path, n, why in report.unread],
+                    "damaged": [
+                        {"path": path, "records": n, "first_line": first} for path, n, first in report.damaged
+                    ],
                 }
             )
         )
@@ -66,6 +71,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
             print("  changed: " + one_line_name(line))
         for path, error in report.not_stored:
             print(f"  not stored: {one_line_name(path)}: {one_line_name(error)}")
+        for path, n, first in report.damaged:
+            where = f" (first at line {first})" if first is not None else ""
+            print(
+                f"  damaged: {one_line_name(path)}: {count_of(n, 'stored record')}{where} no longer "
+                f"{'matches' if n == 1 else 'match'} the hash taken when stored"
+            )
         _print_unread(report.unread)
         if report.ok:
             print("all stored bytes match their sources")
@@ -75,9 +86,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 if len(report.mismatches) != 1
                 else "1 file differs"
             )
+        if report.damaged:
+            print(
+                f"the archive itself is damaged ({count_of(len(report.damaged), 'file')}): a disk or a copy "
+                "changed bytes it had stored. Keep the sources still on disk, and take the database from a "
+                "backup if you have one; `threadloom restore` writes the damaged records as they now are"
+            )
         if report.not_stored:
             print(
-                f"{len(report.not_stored)} files could not be read into the archive, so their bytes are not "
+                f"{count_of(len(report.not_stored), 'file')} could not be read into the archive, so their bytes are not "
                 "stored: mend what the error names (a file's permissions, say) and run `threadloom ingest` "
                 "again; an error that stays is a threadloom bug, please report it"
             )

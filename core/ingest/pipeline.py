@@ -50,7 +50,7 @@ from ..insight.cost import price_pending
 from ..insight.stats import refresh_pending
 from ..store import search_index
 from ..store.db import FIRST_LOAD_SUFFIX, LIVE_FIRST_LOADS, MIRROR_LIKE, MIRROR_ROOT, REBUILD_KEY, rebuild_due
-from ..store.sql import get_meta, set_meta, transaction
+from ..store.sql import get_meta, record_digest, set_meta, transaction
 from ..store.writer_lock import WriterBusy, writer_lock
 from . import workers as ingest_workers
 from .ledger import Ledger, ReplayCancelled, rebuild_derived, replay
@@ -63,7 +63,6 @@ from .reading import (
     chunks_of,
     pieces,
     read_lines,
-    record_digest,
 )
 from .workers import ParallelReader, WorkerLost
 

@@ -411,11 +411,6 @@ def _resume_point(plan: FilePlan, f: BinaryIO) -> tuple[int, int, Hasher | None]
     return start, lines_done, hasher
 
 
-def record_digest(raw: bytes) -> str:
-    """`entries.hash`: the sha256 of a record's bytes, its first 32 hex digits."""
-    return hashlib.sha256(raw).hexdigest()[:32]
-
-
 CHUNK_BYTES = 32 << 20
 
 

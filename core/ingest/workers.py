@@ -48,7 +48,8 @@ from ..adapters.base import (
     normalized,
     open_regular,
 )
-from .reading import FilePlan, FileRead, ReadyChunk, chunks_of, read_lines, record_digest
+from ..store.sql import record_digest
+from .reading import FilePlan, FileRead, ReadyChunk, chunks_of, read_lines
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection

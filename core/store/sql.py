@@ -4,9 +4,16 @@ with its rollback, and `ledger_meta`, the small named values every layer keeps i
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+
+def record_digest(raw: bytes) -> str:
+    """`entries.hash`: the sha256 of a record's bytes, its first 32 hex digits (what `verify` checks
+    the stored bytes against)."""
+    return hashlib.sha256(raw).hexdigest()[:32]
 
 
 def like_text(text: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import gc
+import json
 import os
 import pwd
 import random
@@ -487,6 +488,13 @@ def test_every_read_command_on_a_damaged_database_says_so_cleanly(tmp_path, caps
             seen["made visible"] += "␛" in out or "\\u009b" in out or "␀" in out
             if code == 0 or (args[0] == "verify" and code == 1 and "files differ" in out):
                 continue
+            if (
+                args[0] in ("verify", "restore")
+                and code == 1
+                and "damaged" in out + err
+                and all(line.startswith("threadloom: ") for line in err.splitlines())
+            ):
+                continue  # records whose bytes no longer hash as stored: said as the archive's damage
             line = one_line_error(err)
             if "no session matches" in line:  # the damage took the session: an honest answer
                 continue
@@ -615,6 +623,35 @@ def test_a_full_disk_is_said_as_a_full_disk_on_a_real_file_system(tmp_path):
         said.append((res.returncode, one_line_error(res.stderr)))
     for code, line in said:
         assert code == 1 and "is full (database or disk is full). Free some space" in line, line
+
+
+def test_a_stored_record_damaged_on_disk_is_named_as_the_archive_s_damage(tmp_path, capsys):
+    """Eight bytes of a stored record changed in the database file (SQLite's integrity check still
+    says ok): verify blamed the agent's file ("changed: … 1 record(s) differ"), said "all stored
+    bytes match" once that file was gone, and restore wrote the damaged bytes saying nothing. Each
+    record's hash, taken when it was stored, tells the archive's damage apart."""
+    path = ingested(tmp_path)
+    [source] = (tmp_path / "projects").rglob(f"{SID}.jsonl")
+    data = path.read_bytes()
+    said = b'"content": "Add a health endpoint"'  # in the stored line (its text is in other columns too)
+    at = data.index(said)
+    path.write_bytes(data[:at] + said.replace(b"health", b"wealth") + data[at + len(said) :])
+    check = sqlite3.connect(path)
+    assert check.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    check.close()
+
+    code, out, _ = cli(capsys, "--db", str(path), "verify")
+    assert code == 1 and "changed:" not in out and "all stored bytes match" not in out
+    assert f"damaged: {source}: 1 stored record (first at line 1) no longer matches" in out
+    assert "the archive itself is damaged (1 file)" in out
+    source.unlink()  # its only copy now the archive's
+    code, out, _ = cli(capsys, "--db", str(path), "verify", "--json")
+    assert code == 1
+    assert json.loads(out)["damaged"] == [{"path": str(source), "records": 1, "first_line": 1}]
+    code, out, err = cli(capsys, "--db", str(path), "restore", SID[:8], "--to", str(tmp_path / "back"))
+    assert code == 1 and "1 file restored" in out
+    assert "1 record of it no longer match what was stored (the archive's copy is damaged" in err
+    assert b"Add a wealth endpoint" in next((tmp_path / "back").rglob(f"{SID}.jsonl")).read_bytes()
 
 
 # ---------------------------------------------------------------------- restore writes inside its folder only
