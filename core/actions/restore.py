@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..adapters.base import shown_name, stored_name
 from ..read.archive import (
+    bytes_read_by,
     damaged_count,
     file_bytes,
     is_database,
@@ -113,7 +114,8 @@ def restore_session(
     A SQLite source (Cursor, OpenCode's db, …) cannot be rebuilt as a database file: its rows are
     written instead, one exact record per line, to `<name>.rows.jsonl`.
 
-    `as_of` (unix ms): each file as it was then, when a rewrite has changed it since.
+    `as_of` (unix ms): each file as the archive held it then: as it was before a rewrite since,
+    cut where it stood when it grew since (`source_reads`; as first read, when that came later).
 
     `source` (a file or a folder): which copy to write where the session was read from two places
     that hold the same file (the agent's folder and a `--source` backup): the one read from that
@@ -163,6 +165,13 @@ def restore_session(
             data, contiguous = file_bytes(conn, file_id)
             complete, written = contiguous and len(data) == size, len(data)
             damaged = damaged_count(conn, file_id)
+        held = (
+            bytes_read_by(conn, file_id, as_of)
+            if as_of is not None and not is_database(conn, file_id)
+            else None
+        )
+        if held is not None and held < len(data):  # grown since: as far as the archive held it then
+            data, written = data[:held], held
         restored = RestoredFile(path, str(dest.joinpath(*parts)), written, complete, damaged=damaged)
         planned[parts] = (data, restored)
     nearest = next(p for p in (dest, *dest.parents) if p.exists())

@@ -33,7 +33,8 @@ def add_parsers(sub: Any) -> None:
     p.add_argument(
         "--as-of",
         metavar="TIME",
-        help="each file as it was then, before a rewrite (an edit, a truncation) that came later: "
+        help="each file as the archive held it then: before a rewrite (an edit, a truncation) and "
+        "without the lines appended since: "
         "2026-05-12T14:30, or a day (its end), today, yesterday, 7d",
     )
     p.add_argument(

@@ -1213,6 +1213,9 @@ def _store(
             conn.execute("RELEASE source_file")
             if file_id is not None:
                 conn.execute("DELETE FROM entries WHERE source_file_id = ?", (file_id,))
+                conn.execute(
+                    "DELETE FROM source_reads WHERE source_file_id = ? AND read_at = ?", (file_id, now)
+                )
         else:
             conn.execute("ROLLBACK TO source_file")
             conn.execute("RELEASE source_file")
@@ -1342,6 +1345,12 @@ def _record_read(
     error = (
         "the last line is incomplete; it will be read once its writer finishes it" if read.waiting else None
     )
+    # a file an archive from before `source_reads` had read: where it stood then comes first
+    conn.execute(
+        "INSERT OR IGNORE INTO source_reads SELECT id, COALESCE(ingested_at, 0), bytes_ingested FROM source_files "
+        "WHERE id = ?1 AND bytes_ingested > 0 AND NOT EXISTS (SELECT 1 FROM source_reads WHERE source_file_id = ?1)",
+        (file_id,),
+    )
     conn.execute(
         "UPDATE source_files SET size = ?, mtime_ns = ?, inode = ?, bytes_ingested = ?, lines_ingested = ?, "
         "content_hash = ?, open_tail_offset = ?, ends_with_newline = ?, status = ?, error = ?, ingested_at = ?, "
@@ -1364,6 +1373,7 @@ def _record_read(
             file_id,
         ),
     )
+    conn.execute("INSERT OR REPLACE INTO source_reads VALUES (?, ?, ?)", (file_id, now, read.end))
 
 
 # The entries columns an EntryWriter fills, by where their values come from: the raw record, the

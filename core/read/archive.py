@@ -92,6 +92,29 @@ def version_as_of(conn: sqlite3.Connection, file_id: int, as_of: int) -> Version
     return next((v for v in versions(conn, file_id) if v.superseded_at > as_of), None)
 
 
+def bytes_read_by(conn: sqlite3.Connection, file_id: int, as_of: int) -> int | None:
+    """How many bytes of the file the archive held at `as_of` (unix ms); before it was first read,
+    what it first held (the earliest it knows); None where it kept no reads of it (a database from
+    before `source_reads`)."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'source_reads'").fetchone() is None:
+        return None
+    if (
+        conn.execute("SELECT 1 FROM source_reads WHERE source_file_id = ? LIMIT 1", (file_id,)).fetchone()
+        is None
+    ):
+        return None  # read before the log was kept
+    row = (
+        conn.execute(
+            "SELECT bytes FROM source_reads WHERE source_file_id = ? AND read_at <= ? ORDER BY read_at DESC LIMIT 1",
+            (file_id, as_of),
+        ).fetchone()
+        or conn.execute(
+            "SELECT bytes FROM source_reads WHERE source_file_id = ? ORDER BY read_at LIMIT 1", (file_id,)
+        ).fetchone()
+    )
+    return int(row[0])
+
+
 def version_bytes(conn: sqlite3.Connection, version: Version) -> tuple[bytes, bool]:
     """A superseded version's bytes, rebuilt from its records in their order, and whether every
     one of them was found."""

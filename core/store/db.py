@@ -128,6 +128,15 @@ SOURCE_VERSIONS_DDL = """CREATE TABLE IF NOT EXISTS source_versions (
 	FOREIGN KEY(version_file_id) REFERENCES source_files (id),
 	FOREIGN KEY(source_file_id) REFERENCES source_files (id)
 )"""
+# How far each ingest had read each file, and when: `restore --as-of` and `show --as-of` cut a file
+# that only grew since at what the archive held then (a rewrite's versions say the rest). One row a
+# file an ingest read; an archive from before it has none, and such a file is written whole.
+SOURCE_READS_DDL = """CREATE TABLE IF NOT EXISTS source_reads (
+	source_file_id INTEGER NOT NULL,
+	read_at INTEGER NOT NULL,
+	bytes INTEGER NOT NULL,
+	PRIMARY KEY (source_file_id, read_at)
+) WITHOUT ROWID"""
 # Work on sessions that a run committed but had not finished when it stopped (a kill, a crash): the
 # cross-file facts (`finalize`: titles, totals, links; `summaries`: a summary record came) and the
 # signals. Marked in the transaction that changed the sessions, cleared in the one that finishes them,
@@ -231,6 +240,7 @@ LATE_TABLES = (
     SIGNALS_PROMPTS_DDL,
     SOURCE_VERSIONS_DDL,
     "CREATE INDEX IF NOT EXISTS ix_source_versions_file ON source_versions (source_file_id)",
+    SOURCE_READS_DDL,
     HIDDEN_DDL,
     EPISODES_DDL,
     "CREATE INDEX IF NOT EXISTS ix_episodes_session ON episodes (session_id, first_seq)",

@@ -336,6 +336,13 @@ CREATE TABLE IF NOT EXISTS source_versions (
 
 CREATE INDEX IF NOT EXISTS ix_source_versions_file ON source_versions (source_file_id);
 
+CREATE TABLE IF NOT EXISTS source_reads (
+	source_file_id INTEGER NOT NULL,
+	read_at INTEGER NOT NULL,
+	bytes INTEGER NOT NULL,
+	PRIMARY KEY (source_file_id, read_at)
+) WITHOUT ROWID;
+
 CREATE TABLE IF NOT EXISTS hidden (
 	kind VARCHAR NOT NULL,
 	"key" VARCHAR NOT NULL,

@@ -138,6 +138,38 @@ def test_a_rewrite_under_the_same_size_and_mtime_is_read(conn, tmp_path):
     assert stored_total(conn) == total and not versions(conn, file_id(conn, path))[1:]
 
 
+def test_as_of_a_moment_before_an_append_leaves_the_append_out(conn, tmp_path, capsys):
+    """A file that only grew has no version: `restore --as-of` and `show --as-of` of a moment
+    before the append wrote and showed it with the records added after (the README promises each
+    file as it was then, byte for byte)."""
+    path = session_file(tmp_path)
+    original = path.read_bytes()
+    ingest(conn, tmp_path / "projects")
+    between = next_ms()
+    lines = original.splitlines(keepends=True)
+    appended = [
+        line.replace(b"question 0", b"question 9").replace(b"answer 0", b"answer 9") for line in lines[:2]
+    ]
+    with path.open("ab") as out:  # two more records: no rewrite, the file grows
+        out.writelines(line.replace(b'"uuid": "', b'"uuid": "n-') for line in appended)
+    next_ms()
+    ingest(conn, tmp_path / "projects")
+    assert versions(conn, file_id(conn, path)) == []
+    [then] = restore_session(conn, SID, tmp_path / "then", as_of=between)
+    assert Path(then.written_to).read_bytes() == original
+    [now] = restore_session(conn, SID, tmp_path / "now", as_of=int(time.time() * 1000))
+    assert Path(now.written_to).read_bytes() == path.read_bytes() != original
+    # before the archive first read it: the earliest it holds, not nothing
+    [first] = restore_session(conn, SID, tmp_path / "first", as_of=between - 3_600_000)
+    assert Path(first.written_to).read_bytes() == original
+    conn.commit()
+    database = tmp_path / "ledger.db"
+    when = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(between / 1000))
+    assert main(["show", SID[:8], "--db", str(database), "--as-of", when]) == 0
+    shown_then = capsys.readouterr().out
+    assert "question 0" in shown_then and "question 9" not in shown_then
+
+
 def test_a_file_replaced_by_a_link_keeps_the_original(conn, tmp_path):
     path = session_file(tmp_path)
     original = path.read_bytes()
