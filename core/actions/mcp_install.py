@@ -4,8 +4,10 @@ kept, the file's other servers untouched), idempotent, `--dry-run` printing the 
 
 Each agent's adapter says where its file is and how it spells a server (`Adapter.mcp_config`,
 `mcp_entry`); `--agent` names the agent by its program. A TOML file is edited with tomlkit, which
-keeps the rest of the file as written (comments, order, spacing). A file is replaced whole at once
-(written beside it, then renamed over it), keeping its permissions."""
+keeps the rest of the file as written (comments, order, spacing); a JSON file keeps its indent. Keys
+the user added to threadloom's entry (a timeout, env) are kept: install updates only its own. A file
+is replaced whole at once (written beside it, then renamed over it), keeping its permissions; a link
+(dotfiles) is written where it points."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..adapters.base import Adapter, McpConfig
+from ..base.text import json_indent
 
 NAME = "threadloom"
 
@@ -135,18 +138,34 @@ def _edit_json(config: McpConfig, text: str, entry: dict[str, Any] | None) -> tu
         data[key] = servers
         action = "removed"
     else:
-        if had == entry:
+        # keys the user added to the entry (a timeout, env) stay: threadloom owns only its own
+        merged = {**had, **entry} if isinstance(had, dict) else entry
+        if had == merged:
             return text, "unchanged"
-        data[key] = {**servers, NAME: entry}
+        data[key] = {**servers, NAME: merged}
         action = "updated" if had is not None else "added"
     if not text.strip():
         data = {**dict(config.new_file), **data}
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n", action
+    return json.dumps(data, indent=json_indent(text), ensure_ascii=False) + "\n", action
 
 
 def _edit_toml(config: McpConfig, text: str, entry: dict[str, Any] | None) -> tuple[str, str]:
+    from tomlkit.exceptions import TOMLKitError
+
+    try:
+        return _edit_toml_doc(config, text, entry)
+    except (TOMLKitError, ValueError, TypeError) as exc:  # a layout tomlkit cannot extend: never a traceback
+        raise InstallError(
+            f"{config.path}: cannot add threadloom's entry to {config.key} as it is written ({exc}); "
+            f"write each server as a [{config.key}.NAME] table and install again, or add the entry by hand; "
+            "it was left as it is"
+        ) from exc
+
+
+def _edit_toml_doc(config: McpConfig, text: str, entry: dict[str, Any] | None) -> tuple[str, str]:
     import tomlkit
     from tomlkit.exceptions import TOMLKitError
+    from tomlkit.items import InlineTable
 
     path, key = config.path, config.key
     try:
@@ -165,8 +184,18 @@ def _edit_toml(config: McpConfig, text: str, entry: dict[str, Any] | None) -> tu
         if not servers:
             del doc[key]
         return tomlkit.dumps(doc), "removed"
-    if had is not None and {k: had[k] for k in had} == entry:  # tomlkit's values compare as plain ones
-        return text, "unchanged"
+    if isinstance(had, dict):
+        # update only the keys threadloom owns, in place: the user's own (a timeout, env) stay
+        if all(k in had and had[k] == v for k, v in entry.items()):  # tomlkit's values compare as plain ones
+            return text, "unchanged"
+        for k, v in entry.items():
+            had[k] = v
+        return tomlkit.dumps(doc), "updated"
+    if isinstance(servers, InlineTable):  # `mcp_servers = { docs = {...} }`: the entry joins it inline
+        inline = tomlkit.inline_table()
+        inline.update(entry)
+        servers[NAME] = inline
+        return tomlkit.dumps(doc), "updated" if had is not None else "added"
     table = tomlkit.table()
     for k, v in entry.items():
         table[k] = v
@@ -194,10 +223,11 @@ def plan(agent: str, *, remove: bool = False, db: Path | None = None) -> Change:
 
 
 def apply(change: Change) -> None:
-    """Write the change: the new text beside the file, then renamed over it (its mode kept)."""
+    """Write the change: the new text beside the file, then renamed over it (its mode kept). A file
+    that is a link (dotfiles) is written where it points, and stays a link."""
     if not change.changed:
         return
-    path = change.path
+    path = Path(os.path.realpath(change.path))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         mode = path.stat().st_mode & 0o777 if path.exists() else 0o600

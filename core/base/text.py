@@ -431,3 +431,10 @@ def folder_name(path: str) -> str:
     is named `shop`, not the whole path as POSIX reads it); the path itself when it has none."""
     parts = re.split(r"[\\/]", path) if WINDOWS_FOLDER.match(path) else path.split("/")
     return next((p for p in reversed(parts) if p), "") or path
+
+
+def json_indent(text: str) -> str:
+    """The indent of a JSON file's first nested line (a rewrite keeps the file's own: Gemini's
+    settings use four spaces), two spaces when it has none."""
+    found = re.match(r"\s*[\[{][ \t]*\r?\n([ \t]+)\S", text)
+    return found.group(1) if found else "  "

@@ -144,3 +144,47 @@ def test_install_creates_a_missing_file_and_refuses_one_it_cannot_read(tmp_path:
     res = run("mcp", "install", "--agent", "gemini", env_extra=home_env(home))
     assert res.returncode == 1 and "is not JSON threadloom can rewrite" in res.stderr
     assert broken.read_text() == '{"theme": "x", // a comment\n}'
+
+
+def test_install_extends_inline_tables_writes_through_links_and_keeps_the_users_keys(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    codex = home / ".codex" / "config.toml"
+    codex.parent.mkdir(parents=True)
+    # an inline `mcp_servers`: joined inline, never a traceback
+    codex.write_text('mcp_servers = { docs = { command = "npx", args = ["docs"] } }\n')
+    mcp(home, "install", "--agent", "codex")
+    servers = tomllib.loads(codex.read_text())["mcp_servers"]
+    assert (
+        servers["docs"] == {"command": "npx", "args": ["docs"]} and servers["threadloom"]["args"][-1] == "mcp"
+    )
+
+    # a link into dotfiles: the dotfiles copy is written, the link stays
+    dotfiles = tmp_path / "dotfiles" / "codex.toml"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text('model = "o3"\n')
+    codex.unlink()
+    codex.symlink_to(dotfiles)
+    mcp(home, "install", "--agent", "codex")
+    assert codex.is_symlink() and "threadloom" in tomllib.loads(dotfiles.read_text())["mcp_servers"]
+
+    # the user's keys on the entry stay when install updates the ones threadloom owns
+    codex.write_text(
+        '[mcp_servers.threadloom]\ncommand = "/old/threadloom"\nargs = ["mcp"]\n'
+        'startup_timeout_sec = 60\nenv = { THREADLOOM_MCP_WAIT = "30" }\n'
+    )
+    mcp(home, "install", "--agent", "codex", "--db", str(tmp_path / "a.db"))
+    entry = tomllib.loads(dotfiles.read_text())["mcp_servers"]["threadloom"]
+    assert entry["command"] != "/old/threadloom" and entry["args"][-1] == str((tmp_path / "a.db").resolve())
+    assert entry["startup_timeout_sec"] == 60 and entry["env"] == {"THREADLOOM_MCP_WAIT": "30"}
+
+    # a JSON file keeps its indent and the entry's own keys
+    gemini = home / ".gemini" / "settings.json"
+    gemini.parent.mkdir()
+    config = {"theme": "GitHub", "mcpServers": {"threadloom": {"command": "/old", "args": [], "timeout": 9}}}
+    gemini.write_text(json.dumps(config, indent=4) + "\n")
+    mcp(home, "install", "--agent", "gemini")
+    text = gemini.read_text()
+    assert (
+        text.startswith('{\n    "theme": "GitHub",\n')
+        and json.loads(text)["mcpServers"]["threadloom"]["timeout"] == 9
+    )
