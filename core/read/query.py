@@ -407,13 +407,15 @@ def resolve_session(conn: sqlite3.Connection, ref: str) -> SessionSummary:
     if found:
         return found
     escaped = like_text(ref)
-    ids = values(
-        conn,
-        "SELECT id FROM agent_sessions WHERE id LIKE ? ESCAPE '\\' OR external_id = ? "
-        f"OR ({subagent_sql()} AND id LIKE ? ESCAPE '\\') ORDER BY {subagent_sql()}, id LIMIT 6",
-        (escaped + "%", ref, "%:" + escaped + "%"),
-    )
-    mains = [i for i in ids if ":" not in i]
+    where = f"WHERE id LIKE ? ESCAPE '\\' OR external_id = ? OR ({subagent_sql()} AND id LIKE ? ESCAPE '\\')"
+    params = (escaped + "%", ref, "%:" + escaped + "%")
+    rows = conn.execute(
+        f"SELECT id, {subagent_sql()} FROM agent_sessions {where} ORDER BY {subagent_sql()}, id LIMIT 6",
+        params,
+    ).fetchall()
+    ids = [row[0] for row in rows]
+    # a main session by the flag, not by a ':' in its id: every aider id (`aider:...`) has one
+    mains = [row[0] for row in rows if not row[1]]
     candidates = mains if len(mains) == 1 else ids
     if len(candidates) == 1:
         result = get_session(conn, candidates[0])
@@ -432,7 +434,11 @@ def resolve_session(conn: sqlite3.Connection, ref: str) -> SessionSummary:
                 f"({found.id}); a message's #{number} is for tag, note and bookmark"
             )
         raise LookupError(f"no session matches {ref!r}; `threadloom sessions` lists them")
-    raise AmbiguousSession(f"{ref!r} matches several sessions: {', '.join(candidates[:5])}")
+    count = values(conn, f"SELECT count(*) FROM agent_sessions {where}", params)[0]
+    more = f", ... ({count} in all)" if count > 5 else ""
+    raise AmbiguousSession(
+        f"{ref!r} matches several sessions: {', '.join(candidates[:5])}{more}; give more of the id"
+    )
 
 
 def unrelated_holders(conn: sqlite3.Connection, holders: dict[str, int]) -> str:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from threadloom.core.store import db
 
 from tests.builders.claude import Transcript
@@ -927,3 +928,38 @@ def test_a_subagent_s_long_id_is_cut_as_a_session_s_is(tmp_path, capsys, monkeyp
     assert header.index("when") == 16 + 2, (header, rows)
     said = run("--db", str(tmp_path / "a.db"), "show", shown[2])
     assert said.returncode == 0 and "audit part a6d4b2c0e9f9f9f9f" in said.stdout, said.stderr
+
+
+def test_a_prefix_of_several_sessions_is_refused_though_aider_ids_hold_a_colon(tmp_path, capsys):
+    """Every aider id (`aider:...`) holds a ':', which once marked a subagent: `show a` then
+    opened the one other session starting with 'a' without saying the prefix named many."""
+    from threadloom.core.cli import main
+    from threadloom.core.read import query
+
+    from tests.builders.aider import SESSION_1, history
+
+    history(tmp_path / "proj", SESSION_1 * 6)
+    sid = "aaaaaaaa-1111-4222-8333-000000000001"
+    t = Transcript(tmp_path / "projects" / "-srv-x" / f"{sid}.jsonl", sid)
+    t.user("the one claude session")
+    t.assistant("ok")
+    t.write()
+    dbp = str(tmp_path / "t.db")
+    for source in ("proj", "projects"):
+        assert main(["ingest", "--db", dbp, "--source", str(tmp_path / source), "--only", "--quiet"]) == 0
+    capsys.readouterr()
+    conn = db.connect(Path(dbp))
+    aider = sorted(query.values(conn, "SELECT id FROM agent_sessions WHERE id LIKE 'aider:%'"))
+    assert len(aider) >= 5
+
+    with pytest.raises(query.AmbiguousSession) as refused:
+        query.resolve_session(conn, "a")
+    said = str(refused.value)
+    assert sid in said and aider[0] in said and f"({len(aider) + 1} in all)" in said
+    res = run("--db", dbp, "show", "a")
+    assert res.returncode != 0 and "matches several sessions" in res.stderr
+    # a unique prefix, a whole aider id and a prefix naming one aider session still open it
+    assert query.resolve_session(conn, "aa").id == sid
+    assert query.resolve_session(conn, aider[0]).id == aider[0]
+    one = next(i for i in aider if sum(o.startswith(i[:-1]) for o in aider) == 1)
+    assert query.resolve_session(conn, one[:-1]).id == one
