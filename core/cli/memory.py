@@ -126,7 +126,9 @@ def add_parsers(sub: Any) -> None:
     q.add_argument("--title", required=True, help="a few words naming it (unique in its scope)")
     q.add_argument("--scope", choices=SCOPES, help="default: session with --session, project with "
                    "--project, else global")  # fmt: skip
-    q.add_argument("--project", metavar="PATH", help="the project it holds for (its path)")
+    q.add_argument(
+        "--project", metavar="PATH", help="the project it holds for: its path, its name or part of its path"
+    )
     q.add_argument("--session", metavar="S", help="the session it holds for")
     q.add_argument("--reason", help="why it is written")
     q.add_argument("--json", action="store_true", help="print JSON")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -31,7 +32,7 @@ from typing import Any
 
 import orjson
 
-from ..base.text import project_folder
+from ..base.text import WINDOWS_FOLDER, project_folder
 from ..store.memory_tables import (
     DDL,
     ENTRY_KINDS,
@@ -449,6 +450,39 @@ def project_key(path: str) -> str:
     return text.rstrip("/") or "/"
 
 
+def project_scope(conn: sqlite3.Connection, given: str) -> str:
+    """The project path an entry is kept (and recalled) under, from a full path, or a project's
+    name or part of its path as the other project filters match it (`project = ? OR project_path
+    LIKE %?%`): recall matches a path and the folders above it, so a name or `.` kept as written
+    was never recalled. A relative path is refused (whose `.`?), as is a name of no project or
+    several."""
+    text = given.strip()
+    if text in (".", "..") or text.startswith(("./", ".\\", "~")) or ".." in re.split(r"[\\/]", text):
+        raise MemoryRefused(
+            f"project {given!r} is a relative path: give the project's full path (your working folder), "
+            "its name or part of its path"
+        )
+    if text.startswith("/") or WINDOWS_FOLDER.match(text):
+        return project_key(text)
+    rows = conn.execute(
+        "SELECT DISTINCT project_path, project = ? OR project_path = ? FROM agent_sessions "
+        "WHERE project_path > '' AND (project = ? OR project_path = ? OR project_path LIKE ? ESCAPE '\\')",
+        (text, text, text, text, f"%{like_text(text)}%"),
+    ).fetchall()
+    exact = {project_key(path) for path, same in rows if same}
+    found = sorted(exact or {project_key(path) for path, _ in rows})
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise MemoryRefused(
+            f"no project in the archive is named {given!r} or has it in its path: give the project's full path"
+        )
+    more = f" (and {len(found) - 5} more)" if len(found) > 5 else ""
+    raise MemoryRefused(
+        f"project {given!r} matches several projects: {', '.join(found[:5])}{more}; give more of its path"
+    )
+
+
 def resolve_entry(conn: sqlite3.Connection, ref: str) -> Entry:
     """An entry by its id or a unique prefix of it; clear errors otherwise."""
     ref = ref.strip()
@@ -483,6 +517,8 @@ def add_entry(
     if kind not in ENTRY_KINDS:
         raise MemoryRefused(f"not a kind of entry: {kind!r} ({', '.join(ENTRY_KINDS)})")
     key = check_scope(scope, scope_key)
+    if scope == "project":
+        key = project_scope(conn, key)
     title = " ".join(title.split())
     if not title:
         raise MemoryRefused("an entry needs a title (a few words naming it)")
@@ -670,6 +706,8 @@ def recall(
     if session is not None and project is None:
         row = conn.execute("SELECT project_path FROM agent_sessions WHERE id = ?", (session,)).fetchone()
         project = row[0] if row and row[0] else None
+    elif project:
+        project = project_scope(conn, project)
     layers: list[list[Entry]] = []
     if session is not None:
         layers.append(list_entries(conn, scope="session", scope_key=session, kind=kind))

@@ -845,7 +845,10 @@ def do_recall(
         raise Refused(f"kind is {kind!r}: one of {', '.join(ENTRY_KINDS)}")
     with archive.reading() as conn:
         sid = resolve(conn, session).id if session else None
-        found = memory.recall(conn, project=project, session=sid, kind=kind, text=text)
+        try:
+            found = memory.recall(conn, project=project, session=sid, kind=kind, text=text)
+        except MemoryRefused as exc:
+            raise Refused(str(exc)) from exc
         open_conflicts = len(memory.conflicts(conn))
     items = [e.as_dict() for e in found]
     head = {

@@ -274,3 +274,27 @@ async def test_reads_while_an_ingest_writes_and_memory_waits(archive: Path) -> N
             said = await refused(client, "remember", title="t", content="c", scope="global")
             assert "being written by another process" in said
         assert (await call(client, "remember", title="t", content="c", scope="global"))["new"]
+
+
+async def test_remember_takes_a_projects_name_or_part_of_its_path_and_refuses_a_relative_one(
+    archive: Path,
+) -> None:
+    """A name or `.` was kept as written, a scope recall (by path, or a folder above) never reads."""
+    async with server(archive) as client:
+        kept = await call(client, "remember", title="Name", content="c", project="api")
+        assert kept["scope_key"] == "/srv/api"
+        assert [e["id"] for e in (await call(client, "recall", project="/srv/api"))["entries"]] == [
+            kept["id"]
+        ]
+        assert [e["id"] for e in (await call(client, "recall", project="api"))["entries"]] == [kept["id"]]
+        said = await refused(client, "remember", title="t", content="c", project="srv")
+        assert "matches several projects: /srv/api, /srv/web" in said
+        assert "no project in the archive" in await refused(
+            client, "remember", title="t", content="c", project="x"
+        )
+        for relative in (".", "../../etc/passwd"):
+            said = await refused(client, "remember", title="t", content="c", project=relative)
+            assert "is a relative path" in said
+        assert (await call(client, "remember", title="New", content="c", project="/srv/new"))[
+            "scope_key"
+        ] == "/srv/new"

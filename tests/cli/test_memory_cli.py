@@ -285,3 +285,26 @@ def test_options_may_come_among_the_words(dbfile: str) -> None:
     assert "[target] [TAG ...]" in usage and "--turn N" in usage
     res = run("tag", "--db", dbfile, API[:8], "--turn", "1", "x", "--bogus")
     assert res.returncode == 2 and "threadloom tag: error: unrecognized arguments: --bogus" in res.stderr
+
+
+def test_add_takes_a_projects_name_and_refuses_a_relative_path(dbfile: str) -> None:
+    """`--project api` was kept as the scope 'api', which recall (by path) never read."""
+    added = json.loads(
+        ok(
+            "memory",
+            "add",
+            "--db",
+            dbfile,
+            "--kind",
+            "fact",
+            "--project",
+            "api",
+            "--title",
+            "T",
+            "c",
+            "--json",
+        )
+    )
+    assert added["scope_key"] == "/srv/api"
+    res = run("memory", "add", "--db", dbfile, "--kind", "fact", "--project", ".", "--title", "T", "c")
+    assert res.returncode != 0 and "is a relative path" in res.stderr
