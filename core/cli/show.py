@@ -24,7 +24,10 @@ def add_parsers(sub: Any) -> None:
         "started them.",
     )
     add_db_option(p)
-    p.add_argument("session", help="session id, unique prefix, or the agent's own id")
+    p.add_argument(
+        "session",
+        help="session id, unique prefix, or the agent's own id; SESSION#N: only the turn holding its message #N",
+    )
     p.add_argument("--json", action="store_true", help="print the session and its messages as JSON")
     p.add_argument("--no-subagents", action="store_true", help="do not expand subagent conversations")
     p.add_argument(
@@ -52,6 +55,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     usable, as_of = as_of_option(args)
     if not usable:
         return 2
+    session_ref, mark, number = args.session.rpartition("#")  # 'SESSION#5': the turn answers cite
+    if mark and number.isdigit() and session_ref and "#" not in session_ref:
+        args.session, args.turn = session_ref, int(number)
+    else:
+        args.turn = None
     if as_of is not None:
         from ..actions.restore import RestoreError, as_of_archive
         from ..base.text import short_when
@@ -75,6 +83,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace, conn: sqlite3.Connection, session: SessionSummary, note: str = "") -> int:
+    if args.turn is not None:
+        return _show_turn(args, conn, session, args.turn)
     if args.json:
         from ..insight.answers import message_json
         from ..insight.changes import files_changed
@@ -149,6 +159,34 @@ def _show(args: argparse.Namespace, conn: sqlite3.Connection, session: SessionSu
         render_session(printer, conn, session, **options)
         render_files_changed(printer, conn, session.id, subagents=not args.no_subagents)
     lines.close()
+    return 0
+
+
+def _show_turn(args: argparse.Namespace, conn: sqlite3.Connection, session: SessionSummary, seq: int) -> int:
+    """Only the turn holding message #seq: what a citation `threadloom show 'SESSION#n'` opens."""
+    from rich.console import Console
+
+    from ..insight.answers import message_json
+    from ..present.render import render_session, turn_messages
+
+    found = turn_messages(conn, session.id, seq)
+    if not found:
+        fail(
+            f"session {session.id} has no message #{seq} (`threadloom show {session.id[:13]}` shows them all)"
+        )
+        return 1
+    if args.json:
+        print(
+            json.dumps(
+                {**session.as_dict(), "messages": [message_json(m) for m in found]}, ensure_ascii=False
+            )
+        )
+        return 0
+    out = sys.stdout if sys.stdout.isatty() else cast(TextIO, _TrimmedLines(sys.stdout))
+    console = Console(highlight=False, file=out)
+    render_session(
+        console, conn, session, expand_subagents=not args.no_subagents, markdown=not args.as_written, turn=seq
+    )
     return 0
 
 

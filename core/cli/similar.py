@@ -38,6 +38,7 @@ def cmd_similar(args: argparse.Namespace) -> int:
         print(json.dumps([h.as_dict() for h in hits], ensure_ascii=False))
         return 0
     from ..base.text import human_when, one_line
+    from ..insight.answers import show_command
 
     if not hits:
         print("no turn of another session is like it")
@@ -46,7 +47,7 @@ def cmd_similar(args: argparse.Namespace) -> int:
         print(
             f"{h.score:5.1f}  {human_when(h.timestamp):>12}  {one_line(where, 30):30}  {one_line(h.snippet, 80)}"
         )
-        print(f"       threadloom show {h.session_id}" + (f"  #{h.seq}" if h.seq is not None else ""))
+        print(f"       {show_command(h.session_id, h.seq)}")
     return 0
 
 

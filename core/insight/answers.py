@@ -3,6 +3,7 @@ each, so a script and an agent read the same fields."""
 
 from __future__ import annotations
 
+import shlex
 import sqlite3
 from dataclasses import asdict
 from typing import Any
@@ -13,6 +14,12 @@ from ..read.query import MessageRow, SessionSummary, ToolCall
 def show_ref(session_id: str) -> str:
     """The command a person runs to read a session."""
     return f"threadloom show {session_id}"
+
+
+def show_command(session_id: str, seq: int | None = None) -> str:
+    """The command that opens a session, or only the turn holding its message #seq, as a shell runs
+    it: `threadloom show 'ID#5'` (unquoted, a shell takes `#5` for a comment)."""
+    return "threadloom show " + shlex.quote(session_id if seq is None else f"{session_id}#{seq}")
 
 
 def tool_call_json(t: ToolCall, *, output_chars: int | None = None) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 import sqlite3
 import threading
 import time
@@ -255,8 +256,8 @@ def show_ref(target_type: str, target_id: str) -> str | None:
         return f"threadloom memory show {target_id}"
     if target_type == "session":
         return f"threadloom show {target_id}"
-    if target_type in ("turn", "message"):
-        return f"threadloom show {target_id.rpartition('#')[0]}"
+    if target_type in ("turn", "message"):  # `SESSION#n`: show opens the turn holding message n
+        return "threadloom show " + shlex.quote(target_id)
     return None
 
 

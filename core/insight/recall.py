@@ -24,6 +24,7 @@ from ..read import search
 from ..read.query import main_sql, resolve_session, title_sql, unrelated_holders
 from ..read.search import Hit, ParsedQuery, SearchResult, parse_query
 from ..store.sql import get_meta, like_text
+from .answers import show_command
 from .episodes import EMBED_LATER_MAX, GENERATION_KEY, left_for_index, vectors_of
 
 if TYPE_CHECKING:
@@ -660,7 +661,7 @@ def build_context(
             commands=[c[:160] for c in ep.commands[:5]],
             errors=[e[:160] for e in ep.errors[:3]],
             why=why,
-            reference=f"threadloom show {ep.session_id}" + (f" #{seq}" if seq is not None else ""),
+            reference=show_command(ep.session_id, seq),
             entry_id=ep.prompt_entry,
         )
         item.tokens = tokens_of(_item_text(item)) + 12

@@ -258,13 +258,20 @@ def render_session(
     markdown: bool = True,
     note: str = "",
     workers: int = 0,
+    turn: int | None = None,
 ) -> None:
     """The session as it reads: each message's text (rendered as Markdown unless not `markdown`),
     thinking and tool calls, with subagents nested under the calls that started them. `note`: a
     line under the header (a session whose files were rewritten says so). `workers`: as many
     other processes draw pages of it too (`render_pages`), when printing plain lines from a
-    database file."""
+    database file. `turn`: only the turn holding message #turn (`show 'SESSION#n'`, as answers cite it)."""
     render_header(console, session, indent=indent, note=note)
+    if turn is not None:
+        render_messages(
+            console, conn, session.id, turn_messages(conn, session.id, turn), expand_subagents=expand_subagents,
+            indent=indent, markdown=markdown,
+        )  # fmt: skip
+        return
     path = database_file(conn)
     if workers and isinstance(console, PlainConsole) and path:
         render_pages(
@@ -278,6 +285,20 @@ def render_session(
         console, conn, session.id, chain.from_iterable(pages), expand_subagents=expand_subagents, indent=indent,
         markdown=markdown,
     )  # fmt: skip
+
+
+def turn_messages(conn: sqlite3.Connection, session_id: str, seq: int) -> list[MessageRow]:
+    """The messages of the turn holding message #seq (that message alone when it is in none)."""
+    row = conn.execute(
+        "SELECT turn_id FROM entries WHERE session_id = ? AND seq = ?", (session_id, seq)
+    ).fetchone()
+    turn_id = row[0] if row else None
+    pages = message_pages(conn, session_id, tool_results=False)
+    return [
+        m
+        for m in chain.from_iterable(pages)
+        if m.seq == seq or (turn_id is not None and m.turn_id == turn_id)
+    ]
 
 
 def render_header(console: Printer, session: SessionSummary, *, indent: int = 0, note: str = "") -> None:

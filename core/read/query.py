@@ -431,7 +431,7 @@ def resolve_session(conn: sqlite3.Connection, ref: str) -> SessionSummary:
             found = resolve_session(conn, session)  # says what is wrong with the session's part
             raise LookupError(
                 f"{ref!r} is message {number} of a session: give the session's id alone here "
-                f"({found.id}); a message's #{number} is for tag, note and bookmark"
+                f"({found.id}); a message's #{number} is for show, tag, note and bookmark"
             )
         raise LookupError(f"no session matches {ref!r}; `threadloom sessions` lists them")
     count = values(conn, f"SELECT count(*) FROM agent_sessions {where}", params)[0]

@@ -801,9 +801,8 @@ def test_words_no_option_takes_are_said_with_the_command_s_own_usage(tmp_path, c
     assert "no session matches" in capsys.readouterr().err
     assert cli.main(["--db", db_path, "search", "\udcff"]) == 0
     capsys.readouterr()
-    assert cli.main(["--db", db_path, "show", f"{SID[:8]}#2"]) == 1
-    err = capsys.readouterr().err
-    assert f"is message 2 of a session: give the session's id alone here ({SID})" in err
+    assert cli.main(["--db", db_path, "show", f"{SID[:8]}#99"]) == 1
+    assert f"session {SID} has no message #99" in capsys.readouterr().err
 
 
 def test_a_source_that_is_not_there_and_a_date_that_is_none_are_said(tmp_path, capsys):
@@ -963,3 +962,32 @@ def test_a_prefix_of_several_sessions_is_refused_though_aider_ids_hold_a_colon(t
     assert query.resolve_session(conn, aider[0]).id == aider[0]
     one = next(i for i in aider if sum(o.startswith(i[:-1]) for o in aider) == 1)
     assert query.resolve_session(conn, one[:-1]).id == one
+
+
+def test_the_turn_a_context_cites_opens_as_printed_in_a_shell(tmp_path):
+    """`context` cited `threadloom show ID #2`: a shell takes `#2` for a comment, and quoted `show`
+    took no turn; the citation now runs as printed and shows that turn alone."""
+    t = Transcript(tmp_path / "projects" / "-srv-api" / f"{SID}.jsonl", SID, cwd="/srv/api")
+    t.user("Add a health endpoint")
+    t.assistant("Added /health.")
+    t.user("Now export the request latency metrics")
+    t.assistant("Exported them as a histogram.")
+    t.write()
+    dbp = tmp_path / "t.db"
+    assert run("--db", str(dbp), "ingest", "--only", "--source", str(tmp_path / "projects")).returncode == 0
+    said = run("--db", str(dbp), "context", "request latency metrics", "--json")
+    assert said.returncode == 0, said.stderr
+    cited = json.loads(said.stdout)["turns"][0]["reference"]
+    assert cited == f"threadloom show '{SID}#2'"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "threadloom"
+    script.write_text(f'#!/bin/sh\nexec {sys.executable} -m threadloom.core.cli "$@"\n')
+    script.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", THREADLOOM_DB=str(dbp))
+    shown = subprocess.run(
+        cited, shell=True, capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parents[2]
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "Now export the request latency metrics" in shown.stdout and "histogram" in shown.stdout
+    assert "Add a health endpoint" not in shown.stdout.split(SID, 1)[1]  # the other turn is left out

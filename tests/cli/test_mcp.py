@@ -140,7 +140,7 @@ async def test_every_tool_answers_within_its_budget(archive: Path) -> None:
         assert by_meaning["hits"][0]["session_id"] == API and by_meaning["hits"][0]["why"] == "meaning"
         context = await answer("context", task="make stored dates timezone aware", max_tokens=600)
         assert context["turns"] and context["turns"][0]["session_id"] == API
-        assert context["budget"] == 600 and context["turns"][0]["show"].startswith(f"threadloom show {API}")
+        assert context["budget"] == 600 and context["turns"][0]["show"].startswith(f"threadloom show '{API}#")
 
         recent = await answer("recent_sessions", project="api")
         assert [s["id"] for s in recent["sessions"]] == [API]

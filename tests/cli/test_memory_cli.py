@@ -69,7 +69,7 @@ def test_tags_notes_bookmarks_and_search_filters(dbfile: str) -> None:
     assert [(n["target_type"], n["target_id"], n["value"], n["author"]) for n in notes] == [
         ("turn", f"{API}#0", "We chose UTC everywhere", "person:ada")  # the turn of #1 starts at #0
     ]
-    assert notes[0]["show"] == f"threadloom show {API}" and notes[0]["at"] == "#0"
+    assert notes[0]["show"] == f"threadloom show '{API}#0'" and notes[0]["at"] == "#0"
     ok("bookmark", "--db", dbfile, API[:8], "--message", "3", "--label", "the answer")
     marks = json.loads(ok("bookmark", "--db", dbfile, "--json"))
     assert [(m["target_id"], m["value"]) for m in marks] == [(f"{API}#3", "the answer")]

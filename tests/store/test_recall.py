@@ -241,7 +241,7 @@ def test_context_keeps_within_its_budget_and_cites_records_that_exist(archive):
         for turn in context.turns:
             assert archive.execute("SELECT 1 FROM entries WHERE id = ?", (turn.entry_id,)).fetchone()
             assert archive.execute("SELECT 1 FROM agent_sessions WHERE id = ?", (turn.session_id,)).fetchone()
-            assert turn.reference.startswith(f"threadloom show {turn.session_id}")
+            assert turn.reference.startswith(f"threadloom show '{turn.session_id}#")
     big = build_context(archive, "parser skipping broken JSON lines", budget=4000)
     assert big.turns[0].session_id == S_PARSER
     assert big.turns[0].files == ["/srv/ingest/reader.py"]
