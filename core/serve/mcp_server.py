@@ -216,19 +216,40 @@ def page(
 
 class Archive:
     """The archive as the server reads it: one read-only connection, opened when first asked (an
-    archive made after the server started is found), checked for a layout this threadloom reads."""
+    archive made after the server started is found), checked for a layout this threadloom reads,
+    and opened again when the file at its path is another one (`ingest --rebuild` puts a new
+    database in its place: the old connection would read the old file while memory writes went
+    to the new one)."""
 
     def __init__(self, db_path: Path) -> None:
         self.db_path = db_path
         self._conn: sqlite3.Connection | None = None
+        self._file: tuple[int, int] | None = None  # (device, inode) of the file the connection reads
         self._lock = threading.Lock()
+
+    def _file_now(self) -> tuple[int, int] | None:
+        """(device, inode) of the file at the path now (None: none there, as for a moment while
+        a rebuilt database is moved into place)."""
+        import os
+
+        try:
+            found = os.stat(self.db_path)
+        except OSError:
+            return None
+        return found.st_dev, found.st_ino
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
         from ..store import db
 
         with self._lock:
+            if self._conn is not None:
+                now = self._file_now()
+                if now is not None and now != self._file:  # replaced: read the new file
+                    self._conn.close()
+                    self._conn = None
             if self._conn is None:
+                self._file = self._file_now()  # before opening: a file replaced meanwhile is reopened
                 if not self.db_path.is_file():
                     raise Refused(
                         f"no threadloom archive at {self.db_path} yet: run `threadloom ingest` (or pass "

@@ -298,3 +298,21 @@ async def test_remember_takes_a_projects_name_or_part_of_its_path_and_refuses_a_
         assert (await call(client, "remember", title="New", content="c", project="/srv/new"))[
             "scope_key"
         ] == "/srv/new"
+
+
+async def test_a_rebuilt_archive_is_read_without_a_restart(archive: Path) -> None:
+    # found by an MCP sweep: `ingest --rebuild` puts a new file in the archive's place; the server
+    # went on reading the old one while its memory writes went to the new one (remember, then
+    # recall: nothing), and sessions ingested since were not seen until it was started again
+    async with server(archive) as client:
+        assert (await call(client, "recall"))["entries"] == []
+        sid = "d1000000-0000-4000-8000-0000000000d1"
+        late = Transcript(archive.parent / "projects" / "-srv-late" / f"{sid}.jsonl", sid, cwd="/srv/late")
+        late.user("a session written after the server started")
+        late.assistant("Noted.")
+        late.write()
+        res = run("ingest", "--db", str(archive), "--rebuild", "-q", env_extra=env(archive.parent))
+        assert res.returncode == 0, res.stderr
+        await call(client, "remember", title="After the rebuild", content="kept", scope="global")
+        assert [e["title"] for e in (await call(client, "recall"))["entries"]] == ["After the rebuild"]
+        assert [s["id"] for s in (await call(client, "recent_sessions", project="late"))["sessions"]] == [sid]
