@@ -33,11 +33,12 @@ from ..store.sql import like_text
 DEFAULT_TOKENS = 2_000
 MIN_TOKENS, MAX_TOKENS = 300, 20_000
 # the longest string argument (a query, a session id, a project), and what is written into the memory
-# (a note, an entry's content): a 3 MB query was echoed whole into its answer, a 100,000-character
-# session id reached SQLite's pattern limit; longer ones are refused by the arguments' check
+# (a note, an entry's content, as long as the CLI takes): a 3 MB query was echoed whole into its
+# answer, a 100,000-character session id reached SQLite's pattern limit; longer ones are refused by
+# the arguments' check
 SHORT_TEXT, LONG_TEXT = 10_000, 1_000_000
 CHARS_PER_TOKEN = 3.5  # JSON of English and code; text that is not ASCII counts by its UTF-8 bytes / 4
-LONG_TEXT = 300  # a list's long texts (a prompt, a title) are cut to this many characters
+LIST_TEXT = 300  # a list's long texts (a prompt, a title) are cut to this many characters
 OUTPUT_CHARS = 1_500  # a tool call's input or output in a turn, a diff in a file's history
 # how long remember / tag wait for an ingest holding the archive ($THREADLOOM_MCP_WAIT: seconds)
 MEMORY_WAIT_SECONDS = 10.0
@@ -288,7 +289,7 @@ def recall_search(conn: sqlite3.Connection, query: str, limit: int, mode: str = 
     return search_recall(conn, query, mode=mode, limit=limit)
 
 
-def session_item(s: Any, long_text: int = LONG_TEXT) -> dict[str, Any]:
+def session_item(s: Any, long_text: int = LIST_TEXT) -> dict[str, Any]:
     """A session as `sessions --json` lists it (its long texts cut), citing the command to read it."""
     data = shorten(s.as_dict(), long_text)
     data["show"] = show_ref(s.id)
@@ -1214,7 +1215,7 @@ def build_server(db_path: Path) -> Any:
         ] = None,
         text: Annotated[
             str | None,
-            Field(max_length=LONG_TEXT, description="only entries whose title or content holds this"),
+            Field(max_length=SHORT_TEXT, description="only entries whose title or content holds this"),
         ] = None,
         max_tokens: Tokens = None,
         cursor: Cursor = None,

@@ -316,3 +316,17 @@ async def test_a_rebuilt_archive_is_read_without_a_restart(archive: Path) -> Non
         await call(client, "remember", title="After the rebuild", content="kept", scope="global")
         assert [e["title"] for e in (await call(client, "recall"))["entries"]] == ["After the rebuild"]
         assert [s["id"] for s in (await call(client, "recent_sessions", project="late"))["sessions"]] == [sid]
+
+
+async def test_a_long_memory_and_note_are_written(archive: Path) -> None:
+    # found by an MCP sweep: a second LONG_TEXT (300, for lists) capped what remember and tag
+    # write at 300 characters, where the CLI takes the same text
+    content = "Use UTC everywhere in the API layer; convert only at the edge. " * 80  # 5,040 characters
+    async with server(archive) as client:
+        kept = await call(client, "remember", title="Time zones", content=content, scope="global")
+        assert kept["new"]
+        found = await call(client, "recall", text="convert only at the edge", max_tokens=5_000)
+        assert found["entries"][0]["content"] == content
+        tagged = await call(client, "tag", target=kept["id"], note="why: " + "x" * 2_000)
+        assert tagged["notes"] == 1
+        assert "at most 10000 characters" in await refused(client, "recall", text="x" * 10_001)
