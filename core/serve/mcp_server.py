@@ -256,13 +256,16 @@ class Archive:
                         f"no threadloom archive at {self.db_path} yet: run `threadloom ingest` (or pass "
                         "`threadloom mcp --db PATH`)"
                     )
+                if db.upgrade_due(self.db_path) is not None:
+                    self._bring_up_to_date()
                 conn = db.connect(self.db_path, readonly=True)
-                version = db.user_version(conn)
-                if version != db.SCHEMA_VERSION or db.rebuild_due(conn) is not None:
+                version, due = db.user_version(conn), db.rebuild_due(conn)
+                if version != db.SCHEMA_VERSION or due is not None:
                     conn.close()
                     raise Refused(
-                        f"the archive {self.db_path} was written by another threadloom version (layout {version}, "
-                        f"this one reads {db.SCHEMA_VERSION}): run `threadloom ingest` once to bring it up to date"
+                        f"the archive {self.db_path} has the layout of another threadloom version "
+                        f"({version if due is None else due}; this one reads {db.SCHEMA_VERSION}): run "
+                        "`threadloom ingest` once to bring it up to date"
                     )
                 self._conn = conn
             try:
@@ -271,6 +274,46 @@ class Archive:
                 self._conn.close()
                 self._conn = None
                 raise Refused(str(db.explain(exc, self.db_path))) from exc
+
+    def _bring_up_to_date(self) -> None:
+        """An archive of an older layout (or with its sessions still to rebuild) is brought up to
+        date as the CLI's reading commands do (core.cli.common.open_reading): once, under the
+        writer lock. While another threadloom holds that lock (an ingest, which does the same)
+        the call is refused rather than kept waiting."""
+        import sys
+
+        from ..ingest.pipeline import rebuild_pending
+        from ..insight import refresh
+        from ..store import db
+
+        busy = threading.Event()
+        said: list[str] = []
+
+        def on_wait(text: str) -> None:
+            said.append(text)
+            busy.set()  # stops the wait at once: the lock was never taken, no rebuild is cut short
+
+        conn = db.open_for_reading(self.db_path)  # adapts the layout (a read-only file: said why)
+        try:
+            layout = db.rebuild_due(conn)
+            if layout is None:
+                return
+            print(
+                f"threadloom: {self.db_path} was written by another version of threadloom (layout {layout}, "
+                f"now {db.SCHEMA_VERSION}): its sessions are rebuilt from the stored records, once",
+                file=sys.stderr,
+                flush=True,
+            )
+            done = rebuild_pending(conn, on_wait=on_wait, cancel=busy)
+            if done:  # the rebuild emptied the search index: filled again, as `threadloom search` does
+                refresh.catch_up(conn, wait=False)
+        finally:
+            conn.close()
+        if not done:
+            raise Refused(
+                f"the archive {self.db_path} is being brought up to date by another threadloom "
+                f"({said[0] if said else 'an ingest'}): ask again once it is done"
+            )
 
     def close(self) -> None:
         with self._lock:
@@ -1270,8 +1313,8 @@ def _warm(db_path: Path) -> None:
 
     try:
         embed.embed(["warm"])
-        if not Path(db_path).is_file():  # no archive yet: nothing to load (and none made here)
-            return
+        if not Path(db_path).is_file() or db.upgrade_due(db_path) is not None:
+            return  # no archive yet (none is made here), or one the first call brings up to date
         conn = db.open_for_reading(db_path)
         try:
             if has_episodes(conn):

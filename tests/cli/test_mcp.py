@@ -330,3 +330,21 @@ async def test_a_long_memory_and_note_are_written(archive: Path) -> None:
         tagged = await call(client, "tag", target=kept["id"], note="why: " + "x" * 2_000)
         assert tagged["notes"] == 1
         assert "at most 10000 characters" in await refused(client, "recall", text="x" * 10_001)
+
+
+async def test_an_older_archive_is_brought_up_to_date(archive: Path) -> None:
+    # found by an MCP sweep: the server's start adapted an archive one layout older and left its
+    # sessions to rebuild, then refused every call saying "layout 17, this one reads 17"; now it
+    # is brought up to date as the CLI's reading commands do, and answers
+    import sqlite3
+
+    from threadloom.core.store import db
+
+    conn = sqlite3.connect(archive)
+    conn.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION - 1}")
+    conn.close()
+    async with server(archive) as client:
+        found = await call(client, "search", query="timezone aware")
+        assert found["hits"][0]["session_id"] == API
+        assert (await call(client, "recent_sessions", project="api"))["total"] == 1
+    assert db.upgrade_due(archive) is None
