@@ -31,7 +31,9 @@ from ..store.memory_tables import ENTRY_KINDS, MemoryRefused
 from ..store.sql import like_text
 
 DEFAULT_TOKENS = 2_000
-MIN_TOKENS, MAX_TOKENS = 300, 20_000
+# every tool answers within MIN_TOKENS (a session's header named briefly when it would take half of
+# it): at 300 an outline, a turn or a stats row did not fit beside its header, though 300 was offered
+MIN_TOKENS, MAX_TOKENS = 500, 20_000
 # the longest string argument (a query, a session id, a project), and what is written into the memory
 # (a note, an entry's content, as long as the CLI takes): a 3 MB query was echoed whole into its
 # answer, a 100,000-character session id reached SQLite's pattern limit; longer ones are refused by
@@ -135,6 +137,19 @@ def fit(item: dict[str, Any], room: int) -> dict[str, Any] | None:
     return None
 
 
+BRIEF_KEYS = ("id", "agent", "project", "title", "started_at", "model", "cost_usd", "signal_count", "signals",
+              "tags", "show")  # fmt: skip
+
+
+def brief(item: dict[str, Any]) -> dict[str, Any]:
+    """A session (or a list's row of one) by the fields that name it: what the smallest budget
+    holds beside an answer's header (a session has some 35 fields)."""
+    kept = {k: item[k] for k in BRIEF_KEYS if item.get(k) is not None}
+    if "title" not in kept and item.get("first_prompt"):
+        kept["title"] = item["first_prompt"]
+    return dict(shorten(kept, 100))
+
+
 def page(
     tool: str,
     head: dict[str, Any],
@@ -147,26 +162,36 @@ def page(
     total: int | None = None,
     more_exist: bool = False,
     windowed: bool = False,
+    brief_head: dict[str, Any] | None = None,
+    brief_items: bool = False,
 ) -> str:
     """The answer: `head`, then as many items from the cursor on as the budget holds under `key`,
     then `returned`, `total`, `next_cursor` and `left_out` (what was not sent, and how to get it).
 
     `items`: every item, or with `windowed` only those from the cursor on (`total` counting all).
-    `more_exist`: the items are the first of more than were looked at (a search's cap)."""
+    `more_exist`: the items are the first of more than were looked at (a search's cap).
+    `brief_head`: the header to send when `head` would take half the budget; `brief_items`: a
+    first item too long even cut is sent as its `brief` (sessions): every tool answers within
+    MIN_TOKENS."""
     budget = budget_of(max_tokens)
     start = offset_of(cursor, tool)
     count = total if windowed and total is not None else len(items)
     if start > count:
         raise Refused(f"cursor {cursor!r} is past the end ({count} {what})")
     rest = items if windowed else items[start:]
-    answer: dict[str, Any] = {
-        **head,
-        key: [],
-        "returned": 0,
-        "total": total if total is not None else len(items),
-    }
     tail = {"next_cursor": f"{tool}@{count}", "left_out": "x" * 200}
+    notes = []
+
+    def framed(header: dict[str, Any]) -> dict[str, Any]:
+        return {**header, key: [], "returned": 0, "total": total if total is not None else len(items)}
+
+    answer = framed(head)
     used = tokens_of(dumps({**answer, **tail}))
+    if brief_head is not None and used > budget // 2:  # a small budget: its room goes to the items
+        notes.append("the header is shortened: raise max_tokens for all of it")
+        answer = framed(brief_head)
+        tail["left_out"] += "x" * len(notes[0])
+        used = tokens_of(dumps({**answer, **tail}))
     if used >= budget:  # the header alone fills the budget: no page could move on (a cursor that
         # never advances sent an agent round forever), nor could the answer stay under it
         raise Refused(
@@ -175,13 +200,17 @@ def page(
         )
     sent: list[dict[str, Any]] = []
     cut_items = 0
+    cut_note = f"; the first of these {what} was too long for the budget and was cut: raise max_tokens"
     for item in rest:
         room = budget - used - 1
         cost = tokens_of(dumps(item)) + 1
         if cost > room:
             if sent:
                 break
+            room -= tokens_of(cut_note)  # said in left_out beside the rest
             smaller = fit(item, room)  # the first item of a page is always sent, cut to fit
+            if smaller is None and brief_items:
+                smaller = fit(brief(item), room)
             if smaller is None:
                 raise Refused(
                     f"the first of these {what} does not fit in max_tokens={budget} beside this answer's "
@@ -195,7 +224,6 @@ def page(
     answer["returned"] = len(sent)
     left = count - end
     answer["next_cursor"] = f"{tool}@{end}" if left > 0 else None
-    notes = []
     if left > 0:
         size = "" if windowed else f" (about {sum(tokens_of(dumps(i)) for i in rest[len(sent) :]):,} tokens)"
         notes.append(
@@ -207,7 +235,7 @@ def page(
             f"more {what} matched than were ranked: narrow the query (filters such as project:, after:)"
         )
     if cut_items:
-        notes.append(f"the first of these {what} was too long for the budget and was cut: raise max_tokens")
+        notes.append(cut_note[2:])
     answer["left_out"] = "; ".join(notes) or None
     return dumps(answer)
 
@@ -469,7 +497,7 @@ def do_recent(
         }
     }
     return page("recent_sessions", head, "sessions", items, max_tokens=max_tokens, cursor=cursor,
-                what="sessions", total=len(rows), windowed=True)  # fmt: skip
+                what="sessions", total=len(rows), windowed=True, brief_items=True)  # fmt: skip
 
 
 def _turn_rows(conn: sqlite3.Connection, session_id: str) -> list[tuple[Any, ...]]:
@@ -559,12 +587,13 @@ def do_outline(archive: Archive, session: str, max_tokens: int | None, cursor: s
                     + ([f"… {len(changed) - 5} more"] if len(changed) > 5 else []),
                 }
             )
+    named = session_item(s, 200)
     head = {
-        "session": session_item(s, 200),
+        "session": named,
         "how": "get_turn(session, turn) reads a turn whole: its prompt, answers and tool calls",
     }
     return page("session_outline", head, "turns", items, max_tokens=max_tokens, cursor=cursor, what="turns",
-                total=len(turns), windowed=True)  # fmt: skip
+                total=len(turns), windowed=True, brief_head={"session": brief(named)})  # fmt: skip
 
 
 def do_turn(
@@ -781,9 +810,8 @@ def do_signals(
             for f in found:
                 f["at"] = f"#{f['seq']}" if f.get("seq") is not None else None
             head: dict[str, Any] = {"session": {**shorten(data, 200), "show": show_ref(s.id)}}
-            return page(
-                "signals", head, "signals", found, max_tokens=max_tokens, cursor=cursor, what="signals"
-            )
+            return page("signals", head, "signals", found, max_tokens=max_tokens, cursor=cursor, what="signals",
+                        brief_head={"session": brief(head["session"])})  # fmt: skip
         rows = ranked_signals_json(conn, 2_000 if project else limit)
     if project:
         rows = [r for r in rows if project in (r.get("project_path") or "") or project == r.get("project")][
@@ -794,7 +822,8 @@ def do_signals(
         "project": project,
         "how": "signals(session=ID) lists a session's signals with the messages they point at",
     }
-    return page("signals", head, "sessions", items, max_tokens=max_tokens, cursor=cursor, what="sessions")
+    return page("signals", head, "sessions", items, max_tokens=max_tokens, cursor=cursor, what="sessions",
+                brief_items=True)  # fmt: skip
 
 
 def do_stats(
@@ -815,17 +844,20 @@ def do_stats(
         if session:
             s = resolve(conn, session)
             files = files_changed(conn, s.id)
-            head = {
-                "session": session_item(s, 200),
+            sums = {
                 "files_changed": len(files),
                 "lines_added": sum(f["added"] for f in files),
                 "lines_removed": sum(f["removed"] for f in files),
             }
+            head = {"session": session_item(s, 200), **sums}
+            totals = ("input_tokens", "output_tokens", "cache_read_tokens", "tool_call_count", "turn_count")
+            short = {**brief(head["session"]), **{k: head["session"][k] for k in totals}}
             items = [
                 {"path": f["path"], "added": f["added"], "removed": f["removed"], "calls": len(f["calls"])}
                 for f in files
             ]
-            return page("stats", head, "files", items, max_tokens=max_tokens, cursor=cursor, what="files")
+            return page("stats", head, "files", items, max_tokens=max_tokens, cursor=cursor, what="files",
+                        brief_head={"session": short, **sums})  # fmt: skip
         if by not in stats.GROUPINGS:
             raise Refused(f"by is {by!r}: one of {', '.join(stats.GROUPINGS)}")
         try:

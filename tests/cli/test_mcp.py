@@ -5,7 +5,6 @@ an ingest holds the archive, and memory written by agents and people alike."""
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,7 +14,7 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from threadloom.core.serve.mcp_server import DEFAULT_TOKENS, tokens_of
+from threadloom.core.serve.mcp_server import DEFAULT_TOKENS, MIN_TOKENS, tokens_of
 from threadloom.core.store.writer_lock import writer_lock
 
 from tests.builders.claude import Transcript, tool_use
@@ -249,11 +248,9 @@ async def test_errors_say_what_to_do(archive: Path, tmp_path: Path) -> None:
         assert "query is empty" in await refused(client, "search", query="  ")
         assert await client.call_tool("no_such_tool", {})  # the SDK's own error, no crash
         # found by a sweep of hostile arguments: each said, none a failure or a rebuild to run
-        # at 300 tokens the outline's header alone does not fit: refused with what it needs, where
-        # it answered nothing with a cursor that never moved
-        small = await refused(client, "session_outline", session=API, max_tokens=300)
-        needed = int(re.search(r"takes about ([\d,]+) tokens", small).group(1).replace(",", ""))
-        page = await call(client, "session_outline", session=API, max_tokens=needed + 150)
+        # at the smallest budget the outline's page moves on, where it answered nothing with a
+        # cursor that never moved
+        page = await call(client, "session_outline", session=API, max_tokens=MIN_TOKENS)
         assert page["returned"] > 0 and page["next_cursor"] != "session_outline@0"
         huge = await client.call_tool("search", {"query": "x" * 3_000_000})
         assert huge.is_error and len(huge.content[0].text) < 2_000  # type: ignore[union-attr]
@@ -348,3 +345,35 @@ async def test_an_older_archive_is_brought_up_to_date(archive: Path) -> None:
         assert found["hits"][0]["session_id"] == API
         assert (await call(client, "recent_sessions", project="api"))["total"] == 1
     assert db.upgrade_due(archive) is None
+
+
+async def test_every_tool_answers_at_the_smallest_budget_it_offers(archive: Path) -> None:
+    # found by an MCP sweep: max_tokens=300 was offered to every tool, but session_outline needed
+    # 600, stats of a session 500, signals 400, recent_sessions 350 (their headers, or their first
+    # item cut as far as it goes, did not fit)
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("recent_sessions", {}),
+        ("recent_sessions", {"project": "web"}),
+        ("search", {"query": "timezone"}),
+        ("context", {"task": "timezone aware dates"}),
+        ("session_outline", {"session": API}),
+        ("get_turn", {"session": API, "turn": 0}),
+        ("file_history", {"path": "dates.py"}),
+        ("signals", {}),
+        ("signals", {"session": API}),
+        ("stats", {"by": "session"}),
+        ("stats", {"session": API}),
+        ("recall", {}),
+    ]
+    async with server(archive) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        for tool, args in calls:
+            offered = listed[tool].input_schema["properties"]["max_tokens"]["description"]
+            assert f"{MIN_TOKENS}-" in offered
+            result = await client.call_tool(tool, {**args, "max_tokens": MIN_TOKENS})
+            text = result.content[0].text  # type: ignore[union-attr]
+            assert not result.is_error, (tool, text)
+            assert tokens_of(text) <= MIN_TOKENS, (tool, tokens_of(text))
+        assert f"give {MIN_TOKENS} to" in await refused(
+            client, "search", query="x", max_tokens=MIN_TOKENS - 1
+        )
