@@ -887,6 +887,19 @@ def author_of(session: str | None) -> str:
     return f"agent:{session}" if session else "agent"
 
 
+def said_already(conn: sqlite3.Connection, ref: str, content: str, *, exact: bool) -> memory.Entry | None:
+    """The entry `ref` names when its latest version has this very content (None: none, or it
+    says something else): remembering it again adds no version (the tool is idempotent). `exact`:
+    `ref` is a whole id (one not written yet is no prefix of another)."""
+    try:
+        found = memory.resolve_entry(conn, ref)
+    except MemoryRefused:
+        return None
+    if exact and found.id != ref:
+        return None
+    return found if found.current is not None and found.current.content == content else None
+
+
 def do_remember(
     archive: Archive,
     title: str,
@@ -904,14 +917,21 @@ def do_remember(
     try:
         with memory.writing(archive.db_path, wait_seconds=memory_wait()) as conn:
             if entry:
-                written = memory.edit_entry(
-                    conn, entry, content=content, author=author, reason=reason, base_version=base_version
-                )
-                new = False
+                ref = entry
             else:
                 key = project if scope == "project" else session if scope == "session" else None
                 if scope == "session" and session:
                     key = resolve(conn, session).id
+                ref = memory.entry_id_for(scope, memory.check_scope(scope, key), " ".join(title.split()))
+            unchanged = said_already(conn, ref, content, exact=not entry)
+            new = False
+            if unchanged is not None:
+                written = unchanged
+            elif entry:
+                written = memory.edit_entry(
+                    conn, entry, content=content, author=author, reason=reason, base_version=base_version
+                )
+            else:
                 written, new = memory.add_entry(
                     conn, kind=kind, scope=scope, scope_key=key, title=title, content=content, author=author,
                     reason=reason,
@@ -920,6 +940,8 @@ def do_remember(
         raise Refused(str(exc)) from exc
     data = written.as_dict()
     data["new"] = new
+    if unchanged is not None:
+        data["unchanged"] = "the entry's latest version says this already: no version was added"
     if written.current and written.current.conflict:
         data["conflict"] = (
             "another writer changed this entry moments before (or after the version you read): both versions are "

@@ -377,3 +377,20 @@ async def test_every_tool_answers_at_the_smallest_budget_it_offers(archive: Path
         assert f"give {MIN_TOKENS} to" in await refused(
             client, "search", query="x", max_tokens=MIN_TOKENS - 1
         )
+
+
+async def test_remembering_the_same_again_adds_no_version(archive: Path) -> None:
+    # found by an MCP sweep: remember is marked idempotent, yet three identical calls wrote
+    # versions 1, 2 and 3 of one entry
+    same = {"title": "Idem", "content": "Same content every time", "scope": "global", "author_session": API}
+    async with server(archive) as client:
+        first = await call(client, "remember", **same)
+        assert first["new"] and first["version"] == 1 and "unchanged" not in first
+        for _ in range(2):
+            again = await call(client, "remember", **same)
+            assert (again["id"], again["version"], again["new"]) == (first["id"], 1, False)
+            assert "no version was added" in again["unchanged"]
+        by_id = await call(client, "remember", **same, entry=first["id"])
+        assert by_id["version"] == 1 and by_id["unchanged"]
+        changed = await call(client, "remember", **{**same, "content": "Something else"})
+        assert changed["version"] == 2 and "unchanged" not in changed
