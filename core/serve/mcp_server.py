@@ -426,6 +426,13 @@ def do_context(
 
     if not task.strip():
         raise Refused("task is empty: say in a sentence what the work is about")
+    if (
+        since is not None
+    ):  # as search's after: and `threadloom context --since` refuse it, not turns of any time
+        from ..read.search import parse_query
+
+        if len(since.split()) != 1 or parse_query(f"after:{since}").unusable_filters:
+            raise Refused(f"since {since!r} is not a date: give 2026-03-01, yesterday or 7d")
     budget = budget_of(max_tokens)
     with archive.reading() as conn:
         # the packed turns take what is left of the budget after the answer's own fields

@@ -246,6 +246,11 @@ async def test_errors_say_what_to_do(archive: Path, tmp_path: Path) -> None:
         assert "not a date" in await refused(client, "search", query="after:someday dates")
         assert "not a scope" in await refused(client, "remember", title="t", content="c", scope="galaxy")
         assert "query is empty" in await refused(client, "search", query="  ")
+        # found by an MCP sweep: context answered turns of any time, with a note, where search's
+        # after: and the CLI's context --since refuse a date they cannot read
+        said = await refused(client, "context", task="dates", since="banana")
+        assert "since 'banana' is not a date: give 2026-03-01, yesterday or 7d" in said
+        assert (await call(client, "context", task="dates", since="2026-01-01"))["turns"]
         assert await client.call_tool("no_such_tool", {})  # the SDK's own error, no crash
         # found by a sweep of hostile arguments: each said, none a failure or a rebuild to run
         # at the smallest budget the outline's page moves on, where it answered nothing with a
