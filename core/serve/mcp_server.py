@@ -952,8 +952,8 @@ def do_remember(
     if written.current and written.current.conflict:
         data["conflict"] = (
             "another writer changed this entry moments before (or after the version you read): both versions are "
-            "kept and the conflict is listed until a person resolves it (`threadloom memory history "
-            f"{written.id}`)"
+            f"kept and the conflict is listed until a person resolves it (`threadloom memory history {written.id}` "
+            f"shows them, `threadloom memory resolve {written.id}` closes it)"
         )
     return dumps(shorten(data, 4_000))
 
@@ -1058,14 +1058,61 @@ Project = Annotated[
 ]
 
 
+# what an argument of the wrong type should be, by the kind of pydantic's error
+EXPECTED = {
+    "int": "a whole number",
+    "float": "a number",
+    "bool": "true or false",
+    "string": "a string",
+    "list": 'a list of strings, such as ["flaky"]',
+    "dict": "an object",
+}
+
+
+def wrong_arguments(errors: list[Any], schema: dict[str, Any] | None) -> str:
+    """Arguments that do not fit a tool's schema, said in a sentence each: which, what was given
+    and what to give (pydantic's own text ends with a web address to read it by)."""
+    properties = (schema or {}).get("properties", {})
+    said = []
+    for err in errors:
+        loc = [str(part) for part in err.get("loc", ())]
+        name = ".".join(loc) or "the arguments"
+        about = properties.get(loc[0], {}).get("description") if loc else None
+        hint = f" — {about}" if about else ""
+        kind = str(err.get("type", ""))
+        if kind == "missing":
+            said.append(f"{name} is missing: give it{hint}")
+        elif kind == "string_too_long":
+            said.append(f"{name} is too long: give at most {err.get('ctx', {}).get('max_length')} characters")
+        else:
+            expected = next((words for key, words in EXPECTED.items() if kind.startswith(key)), None)
+            given = cut(repr(err.get("input")), 60)
+            said.append(f"{name} is {given}: give {expected or 'what its description says'}{hint}")
+    return "; ".join(said)
+
+
 def build_server(db_path: Path) -> Any:
     """The MCP server over the archive at `db_path` (the SDK's MCPServer, tools registered)."""
     from mcp.server import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
+    from pydantic import ValidationError
+
+    class Server(MCPServer):
+        """The SDK's server, saying arguments of the wrong type in its own words."""
+
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                if not isinstance(exc.__cause__, ValidationError):
+                    raise
+                schema = self._tool_input_schema(name) if hasattr(self, "_tool_input_schema") else None
+                said = wrong_arguments(exc.__cause__.errors(), schema)
+                raise ToolError(f"Error executing tool {name}: {said}") from exc.__cause__
 
     archive = Archive(db_path)
-    server = MCPServer("threadloom", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING")
+    server = Server("threadloom", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING")
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     writes = ToolAnnotations(
         read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -1103,7 +1150,8 @@ def build_server(db_path: Path) -> Any:
                 max_length=SHORT_TEXT,
                 description='words (typos forgiven), "exact phrases" and filters: project:api agent:codex '
                 "role:user tool:Bash in:tools in:thinking session:3f2a after:7d before:2026-03-01 "
-                "signal:retry-loop tag:NAME note:WORD",
+                "signal:retry-loop tag:NAME note:WORD file:parser.py (turns that read or changed it) "
+                "cmd:pytest (turns that ran it) error:Timeout (turns whose tool calls failed with it)",
             ),
         ],
         limit: Annotated[int, Field(description="hits to rank, at most (1-150)")] = 50,

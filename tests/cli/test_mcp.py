@@ -399,3 +399,28 @@ async def test_remembering_the_same_again_adds_no_version(archive: Path) -> None
         assert by_id["version"] == 1 and by_id["unchanged"]
         changed = await call(client, "remember", **{**same, "content": "Something else"})
         assert changed["version"] == 2 and "unchanged" not in changed
+
+
+async def test_wrong_arguments_and_conflicts_say_what_to_do(archive: Path) -> None:
+    # found by an MCP sweep: an argument of the wrong type got pydantic's own text and a web
+    # address; a conflict said to resolve it with `memory history`; search's description left out
+    # the file: and cmd: filters
+    async with server(archive) as client:
+        for tool, args, said in [
+            ("search", {"query": "x", "limit": "ten"}, "limit is 'ten': give a whole number — hits to rank"),
+            ("get_turn", {"session": API, "turn": 1.5}, "turn is 1.5: give a whole number"),
+            ("tag", {"target": API, "tags": "notalist"}, "tags is 'notalist': give a list of strings"),
+            ("recent_sessions", {"subagents": "maybe"}, "subagents is 'maybe': give true or false"),
+            ("search", {}, "query is missing: give it"),
+        ]:
+            text = await refused(client, tool, **args)
+            assert said in text and "pydantic" not in text, text
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        filters = listed["search"].input_schema["properties"]["query"]["description"]
+        assert "file:" in filters and "cmd:" in filters
+        kept = await call(client, "remember", title="Dates", content="Store UTC", scope="global")
+        later = await call(
+            client, "remember", title="Dates", content="Store local", scope="global", entry=kept["id"],
+            base_version=0,
+        )  # fmt: skip
+        assert f"`threadloom memory resolve {kept['id']}` closes it" in later["conflict"]
