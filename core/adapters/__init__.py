@@ -91,6 +91,26 @@ class _Registry(MutableMapping[str, Adapter]):
 
 ADAPTERS: MutableMapping[str, Adapter] = _Registry()
 
+# what people also call an agent (its command, its product's name) -> the name the archive keeps
+ALIASES = {
+    "claude": "claude-code",
+    "gemini-cli": "gemini",
+    "qwen": "qwen-code",
+    "copilot": "copilot-cli",
+    "kiro": "kiro-cli",
+    "kimi": "kimi-cli",
+    "droid": "factory-droid",
+}
+
+
+def agent_named(name: str) -> str | None:
+    """The agent `name` names: its own name, or one it is also called (ALIASES); None: none.
+    Read from the names alone: no adapter is built."""
+    wanted = name.strip().lower()
+    if wanted in list(ADAPTERS):
+        return wanted
+    return ALIASES.get(wanted)
+
 
 def adapter_for(agent: str) -> Adapter:
     try:

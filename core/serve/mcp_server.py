@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -25,6 +26,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from ..adapters import ADAPTERS
 from ..insight import memory
 from ..insight.answers import cut, message_json, session_signals_json, show_ref
 from ..store.memory_tables import ENTRY_KINDS, MemoryRefused
@@ -384,6 +386,22 @@ def one_line(text: str | None, limit: int = 160) -> str:
     return line(text or "", limit)
 
 
+def agent_known(conn: sqlite3.Connection, agent: str, *, prefix: bool = False) -> tuple[str, str | None]:
+    """The agent filter as the archive names it (gemini-cli: gemini), and what to say when it names
+    no agent (a filter nothing passes said, not an empty answer). `prefix`: search's agent:, which
+    takes the start of a name (agent:claude finds claude-code and claude-store)."""
+    from ..adapters import ADAPTERS, agent_named
+
+    names = list(ADAPTERS)
+    stored = [r[0] for r in conn.execute("SELECT DISTINCT source FROM agent_sessions") if r[0]]
+    if agent in names or agent in stored or (prefix and any(n.startswith(agent) for n in names + stored)):
+        return agent, None
+    named = agent_named(agent)
+    if named is not None:
+        return named, None
+    return agent, f"no agent is called {agent!r}: give one of {', '.join(names)}"
+
+
 def do_search(
     archive: Archive, query: str, limit: int, max_tokens: int | None, cursor: str | None, mode: str = "hybrid"
 ) -> str:
@@ -403,6 +421,12 @@ def do_search(
     if problems:
         raise Refused("; ".join(problems) + ": mend the filter or leave it out")
     with archive.reading() as conn:
+        agent = parse_query(query).agent
+        said = None
+        if agent:
+            named, said = agent_known(conn, agent, prefix=True)
+            if named != agent:  # an agent's other name: the query as the archive names it
+                query = re.sub(rf"(?i)(?<!\S)agent:\"?{re.escape(agent)}\"?(?!\S)", f"agent:{named}", query)
         result = recall_search(conn, query, limit, mode)
     hits = []
     for h in result.hits:
@@ -411,7 +435,7 @@ def do_search(
         item["show"] = show_ref(h.session_id)
         item["at"] = f"#{h.seq}" if h.seq is not None else None
         hits.append(item)
-    head = {"query": query, "mode": mode, "problems": result.problems or None}
+    head = {"query": query, "mode": mode, "problems": [*result.problems, *([said] if said else [])] or None}
     return page("search", head, "hits", hits, max_tokens=max_tokens, cursor=cursor, what="hits",
                 total=result.total, more_exist=result.capped)  # fmt: skip
 
@@ -480,7 +504,10 @@ def do_recent(
         end = stats.parse_day(until, end=True) if until else None
     except ValueError as exc:
         raise Refused(str(exc)) from exc
+    said = None
     with archive.reading() as conn:
+        if agent:
+            agent, said = agent_known(conn, agent)
         rows = sort_sessions(list_sessions(conn, project=project, agent=agent, include_subagents=subagents))
         hidden = read_hidden(conn)
         owners = {r.id: r for r in rows}
@@ -498,11 +525,13 @@ def do_recent(
         if tags.get(r.id):
             item["tags"] = tags[r.id]
         items.append(item)
-    head = {
+    head: dict[str, Any] = {
         "filters": {
             k: v for k, v in (("project", project), ("agent", agent), ("since", since), ("until", until)) if v
         }
     }
+    if said:
+        head["problems"] = [said]
     return page("recent_sessions", head, "sessions", items, max_tokens=max_tokens, cursor=cursor,
                 what="sessions", total=len(rows), windowed=True, brief_items=True)  # fmt: skip
 
@@ -872,6 +901,9 @@ def do_stats(
             end = stats.parse_day(until, end=True) if until else None
         except ValueError as exc:
             raise Refused(str(exc)) from exc
+        said = None
+        if agent:
+            agent, said = agent_known(conn, agent)
         rows = stats.report(conn, by, since=start, until=end, project=project, agent=agent)
         total = stats.report(conn, "total", since=start, until=end, project=project, agent=agent)
     items = [r.as_dict() for r in rows]
@@ -884,6 +916,8 @@ def do_stats(
         },
         "totals": total[0].as_dict() if total else None,
     }
+    if said:
+        head["problems"] = [said]
     return page("stats", head, "rows", items, max_tokens=max_tokens, cursor=cursor, what="rows")
 
 
@@ -1091,6 +1125,12 @@ def wrong_arguments(errors: list[Any], schema: dict[str, Any] | None) -> str:
     return "; ".join(said)
 
 
+# the agents as the archive names them, from the adapters' registry (its names: no adapter is built)
+Agent = Annotated[
+    str | None, Field(max_length=SHORT_TEXT, description=f"one agent only: {', '.join(ADAPTERS)}")
+]
+
+
 def build_server(db_path: Path) -> Any:
     """The MCP server over the archive at `db_path` (the SDK's MCPServer, tools registered)."""
     from mcp.server import MCPServer
@@ -1194,10 +1234,7 @@ def build_server(db_path: Path) -> Any:
     @server.tool(annotations=reads, structured_output=False)
     def recent_sessions(
         project: Project = None,
-        agent: Annotated[
-            str | None,
-            Field(max_length=SHORT_TEXT, description="claude-code, codex, gemini-cli, cursor, opencode, …"),
-        ] = None,
+        agent: Agent = None,
         since: Annotated[
             str | None,
             Field(max_length=SHORT_TEXT, description="active since this day: 2026-03-01, yesterday, 7d"),
@@ -1277,7 +1314,7 @@ def build_server(db_path: Path) -> Any:
             Field(max_length=SHORT_TEXT, description="a session: its totals and the files it changed"),
         ] = None,
         project: Project = None,
-        agent: Annotated[str | None, Field(max_length=SHORT_TEXT, description="one agent only")] = None,
+        agent: Agent = None,
         by: Annotated[
             str,
             Field(max_length=SHORT_TEXT, description="day, week, month, project, model, agent or session"),

@@ -424,3 +424,23 @@ async def test_wrong_arguments_and_conflicts_say_what_to_do(archive: Path) -> No
             base_version=0,
         )  # fmt: skip
         assert f"`threadloom memory resolve {kept['id']}` closes it" in later["conflict"]
+
+
+async def test_agents_are_named_as_the_archive_names_them(archive: Path) -> None:
+    # found by an MCP sweep: the agent filter's description offered gemini-cli, which the archive
+    # calls gemini, and an agent of no such name answered nothing, silently
+    async with server(archive) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        for tool in ("recent_sessions", "stats"):
+            offered = listed[tool].input_schema["properties"]["agent"]["anyOf"][0]
+            about = listed[tool].input_schema["properties"]["agent"]["description"]
+            assert offered["type"] == "string" and "gemini," in about and "gemini-cli" not in about
+            assert "claude-code" in about and "codex" in about
+        assert (await call(client, "recent_sessions", agent="claude"))["total"] == 15  # claude-code
+        assert (await call(client, "stats", agent="claude"))["totals"]["sessions"] == 15
+        for answer in (
+            await call(client, "recent_sessions", agent="gemini-cli-x"),
+            await call(client, "stats", agent="gemini-cli-x"),
+            await call(client, "search", query="agent:gemini-cli-x dates"),
+        ):
+            assert "no agent is called 'gemini-cli-x': give one of claude-code," in answer["problems"][-1]
