@@ -177,6 +177,22 @@ def say_none_match(conn: sqlite3.Connection, args: argparse.Namespace) -> None:
     )
 
 
+def say_unfinished(conn: sqlite3.Connection) -> bool:
+    """That some sessions' costs, stats and signals are not computed yet, and how to finish them
+    (a sync or ingest stopped after storing their records): not that there are none. True when said."""
+    from ..base.text import count_of
+    from ..store.derived import unfinished
+
+    left = unfinished(conn)
+    if left:
+        print(
+            f"threadloom: the costs, stats and signals of {count_of(left, 'session')} are not computed yet (a sync "
+            "or ingest stopped before finishing them): run `threadloom ingest` (or `threadloom sync`) to finish them",
+            file=sys.stderr,
+        )
+    return bool(left)
+
+
 def say_waiting(text: str) -> None:
     """Another threadloom holds the writer lock: say so before waiting for it."""
     print(f"threadloom: {text} (Ctrl+C to stop)", file=sys.stderr, flush=True)

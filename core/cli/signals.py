@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from .common import Command, add_db_option, open_reading, signals_help
+from .common import Command, add_db_option, open_reading, say_unfinished, signals_help
 
 
 def add_parsers(sub: Any) -> None:
@@ -52,7 +52,7 @@ def cmd_signals(args: argparse.Namespace) -> int:
             print(
                 f"{sid:<{width}}  {short_when(s.ended_at):<12}  {sum(counts.values()):>3}  {title:<50}  {kinds}"
             )
-        if not ranked:
+        if not say_unfinished(conn) and not ranked:
             print("no signals: no session showed one (or nothing is ingested yet)", file=sys.stderr)
         return 0
     session = resolve_session(conn, args.session)

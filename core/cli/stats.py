@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .common import Command, add_db_option, fail, open_reading, print_table, say_none_match
+from .common import Command, add_db_option, fail, open_reading, print_table, say_none_match, say_unfinished
 
 
 def add_parsers(sub: Any) -> None:
@@ -70,7 +70,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
         print(json.dumps([r.as_dict() for r in rows], ensure_ascii=False))
         return 0
     if not rows:
-        say_none_match(conn, args)
+        if not say_unfinished(conn):
+            say_none_match(conn, args)
         return 0
     from rich.console import Console
     from rich.table import Table
@@ -111,6 +112,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     for row in rows:
         table.add_row(*(cell(row) for _, cell in columns))
     print_table(console, table)
+    say_unfinished(conn)  # what the table leaves out
     return 0
 
 

@@ -29,6 +29,7 @@ from ..adapters.base import (
     normalized,
 )
 from ..base.text import folder_name, is_bare_command, project_folder, prompt_title
+from ..insight import refresh
 from ..insight.stats import BUCKET_MS, mark_since, mark_stale, quarter_hour
 from ..store.db import TITLE_TYPES_SQL
 from ..store.derived import CHECKPOINTS, REPLAYED_TABLES
@@ -1142,6 +1143,26 @@ def _link_side_questions(conn: sqlite3.Connection, touched: set[str]) -> None:
         conn.execute(
             "UPDATE agent_sessions SET parent_message_id = ? WHERE id = ?", (found[0] if found else None, sid)
         )
+
+
+def finish_derived(
+    conn: sqlite3.Connection,
+    changed: set[str] | frozenset[str] = frozenset(),
+    *,
+    on_signals: refresh.SessionsDone | None = None,
+    on_embed: refresh.SessionsDone | None = None,
+    timings: dict[str, float] | None = None,
+) -> set[str]:
+    """What is derived from the records, of a writer's `changed` sessions (finalized already) and of
+    any a writer killed after committing its records left marked: titles and totals, costs, the
+    stats' sums, episodes, signals. Every writer (ingest, sync, index) ends with it under the writer
+    lock, so whichever runs next finishes a killed one's work. Returns every session finished;
+    `timings` gets the signals' seconds ("signals") beside the episodes'."""
+    changed = set(changed) | Ledger(conn).finalize()
+    seconds = refresh.finish(conn, changed, on_signals=on_signals, on_embed=on_embed, timings=timings)
+    if timings is not None:
+        timings["signals"] = seconds
+    return changed
 
 
 # ------------------------------------------------------------------ rebuild

@@ -45,7 +45,7 @@ from ..adapters.base import (
     shown_name,
     stored_name,
 )
-from ..insight import cost, refresh
+from ..insight import cost
 from ..insight.cost import price_pending
 from ..insight.stats import refresh_pending
 from ..store import search_index
@@ -53,7 +53,7 @@ from ..store.db import FIRST_LOAD_SUFFIX, LIVE_FIRST_LOADS, MIRROR_LIKE, MIRROR_
 from ..store.sql import get_meta, record_digest, set_meta, transaction
 from ..store.writer_lock import WriterBusy, writer_lock
 from . import workers as ingest_workers
-from .ledger import Ledger, ReplayCancelled, rebuild_derived, replay
+from .ledger import Ledger, ReplayCancelled, finish_derived, rebuild_derived, replay
 from .reading import (
     STALE_TAIL_SECONDS,
     FilePlan,
@@ -702,15 +702,15 @@ def _run_ingest(
                 )
             )
 
-    # costs, the stats' sums, the episodes, the signals: of this run's sessions and any a killed run left
+    # costs, the stats' sums, the episodes, the signals: of this run's sessions and any a killed writer left
     timings: dict[str, float] = {}
     try:
-        signals_seconds = refresh.finish(
+        changed = finish_derived(
             conn, changed, on_signals=signals_progress, on_embed=embed_progress, timings=timings
         )
     finally:
         cost.drop_prefetch()  # started ahead and not needed: every price was in the ledger
-    report.signals_seconds = round(signals_seconds, 3)
+    report.signals_seconds = round(timings["signals"], 3)
     report.episodes_seconds = round(timings.get("episodes", 0.0), 3)
     if progress is not None:
         progress(Progress(len(plans), len(plans), bytes_done, bytes_total, "", time.perf_counter() - started))

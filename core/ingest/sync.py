@@ -575,7 +575,7 @@ class SyncReport:
     pushed_rows: int = 0  # user data (SHARED_TABLES) and memory items
     pulled_rows: int = 0
     memory_conflicts: int = 0  # versions pulled that were written beside one here: flagged
-    sessions: int = 0  # sessions the pulled records changed here
+    sessions: int = 0  # sessions the pulled records changed here, and those a stopped writer left unfinished
     refused: list[str] = field(default_factory=list)  # hub rows not taken, and why
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -633,6 +633,10 @@ def sync(
     report = SyncReport(hub=safe_url(url), dry_run=dry_run)
     machine = check_machine(machine or get_meta(conn, MACHINE_KEY) or default_machine())
     report.machine = machine
+    if not dry_run:  # what a writer killed after committing its records left (a pull, an ingest), done first
+        from .ledger import finish_derived
+
+        report.sessions += len(finish_derived(conn))
     try:
         _sync(conn, url, push, pull, dry_run, machine, sharing, progress, report, reached)
     except psycopg.Error as exc:  # the connection lost, the server stopped, a privilege missing
@@ -697,6 +701,11 @@ def _sync(
         if pull:
             _pull(conn, hub, hid, machine, report, dry_run, progress)
             _pull_rows(conn, hub, hid, machine, report, dry_run)
+    if not dry_run:
+        from ..insight import refresh
+
+        if refresh.left_behind(conn):  # a bulk pull's (or a killed one's): its index, then its episodes
+            refresh.catch_up(conn)
 
 
 def _has_local_tables(conn: sqlite3.Connection) -> bool:
@@ -1533,7 +1542,7 @@ def _pull(
                 set_meta(conn, seen_key, seen)
         return
     from ..store import search_index
-    from .ledger import Ledger
+    from .ledger import Ledger, finish_derived
 
     records_row = hub.execute(
         "SELECT COALESCE(sum(record_count), 0) FROM threadloom.layouts WHERE seq > %s AND machine <> %s",
@@ -1601,12 +1610,7 @@ def _pull(
         finally:
             if gc_was_enabled:
                 gc.enable()
-            changed = ledger.finalize()
-            from ..insight import refresh
-
-            refresh.finish(conn, changed)
-            report.sessions += len(changed)
-    refresh.catch_up(conn)  # what a pull into an empty archive left: its index, then its episodes
+            report.sessions += len(finish_derived(conn, ledger.finalize()))
     report.pulled_sources += len(pulled)
     if progress is not None:
         progress(SyncProgress("pull", total, total))

@@ -10,11 +10,13 @@ read all of them).
 Crash-consistency rests on one rule: what a batch leaves to be done is marked in the database in the
 transaction that made it due (`derived_pending`, `stats_pending`, `agent_usage.priced = 0`, the
 search index's position), and unmarked in the transaction that does it. A run killed at any point
-leaves the marks; the next run's `finish` does the rest, whoever it was left by.
+leaves the marks; the next writer's `finish_derived` (core.ingest.ledger: ingest, sync, index) does
+the rest, whoever it was left by.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 
 from .memory_tables import TABLES as MEMORY_TABLES
@@ -80,6 +82,22 @@ KINDS = (
         whole="core.store.search_index.reset, then build",
     ),
 )
+
+
+def unfinished(conn: sqlite3.Connection) -> int:
+    """How many sessions have records whose costs, stats' sums or signals are not computed yet: a
+    writer stopped (or still at work) between committing them and finishing them. A reader says
+    so, rather than that there are none."""
+    try:
+        return int(
+            conn.execute(
+                "SELECT count(*) FROM (SELECT session_id FROM derived_pending WHERE kind IN ('finalize', 'signals') "
+                "UNION SELECT session_id FROM stats_pending UNION SELECT session_id FROM agent_usage WHERE priced = 0)"
+            ).fetchone()[0]
+        )
+    except sqlite3.OperationalError:  # an archive not made yet: nothing is left
+        return 0
+
 
 # every derived table: emptied by a schema upgrade (core.store.db) and refilled from the records
 TABLES = tuple(table for kind in KINDS for table in kind.tables)

@@ -226,3 +226,101 @@ def test_a_sync_killed_half_way_then_run_again(tmp_path: Path, pg_server: PgServ
     with sqlite3.connect(box) as b, sqlite3.connect(laptop) as a:
         count = "SELECT count(*), count(DISTINCT hash), (SELECT count(*) FROM agent_sessions) FROM entries"
         assert b.execute(count).fetchone() == a.execute(count).fetchone() == (n * 20, n * 20, n)
+
+
+# a `threadloom sync` that stops where its pull's records are committed and nothing derived from them
+# is computed yet (the pull's ledger finalizing), says so in the file given, and waits there to be killed
+STOPS_AFTER_COMMIT = """
+import sys, threading
+from pathlib import Path
+from threadloom.core.cli import main
+from threadloom.core.ingest.ledger import Ledger
+
+finalize = Ledger.finalize
+
+def stopped(self):
+    if self.pending_sessions:
+        Path(sys.argv[1]).touch()
+        threading.Event().wait()
+    return finalize(self)
+
+Ledger.finalize = stopped
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.long(8)
+@pytest.mark.parametrize("then", ["sync", "index"])
+def test_a_pull_killed_after_its_commit_is_finished_by_the_next_writer(
+    tmp_path: Path, pg_server: PgServer, hub_db: str, then: str
+) -> None:
+    """kill -9 after a pull committed its records, before their costs, stats and signals: the next
+    sync (with nothing new to pull) or index finishes them as a clean pull has them; meanwhile
+    `signals` and `stats` say they are not computed yet, not that there are none."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.builders.derived import DERIVED, derived, sessions_into
+
+    url = pg_server.url(hub_db)
+    env = home_env(tmp_path)
+    assert run("sync", "--init", url, env_extra=env).returncode == 0
+    sessions_into(tmp_path / "laptop" / "projects", 0, 6)
+    laptop, box, clean = (str(tmp_path / f"{name}.db") for name in ("laptop", "box", "clean"))
+    source = ("--only", "--source", str(tmp_path / "laptop"))
+    assert run("ingest", "--db", laptop, *source, env_extra=env).returncode == 0
+    assert (
+        run("sync", url, "--db", laptop, "--machine", "laptop", "--share", "all", env_extra=env).returncode
+        == 0
+    )
+
+    stopped = tmp_path / "stopped"
+    args = ["sync", url, "--db", box, "--machine", "box", "--pull-only", "-q"]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STOPS_AFTER_COMMIT, str(stopped), *args],
+        env=dict(os.environ, **env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not stopped.exists():
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    with sqlite3.connect(box) as b:
+        assert b.execute("SELECT count(*) FROM agent_sessions").fetchone()[0] == 6
+        assert b.execute("SELECT count(*) FROM derived_pending").fetchone()[0] > 0
+
+    for command in ("signals", "stats"):
+        said = run(command, "--db", box, env_extra=env)
+        assert said.returncode == 0, said.stderr
+        assert "of 6 sessions are not computed yet" in said.stderr and "threadloom ingest" in said.stderr
+        assert "nothing is ingested" not in said.stderr and "no sessions match" not in said.stderr
+
+    if then == "sync":
+        again = run(*args[:-1], "--json", env_extra=env)
+        assert again.returncode == 0, again.stderr
+        assert json.loads(again.stdout)["pulled_records"] == 0  # nothing new: only what was left is done
+    else:
+        again = run("index", "--db", box, env_extra=env)
+        assert again.returncode == 0, again.stderr
+        assert "finished what a stopped run left of 6 sessions" in again.stdout
+    assert run("sync", url, "--db", clean, "--machine", "clean", "--pull-only", env_extra=env).returncode == 0
+    after, expected = derived(Path(box)), derived(Path(clean))
+    for name in DERIVED:
+        assert after[name] == expected[name], name
+    assert expected["signals"] and expected["file changes"] and expected["stats"]
+    with sqlite3.connect(box) as b:
+        assert b.execute("SELECT count(*) FROM derived_pending").fetchone()[0] == 0
+    for command in ("signals", "stats"):
+        said = run(command, "--db", box, env_extra=env)
+        assert said.returncode == 0 and said.stdout and "not computed" not in said.stderr, said.stderr
