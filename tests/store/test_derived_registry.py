@@ -10,6 +10,7 @@ ARCHIVE = {
     "entries",
     "source_files",
     "source_versions",
+    "source_reads",
     "ledger_meta",
     *derived.USER_DATA,
     *derived.SYNC_STATE,

@@ -25,6 +25,7 @@ import gen_archive  # noqa: E402  (bench/gen_archive.py: the bench's archive, ma
 # session's row was last written and when a source folder was first named. Nothing else may differ.
 RUN_SPECIFIC = {
     "source_files": {"ingested_at"},
+    "source_reads": {"read_at"},
     "agent_sessions": {"updated_at"},
     "source_roots": {"added_at"},
 }
