@@ -55,7 +55,13 @@ def add_parsers(sub: Any) -> None:
     p.add_argument(
         "--machine",
         metavar="NAME",
-        help="this machine's name on the hub (remembered; default: the host name)",
+        help="this machine's name on the hub (remembered; default: the host name); one archive per name",
+    )
+    p.add_argument(
+        "--take-over",
+        action="store_true",
+        help="sync under a machine name another archive synced as (this one takes its place, a new "
+        "laptop say): that archive is refused from then on. A copy of the same archive needs none",
     )
     p.add_argument(
         "--share",
@@ -209,6 +215,7 @@ def _sync(args: argparse.Namespace, conn: sqlite3.Connection) -> int:
             sharing=sharing,
             progress=progress,
             reached=partial(sync.remember, conn, url, sharing, sharing_changed=changed, done=False),
+            take_over=args.take_over,
         )
     if not args.dry_run:
         sync.remember(conn, url, sharing, sharing_changed=changed)

@@ -8,7 +8,9 @@ turns, stats and signals are computed from them by the same code as for local fi
 
 The hub holds, per schema `threadloom` (see HUB_DDL):
 
-- `machines`: each machine's name and the database role (the person) that owns it;
+- `machines`: each machine's name and the database role (the person) that owns it; which archive
+  syncs under the name is a `shared_rows` row (CLAIM_TBL) of the machine: two archives under one
+  name would hide and mix each other's sessions, so a sync from another archive is refused;
 - `sources`: a machine's source file (its path there, agent, kind, project);
 - `records`: a record's bytes, stored once per source and content hash (a file rewritten whole, a
   JSON chat saved again after each message, sends only the records the hub lacks);
@@ -47,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..store import db
-from ..store.db import MACHINE_KEY, MIRROR_ROOT, WHO_KEY
+from ..store.db import ARCHIVE_KEY, MACHINE_KEY, MIRROR_ROOT, WHO_KEY
 from ..store.sql import get_meta, page_cache, set_meta, transaction
 
 if TYPE_CHECKING:
@@ -74,6 +76,9 @@ RAW_BATCH_BYTES = 8 << 20
 # Hidden sessions stay this machine's own: they are not listed.
 SHARED_TABLES: dict[str, tuple[str, ...]] = {}
 ROWS_CURSOR_KEY = "sync:rows:"  # + the hub's id: the last shared_rows sequence number pulled
+# shared_rows of this kind say which archive (its ARCHIVE_KEY) syncs as their machine: the latest one.
+# Never pulled (no table here takes it); rows, not a column of `machines`, as members only insert.
+CLAIM_TBL = "machine.archive"
 
 # meta keys in the local archive
 URL_KEY = "sync:url"
@@ -81,6 +86,9 @@ SHARE_KEY = "sync:share"
 LAST_KEY = "sync:last"  # when this archive last synced (unix ms)
 CURSOR_KEY = "sync:cursor:"
 LATER_KEY = "sync:later:"  # + the hub's id: sources of agents not read yet, {hub source id: agent}
+TAKEN_KEY = (
+    "sync:taken:"  # + the hub's id: a machine name taken over, whose earlier rows the next pull takes too
+)
 READABLE_KEY = "sync:readable:"  # + the hub's id: what the role could read at the last pull  # + the hub's id: the last layout sequence number pulled
 
 # this archive's sync state: what it pushed, what it pulled (core.store.db creates the tables)
@@ -621,12 +629,14 @@ def sync(
     sharing: Sharing | None = None,
     progress: Callable[[SyncProgress], None] | None = None,
     reached: Callable[[], None] | None = None,
+    take_over: bool = False,
 ) -> SyncReport:
     """Push what this machine has that the hub lacks, then pull what other machines pushed since
     the last pull. The caller holds the archive's writer lock. Safe to interrupt anywhere: each
     source is pushed (or placed) in one transaction, and what was done is never done twice.
     `reached` is called once the hub is known to be one, before anything moves (a caller
-    remembers it there)."""
+    remembers it there). `take_over`: this archive takes the machine name from the archive that
+    synced under it (a new laptop in an old one's place)."""
     import psycopg
 
     started = time.perf_counter()
@@ -638,7 +648,7 @@ def sync(
 
         report.sessions += len(finish_derived(conn))
     try:
-        _sync(conn, url, push, pull, dry_run, machine, sharing, progress, report, reached)
+        _sync(conn, url, push, pull, dry_run, machine, sharing, progress, report, reached, take_over)
     except psycopg.Error as exc:  # the connection lost, the server stopped, a privilege missing
         if conn.in_transaction:
             conn.execute("ROLLBACK")
@@ -661,6 +671,7 @@ def _sync(
     progress: Callable[[SyncProgress], None] | None,
     report: SyncReport,
     reached: Callable[[], None] | None = None,
+    take_over: bool = False,
 ) -> None:
     with connect_hub(url) as hub:
         version = hub_version(hub)
@@ -674,6 +685,19 @@ def _sync(
             )
         hid = hub_id(hub)
         hub.commit()
+        if push:
+            if sharing is None:
+                raise SyncError("nothing is shared yet: pass --share (all, agent:NAME or project:PATH)")
+            if version < HUB_VERSION:
+                raise SyncError(
+                    f"the hub's schema is version {version}, older than this threadloom's ({HUB_VERSION}): "
+                    "its owner runs `threadloom sync --init URL` once to upgrade it (pulls work meanwhile)"
+                )
+            _register(hub, machine, dry_run)
+        elif take_over:
+            raise SyncError("--take-over takes a machine name to push under: not with --pull-only")
+        # before anything is written here or there
+        _claim(conn, hub, hid, machine, push=push and not dry_run, take_over=take_over)
         if reached is not None and not dry_run:
             reached()
         if not dry_run:
@@ -687,20 +711,18 @@ def _sync(
             with transaction(conn, immediate=True):
                 ensure_local(conn)
         if push:
-            if sharing is None:
-                raise SyncError("nothing is shared yet: pass --share (all, agent:NAME or project:PATH)")
-            if version < HUB_VERSION:
-                raise SyncError(
-                    f"the hub's schema is version {version}, older than this threadloom's ({HUB_VERSION}): "
-                    "its owner runs `threadloom sync --init URL` once to upgrade it (pulls work meanwhile)"
-                )
-            _register(hub, machine, dry_run)
+            assert sharing is not None
             _push(conn, hub, hid, machine, sharing, report, dry_run, progress)
             _push_rows(conn, hub, hid, machine, report, dry_run)
             _push_memory(conn, hub, hid, machine, sharing, report, dry_run)
         if pull:
-            _pull(conn, hub, hid, machine, report, dry_run, progress)
-            _pull_rows(conn, hub, hid, machine, report, dry_run)
+            # this archive's own rows are not pulled back; a name just taken over: the other archive's are
+            own = "" if get_meta(conn, TAKEN_KEY + hid) == machine else machine
+            _pull(conn, hub, hid, own, report, dry_run, progress)
+            _pull_rows(conn, hub, hid, own, report, dry_run)
+            if own != machine and not dry_run:
+                with transaction(conn, immediate=True):
+                    set_meta(conn, TAKEN_KEY + hid, None)
     if not dry_run:
         from ..insight import refresh
 
@@ -738,6 +760,59 @@ def _register(hub: psycopg.Connection[Any], machine: str, dry_run: bool) -> None
             f"the machine name {machine!r} belongs to {row[0]} on this hub, not to {who}: "
             "pass --machine another name"
         )
+    hub.commit()
+
+
+def archive_id(conn: sqlite3.Connection) -> str:
+    """This archive's own id, made (and kept in ledger_meta) the first time it is asked for."""
+    found = get_meta(conn, ARCHIVE_KEY)
+    if found:
+        return found
+    with transaction(conn, immediate=True):
+        made = get_meta(conn, ARCHIVE_KEY) or str(uuid.uuid4())
+        set_meta(conn, ARCHIVE_KEY, made)
+    return made
+
+
+def _claim(
+    conn: sqlite3.Connection,
+    hub: psycopg.Connection[Any],
+    hid: str,
+    machine: str,
+    *,
+    push: bool,
+    take_over: bool,
+) -> None:
+    """Refuse a sync from an archive other than the one the hub knows syncs as `machine`: under one
+    name, each would skip the other's sessions as its own and push its files into the other's sources.
+    A push records this archive as the machine's when none is (a machine named before this
+    was recorded goes to the first archive that syncs it), or when it takes the name over: then what
+    the other archive pushed under the name is pulled here, as another machine's."""
+    mine = get_meta(conn, ARCHIVE_KEY)
+    if push:
+        mine = archive_id(conn)
+        hub.execute("SELECT pg_advisory_xact_lock(%s)", (LAYOUT_LOCK,))  # two first pushes at once: one wins
+    row = hub.execute(
+        "SELECT row->>'archive' FROM threadloom.shared_rows WHERE machine = %s AND tbl = %s ORDER BY seq DESC LIMIT 1",
+        (machine, CLAIM_TBL),
+    ).fetchone()
+    holder = str(row[0]) if row else None
+    if holder is not None and holder != mine and not take_over:
+        hub.rollback()
+        raise SyncError(
+            f"another archive syncs as {machine!r} on this hub (a machine of the same name: two archives "
+            "under one name would hide and mix each other's sessions), so nothing was synced. Pass "
+            f"--machine ANOTHER (remembered) to sync this one under a name of its own; or, if this archive "
+            f"takes that one's place (a new machine), --take-over: that one is refused from then on"
+        )
+    if push and holder != mine:
+        hub.execute(
+            "INSERT INTO threadloom.shared_rows (machine, tbl, row_hash, row) VALUES (%s, %s, %s, %s)",
+            (machine, CLAIM_TBL, uuid.uuid4().hex, orjson.dumps({"archive": mine}).decode()),
+        )
+        if holder is not None:
+            with transaction(conn, immediate=True):
+                set_meta(conn, TAKEN_KEY + hid, machine)
     hub.commit()
 
 
@@ -1973,8 +2048,8 @@ def waiting_on_hub(conn: sqlite3.Connection, *, timeout: int = 5) -> dict[str, A
                 (cursor, machine),
             ).fetchone()
             rows = hub.execute(
-                "SELECT count(*) FROM threadloom.shared_rows WHERE seq > %s AND machine <> %s",
-                (rows_cursor, machine),
+                "SELECT count(*) FROM threadloom.shared_rows WHERE seq > %s AND machine <> %s AND tbl <> %s",
+                (rows_cursor, machine, CLAIM_TBL),
             ).fetchone()
             hub.commit()
     except SyncError as exc:

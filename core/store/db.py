@@ -603,13 +603,19 @@ def read_user_data(conn: sqlite3.Connection) -> dict[str, list[tuple[object, ...
             out[table] = conn.execute(f"SELECT {names} FROM {table}").fetchall() if have else []
         except sqlite3.OperationalError:
             out[table] = []
+    try:  # the archive's id: the same archive, started afresh, is the same one to a sync hub
+        out["ledger_meta"] = conn.execute(
+            "SELECT key, value FROM ledger_meta WHERE key = ?", (ARCHIVE_KEY,)
+        ).fetchall()
+    except sqlite3.OperationalError:
+        out["ledger_meta"] = []
     return out
 
 
 def write_user_data(conn: sqlite3.Connection, data: dict[str, list[tuple[object, ...]]]) -> None:
     """Put `read_user_data`'s rows into a new database (a row already there is kept)."""
     for table, rows in data.items():
-        columns = derived.USER_DATA.get(table)
+        columns = ("key", "value") if table == "ledger_meta" else derived.USER_DATA.get(table)
         if not columns or not rows:
             continue
         names = ", ".join(f'"{c}"' for c in columns)
@@ -991,3 +997,6 @@ MACHINE_KEY = "sync:machine"
 
 
 WHO_KEY = "sync:who"  # the hub role this archive syncs as
+# this archive's own id (random, made at its first sync): a hub tells two archives syncing under one
+# machine name apart by it. A copy of the archive (a backup restored) and a rebuild keep it.
+ARCHIVE_KEY = "sync:archive"

@@ -796,3 +796,69 @@ def test_a_first_sync_stopped_half_way_is_carried_on_by_the_next_one(
 
     report = json.loads(capsys.readouterr().out)
     assert report["machine"] == "laptop" and report["pushed_sources"] == 2  # the two not pushed before
+
+
+def _hub_rows(url: str) -> dict[str, int]:
+    import psycopg
+
+    with psycopg.connect(url) as c:
+        return {
+            t: c.execute(f"SELECT count(*) FROM threadloom.{t}").fetchone()[0]
+            for t in ("machines", "sources", "records", "layouts")
+        }
+
+
+def test_two_archives_under_one_machine_name_are_told_apart(tmp_path: Path, hub: str) -> None:
+    first, second = Machine(tmp_path, "one"), Machine(tmp_path, "two")
+    machine_session(first.root, A, "/home/me/app")
+    machine_session(second.root, B, "/srv/api", turns=2)
+    first.ingest()
+    second.ingest()
+    first.sync(hub, machine="MacBook-Pro")
+    before = _hub_rows(hub)
+    with pytest.raises(sync.SyncError, match="another archive syncs as 'MacBook-Pro'.*--machine"):
+        second.sync(hub, machine="MacBook-Pro")
+    with pytest.raises(sync.SyncError, match="another archive"):
+        second.sync(hub, machine="MacBook-Pro", push=False)  # it would never see the first's sessions
+    assert _hub_rows(hub) == before  # nothing of the second reached the hub
+    assert not second.conn.execute("SELECT 1 FROM ledger_meta WHERE key = 'sync:url'").fetchone()
+    assert first.sync(hub, machine="MacBook-Pro").pulled_records == 0 and first.sessions() == {A: 6}
+    # under a name of its own, each sees the other's sessions
+    assert second.sync(hub, machine="other").pulled_records == 6
+    assert first.sync(hub, machine="MacBook-Pro").pulled_records == 4
+    assert first.sessions() == second.sessions() == {A: 6, B: 4}
+    # a copy of the first archive (a backup restored) is the same archive: it syncs on
+    first.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    copy = Machine(tmp_path, "copy")
+    copy.conn.close()
+    import shutil
+
+    shutil.copy(first.root / "archive.db", copy.root / "archive.db")
+    copy.conn = db.connect(copy.root / "archive.db")
+    assert copy.sync(hub, machine="MacBook-Pro").pushed_records == 0
+    # and so is the archive started afresh by a rebuild (it keeps its id)
+    fresh = db.connect(tmp_path / "rebuilt.db")
+    db.write_user_data(fresh, db.read_user_data(first.conn))
+    assert sync.archive_id(fresh) == sync.archive_id(first.conn)
+    # a new archive takes the name over when told: the old one is refused from then on
+    new = Machine(tmp_path, "new")
+    new.sync(hub, machine="MacBook-Pro", take_over=True)
+    assert new.sessions() == {A: 6, B: 4}  # what the name's old archive pushed is pulled here
+    assert new.sync(hub, machine="MacBook-Pro").pulled_records == 0
+    with pytest.raises(sync.SyncError, match="another archive"):
+        first.sync(hub, machine="MacBook-Pro")
+
+
+def test_a_machine_named_before_archives_had_ids_goes_to_the_first_that_syncs(
+    tmp_path: Path, hub: str
+) -> None:
+    import psycopg
+
+    with psycopg.connect(hub) as c:  # registered by a threadloom that recorded no archive
+        c.execute("INSERT INTO threadloom.machines (name) VALUES ('laptop')")
+    first, second = Machine(tmp_path, "one"), Machine(tmp_path, "two")
+    machine_session(first.root, A, "/home/me/app")
+    first.ingest()
+    assert first.sync(hub, machine="laptop").pushed_records == 6
+    with pytest.raises(sync.SyncError, match="another archive"):
+        second.sync(hub, machine="laptop")
