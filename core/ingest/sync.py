@@ -250,10 +250,23 @@ def safe_url(url: str) -> str:
     ~/.pgpass, $PGPASSWORD or a service file). A service name (`service=team`) is kept as it is."""
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+    if "://" in url and re.split(r"[/?]", url.split("://", 1)[1], maxsplit=1)[0].count("@") > 1:
+        # libpq would take what follows the first '@' for the host, and say it
+        raise SyncError(
+            "the URL's password holds an '@': write it as %40, or leave the password out of the URL and "
+            "give it in ~/.pgpass or $PGPASSWORD"
+        )
     try:
         params = conninfo_to_dict(url)
     except Exception as exc:  # psycopg.ProgrammingError: not a libpq URL or key=value string
-        raise SyncError(f"not a PostgreSQL URL or service: {_scrub(str(exc))}") from None
+        hint = (
+            " (a '%' in a password is written %25 in a URL, or the password is given in ~/.pgpass or $PGPASSWORD)"
+            if "percent" in str(exc)
+            else ""
+        )
+        raise SyncError(
+            f"not a PostgreSQL URL or service: {mask_password(str(exc), url).strip()}{hint}"
+        ) from None
     if "password" not in params:
         return url
     params.pop("password")
@@ -274,10 +287,27 @@ def _url_of(params: dict[str, Any]) -> str:
     return f"postgresql://{netloc}/{quote(str(dbname or ''), safe='')}" + (f"?{query}" if query else "")
 
 
-def _scrub(text: str) -> str:
-    """An error's text without anything that looks like a password."""
-    text = re.sub(r"(password\s*=\s*)(\S+)", r"\1***", text, flags=re.I)
-    return re.sub(r"(://[^:/@\s]*:)([^@\s]*)@", r"\1***@", text)
+def mask_password(text: str, url: str = "") -> str:
+    """`text` (a message, a driver's error) with the password of `url` and anything that looks like a
+    password masked: what every message showing a URL or a driver's error goes through."""
+    for secret in _passwords_in(url):
+        text = text.replace(secret, "***")
+    text = re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&'\"]+)", r"\1***", text, flags=re.I)
+    return re.sub(r"(://[^:/@\s]*:)(\S*)@", r"\1***@", text)
+
+
+def _passwords_in(url: str) -> list[str]:
+    """The password of `url` as written, and decoded, longest first (however malformed the URL: a raw
+    '%' or '@' in it is what libpq's errors quote back)."""
+    from urllib.parse import unquote
+
+    found = [v.strip("'") for v in re.findall(r"password\s*=\s*('(?:[^'\\]|\\.)*'|[^\s&]+)", url, flags=re.I)]
+    if "://" in url:
+        userinfo = re.split(r"[/?]", url.split("://", 1)[1], maxsplit=1)[0].rpartition("@")[0]
+        if ":" in userinfo:
+            found.append(userinfo.partition(":")[2])
+    forms = {form for value in found for form in (value, unquote(value)) if len(form) >= 3}
+    return sorted(forms, key=len, reverse=True)
 
 
 def connect_hub(url: str, *, timeout: int = 15) -> psycopg.Connection[Any]:
@@ -289,7 +319,9 @@ def connect_hub(url: str, *, timeout: int = 15) -> psycopg.Connection[Any]:
     try:
         return psycopg.connect(url, connect_timeout=timeout, application_name="threadloom sync")
     except psycopg.Error as exc:
-        raise SyncError(f"cannot reach the hub {safe_url(url)}: {_scrub(str(exc)).strip()}") from None
+        raise SyncError(
+            f"cannot reach the hub {safe_url(url)}: {mask_password(str(exc), url).strip()}"
+        ) from None
 
 
 def hub_version(hub: psycopg.Connection[Any]) -> int | None:
@@ -653,7 +685,7 @@ def sync(
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise SyncError(
-            f"the hub {report.hub} failed: {_scrub(str(exc)).strip()}. What was synced is kept; the next "
+            f"the hub {report.hub} failed: {mask_password(str(exc), url).strip()}. What was synced is kept; the next "
             "sync goes on from there"
         ) from None
     report.seconds = round(time.perf_counter() - started, 3)
@@ -2055,7 +2087,7 @@ def waiting_on_hub(conn: sqlite3.Connection, *, timeout: int = 5) -> dict[str, A
     except SyncError as exc:
         return {"error": str(exc)}
     except psycopg.Error as exc:
-        return {"error": f"the hub failed: {_scrub(str(exc)).strip()}"}
+        return {"error": f"the hub failed: {mask_password(str(exc), url).strip()}"}
     return {
         "files": int(found[0]) if found else 0,
         "records": int(found[1]) if found else 0,

@@ -324,3 +324,36 @@ def test_a_pull_killed_after_its_commit_is_finished_by_the_next_writer(
     for command in ("signals", "stats"):
         said = run(command, "--db", box, env_extra=env)
         assert said.returncode == 0 and said.stdout and "not computed" not in said.stderr, said.stderr
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://ana:50%offSECRET@db.example.com/hub",
+        "postgresql://ana@db.example.com/hub?password=Pa%zzSECRET",
+        "postgresql://ana:Pa%zzSECRET@/hub?host=/nowhere&port=5999",
+        "postgresql://ana:p@ssSECRET@db.example.com/hub",
+        "postgresql://ana:p@ssSECRET@/hub?host=/nowhere&port=5999",
+        "mysql://ana:S3cretSECRET@db.example.com/hub",
+        "host=/nowhere password=SECRETxx user",
+        "host=/nowhere password='a b SECRET' user",
+    ],
+)
+def test_a_password_is_never_printed_back_however_the_url_is_wrong(tmp_path: Path, url: str) -> None:
+    env = home_env(tmp_path)
+    for extra in ([], ["--json"]):
+        done = run("sync", url, "--pull-only", "--db", str(tmp_path / "a.db"), *extra, env_extra=env)
+        assert done.returncode == 1
+        assert "SECRET" not in done.stdout + done.stderr, done.stderr
+
+
+def test_mask_password_masks_every_form() -> None:
+    from threadloom.core.ingest.sync import mask_password
+
+    assert mask_password('invalid percent-encoded token: "50%offSECRET"', "x://a:50%offSECRET@h/d") == (
+        'invalid percent-encoded token: "***"'
+    )
+    assert "S3cr" not in mask_password("at postgresql://a:S3cr%21t@h/d", "")
+    assert "S3cr" not in mask_password("failed: S3cr!t", "postgresql://a:S3cr%21t@h/d")  # decoded too
+    assert mask_password("host=h password='x y z' user=a") == "host=h password=*** user=a"
+    assert mask_password("nothing secret here", "") == "nothing secret here"
