@@ -237,6 +237,20 @@ def _sync(args: argparse.Namespace, conn: sqlite3.Connection) -> int:
             f"  pull: {count_of(report.pulled_records, 'record')} of {count_of(report.pulled_sources, 'file')} "
             f"({report.pulled_bytes / 1e6:.1f} MB), {count_of(report.sessions, 'session')} updated"
         )
+    memory = [
+        f"{label} {', '.join(count_of(n, what) for what, n in sorted(moved.items()))}"
+        for label, moved in (("pushed", report.memory_pushed), ("pulled", report.memory_pulled))
+        if moved
+    ]
+    if memory:
+        print(f"  memory: {'; '.join(memory)}")
+    if report.memory_conflicts:
+        it = "it" if report.memory_conflicts == 1 else "them"
+        print(
+            f"  {count_of(report.memory_conflicts, 'memory conflict')} (an entry edited here and on another "
+            f"machine at once): `threadloom memory list --conflicts` shows {it}, "
+            "`threadloom memory resolve ENTRY` settles one"
+        )
     from ..base.text import printable
 
     for why in report.refused[:20]:

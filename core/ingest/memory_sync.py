@@ -41,6 +41,15 @@ VERSION, MARK, RELATION = "memory.version", "memory.mark", "memory.relation"
 KINDS = (VERSION, MARK, RELATION)
 SESSION_LIKE = ("session", "turn", "message")
 
+
+def what(kind: str, payload: Any) -> str:
+    """What an item is to the person syncing (the sync's report counts them so): an entry version,
+    a tag, a note, a bookmark, a relation."""
+    if kind == MARK and isinstance(payload, dict) and payload.get("kind") in MARK_KINDS:
+        return str(payload["kind"])
+    return {VERSION: "entry version", RELATION: "relation"}.get(kind, "item")
+
+
 # (agent, projects) -> shared? (core.ingest.sync.Sharing.takes)
 Takes = Callable[[str, set[str]], bool]
 

@@ -615,6 +615,8 @@ class SyncReport:
     pushed_rows: int = 0  # user data (SHARED_TABLES) and memory items
     pulled_rows: int = 0
     memory_conflicts: int = 0  # versions pulled that were written beside one here: flagged
+    memory_pushed: dict[str, int] = field(default_factory=dict)  # memory items by what they are (a tag …)
+    memory_pulled: dict[str, int] = field(default_factory=dict)
     sessions: int = 0  # sessions the pulled records changed here, and those a stopped writer left unfinished
     refused: list[str] = field(default_factory=list)  # hub rows not taken, and why
     errors: list[str] = field(default_factory=list)
@@ -1377,6 +1379,8 @@ def _push_memory(
         if (item.kind, item.key) not in known
     ]
     report.pushed_rows += len(new)
+    for it in new:
+        _count(report.memory_pushed, memory_sync.what(it.kind, it.payload))
     if dry_run or not new:
         return
     hub.execute("SELECT pg_advisory_xact_lock(%s)", (LAYOUT_LOCK,))
@@ -1430,6 +1434,11 @@ def _pull_rows(
             return
         if dry_run:
             report.pulled_rows += len(rows)
+            for _seq, table, _digest, text in rows:
+                if str(table) in memory_sync.KINDS:
+                    _count(
+                        report.memory_pulled, memory_sync.what(str(table), _from_hub_json_or_none(str(text)))
+                    )
             cursor = int(rows[-1][0])
             continue
         with transaction(conn, immediate=True):
@@ -1462,18 +1471,31 @@ def _pull_rows(
             set_meta(conn, key, str(cursor))
 
 
+def _count(counts: dict[str, int], what: str) -> None:
+    counts[what] = counts.get(what, 0) + 1
+
+
+def _from_hub_json_or_none(text: str) -> Any:
+    try:
+        return _from_hub_json(text)
+    except ValueError:
+        return None
+
+
 def _merge_memory(conn: sqlite3.Connection, hid: str, kind: str, text: str, report: SyncReport) -> None:
     """One memory item of another machine's, merged here and noted as pulled (never pushed back)."""
     from . import memory_sync
 
     try:
-        outcome, key = memory_sync.merge(conn, kind, _from_hub_json(text))
+        payload = _from_hub_json(text)
+        outcome, key = memory_sync.merge(conn, kind, payload)
     except (ValueError, memory_sync.Refused) as exc:  # orjson.JSONDecodeError is a ValueError
         report.refused.append(f"a memory item: {exc}")
         return
     conn.execute("INSERT OR IGNORE INTO sync_rows (hub, tbl, row_hash) VALUES (?, ?, ?)", (hid, kind, key))
     if outcome != "known":
         report.pulled_rows += 1
+        _count(report.memory_pulled, memory_sync.what(kind, payload))
     if outcome == "conflict":
         report.memory_conflicts += 1
 

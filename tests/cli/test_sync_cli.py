@@ -357,3 +357,36 @@ def test_mask_password_masks_every_form() -> None:
     assert "S3cr" not in mask_password("failed: S3cr!t", "postgresql://a:S3cr%21t@h/d")  # decoded too
     assert mask_password("host=h password='x y z' user=a") == "host=h password=*** user=a"
     assert mask_password("nothing secret here", "") == "nothing secret here"
+
+
+@pytest.mark.long(5)
+def test_a_sync_says_what_memory_moved_and_the_conflicts_it_found(
+    tmp_path: Path, pg_server: PgServer, hub_db: str
+) -> None:
+    url = pg_server.url(hub_db)
+    env = home_env(tmp_path)
+    assert run("sync", "--init", url, env_extra=env).returncode == 0
+    laptop, box = str(tmp_path / "laptop.db"), str(tmp_path / "box.db")
+    (tmp_path / "none").mkdir()
+    for db_path in (laptop, box):
+        run("ingest", "--db", db_path, "--only", "--source", str(tmp_path / "none"), env_extra=env)
+
+    def sync(db_path: str, *extra: str) -> str:
+        done = run("sync", url, "--db", db_path, "--share", "all", *extra, env_extra=env)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    added = run(
+        "memory", "add", "--kind", "fact", "--title", "Port", "8080", "--json", "--db", laptop, env_extra=env
+    )
+    entry = json.loads(added.stdout)["id"]
+    assert "memory: pushed 1 entry version" in sync(laptop, "--machine", "laptop")
+    assert "memory: pulled 1 entry version" in sync(box, "--machine", "box")
+    run("memory", "edit", entry, "9090 on the laptop", "--db", laptop, env_extra=env)
+    run("memory", "edit", entry, "7070 on the box", "--db", box, env_extra=env)
+    sync(laptop)
+    said = sync(box)
+    assert "memory: pushed 1 entry version; pulled 1 entry version" in said
+    assert "1 memory conflict (" in said and "`threadloom memory list --conflicts` shows it" in said
+    listed = run("memory", "list", "--conflicts", "--db", box, env_extra=env)
+    assert entry in listed.stdout
