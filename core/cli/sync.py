@@ -219,6 +219,12 @@ def _sync(args: argparse.Namespace, conn: sqlite3.Connection) -> int:
         )
     if not args.dry_run:
         sync.remember(conn, url, sharing, sharing_changed=changed)
+        if args.url and sync.safe_url(args.url) != args.url:
+            print(
+                "threadloom: the password is not kept (the hub's URL is remembered without it); for the next "
+                f"`threadloom sync`, {sync.password_help(args.url)}",
+                file=sys.stderr,
+            )
     if args.json:
         print(json.dumps(report.as_dict()))
         return 0

@@ -319,9 +319,37 @@ def connect_hub(url: str, *, timeout: int = 15) -> psycopg.Connection[Any]:
     try:
         return psycopg.connect(url, connect_timeout=timeout, application_name="threadloom sync")
     except psycopg.Error as exc:
-        raise SyncError(
-            f"cannot reach the hub {safe_url(url)}: {mask_password(str(exc), url).strip()}"
-        ) from None
+        said = mask_password(str(exc), url).strip()
+        if "password authentication failed" in said:
+            said += (
+                ". The password libpq found (in the URL, ~/.pgpass, $PGPASSWORD or a service file) is not "
+                f"the role's: {password_help(url)}"
+            )
+        elif "no password supplied" in said:
+            said += f": the password is not kept in the archive; {password_help(url)}"
+        raise SyncError(f"cannot reach the hub {safe_url(url)}: {said}") from None
+
+
+def password_help(url: str) -> str:
+    """How to give the hub's password to libpq, which the archive never keeps: the ~/.pgpass line
+    for `url` (the password left for the person to write), $PGPASSWORD or a service file."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        params = conninfo_to_dict(url)
+    except Exception:  # psycopg.ProgrammingError: said where the URL is read
+        params = {}
+
+    def field(key: str, default: str) -> str:  # ':' and '\' are escaped in a .pgpass field
+        return str(params.get(key) or default).replace("\\", "\\\\").replace(":", "\\:")
+
+    line = ":".join(
+        field(k, d) for k, d in (("host", "localhost"), ("port", "*"), ("dbname", "*"), ("user", "*"))
+    )
+    return (
+        f"give it in ~/.pgpass, as the line {line}:PASSWORD (the file readable by you alone: "
+        "chmod 600 ~/.pgpass), in $PGPASSWORD, or in a service file (threadloom sync service=NAME)"
+    )
 
 
 def hub_version(hub: psycopg.Connection[Any]) -> int | None:

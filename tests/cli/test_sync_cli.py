@@ -390,3 +390,39 @@ def test_a_sync_says_what_memory_moved_and_the_conflicts_it_found(
     assert "1 memory conflict (" in said and "`threadloom memory list --conflicts` shows it" in said
     listed = run("memory", "list", "--conflicts", "--db", box, env_extra=env)
     assert entry in listed.stdout
+
+
+def test_a_sync_given_a_password_says_it_is_not_kept_and_how_to_give_it(
+    tmp_path: Path, pg_server: PgServer, hub_db: str
+) -> None:
+    env = home_env(tmp_path)
+    assert run("sync", "--init", pg_server.url(hub_db), env_extra=env).returncode == 0
+    archive = str(tmp_path / "a.db")
+    (tmp_path / "none").mkdir()
+    run("ingest", "--db", archive, "--only", "--source", str(tmp_path / "none"), env_extra=env)
+    done = run(
+        "sync", pg_server.url(hub_db, password=SECRET), "--share", "all", "--db", archive, env_extra=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert "the password is not kept" in done.stderr and f":{hub_db}:" in done.stderr
+    assert "~/.pgpass" in done.stderr and "$PGPASSWORD" in done.stderr and SECRET not in done.stderr
+    again = run("sync", "--db", archive, env_extra=env)  # no password given: nothing to say of it
+    assert again.returncode == 0 and "password" not in again.stderr
+
+
+@pytest.mark.parametrize(
+    "error", ["fe_sendauth: no password supplied", 'password authentication failed for user "ana"']
+)
+def test_a_missing_or_wrong_password_says_how_to_give_it(monkeypatch, error: str) -> None:
+    import psycopg
+    from threadloom.core.ingest import sync
+
+    def refused(*args, **kw):
+        raise psycopg.OperationalError(f'connection to server at "db.example.com" failed: {error}')
+
+    monkeypatch.setattr(psycopg, "connect", refused)
+    with pytest.raises(sync.SyncError) as caught:
+        sync.connect_hub(f"postgresql://ana:{SECRET}@db.example.com/hub")
+    said = str(caught.value)
+    assert error in said and "~/.pgpass, as the line db.example.com:*:hub:ana:PASSWORD" in said
+    assert "$PGPASSWORD" in said and SECRET not in said
