@@ -214,8 +214,14 @@ _SESSION_COLUMNS = (
     "s.unpriced_messages, {first_prompt} AS first_prompt, "
     "(SELECT f.path FROM source_files f WHERE f.id = s.source_file_id) AS file_path, "
     # a fork's copies leave their usage with its source (counted once): a fork of a session that
-    # counts tokens counts its own, 0 until it is resumed, not "?" as of an agent that counts none
-    "EXISTS (SELECT 1 FROM agent_usage u WHERE u.session_id IN (s.id, s.forked_from_session_id)) AS has_usage"
+    # counts tokens (or of a fork of one) counts its own, 0 until it is resumed, not "?" as of an
+    # agent that counts none
+    "CASE WHEN EXISTS (SELECT 1 FROM agent_usage u WHERE u.session_id = s.id) THEN 1 "
+    "WHEN s.forked_from_session_id IS NULL THEN 0 ELSE EXISTS ("
+    "WITH RECURSIVE up(id) AS (SELECT s.forked_from_session_id UNION "
+    "SELECT f.forked_from_session_id FROM agent_sessions f JOIN up ON f.id = up.id "
+    "WHERE f.forked_from_session_id IS NOT NULL) "
+    "SELECT 1 FROM agent_usage u WHERE u.session_id IN (SELECT id FROM up)) END AS has_usage"
 )
 
 

@@ -583,3 +583,12 @@ def test_a_fork_not_resumed_yet_counts_no_tokens_of_its_own(conn, tmp_path):
     source, fork = get_session(conn, SID), get_session(conn, plan.new_session_id)
     assert source is not None and fork is not None and source.total_tokens > 0
     assert (fork.total_tokens, fork.tokens_text) == (0, "0")
+    # a fork of that fork: its source has no usage row of its own either
+    last_of_fork = conn.execute(
+        "SELECT uuid FROM entries WHERE session_id = ? AND role = 'assistant' ORDER BY seq DESC LIMIT 1",
+        (plan.new_session_id,),
+    ).fetchone()[0]
+    again = plan_fork(conn, last_of_fork)
+    ingest(conn, write_fork(again))
+    twice = get_session(conn, again.new_session_id)
+    assert twice is not None and (twice.total_tokens, twice.tokens_text) == (0, "0")
