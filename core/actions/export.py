@@ -20,8 +20,9 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -64,6 +65,9 @@ from ..read.query import (
     get_session,
     messages,
 )
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 FORMATS = ("md", "html", "json")
 MAX_DEPTH = 8  # subagents nested deeper than this are named, not included
@@ -299,6 +303,29 @@ def _fence(text: str, lang: str = "") -> str:
     return f"{fence}{lang}\n{text}\n{fence}"
 
 
+@cache
+def _md_blocks() -> MarkdownIt:
+    """CommonMark's block reading of a message, as a reader's renderer reads it."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark")
+
+
+def _md_text(text: str) -> str:
+    """A message's text as Markdown that ends where the message ends: a fence it leaves open (a
+    reply interrupted inside a code block) is closed, or it would swallow every message after it."""
+    lines = text.split("\n")
+    for token in _md_blocks().parse(text):
+        if token.type != "fence" or token.level or not token.map:
+            continue  # a fence inside a list or quote ends with it: the next heading ends those
+        start, end = token.map
+        closer = re.fullmatch(r" {0,3}(`+|~+)[ \t]*", lines[end - 1]) if end - 1 > start else None
+        mark = token.markup
+        if closer is None or closer[1][0] != mark[0] or len(closer[1]) < len(mark):
+            return text + mark if text.endswith("\n") else f"{text}\n{mark}"
+    return text
+
+
 def _md_inline(text: str) -> str:
     """Text for a heading or a table's cell: one line, Markdown and HTML specials escaped."""
     one = " ".join(text.split())
@@ -395,7 +422,7 @@ def _md_messages(out: list[str], thread: Thread, redact: Redactor, level: int) -
                 "",
             ]
         if msg.content:
-            out += [redact(clean(msg.content)), ""]
+            out += [_md_text(redact(clean(msg.content))), ""]
         out += [f"*▣ {_md_inline(describe(_image(image, redact)))}*\n" for image in thread.own_images(msg)]
         for call in msg.tool_calls:
             _md_call(out, thread, call, redact, level)
@@ -444,7 +471,7 @@ def _md_parts(out: list[str], parts: list[Part], redact: Redactor) -> None:
         elif isinstance(part, Caveat):
             out += [f"*{CAVEAT_NOTE}*", ""]
         else:
-            out += [redact(clean(part.text)), ""]
+            out += [_md_text(redact(clean(part.text))), ""]
 
 
 def _output_size(part: ShellOutput) -> str:

@@ -411,3 +411,34 @@ def test_markdown_summaries_are_escaped_for_html_not_for_markdown(conn, tmp_path
     grep = next(line for line in summaries if "<b>Grep</b>" in line)
     assert "\\.vis-label|&lt;img src=x onerror=alert(1)&gt;" in grep and "<img" not in grep
     assert "\x1b" not in text
+
+
+def _rendered(markdown: str) -> str:
+    """The Markdown as a CommonMark reader shows it (markdown-it, raw HTML on as most renderers)."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark")
+    md.validateLink = lambda url: True  # a permissive renderer: what the text itself makes a link
+    return md.render(markdown)
+
+
+def test_a_fence_a_message_leaves_open_is_closed_with_it(conn, tmp_path):
+    """A reply interrupted inside a code block (aider's ^C in a ```html block) was written as it
+    was: its open fence swallowed every message after it (3 of 9 headings shown). Each message's
+    fence, of backticks or tildes of any length, is closed at its end."""
+    sid = "f1f1f1f1-1111-4222-8333-000000000f1f"
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid, cwd="/srv/app")
+    t.user("make the page")
+    t.assistant("Here:\n\n```html\n<p>half a page")
+    t.user("again, with tildes")
+    t.assistant("~~~~\nstill ~~~\n```\nnot closed")
+    t.user("and now?")
+    t.assistant("Done: ```inline``` and\n\n```\nclosed\n```")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    text = export_session(conn, resolve_session(conn, sid), "md").data.decode()
+    page = _rendered(text)
+    assert page.count("<h2>") == 6, page
+    assert "<p>and now?</p>" in page and "<code>inline</code>" in page
+    assert "<code>still ~~~\n```\nnot closed\n</code>" in page
+    assert "<code>closed\n</code>" in page
