@@ -305,25 +305,90 @@ def _fence(text: str, lang: str = "") -> str:
 
 @cache
 def _md_blocks() -> MarkdownIt:
-    """CommonMark's block reading of a message, as a reader's renderer reads it."""
+    """CommonMark's block reading of a message once `_md_text` has escaped its HTML (so none)."""
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark")
+    return MarkdownIt("commonmark", {"html": False})
 
 
 def _md_text(text: str) -> str:
-    """A message's text as Markdown that ends where the message ends: a fence it leaves open (a
-    reply interrupted inside a code block) is closed, or it would swallow every message after it."""
+    """A message's text as Markdown that shows what was written and ends where the message ends.
+    Its Markdown stays (headings, lists, emphasis, code, links) but outside code raw HTML is text
+    (`<` escaped, and `&` where it starts an entity, which could spell a scheme), a link to a
+    javascript:, vbscript: or data: address is text, and a fence it leaves open (a reply
+    interrupted inside a code block) is closed, or it would swallow every message after it."""
     lines = text.split("\n")
+    code = [False] * len(lines)
+    prose: list[tuple[int, int]] = []  # line ranges where a code span may run (a paragraph, a heading)
+    close = ""
     for token in _md_blocks().parse(text):
-        if token.type != "fence" or token.level or not token.map:
-            continue  # a fence inside a list or quote ends with it: the next heading ends those
+        if not token.map:
+            continue
         start, end = token.map
-        closer = re.fullmatch(r" {0,3}(`+|~+)[ \t]*", lines[end - 1]) if end - 1 > start else None
-        mark = token.markup
-        if closer is None or closer[1][0] != mark[0] or len(closer[1]) < len(mark):
-            return text + mark if text.endswith("\n") else f"{text}\n{mark}"
-    return text
+        if token.type == "inline":
+            prose.append((start, end))
+        elif token.type in ("fence", "code_block"):
+            code[start:end] = [True] * (end - start)
+        if token.type == "fence" and not token.level:  # in a list or quote it ends with them
+            closer = re.fullmatch(r" {0,3}(`+|~+)[ \t]*", lines[end - 1]) if end - 1 > start else None
+            mark = token.markup
+            if closer is None or closer[1][0] != mark[0] or len(closer[1]) < len(mark):
+                close = mark
+    spans = {start: end for start, end in prose}
+    out: list[str] = []
+    row = 0
+    while row < len(lines):
+        if code[row]:
+            out.append(lines[row])
+            row += 1
+            continue
+        end = max(spans.get(row, row + 1), row + 1)
+        out.append(_md_prose("\n".join(lines[row:end])))
+        row = end
+    shown = "\n".join(out)
+    if close:
+        shown += close if shown.endswith("\n") else f"\n{close}"
+    return shown
+
+
+# an autolink a reader may keep: a web or mail address (any other <…> is escaped)
+SAFE_AUTOLINK = re.compile(r"<(?:(?:https?|ftp|mailto):[^\s<>]*|[\w.!#$%&'*+/=?^`{|}~-]+@[\w.-]+)>", re.I)
+ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+# a link's destination (`](…` or a definition's `]: …`) that would run or carry what it names
+UNSAFE_LINK = re.compile(r"\](?:\(|:)[\s<\\]*(?:javascript|vbscript|data)[\s\\]*:", re.I)
+SPECIAL = re.compile(r"[\\<&\]]|`+")
+PUNCTUATION = set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def _md_prose(text: str) -> str:
+    """Lines of one paragraph (or heading) with raw HTML, entities and unsafe links made text,
+    its code spans (which CommonMark shows as written) left as they are."""
+    out: list[str] = []
+    i = 0
+    while (found := SPECIAL.search(text, i)) is not None:
+        at = found.start()
+        out.append(text[i:at])
+        c = text[at]
+        end = at + 1
+        if c == "\\":
+            end = at + 2 if text[at + 1 : at + 2] in PUNCTUATION else end
+            out.append(text[at:end])
+        elif c == "`":
+            run = found.end() - at
+            closing = re.compile(f"(?<!`){'`' * run}(?!`)").search(text, found.end())
+            end = closing.end() if closing else found.end()  # no closer: the run is text
+            out.append(text[at:end])
+        elif c == "<":
+            link = SAFE_AUTOLINK.match(text, at)
+            out.append(link[0] if link else "&lt;")
+            end = link.end() if link else end
+        elif c == "&":
+            out.append("&amp;" if ENTITY.match(text, at) else "&")
+        else:  # `]`
+            out.append("]\\" if UNSAFE_LINK.match(text, at) else "]")  # `]\(` is no link: it reads as written
+        i = end
+    out.append(text[i:])
+    return "".join(out)
 
 
 def _md_inline(text: str) -> str:

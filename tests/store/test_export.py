@@ -442,3 +442,35 @@ def test_a_fence_a_message_leaves_open_is_closed_with_it(conn, tmp_path):
     assert "<p>and now?</p>" in page and "<code>inline</code>" in page
     assert "<code>still ~~~\n```\nnot closed\n</code>" in page
     assert "<code>closed\n</code>" in page
+
+
+def test_markdown_keeps_a_messages_markdown_but_not_its_html_or_unsafe_links(conn, tmp_path):
+    """Message text was written verbatim: a `<script src=…>`, an `<img onerror>` or a
+    `[x](javascript:…)` in it was live in whatever rendered the file. Outside code its `<` (and an
+    `&` that starts an entity) is escaped and javascript:, vbscript: and data: links read as
+    written; headings, lists, emphasis, code and ordinary links stay Markdown."""
+    sid = "f2f2f2f2-1111-4222-8333-000000000f2f"
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid, cwd="/srv/app")
+    t.user("what is <script src=https://evil.example/x.js></script> for?")
+    t.assistant(
+        "### Findings\n\n- *one* `<b>` and <img src=x onerror=alert(1)>\n- [docs](https://example.com/a?b=1) "
+        "<https://example.com>\n\n[x](javascript:alert(1)) [y](<JavaScript\\:alert(2)>) "
+        "[z](java&#115;cript:alert(3)) ![i](data:text/html;base64,PHNjcmlwdD4=) <vbscript:msgbox(1)> "
+        "&lt;b&gt;\n\n[r]: vbscript:msgbox(4)\n\n```html\n<div>kept</div>\n```\n\n<div>\n\nafter"
+    )
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    text = export_session(conn, resolve_session(conn, sid), "md").data.decode()
+    page = _rendered(text + "\n[r]\n")
+    parsed = _Page()
+    parsed.feed(page)
+    assert not {"script", "img", "div"} & set(parsed.tags), page
+    hrefs = [v or "" for k, v in parsed.attrs if k in ("href", "src")]
+    assert not any(h.lower().startswith(("javascript:", "vbscript:", "data:")) for h in hrefs), hrefs
+    # the entity is text: a relative address, not a scheme
+    assert hrefs == ["https://example.com/a?b=1", "https://example.com", "java&#115;cript:alert(3)"]
+    assert "<h3>Findings</h3>" in page and "<li><em>one</em> <code>&lt;b&gt;</code> and &lt;img" in page
+    assert "&lt;script src=https://evil.example/x.js&gt;&lt;/script&gt;" in page
+    assert "[x](javascript:alert(1))" in page and "&amp;lt;b&amp;gt;" in page
+    assert '<code class="language-html">&lt;div&gt;kept&lt;/div&gt;\n</code>' in page
+    assert "<p>after</p>" in page
