@@ -212,8 +212,13 @@ def _descendants(thread: Thread) -> Iterator[Thread]:
 
 def clean(text: str | None) -> str:
     """Log text as it may be written into a file someone will `cat`: no escape sequence, no
-    control character but newline and tab."""
-    return printable(drop_colours(text)) if text else ""
+    control character but newline and tab. A CRLF or a lone CR ends a line, as Markdown reads it
+    (drawn as ␍ it kept a fence from closing)."""
+    if not text:
+        return ""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return printable(drop_colours(text))
 
 
 def _title(session: SessionSummary) -> str:

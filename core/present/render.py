@@ -144,9 +144,9 @@ def terminal_text(text: str, style: str = "") -> Text:
     """Text as a terminal showed it to the user: the colours and bold of the escape sequences a
     tool printed become styles; any other sequence (a cursor move, a clear screen, a window title)
     and any other control is drawn as text ("␛[2J"), never sent, never lost. A CRLF ends a line; a
-    carriage return alone is drawn (␍), as the exports draw it: Rich's reading kept only what
-    followed it (a prompt "X␛[31mR␛[0m\rY" was shown as "Y"), and dropped it where there was
-    no colour ("XY"). A form feed or a vertical tab breaks the line as Rich reads them."""
+    carriage return alone is drawn (␍): Rich's reading kept only what followed it (a prompt
+    "X␛[31mR␛[0m\rY" was shown as "Y"), and dropped it where there was no colour ("XY"). A form
+    feed or a vertical tab breaks the line as Rich reads them."""
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\u240d")
     if not SHOWN_AS_TEXT.search(text):

@@ -474,3 +474,29 @@ def test_markdown_keeps_a_messages_markdown_but_not_its_html_or_unsafe_links(con
     assert "[x](javascript:alert(1))" in page and "&amp;lt;b&amp;gt;" in page
     assert '<code class="language-html">&lt;div&gt;kept&lt;/div&gt;\n</code>' in page
     assert "<p>after</p>" in page
+
+
+def test_crlf_text_exports_as_lines_not_as_carriage_return_marks(conn, tmp_path):
+    """A message or output written with CRLF (or a lone CR) was drawn with ␍ at each line's end in
+    every format: a closing fence ```␍ closed nothing and the HTML's code was `language-␍`. A CRLF
+    or a lone CR is a line break, as Markdown and `show` read it."""
+    sid = "f3f3f3f3-1111-4222-8333-000000000f3f"
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid, cwd="/srv/app")
+    t.user("Run it\r\nplease")
+    t.assistant(
+        "Here:\r\n\r\n```python\r\nprint(1)\r\n```\r\n\r\nafter the code\rand a line",
+        tools=[tool_use("b1", "Bash", command="make")],
+    )
+    t.tool_result("b1", "ok\r\ndone\r\n")
+    t.user("next")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    session = resolve_session(conn, sid)
+    text = export_session(conn, session, "md").data.decode()
+    assert "␍" not in text and "\r" not in text
+    page = _rendered(text)
+    assert '<code class="language-python">print(1)\n</code>' in page
+    assert "<p>after the code\nand a line</p>" in page and "<h2>User" in page.split("after the code")[1]
+    assert "```\nok\ndone\n\n```" in text
+    page = export_session(conn, session, "html").data.decode()
+    assert "␍" not in page and "language-␍" not in page and "<p>Run it\nplease</p>" in page
