@@ -530,6 +530,10 @@ class Ledger:
             parent_turn = self._turn_of(sess, rec.parent_uuid)
             if parent_turn is None and rec.parent_uuid is None and rec.logical_parent_uuid:
                 parent_turn = self._turn_of(sess, rec.logical_parent_uuid)
+            if rec.uuid is None and rec.parent_uuid is None and rec.logical_parent_uuid is None:
+                # a record naming no uuid is in a file with no tree, written in order: not a root
+                # (each such prompt read as a branch of its own) but the turn after the last
+                parent_turn = sess.last_turn
             parent_turn = self._after_local_commands(sess, parent_turn)
             self.turns[(sess.id, new_turn)] = TurnState(
                 id=new_turn,

@@ -500,3 +500,39 @@ def test_crlf_text_exports_as_lines_not_as_carriage_return_marks(conn, tmp_path)
     assert "```\nok\ndone\n\n```" in text
     page = export_session(conn, session, "html").data.decode()
     assert "␍" not in page and "language-␍" not in page and "<p>Run it\nplease</p>" in page
+
+
+def test_a_log_with_no_uuids_is_one_branch_and_exports_whole(conn, tmp_path):
+    """Claude Code records with no uuid or parentUuid (older or other writers' files) made each
+    prompt a root turn, read as a branch of its own: the export kept the last ("Messages | 2 of 4",
+    "Branch | 2 of 2:" with no label, the first exchange dropped). Written in order with no tree,
+    such a file is one line of turns: exported whole, as `show` and the viewer show it."""
+    sid = "f4f4f4f4-1111-4222-8333-000000000f4f"
+    folder = tmp_path / "projects" / "-srv-app"
+    folder.mkdir(parents=True)
+    said = [
+        ("user", "Fix the login bug"),
+        ("assistant", "Looking."),
+        ("user", "Right"),
+        ("assistant", "Fixed."),
+    ]
+    records = [
+        {
+            "type": role,
+            "timestamp": f"2024-01-01T10:0{n}:00Z",
+            "cwd": "/srv/app",
+            "message": {
+                "role": role,
+                "content": text if role == "user" else [{"type": "text", "text": text}],
+            },
+        }
+        for n, (role, text) in enumerate(said)
+    ]
+    (folder / f"{sid}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    ingest(conn, tmp_path / "projects")
+    done = export_session(conn, resolve_session(conn, sid), "md")
+    text = done.data.decode()
+    assert done.branch is None and done.branches == 0 and done.messages == 4
+    assert "| Messages | 4 |" in text and "Branch" not in text
+    assert all(said_text in text for _, said_text in said)
+    assert conn.execute("SELECT branch_count FROM agent_sessions WHERE id = ?", (sid,)).fetchone()[0] == 0
