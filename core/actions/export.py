@@ -122,7 +122,7 @@ def export_session(
         raise ExportError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     thread = read_thread(conn, session, branch=branch)
     redactor = Redactor(enabled=redact)
-    stamp = (now or datetime.now(UTC)).astimezone().strftime("%Y-%m-%d %H:%M")
+    stamp = _zoned((now or datetime.now(UTC)).astimezone())
     if fmt == "md":
         data = _markdown(thread, redactor, stamp).encode()
     elif fmt == "html":
@@ -225,6 +225,16 @@ def _title(session: SessionSummary) -> str:
     return display_title(session)
 
 
+def _zoned(when: datetime | int | None) -> str:
+    """Local time with its offset from UTC (`2025-11-17 15:30 +05:30`): the reader of a file handed
+    on may be anywhere. `when`: a datetime, or milliseconds since the epoch."""
+    if when is None:
+        return ""
+    at = when if isinstance(when, datetime) else datetime.fromtimestamp(when / 1000).astimezone()
+    zone = at.strftime("%z")
+    return f"{at:%Y-%m-%d %H:%M} {zone[:3]}:{zone[3:]}"
+
+
 def _facts(thread: Thread, stamp: str) -> list[tuple[str, str]]:
     s = thread.session
     facts = [
@@ -232,8 +242,8 @@ def _facts(thread: Thread, stamp: str) -> list[tuple[str, str]]:
         ("Agent", s.agent),
         ("Project", s.project_path or s.project or ""),
         ("Git branch", s.git_branch or ""),
-        ("Started", clock(s.started_at)),
-        ("Ended", clock(s.ended_at)),
+        ("Started", _zoned(s.started_at)),
+        ("Ended", _zoned(s.ended_at)),
         ("Model", s.model or ""),
         ("Messages", f"{len(thread.messages)}" + (f" of {s.message_count}" if thread.branch else "")),
         ("Cost", s.cost_text + (" (whole session)" if thread.branch and s.cost_text else "")),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html.parser
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -536,3 +537,26 @@ def test_a_log_with_no_uuids_is_one_branch_and_exports_whole(conn, tmp_path):
     assert "| Messages | 4 |" in text and "Branch" not in text
     assert all(said_text in text for _, said_text in said)
     assert conn.execute("SELECT branch_count FROM agent_sessions WHERE id = ?", (sid,)).fetchone()[0] == 0
+
+
+def test_export_times_say_their_zone(archive, monkeypatch):
+    """Started, Ended and Exported were local times with no zone (`2025-11-17 15:30` for 10:00Z in
+    Kolkata): whoever is handed the file cannot tell when that was. They carry their offset."""
+    import time
+    from datetime import UTC, datetime
+
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    try:
+        session = resolve_session(archive, SID)
+        now = datetime(2025, 11, 17, 10, 0, tzinfo=UTC)
+        text = export_session(archive, session, "md", now=now).data.decode()
+        page = export_session(archive, session, "html", now=now).data.decode()
+        data = json.loads(export_session(archive, session, "json", now=now).data)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert "| Exported | 2025-11-17 15:30 +05:30 by threadloom |" in text
+    assert re.search(r"\| Started \| \d{4}-\d\d-\d\d \d\d:\d\d \+05:30 \|", text), text
+    assert "<footer>Exported 2025-11-17 15:30 +05:30 by threadloom.</footer>" in page
+    assert data["exported_at"] == "2025-11-17 15:30 +05:30"
