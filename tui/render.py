@@ -36,7 +36,14 @@ from ..core.base.text import (
     task_notice,
 )
 from ..core.present.markdown import SYNTAX_THEME
-from ..core.present.render import hook_duration, message_body, spaced, terminal_text
+from ..core.present.render import (
+    COMPACT_SUMMARY,
+    SUMMARY_STYLE,
+    hook_duration,
+    message_body,
+    spaced,
+    terminal_text,
+)
 from ..core.present.render import long_text as core_long_text
 from ..core.read.browse import MessageRow, ToolCall
 from ..core.read.calls import call_params, call_prose, result_text, tool_summary
@@ -180,11 +187,11 @@ def thinking_line(msg: MessageRow, expanded: bool) -> RenderableType:
 
 
 def summary_line(msg: MessageRow, expanded: bool) -> RenderableType:
-    label = Text(("▾ " if expanded else "▸ ") + "≡ summary of the earlier conversation", style="#87afaf")
+    label = Text(("▾ " if expanded else "▸ ") + f"≡ {COMPACT_SUMMARY}", style=SUMMARY_STYLE)
     label.append(f"  {len(msg.content or ''):,} chars", style="dim")
     if not expanded:
         return label
-    return Group(label, long_text(msg.content or "", "#87afaf"))
+    return Group(label, long_text(msg.content or "", SUMMARY_STYLE))
 
 
 def image_line(image: ImageRef, note: str | None = None) -> Text:

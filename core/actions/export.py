@@ -51,7 +51,7 @@ from ..base.markup import (
 )
 from ..base.redact import Redactor
 from ..base.text import clock, count_of, drop_colours, human_tokens, one_line, printable
-from ..present.render import CAVEAT_NOTE, chip_mark, hook_duration
+from ..present.render import CAVEAT_NOTE, COMPACT_SUMMARY, chip_mark, hook_duration
 from ..read import browse, images
 from ..read.calls import call_params, result_text, tool_summary
 from ..read.diffs import DiffLine, call_diff, is_edit
@@ -432,13 +432,18 @@ def _headed(thread: Thread) -> Iterator[tuple[MessageRow, str]]:
     reply is often several records, text then each tool call: they read as one, under one
     heading), `same` goes on in the block above, `note` stands alone without a heading (Claude
     Code's caveat, a command's output with no command above it), `event` is a system record. A
-    command's output goes on under the command; a record with nothing to show but the hooks
+    command's output goes on under the command; `summary` is the summary a compaction wrote (Claude
+    Code's, a user record), no one's message; a record with nothing to show but the hooks
     after it (a tool's result) shows them in the block above; an empty output shows nothing."""
     previous: str | None = None
     for msg in thread.messages:
         if msg.role == "system" or msg.entry_type == "system":
             previous = None
             yield msg, "event"
+            continue
+        if msg.is_compact_summary:
+            previous = None
+            yield msg, "summary"
             continue
         parts = _parts(msg)
         if parts and all(isinstance(p, CommandOutput) and not p.text.strip() for p in parts):
@@ -459,6 +464,11 @@ def _headed(thread: Thread) -> Iterator[tuple[MessageRow, str]]:
         previous = msg.role
 
 
+def _summary_label(text: str) -> str:
+    """A compaction's summary named as the viewer names it (it reads as no one's message)."""
+    return f"≡ {COMPACT_SUMMARY[:1].upper()}{COMPACT_SUMMARY[1:]} · {len(text):,} chars"
+
+
 def _parts(msg: MessageRow) -> list[Part]:
     """The parts of a user message that holds Claude Code's markup (`core.base.markup`); none else."""
     parts = parse(msg.content) if msg.role == "user" and msg.content else []
@@ -471,6 +481,17 @@ def _md_messages(out: list[str], thread: Thread, redact: Redactor, level: int) -
         new_block = block == "new"
         if block == "event" and msg.hooks:
             out += [_md_hook(run, redact) for run in msg.hooks] + [""]
+            continue
+        if block == "summary":
+            text = redact(clean(msg.content))
+            out += [
+                f"<details><summary>{_summary_label(text)}</summary>",
+                "",
+                _md_text(text),
+                "",
+                "</details>",
+                "",
+            ]
             continue
         if msg.role == "system" or msg.entry_type == "system":
             if msg.content:
@@ -665,10 +686,10 @@ def _md_call(out: list[str], thread: Thread, call: ToolCall, redact: Redactor, l
 CSS = """
 :root { color-scheme: light dark; --bg: #fdfdfc; --fg: #1f2328; --dim: #667085; --line: #d0d7de;
   --user: #0b6bcb; --assistant: #1a7f37; --card: #f6f8fa; --add: #dafbe1; --del: #ffebe9; --fail: #cf222e;
-  --cmd: #8250df; --warn: #9a6700; --chip: #eef1f5; }
+  --cmd: #8250df; --warn: #9a6700; --chip: #eef1f5; --summary: #2f7f7f; }
 @media (prefers-color-scheme: dark) { :root { --bg: #0d1117; --fg: #e6edf3; --dim: #8b949e; --line: #30363d;
   --user: #58a6ff; --assistant: #3fb950; --card: #161b22; --add: #12361f; --del: #3d1a1d; --fail: #f85149;
-  --cmd: #d2a8ff; --warn: #d29922; --chip: #21262d; } }
+  --cmd: #d2a8ff; --warn: #d29922; --chip: #21262d; --summary: #87afaf; } }
 * { box-sizing: border-box; }
 body { margin: 0; background: var(--bg); color: var(--fg);
   font: 15px/1.55 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; }
@@ -695,6 +716,7 @@ details.tool > summary { font: 13px ui-monospace, SFMono-Regular, Menlo, Consola
 details.tool.failed > summary .mark { color: var(--fail); } .mark { color: var(--assistant); }
 .label { color: var(--dim); font-size: .8em; text-transform: uppercase; letter-spacing: .04em; margin-top: 8px; }
 details.thinking > summary, details.subagent > summary { color: var(--dim); font-size: .9em; }
+details.summary { margin: 18px 0; } details.summary > summary { color: var(--summary); font-size: .9em; }
 details.subagent { border-left: 2px dashed var(--line); padding-left: 12px; }
 .diff { white-space: pre-wrap; } .diff .added { background: var(--add); display: block; }
 .diff .removed { background: var(--del); display: block; } .diff .file { font-weight: 700; display: block; }
@@ -795,11 +817,18 @@ def _html_messages(
     open_article = False
     for msg, block in _headed(thread):
         new_block = block == "new"
-        if block in ("new", "note", "event") and open_article:
+        if block in ("new", "note", "event", "summary") and open_article:
             parts.append("</article>")
             open_article = False
         if block == "event" and msg.hooks:
             parts += [_html_hook(run, redact) for run in msg.hooks]
+            continue
+        if block == "summary":
+            text = redact(clean(msg.content))
+            parts.append(
+                f'<details class="summary"><summary>{_summary_label(text)}</summary>'
+                f'<div class="body">{render(text)}</div></details>'
+            )
             continue
         if block == "note":
             parts += [_html_hook(run, redact) for run in msg.hooks if run.before]

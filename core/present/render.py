@@ -68,6 +68,9 @@ from .markdown import Markdown, has_markup, render_markdown, wrap_plain
 
 ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "system": "dim"}
 DIFF_STYLE = {"+": "green", "-": "red"}
+# what a compaction's summary (Claude Code writes it as a user record) is called, and its colour
+COMPACT_SUMMARY = "summary of the earlier conversation"
+SUMMARY_STYLE = "#87afaf"
 STATUS_MARK = {"completed": "✓", "failed": "✗", "rejected": "⊘", "interrupted": "⏹", "pending": "…"}
 
 
@@ -362,6 +365,12 @@ def render_messages(
             _print_hooks(console, msg, indent)
             if ends or any(not run.before for run in msg.hooks):
                 console.print()
+            continue
+        if msg.is_compact_summary:  # no one's message: named as the viewer names it
+            label = Text(f"≡ {COMPACT_SUMMARY}", style=f"bold {SUMMARY_STYLE}")
+            label.append(f" {clock(msg.timestamp)}" if msg.timestamp is not None else "", style="dim")
+            console.print(Padding(label, (0, 0, 0, indent)))
+            console.print(Padding(long_text(msg.content or "", SUMMARY_STYLE), (0, 0, 1, indent + 2)))
             continue
         notice = task_notice(msg.content) if msg.role == "user" else None
         if notice is not None:

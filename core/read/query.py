@@ -629,7 +629,24 @@ def messages(
     attach_tool_calls(conn, session_id, by_entry, "tool_number", results=tool_results)
     attach_images(conn, session_id, by_entry)
     attach_hooks(conn, session_id, out)
+    _mark_compact_summaries(conn, [m for m in out if m.role == "user" and m.content])
     return out
+
+
+def _mark_compact_summaries(conn: sqlite3.Connection, prompts: list[MessageRow]) -> None:
+    """Flag the summary a compaction wrote (Claude Code's user record marked isCompactSummary, read
+    by the viewer from the same bytes: `ClaudeAdapter.message_extras`), so it is named as a summary,
+    not shown as the user's message."""
+    if not prompts:
+        return
+    found = conn.execute(
+        "SELECT id FROM entries WHERE id IN (SELECT value FROM json_each(?)) AND instr(raw, ?) > 0",
+        (orjson.dumps([m.entry_id for m in prompts]).decode(), b'"isCompactSummary":true'),
+    )
+    summaries = {entry_id for (entry_id,) in found}
+    for msg in prompts:
+        if msg.entry_id in summaries:
+            msg.event = {**msg.event, "isCompactSummary": True}
 
 
 SHOWN_PAGE = 500  # messages read at a time by `message_pages`

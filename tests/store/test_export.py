@@ -560,3 +560,42 @@ def test_export_times_say_their_zone(archive, monkeypatch):
     assert re.search(r"\| Started \| \d{4}-\d\d-\d\d \d\d:\d\d \+05:30 \|", text), text
     assert "<footer>Exported 2025-11-17 15:30 +05:30 by threadloom.</footer>" in page
     assert data["exported_at"] == "2025-11-17 15:30 +05:30"
+
+
+def test_a_compaction_summary_is_named_as_the_viewer_names_it(conn, tmp_path):
+    """The summary Claude Code writes when it compacts (a user record, isCompactSummary) was
+    exported and shown as the user's message (`## User`, `<article class="msg user">`, `user` in
+    `show`); it is labelled as the viewer labels it: the summary of the earlier conversation."""
+    sid = "f5f5f5f5-1111-4222-8333-000000000f5f"
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid, cwd="/srv/app")
+    t.user("start the work")
+    t.assistant("Started.")
+    t.add({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted"})
+    said = "This session is being continued from a previous conversation that ran out of context."
+    t.add({"type": "user", "isCompactSummary": True, "message": {"role": "user", "content": said}})
+    t.user("go on")
+    t.assistant("Going on.")
+    path = t.write()
+    path.write_text(
+        path.read_text().replace('"isCompactSummary": true', '"isCompactSummary":true')
+    )  # as written
+    ingest(conn, tmp_path / "projects")
+    session = resolve_session(conn, sid)
+    text = export_session(conn, session, "md").data.decode()
+    page = _rendered(text)
+    label = f"≡ Summary of the earlier conversation · {len(said)} chars"
+    assert f"<details><summary>{label}</summary>\n<p>{said}</p>\n</details>" in page, page
+    assert page.count("<h2>User") == 2  # the two prompts, not the summary
+    page = export_session(conn, session, "html").data.decode()
+    assert f'<details class="summary"><summary>{label}</summary><div class="body"><p>{said}</p>' in page
+    assert page.count('<article class="msg user">') == 2
+    import io
+
+    from rich.console import Console
+    from threadloom.core.present.render import render_session
+
+    out = io.StringIO()
+    render_session(Console(file=out, width=200, highlight=False), conn, session)
+    lines = out.getvalue().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("≡ summary of the earlier conversation"))
+    assert lines[at + 1].strip() == said and sum(line.startswith("user ") for line in lines) == 2

@@ -142,10 +142,18 @@ def varied_session(root: Path) -> Path:
         "<summary>Background command done</summary><result>line one\nline two</result></task-notification>"
     )
     t.add({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted \x1b[2J"})
+    t.add(
+        {
+            "type": "user",
+            "isCompactSummary": True,
+            "message": {"role": "user", "content": "Summary:\n- *one*"},
+        }
+    )
     t.user("a very long line " + "abcdefghij" * 40 + " then words " * 40)
     t.user("   leading spaces, trailing spaces   \n\n\n  and blank lines   ")
     t.user("x" * 120_000)  # past the characters a message draws: a note says how many more
-    t.write()
+    path = t.write()  # the compaction's flag as Claude Code writes it, which the viewer reads
+    path.write_text(path.read_text().replace('"isCompactSummary": true', '"isCompactSummary":true'))
     return root / "projects"
 
 
