@@ -31,7 +31,7 @@ T = TypeVar("T")
 # Bump when the derived tables or their meaning change; entries and source_files survive a bump
 # and the derived tables are rebuilt from `entries`.
 SCHEMA_VERSION = (
-    18  # 11: the stats' sums (core.insight.stats); 12: session_signals (core.insight.signals); 13: what the
+    17  # 11: the stats' sums (core.insight.stats); 12: session_signals (core.insight.signals); 13: what the
 )
 # adapters read more of (Cursor's tool calls, Cline's opening prompt, Aider's thinking, Claude Code's
 # markup: no turn starts at a command's output), placed again in every session; 14: Aider's session
@@ -45,8 +45,8 @@ SCHEMA_VERSION = (
 # turns and episodes keyed by their session too, and a replay
 # refreshes what a record is (its type, flags, role, time, model) as well as its text; 17: Cline 3.x's
 # unanswered calls interrupted, its subagents' results, its cache counted apart per provider, its
-# retries in words and its todo-list reminders no prompts; a fork's times are its own; 18: a prompt
-# with no uuid (a Claude Code file with none) follows the turn before it, not a root of its own
+# retries in words and its todo-list reminders no prompts; a fork's times are its own; a prompt with
+# no uuid (a Claude Code file with none) follows the turn before it, not a root of its own
 BUSY_TIMEOUT_MS = 5000
 # Source files pulled from a sync hub (core.ingest.sync) are named under this root, then their machine: no
 # file of this machine's own, never opened, never "gone" (their records are all the archive has)

@@ -1,4 +1,4 @@
--- threadloom ledger schema 18, generated from core/store/models.py by `python -m threadloom.core.store.db`; do not edit
+-- threadloom ledger schema 17, generated from core/store/models.py by `python -m threadloom.core.store.db`; do not edit
 
 CREATE TABLE agent_file_changes (
 	session_id VARCHAR NOT NULL,
