@@ -27,7 +27,7 @@ def test_the_password_is_taken_out(given: str, kept: str) -> None:
 
 
 def test_errors_are_scrubbed() -> None:
-    said = sync._scrub('connection to "postgresql://ana:s3cret@db/hub" failed: password=s3cret wrong')
+    said = sync.mask_password('connection to "postgresql://ana:s3cret@db/hub" failed: password=s3cret wrong')
     assert "s3cret" not in said
 
 
