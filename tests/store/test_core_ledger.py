@@ -383,6 +383,30 @@ def test_tool_calls_statuses_and_streaming_token_dedup(conn, tmp_path):
     )
 
 
+def test_marker_words_inside_a_successful_output_leave_the_call_completed(conn, tmp_path):
+    """A Read of a file that quotes Claude Code's interruption or refusal text is output, not an
+    interruption: only an error whose text starts with the marker is one."""
+    t = Transcript(project_dir(tmp_path) / f"{SID}.jsonl", SID)
+    t.user("read the parser")
+    quoted = (
+        "     1→INTERRUPTED = '[Request interrupted by user for tool use]'\n     2→# the user rejected it"
+    )
+    t.assistant(
+        tools=[
+            tool_use("tu_read", "Read", file_path="p.py"),
+            tool_use("tu_grep", "Grep", pattern="doesn't want"),
+            tool_use("tu_cut", "Bash", command="sleep 9"),
+        ]
+    )
+    t.tool_result("tu_read", quoted, tool_use_result={"type": "text", "file": {"filePath": "p.py"}})
+    t.tool_result("tu_grep", "a.py: The user doesn't want to proceed with this tool use.")
+    t.tool_result("tu_cut", "Error: [Request interrupted by user for tool use]", is_error=True)
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    statuses = dict(conn.execute("SELECT id, status FROM agent_tool_calls"))
+    assert statuses == {"tu_read": "completed", "tu_grep": "completed", "tu_cut": "interrupted"}
+
+
 def test_titles_custom_then_ai_then_summary_from_another_file_then_prompt(conn, tmp_path):
     def make(sid: str, prompt: str, extra: list[dict]) -> Transcript:
         t = Transcript(project_dir(tmp_path) / f"{sid}.jsonl", sid)
