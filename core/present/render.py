@@ -63,6 +63,7 @@ from ..read.query import (
     get_session,
     message_pages,
     messages,
+    response_before,
 )
 from .markdown import Markdown, has_markup, render_markdown, wrap_plain
 
@@ -334,15 +335,18 @@ def render_messages(
     expand_subagents: bool = True,
     indent: int = 0,
     markdown: bool = True,
+    response: str | None = None,
 ) -> None:
     """`messages` of the session `session_id` (all of them, or a run of them: each is printed the
-    same whatever comes before it), as `render_session` prints them below its header."""
+    same whatever comes before it, given `response`: the API response the run's first message may
+    continue, `response_before`), as `render_session` prints them below its header."""
     children = {
         c.tool_call_id: c for c in children_of(conn, session_id, include_warmup=False) if c.tool_call_id
     }
     code_theme = None if console.no_color or console.color_system is None else SHOW_CODE_THEME
     for msg in messages:
         if msg.role == "system" or msg.entry_type == "system":
+            response = None
             if msg.hooks:
                 for run in msg.hooks:
                     console.print(Padding(hook_text(run), (0, 0, 0, indent)))
@@ -359,6 +363,14 @@ def render_messages(
         for run in msg.hooks:
             if run.before:
                 console.print(Padding(hook_text(run), (0, 0, 0, indent + 2)))
+        drawn = bool(msg.content or msg.thinking or msg.tool_calls)
+        # a later line of an API response drawn above goes on under its header (as the viewer
+        # draws it); calls of another response have a header of their own, not the prompt's
+        goes_on = msg.message_id is not None and msg.message_id == response
+        if drawn:
+            response = msg.message_id
+        elif msg.role != "user" and msg.message_id != response:  # not a call's result: another response
+            response = None
         parts = parse(msg.content) if msg.role == "user" and msg.content else []
         if parts and any(not isinstance(p, Typed) for p in parts):
             ends = _print_parts(console, msg, parts, indent, markdown, code_theme)
@@ -388,7 +400,7 @@ def render_messages(
             label.append(f" {clock(msg.timestamp)}", style="dim")
         if msg.model and msg.role != "user":  # a prompt or a tool's output is no model's (as the exports say)
             label.append(f"  {flat(msg.model)}", style="dim")
-        if msg.content or msg.thinking:
+        if msg.content or msg.thinking or (msg.tool_calls and not goes_on):
             console.print(Padding(label, (0, 0, 0, indent)))
         if msg.thinking:
             console.print(
@@ -516,7 +528,8 @@ def render_pages(
                 printer.write(drawn)
                 continue
             shown = messages(conn, session_id, limit=size, from_seq=start, tool_results=False)
-            render_messages(printer, conn, session_id, shown, **options)
+            response = response_before(conn, session_id, start)
+            render_messages(printer, conn, session_id, shown, response=response, **options)
     finally:
         for worker in pool:
             worker.stop()
@@ -586,7 +599,8 @@ def page_worker() -> None:
     try:
         for start, size in job["pages"]:
             shown = messages(conn, job["session"], limit=size, from_seq=start, tool_results=False)
-            render_messages(printer, conn, job["session"], shown, **options)
+            response = response_before(conn, job["session"], start)
+            render_messages(printer, conn, job["session"], shown, response=response, **options)
             printer.flush()
             data = out.getvalue().encode("utf-8", "surrogatepass")
             out.seek(0)

@@ -653,6 +653,18 @@ SHOWN_PAGE = 500  # messages read at a time by `message_pages`
 FIRST_PAGE = 50
 
 
+def response_before(conn: sqlite3.Connection, session_id: str, seq: int) -> str | None:
+    """The API response (message id) the message at `seq` goes on from when read a page at a
+    time: that of the last message before it, past the tool results (rows with no text of their
+    own) between a response's calls."""
+    row = conn.execute(
+        "SELECT message_id FROM entries WHERE session_id = ? AND seq < ? AND NOT (role = 'user' "
+        "AND COALESCE(content, '') = '' AND COALESCE(thinking, '') = '') ORDER BY seq DESC LIMIT 1",
+        (session_id, seq),
+    ).fetchone()
+    return row[0] if row else None
+
+
 def message_pages(
     conn: sqlite3.Connection, session_id: str, size: int | None = None, *, tool_results: bool = True
 ) -> Iterator[list[MessageRow]]:

@@ -715,10 +715,11 @@ def test_show_draws_claude_codes_markup_for_what_it_is(tmp_path):
     first = data["messages"][0]
     assert first["markup"][0]["kind"] == "caveat" and first["hooks"][0]["kind"] == "hook_success"
     assert first["hooks"][0]["before"] is True and first["hooks"][0]["duration_ms"] == 1203
-    # every reply has its label, the empty thinking blocks before them notwithstanding
+    # every reply has its label, the empty thinking blocks before them notwithstanding, and one
+    # of a call alone too (msg_tok_2's TodoWrite)
     assert [line.split()[0] for line in lines if line.startswith(("user ", "assistant "))].count(
         "assistant"
-    ) == 3
+    ) == 4
 
 
 def test_the_parser_built_for_one_command_reads_and_helps_as_the_whole_one():

@@ -193,7 +193,9 @@ def long_session(root: Path) -> Path:
     t = Transcript(root / "projects" / "-srv-app" / f"{SID}.jsonl", SID, cwd="/srv/app")
     for i in range(60):
         t.user(f"step {i}: **fix** the `thing` — 漢字 {i}")
-        t.assistant(None, tools=[tool_use(f"b{i}", "Bash", command=f"make test{i}")])
+        if i % 2:  # a response over two lines, one a page may begin on: its calls go on under its header
+            t.assistant(f"Testing {i}.", msg_id=f"msg_step{i}")
+        t.assistant(None, msg_id=f"msg_step{i}", tools=[tool_use(f"b{i}", "Bash", command=f"make test{i}")])
         t.tool_result(f"b{i}", "ok")
         t.assistant(f"Done with step {i}.\n\n```python\nprint({i})\n```\n\n- a\n- b \x1b[2J")
     t.write()

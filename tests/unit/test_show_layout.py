@@ -1,0 +1,63 @@
+"""What `show` prints around a session's messages: who says what (a header for an assistant
+message holding only calls), drawn the same by Rich and by the plain console."""
+
+from __future__ import annotations
+
+import io
+import sqlite3
+from pathlib import Path
+
+from rich.console import Console
+from threadloom.core.cli.show import _TrimmedLines
+from threadloom.core.present.render import PlainConsole, render_session
+from threadloom.core.read.query import resolve_session
+
+from tests.builders.claude import Transcript, tool_use
+from tests.support import ingest
+
+SID = "5e5e5e5e-0000-4000-8000-00000000a0a0"
+
+
+def shown(conn: sqlite3.Connection, session_id: str = SID, width: int = 100) -> str:
+    """`show` piped, drawn by Rich and by the plain console: the two must agree."""
+    drawn = []
+    for plain in (False, True):
+        out = io.StringIO()
+        lines = _TrimmedLines(out)
+        rich = Console(highlight=False, width=width, height=25, file=lines)  # type: ignore[arg-type]
+        console = PlainConsole(rich) if plain else rich
+        render_session(console, conn, resolve_session(conn, session_id))  # type: ignore[arg-type]
+        if isinstance(console, PlainConsole):
+            console.flush()
+        lines.close()
+        drawn.append(out.getvalue())
+    assert drawn[0] == drawn[1]
+    return drawn[0]
+
+
+def transcript(tmp_path: Path) -> Transcript:
+    return Transcript(tmp_path / "projects" / "-srv-app" / f"{SID}.jsonl", SID, cwd="/srv/app")
+
+
+def test_an_assistant_message_of_calls_alone_has_its_header(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    """Calls made without a word (or after an empty thinking block) are the assistant's, not drawn
+    under the prompt; the later lines of one response stay under its one header."""
+    t = transcript(tmp_path)
+    t.user("check the tree")
+    t.assistant(msg_id="msg_A", thinking="")
+    t.assistant(msg_id="msg_A", tools=[tool_use("c1", "Bash", command="git status")])
+    t.tool_result("c1", "clean")
+    t.assistant("Clean. Now the log.", msg_id="msg_B")
+    t.assistant(msg_id="msg_B", tools=[tool_use("c2", "Bash", command="git log -1")])
+    t.tool_result("c2", "abc fix")
+    t.assistant(msg_id="msg_B", tools=[tool_use("c3", "Bash", command="git diff")])
+    t.tool_result("c3", "")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    lines = [line.strip() for line in shown(conn).splitlines() if line.strip()]
+    heads = [i for i, line in enumerate(lines) if line.startswith("assistant ")]
+    prompt = lines.index("check the tree")
+    status = next(i for i, line in enumerate(lines) if "git status" in line)
+    assert prompt < heads[0] < status  # the first call under a header of its own
+    assert len(heads) == 2  # msg_B's calls go on under its header
+    assert heads[1] < next(i for i, line in enumerate(lines) if "git log -1" in line)
