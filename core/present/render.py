@@ -374,8 +374,9 @@ def render_messages(
         parts = parse(msg.content) if msg.role == "user" and msg.content else []
         if parts and any(not isinstance(p, Typed) for p in parts):
             ends = _print_parts(console, msg, parts, indent, markdown, code_theme)
+            _print_images(console, msg, indent)  # pasted beside an IDE note or a command: still there
             _print_hooks(console, msg, indent)
-            if ends or any(not run.before for run in msg.hooks):
+            if ends or msg.images or any(not run.before for run in msg.hooks):
                 console.print()
             continue
         if msg.is_compact_summary:  # no one's message: named as the viewer names it
@@ -413,8 +414,7 @@ def render_messages(
             console.print(
                 Padding(_content(msg.role, msg.content, markdown, code_theme), (0, 0, 0, indent + 2))
             )
-        for image in msg.images:
-            console.print(Padding(Text(f"▣ {describe(image)}", style="#d7af5f"), (0, 0, 0, indent + 2)))
+        _print_images(console, msg, indent)
         for call in msg.tool_calls:
             mark = STATUS_MARK.get(call.status or "pending", "?")
             line = Text(f"▸ {flat(call.name)}  ", style="yellow")
@@ -619,6 +619,11 @@ def _print_hooks(console: Printer, msg: MessageRow, indent: int) -> None:
     for run in msg.hooks:
         if not run.before:
             console.print(Padding(hook_text(run), (0, 0, 0, indent + 2)))
+
+
+def _print_images(console: Printer, msg: MessageRow, indent: int) -> None:
+    for image in msg.images:
+        console.print(Padding(Text(f"▣ {describe(image)}", style="#d7af5f"), (0, 0, 0, indent + 2)))
 
 
 def _print_parts(

@@ -4,6 +4,7 @@ message holding only calls), drawn the same by Rich and by the plain console."""
 from __future__ import annotations
 
 import io
+import json
 import sqlite3
 from pathlib import Path
 
@@ -61,3 +62,23 @@ def test_an_assistant_message_of_calls_alone_has_its_header(conn: sqlite3.Connec
     assert prompt < heads[0] < status  # the first call under a header of its own
     assert len(heads) == 2  # msg_B's calls go on under its header
     assert heads[1] < next(i for i, line in enumerate(lines) if "git log -1" in line)
+
+
+def test_images_beside_an_ide_note_are_listed(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    """A prompt holding an IDE selection, two pasted images and the words typed: its images are
+    listed (`▣`) as those of a plain prompt are."""
+    t = transcript(tmp_path)
+    png = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+    selection = (
+        "<ide_selection>The user selected the lines 1 to 2 from /srv/app/a.py:\nx = 1\n\n"
+        "This may or may not be related to the current task.</ide_selection>"
+    )
+    content = [{"type": "text", "text": selection}, png, png, {"type": "text", "text": "what is wrong here?"}]
+    t.add({"type": "user", "message": {"role": "user", "content": content}})
+    t.assistant("The colours.")
+    # compact, as Claude Code writes its lines (the image marker is looked for in those bytes)
+    t.path.write_text("".join(json.dumps(x, separators=(",", ":")) + "\n" for x in t.lines))
+    ingest(conn, tmp_path / "projects")
+    out = shown(conn)
+    assert "[§ a.py:1-2]" in out and "what is wrong here?" in out
+    assert out.count("▣ image/png") == 2
