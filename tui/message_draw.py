@@ -29,6 +29,7 @@ from ..core.adapters import tool_group
 from ..core.adapters.base import ImageRef
 from ..core.base import markup
 from ..core.present.markdown import Markdown, segments
+from ..core.present.render import rewind_line
 from ..core.read import browse, images
 from ..core.read.browse import MessageRow, ToolCall
 from ..core.read.calls import call_params, result_text
@@ -190,7 +191,7 @@ class MessageDrawer:
             drawing.add("gap", Text(""), indent=0, target=False)
         self._hooks(drawing, msg, before=True)  # the session's first hooks, before its first message
         if msg.seq in self.state.rewinds:
-            drawing.add("rewind", render.rewind_line(), indent=2, target=False)
+            drawing.add("rewind", rewind_line(), indent=2, target=False)
             drawing.add("gap", Text(""), indent=0, target=False)
         if msg.is_compact_summary:
             key = f"summary:{msg.entry_id}"

@@ -202,10 +202,6 @@ def image_line(image: ImageRef, note: str | None = None) -> Text:
     return line
 
 
-def rewind_line() -> Text:
-    return Text("── ↶ rewound: a new branch starts here, from an earlier message ──", style="#5fafaf")
-
-
 def event_line(msg: MessageRow) -> Text:
     """A system record as one dim divider: compaction, API error, hook, turn duration, …"""
     ev = msg.event

@@ -50,7 +50,7 @@ from ..base.text import (
     short_when,
     task_notice,
 )
-from ..read.browse import tool_result_extra
+from ..read.browse import rewind_seqs, tool_result_extra
 from ..read.calls import call_params, tool_summary
 from ..read.diffs import diff_rows
 from ..read.images import describe
@@ -270,10 +270,11 @@ def render_session(
     other processes draw pages of it too (`render_pages`), when printing plain lines from a
     database file. `turn`: only the turn holding message #turn (`show 'SESSION#n'`, as answers cite it)."""
     render_header(console, session, indent=indent, note=note)
+    rewinds = rewinds_of(conn, session)
     if turn is not None:
         render_messages(
             console, conn, session.id, turn_messages(conn, session.id, turn), expand_subagents=expand_subagents,
-            indent=indent, markdown=markdown,
+            indent=indent, markdown=markdown, rewinds=rewinds,
         )  # fmt: skip
         return
     path = database_file(conn)
@@ -287,7 +288,7 @@ def render_session(
     pages = message_pages(conn, session.id, tool_results=False)
     render_messages(
         console, conn, session.id, chain.from_iterable(pages), expand_subagents=expand_subagents, indent=indent,
-        markdown=markdown,
+        markdown=markdown, rewinds=rewinds,
     )  # fmt: skip
 
 
@@ -336,15 +337,19 @@ def render_messages(
     indent: int = 0,
     markdown: bool = True,
     response: str | None = None,
+    rewinds: frozenset[int] = frozenset(),
 ) -> None:
     """`messages` of the session `session_id` (all of them, or a run of them: each is printed the
     same whatever comes before it, given `response`: the API response the run's first message may
-    continue, `response_before`), as `render_session` prints them below its header."""
+    continue, `response_before`), as `render_session` prints them below its header; a rewind's
+    line above each prompt at a position of `rewinds` (`rewinds_of`)."""
     children = {
         c.tool_call_id: c for c in children_of(conn, session_id, include_warmup=False) if c.tool_call_id
     }
     code_theme = None if console.no_color or console.color_system is None else SHOW_CODE_THEME
     for msg in messages:
+        if msg.seq in rewinds:
+            console.print(Padding(rewind_line(), (0, 0, 1, indent)))
         if msg.role == "system" or msg.entry_type == "system":
             response = None
             if msg.hooks:
@@ -506,11 +511,14 @@ def render_pages(
         return 0 if index < max(lead, 1) else (index - lead) % (workers + 1)
 
     options: dict[str, Any] = {"expand_subagents": expand_subagents, "indent": indent, "markdown": markdown}
+    session = get_session(conn, session_id)
+    rewinds = rewinds_of(conn, session) if session is not None else frozenset()
     job = {
         "db": path,
         "session": session_id,
         "width": printer.width,
         "height": printer.rich.height,
+        "rewinds": sorted(rewinds),
         **options,
     }
     pool: list[_PageWorker] = []
@@ -529,7 +537,7 @@ def render_pages(
                 continue
             shown = messages(conn, session_id, limit=size, from_seq=start, tool_results=False)
             response = response_before(conn, session_id, start)
-            render_messages(printer, conn, session_id, shown, response=response, **options)
+            render_messages(printer, conn, session_id, shown, response=response, rewinds=rewinds, **options)
     finally:
         for worker in pool:
             worker.stop()
@@ -595,12 +603,15 @@ def page_worker() -> None:
     out = io.StringIO()
     printer = PlainConsole(Console(highlight=False, width=job["width"], height=job["height"], file=out))
     options = {key: job[key] for key in ("expand_subagents", "indent", "markdown")}
+    rewinds = frozenset(job["rewinds"])
     pipe = sys.stdout.buffer
     try:
         for start, size in job["pages"]:
             shown = messages(conn, job["session"], limit=size, from_seq=start, tool_results=False)
             response = response_before(conn, job["session"], start)
-            render_messages(printer, conn, job["session"], shown, response=response, **options)
+            render_messages(
+                printer, conn, job["session"], shown, response=response, rewinds=rewinds, **options
+            )
             printer.flush()
             data = out.getvalue().encode("utf-8", "surrogatepass")
             out.seek(0)
@@ -619,6 +630,21 @@ def _print_hooks(console: Printer, msg: MessageRow, indent: int) -> None:
     for run in msg.hooks:
         if not run.before:
             console.print(Padding(hook_text(run), (0, 0, 0, indent + 2)))
+
+
+REWIND_NOTE = "── ↶ rewound: a new branch starts here, from an earlier message ──"
+REWIND_STYLE = "#5fafaf"
+
+
+def rewind_line() -> Text:
+    """Where the user went back (Esc Esc, "redo from here") and asked again: a later branch's first
+    prompt, whose branch follows the one above it in the session's order."""
+    return Text(REWIND_NOTE, style=REWIND_STYLE)
+
+
+def rewinds_of(conn: sqlite3.Connection, session: SessionSummary) -> frozenset[int]:
+    """The positions of the prompts that start a later branch (none in a session of one branch)."""
+    return frozenset(rewind_seqs(conn, session.id)) if session.branch_count else frozenset()
 
 
 def _print_images(console: Printer, msg: MessageRow, indent: int) -> None:

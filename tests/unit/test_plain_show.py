@@ -191,13 +191,15 @@ def test_every_corpus_session_is_drawn_as_rich_drew_it(tmp_path: Path) -> None:
 
 def long_session(root: Path) -> Path:
     t = Transcript(root / "projects" / "-srv-app" / f"{SID}.jsonl", SID, cwd="/srv/app")
+    replies = []
     for i in range(60):
-        t.user(f"step {i}: **fix** the `thing` — 漢字 {i}")
+        # step 40 goes back to step 10's answer: a rewind, marked on whichever page it falls
+        t.user(f"step {i}: **fix** the `thing` — 漢字 {i}", **({"parent": replies[10]} if i == 40 else {}))
         if i % 2:  # a response over two lines, one a page may begin on: its calls go on under its header
             t.assistant(f"Testing {i}.", msg_id=f"msg_step{i}")
         t.assistant(None, msg_id=f"msg_step{i}", tools=[tool_use(f"b{i}", "Bash", command=f"make test{i}")])
         t.tool_result(f"b{i}", "ok")
-        t.assistant(f"Done with step {i}.\n\n```python\nprint({i})\n```\n\n- a\n- b \x1b[2J")
+        replies.append(t.assistant(f"Done with step {i}.\n\n```python\nprint({i})\n```\n\n- a\n- b \x1b[2J"))
     t.write()
     return root / "projects"
 
@@ -225,7 +227,7 @@ def test_pages_drawn_by_workers_are_those_drawn_here(tmp_path: Path, monkeypatch
     here: list[int] = []  # the pages this process drew (the workers drew the others)
     draw = render.render_messages
     monkeypatch.setattr(render, "render_messages", lambda *a, **kw: here.append(1) or draw(*a, **kw))
-    assert paged(conn, path, workers=0) == body and "print(59)" in body
+    assert paged(conn, path, workers=0) == body and "print(59)" in body and body.count("↶ rewound") == 1
     pages = len(here)
     assert pages > 20
     for workers in (1, 2):

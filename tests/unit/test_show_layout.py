@@ -82,3 +82,26 @@ def test_images_beside_an_ide_note_are_listed(conn: sqlite3.Connection, tmp_path
     out = shown(conn)
     assert "[§ a.py:1-2]" in out and "what is wrong here?" in out
     assert out.count("▣ image/png") == 2
+
+
+def test_a_rewind_is_marked_where_the_later_branch_starts(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    """Two prompts answering the same message (the user went back and asked again): the second
+    starts a new branch, marked as the viewer marks it, not read on as one conversation."""
+    t = transcript(tmp_path)
+    t.user("Start")
+    ready = t.assistant("Ready")
+    t.user("First attempt")
+    t.assistant("First answer")
+    t.user("Second attempt", parent=ready)
+    t.assistant("Second answer")
+    t.user("Keep going")
+    t.assistant("Kept going")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    lines = [line.strip() for line in shown(conn).splitlines() if line.strip()]
+    (mark,) = [i for i, line in enumerate(lines) if "↶ rewound" in line]
+    assert lines[mark] == "── ↶ rewound: a new branch starts here, from an earlier message ──"
+    assert (
+        lines.index("First answer") < mark < lines.index("Second attempt") == mark + 2
+    )  # its header between
+    assert lines[mark + 1].startswith("user ")
