@@ -553,7 +553,9 @@ class CodexAdapter(Adapter):
                 if text and not is_injected(text):
                     self._human(out, text, ctx)
                 else:
-                    out.is_message = True
+                    # context Codex gives the model (environment, AGENTS.md): kept, not drawn as the
+                    # person's words, as Cline's environment details and Claude Code's reminders are not
+                    out.is_message = not text
                     out.is_meta = True
                     cwd = ENV_CWD.search(text or "")
                     out.cwd = cwd.group(1).strip() if cwd else None  # the bare era's only cwd
@@ -669,7 +671,7 @@ class CodexAdapter(Adapter):
             if text and msg_kind in (None, "plain") and not is_injected(text):
                 self._human(out, text, ctx)
             else:
-                out.is_message = True
+                out.is_message = not (text and is_injected(text))  # context, as above
                 out.is_meta = True
             return
         if kind in ("agent_message", "agent_reasoning", "task_complete", "turn_complete", "turn_aborted"):

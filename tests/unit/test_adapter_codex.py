@@ -699,3 +699,28 @@ def test_a_prompt_is_shown_with_no_model(conn, home, tmp_path, capsys):
     ]
     assert heads and any(h.startswith("assistant ") and "gpt" in h for h in heads)
     assert not [h for h in heads if h.startswith("user ") and "gpt" in h], heads
+
+
+def test_injected_context_is_kept_but_not_shown_as_the_users_words(conn, home):
+    """`<environment_context>` and AGENTS.md, which Codex gives the model as user messages, are
+    context, not prompts: neither `show` nor the viewer (both read the messages) lists them, as
+    Cline's environment details are not; the cwd is still read from them."""
+    from threadloom.core.read.query import messages
+
+    r = Rollout(home, THREAD)
+    r.meta()
+    r.context()
+    env = "<environment_context>\n  <cwd>/home/dev/shop</cwd>\n  <shell>zsh</shell>\n</environment_context>"
+    for text in ("# AGENTS.md instructions for /home/dev/shop\n\n<INSTRUCTIONS>be brief</INSTRUCTIONS>", env):
+        r.add(
+            "response_item",
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]},
+        )
+    r.add("event_msg", {"type": "user_message", "message": env, "images": []})
+    r.prompt("add a cart")
+    r.say("Added.")
+    r.write()
+    ingest(conn, home)
+    shown = [(m.role, m.content) for m in messages(conn, THREAD) if m.content]
+    assert shown == [("user", "add a cart"), ("assistant", "Added.")]
+    assert session(conn, THREAD)["project_path"] == "/home/dev/shop"
