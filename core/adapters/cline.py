@@ -98,6 +98,10 @@ TOOL_DENIED = "The user denied this operation"
 # Cline's reminders to the model about its todo list (the `task_progress` parameter), a text block
 # it adds to a user message after the tool results: context for the model, never the person's words
 REMINDER = re.compile(r"^\s*# (?:TODO LIST UPDATE REQUIRED|task_progress\b)")
+# the SDK's note, once a compaction removed a turn's calls, of what they did ("Earlier context was
+# compacted. Summary of your actions after the request above: …"): a text block it adds to the
+# turn's prompt, for the model, never the person's words
+SYSTEM_NOTICE = re.compile(r"^\s*<SYSTEM_NOTICE>.*</SYSTEM_NOTICE>\s*$", re.S)
 USER_INPUT = re.compile(r"^\s*<user_input[^>]*>\s*(.*?)\s*</user_input>\s*$", re.S)
 
 # ui_messages.json: what each ask/say means (ExtensionMessage.ts of Cline and Roo Code)
@@ -714,7 +718,14 @@ class ClineAdapter(Adapter):
             out.is_meta = True  # the compacted copy the model sees; the transcript holds the messages
             return out
         self._chain(out, st)
-        _blocks(out, m.get("content"), role)
+        content = m.get("content")
+        if role == "user" and isinstance(content, list):
+            content = [
+                b
+                for b in content
+                if not (isinstance(b, dict) and SYSTEM_NOTICE.match(str(b.get("text") or "")))
+            ]
+        _blocks(out, content, role)
         kind = as_str(meta.get("kind"))
         if kind == "compaction_summary":
             out.role = "system"

@@ -623,6 +623,19 @@ def test_cline_sdk_session_subagent_compaction_and_sidecar(conn, tmp_path, monke
                         {"type": "text", "text": "<SYSTEM_NOTICE>compacted</SYSTEM_NOTICE>"},
                     ],
                 },
+                {
+                    "id": "u4",
+                    "role": "user",
+                    "ts": 5,
+                    "content": [
+                        {"type": "text", "text": "and the footer"},
+                        {
+                            "type": "text",
+                            "text": "<SYSTEM_NOTICE>\nEarlier context was compacted. Summary of your actions after "
+                            "the request above:\nFiles edited:\n/Users/me/app/footer.tsx:3-4\n</SYSTEM_NOTICE>",
+                        },
+                    ],
+                },
             ],
             system_prompt="You are Cline.",
         ),
@@ -661,7 +674,7 @@ def test_cline_sdk_session_subagent_compaction_and_sidecar(conn, tmp_path, monke
         s["turn_count"],
         s["tool_call_count"],
         s["compaction_count"],
-    ) == ("cline", "rename the sidebar", "/Users/me/app", 2, 1, 1)
+    ) == ("cline", "rename the sidebar", "/Users/me/app", 3, 1, 1)
     # input reported with the cache inside; the compaction message's usageBefore counts once more
     assert (s["input_tokens"], s["cache_read_tokens"], s["cache_creation_tokens"], s["output_tokens"]) == (
         200,
@@ -672,6 +685,9 @@ def test_cline_sdk_session_subagent_compaction_and_sidecar(conn, tmp_path, monke
     child = session(conn, f"{sid}__explorer")
     assert (child["kind"], child["parent_session_id"], child["input_tokens"]) == ("subagent", sid, 10)
     assert "summary of it all" not in [c for _, c in shown(conn, sid)]
+    # the SDK's notice of what a compacted turn did is for the model: the prompts are the words typed
+    prompts = [c for role, c in shown(conn, sid) if role == "user" and c]
+    assert prompts == ["rename the sidebar", "and the header", "and the footer"]
     assert round_trips(conn, transcript)
     assert {r[0] for r in conn.execute("SELECT agent FROM source_files")} == {"cline"}
 
