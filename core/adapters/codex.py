@@ -584,7 +584,13 @@ class CodexAdapter(Adapter):
                 params = wrapped_params(p.get("action"), "action")
             else:
                 params = wrapped_params(p.get("arguments"), "arguments")
-            name = as_str(p.get("name")) or ("local_shell" if itype == "local_shell_call" else "tool_search")
+            nested = p.get("function")  # Chat Completions' shape: `{"function": {"name": …}}`
+            nested_name = as_str(nested.get("name")) if isinstance(nested, dict) else None
+            name = (
+                as_str(p.get("name"))
+                or nested_name
+                or ("local_shell" if itype == "local_shell_call" else "tool_search")
+            )
             if isinstance(p.get("namespace"), str) and p["namespace"]:
                 name = f"{p['namespace']}.{name}"
             out.role = "assistant"

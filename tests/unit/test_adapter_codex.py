@@ -724,3 +724,26 @@ def test_injected_context_is_kept_but_not_shown_as_the_users_words(conn, home):
     shown = [(m.role, m.content) for m in messages(conn, THREAD) if m.content]
     assert shown == [("user", "add a cart"), ("assistant", "Added.")]
     assert session(conn, THREAD)["project_path"] == "/home/dev/shop"
+
+
+def test_a_call_named_inside_its_function_object_keeps_its_name(conn, home):
+    """`{"type":"function_call","function":{"name":"translate"},…}` (a drifted writer's shape) is
+    the call `translate`, not `tool_search`, the name of a call written with none."""
+    path = home / "sessions" / "2025" / "09" / "10" / f"rollout-2025-09-10T12-00-00-{THREAD}.jsonl"
+    lines = [
+        {"id": THREAD, "timestamp": "2025-09-10T12:00:00.000Z", "instructions": None},
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "say hello in Spanish"}],
+        },
+        {
+            "type": "function_call",
+            "function": {"name": "translate"},
+            "arguments": {"text": "hello", "to": "es"},
+        },
+    ]
+    path.parent.mkdir(parents=True)
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    ingest(conn, home)
+    assert [r[0] for r in conn.execute("SELECT tool_name FROM agent_tool_calls")] == ["translate"]
