@@ -105,3 +105,33 @@ def test_a_rewind_is_marked_where_the_later_branch_starts(conn: sqlite3.Connecti
         lines.index("First answer") < mark < lines.index("Second attempt") == mark + 2
     )  # its header between
     assert lines[mark + 1].startswith("user ")
+
+
+def test_a_stop_hook_is_printed_once(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    """Claude Code 2.1 records a Stop hook twice, as its attachment and in the stop_hook_summary
+    after it (the same toolUseID): one line says it ran; a summary of hooks not recorded otherwise
+    is still printed."""
+    from tests.builders.claude import hook
+
+    t = transcript(tmp_path)
+    t.user("tidy up")
+    t.assistant("Tidied.")
+    command = '"${CLAUDE_PLUGIN_ROOT}/scripts/notify.cmd" actor idle'
+    hook(t, "hook_success", "Stop", toolUseID="stop-1", exitCode=0, command=command, durationMs=102)
+    for tool_use_id, said in (("stop-1", command), ("stop-2", "./scripts/other.sh")):
+        t.add(
+            {
+                "type": "system",
+                "subtype": "stop_hook_summary",
+                "toolUseID": tool_use_id,
+                "hookCount": 1,
+                "hookInfos": [{"command": said, "durationMs": 102}],
+                "hookErrors": [],
+                "preventedContinuation": False,
+            }
+        )
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    out = shown(conn)
+    assert out.count("notify.cmd") == 1 and "exit 0 · 102 ms" in out
+    assert out.count("other.sh") == 1
