@@ -45,8 +45,10 @@ SCHEMA_VERSION = (
 # turns and episodes keyed by their session too, and a replay
 # refreshes what a record is (its type, flags, role, time, model) as well as its text; 17: Cline 3.x's
 # unanswered calls interrupted, its subagents' results, its cache counted apart per provider, its
-# retries in words and its todo-list reminders no prompts; a fork's times are its own; a prompt with
-# no uuid (a Claude Code file with none) follows the turn before it, not a root of its own
+# retries in words and its todo-list reminders no prompts, its SDK's compaction notices no prompt's
+# words; a fork's times are its own; a prompt with no uuid (a Claude Code file with none) follows the
+# turn before it; a Claude Code result only quoting an interruption completed; Codex's injected
+# context no message, its calls named inside a function object
 BUSY_TIMEOUT_MS = 5000
 # Source files pulled from a sync hub (core.ingest.sync) are named under this root, then their machine: no
 # file of this machine's own, never opened, never "gone" (their records are all the archive has)
