@@ -106,8 +106,10 @@ def _rebuild(args: argparse.Namespace, path: Path) -> int:
         try:
             with contextlib.closing(db.peek(path)) as old:
                 db.refuse_foreign(old, path)
-        except sqlite3.DatabaseError:
-            pass
+        except sqlite3.DatabaseError as exc:
+            text_file = db.not_a_database(path) if "not a database" in str(exc) else None
+            if text_file is not None:  # a note or a log given as --db is not moved aside
+                raise text_file from exc
     given = _user_data(path)
     fresh = path.with_name(f"{path.name}.rebuilding-{os.getpid()}")
     _remove_database(fresh)

@@ -687,6 +687,38 @@ def _said(exc: BaseException) -> str:
     return text if len(text) <= 160 else text[:159] + "…"
 
 
+def not_a_database(db_path: Path) -> LedgerError | None:
+    """A note or a log given as --db, said as such (not as damage, with no rebuild that would move
+    it aside); None when the file is not text (damage leaves binary bytes)."""
+    start = _text_start(db_path)
+    if start is None:
+        return None
+    return LedgerError(
+        f"{db_path} is not a threadloom database (a text file: {start!r}), so threadloom leaves it as it "
+        "is: pass --db a threadloom database, or a new file to start one."
+    )
+
+
+def _text_start(db_path: Path) -> str | None:
+    """The first words of a file SQLite found no database in, when it is text (UTF-8, no NUL) and
+    so never was one; None for anything else. Read only once SQLite has said it is no database:
+    nothing of SQLite's holds a lock on it then."""
+    try:
+        with open(db_path, "rb") as f:
+            head = f.read(512)
+    except OSError:
+        return None
+    if not head or b"\0" in head or head.startswith(b"SQLite format 3"):
+        return None
+    try:
+        words = head.decode("utf-8", errors="strict" if len(head) < 512 else "ignore")
+    except UnicodeDecodeError:
+        return None
+    from ..base.text import printable
+
+    return printable(" ".join(words.split()))[:40]
+
+
 def damaged(db_path: Path, detail: str) -> LedgerError:
     rebuild = f"threadloom ingest --rebuild --db {shlex.quote(str(db_path))}"
     return LedgerError(
@@ -738,7 +770,8 @@ def explain(exc: BaseException, db_path: Path) -> LedgerError:
             "or pass --db another file."
         )
     if is_damage(exc):
-        return damaged(db_path, text)
+        text_file = not_a_database(db_path) if "not a database" in text else None
+        return text_file or damaged(db_path, text)
     if code == SQLITE_CANTOPEN:
         return LedgerError(
             f"Cannot open the database {db_path} ({text}): check that it, its folder and the -wal and -shm "

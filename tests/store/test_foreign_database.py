@@ -64,6 +64,27 @@ def test_every_command_refuses_another_application_s_database_and_leaves_it_as_i
     assert not list(tmp_path.glob("state.vscdb.*.bak"))
 
 
+def test_a_text_file_given_as_the_database_is_refused_and_left_as_it_was(tmp_path, capsys, monkeypatch):
+    """A note given as --db was called damaged, and the fix it named (`ingest --rebuild`) moved the
+    note aside and wrote a database under its name."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "home" / ".claude"))
+    path = tmp_path / "notes.md"
+    path.write_text("# My notes\n\nsome text here, caf\u00e9\n")
+    before = path.read_bytes()
+    for command in COMMANDS:
+        args = [a.replace("{tmp}", str(tmp_path)) for a in command]
+        code = main([*args, "--db", str(path)])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code != 0, command
+        assert len(err) == 1 and "is not a threadloom database (a text file: '# My notes" in err[0], (
+            command,
+            err,
+        )
+        assert "--rebuild" not in err[0] and path.read_bytes() == before, command
+    assert not list(tmp_path.glob("notes.md.*.bak"))
+
+
 def test_threadloom_s_databases_carry_the_mark_and_older_ones_get_it(tmp_path):
     path = tmp_path / "t.db"
     conn = db.connect(path)
