@@ -212,7 +212,9 @@ def test_database_file_is_private_and_pragmas_set(tmp_path):
 
 def test_corrupt_database_names_rebuild(tmp_path):
     bad = tmp_path / "bad.db"
-    bad.write_bytes(b"this is definitely not sqlite" * 100)
+    bad.write_bytes(
+        b"\x00\xffthis is definitely not sqlite" * 100
+    )  # binary, as damage leaves (text is a note)
     res = run("sessions", "--db", str(bad))
     assert res.returncode == 1 and "--rebuild" in res.stderr and "Traceback" not in res.stderr
     projects = make_archive(tmp_path)
