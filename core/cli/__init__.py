@@ -41,7 +41,7 @@ from . import (
     verify,
     watch,
 )
-from .common import Command, add_db_option, fail, open_reading
+from .common import Command, absent_but_creatable, add_db_option, fail, open_reading
 
 # Every subcommand, in the order `threadloom --help` lists them: each module adds its parser and
 # says what runs it (`COMMANDS`); a new command is a module here and a name in this tuple.
@@ -201,7 +201,11 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(only=_first_word(words))
     args, extra = parser.parse_known_args(_session_opens(words, parser))
+    bare = args.command == "open" and _first_word(words) != "open"  # `threadloom WORD`
     if extra:
+        if bare and (said := _mistyped_command(args, parser)) is not None:
+            fail(said)
+            return 2
         _refuse_extra(parser, args, extra)
     _as_text(args)
     from ..store.db import LedgerError
@@ -216,7 +220,7 @@ def main(argv: list[str] | None = None, *, run_tui: Callable[[argparse.Namespace
         if args.command is None:
             return (run_tui or _no_tui)(args)
         if args.command == "open":
-            return _open_in_tui(args, run_tui or _no_tui)
+            return _open_in_tui(args, run_tui or _no_tui, parser if bare else None)
         handler = COMMANDS[args.command].run
         return handler(args)
     except (LedgerError, MemoryRefused) as exc:
@@ -338,18 +342,65 @@ def _refuse_extra(parser: argparse.ArgumentParser, args: argparse.Namespace, ext
     target.error(message)
 
 
-def _open_in_tui(args: argparse.Namespace, run_tui: Callable[[argparse.Namespace], int]) -> int:
+def _open_in_tui(
+    args: argparse.Namespace,
+    run_tui: Callable[[argparse.Namespace], int],
+    bare: argparse.ArgumentParser | None = None,
+) -> int:
     """`open SESSION`: the session is found first (by id, prefix or its agent's own id), so a
-    wrong one is said here, on the command line, and the TUI opens on the one found."""
+    wrong one is said here, on the command line, and the TUI opens on the one found. Given as
+    `threadloom WORD` (`bare`, the parser), a WORD that names no session but is close to a
+    command's name is said as a mistyped command."""
+    from ..store.db import LedgerError
+
+    try:
+        args.open_session = _find_session(args)
+    except (LookupError, LedgerError):
+        if bare is not None and (said := _mistyped_command(args, bare)) is not None:
+            fail(said)
+            return 2
+        raise
+    args.demo = False
+    return run_tui(args)
+
+
+def _find_session(args: argparse.Namespace) -> str:
+    """The id of the session `args.session` names; LookupError when none or several do."""
     from ..read.query import resolve_session
 
     conn = open_reading(args)
     try:
-        args.open_session = resolve_session(conn, args.session).id
+        return resolve_session(conn, args.session).id
     finally:
         conn.close()
-    args.demo = False
-    return run_tui(args)
+
+
+def _mistyped_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str | None:
+    """What to say when `threadloom WORD` was meant as a command (`threadloom serach foo`,
+    `threadloom stat`): WORD names no session and is close to a command's name. difflib is
+    imported here only, on the way to an error (a run that changes nothing never pays for it)."""
+    from ..read.query import AmbiguousSession
+    from ..store.db import default_db_path
+
+    word = args.session
+    path = Path(args.db) if args.db else default_db_path()
+    if str(path) == ":memory:" or not absent_but_creatable(path):  # else no database, so no session
+        try:
+            _find_session(args)
+            return None
+        except AmbiguousSession:
+            return None
+        except LookupError:
+            pass  # no session matches: a command, perhaps
+        except Exception:  # a database that cannot be read says so itself, as before
+            return None
+    import difflib
+
+    names = list(parser.subcommands.choices)  # type: ignore[attr-defined]
+    close = difflib.get_close_matches(word, names, n=1, cutoff=0.75)
+    if not close:
+        return None
+    return f"unknown command {word!r}; did you mean {close[0]!r}? (threadloom --help lists them)"
 
 
 def _unexpected(args: argparse.Namespace, exc: Exception) -> int:

@@ -59,3 +59,23 @@ def test_a_session_that_is_not_there_is_said_without_opening_the_tui(dbfile: str
     assert code == 1 and args is None and "no session matches 'nosuchsession'" in err
     code, args, err = opened("open", "--db", str(Path(dbfile).with_name("none.db")), SID)
     assert code == 1 and args is None and "no database" in err
+
+
+def test_a_mistyped_command_is_said_as_one_not_taken_for_a_session(dbfile: str, tmp_path: Path) -> None:
+    fresh = str(tmp_path / "none" / "t.db")  # no database yet: no session either
+    for db in (dbfile, fresh):
+        for argv, meant in ((("serach", "foo"), "search"), (("stat",), "stats"), (("opne", "x"), "open")):
+            code, args, err = opened("--db", db, *argv)
+            assert code == 2 and args is None, (argv, err)
+            assert (
+                f"unknown command {argv[0]!r}; did you mean {meant!r}? (threadloom --help lists them)" in err
+            )
+    assert not Path(fresh).parent.exists()  # nothing created for it
+    # a real session (or its prefix) still opens; a word close to no command is still a session
+    code, args, _ = opened("--db", dbfile, SID[:8])
+    assert code == 0 and args is not None and args.open_session == SID
+    code, args, err = opened("--db", dbfile, "nosuchsession")
+    assert code == 1 and "no session matches 'nosuchsession'" in err
+    # `open WORD` typed in full is a session, whatever it looks like
+    code, args, err = opened("open", "--db", dbfile, "stat")
+    assert code == 1 and "no session matches 'stat'" in err
