@@ -87,6 +87,7 @@ where things are:
   database   --db, else $THREADLOOM_DB, else the platform data dir (see `threadloom sources`)
   Claude     ~/.claude/projects ($CLAUDE_CONFIG_DIR honoured)
   more       any folder given with --source is remembered and rescanned on later runs
+             (`threadloom sources --forget DIR` stops that)
 """
 
 

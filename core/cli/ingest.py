@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import sqlite3
 import sys
 import time
@@ -66,7 +67,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if not os.path.exists(source):  # a typo would be remembered and looked at on every run, unsaid
             print(
                 f"threadloom: --source {one_line_name(str(source))}: no such file or folder; it is looked "
-                "at again on every run (a drive not mounted now); `threadloom sources` lists it",
+                "at again on every run (a drive not mounted now); `threadloom sources` lists it, "
+                f"`threadloom sources --forget {one_line_name(shlex.quote(str(source)))}` stops that",
                 file=sys.stderr,
             )
     if args.rebuild:  # a new database beside this one, built under this one's lock
@@ -281,7 +283,10 @@ def _print_ingest_summary(report: IngestReport) -> None:
     if len(report.errors) > 10:
         print(f"  … and {len(report.errors) - 10} more errors", file=sys.stderr)
     if report.files_seen == 0:
-        print("no agent logs found in: " + ", ".join(report.roots) + ". Add some with --source DIR.")
+        print(
+            "no agent logs found in: " + ", ".join(report.roots) + ". Add some with --source DIR "
+            "(`threadloom sources --forget DIR` stops looking in one given by mistake)."
+        )
 
 
 COMMANDS = (Command("ingest", cmd_ingest),)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
+from pathlib import Path
 from typing import Any
 
-from .common import Command, add_db_option, open_reading
+from .common import Command, absent_but_creatable, add_db_option, fail, open_reading, say_waiting
 
 
 def add_parsers(sub: Any) -> None:
@@ -21,6 +23,15 @@ def add_parsers(sub: Any) -> None:
     add_db_option(p)
     p.add_argument("--json", action="store_true", help="print the locations as JSON")
     p.add_argument(
+        "--forget",
+        metavar="DIR",
+        type=Path,
+        action="append",
+        default=[],
+        help="stop looking in DIR, a folder remembered from --source (a typo, say); what was read "
+        "from it stays in the archive (repeatable)",
+    )
+    p.add_argument(
         "--offline",
         action="store_true",
         help="do not ask the sync hub what waits there to be pulled (it is asked, for 5 s at most, otherwise)",
@@ -32,6 +43,8 @@ def cmd_sources(args: argparse.Namespace) -> int:
     from ..store import db
     from ..store.rows import fetch, values
 
+    if args.forget:
+        return _forget(args)
     conn = open_reading(args)
     found = []
     for adapter in all_adapters():
@@ -90,7 +103,9 @@ def cmd_sources(args: argparse.Namespace) -> int:
         state = count_of(files, "file") if f["exists"] and isinstance(files, int) else "not present"
         print(f"  {f['agent']:<12} {one_line_name(str(f['path']))}  ({state})")
     for r in remembered:
-        there = "" if os.path.exists(r) else "  (not present)"  # a typo, or a drive not mounted now
+        # a typo, or a drive not mounted now
+        forget = f"`threadloom sources --forget {shlex.quote(r)}` if mistyped"
+        there = "" if os.path.exists(r) else f"  (not present; {one_line_name(forget)})"
         print(f"  {'--source':<12} {one_line_name(r)}{there}")
     for row in stats:
         print(
@@ -130,6 +145,39 @@ def cmd_sources(args: argparse.Namespace) -> int:
             f"are not archived yet, none within {risk.margin_days} days of that"
         )
     return 0
+
+
+def _forget(args: argparse.Namespace) -> int:
+    """`sources --forget DIR`: the folders no longer looked in, as the database's one writer. No
+    database is made for it: none means nothing is remembered."""
+    from ..ingest.pipeline import forget_roots
+    from ..store import db
+    from ..store.writer_lock import writer_lock
+
+    path = Path(args.db or db.default_db_path())
+    if absent_but_creatable(path):
+        forgotten: list[str] = []
+        unknown = [str(folder) for folder in args.forget]
+    else:
+        with writer_lock(path, on_wait=say_waiting):
+            conn = db.connect(path)
+            try:
+                forgotten, unknown = forget_roots(conn, args.forget)
+            finally:
+                conn.close()
+    if args.json:
+        print(json.dumps({"forgotten": forgotten, "not_remembered": unknown}))
+    from ..base.text import one_line_name
+
+    for folder in [] if args.json else forgotten:
+        print(
+            f"forgotten: {one_line_name(folder)} (not looked in again; what was read from it stays in the archive)"
+        )
+    for folder in unknown:
+        fail(
+            f"{one_line_name(folder)} is not a folder remembered from --source; `threadloom sources` lists them"
+        )
+    return 1 if unknown else 0
 
 
 COMMANDS = (Command("sources", cmd_sources, reads=True),)

@@ -218,6 +218,30 @@ def scan_roots(
     return unique
 
 
+def forget_roots(conn: sqlite3.Connection, folders: Iterable[Path]) -> tuple[list[str], list[str]]:
+    """Stop looking in folders remembered from --source (a typo is otherwise looked at for good):
+    their source_roots rows go, with what was noted of the folder itself (its snapshot, its
+    unclaimed files; both made again if it is given once more). What was read from it stays in the
+    archive. Returns (the paths forgotten, the folders given that were not remembered)."""
+    remembered = {r[0] for r in conn.execute("SELECT path FROM source_roots")}
+    forgotten: list[str] = []
+    unknown: list[str] = []
+    for folder in folders:
+        # as given, or as remembered: expanded and made absolute (see scan_roots)
+        names = [str(folder), str(Path(folder).expanduser().resolve())]
+        path = next((name for name in names if name in remembered), None)
+        if path is None:
+            unknown.append(str(folder))
+            continue
+        with transaction(conn, immediate=True):
+            conn.execute("DELETE FROM source_roots WHERE path = ?", (path,))
+            set_meta(conn, f"roots:{path}", None)
+            set_meta(conn, UNCLAIMED_KEY + path, None)
+        remembered.discard(path)
+        forgotten.append(path)
+    return forgotten, unknown
+
+
 def folder_snapshot(root: Path) -> dict[str, list[int]] | None:
     """Which files a root can hold, as every folder under it with its mtime (a file root: its own
     mtime and size). Adding, removing or renaming a file changes its folder's mtime, so a snapshot

@@ -819,7 +819,10 @@ def test_a_source_that_is_not_there_and_a_date_that_is_none_are_said(tmp_path, c
     assert cli.main(["--db", db_path, "ingest", "--source", str(missing), "--only", "-q"]) == 0
     assert f"--source {missing}: no such file or folder" in capsys.readouterr().err
     assert cli.main(["--db", db_path, "sources"]) == 0
-    assert f"--source     {missing}  (not present)" in capsys.readouterr().out
+    assert (
+        f"--source     {missing}  (not present; `threadloom sources --forget {missing}`"
+        in capsys.readouterr().out
+    )
     assert cli.main(["--db", db_path, "context", "render html", "--since", "2026-13-01"]) == 2
     assert "--since '2026-13-01' is not a date" in capsys.readouterr().err
 

@@ -1,0 +1,47 @@
+"""`threadloom sources --forget DIR`: a folder remembered from --source (a typo, say) is no longer
+looked in, and nothing read from it leaves the archive."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.support import SID, home_env, make_archive, run
+
+
+def test_a_remembered_source_folder_can_be_forgotten_keeping_what_was_read(tmp_path: Path) -> None:
+    env = home_env(tmp_path)
+    db = str(tmp_path / "t.db")
+    logs = make_archive(tmp_path / "logs")
+    typo = tmp_path / "nope"
+    done = run(
+        "ingest", "--db", db, "--only", "--source", str(logs), "--source", str(typo), "-q", env_extra=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"`threadloom sources --forget {typo}` stops that" in done.stderr
+    listed = json.loads(run("sources", "--db", db, "--json", env_extra=env).stdout)["remembered_sources"]
+    assert listed == sorted([str(logs.resolve()), str(typo)])
+    assert (
+        f"`threadloom sources --forget {typo}` if mistyped"
+        in run("sources", "--db", db, env_extra=env).stdout
+    )
+
+    gone = run("sources", "--db", db, "--forget", str(typo), "--forget", str(logs), env_extra=env)
+    assert gone.returncode == 0, gone.stderr
+    assert f"forgotten: {typo} (not looked in again" in gone.stdout
+    listed = json.loads(run("sources", "--db", db, "--json", env_extra=env).stdout)["remembered_sources"]
+    assert listed == []
+    again = run("ingest", "--db", db, env_extra=env)
+    assert again.returncode == 0 and str(typo) not in again.stdout + again.stderr
+    assert "`threadloom sources --forget DIR` stops looking in one given by mistake" in again.stdout
+    # what was read from a forgotten folder stays, its files not taken for gone
+    sessions = json.loads(run("sessions", "--db", db, "--json", env_extra=env).stdout)
+    assert [s["id"] for s in sessions] == [SID]
+    assert "disappeared" not in again.stdout
+
+    # a folder not remembered, or no database at all: said, nothing made
+    code = run("sources", "--db", db, "--forget", str(typo), env_extra=env)
+    assert code.returncode == 1 and "is not a folder remembered from --source" in code.stderr
+    none = tmp_path / "none" / "t.db"
+    code = run("sources", "--db", str(none), "--forget", str(typo), env_extra=env)
+    assert code.returncode == 1 and not none.parent.exists()
