@@ -39,38 +39,46 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_sources(args: argparse.Namespace) -> int:
+    """Where the logs are looked for and what is there, also before the first ingest (when it
+    is most useful): with no database yet none is made, and what only the archive knows (what was
+    read, sync) is said as not archived yet."""
     from ..adapters import all_adapters
     from ..store import db
     from ..store.rows import fetch, values
 
     if args.forget:
         return _forget(args)
-    conn = open_reading(args)
+    path = Path(args.db or db.default_db_path())
+    conn = None if str(path) != ":memory:" and absent_but_creatable(path) else open_reading(args)
     found = []
     for adapter in all_adapters():
         for root in adapter.default_roots():
             count = sum(1 for _ in adapter.discover(root)) if root.exists() else 0
             found.append({"agent": adapter.name, "path": str(root), "exists": root.exists(), "files": count})
-    remembered = values(conn, "SELECT path FROM source_roots ORDER BY path")
-    stats = fetch(
-        conn,
-        "SELECT agent, status, count(*) AS files, COALESCE(sum(size), 0) AS bytes FROM source_files "
-        "GROUP BY agent, status",
+    remembered = values(conn, "SELECT path FROM source_roots ORDER BY path") if conn is not None else []
+    stats = (
+        fetch(
+            conn,
+            "SELECT agent, status, count(*) AS files, COALESCE(sum(size), 0) AS bytes FROM source_files "
+            "GROUP BY agent, status",
+        )
+        if conn is not None
+        else []
     )
     from ..ingest.pipeline import unclaimed as recorded_unclaimed
 
-    unclaimed = recorded_unclaimed(conn)
+    unclaimed = recorded_unclaimed(conn) if conn is not None else []
     from dataclasses import asdict
 
     from ..actions.cleanup import cleanup_risk
     from ..read.side_files import side_file_counts
 
-    side = side_file_counts(conn)
-    risk = cleanup_risk(conn)
+    side = side_file_counts(conn) if conn is not None else []
+    risk = cleanup_risk(conn)  # with no archive: every session is not archived yet
     from ..ingest.sync import status as sync_status
 
-    hub = sync_status(conn)
-    if hub is not None:
+    hub = sync_status(conn) if conn is not None else None
+    if hub is not None and conn is not None:
         from ..ingest.sync import waiting_on_hub
 
         hub["waiting_on_hub"] = {"error": "not asked (--offline)"} if args.offline else waiting_on_hub(conn)
@@ -78,7 +86,8 @@ def cmd_sources(args: argparse.Namespace) -> int:
         print(
             json.dumps(
                 {
-                    "database": str(args.db or db.default_db_path()),
+                    "database": str(path),
+                    "database_exists": conn is not None,  # False: nothing archived yet
                     "default_locations": found,
                     "remembered_sources": remembered,
                     "ingested": [dict(row) for row in stats],  # agent, status, files, bytes
@@ -97,7 +106,12 @@ def cmd_sources(args: argparse.Namespace) -> int:
         return 0
     from ..base.text import count_of, one_line_name, printable
 
-    print(f"database: {one_line_name(str(args.db or db.default_db_path()))}")
+    print(f"database: {one_line_name(str(path))}")
+    if conn is None:
+        where = f" --db {shlex.quote(str(path))}" if args.db else ""
+        print(
+            f"  not created yet: nothing is archived; `threadloom ingest{where}` reads the logs found below into it"
+        )
     for f in found:
         files = f["files"]
         state = count_of(files, "file") if f["exists"] and isinstance(files, int) else "not present"

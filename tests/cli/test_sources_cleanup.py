@@ -71,3 +71,26 @@ def test_sources_says_what_cleanup_will_delete_and_what_keeps_it(tmp_path: Path)
     assert "warning:" not in calm.stdout
     assert "of its 3 sessions here, 0 are not archived yet" in calm.stdout
     assert json.loads(cli(env, "sources", "--db", str(db), "--json").stdout)["cleanup"][0]["at_risk"] == 0
+
+
+def test_sources_works_before_the_first_ingest_without_making_the_database(tmp_path: Path) -> None:
+    """Where threadloom looks and what cleanup will delete soon matter most before anything is
+    archived: said with no database, and none is made for it."""
+    env = home_env(tmp_path)
+    projects = Path(env["CLAUDE_CONFIG_DIR"]) / "projects"
+    sid = "55555555-aaaa-4bbb-8ccc-000000000009"
+    t = Transcript(projects / "-home-dev-app" / f"{sid}.jsonl", sid)
+    t.user("hello")
+    when = time.time() - 26 * 86_400
+    os.utime(t.write(), (when, when))
+    db = tmp_path / "fresh" / "a.db"
+
+    text = cli(env, "sources", "--db", str(db))
+    assert text.returncode == 0, text.stderr
+    assert f"not created yet: nothing is archived; `threadloom ingest --db {db}`" in text.stdout
+    assert f"claude-code  {projects}  (1 file)" in text.stdout
+    assert "warning: Claude Code deletes sessions 30 days after their last change" in text.stdout
+    data = json.loads(cli(env, "sources", "--db", str(db), "--json").stdout)
+    assert data["database_exists"] is False and data["remembered_sources"] == [] and data["sync"] is None
+    assert data["cleanup"][0]["unarchived"] == 1
+    assert not db.parent.exists()
