@@ -103,4 +103,9 @@ def _agents_help(parser: object) -> str:
     from ..adapters import ADAPTERS
 
     hooked = sorted({a.program for a in ADAPTERS.values() if a.session_hooks() is not None})
-    return f"the agent whose settings get the hook, by its command: {', '.join(hooked)} (default {hooked[0]})"
+    # install and uninstall refuse without it (a hook written into the settings of an agent not
+    # meant is a surprise); only status and run take the first agent with hooks
+    return (
+        f"the agent whose settings get the hook, by its command: {', '.join(hooked)}; needed by install "
+        f"and uninstall, which write that agent's settings (status and run: {hooked[0]} when not given)"
+    )

@@ -309,3 +309,16 @@ def test_status_names_a_hook_an_older_threadloom_wrote_without_safe_path_and_ins
         (["py", "--help", "-m", "x"], False),
     ):
         assert hooks._safe_path(argv) is safe, argv
+
+
+def test_the_help_says_install_needs_agent_as_install_does(tmp_path: Path) -> None:
+    """Installing into an agent's settings names the agent (refused without --agent, on purpose):
+    the help says so, not that it defaults to one."""
+    env = home_env(tmp_path)
+    text = " ".join(cli(env, "hooks", "--help").stdout.split())
+    assert "(default claude)" not in text
+    assert "needed by install and uninstall, which write that agent's settings" in text
+    for action in ("install", "uninstall"):
+        refused = cli(env, "hooks", action, "--dry-run")
+        assert refused.returncode == 2 and "which agent's settings: --agent claude" in refused.stderr
+    assert cli(env, "hooks", "status").returncode == 0  # status takes claude
