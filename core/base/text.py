@@ -111,20 +111,14 @@ def human_duration(ms: int | None) -> str:
 
 
 def elapsed(ms: int | None) -> str:
-    """'3.1 s', '4m 05s', '3h 05m', '3d 03h': how long a call or a turn took, its tenths of a second
-    while they matter (a call left unanswered for days read '271672.0 s')."""
-    if ms is None:
-        return ""
-    seconds = ms / 1000
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m {secs:02d}s"
-    hours = minutes // 60
-    if hours < 24:
-        return f"{hours}h {minutes % 60:02d}m"
-    return f"{hours // 24}d {hours % 24:02d}h"
+    """'3.1 s', '4m 05s', then as `human_duration` ('3h 05m', '3d 3h'): how long a call or a turn
+    took, its tenths of a second while they matter (a call left unanswered for days read '271672.0 s')."""
+    if ms is None or ms >= 3_600_000:
+        return human_duration(ms)
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
+    minutes, secs = divmod(int(ms) // 1000, 60)
+    return f"{minutes}m {secs:02d}s"
 
 
 # what a stats row of no model is called: messages and calls of a session whose agent recorded none

@@ -255,4 +255,4 @@ def test_a_call_answered_days_later_says_how_long_in_days(conn: sqlite3.Connecti
     t.write()
     ingest(conn, tmp_path / "projects")
     shown = drawn(conn, SID, 80, plain=True)
-    assert "✓ · 3d 03h" in shown and "2716" not in shown
+    assert "✓ · 3d 3h" in shown and "2716" not in shown
