@@ -347,17 +347,14 @@ def render_messages(
         c.tool_call_id: c for c in children_of(conn, session_id, include_warmup=False) if c.tool_call_id
     }
     code_theme = None if console.no_color or console.color_system is None else SHOW_CODE_THEME
-    ran: set[tuple[str | None, str]] = set()  # the hooks printed, by what they ran for and their command
     for msg in messages:
         if msg.seq in rewinds:
             console.print(Padding(rewind_line(), (0, 0, 1, indent)))
         if msg.role == "system" or msg.entry_type == "system":
             response = None
             if msg.hooks:
-                # a stop_hook_summary retells the Stop hooks whose own records were printed above
                 for run in msg.hooks:
-                    if not (run.tool_use_id and (run.tool_use_id, run.command) in ran):
-                        console.print(Padding(hook_text(run), (0, 0, 0, indent)))
+                    console.print(Padding(hook_text(run), (0, 0, 0, indent)))
             elif msg.content:
                 console.print(
                     Padding(
@@ -369,7 +366,6 @@ def render_messages(
                 )
             continue
         for run in msg.hooks:
-            ran.add((run.tool_use_id, run.command))
             if run.before:
                 console.print(Padding(hook_text(run), (0, 0, 0, indent + 2)))
         drawn = bool(msg.content or msg.thinking or msg.tool_calls)

@@ -725,6 +725,16 @@ def attach_hooks(conn: sqlite3.Connection, session_id: str, page: list[MessageRo
             run.before = True
             at = 0
         page[at].hooks.append(run)
+    # a stop_hook_summary retells the Stop hooks whose own records came before it: each shown once
+    told: set[tuple[str, str | None]] = set()
+    for msg in page:
+        if msg.subtype == "stop_hook_summary":
+            msg.hooks = [
+                r
+                for r in msg.hooks
+                if not (r.entry_id == msg.entry_id and r.tool_use_id and (r.tool_use_id, r.command) in told)
+            ]
+        told.update((r.tool_use_id, r.command) for r in msg.hooks if r.tool_use_id)
 
 
 def _runs(raw: bytes | None, entry_id: int) -> list[HookRun]:

@@ -135,3 +135,8 @@ def test_a_stop_hook_is_printed_once(conn: sqlite3.Connection, tmp_path: Path) -
     out = shown(conn)
     assert out.count("notify.cmd") == 1 and "exit 0 · 102 ms" in out
     assert out.count("other.sh") == 1
+    # told once by the read API, so the viewer (which reads it) draws it once too
+    from threadloom.core.read import query
+
+    commands = [run.command for m in query.messages(conn, SID) for run in m.hooks]
+    assert commands.count(command) == 1 and commands.count("./scripts/other.sh") == 1
