@@ -217,6 +217,8 @@ class ArchiveApp(App[int]):
     def archive_changed(self) -> None:
         """What the screens show was added to: the browser's panes, and an open stats screen,
         read it again."""
+        if not self.is_running:  # closing: the panes are being taken down
+            return
         self.browser.refresh_panes()
         self._reload_stats()
         if self.conn is not None:  # what they now show: a change after it is the next one to show
@@ -436,7 +438,8 @@ class ArchiveApp(App[int]):
             self.start_ingest()
 
     def on_followed(self, event: Followed) -> None:
-        if self.conn is None or not event.report.records_added:
+        # a follow that ends while the app closes finds its panes gone (the torture test met it)
+        if self.conn is None or not event.report.records_added or not self.is_running:
             return
         self.archive_changed()
         self.browser.session_grew(event.session_id)
