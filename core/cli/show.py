@@ -167,9 +167,10 @@ def _show_turn(args: argparse.Namespace, conn: sqlite3.Connection, session: Sess
     from rich.console import Console
 
     from ..insight.answers import message_json
-    from ..present.render import render_session, turn_messages
+    from ..present.render import render_session
+    from ..read.query import turn_messages
 
-    found = turn_messages(conn, session.id, seq)
+    found = turn_messages(conn, session.id, seq, tool_results=False)  # neither form prints a result
     if not found:
         fail(
             f"session {session.id} has no message #{seq} (`threadloom show {session.id[:13]}` shows them all)"

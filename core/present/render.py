@@ -64,6 +64,7 @@ from ..read.query import (
     message_pages,
     messages,
     response_before,
+    turn_messages,
 )
 from .markdown import Markdown, has_markup, render_markdown, wrap_plain
 
@@ -273,7 +274,8 @@ def render_session(
     rewinds = rewinds_of(conn, session)
     if turn is not None:
         render_messages(
-            console, conn, session.id, turn_messages(conn, session.id, turn), expand_subagents=expand_subagents,
+            console, conn, session.id, turn_messages(conn, session.id, turn, tool_results=False),
+            expand_subagents=expand_subagents,
             indent=indent, markdown=markdown, rewinds=rewinds,
         )  # fmt: skip
         return
@@ -290,20 +292,6 @@ def render_session(
         console, conn, session.id, chain.from_iterable(pages), expand_subagents=expand_subagents, indent=indent,
         markdown=markdown, rewinds=rewinds,
     )  # fmt: skip
-
-
-def turn_messages(conn: sqlite3.Connection, session_id: str, seq: int) -> list[MessageRow]:
-    """The messages of the turn holding message #seq (that message alone when it is in none)."""
-    row = conn.execute(
-        "SELECT turn_id FROM entries WHERE session_id = ? AND seq = ?", (session_id, seq)
-    ).fetchone()
-    turn_id = row[0] if row else None
-    pages = message_pages(conn, session_id, tool_results=False)
-    return [
-        m
-        for m in chain.from_iterable(pages)
-        if m.seq == seq or (turn_id is not None and m.turn_id == turn_id)
-    ]
 
 
 def render_header(console: Printer, session: SessionSummary, *, indent: int = 0, note: str = "") -> None:

@@ -601,6 +601,29 @@ class MessageRow:
         return bool(self.event.get("isCompactSummary"))
 
 
+def turn_messages(
+    conn: sqlite3.Connection, session_id: str, seq: int, *, tool_results: bool = True
+) -> list[MessageRow]:
+    """The messages of the turn holding message #seq (that message alone when it is in none),
+    read from the turn's first message to its last, not the whole session."""
+    row = conn.execute(
+        "SELECT turn_id FROM entries WHERE session_id = ? AND seq = ?", (session_id, seq)
+    ).fetchone()
+    turn_id = row[0] if row else None
+    low, high = (
+        (seq, seq)
+        if turn_id is None
+        else conn.execute(
+            "SELECT min(seq), max(seq) FROM entries WHERE session_id = ? AND turn_id = ? AND seq IS NOT NULL",
+            (session_id, turn_id),
+        ).fetchone()
+    )
+    if low is None:
+        return []
+    found = messages(conn, session_id, from_seq=low, limit=high - low + 1, tool_results=tool_results)
+    return [m for m in found if m.seq == seq or (turn_id is not None and m.turn_id == turn_id)]
+
+
 def messages(
     conn: sqlite3.Connection,
     session_id: str,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from threadloom.core.store import db
 
-from tests.builders.claude import Transcript
+from tests.builders.claude import Transcript, tool_use
 from tests.support import SID, make_archive, run
 
 
@@ -977,6 +977,8 @@ def test_the_turn_a_context_cites_opens_as_printed_in_a_shell(tmp_path):
     t.user("Add a health endpoint")
     t.assistant("Added /health.")
     t.user("Now export the request latency metrics")
+    t.assistant(None, tools=[tool_use("m1", "Bash", command="curl localhost/metrics")])
+    t.tool_result("m1", "latency_p50 12ms")
     t.assistant("Exported them as a histogram.")
     t.write()
     dbp = tmp_path / "t.db"
@@ -997,3 +999,7 @@ def test_the_turn_a_context_cites_opens_as_printed_in_a_shell(tmp_path):
     assert shown.returncode == 0, shown.stderr
     assert "Now export the request latency metrics" in shown.stdout and "histogram" in shown.stdout
     assert "Add a health endpoint" not in shown.stdout.split(SID, 1)[1]  # the other turn is left out
+    # its JSON is the whole session's, cut to that turn (read from the turn's first message on)
+    turn = json.loads(run("--db", str(dbp), "show", f"{SID}#2", "--json").stdout)["messages"]
+    whole = json.loads(run("--db", str(dbp), "show", SID, "--json").stdout)["messages"]
+    assert turn == [m for m in whole if m["seq"] >= 2] and turn[1]["tool_calls"][0]["name"] == "Bash"
