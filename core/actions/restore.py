@@ -157,21 +157,18 @@ def restore_session(
             data, complete = b"\n".join(rows) + b"\n", False
             written = sum(map(len, rows))
             damaged = damaged_count(conn, file_id)
-        elif as_of is not None and (version := version_as_of(conn, file_id, as_of)) is not None:
-            data, complete = version_bytes(conn, version)
-            written = len(data)
-            damaged = damaged_count(conn, file_id, version)
         else:
-            data, contiguous = file_bytes(conn, file_id)
-            complete, written = contiguous and len(data) == size, len(data)
-            damaged = damaged_count(conn, file_id)
-        held = (
-            bytes_read_by(conn, file_id, as_of)
-            if as_of is not None and not is_database(conn, file_id)
-            else None
-        )
-        if held is not None and held < len(data):  # grown since: as far as the archive held it then
-            data, written = data[:held], held
+            version = version_as_of(conn, file_id, as_of) if as_of is not None else None
+            if version is not None:
+                data, complete = version_bytes(conn, version)
+            else:
+                data, contiguous = file_bytes(conn, file_id)
+                complete = contiguous and len(data) == size
+            held = bytes_read_by(conn, file_id, as_of) if as_of is not None else None
+            if held is not None and held < len(data):  # grown since: as far as the archive held it then
+                data = data[:held]
+            written = len(data)
+            damaged = damaged_count(conn, file_id, version, upto=held)  # of what is written only
         restored = RestoredFile(path, str(dest.joinpath(*parts)), written, complete, damaged=damaged)
         planned[parts] = (data, restored)
     nearest = next(p for p in (dest, *dest.parents) if p.exists())

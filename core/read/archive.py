@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -324,16 +324,35 @@ class _Damage:
         return named
 
 
-def damaged_count(conn: sqlite3.Connection, file_id: int, version: Version | None = None) -> int:
-    """How many of a file's stored records (or of its superseded `version`'s) no longer hash as
-    they did when stored: what a restore of it wrote is not what was read."""
+def damaged_count(
+    conn: sqlite3.Connection, file_id: int, version: Version | None = None, upto: int | None = None
+) -> int:
+    """How many of a file's stored records (or of its superseded `version`'s; those before byte
+    `upto` only, when a restore cuts it there) no longer hash as they did when stored: what a
+    restore of it wrote is not what was read."""
+    rows: Iterable[tuple[bytes, str]]
     if version is None:
-        rows = conn.execute("SELECT raw, hash FROM entries WHERE source_file_id = ?", (file_id,))
-    else:
         rows = conn.execute(
-            "SELECT raw, hash FROM entries WHERE id IN (SELECT value FROM json_each(?))",
-            (orjson.dumps(_version_ids(conn, version)).decode(),),
+            "SELECT raw, hash FROM entries WHERE source_file_id = ? AND byte_offset < ?",
+            (file_id, upto if upto is not None else 1 << 62),
         )
+    else:  # the version's records in its order, as far as `upto` reaches into them
+        ids = _version_ids(conn, version)
+        found = {
+            eid: (bytes(raw), digest, newline)
+            for eid, raw, digest, newline in conn.execute(
+                "SELECT id, raw, hash, newline FROM entries WHERE id IN (SELECT value FROM json_each(?))",
+                (orjson.dumps(ids).decode(),),
+            )
+        }
+        kept: list[tuple[bytes, str]] = []
+        at = 0
+        for eid in ids:
+            if eid in found and (upto is None or at < upto):
+                raw, digest, newline = found[eid]
+                kept.append((raw, digest))
+                at += len(raw) + int(newline)
+        rows = kept
     with stored_records():
         return sum(record_digest(bytes(raw)) != digest for raw, digest in rows)
 

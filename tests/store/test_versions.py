@@ -162,6 +162,15 @@ def test_as_of_a_moment_before_an_append_leaves_the_append_out(conn, tmp_path, c
     # before the archive first read it: the earliest it holds, not nothing
     [first] = restore_session(conn, SID, tmp_path / "first", as_of=between - 3_600_000)
     assert Path(first.written_to).read_bytes() == original
+    # a record appended since and damaged in the archive is no damage of what an as-of before it writes
+    last, raw = conn.execute(
+        "SELECT id, raw FROM entries WHERE source_file_id = ? ORDER BY id DESC LIMIT 1",
+        (file_id(conn, path),),
+    ).fetchone()
+    conn.execute("UPDATE entries SET raw = ? WHERE id = ?", (bytes(raw).replace(b"answer", b"ANSWER"), last))
+    [then] = restore_session(conn, SID, tmp_path / "then-again", as_of=between)
+    [now] = restore_session(conn, SID, tmp_path / "now-again", as_of=int(time.time() * 1000))
+    assert (then.damaged, now.damaged) == (0, 1)
     conn.commit()
     database = tmp_path / "ledger.db"
     when = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(between / 1000))
