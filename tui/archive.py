@@ -488,7 +488,7 @@ class ArchiveApp(App[int]):
             self.notify(f"Could not keep it: {event.error}", title="Memory", severity="error", timeout=10)
         elif event.said:
             self.notify(event.said, title="Memory", timeout=4)
-        if event.error is None:
+        if event.error is None and self.is_running:  # a write ending as the app closes: its panes are gone
             self.browser.marks_written()
 
     # ------------------------------------------------------------------ sync
