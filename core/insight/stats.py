@@ -434,26 +434,39 @@ class _FileTexts:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        self.tails: dict[tuple[str, str], list[FileEdit]] = {}  # each file's edits counted in this refresh
+        # each file's text after the edits counted in this refresh (UNKNOWN until one tells it),
+        # and while none has, those edits: what the calls counted before leave is their start
+        self.texts: dict[tuple[str, str], Any] = {}
+        self.untold: dict[tuple[str, str], list[FileEdit] | None] = {}
 
     def keep_only(self, session_id: str) -> None:
         """Forget the texts of the sessions counted before this one: a cold ingest's refresh counts
         every session's calls, whose written files would otherwise all be held until its end."""
-        if self.tails and next(iter(self.tails))[0] != session_id:
-            self.tails.clear()
+        if self.texts and next(iter(self.texts))[0] != session_id:
+            self.texts.clear()
+            self.untold.clear()
 
     def fill_before(self, session_id: str, edits: list[FileEdit], entry_id: int | None) -> None:
-        """Give each whole write in `edits` the file's text before it, where earlier calls tell it."""
+        """Give each whole write in `edits` the file's text before it, where earlier calls tell it;
+        each file's text is carried one edit at a time (not replayed from its first edit)."""
         for edit in edits:
             key = (session_id, edit.path)
-            tail = self.tails.setdefault(key, [])
+            text = self.texts.get(key, UNKNOWN)
+            untold = self.untold.setdefault(key, [])
             if edit.overwrites_unknown:
-                before = _replay(tail, UNKNOWN)
-                if before is UNKNOWN:  # what the calls counted by earlier refreshes left there
-                    before = _replay(tail, self._counted_text(session_id, edit.path, entry_id))
+                before = text
+                if (
+                    before is UNKNOWN and untold is not None
+                ):  # what the calls counted by earlier refreshes left
+                    before = _replay(untold, self._counted_text(session_id, edit.path, entry_id))
                 if isinstance(before, str):
                     edit.before = before
-            tail.append(edit)
+            self.texts[key] = text = edit.forward(text)
+            if untold is not None:
+                if text is UNKNOWN:
+                    untold.append(edit)
+                else:
+                    self.untold[key] = None  # told from here on: an earlier start no longer matters
 
     def _counted_text(self, session_id: str, path: str, entry_id: int | None) -> Any:
         """The file's text after the session's last editing calls counted before this refresh
