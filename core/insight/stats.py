@@ -343,7 +343,7 @@ def _new_changes(
     calls a fork copied from its source: `copies`); `agents`: those sessions' agents. A Write over
     a file an earlier call of the session wrote or edited counts its diff against that text."""
     copied = {e for c in (copies or {}).values() for e in c.entries}
-    from ..adapters import edit_tool_names, tool_owner
+    from ..adapters import edit_tool_names
     from ..adapters.edits import line_counts
 
     rows = fetch(
@@ -365,10 +365,7 @@ def _new_changes(
     texts = _FileTexts(conn)
     for row, name, params, extra in _parsed_calls(conn, rows):
         texts.keep_only(row["session_id"])  # the rows come session by session
-        adapter = tool_owner(row["source"], name)
-        if adapter is None or not adapter.is_edit(name, params):
-            continue
-        edits = adapter.file_edits(name, params, extra)
+        edits = call_edits(name, params, extra, agent=row["source"])
         texts.fill_before(row["session_id"], edits, row["entry_id"])
         for path, added, removed in line_counts(edits):
             out.append((row["session_id"], row["id"], path, row["turn_id"], name, row["at"], added, removed))
@@ -471,7 +468,6 @@ class _FileTexts:
     def _counted_text(self, session_id: str, path: str, entry_id: int | None) -> Any:
         """The file's text after the session's last editing calls counted before this refresh
         (looking back over EARLIER_EDITS of them at most); UNKNOWN when they do not give it."""
-        from ..adapters import tool_owner
 
         rows = fetch(
             self.conn,
@@ -484,9 +480,7 @@ class _FileTexts:
         )
         earlier: list[FileEdit] = []
         for row, name, params, extra in _parsed_calls(self.conn, rows[::-1]):
-            adapter = tool_owner(row["source"], name)
-            if adapter is not None:
-                earlier += [e for e in adapter.file_edits(name, params, extra) if e.path == path]
+            earlier += [e for e in call_edits(name, params, extra, agent=row["source"]) if e.path == path]
         return _replay(earlier, UNKNOWN)
 
 
@@ -524,18 +518,26 @@ def _records(
     return out
 
 
-def call_line_counts(
+def call_edits(
     name: str, params: dict[str, Any], extra: Any = None, agent: str | None = None
-) -> list[tuple[str, int, int]]:
-    """(file, lines added, lines removed) of one editing call, as its agent's adapter reads it
-    (`Adapter.file_edits`; a call of no known agent: the adapter that names its tool)."""
+) -> list[FileEdit]:
+    """The files one editing call changed and how, as its agent's adapter reads it
+    (`Adapter.file_edits`); none for a call that edits nothing or of no agent known."""
     from ..adapters import tool_owner
-    from ..adapters.edits import line_counts
 
     adapter = tool_owner(agent, name)
     if adapter is None or not adapter.is_edit(name, params):
         return []
-    return line_counts(adapter.file_edits(name, params, extra))
+    return adapter.file_edits(name, params, extra)
+
+
+def call_line_counts(
+    name: str, params: dict[str, Any], extra: Any = None, agent: str | None = None
+) -> list[tuple[str, int, int]]:
+    """(file, lines added, lines removed) of one editing call (`call_edits`)."""
+    from ..adapters.edits import line_counts
+
+    return line_counts(call_edits(name, params, extra, agent))
 
 
 def _reply_editors(agents: list[str]) -> str:
