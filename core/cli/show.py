@@ -50,16 +50,15 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from ..read.query import resolve_session
+    from ..read.query import message_ref, resolve_session
 
     usable, as_of = as_of_option(args)
     if not usable:
         return 2
-    session_ref, mark, number = args.session.rpartition("#")  # 'SESSION#5': the turn answers cite
-    if mark and number.isdigit() and session_ref and "#" not in session_ref:
-        args.session, args.turn = session_ref, int(number)
-    else:
-        args.turn = None
+    cited = message_ref(args.session)  # 'SESSION#5': the turn answers cite
+    args.turn = None
+    if cited is not None:
+        args.session, args.turn = cited
     if as_of is not None:
         from ..actions.restore import RestoreError, as_of_archive
         from ..base.text import short_when

@@ -21,7 +21,7 @@ import orjson
 
 from ..base import embed
 from ..read import search
-from ..read.query import main_sql, resolve_session, title_sql, unrelated_holders
+from ..read.query import main_sql, message_ref, resolve_session, title_sql, unrelated_holders
 from ..read.search import Hit, ParsedQuery, SearchResult, parse_query
 from ..store.sql import get_meta, like_text
 from .answers import show_command
@@ -431,11 +431,12 @@ def turn_in_session(conn: sqlite3.Connection, ref: str) -> tuple[str, str]:
     """(turn id, session id) of a reference: SESSION#n (its message #n), an entry id, a turn id or a
     message uuid. A turn id or uuid that sessions other than one and its forks share (a copied
     session folder) is refused naming each, as `fork` does: the first holding it was taken."""
-    session_ref, mark, number = ref.rpartition("#")
-    if mark and number.isdigit() and session_ref:
+    cited = message_ref(ref)
+    if cited is not None:
+        session_ref, number = cited
         session = resolve_session(conn, session_ref)
         row = conn.execute(
-            "SELECT turn_id FROM entries WHERE session_id = ? AND seq = ?", (session.id, int(number))
+            "SELECT turn_id FROM entries WHERE session_id = ? AND seq = ?", (session.id, number)
         ).fetchone()
         if row is None:
             raise NotEmbedded(

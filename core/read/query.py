@@ -406,6 +406,15 @@ class AmbiguousSession(LookupError):
     pass
 
 
+def message_ref(ref: str) -> tuple[str, int] | None:
+    """(session reference, message number) of `SESSION#n`, the form `show` prints and answers
+    cite; None for anything else."""
+    session, mark, number = ref.rpartition("#")
+    if mark and number.isdigit() and session and "#" not in session:
+        return session, int(number)
+    return None
+
+
 def resolve_session(conn: sqlite3.Connection, ref: str) -> SessionSummary:
     """A session by full id, unique id prefix, the agent's own id, or a subagent's own id (or its
     prefix: what `threadloom sessions` lists for it); clear errors otherwise."""
@@ -432,8 +441,9 @@ def resolve_session(conn: sqlite3.Connection, ref: str) -> SessionSummary:
             )
         return result
     if not candidates:
-        session, mark, number = ref.rpartition("#")
-        if mark and number.isdigit() and session and "#" not in session:
+        cited = message_ref(ref)
+        if cited is not None:
+            session, number = cited
             found = resolve_session(conn, session)  # says what is wrong with the session's part
             raise LookupError(
                 f"{ref!r} is message {number} of a session: give the session's id alone here "
