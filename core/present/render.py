@@ -283,7 +283,7 @@ def render_session(
     if workers and isinstance(console, PlainConsole) and path:
         render_pages(
             console, conn, path, session.id, workers=workers, expand_subagents=expand_subagents, indent=indent,
-            markdown=markdown,
+            markdown=markdown, rewinds=rewinds,
         )  # fmt: skip
         return
     # printed as read, a page at a time; no call's result is printed, so none is read
@@ -479,6 +479,7 @@ def render_pages(
     markdown: bool = True,
     page: int = PAGE_MESSAGES,
     lead: int = LEAD_PAGES,
+    rewinds: frozenset[int] | None = None,
 ) -> None:
     """A session's messages as `render_messages` prints them, drawn a page at a time by this
     process and `workers` others (`page_worker`, reading the database at `path`), on every core:
@@ -499,8 +500,9 @@ def render_pages(
         return 0 if index < max(lead, 1) else (index - lead) % (workers + 1)
 
     options: dict[str, Any] = {"expand_subagents": expand_subagents, "indent": indent, "markdown": markdown}
-    session = get_session(conn, session_id)
-    rewinds = rewinds_of(conn, session) if session is not None else frozenset()
+    if rewinds is None:  # the caller that drew the header knows them already
+        session = get_session(conn, session_id)
+        rewinds = rewinds_of(conn, session) if session is not None else frozenset()
     job = {
         "db": path,
         "session": session_id,
