@@ -438,7 +438,7 @@ def make_worktree(archive: Path, work: Path, private: list[str]) -> Path:
             if rel_file in private_set:
                 shutil.copy2(Path(dirpath) / name, dst / rel / name)
             else:
-                os.link(Path(dirpath) / name, dst / rel / name)
+                _link_or_copy(str(Path(dirpath) / name), str(dst / rel / name))
     return (work / "archive").resolve()
 
 
@@ -948,8 +948,17 @@ def scale_archive(tools: Tools, kind: str, make: Callable[[Path], Any]) -> Path:
 
 def copy_archive(src: Path, dst: Path, *, link: bool) -> Path:
     """A copy of a cached archive to work on: hard links when the scenario only adds files."""
-    shutil.copytree(src / "projects", dst / "projects", copy_function=os.link if link else shutil.copy2)
+    shutil.copytree(src / "projects", dst / "projects", copy_function=_link_or_copy if link else shutil.copy2)
     return dst
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    """A hard link, or a copy where none can be made (the archives on another file system than
+    the work folder: a tmpfs /tmp)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
 
 
 def scenario_many_files(ctx: RunContext) -> None:
