@@ -60,6 +60,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     )  # piped: snippets not squeezed
     for problem in result.problems:
         console.print(Text(problem, style="yellow"))  # it quotes the query: never read as markup
+    if not result.hits:  # no table of headings over nothing
+        console.print(f"[dim]no hits ({result.seconds * 1000:.0f} ms)[/]")
+        return 0
     table = Table(box=None, header_style="bold", pad_edge=False, expand=True)
     table.add_column("session", max_width=34, overflow="fold")
     shown = short_ids(conn)

@@ -623,6 +623,10 @@ def test_an_empty_answer_says_why_and_a_filter_that_cannot_be_honoured_stops(tmp
     captured = capsys.readouterr()
     assert code == 0 and 'a " was not closed' in captured.err
     assert [h["session_id"] for h in json.loads(captured.out)] == [SID]
+    # nothing found: said in a line, with no table of headings over nothing
+    assert main(["search", "xylophone", "--db", dbp, "--mode", "words"]) == 0
+    out = capsys.readouterr().out
+    assert "nothing like 'xylophone'" in out and "no hits (" in out and "snippet" not in out
 
 
 def test_the_ids_stats_and_search_print_are_the_ones_show_takes_back(tmp_path, capsys):
