@@ -199,9 +199,11 @@ def _sniff_lines(head: bytes) -> Iterator[Any]:
 
 
 def looks_like_codex(head: bytes) -> bool:
-    """A rollout's first lines: wrapped RolloutItems, or a bare-era header and ResponseItems."""
+    """A rollout's first lines: wrapped RolloutItems, or a bare-era header and ResponseItems. A line
+    in another agent's tree (Claude's and Qwen's `uuid`/`sessionId`, pi's `parentId`) is none of
+    them, whatever its type: pi's `compaction` entry has a `summary`, as a compaction item has."""
     for i, obj in enumerate(_sniff_lines(head)):
-        if not isinstance(obj, dict) or "uuid" in obj or "sessionId" in obj:
+        if not isinstance(obj, dict) or "uuid" in obj or "sessionId" in obj or "parentId" in obj:
             continue
         etype = obj.get("type")
         if not isinstance(etype, (str, type(None))):

@@ -123,3 +123,55 @@ def pi_sessions(root: Path) -> Path:
         "".join(json.dumps(line) + "\n" for line in fork)
     )
     return path
+
+
+COMPACTED = "7d3e9b90-4c6f-4e30-9d77-2e4b6a8d0c32"
+
+
+def pi_compacted_early(root: Path) -> Path:
+    """A short pi session compacted (`/compact`) within its first lines: the compaction entry
+    carries a `summary`, as a Codex compaction item does."""
+    folder = root / ".pi" / "agent" / "sessions" / "--home-dev-notes--"
+    folder.mkdir(parents=True)
+    lines = [
+        {
+            "type": "session",
+            "version": 3,
+            "id": COMPACTED,
+            "timestamp": "2026-05-12T01:02:27.657Z",
+            "cwd": "/home/dev/notes",
+        },
+        entry(1, None, "model_change", provider="openai", modelId="gpt-5.5"),
+        entry(
+            2,
+            1,
+            "message",
+            message={"role": "user", "content": [{"type": "text", "text": "summarize notes.md"}]},
+        ),
+        entry(
+            3,
+            2,
+            "message",
+            message={
+                "role": "assistant",
+                "content": [{"type": "text", "text": "It lists three errands."}],
+                "provider": "openai",
+                "model": "gpt-5.5",
+                "usage": {"input": 12, "output": 7, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 19},
+            },
+        ),
+        entry(
+            4,
+            3,
+            "compaction",
+            summary="notes.md lists three errands",
+            firstKeptEntryId="00000001",
+            tokensBefore=19,
+        ),
+        entry(
+            5, 4, "message", message={"role": "user", "content": [{"type": "text", "text": "and the first?"}]}
+        ),
+    ]
+    path = folder / f"2026-05-12T01-02-27-657Z_{COMPACTED}.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path

@@ -12,7 +12,7 @@ from threadloom.core.insight.stats import refresh_pending
 from threadloom.core.read.query import messages
 from threadloom.core.store import db
 
-from tests.builders.pi import FORK, SID, pi_sessions
+from tests.builders.pi import COMPACTED, FORK, SID, pi_compacted_early, pi_sessions
 from tests.support import ingest, run_printed, stored_bytes
 
 
@@ -89,3 +89,18 @@ def test_command_codes_transcripts_are_not_taken_for_pi_s(tmp_path):
     path.write_text(json.dumps(header) + "\n")
     assert [name for name, a in ADAPTERS.items() if a.claims(path)] == []
     assert "Command Code" in (stranger(path) or "")
+
+
+def test_a_pi_session_compacted_early_is_pi_s_not_a_codex_rollout(tmp_path):
+    """A pi session compacted in its first lines has an entry shaped like a Codex compaction item
+    (`type: compaction` with a `summary`): still pi's, with its prompts."""
+    source = pi_compacted_early(tmp_path)
+    assert [name for name, a in ADAPTERS.items() if a.claims(source)] == ["pi"]
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".pi")
+        assert conn.execute("SELECT id, source FROM agent_sessions").fetchall() == [(COMPACTED, "pi")]
+        prompts = [m.content for m in messages(conn, COMPACTED) if m.role == "user"]
+        assert prompts == ["summarize notes.md", "and the first?"]
+    finally:
+        conn.close()
