@@ -152,6 +152,9 @@ class Usage:
     cache_creation_tokens: int = 0
     cache_read_tokens: int = 0
     cost_usd: float | None = None  # what the agent itself recorded the message cost (old Claude Code)
+    # of cache_creation_tokens, those written to a cache kept an hour (Anthropic's, priced higher
+    # than the five minutes' cache)
+    cache_write_1h_tokens: int = 0
 
 
 @dataclass(slots=True)

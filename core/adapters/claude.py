@@ -868,6 +868,7 @@ class ClaudeAdapter(Adapter):
                     cache_creation_tokens=safe_int(usage.get("cache_creation_input_tokens")),
                     cache_read_tokens=safe_int(usage.get("cache_read_input_tokens")),
                     cost_usd=recorded_cost(obj.get("costUSD")),
+                    cache_write_1h_tokens=_hour_writes(usage),
                 )
 
     def _other(self, out: Record, obj: dict[str, Any], etype: str | None) -> None:
@@ -1192,3 +1193,15 @@ def claude_file_edits(name: str, params: dict[str, Any], result: Any) -> list[Fi
             "NotebookEdit: the records hold the cell's new source, not the notebook around it" + RESTORE
         )
     return [edit]
+
+
+def _hour_writes(usage: dict[str, Any]) -> int:
+    """Of a message's cache writes, those to the cache kept an hour (Claude Code 2.x splits them in
+    `cache_creation`): billed at twice the input price where five minutes' cost 1.25 times. Never
+    more than the writes the message counts in all, which its prices are read from."""
+    split = usage.get("cache_creation")
+    if not isinstance(split, dict):
+        return 0
+    return min(
+        safe_int(split.get("ephemeral_1h_input_tokens")), safe_int(usage.get("cache_creation_input_tokens"))
+    )

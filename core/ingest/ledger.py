@@ -133,6 +133,7 @@ USAGE_COLUMNS = (
     "cache_read_tokens",
     "timestamp",
     "recorded_cost_usd",
+    "cache_write_1h_tokens",
 )
 
 
@@ -253,6 +254,7 @@ class PendingUsage:
     cache_read_tokens: int
     timestamp: int | None
     recorded_cost_usd: float | None
+    cache_write_1h_tokens: int
 
     def merge(self, other: PendingUsage) -> None:
         """Another record of the same API message, as the upsert in `Ledger.flush` would combine them."""
@@ -265,6 +267,7 @@ class PendingUsage:
         self.output_tokens = max(self.output_tokens, other.output_tokens)
         self.cache_creation_tokens = max(self.cache_creation_tokens, other.cache_creation_tokens)
         self.cache_read_tokens = max(self.cache_read_tokens, other.cache_read_tokens)
+        self.cache_write_1h_tokens = max(self.cache_write_1h_tokens, other.cache_write_1h_tokens)
         if self.is_sidechain == 1 and other.is_sidechain == 0:  # the main chain's copy owns the message
             self.session_id, self.turn_id = other.session_id, other.turn_id
         self.is_sidechain = min(self.is_sidechain, other.is_sidechain)
@@ -516,6 +519,7 @@ class Ledger:
                 u.cache_read_tokens,
                 rec.timestamp,
                 u.cost_usd,
+                u.cache_write_1h_tokens,
             )
             seen_usage = self._usage.get(u.message_id)
             if seen_usage is None:
@@ -728,6 +732,7 @@ class Ledger:
                 "input_tokens = max(input_tokens, excluded.input_tokens), "
                 "cache_creation_tokens = max(cache_creation_tokens, excluded.cache_creation_tokens), "
                 "cache_read_tokens = max(cache_read_tokens, excluded.cache_read_tokens), "
+                "cache_write_1h_tokens = max(cache_write_1h_tokens, excluded.cache_write_1h_tokens), "
                 "session_id = CASE WHEN is_sidechain = 1 AND excluded.is_sidechain = 0 THEN excluded.session_id ELSE session_id END, "
                 "turn_id = CASE WHEN is_sidechain = 1 AND excluded.is_sidechain = 0 THEN excluded.turn_id ELSE turn_id END, "
                 "is_sidechain = min(is_sidechain, excluded.is_sidechain), "

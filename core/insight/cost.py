@@ -28,31 +28,46 @@ from .stats import mark_since, quarter_hour
 
 PRICES_KEY = "prices_version"  # ledger_meta: the price data the stored costs come from
 # how a recorded model name is found in the table: a change prices every message again (r2: names
-# prefixed with their provider, as Aider writes them)
-RESOLVER = "r2"
+# prefixed with their provider, as Aider writes them; r3: an hour's cache writes at their own price)
+RESOLVER = "r3"
 
-# the table's four token prices, in USD per million tokens
-_FIELDS = ("input_mtok", "output_mtok", "cache_write_mtok", "cache_read_mtok")
+# the table's token prices, in USD per million tokens
+_FIELDS = ("input_mtok", "output_mtok", "cache_write_mtok", "cache_read_mtok", "cache_write_1h_mtok")
+
+Price = tuple[float, tuple[tuple[int, float], ...]]
 
 
 @dataclass(frozen=True, slots=True)
 class Rates:
-    """A model's four prices in USD per million tokens, each as (base, ((start, price), ...)):
-    past a tier's start in total input tokens, every token of the request costs the tier's price."""
+    """A model's prices in USD per million tokens, each as (base, ((start, price), ...)): past a
+    tier's start in total input tokens, every token of the request costs the tier's price. A cache
+    write kept an hour has a price of its own where the table gives one (Anthropic's: twice the
+    input's, where five minutes' cost 1.25 times), else the cache write's."""
 
     model_id: str
     provider_id: str
-    input: tuple[float, tuple[tuple[int, float], ...]]
-    output: tuple[float, tuple[tuple[int, float], ...]]
-    cache_write: tuple[float, tuple[tuple[int, float], ...]]
-    cache_read: tuple[float, tuple[tuple[int, float], ...]]
+    input: Price
+    output: Price
+    cache_write: Price
+    cache_read: Price
+    cache_write_1h: Price | None = None
 
-    def cost(self, input_tokens: int, output_tokens: int, cache_write: int, cache_read: int) -> float:
+    def cost(
+        self,
+        input_tokens: int,
+        output_tokens: int,
+        cache_write: int,
+        cache_read: int,
+        cache_write_1h: int = 0,
+    ) -> float:
+        """`cache_write_1h`: of the `cache_write` tokens, those kept an hour."""
         total_input = input_tokens + cache_write + cache_read
+        hour = min(max(cache_write_1h, 0), cache_write)
         return (
             input_tokens * _rate(self.input, total_input)
             + output_tokens * _rate(self.output, total_input)
-            + cache_write * _rate(self.cache_write, total_input)
+            + (cache_write - hour) * _rate(self.cache_write, total_input)
+            + hour * _rate(self.cache_write_1h or self.cache_write, total_input)
             + cache_read * _rate(self.cache_read, total_input)
         ) / 1_000_000
 
@@ -61,18 +76,30 @@ class Rates:
 
     @classmethod
     def from_list(cls, data: list[Any] | None) -> Rates | None:
+        """Rates from `as_list`'s list; one written before the hour's cache had a price holds four."""
         if data is None:
             return None
         model_id, provider_id, *prices = data
-        return cls(model_id, provider_id, *(_from_list(p) for p in prices))
+        if len(prices) not in (4, 5):
+            raise ValueError(f"{len(prices)} prices, not 4 or 5")
+        inp, out, write, read, *hour = prices
+        return cls(
+            model_id,
+            provider_id,
+            _from_list(inp),
+            _from_list(out),
+            _from_list(write),
+            _from_list(read),
+            None if not hour or hour[0] is None else _from_list(hour[0]),
+        )
 
 
-def _from_list(price: list[Any]) -> tuple[float, tuple[tuple[int, float], ...]]:
+def _from_list(price: list[Any]) -> Price:
     base, tiers = price
     return (float(base), tuple((int(start), float(rate)) for start, rate in tiers))
 
 
-def _rate(price: tuple[float, tuple[tuple[int, float], ...]], total_input: int) -> float:
+def _rate(price: Price, total_input: int) -> float:
     base, tiers = price
     for start, tier_price in reversed(tiers):
         if total_input > start:
@@ -131,7 +158,7 @@ def priced_period(model: str, day: str | None = None) -> tuple[Rates | None, str
         return None, "", None  # unknown on every day, until the price data changes
     when = datetime.fromisoformat(day).replace(tzinfo=UTC) if day else datetime.now(UTC)
     prices = info.get_prices(when)
-    inp, out, write, read = (getattr(prices, name, None) for name in _FIELDS)
+    inp, out, write, read, write_1h = (getattr(prices, name, None) for name in _FIELDS)
     # a model priced with no cache write (or read) rate bills those tokens as plain input
     found = Rates(
         info.id,
@@ -140,6 +167,7 @@ def priced_period(model: str, day: str | None = None) -> tuple[Rates | None, str
         _price(out),
         _price(write if write is not None else inp),
         _price(read if read is not None else inp),
+        None if write_1h is None else _price(write_1h),
     )
     conditions = info.prices if isinstance(info.prices, list) else []
     starts = sorted(
@@ -173,7 +201,7 @@ def _find(snapshot: Any, model: str) -> tuple[Any, Any]:
     raise LookupError(model)
 
 
-def _price(value: Any) -> tuple[float, tuple[tuple[int, float], ...]]:
+def _price(value: Any) -> Price:
     if value is None:
         return (0.0, ())
     if isinstance(value, Decimal):
@@ -188,10 +216,15 @@ def message_cost(
     cache_write: int,
     cache_read: int,
     timestamp_ms: int | None = None,
+    cache_write_1h: int = 0,
 ) -> float | None:
     """One API message's cost in USD (None: a model the price table does not know)."""
     found = rates(model, _day(timestamp_ms))
-    return None if found is None else found.cost(input_tokens, output_tokens, cache_write, cache_read)
+    return (
+        None
+        if found is None
+        else found.cost(input_tokens, output_tokens, cache_write, cache_read, cache_write_1h)
+    )
 
 
 def _day(timestamp_ms: int | None) -> str:
@@ -460,7 +493,7 @@ def price_pending(conn: sqlite3.Connection) -> set[str]:
             set_meta(conn, PRICES_KEY, version)
     rows = conn.execute(
         "SELECT message_id, session_id, model, timestamp, input_tokens, output_tokens, cache_creation_tokens, "
-        "cache_read_tokens, recorded_cost_usd FROM agent_usage WHERE priced = 0"
+        "cache_read_tokens, recorded_cost_usd, cache_write_1h_tokens FROM agent_usage WHERE priced = 0"
     ).fetchall()
     if not rows:
         return set()
@@ -468,7 +501,7 @@ def price_pending(conn: sqlite3.Connection) -> set[str]:
     # the days the ledger's price rows do not cover, looked up in the table at once
     missing = {
         (model, day)
-        for _, _, model, ts, *_, recorded in rows
+        for _, _, model, ts, *_, recorded, _ in rows
         if recorded is None and model and stored.held(model, day := _day(ts)) is MISSING
     }
     if missing:
@@ -477,7 +510,7 @@ def price_pending(conn: sqlite3.Connection) -> set[str]:
     updates: list[tuple[float | None, str]] = []
     sessions: set[str] = set()
     since: dict[str, int | None] = {}  # the quarter hour each session's stats change from (None: all)
-    for message_id, session_id, model, ts, inp, out, write, read, recorded in rows:
+    for message_id, session_id, model, ts, inp, out, write, read, recorded, write_1h in rows:
         bucket = quarter_hour(ts) if ts is not None else None
         known = since.get(session_id, bucket)
         since[session_id] = None if bucket is None or known is None else min(bucket, known)
@@ -485,7 +518,7 @@ def price_pending(conn: sqlite3.Connection) -> set[str]:
             cost: float | None = recorded
         else:
             found = stored.get(model, _day(ts))
-            cost = None if found is None else found.cost(inp, out, write, read)
+            cost = None if found is None else found.cost(inp, out, write, read, write_1h)
         updates.append((cost, message_id))
         sessions.add(session_id)
     with transaction(conn):

@@ -212,6 +212,7 @@ class AgentUsage(SQLModel, table=True):
     cache_read_tokens: int = _zero()
     timestamp: int | None = None  # the message's time (ms): prices change on dates, stats group by day
     recorded_cost_usd: float | None = None  # the cost the agent wrote itself (old Claude Code's costUSD)
+    cache_write_1h_tokens: int = _zero()  # of cache_creation_tokens, those kept an hour (priced higher)
     cost_usd: float | None = None  # None: not priced yet, or a model the price table does not know
     priced: int = _zero()  # 1 once cost_usd is set from the current price data (see core.insight.cost)
 

@@ -1,4 +1,4 @@
--- threadloom ledger schema 17, generated from core/store/models.py by `python -m threadloom.core.store.db`; do not edit
+-- threadloom ledger schema 18, generated from core/store/models.py by `python -m threadloom.core.store.db`; do not edit
 
 CREATE TABLE agent_file_changes (
 	session_id VARCHAR NOT NULL,
@@ -124,6 +124,7 @@ CREATE TABLE agent_usage (
 	cache_read_tokens INTEGER DEFAULT '0' NOT NULL,
 	timestamp INTEGER,
 	recorded_cost_usd FLOAT,
+	cache_write_1h_tokens INTEGER DEFAULT '0' NOT NULL,
 	cost_usd FLOAT,
 	priced INTEGER DEFAULT '0' NOT NULL,
 	PRIMARY KEY (message_id)

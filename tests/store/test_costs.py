@@ -353,3 +353,37 @@ def test_a_negative_token_count_is_no_count(conn, tmp_path):
     assert total[0] == pytest.approx(rows[1][4]) and total[0] > 0 and total[1] == 700
     stored = b"".join(r[0] for r in conn.execute("SELECT raw FROM entries ORDER BY id"))
     assert b"-100" in stored and b"-1500.0" in stored  # kept as written
+
+
+def test_cache_writes_kept_an_hour_are_priced_at_their_own_rate(conn, tmp_path):
+    """Claude Code 2.x splits a message's cache writes by how long the cache is kept: an hour's cost
+    twice the input price where five minutes' cost 1.25 times (a real 2.1 session was priced 32 %
+    low). A split that claims more than the writes counted in all is held to them."""
+    opus = "claude-opus-4-7"
+    t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{SID}.jsonl", SID)
+    t.user("price this")
+    split = {"ephemeral_5m_input_tokens": 1000, "ephemeral_1h_input_tokens": 3000}
+    t.assistant(
+        "hour", model=opus, usage={**USAGE, "cache_creation_input_tokens": 4000, "cache_creation": split}
+    )
+    t.assistant("five", model=opus, usage={**USAGE, "cache_creation_input_tokens": 4000})
+    too_many = {"ephemeral_1h_input_tokens": 9e9}
+    t.assistant(
+        "odd", model=opus, usage={**USAGE, "cache_creation_input_tokens": 4000, "cache_creation": too_many}
+    )
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    rows = conn.execute(
+        "SELECT cache_creation_tokens, cache_write_1h_tokens, cost_usd, timestamp FROM agent_usage ORDER BY timestamp"
+    ).fetchall()
+    assert [r[:2] for r in rows] == [(4000, 3000), (4000, 0), (4000, 4000)]
+    when = rows[0][3]
+    five = cost.message_cost(opus, 12, 700, 4000, 40000, when)
+    hour = cost.message_cost(opus, 12, 700, 4000, 40000, when, 3000)
+    all_hour = cost.message_cost(opus, 12, 700, 4000, 40000, when, 4000)
+    assert five is not None and hour is not None and all_hour is not None
+    found = cost.rates(opus, "2026-05-01")
+    assert found is not None and found.cache_write_1h is not None
+    per_token = (found.cache_write_1h[0] - found.cache_write[0]) / 1e6  # $10 against $6.25 a million
+    assert hour - five == pytest.approx(3000 * per_token) and per_token > 0
+    assert [r[2] for r in rows] == [pytest.approx(hour), pytest.approx(five), pytest.approx(all_hour)]
