@@ -246,7 +246,8 @@ def event_line(msg: MessageRow) -> Text:
         label = f"{kind}: {one_line(msg.content or '', 120)}" if msg.content else kind
     text = Text("── ", style=style)
     text.append(label, style=style)
-    text.append(f" · {when(msg.timestamp)[-8:-3]} ──", style="dim")
+    clock = when(msg.timestamp)[-8:-3] if msg.timestamp is not None else ""
+    text.append(f" · {clock} ──" if clock else " ──", style="dim")  # a line with no time says none
     return text
 
 

@@ -3,6 +3,7 @@ tool calls closed and opened, text as Markdown or as written, the lines at anoth
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -135,3 +136,16 @@ def test_a_long_text_shows_its_first_lines_until_opened(drawer: MessageDrawer) -
     )
     # its estimate before it was drawn was its preview's height, as the viewer lays it out
     assert drawer.estimate(prompt, 80) == len(clipped.strips)
+
+
+def test_a_system_line_with_no_time_ends_without_an_empty_one() -> None:
+    """A record with no time drew `── system: … ·  ──`, a separator before nothing."""
+    from threadloom.tui.render import event_line
+
+    def line(timestamp: int | None) -> str:
+        row = MessageRow(1, 1, None, None, "system", "informational", None, "note", None, None, timestamp,
+                         False, False, None, None)  # fmt: skip
+        return event_line(row).plain
+
+    assert line(None) == "── informational: note ──"
+    assert re.fullmatch(r"── informational: note · \d\d:\d\d ──", line(1_700_000_000_000))
