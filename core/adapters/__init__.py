@@ -112,6 +112,33 @@ def agent_named(name: str) -> str | None:
     return ALIASES.get(wanted)
 
 
+class UnknownAgent(ValueError):
+    """An agent filter that names no agent; its text says which names there are."""
+
+
+def archive_agent(name: str, stored: Iterable[str] = (), *, prefix: bool = False) -> str:
+    """The agent filter `name` as the archive names its agents: an adapter's name or one the archive
+    holds (`stored`, its sessions' agents) as given, else the agent it is also called (ALIASES:
+    gemini-cli is gemini). `prefix`: the filter takes the start of a name (search's agent:claude
+    finds claude-code and claude-store), so such a start is kept as given. Raises UnknownAgent,
+    saying which names there are, when `name` names none (a filter nothing passes, never silent)."""
+    wanted = name.strip()
+    names = list(ADAPTERS)
+    known = [*names, *(s for s in stored if s and s not in names)]
+    lowered = [n.lower() for n in known]
+    if wanted.lower() in lowered:
+        return known[lowered.index(wanted.lower())]
+    if prefix and wanted and any(n.startswith(wanted.lower()) for n in lowered):
+        return wanted
+    named = agent_named(wanted)
+    if named is not None and named in names:
+        return named
+    raise UnknownAgent(
+        f"no agent is called {name!r}: give one of {', '.join(known)} (or of their other names: "
+        f"{', '.join(ALIASES)})"
+    )
+
+
 def adapter_for(agent: str) -> Adapter:
     try:
         return ADAPTERS[agent]

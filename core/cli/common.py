@@ -162,6 +162,22 @@ def say_upgrading(path: Path, layout: int) -> None:
     )
 
 
+def resolve_agent_option(conn: sqlite3.Connection, args: argparse.Namespace) -> bool:
+    """`--agent` as the archive names the agent (gemini-cli: gemini), set on `args`; False, said with
+    the names there are, when it names none (a filter nothing passes, not an empty listing)."""
+    if not getattr(args, "agent", None):
+        return True
+    from ..adapters import UnknownAgent
+    from ..read.query import agent_filter
+
+    try:
+        args.agent = agent_filter(conn, args.agent)
+    except UnknownAgent as exc:
+        fail(f"--agent {args.agent}: {exc}")
+        return False
+    return True
+
+
 def say_none_match(conn: sqlite3.Connection, args: argparse.Namespace) -> None:
     """Why a listing is empty: an archive with nothing in it yet, or filters nothing passes."""
     if conn.execute("SELECT 1 FROM agent_sessions LIMIT 1").fetchone() is None:

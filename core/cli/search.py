@@ -31,17 +31,24 @@ def add_parsers(sub: Any) -> None:
     )
 
 
+def _unusable(problems: list[str]) -> bool:
+    """Say the filters that cannot be honoured (a date that is none, an agent of no such name)."""
+    for problem in problems:
+        print(f"threadloom: {problem}", file=sys.stderr)
+    if problems:
+        print("threadloom: nothing searched: mend the filter, or leave it out", file=sys.stderr)
+    return bool(problems)
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     from ..insight.recall import search_recall
     from ..read.search import parse_query
 
-    unusable = parse_query(" ".join(args.query)).unusable_filters
-    if unusable:
-        for problem in unusable:
-            print(f"threadloom: {problem}", file=sys.stderr)
-        print("threadloom: nothing searched: mend the filter, or leave it out", file=sys.stderr)
+    if _unusable(parse_query(" ".join(args.query)).unusable_filters):
         return 2
     conn = open_caught_up(args, quiet=args.json)
+    if _unusable(parse_query(" ".join(args.query), conn=conn).unusable_filters):  # agent: the archive's names
+        return 2
     result = search_recall(conn, " ".join(args.query), mode=args.mode, limit=args.limit)
     if args.json:
         print(json.dumps([h.as_dict() for h in result.hits], ensure_ascii=False))

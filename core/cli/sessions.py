@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from .common import Command, add_db_option, open_reading, print_table, say_none_match
+from .common import Command, add_db_option, open_reading, print_table, resolve_agent_option, say_none_match
 
 
 def add_parsers(sub: Any) -> None:
@@ -54,6 +54,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     from ..read.query import list_sessions, short_ids, short_subagent_ids, sort_sessions, under_their_sessions
 
     conn = open_reading(args)
+    if not resolve_agent_option(conn, args):
+        return 2
     rows = list_sessions(
         conn,
         project=args.project,

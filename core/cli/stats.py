@@ -8,7 +8,16 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .common import Command, add_db_option, fail, open_reading, print_table, say_none_match, say_unfinished
+from .common import (
+    Command,
+    add_db_option,
+    fail,
+    open_reading,
+    print_table,
+    resolve_agent_option,
+    say_none_match,
+    say_unfinished,
+)
 
 
 def add_parsers(sub: Any) -> None:
@@ -60,6 +69,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
         fail(f"--since {args.since} is after --until {args.until}: nothing lies between (swap them?)")
         return 2
     conn = open_reading(args)
+    if not resolve_agent_option(conn, args):
+        return 2
     rows = stats.report(conn, args.by, since=since, until=until, project=args.project, agent=args.agent)
     if args.by == "model":  # the row of what no model was recorded for is named, not blank
         from ..base.text import NO_MODEL

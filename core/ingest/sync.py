@@ -528,7 +528,16 @@ def _matches(rule: str, agent: str, projects: set[str]) -> bool:
 
 
 def check_rule(rule: str) -> str:
+    """`rule` as it is kept: an agent named as the archive names it (agent:gemini-cli is agent:gemini;
+    one of no such name refused, with the names there are), a pattern of names as given."""
     kind, sep, value = rule.partition(":")
+    if kind == "agent" and value and not any(c in value for c in "*?["):
+        from ..adapters import UnknownAgent, archive_agent
+
+        try:
+            return f"agent:{archive_agent(value)}"
+        except UnknownAgent as exc:
+            raise SyncError(f"not a sharing rule: {rule!r}: {exc}") from None
     if rule == "all" or (sep and kind in ("agent", "project") and value):
         return rule
     raise SyncError(f"not a sharing rule: {rule!r} (all, agent:NAME or project:PATH)")

@@ -204,7 +204,7 @@ def search_recall(
     """Hits for `text` in one of `MODES`, best first (see the module's docstring)."""
     if mode not in MODES:
         raise ValueError(f"--mode {mode} is not known ({', '.join(MODES)})")
-    q = parse_query(text, now=now)
+    q = parse_query(text, now=now, conn=conn)
     if not search.has_episodes(conn):  # an archive from before episodes, opened read-only
         result = search.search(conn, text, limit=limit, now=now)
         if mode != "words":
@@ -608,7 +608,7 @@ def build_context(
             text += f' project:"{project}"'
         if since:
             text += f" after:{since}"
-        parsed = parse_query(text)
+        parsed = parse_query(text, conn=conn)
         problems += parsed.unusable_filters
         result = search_recall(conn, text, mode="hybrid", limit=candidates * 3)
         problems += [p for p in result.problems if p not in problems]

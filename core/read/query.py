@@ -248,6 +248,20 @@ def read_sessions(cursor: sqlite3.Cursor) -> list[SessionSummary]:
     return out
 
 
+def agent_filter(conn: sqlite3.Connection, name: str, *, prefix: bool = False) -> str:
+    """An agent filter (`--agent`, search's `agent:`, the MCP tools' agent) as the archive names the
+    agent: gemini-cli is gemini (core.adapters.archive_agent). `prefix`: search's, which takes the
+    start of a name. Raises core.adapters.UnknownAgent, naming the agents there are, when `name`
+    names none: the adapters' names first, the agents the archive's sessions hold only then."""
+    from ..adapters import UnknownAgent, archive_agent
+
+    try:
+        return archive_agent(name, prefix=prefix)
+    except UnknownAgent:
+        stored = values(conn, "SELECT DISTINCT source FROM agent_sessions WHERE source IS NOT NULL")
+        return archive_agent(name, stored, prefix=prefix)
+
+
 def list_sessions(
     conn: sqlite3.Connection,
     *,

@@ -28,7 +28,7 @@ from ..store import search_index
 from ..store.db import is_damage
 from ..store.rows import fetch, fetch_one, value, values
 from ..store.sql import like_text
-from .query import main_sql, title_sql
+from .query import agent_filter, main_sql, title_sql
 
 FILTER_KEYS = (
     "agent",
@@ -191,7 +191,13 @@ def parse_time(value: str, *, now: float | None = None, end: bool = False) -> in
     return int(dt.timestamp() * 1000)
 
 
-def parse_query(text: str, *, now: float | None = None) -> ParsedQuery:
+def parse_query(
+    text: str, *, now: float | None = None, conn: sqlite3.Connection | None = None
+) -> ParsedQuery:
+    """The words, phrases and filters of `text`. `agent:` is taken as the archive names its agents
+    (agent:gemini-cli is gemini; core.read.query.agent_filter), and one that names no agent is an
+    unusable filter; without `conn` only the adapters' names and their other names are known, so a
+    name that is none of them is kept as given."""
     q = ParsedQuery()
     if text.count('"') % 2:  # a phrase left open runs to the end, as typing it so far means
         text += '"'
@@ -225,6 +231,8 @@ def parse_query(text: str, *, now: float | None = None) -> ParsedQuery:
                     q.signal = value.lower()
                 else:  # searched without it, as an unreadable date is (the CLI stops instead)
                     q.unusable(f"signal:{value} is not known ({', '.join(SIGNALS)})")
+            elif key == "agent":
+                q.agent = _agent(value, conn, q)
             elif key == "tag":
                 from ..store.memory_tables import MemoryRefused, clean_tag
 
@@ -244,6 +252,23 @@ def parse_query(text: str, *, now: float | None = None) -> ParsedQuery:
         elif word:
             q.words.append(word)
     return q
+
+
+def _agent(value: str, conn: sqlite3.Connection | None, q: ParsedQuery) -> str | None:
+    """The `agent:` filter as the archive names the agent. One that names none is an unusable filter
+    (the CLI stops, the TUI says so) and is kept as given: it lets nothing through, as it says."""
+    from ..adapters import UnknownAgent, archive_agent
+
+    if not value.strip():
+        return None  # agent:"" filters nothing, as before
+    try:
+        return (
+            agent_filter(conn, value, prefix=True) if conn is not None else archive_agent(value, prefix=True)
+        )
+    except UnknownAgent as exc:
+        if conn is not None:  # without the archive its own agents are not known: not said
+            q.unusable(str(exc))
+        return value
 
 
 # Words so common that requiring them only costs time (each matches most messages); dropped from
@@ -428,7 +453,7 @@ def _search(
     conn: sqlite3.Connection, text: str, *, limit: int, now: float | None, any_word: bool = False
 ) -> SearchResult:
     started = time.perf_counter()
-    q = parse_query(text, now=now)
+    q = parse_query(text, now=now, conn=conn)
     without_episodes(conn, q)
     if q.empty:
         if q.has_filters:

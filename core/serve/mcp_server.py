@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -386,20 +385,16 @@ def one_line(text: str | None, limit: int = 160) -> str:
     return line(text or "", limit)
 
 
-def agent_known(conn: sqlite3.Connection, agent: str, *, prefix: bool = False) -> tuple[str, str | None]:
-    """The agent filter as the archive names it (gemini-cli: gemini), and what to say when it names
-    no agent (a filter nothing passes said, not an empty answer). `prefix`: search's agent:, which
-    takes the start of a name (agent:claude finds claude-code and claude-store)."""
-    from ..adapters import ADAPTERS, agent_named
+def agent_known(conn: sqlite3.Connection, agent: str) -> tuple[str, str | None]:
+    """The agent filter as the archive names it (gemini-cli: gemini; core.read.query.agent_filter),
+    and what to say when it names no agent (a filter nothing passes said, not an empty answer)."""
+    from ..adapters import UnknownAgent
+    from ..read.query import agent_filter
 
-    names = list(ADAPTERS)
-    stored = [r[0] for r in conn.execute("SELECT DISTINCT source FROM agent_sessions") if r[0]]
-    if agent in names or agent in stored or (prefix and any(n.startswith(agent) for n in names + stored)):
-        return agent, None
-    named = agent_named(agent)
-    if named is not None:
-        return named, None
-    return agent, f"no agent is called {agent!r}: give one of {', '.join(names)}"
+    try:
+        return agent_filter(conn, agent), None
+    except UnknownAgent as exc:
+        return agent, str(exc)
 
 
 def do_search(
@@ -417,16 +412,11 @@ def do_search(
         )
     if not 1 <= limit <= 150:
         raise Refused(f"limit is {limit}: give 1 to 150")
-    problems = parse_query(query).unusable_filters
-    if problems:
-        raise Refused("; ".join(problems) + ": mend the filter or leave it out")
     with archive.reading() as conn:
-        agent = parse_query(query).agent
-        said = None
-        if agent:
-            named, said = agent_known(conn, agent, prefix=True)
-            if named != agent:  # an agent's other name: the query as the archive names it
-                query = re.sub(rf"(?i)(?<!\S)agent:\"?{re.escape(agent)}\"?(?!\S)", f"agent:{named}", query)
+        # agent: as the archive names the agent (agent:gemini-cli: gemini), one of no such name refused
+        problems = parse_query(query, conn=conn).unusable_filters
+        if problems:
+            raise Refused("; ".join(problems) + ": mend the filter or leave it out")
         result = recall_search(conn, query, limit, mode)
     hits = []
     for h in result.hits:
@@ -435,7 +425,7 @@ def do_search(
         item["show"] = show_ref(h.session_id)
         item["at"] = f"#{h.seq}" if h.seq is not None else None
         hits.append(item)
-    head = {"query": query, "mode": mode, "problems": [*result.problems, *([said] if said else [])] or None}
+    head = {"query": query, "mode": mode, "problems": result.problems or None}
     return page("search", head, "hits", hits, max_tokens=max_tokens, cursor=cursor, what="hits",
                 total=result.total, more_exist=result.capped)  # fmt: skip
 

@@ -602,10 +602,12 @@ def test_an_empty_answer_says_why_and_a_filter_that_cannot_be_honoured_stops(tmp
         0,
         "no sessions match --project nosuch: leave one out to see more",
     )
-    assert said("stats", "--agent", "nosuch") == (
+    assert said("stats", "--agent", "codex") == (
         0,
-        "no sessions match --agent nosuch: leave one out to see more",
+        "no sessions match --agent codex: leave one out to see more",
     )
+    code, err = said("stats", "--agent", "nosuch")  # no agent's name: which there are
+    assert code == 2 and "--agent nosuch: no agent is called 'nosuch': give one of claude-code," in err
     code, err = said("stats", "--since", "2026-05-01", "--until", "2026-04-01")
     assert code == 2 and "--since 2026-05-01 is after --until 2026-04-01" in err
     for query, problem in (

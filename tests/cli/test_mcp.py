@@ -441,6 +441,12 @@ async def test_agents_are_named_as_the_archive_names_them(archive: Path) -> None
         for answer in (
             await call(client, "recent_sessions", agent="gemini-cli-x"),
             await call(client, "stats", agent="gemini-cli-x"),
-            await call(client, "search", query="agent:gemini-cli-x dates"),
         ):
             assert "no agent is called 'gemini-cli-x': give one of claude-code," in answer["problems"][-1]
+        # search's agent: is read as the CLI's is (core.read.search.parse_query): an unknown one is
+        # refused as an unreadable date is, an other name finds its agent's sessions
+        said = await refused(client, "search", query="agent:gemini-cli-x dates")
+        assert "no agent is called 'gemini-cli-x': give one of claude-code," in said
+        assert (await call(client, "search", query="agent:droid dates", mode="words"))["hits"] == []
+        found = await call(client, "search", query="agent:CLAUDE-CODE dates", mode="words")
+        assert found["hits"] and {h["agent"] for h in found["hits"]} == {"claude-code"}

@@ -38,9 +38,11 @@ def test_not_a_url() -> None:
 
 def test_rules_and_machine_names() -> None:
     assert sync.check_rule("all") == "all" and sync.check_rule("project:/srv/api")
-    for bad in ("everything", "project:", "host:x"):
+    for bad in ("everything", "project:", "host:x", "agent:gemni"):
         with pytest.raises(sync.SyncError):
             sync.check_rule(bad)
+    # an agent by its other name is kept as the archive names it; a pattern of names as given
+    assert sync.check_rule("agent:gemini-cli") == "agent:gemini" and sync.check_rule("agent:claude*")
     assert sync.check_machine("laptop-2.home") == "laptop-2.home"
     for bad in ("", "../x", "a/b", "-x", "x" * 64):
         with pytest.raises(sync.SyncError):
