@@ -16,7 +16,8 @@ Both hold the same three kinds of objects, read the same way here:
 record for the object's exact JSON and one for the bytes after it; the older layout
 `storage/session/{info,message,part}/…` too, which early releases kept per project in
 `<data>/project/<name>/storage/` (found there by default). Files are yielded session by session,
-each message followed by its parts, so turns build in order. A part file that does not say its
+its messages in the order they were created (`time.created`, not their names' order), each followed
+by its parts (in the folder named by the message's id), so turns build in order. A part file that does not say its
 session or role is looked up in the message file it belongs to.
 
 `OpenCodeDbAdapter` ("database" mode) reads `opencode.db` and the per-channel databases of 2026
@@ -352,8 +353,8 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
 
     def __init__(self) -> None:
         self._messages: dict[str, dict[str, Path]] = {}  # storage root → message id → file
-        # message file → (session, role, its time)
-        self._roles: dict[str, tuple[str | None, str | None, int | None]] = {}
+        # message file → (session, role, its time, its id)
+        self._roles: dict[str, tuple[str | None, str | None, int | None, str | None]] = {}
         self._missing: dict[str, set[str]] = {}
 
     def project_folder(self, parts: Sequence[str], key: str) -> int | None:
@@ -420,16 +421,68 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
                     parts.setdefault(path.parent.name, []).append(path)
                 else:
                     loose.append(path)  # a flat part/<id>.json names its message inside
-        # session by session, each message followed by its parts: turns then build in order
+        # session by session, each message followed by its parts, the messages in the order they
+        # were written: turns then build in order (the archive numbers records as they land)
+        by_message: dict[str, list[Path]] = {}
+        for path in loose:  # a flat part/<id>.json: after its message too, when that is found
+            mid = as_str(self._object(path).get("messageID"))
+            by_message.setdefault(mid or "", []).append(path)
         order = list(sessions)
-        for message in messages:
+        for message in self._in_time_order(messages):
             order.append(message)
-            order += parts.pop(message.name[: -len(".json")], [])
+            stem = message.name[: -len(".json")]
+            mid = self._message_facts(message)[3] or stem
+            # a message's parts lie in a folder named by its id (its file's name, as OpenCode writes it)
+            order += parts.pop(mid, []) + (parts.pop(stem, []) if stem != mid else [])
+            order += by_message.pop(mid, [])
         for rest in parts.values():
             order += rest
-        order += loose
+        for rest in by_message.values():
+            order += rest
         for path in order:
             yield SourceRef(path, AGENT, "document", path.parent.name)
+
+    def _in_time_order(self, messages: list[Path]) -> list[Path]:
+        """Each session's message files in the order their messages were created (`time.created`),
+        the sessions kept in the order found. OpenCode's ids grow with time, but names need not
+        sort so (files copied, renamed, or written by another tool): by name alone a session showed
+        its messages out of order. Ties, and a message without a time (placed after the one before
+        it by name), keep the order of the names."""
+        folders: dict[Path, list[Path]] = {}
+        for path in messages:
+            folders.setdefault(path.parent, []).append(path)
+        ordered: list[Path] = []
+        for paths in folders.values():
+            keyed, last = [], None
+            for i, path in enumerate(paths):
+                ms = self._message_facts(path)[2]
+                last = ms if ms is not None else last
+                keyed.append((last is not None, last or 0, i, path))
+            ordered += [k[3] for k in sorted(keyed, key=lambda k: k[:3])]
+        return ordered
+
+    def _object(self, path: Path) -> dict[str, Any]:
+        """The JSON object of a small storage file; {} when it cannot be read as one."""
+        try:
+            data = loads(read_regular(path).removeprefix(BOM))[0]
+        except OSError:
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _message_facts(self, path: Path) -> tuple[str | None, str | None, int | None, str | None]:
+        """(session, role, time created, id) of a message file, read once."""
+        key = str(path)
+        facts = self._roles.get(key)
+        if facts is None:
+            data = self._object(path)
+            facts = (
+                as_str(data.get("sessionID")) or path.parent.name,
+                as_str(data.get("role")),
+                epoch_ms(as_dict(data.get("time")).get("created")),
+                as_str(data.get("id")),
+            )
+            self._roles[key] = facts
+        return facts
 
     def split(self, data: bytes) -> list[RawRecord]:
         parse_document(data)
@@ -494,19 +547,7 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
             candidate = index.get(mid)
         if candidate is None:
             return sid, None, None
-        key = str(candidate)
-        if key not in self._roles:
-            try:
-                data = loads(read_regular(candidate).removeprefix(BOM))[0]
-            except OSError:
-                data = {}
-            data = data if isinstance(data, dict) else {}
-            self._roles[key] = (
-                as_str(data.get("sessionID")) or candidate.parent.name,
-                as_str(data.get("role")),
-                epoch_ms(as_dict(data.get("time")).get("created")),
-            )
-        found_sid, role, message_ms = self._roles[key]
+        found_sid, role, message_ms, _ = self._message_facts(candidate)
         return sid or found_sid, role, message_ms
 
 

@@ -323,3 +323,77 @@ def test_the_cost_opencode_recorded_is_the_session_s(conn, tmp_path):
             assert cost == pytest.approx(0.02)  # two replies of $0.01 each
     finally:
         other.close()
+
+
+def timed(mid: str, role: str, created: int) -> dict:
+    """A message of id `mid` created at `created` (ms)."""
+    return {**message("msg_01", role), "id": mid, "time": {"created": created}}
+
+
+def out_of_name_order(storage: Path) -> None:
+    """A session whose message files' names do not sort as the messages were written: the first
+    prompt's is `msg_Z1`, its reply's `msg_A2`; two messages of one time (by name, then); and a
+    message file named otherwise than its message, its parts in the folder named by the message's id."""
+    at = 1760000000000
+    write_json(storage / "session" / "a1b2c3" / f"{SID}.json", session_obj())
+    said = [
+        ("msg_Z1", "msg_Z1", "user", at + 1000, "fix the cart total"),
+        ("msg_A2", "msg_A2", "assistant", at + 2000, "The rounding is wrong."),
+        ("msg_M3", "msg_M3", "user", at + 3000, "now add a test"),
+        ("msg_B4", "msg_B4", "assistant", at + 4000, "Added."),
+        ("msg_D5", "msg_D5", "user", at + 5000, "and the docs"),
+        ("msg_C5", "msg_C5", "assistant", at + 5000, "Same time, by name first."),
+        ("msg_0006", "m_user_6", "user", at + 6000, "thanks"),
+    ]
+    for name, mid, role, created, body in said:
+        write_json(storage / "message" / SID / f"{name}.json", timed(mid, role, created))
+        write_json(storage / "part" / mid / f"prt_{mid}.json", text(f"prt_{mid}", mid, body))
+
+
+def test_messages_are_shown_in_the_order_they_were_written(conn, tmp_path):
+    """Found in the corpus: a session's messages were numbered in the order of their files' names,
+    and parts filed under the message's id (not its file's name) came after every message: the
+    replies before the prompts. Each file is still stored as it is."""
+    from threadloom.core.ingest.ledger import rebuild_derived
+
+    storage = tmp_path / "opencode" / "storage"
+    out_of_name_order(storage)
+    ingest(conn, storage)
+    expected = [
+        ("user", "fix the cart total"),
+        ("assistant", "The rounding is wrong."),
+        ("user", "now add a test"),
+        ("assistant", "Added."),
+        ("assistant", "Same time, by name first."),
+        ("user", "and the docs"),
+        ("user", "thanks"),
+    ]
+    assert [x for x in shown(conn, SID) if x[1]] == expected
+    for path in storage.rglob("*.json"):
+        fid = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path),)).fetchone()[0]
+        assert file_bytes(conn, fid) == (path.read_bytes(), True), path
+    # replayed from the stored records, the session reads the same
+    rebuild_derived(conn)
+    assert [x for x in shown(conn, SID) if x[1]] == expected
+    # a message written later, its name sorting first, lands last in a later ingest
+    later = timed("msg_00", "assistant", 1760000009000)
+    write_json(storage / "message" / SID / "msg_00.json", later)
+    write_json(storage / "part" / "msg_00" / "prt_99.json", text("prt_99", "msg_00", "You're welcome."))
+    ingest(conn, storage)
+    assert [x for x in shown(conn, SID) if x[1]] == [*expected, ("assistant", "You're welcome.")]
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not OPENCODE.is_dir(), reason="../shared/corpus/opencode is not present")
+def test_corpus_sessions_read_in_order(tmp_path):
+    """The corpus's sessions name their message files msg_0001… and file their parts under the
+    messages' ids: each prompt is shown before its reply."""
+    conn = db.connect(tmp_path / "corpus.db")
+    run_ingest(conn, sorted(OPENCODE.rglob("storage_v2")), include_defaults=False)
+    assert [x for x in shown(conn, "s_stage0_small") if x[1]] == [
+        ("user", "Hello"),
+        ("assistant", "Found 2 files."),
+    ]
+    roles = [r for r, content in shown(conn, "s_stage0_large") if content]
+    assert roles[0] == "user" and roles.index("user", 1) > roles.index("assistant")
+    conn.close()
