@@ -40,6 +40,7 @@ _SPECS: dict[str, tuple[str, str, tuple[Any, ...], dict[str, Any]]] = {
     "factory-droid": ("droid", "DroidAdapter", (), {}),
     "pi": ("pi", "PiAdapter", (), {}),
     "kimi-cli": ("kimi", "KimiAdapter", (), {}),
+    "kimi-code": ("kimi_code", "KimiCodeAdapter", (), {}),
     "continue": ("continue_dev", "ContinueAdapter", (), {}),
     "goose": ("goose", "GooseAdapter", (), {}),
     "crush": ("crush", "CrushAdapter", (), {}),

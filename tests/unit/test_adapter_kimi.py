@@ -229,3 +229,142 @@ def test_a_restored_kimi_session_is_read_again_as_it_was(tmp_path):
             then.close()
     finally:
         conn.close()
+
+
+# ---------------------------------------------------------------------- Kimi Code (core/adapters/kimi_code.py)
+
+
+def test_kimi_code_s_records_say_what_they_mean(tmp_path):
+    """Each record of a Kimi Code log read by `normalize` straight: the prompt, the reply's pieces
+    (one step's parts and calls one reply), calls and results by their ids, tokens and model from
+    `usage.record`, a subagent's log as its own session under the main one, unknown types kept."""
+    from threadloom.core.adapters.base import FileContext, RawRecord
+
+    from tests.builders import kimi_code
+
+    folder = kimi_code.kimi_code_session(tmp_path)
+    adapter = ADAPTERS["kimi-code"]
+
+    def read(path):
+        ctx = FileContext(path, "transcript", path.parents[3].name)
+        offset, out = 0, []
+        for n, line in enumerate(path.read_bytes().split(b"\n"), 1):
+            if line:
+                out.append(adapter.normalize(RawRecord(offset, n, line), ctx))
+            offset += len(line) + 1
+        return out
+
+    main = read(folder / "agents" / "main" / "wire.jsonl")
+    assert {r.session_id for r in main} == {kimi_code.SID} and main[0].timestamp == kimi_code.T0
+    assert all(r.cwd == kimi_code.CWD for r in main)  # from state.json's workDir
+    prompts = [r.content for r in main if r.is_prompt]
+    assert prompts == ["fix the cart total"]  # turn.prompt repeats it: not a message
+    replies = [r for r in main if r.role == "assistant"]
+    assert [(r.content, r.thinking, r.message_id) for r in replies[:2]] == [
+        (None, "look at cart.py", "5e0c1d2a-0000-4000-8000-000000000001"),
+        ("Fixing it.", None, "5e0c1d2a-0000-4000-8000-000000000001"),
+    ]
+    calls = [(t.id, t.name) for r in main for t in r.tool_uses]
+    assert calls == [("Edit_0", "Edit"), ("Bash_1", "Bash"), ("Agent_2", "Agent")]
+    results = [(x.tool_use_id, x.status, x.child_agent_id) for r in main for x in r.tool_results]
+    assert results == [
+        ("Edit_0", "completed", None),
+        ("Bash_1", "failed", None),
+        ("Agent_2", "completed", "agent-0"),
+    ]
+    tokens = [
+        (r.usage.input_tokens, r.usage.output_tokens, r.usage.cache_read_tokens) for r in main if r.usage
+    ]
+    assert tokens == [
+        (200, 40, 1000),
+        (300, 20, 1200),
+        (50, 60, 0),
+    ]  # the compaction's too; step.end not twice
+    assert {r.model for r in main if r.usage} == {"moonshot-ai/kimi-k2.7"}
+    compaction = [r for r in main if r.is_compaction]
+    assert [(r.content, r.segment_marker) for r in compaction] == [("The cart total was fixed.", True)]
+    assert [r.entry_type for r in main if not r.known] == ["some.future_record"]
+
+    sub = read(folder / "agents" / "agent-0" / "wire.jsonl")
+    info = sub[0].session
+    assert (info.kind, info.is_subagent, info.parent_session_id, info.agent_id) == (
+        "subagent",
+        1,
+        kimi_code.SID,
+        "agent-0",
+    )
+    assert {r.session_id for r in sub} == {f"{kimi_code.SID}:agent-0"}
+    assert [r.content for r in sub if r.is_prompt] == [kimi_code.SUB_TASK]  # its task, from its parent
+
+
+def test_a_kimi_code_session_is_read_whole_with_its_subagent(tmp_path):
+    """Kimi Code's `~/.kimi-code/sessions/<key>/<id>/agents/<agent>/wire.jsonl` were never read (only
+    Kimi CLI's `~/.kimi`): its sessions did not show up at all."""
+    from tests.builders import kimi_code
+
+    folder = kimi_code.kimi_code_session(tmp_path)
+    logs = [folder / "agents" / "main" / "wire.jsonl", folder / "agents" / "agent-0" / "wire.jsonl"]
+    for path in [*logs, folder / "state.json"]:
+        assert [a for a, adapter in ADAPTERS.items() if adapter.claims(path)] == ["kimi-code"]
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".kimi-code")
+        refresh_pending(conn)
+        for path in [*logs, folder / "state.json"]:
+            assert stored_bytes(conn, path) == path.read_bytes()
+        row = conn.execute(
+            "SELECT source, project_path, created_at, title FROM agent_sessions WHERE id = ?",
+            (kimi_code.SID,),
+        ).fetchone()
+        assert tuple(row) == ("kimi-code", kimi_code.CWD, kimi_code.T0, "Cart total")
+        shown = messages(conn, kimi_code.SID)
+        assert [(m.role, m.content) for m in shown if m.content and m.role in ("user", "assistant")][:3] == [
+            ("user", "fix the cart total"),
+            ("assistant", "Fixing it."),
+            ("assistant", "Done."),
+        ]
+        calls = {c.name: c.status for m in shown for c in m.tool_calls}
+        assert calls == {"Edit": "completed", "Bash": "failed", "Agent": "completed"}
+        tokens = conn.execute(
+            "SELECT input_tokens, output_tokens, cache_read_tokens FROM agent_sessions WHERE id = ?",
+            (kimi_code.SID,),
+        ).fetchone()
+        assert tuple(tokens) == (550, 120, 2200)
+        child = conn.execute(
+            "SELECT id, parent_session_id, tool_call_id, agent_type FROM agent_sessions WHERE is_subagent = 1"
+        ).fetchone()
+        assert tuple(child) == (f"{kimi_code.SID}:agent-0", kimi_code.SID, "Agent_2", "coder")
+        assert conn.execute("SELECT count(*) FROM entries WHERE known = 0").fetchone()[0] == 1
+        assert conn.execute("SELECT path, lines_added, lines_removed FROM agent_file_changes").fetchall() == [
+            ("cart.py", 1, 1)
+        ]
+    finally:
+        conn.close()
+
+
+def test_kimi_code_s_default_folder_follows_its_home_variable(monkeypatch, tmp_path):
+    adapter = ADAPTERS["kimi-code"]
+    monkeypatch.setenv("KIMI_CODE_HOME", str(tmp_path / "kc"))
+    assert adapter.default_roots() == [tmp_path / "kc" / "sessions"]
+    monkeypatch.delenv("KIMI_CODE_HOME")
+    assert adapter.default_roots() == [Path.home() / ".kimi-code" / "sessions"]
+
+
+def test_a_kimi_code_session_resumes_by_its_id_and_is_not_forked(tmp_path, fake_agents, sandbox):
+    from tests.builders import kimi_code
+
+    kimi_code.kimi_code_session(tmp_path)
+    (fake_agents / "kimi").write_text((fake_agents / "claude").read_text())
+    (fake_agents / "kimi").chmod(0o755)
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".kimi-code")
+        plan = resume_plan(conn, kimi_code.SID)
+        with pytest.raises(ForkError, match="/fork"):
+            resume_plan(conn, kimi_code.SID, fork_at_end=True)
+    finally:
+        conn.close()
+    assert plan.command == f"cd {kimi_code.CWD} && kimi --session {kimi_code.SID}"
+    assert run_printed(plan.command.split(" && ", 1)[1], fake_agents, sandbox) == [
+        ["kimi", str(sandbox), "--session", kimi_code.SID]
+    ]

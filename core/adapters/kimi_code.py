@@ -1,0 +1,427 @@
+"""Kimi Code (MoonshotAI/kimi-code, the `kimi` command that followed Kimi CLI) session logs.
+
+Where: `$KIMI_CODE_HOME/sessions/<work dir key>/<session id>/` (`~/.kimi-code` by default; the key
+is `wd_<slug>_<12 hex of the work dir's sha256>`, the id `session_<uuid>`), holding `state.json`
+(`{title, isCustomTitle, workDir, lastPrompt, createdAt, updatedAt, agents: {<agent id>: {type: main |
+sub, parentAgentId}}, forkedFrom?}`) and one log per agent, `agents/<agent id>/wire.jsonl`: `main` is
+the session's own, `agent-0`, `agent-1`, … its subagents'. Checked against kimi-code d723cc47
+(2026-08-22): `docs/en/configuration/data-locations.md`, `docs/en/guides/sessions.md` and
+`packages/agent-core-v2/docs/wire-manifest.d.ts` (protocol 1.5), and against real logs of protocol
+1.4 published as test fixtures.
+
+`wire.jsonl` opens with `{type: "metadata", protocol_version, created_at}`, then one record a line,
+`{type, ...payload, time (epoch ms)}`:
+  * `context.append_message {message {role: user | assistant | tool | system, content [{type: text,
+    text} | {type: think, think} | {type: image_url, …}], toolCalls [{id, name, arguments (a JSON
+    text)}], toolCallId, isError, origin {kind}}}`: what enters the model's context. A user's prompt
+    has origin `user`; kimi's own reminders `injection`, a subagent's task `system_trigger`.
+  * `context.append_loop_event {event}`: the replies, as the loop made them: `step.begin`,
+    `content.part {uuid, stepUuid, part {type: text | think}}`, `tool.call {toolCallId, name, args,
+    stepUuid}`, `tool.result {toolCallId, result {output, isError}}`, `step.end {usage, messageId}`.
+    A step's parts and calls are one reply (its `stepUuid`).
+  * `usage.record {model, usage {inputOther, output, inputCacheRead, inputCacheCreation}, usageScope}`:
+    one request's tokens (a step's, or a compaction's with scope `session`), the same as its
+    `step.end` says: read here alone, so none is counted twice.
+  * `llm.request {model, …}` (the model each request went to), `config.update` and `profile.bind`
+    (`cwd` or `environmentDisclosure.cwd`), `context.apply_compaction {summary | contextSummary}`,
+    `turn.prompt` and `turn.steer` (the prompt again, before its message), and the rest
+    (`permission.*`, `plan_mode.*`, `tools.*`, `goal.*`, `token_counting.*`, …) kept as events.
+An `Agent` call's result starts `agent_id: <agent id>`: the subagent whose log it reports on.
+
+Resume: `kimi --session <session id>` from the session's work dir (kimi refuses a session of
+another folder). A fork is made inside the session only (`/fork`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .base import (
+    Adapter,
+    Command,
+    FileContext,
+    ForkError,
+    RawRecord,
+    Record,
+    ResumeTarget,
+    SessionInfo,
+    SourceRef,
+    SpawnFacts,
+    ToolResult,
+    ToolUse,
+    Usage,
+    epoch_ms,
+    nearest_folder,
+    read_regular,
+    safe_int,
+)
+from .shared import as_dict, as_list, as_str, head_lines, head_of, json_text, parse_record
+from .walk import walk
+
+AGENT = "kimi-code"
+LOG = "wire.jsonl"
+STATE = "state.json"
+MAIN = "main"
+# the record types of protocol 1.5 (wire-manifest.d.ts), and the opening line; any other is kept unread
+KNOWN = frozenset(
+    {
+        "metadata",
+        "config.update",
+        "context.append_loop_event",
+        "context.append_message",
+        "context.apply_compaction",
+        "context.clear",
+        "context.undo",
+        "cron.add",
+        "cron.cursor",
+        "cron.delete",
+        "forked",
+        "full_compaction.begin",
+        "full_compaction.cancel",
+        "full_compaction.complete",
+        "goal.clear",
+        "goal.create",
+        "goal.update",
+        "interaction.request",
+        "interaction.resolved",
+        "interruptionReminder.recorded",
+        "llm.request",
+        "llm.tools_snapshot",
+        "mcp.tools_discovered",
+        "permission.record_approval_result",
+        "permission.set_mode",
+        "plan_mode.cancel",
+        "plan_mode.enter",
+        "plan_mode.exit",
+        "plan.revision",
+        "plugin.session_start",
+        "profile.bind",
+        "prompt.accepted",
+        "runtime.set_binding",
+        "staleGuard.cleared",
+        "staleGuard.recorded",
+        "swarm_mode.enter",
+        "swarm_mode.exit",
+        "task.started",
+        "task.terminated",
+        "task.waitDelivered",
+        "token_counting.measured",
+        "token_counting.rebased",
+        "token_counting.truncated",
+        "token_counting.turn_recorded",
+        "tools.register_user_tool",
+        "tools.reset_active_tools",
+        "tools.set_active_tools",
+        "tools.unregister_user_tool",
+        "tools.update_store",
+        "tower_mode.enter",
+        "tower_mode.exit",
+        "turn.cancel",
+        "turn.ended",
+        "turn.prompt",
+        "turn.steer",
+        "usage.record",
+    }
+)
+LOOP_EVENTS = frozenset({"step.begin", "step.end", "content.part", "tool.call", "tool.result"})
+_CHILD = re.compile(r"agent_id:\s*(\S+)")
+
+
+def kimi_code_home() -> Path:
+    value = os.environ.get("KIMI_CODE_HOME")
+    return Path(value).expanduser() if value else Path.home() / ".kimi-code"
+
+
+def place(path: Path) -> tuple[str, str, str] | None:
+    """(work dir key, session id, agent id) of a log at `…/<key>/<session>/agents/<agent>/wire.jsonl`."""
+    parts = path.parts
+    if len(parts) >= 6 and parts[-1] == LOG and parts[-3] == "agents":
+        return parts[-5], parts[-4], parts[-2]
+    return None
+
+
+def looks_like_kimi_code(head: bytes) -> bool:
+    """Its first record: the metadata line, or (cut short) a `{type, …, time}` record after it."""
+    lines = head_lines(head)
+    for obj in lines:
+        if not isinstance(obj, dict):
+            continue
+        if obj.get("type") == "metadata":
+            return "protocol_version" in obj
+        return isinstance(obj.get("type"), str) and "time" in obj and "message" not in obj
+    return False
+
+
+def read_state(folder: Path) -> dict[str, Any]:
+    """The session's `state.json` (empty when absent or unreadable)."""
+    try:
+        return as_dict(orjson.loads(read_regular(folder / STATE)))
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+
+
+def text_of(content: Any) -> tuple[str | None, str | None]:
+    """(text, thinking) of a message's content: a string or a list of parts."""
+    if isinstance(content, str):
+        return content, None
+    texts: list[str] = []
+    thoughts: list[str] = []
+    for part in as_list(content):
+        part = as_dict(part)
+        if part.get("type") == "text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif part.get("type") == "think" and isinstance(part.get("think"), str):
+            thoughts.append(part["think"])
+    return "\n".join(texts) or None, "\n".join(thoughts) or None
+
+
+def params_of(arguments: Any) -> dict[str, Any]:
+    """A call's arguments as an object (a JSON text in a message, an object in a loop event)."""
+    if isinstance(arguments, str):
+        with contextlib.suppress(orjson.JSONDecodeError):
+            arguments = orjson.loads(arguments)
+    return arguments if isinstance(arguments, dict) else {"arguments": arguments}
+
+
+class KimiCodeAdapter(Adapter):
+    """Reads Kimi Code's session logs; see the module docstring."""
+
+    name = AGENT
+    env_vars = ("KIMI_CODE_HOME",)
+    mode = "lines"
+    display_name = "Kimi Code"
+    program = "kimi"
+    fork_style = "whole-session-resume"
+    edit_tools = frozenset({"Edit"})
+    write_tools = frozenset({"Write"})
+    read_tools = frozenset({"Read"})
+    shell_tools = frozenset({"Bash"})
+    todo_tools = frozenset({"TodoList"})
+    # `Agent {description, prompt, subagent_type}`: its result names the subagent's folder
+    spawn_tools = frozenset({"Agent"})
+
+    def spawn_facts(self, params: dict[str, Any]) -> SpawnFacts:
+        """`Agent` names the subagent's type too."""
+        facts = super().spawn_facts(params)
+        kind = params.get("subagent_type")
+        return SpawnFacts(facts.prompt, facts.description, kind if isinstance(kind, str) else None)
+
+    def default_roots(self) -> list[Path]:
+        return [kimi_code_home() / "sessions"]
+
+    def project_folder(self, parts: Sequence[str], key: str) -> int | None:
+        """A session is restored from `sessions/` on (`sessions/<key>/<id>/agents/<agent>/…`), the
+        layout its logs are known by (`place`)."""
+        at = nearest_folder(parts, "sessions")
+        return at if at is not None else super().project_folder(parts, key)
+
+    def claims(self, path: Path) -> bool:
+        if path.name == STATE:
+            return (path.parent / "agents").is_dir() and b'"agents"' in head_of(path, 65536)
+        return place(path) is not None and looks_like_kimi_code(head_of(path, 16384))
+
+    def discover(self, root: Path) -> Iterator[SourceRef]:
+        if root.is_file():
+            if self.claims(root):
+                yield self._ref(root)
+            return
+        for dirpath, dirnames, filenames in walk(root):
+            dirnames.sort()
+            for fname in sorted(filenames):
+                if fname in (LOG, STATE):
+                    path = Path(dirpath) / fname
+                    if self.claims(path):
+                        yield self._ref(path)
+
+    @staticmethod
+    def _ref(path: Path) -> SourceRef:
+        if path.name == STATE:  # kept whole with its session, its title read
+            return SourceRef(path, AGENT, "side", path.parent.parent.name)
+        return SourceRef(path, AGENT, "transcript", path.parents[3].name)
+
+    def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        if ctx.kind == "side":
+            return self._state(rec, ctx)
+        obj, error = parse_record(rec.raw)
+        if not isinstance(obj, dict):
+            return Record(entry_type="invalid", known=False, parse_error=error or "not a JSON object")
+        st = ctx.state
+        if "sid" not in st:
+            self._start(ctx)
+        out = Record(session_id=st["sid"], session=st["info"], parse_error=error, cwd=st.get("cwd"))
+        out.is_sidechain = bool(st["info"].is_subagent)
+        kind = as_str(obj.get("type"))
+        out.entry_type, out.known = kind, kind in KNOWN
+        out.timestamp = epoch_ms(obj.get("time"))
+        if kind == "metadata":
+            out.timestamp = epoch_ms(obj.get("created_at"))
+        elif kind in ("config.update", "profile.bind"):
+            cwd = as_str(obj.get("cwd")) or as_str(as_dict(obj.get("environmentDisclosure")).get("cwd"))
+            if cwd and not st.get("cwd"):
+                st["cwd"] = out.cwd = cwd
+        elif kind == "llm.request":
+            # the model as the user picked it (`moonshot-ai/kimi-k2.7-code`), as `usage.record` names it
+            st["model"] = out.model = as_str(obj.get("modelAlias")) or as_str(obj.get("model"))
+        elif kind == "usage.record":
+            usage = as_dict(obj.get("usage"))
+            out.model = as_str(obj.get("model"))
+            if usage:  # one request's: its place in the log is its key
+                out.usage = Usage(
+                    f"{AGENT}:{st['sid']}:{rec.offset}",
+                    None,
+                    input_tokens=safe_int(usage.get("inputOther")),
+                    output_tokens=safe_int(usage.get("output")),
+                    cache_creation_tokens=safe_int(usage.get("inputCacheCreation")),
+                    cache_read_tokens=safe_int(usage.get("inputCacheRead")),
+                )
+        elif kind == "context.append_message":
+            self._message(out, as_dict(obj.get("message")), rec, st)
+        elif kind == "context.append_loop_event":
+            self._loop(out, as_dict(obj.get("event")), st)
+        elif kind == "context.apply_compaction":
+            summary = obj.get("summary")
+            text = as_str(summary) or text_of(as_dict(summary).get("content"))[0]
+            out.is_compaction = out.segment_marker = True
+            out.role, out.is_meta = "system", True
+            out.content = text or as_str(obj.get("contextSummary"))
+            out.is_message = out.content is not None
+        return out
+
+    def _start(self, ctx: FileContext) -> None:
+        """The session a log is, from where it sits and its session's state.json."""
+        st = ctx.state
+        where = place(ctx.path)
+        key, sid, agent = where if where else ("", ctx.path.parent.name, MAIN)
+        state = read_state(ctx.path.parents[2]) if where else {}
+        st["cwd"] = as_str(state.get("workDir"))
+        info = SessionInfo(source=AGENT, external_id=sid, project_key=key or None)
+        st["sid"] = sid
+        if agent != MAIN:
+            st["sid"] = f"{sid}:{agent}"
+            parent = as_str(as_dict(as_dict(state.get("agents")).get(agent)).get("parentAgentId"))
+            info.external_id, info.agent_id = agent, agent
+            info.kind, info.is_subagent = "subagent", 1
+            info.parent_session_id = f"{sid}:{parent}" if parent and parent != MAIN else sid
+        st["info"] = info
+
+    def _state(self, rec: RawRecord, ctx: FileContext) -> Record:
+        """`state.json`: kept whole with its session; its title is the one kimi lists it by."""
+        out = Record(entry_type="side-file", subtype="session-state", side_file=True)
+        out.session_id = ctx.path.parent.name
+        obj, _ = parse_record(rec.raw)
+        title = as_str(as_dict(obj).get("title"))
+        if title and title.strip():
+            source = "custom-title" if as_dict(obj).get("isCustomTitle") is True else "ai-title"
+            out.entry_type, out.content, out.title = source, title, (source, title)
+        return out
+
+    # ------------------------------------------------------------------ the context
+
+    def _message(self, out: Record, message: dict[str, Any], rec: RawRecord, st: dict[str, Any]) -> None:
+        role = as_str(message.get("role"))
+        out.subtype = role
+        out.uuid = as_str(message.get("id")) or f"{st['sid']}:{rec.offset}"
+        text, thinking = text_of(message.get("content"))
+        origin = as_str(as_dict(message.get("origin")).get("kind"))
+        if role == "user":
+            out.role, out.content = "user", text
+            out.is_message = text is not None
+            # a user's prompt, or a subagent's task (its first, from its parent); the rest kimi's own
+            task = origin == "system_trigger" and bool(out.session and out.session.is_subagent)
+            out.is_meta = origin not in (None, "user") and not task
+            out.is_prompt = out.is_message and not out.is_meta
+        elif role == "assistant":
+            out.role, out.content, out.thinking = "assistant", text, thinking
+            out.message_id = out.uuid
+            out.model = st.get("model")
+            for number, call in enumerate(as_list(message.get("toolCalls"))):
+                call = as_dict(call)
+                self._call(
+                    out, as_str(call.get("id")), as_str(call.get("name")), call.get("arguments"), number
+                )
+            out.tool_text = "\n".join(t.input_json for t in out.tool_uses) or None
+            out.is_message = bool(text or thinking or out.tool_uses)
+        elif role == "tool":
+            out.role, out.tool_text = "user", text
+            failed = message.get("isError") is True
+            out.tool_results.append(
+                ToolResult(
+                    as_str(message.get("toolCallId")) or "",
+                    json_text(message.get("content")),
+                    "failed" if failed else "completed",
+                    _child(text),
+                )
+            )
+        elif role == "system":
+            out.role, out.content, out.is_meta = "system", text, True
+            out.is_message = text is not None
+        else:
+            out.known = False
+
+    def _call(self, out: Record, call_id: str | None, name: str | None, arguments: Any, number: int) -> None:
+        params = params_of(arguments)
+        tool = ToolUse(call_id or f"{out.uuid}:{number}", name or "?", json_text(params), number)
+        if isinstance(params.get("prompt"), str):
+            tool.prompt = params["prompt"]
+            tool.description = as_str(params.get("description"))
+        out.tool_uses.append(tool)
+
+    # ------------------------------------------------------------------ the loop's replies
+
+    def _loop(self, out: Record, event: dict[str, Any], st: dict[str, Any]) -> None:
+        kind = as_str(event.get("type"))
+        out.subtype = kind
+        out.known = kind in LOOP_EVENTS
+        step = as_str(event.get("stepUuid"))
+        if kind == "content.part":
+            part = as_dict(event.get("part"))
+            out.uuid = as_str(event.get("uuid"))
+            out.role, out.message_id, out.model = "assistant", step, st.get("model")
+            if part.get("type") == "text":
+                out.content = as_str(part.get("text"))
+            elif part.get("type") == "think":
+                out.thinking = as_str(part.get("think"))
+            else:  # an image or another part: kept in the raw record
+                out.known = False
+            out.is_message = bool(out.content or out.thinking)
+        elif kind == "tool.call":
+            out.uuid = as_str(event.get("uuid"))
+            out.role, out.message_id, out.model = "assistant", step, st.get("model")
+            self._call(out, as_str(event.get("toolCallId")), as_str(event.get("name")), event.get("args"), 0)
+            out.tool_text = out.tool_uses[0].input_json
+            out.is_message = True
+        elif kind == "tool.result":
+            result = event.get("result")
+            output = as_dict(result).get("output")
+            text = as_str(output) or text_of(output)[0]
+            out.role, out.tool_text = "user", text
+            failed = as_dict(result).get("isError") is True
+            out.tool_results.append(
+                ToolResult(
+                    as_str(event.get("toolCallId")) or as_str(event.get("parentUuid")) or "",
+                    json_text(output if output is not None else result),
+                    "failed" if failed else "completed",
+                    _child(text),
+                )
+            )
+
+    def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
+        """`kimi --session ID`, run in the session's work dir (kimi refuses one of another folder)."""
+        if fork:
+            raise ForkError("Kimi Code copies a session only from inside it (/fork); resume it instead")
+        return Command([self.program, "--session", self.checked_id(target.external_id)])
+
+
+def _child(text: str | None) -> str | None:
+    """The subagent an `Agent` call's result reports on (`agent_id: agent-0` on its first line)."""
+    if not text or not text.startswith("agent_id:"):
+        return None
+    found = _CHILD.match(text)
+    return found[1] if found else None

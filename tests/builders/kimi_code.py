@@ -1,0 +1,242 @@
+"""Kimi Code session folders: `state.json` and one `agents/<agent>/wire.jsonl` per agent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+SID = "session_7d3e9a41-2c5b-4f8e-a1d6-9b0c3e5f7a21"
+CWD = "/home/dev/shop"
+KEY = "wd_shop_4f1a9c2e7b3d"
+T0 = 1785600000000  # ms
+SUB_TASK = "<git-context>\nWorking directory: /home/dev/shop\n</git-context>\nrun the tests"
+
+
+def jsonl(path: Path, lines: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines))
+
+
+def loop(event: dict, t: int) -> dict:
+    return {"type": "context.append_loop_event", "event": event, "time": T0 + t}
+
+
+def user(text: str, t: int, origin: str = "user") -> dict:
+    message = {
+        "role": "user",
+        "content": [{"type": "text", "text": text}],
+        "toolCalls": [],
+        "origin": {"kind": origin},
+    }
+    return {"type": "context.append_message", "message": message, "time": T0 + t}
+
+
+def usage(t: int, inp: int, out: int, cached: int, scope: str = "turn") -> dict:
+    tokens = {"inputOther": inp, "output": out, "inputCacheRead": cached, "inputCacheCreation": 0}
+    return {
+        "type": "usage.record",
+        "model": "moonshot-ai/kimi-k2.7",
+        "usage": tokens,
+        "usageScope": scope,
+        "time": T0 + t,
+    }
+
+
+def request(t: int) -> dict:
+    return {
+        "type": "llm.request",
+        "kind": "loop",
+        "provider": "kimi",
+        "model": "kimi-k2.7",
+        "modelAlias": "moonshot-ai/kimi-k2.7",
+        "messageCount": 1,
+        "time": T0 + t,
+    }
+
+
+def kimi_code_session(root: Path) -> Path:
+    """A session that edits a file, runs a command that fails, starts a subagent and compacts."""
+    folder = root / ".kimi-code" / "sessions" / KEY / SID
+    agents = {
+        "main": {"homedir": str(folder / "agents" / "main"), "type": "main", "parentAgentId": None},
+        "agent-0": {"homedir": str(folder / "agents" / "agent-0"), "type": "sub", "parentAgentId": "main"},
+    }
+    folder.mkdir(parents=True)
+    (folder / "state.json").write_text(
+        json.dumps({"title": "Cart total", "isCustomTitle": True, "agents": agents, "workDir": CWD}, indent=2)
+    )
+    step, step2 = "5e0c1d2a-0000-4000-8000-000000000001", "5e0c1d2a-0000-4000-8000-000000000002"
+    edit = {"path": "cart.py", "old_string": "total = None", "new_string": "total = 0"}
+    spawn = {"description": "run tests", "subagent_type": "coder", "prompt": "run the tests"}
+    jsonl(
+        folder / "agents" / "main" / "wire.jsonl",
+        [
+            {"type": "metadata", "protocol_version": "1.4", "created_at": T0},
+            {
+                "type": "config.update",
+                "modelAlias": "moonshot-ai/kimi-k2.7",
+                "thinkingEffort": "on",
+                "time": T0,
+            },
+            {
+                "type": "turn.prompt",
+                "input": [{"type": "text", "text": "fix the cart total"}],
+                "origin": {"kind": "user"},
+                "time": T0 + 1000,
+            },
+            user("fix the cart total", 1001),
+            loop({"type": "step.begin", "uuid": step, "turnId": "0", "step": 1}, 1002),
+            request(1003),
+            loop(
+                {
+                    "type": "content.part",
+                    "uuid": "p-1",
+                    "turnId": "0",
+                    "step": 1,
+                    "stepUuid": step,
+                    "part": {"type": "think", "think": "look at cart.py"},
+                },
+                2000,
+            ),
+            loop(
+                {
+                    "type": "content.part",
+                    "uuid": "p-2",
+                    "turnId": "0",
+                    "step": 1,
+                    "stepUuid": step,
+                    "part": {"type": "text", "text": "Fixing it."},
+                },
+                2001,
+            ),
+            loop(
+                {
+                    "type": "tool.call",
+                    "uuid": "Edit_0",
+                    "turnId": "0",
+                    "step": 1,
+                    "stepUuid": step,
+                    "toolCallId": "Edit_0",
+                    "name": "Edit",
+                    "args": edit,
+                },
+                2002,
+            ),
+            loop(
+                {
+                    "type": "tool.call",
+                    "uuid": "Bash_1",
+                    "turnId": "0",
+                    "step": 1,
+                    "stepUuid": step,
+                    "toolCallId": "Bash_1",
+                    "name": "Bash",
+                    "args": {"command": "pytest -x"},
+                },
+                2003,
+            ),
+            loop(
+                {
+                    "type": "tool.result",
+                    "parentUuid": "Edit_0",
+                    "toolCallId": "Edit_0",
+                    "result": {"output": "Replaced 1 occurrence in cart.py"},
+                },
+                3000,
+            ),
+            loop(
+                {
+                    "type": "tool.result",
+                    "parentUuid": "Bash_1",
+                    "toolCallId": "Bash_1",
+                    "result": {"output": "1 failed", "isError": True},
+                },
+                3001,
+            ),
+            loop(
+                {
+                    "type": "step.end",
+                    "uuid": step,
+                    "turnId": "0",
+                    "step": 1,
+                    "usage": {
+                        "inputOther": 200,
+                        "output": 40,
+                        "inputCacheRead": 1000,
+                        "inputCacheCreation": 0,
+                    },
+                    "messageId": "chatcmpl-1",
+                },
+                3002,
+            ),
+            usage(3002, 200, 40, 1000),
+            loop({"type": "step.begin", "uuid": step2, "turnId": "0", "step": 2}, 3003),
+            loop(
+                {
+                    "type": "tool.call",
+                    "uuid": "Agent_2",
+                    "turnId": "0",
+                    "step": 2,
+                    "stepUuid": step2,
+                    "toolCallId": "Agent_2",
+                    "name": "Agent",
+                    "args": spawn,
+                },
+                4000,
+            ),
+            loop(
+                {
+                    "type": "tool.result",
+                    "parentUuid": "Agent_2",
+                    "toolCallId": "Agent_2",
+                    "result": {
+                        "output": "agent_id: agent-0\nactual_subagent_type: coder\nstatus: completed\n\n[summary]\ntests pass"
+                    },
+                },
+                9000,
+            ),
+            loop(
+                {
+                    "type": "content.part",
+                    "uuid": "p-3",
+                    "turnId": "0",
+                    "step": 2,
+                    "stepUuid": step2,
+                    "part": {"type": "text", "text": "Done."},
+                },
+                9500,
+            ),
+            usage(9500, 300, 20, 1200),
+            {"type": "full_compaction.begin", "source": "manual", "time": T0 + 10000},
+            usage(10500, 50, 60, 0, scope="session"),
+            {
+                "type": "context.apply_compaction",
+                "summary": "The cart total was fixed.",
+                "compactedCount": 6,
+                "time": T0 + 10600,
+            },
+            {"type": "some.future_record", "x": 1, "time": T0 + 11000},
+        ],
+    )
+    jsonl(
+        folder / "agents" / "agent-0" / "wire.jsonl",
+        [
+            {"type": "metadata", "protocol_version": "1.4", "created_at": T0 + 4001},
+            {"type": "config.update", "cwd": CWD, "profileName": "coder", "time": T0 + 4001},
+            user(SUB_TASK, 4002, origin="system_trigger"),
+            request(4003),
+            loop(
+                {
+                    "type": "content.part",
+                    "uuid": "s-1",
+                    "turnId": "0",
+                    "step": 1,
+                    "stepUuid": "sub-step",
+                    "part": {"type": "text", "text": "tests pass"},
+                },
+                8000,
+            ),
+            usage(8000, 100, 10, 0),
+        ],
+    )
+    return folder
