@@ -155,6 +155,7 @@ class Usage:
     # of cache_creation_tokens, those written to a cache kept an hour (Anthropic's, priced higher
     # than the five minutes' cache)
     cache_write_1h_tokens: int = 0
+    web_searches: int = 0  # searches the provider ran for the message (billed apiece, beside tokens)
 
 
 @dataclass(slots=True)

@@ -869,6 +869,7 @@ class ClaudeAdapter(Adapter):
                     cache_read_tokens=safe_int(usage.get("cache_read_input_tokens")),
                     cost_usd=recorded_cost(obj.get("costUSD")),
                     cache_write_1h_tokens=_hour_writes(usage),
+                    web_searches=safe_int(as_dict(usage.get("server_tool_use")).get("web_search_requests")),
                 )
 
     def _other(self, out: Record, obj: dict[str, Any], etype: str | None) -> None:

@@ -134,6 +134,7 @@ USAGE_COLUMNS = (
     "timestamp",
     "recorded_cost_usd",
     "cache_write_1h_tokens",
+    "web_searches",
 )
 
 
@@ -255,6 +256,7 @@ class PendingUsage:
     timestamp: int | None
     recorded_cost_usd: float | None
     cache_write_1h_tokens: int
+    web_searches: int
 
     def merge(self, other: PendingUsage) -> None:
         """Another record of the same API message, as the upsert in `Ledger.flush` would combine them."""
@@ -268,6 +270,7 @@ class PendingUsage:
         self.cache_creation_tokens = max(self.cache_creation_tokens, other.cache_creation_tokens)
         self.cache_read_tokens = max(self.cache_read_tokens, other.cache_read_tokens)
         self.cache_write_1h_tokens = max(self.cache_write_1h_tokens, other.cache_write_1h_tokens)
+        self.web_searches = max(self.web_searches, other.web_searches)
         if self.is_sidechain == 1 and other.is_sidechain == 0:  # the main chain's copy owns the message
             self.session_id, self.turn_id = other.session_id, other.turn_id
         self.is_sidechain = min(self.is_sidechain, other.is_sidechain)
@@ -520,6 +523,7 @@ class Ledger:
                 rec.timestamp,
                 u.cost_usd,
                 u.cache_write_1h_tokens,
+                u.web_searches,
             )
             seen_usage = self._usage.get(u.message_id)
             if seen_usage is None:
@@ -733,6 +737,7 @@ class Ledger:
                 "cache_creation_tokens = max(cache_creation_tokens, excluded.cache_creation_tokens), "
                 "cache_read_tokens = max(cache_read_tokens, excluded.cache_read_tokens), "
                 "cache_write_1h_tokens = max(cache_write_1h_tokens, excluded.cache_write_1h_tokens), "
+                "web_searches = max(web_searches, excluded.web_searches), "
                 "session_id = CASE WHEN is_sidechain = 1 AND excluded.is_sidechain = 0 THEN excluded.session_id ELSE session_id END, "
                 "turn_id = CASE WHEN is_sidechain = 1 AND excluded.is_sidechain = 0 THEN excluded.turn_id ELSE turn_id END, "
                 "is_sidechain = min(is_sidechain, excluded.is_sidechain), "

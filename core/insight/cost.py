@@ -28,11 +28,13 @@ from .stats import mark_since, quarter_hour
 
 PRICES_KEY = "prices_version"  # ledger_meta: the price data the stored costs come from
 # how a recorded model name is found in the table: a change prices every message again (r2: names
-# prefixed with their provider, as Aider writes them; r3: an hour's cache writes at their own price)
+# prefixed with their provider, as Aider writes them; r3: an hour's cache writes at their own price, and
+# the searches a provider ran for a message)
 RESOLVER = "r3"
 
 # the table's token prices, in USD per million tokens
 _FIELDS = ("input_mtok", "output_mtok", "cache_write_mtok", "cache_read_mtok", "cache_write_1h_mtok")
+SEARCHES_FIELD = "web_searches_kcount"  # USD per thousand searches the provider ran (Anthropic's web search)
 
 Price = tuple[float, tuple[tuple[int, float], ...]]
 
@@ -42,7 +44,8 @@ class Rates:
     """A model's prices in USD per million tokens, each as (base, ((start, price), ...)): past a
     tier's start in total input tokens, every token of the request costs the tier's price. A cache
     write kept an hour has a price of its own where the table gives one (Anthropic's: twice the
-    input's, where five minutes' cost 1.25 times), else the cache write's."""
+    input's, where five minutes' cost 1.25 times), else the cache write's; a search the provider ran
+    for the message (Anthropic's web search) its price apiece, given per thousand."""
 
     model_id: str
     provider_id: str
@@ -51,6 +54,7 @@ class Rates:
     cache_write: Price
     cache_read: Price
     cache_write_1h: Price | None = None
+    searches: float = 0.0  # USD per thousand searches
 
     def cost(
         self,
@@ -59,17 +63,20 @@ class Rates:
         cache_write: int,
         cache_read: int,
         cache_write_1h: int = 0,
+        searches: int = 0,
     ) -> float:
-        """`cache_write_1h`: of the `cache_write` tokens, those kept an hour."""
+        """`cache_write_1h`: of the `cache_write` tokens, those kept an hour; `searches`: the
+        searches the provider ran for the message."""
         total_input = input_tokens + cache_write + cache_read
         hour = min(max(cache_write_1h, 0), cache_write)
-        return (
+        tokens = (
             input_tokens * _rate(self.input, total_input)
             + output_tokens * _rate(self.output, total_input)
             + (cache_write - hour) * _rate(self.cache_write, total_input)
             + hour * _rate(self.cache_write_1h or self.cache_write, total_input)
             + cache_read * _rate(self.cache_read, total_input)
         ) / 1_000_000
+        return tokens + max(searches, 0) * self.searches / 1_000
 
     def as_list(self) -> list[Any]:
         return list(astuple(self))
@@ -80,9 +87,11 @@ class Rates:
         if data is None:
             return None
         model_id, provider_id, *prices = data
-        if len(prices) not in (4, 5):
-            raise ValueError(f"{len(prices)} prices, not 4 or 5")
-        inp, out, write, read, *hour = prices
+        if len(prices) not in (4, 5, 6):
+            raise ValueError(f"{len(prices)} prices, not 4 to 6")
+        inp, out, write, read, *later = prices
+        hour = later[0] if later else None
+        searches = float(later[1]) if len(later) > 1 else 0.0
         return cls(
             model_id,
             provider_id,
@@ -90,7 +99,8 @@ class Rates:
             _from_list(out),
             _from_list(write),
             _from_list(read),
-            None if not hour or hour[0] is None else _from_list(hour[0]),
+            None if hour is None else _from_list(hour),
+            searches,
         )
 
 
@@ -168,6 +178,7 @@ def priced_period(model: str, day: str | None = None) -> tuple[Rates | None, str
         _price(write if write is not None else inp),
         _price(read if read is not None else inp),
         None if write_1h is None else _price(write_1h),
+        float(getattr(prices, SEARCHES_FIELD, None) or 0),
     )
     conditions = info.prices if isinstance(info.prices, list) else []
     starts = sorted(
@@ -217,14 +228,13 @@ def message_cost(
     cache_read: int,
     timestamp_ms: int | None = None,
     cache_write_1h: int = 0,
+    searches: int = 0,
 ) -> float | None:
     """One API message's cost in USD (None: a model the price table does not know)."""
     found = rates(model, _day(timestamp_ms))
-    return (
-        None
-        if found is None
-        else found.cost(input_tokens, output_tokens, cache_write, cache_read, cache_write_1h)
-    )
+    if found is None:
+        return None
+    return found.cost(input_tokens, output_tokens, cache_write, cache_read, cache_write_1h, searches)
 
 
 def _day(timestamp_ms: int | None) -> str:
@@ -493,7 +503,8 @@ def price_pending(conn: sqlite3.Connection) -> set[str]:
             set_meta(conn, PRICES_KEY, version)
     rows = conn.execute(
         "SELECT message_id, session_id, model, timestamp, input_tokens, output_tokens, cache_creation_tokens, "
-        "cache_read_tokens, recorded_cost_usd, cache_write_1h_tokens FROM agent_usage WHERE priced = 0"
+        "cache_read_tokens, recorded_cost_usd, cache_write_1h_tokens, web_searches FROM agent_usage "
+        "WHERE priced = 0"
     ).fetchall()
     if not rows:
         return set()
@@ -501,7 +512,7 @@ def price_pending(conn: sqlite3.Connection) -> set[str]:
     # the days the ledger's price rows do not cover, looked up in the table at once
     missing = {
         (model, day)
-        for _, _, model, ts, *_, recorded, _ in rows
+        for _, _, model, ts, *_, recorded, _, _ in rows
         if recorded is None and model and stored.held(model, day := _day(ts)) is MISSING
     }
     if missing:
@@ -510,7 +521,7 @@ def price_pending(conn: sqlite3.Connection) -> set[str]:
     updates: list[tuple[float | None, str]] = []
     sessions: set[str] = set()
     since: dict[str, int | None] = {}  # the quarter hour each session's stats change from (None: all)
-    for message_id, session_id, model, ts, inp, out, write, read, recorded, write_1h in rows:
+    for message_id, session_id, model, ts, inp, out, write, read, recorded, write_1h, searches in rows:
         bucket = quarter_hour(ts) if ts is not None else None
         known = since.get(session_id, bucket)
         since[session_id] = None if bucket is None or known is None else min(bucket, known)
@@ -518,7 +529,7 @@ def price_pending(conn: sqlite3.Connection) -> set[str]:
             cost: float | None = recorded
         else:
             found = stored.get(model, _day(ts))
-            cost = None if found is None else found.cost(inp, out, write, read, write_1h)
+            cost = None if found is None else found.cost(inp, out, write, read, write_1h, searches)
         updates.append((cost, message_id))
         sessions.add(session_id)
     with transaction(conn):

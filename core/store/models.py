@@ -213,6 +213,7 @@ class AgentUsage(SQLModel, table=True):
     timestamp: int | None = None  # the message's time (ms): prices change on dates, stats group by day
     recorded_cost_usd: float | None = None  # the cost the agent wrote itself (old Claude Code's costUSD)
     cache_write_1h_tokens: int = _zero()  # of cache_creation_tokens, those kept an hour (priced higher)
+    web_searches: int = _zero()  # searches the provider ran for the message, billed apiece
     cost_usd: float | None = None  # None: not priced yet, or a model the price table does not know
     priced: int = _zero()  # 1 once cost_usd is set from the current price data (see core.insight.cost)
 

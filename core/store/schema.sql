@@ -1,4 +1,4 @@
--- threadloom ledger schema 18, generated from core/store/models.py by `python -m threadloom.core.store.db`; do not edit
+-- threadloom ledger schema 19, generated from core/store/models.py by `python -m threadloom.core.store.db`; do not edit
 
 CREATE TABLE agent_file_changes (
 	session_id VARCHAR NOT NULL,
@@ -125,6 +125,7 @@ CREATE TABLE agent_usage (
 	timestamp INTEGER,
 	recorded_cost_usd FLOAT,
 	cache_write_1h_tokens INTEGER DEFAULT '0' NOT NULL,
+	web_searches INTEGER DEFAULT '0' NOT NULL,
 	cost_usd FLOAT,
 	priced INTEGER DEFAULT '0' NOT NULL,
 	PRIMARY KEY (message_id)

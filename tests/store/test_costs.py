@@ -387,3 +387,21 @@ def test_cache_writes_kept_an_hour_are_priced_at_their_own_rate(conn, tmp_path):
     per_token = (found.cache_write_1h[0] - found.cache_write[0]) / 1e6  # $10 against $6.25 a million
     assert hour - five == pytest.approx(3000 * per_token) and per_token > 0
     assert [r[2] for r in rows] == [pytest.approx(hour), pytest.approx(five), pytest.approx(all_hour)]
+
+
+def test_the_searches_a_message_ran_are_priced_beside_its_tokens(conn, tmp_path):
+    """Claude Code's web searches run at Anthropic ($10 a thousand), counted in the message's
+    `server_tool_use`: a research session's searches were left out of its cost."""
+    t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{SID}.jsonl", SID)
+    t.user("look it up")
+    t.assistant("found", model=SONNET, usage={**USAGE, "server_tool_use": {"web_search_requests": 4}})
+    t.assistant("odd", model=SONNET, usage={**USAGE, "server_tool_use": {"web_search_requests": "many"}})
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    rows = conn.execute(
+        "SELECT web_searches, cost_usd, timestamp FROM agent_usage ORDER BY timestamp"
+    ).fetchall()
+    assert [r[0] for r in rows] == [4, 0]
+    plain = cost.message_cost(SONNET, 12, 700, 3000, 40000, rows[0][2])
+    assert plain is not None and rows[0][1] == pytest.approx(plain + 4 * 10 / 1000)
+    assert rows[1][1] == pytest.approx(plain)
