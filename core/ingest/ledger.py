@@ -912,7 +912,9 @@ def _summaries_by_session(conn: sqlite3.Connection) -> dict[str, str]:
         "WHERE s.entry_type = 'summary' AND s.ref_uuid IS NOT NULL"  # served by ix_entries_summary
     ).fetchall()
     out: dict[str, str] = {}
-    for _, content, session_id in sorted(rows):
+    # by the summary's row alone: its leaf's uuid may be held by a record of no session too (the
+    # line as it was before its file was rewritten), and None does not sort against an id
+    for _, content, session_id in sorted(rows, key=lambda row: row[0]):
         if content and session_id:
             out[session_id] = content
     return out

@@ -453,3 +453,37 @@ def test_a_session_id_longer_than_a_like_pattern_is_restored(tmp_path):
     code, out, err = run_cli("restore", "--db", str(db), "--to", str(tmp_path / "back"), "--", sid)
     assert code == 0, err
     assert (tmp_path / "back" / "-srv-app" / t.path.name).read_bytes() == t.path.read_bytes()
+
+
+# ---------------------------------------------------------------------- files rewritten
+
+
+def rewrite(path: Path, data: bytes) -> None:
+    """The file's bytes replaced, its time moved on (an ingest then reads it again whole)."""
+    path.write_bytes(data)
+    later = path.stat().st_mtime + 10
+    os.utime(path, (later, later))
+
+
+def test_a_rewritten_line_a_summary_points_at_does_not_stop_every_ingest(tmp_path):
+    """A summary's leaf uuid then named two records: the line as it now is, and as it was (kept,
+    of no session). The summaries were sorted whole, the None of the one against the session id
+    of the other: TypeError out of the ingest, a traceback on every later run."""
+    sid = "aaaaaaaa-1111-4222-8333-000000000005"
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid, cwd="/srv/app")
+    t.user("a prompt")
+    leaf = t.assistant("a reply")
+    t.raw({"type": "summary", "summary": "The session's title", "leafUuid": leaf})
+    t.write()
+    db = tmp_path / "t.db"
+    assert ingest_cli(db, tmp_path / "projects")[0] == 0
+    t.lines[1]["message"]["content"][0]["text"] = "a reply, edited"
+    rewrite(t.path, "\n".join(json.dumps(line) for line in t.lines).encode() + b"\n")
+    code, out, err = ingest_cli(db, tmp_path / "projects")
+    assert code == 0 and "Traceback" not in err, err
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT title FROM agent_sessions WHERE id = ?", (sid,)).fetchone() == (
+        "The session's title",
+    )
+    assert run_cli("verify", "--db", str(db))[0] == 0
+
