@@ -1293,14 +1293,17 @@ class _Rewrite:
     def __init__(self, conn: sqlite3.Connection, row: KnownRow) -> None:
         self.conn, self.row = conn, row
         old = conn.execute(
-            "SELECT id, hash, session_id FROM entries WHERE source_file_id = ? ORDER BY byte_offset",
+            "SELECT id, hash, newline, session_id FROM entries WHERE source_file_id = ? ORDER BY byte_offset",
             (row.id,),
         ).fetchall()
-        self.old_ids = [eid for eid, _, _ in old]
-        self.sessions = sorted({sid for _, _, sid in old if sid is not None})
-        self.reuse: dict[str, list[int]] = {}
-        for eid, digest, _ in reversed(old):  # popped from the end: the first one first
-            self.reuse.setdefault(digest, []).append(eid)
+        self.old_ids = [eid for eid, _, _, _ in old]
+        self.sessions = sorted({sid for _, _, _, sid in old if sid is not None})
+        # by bytes and newline: a row taken back is placed anew, newline included, and the old
+        # version is rebuilt from the same rows (a line that gained or lost its newline is not the
+        # same record, or the version would come back a byte short or long)
+        self.reuse: dict[tuple[str, bool], list[int]] = {}
+        for eid, digest, newline, _ in reversed(old):  # popped from the end: the first one first
+            self.reuse.setdefault((digest, bool(newline)), []).append(eid)
 
     def set_aside(self) -> None:
         self.conn.execute(
@@ -1496,13 +1499,15 @@ class EntryWriter:
         file_id: int,
         *,
         place: bool,
-        reuse: dict[str, list[int]] | None = None,
+        reuse: dict[tuple[str, bool], list[int]] | None = None,
     ) -> None:
         self.conn = conn
         self.ledger = ledger
         self.file_id = file_id
         self.place = place
-        self.reuse = reuse  # a rewritten file's set-aside rows by the hash of their bytes (see _Rewrite)
+        self.reuse = (
+            reuse  # a rewritten file's set-aside rows by their bytes' hash and newline (see _Rewrite)
+        )
         self.next_id: int = conn.execute("SELECT COALESCE(max(id), 0) + 1 FROM entries").fetchone()[0]
 
     def write(
@@ -1539,7 +1544,7 @@ class EntryWriter:
                 if rec.session_id is not None:
                     sessions.add(rec.session_id)
             row = entry_row(eid, file_id, raw, rec, seq, turn_id, dup_of, digests[i] if digests else None)
-            same = self.reuse.get(row[HASH_INDEX]) if self.reuse else None
+            same = self.reuse.get((row[HASH_INDEX], bool(raw.newline))) if self.reuse else None
             if same:  # these bytes are stored already: that row is this record
                 kept.append((*row[1:], same.pop()))
                 continue

@@ -487,3 +487,29 @@ def test_a_rewritten_line_a_summary_points_at_does_not_stop_every_ingest(tmp_pat
     )
     assert run_cli("verify", "--db", str(db))[0] == 0
 
+
+def test_a_line_that_lost_its_newline_in_a_rewrite_keeps_it_in_the_old_version(tmp_path):
+    """A rewritten file's records whose bytes it still holds are taken back, placed anew: a line
+    the old version ended with a newline and the new one ends the file without one took its
+    newline with it, and the old version (`restore --as-of`) came back a byte short."""
+    from threadloom.core.read import archive
+
+    t = Transcript(
+        tmp_path / "projects" / "-srv-app" / "aaaaaaaa-1111-4222-8333-000000000006.jsonl",
+        "aaaaaaaa-1111-4222-8333-000000000006",
+    )
+    t.user("first")
+    t.assistant("second")
+    lines = [json.dumps(line).encode() for line in t.lines]
+    old = lines[1] + b"\n" + lines[0] + b"\n" + lines[1]  # the last line duplicated at the top
+    t.path.write_bytes(old)
+    db_path = tmp_path / "t.db"
+    assert ingest_cli(db_path, tmp_path / "projects")[0] == 0
+    rewrite(t.path, lines[0] + b"\n" + lines[1])
+    assert ingest_cli(db_path, tmp_path / "projects")[0] == 0
+    conn = sqlite3.connect(db_path)
+    (fid,) = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(t.path),)).fetchone()
+    (version,) = archive.versions(conn, fid)
+    assert archive.version_bytes(conn, version) == (old, True)
+    assert archive.file_bytes(conn, fid) == (t.path.read_bytes(), True)
+
