@@ -245,7 +245,7 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
             continue
         try:
             data = _decoded(conn, file_id, path) if kind == "decoded" else read_regular(path)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # or a folder on its way replaced by a file
             _gone(conn, report, file_id, stored)
             continue
         except (OSError, ValueError) as exc:  # ValueError: a stored path no file system has (a NUL in it)

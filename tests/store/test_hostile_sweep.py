@@ -513,3 +513,17 @@ def test_a_line_that_lost_its_newline_in_a_rewrite_keeps_it_in_the_old_version(t
     assert archive.version_bytes(conn, version) == (old, True)
     assert archive.file_bytes(conn, fid) == (t.path.read_bytes(), True)
 
+
+def test_a_file_whose_folder_became_a_file_is_gone_not_a_mismatch(tmp_path):
+    """Reading a path through a file raises NotADirectoryError, not FileNotFoundError: `verify`
+    called a session file whose folder had been replaced by a file unreadable, a mismatch (and
+    failed), where a file gone is kept in the archive and reported as missing."""
+    path = good_claude_session(tmp_path / "logs")
+    db = tmp_path / "t.db"
+    assert ingest_cli(db, tmp_path / "logs")[0] == 0
+    folder = path.parent
+    shutil.rmtree(folder)
+    folder.write_text("a file where the folder was\n")
+    code, out, err = run_cli("verify", "--db", str(db))
+    assert code == 0 and "cannot read" not in out + err, out + err
+    assert "1 file" in out or path.name in out, out
