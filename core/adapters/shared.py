@@ -57,7 +57,8 @@ def parse_document(data: bytes) -> Any:
 def element_spans(data: bytes, specs: frozenset[Spec]) -> list[tuple[int, int]]:
     """(start, end) of every object, array or string value found at one of `specs`.
 
-    The data must be valid JSON (check with `parse_document` first). Strings are matched whole by
+    The data should be valid JSON (check with `parse_document` first); a document its writer never
+    finished is read as far as it goes (`split_unfinished`), whatever brackets it holds. Strings are matched whole by
     the token pattern, so braces inside them never count; values outside the wanted places are
     skipped without descending into them.
     """
@@ -88,7 +89,8 @@ def element_spans(data: bytes, specs: frozenset[Spec]) -> list[tuple[int, int]]:
                 top[2], top[3] = None, False
             continue
         if c in _CLOSE:
-            stack.pop()
+            if stack:  # a close with nothing open: the bytes of a document never finished, or cut
+                stack.pop()
             continue
         if c == 0x22 and top is not None and top[1] and not top[3]:  # an object's key
             try:

@@ -467,3 +467,22 @@ def test_a_one_line_chat_never_finished_shows_the_messages_it_holds(conn, gemini
     ingest(conn, gemini)
     assert [c for _, c in visible(conn) if c] == ["list the files", "Here:"]
     assert round_trips(conn, path)
+
+
+@pytest.mark.parametrize(
+    "cut", ["}", "]}}", "]]}"], ids=["brace-only", "one-brace-too-many", "bracket-too-many"]
+)
+def test_a_chat_with_more_closing_brackets_than_opened_is_kept_whole(conn, gemini, cut):
+    """A JSON-era chat that does not parse for a bracket closed once too often (an edit or a copy
+    gone wrong, its writer long gone) was read as an unfinished chat, whose reader popped a bracket
+    nothing had opened: IndexError, the file in error and none of its bytes stored."""
+    path = chats(gemini) / "session-2026-01-16T18-34-5f0e2a8c.json"
+    whole = json.dumps(legacy_doc(legacy_messages()), separators=(",", ":"))
+    write_legacy(path, legacy_doc([]), None)
+    path.write_text(cut if cut == "}" else whole[:-2] + cut)
+    old = time.time() - 7200
+    os.utime(path, (old, old))
+    ingest(conn, gemini)
+    assert round_trips(conn, path)
+    if cut != "}":
+        assert "list the files" in [c for _, c in visible(conn) if c]
