@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.adapters.cursor import CHAT_DATA, CursorAdapter, tag_time
+from threadloom.core.cli import main
 from threadloom.core.ingest.pipeline import run_ingest
 from threadloom.core.read.query import messages
 from threadloom.core.store import db
@@ -167,7 +168,7 @@ def test_database_is_read_from_its_wal_without_being_touched(conn, tmp_path):
     source.close()
 
 
-def test_workspace_database_legacy_chat_tabs_and_composer_folders(conn, tmp_path):
+def test_workspace_database_legacy_chat_tabs_and_composer_folders(conn, tmp_path, capsys):
     user = user_dir(tmp_path)
     old = "1234abcd"
     ws = user / "workspaceStorage" / old
@@ -219,6 +220,10 @@ def test_workspace_database_legacy_chat_tabs_and_composer_folders(conn, tmp_path
         "gpt-4",
     )
     assert shown(conn, f"cursor-chat:{old}#2") == [("user", "second tab")]  # its id comes after its bubbles
+    # `show` takes that id whole, though 'SESSION#2' is also how it is asked for a session's message #2
+    conn.commit()
+    assert main(["show", f"cursor-chat:{old}#2", "--db", str(tmp_path / "ledger.db")]) == 0
+    assert "second tab" in capsys.readouterr().out
     assert (
         session(conn, COMPOSER)["project_path"] == "/srv/parser"
     )  # found through the workspace's composer list
