@@ -46,8 +46,6 @@ from ..adapters.base import (
     stored_name,
 )
 from ..insight import cost
-from ..insight.cost import price_pending
-from ..insight.stats import refresh_pending
 from ..store import search_index
 from ..store.db import FIRST_LOAD_SUFFIX, LIVE_FIRST_LOADS, MIRROR_LIKE, MIRROR_ROOT, REBUILD_KEY, rebuild_due
 from ..store.sql import get_meta, record_digest, set_meta, transaction
@@ -798,11 +796,10 @@ def _rebuild(
     with transaction(conn, immediate=True):
         search_index.reset(conn)
         set_meta(conn, REBUILD_KEY, None)
-    price_pending(conn)  # the replay wrote the usage rows again, unpriced
-    refresh_pending(conn)
-    from ..insight import signals
-
-    signals.rebuild(conn)  # every session's signals, from the rebuilt tables
+    # every session was replayed: what follows from its records (costs, the stats' sums, episodes,
+    # signals) is finished as any writer finishes the sessions it changed, its marks cleared with it
+    # (a whole rebuild of the signals here had left every session marked unfinished)
+    finish_derived(conn, {r[0] for r in conn.execute("SELECT id FROM agent_sessions")})
     return True
 
 

@@ -14,6 +14,7 @@ import pytest
 from threadloom.core.ingest.pipeline import Phase, Progress, rebuild_pending, run_ingest
 from threadloom.core.read import search
 from threadloom.core.store import db, search_index
+from threadloom.core.store.derived import unfinished
 
 from tests.builders.claude import Transcript, tool_use
 from tests.support import ingest
@@ -92,6 +93,13 @@ def test_rebuild_pending_does_the_replay_once(tmp_path):
     steps: list[Progress] = []
     assert rebuild_pending(conn, steps.append)
     assert derived(conn) == fresh and {p.phase for p in steps} == {Phase.REBUILDING}
+    # and finished whole, as any writer finishes: a command that upgraded an archive then said the
+    # costs, stats and signals of every session were not computed yet, until the next ingest
+    assert unfinished(conn) == 0
+    assert (
+        conn.execute("SELECT count(*) FROM agent_usage WHERE cost_usd IS NULL AND priced = 0").fetchone()[0]
+        == 0
+    )
     steps.clear()
     assert rebuild_pending(conn, steps.append) and not steps  # nothing was due the second time
     conn.close()
