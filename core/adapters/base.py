@@ -311,6 +311,18 @@ class SourceRef:
     project_key: str | None = None
 
 
+@dataclass(frozen=True)
+class StoredFile:
+    """A file of the archive that a replay reads again: its id, the path it was read from, and its
+    bytes as the archive holds them (`stored()`: read only when called; the disk is never read, the
+    file may be gone from it)."""
+
+    id: int
+    path: Path
+    kind: str
+    stored: Callable[[], bytes | None]
+
+
 @dataclass
 class FileContext:
     """Per-file state an adapter keeps while normalizing that file's records in order."""
@@ -556,6 +568,13 @@ class Adapter(ABC):
         threadloom does not read (a Qwen Code transcript looks like Claude Code's): the reason
         `sources` and `ingest --json` give for leaving it unread. None: nothing to say."""
         return None
+
+    def replay_order(self, files: list[StoredFile]) -> list[StoredFile]:
+        """The order in which a replay reads this agent's files again (all of them in the replay,
+        in the order they were first stored), as `discover` would hand them today: a replay then
+        gives what a fresh ingest of the same files gives, whatever order an older release stored
+        them in. By default the order they were stored in, nothing read."""
+        return files
 
     def split(self, data: bytes) -> list[RawRecord]:
         """A "document" file cut into records that tile it exactly (each message's exact JSON, plus

@@ -17,8 +17,9 @@ record for the object's exact JSON and one for the bytes after it; the older lay
 `storage/session/{info,message,part}/…` too, which early releases kept per project in
 `<data>/project/<name>/storage/` (found there by default). Files are yielded session by session,
 its messages in the order they were created (`time.created`, not their names' order), each followed
-by its parts (in the folder named by the message's id), so turns build in order. A part file that does not say its
-session or role is looked up in the message file it belongs to.
+by its parts (in the folder named by the message's id), so turns build in order; a replay reads the
+archive's files in the same order (`replay_order`), whatever order they were stored in. A part file
+that does not say its session or role is looked up in the message file it belongs to.
 
 `OpenCodeDbAdapter` ("database" mode) reads `opencode.db` and the per-channel databases of 2026
 releases (`opencode-stable.db`, `opencode-<channel>.db`) beside it (see `shared.open_sqlite`): per
@@ -36,7 +37,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,7 @@ from .base import (
     ResumeTarget,
     SessionInfo,
     SourceRef,
+    StoredFile,
     ToolResult,
     ToolUse,
     Usage,
@@ -82,6 +84,8 @@ from .shared import (
 from .walk import walk
 
 AGENT = "opencode"
+Loader = Callable[[Path], dict[str, Any]]  # a storage file's JSON object, by its path
+Facts = tuple[str | None, str | None, int | None, str | None]  # a message's session, role, time, id
 WHOLE = frozenset({()})
 PART_TYPES = frozenset(
     {
@@ -353,8 +357,7 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
 
     def __init__(self) -> None:
         self._messages: dict[str, dict[str, Path]] = {}  # storage root → message id → file
-        # message file → (session, role, its time, its id)
-        self._roles: dict[str, tuple[str | None, str | None, int | None, str | None]] = {}
+        self._roles: dict[str, Facts] = {}  # message file → its facts (`_message_facts`)
         self._missing: dict[str, set[str]] = {}
 
     def project_folder(self, parts: Sequence[str], key: str) -> int | None:
@@ -402,36 +405,59 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
         # a data folder (it holds `storage/`): walked whole, for the `project/<name>/storage` of
         # the first releases beside it
         data = str(root) if (root / "storage").is_dir() else None
+        found: list[Path] = []
+        for dirpath, dirnames, filenames in walk(root):
+            dirnames[:] = kept_folders(dirpath, dirnames, dirpath == data)
+            found += [p for p in (Path(dirpath) / fname for fname in sorted(filenames)) if self.claims(p)]
+        for path in self._storage_order(found):
+            yield SourceRef(path, AGENT, "document", path.parent.name)
+
+    def replay_order(self, files: list[StoredFile]) -> list[StoredFile]:
+        """As `discover` orders them, read from the archive: an archive stored by a release that
+        numbered a session's messages by their files' names (the replies before the prompts in the
+        corpus), or a message stored after the others but created before some, is replayed in the
+        order a fresh ingest gives. Each folder's files are taken by name, as a walk finds them."""
+        folders: dict[Path, int] = {}
+        for f in files:
+            folders.setdefault(f.path.parent, len(folders))
+        by_path: dict[Path, list[StoredFile]] = {}
+        for f in sorted(files, key=lambda f: (folders[f.path.parent], f.path.name)):
+            by_path.setdefault(f.path, []).append(f)
+
+        def load(path: Path) -> dict[str, Any]:
+            return _object_of(by_path[path][0].stored())
+
+        return [f for path in self._storage_order(list(by_path), load) for f in by_path[path]]
+
+    def _storage_order(self, paths: list[Path], load: Loader | None = None) -> list[Path]:
+        """The storage files `paths` (each folder's by name) in the order they are read: session by
+        session, each message followed by its parts, the messages in the order they were written,
+        so turns build in order (the archive numbers records as they land). `load` reads a file's
+        JSON object (the file on disk by default), each file's once."""
         sessions: list[Path] = []
         messages: list[Path] = []
         parts: dict[str, list[Path]] = {}
         loose: list[Path] = []
-        for dirpath, dirnames, filenames in walk(root):
-            dirnames[:] = kept_folders(dirpath, dirnames, dirpath == data)
-            for fname in sorted(filenames):
-                path = Path(dirpath) / fname
-                if not self.claims(path):
-                    continue
-                kind = kind_of(path)
-                if kind == "session":
-                    sessions.append(path)
-                elif kind == "message":
-                    messages.append(path)
-                elif path.parent.name != "part":
-                    parts.setdefault(path.parent.name, []).append(path)
-                else:
-                    loose.append(path)  # a flat part/<id>.json names its message inside
-        # session by session, each message followed by its parts, the messages in the order they
-        # were written: turns then build in order (the archive numbers records as they land)
+        for path in paths:
+            kind = kind_of(path)
+            if kind == "session":
+                sessions.append(path)
+            elif kind == "message":
+                messages.append(path)
+            elif path.parent.name != "part":
+                parts.setdefault(path.parent.name, []).append(path)
+            else:
+                loose.append(path)  # a flat part/<id>.json names its message inside
         by_message: dict[str, list[Path]] = {}
         for path in loose:  # a flat part/<id>.json: after its message too, when that is found
-            mid = as_str(self._object(path).get("messageID"))
+            mid = as_str((load or self._object)(path).get("messageID"))
             by_message.setdefault(mid or "", []).append(path)
+        facts = {message: self._message_facts(message, load) for message in messages}
         order = list(sessions)
-        for message in self._in_time_order(messages):
+        for message in _in_time_order(messages, facts):
             order.append(message)
             stem = message.name[: -len(".json")]
-            mid = self._message_facts(message)[3] or stem
+            mid = facts[message][3] or stem
             # a message's parts lie in a folder named by its id (its file's name, as OpenCode writes it)
             order += parts.pop(mid, []) + (parts.pop(stem, []) if stem != mid else [])
             order += by_message.pop(mid, [])
@@ -439,49 +465,24 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
             order += rest
         for rest in by_message.values():
             order += rest
-        for path in order:
-            yield SourceRef(path, AGENT, "document", path.parent.name)
-
-    def _in_time_order(self, messages: list[Path]) -> list[Path]:
-        """Each session's message files in the order their messages were created (`time.created`),
-        the sessions kept in the order found. OpenCode's ids grow with time, but names need not
-        sort so (files copied, renamed, or written by another tool): by name alone a session showed
-        its messages out of order. Ties, and a message without a time (placed after the one before
-        it by name), keep the order of the names."""
-        folders: dict[Path, list[Path]] = {}
-        for path in messages:
-            folders.setdefault(path.parent, []).append(path)
-        ordered: list[Path] = []
-        for paths in folders.values():
-            keyed, last = [], None
-            for i, path in enumerate(paths):
-                ms = self._message_facts(path)[2]
-                last = ms if ms is not None else last
-                keyed.append((last is not None, last or 0, i, path))
-            ordered += [k[3] for k in sorted(keyed, key=lambda k: k[:3])]
-        return ordered
+        return order
 
     def _object(self, path: Path) -> dict[str, Any]:
         """The JSON object of a small storage file; {} when it cannot be read as one."""
         try:
-            data = loads(read_regular(path).removeprefix(BOM))[0]
+            return _object_of(read_regular(path))
         except OSError:
             return {}
-        return data if isinstance(data, dict) else {}
 
-    def _message_facts(self, path: Path) -> tuple[str | None, str | None, int | None, str | None]:
-        """(session, role, time created, id) of a message file, read once."""
+    def _message_facts(self, path: Path, load: Loader | None = None) -> Facts:
+        """(session, role, time created, id) of a message file: read once from the disk (kept for
+        its parts' look-up), or as `load` gives it."""
+        if load is not None:
+            return _facts(path, load(path))
         key = str(path)
         facts = self._roles.get(key)
         if facts is None:
-            data = self._object(path)
-            facts = (
-                as_str(data.get("sessionID")) or path.parent.name,
-                as_str(data.get("role")),
-                epoch_ms(as_dict(data.get("time")).get("created")),
-                as_str(data.get("id")),
-            )
-            self._roles[key] = facts
+            facts = self._roles[key] = _facts(path, self._object(path))
         return facts
 
     def split(self, data: bytes) -> list[RawRecord]:
@@ -549,6 +550,42 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
             return sid, None, None
         found_sid, role, message_ms, _ = self._message_facts(candidate)
         return sid or found_sid, role, message_ms
+
+
+def _in_time_order(messages: list[Path], facts: dict[Path, Facts]) -> list[Path]:
+    """Each session's message files in the order their messages were created (`time.created`, in
+    their `facts`), the sessions kept in the order found. OpenCode's ids grow with time, but names
+    need not sort so (files copied, renamed, or written by another tool): by name alone a session
+    showed its messages out of order. Ties, and a message without a time (placed after the one
+    before it by name), keep the order of the names."""
+    folders: dict[Path, list[Path]] = {}
+    for path in messages:
+        folders.setdefault(path.parent, []).append(path)
+    ordered: list[Path] = []
+    for paths in folders.values():
+        keyed, last = [], None
+        for i, path in enumerate(paths):
+            ms = facts[path][2]
+            last = ms if ms is not None else last
+            keyed.append((last is not None, last or 0, i, path))
+        ordered += [k[3] for k in sorted(keyed, key=lambda k: k[:3])]
+    return ordered
+
+
+def _object_of(data: bytes | None) -> dict[str, Any]:
+    """The JSON object a storage file holds; {} when it holds none."""
+    obj = loads(data.removeprefix(BOM))[0] if data else None
+    return obj if isinstance(obj, dict) else {}
+
+
+def _facts(path: Path, data: dict[str, Any]) -> Facts:
+    """(session, role, time created, id) of the message file at `path` holding `data`."""
+    return (
+        as_str(data.get("sessionID")) or path.parent.name,
+        as_str(data.get("role")),
+        epoch_ms(as_dict(data.get("time")).get("created")),
+        as_str(data.get("id")),
+    )
 
 
 def _message_index(message_dir: Path) -> dict[str, Path]:

@@ -25,6 +25,7 @@ from ..adapters.base import (
     RawRecord,
     Record,
     SpawnFacts,
+    StoredFile,
     disk_name,
     normalized,
 )
@@ -1215,6 +1216,39 @@ def _stored_bytes(conn: sqlite3.Connection, file_id: int) -> bytes:
     return file_bytes(conn, file_id)[0]
 
 
+def _replay_order(
+    conn: sqlite3.Connection, file_ids: list[int], files: dict[int, tuple[str, str, str, str | None]]
+) -> list[int]:
+    """`file_ids` with each agent's files put in the order its adapter reads them (`replay_order`),
+    in the places its files held: a session's files are one agent's, the others stay where they are.
+    An adapter that keeps the stored order is not asked (nothing built, nothing read)."""
+    from ..adapters import adapter_for
+
+    places: dict[str, list[int]] = {}
+    for i, file_id in enumerate(file_ids):
+        places.setdefault(files[file_id][1], []).append(i)
+    ordered = list(file_ids)
+    for agent, slots in places.items():
+        adapter = adapter_for(agent)
+        if type(adapter).replay_order is Adapter.replay_order:
+            continue
+        stored = [
+            StoredFile(
+                file_ids[i],
+                Path(disk_name(files[file_ids[i]][0])),
+                files[file_ids[i]][2],
+                partial(_stored_bytes, conn, file_ids[i]),
+            )
+            for i in slots
+        ]
+        order = [f.id for f in adapter.replay_order(stored)]
+        if sorted(order) != sorted(f.id for f in stored):
+            raise ValueError(f"the {agent} adapter's replay order left out or repeated a file")
+        for i, file_id in zip(slots, order, strict=True):
+            ordered[i] = file_id
+    return ordered
+
+
 def replay(
     conn: sqlite3.Connection,
     ledger: Ledger,
@@ -1265,6 +1299,15 @@ def replay(
         # files in the order they were first seen, so a rewritten file keeps its place; which copy of
         # a duplicated record counts is decided by entry id, whatever the replay order
         file_ids = sorted(file_ids_set)
+    # then each agent's files in the order its adapter reads them today (an archive stored in an
+    # older order replays as a fresh ingest reads the same files)
+    files = {
+        file_id: conn.execute(
+            "SELECT path, agent, kind, project_key FROM source_files WHERE id = ?", (file_id,)
+        ).fetchone()
+        for file_id in file_ids
+    }
+    file_ids = _replay_order(conn, file_ids, files)
     sizes: dict[int, int] = {}
     if progress is not None:
         sizes = dict(conn.execute("SELECT id, bytes_ingested FROM source_files"))
@@ -1275,9 +1318,7 @@ def replay(
         if progress is not None:
             progress(done, len(file_ids), bytes_done, bytes_total)
             bytes_done += sizes.get(file_id) or 0
-        path, agent, kind, project_key = conn.execute(
-            "SELECT path, agent, kind, project_key FROM source_files WHERE id = ?", (file_id,)
-        ).fetchone()
+        path, agent, kind, project_key = files[file_id]
         adapter = adapter_for(agent)
         ctx = FileContext(
             Path(disk_name(path)), kind, project_key, stored=partial(_stored_bytes, conn, file_id)

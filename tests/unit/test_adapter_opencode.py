@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -397,3 +399,125 @@ def test_corpus_sessions_read_in_order(tmp_path):
     roles = [r for r, content in shown(conn, "s_stage0_large") if content]
     assert roles[0] == "user" and roles.index("user", 1) > roles.index("assistant")
     conn.close()
+
+
+def ingest_in_name_order(conn: sqlite3.Connection, storage: Path) -> None:
+    """`storage` stored as releases before the time order stored it, one file at a time: the
+    sessions, then each message file by name followed by the parts in the folder of its file's
+    name, then the other parts (the corpus's, filed under the messages' ids: after every message)."""
+    files = sorted(storage.rglob("*.json"))
+    order = [p for p in files if p.parent.parent.name == "session"]
+    parts = [p for p in files if "part" in p.relative_to(storage).parts[:1]]
+    for path in files:
+        if path.parent.parent.name == "message":
+            order += [path, *(p for p in parts if p.parent.name == path.stem)]
+    order += [p for p in parts if p not in order]
+    assert sorted(order) == files
+    for path in order:
+        ingest(conn, path)
+
+
+def derived(conn: sqlite3.Connection, sid: str) -> tuple[list[dict], list[tuple], tuple]:
+    """A session as it is shown (its messages, their turns and calls) and its turns, without the
+    records' ids (which say the order the files were stored in)."""
+    shown_messages = []
+    for m in messages(conn, sid):
+        row = dataclasses.asdict(m)
+        del row["entry_id"]
+        for call in row["tool_calls"]:
+            del call["entry_id"], call["result_entry_id"]
+        shown_messages.append(row)
+    turns = conn.execute(
+        "SELECT id, parent_turn_id, query_message_ids, response_message_id, timestamp, sequence, "
+        "tool_call_count, child_count, last_entry_uuid FROM agent_turns WHERE session_id = ? ORDER BY sequence",
+        (sid,),
+    ).fetchall()
+    totals = conn.execute(
+        "SELECT message_count, turn_count, tool_call_count, first_prompt, created_at, ended_at "
+        "FROM agent_sessions WHERE id = ?",
+        (sid,),
+    ).fetchone()
+    return shown_messages, turns, totals
+
+
+def fresh(tmp_path: Path, name: str, *sources: Path) -> sqlite3.Connection:
+    conn = db.connect(tmp_path / f"{name}.db")
+    ingest(conn, *sources)
+    return conn
+
+
+@pytest.mark.parametrize("whole", [True, False], ids=["archive", "session"])
+def test_an_archive_stored_in_name_order_is_replayed_in_time_order(tmp_path, whole):
+    """An archive stored before the time order kept each session's files in name order: replayed
+    (a schema upgrade replays every record; a rewritten file its sessions'), it reads as a fresh
+    ingest of the same files does today, each prompt before its reply."""
+    from threadloom.core.ingest.ledger import rebuild_derived
+
+    storage = tmp_path / "opencode" / "storage"
+    out_of_name_order(storage)
+    old = db.connect(tmp_path / "old.db")
+    ingest_in_name_order(old, storage)
+    new = fresh(tmp_path, "new", storage)
+    assert derived(old, SID) != derived(new, SID)  # the reply to msg_Z1 came first
+    rebuild_derived(old, None if whole else {SID})
+    assert derived(old, SID) == derived(new, SID)
+    assert [x for x in shown(old, SID) if x[1]][:2] == [
+        ("user", "fix the cart total"),
+        ("assistant", "The rounding is wrong."),
+    ]
+    # the order is read from the archive: the files gone from the disk, it holds
+    shutil.rmtree(storage)
+    rebuild_derived(old, None if whole else {SID})
+    assert [c for _, c in shown(old, SID) if c] == [c for _, c in shown(new, SID) if c]
+    old.close()
+    new.close()
+
+
+def test_a_message_stored_later_but_written_earlier_takes_its_place_in_a_replay(conn, tmp_path):
+    """A message file that appears after the others were stored lands last as it is ingested (the
+    archive numbers records as they land); the next replay puts it where it was written, as a fresh
+    ingest of the folder does."""
+    from threadloom.core.ingest.ledger import rebuild_derived
+
+    storage = tmp_path / "opencode" / "storage"
+    out_of_name_order(storage)
+    ingest(conn, storage)
+    late = timed("msg_Q3", "assistant", 1760000003500)  # between msg_M3 (3000) and msg_B4 (4000)
+    write_json(storage / "message" / SID / "msg_Q3.json", late)
+    write_json(storage / "part" / "msg_Q3" / "prt_98.json", text("prt_98", "msg_Q3", "Looking."))
+    ingest(conn, storage)
+    assert [x for x in shown(conn, SID) if x[1]][-1] == ("assistant", "Looking.")
+    rebuild_derived(conn)
+    said = [x for x in shown(conn, SID) if x[1]]
+    assert said[2:5] == [("user", "now add a test"), ("assistant", "Looking."), ("assistant", "Added.")]
+    new = fresh(tmp_path, "new", storage)
+    assert derived(conn, SID) == derived(new, SID)
+    new.close()
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not OPENCODE.is_dir(), reason="../shared/corpus/opencode is not present")
+def test_corpus_sessions_stored_in_name_order_read_in_order_after_an_upgrade(tmp_path):
+    """The corpus's sessions as an archive stored before the time order holds them (each reply
+    before its prompt): the upgrade's replay gives what a fresh ingest gives."""
+    roots = sorted(OPENCODE.rglob("storage_v2"))
+    path = tmp_path / "old.db"
+    old = db.connect(path)
+    for root in roots:
+        ingest_in_name_order(old, root.resolve())
+    assert [x for x in shown(old, "s_stage0_small") if x[1]][0][0] == "assistant"
+    old.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION - 1}")
+    old.close()
+    old = db.connect(path)
+    assert db.rebuild_due(old)
+    ingest(old, *roots)  # the upgrade's replay; nothing new to read
+    assert not db.rebuild_due(old)
+    new = fresh(tmp_path, "new", *roots)
+    for sid in ("s_stage0_small", "s_stage0_large"):
+        assert derived(old, sid) == derived(new, sid), sid
+    assert [x for x in shown(old, "s_stage0_small") if x[1]] == [
+        ("user", "Hello"),
+        ("assistant", "Found 2 files."),
+    ]
+    old.close()
+    new.close()
