@@ -1174,12 +1174,16 @@ def _read_document(conn: sqlite3.Connection, plan: FilePlan, f: BinaryIO) -> Fil
         records = list(pieces(data, 0, len(data), 0, 1, newline=False))  # one is one empty record)
         return FileRead(records, True, 0, 0, len(data), new_hash, len(data))
     try:
-        records = adapter.split(data)
-    except SourceIncomplete:
-        if time.time() - st.st_mtime < STALE_TAIL_SECONDS:
-            _mark_waiting(conn, plan)
-            return None
-        records = adapter.split_unfinished(data)  # keep the bytes even if never finished
+        try:
+            records = adapter.split(data)
+        except SourceIncomplete:
+            if time.time() - st.st_mtime < STALE_TAIL_SECONDS:
+                _mark_waiting(conn, plan)
+                return None
+            records = adapter.split_unfinished(data)  # keep the bytes even if never finished
+    except Exception:  # an adapter failing on these bytes (a bug, a shape nobody foresaw) loses none
+        # of them: kept as they are, in pieces a row holds, each read as it can be (unread, if not)
+        records = list(pieces(data, 0, len(data), 0, 1, newline=False))
     return FileRead(records, True, 0, 0, len(data), new_hash, len(data))
 
 

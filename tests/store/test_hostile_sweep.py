@@ -527,3 +527,40 @@ def test_a_file_whose_folder_became_a_file_is_gone_not_a_mismatch(tmp_path):
     code, out, err = run_cli("verify", "--db", str(db))
     assert code == 0 and "cannot read" not in out + err, out + err
     assert "1 file" in out or path.name in out, out
+
+
+def test_a_document_its_adapter_fails_to_cut_is_still_kept_whole(tmp_path, monkeypatch):
+    """An adapter that raises on a document's bytes (a bug, a shape nobody foresaw) left the file in
+    error with none of its bytes stored: they are kept as they are, in pieces, each read as it can be."""
+    from threadloom.core.adapters.gemini import GeminiAdapter
+    from threadloom.core.store import db
+
+    from tests.support import stored_bytes
+
+    chat = (
+        tmp_path
+        / "ghome"
+        / ".gemini"
+        / "tmp"
+        / "webshop"
+        / "chats"
+        / "session-2026-04-29T21-39-a1b2c3d4.json"
+    )
+    chat.parent.mkdir(parents=True)
+    chat.write_text(
+        json.dumps({"sessionId": "a1b2c3d4", "messages": [{"id": "u1", "type": "user", "content": "hi"}]})
+    )
+    os.utime(chat, (1_700_000_000, 1_700_000_000))  # long finished
+
+    def broken(self, data):  # noqa: ANN001, ANN202 - the adapter's own signature
+        raise RuntimeError("a shape nobody foresaw")
+
+    monkeypatch.setattr(GeminiAdapter, "split", broken)
+    monkeypatch.setattr(GeminiAdapter, "split_unfinished", broken)
+    code, _, err = ingest_cli(tmp_path / "t.db", tmp_path / "ghome" / ".gemini")
+    conn = db.connect(tmp_path / "t.db")
+    try:
+        assert stored_bytes(conn, chat) == chat.read_bytes(), err
+    finally:
+        conn.close()
+    assert statuses(tmp_path / "t.db")[chat.name][0] != "error"
