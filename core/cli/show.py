@@ -50,30 +50,20 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from ..read.query import get_session, message_ref, resolve_session
+    from ..read.query import cited_message, resolve_session
 
     usable, as_of = as_of_option(args)
     if not usable:
         return 2
-    ref = args.session
-    cited = message_ref(ref)  # 'SESSION#5': the turn answers cite
+    conn = open_reading(args)
+    cited = cited_message(conn, args.session)  # 'SESSION#5': the turn answers cite
     args.turn = None
     if cited is not None:
         args.session, args.turn = cited
-
-    def opened() -> sqlite3.Connection:
-        conn = open_reading(args)
-        if (
-            cited is not None and get_session(conn, ref) is not None
-        ):  # an id ending '#n' itself (a Cursor tab's)
-            args.session, args.turn = ref, None
-        return conn
-
     if as_of is not None:
         from ..actions.restore import RestoreError, as_of_archive
         from ..base.text import short_when
 
-        conn = opened()
         session_id = session_or_earlier(conn, args.session, as_of)
         if session_id is None:
             return 1
@@ -84,7 +74,6 @@ def cmd_show(args: argparse.Namespace) -> int:
             return 1
         note = f"as it was at {short_when(as_of)}, rebuilt from the records the archive kept"
         return _show(args, then, resolve_session(then, session_id), note)
-    conn = opened()
     session_id = session_or_earlier(conn, args.session, None)  # one emptied since: said, with --as-of
     if session_id is None:
         return 1

@@ -21,7 +21,7 @@ import orjson
 
 from ..base import embed
 from ..read import search
-from ..read.query import main_sql, message_ref, resolve_session, title_sql, unrelated_holders
+from ..read.query import cited_message, main_sql, resolve_session, title_sql, unrelated_holders
 from ..read.search import Hit, ParsedQuery, SearchResult, parse_query
 from ..store.sql import get_meta, like_text
 from .answers import show_command
@@ -431,7 +431,7 @@ def turn_in_session(conn: sqlite3.Connection, ref: str) -> tuple[str, str]:
     """(turn id, session id) of a reference: SESSION#n (its message #n), an entry id, a turn id or a
     message uuid. A turn id or uuid that sessions other than one and its forks share (a copied
     session folder) is refused naming each, as `fork` does: the first holding it was taken."""
-    cited = message_ref(ref)
+    cited = cited_message(conn, ref)
     if cited is not None:
         session_ref, number = cited
         session = resolve_session(conn, session_ref)

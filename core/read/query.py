@@ -424,9 +424,16 @@ def message_ref(ref: str) -> tuple[str, int] | None:
     """(session reference, message number) of `SESSION#n`, the form `show` prints and answers
     cite; None for anything else."""
     session, mark, number = ref.rpartition("#")
-    if mark and number.isdigit() and session and "#" not in session:
+    if mark and number.isdigit() and session:
         return session, int(number)
     return None
+
+
+def cited_message(conn: sqlite3.Connection, ref: str) -> tuple[str, int] | None:
+    """`message_ref` of `ref`, unless `ref` names a session whole: a Cursor chat tab's id ends '#n'
+    itself (cursor-chat:WORKSPACE#2), and its message #1 is cursor-chat:WORKSPACE#2#1."""
+    cited = message_ref(ref)
+    return None if cited is None or get_session(conn, ref) is not None else cited
 
 
 def resolve_session(conn: sqlite3.Connection, ref: str) -> SessionSummary:

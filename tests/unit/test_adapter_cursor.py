@@ -224,6 +224,13 @@ def test_workspace_database_legacy_chat_tabs_and_composer_folders(conn, tmp_path
     conn.commit()
     assert main(["show", f"cursor-chat:{old}#2", "--db", str(tmp_path / "ledger.db")]) == 0
     assert "second tab" in capsys.readouterr().out
+    seq = conn.execute(
+        "SELECT min(seq) FROM entries WHERE session_id = ?", (f"cursor-chat:{old}#2",)
+    ).fetchone()[0]
+    assert (
+        main(["show", f"cursor-chat:{old}#2#{seq}", "--db", str(tmp_path / "ledger.db")]) == 0
+    )  # its message
+    assert "second tab" in capsys.readouterr().out
     assert (
         session(conn, COMPOSER)["project_path"] == "/srv/parser"
     )  # found through the workspace's composer list
