@@ -178,7 +178,7 @@ def priced_period(model: str, day: str | None = None) -> tuple[Rates | None, str
         _price(write if write is not None else inp),
         _price(read if read is not None else inp),
         None if write_1h is None else _price(write_1h),
-        float(getattr(prices, SEARCHES_FIELD, None) or 0),
+        _price(getattr(prices, SEARCHES_FIELD, None))[0],  # a tiered price's base (none is tiered today)
     )
     conditions = info.prices if isinstance(info.prices, list) else []
     starts = sorted(
