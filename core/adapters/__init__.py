@@ -93,13 +93,13 @@ class _Registry(MutableMapping[str, Adapter]):
 ADAPTERS: MutableMapping[str, Adapter] = _Registry()
 
 # what people also call an agent (its command, its product's name) -> the name the archive keeps
+# (not `kimi`: the command of Kimi CLI and of Kimi Code alike)
 ALIASES = {
     "claude": "claude-code",
     "gemini-cli": "gemini",
     "qwen": "qwen-code",
     "copilot": "copilot-cli",
     "kiro": "kiro-cli",
-    "kimi": "kimi-cli",
     "droid": "factory-droid",
 }
 

@@ -65,6 +65,7 @@ from .shared import (
     JsonDocumentLines,
     as_dict,
     as_str,
+    call_params,
     head_of,
     input_text,
     json_text,
@@ -579,9 +580,9 @@ class CodexAdapter(Adapter):
         elif itype in ("function_call", "custom_tool_call", "local_shell_call", "tool_search_call"):
             call_id = as_str(p.get("call_id")) or as_str(p.get("id"))
             if itype == "function_call":
-                params = _json_arg(p.get("arguments"))
+                params = call_params(p.get("arguments"))
             elif itype == "custom_tool_call":
-                params = _json_arg(p.get("input"), key="input")
+                params = call_params(p.get("input"), key="input")
             elif itype == "local_shell_call":
                 params = wrapped_params(p.get("action"), "action")
             else:
@@ -946,19 +947,6 @@ def _reasoning_text(p: dict[str, Any]) -> str | None:
         if isinstance(value, list):
             parts += [b["text"] for b in value if isinstance(b, dict) and isinstance(b.get("text"), str)]
     return "\n".join(t for t in parts if t) or None
-
-
-def _json_arg(value: Any, key: str = "arguments") -> dict[str, Any]:
-    """Tool arguments as an object: Codex stores them as a JSON string (or raw text for custom tools)."""
-    if isinstance(value, dict):
-        return value
-    if isinstance(value, str):
-        try:
-            parsed = orjson.loads(value)
-        except orjson.JSONDecodeError:
-            return {key: value}
-        return parsed if isinstance(parsed, dict) else {key: parsed}
-    return {key: value}
 
 
 def _tool_use(call_id: str, name: str, params: Any) -> ToolUse:

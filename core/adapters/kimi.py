@@ -62,7 +62,7 @@ from .base import (
     safe_int,
 )
 from .edits import RESTORE, FileEdit
-from .shared import as_dict, as_list, as_str, head_lines, head_of, json_text, parse_record
+from .shared import as_dict, as_list, as_str, call_params, head_lines, head_of, json_text, parse_record
 from .walk import walk
 
 AGENT = "kimi-cli"
@@ -276,14 +276,7 @@ class KimiAdapter(Adapter):
             for number, call in enumerate(as_list(obj.get("tool_calls"))):
                 call = as_dict(call)
                 function = as_dict(call.get("function"))
-                arguments = function.get("arguments")
-                params: Any = arguments
-                if isinstance(arguments, str):
-                    try:
-                        params = orjson.loads(arguments)
-                    except orjson.JSONDecodeError:
-                        params = arguments
-                params = params if isinstance(params, dict) else {"arguments": params}
+                params = call_params(function.get("arguments"))
                 tool = ToolUse(
                     as_str(call.get("id")) or f"{out.uuid}:{number}",
                     as_str(function.get("name")) or "?",

@@ -34,7 +34,6 @@ another folder). A fork is made inside the session only (`/fork`).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -62,7 +61,7 @@ from .base import (
     read_regular,
     safe_int,
 )
-from .shared import as_dict, as_list, as_str, head_lines, head_of, json_text, parse_record
+from .shared import as_dict, as_list, as_str, call_params, head_lines, head_of, json_text, parse_record
 from .walk import walk
 
 AGENT = "kimi-code"
@@ -155,7 +154,8 @@ def looks_like_kimi_code(head: bytes) -> bool:
             continue
         if obj.get("type") == "metadata":
             return "protocol_version" in obj
-        return isinstance(obj.get("type"), str) and "time" in obj and "message" not in obj
+        # Kimi CLI's records carry `timestamp`, not `time`: a `context.append_message` is Kimi Code's
+        return isinstance(obj.get("type"), str) and "time" in obj
     return False
 
 
@@ -180,14 +180,6 @@ def text_of(content: Any) -> tuple[str | None, str | None]:
         elif part.get("type") == "think" and isinstance(part.get("think"), str):
             thoughts.append(part["think"])
     return "\n".join(texts) or None, "\n".join(thoughts) or None
-
-
-def params_of(arguments: Any) -> dict[str, Any]:
-    """A call's arguments as an object (a JSON text in a message, an object in a loop event)."""
-    if isinstance(arguments, str):
-        with contextlib.suppress(orjson.JSONDecodeError):
-            arguments = orjson.loads(arguments)
-    return arguments if isinstance(arguments, dict) else {"arguments": arguments}
 
 
 class KimiCodeAdapter(Adapter):
@@ -223,8 +215,9 @@ class KimiCodeAdapter(Adapter):
         return at if at is not None else super().project_folder(parts, key)
 
     def claims(self, path: Path) -> bool:
-        if path.name == STATE:
-            return (path.parent / "agents").is_dir() and b'"agents"' in head_of(path, 65536)
+        if path.name == STATE:  # beside a session's main log, as Kimi Code lays a session out
+            main = path.parent / "agents" / MAIN / LOG
+            return main.is_file() and place(main) is not None and b'"agents"' in head_of(path, 65536)
         return place(path) is not None and looks_like_kimi_code(head_of(path, 16384))
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
@@ -366,7 +359,7 @@ class KimiCodeAdapter(Adapter):
             out.known = False
 
     def _call(self, out: Record, call_id: str | None, name: str | None, arguments: Any, number: int) -> None:
-        params = params_of(arguments)
+        params = call_params(arguments)
         tool = ToolUse(call_id or f"{out.uuid}:{number}", name or "?", json_text(params), number)
         if isinstance(params.get("prompt"), str):
             tool.prompt = params["prompt"]

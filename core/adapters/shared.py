@@ -152,6 +152,17 @@ def head_lines(head: bytes, count: int = 5) -> list[Any]:
     return [loads(line)[0] if line.strip() else None for line in lines]
 
 
+def call_params(value: Any, key: str = "arguments") -> dict[str, Any]:
+    """A tool call's arguments as an object: an object as it is, a JSON text read (Codex, Kimi and
+    the OpenAI-style logs keep them as one), anything else (raw text, a list) under `key`."""
+    if isinstance(value, str):
+        try:
+            value = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return {key: value}
+    return value if isinstance(value, dict) else {key: value}
+
+
 def loads(raw: bytes) -> tuple[Any, str | None]:
     """A record's JSON value, or (None, error). JSON that orjson refuses and the standard library
     reads (a lone surrogate escape as Node writes a string cut through an emoji, invalid UTF-8, a

@@ -65,3 +65,7 @@ def test_one_function_names_the_agents() -> None:
     assert archive_agent("toy", ["toy"]) == "toy"  # an agent the archive holds, though no adapter reads it
     with pytest.raises(UnknownAgent, match="no agent is called 'toys'"):
         archive_agent("toys", ["toy"])
+    # `kimi` is the command of Kimi CLI and of Kimi Code alike: no one of them, the two named
+    with pytest.raises(UnknownAgent, match="kimi-cli, kimi-code"):
+        archive_agent("kimi")
+    assert archive_agent("kimi", prefix=True) == "kimi"  # search's agent:kimi: the start of both

@@ -368,3 +368,26 @@ def test_a_kimi_code_session_resumes_by_its_id_and_is_not_forked(tmp_path, fake_
     assert run_printed(plan.command.split(" && ", 1)[1], fake_agents, sandbox) == [
         ["kimi", str(sandbox), "--session", kimi_code.SID]
     ]
+
+
+def test_kimi_code_claims_its_own_files_only(tmp_path):
+    """A `state.json` beside some other tool's `agents/` folder is not a Kimi Code session's; a log
+    whose metadata line was damaged is still told by the records after it (Kimi CLI's carry
+    `timestamp`, not `time`), a message record first among them too."""
+    from tests.builders import kimi_code
+
+    adapter = ADAPTERS["kimi-code"]
+    folder = kimi_code.kimi_code_session(tmp_path)
+    log = folder / "agents" / "main" / "wire.jsonl"
+    assert adapter.claims(folder / "state.json") and adapter.claims(log)
+    other = tmp_path / "elsewhere" / "tool"
+    (other / "agents").mkdir(parents=True)
+    (other / "state.json").write_text('{"agents": {"a": 1}}')
+    assert not adapter.claims(other / "state.json")
+    damaged = tmp_path / "d" / "sessions" / "k" / "s" / "agents" / "main" / "wire.jsonl"
+    damaged.parent.mkdir(parents=True)
+    damaged.write_text(
+        '{"type": "metadata", "protocol_ver\n'
+        '{"type": "context.append_message", "message": {"role": "user", "content": "hi"}, "time": 1}\n'
+    )
+    assert adapter.claims(damaged)
