@@ -518,6 +518,10 @@ def _matches(rule: str, agent: str, projects: set[str]) -> bool:
     if rule == "all":
         return True
     kind, _, value = rule.partition(":")
+    if kind == "agent" and not any(c in value for c in "*?["):  # a rule kept before names were
+        from ..adapters import agent_named  # checked (agent:gemini-cli, agent:Claude-Code) is the agent
+
+        return agent == (agent_named(value) or value)
     if kind == "agent":
         return fnmatch.fnmatchcase(agent, value)
     if kind == "project":

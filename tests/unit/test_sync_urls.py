@@ -52,6 +52,10 @@ def test_rules_and_machine_names() -> None:
     assert not rules.takes("claude-code", {"/srv/secret"})
     assert not rules.takes("claude-code", {"/srv/secret/sub"})  # under an excluded path
     assert rules.takes("codex", {"/home/me"}) and not rules.takes("gemini", {"/home/me"})
+    # rules kept before agent names were checked: the agent they name, as the archive names it
+    older = sync.Sharing(share=["agent:gemini-cli", "agent:Claude-Code", "agent:toy"])
+    assert older.takes("gemini", set()) and older.takes("claude-code", set()) and older.takes("toy", set())
+    assert not older.takes("codex", set())
 
 
 def test_another_machines_files_are_never_read_from_this_disk() -> None:
