@@ -385,16 +385,16 @@ def one_line(text: str | None, limit: int = 160) -> str:
     return line(text or "", limit)
 
 
-def agent_known(conn: sqlite3.Connection, agent: str) -> tuple[str, str | None]:
-    """The agent filter as the archive names it (gemini-cli: gemini; core.read.query.agent_filter),
-    and what to say when it names no agent (a filter nothing passes said, not an empty answer)."""
+def agent_known(conn: sqlite3.Connection, agent: str) -> str:
+    """The agent filter as the archive names it (gemini-cli: gemini; core.read.query.agent_filter);
+    one that names no agent is refused with the names there are, as search's agent: is."""
     from ..adapters import UnknownAgent
     from ..read.query import agent_filter
 
     try:
-        return agent_filter(conn, agent), None
+        return agent_filter(conn, agent)
     except UnknownAgent as exc:
-        return agent, str(exc)
+        raise Refused(str(exc)) from None
 
 
 def do_search(
@@ -494,10 +494,9 @@ def do_recent(
         end = stats.parse_day(until, end=True) if until else None
     except ValueError as exc:
         raise Refused(str(exc)) from exc
-    said = None
     with archive.reading() as conn:
         if agent:
-            agent, said = agent_known(conn, agent)
+            agent = agent_known(conn, agent)
         rows = sort_sessions(list_sessions(conn, project=project, agent=agent, include_subagents=subagents))
         hidden = read_hidden(conn)
         owners = {r.id: r for r in rows}
@@ -520,8 +519,6 @@ def do_recent(
             k: v for k, v in (("project", project), ("agent", agent), ("since", since), ("until", until)) if v
         }
     }
-    if said:
-        head["problems"] = [said]
     return page("recent_sessions", head, "sessions", items, max_tokens=max_tokens, cursor=cursor,
                 what="sessions", total=len(rows), windowed=True, brief_items=True)  # fmt: skip
 
@@ -891,9 +888,8 @@ def do_stats(
             end = stats.parse_day(until, end=True) if until else None
         except ValueError as exc:
             raise Refused(str(exc)) from exc
-        said = None
         if agent:
-            agent, said = agent_known(conn, agent)
+            agent = agent_known(conn, agent)
         rows = stats.report(conn, by, since=start, until=end, project=project, agent=agent)
         total = stats.report(conn, "total", since=start, until=end, project=project, agent=agent)
     items = [r.as_dict() for r in rows]
@@ -906,8 +902,6 @@ def do_stats(
         },
         "totals": total[0].as_dict() if total else None,
     }
-    if said:
-        head["problems"] = [said]
     return page("stats", head, "rows", items, max_tokens=max_tokens, cursor=cursor, what="rows")
 
 
