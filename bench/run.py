@@ -29,7 +29,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -408,11 +408,24 @@ def ensure_archive(size: str, seed: int, archive_dir: Path) -> tuple[Path, dict[
         manifest = json.loads(manifest_path.read_text())
         if manifest.get("gen_version") == gen_archive.GEN_VERSION:
             return root, manifest
-    if root.exists():
-        shutil.rmtree(root)
     print(f"generating {size} archive (seed {seed}) in {root} …", file=sys.stderr, flush=True)
-    manifest = gen_archive.generate(root, gen_archive.parse_size(size), seed, quiet=False)
+    with _made_in_place_of(root) as making:
+        manifest = gen_archive.generate(making, gen_archive.parse_size(size), seed, quiet=False)
     return root, manifest
+
+
+@contextlib.contextmanager
+def _made_in_place_of(root: Path) -> Iterator[Path]:
+    """A folder to generate an archive in, renamed to `root` once whole: another run sharing the
+    archive folder (the test suite's) never sees, nor removes, one half written."""
+    root.parent.mkdir(parents=True, exist_ok=True)
+    making = Path(tempfile.mkdtemp(prefix=f".{root.name}-", dir=root.parent))
+    try:
+        yield making
+        shutil.rmtree(root, ignore_errors=True)  # an older generator's, or one left half written
+        os.replace(making, root)
+    finally:
+        shutil.rmtree(making, ignore_errors=True)
 
 
 def warm_page_cache(root: Path) -> None:
@@ -938,10 +951,10 @@ def scale_archive(tools: Tools, kind: str, make: Callable[[Path], Any]) -> Path:
     name = f"scale-g{gen_archive.GEN_VERSION}-{kind}-{sc.files}x{sc.file_bytes}-{sc.records}-{sc.line_bytes}"
     root = tools.archive_dir / name
     if not (root / "done").exists():
-        shutil.rmtree(root, ignore_errors=True)
         print(f"generating the {kind} archive in {root} …", file=sys.stderr, flush=True)
-        make(root / "projects" / "-home-dev-code-webapp")
-        (root / "done").write_text("")
+        with _made_in_place_of(root) as making:
+            make(making / "projects" / "-home-dev-code-webapp")
+            (making / "done").write_text("")
     warm_page_cache(root / "projects")
     return root
 
