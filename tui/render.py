@@ -64,6 +64,13 @@ EXIT_CODE = re.compile(r"[Ee]xit code (\d+)")
 CAT_N = re.compile(r"^\s*(\d+)\t(.*)$")
 
 OUTPUT_LINES = 60
+# characters of those lines: a tool that printed 5 MB on one line must not wrap to tens of thousands
+# of rows, each laid out before the pane answers a key
+OUTPUT_CHARS = 20_000
+# an opened call's input (a diff, a command, its JSON): a 20,000-line Write drawn whole took
+# seconds of each redraw (expanding it, toggling Markdown)
+INPUT_LINES = 1_000
+INPUT_CHARS = 100_000
 DIFF_MARKS = ("+", "-", " ")  # the first column of a diff row
 ADDED_STYLE = "#87d787 on #173317"
 REMOVED_STYLE = "#ff8787 on #3a1717"
@@ -306,11 +313,48 @@ def as_text(text: str) -> str:
     return printable(text.replace("\r\n", "\n"))
 
 
+def clipped(lines: list[str], most_lines: int, most_chars: int) -> tuple[list[str], str | None]:
+    """At most `most_lines` of `lines` holding at most `most_chars` characters (the last one shown
+    cut short when needed), and how much is left out ("1,200 more lines"), None when nothing is."""
+    shown, budget = [], most_chars
+    for line in lines[:most_lines]:
+        if len(line) > budget:
+            shown.append(line[:budget])
+            left = len(line) - budget + sum(len(rest) for rest in lines[len(shown) :])
+            more_lines = len(lines) - len(shown)
+            also = f" and {_count(more_lines)}" if more_lines else ""
+            return shown, f"{left:,} more characters{also}"
+        shown.append(line)
+        budget -= len(line)
+    more = len(lines) - len(shown)
+    return shown, (f"{more:,} more lines" if more else None)
+
+
+def clipped_input(text: str) -> tuple[str, Text | None]:
+    """`text` as an opened call's input shows it (at most `INPUT_LINES` lines, `INPUT_CHARS`
+    characters), and a line saying how much is left out, None when nothing is."""
+    lines = text.splitlines()
+    if len(lines) <= INPUT_LINES and len(text) <= INPUT_CHARS:
+        return text, None
+    shown, more = clipped(lines, INPUT_LINES, INPUT_CHARS)
+    return "\n".join(shown), more_note(more)
+
+
+def more_note(more: str | None, hint: str = "r shows the raw record") -> Text | None:
+    return Text(f"… {more} ({hint})", style="dim") if more else None
+
+
 def code(text: str, lexer: str, background: str, **kw: Any) -> RenderableType:
     """Highlighted code on the pane's own background (the terminal default would show as a box)."""
     from rich.syntax import Syntax  # Pygments is slow to import: only once something expands
 
     return Syntax(text, lexer, theme=SYNTAX_THEME, word_wrap=True, background_color=background, **kw)
+
+
+def code_clipped(text: str, lexer: str, background: str) -> list[RenderableType]:
+    """`code` of what `clipped_input` keeps of `text`, then the line saying what it left out."""
+    shown, more = clipped_input(text)
+    return [code(shown, lexer, background), *([more] if more else [])]
 
 
 def call_body(
@@ -325,10 +369,11 @@ def call_body(
     if edit:
         parts.append(diff_view(call.name, params, extra, call.agent))
     elif group == "shell" and isinstance(params.get("command"), str):
-        parts.append(code(as_text(params["command"]), "bash", background))
+        parts += code_clipped(as_text(params["command"]), "bash", background)
     elif (spawn := spawned(call.agent, call.name, params)) is not None and spawn.prompt is not None:
         parts.append(Text("prompt", style="dim underline"))
-        parts.append(Text(as_text(spawn.prompt)))
+        prompt, more = clipped_input(as_text(spawn.prompt))
+        parts += [Text(prompt), *([more] if more else [])]
     elif (prose := call_prose(call, params)) is not None:  # a plan, a question: read, not JSON
         field_name, text = prose
         parts.append(Text(field_name, style="dim underline"))
@@ -336,10 +381,10 @@ def call_body(
         rest = {key: value for key, value in params.items() if key != field_name}
         if rest:
             pretty = orjson.dumps(rest, option=orjson.OPT_INDENT_2).decode()
-            parts.append(code(as_text(pretty), "json", background))
+            parts += code_clipped(as_text(pretty), "json", background)
     else:
         pretty = orjson.dumps(params, option=orjson.OPT_INDENT_2).decode()
-        parts.append(code(as_text(pretty), "json", background))
+        parts += code_clipped(as_text(pretty), "json", background)
     output = result_text(call)
     if call.status is None or call.status == "pending":
         parts.append(Text("(no result recorded)", style="dim italic"))
@@ -381,10 +426,8 @@ def output_view(
 ) -> RenderableType:
     from rich.syntax import Syntax
 
-    lines = output.splitlines()
-    more = len(lines) - OUTPUT_LINES
-    shown = lines[:OUTPUT_LINES]
-    tail = Text(f"… {more:,} more lines ({more_hint})", style="dim") if more > 0 else None
+    shown, more = clipped(output.splitlines(), OUTPUT_LINES, OUTPUT_CHARS)
+    tail = more_note(more, more_hint)
     if call.status in ("failed", "rejected", "interrupted"):
         body: RenderableType = terminal_text("\n".join(shown), "#ff8787")
     elif tool_group(call.agent, call.name) == "read" and shown and all(CAT_N.match(line) for line in shown):
@@ -438,7 +481,12 @@ DIFF_STYLES = {
 
 def diff_lines(rows: list[DiffLine]) -> RenderableType:
     """Diff lines (`core.read.diffs`) coloured: removed red, added green, hunks blue, files bold."""
-    return FilledLines([Text(as_text(row.text), style=DIFF_STYLES[row.kind]) for row in rows])
+    shown, more = clipped([as_text(row.text) for row in rows], INPUT_LINES, INPUT_CHARS)
+    lines = FilledLines(
+        [Text(text, style=DIFF_STYLES[row.kind]) for text, row in zip(shown, rows, strict=False)]
+    )
+    note = more_note(more)
+    return Group(lines, note) if note else lines
 
 
 def diff_view(name: str, params: dict[str, Any], extra: Any, agent: str | None = None) -> RenderableType:
@@ -568,9 +616,11 @@ def shell_output(out: markup.ShellOutput, expanded: bool) -> RenderableType:
     for lines, style in ((stdout, ""), (stderr, STDERR_STYLE)):
         if not lines:
             continue
-        parts.append(terminal_text("\n".join(lines[:OUTPUT_LINES]), style))
-        if len(lines) > OUTPUT_LINES:
-            parts.append(Text(f"… {len(lines) - OUTPUT_LINES:,} more lines ({LONG_TEXT_REST})", style="dim"))
+        shown, more = clipped(lines, OUTPUT_LINES, OUTPUT_CHARS)
+        parts.append(terminal_text("\n".join(shown), style))
+        note = more_note(more, LONG_TEXT_REST)
+        if note is not None:
+            parts.append(note)
     return Group(*parts)
 
 

@@ -149,3 +149,38 @@ def test_a_system_line_with_no_time_ends_without_an_empty_one() -> None:
 
     assert line(None) == "── informational: note ──"
     assert re.fullmatch(r"── informational: note · \d\d:\d\d ──", line(1_700_000_000_000))
+
+
+def test_an_opened_call_draws_a_bounded_part_of_a_huge_input_or_output(tmp_path: Path) -> None:
+    """A tool that printed 1 MB on one line, a Write of 20,000 lines, a command of 1 MB: opened,
+    each drew every wrapped row (tens of thousands, seconds of each redraw: Expand all, Markdown,
+    End froze the pane). Each now draws its first part and says how much is left out."""
+    sid = "dddddddd-1111-4222-8333-000000000d02"
+    t = Transcript(tmp_path / "projects" / "-srv-huge" / f"{sid}.jsonl", sid, cwd="/srv/huge")
+    t.user("print it all")
+    t.assistant(None, tools=[tool_use("th1", "Bash", command="cat one-line.min.js")])
+    t.tool_result("th1", "Q" * 1_000_000)
+    t.assistant(None, tools=[tool_use("th2", "Write", file_path="/srv/huge/big.py", content=LONG * 500)])
+    t.tool_result("th2", "File created successfully")
+    t.assistant(None, tools=[tool_use("th3", "Bash", command="echo " + "a" * 1_000_000)])
+    t.tool_result("th3", "ok")
+    t.write()
+    conn = db.connect(tmp_path / "t.db")
+    ingest(conn, tmp_path / "projects")
+    state = MessageState()
+    session = get_session(conn, sid)
+    assert session is not None
+    state.open(sid, range(session.message_count))
+    state.read_page(conn, 0)
+    drawer = MessageDrawer(state, state.rows.get)
+    drawer.conn = conn
+    state.toggle_all()
+    for needle, note in (
+        ("one-line.min.js", "more characters (r shows the raw record)"),
+        ("big.py", "more lines (r shows the raw record)"),
+        ("echo aaa", "more characters (r shows the raw record)"),
+    ):
+        drawn = draw(drawer, position(drawer, needle), 100)
+        assert len(drawn.strips) < 1_200, needle
+        assert note in text(drawn, "tool"), needle
+    conn.close()
