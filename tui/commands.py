@@ -11,7 +11,7 @@ from textual.fuzzy import Matcher
 from textual.markup import escape
 from textual.system_commands import SystemCommandsProvider
 
-from ..core.base.text import short_when
+from ..core.base.text import one_line, short_when
 from ..core.read import browse
 from ..core.read.query import display_title
 from .events import OpenSession, archive_conn
@@ -53,11 +53,16 @@ class ActionsProvider(SystemCommandsProvider):
             yield Hit(score, highlighted(matcher, name), callback, help=escape(help_text))
 
 
+PROJECT_CHARS = 60  # of a project's name in a jump row: a 4 KB folder name filled the whole palette
+
+
 def jump_text(t: browse.JumpTarget) -> str:
-    """ "title · project · id" (a subagent's with ⚙); a session with no project leaves it out,
-    rather than showing an empty field between two dots."""
+    """ "title · project · id" (a subagent's with ⚙) on one line; a session with no project leaves
+    it out, rather than showing an empty field between two dots. A project named with line breaks
+    took as many lines of the palette, and one of 4 KB all of it: it is shown as the Projects pane
+    shows it, on one line, shortened."""
     kind = "⚙ " if t.is_subagent else ""
-    fields = [display_title(t), t.project, t.id.split(":")[-1][:13]]
+    fields = [display_title(t), one_line(t.project, PROJECT_CHARS), t.id.split(":")[-1][:13]]
     return kind + " · ".join(f for f in fields if f)
 
 

@@ -120,3 +120,28 @@ async def test_a_tag_typed_with_markup_is_confirmed_as_typed(tmp_path: Path) -> 
         assert "[red]hot[/red]" in tags and "flaky" in tags, tags
     finally:
         conn.close()
+
+
+async def test_a_project_named_over_lines_or_kilobytes_is_one_short_row_of_the_jump_list(
+    tmp_path: Path,
+) -> None:
+    """A folder named with line breaks took three lines of the jump list (p), and one of 4 KB
+    filled the palette with a single row: each is listed on one line, shortened."""
+    root = tmp_path / "projects"
+    for n, cwd in enumerate(("/srv/new\nline\nproject", "/srv/" + "long" * 1000)):
+        sid = f"cccccccc-0000-4000-8000-00000000f0{n:02d}"
+        t = Transcript(root / f"-srv-odd{n}" / f"{sid}.jsonl", sid, cwd=cwd)
+        t.user(f"odd folder {n}")
+        t.assistant("Seen.")
+        t.write()
+    app = make_app(ingested_db(tmp_path, root))
+    async with run_test(app, size=(120, 35)) as pilot:
+        await until(pilot, lambda: app.conn is not None and app.query_one(SessionTree).sessions)
+        await pilot.press("p")
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await until(pilot, lambda: sum("cccccccc" in row for row in palette_rows(app)) == 2)
+        listing = app.screen.query_one(CommandList)
+        prompts = [str(listing.get_option_at_index(n).prompt) for n in range(listing.option_count)]
+        odd = [p.splitlines()[0] for p in prompts if p.startswith("odd folder")]
+        assert len(odd) == 2 and all("cccccccc" in row and len(row) < 120 for row in odd), odd
+        assert any("new line project" in row for row in odd), odd
