@@ -133,7 +133,9 @@ class RawJsonScreen(ModalScreen[None]):
             pretty = orjson.dumps(_shorten(value), option=orjson.OPT_INDENT_2).decode()
             # highlighted on the box's own background, known only once styled
             body: Any = code(pretty, "json", self.query_one("#raw-box").styles.background.hex)
-        except orjson.JSONDecodeError:
+        # not JSON; or nested deeper than orjson writes (a tool input 300 levels deep, which
+        # crashed the app) or than `_shorten` recurses: the record as stored
+        except (orjson.JSONDecodeError, orjson.JSONEncodeError, RecursionError):
             body = Text(self.raw.decode("utf-8", "replace"))
         self.query_one("#raw-json", Static).update(body)
 

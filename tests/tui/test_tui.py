@@ -2910,3 +2910,36 @@ async def test_a_subagent_calls_description_gives_way_to_no_hint(tmp_path: Path)
         assert len(calls) == 3, screen
         for name, line in zip(names, calls, strict=True):
             assert f"Round 2: {name} comparison" in line and "↳" in line, line
+
+
+async def test_the_raw_record_of_a_tool_input_nested_hundreds_deep(tmp_path: Path) -> None:
+    """`r` on a call whose input was nested 300 levels deep crashed the app (the record is read,
+    but cannot be pretty-printed that deep), and drawing the crash froze it for minutes: the
+    record is shown as stored."""
+    from tests.builders.claude import Transcript, tool_use
+
+    sid = "dddddddd-1111-4222-8333-00000000deee"
+    deep: dict = {}
+    inner = deep
+    for level in range(300):
+        inner["k"] = inner = {"level": level}
+    t = Transcript(tmp_path / "projects" / "-srv-deep" / f"{sid}.jsonl", sid, cwd="/srv/deep")
+    t.user("send the nested payload")
+    t.assistant(None, tools=[tool_use("td1", "mcp__api__post", body=deep)])
+    t.tool_result("td1", "ok")
+    t.write()
+    app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
+    async with run_test(app, size=(120, 36)) as pilot:
+        await until(pilot, lambda: app.conn is not None)
+        app.browser.jump_to_session(sid)
+        await pilot.pause()
+        view = app.query_one(MessageView)
+        await until(pilot, lambda: view.session_id == sid)
+        view.focus()
+        await cursor_to_tool(pilot, "mcp__api__post")
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, RawJsonScreen))
+        assert app.is_running and app.screen.raw.count(b'"k"') == 300
+        assert shown(app.screen.query_one("#raw-json", Static)).count('"k"') == 300
+        await pilot.press("escape")
+        assert not isinstance(app.screen, RawJsonScreen)
