@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..adapters.edits import UNKNOWN
+from ..adapters.shared import json_text
 from ..store.rows import fetch
 from ..store.sql import get_meta, like_text, set_meta, transaction
 
@@ -406,7 +407,8 @@ def _parsed_calls(
             if found is not None:
                 adapter, record = found
                 params = adapter.tool_input(record, call.id)
-                call.params_json = orjson.dumps(params).decode() if params is not None else None
+                # json_text: an input nested deeper than orjson writes stopped every ingest
+                call.params_json = json_text(params) if params is not None else None
         fill_tool_io(conn, [c for c in calls if c.params_json is None])  # what no adapter read cheaply
         for row, call in zip(chunk, calls, strict=True):
             try:

@@ -2943,3 +2943,37 @@ async def test_the_raw_record_of_a_tool_input_nested_hundreds_deep(tmp_path: Pat
         assert shown(app.screen.query_one("#raw-json", Static)).count('"k"') == 300
         await pilot.press("escape")
         assert not isinstance(app.screen, RawJsonScreen)
+
+
+async def test_an_edit_whose_input_is_nested_hundreds_deep_does_not_stop_the_ingest(tmp_path: Path) -> None:
+    """An Edit call with a field nested 300 levels deep failed the ingest at its last step (the
+    sums of the files changed), at every start: "Reading agent logs failed: TypeError: Recursion
+    limit reached" over empty panes. Now the session is read, the rest of the archive with it."""
+    from tests.builders.claude import Transcript, tool_use
+
+    sid = "dddddddd-1111-4222-8333-00000000dee9"
+    nested: list = []
+    inner = nested
+    for _ in range(300):
+        inner.append([])
+        inner = inner[0]
+    t = Transcript(tmp_path / "deep" / "projects" / "-srv-deep" / f"{sid}.jsonl", sid, cwd="/srv/deep")
+    t.user("rename it everywhere")
+    t.assistant(
+        None,
+        tools=[
+            tool_use("te1", "Edit", file_path="/srv/deep/a.py", old_string="a", new_string="b", hint=nested)
+        ],
+    )
+    t.tool_result("te1", "ok")
+    t.write()
+    root = small_archive(tmp_path)
+    app = make_app(tmp_path / "fresh.db", ingest=True, sources=[root, tmp_path / "deep" / "projects"])
+    async with run_test(app, size=(140, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not isinstance(app.screen, ErrorScreen), app.screen
+        assert any(n.title == "Ingest done" for n in app._notifications), [
+            n.title for n in app._notifications
+        ]
+        assert app.query_one(ProjectList).border_title == "Projects (5)"
