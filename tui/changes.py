@@ -18,7 +18,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from ..core.base.text import clock, count_of, flat, printable
+from ..core.base.text import clock, count_of, flat, one_line_name, printable
 from ..core.insight.changes import ChangedFile, SessionChangeCall, changed_files, tree_change_calls
 from .panes import _home
 
@@ -143,7 +143,8 @@ class ChangesScreen(ModalScreen[SessionChangeCall | None]):
         files = self.shown_files
         rows = [
             (
-                Text(printable(_home(f.path))),
+                # a line break in a path drew only the part before it: another file's name
+                Text(one_line_name(_home(f.path))),
                 lines_cell(f.added, "+", ADDED),
                 lines_cell(f.removed, "−", REMOVED),
                 Text(str(len(f.calls)), justify="right"),
@@ -188,7 +189,7 @@ class ChangesScreen(ModalScreen[SessionChangeCall | None]):
             for call in f.calls
         ]
         fill(table, ("Tool", "When", "+", "−", "By"), rows, [str(n) for n in range(len(rows))])
-        self._heading(f"Calls that changed {printable(_home(f.path))}")
+        self._heading(f"Calls that changed {one_line_name(_home(f.path))}")
         total = Text(count_of(len(f.calls), "call") + " · ")
         total.append(f"+{f.added:,}", style=ADDED).append(" ").append(f"−{f.removed:,}", style=REMOVED)
         total.append(" · Enter goes to the call", style="dim")

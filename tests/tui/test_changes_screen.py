@@ -233,3 +233,30 @@ async def test_a_sessions_files_changed_count_its_subagents_edits_and_go_to_them
         await pilot.press("escape")  # back to the session `c` was pressed in
         await pilot.pause()
         assert view.session_id == sid
+
+
+async def test_a_path_with_a_line_break_is_listed_whole_on_one_line(tmp_path: Path) -> None:
+    """An edit of "/srv/app/new\\nline.py" was listed as "/srv/app/new": a table cell draws its
+    first line only, so the list named another file. The break is drawn as ␊, as the Projects
+    pane draws one in a folder's name."""
+    from tests.builders.claude import Transcript, tool_use
+    from tests.tui_support import ingested_db
+
+    sid = "cccccccc-0000-4000-8000-00000000a11e"
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid, cwd="/srv/app")
+    t.user("fix both files")
+    t.assistant(
+        None,
+        tools=[tool_use("te1", "Edit", file_path="/srv/app/new\nline.py", old_string="a", new_string="b")],
+    )
+    t.tool_result("te1", "ok")
+    t.write()
+    app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
+    async with run_test(app, size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(sid)
+        await pilot.pause()
+        await pilot.press("3", "c")
+        await pilot.pause()
+        assert isinstance(app.screen, ChangesScreen)
+        assert table_rows(app.screen.query_one(DataTable)) == [["/srv/app/new\u240aline.py", "+1", "−1", "1"]]
