@@ -16,7 +16,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Sparkline, Static
 
-from ..core.base.text import NO_MODEL, count_of, human_tokens, printable
+from ..core.base.text import NO_MODEL, count_of, human_tokens, one_line_name, printable
 from ..core.insight import stats
 from ..core.insight.stats import StatsRow
 from ..core.read.query import money, short_ids
@@ -206,7 +206,10 @@ class StatsScreen(Screen[None]):
         table = self.query_one(DataTable)
         for row in self.rows[start : start + count]:
             table.add_row(
-                Text(_cut(printable(self._label(row)), self._label_width())), *_cells(row), key=row.key
+                # one_line_name: a cell draws its first line only ("new" for a folder "new\nline")
+                Text(_cut(one_line_name(self._label(row)), self._label_width())),
+                *_cells(row),
+                key=row.key,
             )
         if start + count < len(self.rows):
             self.call_after_refresh(self._add_rows, shown, start + count, len(self.rows))

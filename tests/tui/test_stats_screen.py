@@ -197,3 +197,23 @@ async def test_the_chart_of_a_cheap_archive_says_its_highest_day_in_cents_and_le
         assert day.cost_usd is not None and 0 < day.cost_usd < 0.005
         axis = str(screen.query_one("#stats-spark-axis", Static).render())
         assert f"cost per day, highest {day.cost_text}" in axis and "$0.00 " not in axis, axis
+
+
+async def test_a_project_whose_folder_name_holds_line_breaks_is_named_whole(tmp_path: Path) -> None:
+    """By project, a folder named "new\\nline" was the row "new": a cell draws its first line only,
+    and another project's name stood for it. The break is drawn as ␊."""
+    from tests.builders.claude import Transcript
+
+    sid = "5e57da7e-0000-4000-8000-0000000000f1"
+    t = Transcript(tmp_path / "projects" / "-srv-new-line" / f"{sid}.jsonl", sid, cwd="/srv/new\nline")
+    t.user("question")
+    t.assistant("answer", usage={"input_tokens": 10, "output_tokens": 5})
+    t.write()
+    app = app_over(tmp_path / "projects")
+    async with run_test(app, size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("S", "p")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, StatsScreen) and screen.by == "project"
+        assert [r[0] for r in table_rows(screen.query_one(DataTable))] == ["new\u240aline"]
