@@ -101,29 +101,34 @@ def _lexer(language: str) -> Lexer | None:
         return None
 
 
+# a code block's lines past this are drawn plain: lexing is most of a block's cost, and a block of
+# 16,000 lines took 3.5 s to open in the viewer and as long again to redraw as Markdown
+HIGHLIGHTED_LINES = 2_000
+
+
 def highlight(code: str, language: str, theme: str | None = SYNTAX_THEME, lines: int | None = None) -> Text:
     """`code` coloured by its language's lexer in `theme` (plain when the language is unknown or
     not given), with no background of its own: the pane's, the cursor's or the terminal's shows.
-    Only its first `lines` lines when given (the rest, never shown, plain): lexing is most of a
-    code block's cost. `theme` None: no colours will be shown (`show` piped), so the code is not
-    lexed, only given the line breaks the lexer gives it (half of a long session's `show`)."""
+    Only its first `lines` lines when given (the rest, never shown, plain), and never more than
+    HIGHLIGHTED_LINES: lexing is most of a code block's cost. `theme` None: no colours will be shown
+    (`show` piped), so the code is not lexed, only given the line breaks the lexer gives it (half of
+    a long session's `show`)."""
     code = safe(code)
     lexer = _lexer(language.lower()) if language else None
     if lexer is None or lines is not None and lines <= 0:
         return Text(code)
     head, rest = code, ""
-    if lines is not None:
-        cut = _nth_newline(code, lines)
-        if cut >= 0:
-            head, rest = code[:cut], code[cut:]
+    cut = _nth_newline(code, HIGHLIGHTED_LINES if lines is None else min(lines, HIGHLIGHTED_LINES))
+    if cut >= 0:
+        head, rest = code[:cut], code[cut:]
     if theme is None:
         text = Text(as_lexed(head))
     else:
         text = Text().append_tokens(
             (value, _token_style(theme, kind)) for kind, value in lexer.get_tokens(head)
         )
-    if rest:
-        text.append(rest)
+    if rest:  # plain, with the line breaks the lexer would have given it
+        text.append(rest.replace("\r\n", "\n").replace("\r", "\n"))
     return text
 
 

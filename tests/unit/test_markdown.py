@@ -245,3 +245,19 @@ def test_a_huge_message_is_cut_with_a_note_either_way(markdown: bool) -> None:
     out = captured.get()
     assert "more characters (r shows it)" in out
     assert out.count("word") < MESSAGE_CHARS // 5 + 10
+
+
+def test_a_huge_code_block_is_coloured_as_far_as_it_pays_the_rest_plain() -> None:
+    """Lexing is most of a code block's cost: a block of 16,000 lines took 3.5 s to open in the
+    viewer. Its first lines are coloured, those past the cap drawn plain, the text all there, with
+    the line breaks the lexer gives (a CRLF block's too)."""
+    from threadloom.core.present.markdown import HIGHLIGHTED_LINES, highlight
+
+    code = "".join(f"def f{n}(x):\r\n    return x + {n}  # done\r\n" for n in range(HIGHLIGHTED_LINES))
+    text = highlight(code, "python", "monokai")
+    same = text.plain == highlight(code, "python", None).plain  # as the pipe's, not lexed at all
+    assert same and text.plain.count("\n") == 2 * HIGHLIGHTED_LINES and "return x + 1999" in text.plain
+    styled_up_to = max(span.end for span in text.spans)
+    cut = text.plain.index("\n", len("\n".join(text.plain.split("\n")[: HIGHLIGHTED_LINES - 1])) + 1)
+    assert 0 < styled_up_to <= cut < len(text.plain) - 1000
+    assert any(span.start < 100 for span in text.spans)  # the head is coloured
