@@ -219,8 +219,9 @@ class StatsScreen(Screen[None]):
         return max(12, min(LABEL_WIDTH, self.app.size.width - NUMBERS_WIDTH))
 
     def _label(self, row: StatsRow) -> str:
-        if self.by == "session":  # the id as `threadloom sessions` prints it, which `show` takes back
-            return f"{self._short_ids.get(row.key, row.key)}  {row.label or '(untitled)'}"
+        if self.by == "session":  # its title first (what a narrow column keeps), then its id as
+            # `threadloom sessions` prints it, which `show` takes back
+            return f"{row.label or '(untitled)'}  {self._short_ids.get(row.key, row.key)}"
         if self.by == "model":
             return row.label or NO_MODEL
         return row.label or "(none)"

@@ -217,3 +217,24 @@ async def test_a_project_whose_folder_name_holds_line_breaks_is_named_whole(tmp_
         screen = app.screen
         assert isinstance(screen, StatsScreen) and screen.by == "project"
         assert [r[0] for r in table_rows(screen.query_one(DataTable))] == ["new\u240aline"]
+
+
+async def test_a_session_row_shows_its_title_first_on_a_narrow_screen(tmp_path: Path) -> None:
+    """By session at 120 columns the first column is 20 wide: the id came first and left a title
+    five characters. The title comes first, the id after it."""
+    from tests.builders.claude import Transcript
+
+    sid = "5e57da7e-0000-4000-8000-0000000000f2"
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid, cwd="/srv/app")
+    t.user("Refactor the checkout flow")
+    t.assistant("done", usage={"input_tokens": 10, "output_tokens": 5})
+    t.write()
+    app = app_over(tmp_path / "projects")
+    async with run_test(app, size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("S", "s")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, StatsScreen) and screen.by == "session"
+        label = table_rows(screen.query_one(DataTable))[0][0]
+        assert label.startswith("Refactor the checko"), label
