@@ -53,6 +53,16 @@ WORKTREE_NOTE = (
 )
 
 
+def worktree_note(branch: str | None) -> str:
+    """WORKTREE_NOTE, and the branch the session was on when it was recorded ("HEAD" is git's name
+    for no branch: a detached checkout)."""
+    if not branch:
+        return WORKTREE_NOTE
+    if branch == "HEAD":
+        return WORKTREE_NOTE + " Recorded then: a detached HEAD (no branch)."
+    return WORKTREE_NOTE + f" Recorded git branch then: {branch}."
+
+
 # ---------------------------------------------------------------------- commands
 # Every value of a printed command that comes from a log (ids, folders) is untrusted: logs arrive
 # from backups and from other people. Ids must have the shape their agent writes (its adapter's
@@ -1085,7 +1095,7 @@ def _claude_fork_plan(conn: sqlite3.Connection, at: ForkAt) -> ForkPlan:
         notes.append(
             "The fork starts at the last compaction before this point, as Claude Code itself would load it."
         )
-    notes.append(WORKTREE_NOTE + (f" Recorded git branch then: {branch}." if branch else ""))
+    notes.append(worktree_note(branch))
     return ForkPlan(
         action="fork",
         agent=agent,
@@ -1190,9 +1200,7 @@ def native_fork_plan(
     notes = ["Runs one model turn with your prompt (print mode), then opens the new session; needs jq."]
     fork = shell_command(fork_words)
     cmd = in_folder(cwd, f'NEW=$({fork} | jq -r .session_id) && {shell_command(open_words)} "$NEW"', notes)
-    notes.append(
-        WORKTREE_NOTE + (f" Recorded git branch then: {plan.git_branch}." if plan.git_branch else "")
-    )
+    notes.append(worktree_note(plan.git_branch))
     native = ForkPlan(
         action="fork-prompt",
         agent=plan.agent,
@@ -1242,7 +1250,7 @@ def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool 
         command = shell_command(words.argv + ([words.folder_option, folder] if folder else []))
     else:
         command = in_folder(cwd, shell_command(words.argv), notes)
-    notes.append(WORKTREE_NOTE + (f" Recorded git branch then: {branch}." if branch else ""))
+    notes.append(worktree_note(branch))
     plan = ForkPlan(
         action="fork-end" if fork_at_end else "resume",
         agent=agent,

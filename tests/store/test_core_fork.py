@@ -191,6 +191,20 @@ def test_commands_go_to_the_folder_the_session_was_started_in(conn, tmp_path):
     assert first["cwd"] == "/home/dev/app"  # the picker files the fork under the same project
 
 
+def test_the_note_names_the_branch_or_a_detached_head(conn, tmp_path):
+    """Claude Code records git's "HEAD" for a detached checkout: the note said "Recorded git branch
+    then: HEAD", a branch to check out that none is."""
+    t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{SID}.jsonl", SID, cwd="/home/dev/app")
+    t.common["gitBranch"] = "HEAD"
+    t.user("bisect this")
+    t.assistant("found it")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    for plan in (plan_fork(conn, t.lines[-1]["uuid"]), resume_plan(conn, SID)):
+        said = " ".join(plan.notes)
+        assert "a detached HEAD (no branch)" in said and "git branch then: HEAD" not in said
+
+
 def test_cli_fork_json_dry_run_and_plain(conn, branched, tmp_path, monkeypatch):
     db_path = conn.execute("PRAGMA database_list").fetchone()[2]
     last = branched.lines[-1]["uuid"]
