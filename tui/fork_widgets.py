@@ -16,7 +16,7 @@ from textual.widgets.option_list import Option
 
 from ..core.actions.fork import FORK_TITLE_SUFFIX, ForkPlan
 from ..core.actions.fork_session import ForkSession, Row
-from ..core.base.text import count_of, left_as_is, one_line, printable, short_when
+from ..core.base.text import count_of, left_as_is, one_line, one_line_name, printable, short_when
 from .panes import fit
 from .render import ROLE_STYLE, STATUS, short_model, when
 
@@ -237,7 +237,7 @@ def about(model: ForkSession) -> Text:
     line.append(model.agent, style="#5f87af")
     if model.session and model.session.project:
         line.append(" · ")
-        line.append(model.session.project, style="#87d787")
+        line.append(one_line_name(model.session.project), style="#87d787")  # as the panes show it
     count = model.branch_turns
     line.append(f" · {count} turn{'s' if count != 1 else ''} on this branch", style="dim")
     if len(model.points) < count:

@@ -145,3 +145,23 @@ async def test_a_project_named_over_lines_or_kilobytes_is_one_short_row_of_the_j
         odd = [p.splitlines()[0] for p in prompts if p.startswith("odd folder")]
         assert len(odd) == 2 and all("cccccccc" in row and len(row) < 120 for row in odd), odd
         assert any("new line project" in row for row in odd), odd
+
+
+def test_the_fork_picker_names_a_hostile_project_as_the_panes_do(tmp_path: Path) -> None:
+    """The picker's header dropped a project name's control characters (its last filter keeps them
+    off the terminal), where the panes draw them as pictures: "a␛[2Jb␊c" there, "a[2Jbc" here."""
+    from threadloom.core.actions.fork_session import ForkSession
+    from threadloom.core.store import db
+    from threadloom.tui.fork_widgets import about
+
+    sid = "5e57da7e-0000-4000-8000-0000000000f3"
+    t = Transcript(tmp_path / "projects" / "-srv-odd" / f"{sid}.jsonl", sid, cwd="/srv/a\x1b[2Jb\nc")
+    t.user("fork me")
+    t.assistant("sure")
+    t.write()
+    conn = db.connect(ingested_db(tmp_path, tmp_path / "projects"))
+    try:
+        first_line = about(ForkSession(conn, sid)).plain.split("\n")[0]
+    finally:
+        conn.close()
+    assert "a\u241b[2Jb\u240ac" in first_line and "\x1b" not in first_line
