@@ -27,7 +27,7 @@ def add_parsers(sub: Any) -> None:
         "ingest",
         help="read new and changed session logs into the database",
         description="Read new and changed session logs. Unchanged files are skipped "
-        "by size and mtime; grown files are read from where the last run stopped.",
+        "by size, mtime, inode and ctime; grown files are read from where the last run stopped.",
     )
     add_db_option(p)
     p.add_argument(

@@ -88,7 +88,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             where.append(f"\n{h.relation} of {one_line(h.main_title or h.main_session_id, 22)}", style="dim")
         if h.why != "words":
             snippet.append(
-                f"  ({'by meaning' if h.why == 'meaning' else 'words and meaning'})", style="italic cyan"
+                f"  ({'by meaning' if h.why == 'meaning' else 'words + meaning'})", style="italic cyan"
             )
         table.add_row(where, h.role or "", human_when(h.timestamp), snippet)
     console.print(table)
