@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import Command, add_db_option, explicit_db, fail
+from .common import Command, add_db_option, db_for_later, explicit_db, fail
 
 
 def add_parsers(sub: Any) -> None:
@@ -50,7 +50,9 @@ def cmd_hooks(args: argparse.Namespace) -> int:
         return 2
     try:
         if args.action == "install":
-            outcome = hooks.install(explicit_db(args), agent=args.agent, stop=args.stop, dry_run=args.dry_run)
+            outcome = hooks.install(
+                db_for_later(args), agent=args.agent, stop=args.stop, dry_run=args.dry_run
+            )
         elif args.action == "uninstall":
             outcome = hooks.uninstall(agent=args.agent, dry_run=args.dry_run)
         else:

@@ -322,3 +322,14 @@ def test_the_help_says_install_needs_agent_as_install_does(tmp_path: Path) -> No
         refused = cli(env, "hooks", action, "--dry-run")
         assert refused.returncode == 2 and "which agent's settings: --agent claude" in refused.stderr
     assert cli(env, "hooks", "status").returncode == 0  # status takes claude
+
+
+def test_an_archive_named_by_threadloom_db_is_named_in_the_hook(env: dict[str, str], tmp_path: Path) -> None:
+    """With $THREADLOOM_DB set and no --db, the hook was written without the archive's path: an
+    agent started from a launcher or an IDE, without the variable, archived into the default one."""
+    path = settings_file(env, OTHERS)
+    mine = tmp_path / "elsewhere" / "mine.db"
+    done = cli({**env, "THREADLOOM_DB": str(mine)}, "hooks", "install", "--agent", "claude")
+    assert done.returncode == 0, done.stderr
+    [command] = hooks.installed(json.loads(path.read_text()))["SessionEnd"]
+    assert f"--db {mine}" in command
