@@ -357,8 +357,6 @@ def db_for_later(args: argparse.Namespace) -> Path | None:
     """The archive a command written now for an agent to run later must name (a hook, an MCP
     server): --db, else $THREADLOOM_DB, which an agent started from a launcher or an IDE does not
     have; None for the default, which it finds alike."""
-    import os
-
     chosen = explicit_db(args)
     if chosen is None and os.environ.get("THREADLOOM_DB"):
         chosen = Path(os.environ["THREADLOOM_DB"]).expanduser().absolute()

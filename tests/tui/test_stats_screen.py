@@ -199,42 +199,37 @@ async def test_the_chart_of_a_cheap_archive_says_its_highest_day_in_cents_and_le
         assert f"cost per day, highest {day.cost_text}" in axis and "$0.00 " not in axis, axis
 
 
-async def test_a_project_whose_folder_name_holds_line_breaks_is_named_whole(tmp_path: Path) -> None:
-    """By project, a folder named "new\\nline" was the row "new": a cell draws its first line only,
-    and another project's name stood for it. The break is drawn as ␊."""
+async def first_cells(tmp_path: Path, cwd: str, prompt: str, keys: str, width: int) -> tuple[str, list[str]]:
+    """One session in `cwd` opened with `prompt`, then the stats grouped by `keys` ("S", "p"): the
+    grouping shown and the first column's cells."""
     from tests.builders.claude import Transcript
 
     sid = "5e57da7e-0000-4000-8000-0000000000f1"
-    t = Transcript(tmp_path / "projects" / "-srv-new-line" / f"{sid}.jsonl", sid, cwd="/srv/new\nline")
-    t.user("question")
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid, cwd=cwd)
+    t.user(prompt)
     t.assistant("answer", usage={"input_tokens": 10, "output_tokens": 5})
     t.write()
     app = app_over(tmp_path / "projects")
-    async with run_test(app, size=(140, 40)) as pilot:
+    async with run_test(app, size=(width, 40)) as pilot:
         await pilot.pause()
-        await pilot.press("S", "p")
+        await pilot.press(*keys)
         await pilot.pause()
         screen = app.screen
-        assert isinstance(screen, StatsScreen) and screen.by == "project"
-        assert [r[0] for r in table_rows(screen.query_one(DataTable))] == ["new\u240aline"]
+        assert isinstance(screen, StatsScreen)
+        return screen.by, [r[0] for r in table_rows(screen.query_one(DataTable))]
+
+
+async def test_a_project_whose_folder_name_holds_line_breaks_is_named_whole(tmp_path: Path) -> None:
+    """By project, a folder named "new\\nline" was the row "new": a cell draws its first line only,
+    and another project's name stood for it. The break is drawn as ␊."""
+    assert await first_cells(tmp_path, "/srv/new\nline", "question", "Sp", 140) == (
+        "project",
+        ["new\u240aline"],
+    )
 
 
 async def test_a_session_row_shows_its_title_first_on_a_narrow_screen(tmp_path: Path) -> None:
     """By session at 120 columns the first column is 20 wide: the id came first and left a title
     five characters. The title comes first, the id after it."""
-    from tests.builders.claude import Transcript
-
-    sid = "5e57da7e-0000-4000-8000-0000000000f2"
-    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid, cwd="/srv/app")
-    t.user("Refactor the checkout flow")
-    t.assistant("done", usage={"input_tokens": 10, "output_tokens": 5})
-    t.write()
-    app = app_over(tmp_path / "projects")
-    async with run_test(app, size=(120, 40)) as pilot:
-        await pilot.pause()
-        await pilot.press("S", "s")
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, StatsScreen) and screen.by == "session"
-        label = table_rows(screen.query_one(DataTable))[0][0]
-        assert label.startswith("Refactor the checko"), label
+    by, cells = await first_cells(tmp_path, "/srv/app", "Refactor the checkout flow", "Ss", 120)
+    assert by == "session" and cells[0].startswith("Refactor the checko"), cells
