@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import Command, add_db_option, fail
+from .common import Command, add_db_option, db_for_later, fail
 
 
 def add_parsers(sub: Any) -> None:
@@ -68,7 +68,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from ..actions.mcp_install import InstallError, apply, plan
 
     try:
-        change = plan(args.agent, remove=args.mcp_action == "uninstall", db=getattr(args, "db", None))
+        change = plan(args.agent, remove=args.mcp_action == "uninstall", db=db_for_later(args))
         if not args.dry_run:
             apply(change)
     except InstallError as exc:

@@ -58,6 +58,7 @@ def home_env(home: Path) -> dict[str, str]:
         "CODEX_HOME": str(home / ".codex"),
         "GEMINI_CLI_HOME": str(home),  # Gemini CLI's own: `$GEMINI_CLI_HOME/.gemini`
         "XDG_CONFIG_HOME": str(home / ".config"),
+        "THREADLOOM_DB": "",  # the default archive, which the server finds without being told
     }
 
 
@@ -188,3 +189,19 @@ def test_install_extends_inline_tables_writes_through_links_and_keeps_the_users_
         text.startswith('{\n    "theme": "GitHub",\n')
         and json.loads(text)["mcpServers"]["threadloom"]["timeout"] == 9
     )
+
+
+def test_an_archive_named_by_threadloom_db_is_named_in_the_servers_command(tmp_path: Path) -> None:
+    """With $THREADLOOM_DB set and no --db, the server was registered without the archive's path:
+    an agent started from a launcher or an IDE, without the variable, read the default archive."""
+    home = tmp_path / "home"
+    path = home / ".cursor" / "mcp.json"
+    mine = tmp_path / "elsewhere" / "mine.db"
+    res = run("mcp", "install", "--agent", "cursor", env_extra={**home_env(home), "THREADLOOM_DB": str(mine)})
+    assert res.returncode == 0, res.stderr
+    args = json.loads(path.read_text())["mcpServers"]["threadloom"]["args"]
+    assert args[-3:] == ["mcp", "--db", str(mine.resolve())]
+    path.unlink()
+    mcp(home, "install", "--agent", "cursor")  # neither: the default, found alike, is not named
+    args = json.loads(path.read_text())["mcpServers"]["threadloom"]["args"]
+    assert args[-1] == "mcp" and "--db" not in args
