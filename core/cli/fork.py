@@ -61,8 +61,9 @@ def add_parsers(sub: Any) -> None:
     p.add_argument(
         "--json",
         action="store_true",
-        help="print command, new_session_id, path, source_session_id, fork_point, records, tool_calls, "
-        "restore, notes, and changed_after: the files the conversation edited after the point",
+        help="print ok, command, new_session_id, path, source_session_id, fork_point, records, tool_calls, "
+        "restore, notes, and changed_after: the files the conversation edited after the point (a refusal: "
+        "ok false and its error)",
     )
     p.add_argument(
         "--undo-patch",
@@ -90,10 +91,16 @@ def add_parsers(sub: Any) -> None:
         "archive, before printing the command; nothing is overwritten",
     )
     p.add_argument("--copy", action="store_true", help="also copy the command to the clipboard")
-    p.add_argument("--json", action="store_true", help="print the plan (command, cwd, agent, notes) as JSON")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the plan (ok, command, cwd, agent, notes) as JSON (a refusal: ok false and its error)",
+    )
 
 
 def _emit_plan(args: argparse.Namespace, plan: ForkPlan, written: bool) -> int:
+    from ..base.text import printable
+
     undo, undo_said, undo_failed = (
         _fork_undo(args, plan) if getattr(args, "command", None) == "fork" else ({}, [], False)
     )
@@ -106,7 +113,9 @@ def _emit_plan(args: argparse.Namespace, plan: ForkPlan, written: bool) -> int:
             file=sys.stderr,
         )
     if args.json:
-        data = plan.as_dict()
+        data: dict[str, Any] = {"ok": not undo_failed, **plan.as_dict()}
+        if undo_failed:
+            data["error"] = printable(undo_said[0].removeprefix("threadloom: "))
         data["written"] = written
         if getattr(args, "dry_run", False):
             data["dry_run"] = True
@@ -123,16 +132,38 @@ def _emit_plan(args: argparse.Namespace, plan: ForkPlan, written: bool) -> int:
     return 1 if undo_failed else 0
 
 
+def _refused(args: argparse.Namespace, why: object, code: int = 1) -> int:
+    """Say a refusal on stderr and, with --json, as one object on stdout too (a script reading
+    stdout got nothing): `ok` false, the `error`, and what was asked. Returns the exit code."""
+    fail(why)
+    if args.json:
+        from ..base.text import printable
+
+        print(json.dumps({"ok": False, "error": printable(str(why)), **_asked(args)}, ensure_ascii=False))
+    return code
+
+
+def _asked(args: argparse.Namespace) -> dict[str, Any]:
+    """What a refused command was asked, as its --json names it."""
+    if args.command == "resume":
+        return {"action": "fork-end" if args.fork_session else "resume", "session": args.session}
+    asked = {"action": "fork-prompt" if args.native else "fork", "entry": args.entry}
+    return asked | ({"dry_run": True} if args.dry_run else {})
+
+
 def cmd_fork_and_undo(args: argparse.Namespace) -> int:
     """`fork`, refusing an --undo-patch path that exists before anything is written."""
+    from ..store.db import LedgerError
+
     if args.undo_patch is not None and os.path.lexists(args.undo_patch):
-        print(
-            f"threadloom: {args.undo_patch} already exists; the undo patch never overwrites a file "
-            "(choose another path)",
-            file=sys.stderr,
+        return _refused(
+            args,
+            f"{args.undo_patch} already exists; the undo patch never overwrites a file (choose another path)",
         )
-        return 1
-    return cmd_fork(args)
+    try:
+        return cmd_fork(args)
+    except LedgerError as exc:  # no archive there, or one that cannot be used: said as any refusal
+        return _refused(args, exc)
 
 
 def _fork_undo(args: argparse.Namespace, plan: ForkPlan) -> tuple[dict[str, Any], list[str], bool]:
@@ -194,20 +225,20 @@ def _restored(args: argparse.Namespace, conn: sqlite3.Connection, plan: ForkPlan
     if step is None:
         return True
     if not args.restore:
-        print(
-            f"threadloom: {step.question.split(' Restore it')[0]} The command would find nothing. "
+        _refused(
+            args,
+            f"{step.question.split(' Restore it')[0]} The command would find nothing. "
             f"`threadloom {command} --restore` writes it back to {step.folder} first (nothing is overwritten), "
             "then prints the command.",
-            file=sys.stderr,
         )
         return False
     try:
         written = restore_for(conn, plan)
     except FileExistsError as exc:
-        print(
-            f"threadloom: {exc.filename} appeared meanwhile; restore never overwrites, so nothing more was "
+        _refused(
+            args,
+            f"{exc.filename} appeared meanwhile; restore never overwrites, so nothing more was "
             "written. Run the command again.",
-            file=sys.stderr,
         )
         return False
     for f in written:
@@ -226,8 +257,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
     again = f"fork {args.entry}" + (" --before" if args.before else "")
     action = "fork-prompt" if args.native else "fork"
     if args.native and not args.prompt:
-        print("threadloom: --native needs --prompt", file=sys.stderr)
-        return 2
+        return _refused(args, "--native needs --prompt", 2)
     try:
         plan = plan_for(conn, action, args.entry, before=args.before, prompt=args.prompt)
         if args.native:
@@ -246,9 +276,8 @@ def cmd_fork(args: argparse.Namespace) -> int:
                 return 1
             return _emit_plan(args, plan, False)
         path = write_fork(plan)
-    except ForkError as exc:
-        fail(exc)  # it may quote the log (an id that holds an escape sequence): drawn, not printed
-        return 1
+    except ForkError as exc:  # it may quote the log (an id that holds an escape sequence): drawn, not printed
+        return _refused(args, exc)
     db_path = database_file(conn)
     if db_path is not None:  # the fork shown in the tree at once
         update(
@@ -299,14 +328,17 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from ..actions.fork import ForkError
     from ..actions.fork_session import plan_for
     from ..read.query import resolve_session
+    from ..store.db import LedgerError
 
-    conn = open_reading(args)  # resume only reads the archive (a --restore writes the agent's files)
-    session = resolve_session(conn, args.session)
+    try:
+        conn = open_reading(args)  # resume only reads the archive (a --restore writes the agent's files)
+        session = resolve_session(conn, args.session)
+    except (LedgerError, LookupError) as exc:  # no archive there; no session, or several, match
+        return _refused(args, exc.args[0] if exc.args else exc)
     try:
         plan = plan_for(conn, "fork-end" if args.fork_session else "resume", session_id=session.id)
-    except ForkError as exc:
-        fail(exc)  # it may quote the log (an id that holds an escape sequence): drawn, not printed
-        return 1
+    except ForkError as exc:  # it may quote the log (an id that holds an escape sequence): drawn, not printed
+        return _refused(args, exc)
     again = f"resume {session.id}" + (" --fork-session" if args.fork_session else "")
     if not _restored(args, conn, plan, again):
         return 1

@@ -147,3 +147,43 @@ def test_an_agent_without_the_capability_gets_todays_messages(tmp_path, monkeypa
             plan_fork(conn, str(entry))
     finally:
         conn.close()
+
+
+def test_a_refusal_with_json_is_one_object_on_stdout(tmp_path, capsys, monkeypatch, fake_agents):
+    """`resume --json` and `fork --json` said a refusal on stderr only: a script reading stdout got
+    nothing. Each prints one object saying so and why, beside the same stderr and exit code."""
+
+    class Mute(ToyAdapter):
+        name = "toy"
+        fork_style = None
+        resume_command = Adapter.resume_command
+
+    monkeypatch.setitem(ADAPTERS, "toy", Mute())
+    dbfile = toy_ledger(tmp_path, "toy-9", str(tmp_path))
+    conn = db.connect(dbfile, readonly=True)
+    entry = str(conn.execute("SELECT id FROM entries WHERE content = 'hi'").fetchone()[0])
+    conn.close()
+    refusals = [
+        (["resume", "toy-9"], 1, {"action": "resume", "session": "toy-9"}, "has no resume command for toy"),
+        (["resume", "nothing-like-it"], 1, {"action": "resume"}, "no session matches 'nothing-like-it'"),
+        (["fork", entry], 1, {"action": "fork", "entry": entry}, "forking toy sessions at a point is not"),
+        (["fork", "987654"], 1, {"action": "fork"}, "no record '987654'"),
+        (["fork", entry, "--dry-run"], 1, {"dry_run": True}, "forking toy sessions at a point is not"),
+        (["fork", entry, "--native"], 2, {"action": "fork-prompt"}, "--native needs --prompt"),
+    ]
+    for words, code, fields, why in refusals:
+        assert main([*words, "--db", str(dbfile), "--json"]) == code, words
+        out = capsys.readouterr()
+        said = json.loads(out.out)
+        assert said["ok"] is False and why in said["error"] and fields.items() <= said.items(), said
+        assert why in out.err and out.out.count("\n") == 1
+        assert main([*words, "--db", str(dbfile)]) == code
+        assert capsys.readouterr().out == ""  # plain: stdout stays the command's alone
+
+
+def test_a_plan_with_json_says_it_is_ok(tmp_path, capsys, toy, sandbox):
+    """A script tells a plan from a refusal by `ok`, as the exit code does."""
+    dbfile = toy_ledger(tmp_path, "toy-5", str(tmp_path))
+    assert main(["resume", "--db", str(dbfile), "--json", "toy-5"]) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert said["ok"] is True and "error" not in said and said["command"].endswith("--continue toy-5")

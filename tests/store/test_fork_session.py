@@ -199,7 +199,9 @@ def test_the_cli_and_the_model_make_the_same_plans(conn, session, capsys):
     model.cancel_ask()
     assert model.plan_now("resume") == "restore"
     assert main(["resume", "--db", db_path, "--json", SID]) == 1  # not without --restore
-    assert "--restore" in capsys.readouterr().err
+    out = capsys.readouterr()
+    refused = json.loads(out.out)  # said on stdout too, for a script
+    assert "--restore" in out.err and refused["ok"] is False and "--restore" in refused["error"]
     assert main(["resume", "--db", db_path, "--json", "--restore", SID]) == 0
     assert json.loads(capsys.readouterr().out)["command"] == model.pending.command
 
