@@ -7,6 +7,7 @@ import json
 import os
 import sqlite3
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +56,8 @@ def add_parsers(sub: Any) -> None:
         "--dry-run",
         action="store_true",
         help="write nothing: print the command, and say on stderr where the fork would be written and "
-        "what it would hold (--json: the plan, with dry_run)",
+        "what it would hold (--json: the plan, with dry_run); the new session's id is chosen when the "
+        "fork is written, so NEW-SESSION-ID stands for it",
     )
     p.add_argument("--copy", action="store_true", help="also copy the command to the clipboard")
     p.add_argument(
@@ -267,6 +269,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
                 return 1
             return _emit_plan(args, plan, False)
         if args.dry_run:
+            plan = _id_undecided(plan)
             if not args.json:
                 _say_dry_run(plan)
             return _emit_plan(args, plan, False)
@@ -294,6 +297,27 @@ def cmd_fork(args: argparse.Namespace) -> int:
         with writer_lock(conn, on_wait=say_waiting):
             record_fork(conn, plan.new_session_id, plan.source_session_id)
     return _emit_plan(args, plan, True)
+
+
+NEW_ID = "NEW-SESSION-ID"  # what a dry run shows for the new session's id (inert in a shell)
+
+
+def _id_undecided(plan: ForkPlan) -> ForkPlan:
+    """A dry run's plan with the new session's id shown as not chosen yet: the plan draws one at
+    random, and the real fork draws another, so the one printed was never the fork's."""
+    if not plan.new_session_id:
+        return plan
+    new = plan.new_session_id
+    return replace(
+        plan,
+        command=plan.command.replace(new, NEW_ID),
+        path=plan.path.replace(new, NEW_ID) if plan.path else None,
+        new_session_id=None,
+        notes=[
+            *(note.replace(new, NEW_ID) for note in plan.notes),
+            f"The new session's id is chosen when the fork is written: {NEW_ID} stands for it here.",
+        ],
+    )
 
 
 def _say_dry_run(plan: ForkPlan) -> None:

@@ -255,6 +255,37 @@ def test_cli_fork_json_dry_run_and_plain(conn, branched, tmp_path, monkeypatch):
     assert clipboard.copy("echo hi") is None
 
 
+def test_a_dry_run_says_the_new_id_is_not_chosen_yet(conn, branched):
+    """`fork --dry-run` printed a random new session id, which a later real fork does not get: it
+    says the id is chosen when the fork is written, and the same dry run says the same each time."""
+    db_path = conn.execute("PRAGMA database_list").fetchone()[2]
+    last = branched.lines[-1]["uuid"]
+
+    def run(*a: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "threadloom.core.cli", "fork", last, "--db", db_path, *a],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parents[2],
+        )
+
+    uuid = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+    known = {branched.session_id, last}
+    data = json.loads(run("--dry-run", "--json").stdout)
+    assert data["new_session_id"] is None and data["dry_run"] is True
+    assert "NEW-SESSION-ID" in data["command"] and Path(data["path"]).name == "NEW-SESSION-ID.jsonl"
+    assert any("id is chosen when the fork is written" in note for note in data["notes"])
+    dry = run("--dry-run")
+    assert dry.returncode == 0 and dry.stdout.endswith("claude --resume NEW-SESSION-ID\n")
+    assert "note: The new session's id is chosen when the fork is written" in dry.stderr
+    assert set(uuid.findall(dry.stdout + dry.stderr + json.dumps(data))) <= known
+    assert run("--dry-run").stdout == dry.stdout
+    real = json.loads(run("--json").stdout)  # the fork itself: its id, as before
+    assert uuid.fullmatch(real["new_session_id"]) and real["command"].endswith(real["new_session_id"])
+    assert Path(real["path"]).name == f"{real['new_session_id']}.jsonl" and Path(real["path"]).exists()
+    assert not any("chosen when" in note for note in real["notes"])
+
+
 @pytest.mark.corpus
 @pytest.mark.skipif(not (CORPUS / "claude-code").is_dir(), reason="corpus absent")
 def test_forks_of_real_sessions_are_valid(conn, tmp_path):
