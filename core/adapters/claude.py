@@ -52,6 +52,7 @@ from .base import (
     read_regular,
     recorded_cost,
     safe_int,
+    sniff,
 )
 from .edits import (
     NEW_KEYS,
@@ -319,7 +320,7 @@ def _claude_record(obj: Any) -> bool:
 
 def _head(path: Path) -> tuple[bytes, bool]:
     try:
-        head = read_regular(path, SNIFF_LIMIT)
+        head = sniff(path, SNIFF_LIMIT)
     except OSError:
         return b"", True
     return head, len(head) < SNIFF_LIMIT

@@ -41,6 +41,7 @@ from urllib.parse import unquote, urlparse
 import orjson
 
 from .base import (
+    SNIFF_BYTES,
     Adapter,
     Command,
     FileContext,
@@ -60,7 +61,6 @@ from .base import (
 )
 from .claude import claude_layout
 from .shared import (
-    SNIFF_BYTES,
     Spec,
     app_config_dirs,
     as_bytes,

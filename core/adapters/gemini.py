@@ -35,6 +35,7 @@ import orjson
 from .base import (
     BOM,
     MIRROR_ROOT,
+    SNIFF_BYTES,
     Adapter,
     Command,
     FileContext,
@@ -60,7 +61,6 @@ from .base import (
 from .claude import claude_layout
 from .edits import FileEdit
 from .shared import (
-    SNIFF_BYTES,
     JsonDocumentLines,
     as_str,
     head_of,

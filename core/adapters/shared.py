@@ -26,12 +26,14 @@ import orjson
 
 from .base import (
     BOM,
+    SNIFF_BYTES,
     Adapter,
     RawRecord,
     Record,
     SourceIncomplete,
     SourceRef,
     read_regular,
+    sniff,
 )
 
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:,]')  # strings unrolled: 5x faster
@@ -438,7 +440,6 @@ class SqliteSource(Adapter):
 
 # ---------------------------------------------------------------------- values of records (every adapter)
 
-SNIFF_BYTES = 65536  # how much of a file is read to tell whose it is
 # how deep a value is written out when it is too deep for the JSON writers (its record keeps it whole)
 DUMP_DEPTH = 100
 
@@ -531,7 +532,7 @@ def strings_of(params: Any) -> str:
 def head_of(path: Path, limit: int = SNIFF_BYTES) -> bytes:
     """The first `limit` bytes of a file, to tell its format by; nothing when it cannot be read."""
     try:
-        return read_regular(path, limit)
+        return sniff(path, limit)
     except OSError:
         return b""
 

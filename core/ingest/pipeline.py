@@ -40,6 +40,7 @@ from ..adapters.base import (
     disk_name,
     file_kind,
     normalized,
+    one_look,
     open_regular,
     read_regular,
     shown_name,
@@ -418,16 +419,17 @@ def discover(
                         kept.add(name)
                 if kept:
                     walk.withhold(folder, kept)
-        for adapter in all_adapters():
-            try:
-                for ref in adapter.discover(root):
-                    path_key = str(ref.path.absolute())
-                    if path_key not in found:
-                        found[path_key] = (ref.agent, ref.kind, ref.project_key, adapter)
-            except OSError as exc:  # one agent's look at a root it cannot read; the others go on
-                if errors is not None:
-                    errors.append(f"{exc.filename or root}: cannot read: {exc.strerror or exc}")
-                snapshots[key] = ""  # walked again next run
+        with one_look():  # each file's head read once, each adapter's answer for it asked once
+            for adapter in all_adapters():
+                try:
+                    for ref in adapter.discover(root):
+                        path_key = str(ref.path.absolute())
+                        if path_key not in found:
+                            found[path_key] = (ref.agent, ref.kind, ref.project_key, adapter)
+                except OSError as exc:  # one agent's look at a root it cannot read; the others go on
+                    if errors is not None:
+                        errors.append(f"{exc.filename or root}: cannot read: {exc.strerror or exc}")
+                    snapshots[key] = ""  # walked again next run
         if conn is not None and named is None:
             named = _named_roots(conn)
         if conn is not None and str(root) in (named or ()) and root.is_dir():
