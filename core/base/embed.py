@@ -104,6 +104,14 @@ def available() -> bool:
     return True
 
 
+def is_word(word: str) -> bool:
+    """Whether the model has `word` (as typed or in lower case) as one whole-word token of its
+    vocabulary: what its embedding means was learnt from text. A word it does not have is read as
+    sub-word pieces, single letters for a keyboard mash, which carry letters, not meaning."""
+    tokenizer, _ = _model()
+    return any(tokenizer.token_to_id("\u2581" + w) is not None for w in {word, word.lower()})
+
+
 def embed(texts: list[str]) -> NDArray[np.float32]:
     """Unit vectors, one row a text (the mean of its tokens' embeddings, normalized)."""
     import itertools

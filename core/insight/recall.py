@@ -130,6 +130,34 @@ def search_text(q: ParsedQuery) -> str:
     return " ".join(q.words + q.phrases)
 
 
+def meaning_text(conn: sqlite3.Connection, q: ParsedQuery) -> str | None:
+    """What a search by meaning embeds for a query, or None when it has nothing to go on.
+
+    The model averages its tokens' vectors, so a query of no word it knows (a keyboard mash,
+    random letters) is an average of letter fragments, and the turns nearest it share letters
+    ("zzqv" a prompt about "TZ", "hjkl" one saying "h") at cosines a real query's turn has too
+    (0.2 to 0.36, where bench/recall's answers sit at 0.22 to 0.76): no floor on the cosine, fixed or
+    relative to the archive's, tells them apart. A word counts when the model has it whole or a
+    conversation used it (a name the model splits, "deepseek"); a query with none is not searched
+    by meaning. Stop words count only in a query of nothing else, as the word search has it."""
+    text = search_text(q)
+    words = search.WORD.findall(text)
+    meaningful = [w for w in words if w.lower() not in search.STOP_WORDS] or words
+    if any(embed.is_word(w) or said_in_archive(conn, w) for w in meaningful):
+        return text
+    return None
+
+
+def said_in_archive(conn: sqlite3.Connection, word: str) -> bool:
+    """Whether a message of the archive has `word` (the search index's messages, not the tools'
+    output, whose hashes and dumps have every string of letters; one FTS lookup, LIMIT 1)."""
+    match = "{content} : " + search._fts_quote(word.lower())
+    return (
+        conn.execute("SELECT 1 FROM search_fts WHERE search_fts MATCH ? LIMIT 1", (match,)).fetchone()
+        is not None
+    )
+
+
 def allowed_episodes(conn: sqlite3.Connection, q: ParsedQuery) -> NDArray[np.int64] | None:
     """The rowids of the episodes the query's filters let through, ascending (None: no filter,
     all of them)."""
@@ -221,14 +249,24 @@ def search_recall(
     problems: list[str] = []
     meaning: list[tuple[TurnKey, float]] = []
     search.without_episodes(conn, q)
+    nothing_close: str | None = None
     try:
-        query_vector = embed.embed([search_text(q)])[0]
-        meaning = nearest(conn, query_vector, allowed=allowed_episodes(conn, q))
-        if not meaning and vector_index(conn) is None:
+        said = meaning_text(conn, q)
+        if said is None:
+            nothing_close = (
+                f"nothing is close in meaning to {search_text(q)!r}: "
+                "the model knows none of its words and no conversation has them"
+            )
+        else:
+            meaning = nearest(conn, embed.embed([said])[0], allowed=allowed_episodes(conn, q))
+        if said is not None and not meaning and vector_index(conn) is None:
             problems.append("no turn has been embedded yet: run `threadloom ingest` (search by words only)")
+        elif said is not None and not meaning:
+            nothing_close = f"nothing is close in meaning to {search_text(q)!r}"
     except embed.EmbeddingUnavailable as exc:
         problems.append(f"search by meaning is unavailable: {exc}")
     if mode == "meaning":
+        problems += [nothing_close] if nothing_close else []
         hits = _meaning_hits(conn, meaning[:limit])
         attach_main(conn, hits)
         return SearchResult(

@@ -587,3 +587,50 @@ def test_a_meaning_hit_reads_like_a_word_hit(conn, tmp_path):
     assert "ide_opened_file" not in hit.snippet and hit.snippet.startswith("Look at the modules")
     assert hit.snippet.endswith("…")
     assert all(w in words.split() for w in hit.snippet.rstrip("…").split()), hit.snippet
+
+
+# keyboard mashes, random letters, made-up words: each found turns at cosine 0.2 to 0.36 by shared
+# letters ("zzqv" a prompt about "TZ", "hjkl" one saying "h"), where real queries' turns sit at 0.22
+NONSENSE = (
+    "zzqv",
+    "asdf qwerty blorp",
+    "jjjjjjjj",
+    "hjkl hjkl hjkl",
+    "fjdksla",
+    "qpwoeiruty",
+    "mnbvcxz poiuy",
+    "ajsdhaksjdh",
+    "uioplkj",
+    "nbvcx",
+    "florbnax",
+    "xyzzy plugh",
+)
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not (CORPUS / "claude-code").is_dir(), reason="corpus absent")
+def test_nonsense_finds_nothing_by_meaning_where_real_queries_still_find_their_turns(
+    tmp_path, claude_corpus_copy
+):
+    from threadloom.core.store import db
+
+    sys.path.insert(0, str(REPO / "bench" / "recall"))
+    try:
+        import evaluate
+    finally:
+        sys.path.pop(0)
+    conn = db.connect(claude_corpus_copy(tmp_path))
+    held = {r[0] for r in conn.execute("SELECT turn_id FROM episodes")}
+    real = [(q, targets) for q, targets in evaluate.load_queries() if targets & held]
+    found = [
+        evaluate.rank_of(conn, search_recall(conn, q, mode="meaning", limit=10).hits, targets)
+        for q, targets in real
+    ]
+    answered = {q: search_recall(conn, q, mode="meaning") for q in NONSENSE}
+    context = build_context(conn, "fjdksla")
+    conn.close()
+    # 15 of the 17 in the first ten before the nonsense was refused, and after
+    assert len(real) == 17 and sum(r is not None for r in found) >= 15, found
+    assert {q: len(r.hits) for q, r in answered.items()} == dict.fromkeys(NONSENSE, 0)
+    assert all(any("close in meaning" in p for p in r.problems) for r in answered.values())
+    assert context.turns == []  # a new session is not handed unrelated turns
