@@ -511,6 +511,32 @@ def test_unchanged_folders_skip_the_adapters_walks_and_new_files_are_still_found
     assert calls and found.files_seen == 2 and found.files_read == 1
 
 
+def test_a_discovery_opens_each_new_file_once_and_the_next_one_looks_again(tmp_path, monkeypatch):
+    """Every adapter asks of every file whether it is its own (Claude Code's asks every other one
+    too): each file was opened about ten times to read its head, 40% of a first ingest of a folder
+    of small sessions. One pass opens each once; the next pass looks again."""
+    from threadloom.core.ingest.pipeline import discover
+
+    for n in range(12):
+        simple_session(tmp_path, f"{n:08d}-aaaa-4bbb-8ccc-000000000000").write()
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting(path, *args, **kwargs):
+        if os.fspath(path).endswith(".jsonl"):
+            opened.append(os.fspath(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting)
+    found, _ = discover([tmp_path / "projects"])
+    assert len(found) == 12 and {a for a, *_ in found.values()} == {"claude-code"}
+    assert len(opened) == 12 and len(set(opened)) == 12
+    # the pass is over: the next one reads the files as they are then, each once again
+    opened.clear()
+    again, _ = discover([tmp_path / "projects"])
+    assert again.keys() == found.keys() and sorted(opened) == sorted(found)
+
+
 def test_a_file_written_in_chunks_gives_the_same_ledger(tmp_path, monkeypatch):
     from threadloom.core.store import db
 
