@@ -11,7 +11,6 @@ rarely has all the words the agent used. Every hit says why it matched (`Hit.why
 from __future__ import annotations
 
 import contextlib
-import re
 import sqlite3
 import threading
 import time
@@ -140,28 +139,13 @@ def meaning_text(conn: sqlite3.Connection, q: ParsedQuery) -> str | None:
     (0.2 to 0.36, where bench/recall's answers sit at 0.22 to 0.76): no floor on the cosine, fixed or
     relative to the archive's, tells them apart. A word counts when the model has it whole or a
     conversation used it (a name the model splits, "deepseek"); a query with none is not searched
-    by meaning. Stop words count only in a query of nothing else, as the word search has it.
-
-    A word of neither in a query that has some (a typo: "promtp caching") is embedded as the
-    archive's nearest spelling, as the word search forgives it: its letter fragments would pull
-    the query toward turns that share them (typo'd bench/recall queries: hit@10 0.49 → 0.73)."""
+    by meaning. Stop words count only in a query of nothing else, as the word search has it."""
     text = search_text(q)
     words = search.WORD.findall(text)
-    known = {
-        w: w.lower() in search.STOP_WORDS or embed.is_word(w) or said_in_archive(conn, w) for w in set(words)
-    }
     meaningful = [w for w in words if w.lower() not in search.STOP_WORDS] or words
-    if not any(known[w] for w in meaningful):
-        return None
-    vocabulary = search.Vocabulary(conn)
-
-    def spelled(word: re.Match[str]) -> str:
-        if known.get(word.group(0), True):
-            return word.group(0)
-        near = vocabulary.nearest(word.group(0).lower(), limit=1)
-        return near[0] if near else word.group(0)
-
-    return search.WORD.sub(spelled, text)
+    if any(embed.is_word(w) or said_in_archive(conn, w) for w in meaningful):
+        return text
+    return None
 
 
 def said_in_archive(conn: sqlite3.Connection, word: str) -> bool:

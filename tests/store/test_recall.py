@@ -5,7 +5,6 @@ fork context stay within what exists and within their budget."""
 from __future__ import annotations
 
 import json
-import random
 import shutil
 import subprocess
 import sys
@@ -635,37 +634,3 @@ def test_nonsense_finds_nothing_by_meaning_where_real_queries_still_find_their_t
     assert {q: len(r.hits) for q, r in answered.items()} == dict.fromkeys(NONSENSE, 0)
     assert all(any("close in meaning" in p for p in r.problems) for r in answered.values())
     assert context.turns == []  # a new session is not handed unrelated turns
-
-
-def misspelt(text: str, rng: random.Random) -> str:
-    """Two of a sentence's longer words misspelt as fingers do: a letter dropped or two swapped."""
-    words = text.split()
-    longer = [i for i, w in enumerate(words) if len(w) >= 5 and w.isalpha()]
-    for i in rng.sample(longer, min(2, len(longer))):
-        w, j = words[i], rng.randrange(1, len(words[i]) - 2)
-        words[i] = w[:j] + w[j + 1 :] if rng.random() < 0.5 else w[:j] + w[j + 1] + w[j] + w[j + 2 :]
-    return " ".join(words)
-
-
-@pytest.mark.corpus
-@pytest.mark.skipif(not (CORPUS / "claude-code").is_dir(), reason="corpus absent")
-def test_a_typo_is_read_as_the_archives_nearest_spelling_by_meaning(tmp_path, claude_corpus_copy):
-    from threadloom.core.store import db
-
-    sys.path.insert(0, str(REPO / "bench" / "recall"))
-    try:
-        import evaluate
-    finally:
-        sys.path.pop(0)
-    conn = db.connect(claude_corpus_copy(tmp_path))
-    held = {r[0] for r in conn.execute("SELECT turn_id FROM episodes")}
-    rng = random.Random(7)
-    typed = [(misspelt(q, rng), t) for q, t in evaluate.load_queries() if t & held]
-    found = [
-        evaluate.rank_of(conn, search_recall(conn, q, mode="meaning", limit=10).hits, targets)
-        for q, targets in typed
-    ]
-    conn.close()
-    # misspelt, 10 of the 17 were in the first ten when their fragments were embedded; read as the
-    # archive's spellings, 15: as many as spelt right
-    assert len(typed) == 17 and sum(r is not None for r in found) >= 14, (typed, found)
