@@ -96,6 +96,16 @@ def test_a_paraphrase_that_shares_no_word_finds_its_turn(archive):
         assert hits[0].why == "meaning"
 
 
+def test_a_word_the_model_splits_is_searched_by_meaning_when_the_archive_has_it(archive):
+    """The model has no whole token for "ModuleNotFoundError" (nor "rounding", "yaml"): such a word is
+    no keyboard mash when the archive holds it, here in a command's output only. A query of it was
+    refused as nonsense while only the messages' own text was asked."""
+    found = search_recall(archive, "ModuleNotFoundError", mode="meaning")
+    assert found.hits and found.hits[0].session_id == S_PARSER
+    assert not any("close in meaning" in p for p in found.problems)
+    assert search_recall(archive, "qpwoeiruty", mode="meaning").hits == []
+
+
 def test_hybrid_marks_why_each_hit_matched(archive):
     hits = search_recall(archive, "migration renames table", mode="hybrid").hits
     assert hits[0].session_id == S_DB and hits[0].why == "words + meaning"
