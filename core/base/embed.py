@@ -104,12 +104,24 @@ def available() -> bool:
     return True
 
 
+# the mean length of the pieces the model cuts a word into, from which it reads a word it has no
+# whole token for: "rounding" is round+ing (4), "serializer" serial+izer (5), where a keyboard mash
+# falls apart into letters and pairs ("qwerty" q+wer+ty, "zzqv" z+z+q+v, "blorp" bl+orp: 1 to 2.5)
+WORD_PIECE_CHARS = 3.0
+
+
 def is_word(word: str) -> bool:
-    """Whether the model has `word` (as typed or in lower case) as one whole-word token of its
-    vocabulary: what its embedding means was learnt from text. A word it does not have is read as
-    sub-word pieces, single letters for a keyboard mash, which carry letters, not meaning."""
-    tokenizer, _ = _model()
-    return any(tokenizer.token_to_id("\u2581" + w) is not None for w in {word, word.lower()})
+    """Whether the model reads `word` as a word: one whole token of its vocabulary, or pieces long
+    enough to carry meaning (`WORD_PIECE_CHARS`). A keyboard mash it reads as letters, whose
+    vectors match turns that share letters, not meaning."""
+    with _lock:  # the tokenizer is shared (see `embed`)
+        tokenizer, _ = _model()
+        if any(tokenizer.token_to_id("\u2581" + w) is not None for w in {word, word.lower()}):
+            return True
+        cut = tokenizer.encode(word, add_special_tokens=False).tokens
+    pieces = [p.removeprefix("\u2581") for p in cut]
+    pieces = [p for p in pieces if p]
+    return bool(pieces) and sum(map(len, pieces)) / len(pieces) >= WORD_PIECE_CHARS
 
 
 def embed(texts: list[str]) -> NDArray[np.float32]:

@@ -255,7 +255,7 @@ def search_recall(
         if said is None:
             nothing_close = (
                 f"nothing is close in meaning to {search_text(q)!r}: "
-                "the model knows none of its words and no conversation has them"
+                "the model reads none of its words as words and no conversation has them"
             )
         else:
             meaning = nearest(conn, embed.embed([said])[0], allowed=allowed_episodes(conn, q))

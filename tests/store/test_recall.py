@@ -96,14 +96,19 @@ def test_a_paraphrase_that_shares_no_word_finds_its_turn(archive):
         assert hits[0].why == "meaning"
 
 
-def test_a_word_the_model_splits_is_searched_by_meaning_when_the_archive_has_it(archive):
-    """The model has no whole token for "ModuleNotFoundError" (nor "rounding", "yaml"): such a word is
-    no keyboard mash when the archive holds it, here in a command's output only. A query of it was
-    refused as nonsense while only the messages' own text was asked."""
-    found = search_recall(archive, "ModuleNotFoundError", mode="meaning")
-    assert found.hits and found.hits[0].session_id == S_PARSER
-    assert not any("close in meaning" in p for p in found.problems)
-    assert search_recall(archive, "qpwoeiruty", mode="meaning").hits == []
+def test_a_word_the_model_splits_is_searched_by_meaning_when_it_reads_as_one(archive):
+    """A query of no word the model reads as a word (a keyboard mash) is not searched by meaning. The
+    model has no whole token for "yaml" (y+aml: pieces too short to tell from a mash) but the archive
+    holds it, in a command's output only: such a word counts; so does one cut into pieces long enough
+    to mean something ("refactoring": refactor+ing) though no conversation here has it."""
+    assert recall.said_in_archive(archive, "yaml") and not recall.said_in_archive(archive, "qpwoeiruty")
+    searched = search_recall(archive, "yaml", mode="meaning").problems  # nothing near enough, but asked
+    assert searched == ["nothing is close in meaning to 'yaml'"]
+    refused = search_recall(archive, "qpwoeiruty", mode="meaning")
+    assert refused.hits == [] and "none of its words" in refused.problems[0]
+    assert not any(b"refactoring" in r[0] for r in archive.execute("SELECT raw FROM entries"))
+    said = search_recall(archive, "refactoring", mode="meaning")
+    assert said.hits and not any("close in meaning" in p for p in said.problems)
 
 
 def test_hybrid_marks_why_each_hit_matched(archive):
