@@ -605,7 +605,9 @@ class Context:
         lines = [
             f"Context from past sessions (threadloom), for: {self.query}",
             "",
-            "These are earlier turns that look relevant; check them against the code as it is now.",
+            "These are earlier turns that look relevant; check them against the code as it is now."
+            if self.turns
+            else "No earlier turn looks relevant to this.",
         ]
         for i, t in enumerate(self.turns, 1):
             lines += ["", f"## {i}. {moment(t.when)} · {t.agent} · {t.project or '?'} · {t.reference}", ""]

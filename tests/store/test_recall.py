@@ -106,6 +106,9 @@ def test_a_word_the_model_splits_is_searched_by_meaning_when_it_reads_as_one(arc
     assert searched == ["nothing is close in meaning to 'yaml'"]
     refused = search_recall(archive, "qpwoeiruty", mode="meaning")
     assert refused.hits == [] and "none of its words" in refused.problems[0]
+    nothing = build_context(archive, "qpwoeiruty")  # a new session's first message says so
+    assert nothing.turns == [] and "No earlier turn looks relevant" in nothing.as_text()
+    assert "These are earlier turns" not in nothing.as_text()
     assert not any(b"refactoring" in r[0] for r in archive.execute("SELECT raw FROM entries"))
     said = search_recall(archive, "refactoring", mode="meaning")
     assert said.hits and not any("close in meaning" in p for p in said.problems)
