@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -341,6 +342,16 @@ def kept(name: str) -> Path:
     folder = Path(root) / name
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def copy_database(source: Path, target: Path) -> Path:
+    """A copy of the database at `source` (closed: its WAL checkpointed; a -wal and -shm beside it
+    are copied too) at `target`: a module builds an archive once, each test works on a copy of its own."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
+        if Path(f"{source}{suffix}").exists():
+            shutil.copyfile(f"{source}{suffix}", f"{target}{suffix}")
+    return target
 
 
 def ingest(conn: sqlite3.Connection, *sources: Path) -> IngestReport:

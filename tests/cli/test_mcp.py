@@ -4,6 +4,7 @@ an ingest holds the archive, and memory written by agents and people alike."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import AsyncIterator
@@ -12,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from threadloom.core.serve.mcp_server import DEFAULT_TOKENS, MIN_TOKENS, tokens_of
 from threadloom.core.store.writer_lock import writer_lock
 
 from tests.builders.claude import Transcript, tool_use
-from tests.support import run
+from tests.support import copy_database, run
 
 ROOT = Path(__file__).resolve().parents[2]
 API = "a1000000-0000-4000-8000-0000000000a1"
@@ -70,13 +72,41 @@ def write_archive(root: Path) -> Path:
     return projects
 
 
-@pytest.fixture
-def archive(tmp_path: Path) -> Path:
-    projects = write_archive(tmp_path)
-    path = tmp_path / "t.db"
-    res = run("ingest", "--db", str(path), "--only", "--source", str(projects), "-q")
+def ingested(root: Path, **env_extra: str) -> Path:
+    """`write_archive` under `root`, ingested by a `threadloom ingest` process into root/t.db."""
+    projects = write_archive(root)
+    path = root / "t.db"
+    res = run("ingest", "--db", str(path), "--only", "--source", str(projects), "-q", env_extra=env_extra)
     assert res.returncode == 0, res.stderr
     return path
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The archive ingested once a module (and worker), in a home of its own as each test's is
+    (conftest.py `_isolated_home`): each test reads and writes a copy of it (`archive`)."""
+    root = tmp_path_factory.mktemp("mcp-archive")
+    return ingested(
+        root,
+        CLAUDE_CONFIG_DIR=str(root / "no-claude-here"),
+        CODEX_HOME=str(root / "no-codex-here"),
+        GEMINI_CLI_HOME=str(root / "no-gemini-here"),
+        THREADLOOM_DB=str(root / "default.db"),
+        THREADLOOM_SETTINGS=str(root / "settings.toml"),
+    )
+
+
+@pytest.fixture
+def archive(tmp_path: Path, built: Path) -> Path:
+    """A copy of the module's archive, this test's own."""
+    return copy_database(built, tmp_path / "t.db")
+
+
+@pytest.fixture
+def own_archive(tmp_path: Path) -> Path:
+    """The archive ingested from this test's own folder (tmp_path/projects), for a test that adds
+    sessions there and ingests them again: the copy's database names the module's folder."""
+    return ingested(tmp_path)
 
 
 def env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -100,6 +130,30 @@ async def server(db: Path, **extra: str) -> AsyncIterator[Client]:
     )
     async with Client(params, read_timeout_seconds=60) as client:
         yield client
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def reader(tmp_path_factory: pytest.TempPathFactory, built: Path) -> AsyncIterator[Client]:
+    """One server, a module's, on a copy of the module's archive, for the tests that only read
+    (they write nothing another test reads: a call refused changes nothing). It is started and
+    stopped by a task of its own: the client's task group is left in the task that entered it,
+    where pytest-asyncio sets a fixture up and tears it down in two."""
+    db = copy_database(built, tmp_path_factory.mktemp("mcp-reader") / "t.db")
+    started: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+    stop = asyncio.Event()
+
+    async def hold() -> None:
+        async with server(db) as client:
+            started.set_result(client)
+            await stop.wait()
+
+    task = asyncio.create_task(hold())
+    await asyncio.wait([started, task], return_when=asyncio.FIRST_COMPLETED)
+    if task.done():  # the server did not start: its error
+        task.result()
+    yield started.result()
+    stop.set()
+    await task
 
 
 async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
@@ -199,71 +253,69 @@ async def test_every_tool_answers_within_its_budget(archive: Path) -> None:
         print("answer sizes (tokens):", sizes)
 
 
-async def test_paging_past_the_budget(archive: Path) -> None:
-    async with server(archive) as client:
-        seen: list[str] = []
-        cursor = None
-        pages = 0
-        while True:
-            args: dict[str, Any] = {"max_tokens": 600}
-            if cursor:
-                args["cursor"] = cursor
-            answer = await call(client, "recent_sessions", **args)
-            pages += 1
-            assert tokens_of(json.dumps(answer, separators=(",", ":"))) <= 600
-            seen += [s["id"] for s in answer["sessions"]]
-            if answer["next_cursor"] is None:
-                assert answer["left_out"] is None
-                break
-            assert "more sessions past this page" in answer["left_out"]
-            cursor = answer["next_cursor"]
-        assert pages > 3 and len(seen) == len(set(seen)) == 15
+@pytest.mark.asyncio(loop_scope="module")  # reads only: the module's server (`reader`)
+async def test_paging_past_the_budget(reader: Client) -> None:
+    client = reader
+    seen: list[str] = []
+    cursor = None
+    pages = 0
+    while True:
+        args: dict[str, Any] = {"max_tokens": 600}
+        if cursor:
+            args["cursor"] = cursor
+        answer = await call(client, "recent_sessions", **args)
+        pages += 1
+        assert tokens_of(json.dumps(answer, separators=(",", ":"))) <= 600
+        seen += [s["id"] for s in answer["sessions"]]
+        if answer["next_cursor"] is None:
+            assert answer["left_out"] is None
+            break
+        assert "more sessions past this page" in answer["left_out"]
+        cursor = answer["next_cursor"]
+    assert pages > 3 and len(seen) == len(set(seen)) == 15
 
-        turns: list[str] = []
-        cursor = None
-        while True:
-            answer = await call(
-                client, "session_outline", session=API, **({"cursor": cursor} if cursor else {})
-            )
-            turns += [t["turn"] for t in answer["turns"]]
-            cursor = answer["next_cursor"]
-            if cursor is None:
-                break
-        assert len(turns) == len(set(turns)) == 31
-        # a bigger budget holds more
-        whole = await call(client, "session_outline", session=API, max_tokens=20_000)
-        assert whole["returned"] == 31 and whole["next_cursor"] is None
+    turns: list[str] = []
+    cursor = None
+    while True:
+        answer = await call(client, "session_outline", session=API, **({"cursor": cursor} if cursor else {}))
+        turns += [t["turn"] for t in answer["turns"]]
+        cursor = answer["next_cursor"]
+        if cursor is None:
+            break
+    assert len(turns) == len(set(turns)) == 31
+    # a bigger budget holds more
+    whole = await call(client, "session_outline", session=API, max_tokens=20_000)
+    assert whole["returned"] == 31 and whole["next_cursor"] is None
 
 
-async def test_errors_say_what_to_do(archive: Path, tmp_path: Path) -> None:
-    async with server(archive) as client:
-        assert "no session matches 'nope'" in await refused(client, "session_outline", session="nope")
-        assert "is not one recent_sessions gave" in await refused(
-            client, "recent_sessions", cursor="search@3"
-        )
-        assert "max_tokens is 5" in await refused(client, "search", query="dates", max_tokens=5)
-        assert "has no message #999" in await refused(client, "get_turn", session=API, turn=999)
-        assert "not a date" in await refused(client, "search", query="after:someday dates")
-        assert "not a scope" in await refused(client, "remember", title="t", content="c", scope="galaxy")
-        assert "query is empty" in await refused(client, "search", query="  ")
-        # found by an MCP sweep: context answered turns of any time, with a note, where search's
-        # after: and the CLI's context --since refuse a date they cannot read
-        said = await refused(client, "context", task="dates", since="banana")
-        assert "since 'banana' is not a date: give 2026-03-01, yesterday or 7d" in said
-        assert (await call(client, "context", task="dates", since="2026-01-01"))["turns"]
-        assert await client.call_tool("no_such_tool", {})  # the SDK's own error, no crash
-        # found by a sweep of hostile arguments: each said, none a failure or a rebuild to run
-        # at the smallest budget the outline's page moves on, where it answered nothing with a
-        # cursor that never moved
-        page = await call(client, "session_outline", session=API, max_tokens=MIN_TOKENS)
-        assert page["returned"] > 0 and page["next_cursor"] != "session_outline@0"
-        huge = await client.call_tool("search", {"query": "x" * 3_000_000})
-        assert huge.is_error and len(huge.content[0].text) < 2_000  # type: ignore[union-attr]
-        assert "at most 10000 characters" in huge.content[0].text  # type: ignore[union-attr]
-        long_id = await refused(client, "session_outline", session="a" * 9_999)
-        assert "rebuild" not in long_id and "threadloom failed" not in long_id
-        assert "out of range" in await refused(client, "get_turn", session=API, turn=2**63)
-        assert "out of range" in await refused(client, "recent_sessions", since="99999999d")
+@pytest.mark.asyncio(loop_scope="module")  # reads only: the module's server (`reader`)
+async def test_errors_say_what_to_do(reader: Client, tmp_path: Path) -> None:
+    client = reader
+    assert "no session matches 'nope'" in await refused(client, "session_outline", session="nope")
+    assert "is not one recent_sessions gave" in await refused(client, "recent_sessions", cursor="search@3")
+    assert "max_tokens is 5" in await refused(client, "search", query="dates", max_tokens=5)
+    assert "has no message #999" in await refused(client, "get_turn", session=API, turn=999)
+    assert "not a date" in await refused(client, "search", query="after:someday dates")
+    assert "not a scope" in await refused(client, "remember", title="t", content="c", scope="galaxy")
+    assert "query is empty" in await refused(client, "search", query="  ")
+    # found by an MCP sweep: context answered turns of any time, with a note, where search's
+    # after: and the CLI's context --since refuse a date they cannot read
+    said = await refused(client, "context", task="dates", since="banana")
+    assert "since 'banana' is not a date: give 2026-03-01, yesterday or 7d" in said
+    assert (await call(client, "context", task="dates", since="2026-01-01"))["turns"]
+    assert await client.call_tool("no_such_tool", {})  # the SDK's own error, no crash
+    # found by a sweep of hostile arguments: each said, none a failure or a rebuild to run
+    # at the smallest budget the outline's page moves on, where it answered nothing with a
+    # cursor that never moved
+    page = await call(client, "session_outline", session=API, max_tokens=MIN_TOKENS)
+    assert page["returned"] > 0 and page["next_cursor"] != "session_outline@0"
+    huge = await client.call_tool("search", {"query": "x" * 3_000_000})
+    assert huge.is_error and len(huge.content[0].text) < 2_000  # type: ignore[union-attr]
+    assert "at most 10000 characters" in huge.content[0].text  # type: ignore[union-attr]
+    long_id = await refused(client, "session_outline", session="a" * 9_999)
+    assert "rebuild" not in long_id and "threadloom failed" not in long_id
+    assert "out of range" in await refused(client, "get_turn", session=API, turn=2**63)
+    assert "out of range" in await refused(client, "recent_sessions", since="99999999d")
     async with server(tmp_path / "missing.db") as client:
         assert "no threadloom archive at" in await refused(client, "search", query="dates")
 
@@ -302,10 +354,11 @@ async def test_remember_takes_a_projects_name_or_part_of_its_path_and_refuses_a_
         ] == "/srv/new"
 
 
-async def test_a_rebuilt_archive_is_read_without_a_restart(archive: Path) -> None:
+async def test_a_rebuilt_archive_is_read_without_a_restart(own_archive: Path) -> None:
     # found by an MCP sweep: `ingest --rebuild` puts a new file in the archive's place; the server
     # went on reading the old one while its memory writes went to the new one (remember, then
     # recall: nothing), and sessions ingested since were not seen until it was started again
+    archive = own_archive
     async with server(archive) as client:
         assert (await call(client, "recall"))["entries"] == []
         sid = "d1000000-0000-4000-8000-0000000000d1"
@@ -352,7 +405,8 @@ async def test_an_older_archive_is_brought_up_to_date(archive: Path) -> None:
     assert db.upgrade_due(archive) is None
 
 
-async def test_every_tool_answers_at_the_smallest_budget_it_offers(archive: Path) -> None:
+@pytest.mark.asyncio(loop_scope="module")  # reads only: the module's server (`reader`)
+async def test_every_tool_answers_at_the_smallest_budget_it_offers(reader: Client) -> None:
     # found by an MCP sweep: max_tokens=300 was offered to every tool, but session_outline needed
     # 600, stats of a session 500, signals 400, recent_sessions 350 (their headers, or their first
     # item cut as far as it goes, did not fit)
@@ -370,18 +424,16 @@ async def test_every_tool_answers_at_the_smallest_budget_it_offers(archive: Path
         ("stats", {"session": API}),
         ("recall", {}),
     ]
-    async with server(archive) as client:
-        listed = {t.name: t for t in (await client.list_tools()).tools}
-        for tool, args in calls:
-            offered = listed[tool].input_schema["properties"]["max_tokens"]["description"]
-            assert f"{MIN_TOKENS}-" in offered
-            result = await client.call_tool(tool, {**args, "max_tokens": MIN_TOKENS})
-            text = result.content[0].text  # type: ignore[union-attr]
-            assert not result.is_error, (tool, text)
-            assert tokens_of(text) <= MIN_TOKENS, (tool, tokens_of(text))
-        assert f"give {MIN_TOKENS} to" in await refused(
-            client, "search", query="x", max_tokens=MIN_TOKENS - 1
-        )
+    client = reader
+    listed = {t.name: t for t in (await client.list_tools()).tools}
+    for tool, args in calls:
+        offered = listed[tool].input_schema["properties"]["max_tokens"]["description"]
+        assert f"{MIN_TOKENS}-" in offered
+        result = await client.call_tool(tool, {**args, "max_tokens": MIN_TOKENS})
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert not result.is_error, (tool, text)
+        assert tokens_of(text) <= MIN_TOKENS, (tool, tokens_of(text))
+    assert f"give {MIN_TOKENS} to" in await refused(client, "search", query="x", max_tokens=MIN_TOKENS - 1)
 
 
 async def test_remembering_the_same_again_adds_no_version(archive: Path) -> None:
@@ -426,27 +478,28 @@ async def test_wrong_arguments_and_conflicts_say_what_to_do(archive: Path) -> No
         assert f"`threadloom memory resolve {kept['id']}` closes it" in later["conflict"]
 
 
-async def test_agents_are_named_as_the_archive_names_them(archive: Path) -> None:
+@pytest.mark.asyncio(loop_scope="module")  # reads only: the module's server (`reader`)
+async def test_agents_are_named_as_the_archive_names_them(reader: Client) -> None:
     # found by an MCP sweep: the agent filter's description offered gemini-cli, which the archive
     # calls gemini, and an agent of no such name answered nothing, silently
-    async with server(archive) as client:
-        listed = {t.name: t for t in (await client.list_tools()).tools}
-        for tool in ("recent_sessions", "stats"):
-            offered = listed[tool].input_schema["properties"]["agent"]["anyOf"][0]
-            about = listed[tool].input_schema["properties"]["agent"]["description"]
-            assert offered["type"] == "string" and "gemini," in about and "gemini-cli" not in about
-            assert "claude-code" in about and "codex" in about
-        assert (await call(client, "recent_sessions", agent="claude"))["total"] == 15  # claude-code
-        assert (await call(client, "stats", agent="claude"))["totals"]["sessions"] == 15
-        # an agent of no such name is refused with the names there are, by every tool alike (the
-        # listing and the stats answered an empty page with a note, where search refused)
-        for tool in ("recent_sessions", "stats"):
-            said = await refused(client, tool, agent="gemini-cli-x")
-            assert "no agent is called 'gemini-cli-x': give one of claude-code," in said
-        # search's agent: is read as the CLI's is (core.read.search.parse_query): an unknown one is
-        # refused as an unreadable date is, an other name finds its agent's sessions
-        said = await refused(client, "search", query="agent:gemini-cli-x dates")
+    client = reader
+    listed = {t.name: t for t in (await client.list_tools()).tools}
+    for tool in ("recent_sessions", "stats"):
+        offered = listed[tool].input_schema["properties"]["agent"]["anyOf"][0]
+        about = listed[tool].input_schema["properties"]["agent"]["description"]
+        assert offered["type"] == "string" and "gemini," in about and "gemini-cli" not in about
+        assert "claude-code" in about and "codex" in about
+    assert (await call(client, "recent_sessions", agent="claude"))["total"] == 15  # claude-code
+    assert (await call(client, "stats", agent="claude"))["totals"]["sessions"] == 15
+    # an agent of no such name is refused with the names there are, by every tool alike (the
+    # listing and the stats answered an empty page with a note, where search refused)
+    for tool in ("recent_sessions", "stats"):
+        said = await refused(client, tool, agent="gemini-cli-x")
         assert "no agent is called 'gemini-cli-x': give one of claude-code," in said
-        assert (await call(client, "search", query="agent:droid dates", mode="words"))["hits"] == []
-        found = await call(client, "search", query="agent:CLAUDE-CODE dates", mode="words")
-        assert found["hits"] and {h["agent"] for h in found["hits"]} == {"claude-code"}
+    # search's agent: is read as the CLI's is (core.read.search.parse_query): an unknown one is
+    # refused as an unreadable date is, an other name finds its agent's sessions
+    said = await refused(client, "search", query="agent:gemini-cli-x dates")
+    assert "no agent is called 'gemini-cli-x': give one of claude-code," in said
+    assert (await call(client, "search", query="agent:droid dates", mode="words"))["hits"] == []
+    found = await call(client, "search", query="agent:CLAUDE-CODE dates", mode="words")
+    assert found["hits"] and {h["agent"] for h in found["hits"]} == {"claude-code"}
