@@ -365,8 +365,38 @@ _POOLS: Pools | None = None
 def pools() -> Pools:
     global _POOLS
     if _POOLS is None:
-        _POOLS = Pools()
+        _POOLS = _kept_pools()
     return _POOLS
+
+
+def _kept_pools() -> Pools:
+    """The pools, built (about 1 s of CPU) or, where THREADLOOM_TEST_CACHE names a folder (the test
+    suite sets it), read back from the copy the last build kept there: each test worker and each
+    bench run a test starts built the same pools again. The copy is named by this file's bytes and
+    Python's version, the two things the pools come from; any other is never read."""
+    folder = os.environ.get("THREADLOOM_TEST_CACHE")
+    if not folder:
+        return Pools()
+    import hashlib
+    import pickle
+
+    key = hashlib.sha256(Path(__file__).read_bytes() + sys.version.encode()).hexdigest()[:16]
+    path = Path(folder) / "gen-pools" / f"{key}.pickle"
+    try:
+        kept = Pools.__new__(Pools)
+        kept.__dict__.update(pickle.loads(path.read_bytes()))
+        return kept
+    except (OSError, pickle.UnpicklingError, EOFError):
+        pass
+    made = Pools()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(f"{path.name}.{os.getpid()}")
+    part.write_bytes(pickle.dumps(vars(made), protocol=pickle.HIGHEST_PROTOCOL))
+    os.replace(part, path)  # whole or not there: workers build it at once
+    for other in path.parent.glob("*.pickle"):  # an older file's: never read again
+        if other != path:
+            other.unlink(missing_ok=True)
+    return made
 
 
 # ---------------------------------------------------------------------- one session
