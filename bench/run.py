@@ -249,6 +249,7 @@ class Tools:
     tui_launches: int = TUI_LAUNCHES  # first-frame launches per run and mode (--quick: one, a smoke run)
     scale: Scale | None = None  # the issue 33 archives (None: --no-scale)
     archive_dir: Path = field(default_factory=lambda: BENCH / "archives")
+    hub_server: str | None = None  # --hub-server: the sync scenario's hubs made there (None: its own server)
 
     def env(self, **extra: str) -> dict[str, str]:
         # PYTHONDONTWRITEBYTECODE would make every measured process compile threadloom from source
@@ -1083,18 +1084,47 @@ def scenario_giant_line(ctx: RunContext) -> None:
 Scenario = Callable[[RunContext], None]
 
 
+@contextlib.contextmanager
+def hub_maker(tools: Tools) -> Iterator[Callable[[], str]]:
+    """What makes an empty hub database and gives its URL: on --hub-server's PostgreSQL server
+    when one is given, else on a throwaway server of the sync scenario's own (started here, stopped
+    on leaving). Raises tests.pg_support.NoServer where neither can be had."""
+    if tools.hub_server:
+        yield lambda: new_database_at(tools.hub_server or "")
+        return
+    sys.path.insert(0, str(REPO))
+    from tests.pg_support import throwaway_server
+
+    with throwaway_server() as server:
+        yield lambda: server.url(server.new_database())
+
+
+def new_database_at(url: str) -> str:
+    """A new database made on the server of `url` (a database of it that may be connected to, as
+    `postgres`), by the same name as the throwaway server's are: its URL."""
+    import urllib.parse
+    import uuid
+
+    import psycopg
+
+    name = f"hub_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return urllib.parse.urlsplit(url)._replace(path=f"/{name}").geturl()
+
+
 # order matters: cold → (ccl cold) → no-change → (ccl warm) interleaves A B A B within a run
 def scenario_sync(ctx: RunContext) -> None:
     """`threadloom sync` through a PostgreSQL hub on a throwaway server of its own (the tests' own,
-    tests/pg_support.py): the first push of the whole archive (cold.db), a sync with nothing new, and a
-    pull of all of it into an empty database; each beside the cold ingest. Skipped, saying why,
-    without PostgreSQL's server programs."""
+    tests/pg_support.py) or on --hub-server's: the first push of the whole archive (cold.db), a sync
+    with nothing new, and a pull of all of it into an empty database; each beside the cold ingest.
+    Skipped, saying why, without PostgreSQL's server programs."""
     sys.path.insert(0, str(REPO))
-    from tests.pg_support import NoServer, throwaway_server
+    from tests.pg_support import NoServer
 
     try:
-        with throwaway_server() as server:
-            url = server.url(server.new_database())
+        with hub_maker(ctx.tools) as new_hub:
+            url = new_hub()
 
             def sync(db: Path, *args: str) -> tuple[Proc, dict[str, Any]]:
                 proc = run_process(
@@ -1818,6 +1848,13 @@ def main(argv: list[str] | None = None) -> int:
         "--timeout", type=float, default=3600.0, help="seconds before a measured process is stopped"
     )
     ap.add_argument(
+        "--hub-server",
+        metavar="URL",
+        default=None,
+        help="the sync rows: make each run's hub a new database on this PostgreSQL server (URL of a "
+        "database of it to connect to, e.g. postgres) rather than start a throwaway server",
+    )
+    ap.add_argument(
         "--threadloom-src",
         type=Path,
         default=None,
@@ -1864,6 +1901,7 @@ def main(argv: list[str] | None = None) -> int:
             1 if args.quick else TUI_LAUNCHES,
             None if args.no_scale else QUICK_SCALE if args.quick else FULL_SCALE,
             args.archive_dir,
+            args.hub_server,
         )
         # byte-compile the code under test once, as an installed package is, so no measured process pays it
         for folder in [Path(src) / "core", Path(src) / "tui"] if src else [REPO / "core", REPO / "tui"]:

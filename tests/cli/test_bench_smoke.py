@@ -59,8 +59,19 @@ def test_queries_use_words_the_generator_writes() -> None:
     assert rare and all(w in vocab for q in rare for w in q.split())
 
 
+def worker_hub_server(request: pytest.FixtureRequest) -> list[str]:
+    """`--hub-server` on this worker's PostgreSQL test server (tests/pg_support.py), which the sync
+    tests start anyway: the harness's sync rows then make their hub there, where they started a
+    server of their own (initdb, a second of CPU). None where there is none: the rows say why."""
+    try:
+        server = request.getfixturevalue("pg_server")
+    except pytest.skip.Exception:
+        return []
+    return ["--hub-server", server.url("postgres")]
+
+
 @pytest.mark.long(25)
-def test_harness_quick_run(tmp_path: Path) -> None:
+def test_harness_quick_run(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     out = tmp_path / "results"
     proc = subprocess.run(
         [
@@ -73,6 +84,7 @@ def test_harness_quick_run(tmp_path: Path) -> None:
             str(tmp_path / "work"),
             "--out",
             str(out),
+            *worker_hub_server(request),
         ],
         capture_output=True,
         text=True,
