@@ -21,7 +21,7 @@ from threadloom.core.ingest.pipeline import IngestReport, run_ingest
 from threadloom.core.store import db
 
 from tests.pg_support import hub_db, pg_server  # noqa: F401 - fixtures: one PostgreSQL server a worker
-from tests.support import AGENTS, CORPUS, FAKE_AGENT
+from tests.support import AGENTS, CORPUS, FAKE_AGENT, isolated
 
 # pytest keeps the test modules it rewrites (for its assertions) in a cache of its own beside them
 # (__pycache__/*-pytest-*.pyc), except where no bytecode is to be written: this environment says so
@@ -121,11 +121,8 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Never read the developer's real ~/.claude, ~/.codex or ~/.gemini (an ingest of the default
     folders would take what is there: a Gemini CLI run anywhere on the machine writes its
     projects.json), nor write the real database."""
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "no-claude-here"))
-    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "no-codex-here"))
-    monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "no-gemini-here"))
-    monkeypatch.setenv("THREADLOOM_DB", str(tmp_path / "default.db"))
-    monkeypatch.setenv("THREADLOOM_SETTINGS", str(tmp_path / "settings.toml"))  # nor their settings
+    for name, value in isolated(tmp_path).items():  # nor their settings (tests/support.py)
+        monkeypatch.setenv(name, value)
 
 
 @pytest.fixture(autouse=True)

@@ -344,6 +344,19 @@ def kept(name: str) -> Path:
     return folder
 
 
+def isolated(root: Path) -> dict[str, str]:
+    """What conftest.py `_isolated_home` sets for every test, under `root`: no agent's real folder,
+    nor the real database or settings. For a process a module's fixture starts (before any test's
+    are set), to build what its tests then share as each of them would have built it."""
+    return {
+        "CLAUDE_CONFIG_DIR": str(root / "no-claude-here"),
+        "CODEX_HOME": str(root / "no-codex-here"),
+        "GEMINI_CLI_HOME": str(root / "no-gemini-here"),
+        "THREADLOOM_DB": str(root / "default.db"),
+        "THREADLOOM_SETTINGS": str(root / "settings.toml"),
+    }
+
+
 def copy_database(source: Path, target: Path) -> Path:
     """A copy of the database at `source` (closed: its WAL checkpointed; a -wal and -shm beside it
     are copied too) at `target`: a module builds an archive once, each test works on a copy of its own."""
@@ -352,6 +365,16 @@ def copy_database(source: Path, target: Path) -> Path:
         if Path(f"{source}{suffix}").exists():
             shutil.copyfile(f"{source}{suffix}", f"{target}{suffix}")
     return target
+
+
+def ingest_into(path: Path | str, *sources: Path) -> IngestReport:
+    """What `threadloom ingest --db PATH --only --source SOURCE…` does (core.ingest.update), in
+    process: an archive for a test whose subject is another command (a `threadloom` process each)."""
+    from threadloom.core.ingest.update import update
+
+    report = update(Path(path), list(sources), include_defaults=False)
+    assert not report.errors, report.errors
+    return report
 
 
 def ingest(conn: sqlite3.Connection, *sources: Path) -> IngestReport:

@@ -20,7 +20,7 @@ from threadloom.core.serve.mcp_server import DEFAULT_TOKENS, MIN_TOKENS, tokens_
 from threadloom.core.store.writer_lock import writer_lock
 
 from tests.builders.claude import Transcript, tool_use
-from tests.support import copy_database, run
+from tests.support import copy_database, isolated, run
 
 ROOT = Path(__file__).resolve().parents[2]
 API = "a1000000-0000-4000-8000-0000000000a1"
@@ -86,14 +86,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The archive ingested once a module (and worker), in a home of its own as each test's is
     (conftest.py `_isolated_home`): each test reads and writes a copy of it (`archive`)."""
     root = tmp_path_factory.mktemp("mcp-archive")
-    return ingested(
-        root,
-        CLAUDE_CONFIG_DIR=str(root / "no-claude-here"),
-        CODEX_HOME=str(root / "no-codex-here"),
-        GEMINI_CLI_HOME=str(root / "no-gemini-here"),
-        THREADLOOM_DB=str(root / "default.db"),
-        THREADLOOM_SETTINGS=str(root / "settings.toml"),
-    )
+    return ingested(root, **isolated(root))
 
 
 @pytest.fixture

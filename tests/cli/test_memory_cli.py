@@ -14,7 +14,7 @@ from threadloom.core.insight import memory
 from threadloom.core.store import db
 
 from tests.builders.claude import Transcript, tool_use
-from tests.support import run
+from tests.support import copy_database, isolated, run
 
 API = "a1000000-0000-4000-8000-0000000000a1"
 WEB = "b1000000-0000-4000-8000-0000000000b1"
@@ -38,13 +38,34 @@ def write_archive(root: Path) -> Path:
     return projects
 
 
-@pytest.fixture
-def dbfile(tmp_path: Path) -> str:
-    projects = write_archive(tmp_path)
-    path = str(tmp_path / "t.db")
-    res = run("ingest", "--db", path, "--only", "--source", str(projects), "-q")
+def ingested(root: Path, **env_extra: str) -> str:
+    """`write_archive` under `root`, ingested by a `threadloom ingest` process into root/t.db."""
+    projects = write_archive(root)
+    path = str(root / "t.db")
+    res = run("ingest", "--db", path, "--only", "--source", str(projects), "-q", env_extra=env_extra)
     assert res.returncode == 0, res.stderr
     return path
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The archive ingested once a module (and worker), as each test's would be (conftest.py
+    `_isolated_home`): each test writes its memory to a copy of it (`dbfile`)."""
+    root = tmp_path_factory.mktemp("memory-archive")
+    return Path(ingested(root, **isolated(root)))
+
+
+@pytest.fixture
+def dbfile(tmp_path: Path, built: Path) -> str:
+    """A copy of the module's archive, this test's own."""
+    return str(copy_database(built, tmp_path / "t.db"))
+
+
+@pytest.fixture
+def own_dbfile(tmp_path: Path) -> str:
+    """The archive ingested from this test's own folder (tmp_path/projects), for a test that
+    ingests that folder again: the copy's database names the module's folder."""
+    return ingested(tmp_path)
 
 
 def ok(*args: str) -> str:
@@ -183,7 +204,8 @@ def test_entries_versions_scopes_conflicts(dbfile: str) -> None:
     assert res.returncode == 1 and "no memory entry 'k-nope'" in res.stderr
 
 
-def test_memory_survives_a_rebuild_and_travels_as_json(dbfile: str, tmp_path: Path) -> None:
+def test_memory_survives_a_rebuild_and_travels_as_json(own_dbfile: str, tmp_path: Path) -> None:
+    dbfile = own_dbfile
     ok("tag", "--db", dbfile, API[:8], "keep")
     ok("note", "--db", dbfile, f"{API[:8]}#3", "the answer")
     entry = json.loads(
