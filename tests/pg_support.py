@@ -46,10 +46,24 @@ class PgServer:
         with psycopg.connect(self.url(dbname, user), autocommit=True) as c:
             c.execute(statement)
 
-    def new_database(self) -> str:
+    def new_database(self, template: str | None = None) -> str:
+        """A new database: empty, or a copy of the database `template` (PostgreSQL copies its
+        files: a hub a module filled once, each test's own to write to)."""
         name = f"hub_{uuid.uuid4().hex[:10]}"
-        self.sql("postgres", f'CREATE DATABASE "{name}"')
-        return name
+        if template is None:
+            self.sql("postgres", f'CREATE DATABASE "{name}"')
+            return name
+        import psycopg
+
+        deadline = time.monotonic() + 10
+        while True:  # the template's last client may have gone before its server process has
+            try:
+                self.sql("postgres", f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+                return name
+            except psycopg.errors.ObjectInUse:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
 
 def _as_user(uid: int, gid: int):  # noqa: ANN202 - a preexec function

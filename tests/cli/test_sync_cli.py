@@ -12,7 +12,7 @@ import pytest
 
 from tests.builders.claude import Transcript
 from tests.pg_support import PgServer
-from tests.support import home_env, run
+from tests.support import home_env, ingest_into, isolated, run
 
 SID = "cccccccc-0000-4000-8000-0000000000c1"
 SECRET = "pw-never-shown-8472"
@@ -34,12 +34,7 @@ def test_sync_from_the_command_line(tmp_path: Path, pg_server: PgServer, hub_db:
     t.assistant("It is the join on orders")
     t.write()
     laptop, box = str(tmp_path / "laptop.db"), str(tmp_path / "box.db")
-    assert (
-        run(
-            "ingest", "--db", laptop, "--only", "--source", str(tmp_path / "laptop"), env_extra=env
-        ).returncode
-        == 0
-    )
+    ingest_into(laptop, tmp_path / "laptop")  # the subject is sync: the archive made in process
 
     first = run("sync", with_password, "--db", laptop, "--machine", "laptop", env_extra=env)
     assert first.returncode == 1
@@ -108,12 +103,7 @@ def test_sync_from_the_command_line(tmp_path: Path, pg_server: PgServer, hub_db:
     t.user("And the index?")
     t.assistant("Add one on orders.customer_id")
     t.write()
-    assert (
-        run(
-            "ingest", "--db", laptop, "--only", "--source", str(tmp_path / "laptop"), env_extra=env
-        ).returncode
-        == 0
-    )
+    ingest_into(laptop, tmp_path / "laptop")  # the subject is sync: the archive made in process
     said = run("sources", "--db", laptop, env_extra=env).stdout
     assert "waiting to be pushed: 1 files" in said
     assert run("sync", "--db", laptop, "--push-only", env_extra=env).returncode == 0
@@ -170,12 +160,7 @@ def test_a_sync_killed_half_way_then_run_again(tmp_path: Path, pg_server: PgServ
             t.assistant(f"answer {k}")
         t.write()
     laptop, box = str(tmp_path / "laptop.db"), str(tmp_path / "box.db")
-    assert (
-        run(
-            "ingest", "--db", laptop, "--only", "--source", str(tmp_path / "laptop"), env_extra=env
-        ).returncode
-        == 0
-    )
+    ingest_into(laptop, tmp_path / "laptop")  # the subject is sync: the archive made in process
 
     def killed_when(args: list[str], started: callable) -> bool:
         proc = subprocess.Popen(
@@ -249,10 +234,42 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
+@pytest.fixture(scope="module")
+def pushed_hub(tmp_path_factory: pytest.TempPathFactory, pg_server: PgServer) -> str:
+    """A hub on the worker's test server holding the six sessions of tests/builders/derived.py
+    (`sessions_into`) a laptop pushed, made once a module: each test pulls from a copy of its own
+    (`pushed_hub_copy`)."""
+    from tests.builders.derived import sessions_into
+
+    root = tmp_path_factory.mktemp("pushed-hub")
+    hub = pg_server.new_database()
+    url = pg_server.url(hub)
+    with pytest.MonkeyPatch.context() as isolating:  # as a test's own process sees it (conftest.py)
+        for name, value in isolated(root).items():
+            isolating.setenv(name, value)
+        env = home_env(root)
+    assert run("sync", "--init", url, env_extra=env).returncode == 0
+    sessions_into(root / "laptop" / "projects", 0, 6)
+    laptop = str(root / "laptop.db")
+    source = ("--only", "--source", str(root / "laptop"))
+    assert run("ingest", "--db", laptop, *source, env_extra=env).returncode == 0
+    assert (
+        run("sync", url, "--db", laptop, "--machine", "laptop", "--share", "all", env_extra=env).returncode
+        == 0
+    )
+    return hub
+
+
+@pytest.fixture
+def pushed_hub_copy(pg_server: PgServer, pushed_hub: str) -> str:
+    """A copy of the module's `pushed_hub`, this test's own."""
+    return pg_server.new_database(template=pushed_hub)
+
+
 @pytest.mark.long(8)
 @pytest.mark.parametrize("then", ["sync", "index"])
 def test_a_pull_killed_after_its_commit_is_finished_by_the_next_writer(
-    tmp_path: Path, pg_server: PgServer, hub_db: str, then: str
+    tmp_path: Path, pg_server: PgServer, pushed_hub_copy: str, then: str
 ) -> None:
     """kill -9 after a pull committed its records, before their costs, stats and signals: the next
     sync (with nothing new to pull) or index finishes them as a clean pull has them; meanwhile
@@ -263,19 +280,11 @@ def test_a_pull_killed_after_its_commit_is_finished_by_the_next_writer(
     import sys
     import time
 
-    from tests.builders.derived import DERIVED, derived, sessions_into
+    from tests.builders.derived import DERIVED, derived
 
-    url = pg_server.url(hub_db)
+    url = pg_server.url(pushed_hub_copy)  # a laptop's six sessions pushed to it
     env = home_env(tmp_path)
-    assert run("sync", "--init", url, env_extra=env).returncode == 0
-    sessions_into(tmp_path / "laptop" / "projects", 0, 6)
-    laptop, box, clean = (str(tmp_path / f"{name}.db") for name in ("laptop", "box", "clean"))
-    source = ("--only", "--source", str(tmp_path / "laptop"))
-    assert run("ingest", "--db", laptop, *source, env_extra=env).returncode == 0
-    assert (
-        run("sync", url, "--db", laptop, "--machine", "laptop", "--share", "all", env_extra=env).returncode
-        == 0
-    )
+    box, clean = (str(tmp_path / f"{name}.db") for name in ("box", "clean"))
 
     stopped = tmp_path / "stopped"
     args = ["sync", url, "--db", box, "--machine", "box", "--pull-only", "-q"]
@@ -369,7 +378,7 @@ def test_a_sync_says_what_memory_moved_and_the_conflicts_it_found(
     laptop, box = str(tmp_path / "laptop.db"), str(tmp_path / "box.db")
     (tmp_path / "none").mkdir()
     for db_path in (laptop, box):
-        run("ingest", "--db", db_path, "--only", "--source", str(tmp_path / "none"), env_extra=env)
+        ingest_into(db_path, tmp_path / "none")
 
     def sync(db_path: str, *extra: str) -> str:
         done = run("sync", url, "--db", db_path, "--share", "all", *extra, env_extra=env)
@@ -399,7 +408,7 @@ def test_a_sync_given_a_password_says_it_is_not_kept_and_how_to_give_it(
     assert run("sync", "--init", pg_server.url(hub_db), env_extra=env).returncode == 0
     archive = str(tmp_path / "a.db")
     (tmp_path / "none").mkdir()
-    run("ingest", "--db", archive, "--only", "--source", str(tmp_path / "none"), env_extra=env)
+    ingest_into(archive, tmp_path / "none")
     done = run(
         "sync", pg_server.url(hub_db, password=SECRET), "--share", "all", "--db", archive, env_extra=env
     )
