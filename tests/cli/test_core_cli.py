@@ -15,7 +15,7 @@ import pytest
 from threadloom.core.store import db
 
 from tests.builders.claude import Transcript, tool_use
-from tests.support import SID, make_archive, run
+from tests.support import SID, ingest_into, make_archive, run
 
 
 def test_ingest_sessions_show_json(tmp_path):
@@ -95,7 +95,7 @@ def test_ingest_sessions_show_json(tmp_path):
 def test_verify_and_restore(tmp_path):
     projects = make_archive(tmp_path)
     dbfile = tmp_path / "cli.db"
-    run("ingest", "--db", str(dbfile), "--only", "--source", str(projects), "--json")
+    ingest_into(dbfile, projects)  # the subject is verify and restore: the archive made in process
     ok = run("verify", "--db", str(dbfile))
     assert ok.returncode == 0 and "all stored bytes match" in ok.stdout
     source = projects / "-srv-api" / f"{SID}.jsonl"
@@ -119,7 +119,7 @@ def test_verify_names_the_files_that_vanished_and_how_to_get_them_back(tmp_path)
     none of them: which session is only in the archive now, and how is it written back?"""
     projects = make_archive(tmp_path)
     dbfile = str(tmp_path / "cli.db")
-    run("ingest", "--db", dbfile, "--only", "--source", str(projects), "--json")
+    ingest_into(dbfile, projects)  # the subject is verify: the archive made in process
     gone = projects / "-srv-api" / f"{SID}.jsonl"
     gone.unlink()
     res = run("verify", "--db", dbfile)
@@ -303,7 +303,7 @@ def test_a_subagent_is_shown_by_the_id_the_sessions_list_gives_it(tmp_path):
 
     root = write_demo_archive(tmp_path / "demo", long_turns=3)
     dbp = str(tmp_path / "t.db")
-    assert run("--db", dbp, "ingest", "--only", "--source", str(root), "-q").returncode == 0
+    ingest_into(dbp, root)
     listed = run("--db", dbp, "sessions").stdout.splitlines()
     ids = [line.split()[0] for line in listed[1:] if "↳" in line]
     assert len(ids) >= 3 and len(set(ids)) == len(ids)  # each subagent's own, whole
@@ -366,7 +366,7 @@ def test_show_prints_no_escape_sequences_that_tools_left_in_the_log(tmp_path):
 
     ansi_session(tmp_path)
     dbp = str(tmp_path / "t.db")
-    assert run("--db", dbp, "ingest", "--only", "--source", str(tmp_path / "projects")).returncode == 0
+    ingest_into(dbp, tmp_path / "projects")
     out = run("--db", dbp, "show", "eeeeeeee").stdout  # piped
     assert "\x1b" not in out and "\x07" not in out
     assert "PostToolUse:Edit" in out and "Done: 12 passed." in out
@@ -377,7 +377,7 @@ def test_show_prints_a_background_tasks_notification_as_a_notice(tmp_path):
 
     notice_session(tmp_path)
     dbp = str(tmp_path / "t.db")
-    assert run("--db", dbp, "ingest", "--only", "--source", str(tmp_path / "projects")).returncode == 0
+    ingest_into(dbp, tmp_path / "projects")
     out = run("--db", dbp, "show", "eeeeeeee").stdout
     assert "<task-notification>" not in out and "<summary>" not in out
     assert "background task" in out and 'Agent "Coverage analysis" completed\n' in out
@@ -395,7 +395,7 @@ def test_show_prints_aider_edit_blocks_as_diffs(tmp_path):
     folder.mkdir()
     (folder / ".aider.chat.history.md").write_text(AIDER_EDITS)
     dbp = str(tmp_path / "t.db")
-    assert run("--db", dbp, "ingest", "--only", "--source", str(tmp_path)).returncode == 0
+    ingest_into(dbp, tmp_path)
     listed = json.loads(run("--db", dbp, "sessions", "--json").stdout)
     sid = next(s["id"] for s in listed if s["message_count"])
     out = run("--db", dbp, "show", sid).stdout
@@ -408,7 +408,7 @@ def test_show_prints_aider_edit_blocks_as_diffs(tmp_path):
 def test_a_command_on_an_older_database_says_it_is_upgrading_before_the_wait(tmp_path):
     projects = make_archive(tmp_path)
     path = tmp_path / "t.db"
-    assert run("ingest", "--db", str(path), "--source", str(projects), "--only").returncode == 0
+    ingest_into(path, projects)  # the subject is the command after it
     old = sqlite3.connect(path)
     old.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION - 1}")
     old.close()
@@ -426,7 +426,7 @@ def test_show_prints_a_huge_message_in_part_and_json_all_of_it_with_the_thinking
     t.assistant("Seen.", thinking="a pelican weighs the paste")
     t.write()
     path = tmp_path / "t.db"
-    assert run("ingest", "--db", str(path), "--source", str(root), "--only").returncode == 0
+    ingest_into(path, root)
     shown = run("show", SID[:8], "--db", str(path))
     assert shown.returncode == 0 and "Seen." in shown.stdout
     assert "… 900,007 more characters (show --json prints all of it)" in shown.stdout
@@ -447,7 +447,7 @@ def test_sessions_prints_ids_that_show_takes_back_unambiguously(tmp_path: Path) 
         t.assistant("answer")
         t.write()
     dbfile = str(tmp_path / "ids.db")
-    assert run("ingest", "--db", dbfile, "--only", "--source", str(tmp_path / "projects")).returncode == 0
+    ingest_into(dbfile, tmp_path / "projects")
     listed = run("sessions", "--db", dbfile).stdout.splitlines()[1:]
     printed = sorted(line.split()[0] for line in listed)
     assert printed == [*twins, "eeeeeeee-1111"]  # the twins whole, the other at the usual 13
@@ -475,9 +475,7 @@ def test_show_renders_markdown_and_as_written_prints_its_source(tmp_path):
     t.assistant(MARKDOWN_ANSWER)
     t.write()
     dbfile = tmp_path / "md.db"
-    assert (
-        run("ingest", "--db", str(dbfile), "--only", "--source", str(tmp_path / "projects")).returncode == 0
-    )
+    ingest_into(dbfile, tmp_path / "projects")
 
     rendered = run("show", "--db", str(dbfile), sid[:8])
     assert rendered.returncode == 0, rendered.stderr
@@ -517,7 +515,7 @@ def _three_sessions(tmp_path: Path) -> tuple[str, dict[str, str]]:
             t.assistant("answer", usage={"input_tokens": tokens, "output_tokens": 5})
         t.write()
     dbfile = str(tmp_path / "three.db")
-    assert run("ingest", "--db", dbfile, "--only", "--source", str(tmp_path / "projects")).returncode == 0
+    ingest_into(dbfile, tmp_path / "projects")
     return dbfile, ids
 
 
@@ -576,7 +574,7 @@ def test_a_folder_name_with_a_newline_keeps_each_session_on_one_line(tmp_path: P
     t.assistant("hi")
     t.write()
     dbfile = str(tmp_path / "t.db")
-    assert run("ingest", "--db", dbfile, "--only", "--source", str(tmp_path / "projects")).returncode == 0
+    ingest_into(dbfile, tmp_path / "projects")
     listed = run("sessions", "--db", dbfile).stdout.splitlines()
     assert len(listed) == 2 and "odd name here" in listed[1]
     wide = run("sessions", "--db", dbfile, "--wide").stdout.splitlines()
@@ -673,7 +671,7 @@ def test_piped_tables_carry_no_padding(tmp_path):
     t.user("short")
     t.assistant("ok")
     t.write()
-    assert run("--db", dbp, "ingest", "--only", "--source", str(tmp_path / "projects")).returncode == 0
+    ingest_into(dbp, tmp_path / "projects")
     for command in (["sessions"], ["stats"]):
         lines = run("--db", dbp, *command, env_extra={"COLUMNS": "1000"}).stdout.splitlines()
         assert len(lines) >= 2 and all(line == line.rstrip() for line in lines), command
@@ -688,7 +686,7 @@ def test_show_draws_claude_codes_markup_for_what_it_is(tmp_path):
 
     markup_session(tmp_path)
     dbp = str(tmp_path / "t.db")
-    assert run("--db", dbp, "ingest", "--only", "--source", str(tmp_path / "projects")).returncode == 0
+    ingest_into(dbp, tmp_path / "projects")
     out = run("--db", dbp, "show", "eeeeeeee").stdout
     assert not any(tag in out for tag in ("<bash-", "<command-", "<local-command", "<ide_"))
     # the hook's stderr holds a window-title sequence: its words shown, the sequence never sent
@@ -858,7 +856,7 @@ def test_tokens_an_agent_never_recorded_are_shown_unknown_not_zero(tmp_path):
     save(tmp_path / "saves" / "convo.md", state(pairs()))
     make_archive(tmp_path)
     dbp = str(tmp_path / "t.db")
-    assert run("--db", dbp, "ingest", "--only", "--source", str(tmp_path)).returncode == 0
+    ingest_into(dbp, tmp_path)
     shown = " ".join(run("--db", dbp, "show", CONV[:8]).stdout.split())
     assert "· ? tokens ·" in shown and "0 tokens" not in shown
     assert "· 57 tokens ·" in " ".join(run("--db", dbp, "show", SID[:8]).stdout.split())
@@ -989,7 +987,7 @@ def test_the_turn_a_context_cites_opens_as_printed_in_a_shell(tmp_path):
     t.assistant("Exported them as a histogram.")
     t.write()
     dbp = tmp_path / "t.db"
-    assert run("--db", str(dbp), "ingest", "--only", "--source", str(tmp_path / "projects")).returncode == 0
+    ingest_into(dbp, tmp_path / "projects")
     said = run("--db", str(dbp), "context", "request latency metrics", "--json")
     assert said.returncode == 0, said.stderr
     cited = json.loads(said.stdout)["turns"][0]["reference"]
