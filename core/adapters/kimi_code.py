@@ -28,6 +28,12 @@ the session's own, `agent-0`, `agent-1`, … its subagents'. Checked against kim
     (`permission.*`, `plan_mode.*`, `tools.*`, `goal.*`, `token_counting.*`, …) kept as events.
 An `Agent` call's result starts `agent_id: <agent id>`: the subagent whose log it reports on.
 
+A fork (`/fork`) is a new session folder whose agents' logs are copies of the source's (whole, or
+cut at a turn), each ended by a `{type: "forked", agentId, time}` record, and whose state.json
+names the source in `forkedFrom` (its `createdAt` the fork's own time: epoch ms, or ISO text in
+the older agent-core). The fork is shown under its source from that record on; the copied
+`usage.record`s, older than `createdAt`, are the source's requests and not counted again.
+
 Resume: `kimi --session <session id>` from the session's work dir (kimi refuses a session of
 another folder). A fork is made inside the session only (`/fork`).
 """
@@ -58,6 +64,7 @@ from .base import (
     Usage,
     epoch_ms,
     nearest_folder,
+    parse_iso_ms,
     read_regular,
     safe_int,
 )
@@ -262,10 +269,13 @@ class KimiCodeAdapter(Adapter):
         elif kind == "llm.request":
             # the model as the user picked it (`moonshot-ai/kimi-k2.7-code`), as `usage.record` names it
             st["model"] = out.model = as_str(obj.get("modelAlias")) or as_str(obj.get("model"))
+        elif kind == "forked":  # the end of what a fork copied from its source
+            out.forked_from_session_id = st.get("forked_from")
         elif kind == "usage.record":
             usage = as_dict(obj.get("usage"))
             out.model = as_str(obj.get("model"))
-            if usage:  # one request's: its place in the log is its key
+            copied = st.get("forked_at") is not None and (out.timestamp or 0) < st["forked_at"]
+            if usage and not copied:  # one request's: its place in the log is its key
                 out.usage = Usage(
                     f"{AGENT}:{st['sid']}:{rec.offset}",
                     None,
@@ -296,6 +306,12 @@ class KimiCodeAdapter(Adapter):
         st["cwd"] = as_str(state.get("workDir"))
         info = SessionInfo(source=AGENT, external_id=sid, project_key=key or None)
         st["sid"] = sid
+        forked_from = as_str(state.get("forkedFrom"))
+        if agent == MAIN and forked_from and forked_from != sid:
+            # a fork: its log begins with its source's, copied; what it did itself is from its
+            # `createdAt` on (the source's requests, copied, are the source's tokens)
+            st["forked_from"] = forked_from
+            st["forked_at"] = parse_iso_ms(state.get("createdAt"))
         if agent != MAIN:
             st["sid"] = f"{sid}:{agent}"
             parent = as_str(as_dict(as_dict(state.get("agents")).get(agent)).get("parentAgentId"))

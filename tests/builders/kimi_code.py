@@ -240,3 +240,45 @@ def kimi_code_session(root: Path) -> Path:
         ],
     )
     return folder
+
+
+FORK = "session_2b8f0c17-9d4e-4a3b-8c61-5e7d2a9f1b04"
+FORKED_AT = T0 + 60000
+
+
+def forked_session(root: Path, source: Path) -> Path:
+    """A fork of `source` (a session folder) as kimi's `/fork` makes one: its main log copied whole
+    with a `forked` record after the copy, state.json naming the source in `forkedFrom` (with a
+    `Fork: …` title and the fork's own `createdAt`), then a prompt and reply of its own."""
+    folder = source.parent / FORK
+    (folder / "agents" / "main").mkdir(parents=True)
+    state = json.loads((source / "state.json").read_text())
+    state.update(
+        title=f"Fork: {state['title']}",
+        isCustomTitle=False,
+        forkedFrom=source.name,
+        createdAt=FORKED_AT,
+        agents={"main": state["agents"]["main"]},
+    )
+    (folder / "state.json").write_text(json.dumps(state, indent=2))
+    copied = (source / "agents" / "main" / "wire.jsonl").read_text()
+    own = [
+        {"type": "forked", "agentId": "main", "time": FORKED_AT + 5},
+        user("now make it a decimal", 61000),
+        loop(
+            {
+                "type": "content.part",
+                "uuid": "f-1",
+                "turnId": "1",
+                "step": 1,
+                "stepUuid": "fork-step",
+                "part": {"type": "text", "text": "Using Decimal now."},
+            },
+            62000,
+        ),
+        usage(62000, 30, 7, 900),
+    ]
+    (folder / "agents" / "main" / "wire.jsonl").write_text(
+        copied + "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in own)
+    )
+    return folder

@@ -1,0 +1,49 @@
+"""Kimi Code's session logs (core/adapters/kimi_code.py), the parts beyond a session's own turns: a
+session forked from another, an undone or cleared context, a swarm of subagents, and a step's
+thinking and text as one reply. Fixtures are builder-made (tests/builders/kimi_code.py), in the
+shapes kimi-code's source writes (packages/agent-core-v2, 2026-08)."""
+
+from __future__ import annotations
+
+from threadloom.core.insight.stats import refresh_pending
+from threadloom.core.read.query import children_of, get_session
+from threadloom.core.store import db
+
+from tests.builders import kimi_code
+from tests.support import ingest
+
+
+def test_a_forked_kimi_code_session_is_shown_under_its_source_as_a_fork(tmp_path):
+    """`/fork` copies the source's log, adds a `forked` record and names the source in state.json's
+    `forkedFrom`: the fork hangs under its source, starts when it was forked (not when the source
+    did), and the tokens of the copied history are the source's, not counted again."""
+    source = kimi_code.kimi_code_session(tmp_path)
+    kimi_code.forked_session(tmp_path, source)
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".kimi-code")
+        refresh_pending(conn)
+        row = conn.execute(
+            "SELECT kind, parent_session_id, forked_from_session_id, created_at, title, "
+            "input_tokens, output_tokens FROM agent_sessions WHERE id = ?",
+            (kimi_code.FORK,),
+        ).fetchone()
+        assert tuple(row) == (
+            "fork",
+            kimi_code.SID,
+            kimi_code.SID,
+            kimi_code.FORKED_AT + 5,
+            "Fork: Cart total",
+            30,
+            7,
+        )
+        assert kimi_code.FORK in [c.id for c in children_of(conn, kimi_code.SID)]
+        fork = get_session(conn, kimi_code.FORK)
+        assert fork is not None and fork.forked_from_session_id == kimi_code.SID
+        source_row = conn.execute(
+            "SELECT kind, forked_from_session_id, input_tokens FROM agent_sessions WHERE id = ?",
+            (kimi_code.SID,),
+        ).fetchone()
+        assert tuple(source_row) == ("main", None, 550)
+    finally:
+        conn.close()
