@@ -26,6 +26,9 @@ the session's own, `agent-0`, `agent-1`, … its subagents'. Checked against kim
     (`cwd` or `environmentDisclosure.cwd`), `context.apply_compaction {summary | contextSummary}`,
     `turn.prompt` and `turn.steer` (the prompt again, before its message), and the rest
     (`permission.*`, `plan_mode.*`, `tools.*`, `goal.*`, `token_counting.*`, …) kept as events.
+  * `context.undo {agentId, count}`: `/undo` withdrew the last `count` prompts (each with what
+    followed it) from the model's context; `context.clear {agentId}`: the context was emptied. The
+    log keeps what was withdrawn; each is shown as a line where it happened.
 An `Agent` call's result starts `agent_id: <agent id>`: the subagent whose log it reports on.
 
 A fork (`/fork`) is a new session folder whose agents' logs are copies of the source's (whole, or
@@ -288,6 +291,25 @@ class KimiCodeAdapter(Adapter):
             self._message(out, as_dict(obj.get("message")), rec, st)
         elif kind == "context.append_loop_event":
             self._loop(out, as_dict(obj.get("event")), st)
+        elif kind in ("context.undo", "context.clear"):
+            # shown where it happened: what the model was shown above it is no longer in its context
+            out.role, out.is_meta, out.is_message = "system", True, True
+            if kind == "context.clear":
+                out.subtype, out.content = (
+                    "clear",
+                    "context cleared: the model goes on without what is above",
+                )
+            else:
+                count = safe_int(obj.get("count")) or 1
+                what = (
+                    "the last prompt and its replies"
+                    if count == 1
+                    else f"the last {count} prompts and their replies"
+                )
+                out.subtype, out.content = (
+                    "undo",
+                    f"{what} withdrawn (/undo)",
+                )
         elif kind == "context.apply_compaction":
             summary = obj.get("summary")
             text = as_str(summary) or text_of(as_dict(summary).get("content"))[0]

@@ -282,3 +282,43 @@ def forked_session(root: Path, source: Path) -> Path:
         copied + "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in own)
     )
     return folder
+
+
+REWOUND = "session_5c1e7a90-3f2d-4b6e-9a08-d4c3b2a1f0e9"
+
+
+def reply(text: str, step: str, t: int) -> dict:
+    part = {"type": "content.part", "uuid": f"{step}-p", "turnId": "0", "step": 1, "stepUuid": step}
+    return loop({**part, "part": {"type": "text", "text": text}}, t)
+
+
+def rewound_session(root: Path) -> Path:
+    """A session whose first prompt was withdrawn with `/undo` and asked again, then whose context
+    was cleared before a last prompt."""
+    folder = root / ".kimi-code" / "sessions" / KEY / REWOUND
+    folder.mkdir(parents=True)
+    agents = {"main": {"type": "main", "parentAgentId": None}}
+    (folder / "state.json").write_text(json.dumps({"title": "Totals", "agents": agents, "workDir": CWD}))
+    jsonl(
+        folder / "agents" / "main" / "wire.jsonl",
+        [
+            {"type": "metadata", "protocol_version": "1.5", "created_at": T0},
+            user("sum the carts in floats", 1000),
+            reply("Summed in floats.", "r-1", 2000),
+            {"type": "context.undo", "agentId": "main", "count": 1, "time": T0 + 3000},
+            user("sum the carts in Decimal", 4000),
+            reply("Summed in Decimal.", "r-2", 5000),
+            {"type": "context.clear", "agentId": "main", "time": T0 + 6000},
+            user("what is left to do?", 7000),
+            reply("Nothing I know of.", "r-3", 8000),
+        ],
+    )
+    return folder
+
+
+def kimi_code_sessions(root: Path) -> Path:
+    """Every builder's session in one home: the session with a subagent, its fork, the rewound one."""
+    source = kimi_code_session(root)
+    forked_session(root, source)
+    rewound_session(root)
+    return root

@@ -5,8 +5,12 @@ shapes kimi-code's source writes (packages/agent-core-v2, 2026-08)."""
 
 from __future__ import annotations
 
+import io
+
+from rich.console import Console
 from threadloom.core.insight.stats import refresh_pending
-from threadloom.core.read.query import children_of, get_session
+from threadloom.core.present.render import render_session
+from threadloom.core.read.query import children_of, get_session, resolve_session
 from threadloom.core.store import db
 
 from tests.builders import kimi_code
@@ -47,3 +51,29 @@ def test_a_forked_kimi_code_session_is_shown_under_its_source_as_a_fork(tmp_path
         assert tuple(source_row) == ("main", None, 550)
     finally:
         conn.close()
+
+
+def shown(tmp_path, sid: str) -> str:
+    """The session as `threadloom show` prints it, after an ingest of every Kimi Code log."""
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".kimi-code")
+        out = io.StringIO()
+        render_session(Console(file=out, width=120, highlight=False), conn, resolve_session(conn, sid))
+    finally:
+        conn.close()
+    return out.getvalue()
+
+
+def test_an_undo_and_a_cleared_context_are_shown_where_they_happened(tmp_path):
+    """`context.undo` (`/undo` withdrew the last prompt) and `context.clear` were kept as events no
+    one saw: the prompt asked again read as a second thought, and nothing told that the model
+    no longer had what was above."""
+    kimi_code.rewound_session(tmp_path)
+    lines = [line.strip() for line in shown(tmp_path, kimi_code.REWOUND).splitlines() if line.strip()]
+    undo = next(
+        n for n, line in enumerate(lines) if line.startswith("── undo: the last prompt and its replies")
+    )
+    clear = next(n for n, line in enumerate(lines) if line.startswith("── clear: context cleared"))
+    assert lines.index("Summed in floats.") < undo < lines.index("sum the carts in Decimal")
+    assert lines.index("Summed in Decimal.") < clear < lines.index("what is left to do?")

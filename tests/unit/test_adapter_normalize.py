@@ -537,7 +537,7 @@ CASES: dict[str, Case] = {
         ],
     ),
     "kimi-code": Case(
-        in_folder(kimi_code.kimi_code_session),
+        kimi_code.kimi_code_sessions,
         [
             {"session_id": kimi_code.SID, "entry_type": "metadata", "timestamp": kimi_code.T0},
             {"role": "user", "content": "fix the cart total", "is_prompt": True},
@@ -550,6 +550,9 @@ CASES: dict[str, Case] = {
             {"entry_type": "some.future_record", "known": False},
             {"session_id": f"{kimi_code.SID}:agent-0", "content": "tests pass"},
             {"session_id": f"{kimi_code.SID}:agent-0", "content": kimi_code.SUB_TASK, "is_prompt": True},
+            {"session_id": kimi_code.FORK, "entry_type": "forked", "timestamp": kimi_code.FORKED_AT + 5},
+            {"session_id": kimi_code.REWOUND, "entry_type": "context.undo", "role": "system"},
+            {"session_id": kimi_code.REWOUND, "entry_type": "context.clear", "role": "system"},
         ],
     ),
     "continue": Case(
