@@ -728,6 +728,8 @@ class Adapter(ABC):
     todo_tools: frozenset[str] = frozenset()
     # tools that start a subagent whose first prompt is the tool's prompt parameter (`spawn_facts`)
     spawn_tools: frozenset[str] = frozenset()
+    # spawn tools that start several subagents at once, each named in the result (`spawned_agents`)
+    swarm_tools: frozenset[str] = frozenset()
     # tools whose call ends planning: opening one opens the session's saved plan (`core.read.side_files`)
     plan_tools: frozenset[str] = frozenset()
     # the agent's edits are blocks in its replies' text (Aider's SEARCH/REPLACE), not tool calls
@@ -800,6 +802,12 @@ class Adapter(ABC):
             prompt if isinstance(prompt, str) else None,
             description if isinstance(description, str) else None,
         )
+
+    def spawned_agents(self, result: str | None) -> list[str]:
+        """The subagents (their agent ids) a call of one of `swarm_tools` reports on in its result
+        (`result_json` as stored), for linking each to the call (a call that starts one names it in
+        its `ToolResult.child_agent_id`)."""
+        return []
 
     @property
     def kept_inputs(self) -> frozenset[str]:

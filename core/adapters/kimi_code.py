@@ -29,7 +29,11 @@ the session's own, `agent-0`, `agent-1`, … its subagents'. Checked against kim
   * `context.undo {agentId, count}`: `/undo` withdrew the last `count` prompts (each with what
     followed it) from the model's context; `context.clear {agentId}`: the context was emptied. The
     log keeps what was withdrawn; each is shown as a line where it happened.
-An `Agent` call's result starts `agent_id: <agent id>`: the subagent whose log it reports on.
+An `Agent` call's result starts `agent_id: <agent id>`: the subagent whose log it reports on. An
+`AgentSwarm {description, prompt_template, items, subagent_type}` call starts one subagent per item
+at once; its result is `<agent_swarm_result>`, a `<summary>` and one `<subagent agent_id="…"
+item="…" outcome="…">` element a subagent, and state.json gives each of them its item (`labels.
+swarmItem`).
 
 A fork (`/fork`) is a new session folder whose agents' logs are copies of the source's (whole, or
 cut at a turn), each ended by a `{type: "forked", agentId, time}` record, and whose state.json
@@ -141,6 +145,7 @@ KNOWN = frozenset(
 )
 LOOP_EVENTS = frozenset({"step.begin", "step.end", "content.part", "tool.call", "tool.result"})
 _CHILD = re.compile(r"agent_id:\s*(\S+)")
+_SWARM_CHILD = re.compile(r'<subagent\b[^>]*?\sagent_id="([^"]+)"')
 
 
 def kimi_code_home() -> Path:
@@ -206,8 +211,22 @@ class KimiCodeAdapter(Adapter):
     read_tools = frozenset({"Read"})
     shell_tools = frozenset({"Bash"})
     todo_tools = frozenset({"TodoList"})
-    # `Agent {description, prompt, subagent_type}`: its result names the subagent's folder
-    spawn_tools = frozenset({"Agent"})
+    # `Agent {description, prompt, subagent_type}`: its result names the subagent's folder;
+    # `AgentSwarm {description, prompt_template, items, subagent_type}` starts one per item at once,
+    # its result naming each (`spawned_agents`)
+    spawn_tools = frozenset({"Agent", "AgentSwarm"})
+    swarm_tools = frozenset({"AgentSwarm"})
+
+    def spawned_agents(self, result: str | None) -> list[str]:
+        """The agent ids an `AgentSwarm` result reports on: `<subagent agent_id="agent-1" …>`, one
+        per subagent (one not started has none)."""
+        if not result:
+            return []
+        try:
+            text = orjson.loads(result)
+        except orjson.JSONDecodeError:
+            text = result
+        return _SWARM_CHILD.findall(text) if isinstance(text, str) else []
 
     def spawn_facts(self, params: dict[str, Any]) -> SpawnFacts:
         """`Agent` names the subagent's type too."""
@@ -340,6 +359,10 @@ class KimiCodeAdapter(Adapter):
             info.external_id, info.agent_id = agent, agent
             info.kind, info.is_subagent = "subagent", 1
             info.parent_session_id = f"{sid}:{parent}" if parent and parent != MAIN else sid
+            # one of a swarm: the item it was given tells it from the others of its call
+            meta = as_dict(as_dict(state.get("agents")).get(agent))
+            item = as_str(as_dict(meta.get("labels")).get("swarmItem")) or as_str(meta.get("swarmItem"))
+            info.task_description = item.strip() or None if item else None
         st["info"] = info
 
     def _state(self, rec: RawRecord, ctx: FileContext) -> Record:

@@ -1011,6 +1011,8 @@ TREE_CALLS = (
     "WHERE (c.session_id = ? OR (c.session_id > ? AND c.session_id < ? AND NOT EXISTS ("
     "SELECT 1 FROM agent_tool_calls r WHERE r.id = c.id AND r.session_id = ?)))"
 )
+# the same calls with their tool's name and result (`Adapter.spawned_agents`)
+TREE_CALLS_RESULT = TREE_CALLS.replace("c.status FROM", "c.status, c.tool_name, c.result_json FROM", 1)
 
 
 def _spawner(agent: str | None) -> Adapter | None:
@@ -1050,9 +1052,9 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
     # a subagent whose call already points at it with the final status it has needs nothing: a
     # long session with a hundred subagents asked ~300 questions per append otherwise
     calls = {
-        (r[0], r[1]): (r[2], r[3])
+        (r[0], r[1]): (r[2], r[3], r[4])
         for r in conn.execute(
-            "SELECT session_id, id, child_session_id, status FROM agent_tool_calls "
+            "SELECT session_id, id, child_session_id, status, tool_name FROM agent_tool_calls "
             "WHERE id IN (SELECT value FROM json_each(?))",
             (orjson.dumps([row[1] for row in found.values() if row[1]]).decode(),),
         )
@@ -1069,7 +1071,14 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
     ) in found.values():
         adapter = _spawner(agent)
         linked = calls.get((parent_sid, tool_call_id)) if tool_call_id else None
-        if linked is not None and linked[0] == sid and linked[1] == task_status and task_status != "pending":
+        # a call that started several (a swarm) points at one of them; the others point at it
+        several = linked is not None and adapter is not None and linked[2] in adapter.swarm_tools
+        if (
+            linked is not None
+            and (linked[0] == sid or (several and linked[0] is not None))
+            and linked[1] == task_status
+            and task_status != "pending"
+        ):
             continue
         root = parent_sid if ":" not in sid and parent_sid else sid.split(":", 1)[0]
         call = None
@@ -1086,6 +1095,16 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
                 f"{TREE_CALLS} AND c.child_agent_id = ? ORDER BY c.started_at, c.session_id LIMIT 1",
                 (*_tree_args(root), key),
             ).fetchone()
+        if call is None and agent_id and adapter is not None and adapter.swarm_tools:
+            # one call that started several subagents at once, whose result names each
+            for candidate in conn.execute(
+                f"{TREE_CALLS_RESULT} AND c.tool_name IN (SELECT value FROM json_each(?)) "
+                "ORDER BY c.started_at, c.session_id",
+                (*_tree_args(root), orjson.dumps(sorted(adapter.swarm_tools)).decode()),
+            ):
+                if agent_id in adapter.spawned_agents(candidate[6]):
+                    call, several = candidate[:5], True
+                    break
         if call is None and first_prompt and adapter is not None and adapter.spawn_tools:
             wanted = _norm(first_prompt)
             for candidate in conn.execute(
@@ -1120,9 +1139,10 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
             "task_status = ?, kind = CASE WHEN ? AND kind = 'subagent' THEN 'teammate' ELSE kind END WHERE id = ?",
             (call_id, call_session, message_id, description, agent_type, status, teammate, sid),
         )
-        conn.execute(
-            "UPDATE agent_tool_calls SET child_session_id = ? WHERE id = ? AND session_id = ?",
-            (sid, call_id, call_session),
+        conn.execute(  # a call that started several points at the first linked
+            "UPDATE agent_tool_calls SET child_session_id = CASE WHEN ? THEN COALESCE(child_session_id, ?) "
+            "ELSE ? END WHERE id = ? AND session_id = ?",
+            (several, sid, sid, call_id, call_session),
         )
         mark_stale(conn, [sid])  # its main session, in the stats, may be another now
 

@@ -331,9 +331,10 @@ def render_messages(
     same whatever comes before it, given `response`: the API response the run's first message may
     continue, `response_before`), as `render_session` prints them below its header; a rewind's
     line above each prompt at a position of `rewinds` (`rewinds_of`)."""
-    children = {
-        c.tool_call_id: c for c in children_of(conn, session_id, include_warmup=False) if c.tool_call_id
-    }
+    children: dict[str, list[str]] = {}  # by the call that started them (a swarm's call, several)
+    for c in children_of(conn, session_id, include_warmup=False):
+        if c.tool_call_id:
+            children.setdefault(c.tool_call_id, []).append(c.id)
     code_theme = None if console.no_color or console.color_system is None else SHOW_CODE_THEME
     for msg in messages:
         if msg.seq in rewinds:
@@ -421,8 +422,10 @@ def render_messages(
             if items is not None:
                 before = todo_before(tool_result_extra(conn, call))
                 console.print(Padding(todo_text(items, before), (0, 0, 0, indent + 6)))
-            child_id = call.child_session_id or (children[call.id].id if call.id in children else None)
-            if expand_subagents and child_id:
+            started = children.get(call.id, [])
+            if call.child_session_id and call.child_session_id not in started:
+                started = [call.child_session_id, *started]
+            for child_id in started if expand_subagents else []:
                 child = get_session(conn, child_id)
                 if child is not None:
                     render_session(

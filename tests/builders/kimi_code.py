@@ -316,9 +316,71 @@ def rewound_session(root: Path) -> Path:
     return folder
 
 
+SWARM = "session_9e4d2c61-7a3b-4f80-b5c9-1d2e3f4a5b6c"
+ITEMS = ["cart.py", "tax.py"]
+
+
+def swarm_session(root: Path) -> Path:
+    """A session whose reply starts a swarm of two subagents at once (`AgentSwarm`, one per item),
+    whose result names each: agent-0 for cart.py, agent-1 for tax.py."""
+    folder = root / ".kimi-code" / "sessions" / KEY / SWARM
+    folder.mkdir(parents=True)
+    agents = {"main": {"type": "main", "parentAgentId": None}}
+    for n, item in enumerate(ITEMS):
+        labels = {"swarmItem": item}
+        agents[f"agent-{n}"] = {"type": "sub", "parentAgentId": "main", "labels": labels, "swarmItem": item}
+    (folder / "state.json").write_text(json.dumps({"title": "Review", "agents": agents, "workDir": CWD}))
+    args = {
+        "description": "review modules",
+        "prompt_template": "review {{item}} for rounding bugs",
+        "items": ITEMS,
+        "subagent_type": "explore",
+    }
+    result = "\n".join(
+        [
+            "<agent_swarm_result>",
+            "<summary>completed: 2</summary>",
+            '<subagent agent_id="agent-0" item="cart.py" outcome="completed">cart.py rounds once</subagent>',
+            '<subagent agent_id="agent-1" item="tax.py" outcome="completed">tax.py rounds twice</subagent>',
+            "</agent_swarm_result>",
+        ]
+    )
+    call = {"type": "tool.call", "uuid": "AgentSwarm_0", "turnId": "0", "step": 1, "stepUuid": "w-1"}
+    jsonl(
+        folder / "agents" / "main" / "wire.jsonl",
+        [
+            {"type": "metadata", "protocol_version": "1.5", "created_at": T0},
+            user("review the money code", 1000),
+            loop({**call, "toolCallId": "AgentSwarm_0", "name": "AgentSwarm", "args": args}, 2000),
+            loop(
+                {
+                    "type": "tool.result",
+                    "parentUuid": "AgentSwarm_0",
+                    "toolCallId": "AgentSwarm_0",
+                    "result": {"output": result},
+                },
+                9000,
+            ),
+            reply("tax.py rounds twice.", "w-2", 9500),
+        ],
+    )
+    for n, item in enumerate(ITEMS):
+        jsonl(
+            folder / "agents" / f"agent-{n}" / "wire.jsonl",
+            [
+                {"type": "metadata", "protocol_version": "1.5", "created_at": T0 + 2001 + n},
+                user(f"review {item} for rounding bugs", 2002 + n, origin="system_trigger"),
+                reply(f"{item} rounds {'once' if n == 0 else 'twice'}", f"s-{n}", 5000 + n),
+            ],
+        )
+    return folder
+
+
 def kimi_code_sessions(root: Path) -> Path:
-    """Every builder's session in one home: the session with a subagent, its fork, the rewound one."""
+    """Every builder's session in one home: the session with a subagent, its fork, the rewound one
+    and the swarm."""
     source = kimi_code_session(root)
     forked_session(root, source)
     rewound_session(root)
+    swarm_session(root)
     return root

@@ -77,3 +77,56 @@ def test_an_undo_and_a_cleared_context_are_shown_where_they_happened(tmp_path):
     clear = next(n for n, line in enumerate(lines) if line.startswith("── clear: context cleared"))
     assert lines.index("Summed in floats.") < undo < lines.index("sum the carts in Decimal")
     assert lines.index("Summed in Decimal.") < clear < lines.index("what is left to do?")
+
+
+def test_a_swarm_s_subagents_are_each_under_the_call_that_started_them(tmp_path):
+    """`AgentSwarm` starts a subagent per item at once; its result names each (`<subagent
+    agent_id=…>`): every one of them hangs under that call with its item, and `show` prints each
+    under it (only `Agent`'s one subagent was linked, the swarm's were loose under the session)."""
+    kimi_code.swarm_session(tmp_path)
+    text = shown(tmp_path, kimi_code.SWARM)
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        rows = conn.execute(
+            "SELECT id, parent_session_id, tool_call_id, task_description, agent_type FROM agent_sessions "
+            "WHERE is_subagent = 1 ORDER BY id"
+        ).fetchall()
+        assert [tuple(r) for r in rows] == [
+            (f"{kimi_code.SWARM}:agent-{n}", kimi_code.SWARM, "AgentSwarm_0", item, "explore")
+            for n, item in enumerate(kimi_code.ITEMS)
+        ]
+        child = conn.execute(
+            "SELECT child_session_id FROM agent_tool_calls WHERE id = 'AgentSwarm_0'"
+        ).fetchone()
+        assert child[0] == f"{kimi_code.SWARM}:agent-0"
+    finally:
+        conn.close()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    call = next(n for n, line in enumerate(lines) if line.startswith("▸ AgentSwarm"))
+    first, second = lines.index("cart.py rounds once"), lines.index("tax.py rounds twice")
+    assert call < first < second < lines.index("tax.py rounds twice.")
+
+
+def test_a_swarm_s_subagents_read_before_its_result_are_linked_when_it_comes(tmp_path):
+    """Subagents run while their swarm's call waits: an ingest meanwhile reads their logs before
+    the result that names them, and the next one links them all the same."""
+    folder = kimi_code.swarm_session(tmp_path)
+    log = folder / "agents" / "main" / "wire.jsonl"
+    whole = log.read_bytes()
+    lines = whole.splitlines(keepends=True)
+    log.write_bytes(b"".join(lines[:3]))  # up to the call
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".kimi-code")
+        assert (
+            conn.execute("SELECT count(*) FROM agent_sessions WHERE tool_call_id IS NOT NULL").fetchone()[0]
+            == 0
+        )
+        log.write_bytes(whole)
+        ingest(conn, tmp_path / ".kimi-code")
+        linked = conn.execute(
+            "SELECT id FROM agent_sessions WHERE tool_call_id = 'AgentSwarm_0' ORDER BY id"
+        ).fetchall()
+        assert [r[0] for r in linked] == [f"{kimi_code.SWARM}:agent-0", f"{kimi_code.SWARM}:agent-1"]
+    finally:
+        conn.close()

@@ -553,6 +553,7 @@ CASES: dict[str, Case] = {
             {"session_id": kimi_code.FORK, "entry_type": "forked", "timestamp": kimi_code.FORKED_AT + 5},
             {"session_id": kimi_code.REWOUND, "entry_type": "context.undo", "role": "system"},
             {"session_id": kimi_code.REWOUND, "entry_type": "context.clear", "role": "system"},
+            {"session_id": f"{kimi_code.SWARM}:agent-1", "content": "tax.py rounds twice"},
         ],
     ),
     "continue": Case(
