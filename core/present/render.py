@@ -395,7 +395,7 @@ def render_messages(
             label.append(f" {clock(msg.timestamp)}", style="dim")
         if msg.model and msg.role != "user":  # a prompt or a tool's output is no model's (as the exports say)
             label.append(f"  {flat(msg.model)}", style="dim")
-        if msg.content or msg.thinking or (msg.tool_calls and not goes_on):
+        if (msg.content or msg.thinking or msg.tool_calls) and not goes_on:  # one header a response
             console.print(Padding(label, (0, 0, 0, indent)))
         if msg.thinking:
             console.print(

@@ -130,3 +130,13 @@ def test_a_swarm_s_subagents_read_before_its_result_are_linked_when_it_comes(tmp
         assert [r[0] for r in linked] == [f"{kimi_code.SWARM}:agent-0", f"{kimi_code.SWARM}:agent-1"]
     finally:
         conn.close()
+
+
+def test_a_step_s_thinking_and_text_are_printed_as_one_reply(tmp_path):
+    """A step's parts are one record each (`content.part`, the step's uuid their message id):
+    `show` printed its thinking and its text under two "assistant" headers, as two replies."""
+    kimi_code.kimi_code_session(tmp_path)
+    lines = [line.strip() for line in shown(tmp_path, kimi_code.SID).splitlines() if line.strip()]
+    thinking = lines.index("(thinking) look at cart.py")
+    assert lines[thinking - 1].startswith("assistant ") and lines[thinking + 1] == "Fixing it."
+    assert sum(line.startswith("assistant ") for line in lines) == 3  # the two steps', the subagent's
