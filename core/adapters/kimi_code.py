@@ -41,6 +41,11 @@ names the source in `forkedFrom` (its `createdAt` the fork's own time: epoch ms,
 the older agent-core). The fork is shown under its source from that record on; the copied
 `usage.record`s, older than `createdAt`, are the source's requests and not counted again.
 
+Kept whole with the session (side files, restored with it): the plans Plan mode writes
+(`agents/<agent>/plans/<id>.md`, each version noted by a `plan.revision {id, version, path, sha256}`
+record; `ExitPlanMode` ends planning) and background tasks' state and output (`tasks/<id>.json`,
+`tasks/<id>/output.log`).
+
 Resume: `kimi --session <session id>` from the session's work dir (kimi refuses a session of
 another folder). A fork is made inside the session only (`/fork`).
 """
@@ -161,6 +166,29 @@ def place(path: Path) -> tuple[str, str, str] | None:
     return None
 
 
+def side_of(path: Path) -> tuple[str, str] | None:
+    """(what, session folder) of a file kept beside a session's logs: a plan Plan mode wrote
+    (`<session>/agents/<agent>/plans/<id>.md`), a background task's state (`tasks/<id>.json`) or its
+    output (`tasks/<id>/output.log`), under an agent's folder or the session's."""
+    parts = path.parts
+    if len(parts) >= 5 and parts[-2] == "plans" and parts[-4] == "agents" and path.suffix == ".md":
+        return "plan", parts[-5]
+    if len(parts) >= 3 and parts[-2] == "tasks" and path.suffix == ".json":
+        what, holder = "task", parts[:-2]
+    elif len(parts) >= 4 and parts[-3] == "tasks" and path.name == "output.log":
+        what, holder = "task-output", parts[:-3]
+    else:
+        return None
+    if len(holder) >= 3 and holder[-2] == "agents":  # an agent's own tasks
+        return what, holder[-3]
+    return what, holder[-1]
+
+
+def session_folder_of(path: Path, session: str) -> Path:
+    """The session folder named `session` above `path`."""
+    return next(folder for folder in path.parents if folder.name == session)
+
+
 def looks_like_kimi_code(head: bytes) -> bool:
     """Its first record: the metadata line, or (cut short) a `{type, …, time}` record after it."""
     lines = head_lines(head)
@@ -209,6 +237,7 @@ class KimiCodeAdapter(Adapter):
     edit_tools = frozenset({"Edit"})
     write_tools = frozenset({"Write"})
     read_tools = frozenset({"Read"})
+    plan_tools = frozenset({"ExitPlanMode"})
     shell_tools = frozenset({"Bash"})
     todo_tools = frozenset({"TodoList"})
     # `Agent {description, prompt, subagent_type}`: its result names the subagent's folder;
@@ -244,6 +273,10 @@ class KimiCodeAdapter(Adapter):
         return at if at is not None else super().project_folder(parts, key)
 
     def claims(self, path: Path) -> bool:
+        side = side_of(path)
+        if side is not None:  # beside a session's logs, in the folder its main log is in
+            main = session_folder_of(path, side[1]) / "agents" / MAIN / LOG
+            return main.is_file() and place(main) is not None
         if path.name == STATE:  # beside a session's main log, as Kimi Code lays a session out
             main = path.parent / "agents" / MAIN / LOG
             return main.is_file() and place(main) is not None and b'"agents"' in head_of(path, 65536)
@@ -257,19 +290,24 @@ class KimiCodeAdapter(Adapter):
         for dirpath, dirnames, filenames in walk(root):
             dirnames.sort()
             for fname in sorted(filenames):
-                if fname in (LOG, STATE):
-                    path = Path(dirpath) / fname
-                    if self.claims(path):
-                        yield self._ref(path)
+                path = Path(dirpath) / fname
+                if (fname in (LOG, STATE) or side_of(path) is not None) and self.claims(path):
+                    yield self._ref(path)
 
     @staticmethod
     def _ref(path: Path) -> SourceRef:
+        side = side_of(path)
+        if side is not None:  # kept whole with its session
+            return SourceRef(path, AGENT, "side", session_folder_of(path, side[1]).parent.name)
         if path.name == STATE:  # kept whole with its session, its title read
             return SourceRef(path, AGENT, "side", path.parent.parent.name)
         return SourceRef(path, AGENT, "transcript", path.parents[3].name)
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
         if ctx.kind == "side":
+            side = side_of(ctx.path)
+            if side is not None:  # kept whole, not read
+                return Record(entry_type="side-file", subtype=side[0], session_id=side[1], side_file=True)
             return self._state(rec, ctx)
         obj, error = parse_record(rec.raw)
         if not isinstance(obj, dict):

@@ -532,8 +532,8 @@ def plan_tools(conn: sqlite3.Connection, session_id: str) -> frozenset[str]:
 
 
 def plan_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str, int]]:
-    """(file id, stored path, size) of the plans kept for a session: Gemini CLI's in the session's
-    own folder (`<id>/plans/`); Claude Code's named by the session's slug (`plans/<slug>.md`), which
+    """(file id, stored path, size) of the plans kept for a session: in a `plans/` folder within the
+    session's own folder (Gemini CLI's `<id>/plans/`, Kimi Code's `<id>/agents/<agent>/plans/`); Claude Code's named by the session's slug (`plans/<slug>.md`), which
     the records of its plan calls carry. Read where a session is opened or restored: the calls by
     their session's index and the side files' names, never the session's records."""
     slugs = [
@@ -549,7 +549,7 @@ def plan_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str
     ends = [f"/plans/{slug}.md" for slug in slugs]
     return conn.execute(
         "SELECT f.id, f.path, f.size FROM source_files f WHERE f.kind = 'side' AND ("
-        "instr(f.path, '/' || ?1 || '/plans/') > 0 "
+        "instr(substr(f.path, instr(f.path, '/' || ?1 || '/')), '/plans/') > 0 AND instr(f.path, '/' || ?1 || '/') > 0 "
         "OR EXISTS (SELECT 1 FROM json_each(?2) j WHERE substr(f.path, -length(j.value)) = j.value)) "
         "ORDER BY f.path",
         (session_id, orjson.dumps(ends).decode()),

@@ -376,6 +376,60 @@ def swarm_session(root: Path) -> Path:
     return folder
 
 
+PLANNED = "session_0a7b3c5d-8e9f-4a1b-9c2d-3e4f5a6b7c8d"
+PLAN = "# Plan\n\n1. Store money as Decimal\n2. Round once, at the end\n"
+TASK_OUTPUT = "collected 12 items\n12 passed\n"
+
+
+def planned_session(root: Path) -> Path:
+    """A session that plans in Plan mode (its plan file beside its log, a `plan.revision` record,
+    `ExitPlanMode` ending it) and runs the tests as a background task (its state and output in
+    `tasks/`)."""
+    folder = root / ".kimi-code" / "sessions" / KEY / PLANNED
+    main = folder / "agents" / "main"
+    (main / "plans").mkdir(parents=True)
+    (folder / "state.json").write_text(
+        json.dumps({"title": "Plan", "agents": {"main": {"type": "main"}}, "workDir": CWD})
+    )
+    (main / "plans" / "plan-7f3a.md").write_text(PLAN)
+    task = "bash-4c2e9a1f"
+    (folder / "tasks" / task).mkdir(parents=True)
+    (folder / "tasks" / f"{task}.json").write_text(
+        json.dumps({"id": task, "kind": "bash", "status": "completed", "exitCode": 0, "command": "pytest"})
+    )
+    (folder / "tasks" / task / "output.log").write_text(TASK_OUTPUT)
+    step = {"type": "tool.call", "uuid": "ExitPlanMode_0", "turnId": "0", "step": 1, "stepUuid": "pl-1"}
+    jsonl(
+        main / "wire.jsonl",
+        [
+            {"type": "metadata", "protocol_version": "1.5", "created_at": T0},
+            user("plan the money fix", 1000),
+            {"type": "plan_mode.enter", "agentId": "main", "id": "plan-7f3a", "time": T0 + 1001},
+            {
+                "type": "plan.revision",
+                "agentId": "main",
+                "id": "plan-7f3a",
+                "version": 1,
+                "path": str(main / "plans" / "plan-7f3a.md"),
+                "sha256": "0" * 64,
+                "bytes": len(PLAN),
+                "time": T0 + 2000,
+            },
+            loop({**step, "toolCallId": "ExitPlanMode_0", "name": "ExitPlanMode", "args": {}}, 2500),
+            loop(
+                {
+                    "type": "tool.result",
+                    "toolCallId": "ExitPlanMode_0",
+                    "result": {"output": "Plan approved"},
+                },
+                3000,
+            ),
+            {"type": "plan_mode.exit", "agentId": "main", "id": "plan-7f3a", "time": T0 + 3001},
+        ],
+    )
+    return folder
+
+
 def kimi_code_sessions(root: Path) -> Path:
     """Every builder's session in one home: the session with a subagent, its fork, the rewound one
     and the swarm."""
@@ -383,4 +437,5 @@ def kimi_code_sessions(root: Path) -> Path:
     forked_session(root, source)
     rewound_session(root)
     swarm_session(root)
+    planned_session(root)
     return root

@@ -6,6 +6,7 @@ shapes kimi-code's source writes (packages/agent-core-v2, 2026-08)."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 from rich.console import Console
 from threadloom.core.insight.stats import refresh_pending
@@ -14,7 +15,7 @@ from threadloom.core.read.query import children_of, get_session, resolve_session
 from threadloom.core.store import db
 
 from tests.builders import kimi_code
-from tests.support import ingest
+from tests.support import ingest, stored_bytes
 
 
 def test_a_forked_kimi_code_session_is_shown_under_its_source_as_a_fork(tmp_path):
@@ -140,3 +141,37 @@ def test_a_step_s_thinking_and_text_are_printed_as_one_reply(tmp_path):
     thinking = lines.index("(thinking) look at cart.py")
     assert lines[thinking - 1].startswith("assistant ") and lines[thinking + 1] == "Fixing it."
     assert sum(line.startswith("assistant ") for line in lines) == 3  # the two steps', the subagent's
+
+
+def test_a_plan_and_a_background_task_s_files_are_kept_with_their_session(tmp_path, capsys):
+    """Plan mode's plan (`agents/main/plans/<id>.md`) and a background task's state and output
+    (`tasks/`) were never read: gone from the archive when kimi deletes the session. Now they are
+    kept whole with it, `show --plan` prints the plan and a restore writes them back."""
+    from threadloom.core import cli
+    from threadloom.core.actions.restore import restore_session
+    from threadloom.core.read.side_files import side_files
+
+    folder = kimi_code.planned_session(tmp_path)
+    plan = folder / "agents" / "main" / "plans" / "plan-7f3a.md"
+    task = folder / "tasks" / "bash-4c2e9a1f.json"
+    output = folder / "tasks" / "bash-4c2e9a1f" / "output.log"
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".kimi-code")
+        kept = {Path(f.path).name: f.what for f in side_files(conn, kimi_code.PLANNED)}
+        assert kept == {
+            "plan-7f3a.md": "plan",
+            "bash-4c2e9a1f.json": "task",
+            "output.log": "task-output",
+            "state.json": "session-state",
+        }
+        for path in (plan, task, output):
+            assert stored_bytes(conn, path) == path.read_bytes()
+        restore_session(conn, kimi_code.PLANNED, tmp_path / "back")
+    finally:
+        conn.close()
+    home = tmp_path / ".kimi-code"
+    for path in (plan, task, output):  # under `sessions/…` as kimi lays them out
+        assert (tmp_path / "back" / path.relative_to(home)).read_bytes() == path.read_bytes()
+    assert cli.main(["show", "--db", str(tmp_path / "ledger.db"), "--plan", kimi_code.PLANNED]) == 0
+    assert "2. Round once, at the end" in capsys.readouterr().out

@@ -554,6 +554,7 @@ CASES: dict[str, Case] = {
             {"session_id": kimi_code.REWOUND, "entry_type": "context.undo", "role": "system"},
             {"session_id": kimi_code.REWOUND, "entry_type": "context.clear", "role": "system"},
             {"session_id": f"{kimi_code.SWARM}:agent-1", "content": "tax.py rounds twice"},
+            {"session_id": kimi_code.PLANNED, "entry_type": "side-file"},
         ],
     ),
     "continue": Case(
