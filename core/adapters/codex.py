@@ -279,8 +279,11 @@ class CodexAdapter(Adapter):
         name = path.name
         if name.startswith("rollout-") and name.endswith((".jsonl", ".jsonl.zst", ".json")):
             return True
-        if name == "session_index.jsonl":
-            return True
+        if (
+            name == "session_index.jsonl"
+        ):  # `{id, thread_name, updated_at}` lines (another agent's has this name)
+            head = head_of(path, 4096)
+            return not head.strip() or b'"thread_name"' in head or b'"id"' in head
         if not name.endswith(".jsonl") or name == "history.jsonl":
             return False
         if not explicit and claude_layout(path):
@@ -305,7 +308,7 @@ class CodexAdapter(Adapter):
         if (root / "sessions").is_dir():  # a CODEX_HOME given as the source
             roots = [root / "sessions", root / "archived_sessions"]
             index = root / "session_index.jsonl"
-            if index.is_file():
+            if index.is_file() and self.claims(index):
                 yield SourceRef(index, AGENT, "index", None)
         for top in roots:
             for dirpath, dirnames, filenames in walk(top):

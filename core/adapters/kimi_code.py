@@ -41,6 +41,11 @@ names the source in `forkedFrom` (its `createdAt` the fork's own time: epoch ms,
 the older agent-core). The fork is shown under its source from that record on; the copied
 `usage.record`s, older than `createdAt`, are the source's requests and not counted again.
 
+`session_index.jsonl` beside `sessions/` lists every session, one line each, `{sessionId,
+sessionDir, workDir}` when it is made (or forked) and `{sessionId, deleted: true}` when deleted: no
+titles (those are state.json's). `kimi --session ID` finds a session there, so it is kept whole and
+written back beside `sessions/` with each session restored.
+
 Kept whole with the session (side files, restored with it): the plans Plan mode writes
 (`agents/<agent>/plans/<id>.md`, each version noted by a `plan.revision {id, version, path, sha256}`
 record; `ExitPlanMode` ends planning) and background tasks' state and output (`tasks/<id>.json`,
@@ -86,6 +91,7 @@ from .walk import walk
 AGENT = "kimi-code"
 LOG = "wire.jsonl"
 STATE = "state.json"
+INDEX = "session_index.jsonl"  # beside sessions/: every session's folder and work dir, by id
 MAIN = "main"
 # the record types of protocol 1.5 (wire-manifest.d.ts), and the opening line; any other is kept unread
 KNOWN = frozenset(
@@ -266,6 +272,10 @@ class KimiCodeAdapter(Adapter):
     def default_roots(self) -> list[Path]:
         return [kimi_code_home() / "sessions"]
 
+    def side_roots(self) -> list[Path]:
+        """`session_index.jsonl` beside `sessions/`: how kimi finds a session by its id."""
+        return [kimi_code_home() / INDEX]
+
     def project_folder(self, parts: Sequence[str], key: str) -> int | None:
         """A session is restored from `sessions/` on (`sessions/<key>/<id>/agents/<agent>/…`), the
         layout its logs are known by (`place`)."""
@@ -273,6 +283,8 @@ class KimiCodeAdapter(Adapter):
         return at if at is not None else super().project_folder(parts, key)
 
     def claims(self, path: Path) -> bool:
+        if path.name == INDEX:  # Codex's index has this name too: Kimi Code's says `sessionId`
+            return b'"sessionId"' in head_of(path, 4096)
         side = side_of(path)
         if side is not None:  # beside a session's logs, in the folder its main log is in
             main = session_folder_of(path, side[1]) / "agents" / MAIN / LOG
@@ -287,6 +299,9 @@ class KimiCodeAdapter(Adapter):
             if self.claims(root):
                 yield self._ref(root)
             return
+        index = root / INDEX  # a KIMI_CODE_HOME given as the source
+        if index.is_file() and self.claims(index):
+            yield self._ref(index)
         for dirpath, dirnames, filenames in walk(root):
             dirnames.sort()
             for fname in sorted(filenames):
@@ -296,6 +311,8 @@ class KimiCodeAdapter(Adapter):
 
     @staticmethod
     def _ref(path: Path) -> SourceRef:
+        if path.name == INDEX:  # kept whole, with every session beside it (a restore puts it back)
+            return SourceRef(path, AGENT, "side", None)
         side = side_of(path)
         if side is not None:  # kept whole with its session
             return SourceRef(path, AGENT, "side", session_folder_of(path, side[1]).parent.name)
@@ -305,6 +322,8 @@ class KimiCodeAdapter(Adapter):
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
         if ctx.kind == "side":
+            if ctx.path.name == INDEX:
+                return Record(entry_type="side-file", subtype="session-index", side_file=True)
             side = side_of(ctx.path)
             if side is not None:  # kept whole, not read
                 return Record(entry_type="side-file", subtype=side[0], session_id=side[1], side_file=True)

@@ -430,12 +430,19 @@ def planned_session(root: Path) -> Path:
     return folder
 
 
+def session_index(root: Path, *folders: Path, deleted: tuple[str, ...] = ()) -> Path:
+    """`~/.kimi-code/session_index.jsonl` as kimi appends it: a line a session made, one a deletion."""
+    lines = [{"sessionId": f.name, "sessionDir": str(f), "workDir": CWD} for f in folders]
+    lines += [{"sessionId": sid, "deleted": True} for sid in deleted]
+    path = root / ".kimi-code" / "session_index.jsonl"
+    jsonl(path, lines)
+    return path
+
+
 def kimi_code_sessions(root: Path) -> Path:
     """Every builder's session in one home: the session with a subagent, its fork, the rewound one
     and the swarm."""
     source = kimi_code_session(root)
-    forked_session(root, source)
-    rewound_session(root)
-    swarm_session(root)
-    planned_session(root)
+    folders = [source, forked_session(root, source), rewound_session(root), swarm_session(root)]
+    session_index(root, *folders, planned_session(root), deleted=("session_gone",))
     return root

@@ -175,3 +175,24 @@ def test_a_plan_and_a_background_task_s_files_are_kept_with_their_session(tmp_pa
         assert (tmp_path / "back" / path.relative_to(home)).read_bytes() == path.read_bytes()
     assert cli.main(["show", "--db", str(tmp_path / "ledger.db"), "--plan", kimi_code.PLANNED]) == 0
     assert "2. Round once, at the end" in capsys.readouterr().out
+
+
+def test_the_session_index_is_kept_and_written_back_beside_sessions(tmp_path):
+    """`session_index.jsonl` (every session's folder and work dir by id; no titles) is where `kimi
+    --session ID` looks a session up: never kept, a restored session could not be resumed. It is
+    kept whole as Kimi Code's (Codex's index has its name) and a restore puts it beside sessions/."""
+    from threadloom.core.actions.restore import restore_session
+
+    source = kimi_code.kimi_code_session(tmp_path)
+    index = kimi_code.session_index(tmp_path, source, deleted=("session_gone",))
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".kimi-code")
+        kept = conn.execute("SELECT agent, kind FROM source_files WHERE path = ?", (str(index),)).fetchall()
+        assert [tuple(r) for r in kept] == [("kimi-code", "side")]
+        assert stored_bytes(conn, index) == index.read_bytes()
+        restore_session(conn, kimi_code.SID, tmp_path / "back")
+    finally:
+        conn.close()
+    assert (tmp_path / "back" / "session_index.jsonl").read_bytes() == index.read_bytes()
+    assert (tmp_path / "back" / "sessions" / kimi_code.KEY / kimi_code.SID / "state.json").is_file()
