@@ -3,7 +3,7 @@
 Where: `$KIMI_CODE_HOME/sessions/<work dir key>/<session id>/` (`~/.kimi-code` by default; the key
 is `wd_<slug>_<12 hex of the work dir's sha256>`, the id `session_<uuid>`), holding `state.json`
 (`{title, isCustomTitle, workDir, lastPrompt, createdAt, updatedAt, agents: {<agent id>: {type: main |
-sub, parentAgentId}}, forkedFrom?}`) and one log per agent, `agents/<agent id>/wire.jsonl`: `main` is
+sub, parentAgentId}}, forkedFrom?}`; agent-core-v2 writes `cwd` for `workDir`, and `titleKind`) and one log per agent, `agents/<agent id>/wire.jsonl`: `main` is
 the session's own, `agent-0`, `agent-1`, … its subagents'. Checked against kimi-code d723cc47
 (2026-08-22): `docs/en/configuration/data-locations.md`, `docs/en/guides/sessions.md` and
 `packages/agent-core-v2/docs/wire-manifest.d.ts` (protocol 1.5), and against real logs of protocol
@@ -401,7 +401,7 @@ class KimiCodeAdapter(Adapter):
         where = place(ctx.path)
         key, sid, agent = where if where else ("", ctx.path.parent.name, MAIN)
         state = read_state(ctx.path.parents[2]) if where else {}
-        st["cwd"] = as_str(state.get("workDir"))
+        st["cwd"] = as_str(state.get("workDir")) or as_str(state.get("cwd"))  # older, and protocol 1.5's
         info = SessionInfo(source=AGENT, external_id=sid, project_key=key or None)
         st["sid"] = sid
         forked_from = as_str(state.get("forkedFrom"))

@@ -6,6 +6,7 @@ shapes kimi-code's source writes (packages/agent-core-v2, 2026-08)."""
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 from rich.console import Console
@@ -196,3 +197,21 @@ def test_the_session_index_is_kept_and_written_back_beside_sessions(tmp_path):
         conn.close()
     assert (tmp_path / "back" / "session_index.jsonl").read_bytes() == index.read_bytes()
     assert (tmp_path / "back" / "sessions" / kimi_code.KEY / kimi_code.SID / "state.json").is_file()
+
+
+def test_a_session_s_folder_is_read_from_state_json_s_cwd_as_the_newer_kimi_writes_it(tmp_path):
+    """agent-core-v2 writes the work dir to state.json as `cwd` (the older `workDir` no more): a
+    session whose log names no folder had none."""
+    folder = kimi_code.rewound_session(tmp_path)
+    state = json.loads((folder / "state.json").read_text())
+    state["cwd"] = state.pop("workDir")
+    (folder / "state.json").write_text(json.dumps(state))
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".kimi-code")
+        row = conn.execute(
+            "SELECT project_path FROM agent_sessions WHERE id = ?", (kimi_code.REWOUND,)
+        ).fetchone()
+        assert row[0] == kimi_code.CWD
+    finally:
+        conn.close()
