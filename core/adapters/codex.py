@@ -279,9 +279,7 @@ class CodexAdapter(Adapter):
         name = path.name
         if name.startswith("rollout-") and name.endswith((".jsonl", ".jsonl.zst", ".json")):
             return True
-        if (
-            name == "session_index.jsonl"
-        ):  # `{id, thread_name, updated_at}` lines (another agent's has this name)
+        if name == "session_index.jsonl":  # `{id, thread_name, updated_at}` lines (Kimi Code has one too)
             head = head_of(path, 4096)
             return not head.strip() or b'"thread_name"' in head or b'"id"' in head
         if not name.endswith(".jsonl") or name == "history.jsonl":
