@@ -92,6 +92,7 @@ AGENT = "kimi-code"
 LOG = "wire.jsonl"
 STATE = "state.json"
 INDEX = "session_index.jsonl"  # beside sessions/: every session's folder and work dir, by id
+SIDE_ENDINGS = (".md", ".json", "output.log")  # the names of the files kept beside its logs (`side_of`)
 MAIN = "main"
 # the record types of protocol 1.5 (wire-manifest.d.ts), and the opening line; any other is kept unread
 KNOWN = frozenset(
@@ -305,9 +306,10 @@ class KimiCodeAdapter(Adapter):
         for dirpath, dirnames, filenames in walk(root):
             dirnames.sort()
             for fname in sorted(filenames):
-                path = Path(dirpath) / fname
-                if (fname in (LOG, STATE) or side_of(path) is not None) and self.claims(path):
-                    yield self._ref(path)
+                if fname in (LOG, STATE) or fname.endswith(SIDE_ENDINGS):
+                    path = Path(dirpath) / fname
+                    if (fname in (LOG, STATE) or side_of(path) is not None) and self.claims(path):
+                        yield self._ref(path)
 
     @staticmethod
     def _ref(path: Path) -> SourceRef:
@@ -371,21 +373,16 @@ class KimiCodeAdapter(Adapter):
             # shown where it happened: what the model was shown above it is no longer in its context
             out.role, out.is_meta, out.is_message = "system", True, True
             if kind == "context.clear":
-                out.subtype, out.content = (
-                    "clear",
-                    "context cleared: the model goes on without what is above",
-                )
+                out.subtype = "clear"
+                out.content = "context cleared: the model goes on without what is above"
             else:
-                count = safe_int(obj.get("count")) or 1
+                count = max(1, safe_int(obj.get("count")) or 1)  # a count written wrong: one at least
                 what = (
                     "the last prompt and its replies"
                     if count == 1
                     else f"the last {count} prompts and their replies"
                 )
-                out.subtype, out.content = (
-                    "undo",
-                    f"{what} withdrawn (/undo)",
-                )
+                out.subtype, out.content = "undo", f"{what} withdrawn (/undo)"
         elif kind == "context.apply_compaction":
             summary = obj.get("summary")
             text = as_str(summary) or text_of(as_dict(summary).get("content"))[0]
@@ -419,7 +416,7 @@ class KimiCodeAdapter(Adapter):
             # one of a swarm: the item it was given tells it from the others of its call
             meta = as_dict(as_dict(state.get("agents")).get(agent))
             item = as_str(as_dict(meta.get("labels")).get("swarmItem")) or as_str(meta.get("swarmItem"))
-            info.task_description = item.strip() or None if item else None
+            info.task_description = (item or "").strip() or None
         st["info"] = info
 
     def _state(self, rec: RawRecord, ctx: FileContext) -> Record:
