@@ -233,3 +233,37 @@ async def test_a_session_row_shows_its_title_first_on_a_narrow_screen(tmp_path: 
     five characters. The title comes first, the id after it."""
     by, cells = await first_cells(tmp_path, "/srv/app", "Refactor the checkout flow", "Ss", 120)
     assert by == "session" and cells[0].startswith("Refactor the checko"), cells
+
+
+async def test_a_long_table_fills_a_slice_a_refresh_and_keys_are_answered_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By session over 18,575 sessions, every row after the first page was added at once: the
+    screen froze ~3 s after its first paint, a key waiting all that time. The rest come a slice at
+    a refresh (here 5 rows, then 10 a slice, over 47 sessions): the table grows in steps."""
+    from tests.builders.claude import Transcript
+
+    monkeypatch.setattr("threadloom.tui.stats.FIRST_ROWS", 5)
+    monkeypatch.setattr("threadloom.tui.stats.LATER_ROWS", 10)
+    for n in range(47):
+        sid = f"5e57da7e-0000-4000-8000-{n:012d}"
+        t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid, cwd="/srv/app")
+        t.user(f"task {n}")
+        t.assistant("done", usage={"input_tokens": 10, "output_tokens": 5})
+        t.write()
+    slices: list[tuple[int, int]] = []  # (first row, rows) of each slice added
+    add_rows = StatsScreen._add_rows
+
+    def adding(self: StatsScreen, shown: int, start: int, count: int) -> None:
+        slices.append((start, min(count, len(self.rows) - start)))
+        add_rows(self, shown, start, count)
+
+    monkeypatch.setattr(StatsScreen, "_add_rows", adding)
+    app = app_over(tmp_path / "projects")
+    async with run_test(app, size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("S", "s")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, StatsScreen) and screen.query_one(DataTable).row_count == 47
+    assert slices[-6:] == [(0, 5), (5, 10), (15, 10), (25, 10), (35, 10), (45, 2)], slices
