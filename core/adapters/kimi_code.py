@@ -43,8 +43,10 @@ the older agent-core). The fork is shown under its source from that record on; t
 
 `session_index.jsonl` beside `sessions/` lists every session, one line each, `{sessionId,
 sessionDir, workDir}` when it is made (or forked) and `{sessionId, deleted: true}` when deleted: no
-titles (those are state.json's). `kimi --session ID` finds a session there, so it is kept whole and
-written back beside `sessions/` with each session restored.
+titles (those are state.json's). `kimi --session ID` finds a session there. It is kept whole (kind
+`index`, `restore --as-of` gives any version of it back) but restored with no session: it is every
+session's, grows with each, and a restore never writes over a file (into a home that has one, every
+session's restore was refused).
 
 Kept whole with the session (side files, restored with it): the plans Plan mode writes
 (`agents/<agent>/plans/<id>.md`, each version noted by a `plan.revision {id, version, path, sha256}`
@@ -191,9 +193,9 @@ def side_of(path: Path) -> tuple[str, str] | None:
     return what, holder[-1]
 
 
-def session_folder_of(path: Path, session: str) -> Path:
-    """The session folder named `session` above `path`."""
-    return next(folder for folder in path.parents if folder.name == session)
+def session_folder_of(path: Path, session: str) -> Path | None:
+    """The session folder named `session` above `path` (None: none is, a file at the root)."""
+    return next((folder for folder in path.parents if folder.name == session), None)
 
 
 def looks_like_kimi_code(head: bytes) -> bool:
@@ -288,8 +290,9 @@ class KimiCodeAdapter(Adapter):
             return b'"sessionId"' in head_of(path, 4096)
         side = side_of(path)
         if side is not None:  # beside a session's logs, in the folder its main log is in
-            main = session_folder_of(path, side[1]) / "agents" / MAIN / LOG
-            return main.is_file() and place(main) is not None
+            folder = session_folder_of(path, side[1])
+            main = folder / "agents" / MAIN / LOG if folder is not None else None
+            return main is not None and main.is_file() and place(main) is not None
         if path.name == STATE:  # beside a session's main log, as Kimi Code lays a session out
             main = path.parent / "agents" / MAIN / LOG
             return main.is_file() and place(main) is not None and b'"agents"' in head_of(path, 65536)
@@ -313,19 +316,20 @@ class KimiCodeAdapter(Adapter):
 
     @staticmethod
     def _ref(path: Path) -> SourceRef:
-        if path.name == INDEX:  # kept whole, with every session beside it (a restore puts it back)
-            return SourceRef(path, AGENT, "side", None)
+        if path.name == INDEX:  # kept whole; every session's, so restored with none (see the docstring)
+            return SourceRef(path, AGENT, "index", None)
         side = side_of(path)
-        if side is not None:  # kept whole with its session
-            return SourceRef(path, AGENT, "side", session_folder_of(path, side[1]).parent.name)
+        folder = session_folder_of(path, side[1]) if side is not None else None
+        if folder is not None:  # kept whole with its session
+            return SourceRef(path, AGENT, "side", folder.parent.name)
         if path.name == STATE:  # kept whole with its session, its title read
             return SourceRef(path, AGENT, "side", path.parent.parent.name)
         return SourceRef(path, AGENT, "transcript", path.parents[3].name)
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        if ctx.kind == "index":
+            return Record(entry_type="side-file", subtype="session-index", side_file=True)
         if ctx.kind == "side":
-            if ctx.path.name == INDEX:
-                return Record(entry_type="side-file", subtype="session-index", side_file=True)
             side = side_of(ctx.path)
             if side is not None:  # kept whole, not read
                 return Record(entry_type="side-file", subtype=side[0], session_id=side[1], side_file=True)
@@ -402,11 +406,12 @@ class KimiCodeAdapter(Adapter):
         info = SessionInfo(source=AGENT, external_id=sid, project_key=key or None)
         st["sid"] = sid
         forked_from = as_str(state.get("forkedFrom"))
-        if agent == MAIN and forked_from and forked_from != sid:
-            # a fork: its log begins with its source's, copied; what it did itself is from its
-            # `createdAt` on (the source's requests, copied, are the source's tokens)
-            st["forked_from"] = forked_from
+        if forked_from and forked_from != sid:
+            # a fork: each of its agents' logs begins with the source's, copied; what it did itself
+            # is from its `createdAt` on (the source's requests, copied, are the source's tokens)
             st["forked_at"] = parse_iso_ms(state.get("createdAt"))
+            if agent == MAIN:
+                st["forked_from"] = forked_from
         if agent != MAIN:
             st["sid"] = f"{sid}:{agent}"
             parent = as_str(as_dict(as_dict(state.get("agents")).get(agent)).get("parentAgentId"))

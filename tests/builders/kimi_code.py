@@ -246,19 +246,27 @@ FORK = "session_2b8f0c17-9d4e-4a3b-8c61-5e7d2a9f1b04"
 FORKED_AT = T0 + 60000
 
 
-def forked_session(root: Path, source: Path) -> Path:
+def forked_session(root: Path, source: Path, *, subagents: bool = False) -> Path:
     """A fork of `source` (a session folder) as kimi's `/fork` makes one: its main log copied whole
     with a `forked` record after the copy, state.json naming the source in `forkedFrom` (with a
-    `Fork: …` title and the fork's own `createdAt`), then a prompt and reply of its own."""
+    `Fork: …` title and the fork's own `createdAt`), then a prompt and reply of its own. With
+    `subagents`, the source's subagents' logs are copied too, each ended by its `forked` record."""
     folder = source.parent / FORK
     (folder / "agents" / "main").mkdir(parents=True)
     state = json.loads((source / "state.json").read_text())
+    agents = state["agents"] if subagents else {"main": state["agents"]["main"]}
+    for agent in agents:
+        if agent != "main":
+            log = (source / "agents" / agent / "wire.jsonl").read_text()
+            forked = {"type": "forked", "agentId": agent, "time": FORKED_AT + 5}
+            (folder / "agents" / agent).mkdir(parents=True)
+            (folder / "agents" / agent / "wire.jsonl").write_text(log + json.dumps(forked) + "\n")
     state.update(
         title=f"Fork: {state['title']}",
         isCustomTitle=False,
         forkedFrom=source.name,
         createdAt=FORKED_AT,
-        agents={"main": state["agents"]["main"]},
+        agents=agents,
     )
     (folder / "state.json").write_text(json.dumps(state, indent=2))
     copied = (source / "agents" / "main" / "wire.jsonl").read_text()

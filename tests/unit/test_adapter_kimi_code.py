@@ -55,6 +55,30 @@ def test_a_forked_kimi_code_session_is_shown_under_its_source_as_a_fork(tmp_path
         conn.close()
 
 
+def test_a_fork_s_copied_subagent_logs_are_not_counted_again(tmp_path):
+    """`/fork` copies every agent's log, its subagents' too: the copy of a subagent's requests was
+    counted again under the fork (its subagent 100 input tokens, the source's own 100 again)."""
+    source = kimi_code.kimi_code_session(tmp_path)
+    kimi_code.forked_session(tmp_path, source, subagents=True)
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".kimi-code")
+        refresh_pending(conn)
+        tokens = dict(
+            conn.execute(
+                "SELECT id, input_tokens FROM agent_sessions WHERE id IN (?, ?)",
+                (f"{kimi_code.SID}:agent-0", f"{kimi_code.FORK}:agent-0"),
+            ).fetchall()
+        )
+        assert tokens == {f"{kimi_code.SID}:agent-0": 100, f"{kimi_code.FORK}:agent-0": 0}
+        usage_rows = conn.execute(
+            "SELECT count(*) FROM agent_usage WHERE session_id = ?", (f"{kimi_code.FORK}:agent-0",)
+        ).fetchone()[0]
+        assert usage_rows == 0
+    finally:
+        conn.close()
+
+
 def shown(tmp_path, sid: str) -> str:
     """The session as `threadloom show` prints it, after an ingest of every Kimi Code log."""
     conn = db.connect(tmp_path / "ledger.db")
@@ -178,25 +202,31 @@ def test_a_plan_and_a_background_task_s_files_are_kept_with_their_session(tmp_pa
     assert "2. Round once, at the end" in capsys.readouterr().out
 
 
-def test_the_session_index_is_kept_and_written_back_beside_sessions(tmp_path):
+def test_the_session_index_is_kept_and_a_session_is_restored_into_a_home_that_has_one(tmp_path):
     """`session_index.jsonl` (every session's folder and work dir by id; no titles) is where `kimi
     --session ID` looks a session up: never kept, a restored session could not be resumed. It is
-    kept whole as Kimi Code's (Codex's index has its name) and a restore puts it beside sessions/."""
+    kept whole as Kimi Code's (Codex's index has its name); a restore of a session leaves it, as every
+    session's (a home's own has grown since: every restore into one was refused)."""
     from threadloom.core.actions.restore import restore_session
 
     source = kimi_code.kimi_code_session(tmp_path)
     index = kimi_code.session_index(tmp_path, source, deleted=("session_gone",))
+    home = tmp_path / "home"  # a Kimi Code home whose index has grown since (every real one)
+    home.mkdir()
+    (home / "session_index.jsonl").write_bytes(index.read_bytes() + b'{"sessionId": "session_new"}\n')
     conn = db.connect(tmp_path / "ledger.db")
     try:
         ingest(conn, tmp_path / ".kimi-code")
         kept = conn.execute("SELECT agent, kind FROM source_files WHERE path = ?", (str(index),)).fetchall()
-        assert [tuple(r) for r in kept] == [("kimi-code", "side")]
+        assert [tuple(r) for r in kept] == [("kimi-code", "index")]
         assert stored_bytes(conn, index) == index.read_bytes()
         restore_session(conn, kimi_code.SID, tmp_path / "back")
+        restore_session(conn, kimi_code.SID, home)  # refused whole while the index came with it
     finally:
         conn.close()
-    assert (tmp_path / "back" / "session_index.jsonl").read_bytes() == index.read_bytes()
-    assert (tmp_path / "back" / "sessions" / kimi_code.KEY / kimi_code.SID / "state.json").is_file()
+    for where in (tmp_path / "back", home):
+        assert (where / "sessions" / kimi_code.KEY / kimi_code.SID / "state.json").is_file()
+    assert not (tmp_path / "back" / "session_index.jsonl").exists()  # every session's, not this one's
 
 
 def test_a_session_s_folder_is_read_from_state_json_s_cwd_as_the_newer_kimi_writes_it(tmp_path):
