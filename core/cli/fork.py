@@ -155,17 +155,12 @@ def _asked(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_fork_and_undo(args: argparse.Namespace) -> int:
     """`fork`, refusing an --undo-patch path that exists before anything is written."""
-    from ..store.db import LedgerError
-
     if args.undo_patch is not None and os.path.lexists(args.undo_patch):
         return _refused(
             args,
             f"{args.undo_patch} already exists; the undo patch never overwrites a file (choose another path)",
         )
-    try:
-        return cmd_fork(args)
-    except LedgerError as exc:  # no archive there, or one that cannot be used: said as any refusal
-        return _refused(args, exc)
+    return cmd_fork(args)
 
 
 def _fork_undo(args: argparse.Namespace, plan: ForkPlan) -> tuple[dict[str, Any], list[str], bool]:
@@ -252,10 +247,12 @@ def cmd_fork(args: argparse.Namespace) -> int:
     """The steps of the fork picker's Fork here and New prompt (`core.actions.fork_session`), in one go."""
     from ..actions.fork import ForkError, write_fork
     from ..actions.fork_session import next_step, plan_for
-    from ..ingest.update import Listener, update
-    from ..store.writer_lock import database_file
+    from ..store.db import LedgerError
 
-    conn = open_reading(args) if args.dry_run else open_writing(args)  # a dry run only reads
+    try:
+        conn = open_reading(args) if args.dry_run else open_writing(args)  # a dry run only reads
+    except LedgerError as exc:  # no archive there, or one that cannot be used: said as any refusal
+        return _refused(args, exc)
     again = f"fork {args.entry}" + (" --before" if args.before else "")
     action = "fork-prompt" if args.native else "fork"
     if args.native and not args.prompt:
@@ -281,8 +278,22 @@ def cmd_fork(args: argparse.Namespace) -> int:
         path = write_fork(plan)
     except ForkError as exc:  # it may quote the log (an id that holds an escape sequence): drawn, not printed
         return _refused(args, exc)
+    try:
+        _archive_fork(conn, plan, path)
+    except LedgerError as exc:  # the fork is written: it is not refused, only not archived yet
+        fail(f"the fork is written, but the archive could not take it in now ({exc}); the next ingest will")
+    return _emit_plan(args, plan, True)
+
+
+def _archive_fork(conn: sqlite3.Connection, plan: ForkPlan, path: Path) -> None:
+    """The fork written at `path` ingested (shown in the tree at once) and remembered as forked
+    from its source (core.insight.memory's relations)."""
+    from ..ingest.update import Listener, update
+    from ..insight.memory import record_fork
+    from ..store.writer_lock import database_file, writer_lock
+
     db_path = database_file(conn)
-    if db_path is not None:  # the fork shown in the tree at once
+    if db_path is not None:
         update(
             Path(db_path),
             [path],
@@ -290,13 +301,9 @@ def cmd_fork(args: argparse.Namespace) -> int:
             remember=False,
             listener=Listener(waiting=say_waiting),
         )
-    if plan.new_session_id:  # remembered as forked_from its source (core.insight.memory's relations)
-        from ..insight.memory import record_fork
-        from ..store.writer_lock import writer_lock
-
+    if plan.new_session_id:
         with writer_lock(conn, on_wait=say_waiting):
             record_fork(conn, plan.new_session_id, plan.source_session_id)
-    return _emit_plan(args, plan, True)
 
 
 NEW_ID = "NEW-SESSION-ID"  # what a dry run shows for the new session's id (inert in a shell)

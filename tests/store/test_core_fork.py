@@ -286,6 +286,26 @@ def test_a_dry_run_says_the_new_id_is_not_chosen_yet(conn, branched):
     assert not any("chosen when" in note for note in real["notes"])
 
 
+def test_a_fork_written_that_the_archive_cannot_take_in_now_is_no_refusal(
+    conn, branched, capsys, monkeypatch
+):
+    """The fork's file written, the archive it is ingested into then busy or unusable: `fork --json`
+    said `ok: false` and exited 1 over a fork that was there. The plan is printed, the wait said."""
+    from threadloom.core.cli import main
+    from threadloom.core.store.db import LedgerError
+
+    def busy(*args: object, **kwargs: object) -> None:
+        raise LedgerError("the archive is being written by another process")
+
+    monkeypatch.setattr("threadloom.core.ingest.update.update", busy)
+    db_path = conn.execute("PRAGMA database_list").fetchone()[2]
+    assert main(["fork", branched.lines[-1]["uuid"], "--db", db_path, "--json"]) == 0
+    out = capsys.readouterr()
+    said = json.loads(out.out)
+    assert said["ok"] is True and said["written"] is True and Path(said["path"]).exists()
+    assert "the fork is written, but the archive could not take it in now" in out.err
+
+
 @pytest.mark.corpus
 @pytest.mark.skipif(not (CORPUS / "claude-code").is_dir(), reason="corpus absent")
 def test_forks_of_real_sessions_are_valid(conn, tmp_path):
