@@ -105,15 +105,19 @@ def available() -> bool:
 
 
 # the mean length of the pieces the model cuts a word into, from which it reads a word it has no
-# whole token for: "rounding" is round+ing (4), "serializer" serial+izer (5), where a keyboard mash
-# falls apart into letters and pairs ("qwerty" q+wer+ty, "zzqv" z+z+q+v, "blorp" bl+orp: 1 to 2.5)
-WORD_PIECE_CHARS = 3.0
+# whole token for: "rounding" is round+ing (4), "serializer" serial+izer (5), "Fehlerbehandlung" six
+# pieces of 2.67, where a keyboard mash falls apart into letters and pairs ("qwerty" q+wer+ty 2,
+# "zzqv" z+z+q+v 1, "blorp" bl+orp 2.5)
+WORD_PIECE_CHARS = 2.6
 
 
 def is_word(word: str) -> bool:
     """Whether the model reads `word` as a word: one whole token of its vocabulary, or pieces long
     enough to carry meaning (`WORD_PIECE_CHARS`). A keyboard mash it reads as letters, whose
-    vectors match turns that share letters, not meaning."""
+    vectors match turns that share letters, not meaning. A word of other scripts (数据库, миграция)
+    is taken as one: the model cuts what it lacks of them into bytes, which say nothing of a word."""
+    if not word.isascii():
+        return True
     with _lock:  # the tokenizer is shared (see `embed`)
         tokenizer, _ = _model()
         if any(tokenizer.token_to_id("\u2581" + w) is not None for w in {word, word.lower()}):

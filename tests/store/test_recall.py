@@ -112,6 +112,12 @@ def test_a_word_the_model_splits_is_searched_by_meaning_when_it_reads_as_one(arc
     assert not any(b"refactoring" in r[0] for r in archive.execute("SELECT raw FROM entries"))
     said = search_recall(archive, "refactoring", mode="meaning")
     assert said.hits and not any("close in meaning" in p for p in said.problems)
+    # words of other scripts, which the model cuts into bytes, were refused as keyboard mashes
+    for word in ("数据库", "миграция", "Fehlerbehandlung"):
+        assert embed.is_word(word), word
+        assert not any(
+            "none of its words" in p for p in search_recall(archive, word, mode="meaning").problems
+        )
 
 
 def test_hybrid_marks_why_each_hit_matched(archive):
