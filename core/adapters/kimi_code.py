@@ -159,7 +159,10 @@ KNOWN = frozenset(
 )
 LOOP_EVENTS = frozenset({"step.begin", "step.end", "content.part", "tool.call", "tool.result"})
 _CHILD = re.compile(r"agent_id:\s*(\S+)")
-_SWARM_CHILD = re.compile(r'<subagent\b[^>]*?\sagent_id="([^"]+)"')
+# an AgentSwarm result's elements: `<subagent agent_id="…" item="…" outcome="…">` … `</subagent>`
+# each on a line of its own; a subagent's output quoting one within a line is not one
+_SWARM_TAG = re.compile(r'^[ \t]*<subagent\b((?:\s+[\w-]+\s*=\s*"[^"]*")*)\s*/?>', re.MULTILINE)
+_ATTRIBUTE = re.compile(r'([\w-]+)\s*=\s*"([^"]*)"')
 
 
 def kimi_code_home() -> Path:
@@ -261,10 +264,12 @@ class KimiCodeAdapter(Adapter):
         if not result:
             return []
         try:
-            text = orjson.loads(result)
+            output = orjson.loads(result)
         except orjson.JSONDecodeError:
-            text = result
-        return _SWARM_CHILD.findall(text) if isinstance(text, str) else []
+            output = result
+        text = as_str(output) or text_of(output)[0] or ""  # a string, or content parts (as `tool.result`)
+        agents = (dict(_ATTRIBUTE.findall(tag.group(1))).get("agent_id") for tag in _SWARM_TAG.finditer(text))
+        return [agent for agent in agents if agent]
 
     def spawn_facts(self, params: dict[str, Any]) -> SpawnFacts:
         """`Agent` names the subagent's type too."""

@@ -133,6 +133,25 @@ def test_a_swarm_s_subagents_are_each_under_the_call_that_started_them(tmp_path)
     assert call < first < second < lines.index("tax.py rounds twice.")
 
 
+def test_a_swarm_result_names_its_own_subagents_in_any_shape():
+    """The result as content parts, an item holding ">" before its id, and a subagent's output that
+    quotes a tag: the first went unlinked, the second matched nothing, the third named an agent of
+    another call."""
+    from threadloom.core.adapters.kimi_code import KimiCodeAdapter
+
+    result = (
+        "<agent_swarm_result>\n<summary>2 of 2 done</summary>\n"
+        '<subagent agent_id="agent-0" item="cart.py" outcome="completed">\n'
+        'It printed <subagent agent_id="agent-9"> from a fixture\n</subagent>\n'
+        '<subagent item="a>b" agent_id="agent-1" outcome="completed">\nok\n</subagent>\n'
+        "</agent_swarm_result>"
+    )
+    adapter = KimiCodeAdapter()
+    for stored in (result, [{"type": "text", "text": result}]):
+        assert adapter.spawned_agents(json.dumps(stored)) == ["agent-0", "agent-1"]
+    assert adapter.spawned_agents(json.dumps({"no": "text"})) == [] and adapter.spawned_agents(None) == []
+
+
 def test_a_swarm_s_subagents_read_before_its_result_are_linked_when_it_comes(tmp_path):
     """Subagents run while their swarm's call waits: an ingest meanwhile reads their logs before
     the result that names them, and the next one links them all the same."""
