@@ -237,6 +237,16 @@ def project_key_of(path: Path) -> str | None:
     return path.parent.name or None
 
 
+def _codex_home(folder: Path) -> bool:
+    """Whether `folder` is laid out as a CODEX_HOME: `archived_sessions/`, or `sessions/` by year."""
+    if (folder / "archived_sessions").is_dir():
+        return True
+    try:
+        return any(len(n) == 4 and n.isdigit() for n in os.listdir(folder / "sessions"))
+    except OSError:
+        return False
+
+
 class CodexAdapter(Adapter):
     """Reads Codex CLI rollouts of every era; see the module docstring."""
 
@@ -281,7 +291,9 @@ class CodexAdapter(Adapter):
             return True
         if name == "session_index.jsonl":  # `{id, thread_name, updated_at}` lines (Kimi Code has one too)
             head = head_of(path, 4096)
-            return not head.strip() or b'"thread_name"' in head or b'"id"' in head
+            if head.strip():
+                return b'"thread_name"' in head or b'"id"' in head
+            return _codex_home(path.parent)  # empty: told by what is beside it
         if not name.endswith(".jsonl") or name == "history.jsonl":
             return False
         if not explicit and claude_layout(path):

@@ -248,6 +248,21 @@ def test_the_session_index_is_kept_and_a_session_is_restored_into_a_home_that_ha
     assert not (tmp_path / "back" / "session_index.jsonl").exists()  # every session's, not this one's
 
 
+def test_an_empty_index_is_codex_s_only_in_a_codex_home(tmp_path):
+    """Codex took an empty session_index.jsonl as its own wherever it was, and a file found once keeps
+    its adapter: a Kimi Code home's index, empty at first, stayed Codex's."""
+    from threadloom.core.adapters.codex import CodexAdapter
+
+    kimi_home, codex_home = tmp_path / "kimi", tmp_path / "codex"
+    (kimi_home / "sessions" / "wd_app_0123456789ab").mkdir(parents=True)
+    (codex_home / "sessions" / "2026").mkdir(parents=True)
+    for home in (kimi_home, codex_home):
+        (home / "session_index.jsonl").write_bytes(b"")
+    codex = CodexAdapter()
+    assert not codex.claims(kimi_home / "session_index.jsonl")
+    assert codex.claims(codex_home / "session_index.jsonl")
+
+
 def test_a_session_s_folder_is_read_from_state_json_s_cwd_as_the_newer_kimi_writes_it(tmp_path):
     """agent-core-v2 writes the work dir to state.json as `cwd` (the older `workDir` no more): a
     session whose log names no folder had none."""
