@@ -151,11 +151,7 @@ def meaning_text(conn: sqlite3.Connection, q: ParsedQuery) -> str | None:
 def said_in_archive(conn: sqlite3.Connection, word: str) -> bool:
     """Whether the archive has `word` anywhere the search index reads (one FTS lookup, LIMIT 1): a
     real word the model splits ("rounding") is in what was written, a keyboard mash seldom is."""
-    match = search._fts_quote(word.lower())
-    return (
-        conn.execute("SELECT 1 FROM search_fts WHERE search_fts MATCH ? LIMIT 1", (match,)).fetchone()
-        is not None
-    )
+    return search.Vocabulary(conn).has_term(word.lower())
 
 
 def allowed_episodes(conn: sqlite3.Connection, q: ParsedQuery) -> NDArray[np.int64] | None:
