@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import orjson
@@ -533,8 +533,9 @@ def plan_tools(conn: sqlite3.Connection, session_id: str) -> frozenset[str]:
 
 def plan_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str, int]]:
     """(file id, stored path, size) of the plans kept for a session: in a `plans/` folder within the
-    session's own folder (Gemini CLI's `<id>/plans/`, Kimi Code's `<id>/agents/<agent>/plans/`); Claude Code's named by the session's slug (`plans/<slug>.md`), which
-    the records of its plan calls carry. Read where a session is opened or restored: the calls by
+    session's own folder (Gemini CLI's `<id>/plans/`, Kimi Code's `<id>/agents/<agent>/plans/`);
+    Claude Code's named by the session's slug (`plans/<slug>.md`), which the records of its plan
+    calls carry. Read where a session is opened or restored: the calls by
     their session's index and the side files' names, never the session's records."""
     slugs = [
         slug
@@ -547,10 +548,23 @@ def plan_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str
         if isinstance(slug, str) and slug
     ]
     ends = [f"/plans/{slug}.md" for slug in slugs]
-    return conn.execute(
+    found = conn.execute(
         "SELECT f.id, f.path, f.size FROM source_files f WHERE f.kind = 'side' AND ("
-        "instr(substr(f.path, instr(f.path, '/' || ?1 || '/')), '/plans/') > 0 AND instr(f.path, '/' || ?1 || '/') > 0 "
+        "(instr(f.path, '/' || ?1 || '/') > 0 AND instr(f.path, '/plans/') > 0) "
         "OR EXISTS (SELECT 1 FROM json_each(?2) j WHERE substr(f.path, -length(j.value)) = j.value)) "
         "ORDER BY f.path",
         (session_id, orjson.dumps(ends).decode()),
     ).fetchall()
+    # named by its slug, or a Markdown file right in a `plans/` folder below the session's folder
+    # (a background task named "plans" keeps its output in tasks/plans/: no plan)
+    mine = f"/{session_id}/"
+    return [
+        (file_id, path, size)
+        for file_id, path, size in found
+        if path.endswith(tuple(ends))
+        or (
+            path.endswith(".md")
+            and PurePosixPath(path).parent.name == "plans"
+            and "/plans/" in path[path.find(mine) + len(mine) - 1 :]
+        )
+    ]

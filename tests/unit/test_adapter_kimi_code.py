@@ -221,6 +221,23 @@ def test_a_plan_and_a_background_task_s_files_are_kept_with_their_session(tmp_pa
     assert "2. Round once, at the end" in capsys.readouterr().out
 
 
+def test_a_background_task_named_plans_is_no_plan(tmp_path):
+    """A plan is a Markdown file right in a `plans/` folder below its session: a task whose id is
+    `plans` (its output in tasks/plans/output.log) was listed as the session's plan."""
+    from threadloom.core.read.archive import plan_files
+
+    folder = kimi_code.planned_session(tmp_path)
+    (folder / "tasks" / "plans").mkdir()
+    (folder / "tasks" / "plans" / "output.log").write_text("a task's output\n")
+    (folder / "tasks" / "plans.json").write_text('{"id": "plans", "status": "done"}')
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".kimi-code")
+        assert [Path(p).name for _, p, _ in plan_files(conn, kimi_code.PLANNED)] == ["plan-7f3a.md"]
+    finally:
+        conn.close()
+
+
 def test_the_session_index_is_kept_and_a_session_is_restored_into_a_home_that_has_one(tmp_path):
     """`session_index.jsonl` (every session's folder and work dir by id; no titles) is where `kimi
     --session ID` looks a session up: never kept, a restored session could not be resumed. It is
