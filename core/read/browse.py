@@ -44,6 +44,7 @@ __all__ = [
     "abandoned_turns",
     "branch_seqs",
     "branches",
+    "call_subagents",
     "child_sessions",
     "compaction_segments",
     "rewind_seqs",
@@ -177,6 +178,37 @@ def child_sessions(
         (int(include_warmup), session_id, int(include_warmup)),
     )
     return _tree_sessions(cursor)
+
+
+def call_subagents(
+    conn: sqlite3.Connection, session_id: str, call_id: str, *, include_warmup: bool = False
+) -> list[SessionSummary]:
+    """The subagents one call of a session started (a swarm's several, `Adapter.swarm_tools`), in
+    the order they started, as the session tree lists them: each one's task (a swarm's item) is its
+    title."""
+    cursor = conn.execute(
+        _TREE_SELECT + " WHERE s.parent_session_id = ? AND s.tool_call_id = ? AND s.message_count > 0 "
+        "ORDER BY s.created_at, s.id",
+        (int(include_warmup), session_id, call_id),
+    )
+    return _tree_sessions(cursor)
+
+
+def _count_subagents(conn: sqlite3.Connection, session_id: str, calls: list[ToolCall]) -> None:
+    """Give each call of `calls` that started a subagent the number it started (`subagent_count`),
+    as `call_subagents` lists them."""
+    ids = [c.id for c in calls if c.child_session_id]
+    if not ids:
+        return
+    counts = dict(
+        conn.execute(
+            "SELECT tool_call_id, count(*) FROM agent_sessions WHERE parent_session_id = ? "
+            "AND message_count > 0 AND tool_call_id IN (SELECT value FROM json_each(?)) GROUP BY tool_call_id",
+            (session_id, orjson.dumps(ids).decode()),
+        ).fetchall()
+    )
+    for call in calls:
+        call.subagent_count = counts.get(call.id, 0)
 
 
 def get_node(
@@ -451,6 +483,9 @@ def message_page(
         return out
     by_entry = {m.entry_id: m for m in out}
     attach_tool_calls(conn, session_id, by_entry, "entry_id, tool_number")
+    if adapter is not None and adapter.swarm_tools:  # a call that may have started several subagents
+        swarms = [c for m in out for c in m.tool_calls if c.name in adapter.swarm_tools]
+        _count_subagents(conn, session_id, swarms)
     attach_hooks(conn, session_id, out)
     ids = sorted({m.message_id for m in out if m.message_id})
     if ids:

@@ -559,6 +559,9 @@ class ToolCall:
     result_entry_id: int | None = None  # the record the result came in
     entry_id: int | None = None  # the record the call was made in
     agent: str | None = None  # its session's agent (`source`), whose adapter says what the tool does
+    # the subagents a call of a tool that starts several at once (`Adapter.swarm_tools`) started,
+    # counted by the viewer's pages (`browse.message_page`); 0: not counted (one at most)
+    subagent_count: int = 0
 
     @property
     def duration_ms(self) -> int | None:

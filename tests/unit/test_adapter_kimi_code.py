@@ -12,6 +12,7 @@ from pathlib import Path
 from rich.console import Console
 from threadloom.core.insight.stats import refresh_pending
 from threadloom.core.present.render import render_session
+from threadloom.core.read import browse
 from threadloom.core.read.query import children_of, get_session, resolve_session
 from threadloom.core.store import db
 
@@ -150,6 +151,29 @@ def test_a_swarm_result_names_its_own_subagents_in_any_shape():
     for stored in (result, [{"type": "text", "text": result}]):
         assert adapter.spawned_agents(json.dumps(stored)) == ["agent-0", "agent-1"]
     assert adapter.spawned_agents(json.dumps({"no": "text"})) == [] and adapter.spawned_agents(None) == []
+
+
+def test_the_viewer_s_pages_count_a_swarm_s_subagents_and_list_them_by_item(tmp_path):
+    """The viewer read a call's `child_session_id` alone: an `AgentSwarm` call that started two
+    subagents looked like one that started one. Its page counts them, and `call_subagents` lists
+    them as the session tree does (each titled by its item); `Agent`'s call is not counted."""
+    kimi_code.swarm_session(tmp_path)
+    kimi_code.kimi_code_session(tmp_path)
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".kimi-code")
+        calls = [c for m in browse.message_page(conn, kimi_code.SWARM, 0, 99) for c in m.tool_calls]
+        assert [(c.name, c.subagent_count) for c in calls] == [("AgentSwarm", 2)]
+        listed = browse.call_subagents(conn, kimi_code.SWARM, "AgentSwarm_0")
+        assert [(s.id, s.title, s.agent_type) for s in listed] == [
+            (f"{kimi_code.SWARM}:agent-{n}", item, "explore") for n, item in enumerate(kimi_code.ITEMS)
+        ]
+        one = [c for m in browse.message_page(conn, kimi_code.SID, 0, 99) for c in m.tool_calls]
+        spawn = [c for c in one if c.name == "Agent"]
+        assert len(spawn) == 1 and spawn[0].child_session_id and spawn[0].subagent_count == 0
+        assert browse.call_subagents(conn, kimi_code.SWARM, "no-such-call") == []
+    finally:
+        conn.close()
 
 
 def test_a_swarm_s_subagents_read_before_its_result_are_linked_when_it_comes(tmp_path):
