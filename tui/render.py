@@ -284,7 +284,7 @@ def call_line(call: ToolCall, expanded: bool, width: int | None = None) -> Text:
     if call.duration_ms is not None:
         text.append(f" · {elapsed(call.duration_ms)}", style="dim")
     if spawn is not None and call.child_session_id:
-        hint = subagent_hint(spawn.agent_type, width - text.cell_len if width else None)
+        hint = subagent_hint(spawn.agent_type, width - text.cell_len if width else None, call.subagent_count)
         text.append(hint, style="#d787d7")
     over = text.cell_len - width if width else 0
     if over > 0 and gist_end - gist_at - over - 1 >= MIN_GIST:
@@ -292,14 +292,18 @@ def call_line(call: ToolCall, expanded: bool, width: int | None = None) -> Text:
     return text
 
 
-def subagent_hint(agent_type: str | None, room: int | None) -> str:
+def subagent_hint(agent_type: str | None, room: int | None, count: int = 1) -> str:
     """`  ↳ subagent general-purpose (Enter)`, or the longest shorter form that fits in `room`: the
     call's description is what tells three "Round 2: …" calls apart, so the hint gives way first
-    ("(Enter)", then the word "subagent", then the type), down to `  ↳`."""
+    ("(Enter)", then the word "subagent", then the type), down to `  ↳`. A call that started
+    `count` of them (a swarm) says how many: `  ↳ 3 subagents explore (Enter)`, down to `  ↳ 3`."""
     kind = f" {agent_type}" if agent_type else ""
-    forms = [f"  ↳ subagent{kind} (Enter)", f"  ↳ subagent{kind}"]
+    several = count > 1
+    what = f"{count} subagents" if several else "subagent"
+    forms = [f"  ↳ {what}{kind} (Enter)", f"  ↳ {what}{kind}"]
     if kind:
-        forms += [f"  ↳{kind}", "  ↳ subagent"]
+        forms += [f"  ↳ {count}{kind}" if several else f"  ↳{kind}", f"  ↳ {what}"]
+    forms += [f"  ↳ {count}"] if several else []
     forms.append("  ↳")
     if room is None:
         return forms[0]
