@@ -878,11 +878,32 @@ class BrowserScreen(Screen[None]):
 
     @on(MessageView.SubagentRequested)
     def _open_subagent(self, event: MessageView.SubagentRequested) -> None:
+        self.open_subagent(event.session_id)
+
+    def open_subagent(self, session_id: str) -> None:
+        """The subagent opened in the viewer; Esc comes back to the call under the cursor now."""
         view = self.query_one(MessageView)
         row = view.current_row()
         if view.session_id is not None:
             self.trail.append((view.session_id, row.seq if row is not None else 0))
-        self._follow_trail(event.session_id)
+        self._follow_trail(session_id)
+
+    @on(MessageView.SubagentsRequested)
+    def _choose_subagent(self, event: MessageView.SubagentsRequested) -> None:
+        """Enter on a call that started several subagents: the list of them; the one chosen opens
+        (if the viewer is still on that call's session)."""
+        from .subagents import SubagentsScreen
+
+        if self.conn is None:
+            return
+        view = self.query_one(MessageView)
+
+        def chosen(session_id: str | None) -> None:
+            if session_id is not None and view.session_id == event.session_id:
+                self.open_subagent(session_id)
+
+        screen = SubagentsScreen(self.conn, event.session_id, event.call_id, event.title, self.now)
+        self.app.push_screen(screen, chosen)
 
     def go_back(self) -> None:
         """Esc (or Backspace) in a subagent opened from its Task call: back to that call."""

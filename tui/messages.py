@@ -29,13 +29,14 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 
-from ..core.adapters import tool_group
+from ..core.adapters import spawned, tool_group
 from ..core.adapters.base import ImageRef
 from ..core.base import markup
 from ..core.base.text import one_line, printable
 from ..core.insight import memory
 from ..core.read import images
 from ..core.read.browse import MessageRow
+from ..core.read.calls import call_params
 from ..core.read.side_files import PersistedOutput
 from . import images as tui_images
 from . import render, workers
@@ -186,6 +187,13 @@ class MessageView(SessionView, can_focus=True):
         def __init__(self, session_id: str) -> None:
             super().__init__()
             self.session_id = session_id
+
+    class SubagentsRequested(Message):
+        """Enter on a call that started several subagents at once (a swarm): the app offers them."""
+
+        def __init__(self, session_id: str, call_id: str, title: str) -> None:
+            super().__init__()
+            self.session_id, self.call_id, self.title = session_id, call_id, title
 
     class OutputRequested(Message):
         """`o` on a tool call whose whole output the agent saved to a side file: show all of it."""
@@ -818,7 +826,12 @@ class MessageView(SessionView, can_focus=True):
             return
         call = block.call
         if call is not None and tool_group(call.agent, call.name) == "spawn" and call.child_session_id:
-            self.post_message(self.SubagentRequested(call.child_session_id))
+            if call.subagent_count > 1 and self.session_id is not None:  # a swarm's: which one
+                spawn = spawned(call.agent, call.name, call_params(call))
+                title = f"{call.name} · {spawn.description}" if spawn and spawn.description else call.name
+                self.post_message(self.SubagentsRequested(self.session_id, call.id, title))
+            else:
+                self.post_message(self.SubagentRequested(call.child_session_id))
             return
         self._toggle(block)
 

@@ -296,14 +296,16 @@ def subagent_hint(agent_type: str | None, room: int | None, count: int = 1) -> s
     """`  ↳ subagent general-purpose (Enter)`, or the longest shorter form that fits in `room`: the
     call's description is what tells three "Round 2: …" calls apart, so the hint gives way first
     ("(Enter)", then the word "subagent", then the type), down to `  ↳`. A call that started
-    `count` of them (a swarm) says how many: `  ↳ 3 subagents explore (Enter)`, down to `  ↳ 3`."""
+    `count` of them (a swarm) says how many: `  ↳ 3 subagents explore (Enter)`, the count kept
+    longest (`  ↳ 3 subagents`, `  ↳ 3`)."""
     kind = f" {agent_type}" if agent_type else ""
-    several = count > 1
-    what = f"{count} subagents" if several else "subagent"
-    forms = [f"  ↳ {what}{kind} (Enter)", f"  ↳ {what}{kind}"]
-    if kind:
-        forms += [f"  ↳ {count}{kind}" if several else f"  ↳{kind}", f"  ↳ {what}"]
-    forms += [f"  ↳ {count}"] if several else []
+    if count > 1:  # the count stays longest: "↳ 3 explore" would read as one subagent's type
+        what = f"{count} subagents"
+        forms = [f"  ↳ {what}{kind} (Enter)", f"  ↳ {what}{kind}", f"  ↳ {what}", f"  ↳ {count}"]
+    else:
+        forms = [f"  ↳ subagent{kind} (Enter)", f"  ↳ subagent{kind}"]
+        if kind:
+            forms += [f"  ↳{kind}", "  ↳ subagent"]
     forms.append("  ↳")
     if room is None:
         return forms[0]

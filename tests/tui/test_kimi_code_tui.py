@@ -6,15 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from textual.widget import Widget
 from threadloom.core.read.browse import MessageRow
 from threadloom.core.read.query import get_session
 from threadloom.core.store import db
 from threadloom.tui.message_draw import Canvas, MessageDrawer
 from threadloom.tui.message_state import PAGE, MessageState
+from threadloom.tui.messages import MessageView
 from threadloom.tui.render import subagent_hint
+from threadloom.tui.subagents import SubagentList, SubagentsScreen
 
 from tests.builders import kimi_code
 from tests.support import ingest
+from tests.tui_support import cursor_to_tool, ingested_db, make_app, run_test, until
 
 
 def drawn(tmp_path: Path, sid: str, width: int = 100) -> list[str]:
@@ -66,7 +70,56 @@ def test_a_swarm_s_call_says_how_many_subagents_it_started(tmp_path: Path) -> No
     assert [subagent_hint("explore", room, 12) for room in (40, 28, 20, 8, 3)] == [
         "  ↳ 12 subagents explore (Enter)",
         "  ↳ 12 subagents explore",
-        "  ↳ 12 explore",
+        "  ↳ 12 subagents",
         "  ↳ 12",
         "  ↳",
     ]
+
+
+def screen_lines(widget: Widget) -> list[str]:
+    return [widget.render_line(y).text.rstrip() for y in range(widget.scrollable_content_region.height)]
+
+
+async def test_enter_on_a_swarm_s_call_offers_its_subagents_and_esc_comes_back_to_it(tmp_path: Path) -> None:
+    """Enter on an `AgentSwarm` call opened its first subagent only: the second was nowhere but in
+    the session tree. Enter lists them, each named by its item as the tree names it; the one chosen
+    opens, and Esc there comes back to the call. Esc in the list opens none; `Agent`'s call, which
+    started one, opens it at once, as before."""
+    kimi_code.swarm_session(tmp_path)
+    kimi_code.kimi_code_session(tmp_path)
+    app = make_app(ingested_db(tmp_path, tmp_path / ".kimi-code"))
+    swarm = kimi_code.SWARM
+    async with run_test(app, size=(120, 36)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(swarm)
+        view = app.query_one(MessageView)
+        await until(pilot, lambda: view.session_id == swarm)
+        view.focus()
+        await cursor_to_tool(pilot, "AgentSwarm")
+        call_seq = view.current_row().seq
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, SubagentsScreen))
+        listing = app.screen.query_one(SubagentList)
+        await pilot.pause()
+        rows = [line.strip(" │╭╮╰╯─") for line in screen_lines(listing)]
+        assert [row.split()[:3] for row in rows if row] == [
+            ["⚙", item, "explore"] for item in kimi_code.ITEMS
+        ]
+        assert "AgentSwarm · review modules · 2 subagents" in str(listing.border_title)
+        await pilot.press("escape")  # none chosen: the viewer stays on the call
+        await until(pilot, lambda: not isinstance(app.screen, SubagentsScreen))
+        assert view.session_id == swarm and not app.browser.trail
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, SubagentsScreen))
+        await pilot.press("down", "enter")  # the second: tax.py's
+        await until(pilot, lambda: view.session_id == f"{swarm}:agent-1")
+        await pilot.press("escape")
+        await until(pilot, lambda: view.session_id == swarm)
+        await until(pilot, lambda: view.current_row().seq == call_seq)
+        app.browser.jump_to_session(kimi_code.SID)
+        await until(pilot, lambda: view.session_id == kimi_code.SID)
+        view.focus()
+        await cursor_to_tool(pilot, "Agent")
+        await pilot.press("enter")
+        await until(pilot, lambda: view.session_id == f"{kimi_code.SID}:agent-0")
+        assert not isinstance(app.screen, SubagentsScreen)
