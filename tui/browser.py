@@ -851,9 +851,10 @@ class BrowserScreen(Screen[None]):
 
     def session_grew(self, session_id: str) -> None:
         """The live session's file was read further: the view shows what came (if still open)."""
-        if self.conn is None:
+        views = self.query(MessageView)
+        if self.conn is None or not views:  # none: the app is quitting, its screen taken down
             return
-        view = self.query_one(MessageView)
+        view = views.first()
         if self.whole_session_open != session_id or view.session_id != session_id:
             return
         node = browse.get_node(self.conn, session_id, include_warmup=True)

@@ -2977,3 +2977,15 @@ async def test_an_edit_whose_input_is_nested_hundreds_deep_does_not_stop_the_ing
             n.title for n in app._notifications
         ]
         assert app.query_one(ProjectList).border_title == "Projects (5)"
+
+
+async def test_a_follow_that_lands_while_the_app_quits_is_let_go(demo_db: Path) -> None:
+    """The follow timer fired while the app was quitting, its screen's panes already taken down:
+    `session_grew` asked for the message pane and the app stopped on NoMatches (the torture test
+    saw it once, on its way out)."""
+    app = make_app(demo_db)
+    async with run_test(app, size=(140, 40)) as pilot:
+        sid = await open_checkout(pilot, app)
+        browser = app.browser
+    assert not browser.query(MessageView)  # the app has quit: its panes are gone
+    browser.session_grew(sid)  # as the timer's last call on the way out
