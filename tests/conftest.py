@@ -118,7 +118,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Never read the developer's real ~/.claude, ~/.codex or ~/.gemini (an ingest of the default
+    """Never read the developer's real agent folders (~/.claude, ~/.codex, ~/.gemini, ~/.kimi-code, …: an ingest of the default
     folders would take what is there: a Gemini CLI run anywhere on the machine writes its
     projects.json), nor write the real database."""
     for name, value in isolated(tmp_path).items():  # nor their settings (tests/support.py)

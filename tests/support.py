@@ -349,6 +349,9 @@ def isolated(root: Path) -> dict[str, str]:
     nor the real database or settings. For a process a module's fixture starts (before any test's
     are set), to build what its tests then share as each of them would have built it."""
     return {
+        # every agent read from the home's folders (Kimi Code's ~/.kimi-code, Qwen's, pi's, Droid's,
+        # OpenCode's, …) finds none of the developer's own: only these three have variables of their own
+        "HOME": str(root / "home"),
         "CLAUDE_CONFIG_DIR": str(root / "no-claude-here"),
         "CODEX_HOME": str(root / "no-codex-here"),
         "GEMINI_CLI_HOME": str(root / "no-gemini-here"),
