@@ -772,7 +772,20 @@ def shown_secrets(data: bytes, fmt: str, fields: list[Field]) -> int:
     return sum(all(part in seen for part in p.parts) for f in fields for p in f.planted)
 
 
+_EXPORTS: dict[tuple[Path, str, str, tuple[str, ...]], tuple[bytes, str]] = {}
+
+
 def _export(root: Path, sid: str, fmt: str, *extra: str) -> tuple[bytes, str]:
+    """What `threadloom export` wrote and said, made once a worker for each session, format and
+    options: the leak test and the look-alike test read the same redacted export, the leak test and
+    the test without --redact the same plain JSON (the module's archive is never changed)."""
+    key = (root, sid, fmt, extra)
+    if key not in _EXPORTS:
+        _EXPORTS[key] = _run_export(root, sid, fmt, *extra)
+    return _EXPORTS[key]
+
+
+def _run_export(root: Path, sid: str, fmt: str, *extra: str) -> tuple[bytes, str]:
     out = root / f"export-{sid[:8]}.{fmt}"
     done = subprocess.run(
         [
