@@ -431,6 +431,7 @@ def render_messages(
                     render_session(
                         console, conn, child, expand_subagents=True, indent=indent + 4, markdown=markdown
                     )
+                    response = None  # what its response says next is under a header again, not the child's
         _print_hooks(console, msg, indent)
         if msg.content or msg.tool_calls or msg.images or any(not run.before for run in msg.hooks):
             console.print()

@@ -92,6 +92,16 @@ def shown(tmp_path, sid: str) -> str:
     return out.getvalue()
 
 
+def test_a_reply_s_text_after_a_subagent_s_transcript_has_its_header_again(tmp_path):
+    """One response's records go on under its first header, but not past a subagent's transcript
+    printed under its call: "Done." read as the subagent's last words, four columns out."""
+    kimi_code.kimi_code_session(tmp_path)
+    lines = shown(tmp_path, kimi_code.SID).splitlines()
+    done = next(n for n, line in enumerate(lines) if line.strip() == "Done.")
+    header = next(line for line in reversed(lines[:done]) if line.strip())
+    assert header.startswith("assistant ") and lines[done].startswith("  Done."), lines[done - 3 : done + 1]
+
+
 def test_an_undo_and_a_cleared_context_are_shown_where_they_happened(tmp_path):
     """`context.undo` (`/undo` withdrew the last prompt) and `context.clear` were kept as events no
     one saw: the prompt asked again read as a second thought, and nothing told that the model
@@ -208,7 +218,8 @@ def test_a_step_s_thinking_and_text_are_printed_as_one_reply(tmp_path):
     lines = [line.strip() for line in shown(tmp_path, kimi_code.SID).splitlines() if line.strip()]
     thinking = lines.index("(thinking) look at cart.py")
     assert lines[thinking - 1].startswith("assistant ") and lines[thinking + 1] == "Fixing it."
-    assert sum(line.startswith("assistant ") for line in lines) == 3  # the two steps', the subagent's
+    # the two steps', the subagent's, and the second step's again after the subagent's transcript
+    assert sum(line.startswith("assistant ") for line in lines) == 4
 
 
 def test_a_plan_and_a_background_task_s_files_are_kept_with_their_session(tmp_path, capsys):
