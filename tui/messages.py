@@ -64,7 +64,7 @@ class MessageView(SessionView, can_focus=True):
             "activate",
             "Open",
             id="messages.activate",
-            tooltip="Expand the tool call, thinking or text under the cursor; open a subagent",
+            tooltip="Expand the tool call, thinking or text under the cursor; open a subagent (choose one of several)",
         ),
         Binding("right,l", "expand", "Expand", show=False, id="messages.expand"),
         Binding("left,h", "collapse", "Collapse", show=False, id="messages.collapse"),
