@@ -87,11 +87,6 @@ class MarkScreen(ModalScreen[str | None]):
 class BookmarksScreen(ModalScreen[tuple[str, int | None] | None]):
     """The bookmarks, newest first; Enter opens one (its session, at its message)."""
 
-    DEFAULT_CSS = """
-    BookmarksScreen { align: center middle; background: $background 60%; }
-    #bookmarks-list { width: 110; max-width: 95%; height: auto; max-height: 90%; border: round $accent;
-                      background: $surface; padding: 0 1; }
-    """
     BINDINGS = [Binding("escape,q,B", "dismiss_none", "Close", id="bookmarks.close")]
 
     def __init__(self, conn: sqlite3.Connection) -> None:

@@ -69,21 +69,6 @@ def fit_line(line: Text, width: int) -> Text:
 class SignalsScreen(ModalScreen[int | None]):
     """Dismissed with the seq of the chosen evidence, or None."""
 
-    DEFAULT_CSS = """
-    SignalsScreen {
-        align: center middle;
-        background: $background 60%;
-    }
-    #signals-list {
-        width: 110;
-        max-width: 95%;
-        height: auto;
-        max-height: 90%;
-        border: round $accent;
-        background: $surface;
-        padding: 0 1;
-    }
-    """
     BINDINGS = [Binding("escape,q", "dismiss_none", "Close", id="signals.close")]
 
     def __init__(self, conn: sqlite3.Connection, session_id: str) -> None:

@@ -72,21 +72,6 @@ class SubagentList(OptionList):
 class SubagentsScreen(ModalScreen[str | None]):
     """Dismissed with the id of the subagent chosen, or None."""
 
-    DEFAULT_CSS = """
-    SubagentsScreen {
-        align: center middle;
-        background: $background 60%;
-    }
-    #subagents-list {
-        width: 110;
-        max-width: 95%;
-        height: auto;
-        max-height: 90%;
-        border: round $accent;
-        background: $surface;
-        padding: 0 1;
-    }
-    """
     BINDINGS = [
         Binding("escape,q", "dismiss_none", "Close", id="subagents.close"),
         Binding(
