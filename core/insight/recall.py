@@ -137,9 +137,10 @@ def meaning_text(conn: sqlite3.Connection, q: ParsedQuery) -> str | None:
     random letters) is an average of letter fragments, and the turns nearest it share letters
     ("zzqv" a prompt about "TZ", "hjkl" one saying "h") at cosines a real query's turn has too
     (0.2 to 0.36, where bench/recall's answers sit at 0.22 to 0.76): no floor on the cosine, fixed or
-    relative to the archive's, tells them apart. A word counts when the model has it whole or a
-    conversation used it (a name the model splits, "deepseek"); a query with none is not searched
-    by meaning. Stop words count only in a query of nothing else, as the word search has it."""
+    relative to the archive's, tells them apart. A word counts when the model reads it as one
+    (`embed.is_word`) or the archive holds it (a name the model splits, "deepseek"); a query of
+    words none of which counts is not searched by meaning. Stop words count only in a query of
+    nothing else, as the word search has it (filters alone never come here: `search_recall`)."""
     text = search_text(q)
     words = search.WORD.findall(text)
     meaningful = [w for w in words if w.lower() not in search.STOP_WORDS] or words
