@@ -221,10 +221,10 @@ class ContinueAdapter(Adapter):
             out.is_message = out.is_prompt = text is not None
         elif role == "assistant":
             out.role, out.content, out.message_id = "assistant", text, out.uuid
-            out.model = _model_of(item)
+            usage = as_dict(message.get("usage"))
+            out.model = _model_of(item) or as_str(usage.get("model"))
             out.thinking = as_str(reasoning.get("text")) or None
             self._calls(out, message, item, st)
-            usage = as_dict(message.get("usage"))
             if usage:
                 st["usage"] = True
                 out.usage = _usage(f"{AGENT}:{out.uuid}", usage)
@@ -359,16 +359,18 @@ def _text(content: Any) -> str | None:
 
 def _usage(key: str, usage: dict[str, Any]) -> Usage:
     """Continue's `Usage`: `promptTokens` counts cached tokens in OpenAI's answers (no
-    `cacheWriteTokens` then) and leaves them out in Anthropic's (which sets it)."""
-    details = as_dict(usage.get("promptTokensDetails"))
-    prompt, cached = safe_int(usage.get("promptTokens")), safe_int(details.get("cachedTokens"))
+    `cacheWriteTokens` then) and leaves them out in Anthropic's (which sets it). `cn` of 2026 keeps
+    a reply's usage as the provider sent it, in snake_case (`prompt_tokens`, `cached_tokens`)."""
+    details = as_dict(usage.get("promptTokensDetails") or usage.get("prompt_tokens_details"))
+    prompt = safe_int(usage.get("promptTokens", usage.get("prompt_tokens")))
+    cached = safe_int(details.get("cachedTokens", details.get("cached_tokens")))
     if "cacheWriteTokens" not in details:
         prompt = max(0, prompt - cached)
     return Usage(
         key,
         None,
         input_tokens=prompt,
-        output_tokens=safe_int(usage.get("completionTokens")),
+        output_tokens=safe_int(usage.get("completionTokens", usage.get("completion_tokens"))),
         cache_creation_tokens=safe_int(details.get("cacheWriteTokens")),
         cache_read_tokens=cached,
     )

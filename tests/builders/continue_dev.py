@@ -109,3 +109,42 @@ def continue_sessions(root: Path) -> Path:
     ]
     (folder / "sessions.json").write_text(json.dumps(listed, indent=2))
     return folder
+
+
+WIRE_SID = "2f4e6a80-1c3b-4d5e-9f70-a1b2c3d4e5f6"
+
+
+def continue_cli_wire_usage(root: Path) -> Path:
+    """A `cn` session of 2026 whose replies keep the provider's own usage (snake_case, with the
+    model and rounded cents) and whose running totals disagree with their sum."""
+    folder = root / ".continue" / "sessions"
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def reply(text: str, prompt: int, completion: int, calls: list[dict] | None = None) -> dict:
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "model": "gemini-2.5-pro",
+            "cost_cents": 1,
+        }
+        message: dict = {"role": "assistant", "content": text, "usage": usage}
+        if calls:
+            message["toolCalls"] = calls
+        return {"message": message, "contextItems": []}
+
+    history = [
+        {"message": {"role": "user", "content": "list the files"}, "contextItems": [], "editorState": {}},
+        reply("", 2000, 15, [call("c1", "Bash", {"command": "ls"})]),
+        {"message": {"role": "tool", "content": "a.py", "toolCallId": "c1"}, "contextItems": []},
+        reply("One file: a.py.", 2500, 30),
+    ]
+    session = {
+        "sessionId": WIRE_SID,
+        "title": "Files",
+        "workspaceDirectory": "/home/dev/api",
+        "history": history,
+        "usage": {"totalCost": 0.5, "promptTokens": 100, "completionTokens": 5},
+    }
+    (folder / f"{WIRE_SID}.json").write_text(json.dumps(session, indent=2))
+    return folder

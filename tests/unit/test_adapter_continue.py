@@ -13,7 +13,14 @@ from threadloom.core.insight.stats import refresh_pending
 from threadloom.core.read.query import messages
 from threadloom.core.store import db
 
-from tests.builders.continue_dev import CLI_SID, CWD, SID, continue_sessions
+from tests.builders.continue_dev import (
+    CLI_SID,
+    CWD,
+    SID,
+    WIRE_SID,
+    continue_cli_wire_usage,
+    continue_sessions,
+)
 from tests.support import ingest, run_printed, stored_bytes
 
 
@@ -110,3 +117,20 @@ def test_the_model_of_a_session_saved_without_chat_model_title(tmp_path):
         conn.close()
     assert model == "qwen/qwen3-235b-a22b"  # the latest reply's
     assert replies == ["Qwen3 235b", "qwen/qwen3-235b-a22b"]
+
+
+def test_replies_keeping_the_provider_s_usage_are_counted(tmp_path):
+    """`cn` of 2026 keeps each reply's usage as the provider sent it (prompt_tokens, completion_tokens,
+    its model): a real session of 7.3 M tokens and $7.34 read 0 tokens, no model and no cost."""
+    continue_cli_wire_usage(tmp_path)
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".continue")
+        row = conn.execute(
+            "SELECT input_tokens, output_tokens, model FROM agent_sessions WHERE id = ?", (WIRE_SID,)
+        ).fetchone()
+        replies = [m.model for m in messages(conn, WIRE_SID) if m.role == "assistant"]
+    finally:
+        conn.close()
+    assert tuple(row) == (4500, 45, "gemini-2.5-pro")  # the replies', not the totals again
+    assert replies == ["gemini-2.5-pro", "gemini-2.5-pro"]
