@@ -1173,9 +1173,10 @@ def slug_of(folder: str) -> str:
 
 
 def _folder_of_slug(slug: str, calls: list[ToolUse]) -> str | None:
-    """The folder named `slug` that a path in these calls' inputs lies in (the longest such, as
-    written); None when no path does. Only a folder whose name gives back the slug itself is
-    taken: the slug alone cannot tell `a-b` from `a/b`."""
+    """The folder named `slug` that a path in these calls' inputs lies in (as written); None when
+    no path does. Only a folder whose name gives back the slug itself is taken: the slug alone
+    cannot tell `a-b` from `a/b`. The shortest such: a folder below it named by punctuation alone
+    (`!`, `_`) gives back the same slug, and is a folder of the project, not the project."""
     wanted = slug.lower()
     for use in calls:
         try:
@@ -1188,7 +1189,7 @@ def _folder_of_slug(slug: str, calls: list[ToolUse]) -> str | None:
                 continue
             sep = "\\" if value[1:3] == ":\\" else "/"
             parts = value.split(sep)
-            for end in range(len(parts), 0, -1):
+            for end in range(1, len(parts) + 1):
                 folder = sep.join(parts[:end])
                 if slug_of(folder).lower() == wanted:
                     return folder

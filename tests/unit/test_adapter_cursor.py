@@ -578,6 +578,13 @@ def test_cursor_agent_3_prompts_carry_their_local_time(conn, tmp_path):
             r"C:\Users\dev\Documents\IDAHO-VAULT\agent.sh",
             r"C:\Users\dev\Documents\IDAHO-VAULT",
         ),
+        # a folder named by punctuation alone (`!`) adds nothing to a slug: not the project itself
+        (
+            "c-Users-dev-Documents-IDAHO-VAULT",
+            r"C:\Users\dev\Documents\IDAHO-VAULT\!\README 1.md",
+            r"C:\Users\dev\Documents\IDAHO-VAULT",
+        ),
+        ("home-dev-my-app", "/home/dev/my-app/_/notes.md", "/home/dev/my-app"),
         ("home-dev-my-app", "/home/dev/my-app/src/app.py", "/home/dev/my-app"),
         ("home-dev-other", "/home/dev/my-app/src/app.py", None),  # no path in its folder: none guessed
     ],
