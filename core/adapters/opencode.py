@@ -85,7 +85,9 @@ from .walk import walk
 
 AGENT = "opencode"
 Loader = Callable[[Path], dict[str, Any]]  # a storage file's JSON object, by its path
-Facts = tuple[str | None, str | None, int | None, str | None]  # a message's session, role, time, id
+Facts = tuple[
+    str | None, str | None, int | None, str | None, str | None
+]  # a message's session, role, time, id, model
 WHOLE = frozenset({()})
 PART_TYPES = frozenset(
     {
@@ -247,10 +249,13 @@ def part_record(
     sid: str | None,
     role: str | None,
     message_ms: int | None = None,
+    model: str | None = None,
 ) -> Record:
     """A part, timed by its own `time` or else by its message's (`message_ms`): a user's text part
     has no time of its own, and its prompt was shown with none. A tool part is not: its call and
-    result are one record, and the message's time on both would be read as a call of 0 s."""
+    result are one record, and the message's time on both would be read as a call of 0 s. An
+    assistant's part is its message's model's (`model`): a part names none, and a session that
+    switched models showed every reply with none."""
     ptype = as_str(p.get("type"))
     out = Record(
         entry_type="part",
@@ -266,6 +271,8 @@ def part_record(
     out.timestamp = epoch_ms(time.get("start") or time.get("created"))
     if out.timestamp is None and ptype != "tool":
         out.timestamp = message_ms
+    if role == "assistant":
+        out.model = model
     if ptype == "text":
         out.content = as_str(p.get("text")) or None
         if p.get("synthetic"):
@@ -475,7 +482,7 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
             return {}
 
     def _message_facts(self, path: Path, load: Loader | None = None) -> Facts:
-        """(session, role, time created, id) of a message file: read once from the disk (kept for
+        """(session, role, time created, id, model) of a message file: read once from the disk (kept for
         its parts' look-up), or as `load` gives it."""
         if load is not None:
             return _facts(path, load(path))
@@ -506,8 +513,8 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
             out = message_record(obj, as_str(obj.get("id")) or stem, sid)
         else:
             mid = as_str(obj.get("messageID")) or (path.parent.name if path.parent.name != "part" else None)
-            sid, role, message_ms = self._message_of(path, mid, as_str(obj.get("sessionID")))
-            out = part_record(obj, as_str(obj.get("id")) or stem, mid, sid, role, message_ms)
+            sid, role, message_ms, model = self._message_of(path, mid, as_str(obj.get("sessionID")))
+            out = part_record(obj, as_str(obj.get("id")) or stem, mid, sid, role, message_ms, model)
         ctx.state["sid"] = out.session_id
         return out
 
@@ -525,13 +532,13 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
 
     def _message_of(
         self, part: Path, mid: str | None, sid: str | None
-    ) -> tuple[str | None, str | None, int | None]:
-        """(session, role, time) of a part's message, read from the message's own file."""
+    ) -> tuple[str | None, str | None, int | None, str | None]:
+        """(session, role, time, model) of a part's message, read from the message's own file."""
         if mid is None:
-            return sid, None, None
+            return sid, None, None, None
         root = storage_root(part)
         if root is None:
-            return sid, None, None
+            return sid, None, None, None
         message_dir = root / "message"
         # the ids name a file only when they are plain names: "../.." or 300 characters from a log
         # would look outside the storage folder, or fail on a name too long
@@ -547,9 +554,9 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
                     self._missing.setdefault(str(root), set()).add(mid)
             candidate = index.get(mid)
         if candidate is None:
-            return sid, None, None
-        found_sid, role, message_ms, _ = self._message_facts(candidate)
-        return sid or found_sid, role, message_ms
+            return sid, None, None, None
+        found_sid, role, message_ms, _, model = self._message_facts(candidate)
+        return sid or found_sid, role, message_ms, model
 
 
 def _in_time_order(messages: list[Path], facts: dict[Path, Facts]) -> list[Path]:
@@ -579,12 +586,13 @@ def _object_of(data: bytes | None) -> dict[str, Any]:
 
 
 def _facts(path: Path, data: dict[str, Any]) -> Facts:
-    """(session, role, time created, id) of the message file at `path` holding `data`."""
+    """(session, role, time created, id, model) of the message file at `path` holding `data`."""
     return (
         as_str(data.get("sessionID")) or path.parent.name,
         as_str(data.get("role")),
         epoch_ms(as_dict(data.get("time")).get("created")),
         as_str(data.get("id")),
+        as_str(data.get("modelID")) or as_str(as_dict(data.get("model")).get("modelID")),
     )
 
 
@@ -695,10 +703,12 @@ class OpenCodeDbAdapter(SqliteSource, OpenCodeCommands):
             out = message_record(obj, mid, sid)
             st.setdefault("roles", {})[mid] = out.role
             st.setdefault("times", {})[mid] = out.timestamp or epoch_ms(row.get("time_created"))
+            st.setdefault("models", {})[mid] = out.model
             return out
         mid = as_str(row.get("message_id"))
         message_ms = st.get("times", {}).get(mid)
-        return part_record(obj, as_str(row.get("id")), mid, sid, st.get("roles", {}).get(mid), message_ms)
+        role, model = st.get("roles", {}).get(mid), st.get("models", {}).get(mid)
+        return part_record(obj, as_str(row.get("id")), mid, sid, role, message_ms, model)
 
 
 def _plain_name(value: str) -> bool:

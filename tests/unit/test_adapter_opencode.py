@@ -521,3 +521,25 @@ def test_corpus_sessions_stored_in_name_order_read_in_order_after_an_upgrade(tmp
     ]
     old.close()
     new.close()
+
+
+@pytest.mark.parametrize("store", ["storage", "db"])
+def test_each_reply_names_its_own_model(conn, tmp_path, store):
+    """A reply's parts are what is shown, and only its message names the model: a real 2026 session
+    that switched from one model to another showed every reply with no model at all."""
+    switched = message("msg_04", "assistant", parentID="msg_03", modelID="kimi-k2.6")
+    if store == "storage":
+        source = tmp_path / "share" / "opencode" / "storage"
+        write_storage(source)
+        write_json(source / "message" / SID / "msg_04.json", switched)
+    else:
+        source = tmp_path / "share" / "opencode"
+        source.mkdir(parents=True)
+        db_conn = make_db(source / "opencode.db")
+        data = {k: v for k, v in switched.items() if k not in ("id", "sessionID")}
+        db_conn.execute("UPDATE message SET data = ? WHERE id = 'msg_04'", (json.dumps(data),))
+        db_conn.commit()
+        db_conn.close()
+    ingest(conn, source)
+    replies = [(m.content, m.model) for m in messages(conn, SID) if m.role == "assistant" and m.content]
+    assert replies == [("The rounding is wrong.", "claude-sonnet-4-5"), ("Added.", "kimi-k2.6")]
