@@ -583,7 +583,9 @@ class CodexAdapter(Adapter):
             else:
                 out.role = "system"
                 out.is_meta = True
-                out.is_message = True
+                # Codex's own instructions to the model (permissions, skills, collaboration mode),
+                # a tagged block a part: kept, not a message, as its injected user context is not
+                out.is_message = not _all_injected(p.get("content"))
         elif itype == "reasoning":
             out.role = "assistant"
             out.thinking = _reasoning_text(p)
@@ -1020,6 +1022,17 @@ def _usage_from(u: dict[str, Any], key: str) -> Usage:
         cache_creation_tokens=written,
         cache_read_tokens=cached,
     )
+
+
+def _all_injected(content: Any) -> bool:
+    """True when every text part of a ResponseItem's content is a block Codex injects."""
+    blocks = content if isinstance(content, list) else []
+    texts: list[str] = []
+    for block in blocks:
+        text = block.get("text") if isinstance(block, dict) else block
+        if isinstance(text, str) and text.strip():
+            texts.append(text)
+    return bool(texts) and all(is_injected(t) for t in texts)
 
 
 def _text_or_json(value: Any) -> str | None:

@@ -12,6 +12,7 @@ from threadloom.core.adapters import ADAPTERS
 from threadloom.core.adapters.codex import CodexAdapter
 from threadloom.core.ingest.pipeline import run_ingest
 from threadloom.core.read.archive import file_bytes
+from threadloom.core.read.query import messages
 from threadloom.core.store import db
 
 from tests.support import CORPUS, THREAD, Rollout, full_session, ingest, snapshot, usage
@@ -747,3 +748,35 @@ def test_a_call_named_inside_its_function_object_keeps_its_name(conn, home):
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     ingest(conn, home)
     assert [r[0] for r in conn.execute("SELECT tool_name FROM agent_tool_calls")] == ["translate"]
+
+
+def test_a_session_opened_and_left_without_a_prompt_holds_no_message(conn, home):
+    """Codex 0.9x-0.12x writes its instructions to the model as developer messages (permissions,
+    skills, collaboration mode), each part one tagged block: a session opened and closed with no
+    prompt was listed as '(untitled) · 1 message' (30 of 61 sessions of a real 2026 home)."""
+    blocks = [
+        "<permissions instructions>\nFilesystem sandboxing defines which files can be read.\n</permissions instructions>",
+        "<skills_instructions>\n## Skills\nA skill is a set of local instructions.\n</skills_instructions>",
+    ]
+    developer = {
+        "type": "message",
+        "role": "developer",
+        "content": [{"type": "input_text", "text": b} for b in blocks],
+    }
+    empty = Rollout(home, THREAD)
+    empty.meta()
+    empty.add("response_item", developer)
+    empty.write()
+    talked = Rollout(home, CHILD, day="2026/03/03")
+    talked.meta(id=CHILD)
+    talked.add("response_item", developer)
+    talked.context()
+    talked.prompt("list the files")
+    talked.say("Two files.")
+    talked.write()
+    ingest(conn, home)
+    assert session(conn, THREAD)["message_count"] == 0
+    assert [(m.role, m.content) for m in messages(conn, CHILD) if m.content] == [
+        ("user", "list the files"),
+        ("assistant", "Two files."),
+    ]
