@@ -26,6 +26,19 @@ accumulated_token_usage {prompt_tokens, completion_tokens, cache_read_tokens, ca
 …}}}}, …}`: the folder, the model and the conversation's running token and cost totals.
 
 Resume: `openhands --resume ID`, from the conversation's folder.
+
+The app before the SDK (OpenHands 0.x, its web GUI and server, through 2025) kept a conversation in
+`<file store>/sessions/<id, 32 hex digits>/` (`~/.openhands/sessions` for a local or docker run):
+`metadata.json {conversation_id, title, selected_repository, selected_branch, trigger, created_at,
+last_updated_at, llm_model, accumulated_cost, prompt_tokens, completion_tokens, total_tokens}` and
+`events/<id>.json`, one event a file, `{id (0, 1, …), timestamp, source, message, action, args}` for
+an action (`message`, `run`, `read`, `edit`, `browse_interactive`, `call_tool_mcp`, `think`,
+`finish`, `system`, `recall`, `change_agent_state`, `condensation`, …) and `{…, observation, content,
+extras, cause (the action's id), success}` for an observation; a call the model made carries
+`tool_call_metadata {function_name, tool_call_id, model_response {id, model, usage}}`.
+`event_cache/<from>-<to>.json` repeats 25 events in one list, and `agent_state.pkl`,
+`conversation_stats.pkl` are Python pickles: none is read. Checked on a real 2025 file store (16
+conversations) in a public repository.
 """
 
 from __future__ import annotations
@@ -89,6 +102,21 @@ KINDS = frozenset(
     }
 )
 _COMPACTION = frozenset({"Condensation", "CondensationSummaryEvent"})
+# the 0.x app's file store (module docstring)
+APP_METADATA = "metadata.json"
+_APP_EVENT_NAME = re.compile(r"\d{1,9}\.json")
+_APP_SOURCE = re.compile(rb'"source":\s*"(?:user|agent|environment)"')
+# its events that are the app's own bookkeeping, not the conversation
+APP_QUIET_ACTIONS = frozenset({"recall", "change_agent_state"})
+APP_QUIET_OBSERVATIONS = frozenset({"agent_state_changed", "recall", "null", "condensation"})
+# its actions that say something rather than call a tool
+APP_SPEAKING_ACTIONS = frozenset({"message", "finish", "system", "condensation"})
+
+
+def openhands_app_sessions_dir() -> Path:
+    """Where the 0.x app kept its conversations when run on this machine (its file store's `sessions`)."""
+    base = os.environ.get("OPENHANDS_PERSISTENCE_DIR")
+    return (Path(base).expanduser() if base else Path.home() / ".openhands") / "sessions"
 
 
 def openhands_conversations_dir() -> Path:
@@ -102,6 +130,13 @@ def openhands_conversations_dir() -> Path:
 def event_index(path: Path) -> int | None:
     m = _EVENT_NAME.fullmatch(path.name)
     return int(m.group(1)) if m and path.parent.name == EVENTS else None
+
+
+def app_event_index(path: Path) -> int | None:
+    """The id of a 0.x app's event file (`events/<id>.json`); None for any other name."""
+    if path.parent.name != EVENTS or not _APP_EVENT_NAME.fullmatch(path.name):
+        return None
+    return int(path.name[: -len(".json")])
 
 
 def conversation_of(path: Path) -> str:
@@ -133,16 +168,23 @@ class OpenHandsAdapter(Adapter):
     todo_tools = frozenset({"task_tracker"})
 
     def default_roots(self) -> list[Path]:
-        return [openhands_conversations_dir()]
+        return [openhands_conversations_dir(), openhands_app_sessions_dir()]
 
     def claims(self, path: Path) -> bool:
         if path.name == BASE_STATE:
             head = head_of(path, 16384).removeprefix(BOM).lstrip()
             return head.startswith(b"{") and b'"agent"' in head and b'"workspace"' in head
-        if event_index(path) is None:
-            return False
-        head = head_of(path, 4096).removeprefix(BOM).lstrip()
-        return head.startswith(b"{") and b'"kind"' in head and b'"source"' in head
+        if path.name == APP_METADATA:
+            head = head_of(path, 4096).removeprefix(BOM).lstrip()
+            return head.startswith(b"{") and b'"conversation_id"' in head and b'"title"' in head
+        if event_index(path) is not None:
+            head = head_of(path, 4096).removeprefix(BOM).lstrip()
+            return head.startswith(b"{") and b'"kind"' in head and b'"source"' in head
+        if app_event_index(path) is not None:
+            head = head_of(path, 4096).removeprefix(BOM).lstrip()
+            # `action` or `observation` may come after a long `message` (the system prompt's)
+            return head.startswith(b"{") and _APP_SOURCE.search(head) is not None
+        return False
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if root.is_file():
@@ -155,13 +197,15 @@ class OpenHandsAdapter(Adapter):
             if folder.name == EVENTS:
                 continue  # read with its conversation's folder
             found: list[Path] = []
-            if BASE_STATE in filenames and self.claims(folder / BASE_STATE):
-                found.append(folder / BASE_STATE)
+            for state in (BASE_STATE, APP_METADATA):
+                if state in filenames and self.claims(folder / state):
+                    found.append(folder / state)
             if EVENTS in dirnames:
                 events = [
                     (index, folder / EVENTS / e.name)
                     for e in os.scandir(folder / EVENTS)
                     if (index := event_index(folder / EVENTS / e.name)) is not None
+                    or (index := app_event_index(folder / EVENTS / e.name)) is not None
                 ]
                 found += [p for _, p in sorted(events) if self.claims(p)]
             for path in found:
@@ -186,9 +230,103 @@ class OpenHandsAdapter(Adapter):
         out = Record(session_id=sid, session=info, parse_error=error)
         if ctx.path.name == BASE_STATE:
             self._state(out, obj, sid)
+        elif ctx.path.name == APP_METADATA:
+            self._app_metadata(out, obj, sid)
+        elif "kind" not in obj and ("action" in obj or "observation" in obj):
+            self._app_event(out, obj, sid)
         else:
             self._event(out, obj)
         return out
+
+    def _app_metadata(self, out: Record, obj: dict[str, Any], sid: str) -> None:
+        """The 0.x app's `metadata.json`: the title it gave, when, the model and its running totals."""
+        out.entry_type, out.is_meta = "metadata", True
+        out.timestamp = parse_iso_ms(obj.get("created_at"))
+        out.model = as_str(obj.get("llm_model"))
+        title = as_str(obj.get("title"))
+        if title:
+            out.entry_type, out.content, out.title = "ai-title", title, ("ai-title", title)
+        prompt, completion = safe_int(obj.get("prompt_tokens")), safe_int(obj.get("completion_tokens"))
+        cost = recorded_cost(obj.get("accumulated_cost"))
+        if prompt or completion or cost:
+            out.usage = Usage(f"{AGENT}:{sid}:metadata", None, prompt, completion, cost_usd=cost or None)
+
+    def _app_event(self, out: Record, obj: dict[str, Any], sid: str) -> None:
+        """An event of the 0.x app (module docstring): an action or the observation answering one.
+        A call and its result are joined by the action's id (`cause`), unique in a conversation
+        where the model's own call ids need not be."""
+        action, observation = as_str(obj.get("action")), as_str(obj.get("observation"))
+        args = as_dict(obj.get("args"))
+        source = as_str(obj.get("source"))
+        metadata = as_dict(obj.get("tool_call_metadata"))
+        response = as_dict(metadata.get("model_response"))
+        out.entry_type = action or f"observation:{observation}"
+        out.uuid = f"{sid}:{obj.get('id')}"
+        out.timestamp = parse_iso_ms(obj.get("timestamp"))
+        out.model = as_str(response.get("model"))
+        if action is not None:
+            out.known = True
+            if action in APP_QUIET_ACTIONS:
+                out.is_meta = True
+            elif action == "system":
+                out.role, out.is_meta, out.content = "system", True, as_str(args.get("content"))
+            elif action == "condensation":
+                out.is_meta = out.is_compaction = True
+                out.content = as_str(args.get("summary"))
+            elif action == "message" and source == "user":
+                out.role, out.content = "user", as_str(args.get("content"))
+                out.is_message = out.is_prompt = out.content is not None
+            elif action in ("message", "finish"):
+                out.role = "assistant"
+                out.content = as_str(args.get("content")) or as_str(args.get("final_thought"))
+                out.content = out.content or as_str(obj.get("message"))
+                out.message_id = as_str(response.get("id")) or out.uuid
+                out.is_message = out.content is not None
+            else:
+                self._app_call(out, obj, action, args, metadata, response)
+            return
+        out.known = observation is not None
+        cause = obj.get("cause")
+        if observation in APP_QUIET_OBSERVATIONS or observation is None:
+            out.is_meta = True
+        elif not isinstance(cause, int):
+            # an error the app met on its own (a call the model wrote wrong): said where it happened
+            out.role, out.is_message = "system", True
+            out.content = as_str(obj.get("content")) or as_str(obj.get("message"))
+        else:
+            out.role = "user"
+            content = as_str(obj.get("content"))
+            out.tool_text = content
+            exit_code = as_dict(as_dict(obj.get("extras")).get("metadata")).get("exit_code")
+            failed = (
+                observation == "error"
+                or obj.get("success") is False
+                or (isinstance(exit_code, int) and exit_code not in (0, -1))
+            )
+            status = "failed" if failed else "completed"
+            out.tool_results.append(ToolResult(f"{sid}:{cause}", json_text(content), status))
+            working = as_dict(as_dict(obj.get("extras")).get("metadata")).get("working_dir")
+            out.cwd = as_str(working)
+
+    def _app_call(
+        self,
+        out: Record,
+        obj: dict[str, Any],
+        action: str,
+        args: dict[str, Any],
+        metadata: dict[str, Any],
+        response: dict[str, Any],
+    ) -> None:
+        """A tool the model called (or the user ran): its words before the call, and the call."""
+        out.role, out.is_message = "assistant", True
+        out.content = as_str(args.get("thought")) or None
+        out.message_id = as_str(response.get("id")) or out.uuid
+        params = {
+            k: v for k, v in args.items() if k not in ("thought", "security_risk", "confirmation_state")
+        }
+        tool = ToolUse(out.uuid or "?", as_str(metadata.get("function_name")) or action, json_text(params))
+        out.tool_uses.append(tool)
+        out.tool_text = tool.input_json
 
     def _state(self, out: Record, obj: dict[str, Any], sid: str) -> None:
         out.entry_type, out.is_meta = "base_state", True

@@ -134,3 +134,134 @@ def openhands_conversation(root: Path) -> Path:
         (folder / "events" / name).write_text(json.dumps(event, separators=(",", ":")))
     (folder / "events" / ".eventlog.lock").write_text("")
     return folder
+
+
+APP_SID = "2a4c6e8f0b1d3f5a7c9e1b3d5f7a9c0e"
+
+
+APP_CWD = "/workspace/shop"
+
+
+def _app_call(n: int, action: str, function: str, args: dict, response: str) -> dict:
+    return {
+        "id": n,
+        "timestamp": f"2025-10-06T21:34:0{n}.000000",
+        "source": "agent",
+        "message": f"Running {action}",
+        "action": action,
+        "tool_call_metadata": {
+            "function_name": function,
+            "tool_call_id": "toolu_01",  # the model's ids repeat from one reply to the next
+            "model_response": {"id": response, "model": "deepseek/deepseek-v3.2-exp", "usage": {}},
+            "total_calls_in_response": 1,
+        },
+        "args": args,
+    }
+
+
+def _app_observation(n: int, cause: int, observation: str, content: str, **extra) -> dict:
+    return {
+        "id": n,
+        "timestamp": f"2025-10-06T21:34:0{n}.500000",
+        "source": "agent",
+        "message": content,
+        "cause": cause,
+        "observation": observation,
+        "content": content,
+        **extra,
+    }
+
+
+def openhands_app_session(root: Path) -> Path:
+    """A conversation of the 0.x app's file store (`sessions/<id>/`), as its GUI kept them in 2025."""
+    folder = root / ".openhands" / "sessions" / APP_SID
+    (folder / "events").mkdir(parents=True)
+    (folder / "event_cache").mkdir()
+    metadata = {
+        "conversation_id": APP_SID,
+        "selected_repository": "dev/shop",
+        "selected_branch": "main",
+        "git_provider": "github",
+        "title": "Cart total fix",
+        "last_updated_at": "2025-10-06T21:35:00.000000Z",
+        "trigger": "gui",
+        "created_at": "2025-10-06T21:33:00.000000Z",
+        "llm_model": None,
+        "accumulated_cost": 0.0,
+        "prompt_tokens": 5000,
+        "completion_tokens": 300,
+        "total_tokens": 5300,
+    }
+    (folder / "metadata.json").write_text(json.dumps(metadata))
+    state = {"agent_state": "running", "reason": ""}
+    edit = {
+        "command": "str_replace",
+        "path": f"{APP_CWD}/cart.py",
+        "old_str": "total = None",
+        "new_str": "total = 0",
+    }
+    events = [
+        {
+            "id": 0,
+            "timestamp": "2025-10-06T21:33:00.1",
+            "source": "environment",
+            "message": "",
+            "observation": "agent_state_changed",
+            "content": "",
+            "extras": state,
+        },
+        # a system prompt of many kilobytes: its `action` comes after the first 4 KB of the file
+        {
+            "id": 1,
+            "timestamp": "2025-10-06T21:33:01.0",
+            "source": "agent",
+            "message": "You are OpenHands agent. " * 300,
+            "action": "system",
+            "args": {"content": "You are OpenHands agent.", "tools": []},
+        },
+        {
+            "id": 2,
+            "timestamp": "2025-10-06T21:33:02.0",
+            "source": "user",
+            "message": "fix the cart total",
+            "action": "message",
+            "args": {"content": "fix the cart total", "image_urls": [], "wait_for_response": False},
+        },
+        {
+            "id": 3,
+            "timestamp": "2025-10-06T21:33:03.0",
+            "source": "user",
+            "message": "Retrieving content",
+            "action": "recall",
+            "args": {"recall_type": "workspace_context", "query": "fix the cart total"},
+        },
+        {
+            "id": 4,
+            "timestamp": "2025-10-06T21:33:04.0",
+            "source": "agent",
+            "message": "Missing required parameters",
+            "observation": "error",
+            "content": "Missing required parameters for function 'execute_bash'",
+            "extras": {},
+        },
+        _app_call(
+            5, "run", "execute_bash", {"command": "pytest -q", "thought": "Running the tests first."}, "r1"
+        ),
+        _app_observation(
+            6, 5, "run", "1 failed", extras={"metadata": {"exit_code": 1, "working_dir": APP_CWD}}
+        ),
+        _app_call(7, "edit", "str_replace_editor", {**edit, "thought": ""}, "r2"),
+        _app_observation(8, 7, "edit", "The file was edited", extras={"path": f"{APP_CWD}/cart.py"}),
+        {
+            "id": 9,
+            "timestamp": "2025-10-06T21:34:09.0",
+            "source": "agent",
+            "message": "All done.",
+            "action": "finish",
+            "args": {"final_thought": "Fixed the total.", "outputs": {}},
+        },
+    ]
+    for event in events:
+        (folder / "events" / f"{event['id']}.json").write_text(json.dumps(event))
+    (folder / "event_cache" / "0-25.json").write_text(json.dumps(events))
+    return folder

@@ -11,7 +11,7 @@ from threadloom.core.insight.stats import refresh_pending
 from threadloom.core.read.query import messages
 from threadloom.core.store import db
 
-from tests.builders.openhands import CWD, SID, openhands_conversation
+from tests.builders.openhands import APP_CWD, APP_SID, CWD, SID, openhands_app_session, openhands_conversation
 from tests.support import ingest, run_printed, stored_bytes
 
 
@@ -67,3 +67,43 @@ def test_an_openhands_conversation_resumes_with_its_own_command(tmp_path, fake_a
     assert run_printed(plan.command.split(" && ", 1)[1], fake_agents, sandbox) == [
         ["openhands", str(sandbox), "--resume", SID]
     ]
+
+
+def test_a_conversation_of_the_app_s_file_store_is_read(tmp_path):
+    """The 0.x app (its web GUI, through 2025) kept conversations as `sessions/<id>/metadata.json` and
+    `events/<n>.json`: none was read (a real file store of 16 conversations, 2,472 files, was all
+    'not a session document'). Its title, prompts, replies, calls joined to their results by the
+    action's id, an error it met, its tokens and the edits are read as OpenHands'."""
+    folder = openhands_app_session(tmp_path)
+    files = [folder / "metadata.json", *sorted((folder / "events").glob("*.json"))]
+    for path in files:
+        assert [a for a, adapter in ADAPTERS.items() if adapter.claims(path)] == ["openhands"], path
+    assert not any(adapter.claims(folder / "event_cache" / "0-25.json") for adapter in ADAPTERS.values())
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".openhands")
+        refresh_pending(conn)
+        for path in files:
+            assert stored_bytes(conn, path) == path.read_bytes()
+        row = conn.execute(
+            "SELECT source, title, project_path, model, input_tokens, output_tokens FROM agent_sessions "
+            "WHERE id = ?",
+            (APP_SID,),
+        ).fetchone()
+        assert tuple(row) == ("openhands", "Cart total fix", APP_CWD, "deepseek/deepseek-v3.2-exp", 5000, 300)
+        shown = messages(conn, APP_SID)
+        assert [(m.role, m.content) for m in shown if m.content] == [
+            ("user", "fix the cart total"),
+            ("system", "Missing required parameters for function 'execute_bash'"),
+            ("assistant", "Running the tests first."),
+            ("assistant", "Fixed the total."),
+        ]
+        assert [(c.name, c.status) for m in shown for c in m.tool_calls] == [
+            ("execute_bash", "failed"),
+            ("str_replace_editor", "completed"),
+        ]
+        assert conn.execute("SELECT path, lines_added, lines_removed FROM agent_file_changes").fetchall() == [
+            (f"{APP_CWD}/cart.py", 1, 1)
+        ]
+    finally:
+        conn.close()
