@@ -24,6 +24,7 @@ session gets is recognised as a copy of the `.json` it came from. Project paths 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -515,8 +516,8 @@ class GeminiAdapter(Adapter):
         )
         summary = as_str(obj.get("summary"))
         if summary:
-            out.content = summary
-            out.title = ("ai-title", summary)
+            out.content = summary_title(summary)
+            out.title = ("ai-title", out.content)
             out.entry_type = "ai-title"
             out.subtype = "metadata"
         return out
@@ -538,8 +539,8 @@ class GeminiAdapter(Adapter):
         if summary:
             out.entry_type = "ai-title"
             out.subtype = "$set"
-            out.content = summary
-            out.title = ("ai-title", summary)
+            out.content = summary_title(summary)
+            out.title = ("ai-title", out.content)
         messages = values.get("messages")
         if isinstance(messages, list):
             self._checkpoint(out, [m for m in messages if isinstance(m, dict)], ctx, rec)
@@ -699,12 +700,33 @@ class GeminiAdapter(Adapter):
             out.timestamp = parse_iso_ms(st["meta"].get("startTime"))
         if sid and summary:
             out.entry_type = "ai-title"
-            out.content = summary
-            out.title = ("ai-title", summary)
+            out.content = summary_title(summary)
+            out.title = ("ai-title", out.content)
         return out
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+SUBAGENT_RESPONSE = re.compile(r'\s*\{\s*"response"\s*:\s*"')
+
+
+def summary_title(summary: str) -> str:
+    """The title a chat's `summary` gives. A subagent's summary is its final output, the JSON
+    `{"response": "…"}` cut to 200-odd characters: its response's words are the title, not the
+    JSON's braces and escapes (`\\n`, `\\"`)."""
+    start = SUBAGENT_RESPONSE.match(summary)
+    if start is None:
+        return summary
+    body = summary[start.end() :]
+    try:
+        value, _ = json.JSONDecoder().raw_decode('"' + body)
+    except ValueError:
+        try:
+            value = json.loads('"' + body.rstrip("\\") + '"')  # cut short before its closing quote
+        except ValueError:
+            return summary
+    return value.strip() if isinstance(value, str) and value.strip() else summary
 
 
 def _kind(path: Path) -> str:

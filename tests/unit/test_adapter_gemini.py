@@ -486,3 +486,27 @@ def test_a_chat_with_more_closing_brackets_than_opened_is_kept_whole(conn, gemin
     assert round_trips(conn, path)
     if cut != "}":
         assert "list the files" in [c for _, c in visible(conn) if c]
+
+
+def test_a_subagent_chat_is_titled_by_its_response(conn, gemini):
+    """A subagent's `summary` is its final output, the JSON `{"response": "…"}` cut short: real 2026
+    subagent and skill-extraction chats were listed as '{ "response": "Extracted 3 new skills…\\n\\nNew
+    skills:\\n- …' where their response's words say what they did."""
+    folder = chats(gemini)
+    write_legacy(folder / "session-2026-01-16T18-34-5f0e2a8c.json", legacy_doc(legacy_messages()))
+    cut = '{\n  "response": "Extracted 2 \\"new\\" skills.\\n\\nNew skills:\\n- **cart-fix**: Procedure ...'
+    whole = '{\n  "response": "Memory updated."\n}'
+    plain = "Fix the cart total"
+    for n, summary in enumerate((cut, whole, plain)):
+        sid = f"9d8c7b6a-0000-4000-8000-00000000001{n}"
+        doc = legacy_doc([user("c1", "go"), reply("c2", "done")])
+        write_legacy(
+            folder / SID / f"{sid}.json", {**doc, "sessionId": sid, "kind": "subagent", "summary": summary}
+        )
+    ingest(conn, gemini)
+    titles = [session(conn, f"9d8c7b6a-0000-4000-8000-00000000001{n}")["title"] for n in range(3)]
+    assert titles == [
+        'Extracted 2 "new" skills.\n\nNew skills:\n- **cart-fix**: Procedure ...',
+        "Memory updated.",
+        "Fix the cart total",
+    ]
