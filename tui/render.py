@@ -142,6 +142,7 @@ def message_text(
             rest=LONG_TEXT_REST,
             code_theme=SYNTAX_THEME,
             preview=preview,
+            typed=msg.role == "user",
         )
 
     if msg.role == "assistant" and EDIT_SEARCH in content:

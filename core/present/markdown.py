@@ -60,12 +60,19 @@ def has_markup(text: str) -> bool:
 
 
 @cache
-def parser() -> MarkdownIt:
+def parser(typed: bool = False) -> MarkdownIt:
     """CommonMark with pipe tables and strikethrough; raw HTML is text (a log cannot inject tags),
-    and a newline inside a paragraph stays a line break, as the writer of a chat message meant."""
+    and a newline inside a paragraph stays a line break, as the writer of a chat message meant.
+    `typed`: a backslash escape or an entity stays its own token (`text_special`), so that what a
+    person typed can be drawn as typed (see `render_markdown`)."""
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark", {"html": False, "breaks": True}).enable(["table", "strikethrough"])
+    md = MarkdownIt("commonmark", {"html": False, "breaks": True}).enable(["table", "strikethrough"])
+    return md.disable("text_join") if typed else md
+
+
+# a line ending in an odd number of backslashes: the last one would be read as a line break
+TRAILING_BACKSLASH = re.compile(r"(?<!\\)((?:\\\\)*\\)$", re.M)
 
 
 def safe(text: str) -> str:
@@ -228,18 +235,30 @@ def segments(line: Text, console: Console) -> list[Segment]:
 
 
 def render_markdown(
-    text: str, *, style: str = "", code_theme: str | None = SYNTAX_THEME, preview: int | None = None
+    text: str,
+    *,
+    style: str = "",
+    code_theme: str | None = SYNTAX_THEME,
+    preview: int | None = None,
+    typed: bool = False,
 ) -> Markdown:
     """`text` parsed as Markdown and laid out as blocks; `style` under everything (dim for meta
     messages), code coloured in `code_theme` (a Pygments style, or Rich's `ansi_dark` for the
     terminal's own colours). `preview`: only that many lines will be shown, so a preview of a
     long text costs about what it shows: code below them is left uncoloured, and the text past
-    the first PREVIEW_CHARS characters is laid out as written, only to be counted."""
+    the first PREVIEW_CHARS characters is laid out as written, only to be counted.
+
+    `typed`: a person typed it (a prompt), not a writer of Markdown: its backslashes and entities
+    are drawn as typed (a Windows path's `\.config`, a shell line's `\` at its end, `&amp;`), where
+    Markdown takes them for escapes and drops them; its fences, lists and emphasis are drawn."""
     rest = ""
     if preview is not None and len(text) > PREVIEW_CHARS:
         cut = text.rfind("\n", 0, PREVIEW_CHARS) + 1 or PREVIEW_CHARS
         text, rest = text[:cut], text[cut:]
-    markdown = _Builder(style, code_theme, preview).build(parser().parse(drop_colours(text)))
+    source = drop_colours(text)
+    if typed:  # a space after it keeps a last backslash a character (a line's last spaces are not drawn)
+        source = TRAILING_BACKSLASH.sub(r"\1 ", source)
+    markdown = _Builder(style, code_theme, preview, typed).build(parser(typed).parse(source))
     if rest:
         markdown.blocks.append(Block(Text(), Text(), Text(safe(drop_colours(rest)), style=style)))
     return markdown
@@ -377,10 +396,11 @@ def crop(line: str, width: int) -> str:
 
 
 class _Builder:
-    def __init__(self, style: str, code_theme: str | None, preview: int | None) -> None:
+    def __init__(self, style: str, code_theme: str | None, preview: int | None, typed: bool = False) -> None:
         self.style = Style.parse(style) if style else None
         self.code_theme = code_theme
         self.preview = preview
+        self.typed = typed  # escapes and entities drawn as written (`render_markdown`)
         self.least = 0  # the fewest lines the blocks so far can take, whatever the width
         self.blocks: list[Block] = []
         self.containers: list[_Container] = []
@@ -475,6 +495,8 @@ class _Builder:
             current = " ".join(styles) or None
             if kind == "text":
                 text.append(safe(child.content), style=current)
+            elif kind == "text_special":  # an escape or an entity, apart only when `typed`
+                text.append(safe(child.markup if self.typed else child.content), style=current)
             elif kind in ("softbreak", "hardbreak"):
                 text.append("\n")
             elif kind == "code_inline":

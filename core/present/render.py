@@ -104,16 +104,18 @@ def message_body(
     rest: str = "show --json prints all of it",
     code_theme: str | None = SHOW_CODE_THEME,
     preview: int | None = None,
+    typed: bool = False,
 ) -> RenderableType:
     """What a user or an assistant wrote: rendered as Markdown (`markdown`) or as written
     (`terminal_text`), cut after MESSAGE_CHARS characters with a note as `long_text` does.
-    `preview`: only that many lines will be shown (`render_markdown`). A text with nothing
-    Markdown could mean is drawn as it is, and so is one holding escape sequences: that is a
-    terminal's output, whose colours and bold are kept as styles."""
+    `preview`: only that many lines will be shown (`render_markdown`); `typed`: a person's prompt,
+    its backslashes kept (`render_markdown`). A text with nothing Markdown could mean is drawn as
+    it is, and so is one holding escape sequences: that is a terminal's output, whose colours and
+    bold are kept as styles."""
     shown = text[:MESSAGE_CHARS]
     body: RenderableType
     if markdown and "\x1b" not in shown and has_markup(shown):
-        body = render_markdown(shown, style=style, code_theme=code_theme, preview=preview)
+        body = render_markdown(shown, style=style, code_theme=code_theme, preview=preview, typed=typed)
     else:
         body = terminal_text(shown, style)
     if len(text) <= MESSAGE_CHARS:
@@ -127,7 +129,7 @@ def _content(
     """A message's text, as Markdown unless not `markdown`; an assistant's SEARCH/REPLACE blocks
     as diffs under their file's name."""
     if role != "assistant" or EDIT_SEARCH not in content:
-        return message_body(content, markdown=markdown, code_theme=code_theme)
+        return message_body(content, markdown=markdown, code_theme=code_theme, typed=role == "user")
     parts: list[RenderableType] = []
     for part in edit_blocks(content):
         if isinstance(part, str):
@@ -686,7 +688,8 @@ def _print_parts(
         elif isinstance(part, Caveat):
             console.print(Padding(Text(CAVEAT_NOTE, style="dim italic"), (0, 0, 0, indent)))
         elif isinstance(part, Typed):
-            console.print(Padding(message_body(part.text, markdown=markdown, code_theme=code_theme), pad))
+            typed = message_body(part.text, markdown=markdown, code_theme=code_theme, typed=True)
+            console.print(Padding(typed, pad))
     # a command's output follows it: the blank line after the two
     return not all(isinstance(p, (Command, Shell, Caveat)) for p in parts)
 

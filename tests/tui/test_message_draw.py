@@ -3,6 +3,7 @@ tool calls closed and opened, text as Markdown or as written, the lines at anoth
 
 from __future__ import annotations
 
+import io
 import re
 import sqlite3
 from collections.abc import Iterator
@@ -184,3 +185,19 @@ def test_an_opened_call_draws_a_bounded_part_of_a_huge_input_or_output(tmp_path:
         assert len(drawn.strips) < 1_200, needle
         assert note in text(drawn, "tool"), needle
     conn.close()
+
+
+def test_a_prompt_is_drawn_with_its_backslashes_and_a_reply_as_markdown() -> None:
+    """The viewer drew a prompt's Windows path `C:\\Users\\me\\.config` as `C:\\Users\\me.config`
+    (Markdown's escape) where the prompt was typed, not written as Markdown."""
+    from threadloom.tui.render import message_text
+
+    def drawn(role: str) -> str:
+        row = MessageRow(1, 1, None, None, role, None, role, "open C:\\Users\\me\\.config **now**", None,
+                         None, None, False, False, None, None)  # fmt: skip
+        console = Console(width=80, file=io.StringIO(), color_system=None)
+        console.print(message_text(row))
+        return console.file.getvalue().strip()  # type: ignore[attr-defined]
+
+    assert drawn("user") == "open C:\\Users\\me\\.config now"
+    assert drawn("assistant") == "open C:\\Users\\me.config now"

@@ -237,6 +237,33 @@ def test_message_body_renders_markdown_or_keeps_the_text_as_written() -> None:
     assert isinstance(coloured, Text) and coloured.plain == "**bold**"
 
 
+def test_a_typed_prompt_keeps_its_backslashes_and_entities_where_markdown_would_drop_them() -> None:
+    """A person's prompt is not written as Markdown: `C:\\Users\\me\\.gemini` lost the backslash
+    before the dot (an escape to CommonMark), a shell line's last backslash became a line break and
+    `&amp;` an ampersand. Typed, each is drawn as typed; its code, emphasis and lines as before.
+    What an assistant writes is Markdown, and stays read as such."""
+    source = (
+        "look in C:\\Users\\me\\.gemini\\tmp, a\\_b, \\*x\\* and a\\\\b &amp; `C:\\x\\.y`\n"
+        "ls \\\n  -la\n\n```\nC:\\code\\.z \\\n```\n**bold**"
+    )
+    assert plain(lines(source, 80, typed=True)) == [
+        "look in C:\\Users\\me\\.gemini\\tmp, a\\_b, \\*x\\* and a\\\\b &amp; C:\\x\\.y",
+        "ls \\",
+        "-la",
+        "",
+        "▏ C:\\code\\.z \\",
+        "",
+        "bold",
+    ]
+    typed = lines(source, 80, typed=True)
+    assert style_of(typed, "bold").bold and style_of(typed, "C:\\x").color is not None
+    # as Markdown (an assistant's answer) the escapes are escapes
+    assert plain(lines(source, 80))[:2] == [
+        "look in C:\\Users\\me.gemini\\tmp, a_b, *x* and a\\b & C:\\x\\.y",
+        "ls",
+    ]
+
+
 @pytest.mark.parametrize("markdown", [True, False])
 def test_a_huge_message_is_cut_with_a_note_either_way(markdown: bool) -> None:
     body = message_body("# big\n\n" + "word " * (MESSAGE_CHARS // 4), markdown=markdown, rest="r shows it")

@@ -140,3 +140,17 @@ def test_a_stop_hook_is_printed_once(conn: sqlite3.Connection, tmp_path: Path) -
 
     commands = [run.command for m in query.messages(conn, SID) for run in m.hooks]
     assert commands.count(command) == 1 and commands.count("./scripts/other.sh") == 1
+
+
+def test_a_prompt_prints_its_backslashes_as_typed(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    """A Windows path in a prompt printed as `C:\\Users\\me.gemini`: Markdown took `\\.` for an
+    escape. A prompt is printed as typed, by Rich and the plain console alike; the assistant's
+    Markdown as Markdown."""
+    t = transcript(tmp_path)
+    t.user("look in C:\\Users\\me\\.gemini\\tmp for *.json")
+    t.assistant("It holds C:\\Users\\me\\.gemini\\tmp\\*.json")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    lines = [line.strip() for line in shown(conn).splitlines() if line.strip()]
+    assert "look in C:\\Users\\me\\.gemini\\tmp for *.json" in lines
+    assert "It holds C:\\Users\\me.gemini\\tmp*.json" in lines
