@@ -752,6 +752,11 @@ class CodexAdapter(Adapter):
             out.role = "system"
             out.is_message = True
             out.content = as_str(p.get("message")) or _text_or_json(p.get("error"))
+        elif kind == "turn_aborted":  # a line where the turn ended: its prompt looked unanswered
+            reason = as_str(p.get("reason"))
+            out.role = "system"
+            out.is_message = True
+            out.content = ABORT_REASONS.get(reason or "", reason or "the turn ended early")
         elif kind == "item_completed":
             item = as_dict(p.get("item"))
             if item.get("type") == "Plan":
@@ -1022,6 +1027,14 @@ def _usage_from(u: dict[str, Any], key: str) -> Usage:
         cache_creation_tokens=written,
         cache_read_tokens=cached,
     )
+
+
+# what a `turn_aborted` event's reason says, in words (another reason is shown as written)
+ABORT_REASONS = {
+    "interrupted": "the user stopped it",
+    "replaced": "a new prompt replaced it",
+    "review_ended": "the review ended",
+}
 
 
 def _all_injected(content: Any) -> bool:

@@ -333,10 +333,10 @@ def _load(conn: sqlite3.Connection, session_id: str, start: int = 0, start_entry
 def _aborts(
     conn: sqlite3.Connection, session_id: str, messages: list[_Message], start_entry: int = 0
 ) -> list[_Message]:
-    """The records of turns the user stopped. Not messages (no seq of their own): each is placed
-    at the last message written before it, where the viewer shows the turn ending."""
+    """The records of turns the user stopped: at their own line in the viewer, or (one an older
+    reading kept as no message, no seq of its own) at the last message written before it."""
     rows = conn.execute(
-        "SELECT id, turn_id, timestamp, raw FROM entries WHERE session_id = ? AND seq IS NULL AND id >= ? "
+        "SELECT id, turn_id, timestamp, raw, seq FROM entries WHERE session_id = ? AND id >= ? "
         "AND subtype IN (SELECT value FROM json_each(?)) ORDER BY id",
         (session_id, start_entry, orjson.dumps(sorted(ABORT_SUBTYPES)).decode()),
     ).fetchall()
@@ -345,7 +345,7 @@ def _aborts(
     found = []
     ordered = sorted((m.entry_id, m.seq) for m in messages)
     ids = [entry_id for entry_id, _ in ordered]
-    for entry_id, turn_id, timestamp, raw in rows:
+    for entry_id, turn_id, timestamp, raw, own_seq in rows:
         try:
             record = orjson.loads(bytes(raw))
         except orjson.JSONDecodeError:
@@ -355,7 +355,7 @@ def _aborts(
         if not isinstance(reason, str) or reason not in ABORTS_BY_THE_USER:  # a log's value: any type
             continue
         place = bisect_left(ids, entry_id)
-        seq = ordered[place - 1][1] if place > 0 else 0
+        seq = own_seq if own_seq is not None else ordered[place - 1][1] if place > 0 else 0
         found.append(_Message(entry_id, seq, None, None, None, None, 0, timestamp, None, turn_id))
     return found
 

@@ -12,6 +12,7 @@ import pytest
 from threadloom.core.base.text import SIGNALS
 from threadloom.core.insight import signals
 from threadloom.core.insight.signals import Evidence, session_signals
+from threadloom.core.read import query
 
 from tests.builders.claude import tool_use
 from tests.builders.signals import EXPENSIVE, OPUS, REJECTED, SID, SONNET, at, cached, compact, transcript
@@ -148,8 +149,8 @@ def test_refused_and_interrupted_calls_and_an_interrupted_reply(conn, tmp_path):
 
 def test_a_codex_turn_the_user_stopped_is_an_interruption(conn, tmp_path):
     """Codex writes no interruption text: a `turn_aborted` event ends the turn the user stopped
-    (Esc, or a new prompt sent over it). Not a record the viewer lists: its evidence is the
-    record, at the place of the last message before it."""
+    (Esc, or a new prompt sent over it). A line of its own in the viewer ("the user stopped it"):
+    its evidence is that line, in the turn of the message before it."""
     r = Rollout(tmp_path / "codex", THREAD)
     r.meta()
     r.prompt("refactor the parser")
@@ -164,19 +165,21 @@ def test_a_codex_turn_the_user_stopped_is_an_interruption(conn, tmp_path):
     ingest(conn, tmp_path / "codex")
     got = session_signals(conn, THREAD)
     assert [(s.name, s.detail) for s in got] == [("interrupted", "the user interrupted the reply")]
-    aborted, before = conn.execute(
-        "SELECT id, (SELECT max(seq) FROM entries m WHERE m.session_id = e.session_id AND m.id < e.id) "
+    aborted, seq, before = conn.execute(
+        "SELECT id, seq, (SELECT max(seq) FROM entries m WHERE m.session_id = e.session_id AND m.id < e.id) "
         "FROM entries e WHERE session_id = ? AND subtype = 'turn_aborted' ORDER BY id LIMIT 1",
         (THREAD,),
     ).fetchone()
-    assert got[0].evidence == [Evidence(entry_id=aborted, seq=before)]
+    assert seq == before + 1 and got[0].evidence == [Evidence(entry_id=aborted, seq=seq)]
     said = conn.execute(
         "SELECT seq, turn_id FROM entries WHERE session_id = ? AND content = 'Starting on the parser' "
         "AND seq IS NOT NULL",
         (THREAD,),
     ).fetchone()
     assert (before, got[0].turn_id) == (said[0], said[1])
-    assert signals.excerpts(conn, THREAD, got)[(aborted, None)] == "(turn aborted)"  # what it is, not ""
+    assert signals.excerpts(conn, THREAD, got)[(aborted, None)] == "the user stopped it"
+    lines = [m.content for m in query.messages(conn, THREAD) if m.subtype == "turn_aborted"]
+    assert lines == ["the user stopped it", "the review ended", *["the turn ended early"] * 4]
 
 
 def test_codex_compactions_close_together_are_thrashing_and_say_what_they_are(conn, tmp_path):
