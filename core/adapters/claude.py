@@ -145,6 +145,9 @@ def config_dir() -> Path:
 
 # the folders of the configuration folder that hold a session's side files (beside `projects`)
 SIDE_FOLDERS = ("file-history", "todos", "plans")
+# beside `projects/`: every prompt typed, of every project (`{display, pastedContents, timestamp,
+# project, sessionId}` a line), which outlives the transcripts Claude Code deletes after a month
+HISTORY = "history.jsonl"
 
 
 def side_file(path: Path) -> tuple[str, str | None, str] | None:
@@ -182,6 +185,8 @@ def classify(path: Path) -> tuple[str, str | None, dict[str, Any]]:
     name = path.name
     parts = path.parts
     facts: dict[str, Any] = {}
+    if name == HISTORY and _is_config(path.parent):  # kept whole; no session's, so restored with none
+        return "index", None, facts
     side = side_file(path)
     if side is not None:
         return "side", side[2], {"side": side[0], "root_session": side[1]}
@@ -371,14 +376,16 @@ class ClaudeAdapter(Adapter):
         return [config_dir() / "projects"]
 
     def side_roots(self) -> list[Path]:
-        return [config_dir() / name for name in SIDE_FOLDERS]
+        return [config_dir() / name for name in (*SIDE_FOLDERS, HISTORY)]
 
     def claims(self, path: Path) -> bool:
         name = path.name
         if side_file(path) is not None:
             return True
+        if name == HISTORY:  # the prompt log beside `projects/` (Codex keeps one of that name too)
+            return _is_config(path.parent)
         if name.endswith(".jsonl"):
-            if name.startswith("rollout-") or name == "history.jsonl" or ".qwen" in path.parts:
+            if name.startswith("rollout-") or ".qwen" in path.parts:
                 return False
             from . import claimed_elsewhere  # the registry imports this module
 
@@ -407,6 +414,9 @@ class ClaudeAdapter(Adapter):
         tops = [root]
         if (root / "projects").is_dir():  # a configuration folder (or a backup of one): its side files too
             tops = [root / name for name in ("projects", *SIDE_FOLDERS) if (root / name).is_dir()]
+            history = root / HISTORY
+            if history.is_file() and self.claims(history):
+                yield SourceRef(history, AGENT, "index", None)
         for top in tops:
             for dirpath, dirnames, filenames in walk(top):
                 dirnames.sort()
@@ -575,6 +585,8 @@ class ClaudeAdapter(Adapter):
             return Record(
                 entry_type="side-file", subtype=side, session_id=ctx.state["root_session"], side_file=True
             )
+        if ctx.kind == "index":  # the prompt log: kept whole, each prompt is in its transcript too
+            return Record(entry_type="side-file", subtype="prompt-history", side_file=True)
         obj, error = parse_record(rec.raw)
         if obj is None:
             return Record(

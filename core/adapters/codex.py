@@ -237,6 +237,11 @@ def project_key_of(path: Path) -> str | None:
     return path.parent.name or None
 
 
+# in CODEX_HOME: every prompt typed, of every session (`{session_id, ts, text}` a line), which
+# outlives the rollouts deleted
+HISTORY = "history.jsonl"
+
+
 def _codex_home(folder: Path) -> bool:
     """Whether `folder` is laid out as a CODEX_HOME: `archived_sessions/`, or `sessions/` by year."""
     if (folder / "archived_sessions").is_dir():
@@ -283,7 +288,7 @@ class CodexAdapter(Adapter):
 
     def default_roots(self) -> list[Path]:
         home = codex_home()
-        return [home / "sessions", home / "archived_sessions", home / "session_index.jsonl"]
+        return [home / "sessions", home / "archived_sessions", home / "session_index.jsonl", home / HISTORY]
 
     def claims(self, path: Path, explicit: bool = False) -> bool:
         name = path.name
@@ -294,7 +299,9 @@ class CodexAdapter(Adapter):
             if head.strip():
                 return b'"thread_name"' in head or b'"id"' in head
             return _codex_home(path.parent)  # empty: told by what is beside it
-        if not name.endswith(".jsonl") or name == "history.jsonl":
+        if name == HISTORY:  # the prompt log, kept whole (Claude Code keeps one of that name too)
+            return _codex_home(path.parent)
+        if not name.endswith(".jsonl"):
             return False
         if not explicit and claude_layout(path):
             return False  # Claude's own files: never opened here
@@ -303,7 +310,7 @@ class CodexAdapter(Adapter):
     def kind_of(self, path: Path) -> str:
         if path.name.endswith(".zst"):
             return "document"
-        if path.name == "session_index.jsonl":
+        if path.name in ("session_index.jsonl", HISTORY):
             return "index"
         return "transcript"
 
@@ -317,9 +324,9 @@ class CodexAdapter(Adapter):
         roots = [root]
         if (root / "sessions").is_dir():  # a CODEX_HOME given as the source
             roots = [root / "sessions", root / "archived_sessions"]
-            index = root / "session_index.jsonl"
-            if index.is_file() and self.claims(index):
-                yield SourceRef(index, AGENT, "index", None)
+            for index in (root / "session_index.jsonl", root / HISTORY):
+                if index.is_file() and self.claims(index):
+                    yield SourceRef(index, AGENT, "index", None)
         for top in roots:
             for dirpath, dirnames, filenames in walk(top):
                 dirnames.sort()
@@ -391,6 +398,8 @@ class CodexAdapter(Adapter):
     def _normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
         if ctx.kind == "document":
             return self._compressed(rec, ctx)
+        if ctx.kind == "index" and ctx.path.name == HISTORY:  # kept whole: each prompt is in its rollout
+            return Record(entry_type="side-file", subtype="prompt-history", side_file=True)
         if ctx.kind == "index":
             return self._index_line(rec)
         if ctx.state["snapshot"]:

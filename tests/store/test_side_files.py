@@ -17,7 +17,7 @@ from threadloom.core.ingest.pipeline import run_ingest
 from threadloom.core.read.archive import version_as_of
 
 from tests.builders.side_files import BACKUP, BIG_OUTPUT, PROJECT, SID, SLUG, claude_home
-from tests.support import ingest
+from tests.support import ingest, stored_bytes
 
 
 def side_rows(conn: sqlite3.Connection) -> dict[str, str | None]:
@@ -122,6 +122,52 @@ def test_side_files_are_found_in_the_default_folders(tmp_path, monkeypatch):
         "brave-dancing-otter.md",
     }
     conn.close()
+
+
+def history_line(prompt: str, session: str = SID) -> bytes:
+    """A line of a prompt log as Claude Code and Codex write theirs (each its own keys)."""
+    return json.dumps({"display": prompt, "pastedContents": {}, "timestamp": 1767225600000,
+                       "project": "/srv/app", "sessionId": session, "session_id": session,
+                       "ts": 1767225600, "text": prompt}).encode() + b"\n"  # fmt: skip
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_the_prompt_log_beside_the_sessions_is_kept_whole_and_restored_with_none(
+    conn, tmp_path, monkeypatch, agent
+):
+    """`history.jsonl` in Claude Code's and Codex's homes logs every prompt typed in every project,
+    and outlives the transcripts the agents delete: it was listed as a file no reader takes, and
+    lost with them. It is kept whole as its agent's (read from where the last ingest stopped as it
+    grows), makes no session, and no session's restore writes it (it is every session's)."""
+    root = tmp_path / ("claude" if agent == "claude-code" else "codex")
+    if agent == "claude-code":
+        claude_home(root)
+        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(root))
+    else:
+        (root / "sessions" / "2026" / "01" / "01").mkdir(parents=True)
+        monkeypatch.setenv("CODEX_HOME", str(root))
+    history = root / "history.jsonl"
+    history.write_bytes(history_line("fix the flaky test") + history_line("now the docs"))
+    elsewhere = tmp_path / "notes" / "history.jsonl"  # a file of that name elsewhere: no agent's
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(history_line("not a prompt log of theirs"))
+    sessions_before = 2 if agent == "claude-code" else 0
+    for source in ([root, elsewhere.parent], []):  # named as a source, then found in the default places
+        run_ingest(conn, source, include_defaults=not source)
+        kept = conn.execute("SELECT agent, kind FROM source_files WHERE path = ?", (str(history),)).fetchall()
+        assert [tuple(r) for r in kept] == [(agent, "index")]
+        assert stored_bytes(conn, history) == history.read_bytes()
+        assert not conn.execute("SELECT 1 FROM source_files WHERE path = ?", (str(elsewhere),)).fetchall()
+        assert conn.execute("SELECT count(*) FROM agent_sessions").fetchone()[0] == sessions_before
+    with history.open("ab") as f:
+        f.write(history_line("and the changelog"))
+    report = run_ingest(conn, [root], include_defaults=False)
+    assert report.bytes_read == len(history_line("and the changelog"))  # only what was added
+    assert stored_bytes(conn, history) == history.read_bytes()
+    if agent == "claude-code":
+        restore_session(conn, SID, tmp_path / "back")
+        assert (tmp_path / "back" / PROJECT / f"{SID}.jsonl").is_file()
+        assert not list((tmp_path / "back").rglob("history.jsonl"))
 
 
 def test_a_plans_folder_of_a_project_is_not_claude_code_s(conn, tmp_path):
