@@ -249,7 +249,7 @@ def render_markdown(
     the first PREVIEW_CHARS characters is laid out as written, only to be counted.
 
     `typed`: a person typed it (a prompt), not a writer of Markdown: its backslashes and entities
-    are drawn as typed (a Windows path's `\.config`, a shell line's `\` at its end, `&amp;`), where
+    are drawn as typed (a Windows path's `\\.config`, a shell line's `\\` at its end, `&amp;`), where
     Markdown takes them for escapes and drops them; its fences, lists and emphasis are drawn."""
     rest = ""
     if preview is not None and len(text) > PREVIEW_CHARS:
