@@ -633,6 +633,11 @@ class Adapter(ABC):
         project's. By default the nearest folder of that name (`nearest_folder`)."""
         return nearest_folder(parts, key)
 
+    def plans_folder(self, session_id: str) -> str:
+        """The part of a stored path (`/<folder>/`) that a session's plans lie below, in a `plans/`
+        folder (`core.read.archive.plan_files`): by default the session's own folder, named by its id."""
+        return f"/{session_id}/"
+
     @abstractmethod
     def discover(self, root: Path) -> Iterator[SourceRef]:
         """The agent's files under `root` (or `root` itself, a file named on the command line)."""

@@ -290,6 +290,12 @@ class KimiCodeAdapter(Adapter):
         at = nearest_folder(parts, "sessions")
         return at if at is not None else super().project_folder(parts, key)
 
+    def plans_folder(self, session_id: str) -> str:
+        """Each agent writes its plans into its own folder, `<session>/agents/<agent>/plans/`: a
+        subagent's (`<session>:<agent>`, a folder of no such name) and the main agent's apart."""
+        session, _, agent = session_id.partition(":")
+        return f"/{session}/agents/{agent or MAIN}/plans/"
+
     def claims(self, path: Path) -> bool:
         if path.name == INDEX:  # Codex's index has this name too: Kimi Code's says `sessionId`
             return b'"sessionId"' in head_of(path, 4096)

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from ..adapters.base import disk_name, nearest_folder, read_regular, shown_name, stored_name
+from ..adapters.base import Adapter, disk_name, nearest_folder, read_regular, shown_name, stored_name
 from ..store.db import MIRROR_LIKE
 from ..store.sql import record_digest
 
@@ -524,19 +524,24 @@ def is_database(conn: sqlite3.Connection, file_id: int) -> bool:
 
 def plan_tools(conn: sqlite3.Connection, session_id: str) -> frozenset[str]:
     """The tools that end a plan in this session's agent's logs (its adapter's `plan_tools`)."""
+    adapter = _adapter_of(conn, session_id)
+    return adapter.plan_tools if adapter is not None else frozenset()
+
+
+def _adapter_of(conn: sqlite3.Connection, session_id: str) -> Adapter | None:
+    """The adapter of the session's agent (None: no such session, or an agent no longer read)."""
     from ..adapters import ADAPTERS
 
     agent = session_agent(conn, session_id)
-    adapter = ADAPTERS.get(agent) if agent else None
-    return adapter.plan_tools if adapter is not None else frozenset()
+    return ADAPTERS.get(agent) if agent else None
 
 
 def plan_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str, int]]:
     """(file id, stored path, size) of the plans kept for a session: in a `plans/` folder within the
-    session's own folder (Gemini CLI's `<id>/plans/`, Kimi Code's `<id>/agents/<agent>/plans/`);
-    Claude Code's named by the session's slug (`plans/<slug>.md`), which the records of its plan
-    calls carry. Read where a session is opened or restored: the calls by
-    their session's index and the side files' names, never the session's records."""
+    folder its adapter names (`Adapter.plans_folder`: Gemini CLI's `<id>/plans/`, Kimi Code's
+    `<id>/agents/<agent>/plans/`); Claude Code's named by the session's slug (`plans/<slug>.md`),
+    which the records of its plan calls carry. Read where a session is opened or restored: the calls
+    by their session's index and the side files' names, never the session's records."""
     slugs = [
         slug
         for (slug,) in conn.execute(
@@ -548,16 +553,17 @@ def plan_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str
         if isinstance(slug, str) and slug
     ]
     ends = [f"/plans/{slug}.md" for slug in slugs]
+    adapter = _adapter_of(conn, session_id)
+    mine = adapter.plans_folder(session_id) if adapter is not None else f"/{session_id}/"
     found = conn.execute(
         "SELECT f.id, f.path, f.size FROM source_files f WHERE f.kind = 'side' AND ("
-        "(instr(f.path, '/' || ?1 || '/') > 0 AND instr(f.path, '/plans/') > 0) "
+        "(instr(f.path, ?1) > 0 AND instr(f.path, '/plans/') > 0) "
         "OR EXISTS (SELECT 1 FROM json_each(?2) j WHERE substr(f.path, -length(j.value)) = j.value)) "
         "ORDER BY f.path",
-        (session_id, orjson.dumps(ends).decode()),
+        (mine, orjson.dumps(ends).decode()),
     ).fetchall()
     # named by its slug, or a Markdown file right in a `plans/` folder below the session's folder
     # (a background task named "plans" keeps its output in tasks/plans/: no plan)
-    mine = f"/{session_id}/"
     return [
         (file_id, path, size)
         for file_id, path, size in found
@@ -565,6 +571,6 @@ def plan_files(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str
         or (
             path.endswith(".md")
             and PurePosixPath(path).parent.name == "plans"
-            and "/plans/" in path[path.find(mine) + len(mine) - 1 :]
+            and "/plans/" in path[path.find(mine) + 1 :]
         )
     ]

@@ -389,16 +389,42 @@ PLAN = "# Plan\n\n1. Store money as Decimal\n2. Round once, at the end\n"
 TASK_OUTPUT = "collected 12 items\n12 passed\n"
 
 
-def planned_session(root: Path) -> Path:
+SUB_PLAN = "# Tax plan\n\n1. Read tax.py\n"
+
+
+def planned_session(root: Path, *, subagent: bool = False) -> Path:
     """A session that plans in Plan mode (its plan file beside its log, a `plan.revision` record,
     `ExitPlanMode` ending it) and runs the tests as a background task (its state and output in
-    `tasks/`)."""
+    `tasks/`). With `subagent`, a subagent (agent-0) plans too, into its own folder as kimi writes a
+    subagent's plan (`agents/agent-0/plans/`)."""
     folder = root / ".kimi-code" / "sessions" / KEY / PLANNED
     main = folder / "agents" / "main"
     (main / "plans").mkdir(parents=True)
-    (folder / "state.json").write_text(
-        json.dumps({"title": "Plan", "agents": {"main": {"type": "main"}}, "workDir": CWD})
-    )
+    agents = {"main": {"type": "main"}}
+    if subagent:
+        agents["agent-0"] = {"type": "sub", "parentAgentId": "main"}
+        sub = folder / "agents" / "agent-0"
+        (sub / "plans").mkdir(parents=True)
+        (sub / "plans" / "plan-9c1d.md").write_text(SUB_PLAN)
+        call = {"type": "tool.call", "uuid": "ExitPlanMode_1", "turnId": "0", "step": 1, "stepUuid": "sp-1"}
+        jsonl(
+            sub / "wire.jsonl",
+            [
+                {"type": "metadata", "protocol_version": "1.5", "created_at": T0 + 1500},
+                user("plan the tax part", 1501, origin="system_trigger"),
+                {"type": "plan_mode.enter", "agentId": "agent-0", "id": "plan-9c1d", "time": T0 + 1502},
+                loop({**call, "toolCallId": "ExitPlanMode_1", "name": "ExitPlanMode", "args": {}}, 1600),
+                loop(
+                    {
+                        "type": "tool.result",
+                        "toolCallId": "ExitPlanMode_1",
+                        "result": {"output": "Plan approved"},
+                    },
+                    1700,
+                ),
+            ],
+        )
+    (folder / "state.json").write_text(json.dumps({"title": "Plan", "agents": agents, "workDir": CWD}))
     (main / "plans" / "plan-7f3a.md").write_text(PLAN)
     task = "bash-4c2e9a1f"
     (folder / "tasks" / task).mkdir(parents=True)

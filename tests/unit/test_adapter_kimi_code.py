@@ -256,6 +256,29 @@ def test_a_plan_and_a_background_task_s_files_are_kept_with_their_session(tmp_pa
     assert "2. Round once, at the end" in capsys.readouterr().out
 
 
+def test_a_subagent_s_plan_is_found_in_its_own_agent_folder(tmp_path, capsys):
+    """A subagent's id (`<session>:agent-0`) names no folder, so its `ExitPlanMode` found no plan
+    while the main session listed the subagent's as its own. Each agent's plans are in its folder
+    (`agents/<agent>/plans/`): `show --plan` prints the subagent's for it, the main agent's alone
+    for the session."""
+    from threadloom.core import cli
+
+    kimi_code.planned_session(tmp_path, subagent=True)
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".kimi-code")
+    finally:
+        conn.close()
+    show = ["show", "--db", str(tmp_path / "ledger.db"), "--plan"]
+    assert cli.main([*show, f"{kimi_code.PLANNED}:agent-0"]) == 0
+    out = capsys.readouterr().out
+    assert "1. Read tax.py" in out and "Round once" not in out
+    assert out.splitlines()[0].endswith("/agents/agent-0/plans/plan-9c1d.md")
+    assert cli.main([*show, kimi_code.PLANNED]) == 0
+    out = capsys.readouterr().out
+    assert "2. Round once, at the end" in out and "Read tax.py" not in out
+
+
 def test_a_background_task_named_plans_is_no_plan(tmp_path):
     """A plan is a Markdown file right in a `plans/` folder below its session: a task whose id is
     `plans` (its output in tasks/plans/output.log) was listed as the session's plan."""
