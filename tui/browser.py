@@ -862,6 +862,7 @@ class BrowserScreen(Screen[None]):
             return
         if node.branch_count:  # the agent may have been rewound meanwhile: mark the new branch
             view.rewinds = browse.rewind_seqs(self.conn, session_id)
+        view.withdrawn = browse.withdrawn_seqs(self.conn, session_id)  # or undone: marked as withdrawn
         rewrites = archive.session_rewrites(self.conn, session_id)
         if rewrites == self.rewrites and view.extend(range(node.message_count)):
             view.set_facts(subtitle(node, node.message_count, len(view.rewinds), rewrites))

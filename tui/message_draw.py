@@ -29,7 +29,7 @@ from ..core.adapters import tool_group
 from ..core.adapters.base import ImageRef
 from ..core.base import markup
 from ..core.present.markdown import Markdown, segments
-from ..core.present.render import rewind_line
+from ..core.present.render import rewind_line, starts_withdrawn, withdrawn_line
 from ..core.read import browse, images
 from ..core.read.browse import MessageRow, ToolCall
 from ..core.read.calls import call_params, result_text
@@ -126,6 +126,7 @@ class MessageDrawer:
             return 0
         note = markup.is_note(render.user_parts(msg))
         height = (0 if self.continues(pos) or note else 2) + 2 * (msg.seq in self.state.rewinds)
+        height += 2 * starts_withdrawn(msg.seq, self.state.withdrawn)
         if msg.content and msg.role != "system" and not msg.is_compact_summary:
             text_width = max(20, width - 6)
             lines = sum(1 + len(part) // text_width for part in msg.content.split("\n"))
@@ -168,8 +169,10 @@ class MessageDrawer:
             return Rendered([], [])
         drawing = _Drawing(canvas)
         width, toggled = canvas.width, self.state.toggled
+        withdrawn = msg.seq in self.state.withdrawn
         if msg.role == "system" or msg.entry_type == "system":
             drawing.add("gap", Text(""), indent=0, target=False)
+            self._withdrawn_from(drawing, msg)
             drawing.add("event", render.event_line(msg), indent=2)
             return drawing.rendered()
         # a record holding only a tool's image (a Read of a screenshot) reads as part of the call
@@ -193,12 +196,13 @@ class MessageDrawer:
         if msg.seq in self.state.rewinds:
             drawing.add("rewind", rewind_line(), indent=2, target=False)
             drawing.add("gap", Text(""), indent=0, target=False)
+        self._withdrawn_from(drawing, msg)
         if msg.is_compact_summary:
             key = f"summary:{msg.entry_id}"
             drawing.add("summary", render.summary_line(msg, key in toggled), indent=2, key=key)
             return drawing.rendered()
         tags = self.state.tags.get(msg.seq, [])
-        head = None if continues else render.header(msg, tags)
+        head = None if continues else render.header(msg, tags, withdrawn=withdrawn)
         if continues and tags:  # a record drawn under its response's header: its own tags' line
             drawing.add("tags", render.tags_text(tags), indent=4, target=False)
         if msg.content and any(not isinstance(p, markup.Typed) for p in parts):
@@ -228,6 +232,12 @@ class MessageDrawer:
             self._draw_call(drawing, call, canvas)
         self._hooks(drawing, msg, before=False)
         return drawing.rendered()
+
+    def _withdrawn_from(self, drawing: _Drawing, msg: MessageRow) -> None:
+        """The line above a run of messages an undo or a rewind took back, on its first."""
+        if starts_withdrawn(msg.seq, self.state.withdrawn):
+            drawing.add("withdrawn", withdrawn_line(), indent=2, target=False)
+            drawing.add("gap", Text(""), indent=0, target=False)
 
     def _draw_call(self, drawing: _Drawing, call: ToolCall, canvas: Canvas) -> None:
         """A tool call's line; opened, its input and output (a checklist: what this write changed,

@@ -33,6 +33,9 @@ class MessageState:
     session_id: str | None = None
     seqs: Sequence[int] = ()  # the messages shown, by sequence number (a branch: some of them)
     rewinds: set[int] = field(default_factory=set)  # prompts where the user went back and asked again
+    withdrawn: frozenset[int] = (
+        frozenset()
+    )  # messages an undo or a rewind took back (`browse.withdrawn_seqs`)
     tags: dict[int, list[str]] = field(default_factory=dict)  # the tags put on messages, by seq
     cursor: tuple[int, int] = (0, 0)  # (message position, block index)
     toggled: set[str] = field(default_factory=set)  # blocks opened (or, under expand_all, closed)
@@ -58,6 +61,7 @@ class MessageState:
         """Another session (or branch): nothing of the last one is kept but the text mode."""
         self.session_id, self.seqs = session_id, seqs
         self.rewinds = rewinds or set()
+        self.withdrawn = frozenset()
         self.tags = {}
         self.heights = [DEFAULT_HEIGHT] * len(seqs)
         self.rows.clear()

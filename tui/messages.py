@@ -34,7 +34,7 @@ from ..core.adapters.base import ImageRef
 from ..core.base import markup
 from ..core.base.text import one_line, printable
 from ..core.insight import memory
-from ..core.read import images
+from ..core.read import browse, images
 from ..core.read.browse import MessageRow
 from ..core.read.calls import call_params
 from ..core.read.side_files import PersistedOutput
@@ -294,6 +294,14 @@ class MessageView(SessionView, can_focus=True):
         self.state.rewinds = value
 
     @property
+    def withdrawn(self) -> frozenset[int]:
+        return self.state.withdrawn
+
+    @withdrawn.setter
+    def withdrawn(self, value: frozenset[int]) -> None:
+        self.state.withdrawn = value
+
+    @property
     def found(self) -> int | None:
         """The position of the message a search opened, marked."""
         return self.state.found
@@ -351,10 +359,12 @@ class MessageView(SessionView, can_focus=True):
         """Open a session (all of it, or the positions `seqs` of a branch), with `at` under the cursor.
 
         `rewinds` are the sequence numbers of prompts where the user went back and asked again;
-        a divider marks them so an abandoned branch is not read as part of the later one.
+        a divider marks them so an abandoned branch is not read as part of the later one. What an
+        undo or a rewind took back is marked as withdrawn (`browse.withdrawn_seqs`).
         """
         self.conn = conn
         self.state.open(session_id, seqs, rewinds)
+        self.state.withdrawn = browse.withdrawn_seqs(conn, session_id)
         self.state.tags = memory.message_tags(conn, session_id)
         self.navigator.reset()
         self.cache.clear()

@@ -39,6 +39,8 @@ from ..core.present.markdown import SYNTAX_THEME
 from ..core.present.render import (
     COMPACT_SUMMARY,
     SUMMARY_STYLE,
+    WITHDRAWN_MARK,
+    WITHDRAWN_STYLE,
     hook_duration,
     message_body,
     spaced,
@@ -104,8 +106,9 @@ def tags_text(tags: Sequence[str]) -> Text:
     return Text(" ".join(f"#{flat(tag)}" for tag in tags), style=TAG_STYLE)
 
 
-def header(msg: MessageRow, tags: Sequence[str] = ()) -> Text:
-    """A message's first line: who, when, the model, its tokens, and the tags put on it (`t`)."""
+def header(msg: MessageRow, tags: Sequence[str] = (), *, withdrawn: bool = False) -> Text:
+    """A message's first line: who, when, the model, its tokens, the tags put on it (`t`), and
+    whether an undo or a rewind took it back (`withdrawn`)."""
     role = msg.role or msg.entry_type or "?"
     text = Text()
     if role == "user" and task_notice(msg.content) is not None:
@@ -113,6 +116,8 @@ def header(msg: MessageRow, tags: Sequence[str] = ()) -> Text:
     else:
         text.append("● " if role == "user" else "◆ ", style=ROLE_STYLE.get(role, "bold"))
         text.append(role, style=ROLE_STYLE.get(role, "bold"))
+    if withdrawn:  # the mark of the line above the run (`withdrawn_line`): the header stays short
+        text.append(f" {WITHDRAWN_MARK}", style=WITHDRAWN_STYLE)
     if msg.timestamp is not None:
         text.append(f"  {when(msg.timestamp)}", style="dim")
     if msg.model and role != "user":  # a prompt or a tool's output is no model's (Codex names one on each)

@@ -261,6 +261,8 @@ class Record:
     uuid: str | None = None
     parent_uuid: str | None = None
     logical_parent_uuid: str | None = None
+    # another record this one is about: a summary's leaf, a snapshot's message; on a system message
+    # of subtype `undo`, the first message it withdrew from the model's context (`browse.withdrawn_seqs`)
     ref_uuid: str | None = None
     session_id: str | None = None  # the ledger session this record belongs to
     agent_id: str | None = None

@@ -28,7 +28,10 @@ the session's own, `agent-0`, `agent-1`, … its subagents'. Checked against kim
     (`permission.*`, `plan_mode.*`, `tools.*`, `goal.*`, `token_counting.*`, …) kept as events.
   * `context.undo {agentId, count}`: `/undo` withdrew the last `count` prompts (each with what
     followed it) from the model's context; `context.clear {agentId}`: the context was emptied. The
-    log keeps what was withdrawn; each is shown as a line where it happened.
+    log keeps what was withdrawn; each is shown as a line where it happened, an undo naming the
+    first message it withdrew (`ref_uuid`: from there to the undo, shown as withdrawn). A prompt
+    counts as kimi counts it (`isUndoAnchor`: typed, or a command the user ran), and none from
+    before a clear or a compaction (an undo stops there).
 An `Agent` call's result starts `agent_id: <agent id>`: the subagent whose log it reports on. An
 `AgentSwarm {description, prompt_template, items, subagent_type}` call starts one subagent per item
 at once; its result is `<agent_swarm_result>`, a `<summary>` and one `<subagent agent_id="…"
@@ -387,11 +390,16 @@ class KimiCodeAdapter(Adapter):
         elif kind in ("context.undo", "context.clear"):
             # shown where it happened: what the model was shown above it is no longer in its context
             out.role, out.is_meta, out.is_message = "system", True, True
+            anchors = st.setdefault("anchors", [])
             if kind == "context.clear":
+                anchors.clear()  # nothing before it is left to undo
                 out.subtype = "clear"
                 out.content = "context cleared: the model goes on without what is above"
             else:
                 count = max(1, safe_int(obj.get("count")) or 1)  # a count written wrong: one at least
+                if anchors:  # the first message it withdrew: from there to here is withdrawn
+                    out.ref_uuid = anchors[-min(count, len(anchors))]
+                    del anchors[-count:]
                 what = (
                     "the last prompt and its replies"
                     if count == 1
@@ -403,6 +411,7 @@ class KimiCodeAdapter(Adapter):
             text = as_str(summary) or text_of(as_dict(summary).get("content"))[0]
             out.is_compaction = out.segment_marker = True
             out.role, out.is_meta = "system", True
+            st["anchors"] = []  # an undo stops at a compaction
             out.content = text or as_str(obj.get("contextSummary"))
             out.is_message = out.content is not None
         return out
@@ -461,6 +470,8 @@ class KimiCodeAdapter(Adapter):
             task = origin == "system_trigger" and bool(out.session and out.session.is_subagent)
             out.is_meta = origin not in (None, "user") and not task
             out.is_prompt = out.is_message and not out.is_meta
+            if _undo_anchor(message):
+                st.setdefault("anchors", []).append(out.uuid)
         elif role == "assistant":
             out.role, out.content, out.thinking = "assistant", text, thinking
             out.message_id = out.uuid
@@ -541,6 +552,16 @@ class KimiCodeAdapter(Adapter):
         if fork:
             raise ForkError("Kimi Code copies a session only from inside it (/fork); resume it instead")
         return Command([self.program, "--session", self.checked_id(target.external_id)])
+
+
+def _undo_anchor(message: dict[str, Any]) -> bool:
+    """A user's message that `/undo` counts (kimi-code's `isUndoAnchor`): one typed, or a skill or
+    plugin command the user ran (`/skill`); kimi's own reminders and a subagent's task are not."""
+    origin = as_dict(message.get("origin"))
+    kind = origin.get("kind")
+    return kind in (None, "user") or (
+        kind in ("skill_activation", "plugin_command") and origin.get("trigger") == "user-slash"
+    )
 
 
 def _child(text: str | None) -> str | None:

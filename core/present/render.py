@@ -8,7 +8,7 @@ import re
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain
 from typing import Any
@@ -50,7 +50,7 @@ from ..base.text import (
     short_when,
     task_notice,
 )
-from ..read.browse import rewind_seqs, tool_result_extra
+from ..read.browse import rewind_seqs, tool_result_extra, withdrawn_seqs
 from ..read.calls import call_params, tool_summary
 from ..read.diffs import diff_rows
 from ..read.images import describe
@@ -273,26 +273,26 @@ def render_session(
     other processes draw pages of it too (`render_pages`), when printing plain lines from a
     database file. `turn`: only the turn holding message #turn (`show 'SESSION#n'`, as answers cite it)."""
     render_header(console, session, indent=indent, note=note)
-    rewinds = rewinds_of(conn, session)
+    rewinds, withdrawn = rewinds_of(conn, session), withdrawn_seqs(conn, session.id)
     if turn is not None:
         render_messages(
             console, conn, session.id, turn_messages(conn, session.id, turn, tool_results=False),
             expand_subagents=expand_subagents,
-            indent=indent, markdown=markdown, rewinds=rewinds,
+            indent=indent, markdown=markdown, rewinds=rewinds, withdrawn=withdrawn,
         )  # fmt: skip
         return
     path = database_file(conn)
     if workers and isinstance(console, PlainConsole) and path:
         render_pages(
             console, conn, path, session.id, workers=workers, expand_subagents=expand_subagents, indent=indent,
-            markdown=markdown, rewinds=rewinds,
+            markdown=markdown, rewinds=rewinds, withdrawn=withdrawn,
         )  # fmt: skip
         return
     # printed as read, a page at a time; no call's result is printed, so none is read
     pages = message_pages(conn, session.id, tool_results=False)
     render_messages(
         console, conn, session.id, chain.from_iterable(pages), expand_subagents=expand_subagents, indent=indent,
-        markdown=markdown, rewinds=rewinds,
+        markdown=markdown, rewinds=rewinds, withdrawn=withdrawn,
     )  # fmt: skip
 
 
@@ -328,11 +328,13 @@ def render_messages(
     markdown: bool = True,
     response: str | None = None,
     rewinds: frozenset[int] = frozenset(),
+    withdrawn: frozenset[int] = frozenset(),
 ) -> None:
     """`messages` of the session `session_id` (all of them, or a run of them: each is printed the
     same whatever comes before it, given `response`: the API response the run's first message may
     continue, `response_before`), as `render_session` prints them below its header; a rewind's
-    line above each prompt at a position of `rewinds` (`rewinds_of`)."""
+    line above each prompt at a position of `rewinds` (`rewinds_of`), and the messages at the
+    positions of `withdrawn` (`withdrawn_seqs`) marked as withdrawn, a line above each run of them."""
     children: dict[str, list[str]] = {}  # by the call that started them (a swarm's call, several)
     for c in children_of(conn, session_id, include_warmup=False):
         if c.tool_call_id:
@@ -341,6 +343,8 @@ def render_messages(
     for msg in messages:
         if msg.seq in rewinds:
             console.print(Padding(rewind_line(), (0, 0, 1, indent)))
+        if starts_withdrawn(msg.seq, withdrawn):
+            console.print(Padding(withdrawn_line(), (0, 0, 1, indent)))
         if msg.role == "system" or msg.entry_type == "system":
             response = None
             if msg.hooks:
@@ -397,6 +401,8 @@ def render_messages(
             label.append(f" {clock(msg.timestamp)}", style="dim")
         if msg.model and msg.role != "user":  # a prompt or a tool's output is no model's (as the exports say)
             label.append(f"  {flat(msg.model)}", style="dim")
+        if msg.seq in withdrawn:
+            label.append(f"  {WITHDRAWN_TAG}", style=WITHDRAWN_STYLE)
         if (msg.content or msg.thinking or msg.tool_calls) and not goes_on:  # one header a response
             console.print(Padding(label, (0, 0, 0, indent)))
         if msg.thinking:
@@ -486,6 +492,7 @@ def render_pages(
     page: int = PAGE_MESSAGES,
     lead: int = LEAD_PAGES,
     rewinds: frozenset[int] | None = None,
+    withdrawn: frozenset[int] | None = None,
 ) -> None:
     """A session's messages as `render_messages` prints them, drawn a page at a time by this
     process and `workers` others (`page_worker`, reading the database at `path`), on every core:
@@ -509,12 +516,15 @@ def render_pages(
     if rewinds is None:  # the caller that drew the header knows them already
         session = get_session(conn, session_id)
         rewinds = rewinds_of(conn, session) if session is not None else frozenset()
+    if withdrawn is None:
+        withdrawn = withdrawn_seqs(conn, session_id)
     job = {
         "db": path,
         "session": session_id,
         "width": printer.width,
         "height": printer.rich.height,
         "rewinds": sorted(rewinds),
+        "withdrawn": sorted(withdrawn),
         **options,
     }
     pool: list[_PageWorker] = []
@@ -533,7 +543,16 @@ def render_pages(
                 continue
             shown = messages(conn, session_id, limit=size, from_seq=start, tool_results=False)
             response = response_before(conn, session_id, start)
-            render_messages(printer, conn, session_id, shown, response=response, rewinds=rewinds, **options)
+            render_messages(
+                printer,
+                conn,
+                session_id,
+                shown,
+                response=response,
+                rewinds=rewinds,
+                withdrawn=withdrawn,
+                **options,
+            )
     finally:
         for worker in pool:
             worker.stop()
@@ -599,14 +618,21 @@ def page_worker() -> None:
     out = io.StringIO()
     printer = PlainConsole(Console(highlight=False, width=job["width"], height=job["height"], file=out))
     options = {key: job[key] for key in ("expand_subagents", "indent", "markdown")}
-    rewinds = frozenset(job["rewinds"])
+    rewinds, withdrawn = frozenset(job["rewinds"]), frozenset(job["withdrawn"])
     pipe = sys.stdout.buffer
     try:
         for start, size in job["pages"]:
             shown = messages(conn, job["session"], limit=size, from_seq=start, tool_results=False)
             response = response_before(conn, job["session"], start)
             render_messages(
-                printer, conn, job["session"], shown, response=response, rewinds=rewinds, **options
+                printer,
+                conn,
+                job["session"],
+                shown,
+                response=response,
+                rewinds=rewinds,
+                withdrawn=withdrawn,
+                **options,
             )
             printer.flush()
             data = out.getvalue().encode("utf-8", "surrogatepass")
@@ -636,6 +662,23 @@ def rewind_line() -> Text:
     """Where the user went back (Esc Esc, "redo from here") and asked again: a later branch's first
     prompt, whose branch follows the one above it in the session's order."""
     return Text(REWIND_NOTE, style=REWIND_STYLE)
+
+
+WITHDRAWN_MARK = "⤺"
+WITHDRAWN_NOTE = f"── {WITHDRAWN_MARK} withdrawn by an undo or a rewind below ──"
+WITHDRAWN_TAG = f"{WITHDRAWN_MARK} withdrawn"
+WITHDRAWN_STYLE = "dim italic #d78787"
+
+
+def withdrawn_line() -> Text:
+    """Above a run of messages an undo or a rewind took back out of the model's context, which
+    the log still holds (`withdrawn_seqs`): read as ordinary messages, they looked still in play."""
+    return Text(WITHDRAWN_NOTE, style=WITHDRAWN_STYLE)
+
+
+def starts_withdrawn(seq: int, withdrawn: Collection[int]) -> bool:
+    """Whether message `seq` opens a run of withdrawn messages (the one before it is not one)."""
+    return seq in withdrawn and seq - 1 not in withdrawn
 
 
 def rewinds_of(conn: sqlite3.Connection, session: SessionSummary) -> frozenset[int]:

@@ -56,6 +56,7 @@ __all__ = [
     "raw_entry",
     "session_count",
     "tool_result_extra",
+    "withdrawn_seqs",
 ]
 
 
@@ -380,6 +381,70 @@ def rewind_seqs(conn: sqlite3.Connection, session_id: str) -> set[int]:
             (session_id, orjson.dumps(later).decode()),
         )
     )
+
+
+def withdrawn_seqs(conn: sqlite3.Connection, session_id: str) -> frozenset[int]:
+    """Positions of the messages taken back out of the model's context, which the log still holds:
+    those of a branch the user rewound away from (Claude Code's rewinds, a Codex rollback: a branch
+    that left the one continued at a turn both hold; a tree of its own, a log with no tree, is no
+    rewind anyone recorded), and those an undo withdrew (a system message of subtype `undo`
+    naming the first of them in `ref_uuid`: from that message to the undo)."""
+    withdrawn: set[int] = set()
+    undos = conn.execute(
+        "SELECT u.seq, (SELECT min(w.seq) FROM entries w WHERE w.session_id = u.session_id AND w.uuid = u.ref_uuid) "
+        "FROM entries u WHERE u.session_id = ? AND u.subtype = 'undo' AND u.ref_uuid IS NOT NULL "
+        "AND u.seq IS NOT NULL",
+        (session_id,),
+    ).fetchall()
+    for undo, first in undos:
+        if first is not None and first < undo:
+            withdrawn.update(range(first, undo))
+    turns = _rewound_turns(conn, session_id)
+    if turns:
+        withdrawn.update(
+            values(
+                conn,
+                "SELECT seq FROM entries WHERE session_id = ? AND seq IS NOT NULL "
+                "AND turn_id IN (SELECT value FROM json_each(?))",
+                (session_id, orjson.dumps(sorted(turns)).decode()),
+            )
+        )
+    return frozenset(withdrawn)
+
+
+def _rewound_turns(conn: sqlite3.Connection, session_id: str) -> set[str]:
+    """The turns of the branches rewound away from at a turn the continued branch (the one written
+    last) holds too: each turn off that branch whose ancestors meet it."""
+    if (
+        value(
+            conn, "SELECT 1 FROM agent_turns WHERE session_id = ? AND child_count >= 2 LIMIT 1", (session_id,)
+        )
+        is None
+    ):
+        return set()
+    parent: dict[str, str | None] = dict(
+        conn.execute(
+            "SELECT id, parent_turn_id FROM agent_turns WHERE session_id = ? ORDER BY sequence", (session_id,)
+        ).fetchall()
+    )
+    has_child = {pid for pid in parent.values() if pid in parent}
+    leaves = [tid for tid in parent if tid not in has_child]
+    continued: set[str] = set()
+    turn: str | None = leaves[-1] if leaves else None
+    while turn in parent and turn not in continued:
+        continued.add(turn)
+        turn = parent[turn]
+    meets: dict[str, bool] = {tid: True for tid in continued}  # whether a turn's ancestors meet it
+    for tid in parent:
+        path: list[str] = []
+        turn = tid
+        while turn in parent and turn not in meets and turn not in path:
+            path.append(turn)
+            turn = parent[turn]
+        answer = meets.get(turn, False) if turn is not None else False
+        for step in path:
+            meets[step] = answer
+    return {tid for tid, meet in meets.items() if meet and tid not in continued}
 
 
 def branch_seqs(conn: sqlite3.Connection, session_id: str, turn_ids: list[str]) -> list[int]:

@@ -1401,6 +1401,31 @@ async def test_rewind_is_marked_in_the_whole_session(demo_db: Path) -> None:
         assert "rewound" in rendered.strips[rendered.blocks[1].start].text
 
 
+async def test_a_branch_rewound_away_from_is_marked_withdrawn(demo_db: Path) -> None:
+    """The prompt the user rewound away from and its replies were drawn as ordinary messages, as if
+    the model still had them: a line opens them and each header bears its mark; the branch the
+    rewind started, and what came before the branch point, are not."""
+    app = make_app(demo_db)
+    async with run_test(app, size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
+        await pilot.pause()
+        view = app.query_one(MessageView)
+        assert view.withdrawn and max(view.withdrawn) < 15 and 15 in view.rewinds
+        first = min(view.withdrawn)
+        rendered = view.ensure(view.position_of_seq(first))
+        kinds = [b.kind for b in rendered.blocks]
+        assert kinds[:3] == ["gap", "withdrawn", "gap"]
+        texts = [strip.text for strip in rendered.strips]
+        assert "── ⤺ withdrawn by an undo or a rewind below ──" in texts[rendered.blocks[1].start]
+        assert any("Also round to cents" in t for t in texts)
+        assert any(t.strip().startswith("● user ⤺  12 Jun") for t in texts)
+        for seq in (first - 1, 15):  # before the branch point, and the branch the rewind started
+            drawn = view.ensure(view.position_of_seq(seq))
+            assert "withdrawn" not in [b.kind for b in drawn.blocks]
+            assert not any("⤺" in strip.text for strip in drawn.strips)
+
+
 async def test_palette_offers_pane_actions_and_finds_sessions(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with run_test(app, size=(140, 40)) as pilot:

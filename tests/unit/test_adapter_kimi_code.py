@@ -116,6 +116,30 @@ def test_an_undo_and_a_cleared_context_are_shown_where_they_happened(tmp_path):
     assert lines.index("Summed in Decimal.") < clear < lines.index("what is left to do?")
 
 
+def test_what_an_undo_withdrew_is_shown_as_withdrawn(tmp_path):
+    """The prompt `/undo` withdrew and its reply were printed as ordinary messages, read as still
+    in the model's context: a line opens what was withdrawn and each says so; what was asked
+    after the undo, and what a clear left behind, are not withdrawn."""
+    kimi_code.rewound_session(tmp_path)
+    lines = [line.strip() for line in shown(tmp_path, kimi_code.REWOUND).splitlines() if line.strip()]
+    note = lines.index("── ⤺ withdrawn by an undo or a rewind below ──")
+    withdrawn = [n for n, line in enumerate(lines) if line.endswith("  ⤺ withdrawn")]
+    assert [lines[n].split()[0] for n in withdrawn] == ["user", "assistant"]
+    assert note < withdrawn[0] < lines.index("sum the carts in floats") < withdrawn[1]
+    assert withdrawn[1] < lines.index("Summed in floats.") < lines.index("sum the carts in Decimal")
+    assert sum(line.startswith("── ⤺ withdrawn") for line in lines) == 1
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        texts = conn.execute(
+            "SELECT content FROM entries WHERE session_id = ? AND seq IN (SELECT value FROM json_each(?)) "
+            "ORDER BY seq",
+            (kimi_code.REWOUND, json.dumps(sorted(browse.withdrawn_seqs(conn, kimi_code.REWOUND)))),
+        ).fetchall()
+    finally:
+        conn.close()
+    assert [t for (t,) in texts] == ["sum the carts in floats", "Summed in floats."]
+
+
 def test_a_swarm_s_subagents_are_each_under_the_call_that_started_them(tmp_path):
     """`AgentSwarm` starts a subagent per item at once; its result names each (`<subagent
     agent_id=…>`): every one of them hangs under that call with its item, and `show` prints each
