@@ -519,13 +519,15 @@ class CleanupPolicy:
 @dataclass(frozen=True, slots=True)
 class SpawnFacts:
     """A spawn call's input as its agent spells it: the subagent's first prompt (matched against
-    the subagent's own when no id links them), what it was asked to do, its type, and whether it
-    is a named teammate rather than a one-off subagent."""
+    the subagent's own when no id links them), what it was asked to do, its type, whether it is a
+    named teammate rather than a one-off subagent, and whether it is a fork of the caller's
+    conversation (handed it whole) rather than started from its prompt alone."""
 
     prompt: str | None = None
     description: str | None = None
     agent_type: str | None = None
     teammate: bool = False
+    fork: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -503,11 +503,14 @@ class ClaudeAdapter(Adapter):
     # ------------------------------------------------------------------ resume and fork
 
     def spawn_facts(self, params: dict[str, Any]) -> SpawnFacts:
-        """Task/Agent name the subagent's type; a teammate is started with a team or a name."""
+        """Task/Agent name the subagent's type; a teammate is started with a team or a name; a fork
+        of the conversation with `fork: true` (or the type `fork`)."""
         facts = super().spawn_facts(params)
         kind = params.get("subagent_type")
         teammate = bool(params.get("team_name") or params.get("name"))
-        return SpawnFacts(facts.prompt, facts.description, kind if isinstance(kind, str) else None, teammate)
+        fork = params.get("fork") is True or kind == "fork"
+        agent_type = kind if isinstance(kind, str) else ("fork" if fork else None)
+        return SpawnFacts(facts.prompt, facts.description, agent_type, teammate and not fork, fork)
 
     def call_gist(self, name: str, params: dict[str, Any]) -> str | None:
         gist = _GISTS.get(name)
@@ -631,6 +634,11 @@ class ClaudeAdapter(Adapter):
             out.session_id = ctx.state.get("root_session")
             out.content = _short_json(obj.get("result"))
             return out
+        if etype == "fork-context-ref" and ctx.kind == "subagent":
+            # a fork of the parent's conversation (`Agent` with `fork: true`): handed the parent's
+            # messages up to `parentLastUuid` rather than starting from its prompt alone
+            ctx.state["fork_of"] = as_str(obj.get("parentSessionId")) or ctx.state.get("root_session")
+            out.forked_from_session_id = ctx.state["fork_of"]  # it starts here, when it was forked
         self._assign_session(out, obj, sid, ctx)
         forked = obj.get("forkedFrom")
         if isinstance(forked, dict):
@@ -676,6 +684,8 @@ class ClaudeAdapter(Adapter):
                 kind = "workflow"
             elif obj.get("teamName") or obj.get("agentName"):
                 kind = "teammate"
+            elif ctx.state.get("fork_of") or meta.get("agentType") == "fork":
+                kind = "fork"  # shown as a fork of the conversation, under the call that made it
             out.session = SessionInfo(
                 source=AGENT,
                 external_id=aid,

@@ -1136,8 +1136,9 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
         conn.execute(
             "UPDATE agent_sessions SET tool_call_id = ?, parent_session_id = ?, parent_message_id = ?, "
             "task_description = COALESCE(task_description, ?), agent_type = COALESCE(agent_type, ?), "
-            "task_status = ?, kind = CASE WHEN ? AND kind = 'subagent' THEN 'teammate' ELSE kind END WHERE id = ?",
-            (call_id, call_session, message_id, description, agent_type, status, teammate, sid),
+            "task_status = ?, kind = CASE WHEN kind != 'subagent' THEN kind WHEN ? THEN 'teammate' "
+            "WHEN ? THEN 'fork' ELSE kind END WHERE id = ?",  # a fork of its caller's conversation
+            (call_id, call_session, message_id, description, agent_type, status, teammate, facts.fork, sid),
         )
         conn.execute(  # a call that started several points at the first linked
             "UPDATE agent_tool_calls SET child_session_id = CASE WHEN ? THEN COALESCE(child_session_id, ?) "

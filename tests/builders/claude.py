@@ -357,3 +357,52 @@ def markup_session(root: Path, sid: str = "eeeeeeee-1111-4222-8333-00000000c0de"
     )
     t.write()
     return t
+
+
+FORKING = "eeeeeeee-1111-4222-8333-00000000f0a7"
+FORK_AGENT = "a3f9c2e1d0b4a5968"
+
+
+def fork_subagent_session(root: Path) -> tuple[Transcript, Transcript]:
+    """A session whose reply starts a fork of its own conversation (the `Agent` tool with `fork:
+    true`): the fork's transcript (`<session>/subagents/agent-<id>.jsonl`) opens with a
+    `fork-context-ref` naming the parent's session and its last message, then the parent's
+    conversation up to the call as the fork was handed it (its lines copied, their times and API
+    ids the parent's), then what the fork did itself."""
+    main = Transcript(root / "-home-dev-app" / f"{FORKING}.jsonl", FORKING)
+    main.user("the invoice totals are off by a cent")
+    usage = {"input_tokens": 1000, "output_tokens": 50}
+    asked = main.assistant("Rounding, most likely.", msg_id="msg_parent_1", usage=usage)
+    handed = [dict(line) for line in main.lines]
+    call = tool_use(
+        "toolu_fork_1", "Agent", description="try half-even", prompt="try half-even rounding", fork=True
+    )
+    main.assistant(
+        None, msg_id="msg_parent_2", tools=[call], usage={"input_tokens": 1200, "output_tokens": 30}
+    )
+    launched = {"status": "async_launched", "agentId": FORK_AGENT}
+    main.tool_result("toolu_fork_1", "Fork started — processing in background", tool_use_result=launched)
+    main.assistant(
+        "Started a fork to try it.", msg_id="msg_parent_3", usage={"input_tokens": 1300, "output_tokens": 20}
+    )
+    main.write()
+    sub = Transcript(
+        main.path.parent / FORKING / "subagents" / f"agent-{FORK_AGENT}.jsonl",
+        FORKING,
+        isSidechain=True,
+        agentId=FORK_AGENT,
+    )
+    sub.n = main.n + 1  # after the call
+    ref = {"type": "fork-context-ref", "agentId": FORK_AGENT, "parentSessionId": FORKING}
+    sub.raw({**ref, "parentLastUuid": asked, "contextLength": len(handed), "timestamp": sub._ts()})
+    for line in handed:
+        sub.raw({**line, "isSidechain": True, "agentId": FORK_AGENT})
+    sub.last = asked
+    sub.user("try half-even rounding")
+    sub.assistant(
+        "Half-even fixes it.", msg_id="msg_fork_1", usage={"input_tokens": 400, "output_tokens": 60}
+    )
+    sub.write()
+    meta = {"agentType": "fork", "description": "try half-even", "toolUseId": "toolu_fork_1"}
+    (sub.path.parent / f"agent-{FORK_AGENT}.meta.json").write_text(json.dumps(meta))
+    return main, sub

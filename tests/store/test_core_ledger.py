@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from threadloom.core.store import db
+
+from tests.builders import claude
 from tests.builders.claude import Transcript, tool_use
 from tests.support import ingest
 
@@ -758,3 +761,36 @@ def test_local_commands_run_in_a_row_are_no_branches(conn, tmp_path):
     assert session(conn, SID)["branch_count"] == 0
     assert browse.rewind_seqs(conn, SID) == set()
     assert browse.branches(conn, SID) == []
+
+
+def test_a_fork_of_the_conversation_hangs_as_a_fork_under_its_call(conn, tmp_path):
+    """`Agent` with `fork: true` starts a subagent handed the parent's conversation (its file opens
+    with a `fork-context-ref`, then the parent's lines as handed to it): it was linked as an
+    ordinary subagent begun with the parent's first message. It is a fork of the parent, under
+    the call that made it, starting when it was forked, the copied messages' tokens the parent's
+    alone; without the reference, the call's `fork: true` still says what it is."""
+    _, sub = claude.fork_subagent_session(tmp_path / "projects")
+    ingest(conn, tmp_path / "projects")
+    fork = session(conn, f"{claude.FORKING}:agent-{claude.FORK_AGENT}")
+    parent = session(conn, claude.FORKING)
+    assert (fork["kind"], fork["is_subagent"], fork["parent_session_id"], fork["tool_call_id"]) == (
+        "fork",
+        1,
+        claude.FORKING,
+        "toolu_fork_1",
+    )
+    assert fork["forked_from_session_id"] == claude.FORKING
+    assert fork["created_at"] > parent["created_at"]  # from the fork on, not from the copied start
+    assert (fork["input_tokens"], fork["output_tokens"]) == (400, 60)  # its own request alone
+    assert (parent["input_tokens"], parent["output_tokens"]) == (3500, 100)
+    # the same files with no reference and no meta: the call still marks its child a fork
+    _, sub = claude.fork_subagent_session(tmp_path / "bare")
+    sub.path.write_text("".join(line + "\n" for line in sub.path.read_text().splitlines()[1:]))
+    (sub.path.parent / f"agent-{claude.FORK_AGENT}.meta.json").unlink()
+    other = db.connect(tmp_path / "bare.db")
+    try:
+        ingest(other, tmp_path / "bare")
+        fork = session(other, f"{claude.FORKING}:agent-{claude.FORK_AGENT}")
+    finally:
+        other.close()
+    assert (fork["kind"], fork["tool_call_id"], fork["agent_type"]) == ("fork", "toolu_fork_1", "fork")
