@@ -38,6 +38,8 @@ from ..core.base.text import (
 from ..core.present.markdown import SYNTAX_THEME
 from ..core.present.render import (
     COMPACT_SUMMARY,
+    COMPACTED,
+    COMPACTED_STYLE,
     SUMMARY_STYLE,
     WITHDRAWN_MARK,
     WITHDRAWN_STYLE,
@@ -47,7 +49,7 @@ from ..core.present.render import (
     terminal_text,
 )
 from ..core.present.render import long_text as core_long_text
-from ..core.read.browse import MessageRow, ToolCall
+from ..core.read.browse import COMPACTION_SUBTYPES, MessageRow, ToolCall
 from ..core.read.calls import call_params, call_prose, result_text, tool_summary
 from ..core.read.diffs import DiffLine, call_diff, diff_between, is_edit
 from ..core.read.images import describe, human_bytes
@@ -223,12 +225,12 @@ def event_line(msg: MessageRow) -> Text:
     if kind == "compact_boundary":
         meta = ev.get("compactMetadata")
         meta = meta if isinstance(meta, dict) else {}
-        label = "✂ conversation compacted"
+        label = COMPACTED
         if meta.get("trigger"):
             label += f" · {meta['trigger']}"
         if isinstance(meta.get("preTokens"), int):
             label += f" · {human_tokens(meta['preTokens'])} tokens before"
-        style = "#87afaf"
+        style = COMPACTED_STYLE
     elif kind == "api_error":
         err = ev.get("error")
         label = "⚠ API error"
@@ -255,6 +257,9 @@ def event_line(msg: MessageRow) -> Text:
         if any(r.failed for r in runs):
             label += " · errors"
             style = HOOK_FAILED_STYLE
+    elif kind in COMPACTION_SUBTYPES:  # another agent's compaction, its summary in the same record
+        label = COMPACTED + (f": {one_line(msg.content, 100)}" if msg.content else "")
+        style = COMPACTED_STYLE
     else:
         label = f"{kind}: {one_line(msg.content or '', 120)}" if msg.content else kind
     text = Text("── ", style=style)

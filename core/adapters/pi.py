@@ -13,7 +13,9 @@ has `type`, `id` (8 hex digits), `parentId` (a tree: `/tree` branches in place) 
   output, cacheRead, cacheWrite, cost {total}}`, `stopReason`), `toolResult` (`toolCallId`,
   `toolName`, `content`, `details`, `isError`), `bashExecution` (a command the user ran with `!`),
   `custom`, `branchSummary`, `compactionSummary`;
-* `model_change`, `thinking_level_change`, `compaction` (`summary`, `firstKeptEntryId`),
+* `model_change`, `thinking_level_change`, `compaction` (`summary`, `firstKeptEntryId`,
+  `tokensBefore`: the one record a compaction writes, the summary kept nowhere else; shown as a
+  compaction line where it happened),
   `branch_summary`, `custom`, `custom_message`, `label`, `session_info` (`name`: the session's
   title); anything else kept as an event.
 
@@ -197,7 +199,11 @@ class PiAdapter(Adapter):
         elif kind == "model_change":
             out.model = as_str(obj.get("modelId"))
         elif kind == "compaction":
+            # the one record of a compaction (`/compact`, or pi's own): a line where it happened,
+            # holding the summary the model goes on from, as other agents' compactions are drawn
             out.is_compaction = out.segment_marker = True
+            out.role, out.is_meta, out.is_message = "system", True, True
+            out.subtype = "compaction_summary"
             out.content = as_str(obj.get("summary"))
         elif kind == "branch_summary":
             out.content = as_str(obj.get("summary"))

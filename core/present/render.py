@@ -50,7 +50,7 @@ from ..base.text import (
     short_when,
     task_notice,
 )
-from ..read.browse import rewind_seqs, tool_result_extra, withdrawn_seqs
+from ..read.browse import COMPACTION_SUBTYPES, rewind_seqs, tool_result_extra, withdrawn_seqs
 from ..read.calls import call_params, tool_summary
 from ..read.diffs import diff_rows
 from ..read.images import describe
@@ -350,6 +350,16 @@ def render_messages(
             if msg.hooks:
                 for run in msg.hooks:
                     console.print(Padding(hook_text(run), (0, 0, 0, indent)))
+            elif msg.subtype in COMPACTION_SUBTYPES:  # as the viewer draws it, the summary beside it
+                # (Claude Code's boundary says only that it compacted: its summary is the next message)
+                summary = (
+                    f": {one_line(msg.content, 100)}"
+                    if msg.content and msg.subtype != "compact_boundary"
+                    else ""
+                )
+                console.print(
+                    Padding(Text(f"── {COMPACTED}{summary}", style=COMPACTED_STYLE), (0, 0, 0, indent))
+                )
             elif msg.content:
                 console.print(
                     Padding(
@@ -664,6 +674,8 @@ def rewind_line() -> Text:
     return Text(REWIND_NOTE, style=REWIND_STYLE)
 
 
+COMPACTED = "✂ conversation compacted"  # a compaction's line, in the viewer and `show`
+COMPACTED_STYLE = "#87afaf"
 WITHDRAWN_MARK = "⤺"
 WITHDRAWN_NOTE = f"── {WITHDRAWN_MARK} withdrawn by an undo or a rewind below ──"
 WITHDRAWN_TAG = f"{WITHDRAWN_MARK} withdrawn"

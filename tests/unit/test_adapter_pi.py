@@ -104,3 +104,31 @@ def test_a_pi_session_compacted_early_is_pi_s_not_a_codex_rollout(tmp_path):
         assert prompts == ["summarize notes.md", "and the first?"]
     finally:
         conn.close()
+
+
+def test_a_pi_compaction_is_drawn_where_it_happened(tmp_path):
+    """pi writes a compaction as one `compaction` entry holding the summary the model goes on from:
+    it was counted but drawn nowhere, the prompt after it read as if the whole conversation were
+    still in context. It is a compaction line there (as other agents' are), and a new segment."""
+    import io
+
+    from rich.console import Console
+    from threadloom.core.present.render import render_session
+    from threadloom.core.read.browse import compaction_segments
+    from threadloom.core.read.query import get_session
+
+    pi_compacted_early(tmp_path)
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".pi")
+        session = get_session(conn, COMPACTED)
+        assert session is not None
+        out = io.StringIO()
+        render_session(Console(file=out, width=120, highlight=False), conn, session)
+        segments = compaction_segments(conn, COMPACTED, session.message_count)
+    finally:
+        conn.close()
+    lines = [line.strip() for line in out.getvalue().splitlines() if line.strip()]
+    line = lines.index("── ✂ conversation compacted: notes.md lists three errands")
+    assert lines.index("It lists three errands.") < line < lines.index("and the first?")
+    assert session.compaction_count == 1 and len(segments) == 2
