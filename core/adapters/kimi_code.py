@@ -38,6 +38,10 @@ at once; its result is `<agent_swarm_result>`, a `<summary>` and one `<subagent 
 item="…" outcome="…">` element a subagent, and state.json gives each of them its item (`labels.
 swarmItem`).
 
+A log is written in order and its records name no parent: each record with an id follows the one
+before it (a prompt starts a turn after the last one, its replies are in its turn), as a Codex
+rollout's lines are read.
+
 A fork (`/fork`) is a new session folder whose agents' logs are copies of the source's (whole, or
 cut at a turn), each ended by a `{type: "forked", agentId, time}` record, and whose state.json
 names the source in `forkedFrom` (its `createdAt` the fork's own time: epoch ms, or ISO text in
@@ -414,6 +418,8 @@ class KimiCodeAdapter(Adapter):
             st["anchors"] = []  # an undo stops at a compaction
             out.content = text or as_str(obj.get("contextSummary"))
             out.is_message = out.content is not None
+        if out.uuid:  # the log is one line of records: each follows the one before it
+            out.parent_uuid, st["last_uuid"] = st.get("last_uuid"), out.uuid
         return out
 
     def _start(self, ctx: FileContext) -> None:

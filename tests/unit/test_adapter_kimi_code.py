@@ -116,6 +116,38 @@ def test_an_undo_and_a_cleared_context_are_shown_where_they_happened(tmp_path):
     assert lines.index("Summed in Decimal.") < clear < lines.index("what is left to do?")
 
 
+def test_a_session_s_prompts_follow_one_another_each_reply_in_its_turn(tmp_path):
+    """Kimi Code's records name no parent: each prompt was a root of its own, a session of three
+    prompts listed as three branches the user never made, and the replies were in no turn (a
+    turn's tokens, `show SESSION#n`, a fork at a turn missed them). Each record follows the one
+    before it: one line of turns, each reply in its prompt's."""
+    kimi_code.rewound_session(tmp_path)
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".kimi-code")
+        assert browse.branches(conn, kimi_code.REWOUND) == []
+        branch_count = conn.execute(
+            "SELECT branch_count FROM agent_sessions WHERE id = ?", (kimi_code.REWOUND,)
+        ).fetchone()[0]
+        rows = conn.execute(
+            "SELECT role, content, turn_id FROM entries WHERE session_id = ? AND seq IS NOT NULL "
+            "AND role IN ('user', 'assistant') ORDER BY seq",
+            (kimi_code.REWOUND,),
+        ).fetchall()
+        parents = conn.execute(
+            "SELECT parent_turn_id FROM agent_turns WHERE session_id = ? ORDER BY sequence",
+            (kimi_code.REWOUND,),
+        ).fetchall()
+    finally:
+        conn.close()
+    assert branch_count == 0
+    prompts = [turn for role, _, turn in rows if role == "user"]
+    assert [p for (p,) in parents] == [None, *prompts[:-1]]
+    assert [(role, turn) for role, _, turn in rows] == [
+        (role, prompts[n // 2]) for n, role in enumerate(["user", "assistant"] * 3)
+    ]
+
+
 def test_what_an_undo_withdrew_is_shown_as_withdrawn(tmp_path):
     """The prompt `/undo` withdrew and its reply were printed as ordinary messages, read as still
     in the model's context: a line opens what was withdrawn and each says so; what was asked
