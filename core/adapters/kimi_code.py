@@ -415,6 +415,7 @@ class KimiCodeAdapter(Adapter):
             text = as_str(summary) or text_of(as_dict(summary).get("content"))[0]
             out.is_compaction = out.segment_marker = True
             out.role, out.is_meta = "system", True
+            out.subtype = "compaction_summary"  # a compaction's line, holding its summary; a new segment
             st["anchors"] = []  # an undo stops at a compaction
             out.content = text or as_str(obj.get("contextSummary"))
             out.is_message = out.content is not None

@@ -148,6 +148,23 @@ def test_a_session_s_prompts_follow_one_another_each_reply_in_its_turn(tmp_path)
     ]
 
 
+def test_a_compaction_is_drawn_as_one_and_starts_a_segment(tmp_path):
+    """`context.apply_compaction` was printed as a system note ("── system: …") and started no
+    segment: it is a compaction's line, with its summary, and the session's second segment."""
+    from threadloom.core.read.browse import compaction_segments
+
+    kimi_code.kimi_code_session(tmp_path)
+    lines = [line.strip() for line in shown(tmp_path, kimi_code.SID).splitlines() if line.strip()]
+    assert "── ✂ conversation compacted: The cart total was fixed." in lines
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        session = get_session(conn, kimi_code.SID)
+        assert session is not None
+        assert len(compaction_segments(conn, kimi_code.SID, session.message_count)) == 2
+    finally:
+        conn.close()
+
+
 def test_what_an_undo_withdrew_is_shown_as_withdrawn(tmp_path):
     """The prompt `/undo` withdrew and its reply were printed as ordinary messages, read as still
     in the model's context: a line opens what was withdrawn and each says so; what was asked
