@@ -613,6 +613,9 @@ class Adapter(ABC):
     # the files under its default folders that no adapter takes are listed as unclaimed (a folder
     # that holds the agent's logs alone)
     says_unclaimed: bool = False
+    # its logs hold undo records (a system record of subtype `undo`, `Record.ref_uuid`): only its
+    # sessions are read for them (`core.read.browse.withdrawn_seqs`), each open of any other a scan less
+    writes_undos: bool = False
     # `decode` turns this agent's "document" files into logs (a `.jsonl.zst`)
     decodes: bool = False
     # `stat_paths` names side files (a database's -wal): a run with nothing new stats every source,

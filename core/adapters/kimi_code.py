@@ -253,6 +253,7 @@ class KimiCodeAdapter(Adapter):
     display_name = "Kimi Code"
     program = "kimi"
     fork_style = "whole-session-resume"
+    writes_undos = True  # `context.undo {count}` (see the module's docstring)
     edit_tools = frozenset({"Edit"})
     write_tools = frozenset({"Write"})
     read_tools = frozenset({"Read"})
