@@ -73,6 +73,8 @@ def parser(typed: bool = False) -> MarkdownIt:
 
 # a line ending in an odd number of backslashes: the last one would be read as a line break
 TRAILING_BACKSLASH = re.compile(r"(?<!\\)((?:\\\\)*\\)$", re.M)
+# a line's end as the parser reads it (`\r\n` and a lone `\r` are `\n` to it)
+LINE_END = re.compile(r"\r\n?")
 
 
 def safe(text: str) -> str:
@@ -257,7 +259,7 @@ def render_markdown(
         text, rest = text[:cut], text[cut:]
     source = drop_colours(text)
     if typed:  # a space after it keeps a last backslash a character (a line's last spaces are not drawn)
-        source = TRAILING_BACKSLASH.sub(r"\1 ", source)
+        source = TRAILING_BACKSLASH.sub(r"\1 ", LINE_END.sub("\n", source))
     markdown = _Builder(style, code_theme, preview, typed).build(parser(typed).parse(source))
     if rest:
         markdown.blocks.append(Block(Text(), Text(), Text(safe(drop_colours(rest)), style=style)))

@@ -264,6 +264,14 @@ def test_a_typed_prompt_keeps_its_backslashes_and_entities_where_markdown_would_
     ]
 
 
+def test_a_typed_prompt_with_windows_line_ends_keeps_every_last_backslash() -> None:
+    """A prompt pasted from Windows ends its lines in `\\r\\n` (or an old Mac's `\\r`): the
+    parser reads each as a line's end, so a shell line's last backslash was a line break there."""
+    for end in ("\r\n", "\r"):
+        source = f"ls \\{end}  -la \\{end}- one \\{end}- two"
+        assert plain(lines(source, 80, typed=True)) == ["ls \\", "-la \\", "", "• one \\", "• two"]
+
+
 @pytest.mark.parametrize("markdown", [True, False])
 def test_a_huge_message_is_cut_with_a_note_either_way(markdown: bool) -> None:
     body = message_body("# big\n\n" + "word " * (MESSAGE_CHARS // 4), markdown=markdown, rest="r shows it")
