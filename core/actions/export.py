@@ -51,6 +51,7 @@ from ..base.markup import (
 )
 from ..base.redact import Redactor
 from ..base.text import clock, count_of, drop_colours, human_tokens, one_line, printable
+from ..present.markdown import too_deep
 from ..present.render import CAVEAT_NOTE, COMPACT_SUMMARY, chip_mark, hook_duration
 from ..read import browse, images
 from ..read.calls import call_params, result_text, tool_summary
@@ -770,7 +771,15 @@ def _md_renderer() -> Callable[[str], str]:
 
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "highlight": highlighted})
     md.enable(["table", "strikethrough"])
-    return md.render
+
+    def render(text: str) -> str:
+        tokens = md.parse(text)
+        if too_deep(tokens, md.options.maxNesting):  # the parser left out what lies deeper
+            return f"<pre>{html.escape(text)}</pre>"
+        rendered: str = md.renderer.render(tokens, md.options, {})
+        return rendered
+
+    return render
 
 
 def _html(conn: sqlite3.Connection, thread: Thread, redact: Redactor, stamp: str) -> str:

@@ -260,10 +260,20 @@ def render_markdown(
     source = drop_colours(text)
     if typed:  # a space after it keeps a last backslash a character (a line's last spaces are not drawn)
         source = TRAILING_BACKSLASH.sub(r"\1 ", LINE_END.sub("\n", source))
-    markdown = _Builder(style, code_theme, preview, typed).build(parser(typed).parse(source))
+    md = parser(typed)
+    tokens = md.parse(source)
+    if too_deep(tokens, md.options.maxNesting):  # the parser left out what lies deeper: drawn as written
+        tokens, rest = [], text + rest
+    markdown = _Builder(style, code_theme, preview, typed).build(tokens)
     if rest:
         markdown.blocks.append(Block(Text(), Text(), Text(safe(drop_colours(rest)), style=style)))
     return markdown
+
+
+def too_deep(tokens: list[Token], max_nesting: int) -> bool:
+    """Whether a block opens at the parser's deepest level: it skips all that lies inside (a quote
+    in a quote 20 deep, a list nested 10 deep) without a word, and the text would not be shown."""
+    return any(token.nesting == 1 and token.level >= max_nesting - 1 for token in tokens)
 
 
 # a preview parses this much of a text at most (a 100 KB answer dense with Markdown took 0.9 s to

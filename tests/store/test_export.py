@@ -503,6 +503,21 @@ def test_crlf_text_exports_as_lines_not_as_carriage_return_marks(conn, tmp_path)
     assert "␍" not in page and "language-␍" not in page and "<p>Run it\nplease</p>" in page
 
 
+def test_a_message_nested_deeper_than_the_parser_goes_is_in_the_page_as_written(conn, tmp_path):
+    """The Markdown parser skips without a word what lies inside a block opened 20 levels deep: a
+    prompt quoting a mail thread 30 `>` deep was an empty stack of quotes in the HTML page."""
+    sid = "f4f4f4f4-1111-4222-8333-000000000f4f"
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid, cwd="/srv/app")
+    t.user("> " * 30 + "the <b>reply</b> &amp; more")
+    t.assistant("**Seen**")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    page = export_session(conn, resolve_session(conn, sid), "html").data.decode()
+    prompt = page.split('<article class="msg user">')[1].split("<article")[0]
+    assert "&gt; " * 30 + "the &lt;b&gt;reply&lt;/b&gt; &amp;amp; more" in prompt
+    assert "<strong>Seen</strong>" in page and "<b>reply" not in page
+
+
 def test_a_log_with_no_uuids_is_one_branch_and_exports_whole(conn, tmp_path):
     """Claude Code records with no uuid or parentUuid (older or other writers' files) made each
     prompt a root turn, read as a branch of its own: the export kept the last ("Messages | 2 of 4",

@@ -272,6 +272,18 @@ def test_a_typed_prompt_with_windows_line_ends_keeps_every_last_backslash() -> N
         assert plain(lines(source, 80, typed=True)) == ["ls \\", "-la \\", "", "• one \\", "• two"]
 
 
+@pytest.mark.parametrize("typed", [True, False])
+def test_a_text_nested_deeper_than_the_parser_goes_is_drawn_as_written(typed: bool) -> None:
+    """The parser skips without a word what lies inside a block opened 20 levels deep: a quote of
+    30 `>` (a mail thread pasted whole) or a list nested 12 deep was drawn as nothing at all."""
+    quoted = "> " * 30 + "the reply"
+    assert plain(lines(quoted, 200, typed=typed)) == [quoted]
+    nested = "".join("  " * depth + f"- item {depth}\n" for depth in range(12))
+    drawn = "\n".join(plain(lines(nested, 200, typed=typed)))
+    assert all(f"item {depth}" in drawn for depth in range(12))
+    assert plain(lines("> > > shallow", typed=typed)) == ["▎ ▎ ▎ shallow"]
+
+
 @pytest.mark.parametrize("markdown", [True, False])
 def test_a_huge_message_is_cut_with_a_note_either_way(markdown: bool) -> None:
     body = message_body("# big\n\n" + "word " * (MESSAGE_CHARS // 4), markdown=markdown, rest="r shows it")
