@@ -190,6 +190,15 @@ class SourceUnreadable(Exception):
     """A source database that SQLite cannot read as the adapter expects (another schema, damage)."""
 
 
+def _resolved(path: Path) -> Path:
+    """`path` absolute, its links followed; as given (made absolute) when they loop, for the
+    reading of it to say so rather than the run to stop."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: Python before 3.13 on a loop of links
+        return path.absolute()
+
+
 def scan_roots(
     conn: sqlite3.Connection, sources: Iterable[Path], include_defaults: bool, remember: bool = True
 ) -> list[Path]:
@@ -201,7 +210,7 @@ def scan_roots(
         roots += [Path(r[0]) for r in conn.execute("SELECT path FROM source_roots ORDER BY path")]
     now = int(time.time() * 1000)
     for src in sources:
-        path = Path(src).expanduser().resolve()
+        path = _resolved(Path(src).expanduser())
         roots.append(path)
         if remember:
             conn.execute(

@@ -148,6 +148,21 @@ def test_empty_file_and_unreadable_file(conn, tmp_path):
     assert len(report.errors) == 1 and "44444444" in report.errors[0]
 
 
+def test_a_source_that_is_a_loop_of_links_is_an_error_named_not_a_crash(conn, tmp_path):
+    """`--source` given a link that points at itself (or two that point at each other) stopped the
+    whole run with a traceback while its path was made absolute; it is an error the report names,
+    and the other sources are read."""
+    loop = tmp_path / "history.jsonl"
+    loop.symlink_to(loop.name)
+    t = simple_session(tmp_path, turns=1)
+    t.write()
+    from threadloom.core.ingest.pipeline import run_ingest
+
+    report = run_ingest(conn, [loop, tmp_path / "projects"], include_defaults=False)
+    assert report.records_added == 2
+    assert len(report.errors) == 1 and "history.jsonl" in report.errors[0]
+
+
 def test_truncated_last_line_waits_then_is_read_once_complete(conn, tmp_path):
     t = simple_session(tmp_path, turns=1)
     path = t.write()
