@@ -726,7 +726,10 @@ def summary_title(summary: str) -> str:
             value = json.loads('"' + body.rstrip("\\") + '"')  # cut short before its closing quote
         except ValueError:
             return summary
-    return value.strip() if isinstance(value, str) and value.strip() else summary
+    if not isinstance(value, str) or not value.strip():
+        return summary
+    # a lone surrogate (`\\ud800`, an emoji cut in half) can be decoded but not stored
+    return value.strip().encode("utf-8", "replace").decode("utf-8")
 
 
 def _kind(path: Path) -> str:

@@ -510,3 +510,21 @@ def test_a_subagent_chat_is_titled_by_its_response(conn, gemini):
         "Memory updated.",
         "Fix the cart total",
     ]
+
+
+def test_a_subagent_response_cut_through_a_surrogate_pair_is_stored_whole(conn, gemini):
+    """A response cut in half of an emoji's escapes (`\\ud83d` with no low half) decoded to a lone
+    surrogate, which no database stores: the whole chat, every byte of it, was left out of the
+    archive as an error. Its title has the half replaced; the chat is kept and read."""
+    folder = chats(gemini)
+    sid = "9d8c7b6a-0000-4000-8000-000000000021"
+    doc = legacy_doc([user("c1", "go"), reply("c2", "done")])
+    summary = '{"response": "Shipped it \\ud83d'
+    path = write_legacy(folder / SID / f"{sid}.json", {**doc, "sessionId": sid, "summary": summary})
+    lines = [meta(sessionId=sid + "-b", summary='{"response": "Half \\udc00 done"}'), user("u1", "hi")]
+    jsonl = write_jsonl(folder / "session-2026-04-29T21-39-0000abcd.jsonl", lines)
+    report = run_ingest(conn, [gemini], include_defaults=False)
+    assert report.errors == []
+    assert session(conn, sid)["title"] == "Shipped it ?"
+    assert session(conn, sid + "-b")["title"] == "Half ? done"
+    assert round_trips(conn, path) and round_trips(conn, jsonl)
