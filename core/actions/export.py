@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
@@ -51,7 +51,7 @@ from ..base.markup import (
 )
 from ..base.redact import Redactor
 from ..base.text import clock, count_of, drop_colours, human_tokens, one_line, printable
-from ..present.markdown import too_deep
+from ..present.markdown import too_deep, typed_source
 from ..present.render import CAVEAT_NOTE, COMPACT_SUMMARY, chip_mark, hook_duration
 from ..read import browse, images
 from ..read.calls import call_params, result_text, tool_summary
@@ -69,6 +69,7 @@ from ..read.query import (
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 FORMATS = ("md", "html", "json")
 MAX_DEPTH = 8  # subagents nested deeper than this are named, not included
@@ -327,12 +328,13 @@ def _md_blocks() -> MarkdownIt:
     return MarkdownIt("commonmark", {"html": False})
 
 
-def _md_text(text: str) -> str:
+def _md_text(text: str, typed: bool = False) -> str:
     """A message's text as Markdown that shows what was written and ends where the message ends.
     Its Markdown stays (headings, lists, emphasis, code, links) but outside code raw HTML is text
     (`<` escaped, and `&` where it starts an entity, which could spell a scheme), a link to a
     javascript:, vbscript: or data: address is text, and a fence it leaves open (a reply
-    interrupted inside a code block) is closed, or it would swallow every message after it."""
+    interrupted inside a code block) is closed, or it would swallow every message after it.
+    `typed`: a person typed it (a prompt): its backslashes are shown as typed (`_md_prose`)."""
     lines = text.split("\n")
     code = [False] * len(lines)
     prose: list[tuple[int, int]] = []  # line ranges where a code span may run (a paragraph, a heading)
@@ -359,7 +361,7 @@ def _md_text(text: str) -> str:
             row += 1
             continue
         end = max(spans.get(row, row + 1), row + 1)
-        out.append(_md_prose("\n".join(lines[row:end])))
+        out.append(_md_prose("\n".join(lines[row:end]), typed))
         row = end
     shown = "\n".join(out)
     if close:
@@ -376,9 +378,10 @@ SPECIAL = re.compile(r"[\\<&\]]|`+")
 PUNCTUATION = set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
-def _md_prose(text: str) -> str:
+def _md_prose(text: str, typed: bool = False) -> str:
     """Lines of one paragraph (or heading) with raw HTML, entities and unsafe links made text,
-    its code spans (which CommonMark shows as written) left as they are."""
+    its code spans (which CommonMark shows as written) left as they are. `typed`: a backslash is
+    a backslash, escaped where Markdown would read an escape (`C:\\me\\.config`) or a line break."""
     out: list[str] = []
     i = 0
     while (found := SPECIAL.search(text, i)) is not None:
@@ -386,7 +389,10 @@ def _md_prose(text: str) -> str:
         out.append(text[i:at])
         c = text[at]
         end = at + 1
-        if c == "\\":
+        if c == "\\" and typed:
+            after = text[at + 1 : at + 2]
+            out.append("\\\\" if after in PUNCTUATION or after in ("\n", "") else "\\")
+        elif c == "\\":
             end = at + 2 if text[at + 1 : at + 2] in PUNCTUATION else end
             out.append(text[at:end])
         elif c == "`":
@@ -524,7 +530,7 @@ def _md_messages(out: list[str], thread: Thread, redact: Redactor, level: int) -
                 "",
             ]
         if msg.content:
-            out += [_md_text(redact(clean(msg.content))), ""]
+            out += [_md_text(redact(clean(msg.content)), typed=msg.role == "user"), ""]
         out += [f"*▣ {_md_inline(describe(_image(image, redact)))}*\n" for image in thread.own_images(msg)]
         for call in msg.tool_calls:
             _md_call(out, thread, call, redact, level)
@@ -573,7 +579,7 @@ def _md_parts(out: list[str], parts: list[Part], redact: Redactor) -> None:
         elif isinstance(part, Caveat):
             out += [f"*{CAVEAT_NOTE}*", ""]
         else:
-            out += [_md_text(redact(clean(part.text))), ""]
+            out += [_md_text(redact(clean(part.text)), typed=True), ""]
 
 
 def _output_size(part: ShellOutput) -> str:
@@ -748,10 +754,17 @@ figure.image figcaption { color: var(--dim); font-size: .8em; }
 """
 
 
-def _md_renderer() -> Callable[[str], str]:
+class Render(Protocol):
+    """Markdown → HTML (`_md_renderer`); `typed`: a person typed it (a prompt)."""
+
+    def __call__(self, text: str, typed: bool = False) -> str: ...
+
+
+def _md_renderer() -> Render:
     """Markdown → HTML with raw HTML off (so a log cannot inject tags), links markdown-it deems
     unsafe (javascript:, data: but images) refused, and fenced code highlighted by Pygments with
-    inline styles (the page has no stylesheet to fetch)."""
+    inline styles (the page has no stylesheet to fetch). `typed`: what a person typed (a prompt),
+    its backslashes and entities kept as typed, as `show` draws them (`render_markdown`)."""
     from markdown_it import MarkdownIt
     from pygments import highlight
     from pygments.formatters import HtmlFormatter
@@ -769,11 +782,22 @@ def _md_renderer() -> Callable[[str], str]:
             return ""  # markdown-it escapes it plainly
         return f"<pre><code>{highlight(code, lexer, formatter)}</code></pre>"
 
-    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "highlight": highlighted})
-    md.enable(["table", "strikethrough"])
+    def as_typed(_renderer: object, tokens: list[Token], idx: int, _options: object, _env: object) -> str:
+        return html.escape(tokens[idx].markup)  # an escape or an entity, as it was typed
 
-    def render(text: str) -> str:
-        tokens = md.parse(text)
+    def parser(typed: bool) -> MarkdownIt:
+        md = MarkdownIt("commonmark", {"html": False, "linkify": False, "highlight": highlighted})
+        md.enable(["table", "strikethrough"])
+        if typed:  # escapes and entities stay tokens of their own (`parser(typed=True)`)
+            md.disable("text_join")
+            md.add_render_rule("text_special", as_typed)
+        return md
+
+    written, typed_by_hand = parser(False), parser(True)
+
+    def render(text: str, typed: bool = False) -> str:
+        md = typed_by_hand if typed else written
+        tokens = md.parse(typed_source(text) if typed else text)
         if too_deep(tokens, md.options.maxNesting):  # the parser left out what lies deeper
             return f"<pre>{html.escape(text)}</pre>"
         rendered: str = md.renderer.render(tokens, md.options, {})
@@ -820,7 +844,7 @@ Picture = Callable[[int, ImageRef], str]
 
 
 def _html_messages(
-    parts: list[str], thread: Thread, redact: Redactor, render: Callable[[str], str], picture: Picture
+    parts: list[str], thread: Thread, redact: Redactor, render: Render, picture: Picture
 ) -> None:
     e = html.escape
     open_article = False
@@ -872,7 +896,8 @@ def _html_messages(
                 "</details>"
             )
         if msg.content:
-            parts.append(f'<div class="body">{render(redact(clean(msg.content)))}</div>')
+            typed = msg.role == "user"
+            parts.append(f'<div class="body">{render(redact(clean(msg.content)), typed=typed)}</div>')
         parts += [picture(msg.entry_id, image) for image in thread.own_images(msg)]
         for call in msg.tool_calls:
             _html_call(parts, thread, call, redact, render, picture)
@@ -881,9 +906,7 @@ def _html_messages(
         parts.append("</article>")
 
 
-def _html_parts(
-    parts: list[str], markup_parts: list[Part], redact: Redactor, render: Callable[[str], str]
-) -> None:
+def _html_parts(parts: list[str], markup_parts: list[Part], redact: Redactor, render: Render) -> None:
     """Claude Code's markup as HTML: a `!` command as a card (the command coloured as shell, its
     output closed beneath it, stderr apart, as preformatted text: never Markdown), a slash
     command as typed, a command's output and the caveat as quiet notes, IDE notes as chips (a
@@ -929,7 +952,7 @@ def _html_parts(
         elif isinstance(part, Caveat):
             parts.append(f'<div class="note">{e(CAVEAT_NOTE)}</div>')
         elif isinstance(part, Typed):
-            parts.append(f'<div class="body">{render(redact(clean(part.text)))}</div>')
+            parts.append(f'<div class="body">{render(redact(clean(part.text)), typed=True)}</div>')
 
 
 def _html_hook(run: HookRun, redact: Redactor) -> str:
@@ -978,7 +1001,7 @@ def _html_call(
     thread: Thread,
     call: ToolCall,
     redact: Redactor,
-    render: Callable[[str], str],
+    render: Render,
     picture: Picture,
 ) -> None:
     e = html.escape

@@ -257,9 +257,7 @@ def render_markdown(
     if preview is not None and len(text) > PREVIEW_CHARS:
         cut = text.rfind("\n", 0, PREVIEW_CHARS) + 1 or PREVIEW_CHARS
         text, rest = text[:cut], text[cut:]
-    source = drop_colours(text)
-    if typed:  # a space after it keeps a last backslash a character (a line's last spaces are not drawn)
-        source = TRAILING_BACKSLASH.sub(r"\1 ", LINE_END.sub("\n", source))
+    source = typed_source(drop_colours(text)) if typed else drop_colours(text)
     md = parser(typed)
     tokens = md.parse(source)
     if too_deep(tokens, md.options.maxNesting):  # the parser left out what lies deeper: drawn as written
@@ -268,6 +266,13 @@ def render_markdown(
     if rest:
         markdown.blocks.append(Block(Text(), Text(), Text(safe(drop_colours(rest)), style=style)))
     return markdown
+
+
+def typed_source(text: str) -> str:
+    """What a person typed, made ready for a parser that keeps its escapes (`parser(typed=True)`):
+    a space after a line's last backslash keeps it a character, not a line break (a line's last
+    spaces are not drawn), its line ends read as the parser reads them."""
+    return TRAILING_BACKSLASH.sub(r"\1 ", LINE_END.sub("\n", text))
 
 
 def too_deep(tokens: list[Token], max_nesting: int) -> bool:

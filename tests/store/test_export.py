@@ -518,6 +518,32 @@ def test_a_message_nested_deeper_than_the_parser_goes_is_in_the_page_as_written(
     assert "<strong>Seen</strong>" in page and "<b>reply" not in page
 
 
+def test_a_prompts_backslashes_and_entities_export_as_typed(conn, tmp_path):
+    """A prompt is typed, not written as Markdown (as `show` draws it): `C:\\Users\\me\\.gemini` was
+    exported as `C:\\Users\\me.gemini` (an escape to the reader), a shell line's last backslash as a
+    line break and `&amp;` as an ampersand, in the HTML page and in the Markdown file as any
+    reader shows it. An assistant's text is Markdown and stays read as such."""
+    sid = "f5f5f5f5-1111-4222-8333-000000000f5f"
+    typed = "look in C:\\Users\\me\\.gemini\\tmp, a\\_b &amp; **bold** `C:\\x\\.y`\nls \\\n  -la \\\\"
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid, cwd="/srv/app")
+    t.user(typed)
+    t.assistant("Seen C:\\Users\\me\\.gemini &amp; **it**")
+    t.write()
+    ingest(conn, tmp_path / "projects")
+    session = resolve_session(conn, sid)
+    shown = (
+        "look in C:\\Users\\me\\.gemini\\tmp, a\\_b &amp;amp; <strong>bold</strong> <code>C:\\x\\.y</code>"
+    )
+    page = export_session(conn, session, "html").data.decode()
+    prompt, answer = page.split('<article class="msg user">')[1].split('<article class="msg assistant">')
+    assert f"<p>{shown}\nls \\ \n-la \\\\</p>" in prompt
+    assert "Seen C:\\Users\\me.gemini &amp; <strong>it</strong>" in answer
+    text = export_session(conn, session, "md").data.decode()
+    prompt, answer = _rendered(text).split("<h2>User")[1].split("<h2>Assistant")
+    assert f"<p>{shown}\nls \\\n-la \\\\</p>" in prompt
+    assert "Seen C:\\Users\\me.gemini &amp;amp; <strong>it</strong>" in answer  # its entities kept as written
+
+
 def test_a_log_with_no_uuids_is_one_branch_and_exports_whole(conn, tmp_path):
     """Claude Code records with no uuid or parentUuid (older or other writers' files) made each
     prompt a root turn, read as a branch of its own: the export kept the last ("Messages | 2 of 4",
