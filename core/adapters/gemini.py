@@ -709,6 +709,8 @@ class GeminiAdapter(Adapter):
 
 
 SUBAGENT_RESPONSE = re.compile(r'\s*\{\s*"response"\s*:\s*"')
+# an escape cut in half at the text's end (a lone `\\`, `\\u00e`), after the whole ones before it
+CUT_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\(?:u[0-9A-Fa-f]{0,3})?\Z")
 
 
 def summary_title(summary: str) -> str:
@@ -723,7 +725,7 @@ def summary_title(summary: str) -> str:
         value, _ = json.JSONDecoder().raw_decode('"' + body)
     except ValueError:
         try:
-            value = json.loads('"' + body.rstrip("\\") + '"')  # cut short before its closing quote
+            value = json.loads('"' + CUT_ESCAPE.sub(r"\1", body) + '"')  # cut short before its closing quote
         except ValueError:
             return summary
     if not isinstance(value, str) or not value.strip():

@@ -512,6 +512,25 @@ def test_a_subagent_chat_is_titled_by_its_response(conn, gemini):
     ]
 
 
+def test_a_subagent_response_cut_after_or_inside_an_escape_keeps_its_words(conn, gemini):
+    """A response cut short after an escaped backslash (`C:\\\\Users\\\\`) lost that backslash too,
+    every backslash at the cut was dropped; one cut inside `\\u00e9` was titled by its JSON, braces
+    and all. Only the escape cut in half is left out."""
+    folder = chats(gemini)
+    cut = {
+        "9d8c7b6a-0000-4000-8000-000000000031": '{"response": "Saved to C:\\\\Users\\\\',
+        "9d8c7b6a-0000-4000-8000-000000000032": '{"response": "Caf\\u00e',
+        "9d8c7b6a-0000-4000-8000-000000000033": '{"response": "Kept a\\\\\\',
+    }
+    for sid, summary in cut.items():
+        doc = legacy_doc([user("c1", "go"), reply("c2", "done")])
+        write_legacy(
+            folder / SID / f"{sid}.json", {**doc, "sessionId": sid, "kind": "subagent", "summary": summary}
+        )
+    ingest(conn, gemini)
+    assert [session(conn, sid)["title"] for sid in cut] == ["Saved to C:\\Users\\", "Caf", "Kept a\\"]
+
+
 def test_a_subagent_response_cut_through_a_surrogate_pair_is_stored_whole(conn, gemini):
     """A response cut in half of an emoji's escapes (`\\ud83d` with no low half) decoded to a lone
     surrogate, which no database stores: the whole chat, every byte of it, was left out of the
