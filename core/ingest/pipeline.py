@@ -11,6 +11,7 @@ and never modified.
 from __future__ import annotations
 
 import contextlib
+import copy
 import gc
 import hashlib
 import io
@@ -667,10 +668,36 @@ def _run_ingest(
                 else:  # no rollback without a journal: the marker stays, the next run starts over
                     fast_marker = None
                 raise
-            except Exception as exc:  # a bug or an unforeseen shape: report, keep going
+            except Exception as exc:  # a bug or an unforeseen shape: its bytes kept unread, reported
                 ledger.rollback()
-                _record_error(conn, plan, f"{type(exc).__name__}: {exc}")
-                report.errors.append(f"{plan.ref.path}: {type(exc).__name__}: {exc}")
+                why = f"{type(exc).__name__}: {exc}"
+                try:
+                    if fast_marker is not None and plan.row is None:  # no journal: its new row is left
+                        conn.execute("DELETE FROM source_files WHERE path = ?", (stored_name(plan.ref.path),))
+                    added, nbytes = _ingest_file(
+                        conn, ledger, _raw_only(plan, why), undo_by_delete=fast_marker is not None
+                    )
+                    report.records_added += added
+                    report.bytes_read += nbytes
+                    report.files_read += 1
+                    # its bytes are stored, each record saying why it is unread; the next run reads
+                    # it again whole (no hash to skip it by), as the run after a fix would
+                    why = f"kept raw only, its records unread: {why}"
+                    conn.execute(
+                        "UPDATE source_files SET status = 'unread', error = ?, content_hash = NULL WHERE path = ?",
+                        (why, stored_name(plan.ref.path)),
+                    )
+                    report.errors.append(f"{plan.ref.path}: {why}")
+                except sqlite3.OperationalError:
+                    if fast_marker is None:
+                        batch.abandon()
+                    else:
+                        fast_marker = None
+                    raise
+                except Exception:  # not even as bytes: left for the next run, which tries it again
+                    ledger.rollback()
+                    _record_error(conn, plan, why)
+                    report.errors.append(f"{plan.ref.path}: {why}")
             planned = max(0, plan.stat.st_size - (plan.row.bytes_ingested if plan.row else 0))
             bytes_done += planned
             batch.file_done(planned)
@@ -1062,6 +1089,21 @@ def _stat(adapter: Adapter, path: str) -> os.stat_result:
     fields[8] = mtime // 1_000_000_000
     result = os.stat_result(fields, {"st_mtime_ns": mtime, "st_mtime": mtime / 1e9})
     return result
+
+
+def _raw_only(plan: FilePlan, why: str) -> FilePlan:
+    """`plan` for a file whose storing failed past each record's own guard (`normalized`): a value
+    the database refuses (a lone surrogate, as a title once held), a fault in what is derived from
+    its records. Each record is kept byte for byte as one its reader failed on, the failure in its
+    note: a file dropped whole would be lost with the agent's cleanup. (A rebuild reads them again.)"""
+    note = f"kept raw only: storing its file as read failed ({why})"[:500]
+    adapter = copy.copy(plan.adapter)
+
+    def unread(rec: RawRecord, ctx: FileContext) -> Record:
+        return Record(entry_type="unreadable", known=False, parse_error=note)
+
+    setattr(adapter, "normalize", unread)  # this copy's alone  # noqa: B010
+    return FilePlan(plan.ref, adapter, plan.stat, plan.row)
 
 
 def _record_error(conn: sqlite3.Connection, plan: FilePlan, message: str) -> None:

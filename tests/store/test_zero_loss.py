@@ -256,6 +256,46 @@ def test_a_record_the_ledger_fails_on_is_stored_and_left_out_of_its_session(conn
     assert "ValueError" in note and "a bug in placing it" in note
 
 
+def test_a_file_whose_storing_fails_past_its_records_is_kept_raw_and_said(conn, tmp_path, monkeypatch):
+    """A value the database refuses (a lone surrogate a reader let through, as a Gemini CLI title
+    once did) failed the file's insert, past each record's own guard: the whole file was left out
+    of the archive, and lost with the agent's cleanup. Its records are kept byte for byte, unread,
+    the failure in their note and in the run's errors; each run reads it again until one can."""
+    read = ClaudeAdapter.normalize
+
+    def leaky(self, rec, ctx):
+        out = read(self, rec, ctx)
+        if out.content == "a title with half an emoji":
+            out.content += "\ud83d"
+        return out
+
+    monkeypatch.setattr(ClaudeAdapter, "normalize", leaky)
+    t = claude_session(tmp_path)
+    t.user("hello")
+    t.assistant("a title with half an emoji")
+    t.assistant("world")
+    t.write()
+    lines = t.path.read_bytes().split(b"\n")[:-1]
+    for _ in range(2):  # and again while the bug is there: the same rows, nothing stored twice
+        report = run_ingest(conn, [tmp_path], include_defaults=False)
+        assert (
+            len(report.errors) == 1
+            and "kept raw only" in report.errors[0]
+            and "surrogate" in report.errors[0]
+        )
+        assert stored(conn, t.path) == lines and verify(conn).ok
+        notes = {r[0] for r in conn.execute("SELECT parse_error FROM entries")}
+        assert len(notes) == 1 and "UnicodeEncodeError" in notes.pop()
+        assert conn.execute("SELECT count(*) FROM entries WHERE known = 0").fetchone()[0] == 3
+    ids = [r[0] for r in conn.execute("SELECT id FROM entries ORDER BY id")]
+    monkeypatch.setattr(ClaudeAdapter, "normalize", read)  # the bug fixed: the next run reads them
+    assert not run_ingest(conn, [tmp_path], include_defaults=False).errors
+    assert_all_stored(conn, t.path, lines)
+    assert [r[0] for r in conn.execute("SELECT id FROM entries ORDER BY id")] == ids  # the same rows
+    assert shown(conn, SID) == ["hello", "a title with half an emoji", "world"]
+    assert conn.execute("SELECT count(*) FROM entries WHERE known = 0").fetchone()[0] == 0
+
+
 # ---------------------------------------------------------------------- verify
 
 
