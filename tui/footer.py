@@ -31,12 +31,16 @@ class KeyFooter(Footer):
         self._shown: KeySignature | None = None
 
     def shown_keys(self, screen: Screen) -> KeySignature:
-        """All that `compose` draws from: each active binding's key, label, action, group, state
-        and tip (hidden ones too: the command palette's key is shown although its binding is not)."""
+        """All that `compose` draws from: each shown binding's key, label, action, group, state and
+        tip, and the command palette's (shown although its binding is not). Hidden bindings come
+        and go, or are enabled and disabled, far more often than the shown ones: they are left out,
+        as they change nothing in the footer."""
+        palette = self.app.COMMAND_PALETTE_BINDING
         return tuple(
             (key, self.app.get_key_display(binding), binding.description, binding.action)
-            + (binding.show, binding.group, enabled, tooltip)
+            + (binding.group, enabled, tooltip)
             for key, (_node, binding, enabled, tooltip) in screen.active_bindings.items()
+            if binding.show or key == palette
         )
 
     def bindings_changed(self, screen: Screen) -> None:
@@ -69,27 +73,27 @@ class KeyFooter(Footer):
         palette = [key for key in keys if key.has_class("-command-palette")]
         keys = [key for key in keys if key not in palette]
         room = self.size.width - sum(_key_width(key) for key in palette)
-        ids = {key: self._binding_id(key) for key in keys}
+        # each asked once: a key's width renders it, and the screen works its bindings out anew
+        widths = [_key_width(key) for key in keys]
+        active = self.screen.active_bindings
+        ids = [active[key.key].binding.id if key.key in active else None for key in keys]
 
         def rank(position: int) -> tuple[int, int]:
-            key_id = ids[keys[position]]
+            key_id = ids[position]
             if key_id in GIVEN_UP_FIRST:
                 return (0, GIVEN_UP_FIRST.index(key_id))
             return (2 if key_id in KEPT_TO_THE_LAST else 1, -position)
 
         shown = set(range(len(keys)))
-        width = sum(_key_width(key) for key in keys)
+        width = sum(widths)
         for position in sorted(shown, key=rank):
             if width <= room:
                 break
             shown.discard(position)
-            width -= _key_width(keys[position])
+            width -= widths[position]
         for position, key in enumerate(keys):
-            key.display = position in shown
-
-    def _binding_id(self, key: FooterKey) -> str | None:
-        active = self.screen.active_bindings.get(key.key)
-        return active.binding.id if active is not None else None
+            if key.display != (position in shown):  # set only to change: setting lays the key out anew
+                key.display = position in shown
 
 
 def _key_width(key: FooterKey) -> int:

@@ -439,7 +439,16 @@ async def test_the_footer_is_rebuilt_only_when_its_keys_change(demo_db: Path) ->
 
         await until(pilot, settled)
         assert "Raw JSON" not in {k.description for k in keys}
+        footer.fit_keys()  # all fit at 140 columns: each key left as the stylesheet shows it, not
+        assert not any(k.styles.inline.has_rule("display") for k in keys)  # laid out again as "block"
         app.refresh_bindings()  # the same keys: the same widgets, not new ones
+        await pilot.pause()
+        assert list(footer.query("FooterKey")) == keys
+        # a key the footer does not show (Sync) gone: nothing it shows changed, nor its widgets
+        assert "U" in app.browser.active_bindings
+        app.archive.read_only = "read-only for the test"
+        app.refresh_bindings()
+        await until(pilot, lambda: "U" not in app.browser.active_bindings)
         await pilot.pause()
         assert list(footer.query("FooterKey")) == keys
         app.query_one(MessageView).focus()  # other keys: rebuilt, showing the viewer's
