@@ -249,6 +249,7 @@ class MessageView(SessionView, can_focus=True):
         self.cache: OrderedDict[int, Rendered] = OrderedDict()  # drawn messages, by position
         self.navigator = Navigator(self)  # find, jumps and the segment footer (tui/find.py)
         self._width = 0
+        self._frame: tuple[int, Style] | None = None  # the width and style of the lines being painted
         self._ahead = 0  # the direction of the last page key: the next page is drawn ahead
         self.placeholder = "Select a session to read it."
 
@@ -456,8 +457,9 @@ class MessageView(SessionView, can_focus=True):
 
     # ------------------------------------------------------------------ layout
 
-    def _body_width(self) -> int:
-        return max(20, self.scrollable_content_region.width or self.size.width or 80)
+    def _body_width(self, region: Region | None = None) -> int:
+        region = region or self.scrollable_content_region
+        return max(20, region.width or self.size.width or 80)
 
     def on_resize(self) -> None:
         self._relayout(self._anchor())
@@ -497,13 +499,14 @@ class MessageView(SessionView, can_focus=True):
 
     def ensure(self, pos: int) -> Rendered:
         """The rendered lines of a message; its height becomes exact."""
-        width = self._body_width()
+        region = self.scrollable_content_region  # once: asked for each message on screen each frame
+        width = self._body_width(region)
         state = self.state
         if width != self._width:
             self._width = width
             self.cache.clear()
             state.exact.clear()
-        rows = self._image_rows()
+        rows = self._image_rows(region)
         if rows != self._picture_rows:  # a taller or shorter pane: images are drawn again to fit
             self._picture_rows = rows
             for drawn in [p for p, r in self.cache.items() if any(b.kind == "image" for b in r.blocks)]:
@@ -553,8 +556,8 @@ class MessageView(SessionView, can_focus=True):
 
     # ------------------------------------------------------------------ pictures
 
-    def _image_rows(self) -> int:
-        return tui_images.rows_for(self.scrollable_content_region.height or self.size.height)
+    def _image_rows(self, region: Region) -> int:
+        return tui_images.rows_for(region.height or self.size.height)
 
     def _draw_later(
         self, key: PictureKey, data: bytes, box: tuple[int, int], background: tuple[int, int, int]
@@ -577,15 +580,23 @@ class MessageView(SessionView, can_focus=True):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         self._prepare()
-        lines = super().render_lines(crop)
+        # asked once a frame, not once a line: each walks up the DOM, most of what a line cost
+        self._frame = self._line_frame()
+        try:
+            lines = super().render_lines(crop)
+        finally:
+            self._frame = None
         if self._ahead:
             self.call_later(self._render_ahead, self._ahead)
             self._ahead = 0
         return lines
 
+    def _line_frame(self) -> tuple[int, Style]:
+        """The width the lines are cut to and the style under them."""
+        return self.scrollable_content_region.width or self.size.width, self.rich_style
+
     def render_line(self, y: int) -> Strip:
-        width = self.scrollable_content_region.width or self.size.width
-        base = self.rich_style
+        width, base = self._frame or self._line_frame()
         state = self.state
         if not state.seqs:
             if y == 1:

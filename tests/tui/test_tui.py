@@ -14,8 +14,10 @@ from typing import TypeVar, cast
 
 import pytest
 from rich.console import Console
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
+from textual.geometry import Region
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Static, Tree
@@ -253,6 +255,37 @@ async def test_the_end_of_a_long_session_at_80x24_has_no_blank_gaps(demo_db: Pat
         assert view.state.offsets == list(accumulate(view.state.heights, initial=0))
         screen = [view.render_line(y).text.strip() for y in range(view.scrollable_content_region.height)]
         assert not any(not (screen[y] or screen[y - 1]) for y in range(1, len(screen))), screen
+
+
+async def test_a_frame_of_the_message_view_asks_its_style_once_not_once_a_line(
+    demo_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each line asked for the view's style, a walk up the DOM, which was most of what a line cost
+    to paint (a cursor move repaints every line): a frame asks once, and paints the same lines."""
+    app = make_app(demo_db)
+    async with run_test(app, size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(session_id(app, LONG))
+        await settle(pilot)
+        view = app.query_one(MessageView)
+        height = view.scrollable_content_region.height
+        one_by_one = [view.render_line(y).text for y in range(height)]
+        asked = 0
+        style_of = MessageView.rich_style.fget
+        assert style_of is not None
+
+        def counted(widget: MessageView) -> Style:
+            nonlocal asked
+            asked += 1
+            return style_of(widget)
+
+        monkeypatch.setattr(MessageView, "rich_style", property(counted))
+        view.refresh()  # every line painted anew
+        painted = view.render_lines(Region(0, 0, *view.outer_size))
+        assert len(painted) == view.outer_size.height > 30 and asked <= 2, asked
+        top = view.styles.gutter.top  # the lines are painted inside the pane's border
+        inside = painted[top : top + height]
+        assert all(line in strip.text for line, strip in zip(one_by_one, inside, strict=True))
 
 
 def view_text(view: MessageView, pos: int) -> str:
