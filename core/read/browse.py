@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from ..adapters import all_adapters
+from ..adapters import ADAPTERS
 from ..adapters.base import disk_name
 from ..base.text import one_line, readable, task_notice
 from ..store.rows import builder, fetch, fetch_one, getter, value, values
@@ -384,9 +384,11 @@ def rewind_seqs(conn: sqlite3.Connection, session_id: str) -> set[int]:
     )
 
 
-# the agents whose logs hold undo records: a session of another is not scanned for them (every open
-# of a session and every growth of one followed: 60 ms cold, 20 warm, for the bench's 23,000 records)
-UNDO_AGENTS = frozenset(adapter.name for adapter in all_adapters() if adapter.writes_undos)
+def _writes_undos(agent: str | None) -> bool:
+    """Whether `agent`'s logs hold undo records: a session of another is not scanned for them (every
+    open of a session and every growth of one followed: 60 ms cold, 20 warm, for the bench's 23,000
+    records). Only that agent's adapter is built."""
+    return agent is not None and agent in ADAPTERS and ADAPTERS[agent].writes_undos
 
 
 def withdrawn_seqs(conn: sqlite3.Connection, session_id: str) -> frozenset[int]:
@@ -399,7 +401,7 @@ def withdrawn_seqs(conn: sqlite3.Connection, session_id: str) -> frozenset[int]:
     agent = value(conn, "SELECT source FROM agent_sessions WHERE id = ?", (session_id,))
     undos = (
         []
-        if agent not in UNDO_AGENTS
+        if not _writes_undos(agent)
         else conn.execute(
             "SELECT u.seq, (SELECT min(w.seq) FROM entries w WHERE w.session_id = u.session_id AND w.uuid = u.ref_uuid) "
             "FROM entries u WHERE u.session_id = ? AND u.subtype = 'undo' AND u.ref_uuid IS NOT NULL "
