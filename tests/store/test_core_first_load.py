@@ -67,19 +67,19 @@ def test_a_file_failing_half_way_through_a_first_load_is_undone(tmp_path, monkey
     report = run_ingest(conn, [projects], include_defaults=False)
     assert len(report.errors) == 1 and "ingest bug" in report.errors[0]
     status = dict(conn.execute("SELECT path, status FROM source_files"))
-    assert status[str(bad)] == "error" and list(status.values()).count("ok") == 3
-    assert (
-        conn.execute(
-            "SELECT count(*) FROM entries e JOIN source_files f ON f.id = e.source_file_id WHERE f.path = ?",
-            (str(bad),),
-        ).fetchone()[0]
-        == 0
+    assert status[str(bad)] == "unread" and list(status.values()).count("ok") == 3
+    # what it wrote half-way undone, then its bytes kept (each record unread): once, not twice
+    bad_rows = (
+        "SELECT count(*), sum(e.known) FROM entries e JOIN source_files f ON f.id = e.source_file_id "
+        "WHERE f.path = ?"
     )
-    assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 3 * 12
+    assert conn.execute(bad_rows, (str(bad),)).fetchone() == (12, 0)
+    assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 4 * 12
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     monkeypatch.setattr(ingest_module, "normalized", real)
-    os.utime(bad)  # the next run reads it again
-    assert run_ingest(conn, [projects], include_defaults=False).records_added == 12
+    assert not run_ingest(conn, [projects], include_defaults=False).errors  # read again whole
+    assert conn.execute(bad_rows, (str(bad),)).fetchone() == (12, 12)  # the same rows, read now
+    assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 4 * 12
 
 
 def die_mid_first_load(path: Path, projects: Path) -> subprocess.CompletedProcess:
