@@ -31,7 +31,7 @@ T = TypeVar("T")
 # Bump when the derived tables or their meaning change; entries and source_files survive a bump
 # and the derived tables are rebuilt from `entries`.
 SCHEMA_VERSION = (
-    19  # 11: the stats' sums (core.insight.stats); 12: session_signals (core.insight.signals); 13: what the
+    20  # 11: the stats' sums (core.insight.stats); 12: session_signals (core.insight.signals); 13: what the
 )
 # adapters read more of (Cursor's tool calls, Cline's opening prompt, Aider's thinking, Claude Code's
 # markup: no turn starts at a command's output), placed again in every session; 14: Aider's session
@@ -49,7 +49,11 @@ SCHEMA_VERSION = (
 # words; a fork's times are its own; a prompt with no uuid (a Claude Code file with none) follows the
 # turn before it; a Claude Code result only quoting an interruption completed; Codex's injected
 # context no message, its calls named inside a function object; 18: Claude Code's cache writes kept an
-# hour counted apart (priced at their own rate); 19: the web searches a message ran (priced apiece)
+# hour counted apart (priced at their own rate); 19: the web searches a message ran (priced apiece);
+# 20: what the adapters read more of (Continue's usage in snake_case, OpenCode's parts' models, Codex's
+# developer messages no message and a turn stopped a line, a fork's copies under clock skew,
+# cursor-agent's project under a folder of punctuation, Gemini CLI's subagents' titles, Kimi Code's
+# turns, compactions, undos and subagents' plans, pi's compaction, Claude Code's forked subagents)
 BUSY_TIMEOUT_MS = 5000
 # Source files pulled from a sync hub (core.ingest.sync) are named under this root, then their machine: no
 # file of this machine's own, never opened, never "gone" (their records are all the archive has)
