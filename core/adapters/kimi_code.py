@@ -359,6 +359,8 @@ class KimiCodeAdapter(Adapter):
         st = ctx.state
         if "sid" not in st:
             self._start(ctx)
+            if rec.offset > 0:  # an append read on its own: what the lines before it left
+                self._resume(ctx, rec.offset)
         out = Record(session_id=st["sid"], session=st["info"], parse_error=error, cwd=st.get("cwd"))
         out.is_sidechain = bool(st["info"].is_subagent)
         kind = as_str(obj.get("type"))
@@ -423,6 +425,20 @@ class KimiCodeAdapter(Adapter):
         if out.uuid:  # the log is one line of records: each follows the one before it
             out.parent_uuid, st["last_uuid"] = st.get("last_uuid"), out.uuid
         return out
+
+    def _resume(self, ctx: FileContext, end: int) -> None:
+        """The state the lines before `end` leave (the record each next one follows, the prompts an
+        undo takes back), read again as a whole read would have: an append read alone began a new
+        root and an undo in it found no prompt to withdraw."""
+        try:
+            data = read_regular(ctx.path, end)
+        except OSError:
+            return
+        pos = 0
+        for line_number, line in enumerate(data.split(b"\n"), start=1):
+            if line.strip() and pos < end:
+                self.normalize(RawRecord(pos, line_number, line), ctx)
+            pos += len(line) + 1
 
     def _start(self, ctx: FileContext) -> None:
         """The session a log is, from where it sits and its session's state.json."""

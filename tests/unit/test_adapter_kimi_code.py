@@ -427,3 +427,42 @@ def test_a_session_s_folder_is_read_from_state_json_s_cwd_as_the_newer_kimi_writ
         assert row[0] == kimi_code.CWD
     finally:
         conn.close()
+
+
+def test_a_session_read_in_two_runs_is_what_one_read_gives(tmp_path):
+    """An append is read on its own (each launch, each growth followed): its first record began a
+    root of its own (a branch the user never made, a turn's earlier prompts left out of its
+    export) and an undo in it found no prompt to withdraw. Read in pieces, at every line, a session
+    is what reading it whole gives: the same turns, the same parents, the same withdrawn."""
+
+    def read(conn) -> tuple[object, ...]:
+        sid = kimi_code.REWOUND
+        rows = conn.execute(
+            "SELECT seq, role, content, parent_uuid IS NULL, turn_id IS NULL FROM entries "
+            "WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq",
+            (sid,),
+        ).fetchall()
+        count = conn.execute("SELECT branch_count FROM agent_sessions WHERE id = ?", (sid,)).fetchone()
+        return [tuple(r) for r in rows], tuple(count), sorted(browse.withdrawn_seqs(conn, sid))
+
+    whole = tmp_path / "whole"
+    log = kimi_code.rewound_session(whole) / "agents" / "main" / "wire.jsonl"
+    conn = db.connect(tmp_path / "whole.db")
+    try:
+        ingest(conn, whole / ".kimi-code")
+        expected = read(conn)
+    finally:
+        conn.close()
+    lines = log.read_bytes().splitlines(keepends=True)
+    for cut in range(1, len(lines)):
+        pieces = tmp_path / f"cut{cut}"
+        grown = kimi_code.rewound_session(pieces) / "agents" / "main" / "wire.jsonl"
+        grown.write_bytes(b"".join(lines[:cut]))
+        conn = db.connect(tmp_path / f"cut{cut}.db")
+        try:
+            ingest(conn, pieces / ".kimi-code")
+            grown.write_bytes(b"".join(lines))
+            ingest(conn, pieces / ".kimi-code")
+            assert read(conn) == expected, cut
+        finally:
+            conn.close()
