@@ -668,26 +668,16 @@ def _run_ingest(
                 else:  # no rollback without a journal: the marker stays, the next run starts over
                     fast_marker = None
                 raise
-            except Exception as exc:  # a bug or an unforeseen shape: its bytes kept unread, reported
+            except Exception as exc:  # a bug or an unforeseen shape: reported, and a new file's bytes kept
                 ledger.rollback()
                 why = f"{type(exc).__name__}: {exc}"
+                # a file with records read before keeps them as they are (a whole re-read, raw only,
+                # would make them unread too): what is new waits in the file for the next run
+                kept = plan.row is None or plan.row.status == "unread"
                 try:
-                    if fast_marker is not None and plan.row is None:  # no journal: its new row is left
-                        conn.execute("DELETE FROM source_files WHERE path = ?", (stored_name(plan.ref.path),))
-                    added, nbytes = _ingest_file(
-                        conn, ledger, _raw_only(plan, why), undo_by_delete=fast_marker is not None
-                    )
-                    report.records_added += added
-                    report.bytes_read += nbytes
-                    report.files_read += 1
-                    # its bytes are stored, each record saying why it is unread; the next run reads
-                    # it again whole (no hash to skip it by), as the run after a fix would
-                    why = f"kept raw only, its records unread: {why}"
-                    conn.execute(
-                        "UPDATE source_files SET status = 'unread', error = ?, content_hash = NULL WHERE path = ?",
-                        (why, stored_name(plan.ref.path)),
-                    )
-                    report.errors.append(f"{plan.ref.path}: {why}")
+                    if kept:
+                        _keep_raw_only(conn, ledger, plan, why, report, fast=fast_marker is not None)
+                        why = f"kept raw only, its records unread: {why}"
                 except sqlite3.OperationalError:
                     if fast_marker is None:
                         batch.abandon()
@@ -696,8 +686,10 @@ def _run_ingest(
                     raise
                 except Exception:  # not even as bytes: left for the next run, which tries it again
                     ledger.rollback()
+                    kept = False
+                if not kept:
                     _record_error(conn, plan, why)
-                    report.errors.append(f"{plan.ref.path}: {why}")
+                report.errors.append(f"{plan.ref.path}: {why}")
             planned = max(0, plan.stat.st_size - (plan.row.bytes_ingested if plan.row else 0))
             bytes_done += planned
             batch.file_done(planned)
@@ -1089,6 +1081,24 @@ def _stat(adapter: Adapter, path: str) -> os.stat_result:
     fields[8] = mtime // 1_000_000_000
     result = os.stat_result(fields, {"st_mtime_ns": mtime, "st_mtime": mtime / 1e9})
     return result
+
+
+def _keep_raw_only(
+    conn: sqlite3.Connection, ledger: Ledger, plan: FilePlan, why: str, report: IngestReport, *, fast: bool
+) -> None:
+    """A file never stored (or stored raw only) whose storing failed: its bytes stored, each record
+    unread and saying why (`_raw_only`), and the file left for the next run to read again whole (no
+    hash to skip it by), as the run after a fix does."""
+    if fast and plan.row is None:  # no journal: the row its failed storing made is left
+        conn.execute("DELETE FROM source_files WHERE path = ?", (stored_name(plan.ref.path),))
+    added, nbytes = _ingest_file(conn, ledger, _raw_only(plan, why), undo_by_delete=fast)
+    report.records_added += added
+    report.bytes_read += nbytes
+    report.files_read += 1
+    conn.execute(
+        "UPDATE source_files SET status = 'unread', error = ?, content_hash = NULL WHERE path = ?",
+        (f"kept raw only, its records unread: {why}", stored_name(plan.ref.path)),
+    )
 
 
 def _raw_only(plan: FilePlan, why: str) -> FilePlan:

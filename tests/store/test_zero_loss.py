@@ -296,6 +296,42 @@ def test_a_file_whose_storing_fails_past_its_records_is_kept_raw_and_said(conn, 
     assert conn.execute("SELECT count(*) FROM entries WHERE known = 0").fetchone()[0] == 0
 
 
+def test_an_append_whose_storing_fails_leaves_what_was_read_before_as_it_was(conn, tmp_path, monkeypatch):
+    """Kept raw only and read again whole, a file read fine before had every record made unread
+    by the next failing run, its session gone from the lists. An append that fails leaves the
+    records read before as they are; the file is in error (verify says so) and its new lines are
+    read once the run can."""
+    read = ClaudeAdapter.normalize
+
+    def leaky(self, rec, ctx):
+        out = read(self, rec, ctx)
+        if out.content == "a title with half an emoji":
+            out.content += "\ud83d"
+        return out
+
+    t = claude_session(tmp_path)
+    t.user("hello")
+    t.assistant("world")
+    t.write()
+    ingest(conn, tmp_path)
+    t.assistant("a title with half an emoji")
+    t.write()
+    monkeypatch.setattr(ClaudeAdapter, "normalize", leaky)
+    for _ in range(2):
+        report = run_ingest(conn, [tmp_path], include_defaults=False)
+        assert (
+            len(report.errors) == 1 and "surrogate" in report.errors[0] and "raw only" not in report.errors[0]
+        )
+        assert shown(conn, SID) == ["hello", "world"]
+        assert (
+            conn.execute("SELECT status FROM source_files").fetchone() == ("error",) and not verify(conn).ok
+        )
+    monkeypatch.setattr(ClaudeAdapter, "normalize", read)
+    ingest(conn, tmp_path)
+    assert_all_stored(conn, t.path, t.path.read_bytes().split(b"\n")[:-1])
+    assert shown(conn, SID) == ["hello", "world", "a title with half an emoji"]
+
+
 # ---------------------------------------------------------------------- verify
 
 
