@@ -1089,8 +1089,13 @@ def _keep_raw_only(
     """A file never stored (or stored raw only) whose storing failed: its bytes stored, each record
     unread and saying why (`_raw_only`), and the file left for the next run to read again whole (no
     hash to skip it by), as the run after a fix does."""
-    if fast and plan.row is None:  # no journal: the row its failed storing made is left
-        conn.execute("DELETE FROM source_files WHERE path = ?", (stored_name(plan.ref.path),))
+    if fast and plan.row is None:  # no journal: the row its failed storing made is left (with no
+        # record: a document stored whole whose decoding failed after keeps its row and its records)
+        conn.execute(
+            "DELETE FROM source_files WHERE path = ? AND NOT EXISTS "
+            "(SELECT 1 FROM entries e WHERE e.source_file_id = source_files.id)",
+            (stored_name(plan.ref.path),),
+        )
     added, nbytes = _ingest_file(conn, ledger, _raw_only(plan, why), undo_by_delete=fast)
     report.records_added += added
     report.bytes_read += nbytes
