@@ -851,9 +851,7 @@ class Adapter(ABC):
     resumes_own_sessions: bool = False
     # How a fork's records copied from its source are told from its own (the stats count them once,
     # in the source): "marked" (each copy carries a `forkedFrom` object), "before-second-meta"
-    # (every record up to the fork's second session header's time); None: the agent writes no forks.
-    # Whatever the style, a record that is its source's byte for byte is a copy too (one that kept
-    # its source's times, which the fork's own clock may be behind: `ledger._take_back_copies`)
+    # (every record up to the fork's second session header's time); None: the agent writes no forks
     fork_copies: str | None = None
     # How `core.actions.undo` reads the outcome of this agent's edits (None: from the calls' parameters alone)
     undo_style: str | None = None

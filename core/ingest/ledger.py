@@ -851,9 +851,6 @@ class Ledger:
                 sessions |= set(summaries)
             _link_subagents(conn, sessions)
             _link_side_questions(conn, sessions)
-            recounted = _take_back_copies(conn, sessions)
-            sessions |= recounted
-            self.whole_sessions |= recounted  # copies' tokens taken back: every turn's summed again
             for sid in sessions:
                 whole = self.all_whole or sid in self.whole_sessions
                 _finalize_session(
@@ -1149,48 +1146,6 @@ def _link_subagents(conn: sqlite3.Connection, touched: set[str]) -> None:
             (several, sid, sid, call_id, call_session),
         )
         mark_stale(conn, [sid])  # its main session, in the stats, may be another now
-
-
-def _take_back_copies(conn: sqlite3.Connection, touched: set[str]) -> set[str]:
-    """A fork's records that are its source's byte for byte (a copy that kept its source's times:
-    threadloom's own Codex forks, a copy made by hand) are the source's: a request they record is
-    counted in the source (the fork's count of it, when the source has its own, is taken back), and
-    the fork starts no earlier than the last of them. A fork's own clock can be behind its source's
-    (another machine's rollout, a clock set wrong): the copies then run past the fork's first
-    record, and read by the time alone they were the fork's, its start before the history it
-    copied. The forks checked are those touched and those of a source touched (read after them).
-    Returns the forks whose counts changed."""
-    if not touched:
-        return set()
-    wanted = orjson.dumps(sorted(touched)).decode()
-    forks = conn.execute(
-        "SELECT id, forked_from_session_id, created_at FROM agent_sessions WHERE forked_from_session_id IS NOT NULL "
-        "AND forked_from_session_id != id AND (id IN (SELECT value FROM json_each(?1)) "
-        "OR forked_from_session_id IN (SELECT value FROM json_each(?1)))",
-        (wanted,),
-    ).fetchall()
-    changed: set[str] = set()
-    for fork, source, created_at in forks:
-        copies = conn.execute(
-            "SELECT f.id, f.timestamp, EXISTS (SELECT 1 FROM agent_usage u WHERE u.entry_id = s.id) "
-            "FROM entries f JOIN entries s ON s.hash = f.hash AND s.session_id = ? WHERE f.session_id = ?",
-            (source, fork),
-        ).fetchall()
-        if not copies:
-            continue
-        counted = [entry for entry, _, in_source in copies if in_source]  # the source has its own count
-        if counted:
-            gone = conn.execute(
-                "DELETE FROM agent_usage WHERE session_id = ? AND entry_id IN (SELECT value FROM json_each(?))",
-                (fork, orjson.dumps(counted).decode()),
-            ).rowcount
-            if gone:
-                changed.add(fork)
-        last = max((ts for _, ts, _ in copies if ts is not None), default=None)
-        if last is not None and (created_at is None or last > created_at):
-            conn.execute("UPDATE agent_sessions SET created_at = ? WHERE id = ?", (last, fork))
-            changed.add(fork)
-    return changed
 
 
 def _link_side_questions(conn: sqlite3.Connection, touched: set[str]) -> None:

@@ -244,13 +244,12 @@ def _fork_copies(conn: sqlite3.Connection, agents: list[str]) -> dict[str, ForkC
     from ..adapters import ADAPTERS, agents_where
 
     forks = conn.execute(
-        "SELECT s.id, s.source, s.forked_from_session_id FROM stats_pending p "
-        "JOIN agent_sessions s ON s.id = p.session_id "
+        "SELECT s.id, s.source FROM stats_pending p JOIN agent_sessions s ON s.id = p.session_id "
         "WHERE s.forked_from_session_id IS NOT NULL AND s.source IN (SELECT value FROM json_each(?))",
         (orjson.dumps(agents_where(lambda a: a.fork_copies is not None, among=agents)).decode(),),
     ).fetchall()
     out: dict[str, ForkCopies] = {}
-    for sid, source, forked_from in forks:
+    for sid, source in forks:
         if ADAPTERS[source].fork_copies == "before-second-meta":
             made = conn.execute(
                 "SELECT max(timestamp) FROM (SELECT timestamp FROM entries WHERE session_id = ? "
@@ -270,15 +269,11 @@ def _fork_copies(conn: sqlite3.Connection, agents: list[str]) -> dict[str, ForkC
         entries: list[int] = []
         messages: dict[tuple[int, str], int] = {}
         model = ""
-        # and, whatever the style, a record that is its source's byte for byte (a copy that kept its
-        # source's times, which a fork's own clock may be behind: `ledger._take_back_copies`)
-        identical = "hash IN (SELECT hash FROM entries WHERE session_id = ?)"
         # the model in use as the ledger placed each record (the last one named up to it): the
         # fork's own count of a copied message is under that model, and is taken back under it
         for eid, seq, ts, named, is_copy in conn.execute(
-            f"SELECT id, seq, timestamp, model, ({copied}) OR {identical} FROM entries "
-            "WHERE session_id = ? ORDER BY id",
-            (arg, forked_from, sid),
+            f"SELECT id, seq, timestamp, model, {copied} FROM entries WHERE session_id = ? ORDER BY id",
+            (arg, sid),
         ):
             if named and named != "<synthetic>":
                 model = named

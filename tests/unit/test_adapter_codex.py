@@ -218,48 +218,6 @@ def test_fork_and_its_copied_history_count_tokens_once(conn, home):
     assert total == 4500
 
 
-@pytest.mark.parametrize("fork_first", [False, True])
-def test_a_fork_whose_clock_is_behind_its_source_hangs_after_the_history_it_copied(conn, home, fork_first):
-    """A fork copied with its source's times (threadloom's own Codex forks copy the lines as they
-    were) on a machine whose clock is behind: its first record is stamped before the source's last
-    shared one. Read by the time alone, the copies after its first record's second were the fork's
-    own: their requests counted twice and the fork starting before the history it copied. It is
-    under its source, from the last record it shares with it on, its copies' tokens and messages
-    counted once, in the source, whichever file is read first."""
-    from threadloom.core.insight.stats import refresh_pending
-
-    parent = full_session(home)
-    parent.write()
-    fork_id = "019a0000-1111-7222-8333-aaaabbbbcccc"
-    fork = Rollout(home, fork_id, day="2026/03/03")
-    fork.n = 2  # the fork's clock: its first record at 10:00:03, the source's last at 10:00:21
-    fork.meta(forked_from_id=THREAD)
-    fork.lines[-1]["payload"]["timestamp"] = fork.lines[-1]["timestamp"]
-    fork.lines += parent.lines  # as they were, their times the source's
-    fork.total = dict(parent.total)
-    fork.tokens(None)
-    fork.context()
-    fork.prompt("try another way")
-    fork.tokens(usage(2000, 1500, 40))
-    fork.write()
-    assert fork.lines[0]["timestamp"] < parent.lines[-1]["timestamp"]
-    for path in [fork.path, parent.path] if fork_first else [parent.path, fork.path]:
-        ingest(conn, path)
-    refresh_pending(conn)
-    s = session(conn, fork_id)
-    assert (s["kind"], s["parent_session_id"]) == ("fork", THREAD)
-    last_shared = conn.execute(
-        "SELECT max(timestamp) FROM entries WHERE session_id = ?", (THREAD,)
-    ).fetchone()[0]
-    assert s["created_at"] == last_shared
-    assert s["input_tokens"] + s["cache_read_tokens"] == 2000
-    total = conn.execute("SELECT sum(input_tokens + cache_read_tokens) FROM agent_usage").fetchone()[0]
-    assert total == 4500
-    counted = dict(conn.execute("SELECT session_id, sum(messages) FROM stats_rollup GROUP BY session_id"))
-    assert counted[fork_id] == 1  # its own prompt; the copied nine are the source's
-    assert counted[THREAD] == 9
-
-
 def test_subagent_rollout_links_to_its_parent_thread(conn, home):
     parent = Rollout(home, THREAD)
     parent.meta()
