@@ -73,6 +73,7 @@ def parser(typed: bool = False) -> MarkdownIt:
 
 # a line ending in an odd number of backslashes: the last one would be read as a line break
 TRAILING_BACKSLASH = re.compile(r"(?<!\\)((?:\\\\)*\\)$", re.M)
+FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")  # a line that opens or closes a fenced code block
 # a line's end as the parser reads it (`\r\n` and a lone `\r` are `\n` to it)
 LINE_END = re.compile(r"\r\n?")
 
@@ -271,8 +272,22 @@ def render_markdown(
 def typed_source(text: str) -> str:
     """What a person typed, made ready for a parser that keeps its escapes (`parser(typed=True)`):
     a space after a line's last backslash keeps it a character, not a line break (a line's last
-    spaces are not drawn), its line ends read as the parser reads them."""
-    return TRAILING_BACKSLASH.sub(r"\1 ", LINE_END.sub("\n", text))
+    spaces are not drawn), its line ends read as the parser reads them. In a fenced block a
+    backslash is a character already: its lines are left as typed (a shell line's continuation
+    copied from an exported page keeps working)."""
+    lines = LINE_END.sub("\n", text).split("\n")
+    fence: str | None = None
+    for n, line in enumerate(lines):
+        found = FENCE.match(line)
+        if fence is None:
+            if found:
+                fence = found.group(1)
+            elif line.endswith("\\"):
+                lines[n] = TRAILING_BACKSLASH.sub(r"\1 ", line)
+        elif found and found.group(1)[0] == fence[0] and len(found.group(1)) >= len(fence):
+            closes = not line[found.end() :].strip()  # the fence's close: only its marks on the line
+            fence = None if closes else fence
+    return "\n".join(lines)
 
 
 def too_deep(tokens: list[Token], max_nesting: int) -> bool:

@@ -308,3 +308,14 @@ def test_a_huge_code_block_is_coloured_as_far_as_it_pays_the_rest_plain() -> Non
     cut = text.plain.index("\n", len("\n".join(text.plain.split("\n")[: HIGHLIGHTED_LINES - 1])) + 1)
     assert 0 < styled_up_to <= cut < len(text.plain) - 1000
     assert any(span.start < 100 for span in text.spans)  # the head is coloured
+
+
+def test_a_typed_prompt_s_fenced_code_keeps_its_lines_as_typed() -> None:
+    """A space was added after every line's last backslash, a fenced shell command's too: copied
+    from an exported page, `docker run \\` followed by a space no longer continued the line."""
+    from threadloom.core.present.markdown import typed_source
+
+    source = "run this \\\n```sh\ndocker run \\\n  --rm img\n~~~\n```\nthen \\\n~~~\nin tildes \\\n~~~~\n"
+    assert typed_source(source) == (
+        "run this \\ \n```sh\ndocker run \\\n  --rm img\n~~~\n```\nthen \\ \n~~~\nin tildes \\\n~~~~\n"
+    )
