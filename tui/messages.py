@@ -300,7 +300,19 @@ class MessageView(SessionView, can_focus=True):
 
     @withdrawn.setter
     def withdrawn(self, value: frozenset[int]) -> None:
+        """Marked anew: an undo or a rewind came while the session is followed. The messages whose
+        mark changed, and those after them (a run's line sits above its first), are drawn again."""
+        changed = self.state.withdrawn ^ value
         self.state.withdrawn = value
+        if not changed or not self.state.seqs:
+            return
+        anchor = self._anchor()
+        for seq in changed | {seq + 1 for seq in changed}:
+            pos = self.state.position_of_seq(seq)
+            self.cache.pop(pos, None)
+            self.state.exact.discard(pos)
+        self._relayout(anchor)
+        self.refresh()
 
     @property
     def found(self) -> int | None:

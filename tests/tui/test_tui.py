@@ -1466,6 +1466,12 @@ async def test_a_branch_rewound_away_from_is_marked_withdrawn(demo_db: Path) -> 
             drawn = view.ensure(view.position_of_seq(seq))
             assert "withdrawn" not in [b.kind for b in drawn.blocks]
             assert not any("⤺" in strip.text for strip in drawn.strips)
+        # marked anew while it is followed (an undo, a rewind come since): drawn again, not as cached
+        marks = view.withdrawn
+        view.withdrawn = frozenset()
+        assert "withdrawn" not in [b.kind for b in view.ensure(view.position_of_seq(first)).blocks]
+        view.withdrawn = marks
+        assert "withdrawn" in [b.kind for b in view.ensure(view.position_of_seq(first)).blocks]
 
 
 async def test_palette_offers_pane_actions_and_finds_sessions(demo_db: Path) -> None:
