@@ -9,8 +9,9 @@ travels as JSON (`export_memory`, `import_memory`).
 Where a mark points (a target):
 - a session: its id;
 - a turn or a message: `<session id>#<seq>`, the message's place in its session (`#12` in `show`
-  and `signals`): for a turn, the seq of its prompt. The place is what the session's files give, so
-  it holds across a rebuild; the message's uuid is kept beside it where the agent wrote one.
+  and `signals`): for a turn, the seq of its prompt. The place is what the session's files give;
+  the message's uuid is kept beside it where the agent wrote one, and a rebuild that numbers the
+  messages anew (a newer reader's) puts the mark back on its message by it (`follow_rebuild`).
 - a knowledge entry: its id (`k-…`).
 
 Reading never writes: a database from before memory (no tables yet, opened read-only) reads as
@@ -226,6 +227,29 @@ def remove_mark(conn: sqlite3.Connection, kind: str, target: Target, value: str 
         sql += " AND value = ?"
         params.append(clean_tag(value) if kind == "tag" else value.strip())
     return conn.execute(sql, params).rowcount
+
+
+def follow_rebuild(conn: sqlite3.Connection) -> int:
+    """Marks on a message or a turn put back on their message after a rebuild numbered a session's
+    messages anew (a newer reader takes a record for a message, or no more for one: Codex's
+    developer messages, a turn it stopped), found by the uuid kept beside them; a mark whose
+    message has none stays at its place. In the rebuild's writer; returns how many moved."""
+    try:
+        rows = conn.execute(
+            "SELECT m.rowid, m.target_id, m.session_id, (SELECT min(e.seq) FROM entries e WHERE "
+            "e.session_id = m.session_id AND e.uuid = m.uuid AND e.seq IS NOT NULL) FROM memory_marks m "
+            "WHERE m.target_type IN ('message', 'turn') AND m.uuid IS NOT NULL AND m.session_id IS NOT NULL"
+        ).fetchall()
+    except sqlite3.OperationalError:  # an archive from before memory: no marks
+        return 0
+    moved = 0
+    for rowid, target, session_id, seq in rows:
+        place = f"{session_id}#{seq}"
+        if seq is not None and place != target:  # the same mark there already: this one stays
+            moved += conn.execute(
+                "UPDATE OR IGNORE memory_marks SET target_id = ? WHERE rowid = ?", (place, rowid)
+            ).rowcount
+    return moved
 
 
 # ---------------------------------------------------------------------- reading marks

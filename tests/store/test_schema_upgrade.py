@@ -201,3 +201,47 @@ def test_an_older_archive_shows_what_the_adapters_read_now_once_replayed(tmp_pat
         assert titles[COPILOT] == "Cart total"
     finally:
         conn.close()
+
+
+def test_marks_on_messages_follow_them_when_a_rebuild_numbers_them_anew(tmp_path, monkeypatch):
+    """A newer reader may take a record for a message no more (Codex's developer messages) or
+    newly (a turn it stopped): the rebuild numbers the session's messages anew, and the tags and
+    notes on `SESSION#n` stayed on n, another message now. Each goes back on its message."""
+    from threadloom.core.adapters.claude import ClaudeAdapter
+    from threadloom.core.insight import memory
+
+    read = ClaudeAdapter.normalize
+
+    def older(self, rec, ctx):  # the older reader: "Looking." was no message of its own
+        out = read(self, rec, ctx)
+        if out.content == "Looking.":
+            out.is_message = False
+        return out
+
+    root = archive(tmp_path)
+    path = tmp_path / "old.db"
+    conn = db.connect(path)
+    with monkeypatch.context() as m:
+        m.setattr(ClaudeAdapter, "normalize", older)
+        ingest(conn, root)
+
+    def seq_of(text: str) -> int:
+        return conn.execute(
+            "SELECT seq FROM entries WHERE content = ? AND seq IS NOT NULL", (text,)
+        ).fetchone()[0]
+
+    answer, prompt = "test_clock_skew depends on the wall clock.", "fix it"
+    places = {"cause": ("message", seq_of(answer)), "fix": ("turn", seq_of(prompt))}
+    conn.close()
+    with memory.writing(path) as w:
+        for value, (kind, seq) in places.items():
+            memory.add_mark(w, "tag", memory.place_target(w, kind, SID, seq), value, "me")
+    conn = db.connect(path)
+    conn.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION - 1}")
+    conn.close()
+    conn = db.connect(path)
+    assert rebuild_pending(conn)
+    assert seq_of(answer) == seq_of("Looking.") + 2  # numbered anew: one message more before it
+    where = {m.value: m.target_id for m in memory.marks(conn)}
+    assert where == {"cause": f"{SID}#{seq_of(answer)}", "fix": f"{SID}#{seq_of(prompt)}"}
+    conn.close()
