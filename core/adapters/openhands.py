@@ -56,6 +56,7 @@ from .base import (
     Adapter,
     Command,
     FileContext,
+    ForkError,
     RawRecord,
     Record,
     ResumeTarget,
@@ -424,5 +425,16 @@ class OpenHandsAdapter(Adapter):
         return super().is_edit(name, params)
 
     def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
-        """`openhands --resume ID`, run in the conversation's folder."""
-        return Command([self.program, "--resume", self.checked_id(target.external_id)])
+        """`openhands --resume ID`, run in the conversation's folder. A conversation of the 0.x app
+        (its file store's `sessions/`, none of the CLI's own) is refused, saying where it opens:
+        the CLI looks only among its own and would not find it."""
+        sid = self.checked_id(target.external_id)
+        if (openhands_app_sessions_dir() / sid).is_dir() and not (
+            openhands_conversations_dir() / sid
+        ).exists():
+            raise ForkError(
+                "this is a conversation of the OpenHands app before its CLI (0.x, kept in "
+                f"{openhands_app_sessions_dir()}): `openhands --resume` finds only the CLI's own; "
+                "open it in the OpenHands app"
+            )
+        return Command([self.program, "--resume", sid])

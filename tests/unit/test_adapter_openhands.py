@@ -107,3 +107,23 @@ def test_a_conversation_of_the_app_s_file_store_is_read(tmp_path):
         ]
     finally:
         conn.close()
+
+
+def test_a_conversation_of_the_app_is_not_resumed_with_a_command_that_cannot_find_it(tmp_path, monkeypatch):
+    """`openhands --resume ID` looks among the CLI's own conversations; one the 0.x app kept in its
+    file store's `sessions/` was printed that command all the same, which finds nothing. It is
+    refused, saying where it opens; one the CLI has is resumed as before."""
+    import pytest
+    from threadloom.core.adapters.base import ForkError
+
+    monkeypatch.setenv("OPENHANDS_PERSISTENCE_DIR", str(tmp_path / ".openhands"))
+    openhands_app_session(tmp_path)
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".openhands")
+        with pytest.raises(ForkError, match="OpenHands app"):
+            resume_plan(conn, APP_SID)
+        (tmp_path / ".openhands" / "conversations" / APP_SID).mkdir(parents=True)  # the CLI's too
+        assert resume_plan(conn, APP_SID).command.endswith(f"openhands --resume {APP_SID}")
+    finally:
+        conn.close()
