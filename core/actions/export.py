@@ -446,7 +446,8 @@ def _headed(thread: Thread) -> Iterator[tuple[MessageRow, str]]:
     for msg in thread.messages:
         if msg.role == "system" or msg.entry_type == "system":
             previous = None
-            yield msg, "event"
+            # a compaction's line that holds its summary (pi's, Kimi Code's): the summary, whole
+            yield msg, "summary" if msg.subtype == COMPACTION_SUMMARY and msg.content else "event"
             continue
         if msg.is_compact_summary:
             previous = None
@@ -469,6 +470,9 @@ def _headed(thread: Thread) -> Iterator[tuple[MessageRow, str]]:
             continue
         yield msg, "new" if msg.role != previous or msg.role != "assistant" else "same"
         previous = msg.role
+
+
+COMPACTION_SUMMARY = "compaction_summary"  # the subtype of a compaction's line holding its summary
 
 
 def _summary_label(text: str) -> str:

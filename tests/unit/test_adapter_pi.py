@@ -132,3 +132,26 @@ def test_a_pi_compaction_is_drawn_where_it_happened(tmp_path):
     line = lines.index("── ✂ conversation compacted: notes.md lists three errands")
     assert lines.index("It lists three errands.") < line < lines.index("and the first?")
     assert session.compaction_count == 1 and len(segments) == 2
+
+
+def test_a_pi_compaction_s_summary_is_exported_whole(tmp_path):
+    """The summary a pi compaction holds is its only copy (the messages it replaced are gone from
+    the model's context): an export printed it as a system line cut at 300 characters. Both
+    exports hold it whole, as the summary of a compaction, as Claude Code's are."""
+    from threadloom.core.actions.export import export_session
+    from threadloom.core.read.query import get_session
+
+    path = pi_compacted_early(tmp_path)
+    summary = "notes.md lists three errands: " + "; ".join(f"errand {n} is THE-{n}" for n in range(40))
+    path.write_text(path.read_text().replace("notes.md lists three errands", summary))
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".pi")
+        session = get_session(conn, COMPACTED)
+        assert session is not None
+        markdown = export_session(conn, session, "md").data.decode()
+        page = export_session(conn, session, "html").data.decode()
+    finally:
+        conn.close()
+    assert "THE-39" in markdown and "<details><summary>≡ Summary of the earlier conversation" in markdown
+    assert "THE-39" in page and '<details class="summary">' in page
