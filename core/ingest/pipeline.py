@@ -47,7 +47,7 @@ from ..adapters.base import (
     shown_name,
     stored_name,
 )
-from ..insight import cost, memory
+from ..insight import cost
 from ..store import search_index
 from ..store.db import FIRST_LOAD_SUFFIX, LIVE_FIRST_LOADS, MIRROR_LIKE, MIRROR_ROOT, REBUILD_KEY, rebuild_due
 from ..store.sql import get_meta, record_digest, set_meta, transaction
@@ -823,9 +823,11 @@ def _rebuild(
         rebuild_derived(conn, progress=on_step, cancel=cancel)
     except ReplayCancelled:
         return False
+    from ..insight.memory import follow_rebuild  # a rebuild's alone: not loaded by every ingest
+
     with transaction(conn, immediate=True):
         search_index.reset(conn)
-        memory.follow_rebuild(conn)  # marks on messages numbered anew: back on their message
+        follow_rebuild(conn)  # marks on messages numbered anew: back on their message
         set_meta(conn, REBUILD_KEY, None)
     # every session was replayed: what follows from its records (costs, the stats' sums, episodes,
     # signals) is finished as any writer finishes the sessions it changed, its marks cleared with it
