@@ -318,19 +318,25 @@ def branches(conn: sqlite3.Connection, session_id: str) -> list[Branch]:
     return out
 
 
-def abandoned_turns(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, list[str]]]:
-    """Each branch rewound away from (all but the last written, numbered as `branches` numbers
-    them) with its turns that neither the continued branch nor an earlier one holds, root first;
-    empty when the conversation never forked. What `branches` gives, without listing each path
-    whole: a walk up from a leaf stops at the first turn a branch already counted holds, so the
-    whole tree is walked once (a 100k-message session rewound 150 times: ~0.25 s to ~10 ms)."""
+def _turn_tree(conn: sqlite3.Connection, session_id: str) -> tuple[dict[str, str | None], list[str]]:
+    """A session's turns as a tree: each turn's parent, in the order they were written, and the
+    turns no other follows (the ends of its branches, the one continued last)."""
     parent: dict[str, str | None] = dict(
         conn.execute(
             "SELECT id, parent_turn_id FROM agent_turns WHERE session_id = ? ORDER BY sequence", (session_id,)
         ).fetchall()
     )
     has_child = {pid for pid in parent.values() if pid in parent}
-    leaves = [tid for tid in parent if tid not in has_child]
+    return parent, [tid for tid in parent if tid not in has_child]
+
+
+def abandoned_turns(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, list[str]]]:
+    """Each branch rewound away from (all but the last written, numbered as `branches` numbers
+    them) with its turns that neither the continued branch nor an earlier one holds, root first;
+    empty when the conversation never forked. What `branches` gives, without listing each path
+    whole: a walk up from a leaf stops at the first turn a branch already counted holds, so the
+    whole tree is walked once (a 100k-message session rewound 150 times: ~0.25 s to ~10 ms)."""
+    parent, leaves = _turn_tree(conn, session_id)
     if len(leaves) < 2:
         return []
     held: set[str] = set()
@@ -435,13 +441,7 @@ def _rewound_turns(conn: sqlite3.Connection, session_id: str) -> set[str]:
         is None
     ):
         return set()
-    parent: dict[str, str | None] = dict(
-        conn.execute(
-            "SELECT id, parent_turn_id FROM agent_turns WHERE session_id = ? ORDER BY sequence", (session_id,)
-        ).fetchall()
-    )
-    has_child = {pid for pid in parent.values() if pid in parent}
-    leaves = [tid for tid in parent if tid not in has_child]
+    parent, leaves = _turn_tree(conn, session_id)
     continued: set[str] = set()
     turn: str | None = leaves[-1] if leaves else None
     while turn in parent and turn not in continued:
