@@ -256,19 +256,29 @@ def test_a_record_the_ledger_fails_on_is_stored_and_left_out_of_its_session(conn
     assert "ValueError" in note and "a bug in placing it" in note
 
 
+HALF_AN_EMOJI = "a title with half an emoji"
+
+
+def leaking_a_surrogate(read):  # noqa: ANN001, ANN201
+    """ClaudeAdapter.normalize letting a lone surrogate into the text of HALF_AN_EMOJI's record: a
+    value the database refuses, as a reader once let through."""
+
+    def leaky(self, rec, ctx):  # noqa: ANN001, ANN202
+        out = read(self, rec, ctx)
+        if out.content == HALF_AN_EMOJI:
+            out.content += "\ud83d"
+        return out
+
+    return leaky
+
+
 def test_a_file_whose_storing_fails_past_its_records_is_kept_raw_and_said(conn, tmp_path, monkeypatch):
     """A value the database refuses (a lone surrogate a reader let through, as a Gemini CLI title
     once did) failed the file's insert, past each record's own guard: the whole file was left out
     of the archive, and lost with the agent's cleanup. Its records are kept byte for byte, unread,
     the failure in their note and in the run's errors; each run reads it again until one can."""
     read = ClaudeAdapter.normalize
-
-    def leaky(self, rec, ctx):
-        out = read(self, rec, ctx)
-        if out.content == "a title with half an emoji":
-            out.content += "\ud83d"
-        return out
-
+    leaky = leaking_a_surrogate(read)
     monkeypatch.setattr(ClaudeAdapter, "normalize", leaky)
     t = claude_session(tmp_path)
     t.user("hello")
@@ -302,13 +312,7 @@ def test_an_append_whose_storing_fails_leaves_what_was_read_before_as_it_was(con
     records read before as they are; the file is in error (verify says so) and its new lines are
     read once the run can."""
     read = ClaudeAdapter.normalize
-
-    def leaky(self, rec, ctx):
-        out = read(self, rec, ctx)
-        if out.content == "a title with half an emoji":
-            out.content += "\ud83d"
-        return out
-
+    leaky = leaking_a_surrogate(read)
     t = claude_session(tmp_path)
     t.user("hello")
     t.assistant("world")
