@@ -259,11 +259,11 @@ def test_a_record_the_ledger_fails_on_is_stored_and_left_out_of_its_session(conn
 HALF_AN_EMOJI = "a title with half an emoji"
 
 
-def leaking_a_surrogate(read):  # noqa: ANN001, ANN201
+def leaking_a_surrogate(read):
     """ClaudeAdapter.normalize letting a lone surrogate into the text of HALF_AN_EMOJI's record: a
     value the database refuses, as a reader once let through."""
 
-    def leaky(self, rec, ctx):  # noqa: ANN001, ANN202
+    def leaky(self, rec, ctx):
         out = read(self, rec, ctx)
         if out.content == HALF_AN_EMOJI:
             out.content += "\ud83d"
