@@ -14,6 +14,7 @@ import inspect
 import io
 import os
 import shutil
+import sqlite3
 import tempfile
 import time
 import unicodedata
@@ -166,8 +167,6 @@ def _copy_demo(template: Path, folder: Path) -> Path:
     """The template's archive copied with its files' times, and its database with the archive's
     new place (and the copies' inodes) written in where the archive keeps paths: the next ingest
     finds every file as it left it."""
-    import sqlite3
-
     shutil.copytree(template / "archive", folder / "archive")
     path = folder / "demo.db"
     with sqlite3.connect(template / "demo.db") as source, sqlite3.connect(path) as copy:
@@ -547,3 +546,28 @@ def shown(widget: Static) -> str:
     with console.capture() as capture:
         console.print(widget.content)
     return capture.get()
+
+
+def viewer_lines(conn: sqlite3.Connection, session_id: str, width: int = 100) -> list[str]:
+    """Every message of a session as the message viewer draws it (no App: its state and its drawer
+    over the archive), each line's right margin trimmed."""
+    from rich.console import Console
+    from threadloom.core.read.browse import MessageRow
+    from threadloom.core.read.query import get_session
+    from threadloom.tui.message_draw import Canvas, MessageDrawer
+    from threadloom.tui.message_state import PAGE, MessageState
+
+    session = get_session(conn, session_id)
+    assert session is not None
+    state = MessageState()
+    state.open(session_id, range(session.message_count))
+
+    def row(pos: int) -> MessageRow | None:
+        if state.needs_page(pos):
+            state.read_page(conn, pos // PAGE)
+        return state.rows.get(pos)
+
+    drawer = MessageDrawer(state, row)
+    drawer.conn = conn
+    canvas = Canvas(Console(width=width, color_system=None), width)
+    return [strip.text.rstrip() for pos in range(state.count) for strip in drawer.draw(pos, canvas).strips]

@@ -5,20 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.console import Console
 from textual.widget import Widget
-from threadloom.core.read.browse import MessageRow
-from threadloom.core.read.query import get_session
 from threadloom.core.store import db
-from threadloom.tui.message_draw import Canvas, MessageDrawer
-from threadloom.tui.message_state import PAGE, MessageState
 from threadloom.tui.messages import MessageView
 from threadloom.tui.render import subagent_hint
 from threadloom.tui.subagents import SubagentList, SubagentsScreen
 
 from tests.builders import kimi_code
 from tests.support import ingest
-from tests.tui_support import cursor_to_tool, ingested_db, make_app, run_test, until
+from tests.tui_support import cursor_to_tool, ingested_db, make_app, run_test, until, viewer_lines
 
 
 def drawn(tmp_path: Path, sid: str, width: int = 100) -> list[str]:
@@ -26,22 +21,7 @@ def drawn(tmp_path: Path, sid: str, width: int = 100) -> list[str]:
     conn = db.connect(tmp_path / "t.db")
     try:
         ingest(conn, tmp_path / ".kimi-code")
-        session = get_session(conn, sid)
-        assert session is not None
-        state = MessageState()
-        state.open(sid, range(session.message_count))
-
-        def row(pos: int) -> MessageRow | None:
-            if state.needs_page(pos):
-                state.read_page(conn, pos // PAGE)
-            return state.rows.get(pos)
-
-        drawer = MessageDrawer(state, row)
-        drawer.conn = conn
-        canvas = Canvas(Console(width=width, color_system=None), width)
-        return [
-            strip.text.rstrip() for pos in range(state.count) for strip in drawer.draw(pos, canvas).strips
-        ]
+        return viewer_lines(conn, sid, width)
     finally:
         conn.close()
 

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.console import Console
-from threadloom.core.read.browse import MessageRow
-from threadloom.core.read.query import get_session
 from threadloom.core.store import db
-from threadloom.tui.message_draw import Canvas, MessageDrawer
-from threadloom.tui.message_state import PAGE, MessageState
 
 from tests.builders.pi import COMPACTED, pi_compacted_early
 from tests.support import ingest
+from tests.tui_support import viewer_lines
 
 
 def test_the_viewer_draws_a_pi_compaction_where_it_happened(tmp_path: Path) -> None:
@@ -22,20 +18,7 @@ def test_the_viewer_draws_a_pi_compaction_where_it_happened(tmp_path: Path) -> N
     conn = db.connect(tmp_path / "t.db")
     try:
         ingest(conn, tmp_path / ".pi")
-        session = get_session(conn, COMPACTED)
-        assert session is not None
-        state = MessageState()
-        state.open(COMPACTED, range(session.message_count))
-
-        def row(pos: int) -> MessageRow | None:
-            if state.needs_page(pos):
-                state.read_page(conn, pos // PAGE)
-            return state.rows.get(pos)
-
-        drawer = MessageDrawer(state, row)
-        drawer.conn = conn
-        canvas = Canvas(Console(width=100, color_system=None), 100)
-        lines = [s.text.strip() for pos in range(state.count) for s in drawer.draw(pos, canvas).strips]
+        lines = [line.strip() for line in viewer_lines(conn, COMPACTED)]
     finally:
         conn.close()
     lines = [line for line in lines if line]
