@@ -71,10 +71,18 @@ PREVIEW_SECONDS = 0.12  # what the tree's cursor rests on opens after this pause
 def layout_classes(width: int, focused: str) -> dict[str, bool]:
     """The screen's classes for a terminal width and the focused pane (app.tcss reads them)."""
     classes = {"-narrow": width < NARROW, "-medium": NARROW <= width < WIDE, "-wide": width >= WIDE}
-    # the focused pane chooses what is shown below WIDE only: a wide screen keeps its classes as
-    # the focus moves, rather than restyle and redraw every widget at each Tab
-    classes.update({f"-focus-{pane}": width < WIDE and focused == pane for pane in PANE_IDS})
+    # the focused pane chooses what is shown (FOCUS_CLASSES): a class no rule reads is not set, as
+    # each change restyles and redraws every widget of the screen (a Tab between the projects and
+    # the sessions at 140 columns: 74 ms, against 47 at 160)
+    read = FOCUS_CLASSES["-narrow" if width < NARROW else "-medium" if width < WIDE else "-wide"]
+    classes.update({f"-focus-{pane}": pane in read and focused == pane for pane in PANE_IDS})
     return classes
+
+
+# the focused panes app.tcss reads at each width: on a narrow screen the projects take it whole and
+# the messages hide the sessions (the sessions are what it shows otherwise); on a medium one the
+# messages take the projects' room; a wide one shows all three whatever is focused
+FOCUS_CLASSES = {"-narrow": ("projects", "messages"), "-medium": ("messages",), "-wide": ()}
 
 
 MEMORY_ACTIONS = frozenset({"tag", "note", "note_message", "bookmark", "bookmarks", "memory"})

@@ -424,8 +424,29 @@ async def test_first_load_draws_the_project_list_once(
         assert projects.show_vertical_scrollbar == (size[1] == 12)
         assert fills == [projects._prompt_width()]
         assert app.browser.has_class(layout)
-    # below WIDE the focused pane chooses what is shown; a wide screen has no focus class to change
-    assert born_with == [{layout, "-focus-projects"} if layout != "-wide" else {layout}]
+    # the focus classes are the ones app.tcss reads: none on a wide screen, the messages' on a
+    # medium one (the projects pane focused at the start: none)
+    assert born_with == [{layout}]
+
+
+def test_a_tab_restyles_the_screen_only_where_the_layout_follows_the_focus() -> None:
+    """Each class the screen changes restyles every widget on it; a Tab between the projects and
+    the sessions at a medium width swapped two classes no rule reads (74 ms a Tab at 140 columns,
+    47 at 160). The focus classes are those app.tcss reads, at the widths it reads them."""
+    from threadloom.tui.browser import NARROW, WIDE, layout_classes
+
+    def on(width: int, focused: str) -> set[str]:
+        return {name for name, set_ in layout_classes(width, focused).items() if set_}
+
+    widths = {"narrow": NARROW - 1, "medium": (NARROW + WIDE) // 2, "wide": WIDE}
+    assert on(widths["medium"], "projects") == on(widths["medium"], "sessions") == {"-medium"}
+    assert on(widths["medium"], "messages") == {"-medium", "-focus-messages"}
+    assert on(widths["narrow"], "sessions") == {"-narrow"}
+    assert on(widths["wide"], "messages") == {"-wide"}
+    rules = (Path(__file__).parents[2] / "tui" / "app.tcss").read_text()
+    for pane in ("projects", "sessions", "messages"):  # what the stylesheet reads, and only that
+        read_at = set(re.findall(rf"\.-(narrow|medium|wide)\.-focus-{pane}\b", rules))
+        assert read_at == {w for w, width in widths.items() if f"-focus-{pane}" in on(width, pane)}, pane
 
 
 async def test_rows_that_start_the_scrollbar_are_drawn_at_the_width_it_leaves(demo_db: Path) -> None:
