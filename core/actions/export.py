@@ -52,7 +52,15 @@ from ..base.markup import (
 from ..base.redact import Redactor
 from ..base.text import clock, count_of, drop_colours, human_tokens, one_line, printable
 from ..present.markdown import too_deep, typed_source
-from ..present.render import CAVEAT_NOTE, COMPACT_SUMMARY, chip_mark, hook_duration
+from ..present.render import (
+    CAVEAT_NOTE,
+    COMPACT_SUMMARY,
+    WITHDRAWN_NOTE,
+    WITHDRAWN_TAG,
+    chip_mark,
+    hook_duration,
+    starts_withdrawn,
+)
 from ..read import browse, images
 from ..read.calls import call_params, result_text, tool_summary
 from ..read.diffs import DiffLine, call_diff, is_edit
@@ -93,6 +101,7 @@ class Thread:
     branches: int = 0
     # images inside a call's result (a Read of a screenshot), shown with that call: (entry id, image)
     call_images: dict[str, list[tuple[int, ImageRef]]] = field(default_factory=dict)
+    withdrawn: frozenset[int] = frozenset()  # what an undo or a rewind took back (`browse.withdrawn_seqs`)
 
     def own_images(self, msg: MessageRow) -> list[ImageRef]:
         """The images shown on the message itself: in its prompt, or in a result whose call is not here."""
@@ -184,6 +193,7 @@ def read_thread(
     elif branch is not None and branch != 1:
         raise ExportError("the session never branched: it has one branch, 1")
     thread = Thread(session, msgs, branch=chosen, branches=len(found))
+    thread.withdrawn = browse.withdrawn_seqs(conn, session.id)
     calls = [c for m in msgs for c in m.tool_calls]
     call_ids = {c.id for c in calls}
     for m in msgs:
@@ -517,7 +527,11 @@ def _md_messages(out: list[str], thread: Thread, redact: Redactor, level: int) -
             model = (
                 f" · {_md_inline(redact(clean(msg.model)))}" if msg.model and msg.role == "assistant" else ""
             )
-            out += [f"{hashes} {_who(msg)}" + (f" · {when}" if when else "") + model, ""]
+            withdrawn = msg.seq in thread.withdrawn  # as show and the viewer mark it
+            if withdrawn and starts_withdrawn(msg.seq, thread.withdrawn):
+                out += [f"*{WITHDRAWN_NOTE}*", ""]
+            mark = f" · {WITHDRAWN_TAG}" if withdrawn else ""
+            out += [f"{hashes} {_who(msg)}" + (f" · {when}" if when else "") + model + mark, ""]
         out += [_md_hook(run, redact) + "\n" for run in msg.hooks if run.before]
         parts = _parts(msg)
         if parts:
@@ -886,6 +900,10 @@ def _html_messages(
                 head += f' <span class="when">{e(clock(msg.timestamp))}</span>'
             if msg.model and msg.role == "assistant":
                 head += f' <span class="model">{e(redact(clean(msg.model)))}</span>'
+            if msg.seq in thread.withdrawn:  # as show and the viewer mark it
+                if starts_withdrawn(msg.seq, thread.withdrawn):
+                    parts.append(f'<div class="system">{e(WITHDRAWN_NOTE)}</div>')
+                head += f' <span class="when">{e(WITHDRAWN_TAG)}</span>'
             parts.append(f'<article class="msg {role}">{head}</div>')
             open_article = True
         parts += [_html_hook(run, redact) for run in msg.hooks if run.before]

@@ -466,3 +466,26 @@ def test_a_session_read_in_two_runs_is_what_one_read_gives(tmp_path):
             assert read(conn) == expected, cut
         finally:
             conn.close()
+
+
+def test_an_export_marks_what_an_undo_withdrew_as_show_does(tmp_path):
+    """`show` and the viewer mark what an undo took back; the Markdown and HTML exports printed it
+    as ordinary messages. Each marks it too: a line above the run, a mark on each message's head."""
+    from threadloom.core.actions.export import export_session
+
+    kimi_code.rewound_session(tmp_path)
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".kimi-code")
+        session = get_session(conn, kimi_code.REWOUND)
+        assert session is not None
+        markdown = export_session(conn, session, "md").data.decode()
+        page = export_session(conn, session, "html").data.decode()
+    finally:
+        conn.close()
+    heads = [line for line in markdown.splitlines() if line.startswith("## ")]
+    marked = [n for n, line in enumerate(heads) if line.endswith("· ⤺ withdrawn")]
+    assert marked == [0, 1] and len(heads) > 2  # the prompt withdrawn and its reply; none after
+    assert markdown.count("*── ⤺ withdrawn by an undo or a rewind below ──*") == 1
+    assert markdown.index("withdrawn by an undo") < markdown.index("sum the carts in floats")
+    assert page.count("⤺ withdrawn by an undo or a rewind below") == 1 and page.count("⤺ withdrawn<") == 2
