@@ -536,7 +536,7 @@ class BrowserScreen(Screen[None]):
         if view.session_id is None and tree.root.children:
             self._after_refresh(self._open_first)  # after the tree has put its cursor
         self._last_pane_refresh = time.monotonic()
-        self._show_empty(not projects and not self.has_class("-ingesting"))
+        self._show_empty(not projects and not self.archive_state.ingesting)
         if projects and self.focused is None and self.is_current:
             project_list.focus()  # the demo, or a first load, that started with nothing to focus
 
@@ -1321,14 +1321,16 @@ class BrowserScreen(Screen[None]):
     # ------------------------------------------------------------------ the ingest bar
 
     def ingest_started(self, status: str) -> None:
-        self.add_class("-ingesting")
+        # the bar's own display, not a class of the screen: each change of one restyles every
+        # widget on the screen, twice an ingest (and a watch starts one for each new file)
+        self.query_one("#ingest-bar").display = True
         self._show_empty(False)
         self._status = status
         self.query_one("#ingest-label", Label).update(f"{status}…")
         self.query_one(ProgressBar).update(total=None, progress=0)
 
     def ingest_ended(self) -> None:
-        self.remove_class("-ingesting")
+        self.query_one("#ingest-bar").display = False
 
     def show_status(self, text: str) -> None:
         self._status = text

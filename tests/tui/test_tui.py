@@ -802,7 +802,7 @@ async def test_ingest_worker_fills_panes_and_notifies(tmp_path: Path) -> None:
         await pilot.pause()
         assert app.query_one(ProjectList).border_title == "Projects (4)"
         assert any(n.title == "Ingest done" for n in app._notifications)
-        assert not app.screen.has_class("-ingesting")
+        assert not app.browser.query_one("#ingest-bar").display
 
 
 async def test_a_session_started_elsewhere_shows_up_without_ctrl_r(tmp_path: Path) -> None:
@@ -896,7 +896,11 @@ async def test_archive_is_browsable_while_the_search_index_builds(tmp_path: Path
         # the records are in: panes are filled and the user was told, while the index is pending
         assert app.query_one(ProjectList).border_title == "Projects (4)"
         assert any(n.title == "Ingest done" for n in app._notifications)
-        assert app.screen.has_class("-ingesting")
+        assert app.browser.query_one("#ingest-bar").display
+        # shown by the bar's own display: a class of the screen restyled every widget on it, twice
+        # an ingest
+        classes = set(app.browser.classes)
+        assert not any("ingest" in name for name in classes)
         assert "Indexing for search" in shown(app.browser.query_one("#ingest-label", Static))
         await pilot.press("slash")
         await pilot.pause()
@@ -909,7 +913,8 @@ async def test_archive_is_browsable_while_the_search_index_builds(tmp_path: Path
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert any("Search index complete" in n.message for n in app._notifications)
-        assert not app.screen.has_class("-ingesting")
+        assert not app.browser.query_one("#ingest-bar").display
+        assert set(app.browser.classes) == classes  # the screen's classes as while it ran
 
 
 def hold_first_load(
@@ -1297,7 +1302,7 @@ async def test_escape_cancels_ingest(tmp_path: Path, monkeypatch: pytest.MonkeyP
     async with run_test(app, size=(100, 30)) as pilot:
         assert await event_set(pilot, started)
         await pilot.pause()
-        assert app.screen.has_class("-ingesting")
+        assert app.browser.query_one("#ingest-bar").display
         await pilot.press("escape")
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -2677,7 +2682,7 @@ async def test_opened_while_another_threadloom_ingests_it_waits_browsing_what_is
         assert await event_set(pilot, released)
         await app.workers.wait_for_complete()
         await pilot.pause()
-        assert not app.screen.has_class("-ingesting") and not isinstance(app.screen, ErrorScreen)
+        assert not app.browser.query_one("#ingest-bar").display and not isinstance(app.screen, ErrorScreen)
         assert (
             app.last_report is not None and app.last_report.files_skipped > 0 and not app.last_report.errors
         )
