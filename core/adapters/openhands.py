@@ -184,7 +184,12 @@ class OpenHandsAdapter(Adapter):
         if app_event_index(path) is not None:
             head = head_of(path, 4096).removeprefix(BOM).lstrip()
             # `action` or `observation` may come after a long `message` (the system prompt's)
-            return head.startswith(b"{") and _APP_SOURCE.search(head) is not None
+            if head.startswith(b"{") and _APP_SOURCE.search(head) is not None:
+                return True
+            # one that says nothing of itself (empty, cut short, a list) in a conversation's folder
+            # is still that conversation's: kept with it, read as it can be
+            metadata = path.parent.parent / APP_METADATA
+            return metadata.is_file() and self.claims(metadata)
         return False
 
     def discover(self, root: Path) -> Iterator[SourceRef]:

@@ -5,6 +5,8 @@ and an errored one too), the folder, model and token totals from the state, edit
 
 from __future__ import annotations
 
+import os
+
 from threadloom.core.actions.fork import resume_plan
 from threadloom.core.adapters import ADAPTERS
 from threadloom.core.insight.stats import refresh_pending
@@ -125,5 +127,30 @@ def test_a_conversation_of_the_app_is_not_resumed_with_a_command_that_cannot_fin
             resume_plan(conn, APP_SID)
         (tmp_path / ".openhands" / "conversations" / APP_SID).mkdir(parents=True)  # the CLI's too
         assert resume_plan(conn, APP_SID).command.endswith(f"openhands --resume {APP_SID}")
+    finally:
+        conn.close()
+
+
+def test_an_event_file_that_says_nothing_of_itself_is_kept_with_its_conversation(tmp_path):
+    """An event file of the app's that is empty, cut short or a list failed the look at its head and
+    was listed as a file no reader takes: never archived, lost with the conversation. In a folder
+    whose metadata.json is the app's it is the conversation's, kept byte for byte; elsewhere not."""
+    folder = openhands_app_session(tmp_path)
+    odd = {"900.json": b"", "901.json": b'{"id": 901, "timest', "902.json": b"[1, 2]"}
+    for name, data in odd.items():
+        (folder / "events" / name).write_bytes(data)
+        os.utime(folder / "events" / name, (1_700_000_000, 1_700_000_000))  # no writer left to finish it
+    stray = tmp_path / "elsewhere" / "events"
+    stray.mkdir(parents=True)
+    (stray / "7.json").write_bytes(b"[1, 2]")
+    adapter = ADAPTERS["openhands"]
+    assert all(adapter.claims(folder / "events" / name) for name in odd)
+    assert not adapter.claims(stray / "7.json")
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".openhands")
+        for name, data in odd.items():
+            assert stored_bytes(conn, folder / "events" / name) == data, name
+        assert messages(conn, APP_SID)  # the conversation read as before
     finally:
         conn.close()
