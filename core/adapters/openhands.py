@@ -105,7 +105,7 @@ KINDS = frozenset(
 _COMPACTION = frozenset({"Condensation", "CondensationSummaryEvent"})
 # the 0.x app's file store (module docstring)
 APP_METADATA = "metadata.json"
-_APP_EVENT_NAME = re.compile(r"\d{1,9}\.json")
+_APP_EVENT_NAME = re.compile(r"[0-9]{1,9}\.json")  # ASCII digits: `\d` takes "٣.json" too
 _APP_SOURCE = re.compile(rb'"source":\s*"(?:user|agent|environment)"')
 # its events that are the app's own bookkeeping, not the conversation
 APP_QUIET_ACTIONS = frozenset({"recall", "change_agent_state"})

@@ -146,6 +146,10 @@ def test_an_event_file_that_says_nothing_of_itself_is_kept_with_its_conversation
     adapter = ADAPTERS["openhands"]
     assert all(adapter.claims(folder / "events" / name) for name in odd)
     assert not adapter.claims(stray / "7.json")
+    from threadloom.core.adapters.openhands import app_event_index
+
+    assert app_event_index(folder / "events" / "12.json") == 12
+    assert app_event_index(folder / "events" / "\u0663.json") is None  # an Arabic-Indic three: no event name
     conn = db.connect(tmp_path / "ledger.db")
     try:
         ingest(conn, tmp_path / ".openhands")
