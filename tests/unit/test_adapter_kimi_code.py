@@ -9,6 +9,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from threadloom.core.insight.stats import refresh_pending
 from threadloom.core.present.render import render_session
@@ -429,7 +430,8 @@ def test_a_session_s_folder_is_read_from_state_json_s_cwd_as_the_newer_kimi_writ
         conn.close()
 
 
-def test_a_session_read_in_two_runs_is_what_one_read_gives(tmp_path):
+@pytest.mark.parametrize("undone", [1, 2])
+def test_a_session_read_in_two_runs_is_what_one_read_gives(tmp_path, undone):
     """An append is read on its own (each launch, each growth followed): its first record began a
     root of its own (a branch the user never made, a turn's earlier prompts left out of its
     export) and an undo in it found no prompt to withdraw. Read in pieces, at every line, a session
@@ -445,18 +447,30 @@ def test_a_session_read_in_two_runs_is_what_one_read_gives(tmp_path):
         count = conn.execute("SELECT branch_count FROM agent_sessions WHERE id = ?", (sid,)).fetchone()
         return [tuple(r) for r in rows], tuple(count), sorted(browse.withdrawn_seqs(conn, sid))
 
+    def written(root: Path) -> Path:
+        """The builder's session; undoing two prompts, one more asked before the undo."""
+        log = kimi_code.rewound_session(root) / "agents" / "main" / "wire.jsonl"
+        if undone == 2:
+            records = [json.loads(line) for line in log.read_text().splitlines()]
+            at = next(n for n, r in enumerate(records) if r["type"] == "context.undo")
+            records[at]["count"] = 2
+            records[at:at] = [kimi_code.user("and in ints?", 2500), kimi_code.reply("In ints.", "r-i", 2600)]
+            log.write_text("".join(json.dumps(r) + "\n" for r in records))
+        return log
+
     whole = tmp_path / "whole"
-    log = kimi_code.rewound_session(whole) / "agents" / "main" / "wire.jsonl"
+    log = written(whole)
     conn = db.connect(tmp_path / "whole.db")
     try:
         ingest(conn, whole / ".kimi-code")
         expected = read(conn)
     finally:
         conn.close()
+    assert len(expected[2]) == 2 * undone  # the prompts undone and their replies
     lines = log.read_bytes().splitlines(keepends=True)
     for cut in range(1, len(lines)):
         pieces = tmp_path / f"cut{cut}"
-        grown = kimi_code.rewound_session(pieces) / "agents" / "main" / "wire.jsonl"
+        grown = written(pieces)
         grown.write_bytes(b"".join(lines[:cut]))
         conn = db.connect(tmp_path / f"cut{cut}.db")
         try:
