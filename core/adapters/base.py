@@ -616,6 +616,9 @@ class Adapter(ABC):
     # its logs hold undo records (a system record of subtype `undo`, `Record.ref_uuid`): only its
     # sessions are read for them (`core.read.browse.withdrawn_seqs`), each open of any other a scan less
     writes_undos: bool = False
+    # its logs mark a turn the user stopped with a record of its own (Codex's `turn_aborted`): only its
+    # sessions are read for them by the signals (`core.insight.signals`)
+    writes_aborts: bool = False
     # `decode` turns this agent's "document" files into logs (a `.jsonl.zst`)
     decodes: bool = False
     # `stat_paths` names side files (a database's -wal): a run with nothing new stats every source,

@@ -267,6 +267,7 @@ class CodexAdapter(Adapter):
     resumes_subagents = True  # a subagent is a thread of its own
     undo_style = "patch-events"  # its patch_apply_end events say whether a patch applied
     fork_copies = "before-second-meta"
+    writes_aborts = True  # `turn_aborted` events (see `_event`)
     patch_tools = frozenset({"apply_patch"})
     shell_tools = frozenset(
         {"shell", "local_shell", "exec_command", "container.exec", "shell_command", "unified_exec"}

@@ -107,7 +107,6 @@ INTERRUPTED_TEXT = "[Request interrupted by user"
 # Codex writes an event rather than a text when a turn is cut short: the user stopped it (Esc) or
 # sent a new prompt over it; a review that ended is not the user stopping anything
 ABORT_SUBTYPES = frozenset({"turn_aborted"})
-ABORT_AGENTS = frozenset({"codex"})  # whose sessions are read for them (the read scans the session)
 ABORTS_BY_THE_USER = frozenset({"interrupted", "replaced"})
 # what two prompts may differ in and still be the same prompt: case, spacing, ASCII punctuation
 PUNCTUATION_AS_SPACE = str.maketrans(string.punctuation, " " * len(string.punctuation))
@@ -336,8 +335,11 @@ def _aborts(
 ) -> list[_Message]:
     """The records of turns the user stopped: at their own line in the viewer, or (one an older
     reading kept as no message, no seq of its own) at the last message written before it."""
+    from ..adapters import agents_where
+
     agent = conn.execute("SELECT source FROM agent_sessions WHERE id = ?", (session_id,)).fetchone()
-    if agent is None or agent[0] not in ABORT_AGENTS:
+    # only an agent that writes them has its sessions read for them (the read scans the session)
+    if agent is None or not agents_where(lambda a: a.writes_aborts, among=[agent[0]]):
         return []
     rows = conn.execute(
         "SELECT id, turn_id, timestamp, raw, seq FROM entries WHERE session_id = ? AND id >= ? "

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from ..adapters import ADAPTERS
+from ..adapters import ADAPTERS, agents_where
 from ..adapters.base import disk_name
 from ..base.text import one_line, readable, task_notice
 from ..store.rows import builder, fetch, fetch_one, getter, value, values
@@ -394,7 +394,7 @@ def _writes_undos(agent: str | None) -> bool:
     """Whether `agent`'s logs hold undo records: a session of another is not scanned for them (every
     open of a session and every growth of one followed: 60 ms cold, 20 warm, for the bench's 23,000
     records). Only that agent's adapter is built."""
-    return agent is not None and agent in ADAPTERS and ADAPTERS[agent].writes_undos
+    return agent is not None and bool(agents_where(lambda a: a.writes_undos, among=[agent]))
 
 
 def withdrawn_seqs(conn: sqlite3.Connection, session_id: str) -> frozenset[int]:
@@ -527,8 +527,6 @@ def message_page(
 ) -> list[MessageRow]:
     """Messages with `first_seq <= seq <= last_seq`, their tool calls, token counts, and the event
     fields and images their agent's adapter reads from their records."""
-    from ..adapters import ADAPTERS
-
     source = value(conn, "SELECT source FROM agent_sessions WHERE id = ?", (session_id,))
     adapter = ADAPTERS.get(source) if source else None
     cursor = conn.execute(
@@ -584,8 +582,6 @@ def tool_result_extra(conn: sqlite3.Connection, call: ToolCall) -> Any:
     stats, as the agent's adapter reads it (`Adapter.tool_result_extra`).
 
     Read from the call's own result record: its tool id alone may name calls of other sessions."""
-    from ..adapters import ADAPTERS
-
     if call.result_entry_id is None:
         return None
     row = fetch_one(
