@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from rich.segment import Segment
 from textual.widgets import Input
 from threadloom.core.read import browse
@@ -111,7 +112,22 @@ async def test_find_counts_marks_moves_and_closes(demo_db: Path) -> None:
         assert view.has_focus and view.session_id is not None
 
 
-async def test_n_goes_on_after_enter_and_after_escape(demo_db: Path) -> None:
+def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The queries the viewer's find reads a session for from now on."""
+    from threadloom.core.read import find
+
+    queries: list[str] = []
+    real = find.find_in_session
+
+    def reading(conn, session_id: str, query: str):  # type: ignore[no-untyped-def]
+        queries.append(query)
+        return real(conn, session_id, query)
+
+    monkeypatch.setattr(find, "find_in_session", reading)
+    return queries
+
+
+async def test_n_goes_on_after_enter_and_after_escape(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Enter gives the keys back to the messages with the find still on, so n and N step (they
     had been typed into the bar); after Esc, n finds the last query again from the cursor."""
     app = make_app(demo_db)
@@ -137,6 +153,7 @@ async def test_n_goes_on_after_enter_and_after_escape(demo_db: Path) -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert not app.query(FindBar) and marked(view) == []
+        read_again = counted(monkeypatch)
         await pilot.press("n")
         await wait_for_find(pilot)
         assert app.query_one(FindBar).query_one(Input).value == "tax" and view.has_focus
@@ -145,6 +162,16 @@ async def test_n_goes_on_after_enter_and_after_escape(demo_db: Path) -> None:
         assert count_text(app) == f"{after + 1} of {len(places)}"
         assert any(kind == "current" for _, kind in marked(view))
         assert not any("Ctrl+F finds" in note for note in notes(app))
+        # the same messages: what was found stands, nothing read again on the UI thread
+        assert read_again == []
+
+        # the session shown again (as a followed one that grew or changed is): found afresh
+        await pilot.press("escape")
+        await pilot.pause()
+        view.state.seqs = range(view.state.seqs.start, view.state.seqs.stop)
+        await pilot.press("n")
+        await wait_for_find(pilot)
+        assert read_again == ["tax"] and view.navigator.places == places
 
 
 async def test_escape_in_the_bar_closes_it_and_a_miss_says_so(demo_db: Path) -> None:
