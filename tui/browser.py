@@ -565,8 +565,11 @@ class BrowserScreen(Screen[None]):
         from ..core.adapters import all_adapters
 
         looked = self.archive_state
+        # the places logs are kept, as `threadloom sources` lists them: not the folders of the
+        # files sessions keep beside their logs (file history, todos, prompt logs), also read
+        beside = {str(r) for a in all_adapters() for r in a.side_roots()}
         roots = (
-            looked.roots
+            [root for root in looked.roots if root not in beside]
             if looked.roots is not None
             else [str(r) for a in all_adapters() for r in a.default_roots()]
             + [str(s) for s in looked.sources]

@@ -1182,6 +1182,11 @@ async def test_empty_state_then_demo(tmp_path: Path) -> None:
         drawn = [strip.text for strip in panel.render_lines(panel.region.reset_offset)]
         assert any("Press d to open the demo archive" in line for line in drawn)
         assert any("`threadloom sources` lists them" in line for line in drawn), drawn  # its end is on screen
+        # as many as `threadloom sources` lists (the folders of side files are read, not listed)
+        from threadloom.core.adapters import all_adapters
+
+        absent = sum(not root.exists() for a in all_adapters() for root in a.default_roots())
+        assert f"{absent} places where the agents keep their logs" in text, text
         await pilot.press("d")
         await pilot.pause()
         await app.workers.wait_for_complete()
