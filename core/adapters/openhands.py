@@ -37,8 +37,9 @@ an action (`message`, `run`, `read`, `edit`, `browse_interactive`, `call_tool_mc
 extras, cause (the action's id), success}` for an observation; a call the model made carries
 `tool_call_metadata {function_name, tool_call_id, model_response {id, model, usage}}`.
 `event_cache/<from>-<to>.json` repeats 25 events in one list, and `agent_state.pkl`,
-`conversation_stats.pkl` are Python pickles: none is read. Checked on a real 2025 file store (16
-conversations) in a public repository.
+`conversation_stats.pkl` are Python pickles: none is read, each is kept whole with its conversation
+(a side file), as is any other file of the folder; so is a metadata.json that is no JSON object, read
+as it can be. Checked on a real 2025 file store (16 conversations) in a public repository.
 """
 
 from __future__ import annotations
@@ -105,6 +106,9 @@ KINDS = frozenset(
 _COMPACTION = frozenset({"Condensation", "CondensationSummaryEvent"})
 # the 0.x app's file store (module docstring)
 APP_METADATA = "metadata.json"
+_APP_ID = re.compile(r"[0-9a-f]{32}")  # the app names a conversation's folder by `uuid4().hex`
+# how deep below its conversation's folder a file the app left there is kept (`event_cache/<n>.json`)
+APP_SIDE_DEPTH = 3
 _APP_EVENT_NAME = re.compile(r"[0-9]{1,9}\.json")  # ASCII digits: `\d` takes "٣.json" too
 _APP_SOURCE = re.compile(rb'"source":\s*"(?:user|agent|environment)"')
 # its events that are the app's own bookkeeping, not the conversation
@@ -175,9 +179,8 @@ class OpenHandsAdapter(Adapter):
         if path.name == BASE_STATE:
             head = head_of(path, 16384).removeprefix(BOM).lstrip()
             return head.startswith(b"{") and b'"agent"' in head and b'"workspace"' in head
-        if path.name == APP_METADATA:
-            head = head_of(path, 4096).removeprefix(BOM).lstrip()
-            return head.startswith(b"{") and b'"conversation_id"' in head and b'"title"' in head
+        if path.name == APP_METADATA and self.is_app_conversation(path.parent):
+            return True
         if event_index(path) is not None:
             head = head_of(path, 4096).removeprefix(BOM).lstrip()
             return head.startswith(b"{") and b'"kind"' in head and b'"source"' in head
@@ -188,14 +191,44 @@ class OpenHandsAdapter(Adapter):
                 return True
             # one that says nothing of itself (empty, cut short, a list) in a conversation's folder
             # is still that conversation's: kept with it, read as it can be
-            metadata = path.parent.parent / APP_METADATA
-            return metadata.is_file() and self.claims(metadata)
-        return False
+            return self.is_app_conversation(path.parent.parent)
+        return self.app_side_folder(path) is not None
+
+    @staticmethod
+    def _app_metadata_head(path: Path) -> bool:
+        head = head_of(path, 4096).removeprefix(BOM).lstrip()
+        return head.startswith(b"{") and b'"conversation_id"' in head and b'"title"' in head
+
+    def is_app_conversation(self, folder: Path) -> bool:
+        """A conversation's folder in the 0.x app's file store: it holds a metadata.json that says
+        so, or any metadata.json beside `events/` when the folder is named as the app names them."""
+        metadata = folder / APP_METADATA
+        if not metadata.is_file():
+            return False
+        named = _APP_ID.fullmatch(folder.name) is not None and (folder / EVENTS).is_dir()
+        return named or self._app_metadata_head(metadata)
+
+    def app_side_folder(self, path: Path) -> Path | None:
+        """The app's conversation folder that `path`, a file it does not read (an event cache, a
+        pickle), lies in: kept whole with that conversation. None for any other file."""
+        for folder in path.parents[:APP_SIDE_DEPTH]:
+            # a name first: most files asked about lie in no such folder, and it costs no look
+            if _APP_ID.fullmatch(folder.name) is None or not self.is_app_conversation(folder):
+                continue
+            own = (path.parent == folder and path.name == APP_METADATA) or (
+                path.parent == folder / EVENTS and app_event_index(path) is not None
+            )
+            return None if own else folder  # its own records are read, not kept aside
+        return None
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if root.is_file():
             if self.claims(root):
-                yield SourceRef(root, AGENT, "document", conversation_of(root))
+                side = self.app_side_folder(root)
+                if side is not None:
+                    yield SourceRef(root, AGENT, "side", side.name)
+                else:
+                    yield SourceRef(root, AGENT, "document", conversation_of(root))
             return
         for dirpath, dirnames, filenames in walk(root):
             dirnames.sort()
@@ -216,12 +249,33 @@ class OpenHandsAdapter(Adapter):
                 found += [p for _, p in sorted(events) if self.claims(p)]
             for path in found:
                 yield SourceRef(path, AGENT, "document", folder.name)
+            if self.is_app_conversation(folder):
+                yield from self._app_side_files(folder)
+                dirnames.clear()  # its subfolders were walked for it
+
+    def _app_side_files(self, folder: Path) -> Iterator[SourceRef]:
+        """The files of an app's conversation folder that are not its records, kept whole with it."""
+        for dirpath, dirnames, filenames in walk(folder):
+            dirnames.sort()
+            for name in sorted(filenames):
+                path = Path(dirpath) / name
+                if self.app_side_folder(path) == folder:
+                    yield SourceRef(path, AGENT, "side", folder.name)
 
     def split(self, data: bytes) -> list[RawRecord]:
         parse_document(data)  # an event caught mid-write is read again later
         return [RawRecord(0, 1, data, newline=False)]
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        if ctx.kind == "side":  # kept whole with its conversation (the folder it lies in), not read
+            what = (
+                "event-cache"
+                if ctx.path.parent.name == "event_cache"
+                else ctx.path.stem.replace("_", "-")
+                if ctx.path.suffix == ".pkl"
+                else "file"
+            )
+            return Record(entry_type="side-file", subtype=what, session_id=ctx.project_key, side_file=True)
         obj, error = parse_record(rec.raw.removeprefix(BOM))
         sid = conversation_of(ctx.path)
         info = SessionInfo(source=AGENT, external_id=sid)

@@ -80,7 +80,6 @@ def test_a_conversation_of_the_app_s_file_store_is_read(tmp_path):
     files = [folder / "metadata.json", *sorted((folder / "events").glob("*.json"))]
     for path in files:
         assert [a for a, adapter in ADAPTERS.items() if adapter.claims(path)] == ["openhands"], path
-    assert not any(adapter.claims(folder / "event_cache" / "0-25.json") for adapter in ADAPTERS.values())
     conn = db.connect(tmp_path / "ledger.db")
     try:
         ingest(conn, tmp_path / ".openhands")
@@ -156,5 +155,62 @@ def test_an_event_file_that_says_nothing_of_itself_is_kept_with_its_conversation
         for name, data in odd.items():
             assert stored_bytes(conn, folder / "events" / name) == data, name
         assert messages(conn, APP_SID)  # the conversation read as before
+    finally:
+        conn.close()
+
+
+def test_every_file_of_an_app_conversation_s_folder_is_kept_with_it(tmp_path):
+    """The app's folder holds more than its events: `event_cache/<n>.json`, `agent_state.pkl`,
+    `conversation_stats.pkl`. They were never archived (the cache listed as unread, the pickles not
+    even that), nor was a folder whose metadata.json is no JSON object (its events that said nothing
+    of themselves with it). Each is kept byte for byte with its conversation, and written back with it."""
+    from pathlib import Path
+
+    from threadloom.core.actions.restore import restore_session
+    from threadloom.core.read.archive import verify
+    from threadloom.core.read.side_files import side_files
+
+    folder = openhands_app_session(tmp_path)
+    aside = {
+        "agent_state.pkl": b"\x80\x04\x95\x10\x00state",
+        "conversation_stats.pkl": b"\x80\x04\x95\x10\x00stats",
+        "event_cache/0-25.json": (folder / "event_cache" / "0-25.json").read_bytes(),
+        "notes/later.txt": b"what a later release put here\n",
+    }
+    for name, data in aside.items():
+        (folder / name).parent.mkdir(exist_ok=True)
+        (folder / name).write_bytes(data)
+    odd_sid = "0" * 31 + "1"
+    odd = tmp_path / ".openhands" / "sessions" / odd_sid
+    (odd / "events").mkdir(parents=True)
+    odd_files = {"metadata.json": b"[1, 2]", "events/0.json": b"", "agent_state.pkl": b"\x80\x04."}
+    for name, data in odd_files.items():
+        (odd / name).write_bytes(data)
+        os.utime(odd / name, (1_700_000_000, 1_700_000_000))  # no writer left to finish it
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        report = ingest(conn, tmp_path / ".openhands")
+        assert report.unclaimed == []
+        for name, data in aside.items():
+            assert stored_bytes(conn, folder / name) == data, name
+        for name, data in odd_files.items():
+            assert stored_bytes(conn, odd / name) == data, name
+        assert sorted((Path(f.path).name, f.what) for f in side_files(conn, APP_SID)) == [
+            ("0-25.json", "event-cache"),
+            ("agent_state.pkl", "agent-state"),
+            ("conversation_stats.pkl", "conversation-stats"),
+            ("later.txt", "file"),
+        ]
+        assert [(m.role, m.content) for m in messages(conn, APP_SID) if m.content][0] == (
+            "user",
+            "fix the cart total",
+        )
+        assert verify(conn).ok
+        restored = restore_session(conn, APP_SID, tmp_path / "back")
+        back = tmp_path / "back" / APP_SID
+        written = {
+            Path(f.written_to).relative_to(back).as_posix(): Path(f.written_to).read_bytes() for f in restored
+        }
+        assert {name: written.get(name) for name in aside} == aside
     finally:
         conn.close()
