@@ -24,6 +24,10 @@ running totals (`accumulated_*`), counted once per session.
 Goose's older releases kept one `<name>.jsonl` per session in the same folder (a metadata line,
 then messages); goose imports them into the database on first start: they are not read here.
 
+`<data dir>/projects.json` (the CLI's `goose project`): `{projects: {<folder>: {path, last_accessed,
+last_instruction, last_session_id}}}`, the folders goose was run in. Kept whole, as every session's
+(the last prompt of each folder is in its session too), not read.
+
 Resume: `goose session --resume --session-id ID`, from the session's folder.
 """
 
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +46,7 @@ from .base import (
     Record,
     ResumeTarget,
     SessionInfo,
+    SourceRef,
     ToolResult,
     ToolUse,
     Usage,
@@ -55,6 +61,7 @@ from .shared import (
     as_dict,
     as_list,
     as_str,
+    head_of,
     input_text,
     json_text,
     loads,
@@ -63,9 +70,11 @@ from .shared import (
     sqlite_tables,
     table_columns,
 )
+from .walk import walk
 
 AGENT = "goose"
 DB = "sessions.db"
+PROJECTS = "projects.json"
 MESSAGE_ROW = "goose-message"
 SESSION_ROW = "goose-session"
 CONTENT_TYPES = frozenset(
@@ -117,7 +126,12 @@ class GooseAdapter(SqliteSource):
     def default_roots(self) -> list[Path]:
         return [d / "sessions" / DB for d in goose_data_dirs()]
 
+    def side_roots(self) -> list[Path]:
+        return [d / PROJECTS for d in goose_data_dirs()]
+
     def claims(self, path: Path, explicit: bool = False) -> bool:
+        if path.name == PROJECTS:
+            return self._projects(path)
         if path.name != DB and not (explicit and path.suffix in (".db", ".sqlite", ".sqlite3")):
             return False
         if not {"sessions", "messages", "schema_version"} <= sqlite_tables(path):
@@ -127,6 +141,34 @@ class GooseAdapter(SqliteSource):
                 return {"content_json", "created_timestamp"} <= set(table_columns(conn, "messages"))
         except Exception:
             return False
+
+    @staticmethod
+    def _projects(path: Path) -> bool:
+        """Goose's projects.json (module docstring): its fields say so, or it lies beside the
+        sessions' database (Gemini CLI keeps a `projects.json` of other fields in its home)."""
+        head = head_of(path, 4096)
+        if b'"projects"' not in head:
+            return False
+        return b'"last_accessed"' in head or (path.parent / "sessions" / DB).is_file()
+
+    def discover(self, root: Path) -> Iterator[SourceRef]:
+        if root.is_file() and root.name == PROJECTS:
+            if self._projects(root):
+                yield SourceRef(root, AGENT, "side", None)
+            return
+        if not root.is_dir():
+            yield from super().discover(root)
+            return
+        for dirpath, dirnames, filenames in walk(root):
+            dirnames.sort()
+            folder = Path(dirpath)
+            if DB in filenames and self.claims(folder / DB):
+                yield SourceRef(folder / DB, AGENT, "database", self.project_key_of(folder / DB))
+            if PROJECTS in filenames and self._projects(folder / PROJECTS):
+                yield SourceRef(folder / PROJECTS, AGENT, "side", None)
+
+    def stat_paths(self, path: Path) -> list[Path]:
+        return [] if path.name == PROJECTS else super().stat_paths(path)
 
     def read_rows(self, path: Path) -> list[RawRecord]:
         sink = RowSink()
@@ -161,6 +203,8 @@ class GooseAdapter(SqliteSource):
     # ------------------------------------------------------------------ records
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        if ctx.kind == "side":  # projects.json: kept whole, every session's
+            return Record(entry_type="side-file", subtype="projects", side_file=True)
         st = ctx.state
         obj, error = loads(rec.raw)
         row = as_str(obj.get("$row")) if isinstance(obj, dict) else None

@@ -4,6 +4,7 @@ joined to the responses in the next message, edits, and its resume command."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 from threadloom.core.actions.fork import resume_plan
@@ -13,7 +14,7 @@ from threadloom.core.read.query import messages
 from threadloom.core.store import db
 
 from tests.builders.goose import CWD, SID, goose_db
-from tests.support import ingest, run_printed
+from tests.support import ingest, run_printed, stored_bytes
 
 
 def test_a_goose_database_is_read_whole_and_left_as_it_was(tmp_path):
@@ -76,3 +77,40 @@ def test_a_goose_session_resumes_with_its_own_command(tmp_path, fake_agents, san
     assert run_printed(plan.command.split(" && ", 1)[1], fake_agents, sandbox) == [
         ["goose", str(sandbox), "session", "--resume", "--session-id", SID]
     ]
+
+
+def test_goose_s_projects_file_is_kept_whole(tmp_path):
+    """The CLI's `projects.json` (the folders goose ran in, each one's last prompt and session) lies
+    beside `sessions/` in its data folder: never archived from the default folders, and listed as
+    a file no reader takes when that folder was given. Kept byte for byte from both; Gemini CLI's
+    `projects.json` (its project folders' slugs) stays Gemini's."""
+    from threadloom.core.ingest.pipeline import run_ingest
+
+    data = goose_db(tmp_path / "home").parent.parent
+    projects = data / "projects.json"
+    entry = {"path": CWD, "last_accessed": "2026-03-01T10:05:00Z", "last_instruction": "fix it"}
+    projects.write_text(json.dumps({"projects": {CWD: {**entry, "last_session_id": SID}}}, indent=2))
+    gemini = tmp_path / "home" / ".gemini" / "projects.json"
+    gemini.parent.mkdir()
+    gemini.write_text(json.dumps({"projects": {CWD: "shop"}}))
+    assert [a for a, adapter in ADAPTERS.items() if adapter.claims(projects)] == ["goose"]
+    assert [a for a, adapter in ADAPTERS.items() if adapter.claims(gemini)] == ["gemini"]
+    for source in ("defaults", "given"):
+        conn = db.connect(tmp_path / f"{source}.db")
+        try:
+            if source == "defaults":
+                report = run_ingest(conn, [], include_defaults=True)
+                assert not report.errors
+            else:
+                report = ingest(conn, data)
+                assert report.unclaimed == []
+            assert stored_bytes(conn, projects) == projects.read_bytes(), source
+            kept = conn.execute(
+                "SELECT f.kind, e.subtype FROM source_files f JOIN entries e ON e.source_file_id = f.id "
+                "WHERE f.path = ?",
+                (str(projects),),
+            ).fetchall()
+            assert kept == [("side", "projects")]
+            assert messages(conn, SID)  # the sessions read as before
+        finally:
+            conn.close()
