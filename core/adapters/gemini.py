@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import ntpath
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -33,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from ..base.text import WINDOWS_FOLDER
 from .base import (
     BOM,
     MIRROR_ROOT,
@@ -63,6 +65,8 @@ from .claude import claude_layout
 from .edits import FileEdit
 from .shared import (
     JsonDocumentLines,
+    as_dict,
+    as_list,
     as_str,
     head_of,
     input_text,
@@ -445,7 +449,7 @@ class GeminiAdapter(Adapter):
         st = ctx.state
         cwd: str | None = st["cwd"]
         if cwd:
-            return cwd
+            return self._as_the_user_wrote(cwd, st)
         dirs = st["meta"].get("directories")
         if isinstance(dirs, list) and dirs and isinstance(dirs[0], str):
             return dirs[0]
@@ -454,6 +458,42 @@ class GeminiAdapter(Adapter):
             roots = self._known_roots(ctx.path)
             return roots.get(project_hash)
         return None
+
+    @staticmethod
+    def _as_the_user_wrote(root: str, st: dict[str, Any]) -> str:
+        """The project's folder in the user's casing. On Windows Gemini CLI writes it lowercased
+        (`.project_root`, projects.json); the log names it as the user wrote it in the session's
+        workspace folders (`directories`), and in the paths its tools were given, taken when their
+        folder hashes to the session's `projectHash` (the hash of the folder as Gemini CLI was
+        started in it)."""
+        cased: str | None = st.get("cased")
+        if cased or not WINDOWS_FOLDER.match(root):
+            return cased or root
+        folded = ntpath.normcase(root.rstrip("\\/"))
+        digest = as_str(st["meta"].get("projectHash"))
+        dirs = [d for d in as_list(st["meta"].get("directories")) if isinstance(d, str)]
+        noted: list[str] = st.get("paths", [])
+        for path, trusted in [*((d, True) for d in dirs), *((p, False) for p in noted)]:
+            head = path[: len(folded)]
+            if ntpath.normcase(head) != folded or path[len(folded) : len(folded) + 1] not in ("", "\\", "/"):
+                continue
+            if trusted or (digest and hashlib.sha256(head.encode()).hexdigest() == digest):
+                st["cased"] = head
+                return head
+        return root
+
+    @staticmethod
+    def _note_paths(tools: list[dict[str, Any]], st: dict[str, Any]) -> None:
+        """Windows paths the tools were given (`file_path`, `dir_path`, …), while the project's
+        folder is known only lowercased (`_as_the_user_wrote`)."""
+        root = st["cwd"]
+        if st.get("cased") or not root or not WINDOWS_FOLDER.match(root):
+            return
+        paths = st.setdefault("paths", [])
+        for call in tools:
+            for value in as_dict(call.get("args")).values():
+                if isinstance(value, str) and WINDOWS_FOLDER.match(value):
+                    paths.append(value)
 
     def _project_root(self, path: Path, chats: int | None) -> str | None:
         """The project a chats folder belongs to: `.project_root`, or projects.json by slug or hash."""
@@ -535,6 +575,8 @@ class GeminiAdapter(Adapter):
         for key in ("summary", "directories", "kind", "memoryScratchpad", "projectHash"):
             if key in values:
                 st["meta"][key] = values[key]
+        if "directories" in values:  # may name the project's folder in the user's casing
+            out.cwd = self._cwd(ctx)
         summary = as_str(values.get("summary"))
         if summary:
             out.entry_type = "ai-title"
@@ -596,6 +638,7 @@ class GeminiAdapter(Adapter):
         mtype = as_str(m.get("type")) or as_str(m.get("role"))
         text = _message_text(m)
         tools = _tool_calls(m)
+        self._note_paths(tools, st)
         seen = st["seen"].get(msg_id) if msg_id else None
         out = Record(
             entry_type=mtype or "message",
@@ -695,6 +738,8 @@ class GeminiAdapter(Adapter):
         if sid and "sessionId" in keys:
             st["sid"] = sid
             out.session = self._info(ctx)
+            out.cwd = self._cwd(ctx)
+        if sid and "directories" in keys:
             out.cwd = self._cwd(ctx)
         if sid and "startTime" in keys:
             out.timestamp = parse_iso_ms(st["meta"].get("startTime"))

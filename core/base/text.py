@@ -420,6 +420,19 @@ def project_folder(cwd: str) -> str:
     return cwd
 
 
+def recased(before: str | None, after: str) -> bool:
+    """Whether `after` is the Windows folder `before` names, in the casing its user gave it where
+    `before` was all lowercase: an agent that lowercases the paths it keeps (Gemini CLI's project
+    folders) names it as typed elsewhere in its log, the name the archive then keeps."""
+    return (
+        before is not None
+        and WINDOWS_FOLDER.match(before) is not None
+        and before == before.lower()
+        and after != before
+        and after.lower() == before
+    )
+
+
 def folder_name(path: str) -> str:
     """The last part of a folder's path, a Windows one's too wherever it is read (`C:\\work\\shop`
     is named `shop`, not the whole path as POSIX reads it); the path itself when it has none."""

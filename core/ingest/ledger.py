@@ -29,7 +29,7 @@ from ..adapters.base import (
     disk_name,
     normalized,
 )
-from ..base.text import folder_name, is_bare_command, project_folder, prompt_title
+from ..base.text import folder_name, is_bare_command, project_folder, prompt_title, recased
 from ..insight import refresh
 from ..insight.stats import BUCKET_MS, mark_since, mark_stale, quarter_hour
 from ..store.db import TITLE_TYPES_SQL
@@ -415,7 +415,7 @@ class Ledger:
         ts = rec.timestamp
         if ts is not None and rec.entry_type not in ("queue-operation",):
             self._reach_time(sess, sid, rec, ts)
-        if rec.cwd and not sess.project_path:
+        if rec.cwd and (not sess.project_path or recased(sess.workspace_path, rec.cwd)):
             sess.project_path = project_folder(rec.cwd)
             sess.project = folder_name(sess.project_path)
             sess.workspace_path = rec.cwd

@@ -547,3 +547,52 @@ def test_a_subagent_response_cut_through_a_surrogate_pair_is_stored_whole(conn, 
     assert session(conn, sid)["title"] == "Shipped it ?"
     assert session(conn, sid + "-b")["title"] == "Half ? done"
     assert round_trips(conn, path) and round_trips(conn, jsonl)
+
+
+WINDOWS_PROJECT = "C:\\Users\\Me\\Proj"
+
+
+def windows_chat(gemini: Path, name: str, sid: str, lines: list[dict]) -> Path:
+    """A chat of a project Gemini CLI ran in on Windows: its `.project_root` lowercased, as it writes it."""
+    folder = gemini / "tmp" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / ".project_root").write_text(WINDOWS_PROJECT.lower().replace("proj", name))
+    digest = hashlib.sha256(WINDOWS_PROJECT.replace("Proj", name.capitalize()).encode()).hexdigest()
+    head = {**meta(projectHash=digest), "sessionId": sid}
+    return write_jsonl(folder / "chats" / f"session-2026-04-29T21-39-{sid[:8]}.jsonl", [head, *lines])
+
+
+def read_call(cid: str, path: str) -> dict:
+    return {
+        "id": cid,
+        "name": "read_file",
+        "args": {"file_path": path},
+        "status": "success",
+        "timestamp": "2026-04-29T21:39:35.364Z",
+        "result": [{"functionResponse": {"id": cid, "name": "read_file", "response": {"output": "x"}}}],
+    }
+
+
+def test_a_windows_project_keeps_the_casing_its_log_gives(conn, gemini):
+    """On Windows Gemini CLI keeps its project's folder lowercased (`.project_root`, projects.json),
+    so `C:\\Users\\Me\\Proj` was listed as `c:\\users\\me\\proj`. Its log names the folder as the user
+    wrote it: in the workspace folders (`directories`), and in the paths its tools were given,
+    taken when they hash to the session's `projectHash`; a path of other casing that does not is
+    not taken, and a chat that names it nowhere keeps the folder as Gemini CLI wrote it."""
+    sids = [f"9d8c7b6a-0000-4000-8000-00000000004{n}" for n in range(4)]
+    windows_chat(
+        gemini, "proj", sids[0], [user("u1", "hi"), {"$set": {"directories": [WINDOWS_PROJECT, "D:\\Other"]}}]
+    )
+    called = read_call("t1", "C:\\Users\\Me\\Tools\\src\\main.py")
+    windows_chat(gemini, "tools", sids[1], [user("u1", "read it"), reply("g1", "ok", tools=[called])])
+    miscased = read_call("t1", "c:\\USERS\\me\\Web\\main.py")  # the model's casing, not the folder's
+    windows_chat(gemini, "web", sids[2], [user("u1", "read it"), reply("g1", "ok", tools=[miscased])])
+    windows_chat(gemini, "bare", sids[3], [user("u1", "hi"), reply("g1", "hello")])
+    ingest(conn, gemini)
+    found = [(session(conn, sid)["project"], session(conn, sid)["project_path"]) for sid in sids]
+    assert found == [
+        ("Proj", "C:\\Users\\Me\\Proj"),
+        ("Tools", "C:\\Users\\Me\\Tools"),
+        ("web", "C:\\users\\me\\web"),
+        ("bare", "C:\\users\\me\\bare"),
+    ]
