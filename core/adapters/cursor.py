@@ -296,7 +296,7 @@ class CursorAdapter(CursorTools):
             )
             st["workspace"] = _workspace_folder(ctx.path)
             st["db_dir"] = ctx.path.parent.name
-            st["agent_cwd"] = _meta_cwd(ctx.path.parent / "meta.json")
+            st["agent_cwd"], st["agent_created"] = _meta_json(ctx.path.parent / "meta.json")
         raw = rec.raw
         if KEY_RECORD.match(raw) and raw not in (b"true", b"false", b"null"):
             return self._key(raw.decode("utf-8", "replace"), st)
@@ -665,12 +665,16 @@ class CursorAdapter(CursorTools):
         return out
 
     def _agent_blob(self, obj: Any, error: str | None, st: dict[str, Any]) -> Record:
-        sid = st["meta"].get("agentId") if isinstance(st["meta"], dict) else None
+        meta = st["meta"] if isinstance(st["meta"], dict) else {}
+        # a store with no meta row is still its folder's chat, the folder named by its agent id
+        sid = as_str(meta.get("agentId")) or st["db_dir"] or None
         out = Record(
             entry_type="blob",
             session_id=sid,
             session=SessionInfo(source=AGENT, external_id=sid) if sid else None,
         )
+        if not meta and not st.get("told"):  # what the meta row would have said, from meta.json
+            out.timestamp, out.cwd, st["told"] = st["agent_created"], st["agent_cwd"], True
         if not isinstance(obj, dict) or "role" not in obj:
             out.known = obj is not None
             out.parse_error = None if obj is not None else "not a JSON message (tree node or binary)"
@@ -743,12 +747,34 @@ def bubble_time(bubble: dict[str, Any]) -> int | None:
     return None
 
 
-def _meta_cwd(meta: Path) -> str | None:
+def _meta_json(meta: Path) -> tuple[str | None, int | None]:
+    """(working folder, time the chat was started) from a chat's `meta.json` (`{schemaVersion, cwd,
+    createdAtMs, updatedAtMs, hasConversation}`); None for what it does not hold."""
     try:
         data = orjson.loads(read_regular(meta))
     except (OSError, orjson.JSONDecodeError):
+        return None, None
+    if not isinstance(data, dict):
+        return None, None
+    return as_str(data.get("cwd")), parse_iso_ms(data.get("createdAtMs"))
+
+
+def _store_created(store: Path) -> int | None:
+    """When a chat store's chat was started: its `meta` row's `createdAt` (hex JSON)."""
+    try:
+        with open_sqlite(store) as conn:
+            rows = conn.execute("SELECT value FROM meta ORDER BY rowid").fetchall()
+    except (sqlite3.Error, OSError):
         return None
-    return data.get("cwd") if isinstance(data, dict) and isinstance(data.get("cwd"), str) else None
+    for (value,) in rows:
+        try:
+            meta = orjson.loads(bytes.fromhex(str(value).strip()))
+        except (ValueError, orjson.JSONDecodeError):
+            continue
+        created = parse_iso_ms(meta.get("createdAt")) if isinstance(meta, dict) else None
+        if created is not None:
+            return created
+    return None
 
 
 def _workspace_folder(db_path: Path) -> str | None:
@@ -1108,7 +1134,7 @@ class CursorAgentAdapter(CursorTools):
         st.update(sid=path.name[: -len(".jsonl")], parent=None, pending=[], cwd=None, first=True)
         if path.parent.name == "subagents":
             st["parent"] = path.parent.parent.name
-        st["cwd"] = _agent_cwd(path, st["parent"] or st["sid"])
+        st["cwd"], st["created"] = _agent_chat(path, st["parent"] or st["sid"])
         # without its chat's meta.json, the folder its project is named after (`projects/<slug>`)
         # is told by the first path a call names that lies in it
         st["slug"] = ctx.project_key if "agent-transcripts" in path.parts else None
@@ -1136,7 +1162,8 @@ class CursorAgentAdapter(CursorTools):
             uuid=f"{sid}:{rec.line_number}",
             parent_uuid=f"{sid}:{rec.line_number - 1}" if rec.line_number > 1 else None,
         )
-        if st["first"]:
+        first = st["first"]
+        if first:
             out.cwd = st["cwd"]
             st["first"] = False
         obj, error = parse_record(rec.raw)
@@ -1144,9 +1171,12 @@ class CursorAgentAdapter(CursorTools):
         if not isinstance(obj, dict):
             out.entry_type = "invalid" if error else "blank"
             out.known = False
+            out.timestamp = st["created"] if first else None
             return out
         if isinstance(obj.get("role"), str):
             _agent_message(out, obj, st)
+            if first and out.timestamp is None:  # when its chat was started, if its store says
+                out.timestamp = st["created"]
             if st["cwd"] is None and st["slug"] and out.tool_uses:
                 st["cwd"] = out.cwd = _folder_of_slug(st["slug"], out.tool_uses)
             return out
@@ -1196,14 +1226,19 @@ def _folder_of_slug(slug: str, calls: list[ToolUse]) -> str | None:
     return None
 
 
-def _agent_cwd(path: Path, agent_id: str) -> str | None:
-    """cursor-agent keeps the working folder in `~/.cursor/chats/<md5(cwd)>/<agent id>/meta.json`."""
+def _agent_chat(path: Path, agent_id: str) -> tuple[str | None, int | None]:
+    """(working folder, time it was started) of a transcript's chat, from what cursor-agent keeps
+    of it in `~/.cursor/chats/<md5(cwd)>/<agent id>/`: `meta.json`, else for the time the chat
+    store beside it (`store.db`). The transcript holds neither (but 3.x prompts' own times)."""
     parts = path.parts
     if "agent-transcripts" not in parts or parts.index("agent-transcripts") < 3:
-        return None
+        return None, None
     home = Path(*parts[: parts.index("agent-transcripts") - 2])  # <home>/projects/<slug>/agent-transcripts
-    for meta in sorted((home / "chats").glob(f"*/{agent_id}/meta.json")):
-        cwd = _meta_cwd(meta)
-        if cwd:
-            return cwd
-    return None
+    cwd: str | None = None
+    created: int | None = None
+    for chat in sorted((home / "chats").glob(f"*/{agent_id}")):
+        said, started = _meta_json(chat / "meta.json")
+        cwd, created = cwd or said, created or started
+        if created is None and (chat / "store.db").is_file():
+            created = _store_created(chat / "store.db")
+    return cwd, created

@@ -785,3 +785,58 @@ def test_a_cursor_agent_transcript_resumes_and_forks_with_agent_s_own_command(
     ).fetchone()[0]
     fork = plan_fork(conn, str(last))
     assert fork.command == plan.command and any("resumes the whole session" in n for n in fork.notes)
+
+
+def agent_chat(
+    home: Path, sid: str, *, meta_json: dict | None = None, store_meta: dict | None = None
+) -> Path:
+    """cursor-agent's chat folder `chats/<md5(cwd)>/<id>/`: a `meta.json`, a `store.db` (its `meta`
+    row only when given), or both."""
+    chat = home / "chats" / "6a4ed208d874bc31c17fb549de8edded" / sid
+    chat.mkdir(parents=True)
+    if meta_json is not None:
+        (chat / "meta.json").write_text(dumps(meta_json))
+    store = sqlite3.connect(chat / "store.db")
+    store.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+    store.execute("CREATE TABLE blobs (id TEXT PRIMARY KEY, data BLOB)")
+    if store_meta is not None:
+        store.execute("INSERT INTO meta VALUES ('0', ?)", (dumps(store_meta).encode().hex(),))
+    prompt = {"role": "user", "content": [{"type": "text", "text": "<user_query>\nls\n</user_query>"}]}
+    store.execute("INSERT INTO blobs VALUES ('aa', ?)", (dumps(prompt).encode(),))
+    store.commit()
+    store.close()
+    return chat
+
+
+def test_a_cursor_agent_chat_is_dated_by_what_its_chat_store_holds(conn, tmp_path):
+    """A cursor-agent transcript holds no time (but a 3.x prompt's): its chats showed no date, even
+    where `meta.json` says when the chat was started (`createdAtMs`), or, with no meta.json, its
+    chat store's meta row does (`createdAt`). A chat store with no meta row was no session at all
+    (its blobs kept, of none): it is its folder's chat, dated and placed by the meta.json beside it."""
+    home = tmp_path / ".cursor"
+    dated, stored, bare = (f"0a1b2c3d-0000-4000-8000-00000000001{n}" for n in range(3))
+    for sid in (dated, stored):
+        folder = home / "projects" / "home-dev-shop" / "agent-transcripts" / sid
+        folder.mkdir(parents=True)
+        (folder / f"{sid}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in transcript_lines()))
+    # the chat store is read on its own, where it is given: here the transcripts alone are
+    agent_chat(
+        home, dated, meta_json={"schemaVersion": 1, "createdAtMs": 1783737832293, "cwd": "/home/dev/shop"}
+    )
+    agent_chat(home, stored, store_meta={"agentId": stored, "name": "x", "createdAt": 1775522590321})
+    ingest(conn, home / "projects")
+    assert [
+        (session(conn, sid)["created_at"], session(conn, sid)["project_path"]) for sid in (dated, stored)
+    ] == [
+        (1783737832293, "/home/dev/shop"),
+        (1775522590321, None),
+    ]
+    agent_chat(home, bare, meta_json={"schemaVersion": 1, "createdAtMs": 1783737900000, "cwd": "/srv/tools"})
+    ingest(conn, home / "chats")
+    s = session(conn, bare)
+    assert (s["source"], s["created_at"], s["project_path"], s["title"]) == (
+        "cursor",
+        1783737900000,
+        "/srv/tools",
+        "ls",
+    )
