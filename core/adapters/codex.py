@@ -259,6 +259,7 @@ class CodexAdapter(Adapter):
     env_vars = ("CODEX_HOME",)
     mode = "lines"
     decodes = True  # an archived `.jsonl.zst` rollout
+    writes_undos = True  # a rollback of every turn (`thread_rolled_back`)
     display_name = "Codex"
     program = "codex"
     id_shape = (UUID, "a UUID")
@@ -744,6 +745,12 @@ class CodexAdapter(Adapter):
                 first = prompts[-turns]
                 del prompts[-turns:]
                 st["branch_parent"] = (first[1],)
+                if not prompts:
+                    # back to before the first prompt: the next starts a tree of its own, no turn
+                    # held by both branches to read a rewind from; shown as an undo of what it took
+                    out.subtype, out.ref_uuid = "undo", first[0]
+                    out.role, out.is_meta, out.is_message = "system", True, True
+                    out.content = "every turn rolled back: the model goes on without what is above"
         elif kind == "patch_apply_end":
             changes = as_dict(p.get("changes"))
             diffs = []

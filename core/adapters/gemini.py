@@ -193,6 +193,7 @@ class GeminiAdapter(Adapter):
     """Reads Gemini CLI chat recordings of both eras; see the module docstring."""
 
     name = AGENT
+    writes_undos = True  # a rewind to the first message (`$rewindTo`)
     env_vars = ("GEMINI_CLI_HOME",)
     mode = "lines"
     id_shape = (GEMINI_ID, "made of letters, digits, '-' and '_'")
@@ -618,18 +619,26 @@ class GeminiAdapter(Adapter):
     def _rewind(self, target: str, ctx: FileContext, error: str | None) -> Record:
         st = ctx.state
         live = st["live"]
+        first = live[0] if live else None
         if target in live:
             del live[live.index(target) :]
         else:
             live.clear()  # gemini-cli drops everything when the id is unknown
         st["last_uuid"] = st["seen"][live[-1]]["uuid"] if live else None
-        return Record(
+        out = Record(
             entry_type="rewind",
             parse_error=error,
             session_id=self._sid(ctx),
             ref_uuid=target,
             parent_uuid=st["last_uuid"],
         )
+        if not live and first in st["seen"]:
+            # back to before the first message: the next starts a tree of its own, no prompt held
+            # by both branches to read a rewind from; shown as an undo of what it dropped
+            out.subtype, out.ref_uuid = "undo", st["seen"][first]["uuid"]
+            out.role, out.is_meta, out.is_message = "system", True, True
+            out.content = "rewound to the start: the model goes on without what is above"
+        return out
 
     def _message(self, m: dict[str, Any], ctx: FileContext, rec: RawRecord) -> Record:
         st = ctx.state

@@ -397,6 +397,14 @@ def _writes_undos(agent: str | None) -> bool:
     return agent is not None and bool(agents_where(lambda a: a.writes_undos, among=[agent]))
 
 
+# a session's undos and the first message each withdrew (its `ref_uuid`): through ix_entries_undo,
+# so no other condition on the undo's row (one on `seq` has the session's every row read instead)
+UNDOS_SQL = (
+    "SELECT u.seq, (SELECT min(w.seq) FROM entries w WHERE w.session_id = u.session_id AND w.uuid = u.ref_uuid) "
+    "FROM entries u WHERE u.session_id = ? AND u.subtype = 'undo'"
+)
+
+
 def withdrawn_seqs(conn: sqlite3.Connection, session_id: str) -> frozenset[int]:
     """Positions of the messages taken back out of the model's context, which the log still holds:
     those of a branch the user rewound away from (Claude Code's rewinds, a Codex rollback: a branch
@@ -405,18 +413,9 @@ def withdrawn_seqs(conn: sqlite3.Connection, session_id: str) -> frozenset[int]:
     naming the first of them in `ref_uuid`: from that message to the undo)."""
     withdrawn: set[int] = set()
     agent = value(conn, "SELECT source FROM agent_sessions WHERE id = ?", (session_id,))
-    undos = (
-        []
-        if not _writes_undos(agent)
-        else conn.execute(
-            "SELECT u.seq, (SELECT min(w.seq) FROM entries w WHERE w.session_id = u.session_id AND w.uuid = u.ref_uuid) "
-            "FROM entries u WHERE u.session_id = ? AND u.subtype = 'undo' AND u.ref_uuid IS NOT NULL "
-            "AND u.seq IS NOT NULL",
-            (session_id,),
-        ).fetchall()
-    )
+    undos = [] if not _writes_undos(agent) else conn.execute(UNDOS_SQL, (session_id,)).fetchall()
     for undo, first in undos:
-        if first is not None and first < undo:
+        if undo is not None and first is not None and first < undo:
             withdrawn.update(range(first, undo))
     turns = _rewound_turns(conn, session_id)
     if turns:

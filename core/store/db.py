@@ -116,6 +116,9 @@ LATE_INDEXES = (
     "input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, cost_usd, unpriced_messages)",
     # a page of a session's messages finds its calls without scanning the session's (models.py)
     "CREATE INDEX IF NOT EXISTS ix_tool_calls_session_entry ON agent_tool_calls (session_id, entry_id)",
+    # what an open of a session reads of its undos (`browse.withdrawn_seqs`): a few rows, where
+    # the session's were all read to find none (Codex's and Gemini's too write them now)
+    "CREATE INDEX IF NOT EXISTS ix_entries_undo ON entries (session_id) WHERE subtype = 'undo'",
 )
 
 

@@ -478,6 +478,8 @@ CREATE INDEX IF NOT EXISTS ix_sessions_listing ON agent_sessions (project_path, 
 
 CREATE INDEX IF NOT EXISTS ix_tool_calls_session_entry ON agent_tool_calls (session_id, entry_id);
 
+CREATE INDEX IF NOT EXISTS ix_entries_undo ON entries (session_id) WHERE subtype = 'undo';
+
 CREATE VIEW IF NOT EXISTS agent_messages AS
 SELECT
     COALESCE(e.uuid, 'entry-' || e.id) AS id,

@@ -576,6 +576,14 @@ def test_session_titles_are_found_through_their_own_index(conn):
     assert "ix_entries_titles" in plan
 
 
+def test_a_session_s_undos_are_found_through_their_own_index(conn):
+    """Opening a session reads its undos: through an index of them, not every record of the session."""
+    from threadloom.core.read.browse import UNDOS_SQL
+
+    plan = " ".join(r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + UNDOS_SQL, ("x",)))
+    assert "ix_entries_undo" in plan
+
+
 def test_claude_tool_input_and_output_are_stored_once_and_read_back_from_their_records(conn, tmp_path):
     from threadloom.core.read import browse, query
 

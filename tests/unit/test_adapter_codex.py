@@ -292,6 +292,35 @@ def test_rollback_makes_a_branch(conn, home):
     assert turns[1][1] == turns[0][0] and turns[2][1] == turns[0][0]
 
 
+@pytest.mark.parametrize("turns", [1, 2])
+def test_a_rollback_withdraws_what_it_took_back_even_to_the_first_turn(conn, home, turns):
+    """A rollback of the last turn starts a branch at the turn before it, and what it took back is
+    marked withdrawn; one of every turn (back to before the first prompt) started a tree of its
+    own, which no rewind is read from: its turns were shown as if the model still had them."""
+    from threadloom.core.read.browse import withdrawn_seqs
+
+    r = Rollout(home, THREAD)
+    r.meta()
+    r.prompt("first")
+    r.say("one")
+    r.prompt("second")
+    r.say("two")
+    r.add("event_msg", {"type": "thread_rolled_back", "num_turns": turns})
+    r.prompt("again")
+    r.say("three")
+    r.write()
+    ingest(conn, home)
+    gone = withdrawn_seqs(conn, THREAD)
+    shown = conn.execute(
+        "SELECT seq, content FROM entries WHERE session_id = ? AND seq IS NOT NULL AND content IS NOT NULL "
+        "AND role IN ('user', 'assistant') AND is_meta = 0 ORDER BY seq",
+        (THREAD,),
+    ).fetchall()
+    taken = {"one", "first", "second", "two"} if turns == 2 else {"second", "two"}
+    assert {text for seq, text in shown if seq in gone} == taken
+    assert all(seq not in gone for seq, text in shown if text in ("again", "three"))
+
+
 def test_thread_names_are_titles(conn, home):
     r = Rollout(home, THREAD)
     r.meta()

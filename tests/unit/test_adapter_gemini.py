@@ -596,3 +596,34 @@ def test_a_windows_project_keeps_the_casing_its_log_gives(conn, gemini):
         ("web", "C:\\users\\me\\web"),
         ("bare", "C:\\users\\me\\bare"),
     ]
+
+
+@pytest.mark.parametrize("target", ["u2", "u1", "gone"])
+def test_a_rewind_withdraws_what_it_took_back_even_to_the_first_message(conn, gemini, target):
+    """`$rewindTo` drops the message named and all after it (all of them when the id is unknown).
+    A rewind to a later prompt starts a branch and what it dropped is marked withdrawn; one to the
+    first message (or to none) started a tree of its own, which no rewind is read from: what it
+    dropped was shown as if the model still had it."""
+    from threadloom.core.read.browse import withdrawn_seqs
+
+    lines = [
+        meta(),
+        user("u1", "first"),
+        reply("g1", "one"),
+        user("u2", "second"),
+        reply("g2", "two"),
+        {"$rewindTo": target},
+        user("u3", "again"),
+        reply("g3", "three"),
+    ]
+    write_jsonl(chats(gemini) / "session-2026-04-29T21-39-5f0e2a8c.jsonl", lines)
+    ingest(conn, gemini)
+    gone = withdrawn_seqs(conn, SID)
+    shown = conn.execute(
+        "SELECT seq, content FROM entries WHERE session_id = ? AND seq IS NOT NULL AND role IN ('user', 'assistant') "
+        "ORDER BY seq",
+        (SID,),
+    ).fetchall()
+    taken = {"second", "two"} if target == "u2" else {"first", "one", "second", "two"}
+    assert {text for seq, text in shown if seq in gone} == taken
+    assert all(seq not in gone for seq, text in shown if text in ("again", "three"))
