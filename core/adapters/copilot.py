@@ -16,15 +16,21 @@ messages a human did not type), `assistant.message` (`messageId`, `content`, `re
 `tool.execution_start` / `tool.execution_complete` (`toolCallId`, `success`, `result {content,
 detailedContent}`, `error`), `session.compaction_complete` (`summaryContent`) and
 `session.shutdown` (`modelMetrics {<model>: {usage {inputTokens, outputTokens, cacheReadTokens,
-cacheWriteTokens}}}`, one per run of the program). Every other type is kept as an event.
+cacheWriteTokens}, tokenDetails {input, cache_read, cache_write, output: {tokenCount}}}}`, written
+at the end of each run of the program). Every other type is kept as an event.
 
 Subagents (the `task` tool) write their events into the same file, each marked with the subagent's
 `agentId` and, on its calls and messages, `data.parentToolCallId` (the spawning call):
 `subagent.started` / `subagent.completed` carry `toolCallId`. They become a child session
 `<session>:agent-<spawning call>` linked to that call.
 
-Tokens: an assistant message records its output tokens only; a shutdown records the run's input
-and cache tokens per model (its output tokens are the messages', not counted twice).
+Tokens: an assistant message records its output tokens only; a shutdown records the input and
+cache tokens per model, counted from the session's start (a resumed session's shutdown repeats the
+runs before it: in real 1.0.77 logs the second shutdown holds the first one's figures unchanged).
+Each shutdown is one usage of the session under the same id, so the largest counts stand and none
+is counted twice; its output tokens are the messages', not counted again. `tokenDetails` (1.0.5x
+on) gives the uncached input itself, and also counts a compaction's call; without it
+`usage.inputTokens` holds both cache buckets (so it is read less the reads and the writes).
 
 Resume: `copilot --resume <session id>` (its docs and help; the id is the folder's name).
 """
@@ -201,6 +207,22 @@ def _copilot_event(obj: object) -> bool:
         return False
     kind = obj.get("type")
     return isinstance(kind, str) and "." in kind and ("id" in obj or kind == "session.start")
+
+
+def _input_split(row: dict[str, Any]) -> tuple[int, int, int]:
+    """(uncached input, cache reads, cache writes) of one model's row of a shutdown's `modelMetrics`:
+    `tokenDetails` where it is written (it counts a compaction's call too), else `usage`, whose
+    `inputTokens` holds both cache buckets."""
+    details = as_dict(row.get("tokenDetails"))
+    if details:
+        fresh, reads, writes = (
+            safe_int(as_dict(details.get(key)).get("tokenCount"))
+            for key in ("input", "cache_read", "cache_write")
+        )
+        return fresh, reads, writes
+    usage = as_dict(row.get("usage"))
+    reads, writes = safe_int(usage.get("cacheReadTokens")), safe_int(usage.get("cacheWriteTokens"))
+    return max(0, safe_int(usage.get("inputTokens")) - reads - writes), reads, writes
 
 
 class CopilotAdapter(Adapter):
@@ -410,20 +432,21 @@ class CopilotAdapter(Adapter):
         out.content = as_str(data.get("summaryContent")) or None
 
     def _shutdown(self, out: Record, data: dict[str, Any], st: dict[str, Any]) -> None:
-        metrics = {k: as_dict(as_dict(v).get("usage")) for k, v in as_dict(data.get("modelMetrics")).items()}
-        if not metrics or not out.uuid:
+        """The session's input and cache tokens so far (see the module docstring): one usage id a
+        session, so a later shutdown's larger counts replace an earlier one's."""
+        split = {
+            model: _input_split(as_dict(row)) for model, row in as_dict(data.get("modelMetrics")).items()
+        }
+        if not split or not out.session_id:
             return
-        inputs = sum(safe_int(u.get("inputTokens")) for u in metrics.values())
-        reads = sum(safe_int(u.get("cacheReadTokens")) for u in metrics.values())
-        writes = sum(safe_int(u.get("cacheWriteTokens")) for u in metrics.values())
-        # priced as the model that read the most (a run with several models is priced as one)
-        out.model = max(metrics, key=lambda m: safe_int(metrics[m].get("inputTokens")))
+        # priced as the model that read the most (a session with several models is priced as one)
+        out.model = max(split, key=lambda m: sum(split[m]))
         out.usage = Usage(
-            out.uuid,
+            f"{out.session_id}:shutdown",
             None,
-            input_tokens=max(0, inputs - reads),
-            cache_read_tokens=reads,
-            cache_creation_tokens=writes,
+            input_tokens=sum(fresh for fresh, _, _ in split.values()),
+            cache_read_tokens=sum(reads for _, reads, _ in split.values()),
+            cache_creation_tokens=sum(writes for _, _, writes in split.values()),
         )
 
     # ------------------------------------------------------------------ capabilities

@@ -114,3 +114,35 @@ def copilot_session(root: Path) -> Path:
     path = folder / "events.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return path
+
+
+def write_events(root: Path, sid: str, lines: list[dict]) -> Path:
+    """A session folder under `root/.copilot/session-state/` holding these events."""
+    folder = root / ".copilot" / "session-state" / sid
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "events.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def model_row(fresh: int, reads: int, writes: int, output: int, *, details: bool = True) -> dict:
+    """One model's row of a shutdown's `modelMetrics`, as 1.0.5x on writes it: `usage.inputTokens`
+    holding both cache buckets, `tokenDetails` naming each (left out as older versions do)."""
+    row: dict = {
+        "requests": {"count": 1, "cost": 1},
+        "usage": {
+            "inputTokens": fresh + reads + writes,
+            "outputTokens": output,
+            "cacheReadTokens": reads,
+            "cacheWriteTokens": writes,
+            "reasoningTokens": 0,
+        },
+    }
+    if details:
+        row["tokenDetails"] = {
+            "input": {"tokenCount": fresh},
+            "cache_read": {"tokenCount": reads},
+            "cache_write": {"tokenCount": writes},
+            "output": {"tokenCount": output},
+        }
+    return row

@@ -15,7 +15,7 @@ from threadloom.core.insight.stats import refresh_pending
 from threadloom.core.read.query import messages
 from threadloom.core.store import db
 
-from tests.builders.copilot import SID, copilot_session, event
+from tests.builders.copilot import SID, copilot_session, event, model_row, write_events
 from tests.support import ingest, run_printed
 
 
@@ -299,5 +299,95 @@ def test_a_session_is_titled_by_its_workspace_summary(tmp_path, written, title):
         ingest(conn, tmp_path / ".copilot")
         shown = conn.execute("SELECT title, title_source FROM agent_sessions WHERE id = ?", (SID,)).fetchone()
         assert shown == ("Document fixes", "custom-title")
+    finally:
+        conn.close()
+
+
+RESUMED = "aa737378-7ebd-4c0b-9c77-77c050d2df98"
+
+
+def resumed_session_events() -> list[dict]:
+    """The shape of a real 1.0.77 session resumed once: the second shutdown repeats the first run's
+    model row unchanged and adds the second run's; cache writes are inside `inputTokens`."""
+    haiku = model_row(10, 0, 12602, 35)
+    return [
+        event(
+            1, "session.start", {"sessionId": RESUMED, "copilotVersion": "1.0.77", "context": {"cwd": "/w"}}
+        ),
+        event(2, "user.message", {"content": "Reply with exactly the word: ok"}),
+        event(3, "assistant.message", {"messageId": "m1", "content": "ok", "outputTokens": 35}),
+        event(
+            4, "session.shutdown", {"shutdownType": "routine", "modelMetrics": {"claude-haiku-4.5": haiku}}
+        ),
+        event(5, "session.resume", {"eventCount": 4, "resumeTime": "2026-08-05T17:02:24.805Z"}),
+        event(6, "user.message", {"content": "Reply with exactly the word: again"}),
+        event(7, "assistant.message", {"messageId": "m2", "content": "again", "outputTokens": 88}),
+        event(
+            8,
+            "session.shutdown",
+            {
+                "shutdownType": "routine",
+                "modelMetrics": {"claude-haiku-4.5": haiku, "gpt-5-mini": model_row(9277, 1536, 0, 88)},
+            },
+        ),
+    ]
+
+
+def session_tokens(conn, sid: str) -> tuple[int, int, int, int]:
+    row = conn.execute(
+        "SELECT input_tokens, cache_read_tokens, cache_creation_tokens, output_tokens FROM agent_sessions "
+        "WHERE id = ?",
+        (sid,),
+    ).fetchone()
+    return tuple(row)
+
+
+def test_a_resumed_session_s_tokens_are_counted_once(tmp_path):
+    """A shutdown counts the session from its start: the runs before a resume are in it again, so
+    they count once; the cache writes inside `inputTokens` are not input as well."""
+    write_events(tmp_path, RESUMED, resumed_session_events())
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".copilot")
+        assert session_tokens(conn, RESUMED) == (10 + 9277, 1536, 12602, 35 + 88)
+    finally:
+        conn.close()
+
+
+def test_a_resumed_session_read_in_two_runs_is_what_one_read_gives(tmp_path):
+    """Read as it grows (the first run's events, then the resumed run's), it counts the same."""
+    write_events(tmp_path, RESUMED, resumed_session_events()[:4])
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".copilot")
+        assert session_tokens(conn, RESUMED) == (10, 0, 12602, 35)
+        write_events(tmp_path, RESUMED, resumed_session_events())
+        ingest(conn, tmp_path / ".copilot")
+        assert session_tokens(conn, RESUMED) == (10 + 9277, 1536, 12602, 35 + 88)
+    finally:
+        conn.close()
+
+
+def test_a_shutdown_without_token_details_reads_input_less_both_caches(tmp_path):
+    """Older shutdowns have `usage` alone: its `inputTokens` holds the reads and the writes."""
+    sid = "0b7c6a5d-4e3f-4a1b-9c8d-7e6f5a4b3c2d"
+    write_events(
+        tmp_path,
+        sid,
+        [
+            event(1, "session.start", {"sessionId": sid, "context": {"cwd": "/w"}}),
+            event(2, "user.message", {"content": "hi"}),
+            event(3, "assistant.message", {"messageId": "m1", "content": "hello", "outputTokens": 5}),
+            event(
+                4,
+                "session.shutdown",
+                {"modelMetrics": {"claude-sonnet-4.5": model_row(8, 54064, 27594, 5, details=False)}},
+            ),
+        ],
+    )
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".copilot")
+        assert session_tokens(conn, sid) == (8, 54064, 27594, 5)
     finally:
         conn.close()
