@@ -14,7 +14,8 @@ run uses, in 1.0.x's real events), `user.message` (`content`; `source` set for
 messages a human did not type), `assistant.message` (`messageId`, `content`, `reasoningText`,
 `toolRequests [{toolCallId, name, arguments}]`, `model`, `outputTokens`), `assistant.reasoning`,
 `tool.execution_start` / `tool.execution_complete` (`toolCallId`, `success`, `result {content,
-detailedContent}`, `error`), `session.compaction_complete` (`summaryContent`) and
+detailedContent}`, `error`), `tool.user_requested` (a `!` command the user ran: `toolCallId`,
+`toolName`, `arguments`; its result follows with no execution_start), `session.compaction_complete` (`summaryContent`) and
 `session.shutdown` (`modelMetrics {<model>: {usage {inputTokens, outputTokens, cacheReadTokens,
 cacheWriteTokens}, tokenDetails {input, cache_read, cache_write, output: {tokenCount}}}}`, written
 at the end of each run of the program). Every other type is kept as an event.
@@ -88,6 +89,7 @@ KNOWN = frozenset(
         "assistant.turn_end",
         "tool.execution_start",
         "tool.execution_complete",
+        "tool.user_requested",
         "subagent.started",
         "subagent.completed",
         "subagent.failed",
@@ -239,7 +241,7 @@ class CopilotAdapter(Adapter):
     write_tools = frozenset({"create"})
     patch_tools = frozenset({"apply_patch"})
     read_tools = frozenset({"view", "read"})
-    shell_tools = frozenset({"bash", "powershell"})
+    shell_tools = frozenset({"bash", "powershell", "local_shell"})
     todo_tools = frozenset({"update_todo"})
     # `task` starts a subagent, linked by its call id (the ledger does not need its prompt)
 
@@ -412,6 +414,18 @@ class CopilotAdapter(Adapter):
             out.tool_uses.append(ToolUse(call_id, as_str(data.get("toolName")) or "?", json_text(params)))
             out.tool_text = json_text(params)
 
+    def _user_command(self, out: Record, data: dict[str, Any], st: dict[str, Any]) -> None:
+        """A `!` command the user ran (1.0.78 on): shown as the user's, its result following."""
+        call_id = as_str(data.get("toolCallId"))
+        if not call_id:
+            return
+        params = wrapped_params(data.get("arguments"), "input")
+        out.role = "user"
+        out.tool_uses.append(ToolUse(call_id, as_str(data.get("toolName")) or "?", json_text(params)))
+        out.tool_text = json_text(params)
+        out.is_message = True
+        st.setdefault("requested", set()).add(call_id)
+
     def _tool_complete(self, out: Record, data: dict[str, Any], st: dict[str, Any]) -> None:
         out.role = "user"
         call_id = as_str(data.get("toolCallId"))
@@ -470,6 +484,7 @@ _READERS = {
     "assistant.message": CopilotAdapter._assistant,
     "assistant.reasoning": CopilotAdapter._reasoning,
     "tool.execution_start": CopilotAdapter._tool_start,
+    "tool.user_requested": CopilotAdapter._user_command,
     "tool.execution_complete": CopilotAdapter._tool_complete,
     "session.compaction_complete": CopilotAdapter._compaction,
     "session.shutdown": CopilotAdapter._shutdown,

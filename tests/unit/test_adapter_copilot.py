@@ -391,3 +391,46 @@ def test_a_shutdown_without_token_details_reads_input_less_both_caches(tmp_path)
         assert session_tokens(conn, sid) == (8, 54064, 27594, 5)
     finally:
         conn.close()
+
+
+def test_a_shell_command_the_user_ran_is_a_call_with_its_result(tmp_path):
+    """1.0.78 writes a `!` command as `tool.user_requested` and then its result (`isUserRequested`),
+    with no `tool.execution_start`: the call is the request's, shown with what it printed."""
+    sid = "532a2447-af18-4647-9576-712e931e1a9c"
+    call = "1613003b-2af7-4b6e-8788-60ec03b992fa"
+    arguments = {"command": "echo hello", "description": "Execute shell command: echo hello"}
+    write_events(
+        tmp_path,
+        sid,
+        [
+            event(
+                1, "session.start", {"sessionId": sid, "copilotVersion": "1.0.78", "context": {"cwd": "/w"}}
+            ),
+            event(
+                2,
+                "tool.user_requested",
+                {"toolCallId": call, "toolName": "local_shell", "arguments": arguments},
+            ),
+            event(
+                3,
+                "tool.execution_complete",
+                {
+                    "toolCallId": call,
+                    "isUserRequested": True,
+                    "success": True,
+                    "result": {"content": "hello"},
+                },
+            ),
+        ],
+    )
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".copilot")
+        calls = [
+            (c.name, c.status, json.loads(c.params_json)) for m in messages(conn, sid) for c in m.tool_calls
+        ]
+        assert calls == [("local_shell", "completed", arguments)]
+        result = conn.execute("SELECT result_json FROM agent_tool_calls WHERE id = ?", (call,)).fetchone()[0]
+        assert "hello" in result
+    finally:
+        conn.close()
