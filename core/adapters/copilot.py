@@ -9,13 +9,15 @@ One event a line: `{type, id, parentId, timestamp, data, agentId?, ephemeral?}`;
 chronologically preceding event (a chain, not a tree). Events marked ephemeral in the schema
 (`assistant.usage`, deltas, `session.title_changed`) are not written to disk. The ones read:
 `session.start` (`sessionId`, `copilotVersion`, `selectedModel`, `context {cwd, branch, gitRoot,
-repository}`), `session.model_change` (`newModel`), `session.tools_updated` (`model`: the model a
-run uses, in 1.0.x's real events), `user.message` (`content`; `source` set for
+repository}`), `session.model_change` (`newModel`; "auto" names none),
+`session.auto_mode_resolved` (`chosenModel`: the model "auto" picked), `session.tools_updated`
+(`model`: the model a run uses, in 1.0.x's real events), `user.message` (`content`; `source` set for
 messages a human did not type), `assistant.message` (`messageId`, `content`, `reasoningText`,
 `toolRequests [{toolCallId, name, arguments}]`, `model`, `outputTokens`), `assistant.reasoning`,
 `tool.execution_start` / `tool.execution_complete` (`toolCallId`, `success`, `result {content,
 detailedContent}`, `error`), `tool.user_requested` (a `!` command the user ran: `toolCallId`,
-`toolName`, `arguments`; its result follows with no execution_start), `session.compaction_complete` (`summaryContent`) and
+`toolName`, `arguments`; its result follows with no execution_start),
+`session.compaction_complete` (`summaryContent`) and
 `session.shutdown` (`modelMetrics {<model>: {usage {inputTokens, outputTokens, cacheReadTokens,
 cacheWriteTokens}, tokenDetails {input, cache_read, cache_write, output: {tokenCount}}}}`, written
 at the end of each run of the program). Every other type is kept as an event.
@@ -94,6 +96,20 @@ KNOWN = frozenset(
         "subagent.completed",
         "subagent.failed",
         "abort",
+        # written by 1.0.5x to 1.0.78 (seen in real logs), kept as events
+        "session.auto_mode_resolved",
+        "session.usage_checkpoint",
+        "session.permissions_changed",
+        "session.mode_changed",
+        "session.task_complete",
+        "system.notification",
+        "permission.requested",
+        "permission.completed",
+        "hook.start",
+        "hook.end",
+        # persisted too, as the SDK's event docs say
+        "session.plan_changed",
+        "session.workspace_file_changed",
     }
 )
 
@@ -356,7 +372,9 @@ class CopilotAdapter(Adapter):
         out.model = model if model and model != "auto" else None
 
     def _model_change(self, out: Record, data: dict[str, Any], st: dict[str, Any]) -> None:
-        out.model = as_str(data.get("newModel"))
+        """ "auto" is no model: the one it picks is named by `session.auto_mode_resolved`."""
+        model = as_str(data.get("newModel"))
+        out.model = model if model and model != "auto" else None
 
     def _user(self, out: Record, data: dict[str, Any], st: dict[str, Any]) -> None:
         out.role = "user"
@@ -476,6 +494,10 @@ _READERS = {
     "session.start": CopilotAdapter._start,
     "session.resume": lambda self, out, data, st: None,
     "session.model_change": CopilotAdapter._model_change,
+    # the model `auto` chose for the session (1.0.77 on)
+    "session.auto_mode_resolved": lambda self, out, data, st: setattr(
+        out, "model", as_str(data.get("chosenModel"))
+    ),
     # 1.0.x writes the model a run uses here (the start's `selectedModel` can be "auto")
     "session.tools_updated": lambda self, out, data, st: setattr(out, "model", as_str(data.get("model"))),
     "user.message": CopilotAdapter._user,

@@ -434,3 +434,41 @@ def test_a_shell_command_the_user_ran_is_a_call_with_its_result(tmp_path):
         assert "hello" in result
     finally:
         conn.close()
+
+
+def test_an_auto_session_s_model_is_the_one_auto_chose_and_newer_events_are_known(tmp_path):
+    """With `auto` (1.0.77), the model change says "auto" and `session.auto_mode_resolved` names the
+    model that runs: a turn cut short before any reply still has it. The other events a real 1.0.77
+    log holds beside these are read as events of their kinds."""
+    sid = "144d0848-1ca0-49df-a61f-59fe01d4f5eb"
+    write_events(
+        tmp_path,
+        sid,
+        [
+            event(
+                1, "session.start", {"sessionId": sid, "copilotVersion": "1.0.77", "context": {"cwd": "/w"}}
+            ),
+            event(2, "session.permissions_changed", {"allowAllPermissions": True}),
+            event(3, "session.mode_changed", {"previousMode": "interactive", "newMode": "autopilot"}),
+            event(4, "session.model_change", {"newModel": "auto", "reasoningEffort": None}),
+            event(5, "session.auto_mode_resolved", {"chosenModel": "gpt-5-mini", "confidence": 0.67}),
+            event(6, "user.message", {"content": "Write a 200 word essay about the history of coffee."}),
+            event(7, "hook.start", {"hookInvocationId": "h1", "hookType": "postToolUse", "input": {}}),
+            event(8, "hook.end", {"hookInvocationId": "h1", "hookType": "postToolUse", "success": True}),
+            event(9, "permission.requested", {"requestId": "r1", "permissionRequest": {"kind": "shell"}}),
+            event(10, "system.notification", {"content": "<system_notification>done</system_notification>"}),
+            event(11, "session.usage_checkpoint", {"totalNanoAiu": 53955000, "totalPremiumRequests": 0}),
+            event(12, "session.task_complete", {"summary": "Wrote the essay.", "success": True}),
+            event(13, "session.shutdown", {"shutdownType": "routine", "modelMetrics": {}}),
+        ],
+    )
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".copilot")
+        assert conn.execute("SELECT model FROM agent_sessions WHERE id = ?", (sid,)).fetchone() == (
+            "gpt-5-mini",
+        )
+        unknown = conn.execute("SELECT entry_type FROM entries WHERE NOT known").fetchall()
+        assert unknown == []
+    finally:
+        conn.close()
