@@ -4,7 +4,8 @@ The file is append-only markdown; every line is stored as its own record, so it 
 for byte. What the lines mean is decided by blocks:
   * `# aider chat started at <local time>` starts a session (id `aider:<tag>:<byte offset>`, the
     tag naming the history wherever it sits: `history_tag`; the lines before the first header,
-    the tail of an older run, form a session of their own);
+    the tail of an older run, form a session of their own, but the empty line aider writes before
+    each header is the first session's);
   * `#### ` lines are what the person typed (a multi-line input is one block): a turn starts there,
     commands (`/add`, `/run`, …) included; the block's first line carries the whole text;
   * `> ` lines are aider's own output (version, model, "Applied edit", commits, command output), one
@@ -195,7 +196,7 @@ class AiderAdapter(Adapter):
         st.update(
             data=data,
             tag=tag,
-            sid=f"aider:{tag}:0",
+            sid=f"aider:{tag}:{_opening_header(data)}",
             ts=None,
             last=None,
             model=None,
@@ -285,6 +286,17 @@ class AiderAdapter(Adapter):
         if usage is not None:
             out.usage = usage
             out.model = st["model"]
+
+
+def _opening_header(data: bytes) -> int:
+    """Where the session the history's first lines belong to starts: aider begins each run with an
+    empty line before its header, so empty lines before the first header are that session's; any
+    other line there is the tail of an older run, a session of its own (at 0)."""
+    for start, end in _lines(data, 0, len(data)):
+        line = data[start:end].removeprefix(BOM)
+        if line.strip():
+            return start if line.startswith(HEADER) else 0
+    return 0
 
 
 def first_line(lines: Iterable[bytes]) -> bytes:

@@ -286,3 +286,15 @@ def test_an_archive_read_by_an_older_threadloom_keeps_what_was_written_on_aider_
     titles = dict(conn.execute("SELECT id, title FROM agent_sessions"))
     assert titles[first] == "Fix the tokenizer: it drops the last token"  # its blocks read whole
     conn.close()
+
+
+def test_the_empty_line_aider_starts_a_history_with_is_in_its_first_session(conn, tmp_path):
+    """Aider writes `\\n# aider chat started at …` at each start, so a history opens with an empty
+    line: it belongs to the session that follows, not to an empty session of its own."""
+    history(tmp_path / "p", "\n# aider chat started at 2026-04-25 21:40:00\n\n#### Reply with ok  \n\nok\n")
+    ingest(conn, tmp_path)
+    found = sessions(conn)
+    assert [(s["id"].rsplit(":", 1)[1], s["title"], s["message_count"]) for s in found.values()] == [
+        ("1", "Reply with ok", 2)
+    ]
+    assert conn.execute("SELECT count(DISTINCT session_id) FROM entries").fetchone() == (1,)
