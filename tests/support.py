@@ -229,6 +229,22 @@ class Rollout:
         for _ in range(repeat):
             self.add("event_msg", {"type": "token_count", "info": info, "rate_limits": {}})
 
+    def usage_record(self, last: dict, response_id: str) -> None:
+        """The top-level `token_usage_record` 0.15x writes before a request's `token_count`: the
+        request's usage and the thread's running total (from `self.total`, so call it first)."""
+        total = {k: self.total[k] + last[k] for k in self.total}
+        self.add(
+            "token_usage_record",
+            {
+                "response_id": response_id,
+                "session_id": self.thread,
+                "thread_id": self.thread,
+                "usage": last,
+                "turn_token_usage": total,
+                "thread_token_usage": total,
+            },
+        )
+
     def write(self, lines: list[dict] | None = None) -> Path:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.write_text("".join(json.dumps(x) + "\n" for x in (lines or self.lines)))

@@ -19,7 +19,8 @@ item of a kind not known here, dimmed, with its text or fields.
 
 Codex lines carry no per-record ids, so each line gets `<thread>:<line>` and the previous line as
 its parent. Tokens come from `token_count` events, keyed by the cumulative totals they report, so a
-total emitted twice, replayed after a resume, or copied into a fork is counted once.
+total emitted twice, replayed after a resume, or copied into a fork is counted once; the
+`token_usage_record` lines 0.15x writes before them (the same request's usage) are kept as events.
 """
 
 from __future__ import annotations
@@ -87,6 +88,9 @@ ROLLOUT_TYPES = frozenset(
         "world_state",
         "inter_agent_communication",
         "inter_agent_communication_metadata",
+        # a request's usage (0.15x), written again by the `token_count` after it: tokens are read
+        # there alone, so none is counted twice
+        "token_usage_record",
     }
 )
 ITEM_TYPES = frozenset(

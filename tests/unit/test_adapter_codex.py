@@ -137,6 +137,23 @@ def test_cumulative_totals_are_never_summed(conn, home):
     assert (s["input_tokens"] + s["cache_read_tokens"], s["output_tokens"]) == (400, 30)
 
 
+def test_a_request_s_usage_record_is_known_and_not_counted_again(conn, home):
+    """0.153 writes each request's usage twice: a top-level `token_usage_record`, then the
+    `token_count` event; it is read as an event of its kind and the tokens are counted once."""
+    r = Rollout(home, THREAD)
+    r.meta(cli_version="0.153.4")
+    r.context()
+    r.prompt("go")
+    for n, last in enumerate((usage(14689, 11008, 210), usage(14920, 14080, 68))):
+        r.usage_record(last, f"resp_{n}")
+        r.tokens(last)
+    r.write()
+    ingest(conn, home)
+    assert conn.execute("SELECT entry_type FROM entries WHERE NOT known").fetchall() == []
+    s = session(conn, THREAD)
+    assert (s["input_tokens"], s["cache_read_tokens"], s["output_tokens"]) == (4521, 25088, 278)
+
+
 def test_bare_era_header_items_and_cwd_from_environment_context(conn, home):
     path = home / "sessions" / "2025" / "08" / "20" / f"rollout-2025-08-20T09-00-00-{THREAD}.jsonl"
     lines = [
