@@ -460,8 +460,11 @@ class CopilotAdapter(Adapter):
         out.tool_text = text or None
 
     def _compaction(self, out: Record, data: dict[str, Any], st: dict[str, Any]) -> None:
-        out.is_compaction = True
+        """The summary the model goes on from: shown where the compaction happened, a new segment."""
+        out.is_compaction = out.segment_marker = True
+        out.role, out.is_meta = "system", True
         out.content = as_str(data.get("summaryContent")) or None
+        out.is_message = out.content is not None
 
     def _shutdown(self, out: Record, data: dict[str, Any], st: dict[str, Any]) -> None:
         """The session's input and cache tokens so far (see the module docstring): one usage id a

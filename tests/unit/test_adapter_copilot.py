@@ -472,3 +472,37 @@ def test_an_auto_session_s_model_is_the_one_auto_chose_and_newer_events_are_know
         assert unknown == []
     finally:
         conn.close()
+
+
+def test_a_compaction_s_summary_is_shown_where_it_happened(tmp_path):
+    """`session.compaction_complete` holds the summary the model goes on from: it is shown, as the
+    other agents' compactions are, between the turns before it and after it."""
+    sid = "ab0d12c0-ab1d-44dc-bb64-24a18b6dfe45"
+    summary = "<overview>\nThe user asked for one-word replies.\n</overview>"
+    write_events(
+        tmp_path,
+        sid,
+        [
+            event(
+                1, "session.start", {"sessionId": sid, "copilotVersion": "1.0.78", "context": {"cwd": "/w"}}
+            ),
+            event(2, "user.message", {"content": "Reply with exactly the word: ok"}),
+            event(3, "assistant.message", {"messageId": "m1", "content": "ok", "outputTokens": 5}),
+            event(4, "session.compaction_start", {"trigger": "manual", "currentTokens": 10826}),
+            event(5, "session.compaction_complete", {"success": True, "summaryContent": summary}),
+            event(6, "user.message", {"content": "Reply with exactly the word: still-here"}),
+            event(7, "assistant.message", {"messageId": "m2", "content": "still-here", "outputTokens": 6}),
+        ],
+    )
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".copilot")
+        assert [(m.role, m.content) for m in messages(conn, sid)] == [
+            ("user", "Reply with exactly the word: ok"),
+            ("assistant", "ok"),
+            ("system", summary),
+            ("user", "Reply with exactly the word: still-here"),
+            ("assistant", "still-here"),
+        ]
+    finally:
+        conn.close()
