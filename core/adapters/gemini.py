@@ -592,7 +592,9 @@ class GeminiAdapter(Adapter):
     def _checkpoint(
         self, out: Record, messages: list[dict[str, Any]], ctx: FileContext, rec: RawRecord
     ) -> None:
-        """`$set.messages`: the whole history replaced (compression, masking); new parts are shown."""
+        """`$set.messages`: the whole history replaced (compression, masking); new parts are shown.
+        Only one that drops messages is a compaction: a chat begins by setting its history to the
+        session's context (2026-06 on), which drops nothing."""
         st = ctx.state
         sid = self._sid(ctx)
         uuid = f"{sid}:L{rec.line_number}"
@@ -604,8 +606,7 @@ class GeminiAdapter(Adapter):
             out.uuid = uuid
             out.role = "system"
             out.is_message = True
-            out.is_compaction = True
-            out.segment_marker = True
+            out.is_compaction = out.segment_marker = bool(dropped)
             out.content = "\n".join(t for t in (_message_text(m) for m in new) if t) or None
         for m in new:
             tools = _tool_calls(m)

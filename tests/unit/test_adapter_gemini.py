@@ -143,6 +143,22 @@ def test_set_messages_checkpoint_and_summary_title(conn, gemini):
     assert any("earlier work" in (c or "") for _, c in visible(conn))
 
 
+def test_the_history_a_chat_starts_with_is_no_compaction(conn, gemini):
+    """Gemini CLI (2026-06 on) opens a JSONL chat by setting its history to the session context:
+    `$set.messages` that only adds is no compaction; one that drops messages is."""
+    context = "<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\n"
+    lines = [
+        meta(),
+        {"$set": {"messages": [user("c1", context)], "lastUpdated": "2026-04-29T21:39:22.400Z"}},
+        user("u1", "Reply with exactly the word: ok"),
+        reply("g1", "ok"),
+    ]
+    write_jsonl(chats(gemini) / "session-2026-04-29T21-39-5f0e2a8c.jsonl", lines)
+    ingest(conn, gemini)
+    s = session(conn)
+    assert (s["compaction_count"], s["turn_count"], s["title"]) == (0, 1, "Reply with exactly the word: ok")
+
+
 def test_appended_lines_continue_the_session(conn, gemini, tmp_path):
     lines = jsonl_session()
     path = chats(gemini) / "session-2026-04-29T21-39-5f0e2a8c.jsonl"
