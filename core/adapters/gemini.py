@@ -18,7 +18,8 @@ Eras read here:
 
 Messages keep their own ids (`<session>:<message id>`), so the JSONL copy that a resumed legacy
 session gets is recognised as a copy of the `.json` it came from. Project paths come from
-`.project_root` or `projects.json` (slug dirs), or by hashing the known roots (sha256 dirs).
+`.project_root` or `projects.json` (slug dirs), or by hashing the known roots (sha256 dirs); with
+none of these, from the workspace directories the session context a chat starts with lists.
 """
 
 from __future__ import annotations
@@ -93,6 +94,8 @@ SKILL_EXTRACTION = "skill-extraction-"
 # Qwen Code, a fork of Gemini CLI, keeps chats of Gemini's shape (its replies typed "qwen") in
 # `~/.qwen/tmp/<hash>/chats/`; they are Qwen's, left unclaimed until a reader of its own takes them
 QWEN_DIR = ".qwen"
+# the first workspace directory the session context a chat starts with lists (2026-06 on)
+WORKSPACE_DIR = re.compile(r"<session_context>.*?\*\*Workspace Directories:\*\*\s*\n\s*- ([^\n]+)", re.S)
 QWEN_REPLY = re.compile(rb'"type"\s*:\s*"qwen"')
 
 
@@ -455,10 +458,8 @@ class GeminiAdapter(Adapter):
         if isinstance(dirs, list) and dirs and isinstance(dirs[0], str):
             return dirs[0]
         project_hash = as_str(st["meta"].get("projectHash"))
-        if project_hash:
-            roots = self._known_roots(ctx.path)
-            return roots.get(project_hash)
-        return None
+        root = self._known_roots(ctx.path).get(project_hash) if project_hash else None
+        return root or st.get("context_dir")
 
     @staticmethod
     def _as_the_user_wrote(root: str, st: dict[str, Any]) -> str:
@@ -610,7 +611,11 @@ class GeminiAdapter(Adapter):
             out.content = "\n".join(t for t in (_message_text(m) for m in new) if t) or None
         for m in new:
             tools = _tool_calls(m)
-            st["seen"][m["id"]] = {"uuid": uuid, "text": _message_text(m), "tools": {t["id"] for t in tools}}
+            text = _message_text(m)
+            st["seen"][m["id"]] = {"uuid": uuid, "text": text, "tools": {t["id"] for t in tools}}
+            found = WORKSPACE_DIR.search(text or "") if m.get("type") == "user" else None
+            if found and not st.get("context_dir"):  # where the session ran, when no marker says
+                st["context_dir"] = found.group(1).strip()
             out.tool_uses += [_tool_use(t, i) for i, t in enumerate(tools)]
         st["live"] = ids
         st["last_uuid"] = (

@@ -159,6 +159,27 @@ def test_the_history_a_chat_starts_with_is_no_compaction(conn, gemini):
     assert (s["compaction_count"], s["turn_count"], s["title"]) == (0, 1, "Reply with exactly the word: ok")
 
 
+def test_a_chat_without_its_project_s_marker_takes_its_folder_from_the_session_context(conn, gemini):
+    """A chats folder with no `.project_root` and no projects.json entry (copied from another home)
+    still names its folder: the session context it starts with lists the workspace directories."""
+    folder = gemini / "tmp" / "cwd-2" / "chats"
+    context = (
+        "<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\n"
+        "My operating system is: darwin\nThe project's temporary directory is: /Users/ingo/.gemini/tmp/cwd-2\n"
+        "- **Workspace Directories:**\n  - /Users/ingo/projects/irrlicht/cwd\n- **Directory Structure:**\n"
+        "</session_context>"
+    )
+    lines = [
+        meta(projectHash="0" * 64),
+        {"$set": {"messages": [user("c1", context)], "lastUpdated": "2026-04-29T21:39:22.400Z"}},
+        user("u1", "Reply with exactly the word: ok"),
+        reply("g1", "ok"),
+    ]
+    write_jsonl(folder / "session-2026-04-29T21-39-5f0e2a8c.jsonl", lines)
+    ingest(conn, gemini)
+    assert session(conn)["project_path"] == "/Users/ingo/projects/irrlicht/cwd"
+
+
 def test_appended_lines_continue_the_session(conn, gemini, tmp_path):
     lines = jsonl_session()
     path = chats(gemini) / "session-2026-04-29T21-39-5f0e2a8c.jsonl"
