@@ -193,6 +193,10 @@ def _program(agent: str) -> str:
 FORK_TITLE_SUFFIX = " (fork)"  # a written fork's title: its source's, marked
 
 
+# what a dry run's copy to import is named by in place of the random part a real one draws
+DRY_RUN_NAME = "XXXXXXXX"
+
+
 @dataclass
 class ForkPlan:
     action: str  # fork | fork-prompt | resume | fork-end
@@ -951,6 +955,7 @@ def plan_fork(
     before: bool = False,
     new_session_id: str | None = None,
     now: datetime | None = None,
+    dry_run: bool = False,
 ) -> ForkPlan:
     """Work out (without writing) the fork at a record and the command that continues it.
 
@@ -1001,6 +1006,7 @@ def plan_fork(
         prompt,
         new_session_id,
         now,
+        dry_run,
     )
     return style.plan(conn, at)
 
@@ -1021,6 +1027,7 @@ class ForkAt:
     prompt: str | None
     new_session_id: str | None
     now: datetime | None
+    dry_run: bool = False  # only said: a plan that writes a copy to import names it, writes nothing
 
 
 def _claude_fork_plan(conn: sqlite3.Connection, at: ForkAt) -> ForkPlan:
@@ -1606,9 +1613,15 @@ def _gemini_messages(conn: sqlite3.Connection, sid: str, cut_entry: int | None) 
 
 
 def _gemini_fork_plan(
-    conn: sqlite3.Connection, sid: str, entry_id: int | None, now: datetime | None = None
+    conn: sqlite3.Connection,
+    sid: str,
+    entry_id: int | None,
+    now: datetime | None = None,
+    *,
+    dry_run: bool = False,
 ) -> ForkPlan:
-    """Gemini imports a session file as a new session (`--session-file`): write one cut at the point."""
+    """Gemini imports a session file as a new session (`--session-file`): write one cut at the point
+    (a temporary file, made when the plan is; a `dry_run` names one and writes nothing)."""
     import tempfile
 
     messages = _gemini_messages(conn, sid, entry_id)
@@ -1624,12 +1637,17 @@ def _gemini_fork_plan(
     }
     data = _record_line(doc)  # before the file: a message nested past orjson's depth is no traceback
     tag = re.sub(r"[^A-Za-z0-9_-]", "", sid)[:8]  # the name holds no "/" or ".." from the log
-    fd, path = tempfile.mkstemp(prefix=f"fork-{tag}-", suffix=".json")  # created 0600
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
+    if dry_run:  # the name the real fork's file gets is drawn when it is made
+        path = os.path.join(tempfile.gettempdir(), f"fork-{tag}-{DRY_RUN_NAME}.json")
+        wrote = f"Would write {len(messages)} messages to a new file {path}"
+    else:
+        fd, path = tempfile.mkstemp(prefix=f"fork-{tag}-", suffix=".json")  # created 0600
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        wrote = f"Wrote {len(messages)} messages to {path}"
     cwd = _cwd_of(conn, sid)
     notes = [
-        f"Wrote {len(messages)} messages to {path}; Gemini imports it as a new session (v0.42+).",
+        f"{wrote}; Gemini imports it as a new session (v0.42+).",
         "Info and error messages are not imported by Gemini.",
     ]
     agent = _source_of(conn, sid)
@@ -1692,7 +1710,7 @@ STYLES: dict[str, ForkStyle] = {
         takes_prompt=True,
     ),
     "session-file": ForkStyle(
-        lambda conn, at: _gemini_fork_plan(conn, at.sid, at.entry_id, now=at.now),
+        lambda conn, at: _gemini_fork_plan(conn, at.sid, at.entry_id, now=at.now, dry_run=at.dry_run),
         at_end=lambda conn, sid: _gemini_fork_plan(conn, sid, None),
         restore=in_place_restore_step,
     ),

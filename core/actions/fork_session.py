@@ -68,12 +68,14 @@ def plan_for(
     session_id: str = "",
     before: bool = False,
     prompt: str | None = None,
+    dry_run: bool = False,
 ) -> ForkPlan:
     """The plan of an action: `fork` (at `ref`, or just before it), `fork-prompt` (the agent forks
     itself at `ref` and goes on with `prompt`), `resume` or `fork-end` (the whole of `session_id`).
+    `dry_run`: a plan that would write a copy for the agent to import writes none.
     Raises `ForkError` (and `OSError`, `sqlite3.Error`) when it cannot be made."""
     if action == "fork":
-        return plan_fork(conn, ref, before=before, prompt=prompt)
+        return plan_fork(conn, ref, before=before, prompt=prompt, dry_run=dry_run)
     if action == "fork-prompt":
         return native_fork_plan(conn, ref, prompt or "", before=before)
     return resume_plan(conn, session_id, fork_at_end=action == "fork-end")

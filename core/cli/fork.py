@@ -258,7 +258,9 @@ def cmd_fork(args: argparse.Namespace) -> int:
     if args.native and not args.prompt:
         return _refused(args, "--native needs --prompt", 2)
     try:
-        plan = plan_for(conn, action, args.entry, before=args.before, prompt=args.prompt)
+        plan = plan_for(
+            conn, action, args.entry, before=args.before, prompt=args.prompt, dry_run=args.dry_run
+        )
         if args.native:
             if args.dry_run and not args.json:
                 _say_dry_run(plan)
@@ -341,8 +343,8 @@ def _say_dry_run(plan: ForkPlan) -> None:
             + (f", new session {plan.new_session_id}" if plan.new_session_id else "")
             + f"{title}; the source stays as it is"
         )
-    elif plan.path:  # Gemini imports a copy the plan wrote to a temporary file
-        said = f"dry run, nothing written where the agent keeps its sessions: the command imports {printable(plan.path)}"
+    elif plan.path:  # Gemini imports a copy the real plan writes to a temporary file
+        said = f"dry run, nothing written: the command would import a new file {printable(plan.path)}"
     else:
         said = "dry run, nothing written: this fork is only a command; the agent makes the copy when it runs"
     print(f"threadloom: {said}", file=sys.stderr)

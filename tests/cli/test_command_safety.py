@@ -353,6 +353,27 @@ def test_gemini_ids_and_folders_from_the_log(tmp_path, capsys, monkeypatch, fake
     assert no_marker(tmp_path)
 
 
+def test_a_gemini_fork_dry_run_writes_nothing(tmp_path, capsys, monkeypatch, fake_agents, sandbox):
+    """Gemini imports a copy threadloom writes to a temporary file: a dry run names one, writes none."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    folder = hostile_folder(tmp_path, "")
+    dbfile = ledger(tmp_path, gemini_session(tmp_path, monkeypatch, sid="5f0e2a8c", project=folder))
+    entry = first_gemini_reply(dbfile)
+    plan = json.loads(main_json(capsys, dbfile, "fork", entry, "--dry-run"))
+    assert plan["dry_run"] and Path(plan["path"]).parent == temp and list(temp.iterdir()) == []
+    code, printed, err = threadloom(capsys, dbfile, "fork", entry, "--dry-run")
+    assert code == 0 and "nothing written: the command would import a new file" in err
+    assert list(temp.iterdir()) == []
+    written = json.loads(main_json(capsys, dbfile, "fork", entry))  # the fork itself: its copy is made
+    assert [p.name for p in temp.iterdir()] == [Path(written["path"]).name]
+    assert Path(written["path"]).read_bytes().count(b'"content"') >= 2  # the messages up to the reply
+    assert run_printed(written["command"], fake_agents, sandbox) == [
+        ["gemini", str(folder), "--session-file", written["path"]]
+    ]
+
+
 def first_gemini_reply(dbfile: Path) -> str:
     row = db.connect(dbfile, readonly=True).execute("SELECT id FROM entries WHERE content = 'one'").fetchone()
     return str(row[0])
