@@ -95,6 +95,14 @@ SKILL_EXTRACTION = "skill-extraction-"
 # `~/.qwen/tmp/<hash>/chats/`; they are Qwen's, left unclaimed until a reader of its own takes them
 QWEN_DIR = ".qwen"
 # the first workspace directory the session context a chat starts with lists (2026-06 on)
+# a message Gemini CLI writes for the model as a chat begins: its session context (tagged from 2026,
+# as "This is the Gemini CLI. We are setting up the context for our chat." before), or any one
+# tagged block
+INJECTED = re.compile(
+    r"\s*(?:<session_context>|This is the [\w .-]+\. We are setting up the context for our chat\.)"
+    r"|\s*<([A-Za-z_][\w-]*)>.*</\1>\s*$",
+    re.S,
+)
 WORKSPACE_DIR = re.compile(r"<session_context>.*?\*\*Workspace Directories:\*\*\s*\n\s*- ([^\n]+)", re.S)
 QWEN_REPLY = re.compile(rb'"type"\s*:\s*"qwen"')
 
@@ -609,6 +617,10 @@ class GeminiAdapter(Adapter):
             out.is_message = True
             out.is_compaction = out.segment_marker = bool(dropped)
             out.content = "\n".join(t for t in (_message_text(m) for m in new) if t) or None
+            if not dropped and all(_injected(m) for m in new):
+                # the context Gemini gives the model as a chat begins: kept, not a message (as
+                # Codex's injected context and Claude Code's reminders are not)
+                out.is_message, out.is_meta = False, True
         for m in new:
             tools = _tool_calls(m)
             text = _message_text(m)
@@ -840,6 +852,12 @@ def _parts_text(content: Any) -> str | None:
 def _has_text(m: dict[str, Any]) -> bool:
     content = m.get("displayContent") or m.get("content") or m.get("parts")
     return _parts_text(content) is not None
+
+
+def _injected(m: dict[str, Any]) -> bool:
+    """A user message that is one tagged block Gemini CLI wrote for the model, not the person's words."""
+    text = _message_text(m)
+    return m.get("type") == "user" and text is not None and INJECTED.match(text) is not None
 
 
 def _message_text(m: dict[str, Any]) -> str | None:

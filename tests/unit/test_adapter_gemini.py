@@ -157,6 +157,10 @@ def test_the_history_a_chat_starts_with_is_no_compaction(conn, gemini):
     ingest(conn, gemini)
     s = session(conn)
     assert (s["compaction_count"], s["turn_count"], s["title"]) == (0, 1, "Reply with exactly the word: ok")
+    # the context is Gemini's words to the model: kept (searchable, restorable), not a message
+    assert [role for role, _ in visible(conn)] == ["user", "assistant"] and s["message_count"] == 2
+    kept = conn.execute("SELECT is_meta, content FROM entries WHERE entry_type = 'set'").fetchall()
+    assert kept == [(1, context)]
 
 
 def test_a_chat_without_its_project_s_marker_takes_its_folder_from_the_session_context(conn, gemini):
