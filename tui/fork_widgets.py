@@ -16,14 +16,14 @@ from textual.widgets.option_list import Option
 
 from ..core.actions.fork import FORK_TITLE_SUFFIX, ForkPlan
 from ..core.actions.fork_session import ForkSession, Row
-from ..core.base.text import count_of, left_as_is, one_line, one_line_name, printable, short_when
+from ..core.base.text import count_of, it_or_them, left_as_is, one_line, one_line_name, printable, short_when
 from .panes import fit
 from .render import ROLE_STYLE, STATUS, short_model, when
 
 if TYPE_CHECKING:
     from textual.app import ComposeResult
 
-    from ..core.actions.undo import UndoPlan
+    from ..core.actions.undo import FileChange, UndoPlan
 
 ERROR_STYLE = "bold #ff5f5f"
 OK_STYLE = "#87d787"
@@ -306,26 +306,35 @@ def edits_after(model: ForkSession, *, short: bool) -> Text:
             f"Not undone by a fork here: {count_of(count, 'file')} edited after this point {left_as_is(count)}: ",
             style=WARN_STYLE,
         )
-        named = 1 if short else 6  # a short terminal: the first, and how many more
-        for i, change in enumerate(undo.files[:named]):
+        named = undo.files[: 1 if short else 6]  # a short terminal: the first, and how many more
+        run = 0  # files named since the last said how they changed
+        for i, change in enumerate(named):
             line.append(", " if i else "")
             line.append(printable(change.path))
-            what = change.tool + (", new" if change.created else "")
+            run += 1
+            if i + 1 < len(named) and _how_changed(named[i + 1]) == _how_changed(change):
+                continue  # said once, after the last of the files that share it
+            what, revertible = _how_changed(change)
             line.append(
-                f" ({what})" if change.revertible else f" ({what}; the records cannot take it back)",
-                style="dim" if change.revertible else WARN_STYLE,
+                f" ({what})" if revertible else f" ({what}; the records cannot take {it_or_them(run)} back)",
+                style="dim" if revertible else WARN_STYLE,
             )
-        if count > named:
-            line.append(f" and {count - named} more")
+            run = 0
+        if count > len(named):
+            line.append(f" and {count - len(named)} more")
         covered = sum(1 for f in undo.files if f.revertible)
         if undo.patch:
             line.append(
-                " · u writes a patch that takes "
-                + ("them" if covered == count else f"{covered} of them")
-                + " back",
+                f" · u writes a patch that takes {it_or_them(count) if covered == count else f'{covered} of them'} back",
                 style="bold",
             )
     return line
+
+
+def _how_changed(change: FileChange) -> tuple[str, bool]:
+    """How a file after the fork point changed ("Edit", "Write, new", "shell") and whether the
+    patch can take it back: files alike are said once for all ("a, b, c (shell; …)")."""
+    return change.tool + (", new" if change.created else ""), change.revertible
 
 
 def _short_title(title: str | None, width: int = 60) -> str:
@@ -401,7 +410,7 @@ class Question(Vertical):
                 (
                     "files",
                     f"{count_of(count, 'file')} edited after this point {left_as_is(count)}"
-                    + (" (u writes a patch that takes them back)" if undo.patch else ""),
+                    + (f" (u writes a patch that takes {it_or_them(count)} back)" if undo.patch else ""),
                 )
             )
         rows.append(("then", plan.command + "   (copied once the file is written)"))

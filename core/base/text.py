@@ -135,6 +135,11 @@ def left_as_is(n: int) -> str:
     return "stays as it is" if n == 1 else "stay as they are"
 
 
+def it_or_them(n: int) -> str:
+    """What stands for `n` files: 'it', 'them'."""
+    return "it" if n == 1 else "them"
+
+
 def human_tokens(n: int | None) -> str:
     if not n:
         return "0"

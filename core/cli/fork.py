@@ -169,7 +169,7 @@ def _fork_undo(args: argparse.Namespace, plan: ForkPlan) -> tuple[dict[str, Any]
     from ..actions.fork import resolve_entry
     from ..actions.fork_session import apply_command, covered, write_patch
     from ..actions.undo import plan_undo
-    from ..base.text import count_of, left_as_is, printable
+    from ..base.text import count_of, it_or_them, left_as_is, printable
 
     conn = open_reading(args)  # the undo patch only reads the archive
     undo = plan_undo(conn, plan.source_session_id, resolve_entry(conn, args.entry)[0])
@@ -196,7 +196,7 @@ def _fork_undo(args: argparse.Namespace, plan: ForkPlan) -> tuple[dict[str, Any]
             [
                 f"note: {count_of(len(names), 'file')} edited after this point {left_as_is(len(names))}: "
                 f"{', '.join(names[:8])}"
-                f"{more} (--undo-patch FILE writes a patch that takes them back)"
+                f"{more} (--undo-patch FILE writes a patch that takes {it_or_them(len(names))} back)"
             ],
             False,
         )

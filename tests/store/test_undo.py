@@ -712,6 +712,23 @@ def test_fork_writes_the_undo_patch_once_and_lists_the_files(conn, tmp_path, cap
     assert "2 files edited after this point stay as they are: a.py, d.txt" in capsys.readouterr().err
 
 
+def test_a_fork_that_leaves_one_file_says_the_patch_takes_it_back(conn, tmp_path, capsys):
+    """One file edited after the point: "takes it back", not "takes them back"."""
+    w = ClaudeWork(tmp_path, {"a.py": A_PY})
+    fork = w.t.user("go")
+    w.t.assistant("on it")
+    w.edit("a.py", "return 4\n", "return 44\n")
+    w.t.assistant("done")
+    w.t.write()
+    ingest(conn, tmp_path / "projects")
+    entry = entry_of(conn, fork)
+    assert main(["fork", "--db", str(tmp_path / "ledger.db"), str(entry), "--dry-run"]) == 0
+    assert (
+        "1 file edited after this point stays as it is: a.py "
+        "(--undo-patch FILE writes a patch that takes it back)" in capsys.readouterr().err
+    )
+
+
 # ---------------------------------------------------------------------- pieces
 
 
