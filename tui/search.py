@@ -485,7 +485,7 @@ class SearchScreen(Screen[None]):
     def _similar(self, serial: int, entry_id: int) -> None:
         """The turns like the one of `entry_id`, read in a worker (in search's group: either
         replaces the other)."""
-        from ..core.insight.recall import NotEmbedded, similar
+        from ..core.insight.recall import NOTHING_SIMILAR, NotEmbedded, similar
 
         started = time.perf_counter()
         label = f"turns like {self.similar_label}"
@@ -496,6 +496,8 @@ class SearchScreen(Screen[None]):
             except NotEmbedded as exc:  # said as it is: what to run to have the turns embedded
                 return Searched(serial, label, None, 0.0, str(exc))
             result = SearchResult(hits, len(hits), False, {}, time.perf_counter() - started)
+            if not hits:  # said, as `threadloom similar` says it, rather than a bare "0 of 0"
+                result.problems.append(NOTHING_SIMILAR)
             return Searched(serial, label, result, time.perf_counter() - started)
 
         workers.read(

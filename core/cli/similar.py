@@ -26,7 +26,7 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_similar(args: argparse.Namespace) -> int:
-    from ..insight.recall import NotEmbedded, similar
+    from ..insight.recall import NOTHING_SIMILAR, NotEmbedded, similar
 
     conn = open_caught_up(args, quiet=args.json)
     try:
@@ -41,7 +41,7 @@ def cmd_similar(args: argparse.Namespace) -> int:
     from ..insight.answers import show_command
 
     if not hits:
-        print("no turn of another session is like it")
+        print(NOTHING_SIMILAR)
     for h in hits:
         where = (h.main_title if h.relation == "subagent" else None) or h.session_title or h.session_id
         print(

@@ -531,6 +531,9 @@ def family_of(conn: sqlite3.Connection, session_id: str) -> set[str]:
     return {session_id} | {r[0] for r in rows}
 
 
+NOTHING_SIMILAR = "no turn of another session is like it"  # what `similar` finding none means
+
+
 def similar(conn: sqlite3.Connection, ref: str, *, limit: int = 10) -> list[Hit]:
     """The turns of other sessions most like the turn of `ref`: have I solved this before?"""
     turn, session = turn_in_session(conn, ref)

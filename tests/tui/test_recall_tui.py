@@ -101,6 +101,28 @@ async def test_similar_turns_open_from_the_viewer(demo_db: Path) -> None:
         assert app.screen is app.browser and view.session_id == screen.hits[0].session_id
 
 
+async def test_a_turn_like_no_other_says_so(demo_db: Path) -> None:
+    """A turn no other session's is like listed nothing under "0 of 0 hits", saying no more; it
+    says what `threadloom similar` says."""
+    app = make_app(demo_db)
+    async with run_test(app, size=(140, 40)) as pilot:
+        await pilot.pause()
+        checkout = session_id(app, CHECKOUT)
+        app.browser.jump_to_session(checkout)
+        await pilot.pause()
+        view = app.query_one(MessageView)
+        await until(pilot, lambda: view.session_id == checkout and view.count > 0)
+        await pilot.press("3", "G", "{", "{")  # "Also round to cents in the invoice summary email."
+        row = view.current_row()
+        assert row is not None and row.content.startswith("Also round to cents")
+        await pilot.press("L")
+        await until(pilot, lambda: isinstance(app.screen, SearchScreen) and app.screen.result is not None)
+        screen = app.screen
+        assert isinstance(screen, SearchScreen) and not screen.hits
+        status = shown(screen.query_one("#search-status", Static))
+        assert "0 of 0 hits" in status and "no turn of another session is like it" in status, status
+
+
 async def test_the_fork_picker_starts_a_new_session_with_its_picked_turns(demo_db: Path) -> None:
     from threadloom.tui.fork import ForkPicker, PointList
 
