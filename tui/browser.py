@@ -402,7 +402,7 @@ class BrowserScreen(Screen[None]):
             self._after_refresh(self._project_shown)
         else:
             tree.set_view(hidden=hidden.sessions, show_hidden=self.show_hidden)
-        tree.border_subtitle = Text(tree.facts(tree.cursor_node))  # the model is the log's: not markup
+        tree.show_facts(tree.cursor_node)
 
     @on(ProjectList.HideAsked)
     def _hide_project(self, event: ProjectList.HideAsked) -> None:
@@ -446,7 +446,7 @@ class BrowserScreen(Screen[None]):
         tree = self.query_one(SessionTree)
         if event.value != tree.view.text:
             tree.set_view(text=event.value)
-            tree.border_subtitle = Text(tree.facts(tree.cursor_node))
+            tree.show_facts(tree.cursor_node)
             self._after_refresh(self._follow_list)
 
     @on(FilterInput.Done)
@@ -531,7 +531,7 @@ class BrowserScreen(Screen[None]):
         listed = tree.show_project(self.conn, current.path if current else None, keep_state=keep_state)
         if view_changed and not listed:  # hidden or shown again elsewhere (`threadloom hide`)
             tree.set_view()
-        tree.border_subtitle = Text(tree.facts(tree.cursor_node))
+        tree.show_facts(tree.cursor_node)
         view = self.query_one(MessageView)
         if view.session_id is None and tree.root.children:
             self._after_refresh(self._open_first)  # after the tree has put its cursor
@@ -633,7 +633,7 @@ class BrowserScreen(Screen[None]):
         (after the preview's pause), so the pane never shows a conversation of a project that is
         no longer listed beside it."""
         tree = self.query_one(SessionTree)
-        tree.border_subtitle = Text(tree.facts(tree.cursor_node))
+        tree.show_facts(tree.cursor_node)
         open_project = (
             self._open_ref.session.project_path if self._open_ref and self._open_ref.session else None
         )
@@ -663,7 +663,7 @@ class BrowserScreen(Screen[None]):
             self._preview_timer.stop()
         ref = event.node.data
         tree = self.query_one(SessionTree)
-        tree.border_subtitle = Text(tree.facts(event.node))
+        tree.show_facts(event.node)
         if tree.has_focus:  # the user is moving through the tree, not a jump revealing a node
             self._preview_timer = self.set_timer(PREVIEW_SECONDS, lambda: self.open_ref(ref))
 

@@ -511,19 +511,40 @@ class SessionTree(Tree[NodeRef]):
             if not self.view.hides(child):
                 self._add_session(node, child)
 
-    def facts(self, node: TreeNode[NodeRef] | None) -> str:
-        """The highlighted session's facts, for the pane's subtitle when rows are too narrow."""
+    def facts(self, node: TreeNode[NodeRef] | None, room: int | None = None) -> str:
+        """The highlighted session's facts, for the pane's subtitle when rows are too narrow; in
+        `room` columns, whole facts only: the model gives way first, then the date (its row shows
+        it), then the tokens."""
         if node is None or node.data is None or node.data.session is None:
             return ""
         s = node.data.session
-        parts = (
+        when, tokens, model = (
             short_when(last_activity(s), self.now()),
-            count_of(s.message_count, "msg"),
             f"{s.tokens_text} tok",
-            s.cost_text,
             short_model(s.model),
         )
-        return " · ".join(p for p in parts if p)
+        parts = [p for p in (when, count_of(s.message_count, "msg"), tokens, s.cost_text, model) if p]
+        for part in (model, when, tokens):
+            if room is None or len(" · ".join(parts)) <= room:
+                break
+            if part in parts:
+                parts.remove(part)
+        return " · ".join(parts)
+
+    @property
+    def facts_room(self) -> int | None:
+        """The columns of the pane's subtitle: its width but the corners, a line and a space each
+        side (None before it is laid out)."""
+        room = self.outer_size.width - 6
+        return room if room > 0 else None
+
+    def show_facts(self, node: TreeNode[NodeRef] | None) -> None:
+        """`node`'s facts under the pane, fitted to it: a border cuts what is too long where it
+        ends, and a cost of $0.0069 read "$0.006…"."""
+        self.border_subtitle = Text(self.facts(node, self.facts_room))  # the log's: not markup
+
+    def on_resize(self) -> None:
+        self.show_facts(self.cursor_node)
 
     def _on_tree_node_expanded(self, event: Tree.NodeExpanded[NodeRef]) -> None:
         self.load_children(event.node)
@@ -574,7 +595,7 @@ class SessionTree(Tree[NodeRef]):
 
     def move_cursor(self, node: TreeNode[NodeRef] | None, animate: bool = False) -> None:
         super().move_cursor(node, animate)
-        self.border_subtitle = self.facts(node)
+        self.show_facts(node)
 
     def reveal(self, chain: list[str]) -> TreeNode[NodeRef] | None:
         """Expand the path to a (sub)session, move the cursor onto it and return its node."""

@@ -63,9 +63,10 @@ async def test_a_bracketed_title_is_listed_whole_in_the_jump_list_and_the_palett
 
 
 async def test_a_models_name_is_shown_as_written_under_the_sessions(tmp_path: Path) -> None:
-    """The session list's subtitle (its facts) and the viewer's read the model's name as markup."""
+    """The session list's subtitle (its facts) and the viewer's read the model's name as markup (a
+    terminal wide enough for the list's facts to keep the model)."""
     app = make_app(bracketed_archive(tmp_path))
-    async with run_test(app, size=(80, 30)) as pilot:
+    async with run_test(app, size=(200, 30)) as pilot:
         tree = app.query_one(SessionTree)
         await until(pilot, lambda: app.conn is not None and tree.sessions)
         tree.focus()

@@ -361,3 +361,38 @@ async def test_tokens_an_agent_never_recorded_read_unknown_in_the_row_and_header
         row = next(line for line in rows if "deploy the stack" in line)
         assert "? tok" in row and " 0 tok" not in row
         assert "· ? tokens" in str(view.border_subtitle) and "0 tokens" not in str(view.border_subtitle)
+
+
+async def test_the_facts_under_the_list_are_whole_at_any_width(tmp_path: Path) -> None:
+    """The facts under the sessions pane were cut where the pane ended: a cost of $0.0069 read
+    "$0.006…". Whole facts are left out instead (the model, then the date the row
+    shows), and a wider pane shows them again."""
+    from textual.geometry import Region
+
+    from tests.builders.claude import Transcript
+    from tests.tui_support import ingested_db, until
+
+    sid = "abcdef00-0000-4000-8000-0000000fac75"
+    t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{sid}.jsonl", sid)
+    for n in range(51):
+        t.user(f"Why is the cart total off by a cent, take {n}")
+        t.assistant("Rounding.", usage={"input_tokens": 20, "output_tokens": 5}, model="claude-sonnet-4-5")
+    t.write()
+    app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
+
+    def under_the_list() -> str:
+        tree = app.query_one(SessionTree)
+        return tree.render_lines(Region(0, 0, *tree.outer_size))[-1].text
+
+    async with run_test(app, size=(140, 40)) as pilot:
+        tree = app.query_one(SessionTree)
+        await until(pilot, lambda: app.conn is not None and bool(tree.sessions))
+        await pilot.press("2")
+        cost = tree.sessions[0].cost_text
+        assert cost == "$0.0069", cost
+        await until(pilot, lambda: "msgs" in under_the_list())
+        line = under_the_list()
+        assert f"102 msgs · 1.3k tok · {cost} ─" in line and "…" not in line, line
+        await pilot.press(*"]]]]]]")  # the pane widened: the date and the model come back
+        await until(pilot, lambda: "sonnet-4-5" in under_the_list())
+        assert f"01 Mar 2026 · 102 msgs · 1.3k tok · {cost} · sonnet-4-5" in under_the_list()

@@ -1344,7 +1344,7 @@ async def test_moving_to_another_project_shows_its_newest_session(demo_db: Path)
         assert tree.project == projects.current.path == node.data.session.project_path
         assert view.session_id == node.data.session.id != first
         assert view.border_title == _clip_title(node.data.session.title)
-        assert tree.border_subtitle == tree.facts(node)
+        assert tree.border_subtitle == tree.facts(node, tree.facts_room)
         assert app.focused is projects  # the preview does not take the focus
         await pilot.press("up")
         await until(pilot, lambda: view.session_id == first)
