@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.console import Group
+from rich.padding import Padding
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult, SystemCommand
@@ -561,7 +563,7 @@ class BrowserScreen(Screen[None]):
         elif was_empty:
             self.query_one(ProjectList).focus()
 
-    def _empty_text(self) -> Text:
+    def _empty_text(self) -> Group:
         from ..core.adapters import all_adapters
 
         looked = self.archive_state
@@ -589,18 +591,23 @@ class BrowserScreen(Screen[None]):
         given = {str(s) for s in looked.sources}
         shown = [root for root in roots if root in given or Path(root).exists()]
         absent = len(roots) - len(shown)
-        text.append("threadloom looked for agent logs in:\n")
-        for root in shown:
-            state = "found" if Path(root).exists() else "not present"
-            text.append(f"  {root}  ", style="#d7af5f")
-            text.append(f"({state})\n", style="dim")
-        if absent:
-            text.append(
-                f"  {'and ' if shown else ''}{absent} place{'s' if absent != 1 else ''} where the agents keep "
-                "their logs, none on this machine (`threadloom sources` lists them)\n",
-                style="dim",
+        text.append("threadloom looked for agent logs in:")
+        places = [
+            Text.assemble(
+                (f"{root}  ", "#d7af5f"), (f"({'found' if Path(root).exists() else 'not present'})", "dim")
             )
-        return text
+            for root in shown
+        ]
+        if absent:
+            places.append(
+                Text(
+                    f"{'and ' if shown else ''}{absent} place{'s' if absent != 1 else ''} where the agents keep "
+                    "their logs, none on this machine (`threadloom sources` lists them)",
+                    style="dim",
+                )
+            )
+        # each place indented as a whole: a long one wraps under itself, not under the heading
+        return Group(text, *(Padding(place, (0, 0, 0, 2)) for place in places))
 
     def use_connection(
         self, conn: sqlite3.Connection | None, *, replacing: sqlite3.Connection | None = None

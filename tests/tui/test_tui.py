@@ -1196,6 +1196,25 @@ async def test_empty_state_then_demo(tmp_path: Path) -> None:
         assert app.archive.temp_dir is not None and app.db_path.parent == app.archive.temp_dir
 
 
+async def test_the_places_looked_in_wrap_under_their_own_indent(tmp_path: Path) -> None:
+    """On a first run in 80 columns, a place looked in that wraps went on at the left margin, under
+    the heading rather than under itself; a wrapped place keeps its indent."""
+    app = make_app(tmp_path / "empty.db", ingest=True, demo_long_turns=3)
+    async with run_test(app, size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        panel = app.query_one("#empty", Static)
+        drawn = [strip.text.strip("│").rstrip() for strip in panel.render_lines(panel.region.reset_offset)]
+        heading = next(i for i, line in enumerate(drawn) if "looked for agent logs in:" in line)
+        places = drawn[heading + 1 :]
+        assert "places where the agents keep" in places[0] and "lists them)" not in places[0], drawn
+        indent = len(places[0]) - len(places[0].lstrip())
+        below = len(drawn[heading]) - len(drawn[heading].lstrip())
+        assert indent == below + 2, drawn
+        assert places[1].strip().endswith("lists them)"), drawn
+        assert len(places[1]) - len(places[1].lstrip()) == indent, drawn
+
+
 async def test_demo_starts_with_the_project_list_focused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
