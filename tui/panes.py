@@ -338,6 +338,7 @@ class SessionTree(Tree[NodeRef]):
         self.include_warmup = False
         self.all_sessions: list[SessionSummary] = []  # the project's, as read
         self.sessions: list[SessionSummary] = []  # those listed: `view` applied to `all_sessions`
+        self.dates_listed = True  # some listed session has a date: undated rows keep its column, blank
         self.view = SessionView()
         self._adding = False  # `_fill` is adding rows: invalidate once after them
         self._fallback = 0  # the row the cursor goes to when its session is no longer listed
@@ -375,6 +376,7 @@ class SessionTree(Tree[NodeRef]):
             self.border_title = self.title_text()
             return
         self.sessions = shown
+        self.dates_listed = any(last_activity(s) for s in shown)  # else no row has a date column
         self.clear()
         self._adding = True  # one invalidation for the lot, not one per row (see `_invalidate`)
         try:
@@ -488,7 +490,13 @@ class SessionTree(Tree[NodeRef]):
             head.append(f"messages {g.start_seq + 1:,}–{g.end_seq + 1:,}")
             label = fit(head, [(short_when(g.started_at, self.now()), "dim")], width)
         else:
-            label = session_label(ref.session, width, self.now(), hidden=ref.session.id in self.view.hidden)
+            label = session_label(
+                ref.session,
+                width,
+                self.now(),
+                hidden=ref.session.id in self.view.hidden,
+                dates=self.dates_listed,
+            )
         label.stylize(style)
         icon = (
             (self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE) if node.allow_expand else "  "
@@ -756,10 +764,13 @@ def last_activity(s: SessionSummary) -> int | None:
     return s.last_activity
 
 
-def session_label(s: SessionSummary, width: int, now: float | None = None, *, hidden: bool = False) -> Text:
+def session_label(
+    s: SessionSummary, width: int, now: float | None = None, *, hidden: bool = False, dates: bool = True
+) -> Text:
     """Title (or a subagent's description, type and status), then last activity, messages, tokens
     and model, each padded to a column of its own so that the rows line up; ⊘ first when the
-    user hid it (listed while hidden ones are shown)."""
+    user hid it (listed while hidden ones are shown). `dates`: some row of the list has a date,
+    so an undated one keeps the column blank, else none has the column."""
     head = Text(no_wrap=True, overflow="ellipsis")
     facts: list[tuple[str, str]] = []
     if hidden:
@@ -784,8 +795,9 @@ def session_label(s: SessionSummary, width: int, now: float | None = None, *, hi
         head.append(display_title(s), style="bold")
     if s.is_warmup:
         facts.insert(0, ("warmup", "dim italic"))
+    if dates or last_activity(s):
+        facts.append((short_when(last_activity(s), now).ljust(12), "dim"))
     facts += [
-        (short_when(last_activity(s), now).ljust(12), "dim"),
         (count_of(s.message_count, "msg").rjust(10), "dim"),
         (f"{s.tokens_text} tok".rjust(9), "dim"),
         (flat(short_model(s.model)).ljust(10), "#af87d7"),
@@ -794,11 +806,13 @@ def session_label(s: SessionSummary, width: int, now: float | None = None, *, hi
 
 
 def fit(head: Text, facts: list[tuple[str, str]], width: int) -> Text:
-    """`head` cut to leave room for as many `facts` (right-aligned) as a row of `width` allows."""
-    if width - sum(len(f[0]) + 2 for f in facts) < 28:  # blank columns (no date) give way first
-        facts = [f for f in facts if f[0].strip()] or facts[:1]
+    """`head` cut to leave room for as many `facts` (right-aligned) as a row of `width` allows: a
+    blank one (no date) keeps its column, in line with the rows around it, unless it is left alone."""
+    said = [f for f in facts if f[0].strip()]
     while len(facts) > 1 and width - sum(len(f[0]) + 2 for f in facts) < 28:
         facts = facts[:-1]
+    if len(facts) == 1 and not facts[0][0].strip() and said:
+        facts = said[:1]  # alone and blank: the first fact that says something
     if facts and width - sum(len(f[0]) + 2 for f in facts) < 24:
         text, style = facts[0][0].strip(), facts[0][1]  # alone: its column's padding is no use
         if text[:2].isdigit():  # a date: "12 Jun 14:05" → "12 Jun", "12 Jun 2025" → "Jun 2025"

@@ -396,3 +396,34 @@ async def test_the_facts_under_the_list_are_whole_at_any_width(tmp_path: Path) -
         await pilot.press(*"]]]]]]")  # the pane widened: the date and the model come back
         await until(pilot, lambda: "sonnet-4-5" in under_the_list())
         assert f"01 Mar 2026 · 102 msgs · 1.3k tok · {cost} · sonnet-4-5" in under_the_list()
+
+
+async def test_a_session_without_dates_keeps_the_columns_of_the_rows_around_it(tmp_path: Path) -> None:
+    """A session whose records carry no time left its blank date out whenever the row was short of
+    room: its message count moved into the date's column and its tokens into the counts', out of
+    line with the rows above and below. Its date column stays, blank."""
+    from tests.builders.claude import Transcript
+    from tests.tui_support import ingested_db, until
+
+    root = tmp_path / "projects"
+    for n, (sid, dated) in enumerate(
+        [("da7ed000-0000-4000-8000-0000000da7e1", True), ("0da7ed00-0000-4000-8000-0000000da7e2", False)]
+    ):
+        t = Transcript(root / "-home-dev-app" / f"{sid}.jsonl", sid)
+        for turn in range(3 + n):
+            t.user(f"Question {turn} of session {n}")
+            t.assistant("Answer.", usage={"input_tokens": 700, "output_tokens": 100})
+        if not dated:
+            for line in t.lines:
+                del line["timestamp"]
+        t.write()
+    app = make_app(ingested_db(tmp_path, root))
+    async with run_test(app, size=(200, 50)) as pilot:  # room for the date, the count and the tokens
+        tree = app.query_one(SessionTree)
+        await until(pilot, lambda: app.conn is not None and len(tree.sessions) == 2)
+        await pilot.press("2")
+        rows = [tree.render_line(y).text.rstrip() for y in range(2)]
+        assert "6 msgs" in rows[0] and "8 msgs" in rows[1], rows
+        dated, undated = sorted(rows, key=lambda row: "8 msgs" in row)
+        assert dated.index("6 msgs") == undated.index("8 msgs"), rows
+        assert ("tok" in dated) == ("tok" in undated), rows
