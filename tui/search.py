@@ -263,7 +263,14 @@ class SearchScreen(Screen[None]):
         results = self.query_one(ResultsList)
         # box border and padding, list padding, scrollbar, option padding (and one to spare)
         width = max(40, (self.size.width or self.app.size.width) - 10)
-        results.set_options([Option(self._prompt(hit, width), id=str(i)) for i, hit in enumerate(self.hits)])
+        facts = [self._facts(hit) for hit in self.hits]
+        columns = [max((len(row[n][0]) for row in facts), default=0) for n in range(4)]
+        results.set_options(
+            [
+                Option(self._prompt(hit, width, _in_columns(row, columns)), id=str(i))
+                for i, (hit, row) in enumerate(zip(self.hits, facts, strict=True))
+            ]
+        )
         if self.hits:
             results.highlighted = 0
         self._show_status(error)
@@ -342,8 +349,20 @@ class SearchScreen(Screen[None]):
             descriptions[binding.id or ""] = binding.tooltip or binding.description
         return [(", ".join(keys), descriptions[bid]) for bid, keys in seen.items()]
 
-    def _prompt(self, hit: Hit, width: int) -> Text:
-        """agent · project · session title, role and age on the right; the snippet below, matches marked."""
+    def _facts(self, hit: Hit) -> list[tuple[str, str]]:
+        """How the hit was found (blank: by its words), where (blank: its text), its role and age."""
+        return [
+            (
+                "" if hit.why == "words" else "by meaning" if hit.why == "meaning" else "words + meaning",
+                "italic #5fafaf",
+            ),
+            ("" if hit.field == "content" else "in " + hit.field.replace("_text", "s"), "italic #af87d7"),
+            (hit.role or "", ROLE_STYLE.get(hit.role or "", "dim").replace("bold ", "")),
+            (human_when(hit.timestamp, self.now()), "dim"),
+        ]
+
+    def _prompt(self, hit: Hit, width: int, facts: list[tuple[str, str]]) -> Text:
+        """agent · project · session title, `facts` on the right; the snippet below, matches marked."""
         head = Text(no_wrap=True, overflow="ellipsis")
         if self.picked and hit.turn_id in self.picked:
             head.append("● ", style="bold #87d787")
@@ -352,18 +371,10 @@ class SearchScreen(Screen[None]):
         head.append(flat(hit.project) or "?", style=PROJECT_STYLE)
         head.append(" · ")
         head.append(flat(hit.session_title) or UNTITLED, style="bold")
-        facts = [
-            (hit.role or "", ROLE_STYLE.get(hit.role or "", "dim").replace("bold ", "")),
-            (human_when(hit.timestamp, self.now()), "dim"),
-        ]
-        if hit.field != "content":
-            facts.insert(0, ("in " + hit.field.replace("_text", "s"), "italic #af87d7"))
-        if hit.why != "words":
-            facts.insert(0, ("by meaning" if hit.why == "meaning" else "words + meaning", "italic #5fafaf"))
         if hit.main_session_id:
             head.append(" · ")
             head.append(f"{hit.relation} of " + (flat(hit.main_title) or hit.main_session_id), style="dim")
-        first = fit(head, [f for f in facts if f[0]], width)
+        first = fit(head, facts, width)
         snippet = Text(hit.snippet)
         for start, end in hit.highlights:
             snippet.stylize(MATCH_STYLE, start, end)
@@ -563,3 +574,11 @@ def _pairs(rows: list[tuple[str, str]]) -> Table:
     for key, what in rows:
         table.add_row(key, what)
     return table
+
+
+def _in_columns(facts: list[tuple[str, str]], widths: list[int]) -> list[tuple[str, str]]:
+    """A hit's facts padded to the widths of the listed hits' (the age right-aligned), so that the
+    rows line up; a column no hit fills is left out."""
+    padded = [(text.ljust(w), style) for (text, style), w in zip(facts[:-1], widths, strict=False)]
+    padded.append((facts[-1][0].rjust(widths[-1]), facts[-1][1]))
+    return [(text, style) for text, style in padded if text]

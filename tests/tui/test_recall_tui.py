@@ -155,3 +155,25 @@ async def test_the_fork_picker_starts_a_new_session_with_its_picked_turns(demo_d
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is picker
+
+
+async def test_the_hits_facts_line_up_in_columns(demo_db: Path) -> None:
+    """Each hit's facts (how it was found, the role, the date) were put one after the other at the
+    right of its row: a "user" hit's started five columns further right than an "assistant" one's.
+    They are columns, each as wide as its longest."""
+    from threadloom.tui.search import ResultsList
+
+    app = make_app(demo_db)
+    async with run_test(app, size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("slash", *"tax")
+        await wait_for_search(pilot)
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        assert {h.role for h in screen.hits} == {"user", "assistant"}, [h.role for h in screen.hits]
+        results = screen.query_one(ResultsList)
+        firsts = [str(results.get_option_at_index(n).prompt).splitlines()[0] for n in range(results.option_count)]
+        assert len({row.index("words + meaning") for row in firsts}) == 1, firsts
+        roles = {row.index("  user  ") if "  user  " in row else row.index("  assistant  ") for row in firsts}
+        assert len(roles) == 1, firsts
+        assert len({len(row) for row in firsts}) == 1, firsts  # the dates end together
