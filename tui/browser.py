@@ -1301,7 +1301,7 @@ class BrowserScreen(Screen[None]):
                 yield SystemCommand("Messages: tag this message", "Key t", self.action_tag)
                 yield SystemCommand("Messages: note this message", "Key a", self.action_note_message)
         if pane in ("projects", "sessions"):
-            verb = "Leave out" if self.show_hidden else "List"
+            verb = "leave out" if self.show_hidden else "list"
             yield SystemCommand(
                 f"{PANE_NAMES[pane]}: {verb} the hidden sessions and projects", "Key H", self.toggle_hidden
             )
@@ -1313,14 +1313,14 @@ class BrowserScreen(Screen[None]):
         if pane == "sessions":
             tree = self.query_one(SessionTree)
             yield SystemCommand("Sessions: hide this session (or show it again)", "Key h", tree.action_hide)
-            verb = "Hide" if tree.include_warmup else "Show"
+            verb = "hide" if tree.include_warmup else "show"
             yield SystemCommand(f"Sessions: {verb} Warmup agents", "Key w", tree.action_toggle_warmup)
             yield SystemCommand(
                 "Sessions: filter by title, id, branch or prompt", "Key Ctrl+F", tree.action_filter
             )
             yield SystemCommand("Sessions: next sort order", "Key s", tree.action_cycle_sort)
             yield SystemCommand("Sessions: next agent", "Key a", tree.action_cycle_agent)
-            verb = "Show" if tree.view.hide_short else "Hide"
+            verb = "show" if tree.view.hide_short else "hide"
             yield SystemCommand(
                 f"Sessions: {verb} sessions of fewer than two messages", "Key .", tree.action_toggle_short
             )

@@ -172,7 +172,9 @@ async def test_the_hits_facts_line_up_in_columns(demo_db: Path) -> None:
         assert isinstance(screen, SearchScreen)
         assert {h.role for h in screen.hits} == {"user", "assistant"}, [h.role for h in screen.hits]
         results = screen.query_one(ResultsList)
-        firsts = [str(results.get_option_at_index(n).prompt).splitlines()[0] for n in range(results.option_count)]
+        firsts = [
+            str(results.get_option_at_index(n).prompt).splitlines()[0] for n in range(results.option_count)
+        ]
         assert len({row.index("words + meaning") for row in firsts}) == 1, firsts
         roles = {row.index("  user  ") if "  user  " in row else row.index("  assistant  ") for row in firsts}
         assert len(roles) == 1, firsts

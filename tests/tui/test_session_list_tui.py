@@ -267,11 +267,29 @@ async def test_the_palette_offers_the_list_tools_when_the_sessions_pane_has_focu
         assert not any(t.startswith("Sessions: next sort") for t in titles_now)  # projects focused
         await pilot.press("2")
         commands = {c.title: c for c in app.get_system_commands(app.screen)}
-        assert "Sessions: Hide sessions of fewer than two messages" in commands
+        assert "Sessions: hide sessions of fewer than two messages" in commands
         assert "Sessions: copy the session id" in commands
         commands["Sessions: next sort order"].callback()
         await pilot.pause()
         assert app.query_one(SessionTree).border_title == "Sessions (2) · oldest first"
+
+
+async def test_the_palette_s_pane_commands_read_alike(demo_db: Path) -> None:
+    """After its pane's name each command went on in lower case ("Sessions: copy the session id")
+    but four: "Sessions: Show Warmup agents", "Sessions: Hide sessions of …", "Projects: List the
+    hidden …". They all read alike."""
+    app = make_app(demo_db)
+    async with run_test(app, size=(140, 40)) as pilot:
+        await pilot.pause()
+        seen = []
+        for pane in ("1", "2", "3"):
+            await pilot.press(pane)
+            seen += [c.title for c in app.get_system_commands(app.screen) if ": " in c.title]
+        assert (
+            "Sessions: show Warmup agents" in seen
+            and "Projects: list the hidden sessions and projects" in seen
+        )
+        assert len(seen) > 20 and all(t.split(": ", 1)[1][0].islower() for t in seen), seen
 
 
 def test_settings_round_trip_and_an_unwritable_place_is_a_problem_not_a_crash(tmp_path: Path) -> None:
