@@ -521,8 +521,18 @@ class Navigator:
         if number == self._segment:
             return
         self._segment = number
+        self.show_facts()
+
+    def show_facts(self) -> None:
+        """The segment and the facts under the pane, whole ones only: its border cut what was too
+        long where it ended ("$0.0…"); the last give way (the model, the cost, …)."""
+        number = self._segment
         prefix = f"segment {number} of {len(self._segments)} · " if number else ""
-        view.border_subtitle = Text(prefix + self._facts)  # a model name is the log's, never markup
+        parts = (prefix + self._facts).split(" · ")
+        room = self.view.outer_size.width - 6  # the corners, a line and a space on each side
+        while len(parts) > 1 and room > 0 and len(" · ".join(parts)) > room:
+            parts.pop()
+        self.view.border_subtitle = Text(" · ".join(parts))  # a model name is the log's, never markup
 
 
 def _block_of(rendered: Rendered, place: Place) -> int | None:

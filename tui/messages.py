@@ -475,6 +475,7 @@ class MessageView(SessionView, can_focus=True):
 
     def on_resize(self) -> None:
         self._relayout(self._anchor())
+        self.navigator.show_facts()  # fitted to the new width
 
     def _relayout(self, anchor: tuple[int, int] | None) -> None:
         """Recompute line offsets; keep the message `anchor[0]` at its screen line `anchor[1]`."""

@@ -445,3 +445,36 @@ async def test_a_session_without_dates_keeps_the_columns_of_the_rows_around_it(t
         dated, undated = sorted(rows, key=lambda row: "8 msgs" in row)
         assert dated.index("6 msgs") == undated.index("8 msgs"), rows
         assert ("tok" in dated) == ("tok" in undated), rows
+
+
+async def test_the_facts_under_the_messages_are_whole_too(tmp_path: Path) -> None:
+    """The message pane's facts were cut where its border ended as well ("$0.0…"): whole facts
+    only, the last giving way, and back when the terminal widens."""
+    from textual.geometry import Region
+    from threadloom.tui.messages import MessageView
+
+    from tests.builders.claude import Transcript
+    from tests.tui_support import ingested_db, until
+
+    sid = "abcdef00-0000-4000-8000-0000000fac76"
+    t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{sid}.jsonl", sid)
+    for n in range(51):
+        t.user(f"Why is the cart total off by a cent, take {n}")
+        t.assistant("Rounding.", usage={"input_tokens": 20, "output_tokens": 5}, model="claude-sonnet-4-5")
+    t.write()
+    app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
+
+    def under_the_messages() -> str:
+        view = app.query_one(MessageView)
+        return view.render_lines(Region(0, 0, *view.outer_size))[-1].text
+
+    async with run_test(app, size=(40, 20)) as pilot:
+        view = app.query_one(MessageView)
+        await until(pilot, lambda: view.session_id == sid)
+        await pilot.press("3")
+        await until(pilot, lambda: "messages" in under_the_messages())
+        line = under_the_messages()
+        assert "102 messages · 1.3k tokens ─" in line and "…" not in line, line
+        await pilot.resize_terminal(120, 30)
+        await until(pilot, lambda: "sonnet-4-5" in under_the_messages())
+        assert "102 messages · 1.3k tokens · $0.0069 · sonnet-4-5" in under_the_messages()
