@@ -322,13 +322,15 @@ def edits_after(model: ForkSession, *, short: bool) -> Text:
             run = 0
         if count > len(named):
             line.append(f" and {count - len(named)} more")
-        covered = sum(1 for f in undo.files if f.revertible)
         if undo.patch:
-            line.append(
-                f" · u writes a patch that takes {it_or_them(count) if covered == count else f'{covered} of them'} back",
-                style="bold",
-            )
+            line.append(f" · u writes a patch that takes {_taken_back(undo)} back", style="bold")
     return line
+
+
+def _taken_back(undo: UndoPlan) -> str:
+    """What the patch takes back of the files edited after the point: "it", "them", "3 of them"."""
+    count, covered = len(undo.files), sum(1 for f in undo.files if f.revertible)
+    return it_or_them(count) if covered == count else f"{covered} of them"
 
 
 def _how_changed(change: FileChange) -> tuple[str, bool]:
@@ -410,7 +412,7 @@ class Question(Vertical):
                 (
                     "files",
                     f"{count_of(count, 'file')} edited after this point {left_as_is(count)}"
-                    + (f" (u writes a patch that takes {it_or_them(count)} back)" if undo.patch else ""),
+                    + (f" (u writes a patch that takes {_taken_back(undo)} back)" if undo.patch else ""),
                 )
             )
         rows.append(("then", plan.command + "   (copied once the file is written)"))

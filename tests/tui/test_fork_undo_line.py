@@ -74,3 +74,10 @@ async def test_files_a_shell_command_changed_are_said_once_for_all(tmp_path: Pat
         assert ".venv, build, dist (shell; the records cannot take them back)" in said, said
         assert said.count("cannot take") == 1, said
         assert "NOTE.md (Write, new)" in said and "takes 1 of them back" in said, said
+        await pilot.press("f")  # Fork here: the question says as much, not that all four are taken back
+        await settle(pilot)
+        asked = shown(pilot.app.screen.query_one("#fork-confirm-text", Static)).replace("\n", " ")
+        assert (
+            "4 files edited after this point stay as they are (u writes a patch that takes 1 of them back)"
+            in (" ".join(asked.split()))
+        ), asked
