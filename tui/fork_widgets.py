@@ -348,7 +348,9 @@ def _short_title(title: str | None, width: int = 60) -> str:
 def _holds(model: ForkSession, plan: ForkPlan) -> str:
     """What a fork about to be written holds, and where it ends."""
     calls = (
-        ", 1 tool call with its result"
+        ""  # none: not "0 tool calls with their results"
+        if not plan.tool_calls
+        else ", 1 tool call with its result"
         if plan.tool_calls == 1
         else f", {plan.tool_calls} tool calls with their results"
     )

@@ -76,8 +76,9 @@ async def test_files_a_shell_command_changed_are_said_once_for_all(tmp_path: Pat
         assert "NOTE.md (Write, new)" in said and "takes 1 of them back" in said, said
         await pilot.press("f")  # Fork here: the question says as much, not that all four are taken back
         await settle(pilot)
-        asked = shown(pilot.app.screen.query_one("#fork-confirm-text", Static)).replace("\n", " ")
+        asked = " ".join(shown(pilot.app.screen.query_one("#fork-confirm-text", Static)).split())
         assert (
             "4 files edited after this point stay as they are (u writes a patch that takes 1 of them back)"
-            in (" ".join(asked.split()))
-        ), asked
+            in asked
+        )
+        assert "holds 2 records: this branch up to" in asked and "0 tool calls" not in asked, asked
