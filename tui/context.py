@@ -20,7 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Select, Static
 
 from ..core.actions.launch import ContextLaunch
-from ..core.base.text import printable
+from ..core.base.text import count_of, printable
 from ..core.insight.recall import Context
 from . import workers
 
@@ -79,7 +79,7 @@ class ContextScreen(ModalScreen[None]):
         from ..core.actions.launch import launchable_agents
 
         with Vertical(id="context-box") as box:
-            box.border_title = f"New session with the context of {len(self.turn_ids)} turn(s)"
+            box.border_title = f"New session with the context of {count_of(len(self.turn_ids), 'turn')}"
             box.border_subtitle = "Enter starts · Ctrl+Y copies the command · Esc cancels"
             yield Static(Text("Reading the turns…"), id="context-preview")
             with Horizontal(id="context-form"):
@@ -166,7 +166,9 @@ class ContextScreen(ModalScreen[None]):
         if context is None:
             return
         lines = Text()
-        lines.append(f"{len(context.turns)} turn(s), about {context.tokens:,} tokens", style="bold")
+        lines.append(
+            f"{count_of(len(context.turns), 'turn')}, about {count_of(context.tokens, 'token')}", style="bold"
+        )
         if context.left_out:
             lines.append(f" · {context.left_out} left out to keep within {context.budget:,}", style="#d7af5f")
         for turn in context.turns[:8]:

@@ -194,8 +194,9 @@ class MemoryScreen(ModalScreen[None]):
                 )
             )
         with Horizontal(id="memory-box") as box:
-            box.border_title = f"Memory · {len(self.entries)} entries" + (
-                f" · {len(self.conflicts)} open conflict(s)" if self.conflicts else ""
+            box.border_title = (
+                f"Memory · {len(self.entries)} entr{'y' if len(self.entries) == 1 else 'ies'}"
+                + (f" · {count_of(len(self.conflicts), 'open conflict')}" if self.conflicts else "")
             )
             box.border_subtitle = "↑↓ an entry shows its history · Esc closes"
             yield OptionList(*options, id="memory-list", markup=False)

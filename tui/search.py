@@ -29,7 +29,7 @@ from textual.timer import Timer
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from ..core.base.text import SEARCH_HELP, flat, human_when
+from ..core.base.text import SEARCH_HELP, count_of, flat, human_when, it_or_them
 from ..core.read.query import UNTITLED
 from ..core.read.search import Hit, SearchResult
 from . import workers
@@ -291,7 +291,8 @@ class SearchScreen(Screen[None]):
                 status.append(f" · {MODE_NAMES.get(self.mode, self.mode)}", style="#87afaf")
             if self.picked:
                 status.append(
-                    f" · {len(self.picked)} turn(s) picked: Ctrl+N starts a session with them",
+                    f" · {count_of(len(self.picked), 'turn')} picked: Ctrl+N starts a session with"
+                    f" {it_or_them(len(self.picked))}",
                     style="#87d787",
                 )
             status.append(f" · {self.last_seconds * 1000:,.0f} ms", style="dim")

@@ -136,7 +136,7 @@ def left_as_is(n: int) -> str:
 
 
 def it_or_them(n: int) -> str:
-    """What stands for `n` files: 'it', 'them'."""
+    """What stands for `n` things (files, turns): 'it', 'them'."""
     return "it" if n == 1 else "them"
 
 

@@ -97,6 +97,7 @@ async def test_memory_round_trip_cli_mcp_tui_and_rebuild(tmp_path: Path) -> None
         screen = app.screen
         assert isinstance(screen, MemoryScreen)
         assert [e.title for e in screen.entries] == ["Dates"]
+        assert screen.query_one("#memory-box").border_title == "Memory · 1 entry"  # not "1 entries"
         assert screen.tags == [("answer", 1), ("timezone", 1)]
         detail = str(screen.query_one("#memory-detail", Static).render())
         assert "Store UTC" in detail and f"agent:{API}" in detail  # the entry's history, by its author

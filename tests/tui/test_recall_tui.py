@@ -46,7 +46,7 @@ async def test_picked_turns_start_a_new_session_with_their_context(
         assert "words + meaning" in shown(screen.query_one("#search-status", Static))
         await pilot.press("ctrl+t", "down", "ctrl+t")  # two turns picked
         assert len(screen.picked) == 2
-        assert "2 turn(s) picked" in shown(screen.query_one("#search-status", Static))
+        assert "2 turns picked" in shown(screen.query_one("#search-status", Static))
         picked_prompts = {h.snippet[:20] for h in screen.picked.values()}
         await pilot.press("ctrl+n")
         await until(pilot, lambda: isinstance(app.screen, ContextScreen) and app.screen.context is not None)
@@ -179,3 +179,26 @@ async def test_the_hits_facts_line_up_in_columns(demo_db: Path) -> None:
         roles = {row.index("  user  ") if "  user  " in row else row.index("  assistant  ") for row in firsts}
         assert len(roles) == 1, firsts
         assert len({len(row) for row in firsts}) == 1, firsts  # the dates end together
+
+
+async def test_one_turn_is_one_turn_not_turn_s(demo_db: Path) -> None:
+    """The new-session dialog and the picked count said "1 turn(s)", "2 turn(s) picked": counted
+    as words are."""
+    app = make_app(demo_db)
+    async with run_test(app, size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("slash", *"tax rounding")
+        await wait_for_search(pilot)
+        screen = app.screen
+        assert isinstance(screen, SearchScreen) and len(screen.hits) > 1
+        await pilot.press("ctrl+t")
+        assert "1 turn picked: Ctrl+N starts" in shown(screen.query_one("#search-status", Static))
+        await pilot.press("down", "ctrl+t")
+        assert "2 turns picked" in shown(screen.query_one("#search-status", Static))
+        await pilot.press("ctrl+t", "up", "ctrl+t")  # none picked: Ctrl+N takes the hit's turn
+        await pilot.press("ctrl+n")
+        await until(pilot, lambda: isinstance(app.screen, ContextScreen) and app.screen.context is not None)
+        dialog = app.screen
+        assert isinstance(dialog, ContextScreen)
+        assert str(dialog.query_one("#context-box").border_title) == "New session with the context of 1 turn"
+        assert "1 turn, about " in shown(dialog.query_one("#context-preview", Static))
