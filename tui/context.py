@@ -230,6 +230,14 @@ class ContextScreen(ModalScreen[None]):
         launch = self._prepare()
         if launch is None:
             return
+        folder = self.query_one("#context-folder", Input)
+        if folder.value.strip() and not os.path.isdir(folder.value.strip()):  # its `cd` would fail
+            self.error = (
+                "Not started: type a folder of this machine to start in (Ctrl+Y copies the command as it is)"
+            )
+            self._show()
+            folder.focus()
+            return
         if os.name == "nt":
             self.error = "the commands threadloom makes are for a POSIX shell: copy it (Ctrl+Y) instead"
             self._show()

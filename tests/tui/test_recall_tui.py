@@ -3,6 +3,7 @@ viewer's similar turns (L), on the demo archive."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 from pathlib import Path
 
@@ -202,3 +203,35 @@ async def test_one_turn_is_one_turn_not_turn_s(demo_db: Path) -> None:
         assert isinstance(dialog, ContextScreen)
         assert str(dialog.query_one("#context-box").border_title) == "New session with the context of 1 turn"
         assert "1 turn, about " in shown(dialog.query_one("#context-preview", Static))
+
+
+async def test_a_new_session_in_a_folder_not_on_this_machine_asks_for_one(
+    demo_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Enter handed the terminal to `cd /home/dev/src/acme-shop && claude …` though no such folder
+    is here (the turns ran on another machine): bash said "No such file or directory" and the
+    agent never started. The dialog says so and waits for a folder that is here."""
+    from threadloom.tui import shell
+
+    ran: list[str] = []
+    monkeypatch.setattr(shell, "run_in_shell", lambda command: ran.append(command) or 0)
+    monkeypatch.setattr(shell, "hand_over", lambda app: contextlib.nullcontext())
+    app = make_app(demo_db)
+    async with run_test(app, size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("slash", *"tax rounding")
+        await wait_for_search(pilot)
+        await pilot.press("ctrl+n")
+        await until(pilot, lambda: isinstance(app.screen, ContextScreen) and app.screen.context is not None)
+        dialog = app.screen
+        assert isinstance(dialog, ContextScreen)
+        folder = dialog.query_one("#context-folder", Input)
+        assert folder.value == "/home/dev/src/acme-shop" and not Path(folder.value).exists()
+        await pilot.press("enter")
+        said = shown(dialog.query_one("#context-status", Static))
+        assert not ran and "Not started: type a folder of this machine to start in" in said, said
+        noted = shown(dialog.query_one("#context-command", Static))
+        assert "The folder /home/dev/src/acme-shop does not exist on this machine" in noted, noted
+        folder.value = str(tmp_path)
+        await pilot.press("enter")
+        assert len(ran) == 1 and ran[0].startswith(f"cd {tmp_path} && claude ")
