@@ -942,11 +942,14 @@ class MessageView(SessionView, can_focus=True):
                 return whole, call.name
         return None
 
-    def _image_here(self) -> tuple[MessageRow, ImageRef, images.LoadedImage] | None:
-        """The image under the cursor (else the message's first), read; None after saying why."""
+    def _image_here(
+        self, nothing: str = "No image here"
+    ) -> tuple[MessageRow, ImageRef, images.LoadedImage] | None:
+        """The image under the cursor (else the message's first), read; None after saying why
+        (`nothing`: there is none)."""
         block, msg = self.current_block(), self.current_row()
         if msg is None or not msg.images or self.conn is None:
-            self.notify("No image here", timeout=2)
+            self.notify(nothing, timeout=3)
             return None
         index = int(block.key.rsplit(":", 1)[1]) if block and block.key and block.kind == "image" else None
         image = next((i for i in msg.images if i.index == index), msg.images[0])
@@ -961,7 +964,16 @@ class MessageView(SessionView, can_focus=True):
         if output is not None:
             self.post_message(self.OutputRequested(*output))
             return
-        found = self._image_here()
+        block = self.current_block()
+        call = block.call if block is not None else None
+        # `o` opens a side file too: when there is none, the note says that as well as "no image"
+        nothing = (
+            f"Nothing to open here: no image, and no side file kept for this {call.name} call "
+            "(its whole output, or a plan)"
+            if call is not None
+            else "Nothing to open here: no image, and no tool call under the cursor"
+        )
+        found = self._image_here(nothing)
         if found is not None:
             workers.start(self, workers.OPEN_IMAGE, partial(self._open_image, found[2]))
 

@@ -58,3 +58,22 @@ async def test_a_saved_output_is_shown_whole_and_opens(tmp_path: Path) -> None:
         assert "toolu_big.txt" in str(area.border_title)
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, OutputScreen))
+
+
+async def test_o_where_nothing_was_kept_says_what_o_opens(tmp_path: Path) -> None:
+    """`o` on a tool call whose output the agent saved nowhere said "No image here": the key opens
+    a side file as well, and the note says none was kept for this call."""
+    from tests.tui_support import CHECKOUT, build_demo_db, make_app, session_id
+
+    app = make_app(build_demo_db(tmp_path, long_turns=3))
+    async with run_test(app, size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
+        await pilot.pause()
+        await cursor_to_tool(pilot, "Bash")
+        await pilot.press("o")
+        said = [n.message for n in app._notifications]
+        assert said and "No image here" not in said, said
+        assert said[-1].startswith(
+            "Nothing to open here: no image, and no side file kept for this Bash call"
+        ), said
