@@ -22,7 +22,7 @@ from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
@@ -182,7 +182,8 @@ class SearchScreen(Screen[None]):
                 )
             yield Static(id="search-status")
             yield ResultsList(id="search-results")
-            yield Static(id="search-help")
+            with VerticalScroll(id="search-help-box", can_focus=False):  # a short terminal scrolls it
+                yield Static(id="search-help")
         yield Static(Text(HINT, style="dim"), id="search-hint")
         yield KeyFooter()
 
@@ -316,7 +317,7 @@ class SearchScreen(Screen[None]):
     def _update_help(self) -> None:
         help_box = self.query_one("#search-help", Static)
         show = self.show_filters or (self.result is None and not self.result_query)
-        help_box.display = show
+        help_box.display = self.query_one("#search-help-box").display = show
         self.query_one(ResultsList).display = not show
         if show:
             parts: list[RenderableType] = [
@@ -408,6 +409,10 @@ class SearchScreen(Screen[None]):
         return True
 
     def action_move(self, step: int) -> None:
+        help_box = self.query_one("#search-help-box")
+        if help_box.display:  # no hits on show: the keys scroll the help (a short terminal cuts it)
+            help_box.scroll_relative(y=step, animate=False)
+            return
         results = self.query_one(ResultsList)
         if step > 0:
             results.action_cursor_down()
@@ -415,6 +420,10 @@ class SearchScreen(Screen[None]):
             results.action_cursor_up()
 
     def action_page(self, step: int) -> None:
+        help_box = self.query_one("#search-help-box")
+        if help_box.display:
+            help_box.scroll_relative(y=step * max(1, help_box.size.height - 1), animate=False)
+            return
         results = self.query_one(ResultsList)
         if step > 0:
             results.action_page_down()
