@@ -170,8 +170,11 @@ class ChangesScreen(ModalScreen[SessionChangeCall | None]):
                 f"−{sum(c.lines_removed for c in theirs.values()):,})",
                 style=SUBAGENT,
             )
-        if not files:
+        if not files:  # said alone: no empty table, and no keys for rows there are none of
             total = Text("No file changes recorded in this session or its subagents")
+            self._heading("")
+            self.query_one("#changes-box").border_subtitle = "Esc closes"
+        table.display = bool(files)
         self.query_one("#changes-total", Static).update(total)
 
     def show_calls(self, f: ChangedFile) -> None:

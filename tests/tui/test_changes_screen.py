@@ -260,3 +260,35 @@ async def test_a_path_with_a_line_break_is_listed_whole_on_one_line(tmp_path: Pa
         await pilot.pause()
         assert isinstance(app.screen, ChangesScreen)
         assert table_rows(app.screen.query_one(DataTable)) == [["/srv/app/new\u240aline.py", "+1", "−1", "1"]]
+
+
+async def test_a_session_that_changed_no_file_says_so_alone(tmp_path: Path) -> None:
+    """A session that changed no file listed an empty table under "Most changed first", its
+    columns' header and no row, above "No file changes recorded …", and offered Enter and s for
+    rows there were none of. It says that it changed none, and Esc."""
+    from tests.builders.claude import Transcript
+    from tests.tui_support import ingested_db
+
+    sid = "abcdef00-0000-4000-8000-00000000c4a6"
+    t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{sid}.jsonl", sid)
+    t.user("What does the parser do?")
+    t.assistant("It reads the config.")
+    t.write()
+    app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
+    async with run_test(app, size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(sid)
+        await pilot.pause()
+        await pilot.press("3", "c")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ChangesScreen)
+        box = screen.query_one("#changes-box")
+        assert not screen.query_one(DataTable).display and "Most changed" not in str(
+            screen.query_one("#changes-heading", Static).render()
+        )
+        assert "No file changes recorded" in str(screen.query_one("#changes-total", Static).render())
+        assert box.border_subtitle == "Esc closes"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, ChangesScreen)
