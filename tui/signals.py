@@ -99,7 +99,7 @@ class SignalsScreen(ModalScreen[int | None]):
             options.append(Option(Text("No signals in this session.", style="dim"), disabled=True))
         listing = SignalList(*options, id="signals-list")
         listing.border_title = f"Signals · {len(self.found)}"
-        listing.border_subtitle = "Enter shows the message · Esc closes"
+        listing.border_subtitle = "Enter shows the message · Esc closes" if self.found else "Esc closes"
         yield listing
 
     def on_mount(self) -> None:

@@ -102,3 +102,23 @@ async def test_a_long_repeated_prompt_is_cut_to_the_lists_width_not_wrapped(tmp_
         assert listing.highlighted == first + 1
         await pilot.press("j", "k")
         assert listing.highlighted == first + 1
+
+
+async def test_a_calm_session_s_list_offers_no_enter(demo_db: Path) -> None:
+    """A session with no signal listed "No signals in this session." over "Enter shows the
+    message": there is no message to show. Its footer says Esc alone."""
+    app = make_app(demo_db)
+    async with run_test(app, size=(140, 40)) as pilot:
+        await pilot.pause()
+        assert app.conn is not None
+        tree = app.query_one(SessionTree)
+        app.browser.jump_to_session(session_id(app, "The checkout tests started failing"))
+        await pilot.pause()
+        calm = next(s for s in tree.sessions if not s.signal_count)
+        app.browser.jump_to_session(calm.id)
+        await until(pilot, lambda: app.query_one(MessageView).session_id == calm.id)
+        await pilot.press("W")
+        await until(pilot, lambda: isinstance(app.screen, SignalsScreen))
+        listing = app.screen.query_one(OptionList)
+        assert str(listing.get_option_at_index(0).prompt) == "No signals in this session."
+        assert listing.border_subtitle == "Esc closes"
