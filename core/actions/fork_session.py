@@ -18,6 +18,7 @@ own connection, then a method that takes what was read in (`took_turns`, `took_m
 from __future__ import annotations
 
 import os
+import shlex
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from .fork import (
     plan_fork,
     resume_plan,
     shell_command,
+    usable_folder,
 )
 
 if TYPE_CHECKING:
@@ -709,6 +711,13 @@ class ForkSession:
         if self.plan is not None and self.plan.restore is not None:
             return (
                 "The command finds nothing until the transcript is restored where the agent looks: press y."
+            )
+        folder = usable_folder(self.plan.cwd, []) if self.plan is not None else None
+        goes_there = folder is not None and self.plan is not None and shlex.quote(folder) in self.plan.command
+        if goes_there and not os.path.isdir(folder or ""):  # the session ran on another machine
+            return (
+                f"The session's folder {folder} is not on this machine, so the command would stop at its "
+                "first step: recreate the folder, or copy the command (c) to run where it is."
             )
         return ""
 

@@ -2006,7 +2006,44 @@ async def test_resume_asks_to_restore_the_transcript_before_the_command_is_offer
             and picker.model.plan.command.endswith("--fork-session")
         )
         assert app.clipboard == picker.model.plan.command
-        await pilot.press("x")  # no terminal to hand over under Pilot: said, and the command copied
+        await pilot.press("x")  # its cd would fail: the demo's folder is on no machine
+        await settle(pilot)
+        status = " ".join(shown(picker.query_one("#fork-status", Static)).split())
+        assert "The session's folder /home/dev/src/acme-shop is not on this machine" in status, status
+        assert "Not run" not in status and "recreate the folder, or copy the command (c)" in status
+
+
+async def test_x_hands_the_terminal_over_where_the_session_s_folder_is(tmp_path: Path) -> None:
+    """`x` runs the command when its folder is here (no terminal to hand over under Pilot: said,
+    and the command copied)."""
+    from threadloom.core.store import db
+
+    from tests.builders.claude import Transcript
+    from tests.support import ingest
+
+    work = tmp_path / "work"
+    work.mkdir()
+    sid = "abcdef00-0000-4000-8000-0000000f01de"
+    t = Transcript(tmp_path / "projects" / "-work" / f"{sid}.jsonl", sid, cwd=str(work))
+    t.user("Rename the config loader")
+    t.assistant("Renamed.")
+    t.write()
+    conn = db.connect(tmp_path / "t.db")
+    ingest(conn, tmp_path / "projects")
+    conn.close()
+    app = make_app(tmp_path / "t.db")
+    async with run_test(app, size=(140, 40)) as pilot:
+        await pilot.pause()
+        app.browser.jump_to_session(sid)
+        await pilot.pause()
+        await pilot.press("3", "f")
+        await settle(pilot)
+        picker = app.screen
+        assert isinstance(picker, ForkPicker)
+        await pilot.press("r", "y")  # resume; yes, restore the transcript where Claude Code looks
+        await settle(pilot)
+        assert picker.model.plan is not None and picker.model.plan.command.startswith(f"cd {work} && claude")
+        await pilot.press("x")
         await settle(pilot)
         status = shown(picker.query_one("#fork-status", Static))
         assert "Not run: this terminal cannot be handed over from here" in status and "copied" in status
