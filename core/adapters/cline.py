@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..base.text import count_of
 from .base import (
     BOM,
     Adapter,
@@ -528,7 +529,7 @@ class ClineAdapter(Adapter):
             out.role = "user"
             out.is_message = True
             images = as_list(m.get("images"))
-            out.content = text or (f"[{len(images)} image(s)]" if images else None)
+            out.content = text or (f"[{count_of(len(images), 'image')}]" if images else None)
             out.is_prompt = bool(out.content)
         elif name == "user_feedback_diff":
             out.role, out.is_message, out.content = "user", True, text or None

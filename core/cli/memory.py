@@ -292,7 +292,7 @@ def cmd_bookmark(args: argparse.Namespace) -> int:
 
 
 def _entry_lines(entry: memory.Entry) -> list[str]:
-    from ..base.text import human_when
+    from ..base.text import count_of, human_when
 
     current = entry.current
     lines = [
@@ -300,7 +300,7 @@ def _entry_lines(entry: memory.Entry) -> list[str]:
         f"  {entry.title}",
         f"  v{current.version if current else 0} by {current.author if current else entry.created_by}, "
         f"{human_when(current.created_at if current else entry.created_at)}"
-        + (f"  ⚠ {entry.open_conflicts} open conflict(s)" if entry.open_conflicts else ""),
+        + (f"  ⚠ {count_of(entry.open_conflicts, 'open conflict')}" if entry.open_conflicts else ""),
     ]
     if entry.tags:
         lines.append("  tags: " + " ".join(entry.tags))
@@ -441,7 +441,11 @@ def _resolve(args: argparse.Namespace) -> int:
     with memory.writing(_db_path(args), on_wait=say_waiting) as conn:
         closed = memory.resolve_conflicts(conn, args.entry, author=memory.person(), resolution=args.note)
         entry = memory.resolve_entry(conn, args.entry)
-    return _emit(args, {"id": entry.id, "resolved": closed}, f"{entry.id}: {closed} conflict(s) resolved")
+    from ..base.text import count_of
+
+    return _emit(
+        args, {"id": entry.id, "resolved": closed}, f"{entry.id}: {count_of(closed, 'conflict')} resolved"
+    )
 
 
 def _relate(args: argparse.Namespace) -> int:

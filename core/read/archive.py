@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from ..adapters.base import Adapter, disk_name, nearest_folder, read_regular, shown_name, stored_name
+from ..base.text import count_of
 from ..store.db import MIRROR_LIKE
 from ..store.sql import record_digest
 
@@ -280,7 +281,7 @@ def verify(conn: sqlite3.Connection) -> VerifyReport:
         if first_bad is not None:
             line, offset, length = first_bad
             report.mismatches.append(
-                f"{shown_name(stored)}: {bad} record(s) differ from the stored bytes; first at line {line} "
+                f"{shown_name(stored)}: {count_of(bad, 'record')} {'differs' if bad == 1 else 'differ'} from the stored bytes; first at line {line} "
                 f"(bytes {offset}-{offset + length})"
             )
     damage.check_the_rest(conn)
@@ -420,7 +421,9 @@ def _verify_rows(
             ):
                 bad += 1
     if bad:
-        report.mismatches.append(f"{path}: {bad} stored row(s) differ from the database now")
+        report.mismatches.append(
+            f"{path}: {count_of(bad, 'stored row')} {'differs' if bad == 1 else 'differ'} from the database now"
+        )
 
 
 # `below(id)`: the subagents a session (`?1`) started, theirs too, by their parents (a fork names

@@ -188,7 +188,9 @@ def test_entries_versions_scopes_conflicts(dbfile: str) -> None:
         ok("memory", "edit", "--db", dbfile, other["id"], "CI has 4 cores", "--base", "0", "--json")
     )
     assert stale["open_conflicts"] == 1
-    ok("memory", "resolve", "--db", dbfile, proj["id"])
+    listed = ok("memory", "list", "--db", dbfile)
+    assert "⚠ 1 open conflict" in listed and "(s)" not in listed
+    assert ok("memory", "resolve", "--db", dbfile, proj["id"]).strip().endswith(": 1 conflict resolved")
     assert [
         c["entry_id"] for c in json.loads(ok("memory", "list", "--db", dbfile, "--conflicts", "--json"))
     ] == [other["id"]]

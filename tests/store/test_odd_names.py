@@ -68,4 +68,4 @@ def test_names_that_are_not_utf8_are_stored_shown_escaped_and_restored_to_the_sa
     odd.write_bytes(odd.read_bytes().replace(b"an odd name", b"AN ODD NAME"))
     capsys.readouterr()
     assert main(["verify", "--db", str(database)]) == 1
-    assert "-srv-good/33333333-3333-4333-8333-\\xe9.jsonl: 1 record(s) differ" in capsys.readouterr().out
+    assert "-srv-good/33333333-3333-4333-8333-\\xe9.jsonl: 1 record differs" in capsys.readouterr().out
