@@ -1249,7 +1249,13 @@ def resume_plan(conn: sqlite3.Connection, session_id: str, *, fork_at_end: bool 
         raise ForkError(
             f"this {kind or 'subagent'} cannot be resumed on its own; " + _instead(conn, sid, style)
         )
-    target = ResumeTarget(agent, sid, external, cwd, branch, bool(is_subagent))
+    source = conn.execute(
+        "SELECT f.path FROM agent_sessions s JOIN source_files f ON f.id = s.source_file_id WHERE s.id = ?",
+        (sid,),
+    ).fetchone()
+    target = ResumeTarget(
+        agent, sid, external, cwd, branch, bool(is_subagent), disk_name(source[0]) if source else None
+    )
     words = adapter.resume_command(target, fork=fork_at_end)
     notes = list(words.notes)
     if words.folder_option:

@@ -501,6 +501,9 @@ class ResumeTarget:
     cwd: str | None  # the folder it was started in, where its agent looks for it
     git_branch: str | None = None
     is_subagent: bool = False
+    # the file the session was read from: an agent that finds only some of its files (not those of an
+    # older format) can say which it cannot resume
+    source_path: str | None = None
 
 
 @dataclass(slots=True)

@@ -82,7 +82,6 @@ from .walk import walk
 AGENT = "gemini"
 # gemini-cli's own rule for `--session-id` (its generated ids are UUIDs), minus a leading "-" that reads as an option
 GEMINI_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
-MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 NOTICE_TYPES = frozenset({"info", "error", "warning"})
 DOC_ARRAYS = frozenset({"messages", "history"})
 # the elements a JSON-era chat written on one line is cut into (`split`)
@@ -91,8 +90,8 @@ STATUS = {"success": "completed", "error": "failed", "cancelled": "interrupted",
 SESSION_NAME = re.compile(r"^session-.*\.jsonl?$")
 # the folder of the chats Gemini CLI's background skill-extraction agent records (its run's id)
 SKILL_EXTRACTION = "skill-extraction-"
-# Qwen Code, a fork of Gemini CLI, keeps chats of Gemini's shape (its replies typed "qwen") in
-# `~/.qwen/tmp/<hash>/chats/`; they are Qwen's, left unclaimed until a reader of its own takes them
+# Qwen Code, a fork of Gemini CLI, kept chats of Gemini's JSON shape (its replies typed "qwen") in
+# `~/.qwen/tmp/<hash>/chats/` before its JSONL: Qwen Code's reader takes them (`qwen_json_chat`)
 QWEN_DIR = ".qwen"
 # the first workspace directory the session context a chat starts with lists (2026-06 on)
 # a message Gemini CLI writes for the model as a chat begins: its session context (tagged from 2026,
@@ -192,12 +191,27 @@ def looks_like_gemini(head: bytes, jsonl: bool) -> bool:
             ):
                 return True
         return False
-    text = head.lstrip()
-    if not text.startswith(b"{") or QWEN_REPLY.search(head):
+    return not QWEN_REPLY.search(head) and _json_chat_shaped(head)
+
+
+def _json_chat_shaped(head: bytes) -> bool:
+    """The start of a JSON-era chat (a ConversationRecord) or of a saved history, Gemini CLI's or
+    its fork Qwen Code's."""
+    head = head.removeprefix(BOM)
+    if not head.lstrip().startswith(b"{"):
         return False
     return (b'"sessionId"' in head and (b'"messages"' in head or b'"projectHash"' in head)) or (
         b'"history"' in head and b'"parts"' in head
     )
+
+
+def qwen_json_chat(path: PurePath, head: bytes) -> bool:
+    """A chat Qwen Code kept in Gemini CLI's JSON shape (before its JSONL): a `session-*.json` or
+    one in a `chats` folder, its replies typed "qwen", or any such chat under `.qwen` (one holding
+    no reply yet says nothing else)."""
+    if not path.name.endswith(".json") or (_chats_index(path) is None and not SESSION_NAME.match(path.name)):
+        return False
+    return _json_chat_shaped(head) and (QWEN_REPLY.search(head) is not None or QWEN_DIR in path.parts)
 
 
 class GeminiAdapter(Adapter):
@@ -216,6 +230,8 @@ class GeminiAdapter(Adapter):
     plan_tools = frozenset({"exit_plan_mode"})
     shell_tools = frozenset({"run_shell_command"})
 
+    # the `type` of the model's messages in a chat (Qwen Code's fork of the format writes "qwen")
+    reply_type = "gemini"
     message_types = frozenset({"user", "gemini"})
 
     def fork_file_command(self, path: str) -> Command:
@@ -292,14 +308,12 @@ class GeminiAdapter(Adapter):
         return looks_like_gemini(head_of(path, SNIFF_BYTES), jsonl)
 
     def stranger(self, path: Path) -> str | None:
-        """A Qwen Code chat of Gemini CLI's shape: said as such where it is listed."""
-        if not path.name.endswith((".json", ".jsonl")) or _chats_index(path) is None:
+        """A chat of Gemini CLI's JSONL shape in Qwen Code's folder, which Qwen Code is not known
+        to write (its JSON chats are read by its own reader): said as such where it is listed."""
+        if not path.name.endswith(".jsonl") or _chats_index(path) is None or QWEN_DIR not in path.parts:
             return None
-        head = head_of(path, SNIFF_BYTES)
-        if QWEN_REPLY.search(head) or (
-            QWEN_DIR in path.parts and looks_like_gemini(head, path.name.endswith("l"))
-        ):
-            return "a Qwen Code chat (Gemini CLI's format): no reader for Qwen Code yet"
+        if looks_like_gemini(head_of(path, SNIFF_BYTES), True):
+            return "a chat of Gemini CLI's JSONL format in Qwen Code's folder: Qwen Code is not known to write one"
         return None
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
@@ -442,7 +456,7 @@ class GeminiAdapter(Adapter):
     def _info(self, ctx: FileContext) -> SessionInfo:
         st = ctx.state
         sid = self._sid(ctx)
-        info = SessionInfo(source=AGENT, external_id=sid, project_key=ctx.project_key)
+        info = SessionInfo(source=self.name, external_id=sid, project_key=ctx.project_key)
         parent = st["parent"]
         if parent and parent.startswith(SKILL_EXTRACTION):
             # a background run of Gemini CLI's own, started by no session: shown as a session
@@ -669,7 +683,7 @@ class GeminiAdapter(Adapter):
         seen = st["seen"].get(msg_id) if msg_id else None
         out = Record(
             entry_type=mtype or "message",
-            known=mtype in MESSAGE_TYPES,
+            known=mtype in self.message_types or mtype in NOTICE_TYPES,
             session_id=sid,
             message_id=msg_id,
             timestamp=parse_iso_ms(m.get("timestamp") or m.get("ts")),
@@ -677,7 +691,8 @@ class GeminiAdapter(Adapter):
             cwd=self._cwd(ctx),
             session=self._info(ctx),
         )
-        thinking = _thoughts(m.get("thoughts")) if mtype in ("gemini", "model") else None
+        replied = mtype in (self.reply_type, "model")
+        thinking = _thoughts(m.get("thoughts")) if replied else None
         if seen is None:
             out.uuid = f"{sid}:{msg_id}" if msg_id else f"{sid}:L{rec.line_number}"
             out.parent_uuid = st["last_uuid"]
@@ -713,7 +728,7 @@ class GeminiAdapter(Adapter):
             out.is_prompt = (
                 out.is_message and out.uuid == seen.get("uuid", out.uuid) and bool(text) and _has_text(m)
             )
-        elif mtype in ("gemini", "model"):
+        elif replied:
             out.role = "assistant"
             fresh = {t["id"] for t in new_tools}
             # numbered by place in the message, so calls added by later lines keep their order
@@ -725,7 +740,7 @@ class GeminiAdapter(Adapter):
                 out.tool_text = "\n".join(filter(None, (_result_text(t) for t in tools))) or None
             tokens = m.get("tokens")
             if isinstance(tokens, dict) and msg_id:
-                out.usage = _usage(tokens, f"gemini:{sid}:{msg_id}")
+                out.usage = _usage(tokens, f"{self.name}:{sid}:{msg_id}")
         elif mtype in NOTICE_TYPES:
             out.role = "system"
         return out

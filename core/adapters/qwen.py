@@ -14,21 +14,34 @@ cachedContentTokenCount inside it, candidatesTokenCount, thoughtsTokenCount); a 
 carries `toolCallResult` (callId, status success/error/cancelled, resultDisplay: for an edit the
 file before and after). Subagent records are sidechains (`isSidechain`, `agentId`).
 
-Resume: `qwen --resume <session id>` from the session's folder (its project's sessions).
+Before its JSONL (2025), Qwen Code kept each chat as Gemini CLI's JSON era did, its fork's format:
+`~/.qwen/tmp/<sha256 of the project's folder>/chats/session-<time>-<id8>.json`, one document
+`{sessionId, projectHash, startTime, lastUpdated, messages}` rewritten whole on every message, its
+model's messages typed "qwen" where Gemini's say "gemini". Read by the Gemini reader with Qwen's
+names (`QwenJsonChats`): messages by id, thoughts, tool calls with their results, tokens, model. The
+project's folder is the one whose hash names its folder: `.project_root` when there is one, else
+the folder a JSONL session of Qwen Code's ran in (`cwd`), matched by its hash.
+
+Resume: `qwen --resume <session id>` from the session's folder (its project's sessions). It looks
+for `<id>.jsonl` in the project's `chats` folder only (qwen-code's SessionService), so a chat of the
+JSON era cannot be resumed: refused with that reason.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .base import (
+    SNIFF_BYTES,
     UUID,
     Adapter,
     Command,
     FileContext,
     ForkError,
+    MessageExtras,
     RawRecord,
     Record,
     ResumeTarget,
@@ -42,6 +55,7 @@ from .base import (
 )
 from .claude import looks_like_qwen
 from .edits import FileEdit
+from .gemini import GeminiAdapter, qwen_json_chat
 from .shared import head_of, json_text, parse_record
 from .walk import walk
 
@@ -52,6 +66,60 @@ TITLE_SUBTYPES = {"custom_title": "custom-title"}
 
 def qwen_home() -> Path:
     return Path.home() / ".qwen"
+
+
+class QwenJsonChats(GeminiAdapter):
+    """Qwen Code's chats of its JSON era, read as Gemini CLI's of the same format are: only the
+    agent's name and its model's message type differ. Used by `QwenAdapter`, never listed itself."""
+
+    name = AGENT
+    reply_type = "qwen"
+    message_types = frozenset({"user", "qwen"})
+
+    def _known_roots(self, path: Path) -> dict[str, str]:
+        """sha256(folder) → folder for the folders Qwen Code's JSONL sessions ran in (the `cwd` of
+        a project's session), beside `tmp/`: Qwen Code named a project's `tmp` folder by that hash
+        and kept no registry of them."""
+        home = next((parent.parent for parent in path.parents if parent.name == "tmp"), None)
+        if home is None:
+            return {}
+        projects = home / "projects"
+        try:
+            mtime = projects.stat().st_mtime
+            cached = self._roots_cache.get(str(projects))
+            if cached and cached[0] == mtime:
+                return cached[1]
+            folders = sorted(p for p in projects.iterdir() if p.is_dir())
+        except OSError:
+            return {}
+        mapping: dict[str, str] = {}
+        for folder in folders:
+            cwd = _session_folder(folder / "chats")
+            if cwd:
+                mapping[hashlib.sha256(cwd.encode()).hexdigest()] = cwd
+        self._roots_cache[str(projects)] = (mtime, mapping)
+        return mapping
+
+
+def _source(path: Path) -> SourceRef:
+    """A chat found; one of the JSON era is rewritten whole, read as a document its messages are
+    cut from (`QwenAdapter.split`)."""
+    kind = "document" if path.name.endswith(".json") else "transcript"
+    return SourceRef(path, AGENT, kind, path.parent.parent.name)
+
+
+def _session_folder(chats: Path) -> str | None:
+    """The folder the first readable JSONL session in `chats` ran in (its first record's `cwd`)."""
+    try:
+        names = sorted(p for p in chats.iterdir() if p.name.endswith(".jsonl"))
+    except OSError:
+        return None
+    for chat in names[:5]:
+        first = head_of(chat, SNIFF_BYTES).split(b"\n", 1)[0]
+        obj, _ = parse_record(first)
+        if isinstance(obj, dict) and isinstance(obj.get("cwd"), str) and obj["cwd"]:
+            return str(obj["cwd"])
+    return None
 
 
 class QwenAdapter(Adapter):
@@ -71,26 +139,50 @@ class QwenAdapter(Adapter):
     # its `task` tool starts a subagent whose records are sidechains of the same file; not declared
     # as a spawn tool until its linking is checked on real files (the ledger's list is every agent's)
 
+    def __init__(self) -> None:
+        self._json = QwenJsonChats()
+
     def default_roots(self) -> list[Path]:
         return [qwen_home() / "projects", qwen_home() / "tmp"]
 
     def claims(self, path: Path) -> bool:
-        """A JSONL whose first records are Qwen Code's, wherever it sits (told by content)."""
-        return path.name.endswith(".jsonl") and looks_like_qwen(head_of(path))
+        """A JSONL whose first records are Qwen Code's, wherever it sits (told by content), or a
+        chat of its JSON era (`qwen_json_chat`)."""
+        if path.name.endswith(".jsonl"):
+            return looks_like_qwen(head_of(path))
+        return path.name.endswith(".json") and qwen_json_chat(path, head_of(path, SNIFF_BYTES))
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if root.is_file():
             if self.claims(root):
-                yield SourceRef(root, AGENT, "transcript", root.parent.parent.name)
+                yield _source(root)
             return
         for dirpath, dirnames, filenames in walk(root):
             dirnames.sort()
             for fname in sorted(filenames):
                 path = Path(dirpath) / fname
                 if self.claims(path):
-                    yield SourceRef(path, AGENT, "transcript", path.parent.parent.name)
+                    yield _source(path)
+
+    def split(self, data: bytes) -> list[RawRecord]:
+        return self._json.split(data)
+
+    def split_unfinished(self, data: bytes) -> list[RawRecord]:
+        return self._json.split_unfinished(data)
+
+    # the images a JSON-era chat's message embeds (`inlineData` parts), in prompts or tool results
+    image_marker = b'"inlineData"'
+    images_in_replies = True
+
+    def message_extras(self, raw: bytes, entry_type: str | None) -> MessageExtras | None:
+        return self._json.message_extras(raw, entry_type)
+
+    def image_data(self, raw: bytes, index: int) -> tuple[str, str] | None:
+        return self._json.image_data(raw, index)
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        if ctx.kind == "document":
+            return self._json.normalize(rec, ctx)
         # read leniently where orjson refuses (invalid UTF-8, a lone surrogate), the refusal noted
         obj, error = parse_record(rec.raw)
         if obj is None:
@@ -190,7 +282,10 @@ class QwenAdapter(Adapter):
         return out
 
     def edit_result(self, record: dict[str, Any], tool_id: str) -> Any:
-        """The call's `resultDisplay` (the file before and after), in its tool_result record."""
+        """The call's `resultDisplay` (the file before and after), in its tool_result record (in a
+        JSON-era chat, in the message that holds the call)."""
+        if "toolCalls" in record:
+            return self._json.edit_result(record, tool_id)
         result = record.get("toolCallResult")
         if isinstance(result, dict) and result.get("callId") in (tool_id, None):
             return result.get("resultDisplay")
@@ -209,6 +304,11 @@ class QwenAdapter(Adapter):
 
     def resume_command(self, target: ResumeTarget, *, fork: bool = False) -> Command:
         """`qwen --resume ID`, run in the session's folder (its sessions are kept per project)."""
+        if target.source_path and target.source_path.endswith(".json"):
+            raise ForkError(
+                "Qwen Code resumes only the sessions it keeps as JSONL (`<id>.jsonl` under "
+                "~/.qwen/projects/); this chat of its older JSON format cannot be resumed"
+            )
         if fork:
             raise ForkError("Qwen Code has no command that copies a session; resume it instead")
         return Command([self.program, "--resume", self.checked_id(target.external_id)])

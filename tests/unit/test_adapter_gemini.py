@@ -373,6 +373,32 @@ def test_detection_of_gemini_files_by_content(tmp_path, conn):
     assert conn.execute("SELECT agent FROM source_files").fetchall() == [("gemini",)]
 
 
+def test_a_qwen_code_chat_of_gemini_s_json_shape_is_qwen_code_s(tmp_path, conn, gemini):
+    """Qwen Code, a fork of Gemini CLI, kept its chats of 2025 in Gemini's JSON shape (replies typed
+    "qwen"): in its `.qwen` folder or copied elsewhere they are read as Qwen Code's, never as Gemini's,
+    and Gemini's own JSON chat beside them is read as Gemini's, as before."""
+    from tests.builders.qwen import JSON_SID, qwen_json_chat
+
+    ours = write_legacy(
+        chats(gemini) / "session-2026-01-16T18-34-5f0e2a8c.json", legacy_doc(legacy_messages())
+    )
+    theirs = qwen_json_chat(tmp_path, folder_named=False)
+    copy = tmp_path / "backup" / theirs.name
+    copy.parent.mkdir()
+    copy.write_bytes(theirs.read_bytes())
+    assert not any(GeminiAdapter().claims(path) for path in (theirs, copy))
+    run_ingest(conn, [gemini, tmp_path / ".qwen", copy.parent], include_defaults=False)
+    agents = dict(conn.execute("SELECT path, agent FROM source_files WHERE kind != 'side'").fetchall())
+    assert agents == {str(ours): "gemini", str(theirs): "qwen-code", str(copy): "qwen-code"}
+    assert (session(conn)["source"], session(conn, JSON_SID)["source"]) == ("gemini", "qwen-code")
+    assert [c for _, c in visible(conn) if c] == ["list the files", "Here:", "thanks"]
+    assert [c for _, c in visible(conn, JSON_SID) if c] == [
+        "fix the cart total",
+        "I will set it to zero.",
+        "Done.",
+    ]
+
+
 def test_a_subagent_chat_outside_a_chats_folder_is_gemini_s(tmp_path, conn):
     """`<uuid>.jsonl` is a Claude Code name too: away from Claude's folders its first line decides."""
     child = "9d8c7b6a-0000-4000-8000-000000000001"
