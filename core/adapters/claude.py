@@ -399,12 +399,6 @@ class ClaudeAdapter(Adapter):
             or (name.endswith(".json") and path.parent.name == "workflows")
         )
 
-    def stranger(self, path: Path) -> str | None:
-        """A Qwen Code transcript, which looks like Claude Code's: said as such where it is listed."""
-        if path.name.endswith(".jsonl") and looks_like_qwen(_head(path)[0]):
-            return "a Qwen Code transcript (Claude Code's envelope, Gemini's content): no reader for Qwen Code yet"
-        return None
-
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if root.is_file():
             if self.claims(root):
