@@ -31,7 +31,7 @@ T = TypeVar("T")
 # Bump when the derived tables or their meaning change; entries and source_files survive a bump
 # and the derived tables are rebuilt from `entries`.
 SCHEMA_VERSION = (
-    20  # 11: the stats' sums (core.insight.stats); 12: session_signals (core.insight.signals); 13: what the
+    21  # 11: the stats' sums (core.insight.stats); 12: session_signals (core.insight.signals); 13: what the
 )
 # adapters read more of (Cursor's tool calls, Cline's opening prompt, Aider's thinking, Claude Code's
 # markup: no turn starts at a command's output), placed again in every session; 14: Aider's session
@@ -51,9 +51,14 @@ SCHEMA_VERSION = (
 # context no message, its calls named inside a function object; 18: Claude Code's cache writes kept an
 # hour counted apart (priced at their own rate); 19: the web searches a message ran (priced apiece);
 # 20: what the adapters read more of (Continue's usage in snake_case, OpenCode's parts' models, Codex's
-# developer messages no message and a turn stopped a line, a fork's copies under clock skew,
-# cursor-agent's project under a folder of punctuation, Gemini CLI's subagents' titles, Kimi Code's
-# turns, compactions, undos and subagents' plans, pi's compaction, Claude Code's forked subagents)
+# developer messages no message and a turn stopped a line, cursor-agent's project under a folder of
+# punctuation, Gemini CLI's subagents' titles, Kimi Code's turns, compactions, undos and subagents'
+# plans, pi's compaction, Claude Code's forked subagents); 21: what the adapters read more of (Copilot
+# CLI's tokens once a session and its cache writes apart, its auto model, `!` commands and compactions;
+# Codex's rollback of every turn and Gemini CLI's rewind to the start as undos, Codex's
+# token_usage_record; Gemini CLI's session context no message and no compaction, its Windows folder's
+# casing and a folder from its context; cursor-agent's start times; Aider's leading blank line no
+# session; Cline's image count in words)
 BUSY_TIMEOUT_MS = 5000
 # Source files pulled from a sync hub (core.ingest.sync) are named under this root, then their machine: no
 # file of this machine's own, never opened, never "gone" (their records are all the archive has)

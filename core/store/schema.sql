@@ -1,4 +1,4 @@
--- threadloom ledger schema 20, generated from core/store/models.py by `python -m threadloom.core.store.db`; do not edit
+-- threadloom ledger schema 21, generated from core/store/models.py by `python -m threadloom.core.store.db`; do not edit
 
 CREATE TABLE agent_file_changes (
 	session_id VARCHAR NOT NULL,
