@@ -622,7 +622,9 @@ class ProjectChoice:
 
 def project_choices(conn: sqlite3.Connection) -> list[ProjectChoice]:
     """This machine's own projects (not those pulled from others), most sessions first: what a
-    person chooses among before anything leaves the machine."""
+    person chooses among before anything leaves the machine. Sessions are counted as the project
+    list counts them (those with a message); a project of none is listed all the same, its files
+    going with its rule."""
     pulled = (
         "AND s.source_file_id NOT IN (SELECT source_file_id FROM sync_pulled)"
         if _has_local_tables(conn)
@@ -631,7 +633,7 @@ def project_choices(conn: sqlite3.Connection) -> list[ProjectChoice]:
     return [
         ProjectChoice(str(path), int(n), str(agents or ""))
         for path, n, agents in conn.execute(
-            "SELECT COALESCE(s.project_path, s.project) AS p, count(*), group_concat(DISTINCT s.source) "
+            "SELECT COALESCE(s.project_path, s.project) AS p, sum(s.message_count > 0), group_concat(DISTINCT s.source) "
             f"FROM agent_sessions s WHERE s.is_subagent = 0 AND p IS NOT NULL {pulled} GROUP BY p ORDER BY 2 DESC, p"
         )
     ]

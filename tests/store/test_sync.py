@@ -862,3 +862,25 @@ def test_a_machine_named_before_archives_had_ids_goes_to_the_first_that_syncs(
     assert first.sync(hub, machine="laptop").pushed_records == 6
     with pytest.raises(sync.SyncError, match="another archive"):
         second.sync(hub, machine="laptop")
+
+
+def test_the_first_syncs_projects_count_sessions_as_the_project_list_does(tmp_path: Path) -> None:
+    """The first sync's question lists each project with its sessions counted as the project list
+    counts them: an Aider run that wrote no message (aider started, then quit) is not one."""
+    from threadloom.core.ingest.pipeline import run_ingest
+    from threadloom.core.read.browse import list_projects
+
+    folder = tmp_path / "shop"
+    folder.mkdir()
+    (folder / ".aider.chat.history.md").write_text(
+        "\n# aider chat started at 2026-03-01 10:00:00\n\n"
+        "\n# aider chat started at 2026-03-02 10:00:00\n\n#### add a readme\n\nI added README.md.\n"
+    )
+    conn = db.connect(tmp_path / "t.db")
+    run_ingest(conn, [folder], include_defaults=False)
+    path = str(folder)
+    assert (
+        conn.execute("SELECT count(*) FROM agent_sessions WHERE project_path = ?", (path,)).fetchone()[0] == 2
+    )
+    listed = {p.path: p.session_count for p in list_projects(conn)}
+    assert [(c.path, c.sessions) for c in sync.project_choices(conn)] == [(path, listed[path])] == [(path, 1)]
