@@ -78,13 +78,22 @@ def key_rows(
     for key, active in screen.active_bindings.items():
         binding = active.binding
         target = found[0] if active.node is own else found[1] if active.node in around else None
-        if target is None:
+        if target is None or _idle_sideways(active.node, binding.action):
             continue
         name = (binding.id or binding.action, binding.action)
         target.setdefault(name, []).append(screen.app.get_key_display(binding.with_key(key)))
         meta[name] = (binding.tooltip or binding.description, binding.id or "")
     own_rows, screen_rows = ([(", ".join(keys), *meta[k]) for k, keys in rows.items()] for rows in found)
     return own_rows, screen_rows
+
+
+SIDEWAYS = frozenset({"scroll_left", "scroll_right", "page_left", "page_right"})
+
+
+def _idle_sideways(node: DOMNode, action: str) -> bool:
+    """A key that scrolls sideways a widget whose lines fit it (the lists fit their rows to the
+    pane): it does nothing there, so help does not offer it."""
+    return action in SIDEWAYS and getattr(node, "max_scroll_x", 1) == 0
 
 
 def _keys_table(title: str, rows: list[tuple[str, str, str]], id_width: int) -> Table:

@@ -224,6 +224,18 @@ async def test_the_new_keys_are_in_f1_help_with_their_ids(demo_db: Path) -> None
             "app.pane-narrower",
             "app.pane-wider",
         } <= ids
+        # the lists fit their rows to the pane: keys that scroll sideways do nothing there, and
+        # are not offered (Textual's own, declared for their ids)
+        for pane in ("1", "2"):
+            await pilot.press("escape", pane, "f1")
+            offered = {row[2] for row in app.screen.pane_keys}
+            assert offered and not offered & {
+                "projects.scroll-left",
+                "projects.page-left",
+                "projects.page-right",
+                "sessions.page-left",
+                "sessions.page-right",
+            }, offered
 
 
 async def test_jumping_to_a_session_the_filter_hides_clears_the_filter(demo_db: Path) -> None:
