@@ -61,7 +61,7 @@ class MarkScreen(ModalScreen[str | None]):
             box.border_title = Text(f"{'Tag' if self.kind == 'tag' else 'Note on'} {self.target.label}")
             box.border_subtitle = "Enter saves · Esc cancels"
             now = (
-                ", ".join(self.present)
+                ", ".join(sorted(self.present))  # as the toast after saving lists them
                 if self.kind == "tag"
                 else count_of(len(self.present), "note") * bool(self.present)
             )

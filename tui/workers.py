@@ -419,7 +419,9 @@ def mark(db_path: Path, kind: str, ref: str, values: list[str]) -> str:
             memory.add_mark(conn, kind, target, value, author)
         if kind == "tag":
             tags = sorted(m.value for m in memory.marks(conn, kind="tag", target=target))
-            return "Tags: " + " ".join(tags) + " (tag:NAME in search finds them)"
+            return (
+                "Tags: " + ", ".join(tags) + " (tag:NAME in search finds them)"
+            )  # as the tag box lists them
         return "Note kept (note:WORD in search finds it)"
 
 

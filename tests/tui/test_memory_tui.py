@@ -110,6 +110,15 @@ async def test_memory_round_trip_cli_mcp_tui_and_rebuild(tmp_path: Path) -> None
         app.screen.query_one(Input).value = "dates, Flaky Test"
         await pilot.press("enter")
         await until(pilot, lambda: read(path, "tag", API) == ["answer", "dates", "flaky-test", "timezone"])
+        # the toast and the box list the tags alike: in order, a comma between two
+        await until(pilot, lambda: any(n.message.startswith("Tags: ") for n in app._notifications))
+        said = next(n.message for n in app._notifications if n.message.startswith("Tags: "))
+        assert said.startswith("Tags: dates, flaky-test, timezone"), said
+        await pilot.press("t")
+        await pilot.pause()
+        assert str(app.screen.query_one("#mark-now", Static).render()) == "now: dates, flaky-test, timezone"
+        await pilot.press("escape")
+        await pilot.pause()
 
         await pilot.press("n")
         await pilot.pause()
