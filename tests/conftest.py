@@ -49,6 +49,33 @@ if not os.environ.get("THREADLOOM_TEST_CACHE"):
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="threadloom-test-cache-")
 atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], True)
 
+
+def _memory_temp_root(least_free: int = 8 << 30) -> str | None:
+    """/dev/shm where it is a memory filesystem with room to spare (8 GB free: a run's folders
+    take under 1 GB), else None: pytest's temporary folders go to the system's.
+
+    Every test's database is made, committed and checkpointed in them: on a disk each fsync (of
+    SQLite, of the archive writes it asks for) was CPU in the kernel's journal and a wait, about
+    a tenth of the store tests' CPU. Nothing a test checks needs the bytes on a disk: a process
+    killed mid-write leaves its writes in the page cache as it does on one."""
+    shm = Path("/dev/shm")
+    if sys.platform != "linux" or not os.access(shm, os.W_OK):
+        return None
+    try:
+        with open("/proc/mounts", encoding="utf-8") as mounts:
+            kind = next((line.split()[2] for line in mounts if line.split()[1:2] == [str(shm)]), "")
+        free = os.statvfs(shm)
+    except OSError:
+        return None
+    return str(shm) if kind == "tmpfs" and free.f_bavail * free.f_frsize >= least_free else None
+
+
+# pytest's own way to name the folder its runs' temporary folders go in (read where the first is made,
+# by the controller; xdist's workers make theirs inside it): a developer's own setting stands.
+IN_MEMORY = not os.environ.get("PYTEST_DEBUG_TEMPROOT") and _memory_temp_root()
+if IN_MEMORY:
+    os.environ["PYTEST_DEBUG_TEMPROOT"] = IN_MEMORY
+
 # A worker lives for hundreds of tests, and each TUI test leaves a Textual app's widget trees (cycles,
 # tens of thousands of objects) that outlive the young generations: at Python's thresholds
 # (700, 10, 10) over a quarter of a TUI test's time went to full collections of the whole heap
