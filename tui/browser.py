@@ -1348,6 +1348,8 @@ class BrowserScreen(Screen[None]):
 
     def ingest_progressed(self, p: Progress, *, load_reader: bool) -> None:
         """How far the ingest is; while it reads files, the panes show what is in so far."""
+        if not self.query(ProgressBar):  # none: the app is quitting, its screen taken down
+            return
         self._show_progress(p)
         if not p.phase.after_files:
             self._refresh_while_loading(load_reader=load_reader)

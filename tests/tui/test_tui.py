@@ -3149,3 +3149,18 @@ async def test_a_follow_that_lands_while_the_app_quits_is_let_go(demo_db: Path) 
         browser = app.browser
     assert not browser.query(MessageView)  # the app has quit: its panes are gone
     browser.session_grew(sid)  # as the timer's last call on the way out
+
+
+@pytest.mark.parametrize("phase", ["FILES", "INDEXING"])
+async def test_ingest_progress_that_lands_while_the_app_quits_is_let_go(demo_db: Path, phase: str) -> None:
+    """An ingest's progress posted as the app quit, its screen's bar and panes already taken down:
+    drawing it asked for the bar and the app stopped on NoMatches (the cleanup notice's test met
+    it once, a first load running as the test left)."""
+    from threadloom.core.ingest.pipeline import Phase, Progress
+
+    app = make_app(demo_db)
+    async with run_test(app, size=(140, 40)):
+        browser = app.browser
+    assert not browser.query(ProjectList)  # the app has quit: its panes are gone
+    progress = Progress(1, 3, 10, 30, "a.jsonl", 0.5, 1, 2, Phase[phase])
+    browser.ingest_progressed(progress, load_reader=True)  # as the ingest's last word on the way out
