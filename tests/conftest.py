@@ -51,8 +51,9 @@ atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], True)
 
 
 def _memory_temp_root(least_free: int = 8 << 30) -> str | None:
-    """/dev/shm where it is a memory filesystem with room to spare (8 GB free: a run's folders
-    take under 1 GB), else None: pytest's temporary folders go to the system's.
+    """/dev/shm where it is a memory filesystem and both it and the machine's memory have room to
+    spare (8 GB: a whole run's folders take about 3 GB), else None: pytest's temporary folders go
+    to the system's.
 
     Every test's database is made, committed and checkpointed in them: on a disk each fsync (of
     SQLite, of the archive writes it asks for) was CPU in the kernel's journal and a wait, about
@@ -64,10 +65,15 @@ def _memory_temp_root(least_free: int = 8 << 30) -> str | None:
     try:
         with open("/proc/mounts", encoding="utf-8") as mounts:
             kind = next((line.split()[2] for line in mounts if line.split()[1:2] == [str(shm)]), "")
+        with open("/proc/meminfo", encoding="utf-8") as meminfo:
+            available = next(
+                (int(line.split()[1]) << 10 for line in meminfo if line.startswith("MemAvailable:")), 0
+            )
         free = os.statvfs(shm)
-    except OSError:
+    except (OSError, ValueError):
         return None
-    return str(shm) if kind == "tmpfs" and free.f_bavail * free.f_frsize >= least_free else None
+    roomy = min(available, free.f_bavail * free.f_frsize) >= least_free
+    return str(shm) if kind == "tmpfs" and roomy else None
 
 
 # pytest's own way to name the folder its runs' temporary folders go in (read where the first is made,
