@@ -996,6 +996,10 @@ def _create_tables(conn: sqlite3.Connection, *, drop_derived: bool, rebuild_from
         if rebuild_from is not None:
             _rename_sessions(conn, rebuild_from)
             set_meta(conn, REBUILD_KEY, str(rebuild_from))
+            # a folder unchanged since its snapshot offers only the files read before: a newer
+            # version's readers may take files an older one passed over (kept now, not before), so
+            # each root is walked whole once more
+            conn.execute("DELETE FROM ledger_meta WHERE key LIKE 'roots:%'")
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 

@@ -245,3 +245,32 @@ def test_marks_on_messages_follow_them_when_a_rebuild_numbers_them_anew(tmp_path
     where = {m.value: m.target_id for m in memory.marks(conn)}
     assert where == {"cause": f"{SID}#{seq_of(answer)}", "fix": f"{SID}#{seq_of(prompt)}"}
     conn.close()
+
+
+def test_files_an_older_version_passed_over_are_read_after_the_upgrade(tmp_path):
+    """A folder unchanged since its last walk offers only the files read before; a newer version
+    that reads more (an agent's side files, a format it did not know) walks every root once more
+    after an upgrade, so what the older one passed over, still in an unchanged folder, is kept."""
+    root = archive(tmp_path)
+    other = "5e551011-0000-4000-8000-0000000000bb"
+    t = Transcript(root / "-srv-app" / f"{other}.jsonl", other, cwd="/srv/app")
+    t.user("a session the older version did not read")
+    t.assistant("Read now.")
+    t.write()
+    path = tmp_path / "old.db"
+    conn = db.connect(path)
+    ingest(conn, root)
+    assert conn.execute("SELECT count(*) FROM ledger_meta WHERE key LIKE 'roots:%'").fetchone()[0] >= 1
+    # as an older version left it: the file never read (its folder's snapshot as taken then)
+    gone = conn.execute("SELECT id FROM source_files WHERE path LIKE ?", (f"%{other}.jsonl",)).fetchone()[0]
+    conn.execute("DELETE FROM entries WHERE source_file_id = ?", (gone,))
+    conn.execute("DELETE FROM source_files WHERE id = ?", (gone,))
+    conn.commit()
+    report = run_ingest(conn, [root], include_defaults=False)
+    assert report.files_read == 0  # unchanged folders: not offered again by this version
+    conn.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION - 1}")
+    conn.close()
+    conn = db.connect(path)
+    report = run_ingest(conn, [root], include_defaults=False)
+    assert not report.errors and report.files_read == 1
+    assert conn.execute("SELECT message_count FROM agent_sessions WHERE id = ?", (other,)).fetchone() == (2,)
