@@ -1373,16 +1373,18 @@ def replay(
                     rec.role,
                     rec.timestamp,
                     rec.model,
+                    rec.ref_uuid,
                     eid,
                 )
             )
         # what a record is and says is re-derived from its raw bytes too, so a newer adapter
-        # refreshes it (a record it now knows, a side file it now reads a title from); the ids that
-        # link records (uuids, parents) stay as they were read
+        # refreshes it (a record it now knows, a side file it now reads a title from, an undo and
+        # the message it took back from); the ids that link records (uuids, parents) stay as they
+        # were read: what people wrote on them (tags, notes) follows them
         conn.executemany(
             "UPDATE entries SET session_id = ?, seq = ?, turn_id = ?, dup_of = ?, content = ?, thinking = ?, "
             "tool_text = ?, entry_type = ?, subtype = ?, known = ?, is_meta = ?, role = ?, timestamp = ?, "
-            "model = ? WHERE id = ?",
+            "model = ?, ref_uuid = ? WHERE id = ?",
             updates,
         )
         ledger.flush()

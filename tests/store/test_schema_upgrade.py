@@ -274,3 +274,35 @@ def test_files_an_older_version_passed_over_are_read_after_the_upgrade(tmp_path)
     report = run_ingest(conn, [root], include_defaults=False)
     assert not report.errors and report.files_read == 1
     assert conn.execute("SELECT message_count FROM agent_sessions WHERE id = ?", (other,)).fetchone() == (2,)
+
+
+def test_an_upgrade_marks_what_an_undo_an_older_version_read_took_back(tmp_path, monkeypatch):
+    """A Codex rollback of every turn, read by a version that kept it as no undo (no message named as
+    the first it took back): the upgrade's replay reads it again, and what it took back is withdrawn."""
+    from threadloom.core.read.browse import withdrawn_seqs
+
+    from tests.support import THREAD, Rollout
+
+    home = tmp_path / "codex-home"
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    r = Rollout(home, THREAD)
+    r.meta()
+    r.prompt("first")
+    r.say("one")
+    r.add("event_msg", {"type": "thread_rolled_back", "num_turns": 1})
+    r.prompt("again")
+    r.say("two")
+    r.write()
+    path = tmp_path / "old.db"
+    conn = db.connect(path)
+    ingest(conn, home)
+    gone = withdrawn_seqs(conn, THREAD)
+    assert gone
+    conn.execute("UPDATE entries SET ref_uuid = NULL, subtype = 'thread_rolled_back' WHERE subtype = 'undo'")
+    conn.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION - 1}")
+    conn.commit()
+    assert withdrawn_seqs(conn, THREAD) == frozenset()  # as the older version left it
+    conn.close()
+    conn = db.connect(path)
+    ingest(conn, home)
+    assert withdrawn_seqs(conn, THREAD) == gone
