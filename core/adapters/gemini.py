@@ -635,6 +635,7 @@ class GeminiAdapter(Adapter):
                 # the context Gemini gives the model as a chat begins: kept, not a message (as
                 # Codex's injected context and Claude Code's reminders are not)
                 out.is_message, out.is_meta = False, True
+                st.setdefault("context", set()).update(m["id"] for m in new)
         for m in new:
             tools = _tool_calls(m)
             text = _message_text(m)
@@ -651,7 +652,9 @@ class GeminiAdapter(Adapter):
     def _rewind(self, target: str, ctx: FileContext, error: str | None) -> Record:
         st = ctx.state
         live = st["live"]
-        first = live[0] if live else None
+        context = st.get("context", ())
+        # the first message of the conversation, past the session context Gemini set its history to
+        first = next((i for i in live if i not in context), None)
         if target in live:
             del live[live.index(target) :]
         else:
@@ -664,9 +667,10 @@ class GeminiAdapter(Adapter):
             ref_uuid=target,
             parent_uuid=st["last_uuid"],
         )
-        if not live and first in st["seen"]:
-            # back to before the first message: the next starts a tree of its own, no prompt held
-            # by both branches to read a rewind from; shown as an undo of what it dropped
+        if first in st["seen"] and all(i in context for i in live):
+            # back to before the first message (the session context alone left): the next starts
+            # a tree of its own, no prompt held by both branches to read a rewind from; shown as an
+            # undo of what it dropped
             out.subtype, out.ref_uuid = "undo", st["seen"][first]["uuid"]
             out.role, out.is_meta, out.is_message = "system", True, True
             out.content = "rewound to the start: the model goes on without what is above"

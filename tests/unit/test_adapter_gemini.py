@@ -665,16 +665,23 @@ def test_a_windows_project_keeps_the_casing_its_log_gives(conn, gemini):
     ]
 
 
+@pytest.mark.parametrize("context", [False, True], ids=["no-context", "session-context"])
 @pytest.mark.parametrize("target", ["u2", "u1", "gone"])
-def test_a_rewind_withdraws_what_it_took_back_even_to_the_first_message(conn, gemini, target):
+def test_a_rewind_withdraws_what_it_took_back_even_to_the_first_message(conn, gemini, target, context):
     """`$rewindTo` drops the message named and all after it (all of them when the id is unknown).
     A rewind to a later prompt starts a branch and what it dropped is marked withdrawn; one to the
     first message (or to none) started a tree of its own, which no rewind is read from: what it
     dropped was shown as if the model still had it."""
     from threadloom.core.read.browse import withdrawn_seqs
 
+    # a chat of 2026-06 on begins with its history set to the session context, which a rewind
+    # to the first prompt leaves in place
+    opening = [
+        {"$set": {"messages": [user("c1", "<session_context>\nThis is the Gemini CLI.\n</session_context>")]}}
+    ]
     lines = [
         meta(),
+        *(opening if context else []),
         user("u1", "first"),
         reply("g1", "one"),
         user("u2", "second"),
