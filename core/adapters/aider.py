@@ -193,10 +193,14 @@ class AiderAdapter(Adapter):
             except OSError:
                 data = b""
         tag = history_tag(ctx.path, first_line(data[a:b] for a, b in _lines(data, 0, len(data))))
+        opening = _opening_header(data)
         st.update(
             data=data,
             tag=tag,
-            sid=f"aider:{tag}:{_opening_header(data)}",
+            sid=f"aider:{tag}:{opening}",
+            # the empty lines before the first header are its session's, which its header names
+            # (by the time it was started at): they name it no other way
+            before_header=opening > 0,
             ts=None,
             last=None,
             model=None,
@@ -223,7 +227,9 @@ class AiderAdapter(Adapter):
         kind, first, body = block
         if kind == "header":
             return self._header(rec, text, st)
-        out = Record(entry_type=kind, session_id=st["sid"], session=self._info(st))
+        out = Record(
+            entry_type=kind, session_id=st["sid"], session=None if st["before_header"] else self._info(st)
+        )
         if st["first"]:
             out.cwd = st["cwd"]
             st["first"] = False
@@ -256,7 +262,14 @@ class AiderAdapter(Adapter):
 
     def _header(self, rec: RawRecord, text: str, st: dict[str, Any]) -> Record:
         stamp = text[len(HEADER) :].strip()
-        st.update(sid=f"aider:{st['tag']}:{rec.offset}", last=None, model=None, first=False, version=None)
+        st.update(
+            sid=f"aider:{st['tag']}:{rec.offset}",
+            last=None,
+            model=None,
+            first=False,
+            version=None,
+            before_header=False,
+        )
         try:
             st["ts"] = epoch_ms(
                 datetime.fromisoformat(stamp).timestamp() * 1000

@@ -298,3 +298,5 @@ def test_the_empty_line_aider_starts_a_history_with_is_in_its_first_session(conn
         ("1", "Reply with ok", 2)
     ]
     assert conn.execute("SELECT count(DISTINCT session_id) FROM entries").fetchone() == (1,)
+    # named by the time it was started at, as every other session of a history is
+    assert [s["external_id"] for s in found.values()] == ["2026-04-25 21:40:00"]
