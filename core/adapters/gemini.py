@@ -497,7 +497,13 @@ class GeminiAdapter(Adapter):
         digest = as_str(st["meta"].get("projectHash"))
         dirs = [d for d in as_list(st["meta"].get("directories")) if isinstance(d, str)]
         noted: list[str] = st.get("paths", [])
-        for path, trusted in [*((d, True) for d in dirs), *((p, False) for p in noted)]:
+        # the tools' paths looked at before, against the same folder and hash, are not looked at
+        # again: this is asked a record (a session of 8,000 calls took 51 s when each ask went
+        # through every path so far)
+        key = (folded, digest)
+        start = st.get("paths_seen", 0) if st.get("paths_key") == key else 0
+        st["paths_key"], st["paths_seen"] = key, len(noted)
+        for path, trusted in [*((d, True) for d in dirs), *((p, False) for p in noted[start:])]:
             head = path[: len(folded)]
             if ntpath.normcase(head) != folded or path[len(folded) : len(folded) + 1] not in ("", "\\", "/"):
                 continue

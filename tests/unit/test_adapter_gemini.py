@@ -665,6 +665,33 @@ def test_a_windows_project_keeps_the_casing_its_log_gives(conn, gemini):
     ]
 
 
+def test_each_tool_path_is_hashed_once_while_the_casing_is_looked_for(conn, gemini, monkeypatch):
+    """The folder's casing is looked for at every record while unknown: each path a tool was given
+    is hashed once, not again at each record after it (a session of 8,000 such calls took 51 s)."""
+    from threadloom.core.adapters import gemini as reader
+
+    hashed: list[bytes] = []
+    real = hashlib.sha256
+
+    def counting(data: bytes = b"", **kw):  # type: ignore[no-untyped-def]
+        hashed.append(data)
+        return real(data, **kw)
+
+    monkeypatch.setattr(reader.hashlib, "sha256", counting)
+    turns = 200
+    lines = []
+    for i in range(turns):  # the model's casing, never the folder's: looked for to the end
+        lines += [
+            user(f"u{i}", "read"),
+            reply(f"g{i}", "ok", tools=[read_call(f"t{i}", f"c:\\USERS\\me\\Web\\f{i}.py")]),
+        ]
+    windows_chat(gemini, "web", "9d8c7b6a-0000-4000-8000-000000000050", lines)
+    ingest(conn, gemini)
+    assert session(conn, "9d8c7b6a-0000-4000-8000-000000000050")["project_path"] == "C:\\users\\me\\web"
+    looked_at = [h for h in hashed if h.lower().startswith(b"c:\\users\\me\\web")]
+    assert turns <= len(looked_at) <= 2 * turns, len(looked_at)
+
+
 @pytest.mark.parametrize("context", [False, True], ids=["no-context", "session-context"])
 @pytest.mark.parametrize("target", ["u2", "u1", "gone"])
 def test_a_rewind_withdraws_what_it_took_back_even_to_the_first_message(conn, gemini, target, context):
