@@ -398,9 +398,11 @@ def _writes_undos(agent: str | None) -> bool:
 
 
 # a session's undos and the first message each withdrew (its `ref_uuid`): through ix_entries_undo,
-# so no other condition on the undo's row (one on `seq` has the session's every row read instead)
+# so no other condition on the undo's row (one on `seq` has the session's every row read instead);
+# the message by its uuid (`+` keeps the session's index out: through it, each undo read the session
+# in order up to the message it names)
 UNDOS_SQL = (
-    "SELECT u.seq, (SELECT min(w.seq) FROM entries w WHERE w.session_id = u.session_id AND w.uuid = u.ref_uuid) "
+    "SELECT u.seq, (SELECT min(w.seq) FROM entries w WHERE +w.session_id = u.session_id AND w.uuid = u.ref_uuid) "
     "FROM entries u WHERE u.session_id = ? AND u.subtype = 'undo'"
 )
 

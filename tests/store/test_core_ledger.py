@@ -581,7 +581,7 @@ def test_a_session_s_undos_are_found_through_their_own_index(conn):
     from threadloom.core.read.browse import UNDOS_SQL
 
     plan = " ".join(r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + UNDOS_SQL, ("x",)))
-    assert "ix_entries_undo" in plan
+    assert "ix_entries_undo" in plan and "ix_entries_uuid" in plan  # each message it names, by its uuid
 
 
 def test_claude_tool_input_and_output_are_stored_once_and_read_back_from_their_records(conn, tmp_path):
