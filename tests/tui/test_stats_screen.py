@@ -42,7 +42,7 @@ async def test_stats_screen_groups_and_narrows_the_browser(demo_db: Path) -> Non
         table = screen.query_one(DataTable)
         rows = table_rows(table)
         assert [r[0] for r in rows] == [d.period for d in reversed(days)] and len(rows) >= 3
-        assert rows[0][7] == days[-1].cost_text and rows[0][1] == str(days[-1].sessions)
+        assert rows[0][3] == days[-1].cost_text and rows[0][1] == str(days[-1].sessions)
         assert table.cursor_row == 0  # the latest day
         spark = screen.query_one(Sparkline)
         assert spark.data is not None and max(spark.data) == pytest.approx(max(d.cost_usd or 0 for d in days))
@@ -131,7 +131,7 @@ async def test_a_session_without_any_time_is_the_last_row_of_the_days(tmp_path: 
         screen = app.screen
         assert isinstance(screen, StatsScreen)
         table = screen.query_one(DataTable)
-        assert [(r[0], r[3]) for r in table_rows(table)] == [("2026-03-01", "10"), ("(no date)", "11")]
+        assert [(r[0], r[4]) for r in table_rows(table)] == [("2026-03-01", "10"), ("(no date)", "11")]
         assert len(screen.query_one(Sparkline).data or []) == 1  # the one dated day
         await pilot.press("down", "enter")
         await pilot.pause()
@@ -267,3 +267,32 @@ async def test_a_long_table_fills_a_slice_a_refresh_and_keys_are_answered_meanwh
         screen = app.screen
         assert isinstance(screen, StatsScreen) and screen.query_one(DataTable).row_count == 47
     assert slices[-6:] == [(0, 5), (5, 10), (15, 10), (25, 10), (35, 10), (45, 2)], slices
+
+
+async def test_on_a_narrow_terminal_a_day_s_cost_is_on_screen_whole(tmp_path: Path) -> None:
+    """The table is wider than a narrow terminal and scrolls sideways: the cost comes with the
+    counts, so what is on screen holds it whole (after the four token columns it was cut in the
+    middle at 80 columns: "$11.4" for $11.49)."""
+    from tests.builders.claude import Transcript
+
+    sid = "0e57da7e-0000-4000-8000-000000000009"
+    t = Transcript(tmp_path / "projects" / "-srv-app" / f"{sid}.jsonl", sid)
+    t.user("a long job")
+    usage = {
+        "input_tokens": 1_234_567,
+        "output_tokens": 345_678,
+        "cache_creation_input_tokens": 2_345_678,
+        "cache_read_input_tokens": 12_345_678,
+    }
+    t.assistant("done", usage=usage)
+    t.write()
+    app = app_over(tmp_path / "projects")
+    async with run_test(app, size=(64, 24)) as pilot:
+        await pilot.pause()
+        assert app.conn is not None
+        day = stats.report(app.conn, "day")[-1]
+        await pilot.press("S")
+        await pilot.pause()
+        table = app.screen.query_one(DataTable)
+        drawn = "\n".join(strip.text for strip in table.render_lines(table.region.reset_offset))
+        assert day.cost_text and day.cost_text in drawn and "cost" in drawn, (day.cost_text, drawn)
