@@ -414,6 +414,10 @@ class FileContext:
     # (Aider): set by a replay, whose records are the archive's, whatever the disk holds now (the
     # file appended to, rewritten or gone since)
     stored: Callable[[], bytes | None] | None = None
+    # (session id, file name) → the side files of that name the archive keeps with the session, by
+    # path: set by a replay, for an adapter that reads a file beside the one it places (cursor-agent's
+    # chat meta.json), which then reads what the archive kept, the disk's copy gone perhaps
+    kept_with: Callable[[str, str], dict[str, bytes]] | None = None
 
 
 DECODED_SUFFIX = "#decoded"

@@ -17,7 +17,8 @@ Databases ("database" mode; see `shared.open_sqlite` for how they are opened wit
     (`aiService.prompts`, timed by `aiService.generations`) is a session `cursor-prompts:<id>` only
     where nothing else holds the chats (no chat tabs, no composers in the global database);
   * cursor-agent `~/.cursor/chats/<md5(cwd)>/<agent id>/store.db`: the `meta` row (hex JSON) and the
-    content-addressed `blobs`, message blobs (JSON) in row order.
+    content-addressed `blobs`, message blobs (JSON) in row order; the chat's folder and start time
+    are read from the `meta.json` beside it.
 Each row read becomes a key record (the row's key, exact) followed by its value: the exact JSON
 bytes as one record, or, for a value that holds a whole conversation (inline composer, chat
 tabs), records that tile it — one per message and the bytes between, cut where a tab or composer
@@ -26,14 +27,19 @@ sequence, so `file_bytes` gives back every key and value read, in order. Other c
 families (checkpoints, diffs, request context) are not read.
 
 cursor-agent transcripts (`~/.cursor/projects/<slug>/agent-transcripts/<id>.jsonl`, "lines"
-mode, `CursorAgentAdapter`): `{role, message: {content: [...]}}` lines with no ids or times.
+mode, `CursorAgentAdapter`): `{role, message: {content: [...]}}` lines with no ids or times; the
+chat's folder and start time are its `chats/<md5(cwd)>/<id>/meta.json`'s. cursor-agent deletes that
+folder with the chat, so its `meta.json` is kept whole, a side file of the chat (found beside its
+transcript or store.db), and a replay reads it from the archive.
 """
 
 from __future__ import annotations
 
+import glob
 import re
 import sqlite3
 from collections.abc import Iterator
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -81,6 +87,7 @@ from .walk import walk
 
 AGENT = "cursor"
 WORKSPACE_FILE = "workspace.json"
+CHAT_META = "meta.json"
 CHAT_DATA = "workbench.panel.aichat.view.aichat.chatdata"
 ITEM_KEYS = (
     CHAT_DATA,
@@ -296,7 +303,10 @@ class CursorAdapter(CursorTools):
             )
             st["workspace"] = _workspace_folder(ctx.path)
             st["db_dir"] = ctx.path.parent.name
-            st["agent_cwd"], st["agent_created"] = _meta_json(ctx.path.parent / "meta.json")
+            chat = ctx.path.parent  # a cursor-agent chat's folder, `chats/<md5(cwd)>/<agent id>/`
+            st["agent_cwd"], st["agent_created"] = _chat_facts(
+                ctx, chat.parent.parent, chat.name, glob.escape(chat.parent.name)
+            )
         raw = rec.raw
         if KEY_RECORD.match(raw) and raw not in (b"true", b"false", b"null"):
             return self._key(raw.decode("utf-8", "replace"), st)
@@ -747,16 +757,58 @@ def bubble_time(bubble: dict[str, Any]) -> int | None:
     return None
 
 
-def _meta_json(meta: Path) -> tuple[str | None, int | None]:
+def _meta_json(meta: bytes) -> tuple[str | None, int | None]:
     """(working folder, time the chat was started) from a chat's `meta.json` (`{schemaVersion, cwd,
     createdAtMs, updatedAtMs, hasConversation}`); None for what it does not hold."""
     try:
-        data = orjson.loads(read_regular(meta))
-    except (OSError, orjson.JSONDecodeError):
+        data = orjson.loads(meta)
+    except orjson.JSONDecodeError:
         return None, None
     if not isinstance(data, dict):
         return None, None
     return as_str(data.get("cwd")), parse_iso_ms(data.get("createdAtMs"))
+
+
+def chat_meta(path: Path, explicit: bool = False) -> bool:
+    """Whether `path` is a cursor-agent chat's `meta.json` (`chats/<md5(cwd)>/<agent id>/meta.json`,
+    under `.cursor` unless named on its own): kept whole as a side file of the chat."""
+    parts = path.parts
+    return (
+        path.name == CHAT_META
+        and len(parts) >= 4
+        and parts[-4] == "chats"
+        and (explicit or ".cursor" in parts)
+    )
+
+
+def _chat_facts(
+    ctx: FileContext, chats: Path, agent_id: str, hashed: str = "*"
+) -> tuple[str | None, int | None]:
+    """(working folder, time it was started) of a chat, from the `meta.json` of its folders
+    `<chats>/<hashed>/<agent id>/` (`hashed`: the md5 of the chat's folder, a glob). A replay reads
+    them as the archive kept them: cursor-agent deletes the folder with the chat. The disk's are read
+    otherwise, or where the archive kept none (an archive from before they were kept)."""
+    found: list[bytes] = []
+    if ctx.kept_with is not None:
+        found = [
+            data
+            for name, data in sorted(ctx.kept_with(agent_id, CHAT_META).items())
+            if (chat := Path(name).parent).name == agent_id
+            and chat.parent.parent == chats
+            and fnmatchcase(chat.parent.name, hashed)
+        ]
+    if not found:
+        for meta in sorted(chats.glob(f"{hashed}/{glob.escape(agent_id)}/{CHAT_META}")):
+            try:
+                found.append(read_regular(meta))
+            except OSError:
+                continue
+    cwd: str | None = None
+    created: int | None = None
+    for data in found:
+        said, started = _meta_json(data)
+        cwd, created = cwd or said, created or started
+    return cwd, created
 
 
 def _store_created(store: Path) -> int | None:
@@ -1098,6 +1150,8 @@ class CursorAgentAdapter(CursorTools):
         return [cursor_home() / "projects"]
 
     def claims(self, path: Path, explicit: bool = False) -> bool:
+        if path.name == CHAT_META:
+            return chat_meta(path, explicit)
         if not path.name.endswith(".jsonl"):
             return False
         if "agent-transcripts" in path.parts:
@@ -1109,8 +1163,12 @@ class CursorAgentAdapter(CursorTools):
 
     def discover(self, root: Path) -> Iterator[SourceRef]:
         if root.is_file():
-            if self.claims(root, explicit=True):
+            if root.name == CHAT_META:
+                if chat_meta(root, explicit=True):
+                    yield SourceRef(root, self.name, "side", root.parent.name)
+            elif self.claims(root, explicit=True):
                 yield SourceRef(root, self.name, "transcript", _slug(root))
+                yield from self._chat_metas(root)
             return
         if not root.is_dir():
             return
@@ -1121,8 +1179,26 @@ class CursorAgentAdapter(CursorTools):
                     path = Path(dirpath) / fname
                     if self.claims(path):
                         yield SourceRef(path, self.name, "transcript", _slug(path))
+                        yield from self._chat_metas(path)
+                elif fname == CHAT_META and chat_meta(path := Path(dirpath) / fname):
+                    yield SourceRef(path, self.name, "side", path.parent.name)
+
+    def _chat_metas(self, transcript: Path) -> Iterator[SourceRef]:
+        """The `meta.json` of a transcript's chat (`<home>/chats/*/<id>/`), which it is read with:
+        kept whole beside it, a side file of the chat, found wherever the walk began."""
+        home = _agent_home(transcript)
+        if home is None or transcript.parent.name == "subagents":  # its chat is its parent's
+            return
+        sid = transcript.name[: -len(".jsonl")]
+        for meta in sorted((home / "chats").glob(f"*/{glob.escape(sid)}/{CHAT_META}")):
+            if meta.is_file():
+                yield SourceRef(meta, self.name, "side", sid)
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
+        if ctx.kind == "side":  # a chat's meta.json: kept whole, read with the chat's transcript
+            return Record(
+                entry_type="side-file", subtype="chat-meta", session_id=ctx.path.parent.name, side_file=True
+            )
         st = ctx.state
         if "sid" not in st:
             self._start(ctx, rec.offset)
@@ -1134,7 +1210,7 @@ class CursorAgentAdapter(CursorTools):
         st.update(sid=path.name[: -len(".jsonl")], parent=None, pending=[], cwd=None, first=True)
         if path.parent.name == "subagents":
             st["parent"] = path.parent.parent.name
-        st["cwd"], st["created"] = _agent_chat(path, st["parent"] or st["sid"])
+        st["cwd"], st["created"] = _agent_chat(ctx, st["parent"] or st["sid"])
         # without its chat's meta.json, the folder its project is named after (`projects/<slug>`)
         # is told by the first path a call names that lies in it
         st["slug"] = ctx.project_key if "agent-transcripts" in path.parts else None
@@ -1226,19 +1302,26 @@ def _folder_of_slug(slug: str, calls: list[ToolUse]) -> str | None:
     return None
 
 
-def _agent_chat(path: Path, agent_id: str) -> tuple[str | None, int | None]:
-    """(working folder, time it was started) of a transcript's chat, from what cursor-agent keeps
-    of it in `~/.cursor/chats/<md5(cwd)>/<agent id>/`: `meta.json`, else for the time the chat
-    store beside it (`store.db`). The transcript holds neither (but 3.x prompts' own times)."""
+def _agent_home(path: Path) -> Path | None:
+    """The cursor-agent folder a transcript lies in: `<home>/projects/<slug>/agent-transcripts/…`."""
     parts = path.parts
     if "agent-transcripts" not in parts or parts.index("agent-transcripts") < 3:
+        return None
+    return Path(*parts[: parts.index("agent-transcripts") - 2])
+
+
+def _agent_chat(ctx: FileContext, agent_id: str) -> tuple[str | None, int | None]:
+    """(working folder, time it was started) of a transcript's chat, from what cursor-agent keeps
+    of it in `~/.cursor/chats/<md5(cwd)>/<agent id>/`: `meta.json`, else for the time the chat
+    store beside it (`store.db`, read where it is on disk). The transcript holds neither (but 3.x
+    prompts' own times)."""
+    home = _agent_home(ctx.path)
+    if home is None:
         return None, None
-    home = Path(*parts[: parts.index("agent-transcripts") - 2])  # <home>/projects/<slug>/agent-transcripts
-    cwd: str | None = None
-    created: int | None = None
-    for chat in sorted((home / "chats").glob(f"*/{agent_id}")):
-        said, started = _meta_json(chat / "meta.json")
-        cwd, created = cwd or said, created or started
-        if created is None and (chat / "store.db").is_file():
-            created = _store_created(chat / "store.db")
+    cwd, created = _chat_facts(ctx, home / "chats", agent_id)
+    if created is None:
+        for store in sorted((home / "chats").glob(f"*/{glob.escape(agent_id)}/store.db")):
+            created = _store_created(store)
+            if created is not None:
+                break
     return cwd, created

@@ -1237,6 +1237,13 @@ def _stored_bytes(conn: sqlite3.Connection, file_id: int) -> bytes:
     return file_bytes(conn, file_id)[0]
 
 
+def _kept_with(conn: sqlite3.Connection, session_id: str, name: str) -> dict[str, bytes]:
+    """A session's side files of that name as the archive keeps them, for a replay's adapters."""
+    from ..read.archive import kept_with
+
+    return kept_with(conn, session_id, name)
+
+
 def _replay_order(
     conn: sqlite3.Connection, file_ids: list[int], files: dict[int, tuple[str, str, str, str | None]]
 ) -> list[int]:
@@ -1342,7 +1349,11 @@ def replay(
         path, agent, kind, project_key = files[file_id]
         adapter = adapter_for(agent)
         ctx = FileContext(
-            Path(disk_name(path)), kind, project_key, stored=partial(_stored_bytes, conn, file_id)
+            Path(disk_name(path)),
+            kind,
+            project_key,
+            stored=partial(_stored_bytes, conn, file_id),
+            kept_with=partial(_kept_with, conn),
         )
         ledger.begin_file(
             file_id, keep_tool_io=not adapter.tool_io_in_record, kept_inputs=adapter.kept_inputs

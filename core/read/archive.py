@@ -195,6 +195,19 @@ def stored_file(conn: sqlite3.Connection, name: str) -> bytes | None:
     return None if row is None else file_bytes(conn, int(row[0]))[0]
 
 
+def kept_with(conn: sqlite3.Connection, session_id: str, name: str) -> dict[str, bytes]:
+    """The side files named `name` the archive keeps with a session, their bytes by path (as the file
+    system names it): what a replay's adapter reads beside the file it places (`FileContext.kept_with`),
+    whatever the disk holds now."""
+    rows = conn.execute(
+        "SELECT id, path FROM source_files WHERE kind = 'side' AND id IN "
+        "(SELECT DISTINCT source_file_id FROM entries WHERE session_id = ?) ORDER BY path",
+        (session_id,),
+    ).fetchall()
+    named = [(file_id, disk_name(path)) for file_id, path in rows]
+    return {path: file_bytes(conn, file_id)[0] for file_id, path in named if Path(path).name == name}
+
+
 @dataclass
 class VerifyReport:
     files_checked: int = 0

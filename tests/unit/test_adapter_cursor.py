@@ -696,6 +696,33 @@ def test_corpus_cursor(tmp_path):
     conn.close()
 
 
+STORE_ROOT = CURSOR / "S2thend__cursor-history" / "tests" / "fixtures" / "store-root"
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not STORE_ROOT.is_dir(), reason="../shared/corpus/cursor's store-root is not present")
+def test_corpus_cursor_agent_chat_is_dated_after_its_chat_folder_is_gone(conn, tmp_path):
+    """A real cursor-agent home (its transcript, its chat's meta.json): the meta.json is kept, and a
+    rebuild after cursor-agent deleted the chat's folder gives the date and folder a fresh read gave."""
+    import shutil
+
+    from threadloom.core.ingest.ledger import rebuild_derived
+
+    home = tmp_path / ".cursor"
+    shutil.copytree(STORE_ROOT, home)
+    sid = "aaaaaaaa-0000-0000-0000-000000000001"
+    ingest(conn, home / "projects")
+    fresh = session(conn, sid)
+    assert (fresh["created_at"], fresh["project_path"]) == (
+        1783737832293,
+        "/mnt/d/1_yuyu_proj/cursor-history",
+    )
+    shutil.rmtree(home / "chats")
+    rebuild_derived(conn)
+    rebuilt = session(conn, sid)
+    assert (rebuilt["created_at"], rebuilt["project_path"]) == (fresh["created_at"], fresh["project_path"])
+
+
 def test_a_workspace_that_only_kept_its_prompts(conn, tmp_path):
     """A workspace database copied without the global one (or from before composers were kept
     there) holds only its prompt history: that is a session, its prompts timed by the generations."""
@@ -840,3 +867,48 @@ def test_a_cursor_agent_chat_is_dated_by_what_its_chat_store_holds(conn, tmp_pat
         "/srv/tools",
         "ls",
     )
+
+
+@pytest.mark.parametrize("read", ["transcript", "chat store"])
+def test_a_cursor_agent_chat_s_meta_json_is_kept_for_a_rebuild(conn, tmp_path, read):
+    """cursor-agent's chat folder (`chats/<md5(cwd)>/<id>/`) is where a chat's start time and folder
+    are read from (`meta.json`), and cursor-agent deletes it with the chat: it was not archived, so a
+    rebuild after that (a schema upgrade's, `ingest --rebuild`) gave the session no date and no
+    folder. It is kept whole as a side file of the chat, read from the archive by the replay, and
+    written back by a restore."""
+    from threadloom.core.actions.restore import restore_session
+    from threadloom.core.ingest.ledger import rebuild_derived
+    from threadloom.core.read.archive import verify
+    from threadloom.core.read.side_files import side_files
+
+    from tests.support import stored_bytes
+
+    home = tmp_path / ".cursor"
+    sid = "0a1b2c3d-0000-4000-8000-000000000020"
+    if read == "transcript":
+        folder = home / "projects" / "home-dev-shop" / "agent-transcripts" / sid
+        folder.mkdir(parents=True)
+        (folder / f"{sid}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in transcript_lines()))
+    chat = agent_chat(
+        home, sid, meta_json={"schemaVersion": 1, "createdAtMs": 1783737832293, "cwd": "/home/dev/shop"}
+    )
+    meta = (chat / "meta.json").read_bytes()
+    ingest(conn, home / ("projects" if read == "transcript" else "chats"))
+    read_then = session(conn, sid)
+    assert (read_then["created_at"], read_then["project_path"]) == (1783737832293, "/home/dev/shop")
+    assert stored_bytes(conn, chat / "meta.json") == meta
+    assert [(Path(f.path).name, f.what) for f in side_files(conn, sid)] == [("meta.json", "chat-meta")]
+    for name in ("meta.json", "store.db"):
+        (chat / name).unlink()  # cursor-agent deleted the chat
+    chat.rmdir()
+    rebuild_derived(conn)
+    rebuilt = session(conn, sid)
+    assert (rebuilt["created_at"], rebuilt["project_path"], rebuilt["title"]) == (
+        1783737832293,
+        "/home/dev/shop",
+        read_then["title"],
+    )
+    assert verify(conn).ok
+    written = {Path(f.written_to).name: f for f in restore_session(conn, sid, tmp_path / "back")}
+    assert Path(written["meta.json"].written_to).read_bytes() == meta
+    assert written["meta.json"].complete
