@@ -230,6 +230,7 @@ class Usage:
     # than the five minutes' cache)
     cache_write_1h_tokens: int = 0
     web_searches: int = 0  # searches the provider ran for the message (billed apiece, beside tokens)
+    model: str | None = None  # the model its tokens are priced at, when not its record's
 
 
 @dataclass(slots=True)
@@ -288,6 +289,8 @@ class Record:
     tool_uses: list[ToolUse] = field(default_factory=list)
     tool_results: list[ToolResult] = field(default_factory=list)
     usage: Usage | None = None
+    # usage beside `usage`, each priced at its own `model`: a session's totals a record gives per model
+    more_usage: list[Usage] = field(default_factory=list)
     title: tuple[str, str] | None = None  # (title_source, text)
     title_target_uuid: str | None = None  # a title that belongs to the session owning this uuid
     cwd: str | None = None

@@ -30,8 +30,10 @@ Subagents (the `task` tool) write their events into the same file, each marked w
 Tokens: an assistant message records its output tokens only; a shutdown records the input and
 cache tokens per model, counted from the session's start (a resumed session's shutdown repeats the
 runs before it: in real 1.0.77 logs the second shutdown holds the first one's figures unchanged).
-Each shutdown is one usage of the session under the same id, so the largest counts stand and none
-is counted twice; its output tokens are the messages', not counted again. `tokenDetails` (1.0.5x
+Each model a shutdown names is one usage of the session under an id of its own (the session's and
+the model's), so each is priced at its model's rate and dated at its first shutdown; a later
+shutdown's figures replace its earlier ones (the largest counts stand, none counted twice). Its
+output tokens are the messages', not counted again. `tokenDetails` (1.0.5x
 on) gives the uncached input itself, and also counts a compaction's call; without it
 `usage.inputTokens` holds both cache buckets (so it is read less the reads and the writes).
 
@@ -468,21 +470,26 @@ class CopilotAdapter(Adapter):
 
     def _shutdown(self, out: Record, data: dict[str, Any], st: dict[str, Any]) -> None:
         """The session's input and cache tokens so far (see the module docstring): one usage id a
-        session, so a later shutdown's larger counts replace an earlier one's."""
+        session and model, priced at that model's rate and dated at the first shutdown naming it;
+        a later shutdown's larger counts replace an earlier one's."""
         split = {
             model: _input_split(as_dict(row)) for model, row in as_dict(data.get("modelMetrics")).items()
         }
         if not split or not out.session_id:
             return
-        # priced as the model that read the most (a session with several models is priced as one)
+        # the session's model where its messages name none: the one that read the most
         out.model = max(split, key=lambda m: sum(split[m]))
-        out.usage = Usage(
-            f"{out.session_id}:shutdown",
-            None,
-            input_tokens=sum(fresh for fresh, _, _ in split.values()),
-            cache_read_tokens=sum(reads for _, reads, _ in split.values()),
-            cache_creation_tokens=sum(writes for _, _, writes in split.values()),
-        )
+        out.more_usage = [
+            Usage(
+                f"{out.session_id}:shutdown:{model}",
+                None,
+                input_tokens=fresh,
+                cache_read_tokens=reads,
+                cache_creation_tokens=writes,
+                model=model,
+            )
+            for model, (fresh, reads, writes) in split.items()
+        ]
 
     # ------------------------------------------------------------------ capabilities
 

@@ -507,15 +507,14 @@ class Ledger:
                 self._tool_updates.append(
                     (content, result.status, ts, entry_id, result.child_agent_id, result.tool_use_id, sid)
                 )
-        if rec.usage is not None:
-            u = rec.usage
+        for u in [rec.usage, *rec.more_usage] if rec.usage is not None else rec.more_usage:
             usage = PendingUsage(
                 u.message_id,
                 u.request_id,
                 sid,
                 turn_id,
                 entry_id,
-                rec.model,
+                u.model or rec.model,
                 int(rec.is_sidechain),
                 u.input_tokens,
                 u.output_tokens,

@@ -182,7 +182,7 @@ _NESTED = {
 }
 _NAMES = [f.name for f in fields(Record)]
 _TOOL_USES, _TOOL_RESULTS = _NAMES.index("tool_uses"), _NAMES.index("tool_results")
-_USAGE, _SESSION = _NAMES.index("usage"), _NAMES.index("session")
+_USAGE, _MORE_USAGE, _SESSION = _NAMES.index("usage"), _NAMES.index("more_usage"), _NAMES.index("session")
 
 
 def encode(rec: Record) -> list[Any]:
@@ -194,6 +194,8 @@ def encode(rec: Record) -> list[Any]:
         values[_TOOL_RESULTS] = [_NESTED[ToolResult](r) for r in values[_TOOL_RESULTS]]
     if values[_USAGE] is not None:
         values[_USAGE] = _NESTED[Usage](values[_USAGE])
+    if values[_MORE_USAGE]:
+        values[_MORE_USAGE] = [_NESTED[Usage](u) for u in values[_MORE_USAGE]]
     if values[_SESSION] is not None:
         values[_SESSION] = _NESTED[SessionInfo](values[_SESSION])
     return values
@@ -206,6 +208,8 @@ def decode(values: list[Any]) -> Record:
         values[_TOOL_RESULTS] = [ToolResult(*r) for r in values[_TOOL_RESULTS]]
     if values[_USAGE] is not None:
         values[_USAGE] = Usage(*values[_USAGE])
+    if values[_MORE_USAGE]:
+        values[_MORE_USAGE] = [Usage(*u) for u in values[_MORE_USAGE]]
     if values[_SESSION] is not None:
         values[_SESSION] = SessionInfo(*values[_SESSION])
     return Record(*values)

@@ -178,6 +178,7 @@ def test_records_cross_between_processes_unchanged() -> None:
         tool_uses=[ToolUse("t1", "Bash", '{"command": "ls"}', 1, "d", "p")],
         tool_results=[ToolResult("t0", '"ok"', "failed", "a1")],
         usage=Usage("m1", "r1", 1, 2, 3, 4, 0.5),
+        more_usage=[Usage("s1:shutdown:m", None, 5, cache_read_tokens=6, model="m")],
         title=("summary", "A title"),
         session=SessionInfo("claude-code", "s1", kind="subagent", is_subagent=1),
     )

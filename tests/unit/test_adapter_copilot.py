@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from threadloom.core.actions.fork import resume_plan
 from threadloom.core.adapters import ADAPTERS
+from threadloom.core.adapters.base import parse_iso_ms
 from threadloom.core.base.text import prompt_title
 from threadloom.core.insight.stats import refresh_pending
 from threadloom.core.read.query import messages
@@ -364,6 +365,44 @@ def test_a_resumed_session_read_in_two_runs_is_what_one_read_gives(tmp_path):
         write_events(tmp_path, RESUMED, resumed_session_events())
         ingest(conn, tmp_path / ".copilot")
         assert session_tokens(conn, RESUMED) == (10 + 9277, 1536, 12602, 35 + 88)
+    finally:
+        conn.close()
+
+
+def test_a_session_resumed_on_another_model_prices_each_model_at_its_own_rate(tmp_path):
+    """A run on Haiku, resumed on Opus: the second shutdown repeats Haiku's row and adds Opus's.
+    Each model's input is its own usage, priced at its rate and dated at the first shutdown naming
+    it; read as one usage, Opus's 3.6M tokens were priced as Haiku's and dated at the first run."""
+    from threadloom.core.insight.cost import message_cost
+
+    haiku, opus = model_row(10, 0, 1000, 35), model_row(200000, 3000000, 400000, 50000)
+    events = [
+        event(1, "session.start", {"sessionId": RESUMED, "context": {"cwd": "/w"}}),
+        event(2, "user.message", {"content": "hi"}),
+        event(3, "assistant.message", {"messageId": "m1", "content": "ok", "outputTokens": 35}),
+        event(4, "session.shutdown", {"modelMetrics": {"claude-haiku-4.5": haiku}}),
+        event(5, "session.resume", {"eventCount": 4}),
+        event(6, "session.model_change", {"newModel": "claude-opus-4.5"}),
+        event(7, "user.message", {"content": "big job"}),
+        event(8, "assistant.message", {"messageId": "m2", "content": "done", "outputTokens": 50000}),
+        event(9, "session.shutdown", {"modelMetrics": {"claude-haiku-4.5": haiku, "claude-opus-4.5": opus}}),
+    ]
+    write_events(tmp_path, RESUMED, events)
+    first, second = (parse_iso_ms(events[n]["timestamp"]) for n in (3, 8))  # the two shutdowns
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".copilot")
+        rows = conn.execute(
+            "SELECT message_id, model, input_tokens, cache_read_tokens, cache_creation_tokens, timestamp, "
+            "cost_usd FROM agent_usage WHERE message_id LIKE '%:shutdown%' ORDER BY timestamp"
+        ).fetchall()
+        assert [row[:6] for row in rows] == [
+            (f"{RESUMED}:shutdown:claude-haiku-4.5", "claude-haiku-4.5", 10, 0, 1000, first),
+            (f"{RESUMED}:shutdown:claude-opus-4.5", "claude-opus-4.5", 200000, 3000000, 400000, second),
+        ]
+        opus_cost = message_cost("claude-opus-4.5", 200000, 0, 400000, 3000000, second)
+        assert opus_cost is not None and rows[1][6] == pytest.approx(opus_cost)
+        assert session_tokens(conn, RESUMED) == (10 + 200000, 3000000, 1000 + 400000, 35 + 50000)
     finally:
         conn.close()
 

@@ -102,8 +102,9 @@ FIELDS = (
 
 
 def said(rec: Record) -> dict[str, Any]:
-    """The fields compared, with the calls as (id, name), the results as (call id, status) and the
-    tokens as (input, output, cache read)."""
+    """The fields compared, with the calls as (id, name), the results as (call id, status), the
+    tokens as (input, output, cache read) and those given per model as (model, input, output, cache
+    read)."""
     out = {name: getattr(rec, name) for name in FIELDS}
     out["tools"] = [(t.id, t.name) for t in rec.tool_uses]
     out["results"] = [(r.tool_use_id, r.status) for r in rec.tool_results]
@@ -111,6 +112,9 @@ def said(rec: Record) -> dict[str, Any]:
     out["usage"] = (
         None if usage is None else (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens)
     )
+    out["more_usage"] = [
+        (u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens) for u in rec.more_usage
+    ]
     return out
 
 
@@ -492,7 +496,7 @@ CASES: dict[str, Case] = {
             },
             {"entry_type": "tool.execution_complete", "results": [("call_edit", "completed")]},
             {"session_id": f"{copilot.SID}:agent-call_task", "content": "tests pass"},
-            {"entry_type": "session.shutdown", "usage": (200, 0, 1000)},
+            {"entry_type": "session.shutdown", "more_usage": [("claude-sonnet-4.5", 200, 0, 1000)]},
             {"entry_type": "some.future_event", "known": False},
         ],
     ),
