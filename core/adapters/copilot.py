@@ -65,6 +65,7 @@ from .base import (
     ToolUse,
     Usage,
     parse_iso_ms,
+    read_regular,
     safe_int,
 )
 from .shared import as_dict, as_list, as_str, head_lines, head_of, json_text, parse_record, wrapped_params
@@ -115,6 +116,9 @@ KNOWN = frozenset(
     }
 )
 
+# what the lines a reader's state comes from hold (see `CopilotAdapter.start_file`): the session's
+# start, a subagent's start or end, an assistant's calls, a user's `!` command
+STATE_MARKERS = (b'"session.start"', b'"subagent.', b'"toolRequests"', b'"tool.user_requested"')
 
 SESSION_FOLDER = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 # what a running copilot leaves to say it has the session open: not the session's
@@ -299,6 +303,27 @@ class CopilotAdapter(Adapter):
         """The session folder a file is kept in: a restore writes it back under it."""
         return path.parent.parent.name if path.parent.name == "checkpoints" else path.parent.name
 
+    def start_file(self, ctx: FileContext, first_offset: int) -> None:
+        """A read that starts past the file's start (an append: a session followed live) first
+        rebuilds what the lines before it taught (the session's id, the subagents' spawning calls,
+        the calls asked for), so that it reads its lines as one read of the whole file would."""
+        ctx.state["started"] = True
+        if first_offset <= 0 or ctx.kind != "transcript":
+            return
+        try:
+            data = read_regular(ctx.path, first_offset)
+        except OSError:
+            return
+        pos, line_number = 0, 0
+        while pos < len(data):
+            end = data.find(b"\n", pos)
+            end = len(data) if end < 0 else end
+            line_number += 1
+            line = data[pos:end]
+            if any(marker in line for marker in STATE_MARKERS):
+                self.normalize(RawRecord(pos, line_number, line), ctx)
+            pos = end + 1
+
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
         side = side_file(ctx.path) if ctx.kind == "side" else None
         if side is not None:  # kept whole with its session (the one its folder's events name), not read
@@ -312,6 +337,8 @@ class CopilotAdapter(Adapter):
             if named:  # the title its user gave it in VS Code
                 out.entry_type, out.content, out.title = "custom-title", named, ("custom-title", named)
             return out
+        if "started" not in ctx.state:
+            self.start_file(ctx, rec.offset)
         # read leniently where orjson refuses (invalid UTF-8, a lone surrogate), the refusal noted
         obj, error = parse_record(rec.raw)
         if obj is None:

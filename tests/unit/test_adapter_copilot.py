@@ -407,6 +407,95 @@ def test_a_session_resumed_on_another_model_prices_each_model_at_its_own_rate(tm
         conn.close()
 
 
+def subagent_events() -> list[dict]:
+    """A subagent whose thinking carries its `agentId` alone (no spawning call on it), and a call
+    asked for in one event and started in a later one."""
+    return [
+        event(1, "session.start", {"sessionId": SID, "context": {"cwd": "/w"}}),
+        event(2, "user.message", {"content": "check tests"}),
+        event(
+            3,
+            "assistant.message",
+            {
+                "messageId": "m1",
+                "content": "",
+                "toolRequests": [
+                    {"toolCallId": "call_task", "name": "task", "arguments": {"description": "check"}},
+                    {"toolCallId": "call_edit", "name": "edit", "arguments": {"path": "/w/a.py"}},
+                ],
+                "outputTokens": 12,
+            },
+        ),
+        event(4, "subagent.started", {"toolCallId": "call_task", "agentName": "explore"}, agentId="agent-1"),
+        event(5, "tool.execution_start", {"toolCallId": "call_edit", "toolName": "edit", "arguments": {}}),
+        event(6, "assistant.reasoning", {"content": "thinking inside the subagent"}, agentId="agent-1"),
+        event(
+            7,
+            "assistant.message",
+            {"messageId": "m2", "content": "tests pass", "parentToolCallId": "call_task", "outputTokens": 5},
+            agentId="agent-1",
+        ),
+        event(8, "subagent.completed", {"toolCallId": "call_task"}, agentId="agent-1"),
+        event(9, "tool.execution_complete", {"toolCallId": "call_task", "success": True, "result": {}}),
+        event(10, "tool.execution_complete", {"toolCallId": "call_edit", "success": True, "result": {}}),
+        event(11, "session.shutdown", {"modelMetrics": {"claude-sonnet-4.5": model_row(100, 200, 0, 17)}}),
+    ]
+
+
+def _copilot_ledger(conn) -> dict[str, list[tuple]]:
+    """What a read makes of a session: its sessions, their calls, their usage, each record's session."""
+    queries = {
+        "sessions": "SELECT id, kind, parent_session_id, message_count, tool_call_count, input_tokens, "
+        "output_tokens, cache_read_tokens, cache_creation_tokens, model FROM agent_sessions ORDER BY id",
+        "calls": "SELECT session_id, id, tool_name, status, child_session_id FROM agent_tool_calls "
+        "ORDER BY session_id, id",
+        "usage": "SELECT message_id, session_id, model, input_tokens, output_tokens, cache_read_tokens, "
+        "cache_creation_tokens, timestamp FROM agent_usage ORDER BY message_id",
+        "records": "SELECT byte_offset, session_id, seq FROM entries WHERE entry_type IS NOT 'side-file' "
+        "ORDER BY byte_offset",
+    }
+    return {name: [tuple(row) for row in conn.execute(query)] for name, query in queries.items()}
+
+
+@pytest.mark.parametrize("session", ["builder", "subagent", "resumed"])
+def test_a_session_read_in_two_pieces_is_what_one_read_gives(tmp_path, session):
+    """A session followed live is read in pieces, each on its own: the ids its subagents' events
+    name and the calls asked for before the piece were forgotten, so a subagent's thinking went
+    to a session of its own and a call was counted twice. Cut at every line, it reads as whole."""
+
+    def written(root: Path) -> Path:
+        if session == "builder":
+            return copilot_session(root)
+        if session == "subagent":  # compact, as Copilot CLI writes its lines
+            path = write_events(root, SID, [])
+            path.write_text("".join(json.dumps(e, separators=(",", ":")) + "\n" for e in subagent_events()))
+            return path
+        return write_events(root, RESUMED, resumed_session_events())
+
+    whole = tmp_path / "whole"
+    written(whole)
+    conn = db.connect(tmp_path / "whole.db")
+    try:
+        ingest(conn, whole / ".copilot")
+        expected = _copilot_ledger(conn)
+    finally:
+        conn.close()
+    assert expected["sessions"] and expected["usage"]
+    lines = written(tmp_path / "lines").read_bytes().splitlines(keepends=True)
+    for cut in range(1, len(lines)):
+        root = tmp_path / f"cut{cut}"
+        grown = written(root)
+        grown.write_bytes(b"".join(lines[:cut]))
+        conn = db.connect(tmp_path / f"cut{cut}.db")
+        try:
+            ingest(conn, root / ".copilot")
+            grown.write_bytes(b"".join(lines))
+            ingest(conn, root / ".copilot")
+            assert _copilot_ledger(conn) == expected, cut
+        finally:
+            conn.close()
+
+
 def test_a_shutdown_without_token_details_reads_input_less_both_caches(tmp_path):
     """Older shutdowns have `usage` alone: its `inputTokens` holds the reads and the writes."""
     sid = "0b7c6a5d-4e3f-4a1b-9c8d-7e6f5a4b3c2d"
