@@ -70,6 +70,7 @@ from .shared import (
     head_of,
     input_text,
     json_text,
+    lines_of,
     merge_records,
     parse_record,
     wrapped_params,
@@ -385,16 +386,9 @@ class CodexAdapter(Adapter):
         except (OSError, ValueError):
             return
         snapshot = ctx.state["snapshot"]
-        pos, line_number = 0, 0
-        while pos < len(data):
-            nl = data.find(b"\n", pos)
-            if nl < 0:
-                nl = len(data)
-            line_number += 1
-            line = data[pos:nl]
-            if snapshot or line_number == 1 or any(m in line for m in STATE_MARKERS):
-                self._normalize(RawRecord(pos, line_number, line), ctx)
-            pos = nl + 1
+        for rec in lines_of(data):
+            if snapshot or rec.line_number == 1 or any(m in rec.raw for m in STATE_MARKERS):
+                self._normalize(rec, ctx)
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
         if "started" not in ctx.state:

@@ -68,7 +68,17 @@ from .base import (
     read_regular,
     safe_int,
 )
-from .shared import as_dict, as_list, as_str, head_lines, head_of, json_text, parse_record, wrapped_params
+from .shared import (
+    as_dict,
+    as_list,
+    as_str,
+    head_lines,
+    head_of,
+    json_text,
+    lines_of,
+    parse_record,
+    wrapped_params,
+)
 from .walk import walk
 
 AGENT = "copilot-cli"
@@ -314,15 +324,9 @@ class CopilotAdapter(Adapter):
             data = read_regular(ctx.path, first_offset)
         except OSError:
             return
-        pos, line_number = 0, 0
-        while pos < len(data):
-            end = data.find(b"\n", pos)
-            end = len(data) if end < 0 else end
-            line_number += 1
-            line = data[pos:end]
-            if any(marker in line for marker in STATE_MARKERS):
-                self.normalize(RawRecord(pos, line_number, line), ctx)
-            pos = end + 1
+        for rec in lines_of(data):
+            if any(marker in rec.raw for marker in STATE_MARKERS):
+                self.normalize(rec, ctx)
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
         side = side_file(ctx.path) if ctx.kind == "side" else None

@@ -72,6 +72,7 @@ from .shared import (
     head_of,
     input_text,
     json_text,
+    lines_of,
     merge_records,
     parse_document,
     parse_record,
@@ -382,13 +383,8 @@ class GeminiAdapter(Adapter):
             data = read_regular(ctx.path, end)
         except OSError:
             return
-        pos, line_number = 0, 0
-        while pos < len(data):
-            nl = data.find(b"\n", pos)
-            nl = len(data) if nl < 0 else nl
-            line_number += 1
-            self._normalize(RawRecord(pos, line_number, data[pos:nl]), ctx)
-            pos = nl + 1
+        for rec in lines_of(data):
+            self._normalize(rec, ctx)
 
     def normalize(self, rec: RawRecord, ctx: FileContext) -> Record:
         side = side_file(ctx.path) if ctx.kind == "side" else None

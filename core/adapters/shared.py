@@ -146,6 +146,18 @@ def scalar_members(raw: bytes) -> dict[str, Any]:
     return out
 
 
+def lines_of(data: bytes) -> Iterator[RawRecord]:
+    """`data`'s lines as records (offset, line number, bytes): what an append read replays of the
+    lines before it, to rebuild the state a read of the whole file would have reached there."""
+    pos, line_number = 0, 0
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end
+        line_number += 1
+        yield RawRecord(pos, line_number, data[pos:end])
+        pos = end + 1
+
+
 def head_lines(head: bytes, count: int = 5) -> list[Any]:
     """The first `count` lines of a file's head read leniently (`loads`; None for a line that is
     no JSON, one the head cut included): what a reader that knows its files by their first record
