@@ -259,6 +259,11 @@ def _input_split(row: dict[str, Any]) -> tuple[int, int, int]:
     return max(0, safe_int(usage.get("inputTokens")) - reads - writes), reads, writes
 
 
+def _session_folder(path: Path) -> bool:
+    """A file in a session's own folder of Copilot's session state (`session-state/<uuid>/`)."""
+    return SESSION_FOLDER.match(path.parent.name) is not None and path.parent.parent.name == "session-state"
+
+
 class CopilotAdapter(Adapter):
     """Reads GitHub Copilot CLI's session events; see the module docstring."""
 
@@ -282,7 +287,12 @@ class CopilotAdapter(Adapter):
 
     def claims(self, path: Path) -> bool:
         if path.name == FILE_NAME:
-            return looks_like_copilot(head_of(path, 8192))
+            head = head_of(path, 8192)
+            # Copilot makes a session's events file before it writes to it: one found empty or with
+            # its first line half written (a run just started, a watch quick to look) is Copilot's
+            # by its place, or another reader would take it (Claude Code's takes an empty JSONL)
+            # and keep it for good, or none would and it was not offered again as it grew
+            return looks_like_copilot(head) or (b"\n" not in head.strip() and _session_folder(path))
         return self._beside_events(path) and side_file(path) is not None
 
     @staticmethod

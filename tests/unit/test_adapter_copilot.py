@@ -82,6 +82,36 @@ def test_a_copilot_session_resumes_with_its_own_command(tmp_path, fake_agents, s
     ]
 
 
+def test_an_events_file_found_empty_is_copilot_s_once_it_is_written(tmp_path):
+    """Copilot makes a session's events.jsonl before it writes to it: an ingest that finds it empty
+    (a watch is quick) took it for an empty Claude Code log and kept it so, every event after going
+    to a Claude session named "events". Found empty in a session's folder, it is Copilot's."""
+    source = copilot_session(tmp_path)
+    events = source.read_bytes()
+    source.write_bytes(events[:30])  # its first line half written
+    assert [name for name, a in ADAPTERS.items() if a.claims(source)] == ["copilot-cli"]
+    source.write_bytes(b"")
+    assert [name for name, a in ADAPTERS.items() if a.claims(source)] == ["copilot-cli"]
+    conn = db.connect(tmp_path / "ledger.db")
+    ingest(conn, tmp_path / ".copilot")
+    source.write_bytes(events[:30])
+    ingest(conn, tmp_path / ".copilot")
+    source.write_bytes(events)
+    ingest(conn, tmp_path / ".copilot")
+    assert conn.execute("SELECT DISTINCT agent FROM source_files").fetchall() == [("copilot-cli",)]
+    assert conn.execute(
+        "SELECT source, message_count FROM agent_sessions WHERE id = ?", (SID,)
+    ).fetchone() == (
+        "copilot-cli",
+        3,
+    )
+    # an empty events.jsonl anywhere else says nothing of itself: not taken for Copilot's
+    elsewhere = tmp_path / "logs" / "events.jsonl"
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(b"")
+    assert not ADAPTERS["copilot-cli"].claims(elsewhere)
+
+
 def test_copilot_home_is_honoured(tmp_path, monkeypatch):
     monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "elsewhere"))
     assert ADAPTERS["copilot-cli"].default_roots() == [tmp_path / "elsewhere" / "session-state"]
