@@ -128,7 +128,16 @@ KNOWN = frozenset(
 
 # what the lines a reader's state comes from hold (see `CopilotAdapter.start_file`): the session's
 # start, a subagent's start or end, an assistant's calls, a user's `!` command
-STATE_MARKERS = (b'"session.start"', b'"subagent.', b'"toolRequests"', b'"tool.user_requested"')
+# the events that name the model in use (`_READERS`)
+MODEL_EVENTS = frozenset(
+    {"session.start", "session.model_change", "session.auto_mode_resolved", "session.tools_updated"}
+)
+STATE_MARKERS = (
+    b'"session.',  # its start, and the model in use (MODEL_EVENTS)
+    b'"subagent.',
+    b'"toolRequests"',
+    b'"tool.user_requested"',
+)
 
 SESSION_FOLDER = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 # what a running copilot leaves to say it has the session open: not the session's
@@ -402,6 +411,8 @@ class CopilotAdapter(Adapter):
         reader = _READERS.get(kind or "")
         if reader is not None:
             reader(self, out, data, st)
+            if kind in MODEL_EVENTS and out.model:
+                st["model"] = out.model  # the model in use: a reply that names none ran on it
         return out
 
     # ------------------------------------------------------------------ record kinds
@@ -443,7 +454,8 @@ class CopilotAdapter(Adapter):
         out.role = "assistant"
         out.content = as_str(data.get("content")) or None
         out.thinking = as_str(data.get("reasoningText")) or None
-        out.model = as_str(data.get("model"))
+        # 1.0.7x replies name no model: the one in use then, so their output tokens are priced
+        out.model = as_str(data.get("model")) or st.get("model")
         out.message_id = as_str(data.get("messageId")) or out.uuid
         texts: list[str] = []
         requested = st.setdefault("requested", set())

@@ -487,7 +487,36 @@ def _copilot_ledger(conn) -> dict[str, list[tuple]]:
     return {name: [tuple(row) for row in conn.execute(query)] for name, query in queries.items()}
 
 
-@pytest.mark.parametrize("session", ["builder", "subagent", "resumed"])
+def model_events() -> list[dict]:
+    """A session whose replies name no model (1.0.7x): the run's model is named by its events."""
+    return [
+        event(1, "session.start", {"sessionId": RESUMED, "selectedModel": "auto", "context": {"cwd": "/w"}}),
+        event(2, "session.tools_updated", {"model": "claude-sonnet-4.5"}),
+        event(3, "user.message", {"content": "Reply with exactly the word: ok"}),
+        event(4, "assistant.message", {"messageId": "m1", "content": "ok", "outputTokens": 50}),
+        event(5, "session.model_change", {"newModel": "gpt-5-mini"}),
+        event(6, "user.message", {"content": "Reply with exactly the word: again"}),
+        event(7, "assistant.message", {"messageId": "m2", "content": "again", "outputTokens": 20}),
+    ]
+
+
+def test_a_reply_that_names_no_model_is_priced_at_the_model_in_use(tmp_path):
+    """1.0.7x replies carry their output tokens but name no model: they were never priced (the
+    session's cost left out every reply). The model the session's events name is the one in use."""
+    write_events(tmp_path, RESUMED, model_events())
+    conn = db.connect(tmp_path / "ledger.db")
+    ingest(conn, tmp_path / ".copilot")
+    rows = conn.execute(
+        "SELECT message_id, model, output_tokens, cost_usd FROM agent_usage ORDER BY message_id"
+    ).fetchall()
+    assert [(m, model, out) for m, model, out, _ in rows] == [
+        ("m1", "claude-sonnet-4.5", 50),
+        ("m2", "gpt-5-mini", 20),
+    ]
+    assert all(cost is not None and cost > 0 for *_, cost in rows), rows
+
+
+@pytest.mark.parametrize("session", ["builder", "subagent", "resumed", "models"])
 def test_a_session_read_in_two_pieces_is_what_one_read_gives(tmp_path, session):
     """A session followed live is read in pieces, each on its own: the ids its subagents' events
     name and the calls asked for before the piece were forgotten, so a subagent's thinking went
@@ -500,6 +529,8 @@ def test_a_session_read_in_two_pieces_is_what_one_read_gives(tmp_path, session):
             path = write_events(root, SID, [])
             path.write_text("".join(json.dumps(e, separators=(",", ":")) + "\n" for e in subagent_events()))
             return path
+        if session == "models":
+            return write_events(root, RESUMED, model_events())
         return write_events(root, RESUMED, resumed_session_events())
 
     whole = tmp_path / "whole"
