@@ -54,8 +54,9 @@ SCHEMA_VERSION = (
 # developer messages no message and a turn stopped a line, cursor-agent's project under a folder of
 # punctuation, Gemini CLI's subagents' titles, Kimi Code's turns, compactions, undos and subagents'
 # plans, pi's compaction, Claude Code's forked subagents); 21: what the adapters read more of (Copilot
-# CLI's tokens once a session and model, each model's at its own rate, its cache writes apart, its
-# auto model, `!` commands and compactions, a file read in pieces as one read;
+# CLI's tokens once a session and model, each model's at its own rate, its cache writes apart, a reply
+# priced at the model in use, its auto model, `!` commands and compactions, a file read in pieces as
+# one read;
 # Codex's rollback of every turn and Gemini CLI's rewind to the start as undos, Codex's
 # token_usage_record; Gemini CLI's session context no message and no compaction, its Windows folder's
 # casing and a folder from its context; cursor-agent's start times, its chat's meta.json kept; Aider's
