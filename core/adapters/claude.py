@@ -219,6 +219,18 @@ def classify(path: Path) -> tuple[str, str | None, dict[str, Any]]:
     return "transcript", project_key, facts
 
 
+def _elsewhere(path: Path) -> bool:
+    """Whether `path` lies where another agent keeps its logs (one of their default folders)."""
+    from . import all_adapters  # the registry imports this module
+
+    return any(
+        path.is_relative_to(root)
+        for adapter in all_adapters()
+        if adapter.name != AGENT
+        for root in adapter.default_roots()
+    )
+
+
 def claude_layout(path: Path) -> bool:
     """A `.jsonl` that Claude Code named and placed itself (`projects/<project>/<uuid or agent-…>`,
     a session's `subagents/` folder): known by its place, so no adapter opens it to tell whose it is."""
@@ -391,8 +403,15 @@ class ClaudeAdapter(Adapter):
 
             if claimed_elsewhere(AGENT, path):
                 return False
+            if claude_layout(path):
+                return True
             # elsewhere a JSONL is Claude Code's only when its first record is (not any tool's JSONL)
-            return claude_layout(path) or looks_like_claude(*_head(path))
+            head, whole = _head(path)
+            if whole and not head.strip(b"\x00 \t\r\n").removeprefix(BOM).strip() and _elsewhere(path):
+                # an empty one in another agent's folder is no one's yet: pi, Kimi and others make
+                # their log, then write it; taken then, it stayed Claude Code's as they wrote it
+                return False
+            return looks_like_claude(head, whole)
         return (
             name.endswith(".meta.json")
             or name == "custom-title.json"

@@ -444,6 +444,8 @@ def discover(
             named = _named_roots(conn)
         if conn is not None and str(root) in (named or ()) and root.is_dir():
             _note_unclaimed(conn, root, found, unchanged)
+        if _holds_empty_log(root, found):
+            snapshots[key] = ""  # walked again next run: that log is offered again as it is written
         unlisted = walk.unlisted()
         if unlisted:
             if errors is not None:
@@ -976,6 +978,22 @@ def _named_roots(conn: sqlite3.Connection) -> set[str]:
 
     own = {str(root) for a in ADAPTERS.values() if a.says_unclaimed for root in a.default_roots()}
     return {r[0] for r in conn.execute("SELECT path FROM source_roots")} | own
+
+
+def _holds_empty_log(root: Path, found: Found) -> bool:
+    """Whether a `.jsonl` under `root` that no adapter took is empty: an agent makes its log, then
+    writes it, and one seen in between says nothing of whose it is; as it grows its folder keeps
+    its mtime, so a snapshot taken now would never offer it again."""
+    if not root.is_dir():
+        return False
+    for dirpath, _, filenames in walk.walk(root):
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            if name.endswith(".jsonl") and path not in found:
+                with contextlib.suppress(OSError):
+                    if os.stat(path).st_size == 0:
+                        return True
+    return False
 
 
 def _note_unclaimed(conn: sqlite3.Connection, root: Path, found: Found, unchanged: set[str] | None) -> None:

@@ -808,3 +808,36 @@ def test_a_subagent_s_meta_written_before_its_log_leaves_the_log_its_file(conn, 
         assert {Path(p).name for _, p in conn.execute(files)} == {f"{sid}.jsonl", f"agent-{agent}.jsonl"}
     finally:
         fresh.close()
+
+
+def test_a_log_seen_empty_is_read_as_its_agent_s_once_written(tmp_path, monkeypatch):
+    """pi (as Kimi, Droid and others) makes its session's log, then writes it. Seen empty in between,
+    it was taken for an empty Claude Code log and kept so, pi's records read as Claude's (no
+    message); and a log no reader takes is not offered again as it grows (its folder keeps its
+    mtime). Empty in another agent's folder, it is no one's yet, and its root is walked again until
+    it says whose it is."""
+    from threadloom.core.adapters import ADAPTERS
+    from threadloom.core.ingest.pipeline import run_ingest
+
+    from tests.builders.pi import pi_sessions
+    from tests.support import home_env
+
+    for key, value in home_env(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    home = Path(os.environ["HOME"])
+    pi_sessions(home)
+    logs = sorted((home / ".pi").rglob("*.jsonl"))
+    log, written = logs[0], logs[0].read_bytes()
+    for other in logs[1:]:
+        other.unlink()
+    log.write_bytes(b"")
+    assert [name for name, a in ADAPTERS.items() if a.claims(log)] == []
+    conn = db.connect(tmp_path / "t.db")
+    run_ingest(conn, [], include_defaults=True)
+    run_ingest(conn, [], include_defaults=True)  # still empty: looked at again, still no one's
+    log.write_bytes(written)  # the same folder, its mtime as it was
+    run_ingest(conn, [], include_defaults=True)
+    assert conn.execute("SELECT agent, kind FROM source_files").fetchall() == [("pi", "transcript")]
+    assert conn.execute("SELECT source, message_count > 0 FROM agent_sessions").fetchall() == [("pi", 1)]
+    # and once read, the root's folders are trusted again: a run with nothing new walks none
+    assert conn.execute("SELECT value FROM ledger_meta WHERE key LIKE 'roots:%pi%'").fetchone()[0] != ""
