@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from threadloom.core.ingest.pipeline import IngestReport, run_ingest
@@ -400,6 +401,35 @@ def ingest(conn: sqlite3.Connection, *sources: Path) -> IngestReport:
     report = run_ingest(conn, list(sources), include_defaults=False)
     assert not report.errors, report.errors
     return report
+
+
+def read_in_pieces(
+    tmp_path: Path, written: Callable[[Path], Path], folder: str, read: Callable[[sqlite3.Connection], object]
+) -> object:
+    """What `read` finds once the log `written(root)` makes is ingested whole (from `root / folder`),
+    checked to be what it finds when the log is ingested cut at each line, then grown to the whole
+    (an append read on its own, as a session followed live is read). Returns the whole read's."""
+    from threadloom.core.store import db
+
+    def ingested(root: Path, cut: int | None) -> object:
+        log = written(root)
+        whole = log.read_bytes()
+        conn = db.connect(root.parent / f"{root.name}.db")
+        try:
+            if cut is not None:
+                log.write_bytes(b"".join(whole.splitlines(keepends=True)[:cut]))
+                ingest(conn, root / folder)
+                log.write_bytes(whole)
+            ingest(conn, root / folder)
+            return read(conn)
+        finally:
+            conn.close()
+
+    expected = ingested(tmp_path / "whole", None)
+    lines = written(tmp_path / "lines").read_bytes().count(b"\n")
+    for cut in range(1, lines):
+        assert ingested(tmp_path / f"cut{cut}", cut) == expected, cut
+    return expected
 
 
 def stored_bytes(conn: sqlite3.Connection, path: Path) -> bytes:

@@ -17,7 +17,7 @@ from threadloom.core.read.query import messages
 from threadloom.core.store import db
 
 from tests.builders.copilot import SID, copilot_session, event, model_row, write_events
-from tests.support import ingest, run_printed
+from tests.support import ingest, read_in_pieces, run_printed
 
 
 def test_a_copilot_session_is_read_whole_and_as_copilot_s(tmp_path):
@@ -533,28 +533,8 @@ def test_a_session_read_in_two_pieces_is_what_one_read_gives(tmp_path, session):
             return write_events(root, RESUMED, model_events())
         return write_events(root, RESUMED, resumed_session_events())
 
-    whole = tmp_path / "whole"
-    written(whole)
-    conn = db.connect(tmp_path / "whole.db")
-    try:
-        ingest(conn, whole / ".copilot")
-        expected = _copilot_ledger(conn)
-    finally:
-        conn.close()
-    assert expected["sessions"] and expected["usage"]
-    lines = written(tmp_path / "lines").read_bytes().splitlines(keepends=True)
-    for cut in range(1, len(lines)):
-        root = tmp_path / f"cut{cut}"
-        grown = written(root)
-        grown.write_bytes(b"".join(lines[:cut]))
-        conn = db.connect(tmp_path / f"cut{cut}.db")
-        try:
-            ingest(conn, root / ".copilot")
-            grown.write_bytes(b"".join(lines))
-            ingest(conn, root / ".copilot")
-            assert _copilot_ledger(conn) == expected, cut
-        finally:
-            conn.close()
+    expected = read_in_pieces(tmp_path, written, ".copilot", _copilot_ledger)
+    assert expected["sessions"] and expected["usage"]  # type: ignore[index]
 
 
 def test_a_shutdown_without_token_details_reads_input_less_both_caches(tmp_path):

@@ -18,7 +18,7 @@ from threadloom.core.read.query import children_of, get_session, resolve_session
 from threadloom.core.store import db
 
 from tests.builders import kimi_code
-from tests.support import ingest, stored_bytes
+from tests.support import ingest, read_in_pieces, stored_bytes
 
 
 def test_a_forked_kimi_code_session_is_shown_under_its_source_as_a_fork(tmp_path):
@@ -458,28 +458,8 @@ def test_a_session_read_in_two_runs_is_what_one_read_gives(tmp_path, undone):
             log.write_text("".join(json.dumps(r) + "\n" for r in records))
         return log
 
-    whole = tmp_path / "whole"
-    log = written(whole)
-    conn = db.connect(tmp_path / "whole.db")
-    try:
-        ingest(conn, whole / ".kimi-code")
-        expected = read(conn)
-    finally:
-        conn.close()
-    assert len(expected[2]) == 2 * undone  # the prompts undone and their replies
-    lines = log.read_bytes().splitlines(keepends=True)
-    for cut in range(1, len(lines)):
-        pieces = tmp_path / f"cut{cut}"
-        grown = written(pieces)
-        grown.write_bytes(b"".join(lines[:cut]))
-        conn = db.connect(tmp_path / f"cut{cut}.db")
-        try:
-            ingest(conn, pieces / ".kimi-code")
-            grown.write_bytes(b"".join(lines))
-            ingest(conn, pieces / ".kimi-code")
-            assert read(conn) == expected, cut
-        finally:
-            conn.close()
+    expected = read_in_pieces(tmp_path, written, ".kimi-code", read)
+    assert len(expected[2]) == 2 * undone  # type: ignore[index]  # the prompts undone and their replies
 
 
 def test_an_export_marks_what_an_undo_withdrew_as_show_does(tmp_path):
