@@ -42,6 +42,19 @@ def titles(tree: SessionTree) -> list[str]:
     return [(s.title or "")[:24] for s in tree.sessions]
 
 
+def priced_session(tmp_path: Path, sid: str) -> Path:
+    """An archive of one session of 102 priced messages, its facts too long for a narrow pane."""
+    from tests.builders.claude import Transcript
+    from tests.tui_support import ingested_db
+
+    t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{sid}.jsonl", sid)
+    for n in range(51):
+        t.user(f"Why is the cart total off by a cent, take {n}")
+        t.assistant("Rounding.", usage={"input_tokens": 20, "output_tokens": 5}, model="claude-sonnet-4-5")
+    t.write()
+    return ingested_db(tmp_path, tmp_path / "projects")
+
+
 async def test_ctrl_f_filters_as_you_type_counts_and_esc_clears(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with run_test(app, size=(140, 40)) as pilot:
@@ -399,16 +412,10 @@ async def test_the_facts_under_the_list_are_whole_at_any_width(tmp_path: Path) -
     shows), and a wider pane shows them again."""
     from textual.geometry import Region
 
-    from tests.builders.claude import Transcript
-    from tests.tui_support import ingested_db, until
+    from tests.tui_support import until
 
     sid = "abcdef00-0000-4000-8000-0000000fac75"
-    t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{sid}.jsonl", sid)
-    for n in range(51):
-        t.user(f"Why is the cart total off by a cent, take {n}")
-        t.assistant("Rounding.", usage={"input_tokens": 20, "output_tokens": 5}, model="claude-sonnet-4-5")
-    t.write()
-    app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
+    app = make_app(priced_session(tmp_path, sid))
 
     def under_the_list() -> str:
         tree = app.query_one(SessionTree)
@@ -465,16 +472,10 @@ async def test_the_facts_under_the_messages_are_whole_too(tmp_path: Path) -> Non
     from textual.geometry import Region
     from threadloom.tui.messages import MessageView
 
-    from tests.builders.claude import Transcript
-    from tests.tui_support import ingested_db, until
+    from tests.tui_support import until
 
     sid = "abcdef00-0000-4000-8000-0000000fac76"
-    t = Transcript(tmp_path / "projects" / "-home-dev-app" / f"{sid}.jsonl", sid)
-    for n in range(51):
-        t.user(f"Why is the cart total off by a cent, take {n}")
-        t.assistant("Rounding.", usage={"input_tokens": 20, "output_tokens": 5}, model="claude-sonnet-4-5")
-    t.write()
-    app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
+    app = make_app(priced_session(tmp_path, sid))
 
     def under_the_messages() -> str:
         view = app.query_one(MessageView)

@@ -2016,10 +2016,7 @@ async def test_resume_asks_to_restore_the_transcript_before_the_command_is_offer
 async def test_x_hands_the_terminal_over_where_the_session_s_folder_is(tmp_path: Path) -> None:
     """`x` runs the command when its folder is here (no terminal to hand over under Pilot: said,
     and the command copied)."""
-    from threadloom.core.store import db
-
     from tests.builders.claude import Transcript
-    from tests.support import ingest
 
     work = tmp_path / "work"
     work.mkdir()
@@ -2028,10 +2025,7 @@ async def test_x_hands_the_terminal_over_where_the_session_s_folder_is(tmp_path:
     t.user("Rename the config loader")
     t.assistant("Renamed.")
     t.write()
-    conn = db.connect(tmp_path / "t.db")
-    ingest(conn, tmp_path / "projects")
-    conn.close()
-    app = make_app(tmp_path / "t.db")
+    app = make_app(ingested_db(tmp_path, tmp_path / "projects"))
     async with run_test(app, size=(140, 40)) as pilot:
         await pilot.pause()
         app.browser.jump_to_session(sid)
