@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..ingest.pipeline import IngestReport
     from ..ingest.pipeline import Progress as IngestProgress
+    from ..store.carry import Carried
 
 from ..base.text import count_of, one_line_name
 from .common import Command, add_db_option, say_upgrading, say_waiting
@@ -44,7 +45,8 @@ def add_parsers(sub: Any) -> None:
     p.add_argument(
         "--rebuild",
         action="store_true",
-        help="start a fresh database (the old one is moved aside) and read every source again",
+        help="build the database afresh beside the old one (then moved aside): its records carried "
+        "over and replayed, every source read again",
     )
     p.add_argument(
         "--no-index",
@@ -102,6 +104,7 @@ def _rebuild(args: argparse.Namespace, path: Path) -> int:
     no other rebuild takes (said, --json too); an interrupted rebuild leaves it as it was."""
     from ..ingest.pipeline import run_ingest
     from ..store import db
+    from ..store.carry import carry_records
 
     db.check_writable(path)  # a read-only database is left where it is
     if path.is_file():  # another application's database is not moved aside (a damaged one is)
@@ -118,6 +121,10 @@ def _rebuild(args: argparse.Namespace, path: Path) -> int:
     conn = db.connect(fresh)
     try:
         db.write_user_data(conn, given)
+        if not args.quiet and not args.json and path.is_file():
+            print("carrying the records of the old database…", file=sys.stderr)
+        carried = carry_records(path, conn)
+        _say_carried(args, carried, path)
         with _progress_bar(args) as progress:
             report = run_ingest(
                 conn,
@@ -144,7 +151,34 @@ def _rebuild(args: argparse.Namespace, path: Path) -> int:
     Path(str(fresh) + ".lock").unlink(missing_ok=True)
     if kept and not args.json:
         print(f"previous database kept as {kept}", file=sys.stderr)
-    return _report_ingest(args, report, {"previous_database": str(kept) if kept else None})
+    return _report_ingest(
+        args, report, {"previous_database": str(kept) if kept else None, "carried": carried.as_dict()}
+    )
+
+
+def _say_carried(args: argparse.Namespace, carried: Carried, path: Path) -> None:
+    """What the rebuild took from the old database, and what it left there (on stderr; --json
+    has the counts as `carried`)."""
+    if args.json or (args.quiet and not carried.damaged):
+        return
+    if carried.files:
+        gone = (
+            f", {count_of(carried.gone_from_disk, 'file')} no agent keeps any more"
+            if carried.gone_from_disk
+            else ""
+        )
+        print(
+            f"carried {count_of(carried.files, 'stored file')} ({count_of(carried.records, 'record')}) from the old "
+            f"database{gone}",
+            file=sys.stderr,
+        )
+    if carried.damaged:
+        print(
+            f"the old database is damaged: {count_of(carried.unreadable, 'row')} of its records could not be read "
+            f"and {count_of(carried.left_on_disk, 'file')} still on disk are read from there; what could not be "
+            "read stays in the old database, kept beside this one",
+            file=sys.stderr,
+        )
 
 
 def _follow_renamed_sessions(conn: sqlite3.Connection) -> None:

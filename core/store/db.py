@@ -739,7 +739,7 @@ def damaged(db_path: Path, detail: str) -> LedgerError:
     rebuild = f"threadloom ingest --rebuild --db {shlex.quote(str(db_path))}"
     return LedgerError(
         f"The database {db_path} is damaged ({detail}). Your agents' own files are untouched: run "
-        f"`{rebuild}` to rebuild it from them."
+        f"`{rebuild}` to rebuild it from them and from what it can still read."
     )
 
 
@@ -795,7 +795,7 @@ def explain(exc: BaseException, db_path: Path) -> LedgerError:
         )
     return LedgerError(
         f"The database {db_path} could not be used ({text}). If this keeps happening it may be damaged: "
-        f"`{rebuild}` rebuilds it from your agents' own files."
+        f"`{rebuild}` rebuilds it from your agents' own files and what it can still read."
     )
 
 

@@ -125,6 +125,7 @@ USER_DATA: dict[str, tuple[str, ...]] = {
 }
 
 # Sync state: what this archive pushed to a hub and pulled from one (core.ingest.sync), the machine and person
-# each pulled file came from. Neither records nor derived from them, and not the user's: an archive
-# started afresh (`ingest --rebuild`) has none, and its next sync pulls (and notes its pushes) again.
+# each pulled file came from. Neither records nor derived from them, and not the user's: `ingest --rebuild`
+# carries it with the records it describes (core.store.carry); an archive started afresh has none, and its
+# next sync pulls (and notes its pushes) again.
 SYNC_STATE = ("sync_pushed", "sync_pulled", "sync_rows")

@@ -5,13 +5,17 @@ remembered are read again."""
 from __future__ import annotations
 
 import json
+import random
+import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 from threadloom.core import cli
 from threadloom.core.cli import main
+from threadloom.core.store import db
 
+from tests.builders.claude import Transcript, tool_use
 from tests.support import SID, make_archive
 
 
@@ -86,3 +90,166 @@ def test_rebuild_says_where_the_old_database_went(tmp_path, capsys):
     assert main(["ingest", "--db", str(database), "--rebuild", "-q"]) == 0
     [kept] = backups(tmp_path)
     assert f"previous database kept as {kept}" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------- what only the archive holds
+
+
+def sessions_on_disk(root: Path, count: int) -> list[Path]:
+    """`count` sessions of twelve records of about 3 KB (each its own pages), one file each: a
+    record in the middle of each says whose it is (`WHOSE{i}`), in no other record."""
+    paths = []
+    for i in range(count):
+        sid = f"dddddddd-1111-4222-8333-{i:012d}"
+        t = Transcript(
+            tmp := root / "projects" / f"-srv-p{i % 2}" / f"{sid}.jsonl", sid, cwd=f"/srv/p{i % 2}"
+        )
+        for k in range(6):
+            t.user(f"step {k} of session {i}: " + (f"WHOSE{i} " if k == 3 else "") + "lorem ipsum " * 250)
+            t.assistant(f"done {k}", tools=[tool_use(f"t{k}", "Bash", command="make " + "x" * 2500)])
+        t.write()
+        paths.append(tmp)
+    return paths
+
+
+def stored(path: Path) -> dict[str, object]:
+    """What the archive at `path` holds and made of it: the records with their places, the sessions
+    (but the time each was last written), turns, calls, usage, versions and sync state."""
+    conn = sqlite3.connect(path)
+    try:
+        columns = [r[1] for r in conn.execute("PRAGMA table_info(agent_sessions)") if r[1] != "updated_at"]
+        tables = {
+            "entries": "SELECT id, source_file_id, session_id, seq, turn_id, dup_of, raw FROM entries",
+            "sessions": f"SELECT {', '.join(columns)} FROM agent_sessions",
+            "turns": "SELECT * FROM agent_turns",
+            "calls": "SELECT * FROM agent_tool_calls",
+            "usage": "SELECT * FROM agent_usage",
+            "versions": "SELECT * FROM source_versions",
+            "pulled": "SELECT * FROM sync_pulled",
+        }
+        return {name: sorted(map(repr, conn.execute(sql))) for name, sql in tables.items()}
+    finally:
+        conn.close()
+
+
+def records_of(path: Path) -> dict[str, set[bytes]]:
+    conn = sqlite3.connect(path)
+    try:
+        out: dict[str, set[bytes]] = {}
+        for sid, raw in conn.execute("SELECT session_id, raw FROM entries WHERE session_id IS NOT NULL"):
+            out.setdefault(sid, set()).add(bytes(raw))
+        return out
+    finally:
+        conn.close()
+
+
+def test_a_rebuild_keeps_what_only_the_archive_holds(tmp_path, capsys):
+    """Claude Code deletes its logs after 30 days: the archive then holds them alone. A rebuild
+    read the agents' files only, and left every such session (and every version an agent's rewrite
+    superseded) behind in the old database, moved aside where nothing shows it."""
+    kept, rewritten, deleted = sessions_on_disk(tmp_path, 3)
+    database = tmp_path / "t.db"
+    ingest = ["ingest", "--db", str(database), "--source", str(tmp_path / "projects"), "-q"]
+    assert main(ingest) == 0
+    lines = rewritten.read_bytes().splitlines(keepends=True)
+    rewritten.write_bytes(b"".join(lines[:3] + [lines[3].replace(b"make", b"MAKE")] + lines[4:]))
+    assert main(ingest) == 0  # the first text is kept as a version
+    deleted.unlink()
+    assert main(ingest) == 0
+    conn = sqlite3.connect(database)
+    pulled = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(kept),)).fetchone()[0]
+    with conn:  # the sync state describes the records: carried with them
+        conn.execute(
+            "INSERT INTO sync_pulled (hub, hub_source_id, source_file_id, machine, who, generation, items, "
+            "end_offset, digest, redacted) VALUES ('hub', 7, ?, 'laptop', NULL, 1, 12, 100, 'd', 0)",
+            (pulled,),
+        )
+    conn.close()
+    before = stored(database)
+    assert len(before["versions"]) == 1 and len(before["pulled"]) == 1
+    capsys.readouterr()
+
+    assert main(["ingest", "--db", str(database), "--rebuild", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["sessions_total"] == 3
+    assert out["carried"] == {
+        "files": 4,  # the three logs and the version
+        "records": 12 * 3 + 1,  # a version keeps the records the rewrite took back
+        "gone_from_disk": 1,
+        "damaged": False,
+        "unreadable_rows": 0,
+    }
+    assert stored(database) == before  # the same records, sessions, turns, calls and usage
+    [old] = backups(tmp_path)
+    assert stored(old) == before
+
+    capsys.readouterr()  # said so, when not --json
+    assert main(["ingest", "--db", str(database), "--rebuild"]) == 0
+    assert "carried 4 stored files (37 records) from the old database, 1 file no agent keeps any more" in (
+        capsys.readouterr().err
+    )
+    assert stored(database) == before
+
+
+def test_a_damaged_database_gives_what_it_can_read_and_the_disk_the_rest(tmp_path, capsys):
+    """The rebuild the damage message names: the files still on disk are read from there (a damaged
+    page may read back wrong), the rest carried as far as the old database lets it be read."""
+    paths = sessions_on_disk(tmp_path, 4)
+    database = tmp_path / "t.db"
+    assert main(["ingest", "--db", str(database), "--source", str(tmp_path / "projects"), "-q"]) == 0
+    original = records_of(database)
+    sids = sorted(original)
+    for path in paths[:3]:
+        path.unlink()
+    conn = sqlite3.connect(database)
+    pages = {r[0] for r in conn.execute("SELECT pageno FROM dbstat WHERE name = 'entries'")}
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    data = bytearray(database.read_bytes())
+    size = db.PAGE_SIZE
+    hit = [p for p in pages if b"WHOSE0 " in data[(p - 1) * size : p * size]]
+    assert hit  # a page of session 0's records turned to noise
+    for page in hit:
+        data[(page - 1) * size : page * size] = random.Random(page).randbytes(size)
+    database.write_bytes(bytes(data))
+    capsys.readouterr()
+
+    assert main(["ingest", "--db", str(database), "--rebuild", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    carried = out["carried"]
+    assert carried["damaged"] and carried["unreadable_rows"] >= 1 and carried["gone_from_disk"] == 3
+    now = records_of(database)
+    assert now[sids[3]] == original[sids[3]]  # read from its file
+    assert now[sids[1]] == original[sids[1]] and now[sids[2]] == original[sids[2]]  # carried whole
+    assert now.get(sids[0], set()) < original[sids[0]]  # what could be read of it, nothing else
+    assert b"WHOSE0" not in b"".join(now.get(sids[0], set()))
+
+    capsys.readouterr()
+    database.unlink()
+    [old] = backups(tmp_path)
+    shutil.copyfile(old, database)
+    assert main(["ingest", "--db", str(database), "--rebuild"]) == 0
+    assert "the old database is damaged:" in capsys.readouterr().err
+
+
+def test_a_record_changed_where_sqlite_cannot_see_it_is_not_carried_over_its_file(tmp_path, capsys):
+    """Bytes overwritten inside a page pass SQLite's own check: each record's stored digest tells
+    them, and its file, still on disk, is read from there rather than the archive's changed copy."""
+    paths = sessions_on_disk(tmp_path, 2)
+    database = tmp_path / "t.db"
+    assert main(["ingest", "--db", str(database), "--source", str(tmp_path / "projects"), "-q"]) == 0
+    original = records_of(database)
+    paths[0].unlink()
+    conn = sqlite3.connect(database)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    data = database.read_bytes()
+    assert data.count(b"WHOSE1 ") >= 1
+    database.write_bytes(data.replace(b"WHOSE1 ", b"WHOZE1 "))
+    assert sqlite3.connect(database).execute("PRAGMA quick_check").fetchone() == ("ok",)
+    capsys.readouterr()
+
+    assert main(["ingest", "--db", str(database), "--rebuild", "--json"]) == 0
+    carried = json.loads(capsys.readouterr().out)["carried"]
+    assert carried["damaged"] and carried["gone_from_disk"] == 1
+    assert records_of(database) == original  # the gone one carried, the changed one read from its file

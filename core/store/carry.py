@@ -1,0 +1,268 @@
+"""What `ingest --rebuild` carries from the database it replaces into the new one: the records.
+
+The agents delete their own logs (Claude Code after 30 days by default, a chat deleted in Cursor, a
+session removed by hand): the archive is then the only place that holds them. A rebuild that read
+only the agents' files again left all of that behind in the old database, moved aside, where
+nothing shows it. The records (every stored file with its records, its superseded versions and its
+reads) are carried instead, and the new database replays them as a schema upgrade does; the
+agents' files are read after them as any ingest reads them (appends, rewrites and new files).
+
+A sound database is carried whole, ids and all, with the sync state that describes its records (a
+hub is not pulled from again). A damaged one (SQLite's own check finds damage, or a read fails) is
+carried as far as it can be read, row by row where a page fails, and only where nothing else holds
+the bytes: the files no longer on disk and the versions they superseded. The files still on disk are
+read from there, since a damaged page may read back wrong without an error; what was pulled from a
+hub is pulled again. What could not be read stays in the old database, kept as `<name>.<time>.bak`.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..adapters.base import disk_name
+from . import db
+from .derived import SYNC_STATE
+from .sql import record_digest, set_meta, transaction
+
+# the records and what hangs on them, in the order they are carried (a version names two files)
+FILES, ENTRIES, VERSIONS, READS = "source_files", "entries", "source_versions", "source_reads"
+CHUNK = 512  # rows read at a time; a chunk that fails is read again row by row
+
+
+@dataclass
+class Carried:
+    """What a rebuild took from the old database (`as_dict` for `ingest --rebuild --json`)."""
+
+    files: int = 0
+    records: int = 0
+    gone_from_disk: int = 0  # of the files carried: those no agent's file holds any more
+    damaged: bool = False
+    unreadable: int = 0  # rows of the records' tables that could not be read (left in the old database)
+    left_on_disk: int = 0  # a damaged database's files still on disk: read from there instead
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "files": self.files,
+            "records": self.records,
+            "gone_from_disk": self.gone_from_disk,
+            "damaged": self.damaged,
+            "unreadable_rows": self.unreadable,
+        }
+
+
+def carry_records(old_path: Path, new: sqlite3.Connection) -> Carried:
+    """Copy the records of the database at `old_path` into `new` (a database just made, holding
+    nothing but what the user gave the old one) and mark its derived tables due for a replay
+    (`core.ingest.pipeline.rebuild_pending`, which the next ingest runs first)."""
+    carried = Carried()
+    if not old_path.is_file():
+        return carried
+    try:
+        old = db.peek(old_path)
+    except sqlite3.Error as exc:
+        carried.damaged = True
+        carried.notes.append(f"the old database could not be opened ({exc})")
+        return carried
+    try:
+        damaged = not _sound(old)
+        try:
+            return _carry_all(old, new, damaged)
+        except _FoundDamage:  # a read failed where SQLite's check found nothing: carried as damaged
+            return _carry_all(old, new, True)
+    finally:
+        old.close()
+
+
+def _sound(old: sqlite3.Connection) -> bool:
+    """SQLite's own check of the old database (on the reading connection: nothing is left beside it)."""
+    try:
+        found = old.execute("PRAGMA quick_check(1)").fetchone()
+    except sqlite3.DatabaseError:
+        return False
+    return found is not None and found[0] == "ok"
+
+
+class _FoundDamage(Exception):
+    pass
+
+
+def _carry_all(old: sqlite3.Connection, new: sqlite3.Connection, damaged: bool) -> Carried:
+    carried = Carried(damaged=damaged)
+    with transaction(new, immediate=True):
+        _carry(old, new, carried)
+        if carried.files:
+            set_meta(new, db.REBUILD_KEY, str(db.SCHEMA_VERSION))
+    return carried
+
+
+def _carry(old: sqlite3.Connection, new: sqlite3.Connection, carried: Carried) -> None:
+    names = _columns(old, new, FILES)
+    entry_names = _columns(old, new, ENTRIES)
+    if not {"id", "path", "kind"} <= set(names) or "source_file_id" not in entry_names:
+        _failed(carried)
+        carried.notes.append("its stored files could not be read")
+        return
+    at = {name: i for i, name in enumerate(names)}
+    by_id: dict[int, tuple[object, ...]] = {}
+    paths: dict[int, str] = {}
+    versions: set[int] = set()
+    for row in _rows(old, new, FILES, carried):
+        file_id, path, kind = row[at["id"]], row[at["path"]], row[at["kind"]]
+        if not isinstance(file_id, int) or not isinstance(path, str) or not isinstance(kind, str):
+            _failed(carried)
+            carried.unreadable += 1  # a damaged row, read back as another type
+            continue
+        by_id[file_id], paths[file_id] = row, path
+        if kind == "version":
+            versions.add(file_id)
+    gone = {file_id for file_id, path in paths.items() if file_id not in versions and not _on_disk(path)}
+    keep = set(by_id)
+    if carried.damaged:
+        # the bytes nothing else holds: files gone from disk, every superseded version (no file holds
+        # those), and no other machine's (pulled from a hub again, with the sync state left behind)
+        keep = {
+            file_id
+            for file_id, path in paths.items()
+            if (file_id in gone or file_id in versions) and not path.startswith(db.MIRROR_ROOT)
+        }
+        carried.left_on_disk = len(by_id) - len(keep)
+    _insert(new, FILES, names, [by_id[file_id] for file_id in sorted(keep)])
+    carried.files = len(keep)
+    carried.gone_from_disk = len(gone & keep)
+    entry_file = entry_names.index("source_file_id")
+    raw_at, hash_at = entry_names.index("raw"), entry_names.index("hash")
+    for chunk in _chunks(_rows(old, new, ENTRIES, carried), CHUNK):
+        rows = []
+        for row in chunk:
+            if row[entry_file] not in keep:
+                continue
+            raw = row[raw_at]
+            if not isinstance(raw, bytes | str) or record_digest(_as_bytes(raw)) != row[hash_at]:
+                _failed(carried)  # a record whose bytes are not what was stored: a page damaged unseen
+                carried.unreadable += 1
+                continue
+            rows.append(row)
+        _insert(new, ENTRIES, entry_names, rows)
+        carried.records += len(rows)
+    if carried.damaged:  # a file none of whose records could be read is left in the old database
+        empty = keep - {r[0] for r in new.execute("SELECT DISTINCT source_file_id FROM entries")}
+        new.executemany("DELETE FROM source_files WHERE id = ?", [(file_id,) for file_id in empty])
+        keep -= empty
+        carried.files -= len(empty)
+        carried.gone_from_disk = len(gone & keep)
+    # a version carried only with the file it superseded (a damaged database's file still on disk is
+    # read again under another id: its versions stay, as versions no file names)
+    tables = [(VERSIONS, ("version_file_id", "source_file_id")), (READS, ("source_file_id",))]
+    if not carried.damaged:
+        tables += [(table, ()) for table in SYNC_STATE]
+    for table, file_columns in tables:
+        names = _columns(old, new, table)
+        if not names:
+            continue
+        spots = [names.index(c) for c in file_columns]
+        rows = [row for row in _rows(old, new, table, carried) if all(row[i] in keep for i in spots)]
+        _insert(new, table, names, rows)
+
+
+def _as_bytes(raw: bytes | str) -> bytes:
+    """A record's bytes as stored (a text where an older version kept one, UTF-8 as it was read)."""
+    return raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogateescape")
+
+
+def _on_disk(stored: str) -> bool:
+    """Whether an agent's file (or database) is still where it was read."""
+    try:
+        return os.path.lexists(disk_name(stored))
+    except (OSError, ValueError):  # a name no file system takes
+        return False
+
+
+def _columns(old: sqlite3.Connection, new: sqlite3.Connection, table: str) -> list[str]:
+    """The columns both databases have, in the new one's order (an older database lacks the ones
+    added since: they take their defaults; a table it lacks carries nothing)."""
+    try:
+        have = {r[1] for r in old.execute(f"PRAGMA table_info({table})")}
+    except sqlite3.DatabaseError:
+        return []
+    return [r[1] for r in new.execute(f"PRAGMA table_info({table})") if r[1] in have]
+
+
+def _rows(
+    old: sqlite3.Connection, new: sqlite3.Connection, table: str, carried: Carried
+) -> Iterator[tuple[object, ...]]:
+    """Every row of `table` the old database lets be read, in rowid order (a table without rowids:
+    all or, when it fails, none); the rows that fail are counted in `carried.unreadable`."""
+    names = _columns(old, new, table)
+    if not names:
+        return
+    listed = ", ".join(f'"{name}"' for name in names)
+    try:
+        without_rowid = old.execute(
+            "SELECT sql LIKE '%WITHOUT ROWID%' FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+        ).fetchone()[0]
+        if without_rowid:
+            try:
+                rows = old.execute(f"SELECT {listed} FROM {table}").fetchall()
+            except sqlite3.DatabaseError:
+                _failed(carried)
+                carried.unreadable += 1
+                carried.notes.append(f"{table} could not be read")
+                return
+            yield from rows
+            return
+        low, high = old.execute(f"SELECT min(rowid), max(rowid) FROM {table}").fetchone()
+    except sqlite3.DatabaseError:
+        _failed(carried)
+        carried.unreadable += 1
+        carried.notes.append(f"{table} could not be read")
+        return
+    start = low
+    while start is not None and start <= high:
+        end = start + CHUNK - 1
+        try:
+            rows = old.execute(
+                f"SELECT {listed} FROM {table} WHERE rowid BETWEEN ? AND ? ORDER BY rowid", (start, end)
+            ).fetchall()
+        except sqlite3.DatabaseError:
+            _failed(carried)
+            rows = []
+            for rowid in range(start, end + 1):
+                try:
+                    rows += old.execute(f"SELECT {listed} FROM {table} WHERE rowid = ?", (rowid,)).fetchall()
+                except sqlite3.DatabaseError:
+                    carried.unreadable += 1
+        yield from rows
+        try:  # the next rowid there is: ids freed by a rewrite leave gaps
+            start = old.execute(f"SELECT min(rowid) FROM {table} WHERE rowid > ?", (end,)).fetchone()[0]
+        except sqlite3.DatabaseError:
+            start = end + 1
+
+
+def _failed(carried: Carried) -> None:
+    """A read failed: a database taken for sound is carried again as a damaged one."""
+    if not carried.damaged:
+        raise _FoundDamage
+
+
+def _chunks(rows: Iterator[tuple[object, ...]], size: int) -> Iterator[list[tuple[object, ...]]]:
+    chunk: list[tuple[object, ...]] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _insert(new: sqlite3.Connection, table: str, names: list[str], rows: list[tuple[object, ...]]) -> None:
+    if not rows:
+        return
+    listed = ", ".join(f'"{name}"' for name in names)
+    marks = ", ".join("?" * len(names))
+    new.executemany(f"INSERT OR IGNORE INTO {table} ({listed}) VALUES ({marks})", rows)
