@@ -168,17 +168,35 @@ def _say_carried(args: argparse.Namespace, carried: Carried, path: Path) -> None
             else ""
         )
         print(
-            f"carried {count_of(carried.files, 'stored file')} ({count_of(carried.records, 'record')}) from the old "
-            f"database{gone}",
+            f"carried {count_of(carried.files, 'stored file')} ({count_of(carried.records, 'record')}) "
+            f"from the old database{gone}",
             file=sys.stderr,
         )
-    if carried.damaged:
+    if not carried.damaged:
+        return
+    if not carried.files:
+        why = f" ({'; '.join(carried.notes)})" if carried.notes else ""
         print(
-            f"the old database is damaged: {count_of(carried.unreadable, 'row')} of its records could not be read "
-            f"and {count_of(carried.left_on_disk, 'file')} still on disk are read from there; what could not be "
-            "read stays in the old database, kept beside this one",
+            f"the old database is damaged and none of its records could be read{why}: this one is built "
+            "from the agents' files; the old one stays beside it",
             file=sys.stderr,
         )
+        return
+    unread = (
+        f"{count_of(carried.unreadable, 'row')} of its records could not be read, "
+        if carried.unreadable
+        else ""
+    )
+    hub = (
+        f", {count_of(carried.left_to_hub, 'file')} from a sync hub are pulled again"
+        if carried.left_to_hub
+        else ""
+    )
+    print(
+        f"the old database is damaged: {unread}{count_of(carried.left_on_disk, 'file')} still on disk "
+        f"are read from there{hub}; what could not be read stays in the old database, kept beside this one",
+        file=sys.stderr,
+    )
 
 
 def _follow_renamed_sessions(conn: sqlite3.Connection) -> None:

@@ -43,6 +43,7 @@ class Carried:
     damaged: bool = False
     unreadable: int = 0  # rows of the records' tables that could not be read (left in the old database)
     left_on_disk: int = 0  # a damaged database's files still on disk: read from there instead
+    left_to_hub: int = 0  # a damaged database's files pulled from a sync hub: pulled again
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
@@ -130,7 +131,8 @@ def _carry(old: sqlite3.Connection, new: sqlite3.Connection, carried: Carried) -
             for file_id, path in paths.items()
             if (file_id in gone or file_id in versions) and not path.startswith(db.MIRROR_ROOT)
         }
-        carried.left_on_disk = len(by_id) - len(keep)
+        carried.left_on_disk = len(set(by_id) - gone - versions)
+        carried.left_to_hub = sum(path.startswith(db.MIRROR_ROOT) for path in paths.values())
     _insert(new, FILES, names, [by_id[file_id] for file_id in sorted(keep)])
     carried.files = len(keep)
     carried.gone_from_disk = len(gone & keep)
