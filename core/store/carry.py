@@ -7,8 +7,8 @@ nothing shows it. The records (every stored file with its records, its supersede
 reads) are carried instead, and the new database replays them as a schema upgrade does; the
 agents' files are read after them as any ingest reads them (appends, rewrites and new files).
 
-A sound database is carried whole, ids and all, with the sync state that describes its records (a
-hub is not pulled from again). A damaged one (SQLite's own check finds damage, or a read fails) is
+A sound database is carried whole, ids and all, with the sync state that describes its records and
+the sync's settings and positions (a hub is not pulled from again). A damaged one (SQLite's own check finds damage, or a read fails) is
 carried as far as it can be read, row by row where a page fails, and only where nothing else holds
 the bytes: the files no longer on disk and the versions they superseded. The files still on disk are
 read from there, since a damaged page may read back wrong without an error; what was pulled from a
@@ -162,6 +162,7 @@ def _carry(old: sqlite3.Connection, new: sqlite3.Connection, carried: Carried) -
     tables = [(VERSIONS, ("version_file_id", "source_file_id")), (READS, ("source_file_id",))]
     if not carried.damaged:
         tables += [(table, ()) for table in SYNC_STATE]
+        _carry_sync_settings(old, new)
     for table, file_columns in tables:
         names = _columns(old, new, table)
         if not names:
@@ -169,6 +170,16 @@ def _carry(old: sqlite3.Connection, new: sqlite3.Connection, carried: Carried) -
         spots = [names.index(c) for c in file_columns]
         rows = [row for row in _rows(old, new, table, carried) if all(row[i] in keep for i in spots)]
         _insert(new, table, names, rows)
+
+
+def _carry_sync_settings(old: sqlite3.Connection, new: sqlite3.Connection) -> None:
+    """The hub, what is shared, the machine's name and how far each pull got (`sync:` in
+    ledger_meta): with the sync state they go together, or the next pull starts over."""
+    try:
+        rows = old.execute("SELECT key, value FROM ledger_meta WHERE key LIKE 'sync:%'").fetchall()
+    except sqlite3.DatabaseError:
+        return
+    new.executemany("INSERT OR IGNORE INTO ledger_meta (key, value) VALUES (?, ?)", rows)
 
 
 def _as_bytes(raw: bytes | str) -> bytes:

@@ -126,6 +126,7 @@ def stored(path: Path) -> dict[str, object]:
             "usage": "SELECT * FROM agent_usage",
             "versions": "SELECT * FROM source_versions",
             "pulled": "SELECT * FROM sync_pulled",
+            "sync": "SELECT * FROM ledger_meta WHERE key LIKE 'sync:%' AND key != 'sync:archive'",
         }
         return {name: sorted(map(repr, conn.execute(sql))) for name, sql in tables.items()}
     finally:
@@ -164,9 +165,11 @@ def test_a_rebuild_keeps_what_only_the_archive_holds(tmp_path, capsys):
             "end_offset, digest, redacted) VALUES ('hub', 7, ?, 'laptop', NULL, 1, 12, 100, 'd', 0)",
             (pulled,),
         )
+        conn.execute("INSERT INTO ledger_meta (key, value) VALUES ('sync:url', 'postgresql:///hub')")
+        conn.execute("INSERT INTO ledger_meta (key, value) VALUES ('sync:cursor:h1', '42')")
     conn.close()
     before = stored(database)
-    assert len(before["versions"]) == 1 and len(before["pulled"]) == 1
+    assert len(before["versions"]) == 1 and len(before["pulled"]) == 1 and len(before["sync"]) == 2
     capsys.readouterr()
 
     assert main(["ingest", "--db", str(database), "--rebuild", "--json"]) == 0
