@@ -31,6 +31,7 @@ from .sql import record_digest, set_meta, transaction
 # the records and what hangs on them, in the order they are carried (a version names two files)
 FILES, ENTRIES, VERSIONS, READS = "source_files", "entries", "source_versions", "source_reads"
 CHUNK = 512  # rows read at a time; a chunk that fails is read again row by row
+BLIND_CHUNKS = 64  # chunks read on where the table cannot say which row comes next, before it stops
 
 
 @dataclass
@@ -234,7 +235,7 @@ def _rows(
         carried.unreadable += 1
         carried.notes.append(f"{table} could not be read")
         return
-    start = low
+    start, blind = low, 0
     while start is not None and start <= high:
         end = start + CHUNK - 1
         try:
@@ -251,9 +252,15 @@ def _rows(
                     carried.unreadable += 1
         yield from rows
         try:  # the next rowid there is: ids freed by a rewrite leave gaps
-            start = old.execute(f"SELECT min(rowid) FROM {table} WHERE rowid > ?", (end,)).fetchone()[0]
+            start, blind = (
+                old.execute(f"SELECT min(rowid) FROM {table} WHERE rowid > ?", (end,)).fetchone()[0],
+                0,
+            )
         except sqlite3.DatabaseError:
-            start = end + 1
+            start, blind = end + 1, blind + 1
+            if blind > BLIND_CHUNKS:  # a damaged tree that cannot say where its rows go on
+                carried.notes.append(f"{table} was read up to row {end}")
+                return
 
 
 def _failed(carried: Carried) -> None:
