@@ -104,7 +104,7 @@ def _rebuild(args: argparse.Namespace, path: Path) -> int:
     no other rebuild takes (said, --json too); an interrupted rebuild leaves it as it was."""
     from ..ingest.pipeline import run_ingest
     from ..store import db
-    from ..store.carry import carry_records
+    from ..store.carry import Carried, carry_records
 
     db.check_writable(path)  # a read-only database is left where it is
     if path.is_file():  # another application's database is not moved aside (a damaged one is)
@@ -123,7 +123,10 @@ def _rebuild(args: argparse.Namespace, path: Path) -> int:
         db.write_user_data(conn, given)
         if not args.quiet and not args.json and path.is_file():
             print("carrying the records of the old database…", file=sys.stderr)
-        carried = carry_records(path, conn)
+        marker = Path(
+            str(path) + db.FIRST_LOAD_SUFFIX
+        )  # a first load that died (this rebuild holds the lock)
+        carried = carry_records(path, conn) if not marker.exists() else Carried(notes=[DEAD_LOAD])
         _say_carried(args, carried, path)
         with _progress_bar(args) as progress:
             report = run_ingest(
@@ -149,11 +152,15 @@ def _rebuild(args: argparse.Namespace, path: Path) -> int:
         if side.exists():
             os.replace(side, Path(str(path) + suffix))
     Path(str(fresh) + ".lock").unlink(missing_ok=True)
+    marker.unlink(missing_ok=True)  # the dead load's: beside the new database it would start it afresh
     if kept and not args.json:
         print(f"previous database kept as {kept}", file=sys.stderr)
     return _report_ingest(
         args, report, {"previous_database": str(kept) if kept else None, "carried": carried.as_dict()}
     )
+
+
+DEAD_LOAD = "it holds a first load that died, which its files give again"
 
 
 def _say_carried(args: argparse.Namespace, carried: Carried, path: Path) -> None:
@@ -173,28 +180,31 @@ def _say_carried(args: argparse.Namespace, carried: Carried, path: Path) -> None
             file=sys.stderr,
         )
     if not carried.damaged:
+        if not carried.files and carried.notes:
+            print(f"nothing carried from the old database: {'; '.join(carried.notes)}", file=sys.stderr)
         return
+    why = f" ({'; '.join(carried.notes)})" if carried.notes else ""
     if not carried.files:
-        why = f" ({'; '.join(carried.notes)})" if carried.notes else ""
         print(
             f"the old database is damaged and none of its records could be read{why}: this one is built "
             "from the agents' files; the old one stays beside it",
             file=sys.stderr,
         )
         return
-    unread = (
-        f"{count_of(carried.unreadable, 'row')} of its records could not be read, "
-        if carried.unreadable
+    unread = f"; {count_of(carried.unreadable, 'stored row')} could not be read" if carried.unreadable else ""
+    again = (
+        f"; {count_of(carried.on_disk, 'file')} still on disk read again for the records it lacked"
+        if carried.on_disk
         else ""
     )
     hub = (
-        f", {count_of(carried.left_to_hub, 'file')} from a sync hub are pulled again"
+        f"; {count_of(carried.left_to_hub, 'file')} from a sync hub are pulled again"
         if carried.left_to_hub
         else ""
     )
     print(
-        f"the old database is damaged: {unread}{count_of(carried.left_on_disk, 'file')} still on disk "
-        f"are read from there{hub}; what could not be read stays in the old database, kept beside this one",
+        f"the old database is damaged{why}{unread}{again}{hub}: what could not be read stays in the old "
+        "database, kept beside this one",
         file=sys.stderr,
     )
 

@@ -4,15 +4,15 @@ The agents delete their own logs (Claude Code after 30 days by default, a chat d
 session removed by hand): the archive is then the only place that holds them. A rebuild that read
 only the agents' files again left all of that behind in the old database, moved aside, where
 nothing shows it. The records (every stored file with its records, its superseded versions and its
-reads) are carried instead, and the new database replays them as a schema upgrade does; the
-agents' files are read after them as any ingest reads them (appends, rewrites and new files).
+reads) are carried instead, ids and all, and the new database replays them as a schema upgrade does;
+every file still on disk is then read again whole and compared with its records, so a rebuild still
+mends an archive that lacks some of a file.
 
-A sound database is carried whole, ids and all, with the sync state that describes its records and
-the sync's settings and positions (a hub is not pulled from again). A damaged one (SQLite's own check finds damage, or a read fails) is
-carried as far as it can be read, row by row where a page fails, and only where nothing else holds
-the bytes: the files no longer on disk and the versions they superseded. The files still on disk are
-read from there, since a damaged page may read back wrong without an error; what was pulled from a
-hub is pulled again. What could not be read stays in the old database, kept as `<name>.<time>.bak`.
+A sound database is carried whole, with the sync state that describes its records and the sync's
+settings and positions (a hub is not pulled from again). A damaged one (SQLite's own check finds
+damage, a read fails, a row reads back as another type, or a record's bytes do not match their
+digest) is carried as far as it can be read, row by row where a page fails; what came from a hub is
+pulled again. What could not be read stays in the old database, kept as `<name>.<time>.bak`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..adapters.base import disk_name
+from ..adapters.base import container_of, disk_name
 from . import db
 from .derived import SYNC_STATE
 from .sql import record_digest, set_meta, transaction
@@ -43,7 +43,7 @@ class Carried:
     gone_from_disk: int = 0  # of the files carried: those no agent's file holds any more
     damaged: bool = False
     unreadable: int = 0  # rows of the records' tables that could not be read (left in the old database)
-    left_on_disk: int = 0  # a damaged database's files still on disk: read from there instead
+    on_disk: int = 0  # of the files carried: those read again from disk and compared with their records
     left_to_hub: int = 0  # a damaged database's files pulled from a sync hub: pulled again
     notes: list[str] = field(default_factory=list)
 
@@ -52,8 +52,11 @@ class Carried:
             "files": self.files,
             "records": self.records,
             "gone_from_disk": self.gone_from_disk,
+            "read_again": self.on_disk,
             "damaged": self.damaged,
             "unreadable_rows": self.unreadable,
+            "pulled_again": self.left_to_hub,
+            "notes": self.notes,
         }
 
 
@@ -122,18 +125,16 @@ def _carry(old: sqlite3.Connection, new: sqlite3.Connection, carried: Carried) -
         by_id[file_id], paths[file_id] = row, path
         if kind == "version":
             versions.add(file_id)
-    gone = {file_id for file_id, path in paths.items() if file_id not in versions and not _on_disk(path)}
-    keep = set(by_id)
-    if carried.damaged:
-        # the bytes nothing else holds: files gone from disk, every superseded version (no file holds
-        # those), and no other machine's (pulled from a hub again, with the sync state left behind)
-        keep = {
-            file_id
-            for file_id, path in paths.items()
-            if (file_id in gone or file_id in versions) and not path.startswith(db.MIRROR_ROOT)
-        }
-        carried.left_on_disk = len(set(by_id) - gone - versions)
-        carried.left_to_hub = sum(path.startswith(db.MIRROR_ROOT) for path in paths.values())
+    mirrored = {file_id for file_id, path in paths.items() if path.startswith(db.MIRROR_ROOT)}
+    on_disk = {file_id for file_id, path in paths.items() if _on_disk(path)}
+    gone = {
+        file_id
+        for file_id, path in paths.items()
+        if file_id not in versions | mirrored and not _on_disk(container_of(path) or path)
+    }
+    # a damaged database's files pulled from a hub are pulled again (its sync state is not carried)
+    keep = set(by_id) - mirrored if carried.damaged else set(by_id)
+    carried.left_to_hub = len(mirrored - keep)
     _insert(new, FILES, names, [by_id[file_id] for file_id in sorted(keep)])
     carried.files = len(keep)
     carried.gone_from_disk = len(gone & keep)
@@ -152,18 +153,34 @@ def _carry(old: sqlite3.Connection, new: sqlite3.Connection, carried: Carried) -
             rows.append(row)
         _insert(new, ENTRIES, entry_names, rows)
         carried.records += len(rows)
-    if carried.damaged:  # a file none of whose records could be read is left in the old database
-        empty = keep - {r[0] for r in new.execute("SELECT DISTINCT source_file_id FROM entries")}
+    if carried.damaged:  # a file gone from disk none of whose records could be read stays in the old database
+        empty = (keep - on_disk) - {r[0] for r in new.execute("SELECT DISTINCT source_file_id FROM entries")}
         new.executemany("DELETE FROM source_files WHERE id = ?", [(file_id,) for file_id in empty])
         keep -= empty
         carried.files -= len(empty)
         carried.gone_from_disk = len(gone & keep)
-    # a version carried only with the file it superseded (a damaged database's file still on disk is
-    # read again under another id: its versions stay, as versions no file names)
+    # A file still on disk whose records do not hold all it was read for (rows a damaged page lost, or
+    # lost another way) is read again whole and compared with them, as a re-read does
+    # (core.ingest.pipeline.REREADS): what the archive lacks of it is added, what changed is kept as a
+    # version; a damaged database's rows of an agent's database too (no stretch of bytes to check them
+    # by). The other files are left as they are: each record's bytes matched its digest, and read
+    # again, a file whose records another file repeats would be placed anew after the replay, which
+    # differs from a clean run's order.
+    candidates = on_disk & keep - versions
+    again = _untiled(new, candidates)
+    if carried.damaged:
+        kinds = dict(new.execute("SELECT id, kind FROM source_files"))
+        again |= {file_id for file_id in candidates if kinds.get(file_id) == "database"}
+    new.executemany(
+        "UPDATE source_files SET size = -1, content_hash = NULL WHERE id = ?",
+        [(file_id,) for file_id in sorted(again)],
+    )
+    carried.on_disk = len(again)
+    # a version carried with the file it superseded, a file's reads with it
     tables = [(VERSIONS, ("version_file_id", "source_file_id")), (READS, ("source_file_id",))]
     if not carried.damaged:
         tables += [(table, ()) for table in SYNC_STATE]
-        _carry_sync_settings(old, new)
+    _carry_meta(old, new, ("reread:%",) if carried.damaged else ("reread:%", "sync:%"))
     for table, file_columns in tables:
         names = _columns(old, new, table)
         if not names:
@@ -173,14 +190,40 @@ def _carry(old: sqlite3.Connection, new: sqlite3.Connection, carried: Carried) -
         _insert(new, table, names, rows)
 
 
-def _carry_sync_settings(old: sqlite3.Connection, new: sqlite3.Connection) -> None:
-    """The hub, what is shared, the machine's name and how far each pull got (`sync:` in
-    ledger_meta): with the sync state they go together, or the next pull starts over."""
-    try:
-        rows = old.execute("SELECT key, value FROM ledger_meta WHERE key LIKE 'sync:%'").fetchall()
-    except sqlite3.DatabaseError:
-        return
-    new.executemany("INSERT OR IGNORE INTO ledger_meta (key, value) VALUES (?, ?)", rows)
+def _untiled(new: sqlite3.Connection, file_ids: set[int]) -> set[int]:
+    """Of `file_ids`, the files whose records do not lie end to end from byte 0 to the bytes they were
+    read for (a row of an agent's database is no stretch of bytes: left out)."""
+    if not file_ids:
+        return set()
+    new.execute("CREATE TEMP TABLE IF NOT EXISTS carried_ids (id INTEGER PRIMARY KEY)")
+    new.execute("DELETE FROM carried_ids")
+    new.executemany("INSERT INTO carried_ids (id) VALUES (?)", [(file_id,) for file_id in file_ids])
+    rows = new.execute(
+        """SELECT f.id FROM source_files f JOIN carried_ids c ON c.id = f.id
+           WHERE f.kind != 'database' AND f.bytes_ingested != COALESCE(
+               (SELECT max(byte_offset + length(raw) + newline) FROM entries WHERE source_file_id = f.id), 0)
+           UNION
+           SELECT source_file_id FROM (
+               SELECT source_file_id, byte_offset, lag(byte_offset + length(raw) + newline, 1, 0)
+                   OVER (PARTITION BY source_file_id ORDER BY byte_offset) AS expected
+               FROM entries WHERE source_file_id IN (SELECT id FROM carried_ids)
+           ) WHERE byte_offset != expected AND source_file_id IN (
+               SELECT id FROM source_files WHERE kind != 'database')"""
+    ).fetchall()
+    new.execute("DROP TABLE carried_ids")
+    return {r[0] for r in rows}
+
+
+def _carry_meta(old: sqlite3.Connection, new: sqlite3.Connection, patterns: tuple[str, ...]) -> None:
+    """Named values that go with the records: the re-reads done on them already (`reread:`), and
+    with the sync state the hub, what is shared, the machine's name and how far each pull got
+    (`sync:`), without which the next sync is told the hub again and pulls from the start."""
+    for pattern in patterns:
+        try:
+            rows = old.execute("SELECT key, value FROM ledger_meta WHERE key LIKE ?", (pattern,)).fetchall()
+        except sqlite3.DatabaseError:
+            continue
+        new.executemany("INSERT OR IGNORE INTO ledger_meta (key, value) VALUES (?, ?)", rows)
 
 
 def _as_bytes(raw: bytes | str) -> bytes:

@@ -179,8 +179,11 @@ def test_a_rebuild_keeps_what_only_the_archive_holds(tmp_path, capsys):
         "files": 4,  # the three logs and the version
         "records": 12 * 3 + 1,  # a version keeps the records the rewrite took back
         "gone_from_disk": 1,
+        "read_again": 0,  # their records whole: nothing to read again
         "damaged": False,
         "unreadable_rows": 0,
+        "pulled_again": 0,
+        "notes": [],
     }
     assert stored(database) == before  # the same records, sessions, turns, calls and usage
     [old] = backups(tmp_path)
@@ -232,7 +235,7 @@ def test_a_damaged_database_gives_what_it_can_read_and_the_disk_the_rest(tmp_pat
     [old] = backups(tmp_path)
     shutil.copyfile(old, database)
     assert main(["ingest", "--db", str(database), "--rebuild"]) == 0
-    assert "the old database is damaged:" in capsys.readouterr().err
+    assert "the old database is damaged" in capsys.readouterr().err
 
 
 def test_a_record_changed_where_sqlite_cannot_see_it_is_not_carried_over_its_file(tmp_path, capsys):
@@ -256,3 +259,68 @@ def test_a_record_changed_where_sqlite_cannot_see_it_is_not_carried_over_its_fil
     carried = json.loads(capsys.readouterr().out)["carried"]
     assert carried["damaged"] and carried["gone_from_disk"] == 1
     assert records_of(database) == original  # the gone one carried, the changed one read from its file
+
+
+def test_a_rebuild_mends_an_archive_that_lacks_records_of_a_file_still_on_disk(tmp_path, capsys):
+    """The files still on disk are read again whole and compared with what is stored: a rebuild
+    is what the damage message names to mend an archive, and carried rows must not stop it."""
+    sessions_on_disk(tmp_path, 2)
+    database = tmp_path / "t.db"
+    assert main(["ingest", "--db", str(database), "--source", str(tmp_path / "projects"), "-q"]) == 0
+    original = records_of(database)
+    conn = sqlite3.connect(database)
+    with conn:
+        lost = conn.execute(
+            "DELETE FROM entries WHERE id IN (SELECT id FROM entries ORDER BY id LIMIT 5 OFFSET 14)"
+        )
+        assert lost.rowcount == 5
+    conn.close()
+    assert main(["ingest", "--db", str(database), "--rebuild", "-q"]) == 0
+    assert records_of(database) == original
+
+
+def test_a_rewrite_after_a_damaged_rebuild_is_kept_as_the_next_version(tmp_path, capsys):
+    """A damaged database's versions are carried with their links: the next rewrite of the file
+    is its second version (numbered from the links, it had taken the first one's name again)."""
+    [path] = sessions_on_disk(tmp_path, 1)
+    database = tmp_path / "t.db"
+    ingest = ["ingest", "--db", str(database), "--source", str(tmp_path / "projects"), "-q"]
+    assert main(ingest) == 0
+    path.write_bytes(path.read_bytes().replace(b"make", b"MAKE", 1))  # a rewrite: its first version
+    assert main(ingest) == 0
+    conn = sqlite3.connect(database)
+    page = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'ix_episodes_started'").fetchone()[0]
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    data = bytearray(database.read_bytes())  # an index page's header spoilt: SQLite's check finds it
+    data[(page - 1) * db.PAGE_SIZE] = 0x77
+    database.write_bytes(bytes(data))
+    capsys.readouterr()
+    assert main(["ingest", "--db", str(database), "--rebuild", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["carried"]["damaged"]
+    path.write_bytes(path.read_bytes().replace(b"done 5", b"DONE 5"))
+    assert main(ingest) == 0
+    conn = sqlite3.connect(database)
+    versions = conn.execute("SELECT count(*) FROM source_versions").fetchone()[0]
+    errors = conn.execute("SELECT count(*) FROM source_files WHERE status = 'error'").fetchone()[0]
+    conn.close()
+    assert (versions, errors) == (2, 0)
+
+
+def test_a_first_load_that_died_is_not_carried_and_its_marker_goes_with_it(tmp_path, capsys):
+    """A first load writes without a journal: one that died leaves a database nothing vouches for,
+    which the next open starts afresh. A rebuild carries none of it, and leaves no marker beside
+    the new database (which would have started it afresh in turn, losing what was carried)."""
+    sessions_on_disk(tmp_path, 2)
+    database = tmp_path / "t.db"
+    assert main(["ingest", "--db", str(database), "--source", str(tmp_path / "projects"), "-q"]) == 0
+    marker = Path(f"{database}{db.FIRST_LOAD_SUFFIX}")
+    marker.write_text("999999")
+    capsys.readouterr()
+    assert main(["ingest", "--db", str(database), "--rebuild"]) == 0
+    assert "nothing carried from the old database: it holds a first load that died" in capsys.readouterr().err
+    assert not marker.exists()
+    capsys.readouterr()
+    assert main(["ingest", "--db", str(database), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["files_read"] == 0 and out["sessions_total"] == 2  # not started afresh
