@@ -73,6 +73,10 @@ def carry_records(old_path: Path, new: sqlite3.Connection) -> Carried:
         carried.damaged = True
         carried.notes.append(f"the old database could not be opened ({exc})")
         return carried
+    # the new file is this connection's alone and thrown away if the rebuild fails: a rollback journal
+    # holds next to nothing for pages that are new, where the WAL held every page written once more
+    # (181 MB of WAL for a 221 MB archive)
+    rollback_journal = new.execute("PRAGMA journal_mode = DELETE").fetchone()[0] == "delete"
     try:
         damaged = not _sound(old)
         try:
@@ -81,6 +85,8 @@ def carry_records(old_path: Path, new: sqlite3.Connection) -> Carried:
             return _carry_all(old, new, True)
     finally:
         old.close()
+        if rollback_journal:
+            new.execute("PRAGMA journal_mode = WAL")
 
 
 def _sound(old: sqlite3.Connection) -> bool:
