@@ -15,6 +15,7 @@ Adding an agent: its module in this package (a subclass of `Adapter`), one line 
 from __future__ import annotations
 
 import errno
+import glob
 import io
 import os
 import re
@@ -421,6 +422,22 @@ class FileContext:
     # path: set by a replay, for an adapter that reads a file beside the one it places (cursor-agent's
     # chat meta.json), which then reads what the archive kept, the disk's copy gone perhaps
     kept_with: Callable[[str, str], dict[str, bytes]] | None = None
+    # (a glob of paths (`*` within one part of a path), bytes) → the archive's files whose paths
+    # match it, each as its records' bytes in order (a line's with its newline), by path; given
+    # bytes, only the first record that starts with them (whether a file holds one, read no further).
+    # Set by a replay, for an adapter that reads a file beside the one it places (a Claude Code
+    # subagent's .meta.json, a Cursor workspace's workspace.json): what the archive holds
+    # (`read_beside`), whatever the disk holds now
+    archived: Callable[[str, bytes], dict[str, list[bytes]]] | None = None
+
+    def read_beside(self, path: Path) -> bytes:
+        """A file read beside the one being read: in a replay as the archive holds it, so a replay
+        gives what the first read gave after the agent deleted the file; otherwise, or where the
+        archive holds none (it was not read, or not kept then), the disk's. OSError: neither has it."""
+        if self.archived is not None:
+            for records in self.archived(glob.escape(os.fspath(path)), b"").values():
+                return b"".join(records)
+        return read_regular(path)
 
 
 DECODED_SUFFIX = "#decoded"

@@ -49,7 +49,6 @@ from .base import (
     base64_size,
     image_of,
     parse_iso_ms,
-    read_regular,
     recorded_cost,
     safe_int,
     sniff,
@@ -570,7 +569,8 @@ class ClaudeAdapter(Adapter):
         if kind == "subagent":
             meta_path = ctx.path.with_name(ctx.path.name[: -len(".jsonl")] + ".meta.json")
             try:
-                ctx.state["meta"] = orjson.loads(read_regular(meta_path).removeprefix(BOM))
+                # a replay's from the archive: Claude Code deletes it with the transcript
+                ctx.state["meta"] = orjson.loads(ctx.read_beside(meta_path).removeprefix(BOM))
             except (OSError, orjson.JSONDecodeError):
                 ctx.state["meta"] = {}
 

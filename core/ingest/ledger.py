@@ -1243,6 +1243,13 @@ def _kept_with(conn: sqlite3.Connection, session_id: str, name: str) -> dict[str
     return kept_with(conn, session_id, name)
 
 
+def _archived(conn: sqlite3.Connection, pattern: str, starting: bytes) -> dict[str, list[bytes]]:
+    """The archive's files matching a glob, as their records, for a replay's adapters."""
+    from ..read.archive import archived_records
+
+    return archived_records(conn, pattern, starting)
+
+
 def _replay_order(
     conn: sqlite3.Connection, file_ids: list[int], files: dict[int, tuple[str, str, str, str | None]]
 ) -> list[int]:
@@ -1353,6 +1360,7 @@ def replay(
             project_key,
             stored=partial(_stored_bytes, conn, file_id),
             kept_with=partial(_kept_with, conn),
+            archived=partial(_archived, conn),
         )
         ledger.begin_file(
             file_id, keep_tool_io=not adapter.tool_io_in_record, kept_inputs=adapter.kept_inputs

@@ -208,6 +208,34 @@ def kept_with(conn: sqlite3.Connection, session_id: str, name: str) -> dict[str,
     return {path: file_bytes(conn, file_id)[0] for file_id, path in named if Path(path).name == name}
 
 
+def archived_records(conn: sqlite3.Connection, pattern: str, starting: bytes = b"") -> dict[str, list[bytes]]:
+    """The archive's files whose paths match the glob `pattern` (`*` within one part of a path; a
+    name taken as it is escaped with `glob.escape`), each as its records' bytes in order (a line's
+    with its newline), by path (as the file system names it): what a replay's adapter reads beside
+    the file it places (`FileContext.archived`), whatever the disk holds now. With `starting`, only
+    the first record that starts with those bytes: whether a file holds one (a large database's
+    rows), not reading it all."""
+    only = (" AND substr(raw, 1, ?) = ? ORDER BY byte_offset LIMIT 1", (len(starting), starting))
+    query, extra = only if starting else (" ORDER BY byte_offset", ())
+    depth = len(Path(pattern).parts)
+    rows = conn.execute(
+        "SELECT id, path FROM source_files WHERE path GLOB ? AND kind != 'version' ORDER BY path", (pattern,)
+    ).fetchall()
+    found: dict[str, list[bytes]] = {}
+    with stored_records():
+        for file_id, stored in rows:
+            path = disk_name(stored)
+            if len(Path(path).parts) != depth:  # GLOB's `*` crosses a `/`, a glob's does not
+                continue
+            found[path] = [
+                bytes(raw) + b"\n" * newline
+                for raw, newline in conn.execute(
+                    "SELECT raw, newline FROM entries WHERE source_file_id = ?" + query, (file_id, *extra)
+                )
+            ]
+    return found
+
+
 @dataclass
 class VerifyReport:
     files_checked: int = 0

@@ -802,3 +802,38 @@ def test_a_fork_of_the_conversation_hangs_as_a_fork_under_its_call(conn, tmp_pat
     finally:
         other.close()
     assert (fork["kind"], fork["tool_call_id"], fork["agent_type"]) == ("fork", "toolu_fork_1", "fork")
+
+
+def test_a_subagent_s_meta_json_is_read_from_the_archive_by_a_replay(conn, tmp_path):
+    """A subagent's `.meta.json` tells what its transcript may not (here that it is a fork: no
+    `fork-context-ref`, no `fork: true` on the call): a replay (a schema upgrade's, `ingest
+    --rebuild`) read it from the disk, so once Claude Code deleted the session's files the fork came
+    back an ordinary subagent. The replay reads it as the archive holds it; an archive that holds
+    none (from before it was read) still reads the disk's."""
+    import shutil
+
+    from threadloom.core.ingest.ledger import rebuild_derived
+
+    main, sub = claude.fork_subagent_session(tmp_path / "projects")
+    sub.path.write_text("".join(line + "\n" for line in sub.path.read_text().splitlines()[1:]))
+    main.path.write_text(main.path.read_text().replace('"fork": true', '"fork": false'))
+    sid = f"{claude.FORKING}:agent-{claude.FORK_AGENT}"
+    facts = ("kind", "agent_type", "parent_session_id", "tool_call_id", "project_path", "created_at", "title")
+    ingest(conn, tmp_path / "projects")
+    read_then = {k: session(conn, sid)[k] for k in facts}
+    assert (read_then["kind"], read_then["agent_type"]) == ("fork", "fork")
+    meta = str(sub.path.with_name(f"agent-{claude.FORK_AGENT}.meta.json"))
+    older = db.connect(tmp_path / "older.db")
+    try:
+        ingest(older, tmp_path / "projects")
+        older.execute(  # an archive from before the meta.json was read: the disk's is read
+            "DELETE FROM entries WHERE source_file_id = (SELECT id FROM source_files WHERE path = ?)", (meta,)
+        )
+        older.execute("DELETE FROM source_files WHERE path = ?", (meta,))
+        rebuild_derived(older)
+        assert session(older, sid)["kind"] == "fork"
+    finally:
+        older.close()
+    shutil.rmtree(tmp_path / "projects")  # Claude Code deleted the session after 30 days
+    rebuild_derived(conn)
+    assert {k: session(conn, sid)[k] for k in facts} == read_then
