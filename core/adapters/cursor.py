@@ -38,7 +38,7 @@ from __future__ import annotations
 import glob
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
@@ -301,7 +301,7 @@ class CursorAdapter(CursorTools):
                 n=0,
                 first=False,
             )
-            st["workspace"] = _workspace_folder(ctx.path)
+            st["workspace"] = _workspace_folder(ctx, ctx.path)
             st["db_dir"] = ctx.path.parent.name
             chat = ctx.path.parent  # a cursor-agent chat's folder, `chats/<md5(cwd)>/<agent id>/`
             st["agent_cwd"], st["agent_created"] = _chat_facts(
@@ -403,8 +403,8 @@ class CursorAdapter(CursorTools):
         folder = folder_of_uri(workspace.get("uri") if isinstance(workspace, dict) else None)
         head = st.get("composer_heads", {}).get(cid)
         if folder is None and isinstance(head, dict):
-            folder = self._folders_of(ctx.path)[0].get(str(head.get("workspaceId")))
-        out.cwd = folder or self._folders_of(ctx.path)[1].get(cid)
+            folder = self._folders_of(ctx)[0].get(str(head.get("workspaceId")))
+        out.cwd = folder or self._folders_of(ctx)[1].get(cid)
 
     def _info(self, cid: str, st: dict[str, Any]) -> SessionInfo:
         info = SessionInfo(source=AGENT, external_id=cid)
@@ -580,9 +580,7 @@ class CursorAdapter(CursorTools):
         kind = "generation" if family == "aiService.generations" else "prompt"
         if "prompts_sid" not in st:
             alone = (
-                not st.get("chat_tabs")
-                and not st.get("inline_composers")
-                and not self._global_composers(ctx.path)
+                not st.get("chat_tabs") and not st.get("inline_composers") and not self._global_composers(ctx)
             )
             st["prompts_sid"] = f"cursor-prompts:{st['db_dir']}" if alone else None
             st["gen_times"] = {}
@@ -618,12 +616,18 @@ class CursorAdapter(CursorTools):
             out.cwd = st["workspace"]
         return out
 
-    def _global_composers(self, db_path: Path) -> bool:
-        """Whether the global database of this Cursor install holds composer chats."""
+    def _global_composers(self, ctx: FileContext) -> bool:
+        """Whether the global database of this Cursor install holds composer chats: in a replay,
+        whether the archive's copy does (the disk's gone perhaps), where the archive holds one."""
+        db_path = ctx.path
         user = (
             db_path.parent.parent if db_path.parent.name == "globalStorage" else db_path.parent.parent.parent
         )
         path = user / "globalStorage" / "state.vscdb"
+        if ctx.archived is not None:
+            held = ctx.archived(glob.escape(str(path)), b"composerData:")
+            if held:  # the archive holds it: whether it holds a composer's row
+                return any(held.values())
         try:
             stamp = path.stat().st_mtime_ns
         except OSError:
@@ -698,10 +702,18 @@ class CursorAdapter(CursorTools):
 
     # ------------------------------------------------------------------ project folders
 
-    def _folders_of(self, db_path: Path) -> tuple[dict[str, str], dict[str, str]]:
-        """(workspace id → folder, composer id → folder) from the workspaceStorage beside this database."""
-        user = db_path.parent.parent
-        storage = user / "workspaceStorage"
+    def _folders_of(self, ctx: FileContext) -> tuple[dict[str, str], dict[str, str]]:
+        """(workspace id → folder, composer id → folder) from the workspaceStorage beside this
+        database: in a replay as the archive holds it (its workspace.json files, its databases'
+        composer lists), the disk's gone perhaps; otherwise, or where the archive holds none of
+        its workspace.json files (not read, or not kept then), from the disk."""
+        storage = ctx.path.parent.parent / "workspaceStorage"
+        if ctx.archived is not None:
+            if "archived_folders" not in ctx.state:
+                ctx.state["archived_folders"] = _archived_folders(ctx.archived, storage)
+            kept: tuple[dict[str, str], dict[str, str]] = ctx.state["archived_folders"]
+            if kept[0]:
+                return kept
         try:
             stamp = storage.stat().st_mtime
         except OSError:
@@ -712,7 +724,10 @@ class CursorAdapter(CursorTools):
         by_workspace: dict[str, str] = {}
         by_composer: dict[str, str] = {}
         for ws in sorted(storage.iterdir()):
-            folder = _workspace_folder(ws / "state.vscdb")
+            try:
+                folder = _workspace_json_folder(read_regular(ws / WORKSPACE_FILE))
+            except OSError:
+                folder = None
             if folder is None:
                 continue
             by_workspace[ws.name] = folder
@@ -726,10 +741,8 @@ class CursorAdapter(CursorTools):
                     ).fetchone()
             except (sqlite3.Error, OSError):
                 continue
-            data, _ = loads(as_bytes(row[0]) or b"") if row else (None, None)
-            for head in data.get("allComposers", []) if isinstance(data, dict) else []:
-                if isinstance(head, dict) and isinstance(head.get("composerId"), str):
-                    by_composer.setdefault(head["composerId"], folder)
+            for cid in _composer_ids(as_bytes(row[0]) if row else None):
+                by_composer.setdefault(cid, folder)
         self._folders[str(storage)] = (stamp, by_workspace, by_composer)
         return by_workspace, by_composer
 
@@ -818,9 +831,14 @@ def _store_created(store: Path) -> int | None:
             rows = conn.execute("SELECT value FROM meta ORDER BY rowid").fetchall()
     except (sqlite3.Error, OSError):
         return None
-    for (value,) in rows:
+    return _created_of_meta([as_bytes(value) for (value,) in rows])
+
+
+def _created_of_meta(values: list[bytes | None]) -> int | None:
+    """The first `createdAt` of a chat store's `meta` rows (hex JSON)."""
+    for value in values:
         try:
-            meta = orjson.loads(bytes.fromhex(str(value).strip()))
+            meta = orjson.loads(bytes.fromhex((value or b"").decode("ascii", "replace").strip()))
         except (ValueError, orjson.JSONDecodeError):
             continue
         created = parse_iso_ms(meta.get("createdAt")) if isinstance(meta, dict) else None
@@ -829,15 +847,69 @@ def _store_created(store: Path) -> int | None:
     return None
 
 
-def _workspace_folder(db_path: Path) -> str | None:
-    """The folder a workspace database belongs to, from the `workspace.json` beside it."""
+def _workspace_folder(ctx: FileContext, db_path: Path) -> str | None:
+    """The folder a workspace database belongs to, from the `workspace.json` beside it (a replay's
+    as the archive kept it)."""
     try:
-        data = orjson.loads(read_regular(db_path.parent / "workspace.json"))
-    except (OSError, orjson.JSONDecodeError):
+        return _workspace_json_folder(ctx.read_beside(db_path.parent / WORKSPACE_FILE))
+    except OSError:
         return None
-    if not isinstance(data, dict):
+
+
+def _workspace_json_folder(data: bytes) -> str | None:
+    """The folder a `workspace.json` names (`{"folder": "file:///…"}`, a multi-root `workspace`)."""
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
         return None
-    return folder_of_uri(data.get("folder") or data.get("workspace"))
+    if not isinstance(obj, dict):
+        return None
+    return folder_of_uri(obj.get("folder") or obj.get("workspace"))
+
+
+def _composer_ids(value: bytes | None) -> list[str]:
+    """The composers a workspace's composer list (`composer.composerData`) names."""
+    data, _ = loads(value or b"")
+    heads = data.get("allComposers") if isinstance(data, dict) else None
+    return [
+        head["composerId"]
+        for head in (heads if isinstance(heads, list) else [])
+        if isinstance(head, dict) and isinstance(head.get("composerId"), str)
+    ]
+
+
+def _stored_value(records: list[bytes], key: bytes) -> bytes | None:
+    """A row's value as a database's stored records give it (its key's record, then the records
+    that tile its value up to the next key's), None when no row of that key was read."""
+    if key not in records:
+        return None
+    value = []
+    for part in records[records.index(key) + 1 :]:
+        if KEY_RECORD.match(part):
+            break
+        value.append(part)
+    return b"".join(value)
+
+
+def _archived_folders(
+    archived: Callable[[str, bytes], dict[str, list[bytes]]], storage: Path
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(workspace id → folder, composer id → folder) of a workspaceStorage as the archive holds it:
+    each workspace's workspace.json, and the composer list of the state.vscdb beside it."""
+    by_workspace: dict[str, str] = {}
+    by_composer: dict[str, str] = {}
+    under = glob.escape(str(storage))
+    databases = archived(f"{under}/*/state.vscdb", b"")
+    for path, records in sorted(archived(f"{under}/*/{WORKSPACE_FILE}", b"").items()):
+        folder = _workspace_json_folder(b"".join(records))
+        if folder is None:
+            continue
+        workspace = Path(path).parent
+        by_workspace[workspace.name] = folder
+        composers = _stored_value(databases.get(str(workspace / "state.vscdb"), []), b"composer.composerData")
+        for cid in _composer_ids(composers):
+            by_composer.setdefault(cid, folder)
+    return by_workspace, by_composer
 
 
 def _workspace_side(path: Path) -> bool:
@@ -1319,6 +1391,14 @@ def _agent_chat(ctx: FileContext, agent_id: str) -> tuple[str | None, int | None
     if home is None:
         return None, None
     cwd, created = _chat_facts(ctx, home / "chats", agent_id)
+    if created is None and ctx.archived is not None:  # a replay's: the chat store as the archive holds it
+        stores = ctx.archived(f"{glob.escape(str(home / 'chats'))}/*/{glob.escape(agent_id)}/store.db", b"")
+        for _, records in sorted(stores.items()):
+            created = _created_of_meta(
+                [_stored_value(records, key) for key in records if key.startswith(b"meta:")]
+            )
+            if created is not None:
+                return cwd, created
     if created is None:
         for store in sorted((home / "chats").glob(f"*/{glob.escape(agent_id)}/store.db")):
             created = _store_created(store)

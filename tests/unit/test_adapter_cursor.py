@@ -912,3 +912,106 @@ def test_a_cursor_agent_chat_s_meta_json_is_kept_for_a_rebuild(conn, tmp_path, r
     written = {Path(f.written_to).name: f for f in restore_session(conn, sid, tmp_path / "back")}
     assert Path(written["meta.json"].written_to).read_bytes() == meta
     assert written["meta.json"].complete
+
+
+def test_a_workspace_s_folder_is_read_from_the_archive_by_a_rebuild(conn, tmp_path):
+    """A workspace's `workspace.json` names the folder of its chats, and of the global database's
+    composers its composer list names: a replay (a schema upgrade's, `ingest --rebuild`) read them
+    from the disk, so once the workspace's folder was gone the chats came back with no folder. It
+    reads them as the archive holds them; an archive that holds none still reads the disk's."""
+    import shutil
+
+    from threadloom.core.ingest.ledger import rebuild_derived
+
+    user = user_dir(tmp_path)
+    ws = user / "workspaceStorage" / "1234abcd"
+    chat = {"tabs": [{"tabId": "tab-1", "chatTitle": "Explain", "bubbles": [{"type": "user", "text": "hi"}]}]}
+    make_db(
+        ws / "state.vscdb",
+        items=[
+            (CHAT_DATA, dumps(chat)),
+            ("composer.composerData", dumps({"allComposers": [{"type": "head", "composerId": COMPOSER}]})),
+        ],
+    ).close()
+    (ws / "workspace.json").write_text(dumps({"folder": "file:///srv/parser"}))
+    make_db(
+        user / "globalStorage" / "state.vscdb",
+        kv=[
+            (
+                f"composerData:{COMPOSER}",
+                dumps({"composerId": COMPOSER, "name": "No workspace id", "fullConversationHeadersOnly": []}),
+            ),
+        ],
+    ).close()
+    inline_era_workspace(tmp_path)
+    ingest(conn, user)
+    sids = ("cursor-chat:tab-1", COMPOSER, INLINE_A, INLINE_B)
+    folders = {sid: session(conn, sid)["project_path"] for sid in sids}
+    assert folders == {
+        "cursor-chat:tab-1": "/srv/parser",
+        COMPOSER: "/srv/parser",
+        INLINE_A: "/home/dev/shop app",
+        INLINE_B: "/home/dev/shop app",
+    }
+    older = db.connect(tmp_path / "older.db")
+    try:
+        ingest(older, user)
+        older.execute(  # an archive from before workspace.json was kept: the disk's is read
+            "DELETE FROM entries WHERE source_file_id IN (SELECT id FROM source_files WHERE kind = 'side')"
+        )
+        older.execute("DELETE FROM source_files WHERE kind = 'side'")
+        rebuild_derived(older)
+        assert {sid: session(older, sid)["project_path"] for sid in sids} == folders
+    finally:
+        older.close()
+    shutil.rmtree(user / "workspaceStorage")
+    rebuild_derived(conn)
+    assert {sid: session(conn, sid)["project_path"] for sid in sids} == folders
+
+
+def test_a_workspace_s_prompts_stay_no_session_once_the_global_database_is_gone(conn, tmp_path):
+    """A workspace's prompt history is a session only where nothing else holds its chats: beside a
+    global database holding composers it is none. A replay asked the disk's global database, so
+    once it was gone (moved, or another machine's) the prompts became a session of their own."""
+    import shutil
+
+    from threadloom.core.ingest.ledger import rebuild_derived
+
+    install(tmp_path)
+    ws = user_dir(tmp_path) / "workspaceStorage" / WORKSPACE
+    make_db(
+        ws / "state.vscdb", items=[("aiService.prompts", dumps([{"text": "hi", "commandType": 4}]))]
+    ).close()
+    ingest(conn, user_dir(tmp_path))
+    before = sorted(r[0] for r in conn.execute("SELECT id FROM agent_sessions"))
+    assert not [sid for sid in before if sid.startswith("cursor-prompts:")]
+    shutil.rmtree(user_dir(tmp_path) / "globalStorage")
+    rebuild_derived(conn)
+    assert sorted(r[0] for r in conn.execute("SELECT id FROM agent_sessions")) == before
+
+
+def test_a_cursor_agent_chat_s_store_date_is_read_from_the_archive_by_a_rebuild(conn, tmp_path):
+    """A transcript's chat with no meta.json is dated by its chat store's meta row: a replay read
+    the store from the disk, so once cursor-agent deleted the chat the transcript's first message
+    lost its time. It reads the store as the archive holds it."""
+    import shutil
+
+    from threadloom.core.ingest.ledger import rebuild_derived
+
+    home = tmp_path / ".cursor"
+    sid = "0a1b2c3d-0000-4000-8000-000000000011"
+    folder = home / "projects" / "home-dev-shop" / "agent-transcripts" / sid
+    folder.mkdir(parents=True)
+    (folder / f"{sid}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in transcript_lines()))
+    agent_chat(home, sid, store_meta={"agentId": sid, "name": "x", "createdAt": 1775522590321})
+    ingest(conn, home / "projects", home / "chats")
+    times = (
+        "SELECT e.line_number, e.timestamp FROM entries e JOIN source_files f ON f.id = e.source_file_id "
+        "WHERE f.path LIKE '%.jsonl' ORDER BY e.byte_offset"
+    )
+    read_then = conn.execute(times).fetchall()
+    assert read_then[0] == (1, 1775522590321)
+    shutil.rmtree(home / "chats")
+    rebuild_derived(conn)
+    assert conn.execute(times).fetchall() == read_then
+    assert session(conn, sid)["created_at"] == 1775522590321
