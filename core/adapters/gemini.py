@@ -369,7 +369,7 @@ class GeminiAdapter(Adapter):
             live=[],
             last_uuid=None,
             parent=parent,
-            cwd=self._project_root(path, chats),
+            cwd=self._project_root(ctx, chats),
             doc=None,
         )
         if path.name.endswith(".json"):
@@ -476,7 +476,7 @@ class GeminiAdapter(Adapter):
         if isinstance(dirs, list) and dirs and isinstance(dirs[0], str):
             return dirs[0]
         project_hash = as_str(st["meta"].get("projectHash"))
-        root = self._known_roots(ctx.path).get(project_hash) if project_hash else None
+        root = self._known_roots(ctx).get(project_hash) if project_hash else None
         return root or st.get("context_dir")
 
     @staticmethod
@@ -521,21 +521,25 @@ class GeminiAdapter(Adapter):
                 if isinstance(value, str) and WINDOWS_FOLDER.match(value):
                     paths.append(value)
 
-    def _project_root(self, path: Path, chats: int | None) -> str | None:
-        """The project a chats folder belongs to: `.project_root`, or projects.json by slug or hash."""
+    def _project_root(self, ctx: FileContext, chats: int | None) -> str | None:
+        """The project a chats folder belongs to: `.project_root`, or projects.json by slug or hash.
+        A replay reads them as the archive kept them (Gemini CLI removes a project's folder with
+        its sessions), another machine's as the archive holds it too."""
         if chats is None:
             return None
-        id_dir = Path(*path.parts[:chats])
-        try:  # read as any source is (another machine's, pulled from a hub, from the archive)
-            marker = read_regular(id_dir / ".project_root").decode("utf-8").strip()
+        id_dir = Path(*ctx.path.parts[:chats])
+        try:
+            marker = ctx.read_beside(id_dir / ".project_root").decode("utf-8").strip()
         except (OSError, UnicodeDecodeError):
             marker = ""
         if marker:
             return marker
-        return self._known_roots(path).get(id_dir.name)
+        return self._known_roots(ctx).get(id_dir.name)
 
-    def _known_roots(self, path: Path) -> dict[str, str]:
-        """slug → root and sha256(root) → root, from the projects.json next to `tmp/`."""
+    def _known_roots(self, ctx: FileContext) -> dict[str, str]:
+        """slug → root and sha256(root) → root, from the projects.json next to `tmp/` (a replay's as
+        the archive kept it)."""
+        path = ctx.path
         home = None
         for parent in path.parents:
             if parent.name == "tmp":
@@ -544,6 +548,14 @@ class GeminiAdapter(Adapter):
         if home is None:
             return {}
         registry = home / "projects.json"
+        if ctx.archived is not None:  # a replay's: read once a file, the disk's copy gone perhaps
+            if "known_roots" not in ctx.state:
+                try:
+                    ctx.state["known_roots"] = _roots_of(ctx.read_beside(registry))
+                except OSError:
+                    ctx.state["known_roots"] = {}
+            kept: dict[str, str] = ctx.state["known_roots"]
+            return kept
         mirrored = str(registry).startswith(MIRROR_ROOT + "/")  # another machine's: from the archive
         try:
             mtime = -1.0 if mirrored else registry.stat().st_mtime
@@ -552,18 +564,10 @@ class GeminiAdapter(Adapter):
         cached = self._roots_cache.get(str(registry))
         if cached and cached[0] == mtime and not mirrored:
             return cached[1]
-        mapping: dict[str, str] = {}
         try:
-            data = orjson.loads(read_regular(registry))
-        except (OSError, orjson.JSONDecodeError):
-            data = {}
-        projects = data.get("projects") if isinstance(data, dict) else None
-        if isinstance(projects, dict):
-            for root, slug in projects.items():
-                if isinstance(root, str):
-                    mapping[hashlib.sha256(root.encode()).hexdigest()] = root
-                    if isinstance(slug, str):
-                        mapping[slug] = root
+            mapping = _roots_of(read_regular(registry))
+        except OSError:
+            mapping = {}
         self._roots_cache[str(registry)] = (mtime, mapping)
         return mapping
 
@@ -825,6 +829,22 @@ def summary_title(summary: str) -> str:
         return summary
     # a lone surrogate (`\\ud800`, an emoji cut in half) can be decoded but not stored
     return value.strip().encode("utf-8", "replace").decode("utf-8")
+
+
+def _roots_of(registry: bytes) -> dict[str, str]:
+    """slug → root and sha256(root) → root, from a projects.json (`{"projects": {root: slug}}`)."""
+    try:
+        data = orjson.loads(registry)
+    except orjson.JSONDecodeError:
+        return {}
+    projects = data.get("projects") if isinstance(data, dict) else None
+    mapping: dict[str, str] = {}
+    for root, slug in projects.items() if isinstance(projects, dict) else ():
+        if isinstance(root, str):
+            mapping[hashlib.sha256(root.encode()).hexdigest()] = root
+            if isinstance(slug, str):
+                mapping[slug] = root
+    return mapping
 
 
 def _kind(path: Path) -> str:

@@ -29,8 +29,9 @@ JSON era cannot be resumed: refused with that reason.
 
 from __future__ import annotations
 
+import glob
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -76,14 +77,21 @@ class QwenJsonChats(GeminiAdapter):
     reply_type = "qwen"
     message_types = frozenset({"user", "qwen"})
 
-    def _known_roots(self, path: Path) -> dict[str, str]:
+    def _known_roots(self, ctx: FileContext) -> dict[str, str]:
         """sha256(folder) → folder for the folders Qwen Code's JSONL sessions ran in (the `cwd` of
         a project's session), beside `tmp/`: Qwen Code named a project's `tmp` folder by that hash
-        and kept no registry of them."""
-        home = next((parent.parent for parent in path.parents if parent.name == "tmp"), None)
+        and kept no registry of them. A replay reads the sessions as the archive holds them (the
+        disk's gone perhaps), the disk's where it holds none."""
+        home = next((parent.parent for parent in ctx.path.parents if parent.name == "tmp"), None)
         if home is None:
             return {}
         projects = home / "projects"
+        if ctx.archived is not None:
+            if "known_roots" not in ctx.state:
+                ctx.state["known_roots"] = _archived_roots(ctx.archived, projects)
+            kept: dict[str, str] = ctx.state["known_roots"]
+            if kept:
+                return kept
         try:
             mtime = projects.stat().st_mtime
             cached = self._roots_cache.get(str(projects))
@@ -114,12 +122,39 @@ def _session_folder(chats: Path) -> str | None:
         names = sorted(p for p in chats.iterdir() if p.name.endswith(".jsonl"))
     except OSError:
         return None
-    for chat in names[:5]:
-        first = head_of(chat, SNIFF_BYTES).split(b"\n", 1)[0]
-        obj, _ = parse_record(first)
-        if isinstance(obj, dict) and isinstance(obj.get("cwd"), str) and obj["cwd"]:
-            return str(obj["cwd"])
+    for chat in names[:FOLDER_TOLD_BY]:
+        cwd = _cwd_of(head_of(chat, SNIFF_BYTES).split(b"\n", 1)[0])
+        if cwd:
+            return cwd
     return None
+
+
+# how many of a project's sessions are looked at for the folder it ran in
+FOLDER_TOLD_BY = 5
+
+
+def _cwd_of(first: bytes) -> str | None:
+    """The folder a JSONL session ran in, from its first record's `cwd`."""
+    obj, _ = parse_record(first.rstrip(b"\r\n"))
+    if isinstance(obj, dict) and isinstance(obj.get("cwd"), str) and obj["cwd"]:
+        return str(obj["cwd"])
+    return None
+
+
+def _archived_roots(
+    archived: Callable[[str, bytes], dict[str, list[bytes]]], projects: Path
+) -> dict[str, str]:
+    """`QwenJsonChats._known_roots` from the JSONL sessions as the archive holds them (the first
+    record of each, read no further)."""
+    firsts: dict[str, list[bytes]] = {}
+    for name, records in sorted(archived(f"{glob.escape(str(projects))}/*/chats/*.jsonl", b"{").items()):
+        firsts.setdefault(Path(name).parent.parent.name, []).append(records[0] if records else b"")
+    mapping: dict[str, str] = {}
+    for _, heads in sorted(firsts.items()):
+        cwd = next(filter(None, map(_cwd_of, heads[:FOLDER_TOLD_BY])), None)
+        if cwd:
+            mapping[hashlib.sha256(cwd.encode()).hexdigest()] = cwd
+    return mapping
 
 
 class QwenAdapter(Adapter):

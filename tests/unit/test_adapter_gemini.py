@@ -728,3 +728,39 @@ def test_a_rewind_withdraws_what_it_took_back_even_to_the_first_message(conn, ge
     taken = {"second", "two"} if target == "u2" else {"first", "one", "second", "two"}
     assert {text for seq, text in shown if seq in gone} == taken
     assert all(seq not in gone for seq, text in shown if text in ("again", "three"))
+
+
+def test_a_rebuild_places_chats_by_the_project_files_the_archive_kept(conn, gemini, tmp_path):
+    """A chat's folder is its project's `.project_root`, or the projects.json entry of its hashed
+    folder: both are kept as side files, but a replay (a schema upgrade's, `ingest --rebuild`) read
+    them from the disk, so once the project's folder was gone its chats came back with no folder.
+    A replay reads them as the archive kept them; an archive that holds none reads the disk's."""
+    import shutil
+
+    from threadloom.core.ingest.ledger import rebuild_derived
+
+    write_jsonl(chats(gemini) / "session-2026-04-29T21-39-5f0e2a8c.jsonl", jsonl_session())
+    digest = hashlib.sha256(b"/srv/api").hexdigest()
+    (gemini / "projects.json").write_text(json.dumps({"projects": {"/srv/api": "api"}}))
+    hashed = "9d8c7b6a-0000-4000-8000-000000000002"
+    write_jsonl(
+        gemini / "tmp" / digest / "chats" / "session-2025-10-01T10-00-9d8c7b6a.jsonl",
+        [{**meta(projectHash=digest), "sessionId": hashed}, user("u1", "hello")],
+    )
+    ingest(conn, gemini)
+    folders = {sid: session(conn, sid)["project_path"] for sid in (SID, hashed)}
+    assert folders == {SID: PROJECT, hashed: "/srv/api"}
+    older = db.connect(tmp_path / "older.db")
+    try:
+        ingest(older, gemini)
+        older.execute(  # an archive from before they were kept: the disk's are read
+            "DELETE FROM entries WHERE source_file_id IN (SELECT id FROM source_files WHERE kind = 'side')"
+        )
+        older.execute("DELETE FROM source_files WHERE kind = 'side'")
+        rebuild_derived(older)
+        assert {sid: session(older, sid)["project_path"] for sid in folders} == folders
+    finally:
+        older.close()
+    shutil.rmtree(gemini)
+    rebuild_derived(conn)
+    assert {sid: session(conn, sid)["project_path"] for sid in folders} == folders

@@ -163,3 +163,25 @@ def test_a_json_era_qwen_chat_is_not_resumed_and_says_why(tmp_path):
         assert resume_plan(conn, SID).command == "cd /home/dev/shop && qwen --resume " + SID
     finally:
         conn.close()
+
+
+def test_a_json_era_qwen_chat_keeps_its_folder_in_a_rebuild_after_its_sessions_are_gone(tmp_path):
+    """A JSON-era chat's folder is named only by a JSONL session of the same project (its `cwd`,
+    hashed to the chat's `tmp` folder): a replay (a schema upgrade's, `ingest --rebuild`) looked
+    for those sessions on the disk, so once they were gone the chat came back with no folder. It
+    reads them as the archive holds them."""
+    import shutil
+
+    from threadloom.core.ingest.ledger import rebuild_derived
+
+    qwen_json_chat(tmp_path)
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".qwen")
+        folder = "SELECT project_path FROM agent_sessions WHERE id = ?"
+        assert conn.execute(folder, (JSON_SID,)).fetchone() == ("/home/dev/shop",)
+        shutil.rmtree(tmp_path / ".qwen")
+        rebuild_derived(conn)
+        assert conn.execute(folder, (JSON_SID,)).fetchone() == ("/home/dev/shop",)
+    finally:
+        conn.close()
