@@ -58,7 +58,6 @@ from .base import (
     Usage,
     epoch_ms,
     nearest_folder,
-    read_regular,
     safe_int,
 )
 from .edits import RESTORE, FileEdit
@@ -126,10 +125,11 @@ def _kimi_line(name: str, obj: object) -> bool:
     return isinstance(message, dict) and "payload" in message and "timestamp" in obj
 
 
-def work_dir(share: Path, folder: str) -> str | None:
-    """The work dir whose sessions folder is `folder`, from `kimi.json`."""
+def work_dir(ctx: FileContext, share: Path, folder: str) -> str | None:
+    """The work dir whose sessions folder is `folder`, from `kimi.json` (a replay's as the archive
+    kept it, the disk's changed or gone since perhaps)."""
     try:
-        meta = orjson.loads(read_regular(share / "kimi.json"))
+        meta = orjson.loads(ctx.read_beside(share / "kimi.json"))
     except (OSError, orjson.JSONDecodeError):
         return None
     for wd in as_list(as_dict(meta).get("work_dirs")):
@@ -211,7 +211,7 @@ class KimiAdapter(Adapter):
             where = place(ctx.path)
             sid, agent, share = where if where else (ctx.path.parent.name, None, None)
             folder = ctx.path.parents[3 if agent else 1].name if where else ""
-            st["cwd"] = work_dir(share, folder) if share is not None else None
+            st["cwd"] = work_dir(ctx, share, folder) if share is not None else None
             sub = SUB_CONTEXT.fullmatch(ctx.path.name)
             if sub and not agent:
                 agent = f"sub-{sub[1]}"

@@ -221,10 +221,11 @@ def looks_like_kimi_code(head: bytes) -> bool:
     return False
 
 
-def read_state(folder: Path) -> dict[str, Any]:
-    """The session's `state.json` (empty when absent or unreadable)."""
+def read_state(ctx: FileContext, folder: Path) -> dict[str, Any]:
+    """The session's `state.json` (empty when absent or unreadable): a replay's as the archive kept
+    it, the disk's changed or gone since perhaps."""
     try:
-        return as_dict(orjson.loads(read_regular(folder / STATE)))
+        return as_dict(orjson.loads(ctx.read_beside(folder / STATE)))
     except (OSError, orjson.JSONDecodeError):
         return {}
 
@@ -445,7 +446,7 @@ class KimiCodeAdapter(Adapter):
         st = ctx.state
         where = place(ctx.path)
         key, sid, agent = where if where else ("", ctx.path.parent.name, MAIN)
-        state = read_state(ctx.path.parents[2]) if where else {}
+        state = read_state(ctx, ctx.path.parents[2]) if where else {}
         st["cwd"] = as_str(state.get("workDir")) or as_str(state.get("cwd"))  # older, and protocol 1.5's
         info = SessionInfo(source=AGENT, external_id=sid, project_key=key or None)
         st["sid"] = sid

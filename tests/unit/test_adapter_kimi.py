@@ -391,3 +391,25 @@ def test_kimi_code_claims_its_own_files_only(tmp_path):
         '{"type": "context.append_message", "message": {"role": "user", "content": "hi"}, "time": 1}\n'
     )
     assert adapter.claims(damaged)
+
+
+def test_a_rebuild_places_a_session_by_the_kimi_json_the_archive_kept(tmp_path):
+    """`kimi.json` is the one place a session's folder is named (by the md5 of the folder its
+    sessions folder is named after): it is kept as a side file, but a replay (a schema upgrade's,
+    `ingest --rebuild`) read it from the disk, so once it was gone the session came back with no
+    folder. A replay reads it as the archive kept it."""
+    import shutil
+
+    from threadloom.core.ingest.ledger import rebuild_derived
+
+    kimi_session(tmp_path)
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".kimi")
+        folder = "SELECT project_path, created_at FROM agent_sessions WHERE id = ?"
+        assert conn.execute(folder, (SID,)).fetchone() == (CWD, 1781810000000)
+        shutil.rmtree(tmp_path / ".kimi")
+        rebuild_derived(conn)
+        assert conn.execute(folder, (SID,)).fetchone() == (CWD, 1781810000000)
+    finally:
+        conn.close()

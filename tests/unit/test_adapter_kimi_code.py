@@ -483,3 +483,31 @@ def test_an_export_marks_what_an_undo_withdrew_as_show_does(tmp_path):
     assert markdown.count("*── ⤺ withdrawn by an undo or a rewind below ──*") == 1
     assert markdown.index("withdrawn by an undo") < markdown.index("sum the carts in floats")
     assert page.count("⤺ withdrawn by an undo or a rewind below") == 1 and page.count("⤺ withdrawn<") == 2
+
+
+def test_a_rebuild_reads_a_session_s_state_json_as_the_archive_kept_it(tmp_path):
+    """A session's `state.json` names its folder, its subagents' parents and what it was forked
+    from: it is kept as a side file, but a replay (a schema upgrade's, `ingest --rebuild`) read it
+    from the disk, so once the session's folder was gone a rebuild left it with no folder and its
+    fork an unlinked session. A replay reads it as the archive kept it."""
+    import shutil
+
+    from threadloom.core.ingest.ledger import rebuild_derived
+
+    source = kimi_code.kimi_code_session(tmp_path)
+    kimi_code.forked_session(tmp_path, source, subagents=True)
+    facts = (
+        "SELECT id, kind, parent_session_id, forked_from_session_id, project_path, created_at, title "
+        "FROM agent_sessions ORDER BY id"
+    )
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".kimi-code")
+        read_then = conn.execute(facts).fetchall()
+        assert {row[4] for row in read_then} == {kimi_code.CWD}
+        assert any(row[3] for row in read_then)  # the fork is linked to its source
+        shutil.rmtree(tmp_path / ".kimi-code")
+        rebuild_derived(conn)
+        assert conn.execute(facts).fetchall() == read_then
+    finally:
+        conn.close()
