@@ -430,14 +430,16 @@ class FileContext:
     # (`read_beside`), whatever the disk holds now
     archived: Callable[[str, bytes], dict[str, list[bytes]]] | None = None
 
-    def read_beside(self, path: Path) -> bytes:
-        """A file read beside the one being read: in a replay as the archive holds it, so a replay
-        gives what the first read gave after the agent deleted the file; otherwise, or where the
-        archive holds none (it was not read, or not kept then), the disk's. OSError: neither has it."""
+    def read_beside(self, path: Path, limit: int = -1) -> bytes:
+        """A file (its first `limit` bytes) read beside the one being read: in a replay as the
+        archive holds it, so a replay gives what the first read gave after the agent deleted the
+        file; otherwise, or where the archive holds none (it was not read, or not kept then), the
+        disk's. OSError: neither has it."""
         if self.archived is not None:
             for records in self.archived(glob.escape(os.fspath(path)), b"").values():
-                return b"".join(records)
-        return read_regular(path)
+                data = b"".join(records)
+                return data if limit < 0 else data[:limit]
+        return read_regular(path, limit)
 
 
 DECODED_SUFFIX = "#decoded"

@@ -46,7 +46,6 @@ from .base import (
     ToolUse,
     epoch_ms,
     parse_iso_ms,
-    read_regular,
 )
 from .shared import (
     as_dict,
@@ -86,10 +85,11 @@ def looks_like_kiro(head: bytes) -> bool:
     )
 
 
-def _metadata(path: Path) -> dict[str, Any]:
-    """A log's metadata file beside it (`<id>.json`), or {} when there is none to read."""
+def _metadata(ctx: FileContext) -> dict[str, Any]:
+    """A log's metadata file beside it (`<id>.json`), or {} when there is none to read: a replay's
+    as the archive kept it, the disk's gone perhaps."""
     try:
-        obj = orjson.loads(read_regular(path.with_suffix(".json"), META_LIMIT))
+        obj = orjson.loads(ctx.read_beside(ctx.path.with_suffix(".json"), META_LIMIT))
     except (OSError, orjson.JSONDecodeError):
         return {}
     return obj if isinstance(obj, dict) else {}
@@ -151,7 +151,7 @@ class KiroAdapter(Adapter):
         st = ctx.state
         first = "info" not in st
         if first:
-            st["info"], st["last"] = self._session(_metadata(ctx.path), ctx), None
+            st["info"], st["last"] = self._session(_metadata(ctx), ctx), None
         info: SessionInfo = st["info"]
         sid = info.external_id or ctx.path.stem
         kind = as_str(obj.get("kind"))

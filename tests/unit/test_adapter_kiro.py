@@ -117,3 +117,30 @@ def test_kiro_home_moves_where_sessions_are_looked_for_and_sources_lists_them(tm
     assert {
         k: v for k, v in next(i for i in data["ingested"] if i["agent"] == "kiro-cli").items() if k != "bytes"
     } == {"agent": "kiro-cli", "status": "ok", "files": 4}
+
+
+def test_a_rebuild_reads_a_log_s_metadata_as_the_archive_kept_it(tmp_path):
+    """A log's metadata file (`<id>.json`) names its session, its parent and the task a subagent
+    was given: it is kept, but a replay (a schema upgrade's, `ingest --rebuild`) read it from the
+    disk, so once the session was deleted a rebuild told the subagent otherwise (its title taken
+    from its prompt). A replay reads it as the archive kept it."""
+    import shutil
+
+    from threadloom.core.ingest.ledger import rebuild_derived
+
+    folder = tmp_path / "sessions" / "cli"
+    kiro_sessions(folder)
+    facts = (
+        "SELECT id, kind, parent_session_id, task_description, project_path, created_at, title "
+        "FROM agent_sessions ORDER BY id"
+    )
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, folder)
+        read_then = conn.execute(facts).fetchall()
+        assert [row[2:4] for row in read_then if row[0] == CHILD] == [(SID, "run the tests")]
+        shutil.rmtree(folder)
+        rebuild_derived(conn)
+        assert conn.execute(facts).fetchall() == read_then
+    finally:
+        conn.close()
