@@ -424,11 +424,11 @@ class FileContext:
     kept_with: Callable[[str, str], dict[str, bytes]] | None = None
     # (a glob of paths (`*` within one part of a path), bytes) → the archive's files whose paths
     # match it, each as its records' bytes in order (a line's with its newline), by path; given
-    # bytes, only the first record that starts with them (whether a file holds one, read no further).
-    # Set by a replay, for an adapter that reads a file beside the one it places (a Claude Code
-    # subagent's .meta.json, a Cursor workspace's workspace.json): what the archive holds
-    # (`read_beside`), whatever the disk holds now
-    archived: Callable[[str, bytes], dict[str, list[bytes]]] | None = None
+    # bytes, only the first record that starts with them (whether a file holds one, read no
+    # further); given None, no record (which files it holds). Set by a replay, for an adapter that
+    # reads a file beside the one it places (a Claude Code subagent's .meta.json, a Cursor
+    # workspace's workspace.json): what the archive holds (`read_beside`), whatever the disk holds now
+    archived: Callable[[str, bytes | None], dict[str, list[bytes]]] | None = None
 
     def read_beside(self, path: Path, limit: int = -1) -> bytes:
         """A file (its first `limit` bytes) read beside the one being read: in a replay as the

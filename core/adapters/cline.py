@@ -28,6 +28,7 @@ sidecar is kept without being shown.
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 from collections.abc import Iterator
@@ -443,8 +444,11 @@ class ClineAdapter(Adapter):
             ui_seen=False,
         )
         if kind == "api":
-            # looked at once per read of the file, never cached: the ui file may appear later
-            st["shown"] = not path.with_name("ui_messages.json").exists()
+            # looked at once per read of the file, never cached: the ui file may appear later; a
+            # replay's is whether the archive holds it (the disk's gone perhaps), else the disk's
+            ui = path.with_name("ui_messages.json")
+            kept = ctx.archived(glob.escape(str(ui)), None) if ctx.archived is not None else {}
+            st["shown"] = not kept and not ui.exists()
         if kind == "ui":
             st["apart"] = _cache_apart(ctx)
         return st

@@ -1243,7 +1243,7 @@ def _kept_with(conn: sqlite3.Connection, session_id: str, name: str) -> dict[str
     return kept_with(conn, session_id, name)
 
 
-def _archived(conn: sqlite3.Connection, pattern: str, starting: bytes) -> dict[str, list[bytes]]:
+def _archived(conn: sqlite3.Connection, pattern: str, starting: bytes | None) -> dict[str, list[bytes]]:
     """The archive's files matching a glob, as their records, for a replay's adapters."""
     from ..read.archive import archived_records
 

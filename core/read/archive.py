@@ -208,15 +208,19 @@ def kept_with(conn: sqlite3.Connection, session_id: str, name: str) -> dict[str,
     return {path: file_bytes(conn, file_id)[0] for file_id, path in named if Path(path).name == name}
 
 
-def archived_records(conn: sqlite3.Connection, pattern: str, starting: bytes = b"") -> dict[str, list[bytes]]:
+def archived_records(
+    conn: sqlite3.Connection, pattern: str, starting: bytes | None = b""
+) -> dict[str, list[bytes]]:
     """The archive's files whose paths match the glob `pattern` (`*` within one part of a path; a
     name taken as it is escaped with `glob.escape`), each as its records' bytes in order (a line's
     with its newline), by path (as the file system names it): what a replay's adapter reads beside
     the file it places (`FileContext.archived`), whatever the disk holds now. With `starting`, only
     the first record that starts with those bytes: whether a file holds one (a large database's
-    rows), not reading it all."""
-    only = (" AND substr(raw, 1, ?) = ? ORDER BY byte_offset LIMIT 1", (len(starting), starting))
-    query, extra = only if starting else (" ORDER BY byte_offset", ())
+    rows), not reading it all; with None, no record: which files the archive holds."""
+    query = " ORDER BY byte_offset"
+    extra: tuple[object, ...] = ()
+    if starting:
+        query, extra = " AND substr(raw, 1, ?) = ? ORDER BY byte_offset LIMIT 1", (len(starting), starting)
     depth = len(Path(pattern).parts)
     rows = conn.execute(
         "SELECT id, path FROM source_files WHERE path GLOB ? AND kind != 'version' ORDER BY path", (pattern,)
@@ -226,6 +230,9 @@ def archived_records(conn: sqlite3.Connection, pattern: str, starting: bytes = b
         for file_id, stored in rows:
             path = disk_name(stored)
             if len(Path(path).parts) != depth:  # GLOB's `*` crosses a `/`, a glob's does not
+                continue
+            if starting is None:
+                found[path] = []
                 continue
             found[path] = [
                 bytes(raw) + b"\n" * newline

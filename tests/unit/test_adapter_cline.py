@@ -878,3 +878,22 @@ def test_a_task_s_edits_count_their_lines_from_either_log(conn, tmp_path):
     # Roo Code's and older Cline's markers, a line hint, and a block cut short (left out)
     roo = "<<<<<<< SEARCH\n:start_line:4\n-------\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n<<<<<<< SEARCH\ny\n====="
     assert replaced_blocks(roo) == [("x = 1", "x = 2")]
+
+
+def test_a_rebuild_shows_the_ui_stream_alone_after_the_task_is_gone(conn, tmp_path):
+    """A task's API history is shown only where it has no `ui_messages.json`: a replay (a schema
+    upgrade's, `ingest --rebuild`) asked the disk whether it had one, so once the task was deleted
+    a rebuild showed both, every message twice. It asks the archive."""
+    import shutil
+
+    from threadloom.core.ingest.ledger import rebuild_derived
+
+    task_folder(tmp_path, ui=ui_stream(), api=api_history())
+    ingest(conn, storage(tmp_path))
+    read_then = shown(conn, TASK)
+    facts = ("turn_count", "message_count", "project_path", "created_at", "title")
+    then = {k: session(conn, TASK)[k] for k in facts}
+    shutil.rmtree(storage(tmp_path))
+    rebuild_derived(conn)
+    assert shown(conn, TASK) == read_then
+    assert {k: session(conn, TASK)[k] for k in facts} == then
