@@ -34,6 +34,7 @@ name alone, so `.local/share` and `<data>/project` are walked.
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import sqlite3
@@ -154,6 +155,14 @@ def storage_root(path: Path) -> Path | None:
     for parent in path.parents:
         if (parent / "message").is_dir() or (parent / "part").is_dir():
             return parent
+    return None
+
+
+def _root_by_name(path: Path) -> Path | None:
+    """`storage_root` told by the path alone: the folder above the nearest `part/` or `message/`."""
+    for parent in path.parents:
+        if parent.name in ("part", "message"):
+            return parent.parent
     return None
 
 
@@ -502,7 +511,7 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
         if not isinstance(obj, dict):  # no object (a file cut short, kept once left unchanged): in the
             # session where it lies, so that restore writes it back with the session's other files
             return Record(
-                entry_type="json-gap", session_id=ctx.state.get("sid") or self._session_by_place(path)
+                entry_type="json-gap", session_id=ctx.state.get("sid") or self._session_by_place(ctx)
             )
         kind = kind_of(path)
         stem = path.name[: -len(".json")]
@@ -513,33 +522,41 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
             out = message_record(obj, as_str(obj.get("id")) or stem, sid)
         else:
             mid = as_str(obj.get("messageID")) or (path.parent.name if path.parent.name != "part" else None)
-            sid, role, message_ms, model = self._message_of(path, mid, as_str(obj.get("sessionID")))
+            sid, role, message_ms, model = self._message_of(ctx, mid, as_str(obj.get("sessionID")))
             out = part_record(obj, as_str(obj.get("id")) or stem, mid, sid, role, message_ms, model)
         ctx.state["sid"] = out.session_id
         return out
 
-    def _session_by_place(self, path: Path) -> str | None:
+    def _session_by_place(self, ctx: FileContext) -> str | None:
         """The session a file belongs to by where it lies: `session/<project>/<id>.json`,
         `message/<session>/…`, a part by its message's folder."""
+        path = ctx.path
         kind = kind_of(path)
         if kind == "session":
             return path.name[: -len(".json")]
         if kind == "message":
             return path.parent.name
         if kind == "part" and path.parent.name != "part":
-            return self._message_of(path, path.parent.name, None)[0]
+            return self._message_of(ctx, path.parent.name, None)[0]
         return None
 
     def _message_of(
-        self, part: Path, mid: str | None, sid: str | None
+        self, ctx: FileContext, mid: str | None, sid: str | None
     ) -> tuple[str | None, str | None, int | None, str | None]:
-        """(session, role, time, model) of a part's message, read from the message's own file."""
+        """(session, role, time, model) of a part's message, read from the message's own file: a
+        replay's as the archive holds it (OpenCode deletes a session's files with it), the disk's
+        where the archive holds none."""
         if mid is None:
             return sid, None, None, None
-        root = storage_root(part)
+        root = storage_root(ctx.path)
+        if root is None and ctx.archived is not None:  # a replay's: the folder gone from the disk perhaps
+            root = _root_by_name(ctx.path)
         if root is None:
             return sid, None, None, None
         message_dir = root / "message"
+        kept = _archived_message(ctx.archived, message_dir, mid, sid) if ctx.archived is not None else None
+        if kept is not None:
+            return sid or kept[0], kept[1], kept[2], kept[4]
         # the ids name a file only when they are plain names: "../.." or 300 characters from a log
         # would look outside the storage folder, or fail on a name too long
         candidate = (
@@ -557,6 +574,24 @@ class OpenCodeStorageAdapter(OpenCodeCommands):
             return sid, None, None, None
         found_sid, role, message_ms, _, model = self._message_facts(candidate)
         return sid or found_sid, role, message_ms, model
+
+
+def _archived_message(
+    archived: Callable[[str, bytes | None], dict[str, list[bytes]]],
+    message_dir: Path,
+    mid: str,
+    sid: str | None,
+) -> Facts | None:
+    """The facts of message `mid` as the archive holds its file, `message/<session>/<mid>.json` (of
+    any session where the part names none, or its own holds none); None where the archive holds none."""
+    if not _plain_name(mid):
+        return None
+    folders = [glob.escape(sid)] if sid and _plain_name(sid) else []
+    for folder in [*folders, "*"]:
+        found = archived(f"{glob.escape(str(message_dir))}/{folder}/{glob.escape(mid)}.json", b"")
+        for path, records in sorted(found.items()):
+            return _facts(Path(path), _object_of(b"".join(records)))
+    return None
 
 
 def _in_time_order(messages: list[Path], facts: dict[Path, Facts]) -> list[Path]:

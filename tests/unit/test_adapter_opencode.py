@@ -543,3 +543,22 @@ def test_each_reply_names_its_own_model(conn, tmp_path, store):
     ingest(conn, source)
     replies = [(m.content, m.model) for m in messages(conn, SID) if m.role == "assistant" and m.content]
     assert replies == [("The rounding is wrong.", "claude-sonnet-4-5"), ("Added.", "kimi-k2.6")]
+
+
+def test_a_rebuild_reads_a_part_s_message_as_the_archive_kept_it(conn, tmp_path, monkeypatch):
+    """A part is its message's (whose role, time and model it is told by): a replay (a schema
+    upgrade's, `ingest --rebuild`) read the message file from the disk, so once OpenCode deleted
+    the session a rebuild (a new process's, having read nothing) left its parts no role: no
+    prompt, no reply. It reads the message as the archive kept it."""
+    from threadloom.core.adapters import ADAPTERS
+    from threadloom.core.adapters.opencode import OpenCodeStorageAdapter
+    from threadloom.core.ingest.ledger import rebuild_derived
+
+    storage = tmp_path / "share" / "opencode" / "storage"
+    write_storage(storage)
+    ingest(conn, storage)
+    check_conversation(conn)
+    shutil.rmtree(storage)
+    monkeypatch.setitem(ADAPTERS, "opencode", OpenCodeStorageAdapter())  # a new process's
+    rebuild_derived(conn)
+    check_conversation(conn)
