@@ -42,6 +42,7 @@ Resume: `copilot --resume <session id>` (its docs and help; the id is the folder
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 from collections.abc import Iterator
@@ -218,11 +219,14 @@ def _vscode_title(data: bytes) -> str | None:
     return (as_str(as_dict(meta).get("customTitle")) or "").strip() or None
 
 
-def _session_named(events: Path) -> str | None:
+def _session_named(ctx: FileContext, events: Path) -> str | None:
     """The session id the `session.start` heading a folder's events names (the folder's name is
-    Copilot's own, but a copied or renamed folder may say otherwise): None without one."""
+    Copilot's own, but a copied or renamed folder may say otherwise): None without one. A replay's
+    as the archive holds the events (the folder deleted since perhaps), the disk's where it holds none."""
+    kept = ctx.archived(glob.escape(str(events)), b"{") if ctx.archived is not None else {}
     try:
-        first = head_lines(head_of(events, 8192), 1)
+        head = next((records[0] for records in kept.values() if records), None) or head_of(events, 8192)
+        first = head_lines(head, 1)
     except OSError:
         return None
     start = first[0] if first else None
@@ -351,7 +355,7 @@ class CopilotAdapter(Adapter):
         side = side_file(ctx.path) if ctx.kind == "side" else None
         if side is not None:  # kept whole with its session (the one its folder's events name), not read
             events = ctx.path.parent.parent if side[0] == "checkpoint" else ctx.path.parent
-            session = _session_named(events / FILE_NAME) or side[1]
+            session = _session_named(ctx, events / FILE_NAME) or side[1]
             out = Record(entry_type="side-file", subtype=side[0], session_id=session, side_file=True)
             summary = yaml_scalar(rec.raw, "summary") if side[0] == "workspace" else None
             if summary:  # the title Copilot CLI lists the session by, its model's summary of it

@@ -675,3 +675,37 @@ def test_a_compaction_s_summary_is_shown_where_it_happened(tmp_path):
         ]
     finally:
         conn.close()
+
+
+def test_a_renamed_folder_s_files_stay_with_their_session_in_a_rebuild(tmp_path):
+    """A folder named otherwise than its session keeps its files with the session its events name:
+    a replay (a schema upgrade's, `ingest --rebuild`) read those events from the disk, so once the
+    folder was deleted a rebuild put its `workspace.yaml` (the title Copilot CLI gave the session)
+    with a session of the folder's name. It reads them as the archive kept them."""
+    import shutil
+
+    from threadloom.core.ingest.ledger import rebuild_derived
+
+    sid = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
+    folder = tmp_path / ".copilot" / "session-state" / sid.upper()
+    folder.mkdir(parents=True)
+    start = event(
+        1, "session.start", {"sessionId": sid, "producer": "copilot-agent", "context": {"cwd": "/srv"}}
+    )
+    said = event(2, "user.message", {"content": "hi"})
+    (folder / "events.jsonl").write_text(json.dumps(start) + "\n" + json.dumps(said) + "\n")
+    (folder / "workspace.yaml").write_text(f"id: {sid}\ncwd: /srv\nsummary: Greeting\n")
+    facts = "SELECT id, title, project_path, created_at FROM agent_sessions ORDER BY id"
+    kept_with = "SELECT count(*) FROM entries WHERE session_id = ? AND entry_type = 'ai-title'"
+    conn = db.connect(tmp_path / "ledger.db")
+    try:
+        ingest(conn, tmp_path / ".copilot")
+        read_then = conn.execute(facts).fetchall()
+        assert read_then == [(sid, "Greeting", "/srv", read_then[0][3])]
+        assert conn.execute(kept_with, (sid,)).fetchone() == (1,)
+        shutil.rmtree(folder)
+        rebuild_derived(conn)
+        assert conn.execute(facts).fetchall() == read_then
+        assert conn.execute(kept_with, (sid,)).fetchone() == (1,)
+    finally:
+        conn.close()
