@@ -597,9 +597,11 @@ class ClaudeAdapter(Adapter):
         if "uuid_session" not in ctx.state:
             self.start_file(ctx)
         if ctx.kind == "side":  # kept whole, not read: its bytes are a tool's output, a file, a plan
-            side = ctx.state["side"]
+            # a plan is told by its configuration folder on the disk: a replay's once that is gone
+            # (a backup's, deleted) is told by its place alone, as it was when read
+            side = ctx.state.get("side") or ("plan" if ctx.path.parent.name == "plans" else None)
             return Record(
-                entry_type="side-file", subtype=side, session_id=ctx.state["root_session"], side_file=True
+                entry_type="side-file", subtype=side, session_id=ctx.state.get("root_session"), side_file=True
             )
         if ctx.kind == "index":  # the prompt log: kept whole, each prompt is in its transcript too
             return Record(entry_type="side-file", subtype="prompt-history", side_file=True)

@@ -46,6 +46,28 @@ def test_every_kind_of_side_file_is_stored_with_its_session(conn, tmp_path):
     assert conn.execute("SELECT message_count FROM agent_sessions WHERE id = ?", (SID,)).fetchone()[0] == 6
 
 
+def test_a_rebuild_after_a_copied_configuration_folder_is_gone_says_what_its_side_files_are(conn, tmp_path):
+    """A plan is told by the configuration folder it lies in (one with `projects/`), which a replay
+    (a schema upgrade's, `ingest --rebuild`) asked the disk: once a copied folder (a backup) was
+    gone, its plan was read as an unreadable record, no longer a plan. A replay tells it as the
+    first read did; every side file is what it was, and the session's facts are the same."""
+    from threadloom.core.ingest.ledger import rebuild_derived
+
+    root = tmp_path / "backup" / "claude"
+    claude_home(root)
+    ingest(conn, root)
+    what = (
+        "SELECT f.path, e.entry_type, e.subtype, e.session_id FROM entries e "
+        "JOIN source_files f ON f.id = e.source_file_id WHERE f.kind = 'side' ORDER BY f.path"
+    )
+    facts = "SELECT id, kind, agent_type, project_path, created_at, title FROM agent_sessions ORDER BY id"
+    read_then = (conn.execute(what).fetchall(), conn.execute(facts).fetchall())
+    assert ("side-file", "plan") in {row[1:3] for row in read_then[0]}
+    shutil.rmtree(root)
+    rebuild_derived(conn)
+    assert (conn.execute(what).fetchall(), conn.execute(facts).fetchall()) == read_then
+
+
 def test_a_session_deleted_by_its_agent_is_restored_with_its_side_files(conn, tmp_path):
     """The agent's cleanup deletes the session's folder (transcript, subagents, tool outputs) and its
     file history; the archive writes all of it back, byte for byte."""
