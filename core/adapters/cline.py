@@ -412,12 +412,19 @@ class ClineAdapter(Adapter):
 
     # ------------------------------------------------------------------ normalize
 
+    @staticmethod
+    def _head(ctx: FileContext) -> bytes:
+        """The head of a file whose name does not tell what it is: a replay's as the archive holds
+        it (the file gone from the disk perhaps)."""
+        data = ctx.stored() if ctx.stored is not None else None
+        return data[:8192] if data is not None else head_of(ctx.path, 8192)
+
     def _start(self, ctx: FileContext) -> dict[str, Any]:
         st = ctx.state
         if "kind" in st:
             return st
         path = ctx.path
-        kind = kind_of(path) or kind_of(path, head_of(path, 8192)) or "unknown"
+        kind = kind_of(path) or kind_of(path, self._head(ctx)) or "unknown"
         task = _task_dir(path)
         agent = agent_of(path)
         if agent is None:

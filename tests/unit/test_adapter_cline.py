@@ -897,3 +897,41 @@ def test_a_rebuild_shows_the_ui_stream_alone_after_the_task_is_gone(conn, tmp_pa
     rebuild_derived(conn)
     assert shown(conn, TASK) == read_then
     assert {k: session(conn, TASK)[k] for k in facts} == then
+
+
+def test_a_rebuild_reads_an_sdk_session_s_manifest_after_it_is_gone(conn, tmp_path, monkeypatch):
+    """A Cline SDK session's manifest (`<id>.json`, its folder, model and title) is told by what it
+    holds, not its name: a replay (a schema upgrade's, `ingest --rebuild`) read its head from the
+    disk, so once the session was deleted a rebuild no longer knew it, and the session lost its
+    folder and title. It reads the head as the archive holds it."""
+    import shutil
+
+    from threadloom.core.ingest.ledger import rebuild_derived
+
+    monkeypatch.setenv("CLINE_DIR", str(tmp_path / "cline-home"))
+    sessions = tmp_path / "cline-home" / "data" / "sessions"
+    sid = "1784094124598_fghij"
+    folder = sessions / sid
+    manifest = {
+        "version": 1,
+        "session_id": sid,
+        "source": "cli",
+        "started_at": "2026-07-15T05:42:04.609Z",
+        "status": "completed",
+        "provider": "cline",
+        "model": "anthropic/claude-opus-4.8",
+        "cwd": "/Users/me/app",
+        "workspace_root": "/Users/me/app",
+        "metadata": {"title": "rename the sidebar"},
+        "messages_path": str(folder / f"{sid}.messages.json"),
+    }
+    write_pretty(folder / f"{sid}.json", manifest)
+    said = {"id": "u1", "role": "user", "ts": 1, "content": [{"type": "text", "text": "rename the sidebar"}]}
+    write_pretty(folder / f"{sid}.messages.json", sdk_messages(sid, [said]))
+    ingest(conn, sessions)
+    facts = ("project_path", "title", "model", "created_at", "message_count")
+    read_then = {k: session(conn, sid)[k] for k in facts}
+    assert (read_then["project_path"], read_then["title"]) == ("/Users/me/app", "rename the sidebar")
+    shutil.rmtree(sessions)
+    rebuild_derived(conn)
+    assert {k: session(conn, sid)[k] for k in facts} == read_then
