@@ -89,6 +89,16 @@ class QuickPilot(Pilot):  # type: ignore[misc]  # Pilot is generic over the app'
             await self.pause(0)
 
 
+def type_ahead(app: ThreadloomApp, *keys: str) -> None:
+    """`keys` posted to the app at once, as a terminal sends keys typed faster than the app
+    handles them: each reaches it before what the one before set off has run (`QuickPilot.press`
+    waits for that between keys)."""
+    for key in keys:
+        event = key_event(key)
+        event.set_sender(app)
+        app.post_message(event)
+
+
 @asynccontextmanager
 async def run_test(app: ThreadloomApp, **kw: Any) -> AsyncIterator[QuickPilot]:
     """`app.run_test(**kw)` driven by a QuickPilot, with animations off (as TEXTUAL_ANIMATIONS=none

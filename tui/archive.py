@@ -123,6 +123,7 @@ class ArchiveApp(App[int]):
         self.browser: ArchiveView  # the subclass makes it, as its default screen
         self._rescan_asked = False  # Ctrl+R: the ingest's end is reported even when nothing was new
         self.open_session: str | None = None  # a session to show once the archive is open
+        self._hides: list[HideChanged] = []  # what is hidden or shown again, written one at a time
 
     def notify(
         self,
@@ -458,11 +459,24 @@ class ArchiveApp(App[int]):
             )
             self.browser.refresh_panes()
             return
-        work = partial(workers.hide, self.db_path, event.kind, event.key, event.hidden)
-        workers.start(self, workers.HIDE, work)
+        self._hides.append(event)
+        if len(self._hides) == 1:
+            self._write_hide()
+
+    def _write_hide(self) -> None:
+        """The first of the hides asked for written by a worker; the next waits for it: two h on a
+        row, written at once, could land in either order and leave it as the first had it."""
+        if self._hides and self.db_path is not None:
+            first = self._hides[0]
+            work = partial(workers.hide, self.db_path, first.kind, first.key, first.hidden)
+            workers.start(self, workers.HIDE, work)
 
     def on_hidden_written(self, event: HiddenWritten) -> None:
-        self.browser.hide_written(event.done)
+        if self._hides:
+            self._hides.pop(0)
+            self._write_hide()
+        if event.done is None or all((h.kind, h.key) != event.done for h in self._hides):
+            self.browser.hide_written(event.done)  # else a later press on it is still to be written
         if event.error is not None:
             self.notify(
                 f"Could not remember what is hidden: {event.error}",

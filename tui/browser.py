@@ -358,10 +358,12 @@ class BrowserScreen(Screen[None]):
                 chosen.discard(key)
         return Hidden(frozenset(sessions), frozenset(projects))
 
-    def _hide(self, kind: str, key: str, name: str) -> None:
-        """h: hide it from the lists (or show it again, when it was), at once; the app writes it."""
-        hidden = self.now_hidden()
-        now = key not in (hidden.sessions if kind == SESSION else hidden.projects)
+    def _hide(self, kind: str, key: str, name: str, now: bool | None = None) -> None:
+        """h: hide it from the lists (or show it again, when it was; `now` says which when the
+        pane knew), at once; the app writes it."""
+        if now is None:
+            hidden = self.now_hidden()
+            now = key not in (hidden.sessions if kind == SESSION else hidden.projects)
         self.hiding[(kind, key)] = now
         self.post_message(HideChanged(kind, key, now))
         self._show_hidden_now()
@@ -415,7 +417,7 @@ class BrowserScreen(Screen[None]):
 
     @on(SessionTree.HideAsked)
     def _hide_session(self, event: SessionTree.HideAsked) -> None:
-        self._hide(SESSION, event.session.id, display_title(event.session))
+        self._hide(SESSION, event.session.id, display_title(event.session), event.hidden)
 
     @on(ProjectList.ShowHiddenAsked)
     def toggle_hidden(self) -> None:

@@ -314,11 +314,12 @@ class SessionTree(Tree[NodeRef]):
         """Esc in the list: the typed filter was cleared (the screen hides its box)."""
 
     class HideAsked(Message):
-        """h: the session under the cursor hidden, or shown again when it is hidden."""
+        """h: the session under the cursor hidden, or shown again (`hidden` False) when it was."""
 
-        def __init__(self, session: SessionSummary) -> None:
+        def __init__(self, session: SessionSummary, hidden: bool) -> None:
             super().__init__()
             self.session = session
+            self.hidden = hidden
 
     class ShortSessionsToggled(Message):
         """`.`: sessions of fewer than two messages were hidden (or shown); the screen remembers it."""
@@ -699,7 +700,12 @@ class SessionTree(Tree[NodeRef]):
         if ref is None or ref.session is None or ref.kind != "session":
             self.notify("h hides a session (or, in the projects, a project)", timeout=2)
             return
-        self.post_message(self.HideAsked(ref.session))
+        # shown so at once, not when the screen has heard: a second h pressed before then acted on
+        # the row it was pressed on, and showed again the session the first had just hidden
+        session_id = ref.session.id
+        hidden = session_id not in self.view.hidden
+        self.set_view(hidden=self.view.hidden | {session_id} if hidden else self.view.hidden - {session_id})
+        self.post_message(self.HideAsked(ref.session, hidden))
 
     def action_toggle_hidden(self) -> None:
         self.post_message(ProjectList.ShowHiddenAsked())

@@ -12,7 +12,7 @@ from threadloom.tui.messages import MessageView
 from threadloom.tui.panes import ProjectList, SessionTree
 
 from tests.builders.claude import Transcript
-from tests.tui_support import make_app, run_test, settle, until
+from tests.tui_support import make_app, run_test, settle, type_ahead, until
 
 OLD = "a1000000-0000-4000-8000-0000000000a1"
 NEW = "a2000000-0000-4000-8000-0000000000a2"
@@ -138,3 +138,26 @@ async def test_hiding_the_open_project_opens_the_next_ones_session(tmp_path: Pat
         await settle(pilot)
         assert [p.path for p in projects.projects] == ["/srv/api"]
         await until(pilot, lambda: view.session_id == NEW)  # the api project's newest
+
+
+async def test_h_pressed_twice_at_once_hides_two_sessions_not_one_and_back(tmp_path: Path) -> None:
+    """The second h of two typed quickly reached the list before the screen had heard of the
+    first: it hid the session still under the cursor again, that is showed it, and nothing was
+    hidden. It hides the session that took its place."""
+    path = archive(tmp_path)
+    app = make_app(path)
+    async with run_test(app, size=(140, 40)) as pilot:
+        await pilot.pause()
+        tree = app.query_one(SessionTree)
+        tree.focus()
+        await pilot.pause()
+        type_ahead(app, "h", "h")
+        await settle(pilot)
+        assert titles(tree) == [] and "2 hidden" in tree.title_text()
+        await until(pilot, lambda: hidden_in(path).sessions == {OLD, NEW})
+        await pilot.press("H")  # listed with their marks: two h on one row hide it and show it again
+        await pilot.pause()
+        type_ahead(app, "h", "h")
+        await settle(pilot)
+        await until(pilot, lambda: not app.browser.hiding)
+        assert hidden_in(path).sessions == {OLD, NEW} and "2 hidden" in tree.title_text()
