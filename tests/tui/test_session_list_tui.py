@@ -491,3 +491,33 @@ async def test_the_facts_under_the_messages_are_whole_too(tmp_path: Path) -> Non
         await pilot.resize_terminal(120, 30)
         await until(pilot, lambda: "sonnet-4-5" in under_the_messages())
         assert "102 messages · 1.3k tokens · $0.0069 · sonnet-4-5" in under_the_messages()
+
+
+async def test_a_session_of_another_project_jumped_to_reads_its_project_s_sessions_once(
+    demo_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Enter on a search hit (or a jump) in another project listed its sessions, and the project
+    highlighted for it read them again to see that nothing had changed: 0.14-0.5 s more in a
+    project of a thousand sessions. They are read once."""
+    from threadloom.core.read import browse
+
+    from tests.tui_support import session_id, settle
+
+    read: list[str | None] = []
+    project_sessions = browse.project_sessions
+
+    def counted(conn: sqlite3.Connection, project: str | None, **kw: bool) -> list[browse.SessionSummary]:
+        read.append(project)
+        return project_sessions(conn, project, **kw)
+
+    app = make_app(demo_db)
+    async with run_test(app, size=(140, 40)) as pilot:
+        await pilot.pause()
+        target = session_id(app, "Add a tmux config with vim keys")
+        await settle(pilot)
+        monkeypatch.setattr(browse, "project_sessions", counted)
+        app.browser.show_session(target)
+        await settle(pilot)
+        assert app.query_one(SessionTree).project == "/home/dev/dotfiles"
+        assert app.browser.open_session_id == target
+        assert read == ["/home/dev/dotfiles"]
