@@ -244,7 +244,7 @@ class ThreadloomApp(ArchiveApp):
         self.refresh_bindings()
 
     def on_open_session(self, event: OpenSession) -> None:
-        self.browser.show_session(event.session_id)  # (from the stats, the palette)
+        self.browser.show_session(event.session_id, way_back=event.way_back)  # (from the stats, the palette)
 
     # ------------------------------------------------------------------ stats
 

@@ -857,10 +857,16 @@ class BrowserScreen(Screen[None]):
         """Esc no longer leads back to search results: search was opened again, closed or gone back to."""
         self.search_return = False
 
-    def show_session(self, session_id: str) -> None:
+    def show_session(self, session_id: str, *, way_back: bool = False) -> None:
         """A session asked for from outside the browser (the palette, the stats, `threadloom open`):
-        revealed in its tree and read; Esc no longer leads back to an old search."""
+        revealed in its tree and read; Esc no longer leads back to an old search. `way_back`: a
+        subagent opened so goes back on Esc to the session and message it was asked for from."""
         self.forget_search()
+        if way_back and self.conn is not None and self.open_session_id not in (None, session_id):
+            node = browse.get_node(self.conn, session_id, include_warmup=True)
+            if node is not None and node.is_subagent:
+                self.open_subagent(session_id)
+                return
         self.jump_to_session(session_id)
 
     def open_hit(self, hit: Hit) -> None:

@@ -129,7 +129,7 @@ class SessionJumpProvider(Provider):
 
     def _jump(self, session_id: str) -> Callable[[], object]:
         """What choosing a session does: the app shows it in the browser."""
-        return partial(self.app.post_message, OpenSession(session_id))
+        return partial(self.app.post_message, OpenSession(session_id, way_back=True))
 
     async def discover(self) -> Hits:
         if not self.list_recent:

@@ -31,11 +31,14 @@ def archive_conn(app: object) -> sqlite3.Connection | None:
 
 
 class OpenSession(Message):
-    """Show a session (or subagent) in the browser, revealed in its tree (the jump palette)."""
+    """Show a session (or subagent) in the browser, revealed in its tree (the jump palette).
+    `way_back`: a subagent opened so keeps Esc's way back to where it was asked for, as one
+    opened from its Task call does."""
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, *, way_back: bool = False) -> None:
         super().__init__()
         self.session_id = session_id
+        self.way_back = way_back
 
 
 class OpenProject(Message):

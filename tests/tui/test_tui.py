@@ -142,6 +142,32 @@ async def test_escape_goes_back_from_a_subagent_to_its_task_call(demo_db: Path) 
         assert not app.browser.trail
 
 
+async def test_escape_goes_back_from_a_subagent_jumped_to_with_p(demo_db: Path) -> None:
+    """A subagent chosen in the jump list (p) had no way back: Esc did nothing there. It goes back
+    to the session and the message where p was pressed, as from a Task call."""
+    from textual.command import CommandList, CommandPalette
+
+    app = make_app(demo_db)
+    async with run_test(app, size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("enter", "enter")  # the newest session of the first project
+        await pilot.pause()
+        view = app.query_one(MessageView)
+        checkout = session_id(app, CHECKOUT)
+        await cursor_to_tool(pilot, "Edit")
+        edit_seq = view.current_row().seq
+        await pilot.press("p")
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await pilot.press(*"Map the checkout")
+        await until(pilot, lambda: app.screen.query_one(CommandList).option_count > 0)
+        await pilot.press("enter")
+        await until(pilot, lambda: view.session_id not in (None, checkout))
+        assert browse.get_node(app.conn, view.session_id).is_subagent
+        await pilot.press("escape")
+        await settle(pilot)
+        assert view.session_id == checkout and view.current_row().seq == edit_seq
+
+
 async def test_session_tree_children_branches_segments(demo_db: Path) -> None:
     app = make_app(demo_db)
     async with run_test(app, size=(140, 40)) as pilot:
