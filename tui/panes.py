@@ -35,6 +35,13 @@ STATUS_MARK = {
 }
 
 
+# the session list's columns, each padded to its width so that rows line up: last activity,
+# messages, tokens, model (a list where no session has a date has no date column)
+DATE_WIDTH, MESSAGES_WIDTH, TOKENS_WIDTH, MODEL_WIDTH = 12, 10, 9, 10
+TITLE_ROOM = 28  # a title keeps this much before a column gives way
+TITLE_ROOM_ALONE = 24  # a row with less room than this for a title keeps one fact, not a column
+EXTRA_TITLE_ROOM = 12  # a row's own facts (a subagent's type, "fork") give way before the title has less
+
 PROMPT_LINES = 4  # a project's rows in the list: name, counts, path and a blank line
 
 
@@ -496,13 +503,13 @@ class SessionTree(Tree[NodeRef]):
             b = ref.branch
             head = Text(f"↳ branch {b.number} ", style="bold #5fafaf")
             head.append(b.label or "(no prompt)")
-            facts = [("latest", "#87d787")] if b.active else []
-            label = fit(head, [*facts, (short_when(b.started_at, self.now()), "dim")], width)
+            extras = [("latest", "#87d787")] if b.active else []
+            label = self._fit_dated(head, extras, b.started_at, width)
         elif ref.segment is not None:
             g = ref.segment
             head = Text(f"✂ segment {g.number} ", style="bold #87afaf")
             head.append(f"messages {g.start_seq + 1:,}–{g.end_seq + 1:,}")
-            label = fit(head, [(short_when(g.started_at, self.now()), "dim")], width)
+            label = self._fit_dated(head, [], g.started_at, width)
         else:
             label = session_label(
                 ref.session,
@@ -510,12 +517,26 @@ class SessionTree(Tree[NodeRef]):
                 self.now(),
                 hidden=ref.session.id in self.view.hidden,
                 dates=self.dates_listed,
+                kept=self._columns_kept(),
             )
         label.stylize(style)
         icon = (
             (self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE) if node.allow_expand else "  "
         )
         return Text.assemble((icon, base_style + Style(bold=True)), label)
+
+    def _columns_kept(self) -> int:
+        """The columns a top-level row has room for: every row keeps those, however deep, so that
+        they line up (a subagent's row, narrower by its indent, kept fewer, each one moved right)."""
+        return columns_kept(max(24, self._pane_width() - 3), self.dates_listed)
+
+    def _fit_dated(self, head: Text, extras: list[tuple[str, str]], when: int | None, width: int) -> Text:
+        """A branch's or segment's row: its date in the sessions' date column, the others blank."""
+        date = (short_when(when, self.now()), "dim")
+        if not self.dates_listed:  # no date column: said after the row's own facts
+            return fit_row(head, [*extras, date], blank_columns(False), width, self._columns_kept())
+        date = (date[0].ljust(DATE_WIDTH), "dim")
+        return fit_row(head, extras, [date, *blank_columns(False)], width, self._columns_kept())
 
     def load_children(self, node: TreeNode[NodeRef]) -> None:
         """Read a session node's branches, segments and subagents (once)."""
@@ -783,13 +804,38 @@ def last_activity(s: SessionSummary) -> int | None:
     return s.last_activity
 
 
+def columns_kept(width: int, dates: bool = True) -> int:
+    """How many of the list's columns (date, messages, tokens, model) a top-level row of `width`
+    has room for, each one given way from the right while the title would have less than
+    TITLE_ROOM; 0 when not even one leaves TITLE_ROOM_ALONE (the row says one fact, unpadded)."""
+    widths = [*([DATE_WIDTH] if dates else []), MESSAGES_WIDTH, TOKENS_WIDTH, MODEL_WIDTH]
+    kept = len(widths)
+    while kept > 1 and width - sum(w + 2 for w in widths[:kept]) < TITLE_ROOM:
+        kept -= 1
+    return 0 if width - sum(w + 2 for w in widths[:kept]) < TITLE_ROOM_ALONE else kept
+
+
+def blank_columns(dates: bool) -> list[tuple[str, str]]:
+    """The columns a row with nothing to say in them keeps blank (a branch's messages, tokens and
+    model), the date's too when `dates`."""
+    widths = [*([DATE_WIDTH] if dates else []), MESSAGES_WIDTH, TOKENS_WIDTH, MODEL_WIDTH]
+    return [(" " * w, "") for w in widths]
+
+
 def session_label(
-    s: SessionSummary, width: int, now: float | None = None, *, hidden: bool = False, dates: bool = True
+    s: SessionSummary,
+    width: int,
+    now: float | None = None,
+    *,
+    hidden: bool = False,
+    dates: bool = True,
+    kept: int | None = None,
 ) -> Text:
     """Title (or a subagent's description, type and status), then last activity, messages, tokens
     and model, each padded to a column of its own so that the rows line up; ⊘ first when the
     user hid it (listed while hidden ones are shown). `dates`: some row of the list has a date,
-    so an undated one keeps the column blank, else none has the column."""
+    so an undated one keeps the column blank, else none has the column. `kept`: the columns the
+    list's rows keep (`columns_kept`), those a top-level row of `width` has room for when not said."""
     head = Text(no_wrap=True, overflow="ellipsis")
     facts: list[tuple[str, str]] = []
     if hidden:
@@ -814,25 +860,46 @@ def session_label(
         head.append(display_title(s), style="bold")
     if s.is_warmup:
         facts.insert(0, ("warmup", "dim italic"))
-    if dates or last_activity(s):
-        facts.append((short_when(last_activity(s), now).ljust(12), "dim"))
-    facts += [
-        (count_of(s.message_count, "msg").rjust(10), "dim"),
-        (f"{s.tokens_text} tok".rjust(9), "dim"),
-        (flat(short_model(s.model)).ljust(10), "#af87d7"),
+    columns = [(short_when(last_activity(s), now).ljust(DATE_WIDTH), "dim")] if dates else []
+    columns += [
+        (count_of(s.message_count, "msg").rjust(MESSAGES_WIDTH), "dim"),
+        (f"{s.tokens_text} tok".rjust(TOKENS_WIDTH), "dim"),
+        (flat(short_model(s.model)).ljust(MODEL_WIDTH), "#af87d7"),
     ]
-    return fit(head, [f for f in facts if f[0]], width)
+    extras = [f for f in facts if f[0]]
+    return fit_row(head, extras, columns, width, columns_kept(width, dates) if kept is None else kept)
 
 
-def fit(head: Text, facts: list[tuple[str, str]], width: int) -> Text:
+def fit_row(
+    head: Text, extras: list[tuple[str, str]], columns: list[tuple[str, str]], width: int, kept: int
+) -> Text:
+    """A row of the list: the first `kept` of its `columns` (padded to their widths, ending where
+    every row ends) so that they line up with every other row's, whatever its depth or kind; its
+    own `extras` (a subagent's type, "fork", "latest") before them while the title keeps
+    EXTRA_TITLE_ROOM, and `head` cut to what is left. With no room for columns (`kept` 0), the one
+    fact `fit` keeps."""
+    if kept == 0:
+        return fit(head, [*extras, *columns], width)
+    facts = columns[:kept]
+    room = width - sum(len(f[0]) + 2 for f in facts)
+    shown = []
+    for extra in extras:
+        if room - len(extra[0]) - 2 >= EXTRA_TITLE_ROOM:
+            shown.append(extra)
+            room -= len(extra[0]) + 2
+    return fit(head, [*shown, *facts], width, keep=True)
+
+
+def fit(head: Text, facts: list[tuple[str, str]], width: int, *, keep: bool = False) -> Text:
     """`head` cut to leave room for as many `facts` (right-aligned) as a row of `width` allows: a
-    blank one (no date) keeps its column, in line with the rows around it, unless it is left alone."""
+    blank one (no date) keeps its column, in line with the rows around it, unless it is left alone.
+    `keep`: the facts are those the row keeps (`fit_row` chose them), the head gives way to them."""
     said = [f for f in facts if f[0].strip()]
-    while len(facts) > 1 and width - sum(len(f[0]) + 2 for f in facts) < 28:
+    while not keep and len(facts) > 1 and width - sum(len(f[0]) + 2 for f in facts) < TITLE_ROOM:
         facts = facts[:-1]
     if len(facts) == 1 and not facts[0][0].strip() and said:
         facts = said[:1]  # alone and blank: the first fact that says something
-    if facts and width - sum(len(f[0]) + 2 for f in facts) < 24:
+    if not keep and facts and width - sum(len(f[0]) + 2 for f in facts) < TITLE_ROOM_ALONE:
         text, style = facts[0][0].strip(), facts[0][1]  # alone: its column's padding is no use
         if text[:2].isdigit():  # a date: "12 Jun 14:05" → "12 Jun", "12 Jun 2025" → "Jun 2025"
             text = shorter_when(text.strip())

@@ -521,3 +521,34 @@ async def test_a_session_of_another_project_jumped_to_reads_its_project_s_sessio
         assert app.query_one(SessionTree).project == "/home/dev/dotfiles"
         assert app.browser.open_session_id == target
         assert read == ["/home/dev/dotfiles"]
+
+
+@pytest.mark.parametrize("size", [(140, 40), (220, 40)])
+async def test_subagent_and_branch_rows_keep_their_columns_in_line_with_the_sessions(
+    demo_db: Path, size: tuple[int, int]
+) -> None:
+    """A subagent's or a branch's row, narrower by its indent and with its type or "latest" to
+    say, kept fewer columns than the sessions' rows, each moved right by the one it dropped: its
+    date stood where theirs says the messages, and a nested subagent's said its type alone. Every
+    row's date, messages, tokens and model are in the same columns."""
+    import re
+
+    from tests.tui_support import scene_nested_subagents, settle
+
+    app = make_app(demo_db)
+    async with run_test(app, size=size) as pilot:
+        await pilot.pause()
+        await scene_nested_subagents(pilot)
+        await settle(pilot)
+        tree = app.query_one(SessionTree)
+        lines = [tree.render_line(y).text for y in range(tree.size.height)]
+        rows = [line for line in lines if re.search(r"\d\d [A-Z][a-z]{2} \d\d:\d\d", line)]
+        assert len(rows) == 6, lines  # two sessions, two branches, two subagents (one nested)
+        dates = {re.search(r"\d\d [A-Z][a-z]{2} \d\d:\d\d", row).start() for row in rows}
+        assert len(dates) == 1, rows
+        sessions = [row for row in rows if "↳ branch" not in row]
+        counts = [re.search(r"\d+ msgs?", row) for row in sessions]
+        assert all(counts) and len({c.end() for c in counts if c}) == 1, sessions
+        if size[0] == 220:  # room for every column: the model's too
+            models = [re.search(r"(opus|sonnet|haiku)-[\d-]+", row) for row in sessions]
+            assert all(models) and len({m.start() for m in models if m}) == 1, sessions
