@@ -394,7 +394,7 @@ class BrowserScreen(Screen[None]):
         project_list = self.query_one(ProjectList)
         at = project_list.highlighted or 0
         before = project_list.current.path if project_list.current else None
-        project_list.set_projects(projects, hidden.projects)
+        project_list.set_projects(projects, hidden.projects, hidden_listed=self.show_hidden)
         if before is not None and before not in {p.path for p in projects} and projects:
             project_list.highlighted = min(at, len(projects) - 1)  # the next project, not the first
         tree = self.query_one(SessionTree)
@@ -410,10 +410,7 @@ class BrowserScreen(Screen[None]):
 
     @on(ProjectList.HideAsked)
     def _hide_project(self, event: ProjectList.HideAsked) -> None:
-        name = next(
-            (p.name for p in self.query_one(ProjectList).projects if p.path == event.path), event.path
-        )
-        self._hide(PROJECT, event.path, name)
+        self._hide(PROJECT, event.project.path, event.project.name, event.hidden)
 
     @on(SessionTree.HideAsked)
     def _hide_session(self, event: SessionTree.HideAsked) -> None:
@@ -527,7 +524,7 @@ class BrowserScreen(Screen[None]):
             p for p in browse.list_projects(self.conn) if self.show_hidden or p.path not in hidden.projects
         ]
         project_list = self.query_one(ProjectList)
-        project_list.set_projects(projects, hidden.projects)
+        project_list.set_projects(projects, hidden.projects, hidden_listed=self.show_hidden)
         current = project_list.current
         tree = self.query_one(SessionTree)
         view_changed = (tree.view.hidden, tree.view.show_hidden) != (hidden.sessions, self.show_hidden)

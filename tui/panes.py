@@ -80,11 +80,12 @@ class ProjectList(OptionList):
     ]
 
     class HideAsked(Message):
-        """h: the project under the cursor hidden, or shown again when it is hidden."""
+        """h: the project under the cursor hidden, or shown again (`hidden` False) when it was."""
 
-        def __init__(self, path: str) -> None:
+        def __init__(self, project: ProjectRow, hidden: bool) -> None:
             super().__init__()
-            self.path = path
+            self.project = project
+            self.hidden = hidden
 
     class ShowHiddenAsked(Message):
         """H: list the hidden projects and sessions too, or leave them out again."""
@@ -94,14 +95,25 @@ class ProjectList(OptionList):
         self.now = now
         self.projects: list[ProjectRow] = []
         self.hidden: frozenset[str] = frozenset()  # the paths of the hidden projects listed (marked)
+        self.hidden_listed = False  # H: hidden projects are listed (marked), not left out
         self._width = 26
 
-    def set_projects(self, projects: list[ProjectRow], hidden: frozenset[str] = frozenset()) -> None:
-        """Replace the rows, keeping the highlighted project if it is still there; `hidden`: the
-        paths of those listed though hidden (marked)."""
-        keep = self.current.path if self.current else None
+    def set_projects(
+        self,
+        projects: list[ProjectRow],
+        hidden: frozenset[str] = frozenset(),
+        *,
+        hidden_listed: bool = False,
+        keep: str | None = None,
+    ) -> None:
+        """Replace the rows, keeping the highlighted project (or the one at `keep`) if it is still
+        there; `hidden`: the paths of those listed though hidden (marked), `hidden_listed`: whether
+        hidden ones are."""
+        if keep is None and self.current is not None:
+            keep = self.current.path
         self.projects = projects
         self.hidden = hidden
+        self.hidden_listed = hidden_listed
         self._width = self._prompt_width()
         self.clear_options()
         self.add_options([Option(self._prompt(p), id=p.path) for p in projects])
@@ -129,11 +141,23 @@ class ProjectList(OptionList):
 
     def on_resize(self) -> None:
         if self.projects and self._prompt_width() != self._width:
-            self.set_projects(self.projects, self.hidden)
+            self.set_projects(self.projects, self.hidden, hidden_listed=self.hidden_listed)
 
     def action_hide(self) -> None:
-        if self.current is not None:
-            self.post_message(self.HideAsked(self.current.path))
+        """h: the project hidden (or shown again) in the list at once, not when the screen has
+        heard: a second h pressed before then showed again the project the first had hidden."""
+        current = self.current
+        if current is None:
+            return
+        path, hidden = current.path, current.path not in self.hidden
+        if hidden and not self.hidden_listed:  # left out: the cursor on the project after it
+            rest = [p for p in self.projects if p.path != path]
+            after = rest[min(self.highlighted or 0, len(rest) - 1)].path if rest else None
+            self.set_projects(rest, self.hidden, keep=after)
+        else:  # marked, or its mark taken off
+            marked = self.hidden | {path} if hidden else self.hidden - {path}
+            self.set_projects(self.projects, marked, hidden_listed=self.hidden_listed)
+        self.post_message(self.HideAsked(current, hidden))
 
     def action_toggle_hidden(self) -> None:
         self.post_message(self.ShowHiddenAsked())

@@ -161,3 +161,25 @@ async def test_h_pressed_twice_at_once_hides_two_sessions_not_one_and_back(tmp_p
         await settle(pilot)
         await until(pilot, lambda: not app.browser.hiding)
         assert hidden_in(path).sessions == {OLD, NEW} and "2 hidden" in tree.title_text()
+
+
+async def test_h_pressed_twice_at_once_in_the_projects_hides_two_projects(tmp_path: Path) -> None:
+    """The same in the projects: the second h showed again the project the first had hidden."""
+    path = archive(tmp_path)
+    app = make_app(path)
+    async with run_test(app, size=(140, 40)) as pilot:
+        await pilot.pause()
+        projects = app.query_one(ProjectList)
+        projects.focus()
+        await pilot.pause()
+        type_ahead(app, "h", "h")
+        await settle(pilot)
+        await until(pilot, lambda: not app.browser.hiding)
+        assert projects.projects == [] and hidden_in(path).projects == {"/srv/api", "/srv/web"}
+        await pilot.press("H")  # listed with their marks: two h on one hide it and show it again
+        await pilot.pause()
+        type_ahead(app, "h", "h")
+        await settle(pilot)
+        await until(pilot, lambda: not app.browser.hiding)
+        assert [p.path for p in projects.projects] == ["/srv/api", "/srv/web"]
+        assert hidden_in(path).projects == {"/srv/api", "/srv/web"} == projects.hidden

@@ -428,8 +428,8 @@ async def test_first_load_draws_the_project_list_once(
     fills: list[int] = []
     original = ProjectList.set_projects
 
-    def counted(self: ProjectList, projects: list, *hidden: frozenset) -> None:
-        original(self, projects, *hidden)
+    def counted(self: ProjectList, projects: list, *hidden: frozenset, **how: object) -> None:
+        original(self, projects, *hidden, **how)
         fills.append(self._width)
 
     monkeypatch.setattr(ProjectList, "set_projects", counted)
