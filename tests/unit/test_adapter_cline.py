@@ -543,6 +543,23 @@ def sdk_messages(sid: str, messages: list[dict], **extra) -> dict:
     }
 
 
+def sdk_manifest(folder: Path, sid: str) -> dict:
+    """An SDK session's manifest (`<id>.json`), its messages in `<id>.messages.json` beside it."""
+    return {
+        "version": 1,
+        "session_id": sid,
+        "source": "cli",
+        "started_at": "2026-07-15T05:42:04.609Z",
+        "status": "completed",
+        "provider": "cline",
+        "model": "anthropic/claude-opus-4.8",
+        "cwd": "/Users/me/app",
+        "workspace_root": "/Users/me/app",
+        "metadata": {"title": "rename the sidebar"},
+        "messages_path": str(folder / f"{sid}.messages.json"),
+    }
+
+
 def write_pretty(path: Path, value) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(value, indent="\t") + "\n")
@@ -554,22 +571,7 @@ def test_cline_sdk_session_subagent_compaction_and_sidecar(conn, tmp_path, monke
     sessions = tmp_path / "cline-home" / "data" / "sessions"
     sid = "1784094124598_abcde"
     folder = sessions / sid
-    write_pretty(
-        folder / f"{sid}.json",
-        {
-            "version": 1,
-            "session_id": sid,
-            "source": "cli",
-            "started_at": "2026-07-15T05:42:04.609Z",
-            "status": "completed",
-            "provider": "cline",
-            "model": "anthropic/claude-opus-4.8",
-            "cwd": "/Users/me/app",
-            "workspace_root": "/Users/me/app",
-            "metadata": {"title": "rename the sidebar"},
-            "messages_path": str(folder / f"{sid}.messages.json"),
-        },
-    )
+    write_pretty(folder / f"{sid}.json", sdk_manifest(folder, sid))
     metrics = {
         "inputTokens": 1000,
         "outputTokens": 50,
@@ -912,19 +914,7 @@ def test_a_rebuild_reads_an_sdk_session_s_manifest_after_it_is_gone(conn, tmp_pa
     sessions = tmp_path / "cline-home" / "data" / "sessions"
     sid = "1784094124598_fghij"
     folder = sessions / sid
-    manifest = {
-        "version": 1,
-        "session_id": sid,
-        "source": "cli",
-        "started_at": "2026-07-15T05:42:04.609Z",
-        "status": "completed",
-        "provider": "cline",
-        "model": "anthropic/claude-opus-4.8",
-        "cwd": "/Users/me/app",
-        "workspace_root": "/Users/me/app",
-        "metadata": {"title": "rename the sidebar"},
-        "messages_path": str(folder / f"{sid}.messages.json"),
-    }
+    manifest = sdk_manifest(folder, sid)
     write_pretty(folder / f"{sid}.json", manifest)
     said = {"id": "u1", "role": "user", "ts": 1, "content": [{"type": "text", "text": "rename the sidebar"}]}
     write_pretty(folder / f"{sid}.messages.json", sdk_messages(sid, [said]))
