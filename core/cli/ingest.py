@@ -193,8 +193,8 @@ def _say_carried(args: argparse.Namespace, carried: Carried, path: Path) -> None
         return
     unread = f"; {count_of(carried.unreadable, 'stored row')} could not be read" if carried.unreadable else ""
     again = (
-        f"; {count_of(carried.on_disk, 'file')} still on disk read again for the records it lacked"
-        if carried.on_disk
+        f"; {count_of(carried.read_again, 'file')} still on disk read again for the records it lacked"
+        if carried.read_again
         else ""
     )
     hub = (

@@ -5,8 +5,8 @@ session removed by hand): the archive is then the only place that holds them. A 
 only the agents' files again left all of that behind in the old database, moved aside, where
 nothing shows it. The records (every stored file with its records, its superseded versions and its
 reads) are carried instead, ids and all, and the new database replays them as a schema upgrade does;
-every file still on disk is then read again whole and compared with its records, so a rebuild still
-mends an archive that lacks some of a file.
+a file still on disk whose records do not hold all of what was read of it is then read again whole
+and compared with them, so a rebuild still mends an archive that lacks some of a file.
 
 A sound database is carried whole, with the sync state that describes its records and the sync's
 settings and positions (a hub is not pulled from again). A damaged one (SQLite's own check finds
@@ -43,7 +43,7 @@ class Carried:
     gone_from_disk: int = 0  # of the files carried: those no agent's file holds any more
     damaged: bool = False
     unreadable: int = 0  # rows of the records' tables that could not be read (left in the old database)
-    on_disk: int = 0  # of the files carried: those read again from disk and compared with their records
+    read_again: int = 0  # of the files carried: those read again from disk, their records not whole
     left_to_hub: int = 0  # a damaged database's files pulled from a sync hub: pulled again
     notes: list[str] = field(default_factory=list)
 
@@ -52,7 +52,7 @@ class Carried:
             "files": self.files,
             "records": self.records,
             "gone_from_disk": self.gone_from_disk,
-            "read_again": self.on_disk,
+            "read_again": self.read_again,
             "damaged": self.damaged,
             "unreadable_rows": self.unreadable,
             "pulled_again": self.left_to_hub,
@@ -131,13 +131,11 @@ def _carry(old: sqlite3.Connection, new: sqlite3.Connection, carried: Carried) -
         by_id[file_id], paths[file_id] = row, path
         if kind == "version":
             versions.add(file_id)
-    mirrored = {file_id for file_id, path in paths.items() if path.startswith(db.MIRROR_ROOT)}
-    on_disk = {file_id for file_id, path in paths.items() if _on_disk(path)}
-    gone = {
-        file_id
-        for file_id, path in paths.items()
-        if file_id not in versions | mirrored and not _on_disk(container_of(path) or path)
-    }
+    mirrored = {file_id for file_id, path in paths.items() if path.startswith(db.MIRROR_ROOT + "/")}
+    # a decoded log is there while the file it came from is (it is read again from that file)
+    present = {file_id for file_id, path in paths.items() if _on_disk(container_of(path) or path)}
+    on_disk = {file_id for file_id in present if container_of(paths[file_id]) is None}
+    gone = set(paths) - present - versions - mirrored
     # a damaged database's files pulled from a hub are pulled again (its sync state is not carried)
     keep = set(by_id) - mirrored if carried.damaged else set(by_id)
     carried.left_to_hub = len(mirrored - keep)
@@ -181,7 +179,7 @@ def _carry(old: sqlite3.Connection, new: sqlite3.Connection, carried: Carried) -
         "UPDATE source_files SET size = -1, content_hash = NULL WHERE id = ?",
         [(file_id,) for file_id in sorted(again)],
     )
-    carried.on_disk = len(again)
+    carried.read_again = len(again)
     # a version carried with the file it superseded, a file's reads with it
     tables = [(VERSIONS, ("version_file_id", "source_file_id")), (READS, ("source_file_id",))]
     if not carried.damaged:
