@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
@@ -221,15 +222,19 @@ def archived_records(
     extra: tuple[object, ...] = ()
     if starting:
         query, extra = " AND substr(raw, 1, ?) = ? ORDER BY byte_offset LIMIT 1", (len(starting), starting)
-    depth = len(Path(pattern).parts)
+    coarse = pattern
+    try:
+        pattern.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are not UTF-8: stored as their escaped text, a NUL and hex
+        coarse = os.fsencode(pattern).decode("utf-8", "backslashreplace") + "*"
     rows = conn.execute(
-        "SELECT id, path FROM source_files WHERE path GLOB ? AND kind != 'version' ORDER BY path", (pattern,)
+        "SELECT id, path FROM source_files WHERE path GLOB ? AND kind != 'version' ORDER BY path", (coarse,)
     ).fetchall()
     found: dict[str, list[bytes]] = {}
     with stored_records():
         for file_id, stored in rows:
             path = disk_name(stored)
-            if len(Path(path).parts) != depth:  # GLOB's `*` crosses a `/`, a glob's does not
+            if not _glob_matches(path, pattern):  # GLOB's `*` crosses a `/`, a glob's does not
                 continue
             if starting is None:
                 found[path] = []
@@ -241,6 +246,15 @@ def archived_records(
                 )
             ]
     return found
+
+
+def _glob_matches(path: str, pattern: str) -> bool:
+    """Whether `path` matches the glob `pattern` part by part, on the bytes the file system names."""
+    parts, wanted = Path(path).parts, Path(pattern).parts
+    return len(parts) == len(wanted) and all(
+        fnmatch.fnmatchcase(os.fsencode(part), os.fsencode(want))
+        for part, want in zip(parts, wanted, strict=True)
+    )
 
 
 @dataclass

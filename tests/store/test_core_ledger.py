@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import pytest
+from threadloom.core.adapters.base import stored_name
 from threadloom.core.store import db
 
 from tests.builders import claude
@@ -804,17 +807,21 @@ def test_a_fork_of_the_conversation_hangs_as_a_fork_under_its_call(conn, tmp_pat
     assert (fork["kind"], fork["tool_call_id"], fork["agent_type"]) == ("fork", "toolu_fork_1", "fork")
 
 
-def test_a_subagent_s_meta_json_is_read_from_the_archive_by_a_replay(conn, tmp_path):
+@pytest.mark.parametrize(
+    "folder", ["app", os.fsdecode(b"we\xffird[1]%_\\ *?")], ids=["plain", "bytes-and-globs"]
+)
+def test_a_subagent_s_meta_json_is_read_from_the_archive_by_a_replay(conn, tmp_path, folder):
     """A subagent's `.meta.json` tells what its transcript may not (here that it is a fork: no
     `fork-context-ref`, no `fork: true` on the call): a replay (a schema upgrade's, `ingest
     --rebuild`) read it from the disk, so once Claude Code deleted the session's files the fork came
     back an ordinary subagent. The replay reads it as the archive holds it; an archive that holds
-    none (from before it was read) still reads the disk's."""
+    none (from before it was read) still reads the disk's. In a folder whose name is not UTF-8 (stored
+    escaped, with its bytes in hex) and holds a glob's signs, the archive's lookup failed outright."""
     import shutil
 
     from threadloom.core.ingest.ledger import rebuild_derived
 
-    main, sub = claude.fork_subagent_session(tmp_path / "projects")
+    main, sub = claude.fork_subagent_session(tmp_path / "projects" / folder)
     sub.path.write_text("".join(line + "\n" for line in sub.path.read_text().splitlines()[1:]))
     main.path.write_text(main.path.read_text().replace('"fork": true', '"fork": false'))
     sid = f"{claude.FORKING}:agent-{claude.FORK_AGENT}"
@@ -822,7 +829,7 @@ def test_a_subagent_s_meta_json_is_read_from_the_archive_by_a_replay(conn, tmp_p
     ingest(conn, tmp_path / "projects")
     read_then = {k: session(conn, sid)[k] for k in facts}
     assert (read_then["kind"], read_then["agent_type"]) == ("fork", "fork")
-    meta = str(sub.path.with_name(f"agent-{claude.FORK_AGENT}.meta.json"))
+    meta = stored_name(sub.path.with_name(f"agent-{claude.FORK_AGENT}.meta.json"))
     older = db.connect(tmp_path / "older.db")
     try:
         ingest(older, tmp_path / "projects")
