@@ -1416,6 +1416,8 @@ class _Rewrite:
         removed = sum(1 for eid in self.old_ids if eid not in still)
         if current[: len(self.old_ids)] == self.old_ids:
             return None  # the old version is the new one's start: nothing of it is lost
+        if removed == 0 and self.row.size == -1:
+            return None  # a read asked for to mend the records (a rebuild's, a re-read's): no rewrite
         number = (
             1
             + conn.execute(

@@ -12,7 +12,8 @@ A sound database is carried whole, with the sync state that describes its record
 settings and positions (a hub is not pulled from again). A damaged one (SQLite's own check finds
 damage, a read fails, a row reads back as another type, or a record's bytes do not match their
 digest) is carried as far as it can be read, row by row where a page fails; what came from a hub is
-pulled again. What could not be read stays in the old database, kept as `<name>.<time>.bak`.
+pulled again, by the same machine from the same hub (the sync's settings are carried, not its
+positions). What could not be read stays in the old database, kept as `<name>.<time>.bak`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ from .sql import record_digest, set_meta, transaction
 # the records and what hangs on them, in the order they are carried (a version names two files)
 FILES, ENTRIES, VERSIONS, READS = "source_files", "entries", "source_versions", "source_reads"
 CHUNK = 512  # rows read at a time; a chunk that fails is read again row by row
+# the sync's settings in ledger_meta (core.ingest.sync's URL_KEY and SHARE_KEY, db.MACHINE_KEY and
+# WHO_KEY); its positions are `sync:cursor:…`, `sync:readable:…`, …
+SYNC_SETTINGS = ("sync:url", "sync:share", "sync:machine", "sync:who")
 BLIND_CHUNKS = 64  # chunks read on where the table cannot say which row comes next, before it stops
 
 
@@ -158,7 +162,10 @@ def _carry(old: sqlite3.Connection, new: sqlite3.Connection, carried: Carried) -
         _insert(new, ENTRIES, entry_names, rows)
         carried.records += len(rows)
     if carried.damaged:  # a file gone from disk none of whose records could be read stays in the old database
-        empty = (keep - on_disk) - {r[0] for r in new.execute("SELECT DISTINCT source_file_id FROM entries")}
+        # (a version whose records all live on in its file holds none of its own: it is kept)
+        empty = (keep - on_disk - versions) - {
+            r[0] for r in new.execute("SELECT DISTINCT source_file_id FROM entries")
+        }
         new.executemany("DELETE FROM source_files WHERE id = ?", [(file_id,) for file_id in empty])
         keep -= empty
         carried.files -= len(empty)
@@ -184,7 +191,9 @@ def _carry(old: sqlite3.Connection, new: sqlite3.Connection, carried: Carried) -
     tables = [(VERSIONS, ("version_file_id", "source_file_id")), (READS, ("source_file_id",))]
     if not carried.damaged:
         tables += [(table, ()) for table in SYNC_STATE]
-    _carry_meta(old, new, ("reread:%",) if carried.damaged else ("reread:%", "sync:%"))
+    # a damaged one's sync positions are not carried (nor the state they go with): its files are
+    # pushed and pulled again, by the same machine to the same hub
+    _carry_meta(old, new, ("reread:%", *SYNC_SETTINGS) if carried.damaged else ("reread:%", "sync:%"))
     for table, file_columns in tables:
         names = _columns(old, new, table)
         if not names:

@@ -198,8 +198,9 @@ def test_a_rebuild_keeps_what_only_the_archive_holds(tmp_path, capsys):
 
 
 def test_a_damaged_database_gives_what_it_can_read_and_the_disk_the_rest(tmp_path, capsys):
-    """The rebuild the damage message names: the files still on disk are read from there (a damaged
-    page may read back wrong), the rest carried as far as the old database lets it be read."""
+    """The rebuild the damage message names: the records carried as far as the old database lets
+    them be read, checked against their digests; a file still on disk whose records are not whole
+    read again from there. The sync's settings are carried, not its positions (its state is not)."""
     paths = sessions_on_disk(tmp_path, 4)
     database = tmp_path / "t.db"
     assert main(["ingest", "--db", str(database), "--source", str(tmp_path / "projects"), "-q"]) == 0
@@ -208,6 +209,9 @@ def test_a_damaged_database_gives_what_it_can_read_and_the_disk_the_rest(tmp_pat
     for path in paths[:3]:
         path.unlink()
     conn = sqlite3.connect(database)
+    with conn:
+        conn.execute("INSERT INTO ledger_meta (key, value) VALUES ('sync:machine', 'beta')")
+        conn.execute("INSERT INTO ledger_meta (key, value) VALUES ('sync:cursor:h1', '42')")
     pages = {r[0] for r in conn.execute("SELECT pageno FROM dbstat WHERE name = 'entries'")}
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
@@ -229,6 +233,11 @@ def test_a_damaged_database_gives_what_it_can_read_and_the_disk_the_rest(tmp_pat
     assert now[sids[1]] == original[sids[1]] and now[sids[2]] == original[sids[2]]  # carried whole
     assert now.get(sids[0], set()) < original[sids[0]]  # what could be read of it, nothing else
     assert b"WHOSE0" not in b"".join(now.get(sids[0], set()))
+    conn = sqlite3.connect(database)
+    assert conn.execute(
+        "SELECT key, value FROM ledger_meta WHERE key LIKE 'sync:%' AND key != 'sync:archive'"
+    ).fetchall() == [("sync:machine", "beta")]
+    conn.close()
 
     capsys.readouterr()
     database.unlink()
@@ -277,16 +286,22 @@ def test_a_rebuild_mends_an_archive_that_lacks_records_of_a_file_still_on_disk(t
     conn.close()
     assert main(["ingest", "--db", str(database), "--rebuild", "-q"]) == 0
     assert records_of(database) == original
+    conn = sqlite3.connect(database)  # mended, not rewritten: no version of the file was made
+    assert conn.execute("SELECT count(*) FROM source_files WHERE kind = 'version'").fetchone() == (0,)
+    conn.close()
 
 
 def test_a_rewrite_after_a_damaged_rebuild_is_kept_as_the_next_version(tmp_path, capsys):
-    """A damaged database's versions are carried with their links: the next rewrite of the file
-    is its second version (numbered from the links, it had taken the first one's name again)."""
+    """A damaged database's versions are carried with their links, a version whose records all
+    live on in its file too (it has none of its own): the next rewrite of the file is its second
+    version (numbered from the links, it had taken the first one's name again)."""
     [path] = sessions_on_disk(tmp_path, 1)
     database = tmp_path / "t.db"
     ingest = ["ingest", "--db", str(database), "--source", str(tmp_path / "projects"), "-q"]
     assert main(ingest) == 0
-    path.write_bytes(path.read_bytes().replace(b"make", b"MAKE", 1))  # a rewrite: its first version
+    lines = path.read_bytes().splitlines(keepends=True)  # a line put in the middle: a first version
+    summary = b'{"type":"summary","summary":"halfway","leafUuid":"none"}\n'
+    path.write_bytes(b"".join(lines[:5] + [summary] + lines[5:]))  # whose records all live on
     assert main(ingest) == 0
     conn = sqlite3.connect(database)
     page = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'ix_episodes_started'").fetchone()[0]
