@@ -552,3 +552,23 @@ async def test_subagent_and_branch_rows_keep_their_columns_in_line_with_the_sess
         if size[0] == 220:  # room for every column: the model's too
             models = [re.search(r"(opus|sonnet|haiku)-[\d-]+", row) for row in sessions]
             assert all(models) and len({m.start() for m in models if m}) == 1, sessions
+
+
+async def test_with_room_for_one_fact_every_row_keeps_its_date(demo_db: Path) -> None:
+    """At 80 columns a row keeps one fact: a session's its date, but a subagent's kept its type
+    ("Explore…") and a branch's "latest", in the place where the others say when."""
+    import re
+
+    from tests.tui_support import scene_nested_subagents, settle
+
+    app = make_app(demo_db)
+    async with run_test(app, size=(100, 30)) as pilot:
+        await pilot.pause()
+        await scene_nested_subagents(pilot)
+        await pilot.press("2")  # the sessions pane, which a narrow screen shows alone
+        await settle(pilot)
+        tree = app.query_one(SessionTree)
+        lines = [tree.render_line(y).text.rstrip() for y in range(tree.size.height)]
+        rows = [line for line in lines if line.strip()]
+        assert len(rows) == 6, lines  # two sessions, two branches, two subagents (one nested)
+        assert all(re.search(r"\d\d [A-Z][a-z]{2}$", row) for row in rows), rows
