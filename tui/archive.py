@@ -9,6 +9,7 @@ asks of it is `ArchiveView`, and nothing more.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import threading
@@ -119,6 +120,7 @@ class ArchiveApp(App[int]):
         self.last_report: IngestReport | None = None
         self.follower = workers.Follower()
         self._archive_seen: int | None = None  # the archive's version the screens show (archive_version)
+        self._db_identity: tuple[int, int] | None = None  # the database file the connection reads
         self.root_watch: RootWatch | None = None  # the folders the last ingest looked in
         self.browser: ArchiveView  # the subclass makes it, as its default screen
         self._rescan_asked = False  # Ctrl+R: the ingest's end is reported even when nothing was new
@@ -193,6 +195,7 @@ class ArchiveApp(App[int]):
             self._cannot_open(exc)
             return
         self.archive.opened(conn, reader=readonly)
+        self._db_identity = _file_identity(self.db_path)
         self.browser.use_connection(conn)
         self.browser.refresh_panes()
         self._archive_seen = browse.archive_version(conn)
@@ -396,6 +399,8 @@ class ArchiveApp(App[int]):
             or any(w.group == workers.FOLLOW.group and w.is_running for w in self.workers)
         ):
             return
+        if self._database_replaced():
+            return
         path = self.follower.grown(self.conn, session_id) if session_id is not None else None
         if path is not None and session_id is not None:
             workers.start(self, workers.FOLLOW, partial(workers.follow, self.db_path, path, session_id))
@@ -405,6 +410,22 @@ class ArchiveApp(App[int]):
             self.archive_changed()
             if session_id is not None:
                 self.browser.session_grew(session_id)
+
+    def _database_replaced(self) -> bool:
+        """`ingest --rebuild` puts a new database in this one's place (the old one moved aside as
+        its backup): the open connection went on reading the backup, and what the app wrote went to
+        the new one. Read the file now at the path; True when the connection was opened anew."""
+        identity = _file_identity(self.db_path)
+        if identity is None or self._db_identity is None or identity == self._db_identity:
+            return False
+        old = self.archive.closed()
+        self._open_database()
+        if self.conn is not None:
+            self.browser.use_connection(self.conn, replacing=old)
+            self.archive_changed()
+        if old is not None:
+            old.close()
+        return True
 
     def watch_roots(self) -> None:
         """Every WATCH_SECONDS: a session file added where the agents write (a session started in
@@ -620,3 +641,14 @@ def ingest_done(report: IngestReport) -> str:
         f"{count_of(report.files_read, 'file')} read ({report.bytes_read / 1e6:,.1f} MB), "
         f"{count_of(report.sessions, 'session')} updated in {report.seconds:.1f} s"
     )
+
+
+def _file_identity(path: Path | None) -> tuple[int, int] | None:
+    """The file at `path` as the file system tells one file from another (None: there is none)."""
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino

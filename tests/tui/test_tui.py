@@ -3184,3 +3184,32 @@ async def test_ingest_progress_that_lands_while_the_app_quits_is_let_go(demo_db:
     assert not browser.query(ProjectList)  # the app has quit: its panes are gone
     progress = Progress(1, 3, 10, 30, "a.jsonl", 0.5, 1, 2, Phase[phase])
     browser.ingest_progressed(progress, load_reader=True)  # as the ingest's last word on the way out
+
+
+async def test_the_app_reads_the_database_a_rebuild_put_in_its_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ingest --rebuild` moves the database aside as its backup and puts a new one at its path:
+    the app went on reading the backup (a session ingested since never showed; a hide written to
+    the new one was read back from the old). It reads the new file."""
+    from threadloom.core.cli import main
+
+    from tests.builders.claude import Transcript
+
+    new_sid = "7e7e7e7e-1111-4222-8333-000000000777"
+
+    db = build_demo_db(tmp_path, long_turns=3)
+    monkeypatch.setattr(ThreadloomApp, "FOLLOW_SECONDS", 0.1)
+    app = make_app(db)
+    async with run_test(app, size=(140, 40)) as pilot:
+        await until(pilot, lambda: app.conn is not None)
+        before = app.conn
+        t = Transcript(tmp_path / "later" / "-srv-later" / f"{new_sid}.jsonl", new_sid, cwd="/srv/later")
+        t.user("a session ingested after the rebuild")
+        t.write()
+        assert main(["ingest", "--db", str(db), "--rebuild", "-q"]) == 0
+        assert main(["ingest", "--db", str(db), "--source", str(tmp_path / "later"), "-q"]) == 0
+        await until(pilot, lambda: app.conn is not before)
+        app.browser.jump_to_session(new_sid)
+        view = app.query_one(MessageView)
+        await until(pilot, lambda: view.session_id == new_sid)
