@@ -43,6 +43,7 @@ def cmd_sources(args: argparse.Namespace) -> int:
     is most useful): with no database yet none is made, and what only the archive knows (what was
     read, sync) is said as not archived yet."""
     from ..adapters import all_adapters
+    from ..adapters.base import disk_name, shown_name
     from ..store import db
     from ..store.rows import fetch, values
 
@@ -89,7 +90,7 @@ def cmd_sources(args: argparse.Namespace) -> int:
                     "database": str(path),
                     "database_exists": conn is not None,  # False: nothing archived yet
                     "default_locations": found,
-                    "remembered_sources": remembered,
+                    "remembered_sources": [shown_name(r) for r in remembered],
                     "ingested": [dict(row) for row in stats],  # agent, status, files, bytes
                     "unclaimed": unclaimed,  # path, why: under a source, shaped like a log, read by none
                     # agent, what, files, bytes, without_session: what sessions keep beside their logs
@@ -117,10 +118,10 @@ def cmd_sources(args: argparse.Namespace) -> int:
         state = count_of(files, "file") if f["exists"] and isinstance(files, int) else "not present"
         print(f"  {f['agent']:<12} {one_line_name(str(f['path']))}  ({state})")
     for r in remembered:
-        # a typo, or a drive not mounted now
-        forget = f"`threadloom sources --forget {shlex.quote(r)}` if mistyped"
-        there = "" if os.path.exists(r) else f"  (not present; {one_line_name(forget)})"
-        print(f"  {'--source':<12} {one_line_name(r)}{there}")
+        # a typo, or a drive not mounted now (a name that is not UTF-8 is stored with its bytes)
+        forget = f"`threadloom sources --forget {shlex.quote(disk_name(r))}` if mistyped"
+        there = "" if os.path.exists(disk_name(r)) else f"  (not present; {one_line_name(forget)})"
+        print(f"  {'--source':<12} {one_line_name(shown_name(r))}{there}")
     for row in stats:
         print(
             f"  ingested: {row['agent']} {row['status']}: {count_of(row['files'], 'file')}, {row['bytes'] / 1e6:.1f} MB"

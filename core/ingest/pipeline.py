@@ -208,14 +208,14 @@ def scan_roots(
     if include_defaults:
         for adapter in all_adapters():
             roots += adapter.default_roots() + adapter.side_roots()
-        roots += [Path(r[0]) for r in conn.execute("SELECT path FROM source_roots ORDER BY path")]
+        roots += [Path(disk_name(r[0])) for r in conn.execute("SELECT path FROM source_roots ORDER BY path")]
     now = int(time.time() * 1000)
     for src in sources:
         path = _resolved(Path(src).expanduser())
         roots.append(path)
         if remember:
             conn.execute(
-                "INSERT OR IGNORE INTO source_roots (path, added_at) VALUES (?, ?)", (str(path), now)
+                "INSERT OR IGNORE INTO source_roots (path, added_at) VALUES (?, ?)", (stored_name(path), now)
             )
     seen: set[str] = set()
     unique = []
@@ -237,7 +237,7 @@ def forget_roots(conn: sqlite3.Connection, folders: Iterable[Path]) -> tuple[lis
     unknown: list[str] = []
     for folder in folders:
         # as given, or as remembered: expanded and made absolute (see scan_roots)
-        names = [str(folder), str(Path(folder).expanduser().resolve())]
+        names = [stored_name(folder), stored_name(Path(folder).expanduser().resolve())]
         path = next((name for name in names if name in remembered), None)
         if path is None:
             unknown.append(str(folder))
@@ -247,7 +247,7 @@ def forget_roots(conn: sqlite3.Connection, folders: Iterable[Path]) -> tuple[lis
             set_meta(conn, f"roots:{path}", None)
             set_meta(conn, UNCLAIMED_KEY + path, None)
         remembered.discard(path)
-        forgotten.append(path)
+        forgotten.append(shown_name(path))
     return forgotten, unknown
 
 
@@ -394,7 +394,7 @@ def discover(
             if not isinstance(exc, (FileNotFoundError, NotADirectoryError)) and errors is not None:
                 errors.append(f"{root}: cannot read: {exc.strerror or exc}")  # e.g. a folder made unreadable
             continue
-        key = f"roots:{root}"
+        key = f"roots:{stored_name(root)}"
         previous = _load_snapshot(get_meta(conn, key)) if conn is not None and known is not None else None
         if snapshot_unchanged(previous):
             add_known(root, None)
@@ -1000,7 +1000,7 @@ def _note_unclaimed(conn: sqlite3.Connection, root: Path, found: Found, unchange
     """Record the files under `root` shaped like logs that no adapter claimed, with why. From the
     listing the adapters' walk made (no folder is listed twice); a folder unchanged since the last
     run offers no files to it, so what was recorded there then is kept."""
-    key = UNCLAIMED_KEY + str(root)
+    key = UNCLAIMED_KEY + stored_name(root)
     own = conn.execute("PRAGMA database_list").fetchone()[2] or ""  # the archive itself, if it sits there
     files = [
         f
@@ -1043,7 +1043,7 @@ def _recorded_unclaimed(conn: sqlite3.Connection, key: str) -> list[dict[str, st
 
 def unclaimed(conn: sqlite3.Connection, roots: Iterable[Path] | None = None) -> list[dict[str, str]]:
     """The unclaimed files last recorded under `roots` (None: every root), their paths as shown."""
-    keys = None if roots is None else {UNCLAIMED_KEY + str(root) for root in roots}
+    keys = None if roots is None else {UNCLAIMED_KEY + stored_name(root) for root in roots}
     out = []
     for (key,) in conn.execute("SELECT key FROM ledger_meta WHERE key LIKE 'unclaimed:%' ORDER BY key"):
         if keys is None or key in keys:

@@ -45,3 +45,25 @@ def test_a_remembered_source_folder_can_be_forgotten_keeping_what_was_read(tmp_p
     none = tmp_path / "none" / "t.db"
     code = run("sources", "--db", str(none), "--forget", str(typo), env_extra=env)
     assert code.returncode == 1 and not none.parent.exists()
+
+
+def test_a_source_folder_whose_name_is_not_utf_8_is_read_listed_and_forgotten(tmp_path: Path, capsys) -> None:
+    """A folder named in bytes that are not UTF-8 (a drive from another system) given as --source:
+    the ingest stopped on it at once, remembering it (a text no database column holds)."""
+    import os
+
+    from threadloom.core.cli import main
+
+    weird = Path(os.fsdecode(bytes(tmp_path) + b"/we\xffird"))
+    logs = make_archive(weird)
+    db = str(tmp_path / "t.db")
+    for _ in range(2):  # remembered, then read again from what was remembered: unchanged
+        assert main(["ingest", "--db", db, "--only", "--source", str(logs), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["files_skipped"] == 1
+    assert main(["sources", "--db", db, "--json"]) == 0
+    shown = str(logs).replace("\udcff", "\\xff")
+    assert json.loads(capsys.readouterr().out)["remembered_sources"] == [shown]
+    assert main(["sources", "--db", db, "--forget", str(logs)]) == 0
+    assert f"forgotten: {shown} (not looked in again" in capsys.readouterr().out
+    assert main(["sources", "--db", db, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["remembered_sources"] == []
