@@ -977,7 +977,7 @@ def _named_roots(conn: sqlite3.Connection) -> set[str]:
     from ..adapters import ADAPTERS
 
     own = {str(root) for a in ADAPTERS.values() if a.says_unclaimed for root in a.default_roots()}
-    return {r[0] for r in conn.execute("SELECT path FROM source_roots")} | own
+    return {disk_name(r[0]) for r in conn.execute("SELECT path FROM source_roots")} | own
 
 
 def _holds_empty_log(root: Path, found: Found) -> bool:
@@ -1383,22 +1383,35 @@ class _Rewrite:
     def __init__(self, conn: sqlite3.Connection, row: KnownRow) -> None:
         self.conn, self.row = conn, row
         old = conn.execute(
-            "SELECT id, hash, newline, session_id FROM entries WHERE source_file_id = ? ORDER BY byte_offset",
+            "SELECT id, hash, newline, session_id, byte_offset FROM entries WHERE source_file_id = ? "
+            "ORDER BY byte_offset",
             (row.id,),
         ).fetchall()
-        self.old_ids = [eid for eid, _, _, _ in old]
-        self.sessions = sorted({sid for _, _, _, sid in old if sid is not None})
+        self.old_ids = [eid for eid, _, _, _, _ in old]
+        self.old_offsets = {eid: offset for eid, _, _, _, offset in old}
+        self.sessions = sorted({sid for _, _, _, sid, _ in old if sid is not None})
         # by bytes and newline: a row taken back is placed anew, newline included, and the old
         # version is rebuilt from the same rows (a line that gained or lost its newline is not the
         # same record, or the version would come back a byte short or long)
         self.reuse: dict[tuple[str, bool], list[int]] = {}
-        for eid, digest, newline, _ in reversed(old):  # popped from the end: the first one first
+        for eid, digest, newline, _, _ in reversed(old):  # popped from the end: the first one first
             self.reuse.setdefault((digest, bool(newline)), []).append(eid)
 
     def set_aside(self) -> None:
         self.conn.execute(
             "UPDATE entries SET byte_offset = -1 - byte_offset WHERE source_file_id = ? AND byte_offset >= 0",
             (self.row.id,),
+        )
+
+    def _in_place(self) -> bool:
+        """Whether every old record the new version holds sits where it sat: records only added
+        between them (rows an archive had lost, read again), not a file whose lines moved."""
+        return all(
+            self.old_offsets.get(eid, offset) == offset
+            for eid, offset in self.conn.execute(
+                "SELECT id, byte_offset FROM entries WHERE source_file_id = ? AND byte_offset >= 0",
+                (self.row.id,),
+            )
         )
 
     def keep_superseded(self, now: int) -> int | None:
@@ -1416,7 +1429,7 @@ class _Rewrite:
         removed = sum(1 for eid in self.old_ids if eid not in still)
         if current[: len(self.old_ids)] == self.old_ids:
             return None  # the old version is the new one's start: nothing of it is lost
-        if removed == 0 and self.row.size == -1:
+        if removed == 0 and self.row.size == -1 and self._in_place():
             return None  # a read asked for to mend the records (a rebuild's, a re-read's): no rewrite
         number = (
             1
@@ -1424,6 +1437,10 @@ class _Rewrite:
                 "SELECT count(*) FROM source_versions WHERE source_file_id = ?", (row.id,)
             ).fetchone()[0]
         )
+        while conn.execute(  # a version whose link was lost (a damaged archive's) keeps its name
+            "SELECT 1 FROM source_files WHERE path = ?", (f"{row.path}{VERSION_SUFFIX}{number}",)
+        ).fetchone():
+            number += 1
         cur = conn.execute(
             "INSERT INTO source_files (path, agent, kind, size, mtime_ns, inode, bytes_ingested, lines_ingested, "
             "content_hash, open_tail_offset, ends_with_newline, status, ingested_at, project_key) "

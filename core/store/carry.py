@@ -161,9 +161,17 @@ def _carry(old: sqlite3.Connection, new: sqlite3.Connection, carried: Carried) -
             rows.append(row)
         _insert(new, ENTRIES, entry_names, rows)
         carried.records += len(rows)
+    links = list(_rows(old, new, VERSIONS, carried))  # (version, the file it superseded, …)
+    version_names = _columns(old, new, VERSIONS)
+    linked = [
+        (row[version_names.index("version_file_id")], row[version_names.index("source_file_id")])
+        for row in links
+    ]
     if carried.damaged:  # a file gone from disk none of whose records could be read stays in the old database
-        # (a version whose records all live on in its file holds none of its own: it is kept)
-        empty = (keep - on_disk - versions) - {
+        # (a version whose records all live on in its file holds none of its own: it is kept, and so is
+        # the file it superseded, which its link and the next version's number need)
+        bases = {base for version, base in linked if version in keep}
+        empty = (keep - on_disk - versions - bases) - {
             r[0] for r in new.execute("SELECT DISTINCT source_file_id FROM entries")
         }
         new.executemany("DELETE FROM source_files WHERE id = ?", [(file_id,) for file_id in empty])
@@ -188,7 +196,13 @@ def _carry(old: sqlite3.Connection, new: sqlite3.Connection, carried: Carried) -
     )
     carried.read_again = len(again)
     # a version carried with the file it superseded, a file's reads with it
-    tables = [(VERSIONS, ("version_file_id", "source_file_id")), (READS, ("source_file_id",))]
+    _insert(
+        new,
+        VERSIONS,
+        version_names,
+        [row for row, pair in zip(links, linked, strict=True) if set(pair) <= keep],
+    )
+    tables: list[tuple[str, tuple[str, ...]]] = [(READS, ("source_file_id",))]
     if not carried.damaged:
         tables += [(table, ()) for table in SYNC_STATE]
     # a damaged one's sync positions are not carried (nor the state they go with): its files are

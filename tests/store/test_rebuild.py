@@ -339,3 +339,62 @@ def test_a_first_load_that_died_is_not_carried_and_its_marker_goes_with_it(tmp_p
     assert main(["ingest", "--db", str(database), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["files_read"] == 0 and out["sessions_total"] == 2  # not started afresh
+
+
+SUMMARY = b'{"type":"summary","summary":"halfway","leafUuid":"none"}\n'
+
+
+def put_a_line_in_the_middle(path: Path) -> None:
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:5] + [SUMMARY] + lines[5:]))
+
+
+def test_a_file_read_again_to_mend_it_and_also_rewritten_keeps_its_version(tmp_path, capsys):
+    """A file whose records are not whole is read again to mend them, and that is no rewrite; but a
+    file the agent also rewrote meanwhile (a line put in the middle: the records after it move) is
+    one, and its version is kept as any ingest keeps it."""
+    [path] = sessions_on_disk(tmp_path, 1)
+    database = tmp_path / "t.db"
+    assert main(["ingest", "--db", str(database), "--source", str(tmp_path / "projects"), "-q"]) == 0
+    conn = sqlite3.connect(database)
+    with conn:  # the file's first two records lost
+        conn.execute("DELETE FROM entries WHERE id IN (SELECT id FROM entries ORDER BY byte_offset LIMIT 2)")
+    conn.close()
+    put_a_line_in_the_middle(path)
+    assert main(["ingest", "--db", str(database), "--rebuild", "-q"]) == 0
+    conn = sqlite3.connect(database)
+    assert conn.execute("SELECT count(*) FROM source_versions").fetchone() == (1,)
+    conn.close()
+
+
+def test_a_version_of_a_file_whose_records_could_not_be_read_keeps_its_link(tmp_path, capsys):
+    """A damaged database's file gone from disk, none of whose records could be read, was left out
+    while its version was carried: the version lost its link, and once the file came back and was
+    rewritten the next version took its name again (the file then failed on every ingest)."""
+    [path, _] = sessions_on_disk(tmp_path, 2)
+    database = tmp_path / "t.db"
+    ingest = ["ingest", "--db", str(database), "--source", str(tmp_path / "projects"), "-q"]
+    assert main(ingest) == 0
+    put_a_line_in_the_middle(path)  # a first version, whose records all live on in the file
+    assert main(ingest) == 0
+    saved = path.read_bytes()
+    path.unlink()
+    conn = sqlite3.connect(database)
+    file_id = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path),)).fetchone()[0]
+    with conn:  # every record of the gone file reads back other than its digest
+        conn.execute("UPDATE entries SET raw = CAST('x' || raw AS BLOB) WHERE source_file_id = ?", (file_id,))
+    conn.close()
+    capsys.readouterr()
+    assert main(["ingest", "--db", str(database), "--rebuild", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["carried"]["damaged"]
+    path.write_bytes(saved)  # the file comes back (a drive mounted again), then is rewritten
+    assert main(ingest) == 0
+    path.write_bytes(saved.replace(b"done 5", b"DONE 5"))
+    assert main(ingest) == 0
+    conn = sqlite3.connect(database)
+    unlinked = conn.execute(
+        "SELECT count(*) FROM source_files WHERE kind = 'version' AND id NOT IN (SELECT version_file_id FROM source_versions)"
+    ).fetchone()
+    errors = conn.execute("SELECT count(*) FROM source_files WHERE status = 'error'").fetchone()
+    conn.close()
+    assert (unlinked, errors) == ((0,), (0,))
