@@ -185,16 +185,16 @@ def _carry(old: sqlite3.Connection, new: sqlite3.Connection, carried: Carried) -
     # by). The other files are left as they are: each record's bytes matched its digest, and read
     # again, a file whose records another file repeats would be placed anew after the replay, which
     # differs from a clean run's order.
-    candidates = on_disk & keep - versions
-    again = _untiled(new, candidates)
+    # (one gone from disk too: read whole if it comes back, not taken for the file it was)
+    again = _untiled(new, keep - versions)
     if carried.damaged:
         kinds = dict(new.execute("SELECT id, kind FROM source_files"))
-        again |= {file_id for file_id in candidates if kinds.get(file_id) == "database"}
+        again |= {file_id for file_id in on_disk & keep if kinds.get(file_id) == "database"}
     new.executemany(
         "UPDATE source_files SET size = -1, content_hash = NULL WHERE id = ?",
         [(file_id,) for file_id in sorted(again)],
     )
-    carried.read_again = len(again)
+    carried.read_again = len(again & on_disk)
     # a version carried with the file it superseded, a file's reads with it
     _insert(
         new,

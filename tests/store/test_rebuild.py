@@ -377,6 +377,7 @@ def test_a_version_of_a_file_whose_records_could_not_be_read_keeps_its_link(tmp_
     assert main(ingest) == 0
     put_a_line_in_the_middle(path)  # a first version, whose records all live on in the file
     assert main(ingest) == 0
+    original = records_of(database)
     saved = path.read_bytes()
     path.unlink()
     conn = sqlite3.connect(database)
@@ -389,6 +390,7 @@ def test_a_version_of_a_file_whose_records_could_not_be_read_keeps_its_link(tmp_
     assert json.loads(capsys.readouterr().out)["carried"]["damaged"]
     path.write_bytes(saved)  # the file comes back (a drive mounted again), then is rewritten
     assert main(ingest) == 0
+    assert records_of(database) == original  # read whole: it was not taken for the file it had been
     path.write_bytes(saved.replace(b"done 5", b"DONE 5"))
     assert main(ingest) == 0
     conn = sqlite3.connect(database)
