@@ -414,15 +414,33 @@ class ArchiveApp(App[int]):
     def _database_replaced(self) -> bool:
         """`ingest --rebuild` puts a new database in this one's place (the old one moved aside as
         its backup): the open connection went on reading the backup, and what the app wrote went to
-        the new one. Read the file now at the path; True when the connection was opened anew."""
+        the new one. Read the file now at the path; True when the connection was opened anew. Not
+        while another screen is up (a memory or fork screen reads through the connection it was
+        given): once it is closed. A file there that cannot be opened is said once, and the one
+        opened before is read on."""
+        from ..core.store.db import LedgerError, connect, open_for_reading
+
         identity = _file_identity(self.db_path)
         if identity is None or self._db_identity is None or identity == self._db_identity:
             return False
+        if self.screen is not self.browser:
+            return False
+        assert self.db_path is not None
+        self._db_identity = identity
+        try:
+            conn = open_for_reading(self.db_path) if self.archive.read_only else connect(self.db_path)
+        except (LedgerError, sqlite3.Error) as exc:
+            self.notify(
+                f"{exc} Still reading the database opened before.",
+                title="Another file took the database's place",
+                severity="warning",
+                timeout=12,
+            )
+            return False
         old = self.archive.closed()
-        self._open_database()
-        if self.conn is not None:
-            self.browser.use_connection(self.conn, replacing=old)
-            self.archive_changed()
+        self.archive.opened(conn)
+        self.browser.use_connection(conn, replacing=old)
+        self.archive_changed()
         if old is not None:
             old.close()
         return True

@@ -3213,3 +3213,39 @@ async def test_the_app_reads_the_database_a_rebuild_put_in_its_place(
         app.browser.jump_to_session(new_sid)
         view = app.query_one(MessageView)
         await until(pilot, lambda: view.session_id == new_sid)
+
+
+async def test_a_rebuild_s_new_file_is_read_once_no_screen_holds_the_old_and_a_foreign_one_never(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The new file a rebuild put in place is read once the screens that read through the app's
+    connection (memory) are closed: swapped under one, the next row it showed read a closed
+    connection. A file there that cannot be opened is said, and the one opened before read on
+    (it was closed first: the next session opened read a closed connection)."""
+    import os
+
+    from threadloom.core.cli import main
+    from threadloom.tui.memory import MemoryScreen
+
+    db = build_demo_db(tmp_path, long_turns=3)
+    monkeypatch.setattr(ThreadloomApp, "FOLLOW_SECONDS", 0.1)
+    app = make_app(db)
+    async with run_test(app, size=(140, 40)) as pilot:
+        await until(pilot, lambda: app.conn is not None and app.archive.settled)
+        before = app.conn
+        app.browser.action_memory()
+        await until(pilot, lambda: isinstance(app.screen, MemoryScreen))
+        assert main(["ingest", "--db", str(db), "--rebuild", "-q"]) == 0
+        await pilot.press("down", "down")
+        await pilot.pause(0.3)  # three of the app's looks at its file
+        assert app.conn is before and isinstance(app.screen, MemoryScreen)
+        await pilot.press("escape")
+        await until(pilot, lambda: app.conn is not before)
+        now = app.conn
+        (tmp_path / "note.db").write_bytes(b"this is not a database\n" * 300)
+        os.replace(tmp_path / "note.db", db)
+        await until(pilot, lambda: any("Another file took" in n.title for n in app._notifications))
+        assert app.conn is now
+        view = app.query_one(MessageView)
+        app.browser.jump_to_session(session_id(app, CHECKOUT))
+        await until(pilot, lambda: view.session_id is not None and view.count > 0)
