@@ -902,8 +902,8 @@ def fit_row(
     own `extras` (a subagent's type, "fork", "latest") before them while the title keeps
     EXTRA_TITLE_ROOM, and `head` cut to what is left. With no room for columns (`kept` 0), the one
     fact `fit` keeps."""
-    if kept == 0:  # the date first, as a session's row keeps it
-        return fit(head, [*columns, *extras], width)
+    if kept == 0:  # the date first, as a session's row keeps it; then what the row is
+        return fit(head, [*columns[:1], *extras, *columns[1:]], width)
     facts = columns[:kept]
     room = width - sum(len(f[0]) + 2 for f in facts)
     shown = []

@@ -237,8 +237,10 @@ def forget_roots(conn: sqlite3.Connection, folders: Iterable[Path]) -> tuple[lis
     unknown: list[str] = []
     for folder in folders:
         # as given, or as remembered: expanded and made absolute (see scan_roots)
-        names = [stored_name(folder), stored_name(Path(folder).expanduser().resolve())]
+        names = [stored_name(folder), stored_name(_resolved(Path(folder).expanduser()))]
         path = next((name for name in names if name in remembered), None)
+        if path is None:  # or as `sources` shows it (a name that is not UTF-8, escaped)
+            path = next((name for name in remembered if shown_name(name) == str(folder)), None)
         if path is None:
             unknown.append(str(folder))
             continue

@@ -249,12 +249,23 @@ def archived_records(
 
 
 def _glob_matches(path: str, pattern: str) -> bool:
-    """Whether `path` matches the glob `pattern` part by part, on the bytes the file system names."""
+    """Whether `path` matches the glob `pattern` part by part: as text (`?` one character), or on the
+    bytes the file system names where either holds some that are not UTF-8."""
     parts, wanted = Path(path).parts, Path(pattern).parts
     return len(parts) == len(wanted) and all(
-        fnmatch.fnmatchcase(os.fsencode(part), os.fsencode(want))
+        fnmatch.fnmatchcase(part, want)
+        if _utf8(part) and _utf8(want)
+        else fnmatch.fnmatchcase(os.fsencode(part), os.fsencode(want))
         for part, want in zip(parts, wanted, strict=True)
     )
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @dataclass

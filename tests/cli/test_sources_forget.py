@@ -67,3 +67,20 @@ def test_a_source_folder_whose_name_is_not_utf_8_is_read_listed_and_forgotten(tm
     assert f"forgotten: {shown} (not looked in again" in capsys.readouterr().out
     assert main(["sources", "--db", db, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["remembered_sources"] == []
+    assert main(["ingest", "--db", db, "--only", "--source", str(logs), "-q"]) == 0
+    assert main(["sources", "--db", db, "--forget", shown]) == 0  # as `sources` shows it
+    assert f"forgotten: {shown} (not looked in again" in capsys.readouterr().out
+
+
+def test_a_remembered_loop_of_links_is_forgotten_as_sources_names_it(tmp_path: Path, capsys) -> None:
+    """A --source that is a loop of symbolic links is remembered as given; forgetting it followed
+    the links again and stopped on the loop with a traceback."""
+    from threadloom.core.cli import main
+
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    db = str(tmp_path / "t.db")
+    main(["ingest", "--db", db, "--only", "--source", str(loop), "-q"])
+    capsys.readouterr()
+    assert main(["sources", "--db", db, "--forget", str(loop)]) == 0
+    assert f"forgotten: {loop}" in capsys.readouterr().out
