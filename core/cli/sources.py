@@ -119,7 +119,7 @@ def cmd_sources(args: argparse.Namespace) -> int:
         print(f"  {f['agent']:<12} {one_line_name(str(f['path']))}  ({state})")
     for r in remembered:
         # a typo, or a drive not mounted now (a name that is not UTF-8 is stored with its bytes)
-        forget = f"`threadloom sources --forget {shlex.quote(disk_name(r))}` if mistyped"
+        forget = f"`threadloom sources --forget {shlex.quote(shown_name(r))}` if mistyped"  # taken as shown
         there = "" if os.path.exists(disk_name(r)) else f"  (not present; {one_line_name(forget)})"
         print(f"  {'--source':<12} {one_line_name(shown_name(r))}{there}")
     for row in stats:
