@@ -60,8 +60,10 @@ def cmd_sources(args: argparse.Namespace) -> int:
     stats = (
         fetch(
             conn,
-            "SELECT agent, status, count(*) AS files, COALESCE(sum(size), 0) AS bytes FROM source_files "
-            "GROUP BY agent, status",
+            # a file to be read whole (size -1: a rebuild's, a re-read's) counts what was read of it
+            "SELECT agent, status, count(*) AS files, "
+            "COALESCE(sum(CASE WHEN size >= 0 THEN size ELSE bytes_ingested END), 0) AS bytes "
+            "FROM source_files GROUP BY agent, status",
         )
         if conn is not None
         else []

@@ -1390,7 +1390,7 @@ class _Rewrite:
             (row.id,),
         ).fetchall()
         self.old_ids = [eid for eid, _, _, _, _ in old]
-        self.old_offsets = {eid: offset for eid, _, _, _, offset in old}
+        self.old_places = [(offset, digest, bool(newline)) for _, digest, newline, _, offset in old]
         self.sessions = sorted({sid for _, _, _, sid, _ in old if sid is not None})
         # by bytes and newline: a row taken back is placed anew, newline included, and the old
         # version is rebuilt from the same rows (a line that gained or lost its newline is not the
@@ -1406,15 +1406,16 @@ class _Rewrite:
         )
 
     def _in_place(self) -> bool:
-        """Whether every old record the new version holds sits where it sat: records only added
-        between them (rows an archive had lost, read again), not a file whose lines moved."""
-        return all(
-            self.old_offsets.get(eid, offset) == offset
-            for eid, offset in self.conn.execute(
-                "SELECT id, byte_offset FROM entries WHERE source_file_id = ? AND byte_offset >= 0",
+        """Whether every old record's bytes sit where they sat (by bytes, not by row: a row taken
+        back may be an equal line elsewhere)."""
+        now = {
+            offset: (digest, bool(newline))
+            for offset, digest, newline in self.conn.execute(
+                "SELECT byte_offset, hash, newline FROM entries WHERE source_file_id = ? AND byte_offset >= 0",
                 (self.row.id,),
             )
-        )
+        }
+        return all(now.get(offset) == (digest, newline) for offset, digest, newline in self.old_places)
 
     def keep_superseded(self, now: int) -> int | None:
         """Once the new version is written: keep what it no longer holds as a version of the file

@@ -87,7 +87,8 @@ class SideFile:
 def side_files(conn: sqlite3.Connection, session_id: str) -> list[SideFile]:
     """The side files kept with a session, by path."""
     rows = conn.execute(
-        "SELECT f.path, (SELECT e.subtype FROM entries e WHERE e.source_file_id = f.id LIMIT 1), f.size, f.status "
+        "SELECT f.path, (SELECT e.subtype FROM entries e WHERE e.source_file_id = f.id LIMIT 1), "
+        "CASE WHEN f.size >= 0 THEN f.size ELSE f.bytes_ingested END, f.status "
         "FROM source_files f WHERE f.kind = 'side' AND f.id IN "
         "(SELECT DISTINCT source_file_id FROM entries WHERE session_id = ?) ORDER BY f.path",
         (session_id,),
@@ -112,7 +113,7 @@ def side_file_counts(conn: sqlite3.Connection) -> list[SideFileCount]:
     was never read). A file kept for all of a project's sessions (Gemini CLI's prompt log) belongs
     to them while its project folder holds a log the archive read."""
     rows = conn.execute(
-        "SELECT f.agent, e.subtype, count(*), COALESCE(sum(f.size), 0), "
+        "SELECT f.agent, e.subtype, count(*), COALESCE(sum(CASE WHEN f.size >= 0 THEN f.size ELSE f.bytes_ingested END), 0), "
         "sum(CASE WHEN e.session_id IS NOT NULL "
         "THEN NOT EXISTS (SELECT 1 FROM agent_sessions s WHERE s.id = e.session_id) "
         "ELSE NOT EXISTS (SELECT 1 FROM source_files g WHERE g.agent = f.agent AND g.kind != 'side' "

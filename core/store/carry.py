@@ -161,6 +161,7 @@ def _carry(old: sqlite3.Connection, new: sqlite3.Connection, carried: Carried) -
             rows.append(row)
         _insert(new, ENTRIES, entry_names, rows)
         carried.records += len(rows)
+    lost_decoded: set[int] = set()  # decoded logs none of whose records could be read
     links = list(_rows(old, new, VERSIONS, carried))  # (version, the file it superseded, …)
     version_names = _columns(old, new, VERSIONS)
     linked = [
@@ -176,6 +177,7 @@ def _carry(old: sqlite3.Connection, new: sqlite3.Connection, carried: Carried) -
         }
         new.executemany("DELETE FROM source_files WHERE id = ?", [(file_id,) for file_id in empty])
         keep -= empty
+        lost_decoded = {file_id for file_id in empty if container_of(paths[file_id]) is not None}
         carried.files -= len(empty)
         carried.gone_from_disk = len(gone & keep)
     # A file still on disk whose records do not hold all it was read for (rows a damaged page lost, or
@@ -186,10 +188,14 @@ def _carry(old: sqlite3.Connection, new: sqlite3.Connection, carried: Carried) -
     # again, a file whose records another file repeats would be placed anew after the replay, which
     # differs from a clean run's order.
     # (one gone from disk too: read whole if it comes back, not taken for the file it was)
-    again = _untiled(new, keep - versions)
+    again = _untiled(new, keep - versions) | lost_decoded
     if carried.damaged:
         kinds = dict(new.execute("SELECT id, kind FROM source_files"))
-        again |= {file_id for file_id in on_disk & keep if kinds.get(file_id) == "database"}
+        again |= {file_id for file_id in keep - versions if kinds.get(file_id) == "database"}
+    # a decoded log is read again from the file it came from (its own row is never read)
+    ids = {path: file_id for file_id, path in paths.items() if file_id in keep}
+    again |= {ids[c] for file_id in again if (c := container_of(paths[file_id])) is not None and c in ids}
+    again = (again & keep) - mirrored
     new.executemany(
         "UPDATE source_files SET size = -1, content_hash = NULL WHERE id = ?",
         [(file_id,) for file_id in sorted(again)],

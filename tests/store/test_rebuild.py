@@ -400,3 +400,58 @@ def test_a_version_of_a_file_whose_records_could_not_be_read_keeps_its_link(tmp_
     errors = conn.execute("SELECT count(*) FROM source_files WHERE status = 'error'").fetchone()
     conn.close()
     assert (unlinked, errors) == ((0,), (0,))
+
+
+def test_a_file_that_repeats_a_line_mended_is_no_rewrite(tmp_path, capsys):
+    """A file holding the same line twice, the archive's first copy lost: read again to mend it,
+    the row taken back for that line was the later copy's, so the file looked rewritten (a version,
+    and `restore --as-of` an incomplete file). Bytes are compared where they sit, not rows."""
+    [path] = sessions_on_disk(tmp_path, 1)
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join([SUMMARY, *lines[:6], SUMMARY, *lines[6:]]))
+    database = tmp_path / "t.db"
+    assert main(["ingest", "--db", str(database), "--source", str(tmp_path / "projects"), "-q"]) == 0
+    original = records_of(database)
+    conn = sqlite3.connect(database)
+    with conn:
+        conn.execute("DELETE FROM entries WHERE byte_offset = 0")
+    conn.close()
+    assert main(["ingest", "--db", str(database), "--rebuild", "-q"]) == 0
+    conn = sqlite3.connect(database)
+    assert conn.execute("SELECT count(*) FROM source_versions").fetchone() == (0,)
+    conn.close()
+    assert records_of(database) == original
+
+
+def test_an_agent_database_gone_with_a_row_unread_is_read_whole_when_it_comes_back(tmp_path, capsys):
+    """A damaged archive's agent database (Crush's) gone from disk, one of its rows unreadable:
+    carried, and when the drive came back it was taken for the database it had been (nothing read),
+    the row missing for good."""
+    import os
+
+    from tests.builders.crush import crush_db
+
+    crush_db(tmp_path / "src")
+    database = tmp_path / "t.db"
+    ingest = ["ingest", "--db", str(database), "--only", "--source", str(tmp_path / "src"), "-q"]
+    assert main(ingest) == 0
+    conn = sqlite3.connect(database)
+    [(file_id, count)] = conn.execute(
+        "SELECT source_file_id, count(*) FROM entries WHERE source_file_id = "
+        "(SELECT id FROM source_files WHERE kind = 'database')"
+    ).fetchall()
+    second = conn.execute(
+        "SELECT id FROM entries WHERE source_file_id = ? ORDER BY byte_offset LIMIT 1 OFFSET 1", (file_id,)
+    ).fetchone()[0]
+    with conn:
+        conn.execute("UPDATE entries SET raw = CAST('x' || raw AS BLOB) WHERE id = ?", (second,))
+    conn.close()
+    os.rename(tmp_path / "src", tmp_path / "away")  # the drive unmounted
+    assert main(["ingest", "--db", str(database), "--rebuild", "-q"]) == 0
+    os.rename(tmp_path / "away", tmp_path / "src")  # back, as it was
+    assert main(ingest) == 0
+    conn = sqlite3.connect(database)
+    assert conn.execute("SELECT count(*) FROM entries WHERE source_file_id = ?", (file_id,)).fetchone() == (
+        count,
+    )
+    conn.close()
