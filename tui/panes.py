@@ -891,19 +891,28 @@ def session_label(
         (flat(short_model(s.model)).ljust(MODEL_WIDTH), "#af87d7"),
     ]
     extras = [f for f in facts if f[0]]
-    return fit_row(head, extras, columns, width, columns_kept(width, dates) if kept is None else kept)
+    return fit_row(
+        head, extras, columns, width, columns_kept(width, dates) if kept is None else kept, dated=dates
+    )
 
 
 def fit_row(
-    head: Text, extras: list[tuple[str, str]], columns: list[tuple[str, str]], width: int, kept: int
+    head: Text,
+    extras: list[tuple[str, str]],
+    columns: list[tuple[str, str]],
+    width: int,
+    kept: int,
+    *,
+    dated: bool = True,
 ) -> Text:
     """A row of the list: the first `kept` of its `columns` (padded to their widths, ending where
     every row ends) so that they line up with every other row's, whatever its depth or kind; its
     own `extras` (a subagent's type, "fork", "latest") before them while the title keeps
     EXTRA_TITLE_ROOM, and `head` cut to what is left. With no room for columns (`kept` 0), the one
-    fact `fit` keeps."""
-    if kept == 0:  # the date first, as a session's row keeps it; then what the row is
-        return fit(head, [*columns[:1], *extras, *columns[1:]], width)
+    fact `fit` keeps (`dated`: the first column is the date, which comes first; then what the row is)."""
+    if kept == 0:
+        lead = columns[:1] if dated else []
+        return fit(head, [*lead, *extras, *columns[len(lead) :]], width)
     facts = columns[:kept]
     room = width - sum(len(f[0]) + 2 for f in facts)
     shown = []

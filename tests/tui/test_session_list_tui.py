@@ -572,3 +572,25 @@ async def test_with_room_for_one_fact_every_row_keeps_its_date(demo_db: Path) ->
         rows = [line for line in lines if line.strip()]
         assert len(rows) == 6, lines  # two sessions, two branches, two subagents (one nested)
         assert all(re.search(r"\d\d [A-Z][a-z]{2}$", row) for row in rows), rows
+
+
+def test_with_room_for_one_fact_and_no_dates_listed_a_row_says_what_it_is() -> None:
+    """With no date in the list, the first column is the message count: a narrow subagent row kept
+    that before its type."""
+    import dataclasses
+
+    from threadloom.core.read.browse import SessionSummary
+    from threadloom.tui.panes import session_label
+
+    blank = {f.name: None for f in dataclasses.fields(SessionSummary)}
+    blank.update(
+        id="s1", agent="claude-code", title="Investigate the flaky checkout test suite", message_count=12,
+        is_subagent=True, kind="subagent", agent_type="Explore", is_warmup=False, turn_count=1,
+        tool_call_count=0, branch_count=0, compaction_count=0, unpriced_messages=0, child_count=0,
+        signal_count=0, has_usage=False, input_tokens=0, output_tokens=0, cache_creation_tokens=0,
+        cache_read_tokens=0, started_at=None, ended_at=None,
+    )  # fmt: skip
+    row = SessionSummary(**blank)
+    for width in (26, 30, 34):
+        shown = session_label(row, width, 1.7e9, dates=False).plain
+        assert "Explore" in shown and "msgs" not in shown, (width, shown)
