@@ -145,7 +145,10 @@ def restore_session(
     chosen = _chosen_copies(candidates, source)
     planned: dict[tuple[str, ...], tuple[bytes, RestoredFile]] = {}
     for parts, (file_id, path) in chosen.items():
-        size = conn.execute("SELECT size FROM source_files WHERE id = ?", (file_id,)).fetchone()[0]
+        size = conn.execute(  # a file to be read whole (size -1: a rebuild's) is as long as what was read
+            "SELECT CASE WHEN size >= 0 THEN size ELSE bytes_ingested END FROM source_files WHERE id = ?",
+            (file_id,),
+        ).fetchone()[0]
         if is_database(conn, file_id):
             with stored_records():
                 rows = [
