@@ -174,6 +174,16 @@ def restore_session(
             damaged = damaged_count(conn, file_id, version, upto=held)  # of what is written only
         restored = RestoredFile(path, str(dest.joinpath(*parts)), written, complete, damaged=damaged)
         planned[parts] = (data, restored)
+    if (
+        planned
+        and not any(data for data, _ in planned.values())
+        and any(_expected(conn, f) for f, _ in chosen.values())
+    ):
+        raise RestoreError(
+            f"none of the records of {session_id}'s files could be read (a rebuild of a damaged database "
+            "left them in the backup it kept beside it, `<database>.<time>.bak`: restore from that one with "
+            "--db); nothing was written"
+        )
     nearest = next(p for p in (dest, *dest.parents) if p.exists())
     if not nearest.is_dir():
         raise RestoreError(
@@ -188,6 +198,12 @@ def restore_session(
     for parts, (_, restored) in planned.items():
         restored.already_there = parts not in new
     return [restored for _, restored in planned.values()]
+
+
+def _expected(conn: sqlite3.Connection, file_id: int) -> bool:
+    """Whether anything was read of the file (an empty one restores as empty)."""
+    row = conn.execute("SELECT bytes_ingested FROM source_files WHERE id = ?", (file_id,)).fetchone()
+    return bool(row and row[0])
 
 
 def _from_path(path: str, source: Path) -> bool:

@@ -455,3 +455,29 @@ def test_an_agent_database_gone_with_a_row_unread_is_read_whole_when_it_comes_ba
         count,
     )
     conn.close()
+
+
+def test_restore_of_a_session_none_of_whose_records_could_be_carried_writes_nothing(tmp_path, capsys):
+    """A damaged rebuild could read none of a gone file's records: `restore --as-of`, as `restore`
+    advises, wrote an empty file and said it restored it. It says why, and where they are."""
+    [path, _] = sessions_on_disk(tmp_path, 2)
+    database = tmp_path / "t.db"
+    ingest = ["ingest", "--db", str(database), "--source", str(tmp_path / "projects"), "-q"]
+    assert main(ingest) == 0
+    put_a_line_in_the_middle(path)
+    assert main(ingest) == 0
+    path.unlink()
+    conn = sqlite3.connect(database)
+    with conn:
+        conn.execute(
+            "UPDATE entries SET raw = CAST('x' || raw AS BLOB) WHERE source_file_id = "
+            "(SELECT id FROM source_files WHERE path = ?)",
+            (str(path),),
+        )
+    conn.close()
+    assert main(["ingest", "--db", str(database), "--rebuild", "-q"]) == 0
+    capsys.readouterr()
+    sid = path.stem
+    code = main(["restore", "--db", str(database), sid, "--to", str(tmp_path / "back"), "--as-of", "today"])
+    assert code == 1 and "none of the records" in capsys.readouterr().err
+    assert not (tmp_path / "back").exists() or not any((tmp_path / "back").rglob("*.jsonl"))
