@@ -122,19 +122,8 @@ def _carry(old: sqlite3.Connection, new: sqlite3.Connection, carried: Carried) -
         _failed(carried)
         carried.notes.append("its stored files could not be read")
         return
-    at = {name: i for i, name in enumerate(names)}
-    by_id: dict[int, tuple[object, ...]] = {}
-    paths: dict[int, str] = {}
-    versions: set[int] = set()
-    for row in _rows(old, new, FILES, carried):
-        file_id, path, kind = row[at["id"]], row[at["path"]], row[at["kind"]]
-        if not isinstance(file_id, int) or not isinstance(path, str) or not isinstance(kind, str):
-            _failed(carried)
-            carried.unreadable += 1  # a damaged row, read back as another type
-            continue
-        by_id[file_id], paths[file_id] = row, path
-        if kind == "version":
-            versions.add(file_id)
+    by_id, paths, kinds = _stored_files(old, new, names, carried)
+    versions = {file_id for file_id, kind in kinds.items() if kind == "version"}
     mirrored = {file_id for file_id, path in paths.items() if path.startswith(db.MIRROR_ROOT + "/")}
     # a decoded log is there while the file it came from is (it is read again from that file)
     present = {file_id for file_id, path in paths.items() if _on_disk(container_of(path) or path)}
@@ -144,30 +133,14 @@ def _carry(old: sqlite3.Connection, new: sqlite3.Connection, carried: Carried) -
     keep = set(by_id) - mirrored if carried.damaged else set(by_id)
     carried.left_to_hub = len(mirrored - keep)
     _insert(new, FILES, names, [by_id[file_id] for file_id in sorted(keep)])
-    carried.files = len(keep)
-    carried.gone_from_disk = len(gone & keep)
-    entry_file = entry_names.index("source_file_id")
-    raw_at, hash_at = entry_names.index("raw"), entry_names.index("hash")
-    for chunk in _chunks(_rows(old, new, ENTRIES, carried), CHUNK):
-        rows = []
-        for row in chunk:
-            if row[entry_file] not in keep:
-                continue
-            raw = row[raw_at]
-            if not isinstance(raw, bytes | str) or record_digest(_as_bytes(raw)) != row[hash_at]:
-                _failed(carried)  # a record whose bytes are not what was stored: a page damaged unseen
-                carried.unreadable += 1
-                continue
-            rows.append(row)
-        _insert(new, ENTRIES, entry_names, rows)
-        carried.records += len(rows)
-    lost_decoded: set[int] = set()  # decoded logs none of whose records could be read
+    _carry_entries(old, new, entry_names, keep, carried)
     links = list(_rows(old, new, VERSIONS, carried))  # (version, the file it superseded, …)
     version_names = _columns(old, new, VERSIONS)
     linked = [
         (row[version_names.index("version_file_id")], row[version_names.index("source_file_id")])
         for row in links
     ]
+    lost_decoded: set[int] = set()  # decoded logs none of whose records could be read
     if carried.damaged:  # a file gone from disk none of whose records could be read stays in the old database
         # (a version whose records all live on in its file holds none of its own: it is kept, and so is
         # the file it superseded, which its link and the next version's number need)
@@ -178,24 +151,8 @@ def _carry(old: sqlite3.Connection, new: sqlite3.Connection, carried: Carried) -
         new.executemany("DELETE FROM source_files WHERE id = ?", [(file_id,) for file_id in empty])
         keep -= empty
         lost_decoded = {file_id for file_id in empty if container_of(paths[file_id]) is not None}
-        carried.files -= len(empty)
-        carried.gone_from_disk = len(gone & keep)
-    # A file still on disk whose records do not hold all it was read for (rows a damaged page lost, or
-    # lost another way) is read again whole and compared with them, as a re-read does
-    # (core.ingest.pipeline.REREADS): what the archive lacks of it is added, what changed is kept as a
-    # version; a damaged database's rows of an agent's database too (no stretch of bytes to check them
-    # by). The other files are left as they are: each record's bytes matched its digest, and read
-    # again, a file whose records another file repeats would be placed anew after the replay, which
-    # differs from a clean run's order.
-    # (one gone from disk too: read whole if it comes back, not taken for the file it was)
-    again = _untiled(new, keep - versions) | lost_decoded
-    if carried.damaged:
-        kinds = dict(new.execute("SELECT id, kind FROM source_files"))
-        again |= {file_id for file_id in keep - versions if kinds.get(file_id) == "database"}
-    # a decoded log is read again from the file it came from (its own row is never read)
-    ids = {path: file_id for file_id, path in paths.items() if file_id in keep}
-    again |= {ids[c] for file_id in again if (c := container_of(paths[file_id])) is not None and c in ids}
-    again = (again & keep) - mirrored
+    carried.files, carried.gone_from_disk = len(keep), len(gone & keep)
+    again = _to_read_again(new, keep - versions, paths, kinds, lost_decoded, carried.damaged) - mirrored
     new.executemany(
         "UPDATE source_files SET size = -1, content_hash = NULL WHERE id = ?",
         [(file_id,) for file_id in sorted(again)],
@@ -221,6 +178,67 @@ def _carry(old: sqlite3.Connection, new: sqlite3.Connection, carried: Carried) -
         spots = [names.index(c) for c in file_columns]
         rows = [row for row in _rows(old, new, table, carried) if all(row[i] in keep for i in spots)]
         _insert(new, table, names, rows)
+
+
+def _stored_files(
+    old: sqlite3.Connection, new: sqlite3.Connection, names: list[str], carried: Carried
+) -> tuple[dict[int, tuple[object, ...]], dict[int, str], dict[int, str]]:
+    """The old database's source_files rows that read back as such, with their paths and kinds, by id."""
+    at = {name: i for i, name in enumerate(names)}
+    by_id: dict[int, tuple[object, ...]] = {}
+    paths: dict[int, str] = {}
+    kinds: dict[int, str] = {}
+    for row in _rows(old, new, FILES, carried):
+        file_id, path, kind = row[at["id"]], row[at["path"]], row[at["kind"]]
+        if not isinstance(file_id, int) or not isinstance(path, str) or not isinstance(kind, str):
+            _failed(carried)
+            carried.unreadable += 1  # a damaged row, read back as another type
+            continue
+        by_id[file_id], paths[file_id], kinds[file_id] = row, path, kind
+    return by_id, paths, kinds
+
+
+def _carry_entries(
+    old: sqlite3.Connection, new: sqlite3.Connection, names: list[str], keep: set[int], carried: Carried
+) -> None:
+    """The records of the files kept, each only when its bytes match the digest stored with them."""
+    file_at, raw_at, hash_at = names.index("source_file_id"), names.index("raw"), names.index("hash")
+    for chunk in _chunks(_rows(old, new, ENTRIES, carried), CHUNK):
+        rows = []
+        for row in chunk:
+            if row[file_at] not in keep:
+                continue
+            raw = row[raw_at]
+            if not isinstance(raw, bytes | str) or record_digest(_as_bytes(raw)) != row[hash_at]:
+                _failed(carried)  # a record whose bytes are not what was stored: a page damaged unseen
+                carried.unreadable += 1
+                continue
+            rows.append(row)
+        _insert(new, ENTRIES, names, rows)
+        carried.records += len(rows)
+
+
+def _to_read_again(
+    new: sqlite3.Connection,
+    files: set[int],
+    paths: dict[int, str],
+    kinds: dict[int, str],
+    lost_decoded: set[int],
+    damaged: bool,
+) -> set[int]:
+    """Of the files kept (versions aside), those the next ingest reads whole and compares with their
+    records, as a re-read does (core.ingest.pipeline.REREADS): whose records do not hold all that was
+    read of them (rows a damaged page lost, or lost another way), on disk now or when they come back;
+    a damaged database's rows of an agent's database (no stretch of bytes to check them by); and the
+    file a decoded log came from, for the log (its own row is never read). The others are left as they
+    are: each record's bytes matched its digest, and read again, a file whose records another file
+    repeats would be placed anew after the replay, which differs from a clean run's order."""
+    again = _untiled(new, files) | lost_decoded
+    if damaged:
+        again |= {file_id for file_id in files if kinds[file_id] == "database"}
+    ids = {path: file_id for file_id, path in paths.items() if file_id in files}
+    again |= {ids[c] for file_id in again if (c := container_of(paths[file_id])) is not None and c in ids}
+    return again & files
 
 
 def _untiled(new: sqlite3.Connection, file_ids: set[int]) -> set[int]:
