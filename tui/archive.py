@@ -181,16 +181,12 @@ class ArchiveApp(App[int]):
             )
 
     def _open_database(self, *, readonly: bool = False) -> None:
-        from ..core.store.db import LedgerError, connect, open_for_reading
+        from ..core.store.db import LedgerError
 
         if self.conn is not None:
             return
         try:
-            conn = (
-                open_for_reading(self.db_path)
-                if self.archive.read_only
-                else connect(self.db_path, readonly=readonly)
-            )
+            conn = self._connect(readonly=readonly)
         except LedgerError as exc:
             self._cannot_open(exc)
             return
@@ -202,6 +198,17 @@ class ArchiveApp(App[int]):
         if self.open_session is not None:  # `threadloom open SESSION`: shown once the panes are filled
             session_id, self.open_session = self.open_session, None
             self.call_after_refresh(self.browser.show_session, session_id)
+
+    def _connect(self, *, readonly: bool = False) -> sqlite3.Connection:
+        """A connection to the database: a read-only archive's as it is (never upgraded in place)."""
+        from ..core.store.db import connect, open_for_reading
+
+        assert self.db_path is not None
+        return (
+            open_for_reading(self.db_path)
+            if self.archive.read_only
+            else connect(self.db_path, readonly=readonly)
+        )
 
     def _cannot_open(self, error: Exception) -> None:
         """The database is damaged, locked or unreadable: its message says what to do."""
@@ -418,7 +425,7 @@ class ArchiveApp(App[int]):
         while another screen is up (a memory or fork screen reads through the connection it was
         given): once it is closed. A file there that cannot be opened is said once, and the one
         opened before is read on."""
-        from ..core.store.db import LedgerError, connect, open_for_reading
+        from ..core.store.db import LedgerError
 
         identity = _file_identity(self.db_path)
         if identity is None or self._db_identity is None or identity == self._db_identity:
@@ -428,7 +435,7 @@ class ArchiveApp(App[int]):
         assert self.db_path is not None
         self._db_identity = identity
         try:
-            conn = open_for_reading(self.db_path) if self.archive.read_only else connect(self.db_path)
+            conn = self._connect()
         except (LedgerError, sqlite3.Error) as exc:
             self.notify(
                 f"{exc} Still reading the database opened before.",
