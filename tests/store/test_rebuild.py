@@ -344,6 +344,15 @@ def test_a_first_load_that_died_is_not_carried_and_its_marker_goes_with_it(tmp_p
 SUMMARY = b'{"type":"summary","summary":"halfway","leafUuid":"none"}\n'
 
 
+def spoil_records(database: Path, where: str, *args: object) -> None:
+    """The records `where` says read back other than their digests: a page damaged where SQLite's
+    own check does not look."""
+    conn = sqlite3.connect(database)
+    with conn:
+        conn.execute(f"UPDATE entries SET raw = CAST('x' || raw AS BLOB) WHERE {where}", args)
+    conn.close()
+
+
 def put_a_line_in_the_middle(path: Path) -> None:
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[:5] + [SUMMARY] + lines[5:]))
@@ -380,11 +389,7 @@ def test_a_version_of_a_file_whose_records_could_not_be_read_keeps_its_link(tmp_
     original = records_of(database)
     saved = path.read_bytes()
     path.unlink()
-    conn = sqlite3.connect(database)
-    file_id = conn.execute("SELECT id FROM source_files WHERE path = ?", (str(path),)).fetchone()[0]
-    with conn:  # every record of the gone file reads back other than its digest
-        conn.execute("UPDATE entries SET raw = CAST('x' || raw AS BLOB) WHERE source_file_id = ?", (file_id,))
-    conn.close()
+    spoil_records(database, "source_file_id = (SELECT id FROM source_files WHERE path = ?)", str(path))
     capsys.readouterr()
     assert main(["ingest", "--db", str(database), "--rebuild", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["carried"]["damaged"]
@@ -443,9 +448,8 @@ def test_an_agent_database_gone_with_a_row_unread_is_read_whole_when_it_comes_ba
     second = conn.execute(
         "SELECT id FROM entries WHERE source_file_id = ? ORDER BY byte_offset LIMIT 1 OFFSET 1", (file_id,)
     ).fetchone()[0]
-    with conn:
-        conn.execute("UPDATE entries SET raw = CAST('x' || raw AS BLOB) WHERE id = ?", (second,))
     conn.close()
+    spoil_records(database, "id = ?", second)
     os.rename(tmp_path / "src", tmp_path / "away")  # the drive unmounted
     assert main(["ingest", "--db", str(database), "--rebuild", "-q"]) == 0
     os.rename(tmp_path / "away", tmp_path / "src")  # back, as it was
@@ -467,14 +471,7 @@ def test_restore_of_a_session_none_of_whose_records_could_be_carried_writes_noth
     put_a_line_in_the_middle(path)
     assert main(ingest) == 0
     path.unlink()
-    conn = sqlite3.connect(database)
-    with conn:
-        conn.execute(
-            "UPDATE entries SET raw = CAST('x' || raw AS BLOB) WHERE source_file_id = "
-            "(SELECT id FROM source_files WHERE path = ?)",
-            (str(path),),
-        )
-    conn.close()
+    spoil_records(database, "source_file_id = (SELECT id FROM source_files WHERE path = ?)", str(path))
     assert main(["ingest", "--db", str(database), "--rebuild", "-q"]) == 0
     capsys.readouterr()
     sid = path.stem
